@@ -1,0 +1,62 @@
+/* fusebox — names of the access event's enums, as written in the access log. */
+#include "fs/fs-event.h"
+
+#include <string.h>
+
+static const char *const level_names[] = {
+  [FB_LOG_LEVEL_MUTATIONS] = "mutations",
+  [FB_LOG_LEVEL_OPENS] = "opens",
+  [FB_LOG_LEVEL_ALL] = "all",
+};
+
+static const char *const decision_names[] = {
+  [FB_DECISION_ALLOW] = "allow",
+  [FB_DECISION_DENY] = "deny",
+  [FB_DECISION_HIDE] = "hide",
+  [FB_DECISION_READONLY] = "readonly",
+};
+
+static int
+lookup_name (const char *const *names, guint n, const char *s)
+{
+  for (guint i = 0; s != NULL && i < n; i++)
+    if (strcmp (s, names[i]) == 0)
+      return (int) i;
+  return -1;
+}
+
+const char *
+fb_log_level_to_string (FbLogLevel level)
+{
+  return (guint) level < G_N_ELEMENTS (level_names) ? level_names[level] : "invalid";
+}
+
+bool
+fb_log_level_from_string (const char *s, FbLogLevel *ret_level)
+{
+  int i = lookup_name (level_names, G_N_ELEMENTS (level_names), s);
+
+  if (i < 0)
+    return false;
+  if (ret_level != NULL)
+    *ret_level = (FbLogLevel) i;
+  return true;
+}
+
+const char *
+fb_decision_to_string (FbDecision d)
+{
+  return (guint) d < G_N_ELEMENTS (decision_names) ? decision_names[d] : "invalid";
+}
+
+bool
+fb_decision_from_string (const char *s, FbDecision *ret_decision)
+{
+  int i = lookup_name (decision_names, G_N_ELEMENTS (decision_names), s);
+
+  if (i < 0)
+    return false;
+  if (ret_decision != NULL)
+    *ret_decision = (FbDecision) i;
+  return true;
+}

@@ -1,0 +1,74 @@
+/* fusebox — the access event: the narrow interface from the view (fs/) to
+ * the access log (ipc/).
+ *
+ * The view fills one FbAccessEvent per decided access and hands it to an
+ * FbAccessSink.  The sink copies what it keeps before returning (strings
+ * included), may block when its queue is full (a record is never dropped),
+ * and is called from any thread (FUSE workers, the main loop).  `seq`, `run`
+ * and `ts` formatting are the sink's business.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+
+G_BEGIN_DECLS
+
+/* What gets logged.  Denials are always logged, whatever the level. */
+typedef enum
+{
+  FB_LOG_LEVEL_MUTATIONS = 0, /* create, write-open, unlink, rename, link, mkdir, setattr, ... */
+  FB_LOG_LEVEL_OPENS = 1,     /* + every open, logged once at release with bytes read/written (default) */
+  FB_LOG_LEVEL_ALL = 2,       /* + lookup, getattr, readdir, readlink, access, statfs, xattr reads */
+} FbLogLevel;
+
+const char *fb_log_level_to_string (FbLogLevel level);
+bool fb_log_level_from_string (const char *s, FbLogLevel *ret_level);
+
+typedef enum
+{
+  FB_DECISION_ALLOW = 0,
+  FB_DECISION_DENY = 1,     /* EACCES from a deny rule (or a hidden name being created) */
+  FB_DECISION_HIDE = 2,     /* ENOENT from a hide rule */
+  FB_DECISION_READONLY = 3, /* EROFS from a read rule */
+} FbDecision;
+
+const char *fb_decision_to_string (FbDecision d);
+bool fb_decision_from_string (const char *s, FbDecision *ret_decision);
+
+typedef struct
+{
+  int64_t ts_us;        /* CLOCK_REALTIME, microseconds, when the access was decided */
+  pid_t pid;            /* caller's pid as the kernel gave it (0 if unknown) */
+  uid_t uid;
+  const char *comm;     /* caller's /proc/PID/comm, or NULL */
+  const char *session;  /* remote-API session id, or NULL for FUSE callers */
+  const char *op;       /* "open", "create", "unlink", "rename", "close", "lookup", ... */
+  const char *path;     /* view path */
+  const char *target;   /* second view path for rename/link/symlink, else NULL */
+  const char *access;   /* what was asked: "read", "write", "create", "delete", "list", "stat", "exec", "readwrite" */
+  FbDecision decision;
+  int err;              /* errno returned to the caller, 0 on success */
+  const FbPolicyRule *rule; /* the deciding rule (never NULL for decided accesses) */
+  int64_t bytes_read;   /* on "close": bytes read through the handle; else -1 */
+  int64_t bytes_written;
+} FbAccessEvent;
+
+typedef struct FbAccessSink FbAccessSink;
+struct FbAccessSink
+{
+  /* Must not drop; may block; callable from any thread. */
+  void (*push) (FbAccessSink *sink, const FbAccessEvent *event);
+};
+
+static inline void
+fb_access_sink_push (FbAccessSink *sink, const FbAccessEvent *event)
+{
+  if (sink != NULL)
+    sink->push (sink, event);
+}
+
+G_END_DECLS

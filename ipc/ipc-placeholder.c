@@ -1,0 +1,2 @@
+/* replaced by the access log */
+#include "fs/fs-event.h"

@@ -1,0 +1,213 @@
+/* fusebox — the policy engine's public interface.
+ *
+ * A policy maps every path of the sandbox's view to one access: write, read,
+ * deny or hide.  It is pure code: it reads its file (or a string) and answers
+ * questions; it never touches the host filesystem otherwise.
+ *
+ * Semantics (see docs/fusebox-policy.5 for the user's version):
+ *  - A literal rule at path P applies to P and everything below it, until a
+ *    more specific rule (more path components) takes over.
+ *  - A glob rule (deny or hide only) that matches a path P counts as if it
+ *    were a literal rule at P: same specificity as a literal rule at P.
+ *  - At equal specificity: hide > deny > write > read.
+ *  - No matching rule at all means hide.
+ *  - A protected name (default .git, .agents, .codex) at any depth narrows the
+ *    decision of that path to the protected access (hide, deny or read), unless
+ *    a literal rule names that exact path.  It never widens a decision.
+ *  - A directory whose decision is hide or deny but below which some literal
+ *    rule makes a path visible (read, write or deny) is "traversable": it can
+ *    be looked up into and lists only the children leading to those paths.
+ *  - A rule without "source" shows the host's object of the same path.  A rule
+ *    with a source ("private" or a host directory) is a mount point: the view
+ *    path shows that host directory.  A literal rule without source below a
+ *    mount point whose host path differs is a mount point too (it shows the
+ *    host's path again: a workspace under a private HOME stays the host's).
+ *
+ * Thread-safety: an FbPolicy is immutable once loaded; every query may run on
+ * any thread concurrently.  Decisions point into the policy and stay valid as
+ * long as the caller holds a reference.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <stdbool.h>
+
+G_BEGIN_DECLS
+
+#define FB_POLICY_ERROR (fb_policy_error_quark ())
+GQuark fb_policy_error_quark (void);
+
+typedef enum
+{
+  FB_POLICY_ERROR_IO,        /* the file could not be read */
+  FB_POLICY_ERROR_SYNTAX,    /* not JSON */
+  FB_POLICY_ERROR_SCHEMA,    /* unknown key, wrong type, missing field */
+  FB_POLICY_ERROR_VALUE,     /* a field's value is invalid (relative path, "..", unknown variable, bad glob, glob granting access...) */
+  FB_POLICY_ERROR_DUPLICATE, /* the same rule twice, or two sources for one path */
+  FB_POLICY_ERROR_VERSION,   /* unknown or missing "version" */
+  FB_POLICY_ERROR_NOT_FOUND, /* unknown built-in policy */
+} FbPolicyError;
+
+/* Ordered by equal-specificity precedence, weakest first is NOT implied:
+ * use fb_policy_access_precedence() and fb_policy_access_narrow(). */
+typedef enum
+{
+  FB_POLICY_ACCESS_HIDE = 0,
+  FB_POLICY_ACCESS_DENY = 1,
+  FB_POLICY_ACCESS_READ = 2,
+  FB_POLICY_ACCESS_WRITE = 3,
+} FbPolicyAccess;
+
+const char *fb_policy_access_to_string (FbPolicyAccess access);
+bool fb_policy_access_from_string (const char *s, FbPolicyAccess *ret_access);
+/* true when the access lets the name be seen (read, write, deny) */
+static inline bool
+fb_policy_access_visible (FbPolicyAccess a)
+{
+  return a != FB_POLICY_ACCESS_HIDE;
+}
+
+typedef enum
+{
+  FB_POLICY_NETWORK_NONE = 0,
+  FB_POLICY_NETWORK_HOST = 1,
+} FbPolicyNetwork;
+
+const char *fb_policy_network_to_string (FbPolicyNetwork n);
+bool fb_policy_network_from_string (const char *s, FbPolicyNetwork *ret_network);
+
+/* Values of the variables a policy may use.  Every member is an absolute,
+ * normalized host path or NULL ("not available here": a policy that uses it
+ * fails to load with an error naming the variable and the field). */
+typedef struct
+{
+  const char *workspace; /* ${WORKSPACE}; the workspace directory */
+  const char *home;      /* ${HOME}; the caller's home directory */
+  const char *cwd;       /* ${CWD}; the caller's working directory */
+  const char *run;       /* ${RUN}; the run directory; private sources live under it */
+} FbPolicyVars;
+
+/* Fill vars from the process: HOME from $HOME (else the passwd entry), CWD
+ * from getcwd(), WORKSPACE = workspace argument or CWD, RUN = run argument
+ * (may be NULL).  Strings are owned by *storage; free with
+ * fb_policy_vars_clear(). */
+typedef struct
+{
+  FbPolicyVars vars;
+  char *owned[4];
+} FbPolicyVarsStorage;
+void fb_policy_vars_init_from_env (FbPolicyVarsStorage *storage, const char *workspace, const char *run);
+void fb_policy_vars_clear (FbPolicyVarsStorage *storage);
+
+typedef enum
+{
+  FB_POLICY_RULE_PATH,      /* a literal "path" rule from the policy */
+  FB_POLICY_RULE_GLOB,      /* a "glob" rule from the policy */
+  FB_POLICY_RULE_PROTECTED, /* a protected name (synthetic) */
+  FB_POLICY_RULE_DEFAULT,   /* nothing matched (synthetic; access hide) */
+} FbPolicyRuleKind;
+
+typedef struct
+{
+  FbPolicyRuleKind kind;
+  int index;          /* position in "rules" (0-based); -1 for synthetic rules */
+  const char *origin; /* for people: "FILE:LINE:COL" of the rule, "builtin:NAME:rules[3]",
+                       * "protected_names[.git]" or "default" */
+  const char *path;   /* expanded view path (PATH rules), NULL otherwise */
+  const char *glob;   /* expanded pattern (GLOB rules), the name (PROTECTED), else NULL */
+  FbPolicyAccess access;
+  const char *why;    /* never NULL */
+  const char *source; /* NULL, "private", or an absolute host path (PATH rules only) */
+} FbPolicyRule;
+
+/* A mapping from a view subtree to a host directory.  Mount 0 is always the
+ * root: view "/" shows host "/" (or the root rule's source).  The host path of
+ * view path V below a mount M is M.host_path + (V - M.view_path). */
+typedef struct
+{
+  guint id;              /* index in fb_policy_get_mounts() */
+  const char *view_path; /* where the mapping starts in the view */
+  const char *host_path; /* the host directory shown there; for private
+                          * sources ${RUN}/private/<escaped view path>, or NULL
+                          * when the policy was loaded without ${RUN} */
+  bool is_private;       /* source "private": the run must create host_path (0700) */
+  const FbPolicyRule *rule;
+} FbPolicyMount;
+
+typedef struct
+{
+  FbPolicyAccess access;    /* the effective access of this exact path */
+  const FbPolicyRule *rule; /* the deciding rule; never NULL */
+  bool traversable;         /* access is hide or deny, but a visible path lies below:
+                             * the directory may be entered and lists only
+                             * fb_policy_decision_reachable_children() */
+  bool is_mount_point;      /* mount->view_path is exactly this path */
+  const FbPolicyMount *mount; /* the mapping in force; never NULL */
+  /* Names of children that exist in the view whatever the host holds: mount
+   * points and directories leading to one (NULL-terminated, owned by the
+   * policy, never NULL). */
+  const char *const *mounted_children;
+  /* For traversable decisions: the only children that may be listed or looked
+   * up (NULL-terminated, owned by the policy, never NULL). */
+  const char *const *reachable_children;
+
+  /* private to the policy: the matching trie node or NULL below it; depth */
+  const void *priv_node;
+  guint priv_depth;
+} FbPolicyDecision;
+
+typedef struct FbPolicy FbPolicy;
+
+FbPolicy *fb_policy_ref (FbPolicy *policy);
+void fb_policy_unref (FbPolicy *policy);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbPolicy, fb_policy_unref)
+
+/* Load and validate.  Errors are FB_POLICY_ERROR, and their message reads
+ * "FILE:LINE:COL: FIELD: what is wrong; what would be valid". */
+FbPolicy *fb_policy_load_file (const char *path, const FbPolicyVars *vars, GError **error);
+/* origin names the data in messages (a file name, "builtin:default", "<sandbox>") */
+FbPolicy *fb_policy_load_data (const char *data, gssize len, const char *origin, const FbPolicyVars *vars,
+                               GError **error);
+/* A parsed JSON object in the policy format (positions are not known: messages
+ * name the JSON path of the field instead of line:column). */
+FbPolicy *fb_policy_load_json (JsonNode *root, const char *origin, const FbPolicyVars *vars, GError **error);
+/* "builtin:NAME" or a file path */
+FbPolicy *fb_policy_load_spec (const char *spec, const FbPolicyVars *vars, GError **error);
+
+/* Built-ins: "default", "read-only", "host".  Their JSON depends on vars (for
+ * root, HOME is /root, which the default otherwise hides), so it is generated. */
+const char *const *fb_policy_builtin_names (void);
+/* JSON text of a built-in for these vars, or NULL with FB_POLICY_ERROR_NOT_FOUND */
+char *fb_policy_builtin_json (const char *name, const FbPolicyVars *vars, GError **error);
+
+FbPolicyNetwork fb_policy_get_network (const FbPolicy *policy);
+const char *fb_policy_get_origin (const FbPolicy *policy);
+const FbPolicyRule *fb_policy_get_rules (const FbPolicy *policy, guint *ret_n);
+const FbPolicyMount *fb_policy_get_mounts (const FbPolicy *policy, guint *ret_n);
+/* The effective policy as JSON in the policy format, variables expanded (for
+ * the run directory and `fusebox policy show`). */
+char *fb_policy_to_json (const FbPolicy *policy);
+
+/* Decide a view path: absolute, normalized (no "//", ".", ".." or trailing
+ * "/", except "/" itself).  Never fails: a malformed path decides hide. */
+void fb_policy_decide (const FbPolicy *policy, const char *view_path, FbPolicyDecision *ret);
+/* Decide NAME inside the directory PARENT_PATH already decided as PARENT,
+ * without re-walking the path.  NAME must be one component (no "/", not "."
+ * or ".."); otherwise the result is hide. */
+void fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, const char *parent_path,
+                             const char *name, FbPolicyDecision *ret);
+/* Is NAME protected?  Then *ret_access (may be NULL) is its protected access. */
+bool fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPolicyAccess *ret_access);
+
+/* Codex's FileSystemSandboxContext (the exec-server's "sandbox" parameter)
+ * translated into a policy object in our format, ready for
+ * fb_policy_load_json().  Errors name the JSON path of the offending field. */
+JsonNode *fb_policy_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error);
+
+/* Narrowing: the decision of NARROW applied on top of BASE can only be as
+ * permissive as both.  Used by the remote API (a call's sandbox narrows the
+ * server's policy).  Most restrictive first: hide, deny, read, write. */
+FbPolicyAccess fb_policy_access_narrow (FbPolicyAccess a, FbPolicyAccess b);
+
+G_END_DECLS
