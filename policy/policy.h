@@ -197,6 +197,12 @@ void fb_policy_decide (const FbPolicy *policy, const char *view_path, FbPolicyDe
  * or ".."); otherwise the result is hide. */
 void fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, const char *parent_path,
                              const char *name, FbPolicyDecision *ret);
+/* True when some rule could decide a path strictly below VIEW_PATH (decided
+ * as DECISION) differently from VIEW_PATH itself: a literal rule below it, or
+ * a glob anchored at or through it.  Renaming such a directory could carry a
+ * path out of its rule's reach, so the view refuses it.  Globs that match at
+ * any depth ("*.pem", "**" + "/x") and protected names do not count: they follow the file. */
+bool fb_policy_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *decision, const char *view_path);
 /* Is NAME protected?  Then *ret_access (may be NULL) is its protected access. */
 bool fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPolicyAccess *ret_access);
 
