@@ -1,0 +1,1114 @@
+/* fusebox — Codex's FileSystemSandboxContext translated into our policy format.
+ *
+ * Codex's exec-server takes a `sandbox` parameter on its fs and process
+ * calls: a FileSystemSandboxContext (camelCase) holding a PermissionProfile
+ * (snake_case, internally tagged by "type").  This file turns one into a
+ * policy object in our format, for fb_policy_load_json().  Being a policy/
+ * file it is pure: no file is opened and nothing on the host is looked at;
+ * the only ambient input is $TMPDIR for the `tmpdir` special path.
+ *
+ * Threat model: the context comes from a client over the network, so every
+ * field is validated and anything unknown (a key, a tag, a kind, an access)
+ * is refused with its JSON path.  Codex itself ignores unknown special paths
+ * for forward compatibility; we refuse them, because silently dropping a
+ * "deny" entry would widen what the client asked for.  In the remote API the
+ * result only ever narrows the server's own policy.
+ *
+ * Mapping (Codex → ours), same precedence on both sides: most components
+ * wins, then deny > write > read; nothing matching means hide (Codex: no
+ * access; its Linux sandbox does not mount such paths at all):
+ *  - access read/write → read/write; deny and its legacy alias none → deny.
+ *  - special root → "/"; minimal → /bin /sbin /usr /etc /lib /lib64 (read;
+ *    a minimal "write" grants read only, as Codex's platform defaults do);
+ *    project_roots → each workspaceRoots entry, else cwd, else the caller's
+ *    ${CWD}, joined with the optional relative subpath (current_working_
+ *    directory is Codex's alias of project_roots); tmpdir → each
+ *    temporaryDirectories entry, else $TMPDIR, else /tmp; slash_tmp → /tmp.
+ *  - glob_pattern: Codex enforces glob entries only when they deny and
+ *    ignores them otherwise; so do we (dropping a grant can only narrow).
+ *    A relative pattern is anchored at cwd as Codex does ("*.pem" means
+ *    CWD + "/" + "*.pem": Codex's `*` never crosses "/"), "~/" at userHomeDir (else
+ *    ${HOME}), and {a,b} alternations, which our globs lack, are expanded.
+ *  - managed + unrestricted file system, disabled, external → "/" write with
+ *    no protected names (Codex applies no filesystem sandbox then).
+ *  - network restricted → none, enabled → host; disabled → host.
+ *  - Several entries naming one path merge into one rule with the access
+ *    that wins by precedence, so the result never holds duplicates.
+ *
+ * Agent metadata (.git, .agents, .codex).  Codex keeps ROOT/.git, ROOT/.agents
+ * and ROOT/.codex read-only under every writable root ROOT, unless an explicit
+ * write entry covers the path in question: a write entry at ROOT/.git makes
+ * all of .git writable, one at ROOT/.git/hooks only that subtree.  We express
+ * that with a literal read rule at ROOT/NAME wherever the translated policy
+ * would otherwise decide write there, and skip it when an entry names
+ * ROOT/NAME itself (the explicit rule decides, as in Codex).  Deeper explicit
+ * write rules keep winning by specificity.  Codex never hides these names, so
+ * protected_names maps all three to "read": readable (git status works) but
+ * not writable at any depth, which also covers nested repositories that Codex
+ * leaves writable — the one place we are stricter.  Codex protects .git and
+ * .agents only when they exist (and resolves gitdir pointer files); we cannot
+ * look, so we always protect, which also stops their creation.
+ */
+#include "policy/policy.h"
+
+#include <string.h>
+
+/* Bound on what a hostile context can make us build: alternatives produced
+ * by expanding one glob pattern's {a,b} groups. */
+#define MAX_BRACE_EXPANSIONS 256
+
+static const char *const minimal_paths[] = { "/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64" };
+static const char *const metadata_names[] = { ".git", ".agents", ".codex" };
+
+typedef struct
+{
+  char *path;
+  FbPolicyAccess access;
+  char *why;
+} Rule;
+
+typedef struct
+{
+  char *pattern;
+  char *why;
+} Glob;
+
+typedef struct
+{
+  const FbPolicyVars *vars;
+  /* from the context */
+  char *cwd;              /* absolute, normalized, or NULL */
+  GPtrArray *project;     /* char*: workspaceRoots, else cwd */
+  GPtrArray *tmpdirs;     /* char*: temporaryDirectories, or NULL */
+  char *home;             /* userHomeDir, or NULL */
+  /* the translation */
+  FbPolicyNetwork network;
+  bool unrestricted;
+  GPtrArray *rules;       /* Rule*, in entry order */
+  GHashTable *by_path;    /* path → Rule* (borrowed from rules) */
+  GPtrArray *globs;       /* Glob* */
+  GHashTable *explicit;   /* paths an entry names (set) */
+} Translation;
+
+static void
+rule_free (gpointer p)
+{
+  Rule *r = p;
+  g_free (r->path);
+  g_free (r->why);
+  g_free (r);
+}
+
+static void
+glob_free (gpointer p)
+{
+  Glob *g = p;
+  g_free (g->pattern);
+  g_free (g->why);
+  g_free (g);
+}
+
+static void
+translation_clear (Translation *t)
+{
+  g_free (t->cwd);
+  g_free (t->home);
+  g_clear_pointer (&t->project, g_ptr_array_unref);
+  g_clear_pointer (&t->tmpdirs, g_ptr_array_unref);
+  g_clear_pointer (&t->by_path, g_hash_table_unref);
+  g_clear_pointer (&t->rules, g_ptr_array_unref);
+  g_clear_pointer (&t->globs, g_ptr_array_unref);
+  g_clear_pointer (&t->explicit, g_hash_table_unref);
+}
+
+/* ---- JSON helpers: every error names the JSON path ---- */
+
+static const char *
+node_type_name (JsonNode *node)
+{
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return "null";
+  if (JSON_NODE_HOLDS_OBJECT (node))
+    return "an object";
+  if (JSON_NODE_HOLDS_ARRAY (node))
+    return "an array";
+  switch (json_node_get_value_type (node))
+    {
+    case G_TYPE_STRING:
+      return "a string";
+    case G_TYPE_BOOLEAN:
+      return "a boolean";
+    case G_TYPE_INT64:
+    case G_TYPE_DOUBLE:
+      return "a number";
+    default:
+      return "a value";
+    }
+}
+
+static JsonObject *
+want_object (JsonNode *node, const char *jp, GError **error)
+{
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: expected an object, found %s", jp,
+                   node_type_name (node));
+      return NULL;
+    }
+  return json_node_get_object (node);
+}
+
+/* Refuse members outside ALLOWED (NULL-terminated): a misspelt key must not
+ * be ignored, since it may have been meant to narrow. */
+static bool
+check_keys (JsonObject *obj, const char *jp, const char *const *allowed, GError **error)
+{
+  g_autoptr (GList) members = json_object_get_members (obj);
+
+  for (GList *l = members; l != NULL; l = l->next)
+    {
+      const char *key = l->data;
+      if (g_strv_contains (allowed, key))
+        continue;
+      g_autofree char *valid = g_strjoinv (", ", (char **) allowed);
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: unknown field \"%s\"; valid: %s", jp, key,
+                   valid);
+      return false;
+    }
+  return true;
+}
+
+/* A string member; absent or null gives *ret = NULL (error only if required). */
+static bool
+get_string (JsonObject *obj, const char *jp, const char *key, bool required, const char **ret, GError **error)
+{
+  JsonNode *node = json_object_get_member (obj, key);
+
+  *ret = NULL;
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    {
+      if (!required)
+        return true;
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: missing; this field is required", jp, key);
+      return false;
+    }
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: expected a string, found %s", jp, key,
+                   node_type_name (node));
+      return false;
+    }
+  *ret = json_node_get_string (node);
+  return true;
+}
+
+static bool
+check_bool (JsonObject *obj, const char *jp, const char *key, GError **error)
+{
+  JsonNode *node = json_object_get_member (obj, key);
+
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return true;
+  if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_BOOLEAN)
+    return true;
+  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: expected a boolean, found %s", jp, key,
+               node_type_name (node));
+  return false;
+}
+
+static bool
+one_of (const char *value, const char *jp, const char *what, const char *const *valid, GError **error)
+{
+  if (g_strv_contains (valid, value))
+    return true;
+  g_autofree char *list = g_strjoinv (", ", (char **) valid);
+  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE, "%s: unknown %s \"%s\"; valid: %s", jp, what, value,
+               list);
+  return false;
+}
+
+/* ---- paths ---- */
+
+/* Lexical normalization of an absolute path: no "//", ".", ".." or trailing
+ * "/".  ".." is resolved lexically (as Codex's AbsolutePathBuf and file URIs
+ * do); it never climbs above "/". */
+static char *
+normalize_absolute (const char *path)
+{
+  g_auto (GStrv) parts = g_strsplit (path, "/", -1);
+  g_autoptr (GPtrArray) kept = g_ptr_array_new ();
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      if (parts[i][0] == '\0' || strcmp (parts[i], ".") == 0)
+        continue;
+      if (strcmp (parts[i], "..") == 0)
+        {
+          if (kept->len > 0)
+            g_ptr_array_remove_index (kept, kept->len - 1);
+          continue;
+        }
+      g_ptr_array_add (kept, parts[i]);
+    }
+  if (kept->len == 0)
+    return g_strdup ("/");
+  GString *out = g_string_new (NULL);
+  for (guint i = 0; i < kept->len; i++)
+    {
+      g_string_append_c (out, '/');
+      g_string_append (out, kept->pdata[i]);
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* Our policy format expands "${NAME}" in paths; a Codex path holding that
+ * sequence would be reinterpreted (or refused as an unknown variable far from
+ * its origin), so refuse it here where the field can be named. */
+static bool
+check_expressible (const char *value, const char *jp, GError **error)
+{
+  if (strstr (value, "${") == NULL)
+    return true;
+  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+               "%s: \"%s\" contains \"${\", which fusebox policies reserve for variables; such a path cannot be "
+               "translated",
+               jp, value);
+  return false;
+}
+
+/* A Codex PathUri ("file:///abs/path", percent-encoded) or, as our API also
+ * accepts, a plain absolute path. */
+static char *
+parse_path (const char *value, const char *jp, GError **error)
+{
+  g_autofree char *raw = NULL;
+
+  if (g_ascii_strncasecmp (value, "file:", 5) == 0)
+    {
+      g_autofree char *host = NULL;
+      g_autoptr (GError) local = NULL;
+
+      /* GLib would keep "?query" as part of the name; in a URI it is not. */
+      if (strchr (value, '?') != NULL || strchr (value, '#') != NULL)
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                       "%s: \"%s\" has a query or fragment; a file URI names a path only (percent-encode '?' and "
+                       "'#' in names)",
+                       jp, value);
+          return NULL;
+        }
+      raw = g_filename_from_uri (value, &host, &local);
+      if (raw == NULL)
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                       "%s: \"%s\" is not a valid file URI (bad percent-escape, or an encoded '/' or NUL); expected "
+                       "e.g. file:///home/me/project",
+                       jp, value);
+          return NULL;
+        }
+      if (host != NULL && g_ascii_strcasecmp (host, "localhost") != 0)
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                       "%s: \"%s\" names host \"%s\" (a Windows UNC path?); fusebox only sandboxes local paths: use "
+                       "file:///PATH",
+                       jp, value, host);
+          return NULL;
+        }
+    }
+  else if (value[0] == '/')
+    raw = g_strdup (value);
+  else
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                   "%s: \"%s\" is neither a file:// URI nor an absolute path; expected e.g. file:///home/me/project",
+                   jp, value);
+      return NULL;
+    }
+
+  /* Codex reads file:///C:/x as a Windows drive path; it names nothing here. */
+  if (g_ascii_isalpha (raw[1]) && raw[2] == ':' && (raw[3] == '/' || raw[3] == '\0'))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                   "%s: \"%s\" is a Windows drive path; fusebox runs on Linux and needs a POSIX path", jp, value);
+      return NULL;
+    }
+  if (!check_expressible (raw, jp, error))
+    return NULL;
+  return normalize_absolute (raw);
+}
+
+/* Codex joins a project-roots subpath only when it is relative and has no
+ * "." or ".." segment, so that a rule can never leave its root. */
+static bool
+check_subpath (const char *subpath, const char *jp, GError **error)
+{
+  if (subpath[0] == '\0' || subpath[0] == '/')
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                   "%s: \"%s\" must be a non-empty path relative to the project roots (e.g. \"docs\")", jp, subpath);
+      return false;
+    }
+  g_auto (GStrv) parts = g_strsplit (subpath, "/", -1);
+  for (guint i = 0; parts[i] != NULL; i++)
+    if (strcmp (parts[i], ".") == 0 || strcmp (parts[i], "..") == 0)
+      {
+        g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                     "%s: \"%s\" has a \"%s\" segment; a subpath must stay inside each project root", jp, subpath,
+                     parts[i]);
+        return false;
+      }
+  return check_expressible (subpath, jp, error);
+}
+
+static char *
+join_path (const char *base, const char *rel)
+{
+  g_autofree char *joined = g_strconcat (base, "/", rel, NULL);
+  return normalize_absolute (joined);
+}
+
+/* ---- building the rule list ---- */
+
+/* Codex's tie-break at one path: deny beats write beats read. */
+static int
+precedence (FbPolicyAccess a)
+{
+  switch (a)
+    {
+    case FB_POLICY_ACCESS_HIDE:
+      return 4;
+    case FB_POLICY_ACCESS_DENY:
+      return 3;
+    case FB_POLICY_ACCESS_WRITE:
+      return 2;
+    case FB_POLICY_ACCESS_READ:
+    default:
+      return 1;
+    }
+}
+
+static void
+add_rule (Translation *t, const char *path, FbPolicyAccess access, const char *why)
+{
+  Rule *r = g_hash_table_lookup (t->by_path, path);
+
+  if (r != NULL)
+    {
+      /* Same path twice: keep what wins at equal specificity, so the merge
+       * decides exactly as the two rules would have. */
+      if (precedence (access) > precedence (r->access))
+        {
+          r->access = access;
+          g_free (r->why);
+          r->why = g_strdup (why);
+        }
+      return;
+    }
+  r = g_new0 (Rule, 1);
+  r->path = g_strdup (path);
+  r->access = access;
+  r->why = g_strdup (why);
+  g_ptr_array_add (t->rules, r);
+  g_hash_table_insert (t->by_path, r->path, r);
+}
+
+static void
+add_glob (Translation *t, const char *pattern, const char *why)
+{
+  for (guint i = 0; i < t->globs->len; i++)
+    if (strcmp (((Glob *) t->globs->pdata[i])->pattern, pattern) == 0)
+      return;
+  Glob *g = g_new0 (Glob, 1);
+  g->pattern = g_strdup (pattern);
+  g->why = g_strdup (why);
+  g_ptr_array_add (t->globs, g);
+}
+
+/* Expand the first top-level {a,b,...} group of PATTERN (globset syntax,
+ * where "\" escapes), recursively, into OUT.  Returns false past the bound. */
+static bool
+expand_braces (const char *pattern, GPtrArray *out)
+{
+  const char *open = NULL, *close = NULL;
+  int depth = 0;
+
+  for (const char *p = pattern; *p != '\0'; p++)
+    {
+      if (*p == '\\' && p[1] != '\0')
+        {
+          p++;
+          continue;
+        }
+      if (*p == '{')
+        {
+          if (depth++ == 0)
+            open = p;
+        }
+      else if (*p == '}' && depth > 0)
+        {
+          if (--depth == 0)
+            {
+              close = p;
+              break;
+            }
+        }
+    }
+  if (open == NULL || close == NULL)
+    {
+      if (out->len >= MAX_BRACE_EXPANSIONS)
+        return false;
+      g_ptr_array_add (out, g_strdup (pattern));
+      return true;
+    }
+
+  g_autofree char *prefix = g_strndup (pattern, open - pattern);
+  const char *suffix = close + 1;
+  const char *start = open + 1;
+  depth = 0;
+  for (const char *p = open + 1; p <= close; p++)
+    {
+      if (*p == '\\' && p < close - 1)
+        {
+          p++;
+          continue;
+        }
+      if (*p == '{')
+        depth++;
+      else if (*p == '}' && depth > 0 && p != close)
+        depth--;
+      else if ((*p == ',' && depth == 0) || p == close)
+        {
+          g_autofree char *alt = g_strndup (start, p - start);
+          g_autofree char *next = g_strconcat (prefix, alt, suffix, NULL);
+          if (!expand_braces (next, out))
+            return false;
+          start = p + 1;
+        }
+    }
+  return true;
+}
+
+static bool
+parse_access (JsonObject *entry, const char *jp, FbPolicyAccess *ret, const char **ret_name, GError **error)
+{
+  static const char *const valid[] = { "read", "write", "deny", "none", NULL };
+  const char *access;
+  g_autofree char *field = g_strdup_printf ("%s.access", jp);
+
+  if (!get_string (entry, jp, "access", true, &access, error))
+    return false;
+  if (!one_of (access, field, "access", valid, error))
+    return false;
+  if (strcmp (access, "read") == 0)
+    *ret = FB_POLICY_ACCESS_READ;
+  else if (strcmp (access, "write") == 0)
+    *ret = FB_POLICY_ACCESS_WRITE;
+  else
+    *ret = FB_POLICY_ACCESS_DENY; /* "none" is Codex's legacy spelling of deny */
+  *ret_name = access;
+  return true;
+}
+
+static bool
+need_cwd (Translation *t, const char *jp, const char *what, GError **error)
+{
+  if (t->cwd != NULL)
+    return true;
+  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+               "%s: %s needs a working directory, but the context has no \"cwd\" and none is known here; add "
+               "\"cwd\": \"file:///PATH\"",
+               jp, what);
+  return false;
+}
+
+static bool
+translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAccess access,
+                   const char *access_name, const char *entry_jp, GError **error)
+{
+  static const char *const kinds[] = { "root",    "minimal",   "project_roots", "current_working_directory",
+                                       "tmpdir", "slash_tmp", NULL };
+  static const char *const kind_only[] = { "kind", NULL };
+  static const char *const with_subpath[] = { "kind", "subpath", NULL };
+  const char *kind;
+  g_autofree char *kind_jp = g_strdup_printf ("%s.kind", jp);
+
+  if (!get_string (value, jp, "kind", true, &kind, error) || !one_of (kind, kind_jp, "special path kind", kinds, error))
+    return false;
+
+  if (strcmp (kind, "project_roots") == 0 || strcmp (kind, "current_working_directory") == 0)
+    {
+      const char *subpath;
+      if (!check_keys (value, jp, with_subpath, error) || !get_string (value, jp, "subpath", false, &subpath, error))
+        return false;
+      g_autofree char *sub_jp = g_strdup_printf ("%s.subpath", jp);
+      if (subpath != NULL && !check_subpath (subpath, sub_jp, error))
+        return false;
+      if (t->project->len == 0 && !need_cwd (t, kind_jp, "project_roots", error))
+        return false;
+      g_autofree char *why = subpath != NULL ? g_strdup_printf ("codex: special project_roots subpath %s (%s), from %s",
+                                                                subpath, access_name, entry_jp)
+                                             : g_strdup_printf ("codex: special project_roots (%s), from %s",
+                                                                access_name, entry_jp);
+      for (guint i = 0; i < t->project->len; i++)
+        {
+          const char *root = t->project->pdata[i];
+          g_autofree char *path = subpath != NULL ? join_path (root, subpath) : g_strdup (root);
+          add_rule (t, path, access, why);
+          g_hash_table_add (t->explicit, g_strdup (path));
+        }
+      return true;
+    }
+
+  if (!check_keys (value, jp, kind_only, error))
+    return false;
+  g_autofree char *why = g_strdup_printf ("codex: special %s (%s), from %s", kind, access_name, entry_jp);
+
+  if (strcmp (kind, "root") == 0)
+    {
+      add_rule (t, "/", access, why);
+      g_hash_table_add (t->explicit, g_strdup ("/"));
+    }
+  else if (strcmp (kind, "minimal") == 0)
+    {
+      /* Codex's platform defaults are read-only whatever the entry says; a
+       * deny is kept as a deny (Codex drops it, but honouring it narrows). */
+      FbPolicyAccess a = access == FB_POLICY_ACCESS_DENY ? FB_POLICY_ACCESS_DENY : FB_POLICY_ACCESS_READ;
+      for (guint i = 0; i < G_N_ELEMENTS (minimal_paths); i++)
+        {
+          add_rule (t, minimal_paths[i], a, why);
+          g_hash_table_add (t->explicit, g_strdup (minimal_paths[i]));
+        }
+    }
+  else if (strcmp (kind, "tmpdir") == 0)
+    {
+      if (t->tmpdirs != NULL && t->tmpdirs->len > 0)
+        for (guint i = 0; i < t->tmpdirs->len; i++)
+          {
+            add_rule (t, t->tmpdirs->pdata[i], access, why);
+            g_hash_table_add (t->explicit, g_strdup (t->tmpdirs->pdata[i]));
+          }
+      else
+        {
+          const char *env = g_getenv ("TMPDIR");
+          g_autofree char *dir = env != NULL && env[0] == '/' && strstr (env, "${") == NULL
+                                   ? normalize_absolute (env)
+                                   : g_strdup ("/tmp");
+          add_rule (t, dir, access, why);
+          g_hash_table_add (t->explicit, g_strdup (dir));
+        }
+    }
+  else /* slash_tmp */
+    {
+      add_rule (t, "/tmp", access, why);
+      g_hash_table_add (t->explicit, g_strdup ("/tmp"));
+    }
+  return true;
+}
+
+static bool
+translate_glob (Translation *t, const char *pattern, const char *jp, FbPolicyAccess access, const char *access_name,
+                const char *entry_jp, GError **error)
+{
+  g_autofree char *anchored = NULL;
+
+  if (pattern[0] == '\0')
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE, "%s: empty glob pattern", jp);
+      return false;
+    }
+  if (!check_expressible (pattern, jp, error))
+    return false;
+  /* Codex matches glob entries only to deny; read or write globs have no
+   * effect there, so they have none here (dropping a grant never widens). */
+  if (access != FB_POLICY_ACCESS_DENY)
+    return true;
+
+  if (pattern[0] == '/')
+    anchored = g_strdup (pattern);
+  else if (pattern[0] == '~' && (pattern[1] == '/' || pattern[1] == '\0'))
+    {
+      const char *home = t->home != NULL ? t->home : (t->vars != NULL ? t->vars->home : NULL);
+      if (home == NULL)
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                       "%s: \"%s\" is relative to the home directory, but the context has no \"userHomeDir\" and "
+                       "none is known here",
+                       jp, pattern);
+          return false;
+        }
+      anchored = g_strconcat (home, strcmp (home, "/") == 0 ? "" : "/", pattern[1] == '/' ? pattern + 2 : "", NULL);
+    }
+  else
+    {
+      if (!need_cwd (t, jp, "a relative glob pattern", error))
+        return false;
+      anchored = g_strconcat (t->cwd, strcmp (t->cwd, "/") == 0 ? "" : "/", pattern, NULL);
+    }
+
+  g_autoptr (GPtrArray) alternatives = g_ptr_array_new_with_free_func (g_free);
+  if (!expand_braces (anchored, alternatives))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                   "%s: \"%s\" expands to more than %d patterns; split it into several entries", jp, pattern,
+                   MAX_BRACE_EXPANSIONS);
+      return false;
+    }
+  g_autofree char *why = g_strdup_printf ("codex: glob_pattern %s (%s), from %s", pattern, access_name, entry_jp);
+  for (guint i = 0; i < alternatives->len; i++)
+    add_glob (t, alternatives->pdata[i], why);
+  return true;
+}
+
+static bool
+translate_entry (Translation *t, JsonNode *node, const char *jp, GError **error)
+{
+  static const char *const entry_keys[] = { "path", "access", "missing_path_behavior", NULL };
+  static const char *const path_types[] = { "path", "glob_pattern", "special", NULL };
+  static const char *const path_keys[] = { "type", "path", NULL };
+  static const char *const glob_keys[] = { "type", "pattern", NULL };
+  static const char *const special_keys[] = { "type", "value", NULL };
+  static const char *const missing_values[] = { "skip", NULL };
+  JsonObject *entry, *path_obj;
+  FbPolicyAccess access;
+  const char *access_name, *type, *missing;
+  g_autofree char *path_jp = g_strdup_printf ("%s.path", jp);
+  g_autofree char *type_jp = g_strdup_printf ("%s.path.type", jp);
+  g_autofree char *missing_jp = g_strdup_printf ("%s.missing_path_behavior", jp);
+
+  if ((entry = want_object (node, jp, error)) == NULL || !check_keys (entry, jp, entry_keys, error)
+      || !parse_access (entry, jp, &access, &access_name, error))
+    return false;
+  /* "skip" tells Codex to drop the entry when the path is missing on the
+   * host; a rule for a missing path decides nothing, so keeping it is the
+   * same and needs no look at the host. */
+  if (!get_string (entry, jp, "missing_path_behavior", false, &missing, error)
+      || (missing != NULL && !one_of (missing, missing_jp, "missing_path_behavior", missing_values, error)))
+    return false;
+  if (!json_object_has_member (entry, "path"))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", path_jp);
+      return false;
+    }
+  if ((path_obj = want_object (json_object_get_member (entry, "path"), path_jp, error)) == NULL
+      || !get_string (path_obj, path_jp, "type", true, &type, error)
+      || !one_of (type, type_jp, "path type", path_types, error))
+    return false;
+
+  if (strcmp (type, "path") == 0)
+    {
+      const char *value;
+      g_autofree char *value_jp = g_strdup_printf ("%s.path", path_jp);
+      if (!check_keys (path_obj, path_jp, path_keys, error) || !get_string (path_obj, path_jp, "path", true, &value, error))
+        return false;
+      g_autofree char *path = parse_path (value, value_jp, error);
+      if (path == NULL)
+        return false;
+      g_autofree char *why = g_strdup_printf ("codex: path (%s), from %s", access_name, jp);
+      add_rule (t, path, access, why);
+      g_hash_table_add (t->explicit, g_steal_pointer (&path));
+      return true;
+    }
+  if (strcmp (type, "glob_pattern") == 0)
+    {
+      const char *pattern;
+      g_autofree char *pattern_jp = g_strdup_printf ("%s.pattern", path_jp);
+      if (!check_keys (path_obj, path_jp, glob_keys, error)
+          || !get_string (path_obj, path_jp, "pattern", true, &pattern, error))
+        return false;
+      return translate_glob (t, pattern, pattern_jp, access, access_name, jp, error);
+    }
+
+  /* special */
+  g_autofree char *value_jp = g_strdup_printf ("%s.value", path_jp);
+  JsonObject *value;
+  if (!check_keys (path_obj, path_jp, special_keys, error))
+    return false;
+  if (!json_object_has_member (path_obj, "value"))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", value_jp);
+      return false;
+    }
+  if ((value = want_object (json_object_get_member (path_obj, "value"), value_jp, error)) == NULL)
+    return false;
+  return translate_special (t, value, value_jp, access, access_name, jp, error);
+}
+
+static bool
+parse_network (JsonObject *obj, const char *jp, FbPolicyNetwork *ret, GError **error)
+{
+  static const char *const valid[] = { "restricted", "enabled", NULL };
+  const char *network;
+  g_autofree char *field = g_strdup_printf ("%s.network", jp);
+
+  if (!get_string (obj, jp, "network", true, &network, error) || !one_of (network, field, "network policy", valid, error))
+    return false;
+  *ret = strcmp (network, "enabled") == 0 ? FB_POLICY_NETWORK_HOST : FB_POLICY_NETWORK_NONE;
+  return true;
+}
+
+static bool
+translate_file_system (Translation *t, JsonNode *node, const char *jp, GError **error)
+{
+  static const char *const types[] = { "restricted", "unrestricted", NULL };
+  static const char *const restricted_keys[] = { "type", "entries", "glob_scan_max_depth", NULL };
+  static const char *const unrestricted_keys[] = { "type", NULL };
+  JsonObject *fs;
+  const char *type;
+  g_autofree char *type_jp = g_strdup_printf ("%s.type", jp);
+
+  if ((fs = want_object (node, jp, error)) == NULL || !get_string (fs, jp, "type", true, &type, error)
+      || !one_of (type, type_jp, "file_system type", types, error))
+    return false;
+  if (strcmp (type, "unrestricted") == 0)
+    {
+      if (!check_keys (fs, jp, unrestricted_keys, error))
+        return false;
+      t->unrestricted = true;
+      return true;
+    }
+
+  if (!check_keys (fs, jp, restricted_keys, error))
+    return false;
+  /* glob_scan_max_depth bounds Codex's up-front scan for glob matches; our
+   * globs are matched at lookup time, so it only needs to be well formed. */
+  JsonNode *depth = json_object_get_member (fs, "glob_scan_max_depth");
+  if (depth != NULL && !JSON_NODE_HOLDS_NULL (depth)
+      && (!JSON_NODE_HOLDS_VALUE (depth) || json_node_get_value_type (depth) != G_TYPE_INT64
+          || json_node_get_int (depth) < 1))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA,
+                   "%s.glob_scan_max_depth: expected a positive integer, found %s", jp, node_type_name (depth));
+      return false;
+    }
+  JsonNode *entries = json_object_get_member (fs, "entries");
+  g_autofree char *entries_jp = g_strdup_printf ("%s.entries", jp);
+  if (entries == NULL)
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", entries_jp);
+      return false;
+    }
+  if (!JSON_NODE_HOLDS_ARRAY (entries))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: expected an array, found %s", entries_jp,
+                   node_type_name (entries));
+      return false;
+    }
+  JsonArray *array = json_node_get_array (entries);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      g_autofree char *entry_jp = g_strdup_printf ("%s[%u]", entries_jp, i);
+      if (!translate_entry (t, json_array_get_element (array, i), entry_jp, error))
+        return false;
+    }
+  return true;
+}
+
+static bool
+translate_permissions (Translation *t, JsonNode *node, const char *jp, GError **error)
+{
+  static const char *const types[] = { "managed", "disabled", "external", NULL };
+  static const char *const managed_keys[] = { "type", "file_system", "network", NULL };
+  static const char *const disabled_keys[] = { "type", NULL };
+  static const char *const external_keys[] = { "type", "network", NULL };
+  JsonObject *perm;
+  const char *type;
+  g_autofree char *type_jp = g_strdup_printf ("%s.type", jp);
+
+  if ((perm = want_object (node, jp, error)) == NULL || !get_string (perm, jp, "type", true, &type, error)
+      || !one_of (type, type_jp, "permission profile type", types, error))
+    return false;
+
+  if (strcmp (type, "disabled") == 0)
+    {
+      /* Codex's danger-full-access: no sandbox at all, network included. */
+      if (!check_keys (perm, jp, disabled_keys, error))
+        return false;
+      t->unrestricted = true;
+      t->network = FB_POLICY_NETWORK_HOST;
+      return true;
+    }
+  if (strcmp (type, "external") == 0)
+    {
+      /* Someone else isolates the filesystem; we only carry the network. */
+      if (!check_keys (perm, jp, external_keys, error) || !parse_network (perm, jp, &t->network, error))
+        return false;
+      t->unrestricted = true;
+      return true;
+    }
+
+  if (!check_keys (perm, jp, managed_keys, error) || !parse_network (perm, jp, &t->network, error))
+    return false;
+  g_autofree char *fs_jp = g_strdup_printf ("%s.file_system", jp);
+  if (!json_object_has_member (perm, "file_system"))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", fs_jp);
+      return false;
+    }
+  return translate_file_system (t, json_object_get_member (perm, "file_system"), fs_jp, error);
+}
+
+/* A list of PathUri strings (workspaceRoots, temporaryDirectories). */
+static bool
+parse_path_list (JsonObject *ctx, const char *jp, const char *key, GPtrArray **ret, GError **error)
+{
+  JsonNode *node = json_object_get_member (ctx, key);
+
+  *ret = NULL;
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return true;
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: expected an array of file URIs, found %s",
+                   jp, key, node_type_name (node));
+      return false;
+    }
+  g_autoptr (GPtrArray) list = g_ptr_array_new_with_free_func (g_free);
+  JsonArray *array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonNode *el = json_array_get_element (array, i);
+      g_autofree char *el_jp = g_strdup_printf ("%s.%s[%u]", jp, key, i);
+      if (!JSON_NODE_HOLDS_VALUE (el) || json_node_get_value_type (el) != G_TYPE_STRING)
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: expected a file URI string, found %s",
+                       el_jp, node_type_name (el));
+          return false;
+        }
+      char *path = parse_path (json_node_get_string (el), el_jp, error);
+      if (path == NULL)
+        return false;
+      g_ptr_array_add (list, path);
+    }
+  *ret = g_steal_pointer (&list);
+  return true;
+}
+
+static bool
+parse_context (Translation *t, JsonNode *sandbox, GError **error)
+{
+  static const char *const keys[] = { "permissions",
+                                      "cwd",
+                                      "workspaceRoots",
+                                      "userHomeDir",
+                                      "temporaryDirectories",
+                                      "windowsSandboxLevel",
+                                      "windowsSandboxPrivateDesktop",
+                                      "windowsSandboxProxySettingsMode",
+                                      "useLegacyLandlock",
+                                      NULL };
+  static const char *const windows_levels[] = { "disabled", "restricted-token", "elevated", NULL };
+  const char *jp = "sandbox";
+  const char *cwd, *home, *level, *proxy;
+  JsonObject *ctx;
+
+  if ((ctx = want_object (sandbox, jp, error)) == NULL || !check_keys (ctx, jp, keys, error))
+    return false;
+  if (!json_object_has_member (ctx, "permissions"))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "sandbox.permissions: missing; this field is "
+                                                                   "required");
+      return false;
+    }
+  /* The Windows knobs mean nothing on Linux; they are checked, not used. */
+  if (!get_string (ctx, jp, "windowsSandboxLevel", false, &level, error)
+      || (level != NULL && !one_of (level, "sandbox.windowsSandboxLevel", "Windows sandbox level", windows_levels, error))
+      || !get_string (ctx, jp, "windowsSandboxProxySettingsMode", false, &proxy, error)
+      || !check_bool (ctx, jp, "windowsSandboxPrivateDesktop", error) || !check_bool (ctx, jp, "useLegacyLandlock", error))
+    return false;
+
+  if (!get_string (ctx, jp, "cwd", false, &cwd, error) || !get_string (ctx, jp, "userHomeDir", false, &home, error))
+    return false;
+  if (cwd != NULL && (t->cwd = parse_path (cwd, "sandbox.cwd", error)) == NULL)
+    return false;
+  if (cwd == NULL && t->vars != NULL && t->vars->cwd != NULL)
+    t->cwd = normalize_absolute (t->vars->cwd); /* the exec-server falls back to its own cwd */
+  if (home != NULL && (t->home = parse_path (home, "sandbox.userHomeDir", error)) == NULL)
+    return false;
+  if (!parse_path_list (ctx, jp, "workspaceRoots", &t->project, error)
+      || !parse_path_list (ctx, jp, "temporaryDirectories", &t->tmpdirs, error))
+    return false;
+  if (t->project == NULL)
+    t->project = g_ptr_array_new_with_free_func (g_free);
+  if (t->project->len == 0 && t->cwd != NULL)
+    g_ptr_array_add (t->project, g_strdup (t->cwd));
+
+  return translate_permissions (t, json_object_get_member (ctx, "permissions"), "sandbox.permissions", error);
+}
+
+/* ---- output ---- */
+
+static JsonNode *
+build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "version");
+  json_builder_add_int_value (b, 1);
+  json_builder_set_member_name (b, "network");
+  json_builder_add_string_value (b, fb_policy_network_to_string (t->network));
+  json_builder_set_member_name (b, "protected_names");
+  json_builder_begin_object (b);
+  if (with_protected_names)
+    for (guint i = 0; i < G_N_ELEMENTS (metadata_names); i++)
+      {
+        json_builder_set_member_name (b, metadata_names[i]);
+        json_builder_add_string_value (b, "read");
+      }
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, "rules");
+  json_builder_begin_array (b);
+  for (guint pass = 0; pass < 2; pass++)
+    {
+      GPtrArray *rules = pass == 0 ? t->rules : extra_rules;
+      for (guint i = 0; rules != NULL && i < rules->len; i++)
+        {
+          Rule *r = rules->pdata[i];
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "path");
+          json_builder_add_string_value (b, r->path);
+          json_builder_set_member_name (b, "access");
+          json_builder_add_string_value (b, fb_policy_access_to_string (r->access));
+          json_builder_set_member_name (b, "why");
+          json_builder_add_string_value (b, r->why);
+          json_builder_end_object (b);
+        }
+    }
+  for (guint i = 0; i < t->globs->len; i++)
+    {
+      Glob *g = t->globs->pdata[i];
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "glob");
+      json_builder_add_string_value (b, g->pattern);
+      json_builder_set_member_name (b, "access");
+      json_builder_add_string_value (b, "deny");
+      json_builder_set_member_name (b, "why");
+      json_builder_add_string_value (b, g->why);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+/* The access the literal rules alone give PATH: the rule with most
+ * components at or above it, else hide. */
+static FbPolicyAccess
+literal_access (Translation *t, const char *path)
+{
+  g_autofree char *p = g_strdup (path);
+
+  for (;;)
+    {
+      Rule *r = g_hash_table_lookup (t->by_path, p);
+      if (r != NULL)
+        return r->access;
+      if (strcmp (p, "/") == 0)
+        return FB_POLICY_ACCESS_HIDE;
+      char *slash = strrchr (p, '/');
+      if (slash == p)
+        p[1] = '\0';
+      else
+        *slash = '\0';
+    }
+}
+
+/* The metadata rule: ROOT/.git, ROOT/.agents and ROOT/.codex read-only under
+ * each writable root, where the policy would otherwise let them be written. */
+static bool
+add_metadata_rules (Translation *t, GPtrArray *extra, GError **error)
+{
+  g_autoptr (FbPolicy) first = NULL;
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  /* Deny globs can decide a path too; only the engine can say whether one
+   * matches, so then ask a first-pass policy (without protected names). */
+  if (t->globs->len > 0)
+    {
+      g_autoptr (JsonNode) node = build_policy (t, NULL, false);
+      g_autoptr (GError) local = NULL;
+      first = fb_policy_load_json (node, "<sandbox>", t->vars, &local);
+      if (first == NULL)
+        {
+          g_set_error (error, FB_POLICY_ERROR, local->code, "sandbox: the translated policy was refused: %s",
+                       local->message);
+          return false;
+        }
+    }
+
+  for (guint i = 0; i < t->rules->len; i++)
+    {
+      Rule *root = t->rules->pdata[i];
+      if (root->access != FB_POLICY_ACCESS_WRITE)
+        continue;
+      for (guint n = 0; n < G_N_ELEMENTS (metadata_names); n++)
+        {
+          g_autofree char *path = join_path (root->path, metadata_names[n]);
+          FbPolicyAccess access;
+
+          if (g_hash_table_contains (t->explicit, path) || g_hash_table_contains (seen, path))
+            continue;
+          if (first != NULL)
+            {
+              FbPolicyDecision d;
+              fb_policy_decide (first, path, &d);
+              access = d.access;
+            }
+          else
+            access = literal_access (t, path);
+          if (access != FB_POLICY_ACCESS_WRITE)
+            continue; /* a read rule there would widen a deny or hide */
+
+          Rule *r = g_new0 (Rule, 1);
+          r->path = g_strdup (path);
+          r->access = FB_POLICY_ACCESS_READ;
+          r->why = g_strdup_printf ("codex: %s under the writable root %s stays read-only unless a write entry "
+                                    "names it (Codex's metadata rule)",
+                                    metadata_names[n], root->path);
+          g_ptr_array_add (extra, r);
+          g_hash_table_add (seen, g_steal_pointer (&path));
+        }
+    }
+  return true;
+}
+
+static JsonNode *
+translate (Translation *t, JsonNode *sandbox_context, GError **error)
+{
+  if (!parse_context (t, sandbox_context, error))
+    return NULL;
+
+  if (t->unrestricted)
+    {
+      /* Codex applies no filesystem sandbox and protects no metadata. */
+      g_hash_table_remove_all (t->by_path);
+      g_ptr_array_set_size (t->rules, 0);
+      g_ptr_array_set_size (t->globs, 0);
+      add_rule (t, "/", FB_POLICY_ACCESS_WRITE, "codex: unrestricted file system (write)");
+      return build_policy (t, NULL, false);
+    }
+
+  g_autoptr (GPtrArray) extra = g_ptr_array_new_with_free_func (rule_free);
+  if (!add_metadata_rules (t, extra, error))
+    return NULL;
+  return build_policy (t, extra, true);
+}
+
+JsonNode *
+fb_policy_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error)
+{
+  Translation t = { 0 };
+
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  t.vars = vars;
+  t.network = FB_POLICY_NETWORK_NONE;
+  t.rules = g_ptr_array_new_with_free_func (rule_free);
+  t.by_path = g_hash_table_new (g_str_hash, g_str_equal);
+  t.globs = g_ptr_array_new_with_free_func (glob_free);
+  t.explicit = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  JsonNode *result = translate (&t, sandbox_context, error);
+  translation_clear (&t);
+  return result;
+}
