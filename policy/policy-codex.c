@@ -32,6 +32,7 @@
  *  - managed + unrestricted file system, disabled, external → "/" write with
  *    no protected names (Codex applies no filesystem sandbox then).
  *  - network restricted → none, enabled → host; disabled → host.
+ *  - "$" is doubled on output: Codex has no variables, our "${NAME}" does.
  *  - Several entries naming one path merge into one rule with the access
  *    that wins by precedence, so the result never holds duplicates.
  *
@@ -261,21 +262,6 @@ normalize_absolute (const char *path)
   return g_string_free (out, FALSE);
 }
 
-/* Our policy format expands "${NAME}" in paths; a Codex path holding that
- * sequence would be reinterpreted (or refused as an unknown variable far from
- * its origin), so refuse it here where the field can be named. */
-static bool
-check_expressible (const char *value, const char *jp, GError **error)
-{
-  if (strstr (value, "${") == NULL)
-    return true;
-  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-               "%s: \"%s\" contains \"${\", which fusebox policies reserve for variables; such a path cannot be "
-               "translated",
-               jp, value);
-  return false;
-}
-
 /* A Codex PathUri ("file:///abs/path", percent-encoded) or, as our API also
  * accepts, a plain absolute path. */
 static char *
@@ -332,8 +318,6 @@ parse_path (const char *value, const char *jp, GError **error)
                    "%s: \"%s\" is a Windows drive path; fusebox runs on Linux and needs a POSIX path", jp, value);
       return NULL;
     }
-  if (!check_expressible (raw, jp, error))
-    return NULL;
   return normalize_absolute (raw);
 }
 
@@ -357,7 +341,7 @@ check_subpath (const char *subpath, const char *jp, GError **error)
                      parts[i]);
         return false;
       }
-  return check_expressible (subpath, jp, error);
+  return true;
 }
 
 static char *
@@ -590,9 +574,7 @@ translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAc
       else
         {
           const char *env = g_getenv ("TMPDIR");
-          g_autofree char *dir = env != NULL && env[0] == '/' && strstr (env, "${") == NULL
-                                   ? normalize_absolute (env)
-                                   : g_strdup ("/tmp");
+          g_autofree char *dir = env != NULL && env[0] == '/' ? normalize_absolute (env) : g_strdup ("/tmp");
           add_rule (t, dir, access, why);
           g_hash_table_add (t->explicit, g_strdup (dir));
         }
@@ -603,6 +585,85 @@ translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAc
       g_hash_table_add (t->explicit, g_strdup ("/tmp"));
     }
   return true;
+}
+
+/* Codex compiles globs with globset (literal separator, unclosed "[" kept
+ * literal, "\\" escaping); our globs are stricter about spelling.  Rewrite
+ * the few constructs that differ so that the pattern matches what Codex
+ * matches: "."/".."/empty components folded as Codex folds the anchored
+ * pattern, "**" inside a name (globset reads it as "*") made "*", and an
+ * unclosed "[" escaped. */
+static char *
+codex_glob_to_ours (const char *anchored)
+{
+  g_auto (GStrv) parts = g_strsplit (anchored, "/", -1);
+  g_autoptr (GPtrArray) kept = g_ptr_array_new_with_free_func (g_free);
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      const char *c = parts[i];
+      gsize n = strlen (c);
+
+      if (n == 0 || strcmp (c, ".") == 0)
+        continue;
+      if (strcmp (c, "..") == 0)
+        {
+          if (kept->len > 0)
+            g_ptr_array_remove_index (kept, kept->len - 1);
+          continue;
+        }
+      if (strcmp (c, "**") == 0)
+        {
+          g_ptr_array_add (kept, g_strdup (c));
+          continue;
+        }
+      GString *out = g_string_sized_new (n + 4);
+      for (gsize j = 0; j < n; j++)
+        {
+          if (c[j] == '\\')
+            {
+              if (j + 1 < n)
+                g_string_append_len (out, c + j++, 2);
+              else
+                g_string_append (out, "\\\\"); /* a trailing "\\" is a literal backslash */
+            }
+          else if (c[j] == '*')
+            {
+              g_string_append_c (out, '*');
+              while (j + 1 < n && c[j + 1] == '*')
+                j++;
+            }
+          else if (c[j] == '[')
+            {
+              gsize k = j + 1;
+              if (k < n && (c[k] == '!' || c[k] == '^'))
+                k++;
+              if (k < n && c[k] == ']')
+                k++;
+              while (k < n && c[k] != ']')
+                k += (c[k] == '\\' && k + 1 < n) ? 2 : 1;
+              if (k >= n)
+                g_string_append (out, "\\[");
+              else
+                {
+                  g_string_append_len (out, c + j, k - j + 1);
+                  j = k;
+                }
+            }
+          else
+            g_string_append_c (out, c[j]);
+        }
+      g_ptr_array_add (kept, g_string_free (out, FALSE));
+    }
+  if (kept->len == 0)
+    return g_strdup ("/");
+  GString *joined = g_string_new (NULL);
+  for (guint i = 0; i < kept->len; i++)
+    {
+      g_string_append_c (joined, '/');
+      g_string_append (joined, kept->pdata[i]);
+    }
+  return g_string_free (joined, FALSE);
 }
 
 static bool
@@ -616,8 +677,6 @@ translate_glob (Translation *t, const char *pattern, const char *jp, FbPolicyAcc
       g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE, "%s: empty glob pattern", jp);
       return false;
     }
-  if (!check_expressible (pattern, jp, error))
-    return false;
   /* Codex matches glob entries only to deny; read or write globs have no
    * effect there, so they have none here (dropping a grant never widens). */
   if (access != FB_POLICY_ACCESS_DENY)
@@ -655,7 +714,14 @@ translate_glob (Translation *t, const char *pattern, const char *jp, FbPolicyAcc
     }
   g_autofree char *why = g_strdup_printf ("codex: glob_pattern %s (%s), from %s", pattern, access_name, entry_jp);
   for (guint i = 0; i < alternatives->len; i++)
-    add_glob (t, alternatives->pdata[i], why);
+    {
+      g_autofree char *ours = codex_glob_to_ours (alternatives->pdata[i]);
+      /* A pattern that folds to "/" names the root itself. */
+      if (strcmp (ours, "/") == 0)
+        add_rule (t, "/", FB_POLICY_ACCESS_DENY, why);
+      else
+        add_glob (t, ours, why);
+    }
   return true;
 }
 
@@ -935,6 +1001,22 @@ parse_context (Translation *t, JsonNode *sandbox, GError **error)
   return translate_permissions (t, json_object_get_member (ctx, "permissions"), "sandbox.permissions", error);
 }
 
+/* Our policy format expands "${NAME}" in paths and globs and reads "$$" as
+ * one "$"; Codex has no variables, so every "$" it sends is literal. */
+static char *
+escape_dollars (const char *text)
+{
+  GString *out = g_string_sized_new (strlen (text) + 8);
+
+  for (const char *p = text; *p != '\0'; p++)
+    {
+      if (*p == '$')
+        g_string_append_c (out, '$');
+      g_string_append_c (out, *p);
+    }
+  return g_string_free (out, FALSE);
+}
+
 /* ---- output ---- */
 
 static JsonNode *
@@ -965,8 +1047,9 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
         {
           Rule *r = rules->pdata[i];
           json_builder_begin_object (b);
+          g_autofree char *path = escape_dollars (r->path);
           json_builder_set_member_name (b, "path");
-          json_builder_add_string_value (b, r->path);
+          json_builder_add_string_value (b, path);
           json_builder_set_member_name (b, "access");
           json_builder_add_string_value (b, fb_policy_access_to_string (r->access));
           json_builder_set_member_name (b, "why");
@@ -978,8 +1061,9 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
     {
       Glob *g = t->globs->pdata[i];
       json_builder_begin_object (b);
+      g_autofree char *pattern = escape_dollars (g->pattern);
       json_builder_set_member_name (b, "glob");
-      json_builder_add_string_value (b, g->pattern);
+      json_builder_add_string_value (b, pattern);
       json_builder_set_member_name (b, "access");
       json_builder_add_string_value (b, "deny");
       json_builder_set_member_name (b, "why");
