@@ -1,2 +1,0 @@
-/* replaced by the access log */
-#include "fs/fs-event.h"

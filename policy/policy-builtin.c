@@ -1,0 +1,227 @@
+/* fusebox — the built-in policies and the policy as JSON.
+ *
+ * The built-ins are generated for the caller's variables rather than fixed
+ * text, because a fixed default cannot serve everyone: for root, HOME is
+ * /root, which the default otherwise hides; a workspace may be HOME itself,
+ * lie under HOME or /tmp (both private), or contain them.  The rules below
+ * keep three promises for every caller:
+ *  - the workspace is the host's, writable (read-only in "read-only");
+ *  - HOME and /tmp are private (empty, in the run directory) unless the
+ *    workspace is them or contains them;
+ *  - other people's files (/home, /root) stay hidden unless they are the
+ *    caller's HOME or the workspace itself.
+ * Each omission is a rule that would otherwise conflict (two rules at one
+ * path) or undo one of these promises.
+ */
+#include "policy/policy-private.h"
+
+static const char *const builtin_names[] = { "default", "read-only", "host", NULL };
+
+const char *const *
+fb_policy_builtin_names (void)
+{
+  return builtin_names;
+}
+
+char *
+fb_policy_private_dir_name (const char *view_path)
+{
+  GString *out = g_string_sized_new (strlen (view_path) * 2);
+
+  /* "%" and "/" escaped: distinct view paths get distinct names. */
+  for (const char *p = view_path; *p != '\0'; p++)
+    {
+      if (*p == '%')
+        g_string_append (out, "%25");
+      else if (*p == '/')
+        g_string_append (out, "%2F");
+      else
+        g_string_append_c (out, *p);
+    }
+  if (out->len > 255)
+    {
+      /* Too long for one file name (NAME_MAX): a digest, which cannot
+       * collide with an escaped name (those start with "%2F"). */
+      g_autofree char *sum = g_compute_checksum_for_string (G_CHECKSUM_SHA256, view_path, -1);
+
+      g_string_free (out, TRUE);
+      return g_strconcat ("_", sum, NULL);
+    }
+  return g_string_free (out, FALSE);
+}
+
+static void
+add_rule (JsonBuilder *b, const char *path, const char *access, const char *source, const char *why)
+{
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "path");
+  json_builder_add_string_value (b, path);
+  json_builder_set_member_name (b, "access");
+  json_builder_add_string_value (b, access);
+  if (source != NULL)
+    {
+      json_builder_set_member_name (b, "source");
+      json_builder_add_string_value (b, source);
+    }
+  json_builder_set_member_name (b, "why");
+  json_builder_add_string_value (b, why);
+  json_builder_end_object (b);
+}
+
+static void
+add_default_protected (JsonBuilder *b)
+{
+  static const char *const names[] = { ".git", ".agents", ".codex" };
+
+  json_builder_set_member_name (b, "protected_names");
+  json_builder_begin_object (b);
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      json_builder_set_member_name (b, names[i]);
+      json_builder_add_string_value (b, "hide");
+    }
+  json_builder_end_object (b);
+}
+
+static char *
+to_text (JsonBuilder *b)
+{
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autoptr (JsonNode) root = json_builder_get_root (b);
+
+  json_generator_set_pretty (gen, TRUE);
+  json_generator_set_indent (gen, 2);
+  json_generator_set_root (gen, root);
+  return json_generator_to_data (gen, NULL);
+}
+
+static bool
+is_at_or_below (const char *path, const char *ancestor)
+{
+  return path != NULL && ancestor != NULL && fb_policy_path_has_prefix (path, ancestor);
+}
+
+static void
+add_default_rules (JsonBuilder *b, const char *home, const char *ws, bool workspace_writable)
+{
+  bool home_private;
+  bool tmp_private;
+
+  add_rule (b, "/", "read", NULL, "system files and tools");
+
+  /* Hide the trees of other people's files, unless that tree is the caller's
+   * HOME (then HOME's own rule covers it) or the workspace itself. */
+  if (g_strcmp0 (home, "/home") != 0 && g_strcmp0 (ws, "/home") != 0)
+    add_rule (b, "/home", "hide", NULL, "other people's files");
+  if (g_strcmp0 (home, "/root") != 0 && g_strcmp0 (ws, "/root") != 0)
+    add_rule (b, "/root", "hide", NULL, "the administrator's files");
+
+  /* A private HOME, unless the workspace is HOME or contains it (the
+   * workspace is the host's), or HOME is "/" (a private root would hide the
+   * whole system). */
+  home_private = home != NULL && strcmp (home, "/") != 0 && !is_at_or_below (home, ws);
+  if (home_private)
+    add_rule (b, "${HOME}", "write", "private", "an empty private HOME: the host's stays out of reach");
+  else if (home != NULL && ws != NULL && strcmp (home, ws) != 0 && is_at_or_below (home, ws)
+           && (is_at_or_below (home, "/home") || is_at_or_below (home, "/root")) && workspace_writable)
+    /* The workspace contains HOME but /home or /root above would hide it:
+     * HOME is part of the workspace, so show it as such. */
+    add_rule (b, "${HOME}", "write", NULL, "the home directory, inside the workspace");
+
+  /* A private /tmp unless the workspace is /tmp or contains it, or HOME is
+   * /tmp (HOME's private rule covers it). */
+  tmp_private = !is_at_or_below ("/tmp", ws) && g_strcmp0 (home, "/tmp") != 0;
+  if (tmp_private)
+    add_rule (b, "/tmp", "write", "private", "a private /tmp: nothing is left behind on the host");
+
+  if (ws != NULL)
+    {
+      if (workspace_writable)
+        add_rule (b, "${WORKSPACE}", "write", NULL, "the workspace");
+      else if (strcmp (ws, "/") != 0)
+        /* (a workspace of "/" is already read by the first rule) */
+        add_rule (b, "${WORKSPACE}", "read", NULL, "the workspace, read-only");
+    }
+}
+
+char *
+fb_policy_builtin_json (const char *name, const FbPolicyVars *vars, GError **error)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autofree char *home = vars != NULL && vars->home != NULL ? fb_policy_path_normalize (vars->home) : NULL;
+  g_autofree char *ws = vars != NULL && vars->workspace != NULL ? fb_policy_path_normalize (vars->workspace) : NULL;
+  bool is_default = g_strcmp0 (name, "default") == 0;
+  bool is_read_only = g_strcmp0 (name, "read-only") == 0;
+  bool is_host = g_strcmp0 (name, "host") == 0;
+
+  if (!is_default && !is_read_only && !is_host)
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_NOT_FOUND,
+                   "builtin:%s: no such built-in policy; valid: default, read-only, host", name);
+      return NULL;
+    }
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "version");
+  json_builder_add_int_value (b, 1);
+  json_builder_set_member_name (b, "network");
+  json_builder_add_string_value (b, is_host ? "host" : "none");
+  add_default_protected (b);
+  json_builder_set_member_name (b, "rules");
+  json_builder_begin_array (b);
+  if (is_host)
+    add_rule (b, "/", "write", NULL, "the host as it is: this run only wants the access log");
+  else
+    add_default_rules (b, home, ws, is_default);
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  return to_text (b);
+}
+
+char *
+fb_policy_to_json (const FbPolicy *policy)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "version");
+  json_builder_add_int_value (b, 1);
+  json_builder_set_member_name (b, "network");
+  json_builder_add_string_value (b, fb_policy_network_to_string (policy->network));
+  json_builder_set_member_name (b, "protected_names");
+  json_builder_begin_object (b);
+  for (guint i = 0; i < policy->n_protected; i++)
+    {
+      json_builder_set_member_name (b, policy->protected_rules[i].glob);
+      json_builder_add_string_value (b, fb_policy_access_to_string (policy->protected_rules[i].access));
+    }
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, "rules");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < policy->n_rules; i++)
+    {
+      const FbPolicyRule *rule = &policy->rules[i];
+      /* Expanded values may hold "$": doubled so that loading this text
+       * again does not expand anything. */
+      g_autofree char *what = fb_policy_vars_escape (rule->kind == FB_POLICY_RULE_PATH ? rule->path : rule->glob);
+
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob");
+      json_builder_add_string_value (b, what);
+      json_builder_set_member_name (b, "access");
+      json_builder_add_string_value (b, fb_policy_access_to_string (rule->access));
+      if (rule->source != NULL)
+        {
+          g_autofree char *source = fb_policy_vars_escape (rule->source);
+
+          json_builder_set_member_name (b, "source");
+          json_builder_add_string_value (b, source);
+        }
+      json_builder_set_member_name (b, "why");
+      json_builder_add_string_value (b, rule->why);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_builder_end_object (b);
+  return to_text (b);
+}

@@ -1,0 +1,733 @@
+/* fusebox — the policy engine: loading and strict validation.
+ *
+ * Invariants:
+ *  - A policy that loads means what it says: every unknown key, wrong type,
+ *    unknown value, relative or unnormalized path, duplicate rule, missing
+ *    "why", glob granting access or unknown version is an error, because a
+ *    typo that loads would silently weaken the sandbox.
+ *  - Every error message reads "ORIGIN:LINE:COL: FIELD: what is wrong; what
+ *    would be valid" (without LINE:COL when the policy came as a JsonNode).
+ *  - A loaded FbPolicy is immutable and reference-counted; all queries may
+ *    run concurrently on any thread (FUSE workers, the main loop).
+ *
+ * Threat model: the policy file is written by the user who runs fusebox, but
+ * it may come from a repository they did not write, or from a remote API
+ * caller (through the Codex translation); so parsing is bounded (size,
+ * nesting) and never trusts the text (see policy-pos.c), and the fuzzer
+ * (tests/fuzz/fuzz-policy.c) drives this file.
+ */
+#include "policy/policy-private.h"
+
+#include <errno.h>
+
+/* ---- Reference counting --------------------------------------------------- */
+
+FbPolicy *
+fb_policy_new_empty (const char *origin)
+{
+  FbPolicy *policy = g_new0 (FbPolicy, 1);
+
+  policy->ref_count = 1;
+  policy->origin = g_strdup (origin != NULL ? origin : "<data>");
+  policy->strings = g_string_chunk_new (1024);
+  policy->default_rule = (FbPolicyRule){
+    .kind = FB_POLICY_RULE_DEFAULT,
+    .index = -1,
+    .origin = "default",
+    .access = FB_POLICY_ACCESS_HIDE,
+    .why = "no rule grants this path",
+  };
+  policy->malformed_rule = (FbPolicyRule){
+    .kind = FB_POLICY_RULE_DEFAULT,
+    .index = -1,
+    .origin = "default",
+    .access = FB_POLICY_ACCESS_HIDE,
+    .why = "not a normalized view path (absolute, without //, . or .. components or a trailing /)",
+  };
+  return policy;
+}
+
+FbPolicy *
+fb_policy_ref (FbPolicy *policy)
+{
+  g_return_val_if_fail (policy != NULL, NULL);
+  g_atomic_int_inc (&policy->ref_count);
+  return policy;
+}
+
+void
+fb_policy_unref (FbPolicy *policy)
+{
+  if (policy == NULL || !g_atomic_int_dec_and_test (&policy->ref_count))
+    return;
+  fb_policy_compiled_clear (policy);
+  for (guint i = 0; i < policy->n_rules; i++)
+    fb_policy_glob_free (policy->globs != NULL ? policy->globs[i] : NULL);
+  g_free (policy->globs);
+  g_free (policy->rules);
+  g_free (policy->protected_rules);
+  fb_name_map_clear (&policy->protected_map);
+  g_string_chunk_free (policy->strings);
+  g_free (policy->origin);
+  g_free (policy);
+}
+
+FbPolicyNetwork
+fb_policy_get_network (const FbPolicy *policy)
+{
+  return policy->network;
+}
+
+const char *
+fb_policy_get_origin (const FbPolicy *policy)
+{
+  return policy->origin;
+}
+
+const FbPolicyRule *
+fb_policy_get_rules (const FbPolicy *policy, guint *ret_n)
+{
+  if (ret_n != NULL)
+    *ret_n = policy->n_rules;
+  return policy->rules;
+}
+
+const FbPolicyMount *
+fb_policy_get_mounts (const FbPolicy *policy, guint *ret_n)
+{
+  if (ret_n != NULL)
+    *ret_n = policy->mounts->len;
+  return (const FbPolicyMount *) (void *) policy->mounts->data;
+}
+
+/* ---- Error messages -------------------------------------------------------- */
+
+typedef struct
+{
+  const char *origin; /* NULL when the JsonNode came without a name */
+  const FbPolicyPosIndex *index;
+  bool builtin;
+  GError **error;
+} Ctx;
+
+typedef enum
+{
+  AT_VALUE, /* the start of the field's value */
+  AT_KEY,   /* the start of the field's key */
+} At;
+
+/* "ORIGIN:LINE:COL: FIELD: message", where the position is that of POS_PATH
+ * (its value or its key) and FIELD names FIELD_PATH. */
+static bool G_GNUC_PRINTF (6, 7)
+fail (const Ctx *ctx, FbPolicyError code, const char *field_path, const char *pos_path, At at, const char *format,
+      ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+  g_autoptr (GString) prefix = g_string_new (NULL);
+  FbPolicyPos pos;
+
+  va_start (ap, format);
+  msg = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  if (ctx->origin != NULL)
+    g_string_append (prefix, ctx->origin);
+  if (fb_policy_pos_index_lookup (ctx->index, pos_path, at == AT_KEY, &pos))
+    g_string_append_printf (prefix, ":%u:%u", pos.line, pos.col);
+  if (prefix->len > 0)
+    g_string_append (prefix, ": ");
+  g_set_error (ctx->error, FB_POLICY_ERROR, code, "%s%s: %s", prefix->str,
+               field_path[0] != '\0' ? field_path : "(top level)", msg);
+  return false;
+}
+
+/* Where a field is, for messages that name a second field ("duplicate of
+ * rules[2] at FILE:3:5"). */
+static char *
+describe_position (const Ctx *ctx, const char *path)
+{
+  FbPolicyPos pos;
+
+  if (fb_policy_pos_index_lookup (ctx->index, path, false, &pos))
+    return g_strdup_printf ("%s at %s:%u:%u", path, ctx->origin != NULL ? ctx->origin : "<data>", pos.line,
+                            pos.col);
+  return g_strdup (path);
+}
+
+static const char *
+node_type_name (JsonNode *node)
+{
+  switch (json_node_get_node_type (node))
+    {
+    case JSON_NODE_OBJECT:
+      return "an object";
+    case JSON_NODE_ARRAY:
+      return "an array";
+    case JSON_NODE_NULL:
+      return "null";
+    case JSON_NODE_VALUE:
+    default:
+      switch (json_node_get_value_type (node))
+        {
+        case G_TYPE_STRING:
+          return "a string";
+        case G_TYPE_BOOLEAN:
+          return "a boolean";
+        case G_TYPE_INT64:
+          return "an integer";
+        default:
+          return "a number";
+        }
+    }
+}
+
+static bool
+is_string (JsonNode *node)
+{
+  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING;
+}
+
+static guint
+edit_distance (const char *a, const char *b)
+{
+  gsize la = strlen (a);
+  gsize lb = strlen (b);
+  g_autofree guint *row = NULL;
+
+  if (la > 64 || lb > 64)
+    return G_MAXUINT;
+  row = g_new (guint, lb + 1);
+  for (gsize j = 0; j <= lb; j++)
+    row[j] = (guint) j;
+  for (gsize i = 1; i <= la; i++)
+    {
+      guint diag = row[0];
+
+      row[0] = (guint) i;
+      for (gsize j = 1; j <= lb; j++)
+        {
+          guint up = row[j];
+          guint best = MIN (row[j] + 1, row[j - 1] + 1);
+
+          best = MIN (best, diag + (a[i - 1] == b[j - 1] ? 0 : 1));
+          diag = up;
+          row[j] = best;
+        }
+    }
+  return row[lb];
+}
+
+/* Refuse members outside VALID (a NULL-terminated list). */
+static bool
+check_keys (const Ctx *ctx, JsonObject *object, const char *path, const char *const *valid)
+{
+  g_autoptr (GList) members = json_object_get_members (object);
+
+  for (GList *l = members; l != NULL; l = l->next)
+    {
+      const char *key = l->data;
+      g_autofree char *member = NULL;
+      g_autofree char *list = NULL;
+      const char *suggestion = NULL;
+      bool known = false;
+
+      for (guint i = 0; valid[i] != NULL; i++)
+        {
+          if (strcmp (key, valid[i]) == 0)
+            known = true;
+          else if (suggestion == NULL && edit_distance (key, valid[i]) <= 2)
+            suggestion = valid[i];
+        }
+      if (known)
+        continue;
+      member = fb_policy_json_path_member (path, key);
+      list = g_strjoinv (", ", (char **) valid);
+      if (suggestion != NULL)
+        return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_KEY, "unknown key; did you mean \"%s\"? valid: %s",
+                     suggestion, list);
+      return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_KEY, "unknown key; valid: %s", list);
+    }
+  return true;
+}
+
+/* A string member: NULL without error when absent and optional. */
+static bool
+get_string (const Ctx *ctx, JsonObject *object, const char *path, const char *key, bool required,
+            const char *why_required, const char **ret)
+{
+  g_autofree char *member = fb_policy_json_path_member (path, key);
+  JsonNode *node = json_object_get_member (object, key);
+
+  *ret = NULL;
+  if (node == NULL)
+    {
+      if (required)
+        return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, path, AT_VALUE, "missing; %s", why_required);
+      return true;
+    }
+  if (!is_string (node))
+    return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_VALUE, "expected a string, got %s",
+                 node_type_name (node));
+  *ret = json_node_get_string (node);
+  return true;
+}
+
+/* ---- Fields ---------------------------------------------------------------- */
+
+static bool
+check_version (const Ctx *ctx, JsonObject *root)
+{
+  JsonNode *node = json_object_get_member (root, "version");
+
+  if (node == NULL)
+    return fail (ctx, FB_POLICY_ERROR_VERSION, "version", "", AT_VALUE,
+                 "missing; write \"version\": 1 (the format this fusebox reads)");
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    return fail (ctx, FB_POLICY_ERROR_SCHEMA, "version", "version", AT_VALUE, "expected the integer 1, got %s",
+                 node_type_name (node));
+  if (json_node_get_int (node) != 1)
+    return fail (ctx, FB_POLICY_ERROR_VERSION, "version", "version", AT_VALUE,
+                 "unknown version %" G_GINT64_FORMAT "; this fusebox reads version 1", json_node_get_int (node));
+  return true;
+}
+
+static const char *
+protected_why (FbPolicyAccess access)
+{
+  switch (access)
+    {
+    case FB_POLICY_ACCESS_READ:
+      return "version-control and agent metadata is never modified";
+    case FB_POLICY_ACCESS_DENY:
+      return "version-control and agent metadata is never opened";
+    default:
+      return "version-control and agent metadata is never exposed";
+    }
+}
+
+static void
+add_protected (FbPolicy *policy, GArray *out, const char *name, FbPolicyAccess access)
+{
+  FbPolicyRule rule = {
+    .kind = FB_POLICY_RULE_PROTECTED,
+    .index = -1,
+    .access = access,
+  };
+  g_autofree char *origin = g_strdup_printf ("protected_names[%s]", name);
+  g_autofree char *why = g_strdup_printf ("protected name %s: %s", name, protected_why (access));
+
+  rule.origin = g_string_chunk_insert (policy->strings, origin);
+  rule.glob = g_string_chunk_insert (policy->strings, name);
+  rule.why = g_string_chunk_insert (policy->strings, why);
+  g_array_append_val (out, rule);
+}
+
+static bool
+load_protected (const Ctx *ctx, FbPolicy *policy, JsonObject *root)
+{
+  JsonNode *node = json_object_get_member (root, "protected_names");
+  g_autoptr (GArray) out = g_array_new (FALSE, TRUE, sizeof (FbPolicyRule));
+
+  if (node == NULL)
+    {
+      static const char *const defaults[] = { ".git", ".agents", ".codex" };
+
+      for (guint i = 0; i < G_N_ELEMENTS (defaults); i++)
+        add_protected (policy, out, defaults[i], FB_POLICY_ACCESS_HIDE);
+    }
+  else
+    {
+      g_autoptr (GList) members = NULL;
+
+      if (!JSON_NODE_HOLDS_OBJECT (node))
+        return fail (ctx, FB_POLICY_ERROR_SCHEMA, "protected_names", "protected_names", AT_VALUE,
+                     "expected an object of name: access, got %s", node_type_name (node));
+      members = json_object_get_members (json_node_get_object (node));
+      for (GList *l = members; l != NULL; l = l->next)
+        {
+          const char *name = l->data;
+          JsonNode *value = json_object_get_member (json_node_get_object (node), name);
+          g_autofree char *member = fb_policy_json_path_member ("protected_names", name);
+          FbPolicyAccess access;
+
+          if (name[0] == '\0' || strchr (name, '/') != NULL || strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+            return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_KEY,
+                         "a protected name is one path component: not empty, no \"/\", not \".\" or \"..\"");
+          if (!is_string (value))
+            return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_VALUE, "expected a string, got %s",
+                         node_type_name (value));
+          if (strcmp (json_node_get_string (value), "write") == 0)
+            return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
+                         "\"write\" does not protect anything; remove the name from protected_names instead");
+          if (!fb_policy_access_from_string (json_node_get_string (value), &access))
+            return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
+                         "unknown access \"%s\"; valid: hide, deny, read", json_node_get_string (value));
+          add_protected (policy, out, name, access);
+        }
+    }
+  policy->n_protected = out->len;
+  policy->protected_rules = (FbPolicyRule *) (void *) g_array_free (g_steal_pointer (&out), FALSE);
+  for (guint i = 0; i < policy->n_protected; i++)
+    {
+      const char *name = policy->protected_rules[i].glob;
+
+      fb_name_map_insert (&policy->protected_map, name, strlen (name), &policy->protected_rules[i]);
+    }
+  return true;
+}
+
+/* Expands and checks a path or source; returns the normalized path. */
+static char *
+expand_path (const Ctx *ctx, const FbPolicyVars *vars, const char *raw, const char *member, const char *what)
+{
+  g_autofree char *message = NULL;
+  g_autofree char *expanded = fb_policy_vars_expand (raw, vars, FB_EXPAND_PATH, &message);
+  g_autofree char *normalized = NULL;
+  g_autofree char *shown = NULL;
+
+  if (expanded == NULL)
+    {
+      fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE, "%s", message);
+      return NULL;
+    }
+  shown = strcmp (raw, expanded) == 0 ? g_strdup_printf ("\"%s\"", raw)
+                                      : g_strdup_printf ("\"%s\" (expanded: \"%s\")", raw, expanded);
+  if (strlen (expanded) > FB_POLICY_MAX_PATH)
+    {
+      fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE, "%s is longer than %d bytes", what,
+            FB_POLICY_MAX_PATH);
+      return NULL;
+    }
+  if (expanded[0] != '/')
+    {
+      fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE, "%s is not absolute; a %s starts with \"/\"", shown,
+            what);
+      return NULL;
+    }
+  normalized = fb_policy_path_normalize (expanded);
+  if (normalized == NULL)
+    {
+      fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
+            "%s contains \"..\"; name the %s directly (\"..\" would mean something else behind a symlink)", shown,
+            what);
+      return NULL;
+    }
+  if (strcmp (normalized, expanded) != 0)
+    {
+      fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE, "%s is not normalized; did you mean %s?", shown,
+            normalized);
+      return NULL;
+    }
+  return g_steal_pointer (&normalized);
+}
+
+static const char *const rule_keys[] = { "path", "glob", "access", "why", "source", NULL };
+
+static bool
+load_rule (const Ctx *ctx, FbPolicy *policy, const FbPolicyVars *vars, JsonNode *node, guint i, FbPolicyRule *rule,
+           FbGlob **ret_glob)
+{
+  g_autofree char *path = g_strdup_printf ("rules[%u]", i);
+  g_autofree char *path_member = fb_policy_json_path_member (path, "path");
+  g_autofree char *glob_member = fb_policy_json_path_member (path, "glob");
+  g_autofree char *access_member = fb_policy_json_path_member (path, "access");
+  g_autofree char *why_member = fb_policy_json_path_member (path, "why");
+  g_autofree char *source_member = fb_policy_json_path_member (path, "source");
+  g_autofree char *expanded = NULL;
+  g_autofree char *source = NULL;
+  g_autofree char *origin = NULL;
+  g_autoptr (FbGlob) glob = NULL;
+  JsonObject *object;
+  const char *raw_path;
+  const char *raw_glob;
+  const char *raw_access;
+  const char *why;
+  const char *raw_source;
+  FbPolicyPos pos;
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return fail (ctx, FB_POLICY_ERROR_SCHEMA, path, path, AT_VALUE,
+                 "expected a rule object {\"path\" or \"glob\", \"access\", \"why\"}, got %s", node_type_name (node));
+  object = json_node_get_object (node);
+  if (!check_keys (ctx, object, path, rule_keys))
+    return false;
+  if (!get_string (ctx, object, path, "path", false, NULL, &raw_path)
+      || !get_string (ctx, object, path, "glob", false, NULL, &raw_glob))
+    return false;
+  if (raw_path != NULL && raw_glob != NULL)
+    return fail (ctx, FB_POLICY_ERROR_SCHEMA, glob_member, glob_member, AT_KEY,
+                 "a rule has either \"path\" or \"glob\", not both; split it into two rules");
+  if (raw_path == NULL && raw_glob == NULL)
+    return fail (ctx, FB_POLICY_ERROR_SCHEMA, path_member, path, AT_VALUE,
+                 "missing; a rule names a \"path\" (one view path and below) or a \"glob\" (a pattern)");
+  if (!get_string (ctx, object, path, "access", true, "valid: write, read, deny, hide", &raw_access)
+      || !get_string (ctx, object, path, "why", true, "every rule says why it exists (it is logged with each access)",
+                      &why)
+      || !get_string (ctx, object, path, "source", false, NULL, &raw_source))
+    return false;
+  if (!fb_policy_access_from_string (raw_access, &rule->access))
+    return fail (ctx, FB_POLICY_ERROR_VALUE, access_member, access_member, AT_VALUE,
+                 "unknown access \"%s\"; valid: write, read, deny, hide", raw_access);
+  if (why[0] == '\0')
+    return fail (ctx, FB_POLICY_ERROR_VALUE, why_member, why_member, AT_VALUE,
+                 "empty; say why the rule exists (it is logged with each access it decides)");
+
+  if (raw_path != NULL)
+    {
+      expanded = expand_path (ctx, vars, raw_path, path_member, "view path");
+      if (expanded == NULL)
+        return false;
+      rule->kind = FB_POLICY_RULE_PATH;
+      rule->path = g_string_chunk_insert (policy->strings, expanded);
+    }
+  else
+    {
+      g_autofree char *message = NULL;
+
+      expanded = fb_policy_vars_expand (raw_glob, vars, FB_EXPAND_GLOB, &message);
+      if (expanded == NULL)
+        return fail (ctx, FB_POLICY_ERROR_VALUE, glob_member, glob_member, AT_VALUE, "%s", message);
+      if (strlen (expanded) > FB_POLICY_MAX_PATH)
+        return fail (ctx, FB_POLICY_ERROR_VALUE, glob_member, glob_member, AT_VALUE, "longer than %d bytes",
+                     FB_POLICY_MAX_PATH);
+      glob = fb_policy_glob_compile (expanded, &message);
+      if (glob == NULL)
+        return fail (ctx, FB_POLICY_ERROR_VALUE, glob_member, glob_member, AT_VALUE, "invalid glob \"%s\": %s",
+                     expanded, message);
+      if (rule->access != FB_POLICY_ACCESS_DENY && rule->access != FB_POLICY_ACCESS_HIDE)
+        return fail (ctx, FB_POLICY_ERROR_VALUE, access_member, access_member, AT_VALUE,
+                     "a glob may only deny or hide, not %s (a pattern must never grant access); "
+                     "use path rules to grant",
+                     raw_access);
+      rule->kind = FB_POLICY_RULE_GLOB;
+      rule->glob = g_string_chunk_insert (policy->strings, expanded);
+    }
+
+  if (raw_source != NULL)
+    {
+      if (raw_path == NULL)
+        return fail (ctx, FB_POLICY_ERROR_VALUE, source_member, source_member, AT_KEY,
+                     "only a path rule may have a source; a glob names no single directory");
+      if (strcmp (raw_source, "private") == 0)
+        source = g_strdup ("private");
+      else
+        {
+          if (raw_source[0] != '/' && raw_source[0] != '$')
+            return fail (ctx, FB_POLICY_ERROR_VALUE, source_member, source_member, AT_VALUE,
+                         "\"%s\" is neither \"private\" nor an absolute host path", raw_source);
+          source = expand_path (ctx, vars, raw_source, source_member, "host path");
+          if (source == NULL)
+            return false;
+        }
+      rule->source = g_string_chunk_insert (policy->strings, source);
+    }
+
+  rule->index = (int) i;
+  rule->why = g_string_chunk_insert (policy->strings, why);
+  if (ctx->builtin || !fb_policy_pos_index_lookup (ctx->index, path, false, &pos))
+    origin = ctx->origin != NULL ? g_strdup_printf ("%s:%s", ctx->origin, path) : g_strdup (path);
+  else
+    origin = g_strdup_printf ("%s:%u:%u", ctx->origin != NULL ? ctx->origin : "<data>", pos.line, pos.col);
+  rule->origin = g_string_chunk_insert (policy->strings, origin);
+  *ret_glob = g_steal_pointer (&glob);
+  return true;
+}
+
+/* The same path (or glob) twice with one access, or two sources for a path. */
+static bool
+check_duplicates (const Ctx *ctx, const FbPolicy *policy)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL); /* key → GSList */
+  g_autoptr (GPtrArray) lists = g_ptr_array_new_with_free_func ((GDestroyNotify) g_slist_free);
+  bool ok = true;
+
+  for (guint i = 0; ok && i < policy->n_rules; i++)
+    {
+      const FbPolicyRule *rule = &policy->rules[i];
+      const char *key = rule->kind == FB_POLICY_RULE_PATH ? rule->path : rule->glob;
+      g_autofree char *tagged = g_strconcat (rule->kind == FB_POLICY_RULE_PATH ? "p" : "g", key, NULL);
+      GSList *earlier = g_hash_table_lookup (seen, tagged);
+      g_autofree char *path = g_strdup_printf ("rules[%u]", i);
+
+      for (GSList *l = earlier; ok && l != NULL; l = l->next)
+        {
+          const FbPolicyRule *other = l->data;
+          g_autofree char *other_path = g_strdup_printf ("rules[%d]", other->index);
+          g_autofree char *where = describe_position (ctx, other_path);
+
+          if (rule->source != NULL && other->source != NULL && strcmp (rule->source, other->source) != 0)
+            {
+              g_autofree char *member = fb_policy_json_path_member (path, "source");
+
+              ok = fail (ctx, FB_POLICY_ERROR_DUPLICATE, member, member, AT_VALUE,
+                         "%s already has the source \"%s\" (%s); one path shows one host directory", key,
+                         other->source, where);
+            }
+          else if (rule->access == other->access)
+            {
+              g_autofree char *member
+                = fb_policy_json_path_member (path, rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob");
+
+              ok = fail (ctx, FB_POLICY_ERROR_DUPLICATE, member, member, AT_VALUE,
+                         "duplicate of %s (same %s \"%s\" and access %s); remove one", where,
+                         rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob", key,
+                         fb_policy_access_to_string (rule->access));
+            }
+        }
+      if (earlier == NULL)
+        {
+          earlier = g_slist_prepend (NULL, (gpointer) rule);
+          g_ptr_array_add (lists, earlier);
+          g_hash_table_insert (seen, g_steal_pointer (&tagged), earlier);
+        }
+      else
+        earlier->next = g_slist_prepend (earlier->next, (gpointer) rule);
+    }
+  return ok;
+}
+
+static const char *const top_keys[] = { "version", "network", "protected_names", "rules", NULL };
+
+static FbPolicy *
+load_root (const Ctx *ctx, JsonNode *root, const FbPolicyVars *vars)
+{
+  g_autoptr (FbPolicy) policy = fb_policy_new_empty (ctx->origin);
+  JsonObject *object;
+  JsonNode *rules;
+  JsonArray *array;
+  const char *network;
+
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      fail (ctx, FB_POLICY_ERROR_SCHEMA, "", "", AT_VALUE,
+            "expected an object {\"version\": 1, \"rules\": [...]}, got %s",
+            root != NULL ? node_type_name (root) : "nothing");
+      return NULL;
+    }
+  object = json_node_get_object (root);
+  /* The version first: a newer format may have keys this reader does not
+   * know, and "unknown version" is then the useful message. */
+  if (!check_version (ctx, object) || !check_keys (ctx, object, "", top_keys))
+    return NULL;
+  if (!get_string (ctx, object, "", "network", false, NULL, &network))
+    return NULL;
+  if (network != NULL && !fb_policy_network_from_string (network, &policy->network))
+    {
+      fail (ctx, FB_POLICY_ERROR_VALUE, "network", "network", AT_VALUE, "unknown network \"%s\"; valid: none, host",
+            network);
+      return NULL;
+    }
+  if (!load_protected (ctx, policy, object))
+    return NULL;
+
+  rules = json_object_get_member (object, "rules");
+  if (rules == NULL)
+    {
+      fail (ctx, FB_POLICY_ERROR_SCHEMA, "rules", "", AT_VALUE,
+            "missing; a policy lists its rules (an empty list hides everything)");
+      return NULL;
+    }
+  if (!JSON_NODE_HOLDS_ARRAY (rules))
+    {
+      fail (ctx, FB_POLICY_ERROR_SCHEMA, "rules", "rules", AT_VALUE, "expected an array of rules, got %s",
+            node_type_name (rules));
+      return NULL;
+    }
+  array = json_node_get_array (rules);
+  policy->n_rules = json_array_get_length (array);
+  policy->rules = g_new0 (FbPolicyRule, policy->n_rules);
+  policy->globs = g_new0 (FbGlob *, policy->n_rules);
+  for (guint i = 0; i < policy->n_rules; i++)
+    if (!load_rule (ctx, policy, vars, json_array_get_element (array, i), i, &policy->rules[i], &policy->globs[i]))
+      return NULL;
+  if (!check_duplicates (ctx, policy))
+    return NULL;
+  if (vars != NULL && vars->run != NULL)
+    {
+      g_autofree char *run = fb_policy_path_normalize (vars->run);
+
+      if (run != NULL)
+        policy->run = g_string_chunk_insert (policy->strings, run);
+    }
+  if (!fb_policy_compile (policy, ctx->error))
+    return NULL;
+  return g_steal_pointer (&policy);
+}
+
+/* ---- Entry points ---------------------------------------------------------- */
+
+FbPolicy *
+fb_policy_load_json (JsonNode *root, const char *origin, const FbPolicyVars *vars, GError **error)
+{
+  Ctx ctx = {
+    .origin = origin,
+    .builtin = true, /* no positions: rules are named by their JSON path */
+    .error = error,
+  };
+
+  return load_root (&ctx, root, vars);
+}
+
+FbPolicy *
+fb_policy_load_data (const char *data, gssize len, const char *origin, const FbPolicyVars *vars, GError **error)
+{
+  g_autoptr (FbPolicyPosIndex) index = NULL;
+  g_autoptr (JsonParser) parser = NULL;
+  g_autoptr (GError) local = NULL;
+  gsize n = len < 0 ? strlen (data) : (gsize) len;
+  Ctx ctx = {
+    .origin = origin != NULL ? origin : "<data>",
+    .builtin = origin != NULL && g_str_has_prefix (origin, "builtin:"),
+    .error = error,
+  };
+
+  if (n > FB_POLICY_MAX_SIZE)
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_IO, "%s: the policy is %zu bytes; the limit is %d",
+                   ctx.origin, n, FB_POLICY_MAX_SIZE);
+      return NULL;
+    }
+  index = fb_policy_pos_index_build (data, n, ctx.origin, error);
+  if (index == NULL)
+    return NULL;
+  ctx.index = index;
+  parser = json_parser_new_immutable ();
+  if (!json_parser_load_from_data (parser, data, (gssize) n, &local))
+    {
+      /* The tokenizer above accepted the text, so this is json-glib's own
+       * limit (such as an integer beyond 64 bits). */
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SYNTAX, "%s: invalid JSON: %s", ctx.origin,
+                   local->message);
+      return NULL;
+    }
+  return load_root (&ctx, json_parser_get_root (parser), vars);
+}
+
+FbPolicy *
+fb_policy_load_file (const char *path, const FbPolicyVars *vars, GError **error)
+{
+  g_autofree char *data = NULL;
+  g_autoptr (GError) local = NULL;
+  gsize len = 0;
+
+  if (!g_file_get_contents (path, &data, &len, &local))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_IO, "%s: cannot read the policy: %s", path,
+                   local->message);
+      return NULL;
+    }
+  return fb_policy_load_data (data, (gssize) len, path, vars, error);
+}
+
+FbPolicy *
+fb_policy_load_spec (const char *spec, const FbPolicyVars *vars, GError **error)
+{
+  g_autofree char *json = NULL;
+
+  if (!g_str_has_prefix (spec, "builtin:"))
+    return fb_policy_load_file (spec, vars, error);
+  json = fb_policy_builtin_json (spec + strlen ("builtin:"), vars, error);
+  if (json == NULL)
+    return NULL;
+  return fb_policy_load_data (json, -1, spec, vars, error);
+}

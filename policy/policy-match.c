@@ -1,0 +1,590 @@
+/* fusebox — the policy engine: compiling rules into a trie, and deciding.
+ *
+ * Decision (policy.h has the user's version): walk the path's components
+ * c1..cn; at depth k the candidates are the literal rule(s) at Pk and the
+ * globs matching Pk; the best of them by hide > deny > write > read (then
+ * the lower rule index) decides Pk, or, with no candidate, Pk inherits the
+ * decision of its parent.  "/" is decided by the rules at "/" or else by the
+ * synthetic default (hide).  Then a protected name without a literal rule of
+ * its own narrows the decision (never widens it).
+ *
+ * Everything that does not depend on the path's non-literal components is
+ * computed once at load time and stored in the trie node: the best literal
+ * rule, the mount starting there, whether a visible rule lies below, the
+ * reachable and mounted children.  A decision is then one trie step and a
+ * few hash probes per component, with no allocation; fb_policy_decide_child
+ * does the same single step from the parent's decision.
+ *
+ * The trie and the index are immutable after fb_policy_compile(), so queries
+ * need no lock.
+ */
+#include "policy/policy-private.h"
+
+static const char *const empty_list[] = { NULL };
+
+/* Equal-specificity precedence: hide > deny > write > read. */
+static inline int
+precedence (FbPolicyAccess a)
+{
+  switch (a)
+    {
+    case FB_POLICY_ACCESS_HIDE:
+      return 3;
+    case FB_POLICY_ACCESS_DENY:
+      return 2;
+    case FB_POLICY_ACCESS_WRITE:
+      return 1;
+    case FB_POLICY_ACCESS_READ:
+    default:
+      return 0;
+    }
+}
+
+/* Does rule A beat rule B at one depth?  Ties go to the earlier rule so that
+ * the deciding rule does not depend on hash order. */
+static inline bool
+beats (const FbPolicyRule *a, const FbPolicyRule *b)
+{
+  int pa;
+  int pb;
+
+  if (b == NULL)
+    return true;
+  pa = precedence (a->access);
+  pb = precedence (b->access);
+  return pa > pb || (pa == pb && a->index < b->index);
+}
+
+/* ---- Compiling ---------------------------------------------------------- */
+
+static PolicyNode *
+node_new (FbPolicy *policy, PolicyNode *parent, const char *name, gsize len)
+{
+  PolicyNode *node = g_new0 (PolicyNode, 1);
+
+  node->parent = parent;
+  node->name = g_string_chunk_insert_len (policy->strings, name, (gssize) len);
+  node->name_len = (guint32) len;
+  node->depth = parent != NULL ? parent->depth + 1 : 0;
+  if (parent == NULL)
+    node->path = "/";
+  else
+    {
+      g_autofree char *path = parent->depth == 0 ? g_strconcat ("/", node->name, NULL)
+                                                 : g_strconcat (parent->path, "/", node->name, NULL);
+
+      node->path = g_string_chunk_insert (policy->strings, path);
+    }
+  node->child_list = g_ptr_array_new ();
+  node->reachable = (const char **) empty_list;
+  node->mounted = (const char **) empty_list;
+  g_ptr_array_add (policy->nodes, node);
+  if (parent != NULL)
+    {
+      fb_name_map_insert (&parent->children, node->name, len, node);
+      g_ptr_array_add (parent->child_list, node);
+    }
+  return node;
+}
+
+static PolicyNode *
+ensure_node (FbPolicy *policy, const char *path)
+{
+  PolicyNode *node = policy->root;
+
+  for (const char *p = path; *p == '/' && p[1] != '\0';)
+    {
+      const char *c = p + 1;
+      const char *end = strchrnul (c, '/');
+      gsize len = (gsize) (end - c);
+      PolicyNode *child = fb_name_map_lookup (&node->children, c, len, fb_name_hash (c, len));
+
+      node = child != NULL ? child : node_new (policy, node, c, len);
+      p = end;
+    }
+  return node;
+}
+
+static gint
+compare_nodes (gconstpointer a, gconstpointer b)
+{
+  const PolicyNode *na = *(const PolicyNode *const *) a;
+  const PolicyNode *nb = *(const PolicyNode *const *) b;
+
+  return strcmp (na->name, nb->name);
+}
+
+/* The host path shown at VIEW_PATH under MOUNT (NULL when the mount's host
+ * directory is not known: a private source loaded without ${RUN}). */
+static char *
+host_under (const FbPolicyMount *mount, const char *view_path)
+{
+  const char *rest;
+
+  if (mount->host_path == NULL)
+    return NULL;
+  rest = strcmp (mount->view_path, "/") == 0 ? view_path : view_path + strlen (mount->view_path);
+  if (rest[0] == '\0' || strcmp (rest, "/") == 0)
+    return g_strdup (mount->host_path);
+  if (strcmp (mount->host_path, "/") == 0)
+    return g_strdup (rest);
+  return g_strconcat (mount->host_path, rest, NULL);
+}
+
+static const char *
+private_host (FbPolicy *policy, const char *view_path)
+{
+  g_autofree char *name = NULL;
+  g_autofree char *host = NULL;
+
+  if (policy->run == NULL)
+    return NULL;
+  name = fb_policy_private_dir_name (view_path);
+  host = strcmp (policy->run, "/") == 0 ? g_strconcat ("/private/", name, NULL)
+                                        : g_strconcat (policy->run, "/private/", name, NULL);
+  return g_string_chunk_insert (policy->strings, host);
+}
+
+static guint
+add_mount (FbPolicy *policy, const char *view_path, const char *host_path, bool is_private, const FbPolicyRule *rule)
+{
+  FbPolicyMount mount = {
+    .id = policy->mounts->len,
+    .view_path = view_path,
+    .host_path = host_path,
+    .is_private = is_private,
+    .rule = rule,
+  };
+
+  g_array_append_val (policy->mounts, mount);
+  return mount.id;
+}
+
+/* Preorder, children by name: parents get lower mount ids than children, and
+ * the numbering does not depend on rule order.  Mount ids are stored +1 in
+ * node->mount while the array may still grow (fb_policy_compile turns them
+ * into pointers). */
+static void
+assign_mounts (FbPolicy *policy, PolicyNode *node, guint inherited)
+{
+  const FbPolicyRule *src = node->source_rule;
+  bool starts_here = true;
+  guint here;
+
+  if (src != NULL && strcmp (src->source, "private") == 0)
+    here = add_mount (policy, node->path, private_host (policy, node->path), true, src);
+  else if (src != NULL)
+    here = add_mount (policy, node->path, src->source, false, src);
+  else if (node->parent == NULL)
+    here = add_mount (policy, "/", "/", false, node->literal != NULL ? node->literal : &policy->default_rule);
+  else if (node->literal != NULL)
+    {
+      g_autofree char *inherited_host
+        = host_under (&g_array_index (policy->mounts, FbPolicyMount, inherited), node->path);
+
+      /* A rule without source shows the host's object of the same path; below
+       * a mount that maps elsewhere (a private HOME, /tmp) that takes a mount
+       * of its own: a workspace under a private HOME stays the host's. */
+      if (inherited_host == NULL || strcmp (inherited_host, node->path) != 0)
+        here = add_mount (policy, node->path, node->path, false, node->literal);
+      else
+        {
+          starts_here = false;
+          here = inherited;
+        }
+    }
+  else
+    {
+      starts_here = false;
+      here = inherited;
+    }
+
+  node->mount = starts_here ? GUINT_TO_POINTER (here + 1) : NULL;
+  for (guint i = 0; i < node->child_list->len; i++)
+    assign_mounts (policy, g_ptr_array_index (node->child_list, i), here);
+}
+
+static const char **
+names_array (GPtrArray *names)
+{
+  const char **out;
+
+  if (names->len == 0)
+    return (const char **) empty_list;
+  out = g_new (const char *, names->len + 1);
+  memcpy (out, names->pdata, names->len * sizeof (char *));
+  out[names->len] = NULL;
+  return out;
+}
+
+/* Post-order: what lies below each node. */
+static void
+summarize (FbPolicy *policy, PolicyNode *node)
+{
+  g_autoptr (GPtrArray) reachable = g_ptr_array_new ();
+  g_autoptr (GPtrArray) mounted = g_ptr_array_new ();
+
+  for (guint i = 0; i < node->child_list->len; i++)
+    {
+      PolicyNode *child = g_ptr_array_index (node->child_list, i);
+      bool visible;
+
+      summarize (policy, child);
+      visible = (child->literal != NULL && fb_policy_access_visible (child->literal->access)) || child->visible_below;
+      if (visible)
+        g_ptr_array_add (reachable, (gpointer) child->name);
+      if (child->mount != NULL || child->mount_below)
+        g_ptr_array_add (mounted, (gpointer) child->name);
+      node->visible_below = node->visible_below || visible;
+      node->literal_below = node->literal_below || child->literal != NULL || child->literal_below;
+      node->mount_below = node->mount_below || child->mount != NULL || child->mount_below;
+    }
+  node->reachable = names_array (reachable);
+  node->mounted = names_array (mounted);
+}
+
+bool
+fb_policy_compile (FbPolicy *policy, GError **error)
+{
+  policy->nodes = g_ptr_array_new ();
+  policy->mounts = g_array_new (FALSE, TRUE, sizeof (FbPolicyMount));
+  policy->anchored_globs = g_ptr_array_new ();
+  fb_policy_glob_index_init (&policy->glob_index);
+  policy->root = node_new (policy, NULL, "", 0);
+
+  for (guint i = 0; i < policy->n_rules; i++)
+    {
+      const FbPolicyRule *rule = &policy->rules[i];
+
+      if (rule->kind == FB_POLICY_RULE_PATH)
+        {
+          PolicyNode *node = ensure_node (policy, rule->path);
+
+          if (beats (rule, node->literal))
+            node->literal = rule;
+          if (rule->source != NULL)
+            {
+              if (node->source_rule != NULL && strcmp (node->source_rule->source, rule->source) != 0)
+                {
+                  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_DUPLICATE,
+                               "%s: rules[%d].source: %s already has the source \"%s\" (rules[%d])", policy->origin,
+                               rule->index, rule->path, node->source_rule->source, node->source_rule->index);
+                  return false;
+                }
+              if (node->source_rule == NULL)
+                node->source_rule = rule;
+            }
+        }
+      else if (rule->kind == FB_POLICY_RULE_GLOB)
+        {
+          fb_policy_glob_index_add (&policy->glob_index, policy->globs[i], rule);
+          if (!policy->globs[i]->floating)
+            g_ptr_array_add (policy->anchored_globs, policy->glob_index.all->pdata[policy->glob_index.all->len - 1]);
+        }
+    }
+  for (guint i = 0; i < policy->nodes->len; i++)
+    {
+      PolicyNode *node = g_ptr_array_index (policy->nodes, i);
+
+      g_ptr_array_sort (node->child_list, compare_nodes);
+    }
+
+  assign_mounts (policy, policy->root, 0);
+  for (guint i = 0; i < policy->nodes->len; i++)
+    {
+      PolicyNode *node = g_ptr_array_index (policy->nodes, i);
+      guint id = GPOINTER_TO_UINT (node->mount);
+
+      node->mount = id != 0 ? &g_array_index (policy->mounts, FbPolicyMount, id - 1) : NULL;
+    }
+  summarize (policy, policy->root);
+  return true;
+}
+
+void
+fb_policy_compiled_clear (FbPolicy *policy)
+{
+  if (policy->nodes != NULL)
+    {
+      for (guint i = 0; i < policy->nodes->len; i++)
+        {
+          PolicyNode *node = g_ptr_array_index (policy->nodes, i);
+
+          fb_name_map_clear (&node->children);
+          g_ptr_array_unref (node->child_list);
+          if (node->reachable != (const char **) empty_list)
+            g_free (node->reachable);
+          if (node->mounted != (const char **) empty_list)
+            g_free (node->mounted);
+          g_free (node);
+        }
+      g_clear_pointer (&policy->nodes, g_ptr_array_unref);
+    }
+  policy->root = NULL;
+  g_clear_pointer (&policy->mounts, g_array_unref);
+  g_clear_pointer (&policy->anchored_globs, g_ptr_array_unref);
+  if (policy->glob_index.all != NULL)
+    fb_policy_glob_index_clear (&policy->glob_index);
+}
+
+/* ---- Deciding ------------------------------------------------------------ */
+
+/* The components of the path being decided, produced only when a glob needs
+ * them (decide_child has only the parent's path string). */
+typedef struct
+{
+  const FbPathComp *comps; /* set when known */
+  guint n;
+  const char *parent_path; /* else built from these */
+  const char *name;
+  guint32 name_len;
+  FbPathComp stack[64];
+  FbPathComp *heap;
+} Comps;
+
+static const FbPathComp *
+comps_get (Comps *c)
+{
+  guint n;
+
+  if (c->comps != NULL)
+    return c->comps;
+  n = fb_policy_path_split (c->parent_path, c->stack, G_N_ELEMENTS (c->stack) - 1);
+  if (n + 1 > G_N_ELEMENTS (c->stack))
+    {
+      c->heap = g_new (FbPathComp, n + 1);
+      fb_policy_path_split (c->parent_path, c->heap, n);
+      c->comps = c->heap;
+    }
+  else
+    c->comps = c->stack;
+  ((FbPathComp *) c->comps)[n].s = c->name;
+  ((FbPathComp *) c->comps)[n].len = c->name_len;
+  c->n = n + 1;
+  return c->comps;
+}
+
+static void
+try_globs (GPtrArray *list, guint depth, Comps *comps, const FbPolicyRule **best)
+{
+  for (guint i = 0; i < list->len; i++)
+    {
+      const FbGlobEntry *e = g_ptr_array_index (list, i);
+
+      if (depth < e->glob->min_depth || depth > e->glob->max_depth || !beats (e->rule, *best))
+        continue;
+      if (fb_policy_glob_match (e->glob, comps_get (comps), comps->n))
+        *best = e->rule;
+    }
+}
+
+static const FbPolicyRule *
+best_glob (const FbPolicy *policy, const char *name, guint32 len, guint32 hash, guint depth, Comps *comps,
+           const FbPolicyRule *best)
+{
+  const FbGlobIndex *idx = &policy->glob_index;
+  GPtrArray *list;
+
+  list = fb_name_map_lookup (&idx->by_name, name, len, hash);
+  if (list != NULL)
+    try_globs (list, depth, comps, &best);
+  if (idx->by_extension.entries != NULL)
+    {
+      guint dots = 0;
+
+      /* Suffixes after a dot, shortest first, as long as an indexed
+       * extension could have that many dots. */
+      for (guint32 i = len; i-- > 0 && dots < idx->n_extension_dots;)
+        if (name[i] == '.')
+          {
+            dots++;
+            list = fb_name_map_lookup (&idx->by_extension, name + i + 1, len - i - 1,
+                                       fb_name_hash (name + i + 1, len - i - 1));
+            if (list != NULL)
+              try_globs (list, depth, comps, &best);
+          }
+    }
+  if (idx->other->len > 0)
+    try_globs (idx->other, depth, comps, &best);
+  return best;
+}
+
+static void
+decide_malformed (const FbPolicy *policy, const FbPolicyMount *mount, guint depth, FbPolicyDecision *ret)
+{
+  *ret = (FbPolicyDecision){
+    .access = FB_POLICY_ACCESS_HIDE,
+    .rule = &policy->malformed_rule,
+    .mount = mount,
+    .mounted_children = empty_list,
+    .reachable_children = empty_list,
+    .priv_depth = depth,
+  };
+}
+
+static void
+decide_root (const FbPolicy *policy, FbPolicyDecision *ret)
+{
+  const PolicyNode *root = policy->root;
+  const FbPolicyRule *rule = root->literal != NULL ? root->literal : &policy->default_rule;
+
+  *ret = (FbPolicyDecision){
+    .access = rule->access,
+    .rule = rule,
+    .is_mount_point = true,
+    .mount = &g_array_index (policy->mounts, FbPolicyMount, 0),
+    .mounted_children = root->mounted,
+    .priv_node = root,
+    .priv_depth = 0,
+  };
+  ret->traversable = root->visible_below
+                     && (rule->access == FB_POLICY_ACCESS_HIDE || rule->access == FB_POLICY_ACCESS_DENY);
+  ret->reachable_children = ret->traversable ? root->reachable : empty_list;
+}
+
+/* One component: NAME (LEN bytes) below PARENT.  RET may alias PARENT. */
+static void
+step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, guint32 len, Comps *comps,
+      FbPolicyDecision *ret)
+{
+  const PolicyNode *pnode = parent->priv_node;
+  guint32 hash = fb_name_hash (name, len);
+  const PolicyNode *node = pnode != NULL ? fb_name_map_lookup (&pnode->children, name, len, hash) : NULL;
+  const FbPolicyRule *best = node != NULL ? node->literal : NULL;
+  const FbPolicyRule *prot;
+  guint depth = parent->priv_depth + 1;
+  FbPolicyAccess access;
+  const FbPolicyRule *rule;
+
+  if (policy->glob_index.all->len > 0)
+    best = best_glob (policy, name, len, hash, depth, comps, best);
+  if (best != NULL)
+    {
+      access = best->access;
+      rule = best;
+    }
+  else
+    {
+      access = parent->access;
+      rule = parent->rule;
+    }
+  if (policy->n_protected > 0 && (node == NULL || node->literal == NULL)
+      && (prot = fb_name_map_lookup (&policy->protected_map, name, len, hash)) != NULL)
+    {
+      FbPolicyAccess narrowed = fb_policy_access_narrow (access, prot->access);
+
+      if (narrowed != access)
+        {
+          access = narrowed;
+          rule = prot;
+        }
+    }
+
+  ret->access = access;
+  ret->rule = rule;
+  if (node != NULL && node->mount != NULL)
+    {
+      ret->mount = node->mount;
+      ret->is_mount_point = true;
+    }
+  else
+    {
+      ret->mount = parent->mount;
+      ret->is_mount_point = false;
+    }
+  ret->traversable = node != NULL && node->visible_below
+                     && (access == FB_POLICY_ACCESS_HIDE || access == FB_POLICY_ACCESS_DENY);
+  ret->reachable_children = ret->traversable ? node->reachable : empty_list;
+  ret->mounted_children = node != NULL ? node->mounted : empty_list;
+  ret->priv_node = node;
+  ret->priv_depth = depth;
+}
+
+void
+fb_policy_decide (const FbPolicy *policy, const char *view_path, FbPolicyDecision *ret)
+{
+  FbPathComp stack[64];
+  g_autofree FbPathComp *heap = NULL;
+  FbPathComp *comps = stack;
+  guint n;
+
+  if (!fb_policy_path_is_normalized (view_path))
+    {
+      decide_malformed (policy, &g_array_index (policy->mounts, FbPolicyMount, 0), 0, ret);
+      return;
+    }
+  decide_root (policy, ret);
+  n = fb_policy_path_split (view_path, stack, G_N_ELEMENTS (stack));
+  if (n > G_N_ELEMENTS (stack))
+    {
+      comps = heap = g_new (FbPathComp, n);
+      fb_policy_path_split (view_path, comps, n);
+    }
+  for (guint k = 0; k < n; k++)
+    {
+      Comps c = { .comps = comps, .n = k + 1 };
+
+      step (policy, ret, comps[k].s, comps[k].len, &c, ret);
+    }
+}
+
+void
+fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, const char *parent_path,
+                        const char *name, FbPolicyDecision *ret)
+{
+  gsize len = strlen (name);
+  Comps c = { .parent_path = parent_path, .name = name, .name_len = (guint32) len };
+  FbPolicyDecision out;
+
+  if (len == 0 || len > FB_POLICY_MAX_PATH || strchr (name, '/') != NULL || strcmp (name, ".") == 0
+      || strcmp (name, "..") == 0 || parent_path == NULL || parent_path[0] != '/')
+    {
+      decide_malformed (policy, parent->mount, parent->priv_depth + 1, ret);
+      return;
+    }
+  step (policy, parent, name, (guint32) len, &c, &out);
+  g_free (c.heap);
+  *ret = out;
+}
+
+bool
+fb_policy_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *decision, const char *view_path)
+{
+  const PolicyNode *node = decision->priv_node;
+  FbPathComp stack[64];
+  g_autofree FbPathComp *heap = NULL;
+  FbPathComp *comps = stack;
+  guint n;
+
+  if (node != NULL && node->literal_below)
+    return true;
+  if (policy->anchored_globs->len == 0 || !fb_policy_path_is_normalized (view_path))
+    return false;
+  n = fb_policy_path_split (view_path, stack, G_N_ELEMENTS (stack));
+  if (n > G_N_ELEMENTS (stack))
+    {
+      comps = heap = g_new (FbPathComp, n);
+      fb_policy_path_split (view_path, comps, n);
+    }
+  for (guint i = 0; i < policy->anchored_globs->len; i++)
+    {
+      const FbGlobEntry *e = g_ptr_array_index (policy->anchored_globs, i);
+
+      if (e->glob->max_depth > n && fb_policy_glob_could_match_below (e->glob, comps, n))
+        return true;
+    }
+  return false;
+}
+
+bool
+fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPolicyAccess *ret_access)
+{
+  gsize len = strlen (name);
+  const FbPolicyRule *rule = fb_name_map_lookup (&policy->protected_map, name, len, fb_name_hash (name, len));
+
+  if (rule == NULL)
+    return false;
+  if (ret_access != NULL)
+    *ret_access = rule->access;
+  return true;
+}

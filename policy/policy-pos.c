@@ -1,0 +1,448 @@
+/* fusebox — where each field of a policy's JSON text starts.
+ *
+ * json-glib builds the tree but forgets positions, and a message that names
+ * the line and column of a mistake is worth more than any other.  So the text
+ * is tokenized once more here, strictly (RFC 8259: no comments, no trailing
+ * commas, no single quotes, valid UTF-8, no NUL), and the position of every
+ * value and key is recorded under its JSON path.  This tokenizer runs before
+ * json-glib sees the text: it is the syntax authority (its errors carry the
+ * position), it bounds the nesting depth so that no recursive parser can be
+ * driven into a stack overflow, and it refuses duplicate keys, which json-glib
+ * would resolve silently (a typo must never weaken a policy).
+ */
+#include "policy/policy-private.h"
+
+struct FbPolicyPosIndex
+{
+  GHashTable *values; /* JSON path → FbPolicyPos */
+  GHashTable *keys;   /* JSON path of a member → FbPolicyPos of its key */
+};
+
+typedef struct
+{
+  const char *p;
+  const char *end;
+  guint line;
+  guint col;
+  guint depth;
+  const char *origin;
+  FbPolicyPosIndex *index;
+  GError **error;
+} Lexer;
+
+char *
+fb_policy_json_path_member (const char *parent, const char *key)
+{
+  bool ident = g_ascii_isalpha (key[0]) || key[0] == '_';
+
+  for (const char *k = key; ident && *k != '\0'; k++)
+    ident = g_ascii_isalnum (*k) || *k == '_';
+  if (!ident)
+    return g_strdup_printf ("%s[%s]", parent, key);
+  if (parent[0] == '\0')
+    return g_strdup (key);
+  return g_strdup_printf ("%s.%s", parent, key);
+}
+
+static bool G_GNUC_PRINTF (2, 3)
+fail (Lexer *lx, const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+
+  va_start (ap, format);
+  msg = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  g_set_error (lx->error, FB_POLICY_ERROR, FB_POLICY_ERROR_SYNTAX, "%s:%u:%u: invalid JSON: %s", lx->origin,
+               lx->line, lx->col, msg);
+  return false;
+}
+
+/* Consume one byte; columns count characters, so continuation bytes of a
+ * UTF-8 sequence do not move the column. */
+static void
+advance (Lexer *lx)
+{
+  guchar c = (guchar) *lx->p++;
+
+  if (c == '\n')
+    {
+      lx->line++;
+      lx->col = 1;
+    }
+  else if ((c & 0xc0) != 0x80)
+    lx->col++;
+}
+
+static void
+skip_ws (Lexer *lx)
+{
+  while (lx->p < lx->end && (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n' || *lx->p == '\r'))
+    advance (lx);
+}
+
+static void
+record (GHashTable *table, const char *path, const Lexer *lx)
+{
+  FbPolicyPos *pos = g_new (FbPolicyPos, 1);
+
+  pos->line = lx->line;
+  pos->col = lx->col;
+  g_hash_table_replace (table, g_strdup (path), pos);
+}
+
+static const char *
+describe (const Lexer *lx)
+{
+  static const char *const names[] = { "end of text", "an unexpected character" };
+
+  return lx->p >= lx->end ? names[0] : names[1];
+}
+
+static int
+hex_digit (char c)
+{
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+static bool
+read_hex4 (Lexer *lx, gunichar *ret)
+{
+  gunichar v = 0;
+
+  for (int i = 0; i < 4; i++)
+    {
+      int d = lx->p < lx->end ? hex_digit (*lx->p) : -1;
+
+      if (d < 0)
+        return fail (lx, "\\u needs four hexadecimal digits");
+      v = (v << 4) | (gunichar) d;
+      advance (lx);
+    }
+  *ret = v;
+  return true;
+}
+
+/* A string at lx->p (the opening quote); its decoded text goes to OUT when
+ * not NULL. */
+static bool
+lex_string (Lexer *lx, GString *out)
+{
+  advance (lx); /* " */
+  for (;;)
+    {
+      guchar c;
+
+      if (lx->p >= lx->end)
+        return fail (lx, "unterminated string");
+      c = (guchar) *lx->p;
+      if (c == '"')
+        {
+          advance (lx);
+          return true;
+        }
+      if (c < 0x20)
+        return fail (lx, "control character U+%04X in a string; write it as an escape", c);
+      if (c == '\\')
+        {
+          char e;
+
+          advance (lx);
+          if (lx->p >= lx->end)
+            return fail (lx, "unterminated string");
+          e = *lx->p;
+          if (e == 'u')
+            {
+              gunichar u;
+
+              advance (lx);
+              if (!read_hex4 (lx, &u))
+                return false;
+              if (u >= 0xd800 && u <= 0xdbff)
+                {
+                  gunichar low;
+
+                  if (lx->end - lx->p < 2 || lx->p[0] != '\\' || lx->p[1] != 'u')
+                    return fail (lx, "a \\u high surrogate must be followed by a \\u low surrogate");
+                  advance (lx);
+                  advance (lx);
+                  if (!read_hex4 (lx, &low))
+                    return false;
+                  if (low < 0xdc00 || low > 0xdfff)
+                    return fail (lx, "a \\u high surrogate must be followed by a \\u low surrogate");
+                  u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+                }
+              else if (u >= 0xdc00 && u <= 0xdfff)
+                return fail (lx, "lone \\u low surrogate");
+              if (u == 0)
+                return fail (lx, "\\u0000 is not allowed: paths and names cannot hold NUL");
+              if (out != NULL)
+                g_string_append_unichar (out, u);
+              continue;
+            }
+          if (strchr ("\"\\/bfnrt", e) == NULL || e == '\0')
+            return fail (lx, "unknown escape; valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+          if (out != NULL)
+            {
+              static const char from[] = "\"\\/bfnrt";
+              static const char to[] = "\"\\/\b\f\n\r\t";
+
+              g_string_append_c (out, to[strchr (from, e) - from]);
+            }
+          advance (lx);
+          continue;
+        }
+      if (c < 0x80)
+        {
+          if (out != NULL)
+            g_string_append_c (out, (char) c);
+          advance (lx);
+          continue;
+        }
+      {
+        gssize max = MIN (lx->end - lx->p, 4);
+        gunichar u = g_utf8_get_char_validated (lx->p, max);
+        int n;
+
+        if (u == (gunichar) -1 || u == (gunichar) -2)
+          return fail (lx, "invalid UTF-8");
+        n = g_unichar_to_utf8 (u, NULL);
+        if (out != NULL)
+          g_string_append_len (out, lx->p, n);
+        for (int i = 0; i < n; i++)
+          advance (lx);
+      }
+    }
+}
+
+static bool
+lex_number (Lexer *lx)
+{
+  if (*lx->p == '-')
+    advance (lx);
+  if (lx->p >= lx->end || !g_ascii_isdigit (*lx->p))
+    return fail (lx, "a number needs a digit here");
+  if (*lx->p == '0')
+    {
+      advance (lx);
+      if (lx->p < lx->end && g_ascii_isdigit (*lx->p))
+        return fail (lx, "a number does not start with 0");
+    }
+  while (lx->p < lx->end && g_ascii_isdigit (*lx->p))
+    advance (lx);
+  if (lx->p < lx->end && *lx->p == '.')
+    {
+      advance (lx);
+      if (lx->p >= lx->end || !g_ascii_isdigit (*lx->p))
+        return fail (lx, "a number needs a digit after \".\"");
+      while (lx->p < lx->end && g_ascii_isdigit (*lx->p))
+        advance (lx);
+    }
+  if (lx->p < lx->end && (*lx->p == 'e' || *lx->p == 'E'))
+    {
+      advance (lx);
+      if (lx->p < lx->end && (*lx->p == '+' || *lx->p == '-'))
+        advance (lx);
+      if (lx->p >= lx->end || !g_ascii_isdigit (*lx->p))
+        return fail (lx, "a number needs a digit in its exponent");
+      while (lx->p < lx->end && g_ascii_isdigit (*lx->p))
+        advance (lx);
+    }
+  return true;
+}
+
+static bool lex_value (Lexer *lx, const char *path);
+
+static bool
+lex_object (Lexer *lx, const char *path)
+{
+  advance (lx); /* { */
+  skip_ws (lx);
+  if (lx->p < lx->end && *lx->p == '}')
+    {
+      advance (lx);
+      return true;
+    }
+  for (;;)
+    {
+      g_autoptr (GString) key = g_string_new (NULL);
+      g_autofree char *member = NULL;
+      Lexer at_key;
+
+      if (lx->p >= lx->end || *lx->p != '"')
+        return fail (lx, "expected a key in double quotes, found %s", describe (lx));
+      at_key = *lx;
+      if (!lex_string (lx, key))
+        return false;
+      member = fb_policy_json_path_member (path, key->str);
+      if (g_hash_table_contains (lx->index->keys, member))
+        {
+          *lx = at_key;
+          return fail (lx, "duplicate key \"%s\" in one object", key->str);
+        }
+      record (lx->index->keys, member, &at_key);
+      skip_ws (lx);
+      if (lx->p >= lx->end || *lx->p != ':')
+        return fail (lx, "expected \":\" after the key \"%s\"", key->str);
+      advance (lx);
+      if (!lex_value (lx, member))
+        return false;
+      skip_ws (lx);
+      if (lx->p < lx->end && *lx->p == ',')
+        {
+          advance (lx);
+          skip_ws (lx);
+          if (lx->p < lx->end && *lx->p == '}')
+            return fail (lx, "trailing comma before \"}\"");
+          continue;
+        }
+      if (lx->p < lx->end && *lx->p == '}')
+        {
+          advance (lx);
+          return true;
+        }
+      return fail (lx, "expected \",\" or \"}\" after a member, found %s", describe (lx));
+    }
+}
+
+static bool
+lex_array (Lexer *lx, const char *path)
+{
+  advance (lx); /* [ */
+  skip_ws (lx);
+  if (lx->p < lx->end && *lx->p == ']')
+    {
+      advance (lx);
+      return true;
+    }
+  for (guint i = 0;; i++)
+    {
+      g_autofree char *element = g_strdup_printf ("%s[%u]", path, i);
+
+      if (!lex_value (lx, element))
+        return false;
+      skip_ws (lx);
+      if (lx->p < lx->end && *lx->p == ',')
+        {
+          advance (lx);
+          skip_ws (lx);
+          if (lx->p < lx->end && *lx->p == ']')
+            return fail (lx, "trailing comma before \"]\"");
+          continue;
+        }
+      if (lx->p < lx->end && *lx->p == ']')
+        {
+          advance (lx);
+          return true;
+        }
+      return fail (lx, "expected \",\" or \"]\" after an element, found %s", describe (lx));
+    }
+}
+
+static bool
+lex_word (Lexer *lx, const char *word)
+{
+  gsize n = strlen (word);
+
+  if ((gsize) (lx->end - lx->p) < n || memcmp (lx->p, word, n) != 0)
+    return fail (lx, "expected a value (object, array, string, number, true, false or null)");
+  for (gsize i = 0; i < n; i++)
+    advance (lx);
+  return true;
+}
+
+static bool
+lex_value (Lexer *lx, const char *path)
+{
+  bool ok;
+
+  skip_ws (lx);
+  if (lx->p >= lx->end)
+    return fail (lx, "expected a value, found the end of the text");
+  record (lx->index->values, path, lx);
+  switch (*lx->p)
+    {
+    case '{':
+    case '[':
+      if (++lx->depth > FB_POLICY_MAX_JSON_DEPTH)
+        return fail (lx, "nested deeper than %d levels", FB_POLICY_MAX_JSON_DEPTH);
+      ok = *lx->p == '{' ? lex_object (lx, path) : lex_array (lx, path);
+      lx->depth--;
+      return ok;
+    case '"':
+      return lex_string (lx, NULL);
+    case 't':
+      return lex_word (lx, "true");
+    case 'f':
+      return lex_word (lx, "false");
+    case 'n':
+      return lex_word (lx, "null");
+    default:
+      if (*lx->p == '-' || g_ascii_isdigit (*lx->p))
+        return lex_number (lx);
+      return fail (lx, "expected a value (object, array, string, number, true, false or null)");
+    }
+}
+
+FbPolicyPosIndex *
+fb_policy_pos_index_build (const char *text, gsize len, const char *origin, GError **error)
+{
+  g_autoptr (FbPolicyPosIndex) index = g_new0 (FbPolicyPosIndex, 1);
+  Lexer lx = {
+    .p = text,
+    .end = text + len,
+    .line = 1,
+    .col = 1,
+    .origin = origin != NULL ? origin : "<data>",
+    .index = index,
+    .error = error,
+  };
+
+  index->values = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  index->keys = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  skip_ws (&lx);
+  if (lx.p >= lx.end)
+    {
+      fail (&lx, "the text is empty; a policy is a JSON object");
+      return NULL;
+    }
+  if (!lex_value (&lx, ""))
+    return NULL;
+  skip_ws (&lx);
+  if (lx.p < lx.end)
+    {
+      fail (&lx, "unexpected text after the end of the policy");
+      return NULL;
+    }
+  return g_steal_pointer (&index);
+}
+
+void
+fb_policy_pos_index_free (FbPolicyPosIndex *index)
+{
+  if (index == NULL)
+    return;
+  g_clear_pointer (&index->values, g_hash_table_unref);
+  g_clear_pointer (&index->keys, g_hash_table_unref);
+  g_free (index);
+}
+
+bool
+fb_policy_pos_index_lookup (const FbPolicyPosIndex *index, const char *json_path, bool key, FbPolicyPos *ret)
+{
+  const FbPolicyPos *pos;
+
+  if (index == NULL)
+    return false;
+  pos = g_hash_table_lookup (key ? index->keys : index->values, json_path);
+  if (pos == NULL)
+    return false;
+  *ret = *pos;
+  return true;
+}

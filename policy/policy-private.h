@@ -1,0 +1,250 @@
+/* fusebox — the policy engine's internals, shared by policy/policy-*.c and
+ * the unit tests (which test the glob matcher and the position index through
+ * these seams).  Nothing here is a contract for other modules.
+ *
+ * Layout of a loaded policy:
+ *  - rules[]: the validated rules, strings expanded and owned by `strings`;
+ *  - a trie of the literal paths (PolicyNode), one node per path component,
+ *    annotated at load time with everything a decision needs (best literal
+ *    rule, mount, reachable and mounted children), so that a decision is a
+ *    walk down the trie plus a few hash probes for globs and protected names;
+ *  - globs indexed by their last component (FbGlobIndex) so that a decision
+ *    tests only the globs that can match the name at hand.
+ */
+#pragma once
+
+#include "policy/policy.h"
+
+#include <stdint.h>
+#include <string.h>
+
+G_BEGIN_DECLS
+
+/* Bounds on what a policy can make us allocate (documented in
+ * fusebox-policy(5)). */
+#define FB_POLICY_MAX_SIZE (8 * 1024 * 1024) /* bytes of policy text */
+#define FB_POLICY_MAX_JSON_DEPTH 32          /* nesting of arrays and objects */
+#define FB_POLICY_MAX_PATH 4096              /* bytes of an expanded path, glob or source */
+
+/* ---- Name maps: open addressing keyed by (bytes, length) ----------------
+ *
+ * Decisions look names up inside a longer path without copying them, so the
+ * maps take a length and a precomputed hash (one FNV-1a per component serves
+ * every map).  Keys are borrowed: they live in the policy's string chunk. */
+typedef struct
+{
+  const char *key;
+  guint32 len;
+  guint32 hash;
+  gpointer value;
+} FbNameEntry;
+
+typedef struct
+{
+  FbNameEntry *entries; /* NULL while empty */
+  guint32 mask;
+  guint32 n;
+} FbNameMap;
+
+static inline guint32
+fb_name_hash (const char *s, gsize len)
+{
+  guint32 h = 2166136261u;
+
+  for (gsize i = 0; i < len; i++)
+    {
+      h ^= (guchar) s[i];
+      h *= 16777619u;
+    }
+  return h;
+}
+
+static inline gpointer
+fb_name_map_lookup (const FbNameMap *map, const char *key, gsize len, guint32 hash)
+{
+  if (map->entries == NULL)
+    return NULL;
+  for (guint32 i = hash & map->mask;; i = (i + 1) & map->mask)
+    {
+      const FbNameEntry *e = &map->entries[i];
+
+      if (e->key == NULL)
+        return NULL;
+      if (e->hash == hash && e->len == len && memcmp (e->key, key, len) == 0)
+        return e->value;
+    }
+}
+
+/* Inserts or replaces; returns the previous value. */
+gpointer fb_name_map_insert (FbNameMap *map, const char *key, gsize len, gpointer value);
+void fb_name_map_clear (FbNameMap *map);
+
+/* ---- Paths and variables (policy-vars.c) -------------------------------- */
+
+/* One component of a view path, borrowed from the path string. */
+typedef struct
+{
+  const char *s;
+  guint32 len;
+} FbPathComp;
+
+/* Is PATH absolute and normalized (no "//", ".", "..", trailing "/")? */
+bool fb_policy_path_is_normalized (const char *path);
+/* The normalized form of an absolute path ("//" and "." folded, trailing "/"
+ * dropped); NULL when it is relative or has a ".." component. */
+char *fb_policy_path_normalize (const char *path);
+/* Is ANCESTOR equal to PATH or one of its ancestors?  Both normalized. */
+bool fb_policy_path_has_prefix (const char *path, const char *ancestor);
+/* Split a normalized absolute path; returns the number of components, up to
+ * max (the rest is not stored, the count still is). */
+guint fb_policy_path_split (const char *path, FbPathComp *comps, guint max);
+
+typedef enum
+{
+  FB_EXPAND_PATH, /* path or source: values are substituted as they are */
+  FB_EXPAND_GLOB, /* glob: glob metacharacters of values are escaped */
+} FbExpandMode;
+
+/* Expand ${WORKSPACE} ${HOME} ${CWD} ${RUN} and "$$".  NULL with a message
+ * (without position) when a variable is unknown or unavailable. */
+char *fb_policy_vars_expand (const char *text, const FbPolicyVars *vars, FbExpandMode mode, char **ret_message);
+/* "$" doubled, so that fb_policy_vars_expand gives TEXT back. */
+char *fb_policy_vars_escape (const char *text);
+
+/* ---- Globs (policy-glob.c) ---------------------------------------------- */
+
+typedef struct
+{
+  bool doublestar;  /* "**": any number of components */
+  bool literal;     /* no metacharacter: `text` is the unescaped name */
+  guint32 len;      /* of text */
+  char *text;       /* the component pattern (escapes kept unless literal) */
+} FbGlobPart;
+
+typedef struct
+{
+  char *pattern;      /* as written (after variable expansion) */
+  FbGlobPart *parts;
+  guint n_parts;
+  guint min_depth;    /* components a matching path has at least */
+  guint max_depth;    /* ... at most; G_MAXUINT with "**" */
+  bool floating;      /* starts with "**": matches at any depth */
+} FbGlob;
+
+/* NULL with a message naming the problem and its byte offset in PATTERN. */
+FbGlob *fb_policy_glob_compile (const char *pattern, char **ret_message);
+void fb_policy_glob_free (FbGlob *glob);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbGlob, fb_policy_glob_free)
+bool fb_policy_glob_match (const FbGlob *glob, const FbPathComp *comps, guint n);
+/* Convenience for tests: match a normalized absolute path ("/" never matches). */
+bool fb_policy_glob_match_path (const FbGlob *glob, const char *path);
+/* Could a path strictly below COMPS match? */
+bool fb_policy_glob_could_match_below (const FbGlob *glob, const FbPathComp *comps, guint n);
+
+typedef struct
+{
+  const FbGlob *glob;
+  const FbPolicyRule *rule;
+} FbGlobEntry;
+
+/* Globs grouped by the kind of their last component. */
+typedef struct
+{
+  FbNameMap by_name;      /* literal last component → GPtrArray of FbGlobEntry */
+  FbNameMap by_extension; /* "*.EXT" → GPtrArray of FbGlobEntry, keyed by EXT */
+  GPtrArray *other;       /* everything else, tested at every depth */
+  GPtrArray *all;         /* owns the entries */
+  GPtrArray *lists;       /* owns the lists the maps point to */
+  guint n_extension_dots; /* most dots in an indexed EXT (bounds the probes) */
+} FbGlobIndex;
+
+void fb_policy_glob_index_init (FbGlobIndex *index);
+void fb_policy_glob_index_add (FbGlobIndex *index, const FbGlob *glob, const FbPolicyRule *rule);
+void fb_policy_glob_index_clear (FbGlobIndex *index);
+
+/* ---- The position index (policy-pos.c) ---------------------------------- */
+
+/* Where each value and key of a JSON text starts, keyed by its JSON path:
+ * "" is the top level, members "network" or "rules[3].access", arrays
+ * "rules[3]"; a key that is not an identifier is written in brackets
+ * ("protected_names[.git]").  Lines and columns count from 1; columns count
+ * characters (UTF-8 code points), a tab is one. */
+typedef struct FbPolicyPosIndex FbPolicyPosIndex;
+
+typedef struct
+{
+  guint line;
+  guint col;
+} FbPolicyPos;
+
+/* Tokenizes TEXT strictly (RFC 8259, UTF-8, no NUL, no duplicate keys, depth
+ * at most FB_POLICY_MAX_JSON_DEPTH).  On failure returns NULL and the error's
+ * message starts with "ORIGIN:LINE:COL: ". */
+FbPolicyPosIndex *fb_policy_pos_index_build (const char *text, gsize len, const char *origin, GError **error);
+void fb_policy_pos_index_free (FbPolicyPosIndex *index);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbPolicyPosIndex, fb_policy_pos_index_free)
+bool fb_policy_pos_index_lookup (const FbPolicyPosIndex *index, const char *json_path, bool key, FbPolicyPos *ret);
+/* The JSON path of member KEY of PARENT, as the index spells it. */
+char *fb_policy_json_path_member (const char *parent, const char *key);
+
+/* ---- The loaded policy -------------------------------------------------- */
+
+typedef struct PolicyNode PolicyNode;
+struct PolicyNode
+{
+  const char *name; /* component ("" for the root) */
+  const char *path; /* the whole view path */
+  guint32 name_len;
+  guint depth;
+  PolicyNode *parent;
+  FbNameMap children; /* name → PolicyNode */
+  GPtrArray *child_list; /* sorted by name, for deterministic mount order */
+  const FbPolicyRule *literal; /* best literal rule at exactly this path */
+  const FbPolicyRule *source_rule; /* the rule giving this path a source */
+  const FbPolicyMount *mount; /* the mapping that starts here, or NULL */
+  bool visible_below; /* a literal with a visible access strictly below */
+  bool literal_below; /* any literal rule strictly below */
+  bool mount_below;   /* a mount point strictly below */
+  const char **reachable; /* NULL-terminated, children leading to a visible literal */
+  const char **mounted;   /* NULL-terminated, children leading to a mount point */
+};
+
+struct FbPolicy
+{
+  gint ref_count;
+  char *origin;
+  FbPolicyNetwork network;
+  const char *run; /* ${RUN} at load time (private sources live under it) or NULL */
+  GStringChunk *strings; /* every string the rules, mounts and nodes point to */
+
+  FbPolicyRule *rules;
+  guint n_rules;
+  FbGlob **globs; /* per rule: the compiled glob, NULL for path rules */
+
+  FbPolicyRule *protected_rules;
+  guint n_protected;
+  FbNameMap protected_map; /* name → FbPolicyRule in protected_rules */
+
+  FbPolicyRule default_rule;   /* nothing matched */
+  FbPolicyRule malformed_rule; /* the path asked about is not a view path */
+
+  PolicyNode *root;
+  GPtrArray *nodes; /* owns every PolicyNode */
+  GArray *mounts;   /* FbPolicyMount */
+  FbGlobIndex glob_index;
+  GPtrArray *anchored_globs; /* FbGlobEntry of globs not starting with "**" */
+};
+
+/* policy-match.c: build the trie, the mounts and the glob index of a policy
+ * whose rules are validated.  Fails (FB_POLICY_ERROR_DUPLICATE) only on two
+ * sources for one path, which the loader checks first. */
+bool fb_policy_compile (FbPolicy *policy, GError **error);
+void fb_policy_compiled_clear (FbPolicy *policy);
+
+/* policy-load.c: a policy with no rules yet (the loader and tests fill it). */
+FbPolicy *fb_policy_new_empty (const char *origin);
+
+/* policy-builtin.c: the escaped host directory name of a private view path */
+char *fb_policy_private_dir_name (const char *view_path);
+
+G_END_DECLS
