@@ -9,6 +9,7 @@
 
 #include <gio/gio.h>
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 #include "fs/fs-event.h"
 
@@ -44,6 +45,15 @@ guint64 fb_access_log_get_count (FbAccessLog *log);
 gboolean fb_access_log_close (FbAccessLog *log, GError **error);
 void fb_access_log_free (FbAccessLog *log);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbAccessLog, fb_access_log_free)
+/* Loop thread: write what is queued now and flush it to the file (no
+ * fsync).  For callers that must know a record reached the file. */
+gboolean fb_access_log_drain (FbAccessLog *log, GError **error);
+/* Live subscribers (the remote API's log/subscribe): FUNC runs on the loop
+ * thread with each record's JSON line (no newline) as it is written, in seq
+ * order.  It must not push to this log.  Returns an id > 0. */
+typedef void (*FbAccessLogFunc) (const char *line, gpointer user_data);
+guint fb_access_log_subscribe (FbAccessLog *log, FbAccessLogFunc func, gpointer user_data, GDestroyNotify destroy);
+void fb_access_log_unsubscribe (FbAccessLog *log, guint id);
 
 /* Run directories: $XDG_STATE_HOME/fusebox/runs/<run-id> (XDG_STATE_HOME
  * defaults to ~/.local/state).  A run id is "YYYYMMDD-HHMMSS-XXXXXX". */
@@ -54,5 +64,77 @@ char *fb_run_dir_create (const char *run_id, GError **error);
 /* Resolve what a user typed (a run id, a run directory, or a log file) to a
  * log file path. */
 char *fb_run_resolve_log (const char *run_or_file, GError **error);
+/* The newest run directory under fb_run_dir_root() (run ids sort by time). */
+char *fb_run_find_latest (GError **error);
+
+/* Reading a log: the rotated files first (oldest first), then the live file.
+ * Each line is parsed with json-glib.  Records are de-duplicated by (run,
+ * seq): a record whose seq is not above the last one read for its run is
+ * skipped and counted. */
+typedef struct
+{
+  char *line;         /* the JSON text, without the newline */
+  JsonNode *root;     /* the parsed line */
+  JsonObject *object; /* root's object (borrowed from root) */
+  char *file;         /* the file it was read from */
+  guint64 line_no;    /* 1-based line number in that file */
+  const char *run;    /* "run" or NULL (borrowed from object) */
+  gint64 seq;         /* "seq", or -1 when missing */
+} FbLogRecord;
+void fb_log_record_free (FbLogRecord *record);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLogRecord, fb_log_record_free)
+
+typedef enum
+{
+  FB_LOG_READ_RECORD,    /* *ret_record is the next record */
+  FB_LOG_READ_EOF,       /* nothing more (follow mode: for now; call again later) */
+  FB_LOG_READ_GAP,       /* seq jumps forward: error says which run and how many are missing;
+                          * the record after the gap comes with the next call */
+  FB_LOG_READ_BAD_LINE,  /* a line that is not a JSON object: error says FILE:LINE; reading goes on */
+  FB_LOG_READ_TRUNCATED, /* a file ends in a line without a newline (a crash mid-write):
+                          * error says FILE:LINE and its length; reading goes on */
+  FB_LOG_READ_ERROR,     /* an I/O error: error says what; stop */
+} FbLogReadStatus;
+
+typedef struct
+{
+  guint64 records;    /* returned as FB_LOG_READ_RECORD */
+  guint64 duplicates; /* skipped: seq not above the last of its run */
+  guint64 gaps;       /* FB_LOG_READ_GAP returned */
+  guint64 missing;    /* seq numbers skipped over by those gaps */
+  guint64 bad_lines;
+  guint64 truncated;
+  guint64 files;      /* files opened */
+} FbLogReaderStats;
+
+typedef struct FbLogReader FbLogReader;
+/* LOG_PATH is the live file (RUN_DIR/access.jsonl).  When it is itself a
+ * rotated file, only that file is read.  FOLLOW: at the end of the live file
+ * wait for more (the caller calls next again), survive rotation like
+ * `tail -F`, and don't count a partial last line until the file is rotated
+ * away. */
+FbLogReader *fb_log_reader_new (const char *log_path, gboolean follow, GError **error);
+FbLogReadStatus fb_log_reader_next (FbLogReader *reader, FbLogRecord **ret_record, GError **error);
+void fb_log_reader_get_stats (FbLogReader *reader, FbLogReaderStats *ret_stats);
+void fb_log_reader_free (FbLogReader *reader);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLogReader, fb_log_reader_free)
+
+/* One aligned line for people (no newline): local time, comm[pid], op,
+ * path (→ target), decision, errno name, the rule's why.  Control characters
+ * and invalid UTF-8 are shown as C escapes.  COLOR: denials red, readonly
+ * yellow (ANSI SGR). */
+char *fb_log_record_format (JsonObject *record, gboolean color);
+
+/* The auditor's summary of one or more runs' records. */
+typedef struct FbReport FbReport;
+FbReport *fb_report_new (void);
+void fb_report_add_record (FbReport *report, JsonObject *record);
+/* Fold in the reader's counts (bad lines, truncated lines, duplicates). */
+void fb_report_set_reader_stats (FbReport *report, const FbLogReaderStats *stats);
+/* Stable JSON shape, documented in fusebox(1) under "report". */
+JsonNode *fb_report_to_json (FbReport *report);
+char *fb_report_to_text (FbReport *report);
+void fb_report_free (FbReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbReport, fb_report_free)
 
 G_END_DECLS

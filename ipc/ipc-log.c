@@ -1,0 +1,659 @@
+/* fusebox — the access-log writer (FbAccessLog).
+ *
+ * Promise 3 (DESIGN.md): every decided access is logged and no record is
+ * lost, even when the sandboxed process is killed or the daemon dies.  How:
+ *  - A pusher (a FUSE worker, any thread) formats its event into a JSON body
+ *    (a deep copy: nothing of the caller's is kept) and appends it to a
+ *    bounded ring.  While the ring is full the pusher waits: the sandbox
+ *    slows down instead of losing a record.  The bound is queue_capacity
+ *    bodies; a body is bounded by the view's path limits (two paths of at
+ *    most PATH_MAX bytes, each at most 6x on escaping plus its base64).
+ *  - The GLib main loop owns the file.  A pusher wakes it through the ready
+ *    time of a custom GSource (g_source_set_ready_time is thread-safe and
+ *    wakes the context); the dispatch takes the whole batch, assigns seq in
+ *    the order it writes, and flushes the batch with write(2) before it
+ *    returns.  A record that the loop has handled is therefore in the
+ *    kernel's page cache: a SIGKILL of the daemon loses nothing that
+ *    fb_access_log_get_count() reported.  fsync runs on rotation and close,
+ *    not per batch (that would put a disk flush on the FUSE path).
+ *  - A push from the loop's own thread (the remote API) can't wait for the
+ *    loop: it writes synchronously, after whatever is queued, so seq order is
+ *    still the order of arrival at the writer.
+ *  - Rotation by size: at a record boundary past rotate_bytes, flush, fsync,
+ *    rename STEM.jsonl to STEM.<first-seq>-<last-seq>.jsonl (12-digit,
+ *    zero-padded: `ls` order is seq order), fsync the directory, open a new
+ *    STEM.jsonl.  seq continues across files.
+ *  - A write error (ENOSPC, EIO) keeps the unwritten bytes, stops taking new
+ *    batches (pushers then block: back-pressure, not loss) and retries every
+ *    second; close reports what could not be written.
+ *
+ * Locks: writer_lock (the file, the buffer, seq, subscribers) is taken before
+ * queue_lock (the ring); pushers take only queue_lock, except the
+ * synchronous loop-thread path, which takes both in that order.  No file I/O
+ * happens under queue_lock. */
+#include "ipc/ipc-private.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_CAPACITY 4096
+/* Flush in the middle of a batch past this much buffered text. */
+#define FLUSH_THRESHOLD (256 * 1024)
+#define RETRY_USEC (1 * G_USEC_PER_SEC)
+
+G_DEFINE_QUARK (fb-ipc-error-quark, fb_ipc_error)
+
+typedef struct
+{
+  gint64 ts_us;
+  char *body; /* from fb_access_event_format_body */
+} Queued;
+
+typedef struct
+{
+  guint id;
+  FbAccessLogFunc func;
+  gpointer user_data;
+  GDestroyNotify destroy;
+} Subscriber;
+
+typedef struct
+{
+  GSource source;
+  FbAccessLog *log;
+} WriterSource;
+
+struct FbAccessLog
+{
+  FbAccessSink sink; /* first: the sink pointer is the log pointer */
+
+  GMainContext *context;
+  GThread *owner; /* the thread that created the log (owns context) */
+  GSource *source;
+
+  /* The ring.  queue_lock guards every field in this group. */
+  GMutex queue_lock;
+  GCond not_full;
+  Queued *ring;
+  guint capacity;
+  guint head;  /* index of the oldest entry */
+  guint count; /* entries in the ring */
+  gboolean wake_pending;
+  gboolean closed;
+  guint64 blocked_pushes;
+
+  /* The file.  writer_lock guards every field in this group. */
+  GMutex writer_lock;
+  int fd;
+  int dirfd;             /* the log's directory, for rename/fsync */
+  char *name;            /* live file's name in dirfd */
+  char *path;            /* for messages */
+  char *run_json;        /* `"run":"...",` pre-escaped */
+  guint64 rotate_bytes;
+  guint64 file_bytes;    /* bytes in the file (flushed) */
+  guint64 file_first_seq; /* first seq written to this file by us, 0 = none yet */
+  guint64 seq;           /* last seq formatted into buf */
+  guint64 buf_last_seq;  /* last seq whose bytes are in buf (== seq) */
+  GString *buf;          /* formatted, not yet written */
+  GError *write_error;   /* the last write failure, kept until it clears */
+  gboolean rotation_broken;
+  GArray *subscribers; /* Subscriber */
+  guint next_subscriber_id;
+
+  gboolean is_open;      /* FALSE after close; fd may be -1 while open (a failed reopen) */
+
+  /* Read from any thread: the last seq that reached the file. */
+  _Atomic guint64 flushed_seq;
+};
+
+static void
+queued_clear (Queued *q)
+{
+  g_clear_pointer (&q->body, g_free);
+}
+
+/* --- the file -------------------------------------------------------- */
+
+static int
+open_live (FbAccessLog *log, GError **error)
+{
+  int fd = openat (log->dirfd, log->name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+  struct stat st;
+
+  if (fd < 0)
+    {
+      int errsv = errno;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the access log %s: %s", log->path,
+                   g_strerror (errsv));
+      return -1;
+    }
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the access log %s is not a regular file", log->path);
+      close (fd);
+      return -1;
+    }
+  log->file_bytes = (guint64) st.st_size;
+  log->file_first_seq = 0;
+
+  /* A daemon killed mid-write may have left a partial last line; start ours
+   * on a line of its own so that only that one line is damaged. */
+  if (st.st_size > 0)
+    {
+      char last = '\n';
+
+      if (pread (fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+        {
+          if (write (fd, "\n", 1) == 1)
+            log->file_bytes++;
+        }
+    }
+  log->fd = fd;
+  return 0;
+}
+
+/* Write buf to the file.  On failure the unwritten rest stays in buf. */
+static gboolean
+flush_buf (FbAccessLog *log)
+{
+  gsize done = 0;
+
+  if (log->fd < 0)
+    {
+      g_autoptr (GError) error = NULL;
+
+      if (open_live (log, &error) < 0)
+        {
+          g_clear_error (&log->write_error);
+          log->write_error = g_steal_pointer (&error);
+          return FALSE;
+        }
+    }
+  while (done < log->buf->len)
+    {
+      ssize_t n = write (log->fd, log->buf->str + done, log->buf->len - done);
+
+      if (n < 0)
+        {
+          int errsv = errno;
+
+          if (errsv == EINTR)
+            continue;
+          if (log->write_error == NULL)
+            g_warning ("access log %s: write failed: %s; retrying, pushers wait meanwhile", log->path,
+                       g_strerror (errsv));
+          g_clear_error (&log->write_error);
+          g_set_error (&log->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "writing the access log %s: %s",
+                       log->path, g_strerror (errsv));
+          g_string_erase (log->buf, 0, (gssize) done);
+          log->file_bytes += done;
+          return FALSE;
+        }
+      done += (gsize) n;
+    }
+  log->file_bytes += done;
+  g_string_truncate (log->buf, 0);
+  if (log->write_error != NULL)
+    {
+      g_message ("access log %s: writing again", log->path);
+      g_clear_error (&log->write_error);
+    }
+  atomic_store (&log->flushed_seq, log->buf_last_seq);
+  return TRUE;
+}
+
+static gboolean
+fsync_dir (FbAccessLog *log)
+{
+  /* O_PATH descriptors can't be fsync'ed: open the directory for reading. */
+  int fd = openat (log->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  gboolean ok;
+
+  if (fd < 0)
+    return FALSE;
+  ok = fsync (fd) == 0;
+  close (fd);
+  return ok;
+}
+
+static void
+rotate (FbAccessLog *log)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *rotated = NULL;
+  int r = -1;
+
+  if (!flush_buf (log))
+    return; /* retried with the next batch */
+  if (fsync (log->fd) < 0)
+    g_warning ("access log %s: fsync before rotation failed: %s", log->path, g_strerror (errno));
+
+  /* RENAME_NOREPLACE: two runs sharing one log file must not overwrite each
+   * other's rotated files; a collision gets a ".N" suffix. */
+  for (guint n = 0; n < 1000; n++)
+    {
+      g_free (rotated);
+      rotated = fb_log_rotated_name (log->name, log->file_first_seq, log->seq, n);
+      r = renameat2 (log->dirfd, log->name, log->dirfd, rotated, RENAME_NOREPLACE);
+      if (r == 0 || errno != EEXIST)
+        break;
+    }
+  if (r < 0)
+    {
+      g_warning ("access log %s: rotation to %s failed: %s; writing on without rotating", log->path, rotated,
+                 g_strerror (errno));
+      log->rotation_broken = TRUE;
+      return;
+    }
+  fsync_dir (log);
+  close (log->fd);
+  log->fd = -1;
+  if (open_live (log, &error) < 0)
+    {
+      /* Put the old file back so that records keep going somewhere. */
+      g_warning ("%s; writing on in %s", error->message, rotated);
+      log->fd = openat (log->dirfd, rotated, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+      log->rotation_broken = TRUE;
+      /* Still -1: flush_buf retries opening the live file; pushers wait. */
+    }
+  fsync_dir (log);
+}
+
+/* Format one record into buf.  writer_lock held. */
+static void
+write_record (FbAccessLog *log, gint64 ts_us, const char *body)
+{
+  char ts[FB_TS_BUF];
+  gsize start = log->buf->len;
+
+  fb_format_ts (ts_us, ts);
+  log->seq++;
+  if (log->file_first_seq == 0)
+    log->file_first_seq = log->seq;
+  g_string_append_printf (log->buf, "{\"ts\":\"%s\",%s\"seq\":%" G_GUINT64_FORMAT ",%s\n", ts, log->run_json,
+                          log->seq, body);
+  log->buf_last_seq = log->seq;
+
+  if (log->subscribers->len > 0)
+    {
+      g_autofree char *line = g_strndup (log->buf->str + start, log->buf->len - start - 1);
+
+      for (guint i = 0; i < log->subscribers->len; i++)
+        {
+          Subscriber *s = &g_array_index (log->subscribers, Subscriber, i);
+          s->func (line, s->user_data);
+        }
+    }
+
+  if (log->rotate_bytes > 0 && !log->rotation_broken && log->file_bytes + log->buf->len >= log->rotate_bytes)
+    rotate (log);
+  else if (log->buf->len >= FLUSH_THRESHOLD)
+    flush_buf (log);
+}
+
+/* Take everything queued and write it.  writer_lock held.  Returns FALSE
+ * when a write error blocks progress. */
+static gboolean
+write_queued (FbAccessLog *log, gboolean clear_wake)
+{
+  /* While the file refuses data, leave the batch in the ring: pushers block
+   * and nothing grows without bound. */
+  if (log->buf->len > 0 && !flush_buf (log))
+    return FALSE;
+
+  for (;;)
+    {
+      g_autofree Queued *batch = NULL;
+      guint n;
+
+      g_mutex_lock (&log->queue_lock);
+      if (clear_wake)
+        log->wake_pending = FALSE;
+      n = log->count;
+      if (n > 0)
+        {
+          batch = g_new (Queued, n);
+          for (guint i = 0; i < n; i++)
+            {
+              batch[i] = log->ring[(log->head + i) % log->capacity];
+              log->ring[(log->head + i) % log->capacity].body = NULL;
+            }
+          log->head = (log->head + n) % log->capacity;
+          log->count = 0;
+          g_cond_broadcast (&log->not_full);
+        }
+      g_mutex_unlock (&log->queue_lock);
+
+      if (n == 0)
+        break;
+      for (guint i = 0; i < n; i++)
+        {
+          write_record (log, batch[i].ts_us, batch[i].body);
+          queued_clear (&batch[i]);
+        }
+      /* One batch is what the loop took in one go; pushers that refilled the
+       * ring meanwhile get the next dispatch, so other sources get a turn. */
+      if (clear_wake)
+        break;
+    }
+  return flush_buf (log);
+}
+
+static gboolean
+writer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  FbAccessLog *log = ((WriterSource *) source)->log;
+
+  /* Reset before taking the batch: a push after this point sets it again. */
+  g_source_set_ready_time (source, -1);
+  g_mutex_lock (&log->writer_lock);
+  if (log->is_open && !write_queued (log, TRUE))
+    g_source_set_ready_time (source, g_get_monotonic_time () + RETRY_USEC);
+  g_mutex_unlock (&log->writer_lock);
+  return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs writer_source_funcs = {
+  .dispatch = writer_dispatch,
+};
+
+/* --- pushing ---------------------------------------------------------- */
+
+static gboolean
+on_loop_thread (FbAccessLog *log)
+{
+  return g_thread_self () == log->owner || g_main_context_is_owner (log->context);
+}
+
+static void
+sink_push (FbAccessSink *sink, const FbAccessEvent *event)
+{
+  FbAccessLog *log = (FbAccessLog *) sink;
+  gint64 ts_us = event->ts_us != 0 ? event->ts_us : g_get_real_time ();
+  char *body = fb_access_event_format_body (event);
+  gboolean wake = FALSE;
+
+  if (on_loop_thread (log))
+    {
+      /* Waiting here would wait for ourselves: write now, after what is
+       * already queued so that seq follows arrival. */
+      g_mutex_lock (&log->writer_lock);
+      if (log->is_open)
+        {
+          write_queued (log, FALSE);
+          write_record (log, ts_us, body);
+          flush_buf (log);
+        }
+      else
+        g_critical ("access log %s: push after close; record lost: %s", log->path, body);
+      g_mutex_unlock (&log->writer_lock);
+      g_free (body);
+      return;
+    }
+
+  g_mutex_lock (&log->queue_lock);
+  if (log->count == log->capacity)
+    log->blocked_pushes++;
+  while (log->count == log->capacity && !log->closed)
+    g_cond_wait (&log->not_full, &log->queue_lock);
+  if (log->closed)
+    {
+      g_mutex_unlock (&log->queue_lock);
+      g_critical ("access log %s: push after close; record lost: %s", log->path, body);
+      g_free (body);
+      return;
+    }
+  log->ring[(log->head + log->count) % log->capacity] = (Queued){ ts_us, body };
+  log->count++;
+  if (!log->wake_pending)
+    {
+      log->wake_pending = TRUE;
+      wake = TRUE;
+    }
+  g_mutex_unlock (&log->queue_lock);
+
+  if (wake)
+    g_source_set_ready_time (log->source, 0);
+}
+
+/* --- public ------------------------------------------------------------ */
+
+FbAccessLog *
+fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GError **error)
+{
+  g_autoptr (FbAccessLog) log = NULL;
+  g_autofree char *dir = NULL;
+  GString *run = g_string_new ("\"run\":");
+
+  g_return_val_if_fail (options != NULL && options->path != NULL, NULL);
+
+  log = g_new0 (FbAccessLog, 1);
+  log->sink.push = sink_push;
+  log->fd = -1;
+  log->dirfd = -1;
+  log->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
+  log->owner = g_thread_self ();
+  g_mutex_init (&log->queue_lock);
+  g_cond_init (&log->not_full);
+  g_mutex_init (&log->writer_lock);
+  log->capacity = options->queue_capacity > 0 ? options->queue_capacity : DEFAULT_CAPACITY;
+  log->ring = g_new0 (Queued, log->capacity);
+  log->rotate_bytes = options->rotate_bytes;
+  log->buf = g_string_sized_new (64 * 1024);
+  log->subscribers = g_array_new (FALSE, FALSE, sizeof (Subscriber));
+  log->path = g_strdup (options->path);
+  log->name = g_path_get_basename (options->path);
+  fb_json_append_string (run, options->run_id);
+  g_string_append_c (run, ',');
+  log->run_json = g_string_free (run, FALSE);
+
+  dir = g_path_get_dirname (options->path);
+  log->dirfd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (log->dirfd < 0)
+    {
+      int errsv = errno;
+      g_set_error (error, FB_IPC_ERROR, errsv == ENOENT ? FB_IPC_ERROR_NOT_FOUND : FB_IPC_ERROR_IO,
+                   "can't open the access log's directory %s: %s", dir, g_strerror (errsv));
+      return NULL;
+    }
+  if (strcmp (log->name, "/") == 0 || strcmp (log->name, ".") == 0 || strcmp (log->name, "..") == 0)
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the access log path %s names a directory",
+                   options->path);
+      return NULL;
+    }
+  if (open_live (log, error) < 0)
+    return NULL;
+  log->is_open = TRUE;
+
+  log->source = g_source_new (&writer_source_funcs, sizeof (WriterSource));
+  ((WriterSource *) log->source)->log = log;
+  g_source_set_name (log->source, "fusebox access log");
+  g_source_attach (log->source, log->context);
+  return g_steal_pointer (&log);
+}
+
+FbAccessSink *
+fb_access_log_get_sink (FbAccessLog *log)
+{
+  return &log->sink;
+}
+
+guint64
+fb_access_log_get_count (FbAccessLog *log)
+{
+  return atomic_load (&log->flushed_seq);
+}
+
+gboolean
+fb_access_log_drain (FbAccessLog *log, GError **error)
+{
+  gboolean ok;
+
+  g_mutex_lock (&log->writer_lock);
+  ok = log->is_open && write_queued (log, FALSE);
+  if (!ok)
+    {
+      if (log->write_error != NULL)
+        g_propagate_error (error, g_error_copy (log->write_error));
+      else
+        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the access log %s is closed", log->path);
+    }
+  g_mutex_unlock (&log->writer_lock);
+  return ok;
+}
+
+gboolean
+fb_access_log_close (FbAccessLog *log, GError **error)
+{
+  gboolean ok = TRUE;
+
+  g_mutex_lock (&log->writer_lock);
+  if (!log->is_open)
+    {
+      g_mutex_unlock (&log->writer_lock);
+      return TRUE;
+    }
+  /* The caller stopped every pusher, so one drain takes everything.  A disk
+   * that stays full is retried a few times, then reported. */
+  for (int attempt = 0; attempt < 5; attempt++)
+    {
+      ok = write_queued (log, FALSE);
+      if (ok)
+        break;
+      g_usleep (200 * 1000);
+    }
+  if (ok && log->fd >= 0 && fsync (log->fd) < 0)
+    {
+      int errsv = errno;
+      ok = FALSE;
+      g_clear_error (&log->write_error);
+      g_set_error (&log->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "fsync of the access log %s: %s", log->path,
+                   g_strerror (errsv));
+    }
+  if (!ok)
+    {
+      guint64 lost = log->seq - fb_access_log_get_count (log) + fb_access_log_get_queued (log);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s (%" G_GUINT64_FORMAT " records not written)",
+                   log->write_error != NULL ? log->write_error->message : "the access log could not be written",
+                   lost);
+    }
+  if (log->fd >= 0)
+    close (log->fd);
+  log->fd = -1;
+  log->is_open = FALSE;
+
+  g_mutex_lock (&log->queue_lock);
+  log->closed = TRUE;
+  g_cond_broadcast (&log->not_full);
+  g_mutex_unlock (&log->queue_lock);
+  g_mutex_unlock (&log->writer_lock);
+
+  if (log->source != NULL)
+    {
+      g_source_destroy (log->source);
+      g_clear_pointer (&log->source, g_source_unref);
+    }
+  return ok;
+}
+
+void
+fb_access_log_free (FbAccessLog *log)
+{
+  if (log == NULL)
+    return;
+  if (log->is_open)
+    {
+      g_autoptr (GError) error = NULL;
+
+      if (!fb_access_log_close (log, &error))
+        g_warning ("%s", error->message);
+    }
+  if (log->source != NULL)
+    {
+      g_source_destroy (log->source);
+      g_source_unref (log->source);
+    }
+  for (guint i = 0; i < log->count; i++)
+    queued_clear (&log->ring[(log->head + i) % log->capacity]);
+  g_free (log->ring);
+  for (guint i = 0; log->subscribers != NULL && i < log->subscribers->len; i++)
+    {
+      Subscriber *s = &g_array_index (log->subscribers, Subscriber, i);
+      if (s->destroy != NULL)
+        s->destroy (s->user_data);
+    }
+  if (log->subscribers != NULL)
+    g_array_unref (log->subscribers);
+  if (log->dirfd >= 0)
+    close (log->dirfd);
+  if (log->buf != NULL)
+    g_string_free (log->buf, TRUE);
+  g_clear_error (&log->write_error);
+  g_free (log->path);
+  g_free (log->name);
+  g_free (log->run_json);
+  g_mutex_clear (&log->queue_lock);
+  g_cond_clear (&log->not_full);
+  g_mutex_clear (&log->writer_lock);
+  g_main_context_unref (log->context);
+  g_free (log);
+}
+
+guint
+fb_access_log_subscribe (FbAccessLog *log, FbAccessLogFunc func, gpointer user_data, GDestroyNotify destroy)
+{
+  Subscriber s = { 0, func, user_data, destroy };
+
+  g_mutex_lock (&log->writer_lock);
+  s.id = ++log->next_subscriber_id;
+  g_array_append_val (log->subscribers, s);
+  g_mutex_unlock (&log->writer_lock);
+  return s.id;
+}
+
+void
+fb_access_log_unsubscribe (FbAccessLog *log, guint id)
+{
+  Subscriber found = { 0 };
+
+  g_mutex_lock (&log->writer_lock);
+  for (guint i = 0; i < log->subscribers->len; i++)
+    if (g_array_index (log->subscribers, Subscriber, i).id == id)
+      {
+        found = g_array_index (log->subscribers, Subscriber, i);
+        g_array_remove_index (log->subscribers, i);
+        break;
+      }
+  g_mutex_unlock (&log->writer_lock);
+  /* Outside the lock: a destroy notify may do anything. */
+  if (found.destroy != NULL)
+    found.destroy (found.user_data);
+}
+
+guint64
+fb_access_log_get_blocked_pushes (FbAccessLog *log)
+{
+  guint64 n;
+
+  g_mutex_lock (&log->queue_lock);
+  n = log->blocked_pushes;
+  g_mutex_unlock (&log->queue_lock);
+  return n;
+}
+
+guint
+fb_access_log_get_queued (FbAccessLog *log)
+{
+  guint n;
+
+  g_mutex_lock (&log->queue_lock);
+  n = log->count;
+  g_mutex_unlock (&log->queue_lock);
+  return n;
+}

@@ -1,0 +1,619 @@
+/* fusebox — reading an access log back: `fusebox log`, `fusebox report`.
+ *
+ * A log is its rotated files (STEM.<first>-<last>[.<n>].jsonl, oldest first)
+ * followed by the live STEM.jsonl.  Lines are parsed one by one with
+ * json-glib; a line that isn't a JSON object is reported and skipped, and a
+ * file that ends without a newline (the daemon died mid-write) has its last
+ * line reported as truncated, never fatal.
+ *
+ * Follow mode (`tail -F`): the live file is read through one descriptor; at
+ * its end the reader compares the path's inode with the descriptor's.  When
+ * the writer rotated, the old descriptor is drained (the writer flushed and
+ * fsync'ed it before the rename), then every rotated file whose first seq
+ * lies beyond the last one read (two rotations between polls leave one we
+ * never had open), then the new live file.  (run, seq) de-duplicates what
+ * could be read twice and reveals what is missing.
+ *
+ * Single-threaded; the caller polls. */
+#include "ipc/ipc-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A line longer than this is not ours: skipped as bad, so that a corrupt
+ * file can't make the reader allocate without bound. */
+#define MAX_LINE (4 * 1024 * 1024)
+
+char *
+fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n)
+{
+  g_autofree char *stem = g_str_has_suffix (live_name, ".jsonl")
+                            ? g_strndup (live_name, strlen (live_name) - strlen (".jsonl"))
+                            : g_strdup (live_name);
+
+  if (n == 0)
+    return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", stem, first_seq,
+                            last_seq);
+  return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".%u.jsonl", stem, first_seq,
+                          last_seq, n);
+}
+
+static gboolean
+parse_u64 (const char **p, guint64 *ret)
+{
+  const char *s = *p;
+  guint64 v = 0;
+
+  if (!g_ascii_isdigit (*s))
+    return FALSE;
+  for (; g_ascii_isdigit (*s); s++)
+    {
+      if (v > (G_MAXUINT64 - 9) / 10)
+        return FALSE;
+      v = v * 10 + (guint64) (*s - '0');
+    }
+  *p = s;
+  *ret = v;
+  return TRUE;
+}
+
+/* NAME = STEM "." FIRST "-" LAST ["." N] ".jsonl" */
+static gboolean
+parse_rotated_name (const char *name, const char *stem, FbRotatedFile *ret)
+{
+  const char *p;
+  guint64 n = 0;
+
+  if (!g_str_has_prefix (name, stem) || name[strlen (stem)] != '.')
+    return FALSE;
+  p = name + strlen (stem) + 1;
+  if (!parse_u64 (&p, &ret->first_seq) || *p++ != '-' || !parse_u64 (&p, &ret->last_seq))
+    return FALSE;
+  if (*p == '.' && g_ascii_isdigit (p[1]))
+    {
+      p++;
+      if (!parse_u64 (&p, &n) || n > G_MAXUINT)
+        return FALSE;
+    }
+  if (strcmp (p, ".jsonl") != 0)
+    return FALSE;
+  ret->n = (guint) n;
+  return TRUE;
+}
+
+static void
+rotated_free (gpointer p)
+{
+  FbRotatedFile *f = p;
+
+  g_free (f->path);
+  g_free (f);
+}
+
+static int
+rotated_cmp (gconstpointer a, gconstpointer b)
+{
+  const FbRotatedFile *x = *(FbRotatedFile *const *) a;
+  const FbRotatedFile *y = *(FbRotatedFile *const *) b;
+
+  if (x->first_seq != y->first_seq)
+    return x->first_seq < y->first_seq ? -1 : 1;
+  if (x->last_seq != y->last_seq)
+    return x->last_seq < y->last_seq ? -1 : 1;
+  return x->n < y->n ? -1 : x->n > y->n;
+}
+
+GPtrArray *
+fb_log_list_rotated (const char *live_path, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (live_path);
+  g_autofree char *base = g_path_get_basename (live_path);
+  g_autofree char *stem = g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl"))
+                                                            : g_strdup (base);
+  g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (rotated_free);
+  g_autoptr (GError) local_error = NULL;
+  g_autoptr (GDir) d = g_dir_open (dir, 0, &local_error);
+  const char *name;
+
+  if (d == NULL)
+    {
+      if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        return g_steal_pointer (&files);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't list %s for rotated logs: %s", dir,
+                   local_error->message);
+      return NULL;
+    }
+  while ((name = g_dir_read_name (d)) != NULL)
+    {
+      FbRotatedFile f = { 0 };
+
+      if (!parse_rotated_name (name, stem, &f))
+        continue;
+      f.path = g_build_filename (dir, name, NULL);
+      g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
+    }
+  g_ptr_array_sort (files, rotated_cmp);
+  return g_steal_pointer (&files);
+}
+
+/* --- records ------------------------------------------------------------- */
+
+void
+fb_log_record_free (FbLogRecord *record)
+{
+  if (record == NULL)
+    return;
+  g_free (record->line);
+  if (record->root != NULL)
+    json_node_unref (record->root);
+  g_free (record->file);
+  g_free (record);
+}
+
+/* --- the reader ------------------------------------------------------------ */
+
+struct FbLogReader
+{
+  char *live_path;
+  gboolean follow;
+  gboolean single_file; /* LOG_PATH was a rotated file: read it alone */
+  gboolean done;        /* not following: the live file has been read */
+
+  GQueue pending;   /* rotated files still to read (char* paths), in order */
+  GHashTable *seen; /* rotated files queued once (paths): never twice */
+
+  int fd;
+  char *file;       /* path of fd's file */
+  gboolean is_live; /* fd was opened as the live file */
+  gboolean drained; /* the live file was seen replaced and read to its end again */
+  dev_t dev;
+  ino_t ino;
+  guint64 line_no;
+  GString *partial;  /* bytes after the last newline read */
+  gboolean skipping; /* inside an over-long line: drop until its newline */
+  GQueue lines;      /* complete lines read ahead (char*, NULL = over-long) */
+  GQueue line_nos;   /* their line numbers */
+
+  GHashTable *last_seq; /* run (or "") -> guint64*: the last seq returned */
+  guint64 max_seq;      /* the highest seq read, any run */
+  FbLogRecord *held;    /* the record after a reported gap */
+  FbLogReaderStats stats;
+};
+
+/* Queue the rotated files not queued before.  Rotated names are final (the
+ * writer never renames a rotated file again), so a name is enough. */
+static gboolean
+queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
+{
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (r->live_path, error);
+  guint added = 0;
+
+  if (rotated == NULL)
+    return FALSE;
+  for (guint i = 0; i < rotated->len; i++)
+    {
+      FbRotatedFile *f = rotated->pdata[i];
+
+      if (g_hash_table_contains (r->seen, f->path))
+        continue;
+      /* The file we were reading as the live one, under its rotated name:
+       * already read to its end.  (With several runs in one log the names'
+       * seqs are ambiguous; then read it again and let seq drop repeats.) */
+      if (f->last_seq <= r->max_seq && g_hash_table_size (r->last_seq) <= 1)
+        {
+          g_hash_table_add (r->seen, g_strdup (f->path));
+          continue;
+        }
+      g_hash_table_add (r->seen, g_strdup (f->path));
+      g_queue_push_tail (&r->pending, g_strdup (f->path));
+      added++;
+    }
+  if (ret_added != NULL)
+    *ret_added = added;
+  return TRUE;
+}
+
+static gboolean
+is_rotated_name (const char *base)
+{
+  return g_regex_match_simple ("\\.[0-9]+-[0-9]+(\\.[0-9]+)?\\.jsonl$", base, 0, 0);
+}
+
+FbLogReader *
+fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
+{
+  g_autoptr (FbLogReader) r = g_new0 (FbLogReader, 1);
+  g_autofree char *base = g_path_get_basename (log_path);
+
+  r->fd = -1;
+  r->follow = follow;
+  r->live_path = g_strdup (log_path);
+  r->partial = g_string_new (NULL);
+  r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  r->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_queue_init (&r->pending);
+  g_queue_init (&r->lines);
+  g_queue_init (&r->line_nos);
+
+  /* A rotated file named directly: just that file (it no longer changes). */
+  if (is_rotated_name (base))
+    {
+      if (!g_file_test (log_path, G_FILE_TEST_IS_REGULAR))
+        {
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND, "no log file at %s", log_path);
+          return NULL;
+        }
+      r->single_file = TRUE;
+      r->follow = FALSE;
+      g_queue_push_tail (&r->pending, g_strdup (log_path));
+      return g_steal_pointer (&r);
+    }
+
+  if (!queue_rotated (r, NULL, error))
+    return NULL;
+  if (!follow && g_queue_is_empty (&r->pending) && !g_file_test (log_path, G_FILE_TEST_EXISTS))
+    {
+      g_autofree char *dir = g_path_get_dirname (log_path);
+
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
+                   "no access log at %s (and no rotated files beside it in %s)", log_path, dir);
+      return NULL;
+    }
+  return g_steal_pointer (&r);
+}
+
+static void
+close_current (FbLogReader *r)
+{
+  if (r->fd >= 0)
+    close (r->fd);
+  r->fd = -1;
+  g_clear_pointer (&r->file, g_free);
+  g_string_truncate (r->partial, 0);
+  r->skipping = FALSE;
+  r->line_no = 0;
+  r->is_live = FALSE;
+  r->drained = FALSE;
+}
+
+void
+fb_log_reader_free (FbLogReader *r)
+{
+  if (r == NULL)
+    return;
+  close_current (r);
+  g_queue_clear_full (&r->pending, g_free);
+  g_queue_clear_full (&r->lines, g_free);
+  g_queue_clear (&r->line_nos);
+  g_string_free (r->partial, TRUE);
+  g_hash_table_unref (r->seen);
+  g_hash_table_unref (r->last_seq);
+  fb_log_record_free (r->held);
+  g_free (r->live_path);
+  g_free (r);
+}
+
+void
+fb_log_reader_get_stats (FbLogReader *r, FbLogReaderStats *ret_stats)
+{
+  *ret_stats = r->stats;
+}
+
+/* 1 opened, 0 not there (ENOENT), -1 error */
+static int
+open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
+{
+  struct stat st;
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+  if (fd < 0)
+    {
+      int errsv = errno;
+      if (errsv == ENOENT)
+        return 0;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the log %s: %s", path, g_strerror (errsv));
+      return -1;
+    }
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    {
+      close (fd);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the log %s is not a regular file", path);
+      return -1;
+    }
+  close_current (r);
+  r->fd = fd;
+  r->file = g_strdup (path);
+  r->is_live = is_live;
+  r->dev = st.st_dev;
+  r->ino = st.st_ino;
+  r->stats.files++;
+  return 1;
+}
+
+/* Read what is there and split it into complete lines.  Returns bytes read,
+ * 0 at end of file, -1 on error. */
+static gssize
+fill (FbLogReader *r, GError **error)
+{
+  char buf[64 * 1024];
+  ssize_t n;
+
+  do
+    n = read (r->fd, buf, sizeof buf);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    {
+      int errsv = errno;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "reading %s: %s", r->file, g_strerror (errsv));
+      return -1;
+    }
+  for (ssize_t i = 0; i < n;)
+    {
+      char *nl = memchr (buf + i, '\n', (size_t) (n - i));
+      size_t len = nl != NULL ? (size_t) (nl - (buf + i)) : (size_t) (n - i);
+
+      if (!r->skipping)
+        {
+          g_string_append_len (r->partial, buf + i, (gssize) len);
+          if (r->partial->len > MAX_LINE)
+            {
+              g_string_truncate (r->partial, 0);
+              r->skipping = TRUE;
+            }
+        }
+      if (nl == NULL)
+        break;
+      r->line_no++;
+      g_queue_push_tail (&r->line_nos, GSIZE_TO_POINTER ((gsize) r->line_no));
+      /* NULL marks an over-long line for parse_line to report. */
+      g_queue_push_tail (&r->lines, r->skipping ? NULL : g_strndup (r->partial->str, r->partial->len));
+      r->skipping = FALSE;
+      g_string_truncate (r->partial, 0);
+      i += (ssize_t) len + 1;
+    }
+  return n;
+}
+
+/* Has the live path been replaced (rotated) or removed since we opened it? */
+static gboolean
+live_replaced (FbLogReader *r)
+{
+  struct stat st;
+
+  if (stat (r->live_path, &st) < 0)
+    return errno == ENOENT;
+  return st.st_dev != r->dev || st.st_ino != r->ino;
+}
+
+typedef enum
+{
+  LINE_RECORD,
+  LINE_SKIP,
+  LINE_GAP,
+  LINE_BAD,
+} LineResult;
+
+static LineResult
+parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_record, GError **error)
+{
+  g_autoptr (JsonParser) parser = NULL;
+  g_autoptr (GError) local_error = NULL;
+  g_autoptr (FbLogRecord) rec = NULL;
+  JsonNode *root;
+
+  if (line == NULL)
+    {
+      r->stats.bad_lines++;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                   "%s:%" G_GUINT64_FORMAT ": line longer than %d bytes; skipped", r->file, line_no, MAX_LINE);
+      return LINE_BAD;
+    }
+  rec = g_new0 (FbLogRecord, 1);
+  rec->line = line;
+  rec->file = g_strdup (r->file);
+  rec->line_no = line_no;
+  rec->seq = -1;
+
+  parser = json_parser_new_immutable ();
+  if (!json_parser_load_from_data (parser, line, -1, &local_error))
+    {
+      r->stats.bad_lines++;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE, "%s:%" G_GUINT64_FORMAT ": not JSON (%s); skipped",
+                   r->file, line_no, local_error->message);
+      return LINE_BAD;
+    }
+  root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      r->stats.bad_lines++;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE, "%s:%" G_GUINT64_FORMAT ": not a JSON object; skipped",
+                   r->file, line_no);
+      return LINE_BAD;
+    }
+  rec->root = json_node_ref (root);
+  rec->object = json_node_get_object (root);
+  {
+    JsonNode *run = json_object_get_member (rec->object, "run");
+    JsonNode *seq = json_object_get_member (rec->object, "seq");
+
+    if (run != NULL && JSON_NODE_HOLDS_VALUE (run) && json_node_get_value_type (run) == G_TYPE_STRING)
+      rec->run = json_node_get_string (run);
+    if (seq != NULL && JSON_NODE_HOLDS_VALUE (seq) && json_node_get_value_type (seq) == G_TYPE_INT64
+        && json_node_get_int (seq) > 0)
+      rec->seq = json_node_get_int (seq);
+  }
+
+  if (rec->seq > 0)
+    {
+      const char *run_key = rec->run != NULL ? rec->run : "";
+      guint64 seq = (guint64) rec->seq;
+      guint64 *last = g_hash_table_lookup (r->last_seq, run_key);
+
+      if (last != NULL && seq <= *last)
+        {
+          r->stats.duplicates++;
+          return LINE_SKIP;
+        }
+      if (last == NULL)
+        {
+          /* The first record of a run read need not be seq 1 (older
+           * rotated files may have been removed): jumps after it are gaps. */
+          last = g_new0 (guint64, 1);
+          *last = seq - 1;
+          g_hash_table_insert (r->last_seq, g_strdup (run_key), last);
+        }
+      if (seq > r->max_seq)
+        r->max_seq = seq;
+      if (seq > *last + 1)
+        {
+          guint64 missing = seq - *last - 1;
+
+          r->stats.gaps++;
+          r->stats.missing += missing;
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                       "%s:%" G_GUINT64_FORMAT ": run %s: seq jumps from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                       ": %" G_GUINT64_FORMAT " record%s missing",
+                       r->file, line_no, run_key, *last, seq, missing, missing == 1 ? "" : "s");
+          *last = seq;
+          r->stats.records++;
+          r->held = g_steal_pointer (&rec);
+          return LINE_GAP;
+        }
+      *last = seq;
+    }
+  r->stats.records++;
+  *ret_record = g_steal_pointer (&rec);
+  return LINE_RECORD;
+}
+
+FbLogReadStatus
+fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
+{
+  if (r->held != NULL)
+    {
+      *ret_record = g_steal_pointer (&r->held);
+      return FB_LOG_READ_RECORD;
+    }
+
+  for (;;)
+    {
+      /* 1. Complete lines already read. */
+      while (!g_queue_is_empty (&r->lines))
+        {
+          char *line = g_queue_pop_head (&r->lines);
+          guint64 line_no = GPOINTER_TO_SIZE (g_queue_pop_head (&r->line_nos));
+
+          switch (parse_line (r, line, line_no, ret_record, error))
+            {
+            case LINE_RECORD:
+              return FB_LOG_READ_RECORD;
+            case LINE_GAP:
+              return FB_LOG_READ_GAP;
+            case LINE_BAD:
+              return FB_LOG_READ_BAD_LINE;
+            case LINE_SKIP:
+            default:
+              continue;
+            }
+        }
+
+      /* 2. More of the current file. */
+      if (r->fd >= 0)
+        {
+          gssize n = fill (r, error);
+          gboolean replaced;
+
+          if (n < 0)
+            return FB_LOG_READ_ERROR;
+          if (n > 0)
+            continue;
+
+          /* At its end.  The live file, still in place, may grow: */
+          replaced = r->is_live && live_replaced (r);
+          if (r->is_live && !replaced && r->follow)
+            return FB_LOG_READ_EOF; /* a partial line may yet be completed */
+          if (replaced && !r->drained)
+            {
+              /* The writer may have appended between our read and its
+               * rename: read to the end once more, now that it is final. */
+              r->drained = TRUE;
+              continue;
+            }
+          if (r->partial->len > 0 || r->skipping)
+            {
+              gsize len = r->partial->len;
+
+              g_string_truncate (r->partial, 0);
+              r->skipping = FALSE;
+              r->line_no++;
+              r->stats.truncated++;
+              g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                           "%s:%" G_GUINT64_FORMAT ": the last line is incomplete (%" G_GSIZE_FORMAT
+                           " bytes without a newline: the writer stopped mid-record); ignored",
+                           r->file, r->line_no, len);
+              return FB_LOG_READ_TRUNCATED;
+            }
+          if (r->is_live && !replaced)
+            {
+              close_current (r);
+              r->done = TRUE;
+              return FB_LOG_READ_EOF;
+            }
+          /* A rotated file done, or the live one rotated away: go on with
+           * the rotated files that appeared meanwhile, then the live file. */
+          close_current (r);
+          if (!queue_rotated (r, NULL, error))
+            return FB_LOG_READ_ERROR;
+          continue;
+        }
+
+      /* 3. The next rotated file. */
+      if (!g_queue_is_empty (&r->pending))
+        {
+          g_autofree char *path = g_queue_pop_head (&r->pending);
+
+          /* A rotated file removed before we got to it is skipped; its seq
+           * numbers show as a gap. */
+          if (open_file (r, path, FALSE, error) < 0)
+            return FB_LOG_READ_ERROR;
+          continue;
+        }
+      if (r->single_file || r->done)
+        return FB_LOG_READ_EOF;
+
+      /* 4. The live file.  A rotation between our last listing and this open
+       * leaves a rotated file we haven't seen: the writer renames before it
+       * creates the new live file, so listing again after the open finds it;
+       * then read it first and open the live file again. */
+      {
+        guint added = 0;
+        int o = open_file (r, r->live_path, TRUE, error);
+
+        if (o < 0)
+          return FB_LOG_READ_ERROR;
+        if (!queue_rotated (r, &added, error))
+          return FB_LOG_READ_ERROR;
+        if (added > 0)
+          {
+            if (o > 0)
+              {
+                close_current (r);
+                r->stats.files--;
+              }
+            continue;
+          }
+        if (o == 0)
+          {
+            if (r->follow)
+              return FB_LOG_READ_EOF; /* not created yet: wait */
+            r->done = TRUE;
+            return FB_LOG_READ_EOF;
+          }
+        continue;
+      }
+    }
+}

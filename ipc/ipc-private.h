@@ -1,0 +1,64 @@
+/* fusebox — ipc/ internals shared by its files and its unit tests. */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+
+#include "ipc/ipc.h"
+
+G_BEGIN_DECLS
+
+/* Append S as a JSON string literal (quotes included) to OUT.  NULL appends
+ * `null`.  Control characters (C0, DEL and C1) and U+2028/U+2029 are
+ * \u-escaped so that a raw log line is safe to print on a terminal.  Bytes
+ * that are not valid UTF-8 become U+FFFD (escaped as \ufffd); the return value
+ * is then false and the caller should also write the exact bytes as base64
+ * (fb_json_append_string_member does). */
+bool fb_json_append_string (GString *out, const char *s);
+/* Append `"NAME":"value"` and, when VALUE is not valid UTF-8,
+ * `,"NAME_b64":"exact bytes in base64"`.  No leading comma. */
+void fb_json_append_string_member (GString *out, const char *name, const char *value);
+
+/* "2024-05-01T12:34:56.123456Z" for a CLOCK_REALTIME time in microseconds;
+ * BUF must hold FB_TS_BUF bytes. */
+#define FB_TS_BUF 64
+void fb_format_ts (gint64 ts_us, char buf[FB_TS_BUF]);
+/* Parse an RFC 3339 time ("Z" or an offset; no zone = local time) into
+ * microseconds since the epoch. */
+bool fb_parse_ts (const char *s, gint64 *ret_us);
+
+/* "EACCES" for EACCES; "E<number>" for numbers glibc has no name for. */
+const char *fb_errno_name (int err, char buf[16]);
+
+/* The JSON line of EVENT without the leading `{"ts":...,"run":...,"seq":N,`
+ * part that the writer adds when it assigns seq: starts with `"pid":` and
+ * ends with `}`. */
+char *fb_access_event_format_body (const FbAccessEvent *event);
+
+/* Rotated files of the log at LIVE_PATH: STEM.<first>-<last>[.<n>].jsonl in
+ * the same directory, STEM being the live file's name without ".jsonl". */
+typedef struct
+{
+  char *path;
+  guint64 first_seq;
+  guint64 last_seq;
+  guint n;
+} FbRotatedFile;
+/* Sorted by (first_seq, last_seq, n).  A missing directory is an empty list.
+ * Elements are FbRotatedFile*, freed with the array. */
+GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
+/* The rotated name for FIRST..LAST (N > 0: a collision suffix). */
+char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n);
+
+/* Test seams: how many pushes had to wait for room in the queue, and how
+ * many events are queued right now. */
+guint64 fb_access_log_get_blocked_pushes (FbAccessLog *log);
+guint fb_access_log_get_queued (FbAccessLog *log);
+
+/* People-format helpers (also used by the report): append S to OUT with
+ * backslash, control characters and invalid UTF-8 written as C escapes
+ * (\\, \n, \t, \x1b ...), so that a hostile file name can't drive the
+ * terminal.  Returns the number of display columns appended. */
+gsize fb_text_append_safe (GString *out, const char *s, gsize len);
+
+G_END_DECLS

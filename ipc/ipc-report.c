@@ -1,0 +1,948 @@
+/* fusebox — the auditor's summary of an access log (`fusebox report`).
+ *
+ * What a run changed (created, written, renamed, deleted, other changes),
+ * what it read, what the policy refused (by rule and by process) and
+ * whether the log itself is whole (seq gaps, bad or truncated lines).
+ *
+ * How records are read (the view's conventions, fs/fs-event.h):
+ *  - only allowed accesses that succeeded (errno 0) count as changes;
+ *  - rename and link: path is the old name, target the new one; symlink:
+ *    path is the new link;
+ *  - bytes come from "close" records (summed per path over all handles).
+ * Memory grows with the number of distinct paths, not of records; denial
+ * examples are capped. */
+#include "ipc/ipc-private.h"
+
+#include <string.h>
+
+#define MAX_EXAMPLES 5
+
+typedef struct
+{
+  char *path;
+  gint64 bytes;
+  guint64 count;
+  GPtrArray *ops; /* distinct op names, for "other changes" and "created" */
+} FileEntry;
+
+typedef struct
+{
+  char *from;
+  char *to;
+} Rename;
+
+typedef struct
+{
+  char *key;
+  JsonNode *rule; /* the record's "rule" member (index, name or null) */
+  char *origin;
+  char *why;
+  char *comm;
+  gint64 pid;
+  guint64 count;
+  GHashTable *decisions; /* name -> count */
+  GPtrArray *examples;   /* distinct paths, at most MAX_EXAMPLES */
+} Group;
+
+typedef struct
+{
+  char *run;
+  gint64 first_seq;
+  gint64 last_seq;
+  guint64 records;
+  guint64 gaps;    /* seq numbers missing */
+  guint64 unordered; /* seq not above the previous one */
+} RunInfo;
+
+struct FbReport
+{
+  GHashTable *created, *written, *deleted, *read, *other; /* path -> FileEntry* */
+  GPtrArray *renamed;                                     /* Rename* in log order */
+  GHashTable *by_rule, *by_process;                       /* key -> Group* */
+  GPtrArray *runs;                                        /* RunInfo* in order of appearance */
+  GHashTable *ops;                                        /* op -> guint64* */
+  GHashTable *decisions;                                  /* decision -> guint64* */
+  guint64 records, allowed, denied, failed;
+  gint64 first_us, last_us;
+  char *first_ts, *last_ts;
+  FbLogReaderStats reader;
+};
+
+static void
+file_entry_free (gpointer p)
+{
+  FileEntry *e = p;
+
+  g_free (e->path);
+  if (e->ops != NULL)
+    g_ptr_array_unref (e->ops);
+  g_free (e);
+}
+
+static void
+rename_free (gpointer p)
+{
+  Rename *r = p;
+
+  g_free (r->from);
+  g_free (r->to);
+  g_free (r);
+}
+
+static void
+group_free (gpointer p)
+{
+  Group *g = p;
+
+  g_free (g->key);
+  if (g->rule != NULL)
+    json_node_unref (g->rule);
+  g_free (g->origin);
+  g_free (g->why);
+  g_free (g->comm);
+  g_hash_table_unref (g->decisions);
+  g_ptr_array_unref (g->examples);
+  g_free (g);
+}
+
+static void
+run_info_free (gpointer p)
+{
+  RunInfo *r = p;
+
+  g_free (r->run);
+  g_free (r);
+}
+
+static GHashTable *
+file_table (void)
+{
+  return g_hash_table_new_full (g_str_hash, g_str_equal, NULL, file_entry_free);
+}
+
+FbReport *
+fb_report_new (void)
+{
+  FbReport *r = g_new0 (FbReport, 1);
+
+  r->created = file_table ();
+  r->written = file_table ();
+  r->deleted = file_table ();
+  r->read = file_table ();
+  r->other = file_table ();
+  r->renamed = g_ptr_array_new_with_free_func (rename_free);
+  r->by_rule = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, group_free);
+  r->by_process = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, group_free);
+  r->runs = g_ptr_array_new_with_free_func (run_info_free);
+  r->ops = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  r->decisions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  return r;
+}
+
+void
+fb_report_free (FbReport *r)
+{
+  if (r == NULL)
+    return;
+  g_hash_table_unref (r->created);
+  g_hash_table_unref (r->written);
+  g_hash_table_unref (r->deleted);
+  g_hash_table_unref (r->read);
+  g_hash_table_unref (r->other);
+  g_ptr_array_unref (r->renamed);
+  g_hash_table_unref (r->by_rule);
+  g_hash_table_unref (r->by_process);
+  g_ptr_array_unref (r->runs);
+  g_hash_table_unref (r->ops);
+  g_hash_table_unref (r->decisions);
+  g_free (r->first_ts);
+  g_free (r->last_ts);
+  g_free (r);
+}
+
+void
+fb_report_set_reader_stats (FbReport *r, const FbLogReaderStats *stats)
+{
+  r->reader = *stats;
+}
+
+/* --- collecting -------------------------------------------------------- */
+
+static const char *
+get_str (JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member (o, name);
+
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string (n);
+}
+
+static gint64
+get_int (JsonObject *o, const char *name, gint64 dflt)
+{
+  JsonNode *n = json_object_get_member (o, name);
+
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_INT64)
+    return dflt;
+  return json_node_get_int (n);
+}
+
+static void
+count (GHashTable *t, const char *key)
+{
+  guint64 *n = g_hash_table_lookup (t, key);
+
+  if (n == NULL)
+    {
+      n = g_new0 (guint64, 1);
+      g_hash_table_insert (t, g_strdup (key), n);
+    }
+  (*n)++;
+}
+
+static FileEntry *
+file_entry (GHashTable *t, const char *path)
+{
+  FileEntry *e = g_hash_table_lookup (t, path);
+
+  if (e == NULL)
+    {
+      e = g_new0 (FileEntry, 1);
+      e->path = g_strdup (path);
+      e->ops = g_ptr_array_new_with_free_func (g_free);
+      g_hash_table_insert (t, e->path, e);
+    }
+  e->count++;
+  return e;
+}
+
+static void
+add_op (FileEntry *e, const char *op)
+{
+  for (guint i = 0; i < e->ops->len; i++)
+    if (strcmp (e->ops->pdata[i], op) == 0)
+      return;
+  g_ptr_array_add (e->ops, g_strdup (op));
+}
+
+static void
+add_example (Group *g, const char *path)
+{
+  if (path == NULL || g->examples->len >= MAX_EXAMPLES)
+    return;
+  for (guint i = 0; i < g->examples->len; i++)
+    if (strcmp (g->examples->pdata[i], path) == 0)
+      return;
+  g_ptr_array_add (g->examples, g_strdup (path));
+}
+
+static Group *
+group_get (GHashTable *t, const char *key)
+{
+  Group *g = g_hash_table_lookup (t, key);
+
+  if (g == NULL)
+    {
+      g = g_new0 (Group, 1);
+      g->key = g_strdup (key);
+      g->decisions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      g->examples = g_ptr_array_new_with_free_func (g_free);
+      g_hash_table_insert (t, g->key, g);
+    }
+  return g;
+}
+
+static RunInfo *
+run_info (FbReport *r, const char *run)
+{
+  const char *key = run != NULL ? run : "";
+
+  for (guint i = 0; i < r->runs->len; i++)
+    {
+      RunInfo *ri = r->runs->pdata[i];
+      if (strcmp (ri->run, key) == 0)
+        return ri;
+    }
+  RunInfo *ri = g_new0 (RunInfo, 1);
+  ri->run = g_strdup (key);
+  ri->first_seq = -1;
+  ri->last_seq = -1;
+  g_ptr_array_add (r->runs, ri);
+  return ri;
+}
+
+static gboolean
+str_in (const char *s, const char *const *set)
+{
+  for (; s != NULL && *set != NULL; set++)
+    if (strcmp (s, *set) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static void
+add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const char *target, const char *access)
+{
+  static const char *const create_ops[] = { "create", "mkdir", "mknod", "symlink", NULL };
+  static const char *const delete_ops[] = { "unlink", "rmdir", NULL };
+  static const char *const write_ops[] = { "write", "truncate", "fallocate", "copy_file_range", NULL };
+  static const char *const handle_ops[] = { "close", "open", "release", NULL };
+  static const char *const mutating_access[] = { "write", "create", "delete", "readwrite", NULL };
+  gint64 bytes_read = get_int (o, "bytes_read", 0);
+  gint64 bytes_written = get_int (o, "bytes_written", 0);
+  gboolean classified = FALSE;
+
+  if (path == NULL)
+    return;
+  if (str_in (op, create_ops))
+    {
+      add_op (file_entry (r->created, path), op);
+      classified = TRUE;
+    }
+  else if (g_strcmp0 (op, "link") == 0 && target != NULL)
+    {
+      add_op (file_entry (r->created, target), op);
+      classified = TRUE;
+    }
+  else if ((g_strcmp0 (op, "rename") == 0 || g_strcmp0 (op, "exchange") == 0) && target != NULL)
+    {
+      Rename *rn = g_new0 (Rename, 1);
+
+      rn->from = g_strdup (path);
+      rn->to = g_strdup (target);
+      g_ptr_array_add (r->renamed, rn);
+      classified = TRUE;
+    }
+  else if (str_in (op, delete_ops))
+    {
+      add_op (file_entry (r->deleted, path), op);
+      classified = TRUE;
+    }
+
+  if (str_in (op, write_ops) || bytes_written > 0
+      || (str_in (op, handle_ops) && str_in (access, (const char *const[]){ "write", NULL })))
+    {
+      FileEntry *e = file_entry (r->written, path);
+
+      e->bytes += MAX (bytes_written, 0);
+      add_op (e, op);
+      classified = TRUE;
+    }
+  if (bytes_read > 0 || (str_in (op, handle_ops) && str_in (access, (const char *const[]){ "read", "exec", NULL })))
+    {
+      FileEntry *e = file_entry (r->read, path);
+
+      e->bytes += MAX (bytes_read, 0);
+      classified = TRUE;
+    }
+  if (!classified && str_in (access, mutating_access) && !str_in (op, handle_ops))
+    add_op (file_entry (r->other, path), op);
+}
+
+void
+fb_report_add_record (FbReport *r, JsonObject *o)
+{
+  const char *op = get_str (o, "op");
+  const char *path = get_str (o, "path");
+  const char *target = get_str (o, "target");
+  const char *access = get_str (o, "access");
+  const char *decision = get_str (o, "decision");
+  const char *ts = get_str (o, "ts");
+  gint64 seq = get_int (o, "seq", -1);
+  gint64 err = get_int (o, "errno", 0);
+  gint64 us;
+  RunInfo *ri = run_info (r, get_str (o, "run"));
+
+  r->records++;
+  ri->records++;
+  if (seq > 0)
+    {
+      if (ri->first_seq < 0)
+        ri->first_seq = seq;
+      else if (seq > ri->last_seq + 1)
+        ri->gaps += (guint64) (seq - ri->last_seq - 1);
+      else if (seq <= ri->last_seq)
+        ri->unordered++;
+      if (seq > ri->last_seq)
+        ri->last_seq = seq;
+    }
+  if (ts != NULL && fb_parse_ts (ts, &us))
+    {
+      if (r->first_ts == NULL || us < r->first_us)
+        {
+          g_free (r->first_ts);
+          r->first_ts = g_strdup (ts);
+          r->first_us = us;
+        }
+      if (r->last_ts == NULL || us > r->last_us)
+        {
+          g_free (r->last_ts);
+          r->last_ts = g_strdup (ts);
+          r->last_us = us;
+        }
+    }
+  count (r->ops, op != NULL ? op : "?");
+  count (r->decisions, decision != NULL ? decision : "?");
+
+  if (g_strcmp0 (decision, "allow") == 0)
+    {
+      r->allowed++;
+      if (err != 0)
+        r->failed++;
+      else
+        add_change (r, o, op, path, target, access);
+      return;
+    }
+
+  r->denied++;
+  {
+    JsonNode *rule = json_object_get_member (o, "rule");
+    const char *origin = get_str (o, "rule_origin");
+    const char *why = get_str (o, "why");
+    const char *comm = get_str (o, "comm");
+    gint64 pid = get_int (o, "pid", 0);
+    g_autofree char *rule_text = rule != NULL ? json_to_string (rule, FALSE) : g_strdup ("null");
+    g_autofree char *rkey = g_strdup_printf ("%s\x1f%s", rule_text, origin != NULL ? origin : "");
+    g_autofree char *pkey = g_strdup_printf ("%s\x1f%" G_GINT64_FORMAT, comm != NULL ? comm : "?", pid);
+    Group *g = group_get (r->by_rule, rkey);
+    Group *p = group_get (r->by_process, pkey);
+
+    if (g->count == 0)
+      {
+        g->rule = rule != NULL ? json_node_copy (rule) : json_node_new (JSON_NODE_NULL);
+        g->origin = g_strdup (origin);
+        g->why = g_strdup (why);
+      }
+    g->count++;
+    count (g->decisions, decision != NULL ? decision : "?");
+    add_example (g, path);
+
+    if (p->count == 0)
+      {
+        p->comm = g_strdup (comm);
+        p->pid = pid;
+      }
+    p->count++;
+    count (p->decisions, decision != NULL ? decision : "?");
+    add_example (p, path);
+  }
+}
+
+/* --- output ----------------------------------------------------------- */
+
+static int
+file_entry_cmp (gconstpointer a, gconstpointer b)
+{
+  return strcmp ((*(FileEntry *const *) a)->path, (*(FileEntry *const *) b)->path);
+}
+
+static GPtrArray *
+sorted_files (GHashTable *t)
+{
+  GPtrArray *a = g_ptr_array_new ();
+  GHashTableIter it;
+  gpointer v;
+
+  g_hash_table_iter_init (&it, t);
+  while (g_hash_table_iter_next (&it, NULL, &v))
+    g_ptr_array_add (a, v);
+  g_ptr_array_sort (a, file_entry_cmp);
+  return a;
+}
+
+/* Most denials first; ties in key order, so the output is stable. */
+static int
+group_cmp (gconstpointer a, gconstpointer b)
+{
+  const Group *x = *(Group *const *) a;
+  const Group *y = *(Group *const *) b;
+
+  if (x->count != y->count)
+    return x->count > y->count ? -1 : 1;
+  return strcmp (x->key, y->key);
+}
+
+static GPtrArray *
+sorted_groups (GHashTable *t)
+{
+  GPtrArray *a = g_ptr_array_new ();
+  GHashTableIter it;
+  gpointer v;
+
+  g_hash_table_iter_init (&it, t);
+  while (g_hash_table_iter_next (&it, NULL, &v))
+    g_ptr_array_add (a, v);
+  g_ptr_array_sort (a, group_cmp);
+  return a;
+}
+
+static int
+str_cmp (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+static GPtrArray *
+sorted_keys (GHashTable *t)
+{
+  GPtrArray *a = g_ptr_array_new ();
+  GHashTableIter it;
+  gpointer k;
+
+  g_hash_table_iter_init (&it, t);
+  while (g_hash_table_iter_next (&it, &k, NULL))
+    g_ptr_array_add (a, k);
+  g_ptr_array_sort (a, str_cmp);
+  return a;
+}
+
+static guint64
+counter (GHashTable *t, const char *key)
+{
+  guint64 *n = g_hash_table_lookup (t, key);
+  return n != NULL ? *n : 0;
+}
+
+static guint64
+total_gaps (FbReport *r)
+{
+  guint64 n = 0;
+
+  for (guint i = 0; i < r->runs->len; i++)
+    n += ((RunInfo *) r->runs->pdata[i])->gaps;
+  return n;
+}
+
+static void
+json_files (JsonBuilder *b, const char *name, GHashTable *t, gboolean bytes, gboolean ops)
+{
+  g_autoptr (GPtrArray) files = sorted_files (t);
+
+  json_builder_set_member_name (b, name);
+  json_builder_begin_array (b);
+  for (guint i = 0; i < files->len; i++)
+    {
+      FileEntry *e = files->pdata[i];
+
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "path");
+      json_builder_add_string_value (b, e->path);
+      if (bytes)
+        {
+          json_builder_set_member_name (b, "bytes");
+          json_builder_add_int_value (b, e->bytes);
+          json_builder_set_member_name (b, "handles");
+          json_builder_add_int_value (b, (gint64) e->count);
+        }
+      if (ops)
+        {
+          json_builder_set_member_name (b, "ops");
+          json_builder_begin_array (b);
+          for (guint j = 0; j < e->ops->len; j++)
+            json_builder_add_string_value (b, e->ops->pdata[j]);
+          json_builder_end_array (b);
+        }
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+}
+
+static void
+json_counts (JsonBuilder *b, const char *name, GHashTable *t)
+{
+  g_autoptr (GPtrArray) keys = sorted_keys (t);
+
+  json_builder_set_member_name (b, name);
+  json_builder_begin_object (b);
+  for (guint i = 0; i < keys->len; i++)
+    {
+      json_builder_set_member_name (b, keys->pdata[i]);
+      json_builder_add_int_value (b, (gint64) counter (t, keys->pdata[i]));
+    }
+  json_builder_end_object (b);
+}
+
+static void
+json_group_common (JsonBuilder *b, Group *g)
+{
+  json_builder_set_member_name (b, "count");
+  json_builder_add_int_value (b, (gint64) g->count);
+  json_counts (b, "decisions", g->decisions);
+  json_builder_set_member_name (b, "examples");
+  json_builder_begin_array (b);
+  for (guint j = 0; j < g->examples->len; j++)
+    json_builder_add_string_value (b, g->examples->pdata[j]);
+  json_builder_end_array (b);
+}
+
+JsonNode *
+fb_report_to_json (FbReport *r)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "version");
+  json_builder_add_int_value (b, 1);
+
+  json_builder_set_member_name (b, "runs");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < r->runs->len; i++)
+    {
+      RunInfo *ri = r->runs->pdata[i];
+
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "run");
+      if (ri->run[0] != '\0')
+        json_builder_add_string_value (b, ri->run);
+      else
+        json_builder_add_null_value (b);
+      json_builder_set_member_name (b, "records");
+      json_builder_add_int_value (b, (gint64) ri->records);
+      json_builder_set_member_name (b, "seq_first");
+      json_builder_add_int_value (b, ri->first_seq);
+      json_builder_set_member_name (b, "seq_last");
+      json_builder_add_int_value (b, ri->last_seq);
+      json_builder_set_member_name (b, "gaps");
+      json_builder_add_int_value (b, (gint64) ri->gaps);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+
+  json_builder_set_member_name (b, "files");
+  json_builder_begin_object (b);
+  json_files (b, "created", r->created, FALSE, TRUE);
+  json_files (b, "written", r->written, TRUE, FALSE);
+  json_builder_set_member_name (b, "renamed");
+  json_builder_begin_array (b);
+  for (guint i = 0; i < r->renamed->len; i++)
+    {
+      Rename *rn = r->renamed->pdata[i];
+
+      json_builder_begin_object (b);
+      json_builder_set_member_name (b, "from");
+      json_builder_add_string_value (b, rn->from);
+      json_builder_set_member_name (b, "to");
+      json_builder_add_string_value (b, rn->to);
+      json_builder_end_object (b);
+    }
+  json_builder_end_array (b);
+  json_files (b, "deleted", r->deleted, FALSE, TRUE);
+  json_files (b, "read", r->read, TRUE, FALSE);
+  json_files (b, "other", r->other, FALSE, TRUE);
+  json_builder_end_object (b);
+
+  json_builder_set_member_name (b, "denials");
+  json_builder_begin_object (b);
+  {
+    g_autoptr (GPtrArray) groups = sorted_groups (r->by_rule);
+
+    json_builder_set_member_name (b, "by_rule");
+    json_builder_begin_array (b);
+    for (guint i = 0; i < groups->len; i++)
+      {
+        Group *g = groups->pdata[i];
+
+        json_builder_begin_object (b);
+        json_builder_set_member_name (b, "rule");
+        json_builder_add_value (b, json_node_copy (g->rule));
+        json_builder_set_member_name (b, "rule_origin");
+        if (g->origin != NULL)
+          json_builder_add_string_value (b, g->origin);
+        else
+          json_builder_add_null_value (b);
+        json_builder_set_member_name (b, "why");
+        if (g->why != NULL)
+          json_builder_add_string_value (b, g->why);
+        else
+          json_builder_add_null_value (b);
+        json_group_common (b, g);
+        json_builder_end_object (b);
+      }
+    json_builder_end_array (b);
+  }
+  {
+    g_autoptr (GPtrArray) groups = sorted_groups (r->by_process);
+
+    json_builder_set_member_name (b, "by_process");
+    json_builder_begin_array (b);
+    for (guint i = 0; i < groups->len; i++)
+      {
+        Group *g = groups->pdata[i];
+
+        json_builder_begin_object (b);
+        json_builder_set_member_name (b, "comm");
+        if (g->comm != NULL)
+          json_builder_add_string_value (b, g->comm);
+        else
+          json_builder_add_null_value (b);
+        json_builder_set_member_name (b, "pid");
+        json_builder_add_int_value (b, g->pid);
+        json_group_common (b, g);
+        json_builder_end_object (b);
+      }
+    json_builder_end_array (b);
+  }
+  json_builder_end_object (b);
+
+  json_builder_set_member_name (b, "totals");
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "records");
+  json_builder_add_int_value (b, (gint64) r->records);
+  json_builder_set_member_name (b, "allowed");
+  json_builder_add_int_value (b, (gint64) r->allowed);
+  json_builder_set_member_name (b, "denied");
+  json_builder_add_int_value (b, (gint64) r->denied);
+  json_builder_set_member_name (b, "failed");
+  json_builder_add_int_value (b, (gint64) r->failed);
+  json_counts (b, "decisions", r->decisions);
+  json_counts (b, "ops", r->ops);
+  json_builder_set_member_name (b, "gaps");
+  json_builder_add_int_value (b, (gint64) total_gaps (r));
+  json_builder_set_member_name (b, "duplicates");
+  json_builder_add_int_value (b, (gint64) r->reader.duplicates);
+  json_builder_set_member_name (b, "bad_lines");
+  json_builder_add_int_value (b, (gint64) r->reader.bad_lines);
+  json_builder_set_member_name (b, "truncated_lines");
+  json_builder_add_int_value (b, (gint64) r->reader.truncated);
+  json_builder_set_member_name (b, "first_ts");
+  if (r->first_ts != NULL)
+    json_builder_add_string_value (b, r->first_ts);
+  else
+    json_builder_add_null_value (b);
+  json_builder_set_member_name (b, "last_ts");
+  if (r->last_ts != NULL)
+    json_builder_add_string_value (b, r->last_ts);
+  else
+    json_builder_add_null_value (b);
+  json_builder_set_member_name (b, "span_seconds");
+  json_builder_add_double_value (b, r->first_ts != NULL ? (double) (r->last_us - r->first_us) / G_USEC_PER_SEC : 0.0);
+  json_builder_end_object (b);
+
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+/* --- text ------------------------------------------------------------ */
+
+static void
+text_safe (GString *out, const char *s)
+{
+  if (s == NULL)
+    s = "?";
+  fb_text_append_safe (out, s, strlen (s));
+}
+
+static void
+text_bytes (GString *out, gint64 bytes)
+{
+  g_autofree char *h = g_format_size_full ((guint64) MAX (bytes, 0), G_FORMAT_SIZE_IEC_UNITS);
+
+  g_string_append_printf (out, "%12s", h);
+}
+
+static void
+text_ops (GString *out, GPtrArray *ops)
+{
+  g_string_append (out, "  (");
+  for (guint j = 0; j < ops->len; j++)
+    g_string_append_printf (out, "%s%s", j > 0 ? ", " : "", (const char *) ops->pdata[j]);
+  g_string_append_c (out, ')');
+}
+
+static void
+text_files (GString *out, const char *title, GHashTable *t, gboolean bytes, gboolean ops)
+{
+  g_autoptr (GPtrArray) files = sorted_files (t);
+
+  g_string_append_printf (out, "\n%s (%u)\n", title, files->len);
+  if (files->len == 0)
+    g_string_append (out, "  none\n");
+  for (guint i = 0; i < files->len; i++)
+    {
+      FileEntry *e = files->pdata[i];
+
+      g_string_append (out, "  ");
+      if (bytes)
+        {
+          text_bytes (out, e->bytes);
+          g_string_append (out, "  ");
+        }
+      text_safe (out, e->path);
+      if (ops)
+        text_ops (out, e->ops);
+      g_string_append_c (out, '\n');
+    }
+}
+
+static void
+text_decisions (GString *out, GHashTable *t)
+{
+  g_autoptr (GPtrArray) keys = sorted_keys (t);
+
+  for (guint i = 0; i < keys->len; i++)
+    g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, i > 0 ? ", " : "", (const char *) keys->pdata[i],
+                            counter (t, keys->pdata[i]));
+}
+
+static void
+text_examples (GString *out, Group *g)
+{
+  for (guint j = 0; j < g->examples->len; j++)
+    {
+      g_string_append (out, "      ");
+      text_safe (out, g->examples->pdata[j]);
+      g_string_append_c (out, '\n');
+    }
+  if (g->count > g->examples->len && g->examples->len == MAX_EXAMPLES)
+    g_string_append (out, "      ...\n");
+}
+
+static void
+text_duration (GString *out, double secs)
+{
+  guint64 s = (guint64) secs;
+
+  if (s >= 3600)
+    g_string_append_printf (out, "%" G_GUINT64_FORMAT "h %02um %02us", s / 3600, (guint) (s % 3600 / 60),
+                            (guint) (s % 60));
+  else if (s >= 60)
+    g_string_append_printf (out, "%um %02us", (guint) (s / 60), (guint) (s % 60));
+  else
+    g_string_append_printf (out, "%.3fs", secs);
+}
+
+char *
+fb_report_to_text (FbReport *r)
+{
+  GString *out = g_string_new (NULL);
+  guint64 gaps = total_gaps (r);
+
+  g_string_append (out, "fusebox report: ");
+  if (r->runs->len == 0)
+    g_string_append (out, "no records\n");
+  for (guint i = 0; i < r->runs->len; i++)
+    {
+      RunInfo *ri = r->runs->pdata[i];
+
+      g_string_append_printf (out, "%srun ", i > 0 ? "                ": "");
+      text_safe (out, ri->run[0] != '\0' ? ri->run : "(none)");
+      g_string_append_printf (out, ": %" G_GUINT64_FORMAT " records, seq %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT "%s\n",
+                              ri->records, ri->first_seq, ri->last_seq, ri->gaps > 0 ? " WITH GAPS" : "");
+    }
+  if (gaps > 0 || r->reader.bad_lines > 0 || r->reader.truncated > 0)
+    g_string_append_printf (out,
+                            "WARNING: the log is not whole: %" G_GUINT64_FORMAT " records missing (seq gaps), %"
+                            G_GUINT64_FORMAT " unreadable lines, %" G_GUINT64_FORMAT " truncated lines\n",
+                            gaps, r->reader.bad_lines, r->reader.truncated);
+
+  text_files (out, "Files created", r->created, FALSE, TRUE);
+  text_files (out, "Files written", r->written, TRUE, FALSE);
+  g_string_append_printf (out, "\nFiles renamed (%u)\n", r->renamed->len);
+  if (r->renamed->len == 0)
+    g_string_append (out, "  none\n");
+  for (guint i = 0; i < r->renamed->len; i++)
+    {
+      Rename *rn = r->renamed->pdata[i];
+
+      g_string_append (out, "  ");
+      text_safe (out, rn->from);
+      g_string_append (out, " \u2192 ");
+      text_safe (out, rn->to);
+      g_string_append_c (out, '\n');
+    }
+  text_files (out, "Files deleted", r->deleted, FALSE, TRUE);
+  text_files (out, "Files read", r->read, TRUE, FALSE);
+  if (g_hash_table_size (r->other) > 0)
+    text_files (out, "Other changes", r->other, FALSE, TRUE);
+
+  {
+    g_autoptr (GPtrArray) groups = sorted_groups (r->by_rule);
+
+    g_string_append_printf (out, "\nDenials by rule (%" G_GUINT64_FORMAT " denials, %u rules)\n", r->denied,
+                            groups->len);
+    if (groups->len == 0)
+      g_string_append (out, "  none\n");
+    for (guint i = 0; i < groups->len; i++)
+      {
+        Group *g = groups->pdata[i];
+        g_autofree char *rule = json_to_string (g->rule, FALSE);
+
+        g_string_append_printf (out, "  %6" G_GUINT64_FORMAT "  ", g->count);
+        if (JSON_NODE_HOLDS_VALUE (g->rule) && json_node_get_value_type (g->rule) == G_TYPE_INT64)
+          g_string_append_printf (out, "rule %s", rule);
+        else if (JSON_NODE_HOLDS_VALUE (g->rule) && json_node_get_value_type (g->rule) == G_TYPE_STRING)
+          text_safe (out, json_node_get_string (g->rule));
+        else
+          g_string_append (out, "(no rule)");
+        if (g->origin != NULL)
+          {
+            g_string_append (out, " at ");
+            text_safe (out, g->origin);
+          }
+        g_string_append (out, ": ");
+        text_safe (out, g->why != NULL ? g->why : "");
+        g_string_append (out, "  [");
+        text_decisions (out, g->decisions);
+        g_string_append (out, "]\n");
+        text_examples (out, g);
+      }
+  }
+  {
+    g_autoptr (GPtrArray) groups = sorted_groups (r->by_process);
+
+    g_string_append_printf (out, "\nDenials by process (%u)\n", groups->len);
+    if (groups->len == 0)
+      g_string_append (out, "  none\n");
+    for (guint i = 0; i < groups->len; i++)
+      {
+        Group *g = groups->pdata[i];
+
+        g_string_append_printf (out, "  %6" G_GUINT64_FORMAT "  ", g->count);
+        text_safe (out, g->comm != NULL ? g->comm : "?");
+        g_string_append_printf (out, "[%" G_GINT64_FORMAT "]  [", g->pid);
+        text_decisions (out, g->decisions);
+        g_string_append (out, "]\n");
+        text_examples (out, g);
+      }
+  }
+
+  g_string_append (out, "\nTotals\n");
+  g_string_append_printf (out, "  records     %" G_GUINT64_FORMAT "\n", r->records);
+  g_string_append_printf (out, "  allowed     %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " failed on the host)\n",
+                          r->allowed, r->failed);
+  g_string_append_printf (out, "  denied      %" G_GUINT64_FORMAT, r->denied);
+  if (r->denied > 0)
+    {
+      g_autoptr (GPtrArray) keys = sorted_keys (r->decisions);
+      gboolean first = TRUE;
+
+      g_string_append (out, " (");
+      for (guint i = 0; i < keys->len; i++)
+        {
+          if (strcmp (keys->pdata[i], "allow") == 0)
+            continue;
+          g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, first ? "" : ", ", (const char *) keys->pdata[i],
+                                  counter (r->decisions, keys->pdata[i]));
+          first = FALSE;
+        }
+      g_string_append_c (out, ')');
+    }
+  g_string_append_c (out, '\n');
+  g_string_append (out, "  ops         ");
+  text_decisions (out, r->ops);
+  g_string_append_c (out, '\n');
+  g_string_append_printf (out, "  seq gaps    %" G_GUINT64_FORMAT "%s\n", gaps, gaps > 0 ? " (records are missing)" : "");
+  if (r->reader.duplicates > 0 || r->reader.bad_lines > 0 || r->reader.truncated > 0)
+    g_string_append_printf (out,
+                            "  damaged     %" G_GUINT64_FORMAT " duplicate, %" G_GUINT64_FORMAT
+                            " unreadable, %" G_GUINT64_FORMAT " truncated lines\n",
+                            r->reader.duplicates, r->reader.bad_lines, r->reader.truncated);
+  if (r->first_ts != NULL)
+    {
+      g_string_append_printf (out, "  time span   %s .. %s (", r->first_ts, r->last_ts);
+      text_duration (out, (double) (r->last_us - r->first_us) / G_USEC_PER_SEC);
+      g_string_append (out, ")\n");
+    }
+  return g_string_free (out, FALSE);
+}

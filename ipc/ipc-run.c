@@ -1,0 +1,207 @@
+/* fusebox — run directories.
+ *
+ * A run directory holds one run's access log, its effective policy and the
+ * private directories of "private" sources (a private HOME), so it is the
+ * caller's alone: 0700, and so are the parents we create.  It lives under
+ * $XDG_STATE_HOME/fusebox/runs (default ~/.local/state/fusebox/runs), which
+ * the built-in policies hide from the sandbox.
+ *
+ * Run ids are "YYYYMMDD-HHMMSS-XXXXXX" in UTC, so that sorting names sorts
+ * runs by start time whatever the time zone or DST did in between. */
+#include "ipc/ipc-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+char *
+fb_run_new_id (void)
+{
+  static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  guint8 rnd[6];
+  char suffix[7];
+  time_t now = time (NULL);
+  struct tm tm;
+  char stamp[32];
+
+  /* getrandom can't fail for 6 bytes once the pool is ready; fall back to
+   * GLib's generator if it does (uniqueness, not secrecy, is what matters). */
+  if (getrandom (rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
+    for (guint i = 0; i < sizeof rnd; i++)
+      rnd[i] = (guint8) g_random_int ();
+  for (guint i = 0; i < sizeof rnd; i++)
+    suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
+  suffix[6] = '\0';
+
+  gmtime_r (&now, &tm);
+  strftime (stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return g_strdup_printf ("%s-%s", stamp, suffix);
+}
+
+char *
+fb_run_dir_root (void)
+{
+  const char *state = g_getenv ("XDG_STATE_HOME");
+  const char *home;
+
+  /* The XDG spec says a relative value is invalid and must be ignored.  Read
+   * the environment every time (g_get_user_state_dir caches the first). */
+  if (state != NULL && g_path_is_absolute (state))
+    return g_build_filename (state, "fusebox", "runs", NULL);
+  home = g_getenv ("HOME");
+  if (home == NULL || !g_path_is_absolute (home))
+    home = g_get_home_dir ();
+  return g_build_filename (home, ".local", "state", "fusebox", "runs", NULL);
+}
+
+static gboolean
+valid_run_id (const char *id)
+{
+  return id != NULL && id[0] != '\0' && strchr (id, '/') == NULL && strcmp (id, ".") != 0 && strcmp (id, "..") != 0;
+}
+
+char *
+fb_run_dir_create (const char *run_id, GError **error)
+{
+  g_autofree char *root = fb_run_dir_root ();
+  g_autofree char *dir = NULL;
+  struct stat st;
+
+  if (!valid_run_id (run_id))
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "invalid run id '%s': it names a directory under %s, so it can't be empty or hold '/'",
+                   run_id != NULL ? run_id : "(null)", root);
+      return NULL;
+    }
+  /* 0700 for every directory we create on the way: the state directory may
+   * not exist yet, and its contents are the caller's business only. */
+  if (g_mkdir_with_parents (root, 0700) < 0)
+    {
+      int errsv = errno;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't create the run-directory root %s: %s", root,
+                   g_strerror (errsv));
+      return NULL;
+    }
+  dir = g_build_filename (root, run_id, NULL);
+  if (mkdir (dir, 0700) == 0)
+    return g_steal_pointer (&dir);
+  if (errno != EEXIST)
+    {
+      int errsv = errno;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't create the run directory %s: %s", dir,
+                   g_strerror (errsv));
+      return NULL;
+    }
+  /* An existing directory is reused only if it is plainly ours: a symlink or
+   * someone else's directory there would redirect private files. */
+  if (lstat (dir, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != geteuid () || (st.st_mode & 077) != 0)
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "the run directory %s already exists and is not a 0700 directory owned by uid %u; remove it "
+                   "or choose another run id",
+                   dir, (unsigned) geteuid ());
+      return NULL;
+    }
+  return g_steal_pointer (&dir);
+}
+
+static gboolean
+dir_has_log (const char *dir, char **ret_live)
+{
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autoptr (GPtrArray) rotated = NULL;
+
+  rotated = fb_log_list_rotated (live, NULL);
+  if (g_file_test (live, G_FILE_TEST_IS_REGULAR) || (rotated != NULL && rotated->len > 0))
+    {
+      *ret_live = g_steal_pointer (&live);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+char *
+fb_run_find_latest (GError **error)
+{
+  g_autofree char *root = fb_run_dir_root ();
+  g_autoptr (GDir) d = NULL;
+  g_autofree char *best = NULL;
+  const char *name;
+
+  d = g_dir_open (root, 0, NULL);
+  if (d != NULL)
+    while ((name = g_dir_read_name (d)) != NULL)
+      {
+        g_autofree char *path = g_build_filename (root, name, NULL);
+
+        if (!g_file_test (path, G_FILE_TEST_IS_DIR))
+          continue;
+        if (best == NULL || strcmp (name, best) > 0)
+          {
+            g_free (best);
+            best = g_strdup (name);
+          }
+      }
+  if (best == NULL)
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
+                   "no runs in %s; name a run id, a run directory or a log file (XDG_STATE_HOME moves the root)",
+                   root);
+      return NULL;
+    }
+  return g_build_filename (root, best, NULL);
+}
+
+char *
+fb_run_resolve_log (const char *run_or_file, GError **error)
+{
+  g_autofree char *root = fb_run_dir_root ();
+  g_autofree char *live = NULL;
+
+  if (run_or_file == NULL || run_or_file[0] == '\0')
+    {
+      g_autofree char *latest = fb_run_find_latest (error);
+
+      if (latest == NULL)
+        return NULL;
+      return g_build_filename (latest, "access.jsonl", NULL);
+    }
+
+  /* 1. a log file */
+  if (g_file_test (run_or_file, G_FILE_TEST_IS_REGULAR))
+    return g_strdup (run_or_file);
+  /* 2. a run directory */
+  if (g_file_test (run_or_file, G_FILE_TEST_IS_DIR))
+    {
+      if (dir_has_log (run_or_file, &live))
+        return g_steal_pointer (&live);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
+                   "%s is a directory without an access log (looked for %s/access.jsonl and its rotated files)",
+                   run_or_file, run_or_file);
+      return NULL;
+    }
+  /* 3. a run id */
+  if (valid_run_id (run_or_file))
+    {
+      g_autofree char *dir = g_build_filename (root, run_or_file, NULL);
+
+      if (g_file_test (dir, G_FILE_TEST_IS_DIR))
+        {
+          /* A run that has just started may not have written yet: the live
+           * file's path is still the answer (`log --follow` waits for it). */
+          return g_build_filename (dir, "access.jsonl", NULL);
+        }
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
+                   "no access log for '%s': it is not a file, not a directory, and not a run in %s", run_or_file,
+                   root);
+      return NULL;
+    }
+  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
+               "no access log at '%s': it is neither a file nor a directory", run_or_file);
+  return NULL;
+}
