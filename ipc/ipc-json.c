@@ -129,8 +129,8 @@ fb_format_ts (gint64 ts_us, char buf[FB_TS_BUF])
             tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
 }
 
-bool
-fb_parse_ts (const char *s, gint64 *ret_us)
+gboolean
+fb_ipc_parse_time (const char *s, gint64 *ret_us)
 {
   g_autoptr (GTimeZone) local = g_time_zone_new_local ();
   g_autoptr (GDateTime) dt = NULL;

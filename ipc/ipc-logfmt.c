@@ -174,7 +174,7 @@ fb_log_record_format (JsonObject *o, gboolean color)
     g_string_append (out, sgr);
 
   /* local time, milliseconds */
-  if (fb_parse_ts (ts, &us))
+  if (fb_ipc_parse_time (ts, &us))
     {
       g_autoptr (GDateTime) dt = g_date_time_new_from_unix_local (us / G_USEC_PER_SEC);
       g_autofree char *hms = dt != NULL ? g_date_time_format (dt, "%Y-%m-%d %H:%M:%S") : NULL;

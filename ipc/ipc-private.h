@@ -23,9 +23,6 @@ void fb_json_append_string_member (GString *out, const char *name, const char *v
  * BUF must hold FB_TS_BUF bytes. */
 #define FB_TS_BUF 64
 void fb_format_ts (gint64 ts_us, char buf[FB_TS_BUF]);
-/* Parse an RFC 3339 time ("Z" or an offset; no zone = local time) into
- * microseconds since the epoch. */
-bool fb_parse_ts (const char *s, gint64 *ret_us);
 
 /* "EACCES" for EACCES; "E<number>" for numbers glibc has no name for. */
 const char *fb_errno_name (int err, char buf[16]);

@@ -367,7 +367,7 @@ fb_report_add_record (FbReport *r, JsonObject *o)
       if (seq > ri->last_seq)
         ri->last_seq = seq;
     }
-  if (ts != NULL && fb_parse_ts (ts, &us))
+  if (ts != NULL && fb_ipc_parse_time (ts, &us))
     {
       if (r->first_ts == NULL || us < r->first_us)
         {

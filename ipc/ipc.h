@@ -64,6 +64,9 @@ char *fb_run_dir_create (const char *run_id, GError **error);
 /* Resolve what a user typed (a run id, a run directory, or a log file) to a
  * log file path. */
 char *fb_run_resolve_log (const char *run_or_file, GError **error);
+/* Parse an RFC 3339 time ("...Z" or an offset; without a zone: local time),
+ * as in the log's "ts", into microseconds since the epoch. */
+gboolean fb_ipc_parse_time (const char *s, gint64 *ret_us);
 /* The newest run directory under fb_run_dir_root() (run ids sort by time). */
 char *fb_run_find_latest (GError **error);
 

@@ -20,6 +20,8 @@ typedef struct
 
 static const Command commands[] = {
   { "policy", fb_cmd_policy, "check, explain or show a policy" },
+  { "log", fb_cmd_log, "print a run's access log, or follow it" },
+  { "report", fb_cmd_report, "summarise a run's access log for an auditor" },
 };
 
 void

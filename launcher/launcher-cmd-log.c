@@ -1,0 +1,402 @@
+/* fusebox log, fusebox report — read a run's access log.
+ *
+ * Both read through FbLogReader (ipc/), so rotated files come first, a
+ * truncated last line (a daemon killed mid-write) is a warning and not an
+ * error, and seq gaps are reported.  Warnings go to stderr; they don't change
+ * the exit status, which is 0 when the log could be read, 1 when it could
+ * not (not found, unreadable), 2 for a usage error. */
+#include "launcher/launcher-private.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ipc/ipc.h"
+
+/* How often --follow looks for more.  Polling rather than inotify: it works
+ * on every filesystem the log may live on, and a rotation is caught by the
+ * inode check whatever the notification backend would have said. */
+#define FOLLOW_POLL_USEC (200 * 1000)
+
+typedef struct
+{
+  gboolean denied;
+  GPtrArray *ops; /* char*; empty = all */
+  char *path;     /* normalized prefix or NULL */
+  gboolean has_since;
+  gint64 since_us;
+} Filter;
+
+static void
+filter_clear (Filter *f)
+{
+  if (f->ops != NULL)
+    g_ptr_array_unref (f->ops);
+  g_free (f->path);
+}
+
+static const char *
+get_str (JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member (o, name);
+
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string (n);
+}
+
+static gboolean
+path_under (const char *path, const char *prefix)
+{
+  size_t n = strlen (prefix);
+
+  if (path == NULL)
+    return FALSE;
+  if (strcmp (prefix, "/") == 0)
+    return path[0] == '/';
+  return strncmp (path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static gboolean
+filter_match (const Filter *f, JsonObject *o)
+{
+  if (f->denied && g_strcmp0 (get_str (o, "decision"), "allow") == 0)
+    return FALSE;
+  if (f->ops->len > 0)
+    {
+      const char *op = get_str (o, "op");
+      gboolean found = FALSE;
+
+      for (guint i = 0; op != NULL && i < f->ops->len && !found; i++)
+        found = strcmp (op, f->ops->pdata[i]) == 0;
+      if (!found)
+        return FALSE;
+    }
+  if (f->path != NULL && !path_under (get_str (o, "path"), f->path) && !path_under (get_str (o, "target"), f->path))
+    return FALSE;
+  if (f->has_since)
+    {
+      gint64 us;
+
+      /* A record without a readable time can't be shown to be recent. */
+      if (!fb_ipc_parse_time (get_str (o, "ts"), &us) || us < f->since_us)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* --since: RFC 3339 or an age ("90s", "10m", "2h", "1d", "1w"). */
+static gboolean
+parse_since (const char *s, gint64 *ret_us)
+{
+  char *end = NULL;
+  guint64 n;
+  gint64 unit;
+
+  if (fb_ipc_parse_time (s, ret_us))
+    return TRUE;
+  if (!g_ascii_isdigit (s[0]))
+    return FALSE;
+  n = g_ascii_strtoull (s, &end, 10);
+  if (end == NULL || end[0] == '\0' || end[1] != '\0')
+    return FALSE;
+  switch (end[0])
+    {
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 7 * 86400;
+      break;
+    default:
+      return FALSE;
+    }
+  if (n > (guint64) (G_MAXINT64 / G_USEC_PER_SEC / unit))
+    return FALSE;
+  *ret_us = g_get_real_time () - (gint64) n * unit * G_USEC_PER_SEC;
+  return TRUE;
+}
+
+static char *
+resolve (char **args, int nargs, GError **error)
+{
+  return fb_run_resolve_log (nargs > 0 ? args[0] : NULL, error);
+}
+
+static gboolean
+want_color (const char *when, gboolean *ret)
+{
+  if (when == NULL || strcmp (when, "auto") == 0)
+    {
+      const char *no_color = g_getenv ("NO_COLOR");
+      const char *term = g_getenv ("TERM");
+
+      /* https://no-color.org: set and not empty disables colour. */
+      *ret = isatty (STDOUT_FILENO) && (no_color == NULL || no_color[0] == '\0') && g_strcmp0 (term, "dumb") != 0;
+      return TRUE;
+    }
+  if (strcmp (when, "always") == 0)
+    *ret = TRUE;
+  else if (strcmp (when, "never") == 0)
+    *ret = FALSE;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+/* Warnings about the log's integrity: on stderr, never fatal. */
+static void
+warn (GError *error)
+{
+  fb_cmd_error ("warning: %s", error->message);
+}
+
+int
+fb_cmd_log (int argc, char **argv)
+{
+  gboolean follow = FALSE, json = FALSE, denied = FALSE, color = FALSE;
+  g_auto (GStrv) ops = NULL;
+  g_autofree char *path = NULL, *since = NULL, *color_when = NULL, *log_path = NULL;
+  g_auto (GStrv) rest = NULL;
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  Filter filter = { 0 };
+  int status = FB_EXIT_OK;
+  const GOptionEntry entries[] = {
+    { "follow", 'f', 0, G_OPTION_ARG_NONE, &follow, "Keep printing as the log grows, across rotation (like tail -F)",
+      NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print the records' JSON lines as they are", NULL },
+    { "denied", 0, 0, G_OPTION_ARG_NONE, &denied, "Only denials (deny, hide, readonly)", NULL },
+    { "op", 0, 0, G_OPTION_ARG_STRING_ARRAY, &ops, "Only operation OP (repeat, or separate with commas)", "OP" },
+    { "path", 0, 0, G_OPTION_ARG_FILENAME, &path, "Only records whose path or target is PREFIX or below it",
+      "PREFIX" },
+    { "since", 0, 0, G_OPTION_ARG_STRING, &since,
+      "Only records at or after TIME: RFC 3339 (no zone: local time) or an age such as 90s, 10m, 2h, 1d, 1w", "TIME" },
+    { "color", 0, 0, G_OPTION_ARG_STRING, &color_when, "Colour: auto (a terminal, unless NO_COLOR), always, never",
+      "WHEN" },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[RUN|FILE]" },
+    { NULL },
+  };
+
+  ctx = g_option_context_new ("- print an access log");
+  g_option_context_set_summary (ctx, "RUN is a run id, a run directory or a log file; without it, the newest run.\n"
+                                     "For people: one line per record (local time, process[pid], op, path, "
+                                     "decision, errno, the rule's reason),\ncoloured on a terminal.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    {
+      fb_cmd_error ("log: %s; run 'fusebox log --help'", error->message);
+      return FB_EXIT_USAGE;
+    }
+  if (rest != NULL && g_strv_length (rest) > 1)
+    {
+      fb_cmd_error ("log: one RUN or FILE at most, got %u; run 'fusebox log --help'", g_strv_length (rest));
+      return FB_EXIT_USAGE;
+    }
+  if (!want_color (color_when, &color))
+    {
+      fb_cmd_error ("log: --color must be auto, always or never, not '%s'", color_when);
+      return FB_EXIT_USAGE;
+    }
+
+  filter.denied = denied;
+  filter.ops = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; ops != NULL && ops[i] != NULL; i++)
+    {
+      g_auto (GStrv) parts = g_strsplit (ops[i], ",", -1);
+
+      for (guint j = 0; parts[j] != NULL; j++)
+        if (parts[j][0] != '\0')
+          g_ptr_array_add (filter.ops, g_strdup (g_strstrip (parts[j])));
+    }
+  if (path != NULL)
+    {
+      gsize n = strlen (path);
+
+      /* "/work/" and "/work" mean the same subtree. */
+      while (n > 1 && path[n - 1] == '/')
+        n--;
+      filter.path = g_strndup (path, n);
+      if (filter.path[0] != '/')
+        {
+          fb_cmd_error ("log: --path takes a view path starting with '/', not '%s'", path);
+          filter_clear (&filter);
+          return FB_EXIT_USAGE;
+        }
+    }
+  if (since != NULL)
+    {
+      if (!parse_since (since, &filter.since_us))
+        {
+          fb_cmd_error ("log: --since '%s' is neither an RFC 3339 time (2024-05-01T12:00:00Z) nor an age (10m, "
+                        "2h, 1d)",
+                        since);
+          filter_clear (&filter);
+          return FB_EXIT_USAGE;
+        }
+      filter.has_since = TRUE;
+    }
+
+  log_path = resolve (rest, rest != NULL ? (int) g_strv_length (rest) : 0, &error);
+  if (log_path == NULL)
+    {
+      fb_cmd_error ("log: %s", error->message);
+      filter_clear (&filter);
+      return FB_EXIT_FAILURE;
+    }
+  reader = fb_log_reader_new (log_path, follow, &error);
+  if (reader == NULL)
+    {
+      fb_cmd_error ("log: %s", error->message);
+      filter_clear (&filter);
+      return FB_EXIT_FAILURE;
+    }
+
+  for (;;)
+    {
+      g_autoptr (FbLogRecord) rec = NULL;
+      FbLogReadStatus st = fb_log_reader_next (reader, &rec, &error);
+
+      switch (st)
+        {
+        case FB_LOG_READ_RECORD:
+          if (!filter_match (&filter, rec->object))
+            break;
+          if (json)
+            {
+              fputs (rec->line, stdout);
+              fputc ('\n', stdout);
+            }
+          else
+            {
+              g_autofree char *line = fb_log_record_format (rec->object, color);
+
+              fputs (line, stdout);
+              fputc ('\n', stdout);
+            }
+          break;
+        case FB_LOG_READ_EOF:
+          if (!follow)
+            goto out;
+          /* Someone tailing sees each batch as soon as it is read. */
+          fflush (stdout);
+          g_usleep (FOLLOW_POLL_USEC);
+          break;
+        case FB_LOG_READ_GAP:
+        case FB_LOG_READ_BAD_LINE:
+        case FB_LOG_READ_TRUNCATED:
+          fflush (stdout);
+          warn (error);
+          g_clear_error (&error);
+          break;
+        case FB_LOG_READ_ERROR:
+        default:
+          fb_cmd_error ("log: %s", error->message);
+          status = FB_EXIT_FAILURE;
+          goto out;
+        }
+    }
+out:
+  if (fflush (stdout) != 0)
+    status = FB_EXIT_FAILURE;
+  filter_clear (&filter);
+  return status;
+}
+
+int
+fb_cmd_report (int argc, char **argv)
+{
+  gboolean json = FALSE;
+  g_auto (GStrv) rest = NULL;
+  g_autofree char *log_path = NULL;
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (FbReport) report = fb_report_new ();
+  FbLogReaderStats stats;
+  const GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print the summary as one JSON object (shape in fusebox(1))", NULL },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[RUN|FILE]" },
+    { NULL },
+  };
+
+  ctx = g_option_context_new ("- summarise a run's access log");
+  g_option_context_set_summary (ctx, "Files created, written, renamed, deleted and read; denials by rule and by\n"
+                                     "process; totals and the log's integrity (seq gaps).  RUN is a run id, a run\n"
+                                     "directory or a log file; without it, the newest run.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    {
+      fb_cmd_error ("report: %s; run 'fusebox report --help'", error->message);
+      return FB_EXIT_USAGE;
+    }
+  if (rest != NULL && g_strv_length (rest) > 1)
+    {
+      fb_cmd_error ("report: one RUN or FILE at most, got %u", g_strv_length (rest));
+      return FB_EXIT_USAGE;
+    }
+  log_path = resolve (rest, rest != NULL ? (int) g_strv_length (rest) : 0, &error);
+  if (log_path == NULL)
+    {
+      fb_cmd_error ("report: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+  reader = fb_log_reader_new (log_path, FALSE, &error);
+  if (reader == NULL)
+    {
+      fb_cmd_error ("report: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+  for (;;)
+    {
+      g_autoptr (FbLogRecord) rec = NULL;
+      FbLogReadStatus st = fb_log_reader_next (reader, &rec, &error);
+
+      if (st == FB_LOG_READ_EOF)
+        break;
+      if (st == FB_LOG_READ_RECORD)
+        fb_report_add_record (report, rec->object);
+      else if (st == FB_LOG_READ_ERROR)
+        {
+          fb_cmd_error ("report: %s", error->message);
+          return FB_EXIT_FAILURE;
+        }
+      else
+        {
+          warn (error);
+          g_clear_error (&error);
+        }
+    }
+  fb_log_reader_get_stats (reader, &stats);
+  fb_report_set_reader_stats (report, &stats);
+
+  if (json)
+    {
+      g_autoptr (JsonNode) root = fb_report_to_json (report);
+      g_autoptr (JsonGenerator) gen = json_generator_new ();
+      g_autofree char *text = NULL;
+
+      json_generator_set_pretty (gen, TRUE);
+      json_generator_set_root (gen, root);
+      text = json_generator_to_data (gen, NULL);
+      fputs (text, stdout);
+      fputc ('\n', stdout);
+    }
+  else
+    {
+      g_autofree char *text = fb_report_to_text (report);
+
+      fputs (text, stdout);
+    }
+  return fflush (stdout) == 0 ? FB_EXIT_OK : FB_EXIT_FAILURE;
+}
