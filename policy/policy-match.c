@@ -370,10 +370,12 @@ try_globs (GPtrArray *list, guint depth, Comps *comps, const FbPolicyRule **best
   for (guint i = 0; i < list->len; i++)
     {
       const FbGlobEntry *e = g_ptr_array_index (list, i);
+      const FbPathComp *c;
 
       if (depth < e->glob->min_depth || depth > e->glob->max_depth || !beats (e->rule, *best))
         continue;
-      if (fb_policy_glob_match (e->glob, comps_get (comps), comps->n))
+      c = comps_get (comps); /* sets comps->n */
+      if (fb_policy_glob_match (e->glob, c, comps->n))
         *best = e->rule;
     }
 }
