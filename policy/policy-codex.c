@@ -78,17 +78,17 @@ typedef struct
 {
   const FbPolicyVars *vars;
   /* from the context */
-  char *cwd;              /* absolute, normalized, or NULL */
-  GPtrArray *project;     /* char*: workspaceRoots, else cwd */
-  GPtrArray *tmpdirs;     /* char*: temporaryDirectories, or NULL */
-  char *home;             /* userHomeDir, or NULL */
+  char *cwd;          /* absolute, normalized, or NULL */
+  GPtrArray *project; /* char*: workspaceRoots, else cwd */
+  GPtrArray *tmpdirs; /* char*: temporaryDirectories, or NULL */
+  char *home;         /* userHomeDir, or NULL */
   /* the translation */
   FbPolicyNetwork network;
   bool unrestricted;
-  GPtrArray *rules;       /* Rule*, in entry order */
-  GHashTable *by_path;    /* path → Rule* (borrowed from rules) */
-  GPtrArray *globs;       /* Glob* */
-  GHashTable *explicit;   /* paths an entry names (set) */
+  GPtrArray *rules;     /* Rule*, in entry order */
+  GHashTable *by_path;  /* path → Rule* (borrowed from rules) */
+  GPtrArray *globs;     /* Glob* */
+  GHashTable *explicit; /* paths an entry names (set) */
 } Translation;
 
 static void
@@ -135,15 +135,15 @@ node_type_name (JsonNode *node)
     return "an array";
   switch (json_node_get_value_type (node))
     {
-    case G_TYPE_STRING:
-      return "a string";
-    case G_TYPE_BOOLEAN:
-      return "a boolean";
-    case G_TYPE_INT64:
-    case G_TYPE_DOUBLE:
-      return "a number";
-    default:
-      return "a value";
+      case G_TYPE_STRING:
+        return "a string";
+      case G_TYPE_BOOLEAN:
+        return "a boolean";
+      case G_TYPE_INT64:
+      case G_TYPE_DOUBLE:
+        return "a number";
+      default:
+        return "a value";
     }
 }
 
@@ -171,7 +171,7 @@ check_keys (JsonObject *obj, const char *jp, const char *const *allowed, GError 
       const char *key = l->data;
       if (g_strv_contains (allowed, key))
         continue;
-      g_autofree char *valid = g_strjoinv (", ", (char **) allowed);
+      g_autofree char *valid = g_strjoinv (", ", (char **)allowed);
       g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: unknown field \"%s\"; valid: %s", jp, key,
                    valid);
       return false;
@@ -222,7 +222,7 @@ one_of (const char *value, const char *jp, const char *what, const char *const *
 {
   if (g_strv_contains (valid, value))
     return true;
-  g_autofree char *list = g_strjoinv (", ", (char **) valid);
+  g_autofree char *list = g_strjoinv (", ", (char **)valid);
   g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE, "%s: unknown %s \"%s\"; valid: %s", jp, what, value,
                list);
   return false;
@@ -359,15 +359,15 @@ precedence (FbPolicyAccess a)
 {
   switch (a)
     {
-    case FB_POLICY_ACCESS_HIDE:
-      return 4;
-    case FB_POLICY_ACCESS_DENY:
-      return 3;
-    case FB_POLICY_ACCESS_WRITE:
-      return 2;
-    case FB_POLICY_ACCESS_READ:
-    default:
-      return 1;
+      case FB_POLICY_ACCESS_HIDE:
+        return 4;
+      case FB_POLICY_ACCESS_DENY:
+        return 3;
+      case FB_POLICY_ACCESS_WRITE:
+        return 2;
+      case FB_POLICY_ACCESS_READ:
+      default:
+        return 1;
     }
 }
 
@@ -400,7 +400,7 @@ static void
 add_glob (Translation *t, const char *pattern, const char *why)
 {
   for (guint i = 0; i < t->globs->len; i++)
-    if (strcmp (((Glob *) t->globs->pdata[i])->pattern, pattern) == 0)
+    if (strcmp (((Glob *)t->globs->pdata[i])->pattern, pattern) == 0)
       return;
   Glob *g = g_new0 (Glob, 1);
   g->pattern = g_strdup (pattern);
@@ -506,11 +506,11 @@ need_cwd (Translation *t, const char *jp, const char *what, GError **error)
 }
 
 static bool
-translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAccess access,
-                   const char *access_name, const char *entry_jp, GError **error)
+translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAccess access, const char *access_name,
+                   const char *entry_jp, GError **error)
 {
-  static const char *const kinds[] = { "root",    "minimal",   "project_roots", "current_working_directory",
-                                       "tmpdir", "slash_tmp", NULL };
+  static const char *const kinds[] = { "root",      "minimal", "project_roots", "current_working_directory", "tmpdir",
+                                       "slash_tmp", NULL };
   static const char *const kind_only[] = { "kind", NULL };
   static const char *const with_subpath[] = { "kind", "subpath", NULL };
   const char *kind;
@@ -529,10 +529,10 @@ translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAc
         return false;
       if (t->project->len == 0 && !need_cwd (t, kind_jp, "project_roots", error))
         return false;
-      g_autofree char *why = subpath != NULL ? g_strdup_printf ("codex: special project_roots subpath %s (%s), from %s",
-                                                                subpath, access_name, entry_jp)
-                                             : g_strdup_printf ("codex: special project_roots (%s), from %s",
-                                                                access_name, entry_jp);
+      g_autofree char *why =
+        subpath != NULL
+          ? g_strdup_printf ("codex: special project_roots subpath %s (%s), from %s", subpath, access_name, entry_jp)
+          : g_strdup_printf ("codex: special project_roots (%s), from %s", access_name, entry_jp);
       for (guint i = 0; i < t->project->len; i++)
         {
           const char *root = t->project->pdata[i];
@@ -741,30 +741,31 @@ translate_entry (Translation *t, JsonNode *node, const char *jp, GError **error)
   g_autofree char *type_jp = g_strdup_printf ("%s.path.type", jp);
   g_autofree char *missing_jp = g_strdup_printf ("%s.missing_path_behavior", jp);
 
-  if ((entry = want_object (node, jp, error)) == NULL || !check_keys (entry, jp, entry_keys, error)
-      || !parse_access (entry, jp, &access, &access_name, error))
+  if ((entry = want_object (node, jp, error)) == NULL || !check_keys (entry, jp, entry_keys, error) ||
+      !parse_access (entry, jp, &access, &access_name, error))
     return false;
   /* "skip" tells Codex to drop the entry when the path is missing on the
    * host; a rule for a missing path decides nothing, so keeping it is the
    * same and needs no look at the host. */
-  if (!get_string (entry, jp, "missing_path_behavior", false, &missing, error)
-      || (missing != NULL && !one_of (missing, missing_jp, "missing_path_behavior", missing_values, error)))
+  if (!get_string (entry, jp, "missing_path_behavior", false, &missing, error) ||
+      (missing != NULL && !one_of (missing, missing_jp, "missing_path_behavior", missing_values, error)))
     return false;
   if (!json_object_has_member (entry, "path"))
     {
       g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", path_jp);
       return false;
     }
-  if ((path_obj = want_object (json_object_get_member (entry, "path"), path_jp, error)) == NULL
-      || !get_string (path_obj, path_jp, "type", true, &type, error)
-      || !one_of (type, type_jp, "path type", path_types, error))
+  if ((path_obj = want_object (json_object_get_member (entry, "path"), path_jp, error)) == NULL ||
+      !get_string (path_obj, path_jp, "type", true, &type, error) ||
+      !one_of (type, type_jp, "path type", path_types, error))
     return false;
 
   if (strcmp (type, "path") == 0)
     {
       const char *value;
       g_autofree char *value_jp = g_strdup_printf ("%s.path", path_jp);
-      if (!check_keys (path_obj, path_jp, path_keys, error) || !get_string (path_obj, path_jp, "path", true, &value, error))
+      if (!check_keys (path_obj, path_jp, path_keys, error) ||
+          !get_string (path_obj, path_jp, "path", true, &value, error))
         return false;
       g_autofree char *path = parse_path (value, value_jp, error);
       if (path == NULL)
@@ -778,8 +779,8 @@ translate_entry (Translation *t, JsonNode *node, const char *jp, GError **error)
     {
       const char *pattern;
       g_autofree char *pattern_jp = g_strdup_printf ("%s.pattern", path_jp);
-      if (!check_keys (path_obj, path_jp, glob_keys, error)
-          || !get_string (path_obj, path_jp, "pattern", true, &pattern, error))
+      if (!check_keys (path_obj, path_jp, glob_keys, error) ||
+          !get_string (path_obj, path_jp, "pattern", true, &pattern, error))
         return false;
       return translate_glob (t, pattern, pattern_jp, access, access_name, jp, error);
     }
@@ -806,7 +807,8 @@ parse_network (JsonObject *obj, const char *jp, FbPolicyNetwork *ret, GError **e
   const char *network;
   g_autofree char *field = g_strdup_printf ("%s.network", jp);
 
-  if (!get_string (obj, jp, "network", true, &network, error) || !one_of (network, field, "network policy", valid, error))
+  if (!get_string (obj, jp, "network", true, &network, error) ||
+      !one_of (network, field, "network policy", valid, error))
     return false;
   *ret = strcmp (network, "enabled") == 0 ? FB_POLICY_NETWORK_HOST : FB_POLICY_NETWORK_NONE;
   return true;
@@ -822,8 +824,8 @@ translate_file_system (Translation *t, JsonNode *node, const char *jp, GError **
   const char *type;
   g_autofree char *type_jp = g_strdup_printf ("%s.type", jp);
 
-  if ((fs = want_object (node, jp, error)) == NULL || !get_string (fs, jp, "type", true, &type, error)
-      || !one_of (type, type_jp, "file_system type", types, error))
+  if ((fs = want_object (node, jp, error)) == NULL || !get_string (fs, jp, "type", true, &type, error) ||
+      !one_of (type, type_jp, "file_system type", types, error))
     return false;
   if (strcmp (type, "unrestricted") == 0)
     {
@@ -838,9 +840,9 @@ translate_file_system (Translation *t, JsonNode *node, const char *jp, GError **
   /* glob_scan_max_depth bounds Codex's up-front scan for glob matches; our
    * globs are matched at lookup time, so it only needs to be well formed. */
   JsonNode *depth = json_object_get_member (fs, "glob_scan_max_depth");
-  if (depth != NULL && !JSON_NODE_HOLDS_NULL (depth)
-      && (!JSON_NODE_HOLDS_VALUE (depth) || json_node_get_value_type (depth) != G_TYPE_INT64
-          || json_node_get_int (depth) < 1))
+  if (depth != NULL && !JSON_NODE_HOLDS_NULL (depth) &&
+      (!JSON_NODE_HOLDS_VALUE (depth) || json_node_get_value_type (depth) != G_TYPE_INT64 ||
+       json_node_get_int (depth) < 1))
     {
       g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA,
                    "%s.glob_scan_max_depth: expected a positive integer, found %s", jp, node_type_name (depth));
@@ -880,8 +882,8 @@ translate_permissions (Translation *t, JsonNode *node, const char *jp, GError **
   const char *type;
   g_autofree char *type_jp = g_strdup_printf ("%s.type", jp);
 
-  if ((perm = want_object (node, jp, error)) == NULL || !get_string (perm, jp, "type", true, &type, error)
-      || !one_of (type, type_jp, "permission profile type", types, error))
+  if ((perm = want_object (node, jp, error)) == NULL || !get_string (perm, jp, "type", true, &type, error) ||
+      !one_of (type, type_jp, "permission profile type", types, error))
     return false;
 
   if (strcmp (type, "disabled") == 0)
@@ -971,15 +973,17 @@ parse_context (Translation *t, JsonNode *sandbox, GError **error)
     return false;
   if (!json_object_has_member (ctx, "permissions"))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "sandbox.permissions: missing; this field is "
-                                                                   "required");
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA,
+                   "sandbox.permissions: missing; this field is "
+                   "required");
       return false;
     }
   /* The Windows knobs mean nothing on Linux; they are checked, not used. */
-  if (!get_string (ctx, jp, "windowsSandboxLevel", false, &level, error)
-      || (level != NULL && !one_of (level, "sandbox.windowsSandboxLevel", "Windows sandbox level", windows_levels, error))
-      || !get_string (ctx, jp, "windowsSandboxProxySettingsMode", false, &proxy, error)
-      || !check_bool (ctx, jp, "windowsSandboxPrivateDesktop", error) || !check_bool (ctx, jp, "useLegacyLandlock", error))
+  if (!get_string (ctx, jp, "windowsSandboxLevel", false, &level, error) ||
+      (level != NULL &&
+       !one_of (level, "sandbox.windowsSandboxLevel", "Windows sandbox level", windows_levels, error)) ||
+      !get_string (ctx, jp, "windowsSandboxProxySettingsMode", false, &proxy, error) ||
+      !check_bool (ctx, jp, "windowsSandboxPrivateDesktop", error) || !check_bool (ctx, jp, "useLegacyLandlock", error))
     return false;
 
   if (!get_string (ctx, jp, "cwd", false, &cwd, error) || !get_string (ctx, jp, "userHomeDir", false, &home, error))
@@ -990,8 +994,8 @@ parse_context (Translation *t, JsonNode *sandbox, GError **error)
     t->cwd = normalize_absolute (t->vars->cwd); /* the exec-server falls back to its own cwd */
   if (home != NULL && (t->home = parse_path (home, "sandbox.userHomeDir", error)) == NULL)
     return false;
-  if (!parse_path_list (ctx, jp, "workspaceRoots", &t->project, error)
-      || !parse_path_list (ctx, jp, "temporaryDirectories", &t->tmpdirs, error))
+  if (!parse_path_list (ctx, jp, "workspaceRoots", &t->project, error) ||
+      !parse_path_list (ctx, jp, "temporaryDirectories", &t->tmpdirs, error))
     return false;
   if (t->project == NULL)
     t->project = g_ptr_array_new_with_free_func (g_free);
