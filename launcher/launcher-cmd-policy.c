@@ -1,9 +1,497 @@
-/* fusebox policy — placeholder until the policy commands land. */
+/* fusebox policy — check, explain and show policies.
+ *
+ *   fusebox policy check FILE...
+ *   fusebox policy explain [--policy FILE|builtin:NAME] [--workspace DIR] [--json] PATH...
+ *   fusebox policy show [--workspace DIR] [--effective] [NAME]
+ *
+ * Everything here is read-only: the policy engine reads the policy file and
+ * answers; no path given to `explain` is looked up on the host, because a
+ * decision depends on the view path only.  Single-threaded, no main loop.
+ *
+ * Exit status: 0 success, 1 a policy failed to load (check: any of them),
+ * 2 usage error (see launcher/launcher-private.h and fusebox(1)).
+ */
 #include "launcher/launcher-private.h"
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_SPEC "builtin:default"
+
+static void
+policy_usage (FILE *out)
+{
+  fprintf (out, "Usage: fusebox policy COMMAND [OPTION...] ARG...\n"
+                "\n"
+                "Check, explain or show sandbox policies (format: fusebox-policy(5)).\n"
+                "\n"
+                "Commands:\n"
+                "  check FILE...       validate policy files; print \"FILE: ok (N rules)\" or each error\n"
+                "  explain PATH...     show the access of each view path, the deciding rule and its reason\n"
+                "  show [NAME]         print a built-in policy as JSON, or list the built-ins\n"
+                "\n"
+                "Run 'fusebox policy COMMAND --help' for a command's options.\n"
+                "Exit status: 0 success, 1 a policy failed to load, 2 usage error.\n");
+}
+
+/* GOptionContext prints "Usage: PRGNAME ..."; name the whole command. */
+static GOptionContext *
+new_context (const char *command, const char *parameters, const char *summary, const char *description)
+{
+  g_autofree char *prgname = g_strdup_printf ("fusebox policy %s", command);
+  GOptionContext *ctx;
+
+  g_set_prgname (prgname);
+  ctx = g_option_context_new (parameters);
+  g_option_context_set_summary (ctx, summary);
+  g_option_context_set_description (ctx, description);
+  return ctx;
+}
+
+static int
+usage_error (const char *command, const char *message)
+{
+  fb_cmd_error ("policy %s: %s\nRun 'fusebox policy %s --help' for usage.", command, message, command);
+  return FB_EXIT_USAGE;
+}
+
+/* The absolute, symlink-free form of DIR: a policy path is a view path, and
+ * the view never follows a symlink on the sandbox's behalf, so a rule at a
+ * symlinked spelling of the workspace would never match anything. */
+static char *
+resolve_workspace (const char *command, const char *dir, int *ret_status)
+{
+  char *real = realpath (dir, NULL);
+
+  if (real == NULL)
+    {
+      int err = errno;
+      fb_cmd_error ("policy %s: --workspace %s: %s; give the path of an existing directory", command, dir,
+                    err == ENOENT ? "no such directory" : g_strerror (err));
+      *ret_status = FB_EXIT_FAILURE;
+      return NULL;
+    }
+  if (!g_file_test (real, G_FILE_TEST_IS_DIR))
+    {
+      fb_cmd_error ("policy %s: --workspace %s: not a directory; give the workspace directory, not a file", command,
+                    dir);
+      free (real);
+      *ret_status = FB_EXIT_FAILURE;
+      return NULL;
+    }
+  char *ret = g_strdup (real);
+  free (real);
+  return ret;
+}
+
+/* Variables as a run would see them.  ${RUN} does not exist before a run;
+ * a stand-in under the default runs directory lets policies that use it be
+ * checked and explained (private sources show where they would live). */
+static void
+init_vars (FbPolicyVarsStorage *storage, const char *workspace)
+{
+  g_autofree char *run = g_build_filename (g_get_user_state_dir (), "fusebox", "runs", "RUN-ID", NULL);
+
+  fb_policy_vars_init_from_env (storage, workspace, run);
+}
+
+static void
+print_load_error (const char *spec, const GError *error)
+{
+  /* Not-found and I/O messages name the spec and the valid choices already;
+   * for an invalid policy add where the format is described.  The message
+   * itself reads "FILE:LINE:COL: FIELD: what is wrong; what would be valid". */
+  if (g_error_matches (error, FB_POLICY_ERROR, FB_POLICY_ERROR_NOT_FOUND) ||
+      g_error_matches (error, FB_POLICY_ERROR, FB_POLICY_ERROR_IO))
+    fb_cmd_error ("%s", error->message);
+  else
+    fb_cmd_error ("%s\nThe policy '%s' is invalid; see fusebox-policy(5) for the format.", error->message, spec);
+}
+
+/* ---- check ---- */
+
+static int
+cmd_check (int argc, char **argv)
+{
+  g_autofree char *workspace_arg = NULL;
+  const GOptionEntry entries[] = {
+    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &workspace_arg,
+      "Directory that ${WORKSPACE} stands for (default: the current directory)", "DIR" },
+    { NULL },
+  };
+  g_autoptr (GOptionContext) ctx =
+    new_context ("check", "FILE...", "Validate policy files.",
+                 "Each FILE is loaded exactly as 'fusebox run --policy FILE' would load it: every key, type,\n"
+                 "path, variable and glob is checked.  A valid file prints \"FILE: ok (N rules)\" on stdout;\n"
+                 "an invalid one prints \"FILE:LINE:COL: FIELD: what is wrong; what would be valid\" on stderr.\n"
+                 "All files are checked even after a failure.\n"
+                 "\n"
+                 "Exit status: 0 all files valid, 1 at least one invalid or unreadable, 2 usage error.");
+  g_autoptr (GError) error = NULL;
+  g_autofree char *workspace = NULL;
+  FbPolicyVarsStorage storage = { 0 };
+  int status = FB_EXIT_OK;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    return usage_error ("check", error->message);
+  if (argc < 2)
+    return usage_error ("check", "no FILE given");
+  if (workspace_arg != NULL && (workspace = resolve_workspace ("check", workspace_arg, &status)) == NULL)
+    return status;
+
+  init_vars (&storage, workspace);
+  for (int i = 1; i < argc; i++)
+    {
+      g_autoptr (GError) load_error = NULL;
+      g_autoptr (FbPolicy) policy = fb_policy_load_file (argv[i], &storage.vars, &load_error);
+
+      if (policy == NULL)
+        {
+          fprintf (stderr, "%s\n", load_error->message);
+          status = FB_EXIT_FAILURE;
+          continue;
+        }
+      guint n = 0;
+      fb_policy_get_rules (policy, &n);
+      printf ("%s: ok (%u rule%s)\n", argv[i], n, n == 1 ? "" : "s");
+    }
+  fb_policy_vars_clear (&storage);
+  return status;
+}
+
+/* ---- explain ---- */
+
+/* PATH as a view path: relative paths are taken from the current
+ * directory; ".", ".." and "//" are folded lexically, as the kernel does
+ * inside the view (symlinks are not resolved: a link is decided as itself). */
+static char *
+view_path (const char *path, const char *cwd)
+{
+  g_autofree char *canon = g_canonicalize_filename (path, cwd);
+  const char *p = canon;
+
+  /* POSIX keeps a leading "//"; a view path has exactly one "/". */
+  while (p[0] == '/' && p[1] == '/')
+    p++;
+  return g_strdup (p);
+}
+
+static char *
+host_path_of (const FbPolicyDecision *d, const char *view)
+{
+  const FbPolicyMount *m = d->mount;
+  const char *suffix;
+
+  if (m->host_path == NULL)
+    return NULL;
+  suffix = strcmp (m->view_path, "/") == 0 ? view : view + strlen (m->view_path);
+  if (suffix[0] == '\0')
+    return g_strdup (m->host_path);
+  if (strcmp (m->host_path, "/") == 0)
+    return g_strdup (suffix);
+  return g_strconcat (m->host_path, suffix, NULL);
+}
+
+static const char *
+rule_kind_name (FbPolicyRuleKind kind)
+{
+  switch (kind)
+    {
+      case FB_POLICY_RULE_PATH:
+        return "path";
+      case FB_POLICY_RULE_GLOB:
+        return "glob";
+      case FB_POLICY_RULE_PROTECTED:
+        return "protected";
+      case FB_POLICY_RULE_DEFAULT:
+      default:
+        return "default";
+    }
+}
+
+static void
+explain_text (const char *view, const FbPolicyDecision *d)
+{
+  const FbPolicyRule *r = d->rule;
+  g_autofree char *host = host_path_of (d, view);
+
+  printf ("%s\n", view);
+  printf ("  access:      %s\n", fb_policy_access_to_string (d->access));
+  switch (r->kind)
+    {
+      case FB_POLICY_RULE_PATH:
+        printf ("  rule:        %s (path %s, %s)\n", r->origin, r->path, fb_policy_access_to_string (r->access));
+        break;
+      case FB_POLICY_RULE_GLOB:
+        printf ("  rule:        %s (glob %s, %s)\n", r->origin, r->glob, fb_policy_access_to_string (r->access));
+        break;
+      case FB_POLICY_RULE_PROTECTED:
+        printf ("  rule:        %s (protected name %s, %s)\n", r->origin, r->glob,
+                fb_policy_access_to_string (r->access));
+        break;
+      case FB_POLICY_RULE_DEFAULT:
+      default:
+        printf ("  rule:        %s (no rule matches: hide)\n", r->origin);
+        break;
+    }
+  printf ("  why:         %s\n", r->why);
+  if (d->traversable)
+    {
+      g_autofree char *children = g_strjoinv (", ", (char **)d->reachable_children);
+      printf ("  traversable: yes; lists only: %s\n", children[0] != '\0' ? children : "(nothing)");
+    }
+  const FbPolicyMount *m = d->mount;
+  const char *shown = m->host_path != NULL ? m->host_path : "(a directory of the run)";
+  if (d->is_mount_point && !(strcmp (m->view_path, "/") == 0 && g_strcmp0 (m->host_path, "/") == 0))
+    printf ("  mount point: yes; shows %s%s\n", shown, m->is_private ? " (private, made for each run)" : "");
+  else if (!d->is_mount_point && strcmp (m->view_path, "/") != 0)
+    printf ("  mount:       inside %s, which shows %s%s\n", m->view_path, shown,
+            m->is_private ? " (private, made for each run)" : "");
+  if (fb_policy_access_visible (d->access) || d->traversable)
+    printf ("  host path:   %s\n", host != NULL ? host : "(unknown: private, needs a run directory)");
+  else
+    printf ("  host path:   none (hidden)\n");
+}
+
+static void
+add_string_array (JsonBuilder *b, const char *name, const char *const *strv)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_begin_array (b);
+  for (guint i = 0; strv != NULL && strv[i] != NULL; i++)
+    json_builder_add_string_value (b, strv[i]);
+  json_builder_end_array (b);
+}
+
+static void
+add_nullable_string (JsonBuilder *b, const char *name, const char *value)
+{
+  json_builder_set_member_name (b, name);
+  if (value != NULL)
+    json_builder_add_string_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
+static void
+explain_json (JsonBuilder *b, const char *view, const FbPolicyDecision *d)
+{
+  const FbPolicyRule *r = d->rule;
+  g_autofree char *host = host_path_of (d, view);
+  bool shown = fb_policy_access_visible (d->access) || d->traversable;
+
+  json_builder_begin_object (b);
+  add_nullable_string (b, "path", view);
+  add_nullable_string (b, "access", fb_policy_access_to_string (d->access));
+  json_builder_set_member_name (b, "traversable");
+  json_builder_add_boolean_value (b, d->traversable);
+  add_string_array (b, "reachable_children", d->traversable ? d->reachable_children : NULL);
+  json_builder_set_member_name (b, "mount_point");
+  json_builder_add_boolean_value (b, d->is_mount_point);
+  add_nullable_string (b, "host_path", shown ? host : NULL);
+  json_builder_set_member_name (b, "mount");
+  json_builder_begin_object (b);
+  add_nullable_string (b, "view_path", d->mount->view_path);
+  add_nullable_string (b, "host_path", d->mount->host_path);
+  json_builder_set_member_name (b, "private");
+  json_builder_add_boolean_value (b, d->mount->is_private);
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, "rule");
+  json_builder_begin_object (b);
+  add_nullable_string (b, "kind", rule_kind_name (r->kind));
+  add_nullable_string (b, "origin", r->origin);
+  json_builder_set_member_name (b, "index");
+  json_builder_add_int_value (b, r->index);
+  add_nullable_string (b, "path", r->path);
+  add_nullable_string (b, "glob", r->glob);
+  add_nullable_string (b, "access", fb_policy_access_to_string (r->access));
+  add_nullable_string (b, "why", r->why);
+  add_nullable_string (b, "source", r->source);
+  json_builder_end_object (b);
+  json_builder_end_object (b);
+}
+
+static int
+cmd_explain (int argc, char **argv)
+{
+  g_autofree char *spec_arg = NULL;
+  g_autofree char *workspace_arg = NULL;
+  gboolean json = FALSE;
+  const GOptionEntry entries[] = {
+    { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &spec_arg, "Policy file, or builtin:NAME (default: " DEFAULT_SPEC ")",
+      "FILE|builtin:NAME" },
+    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &workspace_arg,
+      "Workspace directory, ${WORKSPACE} (default: the current directory)", "DIR" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print a JSON array, one object per PATH", NULL },
+    { NULL },
+  };
+  g_autoptr (GOptionContext) ctx =
+    new_context ("explain", "PATH...", "Explain how a policy decides view paths.",
+                 "For each PATH (relative ones are taken from the current directory) print its access (write,\n"
+                 "read, deny or hide), the deciding rule (FILE:LINE:COL of the rule, builtin:NAME:rules[i],\n"
+                 "protected_names[NAME] or default) with its why, whether a hidden or denied directory is\n"
+                 "traversable (and the only children it lists), whether the path is a mount point, and the host\n"
+                 "path the view shows there.  Nothing is looked up on the host: the answer is the policy's.\n"
+                 "\n"
+                 "Exit status: 0 success, 1 the policy failed to load, 2 usage error.");
+  g_autoptr (GError) error = NULL;
+  g_autofree char *workspace = NULL;
+  g_autofree char *cwd = g_get_current_dir ();
+  FbPolicyVarsStorage storage = { 0 };
+  int status = FB_EXIT_OK;
+  const char *spec;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    return usage_error ("explain", error->message);
+  if (argc < 2)
+    return usage_error ("explain", "no PATH given");
+  spec = spec_arg != NULL ? spec_arg : DEFAULT_SPEC;
+  if (workspace_arg != NULL && (workspace = resolve_workspace ("explain", workspace_arg, &status)) == NULL)
+    return status;
+
+  init_vars (&storage, workspace);
+  g_autoptr (FbPolicy) policy = fb_policy_load_spec (spec, &storage.vars, &error);
+  if (policy == NULL)
+    {
+      print_load_error (spec, error);
+      fb_policy_vars_clear (&storage);
+      return FB_EXIT_FAILURE;
+    }
+
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  json_builder_begin_array (b);
+  for (int i = 1; i < argc; i++)
+    {
+      g_autofree char *view = view_path (argv[i], cwd);
+      FbPolicyDecision d;
+
+      fb_policy_decide (policy, view, &d);
+      if (json)
+        explain_json (b, view, &d);
+      else
+        {
+          if (i > 1)
+            printf ("\n");
+          explain_text (view, &d);
+        }
+    }
+  json_builder_end_array (b);
+  if (json)
+    {
+      g_autoptr (JsonNode) root = json_builder_get_root (b);
+      g_autofree char *text = json_to_string (root, TRUE);
+      printf ("%s\n", text);
+    }
+  fb_policy_vars_clear (&storage);
+  return FB_EXIT_OK;
+}
+
+/* ---- show ---- */
+
+static int
+cmd_show (int argc, char **argv)
+{
+  g_autofree char *workspace_arg = NULL;
+  gboolean effective = FALSE;
+  const GOptionEntry entries[] = {
+    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &workspace_arg,
+      "Workspace directory the built-in is generated for (default: the current directory)", "DIR" },
+    { "effective", 'e', 0, G_OPTION_ARG_NONE, &effective,
+      "Print the loaded policy with every variable expanded (NAME may then also be a FILE)", NULL },
+    { NULL },
+  };
+  g_autoptr (GOptionContext) ctx =
+    new_context ("show", "[NAME]", "Print a built-in policy as JSON, or list the built-ins.",
+                 "Without NAME, list the built-in policies.  With NAME (\"default\" or \"builtin:default\"),\n"
+                 "print its JSON as generated for this caller: the built-ins depend on HOME and the\n"
+                 "workspace (for root, HOME is /root, which the default otherwise hides).  Save it to a file\n"
+                 "to start a policy of your own.\n"
+                 "\n"
+                 "Exit status: 0 success, 1 unknown NAME or the policy failed to load, 2 usage error.");
+  g_autoptr (GError) error = NULL;
+  g_autofree char *workspace = NULL;
+  FbPolicyVarsStorage storage = { 0 };
+  int status = FB_EXIT_OK;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    return usage_error ("show", error->message);
+  if (argc > 2)
+    return usage_error ("show", "give at most one NAME");
+  if (argc < 2)
+    {
+      if (effective)
+        return usage_error ("show", "--effective needs a NAME or FILE");
+      for (const char *const *n = fb_policy_builtin_names (); *n != NULL; n++)
+        printf ("builtin:%s\n", *n);
+      return FB_EXIT_OK;
+    }
+  if (workspace_arg != NULL && (workspace = resolve_workspace ("show", workspace_arg, &status)) == NULL)
+    return status;
+
+  init_vars (&storage, workspace);
+  const char *arg = argv[1];
+  g_autofree char *text = NULL;
+  if (effective)
+    {
+      /* A bare name means the built-in; anything else goes through the
+       * same spec parsing as --policy. */
+      g_autofree char *spec =
+        g_strv_contains (fb_policy_builtin_names (), arg) ? g_strconcat ("builtin:", arg, NULL) : g_strdup (arg);
+      g_autoptr (FbPolicy) policy = fb_policy_load_spec (spec, &storage.vars, &error);
+      if (policy != NULL)
+        text = fb_policy_to_json (policy);
+      else
+        print_load_error (spec, error);
+    }
+  else
+    {
+      const char *name = g_str_has_prefix (arg, "builtin:") ? arg + strlen ("builtin:") : arg;
+      text = fb_policy_builtin_json (name, &storage.vars, &error);
+      if (text == NULL)
+        print_load_error (arg, error);
+    }
+  fb_policy_vars_clear (&storage);
+  if (text == NULL)
+    return FB_EXIT_FAILURE;
+  printf ("%s%s", text, g_str_has_suffix (text, "\n") ? "" : "\n");
+  return FB_EXIT_OK;
+}
 
 int
 fb_cmd_policy (int argc, char **argv)
 {
-  fb_cmd_error ("policy: not built yet");
-  return FB_EXIT_FAILURE;
+  static const struct
+  {
+    const char *name;
+    int (*run) (int argc, char **argv);
+  } subcommands[] = {
+    { "check", cmd_check },
+    { "explain", cmd_explain },
+    { "show", cmd_show },
+  };
+
+  if (argc < 2)
+    {
+      policy_usage (stderr);
+      return FB_EXIT_USAGE;
+    }
+  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
+    {
+      policy_usage (stdout);
+      return FB_EXIT_OK;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (subcommands); i++)
+    if (strcmp (argv[1], subcommands[i].name) == 0)
+      return subcommands[i].run (argc - 1, argv + 1);
+
+  fb_cmd_error ("policy: unknown command '%s'; valid: check, explain, show (see 'fusebox policy --help')", argv[1]);
+  return FB_EXIT_USAGE;
 }
