@@ -1,0 +1,487 @@
+/* Integration tests: the real `fusebox` binary's global options and its
+ * `policy` commands (check, explain, show), run with g_spawn in a temporary
+ * workspace.  No mount and no privilege is needed.
+ *
+ * Each command run is printed as a one-line shell command when an assertion
+ * about it fails, so a failure can be replayed by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+/* HOME for the commands: a path that is not the test's own, so the built-in
+ * default's private HOME and hidden /root and /home can be told apart. */
+#define TEST_HOME "/home/fusebox-cli-test"
+
+typedef struct
+{
+  char *dir;       /* temporary directory, removed in teardown */
+  char *workspace; /* dir/ws, realpath'd */
+} Fixture;
+
+typedef struct
+{
+  int status; /* exit status, or 128 + signal */
+  char *out;
+  char *err;
+  char *command; /* a shell line that reproduces the run */
+} Run;
+
+static void
+run_clear (Run *r)
+{
+  g_free (r->out);
+  g_free (r->err);
+  g_free (r->command);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
+
+static const char *
+fusebox_bin (void)
+{
+  return g_getenv ("FUSEBOX_BIN");
+}
+
+/* Run fusebox with ARGV (NULL-terminated, without the program) in CWD. */
+static void
+run_fusebox (Run *r, const char *cwd, const char *const *args)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_auto (GStrv) envp = g_get_environ ();
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GString) cmd = g_string_new (NULL);
+  int wait_status = 0;
+
+  g_ptr_array_add (argv, (char *)fusebox_bin ());
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *)args[i]);
+  g_ptr_array_add (argv, NULL);
+  envp = g_environ_setenv (envp, "HOME", TEST_HOME, TRUE);
+
+  g_autofree char *qcwd = g_shell_quote (cwd);
+  g_string_append_printf (cmd, "cd %s && HOME=%s", qcwd, TEST_HOME);
+  for (guint i = 0; argv->pdata[i] != NULL; i++)
+    {
+      g_autofree char *q = g_shell_quote (argv->pdata[i]);
+      g_string_append_printf (cmd, " %s", q);
+    }
+  r->command = g_string_free (g_steal_pointer (&cmd), FALSE);
+
+  if (!g_spawn_sync (cwd, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err, &wait_status,
+                     &error))
+    fail_msg ("cannot run %s: %s", r->command, error->message);
+  r->status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
+}
+
+#define RUN(r, cwd, ...) run_fusebox (r, cwd, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void
+check_status (const Run *r, int expected, const char *file, int line)
+{
+  if (r->status != expected)
+    fail_msg ("%s:%d: exit status %d, expected %d\nreproduce: %s\n--- stdout\n%s--- stderr\n%s", file, line, r->status,
+              expected, r->command, r->out, r->err);
+}
+
+static void
+check_contains (const Run *r, const char *stream_name, const char *text, const char *needle, bool want,
+                const char *file, int line)
+{
+  if ((strstr (text, needle) != NULL) != want)
+    fail_msg ("%s:%d: %s %s \"%s\"\nreproduce: %s\n--- stdout\n%s--- stderr\n%s", file, line, stream_name,
+              want ? "lacks" : "has", needle, r->command, r->out, r->err);
+}
+
+#define assert_status(r, s) check_status (r, s, __FILE__, __LINE__)
+#define assert_out_has(r, s) check_contains (r, "stdout", (r)->out, s, true, __FILE__, __LINE__)
+#define assert_err_has(r, s) check_contains (r, "stderr", (r)->err, s, true, __FILE__, __LINE__)
+#define assert_out_lacks(r, s) check_contains (r, "stdout", (r)->out, s, false, __FILE__, __LINE__)
+
+/* The block `explain` prints for PATH: from the line "PATH" to a blank line. */
+static char *
+explain_block (const Run *r, const char *path)
+{
+  g_autofree char *head = g_strconcat (path, "\n", NULL);
+  const char *p = r->out;
+
+  while (p != NULL && *p != '\0')
+    {
+      if (g_str_has_prefix (p, head))
+        {
+          const char *end = strstr (p, "\n\n");
+          return end != NULL ? g_strndup (p, end - p + 1) : g_strdup (p);
+        }
+      p = strchr (p, '\n');
+      if (p != NULL)
+        p++;
+    }
+  fail_msg ("explain printed no block for %s\nreproduce: %s\n--- stdout\n%s--- stderr\n%s", path, r->command, r->out,
+            r->err);
+  return NULL;
+}
+
+static void
+check_block (const Run *r, const char *path, const char *const *lines, const char *file, int line)
+{
+  g_autofree char *block = explain_block (r, path);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (strstr (block, lines[i]) == NULL)
+      fail_msg ("%s:%d: the explanation of %s lacks \"%s\":\n%s\nreproduce: %s", file, line, path, lines[i], block,
+                r->command);
+}
+
+#define assert_explains(r, path, ...)                                                                                  \
+  check_block (r, path, (const char *const[]){ __VA_ARGS__, NULL }, __FILE__, __LINE__)
+
+static void
+write_file (const char *dir, const char *name, const char *text)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autoptr (GError) error = NULL;
+
+  if (!g_file_set_contents (path, text, -1, &error))
+    fail_msg ("cannot write %s: %s", path, error->message);
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+static int
+setup (void **state)
+{
+  Fixture *f = g_new0 (Fixture, 1);
+  g_autoptr (GError) error = NULL;
+
+  f->dir = g_dir_make_tmp ("fusebox-cli-policy-XXXXXX", &error);
+  if (f->dir == NULL)
+    {
+      fprintf (stderr, "cannot make a temporary directory: %s\n", error->message);
+      g_free (f);
+      return -1;
+    }
+  g_autofree char *ws = g_build_filename (f->dir, "ws", NULL);
+  g_mkdir (ws, 0700);
+  char *real = realpath (ws, NULL);
+  f->workspace = g_strdup (real);
+  free (real);
+  *state = f;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  Fixture *f = *state;
+
+  remove_tree (f->dir);
+  g_free (f->dir);
+  g_free (f->workspace);
+  g_free (f);
+  return 0;
+}
+
+/* ---- global options and help ---- */
+
+static void
+test_help_and_version (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) help = { 0 }, version = { 0 }, bad = { 0 }, none = { 0 };
+
+  RUN (&help, f->workspace, "--help");
+  assert_status (&help, 0);
+  assert_out_has (&help, "Usage: fusebox COMMAND");
+  assert_out_has (&help, "policy");
+  assert_out_has (&help, "Exit status");
+
+  RUN (&version, f->workspace, "--version");
+  assert_status (&version, 0);
+  assert_true (g_str_has_prefix (version.out, "fusebox "));
+  assert_true (g_ascii_isdigit (version.out[strlen ("fusebox ")]));
+
+  RUN (&bad, f->workspace, "no-such-command");
+  assert_status (&bad, 2);
+  assert_err_has (&bad, "unknown command 'no-such-command'");
+
+  RUN (&none, f->workspace, "--help-me");
+  assert_status (&none, 2);
+}
+
+static void
+test_policy_help (void **state)
+{
+  Fixture *f = *state;
+  static const struct
+  {
+    const char *command;
+    const char *option;
+  } cases[] = {
+    { "check", "--workspace" },
+    { "explain", "--policy" },
+    { "explain", "--json" },
+    { "show", "--effective" },
+  };
+  g_auto (Run) overview = { 0 }, bare = { 0 }, unknown = { 0 };
+
+  RUN (&overview, f->workspace, "policy", "--help");
+  assert_status (&overview, 0);
+  assert_out_has (&overview, "check FILE...");
+  assert_out_has (&overview, "explain PATH...");
+  assert_out_has (&overview, "show [NAME]");
+
+  RUN (&bare, f->workspace, "policy");
+  assert_status (&bare, 2);
+  assert_err_has (&bare, "Usage: fusebox policy COMMAND");
+
+  RUN (&unknown, f->workspace, "policy", "verify");
+  assert_status (&unknown, 2);
+  assert_err_has (&unknown, "unknown command 'verify'");
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_auto (Run) r = { 0 };
+      g_autofree char *usage = g_strdup_printf ("fusebox policy %s", cases[i].command);
+
+      RUN (&r, f->workspace, "policy", cases[i].command, "--help");
+      assert_status (&r, 0);
+      assert_out_has (&r, usage);
+      assert_out_has (&r, cases[i].option);
+      assert_out_has (&r, "Exit status");
+    }
+}
+
+/* ---- check ---- */
+
+static const char good_policy[] =
+  "{ \"version\": 1,\n"
+  "  \"network\": \"none\",\n"
+  "  \"rules\": [\n"
+  "    { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+  "    { \"path\": \"${WORKSPACE}\", \"access\": \"write\", \"why\": \"the work\" } ] }\n";
+
+/* "acess" sits on line 4, column 20. */
+static const char bad_policy[] = "{ \"version\": 1,\n"
+                                 "  \"network\": \"none\",\n"
+                                 "  \"rules\": [\n"
+                                 "    { \"path\": \"/\", \"acess\": \"read\", \"why\": \"system files\" } ] }\n";
+
+static void
+test_check (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) good = { 0 }, bad = { 0 }, both = { 0 }, missing = { 0 }, none = { 0 }, option = { 0 };
+
+  write_file (f->workspace, "good.json", good_policy);
+  write_file (f->workspace, "bad.json", bad_policy);
+
+  RUN (&good, f->workspace, "policy", "check", "good.json");
+  assert_status (&good, 0);
+  assert_string_equal (good.out, "good.json: ok (2 rules)\n");
+
+  RUN (&bad, f->workspace, "policy", "check", "bad.json");
+  assert_status (&bad, 1);
+  assert_string_equal (bad.out, "");
+  assert_err_has (&bad, "bad.json:4:20: rules[0].acess: unknown key");
+  assert_err_has (&bad, "access");
+
+  /* every file is checked even after one failed */
+  RUN (&both, f->workspace, "policy", "check", "bad.json", "good.json");
+  assert_status (&both, 1);
+  assert_out_has (&both, "good.json: ok (2 rules)");
+  assert_err_has (&both, "bad.json:4:20:");
+
+  RUN (&missing, f->workspace, "policy", "check", "absent.json");
+  assert_status (&missing, 1);
+  assert_err_has (&missing, "absent.json");
+
+  RUN (&none, f->workspace, "policy", "check");
+  assert_status (&none, 2);
+  assert_err_has (&none, "no FILE given");
+
+  RUN (&option, f->workspace, "policy", "check", "--frobnicate", "good.json");
+  assert_status (&option, 2);
+  assert_err_has (&option, "--frobnicate");
+}
+
+/* ---- explain ---- */
+
+static void
+test_explain_default (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) r = { 0 };
+  g_autofree char *src = g_build_filename (f->workspace, "src", "main.c", NULL);
+  g_autofree char *git = g_build_filename (f->workspace, ".git", NULL);
+  g_autofree char *ws_line = g_strdup_printf ("rule:        builtin:default:rules[");
+  g_autofree char *host_src = g_strdup_printf ("host path:   %s", src);
+
+  /* relative paths are taken from the current directory (the workspace) */
+  RUN (&r, f->workspace, "policy", "explain", "--workspace", f->workspace, "/etc/passwd", "/root/x", "/home",
+       TEST_HOME "/notes.txt", "src/main.c", ".git", "/tmp/scratch");
+  assert_status (&r, 0);
+
+  assert_explains (&r, "/etc/passwd", "access:      read", "rule:        builtin:default:rules[0] (path /, read)",
+                   "why:         system files and tools", "host path:   /etc/passwd");
+  assert_explains (&r, "/root/x", "access:      hide", "host path:   none (hidden)");
+  assert_explains (&r, "/home", "access:      hide", "traversable: yes; lists only: fusebox-cli-test");
+  /* HOME is private: writable, but not the host's */
+  assert_explains (&r, TEST_HOME "/notes.txt", "access:      write", "mount:       inside " TEST_HOME,
+                   "(private, made for each run)");
+  assert_out_lacks (&r, "host path:   " TEST_HOME "/notes.txt");
+  /* the workspace is the host's own, writable */
+  assert_explains (&r, src, "access:      write", ws_line, "why:         the workspace", host_src);
+  /* its metadata is hidden */
+  assert_explains (&r, git, "access:      hide", "rule:        protected_names[.git]", "host path:   none (hidden)");
+  assert_explains (&r, "/tmp/scratch", "access:      write", "(private, made for each run)");
+}
+
+static void
+test_explain_json_and_cwd_workspace (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) r = { 0 };
+  g_autofree char *expected_path = g_strdup_printf ("\"path\" : \"%s\"", f->workspace);
+
+  /* no --workspace: the current directory is the workspace */
+  RUN (&r, f->workspace, "policy", "explain", "--json", ".", "/home");
+  assert_status (&r, 0);
+  assert_true (g_str_has_prefix (r.out, "["));
+  assert_out_has (&r, expected_path);
+  assert_out_has (&r, "\"access\" : \"write\"");
+  assert_out_has (&r, "\"why\" : \"the workspace\"");
+  assert_out_has (&r, "\"path\" : \"/home\"");
+  assert_out_has (&r, "\"traversable\" : true");
+  assert_out_has (&r, "\"origin\" : \"builtin:default:rules[1]\"");
+}
+
+/* A policy file's rule is named by FILE:LINE:COL. */
+static void
+test_explain_file_policy (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) r = { 0 }, other = { 0 };
+
+  write_file (f->workspace, "good.json", good_policy);
+  RUN (&r, f->workspace, "policy", "explain", "--policy", "good.json", "/usr/bin/env", "/nowhere/../etc//hosts");
+  assert_status (&r, 0);
+  assert_explains (&r, "/usr/bin/env", "access:      read", "rule:        good.json:4:5 (path /, read)",
+                   "why:         system files");
+  /* "..", "." and "//" are folded as the kernel would inside the view */
+  assert_explains (&r, "/etc/hosts", "access:      read");
+
+  RUN (&other, f->workspace, "policy", "explain", "--policy", "builtin:read-only", "--workspace", f->workspace,
+       "/etc/passwd");
+  assert_status (&other, 0);
+  assert_explains (&other, "/etc/passwd", "rule:        builtin:read-only:rules[");
+}
+
+static void
+test_explain_errors (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) bad = { 0 }, builtin = { 0 }, nopath = { 0 }, ws = { 0 };
+
+  write_file (f->workspace, "bad.json", bad_policy);
+  RUN (&bad, f->workspace, "policy", "explain", "--policy", "bad.json", "/etc");
+  assert_status (&bad, 1);
+  assert_err_has (&bad, "bad.json:4:20:");
+  assert_string_equal (bad.out, "");
+
+  RUN (&builtin, f->workspace, "policy", "explain", "--policy", "builtin:nope", "/etc");
+  assert_status (&builtin, 1);
+  assert_err_has (&builtin, "nope");
+  assert_err_has (&builtin, "default");
+
+  RUN (&nopath, f->workspace, "policy", "explain");
+  assert_status (&nopath, 2);
+  assert_err_has (&nopath, "no PATH given");
+
+  RUN (&ws, f->workspace, "policy", "explain", "--workspace", "does/not/exist", "/etc");
+  assert_status (&ws, 1);
+  assert_err_has (&ws, "--workspace does/not/exist: no such directory");
+}
+
+/* ---- show ---- */
+
+static void
+test_show (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) list = { 0 }, def = { 0 }, host = { 0 }, eff = { 0 }, nope = { 0 }, two = { 0 };
+  g_autofree char *ws_json = g_strdup_printf ("\"path\" : \"%s\"", f->workspace);
+
+  RUN (&list, f->workspace, "policy", "show");
+  assert_status (&list, 0);
+  assert_out_has (&list, "builtin:default\n");
+  assert_out_has (&list, "builtin:read-only\n");
+  assert_out_has (&list, "builtin:host\n");
+
+  RUN (&def, f->workspace, "policy", "show", "default");
+  assert_status (&def, 0);
+  assert_true (g_str_has_prefix (def.out, "{"));
+  assert_out_has (&def, "\"version\" : 1");
+  assert_out_has (&def, "\"/home\"");
+
+  RUN (&host, f->workspace, "policy", "show", "builtin:host");
+  assert_status (&host, 0);
+  assert_out_has (&host, "\"network\" : \"host\"");
+
+  /* --effective expands the variables for this caller */
+  RUN (&eff, f->workspace, "policy", "show", "--effective", "--workspace", f->workspace, "default");
+  assert_status (&eff, 0);
+  assert_out_has (&eff, ws_json);
+  assert_out_lacks (&eff, "${WORKSPACE}");
+
+  RUN (&nope, f->workspace, "policy", "show", "nope");
+  assert_status (&nope, 1);
+  assert_err_has (&nope, "nope");
+
+  RUN (&two, f->workspace, "policy", "show", "default", "host");
+  assert_status (&two, 2);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_help_and_version, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_policy_help, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_check, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_explain_default, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_explain_json_and_cwd_workspace, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_explain_file_policy, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_explain_errors, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_show, setup, teardown),
+  };
+
+  if (fusebox_bin () == NULL || !g_file_test (fusebox_bin (), G_FILE_TEST_IS_EXECUTABLE))
+    {
+      fprintf (stderr, "FUSEBOX_BIN is not set to the fusebox binary (run through meson test)\n");
+      return g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0 ? 1 : 77;
+    }
+  return cmocka_run_group_tests_name ("cli-policy", tests, NULL, NULL);
+}
