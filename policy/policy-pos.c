@@ -151,6 +151,7 @@ lex_string (Lexer *lx, GString *out)
         return fail (lx, "control character U+%04X in a string; write it as an escape", c);
       if (c == '\\')
         {
+          Lexer at_escape = *lx;
           char e;
 
           advance (lx);
@@ -181,13 +182,19 @@ lex_string (Lexer *lx, GString *out)
               else if (u >= 0xdc00 && u <= 0xdfff)
                 return fail (lx, "lone \\u low surrogate");
               if (u == 0)
-                return fail (lx, "\\u0000 is not allowed: paths and names cannot hold NUL");
+                {
+                  *lx = at_escape;
+                  return fail (lx, "\\u0000 is not allowed: paths and names cannot hold NUL");
+                }
               if (out != NULL)
                 g_string_append_unichar (out, u);
               continue;
             }
           if (strchr ("\"\\/bfnrt", e) == NULL || e == '\0')
-            return fail (lx, "unknown escape; valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+            {
+              *lx = at_escape;
+              return fail (lx, "unknown escape; valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+            }
           if (out != NULL)
             {
               static const char from[] = "\"\\/bfnrt";
@@ -224,6 +231,9 @@ lex_string (Lexer *lx, GString *out)
 static bool
 lex_number (Lexer *lx)
 {
+  Lexer start = *lx;
+  guint digits = 0;
+
   if (*lx->p == '-')
     advance (lx);
   if (lx->p >= lx->end || !g_ascii_isdigit (*lx->p))
@@ -235,7 +245,16 @@ lex_number (Lexer *lx)
         return fail (lx, "a number does not start with 0");
     }
   while (lx->p < lx->end && g_ascii_isdigit (*lx->p))
-    advance (lx);
+    {
+      advance (lx);
+      digits++;
+    }
+  /* json-glib would wrap an integer beyond 64 bits; no policy field needs one. */
+  if (digits >= 18)
+    {
+      *lx = start;
+      return fail (lx, "the number is too large");
+    }
   if (lx->p < lx->end && *lx->p == '.')
     {
       advance (lx);
@@ -283,8 +302,11 @@ lex_object (Lexer *lx, const char *path)
       member = fb_policy_json_path_member (path, key->str);
       if (g_hash_table_contains (lx->index->keys, member))
         {
-          *lx = at_key;
-          return fail (lx, "duplicate key \"%s\" in one object", key->str);
+          /* Valid JSON, but json-glib would keep one of the two silently. */
+          g_set_error (lx->error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA,
+                       "%s:%u:%u: %s: duplicate key; write each key once per object", lx->origin, at_key.line,
+                       at_key.col, member);
+          return false;
         }
       record (lx->index->keys, member, &at_key);
       skip_ws (lx);
