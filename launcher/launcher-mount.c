@@ -1,0 +1,379 @@
+/* fusebox — the sandbox's mount plan.
+ *
+ * Runs in the cloned child, inside its new user and mount namespaces, with
+ * every capability of the new user namespace and none on the host.
+ *
+ * Invariants:
+ *  - Nothing is created on the host.  The only directories and files this
+ *    code makes live in a tmpfs mounted inside the namespace: the staging
+ *    tmpfs (which holds the mount point of the new root) and /dev's tmpfs.
+ *    The mount points /proc and /dev must already exist in the root; a root
+ *    without them fails with a message instead of growing them.
+ *  - Every mount is a slave of the host's (MS_SLAVE|MS_REC first), so
+ *    nothing mounted here propagates back to the host.
+ *  - Host objects (the root directory, the device nodes) are copied as
+ *    detached mounts (open_tree) before the staging tmpfs is mounted, and
+ *    attached by fd (move_mount): the staging mount may cover their paths,
+ *    is not part of a root of "/", and nothing is resolved twice.
+ *  - The FUSE root is mounted with the supervisor's /dev/fuse fd; the mount
+ *    returns at once (INIT is answered later) and the child reports
+ *    ROOT_MOUNTED right after it, before its first lookup in the view, which
+ *    would block until the supervisor serves the fd.
+ *  - pivot_root(".", ".") stacks the old root on the new one, and
+ *    umount2(".", MNT_DETACH) drops it (with the staging tmpfs): no
+ *    "oldroot" directory is needed anywhere.
+ *
+ * Everything in fb_launcher_mounts_apply() is async-signal-safe: the paths
+ * and option strings are built by fb_launcher_mounts_new() in the parent.
+ */
+#include "launcher/launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The device nodes of the sandbox's /dev, bound from the host's. */
+static const struct
+{
+  const char *name;
+  bool optional; /* containers may lack /dev/tty */
+} devices[] = {
+  { "null", false }, { "zero", false }, { "full", false }, { "random", false }, { "urandom", false }, { "tty", true },
+};
+#define N_DEVICES G_N_ELEMENTS (devices)
+
+static const struct
+{
+  const char *name;
+  const char *target;
+} dev_links[] = {
+  { "ptmx", "pts/ptmx" },          /* the private devpts instance's multiplexer */
+  { "fd", "/proc/self/fd" },       /* bash process substitution, /dev/fd/N arguments */
+  { "stdin", "/proc/self/fd/0" },
+  { "stdout", "/proc/self/fd/1" },
+  { "stderr", "/proc/self/fd/2" },
+};
+
+/* Where the staging tmpfs may go: any existing directory works (the mount
+ * exists only inside the namespace); the first found is used. */
+static const char *const staging_candidates[] = { "/tmp", "/run", "/mnt", "/var/tmp", "/dev" };
+
+struct FbLauncherMounts
+{
+  FbLauncherRootKind kind;
+  int fuse_fd;
+  char *root_dir; /* ROOT_HOST_DIR */
+  char *staging;
+  char *root; /* staging + "/root": the new root's mount point */
+  char *fuse_options;
+  char *proc;
+  char *dev;
+  char *pts;
+  char *shm;
+  char *host_devices[N_DEVICES];
+  char *dev_files[N_DEVICES];
+  char *dev_link_paths[G_N_ELEMENTS (dev_links)];
+};
+
+const char *
+fb_launcher_mounts_device_name (int detail)
+{
+  static const char *const names[] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
+  G_STATIC_ASSERT (G_N_ELEMENTS (names) == N_DEVICES);
+  if (detail < 0 || (size_t) detail >= N_DEVICES)
+    return NULL;
+  return names[detail];
+}
+
+int
+fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, FbLauncherMounts **ret_mounts)
+{
+  const char *staging = NULL;
+
+  if (plan->root_kind == FB_LAUNCHER_ROOT_FUSE && plan->fuse_fd < 0)
+    return -EBADF;
+  if (plan->root_kind == FB_LAUNCHER_ROOT_HOST_DIR && (!plan->root_dir || plan->root_dir[0] != '/'))
+    return -EINVAL;
+
+  for (size_t i = 0; i < G_N_ELEMENTS (staging_candidates) && !staging; i++)
+    {
+      struct stat st;
+      if (stat (staging_candidates[i], &st) == 0 && S_ISDIR (st.st_mode))
+        staging = staging_candidates[i];
+    }
+  if (!staging)
+    return -ENOENT;
+
+  FbLauncherMounts *m = g_new0 (FbLauncherMounts, 1);
+  m->kind = plan->root_kind;
+  m->fuse_fd = plan->fuse_fd;
+  m->root_dir = g_strdup (plan->root_dir);
+  m->staging = g_strdup (staging);
+  m->root = g_strconcat (staging, "/root", NULL);
+  /* user_id/group_id are read in the mounter's user namespace: the ids
+   * inside.  default_permissions: the kernel checks modes, so the view need
+   * not; allow_other: every process of the sandbox may use the mount, not
+   * only the mounter (it is limited to this user namespace anyway). */
+  m->fuse_options = g_strdup_printf ("fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other",
+                                     plan->fuse_fd, uid, gid);
+  m->proc = g_strconcat (m->root, "/proc", NULL);
+  m->dev = g_strconcat (m->root, "/dev", NULL);
+  m->pts = g_strconcat (m->dev, "/pts", NULL);
+  m->shm = g_strconcat (m->dev, "/shm", NULL);
+  for (size_t i = 0; i < N_DEVICES; i++)
+    {
+      m->host_devices[i] = g_strconcat ("/dev/", devices[i].name, NULL);
+      m->dev_files[i] = g_strconcat (m->dev, "/", devices[i].name, NULL);
+    }
+  for (size_t i = 0; i < G_N_ELEMENTS (dev_links); i++)
+    m->dev_link_paths[i] = g_strconcat (m->dev, "/", dev_links[i].name, NULL);
+  *ret_mounts = m;
+  return 0;
+}
+
+void
+fb_launcher_mounts_free (FbLauncherMounts *m)
+{
+  if (!m)
+    return;
+  g_free (m->root_dir);
+  g_free (m->staging);
+  g_free (m->root);
+  g_free (m->fuse_options);
+  g_free (m->proc);
+  g_free (m->dev);
+  g_free (m->pts);
+  g_free (m->shm);
+  for (size_t i = 0; i < N_DEVICES; i++)
+    {
+      g_free (m->host_devices[i]);
+      g_free (m->dev_files[i]);
+    }
+  for (size_t i = 0; i < G_N_ELEMENTS (dev_links); i++)
+    g_free (m->dev_link_paths[i]);
+  g_free (m);
+}
+
+static int
+fail (FbLauncherFailure *ret_failure, FbLauncherStep step, int error, int detail)
+{
+  ret_failure->step = step;
+  ret_failure->error = error;
+  ret_failure->detail = detail;
+  return -error;
+}
+
+static void
+close_all (int *fds, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (fds[i] >= 0)
+      {
+        close (fds[i]);
+        fds[i] = -1;
+      }
+}
+
+/* A detached copy of the mount at PATH (a file or a directory), taken now:
+ * mounts made later on the original (the staging tmpfs) are not in it. */
+static int
+clone_tree (const char *path, bool recursive)
+{
+  int fd = open (path, O_PATH | O_CLOEXEC | (recursive ? O_DIRECTORY : 0));
+  if (fd < 0)
+    return -errno;
+  int tree = open_tree (fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0));
+  int r = tree < 0 ? -errno : tree;
+  close (fd);
+  return r;
+}
+
+static int
+attach_tree (int tree, const char *target)
+{
+  if (move_mount (tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return -errno;
+  return 0;
+}
+
+static int
+make_file (const char *path)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  if (fd < 0)
+    return -errno;
+  close (fd);
+  return 0;
+}
+
+int
+fb_launcher_mounts_apply (const FbLauncherMounts *m, int status_fd, FbLauncherFailure *ret_failure)
+{
+  int root_tree = -1;
+  int dev_trees[N_DEVICES];
+  int r;
+
+  for (size_t i = 0; i < N_DEVICES; i++)
+    dev_trees[i] = -1;
+
+  /* Mount events must not propagate to the host (shared mounts of systemd
+   * hosts would otherwise receive our /proc, tmpfs...).  Slave rather than
+   * private: a host unmount still reaches the sandbox's copy. */
+  if (mount (NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+    return fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_SLAVE, errno, 0);
+
+  /* Host objects first, as detached copies, resolved in this mount namespace
+   * (open_tree refuses mounts of another namespace, so the parent can't do
+   * it) and before the staging tmpfs exists: a root of "/" must not contain
+   * the staging mount. */
+  if (m->kind == FB_LAUNCHER_ROOT_HOST_DIR)
+    {
+      /* The whole tree below the directory, so a host "/" keeps its /usr,
+       * /home mounts; read-only, nosuid and nodev recursively in one call on
+       * the detached copy, before anything can see it writable. */
+      root_tree = clone_tree (m->root_dir, true);
+      if (root_tree < 0)
+        return fail (ret_failure, root_tree == -ENOENT || root_tree == -ENOTDIR || root_tree == -EACCES
+                                    ? FB_LAUNCHER_STEP_OPEN_ROOT : FB_LAUNCHER_STEP_MOUNT_ROOT,
+                     -root_tree, 0);
+      struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+      if (mount_setattr (root_tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_ROOT_READONLY, errno, 0);
+          goto out;
+        }
+    }
+  for (size_t i = 0; i < N_DEVICES; i++)
+    {
+      dev_trees[i] = clone_tree (m->host_devices[i], false);
+      if (dev_trees[i] < 0)
+        {
+          int e = -dev_trees[i];
+          dev_trees[i] = -1;
+          if (devices[i].optional && (e == ENOENT || e == ENXIO))
+            continue;
+          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, e, (int) i);
+          goto out;
+        }
+    }
+
+  if (mount ("tmpfs", m->staging, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_STAGING, errno, 0);
+      goto out;
+    }
+  if (mkdir (m->root, 0755) < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_STAGING, errno, 0);
+      goto out;
+    }
+
+  if (m->kind == FB_LAUNCHER_ROOT_FUSE)
+    {
+      if (mount ("fuse", m->root, "fuse", MS_NOSUID | MS_NODEV, m->fuse_options) < 0)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, errno, 0);
+          goto out;
+        }
+      /* The mount holds the connection; our copy of the fd would keep it
+       * alive if the supervisor died, leaving lookups hanging instead of
+       * failing with ENOTCONN. */
+      close (m->fuse_fd);
+    }
+  else if ((r = attach_tree (root_tree, m->root)) < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, -r, 0);
+      goto out;
+    }
+  if (status_fd >= 0)
+    fb_launcher_report (status_fd, FB_LAUNCHER_STEP_ROOT_MOUNTED, 0, 0);
+
+  /* From here on, paths below m->root are looked up in the view. */
+
+  /* A procfs of the new pid namespace: only the sandbox's processes.  The
+   * kernel allows it in a user namespace only while an unmasked procfs is
+   * visible in this mount namespace (the host's, still there). */
+  if (mount ("proc", m->proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_PROC, errno, 0);
+      goto out;
+    }
+
+  /* A minimal /dev: a tmpfs with the harmless nodes bound from the host
+   * (mknod is not allowed in a user namespace, and binds keep the nodes'
+   * host mount, so they work). */
+  if (mount ("tmpfs", m->dev, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_DEV, errno, 0);
+      goto out;
+    }
+  for (size_t i = 0; i < N_DEVICES; i++)
+    {
+      if (dev_trees[i] < 0)
+        continue; /* optional and absent */
+      if ((r = make_file (m->dev_files[i])) < 0 || (r = attach_tree (dev_trees[i], m->dev_files[i])) < 0)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_BIND_DEVICE, -r, (int) i);
+          goto out;
+        }
+      close (dev_trees[i]);
+      dev_trees[i] = -1;
+    }
+
+  /* A private devpts instance: ptys of the sandbox only, none of the host's. */
+  if (mkdir (m->pts, 0755) < 0
+      || mount ("devpts", m->pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_DEVPTS, errno, 0);
+      goto out;
+    }
+  for (size_t i = 0; i < G_N_ELEMENTS (dev_links); i++)
+    if (symlink (dev_links[i].target, m->dev_link_paths[i]) < 0)
+      {
+        r = fail (ret_failure, FB_LAUNCHER_STEP_DEV_LINK, errno, (int) i);
+        goto out;
+      }
+
+  /* A private /dev/shm: POSIX shared memory of the host stays invisible. */
+  if (mkdir (m->shm, 01777) < 0
+      || mount ("tmpfs", m->shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_SHM, errno, 0);
+      goto out;
+    }
+
+  /* /dev itself read-only: the sandbox can't plant files or links there. */
+  if (mount (NULL, m->dev, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_DEV_READONLY, errno, 0);
+      goto out;
+    }
+
+  if (chdir (m->root) < 0 || syscall (__NR_pivot_root, ".", ".") < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_PIVOT_ROOT, errno, 0);
+      goto out;
+    }
+  /* The old root now sits on top of the new one at "/": detach it, and the
+   * host's tree (staging tmpfs included) is gone from this namespace. */
+  if (umount2 (".", MNT_DETACH) < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_DETACH_OLD_ROOT, errno, 0);
+      goto out;
+    }
+  if (chdir ("/") < 0)
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_DETACH_OLD_ROOT, errno, 0);
+      goto out;
+    }
+  r = 0;
+
+out:
+  if (root_tree >= 0)
+    close (root_tree);
+  close_all (dev_trees, N_DEVICES);
+  return r;
+}

@@ -1,0 +1,848 @@
+/* fusebox — the launch: one clone(2) into new namespaces, and the parent's
+ * side of it (status pipe, waiting, messages).
+ *
+ * Design (see launcher.h for the contract, docs/security.md for the why):
+ *  - The parent prepares everything the child needs — map lines, the mount
+ *    plan, the capability state, the seccomp program, argv/envp/PATH — then
+ *    clones once with CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+ *    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP (| CLONE_NEWNET).  The
+ *    new user namespace owns the others, so the child holds every capability
+ *    over them and none over the host.
+ *  - The child is pid 1 of the new pid namespace.  It writes its own maps (a
+ *    single line mapping the caller's id is what the kernel allows an
+ *    unprivileged process, with setgroups denied), brings loopback up,
+ *    applies the mount plan, locks down, and becomes the tiny init of
+ *    launcher-pid1.c.
+ *  - The child reports on a close-on-exec pipe: a ROOT_MOUNTED record (the
+ *    sync point for a FUSE root), a failure record {step, errno, detail}
+ *    before _exit(125/126/127), or nothing until the command's exec closes
+ *    the pipe.  A record is 12 bytes, below PIPE_BUF, so writes are atomic.
+ *  - The clone is a raw syscall without a stack (fork semantics): glibc's
+ *    clone() wants a stack and a function, and fork() can't take namespace
+ *    flags.  The child never returns into the parent's code and calls only
+ *    async-signal-safe functions; it must be single-threaded to start with,
+ *    which is the caller's promise (launcher.h).
+ *  - All signals are blocked around the clone, so no handler of the parent
+ *    (GLib's, say) runs in the child before it resets dispositions.
+ */
+#include "launcher/launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+
+typedef struct
+{
+  gint32 step;
+  gint32 error;
+  gint32 detail;
+} Record;
+
+struct FbLauncherChild
+{
+  pid_t pid;
+  int pidfd;
+  int status_fd; /* read end; -1 after EOF */
+  bool mounted;
+  bool executed;
+  bool failed;
+  bool reaped;
+  int exit_code;
+  FbLauncherFailure failure;
+  /* for messages */
+  FbLauncherRootKind root_kind;
+  char *root_dir;
+  char *cwd;
+  char *argv0;
+  char *path_env;
+  guint32 uid, gid, outer_uid, outer_gid;
+  FbLauncherNetwork network;
+};
+
+/* What the child needs, built before the clone. */
+typedef struct
+{
+  int status_fd;   /* write end, >= 3, close-on-exec */
+  int parent_pidfd; /* to notice a parent that died before PDEATHSIG was set; -1 if unsupported */
+  int stdio[3];
+  char *uid_map;
+  char *gid_map;
+  bool new_net;
+  const char *cwd;
+  FbLauncherMounts *mounts;
+  FbLauncherLockdown *lockdown;
+  FbLauncherSeccomp *seccomp;
+  FbLauncherCommand *command;
+} Prepared;
+
+void
+fb_launcher_plan_init (FbLauncherPlan *plan)
+{
+  memset (plan, 0, sizeof *plan);
+  plan->root_kind = FB_LAUNCHER_ROOT_HOST_DIR;
+  plan->fuse_fd = -1;
+  plan->uid = FB_LAUNCHER_ID_CALLER;
+  plan->gid = FB_LAUNCHER_ID_CALLER;
+  plan->network = FB_LAUNCHER_NETWORK_NONE;
+  plan->stdin_fd = plan->stdout_fd = plan->stderr_fd = -1;
+}
+
+const char *
+fb_launcher_network_to_string (FbLauncherNetwork network)
+{
+  switch (network)
+    {
+      case FB_LAUNCHER_NETWORK_NONE:
+        return "none";
+      case FB_LAUNCHER_NETWORK_HOST:
+        return "host";
+    }
+  return "unknown";
+}
+
+bool
+fb_launcher_network_from_string (const char *s, FbLauncherNetwork *ret_network)
+{
+  if (g_strcmp0 (s, "none") == 0)
+    *ret_network = FB_LAUNCHER_NETWORK_NONE;
+  else if (g_strcmp0 (s, "host") == 0)
+    *ret_network = FB_LAUNCHER_NETWORK_HOST;
+  else
+    return false;
+  return true;
+}
+
+static const char *const step_names[FB_LAUNCHER_STEP_N] = {
+  [FB_LAUNCHER_STEP_NONE] = "none",
+  [FB_LAUNCHER_STEP_CLONE] = "clone",
+  [FB_LAUNCHER_STEP_PARENT_GONE] = "parent-gone",
+  [FB_LAUNCHER_STEP_SETGROUPS] = "setgroups",
+  [FB_LAUNCHER_STEP_UID_MAP] = "uid-map",
+  [FB_LAUNCHER_STEP_GID_MAP] = "gid-map",
+  [FB_LAUNCHER_STEP_LOOPBACK] = "loopback",
+  [FB_LAUNCHER_STEP_MOUNT_SLAVE] = "mount-slave",
+  [FB_LAUNCHER_STEP_OPEN_ROOT] = "open-root",
+  [FB_LAUNCHER_STEP_OPEN_DEVICE] = "open-device",
+  [FB_LAUNCHER_STEP_STAGING] = "staging",
+  [FB_LAUNCHER_STEP_MOUNT_ROOT] = "mount-root",
+  [FB_LAUNCHER_STEP_ROOT_READONLY] = "root-readonly",
+  [FB_LAUNCHER_STEP_ROOT_MOUNTED] = "root-mounted",
+  [FB_LAUNCHER_STEP_MOUNT_PROC] = "mount-proc",
+  [FB_LAUNCHER_STEP_MOUNT_DEV] = "mount-dev",
+  [FB_LAUNCHER_STEP_BIND_DEVICE] = "bind-device",
+  [FB_LAUNCHER_STEP_MOUNT_DEVPTS] = "mount-devpts",
+  [FB_LAUNCHER_STEP_DEV_LINK] = "dev-link",
+  [FB_LAUNCHER_STEP_MOUNT_SHM] = "mount-shm",
+  [FB_LAUNCHER_STEP_DEV_READONLY] = "dev-readonly",
+  [FB_LAUNCHER_STEP_PIVOT_ROOT] = "pivot-root",
+  [FB_LAUNCHER_STEP_DETACH_OLD_ROOT] = "detach-old-root",
+  [FB_LAUNCHER_STEP_CHDIR] = "chdir",
+  [FB_LAUNCHER_STEP_SETSID] = "setsid",
+  [FB_LAUNCHER_STEP_PDEATHSIG] = "pdeathsig",
+  [FB_LAUNCHER_STEP_SECUREBITS] = "securebits",
+  [FB_LAUNCHER_STEP_DROP_CAPS] = "drop-caps",
+  [FB_LAUNCHER_STEP_VERIFY_CAPS] = "verify-caps",
+  [FB_LAUNCHER_STEP_NO_NEW_PRIVS] = "no-new-privs",
+  [FB_LAUNCHER_STEP_CLOSE_FDS] = "close-fds",
+  [FB_LAUNCHER_STEP_SECCOMP] = "seccomp",
+  [FB_LAUNCHER_STEP_SIGNALS] = "signals",
+  [FB_LAUNCHER_STEP_FORK] = "fork",
+  [FB_LAUNCHER_STEP_STDIO] = "stdio",
+  [FB_LAUNCHER_STEP_EXEC] = "exec",
+};
+
+const char *
+fb_launcher_step_to_string (FbLauncherStep step)
+{
+  if ((int) step < 0 || step >= FB_LAUNCHER_STEP_N || !step_names[step])
+    return "unknown";
+  return step_names[step];
+}
+
+int
+fb_launcher_failure_exit_code (const FbLauncherFailure *failure)
+{
+  if (failure->step == FB_LAUNCHER_STEP_EXEC)
+    return failure->error == ENOENT ? FB_LAUNCHER_EXIT_NOT_FOUND : FB_LAUNCHER_EXIT_NOT_EXECUTABLE;
+  return FB_LAUNCHER_EXIT_SANDBOX;
+}
+
+/* ---- the child's side: async-signal-safe only ---- */
+
+void
+fb_launcher_report (int status_fd, FbLauncherStep step, int error, int detail)
+{
+  Record rec = { .step = step, .error = error, .detail = detail };
+  ssize_t n;
+  do
+    n = write (status_fd, &rec, sizeof rec);
+  while (n < 0 && errno == EINTR);
+}
+
+static int
+write_file (const char *path, const char *data)
+{
+  int fd = open (path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  size_t len = strlen (data);
+  ssize_t n = write (fd, data, len);
+  int r = n < 0 ? -errno : (size_t) n != len ? -EIO : 0;
+  close (fd);
+  return r;
+}
+
+int
+fb_launcher_ns_write_maps (const char *uid_map, const char *gid_map, FbLauncherStep *ret_step)
+{
+  int r;
+  /* setgroups must be denied before an unprivileged gid_map write is
+   * accepted (CVE-2014-8989: dropping a group could grant access that a
+   * negative group ACL denied).  We deny it as root too: one behaviour. */
+  if ((r = write_file ("/proc/self/setgroups", "deny")) < 0 && r != -ENOENT)
+    {
+      *ret_step = FB_LAUNCHER_STEP_SETGROUPS;
+      return r;
+    }
+  if ((r = write_file ("/proc/self/uid_map", uid_map)) < 0)
+    {
+      *ret_step = FB_LAUNCHER_STEP_UID_MAP;
+      return r;
+    }
+  if ((r = write_file ("/proc/self/gid_map", gid_map)) < 0)
+    {
+      *ret_step = FB_LAUNCHER_STEP_GID_MAP;
+      return r;
+    }
+  return 0;
+}
+
+int
+fb_launcher_ns_loopback_up (void)
+{
+  /* A new network namespace has "lo" down: 127.0.0.1 would be unreachable,
+   * and local servers of the command (tests, language servers) need it. */
+  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  struct ifreq ifr;
+  memset (&ifr, 0, sizeof ifr);
+  memcpy (ifr.ifr_name, "lo", 3);
+  int r = 0;
+  if (ioctl (fd, SIOCGIFFLAGS, &ifr) < 0)
+    r = -errno;
+  else
+    {
+      ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+      if (ioctl (fd, SIOCSIFFLAGS, &ifr) < 0)
+        r = -errno;
+    }
+  close (fd);
+  return r;
+}
+
+G_GNUC_NORETURN static void
+child_fail (const Prepared *p, FbLauncherStep step, int error, int detail)
+{
+  fb_launcher_report (p->status_fd, step, error, detail);
+  _exit (FB_LAUNCHER_EXIT_SANDBOX);
+}
+
+static void
+child_setup_stdio (const Prepared *p)
+{
+  int tmp[3] = { -1, -1, -1 };
+  /* Move every source above 2 first, so that "stdout_fd = 2, stderr_fd = 1"
+   * style swaps can't clobber each other. */
+  for (int i = 0; i < 3; i++)
+    if (p->stdio[i] >= 0 && (tmp[i] = fcntl (p->stdio[i], F_DUPFD_CLOEXEC, 3)) < 0)
+      child_fail (p, FB_LAUNCHER_STEP_STDIO, errno, i);
+  for (int i = 0; i < 3; i++)
+    if (tmp[i] >= 0)
+      {
+        if (dup2 (tmp[i], i) < 0)
+          child_fail (p, FB_LAUNCHER_STEP_STDIO, errno, i);
+        close (tmp[i]);
+      }
+}
+
+G_GNUC_NORETURN static void
+child_main (const Prepared *p)
+{
+  FbLauncherStep step = FB_LAUNCHER_STEP_NONE;
+  FbLauncherFailure failure;
+  int r;
+
+  /* First: die with the thread that cloned us.  If it already died, the
+   * signal was never armed; its pidfd tells (a zombie or a reaped parent
+   * makes the pidfd readable). */
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_PDEATHSIG, errno, 0);
+  if (p->parent_pidfd >= 0)
+    {
+      struct pollfd pfd = { .fd = p->parent_pidfd, .events = POLLIN };
+      if (poll (&pfd, 1, 0) > 0)
+        child_fail (p, FB_LAUNCHER_STEP_PARENT_GONE, ESRCH, 0);
+      close (p->parent_pidfd);
+    }
+
+  /* Parent's handlers must not run here; pid 1 and the command set up
+   * their own.  Signals stay blocked (the parent blocked them for us). */
+  struct sigaction dfl = { .sa_handler = SIG_DFL };
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      sigaction (sig, &dfl, NULL);
+
+  child_setup_stdio (p);
+
+  if ((r = fb_launcher_ns_write_maps (p->uid_map, p->gid_map, &step)) < 0)
+    child_fail (p, step, -r, 0);
+
+  if (p->new_net && (r = fb_launcher_ns_loopback_up ()) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_LOOPBACK, -r, 0);
+
+  if ((r = fb_launcher_mounts_apply (p->mounts, p->status_fd, &failure)) < 0)
+    child_fail (p, failure.step, failure.error, failure.detail);
+
+  if (chdir (p->cwd) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_CHDIR, errno, 0);
+
+  if ((r = fb_launcher_lockdown_apply (p->lockdown, p->seccomp, p->status_fd, &step)) < 0)
+    child_fail (p, step, -r, 0);
+
+  /* Only SIGKILL/SIGSTOP could interrupt us so far; pid 1 now blocks exactly
+   * what it waits for and lets the rest (ignored by init anyway) through. */
+  sigset_t none;
+  sigemptyset (&none);
+  sigset_t fwd;
+  sigemptyset (&fwd);
+  sigaddset (&fwd, SIGINT);
+  sigaddset (&fwd, SIGTERM);
+  sigaddset (&fwd, SIGHUP);
+  sigaddset (&fwd, SIGQUIT);
+  sigaddset (&fwd, SIGCHLD);
+  sigprocmask (SIG_SETMASK, &fwd, NULL);
+
+  fb_launcher_pid1_run (p->command, p->status_fd);
+}
+
+/* ---- the parent's side ---- */
+
+static void
+prepared_clear (Prepared *p)
+{
+  g_free (p->uid_map);
+  g_free (p->gid_map);
+  fb_launcher_mounts_free (p->mounts);
+  fb_launcher_lockdown_free (p->lockdown);
+  fb_launcher_seccomp_free (p->seccomp);
+  fb_launcher_command_free (p->command);
+  if (p->status_fd >= 0)
+    close (p->status_fd);
+  if (p->parent_pidfd >= 0)
+    close (p->parent_pidfd);
+}
+
+static int
+fd_above_2 (int fd)
+{
+  if (fd > 2)
+    return fd;
+  int n = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  return n < 0 ? -errno : n;
+}
+
+int
+fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
+{
+  Prepared p = { .status_fd = -1, .parent_pidfd = -1 };
+  int pipefd[2] = { -1, -1 };
+  int dup_fuse_fd = -1;
+  int r;
+
+  if (!plan->argv || !plan->argv[0])
+    return -EINVAL;
+  if (plan->cwd && plan->cwd[0] != '/')
+    return -EINVAL;
+
+  guint32 outer_uid = geteuid ();
+  guint32 outer_gid = getegid ();
+  guint32 uid = plan->uid == FB_LAUNCHER_ID_CALLER ? outer_uid : plan->uid;
+  guint32 gid = plan->gid == FB_LAUNCHER_ID_CALLER ? outer_gid : plan->gid;
+
+  FbLauncherPlan local = *plan;
+  /* fds 0-2 get replaced in the child: the FUSE fd must live above them */
+  if (local.root_kind == FB_LAUNCHER_ROOT_FUSE && local.fuse_fd >= 0 && local.fuse_fd <= 2)
+    {
+      if ((dup_fuse_fd = fd_above_2 (local.fuse_fd)) < 0)
+        return dup_fuse_fd;
+      local.fuse_fd = dup_fuse_fd;
+    }
+
+  p.uid_map = g_strdup_printf ("%u %u 1\n", uid, outer_uid);
+  p.gid_map = g_strdup_printf ("%u %u 1\n", gid, outer_gid);
+  p.new_net = plan->network == FB_LAUNCHER_NETWORK_NONE;
+  p.cwd = plan->cwd ? plan->cwd : "/";
+  p.stdio[0] = plan->stdin_fd;
+  p.stdio[1] = plan->stdout_fd;
+  p.stdio[2] = plan->stderr_fd;
+
+  if ((r = fb_launcher_mounts_new (&local, uid, gid, &p.mounts)) < 0 || (r = fb_launcher_lockdown_new (&p.lockdown)) < 0
+      || (r = fb_launcher_seccomp_new (&p.seccomp)) < 0 || (r = fb_launcher_command_new (plan, &p.command)) < 0)
+    goto out;
+
+  if (pipe2 (pipefd, O_CLOEXEC) < 0)
+    {
+      r = -errno;
+      goto out;
+    }
+  if ((p.status_fd = fd_above_2 (pipefd[1])) < 0)
+    {
+      r = p.status_fd;
+      p.status_fd = -1;
+      goto out;
+    }
+  if (p.status_fd != pipefd[1])
+    close (pipefd[1]);
+  pipefd[1] = -1;
+
+  /* pidfd_open returns a close-on-exec fd; -1 on kernels before 5.3 */
+  p.parent_pidfd = (int) syscall (__NR_pidfd_open, getpid (), 0);
+
+  unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+                        | SIGCHLD;
+  if (p.new_net)
+    flags |= CLONE_NEWNET;
+
+  sigset_t all, saved;
+  sigfillset (&all);
+  sigprocmask (SIG_SETMASK, &all, &saved);
+  int pidfd = -1;
+  long pid = syscall (__NR_clone, flags | CLONE_PIDFD, NULL, &pidfd, NULL, NULL);
+  if (pid < 0 && errno == EINVAL)
+    {
+      /* before 5.2: no CLONE_PIDFD */
+      pidfd = -1;
+      pid = syscall (__NR_clone, flags, NULL, NULL, NULL, NULL);
+    }
+  if (pid == 0)
+    child_main (&p);
+  int clone_errno = errno;
+  sigprocmask (SIG_SETMASK, &saved, NULL);
+  if (pid < 0)
+    {
+      r = -clone_errno;
+      goto out;
+    }
+
+  FbLauncherChild *child = g_new0 (FbLauncherChild, 1);
+  child->pid = (pid_t) pid;
+  child->pidfd = pidfd;
+  child->status_fd = pipefd[0];
+  pipefd[0] = -1;
+  child->root_kind = plan->root_kind;
+  child->root_dir = g_strdup (plan->root_dir);
+  child->cwd = g_strdup (p.cwd);
+  child->argv0 = g_strdup (plan->argv[0]);
+  {
+    const char *const *envp = plan->envp;
+    extern char **environ;
+    if (!envp)
+      envp = (const char *const *) environ;
+    for (; *envp; envp++)
+      if (g_str_has_prefix (*envp, "PATH="))
+        child->path_env = g_strdup (*envp + 5);
+  }
+  child->uid = uid;
+  child->gid = gid;
+  child->outer_uid = outer_uid;
+  child->outer_gid = outer_gid;
+  child->network = plan->network;
+  *ret_child = child;
+  r = 0;
+
+out:
+  if (pipefd[0] >= 0)
+    close (pipefd[0]);
+  if (pipefd[1] >= 0)
+    close (pipefd[1]);
+  if (dup_fuse_fd >= 0)
+    close (dup_fuse_fd);
+  prepared_clear (&p);
+  return r;
+}
+
+pid_t
+fb_launcher_child_get_pid (const FbLauncherChild *child)
+{
+  return child->pid;
+}
+
+int
+fb_launcher_child_get_pidfd (const FbLauncherChild *child)
+{
+  return child->pidfd;
+}
+
+const FbLauncherFailure *
+fb_launcher_child_get_failure (const FbLauncherChild *child)
+{
+  return child->failed ? &child->failure : NULL;
+}
+
+/* Read records until WANT_MOUNTED is satisfied (a ROOT_MOUNTED record) or the
+ * pipe ends (EOF: the command was executed, or everything died). */
+static int
+read_status (FbLauncherChild *child, bool want_mounted)
+{
+  while (child->status_fd >= 0)
+    {
+      if (want_mounted && child->mounted)
+        return 0;
+      Record rec;
+      ssize_t n = read (child->status_fd, &rec, sizeof rec);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n == (ssize_t) sizeof rec)
+        {
+          if (rec.step == FB_LAUNCHER_STEP_ROOT_MOUNTED)
+            {
+              child->mounted = true;
+              continue;
+            }
+          if (!child->failed)
+            {
+              child->failed = true;
+              child->failure.step = rec.step >= 0 && rec.step < FB_LAUNCHER_STEP_N ? rec.step : FB_LAUNCHER_STEP_NONE;
+              child->failure.error = rec.error;
+              child->failure.detail = rec.detail;
+            }
+          continue;
+        }
+      /* EOF (or a short or failed read, which only a dying child causes) */
+      close (child->status_fd);
+      child->status_fd = -1;
+    }
+  if (child->failed)
+    return -ECHILD;
+  if (!child->mounted)
+    {
+      /* died without a word: killed, most likely */
+      child->failed = true;
+      child->failure.step = FB_LAUNCHER_STEP_NONE;
+      child->failure.error = ECHILD;
+      return -ECHILD;
+    }
+  child->executed = true;
+  return 0;
+}
+
+int
+fb_launcher_child_wait_mounted (FbLauncherChild *child)
+{
+  if (child->mounted)
+    return 0;
+  return read_status (child, true);
+}
+
+int
+fb_launcher_child_wait_exec (FbLauncherChild *child)
+{
+  if (child->executed)
+    return 0;
+  return read_status (child, false);
+}
+
+int
+fb_launcher_child_kill (FbLauncherChild *child, int sig)
+{
+  if (child->reaped)
+    return -ESRCH;
+  if (child->pidfd >= 0)
+    {
+      if (syscall (__NR_pidfd_send_signal, child->pidfd, sig, NULL, 0) < 0)
+        return -errno;
+      return 0;
+    }
+  if (kill (child->pid, sig) < 0)
+    return -errno;
+  return 0;
+}
+
+static void
+set_exit (FbLauncherChild *child, int status)
+{
+  child->reaped = true;
+  if (WIFEXITED (status))
+    child->exit_code = WEXITSTATUS (status);
+  else if (WIFSIGNALED (status))
+    child->exit_code = 128 + WTERMSIG (status);
+  else
+    child->exit_code = FB_LAUNCHER_EXIT_SANDBOX;
+  /* A failure record makes the status ours, whatever pid 1 exited with. */
+  if (child->status_fd >= 0)
+    {
+      /* drain what is left, without blocking: the child is gone */
+      int fl = fcntl (child->status_fd, F_GETFL);
+      if (fl >= 0)
+        fcntl (child->status_fd, F_SETFL, fl | O_NONBLOCK);
+      read_status (child, false);
+    }
+  if (child->failed && child->failure.step != FB_LAUNCHER_STEP_NONE)
+    child->exit_code = fb_launcher_failure_exit_code (&child->failure);
+}
+
+static int
+do_wait (FbLauncherChild *child, int *ret_exit_code, int options)
+{
+  if (!child->reaped)
+    {
+      int status;
+      pid_t w;
+      do
+        w = waitpid (child->pid, &status, options);
+      while (w < 0 && errno == EINTR);
+      if (w < 0)
+        return -errno;
+      if (w == 0)
+        return -EAGAIN;
+      set_exit (child, status);
+    }
+  if (ret_exit_code)
+    *ret_exit_code = child->exit_code;
+  return 0;
+}
+
+int
+fb_launcher_child_wait (FbLauncherChild *child, int *ret_exit_code)
+{
+  return do_wait (child, ret_exit_code, 0);
+}
+
+int
+fb_launcher_child_try_wait (FbLauncherChild *child, int *ret_exit_code)
+{
+  return do_wait (child, ret_exit_code, WNOHANG);
+}
+
+void
+fb_launcher_child_free (FbLauncherChild *child)
+{
+  if (!child)
+    return;
+  if (!child->reaped)
+    {
+      fb_launcher_child_kill (child, SIGKILL);
+      int status;
+      while (waitpid (child->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    }
+  if (child->status_fd >= 0)
+    close (child->status_fd);
+  if (child->pidfd >= 0)
+    close (child->pidfd);
+  g_free (child->root_dir);
+  g_free (child->cwd);
+  g_free (child->argv0);
+  g_free (child->path_env);
+  g_free (child);
+}
+
+/* ---- messages ---- */
+
+typedef struct
+{
+  FbLauncherRootKind root_kind;
+  const char *root_dir;
+  const char *cwd;
+  const char *argv0;
+  const char *path_env;
+  guint32 uid, gid, outer_uid, outer_gid;
+} MessageContext;
+
+static char *
+describe (const MessageContext *ctx, const FbLauncherFailure *f)
+{
+  const char *step = fb_launcher_step_to_string (f->step);
+  const char *err = g_strerror (f->error);
+  const char *root = ctx->root_kind == FB_LAUNCHER_ROOT_FUSE ? "the FUSE view" : ctx->root_dir;
+  const char *check = "run 'fusebox check' to see which prerequisite is missing and how to fix it";
+
+  switch (f->step)
+    {
+      case FB_LAUNCHER_STEP_CLONE:
+        return g_strdup_printf ("%s: could not create the sandbox's user, mount, pid, ipc, uts, cgroup (and network) "
+                                "namespaces: %s; user namespaces are disabled or limited on this host: %s",
+                                step, err, check);
+      case FB_LAUNCHER_STEP_PARENT_GONE:
+        return g_strdup_printf ("%s: the supervisor exited while the sandbox was being made; nothing ran", step);
+      case FB_LAUNCHER_STEP_SETGROUPS:
+        return g_strdup_printf ("%s: /proc/self/setgroups: writing \"deny\" failed: %s; %s", step, err, check);
+      case FB_LAUNCHER_STEP_UID_MAP:
+        return g_strdup_printf ("%s: /proc/self/uid_map: mapping uid %u inside to %u outside failed: %s; an "
+                                "unprivileged caller can only map its own uid once; %s",
+                                step, ctx->uid, ctx->outer_uid, err, check);
+      case FB_LAUNCHER_STEP_GID_MAP:
+        return g_strdup_printf ("%s: /proc/self/gid_map: mapping gid %u inside to %u outside failed: %s; %s", step,
+                                ctx->gid, ctx->outer_gid, err, check);
+      case FB_LAUNCHER_STEP_LOOPBACK:
+        return g_strdup_printf ("%s: bringing up \"lo\" in the sandbox's network namespace failed: %s; use "
+                                "--network host to share the host's network instead",
+                                step, err);
+      case FB_LAUNCHER_STEP_MOUNT_SLAVE:
+        return g_strdup_printf ("%s: /: making the sandbox's mounts slaves of the host's failed: %s; %s", step, err,
+                                check);
+      case FB_LAUNCHER_STEP_OPEN_ROOT:
+        return g_strdup_printf ("%s: %s: the root directory can't be opened: %s; give an existing directory", step,
+                                root, err);
+      case FB_LAUNCHER_STEP_OPEN_DEVICE:
+        return g_strdup_printf ("%s: %s: the host device can't be opened: %s; the sandbox's /dev binds it from the "
+                                "host, so it must exist (in a container, pass it with --device)",
+                                step, fb_launcher_mounts_device_name (f->detail), err);
+      case FB_LAUNCHER_STEP_STAGING:
+        return g_strdup_printf ("%s: mounting the staging tmpfs inside the sandbox's mount namespace failed: %s; %s",
+                                step, err, check);
+      case FB_LAUNCHER_STEP_MOUNT_ROOT:
+        if (ctx->root_kind == FB_LAUNCHER_ROOT_FUSE)
+          return g_strdup_printf ("%s: mounting the FUSE view (/dev/fuse) as the sandbox's root failed: %s; FUSE "
+                                  "must be mountable inside a user namespace: %s",
+                                  step, err, check);
+        return g_strdup_printf ("%s: %s: binding it as the sandbox's root failed: %s; the kernel needs open_tree and "
+                                "move_mount (Linux 5.2): %s",
+                                step, root, err, check);
+      case FB_LAUNCHER_STEP_ROOT_READONLY:
+        return g_strdup_printf ("%s: %s: making the root read-only failed: %s; the kernel needs mount_setattr "
+                                "(Linux 5.12)",
+                                step, root, err);
+      case FB_LAUNCHER_STEP_MOUNT_PROC:
+        if (f->error == ENOENT || f->error == ENOTDIR)
+          return g_strdup_printf ("%s: /proc: the sandbox's root (%s) has no /proc directory to mount on: %s; the "
+                                  "policy must keep /proc visible",
+                                  step, root, err);
+        return g_strdup_printf ("%s: /proc: mounting a fresh procfs for the sandbox failed: %s; the kernel allows it "
+                                "only where an unmasked /proc is visible: in a container, unmask /proc (docker "
+                                "--security-opt systempaths=unconfined, podman --security-opt unmask=/proc/*); %s",
+                                step, err, check);
+      case FB_LAUNCHER_STEP_MOUNT_DEV:
+        if (f->error == ENOENT || f->error == ENOTDIR)
+          return g_strdup_printf ("%s: /dev: the sandbox's root (%s) has no /dev directory to mount on: %s; the "
+                                  "policy must keep /dev visible",
+                                  step, root, err);
+        return g_strdup_printf ("%s: /dev: mounting the sandbox's tmpfs /dev failed: %s; %s", step, err, check);
+      case FB_LAUNCHER_STEP_BIND_DEVICE:
+        return g_strdup_printf ("%s: %s: binding the host's node into the sandbox failed: %s; %s", step,
+                                fb_launcher_mounts_device_name (f->detail), err, check);
+      case FB_LAUNCHER_STEP_MOUNT_DEVPTS:
+        return g_strdup_printf ("%s: /dev/pts: mounting a private devpts failed: %s; %s", step, err, check);
+      case FB_LAUNCHER_STEP_DEV_LINK:
+      case FB_LAUNCHER_STEP_MOUNT_SHM:
+      case FB_LAUNCHER_STEP_DEV_READONLY:
+        return g_strdup_printf ("%s: /dev: setting up the sandbox's /dev failed: %s; %s", step, err, check);
+      case FB_LAUNCHER_STEP_PIVOT_ROOT:
+      case FB_LAUNCHER_STEP_DETACH_OLD_ROOT:
+        return g_strdup_printf ("%s: %s: switching the sandbox to its new root failed: %s; %s", step, root, err,
+                                check);
+      case FB_LAUNCHER_STEP_CHDIR:
+        return g_strdup_printf ("%s: %s: the working directory is not reachable in the sandbox: %s; pass --cwd with "
+                                "a directory the policy makes visible",
+                                step, ctx->cwd, err);
+      case FB_LAUNCHER_STEP_SETSID:
+      case FB_LAUNCHER_STEP_PDEATHSIG:
+      case FB_LAUNCHER_STEP_SECUREBITS:
+      case FB_LAUNCHER_STEP_DROP_CAPS:
+      case FB_LAUNCHER_STEP_VERIFY_CAPS:
+      case FB_LAUNCHER_STEP_NO_NEW_PRIVS:
+      case FB_LAUNCHER_STEP_CLOSE_FDS:
+        return g_strdup_printf ("%s: locking the sandbox down failed: %s; nothing ran; %s", step, err, check);
+      case FB_LAUNCHER_STEP_SECCOMP:
+        return g_strdup_printf ("%s: installing the seccomp filter failed: %s; the kernel needs CONFIG_SECCOMP_FILTER; "
+                                "%s",
+                                step, err, check);
+      case FB_LAUNCHER_STEP_SIGNALS:
+      case FB_LAUNCHER_STEP_FORK:
+        return g_strdup_printf ("%s: the sandbox's pid 1 could not start the command: %s", step, err);
+      case FB_LAUNCHER_STEP_STDIO:
+        return g_strdup_printf ("%s: fd %d: passing standard input/output into the sandbox failed: %s", step,
+                                f->detail, err);
+      case FB_LAUNCHER_STEP_EXEC:
+        if (f->error == ENOENT)
+          {
+            if (strchr (ctx->argv0, '/'))
+              return g_strdup_printf ("%s: %s: command not found in the sandbox: %s; check the path and that the "
+                                      "policy makes it visible",
+                                      step, ctx->argv0, err);
+            return g_strdup_printf ("%s: %s: command not found in the sandbox (searched PATH=%s); give its full path "
+                                    "or fix PATH with --setenv PATH ...",
+                                    step, ctx->argv0, ctx->path_env ? ctx->path_env : "(unset: /usr/local/bin:/usr/bin:/bin)");
+          }
+        if (f->error == EACCES)
+          return g_strdup_printf ("%s: %s: the command can't be executed in the sandbox: %s; check that it is an "
+                                  "executable file (mode +x) and that the policy lets the sandbox read it",
+                                  step, ctx->argv0, err);
+        if (f->error == ENOEXEC)
+          return g_strdup_printf ("%s: %s: not an executable format: %s; a script needs a \"#!\" line", step,
+                                  ctx->argv0, err);
+        return g_strdup_printf ("%s: %s: executing the command failed: %s", step, ctx->argv0, err);
+      case FB_LAUNCHER_STEP_NONE:
+      case FB_LAUNCHER_STEP_ROOT_MOUNTED:
+      case FB_LAUNCHER_STEP_N:
+        break;
+    }
+  return g_strdup_printf ("the sandbox's pid 1 died before it could report (killed?): %s", err);
+}
+
+char *
+fb_launcher_child_describe_failure (const FbLauncherChild *child)
+{
+  if (!child->failed)
+    return NULL;
+  MessageContext ctx = {
+    .root_kind = child->root_kind,
+    .root_dir = child->root_dir,
+    .cwd = child->cwd,
+    .argv0 = child->argv0,
+    .path_env = child->path_env,
+    .uid = child->uid,
+    .gid = child->gid,
+    .outer_uid = child->outer_uid,
+    .outer_gid = child->outer_gid,
+  };
+  return describe (&ctx, &child->failure);
+}
+
+char *
+fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailure *failure)
+{
+  extern char **environ;
+  const char *const *envp = plan->envp ? plan->envp : (const char *const *) environ;
+  const char *path_env = NULL;
+  for (; *envp; envp++)
+    if (g_str_has_prefix (*envp, "PATH="))
+      path_env = *envp + 5;
+  MessageContext ctx = {
+    .root_kind = plan->root_kind,
+    .root_dir = plan->root_dir,
+    .cwd = plan->cwd ? plan->cwd : "/",
+    .argv0 = plan->argv && plan->argv[0] ? plan->argv[0] : "(none)",
+    .path_env = path_env,
+    .uid = plan->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : plan->uid,
+    .gid = plan->gid == FB_LAUNCHER_ID_CALLER ? getegid () : plan->gid,
+    .outer_uid = geteuid (),
+    .outer_gid = getegid (),
+  };
+  return describe (&ctx, failure);
+}

@@ -1,0 +1,244 @@
+/* fusebox — the launcher's public interface: put a command in a sandbox.
+ *
+ * A launch is one clone(2) with new user, mount, pid, ipc, uts and cgroup
+ * namespaces (and net unless the plan shares the host's network).  The clone
+ * child is pid 1 of the new pid namespace; it writes its own uid/gid maps,
+ * builds the mount plan (the root is a FUSE fd or, for probes and tests, a
+ * host directory bound read-only), pivots into it, locks itself down
+ * (setsid, PDEATHSIG, no capabilities, no_new_privs, no inherited fds,
+ * seccomp) and then stays as a tiny init: it forks the command, forwards
+ * signals to it, reaps orphans and exits with the command's status.
+ *
+ * Threads: fb_launcher_spawn() forks; call it only while the process has a
+ * single thread (before the FUSE workers and GLib's worker thread start).
+ * Everything the child needs (paths, map lines, the seccomp program, the
+ * capability state) is computed before the clone, so the child makes only
+ * async-signal-safe calls.  The child reports failures as {step, errno,
+ * detail} records on a close-on-exec pipe; the parent turns them into a
+ * message with the step, the path and the fix.
+ *
+ * Lifetime: the child sets PR_SET_PDEATHSIG(SIGKILL) towards the thread that
+ * called fb_launcher_spawn(), so that thread must live as long as the
+ * sandbox (use the main thread).  When pid 1 dies the kernel kills every
+ * process of its pid namespace, so the whole tree dies with the supervisor,
+ * even on SIGKILL.
+ *
+ * Errors: int results are >= 0 on success, -errno on failure (STYLE.md).
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+G_BEGIN_DECLS
+
+/* Exit statuses of `fusebox run` for its own failures (as env(1), bwrap). */
+#define FB_LAUNCHER_EXIT_SANDBOX 125        /* the sandbox could not be made */
+#define FB_LAUNCHER_EXIT_NOT_EXECUTABLE 126 /* the command exists but can't be executed */
+#define FB_LAUNCHER_EXIT_NOT_FOUND 127      /* the command was not found */
+
+/* "use the caller's id" (a 1:1 map) */
+#define FB_LAUNCHER_ID_CALLER ((guint32) -1)
+
+typedef enum
+{
+  FB_LAUNCHER_ROOT_FUSE = 0,     /* an open, not yet mounted /dev/fuse fd served by the supervisor */
+  FB_LAUNCHER_ROOT_HOST_DIR = 1, /* a host directory, bound read-only (probes, tests) */
+} FbLauncherRootKind;
+
+typedef enum
+{
+  FB_LAUNCHER_NETWORK_NONE = 0, /* a new network namespace with only loopback, up */
+  FB_LAUNCHER_NETWORK_HOST = 1, /* the caller's network namespace */
+} FbLauncherNetwork;
+
+const char *fb_launcher_network_to_string (FbLauncherNetwork network);
+bool fb_launcher_network_from_string (const char *s, FbLauncherNetwork *ret_network);
+
+/* What to launch.  Initialise with fb_launcher_plan_init(); all strings are
+ * borrowed and only read during fb_launcher_spawn(). */
+typedef struct
+{
+  FbLauncherRootKind root_kind;
+  int fuse_fd;          /* ROOT_FUSE: the /dev/fuse fd; the child mounts it as "/" */
+  const char *root_dir; /* ROOT_HOST_DIR: absolute host path shown read-only as "/" */
+  guint32 uid;          /* uid inside; FB_LAUNCHER_ID_CALLER = the caller's euid */
+  guint32 gid;          /* gid inside; FB_LAUNCHER_ID_CALLER = the caller's egid */
+  FbLauncherNetwork network;
+  const char *const *argv; /* argv[0] without "/" is searched in envp's PATH inside */
+  const char *const *envp; /* NULL = the caller's environ */
+  const char *cwd;         /* absolute path inside the sandbox; NULL = "/" */
+  int stdin_fd;            /* -1 = the caller's 0, 1, 2 */
+  int stdout_fd;
+  int stderr_fd;
+} FbLauncherPlan;
+
+void fb_launcher_plan_init (FbLauncherPlan *plan);
+
+/* Where the child was when it failed.  Values travel on the status pipe. */
+typedef enum
+{
+  FB_LAUNCHER_STEP_NONE = 0,
+  FB_LAUNCHER_STEP_CLONE,         /* parent: clone(2) with the new namespaces */
+  FB_LAUNCHER_STEP_PARENT_GONE,   /* the supervisor died before the sandbox was ready */
+  FB_LAUNCHER_STEP_SETGROUPS,     /* writing "deny" to /proc/self/setgroups */
+  FB_LAUNCHER_STEP_UID_MAP,       /* writing /proc/self/uid_map */
+  FB_LAUNCHER_STEP_GID_MAP,       /* writing /proc/self/gid_map */
+  FB_LAUNCHER_STEP_LOOPBACK,      /* bringing "lo" up in the new network namespace */
+  FB_LAUNCHER_STEP_MOUNT_SLAVE,   /* making every mount a slave so nothing propagates to the host */
+  FB_LAUNCHER_STEP_OPEN_ROOT,     /* opening the host directory used as root */
+  FB_LAUNCHER_STEP_OPEN_DEVICE,   /* opening a host device node (detail: index) */
+  FB_LAUNCHER_STEP_STAGING,       /* mounting the staging tmpfs */
+  FB_LAUNCHER_STEP_MOUNT_ROOT,    /* mounting the FUSE fd, or cloning the host directory's tree */
+  FB_LAUNCHER_STEP_ROOT_READONLY, /* making the host directory's tree read-only */
+  FB_LAUNCHER_STEP_ROOT_MOUNTED,  /* (not a failure: the sync point, see wait_mounted) */
+  FB_LAUNCHER_STEP_MOUNT_PROC,
+  FB_LAUNCHER_STEP_MOUNT_DEV,
+  FB_LAUNCHER_STEP_BIND_DEVICE, /* detail: index */
+  FB_LAUNCHER_STEP_MOUNT_DEVPTS,
+  FB_LAUNCHER_STEP_DEV_LINK,
+  FB_LAUNCHER_STEP_MOUNT_SHM,
+  FB_LAUNCHER_STEP_DEV_READONLY,
+  FB_LAUNCHER_STEP_PIVOT_ROOT,
+  FB_LAUNCHER_STEP_DETACH_OLD_ROOT,
+  FB_LAUNCHER_STEP_CHDIR,
+  FB_LAUNCHER_STEP_SETSID,
+  FB_LAUNCHER_STEP_PDEATHSIG,
+  FB_LAUNCHER_STEP_SECUREBITS,
+  FB_LAUNCHER_STEP_DROP_CAPS,
+  FB_LAUNCHER_STEP_VERIFY_CAPS,
+  FB_LAUNCHER_STEP_NO_NEW_PRIVS,
+  FB_LAUNCHER_STEP_CLOSE_FDS,
+  FB_LAUNCHER_STEP_SECCOMP,
+  FB_LAUNCHER_STEP_SIGNALS,
+  FB_LAUNCHER_STEP_FORK,
+  FB_LAUNCHER_STEP_STDIO,
+  FB_LAUNCHER_STEP_EXEC,
+  FB_LAUNCHER_STEP_N
+} FbLauncherStep;
+
+const char *fb_launcher_step_to_string (FbLauncherStep step);
+
+typedef struct
+{
+  FbLauncherStep step;
+  int error;  /* errno */
+  int detail; /* step-specific index (a device), else 0 */
+} FbLauncherFailure;
+
+/* The exit status `fusebox run` uses for this failure: 127 when the command
+ * was not found, 126 when it can't be executed, else 125. */
+int fb_launcher_failure_exit_code (const FbLauncherFailure *failure);
+
+/* A started sandbox. */
+typedef struct FbLauncherChild FbLauncherChild;
+
+/* Clone the sandbox.  On success *ret_child holds pid 1's pid (in the
+ * caller's pid namespace).  Errors: -EINVAL for a bad plan, the clone's
+ * -errno (the failure is also recorded: fb_launcher_child_describe_failure()
+ * is not available then, use fb_launcher_describe_failure()). */
+int fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child);
+
+pid_t fb_launcher_child_get_pid (const FbLauncherChild *child);
+/* A pidfd for pid 1 (CLONE_PIDFD), or -1 on kernels without it.  Owned by the child object. */
+int fb_launcher_child_get_pidfd (const FbLauncherChild *child);
+
+/* The sync point.  Blocks until the child has mounted its root: for a FUSE
+ * root, the supervisor must start serving the fd right after this returns 0
+ * (reading /dev/fuse before the mount fails with EPERM, and every later step
+ * of the child looks up paths in the view and waits for answers).  Returns
+ * 0, or -ECHILD when the child failed or died first (then see
+ * fb_launcher_child_get_failure()). */
+int fb_launcher_child_wait_mounted (FbLauncherChild *child);
+/* Blocks until the command was executed (0) or the sandbox failed
+ * (-ECHILD, see fb_launcher_child_get_failure()). */
+int fb_launcher_child_wait_exec (FbLauncherChild *child);
+/* The failure the child reported, or NULL. */
+const FbLauncherFailure *fb_launcher_child_get_failure (const FbLauncherChild *child);
+/* A message for people: what failed, the path, and what to do. */
+char *fb_launcher_child_describe_failure (const FbLauncherChild *child);
+char *fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailure *failure);
+
+/* Send SIG to pid 1 (which forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to
+ * the command; SIGKILL kills the whole sandbox). */
+int fb_launcher_child_kill (FbLauncherChild *child, int sig);
+/* Reap pid 1.  *ret_exit_code: the command's exit status, 128+N when it was
+ * killed by signal N, or 125/126/127 when the sandbox failed.  Returns 0 or
+ * -errno of waitpid. */
+int fb_launcher_child_wait (FbLauncherChild *child, int *ret_exit_code);
+/* Non-blocking variant: -EAGAIN while pid 1 runs. */
+int fb_launcher_child_try_wait (FbLauncherChild *child, int *ret_exit_code);
+/* Kills (SIGKILL) and reaps a child not yet reaped; accepts NULL. */
+void fb_launcher_child_free (FbLauncherChild *child);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherChild, fb_launcher_child_free)
+
+/* ---- Building blocks (launcher-*.c share them; `fusebox check` reuses them) ---- */
+
+/* The seccomp program of DESIGN.md / issue 4, compiled once in the parent. */
+typedef struct FbLauncherSeccomp FbLauncherSeccomp;
+int fb_launcher_seccomp_new (FbLauncherSeccomp **ret_seccomp);
+/* Async-signal-safe: install the program on the calling process (all
+ * threads, SECCOMP_FILTER_FLAG_TSYNC).  Needs no_new_privs or CAP_SYS_ADMIN. */
+int fb_launcher_seccomp_install (const FbLauncherSeccomp *seccomp);
+void fb_launcher_seccomp_free (FbLauncherSeccomp *seccomp);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherSeccomp, fb_launcher_seccomp_free)
+
+/* The capability lock-down, prepared in the parent. */
+typedef struct FbLauncherLockdown FbLauncherLockdown;
+int fb_launcher_lockdown_new (FbLauncherLockdown **ret_lockdown);
+/* Async-signal-safe, in this order: setsid, PR_SET_PDEATHSIG(SIGKILL),
+ * securebits, every capability dropped from all five sets and checked,
+ * PR_SET_NO_NEW_PRIVS, every fd but 0-2 and KEEP_FD closed, then SECCOMP
+ * (may be NULL) installed.  On failure returns -errno and sets *ret_step. */
+int fb_launcher_lockdown_apply (const FbLauncherLockdown *lockdown, const FbLauncherSeccomp *seccomp, int keep_fd,
+                                FbLauncherStep *ret_step);
+void fb_launcher_lockdown_free (FbLauncherLockdown *lockdown);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherLockdown, fb_launcher_lockdown_free)
+
+/* The mount plan, prepared in the parent, applied by the child inside its
+ * new user+mount namespace.  Nothing is created on the host: every directory
+ * and file the plan makes lives in a tmpfs mounted inside the namespace. */
+typedef struct FbLauncherMounts FbLauncherMounts;
+int fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, FbLauncherMounts **ret_mounts);
+/* Async-signal-safe.  Writes the FB_LAUNCHER_STEP_ROOT_MOUNTED record on
+ * STATUS_FD (if >= 0) right after the root is mounted, then mounts /proc,
+ * /dev, /dev/pts, /dev/shm and pivots into the root.  On failure returns
+ * -errno and fills *ret_failure. */
+int fb_launcher_mounts_apply (const FbLauncherMounts *mounts, int status_fd, FbLauncherFailure *ret_failure);
+/* The name of device DETAIL ("/dev/null"...) for messages, or NULL. */
+const char *fb_launcher_mounts_device_name (int detail);
+void fb_launcher_mounts_free (FbLauncherMounts *mounts);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherMounts, fb_launcher_mounts_free)
+
+/* Async-signal-safe helpers for a cloned child (launcher-ns.c). */
+void fb_launcher_report (int status_fd, FbLauncherStep step, int error, int detail);
+/* Write the prepared "deny" + map lines for the calling process. */
+int fb_launcher_ns_write_maps (const char *uid_map, const char *gid_map, FbLauncherStep *ret_step);
+int fb_launcher_ns_loopback_up (void);
+
+/* The command and pid 1 (launcher-pid1.c). */
+typedef struct FbLauncherCommand FbLauncherCommand;
+int fb_launcher_command_new (const FbLauncherPlan *plan, FbLauncherCommand **ret_command);
+/* Never returns: forks the command, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT to
+ * it, reaps every child and _exits with the command's status (128+N for a
+ * signal).  STATUS_FD goes to the command (close-on-exec: EOF on exec) and
+ * is closed in pid 1. */
+G_GNUC_NORETURN void fb_launcher_pid1_run (const FbLauncherCommand *command, int status_fd);
+void fb_launcher_command_free (FbLauncherCommand *command);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherCommand, fb_launcher_command_free)
+
+/* `fusebox check` (launcher-check.c): each probe runs in a child with a
+ * timeout and prints one line to OUT.  Returns the number of probes that
+ * failed (0: `run` can work). */
+typedef struct
+{
+  const char *fuse_path;     /* NULL = "/dev/fuse" */
+  const char *sysctl_root;   /* NULL = "/proc/sys" (a seam for tests) */
+  guint timeout_ms;          /* per probe; 0 = 5000 */
+  bool quiet_ok;             /* print only the problems */
+} FbLauncherCheckOptions;
+int fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out);
+
+G_END_DECLS
