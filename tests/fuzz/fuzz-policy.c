@@ -1,0 +1,106 @@
+/* fusebox — libFuzzer target for the policy parser and the decisions it
+ * leads to.  Input: policy text.  A policy that loads is asked about a few
+ * paths (whole and step by step, which must agree), dumped with
+ * fb_policy_to_json and loaded again (which must succeed and decide the
+ * same).  Seed corpus: fixtures/policies/.
+ *
+ *   build-fuzz/tests/fuzz/fuzz-policy -max_total_time=600 CORPUS fixtures/policies
+ */
+#include "policy/policy-private.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *const paths[] = {
+  "/",
+  "/home/u",
+  "/home/u/ws/src/main.c",
+  "/home/u/ws/.git/config",
+  "/tmp/x.pem",
+  "/srv/app/secrets/README",
+  "/etc/ssh/ssh_host_rsa_key",
+  "/a/b/c/d/e/f/g/h/i/j",
+  "/données/été",
+  "//bad",
+};
+
+static void
+check_decisions (const FbPolicy *a, const FbPolicy *b)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (paths); i++)
+    {
+      FbPolicyDecision whole;
+      FbPolicyDecision chain;
+      FbPolicyDecision other;
+      const char *p = paths[i];
+
+      fb_policy_decide (a, p, &whole);
+      if (whole.rule == NULL || whole.mount == NULL || whole.mounted_children == NULL
+          || whole.reachable_children == NULL || whole.rule->why == NULL)
+        abort ();
+      (void) fb_policy_subtree_has_rules (a, &whole, p);
+      if (!fb_policy_path_is_normalized (p))
+        continue;
+      fb_policy_decide (a, "/", &chain);
+      if (strcmp (p, "/") != 0)
+        {
+          g_auto (GStrv) names = g_strsplit (p + 1, "/", -1);
+          g_autoptr (GString) parent = g_string_new ("/");
+
+          for (guint k = 0; names[k] != NULL; k++)
+            {
+              fb_policy_decide_child (a, &chain, parent->str, names[k], &chain);
+              if (parent->len > 1)
+                g_string_append_c (parent, '/');
+              g_string_append (parent, names[k]);
+            }
+        }
+      if (chain.access != whole.access || chain.rule != whole.rule || chain.mount != whole.mount
+          || chain.traversable != whole.traversable)
+        abort ();
+      if (b != NULL)
+        {
+          fb_policy_decide (b, p, &other);
+          if (other.access != whole.access || other.traversable != whole.traversable
+              || g_strcmp0 (other.rule->why, whole.rule->why) != 0)
+            abort ();
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  static const FbPolicyVars vars = {
+    .workspace = "/home/u/ws",
+    .home = "/home/u",
+    .cwd = "/home/u/ws",
+    .run = "/run/fusebox/fuzz",
+  };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) policy = NULL;
+  g_autoptr (FbPolicy) again = NULL;
+  g_autofree char *json = NULL;
+
+  policy = fb_policy_load_data ((const char *) data, (gssize) size, "fuzz.json", &vars, &error);
+  if (policy == NULL)
+    {
+      /* every failure is a policy error with a message */
+      if (error == NULL || error->domain != FB_POLICY_ERROR || error->message == NULL)
+        abort ();
+      return 0;
+    }
+  json = fb_policy_to_json (policy);
+  again = fb_policy_load_data (json, -1, "again.json", &vars, &error);
+  if (again == NULL)
+    {
+      /* the effective policy must always load again */
+      fprintf (stderr, "to_json output does not load: %s\n%s\n", error->message, json);
+      abort ();
+    }
+  check_decisions (policy, again);
+  return 0;
+}
