@@ -122,7 +122,8 @@ queued_clear (Queued *q)
 static int
 open_live (FbAccessLog *log, GError **error)
 {
-  int fd = openat (log->dirfd, log->name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+  /* O_RDWR only to look at the last byte of an existing file (below). */
+  int fd = openat (log->dirfd, log->name, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
   struct stat st;
 
   if (fd < 0)

@@ -733,12 +733,27 @@ text_safe (GString *out, const char *s)
   fb_text_append_safe (out, s, strlen (s));
 }
 
+/* Right-aligned in 10 columns.  Not g_format_size: its U+00A0 breaks
+ * byte-counted alignment and grep. */
 static void
 text_bytes (GString *out, gint64 bytes)
 {
-  g_autofree char *h = g_format_size_full ((guint64) MAX (bytes, 0), G_FORMAT_SIZE_IEC_UNITS);
+  static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+  double v = (double) MAX (bytes, 0);
+  guint u = 0;
 
-  g_string_append_printf (out, "%12s", h);
+  if (bytes < 1024)
+    {
+      g_string_append_printf (out, "%8" G_GINT64_FORMAT " B", MAX (bytes, 0));
+      return;
+    }
+  v /= 1024;
+  while (v >= 1024 && u + 1 < G_N_ELEMENTS (units))
+    {
+      v /= 1024;
+      u++;
+    }
+  g_string_append_printf (out, "%6.1f %s", v, units[u]);
 }
 
 static void

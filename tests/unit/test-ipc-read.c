@@ -1,0 +1,445 @@
+/* fusebox — reading a log back: truncated last lines and bad lines are
+ * reported and skipped, seq gaps and duplicates are caught, rotated files
+ * come first in seq order, and follow mode survives rotations (several
+ * between two polls included) without losing or repeating a record. */
+#include "tests/unit/test-ipc-util.h"
+
+typedef struct
+{
+  char *dir;
+  char *path;
+} Fixture;
+
+static int
+setup (void **state)
+{
+  Fixture *f = g_new0 (Fixture, 1);
+
+  f->dir = test_tmpdir ();
+  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
+  *state = f;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  Fixture *f = *state;
+
+  test_rm_rf (f->dir);
+  g_free (f->dir);
+  g_free (f->path);
+  g_free (f);
+  return 0;
+}
+
+static char *
+record_line (const char *run, guint64 seq)
+{
+  return g_strdup_printf ("{\"ts\":\"2024-05-01T12:00:%02u.000000Z\",\"run\":\"%s\",\"seq\":%" G_GUINT64_FORMAT
+                          ",\"pid\":1,\"comm\":\"t\",\"op\":\"open\",\"path\":\"/p%" G_GUINT64_FORMAT
+                          "\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":"
+                          "\"x\",\"why\":\"y\"}",
+                          (guint) (seq % 60), run, seq, seq);
+}
+
+/* Lines for seqs FIRST..LAST, newline-terminated. */
+static char *
+records (const char *run, guint64 first, guint64 last)
+{
+  GString *s = g_string_new (NULL);
+
+  for (guint64 i = first; i <= last; i++)
+    {
+      g_autofree char *l = record_line (run, i);
+      g_string_append_printf (s, "%s\n", l);
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* Read until EOF; statuses as a string: R record, G gap, B bad, T truncated. */
+static char *
+drain (FbLogReader *reader, GArray *seqs)
+{
+  GString *trace = g_string_new (NULL);
+
+  for (;;)
+    {
+      g_autoptr (FbLogRecord) rec = NULL;
+      g_autoptr (GError) error = NULL;
+      FbLogReadStatus st = fb_log_reader_next (reader, &rec, &error);
+
+      switch (st)
+        {
+        case FB_LOG_READ_RECORD:
+          g_string_append_c (trace, 'R');
+          if (seqs != NULL)
+            g_array_append_val (seqs, rec->seq);
+          break;
+        case FB_LOG_READ_GAP:
+          assert_non_null (error);
+          g_string_append_c (trace, 'G');
+          break;
+        case FB_LOG_READ_BAD_LINE:
+          assert_non_null (error);
+          g_string_append_c (trace, 'B');
+          break;
+        case FB_LOG_READ_TRUNCATED:
+          assert_non_null (error);
+          g_string_append_c (trace, 'T');
+          break;
+        case FB_LOG_READ_EOF:
+          return g_string_free (trace, FALSE);
+        case FB_LOG_READ_ERROR:
+        default:
+          fail_msg ("reader error: %s", error != NULL ? error->message : "?");
+        }
+    }
+}
+
+static void
+test_truncated_last_line (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *text = records ("r", 1, 3);
+  g_autofree char *torn = g_strconcat (text, "{\"ts\":\"2024-05-01T12:00:04.000000Z\",\"run\":\"r\",\"se", NULL);
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogRecord) rec = NULL;
+  g_autofree char *trace = NULL;
+  FbLogReaderStats stats;
+  int i;
+
+  test_write_file (f->path, torn);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  for (i = 0; i < 3; i++)
+    {
+      g_autoptr (FbLogRecord) r = NULL;
+      assert_int_equal (fb_log_reader_next (reader, &r, &error), FB_LOG_READ_RECORD);
+      assert_int_equal (r->seq, i + 1);
+      assert_int_equal (r->line_no, i + 1);
+      assert_string_equal (r->run, "r");
+    }
+  assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_TRUNCATED);
+  /* the message says where and what */
+  assert_non_null (strstr (error->message, "access.jsonl:4:"));
+  assert_non_null (strstr (error->message, "incomplete"));
+  g_clear_error (&error);
+  assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_EOF);
+  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (stats.records, 3);
+  assert_int_equal (stats.truncated, 1);
+  (void) trace;
+}
+
+static void
+test_bad_lines_gaps_duplicates (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *l1 = record_line ("r", 1);
+  g_autofree char *l2 = record_line ("r", 2);
+  g_autofree char *l5 = record_line ("r", 5);
+  g_autofree char *l6 = record_line ("r", 6);
+  g_autofree char *o1 = record_line ("other", 1);
+  g_autofree char *o2 = record_line ("other", 2);
+  g_autofree char *text = g_strdup_printf ("%s\nnot json at all\n%s\n[1,2]\n%s\n%s\n%s\n%s\n\n%s\n%s\n", l1, o1, l2, l2,
+                                           l5, o2, l6, l5);
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autofree char *trace = NULL;
+  FbLogReaderStats stats;
+
+  test_write_file (f->path, text);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  trace = drain (reader, seqs);
+  /* l1 B o1 B l2 (l2 dup) G+l5 o2 B(empty) l6 (l5 dup) */
+  assert_string_equal (trace, "RBRBRGRRBR");
+  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (stats.records, 6);
+  assert_int_equal (stats.duplicates, 2);
+  assert_int_equal (stats.gaps, 1);
+  assert_int_equal (stats.missing, 2);
+  assert_int_equal (stats.bad_lines, 3);
+  assert_int_equal (g_array_index (seqs, gint64, 3), 5);
+}
+
+static void
+test_gap_message (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *a = records ("r", 1, 2);
+  g_autofree char *b = records ("r", 10, 10);
+  g_autofree char *text = g_strconcat (a, b, NULL);
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogRecord) rec = NULL;
+
+  test_write_file (f->path, text);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  for (int i = 0; i < 2; i++)
+    {
+      g_autoptr (FbLogRecord) r = NULL;
+      assert_int_equal (fb_log_reader_next (reader, &r, &error), FB_LOG_READ_RECORD);
+    }
+  assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_GAP);
+  assert_non_null (strstr (error->message, "from 2 to 10"));
+  assert_non_null (strstr (error->message, "7 records missing"));
+  g_clear_error (&error);
+  /* the record after the gap is not lost */
+  assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_RECORD);
+  assert_int_equal (rec->seq, 10);
+}
+
+static void
+write_rotated (const char *dir, guint64 first, guint64 last, guint n)
+{
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", first, last, n);
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *text = records ("r", first, last);
+
+  test_write_file (path, text);
+}
+
+static void
+test_rotated_order (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GPtrArray) rotated = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autofree char *trace = NULL;
+  g_autofree char *live = records ("r", 112, 115);
+  g_autofree char *decoy1 = g_build_filename (f->dir, "access.old.jsonl", NULL);
+  g_autofree char *decoy2 = g_build_filename (f->dir, "other.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *decoy3 = g_build_filename (f->dir, "access.1-2.jsonl.bak", NULL);
+
+  /* written out of order on purpose; 100..111 sorts after 4..99 only by number */
+  write_rotated (f->dir, 100, 111, 0);
+  write_rotated (f->dir, 1, 3, 0);
+  write_rotated (f->dir, 4, 99, 0);
+  test_write_file (f->path, live);
+  test_write_file (decoy1, "garbage\n");
+  test_write_file (decoy2, "garbage\n");
+  test_write_file (decoy3, "garbage\n");
+
+  rotated = fb_log_list_rotated (f->path, &error);
+  assert_non_null (rotated);
+  assert_int_equal (rotated->len, 3);
+  assert_int_equal (((FbRotatedFile *) rotated->pdata[0])->first_seq, 1);
+  assert_int_equal (((FbRotatedFile *) rotated->pdata[1])->first_seq, 4);
+  assert_int_equal (((FbRotatedFile *) rotated->pdata[2])->first_seq, 100);
+  assert_int_equal (((FbRotatedFile *) rotated->pdata[2])->last_seq, 111);
+
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  trace = drain (reader, seqs);
+  assert_int_equal (seqs->len, 115);
+  for (guint i = 0; i < seqs->len; i++)
+    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  assert_null (strchr (trace, 'B'));
+
+  /* A rotated file named on its own is read alone. */
+  {
+    g_autofree char *name = fb_log_rotated_name ("access.jsonl", 4, 99, 0);
+    g_autofree char *path = g_build_filename (f->dir, name, NULL);
+    g_autoptr (FbLogReader) one = fb_log_reader_new (path, FALSE, &error);
+    g_autoptr (GArray) s = g_array_new (FALSE, FALSE, sizeof (gint64));
+    g_autofree char *t = NULL;
+
+    assert_non_null (one);
+    t = drain (one, s);
+    assert_int_equal (s->len, 96);
+    assert_int_equal (g_array_index (s, gint64, 0), 4);
+  }
+}
+
+static void
+test_missing_log (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GError) error = NULL;
+  FbLogReader *reader = fb_log_reader_new (f->path, FALSE, &error);
+
+  assert_null (reader);
+  assert_true (g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND));
+  assert_non_null (strstr (error->message, f->path));
+}
+
+/* --- follow ------------------------------------------------------------ */
+
+static void
+push_n (FbAccessLog *log, guint n, guint *counter)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      char path[64];
+      FbAccessEvent e = test_event ("open", path);
+
+      snprintf (path, sizeof path, "/work/%06u", (*counter)++);
+      fb_access_sink_push (fb_access_log_get_sink (log), &e);
+    }
+}
+
+static guint
+count_rotated (const char *path)
+{
+  g_autoptr (GPtrArray) r = fb_log_list_rotated (path, NULL);
+  return r != NULL ? r->len : 0;
+}
+
+/* A writer in this thread (synchronous pushes), a follower polling between
+ * bursts of random size: small bursts rotate now and then, big ones rotate
+ * several times between two polls. */
+static void
+test_follow_across_rotation (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLogOptions opts = { .path = f->path, .run_id = "follow", .rotate_bytes = 3000 };
+  g_autoptr (GError) error = NULL;
+  FbAccessLog *log;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autoptr (GRand) rand = g_rand_new_with_seed (20240501);
+  guint counter = 0, multi_rotations = 0;
+
+  /* The follower starts before the log exists. */
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  {
+    g_autofree char *t = drain (reader, seqs);
+    assert_string_equal (t, "");
+  }
+  log = fb_access_log_new (&opts, NULL, &error);
+  assert_non_null (log);
+
+  for (guint round = 0; round < 60; round++)
+    {
+      guint before = count_rotated (f->path);
+      guint n = g_rand_int_range (rand, 0, 8) == 0 ? g_rand_int_range (rand, 30, 80) : g_rand_int_range (rand, 0, 6);
+      g_autofree char *t = NULL;
+
+      push_n (log, n, &counter);
+      if (count_rotated (f->path) >= before + 2)
+        multi_rotations++;
+      t = drain (reader, seqs);
+      /* nothing but records: no gap, no torn line, no bad line */
+      for (const char *p = t; *p != '\0'; p++)
+        if (*p != 'R')
+          fail_msg ("round %u: unexpected status trace %s", round, t);
+      assert_int_equal (seqs->len, counter);
+    }
+  assert_true (fb_access_log_close (log, &error));
+  fb_access_log_free (log);
+  {
+    g_autofree char *t = drain (reader, seqs);
+    assert_string_equal (t, "");
+  }
+
+  /* every record once, in order */
+  assert_int_equal (seqs->len, counter);
+  for (guint i = 0; i < seqs->len; i++)
+    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  /* the test did what it claims */
+  assert_true (count_rotated (f->path) >= 10);
+  assert_true (multi_rotations >= 2);
+  {
+    FbLogReaderStats stats;
+    fb_log_reader_get_stats (reader, &stats);
+    assert_int_equal (stats.gaps, 0);
+  }
+}
+
+/* A partial line at the end of the live file is waited for in follow mode,
+ * not reported, and read once the writer completes it. */
+static void
+test_follow_partial_line (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *l1 = record_line ("r", 1);
+  g_autofree char *l2 = record_line ("r", 2);
+  g_autofree char *first = g_strdup_printf ("%s\n", l1);
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  gsize half = strlen (l2) / 2;
+  int fd;
+
+  test_write_file (f->path, first);
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  {
+    g_autofree char *t = drain (reader, seqs);
+    assert_string_equal (t, "R");
+  }
+  fd = open (f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, l2, half), (ssize_t) half);
+  {
+    g_autofree char *t = drain (reader, seqs);
+    assert_string_equal (t, ""); /* waiting, not "T" */
+  }
+  assert_int_equal (write (fd, l2 + half, strlen (l2) - half), (ssize_t) (strlen (l2) - half));
+  assert_int_equal (write (fd, "\n", 1), 1);
+  close (fd);
+  {
+    g_autofree char *t = drain (reader, seqs);
+    assert_string_equal (t, "R");
+  }
+  assert_int_equal (g_array_index (seqs, gint64, 1), 2);
+}
+
+/* A writer that rotated while we held the old file and then appended more
+ * before our next poll: the old file is read to its end, the new one from
+ * its start. */
+static void
+test_follow_manual_rotation (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *a = records ("r", 1, 3);
+  g_autofree char *b = records ("r", 4, 5);
+  g_autofree char *c = records ("r", 6, 9);
+  g_autofree char *rot = fb_log_rotated_name ("access.jsonl", 1, 5, 0);
+  g_autofree char *rot_path = g_build_filename (f->dir, rot, NULL);
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  int fd;
+
+  test_write_file (f->path, a);
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  {
+    g_autofree char *t = drain (reader, seqs);
+    assert_string_equal (t, "RRR");
+  }
+  fd = open (f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  assert_int_equal (write (fd, b, strlen (b)), (ssize_t) strlen (b));
+  close (fd);
+  assert_int_equal (rename (f->path, rot_path), 0);
+  test_write_file (f->path, c);
+  {
+    g_autofree char *t = drain (reader, seqs);
+    assert_string_equal (t, "RRRRRR");
+  }
+  for (guint i = 0; i < seqs->len; i++)
+    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_truncated_last_line, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_bad_lines_gaps_duplicates, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_gap_message, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_rotated_order, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_missing_log, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_follow_across_rotation, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_follow_partial_line, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_follow_manual_rotation, setup, teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,325 @@
+/* fusebox — the report's grouping on a hand-made log, and the people format
+ * of `fusebox log`: aligned columns, errno names, colours, escaped hostile
+ * names. */
+#include "tests/unit/test-ipc-util.h"
+
+/* A small run: created, written (two handles), renamed, deleted, read,
+ * chmod'ed; denials by three rules from two processes; one host failure. */
+static const char *const hand_log[] = {
+  "{\"ts\":\"2024-05-01T12:00:00.000000Z\",\"run\":\"R\",\"seq\":1,\"pid\":10,\"comm\":\"sh\",\"op\":\"create\",\"path\":\"/work/new.txt\",\"access\":\"create\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
+  "{\"ts\":\"2024-05-01T12:00:01.000000Z\",\"run\":\"R\",\"seq\":2,\"pid\":10,\"comm\":\"sh\",\"op\":\"close\",\"path\":\"/work/new.txt\",\"access\":\"write\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\",\"bytes_read\":0,\"bytes_written\":100}",
+  "{\"ts\":\"2024-05-01T12:00:02.000000Z\",\"run\":\"R\",\"seq\":3,\"pid\":11,\"comm\":\"sh\",\"op\":\"close\",\"path\":\"/work/new.txt\",\"access\":\"readwrite\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\",\"bytes_read\":5,\"bytes_written\":23}",
+  "{\"ts\":\"2024-05-01T12:00:03.000000Z\",\"run\":\"R\",\"seq\":4,\"pid\":10,\"comm\":\"sh\",\"op\":\"rename\",\"path\":\"/work/a.tmp\",\"target\":\"/work/a.txt\",\"access\":\"write\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
+  "{\"ts\":\"2024-05-01T12:00:04.000000Z\",\"run\":\"R\",\"seq\":5,\"pid\":10,\"comm\":\"sh\",\"op\":\"unlink\",\"path\":\"/work/old.txt\",\"access\":\"delete\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
+  "{\"ts\":\"2024-05-01T12:00:05.000000Z\",\"run\":\"R\",\"seq\":6,\"pid\":12,\"comm\":\"cat\",\"op\":\"close\",\"path\":\"/etc/passwd\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0,\"rule\":1,\"rule_origin\":\"p:2:1\",\"why\":\"host readable\",\"bytes_read\":2048,\"bytes_written\":0}",
+  "{\"ts\":\"2024-05-01T12:00:06.000000Z\",\"run\":\"R\",\"seq\":7,\"pid\":10,\"comm\":\"sh\",\"op\":\"setattr\",\"path\":\"/work/a.txt\",\"access\":\"write\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
+  "{\"ts\":\"2024-05-01T12:00:07.000000Z\",\"run\":\"R\",\"seq\":8,\"pid\":12,\"comm\":\"cat\",\"op\":\"open\",\"path\":\"/home/u/.ssh/id_rsa\",\"access\":\"read\",\"decision\":\"deny\",\"errno\":13,\"error\":\"EACCES\",\"rule\":2,\"rule_origin\":\"p:3:1\",\"why\":\"keys are secret\"}",
+  "{\"ts\":\"2024-05-01T12:00:08.000000Z\",\"run\":\"R\",\"seq\":9,\"pid\":12,\"comm\":\"cat\",\"op\":\"open\",\"path\":\"/home/u/.ssh/id_ed25519\",\"access\":\"read\",\"decision\":\"deny\",\"errno\":13,\"error\":\"EACCES\",\"rule\":2,\"rule_origin\":\"p:3:1\",\"why\":\"keys are secret\"}",
+  "{\"ts\":\"2024-05-01T12:00:09.000000Z\",\"run\":\"R\",\"seq\":10,\"pid\":10,\"comm\":\"sh\",\"op\":\"open\",\"path\":\"/home/u/.ssh/id_rsa\",\"access\":\"read\",\"decision\":\"deny\",\"errno\":13,\"error\":\"EACCES\",\"rule\":2,\"rule_origin\":\"p:3:1\",\"why\":\"keys are secret\"}",
+  "{\"ts\":\"2024-05-01T12:00:10.000000Z\",\"run\":\"R\",\"seq\":11,\"pid\":10,\"comm\":\"sh\",\"op\":\"lookup\",\"path\":\"/work/.git\",\"access\":\"stat\",\"decision\":\"hide\",\"errno\":2,\"error\":\"ENOENT\",\"rule\":\"protected\",\"rule_origin\":\"protected_names[.git]\",\"why\":\"repository metadata\"}",
+  "{\"ts\":\"2024-05-01T12:00:11.000000Z\",\"run\":\"R\",\"seq\":12,\"pid\":10,\"comm\":\"sh\",\"op\":\"unlink\",\"path\":\"/etc/hosts\",\"access\":\"delete\",\"decision\":\"readonly\",\"errno\":30,\"error\":\"EROFS\",\"rule\":1,\"rule_origin\":\"p:2:1\",\"why\":\"host readable\"}",
+  "{\"ts\":\"2024-05-01T12:00:12.000000Z\",\"run\":\"R\",\"seq\":13,\"pid\":10,\"comm\":\"sh\",\"op\":\"create\",\"path\":\"/work/exists\",\"access\":\"create\",\"decision\":\"allow\",\"errno\":17,\"error\":\"EEXIST\",\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
+  "{\"ts\":\"2024-05-01T12:01:00.500000Z\",\"run\":\"R\",\"seq\":14,\"pid\":10,\"comm\":\"sh\",\"op\":\"mkdir\",\"path\":\"/work/dir\",\"access\":\"create\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
+};
+
+static FbReport *
+build_report (const char *const *lines, guint n)
+{
+  FbReport *r = fb_report_new ();
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr (JsonObject) o = test_parse_object (lines[i]);
+      fb_report_add_record (r, o);
+    }
+  return r;
+}
+
+static JsonObject *
+member_obj (JsonObject *o, const char *name)
+{
+  return json_object_get_object_member (o, name);
+}
+
+static JsonArray *
+member_arr (JsonObject *o, const char *name)
+{
+  return json_object_get_array_member (o, name);
+}
+
+static const char *
+path_at (JsonArray *a, guint i)
+{
+  return json_object_get_string_member (json_array_get_object_element (a, i), "path");
+}
+
+static void
+test_report_json (void **state)
+{
+  g_autoptr (FbReport) r = build_report (hand_log, G_N_ELEMENTS (hand_log));
+  g_autoptr (JsonNode) root = fb_report_to_json (r);
+  JsonObject *o = json_node_get_object (root);
+  JsonObject *files = member_obj (o, "files");
+  JsonObject *totals = member_obj (o, "totals");
+  JsonArray *a;
+
+  assert_int_equal (json_object_get_int_member (o, "version"), 1);
+
+  a = member_arr (files, "created");
+  assert_int_equal (json_array_get_length (a), 2); /* not the EEXIST one */
+  assert_string_equal (path_at (a, 0), "/work/dir");
+  assert_string_equal (path_at (a, 1), "/work/new.txt");
+
+  a = member_arr (files, "written");
+  assert_int_equal (json_array_get_length (a), 1);
+  assert_string_equal (path_at (a, 0), "/work/new.txt");
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (a, 0), "bytes"), 123);
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (a, 0), "handles"), 2);
+
+  a = member_arr (files, "renamed");
+  assert_int_equal (json_array_get_length (a), 1);
+  assert_string_equal (json_object_get_string_member (json_array_get_object_element (a, 0), "from"), "/work/a.tmp");
+  assert_string_equal (json_object_get_string_member (json_array_get_object_element (a, 0), "to"), "/work/a.txt");
+
+  a = member_arr (files, "deleted");
+  assert_int_equal (json_array_get_length (a), 1); /* not the EROFS one */
+  assert_string_equal (path_at (a, 0), "/work/old.txt");
+
+  a = member_arr (files, "read");
+  assert_int_equal (json_array_get_length (a), 2);
+  assert_string_equal (path_at (a, 0), "/etc/passwd");
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (a, 0), "bytes"), 2048);
+  assert_string_equal (path_at (a, 1), "/work/new.txt");
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (a, 1), "bytes"), 5);
+
+  a = member_arr (files, "other");
+  assert_int_equal (json_array_get_length (a), 1);
+  assert_string_equal (path_at (a, 0), "/work/a.txt");
+
+  /* denials by rule: most first */
+  a = member_arr (member_obj (o, "denials"), "by_rule");
+  assert_int_equal (json_array_get_length (a), 3);
+  {
+    JsonObject *g = json_array_get_object_element (a, 0);
+    JsonArray *ex = member_arr (g, "examples");
+
+    assert_int_equal (json_object_get_int_member (g, "rule"), 2);
+    assert_string_equal (json_object_get_string_member (g, "rule_origin"), "p:3:1");
+    assert_string_equal (json_object_get_string_member (g, "why"), "keys are secret");
+    assert_int_equal (json_object_get_int_member (g, "count"), 3);
+    assert_int_equal (json_object_get_int_member (member_obj (g, "decisions"), "deny"), 3);
+    /* distinct examples */
+    assert_int_equal (json_array_get_length (ex), 2);
+  }
+  {
+    gboolean saw_protected = FALSE, saw_readonly = FALSE;
+
+    for (guint i = 1; i < 3; i++)
+      {
+        JsonObject *g = json_array_get_object_element (a, i);
+        JsonNode *rule = json_object_get_member (g, "rule");
+
+        assert_int_equal (json_object_get_int_member (g, "count"), 1);
+        if (json_node_get_value_type (rule) == G_TYPE_STRING)
+          {
+            assert_string_equal (json_node_get_string (rule), "protected");
+            saw_protected = TRUE;
+          }
+        else
+          {
+            assert_int_equal (json_node_get_int (rule), 1);
+            assert_int_equal (json_object_get_int_member (member_obj (g, "decisions"), "readonly"), 1);
+            saw_readonly = TRUE;
+          }
+      }
+    assert_true (saw_protected && saw_readonly);
+  }
+
+  /* by process: sh[10] 3 (id_rsa, .git, hosts), cat[12] 2 */
+  a = member_arr (member_obj (o, "denials"), "by_process");
+  assert_int_equal (json_array_get_length (a), 2);
+  assert_string_equal (json_object_get_string_member (json_array_get_object_element (a, 0), "comm"), "sh");
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (a, 0), "pid"), 10);
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (a, 0), "count"), 3);
+  assert_string_equal (json_object_get_string_member (json_array_get_object_element (a, 1), "comm"), "cat");
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (a, 1), "count"), 2);
+
+  assert_int_equal (json_object_get_int_member (totals, "records"), 14);
+  assert_int_equal (json_object_get_int_member (totals, "allowed"), 9);
+  assert_int_equal (json_object_get_int_member (totals, "denied"), 5);
+  assert_int_equal (json_object_get_int_member (totals, "failed"), 1);
+  assert_int_equal (json_object_get_int_member (totals, "gaps"), 0);
+  assert_int_equal (json_object_get_int_member (member_obj (totals, "ops"), "open"), 3);
+  assert_int_equal (json_object_get_int_member (member_obj (totals, "ops"), "close"), 3);
+  assert_int_equal (json_object_get_int_member (member_obj (totals, "decisions"), "hide"), 1);
+  assert_string_equal (json_object_get_string_member (totals, "first_ts"), "2024-05-01T12:00:00.000000Z");
+  assert_string_equal (json_object_get_string_member (totals, "last_ts"), "2024-05-01T12:01:00.500000Z");
+  assert_true (json_object_get_double_member (totals, "span_seconds") > 60.49);
+  assert_true (json_object_get_double_member (totals, "span_seconds") < 60.51);
+
+  {
+    JsonObject *run = json_array_get_object_element (member_arr (o, "runs"), 0);
+    assert_string_equal (json_object_get_string_member (run, "run"), "R");
+    assert_int_equal (json_object_get_int_member (run, "seq_first"), 1);
+    assert_int_equal (json_object_get_int_member (run, "seq_last"), 14);
+  }
+}
+
+static void
+test_report_examples_capped_and_gaps (void **state)
+{
+  g_autoptr (FbReport) r = fb_report_new ();
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *text = NULL;
+  JsonObject *g;
+
+  for (guint i = 1; i <= 9; i++)
+    {
+      /* seq 5 is missing */
+      guint seq = i < 5 ? i : i + 1;
+      g_autofree char *line = g_strdup_printf (
+        "{\"ts\":\"2024-05-01T12:00:00.000000Z\",\"run\":\"G\",\"seq\":%u,\"pid\":1,\"comm\":\"x\",\"op\":\"open\","
+        "\"path\":\"/secret/%u\",\"access\":\"read\",\"decision\":\"hide\",\"errno\":2,\"rule\":\"default\","
+        "\"rule_origin\":\"default\",\"why\":\"no rule\"}",
+        seq, i);
+      g_autoptr (JsonObject) o = test_parse_object (line);
+      fb_report_add_record (r, o);
+    }
+  root = fb_report_to_json (r);
+  g = json_array_get_object_element (member_arr (member_obj (json_node_get_object (root), "denials"), "by_rule"), 0);
+  assert_int_equal (json_object_get_int_member (g, "count"), 9);
+  assert_int_equal (json_array_get_length (member_arr (g, "examples")), 5);
+  assert_int_equal (json_object_get_int_member (member_obj (json_node_get_object (root), "totals"), "gaps"), 1);
+
+  text = fb_report_to_text (r);
+  assert_non_null (strstr (text, "WARNING"));
+  assert_non_null (strstr (text, "1 records missing"));
+  assert_non_null (strstr (text, "      ...\n"));
+}
+
+static void
+test_report_text (void **state)
+{
+  g_autoptr (FbReport) r = build_report (hand_log, G_N_ELEMENTS (hand_log));
+  g_autofree char *text = fb_report_to_text (r);
+
+  assert_non_null (strstr (text, "run R: 14 records, seq 1-14\n"));
+  assert_null (strstr (text, "WARNING"));
+  assert_non_null (strstr (text, "\nFiles created (2)\n  /work/dir  (mkdir)\n  /work/new.txt  (create)\n"));
+  assert_non_null (strstr (text, "\nFiles written (1)\n       123 B  /work/new.txt\n"));
+  assert_non_null (strstr (text, "\nFiles renamed (1)\n  /work/a.tmp \u2192 /work/a.txt\n"));
+  assert_non_null (strstr (text, "\nFiles deleted (1)\n  /work/old.txt  (unlink)\n"));
+  assert_non_null (strstr (text, "\n     2.0 KiB  /etc/passwd\n"));
+  assert_non_null (strstr (text, "\nOther changes (1)\n  /work/a.txt  (setattr)\n"));
+  assert_non_null (strstr (text, "\nDenials by rule (5 denials, 3 rules)\n"
+                                 "       3  rule 2 at p:3:1: keys are secret  [deny 3]\n"
+                                 "      /home/u/.ssh/id_rsa\n"
+                                 "      /home/u/.ssh/id_ed25519\n"));
+  assert_non_null (strstr (text, "\nDenials by process (2)\n       3  sh[10]  [deny 1, hide 1, readonly 1]\n"));
+  assert_non_null (strstr (text, "  records     14\n"));
+  assert_non_null (strstr (text, "  denied      5 (deny 3, hide 1, readonly 1)\n"));
+  assert_non_null (strstr (text, "  seq gaps    0\n"));
+  assert_non_null (strstr (text, "(1m 00s)"));
+}
+
+/* --- people format ------------------------------------------------------- */
+
+static char *
+fmt (const char *line, gboolean color)
+{
+  g_autoptr (JsonObject) o = test_parse_object (line);
+  return fb_log_record_format (o, color);
+}
+
+/* Byte offset where the N-th column (0-based) starts: columns are separated
+ * by runs of two or more spaces. */
+static gssize
+column_start (const char *s, guint n)
+{
+  guint col = 0;
+
+  for (gssize i = 0; s[i] != '\0'; i++)
+    if (s[i] == ' ' && s[i + 1] == ' ')
+      {
+        while (s[i] == ' ')
+          i++;
+        if (++col == n)
+          return i;
+      }
+  return -1;
+}
+
+static void
+test_people_columns (void **state)
+{
+  g_autofree char *a = fmt (hand_log[0], FALSE);
+  g_autofree char *b = fmt (hand_log[3], FALSE);
+  g_autofree char *c = fmt (hand_log[7], FALSE);
+
+  g_setenv ("TZ", "UTC", TRUE);
+  /* time, comm[pid], op, path, decision, errno, why */
+  assert_string_equal (a, "2024-05-01 12:00:00.000  sh[10]                create    /work/new.txt"
+                          "                             allow     -        workspace");
+  assert_string_equal (b, "2024-05-01 12:00:03.000  sh[10]                rename    /work/a.tmp \u2192 /work/a.txt"
+                          "                 allow     -        workspace");
+  assert_string_equal (c, "2024-05-01 12:00:07.000  cat[12]               open      /home/u/.ssh/id_rsa"
+                          "                       deny      EACCES   keys are secret");
+  /* the columns line up (ASCII lines) */
+  for (guint col = 1; col <= 6; col++)
+    if (col != 4) /* b's path holds a 3-byte arrow */
+      assert_int_equal (column_start (a, col), column_start (c, col));
+}
+
+static void
+test_people_colors (void **state)
+{
+  g_autofree char *allow = fmt (hand_log[0], TRUE);
+  g_autofree char *deny = fmt (hand_log[7], TRUE);
+  g_autofree char *hide = fmt (hand_log[10], TRUE);
+  g_autofree char *ro = fmt (hand_log[11], TRUE);
+  g_autofree char *plain = fmt (hand_log[7], FALSE);
+
+  assert_null (strchr (allow, '\033'));
+  assert_true (g_str_has_prefix (deny, "\033[31m") && g_str_has_suffix (deny, "\033[0m"));
+  assert_true (g_str_has_prefix (hide, "\033[31m"));
+  assert_true (g_str_has_prefix (ro, "\033[33m") && g_str_has_suffix (ro, "\033[0m"));
+  assert_null (strchr (plain, '\033'));
+}
+
+static void
+test_people_hostile (void **state)
+{
+  /* What the writer makes of a hostile name: escapes in JSON, plus _b64
+   * for invalid UTF-8. */
+  FbAccessEvent e = test_event ("open", "/w/\x1b]0;pwned\a\n\\x\xff");
+  g_autofree char *body = NULL;
+  g_autofree char *line = NULL;
+  g_autofree char *out = NULL;
+
+  e.comm = "evil\x1b[2J";
+  body = fb_access_event_format_body (&e);
+  line = g_strdup_printf ("{\"ts\":\"2024-05-01T12:00:00.000000Z\",\"run\":\"h\",\"seq\":1,%s", body);
+  out = fmt (line, FALSE);
+  for (const char *p = out; *p != '\0'; p++)
+    if ((guchar) *p < 0x20 || *p == 0x7f)
+      fail_msg ("raw control byte 0x%02x in: %s", (guchar) *p, out);
+  /* exact bytes shown as escapes; a literal backslash doubled */
+  assert_non_null (strstr (out, "/w/\\x1b]0;pwned\\x07\\n\\\\x\\xff"));
+  assert_non_null (strstr (out, "evil\\x1b[2J[4242]"));
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_report_json),
+    cmocka_unit_test (test_report_examples_capped_and_gaps),
+    cmocka_unit_test (test_report_text),
+    cmocka_unit_test (test_people_columns),
+    cmocka_unit_test (test_people_colors),
+    cmocka_unit_test (test_people_hostile),
+  };
+
+  g_setenv ("TZ", "UTC", TRUE);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,236 @@
+/* fusebox — run directories: ids, the XDG root, 0700 creation (parents
+ * too), refusing a run directory that isn't plainly ours, and resolving what
+ * a user typed (run id, run directory, file, nothing) to a log file. */
+#include "tests/unit/test-ipc-util.h"
+
+typedef struct
+{
+  char *dir;
+  char *old_state;
+  char *old_home;
+} Fixture;
+
+static int
+setup (void **state)
+{
+  Fixture *f = g_new0 (Fixture, 1);
+  g_autofree char *st = NULL;
+
+  f->dir = test_tmpdir ();
+  f->old_state = g_strdup (g_getenv ("XDG_STATE_HOME"));
+  f->old_home = g_strdup (g_getenv ("HOME"));
+  st = g_build_filename (f->dir, "state", NULL);
+  g_setenv ("XDG_STATE_HOME", st, TRUE);
+  *state = f;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  Fixture *f = *state;
+
+  if (f->old_state != NULL)
+    g_setenv ("XDG_STATE_HOME", f->old_state, TRUE);
+  else
+    g_unsetenv ("XDG_STATE_HOME");
+  if (f->old_home != NULL)
+    g_setenv ("HOME", f->old_home, TRUE);
+  test_rm_rf (f->dir);
+  g_free (f->dir);
+  g_free (f->old_state);
+  g_free (f->old_home);
+  g_free (f);
+  return 0;
+}
+
+static void
+test_new_id (void **state)
+{
+  g_autofree char *a = fb_run_new_id ();
+  g_autofree char *b = fb_run_new_id ();
+  g_autoptr (GDateTime) now = g_date_time_new_now_utc ();
+  g_autofree char *today = g_date_time_format (now, "%Y%m%d");
+
+  assert_true (g_regex_match_simple ("^[0-9]{8}-[0-9]{6}-[a-z0-9]{6}$", a, 0, 0));
+  assert_string_not_equal (a, b);
+  /* UTC date first, so names sort by start time (allow a midnight tick) */
+  if (!g_str_has_prefix (a, today))
+    {
+      g_autoptr (GDateTime) before = g_date_time_add_days (now, -1);
+      g_autofree char *yesterday = g_date_time_format (before, "%Y%m%d");
+      assert_true (g_str_has_prefix (a, yesterday));
+    }
+}
+
+static void
+test_root (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *expect = g_build_filename (f->dir, "state", "fusebox", "runs", NULL);
+  g_autofree char *root = fb_run_dir_root ();
+
+  assert_string_equal (root, expect);
+
+  /* a relative XDG_STATE_HOME is invalid per the spec: ignored */
+  g_setenv ("XDG_STATE_HOME", "relative/state", TRUE);
+  g_setenv ("HOME", "/root", TRUE);
+  g_free (root);
+  root = fb_run_dir_root ();
+  assert_string_equal (root, "/root/.local/state/fusebox/runs");
+
+  g_unsetenv ("XDG_STATE_HOME");
+  g_setenv ("HOME", "/home/someone", TRUE);
+  g_free (root);
+  root = fb_run_dir_root ();
+  assert_string_equal (root, "/home/someone/.local/state/fusebox/runs");
+}
+
+static mode_t
+mode_of (const char *path)
+{
+  struct stat st;
+
+  assert_int_equal (lstat (path, &st), 0);
+  return st.st_mode & 07777;
+}
+
+static void
+test_create (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GError) error = NULL;
+  mode_t old_umask = umask (0); /* 0700 must not come from the umask */
+  g_autofree char *dir = fb_run_dir_create ("20240501-120000-abcdef", &error);
+  g_autofree char *state_dir = g_build_filename (f->dir, "state", NULL);
+  g_autofree char *fusebox_dir = g_build_filename (f->dir, "state", "fusebox", NULL);
+  g_autofree char *runs = g_build_filename (f->dir, "state", "fusebox", "runs", NULL);
+  g_autofree char *expect = g_build_filename (runs, "20240501-120000-abcdef", NULL);
+
+  umask (old_umask);
+  assert_non_null (dir);
+  assert_string_equal (dir, expect);
+  assert_int_equal (mode_of (dir), 0700);
+  assert_int_equal (mode_of (runs), 0700);
+  assert_int_equal (mode_of (fusebox_dir), 0700);
+  assert_int_equal (mode_of (state_dir), 0700);
+
+  /* again: our own 0700 directory is reused */
+  {
+    g_autofree char *again = fb_run_dir_create ("20240501-120000-abcdef", &error);
+    assert_non_null (again);
+  }
+  /* a directory others can enter is refused, naming it */
+  assert_int_equal (chmod (dir, 0755), 0);
+  {
+    g_autofree char *again = fb_run_dir_create ("20240501-120000-abcdef", &error);
+    assert_null (again);
+    assert_non_null (strstr (error->message, dir));
+    g_clear_error (&error);
+  }
+  /* a symlink in its place is refused */
+  {
+    g_autofree char *link = g_build_filename (runs, "linked", NULL);
+    g_autofree char *again = NULL;
+
+    assert_int_equal (symlink (f->dir, link), 0);
+    again = fb_run_dir_create ("linked", &error);
+    assert_null (again);
+    assert_non_null (error);
+    g_clear_error (&error);
+  }
+  /* ids that are not one name */
+  {
+    const char *bad[] = { "", "a/b", "..", "." };
+
+    for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+      {
+        g_autofree char *d = fb_run_dir_create (bad[i], &error);
+        assert_null (d);
+        assert_true (g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID));
+        g_clear_error (&error);
+      }
+  }
+}
+
+static void
+test_resolve (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GError) error = NULL;
+  g_autofree char *r1 = fb_run_dir_create ("20240501-120000-aaaaaa", &error);
+  g_autofree char *r2 = fb_run_dir_create ("20240502-090000-bbbbbb", &error);
+  g_autofree char *log1 = g_build_filename (r1, "access.jsonl", NULL);
+  g_autofree char *log2 = g_build_filename (r2, "access.jsonl", NULL);
+  g_autofree char *file = g_build_filename (f->dir, "some.jsonl", NULL);
+  g_autofree char *empty_dir = g_build_filename (f->dir, "empty", NULL);
+  char *got;
+
+  test_write_file (log1, "");
+  test_write_file (file, "");
+  assert_int_equal (mkdir (empty_dir, 0700), 0);
+
+  /* a file */
+  got = fb_run_resolve_log (file, &error);
+  assert_string_equal (got, file);
+  g_free (got);
+  /* a run directory */
+  got = fb_run_resolve_log (r1, &error);
+  assert_string_equal (got, log1);
+  g_free (got);
+  /* a run id */
+  got = fb_run_resolve_log ("20240501-120000-aaaaaa", &error);
+  assert_string_equal (got, log1);
+  g_free (got);
+  /* a run id whose log isn't written yet: the path to follow */
+  got = fb_run_resolve_log ("20240502-090000-bbbbbb", &error);
+  assert_string_equal (got, log2);
+  g_free (got);
+  /* nothing: the newest run */
+  got = fb_run_resolve_log (NULL, &error);
+  assert_string_equal (got, log2);
+  g_free (got);
+
+  /* errors name what was tried */
+  got = fb_run_resolve_log ("20990101-000000-nosuch", &error);
+  assert_null (got);
+  assert_true (g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND));
+  assert_non_null (strstr (error->message, "20990101-000000-nosuch"));
+  assert_non_null (strstr (error->message, "fusebox/runs"));
+  g_clear_error (&error);
+
+  got = fb_run_resolve_log (empty_dir, &error);
+  assert_null (got);
+  assert_non_null (strstr (error->message, "access.jsonl"));
+  g_clear_error (&error);
+
+  got = fb_run_resolve_log ("/no/such/dir/x.jsonl", &error);
+  assert_null (got);
+  assert_non_null (strstr (error->message, "/no/such/dir/x.jsonl"));
+  g_clear_error (&error);
+}
+
+static void
+test_no_runs (void **state)
+{
+  g_autoptr (GError) error = NULL;
+  char *got = fb_run_resolve_log (NULL, &error);
+
+  assert_null (got);
+  assert_true (g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND));
+  assert_non_null (strstr (error->message, "no runs in"));
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_new_id),
+    cmocka_unit_test_setup_teardown (test_root, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_create, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_resolve, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_no_runs, setup, teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
