@@ -1,0 +1,655 @@
+/* Integration tests: the real `fusebox log` and `fusebox report` on the
+ * fixture logs in fixtures/logs/ (a run with every kind of record, a
+ * truncated file, a seq gap, a run directory with a rotated file), and
+ * `log --follow` across a rotation done under its feet.  No privilege.
+ *
+ * Each failing command is printed as a shell line that replays it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#define N_BASIC 12
+
+typedef struct
+{
+  char *dir; /* temporary, removed in teardown */
+  GPid follower;
+} Fixture;
+
+typedef struct
+{
+  int status;
+  char *out;
+  char *err;
+  char *command;
+} Run;
+
+static void
+run_clear (Run *r)
+{
+  g_free (r->out);
+  g_free (r->err);
+  g_free (r->command);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
+
+static char *
+fixture (const char *name)
+{
+  const char *root = g_getenv ("FUSEBOX_SOURCE_ROOT");
+
+  return g_build_filename (root != NULL ? root : ".", "fixtures", "logs", name, NULL);
+}
+
+static char **
+test_environ (const char *state_home)
+{
+  char **envp = g_get_environ ();
+
+  envp = g_environ_setenv (envp, "TZ", "UTC", TRUE);
+  envp = g_environ_unsetenv (envp, "NO_COLOR");
+  if (state_home != NULL)
+    envp = g_environ_setenv (envp, "XDG_STATE_HOME", state_home, TRUE);
+  return envp;
+}
+
+static char *
+shell_line (const char *state_home, char **argv)
+{
+  GString *cmd = g_string_new ("TZ=UTC");
+
+  if (state_home != NULL)
+    {
+      g_autofree char *q = g_shell_quote (state_home);
+      g_string_append_printf (cmd, " XDG_STATE_HOME=%s", q);
+    }
+  for (guint i = 0; argv[i] != NULL; i++)
+    {
+      g_autofree char *q = g_shell_quote (argv[i]);
+      g_string_append_printf (cmd, " %s", q);
+    }
+  return g_string_free (cmd, FALSE);
+}
+
+/* Run fusebox with ARGS (NULL-terminated); STATE_HOME may be NULL. */
+static void
+run_fusebox (Run *r, const char *state_home, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_auto (GStrv) envp = test_environ (state_home);
+  g_autoptr (GError) error = NULL;
+  int wait_status = 0;
+  va_list ap;
+  const char *a;
+
+  g_ptr_array_add (argv, (char *) g_getenv ("FUSEBOX_BIN"));
+  va_start (ap, state_home);
+  while ((a = va_arg (ap, const char *)) != NULL)
+    g_ptr_array_add (argv, (char *) a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  r->command = shell_line (state_home, (char **) argv->pdata);
+
+  if (!g_spawn_sync (NULL, (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err, &wait_status,
+                     &error))
+    fail_msg ("can't run %s: %s", r->command, error->message);
+  if (WIFEXITED (wait_status))
+    r->status = WEXITSTATUS (wait_status);
+  else
+    r->status = 128 + WTERMSIG (wait_status);
+}
+
+#define expect_status(r, code)                                                                                        \
+  do                                                                                                                  \
+    {                                                                                                                 \
+      if ((r)->status != (code))                                                                                      \
+        fail_msg ("exit %d, expected %d\n  replay: %s\n  stderr: %s", (r)->status, (code), (r)->command, (r)->err);   \
+    }                                                                                                                 \
+  while (0)
+
+#define expect_in(r, haystack, needle)                                                                                \
+  do                                                                                                                  \
+    {                                                                                                                 \
+      if (strstr ((haystack), (needle)) == NULL)                                                                      \
+        fail_msg ("missing \"%s\"\n  replay: %s\n  got:\n%s", (needle), (r)->command, (haystack));                   \
+    }                                                                                                                 \
+  while (0)
+
+static guint
+count_lines (const char *s)
+{
+  guint n = 0;
+
+  for (; *s != '\0'; s++)
+    n += *s == '\n';
+  return n;
+}
+
+static int
+setup (void **state)
+{
+  Fixture *f = g_new0 (Fixture, 1);
+
+  if (g_getenv ("FUSEBOX_BIN") == NULL)
+    {
+      fprintf (stderr, "FUSEBOX_BIN is not set (run through meson test)\n");
+      exit (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0 ? 1 : 77);
+    }
+  f->dir = g_dir_make_tmp ("fusebox-cli-log-XXXXXX", NULL);
+  assert_non_null (f->dir);
+  *state = f;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", f->dir);
+
+  if (f->follower > 0)
+    {
+      kill (f->follower, SIGKILL);
+      waitpid (f->follower, NULL, 0);
+    }
+  if (system (cmd) != 0)
+    fprintf (stderr, "could not remove %s\n", f->dir);
+  g_free (f->dir);
+  g_free (f);
+  return 0;
+}
+
+/* --- log ------------------------------------------------------------------ */
+
+static void
+test_log_people (void **state)
+{
+  g_autofree char *basic = fixture ("basic.jsonl");
+  g_auto (Run) r = { 0 };
+
+  run_fusebox (&r, NULL, "log", basic, NULL);
+  expect_status (&r, 0);
+  assert_int_equal (count_lines (r.out), N_BASIC);
+  /* not a terminal: no colour */
+  assert_null (strchr (r.out, '\033'));
+  expect_in (&r, r.out,
+             "2024-05-01 12:00:06.007  cat[101]              open      /home/u/.ssh/id_rsa"
+             "                       deny      EACCES   keys are secret\n");
+  expect_in (&r, r.out, "rename    /work/a.tmp \u2192 /work/a.txt ");
+  /* hostile names as escapes, exact bytes from path_b64 */
+  expect_in (&r, r.out, "/work/esc\\x1b[31mred ");
+  expect_in (&r, r.out, "/work/bad\\xff ");
+  assert_string_equal (r.err, "");
+}
+
+static void
+test_log_color (void **state)
+{
+  g_autofree char *basic = fixture ("basic.jsonl");
+  g_auto (Run) r = { 0 };
+  g_auto (GStrv) lines = NULL;
+
+  run_fusebox (&r, NULL, "log", "--color=always", basic, NULL);
+  expect_status (&r, 0);
+  lines = g_strsplit (r.out, "\n", -1);
+  assert_true (g_str_has_prefix (lines[6], "\033[31m"));  /* deny */
+  assert_true (g_str_has_prefix (lines[7], "\033[31m"));  /* hide */
+  assert_true (g_str_has_prefix (lines[8], "\033[33m"));  /* readonly */
+  assert_null (strchr (lines[0], '\033'));                /* allow: plain */
+}
+
+static void
+test_log_json_passthrough (void **state)
+{
+  g_autofree char *basic = fixture ("basic.jsonl");
+  g_autofree char *text = NULL;
+  g_auto (Run) r = { 0 };
+
+  assert_true (g_file_get_contents (basic, &text, NULL, NULL));
+  run_fusebox (&r, NULL, "log", "--json", basic, NULL);
+  expect_status (&r, 0);
+  /* byte for byte */
+  assert_string_equal (r.out, text);
+}
+
+static void
+test_log_filters (void **state)
+{
+  g_autofree char *basic = fixture ("basic.jsonl");
+
+  {
+    g_auto (Run) r = { 0 };
+    g_auto (GStrv) lines = NULL;
+
+    run_fusebox (&r, NULL, "log", "--json", "--denied", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 4);
+    lines = g_strsplit (r.out, "\n", -1);
+    for (guint i = 0; i < 4; i++)
+      assert_null (strstr (lines[i], "\"decision\":\"allow\""));
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--op", "rename", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 1);
+    expect_in (&r, r.out, "/work/a.tmp");
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--op", "unlink,create", "--op", "close", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 5); /* 1 create, 2 unlink (one refused), 2 close */
+  }
+  {
+    /* /work and below, not /workspace; target counts */
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--path", "/work/", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 7);
+    assert_null (strstr (r.out, "/workspace"));
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--path", "/work/a.txt", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 1);
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--since", "2024-05-01T12:00:09Z", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 3);
+  }
+  {
+    /* a zone offset */
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--since", "2024-05-01T14:00:09+02:00", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 3);
+  }
+  {
+    /* an age: the fixture is from 2024 */
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--since", "10m", basic, NULL);
+    expect_status (&r, 0);
+    assert_string_equal (r.out, "");
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", "--since", "100000w", basic, NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), N_BASIC);
+  }
+}
+
+static void
+test_log_usage_errors (void **state)
+{
+  g_autofree char *basic = fixture ("basic.jsonl");
+  const char *bad[][4] = {
+    { "log", "--since", "yesterday", NULL },
+    { "log", "--bogus", NULL, NULL },
+    { "log", "--color=sometimes", NULL, NULL },
+    { "log", "--path", "relative", NULL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_auto (Run) r = { 0 };
+
+      if (bad[i][2] != NULL)
+        run_fusebox (&r, NULL, bad[i][0], bad[i][1], bad[i][2], basic, NULL);
+      else
+        run_fusebox (&r, NULL, bad[i][0], bad[i][1], basic, NULL);
+      expect_status (&r, 2);
+      assert_string_equal (r.out, "");
+      expect_in (&r, r.err, "fusebox: log: ");
+    }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, NULL, "log", basic, basic, NULL);
+    expect_status (&r, 2);
+  }
+}
+
+static void
+test_log_missing (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *missing = g_build_filename (f->dir, "nope.jsonl", NULL);
+  g_auto (Run) r = { 0 };
+
+  run_fusebox (&r, f->dir, "log", missing, NULL);
+  expect_status (&r, 1);
+  expect_in (&r, r.err, "nope.jsonl");
+  {
+    /* no runs at all */
+    g_auto (Run) r2 = { 0 };
+    run_fusebox (&r2, f->dir, "log", NULL);
+    expect_status (&r2, 1);
+    expect_in (&r2, r2.err, "no runs in");
+  }
+}
+
+static void
+test_log_truncated_and_gap (void **state)
+{
+  g_autofree char *truncated = fixture ("truncated.jsonl");
+  g_autofree char *gap = fixture ("gap.jsonl");
+  g_auto (Run) r = { 0 };
+  g_auto (Run) g = { 0 };
+
+  run_fusebox (&r, NULL, "log", truncated, NULL);
+  expect_status (&r, 0);
+  assert_int_equal (count_lines (r.out), 3);
+  expect_in (&r, r.err, "truncated.jsonl:4: the last line is incomplete");
+
+  run_fusebox (&g, NULL, "log", gap, NULL);
+  expect_status (&g, 0);
+  assert_int_equal (count_lines (g.out), 3);
+  expect_in (&g, g.err, "seq jumps from 2 to 5: 2 records missing");
+}
+
+static void
+test_log_rotated_run_dir (void **state)
+{
+  g_autofree char *dir = fixture ("rotated");
+  g_auto (Run) r = { 0 };
+  g_auto (GStrv) lines = NULL;
+
+  run_fusebox (&r, NULL, "log", "--json", dir, NULL);
+  expect_status (&r, 0);
+  lines = g_strsplit (r.out, "\n", -1);
+  assert_int_equal (g_strv_length (lines), 9); /* 8 + the empty tail */
+  for (guint i = 0; i < 8; i++)
+    {
+      g_autofree char *seq = g_strdup_printf ("\"seq\":%u,", i + 1);
+      expect_in (&r, lines[i], seq);
+    }
+}
+
+/* Copy the rotated fixture into RUNS/ID (a run directory). */
+static char *
+make_run (const char *state_home, const char *id)
+{
+  g_autofree char *src = fixture ("rotated");
+  char *dst = g_build_filename (state_home, "fusebox", "runs", id, NULL);
+  const char *names[] = { "access.000000000001-000000000004.jsonl", "access.jsonl" };
+
+  assert_int_equal (g_mkdir_with_parents (dst, 0700), 0);
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autofree char *from = g_build_filename (src, names[i], NULL);
+      g_autofree char *to = g_build_filename (dst, names[i], NULL);
+      g_autofree char *text = NULL;
+      gsize len = 0;
+
+      assert_true (g_file_get_contents (from, &text, &len, NULL));
+      assert_true (g_file_set_contents (to, text, (gssize) len, NULL));
+    }
+  return dst;
+}
+
+static void
+test_log_run_id_and_latest (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *older = make_run (f->dir, "20240101-000000-aaaaaa");
+  g_autofree char *newer = make_run (f->dir, "20240501-120000-bbbbbb");
+  g_autofree char *newer_log = g_build_filename (newer, "access.jsonl", NULL);
+
+  /* make the newer run distinguishable: drop its live file's last record */
+  {
+    g_auto (GStrv) keep = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *joined = NULL;
+
+    assert_true (g_file_get_contents (newer_log, &text, NULL, NULL));
+    keep = g_strsplit (text, "\n", -1);
+    assert_int_equal (g_strv_length (keep), 5); /* 4 records and the empty tail */
+    g_free (keep[3]);
+    g_free (keep[4]);
+    keep[3] = NULL;
+    joined = g_strjoinv ("\n", keep);
+    g_autofree char *with_nl = g_strconcat (joined, "\n", NULL);
+    assert_true (g_file_set_contents (newer_log, with_nl, -1, NULL));
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, f->dir, "log", "20240101-000000-aaaaaa", NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 8);
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, f->dir, "log", NULL);
+    expect_status (&r, 0);
+    assert_int_equal (count_lines (r.out), 7);
+  }
+  {
+    g_auto (Run) r = { 0 };
+    run_fusebox (&r, f->dir, "report", "--json", NULL);
+    expect_status (&r, 0);
+    expect_in (&r, r.out, "\"records\" : 7");
+  }
+}
+
+/* --- follow ------------------------------------------------------------- */
+
+static void
+on_alarm (int sig)
+{
+  static const char msg[] = "test-cli-log: fusebox log --follow produced no more output for 60 s\n";
+
+  if (write (STDERR_FILENO, msg, sizeof msg - 1) < 0)
+    _exit (1);
+  _exit (1);
+}
+
+/* Read one line from FD (blocking; a watchdog turns a hang into a failure). */
+static char *
+read_line (int fd, GString *buf)
+{
+  for (;;)
+    {
+      char *nl = memchr (buf->str, '\n', buf->len);
+      char chunk[4096];
+      ssize_t n;
+
+      if (nl != NULL)
+        {
+          char *line = g_strndup (buf->str, (gsize) (nl - buf->str));
+          g_string_erase (buf, 0, nl - buf->str + 1);
+          return line;
+        }
+      alarm (60);
+      n = read (fd, chunk, sizeof chunk);
+      alarm (0);
+      if (n <= 0)
+        return NULL;
+      g_string_append_len (buf, chunk, n);
+    }
+}
+
+static void
+test_log_follow_rotation (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *run = make_run (f->dir, "20240501-120000-follow");
+  g_autofree char *live = g_build_filename (run, "access.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (run, "access.000000000005-000000000008.jsonl", NULL);
+  g_autofree char *basic = fixture ("basic.jsonl");
+  g_autofree char *basic_text = NULL;
+  g_auto (GStrv) basic_lines = NULL;
+  g_auto (GStrv) envp = test_environ (f->dir);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GString) buf = g_string_new (NULL);
+  char *argv[] = { (char *) g_getenv ("FUSEBOX_BIN"), (char *) "log", (char *) "--follow", (char *) "--json", run, NULL };
+  g_autofree char *cmd = shell_line (f->dir, argv);
+  int out_fd = -1;
+  guint seen = 0;
+
+  signal (SIGALRM, on_alarm);
+  assert_true (g_file_get_contents (basic, &basic_text, NULL, NULL));
+  basic_lines = g_strsplit (basic_text, "\n", -1);
+
+  if (!g_spawn_async_with_pipes (NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &f->follower, NULL, &out_fd,
+                                 NULL, &error))
+    fail_msg ("can't run %s: %s", cmd, error->message);
+
+  for (; seen < 8; seen++)
+    {
+      g_autofree char *line = read_line (out_fd, buf);
+
+      if (line == NULL)
+        fail_msg ("follower ended early\n  replay: %s", cmd);
+      assert_string_equal (line, basic_lines[seen]);
+    }
+
+  /* Rotate as the writer does: append, rename away, start a new file. */
+  {
+    g_autofree char *more = g_strdup_printf ("%s\n", basic_lines[8]);
+    g_autofree char *fresh = g_strdup_printf ("%s\n%s\n", basic_lines[9], basic_lines[10]);
+    int fd = open (live, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+    assert_true (fd >= 0);
+    assert_int_equal (write (fd, more, strlen (more)), (ssize_t) strlen (more));
+    close (fd);
+    assert_int_equal (rename (live, rotated), 0);
+    assert_true (g_file_set_contents (live, fresh, -1, NULL));
+  }
+  for (; seen < 11; seen++)
+    {
+      g_autofree char *line = read_line (out_fd, buf);
+
+      if (line == NULL)
+        fail_msg ("follower ended early\n  replay: %s", cmd);
+      /* each record once, in order: no loss, no repeat */
+      assert_string_equal (line, basic_lines[seen]);
+    }
+  kill (f->follower, SIGTERM);
+  waitpid (f->follower, NULL, 0);
+  f->follower = 0;
+  close (out_fd);
+}
+
+/* --- report ----------------------------------------------------------- */
+
+static void
+test_report_text (void **state)
+{
+  g_autofree char *basic = fixture ("basic.jsonl");
+  g_auto (Run) r = { 0 };
+
+  run_fusebox (&r, NULL, "report", basic, NULL);
+  expect_status (&r, 0);
+  expect_in (&r, r.out, "run 20240501-120000-fixt01: 12 records, seq 1-12\n");
+  expect_in (&r, r.out, "\nFiles created (1)\n  /work/new.txt  (create)\n");
+  expect_in (&r, r.out, "\nFiles written (1)\n        11 B  /work/new.txt\n");
+  expect_in (&r, r.out, "\nFiles renamed (1)\n  /work/a.tmp \u2192 /work/a.txt\n");
+  expect_in (&r, r.out, "\nFiles deleted (1)\n  /work/old.txt  (unlink)\n");
+  expect_in (&r, r.out, "     2.0 KiB  /etc/passwd\n");
+  expect_in (&r, r.out, "       2  rule 2 at policy.json:4:5: keys are secret  [deny 2]\n");
+  expect_in (&r, r.out, "      /work/esc\\x1b[31mred\n");
+  expect_in (&r, r.out, "  denied      4 (deny 2, hide 1, readonly 1)\n");
+  expect_in (&r, r.out, "  seq gaps    0\n");
+  assert_null (strstr (r.out, "WARNING"));
+  assert_null (strchr (r.out, '\033'));
+}
+
+static void
+test_report_json (void **state)
+{
+  g_autofree char *basic = fixture ("basic.jsonl");
+  g_auto (Run) r = { 0 };
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  JsonObject *o, *totals;
+
+  run_fusebox (&r, NULL, "report", "--json", basic, NULL);
+  expect_status (&r, 0);
+  if (!json_parser_load_from_data (parser, r.out, -1, &error))
+    fail_msg ("report --json is not JSON: %s\n  replay: %s", error->message, r.command);
+  o = json_node_get_object (json_parser_get_root (parser));
+  assert_int_equal (json_object_get_int_member (o, "version"), 1);
+  totals = json_object_get_object_member (o, "totals");
+  assert_int_equal (json_object_get_int_member (totals, "records"), N_BASIC);
+  assert_int_equal (json_object_get_int_member (totals, "denied"), 4);
+  assert_int_equal (json_object_get_int_member (totals, "gaps"), 0);
+  assert_int_equal (
+    json_array_get_length (json_object_get_array_member (json_object_get_object_member (o, "denials"), "by_rule")), 3);
+  assert_int_equal (
+    json_array_get_length (json_object_get_array_member (json_object_get_object_member (o, "files"), "read")), 3);
+}
+
+static void
+test_report_damaged (void **state)
+{
+  g_autofree char *gap = fixture ("gap.jsonl");
+  g_autofree char *truncated = fixture ("truncated.jsonl");
+  g_auto (Run) r = { 0 };
+  g_auto (Run) t = { 0 };
+
+  run_fusebox (&r, NULL, "report", gap, NULL);
+  expect_status (&r, 0);
+  expect_in (&r, r.out, "WARNING: the log is not whole: 2 records missing");
+  expect_in (&r, r.out, "  seq gaps    2 (records are missing)\n");
+  expect_in (&r, r.err, "seq jumps from 2 to 5");
+
+  run_fusebox (&t, NULL, "report", "--json", truncated, NULL);
+  expect_status (&t, 0);
+  expect_in (&t, t.out, "\"truncated_lines\" : 1");
+  expect_in (&t, t.err, "incomplete");
+}
+
+static void
+test_report_usage (void **state)
+{
+  Fixture *f = *state;
+  g_auto (Run) r = { 0 };
+  g_auto (Run) m = { 0 };
+  g_autofree char *missing = g_build_filename (f->dir, "none", NULL);
+
+  run_fusebox (&r, NULL, "report", "--bogus", NULL);
+  expect_status (&r, 2);
+  run_fusebox (&m, f->dir, "report", missing, NULL);
+  expect_status (&m, 1);
+  expect_in (&m, m.err, missing);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_log_people, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_color, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_json_passthrough, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_filters, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_usage_errors, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_missing, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_truncated_and_gap, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_rotated_run_dir, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_run_id_and_latest, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_follow_rotation, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_report_text, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_report_json, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_report_damaged, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_report_usage, setup, teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
