@@ -1,0 +1,206 @@
+/* fusebox — internals shared by the view's files (fs-view*.c). */
+#pragma once
+
+#include "fs/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+G_BEGIN_DECLS
+
+/* One project cleanup type for descriptors (GLib 2.74 has no g_autofd). */
+typedef int FbFd;
+static inline void
+fb_fd_close (FbFd *fd)
+{
+  if (*fd >= 0)
+    {
+      int saved = errno;
+      close (*fd);
+      errno = saved;
+    }
+  *fd = -1;
+}
+#define _fb_cleanup_fd_ __attribute__ ((cleanup (fb_fd_close)))
+static inline int
+fb_steal_fd (int *fd)
+{
+  int r = *fd;
+  *fd = -1;
+  return r;
+}
+
+typedef enum
+{
+  NODE_HOST,      /* an O_PATH descriptor of a host object */
+  NODE_SYNTHETIC, /* a directory that leads to mount points, or a missing mount's source */
+  NODE_BLANK,     /* /proc, /sys, /dev and objects on the host's procfs, sysfs, devtmpfs: empty */
+} NodeKind;
+
+/* A node's view path and decision, immutable once built: an operation takes
+ * a reference and works on a consistent pair even if a rename moves the
+ * node meanwhile. */
+typedef struct
+{
+  gint ref;
+  char *path;
+  FbPolicyDecision decision;
+} NodeState;
+
+NodeState *node_state_new (const char *path, const FbPolicyDecision *decision);
+NodeState *node_state_ref (NodeState *st);
+void node_state_unref (NodeState *st);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NodeState, node_state_unref)
+
+struct FbViewNode
+{
+  gint ref;         /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
+  guint64 nlookup;  /* atomic; the kernel's lookup count */
+  FbView *view;     /* a reference */
+
+  /* view->lock: the table key and the tree of nodes in the table */
+  FbViewNode *parent; /* a reference; NULL for the root */
+  char *name;         /* "" for the root */
+  bool in_table;
+  FbViewNode *first_child, *next_sibling, *prev_sibling;
+
+  /* immutable */
+  NodeKind kind;
+  int fd; /* O_PATH|O_NOFOLLOW; -1 unless NODE_HOST */
+  mode_t type;
+  ino_t ino;
+  dev_t dev;
+  guint64 generation;
+
+  GMutex lock;     /* below: the state and the cache stamps */
+  NodeState *state;
+  bool have_stamp; /* size and mtime seen at the last open (keep_cache) */
+  off_t stamp_size;
+  struct timespec stamp_mtime;
+};
+
+typedef struct
+{
+  char *name;
+  ino_t ino;
+  unsigned char type;
+} DirEntry;
+
+struct FbViewFile
+{
+  FbViewNode *node;
+  NodeState *state; /* the decision it was opened under */
+  int fd;           /* the host file; -1 for synthetic directories */
+  int flags;
+  bool is_dir;
+  bool can_read;
+  bool can_write;
+  const char *access; /* "read", "write", "readwrite", "exec", "list" */
+  pid_t pid;
+  uid_t uid;
+  char *comm;
+  char *session;
+  gint64 bytes_read;    /* atomic */
+  gint64 bytes_written; /* atomic */
+
+  /* directories: lock for what follows */
+  GMutex dir_lock;
+  GArray *snapshot;      /* DirEntry, or NULL when streaming from the host */
+  char *buf;             /* getdents64 buffer when streaming */
+  gsize buf_len, buf_pos;
+  off_t stream_pos;      /* offset of the next entry to hand out */
+  bool stream_eof;
+};
+
+struct FbView
+{
+  gint ref;
+  FbPolicy *policy;
+  FbViewOptions options;
+  int *mount_fds; /* per fb_policy_get_mounts(); -1 when missing */
+  guint n_mounts;
+  dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
+  struct timespec started;
+  guint64 generation; /* atomic */
+  gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
+
+  GMutex lock;        /* the node table */
+  GHashTable *table;  /* FbViewNode* (key: parent, name) -> itself */
+  guint n_nodes;      /* atomic */
+
+  GMutex comm_lock;
+  GHashTable *comm_cache; /* pid -> CommEntry */
+};
+
+/* fs-view.c */
+typedef enum
+{
+  EV_MUTATION,
+  EV_OPEN,
+  EV_OBSERVE,
+} EventClass;
+
+void view_emit (FbView *view, const FbViewCaller *caller, EventClass cls, const char *op, const char *path,
+                const char *target, const char *access, FbDecision decision, int err, const FbPolicyRule *rule);
+void view_emit_close (FbView *view, FbViewFile *file);
+NodeState *node_get_state (FbViewNode *node);
+int check_name (const char *name);
+char *join_path (const char *dir, const char *name);
+bool name_in (const char *const *names, const char *name);
+
+typedef enum
+{
+  NEED_STAT,
+  NEED_READ,
+  NEED_LIST,
+  NEED_WRITE,
+} Need;
+int check_access (const NodeState *st, Need need, FbDecision *ret_decision);
+
+/* The caller's decision for a name in a directory, with the checks common to
+ * every operation that takes a name. */
+typedef struct
+{
+  char *path;
+  FbPolicyDecision decision;
+} ChildInfo;
+void child_info_clear (ChildInfo *ci);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ChildInfo, child_info_clear)
+int decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name,
+                          ChildInfo *ret);
+int check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision,
+                  const FbPolicyRule **ret_rule);
+int check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision,
+                  const FbPolicyRule **ret_rule);
+bool child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name);
+bool decision_is_hidden (const FbPolicyDecision *d);
+bool host_name_exists (FbViewNode *parent, const char *name);
+/* The checks before making NAME in PARENT (decided as CI): the policy, EEXIST
+ * for names the view already shows, EROFS for synthetic parents.  Logs
+ * denials as OP. */
+int create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
+                     const char *name, const ChildInfo *ci, const char *op, const char *target_path);
+
+int lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
+                  FbViewNode **ret_node, struct stat *ret_st);
+int node_stat (FbView *view, FbViewNode *node, struct stat *ret_st);
+int node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
+                       FbViewNode **ret_node, struct stat *ret_st);
+void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
+void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
+                               const char *newname, bool exchange);
+int host_open_child (int parent_fd, const char *name);
+void proc_fd_path (char buf[static 32], int fd);
+
+/* Run FUNC with the caller's fsuid/fsgid when act_as_caller asks for it. */
+typedef struct
+{
+  bool switched;
+  uid_t old_uid;
+  gid_t old_gid;
+} CallerCreds;
+void creds_enter (FbView *view, const FbViewCaller *caller, CallerCreds *saved);
+void creds_leave (CallerCreds *saved);
+
+G_END_DECLS

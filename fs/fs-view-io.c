@@ -1,0 +1,699 @@
+/* fusebox — the view's open files and directories.
+ *
+ * A host file is opened by reopening the node's O_PATH descriptor through
+ * /proc/self/fd (never by path), only when it is a regular file or a
+ * directory, and always O_NONBLOCK: the daemon never waits on a FIFO, a
+ * device or a lease.  Access is decided at open from the node's decision;
+ * reads and writes then only check the handle's mode, and count bytes (one
+ * "close" event at release carries both counters).
+ *
+ * Directories are streamed from the host with getdents64 and the host's own
+ * offsets (a fixed buffer, whatever the directory's size), filtering hidden
+ * names.  Directories whose listing is not the host's (synthetic ones,
+ * traversable ones, those holding mount points) are assembled once at
+ * opendir, at most FB_VIEW_DIR_SNAPSHOT_MAX entries.
+ */
+#include "fs/fs-private.h"
+
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+/* The kernel marks opens for execve() with __FMODE_EXEC in the flags FUSE
+ * passes on; it is not an O_* flag, only a hint for the log. */
+#define FB_OPEN_EXEC_HINT 040
+
+#define DIR_BUF_SIZE (32 * 1024)
+
+struct linux_dirent64
+{
+  guint64 d_ino;
+  gint64 d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+static FbViewFile *
+file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access, const FbViewCaller *caller)
+{
+  FbViewFile *file = g_new0 (FbViewFile, 1);
+  int acc = flags & O_ACCMODE;
+
+  file->node = fb_view_node_ref (node);
+  file->state = node_state_ref (st);
+  file->fd = fd;
+  file->flags = flags;
+  file->can_read = acc == O_RDONLY || acc == O_RDWR;
+  file->can_write = acc == O_WRONLY || acc == O_RDWR;
+  file->access = access;
+  if (caller != NULL)
+    {
+      file->pid = caller->pid;
+      file->uid = caller->uid;
+      file->comm = g_strdup (caller->comm);
+      file->session = g_strdup (caller->session);
+    }
+  g_mutex_init (&file->dir_lock);
+  return file;
+}
+
+static void
+file_free (FbViewFile *file)
+{
+  if (file->fd >= 0)
+    close (file->fd);
+  if (file->snapshot != NULL)
+    g_array_unref (file->snapshot);
+  g_free (file->buf);
+  g_mutex_clear (&file->dir_lock);
+  node_state_unref (file->state);
+  fb_view_node_unref (file->node);
+  g_free (file->comm);
+  g_free (file->session);
+  g_free (file);
+}
+
+static const char *
+open_access (int flags)
+{
+  if (flags & FB_OPEN_EXEC_HINT)
+    return "exec";
+  switch (flags & O_ACCMODE)
+    {
+    case O_WRONLY:
+      return "write";
+    case O_RDWR:
+      return "readwrite";
+    default:
+      return (flags & O_TRUNC) ? "write" : "read";
+    }
+}
+
+/* The flags a host open keeps.  O_NONBLOCK: a regular file ignores it for
+ * I/O but it turns a lease break or mandatory lock wait into an error
+ * instead of a stuck worker. */
+static int
+host_open_flags (int flags)
+{
+  int keep = O_ACCMODE | O_APPEND | O_TRUNC | O_DIRECT | O_DSYNC | O_SYNC | O_LARGEFILE;
+
+  return (flags & keep) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+}
+
+/* keep_cache: the kernel may keep the pages it has for NODE when the host
+ * file's size and mtime are those of the previous open. */
+static bool
+stamp_and_compare (FbViewNode *node, const struct stat *st)
+{
+  bool same;
+
+  g_mutex_lock (&node->lock);
+  same = node->have_stamp && node->stamp_size == st->st_size && node->stamp_mtime.tv_sec == st->st_mtim.tv_sec
+         && node->stamp_mtime.tv_nsec == st->st_mtim.tv_nsec;
+  node->have_stamp = true;
+  node->stamp_size = st->st_size;
+  node->stamp_mtime = st->st_mtim;
+  g_mutex_unlock (&node->lock);
+  return same;
+}
+
+static int
+reopen_node (FbViewNode *node, int flags)
+{
+  char proc[32];
+  int fd;
+
+  proc_fd_path (proc, node->fd);
+  fd = open (proc, flags);
+  return fd >= 0 ? fd : -errno;
+}
+
+int
+fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int flags, FbViewFile **ret_file,
+              bool *ret_keep_cache)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  const char *access = open_access (flags);
+  bool wants_write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+  struct stat hst;
+  FbDecision d;
+  int r, fd;
+
+  r = check_access (st, wants_write ? NEED_WRITE : NEED_READ, &d);
+  if (r < 0)
+    {
+      view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, d, -r, st->decision.rule);
+      return r;
+    }
+  if (S_ISDIR (node->type))
+    r = -EISDIR;
+  else if (S_ISLNK (node->type))
+    r = -ELOOP;
+  else if (!S_ISREG (node->type))
+    r = -ENXIO; /* FIFOs, sockets, devices: never opened by the daemon */
+  if (r < 0)
+    {
+      view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -r, st->decision.rule);
+      return r;
+    }
+  fd = reopen_node (node, host_open_flags (flags));
+  if (fd < 0)
+    {
+      view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -fd,
+                 st->decision.rule);
+      return fd;
+    }
+  if (ret_keep_cache != NULL)
+    *ret_keep_cache = fstat (fd, &hst) == 0 && !(flags & O_TRUNC) && stamp_and_compare (node, &hst);
+  *ret_file = file_new (node, st, fd, flags, access, caller);
+  return 0;
+}
+
+int
+fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, int flags,
+                mode_t mode, FbViewFile **ret_file, FbViewNode **ret_node, struct stat *ret_st)
+{
+  g_autoptr (NodeState) pst = node_get_state (parent);
+  g_autoptr (NodeState) st = NULL;
+  g_auto (ChildInfo) ci = { 0 };
+  _fb_cleanup_fd_ int fd = -1;
+  FbViewNode *node = NULL;
+  CallerCreds creds;
+  struct stat hst;
+  mode_t umask_bits = caller != NULL ? caller->umask : 0;
+  int r, path_fd;
+
+  r = decide_child_checked (view, parent, pst, name, &ci);
+  if (r < 0)
+    return r;
+  r = create_precheck (view, caller, parent, pst, name, &ci, "create", NULL);
+  if (r == -EEXIST && !(flags & O_EXCL))
+    {
+      /* The name exists in the view: an ordinary open of it. */
+      g_autoptr (FbViewNode) existing = NULL;
+      r = fb_view_lookup (view, caller, parent, name, &existing, ret_st);
+      if (r < 0)
+        return r;
+      r = fb_view_open (view, caller, existing, flags & ~(O_CREAT | O_EXCL), ret_file, NULL);
+      if (r == 0 && ret_node != NULL)
+        *ret_node = g_steal_pointer (&existing);
+      return r;
+    }
+  if (r < 0)
+    {
+      if (r == -EEXIST)
+        view_emit (view, caller, EV_MUTATION, "create", ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST,
+                   ci.decision.rule);
+      return r;
+    }
+
+  /* O_EXCL first, whatever the caller asked: without it an existing FIFO
+   * or device at that name would be opened by the daemon.  An existing name
+   * then goes through lookup and open, which refuse those. */
+  creds_enter (view, caller, &creds);
+  fd = openat (parent->fd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW,
+               mode & 0777 & ~umask_bits);
+  r = fd < 0 ? -errno : 0;
+  creds_leave (&creds);
+  if (r == -EEXIST && !(flags & O_EXCL))
+    {
+      g_autoptr (FbViewNode) existing = NULL;
+      r = fb_view_lookup (view, caller, parent, name, &existing, ret_st);
+      if (r < 0)
+        return r;
+      r = fb_view_open (view, caller, existing, flags & ~(O_CREAT | O_EXCL), ret_file, NULL);
+      if (r == 0 && ret_node != NULL)
+        *ret_node = g_steal_pointer (&existing);
+      return r;
+    }
+  if (r == 0)
+    {
+      char proc[32];
+      /* The O_PATH descriptor of the very file created, not of whatever the
+       * name holds a moment later. */
+      proc_fd_path (proc, fd);
+      path_fd = open (proc, O_PATH | O_CLOEXEC);
+      r = path_fd < 0 ? -errno : node_from_host_fd (view, parent, name, &ci, path_fd, &node, ret_st);
+    }
+  view_emit (view, caller, EV_MUTATION, "create", ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  if (r < 0)
+    return r;
+  if (fstat (fd, &hst) == 0)
+    stamp_and_compare (node, &hst);
+  st = node_get_state (node);
+  *ret_file = file_new (node, st, fb_steal_fd (&fd), flags & ~(O_CREAT | O_EXCL), open_access (flags), caller);
+  if (ret_node != NULL)
+    *ret_node = node;
+  else
+    fb_view_node_unref (node);
+  return 0;
+}
+
+gssize
+fb_view_read (FbView *view, FbViewFile *file, void *buf, gsize size, off_t offset)
+{
+  gssize n;
+
+  if (file->is_dir)
+    return -EISDIR;
+  if (!file->can_read)
+    return -EBADF;
+  if (offset < 0)
+    return -EINVAL;
+  n = pread (file->fd, buf, MIN (size, FB_VIEW_IO_MAX), offset);
+  if (n < 0)
+    return -errno;
+  __atomic_add_fetch (&file->bytes_read, n, __ATOMIC_RELAXED);
+  return n;
+}
+
+gssize
+fb_view_write (FbView *view, FbViewFile *file, const void *buf, gsize size, off_t offset)
+{
+  gssize n;
+
+  if (file->is_dir)
+    return -EISDIR;
+  if (!file->can_write)
+    return -EBADF;
+  if (offset < 0)
+    return -EINVAL;
+  n = pwrite (file->fd, buf, MIN (size, FB_VIEW_IO_MAX), offset);
+  if (n < 0)
+    return -errno;
+  __atomic_add_fetch (&file->bytes_written, n, __ATOMIC_RELAXED);
+  return n;
+}
+
+gssize
+fb_view_write_with (FbView *view, FbViewFile *file, off_t offset, FbViewWriteFunc func, gpointer user_data)
+{
+  gssize n;
+
+  if (file->is_dir)
+    return -EISDIR;
+  if (!file->can_write)
+    return -EBADF;
+  if (offset < 0)
+    return -EINVAL;
+  n = func (file->fd, offset, user_data);
+  if (n > 0)
+    __atomic_add_fetch (&file->bytes_written, n, __ATOMIC_RELAXED);
+  return n;
+}
+
+int
+fb_view_flush (FbView *view, FbViewFile *file)
+{
+  int dupfd;
+
+  if (file->fd < 0)
+    return 0;
+  /* Closing a duplicate makes network filesystems write back now, as a
+   * close(2) on the host would (close-to-open consistency). */
+  dupfd = fcntl (file->fd, F_DUPFD_CLOEXEC, 3);
+  if (dupfd < 0)
+    return -errno;
+  return close (dupfd) < 0 ? -errno : 0;
+}
+
+int
+fb_view_fsync (FbView *view, FbViewFile *file, bool datasync)
+{
+  if (file->fd < 0)
+    return 0;
+  if ((datasync ? fdatasync (file->fd) : fsync (file->fd)) < 0)
+    return -errno;
+  return 0;
+}
+
+int
+fb_view_fallocate (FbView *view, FbViewFile *file, int mode, off_t offset, off_t length)
+{
+  if (file->is_dir)
+    return -EISDIR;
+  if (!file->can_write)
+    return -EBADF;
+  if (offset < 0 || length <= 0)
+    return -EINVAL;
+  return fallocate (file->fd, mode, offset, length) < 0 ? -errno : 0;
+}
+
+off_t
+fb_view_lseek (FbView *view, FbViewFile *file, off_t offset, int whence)
+{
+  off_t r;
+
+  if (file->is_dir || file->fd < 0)
+    return -EINVAL;
+  if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END && whence != SEEK_DATA && whence != SEEK_HOLE)
+    return -EINVAL;
+  r = lseek (file->fd, offset, whence);
+  return r < 0 ? -errno : r;
+}
+
+gssize
+fb_view_copy_file_range (FbView *view, FbViewFile *in, off_t offset_in, FbViewFile *out, off_t offset_out,
+                         gsize length, unsigned int flags)
+{
+  loff_t oi = offset_in, oo = offset_out;
+  gssize n;
+
+  if (flags != 0 || offset_in < 0 || offset_out < 0)
+    return -EINVAL;
+  if (in->is_dir || out->is_dir)
+    return -EISDIR;
+  if (!in->can_read || !out->can_write)
+    return -EBADF;
+  n = copy_file_range (in->fd, &oi, out->fd, &oo, MIN (length, FB_VIEW_COPY_MAX), 0);
+  if (n < 0)
+    return -errno;
+  __atomic_add_fetch (&in->bytes_read, n, __ATOMIC_RELAXED);
+  __atomic_add_fetch (&out->bytes_written, n, __ATOMIC_RELAXED);
+  return n;
+}
+
+FbViewNode *
+fb_view_file_get_node (FbViewFile *file)
+{
+  return file->node;
+}
+
+int
+fb_view_file_fstat (FbView *view, FbViewFile *file, struct stat *ret_st)
+{
+  if (file->fd < 0 || file->is_dir)
+    return node_stat (view, file->node, ret_st);
+  return fstat (file->fd, ret_st) < 0 ? -errno : 0;
+}
+
+void
+fb_view_release (FbView *view, FbViewFile *file)
+{
+  if (file == NULL)
+    return;
+  if (!file->is_dir)
+    view_emit_close (view, file);
+  file_free (file);
+}
+
+/* --- directories ------------------------------------------------------------ */
+
+static void
+dir_entry_clear (gpointer p)
+{
+  DirEntry *e = p;
+
+  g_free (e->name);
+}
+
+static void
+snapshot_add (GArray *entries, const char *name, ino_t ino, unsigned char type)
+{
+  DirEntry e;
+
+  if (entries->len >= FB_VIEW_DIR_SNAPSHOT_MAX)
+    {
+      static gsize warned;
+      if (g_once_init_enter (&warned))
+        {
+          g_warning ("a directory listing was cut at %d entries", FB_VIEW_DIR_SNAPSHOT_MAX);
+          g_once_init_leave (&warned, 1);
+        }
+      return;
+    }
+  e.name = g_strdup (name);
+  e.ino = ino;
+  e.type = type;
+  g_array_append_val (entries, e);
+}
+
+static ino_t
+synthetic_ino (const char *path)
+{
+  return (ino_t) (0xfb00000000000000ULL | g_str_hash (path));
+}
+
+/* The listing of a directory that is not simply the host's: "." and "..",
+ * then for a traversable directory its reachable children that exist, else
+ * the host's visible entries with the mount points and the directories
+ * leading to them in place of whatever the host has under those names. */
+static int
+build_snapshot (FbView *view, FbViewFile *dir)
+{
+  const FbPolicyDecision *d = &dir->state->decision;
+  FbViewNode *node = dir->node;
+  GArray *entries = g_array_new (FALSE, FALSE, sizeof (DirEntry));
+
+  g_array_set_clear_func (entries, dir_entry_clear);
+  snapshot_add (entries, ".", node->ino, DT_DIR);
+  snapshot_add (entries, "..", 1, DT_DIR);
+  if (node->kind == NODE_BLANK)
+    ;
+  else if (d->traversable || node->kind != NODE_HOST)
+    {
+      for (guint i = 0; d->reachable_children != NULL && d->traversable && d->reachable_children[i] != NULL; i++)
+        {
+          const char *name = d->reachable_children[i];
+          g_autofree char *path = join_path (dir->state->path, name);
+          struct stat st;
+          if (name_in (d->mounted_children, name))
+            snapshot_add (entries, name, synthetic_ino (path), DT_DIR);
+          else if (node->kind == NODE_HOST && fstatat (node->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            snapshot_add (entries, name, st.st_ino, IFTODT (st.st_mode));
+        }
+      for (guint i = 0; d->mounted_children != NULL && d->mounted_children[i] != NULL; i++)
+        {
+          const char *name = d->mounted_children[i];
+          g_autofree char *path = join_path (dir->state->path, name);
+          if (!d->traversable || !name_in (d->reachable_children, name))
+            snapshot_add (entries, name, synthetic_ino (path), DT_DIR);
+        }
+    }
+  else
+    {
+      g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
+      for (;;)
+        {
+          long n = syscall (SYS_getdents64, dir->fd, buf, DIR_BUF_SIZE);
+          if (n < 0)
+            {
+              int r = -errno;
+              g_array_unref (entries);
+              return r;
+            }
+          if (n == 0)
+            break;
+          for (long pos = 0; pos < n;)
+            {
+              struct linux_dirent64 *de = (struct linux_dirent64 *) (buf + pos);
+              FbPolicyDecision cd;
+              pos += de->d_reclen;
+              if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
+                  || name_in (d->mounted_children, de->d_name))
+                continue;
+              fb_policy_decide_child (view->policy, d, dir->state->path, de->d_name, &cd);
+              if (decision_is_hidden (&cd))
+                continue;
+              snapshot_add (entries, de->d_name, de->d_ino, de->d_type);
+            }
+        }
+      for (guint i = 0; d->mounted_children != NULL && d->mounted_children[i] != NULL; i++)
+        {
+          g_autofree char *path = join_path (dir->state->path, d->mounted_children[i]);
+          snapshot_add (entries, d->mounted_children[i], synthetic_ino (path), DT_DIR);
+        }
+    }
+  dir->snapshot = entries;
+  return 0;
+}
+
+int
+fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile **ret_dir,
+                 bool *ret_keep_cache)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  FbViewFile *dir;
+  FbDecision d;
+  bool snapshot;
+  int r, fd = -1;
+
+  if (ret_keep_cache != NULL)
+    *ret_keep_cache = false;
+  if (!S_ISDIR (node->type))
+    return -ENOTDIR;
+  r = check_access (st, NEED_LIST, &d);
+  if (r < 0)
+    {
+      view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", d, -r, st->decision.rule);
+      return r;
+    }
+  snapshot = node->kind != NODE_HOST || st->decision.traversable
+             || (st->decision.mounted_children != NULL && st->decision.mounted_children[0] != NULL);
+  if (node->kind == NODE_HOST)
+    {
+      fd = reopen_node (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0)
+        {
+          view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", FB_DECISION_ALLOW, -fd,
+                     st->decision.rule);
+          return fd;
+        }
+    }
+  dir = file_new (node, st, fd, O_RDONLY | O_DIRECTORY, "list", caller);
+  dir->is_dir = true;
+  dir->can_write = false;
+  if (snapshot)
+    {
+      r = build_snapshot (view, dir);
+      if (r < 0)
+        {
+          file_free (dir);
+          return r;
+        }
+    }
+  else
+    {
+      struct stat hst;
+      dir->buf = g_malloc (DIR_BUF_SIZE);
+      /* The kernel may keep its cached listing while the directory's mtime
+       * is the one of the previous opendir. */
+      if (ret_keep_cache != NULL)
+        *ret_keep_cache = fstat (fd, &hst) == 0 && stamp_and_compare (node, &hst);
+    }
+  view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", FB_DECISION_ALLOW, 0, st->decision.rule);
+  *ret_dir = dir;
+  return 0;
+}
+
+/* Offer one entry; false when the consumer is full. */
+static bool
+offer (FbView *view, FbViewFile *dir, const char *name, ino_t ino, unsigned char type, off_t next, bool plus,
+       FbViewDirFunc func, gpointer user_data, bool *ret_skip)
+{
+  FbViewDirEntry e = { 0 };
+  g_autoptr (FbViewNode) child = NULL;
+  struct stat st;
+  bool taken;
+
+  *ret_skip = false;
+  e.name = name;
+  e.ino = ino;
+  e.type = type;
+  e.next_offset = next;
+  if (plus)
+    {
+      if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+        {
+          memset (&st, 0, sizeof st);
+          st.st_ino = ino;
+          st.st_mode = DTTOIF (type);
+        }
+      else
+        {
+          g_auto (ChildInfo) ci = { 0 };
+          if (decide_child_checked (view, dir->node, dir->state, name, &ci) < 0 || decision_is_hidden (&ci.decision)
+              || lookup_child (view, dir->node, dir->state, name, &ci, &child, &st) < 0)
+            {
+              /* gone since it was listed, or not ours to show */
+              *ret_skip = true;
+              return true;
+            }
+          e.ino = st.st_ino;
+          e.type = IFTODT (st.st_mode);
+        }
+      e.node = child;
+      e.st = &st;
+    }
+  taken = func (&e, user_data);
+  return taken;
+}
+
+int
+fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func, gpointer user_data)
+{
+  int r = 0;
+
+  if (!dir->is_dir)
+    return -ENOTDIR;
+  if (offset < 0)
+    return -EINVAL;
+  g_mutex_lock (&dir->dir_lock);
+  if (dir->snapshot != NULL)
+    {
+      for (guint i = (guint) MIN ((guint64) offset, (guint64) dir->snapshot->len); i < dir->snapshot->len; i++)
+        {
+          const DirEntry *e = &g_array_index (dir->snapshot, DirEntry, i);
+          bool skip;
+          if (!offer (view, dir, e->name, e->ino, e->type, (off_t) i + 1, plus, func, user_data, &skip))
+            break;
+        }
+      g_mutex_unlock (&dir->dir_lock);
+      return 0;
+    }
+
+  if (offset != dir->stream_pos)
+    {
+      if (lseek (dir->fd, offset, SEEK_SET) < 0)
+        {
+          r = -errno;
+          goto out;
+        }
+      dir->buf_len = dir->buf_pos = 0;
+      dir->stream_pos = offset;
+      dir->stream_eof = false;
+    }
+  for (;;)
+    {
+      struct linux_dirent64 *de;
+      bool skip;
+
+      if (dir->buf_pos >= dir->buf_len)
+        {
+          long n;
+          if (dir->stream_eof)
+            break;
+          n = syscall (SYS_getdents64, dir->fd, dir->buf, DIR_BUF_SIZE);
+          if (n < 0)
+            {
+              r = -errno;
+              break;
+            }
+          if (n == 0)
+            {
+              dir->stream_eof = true;
+              break;
+            }
+          dir->buf_len = (gsize) n;
+          dir->buf_pos = 0;
+        }
+      de = (struct linux_dirent64 *) (dir->buf + dir->buf_pos);
+      if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
+        {
+          FbPolicyDecision cd;
+          fb_policy_decide_child (view->policy, &dir->state->decision, dir->state->path, de->d_name, &cd);
+          if (decision_is_hidden (&cd))
+            {
+              dir->buf_pos += de->d_reclen;
+              dir->stream_pos = de->d_off;
+              continue;
+            }
+        }
+      if (!offer (view, dir, de->d_name, de->d_ino, de->d_type, de->d_off, plus, func, user_data, &skip))
+        break;
+      dir->buf_pos += de->d_reclen;
+      dir->stream_pos = de->d_off;
+    }
+out:
+  g_mutex_unlock (&dir->dir_lock);
+  return r;
+}
+
+void
+fb_view_releasedir (FbView *view, FbViewFile *dir)
+{
+  if (dir != NULL)
+    file_free (dir);
+}

@@ -1,0 +1,741 @@
+/* fusebox — the view's operations on names and attributes.
+ *
+ * Every function here asks the policy before touching the host: the node's
+ * stored decision for operations on an existing object, the decision of the
+ * new or removed name (and of its directory) for operations that take a
+ * name.  Host calls are relative to held descriptors only.  See fs/fs.h for
+ * the errno of each refusal.
+ */
+#include "fs/fs-private.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+
+static const FbViewCaller no_caller = { 0 };
+
+static const FbViewCaller *
+caller_or_none (const FbViewCaller *caller)
+{
+  return caller != NULL ? caller : &no_caller;
+}
+
+/* --- attributes ------------------------------------------------------------ */
+
+int
+fb_view_getattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, struct stat *ret_st)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  FbDecision d;
+  int r;
+
+  r = check_access (st, NEED_STAT, &d);
+  if (r == 0)
+    r = node_stat (view, node, ret_st);
+  view_emit (view, caller, EV_OBSERVE, "getattr", st->path, NULL, "stat", d, -r, st->decision.rule);
+  return r;
+}
+
+static int
+host_chmod (FbViewNode *node, FbViewFile *file, mode_t mode)
+{
+  char proc[32];
+
+  if (file != NULL && file->fd >= 0)
+    return fchmod (file->fd, mode) < 0 ? -errno : 0;
+  if (S_ISLNK (node->type))
+    return -EOPNOTSUPP;
+  /* fchmodat2 (Linux 6.6) changes an O_PATH descriptor's inode directly;
+   * before it, the /proc/self/fd magic link reaches the same inode. */
+  if (syscall (SYS_fchmodat2, node->fd, "", mode, AT_EMPTY_PATH) == 0)
+    return 0;
+  if (errno != ENOSYS && errno != EINVAL)
+    return -errno;
+  proc_fd_path (proc, node->fd);
+  return chmod (proc, mode) < 0 ? -errno : 0;
+}
+
+static int
+host_truncate (FbViewNode *node, FbViewFile *file, off_t size)
+{
+  char proc[32];
+
+  if (S_ISDIR (node->type))
+    return -EISDIR;
+  if (!S_ISREG (node->type))
+    return -EINVAL;
+  if (file != NULL && file->fd >= 0 && file->can_write)
+    return ftruncate (file->fd, size) < 0 ? -errno : 0;
+  proc_fd_path (proc, node->fd);
+  return truncate (proc, size) < 0 ? -errno : 0;
+}
+
+static int
+host_utimens (FbViewNode *node, FbViewFile *file, const FbViewSetattr *attr)
+{
+  struct timespec ts[2];
+
+  ts[0].tv_sec = 0;
+  ts[0].tv_nsec = UTIME_OMIT;
+  ts[1] = ts[0];
+  if (attr->valid & FB_VIEW_SET_ATIME_NOW)
+    ts[0].tv_nsec = UTIME_NOW;
+  else if (attr->valid & FB_VIEW_SET_ATIME)
+    ts[0] = attr->atime;
+  if (attr->valid & FB_VIEW_SET_MTIME_NOW)
+    ts[1].tv_nsec = UTIME_NOW;
+  else if (attr->valid & FB_VIEW_SET_MTIME)
+    ts[1] = attr->mtime;
+  if (file != NULL && file->fd >= 0)
+    return futimens (file->fd, ts) < 0 ? -errno : 0;
+  return utimensat (node->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+static const char *
+setattr_op (FbViewSetFlags valid)
+{
+  if (valid & (FB_VIEW_SET_UID | FB_VIEW_SET_GID))
+    return "chown";
+  if (valid & FB_VIEW_SET_MODE)
+    return "chmod";
+  if (valid & FB_VIEW_SET_SIZE)
+    return "truncate";
+  return "utimens";
+}
+
+int
+fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile *file,
+                 const FbViewSetattr *attr, struct stat *ret_st)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  const char *op = setattr_op (attr->valid);
+  struct stat cur;
+  FbDecision d;
+  int r;
+
+  r = check_access (st, NEED_WRITE, &d);
+  if (r < 0)
+    goto out;
+  if (node->kind != NODE_HOST)
+    {
+      r = -EROFS;
+      goto out;
+    }
+  r = node_stat (view, node, &cur);
+  if (r < 0)
+    goto out;
+  /* Giving a file away (or taking it) would let a root daemon's sandbox
+   * change host ownership; only a chown that changes nothing passes (tar
+   * and cp -p do those). */
+  if (((attr->valid & FB_VIEW_SET_UID) && attr->uid != (uid_t) -1 && attr->uid != cur.st_uid)
+      || ((attr->valid & FB_VIEW_SET_GID) && attr->gid != (gid_t) -1 && attr->gid != cur.st_gid))
+    {
+      r = -EPERM;
+      goto out;
+    }
+  if (attr->valid & FB_VIEW_SET_MODE)
+    {
+      mode_t mode = attr->mode & 07777;
+      /* A set-id bit made through a root daemon would outlive the sandbox
+       * as a privilege on the host.  Bits the host file already has may
+       * stay (the kernel's kill-suid on write clears them through here). */
+      if (((mode & S_ISUID) && !(cur.st_mode & S_ISUID))
+          || ((mode & S_ISGID) && !(cur.st_mode & S_ISGID) && !S_ISDIR (cur.st_mode)))
+        {
+          r = -EPERM;
+          goto out;
+        }
+      r = host_chmod (node, file, mode);
+      if (r < 0)
+        goto out;
+    }
+  if (attr->valid & FB_VIEW_SET_SIZE)
+    {
+      if (attr->size < 0)
+        {
+          r = -EINVAL;
+          goto out;
+        }
+      r = host_truncate (node, file, attr->size);
+      if (r < 0)
+        goto out;
+    }
+  if (attr->valid & (FB_VIEW_SET_ATIME | FB_VIEW_SET_MTIME | FB_VIEW_SET_ATIME_NOW | FB_VIEW_SET_MTIME_NOW))
+    {
+      r = host_utimens (node, file, attr);
+      if (r < 0)
+        goto out;
+    }
+  if (ret_st != NULL)
+    r = node_stat (view, node, ret_st);
+out:
+  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, st->decision.rule);
+  return r;
+}
+
+int
+fb_view_access (FbView *view, const FbViewCaller *caller, FbViewNode *node, int mask)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  FbDecision d = FB_DECISION_ALLOW;
+  char proc[32];
+  int r = 0;
+
+  if (mask & ~(R_OK | W_OK | X_OK))
+    return -EINVAL;
+  r = check_access (st, NEED_STAT, &d);
+  if (r == 0 && (mask & R_OK))
+    r = check_access (st, S_ISDIR (node->type) ? NEED_LIST : NEED_READ, &d);
+  if (r == 0 && (mask & X_OK))
+    r = check_access (st, S_ISDIR (node->type) ? NEED_LIST : NEED_READ, &d);
+  if (r == 0 && (mask & W_OK))
+    {
+      r = check_access (st, NEED_WRITE, &d);
+      if (r == 0 && node->kind != NODE_HOST)
+        r = -EROFS;
+    }
+  if (r == 0 && node->kind == NODE_HOST && mask != F_OK && !S_ISLNK (node->type))
+    {
+      proc_fd_path (proc, node->fd);
+      if (faccessat (AT_FDCWD, proc, mask, AT_EACCESS) < 0)
+        r = -errno;
+    }
+  view_emit (view, caller, EV_OBSERVE, "access", st->path, NULL, (mask & W_OK) ? "write" : "read", d, -r,
+             st->decision.rule);
+  return r;
+}
+
+int
+fb_view_readlink (FbView *view, const FbViewCaller *caller, FbViewNode *node, char **ret_text)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  g_autofree char *buf = NULL;
+  FbDecision d;
+  gssize n;
+  int r;
+
+  r = check_access (st, NEED_READ, &d);
+  if (r == 0 && !S_ISLNK (node->type))
+    r = -EINVAL;
+  if (r == 0)
+    {
+      buf = g_malloc (FB_VIEW_SYMLINK_MAX + 2);
+      n = readlinkat (node->fd, "", buf, FB_VIEW_SYMLINK_MAX + 1);
+      if (n < 0)
+        r = -errno;
+      else if (n > FB_VIEW_SYMLINK_MAX)
+        r = -ENAMETOOLONG;
+      else
+        buf[n] = '\0';
+    }
+  view_emit (view, caller, EV_OBSERVE, "readlink", st->path, NULL, "read", d, -r, st->decision.rule);
+  if (r < 0)
+    return r;
+  *ret_text = g_steal_pointer (&buf);
+  return 0;
+}
+
+int
+fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, struct statvfs *ret_st)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  g_autoptr (FbViewNode) root = NULL;
+  FbDecision d;
+  int fd, r;
+
+  r = check_access (st, NEED_STAT, &d);
+  if (r == 0)
+    {
+      fd = node->kind == NODE_HOST ? node->fd : -1;
+      if (fd < 0)
+        {
+          root = fb_view_get_root (view);
+          fd = root->fd;
+        }
+      if (fd < 0 || fstatvfs (fd, ret_st) < 0)
+        r = fd < 0 ? -ENOSYS : -errno;
+    }
+  view_emit (view, caller, EV_OBSERVE, "statfs", st->path, NULL, "stat", d, -r, st->decision.rule);
+  return r;
+}
+
+/* --- making names -------------------------------------------------------------- */
+
+int
+create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
+                 const char *name, const ChildInfo *ci, const char *op, const char *target_path)
+{
+  const FbPolicyRule *rule;
+  FbDecision d;
+  int r;
+
+  r = check_create (pst, ci, &d, &rule);
+  if (r < 0)
+    {
+      /* A name the view shows already is EEXIST whatever the policy, as the
+       * kernel answers before asking for write access; a hidden one never
+       * is (that would tell that it exists). */
+      if (!decision_is_hidden (&ci->decision)
+          && (child_is_structural (view, pst, ci, name) || host_name_exists (parent, name)))
+        return -EEXIST;
+      view_emit (view, caller, EV_MUTATION, op, target_path != NULL ? target_path : ci->path,
+                 target_path != NULL ? ci->path : NULL, "create", d, -r, rule);
+      return r;
+    }
+  if (child_is_structural (view, pst, ci, name))
+    return -EEXIST;
+  if (parent->kind != NODE_HOST)
+    return -EROFS; /* a synthetic directory has no host directory to write to */
+  return 0;
+}
+
+typedef int (*MakeFunc) (int parent_fd, const char *name, gpointer data);
+
+/* The shared body of mkdir, mknod and symlink. */
+static int
+make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, const char *op,
+           MakeFunc make, gpointer data, FbViewNode **ret_node, struct stat *ret_st)
+{
+  g_autoptr (NodeState) pst = node_get_state (parent);
+  g_auto (ChildInfo) ci = { 0 };
+  FbViewNode *node = NULL;
+  CallerCreds creds;
+  int r, fd;
+
+  r = decide_child_checked (view, parent, pst, name, &ci);
+  if (r < 0)
+    return r;
+  r = create_precheck (view, caller, parent, pst, name, &ci, op, NULL);
+  if (r < 0)
+    {
+      if (r == -EEXIST)
+        view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST,
+                   ci.decision.rule);
+      return r;
+    }
+  creds_enter (view, caller, &creds);
+  r = make (parent->fd, name, data);
+  creds_leave (&creds);
+  if (r == 0)
+    {
+      fd = host_open_child (parent->fd, name);
+      r = fd < 0 ? fd : node_from_host_fd (view, parent, name, &ci, fd, &node, ret_st);
+    }
+  view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  if (r < 0)
+    return r;
+  if (ret_node != NULL)
+    *ret_node = node;
+  else
+    fb_view_node_unref (node);
+  return 0;
+}
+
+typedef struct
+{
+  mode_t mode;
+  dev_t rdev;
+  const char *target;
+} MakeArgs;
+
+static int
+make_dir (int parent_fd, const char *name, gpointer data)
+{
+  const MakeArgs *a = data;
+
+  return mkdirat (parent_fd, name, a->mode) < 0 ? -errno : 0;
+}
+
+static int
+make_node (int parent_fd, const char *name, gpointer data)
+{
+  const MakeArgs *a = data;
+
+  return mknodat (parent_fd, name, a->mode, a->rdev) < 0 ? -errno : 0;
+}
+
+static int
+make_symlink (int parent_fd, const char *name, gpointer data)
+{
+  const MakeArgs *a = data;
+
+  return symlinkat (a->target, parent_fd, name) < 0 ? -errno : 0;
+}
+
+int
+fb_view_mkdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, mode_t mode,
+               FbViewNode **ret_node, struct stat *ret_st)
+{
+  MakeArgs a = { 0 };
+
+  /* S_ISGID stays (a directory's group inheritance); S_ISUID never. */
+  a.mode = mode & 07777 & ~S_ISUID & ~caller_or_none (caller)->umask;
+  return make_name (view, caller, parent, name, "mkdir", make_dir, &a, ret_node, ret_st);
+}
+
+int
+fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, mode_t mode,
+               dev_t rdev, FbViewNode **ret_node, struct stat *ret_st)
+{
+  MakeArgs a = { 0 };
+  mode_t type = mode & S_IFMT;
+
+  /* Device nodes would open host devices for whoever finds them later. */
+  if (type == S_IFCHR || type == S_IFBLK)
+    {
+      g_autoptr (NodeState) pst = node_get_state (parent);
+      g_autofree char *path = check_name (name) == 0 ? join_path (pst->path, name) : NULL;
+      view_emit (view, caller, EV_MUTATION, "mknod", path != NULL ? path : pst->path, NULL, "create",
+                 FB_DECISION_ALLOW, EPERM, pst->decision.rule);
+      return -EPERM;
+    }
+  if (type == 0)
+    type = S_IFREG;
+  if (type != S_IFREG && type != S_IFIFO && type != S_IFSOCK)
+    return -EINVAL;
+  a.mode = type | (mode & 0777 & ~caller_or_none (caller)->umask) | (mode & S_ISVTX);
+  a.rdev = 0;
+  return make_name (view, caller, parent, name, "mknod", make_node, &a, ret_node, ret_st);
+}
+
+int
+fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
+                 const char *target, FbViewNode **ret_node, struct stat *ret_st)
+{
+  MakeArgs a = { 0 };
+  gsize len;
+
+  if (target == NULL || target[0] == '\0')
+    return -ENOENT;
+  len = strnlen (target, FB_VIEW_SYMLINK_MAX + 1);
+  if (len > FB_VIEW_SYMLINK_MAX)
+    return -ENAMETOOLONG;
+  /* The text is stored as given: it is resolved later by the kernel inside
+   * the view (never by us on the host), so pointing at a hidden path only
+   * makes a link that leads nowhere. */
+  a.target = target;
+  return make_name (view, caller, parent, name, "symlink", make_symlink, &a, ret_node, ret_st);
+}
+
+int
+fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewNode *newparent,
+              const char *newname, FbViewNode **ret_node, struct stat *ret_st)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  g_autoptr (NodeState) npst = node_get_state (newparent);
+  g_auto (ChildInfo) ci = { 0 };
+  FbViewNode *fresh = NULL;
+  FbDecision d;
+  char proc[32];
+  int r, fd;
+
+  r = decide_child_checked (view, newparent, npst, newname, &ci);
+  if (r < 0)
+    return r;
+  /* The new name would give the inode a second decision: only an object
+   * already writable through this path may get one. */
+  r = check_access (st, NEED_WRITE, &d);
+  if (r < 0)
+    {
+      view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "write", d, -r, st->decision.rule);
+      return r;
+    }
+  if (node->kind != NODE_HOST || S_ISDIR (node->type))
+    return -EPERM;
+  r = create_precheck (view, caller, newparent, npst, newname, &ci, "link", st->path);
+  if (r < 0)
+    return r;
+  /* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; without it the kernel says
+   * ENOENT and the /proc/self/fd link (followed once, to the very inode)
+   * does the same.  Remember which one works. */
+  r = -ENOENT;
+  if (g_atomic_int_get (&view->can_empty_path_link))
+    r = linkat (node->fd, "", newparent->fd, newname, AT_EMPTY_PATH) < 0 ? -errno : 0;
+  if (r == -ENOENT)
+    {
+      proc_fd_path (proc, node->fd);
+      r = linkat (AT_FDCWD, proc, newparent->fd, newname, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+      if (r == 0)
+        g_atomic_int_set (&view->can_empty_path_link, 0);
+    }
+  if (r == 0)
+    {
+      fd = host_open_child (newparent->fd, newname);
+      r = fd < 0 ? fd : node_from_host_fd (view, newparent, newname, &ci, fd, &fresh, ret_st);
+    }
+  view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "create", FB_DECISION_ALLOW, -r,
+             ci.decision.rule);
+  if (r < 0)
+    return r;
+  if (ret_node != NULL)
+    *ret_node = fresh;
+  else
+    fb_view_node_unref (fresh);
+  return 0;
+}
+
+/* --- removing names -------------------------------------------------------------- */
+
+/* The checks before removing (or renaming away) NAME of PARENT.  A refusal
+ * is only reported for something the host really holds; otherwise ENOENT. */
+static int
+remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
+                 const char *name, const ChildInfo *ci, const char *op, const char *target_path)
+{
+  const FbPolicyRule *rule;
+  FbDecision d;
+  int r;
+
+  r = check_remove (pst, ci, &d, &rule);
+  if (r < 0)
+    {
+      bool structural = child_is_structural (view, pst, ci, name);
+      if (!structural && !host_name_exists (parent, name))
+        return -ENOENT;
+      if (d == FB_DECISION_HIDE && !host_name_exists (parent, name))
+        return -ENOENT;
+      view_emit (view, caller, EV_MUTATION, op, ci->path, target_path, "delete", d, -r, rule);
+      return r;
+    }
+  if (child_is_structural (view, pst, ci, name))
+    return -EBUSY; /* a mount point or the way to one */
+  if (parent->kind != NODE_HOST)
+    return -EROFS;
+  return 0;
+}
+
+static int
+remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, bool dir)
+{
+  g_autoptr (NodeState) pst = node_get_state (parent);
+  g_auto (ChildInfo) ci = { 0 };
+  const char *op = dir ? "rmdir" : "unlink";
+  int r;
+
+  r = decide_child_checked (view, parent, pst, name, &ci);
+  if (r < 0)
+    return r;
+  r = remove_precheck (view, caller, parent, pst, name, &ci, op, NULL);
+  if (r < 0)
+    return r;
+  r = unlinkat (parent->fd, name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+  if (r == 0)
+    view_detach_name (view, parent, name);
+  view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "delete", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  return r;
+}
+
+int
+fb_view_unlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name)
+{
+  return remove_name (view, caller, parent, name, false);
+}
+
+int
+fb_view_rmdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name)
+{
+  return remove_name (view, caller, parent, name, true);
+}
+
+int
+fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
+                FbViewNode *newparent, const char *newname, unsigned int flags)
+{
+  g_autoptr (NodeState) pst = node_get_state (parent);
+  g_autoptr (NodeState) npst = node_get_state (newparent);
+  g_auto (ChildInfo) ci = { 0 };
+  g_auto (ChildInfo) nci = { 0 };
+  struct stat sst, dst;
+  bool dst_exists;
+  int r;
+
+  /* RENAME_WHITEOUT makes a 0/0 character device: a device node by
+   * another name. */
+  if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) != 0
+      || (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) == (RENAME_NOREPLACE | RENAME_EXCHANGE))
+    return -EINVAL;
+  r = decide_child_checked (view, parent, pst, name, &ci);
+  if (r < 0)
+    return r;
+  r = decide_child_checked (view, newparent, npst, newname, &nci);
+  if (r < 0)
+    return r;
+  r = remove_precheck (view, caller, parent, pst, name, &ci, "rename", nci.path);
+  if (r < 0)
+    return r;
+  /* The destination is a name being made (or, for an exchange, replaced by
+   * the source): it must be writable, and hidden names never are. */
+  {
+    const FbPolicyRule *rule;
+    FbDecision d;
+    r = check_create (npst, &nci, &d, &rule);
+    if (r < 0)
+      {
+        view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "create", d, -r, rule);
+        return r;
+      }
+    if (child_is_structural (view, npst, &nci, newname))
+      return -EBUSY;
+    if (newparent->kind != NODE_HOST)
+      return -EROFS;
+  }
+  if (fstatat (parent->fd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0)
+    return -errno;
+  dst_exists = fstatat (newparent->fd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
+  /* Moving a directory under which other rules decide would carry the paths
+   * below it out of their rules' reach (a denied file would come out
+   * readable under the new name): refused, at both ends of an exchange and
+   * for a directory that a plain rename replaces. */
+  if ((S_ISDIR (sst.st_mode) && fb_policy_subtree_has_rules (view->policy, &ci.decision, ci.path))
+      || (dst_exists && S_ISDIR (dst.st_mode) && !(flags & RENAME_NOREPLACE)
+          && fb_policy_subtree_has_rules (view->policy, &nci.decision, nci.path)))
+    {
+      view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
+                 ci.decision.rule);
+      return -EACCES;
+    }
+  r = renameat2 (parent->fd, name, newparent->fd, newname, flags) < 0 ? -errno : 0;
+  if (r == 0)
+    view_rehome_after_rename (view, parent, name, newparent, newname, (flags & RENAME_EXCHANGE) != 0);
+  view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_ALLOW, -r,
+             ci.decision.rule);
+  return r;
+}
+
+/* --- extended attributes -------------------------------------------------------- */
+
+static int
+check_xattr_name (const char *name)
+{
+  if (name == NULL || name[0] == '\0')
+    return -EINVAL;
+  if (strnlen (name, FB_VIEW_XATTR_NAME_MAX + 1) > FB_VIEW_XATTR_NAME_MAX)
+    return -ERANGE;
+  return 0;
+}
+
+gssize
+fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf,
+                  gsize size)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  char proc[32];
+  FbDecision d;
+  gssize r;
+
+  r = check_xattr_name (name);
+  if (r < 0)
+    return r;
+  r = check_access (st, NEED_READ, &d);
+  if (r == 0)
+    {
+      /* No race-free way to read a symlink's own attributes by descriptor;
+       * symlinks hold none that matter here. */
+      if (node->kind != NODE_HOST || S_ISLNK (node->type))
+        r = -ENODATA;
+      else
+        {
+          proc_fd_path (proc, node->fd);
+          r = getxattr (proc, name, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
+          if (r < 0)
+            r = -errno;
+        }
+    }
+  view_emit (view, caller, EV_OBSERVE, "getxattr", st->path, NULL, "read", d,
+             r < 0 && r != -ENODATA ? (int) -r : 0, st->decision.rule);
+  return r;
+}
+
+gssize
+fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, char *buf, gsize size)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  char proc[32];
+  FbDecision d;
+  gssize r;
+
+  r = check_access (st, NEED_READ, &d);
+  if (r == 0)
+    {
+      if (node->kind != NODE_HOST || S_ISLNK (node->type))
+        r = 0;
+      else
+        {
+          proc_fd_path (proc, node->fd);
+          r = listxattr (proc, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
+          if (r < 0)
+            r = -errno;
+        }
+    }
+  view_emit (view, caller, EV_OBSERVE, "listxattr", st->path, NULL, "read", d, r < 0 ? (int) -r : 0,
+             st->decision.rule);
+  return r;
+}
+
+/* Which attribute namespaces the sandbox may change. */
+static int
+check_xattr_writable (const char *name)
+{
+  /* security.* holds file capabilities and LSM labels, trusted.* is for
+   * root's own bookkeeping: set through a root daemon they would grant
+   * privileges on the host. */
+  if (g_str_has_prefix (name, "security.") || g_str_has_prefix (name, "trusted."))
+    return -EPERM;
+  if (g_str_has_prefix (name, "user."))
+    return 0;
+  /* system.posix_acl_*: the kernel does not enforce ACLs in the view
+   * (default_permissions checks modes only), so they are not passed. */
+  return -EOPNOTSUPP;
+}
+
+static int
+change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *op, const char *name,
+              const void *value, gsize size, int flags, bool remove)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  char proc[32];
+  FbDecision d;
+  int r;
+
+  r = check_xattr_name (name);
+  if (r < 0)
+    return r;
+  if (!remove && size > FB_VIEW_XATTR_SIZE_MAX)
+    return -E2BIG;
+  r = check_access (st, NEED_WRITE, &d);
+  if (r == 0)
+    r = check_xattr_writable (name);
+  if (r == 0 && node->kind != NODE_HOST)
+    r = -EROFS;
+  if (r == 0 && S_ISLNK (node->type))
+    r = -EPERM; /* user.* attributes are not allowed on symlinks */
+  if (r == 0)
+    {
+      proc_fd_path (proc, node->fd);
+      if (remove)
+        r = removexattr (proc, name) < 0 ? -errno : 0;
+      else
+        r = setxattr (proc, name, value, size, flags) < 0 ? -errno : 0;
+    }
+  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, st->decision.rule);
+  return r;
+}
+
+int
+fb_view_setxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, const void *value,
+                  gsize size, int flags)
+{
+  return change_xattr (view, caller, node, "setxattr", name, value, size, flags, false);
+}
+
+int
+fb_view_removexattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name)
+{
+  return change_xattr (view, caller, node, "removexattr", name, NULL, 0, 0, true);
+}

@@ -1,0 +1,1110 @@
+/* fusebox — the mediated view: nodes, resolution and events.
+ *
+ * Design (the contract is in fs/fs.h):
+ *  - Every host object is reached from a held O_PATH descriptor, one name at
+ *    a time, without following symlinks or crossing into magic links, so the
+ *    host path of a view path is never re-resolved from a string: a rename
+ *    on the host can't redirect us, and a symlink planted by the sandbox is
+ *    only ever text.
+ *  - One node per view path: the node table is keyed by (parent node, name).
+ *    A lookup that finds another host object at a known name (the host
+ *    replaced it) makes a new node and detaches the old one, which keeps
+ *    serving whoever still holds it.  Hard links reached by two names are two
+ *    nodes, each with the decision of its own path.
+ *  - The policy is asked on every operation, from the node's stored decision
+ *    (or fb_policy_decide_child() for a new name); nothing is cached beyond
+ *    the decision of a path, which is static for a run.
+ *  - Threads: any.  Lock order: view->lock (table and tree), then a node's
+ *    lock (state, stamps).  The sink is never called with either held.
+ */
+#include "fs/fs-private.h"
+
+#include <dirent.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+/* --- small helpers -------------------------------------------------------- */
+
+void
+proc_fd_path (char buf[static 32], int fd)
+{
+  g_snprintf (buf, 32, "/proc/self/fd/%d", fd);
+}
+
+bool
+name_in (const char *const *names, const char *name)
+{
+  for (guint i = 0; names != NULL && names[i] != NULL; i++)
+    if (strcmp (names[i], name) == 0)
+      return true;
+  return false;
+}
+
+int
+check_name (const char *name)
+{
+  gsize len;
+
+  if (name == NULL || name[0] == '\0')
+    return -EINVAL;
+  /* "." and ".." would step out of the parent the decision was made for;
+   * "/" would make one lookup several. */
+  if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0 || strchr (name, '/') != NULL)
+    return -EINVAL;
+  len = strlen (name);
+  if (len > FB_VIEW_NAME_MAX)
+    return -ENAMETOOLONG;
+  return 0;
+}
+
+char *
+join_path (const char *dir, const char *name)
+{
+  if (strcmp (dir, "/") == 0)
+    return g_strconcat ("/", name, NULL);
+  return g_strconcat (dir, "/", name, NULL);
+}
+
+static int openat2_state; /* 0 unknown, 1 works, -1 ENOSYS */
+
+/* One name below PARENT_FD as O_PATH, never following it.  openat2 adds the
+ * kernel's own guarantee (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS) on top of the name check; plain openat with
+ * O_NOFOLLOW is equivalent for a single checked name, and is the fallback on
+ * kernels before 5.6. */
+int
+host_open_child (int parent_fd, const char *name)
+{
+  int fd;
+
+  if (g_atomic_int_get (&openat2_state) >= 0)
+    {
+      struct open_how how = {
+        .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+      };
+      fd = (int) syscall (SYS_openat2, parent_fd, name, &how, sizeof how);
+      if (fd >= 0)
+        return fd;
+      if (errno != ENOSYS)
+        return -errno;
+      g_atomic_int_set (&openat2_state, -1);
+    }
+  fd = openat (parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
+}
+
+/* --- node states ----------------------------------------------------------- */
+
+NodeState *
+node_state_new (const char *path, const FbPolicyDecision *decision)
+{
+  NodeState *st = g_new0 (NodeState, 1);
+
+  st->ref = 1;
+  st->path = g_strdup (path);
+  st->decision = *decision;
+  return st;
+}
+
+NodeState *
+node_state_ref (NodeState *st)
+{
+  g_atomic_int_inc (&st->ref);
+  return st;
+}
+
+void
+node_state_unref (NodeState *st)
+{
+  if (st != NULL && g_atomic_int_dec_and_test (&st->ref))
+    {
+      g_free (st->path);
+      g_free (st);
+    }
+}
+
+NodeState *
+node_get_state (FbViewNode *node)
+{
+  NodeState *st;
+
+  g_mutex_lock (&node->lock);
+  st = node_state_ref (node->state);
+  g_mutex_unlock (&node->lock);
+  return st;
+}
+
+/* --- the view ------------------------------------------------------------- */
+
+static guint
+node_key_hash (gconstpointer p)
+{
+  const FbViewNode *n = p;
+
+  return g_direct_hash (n->parent) ^ g_str_hash (n->name);
+}
+
+static gboolean
+node_key_equal (gconstpointer a, gconstpointer b)
+{
+  const FbViewNode *x = a, *y = b;
+
+  return x->parent == y->parent && strcmp (x->name, y->name) == 0;
+}
+
+void
+fb_view_options_init (FbViewOptions *options)
+{
+  memset (options, 0, sizeof *options);
+  options->log_level = FB_LOG_LEVEL_OPENS;
+  options->act_as_caller = geteuid () == 0;
+  options->create_private_dirs = true;
+}
+
+static int
+mkdir_p_private (const char *path)
+{
+  if (g_mkdir_with_parents (path, 0700) < 0)
+    return -errno;
+  return 0;
+}
+
+int
+fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
+{
+  g_autoptr (FbView) view = NULL;
+  const FbPolicyMount *mounts;
+  struct stat root_st;
+  static const char *const blank_paths[] = { "/proc", "/sys", "/dev" };
+
+  g_return_val_if_fail (policy != NULL, -EINVAL);
+
+  view = g_new0 (FbView, 1);
+  view->ref = 1;
+  view->policy = fb_policy_ref (policy);
+  if (options != NULL)
+    view->options = *options;
+  else
+    fb_view_options_init (&view->options);
+  g_mutex_init (&view->lock);
+  g_mutex_init (&view->comm_lock);
+  view->table = g_hash_table_new (node_key_hash, node_key_equal);
+  view->comm_cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  clock_gettime (CLOCK_REALTIME, &view->started);
+  view->can_empty_path_link = 1;
+
+  mounts = fb_policy_get_mounts (policy, &view->n_mounts);
+  view->mount_fds = g_new (int, MAX (view->n_mounts, 1));
+  for (guint i = 0; i < view->n_mounts; i++)
+    view->mount_fds[i] = -1;
+  for (guint i = 0; i < view->n_mounts; i++)
+    {
+      const char *host = mounts[i].host_path;
+      int fd;
+
+      if (host == NULL)
+        continue;
+      if (mounts[i].is_private && view->options.create_private_dirs)
+        {
+          int r = mkdir_p_private (host);
+          if (r < 0)
+            return r;
+        }
+      /* O_DIRECTORY|O_NOFOLLOW: a mount's source must be a real directory;
+       * the policy's own paths are trusted text, so this is the one place a
+       * host path string is resolved, once, at start. */
+      fd = open (host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0)
+        {
+          if (i == 0)
+            return -errno;
+          continue;
+        }
+      view->mount_fds[i] = fd;
+    }
+  if (view->n_mounts == 0 || view->mount_fds[0] < 0)
+    return -ENOENT;
+
+  /* Host procfs, sysfs and devtmpfs are recognized by device number, so
+   * that no path to them (a bind mount elsewhere, a source rule) passes
+   * them through.  Only when they are separate filesystems from "/". */
+  if (stat ("/", &root_st) == 0)
+    for (guint i = 0; i < G_N_ELEMENTS (blank_paths); i++)
+      {
+        struct stat st;
+        if (stat (blank_paths[i], &st) == 0 && st.st_dev != root_st.st_dev)
+          view->blank_devs[i] = st.st_dev;
+      }
+
+  *ret_view = g_steal_pointer (&view);
+  return 0;
+}
+
+FbView *
+fb_view_ref (FbView *view)
+{
+  g_atomic_int_inc (&view->ref);
+  return view;
+}
+
+void
+fb_view_unref (FbView *view)
+{
+  if (view == NULL || !g_atomic_int_dec_and_test (&view->ref))
+    return;
+  for (guint i = 0; i < view->n_mounts; i++)
+    if (view->mount_fds[i] >= 0)
+      close (view->mount_fds[i]);
+  g_free (view->mount_fds);
+  g_hash_table_destroy (view->table);
+  g_hash_table_destroy (view->comm_cache);
+  g_mutex_clear (&view->lock);
+  g_mutex_clear (&view->comm_lock);
+  fb_policy_unref (view->policy);
+  g_free (view);
+}
+
+FbPolicy *
+fb_view_get_policy (FbView *view)
+{
+  return view->policy;
+}
+
+FbLogLevel
+fb_view_get_log_level (FbView *view)
+{
+  return view->options.log_level;
+}
+
+guint
+fb_view_count_nodes (FbView *view)
+{
+  return (guint) g_atomic_int_get (&view->n_nodes);
+}
+
+/* --- nodes and the table --------------------------------------------------- */
+
+static FbViewNode *
+node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState *state)
+{
+  FbViewNode *node = g_new0 (FbViewNode, 1);
+
+  node->ref = 1;
+  node->view = fb_view_ref (view);
+  node->kind = kind;
+  node->fd = fd;
+  node->generation = __atomic_add_fetch (&view->generation, 1, __ATOMIC_RELAXED);
+  if (kind == NODE_HOST)
+    {
+      node->type = st->st_mode & S_IFMT;
+      node->ino = st->st_ino;
+      node->dev = st->st_dev;
+    }
+  else
+    {
+      node->type = S_IFDIR;
+      /* Synthetic directories need inode numbers that no host file has in
+       * practice: the top byte is set. */
+      node->ino = (ino_t) (0xfb00000000000000ULL | node->generation);
+    }
+  node->state = state;
+  g_mutex_init (&node->lock);
+  g_atomic_int_inc ((gint *) &view->n_nodes);
+  return node;
+}
+
+/* A node that never entered the table, or left it with its last reference. */
+static void
+node_free (FbViewNode *node)
+{
+  FbView *view = node->view;
+
+  if (node->fd >= 0)
+    close (node->fd);
+  node_state_unref (node->state);
+  g_mutex_clear (&node->lock);
+  g_free (node->name);
+  g_atomic_int_add ((gint *) &view->n_nodes, -1);
+  g_free (node);
+  fb_view_unref (view);
+}
+
+static void
+child_link_locked (FbViewNode *parent, FbViewNode *node)
+{
+  if (parent == NULL)
+    return;
+  node->prev_sibling = NULL;
+  node->next_sibling = parent->first_child;
+  if (parent->first_child != NULL)
+    parent->first_child->prev_sibling = node;
+  parent->first_child = node;
+}
+
+static void
+child_unlink_locked (FbViewNode *node)
+{
+  if (node->parent == NULL)
+    return;
+  if (node->prev_sibling != NULL)
+    node->prev_sibling->next_sibling = node->next_sibling;
+  else if (node->parent->first_child == node)
+    node->parent->first_child = node->next_sibling;
+  if (node->next_sibling != NULL)
+    node->next_sibling->prev_sibling = node->prev_sibling;
+  node->prev_sibling = node->next_sibling = NULL;
+}
+
+/* Take NODE out of the table: later lookups of its name make a new node.
+ * Its parent link stays (for ".." in walks). */
+static void
+detach_locked (FbView *view, FbViewNode *node)
+{
+  if (!node->in_table)
+    return;
+  if (g_hash_table_lookup (view->table, node) == node)
+    g_hash_table_remove (view->table, node);
+  child_unlink_locked (node);
+  node->in_table = false;
+}
+
+static FbViewNode *
+table_find_locked (FbView *view, FbViewNode *parent, const char *name)
+{
+  FbViewNode key = { 0 };
+
+  key.parent = parent;
+  key.name = (char *) name;
+  return g_hash_table_lookup (view->table, &key);
+}
+
+FbViewNode *
+fb_view_node_ref (FbViewNode *node)
+{
+  g_atomic_int_inc (&node->ref);
+  return node;
+}
+
+void
+fb_view_node_unref (FbViewNode *node)
+{
+  while (node != NULL)
+    {
+      FbView *view = node->view;
+      FbViewNode *parent;
+      int old;
+
+      /* Fast path: not the last reference.  The count only reaches zero
+       * under the table lock, so that a lookup holding the lock never
+       * revives a node that is being freed. */
+      for (;;)
+        {
+          old = g_atomic_int_get (&node->ref);
+          if (old <= 1)
+            break;
+          if (g_atomic_int_compare_and_exchange (&node->ref, old, old - 1))
+            return;
+        }
+      g_mutex_lock (&view->lock);
+      if (!g_atomic_int_dec_and_test (&node->ref))
+        {
+          g_mutex_unlock (&view->lock);
+          return;
+        }
+      detach_locked (view, node);
+      parent = node->parent;
+      node->parent = NULL;
+      g_mutex_unlock (&view->lock);
+      node_free (node);
+      node = parent; /* drop the child's reference on its parent, iteratively */
+    }
+}
+
+static bool
+same_object (const FbViewNode *a, const FbViewNode *b)
+{
+  if (a->kind != b->kind)
+    return false;
+  if (a->kind != NODE_HOST)
+    return true;
+  return a->ino == b->ino && a->dev == b->dev && a->type == b->type;
+}
+
+/* Put FRESH (one reference, not in the table) at (PARENT, NAME), or return
+ * the node already there when it shows the same host object (FRESH is then
+ * freed).  Returns a new reference either way. */
+static FbViewNode *
+table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fresh)
+{
+  FbViewNode *existing;
+
+  fresh->name = g_strdup (name);
+  g_mutex_lock (&view->lock);
+  existing = table_find_locked (view, parent, name);
+  if (existing != NULL && same_object (existing, fresh))
+    {
+      g_atomic_int_inc (&existing->ref);
+      g_mutex_unlock (&view->lock);
+      node_free (fresh);
+      return existing;
+    }
+  if (existing != NULL)
+    detach_locked (view, existing);
+  fresh->parent = parent != NULL ? fb_view_node_ref (parent) : NULL;
+  g_hash_table_add (view->table, fresh);
+  child_link_locked (parent, fresh);
+  fresh->in_table = true;
+  g_mutex_unlock (&view->lock);
+  return fresh;
+}
+
+void
+view_detach_name (FbView *view, FbViewNode *parent, const char *name)
+{
+  FbViewNode *node;
+
+  g_mutex_lock (&view->lock);
+  node = table_find_locked (view, parent, name);
+  if (node != NULL)
+    detach_locked (view, node);
+  g_mutex_unlock (&view->lock);
+}
+
+static int
+mount_fd_dup (FbView *view, const FbPolicyMount *mount)
+{
+  int fd;
+
+  if (mount == NULL || mount->id >= view->n_mounts || view->mount_fds[mount->id] < 0)
+    return -ENOENT;
+  fd = fcntl (view->mount_fds[mount->id], F_DUPFD_CLOEXEC, 3);
+  return fd >= 0 ? fd : -errno;
+}
+
+FbViewNode *
+fb_view_get_root (FbView *view)
+{
+  FbViewNode *node;
+  FbPolicyDecision d;
+  struct stat st;
+  int fd;
+
+  g_mutex_lock (&view->lock);
+  node = table_find_locked (view, NULL, "");
+  if (node != NULL)
+    {
+      g_atomic_int_inc (&node->ref);
+      g_mutex_unlock (&view->lock);
+      return node;
+    }
+  g_mutex_unlock (&view->lock);
+
+  fb_policy_decide (view->policy, "/", &d);
+  fd = mount_fd_dup (view, d.mount);
+  if (fd >= 0 && fstat (fd, &st) == 0)
+    node = node_new (view, NODE_HOST, fd, &st, node_state_new ("/", &d));
+  else
+    {
+      if (fd >= 0)
+        close (fd);
+      node = node_new (view, NODE_SYNTHETIC, -1, NULL, node_state_new ("/", &d));
+    }
+  return table_insert (view, NULL, "", node);
+}
+
+char *
+fb_view_node_dup_path (FbViewNode *node)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+
+  return g_strdup (st->path);
+}
+
+void
+fb_view_node_get_decision (FbViewNode *node, FbPolicyDecision *ret_decision)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+
+  *ret_decision = st->decision;
+}
+
+mode_t
+fb_view_node_get_type (FbViewNode *node)
+{
+  return node->type;
+}
+
+bool
+fb_view_node_is_synthetic (FbViewNode *node)
+{
+  return node->kind != NODE_HOST;
+}
+
+guint64
+fb_view_node_get_generation (FbViewNode *node)
+{
+  return node->generation;
+}
+
+void
+fb_view_node_kernel_ref (FbViewNode *node)
+{
+  if (__atomic_fetch_add (&node->nlookup, 1, __ATOMIC_ACQ_REL) == 0)
+    fb_view_node_ref (node);
+}
+
+void
+fb_view_node_kernel_forget (FbViewNode *node, guint64 nlookup)
+{
+  guint64 old = __atomic_load_n (&node->nlookup, __ATOMIC_ACQUIRE);
+  guint64 next;
+
+  /* A forget larger than the count (a kernel bug or a forged request from a
+   * compromised connection) clamps at zero instead of wrapping. */
+  do
+    {
+      if (old == 0)
+        return;
+      next = nlookup >= old ? 0 : old - nlookup;
+    }
+  while (!__atomic_compare_exchange_n (&node->nlookup, &old, next, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+  if (next == 0)
+    fb_view_node_unref (node);
+}
+
+/* --- attributes ------------------------------------------------------------ */
+
+int
+node_stat (FbView *view, FbViewNode *node, struct stat *ret_st)
+{
+  if (node->kind == NODE_HOST)
+    {
+      if (fstatat (node->fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+      return 0;
+    }
+  memset (ret_st, 0, sizeof *ret_st);
+  ret_st->st_mode = S_IFDIR | 0555;
+  ret_st->st_nlink = 2;
+  ret_st->st_ino = node->ino;
+  ret_st->st_blksize = 4096;
+  ret_st->st_atim = ret_st->st_mtim = ret_st->st_ctim = view->started;
+  return 0;
+}
+
+/* --- policy checks ---------------------------------------------------------- */
+
+int
+check_access (const NodeState *st, Need need, FbDecision *ret_decision)
+{
+  FbPolicyAccess a = st->decision.access;
+  FbDecision d = FB_DECISION_ALLOW;
+  int r = 0;
+
+  if (a == FB_POLICY_ACCESS_HIDE && !st->decision.traversable)
+    {
+      d = FB_DECISION_HIDE;
+      r = -ENOENT;
+    }
+  else
+    switch (need)
+      {
+      case NEED_STAT:
+        break;
+      case NEED_LIST:
+        if (st->decision.traversable)
+          break;
+        G_GNUC_FALLTHROUGH;
+      case NEED_READ:
+        if (a != FB_POLICY_ACCESS_READ && a != FB_POLICY_ACCESS_WRITE)
+          {
+            d = FB_DECISION_DENY;
+            r = -EACCES;
+          }
+        break;
+      case NEED_WRITE:
+        if (a == FB_POLICY_ACCESS_READ)
+          {
+            d = FB_DECISION_READONLY;
+            r = -EROFS;
+          }
+        else if (a != FB_POLICY_ACCESS_WRITE)
+          {
+            d = FB_DECISION_DENY;
+            r = -EACCES;
+          }
+        break;
+      }
+  if (ret_decision != NULL)
+    *ret_decision = d;
+  return r;
+}
+
+void
+child_info_clear (ChildInfo *ci)
+{
+  g_clear_pointer (&ci->path, g_free);
+}
+
+int
+decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret)
+{
+  int r = check_name (name);
+
+  memset (ret, 0, sizeof *ret);
+  if (r < 0)
+    return r;
+  if (!S_ISDIR (parent->type))
+    return -ENOTDIR;
+  if (strlen (pst->path) + 1 + strlen (name) > FB_VIEW_PATH_MAX)
+    return -ENAMETOOLONG;
+  ret->path = join_path (pst->path, name);
+  fb_policy_decide_child (view->policy, &pst->decision, pst->path, name, &ret->decision);
+  return 0;
+}
+
+/* What an existing name needs to be entered from its directory: the
+ * directory is visible and, when it is traversable, the name is one of its
+ * reachable children. */
+static int
+check_enter (const NodeState *pst, const char *name, FbDecision *ret_decision)
+{
+  const FbPolicyDecision *d = &pst->decision;
+
+  *ret_decision = FB_DECISION_ALLOW;
+  if (d->access == FB_POLICY_ACCESS_HIDE && !d->traversable)
+    {
+      *ret_decision = FB_DECISION_HIDE;
+      return -ENOENT;
+    }
+  if (d->traversable)
+    {
+      if (name_in (d->reachable_children, name))
+        return 0;
+      if (d->access == FB_POLICY_ACCESS_HIDE)
+        {
+          *ret_decision = FB_DECISION_HIDE;
+          return -ENOENT;
+        }
+      *ret_decision = FB_DECISION_DENY;
+      return -EACCES;
+    }
+  if (d->access == FB_POLICY_ACCESS_DENY)
+    {
+      /* A denied directory shows its own name, not what is inside. */
+      *ret_decision = FB_DECISION_DENY;
+      return -EACCES;
+    }
+  return 0;
+}
+
+bool
+decision_is_hidden (const FbPolicyDecision *d)
+{
+  return d->access == FB_POLICY_ACCESS_HIDE && !d->traversable;
+}
+
+static int
+write_errno (FbPolicyAccess a, FbDecision *ret_decision)
+{
+  if (a == FB_POLICY_ACCESS_READ)
+    {
+      *ret_decision = FB_DECISION_READONLY;
+      return -EROFS;
+    }
+  *ret_decision = FB_DECISION_DENY;
+  return -EACCES;
+}
+
+int
+check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
+{
+  *ret_decision = FB_DECISION_ALLOW;
+  *ret_rule = ci->decision.rule;
+  if (decision_is_hidden (&ci->decision))
+    {
+      /* A hidden name can't be made to exist: EACCES, whether or not the
+       * host holds something there (ENOENT or EEXIST would tell). */
+      *ret_decision = FB_DECISION_DENY;
+      return -EACCES;
+    }
+  if (ci->decision.access != FB_POLICY_ACCESS_WRITE || ci->decision.traversable)
+    return write_errno (ci->decision.access, ret_decision);
+  if (pst->decision.access != FB_POLICY_ACCESS_WRITE || pst->decision.traversable)
+    {
+      *ret_rule = pst->decision.rule;
+      return write_errno (pst->decision.access, ret_decision);
+    }
+  return 0;
+}
+
+int
+check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
+{
+  int r;
+
+  *ret_rule = pst->decision.rule;
+  r = check_enter (pst, strrchr (ci->path, '/') + 1, ret_decision);
+  if (r < 0)
+    return r;
+  *ret_rule = ci->decision.rule;
+  if (decision_is_hidden (&ci->decision))
+    {
+      *ret_decision = FB_DECISION_HIDE;
+      return -ENOENT;
+    }
+  if (ci->decision.access != FB_POLICY_ACCESS_WRITE || ci->decision.traversable)
+    return write_errno (ci->decision.access, ret_decision);
+  if (pst->decision.access != FB_POLICY_ACCESS_WRITE || pst->decision.traversable)
+    {
+      *ret_rule = pst->decision.rule;
+      return write_errno (pst->decision.access, ret_decision);
+    }
+  return 0;
+}
+
+static bool
+is_blank_path (const char *path)
+{
+  return strcmp (path, "/proc") == 0 || strcmp (path, "/sys") == 0 || strcmp (path, "/dev") == 0;
+}
+
+/* Names that exist in the view whatever the host holds (mount points, the
+ * directories leading to them, /proc /sys /dev): they can't be created,
+ * removed or renamed through the view. */
+bool
+child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name)
+{
+  return ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name) || is_blank_path (ci->path);
+}
+
+static bool
+dev_is_blank (FbView *view, dev_t dev)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (view->blank_devs); i++)
+    if (view->blank_devs[i] != 0 && view->blank_devs[i] == dev)
+      return true;
+  return false;
+}
+
+static bool
+mount_is_identity (const FbPolicyMount *m)
+{
+  return m != NULL && m->host_path != NULL && strcmp (m->host_path, m->view_path) == 0;
+}
+
+/* A node for a host object just opened (FD, O_PATH) at NAME in PARENT.
+ * Takes FD. */
+int
+node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
+                   FbViewNode **ret_node, struct stat *ret_st)
+{
+  _fb_cleanup_fd_ int owned = fd;
+  struct stat st;
+  FbViewNode *node;
+
+  if (fstat (owned, &st) < 0)
+    return -errno;
+  if (dev_is_blank (view, st.st_dev))
+    node = node_new (view, NODE_BLANK, -1, NULL, node_state_new (ci->path, &ci->decision));
+  else
+    node = node_new (view, NODE_HOST, fb_steal_fd (&owned), &st, node_state_new (ci->path, &ci->decision));
+  node = table_insert (view, parent, name, node);
+  if (ret_st != NULL)
+    {
+      int r = node_stat (view, node, ret_st);
+      if (r < 0)
+        {
+          fb_view_node_unref (node);
+          return r;
+        }
+    }
+  *ret_node = node;
+  return 0;
+}
+
+/* The node for NAME in PARENT whose decision CI was computed already and
+ * allows the name to be seen. */
+int
+lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
+              FbViewNode **ret_node, struct stat *ret_st)
+{
+  FbViewNode *node;
+  NodeKind kind = NODE_HOST;
+  int fd = -1;
+
+  if (parent->kind == NODE_BLANK)
+    return -ENOENT;
+  if (is_blank_path (ci->path))
+    kind = NODE_BLANK;
+  else if (ci->decision.is_mount_point)
+    {
+      fd = mount_fd_dup (view, ci->decision.mount);
+      if (fd < 0)
+        kind = NODE_SYNTHETIC;
+    }
+  else if (name_in (pst->decision.mounted_children, name))
+    {
+      /* A directory on the way to a mount point: the host's own when it has
+       * one there, else made up. */
+      if (parent->kind == NODE_HOST)
+        fd = host_open_child (parent->fd, name);
+      if (fd >= 0)
+        {
+          struct stat st;
+          if (fstat (fd, &st) < 0 || (!S_ISDIR (st.st_mode) && !mount_is_identity (ci->decision.mount)))
+            {
+              close (fd);
+              fd = -1;
+            }
+        }
+      if (fd < 0)
+        kind = NODE_SYNTHETIC;
+    }
+  else if (parent->kind != NODE_HOST)
+    return -ENOENT;
+  else
+    {
+      fd = host_open_child (parent->fd, name);
+      if (fd < 0)
+        return fd;
+    }
+
+  if (kind == NODE_HOST)
+    return node_from_host_fd (view, parent, name, ci, fd, ret_node, ret_st);
+
+  node = table_insert (view, parent, name, node_new (view, kind, -1, NULL, node_state_new (ci->path, &ci->decision)));
+  if (ret_st != NULL)
+    node_stat (view, node, ret_st);
+  *ret_node = node;
+  return 0;
+}
+
+bool
+host_name_exists (FbViewNode *parent, const char *name)
+{
+  struct stat st;
+
+  return parent->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int
+fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
+                FbViewNode **ret_node, struct stat *ret_st)
+{
+  g_autoptr (NodeState) pst = node_get_state (parent);
+  g_auto (ChildInfo) ci = { 0 };
+  FbDecision decision;
+  FbViewNode *node = NULL;
+  int r;
+
+  r = decide_child_checked (view, parent, pst, name, &ci);
+  if (r < 0)
+    return r;
+  r = check_enter (pst, name, &decision);
+  if (r < 0)
+    {
+      /* Only what the host really holds is reported as refused. */
+      if (decision != FB_DECISION_HIDE || host_name_exists (parent, name))
+        view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", decision, -r, pst->decision.rule);
+      return r;
+    }
+  if (decision_is_hidden (&ci.decision))
+    {
+      if (host_name_exists (parent, name))
+        view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_HIDE, ENOENT,
+                   ci.decision.rule);
+      return -ENOENT;
+    }
+  r = lookup_child (view, parent, pst, name, &ci, &node, ret_st);
+  if (r == 0)
+    view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_ALLOW, 0, ci.decision.rule);
+  if (r < 0)
+    return r;
+  *ret_node = node;
+  return 0;
+}
+
+/* --- walk ------------------------------------------------------------------ */
+
+static FbViewNode *
+node_parent_ref (FbViewNode *node)
+{
+  FbView *view = node->view;
+  FbViewNode *parent;
+
+  g_mutex_lock (&view->lock);
+  parent = node->parent != NULL ? fb_view_node_ref (node->parent) : NULL;
+  g_mutex_unlock (&view->lock);
+  return parent != NULL ? parent : fb_view_node_ref (node);
+}
+
+int
+fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbViewWalkFlags flags,
+              FbViewNode **ret_node)
+{
+  g_autoptr (FbViewNode) cur = NULL;
+  g_autofree char *rest = NULL;
+  const char *p;
+  guint links = 0;
+
+  if (path == NULL || path[0] != '/')
+    return -EINVAL;
+  if (strlen (path) > FB_VIEW_PATH_MAX)
+    return -ENAMETOOLONG;
+  cur = fb_view_get_root (view);
+  rest = g_strdup (path);
+  p = rest;
+  for (;;)
+    {
+      g_autofree char *comp = NULL;
+      g_autoptr (FbViewNode) next = NULL;
+      const char *end;
+      bool last, trailing_slash;
+      struct stat st;
+      int r;
+
+      while (*p == '/')
+        p++;
+      if (*p == '\0')
+        break;
+      end = strchrnul (p, '/');
+      comp = g_strndup (p, end - p);
+      p = end;
+      trailing_slash = *p == '/';
+      {
+        const char *q = p;
+        while (*q == '/')
+          q++;
+        last = *q == '\0';
+      }
+      if (strcmp (comp, ".") == 0)
+        continue;
+      if (strcmp (comp, "..") == 0)
+        {
+          FbViewNode *up = node_parent_ref (cur);
+          fb_view_node_unref (cur);
+          cur = up;
+          continue;
+        }
+      r = fb_view_lookup (view, caller, cur, comp, &next, &st);
+      if (r < 0)
+        return r;
+      if (S_ISLNK (next->type) && (!last || trailing_slash || !(flags & FB_VIEW_WALK_NOFOLLOW)))
+        {
+          g_autofree char *text = NULL;
+          char *joined;
+
+          if (++links > FB_VIEW_WALK_MAX_LINKS)
+            return -ELOOP;
+          r = fb_view_readlink (view, caller, next, &text);
+          if (r < 0)
+            return r;
+          joined = g_strconcat (text, "/", p, NULL);
+          if (strlen (joined) > FB_VIEW_PATH_MAX)
+            {
+              g_free (joined);
+              return -ENAMETOOLONG;
+            }
+          g_free (rest);
+          rest = joined;
+          p = rest;
+          if (text[0] == '/')
+            {
+              fb_view_node_unref (cur);
+              cur = fb_view_get_root (view);
+            }
+          continue;
+        }
+      if ((!last || trailing_slash) && !S_ISDIR (next->type))
+        return -ENOTDIR;
+      fb_view_node_unref (cur);
+      cur = g_steal_pointer (&next);
+    }
+  *ret_node = g_steal_pointer (&cur);
+  return 0;
+}
+
+/* --- rename bookkeeping ------------------------------------------------------ */
+
+static void
+restate_locked (FbView *view, FbViewNode *node, const NodeState *pst)
+{
+  FbPolicyDecision d;
+  g_autofree char *path = NULL;
+  NodeState *old, *fresh;
+
+  path = join_path (pst->path, node->name);
+  fb_policy_decide_child (view->policy, &pst->decision, pst->path, node->name, &d);
+  fresh = node_state_new (path, &d);
+  g_mutex_lock (&node->lock);
+  old = node->state;
+  node->state = fresh;
+  g_mutex_unlock (&node->lock);
+  node_state_unref (old);
+  for (FbViewNode *c = node->first_child; c != NULL; c = c->next_sibling)
+    restate_locked (view, c, fresh);
+}
+
+static void
+place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *name, GPtrArray *unref_later)
+{
+  NodeState *pst;
+
+  child_unlink_locked (node);
+  if (node->parent != NULL)
+    g_ptr_array_add (unref_later, node->parent);
+  node->parent = fb_view_node_ref (parent);
+  g_free (node->name);
+  node->name = g_strdup (name);
+  g_hash_table_add (view->table, node);
+  child_link_locked (parent, node);
+  node->in_table = true;
+
+  g_mutex_lock (&parent->lock);
+  pst = node_state_ref (parent->state);
+  g_mutex_unlock (&parent->lock);
+  restate_locked (view, node, pst);
+  node_state_unref (pst);
+}
+
+/* After the host renamed PARENT/NAME to NEWPARENT/NEWNAME: the nodes the
+ * kernel keeps for the moved object (and below it) now stand for their new
+ * view paths, with the decisions of those paths. */
+void
+view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
+                          const char *newname, bool exchange)
+{
+  g_autoptr (GPtrArray) unref_later = g_ptr_array_new_with_free_func ((GDestroyNotify) fb_view_node_unref);
+  FbViewNode *a, *b;
+
+  g_mutex_lock (&view->lock);
+  a = table_find_locked (view, parent, name);
+  b = table_find_locked (view, newparent, newname);
+  if (a != NULL)
+    g_hash_table_remove (view->table, a);
+  if (b != NULL)
+    g_hash_table_remove (view->table, b);
+  if (exchange)
+    {
+      if (a != NULL)
+        place_locked (view, a, newparent, newname, unref_later);
+      if (b != NULL)
+        place_locked (view, b, parent, name, unref_later);
+    }
+  else
+    {
+      if (b != NULL)
+        {
+          child_unlink_locked (b);
+          b->in_table = false;
+        }
+      if (a != NULL)
+        place_locked (view, a, newparent, newname, unref_later);
+    }
+  g_mutex_unlock (&view->lock);
+  /* unref_later drops the old parents' references outside the lock */
+}

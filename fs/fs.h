@@ -1,0 +1,378 @@
+/* fusebox — the mediated view: the one place where the policy meets the host.
+ *
+ * `FbView` performs filesystem operations on *view paths* under an FbPolicy
+ * and reports each decided access to an FbAccessSink.  The FUSE adapter
+ * (fs/fs-fuse.c, below) and the remote API call the same functions, so every
+ * check lives here and none only in an adapter.
+ *
+ * Nodes.  An FbViewNode is one view path: (parent node, name).  It holds an
+ * O_PATH|O_NOFOLLOW descriptor of the host object shown there (or none for a
+ * synthetic directory), the view path, the policy decision for that path and
+ * the host object's type, st_ino and st_dev.  Two view paths to one host inode
+ * (hard links, a directory seen through two mounts) are two nodes with their
+ * own decisions; attributes still report the host's st_ino.  Nodes are plain
+ * structs with atomic reference counts; the kernel's lookup count (FUSE) is a
+ * separate counter (fb_view_node_kernel_ref/forget) that holds one reference
+ * while it is non-zero.  A successful rename moves the nodes of the renamed
+ * object and everything below it to their new view paths and re-decides them.
+ *
+ * Resolution.  One name at a time, relative to the parent's O_PATH descriptor
+ * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+ * and O_NOFOLLOW), never a host path string.  Names containing "/", "." and
+ * ".." are refused with EINVAL, longer than NAME_MAX with ENAMETOOLONG.  A
+ * symlink's text is returned as is and never followed for the caller (except
+ * by fb_view_walk(), which resolves it *inside the view*, as the kernel does).
+ *
+ * Access, for the node's own decision (policy/policy.h):
+ *   write   everything
+ *   read    reads; every mutation gets EROFS
+ *   deny    the name is visible (lookup, getattr); open, list, read, readlink,
+ *           xattr reads, lookups below it and every mutation get EACCES
+ *   hide    ENOENT on lookup, never listed; creating the name gets EACCES
+ * A traversable directory (hide or deny with a visible path below) can be
+ * entered and lists only its reachable children.  Creating or removing a name
+ * needs that name *and* its directory to be writable.  `rename` needs both
+ * ends writable (RENAME_NOREPLACE and RENAME_EXCHANGE are supported) and is
+ * refused with EACCES for a directory below which some rule decides
+ * differently (fb_policy_subtree_has_rules(): the source, and the destination
+ * when it exists and is replaced or exchanged), so that moving an ancestor of
+ * a denied path can't carry that path out of its rule.  `link` needs a
+ * writable source and target.  Mount points and synthetic directories can't
+ * be removed or renamed (EBUSY); synthetic directories can't be written
+ * (EROFS).  The view paths /proc, /sys and /dev, and any host object on the
+ * host's procfs, sysfs or devtmpfs, show as empty read-only directories: the
+ * host's are never passed through (the launcher mounts fresh ones over them).
+ *
+ * Privilege.  The daemon may run as root for callers that are not: the FUSE
+ * mount uses `default_permissions` so the kernel checks the host's modes
+ * against the caller.  With FbViewOptions.act_as_caller the view creates
+ * files, directories, symlinks and FIFOs under the caller's fsuid/fsgid
+ * (per-thread setfsuid/setfsgid), so the host kernel applies its own checks
+ * (sticky and setgid directories, quotas) to the caller's identity and the
+ * new object belongs to the caller.  Supplementary groups are not switched:
+ * a directory writable only through one of the caller's other groups refuses
+ * the creation.  Whatever the policy says, the view refuses: chown that
+ * changes the owner or group (EPERM; a no-op chown succeeds, as `tar` does
+ * one); setting S_ISUID ever and S_ISGID on non-directories through setattr
+ * (EPERM; on creation those bits are stripped silently); setxattr and
+ * removexattr of `security.*` and `trusted.*` (EPERM: a root daemon would
+ * otherwise let the sandbox grant file capabilities) and of `system.*`
+ * (EOPNOTSUPP: ACLs are not passed through); mknod of devices (EPERM);
+ * RENAME_WHITEOUT (EINVAL).  FIFOs and sockets can be made where writable.
+ *
+ * Opens.  Only regular files and directories are opened on the host (others
+ * get ENXIO), always with O_NONBLOCK|O_NOCTTY|O_CLOEXEC, by reopening the
+ * node's O_PATH descriptor through /proc/self/fd: the daemon never blocks on
+ * a host FIFO or device and never re-resolves a path.  Bytes read and written
+ * are counted per open file; fb_view_release() logs one "close" event with
+ * both counters.
+ *
+ * Events.  Each operation fills an FbAccessEvent (fs/fs-event.h) with the
+ * deciding rule and pushes it to the sink according to the log level:
+ * mutations always, opens (at release) from FB_LOG_LEVEL_OPENS, lookups,
+ * getattr, readdir, readlink, access, statfs and xattr reads at
+ * FB_LOG_LEVEL_ALL; denials (EACCES, EROFS from the policy) always, and a
+ * hidden name only when the host really holds something there.  Nothing is
+ * pushed while a view lock is held.
+ *
+ * Bounds (everything a caller can make the view allocate):
+ *   names FB_VIEW_NAME_MAX, view paths FB_VIEW_PATH_MAX (deeper paths get
+ *   ENAMETOOLONG), symlink text FB_VIEW_SYMLINK_MAX, read/write sizes
+ *   FB_VIEW_IO_MAX, one copy_file_range FB_VIEW_COPY_MAX, xattr names
+ *   FB_VIEW_XATTR_NAME_MAX and values/lists FB_VIEW_XATTR_SIZE_MAX, the comm
+ *   cache FB_VIEW_COMM_CACHE_MAX entries, a directory listing assembled in
+ *   memory (only for directories with mount points or traversable ones)
+ *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
+ *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
+ *   with a fixed buffer.  Nodes live as long as someone (the kernel) holds
+ *   them: one per looked-up view path.
+ *
+ * Threads.  Every function may be called from any thread.  Locks: the view's
+ * table lock (node table, parent/child links) is taken before a node's lock
+ * (its decision and cache stamps); a directory handle has its own lock.  No
+ * I/O, sink push or allocation-heavy work happens under the table lock.
+ *
+ * Errors are -errno, converted at the libc call.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "fs/fs-event.h"
+#include "policy/policy.h"
+
+G_BEGIN_DECLS
+
+#define FB_VIEW_NAME_MAX 255
+#define FB_VIEW_PATH_MAX 4096
+#define FB_VIEW_SYMLINK_MAX 4095
+#define FB_VIEW_IO_MAX (1024 * 1024)
+#define FB_VIEW_COPY_MAX (64 * 1024 * 1024)
+#define FB_VIEW_XATTR_NAME_MAX 255
+#define FB_VIEW_XATTR_SIZE_MAX (64 * 1024)
+#define FB_VIEW_COMM_CACHE_MAX 512
+#define FB_VIEW_DIR_SNAPSHOT_MAX (1024 * 1024)
+#define FB_VIEW_WALK_MAX_LINKS 40
+
+typedef struct FbView FbView;
+typedef struct FbViewNode FbViewNode;
+typedef struct FbViewFile FbViewFile; /* an open file or directory */
+
+/* Who asks: copied into every event.  For FUSE callers umask is 0 (the
+ * kernel applied it already). */
+typedef struct
+{
+  pid_t pid;           /* 0 if unknown */
+  uid_t uid;
+  gid_t gid;
+  mode_t umask;        /* applied to the mode of created objects */
+  const char *comm;    /* NULL: read from /proc/PID/comm when an event needs it */
+  const char *session; /* remote-API session id, NULL for FUSE */
+} FbViewCaller;
+
+typedef struct
+{
+  FbAccessSink *sink;       /* may be NULL: nothing is logged */
+  FbLogLevel log_level;     /* default FB_LOG_LEVEL_OPENS */
+  bool act_as_caller;       /* create as the caller (needs root); default: geteuid () == 0 */
+  bool create_private_dirs; /* mkdir -p (0700) the host directories of private mounts; default true */
+} FbViewOptions;
+
+void fb_view_options_init (FbViewOptions *options);
+
+/* Opens every mount of fb_policy_get_mounts() (O_PATH).  A mount whose host
+ * directory is missing (or a private one whose host path is NULL because the
+ * policy was loaded without ${RUN}) shows as an empty read-only directory.
+ * Fails with -errno when the root can't be opened or a private directory
+ * can't be created. */
+int fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view);
+FbView *fb_view_ref (FbView *view);
+/* Nodes and files hold a reference to their view. */
+void fb_view_unref (FbView *view);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbView, fb_view_unref)
+
+FbPolicy *fb_view_get_policy (FbView *view);
+FbLogLevel fb_view_get_log_level (FbView *view);
+/* Number of live nodes (for tests and statistics). */
+guint fb_view_count_nodes (FbView *view);
+
+/* --- nodes ---------------------------------------------------------------- */
+
+FbViewNode *fb_view_get_root (FbView *view); /* a new reference */
+FbViewNode *fb_view_node_ref (FbViewNode *node);
+void fb_view_node_unref (FbViewNode *node);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbViewNode, fb_view_node_unref)
+
+/* The node's current view path (it changes when the node is renamed). */
+char *fb_view_node_dup_path (FbViewNode *node);
+void fb_view_node_get_decision (FbViewNode *node, FbPolicyDecision *ret_decision);
+mode_t fb_view_node_get_type (FbViewNode *node); /* S_IFMT bits */
+/* True for synthetic and blank (/proc, /sys, /dev) directories. */
+bool fb_view_node_is_synthetic (FbViewNode *node);
+/* Distinguishes nodes that reused an address (FUSE generation numbers). */
+guint64 fb_view_node_get_generation (FbViewNode *node);
+
+/* The kernel's lookup count, kept apart from references: the first
+ * kernel_ref takes a reference that the forget bringing it to zero drops. */
+void fb_view_node_kernel_ref (FbViewNode *node);
+void fb_view_node_kernel_forget (FbViewNode *node, guint64 nlookup);
+
+/* --- names ---------------------------------------------------------------- */
+
+/* NAME inside directory PARENT.  *ret_st (may be NULL) gets its attributes. */
+int fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
+                    FbViewNode **ret_node, struct stat *ret_st);
+
+typedef enum
+{
+  FB_VIEW_WALK_NOFOLLOW = 1 << 0, /* don't follow a symlink in the last component */
+} FbViewWalkFlags;
+
+/* An absolute view path to a node, one component at a time through lookup.
+ * Empty and "." components are skipped, ".." goes to the parent *view* path
+ * (at "/" it stays), symlinks are resolved inside the view (absolute ones
+ * from the view's root), at most FB_VIEW_WALK_MAX_LINKS of them (ELOOP).
+ * A relative path is EINVAL.  Logs like the lookups it makes. */
+int fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbViewWalkFlags flags,
+                  FbViewNode **ret_node);
+
+/* --- attributes ----------------------------------------------------------- */
+
+int fb_view_getattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, struct stat *ret_st);
+
+typedef enum
+{
+  FB_VIEW_SET_MODE = 1 << 0,
+  FB_VIEW_SET_UID = 1 << 1,
+  FB_VIEW_SET_GID = 1 << 2,
+  FB_VIEW_SET_SIZE = 1 << 3,
+  FB_VIEW_SET_ATIME = 1 << 4,
+  FB_VIEW_SET_MTIME = 1 << 5,
+  FB_VIEW_SET_ATIME_NOW = 1 << 6,
+  FB_VIEW_SET_MTIME_NOW = 1 << 7,
+} FbViewSetFlags;
+
+typedef struct
+{
+  FbViewSetFlags valid;
+  mode_t mode;
+  uid_t uid;
+  gid_t gid;
+  off_t size;
+  struct timespec atime;
+  struct timespec mtime;
+} FbViewSetattr;
+
+/* chmod, chown (only as a no-op), truncate, utimens.  FILE (may be NULL) is
+ * an open file of NODE to use for truncate (ftruncate). */
+int fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile *file,
+                     const FbViewSetattr *attr, struct stat *ret_st);
+/* F_OK, R_OK, W_OK, X_OK: the policy's answer, then the host's for the daemon */
+int fb_view_access (FbView *view, const FbViewCaller *caller, FbViewNode *node, int mask);
+int fb_view_readlink (FbView *view, const FbViewCaller *caller, FbViewNode *node, char **ret_text);
+int fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, struct statvfs *ret_st);
+
+/* --- creating and removing names ------------------------------------------ */
+
+/* For each: *ret_node and *ret_st (both may be NULL) describe the new name. */
+int fb_view_mkdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, mode_t mode,
+                   FbViewNode **ret_node, struct stat *ret_st);
+/* Regular files, FIFOs and sockets; devices get EPERM. */
+int fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, mode_t mode,
+                   dev_t rdev, FbViewNode **ret_node, struct stat *ret_st);
+int fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
+                     const char *target, FbViewNode **ret_node, struct stat *ret_st);
+/* A hard link to NODE (not a directory) as NEWPARENT/NEWNAME. */
+int fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewNode *newparent,
+                  const char *newname, FbViewNode **ret_node, struct stat *ret_st);
+int fb_view_unlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name);
+int fb_view_rmdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name);
+/* flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE */
+int fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
+                    FbViewNode *newparent, const char *newname, unsigned int flags);
+
+/* --- open files ----------------------------------------------------------- */
+
+/* FLAGS as open(2); O_CREAT/O_EXCL/O_NOFOLLOW are ignored (use create).
+ * *ret_keep_cache (may be NULL) is true when the host file's size and mtime
+ * are the ones seen at this node's previous open: cached pages still hold. */
+int fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int flags, FbViewFile **ret_file,
+                  bool *ret_keep_cache);
+/* Create and open NAME in PARENT (O_CREAT, honouring O_EXCL). */
+int fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, int flags,
+                    mode_t mode, FbViewFile **ret_file, FbViewNode **ret_node, struct stat *ret_st);
+/* SIZE above FB_VIEW_IO_MAX is clamped. */
+gssize fb_view_read (FbView *view, FbViewFile *file, void *buf, gsize size, off_t offset);
+gssize fb_view_write (FbView *view, FbViewFile *file, const void *buf, gsize size, off_t offset);
+/* Write through a caller-supplied transfer (the FUSE adapter splices from a
+ * pipe): the view checks that FILE is open for writing, calls FUNC with the
+ * host descriptor, and counts what it reports. */
+typedef gssize (*FbViewWriteFunc) (int host_fd, off_t offset, gpointer user_data);
+gssize fb_view_write_with (FbView *view, FbViewFile *file, off_t offset, FbViewWriteFunc func, gpointer user_data);
+int fb_view_flush (FbView *view, FbViewFile *file);
+int fb_view_fsync (FbView *view, FbViewFile *file, bool datasync);
+int fb_view_fallocate (FbView *view, FbViewFile *file, int mode, off_t offset, off_t length);
+off_t fb_view_lseek (FbView *view, FbViewFile *file, off_t offset, int whence);
+/* LENGTH above FB_VIEW_COPY_MAX is clamped; FLAGS must be 0. */
+gssize fb_view_copy_file_range (FbView *view, FbViewFile *in, off_t offset_in, FbViewFile *out, off_t offset_out,
+                                gsize length, unsigned int flags);
+FbViewNode *fb_view_file_get_node (FbViewFile *file); /* borrowed */
+int fb_view_file_fstat (FbView *view, FbViewFile *file, struct stat *ret_st);
+/* Logs the "close" event with the bytes read and written, closes, frees. */
+void fb_view_release (FbView *view, FbViewFile *file);
+
+/* --- directories ---------------------------------------------------------- */
+
+int fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile **ret_dir,
+                     bool *ret_keep_cache);
+
+typedef struct
+{
+  const char *name;
+  ino_t ino;
+  unsigned char type;     /* DT_* */
+  off_t next_offset;      /* pass it back to continue after this entry */
+  FbViewNode *node;       /* plus mode: the entry's node (borrowed; ref it to keep it), NULL for "." and ".." */
+  const struct stat *st;  /* plus mode: its attributes (for "." and "..": st_ino and the type only) */
+} FbViewDirEntry;
+
+/* Return false when the entry did not fit: it is offered again next time. */
+typedef bool (*FbViewDirFunc) (const FbViewDirEntry *entry, gpointer user_data);
+
+/* Entries after OFFSET (0: from the start), hidden names left out.  With
+ * PLUS, each entry is looked up (node and attributes). */
+int fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func,
+                     gpointer user_data);
+void fb_view_releasedir (FbView *view, FbViewFile *dir);
+
+/* --- extended attributes -------------------------------------------------- */
+
+/* SIZE 0: returns the size needed.  Sizes are clamped to FB_VIEW_XATTR_SIZE_MAX. */
+gssize fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf,
+                         gsize size);
+gssize fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, char *buf, gsize size);
+int fb_view_setxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name,
+                      const void *value, gsize size, int flags);
+int fb_view_removexattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name);
+
+/* --- the FUSE adapter (fs/fs-fuse.c) --------------------------------------- */
+
+typedef struct FbFuse FbFuse;
+
+typedef struct
+{
+  /* Kernel cache lifetimes in seconds.  The policy is static during a run,
+   * so these only bound how long a change made on the host by someone else
+   * (not through this view) takes to show: a new or removed name after
+   * entry_timeout (negative_timeout for names that did not exist), new
+   * attributes after attr_timeout.  Changes made through the view show at
+   * once.  Defaults 1.0 s each. */
+  double entry_timeout;
+  double attr_timeout;
+  double negative_timeout;
+  guint max_threads;  /* FUSE worker threads; default 16 */
+  bool allow_other;   /* let other users in (needs root or user_allow_other); default: geteuid () == 0 */
+  bool auto_unmount;  /* fusermount3 unmounts if the daemon dies; default true */
+  const char *fsname; /* shown in /proc/mounts; default "fusebox" */
+} FbFuseOptions;
+
+void fb_fuse_options_init (FbFuseOptions *options);
+
+/* The session over VIEW (which it references). */
+int fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse);
+/* Mount at MOUNTPOINT (a directory) with default_permissions (and
+ * allow_other when asked).  Also accepts "/dev/fd/N". */
+int fb_fuse_mount (FbFuse *fuse, const char *mountpoint);
+/* Serve an already-mounted /dev/fuse descriptor (the launcher opened
+ * /dev/fuse and mounted it inside the sandbox with the options from
+ * fb_fuse_kernel_mount_options()).  Takes ownership of FD. */
+int fb_fuse_serve_fd (FbFuse *fuse, int fd);
+/* mount(2) data for mounting a /dev/fuse descriptor FD by hand:
+ * "fd=N,rootmode=40000,user_id=U,group_id=G,default_permissions[,allow_other]" */
+char *fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other);
+/* Serve on the calling thread (worker threads are started) until the
+ * filesystem is unmounted or fb_fuse_stop() is called. */
+int fb_fuse_run (FbFuse *fuse);
+/* Serve on a new thread (signals blocked there); DONE runs on that thread
+ * when serving has ended, with the result of fb_fuse_run(). */
+typedef void (*FbFuseDoneFunc) (int result, gpointer user_data);
+int fb_fuse_start (FbFuse *fuse, FbFuseDoneFunc done, gpointer user_data);
+/* Wait for the thread of fb_fuse_start(); returns its result. */
+int fb_fuse_join (FbFuse *fuse);
+/* Ask serving to end: unmount (lazily) a mount made by fb_fuse_mount().
+ * Callable from any thread except a FUSE worker.  When files stay open in
+ * the detached mount, fb_fuse_abort() ends the connection. */
+void fb_fuse_stop (FbFuse *fuse);
+/* Sever the connection (/sys/fs/fuse/connections/N/abort): every pending
+ * and future request fails with ENOTCONN. */
+int fb_fuse_abort (FbFuse *fuse);
+/* Unmount if still mounted and free.  Call after serving has ended. */
+void fb_fuse_free (FbFuse *fuse);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbFuse, fb_fuse_free)
+
+G_END_DECLS

@@ -1,0 +1,578 @@
+/* fusebox — the view core on a temp tree, without FUSE: every operation
+ * against every access (write, read, deny, hide) with the expected errno,
+ * the expected host effect (a checksum of the tree before and after) and the
+ * event naming the deciding rule; then names, events and bytes, and the
+ * refusals that hold whatever the policy says. */
+#include "tests/unit/test-fs-util.h"
+
+#include <sys/sysmacros.h>
+
+static const char *const accesses[] = { "write", "read", "deny", "hide" };
+
+/* Each access gets /t/<access>/{f,s,l,new} decided as that access, in a
+ * writable /t; /t/zone is plain writable space for the other end of renames
+ * and links. */
+static char *
+table_policy (void)
+{
+  GString *s = g_string_new ("{ \"version\": 1,\n"
+                             "  \"protected_names\": { \".git\": \"hide\", \".agents\": \"hide\" },\n"
+                             "  \"rules\": [\n"
+                             "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+                             "  { \"path\": \"@H@/t\", \"access\": \"write\", \"why\": \"table\" }");
+  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
+    {
+      static const char *const objs[][2] = { { "f", "file" }, { "s", "dir" }, { "l", "link" }, { "new", "new" } };
+      for (guint j = 0; j < G_N_ELEMENTS (objs); j++)
+        g_string_append_printf (s, ",\n  { \"path\": \"@H@/t/%s/%s\", \"access\": \"%s\", \"why\": \"%s %s\" }",
+                                accesses[i], objs[j][0], accesses[i], accesses[i], objs[j][1]);
+    }
+  g_string_append (s, " ] }\n");
+  return g_string_free (s, FALSE);
+}
+
+static void
+make_table_tree (Fx *fx)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
+    {
+      g_autofree char *f = g_strdup_printf ("host/t/%s/f", accesses[i]);
+      g_autofree char *s = g_strdup_printf ("host/t/%s/s", accesses[i]);
+      g_autofree char *l = g_strdup_printf ("host/t/%s/l", accesses[i]);
+      g_autofree char *fpath = fx_host (fx, f);
+      g_autofree char *lpath = fx_host (fx, l);
+      write_host (fx, f, "the file's data\n");
+      mkdir_host (fx, s);
+      assert_int_equal (symlink ("f", lpath), 0);
+      assert_int_equal (setxattr (fpath, "user.t", "v", 1, 0), 0);
+    }
+  write_host (fx, "host/t/zone/x", "zone data\n");
+}
+
+typedef enum
+{
+  OP_GETATTR,
+  OP_OPEN_READ,
+  OP_OPEN_WRITE,
+  OP_CHMOD,
+  OP_TRUNCATE,
+  OP_UTIMENS,
+  OP_ACCESS_W,
+  OP_SETXATTR,
+  OP_GETXATTR,
+  OP_REMOVEXATTR,
+  OP_UNLINK,
+  OP_RENAME_AWAY,
+  OP_RENAME_ONTO,
+  OP_EXCHANGE,
+  OP_LINK_AWAY,
+  OP_LINK_ONTO,
+  OP_CREATE,
+  OP_MKDIR,
+  OP_SYMLINK,
+  OP_MKFIFO,
+  OP_READDIR,
+  OP_RMDIR,
+  OP_MKDIR_IN,
+  OP_READLINK,
+} Op;
+
+typedef struct
+{
+  Op op;
+  const char *name;
+  const char *obj; /* the rule's object: "file", "dir", "link", "new" */
+  bool mutation;
+  int expect[4]; /* write, read, deny, hide */
+} Row;
+
+#define OK 0
+static const Row rows[] = {
+  { OP_GETATTR, "getattr", "file", false, { OK, OK, OK, -ENOENT } },
+  { OP_OPEN_READ, "open O_RDONLY", "file", false, { OK, OK, -EACCES, -ENOENT } },
+  { OP_OPEN_WRITE, "open O_WRONLY|O_TRUNC", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_CHMOD, "chmod", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_TRUNCATE, "truncate", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_UTIMENS, "utimens", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_ACCESS_W, "access W_OK", "file", false, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_SETXATTR, "setxattr user.n", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_GETXATTR, "getxattr user.t", "file", false, { OK, OK, -EACCES, -ENOENT } },
+  { OP_REMOVEXATTR, "removexattr user.t", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_UNLINK, "unlink", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_RENAME_AWAY, "rename f -> /t/zone/moved", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_RENAME_ONTO, "rename /t/zone/x -> new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { OP_EXCHANGE, "rename /t/zone/x <-> f (EXCHANGE)", "file", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { OP_LINK_AWAY, "link f -> /t/zone/lnk", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_LINK_ONTO, "link /t/zone/x -> new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { OP_CREATE, "create new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { OP_MKDIR, "mkdir new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { OP_SYMLINK, "symlink new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { OP_MKFIFO, "mknod S_IFIFO new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { OP_READDIR, "readdir s", "dir", false, { OK, OK, -EACCES, -ENOENT } },
+  { OP_RMDIR, "rmdir s", "dir", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_MKDIR_IN, "mkdir s/sub", "dir", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { OP_READLINK, "readlink l", "link", false, { OK, OK, -EACCES, -ENOENT } },
+};
+
+static bool
+count_entry (const FbViewDirEntry *e, gpointer data)
+{
+  (*(guint *) data)++;
+  return true;
+}
+
+static int
+run_op (Fx *fx, Op op, const char *a)
+{
+  FbView *v = fx->view;
+  const FbViewCaller *c = &fx->caller;
+  g_autofree char *dir = g_strdup_printf ("/t/%s", a);
+  g_autofree char *fpath = g_strdup_printf ("/t/%s/f", a);
+  g_autoptr (FbViewNode) d = fx_node (fx, dir);
+  g_autoptr (FbViewNode) zone = fx_node (fx, "/t/zone");
+  g_autoptr (FbViewNode) n = NULL;
+  FbViewFile *file = NULL;
+  FbViewSetattr sa = { 0 };
+  struct stat st;
+  char buf[64];
+  int r;
+
+  switch (op)
+    {
+    case OP_RENAME_ONTO:
+      return fb_view_rename (v, c, zone, "x", d, "new", 0);
+    case OP_EXCHANGE:
+      return fb_view_rename (v, c, zone, "x", d, "f", RENAME_EXCHANGE);
+    case OP_LINK_ONTO:
+      {
+        g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
+        return fb_view_link (v, c, x, d, "new", NULL, NULL);
+      }
+    case OP_CREATE:
+      r = fb_view_create (v, c, d, "new", O_WRONLY | O_CREAT | O_EXCL, 0644, &file, NULL, NULL);
+      if (r == 0)
+        {
+          assert_int_equal (fb_view_write (v, file, "x", 1, 0), 1);
+          fb_view_release (v, file);
+        }
+      return r;
+    case OP_MKDIR:
+      return fb_view_mkdir (v, c, d, "new", 0755, NULL, NULL);
+    case OP_SYMLINK:
+      return fb_view_symlink (v, c, d, "new", "f", NULL, NULL);
+    case OP_MKFIFO:
+      return fb_view_mknod (v, c, d, "new", S_IFIFO | 0644, 0, NULL, NULL);
+    case OP_UNLINK:
+      return fb_view_unlink (v, c, d, "f");
+    case OP_RENAME_AWAY:
+      return fb_view_rename (v, c, d, "f", zone, "moved", 0);
+    case OP_RMDIR:
+      return fb_view_rmdir (v, c, d, "s");
+    default:
+      break;
+    }
+
+  /* the rest act on an object that must first be looked up */
+  r = fb_view_lookup (v, c, d, op == OP_READDIR || op == OP_MKDIR_IN ? "s" : op == OP_READLINK ? "l" : "f", &n, &st);
+  if (r < 0)
+    return r;
+  switch (op)
+    {
+    case OP_GETATTR:
+      return fb_view_getattr (v, c, n, &st);
+    case OP_OPEN_READ:
+      r = fb_view_open (v, c, n, O_RDONLY, &file, NULL);
+      if (r == 0)
+        {
+          assert_int_equal (fb_view_read (v, file, buf, sizeof buf, 0), 16);
+          fb_view_release (v, file);
+        }
+      return r;
+    case OP_OPEN_WRITE:
+      r = fb_view_open (v, c, n, O_WRONLY | O_TRUNC, &file, NULL);
+      if (r == 0)
+        fb_view_release (v, file);
+      return r;
+    case OP_CHMOD:
+      sa.valid = FB_VIEW_SET_MODE;
+      sa.mode = 0600;
+      return fb_view_setattr (v, c, n, NULL, &sa, &st);
+    case OP_TRUNCATE:
+      sa.valid = FB_VIEW_SET_SIZE;
+      sa.size = 3;
+      return fb_view_setattr (v, c, n, NULL, &sa, &st);
+    case OP_UTIMENS:
+      sa.valid = FB_VIEW_SET_MTIME | FB_VIEW_SET_ATIME;
+      sa.mtime.tv_sec = sa.atime.tv_sec = 12345;
+      return fb_view_setattr (v, c, n, NULL, &sa, &st);
+    case OP_ACCESS_W:
+      return fb_view_access (v, c, n, W_OK);
+    case OP_SETXATTR:
+      return fb_view_setxattr (v, c, n, "user.n", "1", 1, 0);
+    case OP_GETXATTR:
+      return (int) fb_view_getxattr (v, c, n, "user.t", buf, sizeof buf);
+    case OP_REMOVEXATTR:
+      return fb_view_removexattr (v, c, n, "user.t");
+    case OP_LINK_AWAY:
+      return fb_view_link (v, c, n, zone, "lnk", NULL, NULL);
+    case OP_READDIR:
+      {
+        guint count = 0;
+        r = fb_view_opendir (v, c, n, &file, NULL);
+        if (r < 0)
+          return r;
+        r = fb_view_readdir (v, file, 0, true, count_entry, &count);
+        fb_view_releasedir (v, file);
+        assert_int_equal (count, 2); /* "." and ".." */
+        return r;
+      }
+    case OP_MKDIR_IN:
+      return fb_view_mkdir (v, c, n, "sub", 0755, NULL, NULL);
+    case OP_READLINK:
+      {
+        g_autofree char *text = NULL;
+        r = fb_view_readlink (v, c, n, &text);
+        if (r == 0)
+          assert_string_equal (text, "f");
+        return r;
+      }
+    default:
+      fail ();
+    }
+  return -EINVAL;
+}
+
+/* Every row × every access: errno, host effect, and the denial's event. */
+static void
+test_table (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, FB_LOG_LEVEL_MUTATIONS);
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    for (guint j = 0; j < G_N_ELEMENTS (accesses); j++)
+      {
+        const Row *row = &rows[i];
+        g_autofree char *fhost = g_strdup_printf ("host/t/%s/f", accesses[j]);
+        g_autofree char *before = NULL, *after = NULL;
+        g_autofree char *why = g_strdup_printf ("%s %s", accesses[j], row->obj);
+        int r;
+
+        /* each case starts from the same tree, and the object is there */
+        {
+          g_autofree char *t = fx_host (fx, "host/t");
+          rm_rf (t);
+          make_table_tree (fx);
+        }
+        assert_true (host_exists (fx, fhost));
+        fx_clear_events (fx);
+        before = tree_sum (fx, "host");
+        r = run_op (fx, row->op, accesses[j]);
+        after = tree_sum (fx, "host");
+        if (r != row->expect[j] && !(row->expect[j] == 0 && r > 0))
+          fail_msg ("%s on %s: got %d (%s), expected %d (%s)", row->name, accesses[j], r, g_strerror (-r),
+                    row->expect[j], g_strerror (-row->expect[j]));
+        if (row->mutation && r >= 0 && strcmp (before, after) == 0)
+          fail_msg ("%s on %s succeeded but the host did not change", row->name, accesses[j]);
+        if (r < 0 && strcmp (before, after) != 0)
+          fail_msg ("%s on %s failed (%s) but the host changed", row->name, accesses[j], g_strerror (-r));
+        if (!row->mutation && strcmp (before, after) != 0)
+          fail_msg ("%s on %s changed the host", row->name, accesses[j]);
+        if (r == -EACCES || r == -EROFS || (r == -ENOENT && j == 3))
+          {
+            bool found = false;
+            for (guint k = 0; k < fx->sink.events->len && !found; k++)
+              {
+                TestEvent *e = fx->sink.events->pdata[k];
+                found = e->decision != FB_DECISION_ALLOW && e->err == -r && strcmp (e->why, why) == 0;
+              }
+            if (!found)
+              fail_msg ("%s on %s: no denial event with errno %d and why \"%s\"", row->name, accesses[j], -r, why);
+          }
+      }
+}
+
+/* Names that would step out of a directory or past the bounds. */
+static void
+test_names (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  g_autoptr (FbViewNode) zone = NULL;
+  FbViewNode *n = NULL;
+  char longname[FB_VIEW_NAME_MAX + 2];
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, -1);
+  zone = fx_node (fx, "/t/zone");
+  memset (longname, 'a', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  assert_errno (fb_view_lookup (fx->view, &fx->caller, zone, "..", &n, NULL), -EINVAL);
+  assert_errno (fb_view_lookup (fx->view, &fx->caller, zone, ".", &n, NULL), -EINVAL);
+  assert_errno (fb_view_lookup (fx->view, &fx->caller, zone, "", &n, NULL), -EINVAL);
+  assert_errno (fb_view_lookup (fx->view, &fx->caller, zone, "../x", &n, NULL), -EINVAL);
+  assert_errno (fb_view_lookup (fx->view, &fx->caller, zone, "a/b", &n, NULL), -EINVAL);
+  assert_errno (fb_view_lookup (fx->view, &fx->caller, zone, longname, &n, NULL), -ENAMETOOLONG);
+  assert_errno (fb_view_mkdir (fx->view, &fx->caller, zone, "..", 0755, NULL, NULL), -EINVAL);
+  assert_errno (fb_view_mkdir (fx->view, &fx->caller, zone, longname, 0755, NULL, NULL), -ENAMETOOLONG);
+  assert_errno (fb_view_rename (fx->view, &fx->caller, zone, "x", zone, "../x", 0), -EINVAL);
+  assert_errno (fb_view_symlink (fx->view, &fx->caller, zone, "ok", "", NULL, NULL), -ENOENT);
+  {
+    g_autofree char *huge = g_strnfill (FB_VIEW_SYMLINK_MAX + 1, 'x');
+    assert_errno (fb_view_symlink (fx->view, &fx->caller, zone, "ok", huge, NULL, NULL), -ENAMETOOLONG);
+  }
+  /* a lookup below a file */
+  {
+    g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
+    assert_errno (fb_view_lookup (fx->view, &fx->caller, x, "y", &n, NULL), -ENOTDIR);
+  }
+  assert_false (host_exists (fx, "host/t/zone/ok"));
+  assert_false (host_exists (fx, "host/x"));
+}
+
+/* Refusals that hold whatever the policy says: ownership, set-id bits,
+ * security and trusted xattrs, devices, whiteouts, opening FIFOs. */
+static void
+test_privilege_refusals (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  g_autoptr (FbViewNode) zone = NULL;
+  g_autoptr (FbViewNode) x = NULL;
+  g_autoptr (FbViewNode) fifo = NULL;
+  g_autofree char *before = NULL, *after = NULL;
+  FbViewSetattr sa = { 0 };
+  FbViewFile *file = NULL;
+  struct stat st;
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, -1);
+  zone = fx_node (fx, "/t/zone");
+  x = fx_node (fx, "/t/zone/x");
+  before = tree_sum (fx, "host");
+
+  assert_int_equal (fb_view_getattr (fx->view, &fx->caller, x, &st), 0);
+  sa.valid = FB_VIEW_SET_UID;
+  sa.uid = st.st_uid + 1;
+  assert_errno (fb_view_setattr (fx->view, &fx->caller, x, NULL, &sa, NULL), -EPERM);
+  sa.valid = FB_VIEW_SET_GID;
+  sa.gid = st.st_gid + 1;
+  assert_errno (fb_view_setattr (fx->view, &fx->caller, x, NULL, &sa, NULL), -EPERM);
+  sa.valid = FB_VIEW_SET_MODE;
+  sa.mode = 04755;
+  assert_errno (fb_view_setattr (fx->view, &fx->caller, x, NULL, &sa, NULL), -EPERM);
+  sa.mode = 02755;
+  assert_errno (fb_view_setattr (fx->view, &fx->caller, x, NULL, &sa, NULL), -EPERM);
+  assert_errno (fb_view_setxattr (fx->view, &fx->caller, x, "security.capability", "\1", 1, 0), -EPERM);
+  assert_errno (fb_view_setxattr (fx->view, &fx->caller, x, "trusted.x", "1", 1, 0), -EPERM);
+  assert_errno (fb_view_removexattr (fx->view, &fx->caller, x, "security.capability"), -EPERM);
+  assert_errno (fb_view_setxattr (fx->view, &fx->caller, x, "system.posix_acl_access", "1", 1, 0), -EOPNOTSUPP);
+  assert_errno (fb_view_mknod (fx->view, &fx->caller, zone, "null", S_IFCHR | 0666, makedev (1, 3), NULL, NULL),
+                -EPERM);
+  assert_errno (fb_view_mknod (fx->view, &fx->caller, zone, "sda", S_IFBLK | 0666, makedev (8, 0), NULL, NULL),
+                -EPERM);
+  assert_errno (fb_view_rename (fx->view, &fx->caller, zone, "x", zone, "y", RENAME_WHITEOUT), -EINVAL);
+  after = tree_sum (fx, "host");
+  assert_string_equal (before, after);
+
+  /* A chown to the owner it has is a no-op that tar and cp -p rely on. */
+  sa.valid = FB_VIEW_SET_UID | FB_VIEW_SET_GID;
+  sa.uid = st.st_uid;
+  sa.gid = st.st_gid;
+  assert_errno (fb_view_setattr (fx->view, &fx->caller, x, NULL, &sa, NULL), 0);
+  /* set-gid on a directory is allowed (group inheritance) */
+  {
+    g_autoptr (FbViewNode) dir = NULL;
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, zone, "g", 0755, &dir, NULL), 0);
+    sa.valid = FB_VIEW_SET_MODE;
+    sa.mode = 02755;
+    assert_errno (fb_view_setattr (fx->view, &fx->caller, dir, NULL, &sa, &st), 0);
+    assert_true (st.st_mode & S_ISGID);
+  }
+  /* mkdir and create strip S_ISUID (and S_ISGID on files) silently */
+  {
+    g_autoptr (FbViewNode) f = NULL;
+    assert_errno (fb_view_create (fx->view, &fx->caller, zone, "suid", O_WRONLY | O_CREAT, 06755, &file, &f, &st),
+                  0);
+    fb_view_release (fx->view, file);
+    assert_false (st.st_mode & (S_ISUID | S_ISGID));
+  }
+
+  /* A FIFO (made through the view where writable) is never opened by the
+   * view: the daemon would block on it. */
+  assert_errno (fb_view_mknod (fx->view, &fx->caller, zone, "fifo", S_IFIFO | 0644, 0, &fifo, &st), 0);
+  assert_true (S_ISFIFO (st.st_mode));
+  assert_errno (fb_view_open (fx->view, &fx->caller, fifo, O_RDONLY, &file, NULL), -ENXIO);
+  assert_errno (fb_view_open (fx->view, &fx->caller, fifo, O_WRONLY, &file, NULL), -ENXIO);
+  /* and creating over it does not open it either */
+  assert_errno (fb_view_create (fx->view, &fx->caller, zone, "fifo", O_RDONLY | O_CREAT, 0644, &file, NULL, NULL),
+                -ENXIO);
+}
+
+/* One "close" event per handle with the bytes read and written, the rule's
+ * why, and the opener's pid; nothing per read or write. */
+static void
+test_close_event_bytes (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  g_autoptr (FbViewNode) x = NULL;
+  FbViewFile *file = NULL;
+  TestEvent *e;
+  char buf[64];
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, FB_LOG_LEVEL_OPENS);
+  x = fx_node (fx, "/t/zone/x");
+  fx_clear_events (fx);
+  assert_errno (fb_view_open (fx->view, &fx->caller, x, O_RDWR, &file, NULL), 0);
+  assert_int_equal (fb_view_read (fx->view, file, buf, 4, 0), 4);
+  assert_int_equal (fb_view_read (fx->view, file, buf, 64, 4), 6);
+  assert_int_equal (fb_view_write (fx->view, file, "hello", 5, 10), 5);
+  assert_int_equal (fx->sink.events->len, 0);
+  fb_view_release (fx->view, file);
+  assert_int_equal (fx->sink.events->len, 1);
+  e = fx->sink.events->pdata[0];
+  assert_string_equal (e->op, "close");
+  {
+    g_autofree char *vp = fx_vpath (fx, "/t/zone/x");
+    assert_string_equal (e->path, vp);
+  }
+  assert_string_equal (e->access, "readwrite");
+  assert_string_equal (e->why, "table");
+  assert_int_equal (e->decision, FB_DECISION_ALLOW);
+  assert_int_equal (e->bytes_read, 10);
+  assert_int_equal (e->bytes_written, 5);
+  assert_int_equal (e->pid, getpid ());
+  {
+    g_autofree char *text = read_host (fx, "host/t/zone/x");
+    assert_string_equal (text, "zone data\nhello");
+  }
+
+  /* At "mutations", a read-only handle is not logged, a writing one is. */
+  fb_view_unref (fx->view);
+  fx->view = NULL;
+  {
+    FbViewOptions options;
+    fb_view_options_init (&options);
+    options.sink = &fx->sink.sink;
+    options.log_level = FB_LOG_LEVEL_MUTATIONS;
+    g_clear_pointer (&x, fb_view_node_unref);
+    assert_int_equal (fb_view_new (fx->policy, &options, &fx->view), 0);
+  }
+  x = fx_node (fx, "/t/zone/x");
+  fx_clear_events (fx);
+  assert_errno (fb_view_open (fx->view, &fx->caller, x, O_RDONLY, &file, NULL), 0);
+  fb_view_release (fx->view, file);
+  assert_int_equal (fx->sink.events->len, 0);
+  assert_errno (fb_view_open (fx->view, &fx->caller, x, O_WRONLY, &file, NULL), 0);
+  fb_view_release (fx->view, file);
+  assert_int_equal (fx->sink.events->len, 1);
+  /* denials are logged at every level, with the rule */
+  {
+    g_autoptr (FbViewNode) f = fx_node (fx, "/t/deny/f");
+    assert_errno (fb_view_open (fx->view, &fx->caller, f, O_RDONLY, &file, NULL), -EACCES);
+    e = fx_find_event (fx, "open", "/t/deny/f");
+    assert_non_null (e);
+    assert_int_equal (e->decision, FB_DECISION_DENY);
+    assert_int_equal (e->err, EACCES);
+    assert_string_equal (e->why, "deny file");
+  }
+}
+
+/* Lookups, getattr and readdir are logged only at "all". */
+static void
+test_levels (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  FbViewFile *dir = NULL;
+  struct stat st;
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, FB_LOG_LEVEL_ALL);
+  {
+    g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
+    g_autoptr (FbViewNode) zone = fx_node (fx, "/t/zone");
+    assert_non_null (fx_find_event (fx, "lookup", "/t/zone/x"));
+    assert_errno (fb_view_getattr (fx->view, &fx->caller, x, &st), 0);
+    assert_non_null (fx_find_event (fx, "getattr", "/t/zone/x"));
+    assert_errno (fb_view_opendir (fx->view, &fx->caller, zone, &dir, NULL), 0);
+    fb_view_releasedir (fx->view, dir);
+    assert_non_null (fx_find_event (fx, "readdir", "/t/zone"));
+  }
+  fb_view_unref (fx->view);
+  fx->view = NULL;
+  fx_clear_events (fx);
+  {
+    FbViewOptions options;
+    fb_view_options_init (&options);
+    options.sink = &fx->sink.sink;
+    assert_int_equal (options.log_level, FB_LOG_LEVEL_OPENS);
+    assert_int_equal (fb_view_new (fx->policy, &options, &fx->view), 0);
+  }
+  {
+    g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
+    assert_errno (fb_view_getattr (fx->view, &fx->caller, x, &st), 0);
+    assert_int_equal (fx->sink.events->len, 0);
+  }
+}
+
+/* Creating as the caller: a root daemon makes the caller's files. */
+static void
+test_act_as_caller (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  g_autoptr (FbViewNode) zone = NULL;
+  g_autoptr (FbViewNode) node = NULL;
+  g_autofree char *host = NULL;
+  FbViewFile *file = NULL;
+  struct stat st;
+
+  if (geteuid () != 0)
+    {
+          skip ();
+    }
+  make_table_tree (fx);
+  host = fx_host (fx, "host/t/zone");
+  assert_int_equal (chmod (host, 0777), 0);
+  assert_int_equal (chmod (fx->tmp, 0755), 0);
+  fx_start (fx, policy, NULL, -1);
+  zone = fx_node (fx, "/t/zone");
+  fx->caller.uid = 4242;
+  fx->caller.gid = 4243;
+  assert_errno (fb_view_create (fx->view, &fx->caller, zone, "mine", O_WRONLY | O_CREAT, 0644, &file, &node, &st), 0);
+  fb_view_release (fx->view, file);
+  assert_int_equal (st.st_uid, 4242);
+  assert_int_equal (st.st_gid, 4243);
+  g_clear_pointer (&node, fb_view_node_unref);
+  assert_errno (fb_view_mkdir (fx->view, &fx->caller, zone, "d", 0755, &node, &st), 0);
+  assert_int_equal (st.st_uid, 4242);
+  /* the thread is root again afterwards */
+  {
+    g_autofree char *p = fx_host (fx, "host/t/zone/rootfile");
+    int fd = open (p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    assert_true (fd >= 0);
+    assert_int_equal (fstat (fd, &st), 0);
+    assert_int_equal (st.st_uid, 0);
+    close (fd);
+  }
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_table, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_names, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_privilege_refusals, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_close_event_bytes, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_levels, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_act_as_caller, fx_setup, fx_teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
