@@ -15,21 +15,24 @@
  *    detached mounts (open_tree) before the staging tmpfs is mounted, and
  *    attached by fd (move_mount): the staging mount may cover their paths,
  *    is not part of a root of "/", and nothing is resolved twice.
- *  - The FUSE root is mounted with the supervisor's /dev/fuse fd; the mount
- *    returns at once (INIT is answered later) and the child reports
- *    ROOT_MOUNTED right after it, before its first lookup in the view, which
- *    would block until the supervisor serves the fd.
+ *  - The FUSE root: the outer child opens /dev/fuse itself (the kernel wants
+ *    the fd's opener in the mounter's user namespace), mounts it — the mount
+ *    returns at once, INIT is answered later — and sends the fd to the
+ *    supervisor with the ROOT_MOUNTED record, before any lookup in the view,
+ *    which would block until the supervisor serves the fd.  pid 1 does the
+ *    rest (a procfs belongs to its mounter's pid namespace).
  *  - pivot_root(".", ".") stacks the old root on the new one, and
  *    umount2(".", MNT_DETACH) drops it (with the staging tmpfs): no
  *    "oldroot" directory is needed anywhere.
  *
- * Everything in fb_launcher_mounts_apply() is async-signal-safe: the paths
- * and option strings are built by fb_launcher_mounts_new() in the parent.
+ * Everything in the apply functions is async-signal-safe: the paths and
+ * option strings are built by fb_launcher_mounts_new() in the parent.
  */
 #include "launcher/launcher.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -64,11 +67,11 @@ static const char *const staging_candidates[] = { "/tmp", "/run", "/mnt", "/var/
 struct FbLauncherMounts
 {
   FbLauncherRootKind kind;
-  int fuse_fd;
-  char *root_dir; /* ROOT_HOST_DIR */
+  char *root_dir;    /* ROOT_HOST_DIR */
+  char *fuse_device; /* ROOT_FUSE */
   char *staging;
   char *root; /* staging + "/root": the new root's mount point */
-  char *fuse_options;
+  char *fuse_options_tail; /* everything after "fd=N," */
   char *proc;
   char *dev;
   char *pts;
@@ -76,6 +79,10 @@ struct FbLauncherMounts
   char *host_devices[N_DEVICES];
   char *dev_files[N_DEVICES];
   char *dev_link_paths[G_N_ELEMENTS (dev_links)];
+
+  /* the child's own copy only: what apply_root opened for apply_rest */
+  int dev_trees[N_DEVICES];
+  char fuse_options[256];
 };
 
 const char *
@@ -93,9 +100,9 @@ fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, Fb
 {
   const char *staging = NULL;
 
-  if (plan->root_kind == FB_LAUNCHER_ROOT_FUSE && plan->fuse_fd < 0)
-    return -EBADF;
   if (plan->root_kind == FB_LAUNCHER_ROOT_HOST_DIR && (!plan->root_dir || plan->root_dir[0] != '/'))
+    return -EINVAL;
+  if (plan->root_kind == FB_LAUNCHER_ROOT_FUSE && plan->fuse_device && plan->fuse_device[0] != '/')
     return -EINVAL;
 
   for (size_t i = 0; i < G_N_ELEMENTS (staging_candidates) && !staging; i++)
@@ -109,16 +116,16 @@ fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, Fb
 
   FbLauncherMounts *m = g_new0 (FbLauncherMounts, 1);
   m->kind = plan->root_kind;
-  m->fuse_fd = plan->fuse_fd;
   m->root_dir = g_strdup (plan->root_dir);
+  m->fuse_device = g_strdup (plan->fuse_device ? plan->fuse_device : "/dev/fuse");
   m->staging = g_strdup (staging);
   m->root = g_strconcat (staging, "/root", NULL);
   /* user_id/group_id are read in the mounter's user namespace: the ids
    * inside.  default_permissions: the kernel checks modes, so the view need
    * not; allow_other: every process of the sandbox may use the mount, not
    * only the mounter (it is limited to this user namespace anyway). */
-  m->fuse_options = g_strdup_printf ("fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other",
-                                     plan->fuse_fd, uid, gid);
+  m->fuse_options_tail
+    = g_strdup_printf ("rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other", uid, gid);
   m->proc = g_strconcat (m->root, "/proc", NULL);
   m->dev = g_strconcat (m->root, "/dev", NULL);
   m->pts = g_strconcat (m->dev, "/pts", NULL);
@@ -127,6 +134,7 @@ fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, Fb
     {
       m->host_devices[i] = g_strconcat ("/dev/", devices[i].name, NULL);
       m->dev_files[i] = g_strconcat (m->dev, "/", devices[i].name, NULL);
+      m->dev_trees[i] = -1;
     }
   for (size_t i = 0; i < G_N_ELEMENTS (dev_links); i++)
     m->dev_link_paths[i] = g_strconcat (m->dev, "/", dev_links[i].name, NULL);
@@ -140,9 +148,10 @@ fb_launcher_mounts_free (FbLauncherMounts *m)
   if (!m)
     return;
   g_free (m->root_dir);
+  g_free (m->fuse_device);
   g_free (m->staging);
   g_free (m->root);
-  g_free (m->fuse_options);
+  g_free (m->fuse_options_tail);
   g_free (m->proc);
   g_free (m->dev);
   g_free (m->pts);
@@ -209,15 +218,34 @@ make_file (const char *path)
   return 0;
 }
 
+/* "fd=N," + tail into buf, without stdio (async-signal-safe). */
+static bool
+format_fuse_options (char *buf, size_t size, int fd, const char *tail)
+{
+  char digits[16];
+  size_t nd = 0, pos = 0;
+  unsigned v = (unsigned) fd;
+  do
+    digits[nd++] = (char) ('0' + v % 10);
+  while ((v /= 10) && nd < sizeof digits);
+  size_t tail_len = strlen (tail);
+  if (3 + nd + 1 + tail_len + 1 > size)
+    return false;
+  memcpy (buf + pos, "fd=", 3);
+  pos += 3;
+  while (nd)
+    buf[pos++] = digits[--nd];
+  buf[pos++] = ',';
+  memcpy (buf + pos, tail, tail_len + 1);
+  return true;
+}
+
 int
-fb_launcher_mounts_apply (const FbLauncherMounts *m, int status_fd, FbLauncherFailure *ret_failure)
+fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFailure *ret_failure)
 {
   int root_tree = -1;
-  int dev_trees[N_DEVICES];
+  int fuse_fd = -1;
   int r;
-
-  for (size_t i = 0; i < N_DEVICES; i++)
-    dev_trees[i] = -1;
 
   /* Mount events must not propagate to the host (shared mounts of systemd
    * hosts would otherwise receive our /proc, tmpfs...).  Slave rather than
@@ -236,8 +264,9 @@ fb_launcher_mounts_apply (const FbLauncherMounts *m, int status_fd, FbLauncherFa
        * the detached copy, before anything can see it writable. */
       root_tree = clone_tree (m->root_dir, true);
       if (root_tree < 0)
-        return fail (ret_failure, root_tree == -ENOENT || root_tree == -ENOTDIR || root_tree == -EACCES
-                                    ? FB_LAUNCHER_STEP_OPEN_ROOT : FB_LAUNCHER_STEP_MOUNT_ROOT,
+        return fail (ret_failure,
+                     root_tree == -ENOENT || root_tree == -ENOTDIR || root_tree == -EACCES ? FB_LAUNCHER_STEP_OPEN_ROOT
+                                                                                           : FB_LAUNCHER_STEP_MOUNT_ROOT,
                      -root_tree, 0);
       struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
       if (mount_setattr (root_tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
@@ -246,18 +275,30 @@ fb_launcher_mounts_apply (const FbLauncherMounts *m, int status_fd, FbLauncherFa
           goto out;
         }
     }
-  for (size_t i = 0; i < N_DEVICES; i++)
+  else
     {
-      dev_trees[i] = clone_tree (m->host_devices[i], false);
-      if (dev_trees[i] < 0)
+      /* Opened here, inside the user namespace: fuse_get_tree() accepts only
+       * an fd whose opener lives in the mounter's user namespace. */
+      fuse_fd = open (m->fuse_device, O_RDWR | O_CLOEXEC);
+      if (fuse_fd < 0)
+        return fail (ret_failure, FB_LAUNCHER_STEP_OPEN_FUSE, errno, 0);
+      if (!format_fuse_options (m->fuse_options, sizeof m->fuse_options, fuse_fd, m->fuse_options_tail))
         {
-          int e = -dev_trees[i];
-          dev_trees[i] = -1;
-          if (devices[i].optional && (e == ENOENT || e == ENXIO))
-            continue;
-          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, e, (int) i);
+          r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, ENAMETOOLONG, 0);
           goto out;
         }
+    }
+  for (size_t i = 0; i < N_DEVICES; i++)
+    {
+      int tree = clone_tree (m->host_devices[i], false);
+      if (tree < 0)
+        {
+          if (devices[i].optional && (tree == -ENOENT || tree == -ENXIO))
+            continue;
+          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, -tree, (int) i);
+          goto out;
+        }
+      m->dev_trees[i] = tree;
     }
 
   if (mount ("tmpfs", m->staging, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
@@ -273,35 +314,61 @@ fb_launcher_mounts_apply (const FbLauncherMounts *m, int status_fd, FbLauncherFa
 
   if (m->kind == FB_LAUNCHER_ROOT_FUSE)
     {
+      /* Returns at once: FUSE_INIT is queued for the server, and nothing
+       * here waits for its answer. */
       if (mount ("fuse", m->root, "fuse", MS_NOSUID | MS_NODEV, m->fuse_options) < 0)
         {
           r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, errno, 0);
           goto out;
         }
-      /* The mount holds the connection; our copy of the fd would keep it
-       * alive if the supervisor died, leaving lookups hanging instead of
-       * failing with ENOTCONN. */
-      close (m->fuse_fd);
+      /* The sync point, with the connection for the supervisor to serve. */
+      if ((r = fb_launcher_report_fd (status_fd, FB_LAUNCHER_STEP_ROOT_MOUNTED, fuse_fd)) < 0)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_SEND_FUSE_FD, -r, 0);
+          goto out;
+        }
+      /* Our copy would keep the connection alive if the supervisor died,
+       * leaving the sandbox's lookups hanging instead of failing. */
+      close (fuse_fd);
+      fuse_fd = -1;
     }
-  else if ((r = attach_tree (root_tree, m->root)) < 0)
+  else
     {
-      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, -r, 0);
-      goto out;
+      if ((r = attach_tree (root_tree, m->root)) < 0)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, -r, 0);
+          goto out;
+        }
+      fb_launcher_report (status_fd, FB_LAUNCHER_STEP_ROOT_MOUNTED, 0, 0);
     }
-  if (status_fd >= 0)
-    fb_launcher_report (status_fd, FB_LAUNCHER_STEP_ROOT_MOUNTED, 0, 0);
+  r = 0;
+
+out:
+  if (root_tree >= 0)
+    close (root_tree);
+  if (fuse_fd >= 0)
+    close (fuse_fd);
+  if (r < 0)
+    close_all (m->dev_trees, N_DEVICES);
+  return r;
+}
+
+int
+fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failure)
+{
+  int r;
 
   /* From here on, paths below m->root are looked up in the view. */
 
-  /* A procfs of the new pid namespace: only the sandbox's processes.  The
-   * kernel allows it in a user namespace only while an unmasked procfs is
-   * visible in this mount namespace (the host's, still there). */
+  /* A procfs of the new pid namespace (the mounter's): only the sandbox's
+   * processes.  The kernel allows it in a user namespace only while an
+   * unmasked procfs is visible in this mount namespace (the host's, still
+   * there until the pivot). */
   if (mount ("proc", m->proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
     {
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_PROC, errno, 0);
       goto out;
     }
-
   /* A minimal /dev: a tmpfs with the harmless nodes bound from the host
    * (mknod is not allowed in a user namespace, and binds keep the nodes'
    * host mount, so they work). */
@@ -312,15 +379,15 @@ fb_launcher_mounts_apply (const FbLauncherMounts *m, int status_fd, FbLauncherFa
     }
   for (size_t i = 0; i < N_DEVICES; i++)
     {
-      if (dev_trees[i] < 0)
+      if (m->dev_trees[i] < 0)
         continue; /* optional and absent */
-      if ((r = make_file (m->dev_files[i])) < 0 || (r = attach_tree (dev_trees[i], m->dev_files[i])) < 0)
+      if ((r = make_file (m->dev_files[i])) < 0 || (r = attach_tree (m->dev_trees[i], m->dev_files[i])) < 0)
         {
           r = fail (ret_failure, FB_LAUNCHER_STEP_BIND_DEVICE, -r, (int) i);
           goto out;
         }
-      close (dev_trees[i]);
-      dev_trees[i] = -1;
+      close (m->dev_trees[i]);
+      m->dev_trees[i] = -1;
     }
 
   /* A private devpts instance: ptys of the sandbox only, none of the host's. */
@@ -372,8 +439,6 @@ fb_launcher_mounts_apply (const FbLauncherMounts *m, int status_fd, FbLauncherFa
   r = 0;
 
 out:
-  if (root_tree >= 0)
-    close (root_tree);
-  close_all (dev_trees, N_DEVICES);
+  close_all (m->dev_trees, N_DEVICES);
   return r;
 }

@@ -1,29 +1,30 @@
-/* fusebox — the launch: one clone(2) into new namespaces, and the parent's
- * side of it (status pipe, waiting, messages).
+/* fusebox — the launch: clone(2) into new namespaces, and the parent's side
+ * of it (status channel, waiting, messages).
  *
  * Design (see launcher.h for the contract, docs/security.md for the why):
- *  - The parent prepares everything the child needs — map lines, the mount
- *    plan, the capability state, the seccomp program, argv/envp/PATH — then
- *    clones once with CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+ *  - The parent prepares everything the children need — map lines, the
+ *    mount plan, the capability state, the seccomp program, argv/envp/PATH —
+ *    then clones the outer child with CLONE_NEWUSER | CLONE_NEWNS |
  *    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP (| CLONE_NEWNET).  The
  *    new user namespace owns the others, so the child holds every capability
  *    over them and none over the host.
- *  - The child is pid 1 of the new pid namespace.  It writes its own maps (a
- *    single line mapping the caller's id is what the kernel allows an
- *    unprivileged process, with setgroups denied), brings loopback up,
- *    applies the mount plan, locks down, and becomes the tiny init of
- *    launcher-pid1.c.
- *  - The child reports on a close-on-exec pipe: a ROOT_MOUNTED record (the
- *    sync point for a FUSE root), a failure record {step, errno, detail}
- *    before _exit(125/126/127), or nothing until the command's exec closes
- *    the pipe.  A record is 12 bytes, below PIPE_BUF, so writes are atomic.
- *  - The clone is a raw syscall without a stack (fork semantics): glibc's
+ *  - The outer child writes its own maps (a single line mapping the caller's
+ *    id is what the kernel allows an unprivileged process, with setgroups
+ *    denied), brings loopback up, mounts the root, clones pid 1 with
+ *    CLONE_NEWPID, locks itself down and relays signals and the exit status.
+ *    pid 1 mounts /proc and /dev, pivots, locks down and runs the tiny init
+ *    of launcher-pid1.c.  (Why two processes: launcher.h.)
+ *  - Both report on a close-on-exec SOCK_SEQPACKET socket: a ROOT_MOUNTED
+ *    record (the sync point, carrying the FUSE fd for a FUSE root), a failure
+ *    record {step, errno, detail} before _exit(125/126/127), or nothing until
+ *    the command's exec closes the last child-side end.
+ *  - The clones are raw syscalls without a stack (fork semantics): glibc's
  *    clone() wants a stack and a function, and fork() can't take namespace
- *    flags.  The child never returns into the parent's code and calls only
- *    async-signal-safe functions; it must be single-threaded to start with,
- *    which is the caller's promise (launcher.h).
+ *    flags.  The children never return into the parent's code and call only
+ *    async-signal-safe functions; the parent must be single-threaded to start
+ *    with, which is the caller's promise (launcher.h).
  *  - All signals are blocked around the clone, so no handler of the parent
- *    (GLib's, say) runs in the child before it resets dispositions.
+ *    (GLib's, say) runs in a child before it resets dispositions.
  */
 #include "launcher/launcher.h"
 
@@ -58,6 +59,7 @@ struct FbLauncherChild
   int pidfd;
   int status_fd; /* read end; -1 after EOF */
   bool mounted;
+  int fuse_fd; /* received with ROOT_MOUNTED, until wait_mounted hands it out */
   bool executed;
   bool failed;
   bool reaped;
@@ -66,6 +68,7 @@ struct FbLauncherChild
   /* for messages */
   FbLauncherRootKind root_kind;
   char *root_dir;
+  char *fuse_device;
   char *cwd;
   char *argv0;
   char *path_env;
@@ -73,10 +76,10 @@ struct FbLauncherChild
   FbLauncherNetwork network;
 };
 
-/* What the child needs, built before the clone. */
+/* What the children need, built before the clone. */
 typedef struct
 {
-  int status_fd;   /* write end, >= 3, close-on-exec */
+  int status_fd;    /* child-side end of the status socket, >= 3, close-on-exec */
   int parent_pidfd; /* to notice a parent that died before PDEATHSIG was set; -1 if unsupported */
   int stdio[3];
   char *uid_map;
@@ -94,7 +97,6 @@ fb_launcher_plan_init (FbLauncherPlan *plan)
 {
   memset (plan, 0, sizeof *plan);
   plan->root_kind = FB_LAUNCHER_ROOT_HOST_DIR;
-  plan->fuse_fd = -1;
   plan->uid = FB_LAUNCHER_ID_CALLER;
   plan->gid = FB_LAUNCHER_ID_CALLER;
   plan->network = FB_LAUNCHER_NETWORK_NONE;
@@ -137,10 +139,13 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_MOUNT_SLAVE] = "mount-slave",
   [FB_LAUNCHER_STEP_OPEN_ROOT] = "open-root",
   [FB_LAUNCHER_STEP_OPEN_DEVICE] = "open-device",
+  [FB_LAUNCHER_STEP_OPEN_FUSE] = "open-fuse",
   [FB_LAUNCHER_STEP_STAGING] = "staging",
   [FB_LAUNCHER_STEP_MOUNT_ROOT] = "mount-root",
   [FB_LAUNCHER_STEP_ROOT_READONLY] = "root-readonly",
   [FB_LAUNCHER_STEP_ROOT_MOUNTED] = "root-mounted",
+  [FB_LAUNCHER_STEP_SEND_FUSE_FD] = "send-fuse-fd",
+  [FB_LAUNCHER_STEP_CLONE_PID] = "clone-pid",
   [FB_LAUNCHER_STEP_MOUNT_PROC] = "mount-proc",
   [FB_LAUNCHER_STEP_MOUNT_DEV] = "mount-dev",
   [FB_LAUNCHER_STEP_BIND_DEVICE] = "bind-device",
@@ -189,8 +194,32 @@ fb_launcher_report (int status_fd, FbLauncherStep step, int error, int detail)
   Record rec = { .step = step, .error = error, .detail = detail };
   ssize_t n;
   do
-    n = write (status_fd, &rec, sizeof rec);
+    n = send (status_fd, &rec, sizeof rec, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
+}
+
+int
+fb_launcher_report_fd (int status_fd, FbLauncherStep step, int fd)
+{
+  Record rec = { .step = step };
+  struct iovec iov = { .iov_base = &rec, .iov_len = sizeof rec };
+  union
+  {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE (sizeof (int))];
+  } control;
+  memset (&control, 0, sizeof control);
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (cmsg), &fd, sizeof fd);
+  ssize_t n;
+  do
+    n = sendmsg (status_fd, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n < 0 ? -errno : 0;
 }
 
 static int
@@ -280,28 +309,55 @@ child_setup_stdio (const Prepared *p)
       }
 }
 
+/* Die with our parent: PDEATHSIG first, then its pidfd tells whether it
+ * died before the signal was armed (an exited process's pidfd is readable). */
+static void
+arm_pdeathsig (const Prepared *p, int parent_pidfd)
+{
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_PDEATHSIG, errno, 0);
+  if (parent_pidfd >= 0)
+    {
+      struct pollfd pfd = { .fd = parent_pidfd, .events = POLLIN };
+      if (poll (&pfd, 1, 0) > 0)
+        child_fail (p, FB_LAUNCHER_STEP_PARENT_GONE, ESRCH, 0);
+      close (parent_pidfd);
+    }
+}
+
 G_GNUC_NORETURN static void
-child_main (const Prepared *p)
+pid1_main (Prepared *p, int parent_pidfd)
 {
   FbLauncherStep step = FB_LAUNCHER_STEP_NONE;
   FbLauncherFailure failure;
   int r;
 
-  /* First: die with the thread that cloned us.  If it already died, the
-   * signal was never armed; its pidfd tells (a zombie or a reaped parent
-   * makes the pidfd readable). */
-  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-    child_fail (p, FB_LAUNCHER_STEP_PDEATHSIG, errno, 0);
-  if (p->parent_pidfd >= 0)
-    {
-      struct pollfd pfd = { .fd = p->parent_pidfd, .events = POLLIN };
-      if (poll (&pfd, 1, 0) > 0)
-        child_fail (p, FB_LAUNCHER_STEP_PARENT_GONE, ESRCH, 0);
-      close (p->parent_pidfd);
-    }
+  arm_pdeathsig (p, parent_pidfd);
+
+  if ((r = fb_launcher_mounts_apply_rest (p->mounts, &failure)) < 0)
+    child_fail (p, failure.step, failure.error, failure.detail);
+
+  if (chdir (p->cwd) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_CHDIR, errno, 0);
+
+  if ((r = fb_launcher_lockdown_apply (p->lockdown, p->seccomp, p->status_fd, &step)) < 0)
+    child_fail (p, step, -r, 0);
+
+  fb_launcher_pid1_run (p->command, p->status_fd);
+}
+
+G_GNUC_NORETURN static void
+outer_main (Prepared *p)
+{
+  FbLauncherStep step = FB_LAUNCHER_STEP_NONE;
+  FbLauncherFailure failure;
+  int r;
+
+  arm_pdeathsig (p, p->parent_pidfd);
 
   /* Parent's handlers must not run here; pid 1 and the command set up
-   * their own.  Signals stay blocked (the parent blocked them for us). */
+   * their own.  Signals stay blocked (the parent blocked them for us): the
+   * relay loop and pid 1 take them with sigwaitinfo(). */
   struct sigaction dfl = { .sa_handler = SIG_DFL };
   for (int sig = 1; sig < NSIG; sig++)
     if (sig != SIGKILL && sig != SIGSTOP)
@@ -315,29 +371,26 @@ child_main (const Prepared *p)
   if (p->new_net && (r = fb_launcher_ns_loopback_up ()) < 0)
     child_fail (p, FB_LAUNCHER_STEP_LOOPBACK, -r, 0);
 
-  if ((r = fb_launcher_mounts_apply (p->mounts, p->status_fd, &failure)) < 0)
+  if ((r = fb_launcher_mounts_apply_root (p->mounts, p->status_fd, &failure)) < 0)
     child_fail (p, failure.step, failure.error, failure.detail);
 
-  if (chdir (p->cwd) < 0)
-    child_fail (p, FB_LAUNCHER_STEP_CHDIR, errno, 0);
+  /* pid 1: a new pid namespace owned by our user namespace */
+  int self_pidfd = (int) syscall (__NR_pidfd_open, getpid (), 0);
+  long pid = syscall (__NR_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+  if (pid == 0)
+    pid1_main (p, self_pidfd);
+  if (pid < 0)
+    child_fail (p, FB_LAUNCHER_STEP_CLONE_PID, errno, 0);
+  if (self_pidfd >= 0)
+    close (self_pidfd);
 
+  /* We stay in the caller's pid namespace, out of the sandbox's sight, but
+   * hold every capability of its user namespace: drop them like pid 1. */
   if ((r = fb_launcher_lockdown_apply (p->lockdown, p->seccomp, p->status_fd, &step)) < 0)
     child_fail (p, step, -r, 0);
+  close (p->status_fd);
 
-  /* Only SIGKILL/SIGSTOP could interrupt us so far; pid 1 now blocks exactly
-   * what it waits for and lets the rest (ignored by init anyway) through. */
-  sigset_t none;
-  sigemptyset (&none);
-  sigset_t fwd;
-  sigemptyset (&fwd);
-  sigaddset (&fwd, SIGINT);
-  sigaddset (&fwd, SIGTERM);
-  sigaddset (&fwd, SIGHUP);
-  sigaddset (&fwd, SIGQUIT);
-  sigaddset (&fwd, SIGCHLD);
-  sigprocmask (SIG_SETMASK, &fwd, NULL);
-
-  fb_launcher_pid1_run (p->command, p->status_fd);
+  fb_launcher_relay_run ((pid_t) pid);
 }
 
 /* ---- the parent's side ---- */
@@ -371,7 +424,6 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
 {
   Prepared p = { .status_fd = -1, .parent_pidfd = -1 };
   int pipefd[2] = { -1, -1 };
-  int dup_fuse_fd = -1;
   int r;
 
   if (!plan->argv || !plan->argv[0])
@@ -384,15 +436,6 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   guint32 uid = plan->uid == FB_LAUNCHER_ID_CALLER ? outer_uid : plan->uid;
   guint32 gid = plan->gid == FB_LAUNCHER_ID_CALLER ? outer_gid : plan->gid;
 
-  FbLauncherPlan local = *plan;
-  /* fds 0-2 get replaced in the child: the FUSE fd must live above them */
-  if (local.root_kind == FB_LAUNCHER_ROOT_FUSE && local.fuse_fd >= 0 && local.fuse_fd <= 2)
-    {
-      if ((dup_fuse_fd = fd_above_2 (local.fuse_fd)) < 0)
-        return dup_fuse_fd;
-      local.fuse_fd = dup_fuse_fd;
-    }
-
   p.uid_map = g_strdup_printf ("%u %u 1\n", uid, outer_uid);
   p.gid_map = g_strdup_printf ("%u %u 1\n", gid, outer_gid);
   p.new_net = plan->network == FB_LAUNCHER_NETWORK_NONE;
@@ -401,11 +444,11 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   p.stdio[1] = plan->stdout_fd;
   p.stdio[2] = plan->stderr_fd;
 
-  if ((r = fb_launcher_mounts_new (&local, uid, gid, &p.mounts)) < 0 || (r = fb_launcher_lockdown_new (&p.lockdown)) < 0
+  if ((r = fb_launcher_mounts_new (plan, uid, gid, &p.mounts)) < 0 || (r = fb_launcher_lockdown_new (&p.lockdown)) < 0
       || (r = fb_launcher_seccomp_new (&p.seccomp)) < 0 || (r = fb_launcher_command_new (plan, &p.command)) < 0)
     goto out;
 
-  if (pipe2 (pipefd, O_CLOEXEC) < 0)
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pipefd) < 0)
     {
       r = -errno;
       goto out;
@@ -423,8 +466,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   /* pidfd_open returns a close-on-exec fd; -1 on kernels before 5.3 */
   p.parent_pidfd = (int) syscall (__NR_pidfd_open, getpid (), 0);
 
-  unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
-                        | SIGCHLD;
+  unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
   if (p.new_net)
     flags |= CLONE_NEWNET;
 
@@ -440,7 +482,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
       pid = syscall (__NR_clone, flags, NULL, NULL, NULL, NULL);
     }
   if (pid == 0)
-    child_main (&p);
+    outer_main (&p);
   int clone_errno = errno;
   sigprocmask (SIG_SETMASK, &saved, NULL);
   if (pid < 0)
@@ -452,10 +494,12 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   FbLauncherChild *child = g_new0 (FbLauncherChild, 1);
   child->pid = (pid_t) pid;
   child->pidfd = pidfd;
+  child->fuse_fd = -1;
   child->status_fd = pipefd[0];
   pipefd[0] = -1;
   child->root_kind = plan->root_kind;
   child->root_dir = g_strdup (plan->root_dir);
+  child->fuse_device = g_strdup (plan->fuse_device ? plan->fuse_device : "/dev/fuse");
   child->cwd = g_strdup (p.cwd);
   child->argv0 = g_strdup (plan->argv[0]);
   {
@@ -480,8 +524,6 @@ out:
     close (pipefd[0]);
   if (pipefd[1] >= 0)
     close (pipefd[1]);
-  if (dup_fuse_fd >= 0)
-    close (dup_fuse_fd);
   prepared_clear (&p);
   return r;
 }
@@ -514,16 +556,35 @@ read_status (FbLauncherChild *child, bool want_mounted)
       if (want_mounted && child->mounted)
         return 0;
       Record rec;
-      ssize_t n = read (child->status_fd, &rec, sizeof rec);
+      struct iovec iov = { .iov_base = &rec, .iov_len = sizeof rec };
+      union
+      {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE (sizeof (int))];
+      } control;
+      struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                            .msg_controllen = sizeof control.buf };
+      ssize_t n = recvmsg (child->status_fd, &msg, MSG_CMSG_CLOEXEC);
       if (n < 0 && errno == EINTR)
         continue;
+      if (n < 0 && errno == EAGAIN)
+        break; /* non-blocking drain: nothing more now */
+      int passed_fd = -1;
+      for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR (&msg) : NULL; c; c = CMSG_NXTHDR (&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
+          memcpy (&passed_fd, CMSG_DATA (c), sizeof passed_fd);
       if (n == (ssize_t) sizeof rec)
         {
           if (rec.step == FB_LAUNCHER_STEP_ROOT_MOUNTED)
             {
               child->mounted = true;
+              if (child->fuse_fd >= 0)
+                close (child->fuse_fd);
+              child->fuse_fd = passed_fd;
               continue;
             }
+          if (passed_fd >= 0)
+            close (passed_fd);
           if (!child->failed)
             {
               child->failed = true;
@@ -552,11 +613,17 @@ read_status (FbLauncherChild *child, bool want_mounted)
 }
 
 int
-fb_launcher_child_wait_mounted (FbLauncherChild *child)
+fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd)
 {
-  if (child->mounted)
-    return 0;
-  return read_status (child, true);
+  int r = child->mounted ? 0 : read_status (child, true);
+  if (r < 0)
+    return r;
+  if (ret_fuse_fd)
+    {
+      *ret_fuse_fd = child->fuse_fd;
+      child->fuse_fd = -1;
+    }
+  return 0;
 }
 
 int
@@ -655,7 +722,10 @@ fb_launcher_child_free (FbLauncherChild *child)
     close (child->status_fd);
   if (child->pidfd >= 0)
     close (child->pidfd);
+  if (child->fuse_fd >= 0)
+    close (child->fuse_fd);
   g_free (child->root_dir);
+  g_free (child->fuse_device);
   g_free (child->cwd);
   g_free (child->argv0);
   g_free (child->path_env);
@@ -668,6 +738,7 @@ typedef struct
 {
   FbLauncherRootKind root_kind;
   const char *root_dir;
+  const char *fuse_device;
   const char *cwd;
   const char *argv0;
   const char *path_env;
@@ -713,6 +784,18 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
         return g_strdup_printf ("%s: %s: the host device can't be opened: %s; the sandbox's /dev binds it from the "
                                 "host, so it must exist (in a container, pass it with --device)",
                                 step, fb_launcher_mounts_device_name (f->detail), err);
+      case FB_LAUNCHER_STEP_OPEN_FUSE:
+        return g_strdup_printf ("%s: %s: opening the FUSE device inside the sandbox's user namespace failed: %s; %s",
+                                step, ctx->fuse_device,  err,
+                                f->error == ENOENT   ? "load the fuse module (modprobe fuse) or, in a container, pass "
+                                                       "the device (--device /dev/fuse)"
+                                : f->error == EACCES ? "make it usable for you: chmod 0666 /dev/fuse (the default of "
+                                                       "fuse3 packages) or add yourself to its group"
+                                                     : check);
+      case FB_LAUNCHER_STEP_SEND_FUSE_FD:
+        return g_strdup_printf ("%s: handing the FUSE connection to the supervisor failed: %s", step, err);
+      case FB_LAUNCHER_STEP_CLONE_PID:
+        return g_strdup_printf ("%s: creating the sandbox's pid namespace failed: %s; %s", step, err, check);
       case FB_LAUNCHER_STEP_STAGING:
         return g_strdup_printf ("%s: mounting the staging tmpfs inside the sandbox's mount namespace failed: %s; %s",
                                 step, err, check);
@@ -813,6 +896,7 @@ fb_launcher_child_describe_failure (const FbLauncherChild *child)
   MessageContext ctx = {
     .root_kind = child->root_kind,
     .root_dir = child->root_dir,
+    .fuse_device = child->fuse_device,
     .cwd = child->cwd,
     .argv0 = child->argv0,
     .path_env = child->path_env,
@@ -836,6 +920,7 @@ fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailur
   MessageContext ctx = {
     .root_kind = plan->root_kind,
     .root_dir = plan->root_dir,
+    .fuse_device = plan->fuse_device ? plan->fuse_device : "/dev/fuse",
     .cwd = plan->cwd ? plan->cwd : "/",
     .argv0 = plan->argv && plan->argv[0] ? plan->argv[0] : "(none)",
     .path_env = path_env,

@@ -7,7 +7,8 @@
  * command" impossible and "the tree dies with the supervisor" reliable.
  *
  * The loop: signals of interest are blocked and taken with sigwaitinfo(), so
- * there is no handler and no race between fork and wait.  SIGINT, SIGTERM,
+ * there is no handler and no race between fork and wait.  The outer child
+ * runs the same loop as a relay between the supervisor and pid 1.  SIGINT, SIGTERM,
  * SIGHUP and SIGQUIT are forwarded to the command (pid 1 itself ignores
  * default-action signals from inside its namespace, and from the host only
  * receives those it blocks or handles); SIGCHLD reaps every child; when the
@@ -124,14 +125,52 @@ forward_set (sigset_t *set)
   sigaddset (set, SIGCHLD);
 }
 
+/* Wait for signals until PID is reaped, then exit with its status.
+ * Forwarded signals go to PID; every child is reaped (pid 1 inherits the
+ * sandbox's orphans). */
+G_GNUC_NORETURN static void
+wait_loop (const sigset_t *set, pid_t pid)
+{
+  for (;;)
+    {
+      siginfo_t info;
+      int sig = sigwaitinfo (set, &info);
+      if (sig < 0)
+        continue; /* EINTR (a stop/continue) */
+      if (sig != SIGCHLD)
+        {
+          kill (pid, sig);
+          continue;
+        }
+      /* Several children may have exited for one SIGCHLD: reap them all. */
+      for (;;)
+        {
+          int status;
+          pid_t w = waitpid (-1, &status, WNOHANG);
+          if (w <= 0)
+            break;
+          if (w != pid)
+            continue; /* an orphan */
+          /* For pid 1, exiting kills what the command left behind (daemons
+           * included); for the relay, pid 1 is gone and so is everything. */
+          if (WIFEXITED (status))
+            _exit (WEXITSTATUS (status));
+          if (WIFSIGNALED (status))
+            _exit (128 + WTERMSIG (status));
+        }
+    }
+}
+
 void
 fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
 {
   sigset_t set;
   forward_set (&set);
-  /* Blocked before the fork: a SIGCHLD or a forwarded signal that arrives
-   * before sigwaitinfo() waits in the queue instead of being lost. */
-  if (sigprocmask (SIG_BLOCK, &set, NULL) < 0)
+  /* Exactly these blocked, before the fork: a SIGCHLD or a forwarded signal
+   * that arrives before sigwaitinfo() waits in the queue instead of being
+   * lost.  Everything else is let through: with default dispositions, init
+   * ignores it (and only SIGKILL/SIGSTOP reach it from the host). */
+  if (sigprocmask (SIG_SETMASK, &set, NULL) < 0)
     {
       fb_launcher_report (status_fd, FB_LAUNCHER_STEP_SIGNALS, errno, 0);
       _exit (FB_LAUNCHER_EXIT_SANDBOX);
@@ -162,35 +201,17 @@ fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
       _exit (err == ENOENT ? FB_LAUNCHER_EXIT_NOT_FOUND : FB_LAUNCHER_EXIT_NOT_EXECUTABLE);
     }
 
-  /* The command holds the pipe until its exec closes it: the supervisor's
-   * EOF then means "executed". */
+  /* The command holds the channel until its exec closes it: the
+   * supervisor's EOF then means "executed". */
   close (status_fd);
+  wait_loop (&set, pid);
+}
 
-  for (;;)
-    {
-      siginfo_t info;
-      int sig = sigwaitinfo (&set, &info);
-      if (sig < 0)
-        continue; /* EINTR (a stop/continue) */
-      if (sig != SIGCHLD)
-        {
-          kill (pid, sig);
-          continue;
-        }
-      /* Several children may have exited for one SIGCHLD: reap them all. */
-      for (;;)
-        {
-          int status;
-          pid_t w = waitpid (-1, &status, WNOHANG);
-          if (w <= 0)
-            break;
-          if (w != pid)
-            continue; /* an orphan */
-          /* Exiting kills what the command left behind (daemons included). */
-          if (WIFEXITED (status))
-            _exit (WEXITSTATUS (status));
-          if (WIFSIGNALED (status))
-            _exit (128 + WTERMSIG (status));
-        }
-    }
+void
+fb_launcher_relay_run (pid_t pid)
+{
+  sigset_t set;
+  forward_set (&set);
+  sigprocmask (SIG_SETMASK, &set, NULL);
+  wait_loop (&set, pid);
 }

@@ -1,13 +1,24 @@
 /* fusebox — the launcher's public interface: put a command in a sandbox.
  *
- * A launch is one clone(2) with new user, mount, pid, ipc, uts and cgroup
- * namespaces (and net unless the plan shares the host's network).  The clone
- * child is pid 1 of the new pid namespace; it writes its own uid/gid maps,
- * builds the mount plan (the root is a FUSE fd or, for probes and tests, a
- * host directory bound read-only), pivots into it, locks itself down
- * (setsid, PDEATHSIG, no capabilities, no_new_privs, no inherited fds,
- * seccomp) and then stays as a tiny init: it forks the command, forwards
- * signals to it, reaps orphans and exits with the command's status.
+ * A launch is two processes:
+ *  - the "outer" child, cloned with new user, mount, ipc, uts and cgroup
+ *    namespaces (and net unless the plan shares the host's network), but
+ *    still in the caller's pid namespace.  It writes its own uid/gid maps and
+ *    mounts the root (a FUSE connection it opens itself, or, for probes and
+ *    tests, a host directory bound read-only), hands the FUSE fd to the
+ *    supervisor, then clones pid 1 into a new pid namespace, locks itself
+ *    down and relays signals and the exit status between the two.
+ *  - pid 1 of the new pid namespace, which mounts a fresh /proc, /dev and
+ *    /dev/shm, pivots into the root, locks itself down (setsid, PDEATHSIG,
+ *    no capabilities, no_new_privs, no inherited fds, seccomp) and then stays
+ *    as a tiny init: it forks the command, forwards signals to it, reaps
+ *    orphans and exits with the command's status.
+ * Why two: the kernel accepts a FUSE fd for a mount only when the fd was
+ * opened in the mounter's user namespace (fuse_get_tree() compares
+ * f_cred->user_ns), so the sandbox opens /dev/fuse, not the supervisor; and
+ * a FUSE connection reports caller pids in the pid namespace of its mounter,
+ * so mounting from the caller's pid namespace gives the supervisor host pids
+ * (their /proc/PID/comm is readable for the access log).
  *
  * Threads: fb_launcher_spawn() forks; call it only while the process has a
  * single thread (before the FUSE workers and GLib's worker thread start).
@@ -17,11 +28,11 @@
  * detail} records on a close-on-exec pipe; the parent turns them into a
  * message with the step, the path and the fix.
  *
- * Lifetime: the child sets PR_SET_PDEATHSIG(SIGKILL) towards the thread that
- * called fb_launcher_spawn(), so that thread must live as long as the
- * sandbox (use the main thread).  When pid 1 dies the kernel kills every
- * process of its pid namespace, so the whole tree dies with the supervisor,
- * even on SIGKILL.
+ * Lifetime: the outer child sets PR_SET_PDEATHSIG(SIGKILL) towards the thread
+ * that called fb_launcher_spawn(), so that thread must live as long as the
+ * sandbox (use the main thread); pid 1 sets it towards the outer child.
+ * When pid 1 dies the kernel kills every process of its pid namespace, so the
+ * whole tree dies with the supervisor, even on SIGKILL.
  *
  * Errors: int results are >= 0 on success, -errno on failure (STYLE.md).
  */
@@ -44,7 +55,7 @@ G_BEGIN_DECLS
 
 typedef enum
 {
-  FB_LAUNCHER_ROOT_FUSE = 0,     /* an open, not yet mounted /dev/fuse fd served by the supervisor */
+  FB_LAUNCHER_ROOT_FUSE = 0,     /* a new FUSE connection, served by the supervisor */
   FB_LAUNCHER_ROOT_HOST_DIR = 1, /* a host directory, bound read-only (probes, tests) */
 } FbLauncherRootKind;
 
@@ -62,7 +73,7 @@ bool fb_launcher_network_from_string (const char *s, FbLauncherNetwork *ret_netw
 typedef struct
 {
   FbLauncherRootKind root_kind;
-  int fuse_fd;          /* ROOT_FUSE: the /dev/fuse fd; the child mounts it as "/" */
+  const char *fuse_device; /* ROOT_FUSE: NULL = "/dev/fuse", opened inside the user namespace */
   const char *root_dir; /* ROOT_HOST_DIR: absolute host path shown read-only as "/" */
   guint32 uid;          /* uid inside; FB_LAUNCHER_ID_CALLER = the caller's euid */
   guint32 gid;          /* gid inside; FB_LAUNCHER_ID_CALLER = the caller's egid */
@@ -90,10 +101,13 @@ typedef enum
   FB_LAUNCHER_STEP_MOUNT_SLAVE,   /* making every mount a slave so nothing propagates to the host */
   FB_LAUNCHER_STEP_OPEN_ROOT,     /* opening the host directory used as root */
   FB_LAUNCHER_STEP_OPEN_DEVICE,   /* opening a host device node (detail: index) */
+  FB_LAUNCHER_STEP_OPEN_FUSE,     /* opening /dev/fuse inside the user namespace */
   FB_LAUNCHER_STEP_STAGING,       /* mounting the staging tmpfs */
   FB_LAUNCHER_STEP_MOUNT_ROOT,    /* mounting the FUSE fd, or cloning the host directory's tree */
   FB_LAUNCHER_STEP_ROOT_READONLY, /* making the host directory's tree read-only */
   FB_LAUNCHER_STEP_ROOT_MOUNTED,  /* (not a failure: the sync point, see wait_mounted) */
+  FB_LAUNCHER_STEP_SEND_FUSE_FD,  /* passing the FUSE fd to the supervisor */
+  FB_LAUNCHER_STEP_CLONE_PID,     /* cloning pid 1 into the new pid namespace */
   FB_LAUNCHER_STEP_MOUNT_PROC,
   FB_LAUNCHER_STEP_MOUNT_DEV,
   FB_LAUNCHER_STEP_BIND_DEVICE, /* detail: index */
@@ -135,23 +149,25 @@ int fb_launcher_failure_exit_code (const FbLauncherFailure *failure);
 /* A started sandbox. */
 typedef struct FbLauncherChild FbLauncherChild;
 
-/* Clone the sandbox.  On success *ret_child holds pid 1's pid (in the
- * caller's pid namespace).  Errors: -EINVAL for a bad plan, the clone's
- * -errno (the failure is also recorded: fb_launcher_child_describe_failure()
- * is not available then, use fb_launcher_describe_failure()). */
+/* Clone the sandbox.  On success *ret_child holds the outer child.
+ * Errors: -EINVAL for a bad plan, or the clone's -errno: describe it with
+ * fb_launcher_describe_failure() and FB_LAUNCHER_STEP_CLONE. */
 int fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child);
 
+/* The outer child's pid: the supervisor's child, pid 1's parent. */
 pid_t fb_launcher_child_get_pid (const FbLauncherChild *child);
-/* A pidfd for pid 1 (CLONE_PIDFD), or -1 on kernels without it.  Owned by the child object. */
+/* A pidfd for the outer child (CLONE_PIDFD), or -1 on kernels without it.
+ * Owned by the child object. */
 int fb_launcher_child_get_pidfd (const FbLauncherChild *child);
 
-/* The sync point.  Blocks until the child has mounted its root: for a FUSE
- * root, the supervisor must start serving the fd right after this returns 0
- * (reading /dev/fuse before the mount fails with EPERM, and every later step
- * of the child looks up paths in the view and waits for answers).  Returns
- * 0, or -ECHILD when the child failed or died first (then see
- * fb_launcher_child_get_failure()). */
-int fb_launcher_child_wait_mounted (FbLauncherChild *child);
+/* The sync point.  Blocks until the child has mounted its root.  For a FUSE
+ * root, *ret_fuse_fd receives the connection's fd (close-on-exec, the
+ * caller's to close) and the supervisor must start serving it right after
+ * this returns: every later step of the sandbox looks up paths in the view
+ * and waits for answers.  For a host-directory root *ret_fuse_fd is -1;
+ * RET_FUSE_FD may be NULL.  Returns 0, or -ECHILD when the child failed or
+ * died first (then see fb_launcher_child_get_failure()). */
+int fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd);
 /* Blocks until the command was executed (0) or the sandbox failed
  * (-ECHILD, see fb_launcher_child_get_failure()). */
 int fb_launcher_child_wait_exec (FbLauncherChild *child);
@@ -161,8 +177,9 @@ const FbLauncherFailure *fb_launcher_child_get_failure (const FbLauncherChild *c
 char *fb_launcher_child_describe_failure (const FbLauncherChild *child);
 char *fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailure *failure);
 
-/* Send SIG to pid 1 (which forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to
- * the command; SIGKILL kills the whole sandbox). */
+/* Send SIG to the outer child, which relays SIGINT, SIGTERM, SIGHUP and
+ * SIGQUIT to pid 1, which forwards them to the command.  SIGKILL kills the
+ * whole sandbox (PDEATHSIG of pid 1, then the pid namespace). */
 int fb_launcher_child_kill (FbLauncherChild *child, int sig);
 /* Reap pid 1.  *ret_exit_code: the command's exit status, 128+N when it was
  * killed by signal N, or 125/126/127 when the sandbox failed.  Returns 0 or
@@ -197,23 +214,31 @@ int fb_launcher_lockdown_apply (const FbLauncherLockdown *lockdown, const FbLaun
 void fb_launcher_lockdown_free (FbLauncherLockdown *lockdown);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherLockdown, fb_launcher_lockdown_free)
 
-/* The mount plan, prepared in the parent, applied by the child inside its
- * new user+mount namespace.  Nothing is created on the host: every directory
- * and file the plan makes lives in a tmpfs mounted inside the namespace. */
+/* The mount plan, prepared in the parent, applied by the children inside
+ * their new user+mount namespace (each mutates its own copy: it keeps the
+ * fds it opens).  Nothing is created on the host: every directory and file
+ * the plan makes lives in a tmpfs mounted inside the namespace. */
 typedef struct FbLauncherMounts FbLauncherMounts;
 int fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, FbLauncherMounts **ret_mounts);
-/* Async-signal-safe.  Writes the FB_LAUNCHER_STEP_ROOT_MOUNTED record on
- * STATUS_FD (if >= 0) right after the root is mounted, then mounts /proc,
- * /dev, /dev/pts, /dev/shm and pivots into the root.  On failure returns
- * -errno and fills *ret_failure. */
-int fb_launcher_mounts_apply (const FbLauncherMounts *mounts, int status_fd, FbLauncherFailure *ret_failure);
+/* Async-signal-safe, in the outer child: mounts the root and sends the
+ * FB_LAUNCHER_STEP_ROOT_MOUNTED record on STATUS_FD (with the FUSE fd
+ * attached for a FUSE root).  On failure returns -errno and fills
+ * *ret_failure. */
+int fb_launcher_mounts_apply_root (FbLauncherMounts *mounts, int status_fd, FbLauncherFailure *ret_failure);
+/* Async-signal-safe, in pid 1 (the procfs must be its pid namespace's):
+ * mounts /proc, /dev, /dev/pts, /dev/shm and pivots into the root. */
+int fb_launcher_mounts_apply_rest (FbLauncherMounts *mounts, FbLauncherFailure *ret_failure);
 /* The name of device DETAIL ("/dev/null"...) for messages, or NULL. */
 const char *fb_launcher_mounts_device_name (int detail);
 void fb_launcher_mounts_free (FbLauncherMounts *mounts);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherMounts, fb_launcher_mounts_free)
 
-/* Async-signal-safe helpers for a cloned child (launcher-ns.c). */
+/* Async-signal-safe helpers for a cloned child (launcher-ns.c).  The status
+ * channel is a SOCK_SEQPACKET socket: one record per message, EOF when every
+ * child-side end is closed (the last one by the command's exec). */
 void fb_launcher_report (int status_fd, FbLauncherStep step, int error, int detail);
+/* A record carrying FD (SCM_RIGHTS); returns -errno. */
+int fb_launcher_report_fd (int status_fd, FbLauncherStep step, int fd);
 /* Write the prepared "deny" + map lines for the calling process. */
 int fb_launcher_ns_write_maps (const char *uid_map, const char *gid_map, FbLauncherStep *ret_step);
 int fb_launcher_ns_loopback_up (void);
@@ -226,6 +251,9 @@ int fb_launcher_command_new (const FbLauncherPlan *plan, FbLauncherCommand **ret
  * signal).  STATUS_FD goes to the command (close-on-exec: EOF on exec) and
  * is closed in pid 1. */
 G_GNUC_NORETURN void fb_launcher_pid1_run (const FbLauncherCommand *command, int status_fd);
+/* Never returns: the outer child's loop.  Relays SIGINT/SIGTERM/SIGHUP/SIGQUIT
+ * to PID (pid 1) and _exits with its status (128+N for a signal). */
+G_GNUC_NORETURN void fb_launcher_relay_run (pid_t pid);
 void fb_launcher_command_free (FbLauncherCommand *command);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherCommand, fb_launcher_command_free)
 

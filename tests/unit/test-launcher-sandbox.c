@@ -1,0 +1,325 @@
+/* fusebox — the sandbox as seen from inside: namespaces, ids, capabilities,
+ * no_new_privs, seccomp, /proc, /dev, the network, the read-only root, and
+ * nothing left on the host.  The root is a read-only bind of the host's "/"
+ * standing in for the FUSE view; fb-smoke reports from inside. */
+#include "test-launcher-util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+
+static const char *const ns_names[] = { "user", "mnt", "pid", "net", "ipc", "uts", "cgroup" };
+
+/* A TCP listener on 127.0.0.1, port chosen by the kernel. */
+static int
+listen_loopback (TestState *s, int *ret_port)
+{
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true (fd >= 0);
+  test_keep_fd (s, fd);
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  assert_int_equal (bind (fd, (struct sockaddr *) &sa, sizeof sa), 0);
+  assert_int_equal (listen (fd, 4), 0);
+  socklen_t len = sizeof sa;
+  assert_int_equal (getsockname (fd, (struct sockaddr *) &sa, &len), 0);
+  *ret_port = ntohs (sa.sin_port);
+  return fd;
+}
+
+static bool
+listener_saw_connection (int fd, int timeout_ms)
+{
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  return poll (&p, 1, timeout_ms) > 0;
+}
+
+static void
+assert_locked_down (JsonObject *o)
+{
+  static const char *const caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+  for (size_t i = 0; i < G_N_ELEMENTS (caps); i++)
+    assert_string_equal (json_object_get_string_member (o, caps[i]), "0000000000000000");
+  assert_int_equal (json_object_get_int_member (o, "NoNewPrivs"), 1);
+  assert_int_equal (json_object_get_int_member (o, "Seccomp"), 2);
+}
+
+/* Network none, ids of the caller (root here: uid 0 inside must still hold
+ * no capability), a requested exit code. */
+static void
+test_smoke_network_none (void **state)
+{
+  TestState *s = *state;
+  g_autofree char *smoke = test_fixture ("fb-smoke");
+  int port;
+  int lfd = listen_loopback (s, &port);
+  g_autofree char *target = g_strdup_printf ("127.0.0.1:%d", port);
+  const char *argv[] = { smoke, "--connect", target, "--exit-code", "73", NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  TestRun run;
+
+  test_run (s, &plan, &run);
+  assert_false (run.failed);
+  assert_int_equal (run.exit_code, 73);
+  g_autoptr (JsonObject) o = test_parse_object (run.out);
+
+  JsonObject *ns = json_object_get_object_member (o, "ns");
+  for (size_t i = 0; i < G_N_ELEMENTS (ns_names); i++)
+    {
+      g_autofree char *own = test_own_ns (ns_names[i]);
+      const char *inside = json_object_get_string_member (ns, ns_names[i]);
+      assert_non_null (inside);
+      if (strcmp (own, inside) == 0)
+        fail_msg ("namespace %s is the host's: %s", ns_names[i], inside);
+    }
+  assert_string_equal (json_object_get_string_member (o, "pid1_ns"), json_object_get_string_member (ns, "pid"));
+  assert_string_equal (json_object_get_string_member (o, "proc_fstype"), "proc");
+  assert_int_equal (json_object_get_int_member (o, "euid"), geteuid ());
+  assert_int_equal (json_object_get_int_member (o, "egid"), getegid ());
+  assert_locked_down (o);
+
+  /* loopback is up inside (refused, not unreachable), and it is not ours */
+  assert_string_equal (json_object_get_string_member (o, "connect"), "ECONNREFUSED");
+  assert_false (listener_saw_connection (lfd, 200));
+  test_run_clear (&run);
+}
+
+static void
+test_smoke_uid_gid (void **state)
+{
+  TestState *s = *state;
+  g_autofree char *smoke = test_fixture ("fb-smoke");
+  const char *argv[] = { smoke, NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  plan.uid = 1000;
+  plan.gid = 1000;
+  TestRun run;
+
+  test_run (s, &plan, &run);
+  assert_false (run.failed);
+  assert_int_equal (run.exit_code, 0);
+  g_autoptr (JsonObject) o = test_parse_object (run.out);
+  assert_int_equal (json_object_get_int_member (o, "euid"), 1000);
+  assert_int_equal (json_object_get_int_member (o, "egid"), 1000);
+  /* only one id is mapped: everything else shows as the overflow ids */
+  assert_int_equal (json_object_get_int_member (o, "overflowuid"), 65534);
+  assert_locked_down (o);
+  test_run_clear (&run);
+}
+
+static void
+test_smoke_network_host (void **state)
+{
+  TestState *s = *state;
+  g_autofree char *smoke = test_fixture ("fb-smoke");
+  int port;
+  int lfd = listen_loopback (s, &port);
+  g_autofree char *target = g_strdup_printf ("127.0.0.1:%d", port);
+  const char *argv[] = { smoke, "--connect", target, NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  plan.network = FB_LAUNCHER_NETWORK_HOST;
+  TestRun run;
+
+  test_run (s, &plan, &run);
+  assert_false (run.failed);
+  g_autoptr (JsonObject) o = test_parse_object (run.out);
+  assert_string_equal (json_object_get_string_member (o, "connect"), "OK");
+  assert_true (listener_saw_connection (lfd, 0));
+  g_autofree char *own_net = test_own_ns ("net");
+  g_autofree char *own_mnt = test_own_ns ("mnt");
+  JsonObject *ns = json_object_get_object_member (o, "ns");
+  assert_string_equal (json_object_get_string_member (ns, "net"), own_net);
+  assert_string_not_equal (json_object_get_string_member (ns, "mnt"), own_mnt);
+  assert_locked_down (o);
+  test_run_clear (&run);
+}
+
+/* The host-directory root is read-only: a write fails with EROFS and
+ * nothing lands on the host; reading works. */
+static void
+test_readonly_root (void **state)
+{
+  TestState *s = *state;
+  g_autofree char *smoke = test_fixture ("fb-smoke");
+  g_autofree char *marker = g_build_filename (s->tmpdir, "marker", NULL);
+  g_autofree char *fresh = g_build_filename (s->tmpdir, "fresh", NULL);
+  assert_true (g_file_set_contents (marker, "old\n", -1, NULL));
+  const char *argv[] = { smoke, "--allowed-write", fresh, "--denied-write", marker, NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  TestRun run;
+
+  test_run (s, &plan, &run);
+  assert_false (run.failed);
+  g_autoptr (JsonObject) o = test_parse_object (run.out);
+  assert_string_equal (json_object_get_string_member (o, "denied_read"), "OK");
+  assert_string_equal (json_object_get_string_member (o, "allowed_write"), "EROFS");
+  assert_string_equal (json_object_get_string_member (o, "denied_write"), "EROFS");
+  assert_false (g_file_test (fresh, G_FILE_TEST_EXISTS));
+  g_autofree char *content = NULL;
+  assert_true (g_file_get_contents (marker, &content, NULL, NULL));
+  assert_string_equal (content, "old\n");
+  test_run_clear (&run);
+}
+
+/* /dev holds exactly the promised nodes and links, is read-only itself,
+ * /dev/shm is a private writable tmpfs, ptys come from a private devpts. */
+static void
+test_minimal_dev (void **state)
+{
+  TestState *s = *state;
+  /* a host POSIX shm object must stay invisible */
+  g_autofree char *host_shm = g_strdup_printf ("/dev/shm/fb-launcher-test-%d", (int) getpid ());
+  assert_true (g_file_set_contents (host_shm, "host", -1, NULL));
+  g_autofree char *script = g_strdup_printf (
+    "set -e; cd /dev;"
+    "test \"$(ls -A | tr '\\n' ' ')\" = 'fd full null ptmx pts random shm stderr stdin stdout tty urandom zero ';"
+    "for n in null zero full random urandom tty; do test -c $n; done;"
+    "echo x > /dev/null; test \"$(head -c 3 /dev/zero | od -An -tx1 | tr -d ' ')\" = 000000;"
+    "head -c 8 /dev/urandom > /dev/null;"
+    "test -L fd && test -L stdin && test -L ptmx;"
+    "test ! -e '%s';"
+    "echo y > /dev/shm/mine && test \"$(cat /dev/shm/mine)\" = y;"
+    "if touch /dev/planted 2>/dev/null; then echo 'dev writable'; exit 1; fi;"
+    "test \"$(ls /dev/pts)\" = ptmx;"
+    "echo ok",
+    host_shm);
+  const char *argv[] = { "/bin/sh", "-c", script, NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  TestRun run;
+
+  test_run (s, &plan, &run);
+  unlink (host_shm);
+  if (run.exit_code != 0)
+    fail_msg ("inside: exit %d, output: %s", run.exit_code, run.out);
+  assert_string_equal (run.out, "ok\n");
+  assert_false (g_file_test ("/dev/shm/mine", G_FILE_TEST_EXISTS));
+  test_run_clear (&run);
+}
+
+/* /proc is the sandbox's: the test's own pid is not there; SysV IPC is
+ * private: a host segment is not listed in /proc/sysvipc/shm. */
+static void
+test_proc_and_ipc_private (void **state)
+{
+  TestState *s = *state;
+  int shmid = shmget (IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  assert_true (shmid >= 0);
+  g_autofree char *script = g_strdup_printf ("test -r /proc/sysvipc/shm || exit 10;"
+                                             "awk 'NR > 1 && $2 == %d { found = 1 } END { exit found ? 11 : 0 }' "
+                                             "/proc/sysvipc/shm || exit $?;"
+                                             "test ! -e /proc/%d || exit 12;"
+                                             "test -e /proc/1/status || exit 13;"
+                                             "echo ok",
+                                             shmid, (int) getpid ());
+  const char *argv[] = { "/bin/sh", "-c", script, NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  TestRun run;
+
+  /* the host does list it (the check inside can fail) */
+  g_autofree char *host_list = NULL;
+  assert_true (g_file_get_contents ("/proc/sysvipc/shm", &host_list, NULL, NULL));
+  g_autofree char *needle = g_strdup_printf (" %d ", shmid);
+  bool on_host = strstr (host_list, needle) != NULL;
+
+  test_run (s, &plan, &run);
+  shmctl (shmid, IPC_RMID, NULL);
+  assert_true (on_host);
+  if (run.exit_code != 0)
+    fail_msg ("inside: exit %d (10 unreadable, 11 host segment listed, 12 test pid visible, 13 no pid 1)",
+              run.exit_code);
+  test_run_clear (&run);
+}
+
+/* Promise 2: the staging tmpfs and every mount live in the sandbox's mount
+ * namespace only. */
+static void
+test_nothing_on_host (void **state)
+{
+  TestState *s = *state;
+  const char *argv[] = { "/bin/cat", "/proc/self/mountinfo", NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  TestRun run;
+  struct stat st;
+  bool had_tmp_root = stat ("/tmp/root", &st) == 0;
+
+  test_run (s, &plan, &run);
+  assert_int_equal (run.exit_code, 0);
+  /* the sandbox's own /dev tmpfs, recognisable by its options... */
+  assert_non_null (strstr (run.out, "nr_inodes=64"));
+
+  /* ...is not on the host, nor is the staging tmpfs or its directory */
+  if (!had_tmp_root)
+    assert_int_equal (stat ("/tmp/root", &st), -1);
+  g_autofree char *after = NULL;
+  assert_true (g_file_get_contents ("/proc/self/mountinfo", &after, NULL, NULL));
+  assert_null (strstr (after, "nr_inodes=64"));
+  assert_null (strstr (after, " /tmp/root "));
+  test_run_clear (&run);
+}
+
+/* A FUSE root: the sandbox opens /dev/fuse inside its user namespace,
+ * mounts it and hands the fd over at the sync point.  Without a server it
+ * then waits for the view (its /proc lookup), so we read the kernel's INIT
+ * to prove the mount is real, and kill it. */
+static void
+test_fuse_root_sync_point (void **state)
+{
+  TestState *s = *state;
+  if (access ("/dev/fuse", R_OK | W_OK) != 0)
+    {
+      if (g_getenv ("FUSEBOX_TESTS_MUST_RUN"))
+        fail_msg ("/dev/fuse: %s", g_strerror (errno));
+      skip ();
+    }
+  const char *argv[] = { "/bin/true", NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  FbLauncherChild *child = test_spawn (s, &plan);
+  int fuse = -1;
+  if (fb_launcher_child_wait_mounted (child, &fuse) < 0)
+    {
+      g_autofree char *msg = fb_launcher_child_describe_failure (child);
+      fail_msg ("%s", msg);
+    }
+  assert_true (fuse >= 0);
+  test_keep_fd (s, fuse);
+  assert_true (fcntl (fuse, F_GETFD) & FD_CLOEXEC);
+  size_t size = (1 << 20) + 4096; /* the kernel wants room for a max_write request */
+  g_autofree char *buf = g_malloc (size);
+  ssize_t n = read (fuse, buf, size);
+  assert_true (n >= 40);
+  uint32_t opcode;
+  memcpy (&opcode, buf + 4, sizeof opcode);
+  assert_int_equal (opcode, 26 /* FUSE_INIT */);
+  assert_int_equal (fb_launcher_child_kill (child, SIGKILL), 0);
+  int code;
+  assert_int_equal (fb_launcher_child_wait (child, &code), 0);
+  assert_int_equal (code, 128 + SIGKILL);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_smoke_network_none, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_smoke_uid_gid, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_smoke_network_host, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_readonly_root, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_minimal_dev, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_proc_and_ipc_private, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_nothing_on_host, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_fuse_root_sync_point, test_setup, test_teardown),
+  };
+  if (geteuid () != 0 && access ("/proc/self/uid_map", W_OK) != 0)
+    return 77;
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}

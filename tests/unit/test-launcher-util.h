@@ -1,0 +1,255 @@
+/* fusebox — helpers shared by the launcher's unit tests.
+ *
+ * The tests launch real sandboxes whose root is a read-only bind of the
+ * host's "/" (a stand-in for the FUSE view), so the fixtures built by meson
+ * are reachable inside at their build paths.  Everything a test starts is
+ * registered in a TestState and killed and reaped in teardown, because a
+ * failed cmocka assertion longjmps past any cleanup attribute.
+ */
+#pragma once
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "launcher/launcher.h"
+
+#define TEST_MAX 16
+
+typedef struct
+{
+  FbLauncherChild *children[TEST_MAX];
+  pid_t pids[TEST_MAX]; /* host processes the test forked */
+  int fds[TEST_MAX];
+  char *tmpdir;
+} TestState;
+
+static G_GNUC_UNUSED int
+test_setup (void **state)
+{
+  TestState *s = g_new0 (TestState, 1);
+  for (int i = 0; i < TEST_MAX; i++)
+    s->fds[i] = -1;
+  s->tmpdir = g_dir_make_tmp ("fb-launcher-test-XXXXXX", NULL);
+  assert_non_null (s->tmpdir);
+  *state = s;
+  return 0;
+}
+
+static G_GNUC_UNUSED int
+test_teardown (void **state)
+{
+  TestState *s = *state;
+  for (int i = 0; i < TEST_MAX; i++)
+    {
+      fb_launcher_child_free (s->children[i]); /* SIGKILL + reap when still running */
+      if (s->pids[i] > 0)
+        {
+          kill (s->pids[i], SIGKILL);
+          waitpid (s->pids[i], NULL, 0);
+        }
+      if (s->fds[i] >= 0)
+        close (s->fds[i]);
+    }
+  if (s->tmpdir)
+    {
+      g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", s->tmpdir);
+      if (system (cmd) != 0)
+        fprintf (stderr, "could not remove %s\n", s->tmpdir);
+      g_free (s->tmpdir);
+    }
+  g_free (s);
+  return 0;
+}
+
+static G_GNUC_UNUSED int
+test_keep_fd (TestState *s, int fd)
+{
+  for (int i = 0; i < TEST_MAX; i++)
+    if (s->fds[i] < 0)
+      {
+        s->fds[i] = fd;
+        return fd;
+      }
+  fail_msg ("too many fds in one test");
+  return -1;
+}
+
+static G_GNUC_UNUSED void
+test_close_fd (TestState *s, int fd)
+{
+  for (int i = 0; i < TEST_MAX; i++)
+    if (s->fds[i] == fd)
+      s->fds[i] = -1;
+  close (fd);
+}
+
+static G_GNUC_UNUSED void
+test_keep_pid (TestState *s, pid_t pid)
+{
+  for (int i = 0; i < TEST_MAX; i++)
+    if (s->pids[i] <= 0)
+      {
+        s->pids[i] = pid;
+        return;
+      }
+  fail_msg ("too many processes in one test");
+}
+
+static G_GNUC_UNUSED char *
+test_fixture (const char *name)
+{
+  const char *root = g_getenv ("FUSEBOX_BUILD_ROOT");
+  if (!root)
+    {
+      fprintf (stderr, "FUSEBOX_BUILD_ROOT is not set: run with 'meson test'\n");
+      exit (77);
+    }
+  char *path = g_build_filename (root, "fixtures", name, NULL);
+  if (access (path, X_OK) != 0)
+    fail_msg ("fixture %s is missing: build it with ninja", path);
+  return path;
+}
+
+/* A plan with the host's "/" as a read-only root. */
+static G_GNUC_UNUSED void
+test_plan (FbLauncherPlan *plan, const char *const *argv)
+{
+  fb_launcher_plan_init (plan);
+  plan->root_kind = FB_LAUNCHER_ROOT_HOST_DIR;
+  plan->root_dir = "/";
+  plan->argv = argv;
+}
+
+/* Spawn; register the child for teardown.  Returns the child. */
+static G_GNUC_UNUSED FbLauncherChild *
+test_spawn (TestState *s, const FbLauncherPlan *plan)
+{
+  FbLauncherChild *child = NULL;
+  int r = fb_launcher_spawn (plan, &child);
+  if (r < 0)
+    fail_msg ("fb_launcher_spawn: %s", g_strerror (-r));
+  for (int i = 0; i < TEST_MAX; i++)
+    if (!s->children[i])
+      {
+        s->children[i] = child;
+        return child;
+      }
+  fail_msg ("too many sandboxes in one test");
+  return NULL;
+}
+
+/* Read FD to EOF. */
+static G_GNUC_UNUSED char *
+test_read_all (int fd)
+{
+  GString *out = g_string_new (NULL);
+  char buf[4096];
+  for (;;)
+    {
+      ssize_t n = read (fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      g_string_append_len (out, buf, n);
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* Read one line (without "\n") from FD, byte by byte: the rest stays in the pipe. */
+static G_GNUC_UNUSED char *
+test_read_line (int fd)
+{
+  GString *out = g_string_new (NULL);
+  char c;
+  for (;;)
+    {
+      ssize_t n = read (fd, &c, 1);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0 || c == '\n')
+        break;
+      g_string_append_c (out, c);
+    }
+  return g_string_free (out, FALSE);
+}
+
+typedef struct
+{
+  int exit_code;
+  char *out;     /* the command's stdout */
+  char *message; /* the failure message, or NULL */
+  FbLauncherFailure failure;
+  bool failed;
+} TestRun;
+
+static G_GNUC_UNUSED void
+test_run_clear (TestRun *run)
+{
+  g_free (run->out);
+  g_free (run->message);
+  memset (run, 0, sizeof *run);
+}
+
+/* Run PLAN to completion with stdout captured. */
+static G_GNUC_UNUSED void
+test_run (TestState *s, FbLauncherPlan *plan, TestRun *ret)
+{
+  int p[2];
+  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
+  test_keep_fd (s, p[0]);
+  test_keep_fd (s, p[1]);
+  plan->stdout_fd = p[1];
+  FbLauncherChild *child = test_spawn (s, plan);
+  test_close_fd (s, p[1]);
+
+  memset (ret, 0, sizeof *ret);
+  int r = fb_launcher_child_wait_exec (child);
+  if (r < 0)
+    {
+      ret->failed = true;
+      ret->failure = *fb_launcher_child_get_failure (child);
+      ret->message = fb_launcher_child_describe_failure (child);
+    }
+  ret->out = test_read_all (p[0]);
+  test_close_fd (s, p[0]);
+  assert_int_equal (fb_launcher_child_wait (child, &ret->exit_code), 0);
+}
+
+static G_GNUC_UNUSED JsonObject *
+test_parse_object (const char *text)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  if (!json_parser_load_from_data (parser, text, -1, &error))
+    fail_msg ("not JSON (%s): %s", error->message, text);
+  JsonNode *root = json_parser_get_root (parser);
+  if (!JSON_NODE_HOLDS_OBJECT (root))
+    fail_msg ("not a JSON object: %s", text);
+  return json_object_ref (json_node_get_object (root));
+}
+
+static G_GNUC_UNUSED char *
+test_own_ns (const char *name)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/ns/%s", name);
+  char *link = g_file_read_link (path, NULL);
+  assert_non_null (link);
+  return link;
+}
