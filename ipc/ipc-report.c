@@ -213,7 +213,6 @@ file_entry (GHashTable *t, const char *path)
       e->ops = g_ptr_array_new_with_free_func (g_free);
       g_hash_table_insert (t, e->path, e);
     }
-  e->count++;
   return e;
 }
 
@@ -325,6 +324,10 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
     {
       FileEntry *e = file_entry (r->written, path);
 
+      /* "handles" counts closes: an "open" record of the same handle
+       * (level opens and above) must not count it twice. */
+      if (g_strcmp0 (op, "close") == 0)
+        e->count++;
       e->bytes += MAX (bytes_written, 0);
       add_op (e, op);
       classified = TRUE;
@@ -333,6 +336,8 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
     {
       FileEntry *e = file_entry (r->read, path);
 
+      if (g_strcmp0 (op, "close") == 0)
+        e->count++;
       e->bytes += MAX (bytes_read, 0);
       classified = TRUE;
     }

@@ -197,6 +197,30 @@ test_report_examples_capped_and_gaps (void **state)
   assert_non_null (strstr (text, "      ...\n"));
 }
 
+/* At log level "opens" a handle shows as "open" then "close": one handle. */
+static void
+test_report_open_then_close (void **state)
+{
+  static const char *const lines[] = {
+    "{\"seq\":1,\"op\":\"open\",\"path\":\"/w/f\",\"access\":\"write\",\"decision\":\"allow\",\"errno\":0}",
+    "{\"seq\":2,\"op\":\"close\",\"path\":\"/w/f\",\"access\":\"write\",\"decision\":\"allow\",\"errno\":0,"
+    "\"bytes_read\":0,\"bytes_written\":7}",
+    "{\"seq\":3,\"op\":\"open\",\"path\":\"/w/g\",\"access\":\"exec\",\"decision\":\"allow\",\"errno\":0}",
+  };
+  g_autoptr (FbReport) r = build_report (lines, G_N_ELEMENTS (lines));
+  g_autoptr (JsonNode) root = fb_report_to_json (r);
+  JsonObject *files = member_obj (json_node_get_object (root), "files");
+  JsonArray *w = member_arr (files, "written");
+  JsonArray *rd = member_arr (files, "read");
+
+  assert_int_equal (json_array_get_length (w), 1);
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (w, 0), "handles"), 1);
+  assert_int_equal (json_object_get_int_member (json_array_get_object_element (w, 0), "bytes"), 7);
+  /* executed counts as read */
+  assert_int_equal (json_array_get_length (rd), 1);
+  assert_string_equal (path_at (rd, 0), "/w/g");
+}
+
 static void
 test_report_text (void **state)
 {
@@ -314,6 +338,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_report_json),
     cmocka_unit_test (test_report_examples_capped_and_gaps),
+    cmocka_unit_test (test_report_open_then_close),
     cmocka_unit_test (test_report_text),
     cmocka_unit_test (test_people_columns),
     cmocka_unit_test (test_people_colors),
