@@ -24,33 +24,33 @@ append_escaped_char (GString *out, gunichar c)
 {
   switch (c)
     {
-    case '"':
-      g_string_append (out, "\\\"");
-      break;
-    case '\\':
-      g_string_append (out, "\\\\");
-      break;
-    case '\n':
-      g_string_append (out, "\\n");
-      break;
-    case '\r':
-      g_string_append (out, "\\r");
-      break;
-    case '\t':
-      g_string_append (out, "\\t");
-      break;
-    case '\b':
-      g_string_append (out, "\\b");
-      break;
-    case '\f':
-      g_string_append (out, "\\f");
-      break;
-    default:
-      if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029)
-        g_string_append_printf (out, "\\u%04x", (guint) c);
-      else
-        g_string_append_unichar (out, c);
-      break;
+      case '"':
+        g_string_append (out, "\\\"");
+        break;
+      case '\\':
+        g_string_append (out, "\\\\");
+        break;
+      case '\n':
+        g_string_append (out, "\\n");
+        break;
+      case '\r':
+        g_string_append (out, "\\r");
+        break;
+      case '\t':
+        g_string_append (out, "\\t");
+        break;
+      case '\b':
+        g_string_append (out, "\\b");
+        break;
+      case '\f':
+        g_string_append (out, "\\f");
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029)
+          g_string_append_printf (out, "\\u%04x", (guint)c);
+        else
+          g_string_append_unichar (out, c);
+        break;
     }
 }
 
@@ -68,12 +68,12 @@ fb_json_append_string (GString *out, const char *s)
   g_string_append_c (out, '"');
   for (const char *p = s; *p != '\0';)
     {
-      guchar b = (guchar) *p;
+      guchar b = (guchar)*p;
 
       /* ASCII fast path: most paths are plain. */
       if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\')
         {
-          g_string_append_c (out, (char) b);
+          g_string_append_c (out, (char)b);
           p++;
           continue;
         }
@@ -85,7 +85,7 @@ fb_json_append_string (GString *out, const char *s)
         }
 
       gunichar c = g_utf8_get_char_validated (p, -1);
-      if (c == (gunichar) -1 || c == (gunichar) -2)
+      if (c == (gunichar)-1 || c == (gunichar)-2)
         {
           g_string_append (out, "\\ufffd");
           valid = false;
@@ -105,7 +105,7 @@ fb_json_append_string_member (GString *out, const char *name, const char *value)
   g_string_append_printf (out, "\"%s\":", name);
   if (!fb_json_append_string (out, value))
     {
-      g_autofree char *b64 = g_base64_encode ((const guchar *) value, strlen (value));
+      g_autofree char *b64 = g_base64_encode ((const guchar *)value, strlen (value));
 
       g_string_append_printf (out, ",\"%s_b64\":\"%s\"", name, b64);
     }
@@ -114,8 +114,8 @@ fb_json_append_string_member (GString *out, const char *name, const char *value)
 void
 fb_format_ts (gint64 ts_us, char buf[FB_TS_BUF])
 {
-  time_t secs = (time_t) (ts_us / G_USEC_PER_SEC);
-  long usec = (long) (ts_us % G_USEC_PER_SEC);
+  time_t secs = (time_t)(ts_us / G_USEC_PER_SEC);
+  long usec = (long)(ts_us % G_USEC_PER_SEC);
   struct tm tm;
 
   if (usec < 0)
@@ -162,14 +162,14 @@ rule_kind_name (FbPolicyRuleKind kind)
 {
   switch (kind)
     {
-    case FB_POLICY_RULE_PROTECTED:
-      return "protected";
-    case FB_POLICY_RULE_DEFAULT:
-      return "default";
-    case FB_POLICY_RULE_PATH:
-    case FB_POLICY_RULE_GLOB:
-    default:
-      return NULL;
+      case FB_POLICY_RULE_PROTECTED:
+        return "protected";
+      case FB_POLICY_RULE_DEFAULT:
+        return "default";
+      case FB_POLICY_RULE_PATH:
+      case FB_POLICY_RULE_GLOB:
+      default:
+        return NULL;
     }
 }
 
@@ -179,7 +179,7 @@ fb_access_event_format_body (const FbAccessEvent *e)
   GString *out = g_string_sized_new (256);
   char errbuf[16];
 
-  g_string_append_printf (out, "\"pid\":%d,\"uid\":%u,", (int) e->pid, (unsigned) e->uid);
+  g_string_append_printf (out, "\"pid\":%d,\"uid\":%u,", (int)e->pid, (unsigned)e->uid);
   fb_json_append_string_member (out, "comm", e->comm);
   if (e->session != NULL)
     {

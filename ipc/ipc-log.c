@@ -46,7 +46,7 @@
 #define FLUSH_THRESHOLD (256 * 1024)
 #define RETRY_USEC (1 * G_USEC_PER_SEC)
 
-G_DEFINE_QUARK (fb-ipc-error-quark, fb_ipc_error)
+G_DEFINE_QUARK (fb - ipc - error - quark, fb_ipc_error)
 
 typedef struct
 {
@@ -90,22 +90,22 @@ struct FbAccessLog
   /* The file.  writer_lock guards every field in this group. */
   GMutex writer_lock;
   int fd;
-  int dirfd;             /* the log's directory, for rename/fsync */
-  char *name;            /* live file's name in dirfd */
-  char *path;            /* for messages */
-  char *run_json;        /* `"run":"...",` pre-escaped */
+  int dirfd;      /* the log's directory, for rename/fsync */
+  char *name;     /* live file's name in dirfd */
+  char *path;     /* for messages */
+  char *run_json; /* `"run":"...",` pre-escaped */
   guint64 rotate_bytes;
-  guint64 file_bytes;    /* bytes in the file (flushed) */
+  guint64 file_bytes;     /* bytes in the file (flushed) */
   guint64 file_first_seq; /* first seq written to this file by us, 0 = none yet */
-  guint64 seq;           /* last seq formatted into buf */
-  guint64 buf_last_seq;  /* last seq whose bytes are in buf (== seq) */
-  GString *buf;          /* formatted, not yet written */
-  GError *write_error;   /* the last write failure, kept until it clears */
+  guint64 seq;            /* last seq formatted into buf */
+  guint64 buf_last_seq;   /* last seq whose bytes are in buf (== seq) */
+  GString *buf;           /* formatted, not yet written */
+  GError *write_error;    /* the last write failure, kept until it clears */
   gboolean rotation_broken;
   GArray *subscribers; /* Subscriber */
   guint next_subscriber_id;
 
-  gboolean is_open;      /* FALSE after close; fd may be -1 while open (a failed reopen) */
+  gboolean is_open; /* FALSE after close; fd may be -1 while open (a failed reopen) */
 
   /* Read from any thread: the last seq that reached the file. */
   _Atomic guint64 flushed_seq;
@@ -139,7 +139,7 @@ open_live (FbAccessLog *log, GError **error)
       close (fd);
       return -1;
     }
-  log->file_bytes = (guint64) st.st_size;
+  log->file_bytes = (guint64)st.st_size;
   log->file_first_seq = 0;
 
   /* A daemon killed mid-write may have left a partial last line; start ours
@@ -189,13 +189,13 @@ flush_buf (FbAccessLog *log)
             g_warning ("access log %s: write failed: %s; retrying, pushers wait meanwhile", log->path,
                        g_strerror (errsv));
           g_clear_error (&log->write_error);
-          g_set_error (&log->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "writing the access log %s: %s",
-                       log->path, g_strerror (errsv));
-          g_string_erase (log->buf, 0, (gssize) done);
+          g_set_error (&log->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "writing the access log %s: %s", log->path,
+                       g_strerror (errsv));
+          g_string_erase (log->buf, 0, (gssize)done);
           log->file_bytes += done;
           return FALSE;
         }
-      done += (gsize) n;
+      done += (gsize)n;
     }
   log->file_bytes += done;
   g_string_truncate (log->buf, 0);
@@ -276,8 +276,8 @@ write_record (FbAccessLog *log, gint64 ts_us, const char *body)
   log->seq++;
   if (log->file_first_seq == 0)
     log->file_first_seq = log->seq;
-  g_string_append_printf (log->buf, "{\"ts\":\"%s\",%s\"seq\":%" G_GUINT64_FORMAT ",%s\n", ts, log->run_json,
-                          log->seq, body);
+  g_string_append_printf (log->buf, "{\"ts\":\"%s\",%s\"seq\":%" G_GUINT64_FORMAT ",%s\n", ts, log->run_json, log->seq,
+                          body);
   log->buf_last_seq = log->seq;
 
   if (log->subscribers->len > 0)
@@ -348,7 +348,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
 static gboolean
 writer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
 {
-  FbAccessLog *log = ((WriterSource *) source)->log;
+  FbAccessLog *log = ((WriterSource *)source)->log;
 
   /* Reset before taking the batch: a push after this point sets it again. */
   g_source_set_ready_time (source, -1);
@@ -374,7 +374,7 @@ on_loop_thread (FbAccessLog *log)
 static void
 sink_push (FbAccessSink *sink, const FbAccessEvent *event)
 {
-  FbAccessLog *log = (FbAccessLog *) sink;
+  FbAccessLog *log = (FbAccessLog *)sink;
   gint64 ts_us = event->ts_us != 0 ? event->ts_us : g_get_real_time ();
   char *body = fb_access_event_format_body (event);
   gboolean wake = FALSE;
@@ -473,7 +473,7 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   log->is_open = TRUE;
 
   log->source = g_source_new (&writer_source_funcs, sizeof (WriterSource));
-  ((WriterSource *) log->source)->log = log;
+  ((WriterSource *)log->source)->log = log;
   g_source_set_name (log->source, "fusebox access log");
   g_source_attach (log->source, log->context);
   return g_steal_pointer (&log);
@@ -541,8 +541,7 @@ fb_access_log_close (FbAccessLog *log, GError **error)
     {
       guint64 lost = log->seq - fb_access_log_get_count (log) + fb_access_log_get_queued (log);
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s (%" G_GUINT64_FORMAT " records not written)",
-                   log->write_error != NULL ? log->write_error->message : "the access log could not be written",
-                   lost);
+                   log->write_error != NULL ? log->write_error->message : "the access log could not be written", lost);
     }
   if (log->fd >= 0)
     close (log->fd);

@@ -23,7 +23,7 @@ fb_text_append_safe (GString *out, const char *s, gsize len)
 
   for (const char *p = s; p < end;)
     {
-      guchar b = (guchar) *p;
+      guchar b = (guchar)*p;
       gunichar c;
 
       if (b == '\\')
@@ -37,43 +37,43 @@ fb_text_append_safe (GString *out, const char *s, gsize len)
         {
           switch (b)
             {
-            case '\n':
-              g_string_append (out, "\\n");
-              cols += 2;
-              break;
-            case '\t':
-              g_string_append (out, "\\t");
-              cols += 2;
-              break;
-            case '\r':
-              g_string_append (out, "\\r");
-              cols += 2;
-              break;
-            default:
-              g_string_append_printf (out, "\\x%02x", b);
-              cols += 4;
-              break;
+              case '\n':
+                g_string_append (out, "\\n");
+                cols += 2;
+                break;
+              case '\t':
+                g_string_append (out, "\\t");
+                cols += 2;
+                break;
+              case '\r':
+                g_string_append (out, "\\r");
+                cols += 2;
+                break;
+              default:
+                g_string_append_printf (out, "\\x%02x", b);
+                cols += 4;
+                break;
             }
           p++;
           continue;
         }
       if (b < 0x80)
         {
-          g_string_append_c (out, (char) b);
+          g_string_append_c (out, (char)b);
           cols++;
           p++;
           continue;
         }
       c = g_utf8_get_char_validated (p, end - p);
-      if (c == (gunichar) -1 || c == (gunichar) -2 || (c >= 0x80 && c <= 0x9f))
+      if (c == (gunichar)-1 || c == (gunichar)-2 || (c >= 0x80 && c <= 0x9f))
         {
           /* Invalid UTF-8 byte, or a C1 control (0x9b is CSI on some
            * terminals): escape the bytes. */
-          const char *next = (c == (gunichar) -1 || c == (gunichar) -2) ? p + 1 : g_utf8_next_char (p);
+          const char *next = (c == (gunichar)-1 || c == (gunichar)-2) ? p + 1 : g_utf8_next_char (p);
 
           for (; p < next; p++)
             {
-              g_string_append_printf (out, "\\x%02x", (guchar) *p);
+              g_string_append_printf (out, "\\x%02x", (guchar)*p);
               cols += 4;
             }
           continue;
@@ -179,7 +179,7 @@ fb_log_record_format (JsonObject *o, gboolean color)
       g_autoptr (GDateTime) dt = g_date_time_new_from_unix_local (us / G_USEC_PER_SEC);
       g_autofree char *hms = dt != NULL ? g_date_time_format (dt, "%Y-%m-%d %H:%M:%S") : NULL;
 
-      g_string_append_printf (out, "%s.%03d", hms != NULL ? hms : "?", (int) ((us % G_USEC_PER_SEC) / 1000));
+      g_string_append_printf (out, "%s.%03d", hms != NULL ? hms : "?", (int)((us % G_USEC_PER_SEC) / 1000));
     }
   else
     {
@@ -238,7 +238,7 @@ fb_log_record_format (JsonObject *o, gboolean color)
   else
     {
       char buf[16];
-      const char *name = fb_errno_name ((int) err, buf);
+      const char *name = fb_errno_name ((int)err, buf);
       cols = fb_text_append_safe (out, name, strlen (name));
     }
   pad (out, cols, COL_ERRNO);

@@ -36,10 +36,9 @@ fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq,
                             : g_strdup (live_name);
 
   if (n == 0)
-    return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", stem, first_seq,
-                            last_seq);
-  return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".%u.jsonl", stem, first_seq,
-                          last_seq, n);
+    return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", stem, first_seq, last_seq);
+  return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".%u.jsonl", stem, first_seq, last_seq,
+                          n);
 }
 
 static gboolean
@@ -54,7 +53,7 @@ parse_u64 (const char **p, guint64 *ret)
     {
       if (v > (G_MAXUINT64 - 9) / 10)
         return FALSE;
-      v = v * 10 + (guint64) (*s - '0');
+      v = v * 10 + (guint64)(*s - '0');
     }
   *p = s;
   *ret = v;
@@ -81,7 +80,7 @@ parse_rotated_name (const char *name, const char *stem, FbRotatedFile *ret)
     }
   if (strcmp (p, ".jsonl") != 0)
     return FALSE;
-  ret->n = (guint) n;
+  ret->n = (guint)n;
   return TRUE;
 }
 
@@ -97,8 +96,8 @@ rotated_free (gpointer p)
 static int
 rotated_cmp (gconstpointer a, gconstpointer b)
 {
-  const FbRotatedFile *x = *(FbRotatedFile *const *) a;
-  const FbRotatedFile *y = *(FbRotatedFile *const *) b;
+  const FbRotatedFile *x = *(FbRotatedFile *const *)a;
+  const FbRotatedFile *y = *(FbRotatedFile *const *)b;
 
   if (x->first_seq != y->first_seq)
     return x->first_seq < y->first_seq ? -1 : 1;
@@ -112,8 +111,8 @@ fb_log_list_rotated (const char *live_path, GError **error)
 {
   g_autofree char *dir = g_path_get_dirname (live_path);
   g_autofree char *base = g_path_get_basename (live_path);
-  g_autofree char *stem = g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl"))
-                                                            : g_strdup (base);
+  g_autofree char *stem =
+    g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl")) : g_strdup (base);
   g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (rotated_free);
   g_autoptr (GError) local_error = NULL;
   g_autoptr (GDir) d = g_dir_open (dir, 0, &local_error);
@@ -353,12 +352,12 @@ fill (FbLogReader *r, GError **error)
     }
   for (ssize_t i = 0; i < n;)
     {
-      char *nl = memchr (buf + i, '\n', (size_t) (n - i));
-      size_t len = nl != NULL ? (size_t) (nl - (buf + i)) : (size_t) (n - i);
+      char *nl = memchr (buf + i, '\n', (size_t)(n - i));
+      size_t len = nl != NULL ? (size_t)(nl - (buf + i)) : (size_t)(n - i);
 
       if (!r->skipping)
         {
-          g_string_append_len (r->partial, buf + i, (gssize) len);
+          g_string_append_len (r->partial, buf + i, (gssize)len);
           if (r->partial->len > MAX_LINE)
             {
               g_string_truncate (r->partial, 0);
@@ -368,12 +367,12 @@ fill (FbLogReader *r, GError **error)
       if (nl == NULL)
         break;
       r->line_no++;
-      g_queue_push_tail (&r->line_nos, GSIZE_TO_POINTER ((gsize) r->line_no));
+      g_queue_push_tail (&r->line_nos, GSIZE_TO_POINTER ((gsize)r->line_no));
       /* NULL marks an over-long line for parse_line to report. */
       g_queue_push_tail (&r->lines, r->skipping ? NULL : g_strndup (r->partial->str, r->partial->len));
       r->skipping = FALSE;
       g_string_truncate (r->partial, 0);
-      i += (ssize_t) len + 1;
+      i += (ssize_t)len + 1;
     }
   return n;
 }
@@ -422,8 +421,8 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
   if (!json_parser_load_from_data (parser, line, -1, &local_error))
     {
       r->stats.bad_lines++;
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE, "%s:%" G_GUINT64_FORMAT ": not JSON (%s); skipped",
-                   r->file, line_no, local_error->message);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE, "%s:%" G_GUINT64_FORMAT ": not JSON (%s); skipped", r->file,
+                   line_no, local_error->message);
       return LINE_BAD;
     }
   root = json_parser_get_root (parser);
@@ -442,15 +441,15 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
 
     if (run != NULL && JSON_NODE_HOLDS_VALUE (run) && json_node_get_value_type (run) == G_TYPE_STRING)
       rec->run = json_node_get_string (run);
-    if (seq != NULL && JSON_NODE_HOLDS_VALUE (seq) && json_node_get_value_type (seq) == G_TYPE_INT64
-        && json_node_get_int (seq) > 0)
+    if (seq != NULL && JSON_NODE_HOLDS_VALUE (seq) && json_node_get_value_type (seq) == G_TYPE_INT64 &&
+        json_node_get_int (seq) > 0)
       rec->seq = json_node_get_int (seq);
   }
 
   if (rec->seq > 0)
     {
       const char *run_key = rec->run != NULL ? rec->run : "";
-      guint64 seq = (guint64) rec->seq;
+      guint64 seq = (guint64)rec->seq;
       guint64 *last = g_hash_table_lookup (r->last_seq, run_key);
 
       if (last != NULL && seq <= *last)
@@ -509,15 +508,15 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
 
           switch (parse_line (r, line, line_no, ret_record, error))
             {
-            case LINE_RECORD:
-              return FB_LOG_READ_RECORD;
-            case LINE_GAP:
-              return FB_LOG_READ_GAP;
-            case LINE_BAD:
-              return FB_LOG_READ_BAD_LINE;
-            case LINE_SKIP:
-            default:
-              continue;
+              case LINE_RECORD:
+                return FB_LOG_READ_RECORD;
+              case LINE_GAP:
+                return FB_LOG_READ_GAP;
+              case LINE_BAD:
+                return FB_LOG_READ_BAD_LINE;
+              case LINE_SKIP:
+              default:
+                continue;
             }
         }
 

@@ -50,7 +50,7 @@ typedef struct
   gint64 first_seq;
   gint64 last_seq;
   guint64 records;
-  guint64 gaps;    /* seq numbers missing */
+  guint64 gaps;      /* seq numbers missing */
   guint64 unordered; /* seq not above the previous one */
 } RunInfo;
 
@@ -319,8 +319,8 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
       classified = TRUE;
     }
 
-  if (str_in (op, write_ops) || bytes_written > 0
-      || (str_in (op, handle_ops) && str_in (access, (const char *const[]){ "write", NULL })))
+  if (str_in (op, write_ops) || bytes_written > 0 ||
+      (str_in (op, handle_ops) && str_in (access, (const char *const[]){ "write", NULL })))
     {
       FileEntry *e = file_entry (r->written, path);
 
@@ -366,7 +366,7 @@ fb_report_add_record (FbReport *r, JsonObject *o)
       if (ri->first_seq < 0)
         ri->first_seq = seq;
       else if (seq > ri->last_seq + 1)
-        ri->gaps += (guint64) (seq - ri->last_seq - 1);
+        ri->gaps += (guint64)(seq - ri->last_seq - 1);
       else if (seq <= ri->last_seq)
         ri->unordered++;
       if (seq > ri->last_seq)
@@ -439,7 +439,7 @@ fb_report_add_record (FbReport *r, JsonObject *o)
 static int
 file_entry_cmp (gconstpointer a, gconstpointer b)
 {
-  return strcmp ((*(FileEntry *const *) a)->path, (*(FileEntry *const *) b)->path);
+  return strcmp ((*(FileEntry *const *)a)->path, (*(FileEntry *const *)b)->path);
 }
 
 static GPtrArray *
@@ -460,8 +460,8 @@ sorted_files (GHashTable *t)
 static int
 group_cmp (gconstpointer a, gconstpointer b)
 {
-  const Group *x = *(Group *const *) a;
-  const Group *y = *(Group *const *) b;
+  const Group *x = *(Group *const *)a;
+  const Group *y = *(Group *const *)b;
 
   if (x->count != y->count)
     return x->count > y->count ? -1 : 1;
@@ -485,7 +485,7 @@ sorted_groups (GHashTable *t)
 static int
 str_cmp (gconstpointer a, gconstpointer b)
 {
-  return strcmp (*(char *const *) a, *(char *const *) b);
+  return strcmp (*(char *const *)a, *(char *const *)b);
 }
 
 static GPtrArray *
@@ -515,7 +515,7 @@ total_gaps (FbReport *r)
   guint64 n = 0;
 
   for (guint i = 0; i < r->runs->len; i++)
-    n += ((RunInfo *) r->runs->pdata[i])->gaps;
+    n += ((RunInfo *)r->runs->pdata[i])->gaps;
   return n;
 }
 
@@ -538,7 +538,7 @@ json_files (JsonBuilder *b, const char *name, GHashTable *t, gboolean bytes, gbo
           json_builder_set_member_name (b, "bytes");
           json_builder_add_int_value (b, e->bytes);
           json_builder_set_member_name (b, "handles");
-          json_builder_add_int_value (b, (gint64) e->count);
+          json_builder_add_int_value (b, (gint64)e->count);
         }
       if (ops)
         {
@@ -563,7 +563,7 @@ json_counts (JsonBuilder *b, const char *name, GHashTable *t)
   for (guint i = 0; i < keys->len; i++)
     {
       json_builder_set_member_name (b, keys->pdata[i]);
-      json_builder_add_int_value (b, (gint64) counter (t, keys->pdata[i]));
+      json_builder_add_int_value (b, (gint64)counter (t, keys->pdata[i]));
     }
   json_builder_end_object (b);
 }
@@ -572,7 +572,7 @@ static void
 json_group_common (JsonBuilder *b, Group *g)
 {
   json_builder_set_member_name (b, "count");
-  json_builder_add_int_value (b, (gint64) g->count);
+  json_builder_add_int_value (b, (gint64)g->count);
   json_counts (b, "decisions", g->decisions);
   json_builder_set_member_name (b, "examples");
   json_builder_begin_array (b);
@@ -603,13 +603,13 @@ fb_report_to_json (FbReport *r)
       else
         json_builder_add_null_value (b);
       json_builder_set_member_name (b, "records");
-      json_builder_add_int_value (b, (gint64) ri->records);
+      json_builder_add_int_value (b, (gint64)ri->records);
       json_builder_set_member_name (b, "seq_first");
       json_builder_add_int_value (b, ri->first_seq);
       json_builder_set_member_name (b, "seq_last");
       json_builder_add_int_value (b, ri->last_seq);
       json_builder_set_member_name (b, "gaps");
-      json_builder_add_int_value (b, (gint64) ri->gaps);
+      json_builder_add_int_value (b, (gint64)ri->gaps);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -693,23 +693,23 @@ fb_report_to_json (FbReport *r)
   json_builder_set_member_name (b, "totals");
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "records");
-  json_builder_add_int_value (b, (gint64) r->records);
+  json_builder_add_int_value (b, (gint64)r->records);
   json_builder_set_member_name (b, "allowed");
-  json_builder_add_int_value (b, (gint64) r->allowed);
+  json_builder_add_int_value (b, (gint64)r->allowed);
   json_builder_set_member_name (b, "denied");
-  json_builder_add_int_value (b, (gint64) r->denied);
+  json_builder_add_int_value (b, (gint64)r->denied);
   json_builder_set_member_name (b, "failed");
-  json_builder_add_int_value (b, (gint64) r->failed);
+  json_builder_add_int_value (b, (gint64)r->failed);
   json_counts (b, "decisions", r->decisions);
   json_counts (b, "ops", r->ops);
   json_builder_set_member_name (b, "gaps");
-  json_builder_add_int_value (b, (gint64) total_gaps (r));
+  json_builder_add_int_value (b, (gint64)total_gaps (r));
   json_builder_set_member_name (b, "duplicates");
-  json_builder_add_int_value (b, (gint64) r->reader.duplicates);
+  json_builder_add_int_value (b, (gint64)r->reader.duplicates);
   json_builder_set_member_name (b, "bad_lines");
-  json_builder_add_int_value (b, (gint64) r->reader.bad_lines);
+  json_builder_add_int_value (b, (gint64)r->reader.bad_lines);
   json_builder_set_member_name (b, "truncated_lines");
-  json_builder_add_int_value (b, (gint64) r->reader.truncated);
+  json_builder_add_int_value (b, (gint64)r->reader.truncated);
   json_builder_set_member_name (b, "first_ts");
   if (r->first_ts != NULL)
     json_builder_add_string_value (b, r->first_ts);
@@ -721,7 +721,7 @@ fb_report_to_json (FbReport *r)
   else
     json_builder_add_null_value (b);
   json_builder_set_member_name (b, "span_seconds");
-  json_builder_add_double_value (b, r->first_ts != NULL ? (double) (r->last_us - r->first_us) / G_USEC_PER_SEC : 0.0);
+  json_builder_add_double_value (b, r->first_ts != NULL ? (double)(r->last_us - r->first_us) / G_USEC_PER_SEC : 0.0);
   json_builder_end_object (b);
 
   json_builder_end_object (b);
@@ -744,7 +744,7 @@ static void
 text_bytes (GString *out, gint64 bytes)
 {
   static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
-  double v = (double) MAX (bytes, 0);
+  double v = (double)MAX (bytes, 0);
   guint u = 0;
 
   if (bytes < 1024)
@@ -766,7 +766,7 @@ text_ops (GString *out, GPtrArray *ops)
 {
   g_string_append (out, "  (");
   for (guint j = 0; j < ops->len; j++)
-    g_string_append_printf (out, "%s%s", j > 0 ? ", " : "", (const char *) ops->pdata[j]);
+    g_string_append_printf (out, "%s%s", j > 0 ? ", " : "", (const char *)ops->pdata[j]);
   g_string_append_c (out, ')');
 }
 
@@ -801,7 +801,7 @@ text_decisions (GString *out, GHashTable *t)
   g_autoptr (GPtrArray) keys = sorted_keys (t);
 
   for (guint i = 0; i < keys->len; i++)
-    g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, i > 0 ? ", " : "", (const char *) keys->pdata[i],
+    g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, i > 0 ? ", " : "", (const char *)keys->pdata[i],
                             counter (t, keys->pdata[i]));
 }
 
@@ -821,13 +821,13 @@ text_examples (GString *out, Group *g)
 static void
 text_duration (GString *out, double secs)
 {
-  guint64 s = (guint64) secs;
+  guint64 s = (guint64)secs;
 
   if (s >= 3600)
-    g_string_append_printf (out, "%" G_GUINT64_FORMAT "h %02um %02us", s / 3600, (guint) (s % 3600 / 60),
-                            (guint) (s % 60));
+    g_string_append_printf (out, "%" G_GUINT64_FORMAT "h %02um %02us", s / 3600, (guint)(s % 3600 / 60),
+                            (guint)(s % 60));
   else if (s >= 60)
-    g_string_append_printf (out, "%um %02us", (guint) (s / 60), (guint) (s % 60));
+    g_string_append_printf (out, "%um %02us", (guint)(s / 60), (guint)(s % 60));
   else
     g_string_append_printf (out, "%.3fs", secs);
 }
@@ -845,15 +845,16 @@ fb_report_to_text (FbReport *r)
     {
       RunInfo *ri = r->runs->pdata[i];
 
-      g_string_append_printf (out, "%srun ", i > 0 ? "                ": "");
+      g_string_append_printf (out, "%srun ", i > 0 ? "                " : "");
       text_safe (out, ri->run[0] != '\0' ? ri->run : "(none)");
       g_string_append_printf (out, ": %" G_GUINT64_FORMAT " records, seq %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT "%s\n",
                               ri->records, ri->first_seq, ri->last_seq, ri->gaps > 0 ? " WITH GAPS" : "");
     }
   if (gaps > 0 || r->reader.bad_lines > 0 || r->reader.truncated > 0)
     g_string_append_printf (out,
-                            "WARNING: the log is not whole: %" G_GUINT64_FORMAT " records missing (seq gaps), %"
-                            G_GUINT64_FORMAT " unreadable lines, %" G_GUINT64_FORMAT " truncated lines\n",
+                            "WARNING: the log is not whole: %" G_GUINT64_FORMAT
+                            " records missing (seq gaps), %" G_GUINT64_FORMAT " unreadable lines, %" G_GUINT64_FORMAT
+                            " truncated lines\n",
                             gaps, r->reader.bad_lines, r->reader.truncated);
 
   text_files (out, "Files created", r->created, FALSE, TRUE);
@@ -942,7 +943,7 @@ fb_report_to_text (FbReport *r)
         {
           if (strcmp (keys->pdata[i], "allow") == 0)
             continue;
-          g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, first ? "" : ", ", (const char *) keys->pdata[i],
+          g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, first ? "" : ", ", (const char *)keys->pdata[i],
                                   counter (r->decisions, keys->pdata[i]));
           first = FALSE;
         }
@@ -952,7 +953,8 @@ fb_report_to_text (FbReport *r)
   g_string_append (out, "  ops         ");
   text_decisions (out, r->ops);
   g_string_append_c (out, '\n');
-  g_string_append_printf (out, "  seq gaps    %" G_GUINT64_FORMAT "%s\n", gaps, gaps > 0 ? " (records are missing)" : "");
+  g_string_append_printf (out, "  seq gaps    %" G_GUINT64_FORMAT "%s\n", gaps,
+                          gaps > 0 ? " (records are missing)" : "");
   if (r->reader.duplicates > 0 || r->reader.bad_lines > 0 || r->reader.truncated > 0)
     g_string_append_printf (out,
                             "  damaged     %" G_GUINT64_FORMAT " duplicate, %" G_GUINT64_FORMAT
@@ -961,7 +963,7 @@ fb_report_to_text (FbReport *r)
   if (r->first_ts != NULL)
     {
       g_string_append_printf (out, "  time span   %s .. %s (", r->first_ts, r->last_ts);
-      text_duration (out, (double) (r->last_us - r->first_us) / G_USEC_PER_SEC);
+      text_duration (out, (double)(r->last_us - r->first_us) / G_USEC_PER_SEC);
       g_string_append (out, ")\n");
     }
   return g_string_free (out, FALSE);

@@ -30,9 +30,9 @@ fb_run_new_id (void)
 
   /* getrandom can't fail for 6 bytes once the pool is ready; fall back to
    * GLib's generator if it does (uniqueness, not secrecy, is what matters). */
-  if (getrandom (rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
+  if (getrandom (rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
     for (guint i = 0; i < sizeof rnd; i++)
-      rnd[i] = (guint8) g_random_int ();
+      rnd[i] = (guint8)g_random_int ();
   for (guint i = 0; i < sizeof rnd; i++)
     suffix[i] = alphabet[rnd[i] % (sizeof alphabet - 1)];
   suffix[6] = '\0';
@@ -104,7 +104,7 @@ fb_run_dir_create (const char *run_id, GError **error)
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
                    "the run directory %s already exists and is not a 0700 directory owned by uid %u; remove it "
                    "or choose another run id",
-                   dir, (unsigned) geteuid ());
+                   dir, (unsigned)geteuid ());
       return NULL;
     }
   return g_steal_pointer (&dir);
@@ -150,8 +150,7 @@ fb_run_find_latest (GError **error)
   if (best == NULL)
     {
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
-                   "no runs in %s; name a run id, a run directory or a log file (XDG_STATE_HOME moves the root)",
-                   root);
+                   "no runs in %s; name a run id, a run directory or a log file (XDG_STATE_HOME moves the root)", root);
       return NULL;
     }
   return g_build_filename (root, best, NULL);
@@ -197,8 +196,7 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
           return g_build_filename (dir, "access.jsonl", NULL);
         }
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
-                   "no access log for '%s': it is not a file, not a directory, and not a run in %s", run_or_file,
-                   root);
+                   "no access log for '%s': it is not a file, not a directory, and not a run in %s", run_or_file, root);
       return NULL;
     }
   g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,

@@ -107,7 +107,7 @@ typedef struct
   guint64 missing;    /* seq numbers skipped over by those gaps */
   guint64 bad_lines;
   guint64 truncated;
-  guint64 files;      /* files opened */
+  guint64 files; /* files opened */
 } FbLogReaderStats;
 
 typedef struct FbLogReader FbLogReader;

@@ -102,27 +102,27 @@ parse_since (const char *s, gint64 *ret_us)
     return FALSE;
   switch (end[0])
     {
-    case 's':
-      unit = 1;
-      break;
-    case 'm':
-      unit = 60;
-      break;
-    case 'h':
-      unit = 3600;
-      break;
-    case 'd':
-      unit = 86400;
-      break;
-    case 'w':
-      unit = 7 * 86400;
-      break;
-    default:
-      return FALSE;
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      case 'w':
+        unit = 7 * 86400;
+        break;
+      default:
+        return FALSE;
     }
-  if (n > (guint64) (G_MAXINT64 / G_USEC_PER_SEC / unit))
+  if (n > (guint64)(G_MAXINT64 / G_USEC_PER_SEC / unit))
     return FALSE;
-  *ret_us = g_get_real_time () - (gint64) n * unit * G_USEC_PER_SEC;
+  *ret_us = g_get_real_time () - (gint64)n * unit * G_USEC_PER_SEC;
   return TRUE;
 }
 
@@ -178,8 +178,7 @@ fb_cmd_log (int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print the records' JSON lines as they are", NULL },
     { "denied", 0, 0, G_OPTION_ARG_NONE, &denied, "Only denials (deny, hide, readonly)", NULL },
     { "op", 0, 0, G_OPTION_ARG_STRING_ARRAY, &ops, "Only operation OP (repeat, or separate with commas)", "OP" },
-    { "path", 0, 0, G_OPTION_ARG_FILENAME, &path, "Only records whose path or target is PREFIX or below it",
-      "PREFIX" },
+    { "path", 0, 0, G_OPTION_ARG_FILENAME, &path, "Only records whose path or target is PREFIX or below it", "PREFIX" },
     { "since", 0, 0, G_OPTION_ARG_STRING, &since,
       "Only records at or after TIME: RFC 3339 (no zone: local time) or an age such as 90s, 10m, 2h, 1d, 1w", "TIME" },
     { "color", 0, 0, G_OPTION_ARG_STRING, &color_when, "Colour: auto (a terminal, unless NO_COLOR), always, never",
@@ -247,7 +246,7 @@ fb_cmd_log (int argc, char **argv)
       filter.has_since = TRUE;
     }
 
-  log_path = resolve (rest, rest != NULL ? (int) g_strv_length (rest) : 0, &error);
+  log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, &error);
   if (log_path == NULL)
     {
       fb_cmd_error ("log: %s", error->message);
@@ -269,41 +268,41 @@ fb_cmd_log (int argc, char **argv)
 
       switch (st)
         {
-        case FB_LOG_READ_RECORD:
-          if (!filter_match (&filter, rec->object))
-            break;
-          if (json)
-            {
-              fputs (rec->line, stdout);
-              fputc ('\n', stdout);
-            }
-          else
-            {
-              g_autofree char *line = fb_log_record_format (rec->object, color);
+          case FB_LOG_READ_RECORD:
+            if (!filter_match (&filter, rec->object))
+              break;
+            if (json)
+              {
+                fputs (rec->line, stdout);
+                fputc ('\n', stdout);
+              }
+            else
+              {
+                g_autofree char *line = fb_log_record_format (rec->object, color);
 
-              fputs (line, stdout);
-              fputc ('\n', stdout);
-            }
-          break;
-        case FB_LOG_READ_EOF:
-          if (!follow)
+                fputs (line, stdout);
+                fputc ('\n', stdout);
+              }
+            break;
+          case FB_LOG_READ_EOF:
+            if (!follow)
+              goto out;
+            /* Someone tailing sees each batch as soon as it is read. */
+            fflush (stdout);
+            g_usleep (FOLLOW_POLL_USEC);
+            break;
+          case FB_LOG_READ_GAP:
+          case FB_LOG_READ_BAD_LINE:
+          case FB_LOG_READ_TRUNCATED:
+            fflush (stdout);
+            warn (error);
+            g_clear_error (&error);
+            break;
+          case FB_LOG_READ_ERROR:
+          default:
+            fb_cmd_error ("log: %s", error->message);
+            status = FB_EXIT_FAILURE;
             goto out;
-          /* Someone tailing sees each batch as soon as it is read. */
-          fflush (stdout);
-          g_usleep (FOLLOW_POLL_USEC);
-          break;
-        case FB_LOG_READ_GAP:
-        case FB_LOG_READ_BAD_LINE:
-        case FB_LOG_READ_TRUNCATED:
-          fflush (stdout);
-          warn (error);
-          g_clear_error (&error);
-          break;
-        case FB_LOG_READ_ERROR:
-        default:
-          fb_cmd_error ("log: %s", error->message);
-          status = FB_EXIT_FAILURE;
-          goto out;
         }
     }
 out:
@@ -345,7 +344,7 @@ fb_cmd_report (int argc, char **argv)
       fb_cmd_error ("report: one RUN or FILE at most, got %u", g_strv_length (rest));
       return FB_EXIT_USAGE;
     }
-  log_path = resolve (rest, rest != NULL ? (int) g_strv_length (rest) : 0, &error);
+  log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, &error);
   if (log_path == NULL)
     {
       fb_cmd_error ("report: %s", error->message);

@@ -95,15 +95,15 @@ run_fusebox (Run *r, const char *state_home, ...)
   va_list ap;
   const char *a;
 
-  g_ptr_array_add (argv, (char *) g_getenv ("FUSEBOX_BIN"));
+  g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BIN"));
   va_start (ap, state_home);
   while ((a = va_arg (ap, const char *)) != NULL)
-    g_ptr_array_add (argv, (char *) a);
+    g_ptr_array_add (argv, (char *)a);
   va_end (ap);
   g_ptr_array_add (argv, NULL);
-  r->command = shell_line (state_home, (char **) argv->pdata);
+  r->command = shell_line (state_home, (char **)argv->pdata);
 
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err, &wait_status,
+  if (!g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err, &wait_status,
                      &error))
     fail_msg ("can't run %s: %s", r->command, error->message);
   if (WIFEXITED (wait_status))
@@ -112,20 +112,20 @@ run_fusebox (Run *r, const char *state_home, ...)
     r->status = 128 + WTERMSIG (wait_status);
 }
 
-#define expect_status(r, code)                                                                                        \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      if ((r)->status != (code))                                                                                      \
-        fail_msg ("exit %d, expected %d\n  replay: %s\n  stderr: %s", (r)->status, (code), (r)->command, (r)->err);   \
-    }                                                                                                                 \
+#define expect_status(r, code)                                                                                         \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if ((r)->status != (code))                                                                                       \
+        fail_msg ("exit %d, expected %d\n  replay: %s\n  stderr: %s", (r)->status, (code), (r)->command, (r)->err);    \
+    }                                                                                                                  \
   while (0)
 
-#define expect_in(r, haystack, needle)                                                                                \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      if (strstr ((haystack), (needle)) == NULL)                                                                      \
-        fail_msg ("missing \"%s\"\n  replay: %s\n  got:\n%s", (needle), (r)->command, (haystack));                   \
-    }                                                                                                                 \
+#define expect_in(r, haystack, needle)                                                                                 \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (strstr ((haystack), (needle)) == NULL)                                                                       \
+        fail_msg ("missing \"%s\"\n  replay: %s\n  got:\n%s", (needle), (r)->command, (haystack));                     \
+    }                                                                                                                  \
   while (0)
 
 static guint
@@ -205,10 +205,10 @@ test_log_color (void **state)
   run_fusebox (&r, NULL, "log", "--color=always", basic, NULL);
   expect_status (&r, 0);
   lines = g_strsplit (r.out, "\n", -1);
-  assert_true (g_str_has_prefix (lines[6], "\033[31m"));  /* deny */
-  assert_true (g_str_has_prefix (lines[7], "\033[31m"));  /* hide */
-  assert_true (g_str_has_prefix (lines[8], "\033[33m"));  /* readonly */
-  assert_null (strchr (lines[0], '\033'));                /* allow: plain */
+  assert_true (g_str_has_prefix (lines[6], "\033[31m")); /* deny */
+  assert_true (g_str_has_prefix (lines[7], "\033[31m")); /* hide */
+  assert_true (g_str_has_prefix (lines[8], "\033[33m")); /* readonly */
+  assert_null (strchr (lines[0], '\033'));               /* allow: plain */
 }
 
 static void
@@ -399,7 +399,7 @@ make_run (const char *state_home, const char *id)
       gsize len = 0;
 
       assert_true (g_file_get_contents (from, &text, &len, NULL));
-      assert_true (g_file_set_contents (to, text, (gssize) len, NULL));
+      assert_true (g_file_set_contents (to, text, (gssize)len, NULL));
     }
   return dst;
 }
@@ -472,7 +472,7 @@ read_line (int fd, GString *buf)
 
       if (nl != NULL)
         {
-          char *line = g_strndup (buf->str, (gsize) (nl - buf->str));
+          char *line = g_strndup (buf->str, (gsize)(nl - buf->str));
           g_string_erase (buf, 0, nl - buf->str + 1);
           return line;
         }
@@ -498,7 +498,7 @@ test_log_follow_rotation (void **state)
   g_auto (GStrv) envp = test_environ (f->dir);
   g_autoptr (GError) error = NULL;
   g_autoptr (GString) buf = g_string_new (NULL);
-  char *argv[] = { (char *) g_getenv ("FUSEBOX_BIN"), (char *) "log", (char *) "--follow", (char *) "--json", run, NULL };
+  char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", run, NULL };
   g_autofree char *cmd = shell_line (f->dir, argv);
   int out_fd = -1;
   guint seen = 0;
@@ -527,7 +527,7 @@ test_log_follow_rotation (void **state)
     int fd = open (live, O_WRONLY | O_APPEND | O_CLOEXEC);
 
     assert_true (fd >= 0);
-    assert_int_equal (write (fd, more, strlen (more)), (ssize_t) strlen (more));
+    assert_int_equal (write (fd, more, strlen (more)), (ssize_t)strlen (more));
     close (fd);
     assert_int_equal (rename (live, rotated), 0);
     assert_true (g_file_set_contents (live, fresh, -1, NULL));

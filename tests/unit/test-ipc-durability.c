@@ -64,7 +64,7 @@ pusher_main (gpointer data)
 static void
 write_all (int fd, const void *buf, size_t len)
 {
-  if (write (fd, buf, len) != (ssize_t) len)
+  if (write (fd, buf, len) != (ssize_t)len)
     _exit (3);
 }
 
@@ -110,7 +110,7 @@ run_and_kill (Fixture *f, guint64 report_at)
       child_main (f->path, pipefd[1], report_at);
     }
   close (pipefd[1]);
-  if (read (pipefd[0], &written, sizeof written) != (ssize_t) sizeof written)
+  if (read (pipefd[0], &written, sizeof written) != (ssize_t)sizeof written)
     fail_msg ("the child died before reporting (see its stderr)");
   close (pipefd[0]);
   assert_int_equal (kill (f->child, SIGKILL), 0);

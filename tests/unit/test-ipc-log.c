@@ -195,7 +195,7 @@ test_fields (void **state)
     assert_string_equal (str_member (o, "error"), "ENOENT");
     /* ts_us 0 means "now": this year, not 1970 */
     assert_true (fb_ipc_parse_time (str_member (o, "ts"), &us));
-    assert_true (us > 1714564800 * G_USEC_PER_SEC);
+    assert_true (us > (gint64)1714564800 * G_USEC_PER_SEC);
   }
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[5]);
@@ -232,7 +232,7 @@ pusher_main (gpointer data)
       FbAccessEvent e = test_event ("open", path);
 
       snprintf (path, sizeof path, "/t%u/%u", p->id, i);
-      e.pid = (pid_t) (1000 + p->id);
+      e.pid = (pid_t)(1000 + p->id);
       fb_access_sink_push (p->sink, &e);
     }
   return NULL;
@@ -240,12 +240,12 @@ pusher_main (gpointer data)
 
 /* Wait (without a deadline that could fail on a slow machine: meson's
  * timeout is the bound) until COND holds. */
-#define WAIT_FOR(cond)                                                                                                \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      while (!(cond))                                                                                                 \
-        g_usleep (1000);                                                                                              \
-    }                                                                                                                 \
+#define WAIT_FOR(cond)                                                                                                 \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      while (!(cond))                                                                                                  \
+        g_usleep (1000);                                                                                               \
+    }                                                                                                                  \
   while (0)
 
 static void
@@ -509,10 +509,10 @@ test_rotation_gap_free (void **state)
       expect += lines->len;
       /* rotated once past the size, at a record boundary */
       assert_int_equal (stat (rf->path, &st), 0);
-      assert_true ((guint64) st.st_size >= rotate);
-      assert_true ((guint64) st.st_size < rotate + 512);
+      assert_true ((guint64)st.st_size >= rotate);
+      assert_true ((guint64)st.st_size < rotate + 512);
       if (i > 0)
-        assert_true (strcmp (((FbRotatedFile *) rotated->pdata[i - 1])->path, rf->path) < 0);
+        assert_true (strcmp (((FbRotatedFile *)rotated->pdata[i - 1])->path, rf->path) < 0);
     }
   {
     g_autoptr (GPtrArray) lines = test_read_lines (f->path);
@@ -574,10 +574,10 @@ test_rotation_name_collision (void **state)
   assert_non_null (rotated);
   assert_true (rotated->len >= 2);
   /* same seq range twice: the second got a ".1" suffix, sorted after */
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[0])->first_seq, 1);
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[1])->first_seq, 1);
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[0])->n, 0);
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[1])->n, 1);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[0])->first_seq, 1);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[1])->first_seq, 1);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[0])->n, 0);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[1])->n, 1);
 }
 
 /* --- hostile names ------------------------------------------------------- */
@@ -591,7 +591,9 @@ static const struct
   { "/work/nl\nret\rtab\tbell\a", TRUE },
   { "/work/\x1b]0;pwned\a\x1b[31mred", TRUE },
   { "/work/del\x7f", TRUE },
-  { "/work/c1-csi\xc2\x9b" "31m", TRUE },
+  { "/work/c1-csi\xc2\x9b"
+    "31m",
+    TRUE },
   { "/work/line-sep\xe2\x80\xa8para\xe2\x80\xa9", TRUE },
   { "/work/caf\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac-\xf0\x9f\x98\x80", TRUE },
   { "/work/bad\xff\xfe", FALSE },
@@ -629,8 +631,8 @@ test_hostile_names (void **state)
       /* Terminal-safe raw line: no C0, DEL or C1 control, no U+2028/9. */
       for (const char *p = line; *p != '\0'; p++)
         {
-          guchar b = (guchar) *p;
-          if (b < 0x20 || b == 0x7f || (b == 0xc2 && (guchar) p[1] >= 0x80 && (guchar) p[1] <= 0x9f))
+          guchar b = (guchar)*p;
+          if (b < 0x20 || b == 0x7f || (b == 0xc2 && (guchar)p[1] >= 0x80 && (guchar)p[1] <= 0x9f))
             fail_msg ("raw control byte 0x%02x in line %u: %s", b, i, line);
         }
       assert_null (strstr (line, "\xe2\x80\xa8"));

@@ -40,7 +40,7 @@ record_line (const char *run, guint64 seq)
                           ",\"pid\":1,\"comm\":\"t\",\"op\":\"open\",\"path\":\"/p%" G_GUINT64_FORMAT
                           "\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":"
                           "\"x\",\"why\":\"y\"}",
-                          (guint) (seq % 60), run, seq, seq);
+                          (guint)(seq % 60), run, seq, seq);
 }
 
 /* Lines for seqs FIRST..LAST, newline-terminated. */
@@ -71,28 +71,28 @@ drain (FbLogReader *reader, GArray *seqs)
 
       switch (st)
         {
-        case FB_LOG_READ_RECORD:
-          g_string_append_c (trace, 'R');
-          if (seqs != NULL)
-            g_array_append_val (seqs, rec->seq);
-          break;
-        case FB_LOG_READ_GAP:
-          assert_non_null (error);
-          g_string_append_c (trace, 'G');
-          break;
-        case FB_LOG_READ_BAD_LINE:
-          assert_non_null (error);
-          g_string_append_c (trace, 'B');
-          break;
-        case FB_LOG_READ_TRUNCATED:
-          assert_non_null (error);
-          g_string_append_c (trace, 'T');
-          break;
-        case FB_LOG_READ_EOF:
-          return g_string_free (trace, FALSE);
-        case FB_LOG_READ_ERROR:
-        default:
-          fail_msg ("reader error: %s", error != NULL ? error->message : "?");
+          case FB_LOG_READ_RECORD:
+            g_string_append_c (trace, 'R');
+            if (seqs != NULL)
+              g_array_append_val (seqs, rec->seq);
+            break;
+          case FB_LOG_READ_GAP:
+            assert_non_null (error);
+            g_string_append_c (trace, 'G');
+            break;
+          case FB_LOG_READ_BAD_LINE:
+            assert_non_null (error);
+            g_string_append_c (trace, 'B');
+            break;
+          case FB_LOG_READ_TRUNCATED:
+            assert_non_null (error);
+            g_string_append_c (trace, 'T');
+            break;
+          case FB_LOG_READ_EOF:
+            return g_string_free (trace, FALSE);
+          case FB_LOG_READ_ERROR:
+          default:
+            fail_msg ("reader error: %s", error != NULL ? error->message : "?");
         }
     }
 }
@@ -130,7 +130,7 @@ test_truncated_last_line (void **state)
   fb_log_reader_get_stats (reader, &stats);
   assert_int_equal (stats.records, 3);
   assert_int_equal (stats.truncated, 1);
-  (void) trace;
+  (void)trace;
 }
 
 static void
@@ -143,8 +143,8 @@ test_bad_lines_gaps_duplicates (void **state)
   g_autofree char *l6 = record_line ("r", 6);
   g_autofree char *o1 = record_line ("other", 1);
   g_autofree char *o2 = record_line ("other", 2);
-  g_autofree char *text = g_strdup_printf ("%s\nnot json at all\n%s\n[1,2]\n%s\n%s\n%s\n%s\n\n%s\n%s\n", l1, o1, l2, l2,
-                                           l5, o2, l6, l5);
+  g_autofree char *text =
+    g_strdup_printf ("%s\nnot json at all\n%s\n[1,2]\n%s\n%s\n%s\n%s\n\n%s\n%s\n", l1, o1, l2, l2, l5, o2, l6, l5);
   g_autoptr (FbLogReader) reader = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
@@ -229,10 +229,10 @@ test_rotated_order (void **state)
   rotated = fb_log_list_rotated (f->path, &error);
   assert_non_null (rotated);
   assert_int_equal (rotated->len, 3);
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[0])->first_seq, 1);
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[1])->first_seq, 4);
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[2])->first_seq, 100);
-  assert_int_equal (((FbRotatedFile *) rotated->pdata[2])->last_seq, 111);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[0])->first_seq, 1);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[1])->first_seq, 4);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[2])->first_seq, 100);
+  assert_int_equal (((FbRotatedFile *)rotated->pdata[2])->last_seq, 111);
 
   reader = fb_log_reader_new (f->path, FALSE, &error);
   assert_non_null (reader);
@@ -376,12 +376,12 @@ test_follow_partial_line (void **state)
   }
   fd = open (f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
   assert_true (fd >= 0);
-  assert_int_equal (write (fd, l2, half), (ssize_t) half);
+  assert_int_equal (write (fd, l2, half), (ssize_t)half);
   {
     g_autofree char *t = drain (reader, seqs);
     assert_string_equal (t, ""); /* waiting, not "T" */
   }
-  assert_int_equal (write (fd, l2 + half, strlen (l2) - half), (ssize_t) (strlen (l2) - half));
+  assert_int_equal (write (fd, l2 + half, strlen (l2) - half), (ssize_t)(strlen (l2) - half));
   assert_int_equal (write (fd, "\n", 1), 1);
   close (fd);
   {
@@ -415,7 +415,7 @@ test_follow_manual_rotation (void **state)
     assert_string_equal (t, "RRR");
   }
   fd = open (f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  assert_int_equal (write (fd, b, strlen (b)), (ssize_t) strlen (b));
+  assert_int_equal (write (fd, b, strlen (b)), (ssize_t)strlen (b));
   close (fd);
   assert_int_equal (rename (f->path, rot_path), 0);
   test_write_file (f->path, c);

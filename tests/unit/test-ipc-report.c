@@ -5,6 +5,8 @@
 
 /* A small run: created, written (two handles), renamed, deleted, read,
  * chmod'ed; denials by three rules from two processes; one host failure. */
+/* One record per line reads better than wrapped JSON. */
+/* clang-format off */
 static const char *const hand_log[] = {
   "{\"ts\":\"2024-05-01T12:00:00.000000Z\",\"run\":\"R\",\"seq\":1,\"pid\":10,\"comm\":\"sh\",\"op\":\"create\",\"path\":\"/work/new.txt\",\"access\":\"create\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
   "{\"ts\":\"2024-05-01T12:00:01.000000Z\",\"run\":\"R\",\"seq\":2,\"pid\":10,\"comm\":\"sh\",\"op\":\"close\",\"path\":\"/work/new.txt\",\"access\":\"write\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\",\"bytes_read\":0,\"bytes_written\":100}",
@@ -21,6 +23,7 @@ static const char *const hand_log[] = {
   "{\"ts\":\"2024-05-01T12:00:12.000000Z\",\"run\":\"R\",\"seq\":13,\"pid\":10,\"comm\":\"sh\",\"op\":\"create\",\"path\":\"/work/exists\",\"access\":\"create\",\"decision\":\"allow\",\"errno\":17,\"error\":\"EEXIST\",\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
   "{\"ts\":\"2024-05-01T12:01:00.500000Z\",\"run\":\"R\",\"seq\":14,\"pid\":10,\"comm\":\"sh\",\"op\":\"mkdir\",\"path\":\"/work/dir\",\"access\":\"create\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p:1:1\",\"why\":\"workspace\"}",
 };
+/* clang-format on */
 
 static FbReport *
 build_report (const char *const *lines, guint n)
@@ -325,8 +328,8 @@ test_people_hostile (void **state)
   line = g_strdup_printf ("{\"ts\":\"2024-05-01T12:00:00.000000Z\",\"run\":\"h\",\"seq\":1,%s", body);
   out = fmt (line, FALSE);
   for (const char *p = out; *p != '\0'; p++)
-    if ((guchar) *p < 0x20 || *p == 0x7f)
-      fail_msg ("raw control byte 0x%02x in: %s", (guchar) *p, out);
+    if ((guchar)*p < 0x20 || *p == 0x7f)
+      fail_msg ("raw control byte 0x%02x in: %s", (guchar)*p, out);
   /* exact bytes shown as escapes; a literal backslash doubled */
   assert_non_null (strstr (out, "/w/\\x1b]0;pwned\\x07\\n\\\\x\\xff"));
   assert_non_null (strstr (out, "evil\\x1b[2J[4242]"));
