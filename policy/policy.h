@@ -211,6 +211,19 @@ bool fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPo
  * fb_policy_load_json().  Errors name the JSON path of the offending field. */
 JsonNode *fb_policy_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error);
 
+/* A policy whose every decision is the narrower (fb_policy_access_narrow) of
+ * BASE's and NARROW's for the same view path: how the remote API applies a
+ * call's `sandbox` on top of the server's policy (it can only narrow).
+ * Mounts and sources are BASE's (NARROW giving a `source` is an error: a
+ * call can't remap host paths); network is the narrower of the two;
+ * protected names are the union, each with the narrower access.  The
+ * deciding rule is the more restrictive side's (BASE's on a tie).  A
+ * directory is traversable when the combined access is hide or deny and a
+ * path visible under both lies below it; reachable_children and
+ * mounted_children follow.  fb_policy_decide_child works on the result as on
+ * any policy (the decision carries both sides' state). */
+FbPolicy *fb_policy_narrow (FbPolicy *base, FbPolicy *narrow, GError **error);
+
 /* Narrowing: the decision of NARROW applied on top of BASE can only be as
  * permissive as both.  Used by the remote API (a call's sandbox narrows the
  * server's policy).  Most restrictive first: hide, deny, read, write. */
