@@ -352,6 +352,7 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
   glob->n_parts = parts->len;
   glob->parts = (FbGlobPart *) (void *) g_array_free (g_steal_pointer (&parts), FALSE);
   glob->floating = glob->parts[0].doublestar;
+  glob->name_only = glob->floating && glob->n_parts == 2 && !glob->parts[1].doublestar;
   glob->max_depth = 0;
   for (guint i = 0; i < glob->n_parts; i++)
     {
@@ -403,6 +404,14 @@ fb_policy_glob_match (const FbGlob *glob, const FbPathComp *comps, guint n)
   while (pi < np && parts[pi].doublestar)
     pi++;
   return pi == np;
+}
+
+bool
+fb_policy_glob_match_name (const FbGlob *glob, const char *name, guint32 len)
+{
+  FbPathComp c = { .s = name, .len = len };
+
+  return part_match (&glob->parts[glob->n_parts - 1], &c);
 }
 
 bool

@@ -292,16 +292,18 @@ check_version (const Ctx *ctx, JsonObject *root)
 }
 
 static const char *
-protected_why (FbPolicyAccess access)
+protected_why (const char *name, FbPolicyAccess access)
 {
+  bool metadata = strcmp (name, ".git") == 0 || strcmp (name, ".agents") == 0 || strcmp (name, ".codex") == 0;
+
   switch (access)
     {
     case FB_POLICY_ACCESS_READ:
-      return "version-control and agent metadata is never modified";
+      return metadata ? "version-control and agent metadata is never modified" : "never modified at any depth";
     case FB_POLICY_ACCESS_DENY:
-      return "version-control and agent metadata is never opened";
+      return metadata ? "version-control and agent metadata is never opened" : "never opened at any depth";
     default:
-      return "version-control and agent metadata is never exposed";
+      return metadata ? "version-control and agent metadata is never exposed" : "never exposed at any depth";
     }
 }
 
@@ -314,7 +316,7 @@ add_protected (FbPolicy *policy, GArray *out, const char *name, FbPolicyAccess a
     .access = access,
   };
   g_autofree char *origin = g_strdup_printf ("protected_names[%s]", name);
-  g_autofree char *why = g_strdup_printf ("protected name %s: %s", name, protected_why (access));
+  g_autofree char *why = g_strdup_printf ("protected name %s: %s", name, protected_why (name, access));
 
   rule.origin = g_string_chunk_insert (policy->strings, origin);
   rule.glob = g_string_chunk_insert (policy->strings, name);

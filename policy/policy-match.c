@@ -338,7 +338,8 @@ typedef struct
   const char *parent_path; /* else built from these */
   const char *name;
   guint32 name_len;
-  FbPathComp stack[64];
+  FbPathComp *buf; /* caller's uninitialized buffer of buf_len (zeroing it would cost more than a decision) */
+  guint buf_len;
   FbPathComp *heap;
 } Comps;
 
@@ -349,33 +350,71 @@ comps_get (Comps *c)
 
   if (c->comps != NULL)
     return c->comps;
-  n = fb_policy_path_split (c->parent_path, c->stack, G_N_ELEMENTS (c->stack) - 1);
-  if (n + 1 > G_N_ELEMENTS (c->stack))
+  n = fb_policy_path_split (c->parent_path, c->buf, c->buf_len - 1);
+  if (n + 1 > c->buf_len)
     {
       c->heap = g_new (FbPathComp, n + 1);
       fb_policy_path_split (c->parent_path, c->heap, n);
       c->comps = c->heap;
     }
   else
-    c->comps = c->stack;
+    c->comps = c->buf;
   ((FbPathComp *) c->comps)[n].s = c->name;
   ((FbPathComp *) c->comps)[n].len = c->name_len;
   c->n = n + 1;
   return c->comps;
 }
 
+/* The first component of the path being decided, without splitting it all:
+ * anchored globs whose first component is literal are skipped on a mismatch
+ * (most anchored globs name a top-level directory). */
+static FbPathComp
+comps_first (Comps *c, guint depth)
+{
+  FbPathComp first;
+
+  if (c->comps != NULL)
+    return c->comps[0];
+  if (depth == 1)
+    {
+      first.s = c->name;
+      first.len = c->name_len;
+    }
+  else
+    {
+      first.s = c->parent_path + 1;
+      first.len = (guint32) (strchrnul (first.s, '/') - first.s);
+    }
+  return first;
+}
+
 static void
-try_globs (GPtrArray *list, guint depth, Comps *comps, const FbPolicyRule **best)
+try_globs (GPtrArray *list, const char *name, guint32 len, guint depth, Comps *comps, const FbPolicyRule **best)
 {
   for (guint i = 0; i < list->len; i++)
     {
       const FbGlobEntry *e = g_ptr_array_index (list, i);
+      const FbGlob *glob = e->glob;
       const FbPathComp *c;
 
-      if (depth < e->glob->min_depth || depth > e->glob->max_depth || !beats (e->rule, *best))
+      if (depth < glob->min_depth || depth > glob->max_depth || !beats (e->rule, *best))
         continue;
+      if (glob->name_only)
+        {
+          /* "*.pem", "id_rsa": the last component alone decides */
+          if (fb_policy_glob_match_name (glob, name, len))
+            *best = e->rule;
+          continue;
+        }
+      if (!glob->floating && glob->parts[0].literal)
+        {
+          FbPathComp first = comps_first (comps, depth);
+
+          if (first.len != glob->parts[0].len || memcmp (first.s, glob->parts[0].text, first.len) != 0)
+            continue;
+        }
       c = comps_get (comps); /* sets comps->n */
-      if (fb_policy_glob_match (e->glob, c, comps->n))
+      if (fb_policy_glob_match (glob, c, comps->n))
         *best = e->rule;
     }
 }
@@ -389,7 +428,7 @@ best_glob (const FbPolicy *policy, const char *name, guint32 len, guint32 hash, 
 
   list = fb_name_map_lookup (&idx->by_name, name, len, hash);
   if (list != NULL)
-    try_globs (list, depth, comps, &best);
+    try_globs (list, name, len, depth, comps, &best);
   if (idx->by_extension.entries != NULL)
     {
       guint dots = 0;
@@ -403,11 +442,11 @@ best_glob (const FbPolicy *policy, const char *name, guint32 len, guint32 hash, 
             list = fb_name_map_lookup (&idx->by_extension, name + i + 1, len - i - 1,
                                        fb_name_hash (name + i + 1, len - i - 1));
             if (list != NULL)
-              try_globs (list, depth, comps, &best);
+              try_globs (list, name, len, depth, comps, &best);
           }
     }
   if (idx->other->len > 0)
-    try_globs (idx->other, depth, comps, &best);
+    try_globs (idx->other, name, len, depth, comps, &best);
   return best;
 }
 
@@ -502,26 +541,55 @@ step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, 
   ret->priv_depth = depth;
 }
 
+/* Split VIEW_PATH into COMPS (up to MAX stored, all counted) while checking
+ * that it is normalized: one pass instead of two on the hot path. */
+static bool
+split_normalized (const char *view_path, FbPathComp *comps, guint max, guint *ret_n)
+{
+  guint n = 0;
+
+  if (view_path == NULL || view_path[0] != '/')
+    return false;
+  if (view_path[1] != '\0')
+    for (const char *p = view_path; *p != '\0';)
+      {
+        const char *c = p + 1;
+        const char *end = strchrnul (c, '/');
+        guint32 len = (guint32) (end - c);
+
+        if (len == 0 || (c[0] == '.' && (len == 1 || (len == 2 && c[1] == '.'))))
+          return false;
+        if (n < max)
+          {
+            comps[n].s = c;
+            comps[n].len = len;
+          }
+        n++;
+        p = end;
+      }
+  *ret_n = n;
+  return true;
+}
+
 void
 fb_policy_decide (const FbPolicy *policy, const char *view_path, FbPolicyDecision *ret)
 {
   FbPathComp stack[64];
   g_autofree FbPathComp *heap = NULL;
   FbPathComp *comps = stack;
-  guint n;
+  guint n = 0;
 
-  if (!fb_policy_path_is_normalized (view_path))
+  if (!split_normalized (view_path, stack, G_N_ELEMENTS (stack), &n))
     {
       decide_malformed (policy, &g_array_index (policy->mounts, FbPolicyMount, 0), 0, ret);
       return;
     }
-  decide_root (policy, ret);
-  n = fb_policy_path_split (view_path, stack, G_N_ELEMENTS (stack));
   if (n > G_N_ELEMENTS (stack))
     {
       comps = heap = g_new (FbPathComp, n);
-      fb_policy_path_split (view_path, comps, n);
+      split_normalized (view_path, comps, n, &n);
     }
+  decide_root (policy, ret);
   for (guint k = 0; k < n; k++)
     {
       Comps c = { .comps = comps, .n = k + 1 };
@@ -535,7 +603,8 @@ fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, 
                         const char *name, FbPolicyDecision *ret)
 {
   gsize len = strlen (name);
-  Comps c = { .parent_path = parent_path, .name = name, .name_len = (guint32) len };
+  FbPathComp buf[64];
+  Comps c = { .parent_path = parent_path, .name = name, .name_len = (guint32) len, .buf = buf, .buf_len = 64 };
   FbPolicyDecision out;
 
   if (len == 0 || len > FB_POLICY_MAX_PATH || strchr (name, '/') != NULL || strcmp (name, ".") == 0

@@ -129,6 +129,7 @@ typedef struct
   guint min_depth;    /* components a matching path has at least */
   guint max_depth;    /* ... at most; G_MAXUINT with "**" */
   bool floating;      /* starts with "**": matches at any depth */
+  bool name_only;     /* "**" + "/X" with one component X: only the last name matters */
 } FbGlob;
 
 /* NULL with a message naming the problem and its byte offset in PATTERN. */
@@ -136,6 +137,8 @@ FbGlob *fb_policy_glob_compile (const char *pattern, char **ret_message);
 void fb_policy_glob_free (FbGlob *glob);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbGlob, fb_policy_glob_free)
 bool fb_policy_glob_match (const FbGlob *glob, const FbPathComp *comps, guint n);
+/* For name_only globs: does the last component NAME match? */
+bool fb_policy_glob_match_name (const FbGlob *glob, const char *name, guint32 len);
 /* Convenience for tests: match a normalized absolute path ("/" never matches). */
 bool fb_policy_glob_match_path (const FbGlob *glob, const char *path);
 /* Could a path strictly below COMPS match? */
