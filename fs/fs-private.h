@@ -121,6 +121,7 @@ struct FbView
   int *mount_fds; /* per fb_policy_get_mounts(); -1 when missing */
   guint n_mounts;
   dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
+  char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */
   struct timespec started;
   guint64 generation; /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */

@@ -192,6 +192,17 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
   g_mutex_init (&view->lock);
   g_mutex_init (&view->comm_lock);
   view->table = g_hash_table_new (node_key_hash, node_key_equal);
+  {
+    GPtrArray *blank = g_ptr_array_new ();
+    g_ptr_array_add (blank, g_strdup ("/proc"));
+    g_ptr_array_add (blank, g_strdup ("/sys"));
+    g_ptr_array_add (blank, g_strdup ("/dev"));
+    for (guint i = 0; view->options.blank_paths != NULL && view->options.blank_paths[i] != NULL; i++)
+      g_ptr_array_add (blank, g_strdup (view->options.blank_paths[i]));
+    g_ptr_array_add (blank, NULL);
+    view->blank_paths = (char **) g_ptr_array_free (blank, FALSE);
+    view->options.blank_paths = NULL;
+  }
   view->comm_cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
   clock_gettime (CLOCK_REALTIME, &view->started);
   view->can_empty_path_link = 1;
@@ -261,6 +272,7 @@ fb_view_unref (FbView *view)
   g_free (view->mount_fds);
   g_hash_table_destroy (view->table);
   g_hash_table_destroy (view->comm_cache);
+  g_strfreev (view->blank_paths);
   g_mutex_clear (&view->lock);
   g_mutex_clear (&view->comm_lock);
   fb_policy_unref (view->policy);
@@ -767,9 +779,9 @@ check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decisio
 }
 
 static bool
-is_blank_path (const char *path)
+is_blank_path (FbView *view, const char *path)
 {
-  return strcmp (path, "/proc") == 0 || strcmp (path, "/sys") == 0 || strcmp (path, "/dev") == 0;
+  return name_in ((const char *const *) view->blank_paths, path);
 }
 
 /* Names that exist in the view whatever the host holds (mount points, the
@@ -778,7 +790,7 @@ is_blank_path (const char *path)
 bool
 child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name)
 {
-  return ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name) || is_blank_path (ci->path);
+  return ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name) || is_blank_path (view, ci->path);
 }
 
 static bool
@@ -838,7 +850,7 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
 
   if (parent->kind == NODE_BLANK)
     return -ENOENT;
-  if (is_blank_path (ci->path))
+  if (is_blank_path (view, ci->path))
     kind = NODE_BLANK;
   else if (ci->decision.is_mount_point)
     {

@@ -1,0 +1,1083 @@
+/* fusebox — the libfuse low-level adapter over the view.
+ *
+ * Design:
+ *  - Every decision is the view's (fs/fs.h); this file only translates
+ *    between the kernel's requests and view calls.  A FUSE inode number is
+ *    the address of an FbViewNode (the root is FUSE_ROOT_ID); the node's
+ *    kernel lookup count keeps it alive until the kernel forgets it, and its
+ *    generation number tells a reused address apart.  File handles are
+ *    FbViewFile pointers.
+ *  - Every op_<name> ends in exactly one fuse_reply_*.  Request fields come
+ *    from the kernel, but names and sizes originate in the sandbox: the view
+ *    validates names, and sizes are clamped to documented bounds here.
+ *  - Threads: fuse_session_loop_mt with clone_fd, up to max_threads workers;
+ *    the view is thread-safe.  Worker threads block SIGINT/SIGTERM/SIGHUP/
+ *    SIGQUIT/SIGPIPE so the main loop gets them.  Nothing here calls
+ *    fuse_lowlevel_notify_inval_* (that would deadlock inside an op).
+ *  - Caching (chosen for a static policy): the kernel keeps entries and
+ *    attributes for entry_timeout/attr_timeout (1 s by default), so a change
+ *    made on the host by someone else shows within that time; changes made
+ *    through the mount show at once.  keep_cache keeps page-cache contents
+ *    across opens while the host file's size and mtime are unchanged (and
+ *    auto_inval_data drops them when a refreshed mtime differs); readdir
+ *    results are cached the same way; symlink texts are cached (a new text
+ *    is a new inode).  Requests are up to 1 MiB (max_write and max_pages);
+ *    reads are asynchronous and directory operations parallel.
+ */
+#include "fs/fs-private.h"
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+struct FbFuse
+{
+  FbView *view;
+  FbViewNode *root; /* FUSE_ROOT_ID */
+  FbFuseOptions options;
+  char *fsname;
+  struct fuse_session *se;
+  char *mountpoint; /* set by fb_fuse_mount (not for /dev/fd/N) */
+  bool unmounted;   /* we unmounted it (fb_fuse_stop) */
+  dev_t conn_dev;   /* the mount's device: /sys/fs/fuse/connections/<minor> */
+  GThread *thread;
+  FbFuseDoneFunc done;
+  gpointer done_data;
+  int result;
+};
+
+/* Largest readdir reply we build, whatever the kernel asks. */
+#define READDIR_MAX (128 * 1024)
+
+static GPrivate read_buf_key = G_PRIVATE_INIT (g_free);
+
+void
+fb_fuse_options_init (FbFuseOptions *options)
+{
+  memset (options, 0, sizeof *options);
+  options->entry_timeout = 1.0;
+  options->attr_timeout = 1.0;
+  options->negative_timeout = 1.0;
+  options->max_threads = 16;
+  options->allow_other = geteuid () == 0;
+  options->auto_unmount = true;
+  options->fsname = "fusebox";
+}
+
+static FbFuse *
+req_fuse (fuse_req_t req)
+{
+  return fuse_req_userdata (req);
+}
+
+static FbViewNode *
+ino_node (FbFuse *f, fuse_ino_t ino)
+{
+  return ino == FUSE_ROOT_ID ? f->root : (FbViewNode *) (uintptr_t) ino;
+}
+
+static FbViewFile *
+fi_file (struct fuse_file_info *fi)
+{
+  return (FbViewFile *) (uintptr_t) fi->fh;
+}
+
+static void
+req_caller (fuse_req_t req, FbViewCaller *caller)
+{
+  const struct fuse_ctx *ctx = fuse_req_ctx (req);
+
+  memset (caller, 0, sizeof *caller);
+  caller->pid = ctx->pid;
+  caller->uid = ctx->uid;
+  caller->gid = ctx->gid;
+  caller->umask = 0; /* the kernel applied it (no FUSE_CAP_DONT_MASK) */
+}
+
+static void
+fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entry_param *e)
+{
+  memset (e, 0, sizeof *e);
+  e->ino = (fuse_ino_t) (uintptr_t) node;
+  e->generation = fb_view_node_get_generation (node);
+  e->attr = *st;
+  e->attr_timeout = f->options.attr_timeout;
+  e->entry_timeout = f->options.entry_timeout;
+}
+
+/* Reply with NODE; the kernel's lookup count goes up only if it got it. */
+static void
+reply_entry (fuse_req_t req, FbFuse *f, FbViewNode *node, const struct stat *st)
+{
+  struct fuse_entry_param e;
+
+  fill_entry (f, node, st, &e);
+  fb_view_node_kernel_ref (node);
+  if (fuse_reply_entry (req, &e) != 0)
+    fb_view_node_kernel_forget (node, 1);
+}
+
+static void
+reply_made (fuse_req_t req, FbFuse *f, int r, FbViewNode *node, const struct stat *st)
+{
+  if (r < 0)
+    fuse_reply_err (req, -r);
+  else
+    {
+      reply_entry (req, f, node, st);
+      fb_view_node_unref (node);
+    }
+}
+
+/* --- lifecycle --------------------------------------------------------------- */
+
+static void
+op_init (void *userdata, struct fuse_conn_info *conn)
+{
+  unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO
+                  | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO;
+
+  conn->want |= want & conn->capable;
+  /* The kernel clears set-id bits on write and truncate itself (a setattr
+   * we pass through); with HANDLE_KILLPRIV it would be up to us, and a root
+   * daemon's writes never clear them on the host. */
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  /* Locks stay in the kernel, local to the mount: a sandbox can't block a
+   * host process with a lock, and no lock op reaches us. */
+  conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  /* Writes go to the host as they come: the writeback cache would move
+   * mtime bookkeeping into the kernel and blur the per-handle byte counts. */
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  conn->max_write = FB_VIEW_IO_MAX;
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+  conn->time_gran = 1;
+}
+
+static void
+op_destroy (void *userdata)
+{
+}
+
+/* --- names ------------------------------------------------------------------- */
+
+static void
+op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewNode *node = NULL;
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_lookup (f->view, &caller, ino_node (f, parent), name, &node, &st);
+  if (r == -ENOENT && f->options.negative_timeout > 0)
+    {
+      /* A negative entry: the kernel remembers the absence for a while. */
+      struct fuse_entry_param e = { 0 };
+      e.entry_timeout = f->options.negative_timeout;
+      fuse_reply_entry (req, &e);
+      return;
+    }
+  reply_made (req, f, r, node, &st);
+}
+
+static void
+op_forget (fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+  FbFuse *f = req_fuse (req);
+
+  if (ino != FUSE_ROOT_ID)
+    fb_view_node_kernel_forget (ino_node (f, ino), nlookup);
+  fuse_reply_none (req);
+}
+
+static void
+op_forget_multi (fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+  FbFuse *f = req_fuse (req);
+
+  for (size_t i = 0; i < count; i++)
+    if (forgets[i].ino != FUSE_ROOT_ID)
+      fb_view_node_kernel_forget (ino_node (f, forgets[i].ino), forgets[i].nlookup);
+  fuse_reply_none (req);
+}
+
+static void
+op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_getattr (f->view, &caller, ino_node (f, ino), &st);
+  if (r < 0)
+    fuse_reply_err (req, -r);
+  else
+    fuse_reply_attr (req, &st, f->options.attr_timeout);
+}
+
+static void
+op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewSetattr sa = { 0 };
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  if (to_set & FUSE_SET_ATTR_MODE)
+    sa.valid |= FB_VIEW_SET_MODE;
+  if (to_set & FUSE_SET_ATTR_UID)
+    sa.valid |= FB_VIEW_SET_UID;
+  if (to_set & FUSE_SET_ATTR_GID)
+    sa.valid |= FB_VIEW_SET_GID;
+  if (to_set & FUSE_SET_ATTR_SIZE)
+    sa.valid |= FB_VIEW_SET_SIZE;
+  if (to_set & FUSE_SET_ATTR_ATIME)
+    sa.valid |= FB_VIEW_SET_ATIME;
+  if (to_set & FUSE_SET_ATTR_MTIME)
+    sa.valid |= FB_VIEW_SET_MTIME;
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+    sa.valid |= FB_VIEW_SET_ATIME_NOW;
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+    sa.valid |= FB_VIEW_SET_MTIME_NOW;
+  sa.mode = attr->st_mode;
+  sa.uid = attr->st_uid;
+  sa.gid = attr->st_gid;
+  sa.size = attr->st_size;
+  sa.atime = attr->st_atim;
+  sa.mtime = attr->st_mtim;
+  if (sa.valid == 0)
+    {
+      /* ctime only (FUSE_SET_ATTR_CTIME) or nothing: answer the attributes */
+      r = fb_view_getattr (f->view, &caller, ino_node (f, ino), &st);
+    }
+  else
+    r = fb_view_setattr (f->view, &caller, ino_node (f, ino), fi != NULL ? fi_file (fi) : NULL, &sa, &st);
+  if (r < 0)
+    fuse_reply_err (req, -r);
+  else
+    fuse_reply_attr (req, &st, f->options.attr_timeout);
+}
+
+static void
+op_readlink (fuse_req_t req, fuse_ino_t ino)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  g_autofree char *text = NULL;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_readlink (f->view, &caller, ino_node (f, ino), &text);
+  if (r < 0)
+    fuse_reply_err (req, -r);
+  else
+    fuse_reply_readlink (req, text);
+}
+
+static void
+op_mknod (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewNode *node = NULL;
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_mknod (f->view, &caller, ino_node (f, parent), name, mode, rdev, &node, &st);
+  reply_made (req, f, r, node, &st);
+}
+
+static void
+op_mkdir (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewNode *node = NULL;
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_mkdir (f->view, &caller, ino_node (f, parent), name, mode, &node, &st);
+  reply_made (req, f, r, node, &st);
+}
+
+static void
+op_symlink (fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewNode *node = NULL;
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_symlink (f->view, &caller, ino_node (f, parent), name, link, &node, &st);
+  reply_made (req, f, r, node, &st);
+}
+
+static void
+op_link (fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewNode *node = NULL;
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_link (f->view, &caller, ino_node (f, ino), ino_node (f, newparent), newname, &node, &st);
+  reply_made (req, f, r, node, &st);
+}
+
+static void
+op_unlink (fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+
+  req_caller (req, &caller);
+  fuse_reply_err (req, -fb_view_unlink (f->view, &caller, ino_node (f, parent), name));
+}
+
+static void
+op_rmdir (fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+
+  req_caller (req, &caller);
+  fuse_reply_err (req, -fb_view_rmdir (f->view, &caller, ino_node (f, parent), name));
+}
+
+static void
+op_rename (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+           unsigned int flags)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+
+  req_caller (req, &caller);
+  fuse_reply_err (req, -fb_view_rename (f->view, &caller, ino_node (f, parent), name, ino_node (f, newparent),
+                                        newname, flags));
+}
+
+/* --- files -------------------------------------------------------------------- */
+
+static void
+op_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewFile *file = NULL;
+  bool keep = false;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_open (f->view, &caller, ino_node (f, ino), fi->flags, &file, &keep);
+  if (r < 0)
+    {
+      fuse_reply_err (req, -r);
+      return;
+    }
+  fi->fh = (uint64_t) (uintptr_t) file;
+  fi->keep_cache = keep;
+  if (fuse_reply_open (req, fi) != 0)
+    fb_view_release (f->view, file);
+}
+
+static void
+op_create (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewFile *file = NULL;
+  FbViewNode *node = NULL;
+  struct fuse_entry_param e;
+  struct stat st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_create (f->view, &caller, ino_node (f, parent), name, fi->flags, mode, &file, &node, &st);
+  if (r < 0)
+    {
+      fuse_reply_err (req, -r);
+      return;
+    }
+  fi->fh = (uint64_t) (uintptr_t) file;
+  fill_entry (f, node, &st, &e);
+  fb_view_node_kernel_ref (node);
+  if (fuse_reply_create (req, &e, fi) != 0)
+    {
+      fb_view_node_kernel_forget (node, 1);
+      fb_view_release (f->view, file);
+    }
+  fb_view_node_unref (node);
+}
+
+static void
+op_read (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  char *buf = g_private_get (&read_buf_key);
+  gssize n;
+
+  /* One buffer per worker thread, of the largest request we accept. */
+  if (buf == NULL)
+    {
+      buf = g_malloc (FB_VIEW_IO_MAX);
+      g_private_set (&read_buf_key, buf);
+    }
+  n = fb_view_read (f->view, fi_file (fi), buf, MIN (size, FB_VIEW_IO_MAX), off);
+  if (n < 0)
+    fuse_reply_err (req, (int) -n);
+  else
+    fuse_reply_buf (req, buf, (size_t) n);
+}
+
+typedef struct
+{
+  struct fuse_bufvec *src;
+} WriteBuf;
+
+static gssize
+copy_bufvec (int host_fd, off_t offset, gpointer user_data)
+{
+  WriteBuf *wb = user_data;
+  struct fuse_bufvec dst = FUSE_BUFVEC_INIT (fuse_buf_size (wb->src));
+
+  dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+  dst.buf[0].fd = host_fd;
+  dst.buf[0].pos = offset;
+  /* fuse_buf_copy splices when the request arrived in a pipe, else it
+   * pwrites from memory; it returns the bytes written or -errno. */
+  return fuse_buf_copy (&dst, wb->src, 0);
+}
+
+static void
+op_write_buf (fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  WriteBuf wb = { bufv };
+  gssize n;
+
+  if (fuse_buf_size (bufv) > FB_VIEW_IO_MAX)
+    {
+      fuse_reply_err (req, EINVAL);
+      return;
+    }
+  n = fb_view_write_with (f->view, fi_file (fi), off, copy_bufvec, &wb);
+  if (n < 0)
+    fuse_reply_err (req, (int) -n);
+  else
+    fuse_reply_write (req, (size_t) n);
+}
+
+static void
+op_flush (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+
+  fuse_reply_err (req, -fb_view_flush (f->view, fi_file (fi)));
+}
+
+static void
+op_release (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+
+  fb_view_release (f->view, fi_file (fi));
+  fuse_reply_err (req, 0);
+}
+
+static void
+op_fsync (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+
+  fuse_reply_err (req, -fb_view_fsync (f->view, fi_file (fi), datasync != 0));
+}
+
+static void
+op_fallocate (fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+
+  fuse_reply_err (req, -fb_view_fallocate (f->view, fi_file (fi), mode, offset, length));
+}
+
+static void
+op_lseek (fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  off_t r = fb_view_lseek (f->view, fi_file (fi), off, whence);
+
+  if (r < 0)
+    fuse_reply_err (req, (int) -r);
+  else
+    fuse_reply_lseek (req, r);
+}
+
+static void
+op_copy_file_range (fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+                    fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags)
+{
+  FbFuse *f = req_fuse (req);
+  gssize n;
+
+  n = fb_view_copy_file_range (f->view, fi_file (fi_in), off_in, fi_file (fi_out), off_out, len,
+                               (unsigned int) flags);
+  if (n < 0)
+    fuse_reply_err (req, (int) -n);
+  else
+    fuse_reply_write (req, (size_t) n);
+}
+
+/* --- directories --------------------------------------------------------------- */
+
+static void
+op_opendir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  FbViewFile *dir = NULL;
+  bool keep = false;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_opendir (f->view, &caller, ino_node (f, ino), &dir, &keep);
+  if (r < 0)
+    {
+      fuse_reply_err (req, -r);
+      return;
+    }
+  fi->fh = (uint64_t) (uintptr_t) dir;
+  /* The kernel may cache the listing (the policy is static; the host's
+   * changes show when the directory's mtime does) and keep it across
+   * opendir while the mtime is unchanged. */
+  fi->cache_readdir = 1;
+  fi->keep_cache = keep;
+  if (fuse_reply_open (req, fi) != 0)
+    fb_view_releasedir (f->view, dir);
+}
+
+typedef struct
+{
+  fuse_req_t req;
+  FbFuse *f;
+  char *buf;
+  size_t size, pos;
+  bool plus;
+  GPtrArray *nodes; /* plus: nodes whose lookup count we raised */
+} DirFill;
+
+static bool
+fill_dir (const FbViewDirEntry *entry, gpointer user_data)
+{
+  DirFill *d = user_data;
+  size_t need;
+
+  if (d->plus)
+    {
+      struct fuse_entry_param e = { 0 };
+
+      if (entry->node != NULL)
+        fill_entry (d->f, entry->node, entry->st, &e);
+      else
+        e.attr = *entry->st; /* "." and "..": no lookup, just the type */
+      need = fuse_add_direntry_plus (d->req, d->buf + d->pos, d->size - d->pos, entry->name, &e, entry->next_offset);
+      if (need > d->size - d->pos)
+        return false;
+      if (entry->node != NULL)
+        {
+          fb_view_node_kernel_ref (entry->node);
+          g_ptr_array_add (d->nodes, entry->node);
+        }
+    }
+  else
+    {
+      struct stat st = { 0 };
+
+      st.st_ino = entry->ino;
+      st.st_mode = DTTOIF (entry->type);
+      need = fuse_add_direntry (d->req, d->buf + d->pos, d->size - d->pos, entry->name, &st, entry->next_offset);
+      if (need > d->size - d->pos)
+        return false;
+    }
+  d->pos += need;
+  return true;
+}
+
+static void
+do_readdir (fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+{
+  FbFuse *f = req_fuse (req);
+  g_autofree char *buf = NULL;
+  DirFill d = { 0 };
+  int r;
+
+  d.req = req;
+  d.f = f;
+  d.size = MIN (size, READDIR_MAX);
+  d.buf = buf = g_malloc (d.size);
+  d.plus = plus;
+  d.nodes = g_ptr_array_new ();
+  r = fb_view_readdir (f->view, fi_file (fi), off, plus, fill_dir, &d);
+  /* An error after some entries: return those, the error comes next time. */
+  if (r < 0 && d.pos == 0)
+    {
+      for (guint i = 0; i < d.nodes->len; i++)
+        fb_view_node_kernel_forget (d.nodes->pdata[i], 1);
+      fuse_reply_err (req, -r);
+    }
+  else if (fuse_reply_buf (req, d.buf, d.pos) != 0)
+    for (guint i = 0; i < d.nodes->len; i++)
+      fb_view_node_kernel_forget (d.nodes->pdata[i], 1);
+  g_ptr_array_unref (d.nodes);
+}
+
+static void
+op_readdir (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+  do_readdir (req, size, off, fi, false);
+}
+
+static void
+op_readdirplus (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+  do_readdir (req, size, off, fi, true);
+}
+
+static void
+op_releasedir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+
+  fb_view_releasedir (f->view, fi_file (fi));
+  fuse_reply_err (req, 0);
+}
+
+static void
+op_fsyncdir (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+  FbFuse *f = req_fuse (req);
+
+  fuse_reply_err (req, -fb_view_fsync (f->view, fi_file (fi), datasync != 0));
+}
+
+/* --- the rest ------------------------------------------------------------------ */
+
+static void
+op_statfs (fuse_req_t req, fuse_ino_t ino)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  struct statvfs st;
+  int r;
+
+  req_caller (req, &caller);
+  r = fb_view_statfs (f->view, &caller, ino_node (f, ino), &st);
+  if (r < 0)
+    fuse_reply_err (req, -r);
+  else
+    fuse_reply_statfs (req, &st);
+}
+
+static void
+op_setxattr (fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+
+  req_caller (req, &caller);
+  fuse_reply_err (req, -fb_view_setxattr (f->view, &caller, ino_node (f, ino), name, value, size, flags));
+}
+
+static void
+op_getxattr (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  g_autofree char *buf = NULL;
+  gssize n;
+
+  req_caller (req, &caller);
+  if (size == 0)
+    {
+      n = fb_view_getxattr (f->view, &caller, ino_node (f, ino), name, NULL, 0);
+      if (n < 0)
+        fuse_reply_err (req, (int) -n);
+      else
+        fuse_reply_xattr (req, (size_t) n);
+      return;
+    }
+  size = MIN (size, FB_VIEW_XATTR_SIZE_MAX);
+  buf = g_malloc (size);
+  n = fb_view_getxattr (f->view, &caller, ino_node (f, ino), name, buf, size);
+  if (n < 0)
+    fuse_reply_err (req, (int) -n);
+  else
+    fuse_reply_buf (req, buf, (size_t) n);
+}
+
+static void
+op_listxattr (fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+  g_autofree char *buf = NULL;
+  gssize n;
+
+  req_caller (req, &caller);
+  if (size == 0)
+    {
+      n = fb_view_listxattr (f->view, &caller, ino_node (f, ino), NULL, 0);
+      if (n < 0)
+        fuse_reply_err (req, (int) -n);
+      else
+        fuse_reply_xattr (req, (size_t) n);
+      return;
+    }
+  size = MIN (size, FB_VIEW_XATTR_SIZE_MAX);
+  buf = g_malloc (size);
+  n = fb_view_listxattr (f->view, &caller, ino_node (f, ino), buf, size);
+  if (n < 0)
+    fuse_reply_err (req, (int) -n);
+  else
+    fuse_reply_buf (req, buf, (size_t) n);
+}
+
+static void
+op_removexattr (fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+
+  req_caller (req, &caller);
+  fuse_reply_err (req, -fb_view_removexattr (f->view, &caller, ino_node (f, ino), name));
+}
+
+static void
+op_access (fuse_req_t req, fuse_ino_t ino, int mask)
+{
+  FbFuse *f = req_fuse (req);
+  FbViewCaller caller;
+
+  req_caller (req, &caller);
+  fuse_reply_err (req, -fb_view_access (f->view, &caller, ino_node (f, ino), mask));
+}
+
+/* Everything not here (locks stay in the kernel, ioctl, bmap, poll) gets
+ * ENOSYS from libfuse. */
+static const struct fuse_lowlevel_ops fb_fuse_ops = {
+  .init = op_init,
+  .destroy = op_destroy,
+  .lookup = op_lookup,
+  .forget = op_forget,
+  .forget_multi = op_forget_multi,
+  .getattr = op_getattr,
+  .setattr = op_setattr,
+  .readlink = op_readlink,
+  .mknod = op_mknod,
+  .mkdir = op_mkdir,
+  .symlink = op_symlink,
+  .link = op_link,
+  .unlink = op_unlink,
+  .rmdir = op_rmdir,
+  .rename = op_rename,
+  .open = op_open,
+  .create = op_create,
+  .read = op_read,
+  .write_buf = op_write_buf,
+  .flush = op_flush,
+  .release = op_release,
+  .fsync = op_fsync,
+  .fallocate = op_fallocate,
+  .lseek = op_lseek,
+  .copy_file_range = op_copy_file_range,
+  .opendir = op_opendir,
+  .readdir = op_readdir,
+  .readdirplus = op_readdirplus,
+  .releasedir = op_releasedir,
+  .fsyncdir = op_fsyncdir,
+  .statfs = op_statfs,
+  .setxattr = op_setxattr,
+  .getxattr = op_getxattr,
+  .listxattr = op_listxattr,
+  .removexattr = op_removexattr,
+  .access = op_access,
+};
+
+/* --- sessions ------------------------------------------------------------------- */
+
+int
+fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
+{
+  FbFuse *f = g_new0 (FbFuse, 1);
+
+  f->view = fb_view_ref (view);
+  if (options != NULL)
+    f->options = *options;
+  else
+    fb_fuse_options_init (&f->options);
+  f->fsname = g_strdup (f->options.fsname != NULL ? f->options.fsname : "fusebox");
+  f->options.fsname = f->fsname;
+  if (f->options.max_threads == 0)
+    f->options.max_threads = 16;
+  f->root = fb_view_get_root (view);
+  *ret_fuse = f;
+  return 0;
+}
+
+/* fsname goes into a comma-separated option string: keep it to safe bytes. */
+static char *
+safe_fsname (const char *name)
+{
+  char *s = g_strdup (name);
+
+  for (char *p = s; *p != '\0'; p++)
+    if (!g_ascii_isalnum (*p) && *p != '-' && *p != '_' && *p != '.' && *p != ':')
+      *p = '_';
+  return s;
+}
+
+static int
+session_new (FbFuse *f, bool mount_options)
+{
+  g_autofree char *fsname = safe_fsname (f->fsname);
+  g_autofree char *opts = NULL;
+  char *argv[4];
+  struct fuse_args args;
+
+  if (f->se != NULL)
+    return -EALREADY;
+  /* default_permissions: the kernel checks the host's modes and owners
+   * against the caller, so a root daemon can't be used to read what the
+   * caller couldn't (/etc/shadow).  allow_other: callers other than the
+   * daemon's user may use the mount (the sandbox's uid, root's callers). */
+  opts = g_strdup_printf ("default_permissions,fsname=%s,subtype=fusebox%s%s", fsname,
+                          mount_options && f->options.allow_other ? ",allow_other" : "",
+                          mount_options && f->options.auto_unmount ? ",auto_unmount" : "");
+  argv[0] = (char *) "fusebox";
+  argv[1] = (char *) "-o";
+  argv[2] = opts;
+  argv[3] = NULL;
+  args = (struct fuse_args) FUSE_ARGS_INIT (3, argv);
+  f->se = fuse_session_new (&args, &fb_fuse_ops, sizeof fb_fuse_ops, f);
+  if (f->se == NULL)
+    return -EINVAL;
+  return 0;
+}
+
+/* The device number of the fuse mount at REAL (a canonical path resolved
+ * before mounting), from mountinfo: a stat would ask our own filesystem,
+ * which does not serve yet, and hang. */
+static dev_t
+mount_dev (const char *real)
+{
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+  dev_t dev = 0;
+
+  if (real == NULL || !g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return 0;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      unsigned maj, min;
+      char mnt[4096];
+      /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ..." (octal escapes in paths are
+       * rare enough for mount points we were given) */
+      if (sscanf (lines[i], "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) == 3 && strcmp (mnt, real) == 0
+          && strstr (lines[i], " - fuse") != NULL)
+        dev = makedev (maj, min); /* the last one is on top */
+    }
+  return dev;
+}
+
+int
+fb_fuse_mount (FbFuse *f, const char *mountpoint)
+{
+  bool is_fd = g_str_has_prefix (mountpoint, "/dev/fd/");
+  g_autofree char *real = is_fd ? NULL : realpath (mountpoint, NULL);
+  int r;
+
+  if (!is_fd && real == NULL)
+    return -errno;
+  r = session_new (f, !is_fd);
+  if (r < 0)
+    return r;
+  if (fuse_session_mount (f->se, mountpoint) != 0)
+    {
+      fuse_session_destroy (f->se);
+      f->se = NULL;
+      return -EIO;
+    }
+  if (!is_fd)
+    {
+      f->mountpoint = g_strdup (real);
+      f->conn_dev = mount_dev (real);
+    }
+  return 0;
+}
+
+int
+fb_fuse_serve_fd (FbFuse *f, int fd)
+{
+  g_autofree char *path = g_strdup_printf ("/dev/fd/%d", fd);
+
+  return fb_fuse_mount (f, path);
+}
+
+char *
+fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other)
+{
+  return g_strdup_printf ("fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions%s", fd, (unsigned) uid,
+                          (unsigned) gid, allow_other ? ",allow_other" : "");
+}
+
+int
+fb_fuse_run (FbFuse *f)
+{
+  struct fuse_loop_config *cfg;
+  int r;
+
+  if (f->se == NULL)
+    return -ENOTCONN;
+  cfg = fuse_loop_cfg_create ();
+  fuse_loop_cfg_set_max_threads (cfg, f->options.max_threads);
+  fuse_loop_cfg_set_idle_threads (cfg, MAX (f->options.max_threads / 2, 1));
+  /* one /dev/fuse descriptor per worker: no contention on a single one */
+  fuse_loop_cfg_set_clone_fd (cfg, 1);
+  r = fuse_session_loop_mt (f->se, cfg);
+  fuse_loop_cfg_destroy (cfg);
+  return r < 0 ? r : (r > 0 ? -EIO : 0);
+}
+
+static gpointer
+serve_thread (gpointer data)
+{
+  FbFuse *f = data;
+
+  f->result = fb_fuse_run (f);
+  if (f->done != NULL)
+    f->done (f->result, f->done_data);
+  return NULL;
+}
+
+int
+fb_fuse_start (FbFuse *f, FbFuseDoneFunc done, gpointer user_data)
+{
+  sigset_t block, old;
+  g_autoptr (GError) error = NULL;
+
+  if (f->se == NULL)
+    return -ENOTCONN;
+  if (f->thread != NULL)
+    return -EALREADY;
+  f->done = done;
+  f->done_data = user_data;
+  /* Workers inherit the mask: signals go to the main loop. */
+  sigemptyset (&block);
+  sigaddset (&block, SIGINT);
+  sigaddset (&block, SIGTERM);
+  sigaddset (&block, SIGHUP);
+  sigaddset (&block, SIGQUIT);
+  sigaddset (&block, SIGPIPE);
+  pthread_sigmask (SIG_BLOCK, &block, &old);
+  f->thread = g_thread_try_new ("fusebox-fuse", serve_thread, f, &error);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  return f->thread != NULL ? 0 : -EAGAIN;
+}
+
+int
+fb_fuse_join (FbFuse *f)
+{
+  if (f->thread == NULL)
+    return -ECHILD;
+  g_thread_join (f->thread);
+  f->thread = NULL;
+  return f->result;
+}
+
+static int
+run_fusermount_unmount (const char *mountpoint)
+{
+  const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                     NULL, &status, NULL))
+    return -ENOENT;
+  return g_spawn_check_wait_status (status, NULL) ? 0 : -EIO;
+}
+
+void
+fb_fuse_stop (FbFuse *f)
+{
+  if (f->se == NULL)
+    return;
+  fuse_session_exit (f->se);
+  if (f->mountpoint != NULL && !f->unmounted)
+    {
+      /* Lazily: the mount leaves the namespace now, the connection ends
+       * when the last file open in it is closed; the workers then read
+       * ENODEV and the loop returns. */
+      if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL
+          || run_fusermount_unmount (f->mountpoint) == 0)
+        f->unmounted = true;
+    }
+}
+
+int
+fb_fuse_abort (FbFuse *f)
+{
+  g_autofree char *path = NULL;
+  int fd, r = 0;
+
+  if (f->conn_dev == 0)
+    return -ENOENT;
+  path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (f->conn_dev));
+  fd = open (path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  if (write (fd, "1", 1) != 1)
+    r = -errno;
+  close (fd);
+  return r;
+}
+
+void
+fb_fuse_free (FbFuse *f)
+{
+  if (f == NULL)
+    return;
+  if (f->thread != NULL)
+    fb_fuse_join (f);
+  if (f->se != NULL)
+    {
+      /* Unmount only what we mounted and did not unmount already: after a
+       * lazy unmount the path may hold someone else's mount by now. */
+      if (f->mountpoint != NULL && !f->unmounted)
+        fuse_session_unmount (f->se);
+      fuse_session_destroy (f->se);
+    }
+  fb_view_node_unref (f->root);
+  fb_view_unref (f->view);
+  g_free (f->mountpoint);
+  g_free (f->fsname);
+  g_free (f);
+}

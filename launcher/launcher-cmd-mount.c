@@ -1,0 +1,571 @@
+/* fusebox mount — show the host's / at a directory through the view.
+ *
+ *   fusebox mount [--policy FILE|builtin:NAME] [--workspace DIR] [--log FILE]
+ *                 [--log-level L] [--foreground] MOUNTPOINT
+ *
+ * No namespaces: the same enforcement and the same access log as a
+ * sandbox, for auditing a tool in place, for tests and for benchmarks.
+ *
+ * Process and threads.  Everything that can fail with a message a person
+ * must see (options, the mount point, the policy, the run directory) is done
+ * first, single-threaded.  Without --foreground the process then forks
+ * before any thread exists (GLib's signal and worker threads, libfuse's
+ * workers); the parent waits on a CLOEXEC pipe and exits 0 once the child
+ * says the mount works, or 1 with the child's message.  The daemon runs the
+ * GLib main loop on its main thread (the access-log writer, signals) and
+ * the FUSE session on worker threads.  SIGINT, SIGTERM and SIGHUP unmount
+ * lazily and stop; if files stay open in the detached mount, the connection
+ * is aborted after a grace period (or at a second signal).  An external
+ * `fusermount3 -u` ends the session the same way.  At the end the log is
+ * drained, fsynced and closed; a normal stop never leaves a mount behind,
+ * and auto_unmount (fusermount3 watching the daemon) covers a killed one.
+ */
+#include "fs/fs.h"
+#include "ipc/ipc.h"
+#include "launcher/launcher-private.h"
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEFAULT_SPEC "builtin:default"
+/* How long a stop waits for files still open in the detached mount. */
+#define ABORT_GRACE_MS 2000
+
+typedef struct
+{
+  GMainLoop *loop;
+  FbFuse *fuse;
+  bool serving;
+  bool stopping;
+  gint fuse_done; /* atomic: set on the FUSE thread */
+  int fuse_result;
+  guint abort_id;
+} Daemon;
+
+static int
+usage_error (const char *message)
+{
+  fb_cmd_error ("mount: %s\nRun 'fusebox mount --help' for usage.", message);
+  return FB_EXIT_USAGE;
+}
+
+/* The type of the filesystem mounted at PATH (for a message), or NULL. */
+static char *
+mounted_type (const char *path)
+{
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+  char *type = NULL;
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      char mnt[4096], fstype[256];
+      const char *sep = strstr (lines[i], " - ");
+      if (sep != NULL && sscanf (lines[i], "%*u %*u %*u:%*u %*s %4095s", mnt) == 1 && strcmp (mnt, path) == 0
+          && sscanf (sep + 3, "%255s", fstype) == 1)
+        {
+          g_free (type);
+          type = g_strdup (fstype);
+        }
+    }
+  return type;
+}
+
+/* Check the mount point before anything else, with a message naming the
+ * path and the fix.  Returns its canonical path. */
+static char *
+check_mountpoint (const char *arg)
+{
+  struct statx stx;
+  char *real;
+
+  if (statx (AT_FDCWD, arg, 0, STATX_TYPE, &stx) < 0)
+    {
+      int err = errno;
+      if (err == ENOENT)
+        fb_cmd_error ("mount: the mount point %s does not exist; create it first (mkdir -p %s)", arg, arg);
+      else if (err == ENOTCONN)
+        fb_cmd_error ("mount: %s is a stale FUSE mount whose daemon is gone; unmount it with 'fusermount3 -u %s'",
+                      arg, arg);
+      else
+        fb_cmd_error ("mount: can't use the mount point %s: %s", arg, g_strerror (err));
+      return NULL;
+    }
+  if (!S_ISDIR (stx.stx_mode))
+    {
+      fb_cmd_error ("mount: the mount point %s is not a directory; give an (empty) directory to mount on", arg);
+      return NULL;
+    }
+  real = realpath (arg, NULL);
+  if (real == NULL)
+    {
+      fb_cmd_error ("mount: can't resolve the mount point %s: %s", arg, g_strerror (errno));
+      return NULL;
+    }
+  if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)
+      && strcmp (real, "/") != 0)
+    {
+      g_autofree char *type = mounted_type (real);
+      fb_cmd_error ("mount: %s is busy: a %s filesystem is already mounted there; unmount it first "
+                    "(fusermount3 -u %s, or umount %s) or choose another directory",
+                    real, type != NULL ? type : "", real, real);
+      free (real);
+      return NULL;
+    }
+  {
+    char *ret = g_strdup (real);
+    free (real);
+    return ret;
+  }
+}
+
+static char *
+resolve_workspace (const char *dir)
+{
+  char *real;
+  char *ret;
+
+  if (dir == NULL)
+    return NULL;
+  real = realpath (dir, NULL);
+  if (real == NULL || !g_file_test (real, G_FILE_TEST_IS_DIR))
+    {
+      fb_cmd_error ("mount: --workspace %s: %s; give the path of an existing directory", dir,
+                    real == NULL ? g_strerror (errno) : "not a directory");
+      free (real);
+      return NULL;
+    }
+  ret = g_strdup (real);
+  free (real);
+  return ret;
+}
+
+/* --- the daemon ------------------------------------------------------------- */
+
+static gboolean
+fuse_finished_idle (gpointer data)
+{
+  Daemon *d = data;
+
+  g_main_loop_quit (d->loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* On the FUSE serving thread: hand the end over to the main loop. */
+static void
+fuse_done (int result, gpointer data)
+{
+  Daemon *d = data;
+
+  d->fuse_result = result;
+  g_atomic_int_set (&d->fuse_done, 1);
+  g_idle_add (fuse_finished_idle, d);
+}
+
+static gboolean
+abort_after_grace (gpointer data)
+{
+  Daemon *d = data;
+
+  d->abort_id = 0;
+  if (!g_atomic_int_get (&d->fuse_done))
+    fb_fuse_abort (d->fuse);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_signal (gpointer data)
+{
+  Daemon *d = data;
+
+  if (!d->serving)
+    {
+      g_main_loop_quit (d->loop);
+      return G_SOURCE_CONTINUE;
+    }
+  if (d->stopping)
+    {
+      /* A second signal: don't wait for the files still open. */
+      fb_fuse_abort (d->fuse);
+      return G_SOURCE_CONTINUE;
+    }
+  d->stopping = true;
+  fb_fuse_stop (d->fuse);
+  d->abort_id = g_timeout_add (ABORT_GRACE_MS, abort_after_grace, d);
+  return G_SOURCE_CONTINUE;
+}
+
+/* Tell the waiting parent how it went (a line), then detach from it. */
+static void
+report_ready (int ready_fd, const char *message)
+{
+  if (ready_fd < 0)
+    return;
+  if (write (ready_fd, message, strlen (message)) < 0)
+    {
+      /* the parent is gone; nothing to tell */
+    }
+  close (ready_fd);
+}
+
+static void
+detach_stdio (const char *run_dir)
+{
+  g_autofree char *errlog = g_build_filename (run_dir, "mount.log", NULL);
+  int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  int err_fd = open (errlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+  /* Warnings after the mount go to the run directory, not to a terminal
+   * that may be gone. */
+  if (null_fd >= 0)
+    {
+      dup2 (null_fd, STDIN_FILENO);
+      dup2 (null_fd, STDOUT_FILENO);
+      dup2 (err_fd >= 0 ? err_fd : null_fd, STDERR_FILENO);
+      close (null_fd);
+    }
+  if (err_fd >= 0)
+    close (err_fd);
+}
+
+typedef struct
+{
+  FbPolicy *policy;
+  FbLogLevel level;
+  const char *mountpoint;
+  const char *run_dir;
+  const char *run_id;
+  const char *log_path;
+  double cache_timeout;
+  bool foreground;
+} MountArgs;
+
+static int
+run_daemon (const MountArgs *a, int ready_fd)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbAccessLog) log = NULL;
+  g_autoptr (FbView) view = NULL;
+  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autofree char *msg = NULL;
+  const char *blank[] = { a->mountpoint, NULL };
+  FbAccessLogOptions lo = { 0 };
+  FbViewOptions vo;
+  FbFuseOptions fo;
+  Daemon d = { 0 };
+  guint sig_ids[3];
+  int r, status = FB_EXIT_OK;
+
+  d.loop = loop;
+  sig_ids[0] = g_unix_signal_add (SIGINT, on_signal, &d);
+  sig_ids[1] = g_unix_signal_add (SIGTERM, on_signal, &d);
+  sig_ids[2] = g_unix_signal_add (SIGHUP, on_signal, &d);
+  signal (SIGPIPE, SIG_IGN);
+
+  lo.path = a->log_path;
+  lo.run_id = a->run_id;
+  log = fb_access_log_new (&lo, NULL, &error);
+  if (log == NULL)
+    {
+      msg = g_strdup_printf ("mount: can't open the access log %s: %s; give a writable --log FILE", a->log_path,
+                             error->message);
+      goto fail;
+    }
+
+  fb_view_options_init (&vo);
+  vo.sink = fb_access_log_get_sink (log);
+  vo.log_level = a->level;
+  vo.blank_paths = blank;
+  r = fb_view_new (a->policy, &vo, &view);
+  if (r < 0)
+    {
+      msg = g_strdup_printf ("mount: can't open the policy's directories: %s (a private source under %s, or the "
+                             "root's source, could not be created or opened)",
+                             g_strerror (-r), a->run_dir);
+      goto fail;
+    }
+
+  fb_fuse_options_init (&fo);
+  fo.entry_timeout = fo.attr_timeout = fo.negative_timeout = a->cache_timeout;
+  fb_fuse_new (view, &fo, &d.fuse);
+  r = fb_fuse_mount (d.fuse, a->mountpoint);
+  if (r < 0)
+    {
+      msg = g_strdup_printf ("mount: mounting at %s failed (libfuse said why above); check that /dev/fuse is usable "
+                             "and that fusermount3 is installed (package fuse3), or run as root",
+                             a->mountpoint);
+      goto fail;
+    }
+  r = fb_fuse_start (d.fuse, fuse_done, &d);
+  if (r < 0)
+    {
+      msg = g_strdup_printf ("mount: can't start the FUSE threads: %s", g_strerror (-r));
+      fb_fuse_stop (d.fuse);
+      goto fail;
+    }
+  d.serving = true;
+
+  if (a->foreground)
+    printf ("fusebox: %s shows / through the policy %s\nfusebox: run directory %s\nfusebox: access log %s\n",
+            a->mountpoint, fb_policy_get_origin (a->policy), a->run_dir, a->log_path);
+  else
+    {
+      report_ready (ready_fd, "OK");
+      ready_fd = -1;
+      detach_stdio (a->run_dir);
+    }
+  fflush (stdout);
+
+  g_main_loop_run (loop);
+
+  /* Here the session has ended (unmounted by us or by someone else) or a
+   * signal came before serving started. */
+  if (!g_atomic_int_get (&d.fuse_done))
+    {
+      fb_fuse_stop (d.fuse);
+      while (!g_atomic_int_get (&d.fuse_done))
+        g_main_context_iteration (NULL, TRUE);
+    }
+  if (d.abort_id != 0)
+    g_source_remove (d.abort_id);
+  fb_fuse_join (d.fuse);
+  if (d.fuse_result < 0)
+    {
+      g_printerr ("fusebox: mount: the FUSE session ended with an error: %s\n", g_strerror (-d.fuse_result));
+      status = FB_EXIT_FAILURE;
+    }
+  g_clear_pointer (&d.fuse, fb_fuse_free);
+  g_clear_pointer (&view, fb_view_unref);
+  if (!fb_access_log_close (log, &error))
+    {
+      g_printerr ("fusebox: mount: the access log %s could not be completed: %s\n", a->log_path, error->message);
+      status = FB_EXIT_FAILURE;
+    }
+  else if (a->foreground)
+    printf ("fusebox: unmounted %s; %" G_GUINT64_FORMAT " records in %s\n", a->mountpoint,
+            fb_access_log_get_count (log), a->log_path);
+  for (guint i = 0; i < G_N_ELEMENTS (sig_ids); i++)
+    g_source_remove (sig_ids[i]);
+  return status;
+
+fail:
+  if (d.fuse != NULL)
+    {
+      fb_fuse_free (d.fuse);
+      d.fuse = NULL;
+    }
+  g_clear_pointer (&view, fb_view_unref);
+  if (log != NULL)
+    fb_access_log_close (log, NULL);
+  if (ready_fd >= 0)
+    {
+      g_autofree char *line = g_strconcat ("ERR ", msg, NULL);
+      report_ready (ready_fd, line);
+    }
+  else
+    fb_cmd_error ("%s", msg);
+  for (guint i = 0; i < G_N_ELEMENTS (sig_ids); i++)
+    g_source_remove (sig_ids[i]);
+  return FB_EXIT_FAILURE;
+}
+
+/* The parent of a daemonizing mount: wait for the child's word. */
+static int
+wait_ready (int fd, pid_t child, const MountArgs *a)
+{
+  GString *msg = g_string_new (NULL);
+  char buf[512];
+  ssize_t n;
+  int status;
+
+  while ((n = read (fd, buf, sizeof buf)) != 0)
+    {
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          break;
+        }
+      g_string_append_len (msg, buf, n);
+    }
+  close (fd);
+  if (strcmp (msg->str, "OK") == 0)
+    {
+      printf ("fusebox: %s shows / through the policy %s (daemon pid %d)\n"
+              "fusebox: run directory %s\nfusebox: access log %s\n"
+              "fusebox: stop it with 'fusermount3 -u %s' or 'kill %d'\n",
+              a->mountpoint, fb_policy_get_origin (a->policy), (int) child, a->run_dir, a->log_path, a->mountpoint,
+              (int) child);
+      g_string_free (msg, TRUE);
+      return FB_EXIT_OK;
+    }
+  if (g_str_has_prefix (msg->str, "ERR "))
+    fb_cmd_error ("%s", msg->str + 4);
+  else
+    {
+      waitpid (child, &status, 0);
+      fb_cmd_error ("mount: the daemon exited before the mount was ready (%s); run with --foreground to see why",
+                    WIFSIGNALED (status) ? g_strsignal (WTERMSIG (status)) : "no message");
+    }
+  g_string_free (msg, TRUE);
+  return FB_EXIT_FAILURE;
+}
+
+int
+fb_cmd_mount (int argc, char **argv)
+{
+  g_autofree char *policy_arg = NULL;
+  g_autofree char *workspace_arg = NULL;
+  g_autofree char *log_arg = NULL;
+  g_autofree char *level_arg = NULL;
+  gboolean foreground = FALSE;
+  double cache_timeout = 1.0;
+  const GOptionEntry entries[] = {
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy_arg, "The policy: a file, or builtin:NAME (default builtin:default)",
+      "FILE|builtin:NAME" },
+    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &workspace_arg,
+      "Directory that ${WORKSPACE} stands for (default: the current directory)", "DIR" },
+    { "log", 'l', 0, G_OPTION_ARG_FILENAME, &log_arg,
+      "Write the access log to FILE (default: access.jsonl in a new run directory)", "FILE" },
+    { "log-level", 'L', 0, G_OPTION_ARG_STRING, &level_arg, "mutations, opens (default) or all", "LEVEL" },
+    { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Stay in the foreground until stopped", NULL },
+    { "cache-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &cache_timeout,
+      "Seconds the kernel keeps names and attributes (default 1): how long a change made on the host by someone "
+      "else may take to show",
+      "SECONDS" },
+    { NULL },
+  };
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) policy = NULL;
+  g_autofree char *mountpoint = NULL;
+  g_autofree char *workspace = NULL;
+  g_autofree char *run_id = NULL;
+  g_autofree char *run_dir = NULL;
+  g_autofree char *log_path = NULL;
+  FbPolicyVarsStorage vars = { 0 };
+  FbLogLevel level = FB_LOG_LEVEL_OPENS;
+  MountArgs a = { 0 };
+  int pipefd[2];
+  pid_t pid;
+  int status;
+
+  g_set_prgname ("fusebox mount");
+  ctx = g_option_context_new ("MOUNTPOINT");
+  g_option_context_set_summary (ctx, "Show the host's / at MOUNTPOINT through the view: every access decided by the "
+                                     "policy and logged.");
+  g_option_context_set_description (
+    ctx, "No namespaces are made: this is the sandbox's view and log for a tool run in place, for tests and for\n"
+         "benchmarks.  Absolute symlinks inside MOUNTPOINT resolve on the host, not in the view (only\n"
+         "'fusebox run' makes the view the root).  Without --foreground the command returns once the mount\n"
+         "works and prints the daemon's pid and run directory.  Stop it with Ctrl-C (foreground),\n"
+         "SIGTERM/SIGHUP, or 'fusermount3 -u MOUNTPOINT'; the log is then complete and fsynced.\n"
+         "\n"
+         "Exit status: 0 mounted (or, in the foreground, stopped cleanly), 1 failure, 2 usage error.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    return usage_error (error->message);
+  if (argc != 2)
+    return usage_error (argc < 2 ? "no MOUNTPOINT given" : "more than one MOUNTPOINT given");
+  if (level_arg != NULL && !fb_log_level_from_string (level_arg, &level))
+    {
+      g_autofree char *m = g_strdup_printf ("--log-level %s: unknown level; use mutations, opens or all", level_arg);
+      return usage_error (m);
+    }
+  if (!(cache_timeout >= 0 && cache_timeout <= 86400))
+    return usage_error ("--cache-timeout: give seconds between 0 and 86400");
+
+  mountpoint = check_mountpoint (argv[1]);
+  if (mountpoint == NULL)
+    return FB_EXIT_FAILURE;
+  if (workspace_arg != NULL && (workspace = resolve_workspace (workspace_arg)) == NULL)
+    return FB_EXIT_FAILURE;
+  if (access ("/dev/fuse", R_OK | W_OK) < 0 && geteuid () == 0)
+    {
+      fb_cmd_error ("mount: /dev/fuse is missing or unusable (%s); load the fuse module (modprobe fuse) or, in a "
+                    "container, pass the device (--device /dev/fuse)",
+                    g_strerror (errno));
+      return FB_EXIT_FAILURE;
+    }
+
+  run_id = fb_run_new_id ();
+  run_dir = fb_run_dir_create (run_id, &error);
+  if (run_dir == NULL)
+    {
+      fb_cmd_error ("mount: can't create the run directory: %s; set XDG_STATE_HOME to a writable directory",
+                    error->message);
+      return FB_EXIT_FAILURE;
+    }
+  fb_policy_vars_init_from_env (&vars, workspace, run_dir);
+  policy = fb_policy_load_spec (policy_arg != NULL ? policy_arg : DEFAULT_SPEC, &vars.vars, &error);
+  fb_policy_vars_clear (&vars);
+  if (policy == NULL)
+    {
+      fb_cmd_error ("mount: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+  {
+    /* The effective policy beside the log, for whoever audits the run. */
+    g_autofree char *json = fb_policy_to_json (policy);
+    g_autofree char *path = g_build_filename (run_dir, "policy.json", NULL);
+    if (json != NULL)
+      g_file_set_contents_full (path, json, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, NULL);
+  }
+  log_path = log_arg != NULL ? g_canonicalize_filename (log_arg, NULL) : g_build_filename (run_dir, "access.jsonl", NULL);
+
+  a.policy = policy;
+  a.level = level;
+  a.mountpoint = mountpoint;
+  a.run_dir = run_dir;
+  a.run_id = run_id;
+  a.log_path = log_path;
+  a.cache_timeout = cache_timeout;
+  a.foreground = foreground;
+
+  /* Created objects get exactly the modes the caller asked for: the kernel
+   * applied the caller's umask already. */
+  umask (0);
+
+  if (foreground)
+    return run_daemon (&a, -1);
+
+  /* Fork now, single-threaded; the parent only waits for the word. */
+  if (pipe2 (pipefd, O_CLOEXEC) < 0)
+    {
+      fb_cmd_error ("mount: pipe: %s", g_strerror (errno));
+      return FB_EXIT_FAILURE;
+    }
+  fflush (stdout);
+  fflush (stderr);
+  pid = fork ();
+  if (pid < 0)
+    {
+      fb_cmd_error ("mount: fork: %s", g_strerror (errno));
+      return FB_EXIT_FAILURE;
+    }
+  if (pid > 0)
+    {
+      close (pipefd[1]);
+      return wait_ready (pipefd[0], pid, &a);
+    }
+  close (pipefd[0]);
+  setsid ();
+  if (chdir ("/") < 0)
+    {
+      /* stay where we are; nothing depends on it */
+    }
+  status = run_daemon (&a, pipefd[1]);
+  _exit (status);
+}
