@@ -20,6 +20,7 @@ typedef struct
 
 static const Command commands[] = {
   { "policy", fb_cmd_policy, "check, explain or show a policy" },
+  { "check", fb_cmd_check, "check that sandboxes can be made on this host" },
   { "log", fb_cmd_log, "print a run's access log, or follow it" },
   { "report", fb_cmd_report, "summarise a run's access log for an auditor" },
   { "mount", fb_cmd_mount, "show the host's / at a directory through the policy, logged" },
