@@ -52,6 +52,7 @@
  */
 #include "policy/policy.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 /* Bound on what a hostile context can make us build: alternatives produced
@@ -122,7 +123,61 @@ translation_clear (Translation *t)
   g_clear_pointer (&t->explicit, g_hash_table_unref);
 }
 
-/* ---- JSON helpers: every error names the JSON path ---- */
+/* ---- JSON paths and helpers: every error names the field ---- */
+
+/* Where a field sits in the context ("sandbox.permissions.file_system.
+ * entries[2].access"), as a chain of stack frames: formatted only when an
+ * error is raised, so that a valid context costs no string building. */
+typedef struct Jp Jp;
+struct Jp
+{
+  const Jp *parent;
+  const char *key; /* ".key", or the root's name when parent is NULL */
+  int index;       /* "[index]" when key is NULL */
+};
+
+#define JP_MEMBER(parent, key) ((Jp){ (parent), (key), -1 })
+#define JP_INDEX(parent, i) ((Jp){ (parent), NULL, (int)(i) })
+
+static void
+jp_append (GString *out, const Jp *jp)
+{
+  if (jp->parent != NULL)
+    jp_append (out, jp->parent);
+  if (jp->key == NULL)
+    g_string_append_printf (out, "[%d]", jp->index);
+  else
+    {
+      if (jp->parent != NULL)
+        g_string_append_c (out, '.');
+      g_string_append (out, jp->key);
+    }
+}
+
+static char *
+jp_format (const Jp *jp)
+{
+  GString *out = g_string_sized_new (64);
+
+  jp_append (out, jp);
+  return g_string_free (out, FALSE);
+}
+
+static void set_error (GError **error, int code, const Jp *jp, const char *format, ...) G_GNUC_PRINTF (4, 5);
+
+/* "JSON.PATH: message" */
+static void
+set_error (GError **error, int code, const Jp *jp, const char *format, ...)
+{
+  g_autofree char *where = jp_format (jp);
+  g_autofree char *what = NULL;
+  va_list ap;
+
+  va_start (ap, format);
+  what = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  g_set_error (error, FB_POLICY_ERROR, code, "%s: %s", where, what);
+}
 
 static const char *
 node_type_name (JsonNode *node)
@@ -148,32 +203,45 @@ node_type_name (JsonNode *node)
 }
 
 static JsonObject *
-want_object (JsonNode *node, const char *jp, GError **error)
+want_object (JsonNode *node, const Jp *jp, GError **error)
 {
   if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: expected an object, found %s", jp,
-                   node_type_name (node));
+      set_error (error, FB_POLICY_ERROR_SCHEMA, jp, "expected an object, found %s", node_type_name (node));
       return NULL;
     }
   return json_node_get_object (node);
 }
 
+/* A required member; its absence is an error naming it. */
+static JsonNode *
+want_member (JsonObject *obj, const Jp *jp, const char *key, GError **error)
+{
+  JsonNode *node = json_object_get_member (obj, key);
+
+  if (node == NULL)
+    {
+      Jp field = JP_MEMBER (jp, key);
+      set_error (error, FB_POLICY_ERROR_SCHEMA, &field, "missing; this field is required");
+    }
+  return node;
+}
+
 /* Refuse members outside ALLOWED (NULL-terminated): a misspelt key must not
  * be ignored, since it may have been meant to narrow. */
 static bool
-check_keys (JsonObject *obj, const char *jp, const char *const *allowed, GError **error)
+check_keys (JsonObject *obj, const Jp *jp, const char *const *allowed, GError **error)
 {
-  g_autoptr (GList) members = json_object_get_members (obj);
+  JsonObjectIter iter;
+  const char *key;
 
-  for (GList *l = members; l != NULL; l = l->next)
+  json_object_iter_init (&iter, obj);
+  while (json_object_iter_next (&iter, &key, NULL))
     {
-      const char *key = l->data;
       if (g_strv_contains (allowed, key))
         continue;
       g_autofree char *valid = g_strjoinv (", ", (char **)allowed);
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: unknown field \"%s\"; valid: %s", jp, key,
-                   valid);
+      set_error (error, FB_POLICY_ERROR_SCHEMA, jp, "unknown field \"%s\"; valid: %s", key, valid);
       return false;
     }
   return true;
@@ -181,22 +249,22 @@ check_keys (JsonObject *obj, const char *jp, const char *const *allowed, GError 
 
 /* A string member; absent or null gives *ret = NULL (error only if required). */
 static bool
-get_string (JsonObject *obj, const char *jp, const char *key, bool required, const char **ret, GError **error)
+get_string (JsonObject *obj, const Jp *jp, const char *key, bool required, const char **ret, GError **error)
 {
   JsonNode *node = json_object_get_member (obj, key);
+  Jp field = JP_MEMBER (jp, key);
 
   *ret = NULL;
   if (node == NULL || JSON_NODE_HOLDS_NULL (node))
     {
       if (!required)
         return true;
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: missing; this field is required", jp, key);
+      set_error (error, FB_POLICY_ERROR_SCHEMA, &field, "missing; this field is required");
       return false;
     }
   if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: expected a string, found %s", jp, key,
-                   node_type_name (node));
+      set_error (error, FB_POLICY_ERROR_SCHEMA, &field, "expected a string, found %s", node_type_name (node));
       return false;
     }
   *ret = json_node_get_string (node);
@@ -204,27 +272,31 @@ get_string (JsonObject *obj, const char *jp, const char *key, bool required, con
 }
 
 static bool
-check_bool (JsonObject *obj, const char *jp, const char *key, GError **error)
+check_bool (JsonObject *obj, const Jp *jp, const char *key, GError **error)
 {
   JsonNode *node = json_object_get_member (obj, key);
+  Jp field = JP_MEMBER (jp, key);
 
   if (node == NULL || JSON_NODE_HOLDS_NULL (node))
     return true;
   if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_BOOLEAN)
     return true;
-  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: expected a boolean, found %s", jp, key,
-               node_type_name (node));
+  set_error (error, FB_POLICY_ERROR_SCHEMA, &field, "expected a boolean, found %s", node_type_name (node));
   return false;
 }
 
+/* A string member that must be one of VALID (NULL when absent and optional). */
 static bool
-one_of (const char *value, const char *jp, const char *what, const char *const *valid, GError **error)
+get_enum (JsonObject *obj, const Jp *jp, const char *key, bool required, const char *what, const char *const *valid,
+          const char **ret, GError **error)
 {
-  if (g_strv_contains (valid, value))
+  if (!get_string (obj, jp, key, required, ret, error))
+    return false;
+  if (*ret == NULL || g_strv_contains (valid, *ret))
     return true;
+  Jp field = JP_MEMBER (jp, key);
   g_autofree char *list = g_strjoinv (", ", (char **)valid);
-  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE, "%s: unknown %s \"%s\"; valid: %s", jp, what, value,
-               list);
+  set_error (error, FB_POLICY_ERROR_VALUE, &field, "unknown %s \"%s\"; valid: %s", what, *ret, list);
   return false;
 }
 
@@ -265,39 +337,38 @@ normalize_absolute (const char *path)
 /* A Codex PathUri ("file:///abs/path", percent-encoded) or, as our API also
  * accepts, a plain absolute path. */
 static char *
-parse_path (const char *value, const char *jp, GError **error)
+parse_path (const char *value, const Jp *jp, GError **error)
 {
   g_autofree char *raw = NULL;
 
   if (g_ascii_strncasecmp (value, "file:", 5) == 0)
     {
       g_autofree char *host = NULL;
-      g_autoptr (GError) local = NULL;
 
       /* GLib would keep "?query" as part of the name; in a URI it is not. */
       if (strchr (value, '?') != NULL || strchr (value, '#') != NULL)
         {
-          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                       "%s: \"%s\" has a query or fragment; a file URI names a path only (percent-encode '?' and "
-                       "'#' in names)",
-                       jp, value);
+          set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                     "\"%s\" has a query or fragment; a file URI names a path only (percent-encode '?' and '#' in "
+                     "names)",
+                     value);
           return NULL;
         }
-      raw = g_filename_from_uri (value, &host, &local);
+      raw = g_filename_from_uri (value, &host, NULL);
       if (raw == NULL)
         {
-          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                       "%s: \"%s\" is not a valid file URI (bad percent-escape, or an encoded '/' or NUL); expected "
-                       "e.g. file:///home/me/project",
-                       jp, value);
+          set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                     "\"%s\" is not a valid file URI (bad percent-escape, or an encoded '/' or NUL); expected e.g. "
+                     "file:///home/me/project",
+                     value);
           return NULL;
         }
       if (host != NULL && g_ascii_strcasecmp (host, "localhost") != 0)
         {
-          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                       "%s: \"%s\" names host \"%s\" (a Windows UNC path?); fusebox only sandboxes local paths: use "
-                       "file:///PATH",
-                       jp, value, host);
+          set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                     "\"%s\" names host \"%s\" (a Windows UNC path?); fusebox only sandboxes local paths: use "
+                     "file:///PATH",
+                     value, host);
           return NULL;
         }
     }
@@ -305,17 +376,16 @@ parse_path (const char *value, const char *jp, GError **error)
     raw = g_strdup (value);
   else
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                   "%s: \"%s\" is neither a file:// URI nor an absolute path; expected e.g. file:///home/me/project",
-                   jp, value);
+      set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                 "\"%s\" is neither a file:// URI nor an absolute path; expected e.g. file:///home/me/project", value);
       return NULL;
     }
 
   /* Codex reads file:///C:/x as a Windows drive path; it names nothing here. */
   if (g_ascii_isalpha (raw[1]) && raw[2] == ':' && (raw[3] == '/' || raw[3] == '\0'))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                   "%s: \"%s\" is a Windows drive path; fusebox runs on Linux and needs a POSIX path", jp, value);
+      set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                 "\"%s\" is a Windows drive path; fusebox runs on Linux and needs a POSIX path", value);
       return NULL;
     }
   return normalize_absolute (raw);
@@ -324,21 +394,20 @@ parse_path (const char *value, const char *jp, GError **error)
 /* Codex joins a project-roots subpath only when it is relative and has no
  * "." or ".." segment, so that a rule can never leave its root. */
 static bool
-check_subpath (const char *subpath, const char *jp, GError **error)
+check_subpath (const char *subpath, const Jp *jp, GError **error)
 {
   if (subpath[0] == '\0' || subpath[0] == '/')
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                   "%s: \"%s\" must be a non-empty path relative to the project roots (e.g. \"docs\")", jp, subpath);
+      set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                 "\"%s\" must be a non-empty path relative to the project roots (e.g. \"docs\")", subpath);
       return false;
     }
   g_auto (GStrv) parts = g_strsplit (subpath, "/", -1);
   for (guint i = 0; parts[i] != NULL; i++)
     if (strcmp (parts[i], ".") == 0 || strcmp (parts[i], "..") == 0)
       {
-        g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                     "%s: \"%s\" has a \"%s\" segment; a subpath must stay inside each project root", jp, subpath,
-                     parts[i]);
+        set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                   "\"%s\" has a \"%s\" segment; a subpath must stay inside each project root", subpath, parts[i]);
         return false;
       }
   return true;
@@ -473,15 +542,12 @@ expand_braces (const char *pattern, GPtrArray *out)
 }
 
 static bool
-parse_access (JsonObject *entry, const char *jp, FbPolicyAccess *ret, const char **ret_name, GError **error)
+parse_access (JsonObject *entry, const Jp *jp, FbPolicyAccess *ret, const char **ret_name, GError **error)
 {
   static const char *const valid[] = { "read", "write", "deny", "none", NULL };
   const char *access;
-  g_autofree char *field = g_strdup_printf ("%s.access", jp);
 
-  if (!get_string (entry, jp, "access", true, &access, error))
-    return false;
-  if (!one_of (access, field, "access", valid, error))
+  if (!get_enum (entry, jp, "access", true, "access", valid, &access, error))
     return false;
   if (strcmp (access, "read") == 0)
     *ret = FB_POLICY_ACCESS_READ;
@@ -494,58 +560,59 @@ parse_access (JsonObject *entry, const char *jp, FbPolicyAccess *ret, const char
 }
 
 static bool
-need_cwd (Translation *t, const char *jp, const char *what, GError **error)
+need_cwd (Translation *t, const Jp *jp, const char *what, GError **error)
 {
   if (t->cwd != NULL)
     return true;
-  g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-               "%s: %s needs a working directory, but the context has no \"cwd\" and none is known here; add "
-               "\"cwd\": \"file:///PATH\"",
-               jp, what);
+  set_error (error, FB_POLICY_ERROR_VALUE, jp,
+             "%s needs a working directory, but the context has no \"cwd\" and none is known here; add \"cwd\": "
+             "\"file:///PATH\"",
+             what);
   return false;
 }
 
+/* ENTRY_AT names the entry in each rule's why ("from sandbox....entries[3]"). */
 static bool
-translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAccess access, const char *access_name,
-                   const char *entry_jp, GError **error)
+translate_special (Translation *t, JsonObject *value, const Jp *jp, FbPolicyAccess access, const char *access_name,
+                   const char *entry_at, GError **error)
 {
   static const char *const kinds[] = { "root",      "minimal", "project_roots", "current_working_directory", "tmpdir",
                                        "slash_tmp", NULL };
   static const char *const kind_only[] = { "kind", NULL };
   static const char *const with_subpath[] = { "kind", "subpath", NULL };
   const char *kind;
-  g_autofree char *kind_jp = g_strdup_printf ("%s.kind", jp);
+  Jp kind_jp = JP_MEMBER (jp, "kind");
 
-  if (!get_string (value, jp, "kind", true, &kind, error) || !one_of (kind, kind_jp, "special path kind", kinds, error))
+  if (!get_enum (value, jp, "kind", true, "special path kind", kinds, &kind, error))
     return false;
 
   if (strcmp (kind, "project_roots") == 0 || strcmp (kind, "current_working_directory") == 0)
     {
       const char *subpath;
+      Jp sub_jp = JP_MEMBER (jp, "subpath");
       if (!check_keys (value, jp, with_subpath, error) || !get_string (value, jp, "subpath", false, &subpath, error))
         return false;
-      g_autofree char *sub_jp = g_strdup_printf ("%s.subpath", jp);
-      if (subpath != NULL && !check_subpath (subpath, sub_jp, error))
+      if (subpath != NULL && !check_subpath (subpath, &sub_jp, error))
         return false;
-      if (t->project->len == 0 && !need_cwd (t, kind_jp, "project_roots", error))
+      if (t->project->len == 0 && !need_cwd (t, &kind_jp, "project_roots", error))
         return false;
       g_autofree char *why =
         subpath != NULL
-          ? g_strdup_printf ("codex: special project_roots subpath %s (%s), from %s", subpath, access_name, entry_jp)
-          : g_strdup_printf ("codex: special project_roots (%s), from %s", access_name, entry_jp);
+          ? g_strdup_printf ("codex: special project_roots subpath %s (%s), from %s", subpath, access_name, entry_at)
+          : g_strdup_printf ("codex: special project_roots (%s), from %s", access_name, entry_at);
       for (guint i = 0; i < t->project->len; i++)
         {
           const char *root = t->project->pdata[i];
           g_autofree char *path = subpath != NULL ? join_path (root, subpath) : g_strdup (root);
           add_rule (t, path, access, why);
-          g_hash_table_add (t->explicit, g_strdup (path));
+          g_hash_table_add (t->explicit, g_steal_pointer (&path));
         }
       return true;
     }
 
   if (!check_keys (value, jp, kind_only, error))
     return false;
-  g_autofree char *why = g_strdup_printf ("codex: special %s (%s), from %s", kind, access_name, entry_jp);
+  g_autofree char *why = g_strdup_printf ("codex: special %s (%s), from %s", kind, access_name, entry_at);
 
   if (strcmp (kind, "root") == 0)
     {
@@ -576,7 +643,7 @@ translate_special (Translation *t, JsonObject *value, const char *jp, FbPolicyAc
           const char *env = g_getenv ("TMPDIR");
           g_autofree char *dir = env != NULL && env[0] == '/' ? normalize_absolute (env) : g_strdup ("/tmp");
           add_rule (t, dir, access, why);
-          g_hash_table_add (t->explicit, g_strdup (dir));
+          g_hash_table_add (t->explicit, g_steal_pointer (&dir));
         }
     }
   else /* slash_tmp */
@@ -667,14 +734,14 @@ codex_glob_to_ours (const char *anchored)
 }
 
 static bool
-translate_glob (Translation *t, const char *pattern, const char *jp, FbPolicyAccess access, const char *access_name,
-                const char *entry_jp, GError **error)
+translate_glob (Translation *t, const char *pattern, const Jp *jp, FbPolicyAccess access, const char *access_name,
+                const char *entry_at, GError **error)
 {
   g_autofree char *anchored = NULL;
 
   if (pattern[0] == '\0')
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE, "%s: empty glob pattern", jp);
+      set_error (error, FB_POLICY_ERROR_VALUE, jp, "empty glob pattern");
       return false;
     }
   /* Codex matches glob entries only to deny; read or write globs have no
@@ -689,10 +756,10 @@ translate_glob (Translation *t, const char *pattern, const char *jp, FbPolicyAcc
       const char *home = t->home != NULL ? t->home : (t->vars != NULL ? t->vars->home : NULL);
       if (home == NULL)
         {
-          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                       "%s: \"%s\" is relative to the home directory, but the context has no \"userHomeDir\" and "
-                       "none is known here",
-                       jp, pattern);
+          set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                     "\"%s\" is relative to the home directory, but the context has no \"userHomeDir\" and none is "
+                     "known here",
+                     pattern);
           return false;
         }
       anchored = g_strconcat (home, strcmp (home, "/") == 0 ? "" : "/", pattern[1] == '/' ? pattern + 2 : "", NULL);
@@ -707,12 +774,13 @@ translate_glob (Translation *t, const char *pattern, const char *jp, FbPolicyAcc
   g_autoptr (GPtrArray) alternatives = g_ptr_array_new_with_free_func (g_free);
   if (!expand_braces (anchored, alternatives))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
-                   "%s: \"%s\" expands to more than %d patterns; split it into several entries", jp, pattern,
-                   MAX_BRACE_EXPANSIONS);
+      set_error (error, FB_POLICY_ERROR_VALUE, jp,
+                 "\"%s\" expands to more than %d patterns; split it into several "
+                 "entries",
+                 pattern, MAX_BRACE_EXPANSIONS);
       return false;
     }
-  g_autofree char *why = g_strdup_printf ("codex: glob_pattern %s (%s), from %s", pattern, access_name, entry_jp);
+  g_autofree char *why = g_strdup_printf ("codex: glob_pattern %s (%s), from %s", pattern, access_name, entry_at);
   for (guint i = 0; i < alternatives->len; i++)
     {
       g_autofree char *ours = codex_glob_to_ours (alternatives->pdata[i]);
@@ -726,7 +794,7 @@ translate_glob (Translation *t, const char *pattern, const char *jp, FbPolicyAcc
 }
 
 static bool
-translate_entry (Translation *t, JsonNode *node, const char *jp, GError **error)
+translate_entry (Translation *t, JsonNode *node, const Jp *jp, GError **error)
 {
   static const char *const entry_keys[] = { "path", "access", "missing_path_behavior", NULL };
   static const char *const path_types[] = { "path", "glob_pattern", "special", NULL };
@@ -735,11 +803,10 @@ translate_entry (Translation *t, JsonNode *node, const char *jp, GError **error)
   static const char *const special_keys[] = { "type", "value", NULL };
   static const char *const missing_values[] = { "skip", NULL };
   JsonObject *entry, *path_obj;
+  JsonNode *member;
   FbPolicyAccess access;
   const char *access_name, *type, *missing;
-  g_autofree char *path_jp = g_strdup_printf ("%s.path", jp);
-  g_autofree char *type_jp = g_strdup_printf ("%s.path.type", jp);
-  g_autofree char *missing_jp = g_strdup_printf ("%s.missing_path_behavior", jp);
+  Jp path_jp = JP_MEMBER (jp, "path");
 
   if ((entry = want_object (node, jp, error)) == NULL || !check_keys (entry, jp, entry_keys, error) ||
       !parse_access (entry, jp, &access, &access_name, error))
@@ -747,30 +814,27 @@ translate_entry (Translation *t, JsonNode *node, const char *jp, GError **error)
   /* "skip" tells Codex to drop the entry when the path is missing on the
    * host; a rule for a missing path decides nothing, so keeping it is the
    * same and needs no look at the host. */
-  if (!get_string (entry, jp, "missing_path_behavior", false, &missing, error) ||
-      (missing != NULL && !one_of (missing, missing_jp, "missing_path_behavior", missing_values, error)))
+  if (!get_enum (entry, jp, "missing_path_behavior", false, "missing_path_behavior", missing_values, &missing, error))
     return false;
-  if (!json_object_has_member (entry, "path"))
-    {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", path_jp);
-      return false;
-    }
-  if ((path_obj = want_object (json_object_get_member (entry, "path"), path_jp, error)) == NULL ||
-      !get_string (path_obj, path_jp, "type", true, &type, error) ||
-      !one_of (type, type_jp, "path type", path_types, error))
+  if ((member = want_member (entry, jp, "path", error)) == NULL ||
+      (path_obj = want_object (member, &path_jp, error)) == NULL ||
+      !get_enum (path_obj, &path_jp, "type", true, "path type", path_types, &type, error))
     return false;
+
+  /* The entry's place, quoted in each rule's why. */
+  g_autofree char *entry_at = jp_format (jp);
 
   if (strcmp (type, "path") == 0)
     {
       const char *value;
-      g_autofree char *value_jp = g_strdup_printf ("%s.path", path_jp);
-      if (!check_keys (path_obj, path_jp, path_keys, error) ||
-          !get_string (path_obj, path_jp, "path", true, &value, error))
+      Jp value_jp = JP_MEMBER (&path_jp, "path");
+      if (!check_keys (path_obj, &path_jp, path_keys, error) ||
+          !get_string (path_obj, &path_jp, "path", true, &value, error))
         return false;
-      g_autofree char *path = parse_path (value, value_jp, error);
+      g_autofree char *path = parse_path (value, &value_jp, error);
       if (path == NULL)
         return false;
-      g_autofree char *why = g_strdup_printf ("codex: path (%s), from %s", access_name, jp);
+      g_autofree char *why = g_strdup_printf ("codex: path (%s), from %s", access_name, entry_at);
       add_rule (t, path, access, why);
       g_hash_table_add (t->explicit, g_steal_pointer (&path));
       return true;
@@ -778,54 +842,48 @@ translate_entry (Translation *t, JsonNode *node, const char *jp, GError **error)
   if (strcmp (type, "glob_pattern") == 0)
     {
       const char *pattern;
-      g_autofree char *pattern_jp = g_strdup_printf ("%s.pattern", path_jp);
-      if (!check_keys (path_obj, path_jp, glob_keys, error) ||
-          !get_string (path_obj, path_jp, "pattern", true, &pattern, error))
+      Jp pattern_jp = JP_MEMBER (&path_jp, "pattern");
+      if (!check_keys (path_obj, &path_jp, glob_keys, error) ||
+          !get_string (path_obj, &path_jp, "pattern", true, &pattern, error))
         return false;
-      return translate_glob (t, pattern, pattern_jp, access, access_name, jp, error);
+      return translate_glob (t, pattern, &pattern_jp, access, access_name, entry_at, error);
     }
 
   /* special */
-  g_autofree char *value_jp = g_strdup_printf ("%s.value", path_jp);
+  Jp value_jp = JP_MEMBER (&path_jp, "value");
   JsonObject *value;
-  if (!check_keys (path_obj, path_jp, special_keys, error))
+  if (!check_keys (path_obj, &path_jp, special_keys, error) ||
+      (member = want_member (path_obj, &path_jp, "value", error)) == NULL ||
+      (value = want_object (member, &value_jp, error)) == NULL)
     return false;
-  if (!json_object_has_member (path_obj, "value"))
-    {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", value_jp);
-      return false;
-    }
-  if ((value = want_object (json_object_get_member (path_obj, "value"), value_jp, error)) == NULL)
-    return false;
-  return translate_special (t, value, value_jp, access, access_name, jp, error);
+  return translate_special (t, value, &value_jp, access, access_name, entry_at, error);
 }
 
 static bool
-parse_network (JsonObject *obj, const char *jp, FbPolicyNetwork *ret, GError **error)
+parse_network (JsonObject *obj, const Jp *jp, FbPolicyNetwork *ret, GError **error)
 {
   static const char *const valid[] = { "restricted", "enabled", NULL };
   const char *network;
-  g_autofree char *field = g_strdup_printf ("%s.network", jp);
 
-  if (!get_string (obj, jp, "network", true, &network, error) ||
-      !one_of (network, field, "network policy", valid, error))
+  if (!get_enum (obj, jp, "network", true, "network policy", valid, &network, error))
     return false;
   *ret = strcmp (network, "enabled") == 0 ? FB_POLICY_NETWORK_HOST : FB_POLICY_NETWORK_NONE;
   return true;
 }
 
 static bool
-translate_file_system (Translation *t, JsonNode *node, const char *jp, GError **error)
+translate_file_system (Translation *t, JsonNode *node, const Jp *jp, GError **error)
 {
   static const char *const types[] = { "restricted", "unrestricted", NULL };
   static const char *const restricted_keys[] = { "type", "entries", "glob_scan_max_depth", NULL };
   static const char *const unrestricted_keys[] = { "type", NULL };
   JsonObject *fs;
+  JsonNode *entries;
   const char *type;
-  g_autofree char *type_jp = g_strdup_printf ("%s.type", jp);
+  Jp entries_jp = JP_MEMBER (jp, "entries");
 
-  if ((fs = want_object (node, jp, error)) == NULL || !get_string (fs, jp, "type", true, &type, error) ||
-      !one_of (type, type_jp, "file_system type", types, error))
+  if ((fs = want_object (node, jp, error)) == NULL ||
+      !get_enum (fs, jp, "type", true, "file_system type", types, &type, error))
     return false;
   if (strcmp (type, "unrestricted") == 0)
     {
@@ -844,46 +902,42 @@ translate_file_system (Translation *t, JsonNode *node, const char *jp, GError **
       (!JSON_NODE_HOLDS_VALUE (depth) || json_node_get_value_type (depth) != G_TYPE_INT64 ||
        json_node_get_int (depth) < 1))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA,
-                   "%s.glob_scan_max_depth: expected a positive integer, found %s", jp, node_type_name (depth));
+      Jp depth_jp = JP_MEMBER (jp, "glob_scan_max_depth");
+      set_error (error, FB_POLICY_ERROR_SCHEMA, &depth_jp, "expected a positive integer, found %s",
+                 node_type_name (depth));
       return false;
     }
-  JsonNode *entries = json_object_get_member (fs, "entries");
-  g_autofree char *entries_jp = g_strdup_printf ("%s.entries", jp);
-  if (entries == NULL)
-    {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", entries_jp);
-      return false;
-    }
+  if ((entries = want_member (fs, jp, "entries", error)) == NULL)
+    return false;
   if (!JSON_NODE_HOLDS_ARRAY (entries))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: expected an array, found %s", entries_jp,
-                   node_type_name (entries));
+      set_error (error, FB_POLICY_ERROR_SCHEMA, &entries_jp, "expected an array, found %s", node_type_name (entries));
       return false;
     }
   JsonArray *array = json_node_get_array (entries);
   for (guint i = 0; i < json_array_get_length (array); i++)
     {
-      g_autofree char *entry_jp = g_strdup_printf ("%s[%u]", entries_jp, i);
-      if (!translate_entry (t, json_array_get_element (array, i), entry_jp, error))
+      Jp entry_jp = JP_INDEX (&entries_jp, i);
+      if (!translate_entry (t, json_array_get_element (array, i), &entry_jp, error))
         return false;
     }
   return true;
 }
 
 static bool
-translate_permissions (Translation *t, JsonNode *node, const char *jp, GError **error)
+translate_permissions (Translation *t, JsonNode *node, const Jp *jp, GError **error)
 {
   static const char *const types[] = { "managed", "disabled", "external", NULL };
   static const char *const managed_keys[] = { "type", "file_system", "network", NULL };
   static const char *const disabled_keys[] = { "type", NULL };
   static const char *const external_keys[] = { "type", "network", NULL };
   JsonObject *perm;
+  JsonNode *fs;
   const char *type;
-  g_autofree char *type_jp = g_strdup_printf ("%s.type", jp);
+  Jp fs_jp = JP_MEMBER (jp, "file_system");
 
-  if ((perm = want_object (node, jp, error)) == NULL || !get_string (perm, jp, "type", true, &type, error) ||
-      !one_of (type, type_jp, "permission profile type", types, error))
+  if ((perm = want_object (node, jp, error)) == NULL ||
+      !get_enum (perm, jp, "type", true, "permission profile type", types, &type, error))
     return false;
 
   if (strcmp (type, "disabled") == 0)
@@ -904,30 +958,26 @@ translate_permissions (Translation *t, JsonNode *node, const char *jp, GError **
       return true;
     }
 
-  if (!check_keys (perm, jp, managed_keys, error) || !parse_network (perm, jp, &t->network, error))
+  if (!check_keys (perm, jp, managed_keys, error) || !parse_network (perm, jp, &t->network, error) ||
+      (fs = want_member (perm, jp, "file_system", error)) == NULL)
     return false;
-  g_autofree char *fs_jp = g_strdup_printf ("%s.file_system", jp);
-  if (!json_object_has_member (perm, "file_system"))
-    {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: missing; this field is required", fs_jp);
-      return false;
-    }
-  return translate_file_system (t, json_object_get_member (perm, "file_system"), fs_jp, error);
+  return translate_file_system (t, fs, &fs_jp, error);
 }
 
 /* A list of PathUri strings (workspaceRoots, temporaryDirectories). */
 static bool
-parse_path_list (JsonObject *ctx, const char *jp, const char *key, GPtrArray **ret, GError **error)
+parse_path_list (JsonObject *ctx, const Jp *jp, const char *key, GPtrArray **ret, GError **error)
 {
   JsonNode *node = json_object_get_member (ctx, key);
+  Jp list_jp = JP_MEMBER (jp, key);
 
   *ret = NULL;
   if (node == NULL || JSON_NODE_HOLDS_NULL (node))
     return true;
   if (!JSON_NODE_HOLDS_ARRAY (node))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s.%s: expected an array of file URIs, found %s",
-                   jp, key, node_type_name (node));
+      set_error (error, FB_POLICY_ERROR_SCHEMA, &list_jp, "expected an array of file URIs, found %s",
+                 node_type_name (node));
       return false;
     }
   g_autoptr (GPtrArray) list = g_ptr_array_new_with_free_func (g_free);
@@ -935,14 +985,14 @@ parse_path_list (JsonObject *ctx, const char *jp, const char *key, GPtrArray **r
   for (guint i = 0; i < json_array_get_length (array); i++)
     {
       JsonNode *el = json_array_get_element (array, i);
-      g_autofree char *el_jp = g_strdup_printf ("%s.%s[%u]", jp, key, i);
+      Jp el_jp = JP_INDEX (&list_jp, i);
       if (!JSON_NODE_HOLDS_VALUE (el) || json_node_get_value_type (el) != G_TYPE_STRING)
         {
-          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA, "%s: expected a file URI string, found %s",
-                       el_jp, node_type_name (el));
+          set_error (error, FB_POLICY_ERROR_SCHEMA, &el_jp, "expected a file URI string, found %s",
+                     node_type_name (el));
           return false;
         }
-      char *path = parse_path (json_node_get_string (el), el_jp, error);
+      char *path = parse_path (json_node_get_string (el), &el_jp, error);
       if (path == NULL)
         return false;
       g_ptr_array_add (list, path);
@@ -965,44 +1015,42 @@ parse_context (Translation *t, JsonNode *sandbox, GError **error)
                                       "useLegacyLandlock",
                                       NULL };
   static const char *const windows_levels[] = { "disabled", "restricted-token", "elevated", NULL };
-  const char *jp = "sandbox";
+  const Jp root = { NULL, "sandbox", -1 };
+  const Jp cwd_jp = JP_MEMBER (&root, "cwd");
+  const Jp home_jp = JP_MEMBER (&root, "userHomeDir");
+  const Jp permissions_jp = JP_MEMBER (&root, "permissions");
   const char *cwd, *home, *level, *proxy;
   JsonObject *ctx;
+  JsonNode *permissions;
 
-  if ((ctx = want_object (sandbox, jp, error)) == NULL || !check_keys (ctx, jp, keys, error))
+  if ((ctx = want_object (sandbox, &root, error)) == NULL || !check_keys (ctx, &root, keys, error) ||
+      (permissions = want_member (ctx, &root, "permissions", error)) == NULL)
     return false;
-  if (!json_object_has_member (ctx, "permissions"))
-    {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SCHEMA,
-                   "sandbox.permissions: missing; this field is "
-                   "required");
-      return false;
-    }
   /* The Windows knobs mean nothing on Linux; they are checked, not used. */
-  if (!get_string (ctx, jp, "windowsSandboxLevel", false, &level, error) ||
-      (level != NULL &&
-       !one_of (level, "sandbox.windowsSandboxLevel", "Windows sandbox level", windows_levels, error)) ||
-      !get_string (ctx, jp, "windowsSandboxProxySettingsMode", false, &proxy, error) ||
-      !check_bool (ctx, jp, "windowsSandboxPrivateDesktop", error) || !check_bool (ctx, jp, "useLegacyLandlock", error))
+  if (!get_enum (ctx, &root, "windowsSandboxLevel", false, "Windows sandbox level", windows_levels, &level, error) ||
+      !get_string (ctx, &root, "windowsSandboxProxySettingsMode", false, &proxy, error) ||
+      !check_bool (ctx, &root, "windowsSandboxPrivateDesktop", error) ||
+      !check_bool (ctx, &root, "useLegacyLandlock", error))
     return false;
 
-  if (!get_string (ctx, jp, "cwd", false, &cwd, error) || !get_string (ctx, jp, "userHomeDir", false, &home, error))
+  if (!get_string (ctx, &root, "cwd", false, &cwd, error) ||
+      !get_string (ctx, &root, "userHomeDir", false, &home, error))
     return false;
-  if (cwd != NULL && (t->cwd = parse_path (cwd, "sandbox.cwd", error)) == NULL)
+  if (cwd != NULL && (t->cwd = parse_path (cwd, &cwd_jp, error)) == NULL)
     return false;
   if (cwd == NULL && t->vars != NULL && t->vars->cwd != NULL)
     t->cwd = normalize_absolute (t->vars->cwd); /* the exec-server falls back to its own cwd */
-  if (home != NULL && (t->home = parse_path (home, "sandbox.userHomeDir", error)) == NULL)
+  if (home != NULL && (t->home = parse_path (home, &home_jp, error)) == NULL)
     return false;
-  if (!parse_path_list (ctx, jp, "workspaceRoots", &t->project, error) ||
-      !parse_path_list (ctx, jp, "temporaryDirectories", &t->tmpdirs, error))
+  if (!parse_path_list (ctx, &root, "workspaceRoots", &t->project, error) ||
+      !parse_path_list (ctx, &root, "temporaryDirectories", &t->tmpdirs, error))
     return false;
   if (t->project == NULL)
     t->project = g_ptr_array_new_with_free_func (g_free);
   if (t->project->len == 0 && t->cwd != NULL)
     g_ptr_array_add (t->project, g_strdup (t->cwd));
 
-  return translate_permissions (t, json_object_get_member (ctx, "permissions"), "sandbox.permissions", error);
+  return translate_permissions (t, permissions, &permissions_jp, error);
 }
 
 /* Our policy format expands "${NAME}" in paths and globs and reads "$$" as
