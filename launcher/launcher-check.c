@@ -420,7 +420,8 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
     line_fail (&rep, "fresh procfs", "mounting /proc for a new pid namespace: %s; fix: %s", g_strerror (e),
                e == EPERM ? "the kernel allows it only where an unmasked /proc is visible; in a container unmask "
                             "/proc (docker --security-opt systempaths=unconfined, podman --security-opt "
-                            "unmask=/proc/*)"
+                            "unmask=/proc/*); bwrap run as root covers /proc/bus and /proc/irq, which counts as "
+                            "masked: run bwrap as a normal user"
                           : "see the lines above");
 
   e = run_probe (&ctx, probe_seccomp);

@@ -143,6 +143,19 @@ test_cli (void **state)
   const char *ok[] = { "check", NULL };
   assert_int_equal (run_cli (ok, &out), 0);
   assert_true (g_str_has_suffix (out, "'fusebox run' can work here.\n"));
+  g_clear_pointer (&out, g_free);
+
+  /* nested: inside an unprivileged-style user+pid namespace with its own /proc */
+  g_autofree char *unshare = g_find_program_in_path ("unshare");
+  if (!unshare)
+    return;
+  const char *nested[] = { unshare, "-Urmpf", "--mount-proc", g_getenv ("FUSEBOX_BIN"), "check", NULL };
+  int status;
+  g_autoptr (GError) error = NULL;
+  assert_true (g_spawn_sync (NULL, (char **) nested, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error));
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    fail_msg ("nested check failed:\n%s", out);
+  assert_true (g_str_has_suffix (out, "'fusebox run' can work here.\n"));
 }
 
 int

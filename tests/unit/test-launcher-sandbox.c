@@ -8,7 +8,9 @@
 #include <netinet/in.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
+#include <linux/fuse.h>
 
 static const char *const ns_names[] = { "user", "mnt", "pid", "net", "ipc", "uts", "cgroup" };
 
@@ -306,6 +308,99 @@ test_fuse_root_sync_point (void **state)
   assert_int_equal (code, 128 + SIGKILL);
 }
 
+static void
+fuse_reply (int fd, uint64_t unique, int error, const void *arg, size_t len)
+{
+  struct fuse_out_header out = { .len = sizeof out + len, .error = error, .unique = unique };
+  struct iovec iov[2] = { { &out, sizeof out }, { (void *) arg, len } };
+  assert_int_equal (writev (fd, iov, arg ? 2 : 1), (ssize_t) out.len);
+}
+
+/* A FUSE root served by a tiny server here: answer INIT, an empty root
+ * directory, and ENOENT for every name.  pid 1's mount of /proc then looks
+ * "proc" up in the view, which proves that (1) the sync point comes before
+ * any lookup, (2) FUSE reports callers as host pids (the mount was made
+ * from the caller's pid namespace: the view can read /proc/PID/comm), and
+ * (3) a view without /proc fails the launch with a message saying so. */
+static void
+test_fuse_root_served (void **state)
+{
+  TestState *s = *state;
+  if (access ("/dev/fuse", R_OK | W_OK) != 0)
+    {
+      if (g_getenv ("FUSEBOX_TESTS_MUST_RUN"))
+        fail_msg ("/dev/fuse: %s", g_strerror (errno));
+      skip ();
+    }
+  const char *argv[] = { "/bin/true", NULL };
+  FbLauncherPlan plan;
+  test_plan (&plan, argv);
+  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  FbLauncherChild *child = test_spawn (s, &plan);
+  int fuse = -1;
+  assert_int_equal (fb_launcher_child_wait_mounted (child, &fuse), 0);
+  test_keep_fd (s, fuse);
+
+  size_t size = (1 << 20) + 4096;
+  g_autofree char *buf = g_malloc (size);
+  pid_t lookup_pid = 0;
+  char lookup_name[64] = "";
+  while (lookup_pid == 0)
+    {
+      ssize_t n = read (fuse, buf, size);
+      if (n < 0)
+        fail_msg ("read /dev/fuse: %s", g_strerror (errno));
+      struct fuse_in_header in;
+      memcpy (&in, buf, sizeof in);
+      const char *arg = buf + sizeof in;
+      switch (in.opcode)
+        {
+          case FUSE_INIT:
+            {
+              struct fuse_init_in init_in;
+              memcpy (&init_in, arg, sizeof init_in);
+              struct fuse_init_out init = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION,
+                                            .max_readahead = init_in.max_readahead, .max_write = 4096,
+                                            .time_gran = 1 };
+              fuse_reply (fuse, in.unique, 0, &init, sizeof init);
+              break;
+            }
+          case FUSE_GETATTR:
+            {
+              struct fuse_attr_out attr = { .attr_valid = 10 };
+              attr.attr.ino = 1;
+              attr.attr.mode = S_IFDIR | 0755;
+              attr.attr.nlink = 2;
+              fuse_reply (fuse, in.unique, 0, &attr, sizeof attr);
+              break;
+            }
+          case FUSE_LOOKUP:
+            lookup_pid = (pid_t) in.pid;
+            g_strlcpy (lookup_name, arg, sizeof lookup_name);
+            fuse_reply (fuse, in.unique, -ENOENT, NULL, 0);
+            break;
+          default:
+            fuse_reply (fuse, in.unique, -ENOSYS, NULL, 0);
+            break;
+        }
+    }
+  assert_string_equal (lookup_name, "proc");
+  /* a host pid: its /proc entry (ours) shows it as pid 1 of a nested namespace */
+  g_autofree char *status_path = g_strdup_printf ("/proc/%d/status", (int) lookup_pid);
+  g_autofree char *status = NULL;
+  assert_true (g_file_get_contents (status_path, &status, NULL, NULL));
+  g_autofree char *nspid = g_strdup_printf ("NSpid:\t%d\t1\n", (int) lookup_pid);
+  if (!strstr (status, nspid))
+    fail_msg ("pid %d from FUSE is not pid 1 of the sandbox seen from the host:\n%s", (int) lookup_pid, status);
+
+  assert_int_equal (fb_launcher_child_wait_exec (child), -ECHILD);
+  g_autofree char *msg = fb_launcher_child_describe_failure (child);
+  assert_non_null (strstr (msg, "mount-proc: /proc: the sandbox's root (the FUSE view) has no /proc directory"));
+  int code;
+  assert_int_equal (fb_launcher_child_wait (child, &code), 0);
+  assert_int_equal (code, FB_LAUNCHER_EXIT_SANDBOX);
+}
+
 int
 main (void)
 {
@@ -318,6 +413,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_proc_and_ipc_private, test_setup, test_teardown),
     cmocka_unit_test_setup_teardown (test_nothing_on_host, test_setup, test_teardown),
     cmocka_unit_test_setup_teardown (test_fuse_root_sync_point, test_setup, test_teardown),
+    cmocka_unit_test_setup_teardown (test_fuse_root_served, test_setup, test_teardown),
   };
   if (geteuid () != 0 && access ("/proc/self/uid_map", W_OK) != 0)
     return 77;
