@@ -46,10 +46,11 @@
  * write rules keep winning by specificity.  Codex never hides these names, so
  * protected_names maps all three to "read": readable (git status works) but
  * not writable at any depth, which also covers nested repositories that Codex
- * leaves writable — the one place we are stricter.  Codex protects .git and
- * .agents only when they exist (and resolves gitdir pointer files); we cannot
- * look, so we always protect, which also stops their creation.
- */
+ * leaves writable, so we are stricter there.  The names are protected
+ * whether or not they exist, so they cannot be created either (older Codex
+ * releases protected .git and .agents only when present).  Not translated:
+ * Codex also protects the directory a ".git" pointer file names (gitdir:);
+ * we read no file, so that directory keeps the access its entries give. */
 #include "policy/policy.h"
 
 #include <stdarg.h>
