@@ -64,10 +64,10 @@ enter_userns (const Ctx *ctx, int extra)
     return errno;
   if ((e = write_file ("/proc/self/setgroups", "deny")) != 0 && e != ENOENT)
     return e;
-  snprintf (line, sizeof line, "%u %u 1\n", (unsigned) ctx->uid, (unsigned) ctx->uid);
+  snprintf (line, sizeof line, "%u %u 1\n", (unsigned)ctx->uid, (unsigned)ctx->uid);
   if ((e = write_file ("/proc/self/uid_map", line)) != 0)
     return e;
-  snprintf (line, sizeof line, "%u %u 1\n", (unsigned) ctx->gid, (unsigned) ctx->gid);
+  snprintf (line, sizeof line, "%u %u 1\n", (unsigned)ctx->gid, (unsigned)ctx->gid);
   return write_file ("/proc/self/gid_map", line);
 }
 
@@ -127,8 +127,8 @@ probe_fuse_mount (const Ctx *ctx)
   if (fd < 0)
     return errno;
   char opts[128];
-  snprintf (opts, sizeof opts, "fd=%d,rootmode=40000,user_id=%u,group_id=%u", fd, (unsigned) ctx->uid,
-            (unsigned) ctx->gid);
+  snprintf (opts, sizeof opts, "fd=%d,rootmode=40000,user_id=%u,group_id=%u", fd, (unsigned)ctx->uid,
+            (unsigned)ctx->gid);
   if (mount ("fuse", "/tmp/m", "fuse", MS_NOSUID | MS_NODEV, opts) < 0)
     return errno;
   if (umount2 ("/tmp/m", MNT_DETACH) < 0)
@@ -153,12 +153,12 @@ probe_procfs (const Ctx *ctx)
   if (pid == 0)
     {
       int r = 0;
-      if (mount (NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0 || mount ("tmpfs", "/tmp", "tmpfs", 0, "size=16k") < 0
-          || mkdir ("/tmp/proc", 0755) < 0)
+      if (mount (NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0 || mount ("tmpfs", "/tmp", "tmpfs", 0, "size=16k") < 0 ||
+          mkdir ("/tmp/proc", 0755) < 0)
         r = errno;
       else if (mount ("proc", "/tmp/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         r = errno;
-      (void) !write (p[1], &r, sizeof r);
+      (void)!write (p[1], &r, sizeof r);
       _exit (0);
     }
   close (p[1]);
@@ -209,7 +209,7 @@ probe_sandbox (const Ctx *ctx)
     {
       const FbLauncherFailure *f = fb_launcher_child_get_failure (child);
       /* step in the high byte, errno below: the parent decodes it */
-      err = f ? (int) (f->step << 16) | (f->error & 0xffff) : ECHILD;
+      err = f ? (int)(f->step << 16) | (f->error & 0xffff) : ECHILD;
     }
   fb_launcher_child_wait (child, &code);
   fb_launcher_child_free (child);
@@ -241,7 +241,7 @@ run_probe (const Ctx *ctx, ProbeFn fn)
       /* a probe left behind by a killed check must not live on */
       prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
       int r = fn (ctx);
-      (void) !write (p[1], &r, sizeof r);
+      (void)!write (p[1], &r, sizeof r);
       _exit (0);
     }
   close (p[1]);
@@ -249,7 +249,7 @@ run_probe (const Ctx *ctx, ProbeFn fn)
   int r;
   int n;
   do
-    n = poll (&pfd, 1, (int) ctx->timeout_ms);
+    n = poll (&pfd, 1, (int)ctx->timeout_ms);
   while (n < 0 && errno == EINTR);
   if (n == 0)
     {
@@ -289,8 +289,7 @@ line_ok (Report *rep, const char *what, const char *detail)
   fprintf (rep->out, "OK    %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 }
 
-static void G_GNUC_PRINTF (3, 4)
-line_fail (Report *rep, const char *what, const char *format, ...)
+static void G_GNUC_PRINTF (3, 4) line_fail (Report *rep, const char *what, const char *format, ...)
 {
   va_list ap;
   g_autofree char *msg = NULL;
@@ -336,8 +335,9 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
   bool debian_off = debian_clone && strcmp (debian_clone, "0") == 0 && ctx.uid != 0;
 
   if (max_zero)
-    line_fail (&rep, "user.max_user_namespaces", "is 0, so no user namespace can be made; fix: sudo sysctl "
-                                                 "user.max_user_namespaces=15000 (and in /etc/sysctl.d/ to keep it)");
+    line_fail (&rep, "user.max_user_namespaces",
+               "is 0, so no user namespace can be made; fix: sudo sysctl "
+               "user.max_user_namespaces=15000 (and in /etc/sysctl.d/ to keep it)");
   else
     line_ok (&rep, "user.max_user_namespaces", max_userns);
 
@@ -345,26 +345,30 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
   if (e == 0)
     line_ok (&rep, "user namespaces", NULL);
   else if (debian_off)
-    line_fail (&rep, "user namespaces", "unshare(CLONE_NEWUSER): %s: kernel.unprivileged_userns_clone is 0; fix: sudo "
-                                        "sysctl kernel.unprivileged_userns_clone=1",
+    line_fail (&rep, "user namespaces",
+               "unshare(CLONE_NEWUSER): %s: kernel.unprivileged_userns_clone is 0; fix: sudo "
+               "sysctl kernel.unprivileged_userns_clone=1",
                g_strerror (e));
   else if (e == ENOSPC || e == EUSERS)
-    line_fail (&rep, "user namespaces", "unshare(CLONE_NEWUSER): %s: the user.max_user_namespaces limit is reached "
-                                        "(or nesting is too deep); fix: raise it with sysctl",
+    line_fail (&rep, "user namespaces",
+               "unshare(CLONE_NEWUSER): %s: the user.max_user_namespaces limit is reached "
+               "(or nesting is too deep); fix: raise it with sysctl",
                g_strerror (e));
   else
-    line_fail (&rep, "user namespaces", "unshare(CLONE_NEWUSER): %s: something forbids them here (a container's "
-                                        "seccomp profile, e.g. docker's default: run it with --security-opt "
-                                        "seccomp=unconfined, or use podman/bwrap which allow them)",
+    line_fail (&rep, "user namespaces",
+               "unshare(CLONE_NEWUSER): %s: something forbids them here (a container's "
+               "seccomp profile, e.g. docker's default: run it with --security-opt "
+               "seccomp=unconfined, or use podman/bwrap which allow them)",
                g_strerror (e));
 
   e = run_probe (&ctx, probe_maps);
   if (e == 0)
     line_ok (&rep, "uid/gid maps", NULL);
   else
-    line_fail (&rep, "uid/gid maps", "writing /proc/self/uid_map, gid_map (mapping %u and %u to themselves): %s; fix: "
-                                     "see the user namespace line above; in a container, /proc must not be read-only",
-               (unsigned) ctx.uid, (unsigned) ctx.gid, g_strerror (e));
+    line_fail (&rep, "uid/gid maps",
+               "writing /proc/self/uid_map, gid_map (mapping %u and %u to themselves): %s; fix: "
+               "see the user namespace line above; in a container, /proc must not be read-only",
+               (unsigned)ctx.uid, (unsigned)ctx.gid, g_strerror (e));
 
   int mount_e = run_probe (&ctx, probe_userns_mount);
   if (apparmor)
@@ -383,23 +387,26 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
   if (mount_e == 0)
     line_ok (&rep, "mounts in a user namespace", NULL);
   else
-    line_fail (&rep, "mounts in a user namespace", "a tmpfs in a new user+mount namespace: %s; fix: see the lines above",
-               g_strerror (mount_e));
+    line_fail (&rep, "mounts in a user namespace",
+               "a tmpfs in a new user+mount namespace: %s; fix: see the lines above", g_strerror (mount_e));
 
   e = run_probe (&ctx, probe_fuse_device);
   bool fuse_ok = e == 0;
   if (e == 0)
     line_ok (&rep, ctx.fuse_path, NULL);
   else if (e == ENOENT)
-    line_fail (&rep, ctx.fuse_path, "missing; fix: sudo modprobe fuse (package fuse3), or in a container pass the "
-                                    "device (docker/podman --device /dev/fuse, bwrap --dev-bind /dev/fuse /dev/fuse)");
+    line_fail (&rep, ctx.fuse_path,
+               "missing; fix: sudo modprobe fuse (package fuse3), or in a container pass the "
+               "device (docker/podman --device /dev/fuse, bwrap --dev-bind /dev/fuse /dev/fuse)");
   else if (e == EACCES || e == EPERM)
-    line_fail (&rep, ctx.fuse_path, "not openable for read and write (%s); fix: sudo chmod 0666 %s (the fuse3 "
-                                    "package's default), or a container's device cgroup must allow it",
+    line_fail (&rep, ctx.fuse_path,
+               "not openable for read and write (%s); fix: sudo chmod 0666 %s (the fuse3 "
+               "package's default), or a container's device cgroup must allow it",
                g_strerror (e), ctx.fuse_path);
   else
-    line_fail (&rep, ctx.fuse_path, "not the FUSE device (char 10:229) or unusable: %s; fix: recreate it with sudo "
-                                    "mknod -m 0666 /dev/fuse c 10 229",
+    line_fail (&rep, ctx.fuse_path,
+               "not the FUSE device (char 10:229) or unusable: %s; fix: recreate it with sudo "
+               "mknod -m 0666 /dev/fuse c 10 229",
                g_strerror (e));
 
   if (!fuse_ok)
@@ -408,7 +415,7 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
     line_ok (&rep, "FUSE mount in a user namespace", NULL);
   else
     line_fail (&rep, "FUSE mount in a user namespace", "%s; fix: %s", g_strerror (e),
-               e == ENODEV ? "sudo modprobe fuse"
+               e == ENODEV  ? "sudo modprobe fuse"
                : e == EPERM ? "the kernel must allow FUSE in user namespaces (Linux 4.18 or later) and nothing "
                               "(AppArmor, SELinux, a container profile) may deny the mount"
                             : "see the lines above");
@@ -428,8 +435,9 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
   if (e == 0)
     line_ok (&rep, "seccomp filters", NULL);
   else
-    line_fail (&rep, "seccomp filters", "installing the sandbox's filter: %s; fix: the kernel needs CONFIG_SECCOMP and "
-                                        "CONFIG_SECCOMP_FILTER, and libseccomp 2.5 or later",
+    line_fail (&rep, "seccomp filters",
+               "installing the sandbox's filter: %s; fix: the kernel needs CONFIG_SECCOMP and "
+               "CONFIG_SECCOMP_FILTER, and libseccomp 2.5 or later",
                g_strerror (e));
 
   e = run_probe (&ctx, probe_sandbox);
@@ -437,7 +445,7 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
     line_ok (&rep, "a whole sandbox (host / read-only as root)", NULL);
   else
     {
-      FbLauncherFailure f = { .step = (FbLauncherStep) (e >> 16), .error = e & 0xffff };
+      FbLauncherFailure f = { .step = (FbLauncherStep)(e >> 16), .error = e & 0xffff };
       if (f.step == FB_LAUNCHER_STEP_NONE)
         line_fail (&rep, "a whole sandbox (host / read-only as root)", "%s", g_strerror (f.error));
       else

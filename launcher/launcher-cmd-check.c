@@ -57,7 +57,7 @@ fb_cmd_check (int argc, char **argv)
 
   FbLauncherCheckOptions options = {
     .fuse_path = fuse_device,
-    .timeout_ms = (guint) timeout_ms,
+    .timeout_ms = (guint)timeout_ms,
     .quiet_ok = quiet,
   };
   fflush (stdout);

@@ -72,7 +72,7 @@ static int
 drop_caps (const FbLauncherLockdown *lockdown)
 {
   for (int c = 0; c < MAX_CAPS; c++)
-    if (cap_drop_bound ((cap_value_t) c) < 0)
+    if (cap_drop_bound ((cap_value_t)c) < 0)
       {
         if (errno == EINVAL)
           break; /* past the last capability */
@@ -99,12 +99,12 @@ verify_caps (void)
       return -EPERM;
   for (int c = 0; c < MAX_CAPS; c++)
     {
-      int r = prctl (PR_CAPBSET_READ, (unsigned long) c, 0, 0, 0);
+      int r = prctl (PR_CAPBSET_READ, (unsigned long)c, 0, 0, 0);
       if (r < 0)
         break; /* EINVAL: past the last capability */
       if (r != 0)
         return -EPERM;
-      r = prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (unsigned long) c, 0, 0);
+      r = prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (unsigned long)c, 0, 0);
       if (r > 0)
         return -EPERM;
     }
@@ -120,16 +120,16 @@ close_fds (int keep_fd)
 
   if (keep_fd >= 3)
     {
-      if (keep_fd > 3 && syscall (__NR_close_range, 3U, (unsigned) keep_fd - 1, 0U) < 0)
+      if (keep_fd > 3 && syscall (__NR_close_range, 3U, (unsigned)keep_fd - 1, 0U) < 0)
         r = -errno;
-      first = (unsigned) keep_fd + 1;
+      first = (unsigned)keep_fd + 1;
     }
   if (r == 0 && syscall (__NR_close_range, first, ~0U, 0U) < 0)
     r = -errno;
   if (r == -ENOSYS)
     {
       struct rlimit rl;
-      int max = getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int) rl.rlim_cur : 65536;
+      int max = getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int)rl.rlim_cur : 65536;
       for (int fd = 3; fd < max; fd++)
         if (fd != keep_fd)
           close (fd);
@@ -155,9 +155,8 @@ fb_launcher_lockdown_apply (const FbLauncherLockdown *lockdown, const FbLauncher
       return -errno;
     }
   /* root in the user namespace must not get capabilities back on execve */
-  if (cap_set_secbits (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE
-                       | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED | SECBIT_KEEP_CAPS_LOCKED)
-      < 0)
+  if (cap_set_secbits (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                       SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED | SECBIT_KEEP_CAPS_LOCKED) < 0)
     {
       *ret_step = FB_LAUNCHER_STEP_SECUREBITS;
       return -errno;

@@ -53,11 +53,9 @@ static const struct
   const char *name;
   const char *target;
 } dev_links[] = {
-  { "ptmx", "pts/ptmx" },          /* the private devpts instance's multiplexer */
-  { "fd", "/proc/self/fd" },       /* bash process substitution, /dev/fd/N arguments */
-  { "stdin", "/proc/self/fd/0" },
-  { "stdout", "/proc/self/fd/1" },
-  { "stderr", "/proc/self/fd/2" },
+  { "ptmx", "pts/ptmx" },    /* the private devpts instance's multiplexer */
+  { "fd", "/proc/self/fd" }, /* bash process substitution, /dev/fd/N arguments */
+  { "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
 };
 
 /* Where the staging tmpfs may go: any existing directory works (the mount
@@ -70,7 +68,7 @@ struct FbLauncherMounts
   char *root_dir;    /* ROOT_HOST_DIR */
   char *fuse_device; /* ROOT_FUSE */
   char *staging;
-  char *root; /* staging + "/root": the new root's mount point */
+  char *root;              /* staging + "/root": the new root's mount point */
   char *fuse_options_tail; /* everything after "fd=N," */
   char *proc;
   char *dev;
@@ -88,9 +86,11 @@ struct FbLauncherMounts
 const char *
 fb_launcher_mounts_device_name (int detail)
 {
-  static const char *const names[] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
+  static const char *const names[] = {
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"
+  };
   G_STATIC_ASSERT (G_N_ELEMENTS (names) == N_DEVICES);
-  if (detail < 0 || (size_t) detail >= N_DEVICES)
+  if (detail < 0 || (size_t)detail >= N_DEVICES)
     return NULL;
   return names[detail];
 }
@@ -124,8 +124,8 @@ fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, Fb
    * inside.  default_permissions: the kernel checks modes, so the view need
    * not; allow_other: every process of the sandbox may use the mount, not
    * only the mounter (it is limited to this user namespace anyway). */
-  m->fuse_options_tail
-    = g_strdup_printf ("rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other", uid, gid);
+  m->fuse_options_tail =
+    g_strdup_printf ("rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other", uid, gid);
   m->proc = g_strconcat (m->root, "/proc", NULL);
   m->dev = g_strconcat (m->root, "/dev", NULL);
   m->pts = g_strconcat (m->dev, "/pts", NULL);
@@ -224,9 +224,9 @@ format_fuse_options (char *buf, size_t size, int fd, const char *tail)
 {
   char digits[16];
   size_t nd = 0, pos = 0;
-  unsigned v = (unsigned) fd;
+  unsigned v = (unsigned)fd;
   do
-    digits[nd++] = (char) ('0' + v % 10);
+    digits[nd++] = (char)('0' + v % 10);
   while ((v /= 10) && nd < sizeof digits);
   size_t tail_len = strlen (tail);
   if (3 + nd + 1 + tail_len + 1 > size)
@@ -265,8 +265,9 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
       root_tree = clone_tree (m->root_dir, true);
       if (root_tree < 0)
         return fail (ret_failure,
-                     root_tree == -ENOENT || root_tree == -ENOTDIR || root_tree == -EACCES ? FB_LAUNCHER_STEP_OPEN_ROOT
-                                                                                           : FB_LAUNCHER_STEP_MOUNT_ROOT,
+                     root_tree == -ENOENT || root_tree == -ENOTDIR || root_tree == -EACCES
+                       ? FB_LAUNCHER_STEP_OPEN_ROOT
+                       : FB_LAUNCHER_STEP_MOUNT_ROOT,
                      -root_tree, 0);
       struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
       if (mount_setattr (root_tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
@@ -295,7 +296,7 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
         {
           if (devices[i].optional && (tree == -ENOENT || tree == -ENXIO))
             continue;
-          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, -tree, (int) i);
+          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, -tree, (int)i);
           goto out;
         }
       m->dev_trees[i] = tree;
@@ -383,7 +384,7 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failu
         continue; /* optional and absent */
       if ((r = make_file (m->dev_files[i])) < 0 || (r = attach_tree (m->dev_trees[i], m->dev_files[i])) < 0)
         {
-          r = fail (ret_failure, FB_LAUNCHER_STEP_BIND_DEVICE, -r, (int) i);
+          r = fail (ret_failure, FB_LAUNCHER_STEP_BIND_DEVICE, -r, (int)i);
           goto out;
         }
       close (m->dev_trees[i]);
@@ -391,8 +392,8 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failu
     }
 
   /* A private devpts instance: ptys of the sandbox only, none of the host's. */
-  if (mkdir (m->pts, 0755) < 0
-      || mount ("devpts", m->pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") < 0)
+  if (mkdir (m->pts, 0755) < 0 ||
+      mount ("devpts", m->pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") < 0)
     {
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_DEVPTS, errno, 0);
       goto out;
@@ -400,13 +401,12 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failu
   for (size_t i = 0; i < G_N_ELEMENTS (dev_links); i++)
     if (symlink (dev_links[i].target, m->dev_link_paths[i]) < 0)
       {
-        r = fail (ret_failure, FB_LAUNCHER_STEP_DEV_LINK, errno, (int) i);
+        r = fail (ret_failure, FB_LAUNCHER_STEP_DEV_LINK, errno, (int)i);
         goto out;
       }
 
   /* A private /dev/shm: POSIX shared memory of the host stays invisible. */
-  if (mkdir (m->shm, 01777) < 0
-      || mount ("tmpfs", m->shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+  if (mkdir (m->shm, 01777) < 0 || mount ("tmpfs", m->shm, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
     {
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_SHM, errno, 0);
       goto out;

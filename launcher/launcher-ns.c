@@ -173,7 +173,7 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
 const char *
 fb_launcher_step_to_string (FbLauncherStep step)
 {
-  if ((int) step < 0 || step >= FB_LAUNCHER_STEP_N || !step_names[step])
+  if ((int)step < 0 || step >= FB_LAUNCHER_STEP_N || !step_names[step])
     return "unknown";
   return step_names[step];
 }
@@ -209,7 +209,9 @@ fb_launcher_report_fd (int status_fd, FbLauncherStep step, int fd)
     char buf[CMSG_SPACE (sizeof (int))];
   } control;
   memset (&control, 0, sizeof control);
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+  };
   struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
   cmsg->cmsg_level = SOL_SOCKET;
   cmsg->cmsg_type = SCM_RIGHTS;
@@ -230,7 +232,7 @@ write_file (const char *path, const char *data)
     return -errno;
   size_t len = strlen (data);
   ssize_t n = write (fd, data, len);
-  int r = n < 0 ? -errno : (size_t) n != len ? -EIO : 0;
+  int r = n < 0 ? -errno : (size_t)n != len ? -EIO : 0;
   close (fd);
   return r;
 }
@@ -375,7 +377,7 @@ outer_main (Prepared *p)
     child_fail (p, failure.step, failure.error, failure.detail);
 
   /* pid 1: a new pid namespace owned by our user namespace */
-  int self_pidfd = (int) syscall (__NR_pidfd_open, getpid (), 0);
+  int self_pidfd = (int)syscall (__NR_pidfd_open, getpid (), 0);
   long pid = syscall (__NR_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
   if (pid == 0)
     pid1_main (p, self_pidfd);
@@ -390,7 +392,7 @@ outer_main (Prepared *p)
     child_fail (p, step, -r, 0);
   close (p->status_fd);
 
-  fb_launcher_relay_run ((pid_t) pid);
+  fb_launcher_relay_run ((pid_t)pid);
 }
 
 /* ---- the parent's side ---- */
@@ -444,8 +446,9 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   p.stdio[1] = plan->stdout_fd;
   p.stdio[2] = plan->stderr_fd;
 
-  if ((r = fb_launcher_mounts_new (plan, uid, gid, &p.mounts)) < 0 || (r = fb_launcher_lockdown_new (&p.lockdown)) < 0
-      || (r = fb_launcher_seccomp_new (&p.seccomp)) < 0 || (r = fb_launcher_command_new (plan, &p.command)) < 0)
+  if ((r = fb_launcher_mounts_new (plan, uid, gid, &p.mounts)) < 0 ||
+      (r = fb_launcher_lockdown_new (&p.lockdown)) < 0 || (r = fb_launcher_seccomp_new (&p.seccomp)) < 0 ||
+      (r = fb_launcher_command_new (plan, &p.command)) < 0)
     goto out;
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pipefd) < 0)
@@ -464,7 +467,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   pipefd[1] = -1;
 
   /* pidfd_open returns a close-on-exec fd; -1 on kernels before 5.3 */
-  p.parent_pidfd = (int) syscall (__NR_pidfd_open, getpid (), 0);
+  p.parent_pidfd = (int)syscall (__NR_pidfd_open, getpid (), 0);
 
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
   if (p.new_net)
@@ -492,7 +495,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
     }
 
   FbLauncherChild *child = g_new0 (FbLauncherChild, 1);
-  child->pid = (pid_t) pid;
+  child->pid = (pid_t)pid;
   child->pidfd = pidfd;
   child->fuse_fd = -1;
   child->status_fd = pipefd[0];
@@ -506,7 +509,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
     const char *const *envp = plan->envp;
     extern char **environ;
     if (!envp)
-      envp = (const char *const *) environ;
+      envp = (const char *const *)environ;
     for (; *envp; envp++)
       if (g_str_has_prefix (*envp, "PATH="))
         child->path_env = g_strdup (*envp + 5);
@@ -562,8 +565,9 @@ read_status (FbLauncherChild *child, bool want_mounted)
         struct cmsghdr align;
         char buf[CMSG_SPACE (sizeof (int))];
       } control;
-      struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                            .msg_controllen = sizeof control.buf };
+      struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+      };
       ssize_t n = recvmsg (child->status_fd, &msg, MSG_CMSG_CLOEXEC);
       if (n < 0 && errno == EINTR)
         continue;
@@ -573,7 +577,7 @@ read_status (FbLauncherChild *child, bool want_mounted)
       for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR (&msg) : NULL; c; c = CMSG_NXTHDR (&msg, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
           memcpy (&passed_fd, CMSG_DATA (c), sizeof passed_fd);
-      if (n == (ssize_t) sizeof rec)
+      if (n == (ssize_t)sizeof rec)
         {
           if (rec.step == FB_LAUNCHER_STEP_ROOT_MOUNTED)
             {
@@ -786,7 +790,7 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                 step, fb_launcher_mounts_device_name (f->detail), err);
       case FB_LAUNCHER_STEP_OPEN_FUSE:
         return g_strdup_printf ("%s: %s: opening the FUSE device inside the sandbox's user namespace failed: %s; %s",
-                                step, ctx->fuse_device,  err,
+                                step, ctx->fuse_device, err,
                                 f->error == ENOENT   ? "load the fuse module (modprobe fuse) or, in a container, pass "
                                                        "the device (--device /dev/fuse)"
                                 : f->error == EACCES ? "make it usable for you: chmod 0666 /dev/fuse (the default of "
@@ -837,8 +841,7 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
         return g_strdup_printf ("%s: /dev: setting up the sandbox's /dev failed: %s; %s", step, err, check);
       case FB_LAUNCHER_STEP_PIVOT_ROOT:
       case FB_LAUNCHER_STEP_DETACH_OLD_ROOT:
-        return g_strdup_printf ("%s: %s: switching the sandbox to its new root failed: %s; %s", step, root, err,
-                                check);
+        return g_strdup_printf ("%s: %s: switching the sandbox to its new root failed: %s; %s", step, root, err, check);
       case FB_LAUNCHER_STEP_CHDIR:
         return g_strdup_printf ("%s: %s: the working directory is not reachable in the sandbox: %s; pass --cwd with "
                                 "a directory the policy makes visible",
@@ -859,8 +862,8 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
       case FB_LAUNCHER_STEP_FORK:
         return g_strdup_printf ("%s: the sandbox's pid 1 could not start the command: %s", step, err);
       case FB_LAUNCHER_STEP_STDIO:
-        return g_strdup_printf ("%s: fd %d: passing standard input/output into the sandbox failed: %s", step,
-                                f->detail, err);
+        return g_strdup_printf ("%s: fd %d: passing standard input/output into the sandbox failed: %s", step, f->detail,
+                                err);
       case FB_LAUNCHER_STEP_EXEC:
         if (f->error == ENOENT)
           {
@@ -870,7 +873,8 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                       step, ctx->argv0, err);
             return g_strdup_printf ("%s: %s: command not found in the sandbox (searched PATH=%s); give its full path "
                                     "or fix PATH with --setenv PATH ...",
-                                    step, ctx->argv0, ctx->path_env ? ctx->path_env : "(unset: /usr/local/bin:/usr/bin:/bin)");
+                                    step, ctx->argv0,
+                                    ctx->path_env ? ctx->path_env : "(unset: /usr/local/bin:/usr/bin:/bin)");
           }
         if (f->error == EACCES)
           return g_strdup_printf ("%s: %s: the command can't be executed in the sandbox: %s; check that it is an "
@@ -912,7 +916,7 @@ char *
 fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailure *failure)
 {
   extern char **environ;
-  const char *const *envp = plan->envp ? plan->envp : (const char *const *) environ;
+  const char *const *envp = plan->envp ? plan->envp : (const char *const *)environ;
   const char *path_env = NULL;
   for (; *envp; envp++)
     if (g_str_has_prefix (*envp, "PATH="))

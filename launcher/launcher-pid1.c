@@ -48,14 +48,14 @@ int
 fb_launcher_command_new (const FbLauncherPlan *plan, FbLauncherCommand **ret_command)
 {
   extern char **environ;
-  const char *const *envp = plan->envp ? plan->envp : (const char *const *) environ;
+  const char *const *envp = plan->envp ? plan->envp : (const char *const *)environ;
 
   if (!plan->argv || !plan->argv[0] || !plan->argv[0][0])
     return -EINVAL;
 
   FbLauncherCommand *c = g_new0 (FbLauncherCommand, 1);
-  c->argv = g_strdupv ((char **) plan->argv);
-  c->envp = g_strdupv ((char **) envp);
+  c->argv = g_strdupv ((char **)plan->argv);
+  c->envp = g_strdupv ((char **)envp);
 
   g_autoptr (GPtrArray) candidates = g_ptr_array_new ();
   if (strchr (plan->argv[0], '/'))
@@ -71,7 +71,7 @@ fb_launcher_command_new (const FbLauncherPlan *plan, FbLauncherCommand **ret_com
         g_ptr_array_add (candidates, g_build_filename (**d ? *d : ".", plan->argv[0], NULL));
     }
   g_ptr_array_add (candidates, NULL);
-  c->candidates = (char **) g_ptr_array_free (g_steal_pointer (&candidates), FALSE);
+  c->candidates = (char **)g_ptr_array_free (g_steal_pointer (&candidates), FALSE);
   *ret_command = c;
   return 0;
 }

@@ -54,7 +54,8 @@ typedef struct
 /* Unconditional denials, one reason each. */
 static const Denial denials[] = {
   /* namespaces and mounts: the sandbox's shape is fixed once it runs */
-  { __NR_unshare, EPERM, "new namespaces would undo the sandbox's view (and user namespaces are kernel attack surface)" },
+  { __NR_unshare, EPERM,
+    "new namespaces would undo the sandbox's view (and user namespaces are kernel attack surface)" },
   { __NR_setns, EPERM, "joining another namespace leaves the sandbox" },
   { __NR_mount, EPERM, "mounts could cover or replace the FUSE view" },
   { __NR_umount2, EPERM, "unmounting the view or /proc would expose what is below" },
@@ -88,7 +89,8 @@ static const Denial denials[] = {
   /* kernel attack surface with no use in a sandboxed command */
   { __NR_bpf, EPERM, "eBPF verifier and maps: a frequent privilege-escalation target" },
   { __NR_userfaultfd, EPERM, "lets an attacker stall the kernel mid-copy to win races (CVE-2016-5195 style exploits)" },
-  { __NR_io_uring_setup, ENOSYS, "io_uring bypasses the syscall filter and has many CVEs; libraries fall back to read/write" },
+  { __NR_io_uring_setup, ENOSYS,
+    "io_uring bypasses the syscall filter and has many CVEs; libraries fall back to read/write" },
   { __NR_io_uring_enter, ENOSYS, "io_uring bypasses the syscall filter" },
   { __NR_io_uring_register, ENOSYS, "io_uring bypasses the syscall filter" },
 #ifdef __NR_modify_ldt
@@ -133,7 +135,7 @@ static const Denial denials[] = {
 static int
 add_rule (scmp_filter_ctx ctx, long nr, int err, unsigned n, const struct scmp_arg_cmp *cmp)
 {
-  int r = seccomp_rule_add_array (ctx, SCMP_ACT_ERRNO (err), (int) nr, n, cmp);
+  int r = seccomp_rule_add_array (ctx, SCMP_ACT_ERRNO (err), (int)nr, n, cmp);
   /* -EDOM/-EFAULT: the syscall does not exist on this architecture (e.g. a
    * number from newer headers); nothing to deny then. */
   if (r == -EDOM || r == -EFAULT)
@@ -318,8 +320,8 @@ fb_launcher_seccomp_new (FbLauncherSeccomp **ret_seccomp)
       close (fd);
       return r;
     }
-  if (st.st_size <= 0 || st.st_size % sizeof (struct sock_filter) != 0
-      || st.st_size / sizeof (struct sock_filter) > BPF_MAXINSNS)
+  if (st.st_size <= 0 || st.st_size % sizeof (struct sock_filter) != 0 ||
+      st.st_size / sizeof (struct sock_filter) > BPF_MAXINSNS)
     {
       close (fd);
       return -E2BIG;
@@ -335,7 +337,7 @@ fb_launcher_seccomp_new (FbLauncherSeccomp **ret_seccomp)
     return -EIO;
 
   FbLauncherSeccomp *seccomp = g_new0 (FbLauncherSeccomp, 1);
-  seccomp->prog.len = (unsigned short) (st.st_size / sizeof (struct sock_filter));
+  seccomp->prog.len = (unsigned short)(st.st_size / sizeof (struct sock_filter));
   seccomp->prog.filter = g_steal_pointer (&insns);
   *ret_seccomp = seccomp;
   return 0;

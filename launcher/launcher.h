@@ -51,7 +51,7 @@ G_BEGIN_DECLS
 #define FB_LAUNCHER_EXIT_NOT_FOUND 127      /* the command was not found */
 
 /* "use the caller's id" (a 1:1 map) */
-#define FB_LAUNCHER_ID_CALLER ((guint32) -1)
+#define FB_LAUNCHER_ID_CALLER ((guint32)-1)
 
 typedef enum
 {
@@ -74,9 +74,9 @@ typedef struct
 {
   FbLauncherRootKind root_kind;
   const char *fuse_device; /* ROOT_FUSE: NULL = "/dev/fuse", opened inside the user namespace */
-  const char *root_dir; /* ROOT_HOST_DIR: absolute host path shown read-only as "/" */
-  guint32 uid;          /* uid inside; FB_LAUNCHER_ID_CALLER = the caller's euid */
-  guint32 gid;          /* gid inside; FB_LAUNCHER_ID_CALLER = the caller's egid */
+  const char *root_dir;    /* ROOT_HOST_DIR: absolute host path shown read-only as "/" */
+  guint32 uid;             /* uid inside; FB_LAUNCHER_ID_CALLER = the caller's euid */
+  guint32 gid;             /* gid inside; FB_LAUNCHER_ID_CALLER = the caller's egid */
   FbLauncherNetwork network;
   const char *const *argv; /* argv[0] without "/" is searched in envp's PATH inside */
   const char *const *envp; /* NULL = the caller's environ */
@@ -262,10 +262,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherCommand, fb_launcher_command_free)
  * failed (0: `run` can work). */
 typedef struct
 {
-  const char *fuse_path;     /* NULL = "/dev/fuse" */
-  const char *sysctl_root;   /* NULL = "/proc/sys" (a seam for tests) */
-  guint timeout_ms;          /* per probe; 0 = 5000 */
-  bool quiet_ok;             /* print only the problems */
+  const char *fuse_path;   /* NULL = "/dev/fuse" */
+  const char *sysctl_root; /* NULL = "/proc/sys" (a seam for tests) */
+  guint timeout_ms;        /* per probe; 0 = 5000 */
+  bool quiet_ok;           /* print only the problems */
 } FbLauncherCheckOptions;
 int fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out);
 

@@ -112,13 +112,13 @@ run_cli (const char *const *args, char **ret_out)
       exit (77);
     }
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_ptr_array_add (argv, (char *) bin);
+  g_ptr_array_add (argv, (char *)bin);
   for (; *args; args++)
-    g_ptr_array_add (argv, (char *) *args);
+    g_ptr_array_add (argv, (char *)*args);
   g_ptr_array_add (argv, NULL);
   int status;
   g_autoptr (GError) error = NULL;
-  if (!g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, ret_out, NULL, &status, &error))
+  if (!g_spawn_sync (NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, ret_out, NULL, &status, &error))
     fail_msg ("%s: %s", bin, error->message);
   assert_true (WIFEXITED (status));
   return WEXITSTATUS (status);
@@ -152,7 +152,7 @@ test_cli (void **state)
   const char *nested[] = { unshare, "-Urmpf", "--mount-proc", g_getenv ("FUSEBOX_BIN"), "check", NULL };
   int status;
   g_autoptr (GError) error = NULL;
-  assert_true (g_spawn_sync (NULL, (char **) nested, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error));
+  assert_true (g_spawn_sync (NULL, (char **)nested, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status, &error));
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     fail_msg ("nested check failed:\n%s", out);
   assert_true (g_str_has_suffix (out, "'fusebox run' can work here.\n"));

@@ -25,7 +25,7 @@ pids_in_ns (const char *ns)
       g_autofree char *link = g_file_read_link (path, NULL);
       if (link && strcmp (link, ns) == 0)
         {
-          pid_t p = (pid_t) pid;
+          pid_t p = (pid_t)pid;
           g_array_append_val (pids, p);
         }
     }
@@ -164,7 +164,7 @@ test_signals_forwarded (void **state)
     {
       g_autofree char *script = g_strdup_printf ("trap 'echo got; exit %d' %d; echo ready;"
                                                  "while :; do sleep 0.05; done",
-                                                 (int) (40 + i), sigs[i]);
+                                                 (int)(40 + i), sigs[i]);
       const char *argv[] = { "/bin/sh", "-c", script, NULL };
       FbLauncherPlan plan;
       test_plan (&plan, argv);
@@ -182,7 +182,7 @@ test_signals_forwarded (void **state)
       assert_string_equal (got, "got");
       int code;
       assert_int_equal (fb_launcher_child_wait (child, &code), 0);
-      assert_int_equal (code, 40 + (int) i);
+      assert_int_equal (code, 40 + (int)i);
       test_close_fd (s, p[0]);
     }
 
@@ -343,12 +343,12 @@ test_supervisor_sigkill (void **state)
 
   /* pidfds before the kill: no pid can be reused under us */
   GArray *pidfds = g_array_new (FALSE, FALSE, sizeof (int));
-  int fd = (int) syscall (SYS_pidfd_open, outer, 0);
+  int fd = (int)syscall (SYS_pidfd_open, outer, 0);
   assert_true (fd >= 0);
   g_array_append_val (pidfds, fd);
   for (guint i = 0; i < inside->len; i++)
     {
-      fd = (int) syscall (SYS_pidfd_open, g_array_index (inside, pid_t, i), 0);
+      fd = (int)syscall (SYS_pidfd_open, g_array_index (inside, pid_t, i), 0);
       assert_true (fd >= 0);
       g_array_append_val (pidfds, fd);
     }
@@ -361,7 +361,7 @@ test_supervisor_sigkill (void **state)
   gint64 deadline = g_get_monotonic_time () + G_USEC_PER_SEC;
   for (guint i = 0; i < pidfds->len; i++)
     {
-      int left_ms = (int) MAX (0, (deadline - g_get_monotonic_time ()) / 1000);
+      int left_ms = (int)MAX (0, (deadline - g_get_monotonic_time ()) / 1000);
       struct pollfd pfd = { .fd = g_array_index (pidfds, int, i), .events = POLLIN };
       int n = poll (&pfd, 1, left_ms);
       if (n != 1)

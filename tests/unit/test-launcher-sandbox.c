@@ -22,10 +22,10 @@ listen_loopback (TestState *s, int *ret_port)
   assert_true (fd >= 0);
   test_keep_fd (s, fd);
   struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  assert_int_equal (bind (fd, (struct sockaddr *) &sa, sizeof sa), 0);
+  assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof sa), 0);
   assert_int_equal (listen (fd, 4), 0);
   socklen_t len = sizeof sa;
-  assert_int_equal (getsockname (fd, (struct sockaddr *) &sa, &len), 0);
+  assert_int_equal (getsockname (fd, (struct sockaddr *)&sa, &len), 0);
   *ret_port = ntohs (sa.sin_port);
   return fd;
 }
@@ -175,7 +175,7 @@ test_minimal_dev (void **state)
 {
   TestState *s = *state;
   /* a host POSIX shm object must stay invisible */
-  g_autofree char *host_shm = g_strdup_printf ("/dev/shm/fb-launcher-test-%d", (int) getpid ());
+  g_autofree char *host_shm = g_strdup_printf ("/dev/shm/fb-launcher-test-%d", (int)getpid ());
   assert_true (g_file_set_contents (host_shm, "host", -1, NULL));
   g_autofree char *script = g_strdup_printf (
     "set -e; cd /dev;"
@@ -218,7 +218,7 @@ test_proc_and_ipc_private (void **state)
                                              "test ! -e /proc/%d || exit 12;"
                                              "test -e /proc/1/status || exit 13;"
                                              "echo ok",
-                                             shmid, (int) getpid ());
+                                             shmid, (int)getpid ());
   const char *argv[] = { "/bin/sh", "-c", script, NULL };
   FbLauncherPlan plan;
   test_plan (&plan, argv);
@@ -312,8 +312,8 @@ static void
 fuse_reply (int fd, uint64_t unique, int error, const void *arg, size_t len)
 {
   struct fuse_out_header out = { .len = sizeof out + len, .error = error, .unique = unique };
-  struct iovec iov[2] = { { &out, sizeof out }, { (void *) arg, len } };
-  assert_int_equal (writev (fd, iov, arg ? 2 : 1), (ssize_t) out.len);
+  struct iovec iov[2] = { { &out, sizeof out }, { (void *)arg, len } };
+  assert_int_equal (writev (fd, iov, arg ? 2 : 1), (ssize_t)out.len);
 }
 
 /* A FUSE root served by a tiny server here: answer INIT, an empty root
@@ -359,8 +359,10 @@ test_fuse_root_served (void **state)
             {
               struct fuse_init_in init_in;
               memcpy (&init_in, arg, sizeof init_in);
-              struct fuse_init_out init = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION,
-                                            .max_readahead = init_in.max_readahead, .max_write = 4096,
+              struct fuse_init_out init = { .major = FUSE_KERNEL_VERSION,
+                                            .minor = FUSE_KERNEL_MINOR_VERSION,
+                                            .max_readahead = init_in.max_readahead,
+                                            .max_write = 4096,
                                             .time_gran = 1 };
               fuse_reply (fuse, in.unique, 0, &init, sizeof init);
               break;
@@ -375,7 +377,7 @@ test_fuse_root_served (void **state)
               break;
             }
           case FUSE_LOOKUP:
-            lookup_pid = (pid_t) in.pid;
+            lookup_pid = (pid_t)in.pid;
             g_strlcpy (lookup_name, arg, sizeof lookup_name);
             fuse_reply (fuse, in.unique, -ENOENT, NULL, 0);
             break;
@@ -386,12 +388,12 @@ test_fuse_root_served (void **state)
     }
   assert_string_equal (lookup_name, "proc");
   /* a host pid: its /proc entry (ours) shows it as pid 1 of a nested namespace */
-  g_autofree char *status_path = g_strdup_printf ("/proc/%d/status", (int) lookup_pid);
+  g_autofree char *status_path = g_strdup_printf ("/proc/%d/status", (int)lookup_pid);
   g_autofree char *status = NULL;
   assert_true (g_file_get_contents (status_path, &status, NULL, NULL));
-  g_autofree char *nspid = g_strdup_printf ("NSpid:\t%d\t1\n", (int) lookup_pid);
+  g_autofree char *nspid = g_strdup_printf ("NSpid:\t%d\t1\n", (int)lookup_pid);
   if (!strstr (status, nspid))
-    fail_msg ("pid %d from FUSE is not pid 1 of the sandbox seen from the host:\n%s", (int) lookup_pid, status);
+    fail_msg ("pid %d from FUSE is not pid 1 of the sandbox seen from the host:\n%s", (int)lookup_pid, status);
 
   assert_int_equal (fb_launcher_child_wait_exec (child), -ECHILD);
   g_autofree char *msg = fb_launcher_child_describe_failure (child);

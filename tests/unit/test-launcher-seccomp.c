@@ -108,8 +108,20 @@ static const Expect expected[] = {
 /* Probes whose answer without the filter (as an unprivileged host user)
  * differs from the sandbox's on any kernel: proof that the table can fail. */
 static const char *const discriminating[] = {
-  "clone_newuser", "unshare", "clone3", "open_tree", "add_key", "keyctl", "ptrace", "process_vm_readv", "kcmp",
-  "personality_linux32", "socket_netlink_audit", "socketpair_packet", "io_uring_enter", "move_mount",
+  "clone_newuser",
+  "unshare",
+  "clone3",
+  "open_tree",
+  "add_key",
+  "keyctl",
+  "ptrace",
+  "process_vm_readv",
+  "kcmp",
+  "personality_linux32",
+  "socket_netlink_audit",
+  "socketpair_packet",
+  "io_uring_enter",
+  "move_mount",
 };
 
 static void
@@ -167,7 +179,7 @@ test_probes_discriminate (void **state)
       dup2 (p[1], 1);
       if (setgroups (0, NULL) < 0 || setresgid (65534, 65534, 65534) < 0 || setresuid (65534, 65534, 65534) < 0)
         _exit (120);
-      execl (escape, escape, (char *) NULL);
+      execl (escape, escape, (char *)NULL);
       _exit (121);
     }
   test_keep_pid (s, pid);
