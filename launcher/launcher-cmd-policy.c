@@ -215,6 +215,23 @@ rule_kind_name (FbPolicyRuleKind kind)
     }
 }
 
+/* /proc, /sys and /dev are never the host's inside the view (fs/fs-view.c
+ * blanks them): a run mounts a fresh procfs and a minimal /dev over them, and
+ * leaves /sys empty.  Returns the tree VIEW lies in, or NULL. */
+static const char *
+kernel_tree (const char *view)
+{
+  static const char *const trees[] = { "/proc", "/sys", "/dev" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (trees); i++)
+    {
+      gsize n = strlen (trees[i]);
+      if (strncmp (view, trees[i], n) == 0 && (view[n] == '\0' || view[n] == '/'))
+        return trees[i];
+    }
+  return NULL;
+}
+
 static void
 explain_text (const char *view, const FbPolicyDecision *d)
 {
@@ -248,12 +265,16 @@ explain_text (const char *view, const FbPolicyDecision *d)
     }
   const FbPolicyMount *m = d->mount;
   const char *shown = m->host_path != NULL ? m->host_path : "(a directory of the run)";
+  bool reachable = fb_policy_access_visible (d->access) || d->traversable;
   if (d->is_mount_point && !(strcmp (m->view_path, "/") == 0 && g_strcmp0 (m->host_path, "/") == 0))
     printf ("  mount point: yes; shows %s%s\n", shown, m->is_private ? " (private, made for each run)" : "");
-  else if (!d->is_mount_point && strcmp (m->view_path, "/") != 0)
+  else if (reachable && !d->is_mount_point && strcmp (m->view_path, "/") != 0)
     printf ("  mount:       inside %s, which shows %s%s\n", m->view_path, shown,
             m->is_private ? " (private, made for each run)" : "");
-  if (fb_policy_access_visible (d->access) || d->traversable)
+  if (reachable && kernel_tree (view) != NULL)
+    printf ("  host path:   none: the view shows an empty %s, never the host's%s\n", kernel_tree (view),
+            strcmp (kernel_tree (view), "/sys") != 0 ? "; a run mounts its own there" : "");
+  else if (reachable)
     printf ("  host path:   %s\n", host != NULL ? host : "(unknown: private, needs a run directory)");
   else
     printf ("  host path:   none (hidden)\n");
@@ -294,7 +315,7 @@ explain_json (JsonBuilder *b, const char *view, const FbPolicyDecision *d)
   add_string_array (b, "reachable_children", d->traversable ? d->reachable_children : NULL);
   json_builder_set_member_name (b, "mount_point");
   json_builder_add_boolean_value (b, d->is_mount_point);
-  add_nullable_string (b, "host_path", shown ? host : NULL);
+  add_nullable_string (b, "host_path", shown && kernel_tree (view) == NULL ? host : NULL);
   json_builder_set_member_name (b, "mount");
   json_builder_begin_object (b);
   add_nullable_string (b, "view_path", d->mount->view_path);

@@ -341,7 +341,7 @@ test_explain_default (void **state)
 
   /* relative paths are taken from the current directory (the workspace) */
   RUN (&r, f->workspace, "policy", "explain", "--workspace", f->workspace, "/etc/passwd", "/root/x", "/home",
-       TEST_HOME "/notes.txt", "src/main.c", ".git", "/tmp/scratch");
+       TEST_HOME "/notes.txt", "src/main.c", ".git", "/tmp/scratch", "/proc/self/environ");
   assert_status (&r, 0);
 
   assert_explains (&r, "/etc/passwd", "access:      read", "rule:        builtin:default:rules[0] (path /, read)",
@@ -357,6 +357,8 @@ test_explain_default (void **state)
   /* its metadata is hidden */
   assert_explains (&r, git, "access:      hide", "rule:        protected_names[.git]", "host path:   none (hidden)");
   assert_explains (&r, "/tmp/scratch", "access:      write", "(private, made for each run)");
+  /* the view never shows the host's /proc, whatever the policy says */
+  assert_explains (&r, "/proc/self/environ", "access:      read", "host path:   none: the view shows an empty /proc");
 }
 
 static void
