@@ -53,6 +53,20 @@ new_context (const char *command, const char *parameters, const char *summary, c
   return ctx;
 }
 
+/* GOptionContext stops at "--" but leaves it in argv; it only marks the end
+ * of options ("fusebox policy explain -- -odd-name"), so drop it. */
+static void
+drop_double_dash (int *argc, char **argv)
+{
+  for (int i = 1; i < *argc; i++)
+    if (strcmp (argv[i], "--") == 0)
+      {
+        memmove (argv + i, argv + i + 1, (*argc - i) * sizeof (char *));
+        (*argc)--;
+        return;
+      }
+}
+
 static int
 usage_error (const char *command, const char *message)
 {
@@ -140,6 +154,7 @@ cmd_check (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
     return usage_error ("check", error->message);
+  drop_double_dash (&argc, argv);
   if (argc < 2)
     return usage_error ("check", "no FILE given");
   if (workspace_arg != NULL && (workspace = resolve_workspace ("check", workspace_arg, &status)) == NULL)
@@ -371,6 +386,7 @@ cmd_explain (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
     return usage_error ("explain", error->message);
+  drop_double_dash (&argc, argv);
   if (argc < 2)
     return usage_error ("explain", "no PATH given");
   spec = spec_arg != NULL ? spec_arg : DEFAULT_SPEC;
@@ -444,6 +460,7 @@ cmd_show (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
     return usage_error ("show", error->message);
+  drop_double_dash (&argc, argv);
   if (argc > 2)
     return usage_error ("show", "give at most one NAME");
   if (argc < 2)

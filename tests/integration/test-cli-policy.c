@@ -395,6 +395,13 @@ test_explain_file_policy (void **state)
   /* "..", "." and "//" are folded as the kernel would inside the view */
   assert_explains (&r, "/etc/hosts", "access:      read");
 
+  /* "--" ends the options: a path may then start with "-" */
+  g_auto (Run) dash = { 0 };
+  g_autofree char *dash_path = g_build_filename (f->workspace, "-n", NULL);
+  RUN (&dash, f->workspace, "policy", "explain", "--", "-n");
+  assert_status (&dash, 0);
+  assert_explains (&dash, dash_path, "access:      write");
+
   RUN (&other, f->workspace, "policy", "explain", "--policy", "builtin:read-only", "--workspace", f->workspace,
        "/etc/passwd");
   assert_status (&other, 0);
