@@ -1,0 +1,382 @@
+/* fusebox — `fusebox mount` end to end: every operation, by real system
+ * calls through a real mount, against every access (write, read, deny,
+ * hide) with the expected errno, the expected host effect (a checksum of the
+ * host tree before and after), a stand-in that exists and is readable on
+ * the host first, and the denial in the access log with its rule's why.
+ * Also: the built-in default policy's private /tmp and HOME. */
+#include "tests/integration/test-mount-util.h"
+
+#include <dirent.h>
+#include <sys/sysmacros.h>
+
+static const char *const accesses[] = { "write", "read", "deny", "hide" };
+
+static char *
+table_policy (void)
+{
+  GString *s = g_string_new ("{ \"version\": 1,\n"
+                             "  \"protected_names\": { \".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"hide\" },\n"
+                             "  \"rules\": [\n"
+                             "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+                             "  { \"path\": \"@H@/t\", \"access\": \"write\", \"why\": \"table\" }");
+  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
+    {
+      static const char *const objs[][2] = { { "f", "file" }, { "s", "dir" }, { "l", "link" }, { "new", "new" } };
+      for (guint j = 0; j < G_N_ELEMENTS (objs); j++)
+        g_string_append_printf (s, ",\n  { \"path\": \"@H@/t/%s/%s\", \"access\": \"%s\", \"why\": \"%s %s\" }",
+                                accesses[i], objs[j][0], accesses[i], accesses[i], objs[j][1]);
+    }
+  g_string_append (s, " ] }\n");
+  return g_string_free (s, FALSE);
+}
+
+static void
+make_tree (MFx *fx)
+{
+  g_autofree char *t = fx_h (fx, "/t");
+
+  mfx_rm_rf (t);
+  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
+    {
+      g_autofree char *f = g_strdup_printf ("/t/%s/f", accesses[i]);
+      g_autofree char *s = g_strdup_printf ("/t/%s/s", accesses[i]);
+      g_autofree char *l = g_strdup_printf ("/t/%s/l", accesses[i]);
+      g_autofree char *fpath = fx_h (fx, f);
+      g_autofree char *lpath = fx_h (fx, l);
+      host_write (fx, f, "the file's data\n");
+      host_mkdir (fx, s);
+      assert_int_equal (symlink ("f", lpath), 0);
+      assert_int_equal (setxattr (fpath, "user.t", "v", 1, 0), 0);
+    }
+  host_write (fx, "/t/zone/x", "zone data\n");
+}
+
+typedef enum
+{
+  OP_STAT,
+  OP_READ,
+  OP_OPEN_WRITE,
+  OP_CHMOD,
+  OP_TRUNCATE,
+  OP_UTIMENS,
+  OP_SETXATTR,
+  OP_GETXATTR,
+  OP_REMOVEXATTR,
+  OP_UNLINK,
+  OP_RENAME_AWAY,
+  OP_RENAME_ONTO,
+  OP_EXCHANGE,
+  OP_LINK_AWAY,
+  OP_LINK_ONTO,
+  OP_CREATE,
+  OP_MKDIR,
+  OP_SYMLINK,
+  OP_MKFIFO,
+  OP_READDIR,
+  OP_RMDIR,
+  OP_MKDIR_IN,
+  OP_READLINK,
+} Op;
+
+typedef struct
+{
+  Op op;
+  const char *name;
+  const char *obj;
+  bool mutation;
+  int expect[4]; /* write, read, deny, hide: 0 or an errno */
+} Row;
+
+/* The kernel answers some cases before asking the view (an exchange with a
+ * name it was told does not exist is ENOENT); the view refuses the rest. */
+static const Row rows[] = {
+  { OP_STAT, "lstat f", "file", false, { 0, 0, 0, ENOENT } },
+  { OP_READ, "open(O_RDONLY)+read f", "file", false, { 0, 0, EACCES, ENOENT } },
+  { OP_OPEN_WRITE, "open(O_WRONLY|O_TRUNC) f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_CHMOD, "chmod f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_TRUNCATE, "truncate f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_UTIMENS, "utimensat f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_SETXATTR, "setxattr f user.n", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_GETXATTR, "getxattr f user.t", "file", false, { 0, 0, EACCES, ENOENT } },
+  { OP_REMOVEXATTR, "removexattr f user.t", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_UNLINK, "unlink f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_RENAME_AWAY, "rename f -> zone/moved", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_RENAME_ONTO, "rename zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { OP_EXCHANGE, "renameat2 zone/x <-> f EXCHANGE", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_LINK_AWAY, "link f -> zone/lnk", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_LINK_ONTO, "link zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { OP_CREATE, "open(O_CREAT|O_EXCL) new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { OP_MKDIR, "mkdir new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { OP_SYMLINK, "symlink new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { OP_MKFIFO, "mkfifo new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { OP_READDIR, "opendir+readdir s", "dir", false, { 0, 0, EACCES, ENOENT } },
+  { OP_RMDIR, "rmdir s", "dir", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_MKDIR_IN, "mkdir s/sub", "dir", true, { 0, EROFS, EACCES, ENOENT } },
+  { OP_READLINK, "readlink l", "link", false, { 0, 0, EACCES, ENOENT } },
+};
+
+static int
+err_of (long r)
+{
+  return r < 0 ? errno : 0;
+}
+
+/* Run OP on /t/A through the mount; 0 or the errno. */
+static int
+run_op (MFx *fx, Op op, const char *a)
+{
+  g_autofree char *d = g_strdup_printf ("/t/%s", a);
+  g_autofree char *dir = fx_m (fx, d);
+  g_autofree char *f = g_build_filename (dir, "f", NULL);
+  g_autofree char *s = g_build_filename (dir, "s", NULL);
+  g_autofree char *l = g_build_filename (dir, "l", NULL);
+  g_autofree char *nw = g_build_filename (dir, "new", NULL);
+  g_autofree char *x = fx_m (fx, "/t/zone/x");
+  g_autofree char *moved = fx_m (fx, "/t/zone/moved");
+  g_autofree char *lnk = fx_m (fx, "/t/zone/lnk");
+  struct timespec ts[2] = { { 12345, 0 }, { 12345, 0 } };
+  struct stat st;
+  char buf[128];
+  int fd, e;
+
+  errno = 0;
+  switch (op)
+    {
+    case OP_STAT:
+      return err_of (lstat (f, &st));
+    case OP_READ:
+      fd = open (f, O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        return errno;
+      assert_int_equal (read (fd, buf, sizeof buf), 16);
+      close (fd);
+      return 0;
+    case OP_OPEN_WRITE:
+      fd = open (f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+      if (fd < 0)
+        return errno;
+      close (fd);
+      return 0;
+    case OP_CHMOD:
+      return err_of (chmod (f, 0600));
+    case OP_TRUNCATE:
+      return err_of (truncate (f, 3));
+    case OP_UTIMENS:
+      return err_of (utimensat (AT_FDCWD, f, ts, AT_SYMLINK_NOFOLLOW));
+    case OP_SETXATTR:
+      return err_of (lsetxattr (f, "user.n", "1", 1, 0));
+    case OP_GETXATTR:
+      return err_of (lgetxattr (f, "user.t", buf, sizeof buf));
+    case OP_REMOVEXATTR:
+      return err_of (lremovexattr (f, "user.t"));
+    case OP_UNLINK:
+      return err_of (unlink (f));
+    case OP_RENAME_AWAY:
+      return err_of (rename (f, moved));
+    case OP_RENAME_ONTO:
+      return err_of (rename (x, nw));
+    case OP_EXCHANGE:
+      return err_of (renameat2 (AT_FDCWD, x, AT_FDCWD, f, RENAME_EXCHANGE));
+    case OP_LINK_AWAY:
+      return err_of (link (f, lnk));
+    case OP_LINK_ONTO:
+      return err_of (link (x, nw));
+    case OP_CREATE:
+      fd = open (nw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0)
+        return errno;
+      assert_int_equal (write (fd, "x", 1), 1);
+      close (fd);
+      return 0;
+    case OP_MKDIR:
+      return err_of (mkdir (nw, 0755));
+    case OP_SYMLINK:
+      return err_of (symlink ("f", nw));
+    case OP_MKFIFO:
+      return err_of (mkfifo (nw, 0644));
+    case OP_READDIR:
+      {
+        DIR *dp = opendir (s);
+        struct dirent *de;
+        guint n = 0;
+        if (dp == NULL)
+          return errno;
+        errno = 0;
+        while ((de = readdir (dp)) != NULL)
+          n++;
+        e = errno;
+        closedir (dp);
+        assert_int_equal (n, 2);
+        return e;
+      }
+    case OP_RMDIR:
+      return err_of (rmdir (s));
+    case OP_MKDIR_IN:
+      {
+        g_autofree char *sub = g_build_filename (s, "sub", NULL);
+        return err_of (mkdir (sub, 0755));
+      }
+    case OP_READLINK:
+      {
+        ssize_t n = readlink (l, buf, sizeof buf);
+        if (n < 0)
+          return errno;
+        assert_int_equal (n, 1);
+        assert_int_equal (buf[0], 'f');
+        return 0;
+      }
+    }
+  return EINVAL;
+}
+
+static void
+test_table (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *policy = table_policy ();
+  g_autofree char *log = NULL;
+  guint denials = 0;
+
+  make_tree (fx);
+  /* a fresh mount for each access keeps the kernel's caches out of the way
+   * of the host tree being rebuilt between cases */
+  for (guint j = 0; j < G_N_ELEMENTS (accesses); j++)
+    for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+      {
+        const Row *row = &rows[i];
+        g_autofree char *before = NULL, *after = NULL;
+        g_autofree char *frel = g_strdup_printf ("/t/%s/f", accesses[j]);
+        int r;
+
+        make_tree (fx);
+        assert_host_readable (fx, frel);
+        mfx_mount (fx, policy, "--log-level", "mutations", "--cache-timeout", "0", NULL);
+        before = host_sum (fx, "/t");
+        r = run_op (fx, row->op, accesses[j]);
+        after = host_sum (fx, "/t");
+        mfx_unmount (fx);
+        if (r != row->expect[j])
+          fail_msg ("%s on %s: got %s, expected %s", row->name, accesses[j], r ? g_strerror (r) : "success",
+                    row->expect[j] ? g_strerror (row->expect[j]) : "success");
+        if (row->mutation && r == 0 && strcmp (before, after) == 0)
+          fail_msg ("%s on %s succeeded but the host did not change", row->name, accesses[j]);
+        if ((r != 0 || !row->mutation) && strcmp (before, after) != 0)
+          fail_msg ("%s on %s (%s) changed the host", row->name, accesses[j], r ? g_strerror (r) : "success");
+        if (r == EACCES || r == EROFS)
+          {
+            g_autofree char *why = g_strdup_printf ("\"why\":\"%s %s\"", accesses[j], row->obj);
+            g_autofree char *errno_field = g_strdup_printf ("\"errno\":%d", r);
+            g_free (log);
+            log = mfx_log (fx);
+            if (!log_has (log, why, errno_field, NULL))
+              fail_msg ("%s on %s: the log has no denial with errno %d and %s:\n%s", row->name, accesses[j], r, why,
+                        log);
+            denials++;
+          }
+      }
+  assert_true (denials > 30);
+  MFX_PASS ();
+}
+
+/* The built-in default policy: the workspace writable, / read-only, /tmp
+ * and HOME private (in the run directory), other people's files hidden. */
+static void
+test_default_private (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *ws = fx_h (fx, "/ws");
+  g_autofree char *in_ws = fx_m (fx, "/ws/made-in-view");
+  g_autofree char *tmpfile = NULL;
+  g_autofree char *marker = g_strdup_printf ("fusebox-test-%d", (int) getpid ());
+  g_autofree char *host_tmp_marker = g_build_filename ("/tmp", marker, NULL);
+  g_autofree char *view_tmp_marker = NULL;
+  g_autofree char *runs = NULL;
+  g_autofree char *etc = NULL;
+  g_autofree char *found = NULL;
+  struct stat st;
+  int fd;
+
+  host_mkdir (fx, "/ws");
+  {
+    const char *argv[] = { fusebox_bin (), "mount", "--workspace", ws, "--log", fx->log_path, fx->mnt, NULL };
+    g_autofree char *out = NULL, *err = NULL;
+    fx->mount_args = g_strjoinv (" ", (char **) argv);
+    if (run_cmd (argv, &out, &err) != 0)
+      fail_msg ("%s:\n%s%s", fx->mount_args, out, err);
+    fx->mounted = true;
+    fx->daemon = atoi (strstr (out, "daemon pid ") + strlen ("daemon pid "));
+  }
+  /* the workspace is the host's and writable */
+  fd = open (in_ws, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  assert_true (fd >= 0);
+  close (fd);
+  {
+    g_autofree char *h = fx_h (fx, "/ws/made-in-view");
+    assert_int_equal (stat (h, &st), 0);
+  }
+  /* / is read-only */
+  etc = g_build_filename (fx->mnt, "etc", marker, NULL);
+  assert_errno_is (open (etc, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), EROFS);
+  assert_errno_is (stat ("/etc/hostname", &st), 0);
+  /* /tmp is private: a file made there lands in the run directory, not in
+   * the host's /tmp */
+  view_tmp_marker = g_build_filename (fx->mnt, "tmp", marker, NULL);
+  fd = open (view_tmp_marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, "private", 7), 7);
+  close (fd);
+  assert_errno_is (stat (host_tmp_marker, &st), ENOENT);
+  runs = g_build_filename (fx->state_dir, "fusebox", "runs", NULL);
+  {
+    const char *argv[] = { "find", runs, "-name", marker, NULL };
+    g_autofree char *out = NULL;
+    assert_int_equal (run_cmd (argv, &out, NULL), 0);
+    found = g_strstrip (g_strdup (out));
+  }
+  assert_true (strstr (found, "/private/") != NULL);
+  {
+    g_autofree char *data = NULL;
+    assert_true (g_file_get_contents (found, &data, NULL, NULL));
+    assert_string_equal (data, "private");
+  }
+  /* the host's /tmp content is not visible in the view's /tmp */
+  {
+    g_autofree char *host_side = g_build_filename ("/tmp", "fusebox-host-only-XXXXXX", NULL);
+    int hfd = g_mkstemp (host_side);
+    g_autofree char *through = g_build_filename (fx->mnt, host_side, NULL);
+    assert_true (hfd >= 0);
+    close (hfd);
+    assert_errno_is (stat (through, &st), ENOENT);
+    unlink (host_side);
+  }
+  /* /proc, /sys and /dev are empty directories */
+  {
+    g_autofree char *proc = g_build_filename (fx->mnt, "proc", NULL);
+    g_autofree char *self = g_build_filename (fx->mnt, "proc", "self", "status", NULL);
+    g_autofree char *null = g_build_filename (fx->mnt, "dev", "null", NULL);
+    g_autoptr (GDir) d = NULL;
+    assert_int_equal (stat ("/proc/self/status", &st), 0);
+    assert_int_equal (stat (proc, &st), 0);
+    assert_true (S_ISDIR (st.st_mode));
+    d = g_dir_open (proc, 0, NULL);
+    assert_non_null (d);
+    assert_null (g_dir_read_name (d));
+    assert_errno_is (stat (self, &st), ENOENT);
+    assert_errno_is (stat (null, &st), ENOENT);
+  }
+  unlink (host_tmp_marker);
+  MFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_table, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_default_private, mfx_setup, mfx_teardown),
+  };
+
+  require_fuse ();
+  mfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
