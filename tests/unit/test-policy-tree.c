@@ -285,6 +285,24 @@ test_subtree_has_rules (void **state)
   assert_true (has_rules (policy, "/ws/a/b/c"));
 }
 
+/* Decisions point into the policy: they stay valid while a reference is
+ * held, whoever dropped theirs. */
+static void
+test_refcount (void **state)
+{
+  FbPolicy *policy = load_ok (mount_policy, &test_vars);
+  FbPolicy *second = fb_policy_ref (policy);
+  FbPolicyDecision d;
+
+  assert_ptr_equal (second, policy);
+  fb_policy_decide (policy, "/home/u/ws", &d);
+  fb_policy_unref (policy);
+  assert_string_equal (d.rule->why, "workspace");
+  assert_string_equal (d.mount->host_path, "/home/u/ws");
+  fb_policy_unref (second);
+  fb_policy_unref (NULL); /* accepts NULL */
+}
+
 int
 main (void)
 {
@@ -295,6 +313,7 @@ main (void)
     cmocka_unit_test (test_root_source),
     cmocka_unit_test (test_private_dir_name),
     cmocka_unit_test (test_subtree_has_rules),
+    cmocka_unit_test (test_refcount),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
