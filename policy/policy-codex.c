@@ -51,7 +51,7 @@
  * releases protected .git and .agents only when present).  Not translated:
  * Codex also protects the directory a ".git" pointer file names (gitdir:);
  * we read no file, so that directory keeps the access its entries give. */
-#include "policy/policy.h"
+#include "policy/policy-private.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -335,6 +335,18 @@ normalize_absolute (const char *path)
   return g_string_free (out, FALSE);
 }
 
+/* Our loader refuses paths longer than FB_POLICY_MAX_PATH; refuse them here,
+ * where the field can be named.  Takes PATH; returns it or NULL. */
+static char *
+check_length (char *path, const Jp *jp, GError **error)
+{
+  if (strlen (path) <= FB_POLICY_MAX_PATH)
+    return path;
+  set_error (error, FB_POLICY_ERROR_VALUE, jp, "the path is longer than %d bytes", FB_POLICY_MAX_PATH);
+  g_free (path);
+  return NULL;
+}
+
 /* A Codex PathUri ("file:///abs/path", percent-encoded) or, as our API also
  * accepts, a plain absolute path. */
 static char *
@@ -389,7 +401,7 @@ parse_path (const char *value, const Jp *jp, GError **error)
                  "\"%s\" is a Windows drive path; fusebox runs on Linux and needs a POSIX path", value);
       return NULL;
     }
-  return normalize_absolute (raw);
+  return check_length (normalize_absolute (raw), jp, error);
 }
 
 /* Codex joins a project-roots subpath only when it is relative and has no
@@ -605,6 +617,8 @@ translate_special (Translation *t, JsonObject *value, const Jp *jp, FbPolicyAcce
         {
           const char *root = t->project->pdata[i];
           g_autofree char *path = subpath != NULL ? join_path (root, subpath) : g_strdup (root);
+          if ((path = check_length (g_steal_pointer (&path), &sub_jp, error)) == NULL)
+            return false;
           add_rule (t, path, access, why);
           g_hash_table_add (t->explicit, g_steal_pointer (&path));
         }
@@ -784,7 +798,9 @@ translate_glob (Translation *t, const char *pattern, const Jp *jp, FbPolicyAcces
   g_autofree char *why = g_strdup_printf ("codex: glob_pattern %s (%s), from %s", pattern, access_name, entry_at);
   for (guint i = 0; i < alternatives->len; i++)
     {
-      g_autofree char *ours = codex_glob_to_ours (alternatives->pdata[i]);
+      g_autofree char *ours = check_length (codex_glob_to_ours (alternatives->pdata[i]), jp, error);
+      if (ours == NULL)
+        return false;
       /* A pattern that folds to "/" names the root itself. */
       if (strcmp (ours, "/") == 0)
         add_rule (t, "/", FB_POLICY_ACCESS_DENY, why);

@@ -497,6 +497,24 @@ test_missing_cwd (void **state)
   assert_non_null (strstr (error->message, "\"cwd\""));
 }
 
+/* Paths past the loader's bound fail here, naming the field. */
+static void
+test_too_long (void **state)
+{
+  g_autofree char *name = g_strnfill (5000, 'x');
+  g_autofree char *json = g_strdup_printf (ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file:///%s\"}, "
+                                                          "\"access\": \"deny\"}"),
+                                           name);
+  g_autoptr (JsonNode) ctx = parse_json (json);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonNode) out = fb_policy_codex_translate (ctx, &test_vars, &error);
+
+  assert_null (out);
+  assert_true (g_error_matches (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE));
+  assert_string_equal (error->message,
+                       "sandbox.permissions.file_system.entries[2].path.path: the path is longer than 4096 bytes");
+}
+
 int
 main (void)
 {
@@ -516,6 +534,7 @@ main (void)
     cmocka_unit_test (test_every_rule_explains_itself),
     cmocka_unit_test (test_malformed),
     cmocka_unit_test (test_missing_cwd),
+    cmocka_unit_test (test_too_long),
   };
 
   return cmocka_run_group_tests_name ("policy-codex", tests, NULL, NULL);
