@@ -25,10 +25,10 @@
 #define DEPTH 10
 
 static const char *const top[] = { "usr", "etc", "home", "srv", "var", "opt", "data", "ws", "tmp", "lib" };
-static const char *const mid[] = { "share", "local", "src", "include", "app", "proj", "lib", "cache", "build",
-                                   "docs",  "u",     "x",   "node_modules", "pkg", "test", "bin" };
-static const char *const leaf[] = { "main.c", "README", "a.pem", "id_rsa", "x.tar.gz", "Secret.txt", "lib.o",
-                                    "config", "index.js", "data.json" };
+static const char *const mid[] = { "share", "local", "src", "include", "app",          "proj", "lib",  "cache",
+                                   "build", "docs",  "u",   "x",       "node_modules", "pkg",  "test", "bin" };
+static const char *const leaf[] = { "main.c",     "README", "a.pem",  "id_rsa",   "x.tar.gz",
+                                    "Secret.txt", "lib.o",  "config", "index.js", "data.json" };
 
 static double
 now_ns (void)
@@ -36,14 +36,14 @@ now_ns (void)
   struct timespec ts;
 
   clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec * 1e9 + (double) ts.tv_nsec;
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 static int
 compare_doubles (const void *a, const void *b)
 {
-  double x = *(const double *) a;
-  double y = *(const double *) b;
+  double x = *(const double *)a;
+  double y = *(const double *)b;
 
   return x < y ? -1 : x > y ? 1 : 0;
 }
@@ -62,8 +62,8 @@ policy_text (GRand *rand)
   g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   static const char *const accesses[] = { "read", "write", "deny", "hide" };
   static const char *const globs[] = {
-    "*.pem",           "id_rsa",          "/etc/ssh/*_key",  "**/node_modules", "/srv/**/cache",
-    "*.tar.gz",        "/ws/**/build/*.o", "/data/**",       "[Ss]ecret*",      "/home/*/.ssh/**",
+    "*.pem",    "id_rsa",           "/etc/ssh/*_key", "**/node_modules", "/srv/**/cache",
+    "*.tar.gz", "/ws/**/build/*.o", "/data/**",       "[Ss]ecret*",      "/home/*/.ssh/**",
   };
   guint literals = 0;
 
@@ -71,7 +71,7 @@ policy_text (GRand *rand)
   literals++;
   while (literals < 190)
     {
-      guint depth = (guint) g_rand_int_range (rand, 1, 8);
+      guint depth = (guint)g_rand_int_range (rand, 1, 8);
       g_autoptr (GString) path = g_string_new ("/");
 
       g_string_append (path, top[g_rand_int_range (rand, 0, G_N_ELEMENTS (top))]);
@@ -94,7 +94,7 @@ policy_text (GRand *rand)
 int
 main (int argc, char **argv)
 {
-  guint reps = argc > 1 ? (guint) atoi (argv[1]) : 200;
+  guint reps = argc > 1 ? (guint)atoi (argv[1]) : 200;
   g_autoptr (GRand) rand = g_rand_new_with_seed (42);
   g_autofree char *text = policy_text (rand);
   g_autoptr (GError) error = NULL;
@@ -150,7 +150,8 @@ main (int argc, char **argv)
       fb_policy_decide (policy, "/", &root);
       parents[0] = g_strdup ("/");
       for (guint k = 1; k < DEPTH; k++)
-        parents[k] = k == 1 ? g_strconcat ("/", names[i][0], NULL) : g_strconcat (parents[k - 1], "/", names[i][k - 1], NULL);
+        parents[k] =
+          k == 1 ? g_strconcat ("/", names[i][0], NULL) : g_strconcat (parents[k - 1], "/", names[i][k - 1], NULL);
       t0 = now_ns ();
       for (guint r = 0; r < reps; r++)
         {

@@ -122,8 +122,8 @@ add_default_rules (JsonBuilder *b, const char *home, const char *ws, bool worksp
   home_private = home != NULL && strcmp (home, "/") != 0 && !is_at_or_below (home, ws);
   if (home_private)
     add_rule (b, "${HOME}", "write", "private", "an empty private HOME: the host's stays out of reach");
-  else if (home != NULL && ws != NULL && strcmp (home, ws) != 0 && is_at_or_below (home, ws)
-           && (is_at_or_below (home, "/home") || is_at_or_below (home, "/root")) && workspace_writable)
+  else if (home != NULL && ws != NULL && strcmp (home, ws) != 0 && is_at_or_below (home, ws) &&
+           (is_at_or_below (home, "/home") || is_at_or_below (home, "/root")) && workspace_writable)
     /* The workspace contains HOME but /home or /root above would hide it:
      * HOME is part of the workspace, so show it as such. */
     add_rule (b, "${HOME}", "write", NULL, "the home directory, inside the workspace");

@@ -29,7 +29,7 @@ is_meta (char c)
 static gunichar
 next_char (const char **s, const char *end)
 {
-  const guchar *p = (const guchar *) *s;
+  const guchar *p = (const guchar *)*s;
   gunichar c = p[0];
   guint n = 1;
 
@@ -37,7 +37,7 @@ next_char (const char **s, const char *end)
     {
       guint want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
 
-      if ((gsize) (end - *s) >= want)
+      if ((gsize)(end - *s) >= want)
         {
           gunichar v = c & (0x3f >> (want - 1));
           guint i;
@@ -67,14 +67,14 @@ check_component (const char *c, gsize n, const char **ret_what)
           if (i + 1 >= n)
             {
               *ret_what = "\"\\\" escapes nothing";
-              return (gssize) i;
+              return (gssize)i;
             }
           i++;
         }
       else if (c[i] == '*' && i + 1 < n && c[i + 1] == '*')
         {
           *ret_what = "\"**\" must be a whole component (a/**/b), not part of a name";
-          return (gssize) i;
+          return (gssize)i;
         }
       else if (c[i] == '[')
         {
@@ -103,16 +103,16 @@ check_component (const char *c, gsize n, const char **ret_what)
                   if (hi < lo)
                     {
                       *ret_what = "empty range in \"[...]\"";
-                      return (gssize) (item - c);
+                      return (gssize)(item - c);
                     }
                 }
             }
           if (q >= end)
             {
               *ret_what = "unclosed \"[\"";
-              return (gssize) i;
+              return (gssize)i;
             }
-          i = (gsize) (q - c);
+          i = (gsize)(q - c);
         }
     }
   return -1;
@@ -276,7 +276,7 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
   for (;;)
     {
       const char *end = strchrnul (p, '/');
-      gsize n = (gsize) (end - p);
+      gsize n = (gsize)(end - p);
       FbGlobPart part = { 0 };
       const char *what = NULL;
       gssize bad;
@@ -284,13 +284,13 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
       if (n == 0)
         {
           *ret_message = g_strdup_printf ("%s at offset %zu; a pattern has no empty component",
-                                          *end == '\0' ? "trailing \"/\"" : "\"//\"", (gsize) (p - pattern));
+                                          *end == '\0' ? "trailing \"/\"" : "\"//\"", (gsize)(p - pattern));
           return NULL;
         }
       if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
         {
-          *ret_message = g_strdup_printf ("\"%.*s\" component at offset %zu; view paths have none", (int) n, p,
-                                          (gsize) (p - pattern));
+          *ret_message =
+            g_strdup_printf ("\"%.*s\" component at offset %zu; view paths have none", (int)n, p, (gsize)(p - pattern));
           return NULL;
         }
       if (n == 2 && p[0] == '*' && p[1] == '*')
@@ -307,7 +307,7 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
           bad = check_component (p, n, &what);
           if (bad >= 0)
             {
-              *ret_message = g_strdup_printf ("%s at offset %zu", what, (gsize) (p - pattern) + (gsize) bad);
+              *ret_message = g_strdup_printf ("%s at offset %zu", what, (gsize)(p - pattern) + (gsize)bad);
               return NULL;
             }
           for (gsize i = 0; i < n; i++)
@@ -324,12 +324,12 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
                     i++;
                   g_string_append_c (s, p[i]);
                 }
-              part.len = (guint32) s->len;
+              part.len = (guint32)s->len;
               part.text = g_string_free (s, FALSE);
             }
           else
             {
-              part.len = (guint32) n;
+              part.len = (guint32)n;
               part.text = g_strndup (p, n);
             }
           part.literal = literal;
@@ -350,7 +350,7 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
     }
 
   glob->n_parts = parts->len;
-  glob->parts = (FbGlobPart *) (void *) g_array_free (g_steal_pointer (&parts), FALSE);
+  glob->parts = (FbGlobPart *)(void *)g_array_free (g_steal_pointer (&parts), FALSE);
   glob->floating = glob->parts[0].doublestar;
   glob->name_only = glob->floating && glob->n_parts == 2 && !glob->parts[1].doublestar;
   glob->max_depth = 0;
@@ -482,7 +482,7 @@ fb_policy_glob_index_init (FbGlobIndex *index)
   memset (index, 0, sizeof *index);
   index->other = g_ptr_array_new ();
   index->all = g_ptr_array_new_with_free_func (g_free);
-  index->lists = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
+  index->lists = g_ptr_array_new_with_free_func ((GDestroyNotify)g_ptr_array_unref);
 }
 
 static void

@@ -97,7 +97,7 @@ fb_policy_get_mounts (const FbPolicy *policy, guint *ret_n)
 {
   if (ret_n != NULL)
     *ret_n = policy->mounts->len;
-  return (const FbPolicyMount *) (void *) policy->mounts->data;
+  return (const FbPolicyMount *)(void *)policy->mounts->data;
 }
 
 /* ---- Error messages -------------------------------------------------------- */
@@ -118,9 +118,8 @@ typedef enum
 
 /* "ORIGIN:LINE:COL: FIELD: message", where the position is that of POS_PATH
  * (its value or its key) and FIELD names FIELD_PATH. */
-static bool G_GNUC_PRINTF (6, 7)
-fail (const Ctx *ctx, FbPolicyError code, const char *field_path, const char *pos_path, At at, const char *format,
-      ...)
+static bool G_GNUC_PRINTF (6, 7) fail (const Ctx *ctx, FbPolicyError code, const char *field_path, const char *pos_path,
+                                       At at, const char *format, ...)
 {
   va_list ap;
   g_autofree char *msg = NULL;
@@ -149,8 +148,7 @@ describe_position (const Ctx *ctx, const char *path)
   FbPolicyPos pos;
 
   if (fb_policy_pos_index_lookup (ctx->index, path, false, &pos))
-    return g_strdup_printf ("%s at %s:%u:%u", path, ctx->origin != NULL ? ctx->origin : "<data>", pos.line,
-                            pos.col);
+    return g_strdup_printf ("%s at %s:%u:%u", path, ctx->origin != NULL ? ctx->origin : "<data>", pos.line, pos.col);
   return g_strdup (path);
 }
 
@@ -159,25 +157,25 @@ node_type_name (JsonNode *node)
 {
   switch (json_node_get_node_type (node))
     {
-    case JSON_NODE_OBJECT:
-      return "an object";
-    case JSON_NODE_ARRAY:
-      return "an array";
-    case JSON_NODE_NULL:
-      return "null";
-    case JSON_NODE_VALUE:
-    default:
-      switch (json_node_get_value_type (node))
-        {
-        case G_TYPE_STRING:
-          return "a string";
-        case G_TYPE_BOOLEAN:
-          return "a boolean";
-        case G_TYPE_INT64:
-          return "an integer";
-        default:
-          return "a number";
-        }
+      case JSON_NODE_OBJECT:
+        return "an object";
+      case JSON_NODE_ARRAY:
+        return "an array";
+      case JSON_NODE_NULL:
+        return "null";
+      case JSON_NODE_VALUE:
+      default:
+        switch (json_node_get_value_type (node))
+          {
+            case G_TYPE_STRING:
+              return "a string";
+            case G_TYPE_BOOLEAN:
+              return "a boolean";
+            case G_TYPE_INT64:
+              return "an integer";
+            default:
+              return "a number";
+          }
     }
 }
 
@@ -198,12 +196,12 @@ edit_distance (const char *a, const char *b)
     return G_MAXUINT;
   row = g_new (guint, lb + 1);
   for (gsize j = 0; j <= lb; j++)
-    row[j] = (guint) j;
+    row[j] = (guint)j;
   for (gsize i = 1; i <= la; i++)
     {
       guint diag = row[0];
 
-      row[0] = (guint) i;
+      row[0] = (guint)i;
       for (gsize j = 1; j <= lb; j++)
         {
           guint up = row[j];
@@ -241,7 +239,7 @@ check_keys (const Ctx *ctx, JsonObject *object, const char *path, const char *co
       if (known)
         continue;
       member = fb_policy_json_path_member (path, key);
-      list = g_strjoinv (", ", (char **) valid);
+      list = g_strjoinv (", ", (char **)valid);
       if (suggestion != NULL)
         return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_KEY, "unknown key; did you mean \"%s\"? valid: %s",
                      suggestion, list);
@@ -298,12 +296,12 @@ protected_why (const char *name, FbPolicyAccess access)
 
   switch (access)
     {
-    case FB_POLICY_ACCESS_READ:
-      return metadata ? "version-control and agent metadata is never modified" : "never modified at any depth";
-    case FB_POLICY_ACCESS_DENY:
-      return metadata ? "version-control and agent metadata is never opened" : "never opened at any depth";
-    default:
-      return metadata ? "version-control and agent metadata is never exposed" : "never exposed at any depth";
+      case FB_POLICY_ACCESS_READ:
+        return metadata ? "version-control and agent metadata is never modified" : "never modified at any depth";
+      case FB_POLICY_ACCESS_DENY:
+        return metadata ? "version-control and agent metadata is never opened" : "never opened at any depth";
+      default:
+        return metadata ? "version-control and agent metadata is never exposed" : "never exposed at any depth";
     }
 }
 
@@ -368,7 +366,7 @@ load_protected (const Ctx *ctx, FbPolicy *policy, JsonObject *root)
         }
     }
   policy->n_protected = out->len;
-  policy->protected_rules = (FbPolicyRule *) (void *) g_array_free (g_steal_pointer (&out), FALSE);
+  policy->protected_rules = (FbPolicyRule *)(void *)g_array_free (g_steal_pointer (&out), FALSE);
   for (guint i = 0; i < policy->n_protected; i++)
     {
       const char *name = policy->protected_rules[i].glob;
@@ -453,8 +451,8 @@ load_rule (const Ctx *ctx, FbPolicy *policy, const FbPolicyVars *vars, JsonNode 
   object = json_node_get_object (node);
   if (!check_keys (ctx, object, path, rule_keys))
     return false;
-  if (!get_string (ctx, object, path, "path", false, NULL, &raw_path)
-      || !get_string (ctx, object, path, "glob", false, NULL, &raw_glob))
+  if (!get_string (ctx, object, path, "path", false, NULL, &raw_path) ||
+      !get_string (ctx, object, path, "glob", false, NULL, &raw_glob))
     return false;
   if (raw_path != NULL && raw_glob != NULL)
     return fail (ctx, FB_POLICY_ERROR_SCHEMA, glob_member, glob_member, AT_KEY,
@@ -462,10 +460,10 @@ load_rule (const Ctx *ctx, FbPolicy *policy, const FbPolicyVars *vars, JsonNode 
   if (raw_path == NULL && raw_glob == NULL)
     return fail (ctx, FB_POLICY_ERROR_SCHEMA, path_member, path, AT_VALUE,
                  "missing; a rule names a \"path\" (one view path and below) or a \"glob\" (a pattern)");
-  if (!get_string (ctx, object, path, "access", true, "valid: write, read, deny, hide", &raw_access)
-      || !get_string (ctx, object, path, "why", true, "every rule says why it exists (it is logged with each access)",
-                      &why)
-      || !get_string (ctx, object, path, "source", false, NULL, &raw_source))
+  if (!get_string (ctx, object, path, "access", true, "valid: write, read, deny, hide", &raw_access) ||
+      !get_string (ctx, object, path, "why", true, "every rule says why it exists (it is logged with each access)",
+                   &why) ||
+      !get_string (ctx, object, path, "source", false, NULL, &raw_source))
     return false;
   if (!fb_policy_access_from_string (raw_access, &rule->access))
     return fail (ctx, FB_POLICY_ERROR_VALUE, access_member, access_member, AT_VALUE,
@@ -524,7 +522,7 @@ load_rule (const Ctx *ctx, FbPolicy *policy, const FbPolicyVars *vars, JsonNode 
       rule->source = g_string_chunk_insert (policy->strings, source);
     }
 
-  rule->index = (int) i;
+  rule->index = (int)i;
   rule->why = g_string_chunk_insert (policy->strings, why);
   if (ctx->builtin || !fb_policy_pos_index_lookup (ctx->index, path, false, &pos))
     origin = ctx->origin != NULL ? g_strdup_printf ("%s:%s", ctx->origin, path) : g_strdup (path);
@@ -540,7 +538,7 @@ static bool
 check_duplicates (const Ctx *ctx, const FbPolicy *policy)
 {
   g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL); /* key → GSList */
-  g_autoptr (GPtrArray) lists = g_ptr_array_new_with_free_func ((GDestroyNotify) g_slist_free);
+  g_autoptr (GPtrArray) lists = g_ptr_array_new_with_free_func ((GDestroyNotify)g_slist_free);
   bool ok = true;
 
   for (guint i = 0; ok && i < policy->n_rules; i++)
@@ -562,13 +560,13 @@ check_duplicates (const Ctx *ctx, const FbPolicy *policy)
               g_autofree char *member = fb_policy_json_path_member (path, "source");
 
               ok = fail (ctx, FB_POLICY_ERROR_DUPLICATE, member, member, AT_VALUE,
-                         "%s already has the source \"%s\" (%s); one path shows one host directory", key,
-                         other->source, where);
+                         "%s already has the source \"%s\" (%s); one path shows one host directory", key, other->source,
+                         where);
             }
           else if (rule->access == other->access)
             {
-              g_autofree char *member
-                = fb_policy_json_path_member (path, rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob");
+              g_autofree char *member =
+                fb_policy_json_path_member (path, rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob");
 
               ok = fail (ctx, FB_POLICY_ERROR_DUPLICATE, member, member, AT_VALUE,
                          "duplicate of %s (same %s \"%s\" and access %s); remove one", where,
@@ -578,12 +576,12 @@ check_duplicates (const Ctx *ctx, const FbPolicy *policy)
         }
       if (earlier == NULL)
         {
-          earlier = g_slist_prepend (NULL, (gpointer) rule);
+          earlier = g_slist_prepend (NULL, (gpointer)rule);
           g_ptr_array_add (lists, earlier);
           g_hash_table_insert (seen, g_steal_pointer (&tagged), earlier);
         }
       else
-        earlier->next = g_slist_prepend (earlier->next, (gpointer) rule);
+        earlier->next = g_slist_prepend (earlier->next, (gpointer)rule);
     }
   return ok;
 }
@@ -676,7 +674,7 @@ fb_policy_load_data (const char *data, gssize len, const char *origin, const FbP
   g_autoptr (FbPolicyPosIndex) index = NULL;
   g_autoptr (JsonParser) parser = NULL;
   g_autoptr (GError) local = NULL;
-  gsize n = len < 0 ? strlen (data) : (gsize) len;
+  gsize n = len < 0 ? strlen (data) : (gsize)len;
   Ctx ctx = {
     .origin = origin != NULL ? origin : "<data>",
     .builtin = origin != NULL && g_str_has_prefix (origin, "builtin:"),
@@ -694,12 +692,11 @@ fb_policy_load_data (const char *data, gssize len, const char *origin, const FbP
     return NULL;
   ctx.index = index;
   parser = json_parser_new_immutable ();
-  if (!json_parser_load_from_data (parser, data, (gssize) n, &local))
+  if (!json_parser_load_from_data (parser, data, (gssize)n, &local))
     {
       /* The tokenizer above accepted the text, so this is json-glib's own
        * limit (such as an integer beyond 64 bits). */
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SYNTAX, "%s: invalid JSON: %s", ctx.origin,
-                   local->message);
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_SYNTAX, "%s: invalid JSON: %s", ctx.origin, local->message);
       return NULL;
     }
   return load_root (&ctx, json_parser_get_root (parser), vars);
@@ -714,11 +711,10 @@ fb_policy_load_file (const char *path, const FbPolicyVars *vars, GError **error)
 
   if (!g_file_get_contents (path, &data, &len, &local))
     {
-      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_IO, "%s: cannot read the policy: %s", path,
-                   local->message);
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_IO, "%s: cannot read the policy: %s", path, local->message);
       return NULL;
     }
-  return fb_policy_load_data (data, (gssize) len, path, vars, error);
+  return fb_policy_load_data (data, (gssize)len, path, vars, error);
 }
 
 FbPolicy *

@@ -28,15 +28,15 @@ precedence (FbPolicyAccess a)
 {
   switch (a)
     {
-    case FB_POLICY_ACCESS_HIDE:
-      return 3;
-    case FB_POLICY_ACCESS_DENY:
-      return 2;
-    case FB_POLICY_ACCESS_WRITE:
-      return 1;
-    case FB_POLICY_ACCESS_READ:
-    default:
-      return 0;
+      case FB_POLICY_ACCESS_HIDE:
+        return 3;
+      case FB_POLICY_ACCESS_DENY:
+        return 2;
+      case FB_POLICY_ACCESS_WRITE:
+        return 1;
+      case FB_POLICY_ACCESS_READ:
+      default:
+        return 0;
     }
 }
 
@@ -63,21 +63,21 @@ node_new (FbPolicy *policy, PolicyNode *parent, const char *name, gsize len)
   PolicyNode *node = g_new0 (PolicyNode, 1);
 
   node->parent = parent;
-  node->name = g_string_chunk_insert_len (policy->strings, name, (gssize) len);
-  node->name_len = (guint32) len;
+  node->name = g_string_chunk_insert_len (policy->strings, name, (gssize)len);
+  node->name_len = (guint32)len;
   node->depth = parent != NULL ? parent->depth + 1 : 0;
   if (parent == NULL)
     node->path = "/";
   else
     {
-      g_autofree char *path = parent->depth == 0 ? g_strconcat ("/", node->name, NULL)
-                                                 : g_strconcat (parent->path, "/", node->name, NULL);
+      g_autofree char *path =
+        parent->depth == 0 ? g_strconcat ("/", node->name, NULL) : g_strconcat (parent->path, "/", node->name, NULL);
 
       node->path = g_string_chunk_insert (policy->strings, path);
     }
   node->child_list = g_ptr_array_new ();
-  node->reachable = (const char **) empty_list;
-  node->mounted = (const char **) empty_list;
+  node->reachable = (const char **)empty_list;
+  node->mounted = (const char **)empty_list;
   g_ptr_array_add (policy->nodes, node);
   if (parent != NULL)
     {
@@ -96,7 +96,7 @@ ensure_node (FbPolicy *policy, const char *path)
     {
       const char *c = p + 1;
       const char *end = strchrnul (c, '/');
-      gsize len = (gsize) (end - c);
+      gsize len = (gsize)(end - c);
       PolicyNode *child = fb_name_map_lookup (&node->children, c, len, fb_name_hash (c, len));
 
       node = child != NULL ? child : node_new (policy, node, c, len);
@@ -108,8 +108,8 @@ ensure_node (FbPolicy *policy, const char *path)
 static gint
 compare_nodes (gconstpointer a, gconstpointer b)
 {
-  const PolicyNode *na = *(const PolicyNode *const *) a;
-  const PolicyNode *nb = *(const PolicyNode *const *) b;
+  const PolicyNode *na = *(const PolicyNode *const *)a;
+  const PolicyNode *nb = *(const PolicyNode *const *)b;
 
   return strcmp (na->name, nb->name);
 }
@@ -179,8 +179,8 @@ assign_mounts (FbPolicy *policy, PolicyNode *node, guint inherited)
     here = add_mount (policy, "/", "/", false, node->literal != NULL ? node->literal : &policy->default_rule);
   else if (node->literal != NULL)
     {
-      g_autofree char *inherited_host
-        = host_under (&g_array_index (policy->mounts, FbPolicyMount, inherited), node->path);
+      g_autofree char *inherited_host =
+        host_under (&g_array_index (policy->mounts, FbPolicyMount, inherited), node->path);
 
       /* A rule without source shows the host's object of the same path; below
        * a mount that maps elsewhere (a private HOME, /tmp) that takes a mount
@@ -210,7 +210,7 @@ names_array (GPtrArray *names)
   const char **out;
 
   if (names->len == 0)
-    return (const char **) empty_list;
+    return (const char **)empty_list;
   out = g_new (const char *, names->len + 1);
   memcpy (out, names->pdata, names->len * sizeof (char *));
   out[names->len] = NULL;
@@ -232,9 +232,9 @@ summarize (FbPolicy *policy, PolicyNode *node)
       summarize (policy, child);
       visible = (child->literal != NULL && fb_policy_access_visible (child->literal->access)) || child->visible_below;
       if (visible)
-        g_ptr_array_add (reachable, (gpointer) child->name);
+        g_ptr_array_add (reachable, (gpointer)child->name);
       if (child->mount != NULL || child->mount_below)
-        g_ptr_array_add (mounted, (gpointer) child->name);
+        g_ptr_array_add (mounted, (gpointer)child->name);
       node->visible_below = node->visible_below || visible;
       node->literal_below = node->literal_below || child->literal != NULL || child->literal_below;
       node->mount_below = node->mount_below || child->mount != NULL || child->mount_below;
@@ -312,9 +312,9 @@ fb_policy_compiled_clear (FbPolicy *policy)
 
           fb_name_map_clear (&node->children);
           g_ptr_array_unref (node->child_list);
-          if (node->reachable != (const char **) empty_list)
+          if (node->reachable != (const char **)empty_list)
             g_free (node->reachable);
-          if (node->mounted != (const char **) empty_list)
+          if (node->mounted != (const char **)empty_list)
             g_free (node->mounted);
           g_free (node);
         }
@@ -359,8 +359,8 @@ comps_get (Comps *c)
     }
   else
     c->comps = c->buf;
-  ((FbPathComp *) c->comps)[n].s = c->name;
-  ((FbPathComp *) c->comps)[n].len = c->name_len;
+  ((FbPathComp *)c->comps)[n].s = c->name;
+  ((FbPathComp *)c->comps)[n].len = c->name_len;
   c->n = n + 1;
   return c->comps;
 }
@@ -383,7 +383,7 @@ comps_first (Comps *c, guint depth)
   else
     {
       first.s = c->parent_path + 1;
-      first.len = (guint32) (strchrnul (first.s, '/') - first.s);
+      first.len = (guint32)(strchrnul (first.s, '/') - first.s);
     }
   return first;
 }
@@ -478,8 +478,8 @@ decide_root (const FbPolicy *policy, FbPolicyDecision *ret)
     .priv_node = root,
     .priv_depth = 0,
   };
-  ret->traversable = root->visible_below
-                     && (rule->access == FB_POLICY_ACCESS_HIDE || rule->access == FB_POLICY_ACCESS_DENY);
+  ret->traversable =
+    root->visible_below && (rule->access == FB_POLICY_ACCESS_HIDE || rule->access == FB_POLICY_ACCESS_DENY);
   ret->reachable_children = ret->traversable ? root->reachable : empty_list;
 }
 
@@ -509,8 +509,8 @@ step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, 
       access = parent->access;
       rule = parent->rule;
     }
-  if (policy->n_protected > 0 && (node == NULL || node->literal == NULL)
-      && (prot = fb_name_map_lookup (&policy->protected_map, name, len, hash)) != NULL)
+  if (policy->n_protected > 0 && (node == NULL || node->literal == NULL) &&
+      (prot = fb_name_map_lookup (&policy->protected_map, name, len, hash)) != NULL)
     {
       FbPolicyAccess narrowed = fb_policy_access_narrow (access, prot->access);
 
@@ -533,8 +533,8 @@ step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, 
       ret->mount = parent->mount;
       ret->is_mount_point = false;
     }
-  ret->traversable = node != NULL && node->visible_below
-                     && (access == FB_POLICY_ACCESS_HIDE || access == FB_POLICY_ACCESS_DENY);
+  ret->traversable =
+    node != NULL && node->visible_below && (access == FB_POLICY_ACCESS_HIDE || access == FB_POLICY_ACCESS_DENY);
   ret->reachable_children = ret->traversable ? node->reachable : empty_list;
   ret->mounted_children = node != NULL ? node->mounted : empty_list;
   ret->priv_node = node;
@@ -555,7 +555,7 @@ split_normalized (const char *view_path, FbPathComp *comps, guint max, guint *re
       {
         const char *c = p + 1;
         const char *end = strchrnul (c, '/');
-        guint32 len = (guint32) (end - c);
+        guint32 len = (guint32)(end - c);
 
         if (len == 0 || (c[0] == '.' && (len == 1 || (len == 2 && c[1] == '.'))))
           return false;
@@ -604,16 +604,16 @@ fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, 
 {
   gsize len = strlen (name);
   FbPathComp buf[64];
-  Comps c = { .parent_path = parent_path, .name = name, .name_len = (guint32) len, .buf = buf, .buf_len = 64 };
+  Comps c = { .parent_path = parent_path, .name = name, .name_len = (guint32)len, .buf = buf, .buf_len = 64 };
   FbPolicyDecision out;
 
-  if (len == 0 || len > FB_POLICY_MAX_PATH || strchr (name, '/') != NULL || strcmp (name, ".") == 0
-      || strcmp (name, "..") == 0 || parent_path == NULL || parent_path[0] != '/')
+  if (len == 0 || len > FB_POLICY_MAX_PATH || strchr (name, '/') != NULL || strcmp (name, ".") == 0 ||
+      strcmp (name, "..") == 0 || parent_path == NULL || parent_path[0] != '/')
     {
       decide_malformed (policy, parent->mount, parent->priv_depth + 1, ret);
       return;
     }
-  step (policy, parent, name, (guint32) len, &c, &out);
+  step (policy, parent, name, (guint32)len, &c, &out);
   g_free (c.heap);
   *ret = out;
 }

@@ -40,7 +40,7 @@ fb_name_map_insert (FbNameMap *map, const char *key, gsize len, gpointer value)
       if (e->key == NULL)
         {
           e->key = key;
-          e->len = (guint32) len;
+          e->len = (guint32)len;
           e->hash = hash;
           e->value = value;
           map->n++;

@@ -44,8 +44,7 @@ fb_policy_json_path_member (const char *parent, const char *key)
   return g_strdup_printf ("%s.%s", parent, key);
 }
 
-static bool G_GNUC_PRINTF (2, 3)
-fail (Lexer *lx, const char *format, ...)
+static bool G_GNUC_PRINTF (2, 3) fail (Lexer *lx, const char *format, ...)
 {
   va_list ap;
   g_autofree char *msg = NULL;
@@ -53,8 +52,8 @@ fail (Lexer *lx, const char *format, ...)
   va_start (ap, format);
   msg = g_strdup_vprintf (format, ap);
   va_end (ap);
-  g_set_error (lx->error, FB_POLICY_ERROR, FB_POLICY_ERROR_SYNTAX, "%s:%u:%u: invalid JSON: %s", lx->origin,
-               lx->line, lx->col, msg);
+  g_set_error (lx->error, FB_POLICY_ERROR, FB_POLICY_ERROR_SYNTAX, "%s:%u:%u: invalid JSON: %s", lx->origin, lx->line,
+               lx->col, msg);
   return false;
 }
 
@@ -63,7 +62,7 @@ fail (Lexer *lx, const char *format, ...)
 static void
 advance (Lexer *lx)
 {
-  guchar c = (guchar) *lx->p++;
+  guchar c = (guchar)*lx->p++;
 
   if (c == '\n')
     {
@@ -122,7 +121,7 @@ read_hex4 (Lexer *lx, gunichar *ret)
 
       if (d < 0)
         return fail (lx, "\\u needs four hexadecimal digits");
-      v = (v << 4) | (gunichar) d;
+      v = (v << 4) | (gunichar)d;
       advance (lx);
     }
   *ret = v;
@@ -141,7 +140,7 @@ lex_string (Lexer *lx, GString *out)
 
       if (lx->p >= lx->end)
         return fail (lx, "unterminated string");
-      c = (guchar) *lx->p;
+      c = (guchar)*lx->p;
       if (c == '"')
         {
           advance (lx);
@@ -208,7 +207,7 @@ lex_string (Lexer *lx, GString *out)
       if (c < 0x80)
         {
           if (out != NULL)
-            g_string_append_c (out, (char) c);
+            g_string_append_c (out, (char)c);
           advance (lx);
           continue;
         }
@@ -217,7 +216,7 @@ lex_string (Lexer *lx, GString *out)
         gunichar u = g_utf8_get_char_validated (lx->p, max);
         int n;
 
-        if (u == (gunichar) -1 || u == (gunichar) -2)
+        if (u == (gunichar)-1 || u == (gunichar)-2)
           return fail (lx, "invalid UTF-8");
         n = g_unichar_to_utf8 (u, NULL);
         if (out != NULL)
@@ -372,7 +371,7 @@ lex_word (Lexer *lx, const char *word)
 {
   gsize n = strlen (word);
 
-  if ((gsize) (lx->end - lx->p) < n || memcmp (lx->p, word, n) != 0)
+  if ((gsize)(lx->end - lx->p) < n || memcmp (lx->p, word, n) != 0)
     return fail (lx, "expected a value (object, array, string, number, true, false or null)");
   for (gsize i = 0; i < n; i++)
     advance (lx);
@@ -390,25 +389,25 @@ lex_value (Lexer *lx, const char *path)
   record (lx->index->values, path, lx);
   switch (*lx->p)
     {
-    case '{':
-    case '[':
-      if (++lx->depth > FB_POLICY_MAX_JSON_DEPTH)
-        return fail (lx, "nested deeper than %d levels", FB_POLICY_MAX_JSON_DEPTH);
-      ok = *lx->p == '{' ? lex_object (lx, path) : lex_array (lx, path);
-      lx->depth--;
-      return ok;
-    case '"':
-      return lex_string (lx, NULL);
-    case 't':
-      return lex_word (lx, "true");
-    case 'f':
-      return lex_word (lx, "false");
-    case 'n':
-      return lex_word (lx, "null");
-    default:
-      if (*lx->p == '-' || g_ascii_isdigit (*lx->p))
-        return lex_number (lx);
-      return fail (lx, "expected a value (object, array, string, number, true, false or null)");
+      case '{':
+      case '[':
+        if (++lx->depth > FB_POLICY_MAX_JSON_DEPTH)
+          return fail (lx, "nested deeper than %d levels", FB_POLICY_MAX_JSON_DEPTH);
+        ok = *lx->p == '{' ? lex_object (lx, path) : lex_array (lx, path);
+        lx->depth--;
+        return ok;
+      case '"':
+        return lex_string (lx, NULL);
+      case 't':
+        return lex_word (lx, "true");
+      case 'f':
+        return lex_word (lx, "false");
+      case 'n':
+        return lex_word (lx, "null");
+      default:
+        if (*lx->p == '-' || g_ascii_isdigit (*lx->p))
+          return lex_number (lx);
+        return fail (lx, "expected a value (object, array, string, number, true, false or null)");
     }
 }
 

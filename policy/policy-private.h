@@ -53,7 +53,7 @@ fb_name_hash (const char *s, gsize len)
 
   for (gsize i = 0; i < len; i++)
     {
-      h ^= (guchar) s[i];
+      h ^= (guchar)s[i];
       h *= 16777619u;
     }
   return h;
@@ -115,21 +115,21 @@ char *fb_policy_vars_escape (const char *text);
 
 typedef struct
 {
-  bool doublestar;  /* "**": any number of components */
-  bool literal;     /* no metacharacter: `text` is the unescaped name */
-  guint32 len;      /* of text */
-  char *text;       /* the component pattern (escapes kept unless literal) */
+  bool doublestar; /* "**": any number of components */
+  bool literal;    /* no metacharacter: `text` is the unescaped name */
+  guint32 len;     /* of text */
+  char *text;      /* the component pattern (escapes kept unless literal) */
 } FbGlobPart;
 
 typedef struct
 {
-  char *pattern;      /* as written (after variable expansion) */
+  char *pattern; /* as written (after variable expansion) */
   FbGlobPart *parts;
   guint n_parts;
-  guint min_depth;    /* components a matching path has at least */
-  guint max_depth;    /* ... at most; G_MAXUINT with "**" */
-  bool floating;      /* starts with "**": matches at any depth */
-  bool name_only;     /* "**" + "/X" with one component X: only the last name matters */
+  guint min_depth; /* components a matching path has at least */
+  guint max_depth; /* ... at most; G_MAXUINT with "**" */
+  bool floating;   /* starts with "**": matches at any depth */
+  bool name_only;  /* "**" + "/X" with one component X: only the last name matters */
 } FbGlob;
 
 /* NULL with a message naming the problem and its byte offset in PATTERN. */
@@ -200,16 +200,16 @@ struct PolicyNode
   guint32 name_len;
   guint depth;
   PolicyNode *parent;
-  FbNameMap children; /* name → PolicyNode */
-  GPtrArray *child_list; /* sorted by name, for deterministic mount order */
-  const FbPolicyRule *literal; /* best literal rule at exactly this path */
+  FbNameMap children;              /* name → PolicyNode */
+  GPtrArray *child_list;           /* sorted by name, for deterministic mount order */
+  const FbPolicyRule *literal;     /* best literal rule at exactly this path */
   const FbPolicyRule *source_rule; /* the rule giving this path a source */
-  const FbPolicyMount *mount; /* the mapping that starts here, or NULL */
-  bool visible_below; /* a literal with a visible access strictly below */
-  bool literal_below; /* any literal rule strictly below */
-  bool mount_below;   /* a mount point strictly below */
-  const char **reachable; /* NULL-terminated, children leading to a visible literal */
-  const char **mounted;   /* NULL-terminated, children leading to a mount point */
+  const FbPolicyMount *mount;      /* the mapping that starts here, or NULL */
+  bool visible_below;              /* a literal with a visible access strictly below */
+  bool literal_below;              /* any literal rule strictly below */
+  bool mount_below;                /* a mount point strictly below */
+  const char **reachable;          /* NULL-terminated, children leading to a visible literal */
+  const char **mounted;            /* NULL-terminated, children leading to a mount point */
 };
 
 struct FbPolicy
@@ -217,7 +217,7 @@ struct FbPolicy
   gint ref_count;
   char *origin;
   FbPolicyNetwork network;
-  const char *run; /* ${RUN} at load time (private sources live under it) or NULL */
+  const char *run;       /* ${RUN} at load time (private sources live under it) or NULL */
   GStringChunk *strings; /* every string the rules, mounts and nodes point to */
 
   FbPolicyRule *rules;

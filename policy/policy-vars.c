@@ -23,7 +23,7 @@ fb_policy_path_is_normalized (const char *path)
     {
       const char *c = p + 1;
       const char *end = strchrnul (c, '/');
-      gsize n = (gsize) (end - c);
+      gsize n = (gsize)(end - c);
 
       if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
         return false;
@@ -49,7 +49,7 @@ fb_policy_path_normalize (const char *path)
       while (*c == '/')
         c++;
       end = strchrnul (c, '/');
-      n = (gsize) (end - c);
+      n = (gsize)(end - c);
       p = end;
       if (n == 0 || (n == 1 && c[0] == '.'))
         continue;
@@ -62,7 +62,7 @@ fb_policy_path_normalize (const char *path)
           return NULL;
         }
       g_string_append_c (out, '/');
-      g_string_append_len (out, c, (gssize) n);
+      g_string_append_len (out, c, (gssize)n);
     }
   if (out->len == 0)
     g_string_append_c (out, '/');
@@ -92,7 +92,7 @@ fb_policy_path_split (const char *path, FbPathComp *comps, guint max)
       if (n < max)
         {
           comps[n].s = c;
-          comps[n].len = (guint32) (end - c);
+          comps[n].len = (guint32)(end - c);
         }
       n++;
       p = end;
@@ -109,14 +109,14 @@ var_value (const FbPolicyVars *vars, guint i)
     return NULL;
   switch (i)
     {
-    case 0:
-      return vars->workspace;
-    case 1:
-      return vars->home;
-    case 2:
-      return vars->cwd;
-    default:
-      return vars->run;
+      case 0:
+        return vars->workspace;
+      case 1:
+        return vars->home;
+      case 2:
+        return vars->cwd;
+      default:
+        return vars->run;
     }
 }
 
@@ -163,21 +163,21 @@ fb_policy_vars_expand (const char *text, const FbPolicyVars *vars, FbExpandMode 
       close = strchr (p + 2, '}');
       if (close == NULL)
         {
-          *ret_message = g_strdup_printf ("unclosed \"${\" at offset %zu; write ${NAME} (or $$ for a literal $)",
-                                          (gsize) (p - text));
+          *ret_message =
+            g_strdup_printf ("unclosed \"${\" at offset %zu; write ${NAME} (or $$ for a literal $)", (gsize)(p - text));
           return NULL;
         }
-      name_len = (gsize) (close - (p + 2));
+      name_len = (gsize)(close - (p + 2));
       for (guint i = 0; i < G_N_ELEMENTS (var_names); i++)
         if (strlen (var_names[i]) == name_len && memcmp (var_names[i], p + 2, name_len) == 0)
-          found = (gint) i;
+          found = (gint)i;
       if (found < 0)
         {
           *ret_message = g_strdup_printf ("unknown variable ${%.*s}; valid: ${WORKSPACE}, ${HOME}, ${CWD}, ${RUN}",
-                                          (int) name_len, p + 2);
+                                          (int)name_len, p + 2);
           return NULL;
         }
-      value = var_value (vars, (guint) found);
+      value = var_value (vars, (guint)found);
       if (value == NULL)
         {
           *ret_message = g_strdup_printf ("${%s} is not available here", var_names[found]);
@@ -188,8 +188,8 @@ fb_policy_vars_expand (const char *text, const FbPolicyVars *vars, FbExpandMode 
       normalized = fb_policy_path_normalize (value);
       if (normalized == NULL)
         {
-          *ret_message = g_strdup_printf ("${%s} is \"%s\", which is not an absolute path without \"..\"",
-                                          var_names[found], value);
+          *ret_message =
+            g_strdup_printf ("${%s} is \"%s\", which is not an absolute path without \"..\"", var_names[found], value);
           return NULL;
         }
       p = close + 1;

@@ -36,10 +36,10 @@ check_decisions (const FbPolicy *a, const FbPolicy *b)
       const char *p = paths[i];
 
       fb_policy_decide (a, p, &whole);
-      if (whole.rule == NULL || whole.mount == NULL || whole.mounted_children == NULL
-          || whole.reachable_children == NULL || whole.rule->why == NULL)
+      if (whole.rule == NULL || whole.mount == NULL || whole.mounted_children == NULL ||
+          whole.reachable_children == NULL || whole.rule->why == NULL)
         abort ();
-      (void) fb_policy_subtree_has_rules (a, &whole, p);
+      (void)fb_policy_subtree_has_rules (a, &whole, p);
       if (!fb_policy_path_is_normalized (p))
         continue;
       fb_policy_decide (a, "/", &chain);
@@ -56,14 +56,14 @@ check_decisions (const FbPolicy *a, const FbPolicy *b)
               g_string_append (parent, names[k]);
             }
         }
-      if (chain.access != whole.access || chain.rule != whole.rule || chain.mount != whole.mount
-          || chain.traversable != whole.traversable)
+      if (chain.access != whole.access || chain.rule != whole.rule || chain.mount != whole.mount ||
+          chain.traversable != whole.traversable)
         abort ();
       if (b != NULL)
         {
           fb_policy_decide (b, p, &other);
-          if (other.access != whole.access || other.traversable != whole.traversable
-              || g_strcmp0 (other.rule->why, whole.rule->why) != 0)
+          if (other.access != whole.access || other.traversable != whole.traversable ||
+              g_strcmp0 (other.rule->why, whole.rule->why) != 0)
             abort ();
         }
     }
@@ -85,7 +85,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   g_autoptr (FbPolicy) again = NULL;
   g_autofree char *json = NULL;
 
-  policy = fb_policy_load_data ((const char *) data, (gssize) size, "fuzz.json", &vars, &error);
+  policy = fb_policy_load_data ((const char *)data, (gssize)size, "fuzz.json", &vars, &error);
   if (policy == NULL)
     {
       /* every failure is a policy error with a message */

@@ -97,8 +97,8 @@ test_root_caller (void **state)
 
   /* /root is HOME: no hide rule for it, HOME's private rule covers it */
   for (guint i = 0; i < n; i++)
-    assert_false (rules[i].path != NULL && strcmp (rules[i].path, "/root") == 0
-                  && rules[i].access == FB_POLICY_ACCESS_HIDE);
+    assert_false (rules[i].path != NULL && strcmp (rules[i].path, "/root") == 0 &&
+                  rules[i].access == FB_POLICY_ACCESS_HIDE);
   expect (p, "/root", FB_POLICY_ACCESS_WRITE, "/run/fb/r/private/%2Froot");
   expect (p, "/root/.ssh/id_rsa", FB_POLICY_ACCESS_WRITE, "/run/fb/r/private/%2Froot/.ssh/id_rsa");
   expect (p, "/root/proj/Makefile", FB_POLICY_ACCESS_WRITE, "/root/proj/Makefile");
@@ -186,8 +186,8 @@ static void
 test_matrix (void **state)
 {
   static const char *const homes[] = { "/root", "/home/u", "/", "/tmp", "/home", "/var/lib/svc", NULL };
-  static const char *const workspaces[] = { "/",       "/home",    "/home/u", "/home/u/ws", "/root", "/root/p",
-                                            "/tmp",    "/tmp/b",   "/srv/p",  "/home/zz/p", "/usr",  NULL };
+  static const char *const workspaces[] = { "/",    "/home",  "/home/u", "/home/u/ws", "/root", "/root/p",
+                                            "/tmp", "/tmp/b", "/srv/p",  "/home/zz/p", "/usr",  NULL };
   const char *names[] = { "default", "read-only" };
 
   for (guint h = 0; h < G_N_ELEMENTS (homes); h++)
@@ -226,8 +226,8 @@ test_matrix (void **state)
             const char *others[] = { "/home/zzz-other/f", "/root/f" };
 
             for (guint o = 0; o < G_N_ELEMENTS (others); o++)
-              if ((ws == NULL || !fb_policy_path_has_prefix (others[o], ws))
-                  && (home == NULL || !fb_policy_path_has_prefix (others[o], home)))
+              if ((ws == NULL || !fb_policy_path_has_prefix (others[o], ws)) &&
+                  (home == NULL || !fb_policy_path_has_prefix (others[o], home)))
                 expect (p, others[o], FB_POLICY_ACCESS_HIDE, NULL);
           }
           if (ws == NULL || !fb_policy_path_has_prefix ("/usr/bin/sh", ws))
@@ -243,9 +243,18 @@ assert_round_trip (FbPolicy *a, const FbPolicyVars *vars)
   g_autofree char *json = fb_policy_to_json (a);
   g_autoptr (GError) error = NULL;
   g_autoptr (FbPolicy) b = fb_policy_load_data (json, -1, "dump.json", vars, &error);
-  static const char *const paths[] = { "/",          "/home/u",         "/home/u/ws/.git", "/tmp/a.pem", "/etc/passwd",
-                                       "/srv/app/secrets", "/srv/app/secrets/README", "/srv/app/logs/x",
-                                       "/données/été/a.clé", "/home/u/ws/x.o", "/lit$eral", "/srv/[x]*/a.o" };
+  static const char *const paths[] = { "/",
+                                       "/home/u",
+                                       "/home/u/ws/.git",
+                                       "/tmp/a.pem",
+                                       "/etc/passwd",
+                                       "/srv/app/secrets",
+                                       "/srv/app/secrets/README",
+                                       "/srv/app/logs/x",
+                                       "/données/été/a.clé",
+                                       "/home/u/ws/x.o",
+                                       "/lit$eral",
+                                       "/srv/[x]*/a.o" };
   guint na = 0;
   guint nb = 0;
   const FbPolicyRule *ra = fb_policy_get_rules (a, &na);
@@ -295,13 +304,13 @@ test_to_json_round_trip (void **state)
     }
   {
     FbPolicyVars vars = { .workspace = "/srv/[x]*", .home = "/home/u", .cwd = "/", .run = "/run/fb/r" };
-    g_autoptr (FbPolicy) p
-      = load_ok ("{ \"version\": 1, \"network\": \"host\", \"protected_names\": { \".env\": \"deny\" },\n"
-                 "  \"rules\": [ { \"path\": \"/\", \"access\": \"read\", \"why\": \"r\" },\n"
-                 "  { \"path\": \"/lit$$eral\", \"access\": \"write\", \"why\": \"a dollar\" },\n"
-                 "  { \"path\": \"/data\", \"access\": \"write\", \"source\": \"/srv/$$x\", \"why\": \"s\" },\n"
-                 "  { \"glob\": \"${WORKSPACE}/*.o\", \"access\": \"hide\", \"why\": \"escaped\" } ] }",
-                 &vars);
+    g_autoptr (FbPolicy) p =
+      load_ok ("{ \"version\": 1, \"network\": \"host\", \"protected_names\": { \".env\": \"deny\" },\n"
+               "  \"rules\": [ { \"path\": \"/\", \"access\": \"read\", \"why\": \"r\" },\n"
+               "  { \"path\": \"/lit$$eral\", \"access\": \"write\", \"why\": \"a dollar\" },\n"
+               "  { \"path\": \"/data\", \"access\": \"write\", \"source\": \"/srv/$$x\", \"why\": \"s\" },\n"
+               "  { \"glob\": \"${WORKSPACE}/*.o\", \"access\": \"hide\", \"why\": \"escaped\" } ] }",
+               &vars);
     g_autofree char *json = fb_policy_to_json (p);
 
     assert_contains (json, "\"/lit$$eral\"");

@@ -19,7 +19,8 @@ typedef struct
 
 static const ErrorCase error_cases[] = {
   /* syntax: the tokenizer's position */
-  { "syntax", "{ \"version\": 1, \"rules\": [ }", FB_POLICY_ERROR_SYNTAX, "test.json:1:28: invalid JSON: expected a value" },
+  { "syntax", "{ \"version\": 1, \"rules\": [ }", FB_POLICY_ERROR_SYNTAX,
+    "test.json:1:28: invalid JSON: expected a value" },
   { "trailing comma", "{ \"version\": 1, \"rules\": [],\n}", FB_POLICY_ERROR_SYNTAX,
     "test.json:2:1: invalid JSON: trailing comma before \"}\"" },
   { "empty", "  \n ", FB_POLICY_ERROR_SYNTAX, "test.json:2:2: invalid JSON: the text is empty" },
@@ -68,7 +69,8 @@ static const ErrorCase error_cases[] = {
     "  { \"path\": \"/b\", \"access\": \"read\", \"why\": \"a\" },\n"
     "  { \"path\": \"/c\", \"access\": \"read\", \"why\": \"a\" },\n"
     "  { \"path\": \"/d\", \"access\": \"wirte\", \"why\": \"a\" } ] }",
-    FB_POLICY_ERROR_VALUE, "test.json:5:29: rules[3].access: unknown access \"wirte\"; valid: write, read, deny, hide" },
+    FB_POLICY_ERROR_VALUE,
+    "test.json:5:29: rules[3].access: unknown access \"wirte\"; valid: write, read, deny, hide" },
   { "empty why", RULE ("{ \"path\": \"/\", \"access\": \"read\", \"why\": \"\" }"), FB_POLICY_ERROR_VALUE,
     "test.json:2:43: rules[0].why: empty" },
   { "unknown network", "{ \"version\": 1, \"network\": \"full\", \"rules\": [] }", FB_POLICY_ERROR_VALUE,
@@ -92,17 +94,20 @@ static const ErrorCase error_cases[] = {
   { "source on a glob", RULE ("{ \"glob\": \"*.x\", \"access\": \"deny\", \"why\": \"x\", \"source\": \"private\" }"),
     FB_POLICY_ERROR_VALUE, "test.json:2:50: rules[0].source: only a path rule may have a source" },
   { "bad source", RULE ("{ \"path\": \"/x\", \"access\": \"deny\", \"why\": \"x\", \"source\": \"rel\" }"),
-    FB_POLICY_ERROR_VALUE, "test.json:2:59: rules[0].source: \"rel\" is neither \"private\" nor an absolute host path" },
+    FB_POLICY_ERROR_VALUE,
+    "test.json:2:59: rules[0].source: \"rel\" is neither \"private\" nor an absolute host path" },
   { "unnormalized source", RULE ("{ \"path\": \"/x\", \"access\": \"deny\", \"why\": \"x\", \"source\": \"/srv/\" }"),
     FB_POLICY_ERROR_VALUE, "test.json:2:59: rules[0].source: \"/srv/\" is not normalized; did you mean /srv?" },
-  { "unknown variable", RULE ("{ \"path\": \"${FOO}/x\", \"access\": \"read\", \"why\": \"x\" }"), FB_POLICY_ERROR_VALUE,
+  { "unknown variable", RULE ("{ \"path\": \"${FOO}/x\", \"access\": \"read\", \"why\": \"x\" }"),
+    FB_POLICY_ERROR_VALUE,
     "test.json:2:13: rules[0].path: unknown variable ${FOO}; valid: ${WORKSPACE}, ${HOME}, ${CWD}, ${RUN}" },
   { "unavailable variable", RULE ("{ \"path\": \"${RUN}/x\", \"access\": \"read\", \"why\": \"x\" }"),
     FB_POLICY_ERROR_VALUE, "test.json:2:13: rules[0].path: ${RUN} is not available here" },
-  { "unclosed variable", RULE ("{ \"path\": \"/${HOME\", \"access\": \"read\", \"why\": \"x\" }"), FB_POLICY_ERROR_VALUE,
-    "test.json:2:13: rules[0].path: unclosed \"${\" at offset 1" },
+  { "unclosed variable", RULE ("{ \"path\": \"/${HOME\", \"access\": \"read\", \"why\": \"x\" }"),
+    FB_POLICY_ERROR_VALUE, "test.json:2:13: rules[0].path: unclosed \"${\" at offset 1" },
   { "protected write", "{ \"version\": 1, \"protected_names\": { \".git\": \"write\" }, \"rules\": [] }",
-    FB_POLICY_ERROR_VALUE, "test.json:1:46: protected_names[.git]: \"write\" does not protect anything; remove the name" },
+    FB_POLICY_ERROR_VALUE,
+    "test.json:1:46: protected_names[.git]: \"write\" does not protect anything; remove the name" },
   { "protected path", "{ \"version\": 1, \"protected_names\": { \"a/b\": \"hide\" }, \"rules\": [] }",
     FB_POLICY_ERROR_VALUE, "test.json:1:38: protected_names[a/b]: a protected name is one path component" },
   { "protected dot-dot", "{ \"version\": 1, \"protected_names\": { \"..\": \"hide\" }, \"rules\": [] }",
@@ -165,7 +170,7 @@ test_error_table (void **state)
 
       if (policy != NULL)
         fail_msg ("%s: loaded", c->name);
-      if (!g_error_matches (error, FB_POLICY_ERROR, (gint) c->code))
+      if (!g_error_matches (error, FB_POLICY_ERROR, (gint)c->code))
         fail_msg ("%s: expected code %d, got %d: %s", c->name, c->code, error->code, error->message);
       if (!g_str_has_prefix (error->message, c->prefix))
         fail_msg ("%s:\n  got      %s\n  expected %s", c->name, error->message, c->prefix);
@@ -178,7 +183,8 @@ test_issue_example_message (void **state)
 {
   g_autofree char *message = load_error (case_text ("unknown access"), &test_vars, FB_POLICY_ERROR_VALUE);
 
-  assert_string_equal (message, "test.json:5:29: rules[3].access: unknown access \"wirte\"; valid: write, read, deny, hide");
+  assert_string_equal (message,
+                       "test.json:5:29: rules[3].access: unknown access \"wirte\"; valid: write, read, deny, hide");
 }
 
 /* Without text (fb_policy_load_json) messages name the origin and the JSON
@@ -251,7 +257,9 @@ test_load_file_positions (void **state)
 
   assert_true (fd >= 0);
   close (fd);
-  assert_true (g_file_set_contents (path, "{\n  \"version\": 1,\n  \"rules\": [\n    { \"path\": \"/\", \"access\": \"rd\", \"why\": \"x\" }\n  ]\n}\n", -1, NULL));
+  assert_true (g_file_set_contents (
+    path, "{\n  \"version\": 1,\n  \"rules\": [\n    { \"path\": \"/\", \"access\": \"rd\", \"why\": \"x\" }\n  ]\n}\n",
+    -1, NULL));
   policy = fb_policy_load_file (path, NULL, &error);
   g_unlink (path);
   assert_null (policy);
@@ -292,10 +300,10 @@ test_fixtures (void **state)
         continue;
       assert_true (g_file_get_contents (path, &text, &len, NULL));
       vars.run = NULL; /* the fixtures must load without a run directory too */
-      policy = fb_policy_load_data (text, (gssize) len, name, &vars, &error);
+      policy = fb_policy_load_data (text, (gssize)len, name, &vars, &error);
       if (g_str_has_prefix (name, "bad-"))
         {
-          g_autofree char *error_path = g_strdup_printf ("%.*s.error", (int) (strlen (path) - 5), path);
+          g_autofree char *error_path = g_strdup_printf ("%.*s.error", (int)(strlen (path) - 5), path);
           g_autofree char *expected = NULL;
 
           if (!g_file_get_contents (error_path, &expected, NULL, NULL))
@@ -322,12 +330,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_error_table),
-    cmocka_unit_test (test_issue_example_message),
-    cmocka_unit_test (test_json_node_errors),
-    cmocka_unit_test (test_json_node_origins),
-    cmocka_unit_test (test_io_and_not_found),
-    cmocka_unit_test (test_load_file_positions),
+    cmocka_unit_test (test_error_table),      cmocka_unit_test (test_issue_example_message),
+    cmocka_unit_test (test_json_node_errors), cmocka_unit_test (test_json_node_origins),
+    cmocka_unit_test (test_io_and_not_found), cmocka_unit_test (test_load_file_positions),
     cmocka_unit_test (test_fixtures),
   };
 

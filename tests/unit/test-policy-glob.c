@@ -26,7 +26,7 @@ static const GlobCase glob_cases[] = {
   /* anchored */
   { "/etc/passwd", "/etc/passwd", true },
   { "/etc/passwd", "/x/etc/passwd", false },
-  { "etc/passwd", "/etc/passwd", true },     /* a "/" inside anchors too */
+  { "etc/passwd", "/etc/passwd", true }, /* a "/" inside anchors too */
   { "etc/passwd", "/x/etc/passwd", false },
   { "/a/*/c", "/a/b/c", true },
   { "/a/*/c", "/a/b/x/c", false },
@@ -37,7 +37,7 @@ static const GlobCase glob_cases[] = {
   { "/a/**/b", "/a/b", true },
   { "/a/**/b", "/a/1/2/3/b", true },
   { "/a/**/b", "/a/1/2/3/c", false },
-  { "/a/**", "/a", false },                  /* trailing: inside only */
+  { "/a/**", "/a", false }, /* trailing: inside only */
   { "/a/**", "/a/b", true },
   { "/a/**", "/a/b/c/d", true },
   { "/a/**", "/ab/c", false },
@@ -47,7 +47,7 @@ static const GlobCase glob_cases[] = {
   /* characters */
   { "?.c", "/a.c", true },
   { "?.c", "/ab.c", false },
-  { "?.c", "/é.c", true },                   /* one character, two bytes */
+  { "?.c", "/é.c", true }, /* one character, two bytes */
   { "a*b*c", "/aXXbYYc", true },
   { "a*b*c", "/aXXbYY", false },
   { "[abc].txt", "/b.txt", true },
@@ -63,7 +63,7 @@ static const GlobCase glob_cases[] = {
   { "a\\?", "/a?", true },
   { "\\[x]", "/[x]", true },
   { ".git", "/.git", true },
-  { "*", "/.hidden", true },                 /* "*" matches a leading dot, as gitignore */
+  { "*", "/.hidden", true }, /* "*" matches a leading dot, as gitignore */
 };
 
 static void
@@ -142,10 +142,10 @@ test_could_match_below (void **state)
     const char *dir;
     bool below;
   } cases[] = {
-    { "/a/b/c", "/a", true },       { "/a/b/c", "/a/b", true },   { "/a/b/c", "/a/b/c", false },
-    { "/a/b/c", "/x", false },      { "/a/*/c", "/a/zz", true },  { "/a/**/c", "/a/1/2/3", true },
-    { "/a/**", "/a", true },        { "/a/**", "/b", false },     { "**/x", "/anything/at/all", true },
-    { "/a/[bc]/d", "/a/c", true },  { "/a/[bc]/d", "/a/e", false },
+    { "/a/b/c", "/a", true },      { "/a/b/c", "/a/b", true },     { "/a/b/c", "/a/b/c", false },
+    { "/a/b/c", "/x", false },     { "/a/*/c", "/a/zz", true },    { "/a/**/c", "/a/1/2/3", true },
+    { "/a/**", "/a", true },       { "/a/**", "/b", false },       { "**/x", "/anything/at/all", true },
+    { "/a/[bc]/d", "/a/c", true }, { "/a/[bc]/d", "/a/e", false },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -166,18 +166,19 @@ test_could_match_below (void **state)
 static void
 test_globs_as_rules (void **state)
 {
-  g_autoptr (FbPolicy) policy = load_ok ("{ \"version\": 1, \"protected_names\": {}, \"rules\": [\n"
-                                         "  { \"path\": \"/\", \"access\": \"write\", \"why\": \"all\" },\n"
-                                         "  { \"glob\": \"id_rsa\", \"access\": \"hide\", \"why\": \"name\" },\n"
-                                         "  { \"glob\": \"/etc/ssh/*_key\", \"access\": \"hide\", \"why\": \"rest\" },\n"
-                                         "  { \"glob\": \"*.pem\", \"access\": \"deny\", \"why\": \"pem\" },\n"
-                                         "  { \"glob\": \"*.tar.gz\", \"access\": \"deny\", \"why\": \"tgz\" },\n"
-                                         "  { \"glob\": \"/ws/*.gz\", \"access\": \"hide\", \"why\": \"gz\" },\n"
-                                         "  { \"glob\": \"**/secrets/**\", \"access\": \"hide\", \"why\": \"sec\" },\n"
-                                         "  { \"glob\": \"/ws/?\", \"access\": \"deny\", \"why\": \"one\" },\n"
-                                         "  { \"glob\": \"cache\", \"access\": \"deny\", \"why\": \"cache\" },\n"
-                                         "  { \"glob\": \"/a/cache\", \"access\": \"hide\", \"why\": \"acache\" } ] }",
-                                         NULL);
+  g_autoptr (FbPolicy) policy =
+    load_ok ("{ \"version\": 1, \"protected_names\": {}, \"rules\": [\n"
+             "  { \"path\": \"/\", \"access\": \"write\", \"why\": \"all\" },\n"
+             "  { \"glob\": \"id_rsa\", \"access\": \"hide\", \"why\": \"name\" },\n"
+             "  { \"glob\": \"/etc/ssh/*_key\", \"access\": \"hide\", \"why\": \"rest\" },\n"
+             "  { \"glob\": \"*.pem\", \"access\": \"deny\", \"why\": \"pem\" },\n"
+             "  { \"glob\": \"*.tar.gz\", \"access\": \"deny\", \"why\": \"tgz\" },\n"
+             "  { \"glob\": \"/ws/*.gz\", \"access\": \"hide\", \"why\": \"gz\" },\n"
+             "  { \"glob\": \"**/secrets/**\", \"access\": \"hide\", \"why\": \"sec\" },\n"
+             "  { \"glob\": \"/ws/?\", \"access\": \"deny\", \"why\": \"one\" },\n"
+             "  { \"glob\": \"cache\", \"access\": \"deny\", \"why\": \"cache\" },\n"
+             "  { \"glob\": \"/a/cache\", \"access\": \"hide\", \"why\": \"acache\" } ] }",
+             NULL);
   static const struct
   {
     const char *path;
@@ -189,16 +190,16 @@ test_globs_as_rules (void **state)
     { "/k/a.pem", "pem" },
     { "/k/a.b.pem", "pem" },
     { "/k/a.tar.gz", "tgz" },
-    { "/ws/a.tar.gz", "gz" },    /* both match at one depth: hide beats deny */
+    { "/ws/a.tar.gz", "gz" }, /* both match at one depth: hide beats deny */
     { "/ws/b.gz", "gz" },
     { "/x/b.gz", "all" },
-    { "/x/secrets", "all" },     /* trailing ** is inside only */
+    { "/x/secrets", "all" }, /* trailing ** is inside only */
     { "/x/secrets/a", "sec" },
     { "/x/secrets/a/b.pem", "sec" }, /* both match at depth 4: hide beats deny */
     { "/ws/q", "one" },
     { "/ws/qq", "all" },
     { "/b/cache", "cache" },
-    { "/a/cache", "acache" },    /* two globs share a last component */
+    { "/a/cache", "acache" }, /* two globs share a last component */
     { "/a/cache/x", "acache" },
   };
 
@@ -217,11 +218,11 @@ static void
 test_glob_variables_are_literal (void **state)
 {
   FbPolicyVars vars = { .workspace = "/srv/[x]*", .home = "/h" };
-  g_autoptr (FbPolicy) policy
-    = load_ok ("{ \"version\": 1, \"rules\": [\n"
-               "  { \"path\": \"/\", \"access\": \"write\", \"why\": \"all\" },\n"
-               "  { \"glob\": \"${WORKSPACE}/*.o\", \"access\": \"hide\", \"why\": \"objects\" } ] }",
-               &vars);
+  g_autoptr (FbPolicy) policy =
+    load_ok ("{ \"version\": 1, \"rules\": [\n"
+             "  { \"path\": \"/\", \"access\": \"write\", \"why\": \"all\" },\n"
+             "  { \"glob\": \"${WORKSPACE}/*.o\", \"access\": \"hide\", \"why\": \"objects\" } ] }",
+             &vars);
   guint n = 0;
   const FbPolicyRule *rules = fb_policy_get_rules (policy, &n);
   FbPolicyDecision d;
@@ -238,12 +239,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_match_table),
-    cmocka_unit_test (test_root_never_matches),
-    cmocka_unit_test (test_compile_errors),
-    cmocka_unit_test (test_could_match_below),
-    cmocka_unit_test (test_globs_as_rules),
-    cmocka_unit_test (test_glob_variables_are_literal),
+    cmocka_unit_test (test_match_table),    cmocka_unit_test (test_root_never_matches),
+    cmocka_unit_test (test_compile_errors), cmocka_unit_test (test_could_match_below),
+    cmocka_unit_test (test_globs_as_rules), cmocka_unit_test (test_glob_variables_are_literal),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);

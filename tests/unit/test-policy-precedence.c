@@ -30,14 +30,15 @@ static const char policy_a[] = "{ \"version\": 1, \"rules\": [\n"
                                "  { \"path\": \"/srv/keys/pub\", \"access\": \"read\", \"why\": \"r17\" } ] }";
 
 /* B: no rule at "/", custom protected names, an explicit rule on .git. */
-static const char policy_b[] = "{ \"version\": 1,\n"
-                               "  \"protected_names\": { \".git\": \"hide\", \".env\": \"deny\", \".codex\": \"read\" },\n"
-                               "  \"rules\": [\n"
-                               "  { \"path\": \"/ws\", \"access\": \"write\", \"why\": \"r0\" },\n"
-                               "  { \"path\": \"/ws/.git\", \"access\": \"read\", \"why\": \"r1\" },\n"
-                               "  { \"path\": \"/ws/sub/.git\", \"access\": \"deny\", \"why\": \"r2\" },\n"
-                               "  { \"path\": \"/etc/ssl\", \"access\": \"read\", \"why\": \"r3\" },\n"
-                               "  { \"glob\": \"**/node_modules\", \"access\": \"hide\", \"why\": \"r4\" } ] }";
+static const char policy_b[] =
+  "{ \"version\": 1,\n"
+  "  \"protected_names\": { \".git\": \"hide\", \".env\": \"deny\", \".codex\": \"read\" },\n"
+  "  \"rules\": [\n"
+  "  { \"path\": \"/ws\", \"access\": \"write\", \"why\": \"r0\" },\n"
+  "  { \"path\": \"/ws/.git\", \"access\": \"read\", \"why\": \"r1\" },\n"
+  "  { \"path\": \"/ws/sub/.git\", \"access\": \"deny\", \"why\": \"r2\" },\n"
+  "  { \"path\": \"/etc/ssl\", \"access\": \"read\", \"why\": \"r3\" },\n"
+  "  { \"glob\": \"**/node_modules\", \"access\": \"hide\", \"why\": \"r4\" } ] }";
 
 /* C: ties between a literal and a glob of the same access go to the earlier
  * rule; a glob and a literal at different depths. */
@@ -76,12 +77,12 @@ static const Case cases[] = {
   { 'A', "/home/u/docs/a.txt", W, 2 },
   { 'A', "/home/u/secret", D, 3 },
   { 'A', "/home/u/secret/deeper", D, 3 },
-  { 'A', "/data", W, 5 },      /* write beats read at one path */
+  { 'A', "/data", W, 5 }, /* write beats read at one path */
   { 'A', "/data/y", W, 5 },
-  { 'A', "/data/x", H, 6 },    /* hide beats read at one path */
+  { 'A', "/data/x", H, 6 }, /* hide beats read at one path */
   { 'A', "/data/x/z", H, 6 },
   { 'A', "/opt", D, 8 },
-  { 'A', "/opt/pub", R, 9 },   /* more specific read under deny */
+  { 'A', "/opt/pub", R, 9 }, /* more specific read under deny */
   { 'A', "/opt/pub/doc", R, 9 },
   { 'A', "/opt/other", D, 8 },
   { 'A', "/x.pem", D, 10 },
@@ -89,23 +90,23 @@ static const Case cases[] = {
   { 'A', "/home/u/secret/k.pem", D, 10 }, /* the glob is a candidate at its own depth */
   { 'A', "/srv/a.pem", D, 10 },           /* glob deny beats literal read at one depth */
   { 'A', "/srv/keys", R, 14 },
-  { 'A', "/srv/keys/b.pem", H, 16 },      /* both globs match; hide wins */
-  { 'A', "/srv/keys/b.txt", H, 16 },      /* trailing ** matches inside */
-  { 'A', "/srv/keys/pub", H, 16 },        /* a glob's hide beats a literal read at one depth */
+  { 'A', "/srv/keys/b.pem", H, 16 }, /* both globs match; hide wins */
+  { 'A', "/srv/keys/b.txt", H, 16 }, /* trailing ** matches inside */
+  { 'A', "/srv/keys/pub", H, 16 },   /* a glob's hide beats a literal read at one depth */
   { 'A', "/data/sub/cache", H, 11 },
-  { 'A', "/data/cache", H, 11 },          /* inner ** matches zero components */
+  { 'A', "/data/cache", H, 11 }, /* inner ** matches zero components */
   { 'A', "/data/a/b/c/cache", H, 11 },
-  { 'A', "/data/cache/inner", H, 11 },    /* inherited below the glob's match */
+  { 'A', "/data/cache/inner", H, 11 }, /* inherited below the glob's match */
   { 'A', "/data/cachex", W, 5 },
   { 'A', "/home/u/app.log", H, 12 },
-  { 'A', "/home/u/sub/app.log", W, 2 },   /* "*" does not cross "/" */
+  { 'A', "/home/u/sub/app.log", W, 2 }, /* "*" does not cross "/" */
   { 'A', "/build/out", D, 13 },
-  { 'A', "/src/build/out", R, 0 },        /* "a/b" is anchored at the root */
+  { 'A', "/src/build/out", R, 0 }, /* "a/b" is anchored at the root */
   { 'A', "/home/u/.git", H, PROTECTED },
   { 'A', "/home/u/.git/config", H, PROTECTED },
-  { 'A', "/opt/.git", H, PROTECTED },     /* deny narrowed to hide */
+  { 'A', "/opt/.git", H, PROTECTED }, /* deny narrowed to hide */
   { 'A', "/nonexistent", R, 0 },
-  { 'A', "//x", H, DEFAULT },             /* malformed */
+  { 'A', "//x", H, DEFAULT }, /* malformed */
   { 'A', "/a/../b", H, DEFAULT },
   { 'A', "/usr/", H, DEFAULT },
   { 'A', "relative", H, DEFAULT },
@@ -113,29 +114,29 @@ static const Case cases[] = {
   { 'B', "/", H, DEFAULT },
   { 'B', "/usr", H, DEFAULT },
   { 'B', "/ws", W, 0 },
-  { 'B', "/ws/.git", R, 1 },              /* a literal rule on the name wins */
+  { 'B', "/ws/.git", R, 1 }, /* a literal rule on the name wins */
   { 'B', "/ws/.git/HEAD", R, 1 },
   { 'B', "/ws/sub/.git", D, 2 },
   { 'B', "/ws/a/.git", H, PROTECTED },
   { 'B', "/ws/a/.git/objects/pack", H, PROTECTED },
   { 'B', "/ws/.env", D, PROTECTED },
-  { 'B', "/ws/.codex", R, PROTECTED },    /* write narrowed to read */
+  { 'B', "/ws/.codex", R, PROTECTED }, /* write narrowed to read */
   { 'B', "/ws/.codex/config.toml", R, PROTECTED },
   { 'B', "/etc", H, DEFAULT },
   { 'B', "/etc/ssl/certs", R, 3 },
-  { 'B', "/etc/ssl/.codex", R, 3 },       /* read narrowed by read: not narrowed */
+  { 'B', "/etc/ssl/.codex", R, 3 }, /* read narrowed by read: not narrowed */
   { 'B', "/etc/ssl/.env", D, PROTECTED },
   { 'B', "/ws/x/node_modules/y", H, 4 },
   { 'B', "/node_modules", H, 4 },
   /* C */
   { 'C', "/a/x", H, 2 },
   { 'C', "/a", W, 0 },
-  { 'C', "/u/f", D, 3 },                  /* tie: the glob came first */
-  { 'C', "/u/g", D, 5 },                  /* tie: the literal came first */
+  { 'C', "/u/f", D, 3 }, /* tie: the glob came first */
+  { 'C', "/u/g", D, 5 }, /* tie: the literal came first */
   { 'C', "/u/g/h", R, 7 },
   { 'C', "/x/y/f", D, 3 },
   { 'C', "/.git", R, 8 },
-  { 'C', "/q/.git", W, 0 },               /* no protected names in C */
+  { 'C', "/q/.git", W, 0 }, /* no protected names in C */
 };
 
 static FbPolicy *
@@ -143,12 +144,12 @@ policy_for (char which)
 {
   switch (which)
     {
-    case 'A':
-      return load_ok (policy_a, &test_vars);
-    case 'B':
-      return load_ok (policy_b, &test_vars);
-    default:
-      return load_ok (policy_c, &test_vars);
+      case 'A':
+        return load_ok (policy_a, &test_vars);
+      case 'B':
+        return load_ok (policy_b, &test_vars);
+      default:
+        return load_ok (policy_c, &test_vars);
     }
 }
 
@@ -178,8 +179,8 @@ test_table (void **state)
       if (d.access != c->access || got_rule != c->rule)
         {
           print_error ("case %u: policy %c %s: expected %s by %d, got %s by %d (%s)\n", i, c->policy, c->path,
-                       fb_policy_access_to_string (c->access), c->rule, fb_policy_access_to_string (d.access),
-                       got_rule, d.rule->why);
+                       fb_policy_access_to_string (c->access), c->rule, fb_policy_access_to_string (d.access), got_rule,
+                       d.rule->why);
           failures++;
         }
       if (got_rule >= 0)
@@ -275,8 +276,8 @@ test_protected_narrow_only (void **state)
 static void
 test_default_protected_names (void **state)
 {
-  g_autoptr (FbPolicy) policy
-    = load_ok ("{\"version\": 1, \"rules\": [{\"path\": \"/\", \"access\": \"write\", \"why\": \"w\"}]}", NULL);
+  g_autoptr (FbPolicy) policy =
+    load_ok ("{\"version\": 1, \"rules\": [{\"path\": \"/\", \"access\": \"write\", \"why\": \"w\"}]}", NULL);
   const char *names[] = { ".git", ".agents", ".codex" };
 
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
@@ -298,10 +299,9 @@ test_default_protected_names (void **state)
 static void
 assert_same_decision (const FbPolicyDecision *a, const FbPolicyDecision *b, const char *path)
 {
-  if (a->access != b->access || a->rule != b->rule || a->traversable != b->traversable
-      || a->is_mount_point != b->is_mount_point || a->mount != b->mount || a->mounted_children != b->mounted_children
-      || a->reachable_children != b->reachable_children || a->priv_node != b->priv_node
-      || a->priv_depth != b->priv_depth)
+  if (a->access != b->access || a->rule != b->rule || a->traversable != b->traversable ||
+      a->is_mount_point != b->is_mount_point || a->mount != b->mount || a->mounted_children != b->mounted_children ||
+      a->reachable_children != b->reachable_children || a->priv_node != b->priv_node || a->priv_depth != b->priv_depth)
     fail_msg ("decide and the decide_child chain disagree on %s: %s/%s vs %s/%s", path,
               fb_policy_access_to_string (a->access), a->rule->origin, fb_policy_access_to_string (b->access),
               b->rule->origin);
@@ -310,15 +310,16 @@ assert_same_decision (const FbPolicyDecision *a, const FbPolicyDecision *b, cons
 static void
 check_chains (FbPolicy *policy, guint seed, guint count)
 {
-  static const char *const vocab[] = { "home", "u",    "ws",      "src",  ".git", "secret", "data", "x",
-                                       "cache", "opt", "pub",     "a.pem", "srv",  "keys",   "build", "out",
-                                       "etc",  "ssl",  "node_modules", ".env", ".codex", "app.log", "tmp", "b.tar.gz",
-                                       "f",    "g",    "h",       "a",    "zz",   "q" };
+  static const char *const vocab[] = {
+    "home",   "u",       "ws",  "src",      ".git",  "secret", "data", "x",   "cache",        "opt",
+    "pub",    "a.pem",   "srv", "keys",     "build", "out",    "etc",  "ssl", "node_modules", ".env",
+    ".codex", "app.log", "tmp", "b.tar.gz", "f",     "g",      "h",    "a",   "zz",           "q"
+  };
   g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
 
   for (guint i = 0; i < count; i++)
     {
-      guint depth = (guint) g_rand_int_range (rand, 0, 12);
+      guint depth = (guint)g_rand_int_range (rand, 0, 12);
       g_autoptr (GString) path = g_string_new ("");
       FbPolicyDecision chain;
       FbPolicyDecision whole;

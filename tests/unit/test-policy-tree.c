@@ -87,20 +87,21 @@ test_traversable (void **state)
   assert_false (d.traversable);
 }
 
-static const char mount_policy[] = "{ \"version\": 1, \"rules\": [\n"
-                                   "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
-                                   "  { \"path\": \"/home\", \"access\": \"hide\", \"why\": \"homes\" },\n"
-                                   "  { \"path\": \"/home/u\", \"access\": \"write\", \"source\": \"private\", "
-                                   "\"why\": \"private home\" },\n"
-                                   "  { \"path\": \"/home/u/ws\", \"access\": \"write\", \"why\": \"workspace\" },\n"
-                                   "  { \"path\": \"/home/u/ws/deep\", \"access\": \"read\", \"why\": \"same host\" },\n"
-                                   "  { \"path\": \"/home/u/.cache\", \"access\": \"read\", \"why\": \"cache\" },\n"
-                                   "  { \"path\": \"/data\", \"access\": \"read\", \"source\": \"/srv/data\", "
-                                   "\"why\": \"data\" },\n"
-                                   "  { \"path\": \"/data/in\", \"access\": \"write\", \"why\": \"inbox\" },\n"
-                                   "  { \"path\": \"/usr/local\", \"access\": \"write\", \"why\": \"same path\" },\n"
-                                   "  { \"path\": \"/x%y\", \"access\": \"write\", \"source\": \"private\", "
-                                   "\"why\": \"escaping\" } ] }";
+static const char mount_policy[] =
+  "{ \"version\": 1, \"rules\": [\n"
+  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+  "  { \"path\": \"/home\", \"access\": \"hide\", \"why\": \"homes\" },\n"
+  "  { \"path\": \"/home/u\", \"access\": \"write\", \"source\": \"private\", "
+  "\"why\": \"private home\" },\n"
+  "  { \"path\": \"/home/u/ws\", \"access\": \"write\", \"why\": \"workspace\" },\n"
+  "  { \"path\": \"/home/u/ws/deep\", \"access\": \"read\", \"why\": \"same host\" },\n"
+  "  { \"path\": \"/home/u/.cache\", \"access\": \"read\", \"why\": \"cache\" },\n"
+  "  { \"path\": \"/data\", \"access\": \"read\", \"source\": \"/srv/data\", "
+  "\"why\": \"data\" },\n"
+  "  { \"path\": \"/data/in\", \"access\": \"write\", \"why\": \"inbox\" },\n"
+  "  { \"path\": \"/usr/local\", \"access\": \"write\", \"why\": \"same path\" },\n"
+  "  { \"path\": \"/x%y\", \"access\": \"write\", \"source\": \"private\", "
+  "\"why\": \"escaping\" } ] }";
 
 static void
 test_mounts (void **state)
@@ -201,10 +202,10 @@ test_private_without_run (void **state)
 static void
 test_root_source (void **state)
 {
-  g_autoptr (FbPolicy) policy
-    = load_ok ("{ \"version\": 1, \"rules\": [ { \"path\": \"/\", \"access\": \"write\", \"source\": \"private\", "
-               "\"why\": \"an empty root\" }, { \"path\": \"/usr\", \"access\": \"read\", \"why\": \"tools\" } ] }",
-               &test_vars);
+  g_autoptr (FbPolicy) policy =
+    load_ok ("{ \"version\": 1, \"rules\": [ { \"path\": \"/\", \"access\": \"write\", \"source\": \"private\", "
+             "\"why\": \"an empty root\" }, { \"path\": \"/usr\", \"access\": \"read\", \"why\": \"tools\" } ] }",
+             &test_vars);
   const FbPolicyMount *mounts;
   guint n = 0;
   FbPolicyDecision d;

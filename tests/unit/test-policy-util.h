@@ -38,36 +38,36 @@ load_error (const char *text, const FbPolicyVars *vars, FbPolicyError code)
 
   if (policy != NULL)
     fail_msg ("policy loaded but should have failed:\n%s", text);
-  if (!g_error_matches (error, FB_POLICY_ERROR, (gint) code))
+  if (!g_error_matches (error, FB_POLICY_ERROR, (gint)code))
     fail_msg ("expected error code %d, got %s %d: %s", code, g_quark_to_string (error->domain), error->code,
               error->message);
   return g_strdup (error->message);
 }
 
 /* Assert that MESSAGE starts with PREFIX, printing both otherwise. */
-#define assert_prefix(message, prefix)                                                                                \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      const char *m_ = (message);                                                                                     \
-      const char *p_ = (prefix);                                                                                      \
-      if (!g_str_has_prefix (m_, p_))                                                                                 \
-        fail_msg ("message\n  %s\ndoes not start with\n  %s", m_, p_);                                                \
-    }                                                                                                                 \
+#define assert_prefix(message, prefix)                                                                                 \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      const char *m_ = (message);                                                                                      \
+      const char *p_ = (prefix);                                                                                       \
+      if (!g_str_has_prefix (m_, p_))                                                                                  \
+        fail_msg ("message\n  %s\ndoes not start with\n  %s", m_, p_);                                                 \
+    }                                                                                                                  \
   while (0)
 
-#define assert_contains(message, needle)                                                                              \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      const char *m_ = (message);                                                                                     \
-      const char *n_ = (needle);                                                                                      \
-      if (strstr (m_, n_) == NULL)                                                                                    \
-        fail_msg ("message\n  %s\ndoes not contain\n  %s", m_, n_);                                                   \
-    }                                                                                                                 \
+#define assert_contains(message, needle)                                                                               \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      const char *m_ = (message);                                                                                      \
+      const char *n_ = (needle);                                                                                       \
+      if (strstr (m_, n_) == NULL)                                                                                     \
+        fail_msg ("message\n  %s\ndoes not contain\n  %s", m_, n_);                                                    \
+    }                                                                                                                  \
   while (0)
 
 /* A NULL-terminated list as "a,b,c" (caller frees). */
 static inline char *
 join_list (const char *const *list)
 {
-  return g_strjoinv (",", (char **) list);
+  return g_strjoinv (",", (char **)list);
 }

@@ -16,10 +16,9 @@ test_normalize (void **state)
     const char *out; /* NULL: refused */
     bool normalized;
   } cases[] = {
-    { "/", "/", true },           { "/a/b", "/a/b", true },    { "/a/b/", "/a/b", false },
-    { "//a//b", "/a/b", false },  { "/a/./b", "/a/b", false }, { "/.", "/", false },
-    { "/a/../b", NULL, false },   { "/..", NULL, false },      { "a/b", NULL, false },
-    { "", NULL, false },          { "/a/..b", "/a/..b", true }, { "/a/.b", "/a/.b", true },
+    { "/", "/", true },          { "/a/b", "/a/b", true }, { "/a/b/", "/a/b", false },   { "//a//b", "/a/b", false },
+    { "/a/./b", "/a/b", false }, { "/.", "/", false },     { "/a/../b", NULL, false },   { "/..", NULL, false },
+    { "a/b", NULL, false },      { "", NULL, false },      { "/a/..b", "/a/..b", true }, { "/a/.b", "/a/.b", true },
     { "///", "/", false },
   };
 
@@ -58,14 +57,14 @@ test_expand (void **state)
     const char *in;
     const char *out;
   } cases[] = {
-    { "${WORKSPACE}", "/ws" },          /* values are normalized */
+    { "${WORKSPACE}", "/ws" }, /* values are normalized */
     { "${WORKSPACE}/src", "/ws/src" },
     { "${HOME}/.cache", "/home/u/.cache" },
-    { "${CWD}/x", "/x" },               /* "/" before "/" adds nothing */
+    { "${CWD}/x", "/x" }, /* "/" before "/" adds nothing */
     { "${CWD}", "/" },
-    { "/a$b", "/a$b" },                 /* a lone "$" is literal */
-    { "/a$$b", "/a$b" },                /* "$$" is one "$" */
-    { "/a$${HOME}", "/a${HOME}" },      /* ...so "${" can be written */
+    { "/a$b", "/a$b" },            /* a lone "$" is literal */
+    { "/a$$b", "/a$b" },           /* "$$" is one "$" */
+    { "/a$${HOME}", "/a${HOME}" }, /* ...so "${" can be written */
     { "/a$", "/a$" },
   };
 
@@ -148,14 +147,14 @@ static void
 test_variables_in_policy (void **state)
 {
   FbPolicyVars vars = { .workspace = "/home/u/ws/", .home = "/home/u", .cwd = "/home/u/ws/src", .run = "/run/r" };
-  g_autoptr (FbPolicy) policy
-    = load_ok ("{ \"version\": 1, \"rules\": [\n"
-               "  { \"path\": \"${WORKSPACE}\", \"access\": \"write\", \"why\": \"ws\" },\n"
-               "  { \"path\": \"${CWD}/build\", \"access\": \"read\", \"why\": \"cwd\" },\n"
-               "  { \"path\": \"${HOME}/.cache\", \"access\": \"write\", \"source\": \"${RUN}/cache\", \"why\": \"c\" },\n"
-               "  { \"glob\": \"${WORKSPACE}/**/*.o\", \"access\": \"hide\", \"why\": \"objs\" },\n"
-               "  { \"path\": \"/lit$$eral\", \"access\": \"read\", \"why\": \"dollar\" } ] }",
-               &vars);
+  g_autoptr (FbPolicy) policy = load_ok (
+    "{ \"version\": 1, \"rules\": [\n"
+    "  { \"path\": \"${WORKSPACE}\", \"access\": \"write\", \"why\": \"ws\" },\n"
+    "  { \"path\": \"${CWD}/build\", \"access\": \"read\", \"why\": \"cwd\" },\n"
+    "  { \"path\": \"${HOME}/.cache\", \"access\": \"write\", \"source\": \"${RUN}/cache\", \"why\": \"c\" },\n"
+    "  { \"glob\": \"${WORKSPACE}/**/*.o\", \"access\": \"hide\", \"why\": \"objs\" },\n"
+    "  { \"path\": \"/lit$$eral\", \"access\": \"read\", \"why\": \"dollar\" } ] }",
+    &vars);
   guint n = 0;
   const FbPolicyRule *rules = fb_policy_get_rules (policy, &n);
   const FbPolicyMount *mounts;
@@ -237,12 +236,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_normalize),
-    cmocka_unit_test (test_expand),
-    cmocka_unit_test (test_expand_errors),
-    cmocka_unit_test (test_glob_mode_escapes),
-    cmocka_unit_test (test_escape_round_trip),
-    cmocka_unit_test (test_variables_in_policy),
+    cmocka_unit_test (test_normalize),         cmocka_unit_test (test_expand),
+    cmocka_unit_test (test_expand_errors),     cmocka_unit_test (test_glob_mode_escapes),
+    cmocka_unit_test (test_escape_round_trip), cmocka_unit_test (test_variables_in_policy),
     cmocka_unit_test (test_init_from_env),
   };
 
