@@ -19,6 +19,8 @@ G_BEGIN_DECLS
 /* Each takes argv with argv[0] = the subcommand's name ("policy", "mount"...). */
 int fb_cmd_policy (int argc, char **argv);
 int fb_cmd_check (int argc, char **argv);
+int fb_cmd_run (int argc, char **argv);
+int fb_cmd_runs (int argc, char **argv);
 int fb_cmd_log (int argc, char **argv);
 int fb_cmd_report (int argc, char **argv);
 int fb_cmd_mount (int argc, char **argv);

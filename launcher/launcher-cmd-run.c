@@ -1,0 +1,796 @@
+/* fusebox run — put a command in a sandbox on top of the view; fusebox runs
+ * — list and prune run directories.
+ *
+ *   fusebox run [--policy FILE|builtin:NAME] [--workspace DIR] [--read PATH]
+ *               [--write PATH] [--deny PATH] [--hide PATH] [--network none|host]
+ *               [--uid N] [--gid N] [--cwd DIR] [--setenv K V] [--unsetenv K]
+ *               [--clearenv] [--log-level L] [--run-dir DIR] [--keep-run]
+ *               -- COMMAND [ARG...]
+ *   fusebox runs [--prune] [--json]
+ *
+ * What is here: the options, the effective policy (the spec plus the
+ * command line's rules), the run directory (0700: policy.json, run.json, the
+ * private sources), the sandbox's environment and working directory, and
+ * `fusebox runs`.  What is not yet: serving the view — see serve() below and
+ * the wiring it describes; until then `run` prepares the run directory,
+ * records why it did not run, and exits 1.
+ *
+ * Single-threaded until serve(): the launcher must fork before any thread.
+ *
+ * run.json: {"run", "command", "cwd", "workspace", "policy", "network",
+ * "uid", "gid", "started", "supervisor": {"pid", "start_time"}, and when
+ * over: "ended", "exit_status" (or "error"), "records"}.  A run is over when
+ * "ended" is set or its supervisor (pid + start time, so a reused pid does
+ * not count) is gone.
+ */
+#include "ipc/ipc.h"
+#include "launcher/launcher-private.h"
+#include "launcher/launcher.h"
+#include "policy/policy.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-glib/json-glib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_SPEC "builtin:default"
+
+typedef struct
+{
+  FbPolicyAccess access;
+  char *path; /* absolute, normalized */
+  const char *option;
+} ExtraRule;
+
+typedef struct
+{
+  char *policy_spec;
+  char *workspace;
+  GArray *rules; /* ExtraRule */
+  bool network_set;
+  FbLauncherNetwork network;
+  guint32 uid, gid;
+  char *cwd;
+  GPtrArray *env_ops; /* "K=V" to set, "K" to unset, in order */
+  bool clearenv;
+  FbLogLevel log_level;
+  char *run_dir;
+  bool keep_run;
+  char **command; /* borrowed from argv */
+} RunOptions;
+
+static void
+run_options_clear (RunOptions *o)
+{
+  g_free (o->policy_spec);
+  g_free (o->workspace);
+  if (o->rules)
+    {
+      for (guint i = 0; i < o->rules->len; i++)
+        g_free (g_array_index (o->rules, ExtraRule, i).path);
+      g_array_unref (o->rules);
+    }
+  g_free (o->cwd);
+  if (o->env_ops)
+    g_ptr_array_unref (o->env_ops);
+  g_free (o->run_dir);
+}
+
+static void
+run_usage (FILE *out)
+{
+  fprintf (out, "Usage: fusebox run [OPTION...] -- COMMAND [ARG...]\n"
+                "\n"
+                "Run COMMAND in new namespaces whose whole filesystem is the policy's view.\n"
+                "\n"
+                "Options:\n"
+                "  --policy FILE|builtin:NAME  the policy (default builtin:default)\n"
+                "  --workspace DIR             ${WORKSPACE} (default: the current directory)\n"
+                "  --read PATH, --write PATH, --deny PATH, --hide PATH\n"
+                "                              add a rule for PATH on top of the policy\n"
+                "  --network none|host         override the policy's network\n"
+                "  --uid N, --gid N            the ids inside (default: yours)\n"
+                "  --cwd DIR                   working directory inside\n"
+                "  --setenv K V, --unsetenv K, --clearenv\n"
+                "                              the command's environment\n"
+                "  --log-level mutations|opens|all\n"
+                "  --run-dir DIR               the run directory (default under\n"
+                "                              $XDG_STATE_HOME/fusebox/runs/)\n"
+                "  --keep-run                  keep private sources after the run\n"
+                "\n"
+                "Exit status: the command's, 128+N for signal N, 125 the sandbox could not be\n"
+                "made, 126 the command is not executable, 127 it was not found, 1 fusebox\n"
+                "failed before starting it, 2 usage error.  Manual: fusebox(1).\n");
+}
+
+static int usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
+
+static int
+usage_error (const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+  va_start (ap, format);
+  msg = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  fb_cmd_error ("run: %s\nRun 'fusebox run --help' for usage.", msg);
+  return FB_EXIT_USAGE;
+}
+
+static bool
+parse_id (const char *s, guint32 *ret)
+{
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul (s, &end, 10);
+  if (errno || *s == '\0' || *end || s[0] == '-' || v >= G_MAXUINT32)
+    return false;
+  *ret = (guint32)v;
+  return true;
+}
+
+/* An absolute, normalized view path for a rule given on the command line:
+ * relative paths are taken from the current directory, symlinks of existing
+ * paths resolved (the view never follows a link on the sandbox's behalf, so
+ * a rule at a link's spelling would match nothing). */
+static char *
+rule_path (const char *arg)
+{
+  char *real = realpath (arg, NULL);
+  if (real)
+    return real;
+  g_autofree char *cwd = g_get_current_dir ();
+  return g_canonicalize_filename (arg, cwd);
+}
+
+/* Returns -1 when parsing succeeded, else the exit status. */
+static int
+parse_run_args (int argc, char **argv, RunOptions *o)
+{
+  o->rules = g_array_new (FALSE, FALSE, sizeof (ExtraRule));
+  o->env_ops = g_ptr_array_new_with_free_func (g_free);
+  o->uid = o->gid = FB_LAUNCHER_ID_CALLER;
+  o->log_level = FB_LOG_LEVEL_OPENS;
+
+  int i;
+  for (i = 1; i < argc; i++)
+    {
+      const char *a = argv[i];
+#define NEED(n)                                                                                                        \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (i + (n) >= argc)                                                                                             \
+        return usage_error ("%s needs %s", a, (n) == 1 ? "a value" : "two values");                                    \
+    }                                                                                                                  \
+  while (0)
+      if (strcmp (a, "--") == 0)
+        {
+          i++;
+          break;
+        }
+      else if (strcmp (a, "-h") == 0 || strcmp (a, "--help") == 0)
+        {
+          run_usage (stdout);
+          return FB_EXIT_OK;
+        }
+      else if (strcmp (a, "--policy") == 0)
+        {
+          NEED (1);
+          g_free (o->policy_spec);
+          o->policy_spec = g_strdup (argv[++i]);
+        }
+      else if (strcmp (a, "--workspace") == 0)
+        {
+          NEED (1);
+          g_free (o->workspace);
+          o->workspace = realpath (argv[++i], NULL);
+          if (!o->workspace || !g_file_test (o->workspace, G_FILE_TEST_IS_DIR))
+            {
+              fb_cmd_error ("run: --workspace %s: %s; give the path of an existing directory", argv[i],
+                            o->workspace ? "not a directory" : g_strerror (errno));
+              return FB_EXIT_FAILURE;
+            }
+        }
+      else if (strcmp (a, "--read") == 0 || strcmp (a, "--write") == 0 || strcmp (a, "--deny") == 0 ||
+               strcmp (a, "--hide") == 0)
+        {
+          NEED (1);
+          ExtraRule r = { .option = a + 2 };
+          fb_policy_access_from_string (a + 2, &r.access);
+          r.path = rule_path (argv[++i]);
+          g_array_append_val (o->rules, r);
+        }
+      else if (strcmp (a, "--network") == 0)
+        {
+          NEED (1);
+          if (!fb_launcher_network_from_string (argv[++i], &o->network))
+            return usage_error ("--network %s: give none or host", argv[i]);
+          o->network_set = true;
+        }
+      else if (strcmp (a, "--uid") == 0 || strcmp (a, "--gid") == 0)
+        {
+          NEED (1);
+          if (!parse_id (argv[++i], a[2] == 'u' ? &o->uid : &o->gid))
+            return usage_error ("%s %s: give a number from 0 to 4294967294", a, argv[i]);
+        }
+      else if (strcmp (a, "--cwd") == 0)
+        {
+          NEED (1);
+          if (argv[++i][0] != '/')
+            return usage_error ("--cwd %s: give an absolute path (it is looked up inside the sandbox)", argv[i]);
+          g_free (o->cwd);
+          o->cwd = g_canonicalize_filename (argv[i], "/");
+        }
+      else if (strcmp (a, "--setenv") == 0)
+        {
+          NEED (2);
+          if (!argv[i + 1][0] || strchr (argv[i + 1], '='))
+            return usage_error ("--setenv %s: a variable name can't be empty or contain '='", argv[i + 1]);
+          g_ptr_array_add (o->env_ops, g_strdup_printf ("%s=%s", argv[i + 1], argv[i + 2]));
+          i += 2;
+        }
+      else if (strcmp (a, "--unsetenv") == 0)
+        {
+          NEED (1);
+          if (!argv[++i][0] || strchr (argv[i], '='))
+            return usage_error ("--unsetenv %s: a variable name can't be empty or contain '='", argv[i]);
+          g_ptr_array_add (o->env_ops, g_strdup (argv[i]));
+        }
+      else if (strcmp (a, "--clearenv") == 0)
+        {
+          o->clearenv = true; /* the caller's environment; --setenv still applies */
+        }
+      else if (strcmp (a, "--log-level") == 0)
+        {
+          NEED (1);
+          if (!fb_log_level_from_string (argv[++i], &o->log_level))
+            return usage_error ("--log-level %s: give mutations, opens or all", argv[i]);
+        }
+      else if (strcmp (a, "--run-dir") == 0)
+        {
+          NEED (1);
+          g_free (o->run_dir);
+          o->run_dir = g_canonicalize_filename (argv[++i], NULL);
+        }
+      else if (strcmp (a, "--keep-run") == 0)
+        o->keep_run = true;
+      else if (a[0] == '-')
+        return usage_error ("unknown option '%s'", a);
+      else
+        break; /* the command, without "--" */
+#undef NEED
+    }
+  if (i >= argc)
+    return usage_error ("no command given: fusebox run [OPTION...] -- COMMAND [ARG...]");
+  o->command = argv + i;
+  if (!o->policy_spec)
+    o->policy_spec = g_strdup (DEFAULT_SPEC);
+  return -1;
+}
+
+/* The spec's policy, then (if the command line adds rules or sets the
+ * network) the same policy re-loaded with them: errors in the file keep
+ * their FILE:LINE:COL, and the command line's rules carry "why". */
+static FbPolicy *
+load_policy (const RunOptions *o, const FbPolicyVars *vars, GError **error)
+{
+  g_autoptr (FbPolicy) base = fb_policy_load_spec (o->policy_spec, vars, error);
+  if (!base)
+    return NULL;
+  if (o->rules->len == 0 && !o->network_set)
+    return g_steal_pointer (&base);
+
+  g_autofree char *json = fb_policy_to_json (base);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  if (!json_parser_load_from_data (parser, json, -1, error))
+    return NULL;
+  JsonObject *root = json_node_get_object (json_parser_get_root (parser));
+  if (o->network_set)
+    json_object_set_string_member (root, "network", fb_launcher_network_to_string (o->network));
+  JsonArray *rules = json_object_get_array_member (root, "rules");
+  for (guint i = 0; i < o->rules->len; i++)
+    {
+      const ExtraRule *r = &g_array_index (o->rules, ExtraRule, i);
+      JsonObject *rule = json_object_new ();
+      json_object_set_string_member (rule, "path", r->path);
+      json_object_set_string_member (rule, "access", fb_policy_access_to_string (r->access));
+      g_autofree char *why = g_strdup_printf ("--%s on the command line", r->option);
+      json_object_set_string_member (rule, "why", why);
+      json_array_add_object_element (rules, rule);
+    }
+  g_autofree char *origin = g_strdup_printf ("%s + command line", fb_policy_get_origin (base));
+  return fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
+}
+
+/* The start time of PID in clock ticks since boot (/proc/PID/stat field 22),
+ * or 0: with the pid it names one process for good. */
+static guint64
+process_start_time (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int)pid);
+  g_autofree char *stat = NULL;
+  if (!g_file_get_contents (path, &stat, NULL, NULL))
+    return 0;
+  const char *p = strrchr (stat, ')'); /* comm may hold spaces and parens */
+  if (!p)
+    return 0;
+  g_auto (GStrv) fields = g_strsplit (p + 2, " ", 0);
+  /* fields[0] is field 3 (state); field 22 is fields[19] */
+  if (g_strv_length (fields) < 20)
+    return 0;
+  return g_ascii_strtoull (fields[19], NULL, 10);
+}
+
+static char *
+now_rfc3339 (void)
+{
+  g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+  return g_date_time_format_iso8601 (now);
+}
+
+static bool
+write_json (const char *path, JsonNode *node, GError **error)
+{
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  json_generator_set_pretty (gen, TRUE);
+  json_generator_set_root (gen, node);
+  g_autofree char *text = json_generator_to_data (gen, NULL);
+  g_autofree char *with_nl = g_strconcat (text, "\n", NULL);
+  return g_file_set_contents_full (path, with_nl, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
+}
+
+typedef struct
+{
+  char *id;
+  char *dir;
+  FbPolicyVarsStorage vars;
+  FbPolicy *policy;
+  char **envp;
+  char *cwd;
+  JsonObject *info; /* run.json */
+} Run;
+
+static void
+run_clear (Run *run)
+{
+  g_free (run->id);
+  g_free (run->dir);
+  if (run->dir)
+    fb_policy_vars_clear (&run->vars);
+  if (run->policy)
+    fb_policy_unref (run->policy);
+  g_strfreev (run->envp);
+  g_free (run->cwd);
+  if (run->info)
+    json_object_unref (run->info);
+}
+
+static bool
+save_run_json (Run *run, GError **error)
+{
+  g_autofree char *path = g_build_filename (run->dir, "run.json", NULL);
+  g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+  json_node_set_object (node, run->info);
+  return write_json (path, node, error);
+}
+
+/* Where the run directory will be: --run-dir, else a new id under
+ * fb_run_dir_root().  Known before it exists, so that the policy (which may
+ * use ${RUN}) is checked before anything is created. */
+static char *
+plan_run_dir (const RunOptions *o, char **ret_id)
+{
+  if (o->run_dir)
+    {
+      *ret_id = g_path_get_basename (o->run_dir);
+      return g_strdup (o->run_dir);
+    }
+  g_autofree char *root = fb_run_dir_root ();
+  *ret_id = fb_run_new_id ();
+  return g_build_filename (root, *ret_id, NULL);
+}
+
+/* Create it: 0700, new or empty (runs never share a directory). */
+static bool
+make_run_dir (const RunOptions *o, const char *id, const char *dir, GError **error)
+{
+  if (!o->run_dir)
+    {
+      g_autofree char *made = fb_run_dir_create (id, error);
+      return made != NULL;
+    }
+  if (g_mkdir_with_parents (dir, 0700) < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                   "--run-dir %s: %s; give a directory you can create", dir, g_strerror (e));
+      return false;
+    }
+  g_autoptr (GDir) d = g_dir_open (dir, 0, error);
+  if (!d)
+    return false;
+  if (g_dir_read_name (d))
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                   "--run-dir %s: not empty; give a new or empty directory (runs never share one)", dir);
+      return false;
+    }
+  if (chmod (dir, 0700) < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "--run-dir %s: chmod 0700: %s", dir,
+                   g_strerror (e));
+      return false;
+    }
+  return true;
+}
+
+/* The command's environment: the caller's (unless --clearenv) with HOME at
+ * the view's HOME and TMPDIR=/tmp, then --setenv/--unsetenv in order. */
+static char **
+build_env (const RunOptions *o, const FbPolicyVars *vars)
+{
+  char **env = o->clearenv ? g_new0 (char *, 1) : g_get_environ ();
+  if (vars->home)
+    env = g_environ_setenv (env, "HOME", vars->home, TRUE);
+  env = g_environ_setenv (env, "TMPDIR", "/tmp", TRUE);
+  for (guint i = 0; i < o->env_ops->len; i++)
+    {
+      const char *op = o->env_ops->pdata[i];
+      const char *eq = strchr (op, '=');
+      if (eq)
+        {
+          g_autofree char *k = g_strndup (op, eq - op);
+          env = g_environ_setenv (env, k, eq + 1, TRUE);
+        }
+      else
+        env = g_environ_unsetenv (env, op);
+    }
+  return env;
+}
+
+/* --cwd, else the caller's directory when the view shows it, else the
+ * workspace. */
+static char *
+pick_cwd (const RunOptions *o, const FbPolicy *policy, const FbPolicyVars *vars)
+{
+  if (o->cwd)
+    return g_strdup (o->cwd);
+  FbPolicyDecision d;
+  if (vars->cwd)
+    {
+      fb_policy_decide (policy, vars->cwd, &d);
+      /* visible, and the host's own directory there (not a private source
+       * shown at that path, where the caller's directory does not exist) */
+      if ((d.access == FB_POLICY_ACCESS_READ || d.access == FB_POLICY_ACCESS_WRITE) && d.mount->host_path &&
+          strcmp (d.mount->host_path, d.mount->view_path) == 0)
+        return g_strdup (vars->cwd);
+    }
+  return g_strdup (vars->workspace ? vars->workspace : "/");
+}
+
+static int
+prepare (const RunOptions *o, Run *run)
+{
+  g_autoptr (GError) error = NULL;
+
+  run->dir = plan_run_dir (o, &run->id);
+  fb_policy_vars_init_from_env (&run->vars, o->workspace, run->dir);
+  run->policy = load_policy (o, &run->vars.vars, &error);
+  if (!run->policy)
+    {
+      fb_cmd_error ("run: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+  if (!make_run_dir (o, run->id, run->dir, &error))
+    {
+      fb_cmd_error ("run: the run directory: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+
+  g_autofree char *effective = fb_policy_to_json (run->policy);
+  g_autofree char *policy_path = g_build_filename (run->dir, "policy.json", NULL);
+  if (!g_file_set_contents_full (policy_path, effective, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, &error))
+    {
+      fb_cmd_error ("run: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+
+  run->envp = build_env (o, &run->vars.vars);
+  run->cwd = pick_cwd (o, run->policy, &run->vars.vars);
+
+  run->info = json_object_new ();
+  json_object_set_string_member (run->info, "run", run->id);
+  JsonArray *cmd = json_array_new ();
+  for (char **c = o->command; *c; c++)
+    json_array_add_string_element (cmd, *c);
+  json_object_set_array_member (run->info, "command", cmd);
+  json_object_set_string_member (run->info, "cwd", run->cwd);
+  if (run->vars.vars.workspace)
+    json_object_set_string_member (run->info, "workspace", run->vars.vars.workspace);
+  json_object_set_string_member (run->info, "policy", fb_policy_get_origin (run->policy));
+  json_object_set_string_member (run->info, "network",
+                                 fb_policy_network_to_string (fb_policy_get_network (run->policy)));
+  json_object_set_int_member (run->info, "uid", o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid);
+  json_object_set_int_member (run->info, "gid", o->gid == FB_LAUNCHER_ID_CALLER ? getegid () : o->gid);
+  g_autofree char *started = now_rfc3339 ();
+  json_object_set_string_member (run->info, "started", started);
+  JsonObject *sup = json_object_new ();
+  json_object_set_int_member (sup, "pid", getpid ());
+  json_object_set_int_member (sup, "start_time", (gint64)process_start_time (getpid ()));
+  json_object_set_object_member (run->info, "supervisor", sup);
+  if (!save_run_json (run, &error))
+    {
+      fb_cmd_error ("run: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+  return -1;
+}
+
+/* Serving the view is the missing part.  The wiring, in this order:
+ *  1. plan: FB_LAUNCHER_ROOT_FUSE, uid/gid, network from the policy,
+ *     argv = o->command, envp = run->envp, cwd = run->cwd;
+ *     fb_launcher_spawn() — before any thread exists.
+ *  2. fb_launcher_child_wait_mounted (child, &fuse_fd); on failure print
+ *     fb_launcher_child_describe_failure(), run fb_launcher_check_run() with
+ *     quiet_ok, exit fb_launcher_failure_exit_code().
+ *  3. fb_view_new (policy, {sink = the access log's, log_level}),
+ *     fb_fuse_new, fb_fuse_serve_fd (fuse, fuse_fd), fb_fuse_start — the
+ *     threads start only now.
+ *  4. Main loop: the access log, g_unix_fd_add on
+ *     fb_launcher_child_get_pidfd() -> fb_launcher_child_wait(); SIGINT,
+ *     SIGTERM, SIGHUP (g_unix_signal_add) and SIGQUIT (a signalfd) ->
+ *     fb_launcher_child_kill().
+ *  5. After the exit: fb_fuse_join (the mount died with the namespace),
+ *     fb_access_log_close, run.json "ended"/"exit_status"/"records", remove
+ *     private sources unless --keep-run, exit with the command's status. */
+static int
+serve (const RunOptions *o, Run *run)
+{
+  fb_cmd_error ("run: serving the view to a sandbox is not built yet (issue 4); the run directory %s was prepared "
+                "and records this; 'fusebox check' shows whether sandboxes can be made here",
+                run->dir);
+  json_object_set_string_member (run->info, "error", "serving the view is not built yet");
+  return FB_EXIT_FAILURE;
+}
+
+int
+fb_cmd_run (int argc, char **argv)
+{
+  RunOptions o = { 0 };
+  Run run = { 0 };
+  int status = parse_run_args (argc, argv, &o);
+  if (status < 0)
+    status = prepare (&o, &run);
+  if (status < 0)
+    status = serve (&o, &run);
+  if (run.info)
+    {
+      g_autoptr (GError) error = NULL;
+      g_autofree char *ended = now_rfc3339 ();
+      json_object_set_string_member (run.info, "ended", ended);
+      if (!json_object_has_member (run.info, "error"))
+        json_object_set_int_member (run.info, "exit_status", status);
+      if (!save_run_json (&run, &error))
+        fb_cmd_error ("run: %s", error->message);
+    }
+  run_clear (&run);
+  run_options_clear (&o);
+  return status;
+}
+
+/* ---- fusebox runs ---- */
+
+typedef struct
+{
+  char *id;
+  char *dir;
+  JsonObject *info; /* NULL without a readable run.json */
+  bool over;
+} RunEntry;
+
+static void
+run_entry_free (RunEntry *e)
+{
+  g_free (e->id);
+  g_free (e->dir);
+  if (e->info)
+    json_object_unref (e->info);
+  g_free (e);
+}
+
+static bool
+supervisor_alive (JsonObject *info)
+{
+  JsonObject *sup = json_object_get_object_member (info, "supervisor");
+  if (!sup)
+    return false;
+  pid_t pid = (pid_t)json_object_get_int_member_with_default (sup, "pid", 0);
+  guint64 start = (guint64)json_object_get_int_member_with_default (sup, "start_time", 0);
+  return pid > 0 && start != 0 && process_start_time (pid) == start;
+}
+
+static GPtrArray *
+list_runs (const char *root)
+{
+  GPtrArray *runs = g_ptr_array_new_with_free_func ((GDestroyNotify)run_entry_free);
+  g_autoptr (GDir) d = g_dir_open (root, 0, NULL);
+  if (!d)
+    return runs;
+  const char *name;
+  while ((name = g_dir_read_name (d)))
+    {
+      RunEntry *e = g_new0 (RunEntry, 1);
+      e->id = g_strdup (name);
+      e->dir = g_build_filename (root, name, NULL);
+      if (!g_file_test (e->dir, G_FILE_TEST_IS_DIR) || g_file_test (e->dir, G_FILE_TEST_IS_SYMLINK))
+        {
+          run_entry_free (e);
+          continue;
+        }
+      g_autofree char *path = g_build_filename (e->dir, "run.json", NULL);
+      g_autoptr (JsonParser) parser = json_parser_new ();
+      if (json_parser_load_from_file (parser, path, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        {
+          e->info = json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+          e->over = json_object_has_member (e->info, "ended") || !supervisor_alive (e->info);
+        }
+      g_ptr_array_add (runs, e);
+    }
+  return runs;
+}
+
+static gint
+compare_entries (gconstpointer a, gconstpointer b)
+{
+  const RunEntry *const *x = a, *const *y = b;
+  return strcmp ((*x)->id, (*y)->id);
+}
+
+/* rm -rf below DIRFD/NAME without following symlinks; directories the
+ * sandbox made read-only are made writable first. */
+static int
+remove_tree_at (int parent_fd, const char *name)
+{
+  if (unlinkat (parent_fd, name, 0) == 0)
+    return 0;
+  if (errno != EISDIR)
+    return errno == ENOENT ? 0 : -errno;
+  int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  fchmod (fd, 0700);
+  DIR *d = fdopendir (fd);
+  if (!d)
+    {
+      int e = errno;
+      close (fd);
+      return -e;
+    }
+  int r = 0;
+  struct dirent *ent;
+  while ((ent = readdir (d)))
+    {
+      if (strcmp (ent->d_name, ".") == 0 || strcmp (ent->d_name, "..") == 0)
+        continue;
+      int rr = remove_tree_at (dirfd (d), ent->d_name);
+      if (rr < 0 && r == 0)
+        r = rr;
+    }
+  closedir (d);
+  if (unlinkat (parent_fd, name, AT_REMOVEDIR) < 0 && r == 0)
+    r = -errno;
+  return r;
+}
+
+int
+fb_cmd_runs (int argc, char **argv)
+{
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GError) error = NULL;
+  gboolean prune = FALSE, json = FALSE;
+  GOptionEntry entries[] = {
+    { "prune", 0, 0, G_OPTION_ARG_NONE, &prune, "Remove the directories of runs that are over", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object per run", NULL },
+    { NULL },
+  };
+  g_set_prgname ("fusebox runs");
+  ctx = g_option_context_new ("- list the run directories");
+  g_option_context_set_summary (ctx, "Lists the runs under $XDG_STATE_HOME/fusebox/runs/ with their state: running\n"
+                                     "(the supervisor is alive), over, or unknown (no run.json, e.g. a mount).\n"
+                                     "--prune removes the directories of runs that are over, logs included.");
+  g_option_context_set_description (ctx, "Exit status: 0 success, 1 a directory could not be removed, 2 usage error.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    {
+      fb_cmd_error ("runs: %s\nRun 'fusebox runs --help' for usage.", error->message);
+      return FB_EXIT_USAGE;
+    }
+  if (argc > 1)
+    {
+      fb_cmd_error ("runs: unexpected argument '%s'\nRun 'fusebox runs --help' for usage.", argv[1]);
+      return FB_EXIT_USAGE;
+    }
+
+  g_autofree char *root = fb_run_dir_root ();
+  g_autoptr (GPtrArray) runs = list_runs (root);
+  /* run ids start with the date: name order is time order */
+  g_ptr_array_sort (runs, compare_entries);
+  int status = FB_EXIT_OK;
+  int root_fd = prune ? open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+
+  for (guint i = 0; i < runs->len; i++)
+    {
+      RunEntry *e = runs->pdata[i];
+      const char *state = !e->info ? "unknown" : e->over ? "over" : "running";
+      const char *action = "";
+      if (prune && e->info && e->over)
+        {
+          int r = root_fd < 0 ? -errno : remove_tree_at (root_fd, e->id);
+          if (r < 0)
+            {
+              fb_cmd_error ("runs: removing %s: %s", e->dir, g_strerror (-r));
+              status = FB_EXIT_FAILURE;
+            }
+          else
+            action = "removed";
+        }
+      if (json)
+        {
+          g_autoptr (JsonBuilder) b = json_builder_new ();
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "run");
+          json_builder_add_string_value (b, e->id);
+          json_builder_set_member_name (b, "dir");
+          json_builder_add_string_value (b, e->dir);
+          json_builder_set_member_name (b, "state");
+          json_builder_add_string_value (b, state);
+          if (*action)
+            {
+              json_builder_set_member_name (b, "pruned");
+              json_builder_add_boolean_value (b, TRUE);
+            }
+          if (e->info)
+            {
+              json_builder_set_member_name (b, "info");
+              g_autoptr (JsonNode) n = json_node_new (JSON_NODE_OBJECT);
+              json_node_set_object (n, e->info);
+              json_builder_add_value (b, json_node_copy (n));
+            }
+          json_builder_end_object (b);
+          g_autoptr (JsonGenerator) gen = json_generator_new ();
+          g_autoptr (JsonNode) out = json_builder_get_root (b);
+          json_generator_set_root (gen, out);
+          g_autofree char *text = json_generator_to_data (gen, NULL);
+          printf ("%s\n", text);
+          continue;
+        }
+      g_autofree char *command = NULL;
+      const char *started = "";
+      g_autofree char *exit_text = NULL;
+      if (e->info)
+        {
+          JsonArray *cmd = json_object_get_array_member (e->info, "command");
+          GString *s = g_string_new (NULL);
+          for (guint j = 0; cmd && j < json_array_get_length (cmd); j++)
+            g_string_append_printf (s, "%s%s", j ? " " : "", json_array_get_string_element (cmd, j));
+          command = g_string_free (s, FALSE);
+          started = json_object_get_string_member_with_default (e->info, "started", "");
+          if (json_object_has_member (e->info, "exit_status"))
+            exit_text = g_strdup_printf ("exit %" G_GINT64_FORMAT, json_object_get_int_member (e->info, "exit_status"));
+          else if (json_object_has_member (e->info, "error"))
+            exit_text = g_strdup_printf ("error: %s", json_object_get_string_member (e->info, "error"));
+        }
+      printf ("%-24s %-8s %-26s %-12s %s%s%s\n", e->id, state, started, exit_text ? exit_text : "",
+              command ? command : "", *action ? "  -- " : "", action);
+    }
+  if (root_fd >= 0)
+    close (root_fd);
+  return status;
+}
