@@ -19,6 +19,25 @@
 #include <string.h>
 #include <time.h>
 
+/* printf is most of the cost of a record: these run on every FUSE access. */
+void
+fb_json_append_int (GString *out, gint64 v)
+{
+  char buf[24];
+  char *p = buf + sizeof buf;
+  guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+
+  do
+    {
+      *--p = (char)('0' + u % 10);
+      u /= 10;
+    }
+  while (u != 0);
+  if (v < 0)
+    *--p = '-';
+  g_string_append_len (out, p, buf + sizeof buf - p);
+}
+
 static void
 append_escaped_char (GString *out, gunichar c)
 {
@@ -47,7 +66,12 @@ append_escaped_char (GString *out, gunichar c)
         break;
       default:
         if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029)
-          g_string_append_printf (out, "\\u%04x", (guint)c);
+          {
+            static const char hex[] = "0123456789abcdef";
+            char u[6] = { '\\', 'u', hex[(c >> 12) & 0xf], hex[(c >> 8) & 0xf], hex[(c >> 4) & 0xf], hex[c & 0xf] };
+
+            g_string_append_len (out, u, sizeof u);
+          }
         else
           g_string_append_unichar (out, c);
         break;
@@ -69,12 +93,14 @@ fb_json_append_string (GString *out, const char *s)
   for (const char *p = s; *p != '\0';)
     {
       guchar b = (guchar)*p;
+      const char *run = p;
 
-      /* ASCII fast path: most paths are plain. */
-      if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\')
+      /* ASCII fast path: most paths are plain; append them in one go. */
+      while (b >= 0x20 && b < 0x7f && b != '"' && b != '\\')
+        b = (guchar) * ++p;
+      if (p > run)
         {
-          g_string_append_c (out, (char)b);
-          p++;
+          g_string_append_len (out, run, p - run);
           continue;
         }
       if (b < 0x80)
@@ -102,12 +128,18 @@ fb_json_append_string (GString *out, const char *s)
 void
 fb_json_append_string_member (GString *out, const char *name, const char *value)
 {
-  g_string_append_printf (out, "\"%s\":", name);
+  g_string_append_c (out, '"');
+  g_string_append (out, name);
+  g_string_append (out, "\":");
   if (!fb_json_append_string (out, value))
     {
       g_autofree char *b64 = g_base64_encode ((const guchar *)value, strlen (value));
 
-      g_string_append_printf (out, ",\"%s_b64\":\"%s\"", name, b64);
+      g_string_append (out, ",\"");
+      g_string_append (out, name);
+      g_string_append (out, "_b64\":\"");
+      g_string_append (out, b64);
+      g_string_append_c (out, '"');
     }
 }
 
@@ -125,8 +157,32 @@ fb_format_ts (gint64 ts_us, char buf[FB_TS_BUF])
     }
   if (gmtime_r (&secs, &tm) == NULL)
     memset (&tm, 0, sizeof tm);
-  snprintf (buf, FB_TS_BUF, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-            tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
+  if (tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+    {
+      snprintf (buf, FB_TS_BUF, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
+      return;
+    }
+  {
+    /* The common case without snprintf: this runs for every record. */
+    int fields[] = { tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec };
+    static const int widths[] = { 4, 2, 2, 2, 2, 2 };
+    static const char seps[] = "--T::.";
+    char *p = buf;
+
+    for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
+      {
+        for (int w = widths[i] - 1, v = fields[i]; w >= 0; w--, v /= 10)
+          p[w] = (char)('0' + v % 10);
+        p += widths[i];
+        *p++ = seps[i];
+      }
+    for (int w = 5, v = (int)usec; w >= 0; w--, v /= 10)
+      p[w] = (char)('0' + v % 10);
+    p += 6;
+    *p++ = 'Z';
+    *p = '\0';
+  }
 }
 
 gboolean
@@ -179,7 +235,11 @@ fb_access_event_format_body (const FbAccessEvent *e)
   GString *out = g_string_sized_new (256);
   char errbuf[16];
 
-  g_string_append_printf (out, "\"pid\":%d,\"uid\":%u,", (int)e->pid, (unsigned)e->uid);
+  g_string_append (out, "\"pid\":");
+  fb_json_append_int (out, e->pid);
+  g_string_append (out, ",\"uid\":");
+  fb_json_append_int (out, e->uid);
+  g_string_append_c (out, ',');
   fb_json_append_string_member (out, "comm", e->comm);
   if (e->session != NULL)
     {
@@ -197,18 +257,33 @@ fb_access_event_format_body (const FbAccessEvent *e)
     }
   g_string_append_c (out, ',');
   fb_json_append_string_member (out, "access", e->access);
-  g_string_append_printf (out, ",\"decision\":\"%s\",\"errno\":%d", fb_decision_to_string (e->decision), e->err);
+  g_string_append (out, ",\"decision\":\"");
+  g_string_append (out, fb_decision_to_string (e->decision));
+  g_string_append (out, "\",\"errno\":");
+  fb_json_append_int (out, e->err);
   if (e->err != 0)
-    g_string_append_printf (out, ",\"error\":\"%s\"", fb_errno_name (e->err, errbuf));
+    {
+      g_string_append (out, ",\"error\":\"");
+      g_string_append (out, fb_errno_name (e->err, errbuf));
+      g_string_append_c (out, '"');
+    }
 
   if (e->rule != NULL)
     {
       const char *kind = rule_kind_name (e->rule->kind);
 
+      g_string_append (out, ",\"rule\":");
       if (kind != NULL)
-        g_string_append_printf (out, ",\"rule\":\"%s\",", kind);
+        {
+          g_string_append_c (out, '"');
+          g_string_append (out, kind);
+          g_string_append (out, "\",");
+        }
       else
-        g_string_append_printf (out, ",\"rule\":%d,", e->rule->index);
+        {
+          fb_json_append_int (out, e->rule->index);
+          g_string_append_c (out, ',');
+        }
       fb_json_append_string_member (out, "rule_origin", e->rule->origin);
       g_string_append_c (out, ',');
       fb_json_append_string_member (out, "why", e->rule->why);
@@ -221,8 +296,12 @@ fb_access_event_format_body (const FbAccessEvent *e)
     }
 
   if ((e->op != NULL && strcmp (e->op, "close") == 0) || e->bytes_read >= 0 || e->bytes_written >= 0)
-    g_string_append_printf (out, ",\"bytes_read\":%" G_GINT64_FORMAT ",\"bytes_written\":%" G_GINT64_FORMAT,
-                            MAX (e->bytes_read, 0), MAX (e->bytes_written, 0));
+    {
+      g_string_append (out, ",\"bytes_read\":");
+      fb_json_append_int (out, MAX (e->bytes_read, 0));
+      g_string_append (out, ",\"bytes_written\":");
+      fb_json_append_int (out, MAX (e->bytes_written, 0));
+    }
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }

@@ -276,8 +276,15 @@ write_record (FbAccessLog *log, gint64 ts_us, const char *body)
   log->seq++;
   if (log->file_first_seq == 0)
     log->file_first_seq = log->seq;
-  g_string_append_printf (log->buf, "{\"ts\":\"%s\",%s\"seq\":%" G_GUINT64_FORMAT ",%s\n", ts, log->run_json, log->seq,
-                          body);
+  g_string_append (log->buf, "{\"ts\":\"");
+  g_string_append (log->buf, ts);
+  g_string_append (log->buf, "\",");
+  g_string_append (log->buf, log->run_json);
+  g_string_append (log->buf, "\"seq\":");
+  fb_json_append_int (log->buf, (gint64)log->seq);
+  g_string_append_c (log->buf, ',');
+  g_string_append (log->buf, body);
+  g_string_append_c (log->buf, '\n');
   log->buf_last_seq = log->seq;
 
   if (log->subscribers->len > 0)

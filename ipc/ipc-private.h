@@ -19,6 +19,9 @@ bool fb_json_append_string (GString *out, const char *s);
  * `,"NAME_b64":"exact bytes in base64"`.  No leading comma. */
 void fb_json_append_string_member (GString *out, const char *name, const char *value);
 
+/* Append V in decimal. */
+void fb_json_append_int (GString *out, gint64 v);
+
 /* "2024-05-01T12:34:56.123456Z" for a CLOCK_REALTIME time in microseconds;
  * BUF must hold FB_TS_BUF bytes. */
 #define FB_TS_BUF 64
