@@ -34,7 +34,11 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+
+/* The signal fb_fuse_abort() sends to the FUSE threads (see there). */
+#define FB_FUSE_WAKE_SIGNAL (SIGRTMIN + 4)
 
 struct FbFuse
 {
@@ -1042,22 +1046,71 @@ fb_fuse_stop (FbFuse *f)
     }
 }
 
+static void
+wake_handler (int sig)
+{
+  /* nothing: the point is the EINTR it causes */
+}
+
+/* Interrupt every FUSE thread's blocking read(): with the session marked as
+ * exited, each worker then leaves its loop instead of waiting for a request
+ * that may never come (a detached mount with a file still open in it).
+ * The threads are found by name: all inherit "fusebox-fuse" from the
+ * serving thread.  The signal's handler does nothing and is installed
+ * without SA_RESTART. */
+static int
+interrupt_workers (void)
+{
+  struct sigaction sa = { 0 };
+  g_autoptr (GDir) dir = NULL;
+  const char *name;
+  int n = 0;
+
+  sa.sa_handler = wake_handler;
+  sigemptyset (&sa.sa_mask);
+  if (sigaction (FB_FUSE_WAKE_SIGNAL, &sa, NULL) < 0)
+    return -errno;
+  dir = g_dir_open ("/proc/self/task", 0, NULL);
+  if (dir == NULL)
+    return -ENOENT;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *comm_path = g_build_filename ("/proc/self/task", name, "comm", NULL);
+      g_autofree char *comm = NULL;
+      pid_t tid = (pid_t) atoi (name);
+      if (!g_file_get_contents (comm_path, &comm, NULL, NULL) || strcmp (g_strchomp (comm), "fusebox-fuse") != 0)
+        continue;
+      if (syscall (SYS_tgkill, getpid (), tid, FB_FUSE_WAKE_SIGNAL) == 0)
+        n++;
+    }
+  return n > 0 ? 0 : -ESRCH;
+}
+
 int
 fb_fuse_abort (FbFuse *f)
 {
   g_autofree char *path = NULL;
-  int fd, r = 0;
+  int fd;
 
-  if (f->conn_dev == 0)
-    return -ENOENT;
-  path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (f->conn_dev));
-  fd = open (path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  if (write (fd, "1", 1) != 1)
-    r = -errno;
-  close (fd);
-  return r;
+  if (f->se == NULL)
+    return -ENOTCONN;
+  fuse_session_exit (f->se);
+  /* The kernel's own switch when fusectl is mounted: pending requests fail
+   * at once.  Otherwise the workers are woken and leave; closing the last
+   * /dev/fuse descriptor (fb_fuse_free) then ends the connection. */
+  if (f->conn_dev != 0)
+    {
+      path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (f->conn_dev));
+      fd = open (path, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0)
+        {
+          bool ok = write (fd, "1", 1) == 1;
+          close (fd);
+          if (ok)
+            return 0;
+        }
+    }
+  return interrupt_workers ();
 }
 
 void

@@ -372,8 +372,12 @@ int fb_fuse_join (FbFuse *fuse);
  * Callable from any thread except a FUSE worker.  When files stay open in
  * the detached mount, fb_fuse_abort() ends the connection. */
 void fb_fuse_stop (FbFuse *fuse);
-/* Sever the connection (/sys/fs/fuse/connections/N/abort): every pending
- * and future request fails with ENOTCONN. */
+/* End serving now, even with files open in a detached mount: through
+ * /sys/fs/fuse/connections/N/abort when fusectl is mounted, else by waking
+ * the FUSE threads (a real-time signal, SIGRTMIN+4, with a no-op handler)
+ * so they see the session has exited; fb_fuse_free() then closes the
+ * device and the kernel fails every later request with ENOTCONN.  A wake
+ * can race with a worker about to block: call again until serving ends. */
 int fb_fuse_abort (FbFuse *fuse);
 /* Unmount if still mounted and free.  Call after serving has ended. */
 void fb_fuse_free (FbFuse *fuse);

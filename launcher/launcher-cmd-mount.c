@@ -39,6 +39,7 @@
 #define DEFAULT_SPEC "builtin:default"
 /* How long a stop waits for files still open in the detached mount. */
 #define ABORT_GRACE_MS 2000
+#define ABORT_RETRY_MS 500
 
 typedef struct
 {
@@ -174,14 +175,18 @@ fuse_done (int result, gpointer data)
   g_idle_add (fuse_finished_idle, d);
 }
 
+/* After the grace period, and then every half second until the session is
+ * over (a wake-up can race with a worker about to block). */
 static gboolean
 abort_after_grace (gpointer data)
 {
   Daemon *d = data;
 
-  d->abort_id = 0;
-  if (!g_atomic_int_get (&d->fuse_done))
-    fb_fuse_abort (d->fuse);
+  d->abort_id = 0; /* this source ends here; a new one retries */
+  if (g_atomic_int_get (&d->fuse_done))
+    return G_SOURCE_REMOVE;
+  fb_fuse_abort (d->fuse);
+  d->abort_id = g_timeout_add (ABORT_RETRY_MS, abort_after_grace, d);
   return G_SOURCE_REMOVE;
 }
 

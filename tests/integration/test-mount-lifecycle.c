@@ -1,0 +1,300 @@
+/* fusebox — the life of `fusebox mount`: clear refusals for a missing, a
+ * non-directory and a busy mount point; a clean end on SIGTERM, SIGINT and
+ * an external `fusermount3 -u`, with no mount left behind and the access
+ * log complete; files still open at the stop; SIGKILL of the daemon; the
+ * default run directory. */
+#include "tests/integration/test-mount-util.h"
+
+static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
+                                  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+                                  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n";
+
+static void
+write_policy (MFx *fx)
+{
+  g_autoptr (GString) text = g_string_new (policy_text);
+
+  g_string_replace (text, "@H@", fx->host, 0);
+  assert_true (g_file_set_contents (fx->policy_path, text->str, -1, NULL));
+}
+
+static int
+mount_expect_fail (MFx *fx, const char *mountpoint, char **ret_err)
+{
+  const char *argv[] = { fusebox_bin (), "mount", "--policy", fx->policy_path, mountpoint, NULL };
+
+  return run_cmd (argv, NULL, ret_err);
+}
+
+static void
+test_bad_mountpoints (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *missing = g_build_filename (fx->tmp, "no-such-dir", NULL);
+  g_autofree char *file = g_build_filename (fx->tmp, "a-file", NULL);
+  g_autofree char *err = NULL;
+  g_autofree char *data = NULL;
+  g_autofree char *through = NULL;
+
+  write_policy (fx);
+  host_write (fx, "/ws/f", "f\n");
+  assert_int_equal (mount_expect_fail (fx, missing, &err), 1);
+  assert_non_null (strstr (err, missing));
+  assert_non_null (strstr (err, "does not exist"));
+  assert_non_null (strstr (err, "mkdir -p"));
+  g_clear_pointer (&err, g_free);
+
+  assert_true (g_file_set_contents (file, "x", -1, NULL));
+  assert_int_equal (mount_expect_fail (fx, file, &err), 1);
+  assert_non_null (strstr (err, file));
+  assert_non_null (strstr (err, "not a directory"));
+  g_clear_pointer (&err, g_free);
+
+  /* busy: something is mounted there already (our own first mount) */
+  mfx_mount (fx, policy_text, NULL);
+  assert_int_equal (mount_expect_fail (fx, fx->mnt, &err), 1);
+  assert_non_null (strstr (err, fx->mnt));
+  assert_non_null (strstr (err, "busy"));
+  assert_non_null (strstr (err, "fusermount3 -u"));
+  /* and the first mount is untouched */
+  through = fx_m (fx, "/ws/f");
+  assert_true (g_file_get_contents (through, &data, NULL, NULL));
+  assert_string_equal (data, "f\n");
+
+  /* usage errors exit 2 */
+  {
+    const char *argv[] = { fusebox_bin (), "mount", "--log-level", "verbose", fx->mnt, NULL };
+    g_autofree char *e2 = NULL;
+    assert_int_equal (run_cmd (argv, NULL, &e2), 2);
+    assert_non_null (strstr (e2, "mutations, opens or all"));
+  }
+  {
+    const char *argv[] = { fusebox_bin (), "mount", NULL };
+    assert_int_equal (run_cmd (argv, NULL, NULL), 2);
+  }
+  MFX_PASS ();
+}
+
+/* Read a file through the mount so that the log has a record to check. */
+static void
+touch_through (MFx *fx)
+{
+  g_autofree char *p = fx_m (fx, "/ws/f");
+  g_autofree char *data = NULL;
+
+  assert_true (g_file_get_contents (p, &data, NULL, NULL));
+  assert_string_equal (data, "hello\n");
+}
+
+static void
+assert_log_complete (MFx *fx)
+{
+  g_autofree char *log = mfx_log (fx);
+  g_autofree char *path = fx_h (fx, "/ws/f");
+  g_autofree char *frag = g_strdup_printf ("\"path\":\"%s\"", path);
+
+  assert_true (strlen (log) > 0);
+  assert_true (g_str_has_suffix (log, "}\n"));
+  if (!log_has (log, "\"op\":\"close\"", frag, "\"bytes_read\":6", NULL))
+    fail_msg ("no close record with the bytes read in:\n%s", log);
+}
+
+static void
+test_sigterm (void **state)
+{
+  MFX_BEGIN (state);
+
+  host_write (fx, "/ws/f", "hello\n");
+  mfx_mount (fx, policy_text, NULL);
+  touch_through (fx);
+  assert_int_equal (kill (fx->daemon, SIGTERM), 0);
+  assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
+  assert_false (is_mounted (fx->mnt));
+  assert_log_complete (fx);
+  MFX_PASS ();
+}
+
+/* A foreground mount as our child: its exit status is ours to see. */
+static GPid
+spawn_foreground (MFx *fx, int *ret_stdout)
+{
+  const char *argv[] = {
+    fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path, "--log", fx->log_path, fx->mnt, NULL,
+  };
+  g_autoptr (GError) error = NULL;
+  GString *out = g_string_new (NULL);
+  char buf[256];
+  GPid pid;
+
+  write_policy (fx);
+  fx->mount_args = g_strjoinv (" ", (char **) argv);
+  if (!g_spawn_async_with_pipes (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
+                                 ret_stdout, NULL, &error))
+    fail_msg ("%s", error->message);
+  /* it prints the access log's path once the mount works */
+  while (strstr (out->str, "access log") == NULL)
+    {
+      ssize_t n = read (*ret_stdout, buf, sizeof buf);
+      if (n <= 0)
+        fail_msg ("the foreground mount ended before it was ready:\n%s", out->str);
+      g_string_append_len (out, buf, n);
+    }
+  g_string_free (out, TRUE);
+  fx->mounted = true;
+  assert_true (is_mounted (fx->mnt));
+  return pid;
+}
+
+static int
+wait_child (GPid pid, int out_fd, char **ret_rest)
+{
+  GString *rest = g_string_new (NULL);
+  char buf[256];
+  ssize_t n;
+  int status;
+
+  while ((n = read (out_fd, buf, sizeof buf)) > 0)
+    g_string_append_len (rest, buf, n);
+  close (out_fd);
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  *ret_rest = g_string_free (rest, FALSE);
+  return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+}
+
+static void
+test_sigint_foreground (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *rest = NULL;
+  int out_fd;
+  GPid pid;
+
+  host_write (fx, "/ws/f", "hello\n");
+  pid = spawn_foreground (fx, &out_fd);
+  touch_through (fx);
+  assert_int_equal (kill (pid, SIGINT), 0);
+  assert_int_equal (wait_child (pid, out_fd, &rest), 0);
+  fx->mounted = false;
+  assert_false (is_mounted (fx->mnt));
+  assert_non_null (strstr (rest, "unmounted"));
+  assert_log_complete (fx);
+  MFX_PASS ();
+}
+
+static void
+test_external_fusermount (void **state)
+{
+  MFX_BEGIN (state);
+  const char *argv[] = { "fusermount3", "-u", fx->mnt, NULL };
+  g_autofree char *rest = NULL;
+  int out_fd;
+  GPid pid;
+
+  host_write (fx, "/ws/f", "hello\n");
+  pid = spawn_foreground (fx, &out_fd);
+  touch_through (fx);
+  assert_int_equal (run_cmd (argv, NULL, NULL), 0);
+  assert_int_equal (wait_child (pid, out_fd, &rest), 0);
+  fx->mounted = false;
+  assert_false (is_mounted (fx->mnt));
+  assert_log_complete (fx);
+  MFX_PASS ();
+}
+
+/* A file still open in the mount at SIGTERM: the mount leaves the
+ * namespace at once, the daemon ends after its grace period (aborting the
+ * connection), and the open descriptor gets ENOTCONN. */
+static void
+test_open_file_at_stop (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *p = NULL;
+  char buf[16];
+  int fd;
+
+  host_write (fx, "/ws/f", "hello\n");
+  mfx_mount (fx, policy_text, NULL);
+  p = fx_m (fx, "/ws/f");
+  fd = open (p, O_RDONLY | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (kill (fx->daemon, SIGTERM), 0);
+  assert_true (WAIT_FOR (!is_mounted (fx->mnt), 3000));
+  assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
+  assert_errno_is (pread (fd, buf, sizeof buf, 0), ENOTCONN);
+  close (fd);
+  assert_false (is_mounted (fx->mnt));
+  MFX_PASS ();
+}
+
+/* SIGKILL: no clean stop, but fusermount3's auto_unmount removes the mount. */
+static void
+test_sigkill (void **state)
+{
+  MFX_BEGIN (state);
+
+  host_write (fx, "/ws/f", "hello\n");
+  mfx_mount (fx, policy_text, NULL);
+  touch_through (fx);
+  assert_int_equal (kill (fx->daemon, SIGKILL), 0);
+  assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
+  assert_true (WAIT_FOR (!is_mounted (fx->mnt), 3000));
+  fx->mounted = false;
+  MFX_PASS ();
+}
+
+/* Without --log: a new run directory under $XDG_STATE_HOME, printed, with
+ * the log and the effective policy in it. */
+static void
+test_default_run_dir (void **state)
+{
+  MFX_BEGIN (state);
+  const char *argv_tmpl[] = { fusebox_bin (), "mount", "--policy", fx->policy_path, fx->mnt, NULL };
+  g_autofree char *out = NULL, *err = NULL;
+  g_autofree char *run_dir = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *pol = NULL;
+  const char *p;
+  struct stat st;
+
+  write_policy (fx);
+  host_write (fx, "/ws/f", "hello\n");
+  fx->mount_args = g_strjoinv (" ", (char **) argv_tmpl);
+  assert_int_equal (run_cmd (argv_tmpl, &out, &err), 0);
+  fx->mounted = true;
+  fx->daemon = atoi (strstr (out, "daemon pid ") + strlen ("daemon pid "));
+  p = strstr (out, "run directory ");
+  assert_non_null (p);
+  run_dir = g_strndup (p + strlen ("run directory "), strcspn (p + strlen ("run directory "), "\n"));
+  assert_true (g_str_has_prefix (run_dir, fx->state_dir));
+  assert_int_equal (stat (run_dir, &st), 0);
+  assert_int_equal (st.st_mode & 0777, 0700);
+  touch_through (fx);
+  mfx_unmount (fx);
+  log = g_build_filename (run_dir, "access.jsonl", NULL);
+  pol = g_build_filename (run_dir, "policy.json", NULL);
+  assert_int_equal (stat (pol, &st), 0);
+  {
+    g_autofree char *text = NULL;
+    assert_true (g_file_get_contents (log, &text, NULL, NULL));
+    assert_true (log_has (text, "\"op\":\"close\"", "\"bytes_read\":6", NULL));
+  }
+  MFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_bad_mountpoints, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_sigterm, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_sigint_foreground, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_external_fusermount, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_open_file_at_stop, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_sigkill, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_default_run_dir, mfx_setup, mfx_teardown),
+  };
+
+  require_fuse ();
+  mfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
