@@ -7,9 +7,11 @@
  * and is the one docs/security.md explains:
  *   1. setsid: no controlling terminal, so no TIOCSTI or job-control signals
  *      into the caller's terminal session (CVE-2017-5226).
- *   2. PR_SET_PDEATHSIG(SIGKILL): if the supervisor dies, pid 1 dies and the
- *      kernel kills the whole pid namespace.  Set again here because a
- *      credential change clears it.
+ *   2. PR_SET_PDEATHSIG(SIGKILL): if the supervisor dies, the outer child
+ *      dies, then pid 1, and the kernel kills the whole pid namespace.  The
+ *      children set it first thing after their clone; it is set again here
+ *      so that this building block holds on its own (an euid or capability
+ *      gain between the two would have cleared it).
  *   3. securebits: root inside the user namespace gets no capabilities on
  *      execve and can't re-enable that; ambient raising is locked off.
  *   4. all five capability sets emptied (bounding and ambient first: dropping

@@ -425,7 +425,7 @@ int
 fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
 {
   Prepared p = { .status_fd = -1, .parent_pidfd = -1 };
-  int pipefd[2] = { -1, -1 };
+  int sockfd[2] = { -1, -1 };
   int r;
 
   if (!plan->argv || !plan->argv[0])
@@ -451,20 +451,20 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
       (r = fb_launcher_command_new (plan, &p.command)) < 0)
     goto out;
 
-  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pipefd) < 0)
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockfd) < 0)
     {
       r = -errno;
       goto out;
     }
-  if ((p.status_fd = fd_above_2 (pipefd[1])) < 0)
+  if ((p.status_fd = fd_above_2 (sockfd[1])) < 0)
     {
       r = p.status_fd;
       p.status_fd = -1;
       goto out;
     }
-  if (p.status_fd != pipefd[1])
-    close (pipefd[1]);
-  pipefd[1] = -1;
+  if (p.status_fd != sockfd[1])
+    close (sockfd[1]);
+  sockfd[1] = -1;
 
   /* pidfd_open returns a close-on-exec fd; -1 on kernels before 5.3 */
   p.parent_pidfd = (int)syscall (__NR_pidfd_open, getpid (), 0);
@@ -498,8 +498,8 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   child->pid = (pid_t)pid;
   child->pidfd = pidfd;
   child->fuse_fd = -1;
-  child->status_fd = pipefd[0];
-  pipefd[0] = -1;
+  child->status_fd = sockfd[0];
+  sockfd[0] = -1;
   child->root_kind = plan->root_kind;
   child->root_dir = g_strdup (plan->root_dir);
   child->fuse_device = g_strdup (plan->fuse_device ? plan->fuse_device : "/dev/fuse");
@@ -523,10 +523,10 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   r = 0;
 
 out:
-  if (pipefd[0] >= 0)
-    close (pipefd[0]);
-  if (pipefd[1] >= 0)
-    close (pipefd[1]);
+  if (sockfd[0] >= 0)
+    close (sockfd[0]);
+  if (sockfd[1] >= 0)
+    close (sockfd[1]);
   prepared_clear (&p);
   return r;
 }
@@ -550,7 +550,7 @@ fb_launcher_child_get_failure (const FbLauncherChild *child)
 }
 
 /* Read records until WANT_MOUNTED is satisfied (a ROOT_MOUNTED record) or the
- * pipe ends (EOF: the command was executed, or everything died). */
+ * channel ends (EOF: the command was executed, or everything died). */
 static int
 read_status (FbLauncherChild *child, bool want_mounted)
 {

@@ -25,7 +25,7 @@
  * Everything the child needs (paths, map lines, the seccomp program, the
  * capability state) is computed before the clone, so the child makes only
  * async-signal-safe calls.  The child reports failures as {step, errno,
- * detail} records on a close-on-exec pipe; the parent turns them into a
+ * detail} records on a close-on-exec socket; the parent turns them into a
  * message with the step, the path and the fix.
  *
  * Lifetime: the outer child sets PR_SET_PDEATHSIG(SIGKILL) towards the thread
@@ -88,7 +88,7 @@ typedef struct
 
 void fb_launcher_plan_init (FbLauncherPlan *plan);
 
-/* Where the child was when it failed.  Values travel on the status pipe. */
+/* Where the child was when it failed.  Values travel on the status socket. */
 typedef enum
 {
   FB_LAUNCHER_STEP_NONE = 0,
