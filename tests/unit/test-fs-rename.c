@@ -1,0 +1,293 @@
+/* fusebox — the view's rules for names that move: rename (plain,
+ * RENAME_NOREPLACE, RENAME_EXCHANGE), hard links with different decisions,
+ * protected names existing and missing at every depth, ancestors of rules,
+ * and the nodes a rename moves (their paths and decisions follow). */
+#include "tests/unit/test-fs-util.h"
+
+static const char policy_text[] =
+  "{ \"version\": 1,\n"
+  "  \"protected_names\": { \".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"read\" },\n"
+  "  \"rules\": [\n"
+  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"ws\" },\n"
+  "  { \"path\": \"@H@/ws/proj/secret\", \"access\": \"deny\", \"why\": \"secret\" },\n"
+  "  { \"path\": \"@H@/ws/ro\", \"access\": \"read\", \"why\": \"ro\" },\n"
+  "  { \"path\": \"@H@/ws/later/locked\", \"access\": \"deny\", \"why\": \"locked\" },\n"
+  "  { \"path\": \"@H@/denied\", \"access\": \"deny\", \"why\": \"denied\" },\n"
+  "  { \"glob\": \"**/*.pem\", \"access\": \"deny\", \"why\": \"keys\" } ] }\n";
+
+static void
+make_tree (Fx *fx)
+{
+  write_host (fx, "host/ws/a", "a\n");
+  write_host (fx, "host/ws/b", "b\n");
+  write_host (fx, "host/ws/proj/secret", "S\n");
+  write_host (fx, "host/ws/proj/plain", "p\n");
+  write_host (fx, "host/ws/repo/.git/config", "c\n");
+  write_host (fx, "host/ws/repo/.codex/notes", "n\n");
+  write_host (fx, "host/ws/repo/file", "f\n");
+  write_host (fx, "host/ws/ro/r", "r\n");
+  write_host (fx, "host/ws/dir1/x", "x\n");
+  mkdir_host (fx, "host/ws/dir2");
+  write_host (fx, "host/denied/d", "d\n");
+}
+
+static int
+ren (Fx *fx, const char *from, const char *to, unsigned flags)
+{
+  const char *n1, *n2;
+  g_autoptr (FbViewNode) p1 = fx_parent (fx, from, &n1);
+  g_autoptr (FbViewNode) p2 = fx_parent (fx, to, &n2);
+
+  return fb_view_rename (fx->view, &fx->caller, p1, n1, p2, n2, flags);
+}
+
+static void
+test_rename_rules (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *before = NULL, *after = NULL;
+
+  make_tree (fx);
+  mkdir_host (fx, "host/ws/later");
+  fx_start (fx, policy_text, NULL, -1);
+  before = tree_sum (fx, "host");
+  /* into read-only, out of read-only, from and to denied names */
+  assert_errno (ren (fx, "/ws/a", "/ws/ro/a", 0), -EROFS);
+  assert_errno (ren (fx, "/ws/ro/r", "/ws/r", 0), -EROFS);
+  assert_errno (ren (fx, "/ws/proj/secret", "/ws/s2", 0), -EACCES);
+  assert_errno (ren (fx, "/ws/a", "/ws/proj/secret", 0), -EACCES);
+  assert_errno (ren (fx, "/ws/a", "/ws/new.pem", 0), -EACCES);
+  /* exchange needs both ends writable */
+  assert_errno (ren (fx, "/ws/a", "/ws/ro/r", RENAME_EXCHANGE), -EROFS);
+  assert_errno (ren (fx, "/ws/ro/r", "/ws/a", RENAME_EXCHANGE), -EROFS);
+  assert_errno (ren (fx, "/ws/a", "/ws/proj/secret", RENAME_EXCHANGE), -EACCES);
+  /* protected names at any depth: can't be renamed to, exchanged into,
+   * nor renamed from (a hidden source does not exist) */
+  assert_errno (ren (fx, "/ws/a", "/ws/.git", 0), -EACCES);
+  assert_errno (ren (fx, "/ws/a", "/ws/dir1/.agents", 0), -EACCES);
+  assert_errno (ren (fx, "/ws/a", "/ws/repo/.git", RENAME_EXCHANGE), -EACCES);
+  assert_errno (ren (fx, "/ws/repo/.git", "/ws/git2", 0), -ENOENT);
+  assert_errno (ren (fx, "/ws/a", "/ws/repo/.codex", 0), -EROFS); /* .codex is read here */
+  /* a directory under which another rule decides can't move, at either end */
+  assert_errno (ren (fx, "/ws/proj", "/ws/proj2", 0), -EACCES);
+  assert_errno (ren (fx, "/ws/proj", "/ws/dir2", RENAME_EXCHANGE), -EACCES);
+  assert_errno (ren (fx, "/ws/dir2", "/ws/proj", RENAME_EXCHANGE), -EACCES);
+  /* ... nor replace such a directory (later/ has a rule below it) */
+  assert_errno (ren (fx, "/ws/dir2", "/ws/later", 0), -EACCES);
+  /* the view's own checks come before the host's */
+  assert_errno (ren (fx, "/ws/a", "/ws/b", RENAME_NOREPLACE | RENAME_EXCHANGE), -EINVAL);
+  assert_errno (ren (fx, "/ws/a", "/ws/b", RENAME_NOREPLACE), -EEXIST);
+  after = tree_sum (fx, "host");
+  assert_string_equal (before, after);
+
+  /* what is allowed works and shows on the host */
+  assert_errno (ren (fx, "/ws/a", "/ws/b", RENAME_EXCHANGE), 0);
+  {
+    g_autofree char *a = read_host (fx, "host/ws/a");
+    assert_string_equal (a, "b\n");
+  }
+  assert_errno (ren (fx, "/ws/a", "/ws/c", RENAME_NOREPLACE), 0);
+  assert_false (host_exists (fx, "host/ws/a"));
+  assert_true (host_exists (fx, "host/ws/c"));
+  /* a directory without rules below moves; the protected .git inside
+   * follows it and stays hidden */
+  assert_errno (ren (fx, "/ws/repo", "/ws/repo2", 0), 0);
+  {
+    FbViewNode *n = NULL;
+    assert_errno (fx_walk (fx, "/ws/repo2/.git", &n), -ENOENT);
+    assert_true (host_exists (fx, "host/ws/repo2/.git/config"));
+  }
+  /* removing it leaves the hidden .git in place */
+  {
+    g_autoptr (FbViewNode) repo2 = fx_node (fx, "/ws/repo2");
+    g_autoptr (FbViewNode) ws = fx_node (fx, "/ws");
+    assert_errno (fb_view_unlink (fx->view, &fx->caller, repo2, "file"), 0);
+    assert_errno (fb_view_unlink (fx->view, &fx->caller, repo2, ".git"), -ENOENT);
+    assert_errno (fb_view_rmdir (fx->view, &fx->caller, repo2, ".git"), -ENOENT);
+    assert_errno (fb_view_rmdir (fx->view, &fx->caller, ws, "repo2"), -ENOTEMPTY);
+    assert_true (host_exists (fx, "host/ws/repo2/.git/config"));
+  }
+}
+
+/* A renamed node stands for its new path: its path and decision follow,
+ * and so do those of the nodes below it. */
+static void
+test_rename_moves_nodes (void **state)
+{
+  Fx *fx = *state;
+  g_autoptr (FbViewNode) x = NULL;
+  g_autoptr (FbViewNode) dir1 = NULL;
+  g_autoptr (FbViewNode) a = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *want = NULL;
+  FbPolicyDecision d;
+
+  make_tree (fx);
+  fx_start (fx, policy_text, NULL, -1);
+  dir1 = fx_node (fx, "/ws/dir1");
+  x = fx_node (fx, "/ws/dir1/x");
+  a = fx_node (fx, "/ws/a");
+  assert_errno (ren (fx, "/ws/dir1", "/ws/moved", 0), 0);
+  path = fb_view_node_dup_path (x);
+  want = fx_vpath (fx, "/ws/moved/x");
+  assert_string_equal (path, want);
+  /* a file renamed to a name a glob denies: the node now says deny */
+  assert_errno (ren (fx, "/ws/a", "/ws/moved/x", 0), 0);
+  {
+    FbViewFile *file = NULL;
+    /* x was replaced: its node is detached but still the old inode */
+    g_autoptr (FbViewNode) nx = fx_node (fx, "/ws/moved/x");
+    assert_ptr_not_equal (nx, x);
+    assert_errno (fb_view_open (fx->view, &fx->caller, nx, O_RDONLY, &file, NULL), 0);
+    fb_view_release (fx->view, file);
+  }
+  fb_view_node_get_decision (a, &d);
+  assert_int_equal (d.access, FB_POLICY_ACCESS_WRITE);
+  {
+    /* A directory moved to where a rule below decides otherwise (later/
+     * does not exist: nothing is replaced, so the move is allowed): the
+     * nodes below it take the decisions of their new paths at once. */
+    g_autoptr (FbViewNode) locked = NULL;
+    FbViewFile *file = NULL;
+    write_host (fx, "host/ws/dir2/locked", "L\n");
+    locked = fx_node (fx, "/ws/dir2/locked");
+    assert_errno (fb_view_open (fx->view, &fx->caller, locked, O_RDONLY, &file, NULL), 0);
+    fb_view_release (fx->view, file);
+    assert_errno (ren (fx, "/ws/dir2", "/ws/later", 0), 0);
+    fb_view_node_get_decision (locked, &d);
+    assert_int_equal (d.access, FB_POLICY_ACCESS_DENY);
+    assert_string_equal (d.rule->why, "locked");
+    assert_errno (fb_view_open (fx->view, &fx->caller, locked, O_RDONLY, &file, NULL), -EACCES);
+  }
+}
+
+/* Two view paths to one inode: each keeps its own decision; link needs a
+ * writable source and a writable, visible target. */
+static void
+test_hard_links (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *h_secret = NULL, *h_alias = NULL;
+  g_autoptr (FbViewNode) alias = NULL;
+  g_autoptr (FbViewNode) secret = NULL;
+  g_autoptr (FbViewNode) ws = NULL;
+  g_autoptr (FbViewNode) ro = NULL;
+  g_autoptr (FbViewNode) r = NULL;
+  g_autoptr (FbViewNode) made = NULL;
+  FbViewFile *file = NULL;
+  struct stat s1, s2;
+  char buf[8];
+
+  make_tree (fx);
+  h_secret = fx_host (fx, "host/ws/proj/secret");
+  h_alias = fx_host (fx, "host/ws/alias");
+  assert_int_equal (link (h_secret, h_alias), 0);
+  fx_start (fx, policy_text, NULL, -1);
+  alias = fx_node (fx, "/ws/alias");
+  secret = fx_node (fx, "/ws/proj/secret");
+  ws = fx_node (fx, "/ws");
+  assert_ptr_not_equal (alias, secret);
+  assert_errno (fb_view_getattr (fx->view, &fx->caller, alias, &s1), 0);
+  assert_errno (fb_view_getattr (fx->view, &fx->caller, secret, &s2), 0);
+  assert_int_equal (s1.st_ino, s2.st_ino);
+  assert_errno (fb_view_open (fx->view, &fx->caller, alias, O_RDWR, &file, NULL), 0);
+  assert_int_equal (fb_view_read (fx->view, file, buf, sizeof buf, 0), 2);
+  fb_view_release (fx->view, file);
+  assert_errno (fb_view_open (fx->view, &fx->caller, secret, O_RDONLY, &file, NULL), -EACCES);
+  /* link from a denied or read-only path: refused */
+  assert_errno (fb_view_link (fx->view, &fx->caller, secret, ws, "l1", NULL, NULL), -EACCES);
+  ro = fx_node (fx, "/ws/ro");
+  r = fx_node (fx, "/ws/ro/r");
+  assert_errno (fb_view_link (fx->view, &fx->caller, r, ws, "l2", NULL, NULL), -EROFS);
+  /* link into a read-only, denied or protected name: refused */
+  assert_errno (fb_view_link (fx->view, &fx->caller, alias, ro, "l3", NULL, NULL), -EROFS);
+  assert_errno (fb_view_link (fx->view, &fx->caller, alias, ws, "k.pem", NULL, NULL), -EACCES);
+  assert_errno (fb_view_link (fx->view, &fx->caller, alias, ws, ".git", NULL, NULL), -EACCES);
+  assert_false (host_exists (fx, "host/ws/l1"));
+  assert_false (host_exists (fx, "host/ws/.git"));
+  /* a writable link gets its own node and decision */
+  assert_errno (fb_view_link (fx->view, &fx->caller, alias, ws, "alias2", &made, &s2), 0);
+  assert_int_equal (s2.st_ino, s1.st_ino);
+  assert_int_equal (s2.st_nlink, 3);
+}
+
+/* Protected names, existing and missing, at every depth, for every call
+ * that takes a name; and the events that report them. */
+static void
+test_protected_names (void **state)
+{
+  Fx *fx = *state;
+  static const char *const dirs[] = { "/ws", "/ws/repo", "/ws/dir1" };
+  static const char *const names[] = { ".git", ".agents" };
+  g_autofree char *before = NULL, *after = NULL;
+
+  make_tree (fx);
+  write_host (fx, "host/ws/.git/HEAD", "ref\n");
+  fx_start (fx, policy_text, NULL, FB_LOG_LEVEL_MUTATIONS);
+  before = tree_sum (fx, "host");
+  for (guint i = 0; i < G_N_ELEMENTS (dirs); i++)
+    for (guint j = 0; j < G_N_ELEMENTS (names); j++)
+      {
+        g_autoptr (FbViewNode) dir = fx_node (fx, dirs[i]);
+        g_autoptr (FbViewNode) a = fx_node (fx, "/ws/b");
+        const char *n = names[j];
+        FbViewNode *out = NULL;
+        FbViewFile *file = NULL;
+
+        assert_errno (fb_view_lookup (fx->view, &fx->caller, dir, n, &out, NULL), -ENOENT);
+        assert_errno (fb_view_mkdir (fx->view, &fx->caller, dir, n, 0755, NULL, NULL), -EACCES);
+        assert_errno (fb_view_mknod (fx->view, &fx->caller, dir, n, S_IFIFO | 0644, 0, NULL, NULL), -EACCES);
+        assert_errno (fb_view_symlink (fx->view, &fx->caller, dir, n, "x", NULL, NULL), -EACCES);
+        assert_errno (fb_view_create (fx->view, &fx->caller, dir, n, O_WRONLY | O_CREAT, 0644, &file, NULL, NULL),
+                      -EACCES);
+        assert_errno (fb_view_link (fx->view, &fx->caller, a, dir, n, NULL, NULL), -EACCES);
+        assert_errno (fb_view_unlink (fx->view, &fx->caller, dir, n), -ENOENT);
+        assert_errno (fb_view_rmdir (fx->view, &fx->caller, dir, n), -ENOENT);
+      }
+  after = tree_sum (fx, "host");
+  assert_string_equal (before, after);
+  /* the existing ones were reported (with the protected rule), the missing
+   * ones only where something tried to make them */
+  {
+    g_autofree char *git = fx_vpath (fx, "/ws/.git");
+    g_autofree char *agents = fx_vpath (fx, "/ws/dir1/.agents");
+    bool seen_git = false, seen_agents_mkdir = false, seen_agents_lookup = false;
+    for (guint k = 0; k < fx->sink.events->len; k++)
+      {
+        TestEvent *e = fx->sink.events->pdata[k];
+        if (strcmp (e->path, git) == 0 && strcmp (e->op, "lookup") == 0 && e->decision == FB_DECISION_HIDE)
+          seen_git = true;
+        if (strcmp (e->path, agents) == 0 && strcmp (e->op, "mkdir") == 0 && e->err == EACCES)
+          seen_agents_mkdir = true;
+        if (strcmp (e->path, agents) == 0 && strcmp (e->op, "lookup") == 0)
+          seen_agents_lookup = true;
+      }
+    assert_true (seen_git);
+    assert_true (seen_agents_mkdir);
+    assert_false (seen_agents_lookup);
+  }
+  /* a "read" protected name shows, read-only */
+  {
+    g_autoptr (FbViewNode) codex = fx_node (fx, "/ws/repo/.codex");
+    g_autoptr (FbViewNode) notes = fx_node (fx, "/ws/repo/.codex/notes");
+    FbViewFile *file = NULL;
+    assert_errno (fb_view_open (fx->view, &fx->caller, notes, O_RDONLY, &file, NULL), 0);
+    fb_view_release (fx->view, file);
+    assert_errno (fb_view_open (fx->view, &fx->caller, notes, O_WRONLY, &file, NULL), -EROFS);
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, codex, "x", 0755, NULL, NULL), -EROFS);
+  }
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_rename_rules, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_rename_moves_nodes, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_hard_links, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_protected_names, fx_setup, fx_teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
