@@ -1015,7 +1015,7 @@ fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbView
           r = fb_view_readlink (view, caller, next, &text);
           if (r < 0)
             return r;
-          joined = g_strconcat (text, "/", p, NULL);
+          joined = g_strconcat (text, p, NULL); /* p is "" or starts with "/" */
           if (strlen (joined) > FB_VIEW_PATH_MAX)
             {
               g_free (joined);

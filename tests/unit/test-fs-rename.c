@@ -132,7 +132,7 @@ test_rename_moves_nodes (void **state)
   path = fb_view_node_dup_path (x);
   want = fx_vpath (fx, "/ws/moved/x");
   assert_string_equal (path, want);
-  /* a file renamed to a name a glob denies: the node now says deny */
+  /* a file renamed over another: the replaced node leaves the table */
   assert_errno (ren (fx, "/ws/a", "/ws/moved/x", 0), 0);
   {
     FbViewFile *file = NULL;

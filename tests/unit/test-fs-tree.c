@@ -1,0 +1,392 @@
+/* fusebox — the shape of the view: traversable ancestors and their
+ * reachable children, synthetic directories on the way to mount points,
+ * private sources in the run directory, /proc /sys /dev as empty
+ * directories, directory listings (hidden names left out, resumable at any
+ * offset, with or without attributes), walks through ".." and symlinks
+ * inside the view, the host replacing an object under a known name, and
+ * the kernel's lookup counts. */
+#include "tests/unit/test-fs-util.h"
+
+#include <dirent.h>
+
+static const char policy_text[] =
+  "{ \"version\": 1,\n"
+  "  \"protected_names\": { \".git\": \"hide\" },\n"
+  "  \"rules\": [\n"
+  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+  "  { \"path\": \"@H@/mixed\", \"access\": \"hide\", \"why\": \"mixed hidden\" },\n"
+  "  { \"path\": \"@H@/mixed/pub\", \"access\": \"read\", \"why\": \"mixed pub\" },\n"
+  "  { \"path\": \"@H@/dmix\", \"access\": \"deny\", \"why\": \"dmix denied\" },\n"
+  "  { \"path\": \"@H@/dmix/open\", \"access\": \"read\", \"why\": \"dmix open\" },\n"
+  "  { \"path\": \"@H@/priv\", \"access\": \"write\", \"source\": \"private\", \"why\": \"private\" },\n"
+  "  { \"path\": \"@H@/priv/a/b/ws\", \"access\": \"write\", \"source\": \"@T@/elsewhere\", \"why\": \"ws elsewhere\" },\n"
+  "  { \"path\": \"@H@/big\", \"access\": \"write\", \"why\": \"big\" },\n"
+  "  { \"glob\": \"@H@/big/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" } ] }\n";
+
+static void
+make_tree (Fx *fx)
+{
+  write_host (fx, "host/mixed/pub/p.txt", "public\n");
+  write_host (fx, "host/mixed/other.txt", "other\n");
+  write_host (fx, "host/dmix/open/o.txt", "open\n");
+  write_host (fx, "host/dmix/closed.txt", "closed\n");
+  write_host (fx, "host/priv/on-host-only", "the host's, never shown\n");
+  write_host (fx, "elsewhere/w.txt", "elsewhere\n");
+  mkdir_host (fx, "host/big");
+}
+
+static char *
+policy (void)
+{
+  return g_strdup (policy_text);
+}
+
+typedef struct
+{
+  GPtrArray *names;
+  guint limit; /* accept this many per call */
+  guint taken;
+  off_t last;
+  GPtrArray *nodes; /* plus mode: refs taken */
+} Collect;
+
+static bool
+collect (const FbViewDirEntry *e, gpointer data)
+{
+  Collect *c = data;
+
+  if (c->limit > 0 && c->taken >= c->limit)
+    return false;
+  c->taken++;
+  g_ptr_array_add (c->names, g_strdup (e->name));
+  c->last = e->next_offset;
+  if (e->node != NULL && c->nodes != NULL)
+    g_ptr_array_add (c->nodes, fb_view_node_ref (e->node));
+  return true;
+}
+
+/* All names of DIR, LIMIT at a time, resuming from the last offset. */
+static GPtrArray *
+list_dir (Fx *fx, const char *rel, guint limit, bool plus)
+{
+  g_autoptr (FbViewNode) node = fx_node (fx, rel);
+  FbViewFile *dir = NULL;
+  Collect c = { 0 };
+
+  c.names = g_ptr_array_new_with_free_func (g_free);
+  c.nodes = g_ptr_array_new_with_free_func ((GDestroyNotify) fb_view_node_unref);
+  c.limit = limit;
+  assert_errno (fb_view_opendir (fx->view, &fx->caller, node, &dir, NULL), 0);
+  for (;;)
+    {
+      guint before = c.names->len;
+      c.taken = 0;
+      assert_errno (fb_view_readdir (fx->view, dir, c.last, plus, collect, &c), 0);
+      if (c.names->len == before)
+        break;
+    }
+  fb_view_releasedir (fx->view, dir);
+  g_ptr_array_unref (c.nodes);
+  g_ptr_array_sort (c.names, (GCompareFunc) (void *) cmp_names);
+  return c.names;
+}
+
+static char *
+names_of (GPtrArray *names)
+{
+  g_ptr_array_add (names, NULL);
+  return g_strjoinv (",", (char **) names->pdata);
+}
+
+static void
+test_traversable (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autoptr (GPtrArray) l1 = NULL, l2 = NULL;
+  g_autofree char *s1 = NULL, *s2 = NULL;
+  FbViewNode *n = NULL;
+  FbViewFile *file = NULL;
+
+  make_tree (fx);
+  fx_start (fx, pol, NULL, -1);
+  /* a hidden directory with a readable path below: only that path */
+  l1 = list_dir (fx, "/mixed", 0, false);
+  s1 = names_of (l1);
+  assert_string_equal (s1, ".,..,pub");
+  assert_errno (fx_walk (fx, "/mixed/other.txt", &n), -ENOENT);
+  {
+    g_autoptr (FbViewNode) p = fx_node (fx, "/mixed/pub/p.txt");
+    g_autoptr (FbViewNode) mixed = fx_node (fx, "/mixed");
+    assert_errno (fb_view_open (fx->view, &fx->caller, p, O_RDONLY, &file, NULL), 0);
+    fb_view_release (fx->view, file);
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, mixed, "new", 0755, NULL, NULL), -EACCES);
+    assert_false (host_exists (fx, "host/mixed/new"));
+  }
+  /* a denied one: visible, lists its reachable child, the rest EACCES */
+  l2 = list_dir (fx, "/dmix", 0, true);
+  s2 = names_of (l2);
+  assert_string_equal (s2, ".,..,open");
+  assert_errno (fx_walk (fx, "/dmix/closed.txt", &n), -EACCES);
+  {
+    g_autoptr (FbViewNode) o = fx_node (fx, "/dmix/open/o.txt");
+    assert_errno (fb_view_open (fx->view, &fx->caller, o, O_RDONLY, &file, NULL), 0);
+    fb_view_release (fx->view, file);
+  }
+}
+
+/* A private source shows an empty directory in the run directory (made
+ * 0700), never the host's directory of that name; a workspace below it
+ * with its own source is reached through synthetic directories that can't
+ * be written or removed. */
+static void
+test_private_and_synthetic (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autoptr (GPtrArray) lp = NULL, la = NULL, lw = NULL;
+  g_autofree char *sp = NULL, *sa = NULL, *sw = NULL;
+  g_autofree char *run = NULL;
+  FbViewNode *n = NULL;
+
+  make_tree (fx);
+  fx_start (fx, pol, "run", -1);
+  run = fx_host (fx, "run/private");
+  assert_true (g_file_test (run, G_FILE_TEST_IS_DIR));
+  lp = list_dir (fx, "/priv", 0, false);
+  sp = names_of (lp);
+  assert_string_equal (sp, ".,..,a"); /* not on-host-only */
+  assert_errno (fx_walk (fx, "/priv/on-host-only", &n), -ENOENT);
+  la = list_dir (fx, "/priv/a", 0, true);
+  sa = names_of (la);
+  assert_string_equal (sa, ".,..,b");
+  lw = list_dir (fx, "/priv/a/b/ws", 0, false);
+  sw = names_of (lw);
+  assert_string_equal (sw, ".,..,w.txt");
+  {
+    g_autoptr (FbViewNode) a = fx_node (fx, "/priv/a");
+    g_autoptr (FbViewNode) priv = fx_node (fx, "/priv");
+    g_autoptr (FbViewNode) made = NULL;
+    FbViewFile *file = NULL;
+    struct stat st;
+    assert_true (fb_view_node_is_synthetic (a));
+    assert_errno (fb_view_getattr (fx->view, &fx->caller, a, &st), 0);
+    assert_true (S_ISDIR (st.st_mode));
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, a, "x", 0755, NULL, NULL), -EROFS);
+    assert_errno (fb_view_rmdir (fx->view, &fx->caller, priv, "a"), -EBUSY);
+    assert_errno (fb_view_rename (fx->view, &fx->caller, priv, "a", priv, "z", 0), -EBUSY);
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, priv, "a", 0755, NULL, NULL), -EEXIST);
+    /* writing in the private directory lands in the run directory */
+    assert_errno (fb_view_create (fx->view, &fx->caller, priv, "mine", O_WRONLY | O_CREAT, 0600, &file, &made, NULL),
+                  0);
+    assert_int_equal (fb_view_write (fx->view, file, "m", 1, 0), 1);
+    fb_view_release (fx->view, file);
+    assert_false (host_exists (fx, "host/priv/mine"));
+  }
+  {
+    g_autofree char *cmd = NULL;
+    g_autoptr (GDir) d = g_dir_open (run, 0, NULL);
+    const char *name = g_dir_read_name (d);
+    g_autofree char *mine = NULL;
+    assert_non_null (name);
+    mine = g_build_filename (run, name, "mine", NULL);
+    assert_true (g_file_test (mine, G_FILE_TEST_EXISTS));
+  }
+  /* the workspace below it is the other host directory, writable */
+  {
+    g_autoptr (FbViewNode) ws = fx_node (fx, "/priv/a/b/ws");
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, ws, "d", 0755, NULL, NULL), 0);
+    assert_true (host_exists (fx, "elsewhere/d"));
+  }
+}
+
+/* /proc, /sys and /dev are empty and read-only: the host's are never
+ * passed through, whatever the policy says about the rest. */
+static void
+test_blank_dirs (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  static const char *const blanks[] = { "/proc", "/sys", "/dev" };
+
+  make_tree (fx);
+  fx_start (fx, pol, NULL, -1);
+  for (guint i = 0; i < G_N_ELEMENTS (blanks); i++)
+    {
+      g_autoptr (FbViewNode) n = NULL;
+      FbViewNode *child = NULL;
+      FbViewFile *dir = NULL;
+      Collect c = { 0 };
+      struct stat st;
+
+      assert_errno (fb_view_walk (fx->view, &fx->caller, blanks[i], 0, &n), 0);
+      assert_true (fb_view_node_is_synthetic (n));
+      assert_errno (fb_view_getattr (fx->view, &fx->caller, n, &st), 0);
+      assert_true (S_ISDIR (st.st_mode));
+      assert_errno (fb_view_lookup (fx->view, &fx->caller, n, "self", &child, NULL), -ENOENT);
+      assert_errno (fb_view_lookup (fx->view, &fx->caller, n, "null", &child, NULL), -ENOENT);
+      assert_errno (fb_view_opendir (fx->view, &fx->caller, n, &dir, NULL), 0);
+      c.names = g_ptr_array_new_with_free_func (g_free);
+      assert_errno (fb_view_readdir (fx->view, dir, 0, true, collect, &c), 0);
+      fb_view_releasedir (fx->view, dir);
+      assert_int_equal (c.names->len, 2); /* "." and ".." */
+      g_ptr_array_unref (c.names);
+      /* read-only here (the root's rule), and nothing to write to anyway */
+      assert_errno (fb_view_mkdir (fx->view, &fx->caller, n, "x", 0755, NULL, NULL), -EROFS);
+    }
+  /* and /proc/self/... by a walk as well */
+  {
+    FbViewNode *n = NULL;
+    assert_errno (fb_view_walk (fx->view, &fx->caller, "/proc/self/status", 0, &n), -ENOENT);
+    assert_errno (fb_view_walk (fx->view, &fx->caller, "/proc/1/root", 0, &n), -ENOENT);
+  }
+}
+
+/* A big directory read a few entries at a time, from the offsets the view
+ * hands out: every visible name exactly once, no hidden one. */
+static void
+test_readdir_resume (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autofree char *big = NULL;
+  g_autoptr (GPtrArray) names = NULL;
+  g_autoptr (GPtrArray) plus = NULL;
+  guint visible = 0;
+
+  make_tree (fx);
+  big = fx_host (fx, "host/big");
+  for (int i = 0; i < 3000; i++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s/%s-%04d", big, i % 10 == 0 ? "hidden" : "file", i);
+      int fd = open (p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      assert_true (fd >= 0);
+      close (fd);
+      if (i % 10 != 0)
+        visible++;
+    }
+  fx_start (fx, pol, NULL, -1);
+  names = list_dir (fx, "/big", 7, false);
+  assert_int_equal (names->len, visible + 2);
+  for (guint i = 1; i < names->len; i++)
+    if (strcmp (names->pdata[i - 1], names->pdata[i]) == 0)
+      fail_msg ("%s listed twice", (char *) names->pdata[i]);
+  for (guint i = 0; i < names->len; i++)
+    assert_false (g_str_has_prefix (names->pdata[i], "hidden-"));
+  /* with attributes (readdirplus), the same names, and a node each */
+  plus = list_dir (fx, "/big", 100, true);
+  assert_int_equal (plus->len, names->len);
+}
+
+/* Walks resolve ".." to the parent view path and symlinks inside the view
+ * (never on the host): a link to a hidden file leads nowhere. */
+static void
+test_walk (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autofree char *l1 = NULL, *l2 = NULL, *l3 = NULL, *l4 = NULL;
+  g_autofree char *abs_target = NULL;
+  g_autoptr (FbViewNode) n = NULL;
+  FbViewNode *m = NULL;
+
+  make_tree (fx);
+  write_host (fx, "host/big/f", "f\n");
+  l1 = fx_host (fx, "host/big/to-pub");
+  assert_int_equal (symlink ("../mixed/pub/p.txt", l1), 0);
+  l2 = fx_host (fx, "host/big/to-other");
+  assert_int_equal (symlink ("../mixed/other.txt", l2), 0);
+  l3 = fx_host (fx, "host/big/loop");
+  assert_int_equal (symlink ("loop", l3), 0);
+  l4 = fx_host (fx, "host/big/abs");
+  abs_target = fx_vpath (fx, "/mixed/pub/p.txt");
+  assert_int_equal (symlink (abs_target, l4), 0);
+  fx_start (fx, pol, NULL, -1);
+
+  n = fx_node (fx, "/big/../mixed/pub/./p.txt");
+  {
+    g_autofree char *p = fb_view_node_dup_path (n);
+    assert_string_equal (p, abs_target);
+  }
+  g_clear_pointer (&n, fb_view_node_unref);
+  assert_errno (fb_view_walk (fx->view, &fx->caller, l1, 0, &m), 0); /* l1's host path is its view path */
+  fb_view_node_unref (m);
+  assert_errno (fb_view_walk (fx->view, &fx->caller, l4, 0, &m), 0);
+  fb_view_node_unref (m);
+  assert_errno (fb_view_walk (fx->view, &fx->caller, l2, 0, &m), -ENOENT);
+  assert_errno (fb_view_walk (fx->view, &fx->caller, l3, 0, &m), -ELOOP);
+  /* without following, the link itself */
+  assert_errno (fb_view_walk (fx->view, &fx->caller, l2, FB_VIEW_WALK_NOFOLLOW, &m), 0);
+  assert_int_equal (fb_view_node_get_type (m), S_IFLNK);
+  fb_view_node_unref (m);
+  assert_errno (fb_view_walk (fx->view, &fx->caller, "relative/path", 0, &m), -EINVAL);
+  {
+    g_autofree char *through_file = fx_vpath (fx, "/big/f/x");
+    assert_errno (fb_view_walk (fx->view, &fx->caller, through_file, 0, &m), -ENOTDIR);
+  }
+}
+
+/* The host replaced an object under a known name: the next lookup makes a
+ * new node (the old one keeps serving its holder); the same object gives
+ * the same node.  Kernel lookup counts keep nodes alive, forgets free them. */
+static void
+test_nodes_and_counts (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autofree char *f = NULL, *tmp = NULL;
+  g_autoptr (FbViewNode) a = NULL;
+  g_autoptr (FbViewNode) b = NULL;
+  g_autoptr (FbViewNode) c = NULL;
+  guint count;
+
+  make_tree (fx);
+  write_host (fx, "host/big/f", "one\n");
+  fx_start (fx, pol, NULL, -1);
+  a = fx_node (fx, "/big/f");
+  b = fx_node (fx, "/big/f");
+  assert_ptr_equal (a, b);
+  f = fx_host (fx, "host/big/f");
+  tmp = fx_host (fx, "host/big/f.new");
+  assert_true (g_file_set_contents (tmp, "two\n", -1, NULL));
+  assert_int_equal (rename (tmp, f), 0);
+  c = fx_node (fx, "/big/f");
+  assert_ptr_not_equal (a, c);
+  {
+    FbViewFile *file = NULL;
+    char buf[8] = { 0 };
+    assert_errno (fb_view_open (fx->view, &fx->caller, a, O_RDONLY, &file, NULL), 0);
+    assert_int_equal (fb_view_read (fx->view, file, buf, sizeof buf - 1, 0), 4);
+    fb_view_release (fx->view, file);
+    assert_string_equal (buf, "one\n");
+  }
+  /* lookup counts */
+  count = fb_view_count_nodes (fx->view);
+  fb_view_node_kernel_ref (c);
+  fb_view_node_kernel_ref (c);
+  g_clear_pointer (&c, fb_view_node_unref);
+  g_clear_pointer (&a, fb_view_node_unref);
+  g_clear_pointer (&b, fb_view_node_unref);
+  /* a (detached, now unreferenced) is gone; c lives on its kernel count */
+  assert_int_equal (fb_view_count_nodes (fx->view), count - 1);
+  c = fx_node (fx, "/big/f");
+  fb_view_node_kernel_forget (c, 1);
+  fb_view_node_kernel_forget (c, 5); /* more than it has: clamps */
+  fb_view_node_kernel_forget (c, 1);
+  g_clear_pointer (&c, fb_view_node_unref);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_traversable, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_private_and_synthetic, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_blank_dirs, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_readdir_resume, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_walk, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_nodes_and_counts, fx_setup, fx_teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
