@@ -145,6 +145,8 @@ typedef enum
 void view_emit (FbView *view, const FbViewCaller *caller, EventClass cls, const char *op, const char *path,
                 const char *target, const char *access, FbDecision decision, int err, const FbPolicyRule *rule);
 void view_emit_close (FbView *view, FbViewFile *file);
+/* The caller's /proc/PID/comm (cached), for events logged later. */
+void view_caller_comm (FbView *view, pid_t pid, char *buf, gsize size);
 NodeState *node_get_state (FbViewNode *node);
 int check_name (const char *name);
 char *join_path (const char *dir, const char *name);

@@ -91,6 +91,12 @@ caller_comm (FbView *view, pid_t pid, char *buf, gsize size)
   g_mutex_unlock (&view->comm_lock);
 }
 
+void
+view_caller_comm (FbView *view, pid_t pid, char *buf, gsize size)
+{
+  caller_comm (view, pid, buf, size);
+}
+
 static bool
 level_wants (FbView *view, EventClass cls)
 {

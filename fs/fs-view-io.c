@@ -39,6 +39,7 @@ static FbViewFile *
 file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access, const FbViewCaller *caller)
 {
   FbViewFile *file = g_new0 (FbViewFile, 1);
+  FbView *view = node->view;
   int acc = flags & O_ACCMODE;
 
   file->node = fb_view_node_ref (node);
@@ -54,6 +55,16 @@ file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access
       file->uid = caller->uid;
       file->comm = g_strdup (caller->comm);
       file->session = g_strdup (caller->session);
+    }
+  /* The "close" record comes at release, when a short-lived opener may be
+   * gone with its /proc entry: note its name now if it will be logged. */
+  if (file->comm == NULL && file->pid > 0 && view->options.sink != NULL
+      && (view->options.log_level >= FB_LOG_LEVEL_OPENS || file->can_write) && strcmp (access, "list") != 0)
+    {
+      char comm[32];
+      view_caller_comm (view, file->pid, comm, sizeof comm);
+      if (comm[0] != '\0')
+        file->comm = g_strdup (comm);
     }
   g_mutex_init (&file->dir_lock);
   return file;
