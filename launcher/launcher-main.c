@@ -25,6 +25,7 @@ static const Command commands[] = {
   { "runs", fb_cmd_runs, "list run directories, or prune those of runs that are over" },
   { "log", fb_cmd_log, "print a run's access log, or follow it" },
   { "report", fb_cmd_report, "summarise a run's access log for an auditor" },
+  { "serve", fb_cmd_serve, "serve the remote API (Codex's exec-server protocol) to agent harnesses" },
   { "mount", fb_cmd_mount, "show the host's / at a directory through the policy, logged" },
 };
 

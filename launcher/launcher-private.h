@@ -24,6 +24,7 @@ int fb_cmd_runs (int argc, char **argv);
 int fb_cmd_log (int argc, char **argv);
 int fb_cmd_report (int argc, char **argv);
 int fb_cmd_mount (int argc, char **argv);
+int fb_cmd_serve (int argc, char **argv);
 
 /* Print "fusebox: " + message to stderr (no trailing newline needed). */
 void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);

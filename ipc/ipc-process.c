@@ -1,0 +1,1181 @@
+/* fusebox — the remote API's process/... methods.
+ *
+ * process/start makes a new sandbox for each process: the server's policy
+ * narrowed by the call's `sandbox` (ipc-rpc-sandbox.c), its own FbView and
+ * FUSE session, its own namespaces.  The server never forks a sandbox
+ * itself (it runs threads): it spawns the small single-threaded helper
+ * `fusebox-launch` (launcher/launcher-launch.c) with a SOCK_SEQPACKET status
+ * socket, which calls fb_launcher_spawn(), hands back the FUSE fd at the
+ * sync point (we serve it at once: fb_fuse_serve_fd + fb_fuse_start), and
+ * stays as the sandbox's parent to relay signals and report the exit status.
+ *
+ * Output: stdout and stderr are pipes (a pty when tty is true), read on the
+ * loop without blocking.  Each read becomes a process/output notification
+ * with a per-process seq and is also retained (FB_RPC_PROCESS_RETAIN bytes,
+ * oldest dropped first) for process/read {afterSeq, maxBytes, waitMs}, which
+ * is how a client that resumed its session catches up.  When the client
+ * reads slower than the process writes, reading pauses (the process blocks
+ * on its pipe) instead of the queue growing.  process/exited {exitCode,
+ * sandboxDenied} comes once the exit status is known and every output
+ * stream reached its end, then process/closed; so every output notification
+ * precedes them.  sandboxDenied is true when the process's view logged a
+ * denial (deny, read-only or a hidden name that exists on the host).
+ *
+ * process/write is idempotent per writeId (the last FB_WRITE_IDS_MAX ids are
+ * remembered) and buffers at most FB_STDIN_PENDING_MAX bytes the process has
+ * not read yet.  Loop thread only; the FUSE threads touch only the view and
+ * its tee sink. */
+#include "ipc/ipc-rpc-private.h"
+#include "ipc/ipc-process-launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <pty.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define READ_CHUNK (64 * 1024)
+#define FB_WRITE_IDS_MAX 1024
+#define FB_STDIN_PENDING_MAX (1024 * 1024)
+#define WAIT_MS_MAX 30000
+/* Pause reading a process's output while its client has this much queued. */
+#define PAUSE_QUEUE_BYTES (FB_RPC_QUEUE_MAX / 4)
+
+typedef struct
+{
+  guint64 seq;
+  const char *stream; /* "stdout", "stderr", "pty" */
+  GBytes *data;
+} Chunk;
+
+typedef struct
+{
+  FbRpcProcess *proc;
+  int fd;
+  guint watch;
+  guint resume;
+  const char *stream;
+} Stream;
+
+typedef struct
+{
+  FbRpcConn *conn;
+  FbRpcProcess *proc;
+  JsonNode *id;
+  guint64 after;
+  guint64 max_bytes;
+  guint timeout;
+} Deferred;
+
+struct FbRpcProcess
+{
+  FbRpcSession *session;
+  char *id;
+
+  GPid helper;
+  guint child_watch;
+  int sock;
+  guint sock_watch;
+
+  Stream out, err;
+  int in_fd;
+  guint in_watch;
+  GByteArray *in_pending;
+  bool accepts_stdin;
+
+  FbPolicy *policy;
+  FbRpcTeeSink *tee;
+  FbView *view;
+  FbFuse *fuse;
+  bool fuse_started;
+
+  GQueue chunks; /* Chunk*, oldest first */
+  gsize retained;
+  guint64 next_seq;
+
+  bool exit_known;
+  int exit_code;
+  bool helper_gone;
+  bool finished; /* exited and closed sent */
+  char *failure;
+
+  GHashTable *write_ids;
+  GQueue write_id_order;
+  GList *waiters; /* Deferred* */
+};
+
+static void process_maybe_finish (FbRpcProcess *p);
+static void stream_close (Stream *s);
+
+/* --- output ------------------------------------------------------------------ */
+
+static FbRpcConn *
+process_conn (FbRpcProcess *p)
+{
+  return p->session != NULL ? p->session->conn : NULL;
+}
+
+static void
+chunk_free (Chunk *c)
+{
+  g_bytes_unref (c->data);
+  g_free (c);
+}
+
+static JsonObject *
+chunk_json (FbRpcProcess *p, const Chunk *c, bool with_process)
+{
+  JsonObject *o = json_object_new ();
+  gsize len;
+  const guint8 *d = g_bytes_get_data (c->data, &len);
+  g_autofree char *b64 = g_base64_encode (d, len);
+
+  if (with_process)
+    json_object_set_string_member (o, "processId", p->id);
+  json_object_set_int_member (o, "seq", (gint64)c->seq);
+  json_object_set_string_member (o, "stream", c->stream);
+  json_object_set_string_member (o, "chunk", b64);
+  return o;
+}
+
+static JsonNode *
+read_response (FbRpcProcess *p, guint64 after, guint64 max_bytes)
+{
+  JsonObject *o = json_object_new ();
+  JsonArray *arr = json_array_new ();
+  guint64 next = p->next_seq;
+  gsize bytes = 0;
+
+  for (GList *l = p->chunks.head; l != NULL; l = l->next)
+    {
+      Chunk *c = l->data;
+      gsize len = g_bytes_get_size (c->data);
+      if (c->seq <= after)
+        continue;
+      /* At least one chunk, then only as many as fit in maxBytes. */
+      if (json_array_get_length (arr) > 0 && bytes + len > max_bytes)
+        {
+          next = c->seq;
+          break;
+        }
+      bytes += len;
+      json_array_add_object_element (arr, chunk_json (p, c, false));
+      next = c->seq + 1;
+    }
+  json_object_set_array_member (o, "chunks", arr);
+  json_object_set_int_member (o, "nextSeq", (gint64)next);
+  json_object_set_boolean_member (o, "exited", p->finished);
+  if (p->finished)
+    json_object_set_int_member (o, "exitCode", p->exit_code);
+  else
+    json_object_set_null_member (o, "exitCode");
+  json_object_set_boolean_member (o, "closed", p->finished);
+  if (p->failure != NULL)
+    json_object_set_string_member (o, "failure", p->failure);
+  else
+    json_object_set_null_member (o, "failure");
+  json_object_set_boolean_member (o, "sandboxDenied", p->tee != NULL && fb_rpc_tee_sink_get_denials (p->tee) > 0);
+  return json_node_init_object (json_node_alloc (), o);
+}
+
+static void
+deferred_free (Deferred *d)
+{
+  if (d->timeout != 0)
+    g_source_remove (d->timeout);
+  json_node_unref (d->id);
+  g_free (d);
+}
+
+static void
+deferred_complete (Deferred *d)
+{
+  g_autoptr (JsonNode) result = read_response (d->proc, d->after, d->max_bytes);
+
+  d->proc->waiters = g_list_remove (d->proc->waiters, d);
+  d->conn->deferred = g_list_remove (d->conn->deferred, d);
+  fb_rpc_conn_reply (d->conn, d->id, result);
+  deferred_free (d);
+}
+
+static void
+wake_waiters (FbRpcProcess *p)
+{
+  while (p->waiters != NULL)
+    deferred_complete (p->waiters->data);
+}
+
+static void
+emit (FbRpcProcess *p, const char *method, JsonObject *params)
+{
+  FbRpcConn *conn = process_conn (p);
+  g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), params);
+
+  json_object_unref (params);
+  if (conn != NULL)
+    fb_rpc_conn_notify (conn, method, node);
+}
+
+static void
+add_output (FbRpcProcess *p, const char *stream, const guint8 *data, gsize len)
+{
+  Chunk *c = g_new0 (Chunk, 1);
+
+  c->seq = p->next_seq++;
+  c->stream = stream;
+  c->data = g_bytes_new (data, len);
+  g_queue_push_tail (&p->chunks, c);
+  p->retained += len;
+  while (p->retained > FB_RPC_PROCESS_RETAIN && p->chunks.length > 1)
+    {
+      Chunk *old = g_queue_pop_head (&p->chunks);
+      p->retained -= g_bytes_get_size (old->data);
+      chunk_free (old);
+    }
+  emit (p, "process/output", chunk_json (p, c, true));
+  wake_waiters (p);
+}
+
+static gboolean on_output (int fd, GIOCondition cond, gpointer user_data);
+
+static gboolean
+on_output_resume (gpointer user_data)
+{
+  Stream *s = user_data;
+
+  s->resume = 0;
+  if (s->fd >= 0 && s->watch == 0)
+    s->watch = g_unix_fd_add (s->fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_output, s);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_output (int fd, GIOCondition cond, gpointer user_data)
+{
+  Stream *s = user_data;
+  FbRpcProcess *p = s->proc;
+  FbRpcConn *conn = process_conn (p);
+  guint8 buf[READ_CHUNK];
+  ssize_t n;
+
+  if (conn != NULL && conn->out_bytes > PAUSE_QUEUE_BYTES)
+    {
+      /* Back-pressure: the process waits on its pipe while the client
+       * catches up, rather than the client's queue growing. */
+      s->watch = 0;
+      s->resume = g_timeout_add (20, on_output_resume, s);
+      return G_SOURCE_REMOVE;
+    }
+  n = read (fd, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return G_SOURCE_CONTINUE;
+  if (n <= 0)
+    {
+      /* EOF (or EIO from a pty master once the last slave is closed). */
+      s->watch = 0;
+      stream_close (s);
+      process_maybe_finish (p);
+      return G_SOURCE_REMOVE;
+    }
+  add_output (p, s->stream, buf, (gsize)n);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+stream_close (Stream *s)
+{
+  if (s->watch != 0)
+    g_source_remove (s->watch);
+  if (s->resume != 0)
+    g_source_remove (s->resume);
+  s->watch = s->resume = 0;
+  if (s->fd >= 0)
+    close (s->fd);
+  s->fd = -1;
+}
+
+static void
+stream_open (Stream *s, FbRpcProcess *p, int fd, const char *name)
+{
+  s->proc = p;
+  s->fd = fd;
+  s->stream = name;
+  g_unix_set_fd_nonblocking (fd, TRUE, NULL);
+  s->watch = g_unix_fd_add (fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_output, s);
+}
+
+/* --- the end ----------------------------------------------------------------- */
+
+static void
+fuse_done (int result, gpointer user_data)
+{
+  /* On the FUSE thread: nothing to do; the loop joins it at the end. */
+}
+
+static void
+stop_fuse (FbRpcProcess *p)
+{
+  if (p->fuse == NULL)
+    return;
+  if (p->fuse_started)
+    {
+      /* The sandbox is gone (or going): sever the connection so the
+       * serving thread ends now, then wait for it. */
+      fb_fuse_abort (p->fuse);
+      fb_fuse_join (p->fuse);
+    }
+  g_clear_pointer (&p->fuse, fb_fuse_free);
+  p->fuse_started = false;
+}
+
+static void
+process_maybe_finish (FbRpcProcess *p)
+{
+  JsonObject *o;
+
+  if (p->finished || !p->exit_known || p->out.fd >= 0 || p->err.fd >= 0)
+    return;
+  p->finished = true;
+  stop_fuse (p);
+  o = json_object_new ();
+  json_object_set_string_member (o, "processId", p->id);
+  json_object_set_int_member (o, "seq", (gint64)p->next_seq++);
+  json_object_set_int_member (o, "exitCode", p->exit_code);
+  json_object_set_boolean_member (o, "sandboxDenied", fb_rpc_tee_sink_get_denials (p->tee) > 0);
+  emit (p, "process/exited", o);
+  o = json_object_new ();
+  json_object_set_string_member (o, "processId", p->id);
+  json_object_set_int_member (o, "seq", (gint64)p->next_seq++);
+  emit (p, "process/closed", o);
+  wake_waiters (p);
+}
+
+static void
+set_exit (FbRpcProcess *p, int code)
+{
+  if (p->exit_known)
+    return;
+  p->exit_known = true;
+  p->exit_code = code;
+  if (p->in_fd >= 0)
+    {
+      if (p->in_watch != 0)
+        g_source_remove (p->in_watch);
+      p->in_watch = 0;
+      close (p->in_fd);
+      p->in_fd = -1;
+    }
+}
+
+static void
+on_helper_exit (GPid pid, int status, gpointer user_data)
+{
+  FbRpcProcess *p = user_data;
+
+  p->child_watch = 0;
+  p->helper_gone = true;
+  g_spawn_close_pid (pid);
+  if (!p->exit_known)
+    {
+      /* The helper died without reporting (killed?): its own status. */
+      int code = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + (WIFSIGNALED (status) ? WTERMSIG (status) : 0);
+      set_exit (p, code != 0 ? code : FB_LAUNCH_EXIT_SANDBOX);
+      if (p->failure == NULL)
+        p->failure = g_strdup ("the launch helper ended without reporting the command's exit status");
+    }
+  /* The helper held the command's stdio: with it gone, so are the ends
+   * that could still be written; what is buffered is read before EOF. */
+  process_maybe_finish (p);
+}
+
+static int
+recv_record (int fd, FbLaunchRecord *rec, int *ret_fd)
+{
+  struct iovec iov = { rec, sizeof *rec };
+  char cbuf[CMSG_SPACE (sizeof (int))];
+  struct msghdr msg = { 0 };
+  ssize_t n;
+
+  *ret_fd = -1;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  n = recvmsg (fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (n < 0)
+    return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN (sizeof (int)))
+      memcpy (ret_fd, CMSG_DATA (cm), sizeof (int));
+  if (n == 0)
+    return 0;
+  if ((gsize)n != sizeof *rec)
+    {
+      if (*ret_fd >= 0)
+        close (*ret_fd);
+      *ret_fd = -1;
+      return -EPROTO;
+    }
+  rec->text[sizeof rec->text - 1] = '\0';
+  return 1;
+}
+
+static void
+serve_fuse (FbRpcProcess *p, int fd)
+{
+  FbViewOptions vo;
+  FbFuseOptions fo;
+  int r;
+
+  fb_view_options_init (&vo);
+  vo.sink = fb_rpc_tee_sink_get (p->tee);
+  vo.log_level = p->session->server->log_level;
+  r = fb_view_new (p->policy, &vo, &p->view);
+  if (r == 0)
+    {
+      fb_fuse_options_init (&fo);
+      fo.fsname = "fusebox";
+      r = fb_fuse_new (p->view, &fo, &p->fuse);
+    }
+  if (r == 0)
+    {
+      r = fb_fuse_serve_fd (p->fuse, fd);
+      fd = -1;
+    }
+  if (r == 0)
+    r = fb_fuse_start (p->fuse, fuse_done, p);
+  if (r == 0)
+    {
+      p->fuse_started = true;
+      return;
+    }
+  if (fd >= 0)
+    close (fd);
+  g_free (p->failure);
+  p->failure = g_strdup_printf ("can't serve the sandbox's view: %s", g_strerror (-r));
+  /* The sandbox waits for answers that won't come: end it. */
+  if (p->sock >= 0)
+    {
+      FbLaunchRecord rec = { FB_LAUNCH_SIGNAL, SIGKILL, "" };
+      send (p->sock, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+}
+
+static gboolean
+on_status (int fd, GIOCondition cond, gpointer user_data)
+{
+  FbRpcProcess *p = user_data;
+
+  for (;;)
+    {
+      FbLaunchRecord rec;
+      int passed = -1;
+      int r = recv_record (fd, &rec, &passed);
+      if (r == -EAGAIN)
+        return G_SOURCE_CONTINUE;
+      if (r <= 0)
+        {
+          /* EOF: the helper is gone; its exit is reported by the child watch. */
+          p->sock_watch = 0;
+          close (p->sock);
+          p->sock = -1;
+          return G_SOURCE_REMOVE;
+        }
+      switch (rec.type)
+        {
+          case FB_LAUNCH_MOUNTED:
+            if (passed >= 0 && p->fuse == NULL)
+              serve_fuse (p, passed);
+            else if (passed >= 0)
+              close (passed);
+            break;
+          case FB_LAUNCH_EXEC:
+            break;
+          case FB_LAUNCH_FAILED:
+            {
+              g_autofree char *line = g_strdup_printf ("fusebox: %s\n", rec.text);
+              g_free (p->failure);
+              p->failure = g_strdup (rec.text);
+              /* Shown as the process's stderr, like `fusebox run` would. */
+              add_output (p, p->err.stream != NULL ? p->err.stream : "stderr", (const guint8 *)line, strlen (line));
+              set_exit (p, rec.value);
+            }
+            break;
+          case FB_LAUNCH_EXITED:
+            set_exit (p, rec.value);
+            break;
+          default:
+            break;
+        }
+      if (passed >= 0 && rec.type != FB_LAUNCH_MOUNTED)
+        close (passed);
+    }
+}
+
+static void
+send_signal (FbRpcProcess *p, int sig)
+{
+  FbLaunchRecord rec;
+
+  if (p->sock < 0)
+    return;
+  memset (&rec, 0, sizeof rec);
+  rec.type = FB_LAUNCH_SIGNAL;
+  rec.value = sig;
+  send (p->sock, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void
+fb_rpc_process_free (FbRpcProcess *p)
+{
+  if (p == NULL)
+    return;
+  /* Answer long polls before the process goes. */
+  p->session = NULL;
+  wake_waiters (p);
+  if (p->helper != 0 && !p->helper_gone)
+    {
+      /* Closing the status socket kills the sandbox; SIGKILL the helper in
+       * case it is stuck before reading it. */
+      kill (p->helper, SIGKILL);
+    }
+  if (p->child_watch != 0)
+    g_source_remove (p->child_watch);
+  if (p->sock_watch != 0)
+    g_source_remove (p->sock_watch);
+  if (p->sock >= 0)
+    close (p->sock);
+  stream_close (&p->out);
+  stream_close (&p->err);
+  if (p->in_watch != 0)
+    g_source_remove (p->in_watch);
+  if (p->in_fd >= 0)
+    close (p->in_fd);
+  if (p->in_pending != NULL)
+    g_byte_array_unref (p->in_pending);
+  if (p->helper != 0 && !p->helper_gone)
+    {
+      int status;
+      /* Reap it here: the child watch is gone with the process. */
+      while (waitpid (p->helper, &status, 0) < 0 && errno == EINTR)
+        ;
+      g_spawn_close_pid (p->helper);
+    }
+  stop_fuse (p);
+  g_clear_pointer (&p->view, fb_view_unref);
+  g_clear_pointer (&p->policy, fb_policy_unref);
+  if (p->tee != NULL)
+    fb_rpc_tee_sink_free (p->tee);
+  g_queue_clear_full (&p->chunks, (GDestroyNotify)chunk_free);
+  g_clear_pointer (&p->write_ids, g_hash_table_destroy);
+  g_queue_clear_full (&p->write_id_order, g_free);
+  g_free (p->failure);
+  g_free (p->id);
+  g_free (p);
+}
+
+void
+fb_rpc_process_cancel_deferred (FbRpcConn *conn)
+{
+  while (conn->deferred != NULL)
+    {
+      Deferred *d = conn->deferred->data;
+      conn->deferred = g_list_remove (conn->deferred, d);
+      d->proc->waiters = g_list_remove (d->proc->waiters, d);
+      deferred_free (d);
+    }
+}
+
+/* --- process/start ----------------------------------------------------------- */
+
+static bool
+name_matches (GPatternSpec *const *patterns, guint n, const char *name)
+{
+  g_autofree char *up = g_ascii_strup (name, -1);
+
+  for (guint i = 0; i < n; i++)
+    if (g_pattern_spec_match_string (patterns[i], up))
+      return true;
+  return false;
+}
+
+static bool
+pattern_list (JsonObject *policy, const char *member, GPtrArray **ret, FbRpcError *error)
+{
+  JsonNode *n = json_object_get_member (policy, member);
+  GPtrArray *a = g_ptr_array_new_with_free_func ((GDestroyNotify)g_pattern_spec_free);
+
+  *ret = a;
+  if (n == NULL || JSON_NODE_HOLDS_NULL (n))
+    return true;
+  if (!JSON_NODE_HOLDS_ARRAY (n))
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `envPolicy.%s` must be an array", member);
+      return false;
+    }
+  for (guint i = 0; i < json_array_get_length (json_node_get_array (n)); i++)
+    {
+      JsonNode *e = json_array_get_element (json_node_get_array (n), i);
+      g_autofree char *up = NULL;
+      if (!JSON_NODE_HOLDS_VALUE (e) || json_node_get_value_type (e) != G_TYPE_STRING)
+        {
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS,
+                            "invalid params: `envPolicy.%s` must be an array of strings", member);
+          return false;
+        }
+      up = g_ascii_strup (json_node_get_string (e), -1);
+      g_ptr_array_add (a, g_pattern_spec_new (up));
+    }
+  return true;
+}
+
+static bool
+string_map (JsonNode *n, const char *what, GHashTable *into, FbRpcError *error)
+{
+  JsonObject *o;
+  g_autoptr (GList) names = NULL;
+
+  if (n == NULL || JSON_NODE_HOLDS_NULL (n))
+    return true;
+  if (!JSON_NODE_HOLDS_OBJECT (n))
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `%s` must be an object of strings", what);
+      return false;
+    }
+  o = json_node_get_object (n);
+  names = json_object_get_members (o);
+  for (GList *l = names; l != NULL; l = l->next)
+    {
+      JsonNode *v = json_object_get_member (o, l->data);
+      if (!JSON_NODE_HOLDS_VALUE (v) || json_node_get_value_type (v) != G_TYPE_STRING)
+        {
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `%s.%s` must be a string", what,
+                            (const char *)l->data);
+          return false;
+        }
+      if (((const char *)l->data)[0] == '\0' || strchr (l->data, '=') != NULL)
+        {
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `%s` holds an invalid name `%s`", what,
+                            (const char *)l->data);
+          return false;
+        }
+      g_hash_table_insert (into, g_strdup (l->data), g_strdup (json_node_get_string (v)));
+    }
+  return true;
+}
+
+/* The command's environment: Codex's envPolicy applied to the server's own
+ * environment (when given), then `env` on top. */
+static char **
+build_env (JsonObject *params, FbRpcError *error)
+{
+  g_autoptr (GHashTable) env = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  JsonNode *pol = json_object_get_member (params, "envPolicy");
+  GPtrArray *out;
+  GHashTableIter it;
+  gpointer k, v;
+
+  if (pol != NULL && !JSON_NODE_HOLDS_NULL (pol))
+    {
+      static const char *const core[] = { "HOME",     "LOGNAME", "PATH", "SHELL", "USER",
+                                          "USERNAME", "TMPDIR",  "TEMP", "TMP",   "LANG" };
+      static const char *const secret_globs[] = { "*KEY*", "*SECRET*", "*TOKEN*" };
+      g_autoptr (GPtrArray) exclude = NULL;
+      g_autoptr (GPtrArray) include = NULL;
+      g_autoptr (GPtrArray) defaults = g_ptr_array_new_with_free_func ((GDestroyNotify)g_pattern_spec_free);
+      g_auto (GStrv) environ_ = g_get_environ ();
+      JsonObject *po;
+      const char *inherit = "all";
+      bool ignore_defaults = false;
+
+      if (!JSON_NODE_HOLDS_OBJECT (pol))
+        {
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `envPolicy` must be an object");
+          return NULL;
+        }
+      po = json_node_get_object (pol);
+      if (!fb_rpc_param_string (po, "inherit", false, &inherit, error) ||
+          !fb_rpc_param_bool (po, "ignoreDefaultExcludes", false, &ignore_defaults, error) ||
+          !pattern_list (po, "exclude", &exclude, error) || !pattern_list (po, "includeOnly", &include, error))
+        return NULL;
+      if (inherit == NULL)
+        inherit = "all";
+      if (strcmp (inherit, "all") != 0 && strcmp (inherit, "core") != 0 && strcmp (inherit, "none") != 0)
+        {
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS,
+                            "invalid params: `envPolicy.inherit` must be \"all\", \"core\" or \"none\"");
+          return NULL;
+        }
+      for (guint i = 0; i < G_N_ELEMENTS (secret_globs); i++)
+        g_ptr_array_add (defaults, g_pattern_spec_new (secret_globs[i]));
+      for (guint i = 0; strcmp (inherit, "none") != 0 && environ_[i] != NULL; i++)
+        {
+          const char *eq = strchr (environ_[i], '=');
+          g_autofree char *name = eq != NULL ? g_strndup (environ_[i], eq - environ_[i]) : NULL;
+          bool keep = name != NULL;
+          if (keep && strcmp (inherit, "core") == 0)
+            {
+              keep = false;
+              for (guint c = 0; c < G_N_ELEMENTS (core); c++)
+                keep = keep || strcmp (core[c], name) == 0;
+            }
+          if (keep && !ignore_defaults && name_matches ((GPatternSpec **)defaults->pdata, defaults->len, name))
+            keep = false;
+          if (keep && name_matches ((GPatternSpec **)exclude->pdata, exclude->len, name))
+            keep = false;
+          if (keep)
+            g_hash_table_insert (env, g_steal_pointer (&name), g_strdup (eq + 1));
+        }
+      if (!string_map (json_object_get_member (po, "set"), "envPolicy.set", env, error))
+        return NULL;
+      if (include->len > 0)
+        {
+          g_hash_table_iter_init (&it, env);
+          while (g_hash_table_iter_next (&it, &k, NULL))
+            if (!name_matches ((GPatternSpec **)include->pdata, include->len, k))
+              g_hash_table_iter_remove (&it);
+        }
+    }
+  if (!string_map (json_object_get_member (params, "env"), "env", env, error))
+    return NULL;
+  out = g_ptr_array_new ();
+  g_hash_table_iter_init (&it, env);
+  while (g_hash_table_iter_next (&it, &k, &v))
+    g_ptr_array_add (out, g_strconcat (k, "=", v, NULL));
+  g_ptr_array_add (out, NULL);
+  return (char **)g_ptr_array_free (out, FALSE);
+}
+
+static bool
+string_array (JsonObject *params, const char *name, GPtrArray **ret, FbRpcError *error)
+{
+  JsonNode *n = json_object_get_member (params, name);
+  JsonArray *a;
+
+  if (n == NULL || !JSON_NODE_HOLDS_ARRAY (n))
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `%s` must be an array of strings", name);
+      return false;
+    }
+  a = json_node_get_array (n);
+  *ret = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < json_array_get_length (a); i++)
+    {
+      JsonNode *e = json_array_get_element (a, i);
+      if (!JSON_NODE_HOLDS_VALUE (e) || json_node_get_value_type (e) != G_TYPE_STRING)
+        {
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `%s[%u]` must be a string", name, i);
+          g_clear_pointer (ret, g_ptr_array_unref);
+          return false;
+        }
+      g_ptr_array_add (*ret, g_strdup (json_node_get_string (e)));
+    }
+  return true;
+}
+
+static bool
+evict_finished (FbRpcSession *session)
+{
+  GHashTableIter it;
+  gpointer v;
+
+  /* Finished processes stay readable until room is needed. */
+  g_hash_table_iter_init (&it, session->processes);
+  while (g_hash_table_iter_next (&it, NULL, &v))
+    if (((FbRpcProcess *)v)->finished)
+      {
+        g_hash_table_iter_remove (&it);
+        return true;
+      }
+  return false;
+}
+
+JsonNode *
+fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
+{
+  FbRpcServer *server = conn->server;
+  FbRpcSession *session = conn->session;
+  g_autoptr (GPtrArray) argv = NULL;
+  g_autoptr (GPtrArray) hargv = NULL;
+  g_autoptr (FbPolicy) policy = NULL;
+  g_auto (GStrv) envp = NULL;
+  g_autoptr (GError) gerr = NULL;
+  g_autofree char *cwd = NULL;
+  const char *process_id, *arg0;
+  bool tty, pipe_stdin;
+  int sv[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
+  int master = -1, slave = -1, null_fd = -1;
+  int child_fds[3];
+  FbRpcProcess *p, *old;
+  GPid pid;
+  JsonObject *o;
+
+  if (!fb_rpc_param_string (params, "processId", true, &process_id, error) ||
+      !string_array (params, "argv", &argv, error) || !fb_rpc_param_path (params, "cwd", &cwd, error) ||
+      !fb_rpc_param_bool (params, "tty", false, &tty, error) ||
+      !fb_rpc_param_bool (params, "pipeStdin", false, &pipe_stdin, error) ||
+      !fb_rpc_param_string (params, "arg0", false, &arg0, error))
+    return NULL;
+  if (argv->len == 0)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `argv` must not be empty");
+      return NULL;
+    }
+  if (arg0 != NULL && strcmp (arg0, g_ptr_array_index (argv, 0)) != 0)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS,
+                        "invalid params: `arg0` (an argv[0] other than the program) is not supported by fusebox's "
+                        "launcher; send null");
+      return NULL;
+    }
+  old = g_hash_table_lookup (session->processes, process_id);
+  if (old != NULL && !old->finished)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "process %s already exists", process_id);
+      return NULL;
+    }
+  if (old != NULL)
+    g_hash_table_remove (session->processes, process_id);
+  if (g_hash_table_size (session->processes) >= FB_RPC_PROCESSES_MAX && !evict_finished (session))
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "too many processes in this session (limit %d)",
+                        FB_RPC_PROCESSES_MAX);
+      return NULL;
+    }
+  if (server->launch_helper == NULL)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "this server was started without its launch helper");
+      return NULL;
+    }
+  envp = build_env (params, error);
+  if (envp == NULL)
+    return NULL;
+  policy = fb_rpc_sandbox_build_policy (server, json_object_get_member (params, "sandbox"), error);
+  if (policy == NULL)
+    return NULL;
+
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    goto sys_fail;
+  if (tty)
+    {
+      if (openpty (&master, &slave, NULL, NULL, NULL) < 0)
+        goto sys_fail;
+      fcntl (master, F_SETFD, FD_CLOEXEC);
+      fcntl (slave, F_SETFD, FD_CLOEXEC);
+      child_fds[0] = child_fds[1] = child_fds[2] = slave;
+    }
+  else
+    {
+      if (pipe2 (out, O_CLOEXEC) < 0 || pipe2 (err, O_CLOEXEC) < 0)
+        goto sys_fail;
+      if (pipe_stdin)
+        {
+          if (pipe2 (in, O_CLOEXEC) < 0)
+            goto sys_fail;
+          child_fds[0] = in[0];
+        }
+      else
+        {
+          null_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+          if (null_fd < 0)
+            goto sys_fail;
+          child_fds[0] = null_fd;
+        }
+      child_fds[1] = out[1];
+      child_fds[2] = err[1];
+    }
+
+  hargv = g_ptr_array_new ();
+  g_ptr_array_add (hargv, server->launch_helper);
+  g_ptr_array_add (hargv, (char *)"--network");
+  g_ptr_array_add (hargv, (char *)(fb_policy_get_network (policy) == FB_POLICY_NETWORK_HOST ? "host" : "none"));
+  g_ptr_array_add (hargv, (char *)"--cwd");
+  g_ptr_array_add (hargv, cwd);
+  g_ptr_array_add (hargv, (char *)"--");
+  for (guint i = 0; i < argv->len; i++)
+    g_ptr_array_add (hargv, argv->pdata[i]);
+  g_ptr_array_add (hargv, NULL);
+  {
+    int source_fds[1] = { sv[1] };
+    int target_fds[1] = { FB_LAUNCH_FD };
+    if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *)hargv->pdata, (const char *const *)envp,
+                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, child_fds[0], child_fds[1],
+                                           child_fds[2], source_fds, target_fds, 1, &pid, NULL, NULL, NULL, &gerr))
+      {
+        fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't start the launch helper %s: %s", server->launch_helper,
+                          gerr->message);
+        goto fail;
+      }
+  }
+  close (sv[1]);
+  sv[1] = -1;
+
+  p = g_new0 (FbRpcProcess, 1);
+  p->session = session;
+  p->id = g_strdup (process_id);
+  p->helper = pid;
+  p->sock = sv[0];
+  p->policy = g_steal_pointer (&policy);
+  p->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
+  p->next_seq = 1;
+  p->in_fd = -1;
+  p->out.fd = p->err.fd = -1;
+  g_queue_init (&p->chunks);
+  g_queue_init (&p->write_id_order);
+  p->write_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  if (tty)
+    {
+      close (slave);
+      stream_open (&p->out, p, master, "pty");
+      p->in_fd = fcntl (master, F_DUPFD_CLOEXEC, 3);
+      p->accepts_stdin = true;
+    }
+  else
+    {
+      close (out[1]);
+      close (err[1]);
+      stream_open (&p->out, p, out[0], "stdout");
+      stream_open (&p->err, p, err[0], "stderr");
+      if (pipe_stdin)
+        {
+          close (in[0]);
+          p->in_fd = in[1];
+          p->accepts_stdin = true;
+        }
+      if (null_fd >= 0)
+        close (null_fd);
+    }
+  if (p->in_fd >= 0)
+    g_unix_set_fd_nonblocking (p->in_fd, TRUE, NULL);
+  p->sock_watch = g_unix_fd_add (p->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_status, p);
+  p->child_watch = g_child_watch_add (pid, on_helper_exit, p);
+  g_hash_table_insert (session->processes, p->id, p);
+
+  o = json_object_new ();
+  json_object_set_string_member (o, "processId", process_id);
+  json_object_set_string_member (o, "sandboxType", "fusebox");
+  return json_node_init_object (json_node_alloc (), o);
+
+sys_fail:
+  fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't set up the process's channels: %s", g_strerror (errno));
+fail:
+  for (guint i = 0; i < 2; i++)
+    {
+      if (sv[i] >= 0)
+        close (sv[i]);
+      if (out[i] >= 0)
+        close (out[i]);
+      if (err[i] >= 0)
+        close (err[i]);
+      if (in[i] >= 0)
+        close (in[i]);
+    }
+  if (master >= 0)
+    close (master);
+  if (slave >= 0)
+    close (slave);
+  if (null_fd >= 0)
+    close (null_fd);
+  return NULL;
+}
+
+/* --- process/read, write, signal, terminate ---------------------------------- */
+
+static FbRpcProcess *
+lookup (FbRpcConn *conn, JsonObject *params, FbRpcError *error)
+{
+  const char *process_id;
+  FbRpcProcess *p;
+
+  if (!fb_rpc_param_string (params, "processId", true, &process_id, error))
+    return NULL;
+  p = g_hash_table_lookup (conn->session->processes, process_id);
+  if (p == NULL)
+    fb_rpc_error_set (error, FB_RPC_ERROR_NOT_FOUND, "unknown process id %s", process_id);
+  return p;
+}
+
+static gboolean
+on_read_timeout (gpointer data)
+{
+  Deferred *d = data;
+
+  d->timeout = 0;
+  deferred_complete (d);
+  return G_SOURCE_REMOVE;
+}
+
+JsonNode *
+fb_rpc_process_read (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
+{
+  FbRpcProcess *p;
+  guint64 after, max_bytes, wait_ms;
+  bool have = false;
+  Deferred *d;
+
+  if (!fb_rpc_param_uint (params, "afterSeq", false, 0, &after, error) ||
+      !fb_rpc_param_uint (params, "maxBytes", false, FB_RPC_PROCESS_RETAIN, &max_bytes, error) ||
+      !fb_rpc_param_uint (params, "waitMs", false, 0, &wait_ms, error))
+    return NULL;
+  p = lookup (conn, params, error);
+  if (p == NULL)
+    return NULL;
+  for (GList *l = p->chunks.tail; l != NULL && !have; l = l->prev)
+    have = ((Chunk *)l->data)->seq > after;
+  if (have || p->finished || wait_ms == 0)
+    return read_response (p, after, max_bytes);
+  /* A long poll: answered at the next output, at the end, or at waitMs. */
+  d = g_new0 (Deferred, 1);
+  d->conn = conn;
+  d->proc = p;
+  d->id = json_node_copy (id);
+  d->after = after;
+  d->max_bytes = max_bytes;
+  d->timeout = g_timeout_add ((guint)MIN (wait_ms, (guint64)WAIT_MS_MAX), on_read_timeout, d);
+  p->waiters = g_list_append (p->waiters, d);
+  conn->deferred = g_list_append (conn->deferred, d);
+  *ret_deferred = true;
+  return NULL;
+}
+
+static gboolean on_stdin_writable (int fd, GIOCondition cond, gpointer user_data);
+
+static void
+flush_stdin (FbRpcProcess *p)
+{
+  while (p->in_fd >= 0 && p->in_pending != NULL && p->in_pending->len > 0)
+    {
+      ssize_t n = write (p->in_fd, p->in_pending->data, p->in_pending->len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        {
+          if (p->in_watch == 0)
+            p->in_watch = g_unix_fd_add (p->in_fd, G_IO_OUT | G_IO_ERR | G_IO_HUP, on_stdin_writable, p);
+          return;
+        }
+      if (n < 0)
+        {
+          /* The command closed its stdin: what is pending is lost to it. */
+          g_byte_array_set_size (p->in_pending, 0);
+          return;
+        }
+      g_byte_array_remove_range (p->in_pending, 0, (guint)n);
+    }
+}
+
+static gboolean
+on_stdin_writable (int fd, GIOCondition cond, gpointer user_data)
+{
+  FbRpcProcess *p = user_data;
+
+  p->in_watch = 0;
+  flush_stdin (p);
+  return G_SOURCE_REMOVE;
+}
+
+static JsonNode *
+write_status (const char *status)
+{
+  JsonObject *o = json_object_new ();
+  json_object_set_string_member (o, "status", status);
+  return json_node_init_object (json_node_alloc (), o);
+}
+
+JsonNode *
+fb_rpc_process_write (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
+{
+  const char *process_id, *chunk, *write_id;
+  g_autofree guint8 *data = NULL;
+  gsize len;
+  FbRpcProcess *p;
+
+  if (!fb_rpc_param_string (params, "processId", true, &process_id, error) ||
+      !fb_rpc_param_string (params, "chunk", true, &chunk, error) ||
+      !fb_rpc_param_string (params, "writeId", true, &write_id, error))
+    return NULL;
+  if (!fb_rpc_base64_decode (chunk, &data, &len))
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `chunk` is not valid base64");
+      return NULL;
+    }
+  p = g_hash_table_lookup (conn->session->processes, process_id);
+  if (p == NULL)
+    return write_status ("unknownProcess");
+  /* Idempotent: a retried write (same writeId) is acknowledged, not
+   * written twice. */
+  if (g_hash_table_contains (p->write_ids, write_id))
+    return write_status ("accepted");
+  if (!p->accepts_stdin)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
+                        "process %s does not take stdin: start it with tty or pipeStdin to write to it", process_id);
+      return NULL;
+    }
+  if (p->in_fd < 0)
+    return write_status ("stdinClosed");
+  if (p->in_pending == NULL)
+    p->in_pending = g_byte_array_new ();
+  if (p->in_pending->len + len > FB_STDIN_PENDING_MAX)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
+                        "process %s has %u bytes of stdin it has not read yet (limit %d); retry later", process_id,
+                        p->in_pending->len, FB_STDIN_PENDING_MAX);
+      return NULL;
+    }
+  g_byte_array_append (p->in_pending, data, (guint)len);
+  flush_stdin (p);
+  g_hash_table_add (p->write_ids, g_strdup (write_id));
+  g_queue_push_tail (&p->write_id_order, g_strdup (write_id));
+  while (p->write_id_order.length > FB_WRITE_IDS_MAX)
+    {
+      g_autofree char *oldest = g_queue_pop_head (&p->write_id_order);
+      g_hash_table_remove (p->write_ids, oldest);
+    }
+  return write_status ("accepted");
+}
+
+JsonNode *
+fb_rpc_process_signal (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
+{
+  const char *sig;
+  FbRpcProcess *p;
+
+  if (!fb_rpc_param_string (params, "signal", true, &sig, error))
+    return NULL;
+  if (strcmp (sig, "interrupt") != 0)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: unknown signal `%s` (known: interrupt)",
+                        sig);
+      return NULL;
+    }
+  p = lookup (conn, params, error);
+  if (p == NULL)
+    return NULL;
+  if (!p->exit_known)
+    send_signal (p, SIGINT);
+  return json_node_init_object (json_node_alloc (), json_object_new ());
+}
+
+JsonNode *
+fb_rpc_process_terminate (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
+{
+  const char *process_id;
+  FbRpcProcess *p;
+  bool running;
+  JsonObject *o;
+
+  if (!fb_rpc_param_string (params, "processId", true, &process_id, error))
+    return NULL;
+  p = g_hash_table_lookup (conn->session->processes, process_id);
+  running = p != NULL && !p->exit_known;
+  if (running)
+    send_signal (p, SIGKILL);
+  o = json_object_new ();
+  json_object_set_boolean_member (o, "running", running);
+  return json_node_init_object (json_node_alloc (), o);
+}

@@ -1,0 +1,211 @@
+/* fusebox — the remote API's internals, shared by ipc-rpc*.c, ipc-fsapi.c,
+ * ipc-session.c, ipc-process.c and their unit tests.  Everything here runs
+ * on the server's loop thread unless a comment says otherwise. */
+#pragma once
+
+#include "fs/fs.h"
+#include "ipc/ipc-private.h"
+#include "ipc/ipc-rpc.h"
+
+G_BEGIN_DECLS
+
+typedef struct FbRpcSession FbRpcSession;
+typedef struct FbRpcSandbox FbRpcSandbox;
+typedef struct FbRpcProcess FbRpcProcess;
+
+/* An error answer under construction. */
+typedef struct
+{
+  int code;
+  char *message;
+  JsonNode *data; /* owned, may be NULL */
+} FbRpcError;
+
+void fb_rpc_error_set (FbRpcError *error, int code, const char *format, ...) G_GNUC_PRINTF (3, 4);
+void fb_rpc_error_clear (FbRpcError *error);
+
+/* A copy of the policy variables that outlives the caller's. */
+typedef struct
+{
+  FbPolicyVars vars;
+  char *owned[4];
+} FbRpcVars;
+
+struct FbRpcServer
+{
+  GMainContext *context;
+  FbPolicy *policy;
+  FbRpcVars vars;
+  FbAccessLog *log;
+  FbLogLevel log_level;
+  guint detach_timeout_ms;
+  char *launch_helper;
+  char *run_dir;
+  char *cwd;
+
+  GHashTable *sessions; /* id → FbRpcSession* (owned) */
+  GList *conns;         /* FbRpcConn* */
+  guint n_conns;
+
+  /* ipc-rpc-sandbox.c: sandbox key → FbRpcSandbox*, least recently used first */
+  GHashTable *sandboxes;
+  GQueue sandbox_lru;
+  FbRpcSandbox *base; /* no sandbox parameter: the server's policy */
+
+  /* log/subscribe: one subscription to the access log fans out */
+  guint log_subscription;
+  GList *subscriptions; /* FbRpcSubscription* */
+  guint next_subscription;
+};
+
+typedef struct
+{
+  char *id;
+  FbRpcConn *conn;
+  JsonObject *filter; /* NULL: everything */
+} FbRpcSubscription;
+
+struct FbRpcConn
+{
+  FbRpcServer *server;
+  const FbRpcTransportOps *ops;
+  gpointer transport;
+  uid_t peer_uid;
+  char *peer_name;
+
+  /* The output queue: char* messages, bounded by FB_RPC_QUEUE_MAX bytes. */
+  GQueue out;
+  gsize out_bytes;
+  bool closing;
+
+  bool initialize_requested;
+  bool initialized;
+  FbRpcSession *session; /* attached session, or NULL */
+  char *client_name;
+
+  GHashTable *handles; /* handleId → FbRpcHandle* (fs/open) */
+  GList *deferred;     /* FbRpcDeferred* (process/read long polls) */
+  guint n_subscriptions;
+};
+
+struct FbRpcSession
+{
+  FbRpcServer *server;
+  char *id;
+  FbRpcConn *conn;       /* NULL while detached */
+  guint expire_id;       /* detach timer */
+  GHashTable *processes; /* processId → FbRpcProcess* */
+};
+
+/* --- replies (ipc-rpc.c) ---------------------------------------------------- */
+
+/* Queue TEXT (taken) for CONN; a client whose queue passes FB_RPC_QUEUE_MAX
+ * is disconnected as a slow reader. */
+void fb_rpc_conn_send (FbRpcConn *conn, char *text);
+void fb_rpc_conn_reply (FbRpcConn *conn, JsonNode *id, JsonNode *result);
+void fb_rpc_conn_reply_error (FbRpcConn *conn, JsonNode *id, FbRpcError *error);
+void fb_rpc_conn_notify (FbRpcConn *conn, const char *method, JsonNode *params);
+/* The caller the view logs for CONN's calls. */
+void fb_rpc_conn_get_caller (FbRpcConn *conn, FbViewCaller *ret_caller);
+
+/* A method: returns the result (owned), or NULL with ERROR set, or NULL
+ * with *ret_deferred = true when it will answer later itself. */
+typedef JsonNode *(*FbRpcMethodFunc) (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error,
+                                      bool *ret_deferred);
+
+/* Parameter readers: false with ERROR set (-32602 naming the member) when
+ * the member has the wrong type, or is missing and REQUIRED. */
+bool fb_rpc_param_string (JsonObject *params, const char *name, bool required, const char **ret, FbRpcError *error);
+bool fb_rpc_param_bool (JsonObject *params, const char *name, bool fallback, bool *ret, FbRpcError *error);
+bool fb_rpc_param_uint (JsonObject *params, const char *name, bool required, guint64 fallback, guint64 *ret,
+                        FbRpcError *error);
+/* A path member: a file:// URI or an absolute path. */
+bool fb_rpc_param_path (JsonObject *params, const char *name, char **ret, FbRpcError *error);
+/* Decode standard base64 strictly (Rust's STANDARD engine: padding
+ * required, no whitespace). */
+bool fb_rpc_base64_decode (const char *text, guint8 **ret, gsize *ret_len);
+
+/* --- sandboxes (ipc-rpc-sandbox.c) ------------------------------------------ */
+
+/* What the view decided against a call: filled by the tee sink while a call
+ * runs on the loop thread. */
+typedef struct
+{
+  bool denied;
+  char *path;
+  const char *access;
+  FbDecision decision;
+  int err;
+  char *rule; /* "3", "protected", "default" */
+  char *rule_origin;
+  char *why;
+} FbRpcDenial;
+
+void fb_rpc_denial_clear (FbRpcDenial *denial);
+
+/* The view for a call's `sandbox` member (NULL: the server's own policy):
+ * cached per distinct sandbox.  Borrowed: valid until the next call. */
+FbRpcSandbox *fb_rpc_sandbox_lookup (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error);
+FbView *fb_rpc_sandbox_get_view (FbRpcSandbox *sandbox);
+FbPolicy *fb_rpc_sandbox_get_policy (FbRpcSandbox *sandbox);
+/* Capture the first denial of the view's events until end. */
+void fb_rpc_sandbox_begin (FbRpcSandbox *sandbox, FbRpcDenial *denial);
+void fb_rpc_sandbox_end (FbRpcSandbox *sandbox);
+/* The server's policy narrowed by SANDBOX (new reference; NULL + ERROR). */
+FbPolicy *fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error);
+void fb_rpc_sandbox_free (FbRpcSandbox *sandbox);
+void fb_rpc_server_clear_sandboxes (FbRpcServer *server);
+
+/* A sink that forwards to NEXT and counts denials (any thread). */
+typedef struct FbRpcTeeSink FbRpcTeeSink;
+FbRpcTeeSink *fb_rpc_tee_sink_new (FbAccessSink *next);
+FbAccessSink *fb_rpc_tee_sink_get (FbRpcTeeSink *tee);
+guint fb_rpc_tee_sink_get_denials (FbRpcTeeSink *tee);
+void fb_rpc_tee_sink_free (FbRpcTeeSink *tee);
+
+/* Turn a view errno (+ the denial seen) into an error answer. */
+void fb_rpc_error_from_errno (FbRpcError *error, int err, const FbRpcDenial *denial, const char *what,
+                              const char *path);
+
+/* policy/explain */
+JsonNode *fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error,
+                                 bool *ret_deferred);
+
+/* --- fs/... (ipc-fsapi.c) ----------------------------------------------------- */
+
+JsonNode *fb_rpc_fs_read_file (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_write_file (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_create_directory (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_get_metadata (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_canonicalize (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_read_directory (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_walk (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_remove (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_copy (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_open (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_read_block (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_fs_close (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+/* Close every fs/open handle of CONN. */
+void fb_rpc_fs_close_all (FbRpcConn *conn);
+
+/* --- sessions (ipc-session.c) ----------------------------------------------- */
+
+/* initialize: a new session, or RESUME_ID's when it is detached. */
+FbRpcSession *fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_id, FbRpcError *error);
+/* The connection is gone: keep the session for the detach timeout. */
+void fb_rpc_session_detach (FbRpcSession *session);
+void fb_rpc_session_free (FbRpcSession *session);
+
+/* --- process/... (ipc-process.c) ---------------------------------------------- */
+
+JsonNode *fb_rpc_process_start (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_process_read (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_process_write (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_process_signal (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_process_terminate (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+/* Kill and forget a process (session end). */
+void fb_rpc_process_free (FbRpcProcess *process);
+/* A connection is gone: cancel its long polls. */
+void fb_rpc_process_cancel_deferred (FbRpcConn *conn);
+
+G_END_DECLS

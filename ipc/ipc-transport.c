@@ -1,0 +1,380 @@
+/* fusebox — the remote API's WebSocket transport (libsoup 3), and
+ * fb_rpc_listen() for every transport.
+ *
+ *   ws://HOST:PORT   one JSON-RPC message per frame (text or binary), as
+ *                    Codex's exec-server.  GET /readyz answers 200.
+ *
+ * Threat model: a web page in the user's browser can open a WebSocket to
+ * loopback (no same-origin rule for WebSockets), so any request carrying an
+ * Origin header — which browsers always send and agent harnesses don't —
+ * is refused with 403 before the handshake.  A non-loopback address needs
+ * --allow-remote and a bearer token (--token-file), compared in constant
+ * time; without a token the server refuses to start, so the API is never
+ * open to a network by accident.
+ *
+ * Bounds: libsoup closes a connection whose frame exceeds
+ * FB_RPC_WS_FRAME_HARD_MAX (close code 1009); a frame above
+ * FB_RPC_MESSAGE_MAX but below that gets an error answer and the
+ * connection stays usable.  Output: libsoup keeps its own unbounded send
+ * queue, so a message is handed to it only while the TCP socket is
+ * writable (the kernel has room, hence libsoup's queue holds at most what
+ * one write could not take); the rest waits in the connection's bounded
+ * queue (ipc-rpc.c), and a client that lets it fill is disconnected.
+ *
+ * Loop thread only. */
+#include "ipc/ipc-rpc-private.h"
+#include "ipc/ipc-transport-private.h"
+
+#include <glib-unix.h>
+#include <libsoup/soup.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct
+{
+  FbRpcListener *listener;
+  SoupWebsocketConnection *ws;
+  GSocket *socket;
+  FbRpcConn *conn;
+  guint out_watch;
+  guint closed_idle;
+} WsPeer;
+
+static bool
+ws_can_write (gpointer transport)
+{
+  WsPeer *peer = transport;
+  struct pollfd pfd = { g_socket_get_fd (peer->socket), POLLOUT, 0 };
+
+  if (soup_websocket_connection_get_state (peer->ws) != SOUP_WEBSOCKET_STATE_OPEN)
+    return false;
+  if (poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT))
+    return true;
+  return false;
+}
+
+static gboolean
+on_ws_writable (int fd, GIOCondition cond, gpointer user_data)
+{
+  WsPeer *peer = user_data;
+
+  peer->out_watch = 0;
+  if (peer->conn != NULL)
+    fb_rpc_conn_writable (peer->conn);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+ws_write (gpointer transport, const char *text, gsize len)
+{
+  WsPeer *peer = transport;
+
+  soup_websocket_connection_send_text (peer->ws, text);
+  if (peer->out_watch == 0)
+    /* Told when the kernel has room again (only matters while messages
+     * wait in our queue; a spurious wake-up is harmless). */
+    peer->out_watch = g_unix_fd_add (g_socket_get_fd (peer->socket), G_IO_OUT, on_ws_writable, peer);
+}
+
+static void
+ws_close (gpointer transport, const char *reason)
+{
+  WsPeer *peer = transport;
+
+  if (soup_websocket_connection_get_state (peer->ws) == SOUP_WEBSOCKET_STATE_OPEN)
+    soup_websocket_connection_close (peer->ws, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION, reason);
+}
+
+static const FbRpcTransportOps ws_ops = { ws_can_write, ws_write, ws_close };
+
+static void
+ws_peer_free (WsPeer *peer)
+{
+  if (peer->out_watch != 0)
+    g_source_remove (peer->out_watch);
+  if (peer->closed_idle != 0)
+    g_source_remove (peer->closed_idle);
+  g_signal_handlers_disconnect_by_data (peer->ws, peer);
+  if (soup_websocket_connection_get_state (peer->ws) == SOUP_WEBSOCKET_STATE_OPEN)
+    soup_websocket_connection_close (peer->ws, SOUP_WEBSOCKET_CLOSE_GOING_AWAY, "server stopping");
+  g_object_unref (peer->ws);
+  g_clear_object (&peer->socket);
+  g_free (peer);
+}
+
+static gboolean
+ws_closed_idle (gpointer data)
+{
+  WsPeer *peer = data;
+  FbRpcListener *l = peer->listener;
+
+  peer->closed_idle = 0;
+  if (peer->conn != NULL)
+    fb_rpc_conn_closed (peer->conn);
+  peer->conn = NULL;
+  l->peers = g_list_remove (l->peers, peer);
+  ws_peer_free (peer);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_ws_closed (SoupWebsocketConnection *ws, gpointer user_data)
+{
+  WsPeer *peer = user_data;
+
+  /* Not from inside libsoup's emission: the peer and its ws go away. */
+  if (peer->closed_idle == 0)
+    peer->closed_idle = g_idle_add (ws_closed_idle, peer);
+}
+
+static void
+on_ws_message (SoupWebsocketConnection *ws, int type, GBytes *message, gpointer user_data)
+{
+  WsPeer *peer = user_data;
+  gsize len;
+  const char *data = g_bytes_get_data (message, &len);
+
+  if (peer->conn == NULL)
+    return;
+  /* Text and binary frames alike carry one JSON message. */
+  if (len > FB_RPC_MESSAGE_MAX)
+    fb_rpc_conn_receive_oversized (peer->conn, len);
+  else
+    fb_rpc_conn_receive (peer->conn, data != NULL ? data : "", len);
+}
+
+static void
+on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, SoupWebsocketConnection *ws,
+              gpointer user_data)
+{
+  FbRpcListener *l = user_data;
+  WsPeer *peer = g_new0 (WsPeer, 1);
+  GSocket *socket = soup_server_message_get_socket (msg);
+  GSocketAddress *remote = soup_server_message_get_remote_address (msg);
+  g_autofree char *name = NULL;
+
+  if (remote != NULL && G_IS_INET_SOCKET_ADDRESS (remote))
+    {
+      g_autofree char *ip =
+        g_inet_address_to_string (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (remote)));
+      name = g_strdup_printf ("ws:%s:%u", ip, g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (remote)));
+    }
+  peer->listener = l;
+  peer->ws = g_object_ref (ws);
+  peer->socket = socket != NULL ? g_object_ref (socket) : NULL;
+  soup_websocket_connection_set_max_incoming_payload_size (ws, FB_RPC_WS_FRAME_HARD_MAX);
+  soup_websocket_connection_set_keepalive_interval (ws, 0);
+  l->peers = g_list_prepend (l->peers, peer);
+  g_signal_connect (ws, "message", G_CALLBACK (on_ws_message), peer);
+  g_signal_connect (ws, "closed", G_CALLBACK (on_ws_closed), peer);
+  if (peer->socket == NULL)
+    {
+      soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "no socket");
+      return;
+    }
+  peer->conn = fb_rpc_server_accept (l->server, &ws_ops, peer, geteuid (), name);
+  if (peer->conn == NULL)
+    soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "too many clients");
+}
+
+static bool
+token_equal (const char *a, const char *b)
+{
+  gsize la = strlen (a), lb = strlen (b);
+  unsigned char diff = la != lb;
+
+  /* Constant time in the length of the presented token. */
+  for (gsize i = 0; i < la; i++)
+    diff |= (unsigned char)a[i] ^ (unsigned char)b[lb > 0 ? i % lb : 0];
+  return diff == 0;
+}
+
+/* Before the body and the handshake: refuse browsers and, when a token is
+ * set, anyone without it.  A status set here ends the request. */
+static void
+early_handler (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer user_data)
+{
+  FbRpcListener *l = user_data;
+  SoupMessageHeaders *h = soup_server_message_get_request_headers (msg);
+
+  if (soup_message_headers_get_one (h, "Origin") != NULL)
+    {
+      soup_server_message_set_status (msg, SOUP_STATUS_FORBIDDEN, NULL);
+      soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_STATIC, "browser origins are not allowed\n", 32);
+      return;
+    }
+  if (l->token != NULL)
+    {
+      const char *auth = soup_message_headers_get_one (h, "Authorization");
+      if (auth == NULL || g_ascii_strncasecmp (auth, "Bearer ", 7) != 0 || !token_equal (auth + 7, l->token))
+        {
+          soup_server_message_set_status (msg, SOUP_STATUS_UNAUTHORIZED, NULL);
+          soup_message_headers_append (soup_server_message_get_response_headers (msg), "WWW-Authenticate", "Bearer");
+          return;
+        }
+    }
+}
+
+static void
+readyz_handler (SoupServer *server, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer user_data)
+{
+  if (soup_server_message_get_status (msg) != 0)
+    return;
+  soup_server_message_set_status (msg, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_STATIC, "ok\n", 3);
+}
+
+static bool
+listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options, char **ret_url, GError **error)
+{
+  g_autofree char *host = NULL;
+  g_autoptr (GInetAddress) addr = NULL;
+  g_autoptr (GSocketAddress) sa = NULL;
+  g_autoptr (GError) local = NULL;
+  const char *hp = spec + 5, *colon;
+  char *end;
+  guint64 port;
+  GSList *uris;
+
+  /* ws://HOST:PORT, HOST a literal address ([v6]) or "localhost". */
+  if (hp[0] == '[')
+    {
+      const char *close_b = strchr (hp, ']');
+      if (close_b == NULL || close_b[1] != ':')
+        goto bad;
+      host = g_strndup (hp + 1, close_b - hp - 1);
+      colon = close_b + 1;
+    }
+  else
+    {
+      colon = strrchr (hp, ':');
+      if (colon == NULL)
+        goto bad;
+      host = g_strndup (hp, colon - hp);
+    }
+  port = g_ascii_strtoull (colon + 1, &end, 10);
+  if (end == colon + 1 || (*end != '\0' && strcmp (end, "/") != 0) || port > 65535)
+    goto bad;
+  if (strcmp (host, "localhost") == 0)
+    {
+      g_free (host);
+      host = g_strdup ("127.0.0.1");
+    }
+  addr = g_inet_address_new_from_string (host);
+  if (addr == NULL)
+    goto bad;
+  if (!g_inet_address_get_is_loopback (addr))
+    {
+      if (!options->allow_remote)
+        {
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                       "--listen %s: %s is not a loopback address; anyone who can reach it could run commands and "
+                       "read files under the policy.  Add --allow-remote and --token-file FILE to accept remote "
+                       "clients with a bearer token",
+                       spec, host);
+          return false;
+        }
+      if (options->token == NULL)
+        {
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                       "--listen %s: a non-loopback address needs --token-file FILE (a bearer token clients must "
+                       "send)",
+                       spec);
+          return false;
+        }
+    }
+  l->token = g_strdup (options->token);
+  l->soup = soup_server_new ("server-header", "fusebox-serve", NULL);
+  soup_server_add_early_handler (l->soup, NULL, early_handler, l, NULL);
+  soup_server_add_handler (l->soup, "/readyz", readyz_handler, l, NULL);
+  soup_server_add_websocket_handler (l->soup, NULL, NULL, NULL, on_websocket, l, NULL);
+  sa = g_inet_socket_address_new (addr, (guint16)port);
+  if (!soup_server_listen (l->soup, sa, 0, &local))
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
+                   "--listen %s: can't listen there: %s; pick a free port (0 picks one)", spec, local->message);
+      return false;
+    }
+  uris = soup_server_get_uris (l->soup);
+  if (uris != NULL && ret_url != NULL)
+    {
+      GUri *u = uris->data;
+      const char *h = g_uri_get_host (u);
+      if (strchr (h, ':') != NULL)
+        *ret_url = g_strdup_printf ("ws://[%s]:%d", h, g_uri_get_port (u));
+      else
+        *ret_url = g_strdup_printf ("ws://%s:%d", h, g_uri_get_port (u));
+    }
+  g_slist_free_full (uris, (GDestroyNotify)g_uri_unref);
+  return true;
+
+bad:
+  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+               "--listen %s: expected ws://HOST:PORT with HOST an IP address or localhost (e.g. ws://127.0.0.1:0)",
+               spec);
+  return false;
+}
+
+FbRpcListener *
+fb_rpc_listen (FbRpcServer *server, const FbRpcListenOptions *options, char **ret_url, GError **error)
+{
+  g_autoptr (FbRpcListener) l = g_new0 (FbRpcListener, 1);
+  const char *spec = options->listen;
+
+  l->server = server;
+  if (g_str_has_prefix (spec, "ws://"))
+    {
+      if (!listen_ws (l, spec, options, ret_url, error))
+        return NULL;
+    }
+  else if (g_str_has_prefix (spec, "unix:"))
+    {
+      if (!fb_rpc_listen_unix (l, spec + 5, error))
+        return NULL;
+      if (ret_url != NULL)
+        *ret_url = g_strdup (spec);
+    }
+  else if (strcmp (spec, "stdio") == 0)
+    {
+      if (!fb_rpc_listen_stdio (l, error))
+        return NULL;
+      if (ret_url != NULL)
+        *ret_url = g_strdup ("stdio");
+    }
+  else
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "--listen %s: unknown transport; use ws://HOST:PORT, unix:PATH or stdio", spec);
+      return NULL;
+    }
+  return g_steal_pointer (&l);
+}
+
+bool
+fb_rpc_listener_is_finished (FbRpcListener *listener)
+{
+  return listener->finished;
+}
+
+void
+fb_rpc_listener_free (FbRpcListener *l)
+{
+  if (l == NULL)
+    return;
+  if (l->soup != NULL)
+    soup_server_disconnect (l->soup);
+  while (l->peers != NULL)
+    {
+      WsPeer *peer = l->peers->data;
+      l->peers = g_list_remove (l->peers, peer);
+      if (peer->conn != NULL)
+        fb_rpc_conn_closed (peer->conn);
+      peer->conn = NULL;
+      ws_peer_free (peer);
+    }
+  g_clear_object (&l->soup);
+  fb_rpc_stream_listener_clear (l);
+  g_free (l->token);
+  g_free (l);
+}
