@@ -286,7 +286,10 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
     }
   l->token = g_strdup (options->token);
   l->soup = soup_server_new ("server-header", "fusebox-serve", NULL);
+  /* libsoup keeps one handler entry per path and runs the early callback
+   * of the most specific one: /readyz needs its own. */
   soup_server_add_early_handler (l->soup, NULL, early_handler, l, NULL);
+  soup_server_add_early_handler (l->soup, "/readyz", early_handler, l, NULL);
   soup_server_add_handler (l->soup, "/readyz", readyz_handler, l, NULL);
   soup_server_add_websocket_handler (l->soup, NULL, NULL, NULL, on_websocket, l, NULL);
   sa = g_inet_socket_address_new (addr, (guint16)port);
