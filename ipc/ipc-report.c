@@ -359,6 +359,9 @@ fb_report_add_record (FbReport *r, JsonObject *o)
   gint64 us;
   RunInfo *ri = run_info (r, get_str (o, "run"));
 
+  /* Logs are read back from disk: any member may be missing or mistyped. */
+  if (op == NULL)
+    op = "?";
   r->records++;
   ri->records++;
   if (seq > 0)
@@ -387,7 +390,7 @@ fb_report_add_record (FbReport *r, JsonObject *o)
           r->last_us = us;
         }
     }
-  count (r->ops, op != NULL ? op : "?");
+  count (r->ops, op);
   count (r->decisions, decision != NULL ? decision : "?");
 
   if (g_strcmp0 (decision, "allow") == 0)
@@ -740,6 +743,16 @@ text_safe (GString *out, const char *s)
 
 /* Right-aligned in 10 columns.  Not g_format_size: its U+00A0 breaks
  * byte-counted alignment and grep. */
+/* ", KEY N": a counter whose key (an op or decision name) comes from the log. */
+static void
+text_count (GString *out, gboolean first, const char *key, guint64 n)
+{
+  if (!first)
+    g_string_append (out, ", ");
+  text_safe (out, key);
+  g_string_append_printf (out, " %" G_GUINT64_FORMAT, n);
+}
+
 static void
 text_bytes (GString *out, gint64 bytes)
 {
@@ -766,7 +779,11 @@ text_ops (GString *out, GPtrArray *ops)
 {
   g_string_append (out, "  (");
   for (guint j = 0; j < ops->len; j++)
-    g_string_append_printf (out, "%s%s", j > 0 ? ", " : "", (const char *)ops->pdata[j]);
+    {
+      if (j > 0)
+        g_string_append (out, ", ");
+      text_safe (out, ops->pdata[j]);
+    }
   g_string_append_c (out, ')');
 }
 
@@ -801,8 +818,7 @@ text_decisions (GString *out, GHashTable *t)
   g_autoptr (GPtrArray) keys = sorted_keys (t);
 
   for (guint i = 0; i < keys->len; i++)
-    g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, i > 0 ? ", " : "", (const char *)keys->pdata[i],
-                            counter (t, keys->pdata[i]));
+    text_count (out, i == 0, keys->pdata[i], counter (t, keys->pdata[i]));
 }
 
 static void
@@ -943,8 +959,7 @@ fb_report_to_text (FbReport *r)
         {
           if (strcmp (keys->pdata[i], "allow") == 0)
             continue;
-          g_string_append_printf (out, "%s%s %" G_GUINT64_FORMAT, first ? "" : ", ", (const char *)keys->pdata[i],
-                                  counter (r->decisions, keys->pdata[i]));
+          text_count (out, first, keys->pdata[i], counter (r->decisions, keys->pdata[i]));
           first = FALSE;
         }
       g_string_append_c (out, ')');
@@ -962,7 +977,11 @@ fb_report_to_text (FbReport *r)
                             r->reader.duplicates, r->reader.bad_lines, r->reader.truncated);
   if (r->first_ts != NULL)
     {
-      g_string_append_printf (out, "  time span   %s .. %s (", r->first_ts, r->last_ts);
+      g_string_append (out, "  time span   ");
+      text_safe (out, r->first_ts);
+      g_string_append (out, " .. ");
+      text_safe (out, r->last_ts);
+      g_string_append (out, " (");
       text_duration (out, (double)(r->last_us - r->first_us) / G_USEC_PER_SEC);
       g_string_append (out, ")\n");
     }

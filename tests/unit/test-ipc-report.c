@@ -224,6 +224,29 @@ test_report_open_then_close (void **state)
   assert_string_equal (path_at (rd, 0), "/w/g");
 }
 
+/* Found by fuzz-ipc-log: records missing "op", and op/decision names with
+ * control characters, must neither crash the report nor reach the terminal. */
+static void
+test_report_malformed_records (void **state)
+{
+  static const char *const lines[] = {
+    "{\"seq\":1,\"path\":\"/w/f\",\"decision\":\"allow\",\"bytes_written\":3}",
+    "{\"seq\":2,\"op\":\"ev\\u001b[2Jil\",\"path\":\"/w/g\",\"access\":\"write\",\"decision\":\"allow\"}",
+    "{\"seq\":3,\"op\":\"open\",\"path\":\"/w/h\",\"decision\":\"al\\u0014w\",\"errno\":13}",
+    "{\"seq\":\"x\",\"op\":7,\"path\":[],\"decision\":null,\"ts\":\"\\u001b\"}",
+  };
+  g_autoptr (FbReport) r = build_report (lines, G_N_ELEMENTS (lines));
+  g_autofree char *text = fb_report_to_text (r);
+  g_autoptr (JsonNode) root = fb_report_to_json (r);
+
+  for (const char *p = text; *p != '\0'; p++)
+    if ((guchar)*p < 0x20 && *p != '\n')
+      fail_msg ("raw control byte 0x%02x in the report:\n%s", (guchar)*p, text);
+  assert_non_null (strstr (text, "ev\\x1b[2Jil"));
+  assert_non_null (strstr (text, "al\\x14w 1"));
+  assert_int_equal (json_object_get_int_member (member_obj (json_node_get_object (root), "totals"), "records"), 4);
+}
+
 static void
 test_report_text (void **state)
 {
@@ -342,6 +365,7 @@ main (void)
     cmocka_unit_test (test_report_json),
     cmocka_unit_test (test_report_examples_capped_and_gaps),
     cmocka_unit_test (test_report_open_then_close),
+    cmocka_unit_test (test_report_malformed_records),
     cmocka_unit_test (test_report_text),
     cmocka_unit_test (test_people_columns),
     cmocka_unit_test (test_people_colors),
