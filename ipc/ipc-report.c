@@ -16,6 +16,7 @@
 #include <string.h>
 
 #define MAX_EXAMPLES 5
+#define PLURAL(n) ((n) == 1 ? "" : "s")
 
 typedef struct
 {
@@ -863,15 +864,17 @@ fb_report_to_text (FbReport *r)
 
       g_string_append_printf (out, "%srun ", i > 0 ? "                " : "");
       text_safe (out, ri->run[0] != '\0' ? ri->run : "(none)");
-      g_string_append_printf (out, ": %" G_GUINT64_FORMAT " records, seq %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT "%s\n",
-                              ri->records, ri->first_seq, ri->last_seq, ri->gaps > 0 ? " WITH GAPS" : "");
+      g_string_append_printf (
+        out, ": %" G_GUINT64_FORMAT " record%s, seq %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT "%s\n", ri->records,
+        PLURAL (ri->records), ri->first_seq, ri->last_seq, ri->gaps > 0 ? " WITH GAPS" : "");
     }
   if (gaps > 0 || r->reader.bad_lines > 0 || r->reader.truncated > 0)
     g_string_append_printf (out,
                             "WARNING: the log is not whole: %" G_GUINT64_FORMAT
-                            " records missing (seq gaps), %" G_GUINT64_FORMAT " unreadable lines, %" G_GUINT64_FORMAT
-                            " truncated lines\n",
-                            gaps, r->reader.bad_lines, r->reader.truncated);
+                            " record%s missing (seq gaps), %" G_GUINT64_FORMAT " unreadable line%s, %" G_GUINT64_FORMAT
+                            " truncated line%s\n",
+                            gaps, PLURAL (gaps), r->reader.bad_lines, PLURAL (r->reader.bad_lines), r->reader.truncated,
+                            PLURAL (r->reader.truncated));
 
   text_files (out, "Files created", r->created, FALSE, TRUE);
   text_files (out, "Files written", r->written, TRUE, FALSE);
@@ -896,8 +899,8 @@ fb_report_to_text (FbReport *r)
   {
     g_autoptr (GPtrArray) groups = sorted_groups (r->by_rule);
 
-    g_string_append_printf (out, "\nDenials by rule (%" G_GUINT64_FORMAT " denials, %u rules)\n", r->denied,
-                            groups->len);
+    g_string_append_printf (out, "\nDenials by rule (%" G_GUINT64_FORMAT " denial%s, %u rule%s)\n", r->denied,
+                            PLURAL (r->denied), groups->len, PLURAL (groups->len));
     if (groups->len == 0)
       g_string_append (out, "  none\n");
     for (guint i = 0; i < groups->len; i++)

@@ -196,7 +196,7 @@ test_report_examples_capped_and_gaps (void **state)
 
   text = fb_report_to_text (r);
   assert_non_null (strstr (text, "WARNING"));
-  assert_non_null (strstr (text, "1 records missing"));
+  assert_non_null (strstr (text, "1 record missing"));
   assert_non_null (strstr (text, "      ...\n"));
 }
 
