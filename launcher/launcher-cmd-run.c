@@ -8,21 +8,24 @@
  *               -- COMMAND [ARG...]
  *   fusebox runs [--prune] [--json]
  *
- * What is here: the options, the effective policy (the spec plus the
- * command line's rules), the run directory (0700: policy.json, run.json, the
- * private sources), the sandbox's environment and working directory, and
- * `fusebox runs`.  What is not yet: serving the view — see serve() below and
- * the wiring it describes; until then `run` prepares the run directory,
- * records why it did not run, and exits 1.
+ * The supervisor: it parses the options, builds the effective policy (the
+ * spec, the command line's rules, and a hide rule for fusebox's own run
+ * directories), prepares the run directory (0700: policy.json, run.json,
+ * the access log, the private sources), starts the sandbox
+ * (launcher/launcher.h), serves it the view (fs/fs.h) with the access log
+ * (ipc/ipc.h) on a GLib main loop, forwards signals, and exits with the
+ * command's status.  See serve() for the order and the threads.
  *
- * Single-threaded until serve(): the launcher must fork before any thread.
+ * Single-threaded until serve() has spawned the sandbox: the launcher forks.
  *
  * run.json: {"run", "command", "cwd", "workspace", "policy", "network",
  * "uid", "gid", "started", "supervisor": {"pid", "start_time"}, and when
- * over: "ended", "exit_status" (or "error"), "records"}.  A run is over when
+ * over: "ended", "exit_status", "records", "denials", and on a failure
+ * "error" (the message) and "failed_step"}.  A run is over when
  * "ended" is set or its supervisor (pid + start time, so a reused pid does
  * not count) is gone.
  */
+#include "fs/fs.h"
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "launcher/launcher.h"
@@ -31,12 +34,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glib-unix.h>
 #include <json-glib/json-glib.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define DEFAULT_SPEC "builtin:default"
@@ -274,17 +281,62 @@ parse_run_args (int argc, char **argv, RunOptions *o)
   return -1;
 }
 
-/* The spec's policy, then (if the command line adds rules or sets the
- * network) the same policy re-loaded with them: errors in the file keep
- * their FILE:LINE:COL, and the command line's rules carry "why". */
+/* PATH with the symlinks of its existing part resolved, the rest appended:
+ * the view decides real host paths, and the run directory (or even its
+ * root) may not exist yet when the policy is built. */
+static char *
+real_path_prefix (const char *path)
+{
+  g_autofree char *head = g_strdup (path);
+  g_autoptr (GString) tail = g_string_new (NULL);
+  for (;;)
+    {
+      char *real = realpath (head, NULL);
+      if (real)
+        {
+          g_autofree char *joined = g_strconcat (real, tail->str, NULL);
+          free (real);
+          return g_canonicalize_filename (joined, "/");
+        }
+      char *slash = strrchr (head, '/');
+      if (!slash || slash == head)
+        return g_strdup (path);
+      g_string_prepend (tail, slash);
+      *slash = '\0';
+    }
+}
+
+static bool
+has_rule (JsonArray *rules, const char *path, const char *access)
+{
+  for (guint i = 0; i < json_array_get_length (rules); i++)
+    {
+      JsonObject *r = json_array_get_object_element (rules, i);
+      if (r && g_strcmp0 (json_object_get_string_member_with_default (r, "path", NULL), path) == 0 &&
+          g_strcmp0 (json_object_get_string_member_with_default (r, "access", NULL), access) == 0)
+        return true;
+    }
+  return false;
+}
+
+#define RUN_DIRS_WHY "fusebox's own run directories"
+
+/* The spec's policy, re-loaded with the command line's rules and network,
+ * then a hide rule for fusebox's run directories (the root under
+ * $XDG_STATE_HOME, and this run's when --run-dir puts it elsewhere): they
+ * hold this run's policy and log and other runs' logs and private files,
+ * and a policy that shows the host (builtin:host makes / writable) would
+ * otherwise let the sandbox read or rewrite its own audit trail.  The rule
+ * comes after the user's and, at its path, wins over any other access
+ * (hide is the strongest at equal specificity); a more specific rule the
+ * user wrote below it still decides there.  Errors in the file keep their
+ * FILE:LINE:COL: the spec is loaded on its own first. */
 static FbPolicy *
-load_policy (const RunOptions *o, const FbPolicyVars *vars, GError **error)
+load_policy (const RunOptions *o, const FbPolicyVars *vars, const char *run_dir, GError **error)
 {
   g_autoptr (FbPolicy) base = fb_policy_load_spec (o->policy_spec, vars, error);
   if (!base)
     return NULL;
-  if (o->rules->len == 0 && !o->network_set)
-    return g_steal_pointer (&base);
 
   g_autofree char *json = fb_policy_to_json (base);
   g_autoptr (JsonParser) parser = json_parser_new ();
@@ -304,7 +356,27 @@ load_policy (const RunOptions *o, const FbPolicyVars *vars, GError **error)
       json_object_set_string_member (rule, "why", why);
       json_array_add_object_element (rules, rule);
     }
-  g_autofree char *origin = g_strdup_printf ("%s + command line", fb_policy_get_origin (base));
+
+  g_autofree char *runs_root = fb_run_dir_root ();
+  char *hidden[2] = { real_path_prefix (runs_root), real_path_prefix (run_dir) };
+  if (g_str_has_prefix (hidden[1], hidden[0]) && hidden[1][strlen (hidden[0])] == '/')
+    g_clear_pointer (&hidden[1], g_free); /* covered by the root's rule */
+  for (guint i = 0; i < G_N_ELEMENTS (hidden); i++)
+    {
+      if (!hidden[i] || strcmp (hidden[i], "/") == 0 || has_rule (rules, hidden[i], "hide"))
+        continue;
+      JsonObject *rule = json_object_new ();
+      json_object_set_string_member (rule, "path", hidden[i]);
+      json_object_set_string_member (rule, "access", "hide");
+      json_object_set_string_member (rule, "why", RUN_DIRS_WHY);
+      json_array_add_object_element (rules, rule);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (hidden); i++)
+    g_free (hidden[i]);
+
+  g_autofree char *origin = o->rules->len > 0 || o->network_set
+                              ? g_strdup_printf ("%s + command line", fb_policy_get_origin (base))
+                              : g_strdup (fb_policy_get_origin (base));
   return fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
 }
 
@@ -482,7 +554,7 @@ prepare (const RunOptions *o, Run *run)
 
   run->dir = plan_run_dir (o, &run->id);
   fb_policy_vars_init_from_env (&run->vars, o->workspace, run->dir);
-  run->policy = load_policy (o, &run->vars.vars, &error);
+  run->policy = load_policy (o, &run->vars.vars, run->dir, &error);
   if (!run->policy)
     {
       fb_cmd_error ("run: %s", error->message);
@@ -533,31 +605,369 @@ prepare (const RunOptions *o, Run *run)
   return -1;
 }
 
-/* Serving the view is the missing part.  The wiring, in this order:
- *  1. plan: FB_LAUNCHER_ROOT_FUSE, uid/gid, network from the policy,
- *     argv = o->command, envp = run->envp, cwd = run->cwd;
- *     fb_launcher_spawn() — before any thread exists.
- *  2. fb_launcher_child_wait_mounted (child, &fuse_fd); on failure print
- *     fb_launcher_child_describe_failure(), run fb_launcher_check_run() with
- *     quiet_ok, exit fb_launcher_failure_exit_code().
- *  3. fb_view_new (policy, {sink = the access log's, log_level}),
- *     fb_fuse_new, fb_fuse_serve_fd (fuse, fuse_fd), fb_fuse_start — the
- *     threads start only now.
- *  4. Main loop: the access log, g_unix_fd_add on
- *     fb_launcher_child_get_pidfd() -> fb_launcher_child_wait(); SIGINT,
- *     SIGTERM, SIGHUP (g_unix_signal_add) and SIGQUIT (a signalfd) ->
- *     fb_launcher_child_kill().
- *  5. After the exit: fb_fuse_join (the mount died with the namespace),
- *     fb_access_log_close, run.json "ended"/"exit_status"/"records", remove
- *     private sources unless --keep-run, exit with the command's status. */
+static int remove_tree_at (int parent_fd, const char *name);
+
+/* Private sources go with the run unless --keep-run; the log, policy.json
+ * and run.json stay (`fusebox runs --prune` removes them). */
+static void
+remove_private (Run *run)
+{
+  int fd = open (run->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  int r = remove_tree_at (fd, "private");
+  if (r < 0)
+    fb_cmd_error ("run: removing the private sources in %s/private: %s; remove them with 'fusebox runs --prune'",
+                  run->dir, g_strerror (-r));
+  close (fd);
+}
+
+/* ---- serving the view ----
+ *
+ * The order is forced by two rules.  fb_launcher_spawn() forks, so it runs
+ * while this process has one thread: nothing before it may start a thread
+ * (GLib's worker thread, libfuse's workers).  And the sandbox's first lookup
+ * in the view (pid 1 mounting /proc on it) blocks until the FUSE connection
+ * is served, so serving starts right after fb_launcher_child_wait_mounted().
+ * The access log and the view are made between the two, while the child
+ * builds its namespaces: that work overlaps instead of adding to startup.
+ *
+ * Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked before the spawn
+ * and read from a signalfd in the main loop.  Every thread started later
+ * inherits the mask (libfuse's workers block them again, GLib's worker
+ * blocks everything), so none is lost to a thread and none kills the
+ * supervisor halfway through writing the log.  g_unix_signal_add() has no
+ * SIGQUIT; one mechanism for the four is simpler than two.
+ *
+ * The end: the outer child's pidfd becomes readable when pid 1 (and so the
+ * whole pid namespace) is gone.  The FUSE connection ends by itself once the
+ * last process holding the sandbox's mount namespace is gone (the kernel
+ * aborts the connection when the superblock dies); a file of the view kept
+ * open elsewhere (passed out over an abstract socket with network host)
+ * would keep it alive, so after LINGER_MS it is aborted. */
+
+#define LINGER_MS 2000
+#define ABORT_RETRY_MS 500
+
+/* Counts the denials on their way to the access log (for run.json). */
+typedef struct
+{
+  FbAccessSink sink; /* first: the sink pointer is this struct's */
+  FbAccessSink *inner;
+  gint denials; /* atomic */
+} CountingSink;
+
+static void
+counting_push (FbAccessSink *sink, const FbAccessEvent *event)
+{
+  CountingSink *c = (CountingSink *)sink;
+  if (event->decision != FB_DECISION_ALLOW)
+    g_atomic_int_inc (&c->denials);
+  fb_access_sink_push (c->inner, event);
+}
+
+typedef struct
+{
+  GMainLoop *loop;
+  FbLauncherChild *child;
+  FbFuse *fuse;
+  bool child_over;
+  int exit_code;
+  gint fuse_done; /* atomic: set on the FUSE serving thread */
+  int fuse_result;
+  guint linger_id;
+} Supervisor;
+
+static void
+maybe_quit (Supervisor *sv)
+{
+  if (sv->child_over && g_atomic_int_get (&sv->fuse_done))
+    g_main_loop_quit (sv->loop);
+}
+
+static gboolean
+fuse_finished_idle (gpointer data)
+{
+  Supervisor *sv = data;
+  if (!sv->child_over && sv->fuse_result < 0)
+    {
+      /* The view is gone under a running sandbox: every access would fail
+       * with ENOTCONN.  End it rather than let it run blind. */
+      fb_cmd_error ("run: serving the view failed (%s); stopping the sandbox", g_strerror (-sv->fuse_result));
+      fb_launcher_child_kill (sv->child, SIGKILL);
+    }
+  maybe_quit (sv);
+  return G_SOURCE_REMOVE;
+}
+
+/* On the FUSE serving thread: hand the end over to the main loop. */
+static void
+fuse_done (int result, gpointer data)
+{
+  Supervisor *sv = data;
+  sv->fuse_result = result;
+  g_atomic_int_set (&sv->fuse_done, 1);
+  g_idle_add (fuse_finished_idle, sv);
+}
+
+/* The connection outlived the sandbox: end it (again every half second: a
+ * wake-up can race with a worker about to block, see fb_fuse_abort()). */
+static gboolean
+abort_lingering (gpointer data)
+{
+  Supervisor *sv = data;
+  sv->linger_id = 0;
+  if (g_atomic_int_get (&sv->fuse_done))
+    return G_SOURCE_REMOVE;
+  fb_fuse_abort (sv->fuse);
+  sv->linger_id = g_timeout_add (ABORT_RETRY_MS, abort_lingering, sv);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+child_over (Supervisor *sv)
+{
+  if (sv->child_over)
+    return;
+  if (fb_launcher_child_wait (sv->child, &sv->exit_code) < 0)
+    sv->exit_code = FB_LAUNCHER_EXIT_SANDBOX;
+  sv->child_over = true;
+  if (!g_atomic_int_get (&sv->fuse_done) && sv->linger_id == 0)
+    sv->linger_id = g_timeout_add (LINGER_MS, abort_lingering, sv);
+  maybe_quit (sv);
+}
+
+static gboolean
+on_pidfd (gint fd, GIOCondition condition, gpointer data)
+{
+  child_over (data);
+  return G_SOURCE_REMOVE;
+}
+
+/* Kernels without pidfds: poll for the exit. */
+static gboolean
+poll_child (gpointer data)
+{
+  Supervisor *sv = data;
+  if (fb_launcher_child_try_wait (sv->child, NULL) == -EAGAIN)
+    return G_SOURCE_CONTINUE;
+  child_over (sv);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_signal (gint fd, GIOCondition condition, gpointer data)
+{
+  Supervisor *sv = data;
+  struct signalfd_siginfo si;
+  while (read (fd, &si, sizeof si) == (ssize_t)sizeof si)
+    {
+      if (!sv->child_over)
+        fb_launcher_child_kill (sv->child, (int)si.ssi_signo);
+      else if (!g_atomic_int_get (&sv->fuse_done))
+        fb_fuse_abort (sv->fuse); /* a second request to end: don't wait for the linger */
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+/* The prerequisite probes after a failure, so that the user sees which one
+ * is missing and its fix, not a bare errno.  They fork: in-process only
+ * while single-threaded, else through a fresh `fusebox check`. */
+static void
+run_probes (bool single_threaded)
+{
+  fprintf (stderr, "fusebox: checking the prerequisites of a sandbox ('fusebox check'):\n");
+  if (single_threaded)
+    {
+      FbLauncherCheckOptions co = { .quiet_ok = true };
+      if (fb_launcher_check_run (&co, stderr) == 0)
+        fprintf (stderr, "fusebox: every prerequisite is met; the step above is the cause\n");
+      return;
+    }
+  const char *argv[] = { "/proc/self/exe", "check", "--quiet", NULL };
+  GPid pid;
+  g_autoptr (GError) error = NULL;
+  if (!g_spawn_async_with_pipes_and_fds (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, STDERR_FILENO,
+                                         STDERR_FILENO, NULL, NULL, 0, &pid, NULL, NULL, NULL, &error))
+    {
+      fprintf (stderr, "fusebox: could not run 'fusebox check' (%s); run it yourself\n", error->message);
+      return;
+    }
+  int status;
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+    fprintf (stderr, "fusebox: every prerequisite is met; the step above is the cause\n");
+}
+
+/* The sandbox reported a failure (or died before it could): say which step,
+ * the path and the fix, record it, and return the exit status. */
+static int
+report_failure (Run *run, FbLauncherChild *child, int exit_code, bool single_threaded)
+{
+  g_autofree char *msg = fb_launcher_child_describe_failure (child);
+  const FbLauncherFailure *f = fb_launcher_child_get_failure (child);
+  if (!msg)
+    msg = g_strdup ("the sandbox ended before its command started, without a word (killed?)");
+  fb_cmd_error ("run: %s", msg);
+  json_object_set_string_member (run->info, "error", msg);
+  if (f)
+    json_object_set_string_member (run->info, "failed_step", fb_launcher_step_to_string (f->step));
+  /* 126/127 are about the command, not the host: probing would not help */
+  if (exit_code == FB_LAUNCHER_EXIT_SANDBOX)
+    run_probes (single_threaded);
+  return exit_code;
+}
+
 static int
 serve (const RunOptions *o, Run *run)
 {
-  fb_cmd_error ("run: serving the view to a sandbox is not built yet (issue 4); the run directory %s was prepared "
-                "and records this; 'fusebox check' shows whether sandboxes can be made here",
-                run->dir);
-  json_object_set_string_member (run->info, "error", "serving the view is not built yet");
-  return FB_EXIT_FAILURE;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLauncherChild) child = NULL;
+  g_autoptr (FbAccessLog) log = NULL;
+  g_autoptr (FbView) view = NULL;
+  g_autoptr (GMainLoop) loop = NULL;
+  g_autofree char *log_path = g_build_filename (run->dir, "access.jsonl", NULL);
+  CountingSink counter = { .sink.push = counting_push };
+  Supervisor sv = { 0 };
+  int sfd = -1, fuse_fd = -1, r, status;
+  guint sig_id = 0, child_id = 0;
+  sigset_t sigs;
+
+  sigemptyset (&sigs);
+  sigaddset (&sigs, SIGINT);
+  sigaddset (&sigs, SIGTERM);
+  sigaddset (&sigs, SIGHUP);
+  sigaddset (&sigs, SIGQUIT);
+  sigprocmask (SIG_BLOCK, &sigs, NULL);
+  sfd = signalfd (-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+  /* The log is written with write(2); a closed pipe elsewhere is an error
+   * to report, not a reason to die. */
+  signal (SIGPIPE, SIG_IGN);
+
+  FbLauncherPlan plan;
+  fb_launcher_plan_init (&plan);
+  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  plan.uid = o->uid;
+  plan.gid = o->gid;
+  plan.network =
+    fb_policy_get_network (run->policy) == FB_POLICY_NETWORK_HOST ? FB_LAUNCHER_NETWORK_HOST : FB_LAUNCHER_NETWORK_NONE;
+  plan.argv = (const char *const *)o->command;
+  plan.envp = (const char *const *)run->envp;
+  plan.cwd = run->cwd;
+
+  r = fb_launcher_spawn (&plan, &child);
+  if (r < 0)
+    {
+      FbLauncherFailure f = { .step = FB_LAUNCHER_STEP_CLONE, .error = -r };
+      g_autofree char *msg = fb_launcher_describe_failure (&plan, &f);
+      fb_cmd_error ("run: %s", msg);
+      json_object_set_string_member (run->info, "error", msg);
+      json_object_set_string_member (run->info, "failed_step", "clone");
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+      if (r != -EINVAL)
+        run_probes (true);
+      goto out;
+    }
+  /* The command has its umask from us (the clone copied it).  From here
+   * the view creates what the sandbox asks with exactly the modes the
+   * kernel passes, which already had the caller's umask applied. */
+  umask (0);
+
+  /* While the child makes its namespaces: the log and the view. */
+  FbAccessLogOptions lo = { .path = log_path, .run_id = run->id };
+  log = fb_access_log_new (&lo, NULL, &error);
+  if (!log)
+    {
+      fb_cmd_error ("run: can't open the access log %s: %s; the run directory %s must be writable", log_path,
+                    error->message, run->dir);
+      json_object_set_string_member (run->info, "error", "the access log could not be opened");
+      status = FB_EXIT_FAILURE;
+      goto out;
+    }
+  counter.inner = fb_access_log_get_sink (log);
+  FbViewOptions vo;
+  fb_view_options_init (&vo);
+  vo.sink = &counter.sink;
+  vo.log_level = o->log_level;
+  r = fb_view_new (run->policy, &vo, &view);
+  if (r < 0)
+    {
+      fb_cmd_error ("run: can't open the policy's directories: %s; a private source under %s, or a rule's source "
+                    "directory, could not be created or opened",
+                    g_strerror (-r), run->dir);
+      json_object_set_string_member (run->info, "error", "the policy's directories could not be opened");
+      status = FB_EXIT_FAILURE;
+      goto out;
+    }
+  FbFuseOptions fo;
+  fb_fuse_options_init (&fo);
+  fb_fuse_new (view, &fo, &sv.fuse);
+
+  if (fb_launcher_child_wait_mounted (child, &fuse_fd) < 0)
+    {
+      /* Nothing serves yet: still single-threaded, the probes may fork. */
+      int code = FB_LAUNCHER_EXIT_SANDBOX;
+      fb_launcher_child_wait (child, &code);
+      status = report_failure (run, child, code, true);
+      goto out;
+    }
+  r = fb_fuse_serve_fd (sv.fuse, fuse_fd);
+  if (r == 0)
+    r = fb_fuse_start (sv.fuse, fuse_done, &sv);
+  if (r < 0)
+    {
+      fb_cmd_error ("run: can't serve the view to the sandbox: %s", g_strerror (-r));
+      json_object_set_string_member (run->info, "error", "the view could not be served");
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+      goto out; /* freeing the child kills it */
+    }
+
+  loop = g_main_loop_new (NULL, FALSE);
+  sv.loop = loop;
+  sv.child = child;
+  if (sfd >= 0)
+    sig_id = g_unix_fd_add (sfd, G_IO_IN, on_signal, &sv);
+  int pidfd = fb_launcher_child_get_pidfd (child);
+  child_id = pidfd >= 0 ? g_unix_fd_add (pidfd, G_IO_IN, on_pidfd, &sv) : g_timeout_add (20, poll_child, &sv);
+  g_main_loop_run (loop);
+
+  if (sv.linger_id)
+    g_source_remove (sv.linger_id);
+  if (sig_id)
+    g_source_remove (sig_id);
+  if (!sv.child_over)
+    g_source_remove (child_id);
+  fb_fuse_join (sv.fuse);
+  g_clear_pointer (&sv.fuse, fb_fuse_free);
+  g_clear_pointer (&view, fb_view_unref);
+
+  status = sv.exit_code;
+  if (fb_launcher_child_get_failure (child))
+    status = report_failure (run, child, status, false);
+
+out:
+  g_clear_pointer (&sv.fuse, fb_fuse_free);
+  g_clear_pointer (&view, fb_view_unref);
+  /* Kills and reaps a sandbox still running (a failure on our side). */
+  g_clear_pointer (&child, fb_launcher_child_free);
+  if (log)
+    {
+      g_autoptr (GError) close_error = NULL;
+      if (!fb_access_log_close (log, &close_error))
+        {
+          fb_cmd_error ("run: the access log %s could not be completed: %s", log_path, close_error->message);
+          json_object_set_string_member (run->info, "log_error", close_error->message);
+        }
+      json_object_set_int_member (run->info, "records", (gint64)fb_access_log_get_count (log));
+      json_object_set_int_member (run->info, "denials", g_atomic_int_get (&counter.denials));
+    }
+  if (sfd >= 0)
+    close (sfd);
+  json_object_set_int_member (run->info, "exit_status", status);
+  if (!o->keep_run)
+    remove_private (run);
+  return status;
 }
 
 int
@@ -575,7 +985,7 @@ fb_cmd_run (int argc, char **argv)
       g_autoptr (GError) error = NULL;
       g_autofree char *ended = now_rfc3339 ();
       json_object_set_string_member (run.info, "ended", ended);
-      if (!json_object_has_member (run.info, "error"))
+      if (!json_object_has_member (run.info, "error") && !json_object_has_member (run.info, "exit_status"))
         json_object_set_int_member (run.info, "exit_status", status);
       if (!save_run_json (&run, &error))
         fb_cmd_error ("run: %s", error->message);

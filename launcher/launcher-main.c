@@ -21,7 +21,7 @@ typedef struct
 static const Command commands[] = {
   { "policy", fb_cmd_policy, "check, explain or show a policy" },
   { "check", fb_cmd_check, "check that sandboxes can be made on this host" },
-  { "run", fb_cmd_run, "run a command in a sandbox on the view (serving: not built yet)" },
+  { "run", fb_cmd_run, "run a command in a sandbox whose filesystem is the policy's view, logged" },
   { "runs", fb_cmd_runs, "list run directories, or prune those of runs that are over" },
   { "log", fb_cmd_log, "print a run's access log, or follow it" },
   { "report", fb_cmd_report, "summarise a run's access log for an auditor" },

@@ -1,7 +1,7 @@
 /* fusebox — `fusebox run`'s preparation (options, the effective policy, the
  * run directory, run.json) and `fusebox runs` (states, --prune), through the
- * real binary with XDG_STATE_HOME in a temporary directory.  Serving the
- * view is not built yet: run stops there with status 1 and says so. */
+ * real binary with XDG_STATE_HOME in a temporary directory.  The sandbox
+ * itself is tested by tests/integration/test-run-*.c. */
 #include "test-launcher-util.h"
 
 static int
@@ -81,10 +81,15 @@ test_prepared_run (void **state)
   assert_int_equal (g_mkdir (extra, 0755), 0);
 
   int code = fusebox (s, NULL, &err, "run", "--write", extra, "--network", "host", "--uid", "1000", "--setenv", "FOO",
-                      "bar", "--", "echo", "hi", NULL);
-  /* serving is the missing part: said plainly, status 1 */
-  assert_int_equal (code, 1);
-  assert_non_null (strstr (err, "not built yet"));
+                      "bar", "--", "true", NULL);
+  /* no sandbox here (no /dev/fuse, no user namespaces: the probes say
+   * which): the preparation is what this tests */
+  if (code == FB_LAUNCHER_EXIT_SANDBOX && !strstr (err, "every prerequisite is met") &&
+      g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") != 0)
+    skip ();
+  if (code != 0)
+    fail_msg ("fusebox run failed (%d): %s", code, err);
+  assert_int_equal (code, 0);
 
   g_autofree char *root = runs_root (s);
   g_autoptr (GDir) d = g_dir_open (root, 0, NULL);
@@ -115,13 +120,14 @@ test_prepared_run (void **state)
   g_autoptr (JsonObject) info = test_parse_object (info_text);
   assert_string_equal (json_object_get_string_member (info, "run"), id);
   JsonArray *cmd = json_object_get_array_member (info, "command");
-  assert_int_equal (json_array_get_length (cmd), 2);
-  assert_string_equal (json_array_get_string_element (cmd, 0), "echo");
+  assert_int_equal (json_array_get_length (cmd), 1);
+  assert_string_equal (json_array_get_string_element (cmd, 0), "true");
   assert_int_equal (json_object_get_int_member (info, "uid"), 1000);
   assert_string_equal (json_object_get_string_member (info, "network"), "host");
   assert_true (json_object_has_member (info, "started"));
   assert_true (json_object_has_member (info, "ended"));
-  assert_true (json_object_has_member (info, "error"));
+  assert_int_equal (json_object_get_int_member (info, "exit_status"), 0);
+  assert_false (json_object_has_member (info, "error"));
   /* the working directory: the caller's, which is also the workspace */
   assert_string_equal (json_object_get_string_member (info, "cwd"), s->tmpdir);
 
