@@ -1,0 +1,1001 @@
+/* Integration tests: the real `fusebox serve` driven over WebSocket by a
+ * libsoup 3 client: every method, every error code, the denial shape
+ * (against files that really exist on the host), sessions (resume, -32010,
+ * the detach timeout), log/subscribe, and the agent-harness flow of issue 5
+ * (a marker in the server's private /tmp; the smoke reporter started with
+ * a Codex sandbox context and --exit-code 73).
+ *
+ * Needs root (or a usable /dev/fuse and user namespaces) for process/start;
+ * exits 77 without, unless FUSEBOX_TESTS_MUST_RUN=1.  A failure prints the
+ * command that starts the same server by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "tests/integration/test-serve-util.h"
+
+typedef struct
+{
+  char *dir; /* temporary root: state/, ws/, ro/ */
+  char *ws;
+  char *ro;
+  TestServer *server;
+  TestClient *client;
+} Fixture;
+
+static Fixture *F;
+
+static char *
+b64 (const char *s)
+{
+  return g_base64_encode ((const guchar *)s, strlen (s));
+}
+
+static char *
+unb64 (const char *s)
+{
+  gsize len;
+  guchar *d = g_base64_decode (s, &len);
+  char *r = g_strndup ((const char *)d, len);
+  g_free (d);
+  return r;
+}
+
+static void
+fail_with_server (const char *what)
+{
+  fprintf (stderr, "%s; reproduce with: %s\n", what, F->server != NULL ? F->server->command : "(no server)");
+}
+
+#define ANSWER_OK(a)                                                                                                   \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (answer_result (a) == NULL)                                                                                   \
+        {                                                                                                              \
+          fprintf (stderr, "unexpected error %" G_GINT64_FORMAT ": %s\n", answer_error_code (a),                       \
+                   answer_error_message (a));                                                                          \
+          fail_with_server ("call failed");                                                                            \
+        }                                                                                                              \
+      assert_non_null (answer_result (a));                                                                             \
+    }                                                                                                                  \
+  while (0)
+
+static JsonNode *call (const char *method, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static JsonNode *
+call (const char *method, const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *params = NULL;
+  JsonNode *r;
+
+  va_start (ap, format);
+  params = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  r = test_client_call (F->client, method, params);
+  if (r == NULL)
+    fail_with_server ("no answer");
+  assert_non_null (r);
+  return r;
+}
+
+static void
+write_file (const char *path, const char *text)
+{
+  assert_true (g_file_set_contents (path, text, -1, NULL));
+}
+
+static char *
+read_host (const char *path)
+{
+  char *text = NULL;
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return text;
+}
+
+/* --- fixture ----------------------------------------------------------------- */
+
+static int
+setup_group (void **state)
+{
+  g_autofree char *policy = NULL;
+  g_autofree char *policy_path = NULL;
+  g_autofree char *secret = NULL;
+  g_autofree char *ro_file = NULL;
+  const char *args[8];
+
+  F = g_new0 (Fixture, 1);
+  F->dir = g_dir_make_tmp ("fusebox-serve-XXXXXX", NULL);
+  F->ws = g_build_filename (F->dir, "ws", NULL);
+  F->ro = g_build_filename (F->dir, "ro", NULL);
+  g_mkdir (F->ws, 0755);
+  g_mkdir (F->ro, 0755);
+  secret = g_build_filename (F->ws, "secret.txt", NULL);
+  ro_file = g_build_filename (F->ro, "data.txt", NULL);
+  write_file (secret, "top secret\n");
+  write_file (ro_file, "read me\n");
+  policy =
+    g_strdup_printf ("{\"version\":1,\"network\":\"none\",\"rules\":["
+                     "{\"path\":\"/\",\"access\":\"read\",\"why\":\"system files\"},"
+                     "{\"path\":\"/tmp\",\"access\":\"write\",\"source\":\"private\",\"why\":\"a private /tmp\"},"
+                     "{\"path\":\"${WORKSPACE}\",\"access\":\"write\",\"why\":\"the workspace\"},"
+                     "{\"path\":\"${WORKSPACE}/secret.txt\",\"access\":\"deny\",\"why\":\"the secret stays secret\"},"
+                     "{\"path\":\"%s\",\"access\":\"read\",\"why\":\"read-only data\"}]}",
+                     F->ro);
+  policy_path = g_build_filename (F->dir, "policy.json", NULL);
+  write_file (policy_path, policy);
+  args[0] = "--workspace";
+  args[1] = F->ws;
+  args[2] = "--policy";
+  args[3] = policy_path;
+  args[4] = "--detach-timeout";
+  args[5] = "1500";
+  args[6] = NULL;
+  F->server = test_server_start (F->dir, args);
+  if (!g_str_has_prefix (F->server->url, "ws://"))
+    return -1;
+  *state = F;
+  return 0;
+}
+
+static int
+teardown_group (void **state)
+{
+  int status = test_server_stop (F->server);
+  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", F->dir);
+
+  /* SIGTERM is a clean stop: the log is closed and the exit status 0. */
+  if (!(WIFEXITED (status) && WEXITSTATUS (status) == 0))
+    fprintf (stderr, "fusebox serve did not stop cleanly (status %d)\n", status);
+  if (system (cmd) != 0)
+    fprintf (stderr, "could not remove %s\n", F->dir);
+  g_free (F->dir);
+  g_free (F->ws);
+  g_free (F->ro);
+  g_free (F);
+  return WIFEXITED (status) && WEXITSTATUS (status) == 0 ? 0 : -1;
+}
+
+static int
+setup (void **state)
+{
+  F->client = test_client_connect (F->server->url);
+  if (F->client->ws == NULL)
+    return -1;
+  return test_client_handshake (F->client, NULL) ? 0 : -1;
+}
+
+static int
+teardown (void **state)
+{
+  g_clear_pointer (&F->client, test_client_free);
+  return 0;
+}
+
+static bool
+can_sandbox (void)
+{
+  return access ("/dev/fuse", R_OK | W_OK) == 0 && geteuid () == 0;
+}
+
+static void
+skip_without_sandbox (void)
+{
+  if (!can_sandbox ())
+    {
+      if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
+        fail_msg ("process/start needs root and /dev/fuse");
+      skip ();
+    }
+}
+
+/* --- handshake --------------------------------------------------------------- */
+
+static void
+test_handshake (void **state)
+{
+  TestClient *c = test_client_connect (F->server->url);
+  g_autoptr (JsonNode) early = NULL;
+  g_autoptr (JsonNode) init = NULL;
+  g_autoptr (JsonNode) before = NULL;
+  g_autoptr (JsonNode) again = NULL;
+  g_autoptr (JsonNode) info = NULL;
+  JsonObject *r, *env;
+
+  assert_non_null (c->ws);
+  early = test_client_call (c, "fs/readFile", "{\"path\":\"/etc/hostname\"}");
+  assert_int_equal (answer_error_code (early), -32600);
+  assert_non_null (strstr (answer_error_message (early), "initialize"));
+
+  init = test_client_call (c, "initialize", "{\"clientName\":\"handshake\"}");
+  r = answer_result (init);
+  assert_non_null (r);
+  assert_true (strlen (json_object_get_string_member (r, "sessionId")) >= 32);
+  env = json_object_get_object_member (r, "environmentInfo");
+  assert_non_null (env);
+  assert_non_null (json_object_get_string_member (json_object_get_object_member (env, "shell"), "path"));
+  assert_true (g_str_has_prefix (json_object_get_string_member (env, "cwd"), "file:///"));
+  assert_true (g_str_has_prefix (json_object_get_string_member (env, "executorVersion"), "fusebox "));
+
+  before = test_client_call (c, "fs/readFile", "{\"path\":\"/etc/hostname\"}");
+  assert_int_equal (answer_error_code (before), -32600);
+  assert_non_null (strstr (answer_error_message (before), "initialized"));
+  again = test_client_call (c, "initialize", "{\"clientName\":\"handshake\"}");
+  assert_int_equal (answer_error_code (again), -32600);
+
+  test_client_send (c, "{\"method\":\"initialized\"}");
+  info = test_client_call (c, "environment/info", "{}");
+  assert_non_null (answer_result (info));
+  test_client_free (c);
+}
+
+/* --- fs/... -------------------------------------------------------------------- */
+
+static void
+test_fs_roundtrip (void **state)
+{
+  g_autofree char *hello = b64 ("hello");
+  g_autofree char *a = g_build_filename (F->ws, "a.txt", NULL);
+  g_autofree char *link = g_build_filename (F->ws, "link", NULL);
+  g_autoptr (JsonNode) w = call ("fs/writeFile", "{\"path\":\"file://%s\",\"dataBase64\":\"%s\"}", a, hello);
+  g_autoptr (JsonNode) r = NULL;
+  g_autoptr (JsonNode) m = NULL;
+  g_autofree char *host = NULL;
+  g_autofree char *got = NULL;
+
+  ANSWER_OK (w);
+  host = read_host (a);
+  assert_string_equal (host, "hello");
+  r = call ("fs/readFile", "{\"path\":\"%s\"}", a);
+  ANSWER_OK (r);
+  got = unb64 (json_object_get_string_member (answer_result (r), "dataBase64"));
+  assert_string_equal (got, "hello");
+  m = call ("fs/getMetadata", "{\"path\":\"file://%s\"}", a);
+  ANSWER_OK (m);
+  assert_true (json_object_get_boolean_member (answer_result (m), "isFile"));
+  assert_false (json_object_get_boolean_member (answer_result (m), "isDirectory"));
+  assert_false (json_object_get_boolean_member (answer_result (m), "isSymlink"));
+  assert_int_equal (json_object_get_int_member (answer_result (m), "size"), 5);
+  assert_true (json_object_get_int_member (answer_result (m), "modifiedAtMs") > 0);
+
+  /* createDirectory: recursive by default; not recursive under a missing parent fails */
+  {
+    g_autoptr (JsonNode) d = call ("fs/createDirectory", "{\"path\":\"%s/d1/d2\"}", F->ws);
+    g_autoptr (JsonNode) nr = call ("fs/createDirectory", "{\"path\":\"%s/x/y\",\"recursive\":false}", F->ws);
+    g_autofree char *d2 = g_build_filename (F->ws, "d1", "d2", NULL);
+    ANSWER_OK (d);
+    assert_true (g_file_test (d2, G_FILE_TEST_IS_DIR));
+    assert_int_equal (answer_error_code (nr), -32004);
+  }
+  /* readDirectory */
+  {
+    g_autoptr (JsonNode) l = call ("fs/readDirectory", "{\"path\":\"%s\"}", F->ws);
+    JsonArray *e;
+    bool seen_a = false, seen_d1 = false;
+    ANSWER_OK (l);
+    e = json_object_get_array_member (answer_result (l), "entries");
+    for (guint i = 0; i < json_array_get_length (e); i++)
+      {
+        JsonObject *o = json_array_get_object_element (e, i);
+        const char *n = json_object_get_string_member (o, "fileName");
+        if (strcmp (n, "a.txt") == 0)
+          seen_a = json_object_get_boolean_member (o, "isFile");
+        if (strcmp (n, "d1") == 0)
+          seen_d1 = json_object_get_boolean_member (o, "isDirectory");
+      }
+    assert_true (seen_a);
+    assert_true (seen_d1);
+  }
+  /* canonicalize */
+  {
+    g_autoptr (JsonNode) c = call ("fs/canonicalize", "{\"path\":\"file://%s/d1/../a.txt\"}", F->ws);
+    g_autofree char *want = g_strconcat ("file://", a, NULL);
+    ANSWER_OK (c);
+    assert_string_equal (json_object_get_string_member (answer_result (c), "path"), want);
+  }
+  /* walk, with its bounds */
+  {
+    g_autoptr (JsonNode) wk = call ("fs/walk",
+                                    "{\"path\":\"%s\",\"options\":{\"maxDepth\":8,\"maxDirectories\":100,"
+                                    "\"maxEntries\":1000,\"followDirectorySymlinks\":false}}",
+                                    F->ws);
+    g_autoptr (JsonNode) small = call ("fs/walk",
+                                       "{\"path\":\"%s\",\"options\":{\"maxDepth\":8,\"maxDirectories\":100,"
+                                       "\"maxEntries\":1,\"followDirectorySymlinks\":false}}",
+                                       F->ws);
+    g_autoptr (JsonNode) over = call ("fs/walk",
+                                      "{\"path\":\"%s\",\"options\":{\"maxDepth\":65,\"maxDirectories\":1,"
+                                      "\"maxEntries\":1,\"followDirectorySymlinks\":false}}",
+                                      F->ws);
+    g_autofree char *d2uri = g_strdup_printf ("file://%s/d1/d2", F->ws);
+    JsonArray *e;
+    bool seen = false;
+    ANSWER_OK (wk);
+    e = json_object_get_array_member (answer_result (wk), "entries");
+    for (guint i = 0; i < json_array_get_length (e); i++)
+      {
+        JsonObject *o = json_array_get_object_element (e, i);
+        if (strcmp (json_object_get_string_member (o, "path"), d2uri) == 0)
+          seen = strcmp (json_object_get_string_member (o, "kind"), "directory") == 0;
+      }
+    assert_true (seen);
+    assert_false (json_object_get_boolean_member (answer_result (wk), "truncated"));
+    ANSWER_OK (small);
+    assert_true (json_object_get_boolean_member (answer_result (small), "truncated"));
+    assert_int_equal (answer_error_code (over), -32600);
+  }
+  /* copy: a file, a directory only when recursive */
+  {
+    g_autoptr (JsonNode) cf =
+      call ("fs/copy", "{\"sourcePath\":\"%s\",\"destinationPath\":\"%s/b.txt\",\"recursive\":false}", a, F->ws);
+    g_autoptr (JsonNode) cd =
+      call ("fs/copy", "{\"sourcePath\":\"%s/d1\",\"destinationPath\":\"%s/d3\",\"recursive\":false}", F->ws, F->ws);
+    g_autoptr (JsonNode) cr =
+      call ("fs/copy", "{\"sourcePath\":\"%s/d1\",\"destinationPath\":\"%s/d3\",\"recursive\":true}", F->ws, F->ws);
+    g_autoptr (JsonNode) into = call (
+      "fs/copy", "{\"sourcePath\":\"%s/d1\",\"destinationPath\":\"%s/d1/d2/x\",\"recursive\":true}", F->ws, F->ws);
+    g_autofree char *b = g_build_filename (F->ws, "b.txt", NULL);
+    g_autofree char *bt = NULL;
+    g_autofree char *d3d2 = g_build_filename (F->ws, "d3", "d2", NULL);
+    ANSWER_OK (cf);
+    bt = read_host (b);
+    assert_string_equal (bt, "hello");
+    assert_int_equal (answer_error_code (cd), -32600);
+    ANSWER_OK (cr);
+    assert_true (g_file_test (d3d2, G_FILE_TEST_IS_DIR));
+    assert_int_equal (answer_error_code (into), -32600);
+  }
+  /* a symlink made on the host: metadata follows it, remove takes the link itself */
+  assert_int_equal (symlink ("a.txt", link), 0);
+  {
+    g_autoptr (JsonNode) lm = call ("fs/getMetadata", "{\"path\":\"%s\"}", link);
+    g_autoptr (JsonNode) rm = call ("fs/remove", "{\"path\":\"%s\"}", link);
+    ANSWER_OK (lm);
+    assert_true (json_object_get_boolean_member (answer_result (lm), "isSymlink"));
+    assert_true (json_object_get_boolean_member (answer_result (lm), "isFile"));
+    ANSWER_OK (rm);
+    assert_false (g_file_test (link, G_FILE_TEST_IS_SYMLINK));
+    assert_true (g_file_test (a, G_FILE_TEST_IS_REGULAR));
+  }
+  /* remove: recursive by default, force by default */
+  {
+    g_autoptr (JsonNode) rd = call ("fs/remove", "{\"path\":\"%s/d3\"}", F->ws);
+    g_autoptr (JsonNode) missing = call ("fs/remove", "{\"path\":\"%s/nothing-here\"}", F->ws);
+    g_autoptr (JsonNode) strict = call ("fs/remove", "{\"path\":\"%s/nothing-here\",\"force\":false}", F->ws);
+    g_autoptr (JsonNode) nonrec = call ("fs/remove", "{\"path\":\"%s/d1\",\"recursive\":false}", F->ws);
+    g_autofree char *d3 = g_build_filename (F->ws, "d3", NULL);
+    ANSWER_OK (rd);
+    assert_false (g_file_test (d3, G_FILE_TEST_EXISTS));
+    ANSWER_OK (missing);
+    assert_int_equal (answer_error_code (strict), -32004);
+    assert_int_equal (answer_error_code (nonrec), -32603); /* ENOTEMPTY: Codex's "other" */
+    assert_non_null (strstr (answer_error_message (nonrec), "(os error 39)"));
+  }
+  /* open, readBlock, close */
+  {
+    g_autoptr (JsonNode) o = call ("fs/open", "{\"handleId\":\"h1\",\"path\":\"%s\"}", a);
+    g_autoptr (JsonNode) dup = call ("fs/open", "{\"handleId\":\"h1\",\"path\":\"%s\"}", a);
+    g_autoptr (JsonNode) b1 = call ("fs/readBlock", "{\"handleId\":\"h1\",\"offset\":1,\"len\":3}");
+    g_autoptr (JsonNode) b2 = call ("fs/readBlock", "{\"handleId\":\"h1\",\"offset\":0,\"len\":100}");
+    g_autoptr (JsonNode) cl = call ("fs/close", "{\"handleId\":\"h1\"}");
+    g_autoptr (JsonNode) after = call ("fs/readBlock", "{\"handleId\":\"h1\",\"offset\":0,\"len\":1}");
+    g_autoptr (JsonNode) longid =
+      call ("fs/open", "{\"handleId\":\"%s\",\"path\":\"%s\"}", "0123456789012345678901234567890123456789", a);
+    g_autofree char *c1 = NULL;
+    g_autofree char *c2 = NULL;
+    ANSWER_OK (o);
+    assert_string_equal (json_object_get_string_member (answer_result (o), "handleId"), "h1");
+    assert_int_equal (answer_error_code (dup), -32600);
+    ANSWER_OK (b1);
+    c1 = unb64 (json_object_get_string_member (answer_result (b1), "chunk"));
+    assert_string_equal (c1, "ell");
+    assert_false (json_object_get_boolean_member (answer_result (b1), "eof"));
+    ANSWER_OK (b2);
+    c2 = unb64 (json_object_get_string_member (answer_result (b2), "chunk"));
+    assert_string_equal (c2, "hello");
+    assert_true (json_object_get_boolean_member (answer_result (b2), "eof"));
+    ANSWER_OK (cl);
+    assert_int_equal (answer_error_code (after), -32004);
+    assert_int_equal (answer_error_code (longid), -32600);
+  }
+}
+
+/* --- errors: each code, and the connection stays usable ---------------------- */
+
+static void
+test_errors (void **state)
+{
+  g_autoptr (JsonNode) unknown = call ("no/such", "{}");
+  g_autoptr (JsonNode) type = call ("fs/readFile", "{\"path\":42}");
+  g_autoptr (JsonNode) missing = call ("fs/readFile", "{}");
+  g_autoptr (JsonNode) uri = call ("fs/readFile", "{\"path\":\"http://example.com/etc/hostname\"}");
+  g_autoptr (JsonNode) rel = call ("fs/readFile", "{\"path\":\"etc/hostname\"}");
+  g_autoptr (JsonNode) esc = call ("fs/readFile", "{\"path\":\"file:///tmp/%%zz\"}");
+  g_autoptr (JsonNode) nb64 = NULL;
+  g_autoptr (JsonNode) notfound = call ("fs/readFile", "{\"path\":\"%s/does-not-exist\"}", F->ws);
+  g_autoptr (JsonNode) still = NULL;
+  g_autofree char *big = NULL;
+  JsonObject *o;
+
+  assert_int_equal (answer_error_code (unknown), -32601);
+  assert_int_equal (answer_error_code (type), -32602);
+  assert_int_equal (answer_error_code (missing), -32602);
+  assert_int_equal (answer_error_code (uri), -32602);
+  assert_int_equal (answer_error_code (rel), -32602);
+  assert_int_equal (answer_error_code (esc), -32602);
+  nb64 = call ("fs/writeFile", "{\"path\":\"%s/x.txt\",\"dataBase64\":\"not base64!\"}", F->ws);
+  assert_int_equal (answer_error_code (nb64), -32600);
+  assert_non_null (strstr (answer_error_message (nb64), "base64"));
+  assert_int_equal (answer_error_code (notfound), -32004);
+  assert_string_equal (answer_error_message (notfound), "No such file or directory (os error 2)");
+
+  /* Undecodable messages are answered on id -1. */
+  for (guint i = 0; i < 4; i++)
+    {
+      static const char *const bad[] = { "{", "[1,2]", "{\"id\":{\"x\":1},\"method\":\"fs/readFile\"}",
+                                         "{\"method\":\"nope/notify\"}" };
+      g_autoptr (JsonNode) e = NULL;
+      gint64 minus_one = -1;
+      test_client_send (F->client, bad[i]);
+      e = test_client_take (F->client, match_id, &minus_one);
+      assert_non_null (e);
+      assert_int_equal (answer_error_code (e), -32600);
+    }
+  /* params of the wrong type */
+  test_client_send (F->client, "{\"id\":900,\"method\":\"fs/readFile\",\"params\":[1]}");
+  {
+    gint64 id = 900;
+    g_autoptr (JsonNode) e = test_client_take (F->client, match_id, &id);
+    assert_int_equal (answer_error_code (e), -32602);
+  }
+  /* Oversized: an error, and the connection still answers. */
+  big = g_malloc (17 * 1024 * 1024 + 1);
+  memset (big, ' ', 17 * 1024 * 1024);
+  big[17 * 1024 * 1024] = '\0';
+  test_client_send (F->client, big);
+  {
+    gint64 minus_one = -1;
+    g_autoptr (JsonNode) e = test_client_take (F->client, match_id, &minus_one);
+    assert_non_null (e);
+    assert_int_equal (answer_error_code (e), -32600);
+    assert_non_null (strstr (answer_error_message (e), "limit"));
+  }
+  still = call ("fs/getMetadata", "{\"path\":\"%s\"}", F->ws);
+  o = answer_result (still);
+  assert_non_null (o);
+  assert_true (json_object_get_boolean_member (o, "isDirectory"));
+}
+
+/* --- the denial shape --------------------------------------------------------- */
+
+static void
+check_denial (JsonNode *answer, const char *path, const char *message, const char *decision, const char *access,
+              const char *why)
+{
+  JsonObject *e, *data;
+
+  assert_int_equal (answer_error_code (answer), -32050);
+  e = json_object_get_object_member (json_node_get_object (answer), "error");
+  assert_string_equal (json_object_get_string_member (e, "message"), message);
+  data = json_object_get_object_member (e, "data");
+  assert_non_null (data);
+  assert_string_equal (json_object_get_string_member (data, "path"), path);
+  assert_string_equal (json_object_get_string_member (data, "decision"), decision);
+  assert_string_equal (json_object_get_string_member (data, "access"), access);
+  assert_string_equal (json_object_get_string_member (data, "why"), why);
+  assert_true (strlen (json_object_get_string_member (data, "rule")) > 0);
+}
+
+static void
+test_denial (void **state)
+{
+  g_autofree char *secret = g_build_filename (F->ws, "secret.txt", NULL);
+  g_autofree char *ro_file = g_build_filename (F->ro, "data.txt", NULL);
+  g_autofree char *data = b64 ("overwritten");
+  g_autoptr (JsonNode) r = NULL;
+  g_autoptr (JsonNode) w = NULL;
+  g_autoptr (JsonNode) w2 = NULL;
+  g_autoptr (JsonNode) ex = NULL;
+  g_autofree char *log_path = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *want_session = NULL;
+
+  /* The files exist on the host: a denial is not a missing file. */
+  assert_true (g_file_test (secret, G_FILE_TEST_IS_REGULAR));
+  assert_true (g_file_test (ro_file, G_FILE_TEST_IS_REGULAR));
+
+  r = call ("fs/readFile", "{\"path\":\"%s\"}", secret);
+  check_denial (r, secret, "Permission denied (os error 13)", "deny", "read", "the secret stays secret");
+  w = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", ro_file, data);
+  check_denial (w, ro_file, "Read-only file system (os error 30)", "readonly", "write", "read-only data");
+  w2 = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", secret, data);
+  assert_int_equal (answer_error_code (w2), -32050);
+  after = read_host (ro_file);
+  assert_string_equal (after, "read me\n");
+
+  ex = call ("policy/explain", "{\"path\":\"file://%s\"}", secret);
+  ANSWER_OK (ex);
+  assert_string_equal (json_object_get_string_member (answer_result (ex), "access"), "deny");
+  assert_string_equal (json_object_get_string_member (answer_result (ex), "why"), "the secret stays secret");
+
+  /* Logged like a FUSE access, with the session as the caller. */
+  log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
+  log = read_host (log_path);
+  assert_non_null (log);
+  want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->session_id);
+  {
+    g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+    bool found = false;
+    for (guint i = 0; lines[i] != NULL && !found; i++)
+      found = strstr (lines[i], want_session) != NULL && strstr (lines[i], "\"decision\":\"deny\"") != NULL &&
+              strstr (lines[i], "secret.txt") != NULL && strstr (lines[i], "the secret stays secret") != NULL;
+    assert_true (found);
+  }
+}
+
+/* --- sessions ------------------------------------------------------------------ */
+
+static void
+test_session_attached_elsewhere (void **state)
+{
+  TestClient *b = test_client_connect (F->server->url);
+  g_autofree char *params =
+    g_strdup_printf ("{\"clientName\":\"b\",\"resumeSessionId\":\"%s\"}", F->client->session_id);
+  g_autoptr (JsonNode) r = test_client_call (b, "initialize", params);
+  g_autoptr (JsonNode) u = NULL;
+
+  assert_int_equal (answer_error_code (r), -32010);
+  u = test_client_call (b, "initialize", "{\"clientName\":\"b\",\"resumeSessionId\":\"no-such-session\"}");
+  assert_int_equal (answer_error_code (u), -32600);
+  test_client_free (b);
+}
+
+static bool
+process_with_arg_exists (const char *arg)
+{
+  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *path = g_build_filename ("/proc", name, "cmdline", NULL);
+      g_autofree char *text = NULL;
+      gsize len;
+      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &text, &len, NULL))
+        continue;
+      for (gsize i = 0; i < len;)
+        {
+          if (strcmp (text + i, arg) == 0)
+            return true;
+          i += strlen (text + i) + 1;
+        }
+    }
+  return false;
+}
+
+static void
+start_sleep (TestClient *c, const char *id, const char *seconds)
+{
+  g_autofree char *params = g_strdup_printf (
+    "{\"processId\":\"%s\",\"argv\":[\"/bin/sleep\",\"%s\"],\"cwd\":\"%s\",\"env\":{\"PATH\":\"/usr/bin:/bin\"},"
+    "\"tty\":false}",
+    id, seconds, F->ws);
+  g_autoptr (JsonNode) r = test_client_call (c, "process/start", params);
+  assert_non_null (answer_result (r));
+}
+
+static void
+test_resume_and_detach_timeout (void **state)
+{
+  TestClient *a, *b, *c;
+  g_autofree char *sid = NULL;
+  g_autofree char *cid = NULL;
+  bool gone = false;
+
+  skip_without_sandbox ();
+  /* Resumed within the detach timeout: the process is still there. */
+  a = test_client_connect (F->server->url);
+  assert_true (test_client_handshake (a, NULL));
+  start_sleep (a, "s1", "97.531");
+  sid = g_strdup (a->session_id);
+  test_client_free (a);
+  b = test_client_connect (F->server->url);
+  assert_true (test_client_handshake (b, sid));
+  {
+    g_autoptr (JsonNode) r = test_client_call (b, "process/read", "{\"processId\":\"s1\"}");
+    g_autoptr (JsonNode) t = NULL;
+    g_autoptr (JsonNode) ex = NULL;
+    g_autoptr (JsonNode) cl = NULL;
+    assert_non_null (answer_result (r));
+    assert_false (json_object_get_boolean_member (answer_result (r), "exited"));
+    t = test_client_call (b, "process/terminate", "{\"processId\":\"s1\"}");
+    assert_true (json_object_get_boolean_member (answer_result (t), "running"));
+    ex = test_client_note (b, "process/exited", "s1");
+    assert_non_null (ex);
+    assert_int_equal (
+      json_object_get_int_member (json_object_get_object_member (json_node_get_object (ex), "params"), "exitCode"),
+      128 + SIGKILL);
+    cl = test_client_note (b, "process/closed", "s1");
+    assert_non_null (cl);
+  }
+  test_client_free (b);
+
+  /* Not resumed: after the detach timeout (1.5 s here) the process is
+   * terminated and the session forgotten. */
+  c = test_client_connect (F->server->url);
+  assert_true (test_client_handshake (c, NULL));
+  start_sleep (c, "s2", "86.420");
+  cid = g_strdup (c->session_id);
+  for (guint i = 0; i < 100 && !process_with_arg_exists ("86.420"); i++)
+    g_usleep (50000);
+  assert_true (process_with_arg_exists ("86.420"));
+  test_client_free (c);
+  for (guint i = 0; i < WAIT_LIMIT_S * 10 && !gone; i++)
+    {
+      gone = !process_with_arg_exists ("86.420");
+      if (!gone)
+        g_usleep (100000);
+    }
+  assert_true (gone);
+  {
+    TestClient *d = test_client_connect (F->server->url);
+    g_autofree char *params = g_strdup_printf ("{\"clientName\":\"d\",\"resumeSessionId\":\"%s\"}", cid);
+    g_autoptr (JsonNode) r = test_client_call (d, "initialize", params);
+    assert_int_equal (answer_error_code (r), -32600);
+    test_client_free (d);
+  }
+}
+
+/* --- log/subscribe, policy/explain --------------------------------------------- */
+
+static void
+test_log_subscribe (void **state)
+{
+  g_autoptr (JsonNode) s = call ("log/subscribe", "{\"filter\":{\"op\":[\"create\",\"unlink\"]}}");
+  g_autoptr (JsonNode) w = NULL;
+  g_autoptr (JsonNode) ev = NULL;
+  g_autoptr (JsonNode) u = NULL;
+  g_autoptr (JsonNode) u2 = NULL;
+  g_autoptr (JsonNode) bad = call ("log/subscribe", "{\"filter\":{\"color\":\"red\"}}");
+  g_autofree char *data = b64 ("logged");
+  g_autofree char *path = g_build_filename (F->ws, "logged.txt", NULL);
+  const char *sub;
+  JsonObject *p;
+
+  ANSWER_OK (s);
+  sub = json_object_get_string_member (answer_result (s), "subscriptionId");
+  assert_int_equal (answer_error_code (bad), -32602);
+  w = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", path, data);
+  ANSWER_OK (w);
+  ev = test_client_note (F->client, "log/event", NULL);
+  assert_non_null (ev);
+  p = json_object_get_object_member (json_node_get_object (ev), "params");
+  assert_string_equal (json_object_get_string_member (p, "op"), "create");
+  assert_string_equal (json_object_get_string_member (p, "path"), path);
+  assert_string_equal (json_object_get_string_member (p, "session"), F->client->session_id);
+  assert_string_equal (json_object_get_string_member (p, "decision"), "allow");
+  assert_true (json_object_has_member (p, "seq"));
+  u = call ("log/unsubscribe", "{\"subscriptionId\":\"%s\"}", sub);
+  ANSWER_OK (u);
+  u2 = call ("log/unsubscribe", "{\"subscriptionId\":\"%s\"}", sub);
+  assert_int_equal (answer_error_code (u2), -32004);
+}
+
+/* --- processes ------------------------------------------------------------------ */
+
+typedef struct
+{
+  GString *out;
+  GString *err;
+  gint64 exit_code;
+  bool denied;
+  gint64 last_seq;
+  bool ordered;
+} Collected;
+
+/* Output until process/closed; checks seq order and that exited precedes closed. */
+static void
+collect (TestClient *c, const char *id, Collected *col)
+{
+  bool exited = false;
+
+  col->out = g_string_new (NULL);
+  col->err = g_string_new (NULL);
+  col->ordered = true;
+  col->exit_code = -1;
+  for (;;)
+    {
+      NoteMatch any = { NULL, id };
+      g_autoptr (JsonNode) n = NULL;
+      JsonObject *p;
+      const char *method;
+      gint64 seq;
+      bool done = false;
+
+      /* any notification of this process */
+      for (;;)
+        {
+          static const char *const methods[] = { "process/output", "process/exited", "process/closed" };
+          for (guint i = 0; i < 3 && n == NULL; i++)
+            {
+              any.method = methods[i];
+              for (GList *l = c->inbox.head; l != NULL; l = l->next)
+                if (match_note (json_node_get_object (l->data), &any))
+                  {
+                    n = l->data;
+                    g_queue_delete_link (&c->inbox, l);
+                    break;
+                  }
+            }
+          if (n != NULL || c->closed)
+            break;
+          g_main_context_iteration (NULL, TRUE);
+        }
+      assert_non_null (n);
+      method = json_object_get_string_member (json_node_get_object (n), "method");
+      p = json_object_get_object_member (json_node_get_object (n), "params");
+      seq = json_object_get_int_member (p, "seq");
+      if (strcmp (method, "process/output") == 0)
+        {
+          g_autofree char *chunk = unb64 (json_object_get_string_member (p, "chunk"));
+          if (exited)
+            col->ordered = false;
+          g_string_append (strcmp (json_object_get_string_member (p, "stream"), "stderr") == 0 ? col->err : col->out,
+                           chunk);
+        }
+      else if (strcmp (method, "process/exited") == 0)
+        {
+          exited = true;
+          col->exit_code = json_object_get_int_member (p, "exitCode");
+          col->denied = json_object_get_boolean_member (p, "sandboxDenied");
+        }
+      else
+        {
+          if (!exited)
+            col->ordered = false;
+          done = true;
+        }
+      /* notifications are sorted by seq, output first */
+      if (seq <= col->last_seq)
+        col->ordered = false;
+      col->last_seq = seq;
+      if (done)
+        return;
+    }
+}
+
+static void
+test_harness_flow (void **state)
+{
+  g_autofree char *name = g_strdup_printf ("fusebox-serve-marker-%d", (int)getpid ());
+  g_autofree char *host_marker = g_build_filename ("/tmp", name, NULL);
+  g_autofree char *sandbox_data = b64 ("written by the agent");
+  g_autofree char *denied = g_build_filename (F->ws, "denied-marker", NULL);
+  g_autofree char *allowed = g_build_filename (F->ws, "allowed.txt", NULL);
+  g_autofree char *smoke = g_build_filename (g_getenv ("FUSEBOX_BUILD_ROOT"), "fixtures", "fb-smoke", NULL);
+  g_autofree char *host_text = NULL;
+  g_autofree char *denied_text = NULL;
+  g_autofree char *sandbox = NULL;
+  g_autofree char *params = NULL;
+  g_autoptr (JsonNode) w = NULL;
+  g_autoptr (JsonNode) r = NULL;
+  g_autoptr (JsonNode) start = NULL;
+  g_autoptr (JsonNode) report = NULL;
+  g_autofree char *got = NULL;
+  Collected col = { 0 };
+  JsonObject *rep;
+
+  /* 1. A marker in the server's private /tmp: readable back through the
+   *    API, while the host's /tmp file of the same name is untouched. */
+  write_file (host_marker, "the host's own file\n");
+  w = call ("fs/writeFile", "{\"path\":\"file:///tmp/%s\",\"dataBase64\":\"%s\"}", name, sandbox_data);
+  ANSWER_OK (w);
+  r = call ("fs/readFile", "{\"path\":\"/tmp/%s\"}", name);
+  ANSWER_OK (r);
+  got = unb64 (json_object_get_string_member (answer_result (r), "dataBase64"));
+  assert_string_equal (got, "written by the agent");
+  host_text = read_host (host_marker);
+  assert_string_equal (host_text, "the host's own file\n");
+  g_unlink (host_marker);
+
+  /* 2. The smoke reporter in a sandbox: workspace writable, one marker
+   *    denied (it exists on the host), network restricted, exit code 73. */
+  skip_without_sandbox ();
+  write_file (denied, "denied marker\n");
+  assert_true (g_file_test (denied, G_FILE_TEST_IS_REGULAR));
+  assert_true (g_file_test (smoke, G_FILE_TEST_IS_EXECUTABLE));
+  sandbox = g_strdup_printf (
+    "{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":["
+    "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"root\"}},\"access\":\"read\"},"
+    "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\"}},\"access\":\"write\"},"
+    "{\"path\":{\"type\":\"path\",\"path\":\"file://%s\"},\"access\":\"deny\"}]},\"network\":\"restricted\"},"
+    "\"cwd\":\"file://%s\",\"workspaceRoots\":[\"file://%s\"],\"windowsSandboxLevel\":\"disabled\"}",
+    denied, F->ws, F->ws);
+  params =
+    g_strdup_printf ("{\"processId\":\"smoke\",\"argv\":[\"%s\",\"--exit-code\",\"73\",\"--denied-write\",\"%s\","
+                     "\"--allowed-write\",\"%s\",\"--connect\",\"1.1.1.1:53\"],\"cwd\":\"file://%s\","
+                     "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false,\"pipeStdin\":false,\"arg0\":null,"
+                     "\"sandbox\":%s}",
+                     smoke, denied, allowed, F->ws, sandbox);
+  start = test_client_call (F->client, "process/start", params);
+  ANSWER_OK (start);
+  assert_string_equal (json_object_get_string_member (answer_result (start), "processId"), "smoke");
+  collect (F->client, "smoke", &col);
+  if (col.exit_code != 73)
+    fprintf (stderr, "stdout: %s\nstderr: %s\n", col.out->str, col.err->str);
+  assert_int_equal (col.exit_code, 73);
+  assert_true (col.ordered);
+  assert_true (col.denied);
+  report = json_from_string (col.out->str, NULL);
+  assert_non_null (report);
+  rep = json_node_get_object (report);
+  assert_string_equal (json_object_get_string_member (rep, "denied_write"), "EACCES");
+  assert_string_equal (json_object_get_string_member (rep, "allowed_write"), "OK");
+  assert_string_not_equal (json_object_get_string_member (rep, "connect"), "OK");
+  assert_string_equal (json_object_get_string_member (rep, "proc_fstype"), "proc");
+  assert_string_equal (json_object_get_string_member (rep, "CapEff"), "0000000000000000");
+  assert_int_equal (json_object_get_int_member (rep, "NoNewPrivs"), 1);
+  assert_int_equal (json_object_get_int_member (rep, "Seccomp"), 2);
+  {
+    /* New namespaces: none of them the test's own. */
+    static const char *const kinds[] = { "user", "mnt", "pid", "net" };
+    JsonObject *ns = json_object_get_object_member (rep, "ns");
+    for (guint i = 0; i < G_N_ELEMENTS (kinds); i++)
+      {
+        g_autofree char *link = g_strdup_printf ("/proc/self/ns/%s", kinds[i]);
+        g_autofree char *mine = g_file_read_link (link, NULL);
+        assert_non_null (mine);
+        assert_string_not_equal (json_object_get_string_member (ns, kinds[i]), mine);
+      }
+  }
+  denied_text = read_host (denied);
+  assert_string_equal (denied_text, "denied marker\n");
+  {
+    g_autofree char *allowed_text = read_host (allowed);
+    assert_non_null (allowed_text);
+  }
+  g_string_free (col.out, TRUE);
+  g_string_free (col.err, TRUE);
+}
+
+static void
+test_process_io (void **state)
+{
+  g_autofree char *p1 = NULL;
+  g_autofree char *hi = b64 ("hi\n");
+  g_autoptr (JsonNode) s = NULL;
+  g_autoptr (JsonNode) w1 = NULL;
+  g_autoptr (JsonNode) w2 = NULL;
+  g_autoptr (JsonNode) sig = NULL;
+  g_autoptr (JsonNode) rd = NULL;
+  g_autoptr (JsonNode) dup = NULL;
+  g_autoptr (JsonNode) empty = NULL;
+  g_autoptr (JsonNode) unk = NULL;
+  g_autoptr (JsonNode) term = NULL;
+  g_autoptr (JsonNode) badsig = NULL;
+  Collected col = { 0 };
+
+  skip_without_sandbox ();
+  p1 = g_strdup_printf ("{\"processId\":\"cat\",\"argv\":[\"/bin/cat\"],\"cwd\":\"%s\",\"env\":{},\"tty\":false,"
+                        "\"pipeStdin\":true}",
+                        F->ws);
+  s = call ("process/start", "%s", p1);
+  ANSWER_OK (s);
+  dup = call ("process/start", "%s", p1);
+  assert_int_equal (answer_error_code (dup), -32600);
+  /* The same writeId twice: written once. */
+  w1 = call ("process/write", "{\"processId\":\"cat\",\"chunk\":\"%s\",\"writeId\":\"w1\"}", hi);
+  w2 = call ("process/write", "{\"processId\":\"cat\",\"chunk\":\"%s\",\"writeId\":\"w1\"}", hi);
+  assert_string_equal (json_object_get_string_member (answer_result (w1), "status"), "accepted");
+  assert_string_equal (json_object_get_string_member (answer_result (w2), "status"), "accepted");
+  {
+    g_autoptr (JsonNode) o = test_client_note (F->client, "process/output", "cat");
+    g_autofree char *text = unb64 (
+      json_object_get_string_member (json_object_get_object_member (json_node_get_object (o), "params"), "chunk"));
+    assert_string_equal (text, "hi\n");
+  }
+  /* Replay through process/read: the retained chunk, once. */
+  rd = call ("process/read", "{\"processId\":\"cat\",\"afterSeq\":0,\"maxBytes\":1000}");
+  ANSWER_OK (rd);
+  assert_int_equal (json_array_get_length (json_object_get_array_member (answer_result (rd), "chunks")), 1);
+  assert_int_equal (json_object_get_int_member (answer_result (rd), "nextSeq"), 2);
+  assert_false (json_object_get_boolean_member (answer_result (rd), "exited"));
+  badsig = call ("process/signal", "{\"processId\":\"cat\",\"signal\":\"hangup\"}");
+  assert_int_equal (answer_error_code (badsig), -32602);
+  sig = call ("process/signal", "{\"processId\":\"cat\",\"signal\":\"interrupt\"}");
+  ANSWER_OK (sig);
+  collect (F->client, "cat", &col);
+  assert_int_equal (col.exit_code, 128 + SIGINT);
+  assert_true (col.ordered);
+  assert_false (col.denied);
+  g_string_free (col.out, TRUE);
+  g_string_free (col.err, TRUE);
+
+  empty = call ("process/start", "{\"processId\":\"e\",\"argv\":[],\"cwd\":\"%s\",\"env\":{},\"tty\":false}", F->ws);
+  assert_int_equal (answer_error_code (empty), -32602);
+  unk = call ("process/write", "{\"processId\":\"nobody\",\"chunk\":\"%s\",\"writeId\":\"w\"}", hi);
+  assert_string_equal (json_object_get_string_member (answer_result (unk), "status"), "unknownProcess");
+  term = call ("process/terminate", "{\"processId\":\"nobody\"}");
+  assert_false (json_object_get_boolean_member (answer_result (term), "running"));
+
+  /* A tty: output arrives on the "pty" stream. */
+  {
+    g_autoptr (JsonNode) t =
+      call ("process/start",
+            "{\"processId\":\"tty\",\"argv\":[\"/bin/sh\",\"-c\",\"test -t 1 && echo is-a-tty\"],"
+            "\"cwd\":\"%s\",\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":true}",
+            F->ws);
+    g_autoptr (JsonNode) o = NULL;
+    JsonObject *p;
+    g_autofree char *text = NULL;
+    ANSWER_OK (t);
+    o = test_client_note (F->client, "process/output", "tty");
+    assert_non_null (o);
+    p = json_object_get_object_member (json_node_get_object (o), "params");
+    assert_string_equal (json_object_get_string_member (p, "stream"), "pty");
+    text = unb64 (json_object_get_string_member (p, "chunk"));
+    assert_non_null (strstr (text, "is-a-tty"));
+  }
+}
+
+/* --- many clients ----------------------------------------------------------------- */
+
+static void
+test_hundred_clients (void **state)
+{
+  TestClient *c[100];
+  g_autofree char *a = g_build_filename (F->ws, "many.txt", NULL);
+
+  write_file (a, "many");
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    c[i] = test_client_start (F->server->url, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    {
+      assert_true (test_client_wait_connected (c[i]));
+      assert_true (test_client_handshake (c[i], NULL));
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    {
+      g_autofree char *params = g_strdup_printf ("{\"path\":\"%s\"}", a);
+      g_autoptr (JsonNode) r = test_client_call (c[i], "fs/readFile", params);
+      assert_non_null (answer_result (r));
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+    test_client_free (c[i]);
+}
+
+static void
+test_origin_refused (void **state)
+{
+  TestClient *c = test_client_start (F->server->url, "https://example.com");
+  assert_false (test_client_wait_connected (c));
+  test_client_free (c);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_handshake),
+    cmocka_unit_test (test_origin_refused),
+    cmocka_unit_test_setup_teardown (test_fs_roundtrip, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_errors, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_denial, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_session_attached_elsewhere, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_log_subscribe, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_harness_flow, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_process_io, setup, teardown),
+    cmocka_unit_test (test_resume_and_detach_timeout),
+    cmocka_unit_test (test_hundred_clients),
+  };
+
+  signal (SIGPIPE, SIG_IGN);
+  return cmocka_run_group_tests (tests, setup_group, teardown_group);
+}
