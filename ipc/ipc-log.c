@@ -6,8 +6,11 @@
  *    (a deep copy: nothing of the caller's is kept) and appends it to a
  *    bounded ring.  While the ring is full the pusher waits: the sandbox
  *    slows down instead of losing a record.  The bound is queue_capacity
- *    bodies; a body is bounded by the view's path limits (two paths of at
- *    most PATH_MAX bytes, each at most 6x on escaping plus its base64).
+ *    bodies and QUEUE_MAX_BYTES of them, whichever comes first: hostile
+ *    names (every byte a control character: 6 bytes escaped, and invalid
+ *    UTF-8 adds its base64) make a body many times its paths' length, and
+ *    the sandbox chooses the names.  One body larger than the byte budget
+ *    still passes when the ring is empty, so nothing waits forever.
  *  - The GLib main loop owns the file.  A pusher wakes it through the ready
  *    time of a custom GSource (g_source_set_ready_time is thread-safe and
  *    wakes the context); the dispatch takes the whole batch, assigns seq in
@@ -45,6 +48,8 @@
 /* Flush in the middle of a batch past this much buffered text. */
 #define FLUSH_THRESHOLD (256 * 1024)
 #define RETRY_USEC (1 * G_USEC_PER_SEC)
+/* Bytes of formatted bodies the ring may hold (see above). */
+#define QUEUE_MAX_BYTES (16 * 1024 * 1024)
 
 G_DEFINE_QUARK (fb - ipc - error - quark, fb_ipc_error)
 
@@ -83,6 +88,7 @@ struct FbAccessLog
   guint capacity;
   guint head;  /* index of the oldest entry */
   guint count; /* entries in the ring */
+  gsize bytes; /* strlen of the bodies in the ring */
   gboolean wake_pending;
   gboolean closed;
   guint64 blocked_pushes;
@@ -333,6 +339,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
             }
           log->head = (log->head + n) % log->capacity;
           log->count = 0;
+          log->bytes = 0;
           g_cond_broadcast (&log->not_full);
         }
       g_mutex_unlock (&log->queue_lock);
@@ -384,6 +391,7 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
   FbAccessLog *log = (FbAccessLog *)sink;
   gint64 ts_us = event->ts_us != 0 ? event->ts_us : g_get_real_time ();
   char *body = fb_access_event_format_body (event);
+  gsize len = strlen (body);
   gboolean wake = FALSE;
 
   if (on_loop_thread (log))
@@ -405,10 +413,13 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
     }
 
   g_mutex_lock (&log->queue_lock);
-  if (log->count == log->capacity)
+#define RING_FULL(log, len)                                                                                            \
+  ((log)->count == (log)->capacity || ((log)->count > 0 && (log)->bytes + (len) > QUEUE_MAX_BYTES))
+  if (RING_FULL (log, len))
     log->blocked_pushes++;
-  while (log->count == log->capacity && !log->closed)
+  while (RING_FULL (log, len) && !log->closed)
     g_cond_wait (&log->not_full, &log->queue_lock);
+#undef RING_FULL
   if (log->closed)
     {
       g_mutex_unlock (&log->queue_lock);
@@ -418,6 +429,7 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
     }
   log->ring[(log->head + log->count) % log->capacity] = (Queued){ ts_us, body };
   log->count++;
+  log->bytes += len;
   if (!log->wake_pending)
     {
       log->wake_pending = TRUE;

@@ -376,6 +376,55 @@ test_concurrent_pushers_loop_thread (void **state)
   check_gap_free_per_thread (lines, N_THREADS + 1, PER_THREAD);
 }
 
+/* --- the ring's byte budget: hostile names can't make it grow without bound */
+
+#define BIG_RECORDS 2000
+
+static gpointer
+big_pusher_main (gpointer data)
+{
+  FbAccessSink *sink = data;
+  /* 4000 control bytes: each escaped to 6, in path and target */
+  g_autofree char *name = g_malloc (4002);
+
+  name[0] = '/';
+  memset (name + 1, '\x01', 4000);
+  name[4001] = '\0';
+  for (guint i = 0; i < BIG_RECORDS; i++)
+    {
+      FbAccessEvent e = test_event ("rename", name);
+
+      e.target = name;
+      fb_access_sink_push (sink, &e);
+    }
+  return NULL;
+}
+
+static void
+test_queue_byte_budget (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GMainContext) ctx = g_main_context_new ();
+  FbAccessLog *log = open_log (f->path, 0, 0, ctx); /* 4096 records */
+  GThread *t;
+  guint queued;
+  struct stat st;
+
+  t = g_thread_new ("big", big_pusher_main, fb_access_log_get_sink (log));
+  WAIT_FOR (fb_access_log_get_blocked_pushes (log) >= 1);
+  queued = fb_access_log_get_queued (log);
+  /* ~48 KB a body: the 16 MiB budget stops it long before 4096 records */
+  assert_true (queued >= 300);
+  assert_true (queued <= 16 * 1024 * 1024 / 48000 + 1);
+
+  while (fb_access_log_get_count (log) < BIG_RECORDS)
+    g_main_context_iteration (ctx, TRUE);
+  g_thread_join (t);
+  close_log (log);
+  assert_int_equal (stat (f->path, &st), 0);
+  assert_true (st.st_size > (off_t)BIG_RECORDS * 48000);
+}
+
 /* --- a push from the loop's thread with a full queue ------------------- */
 
 static gpointer
@@ -817,6 +866,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_concurrent_pushers_block, setup, teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_pushers_loop_thread, setup, teardown),
     cmocka_unit_test_setup_teardown (test_loop_thread_push_never_deadlocks, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_queue_byte_budget, setup, teardown),
     cmocka_unit_test_setup_teardown (test_rotation_gap_free, setup, teardown),
     cmocka_unit_test_setup_teardown (test_rotation_name_collision, setup, teardown),
     cmocka_unit_test_setup_teardown (test_hostile_names, setup, teardown),
