@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""A second client for `fusebox serve`: Debian's python3-websockets.
+
+Starts the real server ($FUSEBOX_BIN) and drives it the way a Python agent
+harness would: the handshake, every fs method, every error code, the denial
+shape (against a file that exists on the host), log/subscribe,
+policy/explain, a process with its notifications, and 100 clients at once.
+
+Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
+(unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
+the same server by hand.
+"""
+import asyncio
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+try:
+    import websockets
+except ImportError:
+    print("python3-websockets is missing (apt-get install python3-websockets)", file=sys.stderr)
+    sys.exit(1 if os.environ.get("FUSEBOX_TESTS_MUST_RUN") == "1" else 77)
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+class Client:
+    def __init__(self, ws):
+        self.ws = ws
+        self.next_id = 1
+        self.inbox = []
+        self.session_id = None
+
+    @classmethod
+    async def connect(cls, url):
+        return cls(await websockets.connect(url, max_size=None))
+
+    async def recv(self):
+        return json.loads(await asyncio.wait_for(self.ws.recv(), 60))
+
+    async def call(self, method, params=None):
+        rid = self.next_id
+        self.next_id += 1
+        await self.ws.send(json.dumps({"id": rid, "method": method, "params": params or {}}))
+        for i, m in enumerate(self.inbox):
+            if m.get("id") == rid and "method" not in m:
+                return self.inbox.pop(i)
+        while True:
+            m = await self.recv()
+            if m.get("id") == rid and "method" not in m:
+                return m
+            self.inbox.append(m)
+
+    async def take(self, pred):
+        for i, m in enumerate(self.inbox):
+            if pred(m):
+                return self.inbox.pop(i)
+        while True:
+            m = await self.recv()
+            if pred(m):
+                return m
+            self.inbox.append(m)
+
+    async def handshake(self, resume=None):
+        params = {"clientName": "python"}
+        if resume:
+            params["resumeSessionId"] = resume
+        r = await self.call("initialize", params)
+        assert "result" in r, r
+        self.session_id = r["result"]["sessionId"]
+        await self.ws.send(json.dumps({"method": "initialized", "params": {}}))
+        return r["result"]
+
+    async def close(self):
+        await self.ws.close()
+
+
+def ok(r):
+    assert "result" in r, r
+    return r["result"]
+
+
+def err(r, code):
+    assert "error" in r, r
+    assert r["error"]["code"] == code, r
+    return r["error"]
+
+
+class Env:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="fusebox-serve-py-")
+        self.ws = os.path.join(self.dir, "ws")
+        os.mkdir(self.ws)
+        with open(os.path.join(self.ws, "secret.txt"), "w") as f:
+            f.write("secret\n")
+        policy = {
+            "version": 1,
+            "network": "none",
+            "rules": [
+                {"path": "/", "access": "read", "why": "system files"},
+                {"path": "/tmp", "access": "write", "source": "private", "why": "a private /tmp"},
+                {"path": "${WORKSPACE}", "access": "write", "why": "the workspace"},
+                {"path": "${WORKSPACE}/secret.txt", "access": "deny", "why": "not for agents"},
+            ],
+        }
+        self.policy = os.path.join(self.dir, "policy.json")
+        with open(self.policy, "w") as f:
+            json.dump(policy, f)
+        env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        self.argv = [os.environ.get("FUSEBOX_BIN", "fusebox"), "serve", "--listen", "ws://127.0.0.1:0",
+                     "--workspace", self.ws, "--policy", self.policy, "--detach-timeout", "1000"]
+        self.command = "XDG_STATE_HOME=%s %s" % (env["XDG_STATE_HOME"], " ".join(self.argv))
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, env=env)
+        self.url = self.proc.stdout.readline().decode().strip()
+        assert self.url.startswith("ws://"), "no URL from the server"
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        status = self.proc.wait(60)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return status
+
+
+async def t_handshake(env):
+    c = await Client.connect(env.url)
+    err(await c.call("fs/readFile", {"path": "/etc/hostname"}), -32600)
+    info = await c.handshake()
+    assert info["environmentInfo"]["shell"]["path"].startswith("/"), info
+    assert info["environmentInfo"]["cwd"].startswith("file:///"), info
+    err(await c.call("initialize", {"clientName": "again"}), -32600)
+    await c.close()
+
+
+async def t_fs(env, c):
+    p = os.path.join(env.ws, "py.txt")
+    ok(await c.call("fs/writeFile", {"path": "file://" + p, "dataBase64": b64(b"\x00\x01binary\xff")}))
+    with open(p, "rb") as f:
+        assert f.read() == b"\x00\x01binary\xff"
+    r = ok(await c.call("fs/readFile", {"path": p}))
+    assert base64.b64decode(r["dataBase64"]) == b"\x00\x01binary\xff"
+    m = ok(await c.call("fs/getMetadata", {"path": p}))
+    assert m["isFile"] and not m["isDirectory"] and m["size"] == 9, m
+    ok(await c.call("fs/createDirectory", {"path": env.ws + "/a/b/c"}))
+    assert os.path.isdir(env.ws + "/a/b/c")
+    names = {e["fileName"]: e for e in ok(await c.call("fs/readDirectory", {"path": env.ws}))["entries"]}
+    assert names["a"]["isDirectory"] and names["py.txt"]["isFile"], names
+    assert "secret.txt" in names  # denied, not hidden: the name is visible
+    assert ok(await c.call("fs/canonicalize", {"path": env.ws + "/a/b/../../py.txt"}))["path"] == "file://" + p
+    w = ok(await c.call("fs/walk", {"path": env.ws, "options": {"maxDepth": 10, "maxDirectories": 10,
+                                                                 "maxEntries": 100, "followDirectorySymlinks": True}}))
+    kinds = {e["path"]: e["kind"] for e in w["entries"]}
+    assert kinds["file://%s/a/b/c" % env.ws] == "directory" and kinds["file://" + p] == "file", kinds
+    assert w["truncated"] is False
+    ok(await c.call("fs/copy", {"sourcePath": env.ws + "/a", "destinationPath": env.ws + "/a2", "recursive": True}))
+    assert os.path.isdir(env.ws + "/a2/b/c")
+    ok(await c.call("fs/remove", {"path": env.ws + "/a2"}))
+    assert not os.path.exists(env.ws + "/a2")
+    h = ok(await c.call("fs/open", {"handleId": "py", "path": p}))
+    assert h["handleId"] == "py"
+    blk = ok(await c.call("fs/readBlock", {"handleId": "py", "offset": 2, "len": 6}))
+    assert base64.b64decode(blk["chunk"]) == b"binary" and blk["eof"] is False, blk
+    ok(await c.call("fs/close", {"handleId": "py"}))
+
+
+async def t_errors(env, c):
+    err(await c.call("fs/nope"), -32601)
+    err(await c.call("fs/readFile", {"path": ["x"]}), -32602)
+    err(await c.call("fs/readFile", {"path": "ftp://host/x"}), -32602)
+    err(await c.call("fs/writeFile", {"path": env.ws + "/b64.txt", "dataBase64": "@@@@"}), -32600)
+    e = err(await c.call("fs/readFile", {"path": env.ws + "/missing"}), -32004)
+    assert e["message"] == "No such file or directory (os error 2)", e
+    err(await c.call("fs/remove", {"path": env.ws + "/a", "recursive": False}), -32603)
+    await c.ws.send("{not json")
+    m = await c.take(lambda m: m.get("id") == -1)
+    assert m["error"]["code"] == -32600, m
+    await c.ws.send(b'{"id": 77, "method": "fs/getMetadata", "params": {"path": "/"}}')  # binary frame
+    assert (await c.take(lambda m: m.get("id") == 77))["result"]["isDirectory"] is True
+    await c.ws.send(" " * (17 * 1024 * 1024))
+    m = await c.take(lambda m: m.get("id") == -1)
+    assert m["error"]["code"] == -32600 and "limit" in m["error"]["message"], m
+    ok(await c.call("fs/getMetadata", {"path": env.ws}))  # still usable
+
+
+async def t_denial(env, c):
+    secret = os.path.join(env.ws, "secret.txt")
+    assert os.path.isfile(secret)  # it exists on the host
+    e = err(await c.call("fs/readFile", {"path": secret}), -32050)
+    assert e["message"] == "Permission denied (os error 13)", e
+    d = e["data"]
+    assert d["path"] == secret and d["decision"] == "deny" and d["access"] == "read", d
+    assert d["why"] == "not for agents" and d["rule"] != "", d
+    x = ok(await c.call("policy/explain", {"path": secret}))
+    assert x["access"] == "deny" and x["why"] == "not for agents", x
+    e = err(await c.call("fs/writeFile", {"path": "/etc/fusebox-py-test", "dataBase64": b64(b"x")}), -32050)
+    assert e["message"] == "Read-only file system (os error 30)", e
+    assert e["data"]["decision"] == "readonly", e
+    assert not os.path.exists("/etc/fusebox-py-test")
+
+
+async def t_session(env, c):
+    b = await Client.connect(env.url)
+    err(await b.call("initialize", {"clientName": "b", "resumeSessionId": c.session_id}), -32010)
+    await b.close()
+
+
+async def t_log(env, c):
+    s = ok(await c.call("log/subscribe", {"filter": {"decision": "deny"}}))
+    secret = os.path.join(env.ws, "secret.txt")
+    err(await c.call("fs/readFile", {"path": secret}), -32050)
+    ev = await c.take(lambda m: m.get("method") == "log/event")
+    p = ev["params"]
+    assert p["decision"] == "deny" and p["path"] == secret and p["session"] == c.session_id, p
+    ok(await c.call("log/unsubscribe", {"subscriptionId": s["subscriptionId"]}))
+
+
+async def t_process(env, c):
+    if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "skip"
+    ok(await c.call("process/start", {"processId": "py1", "argv": ["/bin/sh", "-c", "echo out; echo err >&2; exit 7"],
+                                      "cwd": "file://" + env.ws, "env": {"PATH": "/usr/bin:/bin"},
+                                      "tty": False, "pipeStdin": False, "arg0": None}))
+    out, errs, exited = b"", b"", None
+    while True:
+        m = await c.take(lambda m: m.get("params", {}).get("processId") == "py1")
+        if m["method"] == "process/output":
+            if m["params"]["stream"] == "stderr":
+                errs += base64.b64decode(m["params"]["chunk"])
+            else:
+                out += base64.b64decode(m["params"]["chunk"])
+        elif m["method"] == "process/exited":
+            exited = m["params"]
+        elif m["method"] == "process/closed":
+            break
+    assert out == b"out\n" and errs == b"err\n", (out, errs)
+    assert exited["exitCode"] == 7 and exited["sandboxDenied"] is False, exited
+    r = ok(await c.call("process/read", {"processId": "py1", "afterSeq": 0}))
+    assert r["exited"] and r["closed"] and r["exitCode"] == 7 and len(r["chunks"]) == 2, r
+    assert ok(await c.call("process/terminate", {"processId": "py1"}))["running"] is False
+
+
+async def t_many(env):
+    clients = await asyncio.gather(*[Client.connect(env.url) for _ in range(100)])
+    await asyncio.gather(*[c.handshake() for c in clients])
+    rs = await asyncio.gather(*[c.call("fs/getMetadata", {"path": env.ws}) for c in clients])
+    assert all(ok(r)["isDirectory"] for r in rs)
+    await asyncio.gather(*[c.close() for c in clients])
+
+
+async def main(env):
+    passed = failed = skipped = 0
+    c = await Client.connect(env.url)
+    await c.handshake()
+    tests = [("handshake", lambda: t_handshake(env)), ("fs", lambda: t_fs(env, c)),
+             ("errors", lambda: t_errors(env, c)), ("denial", lambda: t_denial(env, c)),
+             ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
+             ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env))]
+    for name, t in tests:
+        try:
+            if await t() == "skip":
+                skipped += 1
+                print("SKIP", name)
+            else:
+                passed += 1
+                print("ok", name)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            failed += 1
+            print("FAIL %s: %r\n  reproduce the server with: %s" % (name, e, env.command))
+    await c.close()
+    return passed, failed, skipped
+
+
+if __name__ == "__main__":
+    env = Env()
+    try:
+        passed, failed, skipped = asyncio.run(main(env))
+    finally:
+        status = env.stop()
+    if status != 0:
+        print("fusebox serve did not stop cleanly: %s" % status)
+        failed += 1
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    if skipped and os.environ.get("FUSEBOX_TESTS_MUST_RUN") == "1":
+        sys.exit(1)
+    sys.exit(1 if failed else 0)
