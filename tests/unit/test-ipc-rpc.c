@@ -1,0 +1,424 @@
+/* Unit tests of the remote API's message layer (ipc/ipc-rpc.c): decoding
+ * every kind of malformed message, strict base64, file:// URIs, and a
+ * server driven in-process through a transport seam (ops that record what
+ * would be sent): the handshake order, the answers' shapes, and the
+ * bounded output queue that disconnects a slow reader. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib/gstdio.h>
+
+#include "ipc/ipc-rpc-private.h"
+
+/* --- decoding ---------------------------------------------------------------- */
+
+typedef struct
+{
+  const char *text;
+  bool ok;
+  int code;    /* when !ok */
+  bool has_id; /* when !ok: the error goes to the message's id */
+  FbRpcMessageKind kind;
+} ParseCase;
+
+static void
+test_parse_table (void **state)
+{
+  static const ParseCase cases[] = {
+    { "{\"id\":1,\"method\":\"fs/readFile\",\"params\":{\"path\":\"/x\"}}", true, 0, false, FB_RPC_MESSAGE_REQUEST },
+    { "{\"id\":\"abc\",\"method\":\"initialize\"}", true, 0, false, FB_RPC_MESSAGE_REQUEST },
+    { "{\"method\":\"initialized\",\"params\":null}", true, 0, false, FB_RPC_MESSAGE_NOTIFICATION },
+    { "{\"method\":\"initialized\"}", true, 0, false, FB_RPC_MESSAGE_NOTIFICATION },
+    { "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"x\"}", true, 0, false, FB_RPC_MESSAGE_REQUEST },
+    { "", false, -32600, false },
+    { "{", false, -32600, false },
+    { "null", false, -32600, false },
+    { "42", false, -32600, false },
+    { "[{\"id\":1,\"method\":\"x\"}]", false, -32600, false },
+    { "{\"id\":1.5,\"method\":\"x\"}", false, -32600, false },
+    { "{\"id\":true,\"method\":\"x\"}", false, -32600, false },
+    { "{\"id\":[1],\"method\":\"x\"}", false, -32600, false },
+    { "{\"id\":1,\"method\":7}", false, -32600, true },
+    { "{\"id\":1}", false, -32600, true },
+    { "{\"id\":1,\"result\":{}}", false, -32600, true },
+    { "{\"id\":1,\"error\":{\"code\":1}}", false, -32600, true },
+    { "{\"id\":1,\"method\":\"x\",\"params\":[1,2]}", false, -32602, true },
+    { "{\"id\":1,\"method\":\"x\",\"params\":\"p\"}", false, -32602, true },
+    { "{\"method\":\"x\",\"params\":3}", false, -32602, false },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const ParseCase *c = &cases[i];
+      FbRpcMessage msg;
+      int code = 0;
+      g_autofree char *why = NULL;
+      g_autoptr (JsonNode) id = NULL;
+      bool ok = fb_rpc_message_parse (c->text, strlen (c->text), &msg, &code, &why, &id);
+
+      if (ok != c->ok)
+        fail_msg ("case %u (%s): parse %s", i, c->text, ok ? "succeeded" : why);
+      if (ok)
+        {
+          assert_int_equal (msg.kind, c->kind);
+          assert_non_null (msg.method);
+          fb_rpc_message_clear (&msg);
+        }
+      else
+        {
+          assert_int_equal (code, c->code);
+          assert_non_null (why);
+          assert_true (strlen (why) > 0);
+          assert_int_equal (id != NULL, c->has_id);
+        }
+    }
+}
+
+static void
+test_parse_bytes (void **state)
+{
+  static const char nul[] = "{\"id\":1,\"method\":\"a\0b\"}";
+  static const char latin1[] = "{\"id\":1,\"method\":\"caf\xe9\"}";
+  FbRpcMessage msg;
+  int code;
+  g_autofree char *why1 = NULL;
+  g_autofree char *why2 = NULL;
+  g_autofree char *why3 = NULL;
+  g_autoptr (JsonNode) id1 = NULL;
+  g_autoptr (JsonNode) id2 = NULL;
+  g_autoptr (JsonNode) id3 = NULL;
+
+  /* An embedded NUL would silently shorten the text for json-glib. */
+  assert_false (fb_rpc_message_parse (nul, sizeof nul - 1, &msg, &code, &why1, &id1));
+  assert_int_equal (code, -32600);
+  assert_false (fb_rpc_message_parse (latin1, sizeof latin1 - 1, &msg, &code, &why2, &id2));
+  assert_int_equal (code, -32600);
+  /* Over the limit: refused before parsing. */
+  assert_false (fb_rpc_message_parse ("{}", (gsize)FB_RPC_MESSAGE_MAX + 1, &msg, &code, &why3, &id3));
+  assert_int_equal (code, -32600);
+  assert_non_null (strstr (why3, "limit"));
+}
+
+/* --- encoding ---------------------------------------------------------------- */
+
+static void
+test_encode (void **state)
+{
+  g_autoptr (JsonNode) id = json_from_string ("\"req-1\"", NULL);
+  g_autoptr (JsonNode) data = json_from_string ("{\"why\":\"a \\\"quoted\\\" reason\"}", NULL);
+  g_autofree char *e = fb_rpc_encode_error (id, -32050, "Permission denied (os error 13)", data);
+  g_autofree char *r = fb_rpc_encode_result (NULL, NULL);
+  g_autofree char *n = fb_rpc_encode_notification ("process/output", NULL);
+  g_autoptr (JsonNode) pe = json_from_string (e, NULL);
+  g_autoptr (JsonNode) pr = json_from_string (r, NULL);
+  g_autoptr (JsonNode) pn = json_from_string (n, NULL);
+  JsonObject *err;
+
+  assert_non_null (pe);
+  assert_string_equal (json_object_get_string_member (json_node_get_object (pe), "id"), "req-1");
+  err = json_object_get_object_member (json_node_get_object (pe), "error");
+  assert_int_equal (json_object_get_int_member (err, "code"), -32050);
+  assert_string_equal (json_object_get_object_member (err, "data") != NULL
+                         ? json_object_get_string_member (json_object_get_object_member (err, "data"), "why")
+                         : "",
+                       "a \"quoted\" reason");
+  assert_false (json_object_has_member (json_node_get_object (pe), "jsonrpc"));
+  /* No id: the answer goes to -1, as Codex's does. */
+  assert_int_equal (json_object_get_int_member (json_node_get_object (pr), "id"), -1);
+  assert_string_equal (json_object_get_string_member (json_node_get_object (pn), "method"), "process/output");
+
+  {
+    g_autofree char *m = fb_rpc_os_error_message (30);
+    assert_string_equal (m, "Read-only file system (os error 30)");
+  }
+}
+
+/* --- base64 and URIs --------------------------------------------------------- */
+
+static void
+test_base64 (void **state)
+{
+  static const struct
+  {
+    const char *in;
+    const char *out; /* NULL: refused */
+  } cases[] = {
+    { "", "" },           { "aGk=", "hi" },  { "aGVsbG8=", "hello" },
+    { "YWJj", "abc" },    { "aGk", NULL },   { "aGk==", NULL },
+    { "a=Gk", NULL },     { "aG k=", NULL }, { "aGl=", NULL }, /* non-canonical trailing bits */
+    { "aGVsbG9=", NULL }, { "!!!!", NULL },  { "aGk=aGk=", NULL },
+    { "====", NULL },     { "-_-_", NULL }, /* the URL-safe alphabet is not standard base64 */
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree guint8 *d = NULL;
+      gsize len = 0;
+      bool ok = fb_rpc_base64_decode (cases[i].in, &d, &len);
+      if (ok != (cases[i].out != NULL))
+        fail_msg ("base64 case %u (%s): %s", i, cases[i].in, ok ? "accepted" : "refused");
+      if (ok)
+        {
+          assert_int_equal (len, strlen (cases[i].out));
+          assert_memory_equal (d, cases[i].out, len);
+        }
+    }
+}
+
+static void
+test_uris (void **state)
+{
+  static const struct
+  {
+    const char *in;
+    const char *out;
+  } cases[] = {
+    { "file:///etc/hosts", "/etc/hosts" },
+    { "file:///a%20b/c%2Fd", "/a b/c/d" },
+    { "file://localhost/srv/x", "/srv/x" },
+    { "FILE:///upper", "/upper" },
+    { "/plain/path with space", "/plain/path with space" },
+    { "relative/path", NULL },
+    { "file://example.com/x", NULL },
+    { "http:///x", NULL },
+    { "file:///bad%zz", NULL },
+    { "file:///nul%00byte", NULL },
+    { "file:///x?q=1", NULL },
+    { "file:///x#frag", NULL },
+    { "file://", NULL },
+    { "", NULL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *why = NULL;
+      g_autofree char *p = fb_rpc_path_from_uri (cases[i].in, &why);
+      if ((p != NULL) != (cases[i].out != NULL))
+        fail_msg ("uri case %u (%s): %s", i, cases[i].in, p != NULL ? p : why);
+      if (p != NULL)
+        assert_string_equal (p, cases[i].out);
+      else
+        assert_non_null (why);
+    }
+  {
+    g_autofree char *u = fb_rpc_path_to_uri ("/a b/%x/ü");
+    g_autofree char *why = NULL;
+    g_autofree char *back = fb_rpc_path_from_uri (u, &why);
+    assert_true (g_str_has_prefix (u, "file:///a%20b/%25x/"));
+    assert_string_equal (back, "/a b/%x/ü");
+  }
+}
+
+/* --- the server through a transport seam ---------------------------------------- */
+
+typedef struct
+{
+  GPtrArray *sent; /* char* */
+  bool writable;
+  char *closed_reason;
+} Seam;
+
+static bool
+seam_can_write (gpointer t)
+{
+  return ((Seam *)t)->writable;
+}
+
+static void
+seam_write (gpointer t, const char *text, gsize len)
+{
+  g_ptr_array_add (((Seam *)t)->sent, g_strndup (text, len));
+}
+
+static void
+seam_close (gpointer t, const char *reason)
+{
+  Seam *s = t;
+  g_free (s->closed_reason);
+  s->closed_reason = g_strdup (reason);
+}
+
+static const FbRpcTransportOps seam_ops = { seam_can_write, seam_write, seam_close };
+
+typedef struct
+{
+  char *dir;
+  FbPolicy *policy;
+  FbRpcServer *server;
+  Seam seam;
+  FbRpcConn *conn;
+} Harness;
+
+static int
+setup (void **state)
+{
+  Harness *h = g_new0 (Harness, 1);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *run = NULL;
+  FbPolicyVars vars = { 0 };
+  FbRpcServerOptions so = { 0 };
+  static const char policy[] = "{\"version\":1,\"network\":\"none\",\"rules\":["
+                               "{\"path\":\"/\",\"access\":\"read\",\"why\":\"the host\"},"
+                               "{\"path\":\"${WORKSPACE}\",\"access\":\"write\",\"why\":\"the workspace\"}]}";
+
+  h->dir = g_dir_make_tmp ("fusebox-rpc-XXXXXX", NULL);
+  run = g_build_filename (h->dir, "run", NULL);
+  g_mkdir (run, 0700);
+  vars.workspace = vars.cwd = vars.home = h->dir;
+  vars.run = run;
+  h->policy = fb_policy_load_data (policy, -1, "test", &vars, &error);
+  assert_non_null (h->policy);
+  so.policy = h->policy;
+  so.vars = &vars;
+  h->server = fb_rpc_server_new (&so, &error);
+  assert_non_null (h->server);
+  h->seam.sent = g_ptr_array_new_with_free_func (g_free);
+  h->seam.writable = true;
+  h->conn = fb_rpc_server_accept (h->server, &seam_ops, &h->seam, getuid (), "seam");
+  assert_non_null (h->conn);
+  *state = h;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  Harness *h = *state;
+  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", h->dir);
+
+  if (h->conn != NULL)
+    fb_rpc_conn_closed (h->conn);
+  fb_rpc_server_free (h->server);
+  fb_policy_unref (h->policy);
+  g_ptr_array_unref (h->seam.sent);
+  g_free (h->seam.closed_reason);
+  if (system (cmd) != 0)
+    return -1;
+  g_free (h->dir);
+  g_free (h);
+  return 0;
+}
+
+static JsonObject *
+last_sent (Harness *h, JsonNode **keep)
+{
+  assert_true (h->seam.sent->len > 0);
+  *keep = json_from_string (g_ptr_array_index (h->seam.sent, h->seam.sent->len - 1), NULL);
+  assert_non_null (*keep);
+  return json_node_get_object (*keep);
+}
+
+static void
+receive (Harness *h, const char *text)
+{
+  fb_rpc_conn_receive (h->conn, text, strlen (text));
+}
+
+static void
+test_server_handshake_and_fs (void **state)
+{
+  Harness *h = *state;
+  g_autoptr (JsonNode) n1 = NULL;
+  g_autoptr (JsonNode) n2 = NULL;
+  g_autoptr (JsonNode) n3 = NULL;
+  g_autoptr (JsonNode) n4 = NULL;
+  g_autofree char *file = g_build_filename (h->dir, "f.txt", NULL);
+  g_autofree char *req = NULL;
+  g_autofree char *text = NULL;
+  JsonObject *o;
+
+  receive (h, "{\"id\":1,\"method\":\"fs/readFile\",\"params\":{\"path\":\"/\"}}");
+  o = last_sent (h, &n1);
+  assert_int_equal (json_object_get_int_member (json_object_get_object_member (o, "error"), "code"), -32600);
+  receive (h, "{\"id\":2,\"method\":\"initialize\",\"params\":{\"clientName\":\"unit\"}}");
+  o = last_sent (h, &n2);
+  assert_true (json_object_has_member (json_object_get_object_member (o, "result"), "sessionId"));
+  receive (h, "{\"method\":\"initialized\"}");
+  req = g_strdup_printf ("{\"id\":3,\"method\":\"fs/writeFile\",\"params\":{\"path\":\"%s\",\"dataBase64\":\"aGk=\"}}",
+                         file);
+  receive (h, req);
+  o = last_sent (h, &n3);
+  assert_int_equal (json_object_get_int_member (o, "id"), 3);
+  assert_true (json_object_has_member (o, "result"));
+  assert_true (g_file_get_contents (file, &text, NULL, NULL));
+  assert_string_equal (text, "hi");
+  /* The host outside the workspace is read-only under this policy. */
+  receive (h, "{\"id\":4,\"method\":\"fs/writeFile\",\"params\":{\"path\":\"/etc/fusebox-unit\",\"dataBase64\":\"\"}}");
+  o = last_sent (h, &n4);
+  assert_int_equal (json_object_get_int_member (json_object_get_object_member (o, "error"), "code"), -32050);
+  assert_false (g_file_test ("/etc/fusebox-unit", G_FILE_TEST_EXISTS));
+}
+
+static void
+test_slow_reader_disconnected (void **state)
+{
+  Harness *h = *state;
+  g_autofree char *file = g_build_filename (h->dir, "big", NULL);
+  g_autofree char *req = NULL;
+  char *big = g_malloc0 (FB_RPC_READ_FILE_MAX);
+  guint sent_before;
+
+  memset (big, 'x', FB_RPC_READ_FILE_MAX - 1);
+  assert_true (g_file_set_contents (file, big, FB_RPC_READ_FILE_MAX - 1, NULL));
+  g_free (big);
+  receive (h, "{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientName\":\"slow\"}}");
+  receive (h, "{\"method\":\"initialized\"}");
+  /* The client stops reading: answers wait in the bounded queue... */
+  h->seam.writable = false;
+  sent_before = h->seam.sent->len;
+  req = g_strdup_printf ("{\"id\":2,\"method\":\"fs/readFile\",\"params\":{\"path\":\"%s\"}}", file);
+  /* (each answer is about 11 MB of base64: two fit in the 32 MiB bound) */
+  for (guint i = 0; i < 2; i++)
+    receive (h, req);
+  assert_int_equal (h->seam.sent->len, sent_before);
+  assert_null (h->seam.closed_reason);
+  assert_true (h->conn->out_bytes <= FB_RPC_QUEUE_MAX);
+  /* ... until they pass the bound: then the client is disconnected, and
+   * the queue let go, instead of growing. */
+  for (guint i = 0; i < 4 && h->seam.closed_reason == NULL; i++)
+    receive (h, req);
+  assert_non_null (h->seam.closed_reason);
+  assert_non_null (strstr (h->seam.closed_reason, "slow reader"));
+  assert_int_equal (h->conn->out_bytes, 0);
+  /* Nothing more is queued for a closing connection. */
+  receive (h, req);
+  assert_int_equal (h->conn->out_bytes, 0);
+}
+
+static void
+test_writable_again_flushes_in_order (void **state)
+{
+  Harness *h = *state;
+
+  h->seam.writable = false;
+  receive (h, "{\"id\":1,\"method\":\"nope\"}");
+  receive (h, "{\"id\":2,\"method\":\"nope\"}");
+  assert_int_equal (h->seam.sent->len, 0);
+  h->seam.writable = true;
+  fb_rpc_conn_writable (h->conn);
+  assert_int_equal (h->seam.sent->len, 2);
+  assert_non_null (strstr (g_ptr_array_index (h->seam.sent, 0), "\"id\":1"));
+  assert_non_null (strstr (g_ptr_array_index (h->seam.sent, 1), "\"id\":2"));
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_parse_table),
+    cmocka_unit_test (test_parse_bytes),
+    cmocka_unit_test (test_encode),
+    cmocka_unit_test (test_base64),
+    cmocka_unit_test (test_uris),
+    cmocka_unit_test_setup_teardown (test_server_handshake_and_fs, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_slow_reader_disconnected, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_writable_again_flushes_in_order, setup, teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
