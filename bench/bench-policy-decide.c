@@ -10,7 +10,9 @@
  *    FUSE view does on a cold lookup), reported per chain and per step.
  * Each path is timed over a batch of repetitions (clock_gettime costs more
  * than a decision), giving one mean per path; the report is the median and
- * the 90th percentile over the paths.
+ * the 90th percentile over the paths.  Time is this thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), so that a busy machine preempting the benchmark
+ * does not count as decision time; the wall-clock median is printed too.
  *
  *   build-policy/bench/bench-policy-decide [REPETITIONS]
  */
@@ -31,11 +33,11 @@ static const char *const leaf[] = { "main.c",     "README", "a.pem",  "id_rsa", 
                                     "Secret.txt", "lib.o",  "config", "index.js", "data.json" };
 
 static double
-now_ns (void)
+now_ns (clockid_t clock)
 {
   struct timespec ts;
 
-  clock_gettime (CLOCK_MONOTONIC, &ts);
+  clock_gettime (clock, &ts);
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -103,6 +105,8 @@ main (int argc, char **argv)
   char **names[N_PATHS];
   double *whole = g_new (double, N_PATHS);
   double *chain = g_new (double, N_PATHS);
+  double *whole_wall = g_new (double, N_PATHS);
+  double *chain_wall = g_new (double, N_PATHS);
   guint n_rules = 0;
   volatile guint sink = 0;
 
@@ -130,14 +134,16 @@ main (int argc, char **argv)
   for (guint i = 0; i < N_PATHS; i++)
     {
       FbPolicyDecision d;
-      double t0 = now_ns ();
+      double w0 = now_ns (CLOCK_MONOTONIC);
+      double t0 = now_ns (CLOCK_THREAD_CPUTIME_ID);
 
       for (guint r = 0; r < reps; r++)
         {
           fb_policy_decide (policy, paths[i], &d);
           sink += d.access;
         }
-      whole[i] = (now_ns () - t0) / reps;
+      whole[i] = (now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / reps;
+      whole_wall[i] = (now_ns (CLOCK_MONOTONIC) - w0) / reps;
     }
 
   for (guint i = 0; i < N_PATHS; i++)
@@ -146,13 +152,15 @@ main (int argc, char **argv)
       char *parents[DEPTH];
       FbPolicyDecision root;
       double t0;
+      double w0;
 
       fb_policy_decide (policy, "/", &root);
       parents[0] = g_strdup ("/");
       for (guint k = 1; k < DEPTH; k++)
         parents[k] =
           k == 1 ? g_strconcat ("/", names[i][0], NULL) : g_strconcat (parents[k - 1], "/", names[i][k - 1], NULL);
-      t0 = now_ns ();
+      w0 = now_ns (CLOCK_MONOTONIC);
+      t0 = now_ns (CLOCK_THREAD_CPUTIME_ID);
       for (guint r = 0; r < reps; r++)
         {
           FbPolicyDecision d = root;
@@ -161,7 +169,8 @@ main (int argc, char **argv)
             fb_policy_decide_child (policy, &d, parents[k], names[i][k], &d);
           sink += d.access;
         }
-      chain[i] = (now_ns () - t0) / reps;
+      chain[i] = (now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / reps;
+      chain_wall[i] = (now_ns (CLOCK_MONOTONIC) - w0) / reps;
       for (guint k = 0; k < DEPTH; k++)
         g_free (parents[k]);
     }
@@ -171,7 +180,10 @@ main (int argc, char **argv)
   report ("fb_policy_decide (whole path)", whole, N_PATHS, 1);
   report ("decide_child chain (10 steps)", chain, N_PATHS, 1);
   report ("decide_child (one step)", chain, N_PATHS, DEPTH);
-  printf ("target: median fb_policy_decide < 1000 ns: %s\n", whole[N_PATHS / 2] < 1000 ? "met" : "NOT met");
+  report ("wall clock: fb_policy_decide", whole_wall, N_PATHS, 1);
+  report ("wall clock: decide_child chain", chain_wall, N_PATHS, 1);
+  /* report() sorted the arrays: the medians are in the middle */
+  printf ("target: median fb_policy_decide < 1000 ns (CPU time): %s\n", whole[N_PATHS / 2] < 1000 ? "met" : "NOT met");
 
   for (guint i = 0; i < N_PATHS; i++)
     {
@@ -180,5 +192,7 @@ main (int argc, char **argv)
     }
   g_free (whole);
   g_free (chain);
+  g_free (whole_wall);
+  g_free (chain_wall);
   return sink == 0xffffffff ? 1 : 0;
 }

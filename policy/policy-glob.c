@@ -218,9 +218,100 @@ component_match (const char *p, const char *pend, const char *s, const char *sen
 static bool
 part_match (const FbGlobPart *part, const FbPathComp *c)
 {
+  guchar first;
+
   if (part->literal)
     return part->len == c->len && memcmp (part->text, c->s, c->len) == 0;
+  if (c->len == 0)
+    return false;
+  first = (guchar)c->s[0];
+  if (!part->first_any && (part->first_set[first >> 5] & (1u << (first & 31))) == 0)
+    return false;
+  if (part->has_last && (guchar)c->s[c->len - 1] != part->last)
+    return false;
   return component_match (part->text, part->text + part->len, c->s, c->s + c->len);
+}
+
+static void
+set_first (FbGlobPart *part, guchar b)
+{
+  part->first_set[b >> 5] |= 1u << (b & 31);
+}
+
+/* Fill the prefilters of a validated component pattern.  A literal byte
+ * must appear as is (matching is bytewise); a "[...]" of ASCII items limits
+ * the first byte to those; anything else ("*", "?", negated or non-ASCII
+ * sets) allows any first byte.  The last byte is known when the pattern
+ * ends in a literal byte. */
+static void
+compute_prefilters (FbGlobPart *part)
+{
+  const char *p = part->text;
+  const char *end = p + part->len;
+  bool first = true;
+
+  part->first_any = false;
+  part->has_last = false;
+  memset (part->first_set, 0, sizeof part->first_set);
+  while (p < end)
+    {
+      if (*p == '*' || *p == '?')
+        {
+          if (first)
+            part->first_any = true;
+          part->has_last = false;
+          p++;
+        }
+      else if (*p == '[')
+        {
+          const char *q = p + 1;
+          bool item_first = true;
+
+          if (first && q < end && (*q == '!' || *q == '^'))
+            part->first_any = true;
+          if (q < end && (*q == '!' || *q == '^'))
+            q++;
+          while (q < end && (*q != ']' || item_first))
+            {
+              gunichar lo;
+              gunichar hi;
+
+              item_first = false;
+              if (*q == '\\')
+                q++;
+              lo = next_char (&q, end);
+              hi = lo;
+              if (q + 1 < end && *q == '-' && q[1] != ']')
+                {
+                  q++;
+                  if (*q == '\\')
+                    q++;
+                  hi = next_char (&q, end);
+                }
+              if (first && !part->first_any)
+                {
+                  if (hi >= 0x80)
+                    part->first_any = true;
+                  else
+                    for (gunichar ch = lo; ch <= hi; ch++)
+                      set_first (part, (guchar)ch);
+                }
+            }
+          part->has_last = false;
+          p = q + 1;
+        }
+      else
+        {
+          if (*p == '\\')
+            p++;
+          if (first)
+            set_first (part, (guchar)*p);
+          part->has_last = true;
+          part->last = (guchar)*p;
+          p++;
+        }
+      first = false;
+    }
 }
 
 void
@@ -331,6 +422,7 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
             {
               part.len = (guint32)n;
               part.text = g_strndup (p, n);
+              compute_prefilters (&part);
             }
           part.literal = literal;
           g_array_append_val (parts, part);
@@ -344,7 +436,7 @@ fb_policy_glob_compile (const char *pattern, char **ret_message)
    * "*" (one component) then "**". */
   if (g_array_index (parts, FbGlobPart, parts->len - 1).doublestar)
     {
-      FbGlobPart one = { .literal = false, .len = 1, .text = g_strdup ("*") };
+      FbGlobPart one = { .literal = false, .len = 1, .text = g_strdup ("*"), .first_any = true };
 
       g_array_insert_val (parts, parts->len - 1, one);
     }

@@ -119,6 +119,13 @@ typedef struct
   bool literal;    /* no metacharacter: `text` is the unescaped name */
   guint32 len;     /* of text */
   char *text;      /* the component pattern (escapes kept unless literal) */
+  /* Cheap rejections before matching a pattern: the bytes a matching name
+   * may start with (when first_any is false) and the byte it must end with
+   * (when has_last). */
+  bool first_any;
+  bool has_last;
+  guchar last;
+  guint32 first_set[8];
 } FbGlobPart;
 
 typedef struct

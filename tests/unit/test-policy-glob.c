@@ -3,6 +3,8 @@
  * globs as rules (the last-component index must not lose a match). */
 #include "tests/unit/test-policy-util.h"
 
+#include <fnmatch.h>
+
 typedef struct
 {
   const char *pattern;
@@ -64,6 +66,18 @@ static const GlobCase glob_cases[] = {
   { "\\[x]", "/[x]", true },
   { ".git", "/.git", true },
   { "*", "/.hidden", true }, /* "*" matches a leading dot, as gitignore */
+  /* the first- and last-byte prefilters must never reject a match */
+  { "[a-c]x", "/Bx", false },
+  { "*_key", "/ssh_host_rsa_key", true },
+  { "*_key", "/ssh_host_rsa_keys", false },
+  { "[.]git", "/.git", true },
+  { "?é", "/aé", true },
+  { "?é", "/ae", false },
+  { "[é]x", "/éx", true },
+  { "a*\\*", "/ab*", true },
+  { "a*\\*", "/abc", false },
+  { "[!x]*", "/éa", true },
+  { "[\\]]*", "/]a", true },
 };
 
 static void
@@ -86,6 +100,47 @@ test_match_table (void **state)
         }
     }
   assert_int_equal (failures, 0);
+}
+
+/* Differential check of one component against fnmatch(3) (same syntax for
+ * ASCII names: "*", "?", "[...]" with "!" negation, "\\" escapes), over a
+ * fixed pseudo-random set: the matcher and its prefilters must agree. */
+static void
+test_against_fnmatch (void **state)
+{
+  static const char *const tokens[] = { "a", "b", ".", "*", "?", "[ab]", "[!a]", "[a-c]", "\\*", "\\?", "x" };
+  static const char name_chars[] = "ab.*?cx";
+  g_autoptr (GRand) rand = g_rand_new_with_seed (7);
+  guint compared = 0;
+
+  for (guint i = 0; i < 20000; i++)
+    {
+      g_autoptr (GString) pattern = g_string_new ("/");
+      g_autoptr (GString) path = g_string_new ("/");
+      guint n_tokens = (guint)g_rand_int_range (rand, 1, 6);
+      guint n_chars = (guint)g_rand_int_range (rand, 1, 7);
+      g_autofree char *message = NULL;
+      g_autoptr (FbGlob) glob = NULL;
+      bool ours;
+      bool theirs;
+
+      for (guint k = 0; k < n_tokens; k++)
+        g_string_append (pattern, tokens[g_rand_int_range (rand, 0, G_N_ELEMENTS (tokens))]);
+      for (guint k = 0; k < n_chars; k++)
+        g_string_append_c (path, name_chars[g_rand_int_range (rand, 0, sizeof name_chars - 1)]);
+      if (strstr (pattern->str, "**") != NULL || strcmp (path->str, "/.") == 0 || strcmp (path->str, "/..") == 0 ||
+          strcmp (pattern->str, "/.") == 0 || strcmp (pattern->str, "/..") == 0)
+        continue; /* not a valid component pattern or view path */
+      glob = fb_policy_glob_compile (pattern->str, &message);
+      if (glob == NULL)
+        fail_msg ("%s does not compile: %s", pattern->str, message);
+      ours = fb_policy_glob_match_path (glob, path->str);
+      theirs = fnmatch (pattern->str + 1, path->str + 1, 0) == 0;
+      if (ours != theirs)
+        fail_msg ("%s vs %s: ours %d, fnmatch %d", pattern->str, path->str, ours, theirs);
+      compared++;
+    }
+  assert_true (compared > 10000);
 }
 
 static void
@@ -239,9 +294,13 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_match_table),    cmocka_unit_test (test_root_never_matches),
-    cmocka_unit_test (test_compile_errors), cmocka_unit_test (test_could_match_below),
-    cmocka_unit_test (test_globs_as_rules), cmocka_unit_test (test_glob_variables_are_literal),
+    cmocka_unit_test (test_match_table),
+    cmocka_unit_test (test_against_fnmatch),
+    cmocka_unit_test (test_root_never_matches),
+    cmocka_unit_test (test_compile_errors),
+    cmocka_unit_test (test_could_match_below),
+    cmocka_unit_test (test_globs_as_rules),
+    cmocka_unit_test (test_glob_variables_are_literal),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
