@@ -177,14 +177,16 @@ assign_mounts (FbPolicy *policy, PolicyNode *node, guint inherited)
     here = add_mount (policy, node->path, src->source, false, src);
   else if (node->parent == NULL)
     here = add_mount (policy, "/", "/", false, node->literal != NULL ? node->literal : &policy->default_rule);
-  else if (node->literal != NULL)
+  else if (node->literal != NULL && node->literal->access != FB_POLICY_ACCESS_HIDE)
     {
       g_autofree char *inherited_host =
         host_under (&g_array_index (policy->mounts, FbPolicyMount, inherited), node->path);
 
       /* A rule without source shows the host's object of the same path; below
        * a mount that maps elsewhere (a private HOME, /tmp) that takes a mount
-       * of its own: a workspace under a private HOME stays the host's. */
+       * of its own: a workspace under a private HOME stays the host's.  A
+       * hidden path shows nothing, so it needs no host directory (which may
+       * not even exist: "${HOME}/.ssh" hide under a private HOME). */
       if (inherited_host == NULL || strcmp (inherited_host, node->path) != 0)
         here = add_mount (policy, node->path, node->path, false, node->literal);
       else

@@ -96,6 +96,7 @@ static const char mount_policy[] =
   "  { \"path\": \"/home/u/ws\", \"access\": \"write\", \"why\": \"workspace\" },\n"
   "  { \"path\": \"/home/u/ws/deep\", \"access\": \"read\", \"why\": \"same host\" },\n"
   "  { \"path\": \"/home/u/.cache\", \"access\": \"read\", \"why\": \"cache\" },\n"
+  "  { \"path\": \"/home/u/.ssh\", \"access\": \"hide\", \"why\": \"no mount\" },\n"
   "  { \"path\": \"/data\", \"access\": \"read\", \"source\": \"/srv/data\", "
   "\"why\": \"data\" },\n"
   "  { \"path\": \"/data/in\", \"access\": \"write\", \"why\": \"inbox\" },\n"
@@ -156,6 +157,11 @@ test_mounts (void **state)
   assert_true (d.is_mount_point);
   assert_ptr_equal (d.mount, &mounts[3]);
   assert_list (d.mounted_children, ".cache,ws");
+  /* a hidden path under the private HOME needs no host directory: no mount */
+  fb_policy_decide (policy, "/home/u/.ssh", &d);
+  assert_int_equal (d.access, FB_POLICY_ACCESS_HIDE);
+  assert_false (d.is_mount_point);
+  assert_ptr_equal (d.mount, &mounts[3]);
 
   fb_policy_decide (policy, "/home/u/notes.txt", &d);
   assert_false (d.is_mount_point);
