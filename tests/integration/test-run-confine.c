@@ -1,0 +1,551 @@
+/* fusebox — the confinement table of issue 4, on the built-in default
+ * policy through the real `fusebox run`, then the same table under a policy
+ * widened to expose the stand-ins: exactly the checks of those stand-ins
+ * must then fail, which shows the table can fail.
+ *
+ * Every stand-in is first shown to exist and be readable (or writable) on
+ * the host.  The probe is this program run inside the sandbox with
+ * `--probe OP ARG...`; it prints one result per operation.
+ *
+ * The access-log check is here too: a run's log holds the refusals of the
+ * stand-in secrets with the deciding rule and its reason.
+ */
+#include "test-run-util.h"
+
+#include <dirent.h>
+
+/* ---- inside the sandbox ---- */
+
+static const char *
+probe_read (const char *path)
+{
+  char c;
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return rfx_errname (errno);
+  ssize_t n = read (fd, &c, 1);
+  int e = n < 0 ? errno : 0;
+  close (fd);
+  return e ? rfx_errname (e) : "OK";
+}
+
+/* Opening for writing is the check: no byte is written (the run's own log
+ * is among the targets). */
+static const char *
+probe_append (const char *path)
+{
+  int fd = open (path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0)
+    return rfx_errname (errno);
+  close (fd);
+  return "OK";
+}
+
+static const char *
+probe_create (const char *path)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return rfx_errname (errno);
+  ssize_t n = write (fd, "probe\n", 6);
+  int e = n < 0 ? errno : 0;
+  if (close (fd) < 0 && e == 0)
+    e = errno;
+  return e ? rfx_errname (e) : "OK";
+}
+
+static char *
+probe_count (const char *path)
+{
+  DIR *d = opendir (path);
+  struct dirent *ent;
+  int n = 0;
+  if (d == NULL)
+    return g_strdup (rfx_errname (errno));
+  while ((ent = readdir (d)) != NULL)
+    if (strcmp (ent->d_name, ".") != 0 && strcmp (ent->d_name, "..") != 0)
+      n++;
+  closedir (d);
+  return g_strdup_printf ("%d", n);
+}
+
+static const char *
+probe_lists (const char *path, const char *name)
+{
+  DIR *d = opendir (path);
+  struct dirent *ent;
+  bool found = false;
+  if (d == NULL)
+    return rfx_errname (errno);
+  while ((ent = readdir (d)) != NULL)
+    found = found || strcmp (ent->d_name, name) == 0;
+  closedir (d);
+  return found ? "YES" : "NO";
+}
+
+static char *
+probe_exec (const char *path)
+{
+  pid_t pid = fork ();
+  int status;
+  if (pid == 0)
+    {
+      execl (path, path, (char *)NULL);
+      _exit (100 + (errno & 0x1f));
+    }
+  if (pid < 0 || waitpid (pid, &status, 0) < 0)
+    return g_strdup (rfx_errname (errno));
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+    return g_strdup ("OK");
+  return g_strdup_printf ("EXIT-%d", WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status));
+}
+
+/* Is the SysV segment (ID or KEY) listed in /proc/sysvipc/shm? */
+static const char *
+probe_shm_listed (const char *id, const char *key)
+{
+  g_autofree char *text = NULL;
+  g_autoptr (GError) error = NULL;
+  if (!g_file_get_contents ("/proc/sysvipc/shm", &text, NULL, &error))
+    return rfx_errname (error->code == G_FILE_ERROR_NOENT ? ENOENT : EACCES);
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  for (guint i = 1; lines[i] != NULL; i++) /* line 0: the header */
+    {
+      g_auto (GStrv) f = g_strsplit_set (g_strstrip (lines[i]), " \t", -1);
+      guint n = 0;
+      const char *col[2] = { NULL, NULL };
+      for (guint j = 0; f[j] != NULL && n < 2; j++)
+        if (f[j][0] != '\0')
+          col[n++] = f[j];
+      if (n == 2 && (strcmp (col[0], key) == 0 || strcmp (col[1], id) == 0))
+        return "YES";
+    }
+  return "NO";
+}
+
+static int
+probe_main (int argc, char **argv)
+{
+  for (int i = 0; i < argc;)
+    {
+      const char *op = argv[i];
+      const char *a = i + 1 < argc ? argv[i + 1] : "";
+      const char *b = i + 2 < argc ? argv[i + 2] : "";
+      g_autofree char *owned = NULL;
+      const char *res;
+      if (strcmp (op, "read") == 0)
+        res = probe_read (a), i += 2;
+      else if (strcmp (op, "append") == 0)
+        res = probe_append (a), i += 2;
+      else if (strcmp (op, "create") == 0)
+        res = probe_create (a), i += 2;
+      else if (strcmp (op, "stat") == 0)
+        {
+          struct stat st;
+          res = rfx_res (lstat (a, &st)), i += 2;
+        }
+      else if (strcmp (op, "count") == 0)
+        res = owned = probe_count (a), i += 2;
+      else if (strcmp (op, "lists") == 0)
+        res = probe_lists (a, b), i += 3;
+      else if (strcmp (op, "env") == 0)
+        res = g_getenv (a) ? g_getenv (a) : "(unset)", i += 2;
+      else if (strcmp (op, "exec") == 0)
+        res = owned = probe_exec (a), i += 2;
+      else if (strcmp (op, "shm") == 0)
+        res = probe_shm_listed (a, b), i += 3;
+      else
+        {
+          fprintf (stderr, "probe: unknown operation %s\n", op);
+          return 2;
+        }
+      printf ("%s\n", res);
+    }
+  return 0;
+}
+
+/* ---- the table ---- */
+
+typedef struct
+{
+  const char *name;
+  const char *op;
+  char *a, *b;
+  char *expect; /* the result under the default policy */
+  bool widened; /* the widened policy exposes its stand-in: the result must differ */
+} Check;
+
+typedef struct
+{
+  GArray *checks;   /* Check */
+  char *secret_dir; /* /home/fusebox-test-XXXXXX */
+  char *secret;
+  char *other_ws;
+  char *other_ws_file;
+  char *home_key;
+  char *other_run;
+  char *other_run_log;
+  char *shm_file;
+  char *shm_name;
+  int shm_id;
+  char *shm_id_text, *shm_key_text;
+  char *tmp_name;
+} Table;
+
+static void
+add (Table *t, const char *name, const char *op, const char *a, const char *b, const char *expect, bool widened)
+{
+  Check c = { name, op, g_strdup (a), g_strdup (b), g_strdup (expect), widened };
+  g_array_append_val (t->checks, c);
+}
+
+static void
+checks_clear (Table *t)
+{
+  for (guint i = 0; t->checks && i < t->checks->len; i++)
+    {
+      Check *c = &g_array_index (t->checks, Check, i);
+      g_free (c->a);
+      g_free (c->b);
+      g_free (c->expect);
+    }
+  g_clear_pointer (&t->checks, g_array_unref);
+}
+
+static void
+table_clear (Table *t)
+{
+  checks_clear (t);
+  g_free (t->secret_dir);
+  g_free (t->secret);
+  g_free (t->other_ws);
+  g_free (t->other_ws_file);
+  g_free (t->home_key);
+  g_free (t->other_run);
+  g_free (t->other_run_log);
+  g_free (t->shm_file);
+  g_free (t->shm_name);
+  g_free (t->shm_id_text);
+  g_free (t->shm_key_text);
+  g_free (t->tmp_name);
+}
+
+/* Make the stand-ins on the host and prove each one is there. */
+static void
+make_stand_ins (RFx *fx, Table *t)
+{
+  g_autofree char *suffix = g_path_get_basename (fx->tmp); /* fusebox-run-XXXXXX */
+
+  /* a secret in a place the default hides */
+  t->secret_dir = g_build_filename ("/home", suffix, NULL);
+  rfx_keep_path (fx, t->secret_dir);
+  t->secret = g_build_filename (t->secret_dir, "secret.txt", NULL);
+  rfx_write (t->secret, "stand-in secret\n", 0644);
+  rfx_assert_host_readable (t->secret);
+
+  /* the caller's HOME holds a key and another project's workspace */
+  t->home_key = g_build_filename (fx->home, ".ssh", "id_ed25519", NULL);
+  rfx_write (t->home_key, "stand-in key\n", 0600);
+  rfx_assert_host_readable (t->home_key);
+  t->other_ws = g_build_filename (fx->home, "src", "other", NULL);
+  t->other_ws_file = g_build_filename (t->other_ws, "notes.txt", NULL);
+  rfx_write (t->other_ws_file, "another workspace\n", 0644);
+  rfx_assert_host_readable (t->other_ws_file);
+
+  /* another run's directory, beside this run's */
+  t->other_run = g_build_filename (fx->runs, "20260101-000000-other", NULL);
+  t->other_run_log = g_build_filename (t->other_run, "access.jsonl", NULL);
+  rfx_write (t->other_run_log, "{\"run\":\"20260101-000000-other\",\"seq\":1}\n", 0600);
+  rfx_assert_host_readable (t->other_run_log);
+
+  /* POSIX and SysV shared memory of the host */
+  t->shm_name = g_strdup (suffix);
+  t->shm_file = g_build_filename ("/dev/shm", suffix, NULL);
+  rfx_keep_path (fx, t->shm_file);
+  rfx_write (t->shm_file, "host shm\n", 0644);
+  rfx_assert_host_readable (t->shm_file);
+  key_t key = (key_t)(0x46420000 | (getpid () & 0xffff));
+  t->shm_id = shmget (key, 4096, IPC_CREAT | IPC_EXCL | 0600);
+  if (t->shm_id < 0)
+    fail_msg ("shmget: %s", g_strerror (errno));
+  rfx_keep_shm (fx, t->shm_id);
+  struct shmid_ds ds;
+  assert_int_equal (shmctl (t->shm_id, IPC_STAT, &ds), 0);
+  t->shm_id_text = g_strdup_printf ("%d", t->shm_id);
+  t->shm_key_text = g_strdup_printf ("%d", (int)key);
+  {
+    /* and the host lists it where the sandbox will look */
+    g_autofree char *list = rfx_file ("/proc/sysvipc/shm");
+    assert_non_null (list);
+    assert_non_null (strstr (list, t->shm_key_text));
+  }
+
+  /* the places writes must not reach are writable on the host */
+  assert_int_equal (access ("/", W_OK), 0);
+  assert_int_equal (access (fx->tmp, W_OK), 0);
+  assert_int_equal (access ("/usr", W_OK), 0);
+  /* our own pid is on the host's /proc */
+  g_autofree char *own = g_strdup_printf ("/proc/%d", (int)getpid ());
+  rfx_assert_host_readable (own);
+}
+
+static void
+build_table (RFx *fx, Table *t, const char *run_dir)
+{
+  g_autofree char *rnd = g_strdup_printf ("%08x", g_random_int ());
+  g_autofree char *own_policy = g_build_filename (run_dir, "policy.json", NULL);
+  g_autofree char *own_log = g_build_filename (run_dir, "access.jsonl", NULL);
+  g_autofree char *own_pid = g_strdup_printf ("/proc/%d", (int)getpid ());
+  g_autofree char *root_file = g_strdup_printf ("/fusebox-probe-%s", rnd);
+  g_autofree char *beside = g_strdup_printf ("%s/beside-%s", fx->tmp, rnd);
+  g_autofree char *usr_file = g_strdup_printf ("/usr/fusebox-probe-%s", rnd);
+  g_autofree char *ws_file = g_strdup_printf ("%s/probe-%s", fx->ws, rnd);
+  g_autofree char *shm_path = g_build_filename ("/dev/shm", t->shm_name, NULL);
+
+  g_free (t->tmp_name);
+  t->tmp_name = g_strdup_printf ("fusebox-probe-%s", rnd);
+  g_autofree char *tmp_file = g_build_filename ("/tmp", t->tmp_name, NULL);
+
+  checks_clear (t);
+  t->checks = g_array_new (FALSE, FALSE, sizeof (Check));
+  add (t, "HOME is the view's (private) HOME", "env", "HOME", NULL, fx->home, false);
+  add (t, "HOME is empty", "count", fx->home, NULL, "0", true);
+  add (t, "TMPDIR is /tmp", "env", "TMPDIR", NULL, "/tmp", false);
+  add (t, "/tmp is writable", "create", tmp_file, NULL, "OK", false);
+  add (t, "a secret in /home is unreadable", "read", t->secret, NULL, "ENOENT", true);
+  add (t, "another workspace is unreadable", "read", t->other_ws_file, NULL, "ENOENT", true);
+  add (t, "another run's log is unreadable", "read", t->other_run_log, NULL, "ENOENT", true);
+  add (t, "the run's policy is unreadable", "read", own_policy, NULL, "ENOENT", true);
+  add (t, "the run's policy is unwritable", "append", own_policy, NULL, "ENOENT", true);
+  add (t, "the run's log is unreadable", "read", own_log, NULL, "ENOENT", true);
+  add (t, "the run's log is unwritable", "append", own_log, NULL, "ENOENT", true);
+  add (t, "a host /dev/shm file is absent", "stat", shm_path, NULL, "ENOENT", false);
+  add (t, "a host /dev/shm file is not listed", "lists", "/dev/shm", t->shm_name, "NO", false);
+  add (t, "a host SysV segment is not listed", "shm", t->shm_id_text, t->shm_key_text, "NO", false);
+  add (t, "the test's pid is absent from /proc", "stat", own_pid, NULL, "ENOENT", false);
+  add (t, "/ is not writable", "create", root_file, NULL, "EROFS", false);
+  add (t, "beside the workspace is not writable", "create", beside, NULL, "EROFS", true);
+  add (t, "/usr is not writable", "create", usr_file, NULL, "EROFS", false);
+  add (t, "the workspace is writable", "create", ws_file, NULL, "OK", false);
+  add (t, "programs from /usr run", "exec", "/usr/bin/true", NULL, "OK", false);
+}
+
+/* Run the table in a sandbox with EXTRA options; returns the results. */
+static GStrv
+run_table (RFx *fx, Table *t, const char *run_dir, const char *const *extra)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autofree char *self = rfx_self ();
+  RfxResult r;
+
+  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)"run");
+  g_ptr_array_add (argv, (char *)"--run-dir");
+  g_ptr_array_add (argv, (char *)run_dir);
+  g_ptr_array_add (argv, (char *)"--keep-run");
+  for (; extra && *extra; extra++)
+    g_ptr_array_add (argv, (char *)*extra);
+  g_ptr_array_add (argv, (char *)"--");
+  g_ptr_array_add (argv, self);
+  g_ptr_array_add (argv, (char *)"--probe");
+  for (guint i = 0; i < t->checks->len; i++)
+    {
+      Check *c = &g_array_index (t->checks, Check, i);
+      g_ptr_array_add (argv, (char *)c->op);
+      g_ptr_array_add (argv, c->a);
+      if (c->b)
+        g_ptr_array_add (argv, c->b);
+    }
+  g_ptr_array_add (argv, NULL);
+  rfx_run_argv (fx, &r, (char **)argv->pdata);
+  if (r.status != 0)
+    fail_msg ("the probe's run exited %d:\n%s%s", r.status, r.out, r.err);
+  GStrv lines = g_strsplit (r.out, "\n", -1);
+  if (g_strv_length (lines) < t->checks->len)
+    fail_msg ("the probe printed %u results for %u checks:\n%s%s", g_strv_length (lines), t->checks->len, r.out, r.err);
+  rfx_result_clear (&r);
+  return lines;
+}
+
+/* A file named NAME somewhere below DIR. */
+static bool
+find_below (const char *dir, const char *name)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *n;
+  while (d != NULL && (n = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *p = g_build_filename (dir, n, NULL);
+      if (strcmp (n, name) == 0)
+        return true;
+      if (g_file_test (p, G_FILE_TEST_IS_DIR) && !g_file_test (p, G_FILE_TEST_IS_SYMLINK) && find_below (p, name))
+        return true;
+    }
+  return false;
+}
+
+static void
+test_confinement_table (void **state)
+{
+  RFX_BEGIN (state);
+  Table t = { 0 };
+  g_autofree char *run1 = g_build_filename (fx->runs, "confine-1", NULL);
+  g_autofree char *run2 = g_build_filename (fx->runs, "confine-2", NULL);
+  g_autoptr (GString) failures = g_string_new (NULL);
+
+  make_stand_ins (fx, &t);
+
+  /* 1: the built-in default: every check holds */
+  build_table (fx, &t, run1);
+  g_auto (GStrv) res1 = run_table (fx, &t, run1, NULL);
+  for (guint i = 0; i < t.checks->len; i++)
+    {
+      Check *c = &g_array_index (t.checks, Check, i);
+      if (strcmp (res1[i], c->expect) != 0)
+        g_string_append_printf (failures, "  %s: %s %s gave %s, expected %s\n", c->name, c->op, c->a, res1[i],
+                                c->expect);
+    }
+  if (failures->len)
+    fail_msg ("under the built-in default:\n%s", failures->str);
+
+  /* the run's own policy and log exist and are readable on the host: their
+   * checks above were about the view, not about missing files */
+  g_autofree char *p1 = g_build_filename (run1, "policy.json", NULL);
+  g_autofree char *l1 = g_build_filename (run1, "access.jsonl", NULL);
+  rfx_assert_host_readable (p1);
+  rfx_assert_host_readable (l1);
+  /* the file written to /tmp is in the run directory, not in the host's /tmp */
+  g_autofree char *host_tmp = g_build_filename ("/tmp", t.tmp_name, NULL);
+  assert_false (g_file_test (host_tmp, G_FILE_TEST_EXISTS));
+  g_autofree char *priv1 = g_build_filename (run1, "private", NULL);
+  if (!find_below (priv1, t.tmp_name))
+    fail_msg ("the file the sandbox wrote to /tmp (%s) is not in the run's private sources %s", t.tmp_name, priv1);
+  /* and the failed writes left nothing */
+  for (guint i = 0; i < t.checks->len; i++)
+    {
+      Check *c = &g_array_index (t.checks, Check, i);
+      if (strcmp (c->op, "create") == 0 && strcmp (c->expect, "OK") != 0 && g_file_test (c->a, G_FILE_TEST_EXISTS))
+        fail_msg ("%s exists on the host after a refused write", c->a);
+    }
+
+  /* 2: widened to expose the stand-ins: exactly their checks fail */
+  g_autofree char *own_policy2 = g_build_filename (run2, "policy.json", NULL);
+  g_autofree char *own_log2 = g_build_filename (run2, "access.jsonl", NULL);
+  g_autofree char *ssh = g_build_filename (fx->home, ".ssh", NULL);
+  const char *extra[] = { "--read",  t.secret_dir, "--read",  t.other_ws, "--read",  ssh,     "--read", t.other_run,
+                          "--write", own_policy2,  "--write", own_log2,   "--write", fx->tmp, NULL };
+  build_table (fx, &t, run2);
+  g_auto (GStrv) res2 = run_table (fx, &t, run2, extra);
+  for (guint i = 0; i < t.checks->len; i++)
+    {
+      Check *c = &g_array_index (t.checks, Check, i);
+      bool held = strcmp (res2[i], c->expect) == 0;
+      if (c->widened && held)
+        g_string_append_printf (failures, "  %s: still %s with its stand-in exposed\n", c->name, res2[i]);
+      else if (!c->widened && !held)
+        g_string_append_printf (failures, "  %s: %s %s gave %s, expected %s (the widening does not expose it)\n",
+                                c->name, c->op, c->a, res2[i], c->expect);
+    }
+  if (failures->len)
+    fail_msg ("under the widened policy:\n%s", failures->str);
+
+  /* the log holds the refusals of the stand-ins, with the rule and its why */
+  g_autofree char *log = rfx_file (l1);
+  g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+  bool home_hidden = false, run_hidden = false;
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      if (lines[i][0] == '\0')
+        continue;
+      g_autoptr (JsonObject) rec = rfx_parse_object (lines[i]);
+      const char *path = rfx_str (rec, "path");
+      const char *decision = rfx_str (rec, "decision");
+      const char *why = rfx_str (rec, "why");
+      if (g_strcmp0 (path, "/home") == 0 && g_strcmp0 (decision, "hide") == 0 &&
+          g_strcmp0 (why, "other people's files") == 0 && json_object_has_member (rec, "rule"))
+        home_hidden = true;
+      if (g_strcmp0 (path, fx->runs) == 0 && g_strcmp0 (decision, "hide") == 0 &&
+          g_strcmp0 (why, "fusebox's own run directories") == 0)
+        run_hidden = true;
+    }
+  if (!home_hidden)
+    fail_msg ("the log %s has no hide record for /home (the secret's hidden place) with its reason", l1);
+  if (!run_hidden)
+    fail_msg ("the log %s has no hide record for %s with the run directories' reason", l1, fx->runs);
+
+  table_clear (&t);
+  RFX_PASS ();
+}
+
+/* A denied stand-in: the refusal is logged with the path, the rule and its
+ * reason, from a policy file the way a user writes one. */
+static void
+test_log_holds_denial (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+  g_autofree char *policy = g_build_filename (fx->tmp, "policy.json", NULL);
+  g_autofree char *run_dir = g_build_filename (fx->runs, "log-1", NULL);
+  g_autofree char *self = rfx_self ();
+  RfxResult r;
+
+  rfx_write (secret, "stand-in credentials\n", 0644);
+  rfx_assert_host_readable (secret);
+  g_autofree char *text =
+    g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
+                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
+                     fx->ws, secret);
+  rfx_write (policy, text, 0644);
+  rfx_run (fx, &r, "--policy", policy, "--run-dir", run_dir, "--", self, "--probe", "read", secret, "append", secret,
+           NULL);
+  assert_int_equal (r.status, 0);
+  assert_string_equal (r.out, "EACCES\nEACCES\n");
+  rfx_result_clear (&r);
+
+  g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
+  g_autofree char *log = rfx_file (log_path);
+  assert_non_null (log);
+  g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+  int denials = 0;
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      if (lines[i][0] == '\0')
+        continue;
+      g_autoptr (JsonObject) rec = rfx_parse_object (lines[i]);
+      if (g_strcmp0 (rfx_str (rec, "path"), secret) != 0)
+        continue;
+      assert_string_equal (rfx_str (rec, "decision"), "deny");
+      assert_int_equal (json_object_get_int_member (rec, "errno"), EACCES);
+      assert_int_equal (json_object_get_int_member (rec, "rule"), 2);
+      assert_string_equal (rfx_str (rec, "why"), "credentials stay on the host");
+      denials++;
+    }
+  if (denials < 2)
+    fail_msg ("expected the denied read and write of %s in %s, found %d records", secret, log_path, denials);
+
+  /* run.json counts them */
+  g_autofree char *info_path = g_build_filename (run_dir, "run.json", NULL);
+  g_autofree char *info_text = rfx_file (info_path);
+  g_autoptr (JsonObject) info = rfx_parse_object (info_text);
+  assert_int_equal (json_object_get_int_member (info, "exit_status"), 0);
+  assert_true (json_object_get_int_member (info, "denials") >= 2);
+  assert_true (json_object_get_int_member (info, "records") >= 2);
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_confinement_table, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_log_holds_denial, rfx_setup, rfx_teardown),
+  };
+
+  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
+    return probe_main (argc - 2, argv + 2);
+  rfx_require ();
+  rfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
