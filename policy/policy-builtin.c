@@ -183,6 +183,9 @@ fb_policy_to_json (const FbPolicy *policy)
 {
   g_autoptr (JsonBuilder) b = json_builder_new ();
 
+  if (policy->narrow != NULL)
+    return fb_policy_narrowed_to_json (policy);
+
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "version");
   json_builder_add_int_value (b, 1);

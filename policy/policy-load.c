@@ -61,6 +61,7 @@ fb_policy_unref (FbPolicy *policy)
   if (policy == NULL || !g_atomic_int_dec_and_test (&policy->ref_count))
     return;
   fb_policy_compiled_clear (policy);
+  fb_policy_narrowed_clear (policy);
   for (guint i = 0; i < policy->n_rules; i++)
     fb_policy_glob_free (policy->globs != NULL ? policy->globs[i] : NULL);
   g_free (policy->globs);
@@ -87,6 +88,8 @@ fb_policy_get_origin (const FbPolicy *policy)
 const FbPolicyRule *
 fb_policy_get_rules (const FbPolicy *policy, guint *ret_n)
 {
+  if (policy->narrow != NULL)
+    return fb_policy_get_rules (policy->base, ret_n); /* the narrowing side's are not listed */
   if (ret_n != NULL)
     *ret_n = policy->n_rules;
   return policy->rules;
@@ -95,6 +98,8 @@ fb_policy_get_rules (const FbPolicy *policy, guint *ret_n)
 const FbPolicyMount *
 fb_policy_get_mounts (const FbPolicy *policy, guint *ret_n)
 {
+  if (policy->narrow != NULL)
+    return fb_policy_get_mounts (policy->base, ret_n); /* mounts are BASE's alone */
   if (ret_n != NULL)
     *ret_n = policy->mounts->len;
   return (const FbPolicyMount *)(void *)policy->mounts->data;

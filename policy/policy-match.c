@@ -331,22 +331,8 @@ fb_policy_compiled_clear (FbPolicy *policy)
 
 /* ---- Deciding ------------------------------------------------------------ */
 
-/* The components of the path being decided, produced only when a glob needs
- * them (decide_child has only the parent's path string). */
-typedef struct
-{
-  const FbPathComp *comps; /* set when known */
-  guint n;
-  const char *parent_path; /* else built from these */
-  const char *name;
-  guint32 name_len;
-  FbPathComp *buf; /* caller's uninitialized buffer of buf_len (zeroing it would cost more than a decision) */
-  guint buf_len;
-  FbPathComp *heap;
-} Comps;
-
 static const FbPathComp *
-comps_get (Comps *c)
+comps_get (FbPolicyComps *c)
 {
   guint n;
 
@@ -371,7 +357,7 @@ comps_get (Comps *c)
  * anchored globs whose first component is literal are skipped on a mismatch
  * (most anchored globs name a top-level directory). */
 static FbPathComp
-comps_first (Comps *c, guint depth)
+comps_first (FbPolicyComps *c, guint depth)
 {
   FbPathComp first;
 
@@ -391,7 +377,7 @@ comps_first (Comps *c, guint depth)
 }
 
 static void
-try_globs (GPtrArray *list, const char *name, guint32 len, guint depth, Comps *comps, const FbPolicyRule **best)
+try_globs (GPtrArray *list, const char *name, guint32 len, guint depth, FbPolicyComps *comps, const FbPolicyRule **best)
 {
   for (guint i = 0; i < list->len; i++)
     {
@@ -422,7 +408,7 @@ try_globs (GPtrArray *list, const char *name, guint32 len, guint depth, Comps *c
 }
 
 static const FbPolicyRule *
-best_glob (const FbPolicy *policy, const char *name, guint32 len, guint32 hash, guint depth, Comps *comps,
+best_glob (const FbPolicy *policy, const char *name, guint32 len, guint32 hash, guint depth, FbPolicyComps *comps,
            const FbPolicyRule *best)
 {
   const FbGlobIndex *idx = &policy->glob_index;
@@ -452,8 +438,8 @@ best_glob (const FbPolicy *policy, const char *name, guint32 len, guint32 hash, 
   return best;
 }
 
-static void
-decide_malformed (const FbPolicy *policy, const FbPolicyMount *mount, guint depth, FbPolicyDecision *ret)
+void
+fb_policy_decide_malformed (const FbPolicy *policy, const FbPolicyMount *mount, guint depth, FbPolicyDecision *ret)
 {
   *ret = (FbPolicyDecision){
     .access = FB_POLICY_ACCESS_HIDE,
@@ -465,8 +451,8 @@ decide_malformed (const FbPolicy *policy, const FbPolicyMount *mount, guint dept
   };
 }
 
-static void
-decide_root (const FbPolicy *policy, FbPolicyDecision *ret)
+void
+fb_policy_decide_root (const FbPolicy *policy, FbPolicyDecision *ret)
 {
   const PolicyNode *root = policy->root;
   const FbPolicyRule *rule = root->literal != NULL ? root->literal : &policy->default_rule;
@@ -486,9 +472,9 @@ decide_root (const FbPolicy *policy, FbPolicyDecision *ret)
 }
 
 /* One component: NAME (LEN bytes) below PARENT.  RET may alias PARENT. */
-static void
-step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, guint32 len, Comps *comps,
-      FbPolicyDecision *ret)
+void
+fb_policy_step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, guint32 len,
+                FbPolicyComps *comps, FbPolicyDecision *ret)
 {
   const PolicyNode *pnode = parent->priv_node;
   guint32 hash = fb_name_hash (name, len);
@@ -545,8 +531,8 @@ step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, 
 
 /* Split VIEW_PATH into COMPS (up to MAX stored, all counted) while checking
  * that it is normalized: one pass instead of two on the hot path. */
-static bool
-split_normalized (const char *view_path, FbPathComp *comps, guint max, guint *ret_n)
+bool
+fb_policy_split_normalized (const char *view_path, FbPathComp *comps, guint max, guint *ret_n)
 {
   guint n = 0;
 
@@ -581,22 +567,27 @@ fb_policy_decide (const FbPolicy *policy, const char *view_path, FbPolicyDecisio
   FbPathComp *comps = stack;
   guint n = 0;
 
-  if (!split_normalized (view_path, stack, G_N_ELEMENTS (stack), &n))
+  if (G_UNLIKELY (policy->narrow != NULL))
     {
-      decide_malformed (policy, &g_array_index (policy->mounts, FbPolicyMount, 0), 0, ret);
+      fb_policy_narrowed_decide (policy, view_path, ret);
+      return;
+    }
+  if (!fb_policy_split_normalized (view_path, stack, G_N_ELEMENTS (stack), &n))
+    {
+      fb_policy_decide_malformed (policy, &g_array_index (policy->mounts, FbPolicyMount, 0), 0, ret);
       return;
     }
   if (n > G_N_ELEMENTS (stack))
     {
       comps = heap = g_new (FbPathComp, n);
-      split_normalized (view_path, comps, n, &n);
+      fb_policy_split_normalized (view_path, comps, n, &n);
     }
-  decide_root (policy, ret);
+  fb_policy_decide_root (policy, ret);
   for (guint k = 0; k < n; k++)
     {
-      Comps c = { .comps = comps, .n = k + 1 };
+      FbPolicyComps c = { .comps = comps, .n = k + 1 };
 
-      step (policy, ret, comps[k].s, comps[k].len, &c, ret);
+      fb_policy_step (policy, ret, comps[k].s, comps[k].len, &c, ret);
     }
 }
 
@@ -606,24 +597,31 @@ fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, 
 {
   gsize len = strlen (name);
   FbPathComp buf[64];
-  Comps c = { .parent_path = parent_path, .name = name, .name_len = (guint32)len, .buf = buf, .buf_len = 64 };
+  FbPolicyComps c = { .parent_path = parent_path, .name = name, .name_len = (guint32)len, .buf = buf, .buf_len = 64 };
   FbPolicyDecision out;
+
+  if (G_UNLIKELY (policy->narrow != NULL))
+    {
+      fb_policy_narrowed_decide_child (policy, parent, parent_path, name, ret);
+      return;
+    }
 
   if (len == 0 || len > FB_POLICY_MAX_PATH || strchr (name, '/') != NULL || strcmp (name, ".") == 0 ||
       strcmp (name, "..") == 0 || parent_path == NULL || parent_path[0] != '/')
     {
-      decide_malformed (policy, parent->mount, parent->priv_depth + 1, ret);
+      fb_policy_decide_malformed (policy, parent->mount, parent->priv_depth + 1, ret);
       return;
     }
-  step (policy, parent, name, (guint32)len, &c, &out);
+  fb_policy_step (policy, parent, name, (guint32)len, &c, &out);
   g_free (c.heap);
   *ret = out;
 }
 
+/* One side of fb_policy_subtree_has_rules: NODE is the trie node of
+ * VIEW_PATH in POLICY (NULL below the trie). */
 bool
-fb_policy_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *decision, const char *view_path)
+fb_policy_subtree_has_rules_at (const FbPolicy *policy, const PolicyNode *node, const char *view_path)
 {
-  const PolicyNode *node = decision->priv_node;
   FbPathComp stack[64];
   g_autofree FbPathComp *heap = NULL;
   FbPathComp *comps = stack;
@@ -650,9 +648,18 @@ fb_policy_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *dec
 }
 
 bool
+fb_policy_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *decision, const char *view_path)
+{
+  if (G_UNLIKELY (policy->narrow != NULL))
+    return fb_policy_narrowed_subtree_has_rules (policy, decision, view_path);
+  return fb_policy_subtree_has_rules_at (policy, decision->priv_node, view_path);
+}
+
+bool
 fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPolicyAccess *ret_access)
 {
   gsize len = strlen (name);
+  /* (a narrowed policy's map holds the union of both sides') */
   const FbPolicyRule *rule = fb_name_map_lookup (&policy->protected_map, name, len, fb_name_hash (name, len));
 
   if (rule == NULL)

@@ -243,7 +243,52 @@ struct FbPolicy
   GArray *mounts;   /* FbPolicyMount */
   FbGlobIndex glob_index;
   GPtrArray *anchored_globs; /* FbGlobEntry of globs not starting with "**" */
+
+  /* A narrowed policy (fb_policy_narrow) decides with its two sides and owns
+   * none of the fields above but origin, network, strings and protected_map
+   * (the union of both sides' protected names). */
+  FbPolicy *base;
+  FbPolicy *narrow;
+  struct NarrowNode *nroot;
+  GPtrArray *nnodes; /* owns every NarrowNode */
 };
+
+/* ---- Deciding, step by step (policy-match.c; policy-narrow.c combines two
+ * policies with the same steps) ------------------------------------------ */
+
+/* The components of the path being decided, produced only when a glob needs
+ * them (decide_child has only the parent's path string). */
+typedef struct
+{
+  const FbPathComp *comps; /* set when known */
+  guint n;
+  const char *parent_path; /* else built from these */
+  const char *name;
+  guint32 name_len;
+  FbPathComp *buf; /* caller's uninitialized buffer of buf_len (zeroing it would cost more than a decision) */
+  guint buf_len;
+  FbPathComp *heap;
+} FbPolicyComps;
+
+void fb_policy_decide_root (const FbPolicy *policy, FbPolicyDecision *ret);
+void fb_policy_decide_malformed (const FbPolicy *policy, const FbPolicyMount *mount, guint depth,
+                                 FbPolicyDecision *ret);
+/* One component: NAME (LEN bytes) below PARENT, a decision of POLICY.  RET
+ * may alias PARENT.  The caller frees comps->heap. */
+void fb_policy_step (const FbPolicy *policy, const FbPolicyDecision *parent, const char *name, guint32 len,
+                     FbPolicyComps *comps, FbPolicyDecision *ret);
+/* Split VIEW_PATH while checking that it is normalized. */
+bool fb_policy_split_normalized (const char *view_path, FbPathComp *comps, guint max, guint *ret_n);
+bool fb_policy_subtree_has_rules_at (const FbPolicy *policy, const PolicyNode *node, const char *view_path);
+
+/* policy-narrow.c: the queries of a narrowed policy (policy->narrow != NULL) */
+void fb_policy_narrowed_decide (const FbPolicy *policy, const char *view_path, FbPolicyDecision *ret);
+void fb_policy_narrowed_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, const char *parent_path,
+                                      const char *name, FbPolicyDecision *ret);
+bool fb_policy_narrowed_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *decision,
+                                           const char *view_path);
+void fb_policy_narrowed_clear (FbPolicy *policy);
+char *fb_policy_narrowed_to_json (const FbPolicy *policy);
 
 /* policy-match.c: build the trie, the mounts and the glob index of a policy
  * whose rules are validated.  Fails (FB_POLICY_ERROR_DUPLICATE) only on two

@@ -155,6 +155,8 @@ typedef struct
   /* private to the policy: the matching trie node or NULL below it; depth */
   const void *priv_node;
   guint priv_depth;
+  /* private to a narrowed policy (fb_policy_narrow): the other side's rule */
+  const void *priv_other;
 } FbPolicyDecision;
 
 typedef struct FbPolicy FbPolicy;
