@@ -43,13 +43,24 @@ struct NarrowNode
   const char **reachable;
 };
 
+/* Is P inside the array BASE of N elements?  (uintptr_t: comparing pointers
+ * into different arrays, or offsetting NULL for an empty one, is undefined.) */
+static bool
+in_array (const FbPolicyRule *p, const FbPolicyRule *base, guint n)
+{
+  uintptr_t x = (uintptr_t)p;
+  uintptr_t lo = (uintptr_t)base;
+
+  return n > 0 && x >= lo && x < lo + (uintptr_t)n * sizeof (FbPolicyRule);
+}
+
 /* Does RULE belong to POLICY (a rule, a protected name, or a synthetic)? */
 static bool
 rule_of (const FbPolicy *policy, const FbPolicyRule *rule)
 {
-  return (rule >= policy->rules && rule < policy->rules + policy->n_rules) ||
-         (rule >= policy->protected_rules && rule < policy->protected_rules + policy->n_protected) ||
-         rule == &policy->default_rule || rule == &policy->malformed_rule;
+  return in_array (rule, policy->rules, policy->n_rules) ||
+         in_array (rule, policy->protected_rules, policy->n_protected) || rule == &policy->default_rule ||
+         rule == &policy->malformed_rule;
 }
 
 /* The two sides' decisions at the same path, from a decision of the

@@ -102,5 +102,33 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       abort ();
     }
   check_decisions (policy, again);
+
+  /* Narrowing both ways: the server's default by this policy (refused when
+   * it gives a source), and this policy by the host built-in. */
+  {
+    static FbPolicy *server = NULL;
+    static FbPolicy *host = NULL;
+    g_autoptr (FbPolicy) narrowed = NULL;
+    g_autoptr (FbPolicy) narrowed2 = NULL;
+
+    if (server == NULL)
+      {
+        server = fb_policy_load_spec ("builtin:default", &vars, NULL);
+        host = fb_policy_load_spec ("builtin:host", &vars, NULL);
+        if (server == NULL || host == NULL)
+          abort ();
+      }
+    g_clear_error (&error);
+    narrowed = fb_policy_narrow (server, policy, &error);
+    if (narrowed != NULL)
+      check_decisions (narrowed, NULL);
+    else if (error == NULL)
+      abort ();
+    g_clear_error (&error);
+    narrowed2 = fb_policy_narrow (policy, host, &error);
+    if (narrowed2 == NULL)
+      abort ();
+    check_decisions (narrowed2, NULL);
+  }
   return 0;
 }
