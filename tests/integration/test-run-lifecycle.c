@@ -111,7 +111,8 @@ test_signals_forwarded (void **state)
 
   /* not handled by the command: 128+N, as a shell would report it */
   int out;
-  pid_t sup = rfx_start (fx, &out, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000", NULL);
+  g_autofree char *dir = g_build_filename (fx->runs, "unhandled", NULL);
+  pid_t sup = rfx_start (fx, &out, "--run-dir", dir, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000", NULL);
   g_autofree char *ready = rfx_read_line (out, 10000);
   assert_string_equal (ready, "ready");
   assert_int_equal (kill (sup, SIGTERM), 0);
@@ -119,7 +120,6 @@ test_signals_forwarded (void **state)
   close (out);
 
   /* run.json has the end */
-  g_autofree char *dir = rfx_latest_run (fx);
   g_autofree char *info_path = g_build_filename (dir, "run.json", NULL);
   g_autofree char *info_text = rfx_file (info_path);
   g_autoptr (JsonObject) info = rfx_parse_object (info_text);
@@ -148,12 +148,12 @@ test_own_failures (void **state)
   rfx_result_clear (&r);
 
   /* a sandbox step fails: the step, the path, the fix, then the probes */
-  rfx_run (fx, &r, "--cwd", "/fusebox-no-such-dir", "--", "/bin/true", NULL);
+  g_autofree char *dir = g_build_filename (fx->runs, "cwd-failure", NULL);
+  rfx_run (fx, &r, "--run-dir", dir, "--cwd", "/fusebox-no-such-dir", "--", "/bin/true", NULL);
   assert_int_equal (r.status, 125);
   assert_non_null (strstr (r.err, "chdir: /fusebox-no-such-dir:"));
   assert_non_null (strstr (r.err, "pass --cwd"));
   assert_non_null (strstr (r.err, "every prerequisite is met"));
-  g_autofree char *dir = rfx_latest_run (fx);
   g_autofree char *info_path = g_build_filename (dir, "run.json", NULL);
   g_autofree char *info_text = rfx_file (info_path);
   g_autoptr (JsonObject) info = rfx_parse_object (info_text);

@@ -480,27 +480,6 @@ rfx_file (const char *path)
   return text;
 }
 
-/* The only run directory under T/state (the tests make one run at a time
- * there unless they name the directory). */
-static G_GNUC_UNUSED char *
-rfx_latest_run (RFx *fx)
-{
-  g_autoptr (GDir) d = g_dir_open (fx->runs, 0, NULL);
-  const char *name;
-  char *latest = NULL;
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-    if (latest == NULL || strcmp (name, latest) > 0)
-      {
-        g_free (latest);
-        latest = g_strdup (name);
-      }
-  if (latest == NULL)
-    fail_msg ("no run directory under %s", fx->runs);
-  char *dir = g_build_filename (fx->runs, latest, NULL);
-  g_free (latest);
-  return dir;
-}
-
 /* True when some process on the host is in the namespace LINK
  * ("pid:[4026532...]") of kind NS: proof that a sandbox is gone when
  * none is. */
