@@ -2,7 +2,9 @@
  * leads to.  Input: policy text.  A policy that loads is asked about a few
  * paths (whole and step by step, which must agree), dumped with
  * fb_policy_to_json and loaded again (which must succeed and decide the
- * same).  Seed corpus: fixtures/policies/.
+ * same), and narrowed both ways (the default built-in by it, it by the host
+ * built-in), where decide must again equal the decide_child chain.  Seed
+ * corpus: fixtures/policies/.
  *
  *   build-fuzz/tests/fuzz/fuzz-policy -max_total_time=600 CORPUS fixtures/policies
  */
