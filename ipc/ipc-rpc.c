@@ -298,29 +298,33 @@ fb_rpc_path_to_uri (const char *path)
   return g_strconcat ("file://", escaped, NULL);
 }
 
-static int
-b64_value (char c)
+/* Standard base64 alphabet → value, 0xff for anything else; built once. */
+static guint8 b64_table[256];
+
+static void
+b64_table_init (void)
 {
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if (c == '+')
-    return 62;
-  if (c == '/')
-    return 63;
-  return -1;
+  static gsize done = 0;
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+  if (g_once_init_enter (&done))
+    {
+      memset (b64_table, 0xff, sizeof b64_table);
+      for (guint i = 0; i < 64; i++)
+        b64_table[(guint8)alphabet[i]] = (guint8)i;
+      g_once_init_leave (&done, 1);
+    }
 }
 
 bool
 fb_rpc_base64_decode (const char *text, guint8 **ret, gsize *ret_len)
 {
-  gsize len = strlen (text), pad = 0, out_len = 0;
+  const guint8 *in = (const guint8 *)text;
+  gsize len = strlen (text), pad = 0, full, out_len = 0;
   g_autofree guint8 *out = NULL;
 
   /* Rust's STANDARD engine, which Codex uses: canonical padded base64. */
+  b64_table_init ();
   if (len % 4 != 0)
     return false;
   if (len > 0 && text[len - 1] == '=')
@@ -328,26 +332,32 @@ fb_rpc_base64_decode (const char *text, guint8 **ret, gsize *ret_len)
   if (len > 1 && text[len - 2] == '=')
     pad++;
   out = g_malloc (len / 4 * 3 + 1);
-  for (gsize i = 0; i < len; i += 4)
+  /* Every quantum but a padded last one: four alphabet characters. */
+  full = pad > 0 ? len - 4 : len;
+  for (gsize i = 0; i < full; i += 4)
     {
-      int v[4];
-      bool last = i + 4 == len;
-      for (int k = 0; k < 4; k++)
-        {
-          if (last && k >= 4 - (int)pad)
-            v[k] = 0;
-          else if ((v[k] = b64_value (text[i + k])) < 0)
-            return false;
-        }
-      out[out_len++] = (guint8)(v[0] << 2 | v[1] >> 4);
-      if (!(last && pad == 2))
-        out[out_len++] = (guint8)((v[1] & 0xf) << 4 | v[2] >> 2);
-      else if (v[1] & 0xf)
-        return false; /* non-canonical trailing bits */
-      if (!(last && pad >= 1))
-        out[out_len++] = (guint8)((v[2] & 0x3) << 6 | v[3]);
-      else if (pad == 1 && (v[2] & 0x3))
+      guint8 a = b64_table[in[i]], b = b64_table[in[i + 1]], c = b64_table[in[i + 2]], d = b64_table[in[i + 3]];
+      if ((a | b | c | d) & 0x80)
         return false;
+      out[out_len++] = (guint8)(a << 2 | b >> 4);
+      out[out_len++] = (guint8)(b << 4 | c >> 2);
+      out[out_len++] = (guint8)(c << 6 | d);
+    }
+  if (pad > 0)
+    {
+      guint8 a = b64_table[in[full]], b = b64_table[in[full + 1]];
+      guint8 c = pad == 1 ? b64_table[in[full + 2]] : 0;
+      if ((a | b | c) & 0x80)
+        return false;
+      out[out_len++] = (guint8)(a << 2 | b >> 4);
+      if (pad == 2 && (b & 0xf) != 0)
+        return false; /* non-canonical trailing bits */
+      if (pad == 1)
+        {
+          if ((c & 0x3) != 0)
+            return false;
+          out[out_len++] = (guint8)(b << 4 | c >> 2);
+        }
     }
   *ret = g_steal_pointer (&out);
   *ret_len = out_len;
@@ -478,6 +488,17 @@ fb_rpc_conn_send (FbRpcConn *conn, char *text)
     {
       g_free (text);
       return;
+    }
+  if (!g_utf8_validate (text, -1, NULL))
+    {
+      /* A host file name need not be UTF-8, and json-glib turns some
+       * invalid escapes into raw bytes: replace what is not UTF-8 with
+       * U+FFFD (as Rust's to_string_lossy does for Codex) so that the
+       * message stays JSON a client can parse.  JSON's own syntax is
+       * ASCII, so only string contents change. */
+      char *valid = g_utf8_make_valid (text, -1);
+      g_free (text);
+      text = valid;
     }
   conn->out_bytes += strlen (text);
   g_queue_push_tail (&conn->out, text);

@@ -26,6 +26,8 @@
 #include "ipc/ipc-transport-private.h"
 
 #include <glib-unix.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <libsoup/soup.h>
 #include <poll.h>
 #include <string.h>
@@ -163,6 +165,10 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
   peer->listener = l;
   peer->ws = g_object_ref (ws);
   peer->socket = socket != NULL ? g_object_ref (socket) : NULL;
+  if (peer->socket != NULL)
+    /* One message per frame, answered at once: Nagle's algorithm would
+     * hold a small answer back until the client's delayed ACK (40 ms). */
+    g_socket_set_option (peer->socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
   soup_websocket_connection_set_max_incoming_payload_size (ws, FB_RPC_WS_FRAME_HARD_MAX);
   soup_websocket_connection_set_keepalive_interval (ws, 0);
   l->peers = g_list_prepend (l->peers, peer);

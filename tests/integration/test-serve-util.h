@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,13 @@ typedef struct
   char *command; /* for people: how to start it by hand */
   int err_fd;
 } TestServer;
+
+static void
+die_with_parent (gpointer data)
+{
+  /* A test or benchmark killed midway must not leave its server behind. */
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+}
 
 /* `fusebox serve --listen ws://127.0.0.1:0 ARGS...` with XDG_STATE_HOME
  * under DIR; returns once the URL line is read. */
@@ -55,8 +63,8 @@ test_server_start (const char *dir, const char *const *args)
     g_autofree char *joined = g_strjoinv (" ", (char **)argv->pdata);
     s->command = g_strdup_printf ("XDG_STATE_HOME=%s %s", state, joined);
   }
-  if (!g_spawn_async_with_pipes (NULL, (char **)argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &s->pid, NULL,
-                                 &out_fd, NULL, &error))
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
+                                 &s->pid, NULL, &out_fd, NULL, &error))
     {
       fprintf (stderr, "can't start %s: %s\n", s->command, error->message);
       g_string_free (line, TRUE);
