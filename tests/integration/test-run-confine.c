@@ -340,6 +340,8 @@ run_table (RFx *fx, Table *t, const char *run_dir, const char *const *extra)
 
   g_ptr_array_add (argv, (char *)rfx_bin ());
   g_ptr_array_add (argv, (char *)"run");
+  g_ptr_array_add (argv, (char *)"--read"); /* see rfx_argv_va() */
+  g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BUILD_ROOT"));
   g_ptr_array_add (argv, (char *)"--run-dir");
   g_ptr_array_add (argv, (char *)run_dir);
   g_ptr_array_add (argv, (char *)"--keep-run");

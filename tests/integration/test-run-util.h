@@ -303,6 +303,10 @@ rfx_argv_va (const char *first, va_list ap)
   const char *a;
   g_ptr_array_add (argv, g_strdup (rfx_bin ()));
   g_ptr_array_add (argv, g_strdup ("run"));
+  /* the fixtures and the probes (this program) live in the build tree,
+   * which a policy may hide or make private (a build under /tmp, /home) */
+  g_ptr_array_add (argv, g_strdup ("--read"));
+  g_ptr_array_add (argv, g_strdup (g_getenv ("FUSEBOX_BUILD_ROOT")));
   for (a = first; a != NULL; a = va_arg (ap, const char *))
     g_ptr_array_add (argv, g_strdup (a));
   g_ptr_array_add (argv, NULL);

@@ -109,10 +109,17 @@ test_prepared_run (void **state)
   g_autoptr (JsonObject) p = test_parse_object (policy);
   assert_string_equal (json_object_get_string_member (p, "network"), "host");
   JsonArray *rules = json_object_get_array_member (p, "rules");
-  JsonObject *last = json_array_get_object_element (rules, json_array_get_length (rules) - 1);
-  assert_string_equal (json_object_get_string_member (last, "path"), extra);
-  assert_string_equal (json_object_get_string_member (last, "access"), "write");
-  assert_string_equal (json_object_get_string_member (last, "why"), "--write on the command line");
+  guint n = json_array_get_length (rules);
+  assert_true (n >= 2);
+  JsonObject *added = json_array_get_object_element (rules, n - 2);
+  assert_string_equal (json_object_get_string_member (added, "path"), extra);
+  assert_string_equal (json_object_get_string_member (added, "access"), "write");
+  assert_string_equal (json_object_get_string_member (added, "why"), "--write on the command line");
+  /* and last, after the user's: fusebox's own run directories, hidden */
+  JsonObject *last = json_array_get_object_element (rules, n - 1);
+  assert_string_equal (json_object_get_string_member (last, "path"), root);
+  assert_string_equal (json_object_get_string_member (last, "access"), "hide");
+  assert_string_equal (json_object_get_string_member (last, "why"), "fusebox's own run directories");
 
   g_autofree char *info_path = g_build_filename (dir, "run.json", NULL);
   g_autofree char *info_text = NULL;
