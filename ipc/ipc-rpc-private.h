@@ -71,6 +71,7 @@ struct FbRpcConn
   const FbRpcTransportOps *ops;
   gpointer transport;
   uid_t peer_uid;
+  gid_t peer_gid; /* the server's egid: creations happen as the server's group */
   char *peer_name;
 
   /* The output queue: char* messages, bounded by FB_RPC_QUEUE_MAX bytes. */
@@ -109,7 +110,9 @@ void fb_rpc_conn_notify (FbRpcConn *conn, const char *method, JsonNode *params);
 void fb_rpc_conn_get_caller (FbRpcConn *conn, FbViewCaller *ret_caller);
 
 /* A method: returns the result (owned), or NULL with ERROR set, or NULL
- * with *ret_deferred = true when it will answer later itself. */
+ * with *ret_deferred = true when it will answer later itself (which it
+ * may also do at once, with fb_rpc_conn_reply*, to skip building a
+ * JsonNode for a large answer). */
 typedef JsonNode *(*FbRpcMethodFunc) (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error,
                                       bool *ret_deferred);
 

@@ -25,12 +25,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* TEMPORARY, until the policy engine defines fb_policy_narrow (declared in
- * policy/policy.h, being implemented): a weak reference keeps the program
- * linking meanwhile, and a call's sandbox is refused (never ignored, which
- * would widen it) while the symbol is missing.  Remove this pragma once
- * policy/ defines it. */
-#pragma weak fb_policy_narrow
 
 /* --- the tee sink ----------------------------------------------------------- */
 
@@ -235,12 +229,6 @@ fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError 
   if (narrow == NULL)
     {
       fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: sandbox: %s", gerr->message);
-      return NULL;
-    }
-  if (fb_policy_narrow == NULL)
-    {
-      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
-                        "this build can't apply a `sandbox` yet (fb_policy_narrow is missing); retry without it");
       return NULL;
     }
   result = fb_policy_narrow (server->policy, narrow, &gerr);

@@ -84,7 +84,7 @@ bool
 fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *ret_code, char **ret_message,
                       JsonNode **ret_id)
 {
-  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (GError) error = NULL;
   JsonNode *root;
   JsonObject *obj;
@@ -207,6 +207,18 @@ fb_rpc_encode_result (JsonNode *id, JsonNode *result)
     append_node (out, result);
   else
     g_string_append (out, "{}");
+  g_string_append_c (out, '}');
+  return g_string_free (out, FALSE);
+}
+
+char *
+fb_rpc_encode_result_text (JsonNode *id, const char *result_json)
+{
+  GString *out = g_string_sized_new (strlen (result_json) + 32);
+
+  append_id (out, id);
+  g_string_append (out, ",\"result\":");
+  g_string_append (out, result_json);
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -545,7 +557,7 @@ fb_rpc_conn_get_caller (FbRpcConn *conn, FbViewCaller *ret_caller)
   memset (ret_caller, 0, sizeof *ret_caller);
   ret_caller->pid = 0;
   ret_caller->uid = conn->peer_uid;
-  ret_caller->gid = getegid ();
+  ret_caller->gid = conn->peer_gid;
   ret_caller->umask = 022;
   ret_caller->comm = conn->client_name != NULL ? conn->client_name : "rpc";
   ret_caller->session = conn->session != NULL ? conn->session->id : NULL;
@@ -972,6 +984,7 @@ fb_rpc_server_accept (FbRpcServer *server, const FbRpcTransportOps *ops, gpointe
   conn->ops = ops;
   conn->transport = transport;
   conn->peer_uid = peer_uid;
+  conn->peer_gid = getegid ();
   conn->peer_name = g_strdup (peer_name != NULL ? peer_name : "client");
   g_queue_init (&conn->out);
   server->conns = g_list_prepend (server->conns, conn);

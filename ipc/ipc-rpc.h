@@ -112,6 +112,8 @@ bool fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *
 
 /* Encoders: one JSON text without a newline.  ID may be NULL (→ -1). */
 char *fb_rpc_encode_result (JsonNode *id, JsonNode *result);
+/* RESULT_JSON is already JSON text (a hot path builds it by hand). */
+char *fb_rpc_encode_result_text (JsonNode *id, const char *result_json);
 char *fb_rpc_encode_error (JsonNode *id, int code, const char *message, JsonNode *data);
 char *fb_rpc_encode_notification (const char *method, JsonNode *params);
 

@@ -41,7 +41,12 @@ typedef struct
   FbRpcConn *conn;
   guint out_watch;
   guint closed_idle;
+  gsize unchecked; /* bytes handed to libsoup since the socket was last seen writable */
 } WsPeer;
+
+/* Ask the kernel whether the socket is writable only after this much
+ * output: below it, libsoup's queue can't hold more than this anyway. */
+#define WS_CHECK_EVERY (64 * 1024)
 
 static bool
 ws_can_write (gpointer transport)
@@ -51,8 +56,13 @@ ws_can_write (gpointer transport)
 
   if (soup_websocket_connection_get_state (peer->ws) != SOUP_WEBSOCKET_STATE_OPEN)
     return false;
-  if (poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT))
+  if (peer->unchecked < WS_CHECK_EVERY)
     return true;
+  if (poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT))
+    {
+      peer->unchecked = 0;
+      return true;
+    }
   return false;
 }
 
@@ -73,7 +83,8 @@ ws_write (gpointer transport, const char *text, gsize len)
   WsPeer *peer = transport;
 
   soup_websocket_connection_send_text (peer->ws, text);
-  if (peer->out_watch == 0)
+  peer->unchecked += len;
+  if (peer->unchecked >= WS_CHECK_EVERY && peer->out_watch == 0)
     /* Told when the kernel has room again (only matters while messages
      * wait in our queue; a spurious wake-up is harmless). */
     peer->out_watch = g_unix_fd_add (g_socket_get_fd (peer->socket), G_IO_OUT, on_ws_writable, peer);
