@@ -202,6 +202,22 @@ async def t_denial(env, c):
     assert e["message"] == "Read-only file system (os error 30)", e
     assert e["data"]["decision"] == "readonly", e
     assert not os.path.exists("/etc/fusebox-py-test")
+    # A call's sandbox narrows the server's policy: a Codex read-only
+    # context makes the (writable) workspace read-only for that call only.
+    ro = {"permissions": {"type": "managed", "file_system": {"type": "restricted", "entries": [
+        {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"}]}, "network": "restricted"},
+        "cwd": "file://" + env.ws, "windowsSandboxLevel": "disabled"}
+    target = os.path.join(env.ws, "narrowed.txt")
+    e = err(await c.call("fs/writeFile", {"path": target, "dataBase64": b64(b"x"), "sandbox": ro}), -32050)
+    assert e["message"] == "Read-only file system (os error 30)" and e["data"]["decision"] == "readonly", e
+    assert not os.path.exists(target)
+    ok(await c.call("fs/writeFile", {"path": target, "dataBase64": b64(b"x")}))
+    # ... and can't widen it: a sandbox granting /etc write is still refused.
+    wide = {"fuseboxPolicy": {"version": 1, "rules": [{"path": "/", "access": "write", "why": "everything"}]}}
+    err(await c.call("fs/writeFile", {"path": "/etc/fusebox-py-test", "dataBase64": b64(b"x"), "sandbox": wide}),
+        -32050)
+    assert not os.path.exists("/etc/fusebox-py-test")
+    err(await c.call("fs/readFile", {"path": target, "sandbox": {"permissions": 3}}), -32602)
 
 
 async def t_session(env, c):
