@@ -217,6 +217,10 @@ early_handler (SoupServer *server, SoupServerMessage *msg, const char *path, GHa
 
   if (soup_message_headers_get_one (h, "Origin") != NULL)
     {
+      /* Refusals also close the connection: a WebSocket client that was
+       * refused half-closes and waits for us, and libsoup would otherwise
+       * keep the connection for another request. */
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
       soup_server_message_set_status (msg, SOUP_STATUS_FORBIDDEN, NULL);
       soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_STATIC, "browser origins are not allowed\n", 32);
       return;
@@ -226,6 +230,7 @@ early_handler (SoupServer *server, SoupServerMessage *msg, const char *path, GHa
       const char *auth = soup_message_headers_get_one (h, "Authorization");
       if (auth == NULL || g_ascii_strncasecmp (auth, "Bearer ", 7) != 0 || !token_equal (auth + 7, l->token))
         {
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
           soup_server_message_set_status (msg, SOUP_STATUS_UNAUTHORIZED, NULL);
           soup_message_headers_append (soup_server_message_get_response_headers (msg), "WWW-Authenticate", "Bearer");
           return;

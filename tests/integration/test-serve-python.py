@@ -269,6 +269,47 @@ async def t_many(env):
     await asyncio.gather(*[c.close() for c in clients])
 
 
+async def t_remote(env):
+    bin_ = os.environ.get("FUSEBOX_BIN", "fusebox")
+    e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"))
+    # A non-loopback address without --allow-remote and a token: refused (usage error).
+    for extra in ([], ["--allow-remote"]):
+        r = subprocess.run([bin_, "serve", "--listen", "ws://0.0.0.0:0"] + extra, env=e, capture_output=True)
+        assert r.returncode == 2 and b"--token-file" in r.stderr, r
+    token = os.path.join(env.dir, "token")
+    with open(token, "w") as f:
+        f.write("t0k3n\n")
+    os.chmod(token, 0o600)
+    p = subprocess.Popen([bin_, "serve", "--listen", "ws://0.0.0.0:0", "--allow-remote", "--token-file", token],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=e)
+    try:
+        port = p.stdout.readline().decode().strip().rsplit(":", 1)[1]
+        url = "ws://127.0.0.1:" + port
+        try:
+            await websockets.connect(url)
+            raise AssertionError("connected without the token")
+        except websockets.exceptions.InvalidStatusCode as ex:
+            assert ex.status_code == 401, ex
+        try:
+            await websockets.connect(url, extra_headers={"Authorization": "Bearer wrong"})
+            raise AssertionError("connected with a wrong token")
+        except websockets.exceptions.InvalidStatusCode as ex:
+            assert ex.status_code == 401, ex
+        c = Client(await websockets.connect(url, extra_headers={"Authorization": "Bearer t0k3n"}))
+        await c.handshake()
+        await c.close()
+        # A browser's Origin is refused even with the token.
+        try:
+            await websockets.connect(url, origin="https://example.com",
+                                     extra_headers={"Authorization": "Bearer t0k3n"})
+            raise AssertionError("connected with an Origin header")
+        except websockets.exceptions.InvalidStatusCode as ex:
+            assert ex.status_code == 403, ex
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
 async def main(env):
     passed = failed = skipped = 0
     c = await Client.connect(env.url)
@@ -276,7 +317,8 @@ async def main(env):
     tests = [("handshake", lambda: t_handshake(env)), ("fs", lambda: t_fs(env, c)),
              ("errors", lambda: t_errors(env, c)), ("denial", lambda: t_denial(env, c)),
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
-             ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env))]
+             ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env)),
+             ("remote", lambda: t_remote(env))]
     for name, t in tests:
         try:
             if await t() == "skip":
