@@ -168,8 +168,10 @@ read_response (FbRpcProcess *p, guint64 after, guint64 max_bytes)
     }
   json_object_set_array_member (o, "chunks", arr);
   json_object_set_int_member (o, "nextSeq", (gint64)next);
-  json_object_set_boolean_member (o, "exited", p->finished);
-  if (p->finished)
+  /* exited: the process is gone (its status known); closed: its output
+   * was read to the end as well, and process/closed sent. */
+  json_object_set_boolean_member (o, "exited", p->exit_known);
+  if (p->exit_known)
     json_object_set_int_member (o, "exitCode", p->exit_code);
   else
     json_object_set_null_member (o, "exitCode");

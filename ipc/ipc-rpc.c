@@ -573,6 +573,27 @@ default_shell (void)
   return "/bin/sh";
 }
 
+/* Optional features a Codex 0.171 executor advertises; fusebox implements
+ * none of them (file streaming, fs watches, network proxies, ...). */
+static const char *const codex_capabilities[] = {
+  "capabilityDiscoverySandbox",
+  "capabilityDiscoveryV2",
+  "credentialMasking",
+  "credentialMaskingCustomProviders",
+  "environmentConfigRead",
+  "fileWriteStreaming",
+  "fsWatchMissing",
+  "httpHeaderEnvVars",
+  "linuxApprovedRootWritePreservesRestrictions",
+  "linuxRootWritePreservesDevices",
+  "networkProxyLaunch",
+  "networkProxyReviewDomains",
+  "networkProxyTransparentTcp",
+  "sandboxedFileStreaming",
+  "shellSnapshotV2",
+  "windowsMxc",
+};
+
 static JsonNode *
 environment_info (FbRpcServer *server)
 {
@@ -593,6 +614,33 @@ environment_info (FbRpcServer *server)
   json_builder_add_string_value (b, "fusebox " FUSEBOX_VERSION);
   json_builder_set_member_name (b, "cwd");
   json_builder_add_string_value (b, cwd_uri);
+  /* Members of Codex 0.171's environmentInfo, so that a harness reading
+   * them finds them: the capabilities fusebox lacks say so. */
+  json_builder_set_member_name (b, "platformOs");
+  json_builder_add_string_value (b, "linux");
+  json_builder_set_member_name (b, "tempDir");
+  json_builder_add_string_value (b, "/tmp");
+  json_builder_set_member_name (b, "temporaryDirectories");
+  json_builder_begin_array (b);
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "prependPathDirs");
+  json_builder_begin_array (b);
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "providerId");
+  json_builder_add_string_value (b, "fusebox");
+  if (server->vars.vars.home != NULL)
+    {
+      json_builder_set_member_name (b, "userHomeDir");
+      json_builder_add_string_value (b, server->vars.vars.home);
+    }
+  json_builder_set_member_name (b, "capabilities");
+  json_builder_begin_object (b);
+  for (guint i = 0; i < G_N_ELEMENTS (codex_capabilities); i++)
+    {
+      json_builder_set_member_name (b, codex_capabilities[i]);
+      json_builder_add_boolean_value (b, FALSE);
+    }
+  json_builder_end_object (b);
   json_builder_set_member_name (b, "sandboxType");
   json_builder_add_string_value (b, "fusebox");
   json_builder_set_member_name (b, "policy");
