@@ -92,6 +92,8 @@ struct FbRpcProcess
   FbView *view;
   FbFuse *fuse;
   bool fuse_started;
+  gint fuse_done;   /* atomic: set on the FUSE thread when serving ended */
+  FbAccessLog *log; /* the server's (borrowed), drained while joining */
 
   GQueue chunks; /* Chunk*, oldest first */
   gsize retained;
@@ -315,7 +317,10 @@ stream_open (Stream *s, FbRpcProcess *p, int fd, const char *name)
 static void
 fuse_done (int result, gpointer user_data)
 {
-  /* On the FUSE thread: nothing to do; the loop joins it at the end. */
+  FbRpcProcess *p = user_data;
+
+  /* On the FUSE thread: the loop waits for this in stop_fuse(). */
+  g_atomic_int_set (&p->fuse_done, 1);
 }
 
 static void
@@ -328,6 +333,14 @@ stop_fuse (FbRpcProcess *p)
       /* The sandbox is gone (or going): sever the connection so the
        * serving thread ends now, then wait for it. */
       fb_fuse_abort (p->fuse);
+      /* A FUSE worker may be blocked pushing to the access log, whose
+       * queue only this thread drains: drain while waiting, then join. */
+      while (!g_atomic_int_get (&p->fuse_done))
+        {
+          if (p->log != NULL)
+            fb_access_log_drain (p->log, NULL);
+          g_usleep (1000);
+        }
       fb_fuse_join (p->fuse);
     }
   g_clear_pointer (&p->fuse, fb_fuse_free);
@@ -923,6 +936,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   p->sock = sv[0];
   p->policy = g_steal_pointer (&policy);
   p->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
+  p->log = server->log;
   p->next_seq = 1;
   p->in_fd = -1;
   p->out.fd = p->err.fd = -1;
