@@ -703,6 +703,7 @@ typedef struct
   gint fuse_done; /* atomic: set on the FUSE serving thread */
   int fuse_result;
   guint linger_id;
+  bool view_failed; /* we killed the sandbox: its status is ours, 125 */
 } Supervisor;
 
 static void
@@ -722,6 +723,7 @@ fuse_finished_idle (gpointer data)
        * with ENOTCONN.  End it rather than let it run blind. */
       fb_cmd_error ("run: serving the view failed (%s); stopping the sandbox", g_strerror (-sv->fuse_result));
       fb_launcher_child_kill (sv->child, SIGKILL);
+      sv->view_failed = true;
     }
   maybe_quit (sv);
   return G_SOURCE_REMOVE;
@@ -970,7 +972,12 @@ serve (const RunOptions *o, Run *run)
   g_clear_pointer (&view, fb_view_unref);
 
   status = sv.exit_code;
-  if (fb_launcher_child_get_failure (child))
+  if (sv.view_failed)
+    {
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+      json_object_set_string_member (run->info, "error", "serving the view failed; the sandbox was stopped");
+    }
+  else if (fb_launcher_child_get_failure (child))
     status = report_failure (run, child, status, false);
 
 out:
