@@ -537,12 +537,49 @@ test_log_holds_denial (void **state)
   RFX_PASS ();
 }
 
+/* A policy that shows the host, writable (builtin:host), with the run
+ * directories where they are by default (HOME/.local/state, and HOME is not
+ * private under this policy): the run's own policy and log and another
+ * run's log stay out of reach, by the hide rule every run gets. */
+static void
+test_host_policy_hides_runs (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *self = rfx_self ();
+  g_autofree char *runs = g_build_filename (fx->home, ".local", "state", "fusebox", "runs", NULL);
+  g_autofree char *run_dir = g_build_filename (runs, "host-1", NULL);
+  g_autofree char *own_policy = g_build_filename (run_dir, "policy.json", NULL);
+  g_autofree char *own_log = g_build_filename (run_dir, "access.jsonl", NULL);
+  g_autofree char *other_log = g_build_filename (runs, "20260101-000000-other", "access.jsonl", NULL);
+  g_autofree char *home_file = g_build_filename (fx->home, "notes.txt", NULL);
+  RfxResult r;
+
+  fx->xdg_default = true;
+  rfx_write (other_log, "{}\n", 0600);
+  rfx_assert_host_readable (other_log);
+  rfx_write (home_file, "visible\n", 0644);
+  rfx_run (fx, &r, "--policy", "builtin:host", "--run-dir", run_dir, "--", self, "--probe", "read", own_policy,
+           "append", own_policy, "read", own_log, "append", own_log, "read", other_log, "count", runs, "read",
+           home_file, NULL);
+  if (r.status != 0)
+    fail_msg ("the run exited %d: %s", r.status, r.err);
+  /* the rest of HOME is the host's: only the run directories are hidden */
+  assert_string_equal (r.out, "ENOENT\nENOENT\nENOENT\nENOENT\nENOENT\nENOENT\nOK\n");
+  rfx_assert_host_readable (own_policy);
+  rfx_assert_host_readable (own_log);
+  g_autofree char *policy = rfx_file (own_policy);
+  assert_non_null (strstr (policy, "fusebox's own run directories"));
+  rfx_result_clear (&r);
+  RFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_confinement_table, rfx_setup, rfx_teardown),
     cmocka_unit_test_setup_teardown (test_log_holds_denial, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_host_policy_hides_runs, rfx_setup, rfx_teardown),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)

@@ -44,12 +44,13 @@
 
 typedef struct
 {
-  char *tmp;   /* T */
-  char *ws;    /* T/ws: the workspace and the working directory */
-  char *home;  /* T/home: HOME for fusebox run */
-  char *state; /* T/state: XDG_STATE_HOME */
-  char *runs;  /* T/state/fusebox/runs */
-  char *repro; /* the last fusebox command, for the repro line */
+  char *tmp;        /* T */
+  char *ws;         /* T/ws: the workspace and the working directory */
+  char *home;       /* T/home: HOME for fusebox run */
+  char *state;      /* T/state: XDG_STATE_HOME */
+  char *runs;       /* T/state/fusebox/runs */
+  char *repro;      /* the last fusebox command, for the repro line */
+  bool xdg_default; /* leave XDG_STATE_HOME unset: runs under T/home/.local/state */
   const char *test_name;
   bool passed;
   char *remove_paths[RFX_MAX]; /* stand-ins outside T */
@@ -276,7 +277,10 @@ rfx_env (RFx *fx)
 {
   char **env = g_get_environ ();
   env = g_environ_setenv (env, "HOME", fx->home, TRUE);
-  env = g_environ_setenv (env, "XDG_STATE_HOME", fx->state, TRUE);
+  if (fx->xdg_default)
+    env = g_environ_unsetenv (env, "XDG_STATE_HOME");
+  else
+    env = g_environ_setenv (env, "XDG_STATE_HOME", fx->state, TRUE);
   return env;
 }
 
@@ -285,7 +289,10 @@ static G_GNUC_UNUSED void
 rfx_set_repro (RFx *fx, char **argv)
 {
   g_autoptr (GString) s = g_string_new (NULL);
-  g_string_append_printf (s, "HOME=%s XDG_STATE_HOME=%s", fx->home, fx->state);
+  if (fx->xdg_default)
+    g_string_append_printf (s, "HOME=%s XDG_STATE_HOME=", fx->home);
+  else
+    g_string_append_printf (s, "HOME=%s XDG_STATE_HOME=%s", fx->home, fx->state);
   for (char **a = argv; *a != NULL; a++)
     {
       g_autofree char *q = g_shell_quote (*a);
