@@ -50,6 +50,8 @@ struct FbFuse
   char *mountpoint; /* set by fb_fuse_mount (not for /dev/fd/N) */
   bool unmounted;   /* we unmounted it (fb_fuse_stop) */
   dev_t conn_dev;   /* the mount's device: /sys/fs/fuse/connections/<minor> */
+  GMutex files_lock;
+  GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
   GThread *thread;
   FbFuseDoneFunc done;
   gpointer done_data;
@@ -137,6 +139,26 @@ reply_made (fuse_req_t req, FbFuse *f, int r, FbViewNode *node, const struct sta
       reply_entry (req, f, node, st);
       fb_view_node_unref (node);
     }
+}
+
+/* Open files the kernel holds.  A RELEASE queued just before the connection
+ * ends (a lazy unmount right after the last close) is dropped by the kernel;
+ * fb_fuse_free() releases what is left here, so every open still gets its
+ * "close" record. */
+static void
+files_add (FbFuse *f, FbViewFile *file)
+{
+  g_mutex_lock (&f->files_lock);
+  g_hash_table_add (f->files, file);
+  g_mutex_unlock (&f->files_lock);
+}
+
+static void
+files_remove (FbFuse *f, FbViewFile *file)
+{
+  g_mutex_lock (&f->files_lock);
+  g_hash_table_remove (f->files, file);
+  g_mutex_unlock (&f->files_lock);
 }
 
 /* --- lifecycle --------------------------------------------------------------- */
@@ -381,6 +403,21 @@ op_rename (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 
 /* --- files -------------------------------------------------------------------- */
 
+/* Write-only opens bypass the kernel's page cache (direct_io).  FUSE mounts
+ * never get SB_NOSEC, so every buffered write(2) first asks the daemon for
+ * the file's security.capability (to know whether to clear it): one more
+ * round trip per write.  The direct path skips that check (set-id bits are
+ * still cleared: the host kernel does it on our write, and the daemon
+ * refuses to set them), skips a copy into the FUSE page cache, and hands
+ * the caller's pages to the daemon.  Nothing reads through a write-only
+ * handle, so no cache is lost; readers opened later see the new size and
+ * mtime and drop stale pages (keep_cache is off when they changed). */
+static bool
+write_only_direct (int flags)
+{
+  return (flags & O_ACCMODE) == O_WRONLY;
+}
+
 static void
 op_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -399,8 +436,13 @@ op_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     }
   fi->fh = (uint64_t) (uintptr_t) file;
   fi->keep_cache = keep;
+  fi->direct_io = write_only_direct (fi->flags);
+  files_add (f, file);
   if (fuse_reply_open (req, fi) != 0)
-    fb_view_release (f->view, file);
+    {
+      files_remove (f, file);
+      fb_view_release (f->view, file);
+    }
 }
 
 static void
@@ -422,11 +464,14 @@ op_create (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, str
       return;
     }
   fi->fh = (uint64_t) (uintptr_t) file;
+  fi->direct_io = write_only_direct (fi->flags);
   fill_entry (f, node, &st, &e);
   fb_view_node_kernel_ref (node);
+  files_add (f, file);
   if (fuse_reply_create (req, &e, fi) != 0)
     {
       fb_view_node_kernel_forget (node, 1);
+      files_remove (f, file);
       fb_view_release (f->view, file);
     }
   fb_view_node_unref (node);
@@ -503,6 +548,7 @@ op_release (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
   FbFuse *f = req_fuse (req);
 
+  files_remove (f, fi_file (fi));
   fb_view_release (f->view, fi_file (fi));
   fuse_reply_err (req, 0);
 }
@@ -574,8 +620,12 @@ op_opendir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
    * opendir while the mtime is unchanged. */
   fi->cache_readdir = 1;
   fi->keep_cache = keep;
+  files_add (f, dir);
   if (fuse_reply_open (req, fi) != 0)
-    fb_view_releasedir (f->view, dir);
+    {
+      files_remove (f, dir);
+      fb_view_releasedir (f->view, dir);
+    }
 }
 
 typedef struct
@@ -670,6 +720,7 @@ op_releasedir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
   FbFuse *f = req_fuse (req);
 
+  files_remove (f, fi_file (fi));
   fb_view_releasedir (f->view, fi_file (fi));
   fuse_reply_err (req, 0);
 }
@@ -842,6 +893,8 @@ fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
   if (f->options.max_threads == 0)
     f->options.max_threads = 16;
   f->root = fb_view_get_root (view);
+  g_mutex_init (&f->files_lock);
+  f->files = g_hash_table_new (g_direct_hash, g_direct_equal);
   *ret_fuse = f;
   return 0;
 }
@@ -1034,15 +1087,23 @@ fb_fuse_stop (FbFuse *f)
 {
   if (f->se == NULL)
     return;
-  fuse_session_exit (f->se);
+  /* The session is not marked as exited: the workers keep answering (the
+   * RELEASE of a file closed just now, the files still open in the detached
+   * mount) until the kernel ends the connection and they read ENODEV. */
   if (f->mountpoint != NULL && !f->unmounted)
     {
       /* Lazily: the mount leaves the namespace now, the connection ends
-       * when the last file open in it is closed; the workers then read
-       * ENODEV and the loop returns. */
+       * when the last file open in it is closed. */
       if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL
           || run_fusermount_unmount (f->mountpoint) == 0)
         f->unmounted = true;
+    }
+  else if (f->mountpoint == NULL)
+    {
+      /* A served descriptor: the mount is in the sandbox's namespace and
+       * ends with it; mark the session so that the workers leave at their
+       * next request (fb_fuse_abort() wakes them now). */
+      fuse_session_exit (f->se);
     }
 }
 
@@ -1128,6 +1189,22 @@ fb_fuse_free (FbFuse *f)
         fuse_session_unmount (f->se);
       fuse_session_destroy (f->se);
     }
+  /* Files whose RELEASE never came (see files_add) */
+  {
+    GHashTableIter iter;
+    gpointer key;
+    g_hash_table_iter_init (&iter, f->files);
+    while (g_hash_table_iter_next (&iter, &key, NULL))
+      {
+        FbViewFile *file = key;
+        if (fb_view_file_is_dir (file))
+          fb_view_releasedir (f->view, file);
+        else
+          fb_view_release (f->view, file);
+      }
+    g_hash_table_destroy (f->files);
+    g_mutex_clear (&f->files_lock);
+  }
   fb_view_node_unref (f->root);
   fb_view_unref (f->view);
   g_free (f->mountpoint);

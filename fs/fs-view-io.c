@@ -246,13 +246,14 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
        * name holds a moment later. */
       proc_fd_path (proc, fd);
       path_fd = open (proc, O_PATH | O_CLOEXEC);
-      r = path_fd < 0 ? -errno : node_from_host_fd (view, parent, name, &ci, path_fd, &node, ret_st);
+      r = path_fd < 0 ? -errno : node_from_host_fd (view, parent, name, &ci, path_fd, &node, &hst);
     }
   view_emit (view, caller, EV_MUTATION, "create", ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
-  if (fstat (fd, &hst) == 0)
-    stamp_and_compare (node, &hst);
+  stamp_and_compare (node, &hst);
+  if (ret_st != NULL)
+    *ret_st = hst;
   st = node_get_state (node);
   *ret_file = file_new (node, st, fb_steal_fd (&fd), flags & ~(O_CREAT | O_EXCL), open_access (flags), caller);
   if (ret_node != NULL)
@@ -390,6 +391,12 @@ FbViewNode *
 fb_view_file_get_node (FbViewFile *file)
 {
   return file->node;
+}
+
+bool
+fb_view_file_is_dir (FbViewFile *file)
+{
+  return file->is_dir;
 }
 
 int

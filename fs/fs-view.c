@@ -827,7 +827,8 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
   node = table_insert (view, parent, name, node);
   if (ret_st != NULL)
     {
-      int r = node_stat (view, node, ret_st);
+      /* the node in the table shows the object just stat'ed (or a blank) */
+      int r = node->kind == NODE_HOST ? (*ret_st = st, 0) : node_stat (view, node, ret_st);
       if (r < 0)
         {
           fb_view_node_unref (node);
@@ -836,6 +837,32 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
     }
   *ret_node = node;
   return 0;
+}
+
+/* The node at (PARENT, NAME) when it still shows the host object there:
+ * one fstatat instead of opening the name again.  Returns a reference. */
+static FbViewNode *
+reuse_known_node (FbView *view, FbViewNode *parent, const char *name, struct stat *ret_st)
+{
+  FbViewNode *node;
+  struct stat st;
+
+  g_mutex_lock (&view->lock);
+  node = table_find_locked (view, parent, name);
+  if (node != NULL)
+    g_atomic_int_inc (&node->ref);
+  g_mutex_unlock (&view->lock);
+  if (node == NULL)
+    return NULL;
+  if (node->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == node->ino
+      && st.st_dev == node->dev && (st.st_mode & S_IFMT) == node->type)
+    {
+      if (ret_st != NULL)
+        *ret_st = st;
+      return node;
+    }
+  fb_view_node_unref (node);
+  return NULL;
 }
 
 /* The node for NAME in PARENT whose decision CI was computed already and
@@ -880,6 +907,14 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
     return -ENOENT;
   else
     {
+      /* The common case of a revalidation: the kernel asks again for a name
+       * it knows, and the host still has the same object there. */
+      node = reuse_known_node (view, parent, name, ret_st);
+      if (node != NULL)
+        {
+          *ret_node = node;
+          return 0;
+        }
       fd = host_open_child (parent->fd, name);
       if (fd < 0)
         return fd;

@@ -286,6 +286,7 @@ off_t fb_view_lseek (FbView *view, FbViewFile *file, off_t offset, int whence);
 gssize fb_view_copy_file_range (FbView *view, FbViewFile *in, off_t offset_in, FbViewFile *out, off_t offset_out,
                                 gsize length, unsigned int flags);
 FbViewNode *fb_view_file_get_node (FbViewFile *file); /* borrowed */
+bool fb_view_file_is_dir (FbViewFile *file);
 int fb_view_file_fstat (FbView *view, FbViewFile *file, struct stat *ret_st);
 /* Logs the "close" event with the bytes read and written, closes, frees. */
 void fb_view_release (FbView *view, FbViewFile *file);
@@ -369,8 +370,11 @@ int fb_fuse_start (FbFuse *fuse, FbFuseDoneFunc done, gpointer user_data);
 /* Wait for the thread of fb_fuse_start(); returns its result. */
 int fb_fuse_join (FbFuse *fuse);
 /* Ask serving to end: unmount (lazily) a mount made by fb_fuse_mount().
- * Callable from any thread except a FUSE worker.  When files stay open in
- * the detached mount, fb_fuse_abort() ends the connection. */
+ * The workers keep answering until the kernel ends the connection (at once,
+ * or when the last file open in the detached mount is closed);
+ * fb_fuse_abort() ends it earlier.  Callable from any thread except a FUSE
+ * worker.  Files the kernel never released are released (and logged) by
+ * fb_fuse_free(). */
 void fb_fuse_stop (FbFuse *fuse);
 /* End serving now, even with files open in a detached mount: through
  * /sys/fs/fuse/connections/N/abort when fusectl is mounted, else by waking
