@@ -551,7 +551,7 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   g_autoptr (NodeState) npst = node_get_state (newparent);
   g_auto (ChildInfo) ci = { 0 };
   g_auto (ChildInfo) nci = { 0 };
-  struct stat sst, dst;
+  struct stat sst = { 0 }, dst = { 0 };
   bool dst_exists;
   int r;
 
