@@ -27,6 +27,7 @@
 #include "fs/fs-private.h"
 
 #include <fuse_lowlevel.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -934,6 +935,7 @@ session_new (FbFuse *f, bool mount_options)
   argv[3] = NULL;
   args = (struct fuse_args) FUSE_ARGS_INIT (3, argv);
   f->se = fuse_session_new (&args, &fb_fuse_ops, sizeof fb_fuse_ops, f);
+  fuse_opt_free_args (&args);
   if (f->se == NULL)
     return -EINVAL;
   return 0;
@@ -1184,8 +1186,12 @@ fb_fuse_free (FbFuse *f)
   if (f->se != NULL)
     {
       /* Unmount only what we mounted and did not unmount already: after a
-       * lazy unmount the path may hold someone else's mount by now. */
-      if (f->mountpoint != NULL && !f->unmounted)
+       * lazy unmount the path may hold someone else's mount by now.  When
+       * the connection is over (POLLERR), fuse_session_unmount only frees
+       * its copy of the path. */
+      struct pollfd pfd = { .fd = fuse_session_fd (f->se), .events = 0 };
+      if ((f->mountpoint != NULL && !f->unmounted)
+          || (f->mountpoint != NULL && poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)))
         fuse_session_unmount (f->se);
       fuse_session_destroy (f->se);
     }
@@ -1205,6 +1211,7 @@ fb_fuse_free (FbFuse *f)
     g_hash_table_destroy (f->files);
     g_mutex_clear (&f->files_lock);
   }
+  fb_view_drop_kernel_refs (f->view);
   fb_view_node_unref (f->root);
   fb_view_unref (f->view);
   g_free (f->mountpoint);

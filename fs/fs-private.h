@@ -64,6 +64,10 @@ struct FbViewNode
   char *name;         /* "" for the root */
   bool in_table;
   FbViewNode *first_child, *next_sibling, *prev_sibling;
+  /* view->lock: every live node that entered the table, for
+   * fb_view_drop_kernel_refs() */
+  FbViewNode *all_prev, *all_next;
+  bool in_all;
 
   /* immutable */
   NodeKind kind;
@@ -128,6 +132,7 @@ struct FbView
 
   GMutex lock;        /* the node table */
   GHashTable *table;  /* FbViewNode* (key: parent, name) -> itself */
+  FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
   guint n_nodes;      /* atomic */
 
   GMutex comm_lock;

@@ -427,6 +427,16 @@ fb_view_node_unref (FbViewNode *node)
           return;
         }
       detach_locked (view, node);
+      if (node->in_all)
+        {
+          if (node->all_prev != NULL)
+            node->all_prev->all_next = node->all_next;
+          else
+            view->all_nodes = node->all_next;
+          if (node->all_next != NULL)
+            node->all_next->all_prev = node->all_prev;
+          node->in_all = false;
+        }
       parent = node->parent;
       node->parent = NULL;
       g_mutex_unlock (&view->lock);
@@ -469,6 +479,11 @@ table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fr
   g_hash_table_add (view->table, fresh);
   child_link_locked (parent, fresh);
   fresh->in_table = true;
+  fresh->all_next = view->all_nodes;
+  if (view->all_nodes != NULL)
+    view->all_nodes->all_prev = fresh;
+  view->all_nodes = fresh;
+  fresh->in_all = true;
   g_mutex_unlock (&view->lock);
   return fresh;
 }
@@ -585,6 +600,28 @@ fb_view_node_kernel_forget (FbViewNode *node, guint64 nlookup)
   while (!__atomic_compare_exchange_n (&node->nlookup, &old, next, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
   if (next == 0)
     fb_view_node_unref (node);
+}
+
+void
+fb_view_drop_kernel_refs (FbView *view)
+{
+  g_autoptr (GPtrArray) held = g_ptr_array_new ();
+
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+    if (__atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+      {
+        g_atomic_int_inc (&n->ref);
+        g_ptr_array_add (held, n);
+      }
+  g_mutex_unlock (&view->lock);
+  for (guint i = 0; i < held->len; i++)
+    {
+      FbViewNode *n = held->pdata[i];
+      if (__atomic_exchange_n (&n->nlookup, 0, __ATOMIC_ACQ_REL) > 0)
+        fb_view_node_unref (n);
+      fb_view_node_unref (n);
+    }
 }
 
 /* --- attributes ------------------------------------------------------------ */

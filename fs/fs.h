@@ -185,6 +185,8 @@ guint64 fb_view_node_get_generation (FbViewNode *node);
  * kernel_ref takes a reference that the forget bringing it to zero drops. */
 void fb_view_node_kernel_ref (FbViewNode *node);
 void fb_view_node_kernel_forget (FbViewNode *node, guint64 nlookup);
+/* The kernel is gone (the session ended): forget every lookup count. */
+void fb_view_drop_kernel_refs (FbView *view);
 
 /* --- names ---------------------------------------------------------------- */
 
