@@ -588,8 +588,8 @@ fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
 
 /* Offer one entry; false when the consumer is full. */
 static bool
-offer (FbView *view, FbViewFile *dir, const char *name, ino_t ino, unsigned char type, off_t next, bool plus,
-       FbViewDirFunc func, gpointer user_data, bool *ret_skip)
+offer (FbView *view, FbViewFile *dir, NodeState *dst, const char *name, ino_t ino, unsigned char type, off_t next,
+       bool plus, FbViewDirFunc func, gpointer user_data, bool *ret_skip)
 {
   FbViewDirEntry e = { 0 };
   g_autoptr (FbViewNode) child = NULL;
@@ -612,8 +612,8 @@ offer (FbView *view, FbViewFile *dir, const char *name, ino_t ino, unsigned char
       else
         {
           g_auto (ChildInfo) ci = { 0 };
-          if (decide_child_checked (view, dir->node, dir->state, name, &ci) < 0 || decision_is_hidden (&ci.decision)
-              || lookup_child (view, dir->node, dir->state, name, &ci, &child, &st) < 0)
+          if (decide_child_checked (view, dir->node, dst, name, &ci) < 0 || decision_is_hidden (&ci.decision)
+              || lookup_child (view, dir->node, dst, name, &ci, &child, &st) < 0)
             {
               /* gone since it was listed, or not ours to show */
               *ret_skip = true;
@@ -632,6 +632,9 @@ offer (FbView *view, FbViewFile *dir, const char *name, ino_t ino, unsigned char
 int
 fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func, gpointer user_data)
 {
+  /* The directory's current path: it may have been renamed since opendir,
+   * and its entries are decided (and looked up) under the new one. */
+  g_autoptr (NodeState) dst = node_get_state (dir->node);
   int r = 0;
 
   if (!dir->is_dir)
@@ -645,7 +648,7 @@ fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewD
         {
           const DirEntry *e = &g_array_index (dir->snapshot, DirEntry, i);
           bool skip;
-          if (!offer (view, dir, e->name, e->ino, e->type, (off_t) i + 1, plus, func, user_data, &skip))
+          if (!offer (view, dir, dst, e->name, e->ino, e->type, (off_t) i + 1, plus, func, user_data, &skip))
             break;
         }
       g_mutex_unlock (&dir->dir_lock);
@@ -691,7 +694,7 @@ fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewD
       if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
         {
           FbPolicyDecision cd;
-          fb_policy_decide_child (view->policy, &dir->state->decision, dir->state->path, de->d_name, &cd);
+          fb_policy_decide_child (view->policy, &dst->decision, dst->path, de->d_name, &cd);
           if (decision_is_hidden (&cd))
             {
               dir->buf_pos += de->d_reclen;
@@ -699,7 +702,7 @@ fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewD
               continue;
             }
         }
-      if (!offer (view, dir, de->d_name, de->d_ino, de->d_type, de->d_off, plus, func, user_data, &skip))
+      if (!offer (view, dir, dst, de->d_name, de->d_ino, de->d_type, de->d_off, plus, func, user_data, &skip))
         break;
       dir->buf_pos += de->d_reclen;
       dir->stream_pos = de->d_off;
