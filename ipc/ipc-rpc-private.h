@@ -98,6 +98,13 @@ struct FbRpcSession
   GHashTable *processes; /* processId → FbRpcProcess* */
 };
 
+/* Decode one JSON text (ipc-rpc-json.c); NULL with *ret_error (may be
+ * NULL) naming what is wrong and where. */
+JsonNode *fb_rpc_json_parse (const char *text, gsize len, char **ret_error);
+/* Test seam (the fuzzer compares both): messages are decoded by
+ * fb_rpc_json_parse, else by json-glib's parser.  Default true. */
+extern bool fb_rpc_parse_fast;
+
 /* --- replies (ipc-rpc.c) ---------------------------------------------------- */
 
 /* Queue TEXT (taken) for CONN; a client whose queue passes FB_RPC_QUEUE_MAX

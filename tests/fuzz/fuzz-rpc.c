@@ -1,7 +1,8 @@
 /* fusebox — libFuzzer target for the remote API's message decoder and
  * dispatch.  Input: one message, or several separated by newlines (as on
  * the unix and stdio transports).  Each is decoded (fb_rpc_message_parse
- * must never crash and, on failure, name a code and a reason), its strings
+ * must never crash and, on failure, name a code and a reason; what it
+ * accepts, json-glib's parser must read the same when it accepts it), its strings
  * are run through the URI and base64 decoders, and the message is handed to
  * a connection of a real server (initialized, with a transport seam that
  * keeps nothing) so that every method's parameter checking runs, and the
@@ -151,7 +152,22 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
       if (fb_rpc_message_parse (p, len, &msg, &code, &why, &id))
         {
+          FbRpcMessage other;
+          int code2 = 0;
+          g_autofree char *why2 = NULL;
+          g_autoptr (JsonNode) id2 = NULL;
+
           visit_strings (msg.root, 0);
+          /* Our decoder and json-glib's must read the same message
+           * whenever both accept it (ours is the stricter). */
+          fb_rpc_parse_fast = false;
+          if (fb_rpc_message_parse (p, len, &other, &code2, &why2, &id2))
+            {
+              if (!json_node_equal (msg.root, other.root))
+                abort ();
+              fb_rpc_message_clear (&other);
+            }
+          fb_rpc_parse_fast = true;
           fb_rpc_message_clear (&msg);
         }
       else if (why == NULL || (code != FB_RPC_ERROR_INVALID_REQUEST && code != FB_RPC_ERROR_INVALID_PARAMS))

@@ -1,0 +1,469 @@
+/* fusebox — the remote API's JSON decoder.
+ *
+ * Why not json-glib's parser: it sets up a GScanner for every text it
+ * parses, which costs tens of microseconds even for a 400-byte request (a
+ * third of a whole fs call's budget, measured in docs/performance.md), and
+ * it turns some invalid escapes ("\6") into raw bytes.  This is a plain
+ * recursive-descent parser for RFC 8259 JSON that builds the same JsonNode
+ * trees (integers as G_TYPE_INT64, other numbers as doubles, duplicate keys:
+ * the last wins), strict where json-glib is lax: invalid escapes, unpaired
+ * surrogates, control characters in strings, leading zeros, trailing text
+ * and nesting deeper than FB_RPC_JSON_DEPTH_MAX are errors.
+ *
+ * Threat model: the text comes from a network client.  Every read is
+ * bounds-checked against the length, recursion is bounded, and nothing is
+ * allocated beyond the tree itself (whose size is bounded by the text's,
+ * itself bounded by FB_RPC_MESSAGE_MAX).  Fuzzed (tests/fuzz/fuzz-rpc.c),
+ * which also checks that whatever both parsers accept, they read the same.
+ * No state: callable from any thread. */
+#include "ipc/ipc-rpc-private.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FB_RPC_JSON_DEPTH_MAX 64
+
+typedef struct
+{
+  const char *p;
+  const char *end;
+  const char *start;
+  char *error;
+} Parser;
+
+static JsonNode *parse_value (Parser *ps, guint depth);
+
+/* Bytes that stand for themselves in a string: not '"', '\\' or a
+ * control character. */
+static const bool plain_char[256] = {
+#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+  R16 (false), R16 (false), /* 0x00-0x1f */
+  true,        true,        false,      true,       true,       true,       true,       true,
+  true,        true,        true,       true,       true,       true,       true,       true, /* 0x20-0x2f */
+  R16 (true),  R16 (true),                                                                    /* 0x30-0x4f */
+  true,        true,        true,       true,       true,       true,       true,       true,
+  true,        true,        true,       true,       false,      true,       true,       true, /* 0x50-0x5f */
+  R16 (true),  R16 (true),  R16 (true), R16 (true), R16 (true), R16 (true), R16 (true), R16 (true),
+  R16 (true),  R16 (true), /* 0x60-0xff */
+#undef R16
+};
+
+static void
+fail (Parser *ps, const char *what)
+{
+  if (ps->error == NULL)
+    ps->error = g_strdup_printf ("%s at byte %" G_GSIZE_FORMAT, what, (gsize)(ps->p - ps->start));
+}
+
+static void
+skip_ws (Parser *ps)
+{
+  while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+    ps->p++;
+}
+
+static int
+hex4 (Parser *ps)
+{
+  int v = 0;
+
+  if (ps->end - ps->p < 4)
+    return -1;
+  for (int i = 0; i < 4; i++)
+    {
+      char c = ps->p[i];
+      v <<= 4;
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        return -1;
+    }
+  ps->p += 4;
+  return v;
+}
+
+/* A string, the opening quote at ps->p; returns it NUL-terminated (a \u0000
+ * escape is refused: C strings can't hold it). */
+static char *
+parse_string (Parser *ps)
+{
+  const char *s;
+  GString *out = NULL;
+
+  ps->p++; /* the quote */
+  s = ps->p;
+  /* The common case: no escape, copied at once (a table lookup per byte:
+   * base64 payloads of megabytes go through here). */
+  while (ps->p < ps->end && plain_char[(unsigned char)*ps->p])
+    ps->p++;
+  if (ps->p < ps->end && *ps->p == '"')
+    {
+      char *r = g_strndup (s, (gsize)(ps->p - s));
+      ps->p++;
+      return r;
+    }
+  out = g_string_new_len (s, ps->p - s);
+  while (ps->p < ps->end)
+    {
+      unsigned char c = (unsigned char)*ps->p;
+      if (c == '"')
+        {
+          ps->p++;
+          return g_string_free (out, FALSE);
+        }
+      if (c < 0x20)
+        {
+          fail (ps, "control character in a string");
+          break;
+        }
+      if (c != '\\')
+        {
+          g_string_append_c (out, (char)c);
+          ps->p++;
+          continue;
+        }
+      ps->p++;
+      if (ps->p >= ps->end)
+        break;
+      c = (unsigned char)*ps->p++;
+      switch (c)
+        {
+          case '"':
+          case '\\':
+          case '/':
+            g_string_append_c (out, (char)c);
+            break;
+          case 'b':
+            g_string_append_c (out, '\b');
+            break;
+          case 'f':
+            g_string_append_c (out, '\f');
+            break;
+          case 'n':
+            g_string_append_c (out, '\n');
+            break;
+          case 'r':
+            g_string_append_c (out, '\r');
+            break;
+          case 't':
+            g_string_append_c (out, '\t');
+            break;
+          case 'u':
+            {
+              int u = hex4 (ps);
+              gunichar ch;
+              if (u < 0)
+                {
+                  fail (ps, "invalid \\u escape");
+                  goto out;
+                }
+              if (u >= 0xd800 && u <= 0xdbff)
+                {
+                  int lo;
+                  if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
+                    {
+                      fail (ps, "unpaired surrogate in a \\u escape");
+                      goto out;
+                    }
+                  ps->p += 2;
+                  lo = hex4 (ps);
+                  if (lo < 0xdc00 || lo > 0xdfff)
+                    {
+                      fail (ps, "unpaired surrogate in a \\u escape");
+                      goto out;
+                    }
+                  ch = 0x10000 + (((gunichar)u - 0xd800) << 10) + ((gunichar)lo - 0xdc00);
+                }
+              else if (u >= 0xdc00 && u <= 0xdfff)
+                {
+                  fail (ps, "unpaired surrogate in a \\u escape");
+                  goto out;
+                }
+              else if (u == 0)
+                {
+                  fail (ps, "\\u0000 in a string");
+                  goto out;
+                }
+              else
+                ch = (gunichar)u;
+              g_string_append_unichar (out, ch);
+            }
+            break;
+          default:
+            ps->p--;
+            fail (ps, "invalid escape in a string");
+            goto out;
+        }
+    }
+  fail (ps, "unterminated string");
+out:
+  g_string_free (out, TRUE);
+  return NULL;
+}
+
+static JsonNode *
+parse_number (Parser *ps)
+{
+  const char *s = ps->p;
+  bool is_int = true;
+  char buf[64];
+  char *endp;
+  gsize n;
+
+  if (ps->p < ps->end && *ps->p == '-')
+    ps->p++;
+  if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
+    {
+      fail (ps, "invalid number");
+      return NULL;
+    }
+  if (*ps->p == '0' && ps->p + 1 < ps->end && g_ascii_isdigit (ps->p[1]))
+    {
+      fail (ps, "leading zero in a number");
+      return NULL;
+    }
+  while (ps->p < ps->end && g_ascii_isdigit (*ps->p))
+    ps->p++;
+  if (ps->p < ps->end && *ps->p == '.')
+    {
+      is_int = false;
+      ps->p++;
+      if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
+        {
+          fail (ps, "invalid number");
+          return NULL;
+        }
+      while (ps->p < ps->end && g_ascii_isdigit (*ps->p))
+        ps->p++;
+    }
+  if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E'))
+    {
+      is_int = false;
+      ps->p++;
+      if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
+        ps->p++;
+      if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
+        {
+          fail (ps, "invalid number");
+          return NULL;
+        }
+      while (ps->p < ps->end && g_ascii_isdigit (*ps->p))
+        ps->p++;
+    }
+  n = (gsize)(ps->p - s);
+  if (n >= sizeof buf)
+    {
+      /* Longer than any number a message needs. */
+      fail (ps, "number too long");
+      return NULL;
+    }
+  memcpy (buf, s, n);
+  buf[n] = '\0';
+  if (is_int)
+    {
+      gint64 v;
+      errno = 0;
+      v = g_ascii_strtoll (buf, &endp, 10);
+      if (errno == 0 && *endp == '\0')
+        return json_node_init_int (json_node_alloc (), v);
+      /* Out of int64's range: a double, as json-glib reads it. */
+    }
+  {
+    double d = g_ascii_strtod (buf, &endp);
+    if (*endp != '\0' || !isfinite (d))
+      {
+        fail (ps, "number out of range");
+        return NULL;
+      }
+    return json_node_init_double (json_node_alloc (), d);
+  }
+}
+
+static bool
+literal (Parser *ps, const char *word)
+{
+  gsize n = strlen (word);
+
+  if ((gsize)(ps->end - ps->p) < n || memcmp (ps->p, word, n) != 0)
+    return false;
+  ps->p += n;
+  return true;
+}
+
+static JsonNode *
+parse_object (Parser *ps, guint depth)
+{
+  JsonObject *obj = json_object_new ();
+
+  ps->p++; /* { */
+  skip_ws (ps);
+  if (ps->p < ps->end && *ps->p == '}')
+    {
+      ps->p++;
+      return json_node_init_object (json_node_alloc (), obj);
+    }
+  for (;;)
+    {
+      char *key;
+      JsonNode *value;
+
+      skip_ws (ps);
+      if (ps->p >= ps->end || *ps->p != '"')
+        {
+          fail (ps, "expected a member name");
+          break;
+        }
+      key = parse_string (ps);
+      if (key == NULL)
+        break;
+      skip_ws (ps);
+      if (ps->p >= ps->end || *ps->p != ':')
+        {
+          g_free (key);
+          fail (ps, "expected ':'");
+          break;
+        }
+      ps->p++;
+      value = parse_value (ps, depth + 1);
+      if (value == NULL)
+        {
+          g_free (key);
+          break;
+        }
+      json_object_set_member (obj, key, value);
+      g_free (key);
+      skip_ws (ps);
+      if (ps->p < ps->end && *ps->p == ',')
+        {
+          ps->p++;
+          continue;
+        }
+      if (ps->p < ps->end && *ps->p == '}')
+        {
+          ps->p++;
+          return json_node_init_object (json_node_alloc (), obj);
+        }
+      fail (ps, "expected ',' or '}'");
+      break;
+    }
+  json_object_unref (obj);
+  return NULL;
+}
+
+static JsonNode *
+parse_array (Parser *ps, guint depth)
+{
+  JsonArray *arr = json_array_new ();
+
+  ps->p++; /* [ */
+  skip_ws (ps);
+  if (ps->p < ps->end && *ps->p == ']')
+    {
+      ps->p++;
+      return json_node_init_array (json_node_alloc (), arr);
+    }
+  for (;;)
+    {
+      JsonNode *value = parse_value (ps, depth + 1);
+      if (value == NULL)
+        break;
+      json_array_add_element (arr, value);
+      skip_ws (ps);
+      if (ps->p < ps->end && *ps->p == ',')
+        {
+          ps->p++;
+          continue;
+        }
+      if (ps->p < ps->end && *ps->p == ']')
+        {
+          ps->p++;
+          return json_node_init_array (json_node_alloc (), arr);
+        }
+      fail (ps, "expected ',' or ']'");
+      break;
+    }
+  json_array_unref (arr);
+  return NULL;
+}
+
+static JsonNode *
+parse_value (Parser *ps, guint depth)
+{
+  skip_ws (ps);
+  if (depth > FB_RPC_JSON_DEPTH_MAX)
+    {
+      fail (ps, "nested too deeply");
+      return NULL;
+    }
+  if (ps->p >= ps->end)
+    {
+      fail (ps, "unexpected end of text");
+      return NULL;
+    }
+  switch (*ps->p)
+    {
+      case '{':
+        return parse_object (ps, depth);
+      case '[':
+        return parse_array (ps, depth);
+      case '"':
+        {
+          char *s = parse_string (ps);
+          JsonNode *n;
+          if (s == NULL)
+            return NULL;
+          n = json_node_init_string (json_node_alloc (), s);
+          g_free (s);
+          return n;
+        }
+      case 't':
+        if (literal (ps, "true"))
+          return json_node_init_boolean (json_node_alloc (), TRUE);
+        break;
+      case 'f':
+        if (literal (ps, "false"))
+          return json_node_init_boolean (json_node_alloc (), FALSE);
+        break;
+      case 'n':
+        if (literal (ps, "null"))
+          return json_node_init_null (json_node_alloc ());
+        break;
+      default:
+        if (*ps->p == '-' || g_ascii_isdigit (*ps->p))
+          return parse_number (ps);
+        break;
+    }
+  fail (ps, "unexpected character");
+  return NULL;
+}
+
+JsonNode *
+fb_rpc_json_parse (const char *text, gsize len, char **ret_error)
+{
+  Parser ps = { text, text + len, text, NULL };
+  JsonNode *root = parse_value (&ps, 0);
+
+  if (root != NULL)
+    {
+      skip_ws (&ps);
+      if (ps.p != ps.end)
+        {
+          fail (&ps, "unexpected text after the value");
+          json_node_unref (root);
+          root = NULL;
+        }
+    }
+  if (root == NULL)
+    {
+      if (ret_error != NULL)
+        *ret_error = g_steal_pointer (&ps.error);
+      g_free (ps.error);
+    }
+  return root;
+}
