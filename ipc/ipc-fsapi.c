@@ -92,6 +92,12 @@ plain_name (const char *name)
   return name[0] != '\0' && strcmp (name, ".") != 0 && strcmp (name, "..") != 0 && strchr (name, '/') == NULL;
 }
 
+static bool
+is_dir_node (FbViewNode *node)
+{
+  return S_ISDIR (fb_view_node_get_type (node));
+}
+
 /* The node of PATH's parent directory and the last component, after
  * resolving PATH's directory part in the view. */
 static int
@@ -109,12 +115,6 @@ walk_parent (Call *c, const char *path, FbViewNode **ret_parent, char **ret_name
     return r;
   *ret_name = g_steal_pointer (&name);
   return 0;
-}
-
-static bool
-is_dir_node (FbViewNode *node)
-{
-  return S_ISDIR (fb_view_node_get_type (node));
 }
 
 /* --- fs/readFile ------------------------------------------------------------ */
@@ -141,7 +141,9 @@ read_all (Call *c, FbViewFile *file, gsize max, GByteArray **ret)
       g_byte_array_set_size (data, old + (gsize)n);
       if (n == 0)
         break;
-      want = MIN ((gsize)1024 * 1024, max + 1);
+      /* Modest steps past the size fstat gave (usually one empty read):
+       * a 1 MiB step maps and unmaps fresh pages on every call. */
+      want = MIN ((gsize)64 * 1024, max + 1);
     }
   if (data->len > max)
     return -EFBIG;
