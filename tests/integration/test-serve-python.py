@@ -310,6 +310,85 @@ async def t_remote(env):
         p.wait(30)
 
 
+def t_unix_sync(env):
+    import socket
+    import stat
+    bin_ = os.environ.get("FUSEBOX_BIN", "fusebox")
+    e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"))
+    path = os.path.join(env.dir, "api.sock")
+    p = subprocess.Popen([bin_, "serve", "--listen", "unix:" + path, "--workspace", env.ws],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=e)
+    try:
+        assert p.stdout.readline().decode().strip() == "unix:" + path
+        st = os.stat(path)
+        assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+        # Another user can't even connect (the mode); the server also checks SO_PEERCRED.
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                socket.socket(socket.AF_UNIX).connect(path)
+                os._exit(1)
+            except PermissionError:
+                os._exit(0)
+            except BaseException:
+                os._exit(2)
+        assert os.waitpid(pid, 0)[1] == 0, "another uid could connect"
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        f = s.makefile("rwb")
+
+        def call(obj):
+            f.write(json.dumps(obj).encode() + b"\n")
+            f.flush()
+            while True:
+                m = json.loads(f.readline())
+                if m.get("id") == obj.get("id", -1):
+                    return m
+        assert "result" in call({"id": 1, "method": "initialize", "params": {"clientName": "unix"}})
+        f.write(b'{"method":"initialized"}\n')
+        assert call({"id": 2, "method": "fs/getMetadata", "params": {"path": env.ws}})["result"]["isDirectory"]
+        # An oversized line: an error on id -1, then the connection still answers.
+        f.write(b"x" * (17 * 1024 * 1024) + b"\n")
+        f.flush()
+        m = json.loads(f.readline())
+        assert m["id"] == -1 and m["error"]["code"] == -32600 and "limit" in m["error"]["message"], m
+        f.write(b"not json\r\n")
+        f.flush()
+        assert json.loads(f.readline())["error"]["code"] == -32600
+        assert call({"id": 3, "method": "fs/getMetadata", "params": {"path": env.ws}})["result"]["isDirectory"]
+        s.close()
+    finally:
+        p.terminate()
+        assert p.wait(30) == 0
+    assert not os.path.exists(path), "the socket was left behind"
+
+
+def t_stdio_sync(env):
+    bin_ = os.environ.get("FUSEBOX_BIN", "fusebox")
+    e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"))
+    msgs = [{"id": 1, "method": "initialize", "params": {"clientName": "stdio"}},
+            {"method": "initialized"},
+            {"id": 2, "method": "fs/readFile", "params": {"path": os.path.join(env.ws, "secret.txt")}}]
+    r = subprocess.run([bin_, "serve", "--listen", "stdio", "--workspace", env.ws],
+                       input="".join(json.dumps(m) + "\n" for m in msgs).encode(), capture_output=True, env=e,
+                       timeout=60)
+    lines = [json.loads(l) for l in r.stdout.decode().splitlines()]
+    assert r.returncode == 0, r  # EOF on stdin stops it cleanly
+    assert lines[0]["id"] == 1 and "sessionId" in lines[0]["result"], lines
+    # builtin:default hides nothing in the workspace: the file is readable
+    assert base64.b64decode(lines[1]["result"]["dataBase64"]) == b"secret\n", lines
+
+
+async def t_unix(env):
+    await asyncio.get_running_loop().run_in_executor(None, t_unix_sync, env)
+
+
+async def t_stdio(env):
+    await asyncio.get_running_loop().run_in_executor(None, t_stdio_sync, env)
+
+
 async def main(env):
     passed = failed = skipped = 0
     c = await Client.connect(env.url)
@@ -318,7 +397,8 @@ async def main(env):
              ("errors", lambda: t_errors(env, c)), ("denial", lambda: t_denial(env, c)),
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
              ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env)),
-             ("remote", lambda: t_remote(env))]
+             ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
+             ("stdio", lambda: t_stdio(env))]
     for name, t in tests:
         try:
             if await t() == "skip":
