@@ -821,7 +821,8 @@ test_harness_flow (void **state)
   params =
     g_strdup_printf ("{\"processId\":\"smoke\",\"argv\":[\"%s\",\"--exit-code\",\"73\",\"--denied-write\",\"%s\","
                      "\"--allowed-write\",\"%s\",\"--connect\",\"1.1.1.1:53\"],\"cwd\":\"file://%s\","
-                     "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false,\"pipeStdin\":false,\"arg0\":null,"
+                     "\"env\":{\"PATH\":\"/usr/bin:/"
+                     "bin\",\"ASAN_OPTIONS\":\"detect_leaks=0\"},\"tty\":false,\"pipeStdin\":false,\"arg0\":null,"
                      "\"sandbox\":%s}",
                      smoke, denied, allowed, F->ws, sandbox);
   start = test_client_call (F->client, "process/start", params);
