@@ -15,7 +15,7 @@
  *    SIGQUIT/SIGPIPE so the main loop gets them.  Nothing here calls
  *    fuse_lowlevel_notify_inval_* (that would deadlock inside an op).
  *  - Caching (chosen for a static policy): the kernel keeps entries and
- *    attributes for entry_timeout/attr_timeout (1 s by default), so a change
+ *    attributes for entry_timeout/attr_timeout (2 s by default), so a change
  *    made on the host by someone else shows within that time; changes made
  *    through the mount show at once.  keep_cache keeps page-cache contents
  *    across opens while the host file's size and mtime are unchanged (and
@@ -51,6 +51,7 @@ struct FbFuse
   char *mountpoint; /* set by fb_fuse_mount (not for /dev/fd/N) */
   bool unmounted;   /* we unmounted it (fb_fuse_stop) */
   dev_t conn_dev;   /* the mount's device: /sys/fs/fuse/connections/<minor> */
+  bool stateless_dirs; /* the kernel opens directories without asking us */
   GMutex files_lock;
   GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
   GThread *thread;
@@ -68,9 +69,13 @@ void
 fb_fuse_options_init (FbFuseOptions *options)
 {
   memset (options, 0, sizeof *options);
-  options->entry_timeout = 1.0;
-  options->attr_timeout = 1.0;
-  options->negative_timeout = 1.0;
+  /* Long enough that a tool run again right away (a build, git status,
+   * find) finds everything cached; short enough that a change made on the
+   * host by someone else shows soon.  Below a second, every repeated run
+   * revalidates each name it touches (one round trip each). */
+  options->entry_timeout = 2.0;
+  options->attr_timeout = 2.0;
+  options->negative_timeout = 2.0;
   options->max_threads = 16;
   options->allow_other = geteuid () == 0;
   options->auto_unmount = true;
@@ -167,6 +172,7 @@ files_remove (FbFuse *f, FbViewFile *file)
 static void
 op_init (void *userdata, struct fuse_conn_info *conn)
 {
+  FbFuse *f = userdata;
   unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO
                   | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO;
 
@@ -181,6 +187,12 @@ op_init (void *userdata, struct fuse_conn_info *conn)
   /* Writes go to the host as they come: the writeback cache would move
    * mtime bookkeeping into the kernel and blur the per-handle byte counts. */
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  /* Directories without OPENDIR/RELEASEDIR: the kernel then keeps each
+   * listing cached (until the directory's mtime changes) and a warm `find`
+   * or `git status` costs no round trip per directory.  Listings are served
+   * from the node and the offset (fb_view_readdir_at), deciding again at
+   * every request. */
+  f->stateless_dirs = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
   conn->max_write = FB_VIEW_IO_MAX;
   conn->max_background = 64;
   conn->congestion_threshold = 48;
@@ -608,6 +620,15 @@ op_opendir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
   bool keep = false;
   int r;
 
+  if (f->stateless_dirs)
+    {
+      /* ENOSYS here tells the kernel to stop sending OPENDIR (and
+       * RELEASEDIR) and to cache listings (FOPEN_KEEP_CACHE |
+       * FOPEN_CACHE_DIR); the first READDIR asks the policy instead. */
+      fuse_reply_err (req, ENOSYS);
+      return;
+    }
+
   req_caller (req, &caller);
   r = fb_view_opendir (f->view, &caller, ino_node (f, ino), &dir, &keep);
   if (r < 0)
@@ -677,7 +698,7 @@ fill_dir (const FbViewDirEntry *entry, gpointer user_data)
 }
 
 static void
-do_readdir (fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+do_readdir (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
 {
   FbFuse *f = req_fuse (req);
   g_autofree char *buf = NULL;
@@ -690,7 +711,14 @@ do_readdir (fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, b
   d.buf = buf = g_malloc (d.size);
   d.plus = plus;
   d.nodes = g_ptr_array_new ();
-  r = fb_view_readdir (f->view, fi_file (fi), off, plus, fill_dir, &d);
+  if (fi->fh == 0)
+    {
+      FbViewCaller caller;
+      req_caller (req, &caller);
+      r = fb_view_readdir_at (f->view, &caller, ino_node (f, ino), off, plus, fill_dir, &d);
+    }
+  else
+    r = fb_view_readdir (f->view, fi_file (fi), off, plus, fill_dir, &d);
   /* An error after some entries: return those, the error comes next time. */
   if (r < 0 && d.pos == 0)
     {
@@ -707,13 +735,13 @@ do_readdir (fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, b
 static void
 op_readdir (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-  do_readdir (req, size, off, fi, false);
+  do_readdir (req, ino, size, off, fi, false);
 }
 
 static void
 op_readdirplus (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-  do_readdir (req, size, off, fi, true);
+  do_readdir (req, ino, size, off, fi, true);
 }
 
 static void
@@ -721,8 +749,11 @@ op_releasedir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
   FbFuse *f = req_fuse (req);
 
-  files_remove (f, fi_file (fi));
-  fb_view_releasedir (f->view, fi_file (fi));
+  if (fi->fh != 0)
+    {
+      files_remove (f, fi_file (fi));
+      fb_view_releasedir (f->view, fi_file (fi));
+    }
   fuse_reply_err (req, 0);
 }
 
@@ -731,7 +762,10 @@ op_fsyncdir (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info
 {
   FbFuse *f = req_fuse (req);
 
-  fuse_reply_err (req, -fb_view_fsync (f->view, fi_file (fi), datasync != 0));
+  if (fi->fh == 0)
+    fuse_reply_err (req, -fb_view_fsyncdir_at (f->view, ino_node (f, ino), datasync != 0));
+  else
+    fuse_reply_err (req, -fb_view_fsync (f->view, fi_file (fi), datasync != 0));
 }
 
 /* --- the rest ------------------------------------------------------------------ */

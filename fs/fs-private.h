@@ -82,6 +82,10 @@ struct FbViewNode
   bool have_stamp; /* size and mtime seen at the last open (keep_cache) */
   off_t stamp_size;
   struct timespec stamp_mtime;
+  /* an assembled directory listing (fs-view-dir.c), valid while the host
+   * directory's mtime and ctime are these */
+  GArray *listing; /* DirEntry, refcounted */
+  struct timespec listing_mtime, listing_ctime;
 };
 
 typedef struct
@@ -110,7 +114,7 @@ struct FbViewFile
 
   /* directories: lock for what follows */
   GMutex dir_lock;
-  GArray *snapshot;      /* DirEntry, or NULL when streaming from the host */
+  GArray *snapshot;      /* DirEntry (a reference), or NULL when streaming from the host */
   char *buf;             /* getdents64 buffer when streaming */
   gsize buf_len, buf_pos;
   off_t stream_pos;      /* offset of the next entry to hand out */
@@ -200,6 +204,16 @@ void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *nam
                                const char *newname, bool exchange);
 int host_open_child (int parent_fd, const char *name);
 void proc_fd_path (char buf[static 32], int fd);
+
+/* fs-view-io.c, shared with fs-view-dir.c */
+FbViewFile *view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access,
+                           const FbViewCaller *caller);
+void view_file_free (FbViewFile *file);
+/* True when NODE's host size and mtime are those seen last time (keep_cache);
+ * records them. */
+bool node_stamp_compare (FbViewNode *node, const struct stat *st);
+/* Open NODE's host object again (through /proc/self/fd) with FLAGS. */
+int node_reopen (FbViewNode *node, int flags);
 
 /* Run FUNC with the caller's fsuid/fsgid when act_as_caller asks for it. */
 typedef struct

@@ -6,12 +6,7 @@
  * device or a lease.  Access is decided at open from the node's decision;
  * reads and writes then only check the handle's mode, and count bytes (one
  * "close" event at release carries both counters).
- *
- * Directories are streamed from the host with getdents64 and the host's own
- * offsets (a fixed buffer, whatever the directory's size), filtering hidden
- * names.  Directories whose listing is not the host's (synthetic ones,
- * traversable ones, those holding mount points) are assembled once at
- * opendir, at most FB_VIEW_DIR_SNAPSHOT_MAX entries.
+ * Directories are in fs-view-dir.c.
  */
 #include "fs/fs-private.h"
 
@@ -35,8 +30,8 @@ struct linux_dirent64
   char d_name[];
 };
 
-static FbViewFile *
-file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access, const FbViewCaller *caller)
+FbViewFile *
+view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access, const FbViewCaller *caller)
 {
   FbViewFile *file = g_new0 (FbViewFile, 1);
   FbView *view = node->view;
@@ -70,8 +65,8 @@ file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access
   return file;
 }
 
-static void
-file_free (FbViewFile *file)
+void
+view_file_free (FbViewFile *file)
 {
   if (file->fd >= 0)
     close (file->fd);
@@ -115,8 +110,8 @@ host_open_flags (int flags)
 
 /* keep_cache: the kernel may keep the pages it has for NODE when the host
  * file's size and mtime are those of the previous open. */
-static bool
-stamp_and_compare (FbViewNode *node, const struct stat *st)
+bool
+node_stamp_compare (FbViewNode *node, const struct stat *st)
 {
   bool same;
 
@@ -130,8 +125,8 @@ stamp_and_compare (FbViewNode *node, const struct stat *st)
   return same;
 }
 
-static int
-reopen_node (FbViewNode *node, int flags)
+int
+node_reopen (FbViewNode *node, int flags)
 {
   char proc[32];
   int fd;
@@ -169,7 +164,7 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
       view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -r, st->decision.rule);
       return r;
     }
-  fd = reopen_node (node, host_open_flags (flags));
+  fd = node_reopen (node, host_open_flags (flags));
   if (fd < 0)
     {
       view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -fd,
@@ -177,8 +172,8 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
       return fd;
     }
   if (ret_keep_cache != NULL)
-    *ret_keep_cache = fstat (fd, &hst) == 0 && !(flags & O_TRUNC) && stamp_and_compare (node, &hst);
-  *ret_file = file_new (node, st, fd, flags, access, caller);
+    *ret_keep_cache = fstat (fd, &hst) == 0 && !(flags & O_TRUNC) && node_stamp_compare (node, &hst);
+  *ret_file = view_file_new (node, st, fd, flags, access, caller);
   return 0;
 }
 
@@ -251,11 +246,11 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   view_emit (view, caller, EV_MUTATION, "create", ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
-  stamp_and_compare (node, &hst);
+  node_stamp_compare (node, &hst);
   if (ret_st != NULL)
     *ret_st = hst;
   st = node_get_state (node);
-  *ret_file = file_new (node, st, fb_steal_fd (&fd), flags & ~(O_CREAT | O_EXCL), open_access (flags), caller);
+  *ret_file = view_file_new (node, st, fb_steal_fd (&fd), flags & ~(O_CREAT | O_EXCL), open_access (flags), caller);
   if (ret_node != NULL)
     *ret_node = node;
   else
@@ -414,307 +409,5 @@ fb_view_release (FbView *view, FbViewFile *file)
     return;
   if (!file->is_dir)
     view_emit_close (view, file);
-  file_free (file);
-}
-
-/* --- directories ------------------------------------------------------------ */
-
-static void
-dir_entry_clear (gpointer p)
-{
-  DirEntry *e = p;
-
-  g_free (e->name);
-}
-
-static void
-snapshot_add (GArray *entries, const char *name, ino_t ino, unsigned char type)
-{
-  DirEntry e;
-
-  if (entries->len >= FB_VIEW_DIR_SNAPSHOT_MAX)
-    {
-      static gsize warned;
-      if (g_once_init_enter (&warned))
-        {
-          g_warning ("a directory listing was cut at %d entries", FB_VIEW_DIR_SNAPSHOT_MAX);
-          g_once_init_leave (&warned, 1);
-        }
-      return;
-    }
-  e.name = g_strdup (name);
-  e.ino = ino;
-  e.type = type;
-  g_array_append_val (entries, e);
-}
-
-static ino_t
-synthetic_ino (const char *path)
-{
-  return (ino_t) (0xfb00000000000000ULL | g_str_hash (path));
-}
-
-/* The listing of a directory that is not simply the host's: "." and "..",
- * then for a traversable directory its reachable children that exist, else
- * the host's visible entries with the mount points and the directories
- * leading to them in place of whatever the host has under those names. */
-static int
-build_snapshot (FbView *view, FbViewFile *dir)
-{
-  const FbPolicyDecision *d = &dir->state->decision;
-  FbViewNode *node = dir->node;
-  GArray *entries = g_array_new (FALSE, FALSE, sizeof (DirEntry));
-
-  g_array_set_clear_func (entries, dir_entry_clear);
-  snapshot_add (entries, ".", node->ino, DT_DIR);
-  snapshot_add (entries, "..", 1, DT_DIR);
-  if (node->kind == NODE_BLANK)
-    ;
-  else if (d->traversable || node->kind != NODE_HOST)
-    {
-      for (guint i = 0; d->reachable_children != NULL && d->traversable && d->reachable_children[i] != NULL; i++)
-        {
-          const char *name = d->reachable_children[i];
-          g_autofree char *path = join_path (dir->state->path, name);
-          struct stat st;
-          if (name_in (d->mounted_children, name))
-            snapshot_add (entries, name, synthetic_ino (path), DT_DIR);
-          else if (node->kind == NODE_HOST && fstatat (node->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            snapshot_add (entries, name, st.st_ino, IFTODT (st.st_mode));
-        }
-      for (guint i = 0; d->mounted_children != NULL && d->mounted_children[i] != NULL; i++)
-        {
-          const char *name = d->mounted_children[i];
-          g_autofree char *path = join_path (dir->state->path, name);
-          if (!d->traversable || !name_in (d->reachable_children, name))
-            snapshot_add (entries, name, synthetic_ino (path), DT_DIR);
-        }
-    }
-  else
-    {
-      g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
-      for (;;)
-        {
-          long n = syscall (SYS_getdents64, dir->fd, buf, DIR_BUF_SIZE);
-          if (n < 0)
-            {
-              int r = -errno;
-              g_array_unref (entries);
-              return r;
-            }
-          if (n == 0)
-            break;
-          for (long pos = 0; pos < n;)
-            {
-              struct linux_dirent64 *de = (struct linux_dirent64 *) (buf + pos);
-              FbPolicyDecision cd;
-              pos += de->d_reclen;
-              if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
-                  || name_in (d->mounted_children, de->d_name))
-                continue;
-              fb_policy_decide_child (view->policy, d, dir->state->path, de->d_name, &cd);
-              if (decision_is_hidden (&cd))
-                continue;
-              snapshot_add (entries, de->d_name, de->d_ino, de->d_type);
-            }
-        }
-      for (guint i = 0; d->mounted_children != NULL && d->mounted_children[i] != NULL; i++)
-        {
-          g_autofree char *path = join_path (dir->state->path, d->mounted_children[i]);
-          snapshot_add (entries, d->mounted_children[i], synthetic_ino (path), DT_DIR);
-        }
-    }
-  dir->snapshot = entries;
-  return 0;
-}
-
-int
-fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile **ret_dir,
-                 bool *ret_keep_cache)
-{
-  g_autoptr (NodeState) st = node_get_state (node);
-  FbViewFile *dir;
-  FbDecision d;
-  bool snapshot;
-  int r, fd = -1;
-
-  if (ret_keep_cache != NULL)
-    *ret_keep_cache = false;
-  if (!S_ISDIR (node->type))
-    return -ENOTDIR;
-  r = check_access (st, NEED_LIST, &d);
-  if (r < 0)
-    {
-      view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", d, -r, st->decision.rule);
-      return r;
-    }
-  snapshot = node->kind != NODE_HOST || st->decision.traversable
-             || (st->decision.mounted_children != NULL && st->decision.mounted_children[0] != NULL);
-  if (node->kind == NODE_HOST)
-    {
-      fd = reopen_node (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
-      if (fd < 0)
-        {
-          view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", FB_DECISION_ALLOW, -fd,
-                     st->decision.rule);
-          return fd;
-        }
-    }
-  dir = file_new (node, st, fd, O_RDONLY | O_DIRECTORY, "list", caller);
-  dir->is_dir = true;
-  dir->can_write = false;
-  if (snapshot)
-    {
-      r = build_snapshot (view, dir);
-      if (r < 0)
-        {
-          file_free (dir);
-          return r;
-        }
-    }
-  else
-    {
-      struct stat hst;
-      dir->buf = g_malloc (DIR_BUF_SIZE);
-      /* The kernel may keep its cached listing while the directory's mtime
-       * is the one of the previous opendir. */
-      if (ret_keep_cache != NULL)
-        *ret_keep_cache = fstat (fd, &hst) == 0 && stamp_and_compare (node, &hst);
-    }
-  view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", FB_DECISION_ALLOW, 0, st->decision.rule);
-  *ret_dir = dir;
-  return 0;
-}
-
-/* Offer one entry; false when the consumer is full. */
-static bool
-offer (FbView *view, FbViewFile *dir, NodeState *dst, const char *name, ino_t ino, unsigned char type, off_t next,
-       bool plus, FbViewDirFunc func, gpointer user_data, bool *ret_skip)
-{
-  FbViewDirEntry e = { 0 };
-  g_autoptr (FbViewNode) child = NULL;
-  struct stat st;
-  bool taken;
-
-  *ret_skip = false;
-  e.name = name;
-  e.ino = ino;
-  e.type = type;
-  e.next_offset = next;
-  if (plus)
-    {
-      if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
-        {
-          memset (&st, 0, sizeof st);
-          st.st_ino = ino;
-          st.st_mode = DTTOIF (type);
-        }
-      else
-        {
-          g_auto (ChildInfo) ci = { 0 };
-          if (decide_child_checked (view, dir->node, dst, name, &ci) < 0 || decision_is_hidden (&ci.decision)
-              || lookup_child (view, dir->node, dst, name, &ci, &child, &st) < 0)
-            {
-              /* gone since it was listed, or not ours to show */
-              *ret_skip = true;
-              return true;
-            }
-          e.ino = st.st_ino;
-          e.type = IFTODT (st.st_mode);
-        }
-      e.node = child;
-      e.st = &st;
-    }
-  taken = func (&e, user_data);
-  return taken;
-}
-
-int
-fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func, gpointer user_data)
-{
-  /* The directory's current path: it may have been renamed since opendir,
-   * and its entries are decided (and looked up) under the new one. */
-  g_autoptr (NodeState) dst = node_get_state (dir->node);
-  int r = 0;
-
-  if (!dir->is_dir)
-    return -ENOTDIR;
-  if (offset < 0)
-    return -EINVAL;
-  g_mutex_lock (&dir->dir_lock);
-  if (dir->snapshot != NULL)
-    {
-      for (guint i = (guint) MIN ((guint64) offset, (guint64) dir->snapshot->len); i < dir->snapshot->len; i++)
-        {
-          const DirEntry *e = &g_array_index (dir->snapshot, DirEntry, i);
-          bool skip;
-          if (!offer (view, dir, dst, e->name, e->ino, e->type, (off_t) i + 1, plus, func, user_data, &skip))
-            break;
-        }
-      g_mutex_unlock (&dir->dir_lock);
-      return 0;
-    }
-
-  if (offset != dir->stream_pos)
-    {
-      if (lseek (dir->fd, offset, SEEK_SET) < 0)
-        {
-          r = -errno;
-          goto out;
-        }
-      dir->buf_len = dir->buf_pos = 0;
-      dir->stream_pos = offset;
-      dir->stream_eof = false;
-    }
-  for (;;)
-    {
-      struct linux_dirent64 *de;
-      bool skip;
-
-      if (dir->buf_pos >= dir->buf_len)
-        {
-          long n;
-          if (dir->stream_eof)
-            break;
-          n = syscall (SYS_getdents64, dir->fd, dir->buf, DIR_BUF_SIZE);
-          if (n < 0)
-            {
-              r = -errno;
-              break;
-            }
-          if (n == 0)
-            {
-              dir->stream_eof = true;
-              break;
-            }
-          dir->buf_len = (gsize) n;
-          dir->buf_pos = 0;
-        }
-      de = (struct linux_dirent64 *) (dir->buf + dir->buf_pos);
-      if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
-        {
-          FbPolicyDecision cd;
-          fb_policy_decide_child (view->policy, &dst->decision, dst->path, de->d_name, &cd);
-          if (decision_is_hidden (&cd))
-            {
-              dir->buf_pos += de->d_reclen;
-              dir->stream_pos = de->d_off;
-              continue;
-            }
-        }
-      if (!offer (view, dir, dst, de->d_name, de->d_ino, de->d_type, de->d_off, plus, func, user_data, &skip))
-        break;
-      dir->buf_pos += de->d_reclen;
-      dir->stream_pos = de->d_off;
-    }
-out:
-  g_mutex_unlock (&dir->dir_lock);
-  return r;
-}
-
-void
-fb_view_releasedir (FbView *view, FbViewFile *dir)
-{
-  if (dir != NULL)
-    file_free (dir);
+  view_file_free (file);
 }

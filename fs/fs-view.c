@@ -336,6 +336,8 @@ node_free (FbViewNode *node)
 
   if (node->fd >= 0)
     close (node->fd);
+  if (node->listing != NULL)
+    g_array_unref (node->listing);
   node_state_unref (node->state);
   g_mutex_clear (&node->lock);
   g_free (node->name);

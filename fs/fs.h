@@ -316,6 +316,12 @@ typedef bool (*FbViewDirFunc) (const FbViewDirEntry *entry, gpointer user_data);
 int fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func,
                      gpointer user_data);
 void fb_view_releasedir (FbView *view, FbViewFile *dir);
+/* The same without an open directory: entries of NODE after OFFSET (the
+ * offsets fb_view_readdir hands out are valid here too).  The policy is
+ * asked at every call; a call at offset 0 is logged as a listing. */
+int fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, off_t offset, bool plus,
+                        FbViewDirFunc func, gpointer user_data);
+int fb_view_fsyncdir_at (FbView *view, FbViewNode *node, bool datasync);
 
 /* --- extended attributes -------------------------------------------------- */
 
@@ -338,7 +344,7 @@ typedef struct
    * (not through this view) takes to show: a new or removed name after
    * entry_timeout (negative_timeout for names that did not exist), new
    * attributes after attr_timeout.  Changes made through the view show at
-   * once.  Defaults 1.0 s each. */
+   * once.  Defaults 2.0 s each. */
   double entry_timeout;
   double attr_timeout;
   double negative_timeout;

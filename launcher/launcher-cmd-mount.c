@@ -436,7 +436,7 @@ fb_cmd_mount (int argc, char **argv)
   g_autofree char *log_arg = NULL;
   g_autofree char *level_arg = NULL;
   gboolean foreground = FALSE;
-  double cache_timeout = 1.0;
+  double cache_timeout = 2.0;
   const GOptionEntry entries[] = {
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy_arg, "The policy: a file, or builtin:NAME (default builtin:default)",
       "FILE|builtin:NAME" },
@@ -447,7 +447,7 @@ fb_cmd_mount (int argc, char **argv)
     { "log-level", 'L', 0, G_OPTION_ARG_STRING, &level_arg, "mutations, opens (default) or all", "LEVEL" },
     { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Stay in the foreground until stopped", NULL },
     { "cache-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &cache_timeout,
-      "Seconds the kernel keeps names and attributes (default 1): how long a change made on the host by someone "
+      "Seconds the kernel keeps names and attributes (default 2): how long a change made on the host by someone "
       "else may take to show",
       "SECONDS" },
     { NULL },

@@ -206,8 +206,12 @@ run_op (MFx *fx, Op op, const char *a)
           n++;
         e = errno;
         closedir (dp);
+        /* the kernel may open a directory without asking the view (no
+         * OPENDIR): the refusal then comes with the first readdir */
+        if (e != 0)
+          return e;
         assert_int_equal (n, 2);
-        return e;
+        return 0;
       }
     case OP_RMDIR:
       return err_of (rmdir (s));

@@ -1,0 +1,462 @@
+/* fusebox — the view's directory listings.
+ *
+ * A listing shows the host's entries minus the hidden names (decided one by
+ * one with fb_policy_decide_child), plus what the policy adds.  Two shapes:
+ *  - Streamed: an ordinary host directory is read with getdents64 and the
+ *    host's own offsets, through a fixed buffer whatever its size.
+ *  - Assembled: a directory whose listing is not the host's (synthetic,
+ *    /proc-like blank, traversable, or holding mount points) is built as a
+ *    list: "." and "..", then the reachable children that exist, or the
+ *    host's visible entries with the mount points in place of whatever the
+ *    host has under those names.  Offsets are indices.  At most
+ *    FB_VIEW_DIR_SNAPSHOT_MAX entries; the list is kept in the node while the
+ *    host directory's mtime and ctime are unchanged.
+ * Listings are served two ways: through an open directory (fb_view_opendir,
+ * fb_view_readdir: a handle with its own position, for the remote API) or
+ * statelessly from a node and an offset (fb_view_readdir_at: the FUSE
+ * adapter, which lets the kernel skip OPENDIR and keep listings cached).
+ * The policy is asked at every start: the directory must be listable.
+ */
+#include "fs/fs-private.h"
+
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define DIR_BUF_SIZE (32 * 1024)
+
+struct linux_dirent64
+{
+  guint64 d_ino;
+  gint64 d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+static void
+dir_entry_clear (gpointer p)
+{
+  DirEntry *e = p;
+
+  g_free (e->name);
+}
+
+static void
+listing_add (GArray *entries, const char *name, ino_t ino, unsigned char type)
+{
+  DirEntry e;
+
+  if (entries->len >= FB_VIEW_DIR_SNAPSHOT_MAX)
+    {
+      static gsize warned;
+      if (g_once_init_enter (&warned))
+        {
+          g_warning ("a directory listing was cut at %d entries", FB_VIEW_DIR_SNAPSHOT_MAX);
+          g_once_init_leave (&warned, 1);
+        }
+      return;
+    }
+  e.name = g_strdup (name);
+  e.ino = ino;
+  e.type = type;
+  g_array_append_val (entries, e);
+}
+
+static ino_t
+synthetic_ino (const char *path)
+{
+  return (ino_t) (0xfb00000000000000ULL | g_str_hash (path));
+}
+
+static bool
+is_assembled (FbViewNode *node, const NodeState *st)
+{
+  return node->kind != NODE_HOST || st->decision.traversable
+         || (st->decision.mounted_children != NULL && st->decision.mounted_children[0] != NULL);
+}
+
+/* Build the list of an assembled directory; FD is the host directory open
+ * for reading (or -1 when there is none). */
+static GArray *
+listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int *ret_err)
+{
+  const FbPolicyDecision *d = &st->decision;
+  GArray *entries = g_array_new (FALSE, FALSE, sizeof (DirEntry));
+
+  *ret_err = 0;
+  g_array_set_clear_func (entries, dir_entry_clear);
+  listing_add (entries, ".", node->ino, DT_DIR);
+  listing_add (entries, "..", 1, DT_DIR);
+  if (node->kind == NODE_BLANK)
+    return entries;
+  if (d->traversable || node->kind != NODE_HOST)
+    {
+      for (guint i = 0; d->traversable && d->reachable_children != NULL && d->reachable_children[i] != NULL; i++)
+        {
+          const char *name = d->reachable_children[i];
+          g_autofree char *path = join_path (st->path, name);
+          struct stat cst;
+          if (name_in (d->mounted_children, name))
+            listing_add (entries, name, synthetic_ino (path), DT_DIR);
+          else if (node->kind == NODE_HOST && fstatat (node->fd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0)
+            listing_add (entries, name, cst.st_ino, IFTODT (cst.st_mode));
+        }
+      for (guint i = 0; d->mounted_children != NULL && d->mounted_children[i] != NULL; i++)
+        {
+          const char *name = d->mounted_children[i];
+          g_autofree char *path = join_path (st->path, name);
+          if (!d->traversable || !name_in (d->reachable_children, name))
+            listing_add (entries, name, synthetic_ino (path), DT_DIR);
+        }
+      return entries;
+    }
+
+  {
+    g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
+    for (;;)
+      {
+        long n = syscall (SYS_getdents64, fd, buf, DIR_BUF_SIZE);
+        if (n < 0)
+          {
+            *ret_err = -errno;
+            g_array_unref (entries);
+            return NULL;
+          }
+        if (n == 0)
+          break;
+        for (long pos = 0; pos < n;)
+          {
+            struct linux_dirent64 *de = (struct linux_dirent64 *) (buf + pos);
+            FbPolicyDecision cd;
+            pos += de->d_reclen;
+            if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
+                || name_in (d->mounted_children, de->d_name))
+              continue;
+            fb_policy_decide_child (view->policy, d, st->path, de->d_name, &cd);
+            if (decision_is_hidden (&cd))
+              continue;
+            listing_add (entries, de->d_name, de->d_ino, de->d_type);
+          }
+      }
+  }
+  for (guint i = 0; d->mounted_children != NULL && d->mounted_children[i] != NULL; i++)
+    {
+      g_autofree char *path = join_path (st->path, d->mounted_children[i]);
+      listing_add (entries, d->mounted_children[i], synthetic_ino (path), DT_DIR);
+    }
+  return entries;
+}
+
+/* The node's assembled listing (a reference), rebuilt when the host
+ * directory changed (mtime or ctime) since it was made. */
+static GArray *
+listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, int *ret_err)
+{
+  struct stat hst = { 0 };
+  GArray *list = NULL;
+
+  *ret_err = 0;
+  if (fd >= 0 && fstat (fd, &hst) < 0)
+    {
+      *ret_err = -errno;
+      return NULL;
+    }
+  g_mutex_lock (&node->lock);
+  if (node->listing != NULL && node->listing_mtime.tv_sec == hst.st_mtim.tv_sec
+      && node->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec && node->listing_ctime.tv_sec == hst.st_ctim.tv_sec
+      && node->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)
+    list = g_array_ref (node->listing);
+  g_mutex_unlock (&node->lock);
+  if (list != NULL)
+    return list;
+
+  list = listing_build (view, node, st, fd, ret_err);
+  if (list == NULL)
+    return NULL;
+  g_mutex_lock (&node->lock);
+  if (node->listing != NULL)
+    g_array_unref (node->listing);
+  node->listing = g_array_ref (list);
+  node->listing_mtime = hst.st_mtim;
+  node->listing_ctime = hst.st_ctim;
+  g_mutex_unlock (&node->lock);
+  return list;
+}
+
+/* Offer one entry; false when the consumer is full.  *RET_SKIP: the entry
+ * vanished (or is not ours to show) and was not offered. */
+static bool
+offer (FbView *view, FbViewNode *dir, NodeState *dst, const char *name, ino_t ino, unsigned char type, off_t next,
+       bool plus, FbViewDirFunc func, gpointer user_data, bool *ret_skip)
+{
+  FbViewDirEntry e = { 0 };
+  g_autoptr (FbViewNode) child = NULL;
+  struct stat st;
+
+  *ret_skip = false;
+  e.name = name;
+  e.ino = ino;
+  e.type = type;
+  e.next_offset = next;
+  if (plus)
+    {
+      if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+        {
+          memset (&st, 0, sizeof st);
+          st.st_ino = ino;
+          st.st_mode = DTTOIF (type);
+        }
+      else
+        {
+          g_auto (ChildInfo) ci = { 0 };
+          if (decide_child_checked (view, dir, dst, name, &ci) < 0 || decision_is_hidden (&ci.decision)
+              || lookup_child (view, dir, dst, name, &ci, &child, &st) < 0)
+            {
+              *ret_skip = true;
+              return true;
+            }
+          e.ino = st.st_ino;
+          e.type = IFTODT (st.st_mode);
+        }
+      e.node = child;
+      e.st = &st;
+    }
+  return func (&e, user_data);
+}
+
+static void
+offer_listing (FbView *view, FbViewNode *node, NodeState *dst, GArray *list, off_t offset, bool plus,
+               FbViewDirFunc func, gpointer user_data)
+{
+  for (guint i = (guint) MIN ((guint64) offset, (guint64) list->len); i < list->len; i++)
+    {
+      const DirEntry *e = &g_array_index (list, DirEntry, i);
+      bool skip;
+      if (!offer (view, node, dst, e->name, e->ino, e->type, (off_t) i + 1, plus, func, user_data, &skip))
+        break;
+    }
+}
+
+/* The streamed shape: entries from BUF (refilled from FD), *POS and *LEN into
+ * it, *STREAM_POS the offset of the next entry.  Stops when FUNC is full
+ * (the entry stays for next time) or at the end. */
+static int
+offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, char *buf, gsize *pos, gsize *len,
+              off_t *stream_pos, bool *eof, bool plus, FbViewDirFunc func, gpointer user_data)
+{
+  for (;;)
+    {
+      struct linux_dirent64 *de;
+      bool skip;
+
+      if (*pos >= *len)
+        {
+          long n;
+          if (*eof)
+            return 0;
+          n = syscall (SYS_getdents64, fd, buf, DIR_BUF_SIZE);
+          if (n < 0)
+            return -errno;
+          if (n == 0)
+            {
+              *eof = true;
+              return 0;
+            }
+          *len = (gsize) n;
+          *pos = 0;
+        }
+      de = (struct linux_dirent64 *) (buf + *pos);
+      if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
+        {
+          FbPolicyDecision cd;
+          fb_policy_decide_child (view->policy, &dst->decision, dst->path, de->d_name, &cd);
+          if (decision_is_hidden (&cd))
+            {
+              *pos += de->d_reclen;
+              *stream_pos = de->d_off;
+              continue;
+            }
+        }
+      if (!offer (view, node, dst, de->d_name, de->d_ino, de->d_type, de->d_off, plus, func, user_data, &skip))
+        return 0;
+      *pos += de->d_reclen;
+      *stream_pos = de->d_off;
+    }
+}
+
+/* The policy's answer for listing NODE (logged), and its host directory
+ * open for reading (or -1 for synthetic ones). */
+static int
+start_listing (FbView *view, const FbViewCaller *caller, FbViewNode *node, NodeState *st, int *ret_fd)
+{
+  FbDecision d;
+  int r, fd = -1;
+
+  *ret_fd = -1;
+  if (!S_ISDIR (node->type))
+    return -ENOTDIR;
+  r = check_access (st, NEED_LIST, &d);
+  if (r < 0)
+    {
+      view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", d, -r, st->decision.rule);
+      return r;
+    }
+  if (node->kind == NODE_HOST)
+    {
+      fd = node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0)
+        {
+          view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", FB_DECISION_ALLOW, -fd,
+                     st->decision.rule);
+          return fd;
+        }
+    }
+  view_emit (view, caller, EV_OBSERVE, "readdir", st->path, NULL, "list", FB_DECISION_ALLOW, 0, st->decision.rule);
+  *ret_fd = fd;
+  return 0;
+}
+
+/* --- through an open directory -------------------------------------------- */
+
+int
+fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile **ret_dir,
+                 bool *ret_keep_cache)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  FbViewFile *dir;
+  int r, fd;
+
+  if (ret_keep_cache != NULL)
+    *ret_keep_cache = false;
+  r = start_listing (view, caller, node, st, &fd);
+  if (r < 0)
+    return r;
+  dir = view_file_new (node, st, fd, O_RDONLY | O_DIRECTORY, "list", caller);
+  dir->is_dir = true;
+  dir->can_write = false;
+  if (is_assembled (node, st))
+    {
+      dir->snapshot = listing_get (view, node, st, fd, &r);
+      if (dir->snapshot == NULL)
+        {
+          view_file_free (dir);
+          return r;
+        }
+    }
+  else
+    {
+      struct stat hst;
+      dir->buf = g_malloc (DIR_BUF_SIZE);
+      /* The kernel may keep its cached listing while the directory's mtime
+       * is the one of the previous opendir. */
+      if (ret_keep_cache != NULL)
+        *ret_keep_cache = fstat (fd, &hst) == 0 && node_stamp_compare (node, &hst);
+    }
+  *ret_dir = dir;
+  return 0;
+}
+
+int
+fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func, gpointer user_data)
+{
+  /* The directory's current path: it may have been renamed since opendir,
+   * and its entries are decided (and looked up) under the new one. */
+  g_autoptr (NodeState) dst = node_get_state (dir->node);
+  int r = 0;
+
+  if (!dir->is_dir)
+    return -ENOTDIR;
+  if (offset < 0)
+    return -EINVAL;
+  g_mutex_lock (&dir->dir_lock);
+  if (dir->snapshot != NULL)
+    offer_listing (view, dir->node, dst, dir->snapshot, offset, plus, func, user_data);
+  else
+    {
+      if (offset != dir->stream_pos)
+        {
+          if (lseek (dir->fd, offset, SEEK_SET) < 0)
+            r = -errno;
+          dir->buf_len = dir->buf_pos = 0;
+          dir->stream_pos = offset;
+          dir->stream_eof = false;
+        }
+      if (r == 0)
+        r = offer_stream (view, dir->node, dst, dir->fd, dir->buf, &dir->buf_pos, &dir->buf_len, &dir->stream_pos,
+                          &dir->stream_eof, plus, func, user_data);
+    }
+  g_mutex_unlock (&dir->dir_lock);
+  return r;
+}
+
+void
+fb_view_releasedir (FbView *view, FbViewFile *dir)
+{
+  if (dir != NULL)
+    view_file_free (dir);
+}
+
+/* --- from a node and an offset ---------------------------------------------- */
+
+int
+fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, off_t offset, bool plus,
+                    FbViewDirFunc func, gpointer user_data)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+  _fb_cleanup_fd_ int fd = -1;
+  int r;
+
+  if (offset < 0)
+    return -EINVAL;
+  /* Every call decides anew (the kernel asks again only when its cached
+   * listing is gone); a start is logged, continuations are not. */
+  if (offset == 0)
+    r = start_listing (view, caller, node, st, &fd);
+  else
+    {
+      FbDecision d;
+      r = !S_ISDIR (node->type) ? -ENOTDIR : check_access (st, NEED_LIST, &d);
+      if (r == 0 && node->kind == NODE_HOST)
+        {
+          fd = node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+          if (fd < 0)
+            r = fd;
+        }
+    }
+  if (r < 0)
+    return r;
+  if (is_assembled (node, st))
+    {
+      g_autoptr (GArray) list = listing_get (view, node, st, fd, &r);
+      if (list == NULL)
+        return r;
+      offer_listing (view, node, st, list, offset, plus, func, user_data);
+      return 0;
+    }
+  {
+    g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
+    gsize pos = 0, len = 0;
+    off_t stream_pos = offset;
+    bool eof = false;
+    if (offset != 0 && lseek (fd, offset, SEEK_SET) < 0)
+      return -errno;
+    return offer_stream (view, node, st, fd, buf, &pos, &len, &stream_pos, &eof, plus, func, user_data);
+  }
+}
+
+int
+fb_view_fsyncdir_at (FbView *view, FbViewNode *node, bool datasync)
+{
+  _fb_cleanup_fd_ int fd = -1;
+
+  if (node->kind != NODE_HOST)
+    return 0;
+  fd = node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return fd;
+  if ((datasync ? fdatasync (fd) : fsync (fd)) < 0)
+    return -errno;
+  return 0;
+}
