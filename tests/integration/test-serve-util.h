@@ -325,22 +325,43 @@ test_client_call (TestClient *c, const char *method, const char *params_json)
   return test_client_take (c, match_id, &id);
 }
 
-/* initialize + initialized; keeps the session id and the run directory. */
+/* initialize + initialized; keeps the session id and the run directory.
+ * A resume may race with the server noticing that the session's previous
+ * connection closed (it answers -32010 until then): retried a while. */
 static bool
 test_client_handshake (TestClient *c, const char *resume)
 {
   g_autofree char *params = resume != NULL
                               ? g_strdup_printf ("{\"clientName\":\"test\",\"resumeSessionId\":\"%s\"}", resume)
                               : g_strdup ("{\"clientName\":\"test\"}");
-  g_autoptr (JsonNode) r = test_client_call (c, "initialize", params);
+  JsonNode *r = NULL;
   JsonObject *result;
 
+  for (guint attempt = 0; attempt < 200; attempt++)
+    {
+      JsonObject *o;
+      r = test_client_call (c, "initialize", params);
+      if (r == NULL)
+        return false;
+      o = json_node_get_object (r);
+      if (resume == NULL || !json_object_has_member (o, "error") ||
+          json_object_get_int_member (json_object_get_object_member (o, "error"), "code") != -32010)
+        break;
+      json_node_unref (r);
+      r = NULL;
+      g_usleep (20000);
+    }
   if (r == NULL || !json_object_has_member (json_node_get_object (r), "result"))
-    return false;
+    {
+      if (r != NULL)
+        json_node_unref (r);
+      return false;
+    }
   result = json_object_get_object_member (json_node_get_object (r), "result");
   c->session_id = g_strdup (json_object_get_string_member (result, "sessionId"));
   c->run_dir = g_strdup (json_object_get_string_member_with_default (
     json_object_get_object_member (result, "environmentInfo"), "runDir", ""));
+  json_node_unref (r);
   test_client_send (c, "{\"method\":\"initialized\",\"params\":{}}");
   return true;
 }
