@@ -21,6 +21,7 @@ static const char policy_text[] =
   "  { \"path\": \"@H@/priv\", \"access\": \"write\", \"source\": \"private\", \"why\": \"private\" },\n"
   "  { \"path\": \"@H@/priv/a/b/ws\", \"access\": \"write\", \"source\": \"@T@/elsewhere\", \"why\": \"ws elsewhere\" },\n"
   "  { \"path\": \"@H@/big\", \"access\": \"write\", \"why\": \"big\" },\n"
+  "  { \"path\": \"@H@/denied-dir\", \"access\": \"deny\", \"why\": \"denied dir\" },\n"
   "  { \"glob\": \"@H@/big/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" } ] }\n";
 
 static void
@@ -86,6 +87,37 @@ list_dir (Fx *fx, const char *rel, guint limit, bool plus)
         break;
     }
   fb_view_releasedir (fx->view, dir);
+  g_ptr_array_unref (c.nodes);
+  g_ptr_array_sort (c.names, (GCompareFunc) (void *) cmp_names);
+  return c.names;
+}
+
+/* The same through fb_view_readdir_at (no open directory): every call
+ * starts again from the node and the offset. */
+static GPtrArray *
+list_at (Fx *fx, const char *rel, guint limit, bool plus, int *ret_err)
+{
+  g_autoptr (FbViewNode) node = fx_node (fx, rel);
+  Collect c = { 0 };
+
+  *ret_err = 0;
+  c.names = g_ptr_array_new_with_free_func (g_free);
+  c.nodes = g_ptr_array_new_with_free_func ((GDestroyNotify) fb_view_node_unref);
+  c.limit = limit;
+  for (;;)
+    {
+      guint before = c.names->len;
+      int r;
+      c.taken = 0;
+      r = fb_view_readdir_at (fx->view, &fx->caller, node, c.last, plus, collect, &c);
+      if (r < 0)
+        {
+          *ret_err = r;
+          break;
+        }
+      if (c.names->len == before)
+        break;
+    }
   g_ptr_array_unref (c.nodes);
   g_ptr_array_sort (c.names, (GCompareFunc) (void *) cmp_names);
   return c.names;
@@ -276,6 +308,69 @@ test_readdir_resume (void **state)
   /* with attributes (readdirplus), the same names, and a node each */
   plus = list_dir (fx, "/big", 100, true);
   assert_int_equal (plus->len, names->len);
+  /* without an open directory, from the node and the offsets handed out */
+  {
+    int err;
+    g_autoptr (GPtrArray) at = list_at (fx, "/big", 9, false, &err);
+    g_autoptr (GPtrArray) atp = list_at (fx, "/big", 50, true, &err);
+    assert_int_equal (err, 0);
+    assert_int_equal (at->len, names->len);
+    assert_int_equal (atp->len, names->len);
+    for (guint i = 0; i < names->len; i++)
+      assert_string_equal (at->pdata[i], names->pdata[i]);
+  }
+}
+
+/* fb_view_readdir_at asks the policy at every call: a denied directory
+ * refuses, a traversable one lists its reachable children, and a listing
+ * that was assembled follows the host's changes. */
+static void
+test_readdir_at_policy (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  int err;
+
+  make_tree (fx);
+  write_host (fx, "host/denied-dir/x", "x\n");
+  fx_start (fx, pol, "run", -1);
+  {
+    g_autoptr (GPtrArray) m = list_at (fx, "/mixed", 0, true, &err);
+    g_autofree char *s = names_of (m);
+    assert_int_equal (err, 0);
+    assert_string_equal (s, ".,..,pub");
+  }
+  {
+    g_autoptr (GPtrArray) d = list_at (fx, "/dmix/open", 0, false, &err);
+    assert_int_equal (err, 0);
+  }
+  {
+    g_autoptr (FbViewNode) dmix = fx_node (fx, "/dmix");
+    g_autoptr (FbViewNode) denied = fx_node (fx, "/denied-dir");
+    Collect c = { 0 };
+    c.names = g_ptr_array_new_with_free_func (g_free);
+    /* a denied directory with a readable path below lists that path only */
+    assert_errno (fb_view_readdir_at (fx->view, &fx->caller, dmix, 0, false, collect, &c), 0);
+    assert_int_equal (c.names->len, 3);
+    /* a denied one without: refused, at the start and at any offset */
+    assert_errno (fb_view_readdir_at (fx->view, &fx->caller, denied, 0, false, collect, &c), -EACCES);
+    assert_errno (fb_view_readdir_at (fx->view, &fx->caller, denied, 5, true, collect, &c), -EACCES);
+    assert_int_equal (c.names->len, 3);
+    g_ptr_array_unref (c.names);
+  }
+  {
+    /* the private directory's listing is assembled (it leads to a mount
+     * point); a file made there by someone else shows up */
+    g_autoptr (GPtrArray) before = list_at (fx, "/priv", 0, false, &err);
+    g_autofree char *run = fx_host (fx, "run/private");
+    g_autoptr (GDir) d = g_dir_open (run, 0, NULL);
+    const char *name = g_dir_read_name (d);
+    g_autofree char *extra = g_build_filename (run, name, "made-on-host", NULL);
+    g_autoptr (GPtrArray) after = NULL;
+    assert_true (g_file_set_contents (extra, "x", -1, NULL));
+    after = list_at (fx, "/priv", 0, false, &err);
+    assert_int_equal (after->len, before->len + 1);
+  }
 }
 
 /* Walks resolve ".." to the parent view path and symlinks inside the view
@@ -384,6 +479,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_private_and_synthetic, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_blank_dirs, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_readdir_resume, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_readdir_at_policy, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_walk, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_nodes_and_counts, fx_setup, fx_teardown),
   };
