@@ -1083,7 +1083,8 @@ fb_rpc_fs_copy (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
 
 typedef struct
 {
-  FbView *view;
+  FbRpcSandbox *sb; /* a reference: the view reports to its tee sink */
+  FbView *view;     /* sb's */
   FbViewFile *file;
 } Handle;
 
@@ -1092,7 +1093,7 @@ handle_free (gpointer p)
 {
   Handle *h = p;
   fb_view_release (h->view, h->file);
-  fb_view_unref (h->view);
+  fb_rpc_sandbox_free (h->sb);
   g_free (h);
 }
 
@@ -1152,7 +1153,8 @@ fb_rpc_fs_open (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
       return NULL;
     }
   h = g_new0 (Handle, 1);
-  h->view = fb_view_ref (c.view);
+  h->sb = fb_rpc_sandbox_ref (c.sb);
+  h->view = c.view;
   h->file = file;
   g_hash_table_insert (conn->handles, g_strdup (handle_id), h);
   call_end (&c);

@@ -163,6 +163,9 @@ void fb_rpc_sandbox_begin (FbRpcSandbox *sandbox, FbRpcDenial *denial);
 void fb_rpc_sandbox_end (FbRpcSandbox *sandbox);
 /* The server's policy narrowed by SANDBOX (new reference; NULL + ERROR). */
 FbPolicy *fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error);
+/* Sandboxes are reference-counted: the cache may drop one that an fs/open
+ * handle still reads through.  _free drops a reference. */
+FbRpcSandbox *fb_rpc_sandbox_ref (FbRpcSandbox *sandbox);
 void fb_rpc_sandbox_free (FbRpcSandbox *sandbox);
 void fb_rpc_server_clear_sandboxes (FbRpcServer *server);
 

@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <string.h>
 
-
 /* --- the tee sink ----------------------------------------------------------- */
 
 struct FbRpcTeeSink
@@ -177,6 +176,7 @@ fb_rpc_error_from_errno (FbRpcError *error, int err, const FbRpcDenial *denial, 
 
 struct FbRpcSandbox
 {
+  gint ref;  /* the cache holds one; each fs/open handle one (its view's sink is our tee) */
   char *key; /* NULL for the server's own */
   FbPolicy *policy;
   FbView *view;
@@ -184,10 +184,17 @@ struct FbRpcSandbox
   GList *lru_link;
 };
 
+FbRpcSandbox *
+fb_rpc_sandbox_ref (FbRpcSandbox *sb)
+{
+  g_atomic_int_inc (&sb->ref);
+  return sb;
+}
+
 void
 fb_rpc_sandbox_free (FbRpcSandbox *sb)
 {
-  if (sb == NULL)
+  if (sb == NULL || !g_atomic_int_dec_and_test (&sb->ref))
     return;
   g_clear_pointer (&sb->view, fb_view_unref);
   g_clear_pointer (&sb->policy, fb_policy_unref);
@@ -251,6 +258,7 @@ sandbox_new (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
   if (policy == NULL)
     return NULL;
   sb = g_new0 (FbRpcSandbox, 1);
+  sb->ref = 1;
   sb->policy = g_steal_pointer (&policy);
   sb->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
   fb_view_options_init (&vo);

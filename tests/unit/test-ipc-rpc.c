@@ -406,6 +406,50 @@ test_writable_again_flushes_in_order (void **state)
   assert_non_null (strstr (g_ptr_array_index (h->seam.sent, 1), "\"id\":2"));
 }
 
+/* An fs/open handle outlives its sandbox's place in the view cache: reading
+ * and closing it after 64 other sandboxes pushed it out must work (and,
+ * under AddressSanitizer, touch nothing freed: the handle's view reports to
+ * that sandbox's tee sink). */
+static void
+test_handle_outlives_cache (void **state)
+{
+  Harness *h = *state;
+  g_autofree char *file = g_build_filename (h->dir, "h.txt", NULL);
+  g_autofree char *open_req = NULL;
+  g_autoptr (JsonNode) n1 = NULL;
+  g_autoptr (JsonNode) n2 = NULL;
+  g_autoptr (JsonNode) n3 = NULL;
+  JsonObject *o;
+
+  assert_true (g_file_set_contents (file, "handle", -1, NULL));
+  receive (h, "{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientName\":\"h\"}}");
+  receive (h, "{\"method\":\"initialized\"}");
+  open_req = g_strdup_printf ("{\"id\":2,\"method\":\"fs/open\",\"params\":{\"handleId\":\"h\",\"path\":\"%s\","
+                              "\"sandbox\":{\"fuseboxPolicy\":{\"version\":1,\"rules\":[{\"path\":\"/\",\"access\":"
+                              "\"read\",\"why\":\"first\"}]}}}}",
+                              file);
+  receive (h, open_req);
+  o = last_sent (h, &n1);
+  assert_true (json_object_has_member (o, "result"));
+  for (guint i = 0; i < FB_RPC_VIEW_CACHE_MAX + 2; i++)
+    {
+      g_autofree char *req = g_strdup_printf (
+        "{\"id\":%u,\"method\":\"fs/getMetadata\",\"params\":{\"path\":\"/\",\"sandbox\":{\"fuseboxPolicy\":{"
+        "\"version\":1,\"rules\":[{\"path\":\"/\",\"access\":\"read\",\"why\":\"other %u\"}]}}}}",
+        10 + i, i);
+      g_autoptr (JsonNode) n = NULL;
+      receive (h, req);
+      assert_true (json_object_has_member (last_sent (h, &n), "result"));
+    }
+  receive (h, "{\"id\":3,\"method\":\"fs/readBlock\",\"params\":{\"handleId\":\"h\",\"offset\":0,\"len\":6}}");
+  o = last_sent (h, &n2);
+  assert_string_equal (json_object_get_string_member (json_object_get_object_member (o, "result"), "chunk"),
+                       "aGFuZGxl");
+  receive (h, "{\"id\":4,\"method\":\"fs/close\",\"params\":{\"handleId\":\"h\"}}");
+  o = last_sent (h, &n3);
+  assert_true (json_object_has_member (o, "result"));
+}
+
 int
 main (void)
 {
@@ -418,6 +462,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_server_handshake_and_fs, setup, teardown),
     cmocka_unit_test_setup_teardown (test_slow_reader_disconnected, setup, teardown),
     cmocka_unit_test_setup_teardown (test_writable_again_flushes_in_order, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_handle_outlives_cache, setup, teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
