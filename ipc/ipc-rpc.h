@@ -5,6 +5,7 @@
  * Layers, each in its own file:
  *   ipc-rpc.c            messages: decoding, encoding, error codes, the method
  *                        table, per-connection state and its bounded output queue
+ *   ipc-rpc-json.c       the JSON decoder (strict, and faster than json-glib's)
  *   ipc-rpc-sandbox.c    a call's `sandbox` → a narrowed policy → a cached FbView;
  *                        the tee sink that sees a call's policy denial
  *   ipc-fsapi.c          the fs/... methods, through FbView only
