@@ -859,6 +859,20 @@ test_harness_flow (void **state)
   denied_text = read_host (denied);
   assert_string_equal (denied_text, "denied marker\n");
   {
+    /* The sandboxed process's own accesses went through its FUSE view into
+     * the same access log: the refused write is there, from fb-smoke. */
+    g_autofree char *log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
+    g_autofree char *log = read_host (log_path);
+    g_auto (GStrv) lines = NULL;
+    bool found = false;
+    assert_non_null (log);
+    lines = g_strsplit (log, "\n", -1);
+    for (guint i = 0; lines[i] != NULL && !found; i++)
+      found = strstr (lines[i], "denied-marker") != NULL && strstr (lines[i], "\"decision\":\"deny\"") != NULL &&
+              strstr (lines[i], "\"comm\":\"fb-smoke\"") != NULL;
+    assert_true (found);
+  }
+  {
     g_autofree char *allowed_text = read_host (allowed);
     assert_non_null (allowed_text);
   }
