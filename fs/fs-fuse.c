@@ -48,9 +48,9 @@ struct FbFuse
   FbFuseOptions options;
   char *fsname;
   struct fuse_session *se;
-  char *mountpoint; /* set by fb_fuse_mount (not for /dev/fd/N) */
-  bool unmounted;   /* we unmounted it (fb_fuse_stop) */
-  dev_t conn_dev;   /* the mount's device: /sys/fs/fuse/connections/<minor> */
+  char *mountpoint;    /* set by fb_fuse_mount (not for /dev/fd/N) */
+  bool unmounted;      /* we unmounted it (fb_fuse_stop) */
+  dev_t conn_dev;      /* the mount's device: /sys/fs/fuse/connections/<minor> */
   bool stateless_dirs; /* the kernel opens directories without asking us */
   GMutex files_lock;
   GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
@@ -91,13 +91,13 @@ req_fuse (fuse_req_t req)
 static FbViewNode *
 ino_node (FbFuse *f, fuse_ino_t ino)
 {
-  return ino == FUSE_ROOT_ID ? f->root : (FbViewNode *) (uintptr_t) ino;
+  return ino == FUSE_ROOT_ID ? f->root : (FbViewNode *)(uintptr_t)ino;
 }
 
 static FbViewFile *
 fi_file (struct fuse_file_info *fi)
 {
-  return (FbViewFile *) (uintptr_t) fi->fh;
+  return (FbViewFile *)(uintptr_t)fi->fh;
 }
 
 static void
@@ -116,7 +116,7 @@ static void
 fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entry_param *e)
 {
   memset (e, 0, sizeof *e);
-  e->ino = (fuse_ino_t) (uintptr_t) node;
+  e->ino = (fuse_ino_t)(uintptr_t)node;
   e->generation = fb_view_node_get_generation (node);
   e->attr = *st;
   e->attr_timeout = f->options.attr_timeout;
@@ -173,8 +173,8 @@ static void
 op_init (void *userdata, struct fuse_conn_info *conn)
 {
   FbFuse *f = userdata;
-  unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO
-                  | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO;
+  unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+                  FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO;
 
   conn->want |= want & conn->capable;
   /* The kernel clears set-id bits on write and truncate itself (a setattr
@@ -410,8 +410,8 @@ op_rename (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
   FbViewCaller caller;
 
   req_caller (req, &caller);
-  fuse_reply_err (req, -fb_view_rename (f->view, &caller, ino_node (f, parent), name, ino_node (f, newparent),
-                                        newname, flags));
+  fuse_reply_err (
+    req, -fb_view_rename (f->view, &caller, ino_node (f, parent), name, ino_node (f, newparent), newname, flags));
 }
 
 /* --- files -------------------------------------------------------------------- */
@@ -447,7 +447,7 @@ op_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
       fuse_reply_err (req, -r);
       return;
     }
-  fi->fh = (uint64_t) (uintptr_t) file;
+  fi->fh = (uint64_t)(uintptr_t)file;
   fi->keep_cache = keep;
   fi->direct_io = write_only_direct (fi->flags);
   files_add (f, file);
@@ -476,7 +476,7 @@ op_create (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, str
       fuse_reply_err (req, -r);
       return;
     }
-  fi->fh = (uint64_t) (uintptr_t) file;
+  fi->fh = (uint64_t)(uintptr_t)file;
   fi->direct_io = write_only_direct (fi->flags);
   fill_entry (f, node, &st, &e);
   fb_view_node_kernel_ref (node);
@@ -505,9 +505,9 @@ op_read (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
     }
   n = fb_view_read (f->view, fi_file (fi), buf, MIN (size, FB_VIEW_IO_MAX), off);
   if (n < 0)
-    fuse_reply_err (req, (int) -n);
+    fuse_reply_err (req, (int)-n);
   else
-    fuse_reply_buf (req, buf, (size_t) n);
+    fuse_reply_buf (req, buf, (size_t)n);
 }
 
 typedef struct
@@ -543,9 +543,9 @@ op_write_buf (fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t of
     }
   n = fb_view_write_with (f->view, fi_file (fi), off, copy_bufvec, &wb);
   if (n < 0)
-    fuse_reply_err (req, (int) -n);
+    fuse_reply_err (req, (int)-n);
   else
-    fuse_reply_write (req, (size_t) n);
+    fuse_reply_write (req, (size_t)n);
 }
 
 static void
@@ -589,24 +589,23 @@ op_lseek (fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_fil
   off_t r = fb_view_lseek (f->view, fi_file (fi), off, whence);
 
   if (r < 0)
-    fuse_reply_err (req, (int) -r);
+    fuse_reply_err (req, (int)-r);
   else
     fuse_reply_lseek (req, r);
 }
 
 static void
-op_copy_file_range (fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
-                    fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags)
+op_copy_file_range (fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+                    off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags)
 {
   FbFuse *f = req_fuse (req);
   gssize n;
 
-  n = fb_view_copy_file_range (f->view, fi_file (fi_in), off_in, fi_file (fi_out), off_out, len,
-                               (unsigned int) flags);
+  n = fb_view_copy_file_range (f->view, fi_file (fi_in), off_in, fi_file (fi_out), off_out, len, (unsigned int)flags);
   if (n < 0)
-    fuse_reply_err (req, (int) -n);
+    fuse_reply_err (req, (int)-n);
   else
-    fuse_reply_write (req, (size_t) n);
+    fuse_reply_write (req, (size_t)n);
 }
 
 /* --- directories --------------------------------------------------------------- */
@@ -636,7 +635,7 @@ op_opendir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
       fuse_reply_err (req, -r);
       return;
     }
-  fi->fh = (uint64_t) (uintptr_t) dir;
+  fi->fh = (uint64_t)(uintptr_t)dir;
   /* The kernel may cache the listing (the policy is static; the host's
    * changes show when the directory's mtime does) and keep it across
    * opendir while the mtime is unchanged. */
@@ -809,18 +808,18 @@ op_getxattr (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
     {
       n = fb_view_getxattr (f->view, &caller, ino_node (f, ino), name, NULL, 0);
       if (n < 0)
-        fuse_reply_err (req, (int) -n);
+        fuse_reply_err (req, (int)-n);
       else
-        fuse_reply_xattr (req, (size_t) n);
+        fuse_reply_xattr (req, (size_t)n);
       return;
     }
   size = MIN (size, FB_VIEW_XATTR_SIZE_MAX);
   buf = g_malloc (size);
   n = fb_view_getxattr (f->view, &caller, ino_node (f, ino), name, buf, size);
   if (n < 0)
-    fuse_reply_err (req, (int) -n);
+    fuse_reply_err (req, (int)-n);
   else
-    fuse_reply_buf (req, buf, (size_t) n);
+    fuse_reply_buf (req, buf, (size_t)n);
 }
 
 static void
@@ -836,18 +835,18 @@ op_listxattr (fuse_req_t req, fuse_ino_t ino, size_t size)
     {
       n = fb_view_listxattr (f->view, &caller, ino_node (f, ino), NULL, 0);
       if (n < 0)
-        fuse_reply_err (req, (int) -n);
+        fuse_reply_err (req, (int)-n);
       else
-        fuse_reply_xattr (req, (size_t) n);
+        fuse_reply_xattr (req, (size_t)n);
       return;
     }
   size = MIN (size, FB_VIEW_XATTR_SIZE_MAX);
   buf = g_malloc (size);
   n = fb_view_listxattr (f->view, &caller, ino_node (f, ino), buf, size);
   if (n < 0)
-    fuse_reply_err (req, (int) -n);
+    fuse_reply_err (req, (int)-n);
   else
-    fuse_reply_buf (req, buf, (size_t) n);
+    fuse_reply_buf (req, buf, (size_t)n);
 }
 
 static void
@@ -963,11 +962,11 @@ session_new (FbFuse *f, bool mount_options)
   opts = g_strdup_printf ("default_permissions,fsname=%s,subtype=fusebox%s%s", fsname,
                           mount_options && f->options.allow_other ? ",allow_other" : "",
                           mount_options && f->options.auto_unmount ? ",auto_unmount" : "");
-  argv[0] = (char *) "fusebox";
-  argv[1] = (char *) "-o";
+  argv[0] = (char *)"fusebox";
+  argv[1] = (char *)"-o";
   argv[2] = opts;
   argv[3] = NULL;
-  args = (struct fuse_args) FUSE_ARGS_INIT (3, argv);
+  args = (struct fuse_args)FUSE_ARGS_INIT (3, argv);
   f->se = fuse_session_new (&args, &fb_fuse_ops, sizeof fb_fuse_ops, f);
   fuse_opt_free_args (&args);
   if (f->se == NULL)
@@ -994,8 +993,8 @@ mount_dev (const char *real)
       char mnt[4096];
       /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ..." (octal escapes in paths are
        * rare enough for mount points we were given) */
-      if (sscanf (lines[i], "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) == 3 && strcmp (mnt, real) == 0
-          && strstr (lines[i], " - fuse") != NULL)
+      if (sscanf (lines[i], "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) == 3 && strcmp (mnt, real) == 0 &&
+          strstr (lines[i], " - fuse") != NULL)
         dev = makedev (maj, min); /* the last one is on top */
     }
   return dev;
@@ -1038,8 +1037,8 @@ fb_fuse_serve_fd (FbFuse *f, int fd)
 char *
 fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other)
 {
-  return g_strdup_printf ("fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions%s", fd, (unsigned) uid,
-                          (unsigned) gid, allow_other ? ",allow_other" : "");
+  return g_strdup_printf ("fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions%s", fd, (unsigned)uid,
+                          (unsigned)gid, allow_other ? ",allow_other" : "");
 }
 
 int
@@ -1112,7 +1111,7 @@ run_fusermount_unmount (const char *mountpoint)
   const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
   int status = 0;
 
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
                      NULL, &status, NULL))
     return -ENOENT;
   return g_spawn_check_wait_status (status, NULL) ? 0 : -EIO;
@@ -1130,8 +1129,8 @@ fb_fuse_stop (FbFuse *f)
     {
       /* Lazily: the mount leaves the namespace now, the connection ends
        * when the last file open in it is closed. */
-      if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL
-          || run_fusermount_unmount (f->mountpoint) == 0)
+      if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL ||
+          run_fusermount_unmount (f->mountpoint) == 0)
         f->unmounted = true;
     }
   else if (f->mountpoint == NULL)
@@ -1174,7 +1173,7 @@ interrupt_workers (void)
     {
       g_autofree char *comm_path = g_build_filename ("/proc/self/task", name, "comm", NULL);
       g_autofree char *comm = NULL;
-      pid_t tid = (pid_t) atoi (name);
+      pid_t tid = (pid_t)atoi (name);
       if (!g_file_get_contents (comm_path, &comm, NULL, NULL) || strcmp (g_strchomp (comm), "fusebox-fuse") != 0)
         continue;
       if (syscall (SYS_tgkill, getpid (), tid, FB_FUSE_WAKE_SIGNAL) == 0)
@@ -1224,8 +1223,8 @@ fb_fuse_free (FbFuse *f)
        * the connection is over (POLLERR), fuse_session_unmount only frees
        * its copy of the path. */
       struct pollfd pfd = { .fd = fuse_session_fd (f->se), .events = 0 };
-      if ((f->mountpoint != NULL && !f->unmounted)
-          || (f->mountpoint != NULL && poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)))
+      if ((f->mountpoint != NULL && !f->unmounted) ||
+          (f->mountpoint != NULL && poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)))
         fuse_session_unmount (f->se);
       fuse_session_destroy (f->se);
     }

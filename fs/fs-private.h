@@ -55,9 +55,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (NodeState, node_state_unref)
 
 struct FbViewNode
 {
-  gint ref;         /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
-  guint64 nlookup;  /* atomic; the kernel's lookup count */
-  FbView *view;     /* a reference */
+  gint ref;        /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
+  guint64 nlookup; /* atomic; the kernel's lookup count */
+  FbView *view;    /* a reference */
 
   /* view->lock: the table key and the tree of nodes in the table */
   FbViewNode *parent; /* a reference; NULL for the root */
@@ -77,7 +77,7 @@ struct FbViewNode
   dev_t dev;
   guint64 generation;
 
-  GMutex lock;     /* below: the state and the cache stamps */
+  GMutex lock; /* below: the state and the cache stamps */
   NodeState *state;
   bool have_stamp; /* size and mtime seen at the last open (keep_cache) */
   off_t stamp_size;
@@ -114,10 +114,10 @@ struct FbViewFile
 
   /* directories: lock for what follows */
   GMutex dir_lock;
-  GArray *snapshot;      /* DirEntry (a reference), or NULL when streaming from the host */
-  char *buf;             /* getdents64 buffer when streaming */
+  GArray *snapshot; /* DirEntry (a reference), or NULL when streaming from the host */
+  char *buf;        /* getdents64 buffer when streaming */
   gsize buf_len, buf_pos;
-  off_t stream_pos;      /* offset of the next entry to hand out */
+  off_t stream_pos; /* offset of the next entry to hand out */
   bool stream_eof;
 };
 
@@ -131,13 +131,13 @@ struct FbView
   dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
   char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */
   struct timespec started;
-  guint64 generation; /* atomic */
+  guint64 generation;       /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
 
-  GMutex lock;        /* the node table */
-  GHashTable *table;  /* FbViewNode* (key: parent, name) -> itself */
+  GMutex lock;           /* the node table */
+  GHashTable *table;     /* FbViewNode* (key: parent, name) -> itself */
   FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
-  guint n_nodes;      /* atomic */
+  guint n_nodes;         /* atomic */
 
   GMutex comm_lock;
   GHashTable *comm_cache; /* pid -> CommEntry */
@@ -179,12 +179,9 @@ typedef struct
 } ChildInfo;
 void child_info_clear (ChildInfo *ci);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ChildInfo, child_info_clear)
-int decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name,
-                          ChildInfo *ret);
-int check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision,
-                  const FbPolicyRule **ret_rule);
-int check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision,
-                  const FbPolicyRule **ret_rule);
+int decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret);
+int check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule);
+int check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule);
 bool child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name);
 bool decision_is_hidden (const FbPolicyDecision *d);
 bool host_name_exists (FbViewNode *parent, const char *name);

@@ -67,14 +67,14 @@ listing_add (GArray *entries, const char *name, ino_t ino, unsigned char type)
 static ino_t
 synthetic_ino (const char *path)
 {
-  return (ino_t) (0xfb00000000000000ULL | g_str_hash (path));
+  return (ino_t)(0xfb00000000000000ULL | g_str_hash (path));
 }
 
 static bool
 is_assembled (FbViewNode *node, const NodeState *st)
 {
-  return node->kind != NODE_HOST || st->decision.traversable
-         || (st->decision.mounted_children != NULL && st->decision.mounted_children[0] != NULL);
+  return node->kind != NODE_HOST || st->decision.traversable ||
+         (st->decision.mounted_children != NULL && st->decision.mounted_children[0] != NULL);
 }
 
 /* Build the list of an assembled directory; FD is the host directory open
@@ -128,11 +128,11 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
           break;
         for (long pos = 0; pos < n;)
           {
-            struct linux_dirent64 *de = (struct linux_dirent64 *) (buf + pos);
+            struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + pos);
             FbPolicyDecision cd;
             pos += de->d_reclen;
-            if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
-                || name_in (d->mounted_children, de->d_name))
+            if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0 ||
+                name_in (d->mounted_children, de->d_name))
               continue;
             fb_policy_decide_child (view->policy, d, st->path, de->d_name, &cd);
             if (decision_is_hidden (&cd))
@@ -164,9 +164,9 @@ listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, int *r
       return NULL;
     }
   g_mutex_lock (&node->lock);
-  if (node->listing != NULL && node->listing_mtime.tv_sec == hst.st_mtim.tv_sec
-      && node->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec && node->listing_ctime.tv_sec == hst.st_ctim.tv_sec
-      && node->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)
+  if (node->listing != NULL && node->listing_mtime.tv_sec == hst.st_mtim.tv_sec &&
+      node->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec && node->listing_ctime.tv_sec == hst.st_ctim.tv_sec &&
+      node->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)
     list = g_array_ref (node->listing);
   g_mutex_unlock (&node->lock);
   if (list != NULL)
@@ -211,8 +211,8 @@ offer (FbView *view, FbViewNode *dir, NodeState *dst, const char *name, ino_t in
       else
         {
           g_auto (ChildInfo) ci = { 0 };
-          if (decide_child_checked (view, dir, dst, name, &ci) < 0 || decision_is_hidden (&ci.decision)
-              || lookup_child (view, dir, dst, name, &ci, &child, &st) < 0)
+          if (decide_child_checked (view, dir, dst, name, &ci) < 0 || decision_is_hidden (&ci.decision) ||
+              lookup_child (view, dir, dst, name, &ci, &child, &st) < 0)
             {
               *ret_skip = true;
               return true;
@@ -230,11 +230,11 @@ static void
 offer_listing (FbView *view, FbViewNode *node, NodeState *dst, GArray *list, off_t offset, bool plus,
                FbViewDirFunc func, gpointer user_data)
 {
-  for (guint i = (guint) MIN ((guint64) offset, (guint64) list->len); i < list->len; i++)
+  for (guint i = (guint)MIN ((guint64)offset, (guint64)list->len); i < list->len; i++)
     {
       const DirEntry *e = &g_array_index (list, DirEntry, i);
       bool skip;
-      if (!offer (view, node, dst, e->name, e->ino, e->type, (off_t) i + 1, plus, func, user_data, &skip))
+      if (!offer (view, node, dst, e->name, e->ino, e->type, (off_t)i + 1, plus, func, user_data, &skip))
         break;
     }
 }
@@ -264,10 +264,10 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, char *buf,
               *eof = true;
               return 0;
             }
-          *len = (gsize) n;
+          *len = (gsize)n;
           *pos = 0;
         }
-      de = (struct linux_dirent64 *) (buf + *pos);
+      de = (struct linux_dirent64 *)(buf + *pos);
       if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
         {
           FbPolicyDecision cd;
@@ -321,8 +321,7 @@ start_listing (FbView *view, const FbViewCaller *caller, FbViewNode *node, NodeS
 /* --- through an open directory -------------------------------------------- */
 
 int
-fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile **ret_dir,
-                 bool *ret_keep_cache)
+fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile **ret_dir, bool *ret_keep_cache)
 {
   g_autoptr (NodeState) st = node_get_state (node);
   FbViewFile *dir;

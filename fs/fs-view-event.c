@@ -26,8 +26,8 @@ creds_enter (FbView *view, const FbViewCaller *caller, CallerCreds *saved)
   /* setfsuid/setfsgid are per thread (the raw syscalls, unlike setuid in
    * glibc): only this FUSE worker creates as the caller, and only until
    * creds_leave.  Group first: after the uid switch we may lack the right. */
-  saved->old_gid = (gid_t) setfsgid (caller->gid);
-  saved->old_uid = (uid_t) setfsuid (caller->uid);
+  saved->old_gid = (gid_t)setfsgid (caller->gid);
+  saved->old_uid = (uid_t)setfsuid (caller->uid);
   saved->switched = true;
 }
 
@@ -51,7 +51,7 @@ read_comm (pid_t pid, char *buf, gsize size)
   gsize len = 0;
 
   buf[0] = '\0';
-  g_snprintf (path, sizeof path, "/proc/%d/comm", (int) pid);
+  g_snprintf (path, sizeof path, "/proc/%d/comm", (int)pid);
   if (!g_file_get_contents (path, &text, &len, NULL))
     return;
   g_strchomp (text);
@@ -102,13 +102,13 @@ level_wants (FbView *view, EventClass cls)
 {
   switch (cls)
     {
-    case EV_MUTATION:
-      return true;
-    case EV_OPEN:
-      return view->options.log_level >= FB_LOG_LEVEL_OPENS;
-    case EV_OBSERVE:
-    default:
-      return view->options.log_level >= FB_LOG_LEVEL_ALL;
+      case EV_MUTATION:
+        return true;
+      case EV_OPEN:
+        return view->options.log_level >= FB_LOG_LEVEL_OPENS;
+      case EV_OBSERVE:
+      default:
+        return view->options.log_level >= FB_LOG_LEVEL_ALL;
     }
 }
 

@@ -53,8 +53,8 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *a
     }
   /* The "close" record comes at release, when a short-lived opener may be
    * gone with its /proc entry: note its name now if it will be logged. */
-  if (file->comm == NULL && file->pid > 0 && view->options.sink != NULL
-      && (view->options.log_level >= FB_LOG_LEVEL_OPENS || file->can_write) && strcmp (access, "list") != 0)
+  if (file->comm == NULL && file->pid > 0 && view->options.sink != NULL &&
+      (view->options.log_level >= FB_LOG_LEVEL_OPENS || file->can_write) && strcmp (access, "list") != 0)
     {
       char comm[32];
       view_caller_comm (view, file->pid, comm, sizeof comm);
@@ -88,12 +88,12 @@ open_access (int flags)
     return "exec";
   switch (flags & O_ACCMODE)
     {
-    case O_WRONLY:
-      return "write";
-    case O_RDWR:
-      return "readwrite";
-    default:
-      return (flags & O_TRUNC) ? "write" : "read";
+      case O_WRONLY:
+        return "write";
+      case O_RDWR:
+        return "readwrite";
+      default:
+        return (flags & O_TRUNC) ? "write" : "read";
     }
 }
 
@@ -116,8 +116,8 @@ node_stamp_compare (FbViewNode *node, const struct stat *st)
   bool same;
 
   g_mutex_lock (&node->lock);
-  same = node->have_stamp && node->stamp_size == st->st_size && node->stamp_mtime.tv_sec == st->st_mtim.tv_sec
-         && node->stamp_mtime.tv_nsec == st->st_mtim.tv_nsec;
+  same = node->have_stamp && node->stamp_size == st->st_size && node->stamp_mtime.tv_sec == st->st_mtim.tv_sec &&
+         node->stamp_mtime.tv_nsec == st->st_mtim.tv_nsec;
   node->have_stamp = true;
   node->stamp_size = st->st_size;
   node->stamp_mtime = st->st_mtim;
@@ -167,8 +167,7 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
   fd = node_reopen (node, host_open_flags (flags));
   if (fd < 0)
     {
-      view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -fd,
-                 st->decision.rule);
+      view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -fd, st->decision.rule);
       return fd;
     }
   if (ret_keep_cache != NULL)
@@ -178,8 +177,8 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
 }
 
 int
-fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, int flags,
-                mode_t mode, FbViewFile **ret_file, FbViewNode **ret_node, struct stat *ret_st)
+fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, int flags, mode_t mode,
+                FbViewFile **ret_file, FbViewNode **ret_node, struct stat *ret_st)
 {
   g_autoptr (NodeState) pst = node_get_state (parent);
   g_autoptr (NodeState) st = NULL;
@@ -219,8 +218,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
    * or device at that name would be opened by the daemon.  An existing name
    * then goes through lookup and open, which refuse those. */
   creds_enter (view, caller, &creds);
-  fd = openat (parent->fd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW,
-               mode & 0777 & ~umask_bits);
+  fd = openat (parent->fd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 0777 & ~umask_bits);
   r = fd < 0 ? -errno : 0;
   creds_leave (&creds);
   if (r == -EEXIST && !(flags & O_EXCL))
@@ -362,8 +360,8 @@ fb_view_lseek (FbView *view, FbViewFile *file, off_t offset, int whence)
 }
 
 gssize
-fb_view_copy_file_range (FbView *view, FbViewFile *in, off_t offset_in, FbViewFile *out, off_t offset_out,
-                         gsize length, unsigned int flags)
+fb_view_copy_file_range (FbView *view, FbViewFile *in, off_t offset_in, FbViewFile *out, off_t offset_out, gsize length,
+                         unsigned int flags)
 {
   loff_t oi = offset_in, oo = offset_out;
   gssize n;

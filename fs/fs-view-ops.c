@@ -133,8 +133,8 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   /* Giving a file away (or taking it) would let a root daemon's sandbox
    * change host ownership; only a chown that changes nothing passes (tar
    * and cp -p do those). */
-  if (((attr->valid & FB_VIEW_SET_UID) && attr->uid != (uid_t) -1 && attr->uid != cur.st_uid)
-      || ((attr->valid & FB_VIEW_SET_GID) && attr->gid != (gid_t) -1 && attr->gid != cur.st_gid))
+  if (((attr->valid & FB_VIEW_SET_UID) && attr->uid != (uid_t)-1 && attr->uid != cur.st_uid) ||
+      ((attr->valid & FB_VIEW_SET_GID) && attr->gid != (gid_t)-1 && attr->gid != cur.st_gid))
     {
       r = -EPERM;
       goto out;
@@ -145,8 +145,8 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
       /* A set-id bit made through a root daemon would outlive the sandbox
        * as a privilege on the host.  Bits the host file already has may
        * stay (the kernel's kill-suid on write clears them through here). */
-      if (((mode & S_ISUID) && !(cur.st_mode & S_ISUID))
-          || ((mode & S_ISGID) && !(cur.st_mode & S_ISGID) && !S_ISDIR (cur.st_mode)))
+      if (((mode & S_ISUID) && !(cur.st_mode & S_ISUID)) ||
+          ((mode & S_ISGID) && !(cur.st_mode & S_ISGID) && !S_ISDIR (cur.st_mode)))
         {
           r = -EPERM;
           goto out;
@@ -268,8 +268,8 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
 /* --- making names -------------------------------------------------------------- */
 
 int
-create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
-                 const char *name, const ChildInfo *ci, const char *op, const char *target_path)
+create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst, const char *name,
+                 const ChildInfo *ci, const char *op, const char *target_path)
 {
   const FbPolicyRule *rule;
   FbDecision d;
@@ -281,8 +281,8 @@ create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
       /* A name the view shows already is EEXIST whatever the policy, as the
        * kernel answers before asking for write access; a hidden one never
        * is (that would tell that it exists). */
-      if (!decision_is_hidden (&ci->decision)
-          && (child_is_structural (view, pst, ci, name) || host_name_exists (parent, name)))
+      if (!decision_is_hidden (&ci->decision) &&
+          (child_is_structural (view, pst, ci, name) || host_name_exists (parent, name)))
         return -EEXIST;
       view_emit (view, caller, EV_MUTATION, op, target_path != NULL ? target_path : ci->path,
                  target_path != NULL ? ci->path : NULL, "create", d, -r, rule);
@@ -315,8 +315,7 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
   if (r < 0)
     {
       if (r == -EEXIST)
-        view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST,
-                   ci.decision.rule);
+        view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
       return r;
     }
   creds_enter (view, caller, &creds);
@@ -380,8 +379,8 @@ fb_view_mkdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
 }
 
 int
-fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, mode_t mode,
-               dev_t rdev, FbViewNode **ret_node, struct stat *ret_st)
+fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, mode_t mode, dev_t rdev,
+               FbViewNode **ret_node, struct stat *ret_st)
 {
   MakeArgs a = { 0 };
   mode_t type = mode & S_IFMT;
@@ -391,8 +390,8 @@ fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     {
       g_autoptr (NodeState) pst = node_get_state (parent);
       g_autofree char *path = check_name (name) == 0 ? join_path (pst->path, name) : NULL;
-      view_emit (view, caller, EV_MUTATION, "mknod", path != NULL ? path : pst->path, NULL, "create",
-                 FB_DECISION_ALLOW, EPERM, pst->decision.rule);
+      view_emit (view, caller, EV_MUTATION, "mknod", path != NULL ? path : pst->path, NULL, "create", FB_DECISION_ALLOW,
+                 EPERM, pst->decision.rule);
       return -EPERM;
     }
   if (type == 0)
@@ -405,8 +404,8 @@ fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
 }
 
 int
-fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
-                 const char *target, FbViewNode **ret_node, struct stat *ret_st)
+fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, const char *target,
+                 FbViewNode **ret_node, struct stat *ret_st)
 {
   MakeArgs a = { 0 };
   gsize len;
@@ -424,8 +423,8 @@ fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
 }
 
 int
-fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewNode *newparent,
-              const char *newname, FbViewNode **ret_node, struct stat *ret_st)
+fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewNode *newparent, const char *newname,
+              FbViewNode **ret_node, struct stat *ret_st)
 {
   g_autoptr (NodeState) st = node_get_state (node);
   g_autoptr (NodeState) npst = node_get_state (newparent);
@@ -469,8 +468,7 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
       fd = host_open_child (newparent->fd, newname);
       r = fd < 0 ? fd : node_from_host_fd (view, newparent, newname, &ci, fd, &fresh, ret_st);
     }
-  view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "create", FB_DECISION_ALLOW, -r,
-             ci.decision.rule);
+  view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
   if (ret_node != NULL)
@@ -485,8 +483,8 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
 /* The checks before removing (or renaming away) NAME of PARENT.  A refusal
  * is only reported for something the host really holds; otherwise ENOENT. */
 static int
-remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
-                 const char *name, const ChildInfo *ci, const char *op, const char *target_path)
+remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst, const char *name,
+                 const ChildInfo *ci, const char *op, const char *target_path)
 {
   const FbPolicyRule *rule;
   FbDecision d;
@@ -544,8 +542,8 @@ fb_view_rmdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
 }
 
 int
-fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
-                FbViewNode *newparent, const char *newname, unsigned int flags)
+fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbViewNode *newparent,
+                const char *newname, unsigned int flags)
 {
   g_autoptr (NodeState) pst = node_get_state (parent);
   g_autoptr (NodeState) npst = node_get_state (newparent);
@@ -557,8 +555,8 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
 
   /* RENAME_WHITEOUT makes a 0/0 character device: a device node by
    * another name. */
-  if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) != 0
-      || (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) == (RENAME_NOREPLACE | RENAME_EXCHANGE))
+  if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) != 0 ||
+      (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) == (RENAME_NOREPLACE | RENAME_EXCHANGE))
     return -EINVAL;
   r = decide_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
@@ -592,9 +590,9 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
    * below it out of their rules' reach (a denied file would come out
    * readable under the new name): refused, at both ends of an exchange and
    * for a directory that a plain rename replaces. */
-  if ((S_ISDIR (sst.st_mode) && fb_policy_subtree_has_rules (view->policy, &ci.decision, ci.path))
-      || (dst_exists && S_ISDIR (dst.st_mode) && !(flags & RENAME_NOREPLACE)
-          && fb_policy_subtree_has_rules (view->policy, &nci.decision, nci.path)))
+  if ((S_ISDIR (sst.st_mode) && fb_policy_subtree_has_rules (view->policy, &ci.decision, ci.path)) ||
+      (dst_exists && S_ISDIR (dst.st_mode) && !(flags & RENAME_NOREPLACE) &&
+       fb_policy_subtree_has_rules (view->policy, &nci.decision, nci.path)))
     {
       view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
                  ci.decision.rule);
@@ -603,8 +601,7 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   r = renameat2 (parent->fd, name, newparent->fd, newname, flags) < 0 ? -errno : 0;
   if (r == 0)
     view_rehome_after_rename (view, parent, name, newparent, newname, (flags & RENAME_EXCHANGE) != 0);
-  view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_ALLOW, -r,
-             ci.decision.rule);
+  view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_ALLOW, -r, ci.decision.rule);
   return r;
 }
 
@@ -621,8 +618,7 @@ check_xattr_name (const char *name)
 }
 
 gssize
-fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf,
-                  gsize size)
+fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf, gsize size)
 {
   g_autoptr (NodeState) st = node_get_state (node);
   char proc[32];
@@ -647,8 +643,8 @@ fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, co
             r = -errno;
         }
     }
-  view_emit (view, caller, EV_OBSERVE, "getxattr", st->path, NULL, "read", d,
-             r < 0 && r != -ENODATA ? (int) -r : 0, st->decision.rule);
+  view_emit (view, caller, EV_OBSERVE, "getxattr", st->path, NULL, "read", d, r < 0 && r != -ENODATA ? (int)-r : 0,
+             st->decision.rule);
   return r;
 }
 
@@ -673,8 +669,7 @@ fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, c
             r = -errno;
         }
     }
-  view_emit (view, caller, EV_OBSERVE, "listxattr", st->path, NULL, "read", d, r < 0 ? (int) -r : 0,
-             st->decision.rule);
+  view_emit (view, caller, EV_OBSERVE, "listxattr", st->path, NULL, "read", d, r < 0 ? (int)-r : 0, st->decision.rule);
   return r;
 }
 

@@ -85,7 +85,7 @@ host_open_child (int parent_fd, const char *name)
         .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
       };
-      fd = (int) syscall (SYS_openat2, parent_fd, name, &how, sizeof how);
+      fd = (int)syscall (SYS_openat2, parent_fd, name, &how, sizeof how);
       if (fd >= 0)
         return fd;
       if (errno != ENOSYS)
@@ -200,7 +200,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     for (guint i = 0; view->options.blank_paths != NULL && view->options.blank_paths[i] != NULL; i++)
       g_ptr_array_add (blank, g_strdup (view->options.blank_paths[i]));
     g_ptr_array_add (blank, NULL);
-    view->blank_paths = (char **) g_ptr_array_free (blank, FALSE);
+    view->blank_paths = (char **)g_ptr_array_free (blank, FALSE);
     view->options.blank_paths = NULL;
   }
   view->comm_cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
@@ -294,7 +294,7 @@ fb_view_get_log_level (FbView *view)
 guint
 fb_view_count_nodes (FbView *view)
 {
-  return (guint) g_atomic_int_get (&view->n_nodes);
+  return (guint)g_atomic_int_get (&view->n_nodes);
 }
 
 /* --- nodes and the table --------------------------------------------------- */
@@ -320,11 +320,11 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
       node->type = S_IFDIR;
       /* Synthetic directories need inode numbers that no host file has in
        * practice: the top byte is set. */
-      node->ino = (ino_t) (0xfb00000000000000ULL | node->generation);
+      node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
     }
   node->state = state;
   g_mutex_init (&node->lock);
-  g_atomic_int_inc ((gint *) &view->n_nodes);
+  g_atomic_int_inc ((gint *)&view->n_nodes);
   return node;
 }
 
@@ -341,7 +341,7 @@ node_free (FbViewNode *node)
   node_state_unref (node->state);
   g_mutex_clear (&node->lock);
   g_free (node->name);
-  g_atomic_int_add ((gint *) &view->n_nodes, -1);
+  g_atomic_int_add ((gint *)&view->n_nodes, -1);
   g_free (node);
   fb_view_unref (view);
 }
@@ -391,7 +391,7 @@ table_find_locked (FbView *view, FbViewNode *parent, const char *name)
   FbViewNode key = { 0 };
 
   key.parent = parent;
-  key.name = (char *) name;
+  key.name = (char *)name;
   return g_hash_table_lookup (view->table, &key);
 }
 
@@ -663,31 +663,31 @@ check_access (const NodeState *st, Need need, FbDecision *ret_decision)
   else
     switch (need)
       {
-      case NEED_STAT:
-        break;
-      case NEED_LIST:
-        if (st->decision.traversable)
+        case NEED_STAT:
           break;
-        G_GNUC_FALLTHROUGH;
-      case NEED_READ:
-        if (a != FB_POLICY_ACCESS_READ && a != FB_POLICY_ACCESS_WRITE)
-          {
-            d = FB_DECISION_DENY;
-            r = -EACCES;
-          }
-        break;
-      case NEED_WRITE:
-        if (a == FB_POLICY_ACCESS_READ)
-          {
-            d = FB_DECISION_READONLY;
-            r = -EROFS;
-          }
-        else if (a != FB_POLICY_ACCESS_WRITE)
-          {
-            d = FB_DECISION_DENY;
-            r = -EACCES;
-          }
-        break;
+        case NEED_LIST:
+          if (st->decision.traversable)
+            break;
+          G_GNUC_FALLTHROUGH;
+        case NEED_READ:
+          if (a != FB_POLICY_ACCESS_READ && a != FB_POLICY_ACCESS_WRITE)
+            {
+              d = FB_DECISION_DENY;
+              r = -EACCES;
+            }
+          break;
+        case NEED_WRITE:
+          if (a == FB_POLICY_ACCESS_READ)
+            {
+              d = FB_DECISION_READONLY;
+              r = -EROFS;
+            }
+          else if (a != FB_POLICY_ACCESS_WRITE)
+            {
+              d = FB_DECISION_DENY;
+              r = -EACCES;
+            }
+          break;
       }
   if (ret_decision != NULL)
     *ret_decision = d;
@@ -820,7 +820,7 @@ check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decisio
 static bool
 is_blank_path (FbView *view, const char *path)
 {
-  return name_in ((const char *const *) view->blank_paths, path);
+  return name_in ((const char *const *)view->blank_paths, path);
 }
 
 /* Names that exist in the view whatever the host holds (mount points, the
@@ -829,7 +829,8 @@ is_blank_path (FbView *view, const char *path)
 bool
 child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name)
 {
-  return ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name) || is_blank_path (view, ci->path);
+  return ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name) ||
+         is_blank_path (view, ci->path);
 }
 
 static bool
@@ -893,8 +894,8 @@ reuse_known_node (FbView *view, FbViewNode *parent, const char *name, struct sta
   g_mutex_unlock (&view->lock);
   if (node == NULL)
     return NULL;
-  if (node->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == node->ino
-      && st.st_dev == node->dev && (st.st_mode & S_IFMT) == node->type)
+  if (node->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == node->ino &&
+      st.st_dev == node->dev && (st.st_mode & S_IFMT) == node->type)
     {
       if (ret_st != NULL)
         *ret_st = st;
@@ -978,8 +979,8 @@ host_name_exists (FbViewNode *parent, const char *name)
 }
 
 int
-fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
-                FbViewNode **ret_node, struct stat *ret_st)
+fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbViewNode **ret_node,
+                struct stat *ret_st)
 {
   g_autoptr (NodeState) pst = node_get_state (parent);
   g_auto (ChildInfo) ci = { 0 };
@@ -1029,8 +1030,7 @@ node_parent_ref (FbViewNode *node)
 }
 
 int
-fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbViewWalkFlags flags,
-              FbViewNode **ret_node)
+fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbViewWalkFlags flags, FbViewNode **ret_node)
 {
   g_autoptr (FbViewNode) cur = NULL;
   g_autofree char *rest = NULL;
@@ -1164,7 +1164,7 @@ void
 view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
                           const char *newname, bool exchange)
 {
-  g_autoptr (GPtrArray) unref_later = g_ptr_array_new_with_free_func ((GDestroyNotify) fb_view_node_unref);
+  g_autoptr (GPtrArray) unref_later = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
   FbViewNode *a, *b;
 
   g_mutex_lock (&view->lock);

@@ -127,7 +127,7 @@ typedef struct FbViewFile FbViewFile; /* an open file or directory */
  * kernel applied it already). */
 typedef struct
 {
-  pid_t pid;           /* 0 if unknown */
+  pid_t pid; /* 0 if unknown */
   uid_t uid;
   gid_t gid;
   mode_t umask;        /* applied to the mode of created objects */
@@ -251,8 +251,8 @@ int fb_view_mkdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent,
 /* Regular files, FIFOs and sockets; devices get EPERM. */
 int fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, mode_t mode,
                    dev_t rdev, FbViewNode **ret_node, struct stat *ret_st);
-int fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
-                     const char *target, FbViewNode **ret_node, struct stat *ret_st);
+int fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, const char *target,
+                     FbViewNode **ret_node, struct stat *ret_st);
 /* A hard link to NODE (not a directory) as NEWPARENT/NEWNAME. */
 int fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewNode *newparent,
                   const char *newname, FbViewNode **ret_node, struct stat *ret_st);
@@ -302,10 +302,10 @@ typedef struct
 {
   const char *name;
   ino_t ino;
-  unsigned char type;     /* DT_* */
-  off_t next_offset;      /* pass it back to continue after this entry */
-  FbViewNode *node;       /* plus mode: the entry's node (borrowed; ref it to keep it), NULL for "." and ".." */
-  const struct stat *st;  /* plus mode: its attributes (for "." and "..": st_ino and the type only) */
+  unsigned char type;    /* DT_* */
+  off_t next_offset;     /* pass it back to continue after this entry */
+  FbViewNode *node;      /* plus mode: the entry's node (borrowed; ref it to keep it), NULL for "." and ".." */
+  const struct stat *st; /* plus mode: its attributes (for "." and "..": st_ino and the type only) */
 } FbViewDirEntry;
 
 /* Return false when the entry did not fit: it is offered again next time. */
@@ -313,8 +313,7 @@ typedef bool (*FbViewDirFunc) (const FbViewDirEntry *entry, gpointer user_data);
 
 /* Entries after OFFSET (0: from the start), hidden names left out.  With
  * PLUS, each entry is looked up (node and attributes). */
-int fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func,
-                     gpointer user_data);
+int fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func, gpointer user_data);
 void fb_view_releasedir (FbView *view, FbViewFile *dir);
 /* The same without an open directory: entries of NODE after OFFSET (the
  * offsets fb_view_readdir hands out are valid here too).  The policy is
@@ -329,8 +328,8 @@ int fb_view_fsyncdir_at (FbView *view, FbViewNode *node, bool datasync);
 gssize fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf,
                          gsize size);
 gssize fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, char *buf, gsize size);
-int fb_view_setxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name,
-                      const void *value, gsize size, int flags);
+int fb_view_setxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, const void *value,
+                      gsize size, int flags);
 int fb_view_removexattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name);
 
 /* --- the FUSE adapter (fs/fs-fuse.c) --------------------------------------- */

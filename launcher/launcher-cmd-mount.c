@@ -74,8 +74,8 @@ mounted_type (const char *path)
     {
       char mnt[4096], fstype[256];
       const char *sep = strstr (lines[i], " - ");
-      if (sep != NULL && sscanf (lines[i], "%*u %*u %*u:%*u %*s %4095s", mnt) == 1 && strcmp (mnt, path) == 0
-          && sscanf (sep + 3, "%255s", fstype) == 1)
+      if (sep != NULL && sscanf (lines[i], "%*u %*u %*u:%*u %*s %4095s", mnt) == 1 && strcmp (mnt, path) == 0 &&
+          sscanf (sep + 3, "%255s", fstype) == 1)
         {
           g_free (type);
           type = g_strdup (fstype);
@@ -98,8 +98,8 @@ check_mountpoint (const char *arg)
       if (err == ENOENT)
         fb_cmd_error ("mount: the mount point %s does not exist; create it first (mkdir -p %s)", arg, arg);
       else if (err == ENOTCONN)
-        fb_cmd_error ("mount: %s is a stale FUSE mount whose daemon is gone; unmount it with 'fusermount3 -u %s'",
-                      arg, arg);
+        fb_cmd_error ("mount: %s is a stale FUSE mount whose daemon is gone; unmount it with 'fusermount3 -u %s'", arg,
+                      arg);
       else
         fb_cmd_error ("mount: can't use the mount point %s: %s", arg, g_strerror (err));
       return NULL;
@@ -115,8 +115,8 @@ check_mountpoint (const char *arg)
       fb_cmd_error ("mount: can't resolve the mount point %s: %s", arg, g_strerror (errno));
       return NULL;
     }
-  if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)
-      && strcmp (real, "/") != 0)
+  if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
+      strcmp (real, "/") != 0)
     {
       g_autofree char *type = mounted_type (real);
       fb_cmd_error ("mount: %s is busy: a %s filesystem is already mounted there; unmount it first "
@@ -411,8 +411,8 @@ wait_ready (int fd, pid_t child, const MountArgs *a)
       printf ("fusebox: %s shows / through the policy %s (daemon pid %d)\n"
               "fusebox: run directory %s\nfusebox: access log %s\n"
               "fusebox: stop it with 'fusermount3 -u %s' or 'kill %d'\n",
-              a->mountpoint, fb_policy_get_origin (a->policy), (int) child, a->run_dir, a->log_path, a->mountpoint,
-              (int) child);
+              a->mountpoint, fb_policy_get_origin (a->policy), (int)child, a->run_dir, a->log_path, a->mountpoint,
+              (int)child);
       g_string_free (msg, TRUE);
       return FB_EXIT_OK;
     }
@@ -438,8 +438,8 @@ fb_cmd_mount (int argc, char **argv)
   gboolean foreground = FALSE;
   double cache_timeout = 2.0;
   const GOptionEntry entries[] = {
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy_arg, "The policy: a file, or builtin:NAME (default builtin:default)",
-      "FILE|builtin:NAME" },
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy_arg,
+      "The policy: a file, or builtin:NAME (default builtin:default)", "FILE|builtin:NAME" },
     { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &workspace_arg,
       "Directory that ${WORKSPACE} stands for (default: the current directory)", "DIR" },
     { "log", 'l', 0, G_OPTION_ARG_FILENAME, &log_arg,
@@ -528,7 +528,8 @@ fb_cmd_mount (int argc, char **argv)
     if (json != NULL)
       g_file_set_contents_full (path, json, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, NULL);
   }
-  log_path = log_arg != NULL ? g_canonicalize_filename (log_arg, NULL) : g_build_filename (run_dir, "access.jsonl", NULL);
+  log_path =
+    log_arg != NULL ? g_canonicalize_filename (log_arg, NULL) : g_build_filename (run_dir, "access.jsonl", NULL);
 
   a.policy = policy;
   a.level = level;

@@ -14,11 +14,12 @@ static const char *const accesses[] = { "write", "read", "deny", "hide" };
 static char *
 table_policy (void)
 {
-  GString *s = g_string_new ("{ \"version\": 1,\n"
-                             "  \"protected_names\": { \".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"hide\" },\n"
-                             "  \"rules\": [\n"
-                             "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
-                             "  { \"path\": \"@H@/t\", \"access\": \"write\", \"why\": \"table\" }");
+  GString *s =
+    g_string_new ("{ \"version\": 1,\n"
+                  "  \"protected_names\": { \".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"hide\" },\n"
+                  "  \"rules\": [\n"
+                  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+                  "  { \"path\": \"@H@/t\", \"access\": \"write\", \"why\": \"table\" }");
   for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
     {
       static const char *const objs[][2] = { { "f", "file" }, { "s", "dir" }, { "l", "link" }, { "new", "new" } };
@@ -142,93 +143,93 @@ run_op (MFx *fx, Op op, const char *a)
   errno = 0;
   switch (op)
     {
-    case OP_STAT:
-      return err_of (lstat (f, &st));
-    case OP_READ:
-      fd = open (f, O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        return errno;
-      assert_int_equal (read (fd, buf, sizeof buf), 16);
-      close (fd);
-      return 0;
-    case OP_OPEN_WRITE:
-      fd = open (f, O_WRONLY | O_TRUNC | O_CLOEXEC);
-      if (fd < 0)
-        return errno;
-      close (fd);
-      return 0;
-    case OP_CHMOD:
-      return err_of (chmod (f, 0600));
-    case OP_TRUNCATE:
-      return err_of (truncate (f, 3));
-    case OP_UTIMENS:
-      return err_of (utimensat (AT_FDCWD, f, ts, AT_SYMLINK_NOFOLLOW));
-    case OP_SETXATTR:
-      return err_of (lsetxattr (f, "user.n", "1", 1, 0));
-    case OP_GETXATTR:
-      return err_of (lgetxattr (f, "user.t", buf, sizeof buf));
-    case OP_REMOVEXATTR:
-      return err_of (lremovexattr (f, "user.t"));
-    case OP_UNLINK:
-      return err_of (unlink (f));
-    case OP_RENAME_AWAY:
-      return err_of (rename (f, moved));
-    case OP_RENAME_ONTO:
-      return err_of (rename (x, nw));
-    case OP_EXCHANGE:
-      return err_of (renameat2 (AT_FDCWD, x, AT_FDCWD, f, RENAME_EXCHANGE));
-    case OP_LINK_AWAY:
-      return err_of (link (f, lnk));
-    case OP_LINK_ONTO:
-      return err_of (link (x, nw));
-    case OP_CREATE:
-      fd = open (nw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd < 0)
-        return errno;
-      assert_int_equal (write (fd, "x", 1), 1);
-      close (fd);
-      return 0;
-    case OP_MKDIR:
-      return err_of (mkdir (nw, 0755));
-    case OP_SYMLINK:
-      return err_of (symlink ("f", nw));
-    case OP_MKFIFO:
-      return err_of (mkfifo (nw, 0644));
-    case OP_READDIR:
-      {
-        DIR *dp = opendir (s);
-        struct dirent *de;
-        guint n = 0;
-        if (dp == NULL)
+      case OP_STAT:
+        return err_of (lstat (f, &st));
+      case OP_READ:
+        fd = open (f, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
           return errno;
-        errno = 0;
-        while ((de = readdir (dp)) != NULL)
-          n++;
-        e = errno;
-        closedir (dp);
-        /* the kernel may open a directory without asking the view (no
-         * OPENDIR): the refusal then comes with the first readdir */
-        if (e != 0)
-          return e;
-        assert_int_equal (n, 2);
+        assert_int_equal (read (fd, buf, sizeof buf), 16);
+        close (fd);
         return 0;
-      }
-    case OP_RMDIR:
-      return err_of (rmdir (s));
-    case OP_MKDIR_IN:
-      {
-        g_autofree char *sub = g_build_filename (s, "sub", NULL);
-        return err_of (mkdir (sub, 0755));
-      }
-    case OP_READLINK:
-      {
-        ssize_t n = readlink (l, buf, sizeof buf);
-        if (n < 0)
+      case OP_OPEN_WRITE:
+        fd = open (f, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0)
           return errno;
-        assert_int_equal (n, 1);
-        assert_int_equal (buf[0], 'f');
+        close (fd);
         return 0;
-      }
+      case OP_CHMOD:
+        return err_of (chmod (f, 0600));
+      case OP_TRUNCATE:
+        return err_of (truncate (f, 3));
+      case OP_UTIMENS:
+        return err_of (utimensat (AT_FDCWD, f, ts, AT_SYMLINK_NOFOLLOW));
+      case OP_SETXATTR:
+        return err_of (lsetxattr (f, "user.n", "1", 1, 0));
+      case OP_GETXATTR:
+        return err_of (lgetxattr (f, "user.t", buf, sizeof buf));
+      case OP_REMOVEXATTR:
+        return err_of (lremovexattr (f, "user.t"));
+      case OP_UNLINK:
+        return err_of (unlink (f));
+      case OP_RENAME_AWAY:
+        return err_of (rename (f, moved));
+      case OP_RENAME_ONTO:
+        return err_of (rename (x, nw));
+      case OP_EXCHANGE:
+        return err_of (renameat2 (AT_FDCWD, x, AT_FDCWD, f, RENAME_EXCHANGE));
+      case OP_LINK_AWAY:
+        return err_of (link (f, lnk));
+      case OP_LINK_ONTO:
+        return err_of (link (x, nw));
+      case OP_CREATE:
+        fd = open (nw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+          return errno;
+        assert_int_equal (write (fd, "x", 1), 1);
+        close (fd);
+        return 0;
+      case OP_MKDIR:
+        return err_of (mkdir (nw, 0755));
+      case OP_SYMLINK:
+        return err_of (symlink ("f", nw));
+      case OP_MKFIFO:
+        return err_of (mkfifo (nw, 0644));
+      case OP_READDIR:
+        {
+          DIR *dp = opendir (s);
+          struct dirent *de;
+          guint n = 0;
+          if (dp == NULL)
+            return errno;
+          errno = 0;
+          while ((de = readdir (dp)) != NULL)
+            n++;
+          e = errno;
+          closedir (dp);
+          /* the kernel may open a directory without asking the view (no
+           * OPENDIR): the refusal then comes with the first readdir */
+          if (e != 0)
+            return e;
+          assert_int_equal (n, 2);
+          return 0;
+        }
+      case OP_RMDIR:
+        return err_of (rmdir (s));
+      case OP_MKDIR_IN:
+        {
+          g_autofree char *sub = g_build_filename (s, "sub", NULL);
+          return err_of (mkdir (sub, 0755));
+        }
+      case OP_READLINK:
+        {
+          ssize_t n = readlink (l, buf, sizeof buf);
+          if (n < 0)
+            return errno;
+          assert_int_equal (n, 1);
+          assert_int_equal (buf[0], 'f');
+          return 0;
+        }
     }
   return EINVAL;
 }
@@ -291,7 +292,7 @@ test_default_private (void **state)
   g_autofree char *ws = fx_h (fx, "/ws");
   g_autofree char *in_ws = fx_m (fx, "/ws/made-in-view");
   g_autofree char *tmpfile = NULL;
-  g_autofree char *marker = g_strdup_printf ("fusebox-test-%d", (int) getpid ());
+  g_autofree char *marker = g_strdup_printf ("fusebox-test-%d", (int)getpid ());
   g_autofree char *host_tmp_marker = g_build_filename ("/tmp", marker, NULL);
   g_autofree char *view_tmp_marker = NULL;
   g_autofree char *runs = NULL;
@@ -304,7 +305,7 @@ test_default_private (void **state)
   {
     const char *argv[] = { fusebox_bin (), "mount", "--workspace", ws, "--log", fx->log_path, fx->mnt, NULL };
     g_autofree char *out = NULL, *err = NULL;
-    fx->mount_args = g_strjoinv (" ", (char **) argv);
+    fx->mount_args = g_strjoinv (" ", (char **)argv);
     if (run_cmd (argv, &out, &err) != 0)
       fail_msg ("%s:\n%s%s", fx->mount_args, out, err);
     fx->mounted = true;

@@ -302,7 +302,7 @@ test_ancestor_renames (void **state)
     g_autofree char *secret = fx_m (fx, "/ws/proj/secret");
     assert_errno_is (unlink (secret), EACCES);
     assert_errno_is (rmdir (proj), ENOTEMPTY);
-    (void) plain;
+    (void)plain;
   }
   after = host_sum (fx, "");
   assert_string_equal (before, after);
@@ -375,7 +375,7 @@ test_fifo_does_not_hang (void **state)
 static long
 vm_rss_kb (pid_t pid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int) pid);
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int)pid);
   g_autofree char *text = NULL;
   const char *p;
 

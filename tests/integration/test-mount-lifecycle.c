@@ -127,8 +127,8 @@ spawn_foreground (MFx *fx, int *ret_stdout)
   GPid pid;
 
   write_policy (fx);
-  fx->mount_args = g_strjoinv (" ", (char **) argv);
-  if (!g_spawn_async_with_pipes (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
+  fx->mount_args = g_strjoinv (" ", (char **)argv);
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
                                  ret_stdout, NULL, &error))
     fail_msg ("%s", error->message);
   /* it prints the access log's path once the mount works */
@@ -258,7 +258,7 @@ test_default_run_dir (void **state)
 
   write_policy (fx);
   host_write (fx, "/ws/f", "hello\n");
-  fx->mount_args = g_strjoinv (" ", (char **) argv_tmpl);
+  fx->mount_args = g_strjoinv (" ", (char **)argv_tmpl);
   assert_int_equal (run_cmd (argv_tmpl, &out, &err), 0);
   fx->mounted = true;
   fx->daemon = atoi (strstr (out, "daemon pid ") + strlen ("daemon pid "));

@@ -152,7 +152,7 @@ assert_host_readable (MFx *fx, const char *rel)
 static G_GNUC_UNUSED int
 cmp_names (gconstpointer a, gconstpointer b)
 {
-  return strcmp (*(char *const *) a, *(char *const *) b);
+  return strcmp (*(char *const *)a, *(char *const *)b);
 }
 
 static G_GNUC_UNUSED void
@@ -163,22 +163,22 @@ sum_tree (GChecksum *sum, const char *path, const char *rel)
 
   if (lstat (path, &st) < 0)
     return;
-  g_checksum_update (sum, (const guchar *) rel, -1);
-  g_snprintf (buf, sizeof buf, "|%o|%u|%u|%lld|%lld.%09ld|", st.st_mode, st.st_uid, st.st_gid,
-              (long long) st.st_size, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-  g_checksum_update (sum, (const guchar *) buf, -1);
+  g_checksum_update (sum, (const guchar *)rel, -1);
+  g_snprintf (buf, sizeof buf, "|%o|%u|%u|%lld|%lld.%09ld|", st.st_mode, st.st_uid, st.st_gid, (long long)st.st_size,
+              (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  g_checksum_update (sum, (const guchar *)buf, -1);
   if (S_ISREG (st.st_mode))
     {
       g_autofree char *data = NULL;
       gsize len = 0;
       if (g_file_get_contents (path, &data, &len, NULL))
-        g_checksum_update (sum, (const guchar *) data, len);
+        g_checksum_update (sum, (const guchar *)data, len);
     }
   else if (S_ISLNK (st.st_mode))
     {
       ssize_t n = readlink (path, buf, sizeof buf - 1);
       if (n >= 0)
-        g_checksum_update (sum, (const guchar *) buf, n);
+        g_checksum_update (sum, (const guchar *)buf, n);
     }
   if (!S_ISLNK (st.st_mode) && !S_ISFIFO (st.st_mode))
     {
@@ -187,9 +187,9 @@ sum_tree (GChecksum *sum, const char *path, const char *rel)
         {
           char val[1024];
           ssize_t m = getxattr (path, buf + i, val, sizeof val);
-          g_checksum_update (sum, (const guchar *) (buf + i), -1);
+          g_checksum_update (sum, (const guchar *)(buf + i), -1);
           if (m > 0)
-            g_checksum_update (sum, (const guchar *) val, m);
+            g_checksum_update (sum, (const guchar *)val, m);
         }
     }
   if (S_ISDIR (st.st_mode))
@@ -202,8 +202,8 @@ sum_tree (GChecksum *sum, const char *path, const char *rel)
       g_ptr_array_sort (names, cmp_names);
       for (guint i = 0; i < names->len; i++)
         {
-          g_autofree char *child = g_build_filename (path, (char *) names->pdata[i], NULL);
-          g_autofree char *crel = g_build_filename (rel, (char *) names->pdata[i], NULL);
+          g_autofree char *child = g_build_filename (path, (char *)names->pdata[i], NULL);
+          g_autofree char *crel = g_build_filename (rel, (char *)names->pdata[i], NULL);
           sum_tree (sum, child, crel);
         }
     }
@@ -241,7 +241,7 @@ pid_alive (pid_t pid)
   if (pid <= 0 || kill (pid, 0) < 0)
     return false;
   /* a zombie is dead for our purposes */
-  g_snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+  g_snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
   if (g_file_get_contents (path, &stat, NULL, NULL))
     {
       const char *p = strrchr (stat, ')');
@@ -253,19 +253,19 @@ pid_alive (pid_t pid)
 
 /* Wait (a bounded number of 10 ms steps) for COND; this is a wait for an
  * event, not a timing assertion: the bound only stops a hung test. */
-#define WAIT_FOR(cond, steps)                                                                                         \
-  ({                                                                                                                  \
-    bool ok_ = false;                                                                                                 \
-    for (int i_ = 0; i_ < (steps); i_++)                                                                              \
-      {                                                                                                               \
-        if (cond)                                                                                                     \
-          {                                                                                                           \
-            ok_ = true;                                                                                               \
-            break;                                                                                                    \
-          }                                                                                                           \
-        g_usleep (10 * 1000);                                                                                         \
-      }                                                                                                               \
-    ok_;                                                                                                              \
+#define WAIT_FOR(cond, steps)                                                                                          \
+  ({                                                                                                                   \
+    bool ok_ = false;                                                                                                  \
+    for (int i_ = 0; i_ < (steps); i_++)                                                                               \
+      {                                                                                                                \
+        if (cond)                                                                                                      \
+          {                                                                                                            \
+            ok_ = true;                                                                                                \
+            break;                                                                                                     \
+          }                                                                                                            \
+        g_usleep (10 * 1000);                                                                                          \
+      }                                                                                                                \
+    ok_;                                                                                                               \
   })
 
 static G_GNUC_UNUSED int
@@ -274,7 +274,7 @@ run_cmd (const char *const *argv, char **ret_out, char **ret_err)
   g_autoptr (GError) error = NULL;
   int status = 0;
 
-  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, ret_out, ret_err, &status, &error))
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, ret_out, ret_err, &status, &error))
     fail_msg ("spawn %s: %s", argv[0], error->message);
   if (WIFEXITED (status))
     return WEXITSTATUS (status);
@@ -320,28 +320,28 @@ mfx_mount (MFx *fx, const char *template, ...)
   g_string_replace (text, "@H@", fx->host, 0);
   if (!g_file_set_contents (fx->policy_path, text->str, -1, &error))
     fail_msg ("%s", error->message);
-  g_ptr_array_add (argv, (char *) fusebox_bin ());
-  g_ptr_array_add (argv, (char *) "mount");
-  g_ptr_array_add (argv, (char *) "--policy");
+  g_ptr_array_add (argv, (char *)fusebox_bin ());
+  g_ptr_array_add (argv, (char *)"mount");
+  g_ptr_array_add (argv, (char *)"--policy");
   g_ptr_array_add (argv, fx->policy_path);
-  g_ptr_array_add (argv, (char *) "--log");
+  g_ptr_array_add (argv, (char *)"--log");
   g_ptr_array_add (argv, fx->log_path);
   va_start (ap, template);
   while ((arg = va_arg (ap, const char *)) != NULL)
-    g_ptr_array_add (argv, (char *) arg);
+    g_ptr_array_add (argv, (char *)arg);
   va_end (ap);
   g_ptr_array_add (argv, fx->mnt);
   g_ptr_array_add (argv, NULL);
   g_free (fx->mount_args);
-  fx->mount_args = g_strjoinv (" ", (char **) argv->pdata);
-  status = run_cmd ((const char *const *) argv->pdata, &out, &err);
+  fx->mount_args = g_strjoinv (" ", (char **)argv->pdata);
+  status = run_cmd ((const char *const *)argv->pdata, &out, &err);
   if (status != 0)
     fail_msg ("%s failed (%d):\n%s%s", fx->mount_args, status, out, err);
   fx->mounted = true;
   pidstr = strstr (out, "daemon pid ");
   if (pidstr == NULL)
     fail_msg ("no daemon pid in the output of %s:\n%s", fx->mount_args, out);
-  fx->daemon = (pid_t) atoi (pidstr + strlen ("daemon pid "));
+  fx->daemon = (pid_t)atoi (pidstr + strlen ("daemon pid "));
   assert_true (is_mounted (fx->mnt));
 }
 
@@ -410,8 +410,8 @@ mfx_free (MFx *fx, bool failed)
     fprintf (stderr,
              "reproduce: %s (the host tree, policy and log are kept in %s; repeat the failing step of %s there)\n"
              "   or rerun this test alone: FUSEBOX_BIN=%s FB_TEST_ONLY=%s %s\n",
-             fx->mount_args != NULL ? fx->mount_args : "(nothing was mounted)", fx->tmp, fx->test_name,
-             fusebox_bin (), fx->test_name, g_get_prgname () != NULL ? g_get_prgname () : "the test program");
+             fx->mount_args != NULL ? fx->mount_args : "(nothing was mounted)", fx->tmp, fx->test_name, fusebox_bin (),
+             fx->test_name, g_get_prgname () != NULL ? g_get_prgname () : "the test program");
   /* never descend into a mount that is somehow still there */
   else if (!is_mounted (fx->mnt))
     mfx_rm_rf (fx->tmp);
@@ -454,9 +454,9 @@ mfx_teardown (void **state)
   return 0;
 }
 
-#define MFX_BEGIN(state)                                                                                              \
-  MState *ms_ = *(state);                                                                                             \
-  MFx *fx = ms_->fx;                                                                                                  \
+#define MFX_BEGIN(state)                                                                                               \
+  MState *ms_ = *(state);                                                                                              \
+  MFx *fx = ms_->fx;                                                                                                   \
   fx->test_name = __func__
 #define MFX_PASS() (ms_->passed = true)
 
@@ -471,15 +471,15 @@ mfx_filter_tests (const char *argv0)
     cmocka_set_test_filter (only);
 }
 
-#define assert_errno_is(expr, expected)                                                                               \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      errno = 0;                                                                                                      \
-      long r_ = (long) (expr);                                                                                        \
-      int e_ = (expected);                                                                                            \
-      int got_ = r_ < 0 ? errno : 0;                                                                                  \
-      if (got_ != e_)                                                                                                 \
-        fail_msg ("%s: got %s, expected %s", #expr, got_ ? g_strerror (got_) : "success",                          \
-                  e_ ? g_strerror (e_) : "success");                                                                  \
-    }                                                                                                                 \
+#define assert_errno_is(expr, expected)                                                                                \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      errno = 0;                                                                                                       \
+      long r_ = (long)(expr);                                                                                          \
+      int e_ = (expected);                                                                                             \
+      int got_ = r_ < 0 ? errno : 0;                                                                                   \
+      if (got_ != e_)                                                                                                  \
+        fail_msg ("%s: got %s, expected %s", #expr, got_ ? g_strerror (got_) : "success",                              \
+                  e_ ? g_strerror (e_) : "success");                                                                   \
+    }                                                                                                                  \
   while (0)

@@ -19,7 +19,8 @@ static const char policy_text[] =
   "  { \"path\": \"@H@/dmix\", \"access\": \"deny\", \"why\": \"dmix denied\" },\n"
   "  { \"path\": \"@H@/dmix/open\", \"access\": \"read\", \"why\": \"dmix open\" },\n"
   "  { \"path\": \"@H@/priv\", \"access\": \"write\", \"source\": \"private\", \"why\": \"private\" },\n"
-  "  { \"path\": \"@H@/priv/a/b/ws\", \"access\": \"write\", \"source\": \"@T@/elsewhere\", \"why\": \"ws elsewhere\" },\n"
+  "  { \"path\": \"@H@/priv/a/b/ws\", \"access\": \"write\", \"source\": \"@T@/elsewhere\", \"why\": \"ws elsewhere\" "
+  "},\n"
   "  { \"path\": \"@H@/big\", \"access\": \"write\", \"why\": \"big\" },\n"
   "  { \"path\": \"@H@/denied-dir\", \"access\": \"deny\", \"why\": \"denied dir\" },\n"
   "  { \"glob\": \"@H@/big/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" } ] }\n";
@@ -75,7 +76,7 @@ list_dir (Fx *fx, const char *rel, guint limit, bool plus)
   Collect c = { 0 };
 
   c.names = g_ptr_array_new_with_free_func (g_free);
-  c.nodes = g_ptr_array_new_with_free_func ((GDestroyNotify) fb_view_node_unref);
+  c.nodes = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
   c.limit = limit;
   assert_errno (fb_view_opendir (fx->view, &fx->caller, node, &dir, NULL), 0);
   for (;;)
@@ -88,7 +89,7 @@ list_dir (Fx *fx, const char *rel, guint limit, bool plus)
     }
   fb_view_releasedir (fx->view, dir);
   g_ptr_array_unref (c.nodes);
-  g_ptr_array_sort (c.names, (GCompareFunc) (void *) cmp_names);
+  g_ptr_array_sort (c.names, (GCompareFunc)(void *)cmp_names);
   return c.names;
 }
 
@@ -102,7 +103,7 @@ list_at (Fx *fx, const char *rel, guint limit, bool plus, int *ret_err)
 
   *ret_err = 0;
   c.names = g_ptr_array_new_with_free_func (g_free);
-  c.nodes = g_ptr_array_new_with_free_func ((GDestroyNotify) fb_view_node_unref);
+  c.nodes = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
   c.limit = limit;
   for (;;)
     {
@@ -119,7 +120,7 @@ list_at (Fx *fx, const char *rel, guint limit, bool plus, int *ret_err)
         break;
     }
   g_ptr_array_unref (c.nodes);
-  g_ptr_array_sort (c.names, (GCompareFunc) (void *) cmp_names);
+  g_ptr_array_sort (c.names, (GCompareFunc)(void *)cmp_names);
   return c.names;
 }
 
@@ -127,7 +128,7 @@ static char *
 names_of (GPtrArray *names)
 {
   g_ptr_array_add (names, NULL);
-  return g_strjoinv (",", (char **) names->pdata);
+  return g_strjoinv (",", (char **)names->pdata);
 }
 
 static void
@@ -302,7 +303,7 @@ test_readdir_resume (void **state)
   assert_int_equal (names->len, visible + 2);
   for (guint i = 1; i < names->len; i++)
     if (strcmp (names->pdata[i - 1], names->pdata[i]) == 0)
-      fail_msg ("%s listed twice", (char *) names->pdata[i]);
+      fail_msg ("%s listed twice", (char *)names->pdata[i]);
   for (guint i = 0; i < names->len; i++)
     assert_false (g_str_has_prefix (names->pdata[i], "hidden-"));
   /* with attributes (readdirplus), the same names, and a node each */

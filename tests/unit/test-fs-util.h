@@ -54,7 +54,7 @@ test_event_free (gpointer p)
 static G_GNUC_UNUSED void
 test_sink_push (FbAccessSink *sink, const FbAccessEvent *ev)
 {
-  TestSink *ts = (TestSink *) sink;
+  TestSink *ts = (TestSink *)sink;
   TestEvent *e = g_new0 (TestEvent, 1);
 
   /* The contract: rule is never NULL for a decided access. */
@@ -146,7 +146,7 @@ read_host (Fx *fx, const char *rel)
 static G_GNUC_UNUSED int
 cmp_names (gconstpointer a, gconstpointer b)
 {
-  return strcmp (*(char *const *) a, *(char *const *) b);
+  return strcmp (*(char *const *)a, *(char *const *)b);
 }
 
 /* A digest of everything an operation could change under PATH: names,
@@ -160,10 +160,10 @@ sum_one (GChecksum *sum, const char *path, const char *rel)
 
   if (lstat (path, &st) < 0)
     return -1;
-  g_checksum_update (sum, (const guchar *) rel, -1);
-  g_snprintf (buf, sizeof buf, "|%o|%u|%u|%lld|%lld.%09ld|", st.st_mode, st.st_uid, st.st_gid,
-              (long long) st.st_size, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-  g_checksum_update (sum, (const guchar *) buf, -1);
+  g_checksum_update (sum, (const guchar *)rel, -1);
+  g_snprintf (buf, sizeof buf, "|%o|%u|%u|%lld|%lld.%09ld|", st.st_mode, st.st_uid, st.st_gid, (long long)st.st_size,
+              (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  g_checksum_update (sum, (const guchar *)buf, -1);
   if (g_getenv ("FB_TEST_DUMP_SUM") != NULL)
     g_printerr ("sum: %s %s\n", rel, buf);
   if (S_ISREG (st.st_mode))
@@ -171,13 +171,13 @@ sum_one (GChecksum *sum, const char *path, const char *rel)
       g_autofree char *data = NULL;
       gsize len = 0;
       if (g_file_get_contents (path, &data, &len, NULL))
-        g_checksum_update (sum, (const guchar *) data, len);
+        g_checksum_update (sum, (const guchar *)data, len);
     }
   else if (S_ISLNK (st.st_mode))
     {
       ssize_t n = readlink (path, buf, sizeof buf - 1);
       if (n >= 0)
-        g_checksum_update (sum, (const guchar *) buf, n);
+        g_checksum_update (sum, (const guchar *)buf, n);
     }
   if (!S_ISLNK (st.st_mode))
     {
@@ -186,9 +186,9 @@ sum_one (GChecksum *sum, const char *path, const char *rel)
         {
           char val[1024];
           ssize_t m = getxattr (path, buf + i, val, sizeof val);
-          g_checksum_update (sum, (const guchar *) (buf + i), -1);
+          g_checksum_update (sum, (const guchar *)(buf + i), -1);
           if (m > 0)
-            g_checksum_update (sum, (const guchar *) val, m);
+            g_checksum_update (sum, (const guchar *)val, m);
         }
     }
   if (S_ISDIR (st.st_mode))
@@ -201,8 +201,8 @@ sum_one (GChecksum *sum, const char *path, const char *rel)
       g_ptr_array_sort (names, cmp_names);
       for (guint i = 0; i < names->len; i++)
         {
-          g_autofree char *child = g_build_filename (path, (char *) names->pdata[i], NULL);
-          g_autofree char *crel = g_build_filename (rel, (char *) names->pdata[i], NULL);
+          g_autofree char *child = g_build_filename (path, (char *)names->pdata[i], NULL);
+          g_autofree char *crel = g_build_filename (rel, (char *)names->pdata[i], NULL);
           sum_one (sum, child, crel);
         }
     }
@@ -216,7 +216,7 @@ tree_sum (Fx *fx, const char *rel)
   g_autoptr (GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
 
   if (sum_one (sum, path, rel) < 0)
-    g_checksum_update (sum, (const guchar *) "missing", -1);
+    g_checksum_update (sum, (const guchar *)"missing", -1);
   return g_strdup (g_checksum_get_string (sum));
 }
 
@@ -271,7 +271,7 @@ fx_start (Fx *fx, const char *template, const char *run_rel, int level)
   fx->policy = fx_load_policy (fx, template, run_rel);
   fb_view_options_init (&options);
   options.sink = &fx->sink.sink;
-  options.log_level = level >= 0 ? (FbLogLevel) level : FB_LOG_LEVEL_ALL;
+  options.log_level = level >= 0 ? (FbLogLevel)level : FB_LOG_LEVEL_ALL;
   assert_int_equal (fb_view_new (fx->policy, &options, &fx->view), 0);
 }
 
@@ -370,13 +370,13 @@ fx_parent (Fx *fx, const char *path, const char **ret_name)
   return fx_node (fx, dir);
 }
 
-#define assert_errno(expr, expected)                                                                                  \
-  do                                                                                                                  \
-    {                                                                                                                 \
-      long r_ = (long) (expr);                                                                                        \
-      long e_ = (long) (expected);                                                                                    \
-      if (!((e_ == 0 && r_ >= 0) || r_ == e_))                                                                        \
-        fail_msg ("%s: got %ld (%s), expected %ld (%s)", #expr, r_, r_ < 0 ? g_strerror ((int) -r_) : "ok", e_,      \
-                  e_ < 0 ? g_strerror ((int) -e_) : "ok");                                                            \
-    }                                                                                                                 \
+#define assert_errno(expr, expected)                                                                                   \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      long r_ = (long)(expr);                                                                                          \
+      long e_ = (long)(expected);                                                                                      \
+      if (!((e_ == 0 && r_ >= 0) || r_ == e_))                                                                         \
+        fail_msg ("%s: got %ld (%s), expected %ld (%s)", #expr, r_, r_ < 0 ? g_strerror ((int)-r_) : "ok", e_,         \
+                  e_ < 0 ? g_strerror ((int)-e_) : "ok");                                                              \
+    }                                                                                                                  \
   while (0)

@@ -117,7 +117,7 @@ static const Row rows[] = {
 static bool
 count_entry (const FbViewDirEntry *e, gpointer data)
 {
-  (*(guint *) data)++;
+  (*(guint *)data)++;
   return true;
 }
 
@@ -139,37 +139,37 @@ run_op (Fx *fx, Op op, const char *a)
 
   switch (op)
     {
-    case OP_RENAME_ONTO:
-      return fb_view_rename (v, c, zone, "x", d, "new", 0);
-    case OP_EXCHANGE:
-      return fb_view_rename (v, c, zone, "x", d, "f", RENAME_EXCHANGE);
-    case OP_LINK_ONTO:
-      {
-        g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
-        return fb_view_link (v, c, x, d, "new", NULL, NULL);
-      }
-    case OP_CREATE:
-      r = fb_view_create (v, c, d, "new", O_WRONLY | O_CREAT | O_EXCL, 0644, &file, NULL, NULL);
-      if (r == 0)
+      case OP_RENAME_ONTO:
+        return fb_view_rename (v, c, zone, "x", d, "new", 0);
+      case OP_EXCHANGE:
+        return fb_view_rename (v, c, zone, "x", d, "f", RENAME_EXCHANGE);
+      case OP_LINK_ONTO:
         {
-          assert_int_equal (fb_view_write (v, file, "x", 1, 0), 1);
-          fb_view_release (v, file);
+          g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
+          return fb_view_link (v, c, x, d, "new", NULL, NULL);
         }
-      return r;
-    case OP_MKDIR:
-      return fb_view_mkdir (v, c, d, "new", 0755, NULL, NULL);
-    case OP_SYMLINK:
-      return fb_view_symlink (v, c, d, "new", "f", NULL, NULL);
-    case OP_MKFIFO:
-      return fb_view_mknod (v, c, d, "new", S_IFIFO | 0644, 0, NULL, NULL);
-    case OP_UNLINK:
-      return fb_view_unlink (v, c, d, "f");
-    case OP_RENAME_AWAY:
-      return fb_view_rename (v, c, d, "f", zone, "moved", 0);
-    case OP_RMDIR:
-      return fb_view_rmdir (v, c, d, "s");
-    default:
-      break;
+      case OP_CREATE:
+        r = fb_view_create (v, c, d, "new", O_WRONLY | O_CREAT | O_EXCL, 0644, &file, NULL, NULL);
+        if (r == 0)
+          {
+            assert_int_equal (fb_view_write (v, file, "x", 1, 0), 1);
+            fb_view_release (v, file);
+          }
+        return r;
+      case OP_MKDIR:
+        return fb_view_mkdir (v, c, d, "new", 0755, NULL, NULL);
+      case OP_SYMLINK:
+        return fb_view_symlink (v, c, d, "new", "f", NULL, NULL);
+      case OP_MKFIFO:
+        return fb_view_mknod (v, c, d, "new", S_IFIFO | 0644, 0, NULL, NULL);
+      case OP_UNLINK:
+        return fb_view_unlink (v, c, d, "f");
+      case OP_RENAME_AWAY:
+        return fb_view_rename (v, c, d, "f", zone, "moved", 0);
+      case OP_RMDIR:
+        return fb_view_rmdir (v, c, d, "s");
+      default:
+        break;
     }
 
   /* the rest act on an object that must first be looked up */
@@ -178,66 +178,66 @@ run_op (Fx *fx, Op op, const char *a)
     return r;
   switch (op)
     {
-    case OP_GETATTR:
-      return fb_view_getattr (v, c, n, &st);
-    case OP_OPEN_READ:
-      r = fb_view_open (v, c, n, O_RDONLY, &file, NULL);
-      if (r == 0)
-        {
-          assert_int_equal (fb_view_read (v, file, buf, sizeof buf, 0), 16);
-          fb_view_release (v, file);
-        }
-      return r;
-    case OP_OPEN_WRITE:
-      r = fb_view_open (v, c, n, O_WRONLY | O_TRUNC, &file, NULL);
-      if (r == 0)
-        fb_view_release (v, file);
-      return r;
-    case OP_CHMOD:
-      sa.valid = FB_VIEW_SET_MODE;
-      sa.mode = 0600;
-      return fb_view_setattr (v, c, n, NULL, &sa, &st);
-    case OP_TRUNCATE:
-      sa.valid = FB_VIEW_SET_SIZE;
-      sa.size = 3;
-      return fb_view_setattr (v, c, n, NULL, &sa, &st);
-    case OP_UTIMENS:
-      sa.valid = FB_VIEW_SET_MTIME | FB_VIEW_SET_ATIME;
-      sa.mtime.tv_sec = sa.atime.tv_sec = 12345;
-      return fb_view_setattr (v, c, n, NULL, &sa, &st);
-    case OP_ACCESS_W:
-      return fb_view_access (v, c, n, W_OK);
-    case OP_SETXATTR:
-      return fb_view_setxattr (v, c, n, "user.n", "1", 1, 0);
-    case OP_GETXATTR:
-      return (int) fb_view_getxattr (v, c, n, "user.t", buf, sizeof buf);
-    case OP_REMOVEXATTR:
-      return fb_view_removexattr (v, c, n, "user.t");
-    case OP_LINK_AWAY:
-      return fb_view_link (v, c, n, zone, "lnk", NULL, NULL);
-    case OP_READDIR:
-      {
-        guint count = 0;
-        r = fb_view_opendir (v, c, n, &file, NULL);
-        if (r < 0)
-          return r;
-        r = fb_view_readdir (v, file, 0, true, count_entry, &count);
-        fb_view_releasedir (v, file);
-        assert_int_equal (count, 2); /* "." and ".." */
-        return r;
-      }
-    case OP_MKDIR_IN:
-      return fb_view_mkdir (v, c, n, "sub", 0755, NULL, NULL);
-    case OP_READLINK:
-      {
-        g_autofree char *text = NULL;
-        r = fb_view_readlink (v, c, n, &text);
+      case OP_GETATTR:
+        return fb_view_getattr (v, c, n, &st);
+      case OP_OPEN_READ:
+        r = fb_view_open (v, c, n, O_RDONLY, &file, NULL);
         if (r == 0)
-          assert_string_equal (text, "f");
+          {
+            assert_int_equal (fb_view_read (v, file, buf, sizeof buf, 0), 16);
+            fb_view_release (v, file);
+          }
         return r;
-      }
-    default:
-      fail ();
+      case OP_OPEN_WRITE:
+        r = fb_view_open (v, c, n, O_WRONLY | O_TRUNC, &file, NULL);
+        if (r == 0)
+          fb_view_release (v, file);
+        return r;
+      case OP_CHMOD:
+        sa.valid = FB_VIEW_SET_MODE;
+        sa.mode = 0600;
+        return fb_view_setattr (v, c, n, NULL, &sa, &st);
+      case OP_TRUNCATE:
+        sa.valid = FB_VIEW_SET_SIZE;
+        sa.size = 3;
+        return fb_view_setattr (v, c, n, NULL, &sa, &st);
+      case OP_UTIMENS:
+        sa.valid = FB_VIEW_SET_MTIME | FB_VIEW_SET_ATIME;
+        sa.mtime.tv_sec = sa.atime.tv_sec = 12345;
+        return fb_view_setattr (v, c, n, NULL, &sa, &st);
+      case OP_ACCESS_W:
+        return fb_view_access (v, c, n, W_OK);
+      case OP_SETXATTR:
+        return fb_view_setxattr (v, c, n, "user.n", "1", 1, 0);
+      case OP_GETXATTR:
+        return (int)fb_view_getxattr (v, c, n, "user.t", buf, sizeof buf);
+      case OP_REMOVEXATTR:
+        return fb_view_removexattr (v, c, n, "user.t");
+      case OP_LINK_AWAY:
+        return fb_view_link (v, c, n, zone, "lnk", NULL, NULL);
+      case OP_READDIR:
+        {
+          guint count = 0;
+          r = fb_view_opendir (v, c, n, &file, NULL);
+          if (r < 0)
+            return r;
+          r = fb_view_readdir (v, file, 0, true, count_entry, &count);
+          fb_view_releasedir (v, file);
+          assert_int_equal (count, 2); /* "." and ".." */
+          return r;
+        }
+      case OP_MKDIR_IN:
+        return fb_view_mkdir (v, c, n, "sub", 0755, NULL, NULL);
+      case OP_READLINK:
+        {
+          g_autofree char *text = NULL;
+          r = fb_view_readlink (v, c, n, &text);
+          if (r == 0)
+            assert_string_equal (text, "f");
+          return r;
+        }
+      default:
+        fail ();
     }
   return -EINVAL;
 }
@@ -371,8 +371,7 @@ test_privilege_refusals (void **state)
   assert_errno (fb_view_setxattr (fx->view, &fx->caller, x, "system.posix_acl_access", "1", 1, 0), -EOPNOTSUPP);
   assert_errno (fb_view_mknod (fx->view, &fx->caller, zone, "null", S_IFCHR | 0666, makedev (1, 3), NULL, NULL),
                 -EPERM);
-  assert_errno (fb_view_mknod (fx->view, &fx->caller, zone, "sda", S_IFBLK | 0666, makedev (8, 0), NULL, NULL),
-                -EPERM);
+  assert_errno (fb_view_mknod (fx->view, &fx->caller, zone, "sda", S_IFBLK | 0666, makedev (8, 0), NULL, NULL), -EPERM);
   assert_errno (fb_view_rename (fx->view, &fx->caller, zone, "x", zone, "y", RENAME_WHITEOUT), -EINVAL);
   after = tree_sum (fx, "host");
   assert_string_equal (before, after);
@@ -394,8 +393,7 @@ test_privilege_refusals (void **state)
   /* mkdir and create strip S_ISUID (and S_ISGID on files) silently */
   {
     g_autoptr (FbViewNode) f = NULL;
-    assert_errno (fb_view_create (fx->view, &fx->caller, zone, "suid", O_WRONLY | O_CREAT, 06755, &file, &f, &st),
-                  0);
+    assert_errno (fb_view_create (fx->view, &fx->caller, zone, "suid", O_WRONLY | O_CREAT, 06755, &file, &f, &st), 0);
     fb_view_release (fx->view, file);
     assert_false (st.st_mode & (S_ISUID | S_ISGID));
   }
@@ -534,7 +532,7 @@ test_act_as_caller (void **state)
 
   if (geteuid () != 0)
     {
-          skip ();
+      skip ();
     }
   make_table_tree (fx);
   host = fx_host (fx, "host/t/zone");
