@@ -187,6 +187,11 @@ op_init (void *userdata, struct fuse_conn_info *conn)
   /* Writes go to the host as they come: the writeback cache would move
    * mtime bookkeeping into the kernel and blur the per-handle byte counts. */
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  /* No splice: with SPLICE_READ libfuse reads every request through a pipe,
+   * one more system call for each small one (lookups, getattr), which is
+   * most of a `find` or `git status`; large writes gain less than that
+   * (write-only opens already skip the FUSE page cache, see op_open). */
+  conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
   /* Directories without OPENDIR/RELEASEDIR: the kernel then keeps each
    * listing cached (until the directory's mtime changes) and a warm `find`
    * or `git status` costs no round trip per directory.  Listings are served

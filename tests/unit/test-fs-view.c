@@ -518,6 +518,60 @@ test_levels (void **state)
   }
 }
 
+/* copy_file_range, fallocate, lseek, fsync and flush go through handles:
+ * the view checks each handle's mode and counts the bytes on both. */
+static void
+test_handle_io (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  g_autoptr (FbViewNode) x = NULL;
+  g_autoptr (FbViewNode) zone = NULL;
+  g_autoptr (FbViewNode) y = NULL;
+  FbViewFile *in = NULL, *out = NULL, *ro = NULL;
+  TestEvent *e;
+  struct stat st;
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, FB_LOG_LEVEL_OPENS);
+  x = fx_node (fx, "/t/zone/x");
+  zone = fx_node (fx, "/t/zone");
+  assert_errno (fb_view_open (fx->view, &fx->caller, x, O_RDONLY, &in, NULL), 0);
+  assert_errno (fb_view_create (fx->view, &fx->caller, zone, "y", O_RDWR | O_CREAT | O_EXCL, 0644, &out, &y, NULL), 0);
+  /* a read-only handle can't be written to, nor be the target of a copy */
+  assert_errno (fb_view_write (fx->view, in, "z", 1, 0), -EBADF);
+  assert_errno (fb_view_copy_file_range (fx->view, out, 0, in, 0, 4, 0), -EBADF);
+  assert_errno (fb_view_copy_file_range (fx->view, in, 0, out, 0, 4, 1), -EINVAL);
+  assert_errno (fb_view_fallocate (fx->view, in, 0, 0, 4096), -EBADF);
+  assert_errno (fb_view_copy_file_range (fx->view, in, 0, out, 0, 10, 0), 10);
+  assert_errno (fb_view_fallocate (fx->view, out, 0, 0, 8192), 0);
+  assert_errno (fb_view_file_fstat (fx->view, out, &st), 0);
+  assert_int_equal (st.st_size, 8192);
+  assert_errno (fb_view_lseek (fx->view, out, 0, SEEK_DATA), 0);
+  assert_errno (fb_view_lseek (fx->view, out, 0, 42), -EINVAL);
+  assert_errno (fb_view_fsync (fx->view, out, true), 0);
+  assert_errno (fb_view_flush (fx->view, out), 0);
+  fx_clear_events (fx);
+  fb_view_release (fx->view, in);
+  fb_view_release (fx->view, out);
+  e = fx_find_event (fx, "close", "/t/zone/x");
+  assert_non_null (e);
+  assert_int_equal (e->bytes_read, 10);
+  assert_int_equal (e->bytes_written, 0);
+  e = fx_find_event (fx, "close", "/t/zone/y");
+  assert_non_null (e);
+  assert_int_equal (e->bytes_written, 10);
+  {
+    g_autofree char *data = read_host (fx, "host/t/zone/y");
+    assert_memory_equal (data, "zone data\n", 10);
+  }
+  /* a read-only path can't even be opened for writing to get a handle */
+  {
+    g_autoptr (FbViewNode) rf = fx_node (fx, "/t/read/f");
+    assert_errno (fb_view_open (fx->view, &fx->caller, rf, O_RDWR, &ro, NULL), -EROFS);
+  }
+}
+
 /* Creating as the caller: a root daemon makes the caller's files. */
 static void
 test_act_as_caller (void **state)
@@ -569,6 +623,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_privilege_refusals, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_close_event_bytes, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_levels, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_handle_io, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_act_as_caller, fx_setup, fx_teardown),
   };
 
