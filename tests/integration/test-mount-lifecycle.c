@@ -242,6 +242,45 @@ test_sigkill (void **state)
   MFX_PASS ();
 }
 
+/* A mount whose daemon is gone (the auto_unmount helper killed first, so
+ * nothing cleans up): `fusebox mount` names it stale and says how to clear
+ * it. */
+static void
+test_stale_mountpoint (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *children = NULL;
+  g_autofree char *err = NULL;
+  struct stat st;
+  int out_fd;
+  GPid pid;
+
+  host_write (fx, "/ws/f", "hello\n");
+  pid = spawn_foreground (fx, &out_fd);
+  {
+    /* fusermount3 stays as the daemon's child to unmount after it */
+    g_autofree char *path = g_strdup_printf ("/proc/%d/task/%d/children", (int)pid, (int)pid);
+    assert_true (g_file_get_contents (path, &children, NULL, NULL));
+  }
+  {
+    g_auto (GStrv) ids = g_strsplit (g_strstrip (children), " ", -1);
+    for (guint i = 0; ids[i] != NULL; i++)
+      if (ids[i][0] != '\0')
+        kill (atoi (ids[i]), SIGKILL);
+  }
+  assert_int_equal (kill (pid, SIGKILL), 0);
+  {
+    g_autofree char *rest = NULL;
+    wait_child (pid, out_fd, &rest);
+  }
+  assert_true (is_mounted (fx->mnt));
+  assert_errno_is (stat (fx->mnt, &st), ENOTCONN);
+  assert_int_equal (mount_expect_fail (fx, fx->mnt, &err), 1);
+  assert_non_null (strstr (err, "stale"));
+  assert_non_null (strstr (err, "fusermount3 -u"));
+  MFX_PASS (); /* teardown unmounts it */
+}
+
 /* Without --log: a new run directory under $XDG_STATE_HOME, printed, with
  * the log and the effective policy in it. */
 static void
@@ -291,6 +330,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_external_fusermount, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_open_file_at_stop, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_sigkill, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_stale_mountpoint, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_default_run_dir, mfx_setup, mfx_teardown),
   };
 
