@@ -139,8 +139,6 @@ struct FbView
   FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
   guint n_nodes;         /* atomic */
 
-  GMutex comm_lock;
-  GHashTable *comm_cache; /* pid -> CommEntry */
 };
 
 /* fs-view.c */

@@ -2,18 +2,15 @@
  *
  * Events are filled on the calling thread and pushed to the sink with no
  * view lock held (the sink may block while its queue is full).  The caller's
- * /proc/PID/comm is read only when an event is really pushed, and cached.
+ * /proc/PID/comm is read only when an event is really pushed.
  */
 #include "fs/fs-private.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/fsuid.h>
-
-typedef struct
-{
-  char comm[32];
-  gint64 when;
-} CommEntry;
 
 /* --- acting as the caller ----------------------------------------------------- */
 
@@ -43,52 +40,36 @@ creds_leave (CallerCreds *saved)
 
 /* --- events ---------------------------------------------------------------- */
 
-static void
-read_comm (pid_t pid, char *buf, gsize size)
-{
-  char path[64];
-  g_autofree char *text = NULL;
-  gsize len = 0;
-
-  buf[0] = '\0';
-  g_snprintf (path, sizeof path, "/proc/%d/comm", (int)pid);
-  if (!g_file_get_contents (path, &text, &len, NULL))
-    return;
-  g_strchomp (text);
-  g_strlcpy (buf, text, size);
-}
-
-/* /proc/PID/comm of the caller, cached per pid for a second (pids are
- * reused), at most FB_VIEW_COMM_CACHE_MAX entries. */
+/* /proc/PID/comm of the caller, read afresh for every event: a cache keyed
+ * by pid would name the program from before an exec (the launcher or a
+ * shell) for the accesses of the program it became, and the auditor wants
+ * the latter.  Only pushed events pay for it (one open/read/close). */
 static void
 caller_comm (FbView *view, pid_t pid, char *buf, gsize size)
 {
-  gint64 now = g_get_monotonic_time ();
-  CommEntry *e;
+  char path[64];
+  ssize_t n;
+  int fd;
 
   buf[0] = '\0';
-  if (pid <= 0)
+  if (pid <= 0 || size < 2)
     return;
-  g_mutex_lock (&view->comm_lock);
-  e = g_hash_table_lookup (view->comm_cache, GINT_TO_POINTER (pid));
-  if (e != NULL && now - e->when < G_USEC_PER_SEC)
+  g_snprintf (path, sizeof path, "/proc/%d/comm", (int)pid);
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return;
+  do
+    n = read (fd, buf, size - 1);
+  while (n < 0 && errno == EINTR);
+  close (fd);
+  if (n <= 0)
     {
-      g_strlcpy (buf, e->comm, size);
-      g_mutex_unlock (&view->comm_lock);
+      buf[0] = '\0';
       return;
     }
-  g_mutex_unlock (&view->comm_lock);
-
-  read_comm (pid, buf, size);
-
-  g_mutex_lock (&view->comm_lock);
-  if (g_hash_table_size (view->comm_cache) >= FB_VIEW_COMM_CACHE_MAX)
-    g_hash_table_remove_all (view->comm_cache);
-  e = g_new0 (CommEntry, 1);
-  g_strlcpy (e->comm, buf, sizeof e->comm);
-  e->when = now;
-  g_hash_table_replace (view->comm_cache, GINT_TO_POINTER (pid), e);
-  g_mutex_unlock (&view->comm_lock);
+  buf[n] = '\0';
+  if (n > 0 && buf[n - 1] == '\n')
+    buf[n - 1] = '\0';
 }
 
 void

@@ -190,7 +190,6 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
   else
     fb_view_options_init (&view->options);
   g_mutex_init (&view->lock);
-  g_mutex_init (&view->comm_lock);
   view->table = g_hash_table_new (node_key_hash, node_key_equal);
   {
     GPtrArray *blank = g_ptr_array_new ();
@@ -203,7 +202,6 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     view->blank_paths = (char **)g_ptr_array_free (blank, FALSE);
     view->options.blank_paths = NULL;
   }
-  view->comm_cache = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
   clock_gettime (CLOCK_REALTIME, &view->started);
   view->can_empty_path_link = 1;
 
@@ -271,10 +269,8 @@ fb_view_unref (FbView *view)
       close (view->mount_fds[i]);
   g_free (view->mount_fds);
   g_hash_table_destroy (view->table);
-  g_hash_table_destroy (view->comm_cache);
   g_strfreev (view->blank_paths);
   g_mutex_clear (&view->lock);
-  g_mutex_clear (&view->comm_lock);
   fb_policy_unref (view->policy);
   g_free (view);
 }

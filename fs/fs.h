@@ -79,8 +79,7 @@
  *   names FB_VIEW_NAME_MAX, view paths FB_VIEW_PATH_MAX (deeper paths get
  *   ENAMETOOLONG), symlink text FB_VIEW_SYMLINK_MAX, read/write sizes
  *   FB_VIEW_IO_MAX, one copy_file_range FB_VIEW_COPY_MAX, xattr names
- *   FB_VIEW_XATTR_NAME_MAX and values/lists FB_VIEW_XATTR_SIZE_MAX, the comm
- *   cache FB_VIEW_COMM_CACHE_MAX entries, a directory listing assembled in
+ *   FB_VIEW_XATTR_NAME_MAX and values/lists FB_VIEW_XATTR_SIZE_MAX, a directory listing assembled in
  *   memory (only for directories with mount points or traversable ones)
  *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
  *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
@@ -115,7 +114,6 @@ G_BEGIN_DECLS
 #define FB_VIEW_COPY_MAX (64 * 1024 * 1024)
 #define FB_VIEW_XATTR_NAME_MAX 255
 #define FB_VIEW_XATTR_SIZE_MAX (64 * 1024)
-#define FB_VIEW_COMM_CACHE_MAX 512
 #define FB_VIEW_DIR_SNAPSHOT_MAX (1024 * 1024)
 #define FB_VIEW_WALK_MAX_LINKS 40
 

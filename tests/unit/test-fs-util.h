@@ -24,7 +24,7 @@
 
 typedef struct
 {
-  char *op, *path, *target, *access, *why;
+  char *op, *path, *target, *access, *why, *comm;
   FbDecision decision;
   int err;
   gint64 bytes_read, bytes_written;
@@ -48,6 +48,7 @@ test_event_free (gpointer p)
   g_free (e->target);
   g_free (e->access);
   g_free (e->why);
+  g_free (e->comm);
   g_free (e);
 }
 
@@ -65,6 +66,7 @@ test_sink_push (FbAccessSink *sink, const FbAccessEvent *ev)
   e->target = g_strdup (ev->target);
   e->access = g_strdup (ev->access);
   e->why = g_strdup (ev->rule->why);
+  e->comm = g_strdup (ev->comm);
   e->decision = ev->decision;
   e->err = ev->err;
   e->bytes_read = ev->bytes_read;

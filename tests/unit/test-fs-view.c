@@ -3,6 +3,11 @@
  * the expected host effect (a checksum of the tree before and after) and the
  * event naming the deciding rule; then names, events and bytes, and the
  * refusals that hold whatever the policy says. */
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "tests/unit/test-fs-util.h"
 
 #include <sys/sysmacros.h>
@@ -614,6 +619,74 @@ test_act_as_caller (void **state)
   }
 }
 
+/* The event names the program the caller runs *now*: after an exec, the
+ * new program's name, not the one from before (a cache keyed by pid got
+ * this wrong and logged sandboxed commands as their launcher). */
+static void
+test_comm_after_exec (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  int go[2];
+  pid_t child;
+  struct stat st;
+  TestEvent *e;
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, FB_LOG_LEVEL_ALL);
+  assert_int_equal (pipe2 (go, O_CLOEXEC), 0);
+  child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      char c;
+      prctl (PR_SET_NAME, "before-exec");
+      if (read (go[0], &c, 1) != 1)
+        _exit (1);
+      execl ("/bin/sleep", "sleep", "30", (char *)NULL);
+      _exit (127);
+    }
+  close (go[0]);
+
+  g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
+  FbViewCaller caller = fx->caller;
+  caller.pid = child;
+  caller.comm = NULL;
+
+  /* before the exec: wait until the child has renamed itself */
+  g_autofree char *comm_path = g_strdup_printf ("/proc/%d/comm", (int)child);
+  for (int i = 0; i < 500; i++)
+    {
+      g_autofree char *c = NULL;
+      if (g_file_get_contents (comm_path, &c, NULL, NULL) && g_str_has_prefix (c, "before-exec"))
+        break;
+      g_usleep (10000);
+    }
+  fx_clear_events (fx);
+  assert_errno (fb_view_getattr (fx->view, &caller, x, &st), 0);
+  e = fx_find_event (fx, "getattr", "/t/zone/x");
+  assert_non_null (e);
+  assert_string_equal (e->comm, "before-exec");
+
+  /* after it */
+  assert_int_equal (write (go[1], "g", 1), 1);
+  close (go[1]);
+  for (int i = 0; i < 500; i++)
+    {
+      g_autofree char *c = NULL;
+      if (g_file_get_contents (comm_path, &c, NULL, NULL) && g_str_has_prefix (c, "sleep"))
+        break;
+      g_usleep (10000);
+    }
+  fx_clear_events (fx);
+  assert_errno (fb_view_getattr (fx->view, &caller, x, &st), 0);
+  e = fx_find_event (fx, "getattr", "/t/zone/x");
+  assert_non_null (e);
+  kill (child, SIGKILL);
+  waitpid (child, NULL, 0);
+  assert_string_equal (e->comm, "sleep");
+}
+
 int
 main (void)
 {
@@ -625,6 +698,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_levels, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_handle_io, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_act_as_caller, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_comm_after_exec, fx_setup, fx_teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
