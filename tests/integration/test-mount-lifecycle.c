@@ -320,12 +320,83 @@ test_default_run_dir (void **state)
   MFX_PASS ();
 }
 
+/* A client killed while it holds a file open leaves a complete log: the
+ * kernel releases its handle, the view logs the close with every byte the
+ * client wrote, and the records are gap-free, one JSON object per line. */
+static void
+test_killed_client (void **state)
+{
+  MFX_BEGIN (state);
+  int ready[2];
+  pid_t client;
+  int status;
+
+  host_write (fx, "/ws/f", "hello\n");
+  mfx_mount (fx, policy_text, NULL);
+  assert_int_equal (pipe2 (ready, O_CLOEXEC), 0);
+  client = fork ();
+  assert_true (client >= 0);
+  if (client == 0)
+    {
+      g_autofree char *p = fx_m (fx, "/ws/big");
+      char block[4096];
+      int fd = open (p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      memset (block, 'x', sizeof block);
+      for (int i = 0; fd >= 0 && i < 3; i++)
+        if (write (fd, block, sizeof block) != (ssize_t)sizeof block)
+          _exit (2);
+      if (fd < 0 || write (ready[1], "r", 1) != 1)
+        _exit (1);
+      for (;;)
+        pause ();
+    }
+  close (ready[1]);
+  {
+    char c;
+    assert_int_equal (read (ready[0], &c, 1), 1);
+  }
+  close (ready[0]);
+  assert_int_equal (kill (client, SIGKILL), 0);
+  assert_int_equal (waitpid (client, &status, 0), client);
+  assert_true (WIFSIGNALED (status));
+  mfx_unmount (fx);
+
+  {
+    g_autofree char *host = fx_h (fx, "/ws/big");
+    struct stat st;
+    assert_int_equal (stat (host, &st), 0);
+    assert_int_equal (st.st_size, 3 * 4096);
+  }
+  g_autofree char *log = mfx_log (fx);
+  g_autofree char *path = fx_h (fx, "/ws/big");
+  g_autofree char *frag = g_strdup_printf ("\"path\":\"%s\"", path);
+  if (!log_has (log, "\"op\":\"close\"", frag, "\"bytes_written\":12288", NULL))
+    fail_msg ("no close record with the 12288 bytes the killed client wrote:\n%s", log);
+  if (!log_has (log, "\"op\":\"create\"", frag, NULL))
+    fail_msg ("no create record for the killed client's file:\n%s", log);
+  /* every line one object, seq 1..N without a gap */
+  g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+  guint64 expect = 1;
+  for (guint i = 0; lines[i] != NULL && lines[i][0] != '\0'; i++)
+    {
+      const char *q = strstr (lines[i], "\"seq\":");
+      if (lines[i][0] != '{' || !g_str_has_suffix (lines[i], "}") || q == NULL)
+        fail_msg ("line %u is not a record: %s", i + 1, lines[i]);
+      if (g_ascii_strtoull (q + strlen ("\"seq\":"), NULL, 10) != expect)
+        fail_msg ("line %u: seq is not %" G_GUINT64_FORMAT ": %s", i + 1, expect, lines[i]);
+      expect++;
+    }
+  assert_true (expect > 2);
+  MFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_bad_mountpoints, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_sigterm, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_killed_client, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_sigint_foreground, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_external_fusermount, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_open_file_at_stop, mfx_setup, mfx_teardown),
