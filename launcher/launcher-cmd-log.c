@@ -153,6 +153,65 @@ want_color (const char *when, gboolean *ret)
   return TRUE;
 }
 
+typedef struct
+{
+  const Filter *filter;
+  gboolean json;
+  gboolean color;
+} Printer;
+
+/* One record, as --json or for people: the same for a file and a server. */
+static void
+print_record (const char *line, JsonObject *object, gpointer user_data)
+{
+  const Printer *p = user_data;
+
+  if (!filter_match (p->filter, object))
+    return;
+  if (p->json)
+    fputs (line, stdout);
+  else
+    {
+      g_autofree char *text = fb_log_record_format (object, p->color);
+
+      fputs (text, stdout);
+    }
+  fputc ('\n', stdout);
+}
+
+/* What log/subscribe's `filter` can do for us (ipc-rpc.c: op, decision,
+ * session, pathPrefix), so that the server sends less.  Everything is still
+ * checked here too: --path also matches a rename's target, which pathPrefix
+ * does not, so it stays local, and --since has no server equivalent. */
+static JsonNode *
+server_filter (const Filter *f)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+
+  if (!f->denied && f->ops->len == 0)
+    return NULL;
+  json_builder_begin_object (b);
+  if (f->denied)
+    {
+      json_builder_set_member_name (b, "decision");
+      json_builder_begin_array (b);
+      json_builder_add_string_value (b, "deny");
+      json_builder_add_string_value (b, "hide");
+      json_builder_add_string_value (b, "readonly");
+      json_builder_end_array (b);
+    }
+  if (f->ops->len > 0)
+    {
+      json_builder_set_member_name (b, "op");
+      json_builder_begin_array (b);
+      for (guint i = 0; i < f->ops->len; i++)
+        json_builder_add_string_value (b, f->ops->pdata[i]);
+      json_builder_end_array (b);
+    }
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
 /* Warnings about the log's integrity: on stderr, never fatal. */
 static void
 warn (GError *error)
@@ -166,6 +225,7 @@ fb_cmd_log (int argc, char **argv)
   gboolean follow = FALSE, json = FALSE, denied = FALSE, color = FALSE;
   g_auto (GStrv) ops = NULL;
   g_autofree char *path = NULL, *since = NULL, *color_when = NULL, *log_path = NULL;
+  g_autofree char *connect = NULL, *token_file = NULL;
   g_auto (GStrv) rest = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (GError) error = NULL;
@@ -183,6 +243,11 @@ fb_cmd_log (int argc, char **argv)
       "Only records at or after TIME: RFC 3339 (no zone: local time) or an age such as 90s, 10m, 2h, 1d, 1w", "TIME" },
     { "color", 0, 0, G_OPTION_ARG_STRING, &color_when, "Colour: auto (a terminal, unless NO_COLOR), always, never",
       "WHEN" },
+    { "connect", 0, 0, G_OPTION_ARG_STRING, &connect,
+      "With --follow: show a live `fusebox serve`'s events (log/subscribe) instead of a file",
+      "ws://HOST:PORT|unix:PATH" },
+    { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
+      "With --connect ws://: the bearer token the server was given with --token-file", "FILE" },
     { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[RUN|FILE]" },
     { NULL },
   };
@@ -190,7 +255,9 @@ fb_cmd_log (int argc, char **argv)
   ctx = g_option_context_new ("- print an access log");
   g_option_context_set_summary (ctx, "RUN is a run id, a run directory or a log file; without it, the newest run.\n"
                                      "For people: one line per record (local time, process[pid], op, path, "
-                                     "decision, errno, the rule's reason),\ncoloured on a terminal.");
+                                     "decision, errno, the rule's reason),\ncoloured on a terminal.\n"
+                                     "--follow --connect URL shows a live `fusebox serve --listen URL` instead, as\n"
+                                     "it happens (filters alike), until Ctrl-C or the server stops (exit 1).");
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &error))
     {
@@ -200,6 +267,25 @@ fb_cmd_log (int argc, char **argv)
   if (rest != NULL && g_strv_length (rest) > 1)
     {
       fb_cmd_error ("log: one RUN or FILE at most, got %u; run 'fusebox log --help'", g_strv_length (rest));
+      return FB_EXIT_USAGE;
+    }
+  if (connect != NULL && !follow)
+    {
+      /* Not an implicit --follow: a server has no past to print, and a
+       * command that would never end without saying so is a surprise. */
+      fb_cmd_error ("log: --connect shows a live server's events and needs --follow; run 'fusebox log --follow "
+                    "--connect %s'",
+                    connect);
+      return FB_EXIT_USAGE;
+    }
+  if (connect != NULL && rest != NULL && rest[0] != NULL)
+    {
+      fb_cmd_error ("log: --connect reads a server, not '%s'; give one of them", rest[0]);
+      return FB_EXIT_USAGE;
+    }
+  if (token_file != NULL && connect == NULL)
+    {
+      fb_cmd_error ("log: --token-file is for --connect ws://...");
       return FB_EXIT_USAGE;
     }
   if (!want_color (color_when, &color))
@@ -246,6 +332,20 @@ fb_cmd_log (int argc, char **argv)
       filter.has_since = TRUE;
     }
 
+  if (connect != NULL)
+    {
+      Printer printer = { &filter, json, color };
+      g_autoptr (JsonNode) sf = server_filter (&filter);
+
+      /* Each event is shown as it arrives, not when a buffer fills. */
+      setvbuf (stdout, NULL, _IOLBF, 0);
+      status = fb_log_connect_follow (connect, token_file, sf, print_record, &printer);
+      if (fflush (stdout) != 0)
+        status = FB_EXIT_FAILURE;
+      filter_clear (&filter);
+      return status;
+    }
+
   log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, &error);
   if (log_path == NULL)
     {
@@ -269,20 +369,11 @@ fb_cmd_log (int argc, char **argv)
       switch (st)
         {
           case FB_LOG_READ_RECORD:
-            if (!filter_match (&filter, rec->object))
-              break;
-            if (json)
-              {
-                fputs (rec->line, stdout);
-                fputc ('\n', stdout);
-              }
-            else
-              {
-                g_autofree char *line = fb_log_record_format (rec->object, color);
+            {
+              Printer printer = { &filter, json, color };
 
-                fputs (line, stdout);
-                fputc ('\n', stdout);
-              }
+              print_record (rec->line, rec->object, &printer);
+            }
             break;
           case FB_LOG_READ_EOF:
             if (!follow)

@@ -29,4 +29,13 @@ int fb_cmd_serve (int argc, char **argv);
 /* Print "fusebox: " + message to stderr (no trailing newline needed). */
 void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 
+/* fusebox log --follow --connect (launcher-cmd-log-connect.c): FUNC gets each
+ * log/event's record (LINE: its JSON as the server logged it); returns the
+ * exit status.  (C11 allows these typedefs to repeat json-glib's.) */
+typedef struct _JsonNode JsonNode;
+typedef struct _JsonObject JsonObject;
+typedef void (*FbLogConnectFunc) (const char *line, JsonObject *record, gpointer user_data);
+int fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server_filter, FbLogConnectFunc func,
+                           gpointer user_data);
+
 G_END_DECLS

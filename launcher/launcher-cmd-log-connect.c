@@ -1,0 +1,610 @@
+/* fusebox log --follow --connect URL — a live server's access events.
+ *
+ * A small JSON-RPC client of `fusebox serve` (ipc-rpc.c): initialize,
+ * initialized, log/subscribe {filter}, then one log/event notification per
+ * access-log record, which the caller prints exactly as a record read from a
+ * file.  Two transports, the server's: a WebSocket (ws://HOST:PORT, libsoup's
+ * client, with a bearer token when the server wants one) and a unix stream
+ * socket with newline-delimited JSON (unix:PATH).
+ *
+ * Single-threaded: everything runs on the default main context of the
+ * `fusebox` process.  SIGINT/SIGTERM are taken by g_unix_signal_add so that
+ * the subscription is ended with log/unsubscribe and the connection closed
+ * normally (exit 0); the server closing the connection is a failure (exit 1),
+ * because the follower can no longer promise it shows every event.
+ *
+ * Bounds: one incoming message is at most FB_RPC_MESSAGE_MAX bytes (the
+ * server's own limit; a longer line or frame ends the connection), and the
+ * token file is read up to TOKEN_FILE_MAX bytes. */
+#include "launcher/launcher-private.h"
+
+#include <glib-unix.h>
+#include <gio/gunixsocketaddress.h>
+#include <libsoup/soup.h>
+#include <signal.h>
+#include <string.h>
+
+#include "ipc/ipc-rpc.h"
+
+#define TOKEN_FILE_MAX 4096
+/* How long an interrupted follower waits for the answer to log/unsubscribe
+ * before it closes anyway: a stopped or wedged server must not keep Ctrl-C
+ * from working. */
+#define UNSUBSCRIBE_WAIT_S 5
+
+enum
+{
+  ID_INITIALIZE = 1,
+  ID_SUBSCRIBE = 2,
+  ID_UNSUBSCRIBE = 3,
+};
+
+typedef enum
+{
+  PHASE_CONNECTING,
+  PHASE_INITIALIZING,
+  PHASE_SUBSCRIBING,
+  PHASE_STREAMING,
+  PHASE_STOPPING,
+  PHASE_DONE,
+} Phase;
+
+typedef struct
+{
+  const char *url;
+  const char *token_file;
+  JsonNode *filter;
+  FbLogConnectFunc func;
+  gpointer user_data;
+
+  GMainLoop *loop;
+  Phase phase;
+  int status;
+  char *subscription_id;
+
+  /* ws:// */
+  SoupSession *session;
+  SoupMessage *msg;
+  SoupWebsocketConnection *ws;
+  gboolean have_token;
+
+  /* unix: */
+  GSocketConnection *conn;
+  GDataInputStream *in;
+  GCancellable *cancel;
+
+  guint stop_timeout; /* PHASE_STOPPING: the bound on waiting for the answer */
+} Client;
+
+static void client_finish (Client *c, int status);
+
+/* --- sending ----------------------------------------------------------------- */
+
+static gboolean
+client_send (Client *c, const char *text)
+{
+  if (c->ws != NULL)
+    {
+      if (soup_websocket_connection_get_state (c->ws) != SOUP_WEBSOCKET_STATE_OPEN)
+        return FALSE;
+      soup_websocket_connection_send_text (c->ws, text);
+      return TRUE;
+    }
+  if (c->conn != NULL)
+    {
+      GOutputStream *out = g_io_stream_get_output_stream (G_IO_STREAM (c->conn));
+      g_autofree char *line = g_strconcat (text, "\n", NULL);
+
+      /* Our messages are a few hundred bytes: a blocking write is as good as
+       * an asynchronous one and keeps their order obvious. */
+      return g_output_stream_write_all (out, line, strlen (line), NULL, NULL, NULL);
+    }
+  return FALSE;
+}
+
+static void
+send_request (Client *c, int id, const char *method, JsonNode *params)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autoptr (JsonNode) root = NULL;
+  g_autofree char *text = NULL;
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "id");
+  json_builder_add_int_value (b, id);
+  json_builder_set_member_name (b, "method");
+  json_builder_add_string_value (b, method);
+  json_builder_set_member_name (b, "params");
+  json_builder_add_value (b, params);
+  json_builder_end_object (b);
+  root = json_builder_get_root (b);
+  text = json_to_string (root, FALSE);
+  if (!client_send (c, text))
+    {
+      fb_cmd_error ("log: could not send %s to %s: the connection is closed", method, c->url);
+      client_finish (c, FB_EXIT_FAILURE);
+    }
+}
+
+static JsonNode *
+object_node (const char *first, ...)
+{
+  JsonObject *o = json_object_new ();
+  JsonNode *n = json_node_new (JSON_NODE_OBJECT);
+  va_list ap;
+
+  va_start (ap, first);
+  for (const char *name = first; name != NULL; name = va_arg (ap, const char *))
+    json_object_set_member (o, name, va_arg (ap, JsonNode *));
+  va_end (ap);
+  json_node_take_object (n, o);
+  return n;
+}
+
+static void
+send_subscribe (Client *c)
+{
+  JsonNode *params = c->filter != NULL ? object_node ("filter", json_node_copy (c->filter), NULL) : object_node (NULL);
+
+  c->phase = PHASE_SUBSCRIBING;
+  send_request (c, ID_SUBSCRIBE, "log/subscribe", params);
+}
+
+/* --- receiving ----------------------------------------------------------------- */
+
+static const char *
+error_message (JsonObject *msg)
+{
+  JsonNode *e = json_object_get_member (msg, "error");
+
+  if (e == NULL || !JSON_NODE_HOLDS_OBJECT (e))
+    return NULL;
+  return json_object_get_string_member_with_default (json_node_get_object (e), "message", "(no message)");
+}
+
+static void
+on_answer (Client *c, gint64 id, JsonObject *msg)
+{
+  const char *err = error_message (msg);
+
+  if (id == ID_INITIALIZE && c->phase == PHASE_INITIALIZING)
+    {
+      if (err != NULL)
+        {
+          fb_cmd_error ("log: %s refused initialize: %s", c->url, err);
+          client_finish (c, FB_EXIT_FAILURE);
+          return;
+        }
+      if (!client_send (c, "{\"method\":\"initialized\",\"params\":{}}"))
+        {
+          client_finish (c, FB_EXIT_FAILURE);
+          return;
+        }
+      send_subscribe (c);
+    }
+  else if (id == ID_SUBSCRIBE && c->phase == PHASE_SUBSCRIBING)
+    {
+      JsonNode *r = json_object_get_member (msg, "result");
+
+      if (err != NULL || r == NULL || !JSON_NODE_HOLDS_OBJECT (r))
+        {
+          fb_cmd_error ("log: %s refused log/subscribe: %s", c->url, err != NULL ? err : "no result");
+          client_finish (c, FB_EXIT_FAILURE);
+          return;
+        }
+      c->subscription_id =
+        g_strdup (json_object_get_string_member_with_default (json_node_get_object (r), "subscriptionId", ""));
+      c->phase = PHASE_STREAMING;
+    }
+  else if (id == ID_UNSUBSCRIBE && c->phase == PHASE_STOPPING)
+    /* Answered, error or not: the server has forgotten us either way. */
+    client_finish (c, FB_EXIT_OK);
+}
+
+/* PARAMS_TEXT: the record's bytes as the server wrote them into its log,
+ * when the message had the server's own shape; otherwise NULL. */
+static void
+on_event (Client *c, JsonObject *msg, const char *params_text)
+{
+  JsonNode *p = json_object_get_member (msg, "params");
+  g_autofree char *owned = NULL;
+
+  if (p == NULL || !JSON_NODE_HOLDS_OBJECT (p))
+    return;
+  if (params_text == NULL)
+    params_text = owned = json_to_string (p, FALSE);
+  c->func (params_text, json_node_get_object (p), c->user_data);
+}
+
+static void
+on_text (Client *c, const char *text, gsize len)
+{
+  /* ipc-rpc.c sends a log/event as this prefix, the log line byte for byte,
+   * and '}': keep those bytes, so that --json prints what the file has. */
+  static const char prefix[] = "{\"method\":\"log/event\",\"params\":";
+  g_autofree char *raw = NULL;
+  g_autoptr (JsonNode) node = NULL;
+  JsonObject *msg;
+  JsonNode *id;
+  const char *method;
+
+  while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+    len--;
+  node = json_from_string (text, NULL);
+  if (node == NULL || !JSON_NODE_HOLDS_OBJECT (node))
+    return;
+  msg = json_node_get_object (node);
+  method = json_object_get_string_member_with_default (msg, "method", NULL);
+  id = json_object_get_member (msg, "id");
+  if (method != NULL && id == NULL)
+    {
+      if (strcmp (method, "log/event") == 0 && c->phase >= PHASE_STREAMING)
+        {
+          if (len > sizeof prefix && strncmp (text, prefix, sizeof prefix - 1) == 0 && text[len - 1] == '}')
+            raw = g_strndup (text + sizeof prefix - 1, len - sizeof prefix);
+          on_event (c, msg, raw);
+        }
+      return;
+    }
+  if (method == NULL && id != NULL && JSON_NODE_HOLDS_VALUE (id) && json_node_get_value_type (id) == G_TYPE_INT64)
+    on_answer (c, json_node_get_int (id), msg);
+}
+
+static void
+on_closed_by_server (Client *c, const char *why)
+{
+  if (c->phase == PHASE_DONE)
+    return;
+  if (c->phase == PHASE_STOPPING)
+    {
+      /* We asked to stop and the server closed first: that is a stop too. */
+      client_finish (c, FB_EXIT_OK);
+      return;
+    }
+  fb_cmd_error ("log: the server at %s went away%s%s; no more events will be shown", c->url, why != NULL ? ": " : "",
+                why != NULL ? why : "");
+  client_finish (c, FB_EXIT_FAILURE);
+}
+
+/* --- ws:// ----------------------------------------------------------------------- */
+
+static void
+on_ws_message (SoupWebsocketConnection *ws, int type, GBytes *message, gpointer user_data)
+{
+  gsize len;
+  const char *data = g_bytes_get_data (message, &len);
+  g_autofree char *text = g_strndup (data, len);
+
+  on_text (user_data, text, strlen (text));
+}
+
+static void
+on_ws_closed (SoupWebsocketConnection *ws, gpointer user_data)
+{
+  Client *c = user_data;
+  g_autofree char *why = NULL;
+  gushort code = soup_websocket_connection_get_close_code (ws);
+  const char *reason = soup_websocket_connection_get_close_data (ws);
+
+  if (code != 0)
+    why = g_strdup_printf ("closed with code %u%s%s", code, reason != NULL && reason[0] != '\0' ? ", " : "",
+                           reason != NULL ? reason : "");
+  on_closed_by_server (c, why);
+}
+
+static void
+on_ws_connected (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+  Client *c = user_data;
+  g_autoptr (GError) error = NULL;
+  guint http = 0;
+
+  c->ws = soup_session_websocket_connect_finish (SOUP_SESSION (source), res, &error);
+  if (c->phase == PHASE_DONE)
+    return;
+  if (c->ws == NULL)
+    {
+      http = soup_message_get_status (c->msg);
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+        client_finish (c, FB_EXIT_OK);
+      else if ((http == SOUP_STATUS_UNAUTHORIZED || http == SOUP_STATUS_FORBIDDEN) && !c->have_token)
+        {
+          fb_cmd_error ("log: %s answered %u %s: the server wants a bearer token; pass --token-file FILE with the "
+                        "token given to `fusebox serve --token-file`",
+                        c->url, http, soup_message_get_reason_phrase (c->msg));
+          client_finish (c, FB_EXIT_FAILURE);
+        }
+      else if (http == SOUP_STATUS_UNAUTHORIZED || http == SOUP_STATUS_FORBIDDEN)
+        {
+          fb_cmd_error ("log: %s answered %u %s: it refused the token in %s; use the file given to `fusebox serve "
+                        "--token-file`",
+                        c->url, http, soup_message_get_reason_phrase (c->msg), c->token_file);
+          client_finish (c, FB_EXIT_FAILURE);
+        }
+      else if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED))
+        {
+          fb_cmd_error ("log: can't connect to %s: connection refused; is `fusebox serve --listen %s` running?", c->url,
+                        c->url);
+          client_finish (c, FB_EXIT_FAILURE);
+        }
+      else
+        {
+          fb_cmd_error ("log: can't connect to %s: %s; is `fusebox serve --listen %s` running there?", c->url,
+                        error->message, c->url);
+          client_finish (c, FB_EXIT_FAILURE);
+        }
+      return;
+    }
+  /* The server's own limit on a message; libsoup's default (128 KiB) would
+   * close the connection on a long path. */
+  soup_websocket_connection_set_max_incoming_payload_size (c->ws, FB_RPC_MESSAGE_MAX);
+  g_signal_connect (c->ws, "message", G_CALLBACK (on_ws_message), c);
+  g_signal_connect (c->ws, "closed", G_CALLBACK (on_ws_closed), c);
+  c->phase = PHASE_INITIALIZING;
+  send_request (c, ID_INITIALIZE, "initialize",
+                object_node ("clientName", json_node_init_string (json_node_alloc (), "fusebox-log"), NULL));
+}
+
+static char *
+read_token (const char *file, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+
+  if (!g_file_get_contents (file, &text, &len, error))
+    return NULL;
+  if (len > TOKEN_FILE_MAX)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s is not a token file (%" G_GSIZE_FORMAT " bytes)", file,
+                   len);
+      return NULL;
+    }
+  g_strstrip (text);
+  if (text[0] == '\0' || strpbrk (text, " \t\r\n") != NULL)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: the token must be one line without spaces", file);
+      return NULL;
+    }
+  return g_steal_pointer (&text);
+}
+
+static gboolean
+start_ws (Client *c)
+{
+  g_autoptr (GError) error = NULL;
+
+  c->msg = soup_message_new ("GET", c->url);
+  if (c->msg == NULL)
+    {
+      fb_cmd_error ("log: --connect %s is not a valid ws:// URL (ws://HOST:PORT)", c->url);
+      return FALSE;
+    }
+  if (c->token_file != NULL)
+    {
+      g_autofree char *token = read_token (c->token_file, &error);
+      g_autofree char *header = NULL;
+
+      if (token == NULL)
+        {
+          fb_cmd_error ("log: --token-file: %s", error->message);
+          return FALSE;
+        }
+      header = g_strconcat ("Bearer ", token, NULL);
+      soup_message_headers_replace (soup_message_get_request_headers (c->msg), "Authorization", header);
+      c->have_token = TRUE;
+    }
+  c->session = soup_session_new ();
+  /* No Origin: the server refuses any request that carries one (a browser). */
+  soup_session_websocket_connect_async (c->session, c->msg, NULL, NULL, G_PRIORITY_DEFAULT, c->cancel, on_ws_connected,
+                                        c);
+  return TRUE;
+}
+
+/* --- unix: ---------------------------------------------------------------------- */
+
+static void on_unix_line (GObject *source, GAsyncResult *res, gpointer user_data);
+
+static void
+read_next_line (Client *c)
+{
+  g_data_input_stream_read_line_async (c->in, G_PRIORITY_DEFAULT, c->cancel, on_unix_line, c);
+}
+
+static void
+on_unix_line (GObject *source, GAsyncResult *res, gpointer user_data)
+{
+  Client *c = user_data;
+  g_autoptr (GError) error = NULL;
+  gsize len = 0;
+  g_autofree char *line = g_data_input_stream_read_line_finish (G_DATA_INPUT_STREAM (source), res, &len, &error);
+
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return;
+  if (line == NULL)
+    {
+      on_closed_by_server (c, error != NULL ? error->message : NULL);
+      return;
+    }
+  if (len > FB_RPC_MESSAGE_MAX)
+    {
+      fb_cmd_error ("log: %s sent a message longer than %d bytes; giving up", c->url, FB_RPC_MESSAGE_MAX);
+      client_finish (c, FB_EXIT_FAILURE);
+      return;
+    }
+  on_text (c, line, len);
+  if (c->phase != PHASE_DONE)
+    read_next_line (c);
+}
+
+static gboolean
+start_unix (Client *c, const char *path)
+{
+  g_autoptr (GSocketClient) sc = g_socket_client_new ();
+  g_autoptr (GSocketAddress) addr = NULL;
+  g_autoptr (GError) error = NULL;
+
+  if (path[0] == '\0')
+    {
+      fb_cmd_error ("log: --connect %s names no socket; use unix:PATH", c->url);
+      return FALSE;
+    }
+  addr = g_unix_socket_address_new (path);
+  /* GSocket creates its sockets with SOCK_CLOEXEC. */
+  c->conn = g_socket_client_connect (sc, G_SOCKET_CONNECTABLE (addr), NULL, &error);
+  if (c->conn == NULL)
+    {
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED) ||
+          g_error_matches (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND))
+        fb_cmd_error ("log: can't connect to %s: %s; is `fusebox serve --listen %s` running?", c->url, error->message,
+                      c->url);
+      else
+        fb_cmd_error ("log: can't connect to %s: %s", c->url, error->message);
+      return FALSE;
+    }
+  c->in = g_data_input_stream_new (g_io_stream_get_input_stream (G_IO_STREAM (c->conn)));
+  g_data_input_stream_set_newline_type (c->in, G_DATA_STREAM_NEWLINE_TYPE_LF);
+  c->phase = PHASE_INITIALIZING;
+  read_next_line (c);
+  send_request (c, ID_INITIALIZE, "initialize",
+                object_node ("clientName", json_node_init_string (json_node_alloc (), "fusebox-log"), NULL));
+  return c->phase != PHASE_DONE;
+}
+
+/* --- stopping ------------------------------------------------------------------- */
+
+static void
+client_finish (Client *c, int status)
+{
+  if (c->phase == PHASE_DONE)
+    return;
+  c->phase = PHASE_DONE;
+  c->status = status;
+  g_main_loop_quit (c->loop);
+}
+
+static gboolean
+on_unsubscribe_timeout (gpointer user_data)
+{
+  Client *c = user_data;
+
+  c->stop_timeout = 0;
+  client_finish (c, FB_EXIT_OK);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_close_limit (gpointer user_data)
+{
+  *(gboolean *)user_data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_signal (gpointer user_data)
+{
+  Client *c = user_data;
+
+  if (c->phase == PHASE_STREAMING && c->subscription_id != NULL)
+    {
+      c->phase = PHASE_STOPPING;
+      send_request (
+        c, ID_UNSUBSCRIBE, "log/unsubscribe",
+        object_node ("subscriptionId", json_node_init_string (json_node_alloc (), c->subscription_id), NULL));
+      c->stop_timeout = g_timeout_add_seconds (UNSUBSCRIBE_WAIT_S, on_unsubscribe_timeout, c);
+    }
+  else
+    client_finish (c, FB_EXIT_OK);
+  return G_SOURCE_CONTINUE;
+}
+
+int
+fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server_filter, FbLogConnectFunc func,
+                       gpointer user_data)
+{
+  Client c = { 0 };
+  guint sigint, sigterm;
+  gboolean started;
+
+  c.url = url;
+  c.token_file = token_file;
+  c.filter = server_filter;
+  c.func = func;
+  c.user_data = user_data;
+  c.loop = g_main_loop_new (NULL, FALSE);
+  c.cancel = g_cancellable_new ();
+  c.phase = PHASE_CONNECTING;
+  c.status = FB_EXIT_OK;
+  /* A closed socket is reported by the read or the close signal, not by a
+   * SIGPIPE that would kill us without a message. */
+  signal (SIGPIPE, SIG_IGN);
+  sigint = g_unix_signal_add (SIGINT, on_signal, &c);
+  sigterm = g_unix_signal_add (SIGTERM, on_signal, &c);
+
+  if (g_str_has_prefix (url, "unix:"))
+    {
+      if (token_file != NULL)
+        {
+          fb_cmd_error ("log: --token-file is for ws:// URLs; a unix socket checks the peer's uid instead");
+          c.status = FB_EXIT_USAGE;
+          started = FALSE;
+        }
+      else
+        {
+          started = start_unix (&c, url + strlen ("unix:"));
+          if (!started && c.phase != PHASE_DONE)
+            c.status = FB_EXIT_FAILURE;
+        }
+    }
+  else if (g_str_has_prefix (url, "ws://") || g_str_has_prefix (url, "wss://"))
+    {
+      started = start_ws (&c);
+      if (!started)
+        c.status = FB_EXIT_FAILURE;
+    }
+  else
+    {
+      fb_cmd_error ("log: --connect takes ws://HOST:PORT or unix:PATH (what `fusebox serve --listen` was given), "
+                    "not '%s'",
+                    url);
+      c.status = FB_EXIT_USAGE;
+      started = FALSE;
+    }
+
+  if (started && c.phase != PHASE_DONE)
+    g_main_loop_run (c.loop);
+
+  g_source_remove (sigint);
+  g_source_remove (sigterm);
+  if (c.stop_timeout != 0)
+    g_source_remove (c.stop_timeout);
+  g_cancellable_cancel (c.cancel);
+  if (c.ws != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (c.ws, &c);
+      if (soup_websocket_connection_get_state (c.ws) == SOUP_WEBSOCKET_STATE_OPEN)
+        {
+          gboolean expired = FALSE;
+          guint limit = g_timeout_add_seconds (UNSUBSCRIBE_WAIT_S, on_close_limit, &expired);
+
+          /* A normal close (1000), and wait (bounded) for the server's close
+           * frame so that it sees a clean end rather than a dropped
+           * connection. */
+          soup_websocket_connection_close (c.ws, SOUP_WEBSOCKET_CLOSE_NORMAL, NULL);
+          while (soup_websocket_connection_get_state (c.ws) != SOUP_WEBSOCKET_STATE_CLOSED && !expired)
+            g_main_context_iteration (NULL, TRUE);
+          if (!expired)
+            g_source_remove (limit);
+        }
+      g_object_unref (c.ws);
+    }
+  if (c.conn != NULL)
+    g_io_stream_close (G_IO_STREAM (c.conn), NULL, NULL);
+  g_clear_object (&c.in);
+  g_clear_object (&c.conn);
+  g_clear_object (&c.msg);
+  g_clear_object (&c.session);
+  g_clear_object (&c.cancel);
+  g_main_loop_unref (c.loop);
+  g_free (c.subscription_id);
+  return c.status;
+}
