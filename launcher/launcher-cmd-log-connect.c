@@ -534,9 +534,9 @@ fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server
   c.cancel = g_cancellable_new ();
   c.phase = PHASE_CONNECTING;
   c.status = FB_EXIT_OK;
-  /* A closed socket is reported by the read or the close signal, not by a
-   * SIGPIPE that would kill us without a message. */
-  signal (SIGPIPE, SIG_IGN);
+  /* SIGPIPE keeps its default: GSocket sends with MSG_NOSIGNAL, so only a
+   * closed stdout raises it, and that should end us as it ends
+   * `fusebox log --follow FILE | head`. */
   sigint = g_unix_signal_add (SIGINT, on_signal, &c);
   sigterm = g_unix_signal_add (SIGTERM, on_signal, &c);
 
