@@ -32,9 +32,29 @@ typedef struct
   char *policy;
   char *secret;
   char *ping;
+  GArray *children; /* GPid: servers and followers not reaped yet */
 } Fixture;
 
 static Fixture *F;
+
+/* Children are tracked so that a failed test still kills and reaps them in
+ * its teardown, instead of leaving a server behind until the test exits. */
+static void
+track (GPid pid)
+{
+  g_array_append_val (F->children, pid);
+}
+
+static void
+untrack (GPid pid)
+{
+  for (guint i = 0; i < F->children->len; i++)
+    if (g_array_index (F->children, GPid, i) == pid)
+      {
+        g_array_remove_index (F->children, i);
+        return;
+      }
+}
 
 static void
 write_file (const char *path, const char *text)
@@ -77,6 +97,7 @@ server_start (const char *listen, const char *const *args)
   if (!g_spawn_async_with_pipes (NULL, (char **)argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
                                  &s->pid, NULL, &out_fd, NULL, &error))
     fail_msg ("can't start %s: %s", s->command, error->message);
+  track (s->pid);
   for (;;)
     {
       char c;
@@ -90,6 +111,13 @@ server_start (const char *listen, const char *const *args)
   if (s->url[0] == '\0')
     fail_msg ("the server did not print its address; reproduce with: %s", s->command);
   return s;
+}
+
+static int
+server_stop (TestServer *s)
+{
+  untrack (s->pid);
+  return test_server_stop (s);
 }
 
 /* --- clients: ws:// (test-serve-util.h) or unix: (newline-delimited) --------------- */
@@ -251,6 +279,7 @@ follower_start (const char *url, const char *const *extra)
   if (!g_spawn_async_with_pipes (NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
                                  &f->pid, NULL, &f->out_fd, &f->err_fd, &error))
     fail_msg ("can't start %s: %s", f->command, error->message);
+  track (f->pid);
   g_unix_set_fd_nonblocking (f->out_fd, TRUE, NULL);
   g_unix_set_fd_nonblocking (f->err_fd, TRUE, NULL);
   return f;
@@ -296,7 +325,10 @@ follower_wait_exit (Follower *f)
     {
       pid_t p = waitpid (f->pid, &f->status, WNOHANG);
       if (p == f->pid)
-        f->reaped = true;
+        {
+          f->reaped = true;
+          untrack (f->pid);
+        }
       else
         follower_drain (f, 50);
     }
@@ -313,6 +345,7 @@ follower_free (Follower *f)
     {
       kill (f->pid, SIGKILL);
       waitpid (f->pid, &f->status, 0);
+      untrack (f->pid);
     }
   g_spawn_close_pid (f->pid);
   close (f->out_fd);
@@ -406,7 +439,23 @@ setup_group (void **state)
                      "{\"path\":\"${WORKSPACE}/ping.txt\",\"access\":\"deny\",\"why\":\"the test's ping\"}]}");
   F->policy = g_build_filename (F->dir, "policy.json", NULL);
   write_file (F->policy, policy);
+  F->children = g_array_new (FALSE, FALSE, sizeof (GPid));
   *state = F;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  for (guint i = 0; i < F->children->len; i++)
+    {
+      GPid pid = g_array_index (F->children, GPid, i);
+
+      fprintf (stderr, "killing child %d left by a failed test\n", (int)pid);
+      kill (pid, SIGKILL);
+      waitpid (pid, NULL, 0);
+    }
+  g_array_set_size (F->children, 0);
   return 0;
 }
 
@@ -422,6 +471,7 @@ teardown_group (void **state)
   g_free (F->policy);
   g_free (F->secret);
   g_free (F->ping);
+  g_array_unref (F->children);
   g_free (F);
   return 0;
 }
@@ -516,7 +566,7 @@ test_follow_ws (void **state)
 
   assert_true (g_str_has_prefix (server->url, "ws://"));
   check_follow (server);
-  status = test_server_stop (server);
+  status = server_stop (server);
   assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
 
   /* Nobody listens there any more. */
@@ -556,7 +606,7 @@ test_follow_unix (void **state)
   rpc_free (r);
 
   /* The server going away ends the follower with exit 1 and the URL. */
-  status = test_server_stop (server);
+  status = server_stop (server);
   assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
   assert_true (follower_wait_exit (people));
   if (!(WIFEXITED (people->status) && WEXITSTATUS (people->status) == 1))
@@ -615,7 +665,7 @@ test_follow_token (void **state)
   if (!(WIFEXITED (f->status) && WEXITSTATUS (f->status) == 0))
     follower_fail (f, "SIGTERM did not end the follower with exit 0");
   follower_free (f);
-  test_server_stop (server);
+  server_stop (server);
 }
 
 static void
@@ -638,9 +688,9 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_usage),
-    cmocka_unit_test (test_follow_ws),
-    cmocka_unit_test (test_follow_unix),
-    cmocka_unit_test (test_follow_token),
+    cmocka_unit_test_teardown (test_follow_ws, teardown),
+    cmocka_unit_test_teardown (test_follow_unix, teardown),
+    cmocka_unit_test_teardown (test_follow_token, teardown),
   };
 
   signal (SIGPIPE, SIG_IGN);
