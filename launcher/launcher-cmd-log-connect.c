@@ -7,8 +7,9 @@
  * client, with a bearer token when the server wants one) and a unix stream
  * socket with newline-delimited JSON (unix:PATH).
  *
- * Single-threaded: everything runs on the default main context of the
- * `fusebox` process.  SIGINT/SIGTERM are taken by g_unix_signal_add so that
+ * Threads: everything here runs on the default main context of the
+ * `fusebox` process (GLib's own worker thread only relays the signals to
+ * it); nothing is forked.  SIGINT/SIGTERM are taken by g_unix_signal_add so that
  * the subscription is ended with log/unsubscribe and the connection closed
  * normally (exit 0); the server closing the connection is a failure (exit 1),
  * because the follower can no longer promise it shows every event.

@@ -4,7 +4,12 @@
  * truncated last line (a daemon killed mid-write) is a warning and not an
  * error, and seq gaps are reported.  Warnings go to stderr; they don't change
  * the exit status, which is 0 when the log could be read, 1 when it could
- * not (not found, unreadable), 2 for a usage error. */
+ * not (not found, unreadable), 2 for a usage error.
+ *
+ * `fusebox log --follow --connect URL` reads a live server's log/subscribe
+ * instead (launcher-cmd-log-connect.c) and prints through the same filter and
+ * printer: 0 when interrupted, 1 when the server can't be reached or goes
+ * away. */
 #include "launcher/launcher-private.h"
 
 #include <stdio.h>
