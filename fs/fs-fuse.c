@@ -100,15 +100,55 @@ fi_file (struct fuse_file_info *fi)
   return (FbViewFile *)(uintptr_t)fi->fh;
 }
 
+/* --- ids across a user namespace (FbFuseIdMap) ---------------------------- */
+
+uid_t
+fb_fuse_id_map_uid_to_host (const FbFuseIdMap *map, uid_t inside)
+{
+  if (!map->enabled)
+    return inside;
+  return inside == map->inside_uid ? map->host_uid : map->overflow_uid;
+}
+
+gid_t
+fb_fuse_id_map_gid_to_host (const FbFuseIdMap *map, gid_t inside)
+{
+  if (!map->enabled)
+    return inside;
+  return inside == map->inside_gid ? map->host_gid : map->overflow_gid;
+}
+
+void
+fb_fuse_id_map_attr (const FbFuseIdMap *map, struct stat *st)
+{
+  if (!map->enabled)
+    return;
+  st->st_uid = st->st_uid == map->host_uid ? map->inside_uid : map->overflow_uid;
+  st->st_gid = st->st_gid == map->host_gid ? map->inside_gid : map->overflow_gid;
+}
+
+static guint32
+read_overflow_id (const char *path)
+{
+  g_autofree char *text = NULL;
+  guint64 v;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL)
+      || !g_ascii_string_to_unsigned (g_strstrip (text), 10, 0, G_MAXUINT32 - 1, &v, NULL))
+    return 65534;
+  return (guint32) v;
+}
+
 static void
 req_caller (fuse_req_t req, FbViewCaller *caller)
 {
   const struct fuse_ctx *ctx = fuse_req_ctx (req);
+  const FbFuseIdMap *map = &req_fuse (req)->options.id_map;
 
   memset (caller, 0, sizeof *caller);
   caller->pid = ctx->pid;
-  caller->uid = ctx->uid;
-  caller->gid = ctx->gid;
+  caller->uid = fb_fuse_id_map_uid_to_host (map, ctx->uid);
+  caller->gid = fb_fuse_id_map_gid_to_host (map, ctx->gid);
   caller->umask = 0; /* the kernel applied it (no FUSE_CAP_DONT_MASK) */
 }
 
@@ -119,6 +159,7 @@ fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entr
   e->ino = (fuse_ino_t)(uintptr_t)node;
   e->generation = fb_view_node_get_generation (node);
   e->attr = *st;
+  fb_fuse_id_map_attr (&f->options.id_map, &e->attr);
   e->attr_timeout = f->options.attr_timeout;
   e->entry_timeout = f->options.entry_timeout;
 }
@@ -267,7 +308,10 @@ op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
   if (r < 0)
     fuse_reply_err (req, -r);
   else
-    fuse_reply_attr (req, &st, f->options.attr_timeout);
+    {
+      fb_fuse_id_map_attr (&f->options.id_map, &st);
+      fuse_reply_attr (req, &st, f->options.attr_timeout);
+    }
 }
 
 static void
@@ -299,6 +343,13 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
   sa.mode = attr->st_mode;
   sa.uid = attr->st_uid;
   sa.gid = attr->st_gid;
+  if (f->options.id_map.enabled)
+    {
+      /* only the caller's own ids can be named inside; anything else is a
+       * change of owner for the view to refuse */
+      sa.uid = attr->st_uid == f->options.id_map.inside_uid ? f->options.id_map.host_uid : (uid_t) -1;
+      sa.gid = attr->st_gid == f->options.id_map.inside_gid ? f->options.id_map.host_gid : (gid_t) -1;
+    }
   sa.size = attr->st_size;
   sa.atime = attr->st_atim;
   sa.mtime = attr->st_mtim;
@@ -312,7 +363,10 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
   if (r < 0)
     fuse_reply_err (req, -r);
   else
-    fuse_reply_attr (req, &st, f->options.attr_timeout);
+    {
+      fb_fuse_id_map_attr (&f->options.id_map, &st);
+      fuse_reply_attr (req, &st, f->options.attr_timeout);
+    }
 }
 
 static void
@@ -931,6 +985,16 @@ fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
   f->options.fsname = f->fsname;
   if (f->options.max_threads == 0)
     f->options.max_threads = 16;
+  if (f->options.id_map.enabled && f->options.id_map.overflow_uid == 0)
+    f->options.id_map.overflow_uid = read_overflow_id ("/proc/sys/kernel/overflowuid");
+  if (f->options.id_map.enabled && f->options.id_map.overflow_gid == 0)
+    f->options.id_map.overflow_gid = read_overflow_id ("/proc/sys/kernel/overflowgid");
+  /* --uid 65534: "someone else" must still not read as the caller; -1 is
+   * unmapped in every namespace and shows as the overflow id too */
+  if (f->options.id_map.enabled && f->options.id_map.overflow_uid == f->options.id_map.inside_uid)
+    f->options.id_map.overflow_uid = (uid_t) -1;
+  if (f->options.id_map.enabled && f->options.id_map.overflow_gid == f->options.id_map.inside_gid)
+    f->options.id_map.overflow_gid = (gid_t) -1;
   f->root = fb_view_get_root (view);
   g_mutex_init (&f->files_lock);
   f->files = g_hash_table_new (g_direct_hash, g_direct_equal);

@@ -334,6 +334,38 @@ int fb_view_removexattr (FbView *view, const FbViewCaller *caller, FbViewNode *n
 
 typedef struct FbFuse FbFuse;
 
+/* Ids across a user namespace.  A sandbox's FUSE connection belongs to its
+ * user namespace: the kernel puts the caller's ids *in that namespace* in
+ * each request and reads the owners we return in it.  When the namespace
+ * maps the daemon's user to other ids (`fusebox run --uid/--gid`), ids must
+ * be translated both ways, or a request from inside uid 1000 would create
+ * host files owned by host uid 1000 (another user), the caller's own files
+ * would look foreign inside, and a file of host user 1000 would look like
+ * the sandbox user's own (with default_permissions, its owner's rights).
+ * With ENABLED:
+ *  - a request's inside_uid/inside_gid reach the view as host_uid/host_gid
+ *    (act_as_caller then creates as the host user); an id the namespace
+ *    does not map can't come from inside, and becomes the overflow id;
+ *  - returned attributes show host_uid/host_gid as inside_uid/inside_gid
+ *    and every other owner as overflow_uid/overflow_gid, as the kernel shows
+ *    an unmapped id: the only ids the namespace maps are the caller's;
+ *  - a chown's inside ids are translated like a request's, any other id
+ *    becomes (uid_t) -1 so the view sees a change of owner and refuses it.
+ * overflow_uid/gid 0: /proc/sys/kernel/overflow{u,g}id, read by
+ * fb_fuse_new() (65534 when unreadable). */
+typedef struct
+{
+  bool enabled;
+  uid_t inside_uid, host_uid, overflow_uid;
+  gid_t inside_gid, host_gid, overflow_gid;
+} FbFuseIdMap;
+
+/* The translations of FbFuseIdMap (identity when disabled), for the
+ * adapter and its tests. */
+uid_t fb_fuse_id_map_uid_to_host (const FbFuseIdMap *map, uid_t inside);
+gid_t fb_fuse_id_map_gid_to_host (const FbFuseIdMap *map, gid_t inside);
+void fb_fuse_id_map_attr (const FbFuseIdMap *map, struct stat *st);
+
 typedef struct
 {
   /* Kernel cache lifetimes in seconds.  The policy is static during a run,
@@ -349,6 +381,7 @@ typedef struct
   bool allow_other;   /* let other users in (needs root or user_allow_other); default: geteuid () == 0 */
   bool auto_unmount;  /* fusermount3 unmounts if the daemon dies; default true */
   const char *fsname; /* shown in /proc/mounts; default "fusebox" */
+  FbFuseIdMap id_map; /* default: disabled (ids pass through) */
 } FbFuseOptions;
 
 void fb_fuse_options_init (FbFuseOptions *options);
