@@ -931,6 +931,14 @@ serve (const RunOptions *o, Run *run)
     }
   FbFuseOptions fo;
   fb_fuse_options_init (&fo);
+  /* --uid/--gid other than ours: the kernel speaks the sandbox's ids on
+   * the connection; the view must act as, and show, the host's
+   * (FbFuseIdMap in fs/fs.h) */
+  fo.id_map.host_uid = geteuid ();
+  fo.id_map.host_gid = getegid ();
+  fo.id_map.inside_uid = o->uid == FB_LAUNCHER_ID_CALLER ? fo.id_map.host_uid : o->uid;
+  fo.id_map.inside_gid = o->gid == FB_LAUNCHER_ID_CALLER ? fo.id_map.host_gid : o->gid;
+  fo.id_map.enabled = fo.id_map.inside_uid != fo.id_map.host_uid || fo.id_map.inside_gid != fo.id_map.host_gid;
   fb_fuse_new (view, &fo, &sv.fuse);
 
   if (fb_launcher_child_wait_mounted (child, &fuse_fd) < 0)
