@@ -5,9 +5,9 @@
 # to read a secret in /home, to create .git and to reach the network; then
 # `fusebox report` summarises the run's access log.
 #
-# Idempotent: the demo workspace and the stand-in secret are made afresh on
-# every run; each run adds one run directory under
-# ${XDG_STATE_HOME:-~/.local/state}/fusebox/runs (see `fusebox runs`).
+# Idempotent: the demo workspace (/var/tmp/fusebox-demo) and its run
+# directory (/var/tmp/fusebox-demo-run) are made afresh on every run and left
+# for you to look at; the stand-in secret is removed when the demo ends.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,19 +34,57 @@ else
   echo "stand-in secret: if the sandbox printed this, it failed" >"$secret"
 fi
 
+# The network check aims at a listener of our own on the host's loopback:
+# inside, the sandbox has a loopback of its own, so the connection must fail,
+# and the listener must see nothing.  No traffic ever leaves this machine.
+listener_log=$(mktemp)
+python3 - "$listener_log" <<'PY' &
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{s.getsockname()[1]}\n")
+s.settimeout(10)
+try:
+    c, _ = s.accept()
+    with open(sys.argv[1], "a") as f:
+        f.write("connected\n")
+except socket.timeout:
+    pass
+PY
+listener=$!
+for _ in $(seq 100); do [ -s "$listener_log" ] && break; sleep 0.05; done
+port=$(head -1 "$listener_log")
+cleanup() {
+  kill "$listener" 2>/dev/null || true
+  rm -f "$listener_log"
+  if [ "$(id -u)" -eq 0 ]; then rm -rf "$secret_dir"; else rm -f "$secret"; fi
+}
+trap cleanup EXIT
+
 # The "agent": plain shell, each step printing what happened to it.
 agent='
 echo "hello from the sandbox" > notes.txt && echo "  wrote notes.txt"
 if cat "$1" 2>/dev/null; then echo "  READ THE SECRET (the sandbox failed)"; else echo "  could not read $1"; fi
 if mkdir .git 2>/dev/null; then echo "  CREATED .git (the sandbox failed)"; else echo "  could not create .git"; fi
-if (exec 3<>/dev/tcp/1.1.1.1/443) 2>/dev/null; then echo "  REACHED 1.1.1.1:443 (the sandbox failed)"; else echo "  could not reach 1.1.1.1:443"; fi
+if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then echo "  REACHED the host'"'"'s 127.0.0.1:$2 (the sandbox failed)"; else echo "  could not reach the host'"'"'s 127.0.0.1:$2"; fi
 '
 
 echo "== fusebox run (built-in default policy, workspace $ws)"
 cd "$ws"
 status=0
-"$fusebox" run --setenv LC_ALL C -- /bin/bash -c "$agent" agent "$secret" || status=$?
+run_dir=/var/tmp/fusebox-demo-run
+rm -rf "$run_dir"
+"$fusebox" run --run-dir "$run_dir" --setenv LC_ALL C -- /bin/bash -c "$agent" agent "$secret" "$port" || status=$?
+kill $listener 2>/dev/null || true
+wait $listener 2>/dev/null || true
 echo "   exit status $status; on the host: $(ls -A "$ws" | tr '\n' ' ')"
+if grep -q connected "$listener_log"; then
+  echo "   the host's listener on 127.0.0.1:$port SAW A CONNECTION (the sandbox failed)"
+else
+  echo "   the host's listener on 127.0.0.1:$port saw no connection"
+fi
 echo
-echo "== fusebox report (the run's access log, summarised)"
-"$fusebox" report
+echo "== fusebox report $run_dir"
+"$fusebox" report "$run_dir"
