@@ -12,6 +12,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 #include <glib.h>
@@ -126,8 +129,9 @@ setup_group (void **state)
                      "{\"path\":\"/tmp\",\"access\":\"write\",\"source\":\"private\",\"why\":\"a private /tmp\"},"
                      "{\"path\":\"${WORKSPACE}\",\"access\":\"write\",\"why\":\"the workspace\"},"
                      "{\"path\":\"${WORKSPACE}/secret.txt\",\"access\":\"deny\",\"why\":\"the secret stays secret\"},"
-                     "{\"path\":\"%s\",\"access\":\"read\",\"why\":\"read-only data\"}]}",
-                     F->ro);
+                     "{\"path\":\"%s\",\"access\":\"read\",\"why\":\"read-only data\"},"
+                     "{\"path\":\"%s\",\"access\":\"read\",\"why\":\"the fixtures, wherever the build tree is\"}]}",
+                     F->ro, g_getenv ("FUSEBOX_BUILD_ROOT"));
   policy_path = g_build_filename (F->dir, "policy.json", NULL);
   write_file (policy_path, policy);
   args[0] = "--workspace";
@@ -818,13 +822,25 @@ test_harness_flow (void **state)
     "{\"path\":{\"type\":\"path\",\"path\":\"file://%s\"},\"access\":\"deny\"}]},\"network\":\"restricted\"},"
     "\"cwd\":\"file://%s\",\"workspaceRoots\":[\"file://%s\"],\"windowsSandboxLevel\":\"disabled\"}",
     denied, F->ws, F->ws);
+  /* The network check aims at a listener of ours on the host's loopback:
+   * the sandbox has a loopback of its own, so its connect must fail and
+   * the listener must see nothing.  No traffic leaves the machine. */
+  int listener = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t sin_len = sizeof sin;
+  int listen_port;
+  assert_true (listener >= 0);
+  assert_int_equal (bind (listener, (struct sockaddr *)&sin, sizeof sin), 0);
+  assert_int_equal (listen (listener, 8), 0);
+  assert_int_equal (getsockname (listener, (struct sockaddr *)&sin, &sin_len), 0);
+  listen_port = ntohs (sin.sin_port);
   params =
     g_strdup_printf ("{\"processId\":\"smoke\",\"argv\":[\"%s\",\"--exit-code\",\"73\",\"--denied-write\",\"%s\","
-                     "\"--allowed-write\",\"%s\",\"--connect\",\"1.1.1.1:53\"],\"cwd\":\"file://%s\","
+                     "\"--allowed-write\",\"%s\",\"--connect\",\"127.0.0.1:%d\"],\"cwd\":\"file://%s\","
                      "\"env\":{\"PATH\":\"/usr/bin:/"
                      "bin\",\"ASAN_OPTIONS\":\"detect_leaks=0\"},\"tty\":false,\"pipeStdin\":false,\"arg0\":null,"
                      "\"sandbox\":%s}",
-                     smoke, denied, allowed, F->ws, sandbox);
+                     smoke, denied, allowed, listen_port, F->ws, sandbox);
   start = test_client_call (F->client, "process/start", params);
   ANSWER_OK (start);
   assert_string_equal (json_object_get_string_member (answer_result (start), "processId"), "smoke");
@@ -840,6 +856,16 @@ test_harness_flow (void **state)
   assert_string_equal (json_object_get_string_member (rep, "denied_write"), "EACCES");
   assert_string_equal (json_object_get_string_member (rep, "allowed_write"), "OK");
   assert_string_not_equal (json_object_get_string_member (rep, "connect"), "OK");
+  {
+    int c = accept (listener, NULL, NULL);
+    int e = errno;
+    if (c >= 0)
+      close (c);
+    close (listener);
+    /* nothing came in: the listener's queue is empty */
+    assert_int_equal (c, -1);
+    assert_int_equal (e, EAGAIN);
+  }
   assert_string_equal (json_object_get_string_member (rep, "proc_fstype"), "proc");
   assert_string_equal (json_object_get_string_member (rep, "CapEff"), "0000000000000000");
   assert_int_equal (json_object_get_int_member (rep, "NoNewPrivs"), 1);
