@@ -298,6 +298,7 @@ one() {
 median() { tr ' ' '\n' | grep . | sort -g | awk '/fail/ { f = 1 } { a[NR] = $1 } END { if (f) print "fail"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
 started=$(date -u +%FT%TZ)
 for w in $only; do
   # Forget cached names and inodes (not dirty data) before each workload's
@@ -335,7 +336,7 @@ ratio() { echo "scale=2; $1 / $2" | bc -l | sed 's/^\./0./'; }
 echo
 echo "fusebox filesystem benchmark, $started, $runs runs per cell (median seconds, ratio to the host)"
 echo "machine: $(nproc) CPUs, $(uname -r), load average before $load_before, after $load_after"
-echo "fusebox: $fusebox ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+echo "fusebox: $fusebox (repository at $commit when the run started; the binary is as built)"
 echo
 printf '| %-8s | %-10s | %-16s | %-16s | %-16s |\n' workload host bindfs loggedfs fusebox
 printf '|%s|%s|%s|%s|%s|\n' ---------- ------------ ------------------ ------------------ ------------------
