@@ -152,6 +152,19 @@ req_caller (fuse_req_t req, FbViewCaller *caller)
   caller->umask = 0; /* the kernel applied it (no FUSE_CAP_DONT_MASK) */
 }
 
+/* Every attribute the kernel gets passes here.  A directory's host st_nlink
+ * is 2 + its subdirectories, hidden ones included: passed through, `stat`
+ * would tell that a hidden subdirectory exists.  1 is what btrfs and many
+ * FUSE filesystems report, and what find/fts read as "unknown" (no
+ * leaf optimisation), so nothing below a directory shows in its stat. */
+static void
+attr_out (FbFuse *f, struct stat *st)
+{
+  fb_fuse_id_map_attr (&f->options.id_map, st);
+  if (S_ISDIR (st->st_mode))
+    st->st_nlink = 1;
+}
+
 static void
 fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entry_param *e)
 {
@@ -159,7 +172,7 @@ fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entr
   e->ino = (fuse_ino_t)(uintptr_t)node;
   e->generation = fb_view_node_get_generation (node);
   e->attr = *st;
-  fb_fuse_id_map_attr (&f->options.id_map, &e->attr);
+  attr_out (f, &e->attr);
   e->attr_timeout = f->options.attr_timeout;
   e->entry_timeout = f->options.entry_timeout;
 }
@@ -309,7 +322,7 @@ op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_err (req, -r);
   else
     {
-      fb_fuse_id_map_attr (&f->options.id_map, &st);
+      attr_out (f, &st);
       fuse_reply_attr (req, &st, f->options.attr_timeout);
     }
 }
@@ -364,7 +377,7 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
     fuse_reply_err (req, -r);
   else
     {
-      fb_fuse_id_map_attr (&f->options.id_map, &st);
+      attr_out (f, &st);
       fuse_reply_attr (req, &st, f->options.attr_timeout);
     }
 }

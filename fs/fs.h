@@ -10,7 +10,9 @@
  * synthetic directory), the view path, the policy decision for that path and
  * the host object's type, st_ino and st_dev.  Two view paths to one host inode
  * (hard links, a directory seen through two mounts) are two nodes with their
- * own decisions; attributes still report the host's st_ino.  Nodes are plain
+ * own decisions; attributes still report the host's st_ino (the FUSE adapter
+ * reports st_nlink 1 for every directory: the host's count would reveal
+ * hidden subdirectories).  Nodes are plain
  * structs with atomic reference counts; the kernel's lookup count (FUSE) is a
  * separate counter (fb_view_node_kernel_ref/forget) that holds one reference
  * while it is non-zero.  A successful rename moves the nodes of the renamed

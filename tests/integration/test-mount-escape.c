@@ -4,7 +4,8 @@
  *    denied file leads nowhere; ".." chains reach nothing hidden;
  *  - a hard link does not share a decision, and link needs a writable source;
  *  - a hidden name (existing or not, at any depth) is rejected by every
- *    operation that takes a name;
+ *    operation that takes a name, and a directory holding a hidden
+ *    subdirectory shows no sign of it in its stat (st_nlink);
  *  - renaming or removing an ancestor of a denied or protected path does not
  *    expose it;
  *  - a host FIFO does not hang the daemon; oversized names, paths, xattrs
@@ -271,6 +272,41 @@ test_hidden_names (void **state)
   assert_true (log_has (log, "/ws/repo/.git\"", "\"decision\":\"hide\"", NULL));
   assert_true (log_has (log, "\"op\":\"mkdir\"", "/ws/.codex\"", "\"decision\":\"deny\"", "\"errno\":13", NULL));
   assert_true (log_has (log, "\"why\":\"hidden stand-in\"", NULL));
+  MFX_PASS ();
+}
+
+/* A directory holding a hidden subdirectory looks like one that does not:
+ * the host's st_nlink counts the hidden child's "..", the view's does not. */
+static void
+test_hidden_subdir_stat (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *with_h = NULL, *without_h = NULL, *with_m = NULL, *without_m = NULL;
+  struct stat hw, ho, vw, vo;
+
+  host_mkdir (fx, "/ws/twin");
+  host_write (fx, "/ws/twin/src.c", "int x;\n");
+  mount_it (fx);
+  assert_host_readable (fx, "/ws/repo/.git/config");
+  with_h = fx_h (fx, "/ws/repo");
+  without_h = fx_h (fx, "/ws/twin");
+  with_m = fx_m (fx, "/ws/repo");
+  without_m = fx_m (fx, "/ws/twin");
+  /* on the host the two differ by the hidden .git */
+  assert_int_equal (stat (with_h, &hw), 0);
+  assert_int_equal (stat (without_h, &ho), 0);
+  assert_int_equal (hw.st_nlink, ho.st_nlink + 1);
+  /* through the view they are alike, whether asked by lookup or getattr */
+  assert_int_equal (stat (with_m, &vw), 0);
+  assert_int_equal (stat (without_m, &vo), 0);
+  assert_int_equal (vw.st_nlink, 1);
+  assert_int_equal (vw.st_nlink, vo.st_nlink);
+  assert_int_equal (vw.st_mode, vo.st_mode);
+  {
+    g_autofree char *dot = g_strconcat (with_m, "/.", NULL);
+    assert_int_equal (stat (dot, &vw), 0);
+    assert_int_equal (vw.st_nlink, 1);
+  }
   MFX_PASS ();
 }
 
@@ -548,6 +584,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_symlinks_lead_nowhere, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_hard_links, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_hidden_names, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_hidden_subdir_stat, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_ancestor_renames, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_fifo_does_not_hang, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_oversized, mfx_setup, mfx_teardown),
