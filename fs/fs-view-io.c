@@ -217,8 +217,12 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   /* O_EXCL first, whatever the caller asked: without it an existing FIFO
    * or device at that name would be opened by the daemon.  An existing name
    * then goes through lookup and open, which refuse those. */
+  /* All of 07777 but what the view refuses to set (S_ISUID ever, S_ISGID on
+   * a file: see fs.h, Privilege), so the sticky bit survives; the umask is
+   * the caller's (0 from FUSE, where the kernel applied it already). */
+  mode = (mode & 07777 & ~(S_ISUID | S_ISGID)) & ~(umask_bits & 0777);
   creds_enter (view, caller, &creds);
-  fd = openat (parent->fd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode & 0777 & ~umask_bits);
+  fd = openat (parent->fd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
   r = fd < 0 ? -errno : 0;
   creds_leave (&creds);
   if (r == -EEXIST && !(flags & O_EXCL))

@@ -310,6 +310,49 @@ test_hidden_subdir_stat (void **state)
   MFX_PASS ();
 }
 
+/* create keeps every mode bit the caller may set: the sticky bit survives,
+ * set-user-ID and set-group-ID on a file are stripped, the umask applies. */
+static void
+test_create_modes (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *sticky = NULL, *setid = NULL, *masked = NULL;
+  g_autofree char *hsticky = NULL, *hsetid = NULL, *hmasked = NULL;
+  mode_t old;
+  struct stat st;
+  int fd;
+
+  mount_it (fx);
+  sticky = fx_m (fx, "/ws/sticky");
+  setid = fx_m (fx, "/ws/setid");
+  masked = fx_m (fx, "/ws/masked");
+  hsticky = fx_h (fx, "/ws/sticky");
+  hsetid = fx_h (fx, "/ws/setid");
+  hmasked = fx_h (fx, "/ws/masked");
+  old = umask (0);
+  fd = open (sticky, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 01640);
+  assert_true (fd >= 0);
+  close (fd);
+  fd = open (setid, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755);
+  assert_true (fd >= 0);
+  close (fd);
+  umask (027);
+  fd = open (masked, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 01777);
+  umask (old);
+  assert_true (fd >= 0);
+  close (fd);
+  assert_int_equal (lstat (hsticky, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 01640);
+  assert_int_equal (lstat (hsetid, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 0755);
+  assert_int_equal (lstat (hmasked, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 01750);
+  /* and the view says the same */
+  assert_int_equal (lstat (sticky, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 01640);
+  MFX_PASS ();
+}
+
 static void
 test_ancestor_renames (void **state)
 {
@@ -585,6 +628,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_hard_links, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_hidden_names, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_hidden_subdir_stat, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_create_modes, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_ancestor_renames, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_fifo_does_not_hang, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_oversized, mfx_setup, mfx_teardown),
