@@ -1,15 +1,85 @@
 /* fusebox — the command line: dispatch to a subcommand.
  *
- * The program is one binary with subcommands.  This file only parses the
+ * The program is one command with subcommands.  This file only parses the
  * global options and hands argv to the subcommand; each subcommand parses its
- * own options (GOptionContext) and prints its own --help. */
+ * own options (GOptionContext) and prints its own --help.
+ *
+ * It is built twice.  `fusebox` has every subcommand but the remote API's
+ * two, `serve` and `log --connect`: they need libsoup, whose fifteen shared
+ * libraries took about 2 ms to load at the start of every `fusebox run`
+ * (docs/performance.md, Startup).  For those two, `fusebox` execs
+ * `fusebox-serve` (this file with FB_MAIN_REMOTE) from its own directory,
+ * with the same arguments; nothing else differs. */
 #include "fusebox-config.h"
 #include "launcher/launcher-private.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#ifndef FB_MAIN_REMOTE
+/* The program that has serve and log --connect: beside this one, unless
+ * $FUSEBOX_SERVE names one (tests, or an installation that splits bindir). */
+static char *
+remote_program (void)
+{
+  const char *env = g_getenv ("FUSEBOX_SERVE");
+  g_autofree char *self = NULL;
+  g_autofree char *dir = NULL;
+
+  if (env != NULL && env[0] != '\0')
+    return g_strdup (env);
+  self = g_file_read_link ("/proc/self/exe", NULL);
+  if (self == NULL)
+    return NULL;
+  dir = g_path_get_dirname (self);
+  return g_build_filename (dir, "fusebox-serve", NULL);
+}
+
+/* argv[0] is "fusebox" (or its path), argv[1] the subcommand: exec the
+ * remote program with exactly these arguments.  Returns only on failure. */
+static int
+exec_remote (char **argv)
+{
+  g_autofree char *program = remote_program ();
+
+  if (program != NULL)
+    execv (program, argv);
+  fb_cmd_error ("%s: can't start %s: %s; it is installed beside fusebox (or named by $FUSEBOX_SERVE): reinstall "
+                "fusebox",
+                argv[1], program != NULL ? program : "fusebox-serve",
+                program != NULL ? g_strerror (errno) : "/proc/self/exe is unreadable");
+  return FB_EXIT_FAILURE;
+}
+
+/* `fusebox log` reads files itself; only --connect needs the remote
+ * program.  Any argument that spells the option sends the whole command
+ * there: fusebox-serve's `log` is the same code, so a false alarm (a file
+ * named --connect after "--") costs an exec, never a different answer. */
+static bool
+log_wants_remote (int argc, char **argv)
+{
+  for (int i = 2; i < argc; i++)
+    if (strcmp (argv[i], "--connect") == 0 || g_str_has_prefix (argv[i], "--connect="))
+      return true;
+  return false;
+}
+
+/* launcher-cmd-log.c calls this only for --connect, which main() has sent
+ * to fusebox-serve: unreachable here, and linking the real one would bring
+ * libsoup back. */
+int
+fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server_filter, FbLogConnectFunc func,
+                       gpointer user_data)
+{
+  fb_cmd_error ("log: --connect is served by fusebox-serve; run it as 'fusebox log --follow --connect %s'", url);
+  return FB_EXIT_FAILURE;
+}
+#endif
 
 typedef struct
 {
@@ -18,6 +88,12 @@ typedef struct
   const char *summary;
 } Command;
 
+#ifdef FB_MAIN_REMOTE
+#define SERVE fb_cmd_serve
+#else
+#define SERVE NULL /* exec fusebox-serve */
+#endif
+
 static const Command commands[] = {
   { "policy", fb_cmd_policy, "check, explain or show a policy" },
   { "check", fb_cmd_check, "check that sandboxes can be made on this host" },
@@ -25,7 +101,7 @@ static const Command commands[] = {
   { "runs", fb_cmd_runs, "list run directories, or prune those of runs that are over" },
   { "log", fb_cmd_log, "print a run's access log, or follow it" },
   { "report", fb_cmd_report, "summarise a run's access log for an auditor" },
-  { "serve", fb_cmd_serve, "serve the remote API (Codex's exec-server protocol) to agent harnesses" },
+  { "serve", SERVE, "serve the remote API (Codex's exec-server protocol) to agent harnesses" },
   { "mount", fb_cmd_mount, "show the host's / at a directory through the policy, logged" },
 };
 
@@ -86,7 +162,13 @@ main (int argc, char **argv)
     }
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
     if (strcmp (argv[1], commands[i].name) == 0)
-      return commands[i].run (argc - 1, argv + 1);
+      {
+#ifndef FB_MAIN_REMOTE
+        if (commands[i].run == NULL || (commands[i].run == fb_cmd_log && log_wants_remote (argc, argv)))
+          return exec_remote (argv);
+#endif
+        return commands[i].run (argc - 1, argv + 1);
+      }
 
   fb_cmd_error ("unknown command '%s'; run 'fusebox --help' for the list", argv[1]);
   return FB_EXIT_USAGE;
