@@ -169,6 +169,59 @@ probe_procfs (const Ctx *ctx)
   return r;
 }
 
+/* Why a fresh procfs is refused with EPERM, from the caller's mount table.
+ *
+ * In a user namespace the kernel mounts a procfs only while a procfs of the
+ * same mount namespace is "fully visible" (fs/namespace.c,
+ * mount_too_revealing() -> mnt_already_visible()): mounted at its root,
+ * with nothing mounted over any of its entries except the permanently
+ * empty directories (binfmt_misc), because a new procfs would uncover what
+ * those mounts hide.  Every mount inherited by a new user namespace is
+ * locked, so a procfs with anything on it does not count.  This lists what
+ * covers each procfs here (one per line of /proc/self/mountinfo whose
+ * parent is a procfs mounted at its root), so the message can name the
+ * masks.  Returns NULL when no procfs is visible, "" when one is fully
+ * visible (then EPERM has another cause: an LSM, a read-only /proc...). */
+static char *
+proc_covers (const char *mountinfo_path)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (mountinfo_path, &text, NULL, NULL))
+    return NULL;
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  /* the mount ids of procfs mounts at their root, and of those covered */
+  g_autoptr (GHashTable) procs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GHashTable) covered = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr (GPtrArray) covers = g_ptr_array_new_with_free_func (g_free);
+
+  /* id parent maj:min root mountpoint options... - fstype source superoptions */
+  for (char **l = lines; *l; l++)
+    {
+      g_auto (GStrv) f = g_strsplit (*l, " ", 6);
+      const char *sep = strstr (*l, " - ");
+      if (g_strv_length (f) == 6 && sep && strncmp (sep, " - proc ", 8) == 0 && strcmp (f[3], "/") == 0)
+        g_hash_table_add (procs, g_strdup (f[0]));
+    }
+  if (g_hash_table_size (procs) == 0)
+    return NULL;
+  for (char **l = lines; *l; l++)
+    {
+      g_auto (GStrv) f = g_strsplit (*l, " ", 6);
+      if (g_strv_length (f) < 6 || !g_hash_table_contains (procs, f[1]))
+        continue;
+      /* the kernel exempts permanently empty directories: binfmt_misc */
+      if (g_str_has_suffix (f[4], "/sys/fs/binfmt_misc"))
+        continue;
+      g_hash_table_add (covered, g_strdup (f[1]));
+      if (!g_ptr_array_find_with_equal_func (covers, f[4], g_str_equal, NULL))
+        g_ptr_array_add (covers, g_strdup (f[4]));
+    }
+  if (g_hash_table_size (covered) < g_hash_table_size (procs))
+    return g_strdup ("");
+  g_ptr_array_add (covers, NULL);
+  return g_strjoinv (", ", (char **)covers->pdata);
+}
+
 static int
 probe_seccomp (const Ctx *ctx)
 {
@@ -421,15 +474,35 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
                             : "see the lines above");
 
   e = run_probe (&ctx, probe_procfs);
+  g_autofree char *covers = e == EPERM ? proc_covers ("/proc/self/mountinfo") : NULL;
   if (e == 0)
     line_ok (&rep, "fresh procfs", NULL);
+  else if (e == EPERM && covers && covers[0])
+    /* Checked with bwrap 0.8 on Linux 6.18: its --proc covers whichever of
+     * /proc/sys, /proc/sysrq-trigger, /proc/irq and /proc/bus pass
+     * access(W_OK) with read-only binds; that needs uid 0 with
+     * CAP_DAC_OVERRIDE over the host's /proc, i.e. bwrap run as root with
+     * its default uid (then /proc/irq and /proc/bus are covered).  As a
+     * normal user, or as root with --unshare-user --uid 1000, every
+     * access() fails, nothing is covered, and fusebox runs inside it
+     * (tests/integration/test-run-nested.c). */
+    line_fail (&rep, "fresh procfs",
+               "mounting /proc for a new pid namespace: %s: the kernel lets a user namespace mount a procfs "
+               "only while one with nothing mounted over its entries is visible, and every procfs here has "
+               "mounts over it (%s); fix: bwrap makes these when it runs as root with uid 0 inside: run bwrap as "
+               "a normal user, or as root add --unshare-user --uid 1000 --gid 1000 (any uid but 0); a "
+               "container must unmask /proc (docker --security-opt systempaths=unconfined, podman "
+               "--security-opt unmask=/proc/*)",
+               g_strerror (e), covers);
   else
     line_fail (&rep, "fresh procfs", "mounting /proc for a new pid namespace: %s; fix: %s", g_strerror (e),
-               e == EPERM ? "the kernel allows it only where an unmasked /proc is visible; in a container unmask "
-                            "/proc (docker --security-opt systempaths=unconfined, podman --security-opt "
-                            "unmask=/proc/*); bwrap run as root covers /proc/bus and /proc/irq, which counts as "
-                            "masked: run bwrap as a normal user"
-                          : "see the lines above");
+               e != EPERM ? "see the lines above"
+               : !covers  ? "no procfs is mounted here: mount one on /proc (bwrap --proc /proc, or mount -t "
+                            "proc proc /proc), which the kernel requires before a user namespace may mount its own"
+                          : "a procfs is fully visible, so masks are not the cause: the kernel also wants the "
+                            "new mount no less restricted than that one (a read-only /proc, or one with atime "
+                            "flags other than relatime, refuses it), or a security module (AppArmor, SELinux) "
+                            "forbids the mount");
 
   e = run_probe (&ctx, probe_seccomp);
   if (e == 0)
