@@ -364,7 +364,21 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failu
   /* A procfs of the new pid namespace (the mounter's): only the sandbox's
    * processes.  The kernel allows it in a user namespace only while an
    * unmasked procfs is visible in this mount namespace (the host's, still
-   * there until the pivot). */
+   * there until the pivot): fs/namespace.c, mount_too_revealing().
+   *
+   * Where none is (bubblewrap run as root with uid 0 inside covers
+   * /proc/irq and /proc/bus; docker masks /proc/kcore...; every inherited
+   * mount is locked in our user namespace, so we can't uncover them), we
+   * fail with EPERM on purpose instead of falling back:
+   *  - binding the visible procfs would show another pid namespace, the
+   *    supervisor included, and /proc/PID/root of a same-uid, dumpable
+   *    process passes ptrace_may_access(): a way out of the view;
+   *  - "subset=pid" is refused the same way (checked on Linux 6.18: the
+   *    proposed exemption for pid-only procfs is not in it), and a
+   *    fallback we can't exercise would be untested code in the launcher;
+   *  - no /proc at all breaks /dev/fd, /proc/self and the tools using them.
+   * `fusebox check` names the covering mounts and the bwrap invocations that
+   * work (launcher-check.c); test-run-nested runs them. */
   if (mount ("proc", m->proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
     {
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_PROC, errno, 0);
