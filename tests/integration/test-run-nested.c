@@ -253,6 +253,16 @@ check_outer (RFx *fx, DevMode dev, bool drop, const char *const *prefix, char **
   return WEXITSTATUS (status);
 }
 
+/* check agrees that run works under this outer set-up */
+static void
+assert_check_ok (RFx *fx, DevMode dev, bool drop, const char *const *prefix)
+{
+  g_autofree char *out = NULL;
+  int status = check_outer (fx, dev, drop, prefix, &out);
+  if (status != 0 || !g_str_has_suffix (out, "'fusebox run' can work here.\n"))
+    fail_msg ("fusebox check (exit %d) disagrees with the run that worked:\n%s", status, out);
+}
+
 static char *
 own_ns (const char *name)
 {
@@ -319,6 +329,7 @@ test_unprivileged (void **state)
   case_init (fx, &c, true);
   run_outer (fx, &r, &c, DEV_0666, true, NULL);
   assert_confined (&r, &c, OUTER_UNPRIVILEGED, OUTER_UID, OUTER_UID);
+  assert_check_ok (fx, DEV_0666, true, NULL);
   rfx_result_clear (&r);
   case_clear (&c);
   RFX_PASS ();
@@ -368,6 +379,7 @@ test_nested_unshare (void **state)
   case_init (fx, &c, false);
   run_outer (fx, &r, &c, DEV_HOST, false, prefix);
   assert_confined (&r, &c, "outer: uid=0 CapEff:", 0, 0);
+  assert_check_ok (fx, DEV_HOST, false, prefix);
   rfx_result_clear (&r);
   case_clear (&c);
   RFX_PASS ();
@@ -384,6 +396,7 @@ test_nested_unshare_unprivileged (void **state)
   case_init (fx, &c, true);
   run_outer (fx, &r, &c, DEV_0666, true, prefix);
   assert_confined (&r, &c, "outer: uid=0 CapEff:", 0, OUTER_UID);
+  assert_check_ok (fx, DEV_0666, true, prefix);
   rfx_result_clear (&r);
   case_clear (&c);
   RFX_PASS ();
@@ -407,6 +420,7 @@ test_nested_bwrap (void **state)
   case_init (fx, &c, true);
   run_outer (fx, &r, &c, DEV_0666, true, prefix);
   assert_confined (&r, &c, OUTER_UNPRIVILEGED, OUTER_UID, OUTER_UID);
+  assert_check_ok (fx, DEV_0666, true, prefix);
   rfx_result_clear (&r);
   case_clear (&c);
   RFX_PASS ();
@@ -458,6 +472,7 @@ test_nested_bwrap_root_uid (void **state)
   run_outer (fx, &r, &c, DEV_HOST, false, prefix);
   /* uid 1000 of bwrap's namespace is root on the host: files are root's */
   assert_confined (&r, &c, "outer: uid=1000 CapEff:0000000000000000", 1000, 0);
+  assert_check_ok (fx, DEV_HOST, false, prefix);
   rfx_result_clear (&r);
   case_clear (&c);
   RFX_PASS ();
