@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -318,6 +319,11 @@ op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
   req_caller (req, &caller);
   r = fb_view_getattr (f->view, &caller, ino_node (f, ino), &st);
+  /* fstat of a file whose name is gone (unlinked while open, renamed on
+   * the host): a non-directory node has no descriptor of its own, its open
+   * file does. */
+  if ((r == -ENOENT || r == -ESTALE) && fi != NULL && fi->fh != 0 && !fb_view_file_is_dir (fi_file (fi)))
+    r = fb_view_file_fstat (f->view, fi_file (fi), &st);
   if (r < 0)
     fuse_reply_err (req, -r);
   else
@@ -984,11 +990,33 @@ static const struct fuse_lowlevel_ops fb_fuse_ops = {
 
 /* --- sessions ------------------------------------------------------------------- */
 
+/* The view holds one descriptor per directory the kernel remembers (and one
+ * per open file): a `find` over a large tree needs more than the usual soft
+ * limit of 1024.  The hard limit is the administrator's bound; the soft one
+ * is raised to it, once per process. */
+static void
+raise_nofile_limit (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once))
+    {
+      struct rlimit rl;
+      if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+        {
+          rl.rlim_cur = rl.rlim_max;
+          (void)setrlimit (RLIMIT_NOFILE, &rl);
+        }
+      g_once_init_leave (&once, 1);
+    }
+}
+
 int
 fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
 {
   FbFuse *f = g_new0 (FbFuse, 1);
 
+  raise_nofile_limit ();
   f->view = fb_view_ref (view);
   if (options != NULL)
     f->options = *options;

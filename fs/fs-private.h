@@ -71,7 +71,8 @@ struct FbViewNode
 
   /* immutable */
   NodeKind kind;
-  int fd; /* O_PATH|O_NOFOLLOW; -1 unless NODE_HOST */
+  int fd;      /* O_PATH|O_NOFOLLOW; -1 unless NODE_HOST, and for reopened nodes */
+  bool reopen; /* a host non-directory holding no descriptor: node_host_fd() */
   mode_t type;
   ino_t ino;
   dev_t dev;
@@ -79,6 +80,11 @@ struct FbViewNode
 
   GMutex lock; /* below: the state and the cache stamps */
   NodeState *state;
+  /* reopened nodes: while files are open, a descriptor of the object (a
+   * duplicate of the first open file's), so that fstat of a file unlinked
+   * or renamed away while open still reaches it */
+  int held_fd;
+  guint n_open;
   bool have_stamp; /* size and mtime seen at the last open (keep_cache) */
   off_t stamp_size;
   struct timespec stamp_mtime;
@@ -198,6 +204,15 @@ void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
 void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
                                const char *newname, bool exchange);
 int host_open_child (int parent_fd, const char *name);
+/* NODE's host object as an O_PATH descriptor: its own (directories, mount
+ * sources), or for a reopened node one opened now from its parent's
+ * descriptor and its name, checked to show the same st_dev/st_ino/type, and
+ * left in *TMP for the caller to close (declare it _fb_cleanup_fd_).  Gives
+ * -ENOENT when the name is gone, -ESTALE when it holds another object, -1
+ * (no error) for synthetic nodes: callers check the kind first. */
+int node_host_fd (FbViewNode *node, int *tmp);
+/* The same as a /proc/self/fd path in PROC. */
+int node_proc_path (FbViewNode *node, char proc[static 32], int *tmp);
 void proc_fd_path (char buf[static 32], int fd);
 
 /* fs-view-io.c, shared with fs-view-dir.c */

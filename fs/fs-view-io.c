@@ -40,6 +40,13 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *a
   file->node = fb_view_node_ref (node);
   file->state = node_state_ref (st);
   file->fd = fd;
+  if (node->reopen && fd >= 0)
+    {
+      g_mutex_lock (&node->lock);
+      if (node->n_open++ == 0)
+        node->held_fd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+      g_mutex_unlock (&node->lock);
+    }
   file->flags = flags;
   file->can_read = acc == O_RDONLY || acc == O_RDWR;
   file->can_write = acc == O_WRONLY || acc == O_RDWR;
@@ -68,6 +75,17 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *a
 void
 view_file_free (FbViewFile *file)
 {
+  if (file->node->reopen && file->fd >= 0)
+    {
+      FbViewNode *node = file->node;
+      g_mutex_lock (&node->lock);
+      if (--node->n_open == 0 && node->held_fd >= 0)
+        {
+          close (node->held_fd);
+          node->held_fd = -1;
+        }
+      g_mutex_unlock (&node->lock);
+    }
   if (file->fd >= 0)
     close (file->fd);
   if (file->snapshot != NULL)
@@ -128,10 +146,13 @@ node_stamp_compare (FbViewNode *node, const struct stat *st)
 int
 node_reopen (FbViewNode *node, int flags)
 {
+  _fb_cleanup_fd_ int tmp = -1;
   char proc[32];
   int fd;
 
-  proc_fd_path (proc, node->fd);
+  fd = node_proc_path (node, proc, &tmp);
+  if (fd < 0)
+    return fd;
   fd = open (proc, flags);
   return fd >= 0 ? fd : -errno;
 }

@@ -45,26 +45,33 @@ fb_view_getattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, str
 static int
 host_chmod (FbViewNode *node, FbViewFile *file, mode_t mode)
 {
+  _fb_cleanup_fd_ int tmp = -1;
   char proc[32];
+  int fd;
 
   if (file != NULL && file->fd >= 0)
     return fchmod (file->fd, mode) < 0 ? -errno : 0;
   if (S_ISLNK (node->type))
     return -EOPNOTSUPP;
+  fd = node_host_fd (node, &tmp);
+  if (fd < 0)
+    return fd;
   /* fchmodat2 (Linux 6.6) changes an O_PATH descriptor's inode directly;
    * before it, the /proc/self/fd magic link reaches the same inode. */
-  if (syscall (SYS_fchmodat2, node->fd, "", mode, AT_EMPTY_PATH) == 0)
+  if (syscall (SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0)
     return 0;
   if (errno != ENOSYS && errno != EINVAL)
     return -errno;
-  proc_fd_path (proc, node->fd);
+  proc_fd_path (proc, fd);
   return chmod (proc, mode) < 0 ? -errno : 0;
 }
 
 static int
 host_truncate (FbViewNode *node, FbViewFile *file, off_t size)
 {
+  _fb_cleanup_fd_ int tmp = -1;
   char proc[32];
+  int fd;
 
   if (S_ISDIR (node->type))
     return -EISDIR;
@@ -72,14 +79,19 @@ host_truncate (FbViewNode *node, FbViewFile *file, off_t size)
     return -EINVAL;
   if (file != NULL && file->fd >= 0 && file->can_write)
     return ftruncate (file->fd, size) < 0 ? -errno : 0;
-  proc_fd_path (proc, node->fd);
+  fd = node_host_fd (node, &tmp);
+  if (fd < 0)
+    return fd;
+  proc_fd_path (proc, fd);
   return truncate (proc, size) < 0 ? -errno : 0;
 }
 
 static int
 host_utimens (FbViewNode *node, FbViewFile *file, const FbViewSetattr *attr)
 {
+  _fb_cleanup_fd_ int tmp = -1;
   struct timespec ts[2];
+  int fd;
 
   ts[0].tv_sec = 0;
   ts[0].tv_nsec = UTIME_OMIT;
@@ -94,7 +106,10 @@ host_utimens (FbViewNode *node, FbViewFile *file, const FbViewSetattr *attr)
     ts[1] = attr->mtime;
   if (file != NULL && file->fd >= 0)
     return futimens (file->fd, ts) < 0 ? -errno : 0;
-  return utimensat (node->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+  fd = node_host_fd (node, &tmp);
+  if (fd < 0)
+    return fd;
+  return utimensat (fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
 static const char *
@@ -202,9 +217,16 @@ fb_view_access (FbView *view, const FbViewCaller *caller, FbViewNode *node, int 
     }
   if (r == 0 && node->kind == NODE_HOST && mask != F_OK && !S_ISLNK (node->type))
     {
-      proc_fd_path (proc, node->fd);
-      if (faccessat (AT_FDCWD, proc, mask, AT_EACCESS) < 0)
-        r = -errno;
+      _fb_cleanup_fd_ int tmp = -1;
+      int fd = node_host_fd (node, &tmp);
+      if (fd < 0)
+        r = fd;
+      else
+        {
+          proc_fd_path (proc, fd);
+          if (faccessat (AT_FDCWD, proc, mask, AT_EACCESS) < 0)
+            r = -errno;
+        }
     }
   view_emit (view, caller, EV_OBSERVE, "access", st->path, NULL, (mask & W_OK) ? "write" : "read", d, -r,
              st->decision.rule);
@@ -225,9 +247,13 @@ fb_view_readlink (FbView *view, const FbViewCaller *caller, FbViewNode *node, ch
     r = -EINVAL;
   if (r == 0)
     {
+      _fb_cleanup_fd_ int tmp = -1;
+      int fd = node_host_fd (node, &tmp);
       buf = g_malloc (FB_VIEW_SYMLINK_MAX + 2);
-      n = readlinkat (node->fd, "", buf, FB_VIEW_SYMLINK_MAX + 1);
-      if (n < 0)
+      n = fd < 0 ? fd : readlinkat (fd, "", buf, FB_VIEW_SYMLINK_MAX + 1);
+      if (fd < 0)
+        r = fd;
+      else if (n < 0)
         r = -errno;
       else if (n > FB_VIEW_SYMLINK_MAX)
         r = -ENAMETOOLONG;
@@ -246,13 +272,14 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
 {
   g_autoptr (NodeState) st = node_get_state (node);
   g_autoptr (FbViewNode) root = NULL;
+  _fb_cleanup_fd_ int tmp = -1;
   FbDecision d;
   int fd, r;
 
   r = check_access (st, NEED_STAT, &d);
   if (r == 0)
     {
-      fd = node->kind == NODE_HOST ? node->fd : -1;
+      fd = node->kind == NODE_HOST ? node_host_fd (node, &tmp) : -1;
       if (fd < 0)
         {
           root = fb_view_get_root (view);
@@ -430,9 +457,10 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   g_autoptr (NodeState) npst = node_get_state (newparent);
   g_auto (ChildInfo) ci = { 0 };
   FbViewNode *fresh = NULL;
+  _fb_cleanup_fd_ int tmp = -1;
   FbDecision d;
   char proc[32];
-  int r, fd;
+  int r, fd, hfd;
 
   r = decide_child_checked (view, newparent, npst, newname, &ci);
   if (r < 0)
@@ -453,12 +481,15 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   /* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; without it the kernel says
    * ENOENT and the /proc/self/fd link (followed once, to the very inode)
    * does the same.  Remember which one works. */
+  hfd = node_host_fd (node, &tmp);
+  if (hfd < 0)
+    return hfd;
   r = -ENOENT;
   if (g_atomic_int_get (&view->can_empty_path_link))
-    r = linkat (node->fd, "", newparent->fd, newname, AT_EMPTY_PATH) < 0 ? -errno : 0;
+    r = linkat (hfd, "", newparent->fd, newname, AT_EMPTY_PATH) < 0 ? -errno : 0;
   if (r == -ENOENT)
     {
-      proc_fd_path (proc, node->fd);
+      proc_fd_path (proc, hfd);
       r = linkat (AT_FDCWD, proc, newparent->fd, newname, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
       if (r == 0)
         g_atomic_int_set (&view->can_empty_path_link, 0);
@@ -621,6 +652,7 @@ gssize
 fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf, gsize size)
 {
   g_autoptr (NodeState) st = node_get_state (node);
+  _fb_cleanup_fd_ int tmp = -1;
   char proc[32];
   FbDecision d;
   gssize r;
@@ -637,10 +669,13 @@ fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, co
         r = -ENODATA;
       else
         {
-          proc_fd_path (proc, node->fd);
-          r = getxattr (proc, name, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
-          if (r < 0)
-            r = -errno;
+          r = node_proc_path (node, proc, &tmp);
+          if (r == 0)
+            {
+              r = getxattr (proc, name, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
+              if (r < 0)
+                r = -errno;
+            }
         }
     }
   view_emit (view, caller, EV_OBSERVE, "getxattr", st->path, NULL, "read", d, r < 0 && r != -ENODATA ? (int)-r : 0,
@@ -652,6 +687,7 @@ gssize
 fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, char *buf, gsize size)
 {
   g_autoptr (NodeState) st = node_get_state (node);
+  _fb_cleanup_fd_ int tmp = -1;
   char proc[32];
   FbDecision d;
   gssize r;
@@ -663,10 +699,13 @@ fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, c
         r = 0;
       else
         {
-          proc_fd_path (proc, node->fd);
-          r = listxattr (proc, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
-          if (r < 0)
-            r = -errno;
+          r = node_proc_path (node, proc, &tmp);
+          if (r == 0)
+            {
+              r = listxattr (proc, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
+              if (r < 0)
+                r = -errno;
+            }
         }
     }
   view_emit (view, caller, EV_OBSERVE, "listxattr", st->path, NULL, "read", d, r < 0 ? (int)-r : 0, st->decision.rule);
@@ -694,6 +733,7 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
               const void *value, gsize size, int flags, bool remove)
 {
   g_autoptr (NodeState) st = node_get_state (node);
+  _fb_cleanup_fd_ int tmp = -1;
   char proc[32];
   FbDecision d;
   int r;
@@ -712,8 +752,10 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
     r = -EPERM; /* user.* attributes are not allowed on symlinks */
   if (r == 0)
     {
-      proc_fd_path (proc, node->fd);
-      if (remove)
+      r = node_proc_path (node, proc, &tmp);
+      if (r < 0)
+        ;
+      else if (remove)
         r = removexattr (proc, name) < 0 ? -errno : 0;
       else
         r = setxattr (proc, name, value, size, flags) < 0 ? -errno : 0;

@@ -68,6 +68,7 @@ join_path (const char *dir, const char *name)
 }
 
 static int openat2_state; /* 0 unknown, 1 works, -1 ENOSYS */
+static int host_stat_child (FbViewNode *node, struct stat *ret_st);
 
 /* One name below PARENT_FD as O_PATH, never following it.  openat2 adds the
  * kernel's own guarantee (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
@@ -319,6 +320,7 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
       node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
     }
   node->state = state;
+  node->held_fd = -1;
   g_mutex_init (&node->lock);
   g_atomic_int_inc ((gint *)&view->n_nodes);
   return node;
@@ -332,6 +334,8 @@ node_free (FbViewNode *node)
 
   if (node->fd >= 0)
     close (node->fd);
+  if (node->held_fd >= 0)
+    close (node->held_fd);
   if (node->listing != NULL)
     g_array_unref (node->listing);
   node_state_unref (node->state);
@@ -624,9 +628,102 @@ fb_view_drop_kernel_refs (FbView *view)
 
 /* --- attributes ------------------------------------------------------------ */
 
+/* The parent and name of a reopened node, as they are now (a rename
+ * through the view moves them). */
+static FbViewNode *
+node_parent_name (FbViewNode *node, char **ret_name)
+{
+  FbView *view = node->view;
+  FbViewNode *parent;
+
+  g_mutex_lock (&view->lock);
+  parent = node->parent != NULL ? fb_view_node_ref (node->parent) : NULL;
+  *ret_name = g_strdup (node->name);
+  g_mutex_unlock (&view->lock);
+  return parent;
+}
+
+static int
+same_host_object (FbViewNode *node, const struct stat *st)
+{
+  if (st->st_ino != node->ino || st->st_dev != node->dev || (st->st_mode & S_IFMT) != node->type)
+    return -ESTALE;
+  return 0;
+}
+
+/* One fstatat by name from the parent's descriptor: no descriptor opened
+ * for a getattr (the common case of a reopened node). */
+static int
+host_stat_child (FbViewNode *node, struct stat *ret_st)
+{
+  g_autofree char *name = NULL;
+  g_autoptr (FbViewNode) parent = node_parent_name (node, &name);
+
+  if (parent == NULL || parent->fd < 0)
+    return -ESTALE;
+  if (fstatat (parent->fd, name, ret_st, AT_SYMLINK_NOFOLLOW) < 0)
+    return -errno;
+  return same_host_object (node, ret_st);
+}
+
+int
+node_host_fd (FbViewNode *node, int *tmp)
+{
+  g_autofree char *name = NULL;
+  g_autoptr (FbViewNode) parent = NULL;
+  struct stat st;
+  int fd, r;
+
+  *tmp = -1;
+  if (!node->reopen)
+    return node->fd;
+  g_mutex_lock (&node->lock);
+  if (node->held_fd >= 0)
+    *tmp = fcntl (node->held_fd, F_DUPFD_CLOEXEC, 3);
+  g_mutex_unlock (&node->lock);
+  if (*tmp >= 0)
+    return *tmp;
+  parent = node_parent_name (node, &name);
+  if (parent == NULL || parent->fd < 0)
+    return -ESTALE;
+  /* check_name() held when the node was made, and the name is only ever
+   * replaced by another checked one (rename) */
+  fd = host_open_child (parent->fd, name);
+  if (fd < 0)
+    return fd;
+  r = fstat (fd, &st) < 0 ? -errno : same_host_object (node, &st);
+  if (r < 0)
+    {
+      close (fd);
+      return r;
+    }
+  *tmp = fd;
+  return fd;
+}
+
+int
+node_proc_path (FbViewNode *node, char proc[static 32], int *tmp)
+{
+  int fd = node_host_fd (node, tmp);
+
+  if (fd < 0)
+    return fd == -1 ? -EBADF : fd;
+  proc_fd_path (proc, fd);
+  return 0;
+}
+
 int
 node_stat (FbView *view, FbViewNode *node, struct stat *ret_st)
 {
+  if (node->reopen)
+    {
+      int r = 1;
+      g_mutex_lock (&node->lock);
+      if (node->held_fd >= 0)
+        r = fstat (node->held_fd, ret_st) < 0 ? -errno : 0;
+      g_mutex_unlock (&node->lock);
+      return r <= 0 ? r : host_stat_child (node, ret_st);
+    }
   if (node->kind == NODE_HOST)
     {
       if (fstatat (node->fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -858,6 +955,14 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
     return -errno;
   if (dev_is_blank (view, st.st_dev))
     node = node_new (view, NODE_BLANK, -1, NULL, node_state_new (ci->path, &ci->decision));
+  else if (!S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL && parent->kind == NODE_HOST &&
+           parent->fd >= 0)
+    {
+      /* A non-directory holds no descriptor (fs.h, Descriptors): it is
+       * opened again from its parent when an operation needs it. */
+      node = node_new (view, NODE_HOST, -1, &st, node_state_new (ci->path, &ci->decision));
+      node->reopen = true;
+    }
   else
     node = node_new (view, NODE_HOST, fb_steal_fd (&owned), &st, node_state_new (ci->path, &ci->decision));
   node = table_insert (view, parent, name, node);

@@ -5,9 +5,8 @@
  * (fs/fs-fuse.c, below) and the remote API call the same functions, so every
  * check lives here and none only in an adapter.
  *
- * Nodes.  An FbViewNode is one view path: (parent node, name).  It holds an
- * O_PATH|O_NOFOLLOW descriptor of the host object shown there (or none for a
- * synthetic directory), the view path, the policy decision for that path and
+ * Nodes.  An FbViewNode is one view path: (parent node, name).  It holds
+ * the view path, the policy decision for that path and
  * the host object's type, st_ino and st_dev.  Two view paths to one host inode
  * (hard links, a directory seen through two mounts) are two nodes with their
  * own decisions; attributes still report the host's st_ino (the FUSE adapter
@@ -17,6 +16,24 @@
  * separate counter (fb_view_node_kernel_ref/forget) that holds one reference
  * while it is non-zero.  A successful rename moves the nodes of the renamed
  * object and everything below it to their new view paths and re-decides them.
+ *
+ * Descriptors.  A directory node (and a mount's source) holds an
+ * O_PATH|O_NOFOLLOW descriptor of its host object; a synthetic one none.
+ * A non-directory node holds none while no file of it is open: an operation
+ * that needs its host object opens the node's name again from the parent's
+ * descriptor (openat2 as below), checks that st_dev, st_ino and the type are
+ * the node's and otherwise answers ESTALE (ENOENT when the name is gone); a
+ * getattr is one fstatat by name with the same check.  While files of it
+ * are open, the node keeps a duplicate of the first one's descriptor, so
+ * fstat of a file unlinked or renamed on the host still works.  So the view
+ * holds at most: one descriptor per directory node, two per open file (the
+ * file's and, for the node's first, the duplicate), and the mounts' -- not
+ * one per name the kernel remembers (a `find` over /usr would pass any
+ * RLIMIT_NOFILE).  The FUSE adapter raises the soft RLIMIT_NOFILE to the
+ * hard one at start for the directories.  A file replaced on the host
+ * under a name the kernel remembers turns stale (ESTALE) rather than
+ * showing the new object under the old inode; the next lookup makes a new
+ * node.
  *
  * Resolution.  One name at a time, relative to the parent's O_PATH descriptor
  * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
@@ -86,7 +103,7 @@
  *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
  *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
  *   with a fixed buffer.  Nodes live as long as someone (the kernel) holds
- *   them: one per looked-up view path.
+ *   them: one per looked-up view path; descriptors as under Descriptors.
  *
  * Threads.  Every function may be called from any thread.  Locks: the view's
  * table lock (node table, parent/child links) is taken before a node's lock

@@ -2,8 +2,12 @@
  * non-directory and a busy mount point; a clean end on SIGTERM, SIGINT and
  * an external `fusermount3 -u`, with no mount left behind and the access
  * log complete; files still open at the stop; SIGKILL of the daemon; the
- * default run directory. */
+ * default run directory; a tree with more names than the daemon's
+ * RLIMIT_NOFILE. */
 #include "tests/integration/test-mount-util.h"
+
+#include <ftw.h>
+#include <sys/resource.h>
 
 static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
                                   "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
@@ -24,6 +28,87 @@ mount_expect_fail (MFx *fx, const char *mountpoint, char **ret_err)
   const char *argv[] = { fusebox_bin (), "mount", "--policy", fx->policy_path, mountpoint, NULL };
 
   return run_cmd (argv, NULL, ret_err);
+}
+
+static guint walk_count;
+
+static int
+count_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  if (flag == FTW_NS || flag == FTW_DNR)
+    fail_msg ("walk: %s: %s", path, g_strerror (errno));
+  walk_count++;
+  return 0;
+}
+
+static guint
+count_fds (pid_t pid)
+{
+  g_autofree char *dir_path = g_strdup_printf ("/proc/%d/fd", (int)pid);
+  g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
+  guint n = 0;
+
+  assert_non_null (dir);
+  while (g_dir_read_name (dir) != NULL)
+    n++;
+  return n;
+}
+
+/* The daemon holds descriptors for directories and open files, not for
+ * every name the kernel remembers: with RLIMIT_NOFILE 512 (hard and soft),
+ * a walk that stats 2,000 files lists them all, and the mount still works
+ * afterwards. */
+static void
+test_many_names (void **state)
+{
+  MFX_BEGIN (state);
+  enum { DIRS = 20, FILES = 100, LIMIT = 512 };
+  g_autofree char *top = NULL, *sub = NULL;
+  struct rlimit low = { LIMIT, LIMIT };
+  int fds[64];
+  DIR *dp;
+  guint listed = 0;
+
+  for (guint i = 0; i < DIRS; i++)
+    for (guint j = 0; j < FILES; j++)
+      {
+        g_autofree char *rel = g_strdup_printf ("/ws/d%02u/f%03u", i, j);
+        host_write (fx, rel, "x\n");
+      }
+  mfx_mount (fx, policy_text, NULL);
+  /* the daemon raised its soft limit to the hard one at start: lower both
+   * under it, as an administrator's hard limit would be */
+  assert_int_equal (prlimit (fx->daemon, RLIMIT_NOFILE, &low, NULL), 0);
+
+  top = fx_m (fx, "/ws");
+  walk_count = 0;
+  assert_int_equal (nftw (top, count_one, 16, FTW_PHYS), 0);
+  assert_int_equal (walk_count, 1 + DIRS + DIRS * FILES);
+  /* everything is looked up and kept by the kernel, yet the daemon is far
+   * from its limit */
+  assert_true (count_fds (fx->daemon) < LIMIT / 2);
+  /* open files hold descriptors while open */
+  for (guint j = 0; j < G_N_ELEMENTS (fds); j++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s/d01/f%03u", top, j);
+      char c;
+      fds[j] = open (p, O_RDONLY | O_CLOEXEC);
+      assert_true (fds[j] >= 0);
+      assert_int_equal (read (fds[j], &c, 1), 1);
+    }
+  for (guint j = 0; j < G_N_ELEMENTS (fds); j++)
+    close (fds[j]);
+  /* and a listing still works */
+  sub = fx_m (fx, "/ws/d07");
+  dp = opendir (sub);
+  assert_non_null (dp);
+  for (struct dirent *de; (de = readdir (dp)) != NULL;)
+    if (de->d_name[0] != '.')
+      listed++;
+  closedir (dp);
+  assert_int_equal (listed, FILES);
+  mfx_unmount (fx);
+  MFX_PASS ();
 }
 
 static void
@@ -403,6 +488,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_sigkill, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_stale_mountpoint, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_default_run_dir, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_many_names, mfx_setup, mfx_teardown),
   };
 
   require_fuse ();
