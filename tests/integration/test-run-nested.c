@@ -263,6 +263,21 @@ assert_check_ok (RFx *fx, DevMode dev, bool drop, const char *const *prefix)
     fail_msg ("fusebox check (exit %d) disagrees with the run that worked:\n%s", status, out);
 }
 
+/* The unprivileged cases need a host that lets uid 1000 make user
+ * namespaces (Ubuntu's AppArmor restriction, a zero sysctl may forbid
+ * it): skip where check says it can't, unless CI insists. */
+static void
+need_unprivileged (RFx *fx)
+{
+  g_autofree char *out = NULL;
+  if (check_outer (fx, DEV_0666, true, NULL, &out) == 0)
+    return;
+  if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
+    fail_msg ("FUSEBOX_TESTS_MUST_RUN=1 but uid 1000 can't make sandboxes here:\n%s", out);
+  fprintf (stderr, "skipped: uid 1000 can't make sandboxes here:\n%s", out);
+  skip ();
+}
+
 static char *
 own_ns (const char *name)
 {
@@ -327,9 +342,9 @@ test_unprivileged (void **state)
   Case c = { 0 };
   RfxResult r = { 0 };
   case_init (fx, &c, true);
+  need_unprivileged (fx);
   run_outer (fx, &r, &c, DEV_0666, true, NULL);
   assert_confined (&r, &c, OUTER_UNPRIVILEGED, OUTER_UID, OUTER_UID);
-  assert_check_ok (fx, DEV_0666, true, NULL);
   rfx_result_clear (&r);
   case_clear (&c);
   RFX_PASS ();
@@ -344,6 +359,7 @@ test_unprivileged_fuse_0600 (void **state)
   Case c = { 0 };
   RfxResult r = { 0 };
   case_init (fx, &c, true);
+  need_unprivileged (fx);
   run_outer (fx, &r, &c, DEV_0600, true, NULL);
   if (r.status != 125)
     fail_msg ("exit status %d, not 125; stderr:\n%s", r.status, r.err);
@@ -394,6 +410,7 @@ test_nested_unshare_unprivileged (void **state)
   Case c = { 0 };
   RfxResult r = { 0 };
   case_init (fx, &c, true);
+  need_unprivileged (fx);
   run_outer (fx, &r, &c, DEV_0666, true, prefix);
   assert_confined (&r, &c, "outer: uid=0 CapEff:", 0, OUTER_UID);
   assert_check_ok (fx, DEV_0666, true, prefix);
@@ -418,6 +435,7 @@ test_nested_bwrap (void **state)
   Case c = { 0 };
   RfxResult r = { 0 };
   case_init (fx, &c, true);
+  need_unprivileged (fx);
   run_outer (fx, &r, &c, DEV_0666, true, prefix);
   assert_confined (&r, &c, OUTER_UNPRIVILEGED, OUTER_UID, OUTER_UID);
   assert_check_ok (fx, DEV_0666, true, prefix);
