@@ -13,16 +13,43 @@
  *  - Threads: fuse_session_loop_mt with clone_fd, up to max_threads workers;
  *    the view is thread-safe.  Worker threads block SIGINT/SIGTERM/SIGHUP/
  *    SIGQUIT/SIGPIPE so the main loop gets them.  Nothing here calls
- *    fuse_lowlevel_notify_inval_* (that would deadlock inside an op).
- *  - Caching (chosen for a static policy): the kernel keeps entries and
- *    attributes for entry_timeout/attr_timeout (2 s by default), so a change
- *    made on the host by someone else shows within that time; changes made
- *    through the mount show at once.  keep_cache keeps page-cache contents
+ *    fuse_lowlevel_notify_inval_* (that would deadlock inside an op): the
+ *    notifier thread does (Invalidation).
+ *  - Caching.  The kernel keeps entries and attributes for 60 s and
+ *    absences (negative entries) for 2 s by default (`--cache-timeout`
+ *    sets all three).  Why so long: the policy is static during a run, so a
+ *    cached answer never grants what a fresh one would refuse; a change
+ *    made through this mount updates the kernel's caches with the reply;
+ *    a change made through any other view in this process (the remote
+ *    API's fs/ calls, another sandbox's mount) or through another name of a
+ *    hard-linked inode is invalidated at once (below).  What the timeout
+ *    still delays is a change made on the host by a process outside every
+ *    view: a new size or mtime after up to 60 s, a new name after up to
+ *    2 s (a removed one after up to 60 s).  Below that, a tool run again
+ *    after a pause (git status, find, a build) revalidates every name it
+ *    touches, one round trip each: with 2 s, a cold `git status` made
+ *    10,500 lookups and took 5x the host's time; with 60 s it is near the
+ *    host's.  keep_cache keeps page-cache contents
  *    across opens while the host file's size and mtime are unchanged (and
  *    auto_inval_data drops them when a refreshed mtime differs); readdir
  *    results are cached the same way; symlink texts are cached (a new text
  *    is a new inode).  Requests are up to 1 MiB (max_write and max_pages);
  *    reads are asynchronous and directory operations parallel.
+ *  - Invalidation.  Every view reports the host objects it changes
+ *    (fb_view_listen, fs/fs-view-notify.c).  For each change the listener
+ *    of this session finds the nodes of its view that show the object (by
+ *    st_dev/st_ino) and that its kernel knows, and queues
+ *    fuse_lowlevel_notify_inval_inode for them (data and attributes for a
+ *    write or truncate, attributes only otherwise), skipping the node the
+ *    change was made through in this session; for a name made, removed or
+ *    renamed through another view it queues inval_entry for that name in
+ *    every node of the directory, and inval_inode for the directory (its
+ *    attributes and cached listing).  The queue is bounded (INVAL_QUEUE_MAX
+ *    entries, coalesced per inode and name; past it a change shows at the
+ *    timeout) and drained by one notifier thread per session, never by a
+ *    worker; an operation only appends to it.  fb_fuse_free() stops
+ *    listening, then ends the thread; a connection that has ended answers
+ *    a notification at once.
  */
 #include "fs/fs-private.h"
 
@@ -59,7 +86,96 @@ struct FbFuse
   FbFuseDoneFunc done;
   gpointer done_data;
   int result;
+
+  /* Invalidations for the kernel (see "Invalidation" above) */
+  GMutex inval_lock;
+  GCond inval_cond;
+  GQueue inval_queue;        /* inval_lock: Inval* */
+  GHashTable *inval_pending; /* inval_lock: keys of the queued ones */
+  bool inval_stop;           /* inval_lock */
+  guint64 inval_dropped;     /* inval_lock: queue full */
+  GThread *inval_thread;
+  bool listening;
+  guint64 inval_seq;     /* inval_lock: the last one queued */
+  struct InvalSync *sync; /* delivery progress, for the threads that wait on it */
 };
+
+/* How far the notifier got, shared with waiting threads (which may outlive
+ * the FbFuse, hence the reference count). */
+typedef struct InvalSync
+{
+  gint ref;
+  GMutex lock;
+  GCond cond;
+  guint64 done; /* lock: the last one delivered */
+  bool stopped; /* lock */
+} InvalSync;
+
+static InvalSync *
+inval_sync_ref (InvalSync *s)
+{
+  g_atomic_int_inc (&s->ref);
+  return s;
+}
+
+static void
+inval_sync_unref (InvalSync *s)
+{
+  if (s != NULL && g_atomic_int_dec_and_test (&s->ref))
+    {
+      g_mutex_clear (&s->lock);
+      g_cond_clear (&s->cond);
+      g_free (s);
+    }
+}
+
+/* The longest a changing thread waits for its invalidations: they take
+ * microseconds, but one for a directory waits in the kernel for that
+ * directory's lock, whose holder may be waiting for an answer from this
+ * very thread (two sessions changing each other's views at once). */
+#define INVAL_WAIT_US (1000 * 1000)
+
+typedef struct
+{
+  InvalSync *sync;
+  guint64 seq;
+} InvalWait;
+
+static void
+inval_wait (gpointer data, gpointer unused)
+{
+  InvalWait *w = data;
+  gint64 until = g_get_monotonic_time () + INVAL_WAIT_US;
+
+  g_mutex_lock (&w->sync->lock);
+  while (w->sync->done < w->seq && !w->sync->stopped)
+    if (!g_cond_wait_until (&w->sync->cond, &w->sync->lock, until))
+      break;
+  g_mutex_unlock (&w->sync->lock);
+}
+
+static void
+inval_wait_free (gpointer data)
+{
+  InvalWait *w = data;
+
+  inval_sync_unref (w->sync);
+  g_free (w);
+}
+
+/* Most invalidations queued at once; past it they are dropped (the change
+ * then shows when the cache times out).  Coalescing keeps a burst of writes
+ * to one file at one entry. */
+#define INVAL_QUEUE_MAX 4096
+
+typedef struct
+{
+  guint64 seq;
+  char *key;    /* "i:INO" or "e:INO:NAME", for coalescing */
+  fuse_ino_t ino;
+  off_t off;    /* inodes: 0 drops cached data too, -1 attributes only */
+  char *name;   /* NULL: the inode; else the entry NAME in directory INO */
+} Inval;
 
 /* Largest readdir reply we build, whatever the kernel asks. */
 #define READDIR_MAX (128 * 1024)
@@ -70,12 +186,9 @@ void
 fb_fuse_options_init (FbFuseOptions *options)
 {
   memset (options, 0, sizeof *options);
-  /* Long enough that a tool run again right away (a build, git status,
-   * find) finds everything cached; short enough that a change made on the
-   * host by someone else shows soon.  Below a second, every repeated run
-   * revalidates each name it touches (one round trip each). */
-  options->entry_timeout = 2.0;
-  options->attr_timeout = 2.0;
+  /* See "Caching" above: 60 s for names and attributes, 2 s for absences. */
+  options->entry_timeout = 60.0;
+  options->attr_timeout = 60.0;
   options->negative_timeout = 2.0;
   options->max_threads = 16;
   options->allow_other = geteuid () == 0;
@@ -220,6 +333,217 @@ files_remove (FbFuse *f, FbViewFile *file)
   g_mutex_lock (&f->files_lock);
   g_hash_table_remove (f->files, file);
   g_mutex_unlock (&f->files_lock);
+}
+
+/* --- invalidation -------------------------------------------------------------- */
+
+static void
+inval_free (Inval *iv)
+{
+  g_free (iv->key);
+  g_free (iv->name);
+  g_free (iv);
+}
+
+/* Called from the view's change listener (any thread): queue, never block.
+ * Returns the sequence number to wait for (0: nothing to wait for). */
+static guint64
+inval_push (FbFuse *f, fuse_ino_t ino, off_t off, const char *name)
+{
+  guint64 seq = 0;
+  g_autofree char *key = name != NULL ? g_strdup_printf ("e:%" G_GUINT64_FORMAT ":%s", (guint64)ino, name)
+                                      : g_strdup_printf ("i:%" G_GUINT64_FORMAT, (guint64)ino);
+  Inval *iv;
+
+  g_mutex_lock (&f->inval_lock);
+  if (f->inval_stop)
+    ;
+  else if ((iv = g_hash_table_lookup (f->inval_pending, key)) != NULL)
+    {
+      if (off == 0)
+        iv->off = 0; /* the data too */
+      seq = iv->seq;
+    }
+  else if (f->inval_queue.length >= INVAL_QUEUE_MAX)
+    f->inval_dropped++;
+  else
+    {
+      iv = g_new0 (Inval, 1);
+      iv->key = g_steal_pointer (&key);
+      iv->ino = ino;
+      iv->off = off;
+      iv->name = g_strdup (name);
+      iv->seq = seq = ++f->inval_seq;
+      g_hash_table_insert (f->inval_pending, iv->key, iv);
+      g_queue_push_tail (&f->inval_queue, iv);
+      g_cond_signal (&f->inval_cond);
+    }
+  g_mutex_unlock (&f->inval_lock);
+  return seq;
+}
+
+static fuse_ino_t
+node_ino (FbFuse *f, FbViewNode *node)
+{
+  return node == f->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)node;
+}
+
+/* Does this session's kernel know NODE? */
+static bool
+kernel_knows (FbFuse *f, FbViewNode *node)
+{
+  return node == f->root || fb_view_node_get_kernel_count (node) > 0;
+}
+
+typedef struct
+{
+  FbFuse *f;
+  FbViewNode *skip; /* the node the change was made through, in our view: the kernel knows already */
+  off_t off;
+  const char *name;
+  guint64 seq; /* the highest queued */
+} Collect;
+
+static void
+collect_inode (FbViewNode *node, gpointer data)
+{
+  Collect *c = data;
+
+  if (node != c->skip && kernel_knows (c->f, node))
+    c->seq = MAX (c->seq, inval_push (c->f, node_ino (c->f, node), c->off, NULL));
+}
+
+static void
+collect_entry (FbViewNode *node, gpointer data)
+{
+  Collect *c = data;
+
+  if (!S_ISDIR (fb_view_node_get_type (node)) || !kernel_knows (c->f, node))
+    return;
+  /* the name (a negative entry too), the directory's attributes and listing */
+  c->seq = MAX (c->seq, inval_push (c->f, node_ino (c->f, node), 0, c->name));
+  c->seq = MAX (c->seq, inval_push (c->f, node_ino (c->f, node), 0, NULL));
+}
+
+/* A view (ours or another over the same host files) changed a host object.
+ * Changes made through our own mount reach the kernel with the reply,
+ * except for the other names of a hard-linked inode (other FUSE inodes). */
+static void
+on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, const FbViewChange *change,
+                gpointer user_data)
+{
+  FbFuse *f = user_data;
+  Collect c = { f, origin == listener_view ? origin_node : NULL, -1, NULL, 0 };
+
+  if (change->ino != 0 && (change->what & (FB_VIEW_CHANGE_DATA | FB_VIEW_CHANGE_ATTR)))
+    {
+      c.off = (change->what & FB_VIEW_CHANGE_DATA) ? 0 : -1;
+      fb_view_find_object (listener_view, change->dev, change->ino, collect_inode, &c);
+    }
+  if ((change->what & FB_VIEW_CHANGE_NAME) && origin != listener_view && change->name != NULL)
+    {
+      c.name = change->name;
+      fb_view_find_object (listener_view, change->parent_dev, change->parent_ino, collect_entry, &c);
+    }
+  if (c.seq != 0)
+    {
+      /* the changing thread waits (outside every lock) for the delivery */
+      InvalWait *w = g_new0 (InvalWait, 1);
+      w->sync = inval_sync_ref (f->sync);
+      w->seq = c.seq;
+      fb_view_change_defer (inval_wait, w, inval_wait_free);
+    }
+}
+
+/* The notifier thread: delivers the queued invalidations outside every FUSE
+ * operation (fs.h: never from inside one, where the kernel may hold the
+ * directory lock that an invalidation needs).  A thread of its own rather
+ * than the main loop: fs/ serves sessions with no main loop of its own
+ * (`fusebox mount`), and an invalidation may wait in the kernel for a
+ * directory lock until a worker answers the request holding it, which
+ * would stall the log writer and the API if it ran on the loop.  A
+ * connection that has ended answers at once (ENODEV/ENOENT, ignored). */
+static gpointer
+inval_thread (gpointer data)
+{
+  FbFuse *f = data;
+
+  g_mutex_lock (&f->inval_lock);
+  for (;;)
+    {
+      Inval *iv;
+      while (f->inval_queue.length == 0 && !f->inval_stop)
+        g_cond_wait (&f->inval_cond, &f->inval_lock);
+      if (f->inval_stop)
+        break;
+      iv = g_queue_pop_head (&f->inval_queue);
+      g_hash_table_remove (f->inval_pending, iv->key);
+      g_mutex_unlock (&f->inval_lock);
+      if (iv->name != NULL)
+        (void)fuse_lowlevel_notify_inval_entry (f->se, iv->ino, iv->name, strlen (iv->name));
+      else
+        (void)fuse_lowlevel_notify_inval_inode (f->se, iv->ino, iv->off, 0);
+      g_mutex_lock (&f->sync->lock);
+      f->sync->done = iv->seq;
+      g_cond_broadcast (&f->sync->cond);
+      g_mutex_unlock (&f->sync->lock);
+      inval_free (iv);
+      g_mutex_lock (&f->inval_lock);
+    }
+  g_mutex_unlock (&f->inval_lock);
+  g_mutex_lock (&f->sync->lock);
+  f->sync->stopped = true;
+  g_cond_broadcast (&f->sync->cond);
+  g_mutex_unlock (&f->sync->lock);
+  return NULL;
+}
+
+/* Start listening once the session exists (fb_fuse_mount). */
+static int
+inval_start (FbFuse *f)
+{
+  g_autoptr (GError) error = NULL;
+  sigset_t block, old;
+
+  if (f->listening)
+    return 0;
+  sigfillset (&block);
+  pthread_sigmask (SIG_BLOCK, &block, &old);
+  f->inval_thread = g_thread_try_new ("fusebox-inval", inval_thread, f, &error);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  if (f->inval_thread == NULL)
+    return -EAGAIN;
+  fb_view_listen (f->view, on_view_change, f);
+  f->listening = true;
+  return 0;
+}
+
+/* Before the session goes: no more changes come in, the thread ends, what
+ * is left in the queue is dropped (the kernel's caches go with the
+ * connection). */
+static void
+inval_finish (FbFuse *f)
+{
+  if (f->listening)
+    {
+      fb_view_unlisten (f->view, on_view_change, f);
+      f->listening = false;
+    }
+  g_mutex_lock (&f->inval_lock);
+  f->inval_stop = true;
+  g_cond_signal (&f->inval_cond);
+  g_mutex_unlock (&f->inval_lock);
+  if (f->inval_thread != NULL)
+    {
+      g_thread_join (f->inval_thread);
+      f->inval_thread = NULL;
+    }
+  g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
+  g_hash_table_remove_all (f->inval_pending);
+  g_mutex_lock (&f->sync->lock);
+  f->sync->stopped = true;
+  g_cond_broadcast (&f->sync->cond);
+  g_mutex_unlock (&f->sync->lock);
 }
 
 /* --- lifecycle --------------------------------------------------------------- */
@@ -1039,6 +1363,14 @@ fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
   f->root = fb_view_get_root (view);
   g_mutex_init (&f->files_lock);
   f->files = g_hash_table_new (g_direct_hash, g_direct_equal);
+  g_mutex_init (&f->inval_lock);
+  g_cond_init (&f->inval_cond);
+  g_queue_init (&f->inval_queue);
+  f->inval_pending = g_hash_table_new (g_str_hash, g_str_equal);
+  f->sync = g_new0 (InvalSync, 1);
+  f->sync->ref = 1;
+  g_mutex_init (&f->sync->lock);
+  g_cond_init (&f->sync->cond);
   *ret_fuse = f;
   return 0;
 }
@@ -1133,7 +1465,7 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
       f->mountpoint = g_strdup (real);
       f->conn_dev = mount_dev (real);
     }
-  return 0;
+  return inval_start (f);
 }
 
 int
@@ -1326,6 +1658,7 @@ fb_fuse_free (FbFuse *f)
     return;
   if (f->thread != NULL)
     fb_fuse_join (f);
+  inval_finish (f);
   if (f->se != NULL)
     {
       /* Unmount only what we mounted and did not unmount already: after a
@@ -1354,6 +1687,10 @@ fb_fuse_free (FbFuse *f)
     g_hash_table_destroy (f->files);
     g_mutex_clear (&f->files_lock);
   }
+  g_hash_table_destroy (f->inval_pending);
+  inval_sync_unref (f->sync);
+  g_cond_clear (&f->inval_cond);
+  g_mutex_clear (&f->inval_lock);
   fb_view_drop_kernel_refs (f->view);
   fb_view_node_unref (f->root);
   fb_view_unref (f->view);

@@ -68,6 +68,8 @@ struct FbViewNode
    * fb_view_drop_kernel_refs() */
   FbViewNode *all_prev, *all_next;
   bool in_all;
+  /* view->lock: the other nodes of the same host object (view->by_ino) */
+  FbViewNode *ino_prev, *ino_next;
 
   /* immutable */
   NodeKind kind;
@@ -142,6 +144,7 @@ struct FbView
 
   GMutex lock;           /* the node table */
   GHashTable *table;     /* FbViewNode* (key: parent, name) -> itself */
+  GHashTable *by_ino;    /* the first node of each host object (key: dev, ino), chained by ino_next */
   FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
   guint n_nodes;         /* atomic */
 
@@ -214,6 +217,14 @@ int node_host_fd (FbViewNode *node, int *tmp);
 /* The same as a /proc/self/fd path in PROC. */
 int node_proc_path (FbViewNode *node, char proc[static 32], int *tmp);
 void proc_fd_path (char buf[static 32], int fd);
+
+/* fs-view-notify.c: report a change to the listeners (no view lock held).
+ * NODE is the node it was made through (for a name: the directory). */
+void view_changed (FbView *view, FbViewNode *node, const FbViewChange *change);
+void view_changed_object (FbView *view, FbViewNode *node, guint what);
+/* NAME in PARENT was made, removed or renamed; OBJECT (may be NULL): the
+ * host object whose link count changed. */
+void view_changed_name (FbView *view, FbViewNode *parent, const char *name, const struct stat *object);
 
 /* fs-view-io.c, shared with fs-view-dir.c */
 FbViewFile *view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access,

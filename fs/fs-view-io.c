@@ -193,6 +193,8 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
     }
   if (ret_keep_cache != NULL)
     *ret_keep_cache = fstat (fd, &hst) == 0 && !(flags & O_TRUNC) && node_stamp_compare (node, &hst);
+  if (flags & O_TRUNC)
+    view_changed_object (view, node, FB_VIEW_CHANGE_DATA);
   *ret_file = view_file_new (node, st, fd, flags, access, caller);
   return 0;
 }
@@ -269,6 +271,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   view_emit (view, caller, EV_MUTATION, "create", ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
+  view_changed_name (view, parent, name, NULL);
   node_stamp_compare (node, &hst);
   if (ret_st != NULL)
     *ret_st = hst;
@@ -314,6 +317,7 @@ fb_view_write (FbView *view, FbViewFile *file, const void *buf, gsize size, off_
   if (n < 0)
     return -errno;
   __atomic_add_fetch (&file->bytes_written, n, __ATOMIC_RELAXED);
+  view_changed_object (view, file->node, FB_VIEW_CHANGE_DATA);
   return n;
 }
 
@@ -330,7 +334,10 @@ fb_view_write_with (FbView *view, FbViewFile *file, off_t offset, FbViewWriteFun
     return -EINVAL;
   n = func (file->fd, offset, user_data);
   if (n > 0)
-    __atomic_add_fetch (&file->bytes_written, n, __ATOMIC_RELAXED);
+    {
+      __atomic_add_fetch (&file->bytes_written, n, __ATOMIC_RELAXED);
+      view_changed_object (view, file->node, FB_VIEW_CHANGE_DATA);
+    }
   return n;
 }
 
@@ -368,7 +375,10 @@ fb_view_fallocate (FbView *view, FbViewFile *file, int mode, off_t offset, off_t
     return -EBADF;
   if (offset < 0 || length <= 0)
     return -EINVAL;
-  return fallocate (file->fd, mode, offset, length) < 0 ? -errno : 0;
+  if (fallocate (file->fd, mode, offset, length) < 0)
+    return -errno;
+  view_changed_object (view, file->node, FB_VIEW_CHANGE_DATA);
+  return 0;
 }
 
 off_t
@@ -402,6 +412,8 @@ fb_view_copy_file_range (FbView *view, FbViewFile *in, off_t offset_in, FbViewFi
     return -errno;
   __atomic_add_fetch (&in->bytes_read, n, __ATOMIC_RELAXED);
   __atomic_add_fetch (&out->bytes_written, n, __ATOMIC_RELAXED);
+  if (n > 0)
+    view_changed_object (view, out->node, FB_VIEW_CHANGE_DATA);
   return n;
 }
 

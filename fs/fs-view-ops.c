@@ -187,6 +187,7 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
       if (r < 0)
         goto out;
     }
+  view_changed_object (view, node, (attr->valid & FB_VIEW_SET_SIZE) ? FB_VIEW_CHANGE_DATA : FB_VIEW_CHANGE_ATTR);
   if (ret_st != NULL)
     r = node_stat (view, node, ret_st);
 out:
@@ -356,6 +357,7 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
   view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
+  view_changed_name (view, parent, name, NULL);
   if (ret_node != NULL)
     *ret_node = node;
   else
@@ -502,6 +504,11 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
+  {
+    /* the new name, and the link count every other name of it shows */
+    struct stat obj = { .st_dev = node->dev, .st_ino = node->ino };
+    view_changed_name (view, newparent, newname, &obj);
+  }
   if (ret_node != NULL)
     *ret_node = fresh;
   else
@@ -553,9 +560,17 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
   r = remove_precheck (view, caller, parent, pst, name, &ci, op, NULL);
   if (r < 0)
     return r;
-  r = unlinkat (parent->fd, name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
-  if (r == 0)
-    view_detach_name (view, parent, name);
+  {
+    /* what the name held: its other names' link count changes */
+    struct stat gone;
+    bool known = fstatat (parent->fd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
+    r = unlinkat (parent->fd, name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+    if (r == 0)
+      {
+        view_detach_name (view, parent, name);
+        view_changed_name (view, parent, name, known && !dir ? &gone : NULL);
+      }
+  }
   view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "delete", FB_DECISION_ALLOW, -r, ci.decision.rule);
   return r;
 }
@@ -631,7 +646,12 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     }
   r = renameat2 (parent->fd, name, newparent->fd, newname, flags) < 0 ? -errno : 0;
   if (r == 0)
-    view_rehome_after_rename (view, parent, name, newparent, newname, (flags & RENAME_EXCHANGE) != 0);
+    {
+      view_rehome_after_rename (view, parent, name, newparent, newname, (flags & RENAME_EXCHANGE) != 0);
+      view_changed_name (view, parent, name, NULL);
+      /* a replaced file loses a link */
+      view_changed_name (view, newparent, newname, dst_exists && !S_ISDIR (dst.st_mode) ? &dst : NULL);
+    }
   view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_ALLOW, -r, ci.decision.rule);
   return r;
 }
@@ -759,6 +779,8 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
         r = removexattr (proc, name) < 0 ? -errno : 0;
       else
         r = setxattr (proc, name, value, size, flags) < 0 ? -errno : 0;
+      if (r == 0)
+        view_changed_object (view, node, FB_VIEW_CHANGE_ATTR);
     }
   view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, st->decision.rule);
   return r;

@@ -156,6 +156,79 @@ node_key_equal (gconstpointer a, gconstpointer b)
   return x->parent == y->parent && strcmp (x->name, y->name) == 0;
 }
 
+static guint
+ino_key_hash (gconstpointer p)
+{
+  const FbViewNode *n = p;
+
+  return (guint)(n->ino ^ (n->ino >> 32) ^ (n->dev * 31));
+}
+
+static gboolean
+ino_key_equal (gconstpointer a, gconstpointer b)
+{
+  const FbViewNode *x = a, *y = b;
+
+  return x->ino == y->ino && x->dev == y->dev;
+}
+
+static void
+ino_index_add_locked (FbView *view, FbViewNode *node)
+{
+  FbViewNode *head;
+
+  if (node->kind != NODE_HOST)
+    return;
+  head = g_hash_table_lookup (view->by_ino, node);
+  if (head == NULL)
+    {
+      node->ino_prev = node->ino_next = NULL;
+      g_hash_table_add (view->by_ino, node);
+      return;
+    }
+  node->ino_prev = head;
+  node->ino_next = head->ino_next;
+  if (head->ino_next != NULL)
+    head->ino_next->ino_prev = node;
+  head->ino_next = node;
+}
+
+static void
+ino_index_remove_locked (FbView *view, FbViewNode *node)
+{
+  if (node->kind != NODE_HOST)
+    return;
+  if (node->ino_prev != NULL)
+    {
+      node->ino_prev->ino_next = node->ino_next;
+      if (node->ino_next != NULL)
+        node->ino_next->ino_prev = node->ino_prev;
+    }
+  else
+    {
+      g_hash_table_remove (view->by_ino, node);
+      if (node->ino_next != NULL)
+        {
+          node->ino_next->ino_prev = NULL;
+          g_hash_table_add (view->by_ino, node->ino_next);
+        }
+    }
+  node->ino_prev = node->ino_next = NULL;
+}
+
+void
+fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gpointer user_data)
+{
+  FbViewNode key = { 0 };
+
+  key.dev = dev;
+  key.ino = ino;
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = g_hash_table_lookup (view->by_ino, &key); n != NULL; n = n->ino_next)
+    func (n, user_data);
+  g_mutex_unlock (&view->lock);
+}
+
 void
 fb_view_options_init (FbViewOptions *options)
 {
@@ -192,6 +265,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     fb_view_options_init (&view->options);
   g_mutex_init (&view->lock);
   view->table = g_hash_table_new (node_key_hash, node_key_equal);
+  view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
   {
     GPtrArray *blank = g_ptr_array_new ();
     g_ptr_array_add (blank, g_strdup ("/proc"));
@@ -270,6 +344,7 @@ fb_view_unref (FbView *view)
       close (view->mount_fds[i]);
   g_free (view->mount_fds);
   g_hash_table_destroy (view->table);
+  g_hash_table_destroy (view->by_ino);
   g_strfreev (view->blank_paths);
   g_mutex_clear (&view->lock);
   fb_policy_unref (view->policy);
@@ -438,6 +513,7 @@ fb_view_node_unref (FbViewNode *node)
           if (node->all_next != NULL)
             node->all_next->all_prev = node->all_prev;
           node->in_all = false;
+          ino_index_remove_locked (view, node);
         }
       parent = node->parent;
       node->parent = NULL;
@@ -486,6 +562,7 @@ table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fr
     view->all_nodes->all_prev = fresh;
   view->all_nodes = fresh;
   fresh->in_all = true;
+  ino_index_add_locked (view, fresh);
   g_mutex_unlock (&view->lock);
   return fresh;
 }
@@ -576,6 +653,12 @@ guint64
 fb_view_node_get_generation (FbViewNode *node)
 {
   return node->generation;
+}
+
+guint64
+fb_view_node_get_kernel_count (FbViewNode *node)
+{
+  return __atomic_load_n (&node->nlookup, __ATOMIC_ACQUIRE);
 }
 
 void

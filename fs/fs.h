@@ -349,6 +349,55 @@ int fb_view_setxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node
                       gsize size, int flags);
 int fb_view_removexattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name);
 
+/* --- changes ---------------------------------------------------------------- */
+
+/* Every successful operation that changes a host object (write, truncate and
+ * every setattr, fallocate, copy_file_range, create, mknod, mkdir, symlink,
+ * link, unlink, rmdir, rename, setxattr, removexattr) is reported,
+ * process-wide, to the listeners of every view (fs/fs-view-notify.c): the
+ * FUSE adapter uses it to drop what its kernel caches about the object, so
+ * that a change made through another view (the remote API, another
+ * sandbox) or another name of the same inode shows at once. */
+typedef enum
+{
+  FB_VIEW_CHANGE_DATA = 1 << 0, /* contents (and size, mtime) */
+  FB_VIEW_CHANGE_ATTR = 1 << 1, /* attributes only (mode, times, link count, xattrs) */
+  FB_VIEW_CHANGE_NAME = 1 << 2, /* NAME in the directory (parent_dev, parent_ino) came, went or moved */
+} FbViewChangeWhat;
+
+typedef struct
+{
+  guint what;       /* FbViewChangeWhat */
+  dev_t dev;        /* the object (0, 0 when only a name changed) */
+  ino_t ino;
+  dev_t parent_dev; /* FB_VIEW_CHANGE_NAME */
+  ino_t parent_ino;
+  const char *name;
+} FbViewChange;
+
+/* Called on the thread that made the change, with the registry lock held:
+ * look up, queue, return; never block or call back into a view operation.
+ * LISTENER_VIEW is the view it was registered for; ORIGIN the view (and
+ * ORIGIN_NODE the node: the object, or for a name its directory) the
+ * change was made through. */
+typedef void (*FbViewChangeFunc) (FbView *listener_view, FbView *origin, FbViewNode *origin_node,
+                                  const FbViewChange *change, gpointer user_data);
+void fb_view_listen (FbView *view, FbViewChangeFunc func, gpointer user_data);
+/* From inside a listener: run FUNC (then DESTROY) on the same thread once
+ * every listener has run and the registry lock is released, before the
+ * view operation returns -- a listener that delivers on another thread
+ * waits there (bounded) for its delivery, so that the caller's next request
+ * sees the change. */
+void fb_view_change_defer (GFunc func, gpointer data, GDestroyNotify destroy);
+/* After it returns, FUNC is not running and won't be called again. */
+void fb_view_unlisten (FbView *view, FbViewChangeFunc func, gpointer user_data);
+/* Every node of VIEW showing host object (DEV, INO), for a
+ * listener: calls FUNC under the view's table lock. */
+typedef void (*FbViewNodeFunc) (FbViewNode *node, gpointer user_data);
+void fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gpointer user_data);
+/* The kernel's lookup count, for a listener (zero: the kernel does not know it). */
+guint64 fb_view_node_get_kernel_count (FbViewNode *node);
+
 /* --- the FUSE adapter (fs/fs-fuse.c) --------------------------------------- */
 
 typedef struct FbFuse FbFuse;

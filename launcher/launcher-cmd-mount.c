@@ -303,7 +303,8 @@ run_daemon (const MountArgs *a, int ready_fd)
     }
 
   fb_fuse_options_init (&fo);
-  fo.entry_timeout = fo.attr_timeout = fo.negative_timeout = a->cache_timeout;
+  if (a->cache_timeout >= 0) /* else fb_fuse_options_init's defaults */
+    fo.entry_timeout = fo.attr_timeout = fo.negative_timeout = a->cache_timeout;
   fb_fuse_new (view, &fo, &d.fuse);
   r = fb_fuse_mount (d.fuse, a->mountpoint);
   if (r < 0)
@@ -436,7 +437,7 @@ fb_cmd_mount (int argc, char **argv)
   g_autofree char *log_arg = NULL;
   g_autofree char *level_arg = NULL;
   gboolean foreground = FALSE;
-  double cache_timeout = 2.0;
+  double cache_timeout = -1; /* the view's defaults */
   const GOptionEntry entries[] = {
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy_arg,
       "The policy: a file, or builtin:NAME (default builtin:default)", "FILE|builtin:NAME" },
@@ -447,8 +448,8 @@ fb_cmd_mount (int argc, char **argv)
     { "log-level", 'L', 0, G_OPTION_ARG_STRING, &level_arg, "mutations, opens (default) or all", "LEVEL" },
     { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Stay in the foreground until stopped", NULL },
     { "cache-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &cache_timeout,
-      "Seconds the kernel keeps names and attributes (default 2): how long a change made on the host by someone "
-      "else may take to show",
+      "Seconds the kernel keeps names, attributes and absences (default 60, 60 and 2): how long a change made on "
+      "the host outside fusebox may take to show",
       "SECONDS" },
     { NULL },
   };
@@ -489,7 +490,7 @@ fb_cmd_mount (int argc, char **argv)
       g_autofree char *m = g_strdup_printf ("--log-level %s: unknown level; use mutations, opens or all", level_arg);
       return usage_error (m);
     }
-  if (!(cache_timeout >= 0 && cache_timeout <= 86400))
+  if (!(cache_timeout == -1 || (cache_timeout >= 0 && cache_timeout <= 86400)))
     return usage_error ("--cache-timeout: give seconds between 0 and 86400");
 
   mountpoint = check_mountpoint (argv[1]);

@@ -531,6 +531,20 @@ out:
   return r;
 }
 
+int
+fb_launcher_child_skip_candidates (FbLauncherChild *child, guint count)
+{
+  guint32 skip = count;
+
+  if (child->status_fd < 0)
+    return -EPIPE; /* the sandbox is gone already */
+  /* The other direction of the status socket: only the command reads it
+   * (launcher-pid1.c, read_skip()), once, before its exec. */
+  if (send (child->status_fd, &skip, sizeof skip, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+    return -errno;
+  return 0;
+}
+
 pid_t
 fb_launcher_child_get_pid (const FbLauncherChild *child)
 {
@@ -570,6 +584,11 @@ read_status (FbLauncherChild *child, bool want_mounted)
       };
       ssize_t n = recvmsg (child->status_fd, &msg, MSG_CMSG_CLOEXEC);
       if (n < 0 && errno == EINTR)
+        continue;
+      /* The child closed its end with fb_launcher_child_skip_candidates()'s
+       * message unread (it failed before its exec): the kernel reports that
+       * once, then hands out the records it sent before it closed. */
+      if (n < 0 && errno == ECONNRESET)
         continue;
       if (n < 0 && errno == EAGAIN)
         break; /* non-blocking drain: nothing more now */

@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,8 @@ struct FbLauncherCommand
   char **envp;
   /* argv[0] if it has a "/", else argv[0] joined to each PATH entry */
   char **candidates;
+  guint n_candidates;
+  bool path_hint; /* read how many candidates to skip before searching */
 };
 
 static const char *
@@ -42,6 +45,29 @@ env_get (const char *const *envp, const char *name)
     if (strncmp (*envp, name, n) == 0 && (*envp)[n] == '=')
       return *envp + n + 1;
   return NULL;
+}
+
+char **
+fb_launcher_plan_path_candidates (const FbLauncherPlan *plan)
+{
+  extern char **environ;
+  const char *const *envp = plan->envp ? plan->envp : (const char *const *)environ;
+  g_autoptr (GPtrArray) candidates = g_ptr_array_new ();
+
+  if (strchr (plan->argv[0], '/'))
+    g_ptr_array_add (candidates, g_strdup (plan->argv[0]));
+  else
+    {
+      /* execvp's search.  PATH is the sandbox's (envp), looked up inside
+       * the view after pivot_root; an empty entry means the current
+       * directory (POSIX). */
+      const char *path = env_get (envp, "PATH");
+      g_auto (GStrv) dirs = g_strsplit (path ? path : "/usr/local/bin:/usr/bin:/bin", ":", -1);
+      for (char **d = dirs; *d; d++)
+        g_ptr_array_add (candidates, g_build_filename (**d ? *d : ".", plan->argv[0], NULL));
+    }
+  g_ptr_array_add (candidates, NULL);
+  return (char **)g_ptr_array_free (g_steal_pointer (&candidates), FALSE);
 }
 
 int
@@ -56,22 +82,10 @@ fb_launcher_command_new (const FbLauncherPlan *plan, FbLauncherCommand **ret_com
   FbLauncherCommand *c = g_new0 (FbLauncherCommand, 1);
   c->argv = g_strdupv ((char **)plan->argv);
   c->envp = g_strdupv ((char **)envp);
-
-  g_autoptr (GPtrArray) candidates = g_ptr_array_new ();
-  if (strchr (plan->argv[0], '/'))
-    g_ptr_array_add (candidates, g_strdup (plan->argv[0]));
-  else
-    {
-      /* execvp's search, done here because it may allocate.  PATH is the
-       * sandbox's (envp), looked up inside the view after pivot_root; an
-       * empty entry means the current directory (POSIX). */
-      const char *path = env_get (envp, "PATH");
-      g_auto (GStrv) dirs = g_strsplit (path ? path : "/usr/local/bin:/usr/bin:/bin", ":", -1);
-      for (char **d = dirs; *d; d++)
-        g_ptr_array_add (candidates, g_build_filename (**d ? *d : ".", plan->argv[0], NULL));
-    }
-  g_ptr_array_add (candidates, NULL);
-  c->candidates = (char **)g_ptr_array_free (g_steal_pointer (&candidates), FALSE);
+  /* Built here because it allocates: the child may not. */
+  c->candidates = fb_launcher_plan_path_candidates (plan);
+  c->n_candidates = g_strv_length (c->candidates);
+  c->path_hint = plan->path_hint;
   *ret_command = c;
   return 0;
 }
@@ -91,10 +105,10 @@ fb_launcher_command_free (FbLauncherCommand *c)
  * from any candidate wins over ENOENT so "found but not executable" is told
  * apart from "not found". */
 static int
-exec_command (const FbLauncherCommand *c)
+exec_command (const FbLauncherCommand *c, guint skip)
 {
   bool saw_eacces = false;
-  for (char **p = c->candidates; *p; p++)
+  for (char **p = c->candidates + skip; *p; p++)
     {
       execve (*p, c->argv, c->envp);
       switch (errno)
@@ -112,6 +126,25 @@ exec_command (const FbLauncherCommand *c)
         }
     }
   return saw_eacces ? EACCES : ENOENT;
+}
+
+/* The supervisor's fb_launcher_child_skip_candidates(): a guint32 on the
+ * status socket, sent before it serves the view, so it is normally queued
+ * already.  Skipping them all means "not found" (ENOENT, 127).  Anything
+ * else (EOF: the supervisor is going away; a short or odd message) searches
+ * every candidate, as execvp would. */
+static guint
+read_skip (const FbLauncherCommand *c, int status_fd)
+{
+  guint32 skip = 0;
+  ssize_t n;
+
+  do
+    n = recv (status_fd, &skip, sizeof skip, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof skip || skip > c->n_candidates)
+    return 0;
+  return skip;
 }
 
 static void
@@ -196,7 +229,7 @@ fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
       /* pid 1's death kills the namespace anyway; this also covers the gap
        * if pid 1 were ever not the namespace's init. */
       prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-      int err = exec_command (c);
+      int err = exec_command (c, c->path_hint ? read_skip (c, status_fd) : 0);
       fb_launcher_report (status_fd, FB_LAUNCHER_STEP_EXEC, err, 0);
       _exit (err == ENOENT ? FB_LAUNCHER_EXIT_NOT_FOUND : FB_LAUNCHER_EXIT_NOT_EXECUTABLE);
     }

@@ -84,9 +84,19 @@ typedef struct
   int stdin_fd;            /* -1 = the caller's 0, 1, 2 */
   int stdout_fd;
   int stderr_fd;
+  /* The PATH search of argv[0] waits for fb_launcher_child_skip_candidates()
+   * (the caller found the first candidates absent without a round trip
+   * through the sandbox's filesystem).  Set it only if the caller always
+   * sends that, or frees the child. */
+  bool path_hint;
 } FbLauncherPlan;
 
 void fb_launcher_plan_init (FbLauncherPlan *plan);
+
+/* The paths the command's PATH search tries, in order: argv[0] if it holds a
+ * "/", else argv[0] in each entry of envp's PATH (an empty entry is ".").
+ * The caller frees it with g_strfreev(). */
+char **fb_launcher_plan_path_candidates (const FbLauncherPlan *plan);
 
 /* Where the child was when it failed.  Values travel on the status socket. */
 typedef enum
@@ -173,6 +183,12 @@ int fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd);
 int fb_launcher_child_wait_exec (FbLauncherChild *child);
 /* The failure the child reported, or NULL. */
 const FbLauncherFailure *fb_launcher_child_get_failure (const FbLauncherChild *child);
+/* With plan.path_hint: the first COUNT candidates of
+ * fb_launcher_plan_path_candidates() are known to be absent (ENOENT or
+ * ENOTDIR) inside, so the command starts its search after them (all of
+ * them: the command is not found, 127).  Send it once, before serving the
+ * sandbox's filesystem, so the command never waits for it. */
+int fb_launcher_child_skip_candidates (FbLauncherChild *child, guint count);
 /* A message for people: what failed, the path, and what to do. */
 char *fb_launcher_child_describe_failure (const FbLauncherChild *child);
 char *fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailure *failure);

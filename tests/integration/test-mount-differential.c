@@ -50,8 +50,7 @@
  * (default 10000; test_protected runs a sixth), FUSEBOX_DIFF_CHECK=N the
  * interval of whole-tree comparisons (default 500), FUSEBOX_DIFF_VERBOSE=1
  * prints every operation and its result, FUSEBOX_DIFF_CACHE_TIMEOUT=S mounts
- * every run with --cache-timeout=S, FUSEBOX_DIFF_CACHED_LINKS=1 puts hard
- * links back into the cached runs. */
+ * every run with --cache-timeout=S.  Every run includes hard links. */
 #include "tests/integration/test-mount-util.h"
 
 #include <dirent.h>
@@ -1511,21 +1510,18 @@ test_differential (void **state)
 }
 
 /* The same with the kernel's caches as users get them (the mount's default
- * timeouts): what a process sees right after its own changes.
- *
- * KNOWN BUG (reported, fs/): a host inode reached by two names (a hard
- * link) is two FUSE inodes, each with its own cached attributes, so after
- * link(a, b) lstat(a) still says nlink 1, and after a write, truncate or
- * utimens through one name the other shows the old size and mtime, until
- * attr_timeout passes.  Hard links are left out of this run until that is
- * fixed; FUSEBOX_DIFF_CACHED_LINKS=1 puts them back (and shows the bug). */
+ * timeouts, 60 s): what a process sees right after its own changes.  A
+ * host inode reached by two names (a hard link) is two FUSE inodes, each
+ * with its own cached attributes: after link(a, b), or a write, truncate or
+ * utimens through one name, the view invalidates the other's at once, so
+ * lstat(a) shows the new link count, size and mtime. */
 static void
 test_differential_cached (void **state)
 {
   MFX_BEGIN (state);
   Diff *d = diff_new (fx, 0x636163686564ULL, false);
 
-  d->links = g_strcmp0 (g_getenv ("FUSEBOX_DIFF_CACHED_LINKS"), "1") == 0;
+  d->links = true;
   diff_mount (d);
   diff_open_sides (d);
   compare_all_trees (d);
@@ -1551,8 +1547,8 @@ test_protected (void **state)
   git_before = host_sum (fx, "/v/" PAD "/.git");
   codex_before = host_sum (fx, "/v/" PAD "/.codex");
 
-  /* the default caches, hard links left out (see test_differential_cached) */
-  d->links = g_strcmp0 (g_getenv ("FUSEBOX_DIFF_CACHED_LINKS"), "1") == 0;
+  /* the default caches, hard links included (see test_differential_cached) */
+  d->links = true;
   diff_mount (d);
   diff_open_sides (d);
   compare_all_trees (d);

@@ -1,0 +1,236 @@
+/* fusebox — two FUSE mounts over two views of the same host directory, in
+ * this process, with the default (long) cache timeouts: a change made
+ * through one is seen through the other at once -- a new size and contents
+ * after a write, a new name, a removed name, a truncation -- as the remote
+ * API's in-process view and a sandbox's mount need.  Each mount is served
+ * by its own FbFuse thread; the test's own system calls go through the
+ * kernel like a sandboxed process's. */
+#include "tests/integration/test-mount-util.h"
+
+#include "fs/fs.h"
+
+typedef struct
+{
+  char *tmp, *host, *mnt_a, *mnt_b;
+  FbPolicy *policy;
+  FbView *view_a, *view_b;
+  FbFuse *fuse_a, *fuse_b;
+  bool passed;
+} VFx;
+
+static void
+start_one (VFx *fx, FbView **ret_view, FbFuse **ret_fuse, const char *mnt)
+{
+  FbViewOptions vo;
+  FbFuseOptions fo;
+
+  fb_view_options_init (&vo);
+  vo.create_private_dirs = false;
+  assert_int_equal (fb_view_new (fx->policy, &vo, ret_view), 0);
+  fb_fuse_options_init (&fo);
+  assert_true (fo.attr_timeout >= 30); /* the point: long caches */
+  assert_int_equal (fb_fuse_new (*ret_view, &fo, ret_fuse), 0);
+  assert_int_equal (fb_fuse_mount (*ret_fuse, mnt), 0);
+  assert_int_equal (fb_fuse_start (*ret_fuse, NULL, NULL), 0);
+}
+
+static int
+vfx_setup (void **state)
+{
+  VFx *fx = g_new0 (VFx, 1);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *text = NULL;
+
+  require_fuse ();
+  fx->tmp = g_dir_make_tmp ("fusebox-views-XXXXXX", &error);
+  assert_non_null (fx->tmp);
+  fx->host = g_build_filename (fx->tmp, "h", NULL);
+  fx->mnt_a = g_build_filename (fx->tmp, "a", NULL);
+  fx->mnt_b = g_build_filename (fx->tmp, "b", NULL);
+  g_mkdir_with_parents (fx->host, 0755);
+  g_mkdir_with_parents (fx->mnt_a, 0755);
+  g_mkdir_with_parents (fx->mnt_b, 0755);
+  text = g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
+                          "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system\" },\n"
+                          "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n",
+                          fx->host);
+  fx->policy = fb_policy_load_data (text, -1, "views.json", NULL, &error);
+  if (fx->policy == NULL)
+    fail_msg ("policy: %s", error->message);
+  *state = fx;
+  start_one (fx, &fx->view_a, &fx->fuse_a, fx->mnt_a);
+  start_one (fx, &fx->view_b, &fx->fuse_b, fx->mnt_b);
+  return 0;
+}
+
+static void
+stop_one (FbView *view, FbFuse *fuse)
+{
+  if (fuse != NULL)
+    {
+      fb_fuse_stop (fuse);
+      fb_fuse_join (fuse);
+      fb_fuse_free (fuse);
+    }
+  fb_view_unref (view);
+}
+
+static int
+vfx_teardown (void **state)
+{
+  VFx *fx = *state;
+
+  stop_one (fx->view_a, fx->fuse_a);
+  stop_one (fx->view_b, fx->fuse_b);
+  fb_policy_unref (fx->policy);
+  if (!fx->passed)
+    fprintf (stderr, "reproduce: FB_TEST_ONLY=<test> %s (the host tree is kept in %s)\n",
+             g_get_prgname () != NULL ? g_get_prgname () : "test-mount-views", fx->tmp);
+  else
+    mfx_rm_rf (fx->tmp);
+  g_free (fx->tmp);
+  g_free (fx->host);
+  g_free (fx->mnt_a);
+  g_free (fx->mnt_b);
+  g_free (fx);
+  return 0;
+}
+
+static char *
+in (const char *mnt, const char *host, const char *rel)
+{
+  return g_strconcat (mnt, host, rel, NULL);
+}
+
+static char *
+slurp (const char *path)
+{
+  g_autoptr (GError) error = NULL;
+  char *text = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, &error))
+    fail_msg ("read %s: %s", path, error->message);
+  return text;
+}
+
+static void
+put (const char *path, const char *text)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, text, strlen (text)), (ssize_t)strlen (text));
+  assert_int_equal (close (fd), 0);
+}
+
+/* Write through A, then stat and read through B, whose kernel had cached
+ * the old size, contents and names. */
+static void
+test_write_seen (void **state)
+{
+  VFx *fx = *state;
+  g_autofree char *a = in (fx->mnt_a, fx->host, "/f");
+  g_autofree char *b = in (fx->mnt_b, fx->host, "/f");
+  g_autofree char *text = NULL;
+  struct stat st;
+
+  put (a, "old\n");
+  /* B caches the old state: contents, the name, then the attributes (a
+   * read marks the atime stale, so the stat comes last) */
+  text = slurp (b);
+  assert_string_equal (text, "old\n");
+  g_clear_pointer (&text, g_free);
+  assert_int_equal (stat (b, &st), 0);
+  assert_int_equal (st.st_size, 4);
+
+  put (a, "the new contents\n");
+  assert_int_equal (stat (b, &st), 0);
+  assert_int_equal (st.st_size, 17);
+  text = slurp (b);
+  assert_string_equal (text, "the new contents\n");
+  g_clear_pointer (&text, g_free);
+
+  /* a truncation, and the other way round */
+  assert_int_equal (stat (a, &st), 0);
+  assert_int_equal (st.st_size, 17);
+  assert_int_equal (truncate (b, 3), 0);
+  assert_int_equal (stat (a, &st), 0);
+  assert_int_equal (st.st_size, 3);
+  text = slurp (a);
+  assert_string_equal (text, "the");
+  fx->passed = true;
+}
+
+/* Names: made, removed and renamed through A show through B at once, also
+ * where B had cached the absence (a negative entry) or the listing. */
+static void
+test_names_seen (void **state)
+{
+  VFx *fx = *state;
+  g_autofree char *a_new = in (fx->mnt_a, fx->host, "/new");
+  g_autofree char *b_new = in (fx->mnt_b, fx->host, "/new");
+  g_autofree char *a_moved = in (fx->mnt_a, fx->host, "/moved");
+  g_autofree char *b_moved = in (fx->mnt_b, fx->host, "/moved");
+  g_autofree char *b_dir = in (fx->mnt_b, fx->host, "");
+  struct stat st;
+  DIR *dp;
+  bool listed = false;
+
+  assert_int_equal (stat (b_new, &st), -1);
+  dp = opendir (b_dir);
+  assert_non_null (dp);
+  while (readdir (dp) != NULL)
+    ;
+  closedir (dp);
+
+  put (a_new, "n\n");
+  assert_int_equal (stat (b_new, &st), 0);
+  dp = opendir (b_dir);
+  assert_non_null (dp);
+  for (struct dirent *de; (de = readdir (dp)) != NULL;)
+    if (strcmp (de->d_name, "new") == 0)
+      listed = true;
+  closedir (dp);
+  assert_true (listed);
+
+  assert_int_equal (rename (a_new, a_moved), 0);
+  assert_errno_is (stat (b_new, &st), ENOENT);
+  assert_int_equal (stat (b_moved, &st), 0);
+  assert_int_equal (unlink (a_moved), 0);
+  assert_errno_is (stat (b_moved, &st), ENOENT);
+  fx->passed = true;
+}
+
+/* A hard link's other name, in the same mount, shows the new size and
+ * link count at once. */
+static void
+test_hard_link_seen (void **state)
+{
+  VFx *fx = *state;
+  g_autofree char *one = in (fx->mnt_a, fx->host, "/one");
+  g_autofree char *two = in (fx->mnt_a, fx->host, "/two");
+  struct stat st;
+
+  put (one, "1\n");
+  assert_int_equal (stat (one, &st), 0);
+  assert_int_equal (st.st_nlink, 1);
+  assert_int_equal (link (one, two), 0);
+  assert_int_equal (stat (one, &st), 0);
+  assert_int_equal (st.st_nlink, 2);
+  put (two, "longer now\n");
+  assert_int_equal (stat (one, &st), 0);
+  assert_int_equal (st.st_size, 11);
+  fx->passed = true;
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_write_seen, vfx_setup, vfx_teardown),
+    cmocka_unit_test_setup_teardown (test_names_seen, vfx_setup, vfx_teardown),
+    cmocka_unit_test_setup_teardown (test_hard_link_seen, vfx_setup, vfx_teardown),
+  };
+
+  mfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
