@@ -588,7 +588,9 @@ prepare (const RunOptions *o, Run *run)
     }
   if (!make_run_dir (o, run->id, run->dir, &error))
     {
-      fb_cmd_error ("run: the run directory: %s", error->message);
+      fb_cmd_error ("run: the run directory: %s; give --run-dir DIR on a writable filesystem, or set "
+                    "XDG_STATE_HOME to a writable directory",
+                    error->message);
       return FB_EXIT_FAILURE;
     }
 

@@ -841,7 +841,9 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                   step, root, err);
         return g_strdup_printf ("%s: /proc: mounting a fresh procfs for the sandbox failed: %s; the kernel allows it "
                                 "only where an unmasked /proc is visible: in a container, unmask /proc (docker "
-                                "--security-opt systempaths=unconfined, podman --security-opt unmask=/proc/*); %s",
+                                "--security-opt systempaths=unconfined, podman --security-opt unmask=/proc/*); "
+                                "inside bubblewrap, run bwrap as a normal user or with --unshare-user --uid 1000 "
+                                "(as uid 0 it covers /proc/irq and /proc/bus); %s",
                                 step, err, check);
       case FB_LAUNCHER_STEP_MOUNT_DEV:
         if (f->error == ENOENT || f->error == ENOTDIR)
