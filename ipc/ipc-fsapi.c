@@ -75,7 +75,7 @@ call_fail (Call *c, FbRpcError *error, int r, const char *path)
 static JsonNode *
 empty_result (void)
 {
-  return json_node_init_object (json_node_alloc (), json_object_new ());
+  return fb_rpc_object_node (json_object_new ());
 }
 
 static void
@@ -437,7 +437,7 @@ fb_rpc_fs_get_metadata (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpc
    * change time, which is never later than any time the file was made. */
   json_object_set_int_member (o, "createdAtMs", ts_ms (&st.st_ctim));
   json_object_set_int_member (o, "modifiedAtMs", ts_ms (&st.st_mtim));
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 JsonNode *
@@ -465,7 +465,7 @@ fb_rpc_fs_canonicalize (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpc
   uri = fb_rpc_path_to_uri (canon);
   o = json_object_new ();
   json_object_set_string_member (o, "path", uri);
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 /* --- listing ---------------------------------------------------------------- */
@@ -601,7 +601,7 @@ fb_rpc_fs_read_directory (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbR
   call_end (&c);
   o = json_object_new ();
   json_object_set_array_member (o, "entries", arr);
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 /* --- fs/walk ---------------------------------------------------------------- */
@@ -817,7 +817,7 @@ fb_rpc_fs_walk (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
   json_object_set_array_member (o, "entries", w.entries);
   json_object_set_array_member (o, "errors", w.errors);
   json_object_set_boolean_member (o, "truncated", w.truncated);
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 /* --- fs/remove -------------------------------------------------------------- */
@@ -1160,7 +1160,7 @@ fb_rpc_fs_open (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
   call_end (&c);
   o = json_object_new ();
   json_object_set_string_member (o, "handleId", handle_id);
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 JsonNode *
@@ -1213,7 +1213,7 @@ fb_rpc_fs_read_block (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   json_object_set_string_member (o, "chunk", b64);
   json_object_set_boolean_member (
     o, "eof", got < len || (fb_view_file_fstat (h->view, h->file, &st) == 0 && (guint64)st.st_size <= offset + got));
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 JsonNode *

@@ -296,6 +296,26 @@ literal (Parser *ps, const char *word)
   return true;
 }
 
+/* json_node_init_object/_array take a reference of their own: hand ours
+ * over, or every object and array of every message stays allocated. */
+static JsonNode *
+object_node (JsonObject *obj)
+{
+  JsonNode *node = json_node_init_object (json_node_alloc (), obj);
+
+  json_object_unref (obj);
+  return node;
+}
+
+static JsonNode *
+array_node (JsonArray *arr)
+{
+  JsonNode *node = json_node_init_array (json_node_alloc (), arr);
+
+  json_array_unref (arr);
+  return node;
+}
+
 static JsonNode *
 parse_object (Parser *ps, guint depth)
 {
@@ -306,7 +326,7 @@ parse_object (Parser *ps, guint depth)
   if (ps->p < ps->end && *ps->p == '}')
     {
       ps->p++;
-      return json_node_init_object (json_node_alloc (), obj);
+      return object_node (obj);
     }
   for (;;)
     {
@@ -347,7 +367,7 @@ parse_object (Parser *ps, guint depth)
       if (ps->p < ps->end && *ps->p == '}')
         {
           ps->p++;
-          return json_node_init_object (json_node_alloc (), obj);
+          return object_node (obj);
         }
       fail (ps, "expected ',' or '}'");
       break;
@@ -366,7 +386,7 @@ parse_array (Parser *ps, guint depth)
   if (ps->p < ps->end && *ps->p == ']')
     {
       ps->p++;
-      return json_node_init_array (json_node_alloc (), arr);
+      return array_node (arr);
     }
   for (;;)
     {
@@ -383,7 +403,7 @@ parse_array (Parser *ps, guint depth)
       if (ps->p < ps->end && *ps->p == ']')
         {
           ps->p++;
-          return json_node_init_array (json_node_alloc (), arr);
+          return array_node (arr);
         }
       fail (ps, "expected ',' or ']'");
       break;

@@ -21,6 +21,10 @@ typedef struct
   JsonNode *data; /* owned, may be NULL */
 } FbRpcError;
 
+/* A node holding OBJECT, taking the caller's reference (unlike
+ * json_node_init_object, which adds one: a result built with it leaks). */
+JsonNode *fb_rpc_object_node (JsonObject *object);
+
 void fb_rpc_error_set (FbRpcError *error, int code, const char *format, ...) G_GNUC_PRINTF (3, 4);
 void fb_rpc_error_clear (FbRpcError *error);
 

@@ -58,6 +58,16 @@ fb_rpc_os_error_message (int err)
   return g_strdup_printf ("%s (os error %d)", g_strerror (err), err);
 }
 
+JsonNode *
+fb_rpc_object_node (JsonObject *object)
+{
+  JsonNode *node = json_node_init_object (json_node_alloc (), object);
+
+  /* json_node_init_object took a reference of its own. */
+  json_object_unref (object);
+  return node;
+}
+
 /* --- decoding --------------------------------------------------------------- */
 
 void
@@ -901,7 +911,7 @@ method_log_unsubscribe (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpc
       if (sub->conn == conn && strcmp (sub->id, sid) == 0)
         {
           subscription_remove (conn->server, sub);
-          return json_node_init_object (json_node_alloc (), json_object_new ());
+          return fb_rpc_object_node (json_object_new ());
         }
     }
   fb_rpc_error_set (error, FB_RPC_ERROR_NOT_FOUND, "unknown subscription `%s`", sid);
