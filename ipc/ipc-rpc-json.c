@@ -31,6 +31,12 @@ typedef struct
   const char *end;
   const char *start;
   char *error;
+  /* The text of the top-level object's params.sandbox value (the last one,
+   * as in the tree: duplicate keys, the last wins), for the sandbox cache's
+   * key: the same bytes always decode to the same tree. */
+  bool in_params;
+  const char *sandbox_start;
+  const char *sandbox_end;
 } Parser;
 
 static JsonNode *parse_value (Parser *ps, guint depth);
@@ -350,7 +356,22 @@ parse_object (Parser *ps, guint depth)
           break;
         }
       ps->p++;
-      value = parse_value (ps, depth + 1);
+      if (depth == 0 && strcmp (key, "params") == 0)
+        {
+          ps->in_params = true;
+          ps->sandbox_start = ps->sandbox_end = NULL;
+          value = parse_value (ps, depth + 1);
+          ps->in_params = false;
+        }
+      else if (depth == 1 && ps->in_params && strcmp (key, "sandbox") == 0)
+        {
+          skip_ws (ps);
+          ps->sandbox_start = ps->p;
+          value = parse_value (ps, depth + 1);
+          ps->sandbox_end = ps->p;
+        }
+      else
+        value = parse_value (ps, depth + 1);
       if (value == NULL)
         {
           g_free (key);
@@ -466,8 +487,21 @@ parse_value (Parser *ps, guint depth)
 JsonNode *
 fb_rpc_json_parse (const char *text, gsize len, char **ret_error)
 {
-  Parser ps = { text, text + len, text, NULL };
+  return fb_rpc_json_parse_message (text, len, NULL, NULL, ret_error);
+}
+
+JsonNode *
+fb_rpc_json_parse_message (const char *text, gsize len, const char **ret_sandbox, gsize *ret_sandbox_len,
+                           char **ret_error)
+{
+  Parser ps = { text, text + len, text, NULL, false, NULL, NULL };
   JsonNode *root = parse_value (&ps, 0);
+
+  if (ret_sandbox != NULL)
+    {
+      *ret_sandbox = root != NULL && JSON_NODE_HOLDS_OBJECT (root) ? ps.sandbox_start : NULL;
+      *ret_sandbox_len = *ret_sandbox != NULL ? (gsize)(ps.sandbox_end - ps.sandbox_start) : 0;
+    }
 
   if (root != NULL)
     {

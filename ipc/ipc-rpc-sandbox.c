@@ -280,6 +280,13 @@ sandbox_new (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
 FbRpcSandbox *
 fb_rpc_sandbox_lookup (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
 {
+  return fb_rpc_sandbox_lookup_text (server, sandbox, NULL, 0, error);
+}
+
+FbRpcSandbox *
+fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox, const char *text, gsize len,
+                            FbRpcError *error)
+{
   g_autofree char *key = NULL;
   FbRpcSandbox *sb;
 
@@ -289,7 +296,23 @@ fb_rpc_sandbox_lookup (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error
         server->base = sandbox_new (server, NULL, error);
       return server->base;
     }
-  key = json_to_string (sandbox, FALSE);
+  /* Two kinds of keys, kept apart by their first byte: the received text
+   * ("t"), which decodes to exactly one tree, so equal texts are equal
+   * sandboxes; or the tree serialized by json-glib ("j") when no text came
+   * with it.  One sandbox may sit in the cache under both: two entries with
+   * the same policy, never one entry for two policies. */
+  if (text != NULL)
+    {
+      key = g_malloc (len + 2);
+      key[0] = 't';
+      memcpy (key + 1, text, len);
+      key[len + 1] = '\0';
+    }
+  else
+    {
+      g_autofree char *j = json_to_string (sandbox, FALSE);
+      key = g_strconcat ("j", j, NULL);
+    }
   sb = g_hash_table_lookup (server->sandboxes, key);
   if (sb != NULL)
     {
@@ -400,7 +423,8 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
 
   if (!fb_rpc_param_path (params, "path", &raw, error))
     return NULL;
-  sb = fb_rpc_sandbox_lookup (conn->server, json_object_get_member (params, "sandbox"), error);
+  sb = fb_rpc_sandbox_lookup_text (conn->server, json_object_get_member (params, "sandbox"), conn->call_sandbox,
+                                   conn->call_sandbox_len, error);
   if (sb == NULL)
     return NULL;
   path = normalize_path (raw);

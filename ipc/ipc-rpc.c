@@ -99,6 +99,8 @@ fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *ret_c
   g_autoptr (JsonNode) root = NULL;
   JsonObject *obj;
   JsonNode *id = NULL, *method, *params;
+  const char *sandbox_text = NULL;
+  gsize sandbox_len = 0;
 
   *ret_id = NULL;
   memset (ret, 0, sizeof *ret);
@@ -120,7 +122,7 @@ fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *ret_c
   if (fb_rpc_parse_fast)
     {
       g_autofree char *why = NULL;
-      root = fb_rpc_json_parse (data, len, &why);
+      root = fb_rpc_json_parse_message (data, len, &sandbox_text, &sandbox_len, &why);
       if (root == NULL)
         {
           *ret_code = FB_RPC_ERROR_INVALID_REQUEST;
@@ -202,6 +204,11 @@ fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *ret_c
   ret->id = id;
   ret->method = json_node_get_string (method);
   ret->params = params != NULL && JSON_NODE_HOLDS_OBJECT (params) ? json_node_get_object (params) : NULL;
+  if (ret->params != NULL && sandbox_text != NULL)
+    {
+      ret->sandbox_text = sandbox_text;
+      ret->sandbox_len = sandbox_len;
+    }
   return true;
 }
 
@@ -981,7 +988,11 @@ handle_request (FbRpcConn *conn, FbRpcMessage *msg)
                       m->family);
   else
     {
+      conn->call_sandbox = msg->sandbox_text;
+      conn->call_sandbox_len = msg->sandbox_len;
       result = m->func (conn, msg->id, msg->params, &error, &deferred);
+      conn->call_sandbox = NULL;
+      conn->call_sandbox_len = 0;
       if (result == NULL && !deferred && error.code == 0)
         fb_rpc_error_set (&error, FB_RPC_ERROR_INTERNAL, "%s failed", msg->method);
     }

@@ -99,6 +99,10 @@ typedef struct
   JsonNode *id;       /* integer or string; NULL for notifications */
   const char *method; /* NULL for responses */
   JsonObject *params; /* NULL when absent or null */
+  /* The text params.sandbox was decoded from (inside the caller's DATA,
+   * not NUL-terminated), or NULL. */
+  const char *sandbox_text;
+  gsize sandbox_len;
 } FbRpcMessage;
 
 void fb_rpc_message_clear (FbRpcMessage *message);

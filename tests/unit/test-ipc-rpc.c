@@ -104,6 +104,49 @@ test_parse_bytes (void **state)
   assert_non_null (strstr (why3, "limit"));
 }
 
+/* The sandbox cache is keyed by the text of params.sandbox: exactly the
+ * value the tree holds (the last params, its last sandbox), and nothing
+ * else that is called "sandbox". */
+static void
+test_parse_sandbox_text (void **state)
+{
+  static const struct
+  {
+    const char *text;
+    const char *sandbox; /* NULL: none */
+  } cases[] = {
+    { "{\"id\":1,\"method\":\"m\",\"params\":{\"path\":\"/a\",\"sandbox\": {\"x\" : [1, {}]} }}", "{\"x\" : [1, {}]}" },
+    { "{\"id\":1,\"method\":\"m\",\"params\":{\"sandbox\":{\"a\":1},\"sandbox\":null}}", "null" },
+    { "{\"id\":1,\"method\":\"m\",\"params\":{\"sandbox\":{\"a\":1}},\"params\":{}}", NULL },
+    { "{\"id\":1,\"method\":\"m\",\"params\":{\"sandbox\":1},\"params\":{\"sandbox\":\"s\"}}", "\"s\"" },
+    { "{\"id\":1,\"method\":\"m\",\"sandbox\":{\"a\":1},\"params\":{}}", NULL },
+    { "{\"id\":1,\"method\":\"m\",\"params\":{\"p\":{\"sandbox\":{\"a\":1}}}}", NULL },
+    { "{\"id\":1,\"method\":\"m\",\"x\":{\"params\":{\"sandbox\":{\"a\":1}}},\"params\":{}}", NULL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      FbRpcMessage msg;
+      int code = 0;
+      g_autofree char *why = NULL;
+      g_autoptr (JsonNode) id = NULL;
+
+      if (!fb_rpc_message_parse (cases[i].text, strlen (cases[i].text), &msg, &code, &why, &id))
+        fail_msg ("case %u: %s", i, why);
+      if (cases[i].sandbox == NULL)
+        assert_null (msg.sandbox_text);
+      else
+        {
+          g_autofree char *got = g_strndup (msg.sandbox_text, msg.sandbox_len);
+          g_autoptr (JsonNode) reparsed = json_from_string (got, NULL);
+          assert_string_equal (got, cases[i].sandbox);
+          /* ...and it decodes to the member the methods read. */
+          assert_true (json_node_equal (reparsed, json_object_get_member (msg.params, "sandbox")));
+        }
+      fb_rpc_message_clear (&msg);
+    }
+}
+
 /* --- encoding ---------------------------------------------------------------- */
 
 static void
@@ -456,6 +499,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_parse_table),
     cmocka_unit_test (test_parse_bytes),
+    cmocka_unit_test (test_parse_sandbox_text),
     cmocka_unit_test (test_encode),
     cmocka_unit_test (test_base64),
     cmocka_unit_test (test_uris),
