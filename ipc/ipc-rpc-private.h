@@ -124,6 +124,9 @@ extern bool fb_rpc_parse_fast;
 /* Queue TEXT (taken) for CONN; a client whose queue passes FB_RPC_QUEUE_MAX
  * is disconnected as a slow reader. */
 void fb_rpc_conn_send (FbRpcConn *conn, char *text);
+/* The same for TEXT known to be UTF-8 (fb_rpc_encode_result_base64's):
+ * not scanned again. */
+void fb_rpc_conn_send_utf8 (FbRpcConn *conn, char *text);
 void fb_rpc_conn_reply (FbRpcConn *conn, JsonNode *id, JsonNode *result);
 void fb_rpc_conn_reply_error (FbRpcConn *conn, JsonNode *id, FbRpcError *error);
 void fb_rpc_conn_notify (FbRpcConn *conn, const char *method, JsonNode *params);

@@ -259,6 +259,36 @@ fb_rpc_encode_result_text (JsonNode *id, const char *result_json)
 }
 
 char *
+fb_rpc_encode_result_base64 (JsonNode *id, const char *member, const guint8 *data, gsize len)
+{
+  gsize b64_max = (len / 3 + 1) * 4 + 4;
+  GString *out = g_string_sized_new (b64_max + strlen (member) + 64);
+  gsize n;
+  int state = 0, save = 0;
+
+  append_id (out, id);
+  if (!g_utf8_validate (out->str, (gssize)out->len, NULL))
+    {
+      /* Not from a message we decoded (those are UTF-8): as fb_rpc_conn_send
+       * would, replace what is not UTF-8. */
+      char *valid = g_utf8_make_valid (out->str, (gssize)out->len);
+      g_string_assign (out, valid);
+      g_free (valid);
+    }
+  g_string_append (out, ",\"result\":{\"");
+  g_string_append (out, member);
+  g_string_append (out, "\":\"");
+  /* Encoded in place: no intermediate string to allocate and copy. */
+  n = out->len;
+  g_string_set_size (out, n + b64_max);
+  n += g_base64_encode_step (data, len, FALSE, out->str + n, &state, &save);
+  n += g_base64_encode_close (FALSE, out->str + n, &state, &save);
+  g_string_set_size (out, n);
+  g_string_append (out, "\"}}");
+  return g_string_free (out, FALSE);
+}
+
+char *
 fb_rpc_encode_error (JsonNode *id, int code, const char *message, JsonNode *data)
 {
   GString *out = g_string_sized_new (128);
@@ -528,6 +558,19 @@ conn_close (FbRpcConn *conn, const char *reason)
   conn->ops->close (conn->transport, reason);
 }
 
+static void conn_queue (FbRpcConn *conn, char *text);
+
+void
+fb_rpc_conn_send_utf8 (FbRpcConn *conn, char *text)
+{
+  if (conn->closing)
+    {
+      g_free (text);
+      return;
+    }
+  conn_queue (conn, text);
+}
+
 void
 fb_rpc_conn_send (FbRpcConn *conn, char *text)
 {
@@ -547,6 +590,12 @@ fb_rpc_conn_send (FbRpcConn *conn, char *text)
       g_free (text);
       text = valid;
     }
+  conn_queue (conn, text);
+}
+
+static void
+conn_queue (FbRpcConn *conn, char *text)
+{
   conn->out_bytes += strlen (text);
   g_queue_push_tail (&conn->out, text);
   conn_flush (conn);

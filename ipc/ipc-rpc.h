@@ -119,6 +119,9 @@ bool fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *
 char *fb_rpc_encode_result (JsonNode *id, JsonNode *result);
 /* RESULT_JSON is already JSON text (a hot path builds it by hand). */
 char *fb_rpc_encode_result_text (JsonNode *id, const char *result_json);
+/* {"id":ID,"result":{"MEMBER":"<DATA in standard base64>"}}: UTF-8 (ASCII
+ * but for the id's text); built in one buffer. */
+char *fb_rpc_encode_result_base64 (JsonNode *id, const char *member, const guint8 *data, gsize len);
 char *fb_rpc_encode_error (JsonNode *id, int code, const char *message, JsonNode *data);
 char *fb_rpc_encode_notification (const char *method, JsonNode *params);
 

@@ -179,6 +179,20 @@ test_encode (void **state)
     g_autofree char *m = fb_rpc_os_error_message (30);
     assert_string_equal (m, "Read-only file system (os error 30)");
   }
+  /* fs/readFile's answer, encoded in place: every length's padding. */
+  for (gsize len = 0; len <= 4099; len = len < 9 ? len + 1 : len * 2 + 1)
+    {
+      g_autofree guint8 *bytes = g_malloc (len + 1);
+      g_autofree char *want = NULL;
+      g_autofree char *got = NULL;
+      g_autofree char *expected = NULL;
+      for (gsize i = 0; i < len; i++)
+        bytes[i] = (guint8)(i * 37 + 11);
+      want = g_base64_encode (bytes, len);
+      got = fb_rpc_encode_result_base64 (id, "dataBase64", bytes, len);
+      expected = g_strdup_printf ("{\"id\":\"req-1\",\"result\":{\"dataBase64\":\"%s\"}}", want);
+      assert_string_equal (got, expected);
+    }
 }
 
 /* --- base64 and URIs --------------------------------------------------------- */
