@@ -28,6 +28,17 @@ JsonNode *fb_rpc_object_node (JsonObject *object);
 void fb_rpc_error_set (FbRpcError *error, int code, const char *format, ...) G_GNUC_PRINTF (3, 4);
 void fb_rpc_error_clear (FbRpcError *error);
 
+/* One connection's last params.sandbox: its text and its tree (sealed),
+ * reused while the next messages carry the same text.  The text is kept
+ * only up to FB_RPC_JSON_REUSE_MAX bytes (the bound on what it holds). */
+#define FB_RPC_JSON_REUSE_MAX (64 * 1024)
+typedef struct
+{
+  char *text;
+  gsize len;
+  JsonNode *node;
+} FbRpcJsonReuse;
+
 /* A copy of the policy variables that outlives the caller's. */
 typedef struct
 {
@@ -92,6 +103,7 @@ struct FbRpcConn
    * frame, not NUL-terminated), or NULL. */
   const char *call_sandbox;
   gsize call_sandbox_len;
+  FbRpcJsonReuse reuse; /* the last params.sandbox decoded */
 
   GHashTable *handles; /* handleId → FbRpcHandle* (fs/open) */
   GList *deferred;     /* FbRpcDeferred* (process/read long polls) */
@@ -110,11 +122,13 @@ struct FbRpcSession
 /* Decode one JSON text (ipc-rpc-json.c); NULL with *ret_error (may be
  * NULL) naming what is wrong and where. */
 JsonNode *fb_rpc_json_parse (const char *text, gsize len, char **ret_error);
+void fb_rpc_json_reuse_clear (FbRpcJsonReuse *reuse);
+
 /* The same, and *ret_sandbox / *ret_sandbox_len: the text of the value of
  * params.sandbox in TEXT (NULL when there is none), which the tree holds
- * decoded. */
-JsonNode *fb_rpc_json_parse_message (const char *text, gsize len, const char **ret_sandbox, gsize *ret_sandbox_len,
-                                     char **ret_error);
+ * decoded.  REUSE (may be NULL) is used and updated. */
+JsonNode *fb_rpc_json_parse_message (const char *text, gsize len, FbRpcJsonReuse *reuse, const char **ret_sandbox,
+                                     gsize *ret_sandbox_len, char **ret_error);
 /* Test seam (the fuzzer compares both): messages are decoded by
  * fb_rpc_json_parse, else by json-glib's parser.  Default true. */
 extern bool fb_rpc_parse_fast;

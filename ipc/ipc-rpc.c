@@ -92,9 +92,19 @@ id_is_valid (JsonNode *id)
 
 bool fb_rpc_parse_fast = true;
 
+static bool message_parse (const char *data, gsize len, FbRpcJsonReuse *reuse, FbRpcMessage *ret, int *ret_code,
+                           char **ret_message, JsonNode **ret_id);
+
 bool
 fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *ret_code, char **ret_message,
                       JsonNode **ret_id)
+{
+  return message_parse (data, len, NULL, ret, ret_code, ret_message, ret_id);
+}
+
+static bool
+message_parse (const char *data, gsize len, FbRpcJsonReuse *reuse, FbRpcMessage *ret, int *ret_code,
+               char **ret_message, JsonNode **ret_id)
 {
   g_autoptr (JsonNode) root = NULL;
   JsonObject *obj;
@@ -122,7 +132,7 @@ fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *ret_c
   if (fb_rpc_parse_fast)
     {
       g_autofree char *why = NULL;
-      root = fb_rpc_json_parse_message (data, len, &sandbox_text, &sandbox_len, &why);
+      root = fb_rpc_json_parse_message (data, len, reuse, &sandbox_text, &sandbox_len, &why);
       if (root == NULL)
         {
           *ret_code = FB_RPC_ERROR_INVALID_REQUEST;
@@ -1085,7 +1095,7 @@ fb_rpc_conn_receive (FbRpcConn *conn, const char *data, gsize len)
 
   if (conn->closing)
     return;
-  if (!fb_rpc_message_parse (data, len, &msg, &code, &why, &id))
+  if (!message_parse (data, len, &conn->reuse, &msg, &code, &why, &id))
     {
       fb_rpc_conn_send (conn, fb_rpc_encode_error (id, code, why, NULL));
       return;
@@ -1147,6 +1157,7 @@ fb_rpc_conn_closed (FbRpcConn *conn)
     fb_rpc_session_detach (conn->session);
   conn->session = NULL;
   g_queue_clear_full (&conn->out, g_free);
+  fb_rpc_json_reuse_clear (&conn->reuse);
   server->conns = g_list_remove (server->conns, conn);
   server->n_conns--;
   g_free (conn->peer_name);

@@ -147,6 +147,51 @@ test_parse_sandbox_text (void **state)
     }
 }
 
+/* A connection reuses the tree of the previous params.sandbox only when the
+ * value is the very same text: each message must decode as if alone. */
+static void
+test_parse_sandbox_reuse (void **state)
+{
+  static const char *const texts[] = {
+    "{\"id\":1,\"method\":\"m\",\"params\":{\"sandbox\":{\"a\":[1,2]},\"path\":\"/x\"}}",
+    "{\"id\":2,\"method\":\"m\",\"params\":{\"path\":\"/y\",\"sandbox\":{\"a\":[1,2]}}}",
+    "{\"id\":3,\"method\":\"m\",\"params\":{\"sandbox\":{\"a\":[1,2]} , \"p\":1}}",
+    "{\"id\":4,\"method\":\"m\",\"params\":{\"sandbox\":{\"a\":[1,3]}}}",
+    "{\"id\":5,\"method\":\"m\",\"params\":{\"sandbox\":1}}",
+    "{\"id\":6,\"method\":\"m\",\"params\":{\"sandbox\":12}}",
+    "{\"id\":7,\"method\":\"m\",\"params\":{\"sandbox\":12.5}}",
+    "{\"id\":8,\"method\":\"m\",\"params\":{\"sandbox\":12}}",
+    "{\"id\":9,\"method\":\"m\",\"params\":{\"sandbox\":12}x}",
+  };
+  static const bool shared[] = { false, true, true, false, false, false, false, false, true };
+  FbRpcJsonReuse reuse = { 0 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (texts); i++)
+    {
+      JsonNode *before = reuse.node != NULL ? json_node_ref (reuse.node) : NULL;
+      g_autofree char *why = NULL;
+      g_autoptr (JsonNode) alone = json_from_string (texts[i], NULL);
+      g_autoptr (JsonNode) got = fb_rpc_json_parse_message (texts[i], strlen (texts[i]), &reuse, NULL, NULL, &why);
+      if (alone == NULL)
+        {
+          /* Invalid text stays invalid, shared prefix or not. */
+          assert_null (got);
+        }
+      else
+        {
+          JsonNode *sb = json_object_get_member (json_object_get_object_member (json_node_get_object (got), "params"),
+                                                 "sandbox");
+          assert_non_null (got);
+          assert_true (json_node_equal (got, alone));
+          if (shared[i] != (before != NULL && sb == before))
+            fail_msg ("text %u: sandbox tree %s", i, shared[i] ? "not shared" : "shared");
+        }
+      if (before != NULL)
+        json_node_unref (before);
+    }
+  fb_rpc_json_reuse_clear (&reuse);
+}
+
 /* --- encoding ---------------------------------------------------------------- */
 
 static void
@@ -514,6 +559,7 @@ main (void)
     cmocka_unit_test (test_parse_table),
     cmocka_unit_test (test_parse_bytes),
     cmocka_unit_test (test_parse_sandbox_text),
+    cmocka_unit_test (test_parse_sandbox_reuse),
     cmocka_unit_test (test_encode),
     cmocka_unit_test (test_base64),
     cmocka_unit_test (test_uris),
