@@ -20,9 +20,11 @@
 # every workload first runs once untimed per setup.  Names and inodes
 # (echo 2 >/proc/sys/vm/drop_caches, after sync) are dropped before each
 # workload's warm-up and before each untar run; see there for why.  find and
-# git start 2.5 s after the previous run, so every FUSE setup's name and
-# attribute caches have expired (bindfs and loggedfs keep them 1 s, fusebox
-# 2 s): a tool run now and then, not the same command twice in a row.
+# git start 2.5 s after the previous run: a tool run now and then, not the
+# same command twice in a row.  bindfs's and loggedfs's name and attribute
+# caches (1 s) have expired by then; fusebox's (60 s by default since
+# 08ac1b3, with changes through any of its views invalidated at once) have
+# not: each setup is measured with its own defaults.
 #
 # fusebox runs at its default log level (opens) with the access log in a
 # file, under a policy that makes the data directory writable and gives
