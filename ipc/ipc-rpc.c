@@ -92,19 +92,19 @@ id_is_valid (JsonNode *id)
 
 bool fb_rpc_parse_fast = true;
 
-static bool message_parse (const char *data, gsize len, FbRpcJsonReuse *reuse, FbRpcMessage *ret, int *ret_code,
-                           char **ret_message, JsonNode **ret_id);
+static bool message_parse (const char *data, gsize len, bool utf8_checked, FbRpcJsonReuse *reuse, FbRpcMessage *ret,
+                           int *ret_code, char **ret_message, JsonNode **ret_id);
 
 bool
 fb_rpc_message_parse (const char *data, gsize len, FbRpcMessage *ret, int *ret_code, char **ret_message,
                       JsonNode **ret_id)
 {
-  return message_parse (data, len, NULL, ret, ret_code, ret_message, ret_id);
+  return message_parse (data, len, false, NULL, ret, ret_code, ret_message, ret_id);
 }
 
 static bool
-message_parse (const char *data, gsize len, FbRpcJsonReuse *reuse, FbRpcMessage *ret, int *ret_code,
-               char **ret_message, JsonNode **ret_id)
+message_parse (const char *data, gsize len, bool utf8_checked, FbRpcJsonReuse *reuse, FbRpcMessage *ret,
+               int *ret_code, char **ret_message, JsonNode **ret_id)
 {
   g_autoptr (JsonNode) root = NULL;
   JsonObject *obj;
@@ -123,7 +123,7 @@ message_parse (const char *data, gsize len, FbRpcJsonReuse *reuse, FbRpcMessage 
     }
   /* JSON text is UTF-8, and a NUL byte has no place in it (it would end
    * a C string early). */
-  if (memchr (data, '\0', len) != NULL || !g_utf8_validate (data, len, NULL))
+  if (memchr (data, '\0', len) != NULL || (!utf8_checked && !g_utf8_validate (data, len, NULL)))
     {
       *ret_code = FB_RPC_ERROR_INVALID_REQUEST;
       *ret_message = g_strdup ("malformed message: not UTF-8 JSON text");
@@ -1085,8 +1085,22 @@ handle_notification (FbRpcConn *conn, FbRpcMessage *msg)
   fb_rpc_error_clear (&error);
 }
 
+static void conn_receive (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked);
+
 void
 fb_rpc_conn_receive (FbRpcConn *conn, const char *data, gsize len)
+{
+  conn_receive (conn, data, len, false);
+}
+
+void
+fb_rpc_conn_receive_utf8 (FbRpcConn *conn, const char *data, gsize len)
+{
+  conn_receive (conn, data, len, true);
+}
+
+static void
+conn_receive (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked)
 {
   FbRpcMessage msg;
   int code;
@@ -1095,7 +1109,7 @@ fb_rpc_conn_receive (FbRpcConn *conn, const char *data, gsize len)
 
   if (conn->closing)
     return;
-  if (!message_parse (data, len, &conn->reuse, &msg, &code, &why, &id))
+  if (!message_parse (data, len, utf8_checked, &conn->reuse, &msg, &code, &why, &id))
     {
       fb_rpc_conn_send (conn, fb_rpc_encode_error (id, code, why, NULL));
       return;

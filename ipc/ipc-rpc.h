@@ -179,6 +179,10 @@ FbRpcConn *fb_rpc_server_accept (FbRpcServer *server, const FbRpcTransportOps *o
 /* One incoming message (a WebSocket frame, a line).  Handles it and queues
  * the answer. */
 void fb_rpc_conn_receive (FbRpcConn *conn, const char *data, gsize len);
+/* The same for DATA the transport has already found to be UTF-8 (a
+ * WebSocket text frame: libsoup closes the connection with 1007 on one
+ * that is not, as RFC 6455 8.1 asks): not scanned again. */
+void fb_rpc_conn_receive_utf8 (FbRpcConn *conn, const char *data, gsize len);
 /* An incoming message that was too big to keep: answer with an error. */
 void fb_rpc_conn_receive_oversized (FbRpcConn *conn, guint64 len);
 void fb_rpc_conn_writable (FbRpcConn *conn);

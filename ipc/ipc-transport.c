@@ -191,6 +191,8 @@ on_ws_message (SoupWebsocketConnection *ws, int type, GBytes *message, gpointer 
   /* Text and binary frames alike carry one JSON message. */
   if (len > FB_RPC_MESSAGE_MAX)
     fb_rpc_conn_receive_oversized (peer->conn, len);
+  else if (type == SOUP_WEBSOCKET_DATA_TEXT)
+    fb_rpc_conn_receive_utf8 (peer->conn, data != NULL ? data : "", len);
   else
     fb_rpc_conn_receive (peer->conn, data != NULL ? data : "", len);
 }

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -186,6 +187,50 @@ async def t_errors(env, c):
     m = await c.take(lambda m: m.get("id") == -1)
     assert m["error"]["code"] == -32600 and "limit" in m["error"]["message"], m
     ok(await c.call("fs/getMetadata", {"path": env.ws}))  # still usable
+
+
+def t_utf8_sync(env):
+    # The server skips its own UTF-8 check of text frames because libsoup
+    # closes the connection on one that is not UTF-8 (1007, RFC 6455 8.1):
+    # prove that it still does.  Binary frames are checked by the server.
+    port = int(env.url.rsplit(":", 1)[1])
+    s = socket.create_connection(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode())
+    s.settimeout(30)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    assert buf.startswith(b"HTTP/1.1 101"), buf
+
+    def frame(opcode, data):
+        mask = os.urandom(4)
+        return bytes([0x80 | opcode, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+    def next_frame():
+        nonlocal buf
+        while len(buf) < 2 or len(buf) < 2 + (buf[1] & 0x7f):
+            more = s.recv(4096)
+            assert more, "connection closed without a frame"
+            buf += more
+        n = 2 + (buf[1] & 0x7f)
+        f, buf = buf[:n], buf[n:]
+        return f[0] & 0x0f, f[2:]
+
+    buf = buf[buf.index(b"\r\n\r\n") + 4:]
+    s.sendall(frame(2, b'{"id":5,"method":"caf\xe9"}'))  # binary: the server's own check
+    op, payload = next_frame()
+    m = json.loads(payload)
+    assert op == 1 and m["id"] == -1 and m["error"]["code"] == -32600 and "UTF-8" in m["error"]["message"], m
+    s.sendall(frame(1, b'{"id":6,"method":"caf\xe9"}'))  # text: libsoup's
+    op, payload = next_frame()
+    assert op == 8 and payload[:2] == b"\x03\xef", (op, payload)  # close, 1007
+    s.close()
+
+
+async def t_utf8(env):
+    return await asyncio.get_running_loop().run_in_executor(None, t_utf8_sync, env)
 
 
 async def t_denial(env, c):
@@ -398,7 +443,7 @@ async def main(env):
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
              ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env)),
              ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
-             ("stdio", lambda: t_stdio(env))]
+             ("stdio", lambda: t_stdio(env)), ("utf8", lambda: t_utf8(env))]
     for name, t in tests:
         try:
             if await t() == "skip":
