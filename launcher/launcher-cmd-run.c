@@ -111,9 +111,11 @@ run_usage (FILE *out)
                 "                              $XDG_STATE_HOME/fusebox/runs/)\n"
                 "  --keep-run                  keep private sources after the run\n"
                 "\n"
-                "Exit status: the command's, 128+N for signal N, 125 the sandbox could not be\n"
-                "made, 126 the command is not executable, 127 it was not found, 1 fusebox\n"
-                "failed before starting it, 2 usage error.  Manual: fusebox(1).\n");
+                "Exit status: the command's, 128+N for signal N, 126 the command is not\n"
+                "executable, 127 it was not found, 125 every failure of fusebox's own (a usage\n"
+                "error, a policy that does not load, a run directory or log it can't make, a\n"
+                "sandbox step), so that no status of the command is mistaken for one of\n"
+                "fusebox's.  Manual: fusebox(1).\n");
 }
 
 static int usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
@@ -127,7 +129,7 @@ usage_error (const char *format, ...)
   msg = g_strdup_vprintf (format, ap);
   va_end (ap);
   fb_cmd_error ("run: %s\nRun 'fusebox run --help' for usage.", msg);
-  return FB_EXIT_USAGE;
+  return FB_LAUNCHER_EXIT_SANDBOX;
 }
 
 static bool
@@ -201,7 +203,7 @@ parse_run_args (int argc, char **argv, RunOptions *o)
             {
               fb_cmd_error ("run: --workspace %s: %s; give the path of an existing directory", argv[i],
                             o->workspace ? "not a directory" : g_strerror (errno));
-              return FB_EXIT_FAILURE;
+              return FB_LAUNCHER_EXIT_SANDBOX;
             }
         }
       else if (strcmp (a, "--read") == 0 || strcmp (a, "--write") == 0 || strcmp (a, "--deny") == 0 ||
@@ -584,14 +586,14 @@ prepare (const RunOptions *o, Run *run)
   if (!run->policy)
     {
       fb_cmd_error ("run: %s", error->message);
-      return FB_EXIT_FAILURE;
+      return FB_LAUNCHER_EXIT_SANDBOX;
     }
   if (!make_run_dir (o, run->id, run->dir, &error))
     {
       fb_cmd_error ("run: the run directory: %s; give --run-dir DIR on a writable filesystem, or set "
                     "XDG_STATE_HOME to a writable directory",
                     error->message);
-      return FB_EXIT_FAILURE;
+      return FB_LAUNCHER_EXIT_SANDBOX;
     }
 
   g_autofree char *effective = fb_policy_to_json (run->policy);
@@ -599,7 +601,7 @@ prepare (const RunOptions *o, Run *run)
   if (!write_run_file (policy_path, effective, &error))
     {
       fb_cmd_error ("run: %s", error->message);
-      return FB_EXIT_FAILURE;
+      return FB_LAUNCHER_EXIT_SANDBOX;
     }
 
   run->envp = build_env (o, &run->vars.vars);
@@ -628,7 +630,7 @@ prepare (const RunOptions *o, Run *run)
   if (!save_run_json (run, &error))
     {
       fb_cmd_error ("run: %s", error->message);
-      return FB_EXIT_FAILURE;
+      return FB_LAUNCHER_EXIT_SANDBOX;
     }
   return -1;
 }
@@ -1023,7 +1025,7 @@ serve (const RunOptions *o, Run *run)
       fb_cmd_error ("run: can't open the access log %s: %s; the run directory %s must be writable", log_path,
                     error->message, run->dir);
       json_object_set_string_member (run->info, "error", "the access log could not be opened");
-      status = FB_EXIT_FAILURE;
+      status = FB_LAUNCHER_EXIT_SANDBOX;
       goto out;
     }
   counter.inner = fb_access_log_get_sink (log);
@@ -1038,7 +1040,7 @@ serve (const RunOptions *o, Run *run)
                     "directory, could not be created or opened",
                     g_strerror (-r), run->dir);
       json_object_set_string_member (run->info, "error", "the policy's directories could not be opened");
-      status = FB_EXIT_FAILURE;
+      status = FB_LAUNCHER_EXIT_SANDBOX;
       goto out;
     }
   send_path_hint (child, &plan, view);

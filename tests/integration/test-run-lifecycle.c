@@ -161,6 +161,17 @@ test_own_failures (void **state)
   assert_string_equal (rfx_str (info, "failed_step"), "chdir");
   rfx_result_clear (&r);
 
+  /* fusebox's own failures before the sandbox exists are 125 too, never a
+   * status the command could have given (usage errors and a bad policy:
+   * test-launcher-run): a run directory that can't be made */
+  g_autofree char *not_dir = g_build_filename (fx->ws, "not-a-dir", NULL);
+  rfx_write (not_dir, "x", 0644);
+  g_autofree char *under_file = g_build_filename (not_dir, "run", NULL);
+  rfx_run (fx, &r, "--run-dir", under_file, "--", "/bin/true", NULL);
+  assert_int_equal (r.status, 125);
+  assert_non_null (strstr (r.err, "the run directory"));
+  rfx_result_clear (&r);
+
   /* and the command's own status otherwise */
   rfx_run (fx, &r, "--", "/bin/sh", "-c", "exit 42", NULL);
   assert_int_equal (r.status, 42);

@@ -46,19 +46,19 @@ test_usage_errors (void **state)
   TestState *s = *state;
   g_autofree char *out = NULL, *err = NULL;
 
-  assert_int_equal (fusebox (s, NULL, &err, "run", NULL), 2);
+  assert_int_equal (fusebox (s, NULL, &err, "run", NULL), 125);
   assert_non_null (strstr (err, "no command given"));
   g_clear_pointer (&err, g_free);
-  assert_int_equal (fusebox (s, NULL, &err, "run", "--network", "bogus", "--", "true", NULL), 2);
+  assert_int_equal (fusebox (s, NULL, &err, "run", "--network", "bogus", "--", "true", NULL), 125);
   assert_non_null (strstr (err, "--network bogus: give none or host"));
   g_clear_pointer (&err, g_free);
-  assert_int_equal (fusebox (s, NULL, &err, "run", "--uid", "-1", "--", "true", NULL), 2);
+  assert_int_equal (fusebox (s, NULL, &err, "run", "--uid", "-1", "--", "true", NULL), 125);
   g_clear_pointer (&err, g_free);
-  assert_int_equal (fusebox (s, NULL, &err, "run", "--cwd", "relative", "--", "true", NULL), 2);
+  assert_int_equal (fusebox (s, NULL, &err, "run", "--cwd", "relative", "--", "true", NULL), 125);
   g_clear_pointer (&err, g_free);
-  assert_int_equal (fusebox (s, NULL, &err, "run", "--setenv", "A=B", "x", "--", "true", NULL), 2);
+  assert_int_equal (fusebox (s, NULL, &err, "run", "--setenv", "A=B", "x", "--", "true", NULL), 125);
   g_clear_pointer (&err, g_free);
-  assert_int_equal (fusebox (s, NULL, &err, "run", "--bogus", "--", "true", NULL), 2);
+  assert_int_equal (fusebox (s, NULL, &err, "run", "--bogus", "--", "true", NULL), 125);
   g_clear_pointer (&err, g_free);
   assert_int_equal (fusebox (s, &out, NULL, "run", "--help", NULL), 0);
   assert_non_null (strstr (out, "Usage: fusebox run"));
@@ -66,7 +66,7 @@ test_usage_errors (void **state)
   /* a bad policy fails before any run directory exists */
   g_autofree char *bad = g_build_filename (s->tmpdir, "bad.json", NULL);
   assert_true (g_file_set_contents (bad, "{ \"version\": 1, \"rules\": [ { \"path\": 3 } ] }", -1, NULL));
-  assert_int_equal (fusebox (s, NULL, &err, "run", "--policy", bad, "--", "true", NULL), 1);
+  assert_int_equal (fusebox (s, NULL, &err, "run", "--policy", bad, "--", "true", NULL), 125);
   assert_non_null (strstr (err, bad));
   g_autofree char *root = runs_root (s);
   assert_false (g_file_test (root, G_FILE_TEST_EXISTS));
@@ -140,7 +140,7 @@ test_prepared_run (void **state)
 
   /* a second run into the same explicit directory is refused */
   g_clear_pointer (&err, g_free);
-  assert_int_equal (fusebox (s, NULL, &err, "run", "--run-dir", dir, "--", "true", NULL), 1);
+  assert_int_equal (fusebox (s, NULL, &err, "run", "--run-dir", dir, "--", "true", NULL), 125);
   assert_non_null (strstr (err, "not empty"));
 }
 
