@@ -96,6 +96,8 @@ struct FbFuse
   guint64 inval_dropped;     /* inval_lock: queue full */
   GThread *inval_thread;
   bool listening;
+  bool inval_all;        /* inval_lock: invalidate everything the kernel knows (host events lost) */
+  bool coherent;         /* host changes are watched (fs-watch.c): long timeouts where covered */
   guint64 inval_seq;     /* inval_lock: the last one queued */
   struct InvalSync *sync; /* delivery progress, for the threads that wait on it */
 };
@@ -186,9 +188,10 @@ void
 fb_fuse_options_init (FbFuseOptions *options)
 {
   memset (options, 0, sizeof *options);
-  /* See "Caching" above: 60 s for names and attributes, 2 s for absences. */
-  options->entry_timeout = 60.0;
-  options->attr_timeout = 60.0;
+  /* See "Caching" above: chosen per filesystem (FB_FUSE_TIMEOUT_AUTO),
+   * 2 s for absences. */
+  options->entry_timeout = FB_FUSE_TIMEOUT_AUTO;
+  options->attr_timeout = FB_FUSE_TIMEOUT_AUTO;
   options->negative_timeout = 2.0;
   options->max_threads = 16;
   options->allow_other = geteuid () == 0;
@@ -279,6 +282,25 @@ attr_out (FbFuse *f, struct stat *st)
     st->st_nlink = 1;
 }
 
+/* An entry or attribute timeout for an object on host device DEV (see
+ * "Caching"): the configured one, else long where host changes are
+ * watched, short elsewhere. */
+static double
+cache_timeout (FbFuse *f, double configured, dev_t dev)
+{
+  if (configured >= 0)
+    return configured;
+  return f->coherent && fb_watch_covers (dev) ? FB_FUSE_TIMEOUT_COHERENT : FB_FUSE_TIMEOUT_SHORT;
+}
+
+const char *
+fb_fuse_cache_mode (FbFuse *f)
+{
+  if (f->options.entry_timeout >= 0 && f->options.attr_timeout >= 0)
+    return "fixed";
+  return f->coherent ? "coherent" : "short";
+}
+
 static void
 fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entry_param *e)
 {
@@ -287,8 +309,8 @@ fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entr
   e->generation = fb_view_node_get_generation (node);
   e->attr = *st;
   attr_out (f, &e->attr);
-  e->attr_timeout = f->options.attr_timeout;
-  e->entry_timeout = f->options.entry_timeout;
+  e->attr_timeout = cache_timeout (f, f->options.attr_timeout, st->st_dev);
+  e->entry_timeout = cache_timeout (f, f->options.entry_timeout, st->st_dev);
 }
 
 /* Reply with NODE; the kernel's lookup count goes up only if it got it. */
@@ -364,8 +386,15 @@ inval_push (FbFuse *f, fuse_ino_t ino, off_t off, const char *name)
         iv->off = 0; /* the data too */
       seq = iv->seq;
     }
+  else if (f->inval_all)
+    ; /* everything goes anyway */
   else if (f->inval_queue.length >= INVAL_QUEUE_MAX)
-    f->inval_dropped++;
+    {
+      /* rather than let a change wait for a long timeout */
+      f->inval_dropped++;
+      f->inval_all = true;
+      g_cond_signal (&f->inval_cond);
+    }
   else
     {
       iv = g_new0 (Inval, 1);
@@ -435,6 +464,15 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
   FbFuse *f = user_data;
   Collect c = { f, origin == listener_view ? origin_node : NULL, -1, NULL, 0 };
 
+  if (change->what & FB_VIEW_CHANGE_ALL)
+    {
+      g_mutex_lock (&f->inval_lock);
+      f->inval_all = true;
+      g_cond_signal (&f->inval_cond);
+      g_mutex_unlock (&f->inval_lock);
+      return;
+    }
+
   if (change->ino != 0 && (change->what & (FB_VIEW_CHANGE_DATA | FB_VIEW_CHANGE_ATTR)))
     {
       c.off = (change->what & FB_VIEW_CHANGE_DATA) ? 0 : -1;
@@ -445,13 +483,66 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
       c.name = change->name;
       fb_view_find_object (listener_view, change->parent_dev, change->parent_ino, collect_entry, &c);
     }
-  if (c.seq != 0)
+  if (c.seq != 0 && origin != NULL)
     {
       /* the changing thread waits (outside every lock) for the delivery */
       InvalWait *w = g_new0 (InvalWait, 1);
       w->sync = inval_sync_ref (f->sync);
       w->seq = c.seq;
       fb_view_change_defer (inval_wait, w, inval_wait_free);
+    }
+}
+
+typedef struct
+{
+  fuse_ino_t ino;
+  fuse_ino_t parent; /* 0 for the root */
+  char *name;
+} Known;
+
+static void
+collect_known (FbViewNode *node, FbViewNode *parent, const char *name, gpointer data)
+{
+  GArray *a = data;
+  Known k = { 0 };
+
+  k.ino = (fuse_ino_t)(uintptr_t)node;
+  if (parent != NULL)
+    {
+      k.parent = (fuse_ino_t)(uintptr_t)parent;
+      k.name = g_strdup (name);
+    }
+  g_array_append_val (a, k);
+}
+
+static void
+known_clear (gpointer p)
+{
+  g_free (((Known *)p)->name);
+}
+
+/* Host events were lost (the kernel's fanotify queue or ours overflowed):
+ * drop the attributes and data of every inode the kernel knows, and let
+ * every name it knows expire (revalidated at the next use; expiring rather
+ * than invalidating keeps mounts made on them in the sandbox).  Bounded by
+ * the node count; the list is made under the view lock, delivered outside
+ * it (an address forgotten meanwhile is answered ENOENT, one reused gets a
+ * needless invalidation). */
+static void
+inval_everything (FbFuse *f)
+{
+  g_autoptr (GArray) known = g_array_new (FALSE, FALSE, sizeof (Known));
+
+  g_array_set_clear_func (known, known_clear);
+  fb_view_foreach_known (f->view, collect_known, known);
+  for (guint i = 0; i < known->len; i++)
+    {
+      Known *k = &g_array_index (known, Known, i);
+      fuse_ino_t ino = k->parent == 0 ? FUSE_ROOT_ID : k->ino;
+      fuse_ino_t parent = (FbViewNode *)(uintptr_t)k->parent == f->root ? FUSE_ROOT_ID : k->parent;
+      (void)fuse_lowlevel_notify_inval_inode (f->se, ino, 0, 0);
+      if (k->name != NULL)
+        (void)fuse_lowlevel_notify_expire_entry (f->se, parent, k->name, strlen (k->name), FUSE_LL_EXPIRE_ONLY);
     }
 }
 
@@ -472,10 +563,25 @@ inval_thread (gpointer data)
   for (;;)
     {
       Inval *iv;
-      while (f->inval_queue.length == 0 && !f->inval_stop)
+      while (f->inval_queue.length == 0 && !f->inval_all && !f->inval_stop)
         g_cond_wait (&f->inval_cond, &f->inval_lock);
       if (f->inval_stop)
         break;
+      if (f->inval_all)
+        {
+          guint64 seq = f->inval_seq;
+          f->inval_all = false;
+          g_hash_table_remove_all (f->inval_pending);
+          g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
+          g_mutex_unlock (&f->inval_lock);
+          inval_everything (f);
+          g_mutex_lock (&f->sync->lock);
+          f->sync->done = MAX (f->sync->done, seq);
+          g_cond_broadcast (&f->sync->cond);
+          g_mutex_unlock (&f->sync->lock);
+          g_mutex_lock (&f->inval_lock);
+          continue;
+        }
       iv = g_queue_pop_head (&f->inval_queue);
       g_hash_table_remove (f->inval_pending, iv->key);
       g_mutex_unlock (&f->inval_lock);
@@ -513,6 +619,12 @@ inval_start (FbFuse *f)
   pthread_sigmask (SIG_SETMASK, &old, NULL);
   if (f->inval_thread == NULL)
     return -EAGAIN;
+  /* host changes: only when we choose the timeouts (see "Caching") */
+  if ((f->options.entry_timeout < 0 || f->options.attr_timeout < 0) && fb_watch_start ())
+    {
+      f->coherent = true;
+      fb_watch_view (f->view);
+    }
   fb_view_listen (f->view, on_view_change, f);
   f->listening = true;
   return 0;
@@ -652,8 +764,9 @@ op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_err (req, -r);
   else
     {
+      double timeout = cache_timeout (f, f->options.attr_timeout, st.st_dev);
       attr_out (f, &st);
-      fuse_reply_attr (req, &st, f->options.attr_timeout);
+      fuse_reply_attr (req, &st, timeout);
     }
 }
 
@@ -707,8 +820,9 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
     fuse_reply_err (req, -r);
   else
     {
+      double timeout = cache_timeout (f, f->options.attr_timeout, st.st_dev);
       attr_out (f, &st);
-      fuse_reply_attr (req, &st, f->options.attr_timeout);
+      fuse_reply_attr (req, &st, timeout);
     }
 }
 

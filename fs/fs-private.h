@@ -150,6 +150,10 @@ struct FbView
 
 };
 
+/* fs-watch.c: mark DEV's filesystem if the watcher runs and it is not
+ * marked yet; DIR_FD: a directory on DEV (else nothing is done). */
+void watch_dev (dev_t dev, int dir_fd);
+
 /* fs-view.c */
 typedef enum
 {

@@ -230,6 +230,45 @@ fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gp
 }
 
 void
+fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_data)
+{
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+    if (n->parent == NULL || __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+      func (n, n->parent, n->name, user_data);
+  g_mutex_unlock (&view->lock);
+}
+
+void
+fb_watch_view (FbView *view)
+{
+  g_autoptr (GArray) dirs = g_array_new (FALSE, FALSE, sizeof (int));
+
+  if (!fb_watch_active ())
+    return;
+  /* the descriptors are duplicated under the lock, marked outside it */
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+    if (n->kind == NODE_HOST && n->fd >= 0 && S_ISDIR (n->type) && !fb_watch_covers (n->dev))
+      {
+        int fd = fcntl (n->fd, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0)
+          g_array_append_val (dirs, fd);
+        if (dirs->len >= 256)
+          break;
+      }
+  g_mutex_unlock (&view->lock);
+  for (guint i = 0; i < dirs->len; i++)
+    {
+      int fd = g_array_index (dirs, int, i);
+      struct stat st;
+      if (fstat (fd, &st) == 0)
+        watch_dev (st.st_dev, fd);
+      close (fd);
+    }
+}
+
+void
 fb_view_options_init (FbViewOptions *options)
 {
   memset (options, 0, sizeof *options);
@@ -564,6 +603,8 @@ table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fr
   fresh->in_all = true;
   ino_index_add_locked (view, fresh);
   g_mutex_unlock (&view->lock);
+  if (fresh->kind == NODE_HOST && fb_watch_active ())
+    watch_dev (fresh->dev, fresh->fd >= 0 ? fresh->fd : parent != NULL ? parent->fd : -1);
   return fresh;
 }
 

@@ -363,6 +363,7 @@ typedef enum
   FB_VIEW_CHANGE_DATA = 1 << 0, /* contents (and size, mtime) */
   FB_VIEW_CHANGE_ATTR = 1 << 1, /* attributes only (mode, times, link count, xattrs) */
   FB_VIEW_CHANGE_NAME = 1 << 2, /* NAME in the directory (parent_dev, parent_ino) came, went or moved */
+  FB_VIEW_CHANGE_ALL = 1 << 3,  /* anything may have changed (the host watcher lost events) */
 } FbViewChangeWhat;
 
 typedef struct
@@ -397,6 +398,25 @@ typedef void (*FbViewNodeFunc) (FbViewNode *node, gpointer user_data);
 void fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gpointer user_data);
 /* The kernel's lookup count, for a listener (zero: the kernel does not know it). */
 guint64 fb_view_node_get_kernel_count (FbViewNode *node);
+/* Every node the kernel knows (lookup count above zero), with its parent
+ * (NULL for the root) and name: calls FUNC under the view's table lock. */
+typedef void (*FbViewKnownFunc) (FbViewNode *node, FbViewNode *parent, const char *name, gpointer user_data);
+void fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_data);
+
+/* --- changes made on the host by other processes (fs/fs-watch.c) ----------- */
+
+/* Start the process-wide fanotify watcher (once); false when it can't run:
+ * FUSEBOX_NO_FANOTIFY=1, no CAP_SYS_ADMIN in the initial user namespace, or
+ * fanotify_init failed.  Once it runs, every view marks each local host
+ * filesystem it meets, and the watcher reports changes made there by other
+ * processes to the change listeners (origin NULL; FB_VIEW_CHANGE_ALL when
+ * the kernel's queue overflowed).  fb_watch_view() marks the filesystems of
+ * the nodes VIEW has already. */
+bool fb_watch_start (void);
+bool fb_watch_active (void);
+void fb_watch_view (FbView *view);
+/* Are changes on host device DEV reported (a local filesystem we marked)? */
+bool fb_watch_covers (dev_t dev);
 
 /* --- the FUSE adapter (fs/fs-fuse.c) --------------------------------------- */
 
@@ -438,10 +458,11 @@ typedef struct
 {
   /* Kernel cache lifetimes in seconds.  The policy is static during a run,
    * so these only bound how long a change made on the host by someone else
-   * (not through this view) takes to show: a new or removed name after
-   * entry_timeout (negative_timeout for names that did not exist), new
-   * attributes after attr_timeout.  Changes made through the view show at
-   * once.  Defaults 2.0 s each. */
+   * (not through any view of this process, and not seen by the host
+   * watcher) takes to show: a new or removed name after entry_timeout
+   * (negative_timeout for names that did not exist), new attributes after
+   * attr_timeout.  Changes made through a view show at once.  Defaults:
+   * FB_FUSE_TIMEOUT_AUTO for entries and attributes, 2.0 s for absences. */
   double entry_timeout;
   double attr_timeout;
   double negative_timeout;
@@ -453,6 +474,13 @@ typedef struct
 } FbFuseOptions;
 
 void fb_fuse_options_init (FbFuseOptions *options);
+
+/* entry_timeout/attr_timeout FB_FUSE_TIMEOUT_AUTO: FB_FUSE_TIMEOUT_COHERENT
+ * for objects on host filesystems whose changes the watcher reports
+ * (fb_watch_covers), FB_FUSE_TIMEOUT_SHORT elsewhere. */
+#define FB_FUSE_TIMEOUT_AUTO (-1.0)
+#define FB_FUSE_TIMEOUT_COHERENT 600.0
+#define FB_FUSE_TIMEOUT_SHORT 2.0
 
 /* The session over VIEW (which it references). */
 int fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse);
@@ -491,6 +519,10 @@ void fb_fuse_stop (FbFuse *fuse);
 int fb_fuse_abort (FbFuse *fuse);
 /* Unmount if still mounted and free.  Call after serving has ended. */
 void fb_fuse_free (FbFuse *fuse);
+/* The caching mode, once mounted: "coherent" (host changes are watched;
+ * long timeouts on the filesystems covered, short elsewhere), "short"
+ * (no watcher: short timeouts) or "fixed" (the options' timeouts). */
+const char *fb_fuse_cache_mode (FbFuse *fuse);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbFuse, fb_fuse_free)
 
 G_END_DECLS

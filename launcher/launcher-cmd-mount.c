@@ -326,7 +326,22 @@ run_daemon (const MountArgs *a, int ready_fd)
   if (a->foreground)
     printf ("fusebox: %s shows / through the policy %s\nfusebox: run directory %s\nfusebox: access log %s\n",
             a->mountpoint, fb_policy_get_origin (a->policy), a->run_dir, a->log_path);
-  else
+  if (a->foreground)
+    {
+      const char *mode = fb_fuse_cache_mode (d.fuse);
+      if (strcmp (mode, "coherent") == 0)
+        printf ("fusebox: caches: coherent: host changes show at once (fanotify); entries and attributes kept "
+                "%.0f s on the local filesystems watched, %.0f s elsewhere\n",
+                FB_FUSE_TIMEOUT_COHERENT, FB_FUSE_TIMEOUT_SHORT);
+      else if (strcmp (mode, "short") == 0)
+        printf ("fusebox: caches: short: host changes are not watched (no fanotify: not root, or "
+                "FUSEBOX_NO_FANOTIFY=1); they show within %.0f s\n",
+                FB_FUSE_TIMEOUT_SHORT);
+      else
+        printf ("fusebox: caches: fixed by --cache-timeout %g: host changes show within %g s\n", a->cache_timeout,
+                a->cache_timeout);
+    }
+  if (!a->foreground)
     {
       report_ready (ready_fd, "OK");
       ready_fd = -1;

@@ -1,0 +1,279 @@
+/* fusebox — changes made on the host by another process, seen through a
+ * mount whose kernel caches entries and attributes for long (fs-watch.c):
+ * after a file was read through the mount (its attributes and pages
+ * cached), the test itself, outside the mount, appends to it, rewrites it
+ * in place, truncates it, replaces it by rename, creates a name the mount
+ * had looked up as missing, and removes it; through the mount, stat and a
+ * full read show the new state within 1 s (a bound on staleness for the
+ * asynchronous delivery, below every cache timeout, not a speed check).
+ * With FUSEBOX_NO_FANOTIFY=1 the mount says it runs with short timeouts, and
+ * a change shows within them. */
+#include "tests/integration/test-mount-util.h"
+
+static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
+                                  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+                                  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n";
+
+/* ~1 s: the event's delivery, with room for a loaded machine; every cache
+ * timeout (2 s for absences, 2 s without the watcher) is longer. */
+#define STALE_STEPS 100
+
+static char *
+mnt_read (MFx *fx, const char *rel)
+{
+  g_autofree char *path = fx_m (fx, rel);
+  char *text = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return text;
+}
+
+static off_t
+mnt_size (MFx *fx, const char *rel)
+{
+  g_autofree char *path = fx_m (fx, rel);
+  struct stat st;
+
+  return stat (path, &st) == 0 ? st.st_size : -1;
+}
+
+/* stat and a full read through the mount show CONTENT (NULL: no such name) */
+static bool
+mnt_shows (MFx *fx, const char *rel, const char *content)
+{
+  g_autofree char *text = NULL;
+
+  if (content == NULL)
+    {
+      g_autofree char *path = fx_m (fx, rel);
+      struct stat st;
+      return stat (path, &st) < 0 && errno == ENOENT;
+    }
+  if (mnt_size (fx, rel) != (off_t)strlen (content))
+    return false;
+  text = mnt_read (fx, rel);
+  return text != NULL && strcmp (text, content) == 0;
+}
+
+/* Read REL through the mount (caching its attributes and pages), check
+ * it shows the host's CONTENT. */
+static void
+warm (MFx *fx, const char *rel, const char *content)
+{
+  assert_true (mnt_shows (fx, rel, content));
+  assert_true (mnt_shows (fx, rel, content)); /* from the caches now */
+}
+
+static void
+assert_shows_soon (MFx *fx, const char *rel, const char *content)
+{
+  if (!WAIT_FOR (mnt_shows (fx, rel, content), STALE_STEPS))
+    {
+      g_autofree char *text = mnt_read (fx, rel);
+      fail_msg ("the mount did not show %s as \"%s\" within 1 s (now: size %ld, \"%s\")", rel,
+                content != NULL ? content : "(absent)", (long)mnt_size (fx, rel), text != NULL ? text : "(unreadable)");
+    }
+}
+
+static void
+host_append (MFx *fx, const char *rel, const char *text)
+{
+  g_autofree char *path = fx_h (fx, rel);
+  FILE *fp = fopen (path, "a");
+
+  assert_non_null (fp);
+  assert_int_equal (fputs (text, fp) >= 0, 1);
+  assert_int_equal (fclose (fp), 0);
+}
+
+static void
+mount_coherent (MFx *fx)
+{
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mfx_mount (fx, policy_text, NULL);
+}
+
+static void
+test_append (void **state)
+{
+  MFX_BEGIN (state);
+  host_write (fx, "/ws/a.txt", "hello");
+  assert_host_readable (fx, "/ws/a.txt");
+  mount_coherent (fx);
+  warm (fx, "/ws/a.txt", "hello");
+  host_append (fx, "/ws/a.txt", ", world");
+  assert_shows_soon (fx, "/ws/a.txt", "hello, world");
+  MFX_PASS ();
+}
+
+/* Same size, new bytes: the pages kept across opens must go too. */
+static void
+test_rewrite_in_place (void **state)
+{
+  g_autofree char *path = NULL;
+  int fd;
+
+  MFX_BEGIN (state);
+  host_write (fx, "/ws/b.txt", "aaaa");
+  mount_coherent (fx);
+  warm (fx, "/ws/b.txt", "aaaa");
+  path = fx_h (fx, "/ws/b.txt");
+  fd = open (path, O_WRONLY | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (pwrite (fd, "bbbb", 4, 0), 4);
+  close (fd);
+  assert_shows_soon (fx, "/ws/b.txt", "bbbb");
+  MFX_PASS ();
+}
+
+static void
+test_truncate (void **state)
+{
+  g_autofree char *path = NULL;
+
+  MFX_BEGIN (state);
+  host_write (fx, "/ws/c.txt", "0123456789");
+  mount_coherent (fx);
+  warm (fx, "/ws/c.txt", "0123456789");
+  path = fx_h (fx, "/ws/c.txt");
+  assert_int_equal (truncate (path, 3), 0);
+  assert_shows_soon (fx, "/ws/c.txt", "012");
+  MFX_PASS ();
+}
+
+/* g_file_set_contents writes a new file and renames it over the name. */
+static void
+test_replace_by_rename (void **state)
+{
+  MFX_BEGIN (state);
+  host_write (fx, "/ws/d.txt", "old");
+  mount_coherent (fx);
+  warm (fx, "/ws/d.txt", "old");
+  host_write (fx, "/ws/d.txt", "the new version");
+  assert_shows_soon (fx, "/ws/d.txt", "the new version");
+  MFX_PASS ();
+}
+
+/* A name looked up as missing (a negative entry) then made on the host. */
+static void
+test_create_missing (void **state)
+{
+  MFX_BEGIN (state);
+  host_mkdir (fx, "/ws");
+  mount_coherent (fx);
+  warm (fx, "/ws/new.txt", NULL);
+  host_write (fx, "/ws/new.txt", "made outside");
+  assert_shows_soon (fx, "/ws/new.txt", "made outside");
+  MFX_PASS ();
+}
+
+static void
+test_remove (void **state)
+{
+  g_autofree char *path = NULL;
+
+  MFX_BEGIN (state);
+  host_write (fx, "/ws/gone.txt", "here");
+  mount_coherent (fx);
+  warm (fx, "/ws/gone.txt", "here");
+  path = fx_h (fx, "/ws/gone.txt");
+  assert_int_equal (unlink (path), 0);
+  assert_shows_soon (fx, "/ws/gone.txt", NULL);
+  MFX_PASS ();
+}
+
+/* `fusebox mount --foreground` in the background; returns its pid, and
+ * its first lines up to the one about caches in *RET_CACHES. */
+static pid_t
+mount_foreground (MFx *fx, char **ret_caches)
+{
+  g_autoptr (GString) text = g_string_new (policy_text);
+  g_autoptr (GError) error = NULL;
+  const char *argv[] = { fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path,
+                         "--log", fx->log_path, fx->mnt, NULL };
+  GPid pid;
+  int out_fd;
+  FILE *out;
+  char line[512];
+
+  g_string_replace (text, "@H@", fx->host, 0);
+  assert_true (g_file_set_contents (fx->policy_path, text->str, -1, NULL));
+  g_free (fx->mount_args);
+  fx->mount_args = g_strjoinv (" ", (char **)argv);
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
+                                 &out_fd, NULL, &error))
+    fail_msg ("%s", error->message);
+  fx->daemon = pid;
+  fx->mounted = true;
+  out = fdopen (out_fd, "r");
+  assert_non_null (out);
+  *ret_caches = NULL;
+  while (fgets (line, sizeof line, out) != NULL)
+    if (strstr (line, "caches:") != NULL)
+      {
+        *ret_caches = g_strdup (line);
+        break;
+      }
+  /* OUT stays open (a descriptor of the test process until it ends), so
+   * the daemon's last line at unmount does not meet a closed pipe */
+  if (*ret_caches == NULL)
+    fail_msg ("%s printed no \"caches:\" line", fx->mount_args);
+  assert_true (is_mounted (fx->mnt));
+  return pid;
+}
+
+/* Without the watcher: the mount says so, and a change shows within the
+ * short timeouts (2 s; 3.5 s allowed). */
+static void
+test_fallback_short (void **state)
+{
+  g_autofree char *caches = NULL;
+
+  MFX_BEGIN (state);
+  host_write (fx, "/ws/f.txt", "one");
+  g_setenv ("FUSEBOX_NO_FANOTIFY", "1", TRUE);
+  mount_foreground (fx, &caches);
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  if (strstr (caches, "caches: short") == NULL)
+    fail_msg ("FUSEBOX_NO_FANOTIFY=1 but the mount said: %s", caches);
+  warm (fx, "/ws/f.txt", "one");
+  host_append (fx, "/ws/f.txt", " two");
+  if (!WAIT_FOR (mnt_shows (fx, "/ws/f.txt", "one two"), 350))
+    fail_msg ("the short timeouts did not end after 3.5 s");
+  MFX_PASS ();
+}
+
+/* As root, with the watcher: the mount says it is coherent. */
+static void
+test_mode_coherent (void **state)
+{
+  g_autofree char *caches = NULL;
+
+  MFX_BEGIN (state);
+  host_mkdir (fx, "/ws");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mount_foreground (fx, &caches);
+  if (strstr (caches, "caches: coherent") == NULL)
+    fail_msg ("as root the mount should watch the host, but said: %s", caches);
+  MFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_append, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_rewrite_in_place, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_truncate, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_replace_by_rename, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_create_missing, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_remove, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_fallback_short, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_mode_coherent, mfx_setup, mfx_teardown),
+  };
+
+  require_fuse ();
+  mfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
