@@ -15,21 +15,29 @@
  *    SIGQUIT/SIGPIPE so the main loop gets them.  Nothing here calls
  *    fuse_lowlevel_notify_inval_* (that would deadlock inside an op): the
  *    notifier thread does (Invalidation).
- *  - Caching.  The kernel keeps entries and attributes for 60 s and
- *    absences (negative entries) for 2 s by default (`--cache-timeout`
- *    sets all three).  Why so long: the policy is static during a run, so a
- *    cached answer never grants what a fresh one would refuse; a change
- *    made through this mount updates the kernel's caches with the reply;
- *    a change made through any other view in this process (the remote
- *    API's fs/ calls, another sandbox's mount) or through another name of a
- *    hard-linked inode is invalidated at once (below).  What the timeout
- *    still delays is a change made on the host by a process outside every
- *    view: a new size or mtime after up to 60 s, a new name after up to
- *    2 s (a removed one after up to 60 s).  Below that, a tool run again
- *    after a pause (git status, find, a build) revalidates every name it
- *    touches, one round trip each: with 2 s, a cold `git status` made
- *    10,500 lookups and took 5x the host's time; with 60 s it is near the
- *    host's.  keep_cache keeps page-cache contents
+ *  - Caching.  Entries and attributes are kept per object: 600 s
+ *    (FB_FUSE_TIMEOUT_COHERENT) when the host watcher (fs-watch.c) covers
+ *    its filesystem, 2 s otherwise (not root, FUSEBOX_NO_FANOTIFY=1, a
+ *    network or FUSE filesystem, a failed mark); absences (negative
+ *    entries) 2 s; `--cache-timeout` fixes all three and turns the watcher
+ *    off.  Why long is safe: the policy is static during a run, so a cached
+ *    answer never grants what a fresh one would refuse; a change made
+ *    through this mount updates the kernel's caches with the reply; one
+ *    made through any other view in this process (the remote API's fs/
+ *    calls, another sandbox's mount) or through another name of a
+ *    hard-linked inode is invalidated at once, and so is one made on the
+ *    host by another process, from its fanotify event (Invalidation).
+ *    Why 600 s and not more: what no event reports (writes through a shared
+ *    mmap on the host, host mounts appearing under a watched tree) is
+ *    still bounded, at ten minutes, while a tool run again after any
+ *    shorter pause (git status, find, a build) finds every name cached: with
+ *    2 s a cold `git status` made 10,500 lookups and took 5x the host's
+ *    time.  Absences stay 2 s: a creation event invalidates them, but when
+ *    events are lost only the nodes we know can be invalidated, and an
+ *    absence has none.  Where nothing watches the host, 2 s bounds how
+ *    long a grown file reads cut off at its old size (the kernel truncates
+ *    reads at the cached i_size): coherence before speed.
+ *    keep_cache keeps page-cache contents
  *    across opens while the host file's size and mtime are unchanged (and
  *    auto_inval_data drops them when a refreshed mtime differs); readdir
  *    results are cached the same way; symlink texts are cached (a new text
@@ -50,6 +58,11 @@
  *    worker; an operation only appends to it.  fb_fuse_free() stops
  *    listening, then ends the thread; a connection that has ended answers
  *    a notification at once.
+ *    Host changes by other processes come through the same listeners with
+ *    no origin (fs-watch.c); nobody waits for their delivery.  A lost event
+ *    (fanotify's queue overflowed: FB_VIEW_CHANGE_ALL), or this queue
+ *    full, sets inval_all: the notifier then invalidates every inode the
+ *    kernel knows and expires every name (inval_everything).
  */
 #include "fs/fs-private.h"
 
