@@ -183,7 +183,7 @@ read_response (FbRpcProcess *p, guint64 after, guint64 max_bytes)
   else
     json_object_set_null_member (o, "failure");
   json_object_set_boolean_member (o, "sandboxDenied", p->tee != NULL && fb_rpc_tee_sink_get_denials (p->tee) > 0);
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 static void
@@ -974,7 +974,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   o = json_object_new ();
   json_object_set_string_member (o, "processId", process_id);
   json_object_set_string_member (o, "sandboxType", "fusebox");
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 
 sys_fail:
   fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't set up the process's channels: %s", g_strerror (errno));
@@ -1099,7 +1099,7 @@ write_status (const char *status)
 {
   JsonObject *o = json_object_new ();
   json_object_set_string_member (o, "status", status);
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
 
 JsonNode *
@@ -1174,7 +1174,7 @@ fb_rpc_process_signal (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
     return NULL;
   if (!p->exit_known)
     send_signal (p, SIGINT);
-  return json_node_init_object (json_node_alloc (), json_object_new ());
+  return fb_rpc_object_node (json_object_new ());
 }
 
 JsonNode *
@@ -1193,5 +1193,5 @@ fb_rpc_process_terminate (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbR
     send_signal (p, SIGKILL);
   o = json_object_new ();
   json_object_set_boolean_member (o, "running", running);
-  return json_node_init_object (json_node_alloc (), o);
+  return fb_rpc_object_node (o);
 }
