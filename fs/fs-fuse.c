@@ -17,9 +17,12 @@
  *    notifier thread does (Invalidation).
  *  - Caching.  Entries and attributes are kept per object: 600 s
  *    (FB_FUSE_TIMEOUT_COHERENT) when the host watcher (fs-watch.c) covers
- *    its filesystem, 2 s otherwise (not root, FUSEBOX_NO_FANOTIFY=1, a
- *    network or FUSE filesystem, a failed mark); absences (negative
- *    entries) 2 s; `--cache-timeout` fixes all three and turns the watcher
+ *    it (fb_view_node_watched: a directory with its inode mark, or a file
+ *    with one link in such a directory), 2 s otherwise
+ *    (FUSEBOX_NO_FANOTIFY=1, fanotify unavailable, a network or FUSE
+ *    filesystem, a mark refused: fs.fanotify.max_user_marks reached, a
+ *    hard-linked file, a file on a filesystem whose file ids we can't
+ *    decode unprivileged); absences (negative entries) 2 s; `--cache-timeout` fixes all three and turns the watcher
  *    off.  Why long is safe: the policy is static during a run, so a cached
  *    answer never grants what a fresh one would refuse; a change made
  *    through this mount updates the kernel's caches with the reply; one
@@ -295,15 +298,16 @@ attr_out (FbFuse *f, struct stat *st)
     st->st_nlink = 1;
 }
 
-/* An entry or attribute timeout for an object on host device DEV (see
+/* An entry or attribute timeout for NODE with attributes ST (see
  * "Caching"): the configured one, else long where host changes are
  * watched, short elsewhere. */
 static double
-cache_timeout (FbFuse *f, double configured, dev_t dev)
+cache_timeout (FbFuse *f, double configured, FbViewNode *node, const struct stat *st)
 {
   if (configured >= 0)
     return configured;
-  return f->coherent && fb_watch_covers (dev) ? FB_FUSE_TIMEOUT_COHERENT : FB_FUSE_TIMEOUT_SHORT;
+  return f->coherent && node != NULL && fb_view_node_watched (node, st) ? FB_FUSE_TIMEOUT_COHERENT
+                                                                          : FB_FUSE_TIMEOUT_SHORT;
 }
 
 const char *
@@ -322,8 +326,8 @@ fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entr
   e->generation = fb_view_node_get_generation (node);
   e->attr = *st;
   attr_out (f, &e->attr);
-  e->attr_timeout = cache_timeout (f, f->options.attr_timeout, st->st_dev);
-  e->entry_timeout = cache_timeout (f, f->options.entry_timeout, st->st_dev);
+  e->attr_timeout = cache_timeout (f, f->options.attr_timeout, node, st);
+  e->entry_timeout = cache_timeout (f, f->options.entry_timeout, node, st);
 }
 
 /* Reply with NODE; the kernel's lookup count goes up only if it got it. */
@@ -777,7 +781,7 @@ op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_err (req, -r);
   else
     {
-      double timeout = cache_timeout (f, f->options.attr_timeout, st.st_dev);
+      double timeout = cache_timeout (f, f->options.attr_timeout, ino_node (f, ino), &st);
       attr_out (f, &st);
       fuse_reply_attr (req, &st, timeout);
     }
@@ -833,7 +837,7 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
     fuse_reply_err (req, -r);
   else
     {
-      double timeout = cache_timeout (f, f->options.attr_timeout, st.st_dev);
+      double timeout = cache_timeout (f, f->options.attr_timeout, ino_node (f, ino), &st);
       attr_out (f, &st);
       fuse_reply_attr (req, &st, timeout);
     }

@@ -79,6 +79,10 @@ struct FbViewNode
   ino_t ino;
   dev_t dev;
   guint64 generation;
+  /* atomic: 1 when host changes are watched (fs-watch.c "Coverage"; a
+   * directory then holds a mark), set before the kernel first gets the
+   * node (or at fb_watch_view); -1 while a mark is being placed */
+  gint watched;
 
   GMutex lock; /* below: the state and the cache stamps */
   NodeState *state;
@@ -150,9 +154,15 @@ struct FbView
 
 };
 
-/* fs-watch.c: mark DEV's filesystem if the watcher runs and it is not
- * marked yet; DIR_FD: a directory on DEV (else nothing is done). */
-void watch_dev (dev_t dev, int dir_fd);
+/* fs-watch.c: mark the host directory DEV/INO (DIR_FD: a descriptor of it)
+ * if the watcher runs, or count one more node holding its mark; false when
+ * it isn't marked (short timeouts there).  watch_dir_remove() undoes one
+ * successful watch_dir_add(), with a descriptor of the directory still
+ * open.  watch_children_decode(): events on DEV's non-directories can be
+ * mapped to their st_ino. */
+bool watch_dir_add (dev_t dev, ino_t ino, int dir_fd);
+void watch_dir_remove (dev_t dev, ino_t ino, int dir_fd);
+bool watch_children_decode (dev_t dev);
 
 /* fs-view.c */
 typedef enum

@@ -239,32 +239,31 @@ fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_data)
   g_mutex_unlock (&view->lock);
 }
 
+static void node_watch (FbViewNode *node, FbViewNode *parent);
+
 void
 fb_watch_view (FbView *view)
 {
-  g_autoptr (GArray) dirs = g_array_new (FALSE, FALSE, sizeof (int));
+  g_autoptr (GPtrArray) dirs = g_ptr_array_new ();
 
   if (!fb_watch_active ())
     return;
-  /* the descriptors are duplicated under the lock, marked outside it */
+  /* the directories are referenced under the lock, marked outside it;
+   * their children made before stay unwatched (short timeouts) */
   g_mutex_lock (&view->lock);
   for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
-    if (n->kind == NODE_HOST && n->fd >= 0 && S_ISDIR (n->type) && !fb_watch_covers (n->dev))
+    if (n->kind == NODE_HOST && n->fd >= 0 && S_ISDIR (n->type) && g_atomic_int_get (&n->watched) == 0)
       {
-        int fd = fcntl (n->fd, F_DUPFD_CLOEXEC, 3);
-        if (fd >= 0)
-          g_array_append_val (dirs, fd);
+        g_ptr_array_add (dirs, fb_view_node_ref (n));
         if (dirs->len >= 256)
           break;
       }
   g_mutex_unlock (&view->lock);
   for (guint i = 0; i < dirs->len; i++)
     {
-      int fd = g_array_index (dirs, int, i);
-      struct stat st;
-      if (fstat (fd, &st) == 0)
-        watch_dev (st.st_dev, fd);
-      close (fd);
+      FbViewNode *n = g_ptr_array_index (dirs, i);
+      node_watch (n, NULL);
+      fb_view_node_unref (n);
     }
 }
 
@@ -446,6 +445,8 @@ node_free (FbViewNode *node)
 {
   FbView *view = node->view;
 
+  if (node->fd >= 0 && S_ISDIR (node->type) && g_atomic_int_get (&node->watched) == 1)
+    watch_dir_remove (node->dev, node->ino, node->fd);
   if (node->fd >= 0)
     close (node->fd);
   if (node->held_fd >= 0)
@@ -572,6 +573,31 @@ same_object (const FbViewNode *a, const FbViewNode *b)
   return a->ino == b->ino && a->dev == b->dev && a->type == b->type;
 }
 
+/* Watch NODE's host changes (fs-watch.c "Coverage"): a directory gets a
+ * mark; a non-directory is covered by its parent's on the same device. */
+static void
+node_watch (FbViewNode *node, FbViewNode *parent)
+{
+  if (S_ISDIR (node->type))
+    {
+      /* claimed first (-1): table_insert and fb_watch_view may race */
+      if (node->fd >= 0 && g_atomic_int_compare_and_exchange (&node->watched, 0, -1))
+        g_atomic_int_set (&node->watched, watch_dir_add (node->dev, node->ino, node->fd) ? 1 : 0);
+    }
+  else if (parent != NULL && parent->kind == NODE_HOST && parent->dev == node->dev &&
+           g_atomic_int_get (&parent->watched) == 1 && watch_children_decode (node->dev))
+    g_atomic_int_set (&node->watched, 1);
+}
+
+bool
+fb_view_node_watched (FbViewNode *node, const struct stat *st)
+{
+  if (node->kind != NODE_HOST)
+    return true;
+  /* another link may be written through an unmarked directory */
+  return fb_watch_active () && g_atomic_int_get (&node->watched) == 1 && (S_ISDIR (st->st_mode) || st->st_nlink <= 1);
+}
+
 /* Put FRESH (one reference, not in the table) at (PARENT, NAME), or return
  * the node already there when it shows the same host object (FRESH is then
  * freed).  Returns a new reference either way. */
@@ -604,7 +630,7 @@ table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fr
   ino_index_add_locked (view, fresh);
   g_mutex_unlock (&view->lock);
   if (fresh->kind == NODE_HOST && fb_watch_active ())
-    watch_dev (fresh->dev, fresh->fd >= 0 ? fresh->fd : parent != NULL ? parent->fd : -1);
+    node_watch (fresh, parent);
   return fresh;
 }
 

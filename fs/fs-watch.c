@@ -8,33 +8,55 @@
  *    Without it a grown file would read cut off at the old size until the
  *    attributes expire.
  *  - One fanotify group per process (FAN_CLASS_NOTIF, FAN_REPORT_DFID_NAME
- *    with the object's and the target's file ids), with a filesystem mark
- *    (FAN_MARK_FILESYSTEM) on each local host filesystem a view holds a node
- *    on, added when a view first meets its st_dev (watch_node_dev).  Marks
- *    need CAP_SYS_ADMIN in the initial user namespace: an unprivileged
- *    daemon, FUSEBOX_NO_FANOTIFY=1, a failed fanotify_init, or a filesystem
- *    whose mark fails or whose changes can come from elsewhere (NFS, SMB,
- *    FUSE, ... anything not in local_fs_type()) is not covered, and
- *    fb_watch_covers() says so: the FUSE adapter then keeps the short
- *    timeouts for it.
+ *    with the object's and the target's file ids) with INODE marks, one per
+ *    host directory a view holds a descriptor for (watch_dir_add, from
+ *    table_insert; FAN_EVENT_ON_CHILD | FAN_ONDIR), removed when the last
+ *    node of that directory is freed (watch_dir_remove).  Not filesystem
+ *    marks: those made every write() by any process on the filesystem pay
+ *    for our group (fanotify_handle_event), and need CAP_SYS_ADMIN; inode
+ *    marks cost nothing outside the directories we show, and an
+ *    unprivileged daemon may place them (Linux >= 5.13, with file-id
+ *    reporting; they count against fs.fanotify.max_user_marks).
+ *  - Coverage (fb_view_node_watched): a directory node is covered when its
+ *    mark is placed: names made, removed or moved in it and its own
+ *    attributes are reported on that mark.  A non-directory node is covered
+ *    when its parent node (same st_dev) is, because fsnotify reports an
+ *    event on a file to its parent directory's mark (fsnotify_parent), and
+ *    when its file id can be told (ext2/3/4 handles decode to the inode
+ *    number; elsewhere open_by_handle_at, which needs CAP_DAC_READ_SEARCH).
+ *    Except a file with more than one link: a write through a name in a
+ *    directory we don't mark reaches no mark of ours, so such files get the
+ *    short timeouts (st_nlink > 1 at each reply; rare in workspaces, and
+ *    simpler and cheaper than a mark per file).  Where a mark can't be
+ *    placed (ENOSPC: max_user_marks; EPERM/EACCES; a network or FUSE
+ *    filesystem, whose changes can come from elsewhere: anything not in
+ *    local_fs_type()), the directory and its children get the short
+ *    timeouts.  Not reported either way: a file linked anew on the host
+ *    (link() notifies the inode only), writes through a shared mmap.
+ *  - Mapping an event without privileges: each marked directory's file
+ *    handle (name_to_handle_at, which needs none) is kept with its
+ *    st_dev/st_ino; an event's directory id is looked up there, and so is
+ *    its object id when that is a marked directory; a child's id is
+ *    decoded (see above).
  *  - One reader thread, process-wide, rather than a GSource: `fusebox
  *    mount` has no main loop, and the listeners take every view's table
  *    lock, which must not stall the API's loop.  It turns each event into an
  *    FbViewChange (the object's st_dev/st_ino from its file id; the
  *    directory's and the name for names made, removed or moved) and reports
  *    it like a view's own change, with no origin, so every FUSE session
- *    queues the same invalidations.  Events of this process are skipped:
- *    they went through a view and were reported already.  On FAN_Q_OVERFLOW
- *    it reports FB_VIEW_CHANGE_ALL: every session invalidates everything
- *    its kernel knows.
+ *    queues the same invalidations.  Events of this process are skipped
+ *    (an unprivileged group still sees its own pid, others' as 0): they
+ *    went through a view and were reported already.  On FAN_Q_OVERFLOW it
+ *    reports FB_VIEW_CHANGE_ALL: every session invalidates everything its
+ *    kernel knows.
  *  - Bounded: the kernel's queue holds at most 16,384 events (then
  *    overflow); we read into one fixed buffer, allocate nothing per event,
- *    and each event costs at most two handle decodings (direct for ext2/3/4,
- *    else open_by_handle_at + fstat) and one index lookup per view; the
- *    sessions' queues are bounded and coalesced (fs-fuse.c).
- *  - The filesystems are a fixed array (WATCH_FS_MAX); entries are written
- *    under watch_lock and published by an atomic count, so fb_watch_covers()
- *    (every FUSE reply) takes no lock.
+ *    and each event costs at most two hash lookups or handle decodings and
+ *    one index lookup per view; at most WATCH_DIRS_MAX directories are
+ *    marked (then short timeouts); the sessions' queues are bounded and
+ *    coalesced (fs-fuse.c).  fb_watch_events_read() counts the events of
+ *    other processes read (a check that nothing outside the viewed
+ *    directories reaches us).
  */
 #include "fs/fs-private.h"
 
@@ -48,26 +70,80 @@
 #include <sys/statfs.h>
 
 #define WATCH_FS_MAX 64
+#define WATCH_DIRS_MAX 65536
 #define WATCH_BUF_SIZE (64 * 1024)
 
 #define WATCH_MASK                                                                                                   \
   (FAN_MODIFY | FAN_ATTRIB | FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE_SELF |          \
-   FAN_MOVE_SELF | FAN_ONDIR)
+   FAN_MOVE_SELF | FAN_ONDIR | FAN_EVENT_ON_CHILD)
+
+#ifndef AT_HANDLE_FID
+#define AT_HANDLE_FID 0x200
+#endif
 
 typedef struct
 {
   dev_t dev;
-  bool covered;
-  bool ext;       /* ext2/3/4: handles decode to the inode number directly */
+  bool local;   /* a local filesystem: marks there see every change */
+  bool ext;     /* ext2/3/4: handles decode to the inode number directly */
+  bool decodes; /* children's file ids can be told (ext, or open_by_handle_at works) */
   fsid_t fsid;
-  int fd;         /* a directory on it, for open_by_handle_at; -1 when not covered */
+  int fd; /* a directory on it, for open_by_handle_at; -1 when not decoding that way */
 } WatchFs;
 
+/* A marked directory, by object and by file id. */
+typedef struct
+{
+  dev_t dev;
+  ino_t ino;
+  guint refs; /* nodes holding the mark */
+  fsid_t fsid;
+  int handle_type;
+  guint handle_bytes;
+  unsigned char handle[MAX_HANDLE_SZ];
+} WatchDir;
+
 static GMutex watch_lock;
-static WatchFs watch_fss[WATCH_FS_MAX];
-static gint watch_n;       /* atomic: entries [0, watch_n) are complete */
-static gint watch_active;  /* atomic: the group exists and its thread runs */
-static int watch_fan = -1; /* watch_lock (set once) */
+static WatchFs watch_fss[WATCH_FS_MAX]; /* watch_lock */
+static gint watch_n;                    /* watch_lock */
+static GHashTable *watch_by_obj;        /* watch_lock: WatchDir* (key: dev, ino) */
+static GHashTable *watch_by_handle;     /* watch_lock: the same (key: fsid, handle) */
+static gint watch_active;               /* atomic: the group exists and its thread runs */
+static int watch_fan = -1;              /* set once */
+static guint64 watch_events;            /* atomic: events of other processes read */
+
+static guint
+obj_hash (gconstpointer p)
+{
+  const WatchDir *d = p;
+  return (guint)d->ino ^ (guint)(d->ino >> 32) ^ (guint)d->dev * 31u;
+}
+
+static gboolean
+obj_equal (gconstpointer a, gconstpointer b)
+{
+  const WatchDir *x = a, *y = b;
+  return x->dev == y->dev && x->ino == y->ino;
+}
+
+static guint
+handle_hash (gconstpointer p)
+{
+  const WatchDir *d = p;
+  guint h = (guint)d->handle_type * 16777619u;
+
+  for (guint i = 0; i < d->handle_bytes; i++)
+    h = (h ^ d->handle[i]) * 16777619u;
+  return h;
+}
+
+static gboolean
+handle_equal (gconstpointer a, gconstpointer b)
+{
+  const WatchDir *x = a, *y = b;
+  return x->handle_type == y->handle_type && x->handle_bytes == y->handle_bytes &&
+         memcmp (&x->fsid, &y->fsid, sizeof x->fsid) == 0 && memcmp (x->handle, y->handle, x->handle_bytes) == 0;
+}
 
 static bool
 local_fs_type (unsigned long type)
@@ -92,35 +168,207 @@ local_fs_type (unsigned long type)
 }
 
 bool
-fb_watch_covers (dev_t dev)
-{
-  gint n = g_atomic_int_get (&watch_n);
-
-  for (gint i = 0; i < n; i++)
-    if (watch_fss[i].dev == dev)
-      return watch_fss[i].covered;
-  return false;
-}
-
-bool
 fb_watch_active (void)
 {
   return g_atomic_int_get (&watch_active) != 0;
 }
 
+guint64
+fb_watch_events_read (void)
+{
+  return __atomic_load_n (&watch_events, __ATOMIC_RELAXED);
+}
+
+/* DIR_FD's file id as fanotify reports it; false when it has none. */
+static bool
+dir_handle (int dir_fd, WatchDir *d)
+{
+  struct
+  {
+    struct file_handle fh;
+    unsigned char bytes[MAX_HANDLE_SZ];
+  } h;
+  int mount_id;
+
+  h.fh.handle_bytes = MAX_HANDLE_SZ;
+  /* AT_HANDLE_FID: the encoding fanotify uses (Linux >= 6.5); before, the
+   * same for the filesystems that export handles */
+  if (name_to_handle_at (dir_fd, "", &h.fh, &mount_id, AT_EMPTY_PATH | AT_HANDLE_FID) < 0)
+    {
+      h.fh.handle_bytes = MAX_HANDLE_SZ;
+      if (errno != EINVAL || name_to_handle_at (dir_fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)
+        return false;
+    }
+  d->handle_type = h.fh.handle_type;
+  d->handle_bytes = h.fh.handle_bytes;
+  memcpy (d->handle, h.fh.f_handle, h.fh.handle_bytes);
+  return true;
+}
+
+/* The filesystem of DEV, registered on first use with DIR_FD, a directory
+ * on it; watch_lock held.  NULL when the table is full. */
+static WatchFs *
+fs_get_locked (dev_t dev, int dir_fd, const WatchDir *dir)
+{
+  struct statfs sfs;
+  WatchFs *w;
+
+  for (gint i = 0; i < watch_n; i++)
+    if (watch_fss[i].dev == dev)
+      return &watch_fss[i];
+  if (watch_n >= WATCH_FS_MAX)
+    return NULL;
+  w = &watch_fss[watch_n++];
+  memset (w, 0, sizeof *w);
+  w->dev = dev;
+  w->fd = -1;
+  if (fstatfs (dir_fd, &sfs) < 0)
+    return w;
+  w->local = local_fs_type ((unsigned long)sfs.f_type);
+  w->fsid = sfs.f_fsid;
+  w->ext = sfs.f_type == 0xEF53;
+  w->decodes = w->ext;
+  if (!w->ext && w->local)
+    {
+      /* privileged (CAP_DAC_READ_SEARCH): children's ids by open_by_handle_at */
+      char proc[32];
+      int fd;
+      proc_fd_path (proc, dir_fd);
+      fd = open (proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd >= 0)
+        {
+          struct
+          {
+            struct file_handle fh;
+            unsigned char bytes[MAX_HANDLE_SZ];
+          } h;
+          int probe;
+          h.fh.handle_bytes = dir->handle_bytes;
+          h.fh.handle_type = dir->handle_type;
+          memcpy (h.fh.f_handle, dir->handle, dir->handle_bytes);
+          probe = open_by_handle_at (fd, &h.fh, O_PATH | O_CLOEXEC);
+          if (probe >= 0)
+            {
+              close (probe);
+              w->fd = fd;
+              w->decodes = true;
+            }
+          else
+            close (fd);
+        }
+    }
+  return w;
+}
+
+bool
+watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
+{
+  WatchDir key = { 0 }, *d;
+  WatchFs *w;
+  char proc[32];
+  bool ok = false;
+
+  if (!fb_watch_active () || dir_fd < 0)
+    return false;
+  key.dev = dev;
+  key.ino = ino;
+  g_mutex_lock (&watch_lock);
+  d = g_hash_table_lookup (watch_by_obj, &key);
+  if (d != NULL)
+    {
+      d->refs++;
+      ok = true;
+      goto out;
+    }
+  if (g_hash_table_size (watch_by_obj) >= WATCH_DIRS_MAX || !dir_handle (dir_fd, &key))
+    goto out;
+  w = fs_get_locked (dev, dir_fd, &key);
+  if (w == NULL || !w->local)
+    goto out;
+  key.fsid = w->fsid;
+  proc_fd_path (proc, dir_fd);
+  /* ENOSPC (fs.fanotify.max_user_marks), EACCES (unreadable): not covered */
+  if (fanotify_mark (watch_fan, FAN_MARK_ADD, WATCH_MASK, AT_FDCWD, proc) < 0)
+    goto out;
+  d = g_memdup2 (&key, sizeof key);
+  d->refs = 1;
+  g_hash_table_add (watch_by_obj, d);
+  g_hash_table_add (watch_by_handle, d);
+  ok = true;
+out:
+  g_mutex_unlock (&watch_lock);
+  return ok;
+}
+
+void
+watch_dir_remove (dev_t dev, ino_t ino, int dir_fd)
+{
+  WatchDir key = { 0 }, *d;
+
+  key.dev = dev;
+  key.ino = ino;
+  g_mutex_lock (&watch_lock);
+  d = watch_by_obj != NULL ? g_hash_table_lookup (watch_by_obj, &key) : NULL;
+  if (d != NULL && --d->refs == 0)
+    {
+      char proc[32];
+      proc_fd_path (proc, dir_fd);
+      (void)fanotify_mark (watch_fan, FAN_MARK_REMOVE, WATCH_MASK, AT_FDCWD, proc);
+      g_hash_table_remove (watch_by_handle, d);
+      g_hash_table_remove (watch_by_obj, d);
+      g_free (d);
+    }
+  g_mutex_unlock (&watch_lock);
+}
+
+bool
+watch_children_decode (dev_t dev)
+{
+  bool r = false;
+
+  g_mutex_lock (&watch_lock);
+  for (gint i = 0; i < watch_n; i++)
+    if (watch_fss[i].dev == dev)
+      {
+        r = watch_fss[i].local && watch_fss[i].decodes;
+        break;
+      }
+  g_mutex_unlock (&watch_lock);
+  return r;
+}
+
 /* The host object of a file id, as (st_dev, st_ino); false when it can't be
- * told (the filesystem is not one we marked, or the object is gone). */
+ * told (not a directory we marked on a filesystem we can't decode, or the
+ * object is gone). */
 static bool
 resolve_fid (const fsid_t *fsid, struct file_handle *fh, dev_t *ret_dev, ino_t *ret_ino)
 {
-  gint n = g_atomic_int_get (&watch_n);
-  struct stat st;
-  int fd;
+  WatchDir key;
+  WatchDir *d;
+  bool ok = false;
 
-  for (gint i = 0; i < n; i++)
+  if (fh->handle_bytes > MAX_HANDLE_SZ)
+    return false;
+  key.fsid = *fsid;
+  key.handle_type = fh->handle_type;
+  key.handle_bytes = fh->handle_bytes;
+  memcpy (key.handle, fh->f_handle, fh->handle_bytes);
+  g_mutex_lock (&watch_lock);
+  d = g_hash_table_lookup (watch_by_handle, &key);
+  if (d != NULL)
+    {
+      *ret_dev = d->dev;
+      *ret_ino = d->ino;
+      ok = true;
+      goto out;
+    }
+  for (gint i = 0; i < watch_n; i++)
     {
       WatchFs *w = &watch_fss[i];
-      if (!w->covered || memcmp (&w->fsid, fsid, sizeof *fsid) != 0)
+      struct stat st;
+      int fd;
+
+      if (!w->local || !w->decodes || memcmp (&w->fsid, fsid, sizeof *fsid) != 0)
         continue;
       /* ext4's FILEID_INO32_GEN(_PARENT): u32 inode number, u32 generation */
       if (w->ext && (fh->handle_type == 1 || fh->handle_type == 2) && fh->handle_bytes >= 8)
@@ -129,22 +377,26 @@ resolve_fid (const fsid_t *fsid, struct file_handle *fh, dev_t *ret_dev, ino_t *
           memcpy (&ino, fh->f_handle, sizeof ino);
           *ret_dev = w->dev;
           *ret_ino = ino;
-          return true;
+          ok = true;
+          break;
         }
+      if (w->fd < 0)
+        continue;
       fd = open_by_handle_at (w->fd, fh, O_PATH | O_CLOEXEC);
       if (fd < 0)
-        return false;
-      if (fstat (fd, &st) < 0)
+        break;
+      if (fstat (fd, &st) == 0)
         {
-          close (fd);
-          return false;
+          *ret_dev = st.st_dev;
+          *ret_ino = st.st_ino;
+          ok = true;
         }
       close (fd);
-      *ret_dev = st.st_dev;
-      *ret_ino = st.st_ino;
-      return true;
+      break;
     }
-  return false;
+out:
+  g_mutex_unlock (&watch_lock);
+  return ok;
 }
 
 static void
@@ -163,6 +415,7 @@ handle_event (const struct fanotify_event_metadata *m)
     }
   if (m->pid == getpid ())
     return; /* through a view of ours: reported already */
+  __atomic_add_fetch (&watch_events, 1, __ATOMIC_RELAXED);
   while (p + sizeof (struct fanotify_event_info_header) <= end)
     {
       const struct fanotify_event_info_header *h = (const void *)p;
@@ -185,8 +438,15 @@ handle_event (const struct fanotify_event_metadata *m)
         {
           const char *name = (const char *)fh->f_handle + fh->handle_bytes;
           const char *limit = p + h->len;
-          if (memchr (name, '\0', limit - name) != NULL && strcmp (name, ".") != 0 && name[0] != '\0' &&
-              resolve_fid ((const fsid_t *)&fid->fsid, fh, &c.parent_dev, &c.parent_ino))
+          if (memchr (name, '\0', limit - name) == NULL || name[0] == '\0')
+            ;
+          else if (strcmp (name, ".") == 0)
+            {
+              /* an event on the marked directory itself */
+              if (!have_object)
+                have_object = resolve_fid ((const fsid_t *)&fid->fsid, fh, &c.dev, &c.ino);
+            }
+          else if (resolve_fid ((const fsid_t *)&fid->fsid, fh, &c.parent_dev, &c.parent_ino))
             c.name = name;
         }
       p += h->len;
@@ -235,10 +495,6 @@ watch_thread (gpointer data)
   /* the group is unusable: stop claiming coherence (replies from now on
    * get the short timeouts) */
   g_atomic_int_set (&watch_active, 0);
-  g_mutex_lock (&watch_lock);
-  for (gint i = 0; i < g_atomic_int_get (&watch_n); i++)
-    watch_fss[i].covered = false;
-  g_mutex_unlock (&watch_lock);
   return NULL;
 }
 
@@ -263,6 +519,12 @@ fb_watch_start (void)
       if (fan >= 0)
         {
           sigset_t block, old;
+
+          g_mutex_lock (&watch_lock);
+          watch_fan = fan;
+          watch_by_obj = g_hash_table_new (obj_hash, obj_equal);
+          watch_by_handle = g_hash_table_new (handle_hash, handle_equal);
+          g_mutex_unlock (&watch_lock);
           GThread *t;
 
           sigfillset (&block);
@@ -272,9 +534,6 @@ fb_watch_start (void)
           if (t != NULL)
             {
               g_thread_unref (t); /* it lives as long as the process */
-              g_mutex_lock (&watch_lock);
-              watch_fan = fan;
-              g_mutex_unlock (&watch_lock);
               g_atomic_int_set (&watch_active, 1);
             }
           else
@@ -283,56 +542,4 @@ fb_watch_start (void)
       g_once_init_leave (&once, 1);
     }
   return fb_watch_active ();
-}
-
-void
-watch_dev (dev_t dev, int dir_fd)
-{
-  char proc[32];
-  struct statfs sfs;
-  WatchFs *w;
-  gint n;
-
-  if (!fb_watch_active () || dir_fd < 0)
-    return;
-  n = g_atomic_int_get (&watch_n);
-  for (gint i = 0; i < n; i++)
-    if (watch_fss[i].dev == dev)
-      return;
-  g_mutex_lock (&watch_lock);
-  n = g_atomic_int_get (&watch_n);
-  for (gint i = 0; i < n; i++)
-    if (watch_fss[i].dev == dev)
-      goto out;
-  if (n >= WATCH_FS_MAX)
-    goto out; /* not covered: short timeouts there */
-  w = &watch_fss[n];
-  memset (w, 0, sizeof *w);
-  w->dev = dev;
-  w->fd = -1;
-  proc_fd_path (proc, dir_fd);
-  if (fstatfs (dir_fd, &sfs) == 0 && local_fs_type ((unsigned long)sfs.f_type))
-    {
-      int fd = open (proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      struct stat st;
-      /* the descriptor must be on DEV itself (not a file bind-mounted
-       * elsewhere) */
-      if (fd >= 0 && (fstat (fd, &st) < 0 || st.st_dev != dev))
-        {
-          close (fd);
-          goto out; /* ask again with a directory of DEV */
-        }
-      if (fd >= 0 && fanotify_mark (watch_fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, WATCH_MASK, AT_FDCWD, proc) == 0)
-        {
-          w->fd = fd;
-          w->fsid = sfs.f_fsid;
-          w->ext = sfs.f_type == 0xEF53;
-          w->covered = true;
-        }
-      else if (fd >= 0)
-        close (fd);
-    }
-  g_atomic_int_set (&watch_n, n + 1);
-out:
-  g_mutex_unlock (&watch_lock);
 }

@@ -406,17 +406,21 @@ void fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_da
 /* --- changes made on the host by other processes (fs/fs-watch.c) ----------- */
 
 /* Start the process-wide fanotify watcher (once); false when it can't run:
- * FUSEBOX_NO_FANOTIFY=1, no CAP_SYS_ADMIN in the initial user namespace, or
- * fanotify_init failed.  Once it runs, every view marks each local host
- * filesystem it meets, and the watcher reports changes made there by other
- * processes to the change listeners (origin NULL; FB_VIEW_CHANGE_ALL when
- * the kernel's queue overflowed).  fb_watch_view() marks the filesystems of
- * the nodes VIEW has already. */
+ * FUSEBOX_NO_FANOTIFY=1, fanotify_init failed (before Linux 5.13 it needs
+ * CAP_SYS_ADMIN).  Once it runs, every view marks each local host directory
+ * it holds a node for (an inode mark, fs-watch.c), and the watcher reports
+ * changes made there by other processes to the change listeners (origin
+ * NULL; FB_VIEW_CHANGE_ALL when the kernel's queue overflowed).
+ * fb_watch_view() marks the directories VIEW has nodes for already. */
 bool fb_watch_start (void);
 bool fb_watch_active (void);
 void fb_watch_view (FbView *view);
-/* Are changes on host device DEV reported (a local filesystem we marked)? */
-bool fb_watch_covers (dev_t dev);
+/* The number of fanotify events of other processes the watcher read, and
+ * overflows (a diagnostic). */
+guint64 fb_watch_events_read (void);
+/* Are host changes to NODE (ST: its current attributes) reported by the
+ * watcher?  Synthetic nodes (static) count as reported. */
+bool fb_view_node_watched (FbViewNode *node, const struct stat *st);
 
 /* --- the FUSE adapter (fs/fs-fuse.c) --------------------------------------- */
 
@@ -476,8 +480,8 @@ typedef struct
 void fb_fuse_options_init (FbFuseOptions *options);
 
 /* entry_timeout/attr_timeout FB_FUSE_TIMEOUT_AUTO: FB_FUSE_TIMEOUT_COHERENT
- * for objects on host filesystems whose changes the watcher reports
- * (fb_watch_covers), FB_FUSE_TIMEOUT_SHORT elsewhere. */
+ * for objects whose host changes the watcher reports
+ * (fb_view_node_watched), FB_FUSE_TIMEOUT_SHORT elsewhere. */
 #define FB_FUSE_TIMEOUT_AUTO (-1.0)
 #define FB_FUSE_TIMEOUT_COHERENT 600.0
 #define FB_FUSE_TIMEOUT_SHORT 2.0

@@ -330,11 +330,11 @@ run_daemon (const MountArgs *a, int ready_fd)
     {
       const char *mode = fb_fuse_cache_mode (d.fuse);
       if (strcmp (mode, "coherent") == 0)
-        printf ("fusebox: caches: coherent: host changes show at once (fanotify); entries and attributes kept "
-                "%.0f s on the local filesystems watched, %.0f s elsewhere\n",
+        printf ("fusebox: caches: coherent: host changes show at once (fanotify marks on the directories shown); "
+                "entries and attributes kept %.0f s where watched, %.0f s elsewhere\n",
                 FB_FUSE_TIMEOUT_COHERENT, FB_FUSE_TIMEOUT_SHORT);
       else if (strcmp (mode, "short") == 0)
-        printf ("fusebox: caches: short: host changes are not watched (no fanotify: not root, or "
+        printf ("fusebox: caches: short: host changes are not watched (no fanotify: Linux < 5.13 unprivileged, or "
                 "FUSEBOX_NO_FANOTIFY=1); they show within %.0f s\n",
                 FB_FUSE_TIMEOUT_SHORT);
       else
@@ -375,8 +375,8 @@ run_daemon (const MountArgs *a, int ready_fd)
       status = FB_EXIT_FAILURE;
     }
   else if (a->foreground)
-    printf ("fusebox: unmounted %s; %" G_GUINT64_FORMAT " records in %s\n", a->mountpoint,
-            fb_access_log_get_count (log), a->log_path);
+    printf ("fusebox: unmounted %s; %" G_GUINT64_FORMAT " records in %s; %" G_GUINT64_FORMAT " host events read\n",
+            a->mountpoint, fb_access_log_get_count (log), a->log_path, fb_watch_events_read ());
   for (guint i = 0; i < G_N_ELEMENTS (sig_ids); i++)
     g_source_remove (sig_ids[i]);
   return status;

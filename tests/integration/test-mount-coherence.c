@@ -7,7 +7,9 @@
  * full read show the new state within 1 s (a bound on staleness for the
  * asynchronous delivery, below every cache timeout, not a speed check).
  * With FUSEBOX_NO_FANOTIFY=1 the mount says it runs with short timeouts, and
- * a change shows within them. */
+ * a change shows within them.  Writes on the host outside the directories
+ * the mount has shown reach no mark of the daemon: it counts the events it
+ * read, and prints the count at exit. */
 #include "tests/integration/test-mount-util.h"
 
 static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
@@ -185,6 +187,8 @@ test_remove (void **state)
 
 /* `fusebox mount --foreground` in the background; returns its pid, and
  * its first lines up to the one about caches in *RET_CACHES. */
+static FILE *mount_out; /* the last mount_foreground's output */
+
 static pid_t
 mount_foreground (MFx *fx, char **ret_caches)
 {
@@ -217,6 +221,7 @@ mount_foreground (MFx *fx, char **ret_caches)
       }
   /* OUT stays open (a descriptor of the test process until it ends), so
    * the daemon's last line at unmount does not meet a closed pipe */
+  mount_out = out;
   if (*ret_caches == NULL)
     fail_msg ("%s printed no \"caches:\" line", fx->mount_args);
   assert_true (is_mounted (fx->mnt));
@@ -244,7 +249,7 @@ test_fallback_short (void **state)
   MFX_PASS ();
 }
 
-/* As root, with the watcher: the mount says it is coherent. */
+/* With the watcher: the mount says it is coherent. */
 static void
 test_mode_coherent (void **state)
 {
@@ -256,6 +261,53 @@ test_mode_coherent (void **state)
   mount_foreground (fx, &caches);
   if (strstr (caches, "caches: coherent") == NULL)
     fail_msg ("as root the mount should watch the host, but said: %s", caches);
+  MFX_PASS ();
+}
+
+/* 1000 files made and written in a host directory the mount never showed
+ * (made before the mount, in a directory it shows) reach the daemon as no
+ * event; one append in a directory it showed does (the counter counts).
+ * Other processes on the machine may add a few events in directories
+ * shown (/, /tmp), never 1000.  With a filesystem-wide mark the count is
+ * above 1000 (distinct files: fanotify merges only events on one object). */
+static void
+test_outside_no_events (void **state)
+{
+  g_autofree char *caches = NULL;
+  char line[512];
+  long long events = -1;
+
+  MFX_BEGIN (state);
+  host_write (fx, "/ws/f.txt", "one");
+  host_mkdir (fx, "/outside");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mount_foreground (fx, &caches);
+  if (strstr (caches, "caches: coherent") == NULL)
+    fail_msg ("the mount should watch the host, but said: %s", caches);
+  warm (fx, "/ws/f.txt", "one");
+  for (int i = 0; i < 1000; i++)
+    {
+      g_autofree char *rel = g_strdup_printf ("/outside/x%d", i);
+      host_write (fx, rel, "0123456789abcdef");
+    }
+  host_append (fx, "/ws/f.txt", " two");
+  assert_shows_soon (fx, "/ws/f.txt", "one two");
+  mfx_unmount (fx);
+  while (fgets (line, sizeof line, mount_out) != NULL)
+    {
+      const char *p = strstr (line, " host events read");
+      if (strstr (line, "fusebox: unmounted") != NULL && p != NULL)
+        {
+          while (p > line && g_ascii_isdigit (p[-1]))
+            p--;
+          events = g_ascii_strtoll (p, NULL, 10);
+        }
+    }
+  if (events < 1)
+    fail_msg ("the daemon read no event for the append in the workspace (count %lld)", events);
+  print_message ("the daemon read %lld host events\n", events);
+  if (events >= 1000)
+    fail_msg ("the daemon read %lld events: writes outside the shown directories reach it", events);
   MFX_PASS ();
 }
 
@@ -271,6 +323,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_remove, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_fallback_short, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_mode_coherent, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_outside_no_events, mfx_setup, mfx_teardown),
   };
 
   require_fuse ();
