@@ -1,7 +1,10 @@
 /* fusebox — the remote API's fs/... methods, over FbView.
  *
  * Every call goes through the view of its sandbox (ipc-rpc-sandbox.c), in
- * this process, on the loop thread: the same enforcement point as the FUSE
+ * this process, on a worker thread (ipc-rpc.c, "pipelining": one request
+ * of a connection at a time, in the order received, so the connection's
+ * handle table needs no lock), or on the loop thread when the server has
+ * no workers: the same enforcement point as the FUSE
  * adapter (DESIGN.md promise 1), logged like a FUSE access with the session
  * as the caller.  No host path is ever opened here: paths are view paths,
  * resolved one component at a time by fb_view_walk(), which follows
@@ -35,8 +38,8 @@
 typedef struct
 {
   FbRpcConn *conn;
-  FbRpcSandbox *sb;
-  FbView *view;
+  FbRpcSandbox *sb; /* a reference, until call_end */
+  FbView *view;     /* sb's */
   FbViewCaller caller;
   FbRpcDenial denial;
 } Call;
@@ -63,6 +66,9 @@ call_end (Call *c)
   if (c->sb != NULL)
     fb_rpc_sandbox_end (c->sb);
   fb_rpc_denial_clear (&c->denial);
+  /* The lookup's reference: the cache may have dropped the sandbox since. */
+  g_clear_pointer (&c->sb, fb_rpc_sandbox_free);
+  c->view = NULL;
 }
 
 /* r < 0: fill ERROR from -r and what the view decided; returns NULL. */

@@ -1,6 +1,12 @@
 /* fusebox — the remote API's internals, shared by ipc-rpc*.c, ipc-fsapi.c,
  * ipc-session.c, ipc-process.c and their unit tests.  Everything here runs
- * on the server's loop thread unless a comment says otherwise. */
+ * on the server's loop thread unless a comment says otherwise: the fs/...
+ * methods run on a worker (ipc-rpc.c, "pipelining"), one request of a
+ * connection at a time and never while the loop thread runs a request of
+ * the same connection, so a connection's own state needs no lock for them;
+ * what several connections share has its own (named beside each field).
+ * Lock order: a connection's lock, then the server's ready_lock;
+ * sandbox_lock alone. */
 #pragma once
 
 #include "fs/fs.h"
@@ -62,10 +68,24 @@ struct FbRpcServer
   GList *conns;         /* FbRpcConn* */
   guint n_conns;
 
-  /* ipc-rpc-sandbox.c: sandbox key → FbRpcSandbox*, least recently used first */
+  /* ipc-rpc-sandbox.c: sandbox key → FbRpcSandbox*, least recently used
+   * first.  Workers of different connections look sandboxes up at once:
+   * sandbox_lock guards sandboxes, sandbox_lru, base and each cached
+   * sandbox's lru_link (never held while a view is built or freed). */
+  GMutex sandbox_lock;
   GHashTable *sandboxes;
   GQueue sandbox_lru;
   FbRpcSandbox *base; /* no sandbox parameter: the server's policy */
+
+  /* Pipelining (ipc-rpc.c): the workers that run fs/... requests (NULL:
+   * every request runs on the loop thread), and how they hand finished
+   * requests back: a connection with answers to send goes on `ready`
+   * (guarded by ready_lock, with a reference) and `wake` (a source on the
+   * loop thread) is made ready. */
+  GThreadPool *pool;
+  GSource *wake;
+  GMutex ready_lock;
+  GQueue ready; /* FbRpcConn* */
 
   /* log/subscribe: one subscription to the access log fans out */
   guint log_subscription;
@@ -82,6 +102,7 @@ typedef struct
 
 struct FbRpcConn
 {
+  gint ref; /* atomic: the transport's (until fb_rpc_conn_closed), the pool's while scheduled, `ready`'s */
   FbRpcServer *server;
   const FbRpcTransportOps *ops;
   gpointer transport;
@@ -105,9 +126,23 @@ struct FbRpcConn
   gsize call_sandbox_len;
   FbRpcJsonReuse reuse; /* the last params.sandbox decoded */
 
+  /* Touched by whichever thread runs the connection's current request
+   * (the pipeline's ordering makes that one thread at a time). */
   GHashTable *handles; /* handleId → FbRpcHandle* (fs/open) */
-  GList *deferred;     /* FbRpcDeferred* (process/read long polls) */
+  GList *deferred;     /* FbRpcDeferred* (process/read long polls; loop thread) */
   guint n_subscriptions;
+
+  /* The pipeline (ipc-rpc.c).  `lock` guards jobs, job_bytes, scheduled and
+   * stopping; `cond` is signalled when a job finishes or the worker stops.
+   * in_ready is guarded by the server's ready_lock. */
+  GMutex lock;
+  GCond cond;
+  GQueue jobs;     /* FbRpcJob*, in the order received; finished ones leave from the head */
+  gsize job_bytes; /* received bytes of the jobs */
+  bool scheduled;  /* on the pool, or running there */
+  bool stopping;   /* the worker takes no further job */
+  bool in_ready;
+  bool gone; /* loop thread: fb_rpc_conn_closed has run */
 };
 
 struct FbRpcSession
@@ -135,8 +170,15 @@ extern bool fb_rpc_parse_fast;
 
 /* --- replies (ipc-rpc.c) ---------------------------------------------------- */
 
+/* Loop thread: run (and answer) every request CONN received so far, waiting
+ * for its worker as needed.  For tests and the fuzzer, which want answers
+ * at once; the server itself waits only at the bound on queued requests. */
+void fb_rpc_conn_wait_idle (FbRpcConn *conn);
+
 /* Queue TEXT (taken) for CONN; a client whose queue passes FB_RPC_QUEUE_MAX
- * is disconnected as a slow reader. */
+ * is disconnected as a slow reader.  On a worker, while it runs one of
+ * CONN's requests, the text is kept with the request and sent in its turn
+ * by the loop thread. */
 void fb_rpc_conn_send (FbRpcConn *conn, char *text);
 /* The same for TEXT known to be UTF-8 (fb_rpc_encode_result_base64's):
  * not scanned again. */
@@ -168,8 +210,8 @@ bool fb_rpc_base64_decode (const char *text, guint8 **ret, gsize *ret_len);
 
 /* --- sandboxes (ipc-rpc-sandbox.c) ------------------------------------------ */
 
-/* What the view decided against a call: filled by the tee sink while a call
- * runs on the loop thread. */
+/* What the view decided against a call: filled by the tee sink while the
+ * call runs, from the events of the calling thread. */
 typedef struct
 {
   bool denied;
@@ -185,7 +227,9 @@ typedef struct
 void fb_rpc_denial_clear (FbRpcDenial *denial);
 
 /* The view for a call's `sandbox` member (NULL: the server's own policy):
- * cached per distinct sandbox.  Borrowed: valid until the next call. */
+ * cached per distinct sandbox.  A new reference (fb_rpc_sandbox_free):
+ * another thread's lookup may evict it from the cache meanwhile.  Any
+ * thread. */
 FbRpcSandbox *fb_rpc_sandbox_lookup (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error);
 /* The same, with TEXT (LEN bytes): the JSON text SANDBOX was decoded from,
  * or NULL.  The cache is then keyed by the text itself instead of the tree
@@ -194,7 +238,7 @@ FbRpcSandbox *fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox
                                           FbRpcError *error);
 FbView *fb_rpc_sandbox_get_view (FbRpcSandbox *sandbox);
 FbPolicy *fb_rpc_sandbox_get_policy (FbRpcSandbox *sandbox);
-/* Capture the first denial of the view's events until end. */
+/* Capture the first denial of the view's events on this thread until end. */
 void fb_rpc_sandbox_begin (FbRpcSandbox *sandbox, FbRpcDenial *denial);
 void fb_rpc_sandbox_end (FbRpcSandbox *sandbox);
 /* The server's policy narrowed by SANDBOX (new reference; NULL + ERROR). */
@@ -203,6 +247,7 @@ FbPolicy *fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, F
  * handle still reads through.  _free drops a reference. */
 FbRpcSandbox *fb_rpc_sandbox_ref (FbRpcSandbox *sandbox);
 void fb_rpc_sandbox_free (FbRpcSandbox *sandbox);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbRpcSandbox, fb_rpc_sandbox_free)
 void fb_rpc_server_clear_sandboxes (FbRpcServer *server);
 
 /* A sink that forwards to NEXT and counts denials (any thread). */

@@ -18,8 +18,13 @@
  * the caller) and, while a call runs, keeps the first denial of that call so
  * that the error answer can name the path, the rule and its reason (-32050).
  * The tee sink of a process's view (ipc-process.c) counts denials from the
- * FUSE threads for process/exited's sandboxDenied; that count is atomic, the
- * capture only happens on the loop thread that owns it. */
+ * FUSE threads for process/exited's sandboxDenied; that count is atomic.
+ * The capture is per thread: a view reports a call's events on the thread
+ * that makes the call, and several threads (the loop thread, the workers
+ * of different connections) may call through the same view at once.
+ *
+ * Threads: any.  The cache is guarded by the server's sandbox_lock; a
+ * sandbox itself is immutable but for its atomic reference count. */
 #include "ipc/ipc-rpc-private.h"
 
 #include <errno.h>
@@ -31,10 +36,13 @@ struct FbRpcTeeSink
 {
   FbAccessSink sink; /* first: the sink pointer is the tee pointer */
   FbAccessSink *next;
-  gint denials;         /* atomic */
-  GThread *owner;       /* the loop thread: only it captures */
-  FbRpcDenial *capture; /* owner thread only */
+  gint denials; /* atomic */
 };
+
+/* The call running on this thread: its tee and where its first denial goes
+ * (fb_rpc_sandbox_begin .. _end). */
+static __thread FbRpcTeeSink *capture_tee;
+static __thread FbRpcDenial *capture;
 
 static const char *
 rule_name (const FbPolicyRule *rule, char buf[16])
@@ -61,9 +69,9 @@ tee_push (FbAccessSink *sink, const FbAccessEvent *event)
   if (event->decision != FB_DECISION_ALLOW && event->err != 0)
     {
       g_atomic_int_inc (&tee->denials);
-      if (tee->capture != NULL && !tee->capture->denied && g_thread_self () == tee->owner)
+      if (capture_tee == tee && !capture->denied)
         {
-          FbRpcDenial *d = tee->capture;
+          FbRpcDenial *d = capture;
           char buf[16];
           d->denied = true;
           d->path = g_strdup (event->path);
@@ -88,7 +96,6 @@ fb_rpc_tee_sink_new (FbAccessSink *next)
 
   tee->sink.push = tee_push;
   tee->next = next;
-  tee->owner = g_thread_self ();
   return tee;
 }
 
@@ -176,12 +183,12 @@ fb_rpc_error_from_errno (FbRpcError *error, int err, const FbRpcDenial *denial, 
 
 struct FbRpcSandbox
 {
-  gint ref;  /* the cache holds one; each fs/open handle one (its view's sink is our tee) */
+  gint ref;  /* atomic: the cache holds one; each call and each fs/open handle one (its view's sink is our tee) */
   char *key; /* NULL for the server's own */
   FbPolicy *policy;
   FbView *view;
   FbRpcTeeSink *tee;
-  GList *lru_link;
+  GList *lru_link; /* server->sandbox_lock */
 };
 
 FbRpcSandbox *
@@ -288,13 +295,27 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox, const char *
                             FbRpcError *error)
 {
   g_autofree char *key = NULL;
-  FbRpcSandbox *sb;
+  FbRpcSandbox *sb, *made, *old = NULL;
 
   if (sandbox == NULL || JSON_NODE_HOLDS_NULL (sandbox))
     {
+      {
+        g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
+        if (server->base != NULL)
+          return fb_rpc_sandbox_ref (server->base);
+      }
+      made = sandbox_new (server, NULL, error);
+      if (made == NULL)
+        return NULL;
+      g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
       if (server->base == NULL)
-        server->base = sandbox_new (server, NULL, error);
-      return server->base;
+        server->base = made;
+      else
+        old = made; /* another thread made it first */
+      sb = fb_rpc_sandbox_ref (server->base);
+      g_clear_pointer (&locker, g_mutex_locker_free);
+      fb_rpc_sandbox_free (old);
+      return sb;
     }
   /* Two kinds of keys, kept apart by their first byte: the received text
    * ("t"), which decodes to exactly one tree, so equal texts are equal
@@ -313,29 +334,45 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox, const char *
       g_autofree char *j = json_to_string (sandbox, FALSE);
       key = g_strconcat ("j", j, NULL);
     }
+  {
+    g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
+    sb = g_hash_table_lookup (server->sandboxes, key);
+    if (sb != NULL)
+      {
+        g_queue_unlink (&server->sandbox_lru, sb->lru_link);
+        g_queue_push_tail_link (&server->sandbox_lru, sb->lru_link);
+        return fb_rpc_sandbox_ref (sb);
+      }
+  }
+  /* Built without the lock (it opens the policy's directories); another
+   * thread may build the same one meanwhile, and then one of the two is
+   * dropped. */
+  made = sandbox_new (server, sandbox, error);
+  if (made == NULL)
+    return NULL;
+  g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
   sb = g_hash_table_lookup (server->sandboxes, key);
   if (sb != NULL)
+    old = made;
+  else
     {
-      g_queue_unlink (&server->sandbox_lru, sb->lru_link);
-      g_queue_push_tail_link (&server->sandbox_lru, sb->lru_link);
-      return sb;
+      sb = made;
+      sb->key = g_steal_pointer (&key);
+      if (g_hash_table_size (server->sandboxes) >= FB_RPC_VIEW_CACHE_MAX)
+        {
+          /* The least recently used view leaves the cache; the calls and
+           * fs/open handles still using it hold their own references. */
+          old = g_queue_pop_head (&server->sandbox_lru);
+          g_hash_table_remove (server->sandboxes, old->key);
+          old->lru_link = NULL;
+        }
+      g_queue_push_tail (&server->sandbox_lru, sb);
+      sb->lru_link = g_queue_peek_tail_link (&server->sandbox_lru);
+      g_hash_table_insert (server->sandboxes, sb->key, sb);
     }
-  sb = sandbox_new (server, sandbox, error);
-  if (sb == NULL)
-    return NULL;
-  sb->key = g_steal_pointer (&key);
-  if (g_hash_table_size (server->sandboxes) >= FB_RPC_VIEW_CACHE_MAX)
-    {
-      /* The least recently used view goes; nothing else holds it between
-       * calls (fs/open handles hold their own view reference). */
-      FbRpcSandbox *old = g_queue_pop_head (&server->sandbox_lru);
-      g_hash_table_remove (server->sandboxes, old->key);
-      old->lru_link = NULL;
-      fb_rpc_sandbox_free (old);
-    }
-  g_queue_push_tail (&server->sandbox_lru, sb);
-  sb->lru_link = g_queue_peek_tail_link (&server->sandbox_lru);
-  g_hash_table_insert (server->sandboxes, sb->key, sb);
+  fb_rpc_sandbox_ref (sb);
+  g_clear_pointer (&locker, g_mutex_locker_free);
+  fb_rpc_sandbox_free (old);
   return sb;
 }
 
@@ -344,6 +381,7 @@ fb_rpc_server_clear_sandboxes (FbRpcServer *server)
 {
   FbRpcSandbox *sb;
 
+  /* At the end: no worker runs any more. */
   while ((sb = g_queue_pop_head (&server->sandbox_lru)) != NULL)
     {
       g_hash_table_remove (server->sandboxes, sb->key);
@@ -367,13 +405,15 @@ fb_rpc_sandbox_get_policy (FbRpcSandbox *sandbox)
 void
 fb_rpc_sandbox_begin (FbRpcSandbox *sandbox, FbRpcDenial *denial)
 {
-  sandbox->tee->capture = denial;
+  capture_tee = sandbox->tee;
+  capture = denial;
 }
 
 void
 fb_rpc_sandbox_end (FbRpcSandbox *sandbox)
 {
-  sandbox->tee->capture = NULL;
+  capture_tee = NULL;
+  capture = NULL;
 }
 
 /* --- policy/explain --------------------------------------------------------- */
@@ -417,7 +457,7 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
   g_autofree char *path = NULL;
   g_autofree char *uri = NULL;
   g_autoptr (JsonBuilder) b = json_builder_new ();
-  FbRpcSandbox *sb;
+  g_autoptr (FbRpcSandbox) sb = NULL;
   FbPolicyDecision d;
   char buf[16];
 

@@ -15,15 +15,20 @@
  * output queue is bounded (a slow reader is disconnected), and so is every
  * table a client can fill (ipc-rpc.h lists the bounds).
  *
- * Threads: the loop thread only.  A connection's handshake state follows
- * Codex: `initialize` once, then the `initialized` notification, then the
- * other methods. */
+ * Threads: the loop thread decodes every message and runs every method
+ * but fs/..., which run on a worker ("pipelining", below) so that the
+ * loop thread frames, decodes and sends while a worker works through the
+ * view: two CPUs for one connection.  A connection's requests still take
+ * effect one at a time in the order received, and their answers leave in
+ * that order.  A connection's handshake state follows Codex: `initialize`
+ * once, then the `initialized` notification, then the other methods. */
 #include "ipc/ipc-rpc-private.h"
 
 #include "fusebox-config.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -570,9 +575,13 @@ conn_close (FbRpcConn *conn, const char *reason)
 
 static void conn_queue (FbRpcConn *conn, char *text);
 
+static bool job_capture (FbRpcConn *conn, char *text);
+
 void
 fb_rpc_conn_send_utf8 (FbRpcConn *conn, char *text)
 {
+  if (job_capture (conn, text))
+    return;
   if (conn->closing)
     {
       g_free (text);
@@ -584,11 +593,6 @@ fb_rpc_conn_send_utf8 (FbRpcConn *conn, char *text)
 void
 fb_rpc_conn_send (FbRpcConn *conn, char *text)
 {
-  if (conn->closing)
-    {
-      g_free (text);
-      return;
-    }
   if (!g_utf8_validate (text, -1, NULL))
     {
       /* A host file name need not be UTF-8, and json-glib turns some
@@ -600,7 +604,7 @@ fb_rpc_conn_send (FbRpcConn *conn, char *text)
       g_free (text);
       text = valid;
     }
-  conn_queue (conn, text);
+  fb_rpc_conn_send_utf8 (conn, text);
 }
 
 static void
@@ -1085,6 +1089,314 @@ handle_notification (FbRpcConn *conn, FbRpcMessage *msg)
   fb_rpc_error_clear (&error);
 }
 
+/* --- pipelining --------------------------------------------------------------
+ *
+ * Each connection keeps the messages it received and has not answered yet
+ * in order, as jobs (conn->jobs).  fs/... requests run on a worker of the
+ * server's pool; everything else (initialize, the `initialized`
+ * notification, process/..., log/..., policy/explain, environment/info,
+ * errors) runs on the loop thread, in its turn: a worker stops at such a
+ * job, and the loop thread runs it once every job before it has finished.
+ * So a connection's requests take effect one at a time, in the order
+ * received (a fs/readFile after a fs/writeFile of the same path reads what
+ * was written; a process/start after a fs/writeFile sees the file), and
+ * the loop thread never runs a request of a connection while a worker runs
+ * another one of the same connection.
+ *
+ * A connection is on the pool at most once (`scheduled`), and the pool has
+ * as many threads as CPUs, so a hundred clients don't make a hundred
+ * threads.  A worker keeps a request's answer with its job (job_capture);
+ * the loop thread sends the answers of finished jobs from the head of the
+ * queue only, so answers leave in the order of the requests.  Only the
+ * answers of process/read with waitMs come later: they wait for output.
+ *
+ * Bounds: FB_RPC_PENDING_MAX jobs or FB_RPC_PENDING_BYTES_MAX received
+ * bytes per connection; past either, the loop thread waits for the
+ * connection's worker (reading nothing more meanwhile), as it waited for
+ * every request before the pipeline.  A closing connection first runs
+ * what it received (it took effect on receipt before, and a stdio client
+ * may send its requests and close its input at once), then lets go of
+ * what the jobs used; the last reference frees the connection. */
+
+typedef enum
+{
+  JOB_QUEUED,
+  JOB_RUNNING,
+  JOB_DONE,
+} JobState;
+
+typedef struct
+{
+  FbRpcMessage msg;   /* msg.root NULL: a ready answer (a message that could not be decoded) */
+  char *sandbox_text; /* msg.sandbox_text points here: the frame is gone by the time the job runs */
+  gsize bytes;     /* received, and then answered (conn->lock) */
+  gsize msg_bytes; /* received */
+  bool on_worker;
+  JobState state;     /* conn->lock */
+  GQueue answers;     /* char*, UTF-8: what the worker sent while it ran the job */
+} Job;
+
+/* The job the worker on this thread runs, and its connection. */
+static __thread FbRpcConn *running_conn;
+static __thread Job *running_job;
+
+static bool
+job_capture (FbRpcConn *conn, char *text)
+{
+  if (G_LIKELY (running_conn != conn))
+    return false;
+  g_queue_push_tail (&running_job->answers, text);
+  return true;
+}
+
+static void
+job_free (Job *job)
+{
+  fb_rpc_message_clear (&job->msg);
+  g_free (job->sandbox_text);
+  g_queue_clear_full (&job->answers, g_free);
+  g_free (job);
+}
+
+static FbRpcConn *
+conn_ref (FbRpcConn *conn)
+{
+  g_atomic_int_inc (&conn->ref);
+  return conn;
+}
+
+static void
+conn_unref (FbRpcConn *conn)
+{
+  if (conn == NULL || !g_atomic_int_dec_and_test (&conn->ref))
+    return;
+  /* Nothing runs for it any more: fb_rpc_conn_closed emptied the queue. */
+  g_assert (g_queue_is_empty (&conn->jobs));
+  g_mutex_clear (&conn->lock);
+  g_cond_clear (&conn->cond);
+  g_free (conn);
+}
+
+static void handle_request (FbRpcConn *conn, FbRpcMessage *msg);
+static void handle_notification (FbRpcConn *conn, FbRpcMessage *msg);
+
+static void
+run_message (FbRpcConn *conn, FbRpcMessage *msg)
+{
+  if (msg->kind == FB_RPC_MESSAGE_REQUEST)
+    handle_request (conn, msg);
+  else
+    handle_notification (conn, msg);
+}
+
+/* Tell the loop thread that CONN has finished jobs.  Under conn->lock. */
+static void
+conn_wake_locked (FbRpcConn *conn)
+{
+  FbRpcServer *server = conn->server;
+  g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->ready_lock);
+
+  if (conn->in_ready)
+    return;
+  conn->in_ready = true;
+  g_queue_push_tail (&server->ready, conn_ref (conn));
+  g_source_set_ready_time (server->wake, 0);
+}
+
+/* A worker: CONN's fs/... jobs, in order, up to the first one for the loop
+ * thread. */
+static void
+worker_run (gpointer data, gpointer user_data)
+{
+  FbRpcConn *conn = data;
+
+  g_mutex_lock (&conn->lock);
+  /* Answers waiting to be sent count against the connection's bound too:
+   * past it, the loop thread reschedules once it has sent them. */
+  while (!conn->stopping && conn->job_bytes <= FB_RPC_PENDING_BYTES_MAX)
+    {
+      Job *job = NULL;
+      for (GList *l = conn->jobs.head; l != NULL; l = l->next)
+        {
+          Job *j = l->data;
+          if (j->state == JOB_QUEUED)
+            {
+              job = j;
+              break;
+            }
+        }
+      if (job == NULL || !job->on_worker)
+        break;
+      job->state = JOB_RUNNING;
+      g_mutex_unlock (&conn->lock);
+
+      running_conn = conn;
+      running_job = job;
+      run_message (conn, &job->msg);
+      running_conn = NULL;
+      running_job = NULL;
+
+      g_mutex_lock (&conn->lock);
+      job->state = JOB_DONE;
+      for (GList *l = job->answers.head; l != NULL; l = l->next)
+        job->bytes += strlen (l->data);
+      conn->job_bytes += job->bytes - job->msg_bytes;
+      conn_wake_locked (conn);
+      g_cond_broadcast (&conn->cond);
+    }
+  conn->scheduled = false;
+  /* The loop thread may be waiting for this, or have a job of its own to
+   * run next. */
+  conn_wake_locked (conn);
+  g_cond_broadcast (&conn->cond);
+  g_mutex_unlock (&conn->lock);
+  conn_unref (conn);
+}
+
+/* Loop thread: send what finished, run the loop thread's job at the head,
+ * hand fs/... jobs to the pool. */
+static void
+conn_pump (FbRpcConn *conn)
+{
+  g_mutex_lock (&conn->lock);
+  for (;;)
+    {
+      Job *job = g_queue_peek_head (&conn->jobs);
+      if (job == NULL)
+        break;
+      if (job->state == JOB_DONE)
+        {
+          char *text;
+          g_queue_pop_head (&conn->jobs);
+          conn->job_bytes -= job->bytes;
+          g_mutex_unlock (&conn->lock);
+          while ((text = g_queue_pop_head (&job->answers)) != NULL)
+            fb_rpc_conn_send_utf8 (conn, text);
+          job_free (job);
+          g_mutex_lock (&conn->lock);
+          continue;
+        }
+      if (job->state == JOB_RUNNING || conn->scheduled)
+        break; /* the worker tells when it is done */
+      if (job->on_worker)
+        {
+          if (conn->server->pool != NULL)
+            {
+              conn->scheduled = true;
+              g_thread_pool_push (conn->server->pool, conn_ref (conn), NULL);
+              break;
+            }
+          /* No workers: run it here, as below. */
+        }
+      job->state = JOB_RUNNING;
+      g_mutex_unlock (&conn->lock);
+      run_message (conn, &job->msg);
+      g_mutex_lock (&conn->lock);
+      job->state = JOB_DONE;
+    }
+  g_mutex_unlock (&conn->lock);
+}
+
+/* Loop thread: until CONN holds fewer than MAX_JOBS jobs and at most
+ * MAX_BYTES bytes, run its jobs and wait for its worker. */
+static void
+conn_wait_below (FbRpcConn *conn, guint max_jobs, gsize max_bytes)
+{
+  for (;;)
+    {
+      conn_pump (conn);
+      g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&conn->lock);
+      if (conn->jobs.length < max_jobs && conn->job_bytes <= max_bytes)
+        return;
+      /* After conn_pump, what is left waits for the worker, whose every
+       * step signals. */
+      if (conn->scheduled)
+        g_cond_wait (&conn->cond, &conn->lock);
+    }
+}
+
+void
+fb_rpc_conn_wait_idle (FbRpcConn *conn)
+{
+  conn_wait_below (conn, 1, 0);
+}
+
+/* The wake source: pump every connection a worker has finished jobs for. */
+typedef struct
+{
+  GSource source;
+  FbRpcServer *server;
+} WakeSource;
+
+static gboolean
+wake_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  FbRpcServer *server = ((WakeSource *)source)->server;
+  GQueue ready = G_QUEUE_INIT;
+  FbRpcConn *conn;
+
+  g_source_set_ready_time (source, -1);
+  {
+    g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->ready_lock);
+    ready = server->ready;
+    g_queue_init (&server->ready);
+    for (GList *l = ready.head; l != NULL; l = l->next)
+      ((FbRpcConn *)l->data)->in_ready = false;
+  }
+  while ((conn = g_queue_pop_head (&ready)) != NULL)
+    {
+      if (!conn->gone)
+        conn_pump (conn);
+      conn_unref (conn);
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs wake_funcs = { .dispatch = wake_dispatch };
+
+/* Queue MSG (taken), or an answer ready as it is (TEXT, taken), in its
+ * turn; LEN is what was received. */
+static void
+conn_enqueue (FbRpcConn *conn, FbRpcMessage *msg, char *text, gsize len)
+{
+  Job *job = g_new0 (Job, 1);
+
+  g_queue_init (&job->answers);
+  job->bytes = job->msg_bytes = len;
+  if (msg != NULL)
+    {
+      job->msg = *msg;
+      memset (msg, 0, sizeof *msg);
+      if (job->msg.sandbox_text != NULL)
+        {
+          job->sandbox_text = g_strndup (job->msg.sandbox_text, job->msg.sandbox_len);
+          job->msg.sandbox_text = job->sandbox_text;
+        }
+      /* fs/... methods run on a worker; the rest touch the loop's sources,
+       * the transports or the server's tables, and run on the loop thread. */
+      job->on_worker = job->msg.kind == FB_RPC_MESSAGE_REQUEST && g_str_has_prefix (job->msg.method, "fs/");
+      job->state = JOB_QUEUED;
+    }
+  else
+    {
+      g_queue_push_tail (&job->answers, text);
+      job->state = JOB_DONE;
+    }
+  {
+    g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&conn->lock);
+    g_queue_push_tail (&conn->jobs, job);
+    conn->job_bytes += len;
+  }
+  conn_wait_below (conn, FB_RPC_PENDING_MAX, FB_RPC_PENDING_BYTES_MAX);
+}
+
+static bool
+conn_idle (FbRpcConn *conn)
+{
+  g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&conn->lock);
+  return g_queue_is_empty (&conn->jobs);
+}
+
 static void conn_receive (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked);
 
 void
@@ -1099,6 +1411,24 @@ fb_rpc_conn_receive_utf8 (FbRpcConn *conn, const char *data, gsize len)
   conn_receive (conn, data, len, true);
 }
 
+/* An answer that needs no method: at once when nothing waits before it. */
+static void
+conn_answer_now (FbRpcConn *conn, char *text, gsize len)
+{
+  if (conn_idle (conn))
+    fb_rpc_conn_send (conn, text);
+  else
+    {
+      if (!g_utf8_validate (text, -1, NULL))
+        {
+          char *valid = g_utf8_make_valid (text, -1);
+          g_free (text);
+          text = valid;
+        }
+      conn_enqueue (conn, NULL, text, len);
+    }
+}
+
 static void
 conn_receive (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked)
 {
@@ -1111,14 +1441,18 @@ conn_receive (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked)
     return;
   if (!message_parse (data, len, utf8_checked, &conn->reuse, &msg, &code, &why, &id))
     {
-      fb_rpc_conn_send (conn, fb_rpc_encode_error (id, code, why, NULL));
+      conn_answer_now (conn, fb_rpc_encode_error (id, code, why, NULL), len);
       return;
     }
-  if (msg.kind == FB_RPC_MESSAGE_REQUEST)
-    handle_request (conn, &msg);
-  else
-    handle_notification (conn, &msg);
-  fb_rpc_message_clear (&msg);
+  if (conn_idle (conn) && !(msg.kind == FB_RPC_MESSAGE_REQUEST && g_str_has_prefix (msg.method, "fs/") &&
+                            conn->server->pool != NULL))
+    {
+      /* Nothing before it, and a method of the loop thread: at once. */
+      run_message (conn, &msg);
+      fb_rpc_message_clear (&msg);
+      return;
+    }
+  conn_enqueue (conn, &msg, NULL, len);
 }
 
 void
@@ -1126,7 +1460,9 @@ fb_rpc_conn_receive_oversized (FbRpcConn *conn, guint64 len)
 {
   g_autofree char *why =
     g_strdup_printf ("message of %" G_GUINT64_FORMAT " bytes is over the limit of %d bytes", len, FB_RPC_MESSAGE_MAX);
-  fb_rpc_conn_send (conn, fb_rpc_encode_error (NULL, FB_RPC_ERROR_INVALID_REQUEST, why, NULL));
+  if (conn->closing)
+    return;
+  conn_answer_now (conn, fb_rpc_encode_error (NULL, FB_RPC_ERROR_INVALID_REQUEST, why, NULL), 0);
 }
 
 /* --- the server ------------------------------------------------------------- */
@@ -1140,6 +1476,10 @@ fb_rpc_server_accept (FbRpcServer *server, const FbRpcTransportOps *ops, gpointe
   if (server->n_conns >= FB_RPC_CLIENTS_MAX)
     return NULL;
   conn = g_new0 (FbRpcConn, 1);
+  conn->ref = 1;
+  g_mutex_init (&conn->lock);
+  g_cond_init (&conn->cond);
+  g_queue_init (&conn->jobs);
   conn->server = server;
   conn->ops = ops;
   conn->transport = transport;
@@ -1157,6 +1497,16 @@ fb_rpc_conn_closed (FbRpcConn *conn)
 {
   FbRpcServer *server = conn->server;
 
+  /* What the client sent before it went takes effect (it did on receipt
+   * before the pipeline), and is answered while the transport can. */
+  fb_rpc_conn_wait_idle (conn);
+  {
+    /* The worker may still be on its way out, or not yet started. */
+    g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&conn->lock);
+    conn->stopping = true;
+    while (conn->scheduled)
+      g_cond_wait (&conn->cond, &conn->lock);
+  }
   conn->closing = true;
   fb_rpc_process_cancel_deferred (conn);
   fb_rpc_fs_close_all (conn);
@@ -1176,7 +1526,9 @@ fb_rpc_conn_closed (FbRpcConn *conn)
   server->n_conns--;
   g_free (conn->peer_name);
   g_free (conn->client_name);
-  g_free (conn);
+  /* A wake-up still queued for it does nothing. */
+  conn->gone = true;
+  conn_unref (conn);
 }
 
 guint
@@ -1217,13 +1569,31 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
                           : server->vars.vars.cwd != NULL     ? server->vars.vars.cwd
                                                               : "/");
   server->sessions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify)fb_rpc_session_free);
+  g_mutex_init (&server->sandbox_lock);
   server->sandboxes = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&server->sandbox_lru);
+  g_mutex_init (&server->ready_lock);
+  g_queue_init (&server->ready);
+  server->wake = g_source_new (&wake_funcs, sizeof (WakeSource));
+  ((WakeSource *)server->wake)->server = server;
+  g_source_set_priority (server->wake, G_PRIORITY_DEFAULT);
+  g_source_set_name (server->wake, "fusebox rpc: answers from the workers");
+  g_source_attach (server->wake, server->context);
+  {
+    /* One worker per CPU, shared by every connection; FUSEBOX_RPC_WORKERS=0
+     * runs every request on the loop thread (the server before the
+     * pipeline, for comparisons). */
+    const char *env = g_getenv ("FUSEBOX_RPC_WORKERS");
+    int n = env != NULL ? atoi (env) : (int)g_get_num_processors ();
+    if (n > 0)
+      server->pool = g_thread_pool_new (worker_run, server, CLAMP (n, 1, 16), FALSE, NULL);
+  }
   {
     /* The server's own view up front: a policy whose private directories
      * can't be made fails here, with its message, not at the first call. */
     FbRpcError e = { 0 };
-    if (fb_rpc_sandbox_lookup (server, NULL, &e) == NULL)
+    g_autoptr (FbRpcSandbox) base = fb_rpc_sandbox_lookup (server, NULL, &e);
+    if (base == NULL)
       {
         g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s", e.message);
         fb_rpc_error_clear (&e);
@@ -1242,12 +1612,25 @@ fb_rpc_server_free (FbRpcServer *server)
   while (server->conns != NULL)
     {
       FbRpcConn *conn = server->conns->data;
-      /* The transports outlive nothing of ours: forget them here. */
+      /* The transports outlive nothing of ours: forget them here, and
+       * send them nothing more. */
+      conn->closing = true;
       fb_rpc_conn_closed (conn);
     }
+  if (server->pool != NULL)
+    g_thread_pool_free (server->pool, FALSE, TRUE);
+  {
+    FbRpcConn *conn;
+    while ((conn = g_queue_pop_head (&server->ready)) != NULL)
+      conn_unref (conn);
+  }
+  g_source_destroy (server->wake);
+  g_source_unref (server->wake);
+  g_mutex_clear (&server->ready_lock);
   g_hash_table_destroy (server->sessions);
   fb_rpc_server_clear_sandboxes (server);
   g_hash_table_destroy (server->sandboxes);
+  g_mutex_clear (&server->sandbox_lock);
   if (server->log_subscription != 0)
     fb_access_log_unsubscribe (server->log, server->log_subscription);
   fb_policy_unref (server->policy);

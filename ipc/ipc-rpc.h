@@ -13,17 +13,25 @@
  *   ipc-process.c        the process/... methods (sandboxes from fusebox-launch)
  *   ipc-transport.c      WebSocket (libsoup 3); ipc-transport-stream.c: unix, stdio
  *
- * Threads: everything here runs on the thread that owns the GMainContext the
- * server was made with (the main loop).  fs/... calls run synchronously on it
- * through the view; the only other threads are the FUSE workers of the
- * sandboxes started by process/start, which reach this code only through the
- * access log's sink (thread-safe) and the tee sink's atomic denial flag.
+ * Threads: everything here is called on the thread that owns the
+ * GMainContext the server was made with (the main loop).  fs/... requests
+ * run on a small pool of workers (one per CPU, shared by every connection,
+ * ipc-rpc.c), one request of a connection at a time and in the order
+ * received; the answers leave from the loop thread in the order of the
+ * requests.  The other threads are the FUSE workers of the sandboxes
+ * started by process/start, which reach this code only through the access
+ * log's sink (thread-safe) and the tee sink's atomic denial count.
  *
  * Bounds (everything a client can make the server hold):
  *   FB_RPC_MESSAGE_MAX          one incoming message; a bigger one gets an
  *                               error response and is discarded
  *   FB_RPC_WS_FRAME_HARD_MAX    a WebSocket frame libsoup accepts at all: a
  *                               bigger one closes the connection (1009)
+ *   FB_RPC_PENDING_MAX          requests of one connection received and not yet
+ *                               answered; FB_RPC_PENDING_BYTES_MAX their bytes
+ *                               (received, and answered but not yet sent): past
+ *                               either the server reads no more from that
+ *                               connection until its oldest requests are done
  *   FB_RPC_QUEUE_MAX            bytes waiting to be sent to one client: past
  *                               it the client is a slow reader and is
  *                               disconnected (its session detaches and can be
@@ -67,6 +75,8 @@ G_BEGIN_DECLS
 #define FB_RPC_MESSAGE_MAX (16 * 1024 * 1024)
 #define FB_RPC_WS_FRAME_HARD_MAX (64 * 1024 * 1024)
 #define FB_RPC_QUEUE_MAX (32 * 1024 * 1024)
+#define FB_RPC_PENDING_MAX 64
+#define FB_RPC_PENDING_BYTES_MAX (32 * 1024 * 1024)
 #define FB_RPC_READ_FILE_MAX (8 * 1024 * 1024)
 #define FB_RPC_READ_BLOCK_MAX (4 * 1024 * 1024)
 #define FB_RPC_HANDLES_MAX 256

@@ -84,6 +84,7 @@ setup (void)
   conn = fb_rpc_server_accept (server, &seam_ops, NULL, getuid (), "fuzz");
   fb_rpc_conn_receive (conn, init, sizeof init - 1);
   fb_rpc_conn_receive (conn, done, sizeof done - 1);
+  fb_rpc_conn_wait_idle (conn);
 }
 
 static void
@@ -179,6 +180,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
   /* Keep state from piling up across inputs: handles and subscriptions
    * live on the connection, sessions on the server. */
+  fb_rpc_conn_wait_idle (conn); /* fs/... requests run on a worker; their handles are the worker's until then */
   fb_rpc_fs_close_all (conn);
   while (g_main_context_iteration (NULL, FALSE))
     ;

@@ -1021,6 +1021,117 @@ test_origin_refused (void **state)
   test_client_free (c);
 }
 
+/* --- pipelining: requests take effect in the order received ----------------- */
+
+static bool
+match_answer (JsonObject *msg, gconstpointer data)
+{
+  return json_object_has_member (msg, "id") && !json_object_has_member (msg, "method");
+}
+
+/* The next answer, whatever its id: answers must come in request order. */
+static JsonNode *
+next_answer (void)
+{
+  return test_client_take (F->client, match_answer, NULL);
+}
+
+#define PIPE_ROUNDS 150 /* 300 requests: past FB_RPC_PENDING_MAX (64) queued at once */
+
+static void
+test_pipelined_write_read (void **state)
+{
+  g_autofree char *path = g_build_filename (F->ws, "pipelined.txt", NULL);
+  g_autofree char *host = NULL;
+  g_autofree char *last = NULL;
+  /* What a Codex harness sends with every call: the workspace writable. */
+  g_autofree char *sandbox = g_strdup_printf (
+    "{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":["
+    "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"root\"}},\"access\":\"read\"},"
+    "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\"}},\"access\":\"write\"}]},"
+    "\"network\":\"restricted\"},\"cwd\":\"file://%s\",\"workspaceRoots\":[\"file://%s\"],"
+    "\"windowsSandboxLevel\":\"disabled\"}",
+    F->ws, F->ws);
+  gint64 first = F->client->next_id;
+
+  /* Every request sent before any answer is read: a worker runs the fs
+   * calls while the loop thread decodes the next ones. */
+  for (int i = 0; i < PIPE_ROUNDS; i++)
+    {
+      g_autofree char *data = g_strdup_printf ("round %d of the pipelined writes", i);
+      g_autofree char *enc = b64 (data);
+      g_autofree char *w = g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT
+                                            ",\"method\":\"fs/writeFile\",\"params\":{\"path\":\"file://%s\","
+                                            "\"dataBase64\":\"%s\",\"sandbox\":%s}}",
+                                            first + 2 * i, path, enc, sandbox);
+      g_autofree char *r = g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT
+                                            ",\"method\":\"fs/readFile\",\"params\":{\"path\":\"%s\",\"sandbox\":%s}}",
+                                            first + 2 * i + 1, path, sandbox);
+      test_client_send (F->client, w);
+      test_client_send (F->client, r);
+      g_free (last);
+      last = g_steal_pointer (&data);
+    }
+  F->client->next_id = first + 2 * PIPE_ROUNDS;
+  for (int i = 0; i < PIPE_ROUNDS; i++)
+    {
+      g_autoptr (JsonNode) w = next_answer ();
+      g_autoptr (JsonNode) r = next_answer ();
+      g_autofree char *want = g_strdup_printf ("round %d of the pipelined writes", i);
+      g_autofree char *got = NULL;
+
+      assert_non_null (w);
+      assert_non_null (r);
+      /* In request order, and each read sees the write just before it. */
+      assert_int_equal (json_object_get_int_member (json_node_get_object (w), "id"), first + 2 * i);
+      assert_int_equal (json_object_get_int_member (json_node_get_object (r), "id"), first + 2 * i + 1);
+      ANSWER_OK (w);
+      ANSWER_OK (r);
+      got = unb64 (json_object_get_string_member (answer_result (r), "dataBase64"));
+      assert_string_equal (got, want);
+    }
+  host = read_host (path);
+  assert_string_equal (host, last);
+}
+
+static void
+test_pipelined_write_then_start (void **state)
+{
+  g_autofree char *path = g_build_filename (F->ws, "before-start.txt", NULL);
+  g_autofree char *enc = b64 ("written just before process/start");
+  g_autofree char *w = NULL;
+  g_autofree char *p = NULL;
+  g_autoptr (JsonNode) wa = NULL;
+  g_autoptr (JsonNode) pa = NULL;
+  gint64 id = F->client->next_id;
+  Collected col = { 0 };
+
+  skip_without_sandbox ();
+  g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
+  /* Sent together: process/start runs on the loop thread, fs/writeFile on a
+   * worker, and the process must still see the file. */
+  w = g_strdup_printf (
+    "{\"id\":%" G_GINT64_FORMAT ",\"method\":\"fs/writeFile\",\"params\":{\"path\":\"%s\",\"dataBase64\":\"%s\"}}", id,
+    path, enc);
+  p = g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT ",\"method\":\"process/start\",\"params\":{\"processId\":\"catter\","
+                       "\"argv\":[\"/bin/cat\",\"%s\"],\"cwd\":\"%s\",\"env\":{},\"tty\":false}}",
+                       id + 1, path, F->ws);
+  F->client->next_id = id + 2;
+  test_client_send (F->client, w);
+  test_client_send (F->client, p);
+  wa = next_answer ();
+  assert_non_null (wa);
+  assert_int_equal (json_object_get_int_member (json_node_get_object (wa), "id"), id);
+  ANSWER_OK (wa);
+  pa = test_client_take (F->client, match_id, &(gint64){ id + 1 });
+  ANSWER_OK (pa);
+  collect (F->client, "catter", &col);
+  assert_int_equal (col.exit_code, 0);
+  assert_string_equal (col.out->str, "written just before process/start");
+  g_string_free (col.out, TRUE);
+  g_string_free (col.err, TRUE);
+}
+
 int
 main (void)
 {
@@ -1034,6 +1145,8 @@ main (void)
     cmocka_unit_test_setup_teardown (test_log_subscribe, setup, teardown),
     cmocka_unit_test_setup_teardown (test_harness_flow, setup, teardown),
     cmocka_unit_test_setup_teardown (test_process_io, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_pipelined_write_read, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_pipelined_write_then_start, setup, teardown),
     cmocka_unit_test (test_resume_and_detach_timeout),
     cmocka_unit_test (test_hundred_clients),
   };

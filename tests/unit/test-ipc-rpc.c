@@ -419,6 +419,8 @@ static void
 receive (Harness *h, const char *text)
 {
   fb_rpc_conn_receive (h->conn, text, strlen (text));
+  /* fs/... requests run on a worker: wait for their answers. */
+  fb_rpc_conn_wait_idle (h->conn);
 }
 
 static void
