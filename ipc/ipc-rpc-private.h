@@ -124,7 +124,7 @@ struct FbRpcConn
    * frame, not NUL-terminated), or NULL. */
   const char *call_sandbox;
   gsize call_sandbox_len;
-  FbRpcJsonReuse reuse; /* the last params.sandbox decoded */
+  FbRpcJsonReuse reuse; /* the last params.sandbox decoded (by whoever decodes the connection's messages) */
 
   /* Touched by whichever thread runs the connection's current request
    * (the pipeline's ordering makes that one thread at a time). */
@@ -132,13 +132,14 @@ struct FbRpcConn
   GList *deferred;     /* FbRpcDeferred* (process/read long polls; loop thread) */
   guint n_subscriptions;
 
-  /* The pipeline (ipc-rpc.c).  `lock` guards jobs, job_bytes, scheduled and
-   * stopping; `cond` is signalled when a job finishes or the worker stops.
+  /* The pipeline (ipc-rpc.c).  `lock` guards jobs, job_bytes, answer_bytes,
+   * scheduled and stopping; `cond` is signalled when a job finishes or the worker stops.
    * in_ready is guarded by the server's ready_lock. */
   GMutex lock;
   GCond cond;
   GQueue jobs;     /* FbRpcJob*, in the order received; finished ones leave from the head */
-  gsize job_bytes; /* received bytes of the jobs */
+  gsize job_bytes;    /* received bytes of the jobs, and their answers not yet sent */
+  gsize answer_bytes; /* the answers alone */
   bool scheduled;  /* on the pool, or running there */
   bool stopping;   /* the worker takes no further job */
   bool in_ready;

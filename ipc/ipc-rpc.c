@@ -15,10 +15,9 @@
  * output queue is bounded (a slow reader is disconnected), and so is every
  * table a client can fill (ipc-rpc.h lists the bounds).
  *
- * Threads: the loop thread decodes every message and runs every method
- * but fs/..., which run on a worker ("pipelining", below) so that the
- * loop thread frames, decodes and sends while a worker works through the
- * view: two CPUs for one connection.  A connection's requests still take
+ * Threads: the loop thread receives and sends; a worker decodes the
+ * messages and runs the fs/... methods ("pipelining", below), the loop
+ * thread every other method: two CPUs for one connection.  A connection's requests still take
  * effect one at a time in the order received, and their answers leave in
  * that order.  A connection's handshake state follows Codex: `initialize`
  * once, then the `initialized` notification, then the other methods. */
@@ -1092,8 +1091,9 @@ handle_notification (FbRpcConn *conn, FbRpcMessage *msg)
 /* --- pipelining --------------------------------------------------------------
  *
  * Each connection keeps the messages it received and has not answered yet
- * in order, as jobs (conn->jobs).  fs/... requests run on a worker of the
- * server's pool; everything else (initialize, the `initialized`
+ * in order, as jobs (conn->jobs).  A worker of the server's pool decodes
+ * them in order (the connection's sandbox reuse is the decoder's) and runs
+ * the fs/... requests; everything else (initialize, the `initialized`
  * notification, process/..., log/..., policy/explain, environment/info,
  * errors) runs on the loop thread, in its turn: a worker stops at such a
  * job, and the loop thread runs it once every job before it has finished.
@@ -1110,10 +1110,11 @@ handle_notification (FbRpcConn *conn, FbRpcMessage *msg)
  * queue only, so answers leave in the order of the requests.  Only the
  * answers of process/read with waitMs come later: they wait for output.
  *
- * Bounds: FB_RPC_PENDING_MAX jobs or FB_RPC_PENDING_BYTES_MAX received
- * bytes per connection; past either, the loop thread waits for the
- * connection's worker (reading nothing more meanwhile), as it waited for
- * every request before the pipeline.  A closing connection first runs
+ * Bounds: FB_RPC_PENDING_MAX jobs or FB_RPC_PENDING_BYTES_MAX bytes
+ * (received, and answered but not yet sent) per connection; past either,
+ * the loop thread waits for the connection's worker (reading nothing more
+ * meanwhile), as it waited for every request before the pipeline, and a
+ * worker stops while the answers alone pass it.  A closing connection first runs
  * what it received (it took effect on receipt before, and a stdio client
  * may send its requests and close its input at once), then lets go of
  * what the jobs used; the last reference frees the connection. */
@@ -1127,12 +1128,15 @@ typedef enum
 
 typedef struct
 {
-  FbRpcMessage msg;   /* msg.root NULL: a ready answer (a message that could not be decoded) */
-  char *sandbox_text; /* msg.sandbox_text points here: the frame is gone by the time the job runs */
-  gsize bytes;     /* received, and then answered (conn->lock) */
-  gsize msg_bytes; /* received */
-  bool on_worker;
-  JobState state;     /* conn->lock */
+  char *frame; /* the message as received (the transport's buffer is gone by the time the job runs) */
+  gsize frame_len;
+  bool utf8_checked;
+  bool decoded;     /* msg is valid (the worker decodes: the loop thread only copies) */
+  FbRpcMessage msg; /* msg.sandbox_text points into frame */
+  gsize bytes;      /* received, and then answered (conn->lock) */
+  gsize msg_bytes;  /* received */
+  bool on_worker;   /* once decoded: a fs/... request */
+  JobState state;   /* conn->lock */
   GQueue answers;     /* char*, UTF-8: what the worker sent while it ran the job */
 } Job;
 
@@ -1153,7 +1157,7 @@ static void
 job_free (Job *job)
 {
   fb_rpc_message_clear (&job->msg);
-  g_free (job->sandbox_text);
+  g_free (job->frame);
   g_queue_clear_full (&job->answers, g_free);
   g_free (job);
 }
@@ -1179,6 +1183,7 @@ conn_unref (FbRpcConn *conn)
 
 static void handle_request (FbRpcConn *conn, FbRpcMessage *msg);
 static void handle_notification (FbRpcConn *conn, FbRpcMessage *msg);
+static bool conn_decode (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked, FbRpcMessage *msg);
 
 static void
 run_message (FbRpcConn *conn, FbRpcMessage *msg)
@@ -1187,6 +1192,14 @@ run_message (FbRpcConn *conn, FbRpcMessage *msg)
     handle_request (conn, msg);
   else
     handle_notification (conn, msg);
+}
+
+static bool
+is_worker_method (const FbRpcMessage *msg)
+{
+  /* fs/... methods run on a worker; the rest touch the loop's sources,
+   * the transports or the server's tables, and run on the loop thread. */
+  return msg->kind == FB_RPC_MESSAGE_REQUEST && g_str_has_prefix (msg->method, "fs/");
 }
 
 /* Tell the loop thread that CONN has finished jobs.  Under conn->lock. */
@@ -1212,8 +1225,9 @@ worker_run (gpointer data, gpointer user_data)
 
   g_mutex_lock (&conn->lock);
   /* Answers waiting to be sent count against the connection's bound too:
-   * past it, the loop thread reschedules once it has sent them. */
-  while (!conn->stopping && conn->job_bytes <= FB_RPC_PENDING_BYTES_MAX)
+   * past it, the worker stops, and the loop thread reschedules once it has
+   * sent them. */
+  while (!conn->stopping && conn->answer_bytes <= FB_RPC_PENDING_BYTES_MAX)
     {
       Job *job = NULL;
       for (GList *l = conn->jobs.head; l != NULL; l = l->next)
@@ -1225,14 +1239,33 @@ worker_run (gpointer data, gpointer user_data)
               break;
             }
         }
-      if (job == NULL || !job->on_worker)
+      if (job == NULL || (job->decoded && !job->on_worker))
         break;
       job->state = JOB_RUNNING;
       g_mutex_unlock (&conn->lock);
 
       running_conn = conn;
       running_job = job;
-      run_message (conn, &job->msg);
+      if (!job->decoded)
+        {
+          /* Decoded here, in order (conn->reuse is the decoder's), and off
+           * the loop thread; a message that can't be decoded is answered
+           * here too. */
+          job->decoded = true;
+          job->on_worker = conn_decode (conn, job->frame, job->frame_len, job->utf8_checked, &job->msg) &&
+                           is_worker_method (&job->msg);
+          if (job->msg.root != NULL && !job->on_worker)
+            {
+              /* The loop thread's, in its turn. */
+              running_conn = NULL;
+              running_job = NULL;
+              g_mutex_lock (&conn->lock);
+              job->state = JOB_QUEUED;
+              break;
+            }
+        }
+      if (job->on_worker)
+        run_message (conn, &job->msg);
       running_conn = NULL;
       running_job = NULL;
 
@@ -1241,6 +1274,7 @@ worker_run (gpointer data, gpointer user_data)
       for (GList *l = job->answers.head; l != NULL; l = l->next)
         job->bytes += strlen (l->data);
       conn->job_bytes += job->bytes - job->msg_bytes;
+      conn->answer_bytes += job->bytes - job->msg_bytes;
       conn_wake_locked (conn);
       g_cond_broadcast (&conn->cond);
     }
@@ -1269,6 +1303,7 @@ conn_pump (FbRpcConn *conn)
           char *text;
           g_queue_pop_head (&conn->jobs);
           conn->job_bytes -= job->bytes;
+          conn->answer_bytes -= job->bytes - job->msg_bytes;
           g_mutex_unlock (&conn->lock);
           while ((text = g_queue_pop_head (&job->answers)) != NULL)
             fb_rpc_conn_send_utf8 (conn, text);
@@ -1278,7 +1313,7 @@ conn_pump (FbRpcConn *conn)
         }
       if (job->state == JOB_RUNNING || conn->scheduled)
         break; /* the worker tells when it is done */
-      if (job->on_worker)
+      if (job->on_worker || !job->decoded)
         {
           if (conn->server->pool != NULL)
             {
@@ -1354,32 +1389,26 @@ wake_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
 
 static GSourceFuncs wake_funcs = { .dispatch = wake_dispatch };
 
-/* Queue MSG (taken), or an answer ready as it is (TEXT, taken), in its
- * turn; LEN is what was received. */
+/* Queue the message DATA (copied), or an answer ready as it is (TEXT,
+ * taken), in its turn; LEN is what was received. */
 static void
-conn_enqueue (FbRpcConn *conn, FbRpcMessage *msg, char *text, gsize len)
+conn_enqueue (FbRpcConn *conn, const char *data, bool utf8_checked, char *text, gsize len)
 {
   Job *job = g_new0 (Job, 1);
 
   g_queue_init (&job->answers);
   job->bytes = job->msg_bytes = len;
-  if (msg != NULL)
+  if (data != NULL)
     {
-      job->msg = *msg;
-      memset (msg, 0, sizeof *msg);
-      if (job->msg.sandbox_text != NULL)
-        {
-          job->sandbox_text = g_strndup (job->msg.sandbox_text, job->msg.sandbox_len);
-          job->msg.sandbox_text = job->sandbox_text;
-        }
-      /* fs/... methods run on a worker; the rest touch the loop's sources,
-       * the transports or the server's tables, and run on the loop thread. */
-      job->on_worker = job->msg.kind == FB_RPC_MESSAGE_REQUEST && g_str_has_prefix (job->msg.method, "fs/");
+      job->frame = g_memdup2 (data, len);
+      job->frame_len = len;
+      job->utf8_checked = utf8_checked;
       job->state = JOB_QUEUED;
     }
   else
     {
       g_queue_push_tail (&job->answers, text);
+      job->decoded = true;
       job->state = JOB_DONE;
     }
   {
@@ -1425,34 +1454,44 @@ conn_answer_now (FbRpcConn *conn, char *text, gsize len)
           g_free (text);
           text = valid;
         }
-      conn_enqueue (conn, NULL, text, len);
+      conn_enqueue (conn, NULL, false, text, len);
     }
+}
+
+/* Decode DATA into *MSG (true), or answer why it can't be (false). */
+static bool
+conn_decode (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked, FbRpcMessage *msg)
+{
+  int code;
+  g_autofree char *why = NULL;
+  g_autoptr (JsonNode) id = NULL;
+
+  if (!message_parse (data, len, utf8_checked, &conn->reuse, msg, &code, &why, &id))
+    {
+      fb_rpc_conn_send (conn, fb_rpc_encode_error (id, code, why, NULL));
+      return false;
+    }
+  return true;
 }
 
 static void
 conn_receive (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked)
 {
   FbRpcMessage msg;
-  int code;
-  g_autofree char *why = NULL;
-  g_autoptr (JsonNode) id = NULL;
 
   if (conn->closing)
     return;
-  if (!message_parse (data, len, utf8_checked, &conn->reuse, &msg, &code, &why, &id))
+  if (conn->server->pool != NULL)
     {
-      conn_answer_now (conn, fb_rpc_encode_error (id, code, why, NULL), len);
+      /* Decoded by the worker; the loop thread only frames and sends. */
+      conn_enqueue (conn, data, utf8_checked, NULL, len);
       return;
     }
-  if (conn_idle (conn) && !(msg.kind == FB_RPC_MESSAGE_REQUEST && g_str_has_prefix (msg.method, "fs/") &&
-                            conn->server->pool != NULL))
+  if (conn_decode (conn, data, len, utf8_checked, &msg))
     {
-      /* Nothing before it, and a method of the loop thread: at once. */
       run_message (conn, &msg);
       fb_rpc_message_clear (&msg);
-      return;
     }
-  conn_enqueue (conn, &msg, NULL, len);
 }
 
 void

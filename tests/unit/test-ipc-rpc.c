@@ -495,6 +495,45 @@ test_slow_reader_disconnected (void **state)
 }
 
 static void
+test_pipeline_bound_big_messages (void **state)
+{
+  Harness *h = *state;
+  g_autofree char *file = g_build_filename (h->dir, "big-write", NULL);
+  g_autofree char *data = NULL;
+  g_autofree char *enc = NULL;
+  g_autofree char *req = NULL;
+  g_autofree char *host = NULL;
+  gsize host_len = 0;
+  gsize n = 9 * 1024 * 1024; /* 12 MiB of base64: three pass FB_RPC_PENDING_BYTES_MAX */
+  guint sent_before;
+
+  receive (h, "{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientName\":\"big\"}}");
+  receive (h, "{\"method\":\"initialized\"}");
+  sent_before = h->seam.sent->len;
+  data = g_malloc (n);
+  memset (data, 'b', n);
+  enc = g_base64_encode ((const guchar *)data, n);
+  req = g_strdup_printf ("{\"id\":2,\"method\":\"fs/writeFile\",\"params\":{\"path\":\"%s\",\"dataBase64\":\"%s\"}}",
+                         file, enc);
+  assert_true (strlen (req) < FB_RPC_MESSAGE_MAX);
+  /* Received one after the other without waiting: past the bound on
+   * queued bytes, the loop thread waits for the worker, and every request
+   * is still run and answered. */
+  for (guint i = 0; i < 4; i++)
+    fb_rpc_conn_receive (h->conn, req, strlen (req));
+  fb_rpc_conn_wait_idle (h->conn);
+  assert_int_equal (h->seam.sent->len, sent_before + 4);
+  for (guint i = 0; i < 4; i++)
+    {
+      g_autoptr (JsonNode) a = json_from_string (g_ptr_array_index (h->seam.sent, sent_before + i), NULL);
+      assert_non_null (a);
+      assert_true (json_object_has_member (json_node_get_object (a), "result"));
+    }
+  assert_true (g_file_get_contents (file, &host, &host_len, NULL));
+  assert_int_equal (host_len, n);
+}
+
+static void
 test_writable_again_flushes_in_order (void **state)
 {
   Harness *h = *state;
@@ -568,6 +607,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_server_handshake_and_fs, setup, teardown),
     cmocka_unit_test_setup_teardown (test_slow_reader_disconnected, setup, teardown),
     cmocka_unit_test_setup_teardown (test_writable_again_flushes_in_order, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_pipeline_bound_big_messages, setup, teardown),
     cmocka_unit_test_setup_teardown (test_handle_outlives_cache, setup, teardown),
   };
 
