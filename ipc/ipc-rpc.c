@@ -1116,8 +1116,12 @@ handle_notification (FbRpcConn *conn, FbRpcMessage *msg)
  * meanwhile), as it waited for every request before the pipeline, and a
  * worker stops while the answers alone pass it.  A closing connection first runs
  * what it received (it took effect on receipt before, and a stdio client
- * may send its requests and close its input at once), then lets go of
- * what the jobs used; the last reference frees the connection. */
+ * may send its requests and close its input at once), then waits for its
+ * worker to stop, and only then closes its fs/open handles and detaches
+ * its session: a session is freed only once detached (the detach timeout,
+ * server_free), so a worker never sees its connection's session go, and
+ * the detach timeout starts as before, when the connection is gone.  The
+ * last reference (the wake-up queue may hold one) frees the struct. */
 
 typedef enum
 {
