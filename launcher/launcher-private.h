@@ -9,6 +9,7 @@
 #pragma once
 
 #include <glib.h>
+#include <sys/types.h>
 
 G_BEGIN_DECLS
 
@@ -28,6 +29,15 @@ int fb_cmd_serve (int argc, char **argv);
 
 /* Print "fusebox: " + message to stderr (no trailing newline needed). */
 void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
+
+/* Shared by `fusebox run` and `fusebox runs` (launcher-cmd-run.c,
+ * launcher-cmd-runs.c).  The start time of PID in clock ticks since boot
+ * (/proc/PID/stat field 22), or 0: with the pid it names one process for
+ * good.  And rm -rf below PARENT_FD/NAME without following symlinks
+ * (directories the sandbox made read-only are made writable first): 0 or
+ * the first -errno. */
+guint64 fb_cmd_process_start_time (pid_t pid);
+int fb_cmd_remove_tree_at (int parent_fd, const char *name);
 
 /* fusebox log --follow --connect (launcher-cmd-log-connect.c): FUNC gets each
  * log/event's record (LINE: its JSON as the server logged it); returns the

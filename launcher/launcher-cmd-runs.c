@@ -1,0 +1,230 @@
+/* fusebox runs — list and prune run directories.
+ *
+ *   fusebox runs [--prune] [--json]
+ *
+ * Reads each run directory's run.json (written by `fusebox run`,
+ * launcher-cmd-run.c, which documents its fields): a run is over when
+ * "ended" is set or its supervisor (pid + start time, so a reused pid does
+ * not count) is gone; without a readable run.json its state is unknown and
+ * --prune leaves it alone.  Single-threaded; removing never follows a
+ * symlink.
+ */
+#include "ipc/ipc.h"
+#include "launcher/launcher-private.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct
+{
+  char *id;
+  char *dir;
+  JsonObject *info; /* NULL without a readable run.json */
+  bool over;
+} RunEntry;
+
+static void
+run_entry_free (RunEntry *e)
+{
+  g_free (e->id);
+  g_free (e->dir);
+  if (e->info)
+    json_object_unref (e->info);
+  g_free (e);
+}
+
+static bool
+supervisor_alive (JsonObject *info)
+{
+  JsonObject *sup = json_object_get_object_member (info, "supervisor");
+  if (!sup)
+    return false;
+  pid_t pid = (pid_t)json_object_get_int_member_with_default (sup, "pid", 0);
+  guint64 start = (guint64)json_object_get_int_member_with_default (sup, "start_time", 0);
+  return pid > 0 && start != 0 && fb_cmd_process_start_time (pid) == start;
+}
+
+static GPtrArray *
+list_runs (const char *root)
+{
+  GPtrArray *runs = g_ptr_array_new_with_free_func ((GDestroyNotify)run_entry_free);
+  g_autoptr (GDir) d = g_dir_open (root, 0, NULL);
+  if (!d)
+    return runs;
+  const char *name;
+  while ((name = g_dir_read_name (d)))
+    {
+      RunEntry *e = g_new0 (RunEntry, 1);
+      e->id = g_strdup (name);
+      e->dir = g_build_filename (root, name, NULL);
+      if (!g_file_test (e->dir, G_FILE_TEST_IS_DIR) || g_file_test (e->dir, G_FILE_TEST_IS_SYMLINK))
+        {
+          run_entry_free (e);
+          continue;
+        }
+      g_autofree char *path = g_build_filename (e->dir, "run.json", NULL);
+      g_autoptr (JsonParser) parser = json_parser_new ();
+      if (json_parser_load_from_file (parser, path, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        {
+          e->info = json_object_ref (json_node_get_object (json_parser_get_root (parser)));
+          e->over = json_object_has_member (e->info, "ended") || !supervisor_alive (e->info);
+        }
+      g_ptr_array_add (runs, e);
+    }
+  return runs;
+}
+
+static gint
+compare_entries (gconstpointer a, gconstpointer b)
+{
+  const RunEntry *const *x = a, *const *y = b;
+  return strcmp ((*x)->id, (*y)->id);
+}
+
+/* rm -rf below DIRFD/NAME without following symlinks; directories the
+ * sandbox made read-only are made writable first. */
+int
+fb_cmd_remove_tree_at (int parent_fd, const char *name)
+{
+  if (unlinkat (parent_fd, name, 0) == 0)
+    return 0;
+  if (errno != EISDIR)
+    return errno == ENOENT ? 0 : -errno;
+  int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  fchmod (fd, 0700);
+  DIR *d = fdopendir (fd);
+  if (!d)
+    {
+      int e = errno;
+      close (fd);
+      return -e;
+    }
+  int r = 0;
+  struct dirent *ent;
+  while ((ent = readdir (d)))
+    {
+      if (strcmp (ent->d_name, ".") == 0 || strcmp (ent->d_name, "..") == 0)
+        continue;
+      int rr = fb_cmd_remove_tree_at (dirfd (d), ent->d_name);
+      if (rr < 0 && r == 0)
+        r = rr;
+    }
+  closedir (d);
+  if (unlinkat (parent_fd, name, AT_REMOVEDIR) < 0 && r == 0)
+    r = -errno;
+  return r;
+}
+
+int
+fb_cmd_runs (int argc, char **argv)
+{
+  g_autoptr (GOptionContext) ctx = NULL;
+  g_autoptr (GError) error = NULL;
+  gboolean prune = FALSE, json = FALSE;
+  GOptionEntry entries[] = {
+    { "prune", 0, 0, G_OPTION_ARG_NONE, &prune, "Remove the directories of runs that are over", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object per run", NULL },
+    { NULL },
+  };
+  g_set_prgname ("fusebox runs");
+  ctx = g_option_context_new ("- list the run directories");
+  g_option_context_set_summary (ctx, "Lists the runs under $XDG_STATE_HOME/fusebox/runs/ with their state: running\n"
+                                     "(the supervisor is alive), over, or unknown (no run.json, e.g. a mount).\n"
+                                     "--prune removes the directories of runs that are over, logs included.");
+  g_option_context_set_description (ctx, "Exit status: 0 success, 1 a directory could not be removed, 2 usage error.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, &argc, &argv, &error))
+    {
+      fb_cmd_error ("runs: %s\nRun 'fusebox runs --help' for usage.", error->message);
+      return FB_EXIT_USAGE;
+    }
+  if (argc > 1)
+    {
+      fb_cmd_error ("runs: unexpected argument '%s'\nRun 'fusebox runs --help' for usage.", argv[1]);
+      return FB_EXIT_USAGE;
+    }
+
+  g_autofree char *root = fb_run_dir_root ();
+  g_autoptr (GPtrArray) runs = list_runs (root);
+  /* run ids start with the date: name order is time order */
+  g_ptr_array_sort (runs, compare_entries);
+  int status = FB_EXIT_OK;
+  int root_fd = prune ? open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+
+  for (guint i = 0; i < runs->len; i++)
+    {
+      RunEntry *e = runs->pdata[i];
+      const char *state = !e->info ? "unknown" : e->over ? "over" : "running";
+      const char *action = "";
+      if (prune && e->info && e->over)
+        {
+          int r = root_fd < 0 ? -errno : fb_cmd_remove_tree_at (root_fd, e->id);
+          if (r < 0)
+            {
+              fb_cmd_error ("runs: removing %s: %s", e->dir, g_strerror (-r));
+              status = FB_EXIT_FAILURE;
+            }
+          else
+            action = "removed";
+        }
+      if (json)
+        {
+          g_autoptr (JsonBuilder) b = json_builder_new ();
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "run");
+          json_builder_add_string_value (b, e->id);
+          json_builder_set_member_name (b, "dir");
+          json_builder_add_string_value (b, e->dir);
+          json_builder_set_member_name (b, "state");
+          json_builder_add_string_value (b, state);
+          if (*action)
+            {
+              json_builder_set_member_name (b, "pruned");
+              json_builder_add_boolean_value (b, TRUE);
+            }
+          if (e->info)
+            {
+              json_builder_set_member_name (b, "info");
+              g_autoptr (JsonNode) n = json_node_new (JSON_NODE_OBJECT);
+              json_node_set_object (n, e->info);
+              json_builder_add_value (b, json_node_copy (n));
+            }
+          json_builder_end_object (b);
+          g_autoptr (JsonGenerator) gen = json_generator_new ();
+          g_autoptr (JsonNode) out = json_builder_get_root (b);
+          json_generator_set_root (gen, out);
+          g_autofree char *text = json_generator_to_data (gen, NULL);
+          printf ("%s\n", text);
+          continue;
+        }
+      g_autofree char *command = NULL;
+      const char *started = "";
+      g_autofree char *exit_text = NULL;
+      if (e->info)
+        {
+          JsonArray *cmd = json_object_get_array_member (e->info, "command");
+          GString *s = g_string_new (NULL);
+          for (guint j = 0; cmd && j < json_array_get_length (cmd); j++)
+            g_string_append_printf (s, "%s%s", j ? " " : "", json_array_get_string_element (cmd, j));
+          command = g_string_free (s, FALSE);
+          started = json_object_get_string_member_with_default (e->info, "started", "");
+          if (json_object_has_member (e->info, "exit_status"))
+            exit_text = g_strdup_printf ("exit %" G_GINT64_FORMAT, json_object_get_int_member (e->info, "exit_status"));
+          else if (json_object_has_member (e->info, "error"))
+            exit_text = g_strdup_printf ("error: %s", json_object_get_string_member (e->info, "error"));
+        }
+      printf ("%-24s %-8s %-26s %-12s %s%s%s\n", e->id, state, started, exit_text ? exit_text : "",
+              command ? command : "", *action ? "  -- " : "", action);
+    }
+  if (root_fd >= 0)
+    close (root_fd);
+  return status;
+}
