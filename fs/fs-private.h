@@ -70,6 +70,8 @@ struct FbViewNode
   bool in_all;
   /* view->lock: the other nodes of the same host object (view->by_ino) */
   FbViewNode *ino_prev, *ino_next;
+  /* view->lock: held by the view for its life (view->pinned) */
+  bool pinned;
 
   /* immutable */
   NodeKind kind;
@@ -151,7 +153,11 @@ struct FbView
   GHashTable *by_ino;    /* the first node of each host object (key: dev, ino), chained by ino_next */
   FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
   guint n_nodes;         /* atomic */
-
+  /* view->lock: the nodes the view keeps for its life (the root, mount
+   * points, synthetic directories: fs-view.c "Pinned nodes"); each holds
+   * a reference to the view, and the view one to each */
+  GPtrArray *pinned;
+  gint n_pinned; /* atomic: pinned->len, read by fb_view_unref */
 };
 
 /* fs-watch.c: mark the host directory DEV/INO (DIR_FD: a descriptor of it)

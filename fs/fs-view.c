@@ -14,6 +14,16 @@
  *  - The policy is asked on every operation, from the node's stored decision
  *    (or fb_policy_decide_child() for a new name); nothing is cached beyond
  *    the decision of a path, which is static for a run.
+ *  - Pinned nodes: the root, mount points and synthetic directories are the
+ *    same objects for the view's life (the policy is static, a mount point
+ *    always shows the mount's own descriptor, a synthetic directory has no
+ *    host object), so the view keeps their nodes once made instead of
+ *    building them again (a dup and a fstat, or a failing openat2) on every
+ *    walk.  Host directories on the way to mount points are kept too, but
+ *    revalidated on each walk (reuse_known_node).  They are few: bounded
+ *    by the policy's rules (and FB_VIEW_PINNED_MAX).  Each holds a
+ *    reference to the view and the view one to each; fb_view_unref breaks
+ *    that cycle when only pinned nodes are left holding the view.
  *  - Threads: any.  Lock order: view->lock (table and tree), then a node's
  *    lock (state, stamps).  The sink is never called with either held.
  */
@@ -66,6 +76,9 @@ join_path (const char *dir, const char *name)
     return g_strconcat ("/", name, NULL);
   return g_strconcat (dir, "/", name, NULL);
 }
+
+/* At most this many pinned nodes ("Pinned nodes" above). */
+#define FB_VIEW_PINNED_MAX 1024
 
 static int openat2_state; /* 0 unknown, 1 works, -1 ENOSYS */
 static int host_stat_child (FbViewNode *node, struct stat *ret_st);
@@ -304,6 +317,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
   g_mutex_init (&view->lock);
   view->table = g_hash_table_new (node_key_hash, node_key_equal);
   view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
+  view->pinned = g_ptr_array_new ();
   {
     GPtrArray *blank = g_ptr_array_new ();
     g_ptr_array_add (blank, g_strdup ("/proc"));
@@ -372,17 +386,48 @@ fb_view_ref (FbView *view)
   return view;
 }
 
+/* Drop the view's references on its pinned nodes: they are freed unless
+ * someone else holds one (that one keeps the view alive until it lets go). */
+static void
+view_unpin_all (FbView *view)
+{
+  g_autoptr (GPtrArray) pinned = NULL;
+
+  g_mutex_lock (&view->lock);
+  pinned = g_steal_pointer (&view->pinned);
+  view->pinned = g_ptr_array_new ();
+  g_atomic_int_set (&view->n_pinned, 0);
+  for (guint i = 0; i < pinned->len; i++)
+    ((FbViewNode *)pinned->pdata[i])->pinned = false;
+  g_mutex_unlock (&view->lock);
+  for (guint i = 0; i < pinned->len; i++)
+    fb_view_node_unref (pinned->pdata[i]);
+}
+
 void
 fb_view_unref (FbView *view)
 {
-  if (view == NULL || !g_atomic_int_dec_and_test (&view->ref))
+  int left;
+
+  if (view == NULL)
     return;
+  left = g_atomic_int_add (&view->ref, -1) - 1;
+  if (left > 0)
+    {
+      /* Only the pinned nodes hold the view now: nobody else can reach
+       * it (a pin is made by a caller holding a reference, so the count
+       * never equals n_pinned while one is being made). */
+      if (left == g_atomic_int_get (&view->n_pinned))
+        view_unpin_all (view);
+      return;
+    }
   for (guint i = 0; i < view->n_mounts; i++)
     if (view->mount_fds[i] >= 0)
       close (view->mount_fds[i]);
   g_free (view->mount_fds);
   g_hash_table_destroy (view->table);
   g_hash_table_destroy (view->by_ino);
+  g_ptr_array_unref (view->pinned);
   g_strfreev (view->blank_paths);
   g_mutex_clear (&view->lock);
   fb_policy_unref (view->policy);
@@ -404,7 +449,7 @@ fb_view_get_log_level (FbView *view)
 guint
 fb_view_count_nodes (FbView *view)
 {
-  return (guint)g_atomic_int_get (&view->n_nodes);
+  return (guint)(g_atomic_int_get (&view->n_nodes) - g_atomic_int_get (&view->n_pinned));
 }
 
 /* --- nodes and the table --------------------------------------------------- */
@@ -646,6 +691,43 @@ view_detach_name (FbView *view, FbViewNode *parent, const char *name)
   g_mutex_unlock (&view->lock);
 }
 
+/* Keep NODE (just returned by table_insert, in the table) for the view's
+ * life: see "Pinned nodes" above.  Only for nodes that can't go stale. */
+static void
+node_pin (FbView *view, FbViewNode *node)
+{
+  g_mutex_lock (&view->lock);
+  /* Bounded: a host directory on the way to a mount point replaced on the
+   * host (never through the view: those names are structural) leaves its
+   * old nodes pinned; past the bound nodes are made per walk, as before. */
+  if (!node->pinned && node->in_table && view->pinned->len < FB_VIEW_PINNED_MAX)
+    {
+      node->pinned = true;
+      g_atomic_int_inc (&node->ref);
+      g_ptr_array_add (view->pinned, node);
+      g_atomic_int_inc (&view->n_pinned);
+    }
+  g_mutex_unlock (&view->lock);
+}
+
+/* The pinned node at (PARENT, NAME), a new reference, or NULL.  Pinned host
+ * directories on the way to mount points are not returned unless
+ * MOUNT_POINT: the host can replace them, reuse_known_node() checks them. */
+static FbViewNode *
+pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_point)
+{
+  FbViewNode *node;
+
+  g_mutex_lock (&view->lock);
+  node = table_find_locked (view, parent, name);
+  if (node != NULL && node->pinned && (mount_point || node->kind != NODE_HOST))
+    g_atomic_int_inc (&node->ref);
+  else
+    node = NULL;
+  g_mutex_unlock (&view->lock);
+  return node;
+}
+
 static int
 mount_fd_dup (FbView *view, const FbPolicyMount *mount)
 {
@@ -685,7 +767,9 @@ fb_view_get_root (FbView *view)
         close (fd);
       node = node_new (view, NODE_SYNTHETIC, -1, NULL, node_state_new ("/", &d));
     }
-  return table_insert (view, NULL, "", node);
+  node = table_insert (view, NULL, "", node);
+  node_pin (view, node);
+  return node;
 }
 
 char *
@@ -1164,31 +1248,50 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
 {
   FbViewNode *node;
   NodeKind kind = NODE_HOST;
+  bool pin = false;
   int fd = -1;
 
   if (parent->kind == NODE_BLANK)
     return -ENOENT;
   if (is_blank_path (view, ci->path))
     kind = NODE_BLANK;
-  else if (ci->decision.is_mount_point)
+  else if (ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name))
     {
-      fd = mount_fd_dup (view, ci->decision.mount);
-      if (fd < 0)
-        kind = NODE_SYNTHETIC;
-    }
-  else if (name_in (pst->decision.mounted_children, name))
-    {
-      /* A directory on the way to a mount point: the host's own when it has
-       * one there, else made up. */
-      if (parent->kind == NODE_HOST)
-        fd = host_open_child (parent->fd, name);
-      if (fd >= 0)
+      node = pinned_find (view, parent, name, ci->decision.is_mount_point);
+      if (node != NULL)
         {
-          struct stat st;
-          if (fstat (fd, &st) < 0 || (!S_ISDIR (st.st_mode) && !mount_is_identity (ci->decision.mount)))
+          int r = ret_st != NULL ? node_stat (view, node, ret_st) : 0;
+          if (r < 0)
             {
-              close (fd);
-              fd = -1;
+              fb_view_node_unref (node);
+              return r;
+            }
+          *ret_node = node;
+          return 0;
+        }
+      pin = true;
+      if (ci->decision.is_mount_point)
+        fd = mount_fd_dup (view, ci->decision.mount);
+      else if (parent->kind == NODE_HOST)
+        {
+          /* A directory on the way to a mount point: the host's own when
+           * it has one there, else made up.  The host's can be replaced,
+           * so it is revalidated like any host name. */
+          node = reuse_known_node (view, parent, name, ret_st);
+          if (node != NULL)
+            {
+              *ret_node = node;
+              return 0;
+            }
+          fd = host_open_child (parent->fd, name);
+          if (fd >= 0)
+            {
+              struct stat st;
+              if (fstat (fd, &st) < 0 || (!S_ISDIR (st.st_mode) && !mount_is_identity (ci->decision.mount)))
+                {
+                  close (fd);
+                  fd = -1;
+                }
             }
         }
       if (fd < 0)
@@ -1212,9 +1315,16 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
     }
 
   if (kind == NODE_HOST)
-    return node_from_host_fd (view, parent, name, ci, fd, ret_node, ret_st);
+    {
+      int r = node_from_host_fd (view, parent, name, ci, fd, ret_node, ret_st);
+      if (r == 0 && pin)
+        node_pin (view, *ret_node);
+      return r;
+    }
 
   node = table_insert (view, parent, name, node_new (view, kind, -1, NULL, node_state_new (ci->path, &ci->decision)));
+  if (pin)
+    node_pin (view, node);
   if (ret_st != NULL)
     node_stat (view, node, ret_st);
   *ret_node = node;
@@ -1301,7 +1411,6 @@ fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbView
       g_autoptr (FbViewNode) next = NULL;
       const char *end;
       bool last, trailing_slash;
-      struct stat st;
       int r;
 
       while (*p == '/')
@@ -1327,7 +1436,8 @@ fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbView
           cur = up;
           continue;
         }
-      r = fb_view_lookup (view, caller, cur, comp, &next, &st);
+      /* no attributes wanted: a pinned node then costs no system call */
+      r = fb_view_lookup (view, caller, cur, comp, &next, NULL);
       if (r < 0)
         return r;
       if (S_ISLNK (next->type) && (!last || trailing_slash || !(flags & FB_VIEW_WALK_NOFOLLOW)))

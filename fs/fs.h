@@ -179,7 +179,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbView, fb_view_unref)
 
 FbPolicy *fb_view_get_policy (FbView *view);
 FbLogLevel fb_view_get_log_level (FbView *view);
-/* Number of live nodes (for tests and statistics). */
+/* Number of live nodes besides those the view keeps for its life (the root,
+ * mount points, synthetic directories): for tests and statistics. */
 guint fb_view_count_nodes (FbView *view);
 
 /* --- nodes ---------------------------------------------------------------- */

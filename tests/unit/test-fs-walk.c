@@ -1,0 +1,200 @@
+/* fusebox — fb_view_walk's reuse of nodes (fs-view.c "Pinned nodes"): the
+ * root, mount points and synthetic directories are kept for the view's life,
+ * a known host directory is reused only while the host still shows it at
+ * its name, and the policy holds on every walk through kept nodes. */
+#include "tests/unit/test-fs-util.h"
+
+/* A private /priv with a workspace mounted at /priv/a/b/ws from TMP/wsrc:
+ * /priv/a and /priv/a/b are synthetic (the private directory has neither). */
+static const char policy_text[] =
+  "{ \"version\": 1,\n"
+  "  \"protected_names\": { \".git\": \"hide\" },\n"
+  "  \"rules\": [\n"
+  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+  "  { \"path\": \"@H@/priv\", \"access\": \"write\", \"source\": \"private\", \"why\": \"private\" },\n"
+  "  { \"path\": \"@H@/priv/a/b/ws\", \"access\": \"write\", \"source\": \"@T@/wsrc\", \"why\": \"workspace\" },\n"
+  "  { \"glob\": \"@H@/priv/a/b/ws/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" } ] }\n";
+
+static void
+start (Fx *fx)
+{
+  write_host (fx, "wsrc/dir/a", "old\n");
+  write_host (fx, "wsrc/hidden-x", "secret\n");
+  write_host (fx, "wsrc/.git/config", "[core]\n");
+  write_host (fx, "host/priv/on-host-only", "the host's, never shown\n");
+  fx_start (fx, policy_text, "run", FB_LOG_LEVEL_ALL);
+}
+
+static void
+write_through_view (Fx *fx, const char *dir_rel, const char *name, const char *data)
+{
+  g_autoptr (FbViewNode) parent = fx_node (fx, dir_rel);
+  FbViewFile *file = NULL;
+
+  assert_errno (fb_view_create (fx->view, &fx->caller, parent, name, O_WRONLY | O_TRUNC, 0644, &file, NULL, NULL), 0);
+  assert_int_equal (fb_view_write (fx->view, file, data, strlen (data), 0), (gssize)strlen (data));
+  fb_view_release (fx->view, file);
+}
+
+/* The root, the mount point and the synthetic directories on the way are
+ * the same nodes on every walk, even with no reference held in between. */
+static void
+test_structural_nodes_kept (void **state)
+{
+  Fx *fx = *state;
+  static const char *const paths[] = { "/priv", "/priv/a", "/priv/a/b", "/priv/a/b/ws" };
+  guint64 first[G_N_ELEMENTS (paths)], root_gen;
+
+  start (fx);
+  /* no reference held between the walks: generations (unique per node,
+   * unlike addresses) tell whether a node was made again */
+  {
+    g_autoptr (FbViewNode) root = fb_view_get_root (fx->view);
+    root_gen = fb_view_node_get_generation (root);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (paths); i++)
+    {
+      g_autoptr (FbViewNode) node = fx_node (fx, paths[i]);
+      first[i] = fb_view_node_get_generation (node);
+      if (i == 1 || i == 2)
+        assert_true (fb_view_node_is_synthetic (node));
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (paths); i++)
+    {
+      g_autoptr (FbViewNode) node = fx_node (fx, paths[i]);
+      if (fb_view_node_get_generation (node) != first[i])
+        fail_msg ("%s was made again (generation %" G_GUINT64_FORMAT " then %" G_GUINT64_FORMAT ")", paths[i], first[i],
+                  fb_view_node_get_generation (node));
+    }
+  {
+    g_autoptr (FbViewNode) root = fb_view_get_root (fx->view);
+    assert_int_equal (fb_view_node_get_generation (root), root_gen);
+  }
+  /* what the view keeps for itself is not counted (fx_free checks 0) */
+  assert_int_equal (fb_view_count_nodes (fx->view), 0);
+}
+
+/* A directory the view knows (held through a node below it) replaced on
+ * the host by a new one of the same name: the next write lands in the new
+ * directory, not in the one renamed away. */
+static void
+test_replaced_directory_gets_the_write (void **state)
+{
+  Fx *fx = *state;
+  g_autoptr (FbViewNode) held = NULL;
+  g_autoptr (FbViewNode) old_dir = NULL;
+  g_autoptr (FbViewNode) new_dir = NULL;
+  g_autofree char *from = NULL, *to = NULL, *in_new = NULL, *in_old = NULL;
+
+  start (fx);
+  held = fx_node (fx, "/priv/a/b/ws/dir/a");
+  old_dir = fx_node (fx, "/priv/a/b/ws/dir");
+  /* known and current: the same node */
+  {
+    g_autoptr (FbViewNode) same = fx_node (fx, "/priv/a/b/ws/dir");
+    assert_ptr_equal (same, old_dir);
+  }
+
+  /* rm -rf dir && mkdir dir, keeping the old one to look into */
+  from = fx_host (fx, "wsrc/dir");
+  to = fx_host (fx, "wsrc/old-dir");
+  assert_int_equal (rename (from, to), 0);
+  mkdir_host (fx, "wsrc/dir");
+
+  write_through_view (fx, "/priv/a/b/ws/dir", "a", "new\n");
+  in_new = read_host (fx, "wsrc/dir/a");
+  in_old = read_host (fx, "wsrc/old-dir/a");
+  assert_non_null (in_new);
+  assert_string_equal (in_new, "new\n");
+  assert_string_equal (in_old, "old\n");
+
+  /* the stale node was replaced by one for the new directory */
+  new_dir = fx_node (fx, "/priv/a/b/ws/dir");
+  assert_ptr_not_equal (new_dir, old_dir);
+}
+
+/* Walks through the kept nodes still ask the policy: a hidden name below
+ * the mount point, a protected name and a host file that the private
+ * mount covers stay ENOENT, on the first walk and on later ones. */
+static void
+test_policy_through_kept_nodes (void **state)
+{
+  Fx *fx = *state;
+
+  start (fx);
+  /* they exist on the host, and are readable outside */
+  {
+    g_autofree char *secret = read_host (fx, "wsrc/hidden-x");
+    assert_non_null (secret);
+  }
+  {
+    g_autofree char *cfg = read_host (fx, "wsrc/.git/config");
+    g_autofree char *own = read_host (fx, "host/priv/on-host-only");
+    assert_non_null (cfg);
+    assert_non_null (own);
+  }
+  for (int round = 0; round < 2; round++)
+    {
+      FbViewNode *node = NULL;
+      TestEvent *e;
+
+      fx_clear_events (fx);
+      assert_errno (fx_walk (fx, "/priv/a/b/ws/hidden-x", &node), -ENOENT);
+      e = fx_find_event (fx, "lookup", "/priv/a/b/ws/hidden-x");
+      assert_non_null (e);
+      assert_int_equal (e->decision, FB_DECISION_HIDE);
+      assert_string_equal (e->why, "hidden entries");
+      assert_errno (fx_walk (fx, "/priv/a/b/ws/.git", &node), -ENOENT);
+      assert_errno (fx_walk (fx, "/priv/a/b/ws/.git/config", &node), -ENOENT);
+      assert_errno (fx_walk (fx, "/priv/on-host-only", &node), -ENOENT);
+      assert_errno (fx_walk (fx, "/priv/a/nothing", &node), -ENOENT);
+      {
+        g_autoptr (FbViewNode) ws = fx_node (fx, "/priv/a/b/ws");
+        FbViewFile *file = NULL;
+        assert_errno (fb_view_create (fx->view, &fx->caller, ws, "hidden-y", O_WRONLY, 0644, &file, NULL, NULL),
+                      -EACCES);
+        assert_errno (fb_view_create (fx->view, &fx->caller, ws, ".git", O_WRONLY, 0644, &file, NULL, NULL), -EACCES);
+      }
+      /* and what is allowed still is */
+      {
+        g_autoptr (FbViewNode) a = fx_node (fx, "/priv/a/b/ws/dir/a");
+        assert_true (S_ISREG (fb_view_node_get_type (a)));
+      }
+    }
+  assert_false (host_exists (fx, "wsrc/hidden-y"));
+}
+
+/* A view whose last outside reference goes while a caller still holds a
+ * kept node: the node (and the view under it) stays usable until then. */
+static void
+test_kept_node_outlives_view_reference (void **state)
+{
+  Fx *fx = *state;
+  FbViewNode *ws;
+  FbView *view;
+
+  start (fx);
+  ws = fx_node (fx, "/priv/a/b/ws");
+  view = g_steal_pointer (&fx->view);
+  fb_view_unref (view);
+  assert_true (S_ISDIR (fb_view_node_get_type (ws)));
+  {
+    g_autofree char *path = fb_view_node_dup_path (ws);
+    g_autofree char *want = fx_vpath (fx, "/priv/a/b/ws");
+    assert_string_equal (path, want);
+  }
+  fb_view_node_unref (ws); /* frees the view too (valgrind, ASan) */
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_structural_nodes_kept, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_replaced_directory_gets_the_write, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_policy_through_kept_nodes, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_kept_node_outlives_view_reference, fx_setup, fx_teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
