@@ -1,7 +1,7 @@
 /* fusebox — the remote API's fs/... methods, over FbView.
  *
  * Every call goes through the view of its sandbox (ipc-rpc-sandbox.c), in
- * this process, on a worker thread (ipc-rpc.c, "pipelining": one request
+ * this process, on a worker thread (ipc-rpc-pipeline.c: one request
  * of a connection at a time, in the order received, so the connection's
  * handle table needs no lock), or on the loop thread when the server has
  * no workers: the same enforcement point as the FUSE

@@ -1,7 +1,7 @@
 /* fusebox — the remote API's internals, shared by ipc-rpc*.c, ipc-fsapi.c,
  * ipc-session.c, ipc-process.c and their unit tests.  Everything here runs
  * on the server's loop thread unless a comment says otherwise: the fs/...
- * methods run on a worker (ipc-rpc.c, "pipelining"), one request of a
+ * methods run on a worker (ipc-rpc-pipeline.c), one request of a
  * connection at a time and never while the loop thread runs a request of
  * the same connection, so a connection's own state needs no lock for them;
  * what several connections share has its own (named beside each field).
@@ -77,7 +77,7 @@ struct FbRpcServer
   GQueue sandbox_lru;
   FbRpcSandbox *base; /* no sandbox parameter: the server's policy */
 
-  /* Pipelining (ipc-rpc.c): the workers that run fs/... requests (NULL:
+  /* Pipelining (ipc-rpc-pipeline.c): the workers that run fs/... requests (NULL:
    * every request runs on the loop thread), and how they hand finished
    * requests back: a connection with answers to send goes on `ready`
    * (guarded by ready_lock, with a reference) and `wake` (a source on the
@@ -132,7 +132,7 @@ struct FbRpcConn
   GList *deferred;     /* FbRpcDeferred* (process/read long polls; loop thread) */
   guint n_subscriptions;
 
-  /* The pipeline (ipc-rpc.c).  `lock` guards jobs, job_bytes, answer_bytes,
+  /* The pipeline (ipc-rpc-pipeline.c).  `lock` guards jobs, job_bytes, answer_bytes,
    * scheduled and stopping; `cond` is signalled when a job finishes or the worker stops.
    * in_ready is guarded by the server's ready_lock. */
   GMutex lock;
@@ -169,12 +169,33 @@ JsonNode *fb_rpc_json_parse_message (const char *text, gsize len, FbRpcJsonReuse
  * fb_rpc_json_parse, else by json-glib's parser.  Default true. */
 extern bool fb_rpc_parse_fast;
 
-/* --- replies (ipc-rpc.c) ---------------------------------------------------- */
+/* --- messages (ipc-rpc.c) -------------------------------------------------- */
+
+/* fb_rpc_message_parse, with DATA known to be UTF-8 when UTF8_CHECKED, and
+ * REUSE (may be NULL) used and updated for params.sandbox. */
+bool fb_rpc_message_parse_reuse (const char *data, gsize len, bool utf8_checked, FbRpcJsonReuse *reuse,
+                                 FbRpcMessage *ret, int *ret_code, char **ret_message, JsonNode **ret_id);
+/* Run (and answer) a decoded request or notification, on the thread that
+ * called. */
+void fb_rpc_conn_run_message (FbRpcConn *conn, FbRpcMessage *msg);
+
+/* --- the pipeline (ipc-rpc-pipeline.c) ------------------------------------- */
 
 /* Loop thread: run (and answer) every request CONN received so far, waiting
  * for its worker as needed.  For tests and the fuzzer, which want answers
  * at once; the server itself waits only at the bound on queued requests. */
 void fb_rpc_conn_wait_idle (FbRpcConn *conn);
+/* On a worker running one of CONN's requests: keep TEXT (taken) with the
+ * request and return true; anywhere else false. */
+bool fb_rpc_conn_capture_answer (FbRpcConn *conn, char *text);
+/* Drop a reference; the last frees CONN (fb_rpc_conn_closed has run). */
+void fb_rpc_conn_unref (FbRpcConn *conn);
+/* fb_rpc_server_new / _free: the ready queue, the wake source and the
+ * worker pool. */
+void fb_rpc_server_pipeline_init (FbRpcServer *server);
+void fb_rpc_server_pipeline_clear (FbRpcServer *server);
+
+/* --- replies (ipc-rpc.c) ---------------------------------------------------- */
 
 /* Queue TEXT (taken) for CONN; a client whose queue passes FB_RPC_QUEUE_MAX
  * is disconnected as a slow reader.  On a worker, while it runs one of

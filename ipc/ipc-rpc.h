@@ -5,6 +5,8 @@
  * Layers, each in its own file:
  *   ipc-rpc.c            messages: decoding, encoding, error codes, the method
  *                        table, per-connection state and its bounded output queue
+ *   ipc-rpc-pipeline.c   each connection's ordered queue of requests, the worker
+ *                        pool that runs its fs/... requests, the answers' hand-back
  *   ipc-rpc-json.c       the JSON decoder (strict, and faster than json-glib's)
  *   ipc-rpc-sandbox.c    a call's `sandbox` → a narrowed policy → a cached FbView;
  *                        the tee sink that sees a call's policy denial
@@ -16,7 +18,7 @@
  * Threads: everything here is called on the thread that owns the
  * GMainContext the server was made with (the main loop).  fs/... requests
  * run on a small pool of workers (one per CPU, shared by every connection,
- * ipc-rpc.c), one request of a connection at a time and in the order
+ * ipc-rpc-pipeline.c), one request of a connection at a time and in the order
  * received; the answers leave from the loop thread in the order of the
  * requests.  The other threads are the FUSE workers of the sandboxes
  * started by process/start, which reach this code only through the access
