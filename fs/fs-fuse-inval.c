@@ -1,0 +1,398 @@
+/* fusebox — the libfuse adapter's invalidations: what the kernel caches
+ * about objects changed other than through its mount (fs-fuse.c "Caching").
+ *
+ * Design:
+ *  - Invalidation.  Every view reports the host objects it changes
+ *    (fb_view_listen, fs/fs-view-notify.c).  For each change the listener
+ *    of this session finds the nodes of its view that show the object (by
+ *    st_dev/st_ino) and that its kernel knows, and queues
+ *    fuse_lowlevel_notify_inval_inode for them (data and attributes for a
+ *    write or truncate, attributes only otherwise), skipping the node the
+ *    change was made through in this session; for a name made, removed or
+ *    renamed through another view it queues inval_entry for that name in
+ *    every node of the directory, and inval_inode for the directory (its
+ *    attributes and cached listing).  The queue is bounded (INVAL_QUEUE_MAX
+ *    entries, coalesced per inode and name; past it a change shows at the
+ *    timeout) and drained by one notifier thread per session, never by a
+ *    worker; an operation only appends to it.  fb_fuse_free() stops
+ *    listening, then ends the thread; a connection that has ended answers
+ *    a notification at once.
+ *    Host changes by other processes come through the same listeners with
+ *    no origin (fs-watch.c); nobody waits for their delivery.  A lost event
+ *    (fanotify's queue overflowed: FB_VIEW_CHANGE_ALL), or this queue
+ *    full, sets inval_all: the notifier then invalidates every inode the
+ *    kernel knows and expires every name (inval_everything).
+ */
+#include "fs/fs-fuse-private.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static InvalSync *
+inval_sync_ref (InvalSync *s)
+{
+  g_atomic_int_inc (&s->ref);
+  return s;
+}
+
+void
+inval_sync_unref (InvalSync *s)
+{
+  if (s != NULL && g_atomic_int_dec_and_test (&s->ref))
+    {
+      g_mutex_clear (&s->lock);
+      g_cond_clear (&s->cond);
+      g_free (s);
+    }
+}
+
+/* The longest a changing thread waits for its invalidations: they take
+ * microseconds, but one for a directory waits in the kernel for that
+ * directory's lock, whose holder may be waiting for an answer from this
+ * very thread (two sessions changing each other's views at once). */
+#define INVAL_WAIT_US (1000 * 1000)
+
+typedef struct
+{
+  InvalSync *sync;
+  guint64 seq;
+} InvalWait;
+
+static void
+inval_wait (gpointer data, gpointer unused)
+{
+  InvalWait *w = data;
+  gint64 until = g_get_monotonic_time () + INVAL_WAIT_US;
+
+  g_mutex_lock (&w->sync->lock);
+  while (w->sync->done < w->seq && !w->sync->stopped)
+    if (!g_cond_wait_until (&w->sync->cond, &w->sync->lock, until))
+      break;
+  g_mutex_unlock (&w->sync->lock);
+}
+
+static void
+inval_wait_free (gpointer data)
+{
+  InvalWait *w = data;
+
+  inval_sync_unref (w->sync);
+  g_free (w);
+}
+
+/* Most invalidations queued at once; past it they are dropped (the change
+ * then shows when the cache times out).  Coalescing keeps a burst of writes
+ * to one file at one entry. */
+#define INVAL_QUEUE_MAX 4096
+
+typedef struct
+{
+  guint64 seq;
+  char *key; /* "i:INO" or "e:INO:NAME", for coalescing */
+  fuse_ino_t ino;
+  off_t off;  /* inodes: 0 drops cached data too, -1 attributes only */
+  char *name; /* NULL: the inode; else the entry NAME in directory INO */
+} Inval;
+
+/* --- invalidation -------------------------------------------------------------- */
+
+static void
+inval_free (Inval *iv)
+{
+  g_free (iv->key);
+  g_free (iv->name);
+  g_free (iv);
+}
+
+/* Called from the view's change listener (any thread): queue, never block.
+ * Returns the sequence number to wait for (0: nothing to wait for). */
+static guint64
+inval_push (FbFuse *f, fuse_ino_t ino, off_t off, const char *name)
+{
+  guint64 seq = 0;
+  g_autofree char *key = name != NULL ? g_strdup_printf ("e:%" G_GUINT64_FORMAT ":%s", (guint64)ino, name)
+                                      : g_strdup_printf ("i:%" G_GUINT64_FORMAT, (guint64)ino);
+  Inval *iv;
+
+  g_mutex_lock (&f->inval_lock);
+  if (f->inval_stop)
+    ;
+  else if ((iv = g_hash_table_lookup (f->inval_pending, key)) != NULL)
+    {
+      if (off == 0)
+        iv->off = 0; /* the data too */
+      seq = iv->seq;
+    }
+  else if (f->inval_all)
+    ; /* everything goes anyway */
+  else if (f->inval_queue.length >= INVAL_QUEUE_MAX)
+    {
+      /* rather than let a change wait for a long timeout */
+      f->inval_dropped++;
+      f->inval_all = true;
+      g_cond_signal (&f->inval_cond);
+    }
+  else
+    {
+      iv = g_new0 (Inval, 1);
+      iv->key = g_steal_pointer (&key);
+      iv->ino = ino;
+      iv->off = off;
+      iv->name = g_strdup (name);
+      iv->seq = seq = ++f->inval_seq;
+      g_hash_table_insert (f->inval_pending, iv->key, iv);
+      g_queue_push_tail (&f->inval_queue, iv);
+      g_cond_signal (&f->inval_cond);
+    }
+  g_mutex_unlock (&f->inval_lock);
+  return seq;
+}
+
+static fuse_ino_t
+node_ino (FbFuse *f, FbViewNode *node)
+{
+  return node == f->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)node;
+}
+
+/* Does this session's kernel know NODE? */
+static bool
+kernel_knows (FbFuse *f, FbViewNode *node)
+{
+  return node == f->root || fb_view_node_get_kernel_count (node) > 0;
+}
+
+typedef struct
+{
+  FbFuse *f;
+  FbViewNode *skip; /* the node the change was made through, in our view: the kernel knows already */
+  off_t off;
+  const char *name;
+  guint64 seq; /* the highest queued */
+} Collect;
+
+static void
+collect_inode (FbViewNode *node, gpointer data)
+{
+  Collect *c = data;
+
+  if (node != c->skip && kernel_knows (c->f, node))
+    c->seq = MAX (c->seq, inval_push (c->f, node_ino (c->f, node), c->off, NULL));
+}
+
+static void
+collect_entry (FbViewNode *node, gpointer data)
+{
+  Collect *c = data;
+
+  if (!S_ISDIR (fb_view_node_get_type (node)) || !kernel_knows (c->f, node))
+    return;
+  /* the name (a negative entry too), the directory's attributes and listing */
+  c->seq = MAX (c->seq, inval_push (c->f, node_ino (c->f, node), 0, c->name));
+  c->seq = MAX (c->seq, inval_push (c->f, node_ino (c->f, node), 0, NULL));
+}
+
+/* A view (ours or another over the same host files) changed a host object.
+ * Changes made through our own mount reach the kernel with the reply,
+ * except for the other names of a hard-linked inode (other FUSE inodes). */
+static void
+on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, const FbViewChange *change,
+                gpointer user_data)
+{
+  FbFuse *f = user_data;
+  Collect c = { f, origin == listener_view ? origin_node : NULL, -1, NULL, 0 };
+
+  if (change->what & FB_VIEW_CHANGE_ALL)
+    {
+      g_mutex_lock (&f->inval_lock);
+      f->inval_all = true;
+      g_cond_signal (&f->inval_cond);
+      g_mutex_unlock (&f->inval_lock);
+      return;
+    }
+
+  if (change->ino != 0 && (change->what & (FB_VIEW_CHANGE_DATA | FB_VIEW_CHANGE_ATTR)))
+    {
+      c.off = (change->what & FB_VIEW_CHANGE_DATA) ? 0 : -1;
+      fb_view_find_object (listener_view, change->dev, change->ino, collect_inode, &c);
+    }
+  if ((change->what & FB_VIEW_CHANGE_NAME) && origin != listener_view && change->name != NULL)
+    {
+      c.name = change->name;
+      fb_view_find_object (listener_view, change->parent_dev, change->parent_ino, collect_entry, &c);
+    }
+  if (c.seq != 0 && origin != NULL)
+    {
+      /* the changing thread waits (outside every lock) for the delivery */
+      InvalWait *w = g_new0 (InvalWait, 1);
+      w->sync = inval_sync_ref (f->sync);
+      w->seq = c.seq;
+      fb_view_change_defer (inval_wait, w, inval_wait_free);
+    }
+}
+
+typedef struct
+{
+  fuse_ino_t ino;
+  fuse_ino_t parent; /* 0 for the root */
+  char *name;
+} Known;
+
+static void
+collect_known (FbViewNode *node, FbViewNode *parent, const char *name, gpointer data)
+{
+  GArray *a = data;
+  Known k = { 0 };
+
+  k.ino = (fuse_ino_t)(uintptr_t)node;
+  if (parent != NULL)
+    {
+      k.parent = (fuse_ino_t)(uintptr_t)parent;
+      k.name = g_strdup (name);
+    }
+  g_array_append_val (a, k);
+}
+
+static void
+known_clear (gpointer p)
+{
+  g_free (((Known *)p)->name);
+}
+
+/* Host events were lost (the kernel's fanotify queue or ours overflowed):
+ * drop the attributes and data of every inode the kernel knows, and let
+ * every name it knows expire (revalidated at the next use; expiring rather
+ * than invalidating keeps mounts made on them in the sandbox).  Bounded by
+ * the node count; the list is made under the view lock, delivered outside
+ * it (an address forgotten meanwhile is answered ENOENT, one reused gets a
+ * needless invalidation). */
+static void
+inval_everything (FbFuse *f)
+{
+  g_autoptr (GArray) known = g_array_new (FALSE, FALSE, sizeof (Known));
+
+  g_array_set_clear_func (known, known_clear);
+  fb_view_foreach_known (f->view, collect_known, known);
+  for (guint i = 0; i < known->len; i++)
+    {
+      Known *k = &g_array_index (known, Known, i);
+      fuse_ino_t ino = k->parent == 0 ? FUSE_ROOT_ID : k->ino;
+      fuse_ino_t parent = (FbViewNode *)(uintptr_t)k->parent == f->root ? FUSE_ROOT_ID : k->parent;
+      (void)fuse_lowlevel_notify_inval_inode (f->se, ino, 0, 0);
+      if (k->name != NULL)
+        (void)fuse_lowlevel_notify_expire_entry (f->se, parent, k->name, strlen (k->name), FUSE_LL_EXPIRE_ONLY);
+    }
+}
+
+/* The notifier thread: delivers the queued invalidations outside every FUSE
+ * operation (fs.h: never from inside one, where the kernel may hold the
+ * directory lock that an invalidation needs).  A thread of its own rather
+ * than the main loop: fs/ serves sessions with no main loop of its own
+ * (`fusebox mount`), and an invalidation may wait in the kernel for a
+ * directory lock until a worker answers the request holding it, which
+ * would stall the log writer and the API if it ran on the loop.  A
+ * connection that has ended answers at once (ENODEV/ENOENT, ignored). */
+static gpointer
+inval_thread (gpointer data)
+{
+  FbFuse *f = data;
+
+  g_mutex_lock (&f->inval_lock);
+  for (;;)
+    {
+      Inval *iv;
+      while (f->inval_queue.length == 0 && !f->inval_all && !f->inval_stop)
+        g_cond_wait (&f->inval_cond, &f->inval_lock);
+      if (f->inval_stop)
+        break;
+      if (f->inval_all)
+        {
+          guint64 seq = f->inval_seq;
+          f->inval_all = false;
+          g_hash_table_remove_all (f->inval_pending);
+          g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
+          g_mutex_unlock (&f->inval_lock);
+          inval_everything (f);
+          g_mutex_lock (&f->sync->lock);
+          f->sync->done = MAX (f->sync->done, seq);
+          g_cond_broadcast (&f->sync->cond);
+          g_mutex_unlock (&f->sync->lock);
+          g_mutex_lock (&f->inval_lock);
+          continue;
+        }
+      iv = g_queue_pop_head (&f->inval_queue);
+      g_hash_table_remove (f->inval_pending, iv->key);
+      g_mutex_unlock (&f->inval_lock);
+      if (iv->name != NULL)
+        (void)fuse_lowlevel_notify_inval_entry (f->se, iv->ino, iv->name, strlen (iv->name));
+      else
+        (void)fuse_lowlevel_notify_inval_inode (f->se, iv->ino, iv->off, 0);
+      g_mutex_lock (&f->sync->lock);
+      f->sync->done = iv->seq;
+      g_cond_broadcast (&f->sync->cond);
+      g_mutex_unlock (&f->sync->lock);
+      inval_free (iv);
+      g_mutex_lock (&f->inval_lock);
+    }
+  g_mutex_unlock (&f->inval_lock);
+  g_mutex_lock (&f->sync->lock);
+  f->sync->stopped = true;
+  g_cond_broadcast (&f->sync->cond);
+  g_mutex_unlock (&f->sync->lock);
+  return NULL;
+}
+
+/* Start listening once the session exists (fb_fuse_mount). */
+int
+inval_start (FbFuse *f)
+{
+  g_autoptr (GError) error = NULL;
+  sigset_t block, old;
+
+  if (f->listening)
+    return 0;
+  sigfillset (&block);
+  pthread_sigmask (SIG_BLOCK, &block, &old);
+  f->inval_thread = g_thread_try_new ("fusebox-inval", inval_thread, f, &error);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  if (f->inval_thread == NULL)
+    return -EAGAIN;
+  /* host changes: only when we choose the timeouts (fs-fuse.c "Caching") */
+  if ((f->options.entry_timeout < 0 || f->options.attr_timeout < 0) && fb_watch_start ())
+    {
+      f->coherent = true;
+      fb_watch_view (f->view);
+    }
+  fb_view_listen (f->view, on_view_change, f);
+  f->listening = true;
+  return 0;
+}
+
+/* Before the session goes: no more changes come in, the thread ends, what
+ * is left in the queue is dropped (the kernel's caches go with the
+ * connection). */
+void
+inval_finish (FbFuse *f)
+{
+  if (f->listening)
+    {
+      fb_view_unlisten (f->view, on_view_change, f);
+      f->listening = false;
+    }
+  g_mutex_lock (&f->inval_lock);
+  f->inval_stop = true;
+  g_cond_signal (&f->inval_cond);
+  g_mutex_unlock (&f->inval_lock);
+  if (f->inval_thread != NULL)
+    {
+      g_thread_join (f->inval_thread);
+      f->inval_thread = NULL;
+    }
+  g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
+  g_hash_table_remove_all (f->inval_pending);
+  g_mutex_lock (&f->sync->lock);
+  f->sync->stopped = true;
+  g_cond_broadcast (&f->sync->cond);
+  g_mutex_unlock (&f->sync->lock);
+}

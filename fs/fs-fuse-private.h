@@ -1,0 +1,59 @@
+/* fusebox — internals shared by the libfuse adapter's files (fs-fuse*.c). */
+#pragma once
+
+#include "fs/fs-private.h"
+
+#include <fuse_lowlevel.h>
+
+G_BEGIN_DECLS
+
+struct FbFuse
+{
+  FbView *view;
+  FbViewNode *root; /* FUSE_ROOT_ID */
+  FbFuseOptions options;
+  char *fsname;
+  struct fuse_session *se;
+  char *mountpoint;    /* set by fb_fuse_mount (not for /dev/fd/N) */
+  bool unmounted;      /* we unmounted it (fb_fuse_stop) */
+  dev_t conn_dev;      /* the mount's device: /sys/fs/fuse/connections/<minor> */
+  bool stateless_dirs; /* the kernel opens directories without asking us */
+  GMutex files_lock;
+  GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
+  GThread *thread;
+  FbFuseDoneFunc done;
+  gpointer done_data;
+  int result;
+
+  /* Invalidations for the kernel (fs-fuse-inval.c) */
+  GMutex inval_lock;
+  GCond inval_cond;
+  GQueue inval_queue;        /* inval_lock: Inval* */
+  GHashTable *inval_pending; /* inval_lock: keys of the queued ones */
+  bool inval_stop;           /* inval_lock */
+  guint64 inval_dropped;     /* inval_lock: queue full */
+  GThread *inval_thread;
+  bool listening;
+  bool inval_all;         /* inval_lock: invalidate everything the kernel knows (host events lost) */
+  bool coherent;          /* host changes are watched (fs-watch.c): long timeouts where covered */
+  guint64 inval_seq;      /* inval_lock: the last one queued */
+  struct InvalSync *sync; /* delivery progress, for the threads that wait on it */
+};
+
+/* How far the notifier got, shared with waiting threads (which may outlive
+ * the FbFuse, hence the reference count). */
+typedef struct InvalSync
+{
+  gint ref;
+  GMutex lock;
+  GCond cond;
+  guint64 done; /* lock: the last one delivered */
+  bool stopped; /* lock */
+} InvalSync;
+
+/* fs-fuse-inval.c */
+void inval_sync_unref (InvalSync *s);
+int inval_start (FbFuse *f);
+void inval_finish (FbFuse *f);
+
+G_END_DECLS
