@@ -218,6 +218,15 @@ bool host_name_exists (FbViewNode *parent, const char *name);
 int create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
                      const char *name, const ChildInfo *ci, const char *op, const char *target_path);
 
+/* fs-view.c: the node table, shared with fs-view-lookup.c (view->lock held
+ * for table_find_locked) */
+FbViewNode *node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState *state);
+FbViewNode *table_find_locked (FbView *view, FbViewNode *parent, const char *name);
+FbViewNode *table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fresh);
+void node_pin (FbView *view, FbViewNode *node);
+FbViewNode *pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_point);
+int mount_fd_dup (FbView *view, const FbPolicyMount *mount);
+
 int lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
                   FbViewNode **ret_node, struct stat *ret_st);
 int node_stat (FbView *view, FbViewNode *node, struct stat *ret_st);

@@ -24,6 +24,7 @@
  *    by the policy's rules (and FB_VIEW_PINNED_MAX).  Each holds a
  *    reference to the view and the view one to each; fb_view_unref breaks
  *    that cycle when only pinned nodes are left holding the view.
+ *  - Policy checks, lookups and the walk: fs-view-lookup.c.
  *  - Threads: any.  Lock order: view->lock (table and tree), then a node's
  *    lock (state, stamps).  The sink is never called with either held.
  */
@@ -454,7 +455,7 @@ fb_view_count_nodes (FbView *view)
 
 /* --- nodes and the table --------------------------------------------------- */
 
-static FbViewNode *
+FbViewNode *
 node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState *state)
 {
   FbViewNode *node = g_new0 (FbViewNode, 1);
@@ -545,7 +546,7 @@ detach_locked (FbView *view, FbViewNode *node)
   node->in_table = false;
 }
 
-static FbViewNode *
+FbViewNode *
 table_find_locked (FbView *view, FbViewNode *parent, const char *name)
 {
   FbViewNode key = { 0 };
@@ -646,7 +647,7 @@ fb_view_node_watched (FbViewNode *node, const struct stat *st)
 /* Put FRESH (one reference, not in the table) at (PARENT, NAME), or return
  * the node already there when it shows the same host object (FRESH is then
  * freed).  Returns a new reference either way. */
-static FbViewNode *
+FbViewNode *
 table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fresh)
 {
   FbViewNode *existing;
@@ -693,7 +694,7 @@ view_detach_name (FbView *view, FbViewNode *parent, const char *name)
 
 /* Keep NODE (just returned by table_insert, in the table) for the view's
  * life: see "Pinned nodes" above.  Only for nodes that can't go stale. */
-static void
+void
 node_pin (FbView *view, FbViewNode *node)
 {
   g_mutex_lock (&view->lock);
@@ -713,7 +714,7 @@ node_pin (FbView *view, FbViewNode *node)
 /* The pinned node at (PARENT, NAME), a new reference, or NULL.  Pinned host
  * directories on the way to mount points are not returned unless
  * MOUNT_POINT: the host can replace them, reuse_known_node() checks them. */
-static FbViewNode *
+FbViewNode *
 pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_point)
 {
   FbViewNode *node;
@@ -728,7 +729,7 @@ pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_poin
   return node;
 }
 
-static int
+int
 mount_fd_dup (FbView *view, const FbPolicyMount *mount)
 {
   int fd;
@@ -970,508 +971,6 @@ node_stat (FbView *view, FbViewNode *node, struct stat *ret_st)
   ret_st->st_ino = node->ino;
   ret_st->st_blksize = 4096;
   ret_st->st_atim = ret_st->st_mtim = ret_st->st_ctim = view->started;
-  return 0;
-}
-
-/* --- policy checks ---------------------------------------------------------- */
-
-int
-check_access (const NodeState *st, Need need, FbDecision *ret_decision)
-{
-  FbPolicyAccess a = st->decision.access;
-  FbDecision d = FB_DECISION_ALLOW;
-  int r = 0;
-
-  if (a == FB_POLICY_ACCESS_HIDE && !st->decision.traversable)
-    {
-      d = FB_DECISION_HIDE;
-      r = -ENOENT;
-    }
-  else
-    switch (need)
-      {
-        case NEED_STAT:
-          break;
-        case NEED_LIST:
-          if (st->decision.traversable)
-            break;
-          G_GNUC_FALLTHROUGH;
-        case NEED_READ:
-          if (a != FB_POLICY_ACCESS_READ && a != FB_POLICY_ACCESS_WRITE)
-            {
-              d = FB_DECISION_DENY;
-              r = -EACCES;
-            }
-          break;
-        case NEED_WRITE:
-          if (a == FB_POLICY_ACCESS_READ)
-            {
-              d = FB_DECISION_READONLY;
-              r = -EROFS;
-            }
-          else if (a != FB_POLICY_ACCESS_WRITE)
-            {
-              d = FB_DECISION_DENY;
-              r = -EACCES;
-            }
-          break;
-      }
-  if (ret_decision != NULL)
-    *ret_decision = d;
-  return r;
-}
-
-void
-child_info_clear (ChildInfo *ci)
-{
-  g_clear_pointer (&ci->path, g_free);
-}
-
-int
-decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret)
-{
-  int r = check_name (name);
-
-  memset (ret, 0, sizeof *ret);
-  if (r < 0)
-    return r;
-  if (!S_ISDIR (parent->type))
-    return -ENOTDIR;
-  if (strlen (pst->path) + 1 + strlen (name) > FB_VIEW_PATH_MAX)
-    return -ENAMETOOLONG;
-  ret->path = join_path (pst->path, name);
-  fb_policy_decide_child (view->policy, &pst->decision, pst->path, name, &ret->decision);
-  return 0;
-}
-
-/* What an existing name needs to be entered from its directory: the
- * directory is visible and, when it is traversable, the name is one of its
- * reachable children. */
-static int
-check_enter (const NodeState *pst, const char *name, FbDecision *ret_decision)
-{
-  const FbPolicyDecision *d = &pst->decision;
-
-  *ret_decision = FB_DECISION_ALLOW;
-  if (d->access == FB_POLICY_ACCESS_HIDE && !d->traversable)
-    {
-      *ret_decision = FB_DECISION_HIDE;
-      return -ENOENT;
-    }
-  if (d->traversable)
-    {
-      if (name_in (d->reachable_children, name))
-        return 0;
-      if (d->access == FB_POLICY_ACCESS_HIDE)
-        {
-          *ret_decision = FB_DECISION_HIDE;
-          return -ENOENT;
-        }
-      *ret_decision = FB_DECISION_DENY;
-      return -EACCES;
-    }
-  if (d->access == FB_POLICY_ACCESS_DENY)
-    {
-      /* A denied directory shows its own name, not what is inside. */
-      *ret_decision = FB_DECISION_DENY;
-      return -EACCES;
-    }
-  return 0;
-}
-
-bool
-decision_is_hidden (const FbPolicyDecision *d)
-{
-  return d->access == FB_POLICY_ACCESS_HIDE && !d->traversable;
-}
-
-static int
-write_errno (FbPolicyAccess a, FbDecision *ret_decision)
-{
-  if (a == FB_POLICY_ACCESS_READ)
-    {
-      *ret_decision = FB_DECISION_READONLY;
-      return -EROFS;
-    }
-  *ret_decision = FB_DECISION_DENY;
-  return -EACCES;
-}
-
-int
-check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
-{
-  *ret_decision = FB_DECISION_ALLOW;
-  *ret_rule = ci->decision.rule;
-  if (decision_is_hidden (&ci->decision))
-    {
-      /* A hidden name can't be made to exist: EACCES, whether or not the
-       * host holds something there (ENOENT or EEXIST would tell). */
-      *ret_decision = FB_DECISION_DENY;
-      return -EACCES;
-    }
-  if (ci->decision.access != FB_POLICY_ACCESS_WRITE || ci->decision.traversable)
-    return write_errno (ci->decision.access, ret_decision);
-  if (pst->decision.access != FB_POLICY_ACCESS_WRITE || pst->decision.traversable)
-    {
-      *ret_rule = pst->decision.rule;
-      return write_errno (pst->decision.access, ret_decision);
-    }
-  return 0;
-}
-
-int
-check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
-{
-  int r;
-
-  *ret_rule = pst->decision.rule;
-  r = check_enter (pst, strrchr (ci->path, '/') + 1, ret_decision);
-  if (r < 0)
-    return r;
-  *ret_rule = ci->decision.rule;
-  if (decision_is_hidden (&ci->decision))
-    {
-      *ret_decision = FB_DECISION_HIDE;
-      return -ENOENT;
-    }
-  if (ci->decision.access != FB_POLICY_ACCESS_WRITE || ci->decision.traversable)
-    return write_errno (ci->decision.access, ret_decision);
-  if (pst->decision.access != FB_POLICY_ACCESS_WRITE || pst->decision.traversable)
-    {
-      *ret_rule = pst->decision.rule;
-      return write_errno (pst->decision.access, ret_decision);
-    }
-  return 0;
-}
-
-static bool
-is_blank_path (FbView *view, const char *path)
-{
-  return name_in ((const char *const *)view->blank_paths, path);
-}
-
-/* Names that exist in the view whatever the host holds (mount points, the
- * directories leading to them, /proc /sys /dev): they can't be created,
- * removed or renamed through the view. */
-bool
-child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name)
-{
-  return ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name) ||
-         is_blank_path (view, ci->path);
-}
-
-static bool
-dev_is_blank (FbView *view, dev_t dev)
-{
-  for (guint i = 0; i < G_N_ELEMENTS (view->blank_devs); i++)
-    if (view->blank_devs[i] != 0 && view->blank_devs[i] == dev)
-      return true;
-  return false;
-}
-
-static bool
-mount_is_identity (const FbPolicyMount *m)
-{
-  return m != NULL && m->host_path != NULL && strcmp (m->host_path, m->view_path) == 0;
-}
-
-/* A node for a host object just opened (FD, O_PATH) at NAME in PARENT.
- * Takes FD. */
-int
-node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
-                   FbViewNode **ret_node, struct stat *ret_st)
-{
-  _fb_cleanup_fd_ int owned = fd;
-  struct stat st;
-  FbViewNode *node;
-
-  if (fstat (owned, &st) < 0)
-    return -errno;
-  if (dev_is_blank (view, st.st_dev))
-    node = node_new (view, NODE_BLANK, -1, NULL, node_state_new (ci->path, &ci->decision));
-  else if (!S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL && parent->kind == NODE_HOST &&
-           parent->fd >= 0)
-    {
-      /* A non-directory holds no descriptor (fs.h, Descriptors): it is
-       * opened again from its parent when an operation needs it. */
-      node = node_new (view, NODE_HOST, -1, &st, node_state_new (ci->path, &ci->decision));
-      node->reopen = true;
-    }
-  else
-    node = node_new (view, NODE_HOST, fb_steal_fd (&owned), &st, node_state_new (ci->path, &ci->decision));
-  node = table_insert (view, parent, name, node);
-  if (ret_st != NULL)
-    {
-      /* the node in the table shows the object just stat'ed (or a blank) */
-      int r = node->kind == NODE_HOST ? (*ret_st = st, 0) : node_stat (view, node, ret_st);
-      if (r < 0)
-        {
-          fb_view_node_unref (node);
-          return r;
-        }
-    }
-  *ret_node = node;
-  return 0;
-}
-
-/* The node at (PARENT, NAME) when it still shows the host object there:
- * one fstatat instead of opening the name again.  Returns a reference. */
-static FbViewNode *
-reuse_known_node (FbView *view, FbViewNode *parent, const char *name, struct stat *ret_st)
-{
-  FbViewNode *node;
-  struct stat st;
-
-  g_mutex_lock (&view->lock);
-  node = table_find_locked (view, parent, name);
-  if (node != NULL)
-    g_atomic_int_inc (&node->ref);
-  g_mutex_unlock (&view->lock);
-  if (node == NULL)
-    return NULL;
-  if (node->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == node->ino &&
-      st.st_dev == node->dev && (st.st_mode & S_IFMT) == node->type)
-    {
-      if (ret_st != NULL)
-        *ret_st = st;
-      return node;
-    }
-  fb_view_node_unref (node);
-  return NULL;
-}
-
-/* The node for NAME in PARENT whose decision CI was computed already and
- * allows the name to be seen. */
-int
-lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
-              FbViewNode **ret_node, struct stat *ret_st)
-{
-  FbViewNode *node;
-  NodeKind kind = NODE_HOST;
-  bool pin = false;
-  int fd = -1;
-
-  if (parent->kind == NODE_BLANK)
-    return -ENOENT;
-  if (is_blank_path (view, ci->path))
-    kind = NODE_BLANK;
-  else if (ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name))
-    {
-      node = pinned_find (view, parent, name, ci->decision.is_mount_point);
-      if (node != NULL)
-        {
-          int r = ret_st != NULL ? node_stat (view, node, ret_st) : 0;
-          if (r < 0)
-            {
-              fb_view_node_unref (node);
-              return r;
-            }
-          *ret_node = node;
-          return 0;
-        }
-      pin = true;
-      if (ci->decision.is_mount_point)
-        fd = mount_fd_dup (view, ci->decision.mount);
-      else if (parent->kind == NODE_HOST)
-        {
-          /* A directory on the way to a mount point: the host's own when
-           * it has one there, else made up.  The host's can be replaced,
-           * so it is revalidated like any host name. */
-          node = reuse_known_node (view, parent, name, ret_st);
-          if (node != NULL)
-            {
-              *ret_node = node;
-              return 0;
-            }
-          fd = host_open_child (parent->fd, name);
-          if (fd >= 0)
-            {
-              struct stat st;
-              if (fstat (fd, &st) < 0 || (!S_ISDIR (st.st_mode) && !mount_is_identity (ci->decision.mount)))
-                {
-                  close (fd);
-                  fd = -1;
-                }
-            }
-        }
-      if (fd < 0)
-        kind = NODE_SYNTHETIC;
-    }
-  else if (parent->kind != NODE_HOST)
-    return -ENOENT;
-  else
-    {
-      /* The common case of a revalidation: the kernel asks again for a name
-       * it knows, and the host still has the same object there. */
-      node = reuse_known_node (view, parent, name, ret_st);
-      if (node != NULL)
-        {
-          *ret_node = node;
-          return 0;
-        }
-      fd = host_open_child (parent->fd, name);
-      if (fd < 0)
-        return fd;
-    }
-
-  if (kind == NODE_HOST)
-    {
-      int r = node_from_host_fd (view, parent, name, ci, fd, ret_node, ret_st);
-      if (r == 0 && pin)
-        node_pin (view, *ret_node);
-      return r;
-    }
-
-  node = table_insert (view, parent, name, node_new (view, kind, -1, NULL, node_state_new (ci->path, &ci->decision)));
-  if (pin)
-    node_pin (view, node);
-  if (ret_st != NULL)
-    node_stat (view, node, ret_st);
-  *ret_node = node;
-  return 0;
-}
-
-bool
-host_name_exists (FbViewNode *parent, const char *name)
-{
-  struct stat st;
-
-  return parent->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-int
-fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbViewNode **ret_node,
-                struct stat *ret_st)
-{
-  g_autoptr (NodeState) pst = node_get_state (parent);
-  g_auto (ChildInfo) ci = { 0 };
-  FbDecision decision;
-  FbViewNode *node = NULL;
-  int r;
-
-  r = decide_child_checked (view, parent, pst, name, &ci);
-  if (r < 0)
-    return r;
-  r = check_enter (pst, name, &decision);
-  if (r < 0)
-    {
-      /* Only what the host really holds is reported as refused. */
-      if (decision != FB_DECISION_HIDE || host_name_exists (parent, name))
-        view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", decision, -r, pst->decision.rule);
-      return r;
-    }
-  if (decision_is_hidden (&ci.decision))
-    {
-      if (host_name_exists (parent, name))
-        view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_HIDE, ENOENT,
-                   ci.decision.rule);
-      return -ENOENT;
-    }
-  r = lookup_child (view, parent, pst, name, &ci, &node, ret_st);
-  if (r == 0)
-    view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_ALLOW, 0, ci.decision.rule);
-  if (r < 0)
-    return r;
-  *ret_node = node;
-  return 0;
-}
-
-/* --- walk ------------------------------------------------------------------ */
-
-static FbViewNode *
-node_parent_ref (FbViewNode *node)
-{
-  FbView *view = node->view;
-  FbViewNode *parent;
-
-  g_mutex_lock (&view->lock);
-  parent = node->parent != NULL ? fb_view_node_ref (node->parent) : NULL;
-  g_mutex_unlock (&view->lock);
-  return parent != NULL ? parent : fb_view_node_ref (node);
-}
-
-int
-fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbViewWalkFlags flags, FbViewNode **ret_node)
-{
-  g_autoptr (FbViewNode) cur = NULL;
-  g_autofree char *rest = NULL;
-  const char *p;
-  guint links = 0;
-
-  if (path == NULL || path[0] != '/')
-    return -EINVAL;
-  if (strlen (path) > FB_VIEW_PATH_MAX)
-    return -ENAMETOOLONG;
-  cur = fb_view_get_root (view);
-  rest = g_strdup (path);
-  p = rest;
-  for (;;)
-    {
-      g_autofree char *comp = NULL;
-      g_autoptr (FbViewNode) next = NULL;
-      const char *end;
-      bool last, trailing_slash;
-      int r;
-
-      while (*p == '/')
-        p++;
-      if (*p == '\0')
-        break;
-      end = strchrnul (p, '/');
-      comp = g_strndup (p, end - p);
-      p = end;
-      trailing_slash = *p == '/';
-      {
-        const char *q = p;
-        while (*q == '/')
-          q++;
-        last = *q == '\0';
-      }
-      if (strcmp (comp, ".") == 0)
-        continue;
-      if (strcmp (comp, "..") == 0)
-        {
-          FbViewNode *up = node_parent_ref (cur);
-          fb_view_node_unref (cur);
-          cur = up;
-          continue;
-        }
-      /* no attributes wanted: a pinned node then costs no system call */
-      r = fb_view_lookup (view, caller, cur, comp, &next, NULL);
-      if (r < 0)
-        return r;
-      if (S_ISLNK (next->type) && (!last || trailing_slash || !(flags & FB_VIEW_WALK_NOFOLLOW)))
-        {
-          g_autofree char *text = NULL;
-          char *joined;
-
-          if (++links > FB_VIEW_WALK_MAX_LINKS)
-            return -ELOOP;
-          r = fb_view_readlink (view, caller, next, &text);
-          if (r < 0)
-            return r;
-          joined = g_strconcat (text, p, NULL); /* p is "" or starts with "/" */
-          if (strlen (joined) > FB_VIEW_PATH_MAX)
-            {
-              g_free (joined);
-              return -ENAMETOOLONG;
-            }
-          g_free (rest);
-          rest = joined;
-          p = rest;
-          if (text[0] == '/')
-            {
-              fb_view_node_unref (cur);
-              cur = fb_view_get_root (view);
-            }
-          continue;
-        }
-      if ((!last || trailing_slash) && !S_ISDIR (next->type))
-        return -ENOTDIR;
-      fb_view_node_unref (cur);
-      cur = g_steal_pointer (&next);
-    }
-  *ret_node = g_steal_pointer (&cur);
   return 0;
 }
 
