@@ -51,6 +51,9 @@ typedef struct InvalSync
   bool stopped; /* lock */
 } InvalSync;
 
+/* fs-fuse.c: the operations, for fs-fuse-session.c */
+extern const struct fuse_lowlevel_ops fb_fuse_ops;
+
 /* fs-fuse-inval.c */
 void inval_sync_unref (InvalSync *s);
 int inval_start (FbFuse *f);

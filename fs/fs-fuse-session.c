@@ -1,0 +1,418 @@
+/* fusebox — the libfuse adapter's sessions: making one over a view,
+ * mounting it or serving a descriptor, running its workers, stopping,
+ * aborting and freeing it.  The operations are fs-fuse.c's. */
+#include "fs/fs-fuse-private.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* The signal fb_fuse_abort() sends to the FUSE threads (see there). */
+#define FB_FUSE_WAKE_SIGNAL (SIGRTMIN + 4)
+
+/* --- sessions ------------------------------------------------------------------- */
+
+static guint32
+read_overflow_id (const char *path)
+{
+  g_autofree char *text = NULL;
+  guint64 v;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) ||
+      !g_ascii_string_to_unsigned (g_strstrip (text), 10, 0, G_MAXUINT32 - 1, &v, NULL))
+    return 65534;
+  return (guint32)v;
+}
+
+/* The view holds one descriptor per directory the kernel remembers (and one
+ * per open file): a `find` over a large tree needs more than the usual soft
+ * limit of 1024.  The hard limit is the administrator's bound; the soft one
+ * is raised to it, once per process. */
+static void
+raise_nofile_limit (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once))
+    {
+      struct rlimit rl;
+      if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+        {
+          rl.rlim_cur = rl.rlim_max;
+          (void)setrlimit (RLIMIT_NOFILE, &rl);
+        }
+      g_once_init_leave (&once, 1);
+    }
+}
+
+int
+fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
+{
+  FbFuse *f = g_new0 (FbFuse, 1);
+
+  raise_nofile_limit ();
+  f->view = fb_view_ref (view);
+  if (options != NULL)
+    f->options = *options;
+  else
+    fb_fuse_options_init (&f->options);
+  f->fsname = g_strdup (f->options.fsname != NULL ? f->options.fsname : "fusebox");
+  f->options.fsname = f->fsname;
+  if (f->options.max_threads == 0)
+    f->options.max_threads = 16;
+  if (f->options.id_map.enabled && f->options.id_map.overflow_uid == 0)
+    f->options.id_map.overflow_uid = read_overflow_id ("/proc/sys/kernel/overflowuid");
+  if (f->options.id_map.enabled && f->options.id_map.overflow_gid == 0)
+    f->options.id_map.overflow_gid = read_overflow_id ("/proc/sys/kernel/overflowgid");
+  /* --uid 65534: "someone else" must still not read as the caller; -1 is
+   * unmapped in every namespace and shows as the overflow id too */
+  if (f->options.id_map.enabled && f->options.id_map.overflow_uid == f->options.id_map.inside_uid)
+    f->options.id_map.overflow_uid = (uid_t)-1;
+  if (f->options.id_map.enabled && f->options.id_map.overflow_gid == f->options.id_map.inside_gid)
+    f->options.id_map.overflow_gid = (gid_t)-1;
+  f->root = fb_view_get_root (view);
+  g_mutex_init (&f->files_lock);
+  f->files = g_hash_table_new (g_direct_hash, g_direct_equal);
+  g_mutex_init (&f->inval_lock);
+  g_cond_init (&f->inval_cond);
+  g_queue_init (&f->inval_queue);
+  f->inval_pending = g_hash_table_new (g_str_hash, g_str_equal);
+  f->sync = g_new0 (InvalSync, 1);
+  f->sync->ref = 1;
+  g_mutex_init (&f->sync->lock);
+  g_cond_init (&f->sync->cond);
+  *ret_fuse = f;
+  return 0;
+}
+
+/* fsname goes into a comma-separated option string: keep it to safe bytes. */
+static char *
+safe_fsname (const char *name)
+{
+  char *s = g_strdup (name);
+
+  for (char *p = s; *p != '\0'; p++)
+    if (!g_ascii_isalnum (*p) && *p != '-' && *p != '_' && *p != '.' && *p != ':')
+      *p = '_';
+  return s;
+}
+
+static int
+session_new (FbFuse *f, bool mount_options)
+{
+  g_autofree char *fsname = safe_fsname (f->fsname);
+  g_autofree char *opts = NULL;
+  char *argv[4];
+  struct fuse_args args;
+
+  if (f->se != NULL)
+    return -EALREADY;
+  /* default_permissions: the kernel checks the host's modes and owners
+   * against the caller, so a root daemon can't be used to read what the
+   * caller couldn't (/etc/shadow).  allow_other: callers other than the
+   * daemon's user may use the mount (the sandbox's uid, root's callers). */
+  opts = g_strdup_printf ("default_permissions,fsname=%s,subtype=fusebox%s%s", fsname,
+                          mount_options && f->options.allow_other ? ",allow_other" : "",
+                          mount_options && f->options.auto_unmount ? ",auto_unmount" : "");
+  argv[0] = (char *)"fusebox";
+  argv[1] = (char *)"-o";
+  argv[2] = opts;
+  argv[3] = NULL;
+  args = (struct fuse_args)FUSE_ARGS_INIT (3, argv);
+  f->se = fuse_session_new (&args, &fb_fuse_ops, sizeof fb_fuse_ops, f);
+  fuse_opt_free_args (&args);
+  if (f->se == NULL)
+    return -EINVAL;
+  return 0;
+}
+
+/* The device number of the fuse mount at REAL (a canonical path resolved
+ * before mounting), from mountinfo: a stat would ask our own filesystem,
+ * which does not serve yet, and hang. */
+static dev_t
+mount_dev (const char *real)
+{
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+  dev_t dev = 0;
+
+  if (real == NULL || !g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return 0;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      unsigned maj, min;
+      char mnt[4096];
+      /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ..." (octal escapes in paths are
+       * rare enough for mount points we were given) */
+      if (sscanf (lines[i], "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) == 3 && strcmp (mnt, real) == 0 &&
+          strstr (lines[i], " - fuse") != NULL)
+        dev = makedev (maj, min); /* the last one is on top */
+    }
+  return dev;
+}
+
+int
+fb_fuse_mount (FbFuse *f, const char *mountpoint)
+{
+  bool is_fd = g_str_has_prefix (mountpoint, "/dev/fd/");
+  g_autofree char *real = is_fd ? NULL : realpath (mountpoint, NULL);
+  int r;
+
+  if (!is_fd && real == NULL)
+    return -errno;
+  r = session_new (f, !is_fd);
+  if (r < 0)
+    return r;
+  if (fuse_session_mount (f->se, mountpoint) != 0)
+    {
+      fuse_session_destroy (f->se);
+      f->se = NULL;
+      return -EIO;
+    }
+  if (!is_fd)
+    {
+      f->mountpoint = g_strdup (real);
+      f->conn_dev = mount_dev (real);
+    }
+  return inval_start (f);
+}
+
+int
+fb_fuse_serve_fd (FbFuse *f, int fd)
+{
+  g_autofree char *path = g_strdup_printf ("/dev/fd/%d", fd);
+
+  return fb_fuse_mount (f, path);
+}
+
+char *
+fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other)
+{
+  return g_strdup_printf ("fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions%s", fd, (unsigned)uid,
+                          (unsigned)gid, allow_other ? ",allow_other" : "");
+}
+
+int
+fb_fuse_run (FbFuse *f)
+{
+  struct fuse_loop_config *cfg;
+  int r;
+
+  if (f->se == NULL)
+    return -ENOTCONN;
+  cfg = fuse_loop_cfg_create ();
+  fuse_loop_cfg_set_max_threads (cfg, f->options.max_threads);
+  fuse_loop_cfg_set_idle_threads (cfg, MAX (f->options.max_threads / 2, 1));
+  /* one /dev/fuse descriptor per worker: no contention on a single one */
+  fuse_loop_cfg_set_clone_fd (cfg, 1);
+  r = fuse_session_loop_mt (f->se, cfg);
+  fuse_loop_cfg_destroy (cfg);
+  return r < 0 ? r : (r > 0 ? -EIO : 0);
+}
+
+static gpointer
+serve_thread (gpointer data)
+{
+  FbFuse *f = data;
+
+  f->result = fb_fuse_run (f);
+  if (f->done != NULL)
+    f->done (f->result, f->done_data);
+  return NULL;
+}
+
+int
+fb_fuse_start (FbFuse *f, FbFuseDoneFunc done, gpointer user_data)
+{
+  sigset_t block, old;
+  g_autoptr (GError) error = NULL;
+
+  if (f->se == NULL)
+    return -ENOTCONN;
+  if (f->thread != NULL)
+    return -EALREADY;
+  f->done = done;
+  f->done_data = user_data;
+  /* Workers inherit the mask: signals go to the main loop. */
+  sigemptyset (&block);
+  sigaddset (&block, SIGINT);
+  sigaddset (&block, SIGTERM);
+  sigaddset (&block, SIGHUP);
+  sigaddset (&block, SIGQUIT);
+  sigaddset (&block, SIGPIPE);
+  pthread_sigmask (SIG_BLOCK, &block, &old);
+  f->thread = g_thread_try_new ("fusebox-fuse", serve_thread, f, &error);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  return f->thread != NULL ? 0 : -EAGAIN;
+}
+
+int
+fb_fuse_join (FbFuse *f)
+{
+  if (f->thread == NULL)
+    return -ECHILD;
+  g_thread_join (f->thread);
+  f->thread = NULL;
+  return f->result;
+}
+
+static int
+run_fusermount_unmount (const char *mountpoint)
+{
+  const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                     NULL, &status, NULL))
+    return -ENOENT;
+  return g_spawn_check_wait_status (status, NULL) ? 0 : -EIO;
+}
+
+void
+fb_fuse_stop (FbFuse *f)
+{
+  if (f->se == NULL)
+    return;
+  /* The session is not marked as exited: the workers keep answering (the
+   * RELEASE of a file closed just now, the files still open in the detached
+   * mount) until the kernel ends the connection and they read ENODEV. */
+  if (f->mountpoint != NULL && !f->unmounted)
+    {
+      /* Lazily: the mount leaves the namespace now, the connection ends
+       * when the last file open in it is closed. */
+      if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL ||
+          run_fusermount_unmount (f->mountpoint) == 0)
+        f->unmounted = true;
+    }
+  else if (f->mountpoint == NULL)
+    {
+      /* A served descriptor: the mount is in the sandbox's namespace and
+       * ends with it; mark the session so that the workers leave at their
+       * next request (fb_fuse_abort() wakes them now). */
+      fuse_session_exit (f->se);
+    }
+}
+
+static void
+wake_handler (int sig)
+{
+  /* nothing: the point is the EINTR it causes */
+}
+
+/* Interrupt every FUSE thread's blocking read(): with the session marked as
+ * exited, each worker then leaves its loop instead of waiting for a request
+ * that may never come (a detached mount with a file still open in it).
+ * The threads are found by name: all inherit "fusebox-fuse" from the
+ * serving thread.  The signal's handler does nothing and is installed
+ * without SA_RESTART. */
+static int
+interrupt_workers (void)
+{
+  struct sigaction sa = { 0 };
+  g_autoptr (GDir) dir = NULL;
+  const char *name;
+  int n = 0;
+
+  sa.sa_handler = wake_handler;
+  sigemptyset (&sa.sa_mask);
+  if (sigaction (FB_FUSE_WAKE_SIGNAL, &sa, NULL) < 0)
+    return -errno;
+  dir = g_dir_open ("/proc/self/task", 0, NULL);
+  if (dir == NULL)
+    return -ENOENT;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *comm_path = g_build_filename ("/proc/self/task", name, "comm", NULL);
+      g_autofree char *comm = NULL;
+      pid_t tid = (pid_t)atoi (name);
+      if (!g_file_get_contents (comm_path, &comm, NULL, NULL) || strcmp (g_strchomp (comm), "fusebox-fuse") != 0)
+        continue;
+      if (syscall (SYS_tgkill, getpid (), tid, FB_FUSE_WAKE_SIGNAL) == 0)
+        n++;
+    }
+  return n > 0 ? 0 : -ESRCH;
+}
+
+int
+fb_fuse_abort (FbFuse *f)
+{
+  g_autofree char *path = NULL;
+  int fd;
+
+  if (f->se == NULL)
+    return -ENOTCONN;
+  fuse_session_exit (f->se);
+  /* The kernel's own switch when fusectl is mounted: pending requests fail
+   * at once.  Otherwise the workers are woken and leave; closing the last
+   * /dev/fuse descriptor (fb_fuse_free) then ends the connection. */
+  if (f->conn_dev != 0)
+    {
+      path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (f->conn_dev));
+      fd = open (path, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0)
+        {
+          bool ok = write (fd, "1", 1) == 1;
+          close (fd);
+          if (ok)
+            return 0;
+        }
+    }
+  return interrupt_workers ();
+}
+
+void
+fb_fuse_free (FbFuse *f)
+{
+  if (f == NULL)
+    return;
+  if (f->thread != NULL)
+    fb_fuse_join (f);
+  inval_finish (f);
+  if (f->se != NULL)
+    {
+      /* Unmount only what we mounted and did not unmount already: after a
+       * lazy unmount the path may hold someone else's mount by now.  When
+       * the connection is over (POLLERR), fuse_session_unmount only frees
+       * its copy of the path. */
+      struct pollfd pfd = { .fd = fuse_session_fd (f->se), .events = 0 };
+      if ((f->mountpoint != NULL && !f->unmounted) ||
+          (f->mountpoint != NULL && poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)))
+        fuse_session_unmount (f->se);
+      fuse_session_destroy (f->se);
+    }
+  /* Files whose RELEASE never came (see files_add) */
+  {
+    GHashTableIter iter;
+    gpointer key;
+    g_hash_table_iter_init (&iter, f->files);
+    while (g_hash_table_iter_next (&iter, &key, NULL))
+      {
+        FbViewFile *file = key;
+        if (fb_view_file_is_dir (file))
+          fb_view_releasedir (f->view, file);
+        else
+          fb_view_release (f->view, file);
+      }
+    g_hash_table_destroy (f->files);
+    g_mutex_clear (&f->files_lock);
+  }
+  g_hash_table_destroy (f->inval_pending);
+  inval_sync_unref (f->sync);
+  g_cond_clear (&f->inval_cond);
+  g_mutex_clear (&f->inval_lock);
+  fb_view_drop_kernel_refs (f->view);
+  fb_view_node_unref (f->root);
+  fb_view_unref (f->view);
+  g_free (f->mountpoint);
+  g_free (f->fsname);
+  g_free (f);
+}
