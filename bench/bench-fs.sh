@@ -13,7 +13,8 @@
 # cache): bindfs mounts it elsewhere, loggedfs mounts over a bind mount of
 # it (loggedfs mounts over the directory it serves), fusebox shows the host's
 # / so the directory appears at MOUNT/<its host path>.  The runs are
-# interleaved (round i runs every setup, in an order rotated per round) so
+# interleaved (round i runs every setup, in an order rotated per round and
+# reversed every other round) so
 # that load changes hit every setup alike; medians of --runs runs.
 #
 # Caches: page-cache contents are never dropped between timed runs, and
@@ -266,6 +267,9 @@ one() {
       dd if="$p/big" of=/dev/null bs=1M status=none || ok=0
       t0=$(now); dd if="$p/big" of=/dev/null bs=1M status=none || ok=0; t1=$(now) ;;
     write)
+      # nobody's dirty data left from the setup before: each run writes
+      # and flushes its own 512 MiB only
+      sync
       t0=$(now); dd if=/dev/zero of="$p/w.$tag" bs=1M count=512 conv=fsync status=none || ok=0; t1=$(now)
       rm -f "$data/w.$tag" ;;
     untar)
@@ -314,9 +318,12 @@ for w in $only; do
   echo "warming up: $w" >&2
   for s in "${setups[@]}"; do one "$w" "$s" 0; done
   for r in $(seq 1 "$runs"); do
-    # rotate the order each round
+    # rotate the order each round, and reverse it every other round: a
+    # rotation alone keeps the cyclic order, so fusebox always ran right
+    # after loggedfs and inherited the disk flushing its 500 MB log
     for i in 0 1 2 3; do
-      s=${setups[$(((i + r) % 4))]}
+      if [ $((r % 2)) = 0 ]; then j=$(((i + r) % 4)); else j=$(((3 - i + r) % 4)); fi
+      s=${setups[$j]}
       one "$w" "$s" 1
     done
     echo "  $w round $r/$runs done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
