@@ -380,6 +380,22 @@ load_policy (const RunOptions *o, const FbPolicyVars *vars, const char *run_dir,
   return fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
 }
 
+char *
+fb_cmd_sibling_program (const char *env_var, const char *name)
+{
+  const char *env = g_getenv (env_var);
+  g_autofree char *self = NULL;
+  g_autofree char *dir = NULL;
+
+  if (env != NULL && env[0] != '\0')
+    return g_strdup (env);
+  self = g_file_read_link ("/proc/self/exe", NULL);
+  if (self == NULL)
+    return NULL;
+  dir = g_path_get_dirname (self);
+  return g_build_filename (dir, name, NULL);
+}
+
 /* The start time of PID in clock ticks since boot (/proc/PID/stat field 22),
  * or 0: with the pid it names one process for good. */
 guint64

@@ -66,21 +66,12 @@ static char *
 find_helper (void)
 {
   const char *env = g_getenv ("FUSEBOX_LAUNCH");
-  g_autofree char *self = NULL;
-  g_autofree char *dir = NULL;
-  char *path;
+  char *path = fb_cmd_sibling_program ("FUSEBOX_LAUNCH", "fusebox-launch");
 
-  if (env != NULL && env[0] != '\0')
-    return g_strdup (env);
-  self = g_file_read_link ("/proc/self/exe", NULL);
-  if (self == NULL)
-    return NULL;
-  dir = g_path_get_dirname (self);
-  path = g_build_filename (dir, "fusebox-launch", NULL);
-  if (g_file_test (path, G_FILE_TEST_IS_EXECUTABLE))
-    return path;
-  g_free (path);
-  return NULL;
+  /* named by the variable: used as given (a wrong one fails at spawn) */
+  if (path != NULL && (env == NULL || env[0] == '\0') && !g_file_test (path, G_FILE_TEST_IS_EXECUTABLE))
+    g_clear_pointer (&path, g_free);
+  return path;
 }
 
 static char *

@@ -27,17 +27,7 @@
 static char *
 remote_program (void)
 {
-  const char *env = g_getenv ("FUSEBOX_SERVE");
-  g_autofree char *self = NULL;
-  g_autofree char *dir = NULL;
-
-  if (env != NULL && env[0] != '\0')
-    return g_strdup (env);
-  self = g_file_read_link ("/proc/self/exe", NULL);
-  if (self == NULL)
-    return NULL;
-  dir = g_path_get_dirname (self);
-  return g_build_filename (dir, "fusebox-serve", NULL);
+  return fb_cmd_sibling_program ("FUSEBOX_SERVE", "fusebox-serve");
 }
 
 /* argv[0] is "fusebox" (or its path), argv[1] the subcommand: exec the

@@ -37,6 +37,10 @@ void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
  * (directories the sandbox made read-only are made writable first): 0 or
  * the first -errno. */
 guint64 fb_cmd_process_start_time (pid_t pid);
+/* A program installed beside this one (found through /proc/self/exe), or
+ * the one $ENV_VAR names when it is set and not empty; NULL when this
+ * program's own path can't be read. */
+char *fb_cmd_sibling_program (const char *env_var, const char *name);
 int fb_cmd_remove_tree_at (int parent_fd, const char *name);
 
 /* fusebox log --follow --connect (launcher-cmd-log-connect.c): FUNC gets each
