@@ -13,22 +13,10 @@
 #include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 /* The kernel marks opens for execve() with __FMODE_EXEC in the flags FUSE
  * passes on; it is not an O_* flag, only a hint for the log. */
 #define FB_OPEN_EXEC_HINT 040
-
-#define DIR_BUF_SIZE (32 * 1024)
-
-struct linux_dirent64
-{
-  guint64 d_ino;
-  gint64 d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
 
 FbViewFile *
 view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access, const FbViewCaller *caller)
