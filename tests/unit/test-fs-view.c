@@ -622,6 +622,20 @@ test_act_as_caller (void **state)
 /* The event names the program the caller runs *now*: after an exec, the
  * new program's name, not the one from before (a cache keyed by pid got
  * this wrong and logged sandboxed commands as their launcher). */
+/* Wait (bounded: the bound only stops a hung test) until the process whose
+ * /proc/PID/comm is COMM_PATH has a name starting with PREFIX. */
+static void
+wait_comm (const char *comm_path, const char *prefix)
+{
+  for (int i = 0; i < 500; i++)
+    {
+      g_autofree char *c = NULL;
+      if (g_file_get_contents (comm_path, &c, NULL, NULL) && g_str_has_prefix (c, prefix))
+        return;
+      g_usleep (10000);
+    }
+}
+
 static void
 test_comm_after_exec (void **state)
 {
@@ -655,13 +669,7 @@ test_comm_after_exec (void **state)
 
   /* before the exec: wait until the child has renamed itself */
   g_autofree char *comm_path = g_strdup_printf ("/proc/%d/comm", (int)child);
-  for (int i = 0; i < 500; i++)
-    {
-      g_autofree char *c = NULL;
-      if (g_file_get_contents (comm_path, &c, NULL, NULL) && g_str_has_prefix (c, "before-exec"))
-        break;
-      g_usleep (10000);
-    }
+  wait_comm (comm_path, "before-exec");
   fx_clear_events (fx);
   assert_errno (fb_view_getattr (fx->view, &caller, x, &st), 0);
   e = fx_find_event (fx, "getattr", "/t/zone/x");
@@ -671,13 +679,7 @@ test_comm_after_exec (void **state)
   /* after it */
   assert_int_equal (write (go[1], "g", 1), 1);
   close (go[1]);
-  for (int i = 0; i < 500; i++)
-    {
-      g_autofree char *c = NULL;
-      if (g_file_get_contents (comm_path, &c, NULL, NULL) && g_str_has_prefix (c, "sleep"))
-        break;
-      g_usleep (10000);
-    }
+  wait_comm (comm_path, "sleep");
   fx_clear_events (fx);
   assert_errno (fb_view_getattr (fx->view, &caller, x, &st), 0);
   e = fx_find_event (fx, "getattr", "/t/zone/x");
