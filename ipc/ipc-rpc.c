@@ -148,7 +148,8 @@ fb_rpc_message_parse_reuse (const char *data, gsize len, bool utf8_checked, FbRp
       if (!json_parser_load_from_data (parser, data, (gssize)len, &error))
         {
           *ret_code = FB_RPC_ERROR_INVALID_REQUEST;
-          *ret_message = g_strdup_printf ("malformed message: %s", error->message);
+          /* json-glib 1.6 may fail without setting the error */
+          *ret_message = g_strdup_printf ("malformed message: %s", error != NULL ? error->message : "not JSON");
           return false;
         }
       root = json_parser_get_root (parser) != NULL ? json_node_ref (json_parser_get_root (parser)) : NULL;
