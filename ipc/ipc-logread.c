@@ -396,6 +396,43 @@ typedef enum
   LINE_BAD,
 } LineResult;
 
+/* json-glib 1.6 turns a lone surrogate escape ("\\udc80", or "\\ud800"
+ * before a plain character) into bytes that are not UTF-8; such a record
+ * would carry them into reports and re-encoded JSON.  Every string and
+ * member name must be valid (depth is bounded by the line length). */
+static bool
+node_is_utf8 (JsonNode *node)
+{
+  switch (JSON_NODE_TYPE (node))
+    {
+      case JSON_NODE_OBJECT:
+        {
+          JsonObjectIter it;
+          const char *name;
+          JsonNode *member;
+          json_object_iter_init (&it, json_node_get_object (node));
+          while (json_object_iter_next (&it, &name, &member))
+            if (!g_utf8_validate (name, -1, NULL) || !node_is_utf8 (member))
+              return false;
+          return true;
+        }
+      case JSON_NODE_ARRAY:
+        {
+          JsonArray *a = json_node_get_array (node);
+          for (guint i = 0; i < json_array_get_length (a); i++)
+            if (!node_is_utf8 (json_array_get_element (a, i)))
+              return false;
+          return true;
+        }
+      case JSON_NODE_VALUE:
+        return json_node_get_value_type (node) != G_TYPE_STRING ||
+               g_utf8_validate (json_node_get_string (node), -1, NULL);
+      case JSON_NODE_NULL:
+      default:
+        return true;
+    }
+}
+
 static LineResult
 parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_record, GError **error)
 {
@@ -431,6 +468,14 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
       r->stats.bad_lines++;
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE, "%s:%" G_GUINT64_FORMAT ": not a JSON object; skipped",
                    r->file, line_no);
+      return LINE_BAD;
+    }
+  if (!node_is_utf8 (root))
+    {
+      r->stats.bad_lines++;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                   "%s:%" G_GUINT64_FORMAT ": a string is not UTF-8 (a lone surrogate escape); skipped", r->file,
+                   line_no);
       return LINE_BAD;
     }
   rec->root = json_node_ref (root);

@@ -166,6 +166,33 @@ test_bad_lines_gaps_duplicates (void **state)
   assert_int_equal (g_array_index (seqs, gint64, 3), 5);
 }
 
+/* A lone surrogate escape parses in json-glib 1.6 into bytes that are not
+ * UTF-8: the line is bad, not a record whose strings would reach reports
+ * (found by fuzz-ipc-log: the report's JSON was not UTF-8). */
+static void
+test_lone_surrogate (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *l1 = record_line ("r", 1);
+  g_autofree char *text = g_strdup_printf ("%s\n{\"run\":\"r\",\"seq\":2,\"path\":\"/a\\udc80b\"}\n"
+                                           "{\"run\":\"r\",\"seq\":3,\"why\":\"\\ud800x\"}\n",
+                                           l1);
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autofree char *trace = NULL;
+  FbLogReaderStats stats;
+
+  test_write_file (f->path, text);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  trace = drain (reader, seqs);
+  assert_string_equal (trace, "RBB");
+  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (stats.records, 1);
+  assert_int_equal (stats.bad_lines, 2);
+}
+
 static void
 test_gap_message (void **state)
 {
@@ -433,6 +460,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_truncated_last_line, setup, teardown),
     cmocka_unit_test_setup_teardown (test_bad_lines_gaps_duplicates, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_lone_surrogate, setup, teardown),
     cmocka_unit_test_setup_teardown (test_gap_message, setup, teardown),
     cmocka_unit_test_setup_teardown (test_rotated_order, setup, teardown),
     cmocka_unit_test_setup_teardown (test_missing_log, setup, teardown),
