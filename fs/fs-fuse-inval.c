@@ -22,6 +22,13 @@
  *    (fanotify's queue overflowed: FB_VIEW_CHANGE_ALL), or this queue
  *    full, sets inval_all: the notifier then invalidates every inode the
  *    kernel knows and expires every name (inval_everything).
+ *  - Absences.  A name looked up and not found has no node; to give it the
+ *    long timeout (inval_absence_timeout) we remember it (ABSENCES_MAX at
+ *    most, forgotten when invalidated or expired), so that inval_everything
+ *    can expire it too.  Every name invalidation is sent again
+ *    INVAL_AGAIN_US later (inval_later): the kernel enters a LOOKUP's
+ *    answer in its dcache after we reply, and an invalidation that arrives
+ *    in between finds nothing to invalidate.
  */
 #include "fs/fs-fuse-private.h"
 
@@ -94,6 +101,7 @@ typedef struct
   fuse_ino_t ino;
   off_t off;  /* inodes: 0 drops cached data too, -1 attributes only */
   char *name; /* NULL: the inode; else the entry NAME in directory INO */
+  gint64 due; /* inval_later: when to send it again (monotonic us) */
 } Inval;
 
 /* --- invalidation -------------------------------------------------------------- */
@@ -106,20 +114,39 @@ inval_free (Inval *iv)
   g_free (iv);
 }
 
-/* Called from the view's change listener (any thread): queue, never block.
- * Returns the sequence number to wait for (0: nothing to wait for). */
+/* A name's invalidation is sent twice: at once, and again INVAL_AGAIN_US
+ * later.  The second closes a race the kernel leaves open: a LOOKUP of
+ * that name already answered (say "absent", decided just before the name
+ * was made) but not yet entered in the dcache is invisible to the first
+ * invalidation, and would then stand for its whole timeout. */
+#define INVAL_AGAIN_US (1000 * 1000)
+
+/* Most absences given the long timeout at once (about 100 bytes each);
+ * past it, absences get the short one. */
+#define ABSENCES_MAX 65536
+
+static void inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char *name, gint64 due);
+
+/* Queue with inval_lock held.  AGAIN: a name's second sending (from
+ * inval_later), not to be scheduled once more. */
 static guint64
-inval_push (FbFuse *f, fuse_ino_t ino, off_t off, const char *name)
+inval_push_locked (FbFuse *f, fuse_ino_t ino, off_t off, const char *name, bool again)
 {
   guint64 seq = 0;
   g_autofree char *key = name != NULL ? g_strdup_printf ("e:%" G_GUINT64_FORMAT ":%s", (guint64)ino, name)
                                       : g_strdup_printf ("i:%" G_GUINT64_FORMAT, (guint64)ino);
   Inval *iv;
 
-  g_mutex_lock (&f->inval_lock);
   if (f->inval_stop)
-    ;
-  else if ((iv = g_hash_table_lookup (f->inval_pending, key)) != NULL)
+    return 0;
+  if (name != NULL)
+    {
+      /* the absence, if we gave one, goes now: no need to expire it on overflow */
+      g_hash_table_remove (f->absences, key);
+      if (!again)
+        inval_push_locked_later (f, key, ino, name, g_get_monotonic_time () + INVAL_AGAIN_US);
+    }
+  if ((iv = g_hash_table_lookup (f->inval_pending, key)) != NULL)
     {
       if (off == 0)
         iv->off = 0; /* the data too */
@@ -146,8 +173,88 @@ inval_push (FbFuse *f, fuse_ino_t ino, off_t off, const char *name)
       g_queue_push_tail (&f->inval_queue, iv);
       g_cond_signal (&f->inval_cond);
     }
+  return seq;
+}
+
+/* Schedule KEY's second sending at DUE (a later one moves it later). */
+static void
+inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char *name, gint64 due)
+{
+  Inval *iv;
+
+  if ((iv = g_hash_table_lookup (f->later_pending, key)) != NULL)
+    iv->due = due; /* stays in its place: at worst sent one delay late */
+  else if (f->inval_later.length >= INVAL_QUEUE_MAX)
+    {
+      f->inval_dropped++;
+      f->inval_all = true;
+      g_cond_signal (&f->inval_cond);
+    }
+  else
+    {
+      iv = g_new0 (Inval, 1);
+      iv->key = g_strdup (key);
+      iv->ino = ino;
+      iv->name = g_strdup (name);
+      iv->due = due;
+      g_hash_table_insert (f->later_pending, iv->key, iv);
+      g_queue_push_tail (&f->inval_later, iv);
+      g_cond_signal (&f->inval_cond);
+    }
+}
+
+/* Called from the view's change listener (any thread): queue, never block.
+ * Returns the sequence number to wait for (0: nothing to wait for). */
+static guint64
+inval_push (FbFuse *f, fuse_ino_t ino, off_t off, const char *name)
+{
+  guint64 seq;
+
+  g_mutex_lock (&f->inval_lock);
+  seq = inval_push_locked (f, ino, off, name, false);
   g_mutex_unlock (&f->inval_lock);
   return seq;
+}
+
+static gboolean
+absence_expired (gpointer key, gpointer value, gpointer now_s)
+{
+  return GPOINTER_TO_UINT (value) <= GPOINTER_TO_UINT (now_s);
+}
+
+/* The negative-entry timeout for NAME, absent from PARENT (FUSE inode
+ * PARENT_INO): long where the host watcher reports names made in PARENT
+ * (fs-fuse.c "Caching"), provided it is remembered here, so that an
+ * overflow (events lost) can expire it; short otherwise. */
+double
+inval_absence_timeout (FbFuse *f, fuse_ino_t parent_ino, FbViewNode *parent, const char *name)
+{
+  struct stat dir = { .st_mode = S_IFDIR, .st_nlink = 1 };
+  g_autofree char *key = NULL;
+  gint64 now;
+  bool kept = false;
+
+  if (f->options.negative_timeout >= 0)
+    return f->options.negative_timeout;
+  if (!f->coherent || !fb_view_node_watched (parent, &dir))
+    return FB_FUSE_TIMEOUT_SHORT;
+  key = g_strdup_printf ("e:%" G_GUINT64_FORMAT ":%s", (guint64)parent_ino, name);
+  now = g_get_monotonic_time ();
+  g_mutex_lock (&f->inval_lock);
+  if (g_hash_table_size (f->absences) >= ABSENCES_MAX && now - f->absences_purged > G_USEC_PER_SEC)
+    {
+      /* the kernel has forgotten these by now */
+      f->absences_purged = now;
+      g_hash_table_foreach_remove (f->absences, absence_expired, GUINT_TO_POINTER ((guint)(now / G_USEC_PER_SEC)));
+    }
+  if (!f->inval_stop && (g_hash_table_size (f->absences) < ABSENCES_MAX || g_hash_table_contains (f->absences, key)))
+    {
+      guint until = (guint)(now / G_USEC_PER_SEC) + (guint)FB_FUSE_TIMEOUT_COHERENT + 1;
+      g_hash_table_replace (f->absences, g_steal_pointer (&key), GUINT_TO_POINTER (until));
+      kept = true;
+    }
+  g_mutex_unlock (&f->inval_lock);
+  return kept ? FB_FUSE_TIMEOUT_COHERENT : FB_FUSE_TIMEOUT_SHORT;
 }
 
 static fuse_ino_t
@@ -263,15 +370,23 @@ known_clear (gpointer p)
 /* Host events were lost (the kernel's fanotify queue or ours overflowed):
  * drop the attributes and data of every inode the kernel knows, and let
  * every name it knows expire (revalidated at the next use; expiring rather
- * than invalidating keeps mounts made on them in the sandbox).  Bounded by
- * the node count; the list is made under the view lock, delivered outside
- * it (an address forgotten meanwhile is answered ENOENT, one reused gets a
+ * than invalidating keeps mounts made on them in the sandbox), and every
+ * absence given the long timeout.  Bounded by the node count and
+ * ABSENCES_MAX; the lists are made under the locks, delivered outside them
+ * (an address forgotten meanwhile is answered ENOENT, one reused gets a
  * needless invalidation). */
 static void
 inval_everything (FbFuse *f)
 {
   g_autoptr (GArray) known = g_array_new (FALSE, FALSE, sizeof (Known));
+  g_autoptr (GHashTable) absences = NULL;
+  GHashTableIter iter;
+  gpointer key;
 
+  g_mutex_lock (&f->inval_lock);
+  absences = g_steal_pointer (&f->absences);
+  f->absences = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_mutex_unlock (&f->inval_lock);
   g_array_set_clear_func (known, known_clear);
   fb_view_foreach_known (f->view, collect_known, known);
   for (guint i = 0; i < known->len; i++)
@@ -283,6 +398,16 @@ inval_everything (FbFuse *f)
       if (k->name != NULL)
         (void)fuse_lowlevel_notify_expire_entry (f->se, parent, k->name, strlen (k->name), FUSE_LL_EXPIRE_ONLY);
     }
+  g_hash_table_iter_init (&iter, absences);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      /* "e:INO:NAME" (inval_absence_timeout) */
+      char *end = NULL;
+      guint64 ino = g_ascii_strtoull ((const char *)key + 2, &end, 10);
+      if (end != NULL && *end == ':')
+        (void)fuse_lowlevel_notify_expire_entry (f->se, (fuse_ino_t)ino, end + 1, strlen (end + 1),
+                                                 FUSE_LL_EXPIRE_ONLY);
+    }
 }
 
 /* The notifier thread: delivers the queued invalidations outside every FUSE
@@ -293,6 +418,26 @@ inval_everything (FbFuse *f)
  * directory lock until a worker answers the request holding it, which
  * would stall the log writer and the API if it ran on the loop.  A
  * connection that has ended answers at once (ENODEV/ENOENT, ignored). */
+/* Move the second sendings that are due into the queue; returns when the
+ * next one is due (0: none waits). */
+static gint64
+inval_later_due_locked (FbFuse *f)
+{
+  gint64 now = g_get_monotonic_time ();
+  Inval *iv;
+
+  while ((iv = g_queue_peek_head (&f->inval_later)) != NULL)
+    {
+      if (iv->due > now)
+        return iv->due;
+      g_queue_pop_head (&f->inval_later);
+      g_hash_table_remove (f->later_pending, iv->key);
+      (void)inval_push_locked (f, iv->ino, 0, iv->name, true);
+      inval_free (iv);
+    }
+  return 0;
+}
+
 static gpointer
 inval_thread (gpointer data)
 {
@@ -302,8 +447,15 @@ inval_thread (gpointer data)
   for (;;)
     {
       Inval *iv;
-      while (f->inval_queue.length == 0 && !f->inval_all && !f->inval_stop)
-        g_cond_wait (&f->inval_cond, &f->inval_lock);
+      gint64 next = inval_later_due_locked (f);
+      if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_stop)
+        {
+          if (next != 0)
+            g_cond_wait_until (&f->inval_cond, &f->inval_lock, next);
+          else
+            g_cond_wait (&f->inval_cond, &f->inval_lock);
+          continue;
+        }
       if (f->inval_stop)
         break;
       if (f->inval_all)
@@ -312,6 +464,8 @@ inval_thread (gpointer data)
           f->inval_all = false;
           g_hash_table_remove_all (f->inval_pending);
           g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
+          g_hash_table_remove_all (f->later_pending);
+          g_queue_clear_full (&f->inval_later, (GDestroyNotify)inval_free);
           g_mutex_unlock (&f->inval_lock);
           inval_everything (f);
           g_mutex_lock (&f->sync->lock);
@@ -391,8 +545,41 @@ inval_finish (FbFuse *f)
     }
   g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
   g_hash_table_remove_all (f->inval_pending);
+  g_queue_clear_full (&f->inval_later, (GDestroyNotify)inval_free);
+  g_hash_table_remove_all (f->later_pending);
+  g_hash_table_remove_all (f->absences);
   g_mutex_lock (&f->sync->lock);
   f->sync->stopped = true;
   g_cond_broadcast (&f->sync->cond);
   g_mutex_unlock (&f->sync->lock);
+}
+
+void
+inval_init (FbFuse *f)
+{
+  g_mutex_init (&f->inval_lock);
+  g_cond_init (&f->inval_cond);
+  g_queue_init (&f->inval_queue);
+  f->inval_pending = g_hash_table_new (g_str_hash, g_str_equal);
+  g_queue_init (&f->inval_later);
+  f->later_pending = g_hash_table_new (g_str_hash, g_str_equal);
+  f->absences = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  f->sync = g_new0 (InvalSync, 1);
+  f->sync->ref = 1;
+  g_mutex_init (&f->sync->lock);
+  g_cond_init (&f->sync->cond);
+}
+
+/* After inval_finish (or when the session never started). */
+void
+inval_clear (FbFuse *f)
+{
+  g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
+  g_queue_clear_full (&f->inval_later, (GDestroyNotify)inval_free);
+  g_hash_table_destroy (f->inval_pending);
+  g_hash_table_destroy (f->later_pending);
+  g_hash_table_destroy (f->absences);
+  inval_sync_unref (f->sync);
+  g_cond_clear (&f->inval_cond);
+  g_mutex_clear (&f->inval_lock);
 }

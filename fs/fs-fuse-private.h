@@ -38,6 +38,10 @@ struct FbFuse
   bool coherent;          /* host changes are watched (fs-watch.c): long timeouts where covered */
   guint64 inval_seq;      /* inval_lock: the last one queued */
   struct InvalSync *sync; /* delivery progress, for the threads that wait on it */
+  GQueue inval_later;        /* inval_lock: Inval* sent again at their due time (a name's second invalidation) */
+  GHashTable *later_pending; /* inval_lock: keys of inval_later */
+  GHashTable *absences;      /* inval_lock: "e:INO:NAME" -> expiry (monotonic us) of the long negative entries given */
+  gint64 absences_purged;    /* inval_lock: when the expired ones were last dropped */
 };
 
 /* How far the notifier got, shared with waiting threads (which may outlive
@@ -57,6 +61,9 @@ extern const struct fuse_lowlevel_ops fb_fuse_ops;
 /* fs-fuse-inval.c */
 void inval_sync_unref (InvalSync *s);
 int inval_start (FbFuse *f);
+void inval_init (FbFuse *f);
+void inval_clear (FbFuse *f);
+double inval_absence_timeout (FbFuse *f, fuse_ino_t parent_ino, FbViewNode *parent, const char *name);
 void inval_finish (FbFuse *f);
 
 G_END_DECLS

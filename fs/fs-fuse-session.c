@@ -81,14 +81,7 @@ fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
   f->root = fb_view_get_root (view);
   g_mutex_init (&f->files_lock);
   f->files = g_hash_table_new (g_direct_hash, g_direct_equal);
-  g_mutex_init (&f->inval_lock);
-  g_cond_init (&f->inval_cond);
-  g_queue_init (&f->inval_queue);
-  f->inval_pending = g_hash_table_new (g_str_hash, g_str_equal);
-  f->sync = g_new0 (InvalSync, 1);
-  f->sync->ref = 1;
-  g_mutex_init (&f->sync->lock);
-  g_cond_init (&f->sync->cond);
+  inval_init (f);
   *ret_fuse = f;
   return 0;
 }
@@ -405,10 +398,7 @@ fb_fuse_free (FbFuse *f)
     g_hash_table_destroy (f->files);
     g_mutex_clear (&f->files_lock);
   }
-  g_hash_table_destroy (f->inval_pending);
-  inval_sync_unref (f->sync);
-  g_cond_clear (&f->inval_cond);
-  g_mutex_clear (&f->inval_lock);
+  inval_clear (f);
   fb_view_drop_kernel_refs (f->view);
   fb_view_node_unref (f->root);
   fb_view_unref (f->view);

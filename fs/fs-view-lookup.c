@@ -400,8 +400,10 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
       return -ENOENT;
     }
   r = lookup_child (view, parent, pst, name, &ci, &node, ret_st);
-  if (r == 0)
-    view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_ALLOW, 0, ci.decision.rule);
+  /* a name probed and not found is a lookup too (level all): what a tool
+   * looked for tells an auditor as much as what it found */
+  if (r == 0 || r == -ENOENT)
+    view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
   *ret_node = node;

@@ -48,7 +48,9 @@
  *    (an unprivileged group still sees its own pid, others' as 0): they
  *    went through a view and were reported already.  On FAN_Q_OVERFLOW it
  *    reports FB_VIEW_CHANGE_ALL: every session invalidates everything its
- *    kernel knows.
+ *    kernel knows, absences included (fs-fuse-inval.c), and so it does if
+ *    the group fails.  FUSEBOX_TEST_LOSE_EVENTS=1 treats every event as
+ *    lost, so that tests can show that path works.
  *  - Bounded: the kernel's queue holds at most 16,384 events (then
  *    overflow); we read into one fixed buffer, allocate nothing per event,
  *    and each event costs at most two hash lookups or handle decodings and
@@ -68,6 +70,9 @@
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+
+/* For tests: every host event is treated as lost (the overflow path). */
+static bool watch_lose_events;
 
 #define WATCH_FS_MAX 64
 #define WATCH_DIRS_MAX 65536
@@ -416,6 +421,13 @@ handle_event (const struct fanotify_event_metadata *m)
   if (m->pid == getpid ())
     return; /* through a view of ours: reported already */
   __atomic_add_fetch (&watch_events, 1, __ATOMIC_RELAXED);
+  if (watch_lose_events)
+    {
+      /* FUSEBOX_TEST_LOSE_EVENTS=1: as if the queue had overflowed */
+      c.what = FB_VIEW_CHANGE_ALL;
+      view_changed (NULL, NULL, &c);
+      return;
+    }
   while (p + sizeof (struct fanotify_event_info_header) <= end)
     {
       const struct fanotify_event_info_header *h = (const void *)p;
@@ -493,8 +505,12 @@ watch_thread (gpointer data)
         }
     }
   /* the group is unusable: stop claiming coherence (replies from now on
-   * get the short timeouts) */
+   * get the short timeouts), and drop what was cached for long */
   g_atomic_int_set (&watch_active, 0);
+  {
+    FbViewChange all = { .what = FB_VIEW_CHANGE_ALL };
+    view_changed (NULL, NULL, &all);
+  }
   return NULL;
 }
 
@@ -507,6 +523,9 @@ fb_watch_start (void)
     {
       int fan = -1;
       const char *no = g_getenv ("FUSEBOX_NO_FANOTIFY");
+      const char *lose = g_getenv ("FUSEBOX_TEST_LOSE_EVENTS");
+
+      watch_lose_events = lose != NULL && strcmp (lose, "1") == 0;
 
       if (no == NULL || strcmp (no, "1") != 0)
         {

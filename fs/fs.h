@@ -467,7 +467,7 @@ typedef struct
    * watcher) takes to show: a new or removed name after entry_timeout
    * (negative_timeout for names that did not exist), new attributes after
    * attr_timeout.  Changes made through a view show at once.  Defaults:
-   * FB_FUSE_TIMEOUT_AUTO for entries and attributes, 2.0 s for absences. */
+   * FB_FUSE_TIMEOUT_AUTO for all three. */
   double entry_timeout;
   double attr_timeout;
   double negative_timeout;
@@ -480,9 +480,9 @@ typedef struct
 
 void fb_fuse_options_init (FbFuseOptions *options);
 
-/* entry_timeout/attr_timeout FB_FUSE_TIMEOUT_AUTO: FB_FUSE_TIMEOUT_COHERENT
- * for objects whose host changes the watcher reports
- * (fb_view_node_watched), FB_FUSE_TIMEOUT_SHORT elsewhere. */
+/* FB_FUSE_TIMEOUT_AUTO: FB_FUSE_TIMEOUT_COHERENT for objects whose host
+ * changes the watcher reports (fb_view_node_watched), and for absences in
+ * a directory it watches; FB_FUSE_TIMEOUT_SHORT elsewhere. */
 #define FB_FUSE_TIMEOUT_AUTO (-1.0)
 #define FB_FUSE_TIMEOUT_COHERENT 600.0
 #define FB_FUSE_TIMEOUT_SHORT 2.0
