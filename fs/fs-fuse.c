@@ -544,6 +544,11 @@ op_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
   fi->fh = (uint64_t)(uintptr_t)file;
   fi->keep_cache = keep;
   fi->direct_io = write_only_direct (fi->flags);
+  /* A read-only handle has nothing to write back at close(2), and locks
+   * stay in the kernel: no FLUSH round trip per close (FOPEN_NOFLUSH,
+   * Linux >= 5.16; older kernels ignore it).  The "close" record comes
+   * with RELEASE either way. */
+  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
   files_add (f, file);
   if (fuse_reply_open (req, fi) != 0)
     {
