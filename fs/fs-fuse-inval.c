@@ -25,10 +25,13 @@
  *  - Absences.  A name looked up and not found has no node; to give it the
  *    long timeout (inval_absence_timeout) we remember it (ABSENCES_MAX at
  *    most, forgotten when invalidated or expired), so that inval_everything
- *    can expire it too.  Every name invalidation is sent again
- *    INVAL_AGAIN_US later (inval_later): the kernel enters a LOOKUP's
- *    answer in its dcache after we reply, and an invalidation that arrives
- *    in between finds nothing to invalidate.
+ *    can expire it too.  Two races with a name made meanwhile, both closed:
+ *    a name invalidation queued while the LOOKUP was being answered
+ *    (name_gen moved since the lookup began) makes the answer short; one
+ *    that meets a remembered absence is sent again INVAL_AGAIN_US later
+ *    (inval_later), because the kernel enters a LOOKUP's answer in its
+ *    dcache after we reply, and an invalidation arriving in between finds
+ *    nothing to invalidate.
  */
 #include "fs/fs-fuse-private.h"
 
@@ -114,11 +117,11 @@ inval_free (Inval *iv)
   g_free (iv);
 }
 
-/* A name's invalidation is sent twice: at once, and again INVAL_AGAIN_US
- * later.  The second closes a race the kernel leaves open: a LOOKUP of
- * that name already answered (say "absent", decided just before the name
- * was made) but not yet entered in the dcache is invisible to the first
- * invalidation, and would then stand for its whole timeout. */
+/* The invalidation of a name given as a long absence is sent twice: at
+ * once, and again INVAL_AGAIN_US later.  The second closes a race the
+ * kernel leaves open: a LOOKUP answered "absent" (decided just before the
+ * name was made) but not yet entered in the dcache is invisible to the
+ * first invalidation, and would then stand for its whole timeout. */
 #define INVAL_AGAIN_US (1000 * 1000)
 
 /* Most absences given the long timeout at once (about 100 bytes each);
@@ -141,9 +144,11 @@ inval_push_locked (FbFuse *f, fuse_ino_t ino, off_t off, const char *name, bool 
     return 0;
   if (name != NULL)
     {
-      /* the absence, if we gave one, goes now: no need to expire it on overflow */
-      g_hash_table_remove (f->absences, key);
-      if (!again)
+      __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
+      /* the absence, if we gave one, goes now (no need to expire it on
+       * overflow), and again in a while (the answer may still be on its way
+       * into the dcache) */
+      if (g_hash_table_remove (f->absences, key) && !again)
         inval_push_locked_later (f, key, ino, name, g_get_monotonic_time () + INVAL_AGAIN_US);
     }
   if ((iv = g_hash_table_lookup (f->inval_pending, key)) != NULL)
@@ -222,12 +227,22 @@ absence_expired (gpointer key, gpointer value, gpointer now_s)
   return GPOINTER_TO_UINT (value) <= GPOINTER_TO_UINT (now_s);
 }
 
+/* Before a lookup: the token inval_absence_timeout wants. */
+guint64
+inval_name_gen (FbFuse *f)
+{
+  /* written under inval_lock, read without it: every lookup asks */
+  return __atomic_load_n (&f->name_gen, __ATOMIC_ACQUIRE);
+}
+
 /* The negative-entry timeout for NAME, absent from PARENT (FUSE inode
- * PARENT_INO): long where the host watcher reports names made in PARENT
- * (fs-fuse.c "Caching"), provided it is remembered here, so that an
- * overflow (events lost) can expire it; short otherwise. */
+ * PARENT_INO), found so by a lookup that began at GEN (inval_name_gen):
+ * long where the host watcher reports names made in PARENT (fs-fuse.c
+ * "Caching"), provided no name was invalidated since GEN and the absence
+ * is remembered here, so that an overflow (events lost) can expire it;
+ * short otherwise. */
 double
-inval_absence_timeout (FbFuse *f, fuse_ino_t parent_ino, FbViewNode *parent, const char *name)
+inval_absence_timeout (FbFuse *f, guint64 gen, fuse_ino_t parent_ino, FbViewNode *parent, const char *name)
 {
   struct stat dir = { .st_mode = S_IFDIR, .st_nlink = 1 };
   g_autofree char *key = NULL;
@@ -247,7 +262,8 @@ inval_absence_timeout (FbFuse *f, fuse_ino_t parent_ino, FbViewNode *parent, con
       f->absences_purged = now;
       g_hash_table_foreach_remove (f->absences, absence_expired, GUINT_TO_POINTER ((guint)(now / G_USEC_PER_SEC)));
     }
-  if (!f->inval_stop && (g_hash_table_size (f->absences) < ABSENCES_MAX || g_hash_table_contains (f->absences, key)))
+  if (!f->inval_stop && f->name_gen == gen &&
+      (g_hash_table_size (f->absences) < ABSENCES_MAX || g_hash_table_contains (f->absences, key)))
     {
       guint until = (guint)(now / G_USEC_PER_SEC) + (guint)FB_FUSE_TIMEOUT_COHERENT + 1;
       g_hash_table_replace (f->absences, g_steal_pointer (&key), GUINT_TO_POINTER (until));

@@ -42,6 +42,7 @@ struct FbFuse
   GHashTable *later_pending; /* inval_lock: keys of inval_later */
   GHashTable *absences;      /* inval_lock: "e:INO:NAME" -> expiry (monotonic us) of the long negative entries given */
   gint64 absences_purged;    /* inval_lock: when the expired ones were last dropped */
+  guint64 name_gen;          /* inval_lock: name invalidations queued so far */
 };
 
 /* How far the notifier got, shared with waiting threads (which may outlive
@@ -63,7 +64,8 @@ void inval_sync_unref (InvalSync *s);
 int inval_start (FbFuse *f);
 void inval_init (FbFuse *f);
 void inval_clear (FbFuse *f);
-double inval_absence_timeout (FbFuse *f, fuse_ino_t parent_ino, FbViewNode *parent, const char *name);
+guint64 inval_name_gen (FbFuse *f);
+double inval_absence_timeout (FbFuse *f, guint64 gen, fuse_ino_t parent_ino, FbViewNode *parent, const char *name);
 void inval_finish (FbFuse *f);
 
 G_END_DECLS

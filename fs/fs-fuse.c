@@ -287,6 +287,7 @@ op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
   FbViewCaller caller;
   FbViewNode *node = NULL;
   struct stat st;
+  guint64 gen = inval_name_gen (f);
   int r;
 
   req_caller (req, &caller);
@@ -295,7 +296,7 @@ op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
     {
       /* A negative entry: the kernel remembers the absence for a while. */
       struct fuse_entry_param e = { 0 };
-      e.entry_timeout = inval_absence_timeout (f, parent, ino_node (f, parent), name);
+      e.entry_timeout = inval_absence_timeout (f, gen, parent, ino_node (f, parent), name);
       fuse_reply_entry (req, &e);
       return;
     }
