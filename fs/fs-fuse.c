@@ -151,13 +151,15 @@ req_caller (fuse_req_t req, FbViewCaller *caller)
  * is 2 + its subdirectories, hidden ones included: passed through, `stat`
  * would tell that a hidden subdirectory exists.  1 is what btrfs and many
  * FUSE filesystems report, and what find/fts read as "unknown" (no
- * leaf optimisation), so nothing below a directory shows in its stat. */
+ * leaf optimisation), so nothing below a directory shows in its stat.
+ * Likewise its size: on tmpfs and btrfs st_size grows with every name,
+ * and everywhere st_blocks grows with enough of them; every directory
+ * shows as a one-block directory of ext4 does (4096 bytes, 8 blocks). */
 static void
 attr_out (FbFuse *f, struct stat *st)
 {
   fb_fuse_id_map_attr (&f->options.id_map, st);
-  if (S_ISDIR (st->st_mode))
-    st->st_nlink = 1;
+  fb_view_stat_mask_dir (st);
 }
 
 /* An entry or attribute timeout for NODE with attributes ST (see

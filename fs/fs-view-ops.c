@@ -38,8 +38,21 @@ fb_view_getattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, str
   r = check_access (st, NEED_STAT, &d);
   if (r == 0)
     r = node_stat (view, node, ret_st);
+  if (r == 0)
+    fb_view_stat_mask_dir (ret_st);
   view_emit (view, caller, EV_OBSERVE, "getattr", st->path, NULL, "stat", d, -r, st->decision.rule);
   return r;
+}
+
+void
+fb_view_stat_mask_dir (struct stat *st)
+{
+  if (S_ISDIR (st->st_mode))
+    {
+      st->st_nlink = 1;
+      st->st_size = 4096;
+      st->st_blocks = 8;
+    }
 }
 
 static int

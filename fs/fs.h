@@ -228,6 +228,13 @@ int fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, Fb
 /* --- attributes ----------------------------------------------------------- */
 
 int fb_view_getattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, struct stat *ret_st);
+/* What a directory's stat may not tell about the names in it, hidden ones
+ * included: st_nlink (2 + subdirectories), st_size and st_blocks (which
+ * grow with the names on tmpfs, btrfs, and past a block everywhere).  Every
+ * directory shows st_nlink 1, 4096 bytes and 8 blocks; others are left as
+ * they are.  fb_view_getattr applies it; so does the FUSE adapter to every
+ * attribute it gives the kernel. */
+void fb_view_stat_mask_dir (struct stat *st);
 
 typedef enum
 {
@@ -416,6 +423,12 @@ void fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_da
 bool fb_watch_start (void);
 bool fb_watch_active (void);
 void fb_watch_view (FbView *view);
+/* For a process done serving every view (`fusebox run` once its sandbox's
+ * connection has ended): stop watching for good.  fb_watch_active() is
+ * false from here on (short timeouts, no new marks); the group is closed on
+ * the watcher's thread, because freeing its marks waits for an RCU grace
+ * period (fs-watch.c "Stopping"). */
+void fb_watch_stop (void);
 /* The number of fanotify events of other processes the watcher read, and
  * overflows (a diagnostic). */
 guint64 fb_watch_events_read (void);

@@ -310,6 +310,46 @@ test_hidden_subdir_stat (void **state)
   MFX_PASS ();
 }
 
+/* Nor its size: on tmpfs (as on btrfs) a directory's st_size grows with
+ * every name in it, hidden ones included.  Two directories on a tmpfs that
+ * differ by a hidden .git only: their host sizes differ, the view's not. */
+static void
+test_hidden_name_dir_size (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *t = NULL, *a_h = NULL, *b_h = NULL, *a_m = NULL, *b_m = NULL;
+  struct stat ha, hb, va, vb;
+  int ra, rb;
+
+  host_mkdir (fx, "/ws/t");
+  t = fx_h (fx, "/ws/t");
+  assert_int_equal (mount ("tmpfs", t, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"), 0);
+  host_write (fx, "/ws/t/a/x", "x");
+  host_mkdir (fx, "/ws/t/a/.git");
+  host_write (fx, "/ws/t/a/.git/HEAD", "ref: refs/heads/main\n");
+  host_write (fx, "/ws/t/b/x", "x");
+  mount_it (fx);
+  assert_host_readable (fx, "/ws/t/a/.git/HEAD");
+  a_h = fx_h (fx, "/ws/t/a");
+  b_h = fx_h (fx, "/ws/t/b");
+  a_m = fx_m (fx, "/ws/t/a");
+  b_m = fx_m (fx, "/ws/t/b");
+  ra = stat (a_h, &ha);
+  rb = stat (b_h, &hb);
+  assert_int_equal (stat (a_m, &va), 0);
+  assert_int_equal (stat (b_m, &vb), 0);
+  mfx_unmount (fx);
+  (void)umount2 (t, MNT_DETACH);
+  /* on the host they differ by the hidden name */
+  assert_int_equal (ra, 0);
+  assert_int_equal (rb, 0);
+  assert_true (ha.st_size != hb.st_size);
+  /* through the view they are alike */
+  assert_int_equal (va.st_size, vb.st_size);
+  assert_int_equal (va.st_blocks, vb.st_blocks);
+  MFX_PASS ();
+}
+
 /* create keeps every mode bit the caller may set: the sticky bit survives,
  * set-user-ID and set-group-ID on a file are stripped, the umask applies. */
 static void
@@ -628,6 +668,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_hard_links, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_hidden_names, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_hidden_subdir_stat, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_hidden_name_dir_size, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_create_modes, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_ancestor_renames, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_fifo_does_not_hang, mfx_setup, mfx_teardown),
