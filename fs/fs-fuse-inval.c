@@ -130,6 +130,32 @@ inval_free (Inval *iv)
 
 static void inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char *name, gint64 due);
 
+/* A new entry at the tail of QUEUE (its key in PENDING), or NULL when
+ * QUEUE is full: then everything is invalidated instead, rather than let a
+ * change wait for a long timeout. */
+static Inval *
+inval_enqueue_locked (FbFuse *f, GQueue *queue, GHashTable *pending, const char *key, fuse_ino_t ino,
+                      const char *name)
+{
+  Inval *iv;
+
+  if (queue->length >= INVAL_QUEUE_MAX)
+    {
+      f->inval_dropped++;
+      f->inval_all = true;
+      g_cond_signal (&f->inval_cond);
+      return NULL;
+    }
+  iv = g_new0 (Inval, 1);
+  iv->key = g_strdup (key);
+  iv->ino = ino;
+  iv->name = g_strdup (name);
+  g_hash_table_insert (pending, iv->key, iv);
+  g_queue_push_tail (queue, iv);
+  g_cond_signal (&f->inval_cond);
+  return iv;
+}
+
 /* Queue with inval_lock held.  AGAIN: a name's second sending (from
  * inval_later), not to be scheduled once more. */
 static guint64
@@ -159,24 +185,10 @@ inval_push_locked (FbFuse *f, fuse_ino_t ino, off_t off, const char *name, bool 
     }
   else if (f->inval_all)
     ; /* everything goes anyway */
-  else if (f->inval_queue.length >= INVAL_QUEUE_MAX)
+  else if ((iv = inval_enqueue_locked (f, &f->inval_queue, f->inval_pending, key, ino, name)) != NULL)
     {
-      /* rather than let a change wait for a long timeout */
-      f->inval_dropped++;
-      f->inval_all = true;
-      g_cond_signal (&f->inval_cond);
-    }
-  else
-    {
-      iv = g_new0 (Inval, 1);
-      iv->key = g_steal_pointer (&key);
-      iv->ino = ino;
       iv->off = off;
-      iv->name = g_strdup (name);
       iv->seq = seq = ++f->inval_seq;
-      g_hash_table_insert (f->inval_pending, iv->key, iv);
-      g_queue_push_tail (&f->inval_queue, iv);
-      g_cond_signal (&f->inval_cond);
     }
   return seq;
 }
@@ -189,23 +201,8 @@ inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char 
 
   if ((iv = g_hash_table_lookup (f->later_pending, key)) != NULL)
     iv->due = due; /* stays in its place: at worst sent one delay late */
-  else if (f->inval_later.length >= INVAL_QUEUE_MAX)
-    {
-      f->inval_dropped++;
-      f->inval_all = true;
-      g_cond_signal (&f->inval_cond);
-    }
-  else
-    {
-      iv = g_new0 (Inval, 1);
-      iv->key = g_strdup (key);
-      iv->ino = ino;
-      iv->name = g_strdup (name);
-      iv->due = due;
-      g_hash_table_insert (f->later_pending, iv->key, iv);
-      g_queue_push_tail (&f->inval_later, iv);
-      g_cond_signal (&f->inval_cond);
-    }
+  else if ((iv = inval_enqueue_locked (f, &f->inval_later, f->later_pending, key, ino, name)) != NULL)
+    iv->due = due;
 }
 
 /* Called from the view's change listener (any thread): queue, never block.
