@@ -128,7 +128,7 @@ inval_free (Inval *iv)
  * past it, absences get the short one. */
 #define ABSENCES_MAX 65536
 
-static void inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char *name, gint64 due);
+static bool inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char *name, gint64 due);
 
 /* A new entry at the tail of QUEUE (its key in PENDING), or NULL when
  * QUEUE is full: then everything is invalidated instead, rather than let a
@@ -164,24 +164,19 @@ inval_push_locked (FbFuse *f, fuse_ino_t ino, off_t off, const char *name, bool 
   guint64 seq = 0;
   g_autofree char *key = name != NULL ? g_strdup_printf ("e:%" G_GUINT64_FORMAT ":%s", (guint64)ino, name)
                                       : g_strdup_printf ("i:%" G_GUINT64_FORMAT, (guint64)ino);
+  bool queued = false;
   Inval *iv;
 
   if (f->inval_stop)
     return 0;
   if (name != NULL)
-    {
-      __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
-      /* the absence, if we gave one, goes now (no need to expire it on
-       * overflow), and again in a while (the answer may still be on its way
-       * into the dcache) */
-      if (g_hash_table_remove (f->absences, key) && !again)
-        inval_push_locked_later (f, key, ino, name, g_get_monotonic_time () + INVAL_AGAIN_US);
-    }
+    __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
   if ((iv = g_hash_table_lookup (f->inval_pending, key)) != NULL)
     {
       if (off == 0)
         iv->off = 0; /* the data too */
       seq = iv->seq;
+      queued = true;
     }
   else if (f->inval_all)
     ; /* everything goes anyway */
@@ -189,20 +184,31 @@ inval_push_locked (FbFuse *f, fuse_ino_t ino, off_t off, const char *name, bool 
     {
       iv->off = off;
       iv->seq = seq = ++f->inval_seq;
+      queued = true;
     }
+  /* An absence we gave goes with this invalidation, and again in a while
+   * (the answer may still be on its way into the dcache); no need to
+   * expire it on overflow then.  Unless this one was not queued: then
+   * inval_everything, which is coming, must still find it. */
+  if (name != NULL && queued && g_hash_table_contains (f->absences, key) &&
+      (again || inval_push_locked_later (f, key, ino, name, g_get_monotonic_time () + INVAL_AGAIN_US)))
+    g_hash_table_remove (f->absences, key);
   return seq;
 }
 
-/* Schedule KEY's second sending at DUE (a later one moves it later). */
-static void
+/* Schedule KEY's second sending at DUE (a later one moves it later).
+ * FALSE: no room (everything is invalidated instead). */
+static bool
 inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char *name, gint64 due)
 {
   Inval *iv;
 
-  if ((iv = g_hash_table_lookup (f->later_pending, key)) != NULL)
-    iv->due = due; /* stays in its place: at worst sent one delay late */
-  else if ((iv = inval_enqueue_locked (f, &f->inval_later, f->later_pending, key, ino, name)) != NULL)
-    iv->due = due;
+  if ((iv = g_hash_table_lookup (f->later_pending, key)) == NULL)
+    iv = inval_enqueue_locked (f, &f->inval_later, f->later_pending, key, ino, name);
+  if (iv == NULL)
+    return false;
+  iv->due = due; /* an entry moved later stays in its place: at worst sent one delay late */
+  return true;
 }
 
 /* Called from the view's change listener (any thread): queue, never block.
@@ -423,14 +429,6 @@ inval_everything (FbFuse *f)
     }
 }
 
-/* The notifier thread: delivers the queued invalidations outside every FUSE
- * operation (fs.h: never from inside one, where the kernel may hold the
- * directory lock that an invalidation needs).  A thread of its own rather
- * than the main loop: fs/ serves sessions with no main loop of its own
- * (`fusebox mount`), and an invalidation may wait in the kernel for a
- * directory lock until a worker answers the request holding it, which
- * would stall the log writer and the API if it ran on the loop.  A
- * connection that has ended answers at once (ENODEV/ENOENT, ignored). */
 /* Move the second sendings that are due into the queue; returns when the
  * next one is due (0: none waits). */
 static gint64
@@ -451,6 +449,14 @@ inval_later_due_locked (FbFuse *f)
   return 0;
 }
 
+/* The notifier thread: delivers the queued invalidations outside every FUSE
+ * operation (fs.h: never from inside one, where the kernel may hold the
+ * directory lock that an invalidation needs).  A thread of its own rather
+ * than the main loop: fs/ serves sessions with no main loop of its own
+ * (`fusebox mount`), and an invalidation may wait in the kernel for a
+ * directory lock until a worker answers the request holding it, which
+ * would stall the log writer and the API if it ran on the loop.  A
+ * connection that has ended answers at once (ENODEV/ENOENT, ignored). */
 static gpointer
 inval_thread (gpointer data)
 {
@@ -477,8 +483,7 @@ inval_thread (gpointer data)
           f->inval_all = false;
           g_hash_table_remove_all (f->inval_pending);
           g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
-          g_hash_table_remove_all (f->later_pending);
-          g_queue_clear_full (&f->inval_later, (GDestroyNotify)inval_free);
+          /* inval_later stays: those absences left the table already */
           g_mutex_unlock (&f->inval_lock);
           inval_everything (f);
           g_mutex_lock (&f->sync->lock);
