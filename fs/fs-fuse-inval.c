@@ -484,6 +484,9 @@ inval_thread (gpointer data)
           g_hash_table_remove_all (f->inval_pending);
           g_queue_clear_full (&f->inval_queue, (GDestroyNotify)inval_free);
           /* inval_later stays: those absences left the table already */
+          /* a lookup under way may have decided before the lost change:
+           * its absence gets the short timeout */
+          __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
           g_mutex_unlock (&f->inval_lock);
           inval_everything (f);
           g_mutex_lock (&f->sync->lock);
