@@ -3,7 +3,7 @@
  * / / --dev /dev --proc /proc true`, median of 20).
  *
  *   bench-startup [-n RUNS] [--fusebox PATH] [--bwrap PATH] [--baseline PATH]
- *                 [--command NAME]
+ *                 [--baseline-env NAME=VALUE] [--command NAME]
  *
  * The commands run alternately (A B A B ...), so a load change on a shared
  * machine hits both alike; three warm-up rounds are not counted.  Each run
@@ -19,7 +19,10 @@
  * The command is `true` as issue 4 writes it, found on a fixed PATH
  * (Debian's default, /usr/bin/true after three misses) so that the caller's
  * PATH does not change the result; --command /bin/true gives a path instead.
- * --baseline PATH adds another fusebox (an older build) to the rotation.
+ * --baseline PATH adds another fusebox (an older build) to the rotation;
+ * --baseline-env NAME=VALUE (repeatable) sets a variable for it alone, so
+ * that a switch such as FUSEBOX_NO_FANOTIFY=1 can be measured against the
+ * same build (--baseline then names the same binary).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,6 +120,7 @@ main (int argc, char **argv)
   const char *bwrap = "/usr/bin/bwrap";
   const char *baseline = NULL;
   const char *command = "true";
+  GPtrArray *baseline_env = g_ptr_array_new ();
 
   for (int i = 1; i < argc; i++)
     {
@@ -128,12 +132,14 @@ main (int argc, char **argv)
         bwrap = argv[++i];
       else if (strcmp (argv[i], "--baseline") == 0 && i + 1 < argc)
         baseline = argv[++i];
+      else if (strcmp (argv[i], "--baseline-env") == 0 && i + 1 < argc && strchr (argv[i + 1], '=') != NULL)
+        g_ptr_array_add (baseline_env, argv[++i]);
       else if (strcmp (argv[i], "--command") == 0 && i + 1 < argc)
         command = argv[++i];
       else
         {
-          fprintf (stderr,
-                   "usage: bench-startup [-n RUNS] [--fusebox PATH] [--bwrap PATH] [--baseline PATH] [--command NAME]\n");
+          fprintf (stderr, "usage: bench-startup [-n RUNS] [--fusebox PATH] [--bwrap PATH] [--baseline PATH]\n"
+                           "                     [--baseline-env NAME=VALUE] [--command NAME]\n");
           return 2;
         }
     }
@@ -159,6 +165,13 @@ main (int argc, char **argv)
   char **envp = g_get_environ ();
   envp = g_environ_setenv (envp, "XDG_STATE_HOME", state, TRUE);
   envp = g_environ_setenv (envp, "PATH", DEFAULT_PATH, TRUE);
+  char **o_envp = g_strdupv (envp);
+  for (guint k = 0; k < baseline_env->len; k++)
+    {
+      const char *kv = g_ptr_array_index (baseline_env, k);
+      g_autofree char *name = g_strndup (kv, strchr (kv, '=') - kv);
+      o_envp = g_environ_setenv (o_envp, name, strchr (kv, '=') + 1, TRUE);
+    }
 
   const char *f_argv[] = { fusebox, "run", "--", command, NULL };
   const char *o_argv[] = { baseline, "run", "--", command, NULL };
@@ -181,7 +194,7 @@ main (int argc, char **argv)
     for (int j = 0; j < n_subjects; j++)
       {
         double cpu;
-        double t = time_one ((char **)subjects[j].argv, envp, ws, &cpu);
+        double t = time_one ((char **)subjects[j].argv, j == 2 ? o_envp : envp, ws, &cpu);
         if (t < 0)
           {
             fprintf (stderr, "bench-startup: %s failed; run it by hand to see why\n", subjects[j].argv[0]);
@@ -214,5 +227,7 @@ main (int argc, char **argv)
       g_free (subjects[j].cpu);
     }
   g_strfreev (envp);
+  g_strfreev (o_envp);
+  g_ptr_array_unref (baseline_env);
   return 0;
 }
