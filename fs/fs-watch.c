@@ -51,6 +51,19 @@
  *    kernel knows, absences included (fs-fuse-inval.c), and so it does if
  *    the group fails.  FUSEBOX_TEST_LOSE_EVENTS=1 treats every event as
  *    lost, so that tests can show that path works.
+ *  - Marks are placed and removed through the directory's own O_PATH
+ *    descriptor and "." (a path walk of one step), not through
+ *    /proc/self/fd/N (five steps through procfs, 10-25 us more per mark).
+ *    The walk needs search permission on the directory, where the magic link
+ *    did not: a directory we may read but not search goes unmarked (short
+ *    timeouts); fanotify_mark needs read permission on it either way.
+ *  - Stopping (fb_watch_stop, once nothing is served any more): all marks
+ *    go in one FAN_MARK_FLUSH.  Closing the group at exit waits until the
+ *    kernel has freed every mark it held (fsnotify_destroy_group ->
+ *    fsnotify_wait_marks_destroyed, an SRCU grace period); after a
+ *    FAN_MARK_REMOVE per directory as the view's nodes were freed, that
+ *    wait took 10-20 ms in about a third of `fusebox run -- true`'s exits
+ *    (docs/performance.md, Startup), after one flush a few times in 60.
  *  - Bounded: the kernel's queue holds at most 16,384 events (then
  *    overflow); we read into one fixed buffer, allocate nothing per event,
  *    and each event costs at most two hash lookups or handle decodings and
@@ -115,6 +128,7 @@ static GHashTable *watch_by_obj;        /* watch_lock: WatchDir* (key: dev, ino)
 static GHashTable *watch_by_handle;     /* watch_lock: the same (key: fsid, handle) */
 static gint watch_active;               /* atomic: the group exists and its thread runs */
 static int watch_fan = -1;              /* set once */
+static bool watch_stopped;              /* watch_lock: fb_watch_stop() flushed the marks */
 static guint64 watch_events;            /* atomic: events of other processes read */
 
 static guint
@@ -270,7 +284,6 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
 {
   WatchDir key = { 0 }, *d;
   WatchFs *w;
-  char proc[32];
   bool ok = false;
 
   if (!fb_watch_active () || dir_fd < 0)
@@ -285,15 +298,15 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
       ok = true;
       goto out;
     }
-  if (g_hash_table_size (watch_by_obj) >= WATCH_DIRS_MAX || !dir_handle (dir_fd, &key))
+  if (watch_stopped || g_hash_table_size (watch_by_obj) >= WATCH_DIRS_MAX || !dir_handle (dir_fd, &key))
     goto out;
   w = fs_get_locked (dev, dir_fd, &key);
   if (w == NULL || !w->local)
     goto out;
   key.fsid = w->fsid;
-  proc_fd_path (proc, dir_fd);
-  /* ENOSPC (fs.fanotify.max_user_marks), EACCES (unreadable): not covered */
-  if (fanotify_mark (watch_fan, FAN_MARK_ADD, WATCH_MASK, AT_FDCWD, proc) < 0)
+  /* ENOSPC (fs.fanotify.max_user_marks), EACCES (unreadable or not
+   * searchable): not covered */
+  if (fanotify_mark (watch_fan, FAN_MARK_ADD, WATCH_MASK, dir_fd, ".") < 0)
     goto out;
   d = g_memdup2 (&key, sizeof key);
   d->refs = 1;
@@ -316,9 +329,8 @@ watch_dir_remove (dev_t dev, ino_t ino, int dir_fd)
   d = watch_by_obj != NULL ? g_hash_table_lookup (watch_by_obj, &key) : NULL;
   if (d != NULL && --d->refs == 0)
     {
-      char proc[32];
-      proc_fd_path (proc, dir_fd);
-      (void)fanotify_mark (watch_fan, FAN_MARK_REMOVE, WATCH_MASK, AT_FDCWD, proc);
+      if (!watch_stopped)
+        (void)fanotify_mark (watch_fan, FAN_MARK_REMOVE, WATCH_MASK, dir_fd, ".");
       g_hash_table_remove (watch_by_handle, d);
       g_hash_table_remove (watch_by_obj, d);
       g_free (d);
@@ -561,4 +573,18 @@ fb_watch_start (void)
       g_once_init_leave (&once, 1);
     }
   return fb_watch_active ();
+}
+
+void
+fb_watch_stop (void)
+{
+  /* replies from now on get the short timeouts, and no mark is added */
+  if (!g_atomic_int_compare_and_exchange (&watch_active, 1, 0))
+    return;
+  g_mutex_lock (&watch_lock);
+  watch_stopped = true;
+  /* every inode mark of the group; the nodes freed later remove none
+   * (fs-watch.c "Stopping") */
+  (void)fanotify_mark (watch_fan, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL);
+  g_mutex_unlock (&watch_lock);
 }

@@ -425,9 +425,9 @@ bool fb_watch_active (void);
 void fb_watch_view (FbView *view);
 /* For a process done serving every view (`fusebox run` once its sandbox's
  * connection has ended): stop watching for good.  fb_watch_active() is
- * false from here on (short timeouts, no new marks); the group is closed on
- * the watcher's thread, because freeing its marks waits for an RCU grace
- * period (fs-watch.c "Stopping"). */
+ * false from here on (short timeouts, no new marks) and every mark goes at
+ * once, so that the process's exit does not wait for the kernel to free
+ * them (fs-watch.c "Stopping"). */
 void fb_watch_stop (void);
 /* The number of fanotify events of other processes the watcher read, and
  * overflows (a diagnostic). */

@@ -1102,6 +1102,10 @@ serve (const RunOptions *o, Run *run)
     g_source_remove (sig_id);
   if (!sv.child_over)
     g_source_remove (child_id);
+  /* Nothing is served any more: the host watcher's marks go now, all at
+   * once, so that the kernel frees them while we finish instead of making
+   * our exit wait (fs-watch.c "Stopping"). */
+  fb_watch_stop ();
   fb_fuse_join (sv.fuse);
   g_clear_pointer (&sv.fuse, fb_fuse_free);
   g_clear_pointer (&view, fb_view_unref);
