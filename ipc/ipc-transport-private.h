@@ -1,5 +1,5 @@
-/* fusebox — what the transports (ipc-transport.c, ipc-transport-stream.c)
- * share. */
+/* fusebox — what the transports (ipc-transport.c, ipc-transport-stream.c,
+ * ipc-transport-wsio.c) share. */
 #pragma once
 
 #include <libsoup/soup.h>
@@ -15,6 +15,7 @@ struct FbRpcListener
 
   /* ws */
   SoupServer *soup;
+  GSocketService *ws_service; /* accepts; libsoup serves each connection */
   char *token;
   GList *peers; /* WsPeer* */
 
@@ -27,5 +28,17 @@ struct FbRpcListener
 bool fb_rpc_listen_unix (FbRpcListener *listener, const char *path, GError **error);
 bool fb_rpc_listen_stdio (FbRpcListener *listener, GError **error);
 void fb_rpc_stream_listener_clear (FbRpcListener *listener);
+
+/* The stream under a WebSocket connection (ipc-transport-wsio.c). */
+#define FB_TYPE_RPC_WS_IO (fb_rpc_ws_io_get_type ())
+G_DECLARE_FINAL_TYPE (FbRpcWsIo, fb_rpc_ws_io, FB, RPC_WS_IO, GIOStream)
+
+FbRpcWsIo *fb_rpc_ws_io_new (GSocketConnection *conn);
+int fb_rpc_ws_io_get_fd (FbRpcWsIo *io);
+/* Below its output bound and not failed. */
+bool fb_rpc_ws_io_can_write (FbRpcWsIo *io);
+/* FUNC runs from the main loop when output left after the bound was
+ * reached (or sending failed). */
+void fb_rpc_ws_io_set_writable_func (FbRpcWsIo *io, void (*func) (gpointer data), gpointer data);
 
 G_END_DECLS

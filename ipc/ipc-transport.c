@@ -25,76 +25,41 @@
 #include "ipc/ipc-rpc-private.h"
 #include "ipc/ipc-transport-private.h"
 
-#include <glib-unix.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <libsoup/soup.h>
-#include <poll.h>
 #include <string.h>
 #include <unistd.h>
+
+#define WS_IO_KEY "fusebox-ws-io"
 
 typedef struct
 {
   FbRpcListener *listener;
   SoupWebsocketConnection *ws;
-  GSocket *socket;
+  FbRpcWsIo *io; /* the stream under ws (ipc-transport-wsio.c) */
   FbRpcConn *conn;
-  guint out_watch;
   guint closed_idle;
-  guint uncork_idle; /* TCP_CORK is set until this runs */
-  gsize unchecked; /* bytes handed to libsoup since the socket was last seen writable */
 } WsPeer;
-
-/* Ask the kernel whether the socket is writable only after this much
- * output: below it, libsoup's queue can't hold more than this anyway. */
-#define WS_CHECK_EVERY (64 * 1024)
 
 static bool
 ws_can_write (gpointer transport)
 {
   WsPeer *peer = transport;
-  struct pollfd pfd = { g_socket_get_fd (peer->socket), POLLOUT, 0 };
 
-  if (soup_websocket_connection_get_state (peer->ws) != SOUP_WEBSOCKET_STATE_OPEN)
-    return false;
-  if (peer->unchecked < WS_CHECK_EVERY)
-    return true;
-  if (poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLOUT))
-    {
-      peer->unchecked = 0;
-      return true;
-    }
-  return false;
-}
-
-static gboolean
-on_ws_writable (int fd, GIOCondition cond, gpointer user_data)
-{
-  WsPeer *peer = user_data;
-
-  peer->out_watch = 0;
-  if (peer->conn != NULL)
-    fb_rpc_conn_writable (peer->conn);
-  return G_SOURCE_REMOVE;
+  /* The stream's buffer is below its bound, so libsoup's queue is empty:
+   * libsoup queues a frame only when the stream would block. */
+  return soup_websocket_connection_get_state (peer->ws) == SOUP_WEBSOCKET_STATE_OPEN &&
+         fb_rpc_ws_io_can_write (peer->io);
 }
 
 static void
-ws_set_cork (WsPeer *peer, int on)
-{
-  int fd = g_socket_get_fd (peer->socket);
-
-  /* Best effort: without it each answer is its own segment, as before. */
-  (void)setsockopt (fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
-}
-
-static gboolean
-ws_uncork (gpointer user_data)
+on_ws_writable (gpointer user_data)
 {
   WsPeer *peer = user_data;
 
-  peer->uncork_idle = 0;
-  ws_set_cork (peer, 0);
-  return G_SOURCE_REMOVE;
+  if (peer->conn != NULL)
+    fb_rpc_conn_writable (peer->conn);
 }
 
 static void
@@ -102,25 +67,10 @@ ws_write (gpointer transport, const char *text, gsize len)
 {
   WsPeer *peer = transport;
 
-  /* Answers to one batch of requests leave together.  libsoup reads every
-   * frame the socket holds in one dispatch and sends each answer at once, in
-   * its own send(): each one a loopback transmission that wakes the client,
-   * about a fifth of the server's CPU per call with a pipelining client.
-   * Corked, the kernel only queues them; the idle below (high priority: the
-   * next main-loop iteration, before any other source) uncorks, which
-   * transmits everything queued in full-sized segments.  A lone answer waits
-   * for nothing but the end of the current dispatch. */
-  if (peer->uncork_idle == 0)
-    {
-      ws_set_cork (peer, 1);
-      peer->uncork_idle = g_idle_add_full (G_PRIORITY_HIGH, ws_uncork, peer, NULL);
-    }
+  /* Answers to one batch of requests leave together: the stream buffers
+   * them and sends them in one send() at the next main-loop iteration
+   * (ipc-transport-wsio.c). */
   soup_websocket_connection_send_text (peer->ws, text);
-  peer->unchecked += len;
-  if (peer->unchecked >= WS_CHECK_EVERY && peer->out_watch == 0)
-    /* Told when the kernel has room again (only matters while messages
-     * wait in our queue; a spurious wake-up is harmless). */
-    peer->out_watch = g_unix_fd_add (g_socket_get_fd (peer->socket), G_IO_OUT, on_ws_writable, peer);
 }
 
 static void
@@ -137,20 +87,15 @@ static const FbRpcTransportOps ws_ops = { ws_can_write, ws_write, ws_close };
 static void
 ws_peer_free (WsPeer *peer)
 {
-  if (peer->out_watch != 0)
-    g_source_remove (peer->out_watch);
   if (peer->closed_idle != 0)
     g_source_remove (peer->closed_idle);
-  if (peer->uncork_idle != 0)
-    {
-      g_source_remove (peer->uncork_idle);
-      ws_set_cork (peer, 0);
-    }
+  if (peer->io != NULL)
+    fb_rpc_ws_io_set_writable_func (peer->io, NULL, NULL);
   g_signal_handlers_disconnect_by_data (peer->ws, peer);
   if (soup_websocket_connection_get_state (peer->ws) == SOUP_WEBSOCKET_STATE_OPEN)
     soup_websocket_connection_close (peer->ws, SOUP_WEBSOCKET_CLOSE_GOING_AWAY, "server stopping");
   g_object_unref (peer->ws);
-  g_clear_object (&peer->socket);
+  g_clear_object (&peer->io);
   g_free (peer);
 }
 
@@ -203,8 +148,10 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
 {
   FbRpcListener *l = user_data;
   WsPeer *peer = g_new0 (WsPeer, 1);
-  GSocket *socket = soup_server_message_get_socket (msg);
   GSocketAddress *remote = soup_server_message_get_remote_address (msg);
+  /* The stream ws reads and writes (soup_server_accept_iostream keeps the
+   * address object on_ws_incoming gave it). */
+  FbRpcWsIo *io = remote != NULL ? g_object_get_data (G_OBJECT (remote), WS_IO_KEY) : NULL;
   g_autofree char *name = NULL;
 
   if (remote != NULL && G_IS_INET_SOCKET_ADDRESS (remote))
@@ -215,17 +162,18 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
     }
   peer->listener = l;
   peer->ws = g_object_ref (ws);
-  peer->socket = socket != NULL ? g_object_ref (socket) : NULL;
-  if (peer->socket != NULL)
-    /* One message per frame, answered at once: Nagle's algorithm would
-     * hold a small answer back until the client's delayed ACK (40 ms). */
-    g_socket_set_option (peer->socket, IPPROTO_TCP, TCP_NODELAY, 1, NULL);
+  peer->io = io != NULL ? g_object_ref (io) : NULL;
+  if (io != NULL)
+    {
+      g_object_set_data (G_OBJECT (remote), WS_IO_KEY, NULL);
+      fb_rpc_ws_io_set_writable_func (io, on_ws_writable, peer);
+    }
   soup_websocket_connection_set_max_incoming_payload_size (ws, FB_RPC_WS_FRAME_HARD_MAX);
   soup_websocket_connection_set_keepalive_interval (ws, 0);
   l->peers = g_list_prepend (l->peers, peer);
   g_signal_connect (ws, "message", G_CALLBACK (on_ws_message), peer);
   g_signal_connect (ws, "closed", G_CALLBACK (on_ws_closed), peer);
-  if (peer->socket == NULL)
+  if (peer->io == NULL)
     {
       soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "no socket");
       return;
@@ -233,6 +181,37 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
   peer->conn = fb_rpc_server_accept (l->server, &ws_ops, peer, geteuid (), name);
   if (peer->conn == NULL)
     soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "too many clients");
+}
+
+/* Every TCP connection: libsoup serves HTTP (the early handler, /readyz,
+ * the handshake) and then the WebSocket over our stream. */
+static gboolean
+on_ws_incoming (GSocketService *service, GSocketConnection *connection, GObject *source, gpointer user_data)
+{
+  FbRpcListener *l = user_data;
+  g_autoptr (GSocketAddress) local = g_socket_connection_get_local_address (connection, NULL);
+  g_autoptr (GSocketAddress) remote = g_socket_connection_get_remote_address (connection, NULL);
+  g_autoptr (FbRpcWsIo) io = NULL;
+  g_autoptr (GError) error = NULL;
+
+  if (local == NULL || remote == NULL)
+    {
+      g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
+      return TRUE;
+    }
+  /* One message per frame, answered at once: Nagle's algorithm would
+   * hold a small answer back until the client's delayed ACK (40 ms). */
+  g_socket_set_option (g_socket_connection_get_socket (connection), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
+  io = fb_rpc_ws_io_new (connection);
+  /* Until on_websocket takes it (or the connection ends without one). */
+  g_object_set_data_full (G_OBJECT (remote), WS_IO_KEY, g_object_ref (io), g_object_unref);
+  if (!soup_server_accept_iostream (l->soup, G_IO_STREAM (io), local, remote, &error))
+    {
+      g_warning ("can't serve a WebSocket client: %s", error->message);
+      g_object_set_data (G_OBJECT (remote), WS_IO_KEY, NULL);
+      g_io_stream_close (G_IO_STREAM (io), NULL, NULL);
+    }
+  return TRUE;
 }
 
 static bool
@@ -293,11 +272,11 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
   g_autofree char *host = NULL;
   g_autoptr (GInetAddress) addr = NULL;
   g_autoptr (GSocketAddress) sa = NULL;
+  g_autoptr (GSocketAddress) effective = NULL;
   g_autoptr (GError) local = NULL;
   const char *hp = spec + 5, *colon;
   char *end;
   guint64 port;
-  GSList *uris;
 
   /* ws://HOST:PORT, HOST a literal address ([v6]) or "localhost". */
   if (hp[0] == '[')
@@ -355,23 +334,27 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
   soup_server_add_handler (l->soup, "/readyz", readyz_handler, l, NULL);
   soup_server_add_websocket_handler (l->soup, NULL, NULL, NULL, on_websocket, l, NULL);
   sa = g_inet_socket_address_new (addr, (guint16)port);
-  if (!soup_server_listen (l->soup, sa, 0, &local))
+  /* We accept and hand each connection to libsoup with our own stream
+   * under it (ipc-transport-wsio.c). */
+  l->ws_service = g_socket_service_new ();
+  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (l->ws_service), sa, G_SOCKET_TYPE_STREAM,
+                                      G_SOCKET_PROTOCOL_TCP, NULL, &effective, &local))
     {
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
                    "--listen %s: can't listen there: %s; pick a free port (0 picks one)", spec, local->message);
       return false;
     }
-  uris = soup_server_get_uris (l->soup);
-  if (uris != NULL && ret_url != NULL)
+  g_signal_connect (l->ws_service, "incoming", G_CALLBACK (on_ws_incoming), l);
+  g_socket_service_start (l->ws_service);
+  if (ret_url != NULL)
     {
-      GUri *u = uris->data;
-      const char *h = g_uri_get_host (u);
+      GInetSocketAddress *isa = G_INET_SOCKET_ADDRESS (effective);
+      g_autofree char *h = g_inet_address_to_string (g_inet_socket_address_get_address (isa));
       if (strchr (h, ':') != NULL)
-        *ret_url = g_strdup_printf ("ws://[%s]:%d", h, g_uri_get_port (u));
+        *ret_url = g_strdup_printf ("ws://[%s]:%u", h, g_inet_socket_address_get_port (isa));
       else
-        *ret_url = g_strdup_printf ("ws://%s:%d", h, g_uri_get_port (u));
+        *ret_url = g_strdup_printf ("ws://%s:%u", h, g_inet_socket_address_get_port (isa));
     }
-  g_slist_free_full (uris, (GDestroyNotify)g_uri_unref);
   return true;
 
 bad:
@@ -427,6 +410,12 @@ fb_rpc_listener_free (FbRpcListener *l)
 {
   if (l == NULL)
     return;
+  if (l->ws_service != NULL)
+    {
+      g_socket_service_stop (l->ws_service);
+      g_socket_listener_close (G_SOCKET_LISTENER (l->ws_service));
+      g_clear_object (&l->ws_service);
+    }
   if (l->soup != NULL)
     soup_server_disconnect (l->soup);
   while (l->peers != NULL)
