@@ -510,7 +510,7 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
   else
     line_fail (&rep, "seccomp filters",
                "installing the sandbox's filter: %s; fix: the kernel needs CONFIG_SECCOMP and "
-               "CONFIG_SECCOMP_FILTER, and libseccomp 2.5 or later",
+               "CONFIG_SECCOMP_FILTER",
                g_strerror (e));
 
   e = run_probe (&ctx, probe_sandbox);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <glib.h>
+#include <linux/filter.h>
 #include <sys/types.h>
 
 G_BEGIN_DECLS
@@ -51,5 +52,10 @@ typedef struct _JsonObject JsonObject;
 typedef void (*FbLogConnectFunc) (const char *line, JsonObject *record, gpointer user_data);
 int fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server_filter, FbLogConnectFunc func,
                            gpointer user_data);
+
+/* The sandbox's seccomp program, compiled from launcher-seccomp-gen.c's
+ * rules when fusebox is built (launcher-seccomp-bpf.c, generated). */
+extern const struct sock_filter fb_launcher_seccomp_program[];
+extern const unsigned short fb_launcher_seccomp_program_len;
 
 G_END_DECLS
