@@ -283,12 +283,18 @@ wsio_source_new (WsIoState *st, GObject *stream, bool output, GCancellable *canc
 {
   GSource *child = g_source_new (&wsio_source_funcs, sizeof (WsIoSource));
   WsIoSource *s = (WsIoSource *)child;
+  GSource *source;
 
   g_source_set_static_name (child, output ? "fusebox ws output" : "fusebox ws input");
   s->st = state_ref (st);
   s->output = output;
   s->tag = g_source_add_unix_fd (child, st->fd, output ? G_IO_OUT : G_IO_IN);
-  return g_pollable_source_new_full (stream, child, cancellable);
+  source = g_pollable_source_new_full (stream, child, cancellable);
+  /* The parent holds it now.  A destroyed source stays in its context's
+   * list until its last reference goes: keeping one made every main-loop
+   * iteration walk every source ever created. */
+  g_source_unref (child);
+  return source;
 }
 
 /* --- input ----------------------------------------------------------------------- */
