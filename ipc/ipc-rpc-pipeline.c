@@ -44,8 +44,11 @@
  * (conn_wake_locked); neither is held while a request runs. */
 #include "ipc/ipc-rpc-private.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 typedef enum
 {
@@ -119,6 +122,23 @@ is_worker_method (const FbRpcMessage *msg)
   return msg->kind == FB_RPC_MESSAGE_REQUEST && g_str_has_prefix (msg->method, "fs/");
 }
 
+void
+fb_rpc_conn_cond_wait_locked (FbRpcConn *conn)
+{
+  conn->cond_waiters++;
+  g_cond_wait (&conn->cond, &conn->lock);
+  conn->cond_waiters--;
+}
+
+/* Under conn->lock.  g_cond_broadcast makes a futex call even with nobody
+ * waiting, which is nearly always: once per request otherwise. */
+static void
+conn_signal_locked (FbRpcConn *conn)
+{
+  if (conn->cond_waiters > 0)
+    g_cond_broadcast (&conn->cond);
+}
+
 /* Tell the loop thread that CONN has finished jobs.  Under conn->lock. */
 static void
 conn_wake_locked (FbRpcConn *conn)
@@ -130,8 +150,21 @@ conn_wake_locked (FbRpcConn *conn)
     return;
   conn->in_ready = true;
   g_queue_push_tail (&server->ready, conn_ref (conn));
-  g_source_set_ready_time (server->wake, 0);
+  /* Not g_source_set_ready_time: it takes the main context's lock, which
+   * the loop thread takes and releases many times per iteration, and
+   * writes the context's eventfd under it; the worker then often slept on
+   * that lock.  Our own eventfd, written once until the loop thread reads
+   * it (wake_dispatch). */
+  if (g_atomic_int_compare_and_exchange (&server->wake_signaled, 0, 1))
+    {
+      guint64 one = 1;
+      ssize_t n G_GNUC_UNUSED = write (server->wake_fd, &one, sizeof one);
+    }
 }
+
+#ifndef WAKE_EVERY
+#define WAKE_EVERY 4
+#endif
 
 /* A worker: CONN's fs/... jobs, in order, up to the first one for the loop
  * thread. */
@@ -139,6 +172,7 @@ static void
 worker_run (gpointer data, gpointer user_data)
 {
   FbRpcConn *conn = data;
+  guint since_wake = 0;
 
   g_mutex_lock (&conn->lock);
   /* Answers waiting to be sent count against the connection's bound too:
@@ -192,14 +226,22 @@ worker_run (gpointer data, gpointer user_data)
         job->bytes += strlen (l->data);
       conn->job_bytes += job->bytes - job->msg_bytes;
       conn->answer_bytes += job->bytes - job->msg_bytes;
-      conn_wake_locked (conn);
-      g_cond_broadcast (&conn->cond);
+      /* The loop thread hears of finished jobs every WAKE_EVERY jobs, and
+       * when this run stops (below): each wake costs it a main-loop
+       * iteration (poll, the eventfd, a send, the access log's writer),
+       * and answers sent in bigger batches wake the client less often. */
+      if (++since_wake >= WAKE_EVERY)
+        {
+          conn_wake_locked (conn);
+          since_wake = 0;
+        }
+      conn_signal_locked (conn);
     }
   conn->scheduled = false;
   /* The loop thread may be waiting for this, or have a job of its own to
    * run next. */
   conn_wake_locked (conn);
-  g_cond_broadcast (&conn->cond);
+  conn_signal_locked (conn);
   g_mutex_unlock (&conn->lock);
   fb_rpc_conn_unref (conn);
 }
@@ -263,7 +305,7 @@ conn_wait_below (FbRpcConn *conn, guint max_jobs, gsize max_bytes)
       /* After conn_pump, what is left waits for the worker, whose every
        * step signals. */
       if (conn->scheduled)
-        g_cond_wait (&conn->cond, &conn->lock);
+        fb_rpc_conn_cond_wait_locked (conn);
     }
 }
 
@@ -278,6 +320,7 @@ typedef struct
 {
   GSource source;
   FbRpcServer *server;
+  gpointer tag; /* server->wake_fd */
 } WakeSource;
 
 static gboolean
@@ -287,7 +330,14 @@ wake_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
   GQueue ready = G_QUEUE_INIT;
   FbRpcConn *conn;
 
-  g_source_set_ready_time (source, -1);
+  {
+    /* Read, then clear the flag, then take the queue: a worker that
+     * queued after the read either sees the flag still set (and its
+     * connection is in what we take) or writes again. */
+    guint64 n;
+    ssize_t r G_GNUC_UNUSED = read (server->wake_fd, &n, sizeof n);
+    g_atomic_int_set (&server->wake_signaled, 0);
+  }
   {
     g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->ready_lock);
     ready = server->ready;
@@ -304,7 +354,13 @@ wake_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
-static GSourceFuncs wake_funcs = { .dispatch = wake_dispatch };
+static gboolean
+wake_check (GSource *source)
+{
+  return g_source_query_unix_fd (source, ((WakeSource *)source)->tag) != 0;
+}
+
+static GSourceFuncs wake_funcs = { .check = wake_check, .dispatch = wake_dispatch };
 
 /* Queue the message DATA (copied), or an answer ready as it is (TEXT,
  * taken), in its turn; LEN is what was received. */
@@ -428,8 +484,12 @@ fb_rpc_server_pipeline_init (FbRpcServer *server)
 {
   g_mutex_init (&server->ready_lock);
   g_queue_init (&server->ready);
+  server->wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (server->wake_fd < 0)
+    g_error ("eventfd: %s", g_strerror (errno));
   server->wake = g_source_new (&wake_funcs, sizeof (WakeSource));
   ((WakeSource *)server->wake)->server = server;
+  ((WakeSource *)server->wake)->tag = g_source_add_unix_fd (server->wake, server->wake_fd, G_IO_IN);
   g_source_set_priority (server->wake, G_PRIORITY_DEFAULT);
   g_source_set_name (server->wake, "fusebox rpc: answers from the workers");
   g_source_attach (server->wake, server->context);
@@ -456,5 +516,6 @@ fb_rpc_server_pipeline_clear (FbRpcServer *server)
   }
   g_source_destroy (server->wake);
   g_source_unref (server->wake);
+  close (server->wake_fd);
   g_mutex_clear (&server->ready_lock);
 }

@@ -81,9 +81,11 @@ struct FbRpcServer
    * every request runs on the loop thread), and how they hand finished
    * requests back: a connection with answers to send goes on `ready`
    * (guarded by ready_lock, with a reference) and `wake` (a source on the
-   * loop thread) is made ready. */
+   * loop thread polling wake_fd, an eventfd) is made ready. */
   GThreadPool *pool;
   GSource *wake;
+  int wake_fd;
+  gint wake_signaled; /* atomic: wake_fd written since the loop thread last read it */
   GMutex ready_lock;
   GQueue ready; /* FbRpcConn* */
 
@@ -143,6 +145,7 @@ struct FbRpcConn
   bool scheduled;  /* on the pool, or running there */
   bool stopping;   /* the worker takes no further job */
   bool in_ready;
+  guint cond_waiters; /* threads in g_cond_wait (&cond): broadcast only for them (lock) */
   bool gone; /* loop thread: fb_rpc_conn_closed has run */
 };
 
@@ -184,6 +187,8 @@ void fb_rpc_conn_run_message (FbRpcConn *conn, FbRpcMessage *msg);
 /* Loop thread: run (and answer) every request CONN received so far, waiting
  * for its worker as needed.  For tests and the fuzzer, which want answers
  * at once; the server itself waits only at the bound on queued requests. */
+/* Wait on conn->cond, under conn->lock (the worker signals only waiters). */
+void fb_rpc_conn_cond_wait_locked (FbRpcConn *conn);
 void fb_rpc_conn_wait_idle (FbRpcConn *conn);
 /* On a worker running one of CONN's requests: keep TEXT (taken) with the
  * request and return true; anywhere else false. */

@@ -1132,7 +1132,7 @@ fb_rpc_conn_closed (FbRpcConn *conn)
     g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&conn->lock);
     conn->stopping = true;
     while (conn->scheduled)
-      g_cond_wait (&conn->cond, &conn->lock);
+      fb_rpc_conn_cond_wait_locked (conn);
   }
   conn->closing = true;
   fb_rpc_process_cancel_deferred (conn);
