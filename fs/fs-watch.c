@@ -53,7 +53,7 @@
  *    lost, so that tests can show that path works.
  *  - Marks are placed and removed through the directory's own O_PATH
  *    descriptor and "." (a path walk of one step), not through
- *    /proc/self/fd/N (five steps through procfs, 10-25 us more per mark).
+ *    /proc/self/fd/N (five steps through procfs, 7-26 us more per mark).
  *    The walk needs search permission on the directory, where the magic link
  *    did not: a directory we may read but not search goes unmarked (short
  *    timeouts); fanotify_mark needs read permission on it either way.
@@ -62,8 +62,8 @@
  *    kernel has freed every mark it held (fsnotify_destroy_group ->
  *    fsnotify_wait_marks_destroyed, an SRCU grace period); after a
  *    FAN_MARK_REMOVE per directory as the view's nodes were freed, that
- *    wait took 10-20 ms in about a third of `fusebox run -- true`'s exits
- *    (docs/performance.md, Startup), after one flush a few times in 60.
+ *    wait took 9-22 ms in a third to a half of `fusebox run -- true`'s
+ *    exits, after one flush in 2-3 of 40 (docs/performance.md, Startup).
  *  - Bounded: the kernel's queue holds at most 16,384 events (then
  *    overflow); we read into one fixed buffer, allocate nothing per event,
  *    and each event costs at most two hash lookups or handle decodings and
