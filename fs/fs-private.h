@@ -140,7 +140,8 @@ struct FbView
   gint ref;
   FbPolicy *policy;
   FbViewOptions options;
-  int *mount_fds; /* per fb_policy_get_mounts(); -1 when missing */
+  int *mount_fds; /* per fb_policy_get_mounts(); -1 when missing, -2 for a private
+                   * directory not made yet (fs-view.c, MOUNT_FD_UNMADE) */
   guint n_mounts;
   dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
   char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */

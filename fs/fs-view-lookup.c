@@ -303,7 +303,13 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
         }
       pin = true;
       if (ci->decision.is_mount_point)
-        fd = mount_fd_dup (view, ci->decision.mount);
+        {
+          fd = mount_fd_dup (view, ci->decision.mount);
+          /* a private directory that could not be made (or no descriptor
+           * left): the error, not an empty stand-in in its place */
+          if (fd < 0 && fd != -ENOENT)
+            return fd;
+        }
       else if (parent->kind == NODE_HOST)
         {
           /* A directory on the way to a mount point: the host's own when

@@ -298,6 +298,19 @@ mkdir_p_private (const char *path)
   return 0;
 }
 
+/* Private directories are made on first use: view->mount_fds[] holds
+ * MOUNT_FD_UNMADE for one not made yet, and mount_fd_dup() makes it when a
+ * lookup first reaches its mount point.  A run whose command never looks at
+ * its HOME or /tmp then makes no directory for them, and its supervisor
+ * removes none at the end: two or three inodes made and freed per run, which
+ * on ext4 without a journal costs a scan past every inode freed in the last
+ * minute (docs/performance.md, Startup).  The root's mount is made at once:
+ * a view needs it to exist.  A failure shows as the lookup's error (and a
+ * warning), not at fb_view_new(); the run directory was just written, so it
+ * is rare (a full disk). */
+#define MOUNT_FD_UNMADE (-2)
+static GMutex private_lock; /* making a private directory: its mount_fds[] slot */
+
 int
 fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
 {
@@ -344,6 +357,11 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
 
       if (host == NULL)
         continue;
+      if (mounts[i].is_private && view->options.create_private_dirs && i > 0)
+        {
+          view->mount_fds[i] = MOUNT_FD_UNMADE; /* on first use */
+          continue;
+        }
       if (mounts[i].is_private && view->options.create_private_dirs)
         {
           int r = mkdir_p_private (host);
@@ -352,7 +370,8 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
         }
       /* O_DIRECTORY|O_NOFOLLOW: a mount's source must be a real directory;
        * the policy's own paths are trusted text, so this is the one place a
-       * host path string is resolved, once, at start. */
+       * host path string is resolved, once, at start (or for a private
+       * directory, once, when it is made: private_dir_make). */
       fd = open (host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0)
         {
@@ -729,14 +748,48 @@ pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_poin
   return node;
 }
 
+/* Make MOUNT's private directory and open it, once (see MOUNT_FD_UNMADE);
+ * the descriptor (still the view's) or -errno. */
+static int
+private_dir_make (FbView *view, const FbPolicyMount *mount)
+{
+  int *slot = &view->mount_fds[mount->id];
+  int fd, r = 0;
+
+  g_mutex_lock (&private_lock);
+  fd = g_atomic_int_get (slot);
+  if (fd == MOUNT_FD_UNMADE)
+    {
+      r = mkdir_p_private (mount->host_path);
+      if (r == 0)
+        {
+          fd = open (mount->host_path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          r = fd < 0 ? -errno : 0;
+        }
+      if (r == 0)
+        g_atomic_int_set (slot, fd);
+      else
+        g_warning ("the private directory %s could not be made: %s", mount->host_path, g_strerror (-r));
+    }
+  g_mutex_unlock (&private_lock);
+  return r < 0 ? r : fd;
+}
+
 int
 mount_fd_dup (FbView *view, const FbPolicyMount *mount)
 {
   int fd;
 
-  if (mount == NULL || mount->id >= view->n_mounts || view->mount_fds[mount->id] < 0)
+  if (mount == NULL || mount->id >= view->n_mounts)
     return -ENOENT;
-  fd = fcntl (view->mount_fds[mount->id], F_DUPFD_CLOEXEC, 3);
+  fd = g_atomic_int_get (&view->mount_fds[mount->id]);
+  if (fd == MOUNT_FD_UNMADE)
+    fd = private_dir_make (view, mount);
+  if (fd == -1)
+    return -ENOENT;
+  if (fd < 0)
+    return fd;
+  fd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
   return fd >= 0 ? fd : -errno;
 }
 

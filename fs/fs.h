@@ -157,7 +157,8 @@ typedef struct
   FbAccessSink *sink;       /* may be NULL: nothing is logged */
   FbLogLevel log_level;     /* default FB_LOG_LEVEL_OPENS */
   bool act_as_caller;       /* create as the caller (needs root); default: geteuid () == 0 */
-  bool create_private_dirs; /* mkdir -p (0700) the host directories of private mounts; default true */
+  bool create_private_dirs; /* mkdir -p (0700) the host directories of private mounts, each when a
+                             * lookup first reaches it (the root's at once); default true */
   /* More view paths shown as empty read-only directories, like /proc:
    * `fusebox mount` passes its own mount point, which the view would
    * otherwise reach on the host and enter again, endlessly.  Copied. */

@@ -9,7 +9,8 @@
  * The supervisor: it parses the options, builds the effective policy (the
  * spec, the command line's rules, and a hide rule for fusebox's own run
  * directories), prepares the run directory (0700: policy.json, run.json,
- * the access log, the private sources), starts the sandbox
+ * the access log; the view makes the private sources there when the
+ * sandbox first reaches them), starts the sandbox
  * (launcher/launcher.h), serves it the view (fs/fs.h) with the access log
  * (ipc/ipc.h) on a GLib main loop, forwards signals, and exits with the
  * command's status.  See serve() for the order and the threads.

@@ -168,10 +168,34 @@ test_traversable (void **state)
   }
 }
 
+/* A private directory that can't be made when first reached (here a file
+ * stands where the run directory's private/ would go) fails the lookup: no
+ * empty stand-in hides the failure, and nothing is made in its place. */
+static void
+test_private_unmade_fails (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autofree char *in_the_way = NULL;
+  FbViewNode *n = NULL;
+  int r;
+
+  make_tree (fx);
+  write_host (fx, "run/private", "in the way\n");
+  in_the_way = fx_host (fx, "run/private");
+  fx_start (fx, pol, "run", -1);
+  r = fx_walk (fx, "/priv", &n);
+  assert_null (n);
+  assert_true (r < 0);
+  assert_int_not_equal (r, -ENOENT);
+  assert_errno (fx_walk (fx, "/priv/a/b/ws", &n), r);
+  assert_true (g_file_test (in_the_way, G_FILE_TEST_IS_REGULAR));
+}
+
 /* A private source shows an empty directory in the run directory (made
- * 0700), never the host's directory of that name; a workspace below it
- * with its own source is reached through synthetic directories that can't
- * be written or removed. */
+ * 0700 when a lookup first reaches it, not before), never the host's
+ * directory of that name; a workspace below it with its own source is
+ * reached through synthetic directories that can't be written or removed. */
 static void
 test_private_and_synthetic (void **state)
 {
@@ -185,8 +209,16 @@ test_private_and_synthetic (void **state)
   make_tree (fx);
   fx_start (fx, pol, "run", -1);
   run = fx_host (fx, "run/private");
-  assert_true (g_file_test (run, G_FILE_TEST_IS_DIR));
+  assert_false (g_file_test (run, G_FILE_TEST_EXISTS));
   lp = list_dir (fx, "/priv", 0, false);
+  assert_true (g_file_test (run, G_FILE_TEST_IS_DIR));
+  {
+    g_autoptr (GDir) d = g_dir_open (run, 0, NULL);
+    g_autofree char *made = g_build_filename (run, g_dir_read_name (d), NULL);
+    struct stat mst;
+    assert_int_equal (stat (made, &mst), 0);
+    assert_int_equal (mst.st_mode & 07777, 0700);
+  }
   sp = names_of (lp);
   assert_string_equal (sp, ".,..,a"); /* not on-host-only */
   assert_errno (fx_walk (fx, "/priv/on-host-only", &n), -ENOENT);
@@ -477,6 +509,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_traversable, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_private_and_synthetic, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_private_unmade_fails, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_blank_dirs, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_readdir_resume, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_readdir_at_policy, fx_setup, fx_teardown),
