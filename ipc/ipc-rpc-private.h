@@ -234,6 +234,9 @@ bool fb_rpc_param_path (JsonObject *params, const char *name, char **ret, FbRpcE
 /* Decode standard base64 strictly (Rust's STANDARD engine: padding
  * required, no whitespace). */
 bool fb_rpc_base64_decode (const char *text, guint8 **ret, gsize *ret_len);
+/* Standard padded base64 of DATA into OUT (room for 4 * ceil(LEN / 3)
+ * bytes); returns the length written. */
+gsize fb_rpc_base64_encode_to (const guint8 *data, gsize len, char *out);
 
 /* --- sandboxes (ipc-rpc-sandbox.c) ------------------------------------------ */
 
