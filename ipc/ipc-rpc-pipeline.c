@@ -217,6 +217,11 @@ worker_run (gpointer data, gpointer user_data)
         }
       if (job->on_worker)
         fb_rpc_conn_run_message (conn, &job->msg);
+      /* Freed on the thread that decoded it: json-glib's nodes come from
+       * GSlice, whose per-thread magazines made the loop thread's frees
+       * of the worker's nodes (and its own allocations after them) a slow
+       * path: g_slice_alloc was the loop thread's first function. */
+      fb_rpc_message_clear (&job->msg);
       running_conn = NULL;
       running_job = NULL;
 
