@@ -16,10 +16,12 @@
  * FB_RPC_WS_FRAME_HARD_MAX (close code 1009); a frame above
  * FB_RPC_MESSAGE_MAX but below that gets an error answer and the
  * connection stays usable.  Output: libsoup keeps its own unbounded send
- * queue, so a message is handed to it only while the TCP socket is
- * writable (the kernel has room, hence libsoup's queue holds at most what
- * one write could not take); the rest waits in the connection's bounded
- * queue (ipc-rpc.c), and a client that lets it fill is disconnected.
+ * queue, so a message is handed to it only while the stream under it
+ * (ipc-transport-wsio.c) holds less than its bound unsent (below it the
+ * stream takes every write, hence libsoup's queue stays empty; past it a
+ * write would block and libsoup keeps that one frame); the rest waits in
+ * the connection's bounded queue (ipc-rpc.c), and a client that lets it
+ * fill is disconnected.
  *
  * Loop thread only. */
 #include "ipc/ipc-rpc-private.h"
