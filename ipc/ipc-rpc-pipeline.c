@@ -495,6 +495,12 @@ fb_rpc_server_pipeline_init (FbRpcServer *server)
   server->wake = g_source_new (&wake_funcs, sizeof (WakeSource));
   ((WakeSource *)server->wake)->server = server;
   ((WakeSource *)server->wake)->tag = g_source_add_unix_fd (server->wake, server->wake_fd, G_IO_IN);
+  /* GLib blocks a source while it dispatches by taking its fds out of the
+   * poll set and putting them back, and each of the two signals the
+   * context's wake-up eventfd (a write now, a read and an extra main-loop
+   * iteration later).  Nothing here runs a nested main loop, so the
+   * dispatch needs no blocking. */
+  g_source_set_can_recurse (server->wake, TRUE);
   g_source_set_priority (server->wake, G_PRIORITY_DEFAULT);
   g_source_set_name (server->wake, "fusebox rpc: answers from the workers");
   g_source_attach (server->wake, server->context);
