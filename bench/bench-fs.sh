@@ -41,12 +41,14 @@
 #
 # Run by hand as root:  bench/bench-fs.sh [--runs N] [--fusebox PATH] [--dir DIR]
 #                         [--only "find git read2 write untar"] [--loggedfs-max-rss MiB] [--keep]
+#                         [--settle SECONDS]  (quiet disk before each write run; default 10)
 # Installs nothing; it names the Debian packages that are missing.  It times
 # runs itself (hyperfine is not needed: it can't interleave setups).
 set -euo pipefail
 
 runs=5
 expire=2.5 # seconds: longer than every setup's entry/attribute timeout
+settle=10  # seconds of quiet disk before each write run (see "write" below)
 fusebox=
 base=/var/tmp
 only="find git read2 write untar"
@@ -66,6 +68,7 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --loggedfs-max-rss) lfs_max_kb=$(($2 * 1024)); shift 2 ;; # MiB
+    --settle) settle="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "bench-fs.sh: unknown argument $1" >&2; usage 2 >&2 ;;
   esac
@@ -268,8 +271,15 @@ one() {
       t0=$(now); dd if="$p/big" of=/dev/null bs=1M status=none || ok=0; t1=$(now) ;;
     write)
       # nobody's dirty data left from the setup before: each run writes
-      # and flushes its own 512 MiB only
+      # and flushes its own 512 MiB only.  sync returns once the guest
+      # has written, but a run right after bindfs's or loggedfs's (13-30 s
+      # of writing, loggedfs's log included) still met a disk busy with
+      # them: 2.2-2.7 s instead of 0.35-0.6, for whichever setup came
+      # next, and the rotation put fusebox after loggedfs in 3 rounds of
+      # 7 and the host after bindfs in 2.  Every setup now gets the same
+      # quiet disk: sync, then $settle s.
       sync
+      sleep "$settle"
       t0=$(now); dd if=/dev/zero of="$p/w.$tag" bs=1M count=512 conv=fsync status=none || ok=0; t1=$(now)
       rm -f "$data/w.$tag" ;;
     untar)

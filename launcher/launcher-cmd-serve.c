@@ -224,9 +224,12 @@ fb_cmd_serve (int argc, char **argv)
 
   signal (SIGPIPE, SIG_IGN);
   loop = g_main_loop_new (NULL, FALSE);
-  sig_ids[0] = g_unix_signal_add (SIGINT, on_signal, loop);
-  sig_ids[1] = g_unix_signal_add (SIGTERM, on_signal, loop);
-  sig_ids[2] = g_unix_signal_add (SIGHUP, on_signal, loop);
+  /* Above every other source: a stop request is served even if some
+   * source of high priority were ready at every iteration (a bug, but one
+   * that must not make the server unkillable but by SIGKILL). */
+  sig_ids[0] = g_unix_signal_add_full (G_PRIORITY_HIGH - 10, SIGINT, on_signal, loop, NULL);
+  sig_ids[1] = g_unix_signal_add_full (G_PRIORITY_HIGH - 10, SIGTERM, on_signal, loop, NULL);
+  sig_ids[2] = g_unix_signal_add_full (G_PRIORITY_HIGH - 10, SIGHUP, on_signal, loop, NULL);
 
   lo.path = log_path;
   lo.run_id = run_id;
