@@ -114,6 +114,10 @@ fb_rpc_message_parse_reuse (const char *data, gsize len, bool utf8_checked, FbRp
 
   *ret_id = NULL;
   memset (ret, 0, sizeof *ret);
+  /* an empty message may come as NULL (an empty frame or line): memchr
+   * and the parsers want a pointer */
+  if (data == NULL)
+    data = "";
   if (len > FB_RPC_MESSAGE_MAX)
     {
       *ret_code = FB_RPC_ERROR_INVALID_REQUEST;

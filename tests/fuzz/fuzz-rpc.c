@@ -160,7 +160,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
           visit_strings (msg.root, 0);
           /* Our decoder and json-glib's must read the same message
-           * whenever both accept it (ours is the stricter). */
+           * whenever both accept it (ours is the stricter).  The switch is
+           * global: no worker may be decoding meanwhile. */
+          fb_rpc_conn_wait_idle (conn);
           fb_rpc_parse_fast = false;
           if (fb_rpc_message_parse (p, len, &other, &code2, &why2, &id2))
             {
