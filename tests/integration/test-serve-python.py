@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import websockets
@@ -233,6 +234,133 @@ async def t_utf8(env):
     return await asyncio.get_running_loop().run_in_executor(None, t_utf8_sync, env)
 
 
+def server_sockets(pid, port, state):
+    """The server's TCP connections on PORT in STATE (hex, as /proc/net/tcp),
+    counted by their inodes among the server's descriptors."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    n = 0
+    with open("/proc/%d/net/tcp" % pid) as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port and fields[3] == state and fields[9] in inodes:
+                n += 1
+    return n
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def t_abrupt_sync(env):
+    # Clients that vanish at every stage of a connection: mid-request, with
+    # answers in flight, mid-frame, mid-handshake, after a keep-alive HTTP
+    # answer with half a second request.  Each way of leaving is tried with
+    # a FIN, a half-close and a reset.  Afterwards the server must hold none
+    # of their sockets (a socket left in CLOSE-WAIT is a connection it
+    # stopped reading), must be idle (a busy loop takes ~100 ticks a
+    # second), and must still answer.
+    port = int(env.url.rsplit(":", 1)[1])
+    pid = env.proc.pid
+    key = base64.b64encode(os.urandom(16)).decode()
+    upgrade = ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode()
+    readyz = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+    def frame(data):
+        mask = os.urandom(4)
+        n = len(data)
+        head = bytes([0x81, 0x80 | n]) if n < 126 else bytes([0x81, 0x80 | 126]) + n.to_bytes(2, "big")
+        return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+    def upgraded():
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(upgrade)
+        s.settimeout(30)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            more = s.recv(4096)
+            assert more, "closed during the handshake"
+            buf += more
+        assert buf.startswith(b"HTTP/1.1 101"), buf
+        s.sendall(frame(b'{"id":1,"method":"initialize","params":{"clientName":"abrupt"}}'))
+        s.sendall(frame(b'{"method":"initialized","params":{}}'))
+        return s
+
+    call = frame(json.dumps({"id": 2, "method": "fs/readFile", "params": {"path": "/etc/os-release"}}).encode())
+
+    def plain(data):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(data)
+        return s
+
+    ways = {
+        "answers in flight": lambda: upgraded_with(call * 200),
+        "mid-frame": lambda: upgraded_with(call[:len(call) // 2]),
+        "mid-handshake": lambda: plain(upgrade[:40]),
+        "keep-alive, half a second request": lambda: plain(readyz + readyz[:30]),
+        "junk after the upgrade request": lambda: plain(upgrade + os.urandom(72)),
+    }
+
+    def upgraded_with(data):
+        s = upgraded()
+        s.sendall(data)
+        return s
+
+    held = []
+    for way in ways.values():
+        for leave in ("close", "half-close", "reset"):
+            for _ in range(5):
+                s = way()
+                if leave == "half-close":
+                    s.shutdown(socket.SHUT_WR)
+                    held.append(s)  # the server must close its side all the same
+                    continue
+                if leave == "reset":
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                s.close()
+    deadline = time.monotonic() + 10
+    while True:
+        waiting = server_sockets(pid, port, "08")  # CLOSE_WAIT
+        if waiting == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert waiting == 0, "%d connections left in CLOSE-WAIT after their clients left" % waiting
+    for s in held:
+        s.settimeout(10)
+        try:
+            while s.recv(65536):
+                pass  # drain until the server's close
+        except ConnectionResetError:
+            pass
+        s.close()
+    time.sleep(0.5)
+    t0 = cpu_ticks(pid)
+    time.sleep(1)
+    busy = cpu_ticks(pid) - t0
+    assert busy <= 30, "the server used %d ticks of CPU in a second with no client" % busy
+    s = upgraded()  # and it still answers
+    s.sendall(call)
+    buf = b""
+    while b"dataBase64" not in buf:
+        more = s.recv(65536)
+        assert more, "no answer after the abrupt clients"
+        buf += more
+    s.close()
+
+
+async def t_abrupt(env):
+    return await asyncio.get_running_loop().run_in_executor(None, t_abrupt_sync, env)
+
+
 async def t_denial(env, c):
     secret = os.path.join(env.ws, "secret.txt")
     assert os.path.isfile(secret)  # it exists on the host
@@ -443,7 +571,8 @@ async def main(env):
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
              ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env)),
              ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
-             ("stdio", lambda: t_stdio(env)), ("utf8", lambda: t_utf8(env))]
+             ("stdio", lambda: t_stdio(env)), ("utf8", lambda: t_utf8(env)),
+             ("abrupt", lambda: t_abrupt(env))]
     for name, t in tests:
         try:
             if await t() == "skip":
