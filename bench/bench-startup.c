@@ -230,10 +230,14 @@ main (int argc, char **argv)
 
   const char *f_argv[] = { fusebox, "run", "--", command, NULL };
   const char *o_argv[] = { baseline, "run", "--", command, NULL };
-  const char *b_argv[] = { bwrap,    "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev",
-                           "--proc", "/proc",         command,             NULL };
-  const char *fl_argv[] = { bwrap,    "--unshare-all", "--die-with-parent", "--ro-bind", mnt, "/", "--dev", "/dev",
-                            "--proc", "/proc",         command,             NULL };
+  const char *b_argv[] = {
+    bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", command,
+    NULL
+  };
+  const char *fl_argv[] = {
+    bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", mnt, "/", "--dev", "/dev", "--proc", "/proc", command,
+    NULL
+  };
   const char *d_argv[] = { floor_daemon, "-s", "-o", "source=/", mnt, NULL };
   Subject all[] = {
     { "fusebox run -- CMD", f_argv, PLAIN },

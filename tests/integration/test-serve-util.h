@@ -3,7 +3,9 @@
  * driven by the default main context.
  *
  * Waits are bounded (WAIT_LIMIT_S) only so that a broken server fails the
- * test instead of hanging it; nothing asserts how long anything takes. */
+ * test instead of hanging it; nothing asserts how long anything takes.
+ * Each includer uses some of the helpers (G_GNUC_UNUSED: no warning for
+ * the rest). */
 #pragma once
 
 #include <errno.h>
@@ -29,7 +31,7 @@ typedef struct
   int err_fd;
 } TestServer;
 
-static void
+G_GNUC_UNUSED static void
 die_with_parent (gpointer data)
 {
   /* A test or benchmark killed midway must not leave its server behind. */
@@ -38,7 +40,7 @@ die_with_parent (gpointer data)
 
 /* `fusebox serve --listen ws://127.0.0.1:0 ARGS...` with XDG_STATE_HOME
  * under DIR; returns once the URL line is read. */
-static TestServer *
+G_GNUC_UNUSED static TestServer *
 test_server_start (const char *dir, const char *const *args)
 {
   const char *bin = g_getenv ("FUSEBOX_BIN");
@@ -85,7 +87,7 @@ test_server_start (const char *dir, const char *const *args)
   return s;
 }
 
-static int
+G_GNUC_UNUSED static int
 test_server_stop (TestServer *s)
 {
   int status = -1;
@@ -120,7 +122,7 @@ typedef struct
   char *run_dir;
 } TestClient;
 
-static void
+G_GNUC_UNUSED static void
 on_client_message (SoupWebsocketConnection *ws, int type, GBytes *message, gpointer user_data)
 {
   TestClient *c = user_data;
@@ -133,13 +135,13 @@ on_client_message (SoupWebsocketConnection *ws, int type, GBytes *message, gpoin
     g_queue_push_tail (&c->inbox, node);
 }
 
-static void
+G_GNUC_UNUSED static void
 on_client_closed (SoupWebsocketConnection *ws, gpointer user_data)
 {
   ((TestClient *)user_data)->closed = true;
 }
 
-static void
+G_GNUC_UNUSED static void
 on_connected (GObject *source, GAsyncResult *res, gpointer user_data)
 {
   TestClient *c = user_data;
@@ -156,30 +158,16 @@ on_connected (GObject *source, GAsyncResult *res, gpointer user_data)
   g_signal_connect (c->ws, "closed", G_CALLBACK (on_client_closed), c);
 }
 
-static gboolean
+G_GNUC_UNUSED static gboolean
 on_wait_limit (gpointer data)
 {
   *(bool *)data = true;
   return G_SOURCE_REMOVE;
 }
 
-/* Iterate the default context until *DONE or the limit; false on the limit. */
-static bool
-wait_for (bool *done)
-{
-  bool expired = false;
-  guint id = g_timeout_add_seconds (WAIT_LIMIT_S, on_wait_limit, &expired);
-
-  while (!*done && !expired)
-    g_main_context_iteration (NULL, TRUE);
-  if (!expired)
-    g_source_remove (id);
-  return *done;
-}
-
 /* Connect without an async wait per client (for many at once): call
  * test_client_wait_connected after starting them all. */
-static TestClient *
+G_GNUC_UNUSED static TestClient *
 test_client_start (const char *url, const char *origin)
 {
   TestClient *c = g_new0 (TestClient, 1);
@@ -195,7 +183,7 @@ test_client_start (const char *url, const char *origin)
   return c;
 }
 
-static bool
+G_GNUC_UNUSED static bool
 test_client_wait_connected (TestClient *c)
 {
   bool done = false;
@@ -210,7 +198,7 @@ test_client_wait_connected (TestClient *c)
   return done;
 }
 
-static TestClient *
+G_GNUC_UNUSED static TestClient *
 test_client_connect (const char *url)
 {
   TestClient *c = test_client_start (url, NULL);
@@ -218,7 +206,7 @@ test_client_connect (const char *url)
   return c;
 }
 
-static void
+G_GNUC_UNUSED static void
 test_client_free (TestClient *c)
 {
   if (c == NULL)
@@ -237,7 +225,7 @@ test_client_free (TestClient *c)
   g_free (c);
 }
 
-static void
+G_GNUC_UNUSED static void
 test_client_send (TestClient *c, const char *text)
 {
   soup_websocket_connection_send_text (c->ws, text);
@@ -247,7 +235,7 @@ test_client_send (TestClient *c, const char *text)
  * waiting for it; NULL at the limit or when the connection closes. */
 typedef bool (*TestMatch) (JsonObject *msg, gconstpointer data);
 
-static JsonNode *
+G_GNUC_UNUSED static JsonNode *
 test_client_take (TestClient *c, TestMatch match, gconstpointer data)
 {
   bool expired = false;
@@ -275,7 +263,7 @@ test_client_take (TestClient *c, TestMatch match, gconstpointer data)
   return found;
 }
 
-static bool
+G_GNUC_UNUSED static bool
 match_id (JsonObject *msg, gconstpointer data)
 {
   JsonNode *id = json_object_get_member (msg, "id");
@@ -289,7 +277,7 @@ typedef struct
   const char *process_id; /* NULL: any */
 } NoteMatch;
 
-static bool
+G_GNUC_UNUSED static bool
 match_note (JsonObject *msg, gconstpointer data)
 {
   const NoteMatch *m = data;
@@ -305,7 +293,7 @@ match_note (JsonObject *msg, gconstpointer data)
 }
 
 /* The next notification METHOD (for PROCESS_ID when not NULL). */
-static JsonNode *
+G_GNUC_UNUSED static JsonNode *
 test_client_note (TestClient *c, const char *method, const char *process_id)
 {
   NoteMatch m = { method, process_id };
@@ -314,7 +302,7 @@ test_client_note (TestClient *c, const char *method, const char *process_id)
 
 /* Send {id, method, params: PARAMS_JSON} and wait for its answer (the whole
  * message: {id, result} or {id, error}). */
-static JsonNode *
+G_GNUC_UNUSED static JsonNode *
 test_client_call (TestClient *c, const char *method, const char *params_json)
 {
   gint64 id = c->next_id++;
@@ -328,7 +316,7 @@ test_client_call (TestClient *c, const char *method, const char *params_json)
 /* initialize + initialized; keeps the session id and the run directory.
  * A resume may race with the server noticing that the session's previous
  * connection closed (it answers -32010 until then): retried a while. */
-static bool
+G_GNUC_UNUSED static bool
 test_client_handshake (TestClient *c, const char *resume)
 {
   g_autofree char *params = resume != NULL
@@ -367,7 +355,7 @@ test_client_handshake (TestClient *c, const char *resume)
 }
 
 /* result member of an answer, or NULL when it is an error. */
-static JsonObject *
+G_GNUC_UNUSED static JsonObject *
 answer_result (JsonNode *answer)
 {
   if (answer == NULL || !json_object_has_member (json_node_get_object (answer), "result"))
@@ -375,7 +363,7 @@ answer_result (JsonNode *answer)
   return json_object_get_object_member (json_node_get_object (answer), "result");
 }
 
-static gint64
+G_GNUC_UNUSED static gint64
 answer_error_code (JsonNode *answer)
 {
   JsonObject *e;
@@ -386,7 +374,7 @@ answer_error_code (JsonNode *answer)
   return json_object_get_int_member (e, "code");
 }
 
-static const char *
+G_GNUC_UNUSED static const char *
 answer_error_message (JsonNode *answer)
 {
   if (answer == NULL || !json_object_has_member (json_node_get_object (answer), "error"))
