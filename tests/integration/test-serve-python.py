@@ -4,7 +4,9 @@
 Starts the real server ($FUSEBOX_BIN) and drives it the way a Python agent
 harness would: the handshake, every fs method, every error code, the denial
 shape (against a file that exists on the host), log/subscribe,
-policy/explain, a process with its notifications, and 100 clients at once.
+policy/explain, a process with its notifications, 100 clients at once, and
+clients that vanish at every stage of a connection (the server must keep no
+socket of theirs and go idle).
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
