@@ -22,6 +22,13 @@
  *  - A push from the loop's own thread (the remote API) can't wait for the
  *    loop: it writes synchronously, after whatever is queued, so seq order is
  *    still the order of arrival at the writer.
+ *  - With write_through (fusebox run and mount), a pusher on any thread
+ *    does the same: its record is in the kernel's page cache before the push
+ *    returns, so before the FUSE reply that follows it, and a SIGKILL of the
+ *    daemon can only lose the records of operations not yet answered.  The
+ *    ring is then used only while a subscriber listens (its callbacks belong
+ *    to the loop's thread) and while the file refuses data (back-pressure
+ *    as below).
  *  - Rotation by size: at a record boundary past rotate_bytes, flush, fsync,
  *    rename STEM.jsonl to STEM.<first-seq>-<last-seq>.jsonl (12-digit,
  *    zero-padded: `ls` order is seq order), fsync the directory, open a new
@@ -32,8 +39,11 @@
  *
  * Locks: writer_lock (the file, the buffer, seq, subscribers) is taken before
  * queue_lock (the ring); pushers take only queue_lock, except the
- * synchronous loop-thread path, which takes both in that order.  No file I/O
- * happens under queue_lock. */
+ * synchronous loop-thread path and write-through, which take both in that
+ * order.  No file I/O happens under queue_lock.  The log file is never
+ * inside the FUSE mount it records (run: the run directory on the host;
+ * mount: opened before the mount covers it), so a write-through pusher
+ * never waits on its own file system. */
 #include "ipc/ipc-private.h"
 
 #include <errno.h>
@@ -111,7 +121,8 @@ struct FbAccessLog
   GArray *subscribers; /* Subscriber */
   guint next_subscriber_id;
 
-  gboolean is_open; /* FALSE after close; fd may be -1 while open (a failed reopen) */
+  gboolean is_open;       /* FALSE after close; fd may be -1 while open (a failed reopen) */
+  gboolean write_through; /* set once at creation */
 
   /* Read from any thread: the last seq that reached the file. */
   _Atomic guint64 flushed_seq;
@@ -379,6 +390,28 @@ static GSourceFuncs writer_source_funcs = {
 
 /* --- pushing ---------------------------------------------------------- */
 
+/* write_through: write the record now, after whatever is queued (seq
+ * follows arrival), unless a subscriber listens or the file refuses data;
+ * then FALSE and the caller queues it. */
+static gboolean
+write_now (FbAccessLog *log, gint64 ts_us, const char *body)
+{
+  gboolean done = FALSE;
+
+  g_mutex_lock (&log->writer_lock);
+  if (log->is_open && log->subscribers->len == 0 && log->write_error == NULL && write_queued (log, FALSE))
+    {
+      write_record (log, ts_us, body);
+      /* On failure the record stays in buf (not lost); later pushes queue
+       * (write_error is set) and the loop retries. */
+      if (!flush_buf (log))
+        g_source_set_ready_time (log->source, g_get_monotonic_time () + RETRY_USEC);
+      done = TRUE;
+    }
+  g_mutex_unlock (&log->writer_lock);
+  return done;
+}
+
 static gboolean
 on_loop_thread (FbAccessLog *log)
 {
@@ -408,6 +441,12 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
       else
         g_critical ("access log %s: push after close; record lost: %s", log->path, body);
       g_mutex_unlock (&log->writer_lock);
+      g_free (body);
+      return;
+    }
+
+  if (log->write_through && write_now (log, ts_us, body))
+    {
       g_free (body);
       return;
     }
@@ -464,6 +503,7 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   log->capacity = options->queue_capacity > 0 ? options->queue_capacity : DEFAULT_CAPACITY;
   log->ring = g_new0 (Queued, log->capacity);
   log->rotate_bytes = options->rotate_bytes;
+  log->write_through = options->write_through;
   log->buf = g_string_sized_new (64 * 1024);
   log->subscribers = g_array_new (FALSE, FALSE, sizeof (Subscriber));
   log->path = g_strdup (options->path);

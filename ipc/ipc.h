@@ -32,6 +32,13 @@ typedef struct
   const char *run_id;   /* written into every record as "run" */
   guint64 rotate_bytes; /* rotate when the file passes this size; 0 = never */
   guint queue_capacity; /* events buffered between threads and the loop; 0 = default (4096) */
+  /* A pusher on another thread than the loop's writes its record itself
+   * (after whatever is queued), so that the record is in the kernel before
+   * the push returns: before the FUSE reply that follows it.  It queues as
+   * usual while a subscriber listens (their callbacks run on the loop's
+   * thread) or while the file refuses data (then the queue's back-pressure
+   * applies). */
+  gboolean write_through;
 } FbAccessLogOptions;
 
 typedef struct FbAccessLog FbAccessLog;

@@ -2,7 +2,8 @@
  * fields; seq gap-free under 8 concurrent pushers that really block on a
  * 4-slot queue; loop-thread pushes never deadlock; rotation keeps seq
  * gap-free across files; hostile names stay valid, exact and terminal-safe;
- * a write error applies back-pressure and loses nothing. */
+ * a write error applies back-pressure and loses nothing; with write-through
+ * a record is in the file when its push returns. */
 #include "tests/unit/test-ipc-util.h"
 
 #include <signal.h>
@@ -838,6 +839,212 @@ test_write_error_loses_nothing (void **state)
     }
 }
 
+/* --- write-through: the record is in the file when the push returns ---- */
+
+static FbAccessLog *
+open_log_through (const char *path, guint capacity, GMainContext *ctx)
+{
+  FbAccessLogOptions opts = { .path = path, .run_id = "run-test", .queue_capacity = capacity, .write_through = TRUE };
+  g_autoptr (GError) error = NULL;
+  FbAccessLog *log = fb_access_log_new (&opts, ctx, &error);
+
+  if (log == NULL)
+    fail_msg ("fb_access_log_new: %s", error->message);
+  return log;
+}
+
+/* Fewer than the queue's 4096 slots in all: without write-through the
+ * pushes would all be queued (and the test fail) rather than block. */
+#define THROUGH_PER_THREAD 400
+
+typedef struct
+{
+  FbAccessLog *log;
+  guint id;
+  guint late; /* pushes that returned before their record was counted */
+} ThroughPusher;
+
+static gpointer
+through_pusher_main (gpointer data)
+{
+  ThroughPusher *p = data;
+
+  for (guint i = 0; i < THROUGH_PER_THREAD; i++)
+    {
+      char path[64];
+      FbAccessEvent e = test_event ("open", path);
+
+      snprintf (path, sizeof path, "/t%u/%u", p->id, i);
+      e.pid = (pid_t)(1000 + p->id);
+      fb_access_sink_push (fb_access_log_get_sink (p->log), &e);
+      /* This thread's i + 1 records are in the file by now, so at least
+       * that many in all. */
+      if (fb_access_log_get_count (p->log) < i + 1)
+        p->late++;
+    }
+  return NULL;
+}
+
+/* 8 threads push with the loop never run: every record is written by its
+ * pusher before the push returns, seq gap-free, each thread's in order,
+ * nothing queued. */
+static void
+test_write_through (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GMainContext) ctx = g_main_context_new ();
+  FbAccessLog *log = open_log_through (f->path, 0, ctx);
+  ThroughPusher pushers[N_THREADS];
+  GThread *threads[N_THREADS];
+  g_autoptr (GPtrArray) lines = NULL;
+
+  for (guint i = 0; i < N_THREADS; i++)
+    {
+      pushers[i] = (ThroughPusher){ log, i, 0 };
+      threads[i] = g_thread_new ("pusher", through_pusher_main, &pushers[i]);
+    }
+  for (guint i = 0; i < N_THREADS; i++)
+    g_thread_join (threads[i]);
+  for (guint i = 0; i < N_THREADS; i++)
+    assert_int_equal (pushers[i].late, 0);
+  assert_int_equal (fb_access_log_get_count (log), N_THREADS * THROUGH_PER_THREAD);
+  assert_int_equal (fb_access_log_get_queued (log), 0);
+  lines = test_read_lines (f->path); /* before close: already in the file */
+  check_gap_free_per_thread (lines, N_THREADS, THROUGH_PER_THREAD);
+  close_log (log);
+}
+
+static gpointer
+push_one_main (gpointer data)
+{
+  ThroughPusher *p = data;
+  char path[64];
+  FbAccessEvent e = test_event ("open", path);
+
+  snprintf (path, sizeof path, "/one/%u", p->id);
+  fb_access_sink_push (fb_access_log_get_sink (p->log), &e);
+  return NULL;
+}
+
+static void
+push_one_from_thread (FbAccessLog *log, guint id)
+{
+  ThroughPusher p = { log, id, 0 };
+
+  g_thread_join (g_thread_new ("one", push_one_main, &p));
+}
+
+/* While a subscriber listens, records queue for the loop (its callbacks
+ * run there); the first write-through push after it left writes the queued
+ * ones first, so seq still follows arrival. */
+static void
+test_write_through_subscriber (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GMainContext) ctx = g_main_context_new ();
+  FbAccessLog *log = open_log_through (f->path, 0, ctx);
+  g_autoptr (GPtrArray) seen = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) lines = NULL;
+  guint id = fb_access_log_subscribe (log, collect_line, seen, NULL);
+
+  push_one_from_thread (log, 0);
+  assert_int_equal (fb_access_log_get_count (log), 0);
+  assert_int_equal (fb_access_log_get_queued (log), 1);
+  while (fb_access_log_get_count (log) < 1)
+    g_main_context_iteration (ctx, TRUE);
+  assert_int_equal (seen->len, 1);
+
+  push_one_from_thread (log, 1); /* queued: the subscriber is still there */
+  assert_int_equal (fb_access_log_get_queued (log), 1);
+  fb_access_log_unsubscribe (log, id);
+  push_one_from_thread (log, 2); /* writes /one/1, then itself */
+  assert_int_equal (fb_access_log_get_count (log), 3);
+  assert_int_equal (fb_access_log_get_queued (log), 0);
+  assert_int_equal (seen->len, 1);
+
+  lines = test_read_lines (f->path);
+  assert_int_equal (lines->len, 3);
+  for (guint i = 0; i < lines->len; i++)
+    {
+      g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
+      g_autofree char *expect = g_strdup_printf ("/one/%u", i);
+
+      assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
+      assert_string_equal (str_member (o, "path"), expect);
+    }
+  assert_string_equal (seen->pdata[0], lines->pdata[0]);
+  close_log (log);
+}
+
+typedef struct
+{
+  FbAccessLog *log;
+  guint n;
+} ManyPushes;
+
+static gpointer
+push_many_main (gpointer data)
+{
+  ManyPushes *m = data;
+
+  for (guint i = 0; i < m->n; i++)
+    {
+      char path[64];
+      FbAccessEvent e = test_event ("open", path);
+
+      snprintf (path, sizeof path, "/work/f%u", i);
+      fb_access_sink_push (fb_access_log_get_sink (m->log), &e);
+    }
+  return NULL;
+}
+
+/* A write error under write-through: what did not fit stays queued or
+ * buffered (the pushers fall back to the queue), and all of it arrives
+ * once the file takes data again. */
+static void
+test_write_through_error_loses_nothing (void **state)
+{
+  Fixture *f = *state;
+  struct rlimit old, small;
+  g_autoptr (GMainContext) ctx = g_main_context_new ();
+  FbAccessLog *log;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GPtrArray) lines = NULL;
+  ManyPushes m = { NULL, 200 };
+
+  signal (SIGXFSZ, SIG_IGN);
+  assert_int_equal (getrlimit (RLIMIT_FSIZE, &old), 0);
+  small = old;
+  small.rlim_cur = 4096;
+  assert_int_equal (setrlimit (RLIMIT_FSIZE, &small), 0);
+
+  log = open_log_through (f->path, 0, ctx);
+  m.log = log;
+  g_thread_join (g_thread_new ("many", push_many_main, &m));
+  assert_true (fb_access_log_get_count (log) > 0);
+  assert_true (fb_access_log_get_count (log) < m.n);
+  assert_true (fb_access_log_get_queued (log) > 0); /* the fallback */
+  assert_false (fb_access_log_drain (log, &error));
+  g_clear_error (&error);
+
+  assert_int_equal (setrlimit (RLIMIT_FSIZE, &old), 0);
+  assert_true (fb_access_log_drain (log, &error));
+  assert_int_equal (fb_access_log_get_count (log), m.n);
+  close_log (log);
+  signal (SIGXFSZ, SIG_DFL);
+
+  lines = test_read_lines (f->path);
+  assert_int_equal (lines->len, m.n);
+  for (guint i = 0; i < lines->len; i++)
+    {
+      g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
+      g_autofree char *expect = g_strdup_printf ("/work/f%u", i);
+
+      assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
+      assert_string_equal (str_member (o, "path"), expect);
+    }
+}
+
 static void
 test_bad_paths (void **state)
 {
@@ -875,6 +1082,9 @@ main (void)
     cmocka_unit_test_setup_teardown (test_subscribers, setup, teardown),
     cmocka_unit_test_setup_teardown (test_write_error_loses_nothing, setup, teardown),
     cmocka_unit_test_setup_teardown (test_bad_paths, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_write_through, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_write_through_subscriber, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_write_through_error_loses_nothing, setup, teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
