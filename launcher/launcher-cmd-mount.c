@@ -281,6 +281,8 @@ run_daemon (const MountArgs *a, int ready_fd)
 
   lo.path = a->log_path;
   lo.run_id = a->run_id;
+  /* Each record reaches the file before its FUSE reply (ipc/ipc-log.c). */
+  lo.write_through = TRUE;
   log = fb_access_log_new (&lo, NULL, &error);
   if (log == NULL)
     {

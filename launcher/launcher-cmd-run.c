@@ -1031,7 +1031,9 @@ serve (const RunOptions *o, Run *run)
   umask (0);
 
   /* While the child makes its namespaces: the log and the view. */
-  FbAccessLogOptions lo = { .path = log_path, .run_id = run->id };
+  /* write_through: each record reaches the file before its FUSE reply
+   * (ipc/ipc-log.c). */
+  FbAccessLogOptions lo = { .path = log_path, .run_id = run->id, .write_through = TRUE };
   log = fb_access_log_new (&lo, NULL, &error);
   if (!log)
     {

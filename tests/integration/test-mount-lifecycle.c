@@ -1,7 +1,8 @@
 /* fusebox — the life of `fusebox mount`: clear refusals for a missing, a
  * non-directory and a busy mount point; a clean end on SIGTERM, SIGINT and
  * an external `fusermount3 -u`, with no mount left behind and the access
- * log complete; files still open at the stop; SIGKILL of the daemon; the
+ * log complete; files still open at the stop; SIGKILL of the daemon (and
+ * the records of what it had answered kept); the
  * default run directory; a tree with more names than the daemon's
  * RLIMIT_NOFILE. */
 #include "tests/integration/test-mount-util.h"
@@ -327,6 +328,44 @@ test_sigkill (void **state)
   MFX_PASS ();
 }
 
+/* SIGKILL right after a change returns: its record is in the log.  The
+ * daemon writes each record before it answers the kernel (write-through,
+ * ipc/ipc-log.c), so once mkdir(2) has returned, killing the daemon can't
+ * lose it.  Twenty mounts, each killed right after one mkdir; each run
+ * appends to the same log. */
+static void
+test_sigkill_keeps_answered_records (void **state)
+{
+  MFX_BEGIN (state);
+
+  host_mkdir (fx, "/ws");
+  for (int i = 0; i < 20; i++)
+    {
+      g_autofree char *rel = g_strdup_printf ("/ws/d%02d", i);
+      g_autofree char *dir = fx_m (fx, rel);
+
+      mfx_mount (fx, policy_text, NULL);
+      assert_int_equal (mkdir (dir, 0755), 0);
+      assert_int_equal (kill (fx->daemon, SIGKILL), 0);
+      assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
+      assert_true (WAIT_FOR (!is_mounted (fx->mnt), 3000));
+      fx->mounted = false;
+    }
+  g_autofree char *log = mfx_log (fx);
+  for (int i = 0; i < 20; i++)
+    {
+      g_autofree char *rel = g_strdup_printf ("/ws/d%02d", i);
+      g_autofree char *host = fx_h (fx, rel);
+      g_autofree char *frag = g_strdup_printf ("\"path\":\"%s\"", host);
+      struct stat st;
+
+      assert_int_equal (stat (host, &st), 0); /* it was made on the host */
+      if (!log_has (log, "\"op\":\"mkdir\"", frag, NULL))
+        fail_msg ("mkdir %s returned, the daemon was then killed, and its record is missing:\n%s", host, log);
+    }
+  MFX_PASS ();
+}
+
 /* A mount whose daemon is gone (the auto_unmount helper killed first, so
  * nothing cleans up): `fusebox mount` names it stale and says how to clear
  * it. */
@@ -486,6 +525,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_external_fusermount, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_open_file_at_stop, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_sigkill, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_sigkill_keeps_answered_records, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_stale_mountpoint, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_default_run_dir, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_many_names, mfx_setup, mfx_teardown),
