@@ -12,8 +12,9 @@
  * before any thread exists (GLib's signal and worker threads, libfuse's
  * workers); the parent waits on a CLOEXEC pipe and exits 0 once the child
  * says the mount works, or 1 with the child's message.  The daemon runs the
- * GLib main loop on its main thread (the access-log writer, signals) and
- * the FUSE session on worker threads.  SIGINT, SIGTERM and SIGHUP unmount
+ * GLib main loop on its main thread (signals; the access log's queue, for
+ * when the file refuses data) and the FUSE session on worker threads, which
+ * write their own access records before they answer (write-through).  SIGINT, SIGTERM and SIGHUP unmount
  * lazily and stop; if files stay open in the detached mount, the connection
  * is aborted after a grace period (or at a second signal).  An external
  * `fusermount3 -u` ends the session the same way.  At the end the log is
