@@ -133,7 +133,13 @@ usage (FILE *out)
 int
 main (int argc, char **argv)
 {
-  setlocale (LC_ALL, "");
+  /* The caller's character set (GLib converts what it prints to it) and
+   * its language for the system's messages; not LC_ALL: fusebox formats
+   * nothing by locale (numbers, times and JSON are its own, and a locale's
+   * decimal comma must never reach a JSON number), and loading the other
+   * eleven categories cost every command about 0.4 ms. */
+  setlocale (LC_CTYPE, "");
+  setlocale (LC_MESSAGES, "");
 
   if (argc < 2)
     {
