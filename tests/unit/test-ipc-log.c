@@ -39,15 +39,22 @@ teardown (void **state)
 }
 
 static FbAccessLog *
-open_log (const char *path, guint capacity, guint64 rotate, GMainContext *ctx)
+open_log_with (const FbAccessLogOptions *opts, GMainContext *ctx)
 {
-  FbAccessLogOptions opts = { .path = path, .run_id = "run-test", .rotate_bytes = rotate, .queue_capacity = capacity };
   g_autoptr (GError) error = NULL;
-  FbAccessLog *log = fb_access_log_new (&opts, ctx, &error);
+  FbAccessLog *log = fb_access_log_new (opts, ctx, &error);
 
   if (log == NULL)
     fail_msg ("fb_access_log_new: %s", error->message);
   return log;
+}
+
+static FbAccessLog *
+open_log (const char *path, guint capacity, guint64 rotate, GMainContext *ctx)
+{
+  FbAccessLogOptions opts = { .path = path, .run_id = "run-test", .rotate_bytes = rotate, .queue_capacity = capacity };
+
+  return open_log_with (&opts, ctx);
 }
 
 static void
@@ -222,20 +229,25 @@ typedef struct
   guint id;
 } Pusher;
 
+/* Push thread ID's record number I: path "/tID/I", pid 1000 + ID. */
+static void
+push_numbered (FbAccessSink *sink, guint id, guint i)
+{
+  char path[64];
+  FbAccessEvent e = test_event ("open", path);
+
+  snprintf (path, sizeof path, "/t%u/%u", id, i);
+  e.pid = (pid_t)(1000 + id);
+  fb_access_sink_push (sink, &e);
+}
+
 static gpointer
 pusher_main (gpointer data)
 {
   Pusher *p = data;
 
   for (guint i = 0; i < PER_THREAD; i++)
-    {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/t%u/%u", p->id, i);
-      e.pid = (pid_t)(1000 + p->id);
-      fb_access_sink_push (p->sink, &e);
-    }
+    push_numbered (p->sink, p->id, i);
   return NULL;
 }
 
@@ -845,12 +857,8 @@ static FbAccessLog *
 open_log_through (const char *path, guint capacity, GMainContext *ctx)
 {
   FbAccessLogOptions opts = { .path = path, .run_id = "run-test", .queue_capacity = capacity, .write_through = TRUE };
-  g_autoptr (GError) error = NULL;
-  FbAccessLog *log = fb_access_log_new (&opts, ctx, &error);
 
-  if (log == NULL)
-    fail_msg ("fb_access_log_new: %s", error->message);
-  return log;
+  return open_log_with (&opts, ctx);
 }
 
 /* Fewer than the queue's 4096 slots in all: without write-through the
@@ -871,12 +879,7 @@ through_pusher_main (gpointer data)
 
   for (guint i = 0; i < THROUGH_PER_THREAD; i++)
     {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/t%u/%u", p->id, i);
-      e.pid = (pid_t)(1000 + p->id);
-      fb_access_sink_push (fb_access_log_get_sink (p->log), &e);
+      push_numbered (fb_access_log_get_sink (p->log), p->id, i);
       /* This thread's i + 1 records are in the file by now, so at least
        * that many in all. */
       if (fb_access_log_get_count (p->log) < i + 1)
@@ -988,13 +991,7 @@ push_many_main (gpointer data)
   ManyPushes *m = data;
 
   for (guint i = 0; i < m->n; i++)
-    {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/work/f%u", i);
-      fb_access_sink_push (fb_access_log_get_sink (m->log), &e);
-    }
+    push_numbered (fb_access_log_get_sink (m->log), 0, i);
   return NULL;
 }
 
@@ -1038,7 +1035,7 @@ test_write_through_error_loses_nothing (void **state)
   for (guint i = 0; i < lines->len; i++)
     {
       g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
-      g_autofree char *expect = g_strdup_printf ("/work/f%u", i);
+      g_autofree char *expect = g_strdup_printf ("/t0/%u", i);
 
       assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
       assert_string_equal (str_member (o, "path"), expect);
