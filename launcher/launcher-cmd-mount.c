@@ -14,12 +14,13 @@
  * says the mount works, or 1 with the child's message.  The daemon runs the
  * GLib main loop on its main thread (signals; the access log's queue, for
  * when the file refuses data) and the FUSE session on worker threads, which
- * write their own access records before they answer (write-through).  SIGINT, SIGTERM and SIGHUP unmount
- * lazily and stop; if files stay open in the detached mount, the connection
- * is aborted after a grace period (or at a second signal).  An external
- * `fusermount3 -u` ends the session the same way.  At the end the log is
- * drained, fsynced and closed; a normal stop never leaves a mount behind,
- * and auto_unmount (fusermount3 watching the daemon) covers a killed one.
+ * write their own access records before they answer (write-through).
+ * SIGINT, SIGTERM and SIGHUP unmount lazily and stop; if files stay open in
+ * the detached mount, the connection is aborted after a grace period (or at
+ * a second signal).  An external `fusermount3 -u` ends the session the same
+ * way.  At the end the log is drained, fsynced and closed; a normal stop
+ * never leaves a mount behind, and auto_unmount (fusermount3 watching the
+ * daemon) covers a killed one.
  */
 #include "fs/fs.h"
 #include "ipc/ipc.h"
