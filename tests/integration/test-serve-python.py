@@ -6,7 +6,8 @@ harness would: the handshake, every fs method, every error code, the denial
 shape (against a file that exists on the host), log/subscribe,
 policy/explain, a process with its notifications, 100 clients at once, and
 clients that vanish at every stage of a connection (the server must keep no
-socket of theirs and go idle).
+socket of theirs and go idle), and a server killed right after an answer
+(the call's record must be in the log).
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
@@ -558,6 +559,37 @@ def t_stdio_sync(env):
     assert base64.b64decode(lines[1]["result"]["dataBase64"]) == b"secret\n", lines
 
 
+def t_sigkill_sync(env):
+    # A call's record is in the log before its answer leaves: kill the
+    # server with SIGKILL as soon as the answer to fs/createDirectory
+    # arrives, ten times; every directory made has its mkdir record.
+    bin_ = os.environ.get("FUSEBOX_BIN", "fusebox")
+    e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"))
+    log = os.path.join(env.dir, "killed.jsonl")
+    for i in range(10):
+        d = os.path.join(env.ws, "killed-%d" % i)
+        p = subprocess.Popen([bin_, "serve", "--listen", "stdio", "--workspace", env.ws, "--policy", env.policy,
+                              "--log", log], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=e)
+        for m in [{"id": 1, "method": "initialize", "params": {"clientName": "killed"}}, {"method": "initialized"},
+                  {"id": 2, "method": "fs/createDirectory", "params": {"path": d}}]:
+            p.stdin.write((json.dumps(m) + "\n").encode())
+        p.stdin.flush()
+        for _ in range(2):
+            answer = json.loads(p.stdout.readline())
+        p.kill()
+        p.wait(60)
+        assert answer.get("id") == 2 and "result" in answer, answer
+        assert os.path.isdir(d), d  # made on the host
+        with open(log) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        assert any(r["op"] == "mkdir" and r["path"] == d for r in records), \
+            "mkdir %s was answered, the server then killed, and its record is missing" % d
+
+
+async def t_sigkill(env):
+    return await asyncio.get_running_loop().run_in_executor(None, t_sigkill_sync, env)
+
+
 async def t_unix(env):
     await asyncio.get_running_loop().run_in_executor(None, t_unix_sync, env)
 
@@ -576,7 +608,7 @@ async def main(env):
              ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env)),
              ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
              ("stdio", lambda: t_stdio(env)), ("utf8", lambda: t_utf8(env)),
-             ("abrupt", lambda: t_abrupt(env))]
+             ("abrupt", lambda: t_abrupt(env)), ("sigkill", lambda: t_sigkill(env))]
     for name, t in tests:
         try:
             if await t() == "skip":
