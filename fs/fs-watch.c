@@ -418,11 +418,12 @@ out:
   return ok;
 }
 
+/* M is a copy of the event's metadata; RAW the event in the read buffer. */
 static void
-handle_event (const struct fanotify_event_metadata *m)
+handle_event (const struct fanotify_event_metadata *m, const char *raw)
 {
-  const char *p = (const char *)m + m->metadata_len;
-  const char *end = (const char *)m + m->event_len;
+  const char *p = raw + m->metadata_len;
+  const char *end = raw + m->event_len;
   FbViewChange c = { 0 };
   bool have_object = false;
 
@@ -509,13 +510,25 @@ watch_thread (gpointer data)
             continue;
           break;
         }
-      for (struct fanotify_event_metadata *m = (void *)buf; FAN_EVENT_OK (m, n); m = FAN_EVENT_NEXT (m, n))
+      /* The kernel aligns each event to 4 bytes (FANOTIFY_EVENT_ALIGN), and
+       * the metadata's 64-bit mask wants 8: copy the metadata out instead of
+       * reading it in place (UBSan: misaligned member access).  The info
+       * records after it need no more than 4. */
+      for (ssize_t off = 0; off + (ssize_t)FAN_EVENT_METADATA_LEN <= n;)
         {
-          if (m->vers != FANOTIFY_METADATA_VERSION)
-            continue;
-          if (m->fd >= 0)
-            close (m->fd);
-          handle_event (m);
+          struct fanotify_event_metadata m;
+
+          memcpy (&m, buf + off, sizeof m);
+          if (m.event_len < FAN_EVENT_METADATA_LEN || m.metadata_len < FAN_EVENT_METADATA_LEN ||
+              m.metadata_len > m.event_len || off + (ssize_t)m.event_len > n)
+            break;
+          if (m.vers == FANOTIFY_METADATA_VERSION)
+            {
+              if (m.fd >= 0)
+                close (m.fd);
+              handle_event (&m, buf + off);
+            }
+          off += m.event_len;
         }
       /* Let events gather before the next read (unless the buffer came
        * back nearly full: then drain).  Most events are our own daemon's
