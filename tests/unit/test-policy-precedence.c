@@ -1,6 +1,7 @@
 /* fusebox — policy decisions: a precedence table (policy, path → access and
- * deciding rule), protected names at depth, and decide == a chain of
- * decide_child over a fixed pseudo-random set of paths. */
+ * deciding rule), every pair of the equal-specificity order, protected names
+ * at depth, and decide == a chain of decide_child over a fixed pseudo-random
+ * set of paths. */
 #include "tests/unit/test-policy-util.h"
 
 /* Rule kinds in the table: an index >= 0 is a policy rule (PATH or GLOB as
@@ -192,6 +193,111 @@ test_table (void **state)
     }
   for (guint i = 0; i < 3; i++)
     fb_policy_unref (policies[i]);
+  assert_int_equal (failures, 0);
+}
+
+/* Equal specificity: two rules decide the same path at the same depth, and
+ * the tie-break order hide > deny > write > read says which wins, whatever
+ * the rules' order in the file and whether each is a literal path or a glob
+ * (a glob may only deny or hide).  Every pair of the order is generated
+ * from the table below, so none can be left out. */
+static const FbPolicyAccess tie_break_order[] = { H, D, W, R }; /* strongest first */
+
+typedef enum
+{
+  LITERAL,
+  GLOB,
+} RuleKind;
+
+static guint
+rank_of (FbPolicyAccess access)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (tie_break_order); i++)
+    if (tie_break_order[i] == access)
+      return i;
+  fail_msg ("access %d is not in the tie-break order", access);
+  return 0;
+}
+
+/* The rule of KIND with ACCESS as JSON; SECOND picks a second spelling so
+ * that two rules of one kind are not the same rule twice. */
+static char *
+tie_rule (RuleKind kind, FbPolicyAccess access, bool second)
+{
+  const char *access_s = fb_policy_access_to_string (access);
+
+  if (kind == LITERAL)
+    return g_strdup_printf ("{ \"path\": \"/ws/k.pem\", \"access\": \"%s\", \"why\": \"%s\" }", access_s, access_s);
+  return g_strdup_printf ("{ \"glob\": \"%s\", \"access\": \"%s\", \"why\": \"%s\" }", second ? "/ws/k.*" : "*.pem",
+                          access_s, access_s);
+}
+
+/* Decide /ws/k.pem under FIRST then SECOND, by whole path and by a chain of
+ * decide_child (the view's way); the rule at index WINNER must decide. */
+static guint
+check_tie (RuleKind kind_first, FbPolicyAccess first, RuleKind kind_second, FbPolicyAccess second, guint winner)
+{
+  g_autofree char *rule_first = tie_rule (kind_first, first, false);
+  g_autofree char *rule_second = tie_rule (kind_second, second, kind_first == kind_second);
+  g_autofree char *text =
+    g_strdup_printf ("{ \"version\": 1, \"protected_names\": {}, \"rules\": [\n"
+                     "  { \"path\": \"/\", \"access\": \"write\", \"why\": \"base\" },\n  %s,\n  %s ] }",
+                     rule_first, rule_second);
+  g_autoptr (FbPolicy) policy = load_ok (text, &test_vars);
+  FbPolicyAccess expected = winner == 1 ? first : second;
+  FbPolicyDecision whole;
+  FbPolicyDecision chain;
+  FbPolicyDecision ws;
+
+  fb_policy_decide (policy, "/ws/k.pem", &whole);
+  fb_policy_decide (policy, "/ws", &ws);
+  fb_policy_decide_child (policy, &ws, "/ws", "k.pem", &chain);
+  if (whole.access == expected && whole.rule->index == (int)winner && chain.access == expected &&
+      chain.rule == whole.rule)
+    return 0;
+  print_error ("%s %s then %s %s on /ws/k.pem: expected %s by rule %u, got %s by rule %d (by decide_child: %s by "
+               "rule %d)\n",
+               kind_first == LITERAL ? "literal" : "glob", fb_policy_access_to_string (first),
+               kind_second == LITERAL ? "literal" : "glob", fb_policy_access_to_string (second),
+               fb_policy_access_to_string (expected), winner, fb_policy_access_to_string (whole.access),
+               whole.rule->index, fb_policy_access_to_string (chain.access), chain.rule->index);
+  return 1;
+}
+
+static void
+test_equal_specificity (void **state)
+{
+  static const RuleKind kinds[][2] = { { LITERAL, LITERAL }, { GLOB, LITERAL }, { LITERAL, GLOB }, { GLOB, GLOB } };
+  guint failures = 0;
+  guint checked = 0;
+  guint deny_write = 0;
+
+  for (guint k = 0; k < G_N_ELEMENTS (kinds); k++)
+    for (guint i = 0; i < G_N_ELEMENTS (tie_break_order); i++)
+      for (guint j = 0; j < G_N_ELEMENTS (tie_break_order); j++)
+        {
+          FbPolicyAccess first = tie_break_order[i];
+          FbPolicyAccess second = tie_break_order[j];
+          guint winner;
+
+          /* a glob may only deny or hide */
+          if ((kinds[k][0] == GLOB && first != H && first != D) || (kinds[k][1] == GLOB && second != H && second != D))
+            continue;
+          /* one literal path with one access twice is a duplicate, refused by the loader */
+          if (kinds[k][0] == LITERAL && kinds[k][1] == LITERAL && first == second)
+            continue;
+          /* the stronger wins; between equals, the earlier rule */
+          winner = rank_of (first) <= rank_of (second) ? 1 : 2;
+          failures += check_tie (kinds[k][0], first, kinds[k][1], second, winner);
+          checked++;
+          if ((first == D && second == W) || (first == W && second == D))
+            deny_write++;
+        }
+  /* literal-literal: 4 x 3; with a glob (hide or deny) against a literal: 2 x 4
+   * each way; glob-glob: 2 x 2. */
+  assert_int_equal (checked, 12 + 8 + 8 + 4);
+  /* deny against write: literal-literal, glob-literal and literal-glob, both orders where allowed */
+  assert_int_equal (deny_write, 4);
   assert_int_equal (failures, 0);
 }
 
@@ -406,6 +512,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_table),
+    cmocka_unit_test (test_equal_specificity),
     cmocka_unit_test (test_rule_fields),
     cmocka_unit_test (test_protected_narrow_only),
     cmocka_unit_test (test_default_protected_names),
