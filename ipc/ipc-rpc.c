@@ -777,8 +777,11 @@ environment_info (FbRpcServer *server)
    * them finds them: the capabilities fusebox lacks say so. */
   json_builder_set_member_name (b, "platformOs");
   json_builder_add_string_value (b, "linux");
+  /* Paths in environmentInfo are URIs, as everywhere in the protocol:
+   * Codex parses them as such and, failing, treats the executor as
+   * unusable. */
   json_builder_set_member_name (b, "tempDir");
-  json_builder_add_string_value (b, "/tmp");
+  json_builder_add_string_value (b, "file:///tmp");
   json_builder_set_member_name (b, "temporaryDirectories");
   json_builder_begin_array (b);
   json_builder_end_array (b);
@@ -789,8 +792,9 @@ environment_info (FbRpcServer *server)
   json_builder_add_string_value (b, "fusebox");
   if (server->vars.vars.home != NULL)
     {
+      g_autofree char *home_uri = fb_rpc_path_to_uri (server->vars.vars.home);
       json_builder_set_member_name (b, "userHomeDir");
-      json_builder_add_string_value (b, server->vars.vars.home);
+      json_builder_add_string_value (b, home_uri);
     }
   json_builder_set_member_name (b, "capabilities");
   json_builder_begin_object (b);

@@ -225,6 +225,10 @@ test_handshake (void **state)
   assert_non_null (env);
   assert_non_null (json_object_get_string_member (json_object_get_object_member (env, "shell"), "path"));
   assert_true (g_str_has_prefix (json_object_get_string_member (env, "cwd"), "file:///"));
+  /* Codex reads every path of environmentInfo as a URI: a plain path makes
+   * it refuse the executor ("relative URL without a base"). */
+  assert_string_equal (json_object_get_string_member (env, "tempDir"), "file:///tmp");
+  assert_true (g_str_has_prefix (json_object_get_string_member (env, "userHomeDir"), "file:///"));
   assert_true (g_str_has_prefix (json_object_get_string_member (env, "executorVersion"), "fusebox "));
 
   before = test_client_call (c, "fs/readFile", "{\"path\":\"/etc/hostname\"}");
