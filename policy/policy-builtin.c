@@ -12,10 +12,15 @@
  *    caller's HOME or the workspace itself.
  * Each omission is a rule that would otherwise conflict (two rules at one
  * path) or undo one of these promises.
+ *
+ * "agent" is the default with the protected names read-only instead of
+ * hidden: a coding agent needs its repository (git status, git log, its
+ * .agents and .codex instructions) but must not rewrite history, hooks or
+ * its own configuration, as in Codex's workspace-write sandbox.
  */
 #include "policy/policy-private.h"
 
-static const char *const builtin_names[] = { "default", "read-only", "host", NULL };
+static const char *const builtin_names[] = { "default", "read-only", "host", "agent", NULL };
 
 const char *const *
 fb_policy_builtin_names (void)
@@ -69,7 +74,7 @@ add_rule (JsonBuilder *b, const char *path, const char *access, const char *sour
 }
 
 static void
-add_default_protected (JsonBuilder *b)
+add_default_protected (JsonBuilder *b, const char *access)
 {
   static const char *const names[] = { ".git", ".agents", ".codex" };
 
@@ -78,7 +83,7 @@ add_default_protected (JsonBuilder *b)
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
     {
       json_builder_set_member_name (b, names[i]);
-      json_builder_add_string_value (b, "hide");
+      json_builder_add_string_value (b, access);
     }
   json_builder_end_object (b);
 }
@@ -153,11 +158,12 @@ fb_policy_builtin_json (const char *name, const FbPolicyVars *vars, GError **err
   bool is_default = g_strcmp0 (name, "default") == 0;
   bool is_read_only = g_strcmp0 (name, "read-only") == 0;
   bool is_host = g_strcmp0 (name, "host") == 0;
+  bool is_agent = g_strcmp0 (name, "agent") == 0;
 
-  if (!is_default && !is_read_only && !is_host)
+  if (!is_default && !is_read_only && !is_host && !is_agent)
     {
       g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_NOT_FOUND,
-                   "builtin:%s: no such built-in policy; valid: default, read-only, host", name);
+                   "builtin:%s: no such built-in policy; valid: default, read-only, host, agent", name);
       return NULL;
     }
 
@@ -166,13 +172,13 @@ fb_policy_builtin_json (const char *name, const FbPolicyVars *vars, GError **err
   json_builder_add_int_value (b, 1);
   json_builder_set_member_name (b, "network");
   json_builder_add_string_value (b, is_host ? "host" : "none");
-  add_default_protected (b);
+  add_default_protected (b, is_agent ? "read" : "hide");
   json_builder_set_member_name (b, "rules");
   json_builder_begin_array (b);
   if (is_host)
     add_rule (b, "/", "write", NULL, "the host as it is: this run only wants the access log");
   else
-    add_default_rules (b, home, ws, is_default);
+    add_default_rules (b, home, ws, is_default || is_agent);
   json_builder_end_array (b);
   json_builder_end_object (b);
   return to_text (b);

@@ -177,7 +177,7 @@ FbPolicy *fb_policy_load_json (JsonNode *root, const char *origin, const FbPolic
 /* "builtin:NAME" or a file path */
 FbPolicy *fb_policy_load_spec (const char *spec, const FbPolicyVars *vars, GError **error);
 
-/* Built-ins: "default", "read-only", "host".  Their JSON depends on vars (for
+/* Built-ins: "default", "read-only", "host", "agent".  Their JSON depends on vars (for
  * root, HOME is /root, which the default otherwise hides), so it is generated. */
 const char *const *fb_policy_builtin_names (void);
 /* JSON text of a built-in for these vars, or NULL with FB_POLICY_ERROR_NOT_FOUND */

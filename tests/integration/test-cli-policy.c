@@ -448,6 +448,7 @@ test_show (void **state)
   assert_out_has (&list, "builtin:default\n");
   assert_out_has (&list, "builtin:read-only\n");
   assert_out_has (&list, "builtin:host\n");
+  assert_out_has (&list, "builtin:agent\n");
 
   RUN (&def, f->workspace, "policy", "show", "default");
   assert_status (&def, 0);

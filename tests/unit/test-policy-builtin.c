@@ -56,7 +56,7 @@ test_names (void **state)
   const char *const *names = fb_policy_builtin_names ();
   g_autofree char *joined = join_list (names);
 
-  assert_string_equal (joined, "default,read-only,host");
+  assert_string_equal (joined, "default,read-only,host,agent");
 }
 
 static void
@@ -176,6 +176,39 @@ test_host (void **state)
   assert_int_equal (n, 1);
 }
 
+/* agent: the default's promises, with .git, .agents and .codex readable at
+ * every depth but never writable (a commit is refused, git status works). */
+static void
+test_agent (void **state)
+{
+  g_autoptr (FbPolicy) p = builtin ("agent", "/home/u", "/home/u/ws");
+  g_autoptr (FbPolicy) d = builtin ("default", "/home/u", "/home/u/ws");
+  static const char *const same[] = { "/",       "/usr/bin/sh",  "/home/other", "/root/x",
+                                      "/home/u", "/home/u/.ssh", "/tmp/x",      "/home/u/ws/src/main.c" };
+
+  assert_int_equal (fb_policy_get_network (p), FB_POLICY_NETWORK_NONE);
+  assert_string_equal (fb_policy_get_origin (p), "builtin:agent");
+  expect (p, "/home/u/ws/.git", FB_POLICY_ACCESS_READ, "/home/u/ws/.git");
+  expect (p, "/home/u/ws/.git/HEAD", FB_POLICY_ACCESS_READ, "/home/u/ws/.git/HEAD");
+  expect (p, "/home/u/ws/.git/index.lock", FB_POLICY_ACCESS_READ, NULL);
+  expect (p, "/home/u/ws/.agents/skills", FB_POLICY_ACCESS_READ, NULL);
+  expect (p, "/home/u/ws/.codex/config.toml", FB_POLICY_ACCESS_READ, NULL);
+  expect (p, "/home/u/ws/vendor/lib/.git/config", FB_POLICY_ACCESS_READ, NULL);
+  expect (p, "/home/u/ws/src/main.c", FB_POLICY_ACCESS_WRITE, "/home/u/ws/src/main.c");
+  expect (p, "/home/u/.gitconfig", FB_POLICY_ACCESS_WRITE, "/run/fb/r/private/%2Fhome%2Fu/.gitconfig");
+  expect (p, "/usr/bin/git", FB_POLICY_ACCESS_READ, "/usr/bin/git");
+  /* Everything else is decided as in the default. */
+  for (guint i = 0; i < G_N_ELEMENTS (same); i++)
+    {
+      FbPolicyDecision a, b;
+      fb_policy_decide (p, same[i], &a);
+      fb_policy_decide (d, same[i], &b);
+      assert_int_equal (a.access, b.access);
+      assert_string_equal (a.mount->view_path, b.mount->view_path);
+      assert_true (a.mount->is_private == b.mount->is_private);
+    }
+}
+
 /* The promises over a matrix of callers: every combination loads, and
  *  - the workspace is the host's, writable (read in read-only);
  *  - HOME is private unless the workspace is or contains it, or it is "/";
@@ -188,7 +221,7 @@ test_matrix (void **state)
   static const char *const homes[] = { "/root", "/home/u", "/", "/tmp", "/home", "/var/lib/svc", NULL };
   static const char *const workspaces[] = { "/",    "/home",  "/home/u", "/home/u/ws", "/root", "/root/p",
                                             "/tmp", "/tmp/b", "/srv/p",  "/home/zz/p", "/usr",  NULL };
-  const char *names[] = { "default", "read-only" };
+  const char *names[] = { "default", "read-only", "agent" };
 
   for (guint h = 0; h < G_N_ELEMENTS (homes); h++)
     for (guint w = 0; w < G_N_ELEMENTS (workspaces); w++)
@@ -196,7 +229,7 @@ test_matrix (void **state)
         {
           const char *home = homes[h];
           const char *ws = workspaces[w];
-          bool writable = k == 0;
+          bool writable = k != 1;
           g_autoptr (FbPolicy) p = builtin (names[k], home, ws);
           g_autoptr (FbPolicy) host = builtin ("host", home, ws);
           FbPolicyDecision d;
@@ -367,6 +400,7 @@ main (void)
     cmocka_unit_test (test_workspace_is_home),
     cmocka_unit_test (test_read_only),
     cmocka_unit_test (test_host),
+    cmocka_unit_test (test_agent),
     cmocka_unit_test (test_matrix),
     cmocka_unit_test (test_to_json_round_trip),
     cmocka_unit_test (test_builtin_json_text),

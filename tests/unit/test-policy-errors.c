@@ -239,7 +239,7 @@ test_io_and_not_found (void **state)
   policy = fb_policy_load_spec ("builtin:nope", &test_vars, &error);
   assert_null (policy);
   assert_true (g_error_matches (error, FB_POLICY_ERROR, FB_POLICY_ERROR_NOT_FOUND));
-  assert_string_equal (error->message, "builtin:nope: no such built-in policy; valid: default, read-only, host");
+  assert_string_equal (error->message, "builtin:nope: no such built-in policy; valid: default, read-only, host, agent");
 
   g_clear_error (&error);
   json = fb_policy_builtin_json ("nope", &test_vars, &error);
