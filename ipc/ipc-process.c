@@ -973,7 +973,14 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
 
   o = json_object_new ();
   json_object_set_string_member (o, "processId", process_id);
-  json_object_set_string_member (o, "sandboxType", "fusebox");
+  /* Codex's ProcessSandboxType knows none, macosSeatbelt, linuxSeccomp and
+   * windowsRestrictedToken, and its client fails a command whose answer has
+   * any other value, after it ran.  linuxSeccomp is what it is here: a Linux
+   * sandbox of namespaces and seccomp, for every process (a call without a
+   * `sandbox` is confined by the server's policy, where Codex answers
+   * "none").  It also keeps the client's checks for a sandbox denial
+   * (non-zero exit with "Read-only file system" and the like) on. */
+  json_object_set_string_member (o, "sandboxType", "linuxSeccomp");
   return fb_rpc_object_node (o);
 
 sys_fail:

@@ -566,6 +566,136 @@ fb_policy_glob_could_match_below (const FbGlob *glob, const FbPathComp *comps, g
   return false;
 }
 
+/* ---- Folded copies (policy-fold.c) --------------------------------------- */
+
+/* Append RUN (literal characters) folded, each metacharacter escaped. */
+static void
+flush_run (GString *out, GString *run, bool at_end)
+{
+  g_autoptr (GString) folded = g_string_new (NULL);
+
+  if (run->len == 0)
+    return;
+  fb_policy_fold_append (folded, run->str, run->len);
+  if (at_end)
+    fb_policy_fold_strip_tail (folded, 0);
+  for (gsize i = 0; i < folded->len; i++)
+    {
+      if (is_meta (folded->str[i]))
+        g_string_append_c (out, '\\');
+      g_string_append_c (out, folded->str[i]);
+    }
+  g_string_truncate (run, 0);
+}
+
+/* A "[...]" at *P (validated) copied to OUT with ASCII letters lowered
+ * (folded names hold no ASCII capitals); other characters as they are, so a
+ * set of non-ASCII letters matches their folded forms only when the
+ * pattern spells them so (the unfolded match still applies).  A range whose
+ * ends would swap (Z-a) stays as written. */
+static void
+copy_class (const char **p, const char *pend, GString *out)
+{
+  const char *q = *p + 1;
+  bool first = true;
+
+  g_string_append_c (out, '[');
+  if (q < pend && (*q == '!' || *q == '^'))
+    g_string_append_c (out, *q++);
+  while (q < pend && (*q != ']' || first))
+    {
+      const char *item = q;
+      gunichar lo;
+      gunichar hi;
+
+      first = false;
+      if (*q == '\\')
+        q++;
+      lo = next_char (&q, pend);
+      hi = lo;
+      if (q + 1 < pend && *q == '-' && q[1] != ']')
+        {
+          q++;
+          if (*q == '\\')
+            q++;
+          hi = next_char (&q, pend);
+        }
+      if (lo < 0x80 && hi < 0x80 && g_ascii_tolower ((gchar)lo) <= g_ascii_tolower ((gchar)hi))
+        for (const char *c = item; c < q; c++)
+          g_string_append_c (out, g_ascii_tolower (*c));
+      else
+        g_string_append_len (out, item, q - item);
+    }
+  g_string_append_c (out, ']');
+  *p = q + 1;
+}
+
+static void
+fold_pattern (const FbGlobPart *part, FbGlobPart *ret)
+{
+  g_autoptr (GString) out = g_string_sized_new (part->len);
+  g_autoptr (GString) run = g_string_new (NULL);
+  const char *p = part->text;
+  const char *end = p + part->len;
+
+  while (p < end)
+    {
+      if (*p == '*' || *p == '?')
+        {
+          flush_run (out, run, false);
+          g_string_append_c (out, *p++);
+        }
+      else if (*p == '[')
+        {
+          flush_run (out, run, false);
+          copy_class (&p, end, out);
+        }
+      else
+        {
+          const char *c;
+
+          if (*p == '\\')
+            p++;
+          c = p;
+          next_char (&p, end);
+          g_string_append_len (run, c, p - c);
+        }
+    }
+  flush_run (out, run, true);
+  ret->len = (guint32)out->len;
+  ret->text = g_string_free (g_steal_pointer (&out), FALSE);
+  compute_prefilters (ret);
+}
+
+FbGlob *
+fb_policy_glob_fold (const FbGlob *glob)
+{
+  FbGlob *f = g_new0 (FbGlob, 1);
+
+  *f = *glob;
+  f->pattern = g_strdup (glob->pattern);
+  f->parts = g_new0 (FbGlobPart, glob->n_parts);
+  for (guint i = 0; i < glob->n_parts; i++)
+    {
+      const FbGlobPart *part = &glob->parts[i];
+      FbGlobPart *fp = &f->parts[i];
+
+      *fp = *part;
+      fp->text = NULL;
+      if (part->doublestar)
+        continue;
+      if (part->literal)
+        {
+          g_autofree char *text = g_strndup (part->text, part->len);
+          fp->text = fb_policy_fold_name (text);
+          fp->len = (guint32)strlen (fp->text);
+        }
+      else
+        fold_pattern (part, fp);
+    }
+  return f;
+}
+
 /* ---- The index ----------------------------------------------------------- */
 
 void

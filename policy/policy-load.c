@@ -44,6 +44,14 @@ fb_policy_new_empty (const char *origin)
     .access = FB_POLICY_ACCESS_HIDE,
     .why = "not a normalized view path (absolute, without //, . or .. components or a trailing /)",
   };
+  policy->fold_rule = (FbPolicyRule){
+    .kind = FB_POLICY_RULE_DEFAULT,
+    .index = -1,
+    .origin = "folded-name",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "the host folds names here (case-insensitive), and this name folds equal to a name whose rules below "
+           "it can't be told apart from its own: refused as a whole",
+  };
   return policy;
 }
 

@@ -279,6 +279,9 @@ fb_policy_compile (FbPolicy *policy, GError **error)
         }
       else if (rule->kind == FB_POLICY_RULE_GLOB)
         {
+          if (policy->fold_globs == NULL)
+            policy->fold_globs = g_new0 (FbGlob *, policy->n_rules);
+          policy->fold_globs[i] = fb_policy_glob_fold (policy->globs[i]);
           fb_policy_glob_index_add (&policy->glob_index, policy->globs[i], rule);
           if (!policy->globs[i]->floating)
             g_ptr_array_add (policy->anchored_globs, policy->glob_index.all->pdata[policy->glob_index.all->len - 1]);
@@ -323,6 +326,9 @@ fb_policy_compiled_clear (FbPolicy *policy)
       g_clear_pointer (&policy->nodes, g_ptr_array_unref);
     }
   policy->root = NULL;
+  for (guint i = 0; policy->fold_globs != NULL && i < policy->n_rules; i++)
+    fb_policy_glob_free (policy->fold_globs[i]);
+  g_clear_pointer (&policy->fold_globs, g_free);
   g_clear_pointer (&policy->mounts, g_array_unref);
   g_clear_pointer (&policy->anchored_globs, g_ptr_array_unref);
   if (policy->glob_index.all != NULL)
@@ -667,4 +673,55 @@ fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPolicyA
   if (ret_access != NULL)
     *ret_access = rule->access;
   return true;
+}
+
+/* ---- Folded names (policy-fold.c) ---------------------------------------- */
+
+void
+fb_policy_literal_children (const FbPolicy *policy, const FbPolicyDecision *d, GPtrArray *names)
+{
+  const PolicyNode *node = d->priv_node;
+
+  if (G_UNLIKELY (policy->narrow != NULL))
+    {
+      fb_policy_narrowed_literal_children (policy, d, names);
+      return;
+    }
+  for (guint i = 0; node != NULL && i < node->child_list->len; i++)
+    g_ptr_array_add (names, (gpointer)((const PolicyNode *)g_ptr_array_index (node->child_list, i))->name);
+}
+
+void
+fb_policy_restrict (const FbPolicy *policy, FbPolicyDecision *d, const FbPolicyRule *rule)
+{
+  const PolicyNode *node = d->priv_node;
+
+  if (G_UNLIKELY (policy->narrow != NULL))
+    {
+      fb_policy_narrowed_restrict (policy, d, rule);
+      return;
+    }
+  /* fb_policy_access_narrow returns its first argument on a tie */
+  if (fb_policy_access_narrow (d->access, rule->access) == d->access)
+    return;
+  d->access = rule->access;
+  d->rule = rule;
+  d->traversable = node != NULL && node->visible_below &&
+                   (rule->access == FB_POLICY_ACCESS_HIDE || rule->access == FB_POLICY_ACCESS_DENY);
+  d->reachable_children = d->traversable ? node->reachable : empty_list;
+}
+
+void
+fb_policy_close_folded (const FbPolicy *policy, FbPolicyDecision *d)
+{
+  if (G_UNLIKELY (policy->narrow != NULL))
+    {
+      fb_policy_narrowed_close_folded (policy, d);
+      return;
+    }
+  fb_policy_restrict (policy, d, &policy->fold_rule);
+  d->traversable = false;
+  d->reachable_children = empty_list;
+  d->mounted_children = empty_list;
+  d->priv_node = NULL;
 }

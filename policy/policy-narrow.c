@@ -60,7 +60,7 @@ rule_of (const FbPolicy *policy, const FbPolicyRule *rule)
 {
   return in_array (rule, policy->rules, policy->n_rules) ||
          in_array (rule, policy->protected_rules, policy->n_protected) || rule == &policy->default_rule ||
-         rule == &policy->malformed_rule;
+         rule == &policy->malformed_rule || rule == &policy->fold_rule;
 }
 
 /* The two sides' decisions at the same path, from a decision of the
@@ -212,6 +212,44 @@ fb_policy_narrowed_decide_child (const FbPolicy *policy, const FbPolicyDecision 
   g_free (c.heap);
   *ret = b;
   combine (&b, &n, node, ret);
+}
+
+void
+fb_policy_narrowed_literal_children (const FbPolicy *policy, const FbPolicyDecision *d, GPtrArray *names)
+{
+  const NarrowNode *node = d->priv_other != NULL ? d->priv_node : NULL;
+
+  for (guint i = 0; node != NULL && i < node->child_list->len; i++)
+    g_ptr_array_add (names, (gpointer)((const NarrowNode *)g_ptr_array_index (node->child_list, i))->name);
+}
+
+/* The side RULE belongs to is narrowed to it; the rest as ever. */
+void
+fb_policy_narrowed_restrict (const FbPolicy *policy, FbPolicyDecision *d, const FbPolicyRule *rule)
+{
+  FbPolicyDecision b;
+  FbPolicyDecision n;
+  FbPolicyDecision *side;
+
+  split_sides (policy, d, &b, &n);
+  side = rule_of (policy->base, rule) ? &b : &n;
+  if (fb_policy_access_narrow (side->access, rule->access) == side->access)
+    return;
+  side->access = rule->access;
+  side->rule = rule;
+  combine (&b, &n, d->priv_node, d);
+}
+
+void
+fb_policy_narrowed_close_folded (const FbPolicy *policy, FbPolicyDecision *d)
+{
+  FbPolicyDecision b;
+  FbPolicyDecision n;
+
+  fb_policy_narrowed_restrict (policy, d, &policy->base->fold_rule);
+  split_sides (policy, d, &b, &n);
+  b.mounted_children = empty_list;
+  combine (&b, &n, NULL, d);
 }
 
 bool

@@ -150,6 +150,10 @@ bool fb_policy_glob_match_name (const FbGlob *glob, const char *name, guint32 le
 bool fb_policy_glob_match_path (const FbGlob *glob, const char *path);
 /* Could a path strictly below COMPS match? */
 bool fb_policy_glob_could_match_below (const FbGlob *glob, const FbPathComp *comps, guint n);
+/* GLOB with every literal character folded as fb_policy_fold_name folds
+ * names (a "[...]" only lowers ASCII letters), for matching folded paths
+ * (policy-fold.c). */
+FbGlob *fb_policy_glob_fold (const FbGlob *glob);
 
 typedef struct
 {
@@ -230,6 +234,9 @@ struct FbPolicy
   FbPolicyRule *rules;
   guint n_rules;
   FbGlob **globs; /* per rule: the compiled glob, NULL for path rules */
+  /* per rule: the glob folded (fb_policy_glob_fold) for directories whose
+   * host folds names, NULL for path rules; made by fb_policy_compile */
+  FbGlob **fold_globs;
 
   FbPolicyRule *protected_rules;
   guint n_protected;
@@ -237,6 +244,7 @@ struct FbPolicy
 
   FbPolicyRule default_rule;   /* nothing matched */
   FbPolicyRule malformed_rule; /* the path asked about is not a view path */
+  FbPolicyRule fold_rule;      /* a folded name whose spellings' rules can't be told apart (policy-fold.c) */
 
   PolicyNode *root;
   GPtrArray *nodes; /* owns every PolicyNode */
@@ -289,6 +297,26 @@ bool fb_policy_narrowed_subtree_has_rules (const FbPolicy *policy, const FbPolic
                                            const char *view_path);
 void fb_policy_narrowed_clear (FbPolicy *policy);
 char *fb_policy_narrowed_to_json (const FbPolicy *policy);
+
+/* ---- Hosts that fold names (policy-fold.c) ------------------------------- */
+
+/* Append S (LEN bytes) to OUT folded, without dropping trailing dots and
+ * spaces; fb_policy_fold_strip_tail drops those after OUT[FROM]. */
+void fb_policy_fold_append (GString *out, const char *s, gsize len);
+void fb_policy_fold_strip_tail (GString *s, gsize from);
+/* The literal components the policy knows right below decision D (borrowed
+ * names, any order); none below a path the trie does not reach. */
+void fb_policy_literal_children (const FbPolicy *policy, const FbPolicyDecision *d, GPtrArray *names);
+/* Narrow D to RULE's access (and RULE as the deciding rule) when that is
+ * narrower; traversal follows the new access. */
+void fb_policy_restrict (const FbPolicy *policy, FbPolicyDecision *d, const FbPolicyRule *rule);
+/* D can't follow one subtree of rules: deny it (fold_rule) unless it is
+ * hidden, as a whole, with nothing below it reachable. */
+void fb_policy_close_folded (const FbPolicy *policy, FbPolicyDecision *d);
+/* policy-narrow.c: the same three for a narrowed policy */
+void fb_policy_narrowed_literal_children (const FbPolicy *policy, const FbPolicyDecision *d, GPtrArray *names);
+void fb_policy_narrowed_restrict (const FbPolicy *policy, FbPolicyDecision *d, const FbPolicyRule *rule);
+void fb_policy_narrowed_close_folded (const FbPolicy *policy, FbPolicyDecision *d);
 
 /* policy-match.c: build the trie, the mounts and the glob index of a policy
  * whose rules are validated.  Fails (FB_POLICY_ERROR_DUPLICATE) only on two

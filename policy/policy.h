@@ -205,6 +205,23 @@ void fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *par
  * path out of its rule's reach, so the view refuses it.  Globs that match at
  * any depth ("*.pem", "**" + "/x") and protected names do not count: they follow the file. */
 bool fb_policy_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *decision, const char *view_path);
+/* Directories whose host folds names (vfat, exfat, SMB, ext4/f2fs/tmpfs
+ * casefold, case-insensitive FUSE or network filesystems): the host resolves
+ * every spelling that folds equal to an entry's to that entry.  NAME's fold
+ * key (allocated): what any such host could take for the same name, and
+ * more (policy-fold.c). */
+char *fb_policy_fold_name (const char *name);
+/* fb_policy_decide_child for a directory whose host folds names (or may):
+ * the narrower of NAME's decision and those of every literal component,
+ * protected name and (folded) glob that folds equal to it; NAME is denied as
+ * a whole when another spelling has rules below it.  CERTAIN: the host is
+ * known to fold here, so a name that differs from one literal component by
+ * ASCII case alone is decided as that component (its rules below follow). */
+void fb_policy_decide_child_folded (const FbPolicy *policy, const FbPolicyDecision *parent, const char *parent_path,
+                                    const char *name, bool certain, FbPolicyDecision *ret);
+/* fb_policy_subtree_has_rules, with globs matched folded as well. */
+bool fb_policy_subtree_has_rules_folded (const FbPolicy *policy, const FbPolicyDecision *decision,
+                                         const char *view_path);
 /* Is NAME protected?  Then *ret_access (may be NULL) is its protected access. */
 bool fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPolicyAccess *ret_access);
 
@@ -212,6 +229,11 @@ bool fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPo
  * translated into a policy object in our format, ready for
  * fb_policy_load_json().  Errors name the JSON path of the offending field. */
 JsonNode *fb_policy_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error);
+/* The members of a context the translation ignores (a newer client's, such
+ * as Codex 0.171's policyContext), NULL-terminated, or NULL when there are
+ * none.  Members inside `permissions` are never ignored: an unknown one is an
+ * error of fb_policy_codex_translate. */
+char **fb_policy_codex_ignored_members (JsonNode *sandbox_context);
 
 /* A policy whose every decision is the narrower (fb_policy_access_narrow) of
  * BASE's and NARROW's for the same view path: how the remote API applies a

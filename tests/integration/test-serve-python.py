@@ -417,9 +417,12 @@ async def t_log(env, c):
 async def t_process(env, c):
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         return "skip"
-    ok(await c.call("process/start", {"processId": "py1", "argv": ["/bin/sh", "-c", "echo out; echo err >&2; exit 7"],
-                                      "cwd": "file://" + env.ws, "env": {"PATH": "/usr/bin:/bin"},
-                                      "tty": False, "pipeStdin": False, "arg0": None}))
+    r = ok(await c.call("process/start", {"processId": "py1",
+                                          "argv": ["/bin/sh", "-c", "echo out; echo err >&2; exit 7"],
+                                          "cwd": "file://" + env.ws, "env": {"PATH": "/usr/bin:/bin"},
+                                          "tty": False, "pipeStdin": False, "arg0": None}))
+    # One of the values Codex's client knows: any other fails the command.
+    assert r == {"processId": "py1", "sandboxType": "linuxSeccomp"}, r
     out, errs, exited = b"", b"", None
     while True:
         m = await c.take(lambda m: m.get("params", {}).get("processId") == "py1")
