@@ -231,11 +231,20 @@ fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError 
   policy_json = json_object_get_member (json_node_get_object (sandbox), "fuseboxPolicy");
   if (policy_json == NULL)
     {
+      g_auto (GStrv) ignored = fb_policy_codex_ignored_members (sandbox);
       translated = fb_policy_codex_translate (sandbox, &server->vars.vars, &gerr);
       if (translated == NULL)
         {
           fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: sandbox: %s", gerr->message);
           return NULL;
+        }
+      if (ignored != NULL)
+        {
+          /* A newer client's additions (Codex 0.171: policyContext): the
+           * context is used without them.  Said when a sandbox is built,
+           * not on every call that finds it in the cache. */
+          g_autofree char *names = g_strjoinv (", ", ignored);
+          g_debug ("sandbox: ignoring member(s) this server does not know: %s", names);
         }
       policy_json = translated;
     }

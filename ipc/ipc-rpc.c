@@ -1059,33 +1059,41 @@ typedef struct
 {
   const char *name;
   FbRpcMethodFunc func;
-  const char *family; /* for "must initialize" messages; NULL: callable before */
+  const char *family;        /* for "must initialize" messages; NULL: callable before */
+  const char *const *params; /* the members of params it reads */
 } Method;
 
+/* The members a method reads, NULL-terminated. */
+#define P(...) ((const char *const[]){ __VA_ARGS__ })
+
 static const Method methods[] = {
-  { "initialize", method_initialize, NULL },
-  { "environment/info", method_environment_info, "environment" },
-  { "fs/readFile", fb_rpc_fs_read_file, "filesystem" },
-  { "fs/writeFile", fb_rpc_fs_write_file, "filesystem" },
-  { "fs/createDirectory", fb_rpc_fs_create_directory, "filesystem" },
-  { "fs/getMetadata", fb_rpc_fs_get_metadata, "filesystem" },
-  { "fs/canonicalize", fb_rpc_fs_canonicalize, "filesystem" },
-  { "fs/readDirectory", fb_rpc_fs_read_directory, "filesystem" },
-  { "fs/walk", fb_rpc_fs_walk, "filesystem" },
-  { "fs/remove", fb_rpc_fs_remove, "filesystem" },
-  { "fs/copy", fb_rpc_fs_copy, "filesystem" },
-  { "fs/open", fb_rpc_fs_open, "filesystem" },
-  { "fs/readBlock", fb_rpc_fs_read_block, "filesystem" },
-  { "fs/close", fb_rpc_fs_close, "filesystem" },
-  { "process/start", fb_rpc_process_start, "exec" },
-  { "process/read", fb_rpc_process_read, "exec" },
-  { "process/write", fb_rpc_process_write, "exec" },
-  { "process/signal", fb_rpc_process_signal, "exec" },
-  { "process/terminate", fb_rpc_process_terminate, "exec" },
-  { "log/subscribe", method_log_subscribe, "log" },
-  { "log/unsubscribe", method_log_unsubscribe, "log" },
-  { "policy/explain", fb_rpc_policy_explain, "policy" },
+  { "initialize", method_initialize, NULL, P ("clientName", "resumeSessionId", NULL) },
+  { "environment/info", method_environment_info, "environment", P (NULL) },
+  { "fs/readFile", fb_rpc_fs_read_file, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/writeFile", fb_rpc_fs_write_file, "filesystem", P ("path", "dataBase64", "sandbox", NULL) },
+  { "fs/createDirectory", fb_rpc_fs_create_directory, "filesystem", P ("path", "recursive", "sandbox", NULL) },
+  { "fs/getMetadata", fb_rpc_fs_get_metadata, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/canonicalize", fb_rpc_fs_canonicalize, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/readDirectory", fb_rpc_fs_read_directory, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/walk", fb_rpc_fs_walk, "filesystem", P ("path", "options", "sandbox", NULL) },
+  { "fs/remove", fb_rpc_fs_remove, "filesystem", P ("path", "recursive", "force", "sandbox", NULL) },
+  { "fs/copy", fb_rpc_fs_copy, "filesystem", P ("sourcePath", "destinationPath", "recursive", "sandbox", NULL) },
+  { "fs/open", fb_rpc_fs_open, "filesystem", P ("handleId", "path", "sandbox", NULL) },
+  { "fs/readBlock", fb_rpc_fs_read_block, "filesystem", P ("handleId", "offset", "len", NULL) },
+  { "fs/close", fb_rpc_fs_close, "filesystem", P ("handleId", NULL) },
+  { "process/start", fb_rpc_process_start, "exec",
+    P ("processId", "argv", "cwd", "env", "envPolicy", "tty", "pipeStdin", "arg0", "sandbox", "enforceManagedNetwork",
+       "managedNetwork", NULL) },
+  { "process/read", fb_rpc_process_read, "exec", P ("processId", "afterSeq", "maxBytes", "waitMs", NULL) },
+  { "process/write", fb_rpc_process_write, "exec", P ("processId", "chunk", "writeId", NULL) },
+  { "process/signal", fb_rpc_process_signal, "exec", P ("processId", "signal", NULL) },
+  { "process/terminate", fb_rpc_process_terminate, "exec", P ("processId", NULL) },
+  { "log/subscribe", method_log_subscribe, "log", P ("filter", NULL) },
+  { "log/unsubscribe", method_log_unsubscribe, "log", P ("subscriptionId", NULL) },
+  { "policy/explain", fb_rpc_policy_explain, "policy", P ("path", "sandbox", NULL) },
 };
+
+#undef P
 
 static const Method *
 find_method (const char *name)
@@ -1094,6 +1102,24 @@ find_method (const char *name)
     if (strcmp (methods[i].name, name) == 0)
       return &methods[i];
   return NULL;
+}
+
+/* A newer client may send members this server does not know (Codex 0.171:
+ * process/start's `metadata`): they are ignored, as Codex's own serde
+ * structs ignore them, and said so at debug level (G_MESSAGES_DEBUG=fusebox).
+ * The members it knows keep their strict types. */
+static void
+debug_unknown_params (const Method *m, JsonObject *params)
+{
+  JsonObjectIter iter;
+  const char *key;
+
+  if (params == NULL || g_log_writer_default_would_drop (G_LOG_LEVEL_DEBUG, G_LOG_DOMAIN))
+    return;
+  json_object_iter_init (&iter, params);
+  while (json_object_iter_next (&iter, &key, NULL))
+    if (!g_strv_contains (m->params, key))
+      g_debug ("%s: ignoring the member `%s` of its params (not known to this server)", m->name, key);
 }
 
 static void
@@ -1116,6 +1142,7 @@ handle_request (FbRpcConn *conn, FbRpcMessage *msg)
                       m->family);
   else
     {
+      debug_unknown_params (m, msg->params);
       conn->call_sandbox = msg->sandbox_text;
       conn->call_sandbox_len = msg->sandbox_len;
       result = m->func (conn, msg->id, msg->params, &error, &deferred);

@@ -8,11 +8,17 @@
  * the only ambient input is $TMPDIR for the `tmpdir` special path.
  *
  * Threat model: the context comes from a client over the network, so every
- * field is validated and anything unknown (a key, a tag, a kind, an access)
- * is refused with its JSON path.  Codex itself ignores unknown special paths
- * for forward compatibility; we refuse them, because silently dropping a
- * "deny" entry would widen what the client asked for.  In the remote API the
- * result only ever narrows the server's own policy.
+ * field is validated and anything unknown inside `permissions` (a key, a tag,
+ * a kind, an access) is refused with its JSON path.  Codex itself ignores
+ * unknown special paths for forward compatibility; we refuse them, because
+ * silently dropping a "deny" entry would widen what the client asked for.
+ * Unknown members of the context itself are the exception: newer clients add
+ * some with every release (Codex 0.171 sends `policyContext`, the cwd and
+ * roots it already sends at the top), and refusing them would refuse every
+ * call of such a client.  Those are ignored (fb_policy_codex_ignored_members
+ * names them for the caller's debug log); the known ones keep strict types.
+ * In the remote API the result only ever narrows the server's own policy,
+ * which bounds what an ignored member could have narrowed further.
  *
  * Mapping (Codex → ours), same precedence on both sides: most components
  * wins, then deny > write > read; nothing matching means hide (Codex: no
@@ -1018,19 +1024,40 @@ parse_path_list (JsonObject *ctx, const Jp *jp, const char *key, GPtrArray **ret
   return true;
 }
 
+/* The members of a FileSystemSandboxContext the translation reads. */
+static const char *const context_keys[] = { "permissions",
+                                            "cwd",
+                                            "workspaceRoots",
+                                            "userHomeDir",
+                                            "temporaryDirectories",
+                                            "windowsSandboxLevel",
+                                            "windowsSandboxPrivateDesktop",
+                                            "windowsSandboxProxySettingsMode",
+                                            "useLegacyLandlock",
+                                            NULL };
+
+char **
+fb_policy_codex_ignored_members (JsonNode *sandbox_context)
+{
+  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+  JsonObjectIter iter;
+  const char *key;
+
+  if (sandbox_context == NULL || !JSON_NODE_HOLDS_OBJECT (sandbox_context))
+    return NULL;
+  json_object_iter_init (&iter, json_node_get_object (sandbox_context));
+  while (json_object_iter_next (&iter, &key, NULL))
+    if (!g_strv_contains (context_keys, key))
+      g_ptr_array_add (names, g_strdup (key));
+  if (names->len == 0)
+    return NULL;
+  g_ptr_array_add (names, NULL);
+  return (char **)g_ptr_array_free (g_steal_pointer (&names), FALSE);
+}
+
 static bool
 parse_context (Translation *t, JsonNode *sandbox, GError **error)
 {
-  static const char *const keys[] = { "permissions",
-                                      "cwd",
-                                      "workspaceRoots",
-                                      "userHomeDir",
-                                      "temporaryDirectories",
-                                      "windowsSandboxLevel",
-                                      "windowsSandboxPrivateDesktop",
-                                      "windowsSandboxProxySettingsMode",
-                                      "useLegacyLandlock",
-                                      NULL };
   static const char *const windows_levels[] = { "disabled", "restricted-token", "elevated", NULL };
   const Jp root = { NULL, "sandbox", -1 };
   const Jp cwd_jp = JP_MEMBER (&root, "cwd");
@@ -1040,7 +1067,8 @@ parse_context (Translation *t, JsonNode *sandbox, GError **error)
   JsonObject *ctx;
   JsonNode *permissions;
 
-  if ((ctx = want_object (sandbox, &root, error)) == NULL || !check_keys (ctx, &root, keys, error) ||
+  /* Unknown members are ignored here (see the top of this file). */
+  if ((ctx = want_object (sandbox, &root, error)) == NULL ||
       (permissions = want_member (ctx, &root, "permissions", error)) == NULL)
     return false;
   /* The Windows knobs mean nothing on Linux; they are checked, not used. */

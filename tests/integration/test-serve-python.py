@@ -398,6 +398,69 @@ async def t_denial(env, c):
     err(await c.call("fs/readFile", {"path": target, "sandbox": {"permissions": 3}}), -32602)
 
 
+def codex_context(env):
+    """The sandbox Codex 0.171 sends with each command and patch of a
+    workspace-write session (fixtures/codex/agent-0.171.json, captured on the
+    wire), pointed at this workspace."""
+    root = os.environ.get("FUSEBOX_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(root, "fixtures", "codex", "agent-0.171.json")) as f:
+        text = f.read()
+    return json.loads(text.replace("file:///srv/project", "file://" + env.ws).replace("file:///home/alice",
+                                                                                   "file:///root"))
+
+
+async def t_codex_context(env, c):
+    # Members a newer client adds are ignored: policyContext in the sandbox,
+    # metadata in process/start's params.  Known members keep their types.
+    sandbox = codex_context(env)
+    assert "policyContext" in sandbox
+    p = os.path.join(env.ws, "patched.txt")
+    ok(await c.call("fs/writeFile", {"path": "file://" + p, "dataBase64": b64(b"patched\n"), "sandbox": sandbox}))
+    with open(p, "rb") as f:
+        assert f.read() == b"patched\n"
+    r = ok(await c.call("fs/readFile", {"path": "file://" + p, "sandbox": sandbox}))
+    assert base64.b64decode(r["dataBase64"]) == b"patched\n", r
+    ok(await c.call("fs/getMetadata", {"path": "file://" + p, "sandbox": sandbox, "someNewMember": [1, 2]}))
+    bad = dict(sandbox, cwd=7)
+    e = err(await c.call("fs/readFile", {"path": "file://" + p, "sandbox": bad}), -32602)
+    assert "sandbox.cwd" in e["message"], e
+    e = err(await c.call("fs/readFile", {"path": 7, "sandbox": sandbox}), -32602)
+    if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "skip"
+    r = ok(await c.call("process/start", {"processId": "cx1", "metadata": {"threadId": "t", "toolCallId": "c1"},
+                                          "argv": ["/bin/sh", "-c", "cat patched.txt"], "cwd": "file://" + env.ws,
+                                          "env": {"PATH": "/usr/bin:/bin"}, "tty": False, "pipeStdin": False,
+                                          "arg0": None, "sandbox": sandbox}))
+    assert r == {"processId": "cx1", "sandboxType": "linuxSeccomp"}, r
+    out = b""
+    while True:
+        m = await c.take(lambda m: m.get("params", {}).get("processId") == "cx1")
+        if m["method"] == "process/output":
+            out += base64.b64decode(m["params"]["chunk"])
+        elif m["method"] == "process/closed":
+            break
+    assert out == b"patched\n", out
+
+
+def t_debug_sync(env):
+    # What is ignored is said at debug level.
+    e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"), G_MESSAGES_DEBUG="fusebox")
+    p = subprocess.Popen([os.environ.get("FUSEBOX_BIN", "fusebox"), "serve", "--listen", "stdio", "--workspace",
+                          env.ws, "--policy", env.policy], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=e)
+    msgs = [{"id": 1, "method": "initialize", "params": {"clientName": "debug"}}, {"method": "initialized"},
+            {"id": 2, "method": "fs/getMetadata", "params": {"path": env.ws, "sandbox": codex_context(env),
+                                                            "someNewMember": True}}]
+    out, errs = p.communicate("".join(json.dumps(m) + "\n" for m in msgs).encode(), 60)
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert "result" in answers[-1], answers
+    assert b"policyContext" in errs and b"someNewMember" in errs, errs
+
+
+async def t_debug(env):
+    return await asyncio.get_running_loop().run_in_executor(None, t_debug_sync, env)
+
+
 async def t_session(env, c):
     b = await Client.connect(env.url)
     err(await b.call("initialize", {"clientName": "b", "resumeSessionId": c.session_id}), -32010)
@@ -608,7 +671,8 @@ async def main(env):
     tests = [("handshake", lambda: t_handshake(env)), ("fs", lambda: t_fs(env, c)),
              ("errors", lambda: t_errors(env, c)), ("denial", lambda: t_denial(env, c)),
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
-             ("process", lambda: t_process(env, c)), ("many", lambda: t_many(env)),
+             ("process", lambda: t_process(env, c)), ("codex_context", lambda: t_codex_context(env, c)),
+             ("debug", lambda: t_debug(env)), ("many", lambda: t_many(env)),
              ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
              ("stdio", lambda: t_stdio(env)), ("utf8", lambda: t_utf8(env)),
              ("abrupt", lambda: t_abrupt(env)), ("sigkill", lambda: t_sigkill(env))]

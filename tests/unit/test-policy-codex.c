@@ -135,6 +135,57 @@ test_workspace_write (void **state)
   g_unsetenv ("TMPDIR");
 }
 
+/* The context Codex 0.171 sends with every command and patch of a
+ * workspace-write session, as captured on the wire: its policyContext (new
+ * in 0.171) is ignored, the rest translated, so the result is exactly the
+ * policy of the same context without it. */
+static void
+test_agent_context (void **state)
+{
+  g_autoptr (JsonNode) context = load_fixture ("agent-0.171.json");
+  g_autoptr (JsonNode) bare = json_node_copy (context);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonNode) with = NULL;
+  g_autoptr (JsonNode) without = NULL;
+  g_autoptr (FbPolicy) p = NULL;
+  g_auto (GStrv) ignored = fb_policy_codex_ignored_members (context);
+  g_auto (GStrv) none = NULL;
+  g_autofree char *a = NULL;
+  g_autofree char *b = NULL;
+
+  assert_non_null (ignored);
+  assert_string_equal (ignored[0], "policyContext");
+  assert_null (ignored[1]);
+  json_object_remove_member (json_node_get_object (bare), "policyContext");
+  none = fb_policy_codex_ignored_members (bare);
+  assert_null (none);
+  with = fb_policy_codex_translate (context, &test_vars, &error);
+  assert_non_null (with);
+  without = fb_policy_codex_translate (bare, &test_vars, &error);
+  assert_non_null (without);
+  a = json_to_string (with, FALSE);
+  b = json_to_string (without, FALSE);
+  assert_string_equal (a, b);
+
+  p = translate_and_load (context, &test_vars);
+  assert_int_equal (fb_policy_get_network (p), FB_POLICY_NETWORK_NONE);
+  assert_access (p, "/srv/project/src/main.c", FB_POLICY_ACCESS_WRITE);
+  assert_access (p, "/srv/project/.git/HEAD", FB_POLICY_ACCESS_READ);
+  assert_access (p, "/srv/project/.aws/credentials", FB_POLICY_ACCESS_READ);
+  assert_access (p, "/etc/passwd", FB_POLICY_ACCESS_READ);
+
+  /* An unknown member is ignored whatever it holds; a known one still has
+   * its type checked. */
+  {
+    g_autoptr (JsonNode) odd = parse_json ("{\"permissions\": {\"type\": \"disabled\"}, \"sandboxPolicy\": 7, "
+                                           "\"cwd\": 7}");
+    g_autoptr (GError) e = NULL;
+    g_autoptr (JsonNode) out = fb_policy_codex_translate (odd, &test_vars, &e);
+    assert_null (out);
+    assert_non_null (strstr (e->message, "sandbox.cwd: expected a string"));
+  }
+}
+
 static void
 test_tmpdir_falls_back_to_slash_tmp (void **state)
 {
@@ -341,7 +392,8 @@ test_every_rule_explains_itself (void **state)
 {
   static const char *const fixtures[] = { "workspace-write.json", "read-only.json", "minimal-project.json",
                                           "unrestricted.json",    "disabled.json",  "glob-deny.json",
-                                          "git-hooks-write.json", "git-write.json", "home-and-tmp.json" };
+                                          "git-hooks-write.json", "git-write.json", "home-and-tmp.json",
+                                          "agent-0.171.json" };
 
   for (guint i = 0; i < G_N_ELEMENTS (fixtures); i++)
     {
@@ -427,8 +479,6 @@ static const BadCase bad_cases[] = {
     "sandbox.permissions.file_system.entries[2]: expected an object, found a string" },
   { "[1, 2]", FB_POLICY_ERROR_SCHEMA, "sandbox: expected an object, found an array" },
   { "{\"windowsSandboxLevel\": \"disabled\"}", FB_POLICY_ERROR_SCHEMA, "sandbox.permissions: missing" },
-  { "{\"permissions\": {\"type\": \"disabled\"}, \"sandboxPolicy\": {}}", FB_POLICY_ERROR_SCHEMA,
-    "sandbox: unknown field \"sandboxPolicy\"; valid: permissions, cwd, workspaceRoots" },
   { "{\"permissions\": {\"type\": \"danger-full-access\"}}", FB_POLICY_ERROR_VALUE,
     "sandbox.permissions.type: unknown permission profile type \"danger-full-access\"; valid: managed, disabled, "
     "external" },
@@ -520,6 +570,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_workspace_write),
+    cmocka_unit_test (test_agent_context),
     cmocka_unit_test (test_tmpdir_falls_back_to_slash_tmp),
     cmocka_unit_test (test_read_only_root),
     cmocka_unit_test (test_minimal_and_project_roots),
