@@ -4,17 +4,26 @@
  * strings come from the sandbox: a file name may hold any byte but NUL and
  * "/", and JSON text must be valid UTF-8.  The encoding (documented in
  * fusebox(1), "ACCESS LOG"):
- *  - valid UTF-8 is written as is, except C0 controls, DEL, C1 controls and
- *    U+2028/U+2029, which are \u-escaped: a raw line is then safe to `tail`
- *    on a terminal (a C1 CSI or an ESC in a file name can't drive it);
+ *  - valid UTF-8 is written as is, except what fb_unichar_is_unsafe() names
+ *    (C0 and C1 controls, DEL, format characters such as the bidi overrides
+ *    and zero-width ones, U+2028/U+2029, spaces other than U+0020,
+ *    unassigned code points), which are \u-escaped: a raw line is then safe
+ *    to `tail` on a terminal (a C1 CSI or an ESC in a file name can't drive
+ *    it, an RLO can't reorder what follows it);
  *  - a string that is not valid UTF-8 is written lossily (each offending byte
  *    becomes U+FFFD) and the exact bytes follow in a NAME_b64 member, so that
  *    no two distinct names look alike in the log without a marker.  (A \u00XX
  *    per raw byte was rejected: it collides with the real U+00XX.)
  *
+ * fb_json_append_node() writes any JSON tree with the same escaping: every
+ * JSON document fusebox prints for people (report --json, runs --json,
+ * policy explain --json) goes through it rather than json-glib's generator,
+ * which writes C1 controls and U+2028 raw.
+ *
  * Called from any thread; no state. */
 #include "ipc/ipc-private.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +45,32 @@ fb_json_append_int (GString *out, gint64 v)
   if (v < 0)
     *--p = '-';
   g_string_append_len (out, p, buf + sizeof buf - p);
+}
+
+bool
+fb_unichar_is_unsafe (gunichar c)
+{
+  GUnicodeType t;
+
+  if (c < 0x80)
+    return c < 0x20 || c == 0x7f;
+  t = g_unichar_type (c);
+  return t == G_UNICODE_CONTROL                /* C1 (U+0080-U+009F): 0x9b is CSI on xterm/VTE */
+         || t == G_UNICODE_FORMAT              /* bidi controls, zero-width characters, U+FEFF, U+061C */
+         || t == G_UNICODE_LINE_SEPARATOR      /* U+2028: a line break to JavaScript and some viewers */
+         || t == G_UNICODE_PARAGRAPH_SEPARATOR /* U+2029 */
+         || t == G_UNICODE_SPACE_SEPARATOR     /* U+00A0, U+3000...: they pass for U+0020 */
+         || t == G_UNICODE_UNASSIGNED          /* nobody knows how a terminal draws them */
+         || t == G_UNICODE_SURROGATE;
+}
+
+static void
+append_u_escape (GString *out, guint v)
+{
+  static const char hex[] = "0123456789abcdef";
+  char u[6] = { '\\', 'u', hex[(v >> 12) & 0xf], hex[(v >> 8) & 0xf], hex[(v >> 4) & 0xf], hex[v & 0xf] };
+
+  g_string_append_len (out, u, sizeof u);
 }
 
 static void
@@ -65,15 +100,17 @@ append_escaped_char (GString *out, gunichar c)
         g_string_append (out, "\\f");
         break;
       default:
-        if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f) || c == 0x2028 || c == 0x2029)
+        if (!fb_unichar_is_unsafe (c))
+          g_string_append_unichar (out, c);
+        else if (c > 0xffff)
           {
-            static const char hex[] = "0123456789abcdef";
-            char u[6] = { '\\', 'u', hex[(c >> 12) & 0xf], hex[(c >> 8) & 0xf], hex[(c >> 4) & 0xf], hex[c & 0xf] };
-
-            g_string_append_len (out, u, sizeof u);
+            /* JSON has only \uXXXX: a surrogate pair (format characters
+             * such as the Unicode tags U+E0001... lie beyond the BMP). */
+            append_u_escape (out, 0xd800 + ((c - 0x10000) >> 10));
+            append_u_escape (out, 0xdc00 + ((c - 0x10000) & 0x3ff));
           }
         else
-          g_string_append_unichar (out, c);
+          append_u_escape (out, c);
         break;
     }
 }
@@ -141,6 +178,142 @@ fb_json_append_string_member (GString *out, const char *name, const char *value)
       g_string_append (out, b64);
       g_string_append_c (out, '"');
     }
+}
+
+static void
+append_newline_indent (GString *out, gboolean pretty, guint depth)
+{
+  if (!pretty)
+    return;
+  g_string_append_c (out, '\n');
+  for (guint i = 0; i < depth; i++)
+    g_string_append (out, "  ");
+}
+
+/* Recursion follows the tree's depth, which json-glib's own parser (also
+ * recursive) has already walked to build it. */
+static void
+append_node (GString *out, JsonNode *node, gboolean pretty, guint depth)
+{
+  switch (node != NULL ? JSON_NODE_TYPE (node) : JSON_NODE_NULL)
+    {
+      case JSON_NODE_OBJECT:
+        {
+          JsonObjectIter it;
+          const char *name;
+          JsonNode *member;
+          gboolean first = TRUE;
+
+          g_string_append_c (out, '{');
+          /* in the members' order, as json-glib's generator writes them */
+          json_object_iter_init_ordered (&it, json_node_get_object (node));
+          while (json_object_iter_next_ordered (&it, &name, &member))
+            {
+              if (!first)
+                g_string_append_c (out, ',');
+              first = FALSE;
+              append_newline_indent (out, pretty, depth + 1);
+              fb_json_append_string (out, name);
+              g_string_append (out, pretty ? " : " : ":");
+              append_node (out, member, pretty, depth + 1);
+            }
+          if (!first)
+            append_newline_indent (out, pretty, depth);
+          g_string_append_c (out, '}');
+          return;
+        }
+      case JSON_NODE_ARRAY:
+        {
+          JsonArray *a = json_node_get_array (node);
+          guint n = json_array_get_length (a);
+
+          g_string_append_c (out, '[');
+          for (guint i = 0; i < n; i++)
+            {
+              if (i > 0)
+                g_string_append_c (out, ',');
+              append_newline_indent (out, pretty, depth + 1);
+              append_node (out, json_array_get_element (a, i), pretty, depth + 1);
+            }
+          if (n > 0)
+            append_newline_indent (out, pretty, depth);
+          g_string_append_c (out, ']');
+          return;
+        }
+      case JSON_NODE_VALUE:
+        {
+          GType type = json_node_get_value_type (node);
+
+          if (type == G_TYPE_STRING)
+            fb_json_append_string (out, json_node_get_string (node));
+          else if (type == G_TYPE_INT64)
+            fb_json_append_int (out, json_node_get_int (node));
+          else if (type == G_TYPE_BOOLEAN)
+            g_string_append (out, json_node_get_boolean (node) ? "true" : "false");
+          else if (type == G_TYPE_DOUBLE)
+            {
+              double d = json_node_get_double (node);
+              char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+              if (!isfinite (d))
+                {
+                  g_string_append (out, "null"); /* JSON has no NaN or infinity */
+                  return;
+                }
+              g_ascii_dtostr (buf, sizeof buf, d);
+              g_string_append (out, buf);
+              /* still a double when read back */
+              if (strpbrk (buf, ".eEn") == NULL)
+                g_string_append (out, ".0");
+            }
+          else
+            g_string_append (out, "null");
+          return;
+        }
+      case JSON_NODE_NULL:
+        g_string_append (out, "null");
+        return;
+    }
+}
+
+void
+fb_json_append_node (GString *out, JsonNode *node, gboolean pretty)
+{
+  append_node (out, node, pretty, 0);
+}
+
+char *
+fb_json_to_string (JsonNode *node, gboolean pretty)
+{
+  GString *out = g_string_new (NULL);
+
+  append_node (out, node, pretty, 0);
+  return g_string_free (out, FALSE);
+}
+
+gboolean
+fb_text_is_safe (const char *s, gssize len)
+{
+  const char *end = len < 0 ? s + strlen (s) : s + len;
+
+  for (const char *p = s; p < end;)
+    {
+      guchar b = (guchar)*p;
+      gunichar c;
+
+      if (b < 0x80)
+        {
+          if (b < 0x20 || b == 0x7f)
+            return FALSE;
+          p++;
+          continue;
+        }
+      c = g_utf8_get_char_validated (p, end - p);
+      if (c == (gunichar)-1 || c == (gunichar)-2 || fb_unichar_is_unsafe (c))
+        return FALSE;
+      p = g_utf8_next_char (p);
+    }
+  return TRUE;
 }
 
 void

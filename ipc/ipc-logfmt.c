@@ -2,8 +2,13 @@
  *
  * Everything printed comes from the log, and the log's strings come from the
  * sandbox: a file named "\e]0;pwned\a" must not retitle the operator's
- * terminal.  So every string goes through fb_text_append_safe, which shows
- * control characters, backslashes and invalid UTF-8 as C escapes. */
+ * terminal, an RLO in it must not reorder the columns after it, and 255
+ * spaces must not wrap the rest of the line into a fake record.  So every
+ * string goes through fb_text_append_safe, which shows backslashes, control
+ * and format characters, invisible spaces, blanks that could pass for column
+ * separators and invalid UTF-8 as escapes, and elides what is longer than
+ * FB_TEXT_MAX_COLS columns in the middle.  The same characters are escaped
+ * in JSON (fb_unichar_is_unsafe, ipc-json.c). */
 #include "ipc/ipc-private.h"
 
 #include <string.h>
@@ -15,74 +20,147 @@
 #define COL_DECISION 8
 #define COL_ERRNO 7
 
+/* One character of S at P (END its end) as it is shown: appended to OUT;
+ * returns the columns it takes and sets *ret_next. */
+static gsize
+append_unit (GString *out, const char *s, const char *p, const char *end, FbTextFlags flags, const char **ret_next)
+{
+  guchar b = (guchar)*p;
+  gunichar c;
+
+  *ret_next = p + 1;
+  if (b == '\\')
+    {
+      g_string_append (out, "\\\\");
+      return 2;
+    }
+  if (b == ' ')
+    {
+      /* Runs of blanks and blanks at either end are what a name uses to
+       * fake columns or push text onto a line of its own when it wraps. */
+      if ((flags & FB_TEXT_MESSAGE) || (p > s && p + 1 < end && p[-1] != ' ' && p[1] != ' '))
+        {
+          g_string_append_c (out, ' ');
+          return 1;
+        }
+      g_string_append (out, "\\x20");
+      return 4;
+    }
+  if (b < 0x20 || b == 0x7f)
+    {
+      if ((flags & FB_TEXT_MESSAGE) && (b == '\n' || b == '\t'))
+        {
+          g_string_append_c (out, (char)b);
+          return 1;
+        }
+      switch (b)
+        {
+          case '\n':
+            g_string_append (out, "\\n");
+            return 2;
+          case '\t':
+            g_string_append (out, "\\t");
+            return 2;
+          case '\r':
+            g_string_append (out, "\\r");
+            return 2;
+          default:
+            g_string_append_printf (out, "\\x%02x", b);
+            return 4;
+        }
+    }
+  if (b < 0x80)
+    {
+      g_string_append_c (out, (char)b);
+      return 1;
+    }
+  c = g_utf8_get_char_validated (p, end - p);
+  if (c == (gunichar)-1 || c == (gunichar)-2)
+    {
+      /* not UTF-8: the byte itself */
+      g_string_append_printf (out, "\\x%02x", b);
+      return 4;
+    }
+  *ret_next = g_utf8_next_char (p);
+  /* The elision mark is never a name's own. */
+  if (fb_unichar_is_unsafe (c) || c == FB_TEXT_ELISION)
+    {
+      if (c > 0xffff)
+        {
+          g_string_append_printf (out, "\\U%08x", c);
+          return 10;
+        }
+      g_string_append_printf (out, "\\u%04x", c);
+      return 6;
+    }
+  g_string_append_len (out, p, *ret_next - p);
+  return g_unichar_iswide (c) ? 2 : g_unichar_iszerowidth (c) ? 0 : 1;
+}
+
+gsize
+fb_text_append_safe_full (GString *out, const char *s, gsize len, FbTextFlags flags)
+{
+  const char *end = s + len;
+  gsize cols = 0;
+  /* Each character shown: where its text starts in OUT and the columns
+   * before it.  Kept only when the text may need eliding. */
+  g_autoptr (GArray) units = NULL;
+  typedef struct
+  {
+    gsize offset;
+    gsize col;
+  } Unit;
+
+  /* No character takes more than 10 columns (\UXXXXXXXX) per byte. */
+  if ((flags & FB_TEXT_ELIDE) && len > FB_TEXT_MAX_COLS / 10)
+    units = g_array_new (FALSE, FALSE, sizeof (Unit));
+  for (const char *p = s; p < end;)
+    {
+      Unit u = { out->len, cols };
+
+      if (units != NULL)
+        g_array_append_val (units, u);
+      cols += append_unit (out, s, p, end, flags, &p);
+    }
+  if (units == NULL || cols <= FB_TEXT_MAX_COLS)
+    return cols;
+
+  {
+    /* Keep the start and the end: a path's head says where, its tail what. */
+    const gsize head_max = (FB_TEXT_MAX_COLS - 1) / 2;
+    const gsize tail_max = FB_TEXT_MAX_COLS - 1 - head_max;
+    guint head = 0, tail = units->len;
+    g_autofree char *tail_text = NULL;
+
+    while (head + 1 < units->len && g_array_index (units, Unit, head + 1).col <= head_max)
+      head++;
+    /* head: the first unit not kept at the start */
+    while (tail > head + 1 && cols - g_array_index (units, Unit, tail - 1).col <= tail_max)
+      tail--;
+    tail_text = g_strdup (tail < units->len ? out->str + g_array_index (units, Unit, tail).offset : "");
+    g_string_truncate (out, g_array_index (units, Unit, head).offset);
+    g_string_append_unichar (out, FB_TEXT_ELISION);
+    g_string_append (out, tail_text);
+    return g_array_index (units, Unit, head).col + 1 +
+           (tail < units->len ? cols - g_array_index (units, Unit, tail).col : 0);
+  }
+}
+
 gsize
 fb_text_append_safe (GString *out, const char *s, gsize len)
 {
-  gsize cols = 0;
-  const char *end = s + len;
+  return fb_text_append_safe_full (out, s, len, FB_TEXT_ELIDE);
+}
 
-  for (const char *p = s; p < end;)
-    {
-      guchar b = (guchar)*p;
-      gunichar c;
+char *
+fb_text_safe (const char *s, FbTextFlags flags)
+{
+  GString *out = g_string_new (NULL);
 
-      if (b == '\\')
-        {
-          g_string_append (out, "\\\\");
-          cols += 2;
-          p++;
-          continue;
-        }
-      if (b < 0x20 || b == 0x7f)
-        {
-          switch (b)
-            {
-              case '\n':
-                g_string_append (out, "\\n");
-                cols += 2;
-                break;
-              case '\t':
-                g_string_append (out, "\\t");
-                cols += 2;
-                break;
-              case '\r':
-                g_string_append (out, "\\r");
-                cols += 2;
-                break;
-              default:
-                g_string_append_printf (out, "\\x%02x", b);
-                cols += 4;
-                break;
-            }
-          p++;
-          continue;
-        }
-      if (b < 0x80)
-        {
-          g_string_append_c (out, (char)b);
-          cols++;
-          p++;
-          continue;
-        }
-      c = g_utf8_get_char_validated (p, end - p);
-      if (c == (gunichar)-1 || c == (gunichar)-2 || (c >= 0x80 && c <= 0x9f))
-        {
-          /* Invalid UTF-8 byte, or a C1 control (0x9b is CSI on some
-           * terminals): escape the bytes. */
-          const char *next = (c == (gunichar)-1 || c == (gunichar)-2) ? p + 1 : g_utf8_next_char (p);
-
-          for (; p < next; p++)
-            {
-              g_string_append_printf (out, "\\x%02x", (guchar)*p);
-              cols += 4;
-            }
-          continue;
-        }
-      g_string_append_len (out, p, g_utf8_next_char (p) - p);
-      cols += g_unichar_iswide (c) ? 2 : g_unichar_iszerowidth (c) ? 0 : 1;
-      p = g_utf8_next_char (p);
-    }
-  return cols;
+  if (s == NULL)
+    s = "(null)";
+  fb_text_append_safe_full (out, s, strlen (s), flags);
+  return g_string_free (out, FALSE);
 }
 
 static const char *

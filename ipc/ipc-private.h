@@ -15,6 +15,11 @@ G_BEGIN_DECLS
  * is then false and the caller should also write the exact bytes as base64
  * (fb_json_append_string_member does). */
 bool fb_json_append_string (GString *out, const char *s);
+/* Characters a terminal must never get raw from a name: C0 and C1 controls,
+ * DEL, format characters (bidi overrides and isolates, zero-width ones,
+ * U+FEFF...), U+2028/U+2029, spaces other than U+0020, unassigned code
+ * points.  The one list both the JSON and the people formats escape. */
+bool fb_unichar_is_unsafe (gunichar c);
 /* Append `"NAME":"value"` and, when VALUE is not valid UTF-8,
  * `,"NAME_b64":"exact bytes in base64"`.  No leading comma. */
 void fb_json_append_string_member (GString *out, const char *name, const char *value);
@@ -54,11 +59,5 @@ char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 las
  * many events are queued right now. */
 guint64 fb_access_log_get_blocked_pushes (FbAccessLog *log);
 guint fb_access_log_get_queued (FbAccessLog *log);
-
-/* People-format helpers (also used by the report): append S to OUT with
- * backslash, control characters and invalid UTF-8 written as C escapes
- * (\\, \n, \t, \x1b ...), so that a hostile file name can't drive the
- * terminal.  Returns the number of display columns appended. */
-gsize fb_text_append_safe (GString *out, const char *s, gsize len);
 
 G_END_DECLS

@@ -129,9 +129,46 @@ void fb_log_reader_get_stats (FbLogReader *reader, FbLogReaderStats *ret_stats);
 void fb_log_reader_free (FbLogReader *reader);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLogReader, fb_log_reader_free)
 
+/* Showing strings from a log, a run.json or a policy to people.
+ *
+ * fb_text_append_safe_full() appends S (LEN bytes, not necessarily UTF-8)
+ * to OUT with everything that could drive or fool a terminal shown as an
+ * escape: a backslash as \\, \n \t \r, other C0 controls and DEL as \xHH,
+ * a byte that is not UTF-8 as \xHH, a character fb_unichar_is_unsafe()
+ * names (C1, bidi and other format characters, U+2028/9, odd spaces) as
+ * \uXXXX or \UXXXXXXXX, U+2026 (the elision mark) as \u2026, and a space
+ * that starts or ends S or stands next to another space as \x20.  With
+ * FB_TEXT_ELIDE, text wider than FB_TEXT_MAX_COLS columns keeps its start and
+ * its end around one U+2026.  FB_TEXT_MESSAGE (error messages, whose format
+ * has its own line breaks and indents): newlines, tabs and spaces stay.
+ * Returns the display columns appended. */
+typedef enum
+{
+  FB_TEXT_PLAIN = 0,
+  FB_TEXT_ELIDE = 1 << 0,
+  FB_TEXT_MESSAGE = 1 << 1,
+} FbTextFlags;
+#define FB_TEXT_MAX_COLS 200
+#define FB_TEXT_ELISION 0x2026
+gsize fb_text_append_safe_full (GString *out, const char *s, gsize len, FbTextFlags flags);
+/* FLAGS = FB_TEXT_ELIDE */
+gsize fb_text_append_safe (GString *out, const char *s, gsize len);
+/* A new string; NULL shows as "(null)". */
+char *fb_text_safe (const char *s, FbTextFlags flags);
+/* TRUE when S (LEN bytes, or up to its NUL when LEN < 0) holds nothing
+ * fb_text_append_safe_full would escape but backslashes and blanks: valid
+ * UTF-8 without control, format or other unsafe characters.  A JSON line
+ * that passes prints as is. */
+gboolean fb_text_is_safe (const char *s, gssize len);
+/* NODE as JSON text with the log's escaping (fb_unichar_is_unsafe: no C1,
+ * bidi control or U+2028 raw, whatever json-glib would write); PRETTY:
+ * indented by two spaces, as json-glib does. */
+char *fb_json_to_string (JsonNode *node, gboolean pretty);
+void fb_json_append_node (GString *out, JsonNode *node, gboolean pretty);
+
 /* One aligned line for people (no newline): local time, comm[pid], op,
- * path (→ target), decision, errno name, the rule's why.  Control characters
- * and invalid UTF-8 are shown as C escapes.  COLOR: denials red, readonly
+ * path (→ target), decision, errno name, the rule's why.  Every string
+ * goes through fb_text_append_safe: one record is one line.  COLOR: denials red, readonly
  * yellow (ANSI SGR). */
 char *fb_log_record_format (JsonObject *record, gboolean color);
 

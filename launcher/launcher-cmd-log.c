@@ -174,7 +174,20 @@ print_record (const char *line, JsonObject *object, gpointer user_data)
   if (!filter_match (p->filter, object))
     return;
   if (p->json)
-    fputs (line, stdout);
+    {
+      /* The writer escapes what a terminal must not see raw; a line it did
+       * not write (a server's, a damaged file's) is written again with the
+       * same escaping rather than trusted. */
+      if (fb_text_is_safe (line, -1))
+        fputs (line, stdout);
+      else
+        {
+          g_autoptr (JsonNode) node = json_node_init_object (json_node_alloc (), object);
+          g_autofree char *text = fb_json_to_string (node, FALSE);
+
+          fputs (text, stdout);
+        }
+    }
   else
     {
       g_autofree char *text = fb_log_record_format (object, p->color);
@@ -478,12 +491,9 @@ fb_cmd_report (int argc, char **argv)
   if (json)
     {
       g_autoptr (JsonNode) root = fb_report_to_json (report);
-      g_autoptr (JsonGenerator) gen = json_generator_new ();
-      g_autofree char *text = NULL;
+      /* Not json-glib's generator: it writes C1 controls and U+2028 raw. */
+      g_autofree char *text = fb_json_to_string (root, TRUE);
 
-      json_generator_set_pretty (gen, TRUE);
-      json_generator_set_root (gen, root);
-      text = json_generator_to_data (gen, NULL);
       fputs (text, stdout);
       fputc ('\n', stdout);
     }

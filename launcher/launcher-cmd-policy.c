@@ -11,6 +11,7 @@
  * Exit status: 0 success, 1 a policy failed to load (check: any of them),
  * 2 usage error (see launcher/launcher-private.h and fusebox(1)).
  */
+#include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
 
@@ -168,13 +169,15 @@ cmd_check (int argc, char **argv)
 
       if (policy == NULL)
         {
-          fprintf (stderr, "%s\n", load_error->message);
+          g_autofree char *msg = fb_text_safe (load_error->message, FB_TEXT_MESSAGE);
+          fprintf (stderr, "%s\n", msg);
           status = FB_EXIT_FAILURE;
           continue;
         }
       guint n = 0;
       fb_policy_get_rules (policy, &n);
-      printf ("%s: ok (%u rule%s)\n", argv[i], n, n == 1 ? "" : "s");
+      g_autofree char *file = fb_text_safe (argv[i], FB_TEXT_PLAIN);
+      printf ("%s: ok (%u rule%s)\n", file, n, n == 1 ? "" : "s");
     }
   fb_policy_vars_clear (&storage);
   return status;
@@ -247,50 +250,76 @@ kernel_tree (const char *view)
   return NULL;
 }
 
+/* A policy's paths, globs and whys come from its file (maybe a repository's):
+ * shown escaped like a log's names (fb_text_append_safe). */
+#define SAFE(s) fb_text_safe ((s), FB_TEXT_ELIDE)
+
 static void
 explain_text (const char *view, const FbPolicyDecision *d)
 {
   const FbPolicyRule *r = d->rule;
   g_autofree char *host = host_path_of (d, view);
+  g_autofree char *view_s = SAFE (view);
+  g_autofree char *origin = SAFE (r->origin);
+  g_autofree char *why = SAFE (r->why);
 
-  printf ("%s\n", view);
+  printf ("%s\n", view_s);
   printf ("  access:      %s\n", fb_policy_access_to_string (d->access));
   switch (r->kind)
     {
       case FB_POLICY_RULE_PATH:
-        printf ("  rule:        %s (path %s, %s)\n", r->origin, r->path, fb_policy_access_to_string (r->access));
-        break;
+        {
+          g_autofree char *path = SAFE (r->path);
+          printf ("  rule:        %s (path %s, %s)\n", origin, path, fb_policy_access_to_string (r->access));
+          break;
+        }
       case FB_POLICY_RULE_GLOB:
-        printf ("  rule:        %s (glob %s, %s)\n", r->origin, r->glob, fb_policy_access_to_string (r->access));
-        break;
+        {
+          g_autofree char *glob = SAFE (r->glob);
+          printf ("  rule:        %s (glob %s, %s)\n", origin, glob, fb_policy_access_to_string (r->access));
+          break;
+        }
       case FB_POLICY_RULE_PROTECTED:
-        printf ("  rule:        %s (protected name %s, %s)\n", r->origin, r->glob,
-                fb_policy_access_to_string (r->access));
-        break;
+        {
+          g_autofree char *glob = SAFE (r->glob);
+          printf ("  rule:        %s (protected name %s, %s)\n", origin, glob, fb_policy_access_to_string (r->access));
+          break;
+        }
       case FB_POLICY_RULE_DEFAULT:
       default:
-        printf ("  rule:        %s (no rule matches: hide)\n", r->origin);
+        printf ("  rule:        %s (no rule matches: hide)\n", origin);
         break;
     }
-  printf ("  why:         %s\n", r->why);
+  printf ("  why:         %s\n", why);
   if (d->traversable)
     {
-      g_autofree char *children = g_strjoinv (", ", (char **)d->reachable_children);
-      printf ("  traversable: yes; lists only: %s\n", children[0] != '\0' ? children : "(nothing)");
+      GString *children = g_string_new (NULL);
+      for (guint i = 0; d->reachable_children[i] != NULL; i++)
+        {
+          if (i > 0)
+            g_string_append (children, ", ");
+          fb_text_append_safe (children, d->reachable_children[i], strlen (d->reachable_children[i]));
+        }
+      printf ("  traversable: yes; lists only: %s\n", children->len > 0 ? children->str : "(nothing)");
+      g_string_free (children, TRUE);
     }
   const FbPolicyMount *m = d->mount;
-  const char *shown = m->host_path != NULL ? m->host_path : "(a directory of the run)";
+  g_autofree char *shown = m->host_path != NULL ? SAFE (m->host_path) : g_strdup ("(a directory of the run)");
+  g_autofree char *mount_view = SAFE (m->view_path);
   bool reachable = fb_policy_access_visible (d->access) || d->traversable;
   if (d->is_mount_point && !(strcmp (m->view_path, "/") == 0 && g_strcmp0 (m->host_path, "/") == 0))
     printf ("  mount point: yes; shows %s%s\n", shown, m->is_private ? " (private, made for each run)" : "");
   else if (reachable && !d->is_mount_point && strcmp (m->view_path, "/") != 0)
-    printf ("  mount:       inside %s, which shows %s%s\n", m->view_path, shown,
+    printf ("  mount:       inside %s, which shows %s%s\n", mount_view, shown,
             m->is_private ? " (private, made for each run)" : "");
   if (reachable && kernel_tree (view) != NULL)
     printf ("  host path:   none: the view shows an empty %s, never the host's%s\n", kernel_tree (view),
             strcmp (kernel_tree (view), "/sys") != 0 ? "; a run mounts its own there" : "");
   else if (reachable)
-    printf ("  host path:   %s\n", host != NULL ? host : "(unknown: private, needs a run directory)");
+    {
+      g_autofree char *host_s = host != NULL ? SAFE (host) : g_strdup ("(unknown: private, needs a run directory)");
+      printf ("  host path:   %s\n", host_s);
+    }
   else
     printf ("  host path:   none (hidden)\n");
 }
@@ -423,7 +452,7 @@ cmd_explain (int argc, char **argv)
   if (json)
     {
       g_autoptr (JsonNode) root = json_builder_get_root (b);
-      g_autofree char *text = json_to_string (root, TRUE);
+      g_autofree char *text = fb_json_to_string (root, TRUE);
       printf ("%s\n", text);
     }
   fb_policy_vars_clear (&storage);

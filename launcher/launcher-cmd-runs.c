@@ -80,6 +80,27 @@ list_runs (const char *root)
   return runs;
 }
 
+/* A string member, or NULL (run.json is read back from disk: any member
+ * may be missing or mistyped). */
+static const char *
+member_string (JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member (o, name);
+
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string (n);
+}
+
+/* Blanks up to WIDTH columns, then the column separator. */
+static void
+pad_to (GString *line, gsize cols, gsize width)
+{
+  for (; cols < width; cols++)
+    g_string_append_c (line, ' ');
+  g_string_append_c (line, ' ');
+}
+
 static gint
 compare_entries (gconstpointer a, gconstpointer b)
 {
@@ -198,31 +219,69 @@ fb_cmd_runs (int argc, char **argv)
               json_builder_add_value (b, json_node_copy (n));
             }
           json_builder_end_object (b);
-          g_autoptr (JsonGenerator) gen = json_generator_new ();
           g_autoptr (JsonNode) out = json_builder_get_root (b);
-          json_generator_set_root (gen, out);
-          g_autofree char *text = json_generator_to_data (gen, NULL);
+          /* The log's escaping: run.json holds the command as given. */
+          g_autofree char *text = fb_json_to_string (out, FALSE);
           printf ("%s\n", text);
           continue;
         }
-      g_autofree char *command = NULL;
-      const char *started = "";
-      g_autofree char *exit_text = NULL;
+      /* Everything but the state comes from the directory's name and its
+       * run.json (the command as the caller gave it, a failure's message):
+       * shown escaped, so that an ESC, an RLO or a newline in them can't
+       * drive the terminal or forge a line. */
+      GString *line = g_string_new (NULL);
+      gsize cols = fb_text_append_safe (line, e->id, strlen (e->id));
+      pad_to (line, cols, 24);
+      g_string_append_printf (line, "%-8s ", state);
       if (e->info)
         {
-          JsonArray *cmd = json_object_get_array_member (e->info, "command");
-          GString *s = g_string_new (NULL);
-          for (guint j = 0; cmd && j < json_array_get_length (cmd); j++)
-            g_string_append_printf (s, "%s%s", j ? " " : "", json_array_get_string_element (cmd, j));
-          command = g_string_free (s, FALSE);
-          started = json_object_get_string_member_with_default (e->info, "started", "");
-          if (json_object_has_member (e->info, "exit_status"))
-            exit_text = g_strdup_printf ("exit %" G_GINT64_FORMAT, json_object_get_int_member (e->info, "exit_status"));
-          else if (json_object_has_member (e->info, "error"))
-            exit_text = g_strdup_printf ("error: %s", json_object_get_string_member (e->info, "error"));
+          const char *started = member_string (e->info, "started");
+          JsonNode *cmd = json_object_get_member (e->info, "command");
+          JsonNode *exit_status = json_object_get_member (e->info, "exit_status");
+          const char *failure = member_string (e->info, "error");
+
+          cols = started ? fb_text_append_safe (line, started, strlen (started)) : 0;
+          pad_to (line, cols, 26);
+          cols = 0;
+          if (exit_status && JSON_NODE_HOLDS_VALUE (exit_status) &&
+              json_node_get_value_type (exit_status) == G_TYPE_INT64)
+            {
+              g_autofree char *t = g_strdup_printf ("exit %" G_GINT64_FORMAT, json_node_get_int (exit_status));
+              g_string_append (line, t);
+              cols = strlen (t);
+            }
+          else if (failure)
+            {
+              g_string_append (line, "error: ");
+              cols = strlen ("error: ") + fb_text_append_safe (line, failure, strlen (failure));
+            }
+          pad_to (line, cols, 12);
+          if (cmd && JSON_NODE_HOLDS_ARRAY (cmd))
+            {
+              JsonArray *a = json_node_get_array (cmd);
+              for (guint j = 0; j < json_array_get_length (a); j++)
+                {
+                  JsonNode *arg = json_array_get_element (a, j);
+                  if (j > 0)
+                    g_string_append_c (line, ' ');
+                  if (JSON_NODE_HOLDS_VALUE (arg) && json_node_get_value_type (arg) == G_TYPE_STRING)
+                    fb_text_append_safe (line, json_node_get_string (arg), strlen (json_node_get_string (arg)));
+                  else
+                    g_string_append_c (line, '?');
+                }
+            }
         }
-      printf ("%-24s %-8s %-26s %-12s %s%s%s\n", e->id, state, started, exit_text ? exit_text : "",
-              command ? command : "", *action ? "  -- " : "", action);
+      else
+        {
+          pad_to (line, 0, 26);
+          pad_to (line, 0, 12);
+        }
+      if (*action)
+        g_string_append_printf (line, "  -- %s", action);
+      while (line->len > 0 && line->str[line->len - 1] == ' ')
+        g_string_truncate (line, line->len - 1);
+      printf ("%s\n", line->str);
+      g_string_free (line, TRUE);
     }
   if (root_fd >= 0)
     close (root_fd);

@@ -11,6 +11,7 @@
  * `fusebox-serve` (this file with FB_MAIN_REMOTE) from its own directory,
  * with the same arguments; nothing else differs. */
 #include "fusebox-config.h"
+#include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 
 #include <errno.h>
@@ -100,11 +101,16 @@ fb_cmd_error (const char *format, ...)
 {
   va_list ap;
   g_autofree char *msg = NULL;
+  g_autofree char *safe = NULL;
 
   va_start (ap, format);
   msg = g_strdup_vprintf (format, ap);
   va_end (ap);
-  fprintf (stderr, "fusebox: %s%s", msg, g_str_has_suffix (msg, "\n") ? "" : "\n");
+  /* Messages quote paths, commands and log lines that may come from a
+   * sandbox: escaped like a log's names, line breaks kept for the format's
+   * own. */
+  safe = fb_text_safe (msg, FB_TEXT_MESSAGE);
+  fprintf (stderr, "fusebox: %s%s", safe, g_str_has_suffix (safe, "\n") ? "" : "\n");
 }
 
 static void

@@ -1,0 +1,319 @@
+/* fusebox — output that can't lie to the person reading it.
+ *
+ * A sandboxed command names itself (comm) and files with an ESC sequence, a
+ * C1 CSI (U+009B), a right-to-left override, a line separator, a newline
+ * followed by a fake record, and 254 spaces; its own argv (run.json's
+ * command) carries the same.  Then `fusebox log`, `report`, `report --json`,
+ * `runs`, `runs --json`, `policy explain` and an error message must show
+ * every one of them escaped: no byte or character a terminal acts on or
+ * hides reaches stdout or stderr raw, `log` prints exactly one line per
+ * record, and nothing prints a long run of blanks that could wrap into a
+ * line of its own.  The JSON outputs still carry the exact strings.
+ *
+ * The probe is this program inside the sandbox (`--probe DIR...`).
+ */
+#include "test-run-util.h"
+
+#include <sys/prctl.h>
+
+#define RUN_ID "20240101-000000-output"
+
+/* The names, each at most 255 bytes (one path component). */
+static const char *const hostile_names[] = {
+  "esc\x1b]0;pwned\a\x1b[31mred",
+  "csi\xc2\x9b"
+  "31mx",
+  "rlo\xe2\x80\xae"
+  "txt.exe",
+  "isolate\xe2\x81\xa6x\xe2\x81\xa9-zw\xe2\x80\x8b-bom\xef\xbb\xbf",
+  "ls\xe2\x80\xa8ps\xe2\x80\xa9",
+  "nl\n2024-01-01 00:00:00.000  fake[1]          open      etc-shadow        allow",
+  NULL, /* 254 spaces and "x", made in main() */
+};
+static char spaces_name[256];
+
+/* comm: 15 bytes at most */
+#define HOSTILE_COMM "\x1b[2J\xc2\x9b\xe2\x80\xae\n"
+
+/* ---- inside the sandbox ---- */
+
+static int
+probe_main (int argc, char **argv)
+{
+  prctl (PR_SET_NAME, HOSTILE_COMM, 0, 0, 0);
+  for (int i = 0; i < argc; i++)
+    for (guint k = 0; k < G_N_ELEMENTS (hostile_names); k++)
+      {
+        g_autofree char *path = g_build_filename (argv[i], hostile_names[k] ? hostile_names[k] : spaces_name, NULL);
+        /* refused under /usr, made in the workspace: both logged */
+        mkdir (path, 0755);
+      }
+  return 0;
+}
+
+/* ---- the checks ---- */
+
+/* TEXT holds nothing a terminal acts on or hides: no C0 control but the
+ * line ends, no DEL, no C1, no bidi or other format character, no line or
+ * paragraph separator, no invalid UTF-8.  Written here from the Unicode
+ * lists, not with fusebox's own classifier. */
+static void
+assert_terminal_safe (const char *what, const char *text)
+{
+  const char *end = text + strlen (text);
+
+  for (const char *p = text; p < end;)
+    {
+      gunichar c = g_utf8_get_char_validated (p, end - p);
+      if (c == (gunichar)-1 || c == (gunichar)-2)
+        fail_msg ("%s: invalid UTF-8 byte 0x%02x at %td:\n%s", what, (guchar)*p, p - text, text);
+      bool bad = (c < 0x20 && c != '\n') || c == 0x7f || (c >= 0x80 && c <= 0x9f) || (c >= 0x200b && c <= 0x200f) ||
+                 (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0x2028 || c == 0x2029 ||
+                 c == 0xfeff || c == 0x061c;
+      if (bad)
+        fail_msg ("%s: raw U+%04X at byte %td:\n%s", what, c, p - text, text);
+      p = g_utf8_next_char (p);
+    }
+}
+
+/* No line holds a run of blanks wider than any column's padding (the
+ * path column's 40): what would push the rest of a line onto a terminal
+ * line of its own, where it reads as another record. */
+static void
+assert_no_blank_runs (const char *what, const char *text)
+{
+  g_autofree char *blanks = g_strnfill (48, ' ');
+
+  if (strstr (text, blanks) != NULL)
+    fail_msg ("%s: a run of 48 blanks:\n%s", what, text);
+}
+
+static int
+fusebox (RFx *fx, char **ret_out, char **ret_err, const char *first, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  va_list ap;
+  int status;
+
+  g_ptr_array_add (argv, (char *)rfx_bin ());
+  va_start (ap, first);
+  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *)a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  env = g_environ_setenv (env, "TZ", "UTC", TRUE);
+  rfx_set_repro (fx, (char **)argv->pdata);
+  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL, ret_out, ret_err, &status, &error))
+    fail_msg ("spawn: %s", error->message);
+  return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+}
+
+static guint
+count_lines (const char *text)
+{
+  guint n = 0;
+
+  for (const char *p = text; *p != '\0'; p++)
+    n += *p == '\n';
+  return n;
+}
+
+/* The run the other checks read: returns its directory. */
+static char *
+hostile_run (RFx *fx)
+{
+  g_autofree char *self = rfx_self ();
+  char *run_dir = g_build_filename (fx->runs, RUN_ID, NULL);
+  RfxResult r;
+
+  assert_int_equal (g_mkdir_with_parents (fx->runs, 0700), 0);
+  /* /usr exists and is readable on the host: the refusals there are the
+   * policy's, not an absent directory's */
+  rfx_assert_host_readable ("/usr");
+  rfx_run (fx, &r, "--run-dir", run_dir, "--", self, "--probe", "/usr", fx->ws,
+           /* run.json's command: the same names, ignored by the probe */
+           "--", hostile_names[0], hostile_names[1], hostile_names[2], hostile_names[5], NULL);
+  if (r.status != 0)
+    fail_msg ("the run failed (%d): %s", r.status, r.err);
+  rfx_result_clear (&r);
+  return run_dir;
+}
+
+static void
+test_log_and_report (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *run_dir = hostile_run (fx);
+  g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
+  g_autofree char *raw = rfx_file (log_path);
+  g_autofree char *out = NULL, *err = NULL;
+  guint records = count_lines (raw);
+  guint hostile_records = 0;
+
+  /* the log holds the names: refused under /usr, made in the workspace */
+  {
+    g_auto (GStrv) lines = g_strsplit (raw, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++)
+      if (strstr (lines[i], "\"mkdir\"") != NULL && strstr (lines[i], "\\u001b[2J") != NULL)
+        hostile_records++;
+  }
+  assert_int_equal (hostile_records, 2 * G_N_ELEMENTS (hostile_names));
+
+  /* log: one line per record, each a record (it starts with its time) */
+  assert_int_equal (fusebox (fx, &out, &err, "log", "--color", "never", RUN_ID, NULL), 0);
+  assert_terminal_safe ("fusebox log", out);
+  assert_terminal_safe ("fusebox log (stderr)", err);
+  assert_no_blank_runs ("fusebox log", out);
+  assert_int_equal (count_lines (out), records);
+  {
+    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+    for (guint i = 0; lines[i] != NULL && lines[i][0] != '\0'; i++)
+      if (!g_regex_match_simple ("^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:.]{12}  ", lines[i], 0, 0))
+        fail_msg ("line %u of `fusebox log` is not a record:\n%s", i, lines[i]);
+  }
+  assert_non_null (strstr (out, "esc\\x1b]0;pwned\\x07\\x1b[31mred"));
+  assert_non_null (strstr (out, "csi\\u009b31mx"));
+  assert_non_null (strstr (out, "rlo\\u202etxt.exe"));
+  assert_non_null (strstr (out, "isolate\\u2066x\\u2069-zw\\u200b-bom\\ufeff"));
+  assert_non_null (strstr (out, "ls\\u2028ps\\u2029"));
+  assert_non_null (strstr (out, "nl\\n2024-01-01"));
+  assert_non_null (strstr (out, "\\x1b[2J\\u009b\\u202e\\n["));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* report, for people */
+  assert_int_equal (fusebox (fx, &out, &err, "report", RUN_ID, NULL), 0);
+  assert_terminal_safe ("fusebox report", out);
+  assert_no_blank_runs ("fusebox report", out);
+  assert_non_null (strstr (out, "rlo\\u202etxt.exe"));
+  assert_null (strstr (out, "\n2024-01-01"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* report --json: escaped text, exact strings once parsed */
+  assert_int_equal (fusebox (fx, &out, &err, "report", "--json", RUN_ID, NULL), 0);
+  {
+    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++)
+      assert_terminal_safe ("fusebox report --json", lines[i]);
+  }
+  {
+    g_autoptr (JsonObject) report = rfx_parse_object (out);
+    JsonArray *created = json_object_get_array_member (json_object_get_object_member (report, "files"), "created");
+    JsonArray *procs = json_object_get_array_member (json_object_get_object_member (report, "denials"), "by_process");
+    guint found = 0;
+
+    for (guint i = 0; i < json_array_get_length (created); i++)
+      {
+        const char *path = json_object_get_string_member (json_array_get_object_element (created, i), "path");
+        for (guint k = 0; k < G_N_ELEMENTS (hostile_names); k++)
+          {
+            g_autofree char *want = g_build_filename (fx->ws, hostile_names[k] ? hostile_names[k] : spaces_name, NULL);
+            found += strcmp (path, want) == 0;
+          }
+      }
+    assert_int_equal (found, G_N_ELEMENTS (hostile_names));
+    assert_true (json_array_get_length (procs) >= 1);
+    assert_string_equal (json_object_get_string_member (json_array_get_object_element (procs, 0), "comm"),
+                         HOSTILE_COMM);
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* log --json: the writer's lines, already safe */
+  assert_int_equal (fusebox (fx, &out, &err, "log", "--json", RUN_ID, NULL), 0);
+  assert_terminal_safe ("fusebox log --json", out);
+  assert_int_equal (count_lines (out), records);
+  RFX_PASS ();
+}
+
+static void
+test_runs (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *run_dir = hostile_run (fx);
+  g_autofree char *out = NULL, *err = NULL;
+
+  assert_int_equal (fusebox (fx, &out, &err, "runs", NULL), 0);
+  assert_terminal_safe ("fusebox runs", out);
+  assert_no_blank_runs ("fusebox runs", out);
+  /* one run, one line: the newline in the command forges none */
+  assert_int_equal (count_lines (out), 1);
+  assert_true (g_str_has_prefix (out, RUN_ID " "));
+  assert_non_null (strstr (out, "esc\\x1b]0;pwned\\x07\\x1b[31mred csi\\u009b31mx rlo\\u202etxt.exe nl\\n2024"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  assert_int_equal (fusebox (fx, &out, &err, "runs", "--json", NULL), 0);
+  assert_terminal_safe ("fusebox runs --json", out);
+  assert_int_equal (count_lines (out), 1);
+  {
+    g_autoptr (JsonObject) o = rfx_parse_object (out);
+    JsonArray *cmd = json_object_get_array_member (json_object_get_object_member (o, "info"), "command");
+    guint n = json_array_get_length (cmd);
+
+    assert_true (n >= 4);
+    assert_string_equal (json_array_get_string_element (cmd, n - 4), hostile_names[0]);
+    assert_string_equal (json_array_get_string_element (cmd, n - 3), hostile_names[1]);
+    assert_string_equal (json_array_get_string_element (cmd, n - 2), hostile_names[2]);
+    assert_string_equal (json_array_get_string_element (cmd, n - 1), hostile_names[5]);
+  }
+  RFX_PASS ();
+}
+
+/* policy explain (text and JSON) and an error message naming a path */
+static void
+test_explain_and_errors (void **state)
+{
+  RFX_BEGIN (state);
+  const char *path = "/usr/rlo\xe2\x80\xae"
+                     "exe.txt-esc\x1b[2J-csi\xc2\x9b-ls\xe2\x80\xa8";
+  g_autofree char *out = NULL, *err = NULL;
+
+  assert_int_equal (fusebox (fx, &out, &err, "policy", "explain", path, NULL), 0);
+  assert_terminal_safe ("fusebox policy explain", out);
+  assert_non_null (strstr (out, "/usr/rlo\\u202eexe.txt-esc\\x1b[2J-csi\\u009b-ls\\u2028\n"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  assert_int_equal (fusebox (fx, &out, &err, "policy", "explain", "--json", path, NULL), 0);
+  {
+    g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+    for (guint i = 0; lines[i] != NULL; i++)
+      assert_terminal_safe ("fusebox policy explain --json", lines[i]);
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* an error message quotes what it could not find */
+  assert_int_not_equal (fusebox (fx, &out, &err, "log", path, NULL), 0);
+  assert_terminal_safe ("fusebox log NONEXISTENT (stderr)", err);
+  assert_non_null (strstr (err, "\\u202e"));
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_log_and_report, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_runs, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_explain_and_errors, rfx_setup, rfx_teardown),
+  };
+
+  memset (spaces_name, ' ', 254);
+  spaces_name[254] = 'x';
+  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
+    {
+      /* DIR... up to "--" */
+      int n = 0;
+      while (2 + n < argc && strcmp (argv[2 + n], "--") != 0)
+        n++;
+      return probe_main (n, argv + 2);
+    }
+  rfx_require ();
+  rfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
