@@ -75,7 +75,10 @@ struct FbViewNode
 
   /* immutable */
   NodeKind kind;
-  int fd;      /* O_PATH|O_NOFOLLOW; -1 unless NODE_HOST, and for reopened nodes */
+  /* O_PATH|O_NOFOLLOW; -1 unless NODE_HOST, and for reopened nodes.  Never
+   * read directly: node_fd_get() (a directory's may be closed while unused,
+   * fs-view-fd.c) or node_host_fd(). */
+  int host_fd;
   bool reopen; /* a host non-directory holding no descriptor: node_host_fd() */
   mode_t type;
   ino_t ino;
@@ -125,6 +128,7 @@ struct FbViewFile
   char *session;
   gint64 bytes_read;    /* atomic */
   gint64 bytes_written; /* atomic */
+  gint caps_killed;     /* atomic: view_kill_priv found no file capability left */
 
   /* directories: lock for what follows */
   GMutex dir_lock;
@@ -237,6 +241,22 @@ void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
 void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
                                const char *newname, bool exchange);
 int host_open_child (int parent_fd, const char *name);
+/* A host directory node: it has a descriptor, now or on demand
+ * (node_fd_get), and names below it are looked up on the host. */
+bool node_is_host_dir (const FbViewNode *node);
+/* NODE's descriptor, held until node_fd_put() (declare HOLD with
+ * _fb_cleanup_node_fd_): a directory's or a mount source's, for *at()
+ * calls by name below it or on itself.  -EBADF for nodes without one
+ * (synthetic, blank, reopened non-directories: see node_host_fd()). */
+typedef struct
+{
+  FbViewNode *node; /* set while a descriptor is held */
+  int fd;
+} NodeFd;
+#define NODE_FD_INIT ((NodeFd){ .node = NULL, .fd = -1 })
+int node_fd_get (FbViewNode *node, NodeFd *hold);
+void node_fd_put (NodeFd *hold);
+#define _fb_cleanup_node_fd_ __attribute__ ((cleanup (node_fd_put)))
 /* NODE's host object as an O_PATH descriptor: its own (directories, mount
  * sources), or for a reopened node one opened now from its parent's
  * descriptor and its name, checked to show the same st_dev/st_ino/type, and
@@ -265,6 +285,12 @@ void view_file_free (FbViewFile *file);
 bool node_stamp_compare (FbViewNode *node, const struct stat *st);
 /* Open NODE's host object again (through /proc/self/fd) with FLAGS. */
 int node_reopen (FbViewNode *node, int flags);
+/* What the kernel's kill-priv does before a write, done by the view for
+ * every caller (fs.h, Privilege): S_ISUID, S_ISGID with group-exec and the
+ * security.capability attribute of NODE come off.  Through FILE's
+ * descriptor when FILE is not NULL, else NODE's.  0, or -errno: nothing
+ * may be written then. */
+int view_kill_priv (FbView *view, FbViewNode *node, FbViewFile *file);
 
 /* Run FUNC with the caller's fsuid/fsgid when act_as_caller asks for it. */
 typedef struct

@@ -93,6 +93,8 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
     return entries;
   if (d->traversable || node->kind != NODE_HOST)
     {
+      _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+      int dfd = node->kind == NODE_HOST ? node_fd_get (node, &hold) : -1;
       for (guint i = 0; d->traversable && d->reachable_children != NULL && d->reachable_children[i] != NULL; i++)
         {
           const char *name = d->reachable_children[i];
@@ -100,7 +102,7 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
           struct stat cst;
           if (name_in (d->mounted_children, name))
             listing_add (entries, name, synthetic_ino (path), DT_DIR);
-          else if (node->kind == NODE_HOST && fstatat (node->fd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0)
+          else if (dfd >= 0 && fstatat (dfd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0)
             listing_add (entries, name, cst.st_ino, IFTODT (cst.st_mode));
         }
       for (guint i = 0; d->mounted_children != NULL && d->mounted_children[i] != NULL; i++)

@@ -6,6 +6,9 @@
  * device or a lease.  Access is decided at open from the node's decision;
  * reads and writes then only check the handle's mode, and count bytes (one
  * "close" event at release carries both counters).
+ * Every operation that changes a file's contents (write, truncate, O_TRUNC,
+ * fallocate, copy_file_range) first takes its privileges off, as the
+ * kernel's kill-priv would for an unprivileged writer (view_kill_priv).
  * Directories are in fs-view-dir.c.
  */
 #include "fs/fs-private.h"
@@ -13,6 +16,7 @@
 #include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 /* The kernel marks opens for execve() with __FMODE_EXEC in the flags FUSE
  * passes on; it is not an O_* flag, only a hint for the log. */
@@ -105,11 +109,14 @@ open_access (int flags)
 
 /* The flags a host open keeps.  O_NONBLOCK: a regular file ignores it for
  * I/O but it turns a lease break or mandatory lock wait into an error
- * instead of a stuck worker. */
+ * instead of a stuck worker.  Not O_DIRECT: the caller's O_DIRECT is served
+ * by the kernel on its side of the mount (no FUSE page cache), while the
+ * daemon's buffers (a request's data follows its header) are never aligned
+ * as the host's O_DIRECT wants, so every such read and write got EINVAL. */
 static int
 host_open_flags (int flags)
 {
-  int keep = O_ACCMODE | O_APPEND | O_TRUNC | O_DIRECT | O_DSYNC | O_SYNC | O_LARGEFILE;
+  int keep = O_ACCMODE | O_APPEND | O_TRUNC | O_DSYNC | O_SYNC | O_LARGEFILE;
 
   return (flags & keep) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
 }
@@ -145,6 +152,102 @@ node_reopen (FbViewNode *node, int flags)
   return fd >= 0 ? fd : -errno;
 }
 
+/* --- kill-priv -------------------------------------------------------------- */
+
+/* The attribute that holds a file's capabilities (XATTR_NAME_CAPS). */
+#define CAPS_XATTR "security.capability"
+
+/* The set-id bits a write takes off a file of MODE, as the kernel's
+ * setattr_should_drop_suidgid() does for a writer without CAP_FSETID:
+ * S_ISUID always, S_ISGID when group-exec is set (without it the bit gives
+ * nothing at execve: it is the old mandatory-locking mark). */
+static mode_t
+priv_bits (mode_t mode)
+{
+  mode_t bits = 0;
+
+  if (!S_ISREG (mode))
+    return 0;
+  if (mode & S_ISUID)
+    bits |= S_ISUID;
+  if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+    bits |= S_ISGID;
+  return bits;
+}
+
+/* The kernel clears set-id bits and file capabilities when a file is
+ * written, but not for a writer holding CAP_FSETID, and a FUSE daemon
+ * running as root holds it: its pwrite keeps `-rwsr-xr-x root` on the host
+ * (and a write-only open, served with direct I/O, a shared mmap's
+ * writeback, fallocate and copy_file_range never ask the daemon to clear
+ * anything).  So the view does it itself, whoever the caller and whatever
+ * route the kernel chose, before the contents change.  The mode is checked
+ * at every write (one fstat: a chmod of a set-group-ID file may have added
+ * group-exec since); a handle that found no capability does not look
+ * again, because the view never sets security.* and the host's own
+ * kill-priv takes a capability off with our write whoever we are. */
+int
+view_kill_priv (FbView *view, FbViewNode *node, FbViewFile *file)
+{
+  _fb_cleanup_fd_ int tmp = -1;
+  bool by_path = file == NULL || file->fd < 0;
+  bool changed = false;
+  char proc[32];
+  struct stat st;
+  mode_t bits;
+  int fd, r;
+
+  if (node->kind != NODE_HOST || !S_ISREG (node->type))
+    return 0;
+  fd = by_path ? node_host_fd (node, &tmp) : file->fd;
+  if (fd < 0)
+    return fd == -1 ? -EBADF : fd;
+  if (fstat (fd, &st) < 0)
+    return -errno;
+  proc_fd_path (proc, fd); /* an O_PATH descriptor takes no fchmod or fremovexattr */
+  bits = priv_bits (st.st_mode);
+  if (bits != 0)
+    {
+      mode_t mode = st.st_mode & 07777 & ~bits;
+      r = (by_path ? chmod (proc, mode) : fchmod (fd, mode)) < 0 ? -errno : 0;
+      /* EPERM: we neither own the file nor hold CAP_FOWNER, hence no
+       * CAP_FSETID either, and the host's kill-priv clears the bits with
+       * our write.  Anything else: better no write than a privileged file
+       * with new contents. */
+      if (r < 0 && r != -EPERM)
+        return r;
+      changed = r == 0;
+    }
+  if (by_path || !g_atomic_int_get (&file->caps_killed))
+    {
+      bool gone = true;
+      if ((by_path ? getxattr (proc, CAPS_XATTR, NULL, 0) : fgetxattr (fd, CAPS_XATTR, NULL, 0)) >= 0)
+        {
+          r = (by_path ? removexattr (proc, CAPS_XATTR) : fremovexattr (fd, CAPS_XATTR)) < 0 ? -errno : 0;
+          /* EPERM (no CAP_SETFCAP): the host's kill-priv removes it with
+           * our write, which it does for every writer */
+          if (r < 0 && r != -EPERM && r != -ENODATA)
+            return r;
+          changed |= r == 0;
+          gone = r != -EPERM;
+        }
+      if (gone && !by_path)
+        g_atomic_int_set (&file->caps_killed, 1);
+    }
+  if (changed)
+    {
+      /* Every node of the object, the one written through included: the
+       * kernel keeps the mode it was last told.  Attributes only, so no
+       * page of a write in flight is touched. */
+      FbViewChange c = { 0 };
+      c.what = FB_VIEW_CHANGE_ATTR;
+      c.dev = node->dev;
+      c.ino = node->ino;
+      view_changed (view, NULL, &c);
+    }
+  return 0;
+}
+
 int
 fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int flags, FbViewFile **ret_file,
               bool *ret_keep_cache)
@@ -152,6 +255,7 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
   g_autoptr (NodeState) st = node_get_state (node);
   const char *access = open_access (flags);
   bool wants_write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+  FbViewFile *file;
   struct stat hst;
   FbDecision d;
   int r, fd;
@@ -181,9 +285,21 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
     }
   if (ret_keep_cache != NULL)
     *ret_keep_cache = fstat (fd, &hst) == 0 && !(flags & O_TRUNC) && node_stamp_compare (node, &hst);
+  file = view_file_new (node, st, fd, flags, access, caller);
   if (flags & O_TRUNC)
-    view_changed_object (view, node, FB_VIEW_CHANGE_DATA);
-  *ret_file = view_file_new (node, st, fd, flags, access, caller);
+    {
+      /* After the open, not before: an open that fails (ETXTBSY) truncates
+       * nothing and must leave the bits, as the kernel's do_truncate does.
+       * In between the file is empty. */
+      r = view_kill_priv (view, node, file);
+      if (r < 0)
+        {
+          view_file_free (file);
+          return r;
+        }
+      view_changed_object (view, node, FB_VIEW_CHANGE_DATA);
+    }
+  *ret_file = file;
   return 0;
 }
 
@@ -195,11 +311,12 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   g_autoptr (NodeState) st = NULL;
   g_auto (ChildInfo) ci = { 0 };
   _fb_cleanup_fd_ int fd = -1;
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbViewNode *node = NULL;
   CallerCreds creds;
   struct stat hst;
   mode_t umask_bits = caller != NULL ? caller->umask : 0;
-  int r, path_fd;
+  int r, path_fd, pfd;
 
   r = decide_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
@@ -232,9 +349,10 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
    * a file: see fs.h, Privilege), so the sticky bit survives; the umask is
    * the caller's (0 from FUSE, where the kernel applied it already). */
   mode = (mode & 07777 & ~(S_ISUID | S_ISGID)) & ~(umask_bits & 0777);
+  pfd = node_fd_get (parent, &hold);
   creds_enter (view, caller, &creds);
-  fd = openat (parent->fd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
-  r = fd < 0 ? -errno : 0;
+  fd = pfd < 0 ? pfd : openat (pfd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+  r = fd < 0 ? (pfd < 0 ? pfd : -errno) : 0;
   creds_leave (&creds);
   if (r == -EEXIST && !(flags & O_EXCL))
     {
@@ -301,6 +419,9 @@ fb_view_write (FbView *view, FbViewFile *file, const void *buf, gsize size, off_
     return -EBADF;
   if (offset < 0)
     return -EINVAL;
+  n = view_kill_priv (view, file->node, file);
+  if (n < 0)
+    return n;
   n = pwrite (file->fd, buf, MIN (size, FB_VIEW_IO_MAX), offset);
   if (n < 0)
     return -errno;
@@ -320,6 +441,9 @@ fb_view_write_with (FbView *view, FbViewFile *file, off_t offset, FbViewWriteFun
     return -EBADF;
   if (offset < 0)
     return -EINVAL;
+  n = view_kill_priv (view, file->node, file);
+  if (n < 0)
+    return n;
   n = func (file->fd, offset, user_data);
   if (n > 0)
     {
@@ -357,12 +481,17 @@ fb_view_fsync (FbView *view, FbViewFile *file, bool datasync)
 int
 fb_view_fallocate (FbView *view, FbViewFile *file, int mode, off_t offset, off_t length)
 {
+  int r;
+
   if (file->is_dir)
     return -EISDIR;
   if (!file->can_write)
     return -EBADF;
   if (offset < 0 || length <= 0)
     return -EINVAL;
+  r = view_kill_priv (view, file->node, file);
+  if (r < 0)
+    return r;
   if (fallocate (file->fd, mode, offset, length) < 0)
     return -errno;
   view_changed_object (view, file->node, FB_VIEW_CHANGE_DATA);
@@ -395,6 +524,9 @@ fb_view_copy_file_range (FbView *view, FbViewFile *in, off_t offset_in, FbViewFi
     return -EISDIR;
   if (!in->can_read || !out->can_write)
     return -EBADF;
+  n = view_kill_priv (view, out->node, out);
+  if (n < 0)
+    return n;
   n = copy_file_range (in->fd, &oi, out->fd, &oo, MIN (length, FB_VIEW_COPY_MAX), 0);
   if (n < 0)
     return -errno;

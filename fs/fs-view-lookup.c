@@ -221,8 +221,7 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
     return -errno;
   if (dev_is_blank (view, st.st_dev))
     node = node_new (view, NODE_BLANK, -1, NULL, node_state_new (ci->path, &ci->decision));
-  else if (!S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL && parent->kind == NODE_HOST &&
-           parent->fd >= 0)
+  else if (!S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))
     {
       /* A non-directory holds no descriptor (fs.h, Descriptors): it is
        * opened again from its parent when an operation needs it. */
@@ -249,7 +248,7 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
 /* The node at (PARENT, NAME) when it still shows the host object there:
  * one fstatat instead of opening the name again.  Returns a reference. */
 static FbViewNode *
-reuse_known_node (FbView *view, FbViewNode *parent, const char *name, struct stat *ret_st)
+reuse_known_node (FbView *view, FbViewNode *parent, int parent_fd, const char *name, struct stat *ret_st)
 {
   FbViewNode *node;
   struct stat st;
@@ -261,7 +260,7 @@ reuse_known_node (FbView *view, FbViewNode *parent, const char *name, struct sta
   g_mutex_unlock (&view->lock);
   if (node == NULL)
     return NULL;
-  if (node->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == node->ino &&
+  if (node->kind == NODE_HOST && fstatat (parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == node->ino &&
       st.st_dev == node->dev && (st.st_mode & S_IFMT) == node->type)
     {
       if (ret_st != NULL)
@@ -278,13 +277,22 @@ int
 lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
               FbViewNode **ret_node, struct stat *ret_st)
 {
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbViewNode *node;
   NodeKind kind = NODE_HOST;
   bool pin = false;
-  int fd = -1;
+  int fd = -1, pfd = -1;
 
   if (parent->kind == NODE_BLANK)
     return -ENOENT;
+  if (node_is_host_dir (parent))
+    {
+      /* the parent's descriptor for the whole lookup (it may have been
+       * closed while unused: then opened again here) */
+      pfd = node_fd_get (parent, &hold);
+      if (pfd < 0)
+        return pfd;
+    }
   if (is_blank_path (view, ci->path))
     kind = NODE_BLANK;
   else if (ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name))
@@ -315,13 +323,13 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
           /* A directory on the way to a mount point: the host's own when
            * it has one there, else made up.  The host's can be replaced,
            * so it is revalidated like any host name. */
-          node = reuse_known_node (view, parent, name, ret_st);
+          node = reuse_known_node (view, parent, pfd, name, ret_st);
           if (node != NULL)
             {
               *ret_node = node;
               return 0;
             }
-          fd = host_open_child (parent->fd, name);
+          fd = host_open_child (pfd, name);
           if (fd >= 0)
             {
               struct stat st;
@@ -341,13 +349,13 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
     {
       /* The common case of a revalidation: the kernel asks again for a name
        * it knows, and the host still has the same object there. */
-      node = reuse_known_node (view, parent, name, ret_st);
+      node = reuse_known_node (view, parent, pfd, name, ret_st);
       if (node != NULL)
         {
           *ret_node = node;
           return 0;
         }
-      fd = host_open_child (parent->fd, name);
+      fd = host_open_child (pfd, name);
       if (fd < 0)
         return fd;
     }
@@ -372,9 +380,14 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
 bool
 host_name_exists (FbViewNode *parent, const char *name)
 {
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   struct stat st;
+  int pfd;
 
-  return parent->kind == NODE_HOST && fstatat (parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!node_is_host_dir (parent))
+    return false;
+  pfd = node_fd_get (parent, &hold);
+  return pfd >= 0 && fstatat (pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 int

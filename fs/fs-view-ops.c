@@ -190,7 +190,10 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
           r = -EINVAL;
           goto out;
         }
-      r = host_truncate (node, file, attr->size);
+      /* the kernel's do_truncate takes privileges off too */
+      r = view_kill_priv (view, node, file != NULL && file->can_write ? file : NULL);
+      if (r == 0)
+        r = host_truncate (node, file, attr->size);
       if (r < 0)
         goto out;
     }
@@ -287,6 +290,7 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
   g_autoptr (NodeState) st = node_get_state (node);
   g_autoptr (FbViewNode) root = NULL;
   _fb_cleanup_fd_ int tmp = -1;
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbDecision d;
   int fd, r;
 
@@ -297,7 +301,7 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
       if (fd < 0)
         {
           root = fb_view_get_root (view);
-          fd = root->fd;
+          fd = node_fd_get (root, &hold);
         }
       if (fd < 0 || fstatvfs (fd, ret_st) < 0)
         r = fd < 0 ? -ENOSYS : -errno;
@@ -345,9 +349,10 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
 {
   g_autoptr (NodeState) pst = node_get_state (parent);
   g_auto (ChildInfo) ci = { 0 };
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbViewNode *node = NULL;
   CallerCreds creds;
-  int r, fd;
+  int r, fd, pfd;
 
   r = decide_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
@@ -359,12 +364,13 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
         view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
       return r;
     }
+  pfd = node_fd_get (parent, &hold);
   creds_enter (view, caller, &creds);
-  r = make (parent->fd, name, data);
+  r = pfd < 0 ? pfd : make (pfd, name, data);
   creds_leave (&creds);
   if (r == 0)
     {
-      fd = host_open_child (parent->fd, name);
+      fd = host_open_child (pfd, name);
       r = fd < 0 ? fd : node_from_host_fd (view, parent, name, &ci, fd, &node, ret_st);
     }
   view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
@@ -473,9 +479,10 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   g_auto (ChildInfo) ci = { 0 };
   FbViewNode *fresh = NULL;
   _fb_cleanup_fd_ int tmp = -1;
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbDecision d;
   char proc[32];
-  int r, fd, hfd;
+  int r, fd, hfd, npfd;
 
   r = decide_child_checked (view, newparent, npst, newname, &ci);
   if (r < 0)
@@ -499,19 +506,22 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   hfd = node_host_fd (node, &tmp);
   if (hfd < 0)
     return hfd;
+  npfd = node_fd_get (newparent, &hold);
+  if (npfd < 0)
+    return npfd;
   r = -ENOENT;
   if (g_atomic_int_get (&view->can_empty_path_link))
-    r = linkat (hfd, "", newparent->fd, newname, AT_EMPTY_PATH) < 0 ? -errno : 0;
+    r = linkat (hfd, "", npfd, newname, AT_EMPTY_PATH) < 0 ? -errno : 0;
   if (r == -ENOENT)
     {
       proc_fd_path (proc, hfd);
-      r = linkat (AT_FDCWD, proc, newparent->fd, newname, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+      r = linkat (AT_FDCWD, proc, npfd, newname, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
       if (r == 0)
         g_atomic_int_set (&view->can_empty_path_link, 0);
     }
   if (r == 0)
     {
-      fd = host_open_child (newparent->fd, newname);
+      fd = host_open_child (npfd, newname);
       r = fd < 0 ? fd : node_from_host_fd (view, newparent, newname, &ci, fd, &fresh, ret_st);
     }
   view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
@@ -575,9 +585,11 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
     return r;
   {
     /* what the name held: its other names' link count changes */
+    _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+    int pfd = node_fd_get (parent, &hold);
     struct stat gone;
-    bool known = fstatat (parent->fd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
-    r = unlinkat (parent->fd, name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+    bool known = pfd >= 0 && fstatat (pfd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
+    r = pfd < 0 ? pfd : unlinkat (pfd, name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
     if (r == 0)
       {
         view_detach_name (view, parent, name);
@@ -608,9 +620,11 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   g_autoptr (NodeState) npst = node_get_state (newparent);
   g_auto (ChildInfo) ci = { 0 };
   g_auto (ChildInfo) nci = { 0 };
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  _fb_cleanup_node_fd_ NodeFd nhold = NODE_FD_INIT;
   struct stat sst = { 0 }, dst = { 0 };
   bool dst_exists;
-  int r;
+  int r, pfd, npfd;
 
   /* RENAME_WHITEOUT makes a 0/0 character device: a device node by
    * another name. */
@@ -642,9 +656,15 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     if (newparent->kind != NODE_HOST)
       return -EROFS;
   }
-  if (fstatat (parent->fd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0)
+  pfd = node_fd_get (parent, &hold);
+  if (pfd < 0)
+    return pfd;
+  npfd = node_fd_get (newparent, &nhold);
+  if (npfd < 0)
+    return npfd;
+  if (fstatat (pfd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0)
     return -errno;
-  dst_exists = fstatat (newparent->fd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
+  dst_exists = fstatat (npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
   /* Moving a directory under which other rules decide would carry the paths
    * below it out of their rules' reach (a denied file would come out
    * readable under the new name): refused, at both ends of an exchange and
@@ -657,7 +677,7 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
                  ci.decision.rule);
       return -EACCES;
     }
-  r = renameat2 (parent->fd, name, newparent->fd, newname, flags) < 0 ? -errno : 0;
+  r = renameat2 (pfd, name, npfd, newname, flags) < 0 ? -errno : 0;
   if (r == 0)
     {
       view_rehome_after_rename (view, parent, name, newparent, newname, (flags & RENAME_EXCHANGE) != 0);
@@ -747,8 +767,14 @@ fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, c
 
 /* Which attribute namespaces the sandbox may change. */
 static int
-check_xattr_writable (const char *name)
+check_xattr_writable (const char *name, bool remove)
 {
+  /* Taking a file's capabilities away grants nothing, and the kernel asks
+   * for it before a buffered write to such a file (its kill-priv, which
+   * the view also does itself: view_kill_priv); refused, the write would
+   * fail with EPERM. */
+  if (remove && strcmp (name, "security.capability") == 0)
+    return 0;
   /* security.* holds file capabilities and LSM labels, trusted.* is for
    * root's own bookkeeping: set through a root daemon they would grant
    * privileges on the host. */
@@ -778,7 +804,7 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
     return -E2BIG;
   r = check_access (st, NEED_WRITE, &d);
   if (r == 0)
-    r = check_xattr_writable (name);
+    r = check_xattr_writable (name, remove);
   if (r == 0 && node->kind != NODE_HOST)
     r = -EROFS;
   if (r == 0 && S_ISLNK (node->type))

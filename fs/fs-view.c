@@ -266,7 +266,7 @@ fb_watch_view (FbView *view)
    * their children made before stay unwatched (short timeouts) */
   g_mutex_lock (&view->lock);
   for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
-    if (n->kind == NODE_HOST && n->fd >= 0 && S_ISDIR (n->type) && g_atomic_int_get (&n->watched) == 0)
+    if (node_is_host_dir (n) && g_atomic_int_get (&n->watched) == 0)
       {
         g_ptr_array_add (dirs, fb_view_node_ref (n));
         if (dirs->len >= 256)
@@ -482,7 +482,7 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
   node->ref = 1;
   node->view = fb_view_ref (view);
   node->kind = kind;
-  node->fd = fd;
+  node->host_fd = fd;
   node->generation = __atomic_add_fetch (&view->generation, 1, __ATOMIC_RELAXED);
   if (kind == NODE_HOST)
     {
@@ -510,10 +510,10 @@ node_free (FbViewNode *node)
 {
   FbView *view = node->view;
 
-  if (node->fd >= 0 && S_ISDIR (node->type) && g_atomic_int_get (&node->watched) == 1)
-    watch_dir_remove (node->dev, node->ino, node->fd);
-  if (node->fd >= 0)
-    close (node->fd);
+  if (node->host_fd >= 0 && S_ISDIR (node->type) && g_atomic_int_get (&node->watched) == 1)
+    watch_dir_remove (node->dev, node->ino, node->host_fd);
+  if (node->host_fd >= 0)
+    close (node->host_fd);
   if (node->held_fd >= 0)
     close (node->held_fd);
   if (node->listing != NULL)
@@ -645,9 +645,11 @@ node_watch (FbViewNode *node, FbViewNode *parent)
 {
   if (S_ISDIR (node->type))
     {
+      _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+      int fd = node_fd_get (node, &hold);
       /* claimed first (-1): table_insert and fb_watch_view may race */
-      if (node->fd >= 0 && g_atomic_int_compare_and_exchange (&node->watched, 0, -1))
-        g_atomic_int_set (&node->watched, watch_dir_add (node->dev, node->ino, node->fd) ? 1 : 0);
+      if (fd >= 0 && g_atomic_int_compare_and_exchange (&node->watched, 0, -1))
+        g_atomic_int_set (&node->watched, watch_dir_add (node->dev, node->ino, fd) ? 1 : 0);
     }
   else if (parent != NULL && parent->kind == NODE_HOST && parent->dev == node->dev &&
            g_atomic_int_get (&parent->watched) == 1 && watch_children_decode (node->dev))
@@ -946,10 +948,15 @@ host_stat_child (FbViewNode *node, struct stat *ret_st)
 {
   g_autofree char *name = NULL;
   g_autoptr (FbViewNode) parent = node_parent_name (node, &name);
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  int pfd;
 
-  if (parent == NULL || parent->fd < 0)
+  if (parent == NULL || !node_is_host_dir (parent))
     return -ESTALE;
-  if (fstatat (parent->fd, name, ret_st, AT_SYMLINK_NOFOLLOW) < 0)
+  pfd = node_fd_get (parent, &hold);
+  if (pfd < 0)
+    return pfd;
+  if (fstatat (pfd, name, ret_st, AT_SYMLINK_NOFOLLOW) < 0)
     return -errno;
   return same_host_object (node, ret_st);
 }
@@ -959,12 +966,13 @@ node_host_fd (FbViewNode *node, int *tmp)
 {
   g_autofree char *name = NULL;
   g_autoptr (FbViewNode) parent = NULL;
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   struct stat st;
-  int fd, r;
+  int fd, pfd, r;
 
   *tmp = -1;
   if (!node->reopen)
-    return node->fd;
+    return node->host_fd;
   g_mutex_lock (&node->lock);
   if (node->held_fd >= 0)
     *tmp = fcntl (node->held_fd, F_DUPFD_CLOEXEC, 3);
@@ -972,11 +980,14 @@ node_host_fd (FbViewNode *node, int *tmp)
   if (*tmp >= 0)
     return *tmp;
   parent = node_parent_name (node, &name);
-  if (parent == NULL || parent->fd < 0)
+  if (parent == NULL || !node_is_host_dir (parent))
     return -ESTALE;
+  pfd = node_fd_get (parent, &hold);
+  if (pfd < 0)
+    return pfd;
   /* check_name() held when the node was made, and the name is only ever
    * replaced by another checked one (rename) */
-  fd = host_open_child (parent->fd, name);
+  fd = host_open_child (pfd, name);
   if (fd < 0)
     return fd;
   r = fstat (fd, &st) < 0 ? -errno : same_host_object (node, &st);
@@ -1014,7 +1025,11 @@ node_stat (FbView *view, FbViewNode *node, struct stat *ret_st)
     }
   if (node->kind == NODE_HOST)
     {
-      if (fstatat (node->fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+      _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+      int fd = node_fd_get (node, &hold);
+      if (fd < 0)
+        return fd;
+      if (fstatat (fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
       return 0;
     }
