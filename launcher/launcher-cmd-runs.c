@@ -7,7 +7,8 @@
  * "ended" is set or its supervisor (pid + start time, so a reused pid does
  * not count) is gone; without a readable run.json its state is unknown and
  * --prune leaves it alone.  Single-threaded; removing never follows a
- * symlink.
+ * symlink, holds a bounded number of descriptors whatever the depth, and
+ * removes run.json last (see "removing a tree").
  */
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 typedef struct
@@ -108,8 +110,195 @@ compare_entries (gconstpointer a, gconstpointer b)
   return strcmp ((*x)->id, (*y)->id);
 }
 
-/* rm -rf below DIRFD/NAME without following symlinks; directories the
- * sandbox made read-only are made writable first. */
+/* ---- removing a tree ----
+ *
+ * A run's private directories hold whatever its sandbox made: trees of any
+ * depth (a 1,500-deep chain is a loop of mkdir and chdir), read-only and
+ * mode-000 directories, symlinks to anywhere.  The walk below never
+ * follows a symlink (O_NOFOLLOW; unlinkat removes a link itself), makes a
+ * directory the sandbox made read-only writable before emptying it, and
+ * holds at most two descriptors of its own whatever the depth: the
+ * directory it empties and, while it climbs back, that directory's parent.
+ * Only the names and identities (st_dev, st_ino) of the directories above
+ * are kept, in memory.  Climbing opens ".." and checks it is the directory
+ * it descended from; should someone have moved a directory meanwhile, the
+ * walk stops there with ESTALE instead of removing anything outside the
+ * tree (a later prune starts again from the top).  Another mount inside the
+ * tree is not entered (EXDEV).  An entry that can't be removed is
+ * remembered in its directory's level and skipped when the directory is
+ * read again, so every pass removes something or gives up: the walk ends.
+ * After a subdirectory is removed its parent is read again from the start:
+ * what was removed is gone, so that costs little. */
+
+typedef struct
+{
+  char *name; /* in the parent level's directory */
+  dev_t dev;
+  ino_t ino;
+  guint64 mnt_id;     /* 0: unknown (statx without STATX_MNT_ID) */
+  GHashTable *failed; /* names in this directory that could not be removed */
+} TreeLevel;
+
+static void
+tree_level_clear (TreeLevel *l)
+{
+  g_free (l->name);
+  if (l->failed)
+    g_hash_table_unref (l->failed);
+}
+
+/* Open the directory PARENT_FD/NAME for reading, never through a symlink,
+ * made 0700 first if the sandbox left it unreadable.  -errno on failure. */
+static int
+open_dir_nofollow (int parent_fd, const char *name, TreeLevel *ret_level)
+{
+  int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct statx stx;
+
+  if (fd < 0 && errno == EACCES)
+    {
+      /* A mode-000 directory of another owner's making, for a caller that
+       * is not root: chmod it through an O_PATH descriptor (no symlink
+       * followed), then open it. */
+      int path_fd = openat (parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (path_fd >= 0)
+        {
+          char proc[64];
+          snprintf (proc, sizeof proc, "/proc/self/fd/%d", path_fd);
+          chmod (proc, 0700);
+          close (path_fd);
+          fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+      else
+        errno = EACCES;
+    }
+  if (fd < 0)
+    return -errno;
+  if (statx (fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx) < 0)
+    {
+      int e = errno;
+      close (fd);
+      return -e;
+    }
+  /* a directory the sandbox made read-only (or 000) */
+  if ((stx.stx_mode & 0700) != 0700)
+    fchmod (fd, (stx.stx_mode & 07777) | 0700);
+  ret_level->name = g_strdup (name);
+  ret_level->dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  ret_level->ino = stx.stx_ino;
+  ret_level->mnt_id = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0;
+  ret_level->failed = NULL;
+  return fd;
+}
+
+static void
+level_failed (TreeLevel *l, const char *name, int err, int *r)
+{
+  if (!l->failed)
+    l->failed = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_hash_table_add (l->failed, g_strdup (name));
+  if (*r == 0)
+    *r = err;
+}
+
+/* rm -rf of the directory PARENT_FD/NAME (see above).  0 or the first
+ * -errno. */
+static int
+remove_dir_tree (int parent_fd, const char *name)
+{
+  g_autoptr (GArray) stack = g_array_new (FALSE, TRUE, sizeof (TreeLevel));
+  TreeLevel top = { 0 };
+  int r = 0;
+  int fd = open_dir_nofollow (parent_fd, name, &top);
+
+  if (fd < 0)
+    return fd == -ENOENT ? 0 : fd;
+  g_array_set_clear_func (stack, (GDestroyNotify)tree_level_clear);
+  g_array_append_val (stack, top);
+
+  for (;;)
+    {
+      TreeLevel *cur = &g_array_index (stack, TreeLevel, stack->len - 1);
+      DIR *d = fdopendir (fd);
+      struct dirent *ent;
+      int child = -1;
+
+      if (!d)
+        {
+          int e = -errno;
+          close (fd);
+          return r ? r : e;
+        }
+      while (child < 0 && (ent = readdir (d)))
+        {
+          TreeLevel next = { 0 };
+
+          if (strcmp (ent->d_name, ".") == 0 || strcmp (ent->d_name, "..") == 0)
+            continue;
+          if (cur->failed && g_hash_table_contains (cur->failed, ent->d_name))
+            continue;
+          if (unlinkat (dirfd (d), ent->d_name, 0) == 0 || errno == ENOENT)
+            continue;
+          if (errno != EISDIR)
+            {
+              level_failed (cur, ent->d_name, -errno, &r);
+              continue;
+            }
+          child = open_dir_nofollow (dirfd (d), ent->d_name, &next);
+          if (child >= 0 && next.mnt_id != cur->mnt_id)
+            {
+              /* another mount: not ours to empty */
+              close (child);
+              tree_level_clear (&next);
+              child = -EXDEV;
+            }
+          if (child < 0)
+            {
+              if (child != -ENOENT)
+                level_failed (cur, ent->d_name, child, &r);
+              child = -1;
+              continue;
+            }
+          g_array_append_val (stack, next);
+        }
+      if (child >= 0)
+        {
+          /* down one level: only the child stays open */
+          closedir (d);
+          fd = child;
+          continue;
+        }
+
+      /* CUR is as empty as it gets. */
+      if (stack->len == 1)
+        {
+          closedir (d);
+          if (unlinkat (parent_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+            r = -errno;
+          return r;
+        }
+      {
+        TreeLevel *up = &g_array_index (stack, TreeLevel, stack->len - 2);
+        int parent = openat (dirfd (d), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat st;
+
+        closedir (d);
+        if (parent < 0 || fstat (parent, &st) < 0 || st.st_dev != up->dev || st.st_ino != up->ino)
+          {
+            /* moved under our feet: stop rather than remove elsewhere */
+            if (parent >= 0)
+              close (parent);
+            return r ? r : -ESTALE;
+          }
+        if (unlinkat (parent, cur->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+          level_failed (up, cur->name, -errno, &r);
+        g_array_set_size (stack, stack->len - 1);
+        fd = parent; /* read again from the start */
+      }
+    }
+}
+
+/* rm -rf below DIRFD/NAME without following symlinks (see above). */
 int
 fb_cmd_remove_tree_at (int parent_fd, const char *name)
 {
@@ -117,29 +306,43 @@ fb_cmd_remove_tree_at (int parent_fd, const char *name)
     return 0;
   if (errno != EISDIR)
     return errno == ENOENT ? 0 : -errno;
-  int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return remove_dir_tree (parent_fd, name);
+}
+
+/* Prune one run directory: everything but run.json first, then run.json,
+ * then the directory.  A prune that fails halfway leaves run.json, so the
+ * run still shows as over and the next prune tries again (without it the
+ * run would show as unknown, which prune never touches). */
+static int
+prune_run (int root_fd, const char *id)
+{
+  TreeLevel level = { 0 };
+  int fd = open_dir_nofollow (root_fd, id, &level);
+  int r = 0;
+
+  tree_level_clear (&level);
   if (fd < 0)
-    return -errno;
-  fchmod (fd, 0700);
+    return fd == -ENOENT ? 0 : fd;
   DIR *d = fdopendir (fd);
   if (!d)
     {
-      int e = errno;
+      int e = -errno;
       close (fd);
-      return -e;
+      return e;
     }
-  int r = 0;
   struct dirent *ent;
   while ((ent = readdir (d)))
     {
-      if (strcmp (ent->d_name, ".") == 0 || strcmp (ent->d_name, "..") == 0)
+      if (strcmp (ent->d_name, ".") == 0 || strcmp (ent->d_name, "..") == 0 || strcmp (ent->d_name, "run.json") == 0)
         continue;
       int rr = fb_cmd_remove_tree_at (dirfd (d), ent->d_name);
       if (rr < 0 && r == 0)
         r = rr;
     }
+  if (r == 0 && unlinkat (dirfd (d), "run.json", 0) < 0 && errno != ENOENT)
+    r = -errno;
   closedir (d);
-  if (unlinkat (parent_fd, name, AT_REMOVEDIR) < 0 && r == 0)
+  if (r == 0 && unlinkat (root_fd, id, AT_REMOVEDIR) < 0 && errno != ENOENT)
     r = -errno;
   return r;
 }
@@ -187,10 +390,12 @@ fb_cmd_runs (int argc, char **argv)
       const char *action = "";
       if (prune && e->info && e->over)
         {
-          int r = root_fd < 0 ? -errno : fb_cmd_remove_tree_at (root_fd, e->id);
+          int r = root_fd < 0 ? -errno : prune_run (root_fd, e->id);
           if (r < 0)
             {
-              fb_cmd_error ("runs: removing %s: %s", e->dir, g_strerror (-r));
+              fb_cmd_error ("runs: removing %s: %s; its run.json stays, so the next 'fusebox runs --prune' "
+                            "tries again",
+                            e->dir, g_strerror (-r));
               status = FB_EXIT_FAILURE;
             }
           else
