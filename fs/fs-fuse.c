@@ -248,9 +248,13 @@ op_init (void *userdata, struct fuse_conn_info *conn)
                   FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_DIO;
 
   conn->want |= want & conn->capable;
-  /* The kernel clears set-id bits on write and truncate itself (a setattr
-   * we pass through); with HANDLE_KILLPRIV it would be up to us, and a root
-   * daemon's writes never clear them on the host. */
+  /* Set-id bits and file capabilities come off in the view before every
+   * write, truncation, fallocate and copy (view_kill_priv): the kernel
+   * asks for it only on some routes (a buffered write by a caller without
+   * CAP_FSETID), not for direct I/O or a shared mmap's writeback, and a
+   * root daemon's own writes never clear them on the host.  Without
+   * HANDLE_KILLPRIV the kernel still turns the kill of a chown into a
+   * setattr of the mode, which the view does not do by itself. */
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
   /* Locks stay in the kernel, local to the mount: a sandbox can't block a
    * host process with a lock, and no lock op reaches us. */
@@ -516,9 +520,9 @@ op_rename (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 /* Write-only opens bypass the kernel's page cache (direct_io).  FUSE mounts
  * never get SB_NOSEC, so every buffered write(2) first asks the daemon for
  * the file's security.capability (to know whether to clear it): one more
- * round trip per write.  The direct path skips that check (set-id bits are
- * still cleared: the host kernel does it on our write, and the daemon
- * refuses to set them), skips a copy into the FUSE page cache, and hands
+ * round trip per write.  The direct path skips that check (set-id bits and
+ * capabilities still come off: the view takes them off before every
+ * write), skips a copy into the FUSE page cache, and hands
  * the caller's pages to the daemon.  Nothing reads through a write-only
  * handle, so no cache is lost; readers opened later see the new size and
  * mtime and drop stale pages (keep_cache is off when they changed). */

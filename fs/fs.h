@@ -75,9 +75,16 @@
  * one); setting S_ISUID ever and S_ISGID on non-directories through setattr
  * (EPERM; on creation those bits are stripped silently); setxattr and
  * removexattr of `security.*` and `trusted.*` (EPERM: a root daemon would
- * otherwise let the sandbox grant file capabilities) and of `system.*`
+ * otherwise let the sandbox grant file capabilities; removing
+ * security.capability is allowed, it only takes them away) and of `system.*`
  * (EOPNOTSUPP: ACLs are not passed through); mknod of devices (EPERM);
  * RENAME_WHITEOUT (EINVAL).  FIFOs and sockets can be made where writable.
+ * Before a file's contents change (write, truncate, an open with O_TRUNC,
+ * fallocate, copy_file_range) the view takes off its S_ISUID, its S_ISGID
+ * when group-exec is set and its security.capability, for every caller, as
+ * the kernel's kill-priv does for an unprivileged writer: a root daemon's
+ * own writes would keep them (CAP_FSETID), and direct I/O and a shared
+ * mmap's writeback never ask the daemon to clear anything.
  *
  * Opens.  Only regular files and directories are opened on the host (others
  * get ENXIO), always with O_NONBLOCK|O_NOCTTY|O_CLOEXEC, by reopening the
