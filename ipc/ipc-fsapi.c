@@ -105,6 +105,18 @@ is_dir_node (FbViewNode *node)
   return S_ISDIR (fb_view_node_get_type (node));
 }
 
+/* fs/readFile and fs/open read regular files only: anything else (a
+ * directory, a device, a FIFO) is -32600 with Codex's wording, which its
+ * client passes on to the agent as it is. */
+static bool
+check_regular (FbViewNode *node, const char *path, FbRpcError *error)
+{
+  if (S_ISREG (fb_view_node_get_type (node)))
+    return true;
+  fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "path `%s` is not a file", path);
+  return false;
+}
+
 /* The node of PATH's parent directory and the last component, after
  * resolving PATH's directory part in the view. */
 static int
@@ -171,6 +183,11 @@ fb_rpc_fs_read_file (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcErr
   if (!fb_rpc_param_path (params, "path", &path, error) || !call_begin (&c, conn, params, error))
     return NULL;
   r = fb_view_walk (c.view, &c.caller, path, 0, &node);
+  if (r == 0 && !check_regular (node, path, error))
+    {
+      call_end (&c);
+      return NULL;
+    }
   if (r == 0)
     r = fb_view_open (c.view, &c.caller, node, O_RDONLY, &file, NULL);
   if (r == 0)
@@ -1139,8 +1156,11 @@ fb_rpc_fs_open (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
   if (!call_begin (&c, conn, params, error))
     return NULL;
   r = fb_view_walk (c.view, &c.caller, path, 0, &node);
-  if (r == 0 && is_dir_node (node))
-    r = -EISDIR;
+  if (r == 0 && !check_regular (node, path, error))
+    {
+      call_end (&c);
+      return NULL;
+    }
   if (r == 0)
     r = fb_view_open (c.view, &c.caller, node, O_RDONLY, &file, NULL);
   if (r < 0)

@@ -18,8 +18,12 @@
  * on its pipe) instead of the queue growing.  process/exited {exitCode,
  * sandboxDenied} comes once the exit status is known and every output
  * stream reached its end, then process/closed; so every output notification
- * precedes them.  sandboxDenied is true when the process's view logged a
- * denial (deny, read-only or a hidden name that exists on the host).
+ * precedes them.  sandboxDenied is true when the process exited non-zero
+ * after its view logged a denial (deny, read-only or a hidden name that
+ * exists on the host): Codex's client reports such a command as refused by
+ * the sandbox, whatever its exit code, so a command that succeeded although
+ * something it tried was refused (git status can't take .git/index.lock
+ * under builtin:agent, and goes on) must not be flagged.
  *
  * process/write is idempotent per writeId (the last FB_WRITE_IDS_MAX ids are
  * remembered) and buffers at most FB_STDIN_PENDING_MAX bytes the process has
@@ -144,6 +148,14 @@ chunk_json (FbRpcProcess *p, const Chunk *c, bool with_process)
   return o;
 }
 
+/* Did the sandbox refuse what made the process fail?  Only known once it
+ * has exited: a client keeps a true it saw while the process ran. */
+static bool
+sandbox_denied (FbRpcProcess *p)
+{
+  return p->exit_known && p->exit_code != 0 && p->tee != NULL && fb_rpc_tee_sink_get_denials (p->tee) > 0;
+}
+
 static JsonNode *
 read_response (FbRpcProcess *p, guint64 after, guint64 max_bytes)
 {
@@ -166,9 +178,10 @@ read_response (FbRpcProcess *p, guint64 after, guint64 max_bytes)
         }
       bytes += len;
       json_array_add_object_element (arr, chunk_json (p, c, false));
-      next = c->seq + 1;
     }
   json_object_set_array_member (o, "chunks", arr);
+  /* As Codex: the seq after everything this answer covers, notifications
+   * (exited, closed) included, unless maxBytes cut it short. */
   json_object_set_int_member (o, "nextSeq", (gint64)next);
   /* exited: the process is gone (its status known); closed: its output
    * was read to the end as well, and process/closed sent. */
@@ -182,7 +195,7 @@ read_response (FbRpcProcess *p, guint64 after, guint64 max_bytes)
     json_object_set_string_member (o, "failure", p->failure);
   else
     json_object_set_null_member (o, "failure");
-  json_object_set_boolean_member (o, "sandboxDenied", p->tee != NULL && fb_rpc_tee_sink_get_denials (p->tee) > 0);
+  json_object_set_boolean_member (o, "sandboxDenied", sandbox_denied (p));
   return fb_rpc_object_node (o);
 }
 
@@ -360,7 +373,7 @@ process_maybe_finish (FbRpcProcess *p)
   json_object_set_string_member (o, "processId", p->id);
   json_object_set_int_member (o, "seq", (gint64)p->next_seq++);
   json_object_set_int_member (o, "exitCode", p->exit_code);
-  json_object_set_boolean_member (o, "sandboxDenied", fb_rpc_tee_sink_get_denials (p->tee) > 0);
+  json_object_set_boolean_member (o, "sandboxDenied", sandbox_denied (p));
   emit (p, "process/exited", o);
   o = json_object_new ();
   json_object_set_string_member (o, "processId", p->id);
@@ -1018,7 +1031,8 @@ lookup (FbRpcConn *conn, JsonObject *params, FbRpcError *error)
     return NULL;
   p = g_hash_table_lookup (conn->session->processes, process_id);
   if (p == NULL)
-    fb_rpc_error_set (error, FB_RPC_ERROR_NOT_FOUND, "unknown process id %s", process_id);
+    /* Codex's code and wording for it. */
+    fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "unknown process id %s", process_id);
   return p;
 }
 
@@ -1133,13 +1147,10 @@ fb_rpc_process_write (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
    * written twice. */
   if (g_hash_table_contains (p->write_ids, write_id))
     return write_status ("accepted");
-  if (!p->accepts_stdin)
-    {
-      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
-                        "process %s does not take stdin: start it with tty or pipeStdin to write to it", process_id);
-      return NULL;
-    }
-  if (p->in_fd < 0)
+  /* A process started without tty or pipeStdin has its stdin on
+   * /dev/null: closed to writers, as Codex answers (its client then stops
+   * writing; an error would fail the whole command). */
+  if (!p->accepts_stdin || p->in_fd < 0)
     return write_status ("stdinClosed");
   if (p->in_pending == NULL)
     p->in_pending = g_byte_array_new ();
@@ -1165,7 +1176,7 @@ fb_rpc_process_write (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
 JsonNode *
 fb_rpc_process_signal (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
 {
-  const char *sig;
+  const char *sig, *process_id;
   FbRpcProcess *p;
 
   if (!fb_rpc_param_string (params, "signal", true, &sig, error))
@@ -1176,10 +1187,12 @@ fb_rpc_process_signal (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
                         sig);
       return NULL;
     }
-  p = lookup (conn, params, error);
-  if (p == NULL)
+  if (!fb_rpc_param_string (params, "processId", true, &process_id, error))
     return NULL;
-  if (!p->exit_known)
+  /* An unknown process is not an error, as in Codex (and as terminate):
+   * there is nothing left to interrupt. */
+  p = g_hash_table_lookup (conn->session->processes, process_id);
+  if (p != NULL && !p->exit_known)
     send_signal (p, SIGINT);
   return fb_rpc_object_node (json_object_new ());
 }

@@ -442,6 +442,61 @@ async def t_codex_context(env, c):
     assert out == b"patched\n", out
 
 
+async def run_to_end(c, cwd, pid, params):
+    """Start a process in CWD, collect it; returns (output, exited params,
+    the seq of its closed notification)."""
+    ok(await c.call("process/start", dict({"processId": pid, "cwd": "file://" + cwd,
+                                           "env": {"PATH": "/usr/bin:/bin"}, "tty": False, "pipeStdin": False,
+                                           "arg0": None}, **params)))
+    out, exited = b"", None
+    while True:
+        m = await c.take(lambda m: m.get("params", {}).get("processId") == pid)
+        if m["method"] == "process/output":
+            out += base64.b64decode(m["params"]["chunk"])
+        elif m["method"] == "process/exited":
+            exited = m["params"]
+        elif m["method"] == "process/closed":
+            return out, exited, m["params"]["seq"]
+
+
+async def t_codex_values(env, c):
+    # Values Codex's client depends on, as Codex 0.171's exec-server gives
+    # them (docs/api.md, "Differences from Codex", says which stay apart).
+    d = env.ws + "/a-directory"
+    os.makedirs(d, exist_ok=True)
+    e = err(await c.call("fs/readFile", {"path": "file://" + d}), -32600)
+    assert e["message"] == "path `%s` is not a file" % d, e
+    e = err(await c.call("fs/open", {"handleId": "dir", "path": "file://" + d}), -32600)
+    assert e["message"] == "path `%s` is not a file" % d, e
+    e = err(await c.call("process/read", {"processId": "nobody", "afterSeq": 0}), -32600)
+    assert e["message"] == "unknown process id nobody", e
+    assert ok(await c.call("process/signal", {"processId": "nobody", "signal": "interrupt"})) == {}
+    if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "skip"
+    # stdin of a process started without tty or pipeStdin is closed.
+    ok(await c.call("process/start", {"processId": "nostdin", "argv": ["/bin/sh", "-c", "sleep 30"],
+                                      "cwd": "file://" + env.ws, "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
+                                      "pipeStdin": False, "arg0": None}))
+    w = ok(await c.call("process/write", {"processId": "nostdin", "chunk": b64(b"x"), "writeId": "w1"}))
+    assert w == {"status": "stdinClosed"}, w
+    assert ok(await c.call("process/terminate", {"processId": "nostdin"}))["running"] is True
+    # nextSeq covers the exited and closed notifications, as Codex's.
+    out, exited, closed_seq = await run_to_end(c, env.ws, "seq", {"argv": ["/bin/sh", "-c", "echo one"]})
+    r = ok(await c.call("process/read", {"processId": "seq", "afterSeq": 0}))
+    assert out == b"one\n" and r["nextSeq"] == closed_seq + 1, (out, r, closed_seq)
+    # sandboxDenied: a command that failed after the sandbox refused it
+    # something, not one that succeeded anyway (Codex's client reports a
+    # flagged command as refused whatever its exit code).
+    _, exited, _ = await run_to_end(c, env.ws, "denied-fail", {"argv": ["/bin/sh", "-c", "cat secret.txt"]})
+    assert exited["exitCode"] != 0 and exited["sandboxDenied"] is True, exited
+    _, exited, _ = await run_to_end(c, env.ws, "denied-ok", {"argv": ["/bin/sh", "-c", "cat secret.txt; exit 0"]})
+    assert exited["exitCode"] == 0 and exited["sandboxDenied"] is False, exited
+    r = ok(await c.call("process/read", {"processId": "denied-ok", "afterSeq": 0}))
+    assert r["sandboxDenied"] is False, r
+    r = ok(await c.call("process/read", {"processId": "denied-fail", "afterSeq": 0}))
+    assert r["sandboxDenied"] is True, r
+
+
 def t_debug_sync(env):
     # What is ignored is said at debug level.
     e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"), G_MESSAGES_DEBUG="fusebox")
@@ -672,7 +727,8 @@ async def main(env):
              ("errors", lambda: t_errors(env, c)), ("denial", lambda: t_denial(env, c)),
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
              ("process", lambda: t_process(env, c)), ("codex_context", lambda: t_codex_context(env, c)),
-             ("debug", lambda: t_debug(env)), ("many", lambda: t_many(env)),
+             ("debug", lambda: t_debug(env)), ("codex_values", lambda: t_codex_values(env, c)),
+             ("many", lambda: t_many(env)),
              ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
              ("stdio", lambda: t_stdio(env)), ("utf8", lambda: t_utf8(env)),
              ("abrupt", lambda: t_abrupt(env)), ("sigkill", lambda: t_sigkill(env))]
