@@ -984,6 +984,9 @@ serve (const RunOptions *o, Run *run)
   g_autoptr (GMainLoop) loop = NULL;
   g_autofree char *log_path = g_build_filename (run->dir, "access.jsonl", NULL);
   CountingSink counter = { .sink.push = counting_push };
+  /* before the command can touch it; restored at the end, whatever ends
+   * the run (launcher-cmd-terminal.c) */
+  g_autoptr (FbCmdTerminal) terminal = fb_cmd_terminal_save ();
   Supervisor sv = { 0 };
   int sfd = -1, fuse_fd = -1, r, status;
   guint sig_id = 0, child_id = 0;
@@ -1127,6 +1130,8 @@ out:
   g_clear_pointer (&view, fb_view_unref);
   /* Kills and reaps a sandbox still running (a failure on our side). */
   g_clear_pointer (&child, fb_launcher_child_free);
+  /* Nothing of the sandbox is left to change the terminal again. */
+  fb_cmd_terminal_restore (terminal);
   if (log)
     {
       g_autoptr (GError) close_error = NULL;

@@ -44,6 +44,15 @@ guint64 fb_cmd_process_start_time (pid_t pid);
 char *fb_cmd_sibling_program (const char *env_var, const char *name);
 int fb_cmd_remove_tree_at (int parent_fd, const char *name);
 
+/* The caller's terminal around `fusebox run` (launcher-cmd-terminal.c):
+ * the modes and TIOCEXCL of each of fds 0-2 that is a terminal, saved
+ * before the command starts and put back after the sandbox is gone. */
+typedef struct FbCmdTerminal FbCmdTerminal;
+FbCmdTerminal *fb_cmd_terminal_save (void);
+void fb_cmd_terminal_restore (FbCmdTerminal *terminal);
+void fb_cmd_terminal_free (FbCmdTerminal *terminal);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbCmdTerminal, fb_cmd_terminal_free)
+
 /* fusebox log --follow --connect (launcher-cmd-log-connect.c): FUNC gets each
  * log/event's record (LINE: its JSON as the server logged it); returns the
  * exit status.  (C11 allows these typedefs to repeat json-glib's.) */

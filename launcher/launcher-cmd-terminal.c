@@ -1,0 +1,108 @@
+/* fusebox run — the caller's terminal comes back as it was.
+ *
+ * The command inherits fds 0-2, often the caller's terminal.  setsid()
+ * (launcher-pid1.c) takes the controlling terminal away, which stops
+ * TIOCSTI and job-control signals, but the terminal is still a file the
+ * command holds: it may turn echo off, disable Ctrl-C (TCSETS) and set
+ * TIOCEXCL, after which nobody but root can open the terminal again, and
+ * all of that would outlive the run.  So the supervisor saves, before the
+ * command starts, the modes (tcgetattr) and the exclusive flag (TIOCGEXCL)
+ * of each of 0, 1 and 2 that is a terminal, and restores them after the
+ * sandbox is gone, on every way out of the run (a failure, a signal
+ * forwarded to the command, the command's own end).
+ *
+ * The alternative, a pty of the command's own relayed by the supervisor,
+ * would also contain what the command does to the terminal while it runs,
+ * but costs a relay for every byte, window-size forwarding and a changed
+ * answer to isatty() for programs that check what they are connected to;
+ * the modes are all the command can leave behind, and they fit in a
+ * struct termios.
+ *
+ * Restoring is done with SIGTTOU blocked: a `fusebox run &` in the
+ * background would otherwise be stopped by its own tcsetattr.  The modes
+ * are set back only when they differ from what was saved and when fusebox
+ * is the terminal's foreground process group (or the terminal is not its
+ * controlling one): a shell that took the terminal back meanwhile (a
+ * background run ending while the shell reads a line) keeps its own modes.
+ * The exclusive flag is always put back: no one's modes depend on it. */
+#include "launcher/launcher-private.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+struct FbCmdTerminal
+{
+  struct
+  {
+    bool saved;
+    struct termios modes;
+    bool excl_known; /* TIOCGEXCL answered (Linux 3.8) */
+    int excl;
+  } fd[3];
+};
+
+FbCmdTerminal *
+fb_cmd_terminal_save (void)
+{
+  FbCmdTerminal *t = g_new0 (FbCmdTerminal, 1);
+
+  for (int fd = 0; fd < 3; fd++)
+    {
+      if (!isatty (fd) || tcgetattr (fd, &t->fd[fd].modes) < 0)
+        continue;
+      t->fd[fd].saved = true;
+      t->fd[fd].excl_known = ioctl (fd, TIOCGEXCL, &t->fd[fd].excl) == 0;
+    }
+  return t;
+}
+
+static bool
+same_modes (const struct termios *a, const struct termios *b)
+{
+  return a->c_iflag == b->c_iflag && a->c_oflag == b->c_oflag && a->c_cflag == b->c_cflag && a->c_lflag == b->c_lflag &&
+         memcmp (a->c_cc, b->c_cc, sizeof a->c_cc) == 0 && cfgetispeed (a) == cfgetispeed (b) &&
+         cfgetospeed (a) == cfgetospeed (b);
+}
+
+void
+fb_cmd_terminal_restore (FbCmdTerminal *t)
+{
+  sigset_t ttou, old;
+
+  if (t == NULL)
+    return;
+  sigemptyset (&ttou);
+  sigaddset (&ttou, SIGTTOU);
+  sigprocmask (SIG_BLOCK, &ttou, &old);
+  for (int fd = 0; fd < 3; fd++)
+    {
+      struct termios now;
+      int excl = 0;
+
+      if (!t->fd[fd].saved)
+        continue;
+      if (t->fd[fd].excl_known && ioctl (fd, TIOCGEXCL, &excl) == 0 && excl != t->fd[fd].excl)
+        ioctl (fd, t->fd[fd].excl ? TIOCEXCL : TIOCNXCL);
+      if (tcgetattr (fd, &now) == 0 && !same_modes (&now, &t->fd[fd].modes))
+        {
+          pid_t fg = tcgetpgrp (fd);
+
+          /* -1: not our controlling terminal, no job control to respect */
+          if (fg < 0 || fg == getpgrp ())
+            tcsetattr (fd, TCSANOW, &t->fd[fd].modes);
+        }
+    }
+  sigprocmask (SIG_SETMASK, &old, NULL);
+}
+
+void
+fb_cmd_terminal_free (FbCmdTerminal *t)
+{
+  g_free (t);
+}

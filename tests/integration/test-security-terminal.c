@@ -1,0 +1,252 @@
+/* fusebox — the caller's terminal comes back as it was.
+ *
+ * `fusebox run` is started on a real pty of its own (its controlling
+ * terminal, it the foreground process group, as under a shell), and the
+ * command inside turns echo, line editing and Ctrl-C off (TCSETS) and sets
+ * TIOCEXCL (after which nobody but root may open the terminal).  After the
+ * run, whether the command exits or is ended by a SIGTERM to fusebox, the
+ * terminal has its modes back and is not exclusive.  And the command can't
+ * push input into the caller's terminal (TIOCSTI): it has no controlling
+ * terminal, and the ioctl is filtered.
+ *
+ * The probe is this program inside the sandbox (`--probe tty [wait]`).
+ */
+#include "test-run-util.h"
+
+#include <sys/ioctl.h>
+#include <termios.h>
+
+/* ---- inside the sandbox ---- */
+
+static int
+probe_main (int argc, char **argv)
+{
+  struct termios t;
+  char c = 'x';
+  int excl = 0;
+
+  if (tcgetattr (0, &t) < 0)
+    {
+      printf ("tcgetattr: %s\n", rfx_errname (errno));
+      return 1;
+    }
+  t.c_lflag &= ~(ECHO | ICANON | ISIG);
+  if (tcsetattr (0, TCSANOW, &t) < 0 || ioctl (0, TIOCEXCL) < 0)
+    {
+      printf ("change: %s\n", rfx_errname (errno));
+      return 1;
+    }
+  /* the change took */
+  if (tcgetattr (0, &t) < 0 || (t.c_lflag & (ECHO | ICANON | ISIG)) != 0 || ioctl (0, TIOCGEXCL, &excl) < 0 || !excl)
+    {
+      printf ("change did not take\n");
+      return 1;
+    }
+  printf ("CHANGED tiocsti=%s\n", rfx_res (ioctl (0, TIOCSTI, &c)));
+  fflush (stdout);
+  if (argc > 0 && strcmp (argv[0], "wait") == 0)
+    pause ();
+  return 0;
+}
+
+/* ---- the test side ---- */
+
+typedef struct
+{
+  int master;
+  int slave; /* the test's own handle on the same terminal, O_NOCTTY */
+  char *slave_path;
+  pid_t pid; /* fusebox run */
+  GString *out;
+} Pty;
+
+static void
+pty_open (Pty *p)
+{
+  memset (p, 0, sizeof *p);
+  p->master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (p->master < 0)
+    {
+      g_autofree char *why = g_strdup_printf ("posix_openpt: %s (no /dev/ptmx?)", g_strerror (errno));
+      rfx_skip_or_fail (why);
+    }
+  assert_int_equal (grantpt (p->master), 0);
+  assert_int_equal (unlockpt (p->master), 0);
+  p->slave_path = g_strdup (ptsname (p->master));
+  p->slave = open (p->slave_path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  assert_true (p->slave >= 0);
+  p->out = g_string_new (NULL);
+}
+
+static void
+pty_close (Pty *p)
+{
+  if (p->slave >= 0)
+    close (p->slave);
+  if (p->master >= 0)
+    close (p->master);
+  g_free (p->slave_path);
+  g_string_free (p->out, TRUE);
+}
+
+/* `fusebox run ARGS` as the session leader of the pty, its foreground
+ * process group, with the pty on 0, 1 and 2. */
+static void
+pty_start (RFx *fx, Pty *p, const char *const *args)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_auto (GStrv) env = rfx_env (fx);
+
+  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)"run");
+  g_ptr_array_add (argv, (char *)"--read");
+  g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BUILD_ROOT"));
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *)args[i]);
+  g_ptr_array_add (argv, NULL);
+  rfx_set_repro (fx, (char **)argv->pdata);
+
+  p->pid = fork ();
+  assert_true (p->pid >= 0);
+  if (p->pid == 0)
+    {
+      int fd;
+      if (setsid () < 0 || chdir (fx->ws) < 0)
+        _exit (120);
+      /* a session leader opening a terminal without O_NOCTTY makes it its
+       * controlling one, and its process group the foreground */
+      fd = open (p->slave_path, O_RDWR);
+      if (fd < 0 || ioctl (fd, TIOCSCTTY, 0) < 0 || dup2 (fd, 0) < 0 || dup2 (fd, 1) < 0 || dup2 (fd, 2) < 0)
+        _exit (121);
+      if (fd > 2)
+        close (fd);
+      execve (argv->pdata[0], (char **)argv->pdata, env);
+      _exit (122);
+    }
+  rfx_keep_pid (fx, p->pid);
+}
+
+/* Read what the pty says until it holds NEEDLE (or the run is over:
+ * NEEDLE NULL), bounded.  Returns whether it was seen. */
+static bool
+pty_read_until (Pty *p, const char *needle, int cap_ms)
+{
+  for (int waited = 0; waited <= cap_ms; waited += 20)
+    {
+      struct pollfd pfd = { .fd = p->master, .events = POLLIN };
+      char buf[4096];
+
+      while (poll (&pfd, 1, 0) > 0 && (pfd.revents & POLLIN))
+        {
+          ssize_t n = read (p->master, buf, sizeof buf);
+          if (n <= 0)
+            break;
+          g_string_append_len (p->out, buf, n);
+        }
+      if (needle != NULL && strstr (p->out->str, needle) != NULL)
+        return true;
+      g_usleep (20 * 1000);
+    }
+  return false;
+}
+
+/* Wait for the run while draining the pty (its buffer must not fill). */
+static int
+pty_wait (RFx *fx, Pty *p)
+{
+  for (int waited = 0; waited <= 60000; waited += 20)
+    {
+      int status;
+      pid_t w = waitpid (p->pid, &status, WNOHANG);
+      if (w == p->pid)
+        {
+          rfx_forget_pid (fx, p->pid);
+          pty_read_until (p, NULL, 0);
+          return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+        }
+      pty_read_until (p, NULL, 20);
+    }
+  fail_msg ("fusebox run did not end; it said:\n%s", p->out->str);
+  return -1;
+}
+
+static void
+assert_terminal_as_before (Pty *p, const struct termios *before)
+{
+  struct termios now;
+  int excl = -1;
+
+  assert_int_equal (tcgetattr (p->slave, &now), 0);
+  if ((now.c_lflag & (ECHO | ICANON | ISIG)) != (before->c_lflag & (ECHO | ICANON | ISIG)))
+    fail_msg ("the terminal's local modes are 0%o after the run, 0%o before (ECHO 0%o, ICANON 0%o, ISIG 0%o); the "
+              "run said:\n%s",
+              now.c_lflag, before->c_lflag, ECHO, ICANON, ISIG, p->out->str);
+  assert_int_equal (ioctl (p->slave, TIOCGEXCL, &excl), 0);
+  if (excl != 0)
+    fail_msg ("the terminal is still exclusive (TIOCEXCL) after the run");
+}
+
+static void
+run_on_pty (void **state, bool by_signal)
+{
+  RFX_BEGIN (state);
+  g_autofree char *self = rfx_self ();
+  const char *args[] = { "--", self, "--probe", by_signal ? "wait" : "exit", NULL };
+  struct termios before;
+  Pty p;
+  int status;
+
+  pty_open (&p);
+  /* a fresh pty echoes, edits lines and turns Ctrl-C into SIGINT */
+  assert_int_equal (tcgetattr (p.slave, &before), 0);
+  assert_true ((before.c_lflag & (ECHO | ICANON | ISIG)) == (ECHO | ICANON | ISIG));
+
+  pty_start (fx, &p, args);
+  if (!pty_read_until (&p, "CHANGED", 60000))
+    fail_msg ("the command did not change the terminal; the run said:\n%s", p.out->str);
+  /* the command got the terminal's modes changed, and could not type
+   * into it */
+  assert_non_null (strstr (p.out->str, "CHANGED tiocsti=EPERM"));
+  if (by_signal)
+    {
+      assert_int_equal (kill (p.pid, SIGTERM), 0);
+      status = pty_wait (fx, &p);
+      assert_int_equal (status, 128 + SIGTERM);
+    }
+  else
+    {
+      status = pty_wait (fx, &p);
+      if (status != 0)
+        fail_msg ("fusebox run exited %d:\n%s", status, p.out->str);
+    }
+  assert_terminal_as_before (&p, &before);
+  pty_close (&p);
+  RFX_PASS ();
+}
+
+static void
+test_terminal_after_exit (void **state)
+{
+  run_on_pty (state, false);
+}
+
+static void
+test_terminal_after_signal (void **state)
+{
+  run_on_pty (state, true);
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_terminal_after_exit, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_terminal_after_signal, rfx_setup, rfx_teardown),
+  };
+
+  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
+    return probe_main (argc - 2, argv + 2);
+  rfx_require ();
+  rfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
