@@ -186,6 +186,18 @@ typedef enum
 void view_emit (FbView *view, const FbViewCaller *caller, EventClass cls, const char *op, const char *path,
                 const char *target, const char *access, FbDecision decision, int err, const FbPolicyRule *rule);
 void view_emit_close (FbView *view, FbViewFile *file);
+/* Refusals that are fusebox's own, whatever the policy (fs.h, Privilege):
+ * logged as decision "deny" with one of these rules (kind
+ * FB_POLICY_RULE_FUSEBOX, "rule":"fusebox" in the log), so that an auditor
+ * tells them from the host's errors and from the policy's denials. */
+typedef enum
+{
+  VIEW_REFUSAL_CHOWN,
+  VIEW_REFUSAL_SETID,
+  VIEW_REFUSAL_DEVICE,
+  VIEW_REFUSAL_XATTR,
+} ViewRefusal;
+const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm (cached), for events logged later. */
 void view_caller_comm (FbView *view, pid_t pid, char *buf, gsize size);
 NodeState *node_get_state (FbViewNode *node);

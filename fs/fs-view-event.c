@@ -107,6 +107,45 @@ push_event (FbView *view, FbAccessEvent *ev, pid_t pid, const char *comm)
   fb_access_sink_push (view->options.sink, ev);
 }
 
+/* One rule per refusal of the view's own (see ViewRefusal). */
+static const FbPolicyRule refusal_rules[] = {
+  [VIEW_REFUSAL_CHOWN] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:no-chown",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "files keep their owner and group: through a root daemon a chown would give host files away",
+  },
+  [VIEW_REFUSAL_SETID] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:no-setid",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "no new set-user-ID or set-group-ID bit: it would outlive the sandbox as a privilege on the host",
+  },
+  [VIEW_REFUSAL_DEVICE] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:no-devices",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "no device nodes: one would open a host device for whoever finds it later",
+  },
+  [VIEW_REFUSAL_XATTR] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:no-privileged-xattrs",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "no security.* or trusted.* attributes: file capabilities and labels are privileges on the host",
+  },
+};
+
+const FbPolicyRule *
+view_refusal_rule (ViewRefusal refusal)
+{
+  g_return_val_if_fail ((guint)refusal < G_N_ELEMENTS (refusal_rules), &refusal_rules[VIEW_REFUSAL_CHOWN]);
+  return &refusal_rules[refusal];
+}
+
 void
 view_emit (FbView *view, const FbViewCaller *caller, EventClass cls, const char *op, const char *path,
            const char *target, const char *access, FbDecision decision, int err, const FbPolicyRule *rule)

@@ -143,6 +143,7 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
 {
   g_autoptr (NodeState) st = node_get_state (node);
   const char *op = setattr_op (attr->valid);
+  const FbPolicyRule *rule = st->decision.rule;
   struct stat cur;
   FbDecision d;
   int r;
@@ -165,18 +166,27 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
       ((attr->valid & FB_VIEW_SET_GID) && attr->gid != (gid_t)-1 && attr->gid != cur.st_gid))
     {
       r = -EPERM;
+      d = FB_DECISION_DENY;
+      rule = view_refusal_rule (VIEW_REFUSAL_CHOWN);
       goto out;
     }
   if (attr->valid & FB_VIEW_SET_MODE)
     {
       mode_t mode = attr->mode & 07777;
+      const mode_t sgid_x = S_ISGID | S_IXGRP;
       /* A set-id bit made through a root daemon would outlive the sandbox
        * as a privilege on the host.  Bits the host file already has may
-       * stay (the kernel's kill-suid on write clears them through here). */
+       * stay (the kernel turns the kill-priv of a chown into a chmod that
+       * keeps the rest), but S_ISGID grants only with group-exec: a file
+       * that has it without (the old mandatory-locking mark, which a write
+       * leaves) may not gain group-exec and keep it. */
       if (((mode & S_ISUID) && !(cur.st_mode & S_ISUID)) ||
-          ((mode & S_ISGID) && !(cur.st_mode & S_ISGID) && !S_ISDIR (cur.st_mode)))
+          ((mode & S_ISGID) && !(cur.st_mode & S_ISGID) && !S_ISDIR (cur.st_mode)) ||
+          (!S_ISDIR (cur.st_mode) && (mode & sgid_x) == sgid_x && (cur.st_mode & sgid_x) != sgid_x))
         {
           r = -EPERM;
+          d = FB_DECISION_DENY;
+          rule = view_refusal_rule (VIEW_REFUSAL_SETID);
           goto out;
         }
       r = host_chmod (node, file, mode);
@@ -207,7 +217,7 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   if (ret_st != NULL)
     r = node_stat (view, node, ret_st);
 out:
-  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, st->decision.rule);
+  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, rule);
   return r;
 }
 
@@ -438,8 +448,8 @@ fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     {
       g_autoptr (NodeState) pst = node_get_state (parent);
       g_autofree char *path = check_name (name) == 0 ? join_path (pst->path, name) : NULL;
-      view_emit (view, caller, EV_MUTATION, "mknod", path != NULL ? path : pst->path, NULL, "create", FB_DECISION_ALLOW,
-                 EPERM, pst->decision.rule);
+      view_emit (view, caller, EV_MUTATION, "mknod", path != NULL ? path : pst->path, NULL, "create", FB_DECISION_DENY,
+                 EPERM, view_refusal_rule (VIEW_REFUSAL_DEVICE));
       return -EPERM;
     }
   if (type == 0)
@@ -792,6 +802,7 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
               const void *value, gsize size, int flags, bool remove)
 {
   g_autoptr (NodeState) st = node_get_state (node);
+  const FbPolicyRule *rule = st->decision.rule;
   _fb_cleanup_fd_ int tmp = -1;
   char proc[32];
   FbDecision d;
@@ -804,7 +815,14 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
     return -E2BIG;
   r = check_access (st, NEED_WRITE, &d);
   if (r == 0)
-    r = check_xattr_writable (name, remove);
+    {
+      r = check_xattr_writable (name, remove);
+      if (r == -EPERM)
+        {
+          d = FB_DECISION_DENY;
+          rule = view_refusal_rule (VIEW_REFUSAL_XATTR);
+        }
+    }
   if (r == 0 && node->kind != NODE_HOST)
     r = -EROFS;
   if (r == 0 && S_ISLNK (node->type))
@@ -821,7 +839,7 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
       if (r == 0)
         view_changed_object (view, node, FB_VIEW_CHANGE_ATTR);
     }
-  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, st->decision.rule);
+  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, rule);
   return r;
 }
 

@@ -395,6 +395,8 @@ rule_kind_name (FbPolicyRuleKind kind)
         return "protected";
       case FB_POLICY_RULE_DEFAULT:
         return "default";
+      case FB_POLICY_RULE_FUSEBOX:
+        return "fusebox";
       case FB_POLICY_RULE_PATH:
       case FB_POLICY_RULE_GLOB:
       default:

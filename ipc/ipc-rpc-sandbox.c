@@ -55,6 +55,8 @@ rule_name (const FbPolicyRule *rule, char buf[16])
         return buf;
       case FB_POLICY_RULE_PROTECTED:
         return "protected";
+      case FB_POLICY_RULE_FUSEBOX:
+        return "fusebox";
       case FB_POLICY_RULE_DEFAULT:
       default:
         return "default";

@@ -106,6 +106,7 @@ typedef enum
   FB_POLICY_RULE_GLOB,      /* a "glob" rule from the policy */
   FB_POLICY_RULE_PROTECTED, /* a protected name (synthetic) */
   FB_POLICY_RULE_DEFAULT,   /* nothing matched (synthetic; access hide) */
+  FB_POLICY_RULE_FUSEBOX,   /* a refusal of fusebox's own, whatever the policy (synthetic, made by fs/) */
 } FbPolicyRuleKind;
 
 typedef struct
@@ -113,7 +114,7 @@ typedef struct
   FbPolicyRuleKind kind;
   int index;          /* position in "rules" (0-based); -1 for synthetic rules */
   const char *origin; /* for people: "FILE:LINE:COL" of the rule, "builtin:NAME:rules[3]",
-                       * "protected_names[.git]" or "default" */
+                       * "protected_names[.git]", "default" or "fusebox:no-chown" */
   const char *path;   /* expanded view path (PATH rules), NULL otherwise */
   const char *glob;   /* expanded pattern (GLOB rules), the name (PROTECTED), else NULL */
   FbPolicyAccess access;
