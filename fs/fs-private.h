@@ -84,6 +84,9 @@ struct FbViewNode
   ino_t ino;
   dev_t dev;
   guint64 generation;
+  /* atomic, directories: FbViewFold + 1 once known, 0 before: does the
+   * host fold names here (fs-view-fold.c) */
+  gint fold;
   /* atomic: 1 when host changes are watched (fs-watch.c "Coverage"; a
    * directory then holds a mark), set before the kernel first gets the
    * node (or at fb_watch_view); -1 while a mark is being placed */
@@ -279,6 +282,31 @@ int node_host_fd (FbViewNode *node, int *tmp);
 /* The same as a /proc/self/fd path in PROC. */
 int node_proc_path (FbViewNode *node, char proc[static 32], int *tmp);
 void proc_fd_path (char buf[static 32], int fd);
+
+/* fs-view-fold.c: directories whose host folds names.  view_dir_fold()
+ * asks once per directory (a statfs), view_dir_fold_known() never asks
+ * (MAYBE until someone did: for callers holding the table lock);
+ * view_fold_settle() probes a directory that may fold with NAME, an
+ * existing name with ASCII letters. */
+FbViewFold view_dir_fold (FbViewNode *dir);
+FbViewFold view_dir_fold_known (FbViewNode *dir);
+void view_fold_settle (FbViewNode *dir, const char *name);
+/* The policy's decision for NAME in a directory decided as PST, folded
+ * unless FOLD is NO. */
+void view_decide_child (FbView *view, FbViewFold fold, const NodeState *pst, const char *name, FbPolicyDecision *ret);
+/* fb_policy_subtree_has_rules, folded where DIR may fold. */
+bool view_subtree_has_rules (FbView *view, FbViewNode *dir, const FbPolicyDecision *decision, const char *path);
+/* Before OP on the existing NAME in DIR: -ENOENT (logged as the view's
+ * refusal, with ACCESS, PATH and TARGET) when the host reaches it only
+ * through another spelling; 0 otherwise, and when nothing is there. */
+int view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, const char *op,
+                     const char *access, const char *path, const char *target);
+/* Before renaming SRC (at SRC_PATH) onto NAME in DIR (PATH): -EACCES
+ * (logged) when NAME reaches another entry under another spelling. */
+int view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name,
+                            const struct stat *src, const char *src_path, const char *path);
+extern const FbPolicyRule view_fold_spelling_rule;
+extern const FbPolicyRule view_fold_taken_rule;
 
 /* fs-view-notify.c: report a change to the listeners (no view lock held).
  * NODE is the node it was made through (for a name: the directory). */

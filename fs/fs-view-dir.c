@@ -136,7 +136,7 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
             if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0 ||
                 name_in (d->mounted_children, de->d_name))
               continue;
-            fb_policy_decide_child (view->policy, d, st->path, de->d_name, &cd);
+            view_decide_child (view, view_dir_fold (node), st, de->d_name, &cd);
             if (decision_is_hidden (&cd))
               continue;
             listing_add (entries, de->d_name, de->d_ino, de->d_type);
@@ -273,7 +273,7 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, char *buf,
       if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
         {
           FbPolicyDecision cd;
-          fb_policy_decide_child (view->policy, &dst->decision, dst->path, de->d_name, &cd);
+          view_decide_child (view, view_dir_fold (node), dst, de->d_name, &cd);
           if (decision_is_hidden (&cd))
             {
               *pos += de->d_reclen;

@@ -72,7 +72,7 @@ decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, co
   if (strlen (pst->path) + 1 + strlen (name) > FB_VIEW_PATH_MAX)
     return -ENAMETOOLONG;
   ret->path = join_path (pst->path, name);
-  fb_policy_decide_child (view->policy, &pst->decision, pst->path, name, &ret->decision);
+  view_decide_child (view, view_dir_fold (parent), pst, name, &ret->decision);
   return 0;
 }
 
@@ -400,6 +400,10 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   FbViewNode *node = NULL;
   int r;
 
+  /* a directory that may fold names is probed with the first existing
+   * one, before it is decided (fs-view-fold.c) */
+  if (check_name (name) == 0)
+    view_fold_settle (parent, name);
   r = decide_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
     return r;
@@ -417,6 +421,13 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
         view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_HIDE, ENOENT,
                    ci.decision.rule);
       return -ENOENT;
+    }
+  /* where the host folds names, only the spelling it lists is resolved */
+  if (!child_is_structural (view, pst, &ci, name))
+    {
+      r = view_fold_admit (view, caller, parent, name, "lookup", "stat", ci.path, NULL);
+      if (r < 0)
+        return r;
     }
   r = lookup_child (view, parent, pst, name, &ci, &node, ret_st);
   /* a name probed and not found is a lookup too (level all): what a tool

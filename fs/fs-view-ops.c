@@ -593,6 +593,10 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
   r = remove_precheck (view, caller, parent, pst, name, &ci, op, NULL);
   if (r < 0)
     return r;
+  /* where the host folds names, an alias would remove the entry it reaches */
+  r = view_fold_admit (view, caller, parent, name, op, "delete", ci.path, NULL);
+  if (r < 0)
+    return r;
   {
     /* what the name held: its other names' link count changes */
     _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
@@ -672,16 +676,24 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   npfd = node_fd_get (newparent, &nhold);
   if (npfd < 0)
     return npfd;
+  /* where the host folds names: the source by its own spelling only, and
+   * never onto another entry reached by another spelling */
+  r = view_fold_admit (view, caller, parent, name, "rename", "write", ci.path, nci.path);
+  if (r < 0)
+    return r;
   if (fstatat (pfd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0)
     return -errno;
+  r = view_fold_check_target (view, caller, newparent, newname, &sst, ci.path, nci.path);
+  if (r < 0)
+    return r;
   dst_exists = fstatat (npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
   /* Moving a directory under which other rules decide would carry the paths
    * below it out of their rules' reach (a denied file would come out
    * readable under the new name): refused, at both ends of an exchange and
    * for a directory that a plain rename replaces. */
-  if ((S_ISDIR (sst.st_mode) && fb_policy_subtree_has_rules (view->policy, &ci.decision, ci.path)) ||
+  if ((S_ISDIR (sst.st_mode) && view_subtree_has_rules (view, parent, &ci.decision, ci.path)) ||
       (dst_exists && S_ISDIR (dst.st_mode) && !(flags & RENAME_NOREPLACE) &&
-       fb_policy_subtree_has_rules (view->policy, &nci.decision, nci.path)))
+       view_subtree_has_rules (view, newparent, &nci.decision, nci.path)))
     {
       view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
                  ci.decision.rule);

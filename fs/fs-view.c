@@ -1052,7 +1052,9 @@ restate_locked (FbView *view, FbViewNode *node, const NodeState *pst)
   NodeState *old, *fresh;
 
   path = join_path (pst->path, node->name);
-  fb_policy_decide_child (view->policy, &pst->decision, pst->path, node->name, &d);
+  /* the table lock is held: no statfs of a directory never asked (which
+   * then counts as one that may fold) */
+  view_decide_child (view, view_dir_fold_known (node->parent), pst, node->name, &d);
   fresh = node_state_new (path, &d);
   g_mutex_lock (&node->lock);
   old = node->state;

@@ -93,6 +93,17 @@
  * are counted per open file; fb_view_release() logs one "close" event with
  * both counters.
  *
+ * Folding hosts.  In a directory whose host folds names (vfat, exfat,
+ * ext4/f2fs/tmpfs casefold; "maybe" for FUSE, network and other
+ * filesystems until a lookup shows which: fs/fs-view-fold.c) every name is
+ * decided folded (fb_policy_decide_child_folded), a lookup, a removal or a
+ * rename away succeeds only for an entry the host lists under exactly that
+ * spelling (ENOENT otherwise: one scan of the directory per name the kernel
+ * does not know yet), and a rename onto a name that reaches another entry
+ * under another spelling gets EACCES; creating over one gets the host's
+ * EEXIST.  So view paths are the host's spellings, and no spelling reaches
+ * what a rule or a protected name keeps.
+ *
  * Events.  Each operation fills an FbAccessEvent (fs/fs-event.h) with the
  * deciding rule and pushes it to the sink according to the log level:
  * mutations always, opens (at release) from FB_LOG_LEVEL_OPENS, lookups,
@@ -443,6 +454,28 @@ guint64 fb_watch_events_read (void);
 /* Are host changes to NODE (ST: its current attributes) reported by the
  * watcher?  Synthetic nodes (static) count as reported. */
 bool fb_view_node_watched (FbViewNode *node, const struct stat *st);
+
+/* --- hosts that fold names (fs/fs-view-fold.c) ----------------------------- */
+
+typedef enum
+{
+  FB_VIEW_FOLD_NO,    /* names match byte for byte */
+  FB_VIEW_FOLD_MAYBE, /* a filesystem that may fold (FUSE, NFS, SMB, NTFS, XFS, ...), not known yet */
+  FB_VIEW_FOLD_YES,   /* the host resolves names case-insensitively here */
+} FbViewFold;
+
+/* Does the host fold names in directory DIR_FD (any descriptor of it,
+ * O_PATH too)?  From its filesystem type and, on ext4, f2fs and tmpfs, its
+ * FS_CASEFOLD_FL.  *ret_fstype (may be NULL): the type's name ("vfat",
+ * "fuse", "unknown"). */
+FbViewFold fb_view_fold_detect (int dir_fd, const char **ret_fstype);
+/* Settle MAYBE by trying NAME (an existing entry of DIR_FD with ASCII
+ * letters) in the other case: YES when that reaches the same directory, or
+ * file with one link; NO when it reaches nothing or something else; MAYBE
+ * when it can't tell. */
+FbViewFold fb_view_fold_probe (int dir_fd, const char *name);
+/* Does DIR_FD list NAME under exactly that spelling?  1 or 0, or -errno. */
+int fb_view_fold_listed (int dir_fd, const char *name);
 
 /* --- the FUSE adapter (fs/fs-fuse.c) --------------------------------------- */
 

@@ -1,0 +1,345 @@
+/* fusebox — directories whose host folds names.
+ *
+ * vfat and exfat, ext4, f2fs and tmpfs directories with casefold (+F), SMB
+ * shares, HFS+ and case-insensitive FUSE or network filesystems resolve
+ * ".GIT", "SECRET-DENY.TXT" or "secret-deny.txt." to the entry ".git" or
+ * "secret-deny.txt" on disk (vfat also resolves its 8.3 alias
+ * "SECRET~1.TXT"), while the policy matches bytes.  Without care a variant
+ * spelling reads and writes what a rule denies or hides, and a name made
+ * through the view (".GIT" where no ".git" is yet) later acts as a protected
+ * one on the host.  So, per host directory node (cached in node->fold, set
+ * once):
+ *  - whether the host folds there: the filesystem type (vfat and exfat
+ *    always; ext4, f2fs and tmpfs by the directory's FS_CASEFOLD_FL; btrfs,
+ *    squashfs, erofs, ramfs never), and for every other type -- FUSE, NFS,
+ *    SMB (a Samba server may or may not), NTFS (ntfs3's nocase), HFS+ (HFSX
+ *    is case-sensitive), XFS (ascii-ci), ZFS, overlay, 9p, ... -- "maybe"
+ *    until a lookup of an existing name with ASCII letters settles it: the
+ *    name in the other case reaching the same object (a directory, or a file
+ *    with one link: two hard links spelt so would fake it) means yes, not
+ *    reaching it means no.  "Maybe" counts as folding for everything below.
+ *  - in a directory that folds (or may), the policy decides every name
+ *    folded (fb_policy_decide_child_folded: the narrower of the name's own
+ *    decision and those of every rule spelling, protected name and glob that
+ *    folds equal to it), so ".GIT", "Absent-Secret" can't be made and
+ *    "SECRET-DENY.TXT" is denied before the host is asked;
+ *  - a lookup succeeds only for an entry the host lists under exactly that
+ *    spelling (fb_view_fold_listed: one scan of the directory, O(entries),
+ *    only in folding directories and only for a name the kernel does not
+ *    know yet; readdirplus entries come from the listing and need none), so
+ *    every view path is the host's own spelling and existing files are
+ *    decided under their real names;
+ *  - removing a name, or renaming one away, needs the same exact entry;
+ *    renaming onto a name that reaches another entry under another spelling
+ *    is refused (EACCES) -- the host would replace that entry -- and so is
+ *    anything made over one: the host answers EEXIST itself (mkdir, link,
+ *    symlink, mknod, and create, which is O_EXCL on the host).
+ * Refusals of a spelling are logged as the view's own decisions, with a
+ * why that says so (view_fold_spelling_rule, view_fold_taken_rule).
+ * On a directory that does not fold the cost is one statfs (ext4, f2fs,
+ * tmpfs: and one open and ioctl) the first time a name is decided in it.
+ */
+#include "fs/fs-private.h"
+
+#include <dirent.h>
+#include <linux/fs.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+
+const FbPolicyRule view_fold_spelling_rule = {
+  .kind = FB_POLICY_RULE_DEFAULT,
+  .index = -1,
+  .origin = "folded-name",
+  .access = FB_POLICY_ACCESS_HIDE,
+  .why = "the host folds names here (case-insensitive) and holds this name only under another spelling: fusebox "
+         "shows each entry under its own spelling alone",
+};
+
+const FbPolicyRule view_fold_taken_rule = {
+  .kind = FB_POLICY_RULE_DEFAULT,
+  .index = -1,
+  .origin = "folded-name",
+  .access = FB_POLICY_ACCESS_DENY,
+  .why = "the host folds names here (case-insensitive) and another entry's name folds equal to this one: the host "
+         "would replace that entry",
+};
+
+/* --- what the host does ------------------------------------------------------ */
+
+typedef enum
+{
+  KIND_NO,    /* never folds */
+  KIND_YES,   /* always folds */
+  KIND_FLAG,  /* folds in directories with FS_CASEFOLD_FL */
+  KIND_MAYBE, /* may fold: probe */
+} TypeKind;
+
+static const struct
+{
+  unsigned long magic;
+  const char *name;
+  TypeKind kind;
+} fs_types[] = {
+  { 0x4d44, "vfat", KIND_YES },           /* MSDOS_SUPER_MAGIC: vfat and msdos */
+  { 0x2011bab0, "exfat", KIND_YES },      /* EXFAT_SUPER_MAGIC */
+  { 0xef53, "ext4", KIND_FLAG },          /* EXT4_SUPER_MAGIC (ext2, ext3) */
+  { 0xf2f52010, "f2fs", KIND_FLAG },      /* F2FS_SUPER_MAGIC */
+  { 0x01021994, "tmpfs", KIND_FLAG },     /* TMPFS_MAGIC (casefold since Linux 6.13) */
+  { 0x9123683e, "btrfs", KIND_NO },       /* BTRFS_SUPER_MAGIC */
+  { 0x73717368, "squashfs", KIND_NO },    /* SQUASHFS_MAGIC */
+  { 0xe0f5e1e2, "erofs", KIND_NO },       /* EROFS_SUPER_MAGIC_V1 */
+  { 0x858458f6, "ramfs", KIND_NO },       /* RAMFS_MAGIC */
+  { 0x65735546, "fuse", KIND_MAYBE },     /* FUSE_SUPER_MAGIC */
+  { 0xff534d42, "cifs", KIND_MAYBE },     /* CIFS_SUPER_MAGIC */
+  { 0xfe534d42, "smb2", KIND_MAYBE },     /* SMB2_SUPER_MAGIC */
+  { 0x517b, "smb", KIND_MAYBE },          /* SMB_SUPER_MAGIC */
+  { 0x5346544e, "ntfs", KIND_MAYBE },     /* NTFS_SB_MAGIC */
+  { 0x7366746e, "ntfs3", KIND_MAYBE },    /* ntfs3: case-insensitive with nocase */
+  { 0x482b, "hfsplus", KIND_MAYBE },      /* HFSPLUS_SUPER_MAGIC (HFSX is case-sensitive) */
+  { 0x4244, "hfs", KIND_MAYBE },          /* HFS_SUPER_MAGIC */
+  { 0x6969, "nfs", KIND_MAYBE },          /* NFS_SUPER_MAGIC */
+  { 0x01021997, "9p", KIND_MAYBE },       /* V9FS_MAGIC */
+  { 0x00c36400, "ceph", KIND_MAYBE },     /* CEPH_SUPER_MAGIC */
+  { 0x58465342, "xfs", KIND_MAYBE },      /* XFS_SUPER_MAGIC (ascii-ci) */
+  { 0x2fc12fc1, "zfs", KIND_MAYBE },      /* ZFS (casesensitivity=insensitive) */
+  { 0xca451a4e, "bcachefs", KIND_MAYBE }, /* BCACHEFS_SUPER_MAGIC (casefold) */
+  { 0x794c7630, "overlay", KIND_MAYBE },  /* OVERLAYFS_SUPER_MAGIC: its layers may fold */
+  { 0x9660, "iso9660", KIND_MAYBE },      /* ISOFS_SUPER_MAGIC (check=relaxed) */
+  { 0x3153464a, "jfs", KIND_MAYBE },      /* JFS_SUPER_MAGIC (OS/2 mode) */
+};
+
+FbViewFold
+fb_view_fold_detect (int dir_fd, const char **ret_fstype)
+{
+  struct statfs sfs;
+  TypeKind kind = KIND_MAYBE;
+  const char *name = "unknown";
+
+  if (fstatfs (dir_fd, &sfs) < 0)
+    {
+      if (ret_fstype != NULL)
+        *ret_fstype = name;
+      return FB_VIEW_FOLD_MAYBE;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (fs_types); i++)
+    if ((unsigned long)(unsigned int)sfs.f_type == fs_types[i].magic)
+      {
+        kind = fs_types[i].kind;
+        name = fs_types[i].name;
+      }
+  if (ret_fstype != NULL)
+    *ret_fstype = name;
+  switch (kind)
+    {
+      case KIND_NO:
+        return FB_VIEW_FOLD_NO;
+      case KIND_YES:
+        return FB_VIEW_FOLD_YES;
+      case KIND_MAYBE:
+        return FB_VIEW_FOLD_MAYBE;
+      case KIND_FLAG:
+        {
+          /* FS_IOC_GETFLAGS needs a descriptor opened for reading; O_PATH
+           * is refused with EBADF */
+          _fb_cleanup_fd_ int fd = openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+          unsigned int flags = 0;
+
+          if (fd < 0 || ioctl (fd, FS_IOC_GETFLAGS, &flags) < 0)
+            return FB_VIEW_FOLD_MAYBE;
+          return (flags & FS_CASEFOLD_FL) ? FB_VIEW_FOLD_YES : FB_VIEW_FOLD_NO;
+        }
+    }
+  return FB_VIEW_FOLD_MAYBE;
+}
+
+FbViewFold
+fb_view_fold_probe (int dir_fd, const char *name)
+{
+  g_autofree char *other = g_strdup (name);
+  struct stat a, b;
+  bool letters = false;
+
+  for (char *p = other; *p != '\0'; p++)
+    if (g_ascii_isalpha (*p))
+      {
+        *p = g_ascii_isupper (*p) ? g_ascii_tolower (*p) : g_ascii_toupper (*p);
+        letters = true;
+      }
+  if (!letters || fstatat (dir_fd, name, &a, AT_SYMLINK_NOFOLLOW) < 0)
+    return FB_VIEW_FOLD_MAYBE;
+  if (fstatat (dir_fd, other, &b, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? FB_VIEW_FOLD_NO : FB_VIEW_FOLD_MAYBE;
+  if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+    return FB_VIEW_FOLD_NO;
+  /* two hard links spelt NAME and OTHER would look the same */
+  return S_ISDIR (a.st_mode) || a.st_nlink == 1 ? FB_VIEW_FOLD_YES : FB_VIEW_FOLD_MAYBE;
+}
+
+struct linux_dirent64
+{
+  guint64 d_ino;
+  gint64 d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+int
+fb_view_fold_listed (int dir_fd, const char *name)
+{
+  _fb_cleanup_fd_ int fd = openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+  g_autofree char *buf = NULL;
+
+  if (fd < 0)
+    return -errno;
+  buf = g_malloc (32 * 1024);
+  for (;;)
+    {
+      long n = syscall (SYS_getdents64, fd, buf, 32 * 1024);
+
+      if (n < 0)
+        return -errno;
+      if (n == 0)
+        return 0;
+      for (long pos = 0; pos < n;)
+        {
+          struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + pos);
+
+          if (strcmp (de->d_name, name) == 0)
+            return 1;
+          pos += de->d_reclen;
+        }
+    }
+}
+
+/* --- per directory node --------------------------------------------------------- */
+
+/* node->fold holds FbViewFold + 1 once asked; 0 before. */
+FbViewFold
+view_dir_fold_known (FbViewNode *dir)
+{
+  int v;
+
+  if (!node_is_host_dir (dir))
+    return FB_VIEW_FOLD_NO;
+  v = g_atomic_int_get (&dir->fold);
+  return v == 0 ? FB_VIEW_FOLD_MAYBE : (FbViewFold)(v - 1);
+}
+
+FbViewFold
+view_dir_fold (FbViewNode *dir)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  FbViewFold f;
+  int fd, v;
+
+  if (!node_is_host_dir (dir))
+    return FB_VIEW_FOLD_NO;
+  v = g_atomic_int_get (&dir->fold);
+  if (v != 0)
+    return (FbViewFold)(v - 1);
+  fd = node_fd_get (dir, &hold);
+  if (fd < 0)
+    return FB_VIEW_FOLD_MAYBE; /* asked again next time */
+  f = fb_view_fold_detect (fd, NULL);
+  g_atomic_int_compare_and_exchange (&dir->fold, 0, (gint)f + 1);
+  return (FbViewFold)(g_atomic_int_get (&dir->fold) - 1);
+}
+
+void
+view_fold_settle (FbViewNode *dir, const char *name)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  FbViewFold f;
+  int fd;
+
+  if (view_dir_fold (dir) != FB_VIEW_FOLD_MAYBE)
+    return;
+  fd = node_fd_get (dir, &hold);
+  if (fd < 0)
+    return;
+  f = fb_view_fold_probe (fd, name);
+  if (f != FB_VIEW_FOLD_MAYBE)
+    g_atomic_int_compare_and_exchange (&dir->fold, (gint)FB_VIEW_FOLD_MAYBE + 1, (gint)f + 1);
+}
+
+void
+view_decide_child (FbView *view, FbViewFold fold, const NodeState *pst, const char *name, FbPolicyDecision *ret)
+{
+  if (fold == FB_VIEW_FOLD_NO)
+    fb_policy_decide_child (view->policy, &pst->decision, pst->path, name, ret);
+  else
+    fb_policy_decide_child_folded (view->policy, &pst->decision, pst->path, name, fold == FB_VIEW_FOLD_YES, ret);
+}
+
+bool
+view_subtree_has_rules (FbView *view, FbViewNode *dir, const FbPolicyDecision *decision, const char *path)
+{
+  if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
+    return fb_policy_subtree_has_rules (view->policy, decision, path);
+  return fb_policy_subtree_has_rules_folded (view->policy, decision, path);
+}
+
+/* Is NAME, which the host resolves in DIR, listed under that very
+ * spelling?  True where the host does not fold. */
+static bool
+spelt_as_listed (FbViewNode *dir, int dir_fd, const char *name)
+{
+  if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
+    return true;
+  /* an error reading the directory is a refusal: the view can't tell */
+  return fb_view_fold_listed (dir_fd, name) == 1;
+}
+
+int
+view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, const char *op,
+                 const char *access, const char *path, const char *target)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  FbViewNode *known;
+  struct stat st;
+  bool same = false;
+  int fd;
+
+  if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
+    return 0;
+  fd = node_fd_get (dir, &hold);
+  if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return 0; /* nothing there: the operation finds that out itself */
+  /* a name the view made a node for was checked then; if the host still
+   * shows that object there, it was not respelt since */
+  g_mutex_lock (&view->lock);
+  known = table_find_locked (view, dir, name);
+  same = known != NULL && known->kind == NODE_HOST && known->ino == st.st_ino && known->dev == st.st_dev;
+  g_mutex_unlock (&view->lock);
+  if (same || spelt_as_listed (dir, fd, name))
+    return 0;
+  view_emit (view, caller, strcmp (op, "lookup") == 0 ? EV_OBSERVE : EV_MUTATION, op, path, target, access,
+             FB_DECISION_HIDE, ENOENT, &view_fold_spelling_rule);
+  return -ENOENT;
+}
+
+int
+view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name,
+                        const struct stat *src, const char *src_path, const char *path)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  struct stat st;
+  int fd;
+
+  if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
+    return 0;
+  fd = node_fd_get (dir, &hold);
+  if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return 0;
+  /* a new spelling of the source itself (foo to FOO) only respells it */
+  if (src != NULL && st.st_dev == src->st_dev && st.st_ino == src->st_ino)
+    return 0;
+  if (spelt_as_listed (dir, fd, name))
+    return 0;
+  view_emit (view, caller, EV_MUTATION, "rename", src_path, path, "create", FB_DECISION_DENY, EACCES,
+             &view_fold_taken_rule);
+  return -EACCES;
+}

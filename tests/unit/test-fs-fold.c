@@ -1,0 +1,168 @@
+/* fusebox — the view's questions to a host that may fold names
+ * (fs/fs-view-fold.c), asked of real directories through their
+ * descriptors: which filesystems fold, the probe that settles "maybe", and
+ * whether a directory lists a name under exactly that spelling.  The views
+ * over a folding host are tested end to end in test-security-fold. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "fs/fs.h"
+
+typedef struct
+{
+  char *dir;
+  int fd;
+} Fx;
+
+static int
+setup (void **state)
+{
+  Fx *fx = g_new0 (Fx, 1);
+
+  fx->dir = g_dir_make_tmp ("fusebox-fold-XXXXXX", NULL);
+  assert_non_null (fx->dir);
+  fx->fd = open (fx->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (fx->fd >= 0);
+  *state = fx;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", fx->dir);
+
+  close (fx->fd);
+  if (system (cmd) != 0)
+    fprintf (stderr, "could not remove %s\n", fx->dir);
+  g_free (fx->dir);
+  g_free (fx);
+  return 0;
+}
+
+static void
+touch (Fx *fx, const char *name)
+{
+  g_autofree char *p = g_build_filename (fx->dir, name, NULL);
+  assert_true (g_file_set_contents (p, "x", 1, NULL));
+}
+
+/* The temporary directory's filesystem: ext4 and tmpfs without casefold
+ * (as in CI) say no, after reading the directory's flags; a filesystem
+ * this table does not know may fold. */
+static void
+test_detect_by_type (void **state)
+{
+  Fx *fx = *state;
+  struct statfs sfs;
+  const char *type = NULL;
+  FbViewFold f;
+
+  assert_int_equal (fstatfs (fx->fd, &sfs), 0);
+  f = fb_view_fold_detect (fx->fd, &type);
+  assert_non_null (type);
+  switch ((unsigned int)sfs.f_type)
+    {
+      case 0xef53:     /* ext4 */
+      case 0x01021994: /* tmpfs */
+      case 0x9123683e: /* btrfs */
+        assert_int_equal (f, FB_VIEW_FOLD_NO);
+        break;
+      case 0x65735546: /* fuse */
+      case 0x794c7630: /* overlay */
+        assert_int_equal (f, FB_VIEW_FOLD_MAYBE);
+        break;
+      default:
+        fprintf (stderr, "(the temporary directory is on %s, %#lx: %d)\n", type, (unsigned long)sfs.f_type, f);
+        break;
+    }
+  /* /dev/shm is a tmpfs almost everywhere: its flags are read (no casefold
+   * there: it is mounted without it) */
+  {
+    int shm = open ("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (shm >= 0 && fstatfs (shm, &sfs) == 0 && sfs.f_type == 0x01021994)
+      {
+        assert_int_equal (fb_view_fold_detect (shm, &type), FB_VIEW_FOLD_NO);
+        assert_string_equal (type, "tmpfs");
+      }
+    if (shm >= 0)
+      close (shm);
+  }
+}
+
+/* On a directory that does not fold, the probe says so for every kind of
+ * name it can try, and can't be fooled by two hard links spelt alike. */
+static void
+test_probe (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *a = g_build_filename (fx->dir, "Linked", NULL);
+  g_autofree char *b = g_build_filename (fx->dir, "lINKED", NULL);
+  g_autofree char *d = g_build_filename (fx->dir, "Dir", NULL);
+  g_autofree char *d2 = g_build_filename (fx->dir, "dIR", NULL);
+
+  touch (fx, "Name.txt");
+  touch (fx, "123");
+  assert_int_equal (fb_view_fold_probe (fx->fd, "Name.txt"), FB_VIEW_FOLD_NO);
+  /* nothing to try in another case */
+  assert_int_equal (fb_view_fold_probe (fx->fd, "123"), FB_VIEW_FOLD_MAYBE);
+  /* a name that is not there tells nothing */
+  assert_int_equal (fb_view_fold_probe (fx->fd, "absent"), FB_VIEW_FOLD_MAYBE);
+  /* "Linked" and "lINKED" are one file with two links: not a folding host */
+  touch (fx, "Linked");
+  assert_int_equal (link (a, b), 0);
+  assert_int_equal (fb_view_fold_probe (fx->fd, "Linked"), FB_VIEW_FOLD_MAYBE);
+  /* two directories, one per spelling */
+  assert_int_equal (g_mkdir (d, 0755), 0);
+  assert_int_equal (g_mkdir (d2, 0755), 0);
+  assert_int_equal (fb_view_fold_probe (fx->fd, "Dir"), FB_VIEW_FOLD_NO);
+}
+
+static void
+test_listed (void **state)
+{
+  Fx *fx = *state;
+
+  touch (fx, "Secret.TXT");
+  touch (fx, "cafe\xcc\x81");
+  assert_int_equal (fb_view_fold_listed (fx->fd, "Secret.TXT"), 1);
+  assert_int_equal (fb_view_fold_listed (fx->fd, "secret.txt"), 0);
+  assert_int_equal (fb_view_fold_listed (fx->fd, "Secret.TXT."), 0);
+  assert_int_equal (fb_view_fold_listed (fx->fd, "cafe\xcc\x81"), 1);
+  assert_int_equal (fb_view_fold_listed (fx->fd, "caf\xc3\xa9"), 0);
+  /* a directory bigger than one read of entries */
+  for (int i = 0; i < 2000; i++)
+    {
+      g_autofree char *n = g_strdup_printf ("entry-with-a-long-name-%04d", i);
+      touch (fx, n);
+    }
+  assert_int_equal (fb_view_fold_listed (fx->fd, "entry-with-a-long-name-1999"), 1);
+  assert_int_equal (fb_view_fold_listed (fx->fd, "ENTRY-WITH-A-LONG-NAME-1999"), 0);
+  assert_int_equal (fb_view_fold_listed (fx->fd, "Secret.TXT"), 1);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_detect_by_type, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_probe, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_listed, setup, teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
