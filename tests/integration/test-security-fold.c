@@ -1,0 +1,625 @@
+/* Adversarial tests: no spelling of a name gets past its rule where the host
+ * folds names (vfat, exfat, SMB, casefold directories).
+ *
+ * The host here is fixtures/fb-foldfs, a case-insensitive passthrough FUSE
+ * filesystem mounted at WS/ci over a backing directory outside the
+ * workspace (--unicode: case folding of the NFD form, as ext4/tmpfs
+ * casefold; --strip-dots: trailing dots and spaces ignored, as vfat).
+ * Before each test the variants are proven to reach the real files on the
+ * host, through that mount.  Then, through `fusebox run` (a probe inside) and
+ * through `fusebox serve` (fs/readFile, fs/writeFile, fs/createDirectory):
+ *  - `.GIT/config` (.git is protected), `SECRET-DENY.TXT` (deny),
+ *    `Secret-Hide.txt` (hide), `PRIVATE-DIR/inner.txt` (deny on the
+ *    directory) can't be read, written, created, removed or renamed onto;
+ *  - a name that folds equal to a rule or a protected name and does not
+ *    exist yet (`.GIT` in a directory without `.git`, `ABSENT-SECRET`)
+ *    can't be made, so that it never acts as the real one on the host;
+ *  - a variant of an allowed file (`NORMAL.TXT`) is not resolved either:
+ *    the view shows every entry under its own spelling only;
+ *  - the real names behave as their rules say, and the files are unchanged
+ *    on the host afterwards;
+ *  - the refusal of a spelling is logged with its reason.
+ * A real tmpfs with casefold is used too when the kernel has CONFIG_UNICODE
+ * (otherwise that test says so and is skipped).
+ *
+ * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
+#include "test-run-util.h"
+#include "test-serve-util.h"
+
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/vfs.h>
+
+#define FUSE_SUPER_MAGIC 0x65735546
+
+/* ---- inside the sandbox ---- */
+
+static const char *
+probe_one (const char *op, const char *a, const char *b, char **owned)
+{
+  if (strcmp (op, "read") == 0)
+    {
+      int fd = open (a, O_RDONLY | O_CLOEXEC);
+      char c;
+      const char *res = fd < 0 ? rfx_errname (errno) : read (fd, &c, 1) < 0 ? rfx_errname (errno) : "OK";
+      if (fd >= 0)
+        close (fd);
+      return res;
+    }
+  if (strcmp (op, "write") == 0 || strcmp (op, "create") == 0 || strcmp (op, "excl") == 0)
+    {
+      int flags = O_WRONLY | O_CLOEXEC;
+      int fd;
+      flags |= strcmp (op, "write") == 0 ? O_APPEND : strcmp (op, "create") == 0 ? O_CREAT | O_TRUNC : O_CREAT | O_EXCL;
+      fd = open (a, flags, 0644);
+      if (fd < 0)
+        return rfx_errname (errno);
+      const char *res = write (fd, "pwned\n", 6) != 6 ? rfx_errname (errno) : "OK";
+      close (fd);
+      return res;
+    }
+  if (strcmp (op, "mkdir") == 0)
+    return rfx_res (mkdir (a, 0755));
+  if (strcmp (op, "unlink") == 0)
+    return rfx_res (unlink (a));
+  if (strcmp (op, "rename") == 0)
+    return rfx_res (rename (a, b));
+  if (strcmp (op, "stat") == 0)
+    {
+      struct stat st;
+      return rfx_res (lstat (a, &st));
+    }
+  return NULL;
+}
+
+static gint
+compare_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *)a, *(char *const *)b);
+}
+
+static int
+probe_main (int argc, char **argv)
+{
+  /* OP A B, B ignored by one-argument operations ("-") */
+  for (int i = 0; i + 2 < argc; i += 3)
+    {
+      g_autofree char *owned = NULL;
+      const char *res;
+
+      if (strcmp (argv[i], "list") == 0)
+        {
+          g_autoptr (GDir) d = g_dir_open (argv[i + 1], 0, NULL);
+          g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+          const char *n;
+          if (d == NULL)
+            res = rfx_errname (errno);
+          else
+            {
+              while ((n = g_dir_read_name (d)) != NULL)
+                g_ptr_array_add (names, g_strdup (n));
+              g_ptr_array_sort (names, compare_names);
+              g_ptr_array_add (names, NULL);
+              res = owned = g_strjoinv (",", (char **)names->pdata);
+            }
+        }
+      else
+        res = probe_one (argv[i], argv[i + 1], argv[i + 2], &owned);
+      if (res == NULL)
+        {
+          fprintf (stderr, "probe: unknown operation %s\n", argv[i]);
+          return 2;
+        }
+      printf ("%s\n", res);
+      fflush (stdout);
+    }
+  return 0;
+}
+
+/* ---- the host side ---- */
+
+typedef struct
+{
+  const char *op;
+  const char *a; /* relative to WS/ci */
+  const char *b; /* "-" when unused */
+  const char *want;
+} Step;
+
+/* WS/ci, mounted by fb-foldfs over T/backing with ARGS; the backing
+ * directory's files made first.  Returns WS/ci. */
+static char *
+mount_foldfs (RFx *fx, const char *const *args, char **ret_backing)
+{
+  g_autofree char *fs = rfx_fixture ("fb-foldfs");
+  char *backing = g_build_filename (fx->tmp, "backing", NULL);
+  char *mnt = g_build_filename (fx->ws, "ci", NULL);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GError) error = NULL;
+  struct statfs sfs;
+  GPid pid;
+
+  if (access ("/dev/fuse", R_OK | W_OK) != 0)
+    rfx_skip_or_fail ("/dev/fuse is not usable here: the case-insensitive filesystem can't be mounted");
+  g_mkdir_with_parents (backing, 0755);
+  g_mkdir_with_parents (mnt, 0755);
+  g_ptr_array_add (argv, fs);
+  for (guint i = 0; args != NULL && args[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *)args[i]);
+  g_ptr_array_add (argv, backing);
+  g_ptr_array_add (argv, mnt);
+  g_ptr_array_add (argv, NULL);
+  if (!g_spawn_async (NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error))
+    fail_msg ("can't start %s: %s", fs, error->message);
+  rfx_keep_pid (fx, pid);
+  if (!RFX_WAIT_FOR (statfs (mnt, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC, 10000))
+    fail_msg ("fb-foldfs did not mount %s over %s", mnt, backing);
+  *ret_backing = backing;
+  return mnt;
+}
+
+/* Unmount what the test mounted under T, then the usual teardown. */
+static int
+fold_teardown (void **state)
+{
+  RFx *fx = *state;
+  g_autofree char *mountinfo = rfx_file ("/proc/self/mountinfo");
+  g_auto (GStrv) lines = g_strsplit (mountinfo != NULL ? mountinfo : "", "\n", -1);
+
+  for (gint i = (gint)g_strv_length (lines) - 1; i >= 0; i--)
+    {
+      g_auto (GStrv) f = g_strsplit (lines[i], " ", 6);
+      if (g_strv_length (f) >= 5 && g_str_has_prefix (f[4], fx->tmp))
+        umount2 (f[4], MNT_DETACH);
+    }
+  rfx_free (fx);
+  return 0;
+}
+
+static void
+make_tree (const char *backing)
+{
+  g_autofree char *git = g_build_filename (backing, ".git", "config", NULL);
+  g_autofree char *deny = g_build_filename (backing, "secret-deny.txt", NULL);
+  g_autofree char *hide = g_build_filename (backing, "secret-hide.txt", NULL);
+  g_autofree char *inner = g_build_filename (backing, "private-dir", "inner.txt", NULL);
+  g_autofree char *normal = g_build_filename (backing, "normal.txt", NULL);
+  g_autofree char *other = g_build_filename (backing, "other.txt", NULL);
+  g_autofree char *sub = g_build_filename (backing, "sub", "keep", NULL);
+
+  rfx_write (git, "[core]\n\tbare = false\n", 0644);
+  rfx_write (deny, "denied\n", 0644);
+  rfx_write (hide, "hidden\n", 0644);
+  rfx_write (inner, "inner\n", 0644);
+  rfx_write (normal, "normal\n", 0644);
+  rfx_write (other, "other\n", 0644);
+  rfx_write (sub, "", 0644);
+}
+
+/* The variants reach the real files on the host: a refusal inside then
+ * shows the view's doing, not an absent file. */
+static void
+assert_host_resolves (const char *mnt, const char *const *variants)
+{
+  for (guint i = 0; variants[i] != NULL; i++)
+    {
+      g_autofree char *p = g_build_filename (mnt, variants[i], NULL);
+      rfx_assert_host_readable (p);
+    }
+}
+
+static char *
+policy_file (RFx *fx, const char *extra_rules)
+{
+  g_autofree char *text =
+    g_strdup_printf ("{\"version\":1,\"network\":\"none\",\"rules\":["
+                     "{\"path\":\"/\",\"access\":\"read\",\"why\":\"system files\"},"
+                     "{\"path\":\"/tmp\",\"access\":\"write\",\"source\":\"private\",\"why\":\"a private /tmp\"},"
+                     "{\"path\":\"${WORKSPACE}\",\"access\":\"write\",\"why\":\"the workspace\"},"
+                     "{\"path\":\"${WORKSPACE}/ci/secret-deny.txt\",\"access\":\"deny\",\"why\":\"secret-deny\"},"
+                     "{\"path\":\"${WORKSPACE}/ci/secret-hide.txt\",\"access\":\"hide\",\"why\":\"secret-hide\"},"
+                     "{\"path\":\"${WORKSPACE}/ci/private-dir\",\"access\":\"deny\",\"why\":\"private-dir\"},"
+                     "{\"path\":\"${WORKSPACE}/ci/absent-secret\",\"access\":\"deny\",\"why\":\"absent-secret\"}%s]}",
+                     extra_rules != NULL ? extra_rules : "");
+  char *path = g_build_filename (fx->tmp, "policy.json", NULL);
+  rfx_write (path, text, 0644);
+  return path;
+}
+
+/* Run STEPS through a probe inside `fusebox run` with POLICY; returns the
+ * run's access log. */
+static char *
+run_steps (RFx *fx, const char *policy, const char *mnt, const Step *steps, guint n)
+{
+  g_autofree char *self = rfx_self ();
+  g_autofree char *run_dir = g_build_filename (fx->tmp, "run-1", NULL);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GString) bad = g_string_new (NULL);
+  g_auto (GStrv) got = NULL;
+  RfxResult r;
+
+  g_ptr_array_add (argv, g_strdup (rfx_bin ()));
+  g_ptr_array_add (argv, g_strdup ("run"));
+  g_ptr_array_add (argv, g_strdup ("--policy"));
+  g_ptr_array_add (argv, g_strdup (policy));
+  g_ptr_array_add (argv, g_strdup ("--read"));
+  g_ptr_array_add (argv, g_strdup (g_getenv ("FUSEBOX_BUILD_ROOT")));
+  g_ptr_array_add (argv, g_strdup ("--run-dir"));
+  g_ptr_array_add (argv, g_strdup (run_dir));
+  g_ptr_array_add (argv, g_strdup ("--"));
+  g_ptr_array_add (argv, g_strdup (self));
+  g_ptr_array_add (argv, g_strdup ("--probe"));
+  for (guint i = 0; i < n; i++)
+    {
+      g_ptr_array_add (argv, g_strdup (steps[i].op));
+      g_ptr_array_add (argv, g_build_filename (mnt, steps[i].a, NULL));
+      g_ptr_array_add (argv, strcmp (steps[i].b, "-") == 0 ? g_strdup ("-") : g_build_filename (mnt, steps[i].b, NULL));
+    }
+  g_ptr_array_add (argv, NULL);
+  rfx_run_argv (fx, &r, (char **)argv->pdata);
+  if (r.status != 0)
+    fail_msg ("the probe failed (status %d): %s", r.status, r.err);
+  got = g_strsplit (r.out, "\n", -1);
+  for (guint i = 0; i < n; i++)
+    {
+      const char *g = i < g_strv_length (got) ? got[i] : "(missing)";
+      if (strcmp (g, steps[i].want) != 0)
+        g_string_append_printf (bad, "  %s %s%s%s: %s, expected %s\n", steps[i].op, steps[i].a,
+                                strcmp (steps[i].b, "-") == 0 ? "" : " ",
+                                strcmp (steps[i].b, "-") == 0 ? "" : steps[i].b, g, steps[i].want);
+    }
+  rfx_result_clear (&r);
+  if (bad->len > 0)
+    fail_msg ("inside `fusebox run`, on a host that folds names:\n%s", bad->str);
+  {
+    g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
+    return rfx_file (log_path);
+  }
+}
+
+/* The files the sandbox must not have changed, as they were made. */
+static void
+assert_host_unchanged (const char *backing)
+{
+  static const struct
+  {
+    const char *name;
+    const char *content;
+  } files[] = {
+    { ".git/config", "[core]\n\tbare = false\n" }, { "secret-deny.txt", "denied\n" }, { "secret-hide.txt", "hidden\n" },
+    { "private-dir/inner.txt", "inner\n" },        { "other.txt", "other\n" },
+  };
+  static const char *const absent[] = { "absent-secret", "ABSENT-SECRET",   "Absent-Secret", "sub/.GIT",
+                                        "sub/.Git",      "SECRET-DENY.TXT", "NORMAL.TXT",    NULL };
+
+  for (guint i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *p = g_build_filename (backing, files[i].name, NULL);
+      g_autofree char *text = rfx_file (p);
+      if (g_strcmp0 (text, files[i].content) != 0)
+        fail_msg ("%s changed on the host: \"%s\"", p, text != NULL ? text : "(gone)");
+    }
+  for (guint i = 0; absent[i] != NULL; i++)
+    {
+      g_autofree char *p = g_build_filename (backing, absent[i], NULL);
+      struct stat st;
+      if (lstat (p, &st) == 0)
+        fail_msg ("the sandbox made %s on the host", p);
+    }
+}
+
+/* A record of the view's refusal of a spelling, with its reason. */
+static void
+assert_logged_spelling (const char *log, const char *path)
+{
+  g_auto (GStrv) lines = g_strsplit (log != NULL ? log : "", "\n", -1);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      if (lines[i][0] == '\0')
+        continue;
+      g_autoptr (JsonObject) rec = rfx_parse_object (lines[i]);
+      const char *why = rfx_str (rec, "why");
+      if (g_strcmp0 (rfx_str (rec, "path"), path) == 0 && g_strcmp0 (rfx_str (rec, "decision"), "allow") != 0 &&
+          why != NULL && strstr (why, "folds names") != NULL)
+        return;
+    }
+  fail_msg ("no refusal of %s with the folding host's reason in the log:\n%s", path, log != NULL ? log : "");
+}
+
+static const Step ascii_steps[] = {
+  /* the variants: nothing readable, writable or made */
+  { "read", ".GIT/config", "-", "ENOENT" },
+  { "write", ".GIT/config", "-", "ENOENT" },
+  { "read", ".Git/config", "-", "ENOENT" },
+  { "read", "SECRET-DENY.TXT", "-", "ENOENT" },
+  { "write", "SECRET-DENY.TXT", "-", "ENOENT" },
+  { "create", "SECRET-DENY.TXT", "-", "ENOENT" },
+  { "read", "Secret-Hide.txt", "-", "ENOENT" },
+  { "write", "Secret-Hide.txt", "-", "ENOENT" },
+  { "create", "Secret-Hide.txt", "-", "EACCES" },
+  { "read", "PRIVATE-DIR/inner.txt", "-", "ENOENT" },
+  { "write", "PRIVATE-DIR/inner.txt", "-", "ENOENT" },
+  { "create", "PRIVATE-DIR/new.txt", "-", "ENOENT" },
+  { "read", "Private-Dir/inner.txt", "-", "ENOENT" },
+  { "unlink", "SECRET-DENY.TXT", "-", "ENOENT" },
+  { "unlink", "Secret-Hide.txt", "-", "ENOENT" },
+  { "rename", "normal.txt", "SECRET-DENY.TXT", "EACCES" },
+  { "rename", "normal.txt", ".GIT", "EACCES" },
+  { "rename", "normal.txt", "Other.txt", "EACCES" },
+  /* names that would act as a rule's or a protected name once made */
+  { "mkdir", "sub/.GIT", "-", "EACCES" },
+  { "mkdir", "sub/.Git", "-", "EACCES" },
+  { "create", "ABSENT-SECRET", "-", "EACCES" },
+  { "excl", "Absent-Secret", "-", "EACCES" },
+  { "mkdir", "absent-SECRET", "-", "EACCES" },
+  /* a variant of an allowed name is not resolved either */
+  { "read", "NORMAL.TXT", "-", "ENOENT" },
+  { "excl", "NORMAL.TXT", "-", "EEXIST" },
+  { "mkdir", "Other.TXT", "-", "EEXIST" },
+  /* the real names, as their rules say */
+  { "read", ".git/config", "-", "ENOENT" },
+  { "read", "secret-deny.txt", "-", "EACCES" },
+  { "write", "secret-deny.txt", "-", "EACCES" },
+  { "read", "secret-hide.txt", "-", "ENOENT" },
+  { "read", "private-dir/inner.txt", "-", "EACCES" },
+  { "read", "normal.txt", "-", "OK" },
+  { "write", "normal.txt", "-", "OK" },
+  { "excl", "new.txt", "-", "OK" },
+  { "rename", "new.txt", "New.TXT", "OK" },
+  { "read", "New.TXT", "-", "OK" },
+  { "list", ".", "-", "New.TXT,normal.txt,other.txt,private-dir,secret-deny.txt,sub" },
+};
+
+static void
+test_case_variants_run (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *backing = NULL;
+  g_autofree char *mnt = mount_foldfs (fx, NULL, &backing);
+  static const char *const variants[] = { ".GIT/config",           "SECRET-DENY.TXT", "Secret-Hide.txt",
+                                          "PRIVATE-DIR/inner.txt", "NORMAL.TXT",      NULL };
+  g_autofree char *policy = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *denied = NULL;
+
+  make_tree (backing);
+  assert_host_resolves (mnt, variants);
+  policy = policy_file (fx, NULL);
+  log = run_steps (fx, policy, mnt, ascii_steps, G_N_ELEMENTS (ascii_steps));
+  assert_host_unchanged (backing);
+  denied = g_build_filename (mnt, "SECRET-DENY.TXT", NULL);
+  assert_logged_spelling (log, denied);
+  RFX_PASS ();
+}
+
+/* NFD against NFC and case folding beyond ASCII, as ext4/tmpfs casefold. */
+static void
+test_unicode_variants_run (void **state)
+{
+  RFX_BEGIN (state);
+  static const char *const args[] = { "--unicode", NULL };
+  g_autofree char *backing = NULL;
+  g_autofree char *mnt = mount_foldfs (fx, args, &backing);
+  g_autofree char *cafe = NULL;
+  g_autofree char *policy = NULL;
+  g_autofree char *log = NULL;
+  static const char *const variants[] = { "cafe\xcc\x81-secret.txt", "CAF\xc3\x89-SECRET.TXT", NULL };
+  static const Step steps[] = {
+    { "read", "cafe\xcc\x81-secret.txt", "-", "ENOENT" }, { "write", "cafe\xcc\x81-secret.txt", "-", "ENOENT" },
+    { "read", "CAF\xc3\x89-SECRET.TXT", "-", "ENOENT" },  { "read", "caf\xc3\xa9-secret.txt", "-", "EACCES" },
+    { "create", "nai\xcc\x88ve-absent", "-", "EACCES" },  { "mkdir", "NA\xc3\x8fVE-ABSENT", "-", "EACCES" },
+    { "read", "SECRET-DENY.TXT", "-", "ENOENT" },         { "read", "normal.txt", "-", "OK" },
+  };
+
+  make_tree (backing);
+  cafe = g_build_filename (backing, "caf\xc3\xa9-secret.txt", NULL);
+  rfx_write (cafe, "caf\xc3\xa9\n", 0644);
+  assert_host_resolves (mnt, variants);
+  policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/caf\\u00e9-secret.txt\",\"access\":\"deny\",\"why\":\"cafe\"}"
+                            ",{\"path\":\"${WORKSPACE}/ci/na\\u00efve-absent\",\"access\":\"deny\",\"why\":\"naive\"}");
+  log = run_steps (fx, policy, mnt, steps, G_N_ELEMENTS (steps));
+  assert_host_unchanged (backing);
+  {
+    g_autofree char *text = rfx_file (cafe);
+    g_autofree char *nfd = g_build_filename (backing, "nai\xcc\x88ve-absent", NULL);
+    struct stat st;
+    assert_string_equal (text, "caf\xc3\xa9\n");
+    assert_int_not_equal (lstat (nfd, &st), 0);
+  }
+  RFX_PASS ();
+}
+
+/* Trailing dots and spaces, which vfat, NTFS and SMB servers ignore. */
+static void
+test_trailing_dots_run (void **state)
+{
+  RFX_BEGIN (state);
+  static const char *const args[] = { "--strip-dots", NULL };
+  g_autofree char *backing = NULL;
+  g_autofree char *mnt = mount_foldfs (fx, args, &backing);
+  g_autofree char *policy = NULL;
+  g_autofree char *log = NULL;
+  static const char *const variants[] = { "secret-deny.txt.", "secret-deny.txt ", ".git./config", NULL };
+  static const Step steps[] = {
+    { "read", "secret-deny.txt.", "-", "ENOENT" },  { "read", "secret-deny.txt ", "-", "ENOENT" },
+    { "write", "SECRET-DENY.TXT.", "-", "ENOENT" }, { "read", ".git./config", "-", "ENOENT" },
+    { "read", "secret-hide.txt..", "-", "ENOENT" }, { "create", "absent-secret.", "-", "EACCES" },
+    { "mkdir", "sub/.git.", "-", "EACCES" },        { "read", "normal.txt", "-", "OK" },
+  };
+
+  make_tree (backing);
+  assert_host_resolves (mnt, variants);
+  policy = policy_file (fx, NULL);
+  log = run_steps (fx, policy, mnt, steps, G_N_ELEMENTS (steps));
+  assert_host_unchanged (backing);
+  RFX_PASS ();
+}
+
+/* A real tmpfs with casefold (Linux 6.13, CONFIG_UNICODE). */
+static void
+test_tmpfs_casefold_run (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *mnt = g_build_filename (fx->ws, "ci", NULL);
+  g_autofree char *dir = g_build_filename (mnt, "cf", NULL);
+  g_autofree char *policy = NULL;
+  g_autofree char *log = NULL;
+  static const Step steps[] = {
+    { "read", "cf/SECRET-DENY.TXT", "-", "ENOENT" }, { "read", "cf/.GIT/config", "-", "ENOENT" },
+    { "read", "cf/Secret-Hide.txt", "-", "ENOENT" }, { "create", "cf/ABSENT-SECRET", "-", "EACCES" },
+    { "read", "cf/secret-deny.txt", "-", "EACCES" }, { "read", "cf/normal.txt", "-", "OK" },
+  };
+
+  g_mkdir_with_parents (mnt, 0755);
+  if (mount ("tmpfs", mnt, "tmpfs", 0, "casefold") < 0)
+    {
+      fprintf (stderr,
+               "skipped: tmpfs can't fold names on this kernel (mount -o casefold: %s; it needs Linux 6.13 with "
+               "CONFIG_UNICODE); the FUSE stand-ins cover the same cases\n",
+               g_strerror (errno));
+      fx->passed = true;
+      skip ();
+      return;
+    }
+  /* +F on an empty directory, as chattr does (FS_IOC_SETFLAGS) */
+  mkdir (dir, 0755);
+  {
+    int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    unsigned int flags = 0;
+    if (fd < 0 || ioctl (fd, FS_IOC_GETFLAGS, &flags) < 0 ||
+        (flags |= FS_CASEFOLD_FL, ioctl (fd, FS_IOC_SETFLAGS, &flags)) < 0)
+      fail_msg ("chattr +F %s: %s", dir, g_strerror (errno));
+    close (fd);
+  }
+  make_tree (dir);
+  {
+    static const char *const variants[] = { "SECRET-DENY.TXT", ".GIT/config", NULL };
+    assert_host_resolves (dir, variants);
+  }
+  policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/cf/secret-deny.txt\",\"access\":\"deny\",\"why\":\"d\"}"
+                            ",{\"path\":\"${WORKSPACE}/ci/cf/secret-hide.txt\",\"access\":\"hide\",\"why\":\"h\"}"
+                            ",{\"path\":\"${WORKSPACE}/ci/cf/absent-secret\",\"access\":\"deny\",\"why\":\"a\"}");
+  log = run_steps (fx, policy, mnt, steps, G_N_ELEMENTS (steps));
+  assert_host_unchanged (dir);
+  RFX_PASS ();
+}
+
+/* ---- through the remote API ---- */
+
+static JsonNode *call (TestClient *c, const char *method, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static JsonNode *
+call (TestClient *c, const char *method, const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *params = NULL;
+
+  va_start (ap, format);
+  params = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  return test_client_call (c, method, params);
+}
+
+static void
+test_case_variants_serve (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *backing = NULL;
+  g_autofree char *mnt = mount_foldfs (fx, NULL, &backing);
+  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "Secret-Hide.txt", "PRIVATE-DIR/inner.txt",
+                                          NULL };
+  g_autofree char *policy = NULL;
+  g_autofree char *log_path = g_build_filename (fx->tmp, "serve.jsonl", NULL);
+  g_autoptr (GString) bad = g_string_new (NULL);
+  TestServer *server;
+  TestClient *c;
+  const char *args[8];
+  static const char *const unreadable[] = { ".GIT/config",           "SECRET-DENY.TXT", "Secret-Hide.txt",
+                                            "PRIVATE-DIR/inner.txt", "secret-deny.txt", "secret-hide.txt",
+                                            ".git/config",           "NORMAL.TXT" };
+  static const char *const unwritable[] = { ".GIT/config",           "SECRET-DENY.TXT", "Secret-Hide.txt",
+                                            "PRIVATE-DIR/inner.txt", "ABSENT-SECRET",   "sub/.GIT/config",
+                                            "secret-deny.txt" };
+  static const char *const unmakeable[] = { "sub/.GIT", "Absent-Secret", "PRIVATE-DIR/x" };
+
+  make_tree (backing);
+  assert_host_resolves (mnt, variants);
+  policy = policy_file (fx, NULL);
+  args[0] = "--workspace";
+  args[1] = fx->ws;
+  args[2] = "--policy";
+  args[3] = policy;
+  args[4] = "--log";
+  args[5] = log_path;
+  args[6] = NULL;
+  server = test_server_start (fx->tmp, args);
+  if (!g_str_has_prefix (server->url != NULL ? server->url : "", "ws://"))
+    fail_msg ("fusebox serve did not start: %s", server->command);
+  fx->repro = g_strdup (server->command);
+  c = test_client_connect (server->url);
+  if (c->ws == NULL || !test_client_handshake (c, NULL))
+    fail_msg ("no session with %s", server->url);
+
+  for (guint i = 0; i < G_N_ELEMENTS (unreadable); i++)
+    {
+      g_autofree char *p = g_build_filename (mnt, unreadable[i], NULL);
+      g_autoptr (JsonNode) r = call (c, "fs/readFile", "{\"path\":\"%s\"}", p);
+      if (answer_result (r) != NULL)
+        g_string_append_printf (bad, "  fs/readFile %s: read\n", unreadable[i]);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (unwritable); i++)
+    {
+      g_autofree char *p = g_build_filename (mnt, unwritable[i], NULL);
+      g_autoptr (JsonNode) r = call (c, "fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"cHduZWQK\"}", p);
+      if (answer_result (r) != NULL)
+        g_string_append_printf (bad, "  fs/writeFile %s: written\n", unwritable[i]);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (unmakeable); i++)
+    {
+      g_autofree char *p = g_build_filename (mnt, unmakeable[i], NULL);
+      g_autoptr (JsonNode) r = call (c, "fs/createDirectory", "{\"path\":\"%s\",\"recursive\":false}", p);
+      if (answer_result (r) != NULL)
+        g_string_append_printf (bad, "  fs/createDirectory %s: made\n", unmakeable[i]);
+    }
+  {
+    /* a call's own sandbox narrows the server's policy: folded as well */
+    g_autofree char *p = g_build_filename (mnt, "OTHER.TXT", NULL);
+    g_autofree char *q = g_build_filename (mnt, "normal.txt", NULL);
+    g_autoptr (JsonNode) r = call (c, "fs/readFile",
+                                   "{\"path\":\"%s\",\"sandbox\":{\"version\":1,\"rules\":["
+                                   "{\"path\":\"/\",\"access\":\"write\",\"why\":\"call\"},"
+                                   "{\"path\":\"%s/other.txt\",\"access\":\"deny\",\"why\":\"call\"}]}}",
+                                   p, mnt);
+    g_autoptr (JsonNode) ok = call (c, "fs/readFile", "{\"path\":\"%s\"}", q);
+    if (answer_result (r) != NULL)
+      g_string_append (bad, "  fs/readFile OTHER.TXT under a sandbox denying other.txt: read\n");
+    if (answer_result (ok) == NULL)
+      g_string_append_printf (bad, "  fs/readFile normal.txt: %s\n", answer_error_message (ok));
+  }
+  test_client_free (c);
+  test_server_stop (server);
+  if (bad->len > 0)
+    fail_msg ("through the remote API, on a host that folds names:\n%s", bad->str);
+  assert_host_unchanged (backing);
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_case_variants_run, rfx_setup, fold_teardown),
+    cmocka_unit_test_setup_teardown (test_unicode_variants_run, rfx_setup, fold_teardown),
+    cmocka_unit_test_setup_teardown (test_trailing_dots_run, rfx_setup, fold_teardown),
+    cmocka_unit_test_setup_teardown (test_tmpfs_casefold_run, rfx_setup, fold_teardown),
+    cmocka_unit_test_setup_teardown (test_case_variants_serve, rfx_setup, fold_teardown),
+  };
+
+  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
+    return probe_main (argc - 2, argv + 2);
+  rfx_require ();
+  rfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
