@@ -15,7 +15,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -317,6 +319,47 @@ run_probe (const Ctx *ctx, ProbeFn fn)
   return r;
 }
 
+/* Whether ID is mapped in this process's user namespace (MAP_PATH:
+ * /proc/self/uid_map or gid_map, lines "inside outside count"). */
+static bool
+id_is_mapped (const char *map_path, guint32 id)
+{
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents (map_path, &text, NULL, NULL))
+    return true; /* no way to tell: the launch will */
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+  for (char **l = lines; *l; l++)
+    {
+      guint64 first, count;
+      char *end;
+      first = g_ascii_strtoull (*l, &end, 10);
+      if (end == *l)
+        continue;
+      g_ascii_strtoull (end, &end, 10);
+      count = g_ascii_strtoull (end, NULL, 10);
+      if (id >= first && id - first < count)
+        return true;
+    }
+  return false;
+}
+
+/* "crw-rw-rw- root:root (0666)" for a message. */
+static char *
+describe_mode (const struct stat *st)
+{
+  static const char rwx[] = "rwxrwxrwx";
+  char bits[10];
+  for (int i = 0; i < 9; i++)
+    bits[i] = st->st_mode & (0400 >> i) ? rwx[i] : '-';
+  bits[9] = 0;
+  g_autofree char *user = NULL, *group = NULL;
+  struct passwd *pw = getpwuid (st->st_uid);
+  struct group *gr = getgrgid (st->st_gid);
+  user = pw ? g_strdup (pw->pw_name) : g_strdup_printf ("%u", (unsigned)st->st_uid);
+  group = gr ? g_strdup (gr->gr_name) : g_strdup_printf ("%u", (unsigned)st->st_gid);
+  return g_strdup_printf ("c%s %s:%s (%04o)", bits, user, group, (unsigned)(st->st_mode & 07777));
+}
+
 static char *
 read_sysctl (const Ctx *ctx, const char *name)
 {
@@ -423,6 +466,27 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
                "see the user namespace line above; in a container, /proc must not be read-only",
                (unsigned)ctx.uid, (unsigned)ctx.gid, g_strerror (e));
 
+  /* Who the sandbox is on the host (docs/security.md, "Identity"). */
+  FbLauncherIdentity identity;
+  fb_launcher_identity_get (&identity);
+  if (!identity.root_caller)
+    line_ok (&rep, "sandbox identity", "your own uid and gid on the host");
+  else if (id_is_mapped ("/proc/self/uid_map", identity.host_uid) &&
+           id_is_mapped ("/proc/self/gid_map", identity.host_gid))
+    {
+      g_autofree char *detail = g_strdup_printf (
+        "uid %u and gid %u (nobody) on the host, never root: you are the host's root; what the command creates "
+        "in the view is still yours",
+        identity.host_uid, identity.host_gid);
+      line_ok (&rep, "sandbox identity", detail);
+    }
+  else
+    line_fail (&rep, "sandbox identity",
+               "you are the host's root, whose sandboxes run as the overflow ids %u:%u (nobody), never as root, "
+               "but this user namespace maps no such ids (unshare -r and bwrap --unshare-user run as root map "
+               "root alone); fix: run fusebox outside it, or run the outer sandbox as a normal user",
+               identity.host_uid, identity.host_gid);
+
   int mount_e = run_probe (&ctx, probe_userns_mount);
   if (apparmor)
     {
@@ -445,7 +509,23 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
 
   e = run_probe (&ctx, probe_fuse_device);
   bool fuse_ok = e == 0;
-  if (e == 0)
+  struct stat fuse_st;
+  if (e == 0 && stat (ctx.fuse_path, &fuse_st) == 0)
+    {
+      /* Its mode decides who can run sandboxes; what fusebox does with it
+       * is the same either way. */
+      g_autofree char *mode = describe_mode (&fuse_st);
+      g_autofree char *detail = g_strdup_printf (
+        "%s: %s; each sandbox opens it once, inside its own user namespace and before it takes its ids there, and "
+        "keeps no copy once fusebox serves the connection",
+        mode,
+        (fuse_st.st_mode & 0006) == 0006 ? "every user may open it (the fuse3 packages' default), so normal users "
+                                           "can run sandboxes too"
+                                         : "only those its mode names may open it (usually root alone), and so run "
+                                           "sandboxes");
+      line_ok (&rep, ctx.fuse_path, detail);
+    }
+  else if (e == 0)
     line_ok (&rep, ctx.fuse_path, NULL);
   else if (e == ENOENT)
     line_fail (&rep, ctx.fuse_path,
@@ -483,16 +563,17 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
      * access(W_OK) with read-only binds; that needs uid 0 with
      * CAP_DAC_OVERRIDE over the host's /proc, i.e. bwrap run as root with
      * its default uid (then /proc/irq and /proc/bus are covered).  As a
-     * normal user, or as root with --unshare-user --uid 1000, every
-     * access() fails, nothing is covered, and fusebox runs inside it
-     * (tests/integration/test-run-nested.c). */
+     * normal user every access() fails, nothing is covered, and fusebox
+     * runs inside it (tests/integration/test-run-nested.c).  As root with
+     * --unshare-user --uid 1000 nothing is covered either, but that uid is
+     * the host's root, which the identity line refuses. */
     line_fail (&rep, "fresh procfs",
                "mounting /proc for a new pid namespace: %s: the kernel lets a user namespace mount a procfs "
                "only while one with nothing mounted over its entries is visible, and every procfs here has "
                "mounts over it (%s); fix: bwrap makes these when it runs as root with uid 0 inside: run bwrap as "
-               "a normal user, or as root add --unshare-user --uid 1000 --gid 1000 (any uid but 0); a "
-               "container must unmask /proc (docker --security-opt systempaths=unconfined, podman "
-               "--security-opt unmask=/proc/*)",
+               "a normal user (as root with --unshare-user, its uids are all the host's root, which fusebox "
+               "refuses to run a sandbox as); a container must unmask /proc (docker --security-opt "
+               "systempaths=unconfined, podman --security-opt unmask=/proc/*)",
                g_strerror (e), covers);
   else
     line_fail (&rep, "fresh procfs", "mounting /proc for a new pid namespace: %s; fix: %s", g_strerror (e),

@@ -16,11 +16,12 @@
  *    attached by fd (move_mount): the staging mount may cover their paths,
  *    is not part of a root of "/", and nothing is resolved twice.
  *  - The FUSE root: the outer child opens /dev/fuse itself (the kernel wants
- *    the fd's opener in the mounter's user namespace), mounts it — the mount
- *    returns at once, INIT is answered later — and sends the fd to the
- *    supervisor with the ROOT_MOUNTED record, before any lookup in the view,
- *    which would block until the supervisor serves the fd.  pid 1 does the
- *    rest (a procfs belongs to its mounter's pid namespace).
+ *    the fd's opener in the mounter's user namespace), before it takes its
+ *    unprivileged ids (a 0600 root device would refuse them), mounts it —
+ *    the mount returns at once, INIT is answered later — and sends the fd to
+ *    the supervisor with the ROOT_MOUNTED record, before any lookup in the
+ *    view, which would block until the supervisor serves the fd.  pid 1 does
+ *    the rest (a procfs belongs to its mounter's pid namespace).
  *  - pivot_root(".", ".") stacks the old root on the new one, and
  *    umount2(".", MNT_DETACH) drops it (with the staging tmpfs): no
  *    "oldroot" directory is needed anywhere.
@@ -78,7 +79,8 @@ struct FbLauncherMounts
   char *dev_files[N_DEVICES];
   char *dev_link_paths[G_N_ELEMENTS (dev_links)];
 
-  /* the child's own copy only: what apply_root opened for apply_rest */
+  /* the child's own copy only: what open_fuse and apply_root opened */
+  int fuse_fd;
   int dev_trees[N_DEVICES];
   char fuse_options[256];
 };
@@ -127,6 +129,7 @@ fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, Fb
   m->fuse_options_tail =
     g_strdup_printf ("rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other", uid, gid);
   m->proc = g_strconcat (m->root, "/proc", NULL);
+  m->fuse_fd = -1;
   m->dev = g_strconcat (m->root, "/dev", NULL);
   m->pts = g_strconcat (m->dev, "/pts", NULL);
   m->shm = g_strconcat (m->dev, "/shm", NULL);
@@ -241,17 +244,35 @@ format_fuse_options (char *buf, size_t size, int fd, const char *tail)
 }
 
 int
+fb_launcher_mounts_open_fuse (FbLauncherMounts *m, FbLauncherFailure *ret_failure)
+{
+  if (m->kind != FB_LAUNCHER_ROOT_FUSE)
+    return 0;
+  /* Here, inside the user namespace: fuse_get_tree() accepts only an fd
+   * whose opener lives in the mounter's user namespace. */
+  m->fuse_fd = open (m->fuse_device, O_RDWR | O_CLOEXEC);
+  if (m->fuse_fd < 0)
+    return fail (ret_failure, FB_LAUNCHER_STEP_OPEN_FUSE, errno, 0);
+  return 0;
+}
+
+int
 fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFailure *ret_failure)
 {
   int root_tree = -1;
-  int fuse_fd = -1;
+  int fuse_fd = m->fuse_fd;
   int r;
+
+  m->fuse_fd = -1; /* ours to close from here on */
 
   /* Mount events must not propagate to the host (shared mounts of systemd
    * hosts would otherwise receive our /proc, tmpfs...).  Slave rather than
    * private: a host unmount still reaches the sandbox's copy. */
   if (mount (NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
-    return fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_SLAVE, errno, 0);
+    {
+      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_SLAVE, errno, 0);
+      goto out;
+    }
 
   /* Host objects first, as detached copies, resolved in this mount namespace
    * (open_tree refuses mounts of another namespace, so the parent can't do
@@ -264,11 +285,14 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
        * the detached copy, before anything can see it writable. */
       root_tree = clone_tree (m->root_dir, true);
       if (root_tree < 0)
-        return fail (ret_failure,
-                     root_tree == -ENOENT || root_tree == -ENOTDIR || root_tree == -EACCES
-                       ? FB_LAUNCHER_STEP_OPEN_ROOT
-                       : FB_LAUNCHER_STEP_MOUNT_ROOT,
-                     -root_tree, 0);
+        {
+          r = fail (ret_failure,
+                    root_tree == -ENOENT || root_tree == -ENOTDIR || root_tree == -EACCES ? FB_LAUNCHER_STEP_OPEN_ROOT
+                                                                                          : FB_LAUNCHER_STEP_MOUNT_ROOT,
+                    -root_tree, 0);
+          root_tree = -1;
+          goto out;
+        }
       struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
       if (mount_setattr (root_tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
         {
@@ -276,18 +300,11 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
           goto out;
         }
     }
-  else
+  else if (fuse_fd < 0 || !format_fuse_options (m->fuse_options, sizeof m->fuse_options, fuse_fd, m->fuse_options_tail))
     {
-      /* Opened here, inside the user namespace: fuse_get_tree() accepts only
-       * an fd whose opener lives in the mounter's user namespace. */
-      fuse_fd = open (m->fuse_device, O_RDWR | O_CLOEXEC);
-      if (fuse_fd < 0)
-        return fail (ret_failure, FB_LAUNCHER_STEP_OPEN_FUSE, errno, 0);
-      if (!format_fuse_options (m->fuse_options, sizeof m->fuse_options, fuse_fd, m->fuse_options_tail))
-        {
-          r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, ENAMETOOLONG, 0);
-          goto out;
-        }
+      /* fb_launcher_mounts_open_fuse() came first, or this is a bug */
+      r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, fuse_fd < 0 ? EBADF : ENAMETOOLONG, 0);
+      goto out;
     }
   for (size_t i = 0; i < N_DEVICES; i++)
     {

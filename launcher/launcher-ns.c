@@ -8,12 +8,23 @@
  *    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP (| CLONE_NEWNET).  The
  *    new user namespace owns the others, so the child holds every capability
  *    over them and none over the host.
- *  - The outer child writes its own maps (a single line mapping the caller's
- *    id is what the kernel allows an unprivileged process, with setgroups
- *    denied), brings loopback up, mounts the root, clones pid 1 with
- *    CLONE_NEWPID, locks itself down and relays signals and the exit status.
- *    pid 1 mounts /proc and /dev, pivots, locks down and runs the tiny init
- *    of launcher-pid1.c.  (Why two processes: launcher.h.)
+ *  - Identity (docs/security.md, "Identity"): the parent writes the outer
+ *    child's maps, one uid and one gid each, to the host ids of
+ *    FbLauncherIdentity: the caller's own, or the overflow ids for a caller
+ *    that is the host's root, so that no sandboxed process is ever the
+ *    host's root (a procfs's sysctls, device nodes and magic links check
+ *    that uid).  The parent writes them because a map to an id other than
+ *    the writer's own needs CAP_SETUID/CAP_SETGID over the parent namespace
+ *    in the writer and in the file's opener (new_idmap_permitted()), which
+ *    nothing inside the new namespace has.  The child sends its /proc
+ *    directory, waits for the parent's word, opens /dev/fuse while it is
+ *    still the caller on the host, drops a root caller's groups, takes its
+ *    ids inside (capabilities kept for the mounts), and only then touches
+ *    anything else.
+ *  - The outer child then brings loopback up, mounts the root, clones pid 1
+ *    with CLONE_NEWPID, locks itself down and relays signals and the exit
+ *    status.  pid 1 mounts /proc and /dev, pivots, locks down and runs the
+ *    tiny init of launcher-pid1.c.  (Why two processes: launcher.h.)
  *  - Both report on a close-on-exec SOCK_SEQPACKET socket: a ROOT_MOUNTED
  *    record (the sync point, carrying the FUSE fd for a FUSE root), a failure
  *    record {step, errno, detail} before _exit(125/126/127), or nothing until
@@ -30,6 +41,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -38,6 +52,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,7 +87,8 @@ struct FbLauncherChild
   char *cwd;
   char *argv0;
   char *path_env;
-  guint32 uid, gid, outer_uid, outer_gid;
+  guint32 uid, gid;
+  FbLauncherIdentity identity;
   FbLauncherNetwork network;
 };
 
@@ -82,8 +98,10 @@ typedef struct
   int status_fd;    /* child-side end of the status socket, >= 3, close-on-exec */
   int parent_pidfd; /* to notice a parent that died before PDEATHSIG was set; -1 if unsupported */
   int stdio[3];
-  char *uid_map;
+  char *uid_map; /* written by the parent (write_ids) */
   char *gid_map;
+  bool root_caller; /* setgroups left allowed, for the child to clear its groups */
+  guint32 uid, gid; /* inside */
   bool new_net;
   const char *cwd;
   FbLauncherMounts *mounts;
@@ -132,9 +150,12 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_NONE] = "none",
   [FB_LAUNCHER_STEP_CLONE] = "clone",
   [FB_LAUNCHER_STEP_PARENT_GONE] = "parent-gone",
+  [FB_LAUNCHER_STEP_IDS_READY] = "ids-ready",
   [FB_LAUNCHER_STEP_SETGROUPS] = "setgroups",
   [FB_LAUNCHER_STEP_UID_MAP] = "uid-map",
   [FB_LAUNCHER_STEP_GID_MAP] = "gid-map",
+  [FB_LAUNCHER_STEP_DROP_GROUPS] = "drop-groups",
+  [FB_LAUNCHER_STEP_SET_IDS] = "set-ids",
   [FB_LAUNCHER_STEP_LOOPBACK] = "loopback",
   [FB_LAUNCHER_STEP_MOUNT_SLAVE] = "mount-slave",
   [FB_LAUNCHER_STEP_OPEN_ROOT] = "open-root",
@@ -224,10 +245,50 @@ fb_launcher_report_fd (int status_fd, FbLauncherStep step, int fd)
   return n < 0 ? -errno : 0;
 }
 
-static int
-write_file (const char *path, const char *data)
+/* ---- identity ---- */
+
+static guint32
+read_overflow_id (const char *path)
 {
-  int fd = open (path, O_WRONLY | O_CLOEXEC);
+  g_autofree char *text = NULL;
+  guint64 v;
+
+  if (g_file_get_contents (path, &text, NULL, NULL) &&
+      g_ascii_string_to_unsigned (g_strstrip (text), 10, 0, G_MAXUINT32 - 1, &v, NULL))
+    return (guint32)v;
+  return 65534;
+}
+
+void
+fb_launcher_identity_get (FbLauncherIdentity *ret_identity)
+{
+  guint32 euid = geteuid ();
+  guint32 egid = getegid ();
+  guint32 overflow_uid = read_overflow_id ("/proc/sys/kernel/overflowuid");
+  guint32 overflow_gid = read_overflow_id ("/proc/sys/kernel/overflowgid");
+  struct stat st;
+  bool root;
+
+  /* Are we the host's root?  Not only uid 0 of the initial namespace: uid
+   * 1000 of `bwrap --unshare-user --uid 1000` run by root is the same kernel
+   * uid.  The sysctl tree belongs to that uid in every procfs, shown in our
+   * namespace's ids, so its owner being our euid says it.  Where the
+   * namespace does not map it, the owner shows as the overflow id, which is
+   * then not a sign.  Without /proc/sys, uid 0 counts as root. */
+  if (stat ("/proc/sys/kernel", &st) == 0)
+    root = st.st_uid == euid && euid != overflow_uid;
+  else
+    root = euid == 0;
+
+  ret_identity->root_caller = root;
+  ret_identity->host_uid = root ? overflow_uid : euid;
+  ret_identity->host_gid = root ? overflow_gid : egid;
+}
+
+static int
+write_at (int dirfd, const char *name, const char *data)
+{
+  int fd = openat (dirfd, name, O_WRONLY | O_CLOEXEC);
   if (fd < 0)
     return -errno;
   size_t len = strlen (data);
@@ -237,27 +298,88 @@ write_file (const char *path, const char *data)
   return r;
 }
 
-int
-fb_launcher_ns_write_maps (const char *uid_map, const char *gid_map, FbLauncherStep *ret_step)
+/* The parent's half: the child's maps, through its /proc directory. */
+static int
+write_maps_at (int proc_dirfd, const Prepared *p, FbLauncherStep *ret_step)
 {
   int r;
-  /* setgroups must be denied before an unprivileged gid_map write is
-   * accepted (CVE-2014-8989: dropping a group could grant access that a
-   * negative group ACL denied).  We deny it as root too: one behaviour. */
-  if ((r = write_file ("/proc/self/setgroups", "deny")) < 0 && r != -ENOENT)
+
+  /* An unprivileged map needs setgroups denied first (CVE-2014-8989:
+   * dropping a group could grant what a negative group ACL denied); the
+   * caller's groups then stay, which are its own.  A root caller's map is
+   * privileged and leaves setgroups allowed: the child must drop root's
+   * groups (become_ids()), and only "allow" lets it. */
+  if (!p->root_caller && (r = write_at (proc_dirfd, "setgroups", "deny")) < 0 && r != -ENOENT)
     {
       *ret_step = FB_LAUNCHER_STEP_SETGROUPS;
       return r;
     }
-  if ((r = write_file ("/proc/self/uid_map", uid_map)) < 0)
+  if ((r = write_at (proc_dirfd, "uid_map", p->uid_map)) < 0)
     {
       *ret_step = FB_LAUNCHER_STEP_UID_MAP;
       return r;
     }
-  if ((r = write_file ("/proc/self/gid_map", gid_map)) < 0)
+  if ((r = write_at (proc_dirfd, "gid_map", p->gid_map)) < 0)
     {
       *ret_step = FB_LAUNCHER_STEP_GID_MAP;
       return r;
+    }
+  return 0;
+}
+
+/* The child's half, after the maps: become the ids inside.  The child is
+ * still the caller's (host) uid until here, holding every capability of
+ * the new namespace; it keeps those for the mounts that follow (the
+ * lock-down drops them) and leaves the caller's uid behind. */
+static int
+become_ids (const Prepared *p, FbLauncherStep *ret_step)
+{
+  /* A root caller's supplementary groups (0 among them, under sudo) must
+   * not come along.  Where a namespace above ours denies setgroups, the
+   * groups we came with stay: refused unless there are none. */
+  if (p->root_caller && setgroups (0, NULL) < 0)
+    {
+      int e = errno;
+      if (e != EPERM || getgroups (0, NULL) != 0)
+        {
+          *ret_step = FB_LAUNCHER_STEP_DROP_GROUPS;
+          return -e;
+        }
+    }
+
+  /* No capability fix-up on the uid change (it would clear them when the
+   * old uid counts as root inside and the new one does not), and the
+   * effective set raised from the permitted one afterwards whatever the
+   * rules did.  The lock-down rewrites the securebits. */
+  int bits = prctl (PR_GET_SECUREBITS, 0, 0, 0, 0);
+  if (bits < 0 || prctl (PR_SET_SECUREBITS, (unsigned long)bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0 ||
+      setresgid (p->gid, p->gid, p->gid) < 0 || setresuid (p->uid, p->uid, p->uid) < 0)
+    {
+      *ret_step = FB_LAUNCHER_STEP_SET_IDS;
+      return -errno;
+    }
+  struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+  if (syscall (__NR_capget, &hdr, data) < 0)
+    {
+      *ret_step = FB_LAUNCHER_STEP_SET_IDS;
+      return -errno;
+    }
+  bool any = false;
+  for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+    {
+      data[i].effective = data[i].permitted;
+      any = any || data[i].permitted != 0;
+    }
+  if (!any)
+    {
+      *ret_step = FB_LAUNCHER_STEP_SET_IDS;
+      return -EPERM;
+    }
+  if (syscall (__NR_capset, &hdr, data) < 0)
+    {
+      *ret_step = FB_LAUNCHER_STEP_SET_IDS;
+      return -errno;
     }
   return 0;
 }
@@ -323,8 +445,31 @@ arm_pdeathsig (const Prepared *p, int parent_pidfd)
       struct pollfd pfd = { .fd = parent_pidfd, .events = POLLIN };
       if (poll (&pfd, 1, 0) > 0)
         child_fail (p, FB_LAUNCHER_STEP_PARENT_GONE, ESRCH, 0);
-      close (parent_pidfd);
     }
+}
+
+/* The child's side of write_ids(): our /proc directory to the parent (its
+ * /proc may show another pid namespace), then its word: NONE, or the step
+ * and errno that failed, reported as our own. */
+static void
+wait_for_maps (const Prepared *p)
+{
+  int self = open ("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (self < 0)
+    child_fail (p, FB_LAUNCHER_STEP_UID_MAP, errno, 0);
+  int r = fb_launcher_report_fd (p->status_fd, FB_LAUNCHER_STEP_IDS_READY, self);
+  if (r < 0)
+    child_fail (p, FB_LAUNCHER_STEP_UID_MAP, -r, 0);
+  close (self);
+  Record answer;
+  ssize_t n;
+  do
+    n = recv (p->status_fd, &answer, sizeof answer, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof answer)
+    _exit (FB_LAUNCHER_EXIT_SANDBOX); /* the parent is gone */
+  if (answer.step != FB_LAUNCHER_STEP_NONE)
+    child_fail (p, (FbLauncherStep)answer.step, answer.error, 0);
 }
 
 G_GNUC_NORETURN static void
@@ -335,6 +480,8 @@ pid1_main (Prepared *p, int parent_pidfd)
   int r;
 
   arm_pdeathsig (p, parent_pidfd);
+  if (parent_pidfd >= 0)
+    close (parent_pidfd);
 
   if ((r = fb_launcher_mounts_apply_rest (p->mounts, &failure)) < 0)
     child_fail (p, failure.step, failure.error, failure.detail);
@@ -367,8 +514,20 @@ outer_main (Prepared *p)
 
   child_setup_stdio (p);
 
-  if ((r = fb_launcher_ns_write_maps (p->uid_map, p->gid_map, &step)) < 0)
+  /* Identity: see the top of this file.  Until become_ids() this process
+   * is still the caller on the host, which is what opening /dev/fuse needs
+   * where it is 0600 root (the kernel also wants the fd opened inside this
+   * user namespace: launcher.h). */
+  wait_for_maps (p);
+  if ((r = fb_launcher_mounts_open_fuse (p->mounts, &failure)) < 0)
+    child_fail (p, failure.step, failure.error, failure.detail);
+  if ((r = become_ids (p, &step)) < 0)
     child_fail (p, step, -r, 0);
+  /* The uid change cleared PDEATHSIG (commit_creds()): again, and the
+   * parent must still be there. */
+  arm_pdeathsig (p, p->parent_pidfd);
+  if (p->parent_pidfd >= 0)
+    close (p->parent_pidfd);
 
   if (p->new_net && (r = fb_launcher_ns_loopback_up ()) < 0)
     child_fail (p, FB_LAUNCHER_STEP_LOOPBACK, -r, 0);
@@ -396,6 +555,81 @@ outer_main (Prepared *p)
 }
 
 /* ---- the parent's side ---- */
+
+/* One record from the child, with the fd it carries (else -1).  Returns
+ * recvmsg's result, -1 with errno on failure. */
+static ssize_t
+recv_record (int fd, Record *rec, int *ret_passed_fd)
+{
+  struct iovec iov = { .iov_base = rec, .iov_len = sizeof *rec };
+  union
+  {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE (sizeof (int))];
+  } control;
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+  };
+  ssize_t n = recvmsg (fd, &msg, MSG_CMSG_CLOEXEC);
+  *ret_passed_fd = -1;
+  for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR (&msg) : NULL; c; c = CMSG_NXTHDR (&msg, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
+      memcpy (ret_passed_fd, CMSG_DATA (c), sizeof *ret_passed_fd);
+  return n;
+}
+
+/* The first failure the child reports is the one we tell. */
+static void
+note_failure (FbLauncherChild *child, const Record *rec)
+{
+  if (child->failed)
+    return;
+  child->failed = true;
+  child->failure.step = rec->step >= 0 && rec->step < FB_LAUNCHER_STEP_N ? rec->step : FB_LAUNCHER_STEP_NONE;
+  child->failure.error = rec->error;
+  child->failure.detail = rec->detail;
+}
+
+/* The parent's half of the identity step (see the top of this file and
+ * wait_for_maps()).  Runs in fb_launcher_spawn(), single-threaded: the
+ * child sent its /proc directory or, having failed before, its failure
+ * record; a child that died without a word is left to read_status(). */
+static void
+write_ids (FbLauncherChild *child, const Prepared *p)
+{
+  Record rec;
+  int dirfd;
+  ssize_t n;
+
+  do
+    n = recv_record (child->status_fd, &rec, &dirfd);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof rec)
+    {
+      if (dirfd >= 0)
+        close (dirfd);
+      return;
+    }
+  if (rec.step != FB_LAUNCHER_STEP_IDS_READY || dirfd < 0)
+    {
+      if (dirfd >= 0)
+        close (dirfd);
+      note_failure (child, &rec);
+      return;
+    }
+  Record answer = { .step = FB_LAUNCHER_STEP_NONE };
+  FbLauncherStep step = FB_LAUNCHER_STEP_NONE;
+  int r = write_maps_at (dirfd, p, &step);
+  close (dirfd);
+  if (r < 0)
+    {
+      answer.step = step;
+      answer.error = -r;
+    }
+  /* A child gone meanwhile: its EOF tells read_status(). */
+  while (send (child->status_fd, &answer, sizeof answer, MSG_NOSIGNAL) < 0 && errno == EINTR)
+    ;
+}
 
 static void
 prepared_clear (Prepared *p)
@@ -433,13 +667,16 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   if (plan->cwd && plan->cwd[0] != '/')
     return -EINVAL;
 
-  guint32 outer_uid = geteuid ();
-  guint32 outer_gid = getegid ();
-  guint32 uid = plan->uid == FB_LAUNCHER_ID_CALLER ? outer_uid : plan->uid;
-  guint32 gid = plan->gid == FB_LAUNCHER_ID_CALLER ? outer_gid : plan->gid;
+  FbLauncherIdentity identity;
+  fb_launcher_identity_get (&identity);
+  guint32 uid = plan->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : plan->uid;
+  guint32 gid = plan->gid == FB_LAUNCHER_ID_CALLER ? getegid () : plan->gid;
 
-  p.uid_map = g_strdup_printf ("%u %u 1\n", uid, outer_uid);
-  p.gid_map = g_strdup_printf ("%u %u 1\n", gid, outer_gid);
+  p.uid_map = g_strdup_printf ("%u %u 1\n", uid, identity.host_uid);
+  p.gid_map = g_strdup_printf ("%u %u 1\n", gid, identity.host_gid);
+  p.root_caller = identity.root_caller;
+  p.uid = uid;
+  p.gid = gid;
   p.new_net = plan->network == FB_LAUNCHER_NETWORK_NONE;
   p.cwd = plan->cwd ? plan->cwd : "/";
   p.stdio[0] = plan->stdin_fd;
@@ -516,9 +753,9 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   }
   child->uid = uid;
   child->gid = gid;
-  child->outer_uid = outer_uid;
-  child->outer_gid = outer_gid;
+  child->identity = identity;
   child->network = plan->network;
+  write_ids (child, &p);
   *ret_child = child;
   r = 0;
 
@@ -573,16 +810,8 @@ read_status (FbLauncherChild *child, bool want_mounted)
       if (want_mounted && child->mounted)
         return 0;
       Record rec;
-      struct iovec iov = { .iov_base = &rec, .iov_len = sizeof rec };
-      union
-      {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE (sizeof (int))];
-      } control;
-      struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
-      };
-      ssize_t n = recvmsg (child->status_fd, &msg, MSG_CMSG_CLOEXEC);
+      int passed_fd;
+      ssize_t n = recv_record (child->status_fd, &rec, &passed_fd);
       if (n < 0 && errno == EINTR)
         continue;
       /* The child closed its end with fb_launcher_child_skip_candidates()'s
@@ -592,10 +821,6 @@ read_status (FbLauncherChild *child, bool want_mounted)
         continue;
       if (n < 0 && errno == EAGAIN)
         break; /* non-blocking drain: nothing more now */
-      int passed_fd = -1;
-      for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR (&msg) : NULL; c; c = CMSG_NXTHDR (&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
-          memcpy (&passed_fd, CMSG_DATA (c), sizeof passed_fd);
       if (n == (ssize_t)sizeof rec)
         {
           if (rec.step == FB_LAUNCHER_STEP_ROOT_MOUNTED)
@@ -608,15 +833,11 @@ read_status (FbLauncherChild *child, bool want_mounted)
             }
           if (passed_fd >= 0)
             close (passed_fd);
-          if (!child->failed)
-            {
-              child->failed = true;
-              child->failure.step = rec.step >= 0 && rec.step < FB_LAUNCHER_STEP_N ? rec.step : FB_LAUNCHER_STEP_NONE;
-              child->failure.error = rec.error;
-              child->failure.detail = rec.detail;
-            }
+          note_failure (child, &rec);
           continue;
         }
+      if (passed_fd >= 0)
+        close (passed_fd);
       /* EOF (or a short or failed read, which only a dying child causes) */
       close (child->status_fd);
       child->status_fd = -1;
@@ -775,7 +996,8 @@ typedef struct
   const char *cwd;
   const char *argv0;
   const char *path_env;
-  guint32 uid, gid, outer_uid, outer_gid;
+  guint32 uid, gid;
+  FbLauncherIdentity identity;
 } MessageContext;
 
 static char *
@@ -799,14 +1021,35 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                 "killed?); nothing ran",
                                 step);
       case FB_LAUNCHER_STEP_SETGROUPS:
-        return g_strdup_printf ("%s: /proc/self/setgroups: writing \"deny\" failed: %s; %s", step, err, check);
+        return g_strdup_printf ("%s: /proc/PID/setgroups of the sandbox: writing \"deny\" failed: %s; %s", step, err,
+                                check);
       case FB_LAUNCHER_STEP_UID_MAP:
-        return g_strdup_printf ("%s: /proc/self/uid_map: mapping uid %u inside to %u outside failed: %s; an "
-                                "unprivileged caller can only map its own uid once; %s",
-                                step, ctx->uid, ctx->outer_uid, err, check);
       case FB_LAUNCHER_STEP_GID_MAP:
-        return g_strdup_printf ("%s: /proc/self/gid_map: mapping gid %u inside to %u outside failed: %s; %s", step,
-                                ctx->gid, ctx->outer_gid, err, check);
+        {
+          bool is_uid = f->step == FB_LAUNCHER_STEP_UID_MAP;
+          const char *what = is_uid ? "uid" : "gid";
+          guint32 inside = is_uid ? ctx->uid : ctx->gid;
+          guint32 host = is_uid ? ctx->identity.host_uid : ctx->identity.host_gid;
+          if (ctx->identity.root_caller)
+            return g_strdup_printf (
+              "%s: /proc/PID/%s_map of the sandbox: mapping %s %u inside to %u outside failed: %s; fusebox runs "
+              "the sandbox of the host's root as the unprivileged overflow id %u (nobody), never as root, which "
+              "needs CAP_SETUID and CAP_SETGID and that id mapped where fusebox runs: a user namespace that maps "
+              "root alone (unshare -r, bwrap --unshare-user run as root) does not; run fusebox outside it, or run "
+              "the outer sandbox as a normal user; %s",
+              step, what, what, inside, host, err, host, check);
+          return g_strdup_printf ("%s: /proc/PID/%s_map of the sandbox: mapping %s %u inside to %u outside failed: "
+                                  "%s; an unprivileged caller can only map its own id once; %s",
+                                  step, what, what, inside, host, err, check);
+        }
+      case FB_LAUNCHER_STEP_DROP_GROUPS:
+        return g_strdup_printf ("%s: dropping the supplementary groups of the host's root failed: %s; a user "
+                                "namespace above fusebox denies setgroups, so root's groups would follow it into the "
+                                "sandbox: clear them first (setpriv --clear-groups, or run fusebox outside it)",
+                                step, err);
+      case FB_LAUNCHER_STEP_SET_IDS:
+        return g_strdup_printf ("%s: taking uid %u and gid %u inside the sandbox failed: %s; %s", step, ctx->uid,
+                                ctx->gid, err, check);
       case FB_LAUNCHER_STEP_LOOPBACK:
         return g_strdup_printf ("%s: bringing up \"lo\" in the sandbox's network namespace failed: %s; use "
                                 "--network host to share the host's network instead",
@@ -856,8 +1099,8 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
         return g_strdup_printf ("%s: /proc: mounting a fresh procfs for the sandbox failed: %s; the kernel allows it "
                                 "only where an unmasked /proc is visible: in a container, unmask /proc (docker "
                                 "--security-opt systempaths=unconfined, podman --security-opt unmask=/proc/*); "
-                                "inside bubblewrap, run bwrap as a normal user or with --unshare-user --uid 1000 "
-                                "(as uid 0 it covers /proc/irq and /proc/bus); %s",
+                                "inside bubblewrap, run bwrap as a normal user (as uid 0 it covers /proc/irq and "
+                                "/proc/bus); %s",
                                 step, err, check);
       case FB_LAUNCHER_STEP_MOUNT_DEV:
         if (f->error == ENOENT || f->error == ENOTDIR)
@@ -920,6 +1163,7 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                   ctx->argv0, err);
         return g_strdup_printf ("%s: %s: executing the command failed: %s", step, ctx->argv0, err);
       case FB_LAUNCHER_STEP_NONE:
+      case FB_LAUNCHER_STEP_IDS_READY:
       case FB_LAUNCHER_STEP_ROOT_MOUNTED:
       case FB_LAUNCHER_STEP_N:
         break;
@@ -941,8 +1185,7 @@ fb_launcher_child_describe_failure (const FbLauncherChild *child)
     .path_env = child->path_env,
     .uid = child->uid,
     .gid = child->gid,
-    .outer_uid = child->outer_uid,
-    .outer_gid = child->outer_gid,
+    .identity = child->identity,
   };
   return describe (&ctx, &child->failure);
 }
@@ -965,8 +1208,7 @@ fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailur
     .path_env = path_env,
     .uid = plan->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : plan->uid,
     .gid = plan->gid == FB_LAUNCHER_ID_CALLER ? getegid () : plan->gid,
-    .outer_uid = geteuid (),
-    .outer_gid = getegid (),
   };
+  fb_launcher_identity_get (&ctx.identity);
   return describe (&ctx, failure);
 }

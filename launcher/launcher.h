@@ -3,11 +3,13 @@
  * A launch is two processes:
  *  - the "outer" child, cloned with new user, mount, ipc, uts and cgroup
  *    namespaces (and net unless the plan shares the host's network), but
- *    still in the caller's pid namespace.  It writes its own uid/gid maps and
- *    mounts the root (a FUSE connection it opens itself, or, for probes and
- *    tests, a host directory bound read-only), hands the FUSE fd to the
- *    supervisor, then clones pid 1 into a new pid namespace, locks itself
- *    down and relays signals and the exit status between the two.
+ *    still in the caller's pid namespace.  The parent writes its uid/gid
+ *    maps (to unprivileged host ids: see FbLauncherIdentity); the child
+ *    opens /dev/fuse, takes its ids inside, mounts the root (that FUSE
+ *    connection, or, for probes and tests, a host directory bound
+ *    read-only), hands the FUSE fd to the supervisor, then clones pid 1 into
+ *    a new pid namespace, locks itself down and relays signals and the exit
+ *    status between the two.
  *  - pid 1 of the new pid namespace, which mounts a fresh /proc, /dev and
  *    /dev/shm, pivots into the root, locks itself down (setsid, PDEATHSIG,
  *    no capabilities, no_new_privs, no inherited fds, seccomp) and then stays
@@ -50,8 +52,25 @@ G_BEGIN_DECLS
 #define FB_LAUNCHER_EXIT_NOT_EXECUTABLE 126 /* the command exists but can't be executed */
 #define FB_LAUNCHER_EXIT_NOT_FOUND 127      /* the command was not found */
 
-/* "use the caller's id" (a 1:1 map) */
+/* "use the caller's id inside" */
 #define FB_LAUNCHER_ID_CALLER ((guint32)-1)
+
+/* Who a sandbox is on the host (docs/security.md, "Identity").  Its one
+ * uid and one gid map to HOST_UID/HOST_GID: the caller's own ids, except
+ * for a caller that is the host's root (uid 0 in the initial user
+ * namespace, or any uid that is that one), whose sandbox runs as the
+ * kernel's overflow ids (/proc/sys/kernel/overflow{u,g}id, 65534: nobody),
+ * so that no sandboxed process is ever the host's root; ROOT_CALLER says
+ * which.  Files the command creates still belong to the caller: the
+ * supervisor creates them (fs/, FbFuseIdMap). */
+typedef struct
+{
+  guint32 host_uid, host_gid;
+  bool root_caller;
+} FbLauncherIdentity;
+
+/* The identity of a sandbox started by this process now. */
+void fb_launcher_identity_get (FbLauncherIdentity *ret_identity);
 
 typedef enum
 {
@@ -104,9 +123,12 @@ typedef enum
   FB_LAUNCHER_STEP_NONE = 0,
   FB_LAUNCHER_STEP_CLONE,         /* parent: clone(2) with the new namespaces */
   FB_LAUNCHER_STEP_PARENT_GONE,   /* the supervisor died before the sandbox was ready */
-  FB_LAUNCHER_STEP_SETGROUPS,     /* writing "deny" to /proc/self/setgroups */
-  FB_LAUNCHER_STEP_UID_MAP,       /* writing /proc/self/uid_map */
-  FB_LAUNCHER_STEP_GID_MAP,       /* writing /proc/self/gid_map */
+  FB_LAUNCHER_STEP_IDS_READY,     /* (not a failure: the child's /proc dir, for the parent to write its maps) */
+  FB_LAUNCHER_STEP_SETGROUPS,     /* parent: writing "deny" to /proc/PID/setgroups */
+  FB_LAUNCHER_STEP_UID_MAP,       /* parent: writing /proc/PID/uid_map */
+  FB_LAUNCHER_STEP_GID_MAP,       /* parent: writing /proc/PID/gid_map */
+  FB_LAUNCHER_STEP_DROP_GROUPS,   /* setgroups(0, NULL): a root caller's groups stay outside */
+  FB_LAUNCHER_STEP_SET_IDS,       /* setresgid/setresuid to the ids inside, capabilities kept */
   FB_LAUNCHER_STEP_LOOPBACK,      /* bringing "lo" up in the new network namespace */
   FB_LAUNCHER_STEP_MOUNT_SLAVE,   /* making every mount a slave so nothing propagates to the host */
   FB_LAUNCHER_STEP_OPEN_ROOT,     /* opening the host directory used as root */
@@ -236,9 +258,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherLockdown, fb_launcher_lockdown_free)
  * the plan makes lives in a tmpfs mounted inside the namespace. */
 typedef struct FbLauncherMounts FbLauncherMounts;
 int fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, FbLauncherMounts **ret_mounts);
-/* Async-signal-safe, in the outer child: mounts the root and sends the
- * FB_LAUNCHER_STEP_ROOT_MOUNTED record on STATUS_FD (with the FUSE fd
- * attached for a FUSE root).  On failure returns -errno and fills
+/* Async-signal-safe, in the outer child inside its user namespace, while it
+ * is still the caller on the host: opens the FUSE device of a FUSE root
+ * (nothing for a host directory).  On failure returns -errno and fills
+ * *ret_failure. */
+int fb_launcher_mounts_open_fuse (FbLauncherMounts *mounts, FbLauncherFailure *ret_failure);
+/* Async-signal-safe, in the outer child, after open_fuse: mounts the root
+ * and sends the FB_LAUNCHER_STEP_ROOT_MOUNTED record on STATUS_FD (with the
+ * FUSE fd attached for a FUSE root).  On failure returns -errno and fills
  * *ret_failure. */
 int fb_launcher_mounts_apply_root (FbLauncherMounts *mounts, int status_fd, FbLauncherFailure *ret_failure);
 /* Async-signal-safe, in pid 1 (the procfs must be its pid namespace's):
@@ -255,8 +282,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherMounts, fb_launcher_mounts_free)
 void fb_launcher_report (int status_fd, FbLauncherStep step, int error, int detail);
 /* A record carrying FD (SCM_RIGHTS); returns -errno. */
 int fb_launcher_report_fd (int status_fd, FbLauncherStep step, int fd);
-/* Write the prepared "deny" + map lines for the calling process. */
-int fb_launcher_ns_write_maps (const char *uid_map, const char *gid_map, FbLauncherStep *ret_step);
 int fb_launcher_ns_loopback_up (void);
 
 /* The command and pid 1 (launcher-pid1.c). */

@@ -339,9 +339,9 @@ test_paths_reach_nothing_hidden (void **state)
   rfx_run (fx, &r, "--deny", denied, "--", self, "--probe",
            /* each line: the expected answer */
            "read", secret,              /* ENOENT: /home is hidden */
-           "read", via_root1,           /* ENOENT */
+           "read", via_root1,           /* EACCES: pid 1 is not dumpable, its /proc entry closed */
            "read", via_self,            /* ENOENT */
-           "read", via_cwd,             /* ENOENT */
+           "read", via_cwd,             /* EACCES: the same */
            "read", dotdot_tmp,          /* ENOENT */
            "read", dotdot_ws,           /* ENOENT */
            "read", link_secret,         /* ENOENT: the link resolves in the view */
@@ -358,7 +358,7 @@ test_paths_reach_nothing_hidden (void **state)
            NULL);
   assert_int_equal (r.status, 0);
   g_auto (GStrv) got = g_strsplit (r.out, "\n", -1);
-  static const char *const want[] = { "ENOENT", "ENOENT", "ENOENT", "ENOENT", "ENOENT", "ENOENT",
+  static const char *const want[] = { "ENOENT", "EACCES", "ENOENT", "EACCES", "ENOENT", "ENOENT",
                                       "ENOENT", "ENOENT", "ENOENT", "OK",     "ENOENT", "ENOENT",
                                       "EACCES", "EACCES", "EACCES", "EACCES", "ENXIO" };
   g_autoptr (GString) bad = g_string_new (NULL);

@@ -197,7 +197,7 @@ test_two_reporter_runs (void **state)
         fail_msg ("run 2's %s namespace is run 1's (%s)", ns_names[i], theirs);
     }
   /* /proc is a procfs of the reporter's own pid namespace */
-  assert_string_equal (rfx_str (o2, "pid1_ns"), json_object_get_string_member (ns2, "pid"));
+  assert_string_equal (rfx_str (o2, "proc_pid_ns"), json_object_get_string_member (ns2, "pid"));
   assert_string_equal (rfx_str (o2, "proc_fstype"), "proc");
   assert_int_equal (json_object_get_int_member (o2, "euid"), 1000);
   assert_int_equal (json_object_get_int_member (o2, "egid"), 1000);

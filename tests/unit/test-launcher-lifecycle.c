@@ -84,9 +84,13 @@ test_own_failures (void **state)
   TestRun run;
   FbLauncherPlan plan;
 
-  /* 127: not found, in PATH and by path */
+  /* 127: not found, in PATH and by path.  PATH without the caller's
+   * entries: a root caller's sandbox is nobody on the host, for whom
+   * /root/... is EACCES (126) on this host-directory root. */
   const char *by_name[] = { "fb-no-such-command", NULL };
+  const char *path_env[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
   test_plan (&plan, by_name);
+  plan.envp = path_env;
   test_run (s, &plan, &run);
   assert_failure (&run, 127, FB_LAUNCHER_STEP_EXEC, ENOENT, "fb-no-such-command");
   assert_non_null (strstr (run.message, "PATH="));

@@ -76,7 +76,7 @@ test_smoke_network_none (void **state)
       if (strcmp (own, inside) == 0)
         fail_msg ("namespace %s is the host's: %s", ns_names[i], inside);
     }
-  assert_string_equal (json_object_get_string_member (o, "pid1_ns"), json_object_get_string_member (ns, "pid"));
+  assert_string_equal (json_object_get_string_member (o, "proc_pid_ns"), json_object_get_string_member (ns, "pid"));
   assert_string_equal (json_object_get_string_member (o, "proc_fstype"), "proc");
   assert_int_equal (json_object_get_int_member (o, "euid"), geteuid ());
   assert_int_equal (json_object_get_int_member (o, "egid"), getegid ());
@@ -150,6 +150,9 @@ test_readonly_root (void **state)
   g_autofree char *marker = g_build_filename (s->tmpdir, "marker", NULL);
   g_autofree char *fresh = g_build_filename (s->tmpdir, "fresh", NULL);
   assert_true (g_file_set_contents (marker, "old\n", -1, NULL));
+  /* writable by anyone: the read-only mount, not the mode, must refuse
+   * (a root caller's sandbox is nobody on the host) */
+  assert_int_equal (chmod (marker, 0666), 0);
   const char *argv[] = { smoke, "--allowed-write", fresh, "--denied-write", marker, NULL };
   FbLauncherPlan plan;
   test_plan (&plan, argv);
