@@ -12,6 +12,13 @@
  *      children set it first thing after their clone; it is set again here
  *      so that this building block holds on its own (an euid or capability
  *      gain between the two would have cleared it).
+ *   2b. PR_SET_DUMPABLE(0): pid 1 and the outer child run the supervisor's
+ *      image (its memory and environment; /proc/PID/exe is the host's
+ *      fusebox binary).  Not dumpable, their /proc/PID/{exe,cwd,root,fd,
+ *      environ,mem,map_files} answer EACCES to the sandbox, whose processes
+ *      have no capability in the namespace that owns that memory (the
+ *      host's): CVE-2019-5736, the /proc/PID/mem family.  The command's
+ *      execve makes a new, dumpable image of a file of the view.
  *   3. securebits: root inside the user namespace gets no capabilities on
  *      execve and can't re-enable that; ambient raising is locked off.
  *   4. all five capability sets emptied (bounding and ambient first: dropping
@@ -154,6 +161,11 @@ fb_launcher_lockdown_apply (const FbLauncherLockdown *lockdown, const FbLauncher
   if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
     {
       *ret_step = FB_LAUNCHER_STEP_PDEATHSIG;
+      return -errno;
+    }
+  if (prctl (PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    {
+      *ret_step = FB_LAUNCHER_STEP_DUMPABLE;
       return -errno;
     }
   /* root in the user namespace must not get capabilities back on execve */

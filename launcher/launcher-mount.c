@@ -22,6 +22,11 @@
  *    the supervisor with the ROOT_MOUNTED record, before any lookup in the
  *    view, which would block until the supervisor serves the fd.  pid 1 does
  *    the rest (a procfs belongs to its mounter's pid namespace).
+ *  - Host objects reachable inside can't be changed through their mounts:
+ *    the device nodes are read-only, nosuid, noexec binds (a node's mode,
+ *    owner, times and xattrs are the host's inode's; writes to the device
+ *    itself need no writable mount), and the fresh procfs gets bubblewrap's
+ *    read-only covers over its host-wide knobs (proc_covers below).
  *  - pivot_root(".", ".") stacks the old root on the new one, and
  *    umount2(".", MNT_DETACH) drops it (with the staging tmpfs): no
  *    "oldroot" directory is needed anywhere.
@@ -59,6 +64,24 @@ static const struct
   { "stdin", "/proc/self/fd/0" }, { "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
 };
 
+/* Entries of the fresh procfs bound read-only over themselves (where the
+ * kernel has them), as bubblewrap's --proc does for the first four: each
+ * holds files that write host-wide state and that the kernel guards only
+ * by their owner, the host's root — sysctls (kernel.core_pattern,
+ * kernel.modprobe: a program the kernel runs as root), the SysRq trigger,
+ * IRQ affinities, PCI configuration space, filesystem and ACPI knobs,
+ * latency statistics.  No sandboxed process is the host's root (the
+ * identity step of launcher-ns.c); these covers are the second wall, and
+ * also hold the sandbox's own network sysctls, which its uid 0 owns.
+ * /proc/pressure stays writable: PSI triggers are for unprivileged
+ * monitors and change nothing.  Covering makes the procfs not "fully
+ * visible" for another user namespace, which the seccomp filter forbids
+ * anyway. */
+static const char *const proc_covers[] = {
+  "sys", "sysrq-trigger", "irq", "bus", "fs", "acpi", "scsi", "asound", "latency_stats", "timer_stats", "mtrr",
+};
+#define N_PROC_COVERS G_N_ELEMENTS (proc_covers)
+
 /* Where the staging tmpfs may go: any existing directory works (the mount
  * exists only inside the namespace); the first found is used. */
 static const char *const staging_candidates[] = { "/tmp", "/run", "/mnt", "/var/tmp", "/dev" };
@@ -72,6 +95,7 @@ struct FbLauncherMounts
   char *root;              /* staging + "/root": the new root's mount point */
   char *fuse_options_tail; /* everything after "fd=N," */
   char *proc;
+  char *proc_cover_paths[N_PROC_COVERS];
   char *dev;
   char *pts;
   char *shm;
@@ -95,6 +119,14 @@ fb_launcher_mounts_device_name (int detail)
   if (detail < 0 || (size_t)detail >= N_DEVICES)
     return NULL;
   return names[detail];
+}
+
+const char *
+fb_launcher_mounts_proc_cover_name (int detail)
+{
+  if (detail < 0 || (size_t)detail >= N_PROC_COVERS)
+    return NULL;
+  return proc_covers[detail];
 }
 
 int
@@ -129,6 +161,8 @@ fb_launcher_mounts_new (const FbLauncherPlan *plan, guint32 uid, guint32 gid, Fb
   m->fuse_options_tail =
     g_strdup_printf ("rootmode=40000,user_id=%u,group_id=%u,default_permissions,allow_other", uid, gid);
   m->proc = g_strconcat (m->root, "/proc", NULL);
+  for (size_t i = 0; i < N_PROC_COVERS; i++)
+    m->proc_cover_paths[i] = g_strconcat (m->proc, "/", proc_covers[i], NULL);
   m->fuse_fd = -1;
   m->dev = g_strconcat (m->root, "/dev", NULL);
   m->pts = g_strconcat (m->dev, "/pts", NULL);
@@ -156,6 +190,8 @@ fb_launcher_mounts_free (FbLauncherMounts *m)
   g_free (m->root);
   g_free (m->fuse_options_tail);
   g_free (m->proc);
+  for (size_t i = 0; i < N_PROC_COVERS; i++)
+    g_free (m->proc_cover_paths[i]);
   g_free (m->dev);
   g_free (m->pts);
   g_free (m->shm);
@@ -306,6 +342,13 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, fuse_fd < 0 ? EBADF : ENAMETOOLONG, 0);
       goto out;
     }
+  /* The device nodes: a bind shares the host's inode, so a writable bind
+   * would let chmod, chown, utimes and setxattr inside change the host's
+   * node (seen: `chmod 0600 /dev/full` inside did).  Read-only, nosuid and
+   * noexec on the detached copy, before anyone can see it: writing to the
+   * device itself never needs a writable mount (do_dentry_open() skips
+   * mnt_want_write for special files), changing the inode does. */
+  struct mount_attr dev_attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC };
   for (size_t i = 0; i < N_DEVICES; i++)
     {
       int tree = clone_tree (m->host_devices[i], false);
@@ -317,6 +360,11 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
           goto out;
         }
       m->dev_trees[i] = tree;
+      if (mount_setattr (tree, "", AT_EMPTY_PATH, &dev_attr, sizeof dev_attr) < 0)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, errno, (int)i);
+          goto out;
+        }
     }
 
   if (mount ("tmpfs", m->staging, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
@@ -400,6 +448,31 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failu
     {
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_PROC, errno, 0);
       goto out;
+    }
+  /* Its host-wide knobs read-only (proc_covers above): each a detached
+   * copy made read-only before it is attached over itself. */
+  struct mount_attr ro_attr = { .attr_set =
+                                  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+  for (size_t i = 0; i < N_PROC_COVERS; i++)
+    {
+      int e = 0;
+      int tree =
+        open_tree (AT_FDCWD, m->proc_cover_paths[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+      if (tree < 0 && errno == ENOENT)
+        continue; /* not in this kernel */
+      if (tree < 0)
+        e = errno;
+      else if (mount_setattr (tree, "", AT_EMPTY_PATH, &ro_attr, sizeof ro_attr) < 0)
+        e = errno;
+      else if ((r = attach_tree (tree, m->proc_cover_paths[i])) < 0)
+        e = -r;
+      if (tree >= 0)
+        close (tree);
+      if (e)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_PROC_COVER, e, (int)i);
+          goto out;
+        }
     }
   /* A minimal /dev: a tmpfs with the harmless nodes bound from the host
    * (mknod is not allowed in a user namespace, and binds keep the nodes'

@@ -168,6 +168,7 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_SEND_FUSE_FD] = "send-fuse-fd",
   [FB_LAUNCHER_STEP_CLONE_PID] = "clone-pid",
   [FB_LAUNCHER_STEP_MOUNT_PROC] = "mount-proc",
+  [FB_LAUNCHER_STEP_PROC_COVER] = "proc-cover",
   [FB_LAUNCHER_STEP_MOUNT_DEV] = "mount-dev",
   [FB_LAUNCHER_STEP_BIND_DEVICE] = "bind-device",
   [FB_LAUNCHER_STEP_MOUNT_DEVPTS] = "mount-devpts",
@@ -179,6 +180,7 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_CHDIR] = "chdir",
   [FB_LAUNCHER_STEP_SETSID] = "setsid",
   [FB_LAUNCHER_STEP_PDEATHSIG] = "pdeathsig",
+  [FB_LAUNCHER_STEP_DUMPABLE] = "dumpable",
   [FB_LAUNCHER_STEP_SECUREBITS] = "securebits",
   [FB_LAUNCHER_STEP_DROP_CAPS] = "drop-caps",
   [FB_LAUNCHER_STEP_VERIFY_CAPS] = "verify-caps",
@@ -528,6 +530,15 @@ outer_main (Prepared *p)
   arm_pdeathsig (p, p->parent_pidfd);
   if (p->parent_pidfd >= 0)
     close (p->parent_pidfd);
+  /* This process and pid 1 (cloned from it, which inherits the flag) run
+   * the supervisor's image: its memory, its environment, the host's
+   * fusebox binary as /proc/PID/exe.  Not dumpable, /proc/PID of either is
+   * closed to the sandbox (ptrace_may_access() wants a capability in the
+   * host's namespace, the mm's): CVE-2019-5736 and the /proc/PID/mem
+   * family.  A root caller's uid change already did it (suid_dumpable);
+   * the caller's own uid does not. */
+  if (prctl (PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_DUMPABLE, errno, 0);
 
   if (p->new_net && (r = fb_launcher_ns_loopback_up ()) < 0)
     child_fail (p, FB_LAUNCHER_STEP_LOOPBACK, -r, 0);
@@ -1102,6 +1113,10 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                 "inside bubblewrap, run bwrap as a normal user (as uid 0 it covers /proc/irq and "
                                 "/proc/bus); %s",
                                 step, err, check);
+      case FB_LAUNCHER_STEP_PROC_COVER:
+        return g_strdup_printf ("%s: /proc/%s: covering it read-only in the sandbox's procfs failed: %s; the kernel "
+                                "needs open_tree, move_mount (Linux 5.2) and mount_setattr (5.12): %s",
+                                step, fb_launcher_mounts_proc_cover_name (f->detail), err, check);
       case FB_LAUNCHER_STEP_MOUNT_DEV:
         if (f->error == ENOENT || f->error == ENOTDIR)
           return g_strdup_printf ("%s: /dev: the sandbox's root (%s) has no /dev directory to mount on: %s; the "
@@ -1126,6 +1141,7 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                 step, ctx->cwd, err);
       case FB_LAUNCHER_STEP_SETSID:
       case FB_LAUNCHER_STEP_PDEATHSIG:
+      case FB_LAUNCHER_STEP_DUMPABLE:
       case FB_LAUNCHER_STEP_SECUREBITS:
       case FB_LAUNCHER_STEP_DROP_CAPS:
       case FB_LAUNCHER_STEP_VERIFY_CAPS:

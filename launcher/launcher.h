@@ -141,6 +141,7 @@ typedef enum
   FB_LAUNCHER_STEP_SEND_FUSE_FD,  /* passing the FUSE fd to the supervisor */
   FB_LAUNCHER_STEP_CLONE_PID,     /* cloning pid 1 into the new pid namespace */
   FB_LAUNCHER_STEP_MOUNT_PROC,
+  FB_LAUNCHER_STEP_PROC_COVER, /* detail: index of the entry covered read-only */
   FB_LAUNCHER_STEP_MOUNT_DEV,
   FB_LAUNCHER_STEP_BIND_DEVICE, /* detail: index */
   FB_LAUNCHER_STEP_MOUNT_DEVPTS,
@@ -152,6 +153,7 @@ typedef enum
   FB_LAUNCHER_STEP_CHDIR,
   FB_LAUNCHER_STEP_SETSID,
   FB_LAUNCHER_STEP_PDEATHSIG,
+  FB_LAUNCHER_STEP_DUMPABLE,
   FB_LAUNCHER_STEP_SECUREBITS,
   FB_LAUNCHER_STEP_DROP_CAPS,
   FB_LAUNCHER_STEP_VERIFY_CAPS,
@@ -244,7 +246,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherSeccomp, fb_launcher_seccomp_free)
 typedef struct FbLauncherLockdown FbLauncherLockdown;
 int fb_launcher_lockdown_new (FbLauncherLockdown **ret_lockdown);
 /* Async-signal-safe, in this order: setsid, PR_SET_PDEATHSIG(SIGKILL),
- * securebits, every capability dropped from all five sets and checked,
+ * PR_SET_DUMPABLE(0), securebits, every capability dropped from all five sets and checked,
  * PR_SET_NO_NEW_PRIVS, every fd but 0-2 and KEEP_FD closed, then SECCOMP
  * (may be NULL) installed.  On failure returns -errno and sets *ret_step. */
 int fb_launcher_lockdown_apply (const FbLauncherLockdown *lockdown, const FbLauncherSeccomp *seccomp, int keep_fd,
@@ -273,6 +275,8 @@ int fb_launcher_mounts_apply_root (FbLauncherMounts *mounts, int status_fd, FbLa
 int fb_launcher_mounts_apply_rest (FbLauncherMounts *mounts, FbLauncherFailure *ret_failure);
 /* The name of device DETAIL ("/dev/null"...) for messages, or NULL. */
 const char *fb_launcher_mounts_device_name (int detail);
+/* The /proc entry DETAIL of FB_LAUNCHER_STEP_PROC_COVER ("sys"...), or NULL. */
+const char *fb_launcher_mounts_proc_cover_name (int detail);
 void fb_launcher_mounts_free (FbLauncherMounts *mounts);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherMounts, fb_launcher_mounts_free)
 
