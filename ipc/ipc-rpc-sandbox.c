@@ -19,6 +19,7 @@
  * that the error answer can name the path, the rule and its reason (-32050).
  * The tee sink of a process's view (ipc-process.c) counts denials from the
  * FUSE threads for process/exited's sandboxDenied; that count is atomic.
+ * A hidden name is neither counted nor kept (tee_push).
  * The capture is per thread: a view reports a call's events on the thread
  * that makes the call, and several threads (the loop thread, the workers
  * of different connections) may call through the same view at once.
@@ -68,7 +69,13 @@ tee_push (FbAccessSink *sink, const FbAccessEvent *event)
 {
   FbRpcTeeSink *tee = (FbRpcTeeSink *)sink;
 
-  if (event->decision != FB_DECISION_ALLOW && event->err != 0)
+  /* A hidden name is no denial to tell: the call answers as for a missing
+   * name, and the view logs a hide only when the host holds the name, so
+   * counting it (sandboxDenied) or keeping it as the call's denial (which
+   * fs/remove's force then does not ignore) would tell the client, and
+   * whoever it relays to, that the name exists.  The access log and
+   * log/subscribe, the auditor's, still have the record. */
+  if (event->decision != FB_DECISION_ALLOW && event->decision != FB_DECISION_HIDE && event->err != 0)
     {
       g_atomic_int_inc (&tee->denials);
       if (capture_tee == tee && !capture->denied)
