@@ -18,7 +18,8 @@
  *    the view shows every entry under its own spelling only;
  *  - the real names behave as their rules say, and the files are unchanged
  *    on the host afterwards;
- *  - the refusal of a spelling is logged with its reason.
+ *  - the refusal of a spelling is logged with its reason;
+ *  - `fusebox check` reports the folding filesystem under the workspace.
  * A real tmpfs with casefold is used too when the kernel has CONFIG_UNICODE
  * (otherwise that test says so and is skipped).
  *
@@ -606,6 +607,35 @@ test_case_variants_serve (void **state)
   RFX_PASS ();
 }
 
+/* `fusebox check` names the folding filesystem under the workspace and
+ * what fusebox does about it; a workspace without one says so. */
+static void
+test_check_reports (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *backing = NULL;
+  g_autofree char *mnt = mount_foldfs (fx, NULL, &backing);
+  g_autofree char *want = g_strdup_printf ("OK    case-folding names: %s (fuse.fb-foldfs) may fold names: ", mnt);
+  g_autofree char *want_plain = NULL;
+  const char *argv[] = { rfx_bin (), "check", "--workspace", fx->ws, NULL };
+  const char *argv_plain[] = { rfx_bin (), "check", "--workspace", fx->home, NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *out_plain = NULL;
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL))
+    fail_msg ("can't run %s check", rfx_bin ());
+  if (strstr (out, want) == NULL || strstr (out, "shows each entry only under its on-disk spelling") == NULL)
+    fail_msg ("`fusebox check --workspace %s` does not report %s folding names:\n%s", fx->ws, mnt, out);
+  if (!g_spawn_sync (NULL, (char **)argv_plain, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out_plain, NULL, &status,
+                     NULL))
+    fail_msg ("can't run %s check", rfx_bin ());
+  want_plain = g_strdup_printf ("OK    case-folding names: nothing under %s folds names", fx->home);
+  if (strstr (out_plain, want_plain) == NULL && strstr (out_plain, "may fold names") == NULL)
+    fail_msg ("`fusebox check --workspace %s` says nothing of folding:\n%s", fx->home, out_plain);
+  RFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -615,6 +645,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_trailing_dots_run, rfx_setup, fold_teardown),
     cmocka_unit_test_setup_teardown (test_tmpfs_casefold_run, rfx_setup, fold_teardown),
     cmocka_unit_test_setup_teardown (test_case_variants_serve, rfx_setup, fold_teardown),
+    cmocka_unit_test_setup_teardown (test_check_reports, rfx_setup, fold_teardown),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
