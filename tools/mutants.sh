@@ -8,13 +8,17 @@
 #   tools/mutants.sh                 every mutant
 #   tools/mutants.sh NAME...         only these (NAME or NAME.patch)
 #   tools/mutants.sh --list          name, suites and why of each mutant
+#   tools/mutants.sh --head [NAME...] on the last commit instead of the
+#                                    working tree (the mutants themselves are
+#                                    always read from tools/mutants/)
 #
 # A mutant file starts with header lines, then a diff as `git diff` prints it:
 #   # suites: <arguments to `meson test`, e.g. test names or --suite security>
 #   # why: <one line: what bug this mutant plays>
 #
-# The working tree (tracked and untracked, not ignored, files) is copied once
-# per run to <dir>/pristine, so edits made while it runs do not mix into it;
+# The working tree (tracked and untracked, not ignored, files; or with
+# --head, the files of HEAD) is copied once per run to <dir>/pristine, so
+# edits made while it runs do not mix into it;
 # each mutant is applied to <dir>/src, which is brought back to the pristine
 # copy file by file, only where they differ, so that the build in <dir>/build
 # (kept between runs) recompiles only what the mutant and the last one
@@ -44,11 +48,13 @@ header ()
 
 list=0
 baseline=1
+head=0
 names=()
 while [ $# -gt 0 ]; do
   case $1 in
     --list) list=1 ;;
     --no-baseline) baseline=0 ;;
+    --head) head=1 ;;
     -h | --help)
       usage
       exit 0
@@ -122,8 +128,17 @@ sync_tree ()
 }
 
 started=$(date +%s)
-(cd "$here" && git ls-files -z --cached --others --exclude-standard) >"$work/files" || exit 1
-sync_tree "$here" "$work/pristine" "$work/files" || exit 1
+if [ $head -eq 1 ]; then
+  rm -rf "$work/head"
+  mkdir -p "$work/head"
+  (cd "$here" && git archive HEAD | tar -x -C "$work/head") || exit 1
+  (cd "$here" && git ls-tree -r -z --name-only HEAD) >"$work/files" || exit 1
+  sync_tree "$work/head" "$work/pristine" "$work/files" || exit 1
+  rm -rf "$work/head"
+else
+  (cd "$here" && git ls-files -z --cached --others --exclude-standard) >"$work/files" || exit 1
+  sync_tree "$here" "$work/pristine" "$work/files" || exit 1
+fi
 sync_tree "$work/pristine" "$work/src" "$work/files" || exit 1
 # src is its own repository so that `git apply` there does not resolve paths
 # against the tree's repository above it.
