@@ -3,7 +3,8 @@
  * hide) with the expected errno, the expected host effect (a checksum of the
  * host tree before and after), a stand-in that exists and is readable on
  * the host first, and the denial in the access log with its rule's why.
- * Also: the built-in default policy's private /tmp and HOME. */
+ * Also: the built-in default policy's private /tmp and HOME, and refused
+ * lookups in the log at the default level. */
 #include "tests/integration/test-mount-util.h"
 
 #include <dirent.h>
@@ -373,12 +374,91 @@ test_default_private (void **state)
   MFX_PASS ();
 }
 
+/* A lookup refused on the way to a path is logged at the default level
+ * with its decision and the rule that refused it: under a denied
+ * directory, and for a name that is not on the way to the visible path
+ * inside a traversable (denied or hidden) directory.  The kernel looks a
+ * name up before any other operation on it, so this record is the only one
+ * an auditor gets of a stat(2) or open(2) under a denied directory. */
+static void
+test_refused_lookup (void **state)
+{
+  MFX_BEGIN (state);
+  static const struct
+  {
+    const char *rel;
+    int expect;
+    const char *decision;
+    int rule;
+    const char *why;
+  } cases[] = {
+    { "/lk/denied/file.txt", EACCES, "deny", 1, "a denied directory" },
+    { "/lk/denied/sub/deeper.txt", EACCES, "deny", 1, "a denied directory" },
+    { "/lk/tdeny/other.txt", EACCES, "deny", 2, "a denied directory with a way through" },
+    { "/lk/thide/other.txt", ENOENT, "hide", 4, "a hidden directory with a way through" },
+  };
+  g_autofree char *log = NULL;
+  struct stat st;
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      host_write (fx, cases[i].rel, "host data\n");
+      assert_host_readable (fx, cases[i].rel);
+    }
+  host_write (fx, "/lk/tdeny/pub/ok.txt", "host data\n");
+  host_write (fx, "/lk/thide/pub/ok.txt", "host data\n");
+  /* no --log-level: the default */
+  mfx_mount (
+    fx,
+    "{ \"version\": 1, \"rules\": [\n"
+    "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+    "  { \"path\": \"@H@/lk/denied\", \"access\": \"deny\", \"why\": \"a denied directory\" },\n"
+    "  { \"path\": \"@H@/lk/tdeny\", \"access\": \"deny\", \"why\": \"a denied directory with a way through\" },\n"
+    "  { \"path\": \"@H@/lk/tdeny/pub\", \"access\": \"read\", \"why\": \"the way through\" },\n"
+    "  { \"path\": \"@H@/lk/thide\", \"access\": \"hide\", \"why\": \"a hidden directory with a way through\" },\n"
+    "  { \"path\": \"@H@/lk/thide/pub\", \"access\": \"read\", \"why\": \"the other way through\" } ] }\n",
+    NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *m = fx_m (fx, cases[i].rel);
+      assert_errno_is (stat (m, &st), cases[i].expect);
+    }
+  /* the ways through are open */
+  {
+    g_autofree char *m1 = fx_m (fx, "/lk/tdeny/pub/ok.txt");
+    g_autofree char *m2 = fx_m (fx, "/lk/thide/pub/ok.txt");
+    assert_errno_is (stat (m1, &st), 0);
+    assert_errno_is (stat (m2, &st), 0);
+  }
+  mfx_unmount (fx);
+  log = mfx_log (fx);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      /* the refused name is the first component below the directory */
+      const char *rel = cases[i].rel;
+      const char *below = strchr (strchr (rel + 1, '/') + 1, '/') + 1;
+      const char *end = strchrnul (below, '/');
+      g_autofree char *refused = g_strndup (rel, (gsize)(end - rel));
+      g_autofree char *path = g_strdup_printf ("\"path\":\"%s%s\"", fx->host, refused);
+      g_autofree char *decision = g_strdup_printf ("\"decision\":\"%s\"", cases[i].decision);
+      g_autofree char *err = g_strdup_printf ("\"errno\":%d", cases[i].expect);
+      g_autofree char *rule = g_strdup_printf ("\"rule\":%d,", cases[i].rule);
+      g_autofree char *why = g_strdup_printf ("\"why\":\"%s\"", cases[i].why);
+
+      if (!log_has (log, "\"op\":\"lookup\"", path, decision, err, rule, why, NULL))
+        fail_msg ("stat %s: no lookup record with %s %s %s %s %s in the log:\n%s", rel, path, decision, err, rule, why,
+                  log);
+    }
+  MFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_table, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_default_private, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_refused_lookup, mfx_setup, mfx_teardown),
   };
 
   require_fuse ();

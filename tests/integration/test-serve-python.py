@@ -4,10 +4,11 @@
 Starts the real server ($FUSEBOX_BIN) and drives it the way a Python agent
 harness would: the handshake, every fs method, every error code, the denial
 shape (against a file that exists on the host), log/subscribe,
-policy/explain, a process with its notifications, 100 clients at once, and
-clients that vanish at every stage of a connection (the server must keep no
-socket of theirs and go idle), and a server killed right after an answer
-(the call's record must be in the log).
+policy/explain, a call's sandbox narrowing every method that reads, refused
+lookups with their records, a process with its notifications, 100 clients
+at once, clients that vanish at every stage of a connection (the server
+must keep no socket of theirs and go idle), and a server killed right after
+an answer (the call's record must be in the log).
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
@@ -532,6 +533,172 @@ async def t_log(env, c):
     ok(await c.call("log/unsubscribe", {"subscriptionId": s["subscriptionId"]}))
 
 
+class OwnServer:
+    """A server of its own on ENV's workspace, with POLICY (a dict) and an
+    access log at a known path, for the tests that read their records."""
+
+    def __init__(self, env, name, policy):
+        self.log = os.path.join(env.dir, name + ".jsonl")
+        path = os.path.join(env.dir, name + ".json")
+        with open(path, "w") as f:
+            json.dump(policy, f)
+        e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"))
+        self.argv = [os.environ.get("FUSEBOX_BIN", "fusebox"), "serve", "--listen", "ws://127.0.0.1:0",
+                     "--workspace", env.ws, "--policy", path, "--log", self.log]
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, env=e)
+        self.url = self.proc.stdout.readline().decode().strip()
+        assert self.url.startswith("ws://"), "no URL from " + " ".join(self.argv)
+        self.seen = 0
+
+    def new_records(self):
+        """The records written since the last call (the server writes a
+        call's records before its answer leaves)."""
+        with open(self.log) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        fresh, self.seen = records[self.seen:], len(records)
+        return fresh
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(60) == 0, "%s did not stop cleanly" % " ".join(self.argv)
+
+
+def host_file(path, data=b"host data\n"):
+    """A stand-in that exists and is readable on the host: a refusal of
+    something absent would prove nothing."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    with open(path, "rb") as f:
+        assert f.read() == data
+
+
+def expect_refusal(answer, records, session, code, path, decision, why, errno_, op=None):
+    """ANSWER is the error CODE (with DATA naming the rule when it is
+    -32050), and RECORDS hold the refusal of PATH by the rule WHY (by the
+    operation OP, when given)."""
+    e = err(answer, code)
+    if code == -32050:
+        d = e["data"]
+        assert d["path"] == path and d["decision"] == decision and d["why"] == why and d["rule"] != "", e
+    else:
+        assert e["message"] == "No such file or directory (os error 2)", e
+    mine = [r for r in records if r.get("path") == path and r.get("session") == session and op in (None, r["op"])]
+    assert any(r["decision"] == decision and r["why"] == why and r["errno"] == errno_ and r.get("rule") is not None
+               for r in mine), "no %s record by %r with errno %d for %s in %r" % (decision, why, errno_, path, records)
+
+
+async def t_narrow(env):
+    # A call's sandbox narrows the server's policy for every method that
+    # reads, not only for writeFile: a deny, a hide and a read-only
+    # directory in a fuseboxPolicy sandbox, each refused with its record,
+    # while the same call without the sandbox succeeds.
+    n = os.path.join(env.ws, "narrow")
+    for name in ("deny.txt", "hide.txt", "plain.txt", "ddir/inner.txt", "hdir/inner.txt", "ro/kept.txt"):
+        host_file(os.path.join(n, name))
+    sandbox = {"fuseboxPolicy": {"version": 1, "rules": [
+        {"path": "/", "access": "write", "why": "what the server allows"},
+        {"path": n + "/deny.txt", "access": "deny", "why": "narrowed: deny"},
+        {"path": n + "/hide.txt", "access": "hide", "why": "narrowed: hide"},
+        {"path": n + "/ddir", "access": "deny", "why": "narrowed: deny dir"},
+        {"path": n + "/hdir", "access": "hide", "why": "narrowed: hide dir"},
+        {"path": n + "/ro", "access": "read", "why": "narrowed: read-only"}]}}
+    srv = OwnServer(env, "narrow", {"version": 1, "rules": [
+        {"path": "/", "access": "read", "why": "system files"},
+        {"path": "${WORKSPACE}", "access": "write", "why": "the workspace"}]})
+    c = await Client.connect(srv.url)
+    try:
+        await c.handshake()
+        deny, hide = -32050, -32004
+        cases = [
+            # method, params, code, refused path, decision, why, errno
+            ("fs/readFile", {"path": n + "/deny.txt"}, deny, n + "/deny.txt", "deny", "narrowed: deny", 13),
+            ("fs/readFile", {"path": n + "/hide.txt"}, hide, n + "/hide.txt", "hide", "narrowed: hide", 2),
+            ("fs/getMetadata", {"path": n + "/ddir/inner.txt"}, deny, n + "/ddir/inner.txt", "deny",
+             "narrowed: deny dir", 13),
+            ("fs/getMetadata", {"path": n + "/hide.txt"}, hide, n + "/hide.txt", "hide", "narrowed: hide", 2),
+            ("fs/readDirectory", {"path": n + "/ddir"}, deny, n + "/ddir", "deny", "narrowed: deny dir", 13),
+            ("fs/readDirectory", {"path": n + "/hdir"}, hide, n + "/hdir", "hide", "narrowed: hide dir", 2),
+            ("fs/open", {"handleId": "n1", "path": n + "/deny.txt"}, deny, n + "/deny.txt", "deny",
+             "narrowed: deny", 13),
+            ("fs/open", {"handleId": "n2", "path": n + "/hdir/inner.txt"}, hide, n + "/hdir", "hide",
+             "narrowed: hide dir", 2),
+            ("fs/copy", {"sourcePath": n + "/deny.txt", "destinationPath": n + "/copied.txt", "recursive": False},
+             deny, n + "/deny.txt", "deny", "narrowed: deny", 13),
+            ("fs/copy", {"sourcePath": n + "/hide.txt", "destinationPath": n + "/copied.txt", "recursive": False},
+             hide, n + "/hide.txt", "hide", "narrowed: hide", 2),
+            ("fs/copy", {"sourcePath": n + "/plain.txt", "destinationPath": n + "/ro/copied.txt",
+                         "recursive": False}, deny, n + "/ro/copied.txt", "readonly", "narrowed: read-only", 30),
+        ]
+        methods = set()
+        for method, params, code, path, decision, why, errno_ in cases:
+            # without the sandbox the server allows it (and the target exists)
+            ok(await c.call(method, params))
+            if method == "fs/open":
+                ok(await c.call("fs/close", {"handleId": params["handleId"]}))
+            if method == "fs/copy":
+                os.unlink(params["destinationPath"])
+            srv.new_records()
+            answer = await c.call(method, dict(params, sandbox=sandbox))
+            try:
+                expect_refusal(answer, srv.new_records(), c.session_id, code, path, decision, why, errno_)
+            except AssertionError as e:
+                raise AssertionError("%s %s with the sandbox: %s" % (method, params, e)) from None
+            if method == "fs/open":  # no handle was made
+                e = err(await c.call("fs/readBlock", {"handleId": params["handleId"], "offset": 0, "len": 4}), -32004)
+                assert params["handleId"] in e["message"], e
+            if method == "fs/copy":
+                assert not os.path.exists(params["destinationPath"]), params
+            methods.add(method)
+        assert methods == {"fs/readFile", "fs/getMetadata", "fs/readDirectory", "fs/open", "fs/copy"}, methods
+        with open(n + "/ro/kept.txt", "rb") as f:
+            assert f.read() == b"host data\n"
+    finally:
+        await c.close()
+        srv.stop()
+
+
+async def t_lookup_refused(env):
+    # A lookup refused on the way to a path is a refusal like any other: in
+    # the log at the default level with its decision and rule, and in the
+    # answer as -32050 with the rule.  Under a denied directory, and for a
+    # child that is not on the way to the visible path inside a traversable
+    # (denied or hidden) directory.
+    lk = os.path.join(env.ws, "lookup")
+    for name in ("denied/file.txt", "tdeny/pub/ok.txt", "tdeny/other.txt", "thide/pub/ok.txt", "thide/other.txt"):
+        host_file(os.path.join(lk, name))
+    srv = OwnServer(env, "lookup", {"version": 1, "rules": [
+        {"path": "/", "access": "read", "why": "system files"},
+        {"path": "${WORKSPACE}", "access": "write", "why": "the workspace"},
+        {"path": lk + "/denied", "access": "deny", "why": "a denied directory"},
+        {"path": lk + "/tdeny", "access": "deny", "why": "a denied directory with a way through"},
+        {"path": lk + "/tdeny/pub", "access": "read", "why": "the way through"},
+        {"path": lk + "/thide", "access": "hide", "why": "a hidden directory with a way through"},
+        {"path": lk + "/thide/pub", "access": "read", "why": "the other way through"}]})
+    c = await Client.connect(srv.url)
+    try:
+        await c.handshake()
+        cases = [
+            ("fs/readFile", lk + "/denied/file.txt", -32050, "deny", "a denied directory", 13),
+            ("fs/getMetadata", lk + "/denied/file.txt", -32050, "deny", "a denied directory", 13),
+            ("fs/readFile", lk + "/tdeny/other.txt", -32050, "deny", "a denied directory with a way through", 13),
+            ("fs/readFile", lk + "/thide/other.txt", -32004, "hide", "a hidden directory with a way through", 2),
+        ]
+        for method, path, code, decision, why, errno_ in cases:
+            srv.new_records()
+            answer = await c.call(method, {"path": path})
+            try:
+                expect_refusal(answer, srv.new_records(), c.session_id, code, path, decision, why, errno_,
+                               op="lookup")
+            except AssertionError as e:
+                raise AssertionError("%s %s: %s" % (method, path, e)) from None
+        for path in (lk + "/tdeny/pub/ok.txt", lk + "/thide/pub/ok.txt"):  # the ways through are open
+            assert base64.b64decode(ok(await c.call("fs/readFile", {"path": path}))["dataBase64"]) == b"host data\n"
+    finally:
+        await c.close()
+        srv.stop()
+
+
 async def t_process(env, c):
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         return "skip"
@@ -726,6 +893,7 @@ async def main(env):
     tests = [("handshake", lambda: t_handshake(env)), ("fs", lambda: t_fs(env, c)),
              ("errors", lambda: t_errors(env, c)), ("denial", lambda: t_denial(env, c)),
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
+             ("narrow", lambda: t_narrow(env)), ("lookup", lambda: t_lookup_refused(env)),
              ("process", lambda: t_process(env, c)), ("codex_context", lambda: t_codex_context(env, c)),
              ("debug", lambda: t_debug(env)), ("codex_values", lambda: t_codex_values(env, c)),
              ("many", lambda: t_many(env)),
