@@ -199,6 +199,7 @@ typedef enum
   VIEW_REFUSAL_SETID,
   VIEW_REFUSAL_DEVICE,
   VIEW_REFUSAL_XATTR,
+  VIEW_REFUSAL_RULED_DIR,
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm (cached), for events logged later. */

@@ -137,6 +137,14 @@ static const FbPolicyRule refusal_rules[] = {
     .access = FB_POLICY_ACCESS_DENY,
     .why = "no security.* or trusted.* attributes: file capabilities and labels are privileges on the host",
   },
+  [VIEW_REFUSAL_RULED_DIR] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:ruled-directory",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "a directory below which other rules decide is neither renamed, replaced nor removed: the paths below "
+           "would leave their rules, or the answer would tell what those rules hide",
+  },
 };
 
 const FbPolicyRule *

@@ -603,6 +603,17 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
     int pfd = node_fd_get (parent, &hold);
     struct stat gone;
     bool known = pfd >= 0 && fstatat (pfd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
+    /* A directory below which other rules decide is not removed, as it is
+     * not renamed (EACCES), whatever it holds: the host's answer depends
+     * on the names those rules hide (ENOTEMPTY for one that holds only a
+     * hidden name, success when it is empty) and would tell the sandbox
+     * whether they exist. */
+    if (dir && known && S_ISDIR (gone.st_mode) && view_subtree_has_rules (view, parent, &ci.decision, ci.path))
+      {
+        view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "delete", FB_DECISION_DENY, EACCES,
+                   view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
+        return -EACCES;
+      }
     r = pfd < 0 ? pfd : unlinkat (pfd, name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
     if (r == 0)
       {
@@ -696,7 +707,7 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
        view_subtree_has_rules (view, newparent, &nci.decision, nci.path)))
     {
       view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
-                 ci.decision.rule);
+                 view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
       return -EACCES;
     }
   r = renameat2 (pfd, name, npfd, newname, flags) < 0 ? -errno : 0;

@@ -55,7 +55,10 @@
  * refused with EACCES for a directory below which some rule decides
  * differently (fb_policy_subtree_has_rules(): the source, and the destination
  * when it exists and is replaced or exchanged), so that moving an ancestor of
- * a denied path can't carry that path out of its rule.  `link` needs a
+ * a denied path can't carry that path out of its rule; `rmdir` of such a
+ * directory is refused with EACCES too, whatever it holds, because the
+ * host's answer (ENOTEMPTY or success) would tell whether the names those
+ * rules hide exist.  `link` needs a
  * writable source and target.  Mount points and synthetic directories can't
  * be removed or renamed (EBUSY); synthetic directories can't be written
  * (EROFS).  The view paths /proc, /sys and /dev, and any host object on the

@@ -1,0 +1,129 @@
+/* Adversarial tests: removing or replacing a directory does not tell
+ * whether a hidden name exists in it.
+ *
+ * Through `fusebox mount`, in a writable workspace:
+ *  - ws/with and ws/without each have a hide rule for a name below them
+ *    ("secret"); on the host ws/with/secret exists (first proven so) and
+ *    ws/without is empty.  Both look empty through the view.  rmdir of
+ *    each, and rename of another directory onto each, give the same answer
+ *    (EACCES: a directory below which other rules decide is neither
+ *    removed nor replaced, as it is not renamed), both directories and the
+ *    hidden file stay on the host, and each refusal is logged as
+ *    fusebox's own (rule "fusebox", fusebox:ruled-directory).  Before, rmdir
+ *    answered ENOTEMPTY for the first and removed the second.
+ *  - What stays (docs/security.md, "Hidden names"): a name hidden wherever
+ *    it is (a protected name like .git, a glob at any depth) may be in any
+ *    directory, so the same uniform answer would refuse every rmdir; there
+ *    a directory holding only a hidden .git answers ENOTEMPTY while an
+ *    empty one goes.  The test holds that line: ENOTEMPTY, and the hidden
+ *    .git is still there on the host, never removed with its directory.
+ *
+ * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
+#include "tests/integration/test-mount-util.h"
+
+static const char policy_text[] =
+  "{ \"version\": 1,\n"
+  "  \"protected_names\": { \".git\": \"hide\" },\n"
+  "  \"rules\": [\n"
+  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
+  "  { \"path\": \"@H@/ws/with/secret\", \"access\": \"hide\", \"why\": \"a hidden stand-in that exists\" },\n"
+  "  { \"path\": \"@H@/ws/without/secret\", \"access\": \"hide\", \"why\": \"a hidden stand-in that does not\" } ] }\n";
+
+static int
+errno_of (int r)
+{
+  return r < 0 ? errno : 0;
+}
+
+static void
+test_rules_below_answer_alike (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *h_secret = fx_h (fx, "/ws/with/secret");
+  g_autofree char *h_with = fx_h (fx, "/ws/with");
+  g_autofree char *h_without = fx_h (fx, "/ws/without");
+  g_autofree char *m_with = fx_m (fx, "/ws/with");
+  g_autofree char *m_without = fx_m (fx, "/ws/without");
+  g_autofree char *m_src = fx_m (fx, "/ws/src");
+  g_autofree char *log = NULL;
+  int with, without;
+
+  host_write (fx, "/ws/with/secret", "HIDDEN\n");
+  host_mkdir (fx, "/ws/without");
+  host_mkdir (fx, "/ws/src");
+  assert_host_readable (fx, "/ws/with/secret");
+  mfx_mount (fx, policy_text, NULL);
+  /* both look empty through the view */
+  {
+    g_autoptr (GDir) a = g_dir_open (m_with, 0, NULL);
+    g_autoptr (GDir) b = g_dir_open (m_without, 0, NULL);
+    assert_non_null (a);
+    assert_non_null (b);
+    assert_null (g_dir_read_name (a));
+    assert_null (g_dir_read_name (b));
+  }
+
+  with = errno_of (rmdir (m_with));
+  without = errno_of (rmdir (m_without));
+  if (with != without)
+    fail_msg ("rmdir answers %s for a directory holding a hidden name, %s for an empty one",
+              with ? g_strerror (with) : "success", without ? g_strerror (without) : "success");
+  assert_int_equal (with, EACCES);
+  with = errno_of (rename (m_src, m_with));
+  without = errno_of (rename (m_src, m_without));
+  if (with != without)
+    fail_msg ("rename onto them answers %s for a directory holding a hidden name, %s for an empty one",
+              with ? g_strerror (with) : "success", without ? g_strerror (without) : "success");
+  assert_int_equal (with, EACCES);
+  assert_true (g_file_test (h_secret, G_FILE_TEST_IS_REGULAR));
+  assert_true (g_file_test (h_with, G_FILE_TEST_IS_DIR));
+  assert_true (g_file_test (h_without, G_FILE_TEST_IS_DIR));
+  mfx_unmount (fx);
+
+  log = mfx_log (fx);
+  {
+    g_autofree char *p_with = g_strdup_printf ("\"path\":\"%s\"", h_with);
+    g_autofree char *p_without = g_strdup_printf ("\"path\":\"%s\"", h_without);
+    g_autofree char *t_with = g_strdup_printf ("\"target\":\"%s\"", h_with);
+    const char *refusal = "\"rule\":\"fusebox\",\"rule_origin\":\"fusebox:ruled-directory\"";
+    if (!log_has (log, "\"op\":\"rmdir\"", p_with, "\"decision\":\"deny\"", "\"errno\":13", refusal, NULL) ||
+        !log_has (log, "\"op\":\"rmdir\"", p_without, "\"decision\":\"deny\"", "\"errno\":13", refusal, NULL) ||
+        !log_has (log, "\"op\":\"rename\"", t_with, "\"decision\":\"deny\"", refusal, NULL))
+      fail_msg ("the refusals are not in the log as fusebox's own:\n%s", log);
+  }
+  MFX_PASS ();
+}
+
+static void
+test_protected_name_stays (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *h_git = fx_h (fx, "/ws/gitonly/.git/HEAD");
+  g_autofree char *h_empty = fx_h (fx, "/ws/empty");
+  g_autofree char *m_gitonly = fx_m (fx, "/ws/gitonly");
+  g_autofree char *m_empty = fx_m (fx, "/ws/empty");
+
+  host_write (fx, "/ws/gitonly/.git/HEAD", "ref: refs/heads/main\n");
+  host_mkdir (fx, "/ws/empty");
+  assert_host_readable (fx, "/ws/gitonly/.git/HEAD");
+  mfx_mount (fx, policy_text, NULL);
+  assert_errno_is (rmdir (m_gitonly), ENOTEMPTY);
+  assert_true (g_file_test (h_git, G_FILE_TEST_IS_REGULAR));
+  assert_errno_is (rmdir (m_empty), 0);
+  assert_false (g_file_test (h_empty, G_FILE_TEST_EXISTS));
+  MFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_rules_below_answer_alike, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_protected_name_stays, mfx_setup, mfx_teardown),
+  };
+
+  require_fuse ();
+  mfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
