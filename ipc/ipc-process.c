@@ -20,10 +20,11 @@
  * stream reached its end, then process/closed; so every output notification
  * precedes them.  sandboxDenied is true when the process exited non-zero
  * after its view logged a denial (deny, read-only or fusebox's own; never
- * a hidden name, which would tell that the name exists): Codex's client reports such a command as refused by
- * the sandbox, whatever its exit code, so a command that succeeded although
- * something it tried was refused (git status can't take .git/index.lock
- * under builtin:agent, and goes on) must not be flagged.
+ * a hidden name, which would tell that the name exists): Codex's client
+ * reports such a command as refused by the sandbox, whatever its exit
+ * code, so a command that succeeded although something it tried was
+ * refused (git status can't take .git/index.lock under builtin:agent, and
+ * goes on) must not be flagged.
  *
  * process/write is idempotent per writeId (the last FB_WRITE_IDS_MAX ids are
  * remembered) and buffers at most FB_STDIN_PENDING_MAX bytes the process has
