@@ -12,6 +12,7 @@ packages=(
   libglib2.0-dev libjson-glib-dev libsoup-3.0-dev libcmocka-dev
   clang libclang-rt-14-dev
   python3 python3-websockets
+  bubblewrap util-linux
 )
 
 missing=()
