@@ -1118,7 +1118,7 @@ check_handle_id (JsonObject *params, const char **ret, FbRpcError *error)
     return false;
   if (strlen (*ret) > FB_RPC_HANDLE_ID_MAX)
     {
-      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "file read handle ID must not exceed %d bytes",
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "file handle ID must not exceed %d bytes",
                         FB_RPC_HANDLE_ID_MAX);
       return false;
     }
@@ -1143,7 +1143,7 @@ fb_rpc_fs_open (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
     conn->handles = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, handle_free);
   if (g_hash_table_contains (conn->handles, handle_id))
     {
-      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "file read handle `%s` is already open", handle_id);
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "file handle `%s` already exists", handle_id);
       return NULL;
     }
   if (g_hash_table_size (conn->handles) >= FB_RPC_HANDLES_MAX)
@@ -1198,12 +1198,13 @@ fb_rpc_fs_read_block (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   h = conn->handles != NULL ? g_hash_table_lookup (conn->handles, handle_id) : NULL;
   if (h == NULL)
     {
-      fb_rpc_error_set (error, FB_RPC_ERROR_NOT_FOUND, "unknown file read handle `%s`", handle_id);
+      fb_rpc_error_set (error, FB_RPC_ERROR_NOT_FOUND, "unknown file handle `%s`", handle_id);
       return NULL;
     }
-  if (len > FB_RPC_READ_BLOCK_MAX)
+  if (len == 0 || len > FB_RPC_READ_BLOCK_MAX)
     {
-      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "fs/readBlock len must not exceed %d bytes",
+      /* Codex's wording; its bound is 1 MiB, ours larger. */
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "file read block length must be between 1 and %d",
                         FB_RPC_READ_BLOCK_MAX);
       return NULL;
     }

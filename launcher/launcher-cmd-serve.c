@@ -150,6 +150,10 @@ fb_cmd_serve (int argc, char **argv)
   int status = FB_EXIT_OK;
 
   g_set_prgname ("fusebox serve");
+  /* stdout carries the address (with stdio, the protocol itself): every log
+   * message, debug ones included (G_MESSAGES_DEBUG=fusebox), goes to
+   * stderr, where GLib would print debug and info on stdout. */
+  g_log_writer_default_set_use_stderr (TRUE);
   ctx = g_option_context_new (NULL);
   g_option_context_set_summary (ctx, "Serve the remote API (Codex's exec-server protocol): agents read and write "
                                      "files and start sandboxed processes, every call decided by the policy and "
