@@ -200,6 +200,8 @@ typedef enum
   VIEW_REFUSAL_DEVICE,
   VIEW_REFUSAL_XATTR,
   VIEW_REFUSAL_RULED_DIR,
+  VIEW_REFUSAL_FOLD_SPELLING, /* the host folds names and lists this one under another spelling */
+  VIEW_REFUSAL_FOLD_TAKEN,    /* the host folds names and another entry answers to this one */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm (cached), for events logged later. */
@@ -298,16 +300,16 @@ void view_decide_child (FbView *view, FbViewFold fold, const NodeState *pst, con
 /* fb_policy_subtree_has_rules, folded where DIR may fold. */
 bool view_subtree_has_rules (FbView *view, FbViewNode *dir, const FbPolicyDecision *decision, const char *path);
 /* Before OP on the existing NAME in DIR: -ENOENT (logged as the view's
- * refusal, with ACCESS, PATH and TARGET) when the host reaches it only
- * through another spelling; 0 otherwise, and when nothing is there. */
+ * refusal VIEW_REFUSAL_FOLD_SPELLING, decision hide, with ACCESS, PATH and
+ * TARGET) when the host reaches it only through another spelling; 0
+ * otherwise, and when nothing is there. */
 int view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, const char *op,
                      const char *access, const char *path, const char *target);
 /* Before renaming SRC (at SRC_PATH) onto NAME in DIR (PATH): -EACCES
- * (logged) when NAME reaches another entry under another spelling. */
+ * (logged, VIEW_REFUSAL_FOLD_TAKEN) when NAME reaches another entry under
+ * another spelling. */
 int view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name,
                             const struct stat *src, const char *src_path, const char *path);
-extern const FbPolicyRule view_fold_spelling_rule;
-extern const FbPolicyRule view_fold_taken_rule;
 
 /* fs-view-notify.c: report a change to the listeners (no view lock held).
  * NODE is the node it was made through (for a name: the directory). */

@@ -145,6 +145,22 @@ static const FbPolicyRule refusal_rules[] = {
     .why = "a directory below which other rules decide is neither renamed, replaced nor removed: the paths below "
            "would leave their rules, or the answer would tell what those rules hide",
   },
+  [VIEW_REFUSAL_FOLD_SPELLING] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:folded-spelling",
+    .access = FB_POLICY_ACCESS_HIDE,
+    .why = "the host folds names here (case-insensitive) and lists this entry only under another spelling: "
+           "fusebox resolves each entry under its own spelling alone",
+  },
+  [VIEW_REFUSAL_FOLD_TAKEN] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:folded-name-taken",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "the host folds names here (case-insensitive) and another entry answers to this name: the host would "
+           "replace that entry",
+  },
 };
 
 const FbPolicyRule *

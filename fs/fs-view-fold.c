@@ -35,7 +35,7 @@
  *    anything made over one: the host answers EEXIST itself (mkdir, link,
  *    symlink, mknod, and create, which is O_EXCL on the host).
  * Refusals of a spelling are logged as the view's own decisions, with a
- * why that says so (view_fold_spelling_rule, view_fold_taken_rule).
+ * why that says so (VIEW_REFUSAL_FOLD_SPELLING, VIEW_REFUSAL_FOLD_TAKEN).
  * On a directory that does not fold the cost is one statfs (ext4, f2fs,
  * tmpfs: and one open and ioctl) the first time a name is decided in it.
  */
@@ -47,24 +47,6 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
-
-const FbPolicyRule view_fold_spelling_rule = {
-  .kind = FB_POLICY_RULE_DEFAULT,
-  .index = -1,
-  .origin = "folded-name",
-  .access = FB_POLICY_ACCESS_HIDE,
-  .why = "the host folds names here (case-insensitive) and holds this name only under another spelling: fusebox "
-         "shows each entry under its own spelling alone",
-};
-
-const FbPolicyRule view_fold_taken_rule = {
-  .kind = FB_POLICY_RULE_DEFAULT,
-  .index = -1,
-  .origin = "folded-name",
-  .access = FB_POLICY_ACCESS_DENY,
-  .why = "the host folds names here (case-insensitive) and another entry's name folds equal to this one: the host "
-         "would replace that entry",
-};
 
 /* --- what the host does ------------------------------------------------------ */
 
@@ -317,7 +299,7 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
   if (same || spelt_as_listed (dir, fd, name))
     return 0;
   view_emit (view, caller, strcmp (op, "lookup") == 0 ? EV_OBSERVE : EV_MUTATION, op, path, target, access,
-             FB_DECISION_HIDE, ENOENT, &view_fold_spelling_rule);
+             FB_DECISION_HIDE, ENOENT, view_refusal_rule (VIEW_REFUSAL_FOLD_SPELLING));
   return -ENOENT;
 }
 
@@ -340,6 +322,6 @@ view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *di
   if (spelt_as_listed (dir, fd, name))
     return 0;
   view_emit (view, caller, EV_MUTATION, "rename", src_path, path, "create", FB_DECISION_DENY, EACCES,
-             &view_fold_taken_rule);
+             view_refusal_rule (VIEW_REFUSAL_FOLD_TAKEN));
   return -EACCES;
 }

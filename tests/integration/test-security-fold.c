@@ -370,7 +370,13 @@ static const Step ascii_steps[] = {
   { "excl", "new.txt", "-", "OK" },
   { "rename", "new.txt", "New.TXT", "OK" },
   { "read", "New.TXT", "-", "OK" },
-  { "list", ".", "-", "New.TXT,normal.txt,other.txt,private-dir,secret-deny.txt,sub" },
+  { "list", ".", "-", "New.TXT,normal.txt,other.txt,private-dir,secret-deny.txt,sub,vault" },
+  /* a hidden directory lists only the reachable names the disk spells so */
+  { "list", "vault", "-", "open" },
+  { "read", "vault/open/f.txt", "-", "OK" },
+  { "read", "vault/pub/f.txt", "-", "ENOENT" },
+  { "read", "vault/PUB/f.txt", "-", "ENOENT" },
+  { "read", "vault/other.txt", "-", "ENOENT" },
 };
 
 static void
@@ -387,7 +393,17 @@ test_case_variants_run (void **state)
 
   make_tree (backing);
   assert_host_resolves (mnt, variants);
-  policy = policy_file (fx, NULL);
+  {
+    g_autofree char *pub = g_build_filename (backing, "vault", "PUB", "f.txt", NULL);
+    g_autofree char *open_ = g_build_filename (backing, "vault", "open", "f.txt", NULL);
+    g_autofree char *other = g_build_filename (backing, "vault", "other.txt", NULL);
+    rfx_write (pub, "pub\n", 0644);
+    rfx_write (open_, "open\n", 0644);
+    rfx_write (other, "other\n", 0644);
+  }
+  policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/vault\",\"access\":\"hide\",\"why\":\"vault\"}"
+                            ",{\"path\":\"${WORKSPACE}/ci/vault/pub\",\"access\":\"read\",\"why\":\"pub\"}"
+                            ",{\"path\":\"${WORKSPACE}/ci/vault/open\",\"access\":\"read\",\"why\":\"open\"}");
   log = run_steps (fx, policy, mnt, ascii_steps, G_N_ELEMENTS (ascii_steps));
   assert_host_unchanged (backing);
   denied = g_build_filename (mnt, "SECRET-DENY.TXT", NULL);
