@@ -8,6 +8,14 @@
 
 G_BEGIN_DECLS
 
+/* The listening sockets' accept queue.  GLib's default is 10: a harness
+ * that opens a few dozen connections at once overflows it while the loop
+ * thread sets up the first ones, and the kernel then drops the overflow's
+ * handshakes, which the clients retry after 1, 3, 7 s...  The kernel caps
+ * it at net.core.somaxconn; a pending connection costs the kernel a socket
+ * and us nothing until it is accepted. */
+#define FB_RPC_LISTEN_BACKLOG 1024
+
 struct FbRpcListener
 {
   FbRpcServer *server;

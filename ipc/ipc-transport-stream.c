@@ -347,6 +347,7 @@ fb_rpc_listen_unix (FbRpcListener *l, const char *path, GError **error)
   old = umask (0177);
   ok = g_socket_bind (sock, addr, FALSE, &local);
   umask (old);
+  g_socket_set_listen_backlog (sock, FB_RPC_LISTEN_BACKLOG);
   if (!ok || !g_socket_listen (sock, &local))
     goto fail;
   l->service = g_socket_service_new ();

@@ -339,6 +339,7 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
   /* We accept and hand each connection to libsoup with our own stream
    * under it (ipc-transport-wsio.c). */
   l->ws_service = g_socket_service_new ();
+  g_socket_listener_set_backlog (G_SOCKET_LISTENER (l->ws_service), FB_RPC_LISTEN_BACKLOG);
   if (!g_socket_listener_add_address (G_SOCKET_LISTENER (l->ws_service), sa, G_SOCKET_TYPE_STREAM,
                                       G_SOCKET_PROTOCOL_TCP, NULL, &effective, &local))
     {
