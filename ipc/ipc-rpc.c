@@ -692,6 +692,14 @@ fb_rpc_conn_writable (FbRpcConn *conn)
   conn_flush (conn);
 }
 
+bool
+fb_rpc_conn_drain (FbRpcConn *conn)
+{
+  fb_rpc_conn_wait_idle (conn);
+  conn_flush (conn);
+  return conn->closing || g_queue_is_empty (&conn->out);
+}
+
 void
 fb_rpc_conn_reply (FbRpcConn *conn, JsonNode *id, JsonNode *result)
 {

@@ -198,6 +198,12 @@ void fb_rpc_conn_receive_utf8 (FbRpcConn *conn, const char *data, gsize len);
 /* An incoming message that was too big to keep: answer with an error. */
 void fb_rpc_conn_receive_oversized (FbRpcConn *conn, guint64 len);
 void fb_rpc_conn_writable (FbRpcConn *conn);
+/* The client's input ended but the transport can still write (EOF on
+ * stdin, a unix peer's shutdown of its sending side): run and answer what
+ * CONN received.  true once every answer has been handed to write();
+ * false while some wait for the transport's fb_rpc_conn_writable(), after
+ * which it may be asked again. */
+bool fb_rpc_conn_drain (FbRpcConn *conn);
 /* The transport is gone: detach the session, free CONN. */
 void fb_rpc_conn_closed (FbRpcConn *conn);
 

@@ -6,7 +6,8 @@
  *               SO_PEERCRED: a peer whose uid differs from the server's is
  *               closed before a byte is read.
  *   stdio       the same on stdin/stdout, one connection; EOF on stdin
- *               ends it (and `fusebox serve --listen stdio`).
+ *               ends it (and `fusebox serve --listen stdio`) once what
+ *               came before it is answered.  A unix client's EOF too.
  *
  * Bounds: a line longer than FB_RPC_MESSAGE_MAX is discarded up to its
  * newline and answered with an error (the connection stays usable); the
@@ -42,6 +43,7 @@ typedef struct
   gsize pending_off;
   guint closed_idle;
   bool is_stdio;
+  bool input_ended; /* EOF read: answering what came, then closing */
 } StreamPeer;
 
 static void stream_peer_close (StreamPeer *s);
@@ -142,6 +144,14 @@ flush_pending (StreamPeer *s)
   return true;
 }
 
+/* After EOF: close once every answer is out. */
+static void
+close_when_drained (StreamPeer *s)
+{
+  if (s->closed_idle == 0 && (s->conn == NULL || (fb_rpc_conn_drain (s->conn) && s->pending == NULL)))
+    stream_peer_close (s);
+}
+
 static gboolean
 on_out_ready (GObject *stream, gpointer user_data)
 {
@@ -149,7 +159,11 @@ on_out_ready (GObject *stream, gpointer user_data)
 
   g_clear_pointer (&s->out_source, g_source_unref);
   if (flush_pending (s) && s->conn != NULL)
-    fb_rpc_conn_writable (s->conn);
+    {
+      fb_rpc_conn_writable (s->conn);
+      if (s->input_ended)
+        close_when_drained (s);
+    }
   return G_SOURCE_REMOVE;
 }
 
@@ -233,7 +247,21 @@ on_in_ready (GObject *stream, gpointer user_data)
         g_pollable_input_stream_read_nonblocking (G_POLLABLE_INPUT_STREAM (s->in), data, sizeof data, NULL, &error);
       if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
         return G_SOURCE_CONTINUE;
-      if (n <= 0)
+      if (n == 0)
+        {
+          /* EOF: the client sent all it will (`printf ... | fusebox serve
+           * --listen stdio`, or a unix client's shutdown(SHUT_WR)).  What
+           * it sent is answered before the connection closes; closing at
+           * once dropped the answers still being worked on, and for stdio
+           * ended the server before they were written. */
+          g_clear_pointer (&s->in_source, g_source_unref);
+          if (s->buf->len > 0 && !s->discarding && s->conn != NULL)
+            take_lines (s, (const guint8 *)"\n", 1); /* a last line without its newline */
+          s->input_ended = true;
+          close_when_drained (s);
+          return G_SOURCE_REMOVE;
+        }
+      if (n < 0)
         {
           g_clear_pointer (&s->in_source, g_source_unref);
           stream_peer_close (s);

@@ -7,8 +7,9 @@ shape (against a file that exists on the host), log/subscribe,
 policy/explain, a call's sandbox narrowing every method that reads, refused
 lookups with their records, a process with its notifications, 100 clients
 at once, clients that vanish at every stage of a connection (the server
-must keep no socket of theirs and go idle), and a server killed right after
-an answer (the call's record must be in the log).
+must keep no socket of theirs and go idle), clients that close their input
+right after their requests (each must be answered), and a server killed
+right after an answer (the call's record must be in the log).
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
@@ -847,6 +848,50 @@ def t_stdio_sync(env):
     assert base64.b64decode(lines[1]["result"]["dataBase64"]) == b"secret\n", lines
 
 
+def t_eof_sync(env):
+    # A client may send its requests and close its input at once: every
+    # request before the EOF is answered before the connection (and, on
+    # stdio, the server) ends; the last line needs no newline.
+    bin_ = os.environ.get("FUSEBOX_BIN", "fusebox")
+    e = dict(os.environ, XDG_STATE_HOME=os.path.join(env.dir, "state"))
+    secret = os.path.join(env.ws, "secret.txt")
+    msgs = [{"id": 1, "method": "initialize", "params": {"clientName": "eof"}}, {"method": "initialized"}]
+    msgs += [{"id": i, "method": "fs/readFile", "params": {"path": secret}} for i in range(2, 102)]
+    text = "\n".join(json.dumps(m) for m in msgs)
+    r = subprocess.run([bin_, "serve", "--listen", "stdio", "--workspace", env.ws], input=text.encode(),
+                       capture_output=True, env=e, timeout=120)
+    assert r.returncode == 0, r
+    ids = [json.loads(line)["id"] for line in r.stdout.decode().splitlines()]
+    assert ids == list(range(1, 102)), "stdio: answers to %s of ids 1..101 before EOF ended it" % ids
+    # A unix client's shutdown(SHUT_WR): the same, and then the server closes.
+    path = os.path.join(env.dir, "eof.sock")
+    p = subprocess.Popen([bin_, "serve", "--listen", "unix:" + path, "--workspace", env.ws],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=e)
+    try:
+        assert p.stdout.readline().decode().strip() == "unix:" + path
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall((text + "\n").encode())
+        s.shutdown(socket.SHUT_WR)
+        s.settimeout(60)
+        buf = b""
+        while True:
+            more = s.recv(65536)
+            if not more:
+                break
+            buf += more
+        s.close()
+        ids = [json.loads(line)["id"] for line in buf.decode().splitlines()]
+        assert ids == list(range(1, 102)), "unix: answers to %s of ids 1..101 before the client's EOF" % ids
+    finally:
+        p.terminate()
+        assert p.wait(30) == 0
+
+
+async def t_eof(env):
+    await asyncio.get_running_loop().run_in_executor(None, t_eof_sync, env)
+
+
 def t_sigkill_sync(env):
     # A call's record is in the log before its answer leaves: kill the
     # server with SIGKILL as soon as the answer to fs/createDirectory
@@ -898,7 +943,7 @@ async def main(env):
              ("debug", lambda: t_debug(env)), ("codex_values", lambda: t_codex_values(env, c)),
              ("many", lambda: t_many(env)),
              ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
-             ("stdio", lambda: t_stdio(env)), ("utf8", lambda: t_utf8(env)),
+             ("stdio", lambda: t_stdio(env)), ("eof", lambda: t_eof(env)), ("utf8", lambda: t_utf8(env)),
              ("abrupt", lambda: t_abrupt(env)), ("sigkill", lambda: t_sigkill(env))]
     for name, t in tests:
         try:
