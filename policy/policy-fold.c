@@ -53,15 +53,27 @@ is_ignorable (gunichar c)
 void
 fb_policy_fold_append (GString *out, const char *s, gsize len)
 {
-  g_autoptr (GString) valid = g_string_sized_new (len);
+  g_autoptr (GString) valid = NULL;
   g_autoptr (GString) upper = NULL;
   g_autofree char *nfkd = NULL;
   g_autofree char *folded = NULL;
   g_autofree char *again = NULL;
   const char *p = s;
   const char *end = s + len;
+  gsize i;
 
+  /* Most names are ASCII, whose fold is lower case: no allocation.  (NFKD,
+   * case folding and the ignorables leave ASCII as it is but for case.) */
+  for (i = 0; i < len && (guchar)s[i] < 0x80 && s[i] != '\0'; i++)
+    ;
+  if (i == len)
+    {
+      for (i = 0; i < len; i++)
+        g_string_append_c (out, g_ascii_tolower (s[i]));
+      return;
+    }
   /* Invalid sequences and NULs as Latin-1, byte by byte. */
+  valid = g_string_sized_new (len);
   while (p < end)
     {
       const char *bad;
@@ -154,19 +166,38 @@ folded_comps (const char *parent_path, const char *key, guint *ret_n, GPtrArray 
   return out;
 }
 
-/* Restrict D by every folded glob of POLICY (both sides of a narrowed one)
- * that matches COMPS. */
+/* A path being decided, folded: its components made only when a glob
+ * that is not a name alone needs them. */
+typedef struct
+{
+  const char *parent_path;
+  const char *key; /* the last component, folded */
+  guint n;         /* components, the last included */
+  FbPathComp *comps;
+  GPtrArray *keep;
+} FoldedPath;
+
+static const FbPathComp *
+folded_path_comps (FoldedPath *fp)
+{
+  if (fp->comps == NULL)
+    fp->comps = folded_comps (fp->parent_path, fp->key, &fp->n, fp->keep);
+  return fp->comps;
+}
+
+/* Restrict D by every folded glob of POLICY's SIDE (both sides of a
+ * narrowed one) that matches FP. */
 static void
-restrict_by_globs (const FbPolicy *policy, const FbPolicy *side, const FbPathComp *comps, guint n, FbPolicyDecision *d)
+restrict_by_globs (const FbPolicy *policy, const FbPolicy *side, FoldedPath *fp, FbPolicyDecision *d)
 {
   for (guint i = 0; side->fold_globs != NULL && i < side->n_rules; i++)
     {
       const FbGlob *g = side->fold_globs[i];
 
-      if (g == NULL || n < g->min_depth || n > g->max_depth)
+      if (g == NULL || fp->n < g->min_depth || fp->n > g->max_depth)
         continue;
-      if (g->name_only ? fb_policy_glob_match_name (g, comps[n - 1].s, comps[n - 1].len)
-                       : fb_policy_glob_match (g, comps, n))
+      if (g->name_only ? fb_policy_glob_match_name (g, fp->key, (guint32)strlen (fp->key))
+                       : fb_policy_glob_match (g, folded_path_comps (fp), fp->n))
         fb_policy_restrict (policy, d, &side->rules[i]);
     }
 }
@@ -280,17 +311,21 @@ fb_policy_decide_child_folded (const FbPolicy *policy, const FbPolicyDecision *p
   if (has_globs (policy) || (policy->narrow != NULL && (has_globs (policy->base) || has_globs (policy->narrow))))
     {
       g_autoptr (GPtrArray) keep = g_ptr_array_new_with_free_func (g_free);
-      g_autofree FbPathComp *comps = NULL;
-      guint n;
+      FoldedPath fp = {
+        .parent_path = parent_path,
+        .key = key,
+        .n = fb_policy_path_split (parent_path, NULL, 0) + 1,
+        .keep = keep,
+      };
 
-      comps = folded_comps (parent_path, key, &n, keep);
       if (policy->narrow != NULL)
         {
-          restrict_by_globs (policy, policy->base, comps, n, &d);
-          restrict_by_globs (policy, policy->narrow, comps, n, &d);
+          restrict_by_globs (policy, policy->base, &fp, &d);
+          restrict_by_globs (policy, policy->narrow, &fp, &d);
         }
       else
-        restrict_by_globs (policy, policy, comps, n, &d);
+        restrict_by_globs (policy, policy, &fp, &d);
+      g_free (fp.comps);
     }
 
   if (conflict)
