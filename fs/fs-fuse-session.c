@@ -32,33 +32,11 @@ read_overflow_id (const char *path)
   return (guint32)v;
 }
 
-/* The view holds one descriptor per directory the kernel remembers (and one
- * per open file): a `find` over a large tree needs more than the usual soft
- * limit of 1024.  The hard limit is the administrator's bound; the soft one
- * is raised to it, once per process. */
-static void
-raise_nofile_limit (void)
-{
-  static gsize once = 0;
-
-  if (g_once_init_enter (&once))
-    {
-      struct rlimit rl;
-      if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
-        {
-          rl.rlim_cur = rl.rlim_max;
-          (void)setrlimit (RLIMIT_NOFILE, &rl);
-        }
-      g_once_init_leave (&once, 1);
-    }
-}
-
 int
 fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
 {
   FbFuse *f = g_new0 (FbFuse, 1);
 
-  raise_nofile_limit ();
   f->view = fb_view_ref (view);
   if (options != NULL)
     f->options = *options;

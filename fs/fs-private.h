@@ -80,6 +80,15 @@ struct FbViewNode
    * fs-view-fd.c) or node_host_fd(). */
   int host_fd;
   bool reopen; /* a host non-directory holding no descriptor: node_host_fd() */
+  /* a host directory whose host_fd is a cache entry (fs-view-fd.c): closed
+   * while unused past the budget, opened again by node_fd_get(); host_fd is
+   * then atomic, and changes only under fd_lock */
+  bool evictable;
+  gint fd_users; /* atomic: holds of host_fd (node_fd_get) */
+  gint fd_hot;   /* atomic: held since the eviction scan last passed */
+  /* fd_lock: in the view's list of cached directory descriptors */
+  FbViewNode *fd_prev, *fd_next;
+  bool fd_listed;
   mode_t type;
   ino_t ino;
   dev_t dev;
@@ -94,11 +103,10 @@ struct FbViewNode
 
   GMutex lock; /* below: the state and the cache stamps */
   NodeState *state;
-  /* reopened nodes: while files are open, a descriptor of the object (a
-   * duplicate of the first open file's), so that fstat of a file unlinked
-   * or renamed away while open still reaches it */
-  int held_fd;
-  guint n_open;
+  /* reopened nodes: the files open on it, whose descriptors reach the
+   * object when its name no longer does (fstat of a file unlinked or
+   * renamed away while open) */
+  FbViewFile *open_files;
   bool have_stamp; /* size and mtime seen at the last open (keep_cache) */
   off_t stamp_size;
   struct timespec stamp_mtime;
@@ -131,6 +139,7 @@ struct FbViewFile
   char *session;
   gint64 bytes_read;    /* atomic */
   gint64 bytes_written; /* atomic */
+  FbViewFile *open_prev, *open_next; /* node->lock: node->open_files (reopened nodes) */
   gint caps_killed;     /* atomic: view_kill_priv found no file capability left */
 
   /* directories: lock for what follows */
@@ -166,13 +175,21 @@ struct FbView
    * a reference to the view, and the view one to each */
   GPtrArray *pinned;
   gint n_pinned; /* atomic: pinned->len, read by fb_view_unref */
+
+  /* fs-view-fd.c, fd_lock: the cached directory descriptors, least
+   * recently listed first, and the list of live views */
+  FbViewNode *fd_head, *fd_tail;
+  gint n_dir_fds;  /* fd_lock to change, atomic to read */
+  gint n_file_fds; /* atomic: descriptors of files open through this view */
+  FbView *views_prev, *views_next;
+  bool in_views;
 };
 
 /* fs-watch.c: mark the host directory DEV/INO (DIR_FD: a descriptor of it)
  * if the watcher runs, or count one more node holding its mark; false when
  * it isn't marked (short timeouts there).  watch_dir_remove() undoes one
  * successful watch_dir_add(), with a descriptor of the directory still
- * open.  watch_children_decode(): events on DEV's non-directories can be
+ * open (or -1 when none could be had).  watch_children_decode(): events on DEV's non-directories can be
  * mapped to their st_ino. */
 bool watch_dir_add (dev_t dev, ino_t ino, int dir_fd);
 void watch_dir_remove (dev_t dev, ino_t ino, int dir_fd);
@@ -275,6 +292,23 @@ typedef struct
 int node_fd_get (FbViewNode *node, NodeFd *hold);
 void node_fd_put (NodeFd *hold);
 #define _fb_cleanup_node_fd_ __attribute__ ((cleanup (node_fd_put)))
+/* fs-view-fd.c: the descriptor budget.  view_fd_register() at
+ * fb_view_new, view_fd_unregister() when the view is freed.
+ * node_fd_cached(): a new evictable node with its descriptor entered the
+ * table (it joins the cache).  node_fd_forget(): a node is being freed;
+ * returns its descriptor (-1 if none) for the caller to close.
+ * view_file_claim() before opening a file the sandbox will hold (0,
+ * -EMFILE past the view's share, -ENFILE past the budget),
+ * view_file_unclaim() when it is closed, or its open failed.
+ * view_fd_pressure(): an open failed with EMFILE or ENFILE: the limit is
+ * read again and the cache shrunk. */
+void view_fd_register (FbView *view);
+void view_fd_unregister (FbView *view);
+void node_fd_cached (FbViewNode *node);
+int node_fd_forget (FbViewNode *node);
+int view_file_claim (FbView *view);
+void view_file_unclaim (FbView *view);
+void view_fd_pressure (void);
 /* NODE's host object as an O_PATH descriptor: its own (directories, mount
  * sources), or for a reopened node one opened now from its parent's
  * descriptor and its name, checked to show the same st_dev/st_ino/type, and

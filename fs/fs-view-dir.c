@@ -334,7 +334,14 @@ fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
 
   if (ret_keep_cache != NULL)
     *ret_keep_cache = false;
-  r = start_listing (view, caller, node, st, &fd);
+  /* an open directory is held like an open file (fs-view-fd.c) */
+  r = node->kind == NODE_HOST ? view_file_claim (view) : 0;
+  if (r == 0)
+    {
+      r = start_listing (view, caller, node, st, &fd);
+      if (r < 0 && node->kind == NODE_HOST)
+        view_file_unclaim (view);
+    }
   if (r < 0)
     return r;
   dir = view_file_new (node, st, fd, O_RDONLY | O_DIRECTORY, "list", caller);

@@ -35,8 +35,10 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *a
   if (node->reopen && fd >= 0)
     {
       g_mutex_lock (&node->lock);
-      if (node->n_open++ == 0)
-        node->held_fd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+      file->open_next = node->open_files;
+      if (node->open_files != NULL)
+        node->open_files->open_prev = file;
+      node->open_files = file;
       g_mutex_unlock (&node->lock);
     }
   file->flags = flags;
@@ -71,15 +73,19 @@ view_file_free (FbViewFile *file)
     {
       FbViewNode *node = file->node;
       g_mutex_lock (&node->lock);
-      if (--node->n_open == 0 && node->held_fd >= 0)
-        {
-          close (node->held_fd);
-          node->held_fd = -1;
-        }
+      if (file->open_prev != NULL)
+        file->open_prev->open_next = file->open_next;
+      else
+        node->open_files = file->open_next;
+      if (file->open_next != NULL)
+        file->open_next->open_prev = file->open_prev;
       g_mutex_unlock (&node->lock);
     }
   if (file->fd >= 0)
-    close (file->fd);
+    {
+      close (file->fd);
+      view_file_unclaim (file->node->view); /* claimed before it was opened */
+    }
   if (file->snapshot != NULL)
     g_array_unref (file->snapshot);
   g_free (file->buf);
@@ -277,9 +283,14 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
       view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -r, st->decision.rule);
       return r;
     }
-  fd = node_reopen (node, host_open_flags (flags));
+  /* the descriptor the sandbox will hold comes out of the view's share
+   * of the budget (fs-view-fd.c): EMFILE past it, for this caller only */
+  r = view_file_claim (view);
+  fd = r < 0 ? r : node_reopen (node, host_open_flags (flags));
   if (fd < 0)
     {
+      if (r == 0)
+        view_file_unclaim (view);
       view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -fd, st->decision.rule);
       return fd;
     }
@@ -316,7 +327,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   CallerCreds creds;
   struct stat hst;
   mode_t umask_bits = caller != NULL ? caller->umask : 0;
-  int r, path_fd, pfd;
+  int r, path_fd, pfd, claim;
 
   r = decide_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
@@ -350,10 +361,14 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
    * the caller's (0 from FUSE, where the kernel applied it already). */
   mode = (mode & 07777 & ~(S_ISUID | S_ISGID)) & ~(umask_bits & 0777);
   pfd = node_fd_get (parent, &hold);
+  /* claimed before the name is made: EMFILE makes nothing (fb_view_open) */
+  claim = pfd < 0 ? pfd : view_file_claim (view);
   creds_enter (view, caller, &creds);
-  fd = pfd < 0 ? pfd : openat (pfd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
-  r = fd < 0 ? (pfd < 0 ? pfd : -errno) : 0;
+  fd = claim < 0 ? claim : openat (pfd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+  r = fd >= 0 ? 0 : claim < 0 ? claim : -errno;
   creds_leave (&creds);
+  if (fd < 0 && claim == 0)
+    view_file_unclaim (view);
   if (r == -EEXIST && !(flags & O_EXCL))
     {
       g_autoptr (FbViewNode) existing = NULL;
@@ -376,7 +391,11 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     }
   view_emit (view, caller, EV_MUTATION, "create", ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
-    return r;
+    {
+      if (fd >= 0)
+        view_file_unclaim (view); /* closed on return: nobody will hold it */
+      return r;
+    }
   view_changed_name (view, parent, name, NULL);
   node_stamp_compare (node, &hst);
   if (ret_st != NULL)

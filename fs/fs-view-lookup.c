@@ -229,8 +229,17 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
       node->reopen = true;
     }
   else
-    node = node_new (view, NODE_HOST, fb_steal_fd (&owned), &st, node_state_new (ci->path, &ci->decision));
+    {
+      node = node_new (view, NODE_HOST, fb_steal_fd (&owned), &st, node_state_new (ci->path, &ci->decision));
+      /* A directory's descriptor is an entry of the cache (fs-view-fd.c),
+       * found again by name from its parent; a mount's source is not its
+       * parent's child on the host, and keeps its own. */
+      node->evictable = S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL &&
+                        node_is_host_dir (parent);
+    }
   node = table_insert (view, parent, name, node);
+  if (node->evictable)
+    node_fd_cached (node);
   if (ret_st != NULL)
     {
       /* the node in the table shows the object just stat'ed (or a blank) */

@@ -25,8 +25,11 @@
  *    reference to the view and the view one to each; fb_view_unref breaks
  *    that cycle when only pinned nodes are left holding the view.
  *  - Policy checks, lookups and the walk: fs-view-lookup.c.
+ *  - Host descriptors (who holds one, the budget, the directory cache):
+ *    fs-view-fd.c; read them with node_fd_get(), never the field.
  *  - Threads: any.  Lock order: view->lock (table and tree), then a node's
- *    lock (state, stamps).  The sink is never called with either held.
+ *    lock (state, stamps), then fd_lock (fs-view-fd.c, innermost).  The
+ *    sink is never called with any of them held.
  */
 #include "fs/fs-private.h"
 
@@ -82,6 +85,7 @@ join_path (const char *dir, const char *name)
 #define FB_VIEW_PINNED_MAX 1024
 
 static int openat2_state; /* 0 unknown, 1 works, -1 ENOSYS */
+static int host_open_child_once (int parent_fd, const char *name);
 static int host_stat_child (FbViewNode *node, struct stat *ret_st);
 
 /* One name below PARENT_FD as O_PATH, never following it.  openat2 adds the
@@ -91,6 +95,21 @@ static int host_stat_child (FbViewNode *node, struct stat *ret_st);
  * kernels before 5.6. */
 int
 host_open_child (int parent_fd, const char *name)
+{
+  int fd = host_open_child_once (parent_fd, name);
+
+  /* the limit may have been lowered (prlimit) or met by everything else
+   * the process holds: the cache gives some back, once */
+  if (fd == -EMFILE || fd == -ENFILE)
+    {
+      view_fd_pressure ();
+      fd = host_open_child_once (parent_fd, name);
+    }
+  return fd;
+}
+
+static int
+host_open_child_once (int parent_fd, const char *name)
 {
   int fd;
 
@@ -395,6 +414,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
           view->blank_devs[i] = st.st_dev;
       }
 
+  view_fd_register (view);
   *ret_view = g_steal_pointer (&view);
   return 0;
 }
@@ -449,6 +469,7 @@ fb_view_unref (FbView *view)
   g_hash_table_destroy (view->by_ino);
   g_ptr_array_unref (view->pinned);
   g_strfreev (view->blank_paths);
+  view_fd_unregister (view);
   g_mutex_clear (&view->lock);
   fb_policy_unref (view->policy);
   g_free (view);
@@ -498,24 +519,47 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
       node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
     }
   node->state = state;
-  node->held_fd = -1;
   g_mutex_init (&node->lock);
   g_atomic_int_inc ((gint *)&view->n_nodes);
   return node;
 }
 
-/* A node that never entered the table, or left it with its last reference. */
+static int same_host_object (FbViewNode *node, const struct stat *st);
+
+/* Remove the mark of NODE, a watched directory being freed, through FD (its
+ * descriptor, -1 when the cache closed it: then opened again from PARENT,
+ * still referenced, by its name; a directory gone or replaced keeps its
+ * mark until the host removes it or the watcher stops). */
 static void
-node_free (FbViewNode *node)
+node_unwatch (FbViewNode *node, FbViewNode *parent, int fd)
+{
+  _fb_cleanup_fd_ int tmp = -1;
+
+  if (fd < 0 && parent != NULL && node_is_host_dir (parent))
+    {
+      _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+      int pfd = node_fd_get (parent, &hold);
+      struct stat st;
+      tmp = pfd >= 0 ? host_open_child (pfd, node->name) : -1;
+      if (tmp >= 0 && (fstat (tmp, &st) < 0 || same_host_object (node, &st) < 0))
+        fb_fd_close (&tmp);
+      fd = tmp;
+    }
+  watch_dir_remove (node->dev, node->ino, fd);
+}
+
+/* A node that never entered the table (PARENT NULL), or left it with its
+ * last reference (PARENT: its parent, still referenced). */
+static void
+node_free (FbViewNode *node, FbViewNode *parent)
 {
   FbView *view = node->view;
+  int fd = node_fd_forget (node);
 
-  if (node->host_fd >= 0 && S_ISDIR (node->type) && g_atomic_int_get (&node->watched) == 1)
-    watch_dir_remove (node->dev, node->ino, node->host_fd);
-  if (node->host_fd >= 0)
-    close (node->host_fd);
-  if (node->held_fd >= 0)
-    close (node->held_fd);
+  if (S_ISDIR (node->type) && g_atomic_int_get (&node->watched) == 1)
+    node_unwatch (node, parent, fd);
+  if (fd >= 0)
+    close (fd);
   if (node->listing != NULL)
     g_array_unref (node->listing);
   node_state_unref (node->state);
@@ -623,7 +667,7 @@ fb_view_node_unref (FbViewNode *node)
       parent = node->parent;
       node->parent = NULL;
       g_mutex_unlock (&view->lock);
-      node_free (node);
+      node_free (node, parent);
       node = parent; /* drop the child's reference on its parent, iteratively */
     }
 }
@@ -680,7 +724,7 @@ table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fr
     {
       g_atomic_int_inc (&existing->ref);
       g_mutex_unlock (&view->lock);
-      node_free (fresh);
+      node_free (fresh, NULL);
       return existing;
     }
   if (existing != NULL)
@@ -971,11 +1015,21 @@ node_host_fd (FbViewNode *node, int *tmp)
   int fd, pfd, r;
 
   *tmp = -1;
+  if (node->evictable)
+    {
+      /* the caller may keep it past any eviction */
+      _fb_cleanup_node_fd_ NodeFd own = NODE_FD_INIT;
+      fd = node_fd_get (node, &own);
+      if (fd < 0)
+        return fd;
+      *tmp = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+      return *tmp >= 0 ? *tmp : -errno;
+    }
   if (!node->reopen)
     return node->host_fd;
   g_mutex_lock (&node->lock);
-  if (node->held_fd >= 0)
-    *tmp = fcntl (node->held_fd, F_DUPFD_CLOEXEC, 3);
+  if (node->open_files != NULL)
+    *tmp = fcntl (node->open_files->fd, F_DUPFD_CLOEXEC, 3);
   g_mutex_unlock (&node->lock);
   if (*tmp >= 0)
     return *tmp;
@@ -1018,8 +1072,8 @@ node_stat (FbView *view, FbViewNode *node, struct stat *ret_st)
     {
       int r = 1;
       g_mutex_lock (&node->lock);
-      if (node->held_fd >= 0)
-        r = fstat (node->held_fd, ret_st) < 0 ? -errno : 0;
+      if (node->open_files != NULL)
+        r = fstat (node->open_files->fd, ret_st) < 0 ? -errno : 0;
       g_mutex_unlock (&node->lock);
       return r <= 0 ? r : host_stat_child (node, ret_st);
     }

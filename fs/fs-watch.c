@@ -331,7 +331,10 @@ watch_dir_remove (dev_t dev, ino_t ino, int dir_fd)
   d = watch_by_obj != NULL ? g_hash_table_lookup (watch_by_obj, &key) : NULL;
   if (d != NULL && --d->refs == 0)
     {
-      if (!watch_stopped)
+      /* no descriptor (the directory's was closed, and it is gone or
+       * replaced): the mark stays until the host removes the directory or
+       * the watcher stops; its events then find no node */
+      if (!watch_stopped && dir_fd >= 0)
         (void)fanotify_mark (watch_fan, FAN_MARK_REMOVE, WATCH_MASK, dir_fd, ".");
       g_hash_table_remove (watch_by_handle, d);
       g_hash_table_remove (watch_by_obj, d);

@@ -17,23 +17,33 @@
  * while it is non-zero.  A successful rename moves the nodes of the renamed
  * object and everything below it to their new view paths and re-decides them.
  *
- * Descriptors.  A directory node (and a mount's source) holds an
- * O_PATH|O_NOFOLLOW descriptor of its host object; a synthetic one none.
- * A non-directory node holds none while no file of it is open: an operation
- * that needs its host object opens the node's name again from the parent's
- * descriptor (openat2 as below), checks that st_dev, st_ino and the type are
- * the node's and otherwise answers ESTALE (ENOENT when the name is gone); a
- * getattr is one fstatat by name with the same check.  While files of it
- * are open, the node keeps a duplicate of the first one's descriptor, so
- * fstat of a file unlinked or renamed on the host still works.  So the view
- * holds at most: one descriptor per directory node, two per open file (the
- * file's and, for the node's first, the duplicate), and the mounts' -- not
- * one per name the kernel remembers (a `find` over /usr would pass any
- * RLIMIT_NOFILE).  The FUSE adapter raises the soft RLIMIT_NOFILE to the
- * hard one at start for the directories.  A file replaced on the host
- * under a name the kernel remembers turns stale (ESTALE) rather than
+ * Descriptors (fs/fs-view-fd.c), bounded and shared fairly between the
+ * views of a process.  The root and each mount point hold an
+ * O_PATH|O_NOFOLLOW descriptor of their host directory (or mounted file)
+ * for their life; a synthetic node holds none.  Any other directory node's
+ * descriptor is an entry of a cache: closed while unused once the
+ * process's directory budget is full, and opened again on demand, walking
+ * down by name from the nearest ancestor that has one (openat2 as below),
+ * each step checked to show the node's st_dev, st_ino and type; a
+ * directory replaced on the host answers ESTALE, and ENOENT when the name
+ * is gone.  A non-directory node holds none: an operation that needs its
+ * host object opens the node's name again from the parent's descriptor the
+ * same way, and a getattr is one fstatat by name with the same check.
+ * While files of it are open, their descriptors reach it (fstat of a file
+ * unlinked or renamed on the host still works).  A file replaced on the
+ * host under a name the kernel remembers turns stale (ESTALE) rather than
  * showing the new object under the old inode; the next lookup makes a new
- * node.
+ * node.  The budget: at the first view the soft RLIMIT_NOFILE is raised
+ * to the hard one; a quarter of it (at least 64, at most 65536) is kept
+ * for everything else the process holds (connections, logs, /dev/fuse,
+ * process/start, the descriptors an operation opens and closes at once);
+ * of the rest, a quarter caches directories (all views together, the view
+ * that caches the most giving up its least recently used first) and three
+ * quarters are for what sandboxes hold open: each file and each directory
+ * open for listing counts against its view, which may hold at most half
+ * of what the other views leave (EMFILE for that caller past it; ENFILE
+ * past the whole budget).  So no view can take another's descriptors,
+ * and the limit can be read at fb_view_fd_budget().
  *
  * Resolution.  One name at a time, relative to the parent's O_PATH descriptor
  * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
@@ -124,11 +134,13 @@
  *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
  *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
  *   with a fixed buffer.  Nodes live as long as someone (the kernel) holds
- *   them: one per looked-up view path; descriptors as under Descriptors.
+ *   them: one per looked-up view path; descriptors as under Descriptors
+ *   (files a sandbox holds open: its view's share of the budget).
  *
  * Threads.  Every function may be called from any thread.  Locks: the view's
  * table lock (node table, parent/child links) is taken before a node's lock
- * (its decision and cache stamps); a directory handle has its own lock.  No
+ * (its decision and cache stamps); a directory handle has its own lock; the
+ * descriptor cache's (fs-view-fd.c) is taken last, under either.  No
  * I/O, sink push or allocation-heavy work happens under the table lock.
  *
  * Errors are -errno, converted at the libc call.
@@ -204,6 +216,24 @@ FbLogLevel fb_view_get_log_level (FbView *view);
 /* Number of live nodes besides those the view keeps for its life (the root,
  * mount points, synthetic directories): for tests and statistics. */
 guint fb_view_count_nodes (FbView *view);
+
+/* The process's descriptor budget (fs.h, Descriptors).  The first call
+ * (or the first view) raises the soft RLIMIT_NOFILE to the hard one. */
+typedef struct
+{
+  guint64 limit;  /* the soft RLIMIT_NOFILE it is computed from */
+  guint64 hard;   /* the hard one */
+  guint reserve;  /* left to everything but the views */
+  guint dir_max;  /* directory descriptors cached, all views together */
+  guint file_max; /* files and directories open for sandboxes, all views together */
+  guint dirs;     /* cached now */
+  guint files;    /* open now */
+} FbViewFdBudget;
+void fb_view_fd_budget (FbViewFdBudget *ret);
+/* For tests: the budget as if RLIMIT_NOFILE were LIMIT (0: the real one). */
+void fb_view_fd_budget_override (guint64 limit);
+/* What VIEW holds now: cached directory descriptors, open files. */
+void fb_view_fd_count (FbView *view, guint *ret_dirs, guint *ret_files);
 
 /* --- nodes ---------------------------------------------------------------- */
 
