@@ -276,6 +276,10 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, char *buf,
       if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
         {
           FbPolicyDecision cd;
+          /* a directory that may fold names is probed with its first
+           * entry that can tell (fs-view-fold.c), before entries are decided
+           * and, with PLUS, made nodes */
+          view_fold_settle (node, de->d_name);
           view_decide_child (view, view_dir_fold (node), dst, de->d_name, &cd);
           if (decision_is_hidden (&cd))
             {

@@ -330,6 +330,14 @@ assert_logged_spelling (const char *log, const char *path)
 }
 
 static const Step ascii_steps[] = {
+  /* first a listing (the kernel may ask for it with attributes, which makes
+   * nodes before any lookup has shown that the directory folds); then a
+   * directory spelt DOCS on disk follows the rule on docs/secret */
+  { "list", ".", "-", "DOCS,normal.txt,other.txt,private-dir,secret-deny.txt,sub,vault" },
+  { "read", "DOCS/other.txt", "-", "OK" },
+  { "read", "DOCS/secret", "-", "EACCES" },
+  { "read", "DOCS/SECRET", "-", "ENOENT" },
+  { "read", "docs/other.txt", "-", "ENOENT" },
   /* the variants: nothing readable, writable or made */
   { "read", ".GIT/config", "-", "ENOENT" },
   { "write", ".GIT/config", "-", "ENOENT" },
@@ -370,7 +378,7 @@ static const Step ascii_steps[] = {
   { "excl", "new.txt", "-", "OK" },
   { "rename", "new.txt", "New.TXT", "OK" },
   { "read", "New.TXT", "-", "OK" },
-  { "list", ".", "-", "New.TXT,normal.txt,other.txt,private-dir,secret-deny.txt,sub,vault" },
+  { "list", ".", "-", "DOCS,New.TXT,normal.txt,other.txt,private-dir,secret-deny.txt,sub,vault" },
   /* a hidden directory lists only the reachable names the disk spells so */
   { "list", "vault", "-", "open" },
   { "read", "vault/open/f.txt", "-", "OK" },
@@ -401,9 +409,16 @@ test_case_variants_run (void **state)
     rfx_write (open_, "open\n", 0644);
     rfx_write (other, "other\n", 0644);
   }
+  {
+    g_autofree char *docs_other = g_build_filename (backing, "DOCS", "other.txt", NULL);
+    g_autofree char *docs_secret = g_build_filename (backing, "DOCS", "secret", NULL);
+    rfx_write (docs_other, "other\n", 0644);
+    rfx_write (docs_secret, "secret\n", 0644);
+  }
   policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/vault\",\"access\":\"hide\",\"why\":\"vault\"}"
                             ",{\"path\":\"${WORKSPACE}/ci/vault/pub\",\"access\":\"read\",\"why\":\"pub\"}"
-                            ",{\"path\":\"${WORKSPACE}/ci/vault/open\",\"access\":\"read\",\"why\":\"open\"}");
+                            ",{\"path\":\"${WORKSPACE}/ci/vault/open\",\"access\":\"read\",\"why\":\"open\"}"
+                            ",{\"path\":\"${WORKSPACE}/ci/docs/secret\",\"access\":\"deny\",\"why\":\"docs\"}");
   log = run_steps (fx, policy, mnt, ascii_steps, G_N_ELEMENTS (ascii_steps));
   assert_host_unchanged (backing);
   denied = g_build_filename (mnt, "SECRET-DENY.TXT", NULL);
