@@ -7,22 +7,43 @@
  * DESIGN.md).  So process/start spawns this small single-threaded program,
  * which calls fb_launcher_spawn() and stays as the sandbox's parent.
  *
+ * Threat model: the helper runs on the host, outside every namespace, as
+ * the server's user; everything in a process/start comes from a client.
+ * So nothing of the client's reaches the helper's own process: its argv is
+ * its path alone, its environment empty, its working directory "/" (all
+ * fixed by the server).  The client's argv, env and cwd travel as data, in
+ * a sealed memfd (FB_LAUNCH_SPEC), and are used only for the final exec
+ * inside the sandbox.  An `env` of {"LD_PRELOAD": "<a file the client
+ * wrote>"} once became the helper's environment, and the dynamic loader
+ * ran the client's code on the host before main().
+ *
  * The channel is a SOCK_SEQPACKET socket at the helper's fd 3: one
  * FbLaunchRecord per message.  The helper's stdin, stdout and stderr are the
  * command's (pipes or a pty slave); the server keeps the other ends.
  *
+ * server → helper, first:
+ *   SPEC     + a sealed memfd (SCM_RIGHTS) holding the command (below)
  * helper → server, in this order:
  *   MOUNTED  + the FUSE fd (SCM_RIGHTS): serve it now, the sandbox waits
  *   EXEC     the command runs (value: the outer child's pid)
  *   FAILED   the sandbox could not be made or the command not executed;
  *            value: the exit status (125/126/127), text: what to do
  *   EXITED   value: the command's exit status (128+N for signal N)
- * server → helper:
+ * server → helper, later:
  *   SIGNAL   value: a signal for the sandbox (SIGINT, SIGTERM, SIGKILL...)
  * EOF from the server (it died or dropped the process) kills the sandbox.
+ *
+ * The memfd: an FbLaunchSpecHeader, then argc + envc + 1 NUL-terminated
+ * strings (argv, the environment as NAME=VALUE, the cwd), nothing after.
+ * Sealed against writes, growing and shrinking before it is sent, so what
+ * the helper checked is what it uses.  Both sides check the same bounds
+ * (fb_launch_spec_check): they are execve's own (MAX_ARG_STRLEN per
+ * string, ARG_MAX-like totals), so a command the kernel would take is never
+ * refused here.
  */
 #pragma once
 
+#include <glib.h>
 #include <stdint.h>
 
 #define FB_LAUNCH_FD 3
@@ -36,6 +57,7 @@ typedef enum
   FB_LAUNCH_FAILED = 3,
   FB_LAUNCH_EXITED = 4,
   FB_LAUNCH_SIGNAL = 5,
+  FB_LAUNCH_SPEC = 6,
 } FbLaunchRecordType;
 
 typedef struct
@@ -44,3 +66,48 @@ typedef struct
   int32_t value;
   char text[1024]; /* NUL-terminated */
 } FbLaunchRecord;
+
+/* --- the command (FB_LAUNCH_SPEC) ---------------------------------------- */
+
+#define FB_LAUNCH_SPEC_MAGIC 0x66626c31u /* "fbl1" */
+/* execve's MAX_ARG_STRLEN: one argument or NAME=VALUE */
+#define FB_LAUNCH_STRING_MAX (128 * 1024)
+/* argv, environment and cwd together (execve: a quarter of an 8 MiB stack) */
+#define FB_LAUNCH_SPEC_MAX (2 * 1024 * 1024)
+/* argv and environment entries together */
+#define FB_LAUNCH_STRINGS_MAX 65536
+/* the cwd, an absolute path inside the sandbox */
+#define FB_LAUNCH_CWD_MAX 4096
+
+typedef struct
+{
+  uint32_t magic;
+  uint32_t network; /* FbLauncherNetwork: 0 none, 1 host */
+  uint32_t argc;    /* >= 1 */
+  uint32_t envc;
+  uint64_t strings_size; /* bytes after the header */
+} FbLaunchSpecHeader;
+
+typedef struct
+{
+  guint32 network;
+  char **argv; /* NULL-terminated, argc >= 1 */
+  char **envp; /* NULL-terminated, may be empty */
+  char *cwd;   /* absolute */
+} FbLaunchSpec;
+
+void fb_launch_spec_clear (FbLaunchSpec *spec);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (FbLaunchSpec, fb_launch_spec_clear)
+
+/* The bounds and shapes both sides demand: argv[0] not empty, every
+ * environment entry NAME=VALUE with a non-empty NAME, an absolute cwd, the
+ * sizes above.  Returns 0, or -E2BIG / -EINVAL with *ret_why (static text,
+ * for people) saying which. */
+int fb_launch_spec_check (guint32 network, const char *const *argv, const char *const *envp, const char *cwd,
+                          const char **ret_why);
+/* Server side: a sealed, close-on-exec memfd holding the command. */
+int fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd,
+                           int *ret_fd, const char **ret_why);
+/* Helper side: FD must be a memfd sealed against writes, growth and
+ * shrinking, holding exactly one well-formed command within the bounds. */
+int fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why);

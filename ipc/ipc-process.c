@@ -823,13 +823,41 @@ evict_finished (FbRpcSession *session)
   return false;
 }
 
+/* The helper's first record: the command's memfd.  The socket is new and
+ * empty, so this one message fits; it never blocks the loop. */
+static int
+send_spec (int sock, int spec_fd)
+{
+  FbLaunchRecord rec;
+  struct iovec iov = { &rec, sizeof rec };
+  char cbuf[CMSG_SPACE (sizeof (int))];
+  struct msghdr msg = { 0 };
+  struct cmsghdr *cm;
+
+  memset (&rec, 0, sizeof rec);
+  memset (cbuf, 0, sizeof cbuf);
+  rec.type = FB_LAUNCH_SPEC;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  cm = CMSG_FIRSTHDR (&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (cm), &spec_fd, sizeof (int));
+  while (sendmsg (sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
+
 JsonNode *
 fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
 {
   FbRpcServer *server = conn->server;
   FbRpcSession *session = conn->session;
   g_autoptr (GPtrArray) argv = NULL;
-  g_autoptr (GPtrArray) hargv = NULL;
   g_autoptr (FbPolicy) policy = NULL;
   g_auto (GStrv) envp = NULL;
   g_autoptr (GError) gerr = NULL;
@@ -837,7 +865,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   const char *process_id, *arg0;
   bool tty, pipe_stdin;
   int sv[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
-  int master = -1, slave = -1, null_fd = -1;
+  int master = -1, slave = -1, null_fd = -1, spec_fd = -1;
   int child_fds[3];
   FbRpcProcess *p, *old;
   GPid pid;
@@ -886,6 +914,26 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   policy = fb_rpc_sandbox_build_policy (server, json_object_get_member (params, "sandbox"), error);
   if (policy == NULL)
     return NULL;
+  /* The command, as data for the helper; its bounds are execve's. */
+  {
+    guint32 network = fb_policy_get_network (policy) == FB_POLICY_NETWORK_HOST ? 1 : 0;
+    const char *why = NULL;
+    int r;
+
+    g_ptr_array_add (argv, NULL);
+    r =
+      fb_launch_spec_encode (network, (const char *const *)argv->pdata, (const char *const *)envp, cwd, &spec_fd, &why);
+    if (r == -E2BIG || r == -EINVAL)
+      {
+        fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: %s", why);
+        return NULL;
+      }
+    if (r < 0)
+      {
+        fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "%s: %s", why, g_strerror (-r));
+        return NULL;
+      }
+  }
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     goto sys_fail;
@@ -918,25 +966,36 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
       child_fds[2] = err[1];
     }
 
-  hargv = g_ptr_array_new ();
-  g_ptr_array_add (hargv, server->launch_helper);
-  g_ptr_array_add (hargv, (char *)"--network");
-  g_ptr_array_add (hargv, (char *)(fb_policy_get_network (policy) == FB_POLICY_NETWORK_HOST ? "host" : "none"));
-  g_ptr_array_add (hargv, (char *)"--cwd");
-  g_ptr_array_add (hargv, cwd);
-  g_ptr_array_add (hargv, (char *)"--");
-  for (guint i = 0; i < argv->len; i++)
-    g_ptr_array_add (hargv, argv->pdata[i]);
-  g_ptr_array_add (hargv, NULL);
+  /* The helper runs on the host: its argv, environment and working
+   * directory are ours, fixed; the client's command reaches it only as
+   * data (ipc/ipc-process-launch.h), sent before it reads anything. */
   {
+    const char *const hargv[] = { server->launch_helper, NULL };
+    const char *const henvp[] = { NULL };
     int source_fds[1] = { sv[1] };
     int target_fds[1] = { FB_LAUNCH_FD };
-    if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *)hargv->pdata, (const char *const *)envp,
-                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, child_fds[0], child_fds[1],
-                                           child_fds[2], source_fds, target_fds, 1, &pid, NULL, NULL, NULL, &gerr))
+    int r;
+
+    if (!g_spawn_async_with_pipes_and_fds ("/", hargv, henvp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, child_fds[0],
+                                           child_fds[1], child_fds[2], source_fds, target_fds, 1, &pid, NULL, NULL,
+                                           NULL, &gerr))
       {
         fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't start the launch helper %s: %s", server->launch_helper,
                           gerr->message);
+        goto fail;
+      }
+    r = send_spec (sv[0], spec_fd);
+    close (spec_fd);
+    spec_fd = -1;
+    if (r < 0)
+      {
+        /* The helper waits for its command: closing our end ends it. */
+        fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't pass the command to the launch helper: %s",
+                          g_strerror (-r));
+        kill (pid, SIGKILL);
+        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+          ;
+        g_spawn_close_pid (pid);
         goto fail;
       }
   }
@@ -1017,6 +1076,8 @@ fail:
     close (slave);
   if (null_fd >= 0)
     close (null_fd);
+  if (spec_fd >= 0)
+    close (spec_fd);
   return NULL;
 }
 

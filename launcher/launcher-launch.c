@@ -1,14 +1,19 @@
 /* fusebox-launch — the launch helper of `fusebox serve` (process/start).
  *
- *   fusebox-launch [--network none|host] [--cwd DIR] -- ARGV...
+ *   fusebox-launch            (no arguments; started by the server only)
  *
- * Started by the server with its status socket at fd 3 (FB_LAUNCH_FD) and
- * the command's stdin/stdout/stderr as its own 0, 1, 2; the environment it
- * gets is the command's.  It is small and single-threaded on purpose: the
- * server runs threads and must not fork a sandbox itself, so this process
- * does the fork (fb_launcher_spawn), passes the FUSE fd back at the sync
- * point, then stays as the sandbox's parent to relay signals and report
- * the exit status.  ipc/ipc-process-launch.h has the protocol.
+ * Started by the server with its status socket at fd 3 (FB_LAUNCH_FD), the
+ * command's stdin/stdout/stderr as its own 0, 1, 2, an empty environment
+ * and "/" as its working directory.  The command (argv, environment, cwd,
+ * network) is the first record on the socket, a sealed memfd
+ * (ipc/ipc-process-launch.h): it comes from a remote client, so it is data
+ * for the exec inside the sandbox and nothing else -- the dynamic loader,
+ * glibc and GLib read this process's environment before main(), and an
+ * option parser would read its argv.  It is small and single-threaded on
+ * purpose: the server runs threads and must not fork a sandbox itself, so
+ * this process does the fork (fb_launcher_spawn), passes the FUSE fd back
+ * at the sync point, then stays as the sandbox's parent to relay signals
+ * and report the exit status.
  *
  * Lifetime: PR_SET_PDEATHSIG(SIGKILL) ties it to the server, and the
  * sandbox's outer child is tied to it (launcher.h), so nothing survives a
@@ -21,6 +26,7 @@
 #include "launcher/launcher.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,13 +92,63 @@ fail (FbLauncherChild *child, const FbLauncherPlan *plan, int r)
   return code;
 }
 
+/* The first record: the command, in a sealed memfd.  Anything else (a
+ * second descriptor, a short message) is refused. */
+static int
+receive_spec (FbLaunchSpec *ret_spec, const char **ret_why)
+{
+  FbLaunchRecord rec;
+  struct iovec iov = { &rec, sizeof rec };
+  char cbuf[CMSG_SPACE (2 * sizeof (int))];
+  struct msghdr msg = { 0 };
+  int fds[2] = { -1, -1 }, nfds = 0, r;
+  ssize_t n;
+
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  do
+    n = recvmsg (FB_LAUNCH_FD, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    {
+      *ret_why = "can't read the command from the server";
+      return -errno;
+    }
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+      for (gsize off = 0; off + sizeof (int) <= cm->cmsg_len - CMSG_LEN (0); off += sizeof (int))
+        {
+          int fd;
+          memcpy (&fd, CMSG_DATA (cm) + off, sizeof fd);
+          if (nfds < 2)
+            fds[nfds] = fd;
+          else
+            close (fd);
+          nfds++;
+        }
+  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || nfds != 1 || (msg.msg_flags & MSG_CTRUNC))
+    {
+      *ret_why = "the server's first record is not the command";
+      r = -EPROTO;
+    }
+  else
+    r = fb_launch_spec_decode (fds[0], ret_spec, ret_why);
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+  return r;
+}
+
 int
 main (int argc, char **argv)
 {
   g_autoptr (FbLauncherChild) child = NULL;
-  const char *network = "none", *cwd = NULL;
+  g_auto (FbLaunchSpec) spec = { 0 };
+  const char *why = NULL;
   FbLauncherPlan plan;
-  int fuse_fd = -1, r, i, exit_code = FB_LAUNCHER_EXIT_SANDBOX;
+  int fuse_fd = -1, r, exit_code = FB_LAUNCHER_EXIT_SANDBOX;
 
   /* Die with the server (and the sandbox with us). */
   prctl (PR_SET_PDEATHSIG, SIGKILL);
@@ -100,40 +156,27 @@ main (int argc, char **argv)
     return FB_LAUNCHER_EXIT_SANDBOX;
   signal (SIGPIPE, SIG_IGN);
 
-  for (i = 1; i < argc; i++)
+  if (argc != 1)
     {
-      if (strcmp (argv[i], "--") == 0)
-        {
-          i++;
-          break;
-        }
-      if (strcmp (argv[i], "--network") == 0 && i + 1 < argc)
-        network = argv[++i];
-      else if (strcmp (argv[i], "--cwd") == 0 && i + 1 < argc)
-        cwd = argv[++i];
-      else
-        {
-          fprintf (stderr, "fusebox-launch: unknown argument '%s'; this helper is started by 'fusebox serve'\n",
-                   argv[i]);
-          return FB_LAUNCHER_EXIT_SANDBOX;
-        }
+      fprintf (stderr, "fusebox-launch: this helper takes no arguments; it is started by 'fusebox serve'\n");
+      return FB_LAUNCHER_EXIT_SANDBOX;
     }
-  if (i >= argc)
+  r = receive_spec (&spec, &why);
+  if (r < 0)
     {
-      fprintf (stderr, "fusebox-launch: no command given after '--'\n");
+      g_autofree char *text = g_strdup_printf ("the launch helper refused the command: %s (%s)", why, g_strerror (-r));
+      send_record (FB_LAUNCH_FD, FB_LAUNCH_FAILED, FB_LAUNCHER_EXIT_SANDBOX, text, -1);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
 
   fb_launcher_plan_init (&plan);
   plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
-  plan.argv = (const char *const *)argv + i;
-  plan.cwd = cwd;
-  plan.envp = NULL; /* ours is the command's */
-  if (!fb_launcher_network_from_string (network, &plan.network))
-    {
-      fprintf (stderr, "fusebox-launch: --network %s: use none or host\n", network);
-      return FB_LAUNCHER_EXIT_SANDBOX;
-    }
+  plan.argv = (const char *const *)spec.argv;
+  plan.cwd = spec.cwd;
+  /* Always the client's, never ours (which is empty): the launcher would
+   * take environ for NULL. */
+  plan.envp = (const char *const *)spec.envp;
+  plan.network = spec.network == 1 ? FB_LAUNCHER_NETWORK_HOST : FB_LAUNCHER_NETWORK_NONE;
 
   r = fb_launcher_spawn (&plan, &child);
   if (r < 0)

@@ -1,0 +1,223 @@
+/* fusebox — the command a process/start hands to the launch helper: what
+ * the client sent (argv, environment, cwd), carried as data in a sealed
+ * memfd, never as the helper's own argv or environment
+ * (ipc/ipc-process-launch.h has the protocol and the threat model).
+ *
+ * Compiled into the server (libfb_ipc) and into fusebox-launch, so that both
+ * sides check the same bounds.  Needs only GLib and libc: the helper stays
+ * small. */
+#include "ipc/ipc-process-launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+/* What the helper demands before it trusts the contents not to change. */
+#define REQUIRED_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+
+void
+fb_launch_spec_clear (FbLaunchSpec *spec)
+{
+  g_clear_pointer (&spec->argv, g_strfreev);
+  g_clear_pointer (&spec->envp, g_strfreev);
+  g_clear_pointer (&spec->cwd, g_free);
+  spec->network = 0;
+}
+
+static int
+fail (const char **ret_why, const char *why, int err)
+{
+  if (ret_why != NULL)
+    *ret_why = why;
+  return -err;
+}
+
+int
+fb_launch_spec_check (guint32 network, const char *const *argv, const char *const *envp, const char *cwd,
+                      const char **ret_why)
+{
+  guint64 total = 0;
+  guint n = 0;
+
+  if (network > 1)
+    return fail (ret_why, "the network setting is neither none nor host", EINVAL);
+  if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0')
+    return fail (ret_why, "argv[0] is missing or empty", EINVAL);
+  if (cwd == NULL || cwd[0] != '/')
+    return fail (ret_why, "the working directory is not an absolute path", EINVAL);
+  if (strlen (cwd) >= FB_LAUNCH_CWD_MAX)
+    return fail (ret_why, "the working directory is longer than 4095 bytes", E2BIG);
+  total += strlen (cwd) + 1;
+  for (guint i = 0; argv[i] != NULL; i++, n++)
+    {
+      gsize len = strlen (argv[i]);
+      if (len >= FB_LAUNCH_STRING_MAX)
+        return fail (ret_why, "an argument is longer than 131071 bytes (execve's limit)", E2BIG);
+      total += len + 1;
+    }
+  for (guint i = 0; envp != NULL && envp[i] != NULL; i++, n++)
+    {
+      gsize len = strlen (envp[i]);
+      const char *eq = strchr (envp[i], '=');
+      if (eq == NULL || eq == envp[i])
+        return fail (ret_why, "an environment entry is not NAME=VALUE", EINVAL);
+      if (len >= FB_LAUNCH_STRING_MAX)
+        return fail (ret_why, "an environment entry is longer than 131071 bytes (execve's limit)", E2BIG);
+      total += len + 1;
+    }
+  if (n > FB_LAUNCH_STRINGS_MAX)
+    return fail (ret_why, "argv and env hold more than 65536 entries together", E2BIG);
+  if (total > FB_LAUNCH_SPEC_MAX - sizeof (FbLaunchSpecHeader))
+    return fail (ret_why, "argv, env and cwd are larger than 2 MiB together", E2BIG);
+  return 0;
+}
+
+static int
+write_all (int fd, const void *data, gsize len)
+{
+  const char *p = data;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return -errno;
+      p += n;
+      len -= (gsize)n;
+    }
+  return 0;
+}
+
+int
+fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd, int *ret_fd,
+                       const char **ret_why)
+{
+  FbLaunchSpecHeader h = { 0 };
+  GString *strings;
+  int fd, r;
+
+  r = fb_launch_spec_check (network, argv, envp, cwd, ret_why);
+  if (r < 0)
+    return r;
+  strings = g_string_new (NULL);
+  for (guint i = 0; argv[i] != NULL; i++, h.argc++)
+    g_string_append_len (strings, argv[i], (gssize)strlen (argv[i]) + 1);
+  for (guint i = 0; envp != NULL && envp[i] != NULL; i++, h.envc++)
+    g_string_append_len (strings, envp[i], (gssize)strlen (envp[i]) + 1);
+  g_string_append_len (strings, cwd, (gssize)strlen (cwd) + 1);
+  h.magic = FB_LAUNCH_SPEC_MAGIC;
+  h.network = network;
+  h.strings_size = strings->len;
+
+  /* Not executable where the kernel allows saying so (vm.memfd_noexec=2
+   * refuses memfds that don't). */
+  fd = memfd_create ("fusebox-launch-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+  if (fd < 0 && errno == EINVAL)
+    fd = memfd_create ("fusebox-launch-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    {
+      r = -errno;
+      g_string_free (strings, TRUE);
+      return fail (ret_why, "can't create the memfd for the command", -r);
+    }
+  r = write_all (fd, &h, sizeof h);
+  if (r == 0)
+    r = write_all (fd, strings->str, strings->len);
+  g_string_free (strings, TRUE);
+  if (r == 0 && fcntl (fd, F_ADD_SEALS, REQUIRED_SEALS) < 0)
+    r = -errno;
+  if (r < 0)
+    {
+      close (fd);
+      return fail (ret_why, "can't write and seal the memfd for the command", -r);
+    }
+  *ret_fd = fd;
+  return 0;
+}
+
+/* N NUL-terminated strings from *P (below END) into a new vector. */
+static char **
+take_strings (const char **p, const char *end, guint32 n)
+{
+  char **v = g_new0 (char *, (gsize)n + 1);
+
+  for (guint32 i = 0; i < n; i++)
+    {
+      const char *nul = memchr (*p, '\0', (gsize)(end - *p));
+      if (nul == NULL)
+        {
+          g_strfreev (v);
+          return NULL;
+        }
+      v[i] = g_strndup (*p, (gsize)(nul - *p));
+      *p = nul + 1;
+    }
+  return v;
+}
+
+int
+fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
+{
+  g_auto (FbLaunchSpec) spec = { 0 };
+  g_autofree char *buf = NULL;
+  FbLaunchSpecHeader h;
+  const char *p, *end;
+  struct stat st;
+  gsize size, got = 0;
+  int seals, r;
+
+  seals = fcntl (fd, F_GET_SEALS);
+  if (seals < 0 || (seals & REQUIRED_SEALS) != REQUIRED_SEALS)
+    return fail (ret_why, "the command did not come in a sealed memfd", EPROTO);
+  if (fstat (fd, &st) < 0)
+    return fail (ret_why, "can't stat the command's memfd", errno);
+  if (st.st_size < (off_t)sizeof h || st.st_size > FB_LAUNCH_SPEC_MAX)
+    return fail (ret_why, "the command's memfd has an impossible size", EPROTO);
+  size = (gsize)st.st_size;
+  buf = g_malloc (size);
+  while (got < size)
+    {
+      ssize_t n = pread (fd, buf + got, size - got, (off_t)got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return fail (ret_why, "can't read the command's memfd", n < 0 ? errno : EPROTO);
+      got += (gsize)n;
+    }
+  memcpy (&h, buf, sizeof h);
+  if (h.magic != FB_LAUNCH_SPEC_MAGIC || h.strings_size != size - sizeof h || h.argc == 0 ||
+      (guint64)h.argc + h.envc > FB_LAUNCH_STRINGS_MAX)
+    return fail (ret_why, "the command's memfd is malformed", EPROTO);
+  p = buf + sizeof h;
+  end = buf + size;
+  spec.argv = take_strings (&p, end, h.argc);
+  spec.envp = spec.argv != NULL ? take_strings (&p, end, h.envc) : NULL;
+  if (spec.envp != NULL)
+    {
+      char **cwd = take_strings (&p, end, 1);
+      if (cwd != NULL)
+        {
+          spec.cwd = g_steal_pointer (&cwd[0]);
+          g_free (cwd);
+        }
+    }
+  if (spec.cwd == NULL || p != end)
+    return fail (ret_why, "the command's memfd is malformed", EPROTO);
+  spec.network = h.network;
+  r = fb_launch_spec_check (spec.network, (const char *const *)spec.argv, (const char *const *)spec.envp, spec.cwd,
+                            ret_why);
+  if (r < 0)
+    return r;
+  *ret_spec = spec;
+  memset (&spec, 0, sizeof spec);
+  return 0;
+}
