@@ -3,7 +3,8 @@
 # in a security-critical line; this applies it to a scratch copy of the
 # working tree, builds, runs the tests its header names and reports whether
 # they caught it ("killed") or not ("survived").  Exits non-zero when any
-# mutant survived, no longer applies, or does not build.
+# mutant survived, no longer applies ("stale"), does not build
+# ("no-build"), or could not be judged ("no-base", below).
 #
 #   tools/mutants.sh                 every mutant
 #   tools/mutants.sh NAME...         only these (NAME or NAME.patch)
@@ -24,7 +25,8 @@
 # (kept between runs) recompiles only what the mutant and the last one
 # touched.  Before the mutants, the unmutated copy is built and each distinct
 # suites line is run once: a mutant only counts as killed by tests that pass
-# without it (--no-baseline skips that).
+# without it, so one whose tests fail already is reported "no-base", not
+# judged (--no-baseline skips that).
 #
 # <dir> is $FUSEBOX_MUTANTS_DIR, or build-mutants/ at the top of the tree;
 # a lock on it makes a second run wait for the first.  Logs of each run are in
@@ -166,6 +168,9 @@ if ! ninja -C "$build" >"$work/logs/baseline.log" 2>&1; then
   echo "mutants: the unmutated copy does not build; see $work/logs/baseline.log" >&2
   exit 1
 fi
+# The suites lines that fail without any mutant: their mutants can't be
+# judged ("no-base"), the others still are.
+declare -A base_failed=()
 if [ $baseline -eq 1 ]; then
   declare -A seen=()
   for n in "${names[@]}"; do
@@ -173,8 +178,9 @@ if [ $baseline -eq 1 ]; then
     [ -n "${seen[$suites]:-}" ] && continue
     seen[$suites]=1
     if ! run_suites "$suites" "$work/logs/baseline.log"; then
-      echo "mutants: without any mutant, 'meson test $suites' already fails; see $work/logs/baseline.log" >&2
-      exit 1
+      base_failed[$suites]=1
+      echo "mutants: without any mutant, 'meson test $suites' already fails (see $work/logs/baseline.log);" \
+        "its mutants are not judged" >&2
     fi
   done
   if grep -q '^Skipped: *[1-9]' "$work/logs/baseline.log"; then
@@ -196,7 +202,10 @@ for n in "${names[@]}"; do
     echo "# mutant $n: $(header why "$f")"
     echo "# meson test $suites"
   } >"$log"
-  if ! sed -n '/^\(diff \|--- \)/,$p' "$f" | (cd "$work/src" && git apply -v - >>"$log" 2>&1); then
+  if [ -n "${base_failed[$suites]:-}" ]; then
+    result=no-base
+    broken=$((broken + 1))
+  elif ! sed -n '/^\(diff \|--- \)/,$p' "$f" | (cd "$work/src" && git apply -v - >>"$log" 2>&1); then
     result=stale
     broken=$((broken + 1))
   elif ! ninja -C "$build" >>"$log" 2>&1; then
@@ -215,5 +224,6 @@ done
 sync_tree "$work/pristine" "$work/src" "$work/files" || exit 1
 
 total=${#names[@]}
-echo "$total mutants: $killed killed, $survived survived, $broken stale or not building ($(($(date +%s) - started)) s; logs in $work/logs)"
+echo "$total mutants: $killed killed, $survived survived, $broken stale, not building or not judged" \
+  "($(($(date +%s) - started)) s; logs in $work/logs)"
 [ $survived -eq 0 ] && [ $broken -eq 0 ]
