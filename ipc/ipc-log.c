@@ -1,7 +1,9 @@
 /* fusebox — the access-log writer (FbAccessLog).
  *
- * Promise 3 (DESIGN.md): every decided access is logged and no record is
- * lost, even when the sandboxed process is killed or the daemon dies.  How:
+ * Every decided access is logged and no record is lost, even when the
+ * sandboxed process is killed or the daemon dies; a repeated refusal may be
+ * logged as a count (folds) and a log past its budget counts what it no
+ * longer writes (both below).  How:
  *  - A pusher (a FUSE worker, any thread) formats its event into a JSON body
  *    (a deep copy: nothing of the caller's is kept) and appends it to a
  *    bounded ring.  While the ring is full the pusher waits: the sandbox
@@ -36,6 +38,32 @@
  *  - A write error (ENOSPC, EIO) keeps the unwritten bytes, stops taking new
  *    batches (pushers then block: back-pressure, not loss) and retries every
  *    second; close reports what could not be written.
+ *  - Repeated refusals are folded (coalesce): a sandbox that repeats a
+ *    refused mkdir writes a record per attempt, tens of MB a second.  Two
+ *    refusals are identical when they have the same pid, uid, comm,
+ *    session, op, access, decision, errno and rule (index and origin) and
+ *    their path and target lie in the same directories: one process asked
+ *    the same thing in the same place and was refused by the same rule.
+ *    The first FOLD_AFTER of a kind in a second (fold_window_us) are
+ *    written as usual; identical ones after them in that second are
+ *    counted, not written, and then one record stands for them: the last
+ *    one's members plus "repeat": {"count", "first_ts", "last_ts", "of":
+ *    the first's seq} (a single one is written as itself).  Nothing is dropped without a count; what a fold loses is
+ *    the names between its first and its last, of refusals that changed
+ *    nothing.  At most MAX_FOLDS kinds are open (a new kind closes the
+ *    oldest), each holding one record; a timer on the loop writes a fold
+ *    when its window ends, and close writes every open one.  A fold's count
+ *    is in memory until then: a SIGKILL of the daemon loses at most the last
+ *    window's counts, never a record that was not a repeat.
+ *  - The budget (max_bytes): the bytes of every file this writer wrote
+ *    (live and rotated; an existing live file's bytes count too).  The
+ *    record that reaches it calls on_full once, from its own thread: the
+ *    owner stops the sandbox.  What its processes still do meanwhile is
+ *    written up to a margin (BUDGET_SLACK); past that a record is counted
+ *    and not written (it gets no seq: the seq stay gap-free), and close
+ *    writes a last record {"notice": "log-full", "max_size",
+ *    "records_not_written", "why"} whatever the budget, as it writes the
+ *    open folds: the log says why it ends and how much it is missing.
  *
  * Locks: writer_lock (the file, the buffer, seq, subscribers) is taken before
  * queue_lock (the ring); pushers take only queue_lock, except the
@@ -60,14 +88,40 @@
 #define RETRY_USEC (1 * G_USEC_PER_SEC)
 /* Bytes of formatted bodies the ring may hold (see above). */
 #define QUEUE_MAX_BYTES (16 * 1024 * 1024)
+/* Folding repeated refusals (see above). */
+#define DEFAULT_FOLD_WINDOW_US (1 * G_USEC_PER_SEC)
+#define MAX_FOLDS 256
+/* Identical refusals written in full in a window before the rest are
+ * counted: a few repeats (a command retried, a tool probing) stay records
+ * of their own, written at once; a flood is folded. */
+#define FOLD_AFTER FB_LOG_FOLD_AFTER
+/* How far past the budget the records of a sandbox being stopped are still
+ * written: what it can do between the record that reached the budget and
+ * its end, a few ms.  At least 1 MiB, at most a sixteenth of the budget
+ * more. */
+#define BUDGET_SLACK(max) MAX ((guint64)1024 * 1024, (max) / 16)
 
 G_DEFINE_QUARK (fb - ipc - error - quark, fb_ipc_error)
 
 typedef struct
 {
   gint64 ts_us;
-  char *body; /* from fb_access_event_format_body */
+  char *body;     /* from fb_access_event_format_body */
+  char *fold_key; /* a refusal's kind (fold_key()), or NULL */
 } Queued;
+
+/* One kind of refusal being folded.  writer_lock. */
+typedef struct
+{
+  char *key;
+  gint64 deadline_us; /* real time: the window's end */
+  guint64 of_seq;     /* the seq of the record written in full */
+  guint written;      /* written in full in this window (at most FOLD_AFTER) */
+  guint64 count;      /* identical refusals since, not written yet */
+  gint64 first_us;    /* the first of them */
+  gint64 last_us;     /* the last of them */
+  char *last_body;    /* the last of them */
+} Fold;
 
 typedef struct
 {
@@ -124,6 +178,20 @@ struct FbAccessLog
   gboolean is_open;       /* FALSE after close; fd may be -1 while open (a failed reopen) */
   gboolean write_through; /* set once at creation */
 
+  /* Folds and the budget: writer_lock. */
+  gboolean coalesce; /* set once at creation */
+  gint64 fold_window_us;
+  GHashTable *folds;   /* key -> Fold* (owned by fold_order) */
+  GQueue fold_order;   /* Fold*, oldest first */
+  GSource *fold_timer; /* writes folds whose window ended */
+  guint64 max_bytes;   /* 0: no budget */
+  guint64 total_bytes; /* in every file, flushed */
+  gboolean full;       /* the budget was reached */
+  guint64 not_written; /* records past the budget's margin */
+  FbAccessLogFullFunc on_full;
+  gpointer on_full_data;
+  gint full_notify; /* atomic: 1 = on_full to call, 2 = called */
+
   /* Read from any thread: the last seq that reached the file. */
   _Atomic guint64 flushed_seq;
 };
@@ -132,6 +200,15 @@ static void
 queued_clear (Queued *q)
 {
   g_clear_pointer (&q->body, g_free);
+  g_clear_pointer (&q->fold_key, g_free);
+}
+
+static void
+fold_free (Fold *f)
+{
+  g_free (f->key);
+  g_free (f->last_body);
+  g_free (f);
 }
 
 /* --- the file -------------------------------------------------------- */
@@ -210,11 +287,13 @@ flush_buf (FbAccessLog *log)
                        g_strerror (errsv));
           g_string_erase (log->buf, 0, (gssize)done);
           log->file_bytes += done;
+          log->total_bytes += done;
           return FALSE;
         }
       done += (gsize)n;
     }
   log->file_bytes += done;
+  log->total_bytes += done;
   g_string_truncate (log->buf, 0);
   if (log->write_error != NULL)
     {
@@ -321,6 +400,201 @@ write_record (FbAccessLog *log, gint64 ts_us, const char *body)
     flush_buf (log);
 }
 
+/* --- folds and the budget ------------------------------------------------ */
+
+/* Write what FOLD stands for, if anything.  writer_lock held.  Exempt from
+ * the budget's margin: at most MAX_FOLDS records, each a count. */
+static void
+write_fold (FbAccessLog *log, Fold *f)
+{
+  GString *body;
+  char first[FB_TS_BUF], last[FB_TS_BUF];
+
+  if (f->count == 0)
+    return;
+  if (f->count == 1)
+    {
+      /* one repeat is its own record */
+      write_record (log, f->last_us, f->last_body);
+      f->count = 0;
+      return;
+    }
+  body = g_string_new (f->last_body);
+  /* the body ends with its object's '}' */
+  if (body->len > 0 && body->str[body->len - 1] == '}')
+    g_string_truncate (body, body->len - 1);
+  fb_format_ts (f->first_us, first);
+  fb_format_ts (f->last_us, last);
+  g_string_append (body, ",\"repeat\":{\"count\":");
+  fb_json_append_int (body, (gint64)f->count);
+  g_string_append (body, ",\"first_ts\":\"");
+  g_string_append (body, first);
+  g_string_append (body, "\",\"last_ts\":\"");
+  g_string_append (body, last);
+  g_string_append (body, "\",\"of\":");
+  fb_json_append_int (body, (gint64)f->of_seq);
+  g_string_append (body, "}}");
+  write_record (log, f->last_us, body->str);
+  g_string_free (body, TRUE);
+  f->count = 0;
+}
+
+static void
+close_fold (FbAccessLog *log, Fold *f)
+{
+  write_fold (log, f);
+  g_hash_table_remove (log->folds, f->key);
+  g_queue_remove (&log->fold_order, f);
+  fold_free (f);
+}
+
+/* Wake the loop when the oldest open fold's window ends.  writer_lock. */
+static void
+schedule_folds (FbAccessLog *log)
+{
+  Fold *f = g_queue_peek_head (&log->fold_order);
+  gint64 wait;
+
+  if (f == NULL || log->fold_timer == NULL)
+    return;
+  wait = f->deadline_us - g_get_real_time ();
+  g_source_set_ready_time (log->fold_timer, g_get_monotonic_time () + MAX (wait, 0));
+}
+
+/* Close the folds whose window ended by NOW (real time).  writer_lock. */
+static void
+expire_folds (FbAccessLog *log, gint64 now)
+{
+  Fold *f;
+
+  while ((f = g_queue_peek_head (&log->fold_order)) != NULL && f->deadline_us <= now)
+    close_fold (log, f);
+}
+
+/* A record reaching the file: budget, fold, or written.  writer_lock held.
+ * KEY: the refusal's kind (fold_key()), NULL for anything else. */
+static void
+take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key)
+{
+  Fold *f = NULL;
+
+  if (log->max_bytes > 0)
+    {
+      guint64 bytes = log->total_bytes + log->buf->len;
+
+      if (bytes >= log->max_bytes && !log->full)
+        {
+          log->full = TRUE;
+          g_atomic_int_set (&log->full_notify, 1);
+        }
+      if (bytes >= log->max_bytes + BUDGET_SLACK (log->max_bytes))
+        {
+          log->not_written++;
+          return;
+        }
+    }
+  if (log->coalesce)
+    {
+      gint64 now = g_get_real_time ();
+
+      expire_folds (log, now);
+      if (key != NULL)
+        {
+          f = g_hash_table_lookup (log->folds, key);
+          if (f != NULL && f->written < FOLD_AFTER)
+            {
+              f->written++;
+              write_record (log, ts_us, body);
+              return;
+            }
+          if (f != NULL)
+            {
+              if (f->count == 0)
+                f->first_us = ts_us;
+              f->count++;
+              f->last_us = ts_us;
+              g_free (f->last_body);
+              f->last_body = g_strdup (body);
+              return;
+            }
+          if (g_hash_table_size (log->folds) >= MAX_FOLDS)
+            close_fold (log, g_queue_peek_head (&log->fold_order));
+          f = g_new0 (Fold, 1);
+          f->key = g_strdup (key);
+          f->deadline_us = now + log->fold_window_us;
+          f->written = 1;
+          g_hash_table_insert (log->folds, f->key, f);
+          g_queue_push_tail (&log->fold_order, f);
+          if (g_queue_get_length (&log->fold_order) == 1)
+            schedule_folds (log);
+        }
+    }
+  write_record (log, ts_us, body);
+  if (f != NULL)
+    f->of_seq = log->seq;
+}
+
+/* After the locks are released: tell the owner, once, that the budget was
+ * reached. */
+static void
+notify_full (FbAccessLog *log)
+{
+  if (g_atomic_int_get (&log->full_notify) == 1 && g_atomic_int_compare_and_exchange (&log->full_notify, 1, 2) &&
+      log->on_full != NULL)
+    log->on_full (log->on_full_data);
+}
+
+/* The kind of a refusal, for folding: NULL for an allowed access. */
+static char *
+fold_key (const FbAccessEvent *e)
+{
+  GString *k;
+  const char *slash;
+
+  if (e->decision == FB_DECISION_ALLOW)
+    return NULL;
+  k = g_string_sized_new (128);
+  g_string_append_printf (k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid, (unsigned)e->uid,
+                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "",
+                          e->op != NULL ? e->op : "", e->access != NULL ? e->access : "", (int)e->decision, e->err);
+  if (e->rule != NULL)
+    g_string_append_printf (k, "%d\x1f%d\x1f%s", (int)e->rule->kind, e->rule->index,
+                            e->rule->origin != NULL ? e->rule->origin : "");
+  g_string_append_c (k, '\x1f');
+  /* the directories, not the names */
+  slash = e->path != NULL ? strrchr (e->path, '/') : NULL;
+  if (slash != NULL)
+    g_string_append_len (k, e->path, slash - e->path + 1);
+  g_string_append_c (k, '\x1f');
+  slash = e->target != NULL ? strrchr (e->target, '/') : NULL;
+  if (slash != NULL)
+    g_string_append_len (k, e->target, slash - e->target + 1);
+  return g_string_free (k, FALSE);
+}
+
+static gboolean
+fold_timer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  FbAccessLog *log = ((WriterSource *)source)->log;
+
+  g_source_set_ready_time (source, -1);
+  g_mutex_lock (&log->writer_lock);
+  if (log->is_open)
+    {
+      expire_folds (log, g_get_real_time ());
+      if (log->buf->len > 0)
+        flush_buf (log);
+      schedule_folds (log);
+    }
+  g_mutex_unlock (&log->writer_lock);
+  notify_full (log);
+  return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs fold_timer_funcs = {
+  .dispatch = fold_timer_dispatch,
+};
+
 /* Take everything queued and write it.  writer_lock held.  Returns FALSE
  * when a write error blocks progress. */
 static gboolean
@@ -347,6 +621,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
             {
               batch[i] = log->ring[(log->head + i) % log->capacity];
               log->ring[(log->head + i) % log->capacity].body = NULL;
+              log->ring[(log->head + i) % log->capacity].fold_key = NULL;
             }
           log->head = (log->head + n) % log->capacity;
           log->count = 0;
@@ -359,7 +634,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
         break;
       for (guint i = 0; i < n; i++)
         {
-          write_record (log, batch[i].ts_us, batch[i].body);
+          take_record (log, batch[i].ts_us, batch[i].body, batch[i].fold_key);
           queued_clear (&batch[i]);
         }
       /* One batch is what the loop took in one go; pushers that refilled the
@@ -381,6 +656,7 @@ writer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
   if (log->is_open && !write_queued (log, TRUE))
     g_source_set_ready_time (source, g_get_monotonic_time () + RETRY_USEC);
   g_mutex_unlock (&log->writer_lock);
+  notify_full (log);
   return G_SOURCE_CONTINUE;
 }
 
@@ -394,14 +670,14 @@ static GSourceFuncs writer_source_funcs = {
  * follows arrival), unless a subscriber listens or the file refuses data;
  * then FALSE and the caller queues it. */
 static gboolean
-write_now (FbAccessLog *log, gint64 ts_us, const char *body)
+write_now (FbAccessLog *log, gint64 ts_us, const char *body, const char *key)
 {
   gboolean done = FALSE;
 
   g_mutex_lock (&log->writer_lock);
   if (log->is_open && log->subscribers->len == 0 && log->write_error == NULL && write_queued (log, FALSE))
     {
-      write_record (log, ts_us, body);
+      take_record (log, ts_us, body, key);
       /* On failure the record stays in buf (not lost); later pushes queue
        * (write_error is set) and the loop retries. */
       if (!flush_buf (log))
@@ -409,6 +685,7 @@ write_now (FbAccessLog *log, gint64 ts_us, const char *body)
       done = TRUE;
     }
   g_mutex_unlock (&log->writer_lock);
+  notify_full (log);
   return done;
 }
 
@@ -424,6 +701,7 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
   FbAccessLog *log = (FbAccessLog *)sink;
   gint64 ts_us = event->ts_us != 0 ? event->ts_us : g_get_real_time ();
   char *body = fb_access_event_format_body (event);
+  char *key = log->coalesce ? fold_key (event) : NULL;
   gsize len = strlen (body);
   gboolean wake = FALSE;
 
@@ -435,19 +713,22 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
       if (log->is_open)
         {
           write_queued (log, FALSE);
-          write_record (log, ts_us, body);
+          take_record (log, ts_us, body, key);
           flush_buf (log);
         }
       else
         g_critical ("access log %s: push after close; record lost: %s", log->path, body);
       g_mutex_unlock (&log->writer_lock);
+      notify_full (log);
       g_free (body);
+      g_free (key);
       return;
     }
 
-  if (log->write_through && write_now (log, ts_us, body))
+  if (log->write_through && write_now (log, ts_us, body, key))
     {
       g_free (body);
+      g_free (key);
       return;
     }
 
@@ -464,9 +745,10 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
       g_mutex_unlock (&log->queue_lock);
       g_critical ("access log %s: push after close; record lost: %s", log->path, body);
       g_free (body);
+      g_free (key);
       return;
     }
-  log->ring[(log->head + log->count) % log->capacity] = (Queued){ ts_us, body };
+  log->ring[(log->head + log->count) % log->capacity] = (Queued){ ts_us, body, key };
   log->count++;
   log->bytes += len;
   if (!log->wake_pending)
@@ -504,6 +786,13 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   log->ring = g_new0 (Queued, log->capacity);
   log->rotate_bytes = options->rotate_bytes;
   log->write_through = options->write_through;
+  log->coalesce = options->coalesce;
+  log->fold_window_us = options->fold_window_us > 0 ? (gint64)options->fold_window_us : DEFAULT_FOLD_WINDOW_US;
+  log->max_bytes = options->max_bytes;
+  log->on_full = options->on_full;
+  log->on_full_data = options->on_full_data;
+  log->folds = g_hash_table_new (g_str_hash, g_str_equal);
+  g_queue_init (&log->fold_order);
   log->buf = g_string_sized_new (64 * 1024);
   log->subscribers = g_array_new (FALSE, FALSE, sizeof (Subscriber));
   log->path = g_strdup (options->path);
@@ -529,12 +818,21 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
     }
   if (open_live (log, error) < 0)
     return NULL;
+  /* an existing file (--log FILE given again) counts against the budget */
+  log->total_bytes = log->file_bytes;
   log->is_open = TRUE;
 
   log->source = g_source_new (&writer_source_funcs, sizeof (WriterSource));
   ((WriterSource *)log->source)->log = log;
   g_source_set_name (log->source, "fusebox access log");
   g_source_attach (log->source, log->context);
+  if (log->coalesce)
+    {
+      log->fold_timer = g_source_new (&fold_timer_funcs, sizeof (WriterSource));
+      ((WriterSource *)log->fold_timer)->log = log;
+      g_source_set_name (log->fold_timer, "fusebox access log folds");
+      g_source_attach (log->fold_timer, log->context);
+    }
   return g_steal_pointer (&log);
 }
 
@@ -588,6 +886,26 @@ fb_access_log_close (FbAccessLog *log, GError **error)
         break;
       g_usleep (200 * 1000);
     }
+  if (ok)
+    {
+      /* the open folds' counts, then why the log ends early */
+      Fold *f;
+
+      while ((f = g_queue_peek_head (&log->fold_order)) != NULL)
+        close_fold (log, f);
+      if (log->full)
+        {
+          GString *notice = g_string_new ("\"notice\":\"log-full\",\"max_size\":");
+
+          fb_json_append_int (notice, (gint64)log->max_bytes);
+          g_string_append (notice, ",\"records_not_written\":");
+          fb_json_append_int (notice, (gint64)log->not_written);
+          g_string_append (notice, ",\"why\":\"the access log reached its budget (max_size); the run was stopped\"}");
+          write_record (log, g_get_real_time (), notice->str);
+          g_string_free (notice, TRUE);
+        }
+      ok = flush_buf (log);
+    }
   if (ok && log->fd >= 0 && fsync (log->fd) < 0)
     {
       int errsv = errno;
@@ -618,6 +936,12 @@ fb_access_log_close (FbAccessLog *log, GError **error)
       g_source_destroy (log->source);
       g_clear_pointer (&log->source, g_source_unref);
     }
+  if (log->fold_timer != NULL)
+    {
+      g_source_destroy (log->fold_timer);
+      g_clear_pointer (&log->fold_timer, g_source_unref);
+    }
+  notify_full (log);
   return ok;
 }
 
@@ -638,6 +962,14 @@ fb_access_log_free (FbAccessLog *log)
       g_source_destroy (log->source);
       g_source_unref (log->source);
     }
+  if (log->fold_timer != NULL)
+    {
+      g_source_destroy (log->fold_timer);
+      g_source_unref (log->fold_timer);
+    }
+  g_queue_clear_full (&log->fold_order, (GDestroyNotify)fold_free);
+  if (log->folds != NULL)
+    g_hash_table_unref (log->folds);
   for (guint i = 0; i < log->count; i++)
     queued_clear (&log->ring[(log->head + i) % log->capacity]);
   g_free (log->ring);
@@ -715,4 +1047,17 @@ fb_access_log_get_queued (FbAccessLog *log)
   n = log->count;
   g_mutex_unlock (&log->queue_lock);
   return n;
+}
+
+gboolean
+fb_access_log_is_full (FbAccessLog *log, guint64 *ret_not_written)
+{
+  gboolean full;
+
+  g_mutex_lock (&log->writer_lock);
+  full = log->full;
+  if (ret_not_written != NULL)
+    *ret_not_written = log->not_written;
+  g_mutex_unlock (&log->writer_lock);
+  return full;
 }

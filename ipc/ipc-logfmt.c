@@ -229,6 +229,61 @@ append_member (GString *out, JsonObject *o, const char *name, const char *dflt)
   return fb_text_append_safe (out, s, len);
 }
 
+/* "HH:MM:SS.mmm" in local time, or the text as it is. */
+static void
+append_local_time (GString *out, const char *ts, gboolean with_date)
+{
+  gint64 us;
+
+  if (fb_ipc_parse_time (ts, &us))
+    {
+      g_autoptr (GDateTime) dt = g_date_time_new_from_unix_local (us / G_USEC_PER_SEC);
+      g_autofree char *text = dt != NULL ? g_date_time_format (dt, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S") : NULL;
+
+      g_string_append_printf (out, "%s.%03d", text != NULL ? text : "?", (int)((us % G_USEC_PER_SEC) / 1000));
+    }
+  else
+    fb_text_append_safe (out, ts != NULL ? ts : "-", ts != NULL ? strlen (ts) : 1);
+}
+
+/* A record that stands for repeated refusals (ipc-log.c): how many, since
+ * when. */
+static void
+append_repeat (GString *out, JsonObject *o)
+{
+  JsonNode *n = json_object_get_member (o, "repeat");
+  JsonObject *r;
+
+  if (n == NULL || !JSON_NODE_HOLDS_OBJECT (n))
+    return;
+  r = json_node_get_object (n);
+  g_string_append_printf (out, "  [%" G_GINT64_FORMAT " like this, ", get_int (r, "count", 0));
+  append_local_time (out, get_str (r, "first_ts"), FALSE);
+  g_string_append (out, " to ");
+  append_local_time (out, get_str (r, "last_ts"), FALSE);
+  g_string_append_c (out, ']');
+}
+
+/* The writer's own word ("log-full"): time, NOTICE, what, why. */
+static char *
+format_notice (JsonObject *o, const char *notice)
+{
+  GString *out = g_string_sized_new (160);
+  const char *why = get_str (o, "why");
+
+  append_local_time (out, get_str (o, "ts"), TRUE);
+  g_string_append (out, "  NOTICE  ");
+  fb_text_append_safe (out, notice, strlen (notice));
+  if (why != NULL)
+    {
+      g_string_append (out, ": ");
+      fb_text_append_safe (out, why, strlen (why));
+    }
+  if (json_object_has_member (o, "records_not_written"))
+    g_string_append_printf (out, " (%" G_GINT64_FORMAT " records not written)", get_int (o, "records_not_written", 0));
+  return g_string_free (out, FALSE);
+}
+
 char *
 fb_log_record_format (JsonObject *o, gboolean color)
 {
@@ -240,6 +295,12 @@ fb_log_record_format (JsonObject *o, gboolean color)
   gint64 us;
   gsize cols;
   const char *sgr = NULL;
+
+  if (get_str (o, "notice") != NULL)
+    {
+      g_string_free (out, TRUE);
+      return format_notice (o, get_str (o, "notice"));
+    }
 
   if (color && decision != NULL)
     {
@@ -326,6 +387,7 @@ fb_log_record_format (JsonObject *o, gboolean color)
   /* No trailing blanks from padding when why is empty. */
   while (out->len > 0 && out->str[out->len - 1] == ' ')
     g_string_truncate (out, out->len - 1);
+  append_repeat (out, o);
   if (sgr != NULL)
     g_string_append (out, "\033[0m");
   return g_string_free (out, FALSE);

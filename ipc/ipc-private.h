@@ -55,6 +55,10 @@ GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
 /* The rotated name for FIRST..LAST (N > 0: a collision suffix). */
 char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n);
 
+/* Identical refusals a log folding them (FbAccessLogOptions.coalesce)
+ * writes in full in a window before it counts the rest (ipc-log.c). */
+#define FB_LOG_FOLD_AFTER 8
+
 /* Test seams: how many pushes had to wait for room in the queue, and how
  * many events are queued right now. */
 guint64 fb_access_log_get_blocked_pushes (FbAccessLog *log);

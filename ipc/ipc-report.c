@@ -9,6 +9,10 @@
  *  - rename and link: path is the old name, target the new one; symlink:
  *    path is the new link;
  *  - bytes come from "close" records (summed per path over all handles).
+ * A record that stands for repeated refusals (its "repeat" member, folded
+ * by the writer: ipc-log.c) counts as as many denials as its count, and a
+ * "notice" record (the log reached its budget) is reported, not counted.
+ *
  * Memory grows with the number of distinct paths, not of records; denial
  * examples are capped. */
 #include "ipc/ipc-private.h"
@@ -64,6 +68,10 @@ struct FbReport
   GHashTable *ops;                                        /* op -> guint64* */
   GHashTable *decisions;                                  /* decision -> guint64* */
   guint64 records, allowed, denied, failed;
+  guint64 repeat_records; /* records that stand for repeated refusals */
+  guint64 repeated;       /* the refusals they stand for */
+  gboolean log_full;      /* a "log-full" notice: the run was stopped */
+  guint64 not_written;    /* records past the budget, counted by the notice */
   gint64 first_us, last_us;
   char *first_ts, *last_ts;
   FbLogReaderStats reader;
@@ -190,7 +198,7 @@ get_int (JsonObject *o, const char *name, gint64 dflt)
 }
 
 static void
-count (GHashTable *t, const char *key)
+count_n (GHashTable *t, const char *key, guint64 by)
 {
   guint64 *n = g_hash_table_lookup (t, key);
 
@@ -199,7 +207,7 @@ count (GHashTable *t, const char *key)
       n = g_new0 (guint64, 1);
       g_hash_table_insert (t, g_strdup (key), n);
     }
-  (*n)++;
+  (*n) += by;
 }
 
 static FileEntry *
@@ -359,10 +367,18 @@ fb_report_add_record (FbReport *r, JsonObject *o)
   gint64 err = get_int (o, "errno", 0);
   gint64 us;
   RunInfo *ri = run_info (r, get_str (o, "run"));
+  JsonNode *repeat = json_object_get_member (o, "repeat");
+  guint64 weight = 1;
 
   /* Logs are read back from disk: any member may be missing or mistyped. */
   if (op == NULL)
     op = "?";
+  if (repeat != NULL && JSON_NODE_HOLDS_OBJECT (repeat))
+    {
+      gint64 n = get_int (json_node_get_object (repeat), "count", 1);
+
+      weight = n > 0 ? (guint64)n : 1;
+    }
   r->records++;
   ri->records++;
   if (seq > 0)
@@ -391,8 +407,18 @@ fb_report_add_record (FbReport *r, JsonObject *o)
           r->last_us = us;
         }
     }
-  count (r->ops, op);
-  count (r->decisions, decision != NULL ? decision : "?");
+  if (get_str (o, "notice") != NULL)
+    {
+      /* the writer's own word, not an access */
+      if (g_strcmp0 (get_str (o, "notice"), "log-full") == 0)
+        {
+          r->log_full = TRUE;
+          r->not_written += (guint64)MAX (get_int (o, "records_not_written", 0), 0);
+        }
+      return;
+    }
+  count_n (r->ops, op, weight);
+  count_n (r->decisions, decision != NULL ? decision : "?", weight);
 
   if (g_strcmp0 (decision, "allow") == 0)
     {
@@ -404,7 +430,12 @@ fb_report_add_record (FbReport *r, JsonObject *o)
       return;
     }
 
-  r->denied++;
+  r->denied += weight;
+  if (repeat != NULL)
+    {
+      r->repeat_records++;
+      r->repeated += weight;
+    }
   {
     JsonNode *rule = json_object_get_member (o, "rule");
     const char *origin = get_str (o, "rule_origin");
@@ -423,8 +454,8 @@ fb_report_add_record (FbReport *r, JsonObject *o)
         g->origin = g_strdup (origin);
         g->why = g_strdup (why);
       }
-    g->count++;
-    count (g->decisions, decision != NULL ? decision : "?");
+    g->count += weight;
+    count_n (g->decisions, decision != NULL ? decision : "?", weight);
     add_example (g, path);
 
     if (p->count == 0)
@@ -432,8 +463,8 @@ fb_report_add_record (FbReport *r, JsonObject *o)
         p->comm = g_strdup (comm);
         p->pid = pid;
       }
-    p->count++;
-    count (p->decisions, decision != NULL ? decision : "?");
+    p->count += weight;
+    count_n (p->decisions, decision != NULL ? decision : "?", weight);
     add_example (p, path);
   }
 }
@@ -704,6 +735,14 @@ fb_report_to_json (FbReport *r)
   json_builder_add_int_value (b, (gint64)r->denied);
   json_builder_set_member_name (b, "failed");
   json_builder_add_int_value (b, (gint64)r->failed);
+  json_builder_set_member_name (b, "repeat_records");
+  json_builder_add_int_value (b, (gint64)r->repeat_records);
+  json_builder_set_member_name (b, "repeated_denials");
+  json_builder_add_int_value (b, (gint64)r->repeated);
+  json_builder_set_member_name (b, "log_full");
+  json_builder_add_boolean_value (b, r->log_full);
+  json_builder_set_member_name (b, "records_not_written");
+  json_builder_add_int_value (b, (gint64)r->not_written);
   json_counts (b, "decisions", r->decisions);
   json_counts (b, "ops", r->ops);
   json_builder_set_member_name (b, "gaps");
@@ -876,6 +915,12 @@ fb_report_to_text (FbReport *r)
                             gaps, PLURAL (gaps), r->reader.bad_lines, PLURAL (r->reader.bad_lines), r->reader.truncated,
                             PLURAL (r->reader.truncated));
 
+  if (r->log_full)
+    g_string_append_printf (out,
+                            "WARNING: the log reached its budget and the run was stopped; %" G_GUINT64_FORMAT
+                            " record%s past it %s not written\n",
+                            r->not_written, PLURAL (r->not_written), r->not_written == 1 ? "was" : "were");
+
   text_files (out, "Files created", r->created, FALSE, TRUE);
   text_files (out, "Files written", r->written, TRUE, FALSE);
   g_string_append_printf (out, "\nFiles renamed (%u)\n", r->renamed->len);
@@ -968,6 +1013,12 @@ fb_report_to_text (FbReport *r)
       g_string_append_c (out, ')');
     }
   g_string_append_c (out, '\n');
+  if (r->repeat_records > 0)
+    g_string_append_printf (out,
+                            "  repeats     %" G_GUINT64_FORMAT " record%s stand%s for %" G_GUINT64_FORMAT
+                            " identical refusals (counted above)\n",
+                            r->repeat_records, PLURAL (r->repeat_records), r->repeat_records == 1 ? "s" : "",
+                            r->repeated);
   g_string_append (out, "  ops         ");
   text_decisions (out, r->ops);
   g_string_append_c (out, '\n');

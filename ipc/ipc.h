@@ -4,7 +4,8 @@
  * Threads: fb_access_log_new/close/free run on the thread that owns
  * CONTEXT (the main loop).  The sink returned by fb_access_log_get_sink() may
  * be pushed to from any thread; a push copies the event into a bounded queue
- * and blocks while the queue is full, so no record is ever dropped. */
+ * and blocks while the queue is full, so no record is ever dropped (a log
+ * with a budget counts the records past it instead of writing them). */
 #pragma once
 
 #include <gio/gio.h>
@@ -26,6 +27,11 @@ typedef enum
   FB_IPC_ERROR_INVALID,
 } FbIpcError;
 
+/* Called once when the log reaches its budget (FbAccessLogOptions.max_bytes),
+ * from the thread that wrote the record that reached it, with no lock of
+ * the log held: the owner stops what is writing (ipc-log.c). */
+typedef void (*FbAccessLogFullFunc) (gpointer user_data);
+
 typedef struct
 {
   const char *path;     /* the log file, e.g. RUN_DIR/access.jsonl; created 0600, appended to */
@@ -39,7 +45,23 @@ typedef struct
    * thread) or while the file refuses data (then the queue's back-pressure
    * applies). */
   gboolean write_through;
+  /* Fold repeated refusals into counted records (ipc-log.c says which are
+   * identical and how). */
+  gboolean coalesce;
+  guint64 fold_window_us; /* how long identical refusals are folded; 0 = default (1 s) */
+  /* The budget: bytes of all of this log's files.  0 = none.  Reaching it
+   * calls on_full; records past a margin are counted, not written. */
+  guint64 max_bytes;
+  FbAccessLogFullFunc on_full;
+  gpointer on_full_data;
 } FbAccessLogOptions;
+
+/* Defaults for every command that writes a log (run, mount, serve), when
+ * neither the policy's "log" section nor the command line says otherwise;
+ * documented in fusebox(1). */
+#define FB_LOG_DEFAULT_FILE_SIZE ((guint64)16 * 1024 * 1024)
+#define FB_LOG_DEFAULT_MAX_SIZE ((guint64)256 * 1024 * 1024)
+#define FB_LOG_DEFAULT_MAX_SIZE_SERVE ((guint64)1024 * 1024 * 1024)
 
 typedef struct FbAccessLog FbAccessLog;
 
@@ -47,6 +69,9 @@ FbAccessLog *fb_access_log_new (const FbAccessLogOptions *options, GMainContext 
 FbAccessSink *fb_access_log_get_sink (FbAccessLog *log);
 /* Records written so far (the last seq). */
 guint64 fb_access_log_get_count (FbAccessLog *log);
+/* Has the log reached its budget?  *RET_NOT_WRITTEN (may be NULL): records
+ * past its margin, counted and not written. */
+gboolean fb_access_log_is_full (FbAccessLog *log, guint64 *ret_not_written);
 /* Drain the queue, write, fsync and close.  Call once, after every pusher
  * has stopped. */
 gboolean fb_access_log_close (FbAccessLog *log, GError **error);

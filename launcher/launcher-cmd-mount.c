@@ -52,6 +52,7 @@ typedef struct
   gint fuse_done; /* atomic: set on the FUSE thread */
   int fuse_result;
   guint abort_id;
+  gint log_full; /* atomic: the access log reached its budget */
 } Daemon;
 
 static int
@@ -214,6 +215,29 @@ on_signal (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* The access log reached its budget, on the FUSE thread that wrote the
+ * record: unmount as a SIGTERM would, from the main loop (the message
+ * comes at the end of run_daemon).  What is asked meanwhile is written up
+ * to the log's margin. */
+static gboolean
+stop_for_budget (gpointer data)
+{
+  Daemon *d = data;
+
+  if (!d->stopping)
+    on_signal (d);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_log_full (gpointer data)
+{
+  Daemon *d = data;
+
+  g_atomic_int_set (&d->log_full, 1);
+  g_idle_add (stop_for_budget, d);
+}
+
 /* Tell the waiting parent how it went (a line), then detach from it. */
 static void
 report_ready (int ready_fd, const char *message)
@@ -257,6 +281,8 @@ typedef struct
   const char *log_path;
   double cache_timeout;
   bool foreground;
+  /* the access log's budget */
+  guint64 log_file_size, log_max_size;
 } MountArgs;
 
 static int
@@ -283,8 +309,14 @@ run_daemon (const MountArgs *a, int ready_fd)
 
   lo.path = a->log_path;
   lo.run_id = a->run_id;
-  /* Each record reaches the file before its FUSE reply (ipc/ipc-log.c). */
+  /* Each record reaches the file before its FUSE reply; repeated refusals
+   * are folded; the budget unmounts (ipc/ipc-log.c). */
   lo.write_through = TRUE;
+  lo.coalesce = TRUE;
+  lo.rotate_bytes = a->log_file_size;
+  lo.max_bytes = a->log_max_size;
+  lo.on_full = on_log_full;
+  lo.on_full_data = &d;
   log = fb_access_log_new (&lo, NULL, &error);
   if (log == NULL)
     {
@@ -378,6 +410,14 @@ run_daemon (const MountArgs *a, int ready_fd)
       g_printerr ("fusebox: mount: the access log %s could not be completed: %s\n", a->log_path, error->message);
       status = FB_EXIT_FAILURE;
     }
+  if (g_atomic_int_get (&d.log_full))
+    {
+      guint64 not_written = 0;
+      fb_access_log_is_full (log, &not_written);
+      g_autofree char *full_msg = fb_cmd_log_full_message ("the mount", a->log_path, a->log_max_size, not_written);
+      fb_cmd_error ("mount: %s", full_msg);
+      status = FB_EXIT_FAILURE;
+    }
   else if (a->foreground)
     printf ("fusebox: unmounted %s; %" G_GUINT64_FORMAT " records in %s; %" G_GUINT64_FORMAT " host events read\n",
             a->mountpoint, fb_access_log_get_count (log), a->log_path, fb_watch_events_read ());
@@ -457,6 +497,7 @@ fb_cmd_mount (int argc, char **argv)
   g_autofree char *level_arg = NULL;
   gboolean foreground = FALSE;
   double cache_timeout = -1; /* the view's defaults */
+  g_autofree char *log_file_size = NULL, *log_max_size = NULL;
   const GOptionEntry entries[] = {
     { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy_arg,
       "The policy: a file, or builtin:NAME (default builtin:default)", "FILE|builtin:NAME" },
@@ -470,6 +511,10 @@ fb_cmd_mount (int argc, char **argv)
       "Seconds the kernel keeps names, attributes and absences (default 60, 60 and 2): how long a change made on "
       "the host outside fusebox may take to show",
       "SECONDS" },
+    { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &log_file_size,
+      "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE" },
+    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &log_max_size,
+      "The budget of all the log's files (default 256M, or the policy's log.max_size): past it, unmount", "SIZE" },
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = NULL;
@@ -559,6 +604,9 @@ fb_cmd_mount (int argc, char **argv)
   a.log_path = log_path;
   a.cache_timeout = cache_timeout;
   a.foreground = foreground;
+  if (!fb_cmd_log_budget ("mount", log_file_size, log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE, &a.log_file_size,
+                          &a.log_max_size))
+    return FB_EXIT_USAGE;
 
   /* Created objects get exactly the modes the caller asked for: the kernel
    * applied the caller's umask already. */

@@ -68,6 +68,8 @@ typedef struct
   FbLogLevel log_level;
   char *run_dir;
   bool keep_run;
+  /* --log-file-size, --log-max-size (borrowed from argv) */
+  const char *log_file_size, *log_max_size;
   char **command; /* borrowed from argv */
 } RunOptions;
 
@@ -109,6 +111,9 @@ run_usage (FILE *out)
                 "  --run-dir DIR               the run directory (default under\n"
                 "                              $XDG_STATE_HOME/fusebox/runs/)\n"
                 "  --keep-run                  keep private sources after the run\n"
+                "  --log-file-size SIZE        rotate the access log past SIZE (default 16M)\n"
+                "  --log-max-size SIZE         the budget of all its files (default 256M): past\n"
+                "                              it the sandbox is stopped (125)\n"
                 "\n"
                 "Exit status: the command's, 128+N for signal N, 126 the command is not\n"
                 "executable, 127 it was not found, 125 every failure of fusebox's own (a usage\n"
@@ -265,6 +270,11 @@ parse_run_args (int argc, char **argv, RunOptions *o)
           NEED (1);
           g_free (o->run_dir);
           o->run_dir = g_canonicalize_filename (argv[++i], NULL);
+        }
+      else if (strcmp (a, "--log-file-size") == 0 || strcmp (a, "--log-max-size") == 0)
+        {
+          NEED (1);
+          *(a[6] == 'f' ? &o->log_file_size : &o->log_max_size) = argv[++i];
         }
       else if (strcmp (a, "--keep-run") == 0)
         o->keep_run = true;
@@ -469,6 +479,8 @@ typedef struct
   char **envp;
   char *cwd;
   JsonObject *info; /* run.json */
+  /* the access log's budget */
+  guint64 log_file_size, log_max_size;
 } Run;
 
 static void
@@ -619,6 +631,9 @@ prepare (const RunOptions *o, Run *run)
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
 
+  if (!fb_cmd_log_budget ("run", o->log_file_size, o->log_max_size, run->policy, FB_LOG_DEFAULT_MAX_SIZE,
+                          &run->log_file_size, &run->log_max_size))
+    return FB_LAUNCHER_EXIT_SANDBOX;
   run->envp = build_env (o, &run->vars.vars);
   run->cwd = pick_cwd (o, run->policy, &run->vars.vars);
 
@@ -830,7 +845,24 @@ typedef struct
   int fuse_result;
   guint linger_id;
   bool view_failed; /* we killed the sandbox: its status is ours, 125 */
+  gint log_full;    /* atomic: the access log reached its budget; we killed the sandbox */
 } Supervisor;
+
+/* The access log reached its budget (ipc/ipc-log.c), on whatever thread
+ * wrote the record that reached it: stop the sandbox at once (SIGKILL to
+ * the outer process: pid 1 and everything in the sandbox follow), so that
+ * what it writes meanwhile stays within the log's margin.  The message and
+ * the status (125) come at the end of serve(). */
+static void
+on_log_full (gpointer data)
+{
+  Supervisor *sv = data;
+  FbLauncherChild *child = sv->child;
+
+  g_atomic_int_set (&sv->log_full, 1);
+  if (child)
+    fb_launcher_child_kill (child, SIGKILL);
+}
 
 static void
 maybe_quit (Supervisor *sv)
@@ -1033,10 +1065,23 @@ serve (const RunOptions *o, Run *run)
    * kernel passes, which already had the caller's umask applied. */
   umask (0);
 
+  /* from here on_log_full may stop it, from any thread */
+  sv.child = child;
+
   /* While the child makes its namespaces: the log and the view. */
-  /* write_through: each record reaches the file before its FUSE reply
+  /* write_through: each record reaches the file before its FUSE reply;
+   * repeated refusals folded; the budget stops the sandbox
    * (ipc/ipc-log.c). */
-  FbAccessLogOptions lo = { .path = log_path, .run_id = run->id, .write_through = TRUE };
+  FbAccessLogOptions lo = {
+    .path = log_path,
+    .run_id = run->id,
+    .write_through = TRUE,
+    .coalesce = TRUE,
+    .rotate_bytes = run->log_file_size,
+    .max_bytes = run->log_max_size,
+    .on_full = on_log_full,
+    .on_full_data = &sv,
+  };
   log = fb_access_log_new (&lo, NULL, &error);
   if (!log)
     {
@@ -1129,6 +1174,7 @@ out:
   g_clear_pointer (&sv.fuse, fb_fuse_free);
   g_clear_pointer (&view, fb_view_unref);
   /* Kills and reaps a sandbox still running (a failure on our side). */
+  sv.child = NULL;
   g_clear_pointer (&child, fb_launcher_child_free);
   /* Nothing of the sandbox is left to change the terminal again. */
   fb_cmd_terminal_restore (terminal);
@@ -1142,6 +1188,15 @@ out:
         }
       json_object_set_int_member (run->info, "records", (gint64)fb_access_log_get_count (log));
       json_object_set_int_member (run->info, "denials", g_atomic_int_get (&counter.denials));
+      if (g_atomic_int_get (&sv.log_full))
+        {
+          guint64 not_written = 0;
+          fb_access_log_is_full (log, &not_written);
+          g_autofree char *msg = fb_cmd_log_full_message ("the sandbox", log_path, run->log_max_size, not_written);
+          fb_cmd_error ("run: %s", msg);
+          json_object_set_string_member (run->info, "error", msg);
+          status = FB_LAUNCHER_EXIT_SANDBOX;
+        }
     }
   if (sfd >= 0)
     close (sfd);

@@ -103,6 +103,31 @@ read_token (const char *file, GError **error)
   return g_steal_pointer (&text);
 }
 
+/* The access log reached its budget (on whatever thread wrote the record
+ * that reached it): stop serving, as SIGTERM would, from the main loop;
+ * the message comes at the end. */
+typedef struct
+{
+  GMainLoop *loop;
+  gint full; /* atomic */
+} LogBudget;
+
+static gboolean
+quit_for_budget (gpointer data)
+{
+  g_main_loop_quit (((LogBudget *)data)->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_log_full (gpointer data)
+{
+  LogBudget *b = data;
+
+  g_atomic_int_set (&b->full, 1);
+  g_idle_add_full (G_PRIORITY_HIGH - 10, quit_for_budget, b, NULL);
+}
+
 int
 fb_cmd_serve (int argc, char **argv)
 {
@@ -110,6 +135,7 @@ fb_cmd_serve (int argc, char **argv)
   g_autofree char *policy_arg = NULL;
   g_autofree char *workspace_arg = NULL;
   g_autofree char *log_arg = NULL;
+  g_autofree char *log_file_size = NULL, *log_max_size = NULL;
   g_autofree char *level_arg = NULL;
   g_autofree char *token_file = NULL;
   gboolean allow_remote = FALSE;
@@ -131,6 +157,11 @@ fb_cmd_serve (int argc, char **argv)
       "Demand 'Authorization: Bearer TOKEN' on ws://, TOKEN read from FILE", "FILE" },
     { "detach-timeout", 0, 0, G_OPTION_ARG_INT, &detach_timeout,
       "Milliseconds a disconnected session keeps its processes for a resume (default 30000)", "MS" },
+    { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &log_file_size,
+      "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE" },
+    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &log_max_size,
+      "The budget of all the log's files (default 1G, or the policy's log.max_size): past it, the server stops",
+      "SIZE" },
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = NULL;
@@ -145,6 +176,8 @@ fb_cmd_serve (int argc, char **argv)
   g_autofree char *token = NULL;
   g_autofree char *helper = NULL;
   g_autofree char *url = NULL;
+  guint64 file_size = 0, max_size = 0;
+  LogBudget budget = { 0 };
   FbPolicyVarsStorage vars = { 0 };
   FbLogLevel level = FB_LOG_LEVEL_OPENS;
   FbAccessLogOptions lo = { 0 };
@@ -242,8 +275,21 @@ fb_cmd_serve (int argc, char **argv)
   sig_ids[1] = g_unix_signal_add_full (G_PRIORITY_HIGH - 10, SIGTERM, on_signal, loop, NULL);
   sig_ids[2] = g_unix_signal_add_full (G_PRIORITY_HIGH - 10, SIGHUP, on_signal, loop, NULL);
 
+  if (!fb_cmd_log_budget ("serve", log_file_size, log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE_SERVE, &file_size,
+                          &max_size))
+    {
+      status = FB_EXIT_USAGE;
+      goto out;
+    }
+  budget.loop = loop;
   lo.path = log_path;
   lo.run_id = run_id;
+  /* repeated refusals folded; the budget stops the server (ipc/ipc-log.c) */
+  lo.coalesce = TRUE;
+  lo.rotate_bytes = file_size;
+  lo.max_bytes = max_size;
+  lo.on_full = on_log_full;
+  lo.on_full_data = &budget;
   log = fb_access_log_new (&lo, NULL, &error);
   if (log == NULL)
     {
@@ -303,6 +349,14 @@ out:
   if (log != NULL && !fb_access_log_close (log, &error))
     {
       fb_cmd_error ("serve: the access log %s could not be completed: %s", log_path, error->message);
+      status = FB_EXIT_FAILURE;
+    }
+  if (log != NULL && g_atomic_int_get (&budget.full))
+    {
+      guint64 not_written = 0;
+      fb_access_log_is_full (log, &not_written);
+      g_autofree char *msg = fb_cmd_log_full_message ("the server", log_path, max_size, not_written);
+      fb_cmd_error ("serve: %s", msg);
       status = FB_EXIT_FAILURE;
     }
   for (guint i = 0; i < G_N_ELEMENTS (sig_ids); i++)

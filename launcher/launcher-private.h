@@ -10,6 +10,7 @@
 
 #include <glib.h>
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 G_BEGIN_DECLS
@@ -52,6 +53,16 @@ FbCmdTerminal *fb_cmd_terminal_save (void);
 void fb_cmd_terminal_restore (FbCmdTerminal *terminal);
 void fb_cmd_terminal_free (FbCmdTerminal *terminal);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbCmdTerminal, fb_cmd_terminal_free)
+
+/* The access log's budget of run, mount and serve
+ * (launcher-cmd-logbudget.c): --log-file-size and --log-max-size (FILE_ARG,
+ * MAX_ARG: NULL when not given) over the policy's "log" section over the
+ * defaults.  False after a message (a usage error).  And the message for
+ * a log that reached it (WHAT: "the sandbox", "the mount"...). */
+typedef struct FbPolicy FbPolicy;
+bool fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_arg, const FbPolicy *policy,
+                        guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
+char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written);
 
 /* fusebox log --follow --connect (launcher-cmd-log-connect.c): FUNC gets each
  * log/event's record (LINE: its JSON as the server logged it); returns the

@@ -205,6 +205,22 @@ fb_policy_to_json (const FbPolicy *policy)
       json_builder_add_string_value (b, fb_policy_access_to_string (policy->protected_rules[i].access));
     }
   json_builder_end_object (b);
+  if (policy->log.file_size != 0 || policy->log.max_size != 0)
+    {
+      json_builder_set_member_name (b, "log");
+      json_builder_begin_object (b);
+      if (policy->log.file_size != 0)
+        {
+          json_builder_set_member_name (b, "file_size");
+          json_builder_add_int_value (b, (gint64)policy->log.file_size);
+        }
+      if (policy->log.max_size != 0)
+        {
+          json_builder_set_member_name (b, "max_size");
+          json_builder_add_int_value (b, (gint64)policy->log.max_size);
+        }
+      json_builder_end_object (b);
+    }
   json_builder_set_member_name (b, "rules");
   json_builder_begin_array (b);
   for (guint i = 0; i < policy->n_rules; i++)

@@ -87,6 +87,56 @@ fb_policy_get_network (const FbPolicy *policy)
   return policy->network;
 }
 
+void
+fb_policy_get_log_limits (const FbPolicy *policy, FbPolicyLogLimits *ret_limits)
+{
+  if (policy->base != NULL)
+    policy = policy->base; /* a call's sandbox does not budget the server's log */
+  *ret_limits = policy->log;
+}
+
+bool
+fb_policy_parse_size (const char *text, guint64 *ret_bytes)
+{
+  static const struct
+  {
+    const char *suffix;
+    guint64 factor;
+  } units[] = {
+    { "", 1 },
+    { "B", 1 },
+    { "K", 1024 },
+    { "KB", 1024 },
+    { "KiB", 1024 },
+    { "M", 1024 * 1024 },
+    { "MB", 1024 * 1024 },
+    { "MiB", 1024 * 1024 },
+    { "G", 1024 * 1024 * 1024 },
+    { "GB", 1024 * 1024 * 1024 },
+    { "GiB", 1024 * 1024 * 1024 },
+  };
+  const char *p = text;
+  guint64 n = 0;
+
+  if (text == NULL || !g_ascii_isdigit (*p))
+    return false;
+  for (; g_ascii_isdigit (*p); p++)
+    {
+      if (n > (G_MAXUINT64 - 9) / 10)
+        return false;
+      n = n * 10 + (guint64)(*p - '0');
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (units); i++)
+    if (g_ascii_strcasecmp (p, units[i].suffix) == 0)
+      {
+        if (n == 0 || n > G_MAXUINT64 / units[i].factor)
+          return false;
+        *ret_bytes = n * units[i].factor;
+        return true;
+      }
+  return false;
+}
+
 const char *
 fb_policy_get_origin (const FbPolicy *policy)
 {
@@ -599,7 +649,68 @@ check_duplicates (const Ctx *ctx, const FbPolicy *policy)
   return ok;
 }
 
-static const char *const top_keys[] = { "version", "network", "protected_names", "rules", NULL };
+static const char *const log_keys[] = { "file_size", "max_size", NULL };
+
+/* One size of the "log" section: an integer (bytes) or a string ("256M"). */
+static bool
+load_log_size (const Ctx *ctx, JsonObject *log, const char *key, guint64 min, guint64 *ret)
+{
+  g_autofree char *member = fb_policy_json_path_member ("log", key);
+  JsonNode *node = json_object_get_member (log, key);
+  guint64 v = 0;
+
+  if (node == NULL)
+    return true;
+  if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64)
+    {
+      if (json_node_get_int (node) <= 0)
+        return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
+                     "%" G_GINT64_FORMAT " is not a size; give bytes, or a string such as \"256M\"",
+                     json_node_get_int (node));
+      v = (guint64)json_node_get_int (node);
+    }
+  else if (is_string (node))
+    {
+      if (!fb_policy_parse_size (json_node_get_string (node), &v))
+        return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
+                     "\"%s\" is not a size; give a number of bytes, or one with K, M or G (\"256M\")",
+                     json_node_get_string (node));
+    }
+  else
+    return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_VALUE,
+                 "expected a size (an integer, or a string such as \"256M\"), got %s", node_type_name (node));
+  if (v < min)
+    return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
+                 "%" G_GUINT64_FORMAT " bytes is below the least this fusebox accepts, %" G_GUINT64_FORMAT, v, min);
+  *ret = v;
+  return true;
+}
+
+/* "log": {"file_size": ..., "max_size": ...}: the access log's budget. */
+static bool
+load_log (const Ctx *ctx, FbPolicy *policy, JsonObject *root)
+{
+  JsonNode *node = json_object_get_member (root, "log");
+  JsonObject *log;
+
+  if (node == NULL)
+    return true;
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return fail (ctx, FB_POLICY_ERROR_SCHEMA, "log", "log", AT_VALUE,
+                 "expected an object {\"file_size\": \"16M\", \"max_size\": \"256M\"}, got %s", node_type_name (node));
+  log = json_node_get_object (node);
+  if (!check_keys (ctx, log, "log", log_keys) ||
+      !load_log_size (ctx, log, "file_size", FB_POLICY_LOG_MIN_FILE_SIZE, &policy->log.file_size) ||
+      !load_log_size (ctx, log, "max_size", FB_POLICY_LOG_MIN_MAX_SIZE, &policy->log.max_size))
+    return false;
+  if (policy->log.file_size != 0 && policy->log.max_size != 0 && policy->log.file_size > policy->log.max_size)
+    return fail (ctx, FB_POLICY_ERROR_VALUE, "log.file_size", "log.file_size", AT_VALUE,
+                 "larger than log.max_size: one file would pass the whole budget; make it at most %" G_GUINT64_FORMAT,
+                 policy->log.max_size);
+  return true;
+}
+
+static const char *const top_keys[] = { "version", "network", "protected_names", "log", "rules", NULL };
 
 static FbPolicy *
 load_root (const Ctx *ctx, JsonNode *root, const FbPolicyVars *vars)
@@ -630,7 +741,7 @@ load_root (const Ctx *ctx, JsonNode *root, const FbPolicyVars *vars)
             network);
       return NULL;
     }
-  if (!load_protected (ctx, policy, object))
+  if (!load_protected (ctx, policy, object) || !load_log (ctx, policy, object))
     return NULL;
 
   rules = json_object_get_member (object, "rules");

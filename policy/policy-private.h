@@ -228,6 +228,7 @@ struct FbPolicy
   gint ref_count;
   char *origin;
   FbPolicyNetwork network;
+  FbPolicyLogLimits log; /* the "log" section; zeros when absent */
   const char *run;       /* ${RUN} at load time (private sources live under it) or NULL */
   GStringChunk *strings; /* every string the rules, mounts and nodes point to */
 

@@ -185,6 +185,22 @@ const char *const *fb_policy_builtin_names (void);
 char *fb_policy_builtin_json (const char *name, const FbPolicyVars *vars, GError **error);
 
 FbPolicyNetwork fb_policy_get_network (const FbPolicy *policy);
+
+/* The policy's "log" section: the access log's budget.  0 = not set (the
+ * command's default applies; fusebox(1) lists them).  A narrowed policy
+ * has its base's. */
+typedef struct
+{
+  guint64 file_size; /* rotate the live file past this many bytes */
+  guint64 max_size;  /* all of the log's files together: past it the run is stopped */
+} FbPolicyLogLimits;
+void fb_policy_get_log_limits (const FbPolicy *policy, FbPolicyLogLimits *ret_limits);
+/* A size as policies and command lines write it: a number of bytes, or a
+ * number with K, M or G (powers of 1024; "KiB", "MB"... mean the same),
+ * e.g. "256M".  FALSE for anything else, zero and overflow. */
+bool fb_policy_parse_size (const char *text, guint64 *ret_bytes);
+#define FB_POLICY_LOG_MIN_FILE_SIZE (4 * 1024)
+#define FB_POLICY_LOG_MIN_MAX_SIZE (64 * 1024)
 const char *fb_policy_get_origin (const FbPolicy *policy);
 const FbPolicyRule *fb_policy_get_rules (const FbPolicy *policy, guint *ret_n);
 const FbPolicyMount *fb_policy_get_mounts (const FbPolicy *policy, guint *ret_n);

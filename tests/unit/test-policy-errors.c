@@ -42,7 +42,8 @@ static const ErrorCase error_cases[] = {
     "test.json:2:3: version: duplicate key" },
   { "top level not an object", "[1]", FB_POLICY_ERROR_SCHEMA, "test.json:1:1: (top level): expected an object" },
   { "unknown top-level key", "{ \"version\": 1,\n  \"netwrok\": \"none\", \"rules\": [] }", FB_POLICY_ERROR_SCHEMA,
-    "test.json:2:3: netwrok: unknown key; did you mean \"network\"? valid: version, network, protected_names, rules" },
+    "test.json:2:3: netwrok: unknown key; did you mean \"network\"? valid: version, network, protected_names, log, "
+    "rules" },
   { "unknown rule key", RULE ("{ \"path\": \"/\", \"acess\": \"read\", \"why\": \"x\" }"), FB_POLICY_ERROR_SCHEMA,
     "test.json:2:18: rules[0].acess: unknown key; did you mean \"access\"?" },
   { "wrong type", RULE ("{ \"path\": \"/\", \"access\": \"read\", \"why\": 3 }"), FB_POLICY_ERROR_SCHEMA,

@@ -1,0 +1,98 @@
+/* fusebox run, mount, serve — the access log's budget: what the command
+ * line says (--log-file-size, --log-max-size), else the policy's "log"
+ * section, else the command's default (ipc/ipc.h, documented in
+ * fusebox(1)).  The log rotates past the file size and, when all of its
+ * files reach the max size, the command stops what writes it with
+ * fb_cmd_log_full_message(); ipc/ipc-log.c enforces it. */
+#include "ipc/ipc.h"
+#include "launcher/launcher-private.h"
+#include "policy/policy.h"
+
+static bool
+parse_arg (const char *command, const char *option, const char *arg, guint64 min, guint64 *ret)
+{
+  if (arg == NULL)
+    return true;
+  if (!fb_policy_parse_size (arg, ret))
+    {
+      fb_cmd_error ("%s: %s %s: give a size in bytes, or with K, M or G (256M)\nRun 'fusebox %s --help' for usage.",
+                    command, option, arg, command);
+      return false;
+    }
+  if (*ret < min)
+    {
+      fb_cmd_error ("%s: %s %s: below the least this fusebox accepts, %" G_GUINT64_FORMAT
+                    " bytes\nRun 'fusebox %s --help' for usage.",
+                    command, option, arg, min, command);
+      return false;
+    }
+  return true;
+}
+
+bool
+fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_arg, const FbPolicy *policy,
+                   guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size)
+{
+  FbPolicyLogLimits limits = { 0 };
+  guint64 file = 0, max = 0;
+
+  if (policy != NULL)
+    fb_policy_get_log_limits (policy, &limits);
+  if (!parse_arg (command, "--log-file-size", file_arg, FB_POLICY_LOG_MIN_FILE_SIZE, &file) ||
+      !parse_arg (command, "--log-max-size", max_arg, FB_POLICY_LOG_MIN_MAX_SIZE, &max))
+    return false;
+  if (file == 0)
+    file = limits.file_size != 0 ? limits.file_size : FB_LOG_DEFAULT_FILE_SIZE;
+  if (max == 0)
+    max = limits.max_size != 0 ? limits.max_size : default_max;
+  if (file > max)
+    {
+      /* a default file size above a small budget follows the budget */
+      if (file_arg == NULL && limits.file_size == 0)
+        file = max;
+      else
+        {
+          fb_cmd_error ("%s: the log's file size (%" G_GUINT64_FORMAT
+                        " bytes) is above its max size (%" G_GUINT64_FORMAT
+                        " bytes): give --log-file-size at most --log-max-size",
+                        command, file, max);
+          return false;
+        }
+    }
+  *ret_file_size = file;
+  *ret_max_size = max;
+  return true;
+}
+
+/* "256 MiB", or bytes when not a whole number of KiB (not g_format_size:
+ * its U+00A0 is escaped on the way to a terminal). */
+static char *
+size_text (guint64 bytes)
+{
+  static const char *const units[] = { "GiB", "MiB", "KiB" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (units); i++)
+    {
+      guint64 unit = (guint64)1 << (10 * (G_N_ELEMENTS (units) - i));
+      if (bytes >= unit && bytes % unit == 0)
+        return g_strdup_printf ("%" G_GUINT64_FORMAT " %s", bytes / unit, units[i]);
+    }
+  return g_strdup_printf ("%" G_GUINT64_FORMAT " bytes", bytes);
+}
+
+char *
+fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written)
+{
+  g_autofree char *size = size_text (max_size);
+
+  g_autofree char *lost =
+    not_written > 0 ? g_strdup_printf (" (%" G_GUINT64_FORMAT " record%s past it not written, and counted in its last "
+                                       "record)",
+                                       not_written, not_written == 1 ? "" : "s")
+                    : g_strdup ("");
+
+  return g_strdup_printf ("the access log %s reached its budget of %s, so %s was stopped%s; raise the budget with "
+                          "--log-max-size or the policy's \"log\": {\"max_size\": ...}, or see what filled it with "
+                          "'fusebox report'",
+                          log_path, size, what, lost);
+}

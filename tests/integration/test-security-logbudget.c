@@ -1,0 +1,287 @@
+/* fusebox — the access log has a budget: a sandbox can't fill the disk with
+ * its own audit trail.
+ *
+ *  - A flood of refused mkdirs of 255-byte names (each one a record of
+ *    about 700 bytes before) is folded into counted records: the log stays
+ *    small, every refusal is counted, and with allowed records enough to
+ *    rotate the log, seq runs gap-free across the rotated files.
+ *  - A flood that folding can't shrink (distinct allowed mkdirs) reaches the
+ *    budget, set in the policy's "log" section: the sandbox is stopped
+ *    (125) with a message, the log's files stay within the budget and its
+ *    margin, its last record says why, and every mkdir that happened on
+ *    the host is either in the log or counted as not written.
+ *
+ * The probe is this program inside the sandbox (`--probe MODE DIR N`).
+ */
+#include "test-run-util.h"
+
+#define NAME_LEN 255
+
+/* ---- inside the sandbox ---- */
+
+static char *
+long_name (const char *dir, int i)
+{
+  char name[NAME_LEN + 1];
+
+  memset (name, 'n', NAME_LEN);
+  name[NAME_LEN] = '\0';
+  g_snprintf (name + NAME_LEN - 8, 9, "%08d", i);
+  return g_build_filename (dir, name, NULL);
+}
+
+static int
+probe_main (int argc, char **argv)
+{
+  const char *mode = argv[0];
+  const char *dir = argv[1];
+  int n = atoi (argv[2]);
+  int done = 0;
+
+  for (int i = 0; i < n; i++)
+    {
+      g_autofree char *path = long_name (dir, i);
+      int r = mkdir (path, 0755);
+
+      if (strcmp (mode, "refused") == 0 ? r < 0 && errno == EROFS : r == 0)
+        done++;
+    }
+  printf ("%s %d\n", mode, done);
+  return 0;
+}
+
+/* ---- the checks ---- */
+
+typedef struct
+{
+  GPtrArray *records; /* JsonObject*, in seq order */
+  guint files;
+  guint64 bytes;
+} Log;
+
+static void
+log_clear (Log *l)
+{
+  if (l->records)
+    g_ptr_array_unref (l->records);
+}
+
+static int
+cmp_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *)a, *(char *const *)b);
+}
+
+/* Every record of the run's log, the rotated files first (their names sort
+ * by seq); seq checked gap-free from 1. */
+static void
+read_log (const char *run_dir, Log *ret)
+{
+  g_autoptr (GDir) d = g_dir_open (run_dir, 0, NULL);
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  const char *name;
+  gint64 want = 1;
+
+  assert_non_null (d);
+  memset (ret, 0, sizeof *ret);
+  ret->records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
+  while ((name = g_dir_read_name (d)) != NULL)
+    if (g_str_has_prefix (name, "access.") && g_str_has_suffix (name, ".jsonl") && strcmp (name, "access.jsonl") != 0)
+      g_ptr_array_add (names, g_strdup (name));
+  g_ptr_array_sort (names, cmp_names);
+  g_ptr_array_add (names, g_strdup ("access.jsonl"));
+  for (guint i = 0; i < names->len; i++)
+    {
+      g_autofree char *path = g_build_filename (run_dir, names->pdata[i], NULL);
+      g_autofree char *text = rfx_file (path);
+      g_auto (GStrv) lines = NULL;
+
+      if (text == NULL)
+        continue;
+      ret->files++;
+      ret->bytes += strlen (text);
+      lines = g_strsplit (text, "\n", -1);
+      for (guint j = 0; lines[j] != NULL; j++)
+        {
+          if (lines[j][0] == '\0')
+            continue;
+          JsonObject *o = rfx_parse_object (lines[j]);
+          if (json_object_get_int_member (o, "seq") != want)
+            fail_msg ("%s:%u: seq %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, path, j + 1,
+                      json_object_get_int_member (o, "seq"), want);
+          want++;
+          g_ptr_array_add (ret->records, o);
+        }
+    }
+}
+
+/* How many mkdirs under PREFIX with DECISION the records stand for, and in
+ * how many records. */
+static guint64
+count_mkdirs (Log *l, const char *prefix, const char *decision, guint *ret_records)
+{
+  guint64 n = 0;
+  guint records = 0;
+
+  for (guint i = 0; i < l->records->len; i++)
+    {
+      JsonObject *o = l->records->pdata[i];
+      const char *path = rfx_str (o, "path");
+
+      if (g_strcmp0 (rfx_str (o, "op"), "mkdir") != 0 || path == NULL || !g_str_has_prefix (path, prefix) ||
+          g_strcmp0 (rfx_str (o, "decision"), decision) != 0)
+        continue;
+      records++;
+      if (json_object_has_member (o, "repeat"))
+        n += (guint64)json_object_get_int_member (json_object_get_object_member (o, "repeat"), "count");
+      else
+        n++;
+    }
+  if (ret_records)
+    *ret_records = records;
+  return n;
+}
+
+static int
+fusebox_log (RFx *fx, const char *run_dir, char **ret_err)
+{
+  const char *argv[] = { rfx_bin (), "log", run_dir, NULL };
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autofree char *out = NULL;
+  int status;
+
+  if (!g_spawn_sync (fx->ws, (char **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, &out, ret_err, &status, NULL))
+    fail_msg ("spawn fusebox log");
+  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
+}
+
+static void
+test_refusal_flood_folded (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *self = rfx_self ();
+  g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
+  g_autofree char *ws_dir = g_build_filename (fx->ws, "made", NULL);
+  g_autofree char *log_err = NULL;
+  const int refused = 5000, allowed = 400;
+  guint refusal_records = 0;
+  Log l;
+  RfxResult r;
+
+  /* /usr is there and readable on the host: the refusals are the policy's */
+  rfx_assert_host_readable ("/usr");
+  assert_int_equal (mkdir (ws_dir, 0755), 0);
+  rfx_run (fx, &r, "--run-dir", run_dir, "--log-max-size", "1M", "--log-file-size", "64K", "--", "/bin/sh", "-c",
+           "\"$0\" --probe refused /usr \"$1\" && \"$0\" --probe allowed \"$2\" \"$3\"", self, "5000", ws_dir, "400",
+           NULL);
+  if (r.status != 0)
+    fail_msg ("the run failed (%d):\n%s%s", r.status, r.out, r.err);
+  assert_non_null (strstr (r.out, "refused 5000\n"));
+  assert_non_null (strstr (r.out, "allowed 400\n"));
+  rfx_result_clear (&r);
+
+  read_log (run_dir, &l);
+  /* within the budget, rotated, and every refusal counted */
+  assert_true (l.bytes <= 1024 * 1024);
+  assert_true (l.files >= 3);
+  assert_int_equal (count_mkdirs (&l, "/usr/", "readonly", &refusal_records), refused);
+  assert_true (refusal_records < refused / 10);
+  assert_int_equal (count_mkdirs (&l, ws_dir, "allow", NULL), allowed);
+  /* the readers see one log without gaps */
+  assert_int_equal (fusebox_log (fx, run_dir, &log_err), 0);
+  assert_null (strstr (log_err, "seq jumps"));
+  log_clear (&l);
+  RFX_PASS ();
+}
+
+static void
+test_over_budget_stops (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *self = rfx_self ();
+  g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
+  g_autofree char *ws_dir = g_build_filename (fx->ws, "made", NULL);
+  g_autofree char *policy_path = g_build_filename (fx->tmp, "budget.json", NULL);
+  g_autofree char *run_json = g_build_filename (run_dir, "run.json", NULL);
+  const guint64 max = 128 * 1024;
+  guint64 made = 0, logged, not_written;
+  JsonObject *last;
+  Log l;
+  RfxResult r;
+
+  /* the default policy with a small budget in its "log" section */
+  {
+    const char *argv[] = { rfx_bin (), "policy", "show", "default", NULL };
+    g_autofree char *text = NULL;
+    g_auto (GStrv) env = rfx_env (fx);
+    int status;
+    g_autoptr (JsonObject) policy = NULL;
+    g_autoptr (JsonNode) node = NULL;
+    JsonObject *log = json_object_new ();
+
+    assert_true (
+      g_spawn_sync (fx->ws, (char **)argv, env, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &text, NULL, &status, NULL));
+    policy = rfx_parse_object (text);
+    json_object_set_string_member (log, "max_size", "128K");
+    json_object_set_string_member (log, "file_size", "32K");
+    json_object_set_object_member (policy, "log", log);
+    node = json_node_init_object (json_node_alloc (), policy);
+    g_autofree char *out = json_to_string (node, TRUE);
+    rfx_write (policy_path, out, 0644);
+  }
+  assert_int_equal (mkdir (ws_dir, 0755), 0);
+  rfx_run (fx, &r, "--policy", policy_path, "--run-dir", run_dir, "--", self, "--probe", "allowed", ws_dir, "10000",
+           NULL);
+  if (r.status != 125)
+    fail_msg ("the run was not stopped (exit %d):\n%s%s", r.status, r.out, r.err);
+  assert_non_null (strstr (r.err, "reached its budget of 128 KiB"));
+  /* killed: the probe never got to say how many it made */
+  assert_null (strstr (r.out, "allowed "));
+  rfx_result_clear (&r);
+  {
+    g_autofree char *text = rfx_file (run_json);
+    g_autoptr (JsonObject) info = rfx_parse_object (text);
+    assert_non_null (strstr (rfx_str (info, "error"), "reached its budget"));
+  }
+
+  read_log (run_dir, &l);
+  /* the budget and the margin of a stopping sandbox (1 MiB at least) */
+  assert_true (l.bytes <= max + 1024 * 1024 + 4096);
+  assert_true (l.files >= 2);
+  last = l.records->pdata[l.records->len - 1];
+  assert_string_equal (rfx_str (last, "notice"), "log-full");
+  assert_int_equal (json_object_get_int_member (last, "max_size"), max);
+  not_written = (guint64)json_object_get_int_member (last, "records_not_written");
+  /* what happened on the host is in the log or counted */
+  {
+    g_autoptr (GDir) d = g_dir_open (ws_dir, 0, NULL);
+    while (g_dir_read_name (d) != NULL)
+      made++;
+  }
+  logged = count_mkdirs (&l, ws_dir, "allow", NULL);
+  assert_true (made > 0);
+  assert_true (logged <= made);
+  assert_true (made <= logged + not_written);
+  assert_true (made < 10000);
+  log_clear (&l);
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_refusal_flood_folded, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_over_budget_stops, rfx_setup, rfx_teardown),
+  };
+
+  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
+    {
+      if (argc != 5)
+        return 2;
+      return probe_main (argc - 2, argv + 2);
+    }
+  rfx_require ();
+  rfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}

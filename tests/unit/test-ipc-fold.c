@@ -1,0 +1,416 @@
+/* fusebox — the access log's folds and budget: repeated refusals become
+ * counted records (nothing disappears without a count), a log that reaches
+ * its budget says so once and then writes only up to a margin, and seq
+ * stays gap-free across folds, rotated files and the budget's end. */
+#include "tests/unit/test-ipc-util.h"
+
+typedef struct
+{
+  char *dir;
+  char *path;
+  int full_calls;
+} Fixture;
+
+static int
+setup (void **state)
+{
+  Fixture *f = g_new0 (Fixture, 1);
+
+  f->dir = test_tmpdir ();
+  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
+  *state = f;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  Fixture *f = *state;
+
+  test_rm_rf (f->dir);
+  g_free (f->dir);
+  g_free (f->path);
+  g_free (f);
+  return 0;
+}
+
+static void
+on_full (gpointer data)
+{
+  ((Fixture *)data)->full_calls++;
+}
+
+/* WINDOW_US: long unless the window itself is tested, so that no result
+ * depends on how fast the test runs. */
+static FbAccessLog *
+open_log_window (Fixture *f, guint64 rotate, guint64 max, guint64 window_us)
+{
+  FbAccessLogOptions opts = {
+    .fold_window_us = window_us,
+    .path = f->path,
+    .run_id = "fold",
+    .rotate_bytes = rotate,
+    .coalesce = TRUE,
+    .max_bytes = max,
+    .on_full = on_full,
+    .on_full_data = f,
+  };
+  g_autoptr (GError) error = NULL;
+  FbAccessLog *log = fb_access_log_new (&opts, NULL, &error);
+
+  if (log == NULL)
+    fail_msg ("fb_access_log_new: %s", error->message);
+  return log;
+}
+
+static FbAccessLog *
+open_log (Fixture *f, guint64 rotate, guint64 max)
+{
+  return open_log_window (f, rotate, max, (guint64)3600 * G_USEC_PER_SEC);
+}
+
+static void
+close_log (FbAccessLog *log)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (!fb_access_log_close (log, &error))
+    fail_msg ("fb_access_log_close: %s", error->message);
+  fb_access_log_free (log);
+}
+
+static FbAccessEvent
+refusal (const char *path)
+{
+  FbAccessEvent e = test_event ("mkdir", path);
+
+  e.access = "create";
+  e.decision = FB_DECISION_READONLY;
+  e.err = EROFS;
+  e.rule = &test_rule_deny;
+  e.ts_us = 0; /* now */
+  return e;
+}
+
+static void
+push (FbAccessLog *log, const FbAccessEvent *e)
+{
+  fb_access_sink_push (fb_access_log_get_sink (log), e);
+}
+
+/* Every line of the log's files, rotated first, in seq order; seq checked
+ * gap-free from 1. */
+static GPtrArray *
+all_records (Fixture *f)
+{
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (f->path, NULL);
+  GPtrArray *records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
+  gint64 want = 1;
+
+  for (guint i = 0; i <= rotated->len; i++)
+    {
+      const char *file = i < rotated->len ? ((FbRotatedFile *)rotated->pdata[i])->path : f->path;
+      g_autoptr (GPtrArray) lines = test_read_lines (file);
+
+      for (guint j = 0; j < lines->len; j++)
+        {
+          JsonObject *o = test_parse_object (lines->pdata[j]);
+
+          if (json_object_get_int_member (o, "seq") != want)
+            fail_msg ("%s:%u: seq %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, file, j + 1,
+                      json_object_get_int_member (o, "seq"), want);
+          want++;
+          g_ptr_array_add (records, o);
+        }
+    }
+  return records;
+}
+
+/* How many accesses RECORDS stand for: a repeat record for its count. */
+static guint64
+represented (GPtrArray *records)
+{
+  guint64 n = 0;
+
+  for (guint i = 0; i < records->len; i++)
+    {
+      JsonObject *o = records->pdata[i];
+
+      if (json_object_has_member (o, "notice"))
+        continue;
+      if (json_object_has_member (o, "repeat"))
+        n += (guint64)json_object_get_int_member (json_object_get_object_member (o, "repeat"), "count");
+      else
+        n++;
+    }
+  return n;
+}
+
+#define AFTER FB_LOG_FOLD_AFTER
+
+/* 1,000 refused mkdirs of different names in one directory by one
+ * process: the first AFTER in full, then one record for the others. */
+static void
+test_fold_identical (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLog *log = open_log (f, 0, 0);
+  g_autoptr (GPtrArray) records = NULL;
+  JsonObject *first, *rep, *r;
+
+  for (int i = 0; i < 1000; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/usr/name-%04d", i);
+      FbAccessEvent e = refusal (path);
+      push (log, &e);
+    }
+  close_log (log);
+  records = all_records (f);
+  assert_int_equal (records->len, AFTER + 1);
+  first = records->pdata[0];
+  rep = records->pdata[AFTER];
+  assert_string_equal (json_object_get_string_member (first, "path"), "/usr/name-0000");
+  for (guint i = 0; i < AFTER; i++)
+    assert_false (json_object_has_member (records->pdata[i], "repeat"));
+  /* the repeat: the last one's members, the count, the times, the first's seq */
+  assert_string_equal (json_object_get_string_member (rep, "path"), "/usr/name-0999");
+  assert_string_equal (json_object_get_string_member (rep, "decision"), "readonly");
+  assert_string_equal (json_object_get_string_member (rep, "why"), test_rule_deny.why);
+  r = json_object_get_object_member (rep, "repeat");
+  assert_int_equal (json_object_get_int_member (r, "count"), 1000 - AFTER);
+  assert_int_equal (json_object_get_int_member (r, "of"), 1);
+  assert_true (strcmp (json_object_get_string_member (r, "first_ts"), json_object_get_string_member (r, "last_ts")) <=
+               0);
+  assert_string_equal (json_object_get_string_member (r, "last_ts"), json_object_get_string_member (rep, "ts"));
+  assert_int_equal (represented (records), 1000);
+}
+
+/* What differs in anything but the name is not folded: another process,
+ * operation, directory, rule; and an allowed access never is. */
+static void
+test_fold_distinct (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLog *log = open_log (f, 0, 0);
+  g_autoptr (GPtrArray) records = NULL;
+  FbAccessEvent base = refusal ("/usr/a");
+  FbAccessEvent e;
+
+  push (log, &base);
+  e = base, e.pid = 4243, push (log, &e);
+  e = base, e.op = "create", push (log, &e);
+  e = base, e.path = "/etc/a", push (log, &e);
+  e = base, e.rule = &test_rule_protected, push (log, &e);
+  e = base, e.comm = "other", push (log, &e);
+  e = base, e.decision = FB_DECISION_DENY, push (log, &e);
+  e = base, e.session = "s-1", push (log, &e);
+  e = base, e.target = "/tmp/b", e.op = "rename", push (log, &e);
+  e = base, e.target = "/var/b", e.op = "rename", push (log, &e);
+  for (int i = 0; i < 3; i++)
+    {
+      e = test_event ("mkdir", "/work/x");
+      push (log, &e);
+    }
+  close_log (log);
+  records = all_records (f);
+  assert_int_equal (records->len, 13);
+  for (guint i = 0; i < records->len; i++)
+    assert_false (json_object_has_member (records->pdata[i], "repeat"));
+}
+
+/* A few repeats are written at once, each in full; a single one past them
+ * is written as itself: no marker for a count of one. */
+static void
+test_fold_single (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLog *log = open_log (f, 0, 0);
+  g_autoptr (GPtrArray) records = NULL;
+  g_autoptr (GPtrArray) lines = NULL;
+
+  for (int i = 0; i <= AFTER; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/usr/s%d", i);
+      FbAccessEvent e = refusal (path);
+      push (log, &e);
+    }
+  /* the first AFTER are in the file before the pushes return */
+  lines = test_read_lines (f->path);
+  assert_int_equal (lines->len, AFTER);
+  close_log (log);
+  records = all_records (f);
+  assert_int_equal (records->len, AFTER + 1);
+  for (guint i = 0; i < records->len; i++)
+    assert_false (json_object_has_member (records->pdata[i], "repeat"));
+  {
+    g_autofree char *last = g_strdup_printf ("/usr/s%d", AFTER);
+    assert_string_equal (json_object_get_string_member (records->pdata[AFTER], "path"), last);
+  }
+}
+
+/* A fold is written when its window ends, by the loop, without a close or
+ * another record (the wait is bounded; nothing is timed). */
+static void
+test_fold_window (void **state)
+{
+  Fixture *f = *state;
+  /* 2 s: the pushes fall in one window however slow the machine */
+  FbAccessLog *log = open_log_window (f, 0, 0, 2 * G_USEC_PER_SEC);
+  g_autoptr (GPtrArray) lines = NULL;
+  gint64 until = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+
+  for (int i = 0; i < AFTER + 6; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/usr/w%d", i);
+      FbAccessEvent e = refusal (path);
+      push (log, &e);
+    }
+  for (;;)
+    {
+      g_clear_pointer (&lines, g_ptr_array_unref);
+      lines = test_read_lines (f->path);
+      if (lines->len == AFTER + 1 || g_get_monotonic_time () > until)
+        break;
+      g_main_context_iteration (NULL, FALSE);
+      g_usleep (10 * 1000);
+    }
+  assert_int_equal (lines->len, AFTER + 1);
+  {
+    g_autoptr (JsonObject) o = test_parse_object (lines->pdata[AFTER]);
+    assert_int_equal (json_object_get_int_member (json_object_get_object_member (o, "repeat"), "count"), 6);
+  }
+  /* the window is over: the next one opens a new fold, in full */
+  {
+    FbAccessEvent e = refusal ("/usr/w9");
+    push (log, &e);
+  }
+  close_log (log);
+  {
+    g_autoptr (GPtrArray) records = all_records (f);
+    assert_int_equal (records->len, AFTER + 2);
+    assert_false (json_object_has_member (records->pdata[AFTER + 1], "repeat"));
+    assert_int_equal (represented (records), AFTER + 7);
+  }
+}
+
+/* Many kinds interleaved: folded while the table holds them (256 kinds),
+ * and every access still accounted for when it can't (a new kind closes
+ * the oldest fold). */
+static void
+many_kinds (Fixture *f, int kinds, bool fewer)
+{
+  FbAccessLog *log = open_log (f, 0, 0);
+  g_autoptr (GPtrArray) records = NULL;
+  guint64 pushed = 0;
+
+  for (int round = 0; round < AFTER + 4; round++)
+    for (int k = 0; k < kinds; k++)
+      {
+        g_autofree char *path = g_strdup_printf ("/usr/d%03d/n%d", k, round);
+        FbAccessEvent e = refusal (path);
+        push (log, &e);
+        pushed++;
+      }
+  close_log (log);
+  records = all_records (f);
+  assert_int_equal (represented (records), pushed);
+  if (fewer)
+    assert_int_equal (records->len, (AFTER + 1) * kinds);
+}
+
+static void
+test_fold_many_kinds (void **state)
+{
+  many_kinds (*state, 200, true);
+}
+
+static void
+test_fold_too_many_kinds (void **state)
+{
+  many_kinds (*state, 600, false);
+}
+
+static FbAccessEvent
+allowed_big (int i, char *buf, gsize size)
+{
+  FbAccessEvent e = test_event ("mkdir", buf);
+
+  g_snprintf (buf, size, "/work/%0900d", i); /* about 1 KB a record */
+  e.access = "create";
+  return e;
+}
+
+/* The budget: on_full once, the records of the margin written, the rest
+ * counted, and a last record that says so. */
+static void
+test_budget (void **state)
+{
+  Fixture *f = *state;
+  const guint64 max = 64 * 1024;
+  FbAccessLog *log = open_log (f, 0, max);
+  g_autoptr (GPtrArray) records = NULL;
+  JsonObject *notice;
+  guint64 not_written = 0;
+  struct stat st;
+  const int pushed = 3000; /* about 3 MB: past the budget and its 1 MiB margin */
+
+  for (int i = 0; i < pushed; i++)
+    {
+      char buf[1024];
+      FbAccessEvent e = allowed_big (i, buf, sizeof buf);
+      push (log, &e);
+    }
+  assert_true (fb_access_log_is_full (log, &not_written));
+  assert_true (not_written > 0);
+  close_log (log);
+  assert_int_equal (f->full_calls, 1);
+  assert_int_equal (stat (f->path, &st), 0);
+  assert_true ((guint64)st.st_size <= max + 1024 * 1024 + 4096);
+  records = all_records (f);
+  notice = records->pdata[records->len - 1];
+  assert_string_equal (json_object_get_string_member (notice, "notice"), "log-full");
+  assert_int_equal (json_object_get_int_member (notice, "max_size"), max);
+  assert_int_equal (json_object_get_int_member (notice, "records_not_written"), not_written);
+  /* nothing disappears without a count */
+  assert_int_equal (represented (records) + not_written, pushed);
+}
+
+/* Rotated files within the budget: seq gap-free across them. */
+static void
+test_budget_rotation (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLog *log = open_log (f, 16 * 1024, 8 * 1024 * 1024);
+  g_autoptr (GPtrArray) records = NULL;
+  g_autoptr (GPtrArray) rotated = NULL;
+
+  for (int i = 0; i < 500; i++)
+    {
+      char buf[1024];
+      FbAccessEvent e = allowed_big (i, buf, sizeof buf);
+      push (log, &e);
+    }
+  close_log (log);
+  rotated = fb_log_list_rotated (f->path, NULL);
+  assert_true (rotated->len >= 20);
+  records = all_records (f);
+  assert_int_equal (records->len, 500);
+  assert_int_equal (f->full_calls, 0);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_fold_identical, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_fold_distinct, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_fold_single, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_fold_window, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_fold_many_kinds, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_fold_too_many_kinds, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_budget, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_budget_rotation, setup, teardown),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
