@@ -19,8 +19,8 @@
  * the detached mount, the connection is aborted after a grace period (or at
  * a second signal).  An external `fusermount3 -u` ends the session the same
  * way.  At the end the log is drained, fsynced and closed; a normal stop
- * never leaves a mount behind, and auto_unmount (fusermount3 watching the
- * daemon) covers a killed one.
+ * never leaves a mount behind, and the unmount watcher (below) covers a
+ * killed one, which fusermount3's auto_unmount does not always see.
  */
 #include "fs/fs.h"
 #include "ipc/ipc.h"
@@ -34,7 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,6 +157,175 @@ resolve_workspace (const char *dir)
   ret = g_strdup (real);
   free (real);
   return ret;
+}
+
+/* --- the unmount watcher ------------------------------------------------------ */
+
+/* SIGKILL of the daemon must leave no mount, and fusermount3's
+ * auto_unmount does not see that death: once the daemon has answered
+ * ENOSYS to an OPENDIR, the kernel opens directories without asking it,
+ * so the open() by which fusermount3 tells a dead filesystem from a live
+ * one (libfuse's util/fusermount.c, should_auto_unmount) succeeds on the
+ * dead one and the mount stays, answering ENOTCONN.  So the daemon forks,
+ * before any thread exists, a watcher: a small process holding the read
+ * end of a pipe whose write end only the daemon holds (close-on-exec, so
+ * fusermount3 and every other program the daemon starts lacks it).  The
+ * daemon writes 'M' once mounted; the watcher notes the device number of
+ * the FUSE mount then on top of the mount point.  EOF means the daemon has
+ * ended, however it ended: if that same mount is still there, the watcher
+ * detaches it (umount2 MNT_DETACH, or `fusermount3 -u -z` without the
+ * privilege).  A normal stop has unmounted already; the watcher just
+ * exits.  It leaves the terminal's process group and ignores the stop
+ * signals, so that a Ctrl-C meant for the daemon can't take it first. */
+
+/* Undo mountinfo's octal escapes (\040 for a space...) in place. */
+static void
+mountinfo_unescape (char *s)
+{
+  char *w = s;
+
+  for (const char *r = s; *r != '\0'; w++)
+    if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7')
+      {
+        *w = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+        r += 4;
+      }
+    else
+      *w = *r++;
+  *w = '\0';
+}
+
+/* The device number of the topmost FUSE mount at PATH (canonical), or 0. */
+static dev_t
+fuse_mount_at (const char *path)
+{
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+  dev_t dev = 0;
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return 0;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      unsigned maj, min;
+      char mnt[4096];
+      const char *sep = strstr (lines[i], " - ");
+      if (sep == NULL || !g_str_has_prefix (sep + 3, "fuse") ||
+          sscanf (lines[i], "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
+        continue;
+      mountinfo_unescape (mnt);
+      if (strcmp (mnt, path) == 0)
+        dev = makedev (maj, min); /* later lines are mounted on top */
+    }
+  return dev;
+}
+
+static void
+watcher_unmount (const char *mountpoint)
+{
+  const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  if (umount2 (mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+    return;
+  if (errno != EPERM)
+    {
+      g_printerr ("fusebox: mount: the daemon is gone and %s could not be unmounted: %s\n", mountpoint,
+                  g_strerror (errno));
+      return;
+    }
+  /* unprivileged: the setuid helper checks that the mount is ours */
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                     NULL, &status, &error) ||
+      !g_spawn_check_wait_status (status, &error))
+    g_printerr ("fusebox: mount: the daemon is gone and 'fusermount3 -u -z %s' failed: %s\n", mountpoint,
+                error->message);
+}
+
+static G_GNUC_NORETURN void
+watcher_main (int fd, const char *mountpoint, const char *errlog)
+{
+  static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
+  int null_fd, err_fd;
+  dev_t dev;
+  char c;
+  ssize_t n;
+
+  prctl (PR_SET_NAME, "fusebox-unmount");
+  setsid ();
+  for (guint i = 0; i < G_N_ELEMENTS (ignored); i++)
+    signal (ignored[i], SIG_IGN);
+  /* Hold nothing of the daemon's but the pipe: not the caller's terminal
+   * or pipes (a reader waiting for EOF), not the ready pipe. */
+  null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  err_fd = errlog != NULL ? open (errlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+  if (null_fd >= 0)
+    {
+      dup2 (null_fd, STDIN_FILENO);
+      dup2 (null_fd, STDOUT_FILENO);
+      dup2 (err_fd >= 0 ? err_fd : null_fd, STDERR_FILENO);
+    }
+  if (dup2 (fd, 3) < 0)
+    _exit (1);
+  if (close_range (4, ~0U, 0) < 0)
+    for (int i = 4; i < 65536; i++)
+      close (i);
+
+  do
+    n = read (3, &c, 1);
+  while (n < 0 && errno == EINTR);
+  if (n != 1 || c != 'M')
+    _exit (0); /* never mounted */
+  dev = fuse_mount_at (mountpoint);
+  if (dev == 0)
+    _exit (0);
+  do
+    n = read (3, &c, 1);
+  while (n > 0 || (n < 0 && errno == EINTR));
+  /* The daemon has ended.  Only the mount it made, if it is still there. */
+  if (fuse_mount_at (mountpoint) == dev)
+    watcher_unmount (mountpoint);
+  _exit (0);
+}
+
+/* Fork the watcher (single-threaded, before the daemon starts any
+ * thread).  Returns the daemon's end of the pipe, or -1 (no watcher: a
+ * warning, the mount still works). */
+static int
+start_unmount_watcher (const char *mountpoint, const char *run_dir)
+{
+  g_autofree char *errlog = run_dir != NULL ? g_build_filename (run_dir, "mount.log", NULL) : NULL;
+  int fds[2];
+  pid_t pid;
+
+  if (pipe2 (fds, O_CLOEXEC) < 0)
+    {
+      g_printerr ("fusebox: mount: warning: no unmount watcher (pipe: %s); a killed daemon may leave the mount\n",
+                  g_strerror (errno));
+      return -1;
+    }
+  fflush (stdout);
+  fflush (stderr);
+  pid = fork ();
+  if (pid < 0)
+    {
+      g_printerr ("fusebox: mount: warning: no unmount watcher (fork: %s); a killed daemon may leave the mount\n",
+                  g_strerror (errno));
+      close (fds[0]);
+      close (fds[1]);
+      return -1;
+    }
+  if (pid == 0)
+    {
+      close (fds[1]);
+      watcher_main (fds[0], mountpoint, errlog);
+    }
+  /* Not reaped: the daemon's parent (init, or the caller) does, once the
+   * daemon is gone and the watcher is orphaned. */
+  close (fds[0]);
+  return fds[1];
 }
 
 /* --- the daemon ------------------------------------------------------------- */
@@ -281,6 +453,7 @@ typedef struct
   const char *log_path;
   double cache_timeout;
   bool foreground;
+  int watch_fd; /* the unmount watcher's pipe (-1: none) */
   /* the access log's budget */
   guint64 log_file_size, log_max_size;
 } MountArgs;
@@ -350,6 +523,8 @@ run_daemon (const MountArgs *a, int ready_fd)
                              a->mountpoint);
       goto fail;
     }
+  if (a->watch_fd >= 0 && write (a->watch_fd, "M", 1) != 1)
+    g_printerr ("fusebox: mount: warning: the unmount watcher is gone; a killed daemon may leave the mount\n");
   r = fb_fuse_start (d.fuse, fuse_done, &d);
   if (r < 0)
     {
@@ -613,7 +788,10 @@ fb_cmd_mount (int argc, char **argv)
   umask (0);
 
   if (foreground)
-    return run_daemon (&a, -1);
+    {
+      a.watch_fd = start_unmount_watcher (a.mountpoint, a.run_dir);
+      return run_daemon (&a, -1);
+    }
 
   /* Fork now, single-threaded; the parent only waits for the word. */
   if (pipe2 (pipefd, O_CLOEXEC) < 0)
@@ -640,6 +818,7 @@ fb_cmd_mount (int argc, char **argv)
     {
       /* stay where we are; nothing depends on it */
     }
+  a.watch_fd = start_unmount_watcher (a.mountpoint, a.run_dir);
   status = run_daemon (&a, pipefd[1]);
   _exit (status);
 }

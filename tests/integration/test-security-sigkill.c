@@ -1,0 +1,318 @@
+/* Adversarial tests: SIGKILL of any fusebox daemon leaves no mount.
+ *
+ * Each daemon is used for real first -- a file read, a directory listed
+ * (after which the kernel opens directories without asking the daemon,
+ * the case fusermount3's auto_unmount misses) -- then killed with SIGKILL,
+ * and the test waits (bounded: it stops a hung test, it asserts no time)
+ * until no mount of it is left:
+ *  - `fusebox mount`, daemonized and in the foreground: the mount point
+ *    leaves /proc/self/mountinfo;
+ *  - `fusebox run` and `fusebox serve`: the view is mounted in the
+ *    sandbox's own mount namespace; once the daemon is gone, no process is
+ *    left in that namespace and no mount table on the host holds the FUSE
+ *    connection's device.
+ *
+ * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
+#include "tests/integration/test-mount-util.h"
+#include "tests/integration/test-run-util.h"
+#include "tests/integration/test-serve-util.h"
+
+#include <sys/sysmacros.h>
+
+#define GONE_WAIT_MS 10000
+
+/* --- fusebox mount ---------------------------------------------------------- */
+
+static const char mount_policy[] = "{ \"version\": 1, \"rules\": [\n"
+                                   "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" } ] }\n";
+
+/* Read a file and list its directory through the mount. */
+static void
+use_mount (MFx *fx)
+{
+  g_autofree char *file = fx_m (fx, "/d/f");
+  g_autofree char *dir = fx_m (fx, "/d");
+  g_autofree char *data = NULL;
+  g_autoptr (GDir) d = NULL;
+  guint n = 0;
+
+  assert_true (g_file_get_contents (file, &data, NULL, NULL));
+  assert_string_equal (data, "hello\n");
+  d = g_dir_open (dir, 0, NULL);
+  assert_non_null (d);
+  while (g_dir_read_name (d) != NULL)
+    n++;
+  assert_int_equal (n, 1);
+}
+
+static void
+test_mount_sigkill (void **state)
+{
+  MFX_BEGIN (state);
+
+  host_write (fx, "/d/f", "hello\n");
+  mfx_mount (fx, mount_policy, NULL);
+  use_mount (fx);
+  assert_int_equal (kill (fx->daemon, SIGKILL), 0);
+  assert_true (WAIT_FOR (!pid_alive (fx->daemon), GONE_WAIT_MS / 10));
+  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
+    fail_msg ("%s is still mounted after SIGKILL of its daemon (pid %d)", fx->mnt, (int)fx->daemon);
+  fx->mounted = false;
+  MFX_PASS ();
+}
+
+static void
+test_mount_foreground_sigkill (void **state)
+{
+  MFX_BEGIN (state);
+  g_autoptr (GError) error = NULL;
+  const char *argv[] = { fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path, fx->mnt, NULL };
+  g_autofree char *line = NULL;
+  GPid pid;
+  int out_fd = -1, status;
+
+  host_write (fx, "/d/f", "hello\n");
+  assert_true (g_file_set_contents (fx->policy_path, mount_policy, -1, NULL));
+  fx->mount_args = g_strjoinv (" ", (char **)argv);
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, &out_fd,
+                                 NULL, &error))
+    fail_msg ("%s: %s", fx->mount_args, error->message);
+  fx->daemon = pid;
+  fx->mounted = true;
+  /* its first line says the mount works */
+  line = rfx_read_line (out_fd, GONE_WAIT_MS);
+  assert_non_null (line);
+  assert_true (is_mounted (fx->mnt));
+  use_mount (fx);
+  assert_int_equal (kill (pid, SIGKILL), 0);
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  close (out_fd);
+  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
+    fail_msg ("%s is still mounted after SIGKILL of its foreground daemon", fx->mnt);
+  fx->mounted = false;
+  fx->daemon = 0;
+  MFX_PASS ();
+}
+
+/* --- run and serve: the sandbox's mount namespace ------------------------------ */
+
+typedef struct
+{
+  char *mnt_ns; /* "mnt:[...]" of the process that holds the view as / */
+  char *dev;    /* "MAJ:MIN" of the FUSE connection */
+} SandboxMount;
+
+static void
+sandbox_mount_clear (SandboxMount *m)
+{
+  g_free (m->mnt_ns);
+  g_free (m->dev);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (SandboxMount, sandbox_mount_clear)
+
+/* The FUSE root of the first descendant of PID mounted as "/" (breadth
+ * first); false if none. */
+static bool
+find_sandbox_mount (pid_t pid, SandboxMount *ret)
+{
+  g_autoptr (GArray) queue = g_array_new (FALSE, FALSE, sizeof (pid_t));
+
+  g_array_append_val (queue, pid);
+  for (guint q = 0; q < queue->len && q < 4096; q++)
+    {
+      pid_t p = g_array_index (queue, pid_t, q);
+      g_autofree char *task = g_strdup_printf ("/proc/%d/task", (int)p);
+      g_autofree char *mi_path = g_strdup_printf ("/proc/%d/mountinfo", (int)p);
+      g_autofree char *mi = NULL;
+      g_autoptr (GDir) d = NULL;
+      const char *tid;
+
+      if (p != pid && g_file_get_contents (mi_path, &mi, NULL, NULL))
+        {
+          g_auto (GStrv) lines = g_strsplit (mi, "\n", -1);
+          for (guint i = 0; lines[i] != NULL; i++)
+            {
+              unsigned maj, min;
+              char root[16], mnt[16];
+              if (strstr (lines[i], " - fuse") != NULL &&
+                  sscanf (lines[i], "%*u %*u %u:%u %15s %15s", &maj, &min, root, mnt) == 4 && strcmp (mnt, "/") == 0)
+                {
+                  g_autofree char *ns_path = g_strdup_printf ("/proc/%d/ns/mnt", (int)p);
+                  ret->mnt_ns = g_file_read_link (ns_path, NULL);
+                  ret->dev = g_strdup_printf ("%u:%u", maj, min);
+                  return ret->mnt_ns != NULL;
+                }
+            }
+        }
+      d = g_dir_open (task, 0, NULL);
+      while (d != NULL && (tid = g_dir_read_name (d)) != NULL)
+        {
+          g_autofree char *cpath = g_strdup_printf ("%s/%s/children", task, tid);
+          g_autofree char *text = NULL;
+          g_auto (GStrv) kids = NULL;
+          if (!g_file_get_contents (cpath, &text, NULL, NULL))
+            continue;
+          kids = g_strsplit (g_strstrip (text), " ", -1);
+          for (guint i = 0; kids[i] != NULL; i++)
+            if (kids[i][0] != '\0')
+              {
+                pid_t k = (pid_t)atoi (kids[i]);
+                g_array_append_val (queue, k);
+              }
+        }
+    }
+  return false;
+}
+
+/* True while some mount table on the host lists the FUSE device DEV. */
+static bool
+device_still_mounted (const char *dev)
+{
+  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
+  g_autofree char *needle = g_strdup_printf (" %s ", dev);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autofree char *text = NULL;
+      g_auto (GStrv) lines = NULL;
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      path = g_strdup_printf ("/proc/%s/mountinfo", name);
+      if (!g_file_get_contents (path, &text, NULL, NULL))
+        continue;
+      lines = g_strsplit (text, "\n", -1);
+      for (guint i = 0; lines[i] != NULL; i++)
+        if (strstr (lines[i], needle) != NULL && strstr (lines[i], " - fuse") != NULL)
+          return true;
+    }
+  return false;
+}
+
+/* After the daemon's SIGKILL: the namespace empties and the device is in
+ * no mount table. */
+static void
+assert_sandbox_mount_goes (const SandboxMount *m, const char *who)
+{
+  if (!RFX_WAIT_FOR (!rfx_ns_has_processes ("mnt", m->mnt_ns), GONE_WAIT_MS))
+    fail_msg ("processes of %s's sandbox (%s) outlived its SIGKILL", who, m->mnt_ns);
+  if (!RFX_WAIT_FOR (!device_still_mounted (m->dev), GONE_WAIT_MS))
+    fail_msg ("the view of %s (FUSE device %s) is still mounted somewhere after its SIGKILL", who, m->dev);
+}
+
+static void
+test_run_sigkill (void **state)
+{
+  RFX_BEGIN (state);
+  g_auto (SandboxMount) m = { 0 };
+  g_autofree char *file = g_build_filename (fx->ws, "f", NULL);
+  g_autofree char *script =
+    g_strdup_printf ("cat %s && ls %s >/dev/null && echo ready && exec sleep 600", file, fx->ws);
+  g_autofree char *line = NULL;
+  int out_fd = -1;
+  pid_t pid;
+
+  rfx_write (file, "hello\n", 0644);
+  pid = rfx_start (fx, &out_fd, "--", "/bin/sh", "-c", script, NULL);
+  line = rfx_read_line (out_fd, GONE_WAIT_MS);
+  assert_non_null (line);
+  assert_string_equal (line, "hello");
+  g_free (line);
+  line = rfx_read_line (out_fd, GONE_WAIT_MS);
+  assert_non_null (line);
+  assert_string_equal (line, "ready");
+  if (!find_sandbox_mount (pid, &m))
+    fail_msg ("no FUSE root in any process below the run's supervisor (pid %d)", (int)pid);
+  assert_int_equal (kill (pid, SIGKILL), 0);
+  assert_int_equal (rfx_wait (fx, pid, GONE_WAIT_MS), 128 + SIGKILL);
+  close (out_fd);
+  assert_sandbox_mount_goes (&m, "fusebox run");
+  RFX_PASS ();
+}
+
+static void
+test_serve_sigkill (void **state)
+{
+  RFX_BEGIN (state);
+  g_auto (SandboxMount) m = { 0 };
+  g_autofree char *file = g_build_filename (fx->ws, "f", NULL);
+  g_autofree char *script =
+    g_strdup_printf ("cat %s && ls %s >/dev/null && echo ready && exec sleep 600", file, fx->ws);
+  g_autoptr (JsonNode) start = NULL;
+  g_autoptr (JsonNode) out = NULL;
+  g_autofree char *qws = NULL;
+  g_autofree char *qscript = NULL;
+  g_autofree char *params = NULL;
+  const char *args[] = { "--workspace", fx->ws, NULL };
+  TestServer *server;
+  TestClient *client;
+  int status;
+
+  rfx_write (file, "hello\n", 0644);
+  server = test_server_start (fx->tmp, args);
+  assert_true (g_str_has_prefix (server->url, "ws://"));
+  rfx_keep_pid (fx, server->pid);
+  client = test_client_connect (server->url);
+  assert_true (test_client_handshake (client, NULL));
+  {
+    g_autoptr (JsonNode) a = json_node_init_string (json_node_alloc (), fx->ws);
+    g_autoptr (JsonNode) b = json_node_init_string (json_node_alloc (), script);
+    qws = json_to_string (a, FALSE);
+    qscript = json_to_string (b, FALSE);
+  }
+  params = g_strdup_printf ("{\"processId\":\"p\",\"argv\":[\"/bin/sh\",\"-c\",%s],\"cwd\":%s,"
+                            "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
+                            qscript, qws);
+  start = test_client_call (client, "process/start", params);
+  assert_non_null (answer_result (start));
+  /* "hello\nready\n", in one chunk or two */
+  {
+    g_autoptr (GString) got = g_string_new (NULL);
+    while (strstr (got->str, "ready\n") == NULL)
+      {
+        g_autoptr (JsonNode) n = test_client_note (client, "process/output", "p");
+        gsize len;
+        g_autofree guchar *d = NULL;
+        assert_non_null (n);
+        d = g_base64_decode (
+          json_object_get_string_member (json_object_get_object_member (json_node_get_object (n), "params"), "chunk"),
+          &len);
+        g_string_append_len (got, (const char *)d, (gssize)len);
+      }
+    assert_string_equal (got->str, "hello\nready\n");
+  }
+  if (!find_sandbox_mount (server->pid, &m))
+    fail_msg ("no FUSE root in any process below the server (pid %d)", (int)server->pid);
+  assert_int_equal (kill (server->pid, SIGKILL), 0);
+  assert_int_equal (waitpid (server->pid, &status, 0), server->pid);
+  rfx_forget_pid (fx, server->pid);
+  server->pid = 0;
+  assert_true (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL);
+  assert_sandbox_mount_goes (&m, "fusebox serve");
+  test_client_free (client);
+  test_server_stop (server);
+  RFX_PASS ();
+}
+
+static int
+mount_group_setup (void **state)
+{
+  require_fuse ();
+  return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_mount_sigkill, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_mount_foreground_sigkill, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_run_sigkill, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_serve_sigkill, rfx_setup, rfx_teardown),
+  };
+
+  rfx_filter_tests (argv[0]);
+  rfx_require ();
+  return cmocka_run_group_tests (tests, mount_group_setup, NULL);
+}
