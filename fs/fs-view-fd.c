@@ -254,8 +254,7 @@ trim (guint extra)
       guint n = 0;
 
       g_mutex_lock (&fd_lock);
-      while (n < G_N_ELEMENTS (closing) &&
-             (g_atomic_int_get (&fd_dirs) > g_atomic_int_get (&fd_dir_max) || extra > 0))
+      while (n < G_N_ELEMENTS (closing) && (g_atomic_int_get (&fd_dirs) > g_atomic_int_get (&fd_dir_max) || extra > 0))
         {
           FbView *big = NULL;
           int fd;

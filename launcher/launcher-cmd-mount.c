@@ -552,6 +552,13 @@ run_daemon (const MountArgs *a, int ready_fd)
         printf ("fusebox: caches: fixed by --cache-timeout %g: host changes show within %g s\n", a->cache_timeout,
                 a->cache_timeout);
     }
+  if (a->foreground)
+    {
+      g_autofree char *fd_note = fb_cmd_fd_budget_note (NULL);
+      printf ("fusebox: %s\n", fd_note);
+    }
+  else
+    fb_cmd_fd_budget_warn ("mount");
   if (!a->foreground)
     {
       report_ready (ready_fd, "OK");

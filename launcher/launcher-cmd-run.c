@@ -1107,6 +1107,9 @@ serve (const RunOptions *o, Run *run)
       goto out;
     }
   send_path_hint (child, &plan, view);
+  /* the view raised the soft RLIMIT_NOFILE (after the sandbox was forked:
+   * the command keeps the caller's); a small budget is said */
+  fb_cmd_fd_budget_warn ("run");
   FbFuseOptions fo;
   fb_fuse_options_init (&fo);
   /* --uid/--gid other than ours: the kernel speaks the sandbox's ids on

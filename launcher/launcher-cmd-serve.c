@@ -338,6 +338,11 @@ fb_cmd_serve (int argc, char **argv)
       g_printerr ("fusebox: serving %s under the policy %s; run directory %s; access log %s\n", url,
                   fb_policy_get_origin (policy), run_dir, log_path);
     }
+  {
+    /* what the soft RLIMIT_NOFILE was raised to, and every sandbox's share */
+    g_autofree char *fd_note = fb_cmd_fd_budget_note (NULL);
+    g_printerr ("fusebox: %s\n", fd_note);
+  }
 
   g_main_loop_run (loop);
 

@@ -64,6 +64,13 @@ bool fb_cmd_log_budget (const char *command, const char *file_arg, const char *m
                         guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written);
 
+/* launcher-cmd-descriptors.c: the descriptor budget (fs/fs-view-fd.c) in a
+ * sentence, after raising the soft RLIMIT_NOFILE to the hard one;
+ * *ret_low (may be NULL): a sandbox's share is small.  _warn() prints it
+ * as COMMAND's warning when it is. */
+char *fb_cmd_fd_budget_note (bool *ret_low);
+void fb_cmd_fd_budget_warn (const char *command);
+
 /* fusebox log --follow --connect (launcher-cmd-log-connect.c): FUNC gets each
  * log/event's record (LINE: its JSON as the server logged it); returns the
  * exit status.  (C11 allows these typedefs to repeat json-glib's.) */

@@ -1,0 +1,465 @@
+/* fusebox — one sandbox can't take the daemon's descriptors from another
+ * (fs/fs-view-fd.c).  Through the real `fusebox serve`:
+ *  - a sandbox's `find` over 102,551 directories (a tmpfs the test mounts)
+ *    sees every one of them, and then, while the kernel still holds all of
+ *    them, another session's fs/readFile and process/start are served;
+ *  - a sandbox opening 20,000 files and holding them gets its own EMFILE
+ *    (or opens them all), while another session's fs/readFile and
+ *    process/start are served;
+ *  - started with a soft limit below the hard one, the server raises it
+ *    and says what it got.
+ * The server starts with RLIMIT_NOFILE 30,000 (its sandboxes inherit it),
+ * then the test lowers its limit to 4,096 with prlimit, as a smaller hard
+ * limit would be: a server that gives one descriptor per directory or file
+ * to whoever asks then runs out for everyone.  Needs root (the tmpfs, the
+ * limits, the sandboxes). */
+#include "tests/integration/test-run-util.h"
+#include "tests/integration/test-serve-util.h"
+
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#define SERVER_NOFILE 30000
+#define LOWERED_NOFILE 4096
+/* 50 x 50 x 40 leaves, plus 50 x 50 and 50 above them and the top */
+#define TREE_A 50
+#define TREE_B 50
+#define TREE_C 40
+#define TREE_DIRS (1 + TREE_A + TREE_A * TREE_B + TREE_A * TREE_B * TREE_C)
+#define HOLD_FILES 20000
+
+typedef struct
+{
+  RFx *rfx;
+  char *tmpfs; /* T/ws/big: a tmpfs of ours, unmounted in teardown */
+  char *err;   /* the server's stderr */
+  TestServer *server;
+  TestClient *a, *b;
+} DFx;
+
+static int
+setup (void **state)
+{
+  DFx *fx = g_new0 (DFx, 1);
+
+  fx->rfx = rfx_new ();
+  *state = fx;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  DFx *fx = *state;
+
+  test_client_free (fx->a);
+  test_client_free (fx->b);
+  if (fx->server != NULL)
+    test_server_stop (fx->server);
+  if (fx->tmpfs != NULL)
+    umount2 (fx->tmpfs, MNT_DETACH);
+  g_free (fx->tmpfs);
+  g_free (fx->err);
+  rfx_free (fx->rfx);
+  g_free (fx);
+  return 0;
+}
+
+/* T/ws/big: a tmpfs (100,000 directories cost no disk and go at unmount) */
+static char *
+mount_tmpfs (DFx *fx)
+{
+  fx->tmpfs = g_build_filename (fx->rfx->ws, "big", NULL);
+  assert_int_equal (g_mkdir_with_parents (fx->tmpfs, 0755), 0);
+  if (mount ("fusebox-test", fx->tmpfs, "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,nr_inodes=400000,mode=0755") < 0)
+    {
+      g_autofree char *why = g_strdup_printf ("can't mount a tmpfs at %s: %s", fx->tmpfs, g_strerror (errno));
+      g_clear_pointer (&fx->tmpfs, g_free);
+      rfx_skip_or_fail (why);
+    }
+  return g_strdup (fx->tmpfs);
+}
+
+typedef struct
+{
+  guint64 soft, hard;
+  const char *err_path;
+} Limits;
+
+static void
+server_child (gpointer data)
+{
+  const Limits *l = data;
+  struct rlimit rl = { l->soft, l->hard };
+  int fd;
+
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+  setrlimit (RLIMIT_NOFILE, &rl);
+  fd = open (l->err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0)
+    dup2 (fd, 2);
+}
+
+/* `fusebox serve` under T's policy with RLIMIT_NOFILE SOFT/HARD, stderr in
+ * T/serve.err; returns once its URL is read. */
+static void
+server_start (DFx *fx, guint64 soft, guint64 hard)
+{
+  RFx *r = fx->rfx;
+  g_autofree char *policy = g_build_filename (r->tmp, "policy.json", NULL);
+  g_autofree char *text =
+    g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
+                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"the system\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n",
+                     r->ws);
+  g_auto (GStrv) envp = g_environ_setenv (g_get_environ (), "XDG_STATE_HOME", r->state, TRUE);
+  const char *argv[] = { rfx_bin (),    "serve", "--listen", "ws://127.0.0.1:0", "--policy", policy,
+                         "--workspace", r->ws,   NULL };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GString) line = g_string_new (NULL);
+  Limits l = { soft, hard, NULL };
+  int out_fd = -1;
+
+  assert_true (g_file_set_contents (policy, text, -1, NULL));
+  fx->err = g_build_filename (r->tmp, "serve.err", NULL);
+  l.err_path = fx->err;
+  fx->server = g_new0 (TestServer, 1);
+  {
+    g_autofree char *joined = g_strjoinv (" ", (char **)argv);
+    fx->server->command =
+      g_strdup_printf ("XDG_STATE_HOME=%s prlimit --nofile=%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT " %s", r->state,
+                       soft, hard, joined);
+    g_free (r->repro);
+    r->repro = g_strdup (fx->server->command);
+  }
+  if (!g_spawn_async_with_pipes (r->ws, (char **)argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, server_child, &l,
+                                 &fx->server->pid, NULL, &out_fd, NULL, &error))
+    fail_msg ("can't start %s: %s", fx->server->command, error->message);
+  for (;;)
+    {
+      char c;
+      ssize_t n = read (out_fd, &c, 1);
+      if (n <= 0 || c == '\n')
+        break;
+      g_string_append_c (line, c);
+    }
+  close (out_fd);
+  fx->server->url = g_strdup (line->str);
+  if (!g_str_has_prefix (fx->server->url, "ws://"))
+    fail_msg ("the server did not print its URL; its stderr is in %s", fx->err);
+}
+
+static TestClient *
+client (DFx *fx)
+{
+  TestClient *c = test_client_connect (fx->server->url);
+
+  if (c->ws == NULL || !test_client_handshake (c, NULL))
+    fail_msg ("can't connect to %s", fx->server->url);
+  return c;
+}
+
+static void
+lower_server_limit (DFx *fx)
+{
+  struct rlimit rl = { LOWERED_NOFILE, LOWERED_NOFILE };
+
+  assert_int_equal (prlimit (fx->server->pid, RLIMIT_NOFILE, &rl, NULL), 0);
+}
+
+static guint
+count_fds (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int)pid);
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  guint n = 0;
+
+  assert_non_null (dir);
+  while (g_dir_read_name (dir) != NULL)
+    n++;
+  return n;
+}
+
+static char *
+json_str (const char *s)
+{
+  JsonNode *n = json_node_new (JSON_NODE_VALUE);
+  char *out;
+
+  json_node_set_string (n, s);
+  out = json_to_string (n, FALSE);
+  json_node_unref (n);
+  return out;
+}
+
+/* process/start ID running ARGV (a JSON array) in T/ws, stdin piped. */
+static void
+start_process (DFx *fx, TestClient *c, const char *id, const char *argv_json)
+{
+  g_autofree char *cwd = json_str (fx->rfx->ws);
+  g_autofree char *params =
+    g_strdup_printf ("{\"processId\":\"%s\",\"argv\":%s,\"cwd\":%s,\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false,"
+                     "\"pipeStdin\":true}",
+                     id, argv_json, cwd);
+  g_autoptr (JsonNode) r = test_client_call (c, "process/start", params);
+
+  if (answer_result (r) == NULL)
+    fail_msg ("process/start %s: %s", id, answer_error_message (r));
+}
+
+/* The output of process ID (stdout and stderr together) once it holds
+ * NEEDLE or the process ended; *ret_exit_code -1 while it runs. */
+static char *
+wait_output (TestClient *c, const char *id, const char *needle, int *ret_exit_code)
+{
+  g_autoptr (GString) out = g_string_new (NULL);
+  gint64 after = 0;
+
+  *ret_exit_code = -1;
+  for (guint round = 0; round < 600; round++)
+    {
+      g_autofree char *params =
+        g_strdup_printf ("{\"processId\":\"%s\",\"afterSeq\":%" G_GINT64_FORMAT ",\"waitMs\":1000}", id, after);
+      g_autoptr (JsonNode) r = test_client_call (c, "process/read", params);
+      JsonObject *res = answer_result (r);
+      JsonArray *chunks;
+
+      if (res == NULL)
+        fail_msg ("process/read %s: %s", id, answer_error_message (r));
+      chunks = json_object_get_array_member (res, "chunks");
+      for (guint i = 0; i < json_array_get_length (chunks); i++)
+        {
+          JsonObject *ch = json_array_get_object_element (chunks, i);
+          gsize len = 0;
+          g_autofree guchar *data = g_base64_decode (json_object_get_string_member (ch, "chunk"), &len);
+          g_string_append_len (out, (const char *)data, (gssize)len);
+          after = MAX (after, json_object_get_int_member (ch, "seq"));
+        }
+      if (json_object_get_boolean_member (res, "exited"))
+        *ret_exit_code = (int)json_object_get_int_member (res, "exitCode");
+      if ((needle != NULL && strstr (out->str, needle) != NULL) || json_object_get_boolean_member (res, "closed"))
+        break;
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+static void
+write_stdin (TestClient *c, const char *id, const char *text, const char *write_id)
+{
+  g_autofree char *b64 = g_base64_encode ((const guchar *)text, strlen (text));
+  g_autofree char *params =
+    g_strdup_printf ("{\"processId\":\"%s\",\"chunk\":\"%s\",\"writeId\":\"%s\"}", id, b64, write_id);
+  g_autoptr (JsonNode) r = test_client_call (c, "process/write", params);
+
+  if (answer_result (r) == NULL)
+    fail_msg ("process/write %s: %s", id, answer_error_message (r));
+}
+
+/* Another session, while the first sandbox holds what it holds: its
+ * fs/readFile and a process/start of its own are served. */
+static void
+assert_other_session_served (DFx *fx)
+{
+  g_autofree char *hello = g_build_filename (fx->rfx->ws, "hello.txt", NULL);
+  g_autofree char *hello_json = json_str (hello);
+  g_autofree char *params = g_strdup_printf ("{\"path\":%s}", hello_json);
+  g_autofree char *argv = g_strdup_printf ("[\"/bin/cat\",%s]", hello_json);
+  g_autofree char *out = NULL;
+  g_autoptr (JsonNode) r = NULL;
+  JsonObject *res;
+  int code;
+
+  fx->b = client (fx);
+  r = test_client_call (fx->b, "fs/readFile", params);
+  res = answer_result (r);
+  if (res == NULL)
+    fail_msg ("the other session's fs/readFile %s failed: %s", hello, answer_error_message (r));
+  {
+    gsize len = 0;
+    g_autofree guchar *data = g_base64_decode (json_object_get_string_member (res, "dataBase64"), &len);
+    assert_int_equal (len, 6);
+    assert_memory_equal (data, "hello\n", 6);
+  }
+  start_process (fx, fx->b, "other", argv);
+  out = wait_output (fx->b, "other", NULL, &code);
+  if (code != 0 || strcmp (out, "hello\n") != 0)
+    fail_msg ("the other session's process/start: exit %d, output: %s", code, out);
+}
+
+static void
+write_hello (DFx *fx)
+{
+  g_autofree char *hello = g_build_filename (fx->rfx->ws, "hello.txt", NULL);
+
+  rfx_write (hello, "hello\n", 0644);
+}
+
+static void
+require (void)
+{
+  rfx_require ();
+  if (access (rfx_fixture ("fb-holdopen"), X_OK) != 0)
+    rfx_skip_or_fail ("fixtures/fb-holdopen is missing: build it with ninja");
+}
+
+/* TREE and the TREE_DIRS - 1 directories below it */
+static void
+mkdir_tree (const char *tree)
+{
+  char path[4096];
+
+  assert_int_equal (mkdir (tree, 0755), 0);
+  for (guint a = 0; a < TREE_A; a++)
+    {
+      g_snprintf (path, sizeof path, "%s/a%02u", tree, a);
+      assert_int_equal (mkdir (path, 0755), 0);
+      for (guint b = 0; b < TREE_B; b++)
+        {
+          g_snprintf (path, sizeof path, "%s/a%02u/b%02u", tree, a, b);
+          assert_int_equal (mkdir (path, 0755), 0);
+          for (guint c = 0; c < TREE_C; c++)
+            {
+              g_snprintf (path, sizeof path, "%s/a%02u/b%02u/c%02u", tree, a, b, c);
+              assert_int_equal (mkdir (path, 0755), 0);
+            }
+        }
+    }
+}
+
+/* A sandbox's find over 102,551 directories sees them all; with every one
+ * of them still known to the kernel, another session is served. */
+static void
+test_find_many_directories (void **state)
+{
+  DFx *fx = *state;
+  RFx *r = fx->rfx;
+  g_autofree char *big = NULL, *tree = NULL, *tree_json = NULL, *argv = NULL, *out = NULL, *expect = NULL;
+  int code;
+
+  r->test_name = __func__;
+  require ();
+  big = mount_tmpfs (fx);
+  tree = g_build_filename (big, "tree", NULL);
+  mkdir_tree (tree);
+  write_hello (fx);
+
+  server_start (fx, SERVER_NOFILE, SERVER_NOFILE);
+  fx->a = client (fx);
+  lower_server_limit (fx);
+  /* the count, then the sandbox stays (and its kernel keeps every name)
+   * until its stdin ends */
+  tree_json = json_str (tree);
+  argv = g_strdup_printf ("[\"/bin/sh\",\"-c\",\"find \\\"$0\\\" -type d | wc -l; echo found; cat >/dev/null\",%s]",
+                          tree_json);
+  start_process (fx, fx->a, "find", argv);
+  out = wait_output (fx->a, "find", "found", &code);
+  expect = g_strdup_printf ("%u\nfound\n", TREE_DIRS);
+  if (strcmp (out, expect) != 0)
+    fail_msg ("find in the sandbox (exit %d) printed:\n%s\nexpected:\n%s", code, out, expect);
+
+  assert_other_session_served (fx);
+  assert_true (count_fds (fx->server->pid) <= LOWERED_NOFILE);
+  write_stdin (fx->a, "find", "", "end");
+  r->passed = true;
+}
+
+/* A sandbox holding as many files open as it can gets its own EMFILE (or
+ * holds all 20,000), and another session is served meanwhile. */
+static void
+test_hold_many_files (void **state)
+{
+  DFx *fx = *state;
+  RFx *r = fx->rfx;
+  g_autofree char *big = NULL, *many = NULL, *argv = NULL, *out = NULL, *probe = NULL;
+  g_autofree char *probe_json = NULL, *many_json = NULL;
+  long opened = -1;
+  char err[64] = "";
+  int code;
+
+  r->test_name = __func__;
+  require ();
+  big = mount_tmpfs (fx);
+  many = g_build_filename (big, "many", NULL);
+  assert_int_equal (mkdir (many, 0755), 0);
+  for (guint i = 0; i < HOLD_FILES; i++)
+    {
+      g_autofree char *f = g_strdup_printf ("%s/f%05u", many, i);
+      int fd = open (f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      assert_true (fd >= 0);
+      close (fd);
+    }
+  write_hello (fx);
+
+  server_start (fx, SERVER_NOFILE, SERVER_NOFILE);
+  fx->a = client (fx);
+  probe = rfx_fixture ("fb-holdopen");
+  probe_json = json_str (probe);
+  many_json = json_str (many);
+  argv = g_strdup_printf ("[%s,%s,\"%u\"]", probe_json, many_json, HOLD_FILES);
+  /* started with the server's limit, which the sandbox keeps; then the
+   * server's is lowered */
+  start_process (fx, fx->a, "hold", argv);
+  g_free (wait_output (fx->a, "hold", "ready\n", &code));
+  assert_int_equal (code, -1);
+  lower_server_limit (fx);
+  write_stdin (fx->a, "hold", "go\n", "go");
+  out = wait_output (fx->a, "hold", "opened", &code);
+  {
+    const char *p = strstr (out, "opened ");
+    if (p == NULL || sscanf (p, "opened %ld %63s", &opened, err) != 2)
+      fail_msg ("fb-holdopen (exit %d) printed: %s", code, out);
+  }
+  print_message ("the sandbox held %ld files open, then %s\n", opened, err);
+  /* all of them, or as many as its share, and the refusal its own */
+  if (!(opened == HOLD_FILES && strcmp (err, "none") == 0) &&
+      !(opened > 0 && (strcmp (err, "EMFILE") == 0 || strcmp (err, "ENFILE") == 0)))
+    fail_msg ("the sandbox opened %ld files and then got %s", opened, err);
+
+  assert_other_session_served (fx);
+  assert_true (count_fds (fx->server->pid) <= LOWERED_NOFILE);
+  write_stdin (fx->a, "hold", "", "end");
+  r->passed = true;
+}
+
+/* Started with a soft limit below the hard one, the server raises it and
+ * says what it came to. */
+static void
+test_limit_raised_and_said (void **state)
+{
+  DFx *fx = *state;
+  RFx *r = fx->rfx;
+  g_autofree char *limits_path = NULL, *limits = NULL, *err = NULL;
+  g_autofree char *expect = g_strdup_printf ("descriptors: RLIMIT_NOFILE %u", LOWERED_NOFILE);
+  bool said = false;
+
+  r->test_name = __func__;
+  require ();
+  server_start (fx, 1024, LOWERED_NOFILE);
+  /* the line comes right after the URL */
+  said = RFX_WAIT_FOR ((err = (g_free (err), rfx_file (fx->err))) != NULL && strstr (err, expect) != NULL, 10000);
+  if (!said)
+    fail_msg ("the server's stderr does not say \"%s\":\n%s", expect, err != NULL ? err : "");
+  limits_path = g_strdup_printf ("/proc/%d/limits", (int)fx->server->pid);
+  limits = rfx_file (limits_path);
+  assert_non_null (limits);
+  {
+    g_autofree char *row =
+      g_strdup_printf ("Max open files            %u                 %u", LOWERED_NOFILE, LOWERED_NOFILE);
+    if (strstr (limits, row) == NULL)
+      fail_msg ("the soft limit was not raised to the hard one:\n%s", limits);
+  }
+  r->passed = true;
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_limit_raised_and_said, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_hold_many_files, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_find_many_directories, setup, teardown),
+  };
+
+  rfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
