@@ -460,10 +460,11 @@ status_line (pid_t pid, const char *key)
   return NULL;
 }
 
-/* The host pids of processes outside our user namespace whose argv holds
- * TOKEN: the sandbox's outer process and pid 1 (clones of the supervisor
- * or fusebox-launch, whose argv holds the command's) and the command.  The
- * supervisor itself shares our namespace and is not the sandbox. */
+/* The host pids of the sandbox whose command's argv holds TOKEN: the
+ * command, and its ancestors outside our user namespace (pid 1 and the
+ * outer process).  The supervisor or fusebox-launch above them shares our
+ * namespace and is not the sandbox; nor is the helper's argv the
+ * command's (it is its path alone). */
 static GArray *
 sandbox_pids (const char *token)
 {
@@ -486,12 +487,22 @@ sandbox_pids (const char *token)
           has = true;
       if (!has)
         continue;
-      g_autofree char *ns_path = g_strdup_printf ("/proc/%s/ns/user", name);
-      g_autofree char *ns = g_file_read_link (ns_path, NULL);
-      if (ns == NULL || g_strcmp0 (ns, own_userns) == 0)
-        continue;
-      pid_t pid = (pid_t)atoi (name);
-      g_array_append_val (pids, pid);
+      /* the process, then up while outside our user namespace */
+      for (pid_t pid = (pid_t)atoi (name); pid > 1;)
+        {
+          g_autofree char *ns_path = g_strdup_printf ("/proc/%d/ns/user", (int)pid);
+          g_autofree char *ns = g_file_read_link (ns_path, NULL);
+          g_autofree char *ppid = NULL;
+          bool known = false;
+          if (ns == NULL || g_strcmp0 (ns, own_userns) == 0)
+            break;
+          for (guint i = 0; i < pids->len; i++)
+            known = known || g_array_index (pids, pid_t, i) == pid;
+          if (!known)
+            g_array_append_val (pids, pid);
+          ppid = status_line (pid, "PPid");
+          pid = ppid != NULL ? (pid_t)atoi (ppid) : 0;
+        }
     }
   return pids;
 }
