@@ -32,6 +32,14 @@
  *    (inval_later), because the kernel enters a LOOKUP's answer in its
  *    dcache after we reply, and an invalidation arriving in between finds
  *    nothing to invalidate.
+ *  - Eviction.  The view keeps at most fb_view_get_node_max() nodes, and
+ *    every name the kernel remembers is one.  Past three quarters of that,
+ *    a reply asks (at most once a second) the notifier to invalidate the
+ *    oldest names the kernel holds that have nothing known below them
+ *    (fb_view_foreach_evictable), down to half: the kernel drops those
+ *    dentries it is not using and FORGETs their inodes, which frees the
+ *    nodes.  Mount points, /proc, /dev and names kept for the view's life
+ *    are never invalidated (that would detach the sandbox's mounts there).
  */
 #include "fs/fs-fuse-private.h"
 
@@ -429,6 +437,40 @@ inval_everything (FbFuse *f)
     }
 }
 
+void
+inval_evict_request (FbFuse *f)
+{
+  gint64 now = g_get_monotonic_time ();
+  gint64 last = __atomic_load_n (&f->evict_asked, __ATOMIC_RELAXED);
+
+  if (now - last < G_USEC_PER_SEC ||
+      !__atomic_compare_exchange_n (&f->evict_asked, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    return;
+  g_mutex_lock (&f->inval_lock);
+  f->inval_evict = true;
+  g_cond_signal (&f->inval_cond);
+  g_mutex_unlock (&f->inval_lock);
+}
+
+/* See "Eviction" above. */
+static void
+inval_evict (FbFuse *f)
+{
+  g_autoptr (GArray) known = g_array_new (FALSE, FALSE, sizeof (Known));
+  guint count = fb_view_count_nodes (f->view), keep = fb_view_get_node_max (f->view) / 2;
+
+  if (count <= keep)
+    return;
+  g_array_set_clear_func (known, known_clear);
+  fb_view_foreach_evictable (f->view, count - keep, collect_known, known);
+  for (guint i = 0; i < known->len; i++)
+    {
+      Known *k = &g_array_index (known, Known, i);
+      fuse_ino_t parent = (FbViewNode *)(uintptr_t)k->parent == f->root ? FUSE_ROOT_ID : k->parent;
+      (void)fuse_lowlevel_notify_inval_entry (f->se, parent, k->name, strlen (k->name));
+    }
+}
+
 /* Move the second sendings that are due into the queue; returns when the
  * next one is due (0: none waits). */
 static gint64
@@ -467,7 +509,7 @@ inval_thread (gpointer data)
     {
       Inval *iv;
       gint64 next = inval_later_due_locked (f);
-      if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_stop)
+      if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_evict && !f->inval_stop)
         {
           if (next != 0)
             g_cond_wait_until (&f->inval_cond, &f->inval_lock, next);
@@ -493,6 +535,14 @@ inval_thread (gpointer data)
           f->sync->done = MAX (f->sync->done, seq);
           g_cond_broadcast (&f->sync->cond);
           g_mutex_unlock (&f->sync->lock);
+          g_mutex_lock (&f->inval_lock);
+          continue;
+        }
+      if (f->inval_evict)
+        {
+          f->inval_evict = false;
+          g_mutex_unlock (&f->inval_lock);
+          inval_evict (f);
           g_mutex_lock (&f->inval_lock);
           continue;
         }

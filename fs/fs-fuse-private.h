@@ -43,6 +43,8 @@ struct FbFuse
   GHashTable *absences;      /* inval_lock: "e:INO:NAME" -> expiry (monotonic us) of the long negative entries given */
   gint64 absences_purged;    /* inval_lock: when the expired ones were last dropped */
   guint64 name_gen;          /* inval_lock: name invalidations queued so far */
+  bool inval_evict;          /* inval_lock: ask the kernel to forget the oldest names (inval_evict_request) */
+  gint64 evict_asked;        /* atomic: when it was last asked (monotonic us) */
 };
 
 /* How far the notifier got, shared with waiting threads (which may outlive
@@ -67,5 +69,6 @@ void inval_clear (FbFuse *f);
 guint64 inval_name_gen (FbFuse *f);
 double inval_absence_timeout (FbFuse *f, guint64 gen, fuse_ino_t parent_ino, FbViewNode *parent, const char *name);
 void inval_finish (FbFuse *f);
+void inval_evict_request (FbFuse *f);
 
 G_END_DECLS

@@ -204,6 +204,10 @@ reply_entry (fuse_req_t req, FbFuse *f, FbViewNode *node, const struct stat *st)
   fb_view_node_kernel_ref (node);
   if (fuse_reply_entry (req, &e) != 0)
     fb_view_node_kernel_forget (node, 1);
+  /* the view's memory budget (fs.h, Bounds): past three quarters, the
+   * kernel is asked to forget its oldest names */
+  if (fb_view_count_nodes (f->view) > fb_view_get_node_max (f->view) / 4 * 3)
+    inval_evict_request (f);
 }
 
 static void

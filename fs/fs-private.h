@@ -40,12 +40,17 @@ typedef enum
 
 /* A node's view path and decision, immutable once built: an operation takes
  * a reference and works on a consistent pair even if a rename moves the
- * node meanwhile. */
+ * node meanwhile.  Built on demand (node_get_state): a node keeps only its
+ * parent, name and decision, never its path (fs-view.c, "Paths"). */
 typedef struct
 {
   gint ref;
   char *path;
   FbPolicyDecision decision;
+  /* the path is past FB_VIEW_PATH_MAX (a host tree moved deeper than the
+   * view decides): PATH is "…" and its last components, DECISION the
+   * view's refusal VIEW_REFUSAL_TOO_LONG; nothing below it is looked up */
+  bool too_long;
 } NodeState;
 
 NodeState *node_state_new (const char *path, const FbPolicyDecision *decision);
@@ -101,8 +106,11 @@ struct FbViewNode
    * node (or at fb_watch_view); -1 while a mark is being placed */
   gint watched;
 
-  GMutex lock; /* below: the state and the cache stamps */
-  NodeState *state;
+  /* view->lock: the decision of the node's view path, kept current by
+   * renames (fs-view.c, "Paths") */
+  FbPolicyDecision decision;
+
+  GMutex lock; /* below: the cache stamps */
   /* reopened nodes: the files open on it, whose descriptors reach the
    * object when its name no longer does (fstat of a file unlinked or
    * renamed away while open) */
@@ -170,11 +178,15 @@ struct FbView
   GHashTable *by_ino;    /* the first node of each host object (key: dev, ino), chained by ino_next */
   FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
   guint n_nodes;         /* atomic */
+  guint node_max;        /* options.node_max, or FB_VIEW_NODES_MAX */
   /* view->lock: the nodes the view keeps for its life (the root, mount
    * points, synthetic directories: fs-view.c "Pinned nodes"); each holds
    * a reference to the view, and the view one to each */
   GPtrArray *pinned;
   gint n_pinned; /* atomic: pinned->len, read by fb_view_unref */
+  /* a rename through this view, from its depth check to the moved nodes'
+   * new decisions (fs-view-ops.c): taken before view->lock */
+  GMutex rename_lock;
 
   /* fs-view-fd.c, fd_lock: the cached directory descriptors, least
    * recently listed first, and the list of live views */
@@ -219,6 +231,8 @@ typedef enum
   VIEW_REFUSAL_RULED_DIR,
   VIEW_REFUSAL_FOLD_SPELLING, /* the host folds names and lists this one under another spelling */
   VIEW_REFUSAL_FOLD_TAKEN,    /* the host folds names and another entry answers to this one */
+  VIEW_REFUSAL_TOO_LONG,      /* a view path past FB_VIEW_PATH_MAX: a rename that would make one, a host tree deeper */
+  VIEW_REFUSAL_NODES,         /* the view keeps FbView.node_max nodes already */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm (cached), for events logged later. */
@@ -344,6 +358,15 @@ int view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, 
  * another spelling. */
 int view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name,
                             const struct stat *src, const char *src_path, const char *path);
+
+/* fs-view-depth.c: does every path below the host directory PARENT_FD/NAME
+ * fit in ROOM bytes (its path relative to NAME, "/a/b")?  0 when it does
+ * (or NAME is not a directory), -ENAMETOOLONG when one does not, -EXDEV
+ * when the walk can't tell: more than VIEW_DEPTH_WALK_MAX entries, a
+ * directory it can't read, or one moved while it was read.  At most two
+ * descriptors of its own. */
+#define VIEW_DEPTH_WALK_MAX 100000
+int view_tree_fits (int parent_fd, const char *name, gsize room);
 
 /* fs-view-notify.c: report a change to the listeners (no view lock held).
  * NODE is the node it was made through (for a name: the directory). */

@@ -161,6 +161,22 @@ static const FbPolicyRule refusal_rules[] = {
     .why = "the host folds names here (case-insensitive) and another entry answers to this name: the host would "
            "replace that entry",
   },
+  [VIEW_REFUSAL_TOO_LONG] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:path-too-long",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "view paths end at 4096 bytes, the longest the view decides: nothing is moved, made or followed past "
+           "them",
+  },
+  [VIEW_REFUSAL_NODES] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:too-many-nodes",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "the view keeps at most so many names in memory, and the kernel holds on to all of them: a new one waits "
+           "until it forgets some",
+  },
 };
 
 const FbPolicyRule *

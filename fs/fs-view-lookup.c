@@ -69,7 +69,9 @@ decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, co
     return r;
   if (!S_ISDIR (parent->type))
     return -ENOTDIR;
-  if (strlen (pst->path) + 1 + strlen (name) > FB_VIEW_PATH_MAX)
+  /* the longest path the view decides (fs.h, Bounds): nothing is made or
+   * looked up past it */
+  if (pst->too_long || strlen (pst->path) + 1 + strlen (name) > FB_VIEW_PATH_MAX)
     return -ENAMETOOLONG;
   ret->path = join_path (pst->path, name);
   view_decide_child (view, view_dir_fold (parent), pst, name, &ret->decision);
@@ -217,6 +219,10 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
   struct stat st;
   FbViewNode *node;
 
+  /* the view's memory budget (fs.h, Bounds): the kernel must forget some
+   * names first */
+  if (fb_view_count_nodes (view) >= view->node_max)
+    return -ENOMEM;
   if (fstat (owned, &st) < 0)
     return -errno;
   if (dev_is_blank (view, st.st_dev))
@@ -414,6 +420,14 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   if (check_name (name) == 0)
     view_fold_settle (parent, name);
   r = decide_child_checked (view, parent, pst, name, &ci);
+  if (r == -ENAMETOOLONG && check_name (name) == 0 && host_name_exists (parent, name))
+    {
+      /* a host tree deeper than the view decides (made outside fusebox):
+       * reported, and not followed */
+      g_autofree char *path = g_strconcat (pst->path, "/", name, NULL);
+      view_emit (view, caller, EV_OBSERVE, "lookup", path, NULL, "stat", FB_DECISION_DENY, ENAMETOOLONG,
+                 view_refusal_rule (VIEW_REFUSAL_TOO_LONG));
+    }
   if (r < 0)
     return r;
   r = check_enter (pst, name, &decision);
@@ -439,6 +453,9 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
         return r;
     }
   r = lookup_child (view, parent, pst, name, &ci, &node, ret_st);
+  if (r == -ENOMEM)
+    view_emit (view, caller, EV_OBSERVE, "lookup", ci.path, NULL, "stat", FB_DECISION_DENY, ENOMEM,
+               view_refusal_rule (VIEW_REFUSAL_NODES));
   /* a name probed and not found is a lookup too (level all): what a tool
    * looked for tells an auditor as much as what it found */
   if (r == 0 || r == -ENOENT)

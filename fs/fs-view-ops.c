@@ -637,9 +637,48 @@ fb_view_rmdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
   return remove_name (view, caller, parent, name, true);
 }
 
+/* A rename must not move a tree deeper than the view decides (fs.h,
+ * Bounds): the new name's path is checked like any name, and a directory
+ * that goes to a longer path (SRC_PATH to DST_PATH) has its host tree
+ * measured first (fs-view-depth.c).  0, or -ENAMETOOLONG/-EXDEV logged as
+ * the view's own refusal. */
+static int
+check_depth (FbView *view, const FbViewCaller *caller, int pfd, const char *name, const struct stat *st,
+             const char *src_path, const char *dst_path, const char *log_path, const char *log_target)
+{
+  gsize src_len = strlen (src_path), dst_len = strlen (dst_path);
+  int r;
+
+  if (!S_ISDIR (st->st_mode) || dst_len <= src_len)
+    return 0; /* nothing below it gets longer */
+  r = view_tree_fits (pfd, name, FB_VIEW_PATH_MAX - dst_len);
+  if (r == -ENAMETOOLONG || r == -EXDEV)
+    view_emit (view, caller, EV_MUTATION, "rename", log_path, log_target, "write", FB_DECISION_DENY, -r,
+               view_refusal_rule (VIEW_REFUSAL_TOO_LONG));
+  return r;
+}
+
+static int rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
+                          FbViewNode *newparent, const char *newname, unsigned int flags);
+
+/* Renames through one view go one at a time, from the paths they are
+ * decided for to the nodes moved: two at once could each pass the depth
+ * check and together build a tree deeper than either measured. */
 int
 fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbViewNode *newparent,
                 const char *newname, unsigned int flags)
+{
+  int r;
+
+  g_mutex_lock (&view->rename_lock);
+  r = rename_locked (view, caller, parent, name, newparent, newname, flags);
+  g_mutex_unlock (&view->rename_lock);
+  return r;
+}
+
+static int
+rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbViewNode *newparent,
+               const char *newname, unsigned int flags)
 {
   g_autoptr (NodeState) pst = node_get_state (parent);
   g_autoptr (NodeState) npst = node_get_state (newparent);
@@ -710,6 +749,13 @@ fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
                  view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
       return -EACCES;
     }
+  /* no path below the moved directory (either one of an exchange) may pass
+   * FB_VIEW_PATH_MAX at its new place */
+  r = check_depth (view, caller, pfd, name, &sst, ci.path, nci.path, ci.path, nci.path);
+  if (r == 0 && dst_exists && (flags & RENAME_EXCHANGE))
+    r = check_depth (view, caller, npfd, newname, &dst, nci.path, ci.path, ci.path, nci.path);
+  if (r < 0)
+    return r;
   r = renameat2 (pfd, name, npfd, newname, flags) < 0 ? -errno : 0;
   if (r == 0)
     {

@@ -24,6 +24,17 @@
  *    by the policy's rules (and FB_VIEW_PINNED_MAX).  Each holds a
  *    reference to the view and the view one to each; fb_view_unref breaks
  *    that cycle when only pinned nodes are left holding the view.
+ *  - Paths.  A node keeps its parent, its name and the decision of its
+ *    view path, never the path itself: node_get_state() builds the path
+ *    when an operation needs it, walking up the parents under the table
+ *    lock into a buffer of FB_VIEW_PATH_MAX bytes (iterative; a path that
+ *    does not fit makes a state that refuses everything, NodeState
+ *    too_long).  So a node costs its name, whatever its depth, and a
+ *    rename moves a tree by relinking one node and deciding the nodes
+ *    below it again (restate_locked: iterative, one path buffer), with no
+ *    string per node to rewrite.  A node that has left the table (its
+ *    name now shows another object) is decided again from its parent
+ *    whenever its state is built.
  *  - Policy checks, lookups and the walk: fs-view-lookup.c.
  *  - Host descriptors (who holds one, the budget, the directory cache):
  *    fs-view-fd.c; read them with node_fd_get(), never the field.
@@ -135,10 +146,12 @@ host_open_child_once (int parent_fd, const char *name)
 NodeState *
 node_state_new (const char *path, const FbPolicyDecision *decision)
 {
-  NodeState *st = g_new0 (NodeState, 1);
+  gsize len = strlen (path);
+  /* one block: the path follows the struct */
+  NodeState *st = g_malloc0 (sizeof (NodeState) + len + 1);
 
   st->ref = 1;
-  st->path = g_strdup (path);
+  st->path = memcpy ((char *)(st + 1), path, len + 1);
   st->decision = *decision;
   return st;
 }
@@ -154,20 +167,135 @@ void
 node_state_unref (NodeState *st)
 {
   if (st != NULL && g_atomic_int_dec_and_test (&st->ref))
+    g_free (st);
+}
+
+/* --- paths (see "Paths" above) ----------------------------------------------- */
+
+static const char *const no_names[] = { NULL };
+
+/* The decision of a path past FB_VIEW_PATH_MAX: the view's refusal. */
+static void
+decision_too_long (const FbPolicyDecision *was, FbPolicyDecision *ret)
+{
+  *ret = (FbPolicyDecision){
+    .access = FB_POLICY_ACCESS_DENY,
+    .rule = view_refusal_rule (VIEW_REFUSAL_TOO_LONG),
+    .mount = was->mount,
+    .mounted_children = no_names,
+    .reachable_children = no_names,
+    .priv_depth = was->priv_depth,
+  };
+}
+
+/* NODE's view path, built from its parents at the end of BUF (SIZE bytes):
+ * returns where it starts, or NULL when it does not fit (*RET_TAIL then
+ * points at the last components that did, each after a "/").
+ * *RET_DETACHED: the highest node on the way that has left the table
+ * (renames no longer keep its decision, nor those below it, current), or
+ * NULL.  At most SIZE / 2 steps: each adds a "/" and a name. */
+static char *
+path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbViewNode **ret_detached)
+{
+  char *p = buf + size - 1;
+
+  *p = '\0';
+  *ret_detached = NULL;
+  *ret_tail = p;
+  if (node->parent == NULL)
+    return memcpy (p - 1, "/", 2);
+  for (FbViewNode *n = node; n->parent != NULL; n = n->parent)
     {
-      g_free (st->path);
-      g_free (st);
+      gsize len = strlen (n->name);
+
+      if ((gsize)(p - buf) < len + 1)
+        return NULL;
+      p -= len;
+      memcpy (p, n->name, len);
+      *--p = '/';
+      *ret_tail = p;
+      if (!n->in_table)
+        *ret_detached = n;
     }
+  return p;
+}
+
+/* The decision of NODE at PATH (from path_build_locked, writable) when
+ * TOP, on the way up from it, has left the table: decided again, one
+ * level at a time, from the parent of TOP, whose decision is current. */
+static void
+decide_detached_locked (FbView *view, FbViewNode *node, FbViewNode *top, char *path, FbPolicyDecision *ret)
+{
+  g_autoptr (GPtrArray) chain = g_ptr_array_new ();
+  FbPolicyDecision d = top->parent->decision;
+  gsize plen = strlen (path);
+
+  for (FbViewNode *n = node;; n = n->parent)
+    {
+      g_ptr_array_add (chain, n);
+      plen -= 1 + strlen (n->name);
+      if (n == top)
+        break;
+    }
+  for (guint i = chain->len; i-- > 0;)
+    {
+      FbViewNode *n = chain->pdata[i];
+      NodeState pst = { .decision = d };
+      char saved = path[plen];
+
+      /* the parent's path is the first PLEN bytes ("/" for the root) */
+      path[plen] = '\0';
+      pst.path = plen == 0 ? (char *)"/" : path;
+      view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &d);
+      path[plen] = saved;
+      plen += 1 + strlen (n->name);
+    }
+  *ret = d;
+}
+
+/* NODE's path (in BUF, FB_VIEW_PATH_MAX + 1 bytes) and decision; false
+ * when the path is too long (*RET_PATH: "…" and the last components,
+ * allocated; *RET_DECISION the refusal). */
+static bool
+state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **ret_tail_owned,
+              FbPolicyDecision *ret_decision)
+{
+  FbViewNode *detached;
+  char *tail;
+  char *path = path_build_locked (node, buf, size, &tail, &detached);
+
+  *ret_tail_owned = NULL;
+  if (path == NULL)
+    {
+      decision_too_long (&node->decision, ret_decision);
+      *ret_tail_owned = g_strconcat ("\u2026", tail, NULL);
+      *ret_path = *ret_tail_owned;
+      return false;
+    }
+  if (detached != NULL)
+    decide_detached_locked (node->view, node, detached, path, ret_decision);
+  else
+    *ret_decision = node->decision;
+  *ret_path = path;
+  return true;
 }
 
 NodeState *
 node_get_state (FbViewNode *node)
 {
+  FbView *view = node->view;
+  char buf[FB_VIEW_PATH_MAX + 1];
+  g_autofree char *tail = NULL;
+  FbPolicyDecision d;
   NodeState *st;
+  char *path;
+  bool fits;
 
-  g_mutex_lock (&node->lock);
-  st = node_state_ref (node->state);
-  g_mutex_unlock (&node->lock);
+  g_mutex_lock (&view->lock);
+  fits = state_locked (node, buf, sizeof buf, &path, &tail, &d);
+  g_mutex_unlock (&view->lock);
+  st = node_state_new (path, &d);
+  st->too_long = !fits;
   return st;
 }
 
@@ -348,6 +476,8 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
   else
     fb_view_options_init (&view->options);
   g_mutex_init (&view->lock);
+  g_mutex_init (&view->rename_lock);
+  view->node_max = view->options.node_max != 0 ? view->options.node_max : FB_VIEW_NODES_MAX;
   view->table = g_hash_table_new (node_key_hash, node_key_equal);
   view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
   view->pinned = g_ptr_array_new ();
@@ -471,6 +601,7 @@ fb_view_unref (FbView *view)
   g_strfreev (view->blank_paths);
   view_fd_unregister (view);
   g_mutex_clear (&view->lock);
+  g_mutex_clear (&view->rename_lock);
   fb_policy_unref (view->policy);
   g_free (view);
 }
@@ -491,6 +622,32 @@ guint
 fb_view_count_nodes (FbView *view)
 {
   return (guint)(g_atomic_int_get (&view->n_nodes) - g_atomic_int_get (&view->n_pinned));
+}
+
+guint
+fb_view_get_node_max (FbView *view)
+{
+  return view->node_max;
+}
+
+void
+fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpointer user_data)
+{
+  FbViewNode *n;
+  guint found = 0;
+
+  g_mutex_lock (&view->lock);
+  /* the list is newest first: from its end */
+  for (n = view->all_nodes; n != NULL && n->all_next != NULL; n = n->all_next)
+    ;
+  for (; n != NULL && found < max; n = n->all_prev)
+    if (n->kind == NODE_HOST && n->parent != NULL && n->in_table && !n->pinned && n->first_child == NULL &&
+        !n->decision.is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+      {
+        func (n, n->parent, n->name, user_data);
+        found++;
+      }
+  g_mutex_unlock (&view->lock);
 }
 
 /* --- nodes and the table --------------------------------------------------- */
@@ -518,7 +675,8 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
        * practice: the top byte is set. */
       node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
     }
-  node->state = state;
+  node->decision = state->decision;
+  node_state_unref (state); /* the path is built when needed */
   g_mutex_init (&node->lock);
   g_atomic_int_inc ((gint *)&view->n_nodes);
   return node;
@@ -562,7 +720,6 @@ node_free (FbViewNode *node, FbViewNode *parent)
     close (fd);
   if (node->listing != NULL)
     g_array_unref (node->listing);
-  node_state_unref (node->state);
   g_mutex_clear (&node->lock);
   g_free (node->name);
   g_atomic_int_add ((gint *)&view->n_nodes, -1);
@@ -1098,32 +1255,63 @@ node_stat (FbView *view, FbViewNode *node, struct stat *ret_st)
 
 /* --- rename bookkeeping ------------------------------------------------------ */
 
+/* TOP was just placed at its new name: decide it and every node below it
+ * in the table again, for their new view paths.  Iterative, whatever the
+ * depth (down by first_child, across by next_sibling, up by parent), with
+ * one path buffer; a node whose path would pass FB_VIEW_PATH_MAX keeps its
+ * old decision and nothing below it is visited (node_get_state refuses it
+ * by its path; a rename that brings it back decides it again).  The table
+ * lock is held: no statfs of a directory never asked (which then counts as
+ * one that may fold). */
 static void
-restate_locked (FbView *view, FbViewNode *node, const NodeState *pst)
+restate_locked (FbView *view, FbViewNode *top)
 {
-  FbPolicyDecision d;
-  g_autofree char *path = NULL;
-  NodeState *old, *fresh;
+  char up[FB_VIEW_PATH_MAX + 1];
+  char path[FB_VIEW_PATH_MAX + 1];
+  g_autofree char *tail = NULL;
+  FbPolicyDecision top_parent;
+  FbViewNode *n = top;
+  char *ppath;
+  gsize plen; /* bytes of the path of N's parent in PATH ("" for the root) */
 
-  path = join_path (pst->path, node->name);
-  /* the table lock is held: no statfs of a directory never asked (which
-   * then counts as one that may fold) */
-  view_decide_child (view, view_dir_fold_known (node->parent), pst, node->name, &d);
-  fresh = node_state_new (path, &d);
-  g_mutex_lock (&node->lock);
-  old = node->state;
-  node->state = fresh;
-  g_mutex_unlock (&node->lock);
-  node_state_unref (old);
-  for (FbViewNode *c = node->first_child; c != NULL; c = c->next_sibling)
-    restate_locked (view, c, fresh);
+  if (!state_locked (top->parent, up, sizeof up, &ppath, &tail, &top_parent))
+    return;
+  plen = strcmp (ppath, "/") == 0 ? 0 : strlen (ppath);
+  memcpy (path, ppath, plen);
+  for (;;)
+    {
+      gsize nlen = strlen (n->name);
+
+      if (plen + 1 + nlen <= FB_VIEW_PATH_MAX)
+        {
+          NodeState pst = { .decision = n == top ? top_parent : n->parent->decision };
+
+          path[plen] = '\0';
+          pst.path = plen == 0 ? (char *)"/" : path;
+          view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &n->decision);
+          if (n->first_child != NULL)
+            {
+              path[plen] = '/';
+              memcpy (path + plen + 1, n->name, nlen);
+              plen += 1 + nlen;
+              n = n->first_child;
+              continue;
+            }
+        }
+      while (n != top && n->next_sibling == NULL)
+        {
+          n = n->parent;
+          plen -= 1 + strlen (n->name);
+        }
+      if (n == top)
+        break;
+      n = n->next_sibling;
+    }
 }
 
 static void
 place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *name, GPtrArray *unref_later)
 {
-  NodeState *pst;
-
   child_unlink_locked (node);
   if (node->parent != NULL)
     g_ptr_array_add (unref_later, node->parent);
@@ -1133,12 +1321,7 @@ place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *na
   g_hash_table_add (view->table, node);
   child_link_locked (parent, node);
   node->in_table = true;
-
-  g_mutex_lock (&parent->lock);
-  pst = node_state_ref (parent->state);
-  g_mutex_unlock (&parent->lock);
-  restate_locked (view, node, pst);
-  node_state_unref (pst);
+  restate_locked (view, node);
 }
 
 /* After the host renamed PARENT/NAME to NEWPARENT/NEWNAME: the nodes the

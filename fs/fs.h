@@ -6,8 +6,10 @@
  * check lives here and none only in an adapter.
  *
  * Nodes.  An FbViewNode is one view path: (parent node, name).  It holds
- * the view path, the policy decision for that path and
- * the host object's type, st_ino and st_dev.  Two view paths to one host inode
+ * its parent, its name, the policy decision for its path and the host
+ * object's type, st_ino and st_dev; the path itself is built from the
+ * parents when an operation needs it (never stored: a node costs the same
+ * at any depth, and a rename rewrites no string below it).  Two view paths to one host inode
  * (hard links, a directory seen through two mounts) are two nodes with their
  * own decisions; attributes still report the host's st_ino (the FUSE adapter
  * reports st_nlink 1 for every directory: the host's count would reveal
@@ -126,15 +128,30 @@
  * pushed while a view lock is held.
  *
  * Bounds (everything a caller can make the view allocate):
- *   names FB_VIEW_NAME_MAX, view paths FB_VIEW_PATH_MAX (deeper paths get
- *   ENAMETOOLONG), symlink text FB_VIEW_SYMLINK_MAX, read/write sizes
- *   FB_VIEW_IO_MAX, one copy_file_range FB_VIEW_COPY_MAX, xattr names
+ *   names FB_VIEW_NAME_MAX, view paths FB_VIEW_PATH_MAX, the longest the
+ *   policy decides (a longer one gets ENAMETOOLONG: nothing is made, moved
+ *   or looked up past it).  A rename that would move a directory's tree
+ *   past it is refused with ENAMETOOLONG (the host tree is measured,
+ *   fs-view-depth.c; EXDEV, as between filesystems, when it holds more than
+ *   100,000 entries or changes while measured: `mv` then copies, name by
+ *   checked name), logged as the view's own refusal (rule "fusebox",
+ *   fusebox:path-too-long); so is a lookup past it in a host tree made
+ *   deeper outside fusebox, which is followed down to the limit and no
+ *   further.  Renames through one view go one at a time.  Symlink
+ *   text FB_VIEW_SYMLINK_MAX, read/write sizes FB_VIEW_IO_MAX, one copy_file_range FB_VIEW_COPY_MAX, xattr names
  *   FB_VIEW_XATTR_NAME_MAX and values/lists FB_VIEW_XATTR_SIZE_MAX, a directory listing assembled in
  *   memory (only for directories with mount points or traversable ones)
  *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
  *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
  *   with a fixed buffer.  Nodes live as long as someone (the kernel) holds
- *   them: one per looked-up view path; descriptors as under Descriptors
+ *   them: one per looked-up view path, each at most FB_VIEW_NODE_BYTES
+ *   whatever its depth (no path is stored); a view keeps at most
+ *   FbViewOptions.node_max of them (FB_VIEW_NODES_MAX): past three quarters
+ *   the FUSE adapter asks the kernel to forget its oldest names (they are
+ *   freed at its FORGET), and past all of it a new name gets ENOMEM, logged
+ *   as the view's refusal fusebox:too-many-nodes.  So a view's nodes take
+ *   at most 512 MiB, 1 KiB each (about 700 bytes measured).
+ *   Descriptors as under Descriptors
  *   (files a sandbox holds open: its view's share of the budget).
  *
  * Threads.  Every function may be called from any thread.  Locks: the view's
@@ -168,6 +185,10 @@ G_BEGIN_DECLS
 #define FB_VIEW_XATTR_SIZE_MAX (64 * 1024)
 #define FB_VIEW_DIR_SNAPSHOT_MAX (1024 * 1024)
 #define FB_VIEW_WALK_MAX_LINKS 40
+/* Memory (fs.h, Bounds): what one node costs the daemon at most (its struct,
+ * name and table entries), and the most nodes one view keeps. */
+#define FB_VIEW_NODE_BYTES 1024
+#define FB_VIEW_NODES_MAX (512 * 1024)
 
 typedef struct FbView FbView;
 typedef struct FbViewNode FbViewNode;
@@ -196,6 +217,7 @@ typedef struct
    * `fusebox mount` passes its own mount point, which the view would
    * otherwise reach on the host and enter again, endlessly.  Copied. */
   const char *const *blank_paths;
+  guint node_max; /* the most nodes kept (fs.h, Bounds); 0: FB_VIEW_NODES_MAX */
 } FbViewOptions;
 
 void fb_view_options_init (FbViewOptions *options);
@@ -216,6 +238,10 @@ FbLogLevel fb_view_get_log_level (FbView *view);
 /* Number of live nodes besides those the view keeps for its life (the root,
  * mount points, synthetic directories): for tests and statistics. */
 guint fb_view_count_nodes (FbView *view);
+/* The most nodes VIEW keeps (FbViewOptions.node_max): past it a new name
+ * gets ENOMEM; past three quarters of it the FUSE adapter asks the kernel
+ * to forget the oldest names (fb_view_foreach_evictable). */
+guint fb_view_get_node_max (FbView *view);
 
 /* The process's descriptor budget (fs.h, Descriptors).  The first call
  * (or the first view) raises the soft RLIMIT_NOFILE to the hard one. */
@@ -462,6 +488,10 @@ guint64 fb_view_node_get_kernel_count (FbViewNode *node);
  * (NULL for the root) and name: calls FUNC under the view's table lock. */
 typedef void (*FbViewKnownFunc) (FbViewNode *node, FbViewNode *parent, const char *name, gpointer user_data);
 void fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_data);
+/* Up to MAX nodes the kernel knows that it could forget without harm, the
+ * oldest first: host names with nothing known below them, neither mount
+ * points nor kept for the view's life.  Calls FUNC under the table lock. */
+void fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpointer user_data);
 
 /* --- changes made on the host by other processes (fs/fs-watch.c) ----------- */
 

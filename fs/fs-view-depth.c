@@ -1,0 +1,141 @@
+/* fusebox — how deep a host tree goes, for a rename that would move it
+ * deeper (fs.h, Bounds).
+ *
+ * A rename's new name is checked like any name (FB_VIEW_PATH_MAX), but a
+ * directory carries its whole tree along: moving a chain under another,
+ * again and again, built host trees of any depth, each level a path the
+ * view could not decide.  So before a directory moves to a longer path,
+ * view_tree_fits() measures the longest path below it on the host, and the
+ * rename is refused when that would pass the limit.
+ *
+ * The walk is bounded three ways, whatever the sandbox made:
+ *  - descriptors: at most two of its own (the directory it reads and, for
+ *    a moment, the next one).  It goes down by name and back up by "..",
+ *    checked to be the directory it came from (st_dev, st_ino); of the
+ *    directories above, only their identity and the offset to go on
+ *    reading from are kept.  A directory moved meanwhile ends the walk
+ *    (EXDEV).
+ *  - depth: it never goes past the room the new path leaves
+ *    (ENAMETOOLONG as soon as one name does not fit), so at most
+ *    FB_VIEW_PATH_MAX / 2 levels are kept.
+ *  - time: at most VIEW_DEPTH_WALK_MAX entries are read; past that the
+ *    rename gets EXDEV, as between filesystems: mv then copies, and each
+ *    name it makes is checked on its own.
+ * Symlinks are never followed (a link's text is not part of the path). */
+#include "fs/fs-private.h"
+
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+typedef struct
+{
+  dev_t dev;
+  ino_t ino;
+  off_t resume; /* where to go on reading it when the walk comes back up */
+  gsize len;    /* bytes of its path below the walk's top ("/a/b"; 0 for the top) */
+} DepthLevel;
+
+struct linux_dirent64
+{
+  ino64_t d_ino;
+  off64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+static int
+open_dir (int parent_fd, const char *name, struct stat *ret_st)
+{
+  int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+  if (fd < 0)
+    return -errno;
+  if (fstat (fd, ret_st) < 0)
+    {
+      int e = -errno;
+      close (fd);
+      return e;
+    }
+  return fd;
+}
+
+int
+view_tree_fits (int parent_fd, const char *name, gsize room)
+{
+  g_autoptr (GArray) stack = g_array_new (FALSE, FALSE, sizeof (DepthLevel));
+  _fb_cleanup_fd_ int fd = -1;
+  char buf[16 * 1024];
+  guint entries = 0;
+  struct stat st;
+  DepthLevel top = { 0 };
+
+  fd = open_dir (parent_fd, name, &st);
+  if (fd < 0)
+    return fd == -ENOTDIR ? 0 : fd;
+  top.dev = st.st_dev;
+  top.ino = st.st_ino;
+  g_array_append_val (stack, top);
+  for (;;)
+    {
+      DepthLevel *cur = &g_array_index (stack, DepthLevel, stack->len - 1);
+      bool descended = false;
+      long n;
+
+      if (lseek (fd, cur->resume, SEEK_SET) < 0)
+        return -EXDEV;
+      while (!descended && (n = syscall (SYS_getdents64, fd, buf, sizeof buf)) > 0)
+        for (long off = 0; off < n;)
+          {
+            struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
+            gsize len;
+            int child;
+
+            off += d->d_reclen;
+            if (strcmp (d->d_name, ".") == 0 || strcmp (d->d_name, "..") == 0)
+              continue;
+            if (++entries > VIEW_DEPTH_WALK_MAX)
+              return -EXDEV;
+            len = cur->len + 1 + strlen (d->d_name);
+            if (len > room)
+              return -ENAMETOOLONG;
+            if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN)
+              continue;
+            child = open_dir (fd, d->d_name, &st);
+            if (child == -ENOTDIR || child == -ENOENT || child == -ELOOP)
+              continue; /* not a directory after all, or gone */
+            if (child < 0)
+              return -EXDEV; /* can't be measured: refused as too far to move */
+            /* go down; come back after this entry */
+            cur->resume = d->d_off;
+            close (fd);
+            fd = child;
+            {
+              DepthLevel next = { .dev = st.st_dev, .ino = st.st_ino, .resume = 0, .len = len };
+              g_array_append_val (stack, next);
+            }
+            descended = true;
+            break;
+          }
+      if (descended)
+        continue;
+      if (n < 0)
+        return errno == ENOENT ? -EXDEV : -errno;
+      /* this directory is done: back up */
+      g_array_set_size (stack, stack->len - 1);
+      if (stack->len == 0)
+        return 0;
+      {
+        DepthLevel *up = &g_array_index (stack, DepthLevel, stack->len - 1);
+        int parent = open_dir (fd, "..", &st);
+        if (parent < 0)
+          return -EXDEV;
+        close (fd);
+        fd = parent;
+        if (st.st_dev != up->dev || st.st_ino != up->ino)
+          return -EXDEV; /* moved meanwhile */
+      }
+    }
+}
