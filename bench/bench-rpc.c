@@ -206,12 +206,14 @@ raw_consume (Raw *r, gsize n)
   g_byte_array_remove_range (r->in, 0, (guint)n);
 }
 
-/* TCP connect to URL (ws://127.0.0.1:PORT) and the HTTP upgrade. */
+/* TCP connect to URL (ws://127.0.0.1:PORT/?token=TOKEN, as serve prints
+ * it) and the HTTP upgrade, for the URL's path and query. */
 static bool
 raw_connect (Raw *r, const char *url)
 {
   struct sockaddr_in sa = { .sin_family = AF_INET };
   const char *colon = strrchr (url, ':');
+  const char *path = strchr (url + strlen ("ws://"), '/');
   guint8 nonce[16];
   g_autofree char *key = NULL;
   g_autofree char *req = NULL;
@@ -233,9 +235,9 @@ raw_connect (Raw *r, const char *url)
   for (guint i = 0; i < sizeof nonce; i++)
     nonce[i] = (guint8)g_random_int ();
   key = g_base64_encode (nonce, sizeof nonce);
-  req = g_strdup_printf ("GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+  req = g_strdup_printf ("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                          "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                         atoi (colon + 1), key);
+                         path != NULL ? path : "/", atoi (colon + 1), key);
   r->in = g_byte_array_new ();
   r->out = g_byte_array_new ();
   g_byte_array_append (r->out, (const guint8 *)req, (guint)strlen (req));

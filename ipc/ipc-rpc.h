@@ -215,12 +215,24 @@ typedef struct
 {
   const char *listen; /* "ws://HOST:PORT", "unix:PATH" or "stdio" */
   bool allow_remote;  /* ws on a non-loopback address */
-  const char *token;  /* bearer token the ws transport demands (NULL: none) */
+  /* The token a ws:// client must present (ipc-transport.c says how); a
+   * non-loopback address needs one.  NULL: a new one is made for this
+   * listener, and *ret_url carries it, unless no_auth: an open listener is
+   * never a default. */
+  const char *token;
+  bool no_auth; /* ws:// on loopback without a token */
 } FbRpcListenOptions;
 
+/* A new random secret: N_BYTES from getrandom(2), as lowercase hex (2 *
+ * N_BYTES characters, safe in a URL).  NULL (errno set) when the kernel's
+ * generator fails: never a weaker secret. */
+char *fb_rpc_random_hex (gsize n_bytes);
+#define FB_RPC_TOKEN_BYTES 32
+
 /* Start listening.  *ret_url (may be NULL) is what to tell clients: the
- * bound ws:// URL (port 0 resolved), unix:PATH or "stdio".  Errors are
- * FB_IPC_ERROR with a message naming the address and the fix. */
+ * bound ws:// URL (port 0 resolved; with ?token=TOKEN when the token was
+ * made here), unix:PATH or "stdio".  Errors are FB_IPC_ERROR with a
+ * message naming the address and the fix. */
 FbRpcListener *fb_rpc_listen (FbRpcServer *server, const FbRpcListenOptions *options, char **ret_url, GError **error);
 /* stdio: true once stdin reached EOF (the serve command then stops). */
 bool fb_rpc_listener_is_finished (FbRpcListener *listener);

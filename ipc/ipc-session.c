@@ -16,6 +16,38 @@
  * from other ids.  Loop thread only. */
 #include "ipc/ipc-rpc-private.h"
 
+#include <errno.h>
+#include <sys/random.h>
+
+char *
+fb_rpc_random_hex (gsize n_bytes)
+{
+  g_autofree guint8 *raw = g_malloc (n_bytes);
+  GString *hex = g_string_sized_new (2 * n_bytes);
+  gsize got = 0;
+
+  /* The kernel's generator (getrandom blocks only until it is seeded,
+   * at boot); never GLib's g_random, which is not meant for secrets. */
+  while (got < n_bytes)
+    {
+      ssize_t n = getrandom (raw + got, n_bytes - got, 0);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int errsv = n < 0 ? errno : EIO;
+          g_string_free (hex, TRUE);
+          errno = errsv;
+          return NULL;
+        }
+      got += (gsize)n;
+    }
+  for (gsize i = 0; i < n_bytes; i++)
+    g_string_append_printf (hex, "%02x", raw[i]);
+  explicit_bzero (raw, n_bytes);
+  return g_string_free (hex, FALSE);
+}
+
 static gboolean
 on_expire (gpointer data)
 {

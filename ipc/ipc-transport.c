@@ -4,13 +4,23 @@
  *   ws://HOST:PORT   one JSON-RPC message per frame (text or binary), as
  *                    Codex's exec-server.  GET /readyz answers 200.
  *
- * Threat model: a web page in the user's browser can open a WebSocket to
- * loopback (no same-origin rule for WebSockets), so any request carrying an
- * Origin header — which browsers always send and agent harnesses don't —
- * is refused with 403 before the handshake.  A non-loopback address needs
- * --allow-remote and a bearer token (--token-file), compared in constant
- * time; without a token the server refuses to start, so the API is never
- * open to a network by accident.
+ * Threat model: anyone who can reach the port, every other user of the
+ * machine included (loopback is no boundary between local users), and a web
+ * page in the user's browser, which can open a WebSocket to loopback (no
+ * same-origin rule for WebSockets).  So every request must carry the
+ * server's token, on loopback too: `fusebox serve` makes a new one at each
+ * start (getrandom, 256 bits) and prints it in the URL it prints, or reads
+ * it from --token-file; only --insecure-no-auth (loopback only, with a
+ * warning) serves without one.  The token is accepted in either of the two
+ * forms Codex's client can send: the query parameter `token=` of the
+ * request (CODEX_EXEC_SERVER_URL is used as it is, query and all) and
+ * `Authorization: Bearer` (environments.toml's auth_bearer_token); both
+ * are compared in constant time.  A request without it is refused with 401
+ * before the handshake and before anything else is looked at.  Any request
+ * carrying an Origin header — which browsers always send and agent
+ * harnesses don't — is refused with 403, token or not.  A non-loopback
+ * address needs --allow-remote and --token-file, so the API is never open
+ * to a network by accident.
  *
  * Bounds: libsoup closes a connection whose frame exceeds
  * FB_RPC_WS_FRAME_HARD_MAX (close code 1009); a frame above
@@ -27,6 +37,7 @@
 #include "ipc/ipc-rpc-private.h"
 #include "ipc/ipc-transport-private.h"
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <libsoup/soup.h>
@@ -228,6 +239,22 @@ token_equal (const char *a, const char *b)
   return diff == 0;
 }
 
+/* The request carries the token: as `Authorization: Bearer TOKEN`, or as
+ * the query parameter token=TOKEN (QUERY, decoded; may be NULL). */
+static bool
+has_token (FbRpcListener *l, SoupMessageHeaders *h, GHashTable *query)
+{
+  const char *auth = soup_message_headers_get_one (h, "Authorization");
+  const char *q = query != NULL ? g_hash_table_lookup (query, "token") : NULL;
+  bool ok = false;
+
+  if (auth != NULL && g_ascii_strncasecmp (auth, "Bearer ", 7) == 0)
+    ok = token_equal (auth + 7, l->token);
+  if (q != NULL)
+    ok = token_equal (q, l->token) || ok;
+  return ok;
+}
+
 /* Before the body and the handshake: refuse browsers and, when a token is
  * set, anyone without it.  A status set here ends the request. */
 static void
@@ -246,16 +273,15 @@ early_handler (SoupServer *server, SoupServerMessage *msg, const char *path, GHa
       soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_STATIC, "browser origins are not allowed\n", 32);
       return;
     }
-  if (l->token != NULL)
+  if (l->token != NULL && !has_token (l, h, query))
     {
-      const char *auth = soup_message_headers_get_one (h, "Authorization");
-      if (auth == NULL || g_ascii_strncasecmp (auth, "Bearer ", 7) != 0 || !token_equal (auth + 7, l->token))
-        {
-          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
-          soup_server_message_set_status (msg, SOUP_STATUS_UNAUTHORIZED, NULL);
-          soup_message_headers_append (soup_server_message_get_response_headers (msg), "WWW-Authenticate", "Bearer");
-          return;
-        }
+      static const char why[] = "this server wants its token: use the URL `fusebox serve` printed (with "
+                                "?token=), or send Authorization: Bearer TOKEN\n";
+      soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+      soup_server_message_set_status (msg, SOUP_STATUS_UNAUTHORIZED, NULL);
+      soup_message_headers_append (soup_server_message_get_response_headers (msg), "WWW-Authenticate", "Bearer");
+      soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_STATIC, why, sizeof why - 1);
+      return;
     }
 }
 
@@ -279,6 +305,7 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
   const char *hp = spec + 5, *colon;
   char *end;
   guint64 port;
+  bool made_token = false;
 
   /* ws://HOST:PORT, HOST a literal address ([v6]) or "localhost". */
   if (hp[0] == '[')
@@ -327,7 +354,21 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
           return false;
         }
     }
-  l->token = g_strdup (options->token);
+  if (options->token != NULL)
+    l->token = g_strdup (options->token);
+  else if (!options->no_auth)
+    {
+      /* A new token for this listener, told in the URL. */
+      l->token = fb_rpc_random_hex (FB_RPC_TOKEN_BYTES);
+      if (l->token == NULL)
+        {
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
+                       "--listen %s: can't make a token: getrandom: %s; give one with --token-file FILE", spec,
+                       g_strerror (errno));
+          return false;
+        }
+      made_token = true;
+    }
   l->soup = soup_server_new ("server-header", "fusebox-serve", NULL);
   /* libsoup keeps one handler entry per path and runs the early callback
    * of the most specific one: /readyz needs its own. */
@@ -353,10 +394,14 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
     {
       GInetSocketAddress *isa = G_INET_SOCKET_ADDRESS (effective);
       g_autofree char *h = g_inet_address_to_string (g_inet_socket_address_get_address (isa));
+      GString *u = g_string_new ("ws://");
       if (strchr (h, ':') != NULL)
-        *ret_url = g_strdup_printf ("ws://[%s]:%u", h, g_inet_socket_address_get_port (isa));
+        g_string_append_printf (u, "[%s]:%u", h, g_inet_socket_address_get_port (isa));
       else
-        *ret_url = g_strdup_printf ("ws://%s:%u", h, g_inet_socket_address_get_port (isa));
+        g_string_append_printf (u, "%s:%u", h, g_inet_socket_address_get_port (isa));
+      if (made_token)
+        g_string_append_printf (u, "/?token=%s", l->token);
+      *ret_url = g_string_free (u, FALSE);
     }
   return true;
 

@@ -52,7 +52,8 @@ typedef enum
 
 typedef struct
 {
-  const char *url;
+  const char *url;         /* for messages: the token, if the URL holds one, elided */
+  const char *connect_url; /* as given */
   const char *token_file;
   JsonNode *filter;
   FbLogConnectFunc func;
@@ -310,16 +311,18 @@ on_ws_connected (GObject *source, GAsyncResult *res, gpointer user_data)
         client_finish (c, FB_EXIT_OK);
       else if ((http == SOUP_STATUS_UNAUTHORIZED || http == SOUP_STATUS_FORBIDDEN) && !c->have_token)
         {
-          fb_cmd_error ("log: %s answered %u %s: the server wants a bearer token; pass --token-file FILE with the "
-                        "token given to `fusebox serve --token-file`",
+          fb_cmd_error ("log: %s answered %u %s: the server wants its token; use the URL `fusebox serve` printed "
+                        "(with ?token=), or pass --token-file FILE with the token given to `fusebox serve "
+                        "--token-file`",
                         c->url, http, soup_message_get_reason_phrase (c->msg));
           client_finish (c, FB_EXIT_FAILURE);
         }
       else if (http == SOUP_STATUS_UNAUTHORIZED || http == SOUP_STATUS_FORBIDDEN)
         {
-          fb_cmd_error ("log: %s answered %u %s: it refused the token in %s; use the file given to `fusebox serve "
-                        "--token-file`",
-                        c->url, http, soup_message_get_reason_phrase (c->msg), c->token_file);
+          fb_cmd_error ("log: %s answered %u %s: it refused the token %s%s; use the URL `fusebox serve` printed, or "
+                        "the file given to `fusebox serve --token-file`",
+                        c->url, http, soup_message_get_reason_phrase (c->msg),
+                        c->token_file != NULL ? "in " : "of the URL", c->token_file != NULL ? c->token_file : "");
           client_finish (c, FB_EXIT_FAILURE);
         }
       else if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED))
@@ -374,7 +377,7 @@ start_ws (Client *c)
 {
   g_autoptr (GError) error = NULL;
 
-  c->msg = soup_message_new ("GET", c->url);
+  c->msg = soup_message_new ("GET", c->connect_url);
   if (c->msg == NULL)
     {
       fb_cmd_error ("log: --connect %s is not a valid ws:// URL (ws://HOST:PORT)", c->url);
@@ -394,6 +397,8 @@ start_ws (Client *c)
       soup_message_headers_replace (soup_message_get_request_headers (c->msg), "Authorization", header);
       c->have_token = TRUE;
     }
+  if (strcmp (c->url, c->connect_url) != 0)
+    c->have_token = TRUE; /* in the URL's query */
   c->session = soup_session_new ();
   /* No Origin: the server refuses any request that carries one (a browser). */
   soup_session_websocket_connect_async (c->session, c->msg, NULL, NULL, G_PRIORITY_DEFAULT, c->cancel, on_ws_connected,
@@ -518,6 +523,30 @@ on_signal (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+/* URL with the value of its query parameter token= elided: a token is
+ * not for messages (they end up in terminals' scrollback and CI logs). */
+static char *
+url_without_token (const char *url)
+{
+  GString *out = g_string_new (NULL);
+  const char *q = strchr (url, '?');
+
+  if (q == NULL)
+    return g_string_free (g_string_append (out, url), FALSE);
+  g_string_append_len (out, url, q - url);
+  for (const char *p = q; *p != '\0';)
+    {
+      const char *end = strchr (p + 1, '&');
+      gsize len = end != NULL ? (gsize)(end - p) : strlen (p);
+      if (strncmp (p + 1, "token=", 6) == 0)
+        g_string_append_printf (out, "%ctoken=...", *p);
+      else
+        g_string_append_len (out, p, (gssize)len);
+      p += len;
+    }
+  return g_string_free (out, FALSE);
+}
+
 int
 fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server_filter, FbLogConnectFunc func,
                        gpointer user_data)
@@ -525,8 +554,10 @@ fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server
   Client c = { 0 };
   guint sigint, sigterm;
   gboolean started;
+  g_autofree char *shown = url_without_token (url);
 
-  c.url = url;
+  c.url = shown;
+  c.connect_url = url;
   c.token_file = token_file;
   c.filter = server_filter;
   c.func = func;
@@ -566,7 +597,7 @@ fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server
     {
       fb_cmd_error ("log: --connect takes ws://HOST:PORT or unix:PATH (what `fusebox serve --listen` was given), "
                     "not '%s'",
-                    url);
+                    shown);
       c.status = FB_EXIT_USAGE;
       started = FALSE;
     }

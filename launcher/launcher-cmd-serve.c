@@ -2,7 +2,8 @@
  *
  *   fusebox serve [--listen ws://HOST:PORT|unix:PATH|stdio] [--policy P]
  *                 [--workspace DIR] [--log FILE] [--log-level L]
- *                 [--allow-remote --token-file FILE] [--detach-timeout MS]
+ *                 [--token-file FILE [--allow-remote] | --insecure-no-auth]
+ *                 [--detach-timeout MS]
  *
  * The same supervisor as `fusebox run` without a command (DESIGN.md): a
  * GLib main loop that owns the access log and the API server
@@ -11,9 +12,13 @@
  * `fusebox-launch` (this process runs threads, so it never forks a sandbox
  * itself).  For ws:// and unix: the first line on stdout is the address to
  * connect to (port 0 resolved), so a harness can start it and read where it
- * listens.  SIGINT, SIGTERM and SIGHUP stop it: every process is
- * terminated, the log is drained, fsynced and closed.  With --listen stdio
- * it also stops at EOF on stdin. */
+ * listens.  A ws:// listener wants a token (ipc/ipc-transport.c): made
+ * at each start and printed as the URL's query (token=...), so that the
+ * first line is all a client needs (Codex takes it as
+ * CODEX_EXEC_SERVER_URL as it is); with --token-file the token is the
+ * file's and is not printed.  SIGINT, SIGTERM and SIGHUP stop it: every
+ * process is terminated, the log is drained, fsynced and closed.  With
+ * --listen stdio it also stops at EOF on stdin. */
 #include "ipc/ipc-rpc.h"
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
@@ -139,6 +144,7 @@ fb_cmd_serve (int argc, char **argv)
   g_autofree char *level_arg = NULL;
   g_autofree char *token_file = NULL;
   gboolean allow_remote = FALSE;
+  gboolean no_auth = FALSE;
   int detach_timeout = FB_RPC_DEFAULT_DETACH_TIMEOUT_MS;
   const GOptionEntry entries[] = {
     { "listen", 0, 0, G_OPTION_ARG_STRING, &listen,
@@ -154,7 +160,9 @@ fb_cmd_serve (int argc, char **argv)
     { "allow-remote", 0, 0, G_OPTION_ARG_NONE, &allow_remote,
       "Allow a ws:// address that is not loopback (needs --token-file)", NULL },
     { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
-      "Demand 'Authorization: Bearer TOKEN' on ws://, TOKEN read from FILE", "FILE" },
+      "The token ws:// clients must present, read from FILE (default: a new one, printed in the URL)", "FILE" },
+    { "insecure-no-auth", 0, 0, G_OPTION_ARG_NONE, &no_auth,
+      "Serve ws:// on loopback without a token: anyone on this machine can then connect", NULL },
     { "detach-timeout", 0, 0, G_OPTION_ARG_INT, &detach_timeout,
       "Milliseconds a disconnected session keeps its processes for a resume (default 30000)", "MS" },
     { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &log_file_size,
@@ -174,8 +182,10 @@ fb_cmd_serve (int argc, char **argv)
   g_autofree char *run_dir = NULL;
   g_autofree char *log_path = NULL;
   g_autofree char *token = NULL;
+  g_autofree char *bare_url = NULL;
   g_autofree char *helper = NULL;
   g_autofree char *url = NULL;
+  const char *auth_note = "this user only";
   guint64 file_size = 0, max_size = 0;
   LogBudget budget = { 0 };
   FbPolicyVarsStorage vars = { 0 };
@@ -199,9 +209,11 @@ fb_cmd_serve (int argc, char **argv)
                                      "files and start sandboxed processes, every call decided by the policy and "
                                      "logged.");
   g_option_context_set_description (
-    ctx, "For ws:// and unix: the first line on stdout is the address to connect to.  GET /readyz answers 200\n"
-         "once the server listens.  Requests carrying an Origin header (browsers) are refused.  The protocol\n"
-         "and every method are described in docs/api.md.  Stop with SIGINT/SIGTERM (or EOF with stdio).\n"
+    ctx, "For ws:// and unix: the first line on stdout is the address to connect to; for ws:// it carries\n"
+         "the token every client must present (?token=..., or Authorization: Bearer), unless --token-file\n"
+         "gave it.  GET /readyz answers 200 once the server listens.  Requests carrying an Origin header\n"
+         "(browsers) are refused.  The protocol and every method are described in docs/api.md.  Stop with\n"
+         "SIGINT/SIGTERM (or EOF with stdio).\n"
          "\n"
          "Exit status: 0 stopped cleanly, 1 failure, 2 usage error.");
   g_option_context_add_main_entries (ctx, entries, NULL);
@@ -213,6 +225,10 @@ fb_cmd_serve (int argc, char **argv)
     return usage_error ("--log-level: use mutations, opens or all");
   if (detach_timeout <= 0)
     return usage_error ("--detach-timeout: give a positive number of milliseconds");
+  if (no_auth && token_file != NULL)
+    return usage_error ("--insecure-no-auth and --token-file: give one of them");
+  if (no_auth && allow_remote)
+    return usage_error ("--insecure-no-auth is for loopback only; a remote listener needs --token-file");
   if (token_file != NULL)
     {
       token = read_token (token_file, &error);
@@ -315,6 +331,7 @@ fb_cmd_serve (int argc, char **argv)
   listen_opts.listen = listen != NULL ? listen : DEFAULT_LISTEN;
   listen_opts.allow_remote = allow_remote;
   listen_opts.token = token;
+  listen_opts.no_auth = no_auth;
   listener = fb_rpc_listen (server, &listen_opts, &url, &error);
   if (listener == NULL)
     {
@@ -332,11 +349,27 @@ fb_cmd_serve (int argc, char **argv)
     }
   else
     {
-      /* The first line is the address alone: harnesses read it. */
+      bare_url = g_strndup (url, strcspn (url, "?"));
+      if (g_str_has_suffix (bare_url, "/"))
+        bare_url[strlen (bare_url) - 1] = '\0';
+      /* Before the address: said before anyone can connect. */
+      if (no_auth && g_str_has_prefix (url, "ws://"))
+        g_printerr ("fusebox: serve: WARNING: --insecure-no-auth: %s asks no token; every user and program on "
+                    "this machine can connect and run commands and read and write files as %s under the policy\n",
+                    bare_url, g_get_user_name ());
+      /* The first line is the address alone, with the token this start
+       * made: harnesses read it, and it is all a client needs. */
       printf ("%s\n", url);
       fflush (stdout);
-      g_printerr ("fusebox: serving %s under the policy %s; run directory %s; access log %s\n", url,
-                  fb_policy_get_origin (policy), run_dir, log_path);
+      if (strchr (url, '?') != NULL)
+        auth_note = "the token is in the URL above";
+      else if (token != NULL)
+        auth_note = "the token is the one in --token-file";
+      else if (g_str_has_prefix (url, "ws://"))
+        auth_note = "no token";
+      /* Not the token: stderr may go where others read (a journal). */
+      g_printerr ("fusebox: serving %s (%s) under the policy %s; run directory %s; access log %s\n", bare_url,
+                  auth_note, fb_policy_get_origin (policy), run_dir, log_path);
     }
   {
     /* what the soft RLIMIT_NOFILE was raised to, and every sandbox's share */

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 try:
     import websockets
@@ -127,6 +128,10 @@ class Env:
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, env=env)
         self.url = self.proc.stdout.readline().decode().strip()
         assert self.url.startswith("ws://"), "no URL from the server"
+        # ws://127.0.0.1:PORT/?token=TOKEN: what a raw client needs of it
+        u = urllib.parse.urlsplit(self.url)
+        self.port = u.port
+        self.query = "?" + u.query if u.query else ""
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -199,11 +204,10 @@ def t_utf8_sync(env):
     # The server skips its own UTF-8 check of text frames because libsoup
     # closes the connection on one that is not UTF-8 (1007, RFC 6455 8.1):
     # prove that it still does.  Binary frames are checked by the server.
-    port = int(env.url.rsplit(":", 1)[1])
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection(("127.0.0.1", env.port))
     key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall(("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode())
+    s.sendall(("GET /%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (env.query, key)).encode())
     s.settimeout(30)
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -273,12 +277,12 @@ def t_abrupt_sync(env):
     # of their sockets (a socket left in CLOSE-WAIT is a connection it
     # stopped reading), must be idle (a busy loop takes ~100 ticks a
     # second), and must still answer.
-    port = int(env.url.rsplit(":", 1)[1])
+    port = env.port
     pid = env.proc.pid
     key = base64.b64encode(os.urandom(16)).decode()
-    upgrade = ("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode()
-    readyz = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    upgrade = ("GET /%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (env.query, key)).encode()
+    readyz = ("GET /readyz%s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % env.query).encode()
 
     def frame(data):
         mask = os.urandom(4)
