@@ -1,8 +1,11 @@
 /* fusebox — escapes from inside a real `fusebox run`, each with its expected
- * errno (issue 4's third acceptance item):
+ * errno:
  *  - every entry of the seccomp filter (fixtures/fb-escape), TIOCSTI and
  *    TIOCLINUX with high bits set among them; the same prober on the host
- *    as an unprivileged user gives other answers, so the table can fail;
+ *    as an unprivileged user gives other answers, so the table can fail
+ *    (a probe this host can't run, i386 `int 0x80` without 32-bit syscall
+ *    emulation, is shown by the filter program's own decision in the unit
+ *    test launcher-seccomp instead);
  *  - `kill -9 -1` inside leaves the host's processes alive;
  *  - /proc/1/root, /proc/self/root, /proc/self/fd and `..` chains, symlinks
  *    and O_PATH reopening reach nothing hidden or denied;
@@ -191,6 +194,7 @@ probe_main (int argc, char **argv)
 /* ---- the seccomp table, through the real binary ---- */
 
 #include "fixtures/fb-escape-expected.h"
+#include "tests/lib/test-host.h"
 
 /* Probes whose answer without the filter, as an unprivileged host user,
  * differs from the sandbox's on any kernel. */
@@ -252,6 +256,15 @@ test_seccomp_table (void **state)
   for (size_t i = 0; i < G_N_ELEMENTS (expected); i++)
     {
       const char *v = rfx_str (got, expected[i].probe);
+      const char *lacks = expected[i].needs != NULL ? test_host_lacks (expected[i].needs) : NULL;
+      /* a probe that can't reach seccomp here must still not succeed; the
+       * filter's decision for it is shown by the unit test
+       * launcher-seccomp (test_program_decisions) */
+      if (lacks != NULL && g_strcmp0 (v, "OK") != 0)
+        {
+          fprintf (stderr, "probe %s not shown by the kernel: %s\n", expected[i].probe, lacks);
+          continue;
+        }
       if (g_strcmp0 (v, expected[i].inside) != 0)
         g_string_append_printf (bad, "  %s: %s, expected %s\n", expected[i].probe, v ? v : "(missing)",
                                 expected[i].inside);
