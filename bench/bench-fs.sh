@@ -1,5 +1,5 @@
 #!/bin/bash
-# fusebox — filesystem benchmark (issue 3): the host directory, bindfs,
+# fusebox — filesystem benchmark: the host directory, bindfs,
 # loggedfs and `fusebox mount`, side by side in one run, on five workloads
 # over a copy of /usr/include:
 #
@@ -385,9 +385,9 @@ for w in $only; do
   done
 done
 
-# --- the issue's targets ---------------------------------------------------
+# --- the targets (docs/performance.md, Filesystem) -------------------------
 echo
-echo "targets (issue 3):"
+echo "targets:"
 target() { # workload limit-ratio-to-host
   local w=$1 lim=$2 v h r
   case " $only " in *" $w "*) ;; *) return ;; esac

@@ -1,6 +1,7 @@
 /* fusebox — startup of a sandbox: `fusebox run -- true` against bubblewrap
- * (issue 4: within 1.5x of `bwrap --unshare-all --die-with-parent --ro-bind
- * / / --dev /dev --proc /proc true`, median of 20).
+ * (the target, docs/performance.md: within 1.5x of `bwrap --unshare-all
+ * --die-with-parent --ro-bind / / --dev /dev --proc /proc true`, median of
+ * 20).
  *
  *   bench-startup [-n RUNS] [--fusebox PATH] [--bwrap PATH] [--baseline PATH]
  *                 [--baseline-env NAME=VALUE] [--command NAME]
@@ -16,7 +17,7 @@
  * workspace and a fresh XDG_STATE_HOME (both under $TMPDIR or /var/tmp,
  * removed at the end), with the built-in default policy.
  *
- * The command is `true` as issue 4 writes it, found on a fixed PATH
+ * The command is `true` as the target writes it, found on a fixed PATH
  * (Debian's default, /usr/bin/true after three misses) so that the caller's
  * PATH does not change the result; --command /bin/true gives a path instead.
  * --baseline PATH adds another fusebox (an older build) to the rotation;

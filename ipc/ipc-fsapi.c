@@ -5,7 +5,7 @@
  * of a connection at a time, in the order received, so the connection's
  * handle table needs no lock), or on the loop thread when the server has
  * no workers: the same enforcement point as the FUSE
- * adapter (DESIGN.md promise 1), logged like a FUSE access with the session
+ * adapter (docs/design.md, promise 1), logged like a FUSE access with the session
  * as the caller.  No host path is ever opened here: paths are view paths,
  * resolved one component at a time by fb_view_walk(), which follows
  * symlinks inside the view.

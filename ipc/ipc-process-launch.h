@@ -4,8 +4,9 @@
  *
  * Why a helper: the server runs a GLib main loop and FUSE threads, and a
  * process that runs threads must not fork a sandbox (launcher/launcher.h,
- * DESIGN.md).  So process/start spawns this small single-threaded program,
- * which calls fb_launcher_spawn() and stays as the sandbox's parent.
+ * docs/design.md#processes).  So process/start spawns this small
+ * single-threaded program, which calls fb_launcher_spawn() and stays as the
+ * sandbox's parent.
  *
  * Threat model: the helper runs on the host, outside every namespace, as
  * the server's user; everything in a process/start comes from a client.

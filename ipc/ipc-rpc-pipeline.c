@@ -272,7 +272,8 @@ conn_pump (FbRpcConn *conn)
           /* The job's access records were queued before it was done: write
            * them before its answers leave, so that a client never holds an
            * answer whose record a SIGKILL of the server could still lose
-           * (DESIGN promise 3).  Nothing queued costs two uncontended locks. */
+           * (docs/design.md, promise 3).  Nothing queued costs two
+           * uncontended locks. */
           if (conn->server->log != NULL)
             fb_access_log_drain (conn->server->log, NULL);
           while ((text = g_queue_pop_head (&job->answers)) != NULL)

@@ -436,8 +436,8 @@ now_rfc3339 (void)
 /* Write a file of the run directory: a new one in place, an existing one
  * through a temporary file and rename(2), so a reader never sees half of
  * it.  Neither is fsynced: these files describe the run, the access log is
- * its record, and the log is fsynced when it is closed (promise 3).  An
- * fsync here cost 1 to 20 ms each on a busy disk, on the path of every
+ * its record, and the log is fsynced when it is closed (docs/design.md,
+ * promise 3).  An fsync here cost 1 to 20 ms each on a busy disk, on the path of every
  * run's start and end.  After a crash run.json may be missing or older;
  * `fusebox runs` then shows the run as over or unknown, and the log still
  * holds every record. */

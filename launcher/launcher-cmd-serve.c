@@ -5,9 +5,9 @@
  *                 [--token-file FILE [--allow-remote] | --insecure-no-auth]
  *                 [--detach-timeout MS]
  *
- * The same supervisor as `fusebox run` without a command (DESIGN.md): a
- * GLib main loop that owns the access log and the API server
- * (ipc/ipc-rpc.h); every fs call is decided by the view in this process,
+ * The same supervisor as `fusebox run` without a command
+ * (docs/design.md#processes): a GLib main loop that owns the access log and
+ * the API server (ipc/ipc-rpc.h); every fs call is decided by the view in this process,
  * and every process/start makes a new sandbox through the launch helper
  * `fusebox-launch` (this process runs threads, so it never forks a sandbox
  * itself).  For ws:// and unix: the first line on stdout is the address to

@@ -36,7 +36,7 @@
  * When pid 1 dies the kernel kills every process of its pid namespace, so the
  * whole tree dies with the supervisor, even on SIGKILL.
  *
- * Errors: int results are >= 0 on success, -errno on failure (STYLE.md).
+ * Errors: int results are >= 0 on success, -errno on failure.
  */
 #pragma once
 
@@ -233,7 +233,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherChild, fb_launcher_child_free)
 
 /* ---- Building blocks (launcher-*.c share them; `fusebox check` reuses them) ---- */
 
-/* The seccomp program of DESIGN.md / issue 4, compiled once in the parent. */
+/* The seccomp program (launcher-seccomp-gen.c, docs/security.md), prepared
+ * once in the parent. */
 typedef struct FbLauncherSeccomp FbLauncherSeccomp;
 int fb_launcher_seccomp_new (FbLauncherSeccomp **ret_seccomp);
 /* Async-signal-safe: install the program on the calling process (all

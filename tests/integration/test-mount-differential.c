@@ -1,4 +1,4 @@
-/* fusebox — randomized differential test of the view (issue 3).
+/* fusebox — randomized differential test of the view.
  *
  * A seeded random sequence of file operations is applied twice: through a
  * writable `fusebox mount` view of one host directory (T/mnt/T/h/v/…) and

@@ -1,4 +1,4 @@
-/* fusebox — the confinement table of issue 4, on the built-in default
+/* fusebox — the confinement table (docs/security.md), on the built-in default
  * policy through the real `fusebox run`, then the same table under a policy
  * widened to expose the stand-ins: exactly the checks of those stand-ins
  * must then fail, which shows the table can fail.

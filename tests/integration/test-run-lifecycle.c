@@ -1,4 +1,4 @@
-/* fusebox — the lifecycle of a real `fusebox run` (issue 4):
+/* fusebox — the lifecycle of a real `fusebox run`:
  *  - SIGKILL to the supervisor leaves no process of the sandbox and no
  *    mount behind (its pid and mount namespaces have no process left);
  *  - a command that forks a daemon and exits ends the run, daemon included;

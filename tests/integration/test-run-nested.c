@@ -1,4 +1,4 @@
-/* fusebox — `fusebox run` where issue 4 says it works: unprivileged, and
+/* fusebox — `fusebox run` where docs/security.md says it works: unprivileged, and
  * nested in another sandbox (`unshare -Urmpf --mount-proc`, bubblewrap);
  * and, where it can't, that it says why and how to fix it.
  *

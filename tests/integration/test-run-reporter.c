@@ -1,6 +1,5 @@
-/* fusebox — issue 4's first acceptance item: two runs of the smoke reporter
- * (fixtures/fb-smoke) through the real `fusebox run`, as an agent harness
- * would make them.
+/* fusebox — two runs of the smoke reporter (fixtures/fb-smoke) through the
+ * real `fusebox run`, as an agent harness would make them.
  *
  *  1. builtin:host, --network host, --uid 1000 --gid 1000: the connect to a
  *     host listener, the allowed write, and the read and write of the marker

@@ -1,7 +1,7 @@
 /* Integration tests: the real `fusebox serve` driven over WebSocket by a
  * libsoup 3 client: every method, every error code, the denial shape
  * (against files that really exist on the host), sessions (resume, -32010,
- * the detach timeout), log/subscribe, and the agent-harness flow of issue 5
+ * the detach timeout), log/subscribe, and an agent harness's flow
  * (a marker in the server's private /tmp; the smoke reporter started with
  * a Codex sandbox context and --exit-code 73).
  *

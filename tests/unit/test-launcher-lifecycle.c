@@ -366,7 +366,7 @@ test_supervisor_sigkill (void **state)
   assert_int_equal (waitpid (supervisor, NULL, 0), supervisor);
   s->pids[0] = 0;
 
-  /* the acceptance bound: everything gone within a second */
+  /* everything gone within a second */
   gint64 deadline = g_get_monotonic_time () + G_USEC_PER_SEC;
   for (guint i = 0; i < pidfds->len; i++)
     {

@@ -178,9 +178,9 @@ test_error_table (void **state)
     }
 }
 
-/* The example of the issue, in full. */
+/* The example of fusebox-policy(5), ERRORS, in full. */
 static void
-test_issue_example_message (void **state)
+test_manual_example_message (void **state)
 {
   g_autofree char *message = load_error (case_text ("unknown access"), &test_vars, FB_POLICY_ERROR_VALUE);
 
@@ -331,7 +331,7 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_error_table),      cmocka_unit_test (test_issue_example_message),
+    cmocka_unit_test (test_error_table),      cmocka_unit_test (test_manual_example_message),
     cmocka_unit_test (test_json_node_errors), cmocka_unit_test (test_json_node_origins),
     cmocka_unit_test (test_io_and_not_found), cmocka_unit_test (test_load_file_positions),
     cmocka_unit_test (test_fixtures),
