@@ -378,9 +378,10 @@ int fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent
 /* SIZE above FB_VIEW_IO_MAX is clamped. */
 gssize fb_view_read (FbView *view, FbViewFile *file, void *buf, gsize size, off_t offset);
 gssize fb_view_write (FbView *view, FbViewFile *file, const void *buf, gsize size, off_t offset);
-/* Write through a caller-supplied transfer (the FUSE adapter splices from a
- * pipe): the view checks that FILE is open for writing, calls FUNC with the
- * host descriptor, and counts what it reports. */
+/* Write through a caller-supplied transfer (the FUSE adapter copies the
+ * request's buffer with fuse_buf_copy; splicing is off, fs/fs-fuse.c): the
+ * view checks that FILE is open for writing, calls FUNC with the host
+ * descriptor, and counts what it reports. */
 typedef gssize (*FbViewWriteFunc) (int host_fd, off_t offset, gpointer user_data);
 gssize fb_view_write_with (FbView *view, FbViewFile *file, off_t offset, FbViewWriteFunc func, gpointer user_data);
 int fb_view_flush (FbView *view, FbViewFile *file);
