@@ -152,6 +152,7 @@ need_program (const char *name)
     {
       if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
         fail_msg ("FUSEBOX_TESTS_MUST_RUN=1 but %s is not installed", name);
+      fprintf (stderr, "skipped: %s is not installed\n", name);
       skip ();
     }
   return path;

@@ -195,6 +195,7 @@ skip_without_sandbox (void)
     {
       if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
         fail_msg ("process/start needs root and /dev/fuse");
+      fprintf (stderr, "skipped: process/start needs root and /dev/fuse\n");
       skip ();
     }
 }

@@ -593,6 +593,7 @@ test_act_as_caller (void **state)
 
   if (geteuid () != 0)
     {
+      fprintf (stderr, "skipped: acting as other callers needs root\n");
       skip ();
     }
   make_table_tree (fx);

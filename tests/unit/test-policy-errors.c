@@ -284,7 +284,12 @@ test_fixtures (void **state)
   guint bad = 0;
 
   if (root == NULL)
-    skip ();
+    {
+      if (g_getenv ("FUSEBOX_TESTS_MUST_RUN"))
+        fail_msg ("FUSEBOX_SOURCE_ROOT is not set: run with 'meson test'");
+      fprintf (stderr, "skipped: FUSEBOX_SOURCE_ROOT is not set: run with 'meson test'\n");
+      skip ();
+    }
   dir_path = g_build_filename (root, "fixtures", "policies", NULL);
   dir = g_dir_open (dir_path, 0, NULL);
   assert_non_null (dir);
