@@ -169,6 +169,10 @@ struct FbView
   guint n_mounts;
   dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
   char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */
+  /* fusebox's own state (fs-view-state.c), HostId sorted, immutable after
+   * fb_view_new: the objects, and the directories that hold them */
+  GArray *state_ids;
+  GArray *state_parents;
   struct timespec started;
   guint64 generation;       /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
@@ -231,6 +235,7 @@ typedef enum
   VIEW_REFUSAL_RULED_DIR,
   VIEW_REFUSAL_FOLD_SPELLING, /* the host folds names and lists this one under another spelling */
   VIEW_REFUSAL_FOLD_TAKEN,    /* the host folds names and another entry answers to this one */
+  VIEW_REFUSAL_OWN_STATE,     /* fusebox's run directories and logs (fs-view-state.c) */
   VIEW_REFUSAL_TOO_LONG,      /* a view path past FB_VIEW_PATH_MAX: a rename that would make one, a host tree deeper */
   VIEW_REFUSAL_NODES,         /* the view keeps FbView.node_max nodes already */
 } ViewRefusal;
@@ -401,5 +406,16 @@ typedef struct
 } CallerCreds;
 void creds_enter (FbView *view, const FbViewCaller *caller, CallerCreds *saved);
 void creds_leave (CallerCreds *saved);
+
+/* fs-view-state.c: fusebox's own state, hidden by host identity.
+ * view_state_init() reads options.hidden_paths (fb_view_new);
+ * view_state_hides() says whether a host object is one of them;
+ * view_state_decide() turns DECISION (of NAME in PARENT, decided as PST)
+ * into a hide by the view's own rule when the host object there is one. */
+void view_state_init (FbView *view);
+void view_state_clear (FbView *view);
+bool view_state_hides (FbView *view, const struct stat *st);
+void view_state_decide (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name,
+                        FbPolicyDecision *decision);
 
 G_END_DECLS

@@ -102,7 +102,7 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
           struct stat cst;
           if (name_in (d->mounted_children, name))
             listing_add (entries, name, synthetic_ino (path), DT_DIR);
-          else if (dfd >= 0 && fstatat (dfd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0 &&
+          else if (dfd >= 0 && fstatat (dfd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0 && !view_state_hides (view, &cst) &&
                    (view_dir_fold (node) == FB_VIEW_FOLD_NO || fb_view_fold_listed (dfd, name) == 1))
             /* (where the host folds names, only if it is spelt so on disk,
              * as a lookup wants it: fs-view-fold.c) */
@@ -140,6 +140,7 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
                 name_in (d->mounted_children, de->d_name))
               continue;
             view_decide_child (view, view_dir_fold (node), st, de->d_name, &cd);
+            view_state_decide (view, node, st, de->d_name, &cd);
             if (decision_is_hidden (&cd))
               continue;
             listing_add (entries, de->d_name, de->d_ino, de->d_type);
@@ -281,6 +282,7 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, char *buf,
            * and, with PLUS, made nodes */
           view_fold_settle (node, de->d_name);
           view_decide_child (view, view_dir_fold (node), dst, de->d_name, &cd);
+          view_state_decide (view, node, dst, de->d_name, &cd);
           if (decision_is_hidden (&cd))
             {
               *pos += de->d_reclen;

@@ -161,6 +161,14 @@ static const FbPolicyRule refusal_rules[] = {
     .why = "the host folds names here (case-insensitive) and another entry answers to this name: the host would "
            "replace that entry",
   },
+  [VIEW_REFUSAL_OWN_STATE] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:own-state",
+    .access = FB_POLICY_ACCESS_HIDE,
+    .why = "fusebox's own run directories and access logs: no sandbox reads what others did or rewrites its own "
+           "audit trail",
+  },
   [VIEW_REFUSAL_TOO_LONG] = {
     .kind = FB_POLICY_RULE_FUSEBOX,
     .index = -1,

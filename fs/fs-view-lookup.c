@@ -75,6 +75,7 @@ decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, co
     return -ENAMETOOLONG;
   ret->path = join_path (pst->path, name);
   view_decide_child (view, view_dir_fold (parent), pst, name, &ret->decision);
+  view_state_decide (view, parent, pst, name, &ret->decision);
   return 0;
 }
 
@@ -225,6 +226,10 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
     return -ENOMEM;
   if (fstat (owned, &st) < 0)
     return -errno;
+  /* fusebox's own state reached by an alias its directory's check can't
+   * know of (a bind mount, a host rename since start): not found */
+  if (view_state_hides (view, &st))
+    return -ENOENT;
   if (dev_is_blank (view, st.st_dev))
     node = node_new (view, NODE_BLANK, -1, NULL, node_state_new (ci->path, &ci->decision));
   else if (!S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))

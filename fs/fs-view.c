@@ -492,6 +492,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     view->blank_paths = (char **)g_ptr_array_free (blank, FALSE);
     view->options.blank_paths = NULL;
   }
+  view_state_init (view);
   clock_gettime (CLOCK_REALTIME, &view->started);
   view->can_empty_path_link = 1;
 
@@ -599,6 +600,7 @@ fb_view_unref (FbView *view)
   g_hash_table_destroy (view->by_ino);
   g_ptr_array_unref (view->pinned);
   g_strfreev (view->blank_paths);
+  view_state_clear (view);
   view_fd_unregister (view);
   g_mutex_clear (&view->lock);
   g_mutex_clear (&view->rename_lock);

@@ -217,6 +217,11 @@ typedef struct
    * `fusebox mount` passes its own mount point, which the view would
    * otherwise reach on the host and enter again, endlessly.  Copied. */
   const char *const *blank_paths;
+  /* Host objects no view path ever shows, whatever the policy: fusebox's
+   * own state (the runs root, run directories, access logs), recognized by
+   * st_dev/st_ino so that no alias shows them either (fs-view-state.c).
+   * Absolute paths, read once by fb_view_new(); missing ones are skipped. */
+  const char *const *hidden_paths;
   guint node_max; /* the most nodes kept (fs.h, Bounds); 0: FB_VIEW_NODES_MAX */
 } FbViewOptions;
 

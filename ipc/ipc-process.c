@@ -463,6 +463,7 @@ serve_fuse (FbRpcProcess *p, int fd)
   fb_view_options_init (&vo);
   vo.sink = fb_rpc_tee_sink_get (p->tee);
   vo.log_level = p->session->server->log_level;
+  vo.hidden_paths = (const char *const *)p->session->server->hidden_paths;
   r = fb_view_new (p->policy, &vo, &p->view);
   if (r == 0)
     {

@@ -63,6 +63,7 @@ struct FbRpcServer
   char *launch_helper;
   char *run_dir;
   char *cwd;
+  char **hidden_paths; /* FbViewOptions.hidden_paths of every view */
 
   GHashTable *sessions; /* id → FbRpcSession* (owned) */
   GList *conns;         /* FbRpcConn* */

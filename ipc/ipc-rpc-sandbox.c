@@ -289,6 +289,7 @@ sandbox_new (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
   fb_view_options_init (&vo);
   vo.sink = fb_rpc_tee_sink_get (sb->tee);
   vo.log_level = server->log_level;
+  vo.hidden_paths = (const char *const *)server->hidden_paths;
   r = fb_view_new (sb->policy, &vo, &sb->view);
   if (r < 0)
     {

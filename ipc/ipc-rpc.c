@@ -1298,6 +1298,7 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
     options->detach_timeout_ms != 0 ? options->detach_timeout_ms : FB_RPC_DEFAULT_DETACH_TIMEOUT_MS;
   server->launch_helper = g_strdup (options->launch_helper);
   server->run_dir = g_strdup (options->run_dir);
+  server->hidden_paths = g_strdupv ((char **)options->hidden_paths);
   server->cwd = g_strdup (server->vars.vars.workspace != NULL ? server->vars.vars.workspace
                           : server->vars.vars.cwd != NULL     ? server->vars.vars.cwd
                                                               : "/");
@@ -1348,6 +1349,7 @@ fb_rpc_server_free (FbRpcServer *server)
   g_free (server->launch_helper);
   g_free (server->run_dir);
   g_free (server->cwd);
+  g_strfreev (server->hidden_paths);
   g_main_context_unref (server->context);
   g_free (server);
 }

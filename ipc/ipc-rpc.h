@@ -161,6 +161,8 @@ typedef struct
   guint detach_timeout_ms;   /* 0 = FB_RPC_DEFAULT_DETACH_TIMEOUT_MS */
   const char *launch_helper; /* the fusebox-launch binary; NULL: process/start fails with -32603 */
   const char *run_dir;       /* shown in environmentInfo; may be NULL */
+  /* fusebox's own state, hidden from every view (FbViewOptions.hidden_paths; copied) */
+  const char *const *hidden_paths;
 } FbRpcServerOptions;
 
 FbRpcServer *fb_rpc_server_new (const FbRpcServerOptions *options, GError **error);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -202,4 +203,128 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
   g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
                "no access log at '%s': it is neither a file nor a directory", run_or_file);
   return NULL;
+}
+
+/* --- fusebox's own state, out of every sandbox's reach --------------------- */
+
+/* A run directory fusebox made: a 0700 directory of ours holding the
+ * policy.json that run, mount and serve all write first. */
+static gboolean
+is_run_dir_at (int dir_fd, const char *name)
+{
+  struct stat st;
+  int fd;
+  gboolean ours;
+
+  if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != geteuid () ||
+      (st.st_mode & 07777) != 0700)
+    return FALSE;
+  fd = openat (dir_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return FALSE;
+  ours = fstatat (fd, "policy.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode);
+  close (fd);
+  return ours;
+}
+
+char **
+fb_run_state_paths (const char *run_dir, const char *log_path)
+{
+  GPtrArray *out = g_ptr_array_new ();
+  g_autofree char *root = fb_run_dir_root ();
+
+  g_ptr_array_add (out, g_strdup (root));
+  if (run_dir != NULL)
+    {
+      g_autofree char *parent = g_path_get_dirname (run_dir);
+      g_autofree char *base = g_path_get_basename (run_dir);
+
+      g_ptr_array_add (out, g_strdup (run_dir));
+      /* --run-dir elsewhere: the runs fusebox made beside it are as private
+       * as the ones under the root (a bound, not a walk: one directory) */
+      if (strcmp (parent, root) != 0)
+        {
+          int dir_fd = open (parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+          GDir *d = dir_fd >= 0 ? g_dir_open (parent, 0, NULL) : NULL;
+          const char *name;
+          guint seen = 0;
+
+          while (d != NULL && (name = g_dir_read_name (d)) != NULL && seen++ < FB_RUN_SIBLINGS_MAX)
+            if (strcmp (name, base) != 0 && is_run_dir_at (dir_fd, name))
+              g_ptr_array_add (out, g_build_filename (parent, name, NULL));
+          if (d != NULL)
+            g_dir_close (d);
+          if (dir_fd >= 0)
+            close (dir_fd);
+        }
+    }
+  if (log_path != NULL)
+    {
+      /* a --log elsewhere, and the rotated files beside it */
+      g_autoptr (GPtrArray) rotated = fb_log_list_rotated (log_path, NULL);
+      g_ptr_array_add (out, g_strdup (log_path));
+      for (guint i = 0; rotated != NULL && i < rotated->len; i++)
+        g_ptr_array_add (out, g_strdup (rotated->pdata[i]));
+    }
+  g_ptr_array_add (out, NULL);
+  return (char **)g_ptr_array_free (out, FALSE);
+}
+
+gboolean
+fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError **error)
+{
+  const FbPolicyMount *mounts;
+  guint n;
+  g_autoptr (GArray) ids = g_array_new (FALSE, FALSE, sizeof (struct stat));
+  g_autoptr (GPtrArray) names = g_ptr_array_new ();
+
+  for (guint i = 0; state_paths != NULL && state_paths[i] != NULL; i++)
+    {
+      struct stat st;
+      if (lstat (state_paths[i], &st) == 0)
+        {
+          g_array_append_val (ids, st);
+          g_ptr_array_add (names, (gpointer)state_paths[i]);
+        }
+    }
+  mounts = fb_policy_get_mounts (policy, &n);
+  for (guint m = 0; m < n; m++)
+    {
+      g_autofree char *path = NULL;
+      char *real;
+
+      if (mounts[m].is_private || mounts[m].host_path == NULL)
+        continue;
+      /* the source and each directory above it, as the host resolves them */
+      real = realpath (mounts[m].host_path, NULL);
+      path = g_strdup (real != NULL ? real : mounts[m].host_path);
+      free (real);
+      for (gboolean itself = TRUE;; itself = FALSE)
+        {
+          struct stat st;
+          char *up;
+
+          if (stat (path, &st) == 0)
+            for (guint k = 0; k < ids->len; k++)
+              {
+                const struct stat *s = &g_array_index (ids, struct stat, k);
+                if (s->st_dev == st.st_dev && s->st_ino == st.st_ino)
+                  {
+                    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                                 "%s: the source %s (shown at %s) is %s%s, fusebox's own state: run directories and "
+                                 "access logs are never shown to a sandbox; choose a source outside it",
+                                 mounts[m].rule != NULL ? mounts[m].rule->origin : fb_policy_get_origin (policy),
+                                 mounts[m].host_path, mounts[m].view_path, itself ? "" : "inside ",
+                                 (const char *)names->pdata[k]);
+                    return FALSE;
+                  }
+              }
+          if (strcmp (path, "/") == 0)
+            break;
+          up = g_path_get_dirname (path);
+          g_free (path);
+          path = up;
+        }
+    }
+  return TRUE;
 }

@@ -13,6 +13,7 @@
 #include <json-glib/json-glib.h>
 
 #include "fs/fs-event.h"
+#include "policy/policy.h"
 
 G_BEGIN_DECLS
 
@@ -101,6 +102,19 @@ char *fb_run_resolve_log (const char *run_or_file, GError **error);
 gboolean fb_ipc_parse_time (const char *s, gint64 *ret_us);
 /* The newest run directory under fb_run_dir_root() (run ids sort by time). */
 char *fb_run_find_latest (GError **error);
+
+/* Fusebox's own state, which no sandbox may see (FbViewOptions.hidden_paths):
+ * the runs root, RUN_DIR, LOG_PATH and its rotated files (either may be
+ * NULL), and when RUN_DIR is not under the root (--run-dir), the run
+ * directories fusebox made beside it (0700, ours, holding policy.json; at
+ * most FB_RUN_SIBLINGS_MAX entries looked at).  NULL-terminated. */
+#define FB_RUN_SIBLINGS_MAX 65536
+char **fb_run_state_paths (const char *run_dir, const char *log_path);
+/* FALSE, with a message naming the rule, when a `source` of POLICY is one
+ * of STATE_PATHS or lies inside one (compared by st_dev/st_ino, each
+ * directory up from the source as the host resolves it).  A source that
+ * holds one is fine: the view hides it. */
+gboolean fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError **error);
 
 /* Reading a log: the rotated files first (oldest first), then the live file.
  * Each line is parsed with json-glib.  Records are de-duplicated by (run,

@@ -453,7 +453,8 @@ typedef struct
   const char *log_path;
   double cache_timeout;
   bool foreground;
-  int watch_fd; /* the unmount watcher's pipe (-1: none) */
+  int watch_fd;                   /* the unmount watcher's pipe (-1: none) */
+  const char *const *state_paths; /* fusebox's own state, hidden by identity */
   /* the access log's budget */
   guint64 log_file_size, log_max_size;
 } MountArgs;
@@ -502,6 +503,7 @@ run_daemon (const MountArgs *a, int ready_fd)
   vo.sink = fb_access_log_get_sink (log);
   vo.log_level = a->level;
   vo.blank_paths = blank;
+  vo.hidden_paths = a->state_paths;
   r = fb_view_new (a->policy, &vo, &view);
   if (r < 0)
     {
@@ -707,6 +709,7 @@ fb_cmd_mount (int argc, char **argv)
   g_autofree char *run_id = NULL;
   g_autofree char *run_dir = NULL;
   g_autofree char *log_path = NULL;
+  g_auto (GStrv) state_paths = NULL;
   FbPolicyVarsStorage vars = { 0 };
   FbLogLevel level = FB_LOG_LEVEL_OPENS;
   MountArgs a = { 0 };
@@ -785,6 +788,15 @@ fb_cmd_mount (int argc, char **argv)
   a.run_id = run_id;
   a.log_path = log_path;
   a.cache_timeout = cache_timeout;
+  /* The run directories and the log: hidden by identity (the log is
+   * looked at when the view is made, once it exists), never a source. */
+  state_paths = fb_run_state_paths (run_dir, log_path);
+  if (!fb_run_check_sources (policy, (const char *const *)state_paths, &error))
+    {
+      fb_cmd_error ("mount: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
+  a.state_paths = (const char *const *)state_paths;
   a.foreground = foreground;
   if (!fb_cmd_log_budget ("mount", log_file_size, log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE, &a.log_file_size,
                           &a.log_max_size))

@@ -478,7 +478,8 @@ typedef struct
   FbPolicy *policy;
   char **envp;
   char *cwd;
-  JsonObject *info; /* run.json */
+  JsonObject *info;   /* run.json */
+  char **state_paths; /* fusebox's own state: hidden from the view by identity */
   /* the access log's budget */
   guint64 log_file_size, log_max_size;
 } Run;
@@ -493,6 +494,7 @@ run_clear (Run *run)
   if (run->policy)
     fb_policy_unref (run->policy);
   g_strfreev (run->envp);
+  g_strfreev (run->state_paths);
   g_free (run->cwd);
   if (run->info)
     json_object_unref (run->info);
@@ -626,6 +628,15 @@ prepare (const RunOptions *o, Run *run)
   g_autofree char *effective = fb_policy_to_json (run->policy);
   g_autofree char *policy_path = g_build_filename (run->dir, "policy.json", NULL);
   if (!write_run_file (policy_path, effective, &error))
+    {
+      fb_cmd_error ("run: %s", error->message);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  /* The hide rules above decide by view path; the view also hides these by
+   * host identity, whatever path or source leads to them, and a source may
+   * not show one at all. */
+  run->state_paths = fb_run_state_paths (run->dir, NULL);
+  if (!fb_run_check_sources (run->policy, (const char *const *)run->state_paths, &error))
     {
       fb_cmd_error ("run: %s", error->message);
       return FB_LAUNCHER_EXIT_SANDBOX;
@@ -1096,6 +1107,7 @@ serve (const RunOptions *o, Run *run)
   fb_view_options_init (&vo);
   vo.sink = &counter.sink;
   vo.log_level = o->log_level;
+  vo.hidden_paths = (const char *const *)run->state_paths;
   r = fb_view_new (run->policy, &vo, &view);
   if (r < 0)
     {

@@ -181,6 +181,7 @@ fb_cmd_serve (int argc, char **argv)
   g_autofree char *run_id = NULL;
   g_autofree char *run_dir = NULL;
   g_autofree char *log_path = NULL;
+  g_auto (GStrv) state_paths = NULL;
   g_autofree char *token = NULL;
   g_autofree char *bare_url = NULL;
   g_autofree char *helper = NULL;
@@ -321,6 +322,16 @@ fb_cmd_serve (int argc, char **argv)
   so.detach_timeout_ms = (guint)detach_timeout;
   so.launch_helper = helper;
   so.run_dir = run_dir;
+  /* Fusebox's own state (this run directory and its log, the runs root):
+   * no view shows it, by host identity, and no source may. */
+  state_paths = fb_run_state_paths (run_dir, log_path);
+  if (!fb_run_check_sources (policy, (const char *const *)state_paths, &error))
+    {
+      fb_cmd_error ("serve: %s", error->message);
+      status = FB_EXIT_FAILURE;
+      goto out;
+    }
+  so.hidden_paths = (const char *const *)state_paths;
   server = fb_rpc_server_new (&so, &error);
   if (server == NULL)
     {

@@ -65,7 +65,7 @@ while [ $# -gt 0 ]; do
       echo "mutants: unknown option $1 (see --help)" >&2
       exit 2
       ;;
-    *) names+=("${1%.patch}") ;;
+    *) names+=("$(basename "$1" .patch)") ;;
   esac
   shift
 done
@@ -100,6 +100,8 @@ if [ $list -eq 1 ]; then
 fi
 
 mkdir -p "$work/logs"
+# (fd 9 is closed for every command run below: a daemon a test leaves
+# behind must not hold the lock.)
 exec 9>"$work/lock"
 if ! flock -n 9; then
   echo "mutants: another run holds $work/lock; waiting for it" >&2
@@ -148,7 +150,7 @@ sync_tree "$work/pristine" "$work/src" "$work/files" || exit 1
 
 build=$work/build
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" "$work/src" -Dfuzzers=disabled -Dbenchmarks=false >"$work/logs/setup.log" 2>&1 || {
+  meson setup "$build" "$work/src" -Dfuzzers=disabled -Dbenchmarks=false >"$work/logs/setup.log" 2>&1 9>&- || {
     echo "mutants: meson setup of the scratch copy failed; see $work/logs/setup.log" >&2
     exit 1
   }
@@ -161,10 +163,10 @@ run_suites ()
   local -a args
 
   read -r -a args <<<"$suites"
-  meson test -C "$build" --no-rebuild --print-errorlogs "${args[@]}" >>"$log" 2>&1
+  meson test -C "$build" --no-rebuild --print-errorlogs "${args[@]}" >>"$log" 2>&1 9>&-
 }
 
-if ! ninja -C "$build" >"$work/logs/baseline.log" 2>&1; then
+if ! ninja -C "$build" >"$work/logs/baseline.log" 2>&1 9>&-; then
   echo "mutants: the unmutated copy does not build; see $work/logs/baseline.log" >&2
   exit 1
 fi
@@ -208,7 +210,7 @@ for n in "${names[@]}"; do
   elif ! sed -n '/^\(diff \|--- \)/,$p' "$f" | (cd "$work/src" && git apply -v - >>"$log" 2>&1); then
     result=stale
     broken=$((broken + 1))
-  elif ! ninja -C "$build" >>"$log" 2>&1; then
+  elif ! ninja -C "$build" >>"$log" 2>&1 9>&-; then
     result=no-build
     broken=$((broken + 1))
   elif run_suites "$suites" "$log"; then

@@ -1,0 +1,126 @@
+/* fusebox — fusebox's own state, out of every view by host identity.
+ *
+ * Run directories and access logs are the audit trail: no sandbox may read
+ * what other sandboxes did, nor rewrite what it did itself.  Hide rules
+ * match view paths, and a host object has as many view paths as there are
+ * ways to it: a `source` showing one of its ancestors, a bind mount, a
+ * --run-dir under the workspace, a log given with --log.  So the caller
+ * names the objects (FbViewOptions.hidden_paths), the view records their
+ * st_dev/st_ino once at start, and decides by identity:
+ *  - a name in a directory that holds one of them (the directory's own
+ *    st_dev/st_ino, recorded with them) is looked up on the host first
+ *    (one fstatat, only in those directories) and, when it is one of them,
+ *    decided "hide" with the view's own rule (VIEW_REFUSAL_OWN_STATE):
+ *    every operation then treats it as a hidden name (ENOENT, EACCES to
+ *    create, never listed), and the log says fusebox hid it;
+ *  - any host object the view is about to make a node of is checked too,
+ *    so that an alias the first check can't know of (a bind mount of one
+ *    elsewhere, a directory the host moved since) is not found either.
+ * The sets are built before the view is used and never change: no lock. */
+#include "fs/fs-private.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct
+{
+  dev_t dev;
+  ino_t ino;
+} HostId;
+
+static int
+host_id_cmp (const void *a, const void *b)
+{
+  const HostId *x = a, *y = b;
+
+  if (x->dev != y->dev)
+    return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino)
+    return x->ino < y->ino ? -1 : 1;
+  return 0;
+}
+
+static void
+add_id (GArray *set, const struct stat *st)
+{
+  HostId id = { st->st_dev, st->st_ino };
+
+  g_array_append_val (set, id);
+}
+
+static bool
+set_has (const GArray *set, dev_t dev, ino_t ino)
+{
+  HostId key = { dev, ino };
+
+  return set != NULL && set->len > 0 && bsearch (&key, set->data, set->len, sizeof (HostId), host_id_cmp) != NULL;
+}
+
+void
+view_state_init (FbView *view)
+{
+  const char *const *paths = view->options.hidden_paths;
+
+  view->options.hidden_paths = NULL; /* not kept: the caller's strings */
+  for (guint i = 0; paths != NULL && paths[i] != NULL; i++)
+    {
+      g_autofree char *parent = NULL;
+      struct stat st, pst;
+
+      /* the object itself, not what a symlink there points to; a path that
+       * does not exist (yet) hides nothing */
+      if (paths[i][0] != '/' || lstat (paths[i], &st) < 0)
+        continue;
+      if (view->state_ids == NULL)
+        {
+          view->state_ids = g_array_new (FALSE, FALSE, sizeof (HostId));
+          view->state_parents = g_array_new (FALSE, FALSE, sizeof (HostId));
+        }
+      add_id (view->state_ids, &st);
+      parent = g_path_get_dirname (paths[i]);
+      if (stat (parent, &pst) == 0 && S_ISDIR (pst.st_mode))
+        add_id (view->state_parents, &pst);
+    }
+  if (view->state_ids != NULL)
+    {
+      g_array_sort (view->state_ids, host_id_cmp);
+      g_array_sort (view->state_parents, host_id_cmp);
+    }
+}
+
+void
+view_state_clear (FbView *view)
+{
+  g_clear_pointer (&view->state_ids, g_array_unref);
+  g_clear_pointer (&view->state_parents, g_array_unref);
+}
+
+bool
+view_state_hides (FbView *view, const struct stat *st)
+{
+  return set_has (view->state_ids, st->st_dev, st->st_ino);
+}
+
+void
+view_state_decide (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, FbPolicyDecision *decision)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  struct stat st;
+  int fd;
+
+  /* hidden already (the policy's own rule for fusebox's run directories
+   * says so in the log): no host lookup */
+  if (view->state_ids == NULL || decision_is_hidden (decision) || !node_is_host_dir (parent) ||
+      !set_has (view->state_parents, parent->dev, parent->ino))
+    return;
+  /* A mount point shows its source, not what the host has at the name. */
+  if (decision->is_mount_point || name_in (pst->decision.mounted_children, name))
+    return;
+  fd = node_fd_get (parent, &hold);
+  if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !view_state_hides (view, &st))
+    return;
+  decision->access = FB_POLICY_ACCESS_HIDE;
+  decision->traversable = false;
+  decision->rule = view_refusal_rule (VIEW_REFUSAL_OWN_STATE);
+}

@@ -1,0 +1,340 @@
+/* Adversarial tests: fusebox's own state -- run directories, access logs,
+ * the runs root -- is out of every sandbox's reach, by host identity, not
+ * only by view path.
+ *
+ *  - Two runs with --run-dir in the workspace (beside each other, and in a
+ *    directory of their own): the second can't see, read or append to the
+ *    first's log, nor find its directory in a listing.
+ *  - The same through an alias the hide rules can't know: a `source` that
+ *    shows the test's directory (the state and the workspace inside it) at
+ *    another view path.
+ *  - A `source` that is a state directory (or inside one) is refused when
+ *    the policy is loaded, with a message naming the rule.
+ *  - `fusebox serve` under builtin:host (everything writable): a process
+ *    can't read or append to the server's access.jsonl, nor see its run
+ *    directory; nor can fs/readFile and fs/writeFile.
+ * Each target is first proven readable on the host.
+ *
+ * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
+#include "tests/integration/test-run-util.h"
+#include "tests/integration/test-serve-util.h"
+
+/* A shell probe for PATH inside the sandbox: one line,
+ * "<exists|absent> <read|noread> <appended|noappend>". */
+static char *
+probe_script (const char *path)
+{
+  g_autofree char *q = g_shell_quote (path);
+
+  return g_strdup_printf (
+    "p=%s; "
+    "if test -e \"$p\"; then e=exists; else e=absent; fi; "
+    "if cat \"$p\" >/dev/null 2>&1; then r=read; else r=noread; fi; "
+    "if (echo forged-by-the-sandbox >> \"$p\") 2>/dev/null; then a=appended; else a=noappend; fi; "
+    "echo \"$e $r $a\"",
+    q);
+}
+
+/* Every line of OUT equals WANT. */
+static void
+assert_lines (const char *out, const char *want, guint n)
+{
+  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+  guint got = 0;
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (lines[i][0] != '\0')
+      {
+        if (strcmp (lines[i], want) != 0)
+          fail_msg ("probe %u said '%s', want '%s' (all output:\n%s)", got, lines[i], want, out);
+        got++;
+      }
+  assert_int_equal (got, n);
+}
+
+/* A finished run with --run-dir DIR; returns DIR's access.jsonl, proven
+ * readable on the host. */
+static char *
+first_run (RFx *fx, const char *dir)
+{
+  RfxResult res = { 0 };
+  char *log = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *probe = g_build_filename (fx->ws, "probe-target", NULL);
+
+  rfx_write (probe, "x\n", 0644);
+  rfx_run (fx, &res, "--run-dir", dir, "--", "/bin/cat", probe, NULL);
+  assert_int_equal (res.status, 0);
+  rfx_result_clear (&res);
+  rfx_assert_host_readable (log);
+  rfx_assert_host_readable (dir);
+  return log;
+}
+
+/* The second run: LOG and its directory are absent, unreadable,
+ * unappendable, and the directory is not listed in its parent. */
+static void
+second_run_sees_nothing (RFx *fx, const char *run_dir, const char *log, const char *const *extra_args)
+{
+  g_autofree char *dir = g_path_get_dirname (log);
+  g_autofree char *parent = g_path_get_dirname (dir);
+  g_autofree char *base = g_path_get_basename (dir);
+  g_autofree char *p1 = probe_script (log);
+  g_autofree char *p2 = probe_script (dir);
+  g_autofree char *qparent = g_shell_quote (parent);
+  g_autofree char *qbase = g_shell_quote (base);
+  g_autofree char *script =
+    g_strdup_printf ("%s; %s; ls -a %s | grep -qxF %s && echo listed || echo unlisted", p1, p2, qparent, qbase);
+  g_autofree char *before = rfx_file (log);
+  g_autofree char *after = NULL;
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  RfxResult res = { 0 };
+
+  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)"run");
+  g_ptr_array_add (argv, (char *)"--read");
+  g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BUILD_ROOT"));
+  for (guint i = 0; extra_args != NULL && extra_args[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *)extra_args[i]);
+  g_ptr_array_add (argv, (char *)"--run-dir");
+  g_ptr_array_add (argv, (char *)run_dir);
+  g_ptr_array_add (argv, (char *)"--");
+  g_ptr_array_add (argv, (char *)"/bin/sh");
+  g_ptr_array_add (argv, (char *)"-c");
+  g_ptr_array_add (argv, script);
+  g_ptr_array_add (argv, NULL);
+  rfx_run_argv (fx, &res, (char **)argv->pdata);
+  if (res.status != 0)
+    fail_msg ("the second run exited %d: %s", res.status, res.err);
+  /* "absent noread noappend" twice, then "unlisted" */
+  {
+    g_auto (GStrv) lines = g_strsplit (res.out, "\n", -1);
+    assert_true (g_strv_length (lines) >= 3);
+    assert_string_equal (lines[0], "absent noread noappend");
+    assert_string_equal (lines[1], "absent noread noappend");
+    assert_string_equal (lines[2], "unlisted");
+  }
+  after = rfx_file (log);
+  assert_string_equal (before, after);
+  rfx_result_clear (&res);
+}
+
+static void
+test_run_dirs_beside_each_other (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *r1 = g_build_filename (fx->ws, "run-1", NULL);
+  g_autofree char *r2 = g_build_filename (fx->ws, "run-2", NULL);
+  g_autofree char *log = first_run (fx, r1);
+
+  second_run_sees_nothing (fx, r2, log, NULL);
+  RFX_PASS ();
+}
+
+static void
+test_run_dirs_in_their_own_directory (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *r1 = g_build_filename (fx->ws, "runs", "one", NULL);
+  g_autofree char *r2 = g_build_filename (fx->ws, "runs", "two", NULL);
+  g_autofree char *log = first_run (fx, r1);
+
+  second_run_sees_nothing (fx, r2, log, NULL);
+  RFX_PASS ();
+}
+
+/* The default run directory, under the runs root in T/state, reached
+ * through a source that shows all of T at /alias: no hide rule's path
+ * matches there. */
+static void
+test_alias_through_a_source (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *policy_path = g_build_filename (fx->tmp, "alias.json", NULL);
+  g_autofree char *policy = g_strdup_printf ("{\"version\":1,\"rules\":["
+                                             "{\"path\":\"/\",\"access\":\"read\",\"why\":\"the system\"},"
+                                             "{\"path\":\"${WORKSPACE}\",\"access\":\"write\",\"why\":\"the work\"},"
+                                             "{\"path\":\"/alias\",\"access\":\"write\",\"source\":\"%s\","
+                                             "\"why\":\"the test's directory again\"}]}",
+                                             fx->tmp);
+  g_autofree char *r1 = g_build_filename (fx->ws, "run-1", NULL);
+  g_autofree char *r2 = g_build_filename (fx->ws, "run-2", NULL);
+  g_autofree char *log = first_run (fx, r1);
+  g_autofree char *ws_base = g_path_get_basename (fx->ws);
+  g_autofree char *alias_log = g_build_filename ("/alias", ws_base, "run-1", "access.jsonl", NULL);
+  g_autofree char *probe_alias = probe_script (alias_log);
+  g_autofree char *latest = NULL;
+  g_autofree char *root_alias = NULL;
+  g_autofree char *probe_root = NULL;
+  g_autofree char *script = NULL;
+  g_autofree char *before = rfx_file (log);
+  g_autofree char *after = NULL;
+  RfxResult res = { 0 };
+
+  /* and a default run under the runs root, seen as /alias/state/... */
+  {
+    RfxResult r0 = { 0 };
+    rfx_run (fx, &r0, "--", "/bin/true", NULL);
+    assert_int_equal (r0.status, 0);
+    rfx_result_clear (&r0);
+  }
+  {
+    g_autoptr (GDir) d = g_dir_open (fx->runs, 0, NULL);
+    const char *name;
+    assert_non_null (d);
+    while ((name = g_dir_read_name (d)) != NULL)
+      latest = g_strdup (name);
+  }
+  assert_non_null (latest);
+  {
+    g_autofree char *host_log = g_build_filename (fx->runs, latest, "access.jsonl", NULL);
+    rfx_assert_host_readable (host_log);
+  }
+  root_alias = g_build_filename ("/alias", "state", "fusebox", "runs", latest, "access.jsonl", NULL);
+  probe_root = probe_script (root_alias);
+  script = g_strdup_printf ("%s; %s", probe_alias, probe_root);
+  rfx_write (policy_path, policy, 0644);
+  rfx_run (fx, &res, "--policy", policy_path, "--run-dir", r2, "--", "/bin/sh", "-c", script, NULL);
+  if (res.status != 0)
+    fail_msg ("the aliasing run exited %d: %s", res.status, res.err);
+  assert_lines (res.out, "absent noread noappend", 2);
+  after = rfx_file (log);
+  assert_string_equal (before, after);
+  rfx_result_clear (&res);
+  RFX_PASS ();
+}
+
+/* A source that is a state directory, or inside one, is refused at load. */
+static void
+test_source_on_state_refused (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *r1 = g_build_filename (fx->ws, "run-1", NULL);
+  g_autofree char *log = first_run (fx, r1);
+  g_autofree char *policy_path = g_build_filename (fx->tmp, "expose.json", NULL);
+  const char *sources[] = { r1, fx->runs, NULL };
+  RfxResult r0 = { 0 };
+
+  (void)log;
+  /* a default run: the runs root exists */
+  rfx_run (fx, &r0, "--", "/bin/true", NULL);
+  assert_int_equal (r0.status, 0);
+  rfx_result_clear (&r0);
+  rfx_assert_host_readable (fx->runs);
+  for (guint i = 0; sources[i] != NULL; i++)
+    {
+      g_autofree char *policy = g_strdup_printf ("{\"version\":1,\"rules\":["
+                                                 "{\"path\":\"/\",\"access\":\"read\",\"why\":\"the system\"},"
+                                                 "{\"path\":\"/exposed\",\"access\":\"read\",\"source\":\"%s\","
+                                                 "\"why\":\"a look at the logs\"}]}",
+                                                 sources[i]);
+      g_autofree char *r2 = g_strdup_printf ("%s/run-x%u", fx->ws, i);
+      RfxResult res = { 0 };
+
+      rfx_write (policy_path, policy, 0644);
+      rfx_run (fx, &res, "--policy", policy_path, "--run-dir", r2, "--", "/bin/ls", "/exposed", NULL);
+      assert_int_equal (res.status, 125);
+      if (strstr (res.err, "fusebox's own state") == NULL || strstr (res.err, sources[i]) == NULL)
+        fail_msg ("no clear refusal of the source %s:\n%s", sources[i], res.err);
+      assert_string_equal (res.out, "");
+      rfx_result_clear (&res);
+    }
+  RFX_PASS ();
+}
+
+/* --- serve --------------------------------------------------------------------- */
+
+static void
+test_serve_log_out_of_reach (void **state)
+{
+  RFX_BEGIN (state);
+  const char *args[] = { "--workspace", fx->ws, "--policy", "builtin:host", NULL };
+  TestServer *server = test_server_start (fx->tmp, args);
+  TestClient *client = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *script = NULL;
+  g_autofree char *qscript = NULL;
+  g_autofree char *qws = NULL;
+  g_autofree char *qlog = NULL;
+  g_autofree char *params = NULL;
+  g_autoptr (JsonNode) start = NULL;
+  g_autofree char *read_params = NULL;
+  g_autofree char *write_params = NULL;
+  g_autoptr (JsonNode) read = NULL;
+  g_autoptr (JsonNode) write = NULL;
+  GString *out = g_string_new (NULL);
+
+  assert_true (g_str_has_prefix (server->url, "ws://"));
+  rfx_keep_pid (fx, server->pid);
+  client = test_client_connect (server->url);
+  assert_true (test_client_handshake (client, NULL));
+  assert_true (client->run_dir != NULL && client->run_dir[0] == '/');
+  log = g_build_filename (client->run_dir, "access.jsonl", NULL);
+  rfx_assert_host_readable (log);
+  {
+    g_autofree char *p1 = probe_script (log);
+    g_autofree char *p2 = probe_script (client->run_dir);
+    g_autoptr (JsonNode) a = NULL, b = NULL, c = NULL;
+    script = g_strdup_printf ("%s; %s", p1, p2);
+    a = json_node_init_string (json_node_alloc (), script);
+    b = json_node_init_string (json_node_alloc (), fx->ws);
+    c = json_node_init_string (json_node_alloc (), log);
+    qscript = json_to_string (a, FALSE);
+    qws = json_to_string (b, FALSE);
+    qlog = json_to_string (c, FALSE);
+  }
+  params = g_strdup_printf ("{\"processId\":\"p\",\"argv\":[\"/bin/sh\",\"-c\",%s],\"cwd\":%s,"
+                            "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
+                            qscript, qws);
+  before = rfx_file (log);
+  start = test_client_call (client, "process/start", params);
+  assert_non_null (answer_result (start));
+  for (;;)
+    {
+      g_autoptr (JsonNode) n = test_client_note (client, "process/output", "p");
+      JsonObject *p;
+      gsize len;
+      g_autofree guchar *d = NULL;
+      if (n == NULL)
+        break;
+      p = json_object_get_object_member (json_node_get_object (n), "params");
+      d = g_base64_decode (json_object_get_string_member (p, "chunk"), &len);
+      g_string_append_len (out, (const char *)d, (gssize)len);
+      if (g_strstr_len (out->str, -1, "\n") != NULL && strchr (strchr (out->str, '\n') + 1, '\n') != NULL)
+        break;
+    }
+  assert_lines (out->str, "absent noread noappend", 2);
+  /* the remote API's own calls go through the same view */
+  read_params = g_strdup_printf ("{\"path\":%s}", qlog);
+  read = test_client_call (client, "fs/readFile", read_params);
+  assert_int_equal (answer_error_code (read), -32004);
+  write_params = g_strdup_printf ("{\"path\":%s,\"dataBase64\":\"eAo=\"}", qlog);
+  write = test_client_call (client, "fs/writeFile", write_params);
+  assert_null (answer_result (write));
+  test_client_free (client);
+  rfx_forget_pid (fx, server->pid);
+  test_server_stop (server);
+  after = rfx_file (log);
+  /* nothing forged: what the server wrote since is its own records */
+  assert_true (g_str_has_prefix (after, before));
+  assert_null (strstr (after, "forged-by-the-sandbox"));
+  g_string_free (out, TRUE);
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_run_dirs_beside_each_other, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_run_dirs_in_their_own_directory, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_alias_through_a_source, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_source_on_state_refused, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_serve_log_out_of_reach, rfx_setup, rfx_teardown),
+  };
+
+  rfx_filter_tests (argv[0]);
+  rfx_require ();
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
