@@ -197,6 +197,8 @@ struct FbView
   FbViewNode *fd_head, *fd_tail;
   gint n_dir_fds;  /* fd_lock to change, atomic to read */
   gint n_file_fds; /* atomic: descriptors of files open through this view */
+  gint n_own_files; /* atomic: of those, opened for callers without a session (FUSE) */
+  GHashTable *fd_sessions; /* fd_lock: a remote-API session -> its open files (gint*) */
   FbView *views_prev, *views_next;
   bool in_views;
 };
@@ -316,17 +318,23 @@ void node_fd_put (NodeFd *hold);
  * node_fd_cached(): a new evictable node with its descriptor entered the
  * table (it joins the cache).  node_fd_forget(): a node is being freed;
  * returns its descriptor (-1 if none) for the caller to close.
- * view_file_claim() before opening a file the sandbox will hold (0,
- * -EMFILE past the view's share, -ENFILE past the budget),
- * view_file_unclaim() when it is closed, or its open failed.
+ * view_file_claim() before opening a file the sandbox will hold, for the
+ * caller's SESSION (caller_session(); NULL: the view's own FUSE
+ * connection): 0, -EMFILE past that owner's share, -ENFILE past the
+ * budget; view_file_unclaim() when it is closed, or its open failed.
  * view_fd_pressure(): an open failed with EMFILE or ENFILE: the limit is
  * read again and the cache shrunk. */
 void view_fd_register (FbView *view);
 void view_fd_unregister (FbView *view);
 void node_fd_cached (FbViewNode *node);
 int node_fd_forget (FbViewNode *node);
-int view_file_claim (FbView *view);
-void view_file_unclaim (FbView *view);
+int view_file_claim (FbView *view, const char *session);
+void view_file_unclaim (FbView *view, const char *session);
+static inline const char *
+caller_session (const FbViewCaller *caller)
+{
+  return caller != NULL ? caller->session : NULL;
+}
 void view_fd_pressure (void);
 /* NODE's host object as an O_PATH descriptor: its own (directories, mount
  * sources), or for a reopened node one opened now from its parent's

@@ -341,12 +341,12 @@ fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   if (ret_keep_cache != NULL)
     *ret_keep_cache = false;
   /* an open directory is held like an open file (fs-view-fd.c) */
-  r = node->kind == NODE_HOST ? view_file_claim (view) : 0;
+  r = node->kind == NODE_HOST ? view_file_claim (view, caller_session (caller)) : 0;
   if (r == 0)
     {
       r = start_listing (view, caller, node, st, &fd);
       if (r < 0 && node->kind == NODE_HOST)
-        view_file_unclaim (view);
+        view_file_unclaim (view, caller_session (caller));
     }
   if (r < 0)
     return r;

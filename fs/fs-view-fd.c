@@ -37,11 +37,12 @@
  *    holder, whose *at() call would otherwise reach whatever the kernel gave
  *    that number to next.
  *  - Open files.  A descriptor a sandbox keeps (a file, a directory open
- *    for listing) is claimed before the host open: a view may hold at most
- *    half of what the other views leave of the files' budget (EMFILE, to
- *    that caller), the process no more than the budget (ENFILE).  One
- *    greedy sandbox gets half, a second a quarter, and so on: every other
- *    view keeps room, and the reserve keeps everything else.
+ *    for listing) is claimed before the host open by its owner: the view's
+ *    own FUSE connection, or a session of the remote API (several may share
+ *    a view).  An owner may hold at most half of what the others leave of
+ *    the files' budget (EMFILE, to that caller), the process no more than
+ *    the budget (ENFILE).  One greedy owner gets half, a second a quarter,
+ *    and so on: every other keeps room, and the reserve keeps the rest.
  *  - Threads: any.  fd_lock (process-wide) guards the lists, the counts of
  *    cached directories, the budget and the list of views.  It is the
  *    innermost lock: it may be taken under view->lock or a node's lock,
@@ -203,6 +204,7 @@ view_fd_unregister (FbView *view)
         view->views_next->views_prev = view->views_prev;
       view->in_views = false;
     }
+  g_clear_pointer (&view->fd_sessions, g_hash_table_destroy);
   g_mutex_unlock (&fd_lock);
 }
 
@@ -528,30 +530,95 @@ node_fd_forget (FbViewNode *node)
 
 /* --- open files ------------------------------------------------------------------ */
 
+/* Past OWNER's share with MINE of TOTAL open (both counting the new one)?
+ * At most half of what the others leave (see "Open files" above). */
+static int
+share_check (gint max, gint total, gint mine)
+{
+  if (total > max)
+    return -ENFILE;
+  if ((gint64)mine * 2 > (gint64)max - (total - mine))
+    return -EMFILE;
+  return 0;
+}
+
+/* A remote-API session's count of files open through VIEW (fd_lock). */
+static gint *
+session_count_locked (FbView *view, const char *session)
+{
+  gint *count;
+
+  if (view->fd_sessions == NULL)
+    view->fd_sessions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  count = g_hash_table_lookup (view->fd_sessions, session);
+  if (count == NULL)
+    {
+      count = g_new0 (gint, 1);
+      g_hash_table_insert (view->fd_sessions, g_strdup (session), count);
+    }
+  return count;
+}
+
 int
-view_file_claim (FbView *view)
+view_file_claim (FbView *view, const char *session)
 {
   gint max, total, mine;
+  int r;
 
   tick ();
   max = g_atomic_int_get (&fd_file_max);
-  total = g_atomic_int_add (&fd_files, 1) + 1;
-  mine = g_atomic_int_add (&view->n_file_fds, 1) + 1;
-  /* at most half of what the others leave (see "Open files" above); two
-   * claims at once may both see the other's count: a refusal at the edge,
-   * never more than the budget */
-  if (total > max || (gint64)mine * 2 > (gint64)max - (total - mine))
+  if (session != NULL)
     {
-      g_atomic_int_add (&view->n_file_fds, -1);
-      g_atomic_int_add (&fd_files, -1);
-      return total > max ? -ENFILE : -EMFILE;
+      /* Sessions of the remote API may share a view (the same sandbox
+       * context): each is an owner of its own, so that one session's
+       * fs/open handles leave the others their share. */
+      gint *count;
+      g_mutex_lock (&fd_lock);
+      count = session_count_locked (view, session);
+      total = g_atomic_int_add (&fd_files, 1) + 1;
+      mine = ++*count;
+      r = share_check (max, total, mine);
+      if (r < 0)
+        {
+          g_atomic_int_add (&fd_files, -1);
+          if (--*count == 0)
+            g_hash_table_remove (view->fd_sessions, session);
+        }
+      else
+        g_atomic_int_inc (&view->n_file_fds);
+      g_mutex_unlock (&fd_lock);
+      return r;
     }
+  /* The sandbox's own files, through its FUSE connection: lock-free.  Two
+   * claims at once may both count the other: a refusal at the edge, never
+   * more than the budget. */
+  total = g_atomic_int_add (&fd_files, 1) + 1;
+  mine = g_atomic_int_add (&view->n_own_files, 1) + 1;
+  r = share_check (max, total, mine);
+  if (r < 0)
+    {
+      g_atomic_int_add (&view->n_own_files, -1);
+      g_atomic_int_add (&fd_files, -1);
+      return r;
+    }
+  g_atomic_int_inc (&view->n_file_fds);
   return 0;
 }
 
 void
-view_file_unclaim (FbView *view)
+view_file_unclaim (FbView *view, const char *session)
 {
+  if (session != NULL)
+    {
+      gint *count;
+      g_mutex_lock (&fd_lock);
+      count = view->fd_sessions != NULL ? g_hash_table_lookup (view->fd_sessions, session) : NULL;
+      if (count != NULL && --*count == 0)
+        g_hash_table_remove (view->fd_sessions, session);
+      g_mutex_unlock (&fd_lock);
+    }
+  else
+    g_atomic_int_add (&view->n_own_files, -1);
   g_atomic_int_add (&view->n_file_fds, -1);
   g_atomic_int_add (&fd_files, -1);
 }

@@ -84,7 +84,7 @@ view_file_free (FbViewFile *file)
   if (file->fd >= 0)
     {
       close (file->fd);
-      view_file_unclaim (file->node->view); /* claimed before it was opened */
+      view_file_unclaim (file->node->view, file->session); /* claimed before it was opened */
     }
   if (file->snapshot != NULL)
     g_array_unref (file->snapshot);
@@ -285,12 +285,12 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
     }
   /* the descriptor the sandbox will hold comes out of the view's share
    * of the budget (fs-view-fd.c): EMFILE past it, for this caller only */
-  r = view_file_claim (view);
+  r = view_file_claim (view, caller_session (caller));
   fd = r < 0 ? r : node_reopen (node, host_open_flags (flags));
   if (fd < 0)
     {
       if (r == 0)
-        view_file_unclaim (view);
+        view_file_unclaim (view, caller_session (caller));
       view_emit (view, caller, EV_OPEN, "open", st->path, NULL, access, FB_DECISION_ALLOW, -fd, st->decision.rule);
       return fd;
     }
@@ -362,13 +362,13 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   mode = (mode & 07777 & ~(S_ISUID | S_ISGID)) & ~(umask_bits & 0777);
   pfd = node_fd_get (parent, &hold);
   /* claimed before the name is made: EMFILE makes nothing (fb_view_open) */
-  claim = pfd < 0 ? pfd : view_file_claim (view);
+  claim = pfd < 0 ? pfd : view_file_claim (view, caller_session (caller));
   creds_enter (view, caller, &creds);
   fd = claim < 0 ? claim : openat (pfd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
   r = fd >= 0 ? 0 : claim < 0 ? claim : -errno;
   creds_leave (&creds);
   if (fd < 0 && claim == 0)
-    view_file_unclaim (view);
+    view_file_unclaim (view, caller_session (caller));
   if (r == -EEXIST && !(flags & O_EXCL))
     {
       g_autoptr (FbViewNode) existing = NULL;
@@ -393,7 +393,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   if (r < 0)
     {
       if (fd >= 0)
-        view_file_unclaim (view); /* closed on return: nobody will hold it */
+        view_file_unclaim (view, caller_session (caller)); /* closed on return: nobody will hold it */
       return r;
     }
   view_changed_name (view, parent, name, NULL);

@@ -3,8 +3,8 @@
  * a closed one opens again by name and only onto the same host object
  * (ESTALE for a directory replaced or swapped for a symlink on the host,
  * ENOENT for one gone), holders never see a descriptor closed under them,
- * and each view gets its share of open files (EMFILE past it) while the
- * others keep theirs.  The budget is computed as if RLIMIT_NOFILE were
+ * and each view (each remote-API session in a view) gets its share of
+ * open files (EMFILE past it) while the others keep theirs.  The budget is computed as if RLIMIT_NOFILE were
  * small (fb_view_fd_budget_override), so the bounds are reached with a few
  * hundred directories. */
 #include "tests/unit/test-fs-util.h"
@@ -247,19 +247,25 @@ new_view (Fx *fx)
   return view;
 }
 
-/* Open FILE in VIEW until it fails: the files opened go to OPEN, and the
- * failure is returned. */
+/* Open FILE in VIEW as CALLER until it fails: the files opened go to
+ * OPEN, and the failure is returned. */
 static int
-open_until_refused (Fx *fx, FbView *view, FbViewNode *file, GPtrArray *open)
+open_as_until_refused (FbView *view, const FbViewCaller *caller, FbViewNode *file, GPtrArray *open)
 {
   for (;;)
     {
       FbViewFile *f = NULL;
-      int r = fb_view_open (view, &fx->caller, file, O_RDONLY, &f, NULL);
+      int r = fb_view_open (view, caller, file, O_RDONLY, &f, NULL);
       if (r < 0)
         return r;
       g_ptr_array_add (open, f);
     }
+}
+
+static int
+open_until_refused (Fx *fx, FbView *view, FbViewNode *file, GPtrArray *open)
+{
+  return open_as_until_refused (view, &fx->caller, file, open);
 }
 
 static void
@@ -317,6 +323,42 @@ test_open_files_shared (void **state)
   assert_int_equal (files, 0);
 }
 
+/* Sessions of the remote API sharing one view are owners of their own:
+ * one session's handles leave another session, and the view's own FUSE
+ * connection, their share. */
+static void
+test_open_files_by_session (void **state)
+{
+  Fx *fx = *state;
+  g_autoptr (FbViewNode) f = NULL;
+  g_autoptr (GPtrArray) open1 = g_ptr_array_new ();
+  g_autoptr (GPtrArray) open2 = g_ptr_array_new ();
+  g_autoptr (GPtrArray) open3 = g_ptr_array_new ();
+  FbViewCaller s1 = fx->caller, s2 = fx->caller;
+  FbViewFdBudget b;
+  guint files;
+
+  s1.session = "session-1";
+  s2.session = "session-2";
+  write_host (fx, "host/ws/file", "data\n");
+  fx_start (fx, policy_text, NULL, FB_LOG_LEVEL_OPENS);
+  fb_view_fd_budget (&b);
+  f = fx_node (fx, "/ws/file");
+  assert_errno (open_as_until_refused (fx->view, &s1, f, open1), -EMFILE);
+  assert_int_equal (open1->len, b.file_max / 2);
+  assert_errno (open_as_until_refused (fx->view, &s2, f, open2), -EMFILE);
+  assert_int_equal (open2->len, (b.file_max - open1->len) / 2);
+  assert_errno (open_until_refused (fx, fx->view, f, open3), -EMFILE);
+  assert_int_equal (open3->len, (b.file_max - open1->len - open2->len) / 2);
+  fb_view_fd_count (fx->view, NULL, &files);
+  assert_int_equal (files, open1->len + open2->len + open3->len);
+  release_all (fx->view, open1);
+  release_all (fx->view, open2);
+  release_all (fx->view, open3);
+  fb_view_fd_count (fx->view, NULL, &files);
+  assert_int_equal (files, 0);
+}
+
 int
 main (void)
 {
@@ -325,6 +367,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_reopen_checks_the_object, setup, teardown),
     cmocka_unit_test_setup_teardown (test_holders_never_lose_their_descriptor, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_files_shared, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_open_files_by_session, setup, teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
