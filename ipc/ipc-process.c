@@ -1010,6 +1010,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   p->sock = sv[0];
   p->policy = g_steal_pointer (&policy);
   p->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
+  fb_rpc_tee_sink_set_session (p->tee, session->id);
   p->log = server->log;
   p->next_seq = 1;
   p->in_fd = -1;

@@ -94,6 +94,15 @@ struct FbRpcServer
   guint log_subscription;
   GList *subscriptions; /* FbRpcSubscription* */
   guint next_subscription;
+  bool subscribe_all; /* the operator's --subscribe-all: a subscription sees every session's records */
+  bool in_log_line;   /* on_log_line runs (the log's writer lock is held) */
+  guint unsubscribe_idle;
+
+  /* Refused resumes, server-wide (ipc-session.c): a token bucket of
+   * FB_RPC_RESUME_REFUSALS_BURST, refilled FB_RPC_RESUME_REFUSALS_PER_S a
+   * second; empty, every resume is refused unchecked. */
+  double resume_tokens;
+  gint64 resume_refill_us; /* monotonic time of the last refill */
 };
 
 typedef struct
@@ -101,6 +110,7 @@ typedef struct
   char *id;
   FbRpcConn *conn;
   JsonObject *filter; /* NULL: everything */
+  char *session;      /* the only session whose records it shows; NULL: every record (subscribe_all) */
 } FbRpcSubscription;
 
 struct FbRpcConn
@@ -120,6 +130,9 @@ struct FbRpcConn
 
   bool initialize_requested;
   bool initialized;
+  /* A refused resume: its answer is the connection's last; nothing after
+   * it runs, and the connection closes once the answer is handed over. */
+  bool close_after_answer;
   FbRpcSession *session; /* attached session, or NULL */
   char *client_name;
 
@@ -153,7 +166,8 @@ struct FbRpcConn
 struct FbRpcSession
 {
   FbRpcServer *server;
-  char *id;
+  char *id;              /* public: in the access log, log/event, the calls' records */
+  char *secret;          /* FB_RPC_SESSION_SECRET_BYTES, hex: only the client that made it ever sees it */
   FbRpcConn *conn;       /* NULL while detached */
   guint expire_id;       /* detach timer */
   GHashTable *processes; /* processId → FbRpcProcess* */
@@ -284,6 +298,9 @@ void fb_rpc_server_clear_sandboxes (FbRpcServer *server);
 /* A sink that forwards to NEXT and counts denials (any thread). */
 typedef struct FbRpcTeeSink FbRpcTeeSink;
 FbRpcTeeSink *fb_rpc_tee_sink_new (FbAccessSink *next);
+/* Events without a session get SESSION (copied; set before the view is
+ * used): a process's accesses are its session's records. */
+void fb_rpc_tee_sink_set_session (FbRpcTeeSink *tee, const char *session);
 FbAccessSink *fb_rpc_tee_sink_get (FbRpcTeeSink *tee);
 guint fb_rpc_tee_sink_get_denials (FbRpcTeeSink *tee);
 void fb_rpc_tee_sink_free (FbRpcTeeSink *tee);
@@ -315,8 +332,12 @@ void fb_rpc_fs_close_all (FbRpcConn *conn);
 
 /* --- sessions (ipc-session.c) ----------------------------------------------- */
 
-/* initialize: a new session, or RESUME_ID's when it is detached. */
+/* initialize: a new session, or the one RESUME_ID ("ID.SECRET", as
+ * fb_rpc_session_handle gave it) names when it is detached.  A refused
+ * resume sets conn->close_after_answer. */
 FbRpcSession *fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_id, FbRpcError *error);
+/* What initialize tells the client as its sessionId: "ID.SECRET" (new). */
+char *fb_rpc_session_handle (FbRpcSession *session);
 /* The connection is gone: keep the session for the detach timeout. */
 void fb_rpc_session_detach (FbRpcSession *session);
 void fb_rpc_session_free (FbRpcSession *session);

@@ -37,7 +37,8 @@ struct FbRpcTeeSink
 {
   FbAccessSink sink; /* first: the sink pointer is the tee pointer */
   FbAccessSink *next;
-  gint denials; /* atomic */
+  gint denials;  /* atomic */
+  char *session; /* set before the view is used, then read-only */
 };
 
 /* The call running on this thread: its tee and where its first denial goes
@@ -95,6 +96,15 @@ tee_push (FbAccessSink *sink, const FbAccessEvent *event)
             }
         }
     }
+  if (tee->session != NULL && event->session == NULL)
+    {
+      /* A process's accesses are its session's records (log/subscribe
+       * shows a client its own session's). */
+      FbAccessEvent e = *event;
+      e.session = tee->session;
+      fb_access_sink_push (tee->next, &e);
+      return;
+    }
   fb_access_sink_push (tee->next, event);
 }
 
@@ -121,8 +131,18 @@ fb_rpc_tee_sink_get_denials (FbRpcTeeSink *tee)
 }
 
 void
+fb_rpc_tee_sink_set_session (FbRpcTeeSink *tee, const char *session)
+{
+  g_free (tee->session);
+  tee->session = g_strdup (session);
+}
+
+void
 fb_rpc_tee_sink_free (FbRpcTeeSink *tee)
 {
+  if (tee == NULL)
+    return;
+  g_free (tee->session);
   g_free (tee);
 }
 

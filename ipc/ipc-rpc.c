@@ -8,12 +8,15 @@
  * usable (Codex closes it on some of these; we are more forgiving, never
  * less).
  *
- * Threat model: a client on loopback (or, with --allow-remote, a network
- * holding the token) sends arbitrary bytes.  Every message is bounded
- * (FB_RPC_MESSAGE_MAX), every member is type-checked before use, and
- * nothing a client sends can make the server hold unbounded memory: the
- * output queue is bounded (a slow reader is disconnected), and so is every
- * table a client can fill (ipc-rpc.h lists the bounds).
+ * Threat model: a client that holds the server's token (ipc-transport.c)
+ * sends arbitrary bytes, and may be hostile to the server's other clients.
+ * Every message is bounded (FB_RPC_MESSAGE_MAX), every member is
+ * type-checked before use, and nothing a client sends can make the server
+ * hold unbounded memory: the output queue is bounded (a slow reader is
+ * disconnected), and so is every table a client can fill (ipc-rpc.h lists
+ * the bounds).  A session is its client's alone (ipc-session.c: resuming
+ * takes a secret only that client saw), and log/subscribe shows a client
+ * its own session's records (on_log_line).
  *
  * Threads: the loop thread receives and sends; a worker decodes the
  * messages and runs the fs/... methods (ipc-rpc-pipeline.c), the loop
@@ -613,6 +616,8 @@ fb_rpc_param_path (JsonObject *params, const char *name, char **ret, FbRpcError 
 
 /* --- connections: the output queue ------------------------------------------ */
 
+static void conn_close (FbRpcConn *conn, const char *reason);
+
 static void
 conn_flush (FbRpcConn *conn)
 {
@@ -623,6 +628,9 @@ conn_flush (FbRpcConn *conn)
       conn->out_bytes -= len;
       conn->ops->write (conn->transport, text, len);
     }
+  /* A refused resume's answer was the last: once it is handed over. */
+  if (conn->close_after_answer && !conn->closing && g_queue_is_empty (&conn->out))
+    conn_close (conn, "resume refused");
 }
 
 static void
@@ -831,6 +839,7 @@ method_initialize (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError
   const char *client_name, *resume_id;
   FbRpcSession *session;
   g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autofree char *handle = NULL;
 
   if (conn->initialize_requested)
     {
@@ -848,9 +857,12 @@ method_initialize (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError
   g_free (conn->client_name);
   conn->client_name = g_strndup (client_name, 64);
 
+  /* The secret is in what the client resumes with (ipc-session.c), and in
+   * no other answer, record or message. */
+  handle = fb_rpc_session_handle (session);
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "sessionId");
-  json_builder_add_string_value (b, session->id);
+  json_builder_add_string_value (b, handle);
   json_builder_set_member_name (b, "environmentInfo");
   json_builder_add_value (b, environment_info (conn->server));
   json_builder_end_object (b);
@@ -908,34 +920,87 @@ filter_matches (JsonObject *filter, JsonObject *record)
   return true;
 }
 
-/* On the loop thread, from the log writer, with each record as written. */
+static void subscription_remove (FbRpcServer *server, FbRpcSubscription *sub);
+
+/* A subscription whose client lets the events pile up ends, with a last
+ * notification saying why; the connection and its session go on. */
+static void
+subscription_end (FbRpcServer *server, FbRpcSubscription *sub, gsize queued)
+{
+  JsonObject *o = json_object_new ();
+  g_autoptr (JsonNode) params = NULL;
+  g_autofree char *reason =
+    g_strdup_printf ("this connection has %" G_GSIZE_FORMAT " bytes waiting to be read, past the log subscriptions' "
+                     "limit of %d: read faster, narrow the filter, and subscribe again",
+                     queued, FB_RPC_LOG_QUEUE_MAX);
+
+  g_warning ("ending log subscription %s of %s: its client reads too slowly (%" G_GSIZE_FORMAT " bytes waiting)",
+             sub->id, sub->conn->peer_name, queued);
+  json_object_set_string_member (o, "subscriptionId", sub->id);
+  json_object_set_string_member (o, "reason", reason);
+  params = fb_rpc_object_node (o);
+  fb_rpc_conn_notify (sub->conn, "log/ended", params);
+  subscription_remove (server, sub);
+}
+
+/* On the loop thread, from the log writer, with each record as written.
+ * Whose records a subscription sees: its own session's (the records whose
+ * "session" is its session's id: the session's calls and its processes'
+ * accesses), unless the server shows every record (--subscribe-all).  A
+ * record of another session is never sent, nor is its session id.  And no
+ * subscriber's slowness reaches another session: its subscription ends
+ * (FB_RPC_LOG_QUEUE_MAX) before its connection could be cut as a slow
+ * reader, so that no flood of records, whoever makes them, disconnects a
+ * client and frees its session for a resume. */
 static void
 on_log_line (const char *line, gpointer user_data)
 {
   FbRpcServer *server = user_data;
   g_autoptr (JsonNode) parsed = NULL;
   g_autofree char *text = NULL;
+  gsize text_len = 0;
+  bool unparsable = false;
 
+  server->in_log_line = true;
   for (GList *l = server->subscriptions; l != NULL;)
     {
       FbRpcSubscription *sub = l->data;
       l = l->next;
-      if (sub->filter != NULL)
+      if (sub->filter != NULL || sub->session != NULL)
         {
-          if (parsed == NULL)
+          JsonObject *record;
+          JsonNode *session;
+
+          if (parsed == NULL && !unparsable)
             {
               parsed = json_from_string (line, NULL);
-              if (parsed == NULL || !JSON_NODE_HOLDS_OBJECT (parsed))
-                continue;
+              unparsable = parsed == NULL || !JSON_NODE_HOLDS_OBJECT (parsed);
             }
-          if (!filter_matches (sub->filter, json_node_get_object (parsed)))
+          if (unparsable)
+            continue;
+          record = json_node_get_object (parsed);
+          session = json_object_get_member (record, "session");
+          if (sub->session != NULL && (session == NULL || !JSON_NODE_HOLDS_VALUE (session) ||
+                                       json_node_get_value_type (session) != G_TYPE_STRING ||
+                                       strcmp (json_node_get_string (session), sub->session) != 0))
+            continue;
+          if (sub->filter != NULL && !filter_matches (sub->filter, record))
             continue;
         }
       if (text == NULL)
-        /* The params are the log line itself, byte for byte. */
-        text = g_strconcat ("{\"method\":\"log/event\",\"params\":", line, "}", NULL);
+        {
+          /* The params are the log line itself, byte for byte. */
+          text = g_strconcat ("{\"method\":\"log/event\",\"params\":", line, "}", NULL);
+          text_len = strlen (text);
+        }
+      if (sub->conn->out_bytes + text_len > FB_RPC_LOG_QUEUE_MAX)
+        {
+          subscription_end (server, sub, sub->conn->out_bytes);
+          continue;
+        }
       fb_rpc_conn_send (sub->conn, g_strdup (text));
     }
+  server->in_log_line = false;
 }
 
 static void
@@ -943,7 +1008,22 @@ subscription_free (FbRpcSubscription *sub)
 {
   g_free (sub->id);
   g_clear_pointer (&sub->filter, json_object_unref);
+  g_free (sub->session);
   g_free (sub);
+}
+
+static gboolean
+unsubscribe_idle (gpointer data)
+{
+  FbRpcServer *server = data;
+
+  server->unsubscribe_idle = 0;
+  if (server->subscriptions == NULL && server->log_subscription != 0)
+    {
+      fb_access_log_unsubscribe (server->log, server->log_subscription);
+      server->log_subscription = 0;
+    }
+  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -954,6 +1034,14 @@ subscription_remove (FbRpcServer *server, FbRpcSubscription *sub)
   subscription_free (sub);
   if (server->subscriptions == NULL && server->log_subscription != 0)
     {
+      /* From on_log_line the log's writer lock is held, and
+       * fb_access_log_unsubscribe takes it: later, from the loop. */
+      if (server->in_log_line)
+        {
+          if (server->unsubscribe_idle == 0)
+            server->unsubscribe_idle = g_idle_add (unsubscribe_idle, server);
+          return;
+        }
       fb_access_log_unsubscribe (server->log, server->log_subscription);
       server->log_subscription = 0;
     }
@@ -1027,6 +1115,8 @@ method_log_subscribe (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   sub = g_new0 (FbRpcSubscription, 1);
   sub->id = g_strdup_printf ("log-%u", ++server->next_subscription);
   sub->conn = conn;
+  /* Its own session's records only, unless the operator said otherwise. */
+  sub->session = server->subscribe_all ? NULL : g_strdup (conn->session->id);
   if (filter != NULL && JSON_NODE_HOLDS_OBJECT (filter))
     sub->filter = json_object_ref (json_node_get_object (filter));
   if (server->log_subscription == 0)
@@ -1037,6 +1127,8 @@ method_log_subscribe (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "subscriptionId");
   json_builder_add_string_value (b, sub->id);
+  json_builder_set_member_name (b, "scope");
+  json_builder_add_string_value (b, sub->session != NULL ? "session" : "all");
   json_builder_end_object (b);
   return json_builder_get_root (b);
 }
@@ -1138,6 +1230,10 @@ handle_request (FbRpcConn *conn, FbRpcMessage *msg)
   JsonNode *result = NULL;
   bool deferred = false;
 
+  /* After a refused resume nothing runs: what the client sent behind it
+   * (it may have sent initialized and calls at once) goes unanswered. */
+  if (conn->close_after_answer)
+    return;
   if (m == NULL)
     fb_rpc_error_set (&error, FB_RPC_ERROR_METHOD_NOT_FOUND, "unknown method `%s`", msg->method);
   else if (m->family != NULL && !conn->initialize_requested)
@@ -1174,6 +1270,8 @@ handle_notification (FbRpcConn *conn, FbRpcMessage *msg)
 {
   FbRpcError error = { 0 };
 
+  if (conn->close_after_answer)
+    return;
   if (strcmp (msg->method, "initialized") == 0)
     {
       if (!conn->initialize_requested)
@@ -1296,6 +1394,9 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
   server->log_level = options->log_level;
   server->detach_timeout_ms =
     options->detach_timeout_ms != 0 ? options->detach_timeout_ms : FB_RPC_DEFAULT_DETACH_TIMEOUT_MS;
+  server->subscribe_all = options->subscribe_all;
+  server->resume_tokens = FB_RPC_RESUME_REFUSALS_BURST;
+  server->resume_refill_us = g_get_monotonic_time ();
   server->launch_helper = g_strdup (options->launch_helper);
   server->run_dir = g_strdup (options->run_dir);
   server->hidden_paths = g_strdupv ((char **)options->hidden_paths);
@@ -1341,6 +1442,8 @@ fb_rpc_server_free (FbRpcServer *server)
   fb_rpc_server_clear_sandboxes (server);
   g_hash_table_destroy (server->sandboxes);
   g_mutex_clear (&server->sandbox_lock);
+  if (server->unsubscribe_idle != 0)
+    g_source_remove (server->unsubscribe_idle);
   if (server->log_subscription != 0)
     fb_access_log_unsubscribe (server->log, server->log_subscription);
   fb_policy_unref (server->policy);

@@ -51,6 +51,11 @@
  *   FB_RPC_SUBSCRIPTIONS_MAX    log subscriptions per connection
  *   FB_RPC_CLIENTS_MAX          connections at once (more are refused)
  *   FB_RPC_SESSIONS_MAX         sessions, attached or waiting out their detach timeout
+ *   FB_RPC_RESUME_REFUSALS_*    refused resumes, server-wide (a token bucket)
+ *   FB_RPC_LOG_QUEUE_MAX        bytes waiting to be sent to a log subscriber
+ *                               when the next log/event comes: past it the
+ *                               subscription ends (log/ended), not the
+ *                               connection
  */
 #pragma once
 
@@ -93,6 +98,10 @@ G_BEGIN_DECLS
 #define FB_RPC_CLIENTS_MAX 1024
 #define FB_RPC_SESSIONS_MAX 4096
 #define FB_RPC_DEFAULT_DETACH_TIMEOUT_MS 30000
+#define FB_RPC_SESSION_SECRET_BYTES 16
+#define FB_RPC_RESUME_REFUSALS_BURST 32
+#define FB_RPC_RESUME_REFUSALS_PER_S 2
+#define FB_RPC_LOG_QUEUE_MAX (FB_RPC_QUEUE_MAX / 4)
 
 /* --- messages (ipc-rpc.c) --------------------------------------------------- */
 
@@ -158,6 +167,9 @@ typedef struct
   const FbPolicyVars *vars;  /* for sandboxes given with a call (copied) */
   FbAccessLog *log;          /* where every decided access goes; may be NULL (tests) */
   FbLogLevel log_level;      /* the views' level; default FB_LOG_LEVEL_OPENS */
+  /* log/subscribe shows every session's records, not only the caller's
+   * own (the operator's choice: `fusebox serve --subscribe-all`). */
+  bool subscribe_all;
   guint detach_timeout_ms;   /* 0 = FB_RPC_DEFAULT_DETACH_TIMEOUT_MS */
   const char *launch_helper; /* the fusebox-launch binary; NULL: process/start fails with -32603 */
   const char *run_dir;       /* shown in environmentInfo; may be NULL */

@@ -11,12 +11,30 @@
  * one connection: resuming one that is attached elsewhere is -32010, as in
  * Codex.
  *
- * Session ids are random UUIDs (g_uuid_string_random): knowing one is what
- * lets a connection take over the processes, so they must not be guessable
- * from other ids.  Loop thread only. */
+ * Who may resume (threat model: another client of the same server, which
+ * sees session ids in the access log, in its own log/event records under
+ * --subscribe-all, or in a run directory a policy shows it).  A session has
+ * two parts: its id, a random UUID, which the log and every record carry,
+ * and a secret of FB_RPC_SESSION_SECRET_BYTES from getrandom, which only
+ * the client that made the session ever sees.  initialize answers
+ * sessionId = "ID.SECRET": Codex's client resumes with exactly the
+ * sessionId it was given (and refuses an answer naming another), so the
+ * secret travels in what it already sends, and nothing is asked of it.
+ * A resume is granted only for the right secret, compared in constant
+ * time; every other resumeSessionId (no dot, an unknown id, a wrong
+ * secret, a session that ended) gets the same answer, so it tells nothing,
+ * and is the connection's last: the server closes it once the answer is
+ * handed over.  Refused resumes also drain a server-wide token bucket
+ * (FB_RPC_RESUME_REFUSALS_BURST, refilled FB_RPC_RESUME_REFUSALS_PER_S a
+ * second): empty, every resume is refused without a look at its secret,
+ * so guessing is bounded however many connections try.  A client holding
+ * the right secret retries after a second, as Codex's reconnect does.
+ *
+ * Loop thread only. */
 #include "ipc/ipc-rpc-private.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/random.h>
 
 char *
@@ -60,6 +78,57 @@ on_expire (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+char *
+fb_rpc_session_handle (FbRpcSession *session)
+{
+  return g_strconcat (session->id, ".", session->secret, NULL);
+}
+
+/* Constant time in the length of A (the client's). */
+static bool
+secret_equal (const char *a, const char *b)
+{
+  gsize la = strlen (a), lb = strlen (b);
+  unsigned char diff = la != lb;
+
+  for (gsize i = 0; i < la; i++)
+    diff |= (unsigned char)a[i] ^ (unsigned char)b[lb > 0 ? i % lb : 0];
+  return diff == 0;
+}
+
+/* The refused-resume bucket, refilled to now; true when it holds one. */
+static bool
+resume_bucket_take (FbRpcServer *server, bool take)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  server->resume_tokens += (double)(now - server->resume_refill_us) * FB_RPC_RESUME_REFUSALS_PER_S / G_USEC_PER_SEC;
+  server->resume_tokens = MIN (server->resume_tokens, (double)FB_RPC_RESUME_REFUSALS_BURST);
+  server->resume_refill_us = now;
+  if (server->resume_tokens < 1.0)
+    return false;
+  if (take)
+    server->resume_tokens -= 1.0;
+  return true;
+}
+
+/* RESUME_ID's session, when its secret is right; else NULL. */
+static FbRpcSession *
+find_resumable (FbRpcServer *server, const char *resume_id)
+{
+  const char *dot = strchr (resume_id, '.');
+  g_autofree char *id = NULL;
+  FbRpcSession *session;
+
+  if (dot == NULL)
+    return NULL;
+  id = g_strndup (resume_id, dot - resume_id);
+  session = g_hash_table_lookup (server->sessions, id);
+  if (session == NULL || !secret_equal (dot + 1, session->secret))
+    return NULL;
+  return session;
+}
+
 FbRpcSession *
 fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_id, FbRpcError *error)
 {
@@ -67,16 +136,29 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
 
   if (resume_id != NULL)
     {
-      session = g_hash_table_lookup (server->sessions, resume_id);
+      if (!resume_bucket_take (server, false))
+        {
+          conn->close_after_answer = true;
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
+                            "too many refused resumes on this server (%d a second at most); retry in a second",
+                            FB_RPC_RESUME_REFUSALS_PER_S);
+          return NULL;
+        }
+      session = find_resumable (server, resume_id);
       if (session == NULL)
         {
-          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "unknown session id %s", resume_id);
+          /* Not echoed: the answer is the same whatever was wrong. */
+          resume_bucket_take (server, true);
+          conn->close_after_answer = true;
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
+                            "no session to resume with that sessionId (unknown, ended, or not this one's); "
+                            "initialize without resumeSessionId starts a new one");
           return NULL;
         }
       if (session->conn != NULL)
         {
           fb_rpc_error_set (error, FB_RPC_ERROR_SESSION_ATTACHED,
-                            "session %s is already attached to another connection", resume_id);
+                            "session %s is already attached to another connection", session->id);
           return NULL;
         }
       if (session->expire_id != 0)
@@ -101,6 +183,14 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
   session = g_new0 (FbRpcSession, 1);
   session->server = server;
   session->id = g_uuid_string_random ();
+  session->secret = fb_rpc_random_hex (FB_RPC_SESSION_SECRET_BYTES);
+  if (session->secret == NULL)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't make a session secret: getrandom: %s", g_strerror (errno));
+      g_free (session->id);
+      g_free (session);
+      return NULL;
+    }
   session->conn = conn;
   session->processes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify)fb_rpc_process_free);
   g_hash_table_insert (server->sessions, session->id, session);
@@ -125,5 +215,8 @@ fb_rpc_session_free (FbRpcSession *session)
     g_source_remove (session->expire_id);
   g_hash_table_destroy (session->processes);
   g_free (session->id);
+  if (session->secret != NULL)
+    explicit_bzero (session->secret, strlen (session->secret));
+  g_free (session->secret);
   g_free (session);
 }

@@ -196,6 +196,16 @@ on_answer (Client *c, gint64 id, JsonObject *msg)
         }
       c->subscription_id =
         g_strdup (json_object_get_string_member_with_default (json_node_get_object (r), "subscriptionId", ""));
+      if (g_strcmp0 (json_object_get_string_member_with_default (json_node_get_object (r), "scope", NULL), "session") ==
+          0)
+        {
+          /* It would show our own session's records: none, forever. */
+          fb_cmd_error ("log: %s shows each client only its own session's records; start `fusebox serve` with "
+                        "--subscribe-all to follow it from here, or follow its log file (`fusebox log --follow RUN`)",
+                        c->url);
+          client_finish (c, FB_EXIT_FAILURE);
+          return;
+        }
       c->phase = PHASE_STREAMING;
     }
   else if (id == ID_UNSUBSCRIBE && c->phase == PHASE_STOPPING)
@@ -245,6 +255,16 @@ on_text (Client *c, const char *text, gsize len)
           if (len > sizeof prefix && strncmp (text, prefix, sizeof prefix - 1) == 0 && text[len - 1] == '}')
             raw = g_strndup (text + sizeof prefix - 1, len - sizeof prefix);
           on_event (c, msg, raw);
+        }
+      else if (strcmp (method, "log/ended") == 0 && c->phase == PHASE_STREAMING)
+        {
+          /* The server ended our subscription (we read too slowly): what
+           * follows would have gaps, so stop here and say so. */
+          JsonObject *p = json_object_get_object_member (msg, "params");
+          fb_cmd_error ("log: %s ended the subscription: %s", c->url,
+                        p != NULL ? json_object_get_string_member_with_default (p, "reason", "no reason given")
+                                  : "no reason given");
+          client_finish (c, FB_EXIT_FAILURE);
         }
       return;
     }

@@ -3,7 +3,7 @@
  *   fusebox serve [--listen ws://HOST:PORT|unix:PATH|stdio] [--policy P]
  *                 [--workspace DIR] [--log FILE] [--log-level L]
  *                 [--token-file FILE [--allow-remote] | --insecure-no-auth]
- *                 [--detach-timeout MS]
+ *                 [--subscribe-all] [--detach-timeout MS]
  *
  * The same supervisor as `fusebox run` without a command
  * (docs/design.md#processes): a GLib main loop that owns the access log and
@@ -145,6 +145,7 @@ fb_cmd_serve (int argc, char **argv)
   g_autofree char *token_file = NULL;
   gboolean allow_remote = FALSE;
   gboolean no_auth = FALSE;
+  gboolean subscribe_all = FALSE;
   int detach_timeout = FB_RPC_DEFAULT_DETACH_TIMEOUT_MS;
   const GOptionEntry entries[] = {
     { "listen", 0, 0, G_OPTION_ARG_STRING, &listen,
@@ -163,6 +164,8 @@ fb_cmd_serve (int argc, char **argv)
       "The token ws:// clients must present, read from FILE (default: a new one, printed in the URL)", "FILE" },
     { "insecure-no-auth", 0, 0, G_OPTION_ARG_NONE, &no_auth,
       "Serve ws:// on loopback without a token: anyone on this machine can then connect", NULL },
+    { "subscribe-all", 0, 0, G_OPTION_ARG_NONE, &subscribe_all,
+      "log/subscribe shows every session's records (default: each client its own session's)", NULL },
     { "detach-timeout", 0, 0, G_OPTION_ARG_INT, &detach_timeout,
       "Milliseconds a disconnected session keeps its processes for a resume (default 30000)", "MS" },
     { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &log_file_size,
@@ -319,6 +322,7 @@ fb_cmd_serve (int argc, char **argv)
   so.vars = &vars.vars;
   so.log = log;
   so.log_level = level;
+  so.subscribe_all = subscribe_all;
   so.detach_timeout_ms = (guint)detach_timeout;
   so.launch_helper = helper;
   so.run_dir = run_dir;

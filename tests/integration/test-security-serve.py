@@ -11,6 +11,15 @@ python3-websockets), a real second user (uid 65534) where we are root.
   Another user can't learn it (not in the server's command line, its run
   directory or anything it can read) and can't connect.  Serving without a
   token takes --insecure-no-auth, which says so on stderr.
+- A session belongs to the client that made it: client A, who knows B's
+  session id (the access log and every record carry it), can't resume B's
+  session by it, before or after B's connection drops, nor with a wrong
+  secret; each refusal ends A's connection, and refusals are rate-limited
+  server-wide, while B resumes its own.  The secret is in no record.
+- log/subscribe shows A its own session's records, not B's, unless the
+  operator started the server with --subscribe-all; a subscriber that stops
+  reading while another client floods the log loses its subscription
+  (log/ended), not its connection or its session.
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
@@ -83,17 +92,26 @@ class Client:
         self.ws = ws
         self.next_id = 1
         self.inbox = []
-        self.session_id = None
+        self.session_id = None  # ID.SECRET, as initialize answered
+        self.log_session = None  # ID, as records carry it
 
     @classmethod
-    async def connect(cls, url, headers=None, source="127.0.0.1"):
-        """SOURCE: the loopback address to connect from (a client of its own)."""
+    async def connect(cls, url, headers=None, source="127.0.0.1", slow=False):
+        """SOURCE: the loopback address to connect from (a client of its
+        own).  SLOW: a client that reads only when asked to (small buffers,
+        websockets' reader stops after a few unread messages)."""
         u = urllib.parse.urlsplit(url)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if slow:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.bind((source, 0))
         sock.setblocking(False)
         await asyncio.get_running_loop().sock_connect(sock, (u.hostname, u.port))
-        return cls(await websockets.connect(url, sock=sock, extra_headers=headers or {}, max_size=None))
+        # (no compression for a slow one: the flood that fills its queue is
+        # of near-identical records, which permessage-deflate shrinks 50-fold)
+        return cls(await websockets.connect(url, sock=sock, extra_headers=headers or {}, max_size=None,
+                                            max_queue=2 if slow else 32,
+                                            compression=None if slow else "deflate"))
 
     async def recv(self):
         return json.loads(await asyncio.wait_for(self.ws.recv(), 60))
@@ -118,8 +136,33 @@ class Client:
         r = await self.call("initialize", params)
         if "result" in r:
             self.session_id = r["result"]["sessionId"]
+            self.log_session = self.session_id.split(".")[0]
             await self.ws.send(json.dumps({"method": "initialized", "params": {}}))
         return r
+
+    async def closed_by_server(self):
+        """True when the server closes the connection (within a minute)
+        without another message."""
+        try:
+            m = await asyncio.wait_for(self.ws.recv(), 60)
+        except websockets.exceptions.ConnectionClosed:
+            return True
+        except asyncio.TimeoutError:
+            return False
+        self.inbox.append(json.loads(m))
+        return False
+
+    async def take_event(self, pred):
+        """The next log/event whose params satisfy PRED (others stay in the
+        inbox)."""
+        for m in self.inbox:
+            if m.get("method") == "log/event" and pred(m["params"]):
+                return m["params"]
+        while True:
+            m = await self.recv()
+            self.inbox.append(m)
+            if m.get("method") == "log/event" and pred(m["params"]):
+                return m["params"]
 
     async def close(self):
         await self.ws.close()
@@ -128,6 +171,12 @@ class Client:
 def ok(r):
     assert "result" in r, r
     return r["result"]
+
+
+def err(r, code):
+    assert "error" in r, r
+    assert r["error"]["code"] == code, r
+    return r["error"]
 
 
 async def http_status(url, headers=None):
@@ -325,9 +374,188 @@ async def t_unix_socket(tmp):
         srv.stop()
 
 
+# --- a session belongs to its client ----------------------------------------------
+
+
+def log_records(srv, client):
+    """The server's access-log records (its run directory is the client's
+    environmentInfo.runDir)."""
+    with open(os.path.join(client.run_dir, "access.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+async def start_client(srv, name, **kw):
+    c = await Client.connect(srv.url, **kw)
+    r = ok(await c.handshake(name=name))
+    c.run_dir = r["environmentInfo"]["runDir"]
+    return c
+
+
+async def t_resume_takeover(tmp):
+    srv = Server(tmp, "--detach-timeout", "60000")
+    try:
+        b = await start_client(srv, "b")
+        secret_file = os.path.join(srv.ws, "b-was-here.txt")
+        ok(await b.call("fs/writeFile", {"path": secret_file, "dataBase64": "YgoK"}))
+        # What A can know of B: its session id, from the log.
+        ids = {r.get("session") for r in log_records(srv, b)}
+        assert b.log_session in ids, ids
+        secret = b.session_id[len(b.log_session) + 1:]
+        a_tries = [b.log_session, b.log_session + ".", b.log_session + "." + "0" * 32,
+                   b.log_session + "." + secret[:-1]]
+        for attempt in a_tries:
+            a = await Client.connect(srv.url)
+            r = await a.handshake(attempt, name="a")
+            assert "result" not in r, "A took B's session with %r: %s" % (attempt, r)
+            assert r["error"]["code"] == -32600, "%r named B's session: %s" % (attempt, r)
+            e = r["error"]
+            assert b.log_session not in e["message"] and "0" * 32 not in e["message"], e
+            # That answer was the connection's last: a second try on it is
+            # not even read.
+            try:
+                await a.ws.send(json.dumps({"id": 9, "method": "initialize",
+                                            "params": {"clientName": "a", "resumeSessionId": attempt}}))
+            except websockets.exceptions.ConnectionClosed:
+                pass
+            assert await a.closed_by_server(), "a refused resume left the connection open: %s" % attempt
+        # B's connection drops; A tries again, by the id and by the id with
+        # a guess: still refused.
+        await b.close()
+        for attempt in a_tries[:3]:
+            a = await Client.connect(srv.url)
+            r = await a.handshake(attempt, name="a")
+            assert "result" not in r, "B dropped, and A took its session with %r: %s" % (attempt, r)
+            err(r, -32600)
+            assert await a.closed_by_server()
+        assert secret and secret not in json.dumps(log_records(srv, b))
+        # B, with what initialize gave it, gets its session back.
+        b2 = await Client.connect(srv.url)
+        for _ in range(300):
+            r = await b2.handshake(b.session_id, name="b")
+            if "result" in r or r["error"]["code"] != -32010:
+                break
+            await asyncio.sleep(0.02)  # the server has not seen B's close yet
+        assert ok(r)["sessionId"] == b.session_id, r
+        ok(await b2.call("fs/getMetadata", {"path": secret_file}))
+        await b2.close()
+        # The secret is in no record and no message of the server's.
+        text = open(os.path.join(b.run_dir, "access.jsonl")).read() + srv.stderr()
+        assert b.session_id.split(".", 1)[1] not in text
+    finally:
+        srv.stop()
+
+
+async def t_resume_rate_limited(tmp):
+    srv = Server(tmp)
+    try:
+        b = await start_client(srv, "b")
+        guesses, limited = 64, 0
+        for i in range(guesses):
+            a = await Client.connect(srv.url)
+            e = err(await a.handshake(b.log_session + ".%032x" % i, name="a"), -32600)
+            limited += "too many refused resumes" in e["message"]
+            assert await a.closed_by_server()
+        # 64 guesses in far less than the 16 s the bucket takes to refill
+        # for them (32 at once, 2 a second)
+        assert limited > 0, "%d wrong secrets in a row, none limited" % guesses
+        # B still has its session; its own resume is refused only while the
+        # bucket is empty, and granted after.
+        ok(await b.call("fs/getMetadata", {"path": srv.ws}))
+        await b.close()
+        for _ in range(600):
+            b2 = await Client.connect(srv.url)
+            r = await b2.handshake(b.session_id, name="b")
+            if "result" in r:
+                break
+            assert r["error"]["code"] in (-32010, -32600), r
+            await b2.ws.close()
+            await asyncio.sleep(0.1)
+        assert ok(r)["sessionId"] == b.session_id, r
+        await b2.close()
+    finally:
+        srv.stop()
+
+
+async def own_event(c, path):
+    """Make a record of C's own (a write of PATH) and wait for its
+    log/event: every record written before it has been delivered by then."""
+    ok(await c.call("fs/writeFile", {"path": path, "dataBase64": "YQo="}))
+    return await c.take_event(lambda p: p.get("path") == path)
+
+
+async def t_log_scope(tmp):
+    for all_ in (False, True):
+        srv = Server(tmp, *(["--subscribe-all"] if all_ else []))
+        try:
+            a = await start_client(srv, "a")
+            b = await start_client(srv, "b")
+            s = ok(await a.call("log/subscribe", {}))
+            s2 = ok(await a.call("log/subscribe", {"filter": {"session": b.log_session}}))
+            b_path = os.path.join(srv.ws, "b-private.txt")
+            ok(await b.call("fs/writeFile", {"path": b_path, "dataBase64": "YgoK"}))
+            err(await b.call("fs/readFile", {"path": "/etc/no-such-file-b"}), -32004)
+            ev = await own_event(a, os.path.join(srv.ws, "a-marker-%d" % all_))
+            assert ev["session"] == a.log_session, ev
+            seen = [m["params"] for m in a.inbox if m.get("method") == "log/event"]
+            theirs = [p for p in seen if p.get("session") != a.log_session]
+            if all_:
+                assert any(p.get("session") == b.log_session for p in theirs), seen
+            else:
+                assert theirs == [], "A saw records of other sessions: %s" % theirs
+                assert b.log_session not in json.dumps(a.inbox), a.inbox
+            assert s.get("scope") == ("all" if all_ else "session"), s
+            ok(await a.call("log/unsubscribe", {"subscriptionId": s2["subscriptionId"]}))
+            await a.close()
+            await b.close()
+        finally:
+            srv.stop()
+
+
+async def t_slow_subscriber(tmp):
+    # B subscribes (every record: the operator's setting, the H1 attack's
+    # case) and stops reading; A floods the log.  B loses its subscription,
+    # not its connection or its session.
+    srv = Server(tmp, "--subscribe-all")
+    try:
+        b = await start_client(srv, "b", slow=True)
+        ok(await b.call("log/subscribe", {}))
+        a = await start_client(srv, "a")
+        deep = os.path.join(srv.ws, "f" * 250, "g" * 250, "h" * 250)
+        os.makedirs(deep)
+        # A write is a record of 1.1 KiB here.  Past B's 8 MiB the server
+        # says (stderr) that it ends B's subscription: the kernel's buffers
+        # for B take a few MiB first, as many as the host's tcp_wmem allows.
+        for i in range(100000):
+            await a.ws.send(json.dumps({"id": 100 + i, "method": "fs/writeFile",
+                                        "params": {"path": deep + "/x", "dataBase64": "YQo="}}))
+            if i % 500 == 499:
+                await a.call("fs/getMetadata", {"path": srv.ws})  # A reads its answers
+                a.inbox.clear()
+                if "ending log subscription" in srv.stderr():
+                    break
+        assert "ending log subscription" in srv.stderr(), "%d writes, 110 MiB of records" % (i + 1)
+        ended = None
+        while ended is None:
+            m = await b.recv()
+            if m.get("method") == "log/ended":
+                ended = m["params"]
+        assert "subscribe again" in ended["reason"], ended
+        ok(await b.call("fs/getMetadata", {"path": srv.ws}))  # still connected
+        # ... and still attached: its handle resumes nothing elsewhere.
+        c = await Client.connect(srv.url)
+        err(await c.handshake(b.session_id, name="c"), -32010)
+        await c.close()
+        await a.close()
+        await b.close()
+    finally:
+        srv.stop()
+
+
 async def main(tmp):
     tests = [("token_required", t_token_required), ("other_user", t_other_user),
-             ("insecure_no_auth", t_insecure_no_auth), ("unix_socket", t_unix_socket)]
+             ("insecure_no_auth", t_insecure_no_auth), ("unix_socket", t_unix_socket),
+             ("resume_takeover", t_resume_takeover), ("resume_rate_limited", t_resume_rate_limited),
+             ("log_scope", t_log_scope), ("slow_subscriber", t_slow_subscriber)]
     only = sys.argv[1:]
     passed = failed = skipped = 0
     for name, t in tests:

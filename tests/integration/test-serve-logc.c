@@ -64,10 +64,12 @@ write_file (const char *path, const char *text)
 
 /* --- a server on any address -------------------------------------------------------- */
 
-/* `fusebox serve --listen LISTEN --workspace WS --policy POLICY ARGS...`;
- * returns once its first line (the address) is read. */
+/* `fusebox serve --listen LISTEN --workspace WS --policy POLICY
+ * [--subscribe-all] ARGS...`; returns once its first line (the address) is
+ * read.  A follower sees other sessions' records only with
+ * --subscribe-all. */
 static TestServer *
-server_start (const char *listen, const char *const *args)
+server_start_full (const char *listen, bool subscribe_all, const char *const *args)
 {
   const char *bin = g_getenv ("FUSEBOX_BIN");
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
@@ -86,6 +88,8 @@ server_start (const char *listen, const char *const *args)
   g_ptr_array_add (argv, F->ws);
   g_ptr_array_add (argv, (char *)"--policy");
   g_ptr_array_add (argv, F->policy);
+  if (subscribe_all)
+    g_ptr_array_add (argv, (char *)"--subscribe-all");
   for (guint i = 0; args != NULL && args[i] != NULL; i++)
     g_ptr_array_add (argv, (char *)args[i]);
   g_ptr_array_add (argv, NULL);
@@ -111,6 +115,12 @@ server_start (const char *listen, const char *const *args)
   if (s->url[0] == '\0')
     fail_msg ("the server did not print its address; reproduce with: %s", s->command);
   return s;
+}
+
+static TestServer *
+server_start (const char *listen, const char *const *args)
+{
+  return server_start_full (listen, true, args);
 }
 
 static int
@@ -675,6 +685,23 @@ test_follow_token (void **state)
   server_stop (server);
 }
 
+/* By default a server shows each client its own session's records: a
+ * follower would see nothing, and says so instead of waiting. */
+static void
+test_follow_needs_subscribe_all (void **state)
+{
+  TestServer *server = server_start_full ("ws://127.0.0.1:0", false, NULL);
+  const char *const args[] = { "--json", NULL };
+  Follower *f = follower_start (server->url, args);
+
+  assert_true (follower_wait_exit (f));
+  if (!(WIFEXITED (f->status) && WEXITSTATUS (f->status) == 1))
+    follower_fail (f, "a follower of a server without --subscribe-all did not exit 1");
+  assert_non_null (strstr (f->err->str, "--subscribe-all"));
+  follower_free (f);
+  server_stop (server);
+}
+
 static void
 test_usage (void **state)
 {
@@ -698,6 +725,7 @@ main (void)
     cmocka_unit_test_teardown (test_follow_ws, teardown),
     cmocka_unit_test_teardown (test_follow_unix, teardown),
     cmocka_unit_test_teardown (test_follow_token, teardown),
+    cmocka_unit_test_teardown (test_follow_needs_subscribe_all, teardown),
   };
 
   signal (SIGPIPE, SIG_IGN);

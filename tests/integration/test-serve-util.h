@@ -118,7 +118,8 @@ typedef struct
   bool closed;
   bool failed;
   gint64 next_id;
-  char *session_id;
+  char *session_id;  /* as initialize answered it: "ID.SECRET", what a resume takes */
+  char *log_session; /* ID: the session in the access log and log/event */
   char *run_dir;
 } TestClient;
 
@@ -221,6 +222,7 @@ test_client_free (TestClient *c)
   g_queue_clear_full (&c->inbox, (GDestroyNotify)json_node_unref);
   g_object_unref (c->session);
   g_free (c->session_id);
+  g_free (c->log_session);
   g_free (c->run_dir);
   g_free (c);
 }
@@ -347,6 +349,7 @@ test_client_handshake (TestClient *c, const char *resume)
     }
   result = json_object_get_object_member (json_node_get_object (r), "result");
   c->session_id = g_strdup (json_object_get_string_member (result, "sessionId"));
+  c->log_session = g_strndup (c->session_id, strcspn (c->session_id, "."));
   c->run_dir = g_strdup (json_object_get_string_member_with_default (
     json_object_get_object_member (result, "environmentInfo"), "runDir", ""));
   json_node_unref (r);

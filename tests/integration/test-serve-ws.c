@@ -538,7 +538,7 @@ test_denial (void **state)
   log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
   log = read_host (log_path);
   assert_non_null (log);
-  want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->session_id);
+  want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->log_session);
   {
     g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
     bool found = false;
@@ -688,7 +688,7 @@ test_log_subscribe (void **state)
   p = json_object_get_object_member (json_node_get_object (ev), "params");
   assert_string_equal (json_object_get_string_member (p, "op"), "create");
   assert_string_equal (json_object_get_string_member (p, "path"), path);
-  assert_string_equal (json_object_get_string_member (p, "session"), F->client->session_id);
+  assert_string_equal (json_object_get_string_member (p, "session"), F->client->log_session);
   assert_string_equal (json_object_get_string_member (p, "decision"), "allow");
   assert_true (json_object_has_member (p, "seq"));
   u = call ("log/unsubscribe", "{\"subscriptionId\":\"%s\"}", sub);
@@ -892,16 +892,18 @@ test_harness_flow (void **state)
   {
     /* The sandboxed process's own accesses went through its FUSE view into
      * the same access log: the refused write is there, as a FUSE access
-     * (no session member: the caller is the process itself). */
+     * (the caller is the process itself, pid and all), and as a record of
+     * the session that started it. */
     g_autofree char *log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
     g_autofree char *log = read_host (log_path);
+    g_autofree char *want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->log_session);
     g_auto (GStrv) lines = NULL;
     bool found = false;
     assert_non_null (log);
     lines = g_strsplit (log, "\n", -1);
     for (guint i = 0; lines[i] != NULL && !found; i++)
       found = strstr (lines[i], "denied-marker") != NULL && strstr (lines[i], "\"decision\":\"deny\"") != NULL &&
-              strstr (lines[i], "\"session\"") == NULL;
+              strstr (lines[i], want_session) != NULL && strstr (lines[i], "\"pid\":0,") == NULL;
     assert_true (found);
   }
   {
