@@ -525,7 +525,11 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
       fd = open (host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0)
         {
-          if (i == 0)
+          /* The root, and a rule's own source (which a run checks when it
+           * loads the policy: fb_run_check_sources), are never replaced by
+           * an empty directory; a mount that a rule without a source starts
+           * shows the host's path again, which need not exist. */
+          if (i == 0 || (mounts[i].rule != NULL && mounts[i].rule->source != NULL && !mounts[i].is_private))
             return -errno;
           continue;
         }

@@ -270,6 +270,55 @@ fb_run_state_paths (const char *run_dir, const char *log_path)
   return (char **)g_ptr_array_free (out, FALSE);
 }
 
+/* A `source` names an existing directory.  The view opens it once, at
+ * start, with O_DIRECTORY|O_NOFOLLOW (fs/fs-view.c), and a mount whose
+ * source can't be opened would show an empty directory: a typo, a file, a
+ * FIFO or a link would then pass for "nothing there".  A symbolic link is
+ * refused rather than resolved: the link could be changed between this
+ * check and the view's open (and after it, for the next run), and the
+ * directory a policy shows should be the one it names.  Links in the
+ * directories above the source are followed, once, by the view's open. */
+static gboolean
+check_source_is_dir (const FbPolicyMount *mount, GError **error)
+{
+  const char *at = mount->rule->source_at != NULL ? mount->rule->source_at : mount->rule->origin;
+  const char *host = mount->host_path;
+  struct stat st;
+
+  if (lstat (host, &st) < 0)
+    {
+      int errsv = errno;
+      const char *why = errsv == ENOENT    ? "does not exist"
+                        : errsv == ENOTDIR ? "does not exist (a directory above it is a file)"
+                        : errsv == EACCES  ? "can't be looked up (permission denied on a directory above it)"
+                                           : g_strerror (errsv);
+
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "%s: source %s: %s; a source must be an existing directory (\"private\" makes an empty one "
+                   "for each run)",
+                   at, host, why);
+      return FALSE;
+    }
+  if (S_ISLNK (st.st_mode))
+    {
+      g_autofree char *target = g_file_read_link (host, NULL);
+
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "%s: source %s: is a symbolic link (to %s), not a directory; a source must be an existing "
+                   "directory, named as itself: write the directory the link points to",
+                   at, host, target != NULL ? target : "?");
+      return FALSE;
+    }
+  if (!S_ISDIR (st.st_mode))
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "%s: source %s: is %s, not a directory; a source must be an existing directory", at, host,
+                   fb_ipc_file_kind (st.st_mode));
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError **error)
 {
@@ -295,6 +344,9 @@ fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError *
 
       if (mounts[m].is_private || mounts[m].host_path == NULL)
         continue;
+      /* a rule's own source (a rule without one shows the host's path) */
+      if (mounts[m].rule != NULL && mounts[m].rule->source != NULL && !check_source_is_dir (&mounts[m], error))
+        return FALSE;
       /* the source and each directory above it, as the host resolves them */
       real = realpath (mounts[m].host_path, NULL);
       path = g_strdup (real != NULL ? real : mounts[m].host_path);

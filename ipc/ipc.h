@@ -11,6 +11,7 @@
 #include <gio/gio.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include <sys/types.h>
 
 #include "fs/fs-event.h"
 #include "policy/policy.h"
@@ -110,11 +111,34 @@ char *fb_run_find_latest (GError **error);
  * most FB_RUN_SIBLINGS_MAX entries looked at).  NULL-terminated. */
 #define FB_RUN_SIBLINGS_MAX 65536
 char **fb_run_state_paths (const char *run_dir, const char *log_path);
-/* FALSE, with a message naming the rule, when a `source` of POLICY is one
- * of STATE_PATHS or lies inside one (compared by st_dev/st_ino, each
+/* FALSE, with a message naming the rule, when a `source` of POLICY is not
+ * an existing directory ("FILE:LINE:COL: rules[1].source: source /x: is a
+ * FIFO, not a directory; ..."; a symbolic link is refused too), or is one of
+ * STATE_PATHS or lies inside one (compared by st_dev/st_ino, each
  * directory up from the source as the host resolves it).  A source that
- * holds one is fine: the view hides it. */
+ * holds one is fine: the view hides it.  Private sources are not looked at. */
 gboolean fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError **error);
+
+/* Reading fusebox's own files back (ipc-readback.c): never through a
+ * symbolic link, never blocking in open(2) on a FIFO or a device.
+ * fb_ipc_open_regular opens NAME in DIR_FD (AT_FDCWD: a path) for reading
+ * when it is a regular file and returns the descriptor (blocking, CLOEXEC),
+ * or -1: FB_IPC_ERROR_NOT_FOUND when nothing is there, FB_IPC_ERROR_INVALID
+ * ("WHAT PATH is a FIFO, not a regular file; ...") when it is anything else,
+ * a symbolic link included; FB_IPC_ERROR_IO.  PATH names the file in
+ * messages (NULL: NAME); WHAT says what it is ("the access log").
+ * fb_ipc_read_regular reads all of such a file, at most MAX bytes (more is
+ * FB_IPC_ERROR_INVALID).  fb_ipc_file_kind: "a FIFO", "a socket"... */
+int fb_ipc_open_regular (int dir_fd, const char *name, const char *path, const char *what, GError **error);
+char *fb_ipc_read_regular (const char *path, const char *what, gsize max, gsize *ret_len, GError **error);
+const char *fb_ipc_file_kind (mode_t mode);
+/* TRUE when the LEN bytes of TEXT hold only plain JSON's tokens outside
+ * strings (no comments or single-quoted strings, which json-glib also takes)
+ * and nest at most MAX_DEPTH arrays and objects: then json-glib, whose
+ * parser recurses per level, may parse it. */
+gboolean fb_json_is_plain (const char *text, gsize len, guint max_depth);
+/* The deepest nesting fusebox's readers parse: a record nests 3. */
+#define FB_JSON_READ_DEPTH_MAX 64
 
 /* Reading a log: the rotated files first (oldest first), then the live file.
  * Each line is parsed with json-glib.  Records are de-duplicated by (run,

@@ -6,7 +6,9 @@
  *
  * Everything here is read-only: the policy engine reads the policy file and
  * answers; no path given to `explain` is looked up on the host, because a
- * decision depends on the view path only.  Single-threaded, no main loop.
+ * decision depends on the view path only.  The policy's sources are, as a
+ * run looks them up (fb_run_check_sources): `check` and `explain` refuse a
+ * policy that a run would refuse.  Single-threaded, no main loop.
  *
  * Exit status: 0 success, 1 a policy failed to load (check: any of them),
  * 2 usage error (see launcher/launcher-private.h and fusebox(1)).
@@ -128,6 +130,22 @@ print_load_error (const char *spec, const GError *error)
     fb_cmd_error ("%s\nThe policy '%s' is invalid; see fusebox-policy(5) for the format.", error->message, spec);
 }
 
+/* What a run checks on the host once the policy has loaded: each source is
+ * an existing directory outside fusebox's state (the runs root here: no run
+ * directory exists yet).  NULL, or why a run would refuse the policy. */
+static char *
+sources_refused (FbPolicy *policy)
+{
+  g_auto (GStrv) state = fb_run_state_paths (NULL, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *msg = NULL;
+
+  if (fb_run_check_sources (policy, (const char *const *)state, &error))
+    return NULL;
+  msg = fb_text_safe (error->message, FB_TEXT_MESSAGE);
+  return g_strdup_printf ("%s\nA run would refuse this policy: its sources are looked up on this host.", msg);
+}
+
 /* ---- check ---- */
 
 static int
@@ -142,8 +160,10 @@ cmd_check (int argc, char **argv)
   g_autoptr (GOptionContext) ctx =
     new_context ("check", "FILE...", "Validate policy files.",
                  "Each FILE is loaded exactly as 'fusebox run --policy FILE' would load it: every key, type,\n"
-                 "path, variable and glob is checked.  A valid file prints \"FILE: ok (N rules)\" on stdout;\n"
-                 "an invalid one prints \"FILE:LINE:COL: FIELD: what is wrong; what would be valid\" on stderr.\n"
+                 "path, variable and glob is checked, and each source is looked up on this host (an existing\n"
+                 "directory, not a link, outside fusebox's state).  A valid file prints \"FILE: ok (N rules)\"\n"
+                 "on stdout; an invalid one prints \"FILE:LINE:COL: FIELD: what is wrong; what would be valid\"\n"
+                 "on stderr.\n"
                  "All files are checked even after a failure.\n"
                  "\n"
                  "Exit status: 0 all files valid, 1 at least one invalid or unreadable, 2 usage error.");
@@ -171,6 +191,13 @@ cmd_check (int argc, char **argv)
         {
           g_autofree char *msg = fb_text_safe (load_error->message, FB_TEXT_MESSAGE);
           fprintf (stderr, "%s\n", msg);
+          status = FB_EXIT_FAILURE;
+          continue;
+        }
+      g_autofree char *refused = sources_refused (policy);
+      if (refused != NULL)
+        {
+          fprintf (stderr, "%s\n", refused);
           status = FB_EXIT_FAILURE;
           continue;
         }
@@ -402,7 +429,9 @@ cmd_explain (int argc, char **argv)
                  "read, deny or hide), the deciding rule (FILE:LINE:COL of the rule, builtin:NAME:rules[i],\n"
                  "protected_names[NAME] or default) with its why, whether a hidden or denied directory is\n"
                  "traversable (and the only children it lists), whether the path is a mount point, and the host\n"
-                 "path the view shows there.  Nothing is looked up on the host: the answer is the policy's.\n"
+                 "path the view shows there.  No PATH is looked up on the host: the answer is the policy's.\n"
+                 "The policy's sources are, as a run looks them up: one that is not an existing directory\n"
+                 "(or is a link, or lies in fusebox's state) is reported, and nothing is explained.\n"
                  "\n"
                  "Exit status: 0 success, 1 the policy failed to load, 2 usage error.");
   g_autoptr (GError) error = NULL;
@@ -427,6 +456,13 @@ cmd_explain (int argc, char **argv)
   if (policy == NULL)
     {
       print_load_error (spec, error);
+      fb_policy_vars_clear (&storage);
+      return FB_EXIT_FAILURE;
+    }
+  g_autofree char *refused = sources_refused (policy);
+  if (refused != NULL)
+    {
+      fb_cmd_error ("%s", refused);
       fb_policy_vars_clear (&storage);
       return FB_EXIT_FAILURE;
     }

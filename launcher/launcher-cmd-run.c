@@ -348,6 +348,11 @@ load_policy (const RunOptions *o, const FbPolicyVars *vars, const char *run_dir,
   g_autoptr (FbPolicy) base = fb_policy_load_spec (o->policy_spec, vars, error);
   if (!base)
     return NULL;
+  /* Each source is an existing directory: checked here, where the rules
+   * still know their FILE:LINE:COL (fusebox's state is checked once the
+   * run directory exists, in prepare) */
+  if (!fb_run_check_sources (base, NULL, error))
+    return NULL;
 
   g_autofree char *json = fb_policy_to_json (base);
   g_autoptr (JsonParser) parser = json_parser_new ();

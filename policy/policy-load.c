@@ -583,6 +583,16 @@ load_rule (const Ctx *ctx, FbPolicy *policy, const FbPolicyVars *vars, JsonNode 
             return false;
         }
       rule->source = g_string_chunk_insert (policy->strings, source);
+      /* fb_run_check_sources looks the host path up when a run loads the
+       * policy (this file reads no host path): its messages start here */
+      if (!ctx->builtin && fb_policy_pos_index_lookup (ctx->index, source_member, false, &pos))
+        origin = g_strdup_printf ("%s:%u:%u: %s", ctx->origin != NULL ? ctx->origin : "<data>", pos.line, pos.col,
+                                  source_member);
+      else
+        origin = g_strdup_printf ("%s%s%s", ctx->origin != NULL ? ctx->origin : "", ctx->origin != NULL ? ": " : "",
+                                  source_member);
+      rule->source_at = g_string_chunk_insert (policy->strings, origin);
+      g_clear_pointer (&origin, g_free);
     }
 
   rule->index = (int)i;

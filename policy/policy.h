@@ -120,6 +120,9 @@ typedef struct
   FbPolicyAccess access;
   const char *why;    /* never NULL */
   const char *source; /* NULL, "private", or an absolute host path (PATH rules only) */
+  /* Where the source is, to prefix a message about it as load errors are
+   * prefixed: "FILE:LINE:COL: rules[3].source" (NULL without a source). */
+  const char *source_at;
 } FbPolicyRule;
 
 /* A mapping from a view subtree to a host directory.  Mount 0 is always the

@@ -1,0 +1,279 @@
+/* Adversarial tests: a policy's `source` is an existing directory, or the
+ * policy is refused.
+ *
+ * A source the view can't open as a directory used to show an empty
+ * directory: a typo, a file, a FIFO, a device, a socket, a symbolic link
+ * or a missing path all passed for "nothing there", and `policy check` and
+ * `explain` said nothing.  Now:
+ *  - `fusebox run` refuses each at load (exit 125) with the source's
+ *    FILE:LINE:COL, the field and what the path is; the command never runs.
+ *  - `fusebox policy check` and `policy explain` report the same refusal
+ *    (exit 1).
+ *  - A directory source is still shown (the control).
+ *  - The view itself never shows an empty directory for a source that is
+ *    no longer a directory when it opens it (a swap after the check).
+ * Each object is first proven to exist on the host as what it is.
+ *
+ * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
+#include "tests/integration/test-run-util.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "fs/fs.h"
+
+/* A policy that shows SOURCE at /x, with the source alone on its line, so
+ * that its position is known: *RET_LINE:*RET_COL is the value's quote. */
+static char *
+policy_text (const char *source, guint *ret_line, guint *ret_col)
+{
+  g_autofree char *line = g_strdup_printf ("   \"source\": \"%s\",", source);
+
+  *ret_line = 4;
+  *ret_col = (guint)strlen ("   \"source\": ") + 1;
+  return g_strdup_printf ("{ \"version\": 1,\n"
+                          "  \"rules\": [ { \"path\": \"/\", \"access\": \"read\", \"why\": \"the system\" },\n"
+                          "  { \"path\": \"/x\", \"access\": \"read\",\n"
+                          "%s\n"
+                          "    \"why\": \"the data\" } ] }\n",
+                          line);
+}
+
+/* fusebox ARGS... (not `run`), to completion. */
+static void
+run_cmd (RFx *fx, RfxResult *ret, const char *first, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  va_list ap;
+
+  g_ptr_array_add (argv, (char *)rfx_bin ());
+  va_start (ap, first);
+  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *)a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
+  rfx_run_argv (fx, ret, (char **)argv->pdata);
+}
+
+/* A unix socket bound at PATH (the descriptor is closed: the name stays). */
+static void
+make_socket (const char *path)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  assert_true (fd >= 0);
+  assert_true (strlen (path) < sizeof sa.sun_path);
+  strcpy (sa.sun_path, path);
+  assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  close (fd);
+}
+
+typedef struct
+{
+  const char *name; /* in T, or an absolute path */
+  const char *says; /* what the message says the path is */
+  mode_t type;      /* S_IF* it is on the host; 0: missing */
+} Case;
+
+static const Case cases[] = {
+  { "fifo", "is a FIFO, not a directory", S_IFIFO },
+  { "file", "is a regular file, not a directory", S_IFREG },
+  { "link", "is a symbolic link (to ", S_IFLNK },
+  { "sock", "is a socket, not a directory", S_IFSOCK },
+  { "/dev/null", "is a character device, not a directory", S_IFCHR },
+  { "missing", "does not exist", 0 },
+  { "file/below", "does not exist (a directory above it is a file)", 0 },
+};
+
+/* T/data (a directory with a file in it), and the objects of CASES. */
+static void
+make_objects (RFx *fx)
+{
+  g_autofree char *data = g_build_filename (fx->tmp, "data", NULL);
+  g_autofree char *inside = g_build_filename (data, "inside", NULL);
+  g_autofree char *fifo = g_build_filename (fx->tmp, "fifo", NULL);
+  g_autofree char *file = g_build_filename (fx->tmp, "file", NULL);
+  g_autofree char *link = g_build_filename (fx->tmp, "link", NULL);
+  g_autofree char *sock = g_build_filename (fx->tmp, "sock", NULL);
+
+  rfx_write (inside, "the data\n", 0644);
+  rfx_write (file, "a file\n", 0644);
+  assert_int_equal (mkfifo (fifo, 0644), 0);
+  assert_int_equal (symlink (data, link), 0);
+  make_socket (sock);
+}
+
+static char *
+case_path (RFx *fx, const Case *c)
+{
+  return c->name[0] == '/' ? g_strdup (c->name) : g_build_filename (fx->tmp, c->name, NULL);
+}
+
+/* The host holds PATH as C says (or nothing there). */
+static void
+assert_host_object (const char *path, const Case *c)
+{
+  struct stat st;
+
+  if (c->type == 0)
+    {
+      if (lstat (path, &st) == 0)
+        fail_msg ("%s should be missing on the host", path);
+      return;
+    }
+  if (lstat (path, &st) < 0)
+    fail_msg ("the stand-in %s does not exist on the host", path);
+  if ((st.st_mode & S_IFMT) != c->type)
+    fail_msg ("the stand-in %s is not of the type the case wants", path);
+}
+
+/* The refusal: the source's position, the field, the path and its type. */
+static void
+assert_refusal (const char *err, const char *policy_name, guint line, guint col, const char *path, const Case *c)
+{
+  g_autofree char *where =
+    g_strdup_printf ("%s:%u:%u: rules[1].source: source %s: %s", policy_name, line, col, path, c->says);
+
+  if (strstr (err, where) == NULL)
+    fail_msg ("no refusal '%s...' in:\n%s", where, err);
+}
+
+static void
+test_run_refuses_a_source_that_is_not_a_directory (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *policy_path = g_build_filename (fx->ws, "p.json", NULL);
+
+  make_objects (fx);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = case_path (fx, &cases[i]);
+      guint line, col;
+      g_autofree char *text = policy_text (path, &line, &col);
+      RfxResult res = { 0 };
+
+      assert_host_object (path, &cases[i]);
+      unlink (policy_path); /* rfx_write writes in place: a shorter text would leave a tail */
+      rfx_write (policy_path, text, 0644);
+      /* the command would list /x: what it shows, if it ran */
+      rfx_run (fx, &res, "--policy", policy_path, "--", "/bin/ls", "-a", "/x", NULL);
+      if (res.status != 125)
+        fail_msg ("source %s: run exited %d, not 125 (a refused policy); it printed:\n%s%s", path, res.status, res.out,
+                  res.err);
+      assert_refusal (res.err, "p.json", line, col, path, &cases[i]);
+      assert_string_equal (res.out, "");
+      rfx_result_clear (&res);
+    }
+  RFX_PASS ();
+}
+
+static void
+test_check_and_explain_report_the_refusal (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *policy_path = g_build_filename (fx->ws, "p.json", NULL);
+
+  make_objects (fx);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = case_path (fx, &cases[i]);
+      guint line, col;
+      g_autofree char *text = policy_text (path, &line, &col);
+      RfxResult check = { 0 }, explain = { 0 };
+
+      assert_host_object (path, &cases[i]);
+      unlink (policy_path); /* rfx_write writes in place: a shorter text would leave a tail */
+      rfx_write (policy_path, text, 0644);
+      run_cmd (fx, &check, "policy", "check", "p.json", NULL);
+      if (check.status != 1)
+        fail_msg ("source %s: policy check exited %d, not 1; it printed:\n%s%s", path, check.status, check.out,
+                  check.err);
+      assert_refusal (check.err, "p.json", line, col, path, &cases[i]);
+      assert_null (strstr (check.out, "ok"));
+      run_cmd (fx, &explain, "policy", "explain", "--policy", "p.json", "/x", NULL);
+      if (explain.status != 1)
+        fail_msg ("source %s: policy explain exited %d, not 1; it printed:\n%s%s", path, explain.status, explain.out,
+                  explain.err);
+      assert_refusal (explain.err, "p.json", line, col, path, &cases[i]);
+      rfx_result_clear (&check);
+      rfx_result_clear (&explain);
+    }
+  RFX_PASS ();
+}
+
+/* The control: a directory source is shown, and checks clean. */
+static void
+test_a_directory_source_is_shown (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *policy_path = g_build_filename (fx->ws, "p.json", NULL);
+  g_autofree char *data = g_build_filename (fx->tmp, "data", NULL);
+  guint line, col;
+  g_autofree char *text = policy_text (data, &line, &col);
+  RfxResult res = { 0 }, check = { 0 };
+
+  make_objects (fx);
+  rfx_write (policy_path, text, 0644);
+  rfx_run (fx, &res, "--policy", policy_path, "--", "/bin/cat", "/x/inside", NULL);
+  if (res.status != 0)
+    fail_msg ("run exited %d: %s", res.status, res.err);
+  assert_string_equal (res.out, "the data\n");
+  run_cmd (fx, &check, "policy", "check", "p.json", NULL);
+  assert_int_equal (check.status, 0);
+  assert_string_equal (check.out, "p.json: ok (2 rules)\n");
+  rfx_result_clear (&res);
+  rfx_result_clear (&check);
+  RFX_PASS ();
+}
+
+/* A source checked at load and swapped for a FIFO before the view opens it
+ * (the check and the open are two looks at one path): the view refuses to
+ * start rather than show an empty directory. */
+static void
+test_view_refuses_a_swapped_source (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *data = g_build_filename (fx->tmp, "data", NULL);
+  g_autofree char *moved = g_build_filename (fx->tmp, "data.moved", NULL);
+  g_autofree char *fifo = g_build_filename (fx->tmp, "fifo", NULL);
+  guint line, col;
+  g_autofree char *text = policy_text (data, &line, &col);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) policy = NULL;
+  FbViewOptions vo;
+  FbView *view = NULL;
+  int r;
+
+  make_objects (fx);
+  policy = fb_policy_load_data (text, -1, "p.json", NULL, &error);
+  if (policy == NULL)
+    fail_msg ("%s", error->message);
+  /* the swap */
+  assert_int_equal (rename (data, moved), 0);
+  assert_int_equal (rename (fifo, data), 0);
+  fb_view_options_init (&vo);
+  r = fb_view_new (policy, &vo, &view);
+  if (r == 0)
+    {
+      fb_view_unref (view);
+      fail_msg ("the view was made with a FIFO for the source %s (it would show an empty directory)", data);
+    }
+  assert_int_equal (r, -ENOTDIR);
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_run_refuses_a_source_that_is_not_a_directory, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_check_and_explain_report_the_refusal, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_a_directory_source_is_shown, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_view_refuses_a_swapped_source, rfx_setup, rfx_teardown),
+  };
+
+  rfx_filter_tests (argv[0]);
+  rfx_require ();
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
