@@ -7,7 +7,9 @@
  * fail anyway.  The filter is the second wall: it removes kernel surface that
  * unprivileged code can still reach (user namespaces, keyrings, io_uring,
  * userfaultfd, bpf, ptrace-like introspection), the calls that would let code
- * step around the FUSE view (open_by_handle_at), and TIOCSTI.
+ * step around the FUSE view (open_by_handle_at), TIOCSTI, and the paths by
+ * which unprivileged code makes the kernel load a module (socket families
+ * and protocols, line disciplines).
  *
  * The rules below are compiled by libseccomp into a BPF program once, when
  * fusebox is built: this program runs at build time on the machine (and
@@ -20,8 +22,8 @@
  *
  * Default action: allow.  Denials return an errno so that programs fail
  * cleanly: EPERM where a privilege is missing, ENOSYS where libraries probe
- * and fall back (clone3, the new mount API, io_uring), and EAFNOSUPPORT for
- * socket families.  Foreign architectures and the x32 ABI kill the process:
+ * and fall back (clone3, the new mount API, io_uring), EAFNOSUPPORT for
+ * socket families and EPROTONOSUPPORT for their protocols.  Foreign architectures and the x32 ABI kill the process:
  * a filter written for one syscall table says nothing about another, so any
  * such call is an attack.
  */
@@ -31,6 +33,8 @@
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stdint.h>
@@ -148,6 +152,37 @@ add_rule (scmp_filter_ctx ctx, long nr, int err, unsigned n, const struct scmp_a
   return r;
 }
 
+/* Deny every value of argument ARG but ALLOWED (ascending), where COND
+ * holds too.  libseccomp can't put two comparisons on one argument in a
+ * rule, so each gap between allowed values is cut into aligned blocks of a
+ * power of two, one masked comparison each, and everything above the last
+ * is one 64-bit comparison, which also catches any value with high bits set
+ * (the kernel would read only the low 32, and might find an allowed one). */
+static int
+add_deny_all_but (scmp_filter_ctx ctx, long nr, int err, const struct scmp_arg_cmp *cond, unsigned arg,
+                  const uint64_t *allowed, size_t n)
+{
+  uint64_t lo = 0;
+  int r;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      while (lo < allowed[i])
+        {
+          uint64_t size = 1;
+          while (lo % (size * 2) == 0 && lo + size * 2 <= allowed[i])
+            size *= 2;
+          struct scmp_arg_cmp cmp[2] = { *cond, SCMP_CMP (arg, SCMP_CMP_MASKED_EQ, ~(size - 1), lo) };
+          if ((r = add_rule (ctx, nr, err, 2, cmp)) < 0)
+            return r;
+          lo += size;
+        }
+      lo = allowed[i] + 1;
+    }
+  struct scmp_arg_cmp above[2] = { *cond, SCMP_CMP (arg, SCMP_CMP_GE, lo) };
+  return add_rule (ctx, nr, err, 2, above);
+}
+
 static int
 add_clone_rules (scmp_filter_ctx ctx)
 {
@@ -204,6 +239,12 @@ add_ioctl_rules (scmp_filter_ctx ctx)
   static const unsigned long requests[] = {
     TIOCSTI,   /* fakes input on a terminal the sandbox shares with the caller */
     TIOCLINUX, /* on a virtual console: paste buffer (TIOCL_PASTESEL) is input injection too */
+    /* A terminal's line discipline outlives the run: N_NULL (27) left the
+     * caller's terminal answering every write with EOPNOTSUPP; and the
+     * kernel loads the module of a discipline it lacks (tty-ldisc-N:
+     * N_GSM0710, N_HDLC...; dev.tty.ldisc_autoload).  Only slattach, pppd
+     * and the like set one: none belongs in a sandbox. */
+    TIOCSETD,
   };
   for (size_t i = 0; i < G_N_ELEMENTS (requests); i++)
     {
@@ -248,7 +289,40 @@ add_socket_rules (scmp_filter_ctx ctx, long nr)
     SCMP_A0 (SCMP_CMP_EQ, AF_NETLINK),
     SCMP_A2 (SCMP_CMP_NE, NETLINK_ROUTE),
   };
-  return add_rule (ctx, nr, EAFNOSUPPORT, 2, netlink);
+  r = add_rule (ctx, nr, EAFNOSUPPORT, 2, netlink);
+  if (r < 0)
+    return r;
+
+  /* Protocols of AF_INET and AF_INET6: inet_create() loads the module of a
+   * protocol the kernel lacks (net-pf-2-proto-132: SCTP; 115: L2TP; 256:
+   * SMC; 33: DCCP), which is the family filter's reason again, one level
+   * down.  What commands use is built in: 0 (the type's default), TCP, UDP,
+   * ICMP and ICMPv6 (ping sockets; raw ones need CAP_NET_RAW anyway) and
+   * MPTCP (Go's listeners try it first, and it is never a module).  Anything
+   * else gets the kernel's own answer for an unknown protocol. */
+  static const uint64_t inet[] = { 0, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_MPTCP };
+  static const uint64_t inet6[] = { 0, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMPV6, IPPROTO_MPTCP };
+  struct scmp_arg_cmp is_inet = SCMP_A0 (SCMP_CMP_EQ, AF_INET);
+  struct scmp_arg_cmp is_inet6 = SCMP_A0 (SCMP_CMP_EQ, AF_INET6);
+  if ((r = add_deny_all_but (ctx, nr, EPROTONOSUPPORT, &is_inet, 2, inet, G_N_ELEMENTS (inet))) < 0)
+    return r;
+  return add_deny_all_but (ctx, nr, EPROTONOSUPPORT, &is_inet6, 2, inet6, G_N_ELEMENTS (inet6));
+}
+
+static int
+add_setsockopt_rules (scmp_filter_ctx ctx)
+{
+  /* TCP_ULP attaches an upper-layer protocol to a TCP socket: "tls" is
+   * kTLS, a large parser reached from a socket (CVE-2023-0461 was a
+   * privilege escalation through it), and a kernel with modules loads the
+   * ULP's (tcp-ulp-NAME) for a caller it deems privileged.  Libraries that
+   * offer kTLS (OpenSSL, GnuTLS) fall back to user-space TLS when it fails.
+   * level and optname are ints to the kernel: the low 32 bits decide. */
+  struct scmp_arg_cmp ulp[2] = {
+    SCMP_A1 (SCMP_CMP_MASKED_EQ, 0xffffffffULL, SOL_TCP),
+    SCMP_A2 (SCMP_CMP_MASKED_EQ, 0xffffffffULL, TCP_ULP),
+  };
+  return add_rule (ctx, __NR_setsockopt, EPERM, 2, ulp);
 }
 
 static int
@@ -283,6 +357,8 @@ build (scmp_filter_ctx ctx)
     return r;
   /* socketpair with other families is either useless or the same surface */
   if ((r = add_socket_rules (ctx, __NR_socketpair)) < 0)
+    return r;
+  if ((r = add_setsockopt_rules (ctx)) < 0)
     return r;
   return 0;
 }

@@ -16,6 +16,8 @@
 #include <linux/audit.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
@@ -59,6 +61,9 @@ static const char *const discriminating[] = {
   "socketpair_packet",
   "io_uring_enter",
   "move_mount",
+  "ioctl_tiocsetd",
+  "socket_inet_tcp_high",
+  "setsockopt_tcp_ulp",
 };
 
 static void
@@ -319,6 +324,44 @@ static const Call calls[] = {
   { "socket(netlink audit)", ABI_NATIVE, __NR_socket, { AF_NETLINK, SOCK_DGRAM, NETLINK_AUDIT }, ERRNO (EAFNOSUPPORT) },
   { "keyctl", ABI_NATIVE, __NR_keyctl, { 0 }, ERRNO (EPERM) },
   { "io_uring_setup", ABI_NATIVE, __NR_io_uring_setup, { 0 }, ERRNO (ENOSYS) },
+  { "ioctl(-1, TIOCSETD)", ABI_NATIVE, __NR_ioctl, { -1, TIOCSETD }, ERRNO (EPERM) },
+  { "ioctl(-1, TIOCSETD | 1 << 32)", ABI_NATIVE, __NR_ioctl, { -1, TIOCSETD | (1ULL << 32) }, ERRNO (EPERM) },
+  /* the protocols commands use stay; a module's (SCTP, L2TP, SMC, DCCP)
+   * never reaches inet_create(), nor a value with high bits set */
+  { "socket inet stream 0", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_STREAM, 0 }, SECCOMP_RET_ALLOW },
+  { "socket inet TCP", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_STREAM, IPPROTO_TCP }, SECCOMP_RET_ALLOW },
+  { "socket inet UDP", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_DGRAM, IPPROTO_UDP }, SECCOMP_RET_ALLOW },
+  { "socket inet ICMP", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_DGRAM, IPPROTO_ICMP }, SECCOMP_RET_ALLOW },
+  { "socket inet MPTCP", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_STREAM, IPPROTO_MPTCP }, SECCOMP_RET_ALLOW },
+  { "socket inet6 TCP", ABI_NATIVE, __NR_socket, { AF_INET6, SOCK_STREAM, IPPROTO_TCP }, SECCOMP_RET_ALLOW },
+  { "socket inet6 UDP", ABI_NATIVE, __NR_socket, { AF_INET6, SOCK_DGRAM, IPPROTO_UDP }, SECCOMP_RET_ALLOW },
+  { "socket inet6 ICMPv6", ABI_NATIVE, __NR_socket, { AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6 }, SECCOMP_RET_ALLOW },
+  { "socket inet6 MPTCP", ABI_NATIVE, __NR_socket, { AF_INET6, SOCK_STREAM, IPPROTO_MPTCP }, SECCOMP_RET_ALLOW },
+  { "socket unix stream 0", ABI_NATIVE, __NR_socket, { AF_UNIX, SOCK_STREAM, 0 }, SECCOMP_RET_ALLOW },
+  { "socket inet SCTP", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_STREAM, IPPROTO_SCTP }, ERRNO (EPROTONOSUPPORT) },
+  { "socket inet6 SCTP", ABI_NATIVE, __NR_socket, { AF_INET6, SOCK_STREAM, IPPROTO_SCTP }, ERRNO (EPROTONOSUPPORT) },
+  { "socket inet L2TP", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_DGRAM, 115 /* L2TP */ }, ERRNO (EPROTONOSUPPORT) },
+  { "socket inet SMC", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_STREAM, 256 /* SMC */ }, ERRNO (EPROTONOSUPPORT) },
+  { "socket inet DCCP", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_DCCP, IPPROTO_DCCP }, ERRNO (EPROTONOSUPPORT) },
+  { "socket inet6 ICMP", ABI_NATIVE, __NR_socket, { AF_INET6, SOCK_DGRAM, IPPROTO_ICMP }, ERRNO (EPROTONOSUPPORT) },
+  { "socket inet TCP | 1 << 32",
+    ABI_NATIVE,
+    __NR_socket,
+    { AF_INET, SOCK_STREAM, IPPROTO_TCP | (1ULL << 32) },
+    ERRNO (EPROTONOSUPPORT) },
+  { "socket inet -1", ABI_NATIVE, __NR_socket, { AF_INET, SOCK_STREAM, (guint64)-1 }, ERRNO (EPROTONOSUPPORT) },
+  { "socketpair inet SCTP",
+    ABI_NATIVE,
+    __NR_socketpair,
+    { AF_INET, SOCK_STREAM, IPPROTO_SCTP },
+    ERRNO (EPROTONOSUPPORT) },
+  { "setsockopt TCP_ULP", ABI_NATIVE, __NR_setsockopt, { -1, SOL_TCP, TCP_ULP }, ERRNO (EPERM) },
+  { "setsockopt TCP_ULP | 1 << 32",
+    ABI_NATIVE,
+    __NR_setsockopt,
+    { -1, SOL_TCP, TCP_ULP | (1ULL << 32) },
+    ERRNO (EPERM) },
+  { "setsockopt TCP_NODELAY", ABI_NATIVE, __NR_setsockopt, { -1, SOL_TCP, TCP_NODELAY }, SECCOMP_RET_ALLOW },
 #if defined(__x86_64__)
   /* 39: x86-64's getpid; 20, 310: i386's getpid and unshare */
   { "x32 getpid", ABI_X32, 39, { 0 }, SECCOMP_RET_KILL_PROCESS },
