@@ -4,19 +4,25 @@
  * (launcher-pid1.c) takes the controlling terminal away, which stops
  * TIOCSTI and job-control signals, but the terminal is still a file the
  * command holds: it may turn echo off, disable Ctrl-C (TCSETS) and set
- * TIOCEXCL, after which nobody but root can open the terminal again, and
- * all of that would outlive the run.  So the supervisor saves, before the
- * command starts, the modes (tcgetattr) and the exclusive flag (TIOCGEXCL)
- * of each of 0, 1 and 2 that is a terminal, and restores them after the
- * sandbox is gone, on every way out of the run (a failure, a signal
- * forwarded to the command, the command's own end).
+ * TIOCEXCL, after which nobody but root can open the terminal again, set
+ * the window to 1x1 (TIOCSWINSZ) and stop its output (tcflow TCOOFF: every
+ * later write blocks), and all of that would outlive the run.  So the
+ * supervisor saves, before the command starts, the modes (tcgetattr), the
+ * exclusive flag (TIOCGEXCL) and the window size (TIOCGWINSZ) of each of
+ * 0, 1 and 2 that is a terminal, and after the sandbox is gone, on every way
+ * out of the run (a failure, a signal forwarded to the command, the
+ * command's own end), restores them and restarts output (TCOON undoes only
+ * a TCOOFF: a person's Ctrl-S stays).  The line discipline (TIOCSETD: N_NULL
+ * fails every write) is not saved: the seccomp filter refuses to change it.
  *
  * The alternative, a pty of the command's own relayed by the supervisor,
  * would also contain what the command does to the terminal while it runs,
  * but costs a relay for every byte, window-size forwarding and a changed
  * answer to isatty() for programs that check what they are connected to;
- * the modes are all the command can leave behind, and they fit in a
- * struct termios.
+ * what the command can leave behind is the terminal's state above, which
+ * fits in a few words.  The price: a window resized during the run gets
+ * its old size back (the kernel can't tell who set the new one) until the
+ * next resize.
  *
  * Restoring is done with SIGTTOU blocked: a `fusebox run &` in the
  * background would otherwise be stopped by its own tcsetattr.  The modes
@@ -24,7 +30,8 @@
  * is the terminal's foreground process group (or the terminal is not its
  * controlling one): a shell that took the terminal back meanwhile (a
  * background run ending while the shell reads a line) keeps its own modes.
- * The exclusive flag is always put back: no one's modes depend on it. */
+ * The window size and the output's flow follow the same rule.  The
+ * exclusive flag is always put back: no one's modes depend on it. */
 #include "launcher/launcher-private.h"
 
 #include <errno.h>
@@ -44,6 +51,8 @@ struct FbCmdTerminal
     struct termios modes;
     bool excl_known; /* TIOCGEXCL answered (Linux 3.8) */
     int excl;
+    bool size_known; /* TIOCGWINSZ answered */
+    struct winsize size;
   } fd[3];
 };
 
@@ -58,6 +67,7 @@ fb_cmd_terminal_save (void)
         continue;
       t->fd[fd].saved = true;
       t->fd[fd].excl_known = ioctl (fd, TIOCGEXCL, &t->fd[fd].excl) == 0;
+      t->fd[fd].size_known = ioctl (fd, TIOCGWINSZ, &t->fd[fd].size) == 0;
     }
   return t;
 }
@@ -83,20 +93,25 @@ fb_cmd_terminal_restore (FbCmdTerminal *t)
   for (int fd = 0; fd < 3; fd++)
     {
       struct termios now;
+      struct winsize size;
       int excl = 0;
+      pid_t fg;
 
       if (!t->fd[fd].saved)
         continue;
       if (t->fd[fd].excl_known && ioctl (fd, TIOCGEXCL, &excl) == 0 && excl != t->fd[fd].excl)
         ioctl (fd, t->fd[fd].excl ? TIOCEXCL : TIOCNXCL);
+      /* -1: not our controlling terminal, no job control to respect */
+      fg = tcgetpgrp (fd);
+      if (fg >= 0 && fg != getpgrp ())
+        continue;
       if (tcgetattr (fd, &now) == 0 && !same_modes (&now, &t->fd[fd].modes))
-        {
-          pid_t fg = tcgetpgrp (fd);
-
-          /* -1: not our controlling terminal, no job control to respect */
-          if (fg < 0 || fg == getpgrp ())
-            tcsetattr (fd, TCSANOW, &t->fd[fd].modes);
-        }
+        tcsetattr (fd, TCSANOW, &t->fd[fd].modes);
+      if (t->fd[fd].size_known && ioctl (fd, TIOCGWINSZ, &size) == 0 &&
+          (size.ws_row != t->fd[fd].size.ws_row || size.ws_col != t->fd[fd].size.ws_col ||
+           size.ws_xpixel != t->fd[fd].size.ws_xpixel || size.ws_ypixel != t->fd[fd].size.ws_ypixel))
+        ioctl (fd, TIOCSWINSZ, &t->fd[fd].size);
+      tcflow (fd, TCOON);
     }
   sigprocmask (SIG_SETMASK, &old, NULL);
 }

@@ -46,8 +46,9 @@ char *fb_cmd_sibling_program (const char *env_var, const char *name);
 int fb_cmd_remove_tree_at (int parent_fd, const char *name);
 
 /* The caller's terminal around `fusebox run` (launcher-cmd-terminal.c):
- * the modes and TIOCEXCL of each of fds 0-2 that is a terminal, saved
- * before the command starts and put back after the sandbox is gone. */
+ * the modes, TIOCEXCL and window size of each of fds 0-2 that is a
+ * terminal, saved before the command starts and put back after the sandbox
+ * is gone, its output restarted. */
 typedef struct FbCmdTerminal FbCmdTerminal;
 FbCmdTerminal *fb_cmd_terminal_save (void);
 void fb_cmd_terminal_restore (FbCmdTerminal *terminal);

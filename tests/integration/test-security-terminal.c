@@ -2,12 +2,15 @@
  *
  * `fusebox run` is started on a real pty of its own (its controlling
  * terminal, it the foreground process group, as under a shell), and the
- * command inside turns echo, line editing and Ctrl-C off (TCSETS) and sets
- * TIOCEXCL (after which nobody but root may open the terminal).  After the
- * run, whether the command exits or is ended by a SIGTERM to fusebox, the
- * terminal has its modes back and is not exclusive.  And the command can't
- * push input into the caller's terminal (TIOCSTI): it has no controlling
- * terminal, and the ioctl is filtered.
+ * command inside turns echo, line editing and Ctrl-C off (TCSETS), sets
+ * TIOCEXCL (after which nobody but root may open the terminal), shrinks the
+ * window to 1x1 (TIOCSWINSZ), sets the line discipline N_NULL (TIOCSETD:
+ * every write then fails) and stops the terminal's output (tcflow TCOOFF:
+ * every write then blocks).  After the run, whether the command exits or is
+ * ended by a SIGTERM to fusebox, the terminal has its modes, its size, its
+ * discipline and its output back and is not exclusive.  And the command
+ * can't push input into the caller's terminal (TIOCSTI): it has no
+ * controlling terminal, and the ioctl is filtered.
  *
  * The probe is this program inside the sandbox (`--probe tty [wait]`).
  */
@@ -22,8 +25,11 @@ static int
 probe_main (int argc, char **argv)
 {
   struct termios t;
+  struct winsize tiny = { .ws_row = 1, .ws_col = 1 };
   char c = 'x';
   int excl = 0;
+  int ldisc = 27; /* N_NULL */
+  int r;
 
   if (tcgetattr (0, &t) < 0)
     {
@@ -42,8 +48,17 @@ probe_main (int argc, char **argv)
       printf ("change did not take\n");
       return 1;
     }
+  if (ioctl (0, TIOCSWINSZ, &tiny) < 0)
+    {
+      printf ("TIOCSWINSZ: %s\n", rfx_errname (errno));
+      return 1;
+    }
   printf ("CHANGED tiocsti=%s\n", rfx_res (ioctl (0, TIOCSTI, &c)));
   fflush (stdout);
+  /* Nothing is written from here on: the terminal may take no more. */
+  r = ioctl (0, TIOCSETD, &ldisc);
+  g_file_set_contents ("tiocsetd", rfx_res (r), -1, NULL);
+  tcflow (0, TCOOFF);
   if (argc > 0 && strcmp (argv[0], "wait") == 0)
     pause ();
   return 0;
@@ -171,11 +186,29 @@ pty_wait (RFx *fx, Pty *p)
 }
 
 static void
-assert_terminal_as_before (Pty *p, const struct termios *before)
+assert_terminal_as_before (Pty *p, const struct termios *before, const struct winsize *size_before)
 {
   struct termios now;
+  struct winsize size;
   int excl = -1;
+  int ldisc = -1;
+  ssize_t n;
 
+  assert_int_equal (ioctl (p->slave, TIOCGETD, &ldisc), 0);
+  if (ldisc != N_TTY)
+    fail_msg ("the terminal's line discipline is %d after the run, not N_TTY (0): every write fails", ldisc);
+  assert_int_equal (ioctl (p->slave, TIOCGWINSZ, &size), 0);
+  if (size.ws_row != size_before->ws_row || size.ws_col != size_before->ws_col)
+    fail_msg ("the terminal is %ux%u after the run, %ux%u before", size.ws_col, size.ws_row, size_before->ws_col,
+              size_before->ws_row);
+  /* a stopped terminal takes no output: a non-blocking write says so */
+  assert_int_equal (fcntl (p->slave, F_SETFL, O_NONBLOCK), 0);
+  n = write (p->slave, "flows\n", 6);
+  if (n != 6)
+    fail_msg ("writing to the terminal after the run: %s (its output is still stopped: TCOOFF)",
+              n < 0 ? g_strerror (errno) : "short write");
+  if (!pty_read_until (p, "flows", 5000))
+    fail_msg ("what was written to the terminal after the run did not come out");
   assert_int_equal (tcgetattr (p->slave, &now), 0);
   if ((now.c_lflag & (ECHO | ICANON | ISIG)) != (before->c_lflag & (ECHO | ICANON | ISIG)))
     fail_msg ("the terminal's local modes are 0%o after the run, 0%o before (ECHO 0%o, ICANON 0%o, ISIG 0%o); the "
@@ -193,13 +226,18 @@ run_on_pty (void **state, bool by_signal)
   g_autofree char *self = rfx_self ();
   const char *args[] = { "--", self, "--probe", by_signal ? "wait" : "exit", NULL };
   struct termios before;
+  struct winsize size = { .ws_row = 24, .ws_col = 80 };
+  g_autofree char *tiocsetd = NULL;
+  g_autofree char *tiocsetd_path = NULL;
   Pty p;
   int status;
 
   pty_open (&p);
-  /* a fresh pty echoes, edits lines and turns Ctrl-C into SIGINT */
+  /* a fresh pty echoes, edits lines and turns Ctrl-C into SIGINT; its
+   * window is the size the terminal emulator gives it */
   assert_int_equal (tcgetattr (p.slave, &before), 0);
   assert_true ((before.c_lflag & (ECHO | ICANON | ISIG)) == (ECHO | ICANON | ISIG));
+  assert_int_equal (ioctl (p.master, TIOCSWINSZ, &size), 0);
 
   pty_start (fx, &p, args);
   if (!pty_read_until (&p, "CHANGED", 60000))
@@ -219,7 +257,12 @@ run_on_pty (void **state, bool by_signal)
       if (status != 0)
         fail_msg ("fusebox run exited %d:\n%s", status, p.out->str);
     }
-  assert_terminal_as_before (&p, &before);
+  assert_terminal_as_before (&p, &before, &size);
+  /* the discipline could not be changed at all */
+  tiocsetd_path = g_build_filename (fx->ws, "tiocsetd", NULL);
+  tiocsetd = rfx_file (tiocsetd_path);
+  if (g_strcmp0 (tiocsetd, "EPERM") != 0)
+    fail_msg ("TIOCSETD N_NULL inside answered %s, not EPERM", tiocsetd != NULL ? tiocsetd : "nothing");
   pty_close (&p);
   RFX_PASS ();
 }
