@@ -420,7 +420,7 @@ out:
 }
 
 int
-fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failure)
+fb_launcher_mounts_apply_rest (FbLauncherMounts *m, const FbLauncherLimits *limits, FbLauncherFailure *ret_failure)
 {
   int r;
 
@@ -448,6 +448,21 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, FbLauncherFailure *ret_failu
     {
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_PROC, errno, 0);
       goto out;
+    }
+  /* The namespace's own limits of per-user kernel objects, while this
+   * procfs's /proc/sys is writable (the inherited one may not be). */
+  if (limits)
+    {
+      int proc_fd = open (m->proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (proc_fd < 0)
+        {
+          r = fail (ret_failure, FB_LAUNCHER_STEP_LIMITS, errno, 0);
+          goto out;
+        }
+      r = fb_launcher_limits_apply (limits, proc_fd, ret_failure);
+      close (proc_fd);
+      if (r < 0)
+        goto out;
     }
   /* Its host-wide knobs read-only (proc_covers above): each a detached
    * copy made read-only before it is attached over itself. */

@@ -105,6 +105,7 @@ typedef struct
   bool new_net;
   const char *cwd;
   FbLauncherMounts *mounts;
+  FbLauncherLimits *limits;
   FbLauncherLockdown *lockdown;
   FbLauncherSeccomp *seccomp;
   FbLauncherCommand *command;
@@ -168,6 +169,7 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_SEND_FUSE_FD] = "send-fuse-fd",
   [FB_LAUNCHER_STEP_CLONE_PID] = "clone-pid",
   [FB_LAUNCHER_STEP_MOUNT_PROC] = "mount-proc",
+  [FB_LAUNCHER_STEP_LIMITS] = "limits",
   [FB_LAUNCHER_STEP_PROC_COVER] = "proc-cover",
   [FB_LAUNCHER_STEP_MOUNT_DEV] = "mount-dev",
   [FB_LAUNCHER_STEP_BIND_DEVICE] = "bind-device",
@@ -485,7 +487,7 @@ pid1_main (Prepared *p, int parent_pidfd)
   if (parent_pidfd >= 0)
     close (parent_pidfd);
 
-  if ((r = fb_launcher_mounts_apply_rest (p->mounts, &failure)) < 0)
+  if ((r = fb_launcher_mounts_apply_rest (p->mounts, p->limits, &failure)) < 0)
     child_fail (p, failure.step, failure.error, failure.detail);
 
   if (chdir (p->cwd) < 0)
@@ -648,6 +650,7 @@ prepared_clear (Prepared *p)
   g_free (p->uid_map);
   g_free (p->gid_map);
   fb_launcher_mounts_free (p->mounts);
+  fb_launcher_limits_free (p->limits);
   fb_launcher_lockdown_free (p->lockdown);
   fb_launcher_seccomp_free (p->seccomp);
   fb_launcher_command_free (p->command);
@@ -694,7 +697,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   p.stdio[1] = plan->stdout_fd;
   p.stdio[2] = plan->stderr_fd;
 
-  if ((r = fb_launcher_mounts_new (plan, uid, gid, &p.mounts)) < 0 ||
+  if ((r = fb_launcher_mounts_new (plan, uid, gid, &p.mounts)) < 0 || (r = fb_launcher_limits_new (&p.limits)) < 0 ||
       (r = fb_launcher_lockdown_new (&p.lockdown)) < 0 || (r = fb_launcher_seccomp_new (&p.seccomp)) < 0 ||
       (r = fb_launcher_command_new (plan, &p.command)) < 0)
     goto out;
@@ -1113,6 +1116,11 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                 "inside bubblewrap, run bwrap as a normal user (as uid 0 it covers /proc/irq and "
                                 "/proc/bus); %s",
                                 step, err, check);
+      case FB_LAUNCHER_STEP_LIMITS:
+        return g_strdup_printf ("%s: /proc/sys/user/%s: setting the sandbox's own limit in its fresh procfs failed: "
+                                "%s; %s",
+                                step, fb_launcher_limits_name (f->detail) ? fb_launcher_limits_name (f->detail) : "",
+                                err, check);
       case FB_LAUNCHER_STEP_PROC_COVER:
         return g_strdup_printf ("%s: /proc/%s: covering it read-only in the sandbox's procfs failed: %s; the kernel "
                                 "needs open_tree, move_mount (Linux 5.2) and mount_setattr (5.12): %s",

@@ -141,6 +141,7 @@ typedef enum
   FB_LAUNCHER_STEP_SEND_FUSE_FD,  /* passing the FUSE fd to the supervisor */
   FB_LAUNCHER_STEP_CLONE_PID,     /* cloning pid 1 into the new pid namespace */
   FB_LAUNCHER_STEP_MOUNT_PROC,
+  FB_LAUNCHER_STEP_LIMITS,     /* detail: index of the /proc/sys/user limit (launcher-limits.c) */
   FB_LAUNCHER_STEP_PROC_COVER, /* detail: index of the entry covered read-only */
   FB_LAUNCHER_STEP_MOUNT_DEV,
   FB_LAUNCHER_STEP_BIND_DEVICE, /* detail: index */
@@ -271,9 +272,24 @@ int fb_launcher_mounts_open_fuse (FbLauncherMounts *mounts, FbLauncherFailure *r
  * FUSE fd attached for a FUSE root).  On failure returns -errno and fills
  * *ret_failure. */
 int fb_launcher_mounts_apply_root (FbLauncherMounts *mounts, int status_fd, FbLauncherFailure *ret_failure);
+/* The sandbox's own limits of per-user kernel objects (inotify, fanotify,
+ * namespaces: launcher-limits.c), prepared in the parent. */
+typedef struct FbLauncherLimits FbLauncherLimits;
+int fb_launcher_limits_new (FbLauncherLimits **ret_limits);
+/* Async-signal-safe, with CAP_SYS_RESOURCE in the sandbox's user namespace:
+ * writes them through PROC_FD, a writable procfs.  On failure returns -errno
+ * and fills *ret_failure (detail: the limit). */
+int fb_launcher_limits_apply (const FbLauncherLimits *limits, int proc_fd, FbLauncherFailure *ret_failure);
+/* The name of limit DETAIL ("max_inotify_instances"...) for messages, or NULL. */
+const char *fb_launcher_limits_name (int detail);
+void fb_launcher_limits_free (FbLauncherLimits *limits);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherLimits, fb_launcher_limits_free)
+
 /* Async-signal-safe, in pid 1 (the procfs must be its pid namespace's):
- * mounts /proc, /dev, /dev/pts, /dev/shm and pivots into the root. */
-int fb_launcher_mounts_apply_rest (FbLauncherMounts *mounts, FbLauncherFailure *ret_failure);
+ * mounts /proc, sets LIMITS through it before it covers /proc/sys, mounts
+ * /dev, /dev/pts, /dev/shm and pivots into the root. */
+int fb_launcher_mounts_apply_rest (FbLauncherMounts *mounts, const FbLauncherLimits *limits,
+                                   FbLauncherFailure *ret_failure);
 /* The name of device DETAIL ("/dev/null"...) for messages, or NULL. */
 const char *fb_launcher_mounts_device_name (int detail);
 /* The /proc entry DETAIL of FB_LAUNCHER_STEP_PROC_COVER ("sys"...), or NULL. */
