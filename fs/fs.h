@@ -42,10 +42,12 @@
  * of the rest, a quarter caches directories (all views together, the view
  * that caches the most giving up its least recently used first) and three
  * quarters are for what sandboxes hold open: each file and each directory
- * open for listing counts against its view, which may hold at most half
- * of what the other views leave (EMFILE for that caller past it; ENFILE
- * past the whole budget).  So no view can take another's descriptors,
- * and the limit can be read at fb_view_fd_budget().
+ * open for listing counts against its owner (the caller's remote-API
+ * session, FbViewCaller.session, else the view's own FUSE connection),
+ * which may hold at most half of what the other owners leave (EMFILE for
+ * that caller past it; ENFILE past the whole budget).  So no sandbox or
+ * session can take another's descriptors; fb_view_fd_budget() tells the
+ * budget.
  *
  * Resolution.  One name at a time, relative to the parent's O_PATH descriptor
  * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
