@@ -737,18 +737,27 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
   if (r < 0)
     return r;
   dst_exists = fstatat (npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
-  /* Moving a directory under which other rules decide would carry the paths
-   * below it out of their rules' reach (a denied file would come out
-   * readable under the new name): refused, at both ends of an exchange and
-   * for a directory that a plain rename replaces. */
-  if ((S_ISDIR (sst.st_mode) && view_subtree_has_rules (view, parent, &ci.decision, ci.path)) ||
-      (dst_exists && S_ISDIR (dst.st_mode) && !(flags & RENAME_NOREPLACE) &&
-       view_subtree_has_rules (view, newparent, &nci.decision, nci.path)))
-    {
-      view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
-                 view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
-      return -EACCES;
-    }
+  /* Moving a directory from or to a place below which other rules decide
+   * would carry the paths below it out of their rules' reach (a denied file
+   * would come out readable under the new name) or into another's:
+   * refused, for each directory that moves (both of an exchange) at its
+   * old and its new place, and for a directory that a plain rename
+   * replaces.  Elsewhere every path below is decided alike at both places
+   * (fb_policy_subtree_has_rules), and the moved directory itself is
+   * writable at both. */
+  {
+    bool src_moves = S_ISDIR (sst.st_mode);
+    bool dst_dir = dst_exists && S_ISDIR (dst.st_mode) && !(flags & RENAME_NOREPLACE);
+    bool dst_moves = dst_dir && (flags & RENAME_EXCHANGE);
+
+    if (((src_moves || dst_moves) && view_subtree_has_rules (view, parent, &ci.decision, ci.path)) ||
+        ((src_moves || dst_dir) && view_subtree_has_rules (view, newparent, &nci.decision, nci.path)))
+      {
+        view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
+                   view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
+        return -EACCES;
+      }
+  }
   /* no path below the moved directory (either one of an exchange) may pass
    * FB_VIEW_PATH_MAX at its new place */
   r = check_depth (view, caller, pfd, name, &sst, ci.path, nci.path, ci.path, nci.path);

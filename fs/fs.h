@@ -67,9 +67,11 @@
  * needs that name *and* its directory to be writable.  `rename` needs both
  * ends writable (RENAME_NOREPLACE and RENAME_EXCHANGE are supported) and is
  * refused with EACCES for a directory below which some rule decides
- * differently (fb_policy_subtree_has_rules(): the source, and the destination
- * when it exists and is replaced or exchanged), so that moving an ancestor of
- * a denied path can't carry that path out of its rule; `rmdir` of such a
+ * differently (fb_policy_subtree_has_rules(): each directory that moves, at
+ * its old path and its new one, and the destination when it exists and is
+ * replaced), so that moving an ancestor of a denied path can't carry that
+ * path out of its rule, nor moving a directory carry its paths into
+ * another's: a rename changes no decision below what it moves; `rmdir` of such a
  * directory is refused with EACCES too, whatever it holds, because the
  * host's answer (ENOTEMPTY or success) would tell whether the names those
  * rules hide exist.  `link` needs a

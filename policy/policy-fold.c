@@ -333,8 +333,8 @@ fb_policy_decide_child_folded (const FbPolicy *policy, const FbPolicyDecision *p
   *ret = d;
 }
 
-/* One side: anchored globs, folded, that could match below the folded
- * COMPS. */
+/* One side: globs, folded, whose match below the folded COMPS could take
+ * in one of them (as fb_policy_subtree_has_rules_at asks unfolded). */
 static bool
 globs_below (const FbPolicy *side, const FbPathComp *comps, guint n)
 {
@@ -342,7 +342,7 @@ globs_below (const FbPolicy *side, const FbPathComp *comps, guint n)
     {
       const FbGlob *g = side->fold_globs[i];
 
-      if (g != NULL && !g->floating && g->max_depth > n && fb_policy_glob_could_match_below (g, comps, n))
+      if (g != NULL && g->max_depth > n && fb_policy_glob_could_match_through (g, comps, n))
         return true;
     }
   return false;

@@ -522,13 +522,13 @@ fb_policy_glob_match_path (const FbGlob *glob, const char *path)
   return n > 0 && fb_policy_glob_match (glob, comps, n);
 }
 
-bool
-fb_policy_glob_could_match_below (const FbGlob *glob, const FbPathComp *comps, guint n)
+/* Simulate the pattern as an automaton over components: state i means
+ * "parts[0..i) matched".  A path strictly below COMPS can match when, after
+ * COMPS, some state from FIRST on still has parts left (each part can match
+ * at least one more component). */
+static bool
+live_below (const FbGlob *glob, const FbPathComp *comps, guint n, guint first)
 {
-  /* Simulate the pattern as an automaton over components: state i means
-   * "parts[0..i) matched".  A path strictly below COMPS can match when, after
-   * COMPS, some state still has parts left (each part can match at least one
-   * more component). */
   guint np = glob->n_parts;
   g_autofree bool *cur = g_new0 (bool, np + 1);
   g_autofree bool *next = g_new0 (bool, np + 1);
@@ -560,10 +560,26 @@ fb_policy_glob_could_match_below (const FbGlob *glob, const FbPathComp *comps, g
         return false;
       memcpy (cur, next, (np + 1) * sizeof (bool));
     }
-  for (guint i = 0; i < np; i++)
+  for (guint i = first; i < np; i++)
     if (cur[i])
       return true;
   return false;
+}
+
+bool
+fb_policy_glob_could_match_below (const FbGlob *glob, const FbPathComp *comps, guint n)
+{
+  return live_below (glob, comps, n, 0);
+}
+
+bool
+fb_policy_glob_could_match_through (const FbGlob *glob, const FbPathComp *comps, guint n)
+{
+  /* State 0 of a floating glob is its leading "**" and state 1 follows it
+   * by an empty step alone ("**" + "/" + "**" is one part): a state from 2
+   * on has matched a part after the "**" to a component of COMPS.  Below
+   * states 0 and 1 only, whatever matches does so wholly below COMPS. */
+  return live_below (glob, comps, n, glob->floating ? 2 : 0);
 }
 
 /* ---- Folded copies (policy-fold.c) --------------------------------------- */

@@ -250,7 +250,6 @@ fb_policy_compile (FbPolicy *policy, GError **error)
 {
   policy->nodes = g_ptr_array_new ();
   policy->mounts = g_array_new (FALSE, TRUE, sizeof (FbPolicyMount));
-  policy->anchored_globs = g_ptr_array_new ();
   fb_policy_glob_index_init (&policy->glob_index);
   policy->root = node_new (policy, NULL, "", 0);
 
@@ -283,8 +282,6 @@ fb_policy_compile (FbPolicy *policy, GError **error)
             policy->fold_globs = g_new0 (FbGlob *, policy->n_rules);
           policy->fold_globs[i] = fb_policy_glob_fold (policy->globs[i]);
           fb_policy_glob_index_add (&policy->glob_index, policy->globs[i], rule);
-          if (!policy->globs[i]->floating)
-            g_ptr_array_add (policy->anchored_globs, policy->glob_index.all->pdata[policy->glob_index.all->len - 1]);
         }
     }
   for (guint i = 0; i < policy->nodes->len; i++)
@@ -330,7 +327,6 @@ fb_policy_compiled_clear (FbPolicy *policy)
     fb_policy_glob_free (policy->fold_globs[i]);
   g_clear_pointer (&policy->fold_globs, g_free);
   g_clear_pointer (&policy->mounts, g_array_unref);
-  g_clear_pointer (&policy->anchored_globs, g_ptr_array_unref);
   if (policy->glob_index.all != NULL)
     fb_policy_glob_index_clear (&policy->glob_index);
 }
@@ -624,10 +620,16 @@ fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, 
 }
 
 /* One side of fb_policy_subtree_has_rules: NODE is the trie node of
- * VIEW_PATH in POLICY (NULL below the trie). */
+ * VIEW_PATH in POLICY (NULL below the trie).  Every glob counts whose match
+ * of a path below could take in a component of VIEW_PATH: all anchored
+ * ones that can match below, and "**"-led ones whose parts after the "**"
+ * have begun to match in VIEW_PATH ("**" + "/secrets/" + "**" at
+ * ".../secrets", not at ".../proj"): a rename takes those components away
+ * from, or brings them to, the paths below. */
 bool
 fb_policy_subtree_has_rules_at (const FbPolicy *policy, const PolicyNode *node, const char *view_path)
 {
+  GPtrArray *globs = policy->glob_index.all;
   FbPathComp stack[64];
   g_autofree FbPathComp *heap = NULL;
   FbPathComp *comps = stack;
@@ -635,7 +637,7 @@ fb_policy_subtree_has_rules_at (const FbPolicy *policy, const PolicyNode *node, 
 
   if (node != NULL && node->literal_below)
     return true;
-  if (policy->anchored_globs->len == 0 || !fb_policy_path_is_normalized (view_path))
+  if (globs->len == 0 || !fb_policy_path_is_normalized (view_path))
     return false;
   n = fb_policy_path_split (view_path, stack, G_N_ELEMENTS (stack));
   if (n > G_N_ELEMENTS (stack))
@@ -643,11 +645,11 @@ fb_policy_subtree_has_rules_at (const FbPolicy *policy, const PolicyNode *node, 
       comps = heap = g_new (FbPathComp, n);
       fb_policy_path_split (view_path, comps, n);
     }
-  for (guint i = 0; i < policy->anchored_globs->len; i++)
+  for (guint i = 0; i < globs->len; i++)
     {
-      const FbGlobEntry *e = g_ptr_array_index (policy->anchored_globs, i);
+      const FbGlobEntry *e = g_ptr_array_index (globs, i);
 
-      if (e->glob->max_depth > n && fb_policy_glob_could_match_below (e->glob, comps, n))
+      if (e->glob->max_depth > n && fb_policy_glob_could_match_through (e->glob, comps, n))
         return true;
     }
   return false;

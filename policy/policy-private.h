@@ -150,6 +150,12 @@ bool fb_policy_glob_match_name (const FbGlob *glob, const char *name, guint32 le
 bool fb_policy_glob_match_path (const FbGlob *glob, const char *path);
 /* Could a path strictly below COMPS match? */
 bool fb_policy_glob_could_match_below (const FbGlob *glob, const FbPathComp *comps, guint n);
+/* Could a path strictly below COMPS match with a part of GLOB other than a
+ * leading "**" on a component of COMPS?  Then renaming COMPS can change that
+ * path's match.  Every part of an anchored glob counts; a floating glob's
+ * match that lies wholly below COMPS follows the renamed directory ("**"
+ * + "/secrets/key" below a "proj" does; below ".../secrets" it does not). */
+bool fb_policy_glob_could_match_through (const FbGlob *glob, const FbPathComp *comps, guint n);
 /* GLOB with every literal character folded as fb_policy_fold_name folds
  * names (a "[...]" only lowers ASCII letters), for matching folded paths
  * (policy-fold.c). */
@@ -251,7 +257,6 @@ struct FbPolicy
   GPtrArray *nodes; /* owns every PolicyNode */
   GArray *mounts;   /* FbPolicyMount */
   FbGlobIndex glob_index;
-  GPtrArray *anchored_globs; /* FbGlobEntry of globs not starting with "**" */
 
   /* A narrowed policy (fb_policy_narrow) decides with its two sides and owns
    * none of the fields above but origin, network, strings and protected_map

@@ -220,10 +220,17 @@ void fb_policy_decide (const FbPolicy *policy, const char *view_path, FbPolicyDe
 void fb_policy_decide_child (const FbPolicy *policy, const FbPolicyDecision *parent, const char *parent_path,
                              const char *name, FbPolicyDecision *ret);
 /* True when some rule could decide a path strictly below VIEW_PATH (decided
- * as DECISION) differently from VIEW_PATH itself: a literal rule below it, or
- * a glob anchored at or through it.  Renaming such a directory could carry a
- * path out of its rule's reach, so the view refuses it.  Globs that match at
- * any depth ("*.pem", "**" + "/x") and protected names do not count: they follow the file. */
+ * as DECISION) differently from VIEW_PATH itself, or differently once
+ * VIEW_PATH has another name: a literal rule below it, a glob anchored at
+ * or through it, or a glob led by "**" whose parts after the "**" can match
+ * one of VIEW_PATH's components and then reach below ("**" + "/secrets/" +
+ * "**" at ".../secrets", "**" + "/.aws/credentials" at ".../.aws").
+ * Renaming such a directory, or one to such a path, could carry a path out
+ * of its rule's reach or into another's, so the view refuses both; without
+ * any, every path below is decided alike at the old and the new place.
+ * What a glob led by "**" matches wholly below VIEW_PATH ("*.pem", "**" +
+ * "/x", "**" + "/secrets/key" below ".../proj") and protected names do not
+ * count: they follow the file. */
 bool fb_policy_subtree_has_rules (const FbPolicy *policy, const FbPolicyDecision *decision, const char *view_path);
 /* Directories whose host folds names (vfat, exfat, SMB, ext4/f2fs/tmpfs
  * casefold, case-insensitive FUSE or network filesystems): the host resolves
