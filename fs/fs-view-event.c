@@ -121,7 +121,8 @@ static const FbPolicyRule refusal_rules[] = {
     .index = -1,
     .origin = "fusebox:no-setid",
     .access = FB_POLICY_ACCESS_DENY,
-    .why = "no new set-user-ID or set-group-ID bit: it would outlive the sandbox as a privilege on the host",
+    .why = "no new set-user-ID or set-group-ID bit, and none kept through a chmod that changes the mode: it would "
+           "outlive the sandbox as a privilege on the host",
   },
   [VIEW_REFUSAL_DEVICE] = {
     .kind = FB_POLICY_RULE_FUSEBOX,

@@ -175,14 +175,21 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
       mode_t mode = attr->mode & 07777;
       const mode_t sgid_x = S_ISGID | S_IXGRP;
       /* A set-id bit made through a root daemon would outlive the sandbox
-       * as a privilege on the host.  Bits the host file already has may
-       * stay (the kernel turns the kill-priv of a chown into a chmod that
-       * keeps the rest), but S_ISGID grants only with group-exec: a file
-       * that has it without (the old mandatory-locking mark, which a write
-       * leaves) may not gain group-exec and keep it. */
+       * as a privilege on the host.  S_ISGID grants only with group-exec:
+       * a file that has it without (the old mandatory-locking mark, which
+       * a write leaves) may not gain group-exec and keep it.  Nor may a
+       * set-id bit the file has stay while the rest of the mode changes:
+       * `chmod 04777` of a root-owned 04755 program lets every host user
+       * write it through a shared mapping, whose writeback by another
+       * user the kernel does not strip the bit for: root for anyone.  A
+       * chmod that keeps the mode as it is (cp -p, tar) or takes the bits
+       * away (the kernel turns the kill-priv of a chown into one) passes. */
+      bool setid_after = (mode & S_ISUID) || (!S_ISDIR (cur.st_mode) && (mode & sgid_x) == sgid_x);
+
       if (((mode & S_ISUID) && !(cur.st_mode & S_ISUID)) ||
           ((mode & S_ISGID) && !(cur.st_mode & S_ISGID) && !S_ISDIR (cur.st_mode)) ||
-          (!S_ISDIR (cur.st_mode) && (mode & sgid_x) == sgid_x && (cur.st_mode & sgid_x) != sgid_x))
+          (!S_ISDIR (cur.st_mode) && (mode & sgid_x) == sgid_x && (cur.st_mode & sgid_x) != sgid_x) ||
+          (setid_after && mode != (cur.st_mode & 07777)))
         {
           r = -EPERM;
           d = FB_DECISION_DENY;

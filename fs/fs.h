@@ -91,8 +91,11 @@
  * a directory writable only through one of the caller's other groups refuses
  * the creation.  Whatever the policy says, the view refuses: chown that
  * changes the owner or group (EPERM; a no-op chown succeeds, as `tar` does
- * one); setting S_ISUID ever and S_ISGID on non-directories through setattr
- * (EPERM; on creation those bits are stripped silently); setxattr and
+ * one); setting S_ISUID ever and S_ISGID on non-directories through setattr,
+ * and a chmod that changes the mode of a file keeping S_ISUID, or S_ISGID
+ * with group-exec (EPERM: a root-owned 04755 made 04777 would be root for
+ * any host user who writes it through a shared mapping; on creation those
+ * bits are stripped silently); setxattr and
  * removexattr of `security.*` and `trusted.*` (EPERM: a root daemon would
  * otherwise let the sandbox grant file capabilities; removing
  * security.capability is allowed, it only takes them away) and of `system.*`
