@@ -14,6 +14,13 @@
  * never had open), then the new live file.  (run, seq) de-duplicates what
  * could be read twice and reveals what is missing.
  *
+ * Every file is opened as ipc-readback.c opens fusebox's files: a regular
+ * file, never through a symbolic link, never blocking (a FIFO or a device
+ * in a log's place is refused, naming the path and what it is).  And every
+ * line survives: one longer than MAX_LINE, one holding a NUL byte, one
+ * nested deeper than FB_JSON_READ_DEPTH_MAX (json-glib recurses per level)
+ * or not JSON is skipped and counted (bad_lines), never fatal.
+ *
  * Single-threaded; the caller polls. */
 #include "ipc/ipc-private.h"
 
@@ -27,6 +34,17 @@
 /* A line longer than this is not ours: skipped as bad, so that a corrupt
  * file can't make the reader allocate without bound. */
 #define MAX_LINE (4 * 1024 * 1024)
+
+/* In FbLogReader.lines, a line that held a NUL byte (its text would end
+ * there: what follows could not be seen).  Never freed. */
+static char nul_line[] = "";
+
+static void
+line_free (gpointer line)
+{
+  if (line != nul_line)
+    g_free (line);
+}
 
 char *
 fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n)
@@ -227,6 +245,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
 {
   g_autoptr (FbLogReader) r = g_new0 (FbLogReader, 1);
   g_autofree char *base = g_path_get_basename (log_path);
+  struct stat st;
 
   r->fd = -1;
   r->follow = follow;
@@ -241,11 +260,11 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   /* A rotated file named directly: just that file (it no longer changes). */
   if (is_rotated_name (base))
     {
-      if (!g_file_test (log_path, G_FILE_TEST_IS_REGULAR))
-        {
-          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND, "no log file at %s", log_path);
-          return NULL;
-        }
+      int fd = fb_ipc_open_regular (AT_FDCWD, log_path, log_path, "the access log", error);
+
+      if (fd < 0)
+        return NULL;
+      close (fd);
       r->single_file = TRUE;
       r->follow = FALSE;
       g_queue_push_tail (&r->pending, g_strdup (log_path));
@@ -254,7 +273,8 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
 
   if (!queue_rotated (r, NULL, error))
     return NULL;
-  if (!follow && g_queue_is_empty (&r->pending) && !g_file_test (log_path, G_FILE_TEST_EXISTS))
+  /* (lstat: a link or a FIFO there is there, and refused when opened) */
+  if (!follow && g_queue_is_empty (&r->pending) && lstat (log_path, &st) < 0)
     {
       g_autofree char *dir = g_path_get_dirname (log_path);
 
@@ -286,7 +306,7 @@ fb_log_reader_free (FbLogReader *r)
     return;
   close_current (r);
   g_queue_clear_full (&r->pending, g_free);
-  g_queue_clear_full (&r->lines, g_free);
+  g_queue_clear_full (&r->lines, line_free);
   g_queue_clear (&r->line_nos);
   g_string_free (r->partial, TRUE);
   g_hash_table_unref (r->seen);
@@ -302,25 +322,28 @@ fb_log_reader_get_stats (FbLogReader *r, FbLogReaderStats *ret_stats)
   *ret_stats = r->stats;
 }
 
-/* 1 opened, 0 not there (ENOENT), -1 error */
+/* 1 opened, 0 not there (ENOENT), -1 error (anything but a regular file
+ * included: a FIFO would block the open, a link would show another file) */
 static int
 open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
 {
+  g_autoptr (GError) local_error = NULL;
   struct stat st;
-  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  int fd = fb_ipc_open_regular (AT_FDCWD, path, path, "the access log", &local_error);
 
   if (fd < 0)
     {
-      int errsv = errno;
-      if (errsv == ENOENT)
+      if (g_error_matches (local_error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND))
         return 0;
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the log %s: %s", path, g_strerror (errsv));
+      g_propagate_error (error, g_steal_pointer (&local_error));
       return -1;
     }
-  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+  if (fstat (fd, &st) < 0)
     {
+      int errsv = errno;
       close (fd);
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the log %s is not a regular file", path);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't look at the access log %s: %s", path,
+                   g_strerror (errsv));
       return -1;
     }
   close_current (r);
@@ -369,7 +392,12 @@ fill (FbLogReader *r, GError **error)
       r->line_no++;
       g_queue_push_tail (&r->line_nos, GSIZE_TO_POINTER ((gsize)r->line_no));
       /* NULL marks an over-long line for parse_line to report. */
-      g_queue_push_tail (&r->lines, r->skipping ? NULL : g_strndup (r->partial->str, r->partial->len));
+      if (r->skipping)
+        g_queue_push_tail (&r->lines, NULL);
+      else if (memchr (r->partial->str, '\0', r->partial->len) != NULL)
+        g_queue_push_tail (&r->lines, nul_line);
+      else
+        g_queue_push_tail (&r->lines, g_strndup (r->partial->str, r->partial->len));
       r->skipping = FALSE;
       g_string_truncate (r->partial, 0);
       i += (ssize_t)len + 1;
@@ -377,13 +405,14 @@ fill (FbLogReader *r, GError **error)
   return n;
 }
 
-/* Has the live path been replaced (rotated) or removed since we opened it? */
+/* Has the live path been replaced (rotated) or removed since we opened it?
+ * (lstat: a link put in its place replaces it, and is refused when opened) */
 static gboolean
 live_replaced (FbLogReader *r)
 {
   struct stat st;
 
-  if (stat (r->live_path, &st) < 0)
+  if (lstat (r->live_path, &st) < 0)
     return errno == ENOENT;
   return st.st_dev != r->dev || st.st_ino != r->ino;
 }
@@ -440,12 +469,36 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
   g_autoptr (GError) local_error = NULL;
   g_autoptr (FbLogRecord) rec = NULL;
   JsonNode *root;
+  gboolean too_deep;
 
   if (line == NULL)
     {
       r->stats.bad_lines++;
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
                    "%s:%" G_GUINT64_FORMAT ": line longer than %d bytes; skipped", r->file, line_no, MAX_LINE);
+      return LINE_BAD;
+    }
+  if (line == nul_line)
+    {
+      r->stats.bad_lines++;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                   "%s:%" G_GUINT64_FORMAT ": a NUL byte in the line (not JSON text); skipped", r->file, line_no);
+      return LINE_BAD;
+    }
+  /* Before json-glib, whose parser and tree destructor recurse once per
+   * level: a line of a few hundred thousand '[' overflowed the stack. */
+  if (!fb_json_is_plain (line, strlen (line), FB_JSON_READ_DEPTH_MAX, &too_deep))
+    {
+      r->stats.bad_lines++;
+      if (too_deep)
+        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                     "%s:%" G_GUINT64_FORMAT ": nested deeper than %d levels (a record nests 3); skipped", r->file,
+                     line_no, FB_JSON_READ_DEPTH_MAX);
+      else
+        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                     "%s:%" G_GUINT64_FORMAT ": not JSON (outside a string, a byte plain JSON has no use for); skipped",
+                     r->file, line_no);
+      g_free (line);
       return LINE_BAD;
     }
   rec = g_new0 (FbLogRecord, 1);

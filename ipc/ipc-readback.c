@@ -6,14 +6,15 @@
  * shared place) chooses what is at each name.  So:
  *  - A name is opened only when it is a regular file, and never through a
  *    symbolic link (O_NOFOLLOW): a link would show another file as the log.
- *  - The open can't block: a FIFO blocks open(2) until a writer comes, a
- *    device's open may wait on (or reset) hardware.  lstat first, so that
- *    anything but a regular file is refused without being opened; then
- *    O_NONBLOCK and fstat on the descriptor itself, which is what is read,
- *    for a name swapped in between; O_NONBLOCK is cleared after (it means
- *    nothing for a regular file, but a file read later by other code should
- *    not carry it).  O_NOCTTY: a terminal opened by mistake never becomes
- *    ours.
+ *  - The open can't block: a FIFO blocks open(2) until a writer comes (a
+ *    sandbox that replaced its log with one hung `fusebox log` for good),
+ *    and a device's open may wait on hardware.  O_NONBLOCK, then fstat on
+ *    the descriptor itself, which is what would be read: anything but a
+ *    regular file is refused, whatever the name held a moment before.
+ *    O_NONBLOCK is cleared after (it means nothing for a regular file, but
+ *    the descriptor should not carry it).  O_NOCTTY: a terminal opened by
+ *    mistake never becomes ours.  (A device is opened before it is refused;
+ *    only someone who may make device nodes can put one there.)
  *  - Content is bounded: a whole file read here has a size limit, and JSON
  *    text is measured for nesting before json-glib parses it (its parser
  *    and its tree's destructor recurse once per level: a line of a few
@@ -52,12 +53,26 @@ fb_ipc_file_kind (mode_t mode)
     }
 }
 
+/* DIR_FD/NAME is not a regular file (ST: a link is a link). */
 static void
-set_not_regular (const char *what, const char *path, const struct stat *st, GError **error)
+set_not_regular (int dir_fd, const char *name, const char *what, const char *path, const struct stat *st,
+                 GError **error)
 {
+  if (S_ISLNK (st->st_mode))
+    {
+      char target[4096];
+      ssize_t n = readlinkat (dir_fd, name, target, sizeof target - 1);
+
+      target[n > 0 ? n : 0] = '\0';
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "%s %s is a symbolic link (to %s), not a regular file; fusebox never reads it through a link: "
+                   "name the file itself, or, if you did not make the link, look at it and remove it",
+                   what, path, n > 0 ? target : "?");
+      return;
+    }
   g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-               "%s %s is %s, not a regular file; fusebox reads it only from a regular file (never through a link), "
-               "so someone replaced it: look at it, then remove it",
+               "%s %s is %s, not a regular file; fusebox reads it only from a regular file, and did not put that "
+               "there: look at it, then remove it",
                what, path, fb_ipc_file_kind (st->st_mode));
 }
 
@@ -69,28 +84,14 @@ fb_ipc_open_regular (int dir_fd, const char *name, const char *path, const char 
 
   if (path == NULL)
     path = name;
-  if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    {
-      int errsv = errno;
-      g_set_error (error, FB_IPC_ERROR, errsv == ENOENT ? FB_IPC_ERROR_NOT_FOUND : FB_IPC_ERROR_IO,
-                   "can't look at %s %s: %s", what, path, g_strerror (errsv));
-      return -1;
-    }
-  if (!S_ISREG (st.st_mode))
-    {
-      set_not_regular (what, path, &st, error);
-      return -1;
-    }
   fd = openat (dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
   if (fd < 0)
     {
       int errsv = errno;
-      /* ELOOP: a symbolic link put there since the lstat */
-      if (errsv == ELOOP)
-        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                     "%s %s is a symbolic link, not a regular file; fusebox reads it only from a regular file "
-                     "(never through a link), so someone replaced it: look at it, then remove it",
-                     what, path);
+      /* ELOOP: a symbolic link (O_NOFOLLOW); ENXIO: a socket, or a device
+       * without a driver.  Say what is there. */
+      if (errsv != ENOENT && fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG (st.st_mode))
+        set_not_regular (dir_fd, name, what, path, &st, error);
       else
         g_set_error (error, FB_IPC_ERROR, errsv == ENOENT ? FB_IPC_ERROR_NOT_FOUND : FB_IPC_ERROR_IO,
                      "can't open %s %s: %s", what, path, g_strerror (errsv));
@@ -105,7 +106,7 @@ fb_ipc_open_regular (int dir_fd, const char *name, const char *path, const char 
     }
   if (!S_ISREG (st.st_mode))
     {
-      set_not_regular (what, path, &st, error);
+      set_not_regular (dir_fd, name, what, path, &st, error);
       close (fd);
       return -1;
     }
@@ -157,11 +158,12 @@ fb_ipc_read_regular (const char *path, const char *what, gsize max, gsize *ret_l
 }
 
 gboolean
-fb_json_is_plain (const char *text, gsize len, guint max_depth)
+fb_json_is_plain (const char *text, gsize len, guint max_depth, gboolean *ret_too_deep)
 {
   guint depth = 0;
   gboolean in_string = FALSE;
 
+  *ret_too_deep = FALSE;
   for (gsize i = 0; i < len; i++)
     {
       char c = text[i];
@@ -182,7 +184,10 @@ fb_json_is_plain (const char *text, gsize len, guint max_depth)
       else if (c == '[' || c == '{')
         {
           if (++depth > max_depth)
-            return FALSE;
+            {
+              *ret_too_deep = TRUE;
+              return FALSE;
+            }
         }
       else if (c == ']' || c == '}')
         {

@@ -116,9 +116,12 @@ dir_has_log (const char *dir, char **ret_live)
 {
   g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
   g_autoptr (GPtrArray) rotated = NULL;
+  struct stat st;
 
+  /* Whatever is there (lstat): the reader refuses what is not a regular
+   * file, and says what it is. */
   rotated = fb_log_list_rotated (live, NULL);
-  if (g_file_test (live, G_FILE_TEST_IS_REGULAR) || (rotated != NULL && rotated->len > 0))
+  if (lstat (live, &st) == 0 || (rotated != NULL && rotated->len > 0))
     {
       *ret_live = g_steal_pointer (&live);
       return TRUE;
@@ -162,6 +165,7 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
 {
   g_autofree char *root = fb_run_dir_root ();
   g_autofree char *live = NULL;
+  struct stat st;
 
   if (run_or_file == NULL || run_or_file[0] == '\0')
     {
@@ -172,10 +176,7 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
       return g_build_filename (latest, "access.jsonl", NULL);
     }
 
-  /* 1. a log file */
-  if (g_file_test (run_or_file, G_FILE_TEST_IS_REGULAR))
-    return g_strdup (run_or_file);
-  /* 2. a run directory */
+  /* 1. a run directory (the caller may name it through a link) */
   if (g_file_test (run_or_file, G_FILE_TEST_IS_DIR))
     {
       if (dir_has_log (run_or_file, &live))
@@ -185,6 +186,11 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
                    run_or_file, run_or_file);
       return NULL;
     }
+  /* 2. a log file: anything else there is one to the reader, which opens
+   * only a regular file (not a FIFO, not through a link) and says what
+   * else it found */
+  if (lstat (run_or_file, &st) == 0)
+    return g_strdup (run_or_file);
   /* 3. a run id */
   if (valid_run_id (run_or_file))
     {

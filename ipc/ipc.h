@@ -135,8 +135,9 @@ const char *fb_ipc_file_kind (mode_t mode);
 /* TRUE when the LEN bytes of TEXT hold only plain JSON's tokens outside
  * strings (no comments or single-quoted strings, which json-glib also takes)
  * and nest at most MAX_DEPTH arrays and objects: then json-glib, whose
- * parser recurses per level, may parse it. */
-gboolean fb_json_is_plain (const char *text, gsize len, guint max_depth);
+ * parser recurses per level, may parse it.  *RET_TOO_DEEP: FALSE because of
+ * the nesting. */
+gboolean fb_json_is_plain (const char *text, gsize len, guint max_depth, gboolean *ret_too_deep);
 /* The deepest nesting fusebox's readers parse: a record nests 3. */
 #define FB_JSON_READ_DEPTH_MAX 64
 

@@ -52,6 +52,52 @@ supervisor_alive (JsonObject *info)
   return pid > 0 && start != 0 && fb_cmd_process_start_time (pid) == start;
 }
 
+/* run.json is written by `fusebox run` (a few KiB: the command, times,
+ * counts); anything larger is not one of ours. */
+#define RUN_JSON_MAX (16 * 1024 * 1024)
+
+/* DIR's run.json, or NULL: missing (a mount's run has none) silently,
+ * anything else with a warning, never a hang (a FIFO in its place), a
+ * crash (nesting json-glib would recurse through) or an unbounded read. */
+static JsonObject *
+read_run_json (const char *dir)
+{
+  g_autofree char *path = g_build_filename (dir, "run.json", NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  JsonNode *root;
+  const char *why = NULL;
+  gboolean too_deep;
+
+  text = fb_ipc_read_regular (path, "run.json", RUN_JSON_MAX, &len, &error);
+  if (text == NULL)
+    {
+      if (!g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND))
+        {
+          g_autofree char *msg = fb_text_safe (error->message, FB_TEXT_MESSAGE);
+          fb_cmd_error ("runs: warning: %s; the run shows as unknown", msg);
+        }
+      return NULL;
+    }
+  if (memchr (text, '\0', len) != NULL)
+    why = "holds a NUL byte";
+  else if (!fb_json_is_plain (text, len, FB_JSON_READ_DEPTH_MAX, &too_deep))
+    why = too_deep ? "nests deeper than fusebox reads" : "is not JSON";
+  else if (!json_parser_load_from_data (parser, text, (gssize)len, NULL))
+    why = "is not JSON";
+  else if ((root = json_parser_get_root (parser)) == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    why = "is not a JSON object";
+  if (why != NULL)
+    {
+      g_autofree char *shown = fb_text_safe (path, FB_TEXT_MESSAGE);
+      fb_cmd_error ("runs: warning: %s %s; the run shows as unknown", shown, why);
+      return NULL;
+    }
+  return json_object_ref (json_node_get_object (root));
+}
+
 static GPtrArray *
 list_runs (const char *root)
 {
@@ -70,13 +116,9 @@ list_runs (const char *root)
           run_entry_free (e);
           continue;
         }
-      g_autofree char *path = g_build_filename (e->dir, "run.json", NULL);
-      g_autoptr (JsonParser) parser = json_parser_new ();
-      if (json_parser_load_from_file (parser, path, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-        {
-          e->info = json_object_ref (json_node_get_object (json_parser_get_root (parser)));
-          e->over = json_object_has_member (e->info, "ended") || !supervisor_alive (e->info);
-        }
+      e->info = read_run_json (e->dir);
+      if (e->info)
+        e->over = json_object_has_member (e->info, "ended") || !supervisor_alive (e->info);
       g_ptr_array_add (runs, e);
     }
   return runs;

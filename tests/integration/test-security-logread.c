@@ -1,0 +1,570 @@
+/* Adversarial tests: `fusebox log`, `log --follow`, `report` and `runs` read
+ * run directories that someone else may have written.
+ *
+ *  - A FIFO, a socket, a device or a symbolic link in place of access.jsonl,
+ *    of a rotated file or of run.json: each command refuses it, naming the
+ *    path and what it is, and ends (`runs` shows the run as unknown); none
+ *    blocks in open(2), none reads through the link.
+ *  - Any content: a line of three million '[' (json-glib recursed once per
+ *    level and crashed the reader), deep objects, nesting hidden behind a
+ *    single-quoted string or a comment (which json-glib takes), binary
+ *    junk, invalid UTF-8, a NUL byte, a 200 MB line, a truncated last line:
+ *    each is skipped with a warning and counted, the records around it are
+ *    read; a run.json that is junk, too deep or too large shows its run as
+ *    unknown with a warning.
+ * Each object is first proven to exist on the host as what it is.  Every
+ * command is waited for with a generous bound: a hang fails the test, it is
+ * not a timing assertion.
+ *
+ * Needs nothing but the fusebox binary (no sandbox is made). */
+#include "tests/integration/test-run-util.h"
+
+#include <sys/socket.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+
+#define RUN "20240101-000000-logread"
+/* bound on each command: far above what one takes; only a hang reaches it */
+#define CAP_MS (60 * 1000)
+
+static char *
+record (guint64 seq, const char *path)
+{
+  return g_strdup_printf ("{\"ts\":\"2024-01-01T00:00:00.%06" G_GUINT64_FORMAT "Z\",\"run\":\"" RUN
+                          "\",\"seq\":%" G_GUINT64_FORMAT ",\"pid\":7,\"uid\":0,\"comm\":\"cat\",\"op\":\"open\","
+                          "\"path\":\"%s\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,"
+                          "\"rule_origin\":\"p.json:1:1\",\"why\":\"test\"}\n",
+                          seq, seq, path);
+}
+
+/* T/state/fusebox/runs/RUN, made; its path. */
+static char *
+run_dir (RFx *fx)
+{
+  char *dir = g_build_filename (fx->runs, RUN, NULL);
+
+  assert_int_equal (g_mkdir_with_parents (dir, 0700), 0);
+  return dir;
+}
+
+typedef struct
+{
+  int status; /* -1: still running at the bound (killed) */
+  char *out;
+  char *err;
+} Res;
+
+static void
+res_clear (Res *r)
+{
+  g_free (r->out);
+  g_free (r->err);
+  memset (r, 0, sizeof *r);
+}
+
+/* fusebox ARGV... (NULL-terminated, without the program) with stdin from
+ * /dev/null and its output in files: waited for at most CAP_MS. */
+static void
+fusebox (RFx *fx, Res *ret, const char *const *args)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *out = g_build_filename (fx->tmp, "out", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "err", NULL);
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  GPid pid;
+
+  g_ptr_array_add (argv, g_strdup ("/bin/sh"));
+  g_ptr_array_add (argv, g_strdup ("-c"));
+  g_ptr_array_add (argv, g_strdup_printf ("exec \"$@\" </dev/null >%s 2>%s", out, err));
+  g_ptr_array_add (argv, g_strdup ("sh"));
+  g_ptr_array_add (argv, g_strdup (rfx_bin ()));
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, g_strdup (args[i]));
+  g_ptr_array_add (argv, NULL);
+  rfx_set_repro (fx, (char **)argv->pdata + 4);
+  if (!g_spawn_async (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error))
+    fail_msg ("spawn: %s", error->message);
+  rfx_keep_pid (fx, pid);
+  memset (ret, 0, sizeof *ret);
+  ret->status = rfx_wait (fx, pid, CAP_MS);
+  if (ret->status < 0)
+    {
+      kill (pid, SIGKILL);
+      waitpid (pid, NULL, 0);
+      rfx_forget_pid (fx, pid);
+    }
+  ret->out = rfx_file (out);
+  ret->err = rfx_file (err);
+}
+#define FUSEBOX(fx, r, ...) fusebox (fx, r, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void
+assert_refused (const Res *r, const char *what, const char *path, const char *kind)
+{
+  g_autofree char *want = g_strdup_printf ("%s is %s", path, kind);
+
+  if (r->status < 0)
+    fail_msg ("%s: still blocked after %d s (in open(2) on %s?)", what, CAP_MS / 1000, path);
+  if (r->status != 1)
+    fail_msg ("%s: exit %d, not 1; stderr:\n%s", what, r->status, r->err);
+  if (strstr (r->err, want) == NULL || strstr (r->err, "not a regular file") == NULL)
+    fail_msg ("%s: no '%s..., not a regular file' in:\n%s", what, want, r->err);
+}
+
+static void
+make_socket (const char *path)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  assert_true (fd >= 0);
+  assert_true (strlen (path) < sizeof sa.sun_path);
+  strcpy (sa.sun_path, path);
+  assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  close (fd);
+}
+
+typedef enum
+{
+  OBJ_FIFO,
+  OBJ_SOCKET,
+  OBJ_DEVICE,
+  OBJ_LINK,
+} Obj;
+
+static const struct
+{
+  const char *kind;
+  mode_t type;
+} objs[] = {
+  [OBJ_FIFO] = { "a FIFO", S_IFIFO },
+  [OBJ_SOCKET] = { "a socket", S_IFSOCK },
+  [OBJ_DEVICE] = { "a character device", S_IFCHR },
+  [OBJ_LINK] = { "a symbolic link (to ", S_IFLNK },
+};
+
+/* A unix socket at PATH: bound at a short name (sun_path holds 108 bytes),
+ * then moved there. */
+static void
+make_socket_at (const char *path)
+{
+  g_autofree char *dir = g_dir_make_tmp ("fusebox-sock-XXXXXX", NULL);
+  g_autofree char *tmp = g_build_filename (dir, "s", NULL);
+
+  assert_non_null (dir);
+  make_socket (tmp);
+  assert_int_equal (rename (tmp, path), 0);
+  rmdir (dir);
+}
+
+/* OBJ at PATH (a link points to SECRET), proven to be there. */
+static void
+make_obj (Obj obj, const char *path, const char *secret)
+{
+  struct stat st;
+
+  switch (obj)
+    {
+      case OBJ_FIFO:
+        assert_int_equal (mkfifo (path, 0600), 0);
+        break;
+      case OBJ_SOCKET:
+        make_socket_at (path);
+        break;
+      case OBJ_DEVICE:
+        /* /dev/null's numbers: harmless should anything open it */
+        assert_int_equal (mknod (path, S_IFCHR | 0600, makedev (1, 3)), 0);
+        break;
+      case OBJ_LINK:
+        assert_int_equal (symlink (secret, path), 0);
+        break;
+    }
+  assert_int_equal (lstat (path, &st), 0);
+  assert_int_equal (st.st_mode & S_IFMT, objs[obj].type);
+}
+
+/* A FIFO, a socket, a device or a link in place of access.jsonl: log, log
+ * --follow, report, and log of the newest run, each refuse it and end. */
+static void
+test_live_log_not_a_file (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = run_dir (fx);
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *secret = g_build_filename (fx->tmp, "secret", NULL);
+
+  rfx_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
+  rfx_assert_host_readable (secret);
+  for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
+    {
+      const char *const cmds[][3] = {
+        { "log", RUN, NULL },  { "log", "--follow", RUN }, { "report", RUN, NULL },
+        { "log", NULL, NULL }, { "log", live, NULL },
+      };
+
+      make_obj (o, live, secret);
+      for (guint c = 0; c < G_N_ELEMENTS (cmds); c++)
+        {
+          Res r;
+          g_autofree char *what = g_strdup_printf ("%s %s %s (%s)", cmds[c][0], cmds[c][1] ? cmds[c][1] : "",
+                                                   cmds[c][2] ? cmds[c][2] : "", objs[o].kind);
+          const char *args[4] = { cmds[c][0], cmds[c][1], cmds[c][2], NULL };
+
+          fusebox (fx, &r, args);
+          assert_refused (&r, what, live, objs[o].kind);
+          assert_null (strstr (r.out, "the-secret"));
+          res_clear (&r);
+        }
+      assert_int_equal (unlink (live), 0);
+    }
+  RFX_PASS ();
+}
+
+/* The same in place of a rotated file, with a live file beside it. */
+static void
+test_rotated_log_not_a_file (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = run_dir (fx);
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (dir, "access.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *secret = g_build_filename (fx->tmp, "secret", NULL);
+  g_autofree char *rec = record (2, "/b");
+
+  rfx_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
+  rfx_write (live, rec, 0600);
+  for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
+    {
+      const char *const cmds[][3] = {
+        { "log", RUN, NULL },
+        { "log", "--follow", RUN },
+        { "report", RUN, NULL },
+        { "log", rotated, NULL },
+      };
+
+      make_obj (o, rotated, secret);
+      for (guint c = 0; c < G_N_ELEMENTS (cmds); c++)
+        {
+          Res r;
+          g_autofree char *what = g_strdup_printf ("%s %s %s, rotated (%s)", cmds[c][0], cmds[c][1],
+                                                   cmds[c][2] ? cmds[c][2] : "", objs[o].kind);
+          const char *args[4] = { cmds[c][0], cmds[c][1], cmds[c][2], NULL };
+
+          fusebox (fx, &r, args);
+          assert_refused (&r, what, rotated, objs[o].kind);
+          assert_null (strstr (r.out, "the-secret"));
+          res_clear (&r);
+        }
+      assert_int_equal (unlink (rotated), 0);
+    }
+  RFX_PASS ();
+}
+
+/* run.json a FIFO, a socket, a device or a link: `runs` ends, shows the run
+ * as unknown and says why. */
+static void
+test_run_json_not_a_file (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = run_dir (fx);
+  g_autofree char *json = g_build_filename (dir, "run.json", NULL);
+  g_autofree char *secret = g_build_filename (fx->tmp, "secret.json", NULL);
+
+  rfx_write (secret, "{\"run\":\"x\",\"command\":[\"the-secret\"],\"ended\":\"x\"}\n", 0600);
+  for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
+    {
+      g_autofree char *want = g_strdup_printf ("%s is %s", json, objs[o].kind);
+      Res r;
+
+      make_obj (o, json, secret);
+      FUSEBOX (fx, &r, "runs");
+      if (r.status != 0)
+        fail_msg ("runs (%s): exit %d; stderr:\n%s", objs[o].kind, r.status, r.err);
+      if (strstr (r.err, want) == NULL)
+        fail_msg ("runs (%s): no '%s' in:\n%s", objs[o].kind, want, r.err);
+      if (strstr (r.out, RUN) == NULL || strstr (r.out, "unknown") == NULL)
+        fail_msg ("runs (%s): the run is not listed as unknown:\n%s", objs[o].kind, r.out);
+      assert_null (strstr (r.out, "the-secret"));
+      res_clear (&r);
+      assert_int_equal (unlink (json), 0);
+    }
+  RFX_PASS ();
+}
+
+/* Append LEN bytes of C to FD. */
+static void
+write_fill (int fd, char c, gsize len)
+{
+  char buf[64 * 1024];
+
+  memset (buf, c, sizeof buf);
+  while (len > 0)
+    {
+      gsize n = MIN (len, sizeof buf);
+      assert_int_equal (write (fd, buf, n), (ssize_t)n);
+      len -= n;
+    }
+}
+
+static void
+write_str (int fd, const char *s)
+{
+  assert_int_equal (write (fd, s, strlen (s)), (ssize_t)strlen (s));
+}
+
+/* Records 1..9 between lines of every kind of junk; the last line is cut.
+ * Returns the number of junk lines (each a warning and a bad line). */
+static guint
+write_junk_log (const char *path)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  guint junk = 0;
+  guint64 seq = 1;
+  char rnd[4096];
+
+  assert_true (fd >= 0);
+#define REC()                                                                                                          \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      g_autofree char *r_ = record (seq, "/ok");                                                                       \
+      write_str (fd, r_);                                                                                              \
+      seq++;                                                                                                           \
+    }                                                                                                                  \
+  while (0)
+  REC ();
+  /* three million '[': json-glib recursed once per level */
+  write_fill (fd, '[', 3 * 1000 * 1000);
+  write_str (fd, "\n");
+  junk++;
+  REC ();
+  /* deep objects, closed */
+  for (int i = 0; i < 200000; i++)
+    write_str (fd, "{\"a\":");
+  write_str (fd, "1");
+  write_fill (fd, '}', 200000);
+  write_str (fd, "\n");
+  junk++;
+  REC ();
+  /* nesting behind a single-quoted string and a comment holding '"' */
+  write_str (fd, "['\"', ");
+  write_fill (fd, '[', 500000);
+  write_str (fd, "\n/* \" */ ");
+  write_fill (fd, '[', 500000);
+  write_str (fd, "\n");
+  junk += 2;
+  REC ();
+  /* binary junk (no newline in it) */
+  for (guint i = 0; i < sizeof rnd; i++)
+    rnd[i] = (char)(g_random_int_range (0, 256));
+  for (guint i = 0; i < sizeof rnd; i++)
+    if (rnd[i] == '\n')
+      rnd[i] = '\x01';
+  assert_int_equal (write (fd, rnd, sizeof rnd), (ssize_t)sizeof rnd);
+  write_str (fd, "\n");
+  junk++;
+  REC ();
+  /* invalid UTF-8 in a string, and a NUL byte before a record's end */
+  write_str (fd, "{\"ts\":\"x\",\"path\":\"/\xff\xfe\"}\n");
+  assert_int_equal (write (fd, "{\"a\":1}\0{\"b\":2}\n", 16), 16);
+  junk += 2;
+  REC ();
+  /* 5 MB of one line, then 200 MB of NUL bytes (sparse: no disk) */
+  write_fill (fd, 'a', 5 * 1024 * 1024);
+  write_str (fd, "\n");
+  {
+    off_t end = lseek (fd, 0, SEEK_END);
+    assert_int_equal (ftruncate (fd, end + (off_t)200 * 1024 * 1024), 0);
+    assert_true (lseek (fd, 0, SEEK_END) > end);
+  }
+  write_str (fd, "\n");
+  junk += 2;
+  REC ();
+  REC ();
+  REC ();
+  /* cut short */
+  write_str (fd, "{\"ts\":\"2024-01-01T00:00:00Z\",\"run\":\"" RUN "\",\"seq\":10,\"op\":\"op");
+  close (fd);
+#undef REC
+  assert_int_equal (seq, 10);
+  return junk;
+}
+
+/* The records of OUT (`log --json`): seq 1..9, in order. */
+static void
+assert_records (const char *out, const char *what)
+{
+  g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
+  guint64 want = 1;
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autofree char *needle = NULL;
+
+      if (lines[i][0] == '\0')
+        continue;
+      needle = g_strdup_printf ("\"seq\":%" G_GUINT64_FORMAT ",", want);
+      if (strstr (lines[i], needle) == NULL)
+        fail_msg ("%s: line %u is not record %" G_GUINT64_FORMAT ": %.200s", what, i + 1, want, lines[i]);
+      want++;
+    }
+  if (want != 10)
+    fail_msg ("%s: %" G_GUINT64_FORMAT " records, not 9:\n%.2000s", what, want - 1, out);
+}
+
+static guint
+count (const char *text, const char *needle)
+{
+  guint n = 0;
+
+  for (const char *p = text; (p = strstr (p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+static void
+test_any_content (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = run_dir (fx);
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  guint junk = write_junk_log (live);
+  g_autofree char *bad = g_strdup_printf ("\"bad_lines\" : %u", junk);
+  Res r;
+
+  rfx_assert_host_readable (live);
+  FUSEBOX (fx, &r, "log", "--json", RUN);
+  if (r.status != 0)
+    fail_msg ("log --json: exit %d (%s); stderr:\n%.3000s", r.status, r.status > 128 ? "killed by a signal" : "",
+              r.err);
+  assert_records (r.out, "log --json");
+  /* one warning per junk line, and one for the cut line */
+  if (count (r.err, "warning:") != junk + 1)
+    fail_msg ("log: %u warnings, not %u:\n%.3000s", count (r.err, "warning:"), junk + 1, r.err);
+  assert_non_null (strstr (r.err, "incomplete"));
+  res_clear (&r);
+
+  FUSEBOX (fx, &r, "log", RUN);
+  assert_int_equal (r.status, 0);
+  assert_int_equal (count (r.out, "\n"), 9);
+  res_clear (&r);
+
+  FUSEBOX (fx, &r, "report", "--json", RUN);
+  if (r.status != 0)
+    fail_msg ("report --json: exit %d; stderr:\n%.3000s", r.status, r.err);
+  if (strstr (r.out, bad) == NULL || strstr (r.out, "\"truncated_lines\" : 1") == NULL)
+    fail_msg ("report --json: not %u bad lines and 1 truncated:\n%s", junk, r.out);
+  res_clear (&r);
+
+  FUSEBOX (fx, &r, "report", RUN);
+  assert_int_equal (r.status, 0);
+  res_clear (&r);
+  RFX_PASS ();
+}
+
+/* --follow reads through the same junk to the last record, and waits. */
+static void
+test_follow_any_content (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = run_dir (fx);
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *out = g_build_filename (fx->tmp, "follow.out", NULL);
+  g_autofree char *cmd = g_strdup_printf ("exec '%s' log --follow --json " RUN " >%s 2>/dev/null", rfx_bin (), out);
+  const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  GPid pid;
+  int status;
+
+  write_junk_log (live);
+  rfx_set_repro (fx, (char **)argv);
+  if (!g_spawn_async (fx->ws, (char **)argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error))
+    fail_msg ("spawn: %s", error->message);
+  rfx_keep_pid (fx, pid);
+  if (!RFX_WAIT_FOR (({
+                       g_autofree char *t = rfx_file (out);
+                       t != NULL &&strstr (t, "\"seq\":9,") != NULL;
+                     }),
+                     CAP_MS))
+    {
+      g_autofree char *t = rfx_file (out);
+      fail_msg ("log --follow did not reach record 9 (crashed or hung?); it printed:\n%.2000s", t ? t : "");
+    }
+  /* still running: following, not dead */
+  assert_int_equal (waitpid (pid, &status, WNOHANG), 0);
+  kill (pid, SIGINT);
+  assert_true (rfx_wait (fx, pid, CAP_MS) >= 0);
+  {
+    g_autofree char *t = rfx_file (out);
+    assert_records (t, "log --follow --json");
+  }
+  RFX_PASS ();
+}
+
+/* run.json: junk, nesting json-glib would recurse through, too large. */
+static void
+test_run_json_any_content (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = run_dir (fx);
+  g_autofree char *json = g_build_filename (dir, "run.json", NULL);
+  struct
+  {
+    const char *what;
+    char c;
+    gsize len;
+    const char *says;
+  } cases[] = {
+    { "three million '['", '[', 3 * 1000 * 1000, "nests deeper than fusebox reads" },
+    { "junk", '\x01', 4096, "is not JSON" },
+    { "200 MB (sparse)", 0, 0, "is larger than" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      int fd = open (json, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      Res r;
+
+      assert_true (fd >= 0);
+      if (cases[i].len > 0)
+        write_fill (fd, cases[i].c, cases[i].len);
+      else
+        {
+          write_str (fd, "{\"command\":[\"");
+          assert_int_equal (ftruncate (fd, (off_t)200 * 1024 * 1024), 0);
+        }
+      close (fd);
+      rfx_assert_host_readable (json);
+      FUSEBOX (fx, &r, "runs");
+      if (r.status != 0)
+        fail_msg ("runs (%s): exit %d (%s); stderr:\n%.2000s", cases[i].what, r.status,
+                  r.status > 128 ? "killed by a signal" : "", r.err);
+      if (strstr (r.err, json) == NULL || strstr (r.err, cases[i].says) == NULL)
+        fail_msg ("runs (%s): no warning naming %s (%s):\n%s", cases[i].what, json, cases[i].says, r.err);
+      if (strstr (r.out, RUN) == NULL || strstr (r.out, "unknown") == NULL)
+        fail_msg ("runs (%s): the run is not listed as unknown:\n%s", cases[i].what, r.out);
+      res_clear (&r);
+    }
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_live_log_not_a_file, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_rotated_log_not_a_file, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_run_json_not_a_file, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_any_content, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_follow_any_content, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_run_json_any_content, rfx_setup, rfx_teardown),
+  };
+
+  rfx_filter_tests (argv[0]);
+  if (!g_file_test (rfx_bin (), G_FILE_TEST_IS_EXECUTABLE))
+    rfx_skip_or_fail ("FUSEBOX_BIN is not an executable: run with 'meson test'");
+  if (geteuid () != 0)
+    rfx_skip_or_fail ("these tests need root (mknod of a device node)");
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
