@@ -34,7 +34,13 @@
  *  - Rotation by size: at a record boundary past rotate_bytes, flush, fsync,
  *    rename STEM.jsonl to STEM.<first-seq>-<last-seq>.jsonl (12-digit,
  *    zero-padded: `ls` order is seq order), fsync the directory, open a new
- *    STEM.jsonl.  seq continues across files.
+ *    STEM.jsonl.  seq continues across files.  The live file is opened
+ *    relative to the directory's descriptor, made with O_EXCL, never
+ *    through a link, and only when it is a regular file of ours with one
+ *    name (open_live): whoever can write in the directory can't have the
+ *    records written elsewhere by a link put at the name, at the start or
+ *    in the instant after a rename.  When the new file is refused, records
+ *    go on in the file just rotated, through its descriptor.
  *  - A write error (ENOSPC, EIO) keeps the unwritten bytes, stops taking new
  *    batches (pushers then block: back-pressure, not loss) and retries every
  *    second; close reports what could not be written.
@@ -213,26 +219,94 @@ fold_free (Fold *f)
 
 /* --- the file -------------------------------------------------------- */
 
+/* Why the live file can't be written: it is not a regular file of ours with
+ * one name.  ST: what is there (fstat, or lstat when the open failed). */
+static void
+set_refused (FbAccessLog *log, const struct stat *st, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (log->path);
+
+  if (S_ISLNK (st->st_mode))
+    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                 "the access log %s is a symbolic link; fusebox never writes its log through a link (whoever can "
+                 "write in %s may have put it there to have the records written elsewhere): remove it, or choose "
+                 "another place for the log",
+                 log->path, dir);
+  else if (!S_ISREG (st->st_mode))
+    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                 "the access log %s is %s, not a regular file; fusebox writes its log only into a regular file: "
+                 "remove it, or choose another place for the log",
+                 log->path, fb_ipc_file_kind (st->st_mode));
+  else if (st->st_uid != geteuid ())
+    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                 "the access log %s belongs to uid %u, not to fusebox's uid %u; fusebox writes its log only into "
+                 "a file of its own (whoever made it could read and rewrite the records): remove it, or choose "
+                 "another place for the log",
+                 log->path, (unsigned)st->st_uid, (unsigned)geteuid ());
+  else
+    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                 "the access log %s has %lu names (hard links); fusebox writes its log only into a file with one "
+                 "name (the records would also be another file's content): remove the others, or choose another "
+                 "place for the log",
+                 log->path, (unsigned long)st->st_nlink);
+}
+
+/* Open the live file, or make it, in the log's directory.  Whoever can
+ * write in that directory (a --log or --run-dir in a shared place) chooses
+ * what is at the name, and a rotation renames it away and makes it again,
+ * so the name is never trusted:
+ *  - a new file is made with O_CREAT|O_EXCL, which never follows a link;
+ *  - an existing one (the same --log given again, or another run's writer
+ *    that made it a moment ago) is opened with O_NOFOLLOW: a symbolic link
+ *    there (to /etc/passwd, or dangling, to have its target made) is
+ *    refused, not written through;
+ *  - O_NONBLOCK (cleared after): a FIFO there can't block the open;
+ *  - then fstat: only a regular file, of fusebox's own uid, with one name
+ *    (a hard link would get the records into another file too). */
 static int
 open_live (FbAccessLog *log, GError **error)
 {
   /* O_RDWR only to look at the last byte of an existing file (below). */
-  int fd = openat (log->dirfd, log->name, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+  const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
   struct stat st;
+  int fd = -1;
 
+  /* made, or there: twice, for a file removed between the two opens */
+  for (int attempt = 0; attempt < 2 && fd < 0; attempt++)
+    {
+      fd = openat (log->dirfd, log->name, flags | O_CREAT | O_EXCL, 0600);
+      if (fd < 0 && errno == EEXIST)
+        fd = openat (log->dirfd, log->name, flags);
+      if (fd < 0 && errno != ENOENT)
+        break;
+    }
   if (fd < 0)
     {
       int errsv = errno;
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the access log %s: %s", log->path,
-                   g_strerror (errsv));
+
+      /* ELOOP: a link (O_NOFOLLOW); ENXIO: a socket */
+      if (fstatat (log->dirfd, log->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG (st.st_mode))
+        set_refused (log, &st, error);
+      else
+        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the access log %s: %s", log->path,
+                     g_strerror (errsv));
       return -1;
     }
-  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+  if (fstat (fd, &st) < 0)
     {
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the access log %s is not a regular file", log->path);
+      int errsv = errno;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't look at the access log %s: %s", log->path,
+                   g_strerror (errsv));
       close (fd);
       return -1;
     }
+  if (!S_ISREG (st.st_mode) || st.st_uid != geteuid () || st.st_nlink != 1)
+    {
+      set_refused (log, &st, error);
+      close (fd);
+      return -1;
+    }
+  fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
   log->file_bytes = (guint64)st.st_size;
   log->file_first_seq = 0;
 
@@ -324,6 +398,8 @@ rotate (FbAccessLog *log)
   g_autoptr (GError) error = NULL;
   g_autofree char *rotated = NULL;
   int r = -1;
+  int old_fd;
+  guint64 old_bytes, old_first_seq;
 
   if (!flush_buf (log))
     return; /* retried with the next batch */
@@ -348,16 +424,24 @@ rotate (FbAccessLog *log)
       return;
     }
   fsync_dir (log);
-  close (log->fd);
+  old_fd = log->fd;
+  old_bytes = log->file_bytes;
+  old_first_seq = log->file_first_seq;
   log->fd = -1;
   if (open_live (log, &error) < 0)
     {
-      /* Put the old file back so that records keep going somewhere. */
-      g_warning ("%s; writing on in %s", error->message, rotated);
-      log->fd = openat (log->dirfd, rotated, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+      /* Something was put at the name since the rename (or it can't be
+       * made): records keep going into the file just rotated, through the
+       * descriptor still open on it, never by its name (which could be
+       * swapped as well), and no rotation is tried again. */
+      g_warning ("%s; writing on in %s, without rotating", error->message, rotated);
+      log->fd = old_fd;
+      log->file_bytes = old_bytes;
+      log->file_first_seq = old_first_seq;
       log->rotation_broken = TRUE;
-      /* Still -1: flush_buf retries opening the live file; pushers wait. */
+      return;
     }
+  close (old_fd);
   fsync_dir (log);
 }
 
