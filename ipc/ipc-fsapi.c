@@ -19,7 +19,8 @@
  *
  * Bounds: ipc-rpc.h (FB_RPC_READ_FILE_MAX, FB_RPC_DIR_ENTRIES_MAX,
  * FB_RPC_TREE_MAX, FB_RPC_TREE_DEPTH_MAX, FB_RPC_HANDLES_MAX, Codex's walk
- * limits). */
+ * limits); fs/open's handles also count against the client's share and the
+ * server's budget (ipc-rpc-share.c). */
 #include "ipc/ipc-rpc-private.h"
 
 #include <errno.h>
@@ -1100,6 +1101,7 @@ typedef struct
   FbRpcSandbox *sb; /* a reference: the view reports to its tee sink */
   FbView *view;     /* sb's */
   FbViewFile *file;
+  FbRpcClient *client; /* its connection's, which outlives it: the handle counts there */
 } Handle;
 
 static void
@@ -1108,6 +1110,7 @@ handle_free (gpointer p)
   Handle *h = p;
   fb_view_release (h->view, h->file);
   fb_rpc_sandbox_free (h->sb);
+  fb_rpc_handle_release (h->client);
   g_free (h);
 }
 
@@ -1149,16 +1152,23 @@ fb_rpc_fs_open (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
   if (g_hash_table_size (conn->handles) >= FB_RPC_HANDLES_MAX)
     {
       fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
-                        "too many open file read handles on this connection (limit %d); close some with fs/close",
+                        "too many open file handles on this connection (limit %d); close some with fs/close",
                         FB_RPC_HANDLES_MAX);
       return NULL;
     }
-  if (!call_begin (&c, conn, params, error))
+  /* The client's share and the server's budget (ipc-rpc-share.c). */
+  if (!fb_rpc_handle_claim (conn, error))
     return NULL;
+  if (!call_begin (&c, conn, params, error))
+    {
+      fb_rpc_handle_release (conn->client);
+      return NULL;
+    }
   r = fb_view_walk (c.view, &c.caller, path, 0, &node);
   if (r == 0 && !check_regular (node, path, error))
     {
       call_end (&c);
+      fb_rpc_handle_release (conn->client);
       return NULL;
     }
   if (r == 0)
@@ -1167,12 +1177,14 @@ fb_rpc_fs_open (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
     {
       call_fail (&c, error, r, path);
       call_end (&c);
+      fb_rpc_handle_release (conn->client);
       return NULL;
     }
   h = g_new0 (Handle, 1);
   h->sb = fb_rpc_sandbox_ref (c.sb);
   h->view = c.view;
   h->file = file;
+  h->client = conn->client;
   g_hash_table_insert (conn->handles, g_strdup (handle_id), h);
   call_end (&c);
   o = json_object_new ();

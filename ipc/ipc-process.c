@@ -26,6 +26,15 @@
  * refused (git status can't take .git/index.lock under builtin:agent, and
  * goes on) must not be flagged.
  *
+ * Shares (ipc-rpc-share.c): a running process counts against its
+ * session's client's share and the server's budget of running processes
+ * until it is finished; its retained output (chunks and their bookkeeping)
+ * against the client's share and the server's budget of retained output
+ * until it is forgotten.  Past either retained budget, finished processes
+ * are forgotten, oldest first, the over-share client's first
+ * (enforce_retained, from the loop), so running ones never lose more than
+ * FB_RPC_PROCESS_RETAIN allows them to keep.
+ *
  * process/write is idempotent per writeId (the last FB_WRITE_IDS_MAX ids are
  * remembered) and buffers at most FB_STDIN_PENDING_MAX bytes the process has
  * not read yet.  Loop thread only; the FUSE threads touch only the view and
@@ -49,6 +58,9 @@
 #define WAIT_MS_MAX 30000
 /* Pause reading a process's output while its client has this much queued. */
 #define PAUSE_QUEUE_BYTES (FB_RPC_QUEUE_MAX / 4)
+/* What a retained chunk costs beyond its bytes: the Chunk, the GBytes, the
+ * queue's link and malloc's headers, rounded up. */
+#define CHUNK_OVERHEAD 128
 
 typedef struct
 {
@@ -79,6 +91,7 @@ typedef struct
 struct FbRpcProcess
 {
   FbRpcSession *session;
+  FbRpcClient *client; /* the session's (it outlives its processes) */
   char *id;
 
   GPid helper;
@@ -100,9 +113,11 @@ struct FbRpcProcess
   gint fuse_done;   /* atomic: set on the FUSE thread when serving ended */
   FbAccessLog *log; /* the server's (borrowed), drained while joining */
 
-  GQueue chunks; /* Chunk*, oldest first */
-  gsize retained;
+  GQueue chunks;  /* Chunk*, oldest first */
+  gsize retained; /* bytes of chunks, and CHUNK_OVERHEAD each */
   guint64 next_seq;
+  bool running_claimed; /* holds one of its client's running processes (ipc-rpc-share.c) */
+  GList finished_link;  /* in server->finished once finished */
 
   bool exit_known;
   int exit_code;
@@ -238,6 +253,58 @@ emit (FbRpcProcess *p, const char *method, JsonObject *params)
     fb_rpc_conn_notify (conn, method, node);
 }
 
+/* --- retained output's budgets ------------------------------------------------- */
+
+/* Count DELTA bytes of P's retained output with its client and server. */
+static void
+retained_add (FbRpcProcess *p, gssize delta)
+{
+  FbRpcServer *server = p->client->server;
+
+  p->retained += delta;
+  p->client->retained += delta;
+  server->retained += delta;
+}
+
+static bool
+over_retained (FbRpcServer *server, FbRpcClient *c)
+{
+  return server->retained > server->budget.retained ||
+         (c != NULL && c->retained > (gsize)fb_rpc_share ((guint)MIN (server->budget.retained, G_MAXUINT)));
+}
+
+static void forget_finished (FbRpcProcess *p);
+
+/* From the loop: forget finished processes, oldest first, while a client
+ * is over its share (its own first) or the server over its budget. */
+static gboolean
+enforce_retained (gpointer data)
+{
+  FbRpcServer *server = data;
+  gsize share = fb_rpc_share ((guint)MIN (server->budget.retained, G_MAXUINT));
+
+  server->retain_idle = 0;
+  for (GList *l = server->finished.head; l != NULL;)
+    {
+      FbRpcProcess *p = l->data;
+      l = l->next;
+      if (p->client->retained > share)
+        forget_finished (p);
+    }
+  while (server->retained > server->budget.retained && server->finished.head != NULL)
+    forget_finished (server->finished.head->data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+schedule_enforce_retained (FbRpcProcess *p)
+{
+  FbRpcServer *server = p->client->server;
+
+  if (server->retain_idle == 0 && server->finished.head != NULL && over_retained (server, p->client))
+    server->retain_idle = g_idle_add (enforce_retained, server);
+}
+
 static void
 add_output (FbRpcProcess *p, const char *stream, const guint8 *data, gsize len)
 {
@@ -247,13 +314,14 @@ add_output (FbRpcProcess *p, const char *stream, const guint8 *data, gsize len)
   c->stream = stream;
   c->data = g_bytes_new (data, len);
   g_queue_push_tail (&p->chunks, c);
-  p->retained += len;
+  retained_add (p, (gssize)(len + CHUNK_OVERHEAD));
   while (p->retained > FB_RPC_PROCESS_RETAIN && p->chunks.length > 1)
     {
       Chunk *old = g_queue_pop_head (&p->chunks);
-      p->retained -= g_bytes_get_size (old->data);
+      retained_add (p, -(gssize)(g_bytes_get_size (old->data) + CHUNK_OVERHEAD));
       chunk_free (old);
     }
+  schedule_enforce_retained (p);
   emit (p, "process/output", chunk_json (p, c, true));
   wake_waiters (p);
 }
@@ -370,6 +438,16 @@ process_maybe_finish (FbRpcProcess *p)
     return;
   p->finished = true;
   stop_fuse (p);
+  /* Its descriptors are gone: its client may start another.  Its output
+   * stays readable until a budget needs the room (enforce_retained). */
+  if (p->running_claimed)
+    {
+      fb_rpc_process_release (p->client);
+      p->running_claimed = false;
+    }
+  p->finished_link.data = p;
+  g_queue_push_tail_link (&p->client->server->finished, &p->finished_link);
+  schedule_enforce_retained (p);
   o = json_object_new ();
   json_object_set_string_member (o, "processId", p->id);
   json_object_set_int_member (o, "seq", (gint64)p->next_seq++);
@@ -559,11 +637,27 @@ send_signal (FbRpcProcess *p, int sig)
   send (p->sock, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* Forget P, finished (enforce_retained): process/read then answers as
+ * for any process the session no longer has. */
+static void
+forget_finished (FbRpcProcess *p)
+{
+  g_debug ("forgetting the output of process %s of %s (%" G_GSIZE_FORMAT " bytes): the retained output's budget", p->id,
+           p->client->key, p->retained);
+  g_hash_table_remove (p->session->processes, p->id);
+}
+
 void
 fb_rpc_process_free (FbRpcProcess *p)
 {
   if (p == NULL)
     return;
+  if (p->running_claimed)
+    fb_rpc_process_release (p->client);
+  p->running_claimed = false;
+  if (p->finished_link.data != NULL)
+    g_queue_unlink (&p->client->server->finished, &p->finished_link);
+  p->finished_link.data = NULL;
   /* Answer long polls before the process goes. */
   p->session = NULL;
   wake_waiters (p);
@@ -600,6 +694,7 @@ fb_rpc_process_free (FbRpcProcess *p)
   g_clear_pointer (&p->policy, fb_policy_unref);
   if (p->tee != NULL)
     fb_rpc_tee_sink_free (p->tee);
+  retained_add (p, -(gssize)p->retained);
   g_queue_clear_full (&p->chunks, (GDestroyNotify)chunk_free);
   g_clear_pointer (&p->write_ids, g_hash_table_destroy);
   g_queue_clear_full (&p->write_id_order, g_free);
@@ -867,6 +962,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   bool tty, pipe_stdin;
   int sv[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
   int master = -1, slave = -1, null_fd = -1, spec_fd = -1;
+  bool claimed = false;
   int child_fds[3];
   FbRpcProcess *p, *old;
   GPid pid;
@@ -935,6 +1031,14 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
         return NULL;
       }
   }
+  /* One of its client's running processes, within the server's budget
+   * (ipc-rpc-share.c): what it holds from here on is counted. */
+  if (!fb_rpc_process_claim (session, error))
+    {
+      close (spec_fd);
+      return NULL;
+    }
+  claimed = true;
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     goto sys_fail;
@@ -1005,6 +1109,8 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
 
   p = g_new0 (FbRpcProcess, 1);
   p->session = session;
+  p->client = session->client;
+  p->running_claimed = true;
   p->id = g_strdup (process_id);
   p->helper = pid;
   p->sock = sv[0];
@@ -1080,6 +1186,8 @@ fail:
     close (null_fd);
   if (spec_fd >= 0)
     close (spec_fd);
+  if (claimed)
+    fb_rpc_process_release (session->client);
   return NULL;
 }
 

@@ -18,6 +18,35 @@ G_BEGIN_DECLS
 typedef struct FbRpcSession FbRpcSession;
 typedef struct FbRpcSandbox FbRpcSandbox;
 typedef struct FbRpcProcess FbRpcProcess;
+typedef struct FbRpcClient FbRpcClient;
+
+/* The server-wide budgets (ipc-rpc-share.c): ipc-rpc.h's bounds, lowered
+ * to what the descriptor limit allows; a client's share of each is
+ * fb_rpc_share (). */
+typedef struct
+{
+  guint conns;
+  guint sessions;
+  guint handles;
+  guint processes; /* running */
+  gsize retained;  /* bytes of process output kept for process/read */
+} FbRpcBudget;
+
+/* Who a connection comes from, for fair shares: the peer's IP address
+ * (ws), "unix:pidN" (unix), "stdio".  Everything a client's connections and
+ * sessions hold is counted here, against 1/FB_RPC_CLIENT_SHARE of each
+ * budget.  Loop thread, but n_handles (workers run fs/open). */
+struct FbRpcClient
+{
+  FbRpcServer *server;
+  char *key;
+  guint refs; /* its connections and sessions */
+  guint n_conns;
+  guint n_sessions;
+  guint n_processes; /* running */
+  gsize retained;    /* its sessions' processes' retained output */
+  gint n_handles;    /* atomic */
+};
 
 /* An error answer under construction. */
 typedef struct
@@ -98,6 +127,16 @@ struct FbRpcServer
   bool in_log_line;   /* on_log_line runs (the log's writer lock is held) */
   guint unsubscribe_idle;
 
+  /* Fair shares (ipc-rpc-share.c).  clients, n_processes, retained and
+   * finished: loop thread; n_handles: atomic. */
+  FbRpcBudget budget;
+  GHashTable *clients; /* key → FbRpcClient* (not owned: a client goes with its last reference) */
+  gint n_handles;
+  guint n_processes; /* running */
+  gsize retained;    /* every process's retained output */
+  GQueue finished;   /* FbRpcProcess*, finished ones, oldest first: forgotten first past a budget */
+  guint retain_idle; /* enforces the retained-output budgets */
+
   /* Refused resumes, server-wide (ipc-session.c): a token bucket of
    * FB_RPC_RESUME_REFUSALS_BURST, refilled FB_RPC_RESUME_REFUSALS_PER_S a
    * second; empty, every resume is refused unchecked. */
@@ -133,6 +172,7 @@ struct FbRpcConn
   /* A refused resume: its answer is the connection's last; nothing after
    * it runs, and the connection closes once the answer is handed over. */
   bool close_after_answer;
+  FbRpcClient *client;   /* a reference */
   FbRpcSession *session; /* attached session, or NULL */
   char *client_name;
 
@@ -168,6 +208,7 @@ struct FbRpcSession
   FbRpcServer *server;
   char *id;              /* public: in the access log, log/event, the calls' records */
   char *secret;          /* FB_RPC_SESSION_SECRET_BYTES, hex: only the client that made it ever sees it */
+  FbRpcClient *client;   /* the one that made it (a reference): its processes and output count there */
   FbRpcConn *conn;       /* NULL while detached */
   guint expire_id;       /* detach timer */
   GHashTable *processes; /* processId → FbRpcProcess* */
@@ -329,6 +370,27 @@ JsonNode *fb_rpc_fs_read_block (FbRpcConn *, JsonNode *, JsonObject *, FbRpcErro
 JsonNode *fb_rpc_fs_close (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 /* Close every fs/open handle of CONN. */
 void fb_rpc_fs_close_all (FbRpcConn *conn);
+
+/* --- fair shares (ipc-rpc-share.c) ------------------------------------------ */
+
+/* The server's budgets, from ipc-rpc.h's bounds and the descriptor limit. */
+void fb_rpc_server_budget_init (FbRpcServer *server);
+/* A client's share of TOTAL: 1/FB_RPC_CLIENT_SHARE of it, at least 1. */
+guint fb_rpc_share (guint total);
+/* KEY's client, made at its first use; a new reference. */
+FbRpcClient *fb_rpc_client_get (FbRpcServer *server, const char *key);
+void fb_rpc_client_unref (FbRpcClient *client);
+/* May KEY open one more connection?  false with *RET_WHY (for people: the
+ * limit and what to do) when it or the server is at its bound. */
+bool fb_rpc_client_may_connect (FbRpcServer *server, const char *key, char **ret_why);
+/* An fs/open handle for CONN (any thread): false with ERROR naming the
+ * limit past the connection's, its client's or the server's bound. */
+bool fb_rpc_handle_claim (FbRpcConn *conn, FbRpcError *error);
+void fb_rpc_handle_release (FbRpcClient *client);
+/* A running process for SESSION: false with ERROR past its client's or the
+ * server's bound. */
+bool fb_rpc_process_claim (FbRpcSession *session, FbRpcError *error);
+void fb_rpc_process_release (FbRpcClient *client);
 
 /* --- sessions (ipc-session.c) ----------------------------------------------- */
 

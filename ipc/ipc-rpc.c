@@ -1302,10 +1302,25 @@ FbRpcConn *
 fb_rpc_server_accept (FbRpcServer *server, const FbRpcTransportOps *ops, gpointer transport, uid_t peer_uid,
                       const char *peer_name)
 {
-  FbRpcConn *conn;
+  return fb_rpc_server_accept_client (server, ops, transport, peer_uid, peer_name, peer_name, NULL);
+}
 
-  if (server->n_conns >= FB_RPC_CLIENTS_MAX)
-    return NULL;
+FbRpcConn *
+fb_rpc_server_accept_client (FbRpcServer *server, const FbRpcTransportOps *ops, gpointer transport, uid_t peer_uid,
+                             const char *peer_name, const char *client, char **ret_why)
+{
+  FbRpcConn *conn;
+  g_autofree char *why = NULL;
+
+  if (client == NULL)
+    client = peer_name != NULL ? peer_name : "client";
+  if (!fb_rpc_client_may_connect (server, client, &why))
+    {
+      g_message ("refusing a connection from %s: %s", client, why);
+      if (ret_why != NULL)
+        *ret_why = g_steal_pointer (&why);
+      return NULL;
+    }
   conn = g_new0 (FbRpcConn, 1);
   conn->ref = 1;
   g_mutex_init (&conn->lock);
@@ -1320,6 +1335,8 @@ fb_rpc_server_accept (FbRpcServer *server, const FbRpcTransportOps *ops, gpointe
   g_queue_init (&conn->out);
   server->conns = g_list_prepend (server->conns, conn);
   server->n_conns++;
+  conn->client = fb_rpc_client_get (server, client);
+  conn->client->n_conns++;
   return conn;
 }
 
@@ -1355,6 +1372,8 @@ fb_rpc_conn_closed (FbRpcConn *conn)
   fb_rpc_json_reuse_clear (&conn->reuse);
   server->conns = g_list_remove (server->conns, conn);
   server->n_conns--;
+  conn->client->n_conns--;
+  g_clear_pointer (&conn->client, fb_rpc_client_unref);
   g_free (conn->peer_name);
   g_free (conn->client_name);
   /* A wake-up still queued for it does nothing. */
@@ -1404,6 +1423,8 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
                           : server->vars.vars.cwd != NULL     ? server->vars.vars.cwd
                                                               : "/");
   server->sessions = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify)fb_rpc_session_free);
+  server->clients = g_hash_table_new (g_str_hash, g_str_equal);
+  g_queue_init (&server->finished);
   g_mutex_init (&server->sandbox_lock);
   server->sandboxes = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&server->sandbox_lru);
@@ -1421,6 +1442,8 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
         return NULL;
       }
   }
+  /* After the first view: it raised the descriptor limit. */
+  fb_rpc_server_budget_init (server);
   return server;
 }
 
@@ -1439,6 +1462,10 @@ fb_rpc_server_free (FbRpcServer *server)
     }
   fb_rpc_server_pipeline_clear (server);
   g_hash_table_destroy (server->sessions);
+  if (server->retain_idle != 0)
+    g_source_remove (server->retain_idle);
+  /* Every connection and session has let its client go. */
+  g_hash_table_destroy (server->clients);
   fb_rpc_server_clear_sandboxes (server);
   g_hash_table_destroy (server->sandboxes);
   g_mutex_clear (&server->sandbox_lock);

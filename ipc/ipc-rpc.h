@@ -51,6 +51,15 @@
  *   FB_RPC_SUBSCRIPTIONS_MAX    log subscriptions per connection
  *   FB_RPC_CLIENTS_MAX          connections at once (more are refused)
  *   FB_RPC_SESSIONS_MAX         sessions, attached or waiting out their detach timeout
+ *   FB_RPC_HANDLES_TOTAL_MAX    fs/open handles, the whole server
+ *   FB_RPC_PROCESSES_TOTAL_MAX  running processes, the whole server
+ *   FB_RPC_RETAIN_TOTAL_MAX     process output kept for process/read, the
+ *                               whole server (finished processes' is
+ *                               forgotten, oldest first, past it)
+ *   Server-wide budgets are smaller where the descriptor limit says so
+ *   (ipc-rpc-share.c), and each client (a peer address: ws's IP, a unix
+ *   peer's pid) holds at most 1/FB_RPC_CLIENT_SHARE of each: connections,
+ *   sessions, fs/open handles, running processes, retained output.
  *   FB_RPC_RESUME_REFUSALS_*    refused resumes, server-wide (a token bucket)
  *   FB_RPC_LOG_QUEUE_MAX        bytes waiting to be sent to a log subscriber
  *                               when the next log/event comes: past it the
@@ -97,6 +106,10 @@ G_BEGIN_DECLS
 #define FB_RPC_SUBSCRIPTIONS_MAX 16
 #define FB_RPC_CLIENTS_MAX 1024
 #define FB_RPC_SESSIONS_MAX 4096
+#define FB_RPC_HANDLES_TOTAL_MAX 4096
+#define FB_RPC_PROCESSES_TOTAL_MAX 256
+#define FB_RPC_RETAIN_TOTAL_MAX (256 * 1024 * 1024)
+#define FB_RPC_CLIENT_SHARE 4
 #define FB_RPC_DEFAULT_DETACH_TIMEOUT_MS 30000
 #define FB_RPC_SESSION_SECRET_BYTES 16
 #define FB_RPC_RESUME_REFUSALS_BURST 32
@@ -163,10 +176,10 @@ typedef struct FbRpcServer FbRpcServer;
 
 typedef struct
 {
-  FbPolicy *policy;          /* the server's policy; every call can only narrow it */
-  const FbPolicyVars *vars;  /* for sandboxes given with a call (copied) */
-  FbAccessLog *log;          /* where every decided access goes; may be NULL (tests) */
-  FbLogLevel log_level;      /* the views' level; default FB_LOG_LEVEL_OPENS */
+  FbPolicy *policy;         /* the server's policy; every call can only narrow it */
+  const FbPolicyVars *vars; /* for sandboxes given with a call (copied) */
+  FbAccessLog *log;         /* where every decided access goes; may be NULL (tests) */
+  FbLogLevel log_level;     /* the views' level; default FB_LOG_LEVEL_OPENS */
   /* log/subscribe shows every session's records, not only the caller's
    * own (the operator's choice: `fusebox serve --subscribe-all`). */
   bool subscribe_all;
@@ -199,9 +212,17 @@ typedef struct
 typedef struct FbRpcConn FbRpcConn;
 
 /* PEER_UID: the client's uid when the transport knows it (unix sockets),
- * else the server's own. */
+ * else the server's own.  NULL when the server is at its bound on
+ * connections. */
 FbRpcConn *fb_rpc_server_accept (FbRpcServer *server, const FbRpcTransportOps *ops, gpointer transport, uid_t peer_uid,
                                  const char *peer_name);
+/* The same, counted against CLIENT (ipc-rpc-share.c: the peer's address;
+ * NULL: PEER_NAME).  NULL, with *RET_WHY (may be NULL) for the client, when
+ * it or the server is at its bound on connections. */
+FbRpcConn *fb_rpc_server_accept_client (FbRpcServer *server, const FbRpcTransportOps *ops, gpointer transport,
+                                        uid_t peer_uid, const char *peer_name, const char *client, char **ret_why);
+/* May a connection from CLIENT be accepted now?  false with *RET_WHY. */
+bool fb_rpc_server_may_accept (FbRpcServer *server, const char *client, char **ret_why);
 /* One incoming message (a WebSocket frame, a line).  Handles it and queues
  * the answer. */
 void fb_rpc_conn_receive (FbRpcConn *conn, const char *data, gsize len);

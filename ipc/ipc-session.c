@@ -170,14 +170,23 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
       return session;
     }
 
-  if (g_hash_table_size (server->sessions) >= FB_RPC_SESSIONS_MAX)
+  /* Detached sessions wait out their timeout; a client that reconnects
+   * in a loop must not make them pile up without bound, nor take the
+   * others' room (ipc-rpc-share.c). */
+  if (conn->client->n_sessions >= fb_rpc_share (server->budget.sessions))
     {
-      /* Detached sessions wait out their timeout; a client that reconnects
-       * in a loop must not make them pile up without bound. */
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
+                        "too many sessions for %s (%u, its share of the server's %u; detached ones last %u ms); "
+                        "resume one with its sessionId, or retry after the detach timeout",
+                        conn->client->key, conn->client->n_sessions, server->budget.sessions,
+                        server->detach_timeout_ms);
+      return NULL;
+    }
+  if (g_hash_table_size (server->sessions) >= server->budget.sessions)
+    {
       fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
-                        "too many sessions (limit %d); try again after the detach "
-                        "timeout",
-                        FB_RPC_SESSIONS_MAX);
+                        "the server has %u sessions, its limit; retry after the detach timeout (%u ms)",
+                        g_hash_table_size (server->sessions), server->detach_timeout_ms);
       return NULL;
     }
   session = g_new0 (FbRpcSession, 1);
@@ -192,6 +201,8 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
       return NULL;
     }
   session->conn = conn;
+  session->client = fb_rpc_client_get (server, conn->client->key);
+  session->client->n_sessions++;
   session->processes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify)fb_rpc_process_free);
   g_hash_table_insert (server->sessions, session->id, session);
   return session;
@@ -214,6 +225,8 @@ fb_rpc_session_free (FbRpcSession *session)
   if (session->expire_id != 0)
     g_source_remove (session->expire_id);
   g_hash_table_destroy (session->processes);
+  session->client->n_sessions--;
+  fb_rpc_client_unref (session->client);
   g_free (session->id);
   if (session->secret != NULL)
     explicit_bzero (session->secret, strlen (session->secret));

@@ -281,18 +281,22 @@ static StreamPeer *
 stream_peer_new (FbRpcListener *l, GIOStream *io, GInputStream *in, GOutputStream *out, uid_t uid, const char *name)
 {
   StreamPeer *s = g_new0 (StreamPeer, 1);
+  g_autofree char *why = NULL;
 
   s->listener = l;
   s->io = io != NULL ? g_object_ref (io) : NULL;
   s->in = g_object_ref (in);
   s->out = g_object_ref (out);
   s->buf = g_byte_array_new ();
-  s->conn = fb_rpc_server_accept (l->server, &stream_ops, s, uid, name);
+  /* NAME ("unix:pidN", "stdio") is the client its share counts against
+   * (ipc-rpc-share.c). */
+  s->conn = fb_rpc_server_accept_client (l->server, &stream_ops, s, uid, name, name, &why);
   l->streams = g_list_prepend (l->streams, s);
   if (s->conn == NULL)
     {
-      static const char busy[] = "{\"id\":-1,\"error\":{\"code\":-32603,\"message\":\"too many clients\"}}\n";
-      g_output_stream_write (out, busy, sizeof busy - 1, NULL, NULL);
+      g_autofree char *busy = fb_rpc_encode_error (NULL, FB_RPC_ERROR_INTERNAL, why, NULL);
+      g_autofree char *line = g_strconcat (busy, "\n", NULL);
+      g_output_stream_write (out, line, strlen (line), NULL, NULL);
       stream_peer_close (s);
       return s;
     }

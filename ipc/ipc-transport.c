@@ -166,11 +166,12 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
    * address object on_ws_incoming gave it). */
   FbRpcWsIo *io = remote != NULL ? g_object_get_data (G_OBJECT (remote), WS_IO_KEY) : NULL;
   g_autofree char *name = NULL;
+  g_autofree char *ip = NULL;
+  g_autofree char *why = NULL;
 
   if (remote != NULL && G_IS_INET_SOCKET_ADDRESS (remote))
     {
-      g_autofree char *ip =
-        g_inet_address_to_string (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (remote)));
+      ip = g_inet_address_to_string (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (remote)));
       name = g_strdup_printf ("ws:%s:%u", ip, g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (remote)));
     }
   peer->listener = l;
@@ -191,9 +192,11 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
       soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "no socket");
       return;
     }
-  peer->conn = fb_rpc_server_accept (l->server, &ws_ops, peer, geteuid (), name);
+  /* Counted against its address's share (ipc-rpc-share.c); the early
+   * handler refused it with the reason when it was already at its bound. */
+  peer->conn = fb_rpc_server_accept_client (l->server, &ws_ops, peer, geteuid (), name, ip, &why);
   if (peer->conn == NULL)
-    soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "too many clients");
+    soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "too many connections: retry later");
 }
 
 /* Every TCP connection: libsoup serves HTTP (the early handler, /readyz,
@@ -282,6 +285,27 @@ early_handler (SoupServer *server, SoupServerMessage *msg, const char *path, GHa
       soup_message_headers_append (soup_server_message_get_response_headers (msg), "WWW-Authenticate", "Bearer");
       soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_STATIC, why, sizeof why - 1);
       return;
+    }
+  if (strcmp (path, "/readyz") != 0)
+    {
+      /* A client at its share of connections, or a server at its bound,
+       * hears why before the handshake (ipc-rpc-share.c). */
+      GSocketAddress *remote = soup_server_message_get_remote_address (msg);
+      g_autofree char *ip = NULL;
+      char *why = NULL;
+
+      if (remote != NULL && G_IS_INET_SOCKET_ADDRESS (remote))
+        ip = g_inet_address_to_string (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (remote)));
+      if (ip != NULL && !fb_rpc_server_may_accept (l->server, ip, &why))
+        {
+          char *body = g_strconcat (why, "\n", NULL);
+          g_free (why);
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Connection", "close");
+          soup_message_headers_replace (soup_server_message_get_response_headers (msg), "Retry-After", "1");
+          soup_server_message_set_status (msg, SOUP_STATUS_SERVICE_UNAVAILABLE, NULL);
+          soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_TAKE, body, strlen (body));
+          return;
+        }
     }
 }
 

@@ -20,6 +20,11 @@ python3-websockets), a real second user (uid 65534) where we are root.
   operator started the server with --subscribe-all; a subscriber that stops
   reading while another client floods the log loses its subscription
   (log/ended), not its connection or its session.
+- The server shares fairly: a client (a peer address; A connects from
+  127.0.0.1, B from 127.0.0.2) at its share of fs/open handles, connections,
+  sessions or running processes gets an error that names the limit and what
+  to do, and B is still served: its connection, its session, its reads, its
+  handles, its processes.
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
@@ -551,11 +556,175 @@ async def t_slow_subscriber(tmp):
         srv.stop()
 
 
+# --- fair shares ------------------------------------------------------------------
+
+
+def raw_upgrade(srv, source="127.0.0.1"):
+    """A WebSocket handshake by hand, from SOURCE: (status, body)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", srv.port))
+    s.settimeout(30)
+    s.sendall(("GET /?token=%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+               % srv.token).encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        more = s.recv(4096)
+        if not more:
+            break
+        buf += more
+    head, _, body = buf.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
+    if status != 101:
+        while True:
+            more = s.recv(4096)
+            if not more:
+                break
+            body += more
+    s.close()
+    return status, body.decode(errors="replace")
+
+
+async def b_is_served(srv, with_process=True):
+    """Client B, from another address: a connection, a session, a read, a
+    handle and (with a usable /dev/fuse) a process."""
+    b = await start_client(srv, "b", source="127.0.0.2")
+    path = os.path.join(srv.ws, "b.txt")
+    ok(await b.call("fs/writeFile", {"path": path, "dataBase64": "Ygo="}))
+    assert ok(await b.call("fs/readFile", {"path": path}))["dataBase64"] == "Ygo="
+    ok(await b.call("fs/open", {"handleId": "b1", "path": path}))
+    ok(await b.call("fs/readBlock", {"handleId": "b1", "offset": 0, "len": 2}))
+    if with_process and os.geteuid() == 0 and os.access("/dev/fuse", os.R_OK | os.W_OK):
+        ok(await b.call("process/start", {"processId": "b-echo", "argv": ["/bin/echo", "b"],
+                                          "cwd": "file://" + srv.ws, "env": {"PATH": "/usr/bin:/bin"},
+                                          "tty": False, "pipeStdin": False, "arg0": None}))
+        while True:
+            m = await b.recv()
+            if m.get("method") == "process/closed":
+                break
+    await b.close()
+
+
+async def t_handle_share(tmp):
+    srv = Server(tmp)
+    try:
+        path = os.path.join(srv.ws, "a.txt")
+        with open(path, "w") as f:
+            f.write("a\n")
+        conns, refusal, n = [], None, 0
+        # A opens handles, 256 a connection at most, until its share says no.
+        while refusal is None and n < 6000:
+            a = await start_client(srv, "a")
+            conns.append(a)
+            for i in range(257):
+                r = await a.call("fs/open", {"handleId": "h%d" % i, "path": path})
+                if "error" in r:
+                    refusal = r["error"]["message"]
+                    break
+                n += 1
+            if refusal is not None and "on this connection" in refusal:
+                assert i == 256, (i, refusal)  # the connection's own bound, 256
+                refusal = None
+        assert refusal is not None, "A holds %d handles on %d connections, never refused" % (n, len(conns))
+        assert "its share of the server's" in refusal and "fs/close" in refusal, refusal
+        await b_is_served(srv)
+        # A gets its room back as it closes them.
+        ok(await conns[0].call("fs/close", {"handleId": "h0"}))
+        ok(await conns[-1].call("fs/open", {"handleId": "again", "path": path}))
+        for a in conns:
+            await a.close()
+    finally:
+        srv.stop()
+
+
+async def t_connection_share(tmp):
+    srv = Server(tmp)
+    try:
+        conns, refusal = [], None
+        while refusal is None and len(conns) < 2000:
+            try:
+                conns.append(await Client.connect(srv.url))
+            except websockets.exceptions.InvalidStatusCode as e:
+                refusal = e.status_code
+        assert refusal == 503, "%d connections from A, then %s" % (len(conns), refusal)
+        status, body = raw_upgrade(srv)
+        assert status == 503 and "its share of the server's" in body and "close some" in body, (status, body)
+        await b_is_served(srv, with_process=False)
+        # One closed, one more for A.
+        await conns.pop().close()
+        for _ in range(100):
+            status, _ = raw_upgrade(srv)
+            if status == 101:
+                break
+            await asyncio.sleep(0.05)  # until the server has seen the close
+        assert status == 101, status
+        for c in conns:
+            await c.close()
+    finally:
+        srv.stop()
+
+
+async def t_session_share(tmp):
+    srv = Server(tmp, "--detach-timeout", "600000")
+    try:
+        refusal, n = None, 0
+        # A makes sessions and leaves them detached, until its share says no.
+        while refusal is None and n < 2000:
+            a = await Client.connect(srv.url)
+            r = await a.handshake(name="a")
+            if "error" in r:
+                refusal = r["error"]["message"]
+            else:
+                n += 1
+            a.ws.transport.abort()  # a reset: no closing handshake to wait for
+        assert refusal is not None, "A made %d sessions, never refused" % n
+        assert "its share of the server's" in refusal and "resume one" in refusal, refusal
+        await b_is_served(srv, with_process=False)
+    finally:
+        srv.stop()
+
+
+async def t_process_share(tmp):
+    if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "skip"
+    srv = Server(tmp)
+    try:
+        a = await start_client(srv, "a")
+        refusal, n = None, 0
+        while refusal is None and n < 300:
+            r = await a.call("process/start", {"processId": "s%d" % n, "argv": ["/bin/sleep", "600"],
+                                               "cwd": "file://" + srv.ws, "env": {"PATH": "/usr/bin:/bin"},
+                                               "tty": False, "pipeStdin": False, "arg0": None})
+            if "error" in r:
+                refusal = r["error"]["message"]
+            else:
+                n += 1
+        assert refusal is not None and "its share of the server's" in refusal and "process/terminate" in refusal, \
+            (n, refusal)
+        await b_is_served(srv)
+        # One ended, one more for A.
+        ok(await a.call("process/terminate", {"processId": "s0"}))
+        for i in range(600):
+            r = await a.call("process/start", {"processId": "again", "argv": ["/bin/true"],
+                                               "cwd": "file://" + srv.ws, "env": {"PATH": "/usr/bin:/bin"},
+                                               "tty": False, "pipeStdin": False, "arg0": None})
+            if "result" in r:
+                break
+            await asyncio.sleep(0.05)  # until s0 is seen to end
+        ok(r)
+        await a.close()
+    finally:
+        srv.stop()
+
+
 async def main(tmp):
     tests = [("token_required", t_token_required), ("other_user", t_other_user),
              ("insecure_no_auth", t_insecure_no_auth), ("unix_socket", t_unix_socket),
              ("resume_takeover", t_resume_takeover), ("resume_rate_limited", t_resume_rate_limited),
-             ("log_scope", t_log_scope), ("slow_subscriber", t_slow_subscriber)]
+             ("log_scope", t_log_scope), ("slow_subscriber", t_slow_subscriber),
+             ("handle_share", t_handle_share), ("connection_share", t_connection_share),
+             ("session_share", t_session_share), ("process_share", t_process_share)]
     only = sys.argv[1:]
     passed = failed = skipped = 0
     for name, t in tests:
