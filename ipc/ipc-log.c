@@ -70,6 +70,17 @@
  *    writes a last record {"notice": "log-full", "max_size",
  *    "records_not_written", "why"} whatever the budget, as it writes the
  *    open folds: the log says why it ends and how much it is missing.
+ *  - Shares (FbAccessShare): one producer's part of the budget, a
+ *    FB_LOG_SHARE_PART-th of it, so that one sandbox of `fusebox serve` can't
+ *    spend what the others need: an open/close loop wrote 4.7 MB/s of
+ *    allowed records, and at the budget the whole server stopped.  A push
+ *    through the share's sink counts the bytes of its written records; the
+ *    record that reaches the share calls its on_full once, on the loop's
+ *    thread; past the share's own margin its records are counted and not
+ *    written (no seq), and closing the share (or the log) writes
+ *    {"notice": "log-share-full", "session", "process", "max_size",
+ *    "records_not_written", "why"} for a share that was reached.  The
+ *    log's own budget still applies to every record.
  *
  * Locks: writer_lock (the file, the buffer, seq, subscribers) is taken before
  * queue_lock (the ring); pushers take only queue_lock, except the
@@ -106,15 +117,35 @@
  * its end, a few ms.  At least 1 MiB, at most a sixteenth of the budget
  * more. */
 #define BUDGET_SLACK(max) MAX ((guint64)1024 * 1024, (max) / 16)
+/* The same for a share: at least 256 KiB, a sixteenth of the share. */
+#define SHARE_SLACK(max) MAX ((guint64)256 * 1024, (max) / 16)
 
 G_DEFINE_QUARK (fb - ipc - error - quark, fb_ipc_error)
 
 typedef struct
 {
   gint64 ts_us;
-  char *body;     /* from fb_access_event_format_body */
-  char *fold_key; /* a refusal's kind (fold_key()), or NULL */
+  char *body;           /* from fb_access_event_format_body */
+  char *fold_key;       /* a refusal's kind (fold_key()), or NULL */
+  FbAccessShare *share; /* a reference, or NULL */
 } Queued;
+
+struct FbAccessShare
+{
+  FbAccessSink sink; /* pushes to the log, counted here */
+  FbAccessLog *log;
+  gint ref;          /* atomic */
+  char *label;       /* `"session":...,"process":...,` pre-escaped, for the notice */
+  guint64 max_bytes; /* 0: no share of a log without a budget */
+  FbAccessLogFullFunc on_full;
+  gpointer on_full_data;
+  /* writer_lock: */
+  guint64 bytes;       /* of its records written */
+  gboolean full;       /* max_bytes reached */
+  gboolean notify;     /* on_full to call (from the loop) */
+  guint64 not_written; /* its records past its margin */
+  gboolean closed;     /* its notice written if it was full; no more on_full */
+};
 
 /* One kind of refusal being folded.  writer_lock. */
 typedef struct
@@ -196,7 +227,9 @@ struct FbAccessLog
   guint64 not_written; /* records past the budget's margin */
   FbAccessLogFullFunc on_full;
   gpointer on_full_data;
-  gint full_notify; /* atomic: 1 = on_full to call, 2 = called */
+  gint full_notify;  /* atomic: 1 = on_full to call, 2 = called */
+  GPtrArray *shares; /* FbAccessShare* not closed (weak: a share leaves it when closed) */
+  gint share_notify; /* atomic: some share's on_full is to be called */
 
   /* Read from any thread: the last seq that reached the file. */
   _Atomic guint64 flushed_seq;
@@ -207,6 +240,7 @@ queued_clear (Queued *q)
 {
   g_clear_pointer (&q->body, g_free);
   g_clear_pointer (&q->fold_key, g_free);
+  g_clear_pointer (&q->share, fb_access_share_unref);
 }
 
 static void
@@ -445,12 +479,13 @@ rotate (FbAccessLog *log)
   fsync_dir (log);
 }
 
-/* Format one record into buf.  writer_lock held. */
-static void
+/* Format one record into buf.  writer_lock held.  Returns its length. */
+static gsize
 write_record (FbAccessLog *log, gint64 ts_us, const char *body)
 {
   char ts[FB_TS_BUF];
   gsize start = log->buf->len;
+  gsize len;
 
   fb_format_ts (ts_us, ts);
   log->seq++;
@@ -466,6 +501,7 @@ write_record (FbAccessLog *log, gint64 ts_us, const char *body)
   g_string_append (log->buf, body);
   g_string_append_c (log->buf, '\n');
   log->buf_last_seq = log->seq;
+  len = log->buf->len - start;
 
   if (log->subscribers->len > 0)
     {
@@ -482,6 +518,7 @@ write_record (FbAccessLog *log, gint64 ts_us, const char *body)
     rotate (log);
   else if (log->buf->len >= FLUSH_THRESHOLD)
     flush_buf (log);
+  return len;
 }
 
 /* --- folds and the budget ------------------------------------------------ */
@@ -555,12 +592,40 @@ expire_folds (FbAccessLog *log, gint64 now)
     close_fold (log, f);
 }
 
-/* A record reaching the file: budget, fold, or written.  writer_lock held.
- * KEY: the refusal's kind (fold_key()), NULL for anything else. */
+/* No more of SHARE: its notice if it was reached (exempt from every
+ * budget, like a fold: one record per share).  writer_lock held. */
 static void
-take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key)
+close_share (FbAccessLog *log, FbAccessShare *share)
+{
+  if (share->closed)
+    return;
+  share->closed = TRUE;
+  share->on_full = NULL;
+  g_ptr_array_remove_fast (log->shares, share);
+  if (share->full && log->is_open)
+    {
+      GString *notice = g_string_new ("\"notice\":\"log-share-full\",");
+
+      g_string_append (notice, share->label);
+      g_string_append (notice, "\"max_size\":");
+      fb_json_append_int (notice, (gint64)share->max_bytes);
+      g_string_append (notice, ",\"records_not_written\":");
+      fb_json_append_int (notice, (gint64)share->not_written);
+      g_string_append (notice, ",\"why\":\"the process used up its share of the access log's budget (max_size); "
+                               "it was stopped\"}");
+      write_record (log, g_get_real_time (), notice->str);
+      g_string_free (notice, TRUE);
+    }
+}
+
+/* A record reaching the file: budget, fold, or written.  writer_lock held.
+ * KEY: the refusal's kind (fold_key()), NULL for anything else; SHARE: the
+ * share it was pushed through, or NULL. */
+static void
+take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, FbAccessShare *share)
 {
   Fold *f = NULL;
+  gsize len;
 
   if (log->max_bytes > 0)
     {
@@ -577,6 +642,25 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key)
           return;
         }
     }
+  if (share != NULL && (share->max_bytes == 0 || share->closed))
+    share = NULL;
+  if (share != NULL)
+    {
+      if (share->bytes >= share->max_bytes && !share->full)
+        {
+          share->full = TRUE;
+          share->notify = TRUE;
+          g_atomic_int_set (&log->share_notify, 1);
+          /* the owner hears of it from the loop, whichever path got here */
+          if (log->source != NULL)
+            g_source_set_ready_time (log->source, 0);
+        }
+      if (share->bytes >= share->max_bytes + SHARE_SLACK (share->max_bytes))
+        {
+          share->not_written++;
+          return;
+        }
+    }
   if (log->coalesce)
     {
       gint64 now = g_get_real_time ();
@@ -588,7 +672,9 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key)
           if (f != NULL && f->written < FOLD_AFTER)
             {
               f->written++;
-              write_record (log, ts_us, body);
+              len = write_record (log, ts_us, body);
+              if (share != NULL)
+                share->bytes += len;
               return;
             }
           if (f != NULL)
@@ -613,19 +699,59 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key)
             schedule_folds (log);
         }
     }
-  write_record (log, ts_us, body);
+  len = write_record (log, ts_us, body);
+  if (share != NULL)
+    share->bytes += len;
   if (f != NULL)
     f->of_seq = log->seq;
 }
 
+static gboolean on_loop_thread (FbAccessLog *log);
+
+/* The owners of shares reached since, on the loop's thread. */
+static void
+notify_shares (FbAccessLog *log)
+{
+  g_autoptr (GPtrArray) reached = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_access_share_unref);
+
+  g_mutex_lock (&log->writer_lock);
+  g_atomic_int_set (&log->share_notify, 0);
+  for (guint i = 0; i < log->shares->len; i++)
+    {
+      FbAccessShare *share = log->shares->pdata[i];
+      if (share->notify)
+        {
+          share->notify = FALSE;
+          g_ptr_array_add (reached, fb_access_share_ref (share));
+        }
+    }
+  g_mutex_unlock (&log->writer_lock);
+  /* A callback may close any share: on this thread, so the others' closed
+   * flags are read after it. */
+  for (guint i = 0; i < reached->len; i++)
+    {
+      FbAccessShare *share = reached->pdata[i];
+      if (!share->closed && share->on_full != NULL)
+        share->on_full (share->on_full_data);
+    }
+}
+
 /* After the locks are released: tell the owner, once, that the budget was
- * reached. */
+ * reached; and the owners of reached shares, from the loop (a pusher on
+ * another thread wakes it). */
 static void
 notify_full (FbAccessLog *log)
 {
   if (g_atomic_int_get (&log->full_notify) == 1 && g_atomic_int_compare_and_exchange (&log->full_notify, 1, 2) &&
       log->on_full != NULL)
     log->on_full (log->on_full_data);
+  if (g_atomic_int_get (&log->share_notify))
+    {
+      if (on_loop_thread (log))
+        notify_shares (log);
+      else if (log->source != NULL)
+        g_source_set_ready_time (log->source, 0);
+    }
 }
 
 /* The kind of a refusal, for folding: NULL for an allowed access. */
@@ -706,6 +832,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
               batch[i] = log->ring[(log->head + i) % log->capacity];
               log->ring[(log->head + i) % log->capacity].body = NULL;
               log->ring[(log->head + i) % log->capacity].fold_key = NULL;
+              log->ring[(log->head + i) % log->capacity].share = NULL;
             }
           log->head = (log->head + n) % log->capacity;
           log->count = 0;
@@ -718,7 +845,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
         break;
       for (guint i = 0; i < n; i++)
         {
-          take_record (log, batch[i].ts_us, batch[i].body, batch[i].fold_key);
+          take_record (log, batch[i].ts_us, batch[i].body, batch[i].fold_key, batch[i].share);
           queued_clear (&batch[i]);
         }
       /* One batch is what the loop took in one go; pushers that refilled the
@@ -754,14 +881,14 @@ static GSourceFuncs writer_source_funcs = {
  * follows arrival), unless a subscriber listens or the file refuses data;
  * then FALSE and the caller queues it. */
 static gboolean
-write_now (FbAccessLog *log, gint64 ts_us, const char *body, const char *key)
+write_now (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, FbAccessShare *share)
 {
   gboolean done = FALSE;
 
   g_mutex_lock (&log->writer_lock);
   if (log->is_open && log->subscribers->len == 0 && log->write_error == NULL && write_queued (log, FALSE))
     {
-      take_record (log, ts_us, body, key);
+      take_record (log, ts_us, body, key, share);
       /* On failure the record stays in buf (not lost); later pushes queue
        * (write_error is set) and the loop retries. */
       if (!flush_buf (log))
@@ -779,10 +906,10 @@ on_loop_thread (FbAccessLog *log)
   return g_thread_self () == log->owner || g_main_context_is_owner (log->context);
 }
 
+/* A push, through the log's own sink or through SHARE's. */
 static void
-sink_push (FbAccessSink *sink, const FbAccessEvent *event)
+log_push (FbAccessLog *log, FbAccessShare *share, const FbAccessEvent *event)
 {
-  FbAccessLog *log = (FbAccessLog *)sink;
   gint64 ts_us = event->ts_us != 0 ? event->ts_us : g_get_real_time ();
   char *body = fb_access_event_format_body (event);
   char *key = log->coalesce ? fold_key (event) : NULL;
@@ -797,7 +924,7 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
       if (log->is_open)
         {
           write_queued (log, FALSE);
-          take_record (log, ts_us, body, key);
+          take_record (log, ts_us, body, key, share);
           flush_buf (log);
         }
       else
@@ -809,7 +936,7 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
       return;
     }
 
-  if (log->write_through && write_now (log, ts_us, body, key))
+  if (log->write_through && write_now (log, ts_us, body, key, share))
     {
       g_free (body);
       g_free (key);
@@ -832,7 +959,8 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
       g_free (key);
       return;
     }
-  log->ring[(log->head + log->count) % log->capacity] = (Queued){ ts_us, body, key };
+  log->ring[(log->head + log->count) % log->capacity] =
+    (Queued){ ts_us, body, key, share != NULL ? fb_access_share_ref (share) : NULL };
   log->count++;
   log->bytes += len;
   if (!log->wake_pending)
@@ -844,6 +972,12 @@ sink_push (FbAccessSink *sink, const FbAccessEvent *event)
 
   if (wake)
     g_source_set_ready_time (log->source, 0);
+}
+
+static void
+sink_push (FbAccessSink *sink, const FbAccessEvent *event)
+{
+  log_push ((FbAccessLog *)sink, NULL, event);
 }
 
 /* --- public ------------------------------------------------------------ */
@@ -876,6 +1010,7 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   log->on_full = options->on_full;
   log->on_full_data = options->on_full_data;
   log->folds = g_hash_table_new (g_str_hash, g_str_equal);
+  log->shares = g_ptr_array_new ();
   g_queue_init (&log->fold_order);
   log->buf = g_string_sized_new (64 * 1024);
   log->subscribers = g_array_new (FALSE, FALSE, sizeof (Subscriber));
@@ -977,6 +1112,8 @@ fb_access_log_close (FbAccessLog *log, GError **error)
 
       while ((f = g_queue_peek_head (&log->fold_order)) != NULL)
         close_fold (log, f);
+      while (log->shares->len > 0)
+        close_share (log, log->shares->pdata[log->shares->len - 1]);
       if (log->full)
         {
           GString *notice = g_string_new ("\"notice\":\"log-full\",\"max_size\":");
@@ -1054,6 +1191,13 @@ fb_access_log_free (FbAccessLog *log)
   g_queue_clear_full (&log->fold_order, (GDestroyNotify)fold_free);
   if (log->folds != NULL)
     g_hash_table_unref (log->folds);
+  if (log->shares != NULL)
+    {
+      /* owners that outlive the log find their shares closed */
+      for (guint i = 0; i < log->shares->len; i++)
+        ((FbAccessShare *)log->shares->pdata[i])->closed = TRUE;
+      g_ptr_array_unref (log->shares);
+    }
   for (guint i = 0; i < log->count; i++)
     queued_clear (&log->ring[(log->head + i) % log->capacity]);
   g_free (log->ring);
@@ -1144,4 +1288,108 @@ fb_access_log_is_full (FbAccessLog *log, guint64 *ret_not_written)
     *ret_not_written = log->not_written;
   g_mutex_unlock (&log->writer_lock);
   return full;
+}
+
+/* --- shares ---------------------------------------------------------------- */
+
+static void
+share_push (FbAccessSink *sink, const FbAccessEvent *event)
+{
+  FbAccessShare *share = (FbAccessShare *)((char *)sink - G_STRUCT_OFFSET (FbAccessShare, sink));
+
+  log_push (share->log, share, event);
+}
+
+FbAccessShare *
+fb_access_log_share_new (FbAccessLog *log, const char *session, const char *process, FbAccessLogFullFunc on_full,
+                         gpointer on_full_data)
+{
+  FbAccessShare *share = g_new0 (FbAccessShare, 1);
+  GString *label = g_string_new (NULL);
+
+  share->sink.push = share_push;
+  share->log = log;
+  share->ref = 1;
+  share->max_bytes = log->max_bytes / FB_LOG_SHARE_PART;
+  share->on_full = on_full;
+  share->on_full_data = on_full_data;
+  if (session != NULL)
+    {
+      g_string_append (label, "\"session\":");
+      fb_json_append_string (label, session);
+      g_string_append_c (label, ',');
+    }
+  if (process != NULL)
+    {
+      g_string_append (label, "\"process\":");
+      fb_json_append_string (label, process);
+      g_string_append_c (label, ',');
+    }
+  share->label = g_string_free (label, FALSE);
+  g_mutex_lock (&log->writer_lock);
+  if (log->is_open)
+    g_ptr_array_add (log->shares, share);
+  else
+    share->closed = TRUE;
+  g_mutex_unlock (&log->writer_lock);
+  return share;
+}
+
+FbAccessSink *
+fb_access_share_get_sink (FbAccessShare *share)
+{
+  return &share->sink;
+}
+
+guint64
+fb_access_share_get_max_bytes (FbAccessShare *share)
+{
+  return share->max_bytes;
+}
+
+gboolean
+fb_access_share_is_full (FbAccessShare *share, guint64 *ret_not_written)
+{
+  gboolean full;
+
+  g_mutex_lock (&share->log->writer_lock);
+  full = share->full;
+  if (ret_not_written != NULL)
+    *ret_not_written = share->not_written;
+  g_mutex_unlock (&share->log->writer_lock);
+  return full;
+}
+
+void
+fb_access_share_close (FbAccessShare *share)
+{
+  FbAccessLog *log = share->log;
+
+  g_mutex_lock (&log->writer_lock);
+  if (!share->closed && log->is_open)
+    {
+      /* its records still queued first, so that the notice is its last */
+      write_queued (log, FALSE);
+      close_share (log, share);
+      flush_buf (log);
+    }
+  share->closed = TRUE;
+  share->on_full = NULL;
+  g_mutex_unlock (&log->writer_lock);
+}
+
+FbAccessShare *
+fb_access_share_ref (FbAccessShare *share)
+{
+  g_atomic_int_inc (&share->ref);
+  return share;
+}
+
+void
+fb_access_share_unref (FbAccessShare *share)
+{
+  if (share == NULL || !g_atomic_int_dec_and_test (&share->ref))
+    return;
+  g_free (share->label);
+  g_free (share);
 }

@@ -123,6 +123,8 @@ struct FbRpcProcess
   int exit_code;
   bool helper_gone;
   bool finished; /* exited and closed sent */
+  FbAccessShare *log_share; /* its part of the log's budget (ipc-log.c "Shares"), or NULL */
+  bool log_stopped;         /* stopped for using it up: exits 125 */
   char *failure;
 
   GHashTable *write_ids;
@@ -438,6 +440,9 @@ process_maybe_finish (FbRpcProcess *p)
     return;
   p->finished = true;
   stop_fuse (p);
+  /* Nothing of it pushes records any more: its share's last word, if any. */
+  if (p->log_share != NULL)
+    fb_access_share_close (p->log_share);
   /* Its descriptors are gone: its client may start another.  Its output
    * stays readable until a budget needs the room (enforce_retained). */
   if (p->running_claimed)
@@ -467,7 +472,8 @@ set_exit (FbRpcProcess *p, int code)
   if (p->exit_known)
     return;
   p->exit_known = true;
-  p->exit_code = code;
+  /* stopped by fusebox, as `fusebox run` does at its budget */
+  p->exit_code = p->log_stopped ? FB_LAUNCH_EXIT_SANDBOX : code;
   if (p->in_fd >= 0)
     {
       if (p->in_watch != 0)
@@ -497,6 +503,35 @@ on_helper_exit (GPid pid, int status, gpointer user_data)
   /* The helper held the command's stdio: with it gone, so are the ends
    * that could still be written; what is buffered is read before EOF. */
   process_maybe_finish (p);
+}
+
+/* From the loop (ipc-log.c): the process's records reached its share of
+ * the log's budget.  It is stopped, and says why on its stderr; what it
+ * still does is logged up to the share's margin, then counted. */
+static void send_signal (FbRpcProcess *p, int sig);
+
+static void
+on_log_share_full (gpointer data)
+{
+  FbRpcProcess *p = data;
+  guint64 max = fb_access_share_get_max_bytes (p->log_share);
+  /* not g_format_size: its U+00A0 would be escaped on a terminal */
+  g_autofree char *size = max % (1024 * 1024) == 0 ? g_strdup_printf ("%" G_GUINT64_FORMAT " MiB", max >> 20)
+                          : max % 1024 == 0        ? g_strdup_printf ("%" G_GUINT64_FORMAT " KiB", max >> 10)
+                                                   : g_strdup_printf ("%" G_GUINT64_FORMAT " bytes", max);
+  g_autofree char *line = NULL;
+
+  if (p->exit_known)
+    return; /* it ended by itself */
+  p->log_stopped = true;
+  g_free (p->failure);
+  p->failure = g_strdup_printf ("the process used up its share of the access log (%s, a quarter of the server's "
+                                "--log-max-size) and was stopped; the other processes go on.  Give the server a "
+                                "larger budget (--log-max-size), or see what filled it with 'fusebox log'",
+                                size);
+  line = g_strdup_printf ("fusebox: %s\n", p->failure);
+  add_output (p, p->err.stream != NULL ? p->err.stream : "stderr", (const guint8 *)line, strlen (line));
+  send_signal (p, SIGKILL);
 }
 
 static int
@@ -694,6 +729,9 @@ fb_rpc_process_free (FbRpcProcess *p)
   g_clear_pointer (&p->policy, fb_policy_unref);
   if (p->tee != NULL)
     fb_rpc_tee_sink_free (p->tee);
+  if (p->log_share != NULL)
+    fb_access_share_close (p->log_share);
+  g_clear_pointer (&p->log_share, fb_access_share_unref);
   retained_add (p, -(gssize)p->retained);
   g_queue_clear_full (&p->chunks, (GDestroyNotify)chunk_free);
   g_clear_pointer (&p->write_ids, g_hash_table_destroy);
@@ -1115,7 +1153,11 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   p->helper = pid;
   p->sock = sv[0];
   p->policy = g_steal_pointer (&policy);
-  p->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
+  /* Its records count against a share of the log's budget of its own too,
+   * so that one process's flood stops that process, not the server. */
+  if (server->log != NULL)
+    p->log_share = fb_access_log_share_new (server->log, session->id, process_id, on_log_share_full, p);
+  p->tee = fb_rpc_tee_sink_new (p->log_share != NULL ? fb_access_share_get_sink (p->log_share) : NULL);
   fb_rpc_tee_sink_set_session (p->tee, session->id);
   p->log = server->log;
   p->next_seq = 1;

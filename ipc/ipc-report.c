@@ -71,7 +71,8 @@ struct FbReport
   guint64 repeat_records; /* records that stand for repeated refusals */
   guint64 repeated;       /* the refusals they stand for */
   gboolean log_full;      /* a "log-full" notice: the run was stopped */
-  guint64 not_written;    /* records past the budget, counted by the notice */
+  guint64 not_written;    /* records past the budget, counted by the notices */
+  guint64 shares_full;    /* "log-share-full" notices: processes of serve stopped */
   gint64 first_us, last_us;
   char *first_ts, *last_ts;
   FbLogReaderStats reader;
@@ -415,6 +416,12 @@ fb_report_add_record (FbReport *r, JsonObject *o)
           r->log_full = TRUE;
           r->not_written += (guint64)MAX (get_int (o, "records_not_written", 0), 0);
         }
+      /* a process of serve that used up its share of the budget */
+      if (g_strcmp0 (get_str (o, "notice"), "log-share-full") == 0)
+        {
+          r->shares_full++;
+          r->not_written += (guint64)MAX (get_int (o, "records_not_written", 0), 0);
+        }
       return;
     }
   count_n (r->ops, op, weight);
@@ -743,6 +750,8 @@ fb_report_to_json (FbReport *r)
   json_builder_add_boolean_value (b, r->log_full);
   json_builder_set_member_name (b, "records_not_written");
   json_builder_add_int_value (b, (gint64)r->not_written);
+  json_builder_set_member_name (b, "processes_stopped_by_share");
+  json_builder_add_int_value (b, (gint64)r->shares_full);
   json_counts (b, "decisions", r->decisions);
   json_counts (b, "ops", r->ops);
   json_builder_set_member_name (b, "gaps");
@@ -920,6 +929,13 @@ fb_report_to_text (FbReport *r)
                             "WARNING: the log reached its budget and the run was stopped; %" G_GUINT64_FORMAT
                             " record%s past it %s not written\n",
                             r->not_written, PLURAL (r->not_written), r->not_written == 1 ? "was" : "were");
+  else if (r->shares_full > 0)
+    g_string_append_printf (out,
+                            "WARNING: %" G_GUINT64_FORMAT " process%s used up %s share of the log's budget and %s "
+                            "stopped; %" G_GUINT64_FORMAT " record%s past %s %s not written\n",
+                            r->shares_full, r->shares_full == 1 ? "" : "es", r->shares_full == 1 ? "its" : "their",
+                            r->shares_full == 1 ? "was" : "were", r->not_written, PLURAL (r->not_written),
+                            r->shares_full == 1 ? "it" : "them", r->not_written == 1 ? "was" : "were");
 
   text_files (out, "Files created", r->created, FALSE, TRUE);
   text_files (out, "Files written", r->written, TRUE, FALSE);

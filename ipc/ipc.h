@@ -74,6 +74,27 @@ guint64 fb_access_log_get_count (FbAccessLog *log);
 /* Has the log reached its budget?  *RET_NOT_WRITTEN (may be NULL): records
  * past its margin, counted and not written. */
 gboolean fb_access_log_is_full (FbAccessLog *log, guint64 *ret_not_written);
+/* A share of the log's budget for one producer (a sandbox of `fusebox
+ * serve`): a FB_LOG_SHARE_PART-th of max_bytes (none without a budget).
+ * Events pushed through its sink are the log's like any other, and their
+ * written bytes count against the share too: the record that reaches it
+ * calls ON_FULL once, on the loop's thread (no lock held), and records past
+ * its margin are counted, not written.  Closing it (the producer stopped)
+ * writes what is queued and, if it was reached, a "log-share-full" notice
+ * with SESSION and PROCESS (either may be NULL) and the count.  Close it
+ * before the log is freed; the log's close closes those left open. */
+#define FB_LOG_SHARE_PART 4
+typedef struct FbAccessShare FbAccessShare;
+FbAccessShare *fb_access_log_share_new (FbAccessLog *log, const char *session, const char *process,
+                                        FbAccessLogFullFunc on_full, gpointer on_full_data);
+FbAccessSink *fb_access_share_get_sink (FbAccessShare *share);
+guint64 fb_access_share_get_max_bytes (FbAccessShare *share);
+gboolean fb_access_share_is_full (FbAccessShare *share, guint64 *ret_not_written);
+void fb_access_share_close (FbAccessShare *share);
+FbAccessShare *fb_access_share_ref (FbAccessShare *share);
+void fb_access_share_unref (FbAccessShare *share);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbAccessShare, fb_access_share_unref)
+
 /* Drain the queue, write, fsync and close.  Call once, after every pusher
  * has stopped. */
 gboolean fb_access_log_close (FbAccessLog *log, GError **error);

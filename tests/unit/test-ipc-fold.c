@@ -1,7 +1,8 @@
 /* fusebox — the access log's folds and budget: repeated refusals become
  * counted records (nothing disappears without a count), a log that reaches
- * its budget says so once and then writes only up to a margin, and seq
- * stays gap-free across folds, rotated files and the budget's end. */
+ * its budget says so once and then writes only up to a margin, and so does
+ * a share of it, and seq stays gap-free across folds, rotated files and the
+ * budget's end. */
 #include "tests/unit/test-ipc-util.h"
 
 typedef struct
@@ -375,6 +376,94 @@ test_budget (void **state)
   assert_int_equal (represented (records) + not_written, pushed);
 }
 
+static void
+on_share_full (gpointer data)
+{
+  (*(int *)data)++;
+}
+
+/* A share of the budget (a process of serve): on_full once, on this thread
+ * (the loop's), its margin written and the rest counted, its notice when it
+ * is closed (or when the log is, for one left open); the other shares and
+ * the log's own sink go on, and the log itself never reaches its budget. */
+static void
+test_share (void **state)
+{
+  Fixture *f = *state;
+  const guint64 max = 8 * 1024 * 1024;
+  FbAccessLog *log = open_log (f, 0, max);
+  int full_a = 0, full_b = 0, full_c = 0;
+  g_autoptr (FbAccessShare) a = fb_access_log_share_new (log, "s1", "a", on_share_full, &full_a);
+  g_autoptr (FbAccessShare) b = fb_access_log_share_new (log, "s2", "b", on_share_full, &full_b);
+  g_autoptr (FbAccessShare) c = fb_access_log_share_new (log, NULL, "c", on_share_full, &full_c);
+  g_autoptr (GPtrArray) records = NULL;
+  guint64 not_written = 0, counted = 0;
+  guint notices = 0;
+  const int pushed = 3000; /* about 3 MB: past a 2 MiB share and its margin */
+  int i;
+
+  assert_int_equal (fb_access_share_get_max_bytes (a), max / FB_LOG_SHARE_PART);
+  for (i = 0; i < pushed; i++)
+    {
+      char buf[1024];
+      FbAccessEvent e = allowed_big (i, buf, sizeof buf);
+      fb_access_sink_push (fb_access_share_get_sink (a), &e);
+      if (i % 100 == 0)
+        {
+          /* the others go on meanwhile */
+          fb_access_sink_push (fb_access_share_get_sink (b), &e);
+          push (log, &e);
+        }
+    }
+  assert_int_equal (full_a, 1);
+  assert_int_equal (full_b, 0);
+  assert_true (fb_access_share_is_full (a, &not_written));
+  assert_true (not_written > 0);
+  assert_false (fb_access_share_is_full (b, NULL));
+  assert_false (fb_access_log_is_full (log, NULL));
+  fb_access_share_close (a);
+  fb_access_share_close (b);
+  /* C reaches its share and is left open: the log's close writes its notice */
+  for (i = 0; i < pushed; i++)
+    {
+      char buf[1024];
+      FbAccessEvent e = allowed_big (i, buf, sizeof buf);
+      fb_access_sink_push (fb_access_share_get_sink (c), &e);
+    }
+  assert_int_equal (full_c, 1);
+  close_log (log);
+  assert_int_equal (f->full_calls, 0);
+
+  records = all_records (f);
+  for (guint r = 0; r < records->len; r++)
+    {
+      JsonObject *o = records->pdata[r];
+      const char *notice = json_object_get_string_member_with_default (o, "notice", NULL);
+
+      if (notice == NULL)
+        continue;
+      assert_string_equal (notice, "log-share-full");
+      assert_int_equal (json_object_get_int_member (o, "max_size"), max / FB_LOG_SHARE_PART);
+      counted += (guint64)json_object_get_int_member (o, "records_not_written");
+      notices++;
+      if (notices == 1)
+        {
+          assert_string_equal (json_object_get_string_member (o, "process"), "a");
+          assert_string_equal (json_object_get_string_member (o, "session"), "s1");
+          assert_int_equal (json_object_get_int_member (o, "records_not_written"), not_written);
+        }
+      else
+        {
+          assert_string_equal (json_object_get_string_member (o, "process"), "c");
+          assert_false (json_object_has_member (o, "session"));
+          assert_int_equal (r, records->len - 1);
+        }
+    }
+  assert_int_equal (notices, 2);
+  /* nothing disappears without a count: A's and C's, B's 30 and the log's own 30 */
+  assert_int_equal (represented (records) + counted, 2 * pushed + 2 * (pushed / 100));
+}
+
 /* Rotated files within the budget: seq gap-free across them. */
 static void
 test_budget_rotation (void **state)
@@ -410,6 +499,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_fold_too_many_kinds, setup, teardown),
     cmocka_unit_test_setup_teardown (test_budget, setup, teardown),
     cmocka_unit_test_setup_teardown (test_budget_rotation, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_share, setup, teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
