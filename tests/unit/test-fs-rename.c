@@ -79,7 +79,7 @@ test_rename_rules (void **state)
   /* ... nor replace such a directory (later/ has a rule below it) */
   assert_errno (ren (fx, "/ws/dir2", "/ws/later", 0), -EACCES);
   /* a glob at any depth whose match takes in the directory's own name
-   * ("**" + "/vault/*"): vault/key would come out as v2/key, dir1/x
+   * ("**" + "/vault/" + "*"): vault/key would come out as v2/key, dir1/x
    * would go in as vault/x; at either end of an exchange too */
   assert_errno (ren (fx, "/ws/vault", "/ws/v2", 0), -EACCES);
   assert_errno (ren (fx, "/ws/dir1", "/ws/dir2/vault", 0), -EACCES);
