@@ -122,6 +122,10 @@ struct FbViewNode
    * directory's mtime and ctime are these */
   GArray *listing; /* DirEntry, refcounted */
   struct timespec listing_mtime, listing_ctime;
+  /* a streamed listing's last positions (fs-view-dir.c): NULL until one is
+   * listed, then DIR_CURSORS_MAX of them */
+  struct DirCursor *cursors;
+  guint cursor_next;
 };
 
 typedef struct
@@ -130,6 +134,25 @@ typedef struct
   ino_t ino;
   unsigned char type;
 } DirEntry;
+
+/* Where a streamed listing stands (fs-view-dir.c): the view's offset, which
+ * counts the entries the view showed, and the host's, which lseek takes. */
+#define DIR_CURSORS_MAX 8
+typedef struct DirCursor
+{
+  off_t index;
+  off_t host;
+} DirCursor;
+
+/* A host directory read with getdents64 through a fixed buffer. */
+typedef struct
+{
+  char *buf;      /* fs-view-dir.c's DIR_BUF_SIZE bytes */
+  gsize len, pos; /* bytes in buf; the next entry's */
+  off_t index;    /* the view's offset of the next entry: how many the view showed before it */
+  off_t host;     /* the host's offset after the last entry read (hidden ones too) */
+  bool eof;
+} DirStream;
 
 struct FbViewFile
 {
@@ -153,10 +176,7 @@ struct FbViewFile
   /* directories: lock for what follows */
   GMutex dir_lock;
   GArray *snapshot; /* DirEntry (a reference), or NULL when streaming from the host */
-  char *buf;        /* getdents64 buffer when streaming */
-  gsize buf_len, buf_pos;
-  off_t stream_pos; /* offset of the next entry to hand out */
-  bool stream_eof;
+  DirStream stream; /* when streaming */
 };
 
 struct FbView

@@ -2,8 +2,21 @@
  *
  * A listing shows the host's entries minus the hidden names (decided one by
  * one with fb_policy_decide_child), plus what the policy adds.  Two shapes:
- *  - Streamed: an ordinary host directory is read with getdents64 and the
- *    host's own offsets, through a fixed buffer whatever its size.
+ *  - Streamed: an ordinary host directory is read with getdents64, through
+ *    a fixed buffer whatever its size, and offered with offsets of the
+ *    view's own: an entry's is how many entries the view showed up to it.
+ *    The host's offsets (ext4's name hashes, tmpfs's creation counters)
+ *    never reach the sandbox: they skip over hidden names, so comparing
+ *    them with a directory rebuilt from the visible names would tell that
+ *    a hidden name is there, and which.  The host's position is kept
+ *    beside the view's: in an open directory's handle, and for the FUSE
+ *    adapter's calls without one in the node, its last DIR_CURSORS_MAX
+ *    positions (a call that continues from one of them goes on where it
+ *    stopped, even if the directory changed meanwhile, as the host's own
+ *    offsets would).  Any other offset is reached by reading again from
+ *    the start, deciding each name as a listing does, and skipping that
+ *    many shown entries (telldir, seekdir and rewinddir stay exact while
+ *    the directory does not change).
  *  - Assembled: a directory whose listing is not the host's (synthetic,
  *    /proc-like blank, traversable, or holding mount points) is built as a
  *    list: "." and "..", then the reachable children that exist, or the
@@ -245,35 +258,35 @@ offer_listing (FbView *view, FbViewNode *node, NodeState *dst, GArray *list, off
     }
 }
 
-/* The streamed shape: entries from BUF (refilled from FD), *POS and *LEN into
- * it, *STREAM_POS the offset of the next entry.  Stops when FUNC is full
- * (the entry stays for next time) or at the end. */
+/* --- streamed listings ---------------------------------------------------------- */
+
+/* The next entry of S (read from FD) that the view shows, in *RET (NULL at
+ * the end), not consumed; hidden ones before it are consumed. */
 static int
-offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, char *buf, gsize *pos, gsize *len,
-              off_t *stream_pos, bool *eof, bool plus, FbViewDirFunc func, gpointer user_data)
+stream_peek (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream *s, struct linux_dirent64 **ret)
 {
   for (;;)
     {
       struct linux_dirent64 *de;
-      bool skip;
 
-      if (*pos >= *len)
+      if (s->pos >= s->len)
         {
           long n;
-          if (*eof)
+          *ret = NULL;
+          if (s->eof)
             return 0;
-          n = syscall (SYS_getdents64, fd, buf, DIR_BUF_SIZE);
+          n = syscall (SYS_getdents64, fd, s->buf, DIR_BUF_SIZE);
           if (n < 0)
             return -errno;
           if (n == 0)
             {
-              *eof = true;
+              s->eof = true;
               return 0;
             }
-          *len = (gsize)n;
-          *pos = 0;
+          s->len = (gsize)n;
+          s->pos = 0;
         }
-      de = (struct linux_dirent64 *)(buf + *pos);
+      de = (struct linux_dirent64 *)(s->buf + s->pos);
       if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0)
         {
           FbPolicyDecision cd;
@@ -285,16 +298,122 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, char *buf,
           view_state_decide (view, node, dst, de->d_name, &cd);
           if (decision_is_hidden (&cd))
             {
-              *pos += de->d_reclen;
-              *stream_pos = de->d_off;
+              /* read past, uncounted: the view's offsets don't know it */
+              s->pos += de->d_reclen;
+              s->host = de->d_off;
               continue;
             }
         }
-      if (!offer (view, node, dst, de->d_name, de->d_ino, de->d_type, de->d_off, plus, func, user_data, &skip))
-        return 0;
-      *pos += de->d_reclen;
-      *stream_pos = de->d_off;
+      *ret = de;
+      return 0;
     }
+}
+
+/* Consume DE, the entry stream_peek gave: one more the view showed. */
+static void
+stream_consume (DirStream *s, const struct linux_dirent64 *de)
+{
+  s->pos += de->d_reclen;
+  s->host = de->d_off;
+  s->index++;
+}
+
+/* Start S over from the host position HOST, the view's INDEX. */
+static int
+stream_restart (int fd, DirStream *s, off_t index, off_t host)
+{
+  if (lseek (fd, host, SEEK_SET) < 0)
+    return -errno;
+  s->len = s->pos = 0;
+  s->eof = false;
+  s->index = index;
+  s->host = host;
+  return 0;
+}
+
+/* Bring S to the view's OFFSET: on from where it is, or again from the
+ * start when OFFSET is behind it, skipping what the view shows as a
+ * listing would (an offset past the end leaves it at the end). */
+static int
+stream_seek (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream *s, off_t offset)
+{
+  int r;
+
+  if (offset < s->index)
+    {
+      r = stream_restart (fd, s, 0, 0);
+      if (r < 0)
+        return r;
+    }
+  while (s->index < offset)
+    {
+      struct linux_dirent64 *de;
+      r = stream_peek (view, node, dst, fd, s, &de);
+      if (r < 0 || de == NULL)
+        return r;
+      stream_consume (s, de);
+    }
+  return 0;
+}
+
+/* Offer the entries of S from where it stands until FUNC is full (the
+ * entry stays for next time) or the end. */
+static int
+offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream *s, bool plus, FbViewDirFunc func,
+              gpointer user_data)
+{
+  for (;;)
+    {
+      struct linux_dirent64 *de;
+      bool skip;
+      int r = stream_peek (view, node, dst, fd, s, &de);
+
+      if (r < 0 || de == NULL)
+        return r;
+      /* (an entry gone by the time PLUS looks it up keeps its offset, as
+       * in the count of stream_seek) */
+      if (!offer (view, node, dst, de->d_name, de->d_ino, de->d_type, s->index + 1, plus, func, user_data, &skip))
+        return 0;
+      stream_consume (s, de);
+    }
+}
+
+/* The host position kept for the view's offset INDEX of NODE's listing. */
+static bool
+cursor_find (FbViewNode *node, off_t index, off_t *ret_host)
+{
+  bool found = false;
+
+  g_mutex_lock (&node->lock);
+  for (guint i = 0; node->cursors != NULL && i < DIR_CURSORS_MAX && !found; i++)
+    if (node->cursors[i].index == index)
+      {
+        *ret_host = node->cursors[i].host;
+        found = true;
+      }
+  g_mutex_unlock (&node->lock);
+  return found;
+}
+
+/* Keep where S stands, in place of the same offset's or the oldest. */
+static void
+cursor_keep (FbViewNode *node, const DirStream *s)
+{
+  guint slot = DIR_CURSORS_MAX;
+
+  if (s->index == 0)
+    return; /* the start needs none */
+  g_mutex_lock (&node->lock);
+  if (node->cursors == NULL)
+    node->cursors = g_new0 (DirCursor, DIR_CURSORS_MAX);
+  for (guint i = 0; i < DIR_CURSORS_MAX && slot == DIR_CURSORS_MAX; i++)
+    if (node->cursors[i].index == s->index)
+      slot = i;
+  if (slot == DIR_CURSORS_MAX)
+    slot = node->cursor_next++ % DIR_CURSORS_MAX;
+  node->cursors[slot].index = s->index;
+  node->cursors[slot].host = s->host;
+  g_mutex_unlock (&node->lock);
 }
 
 /* The policy's answer for listing NODE (logged), and its host directory
@@ -365,7 +484,7 @@ fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   else
     {
       struct stat hst;
-      dir->buf = g_malloc (DIR_BUF_SIZE);
+      dir->stream.buf = g_malloc (DIR_BUF_SIZE);
       /* The kernel may keep its cached listing while the directory's mtime
        * is the one of the previous opendir. */
       if (ret_keep_cache != NULL)
@@ -392,17 +511,11 @@ fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewD
     offer_listing (view, dir->node, dst, dir->snapshot, offset, plus, func, user_data);
   else
     {
-      if (offset != dir->stream_pos)
-        {
-          if (lseek (dir->fd, offset, SEEK_SET) < 0)
-            r = -errno;
-          dir->buf_len = dir->buf_pos = 0;
-          dir->stream_pos = offset;
-          dir->stream_eof = false;
-        }
+      /* the handle keeps its own position; another offset is found again
+       * from the start */
+      r = stream_seek (view, dir->node, dst, dir->fd, &dir->stream, offset);
       if (r == 0)
-        r = offer_stream (view, dir->node, dst, dir->fd, dir->buf, &dir->buf_pos, &dir->buf_len, &dir->stream_pos,
-                          &dir->stream_eof, plus, func, user_data);
+        r = offer_stream (view, dir->node, dst, dir->fd, &dir->stream, plus, func, user_data);
     }
   g_mutex_unlock (&dir->dir_lock);
   return r;
@@ -454,12 +567,19 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
     }
   {
     g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
-    gsize pos = 0, len = 0;
-    off_t stream_pos = offset;
-    bool eof = false;
-    if (offset != 0 && lseek (fd, offset, SEEK_SET) < 0)
-      return -errno;
-    return offer_stream (view, node, st, fd, buf, &pos, &len, &stream_pos, &eof, plus, func, user_data);
+    DirStream s = { .buf = buf };
+    off_t host;
+    /* a call that goes on from where one stopped continues at the host's
+     * position kept for it; any other offset is found from the start */
+    r = -ENOENT;
+    if (offset != 0 && cursor_find (node, offset, &host))
+      r = stream_restart (fd, &s, offset, host);
+    if (r < 0)
+      r = stream_seek (view, node, st, fd, &s, offset);
+    if (r == 0)
+      r = offer_stream (view, node, st, fd, &s, plus, func, user_data);
+    cursor_keep (node, &s);
+    return r;
   }
 }
 

@@ -88,7 +88,7 @@ view_file_free (FbViewFile *file)
     }
   if (file->snapshot != NULL)
     g_array_unref (file->snapshot);
-  g_free (file->buf);
+  g_free (file->stream.buf);
   g_mutex_clear (&file->dir_lock);
   node_state_unref (file->state);
   fb_view_node_unref (file->node);

@@ -726,6 +726,7 @@ node_free (FbViewNode *node, FbViewNode *parent)
     close (fd);
   if (node->listing != NULL)
     g_array_unref (node->listing);
+  g_free (node->cursors);
   g_mutex_clear (&node->lock);
   g_free (node->name);
   g_atomic_int_add ((gint *)&view->n_nodes, -1);

@@ -150,7 +150,8 @@
  *   memory (only for directories with mount points or traversable ones)
  *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
  *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
- *   with a fixed buffer.  Nodes live as long as someone (the kernel) holds
+ *   with a fixed buffer, and a directory node keeps the last 8 positions
+ *   of its streamed listing (fs-view-dir.c).  Nodes live as long as someone (the kernel) holds
  *   them: one per looked-up view path, each at most FB_VIEW_NODE_BYTES
  *   whatever its depth (no path is stored); a view keeps at most
  *   FbViewOptions.node_max of them (FB_VIEW_NODES_MAX): past three quarters
@@ -419,7 +420,8 @@ typedef struct
   const char *name;
   ino_t ino;
   unsigned char type;    /* DT_* */
-  off_t next_offset;     /* pass it back to continue after this entry */
+  off_t next_offset;     /* pass it back to continue after this entry: the view's own
+                          * offset (how many entries it showed up to this one), never the host's */
   FbViewNode *node;      /* plus mode: the entry's node (borrowed; ref it to keep it), NULL for "." and ".." */
   const struct stat *st; /* plus mode: its attributes (for "." and "..": st_ino and the type only) */
 } FbViewDirEntry;

@@ -2,9 +2,9 @@
  * reachable children, synthetic directories on the way to mount points,
  * private sources in the run directory, /proc /sys /dev as empty
  * directories, directory listings (hidden names left out, resumable at any
- * offset, with or without attributes), walks through ".." and symlinks
- * inside the view, the host replacing an object under a known name, and
- * the kernel's lookup counts. */
+ * offset, with or without attributes, with offsets of the view's own),
+ * walks through ".." and symlinks inside the view, the host replacing an
+ * object under a known name, and the kernel's lookup counts. */
 #include "tests/unit/test-fs-util.h"
 
 #include <dirent.h>
@@ -23,7 +23,8 @@ static const char policy_text[] =
   "},\n"
   "  { \"path\": \"@H@/big\", \"access\": \"write\", \"why\": \"big\" },\n"
   "  { \"path\": \"@H@/denied-dir\", \"access\": \"deny\", \"why\": \"denied dir\" },\n"
-  "  { \"glob\": \"@H@/big/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" } ] }\n";
+  "  { \"glob\": \"@H@/big/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" },\n"
+  "  { \"glob\": \"@H@/offs/*/secret\", \"access\": \"hide\", \"why\": \"a hidden stand-in\" } ] }\n";
 
 static void
 make_tree (Fx *fx)
@@ -354,6 +355,135 @@ test_readdir_resume (void **state)
   }
 }
 
+/* (name, offset) pairs as a listing hands them out. */
+typedef struct
+{
+  GString *out;
+  GPtrArray *names; /* by offset - 1 */
+  guint limit;
+  guint taken;
+  off_t last;
+} Pairs;
+
+static bool
+collect_pairs (const FbViewDirEntry *e, gpointer data)
+{
+  Pairs *p = data;
+
+  if (p->limit > 0 && p->taken >= p->limit)
+    return false;
+  p->taken++;
+  g_string_append_printf (p->out, "%s@%lld\n", e->name, (long long)e->next_offset);
+  if (p->names != NULL)
+    g_ptr_array_add (p->names, g_strdup (e->name));
+  p->last = e->next_offset;
+  return true;
+}
+
+/* The (name, offset) pairs of REL, LIMIT at a time; through an open
+ * directory or (AT) without. */
+static char *
+pairs_of (Fx *fx, const char *rel, guint limit, bool at, GPtrArray *names)
+{
+  g_autoptr (FbViewNode) node = fx_node (fx, rel);
+  FbViewFile *dir = NULL;
+  Pairs p = { .out = g_string_new (NULL), .names = names, .limit = limit };
+
+  if (!at)
+    assert_errno (fb_view_opendir (fx->view, &fx->caller, node, &dir, NULL), 0);
+  for (;;)
+    {
+      gsize before = p.out->len;
+      p.taken = 0;
+      if (at)
+        assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, p.last, false, collect_pairs, &p), 0);
+      else
+        assert_errno (fb_view_readdir (fx->view, dir, p.last, false, collect_pairs, &p), 0);
+      if (p.out->len == before)
+        break;
+    }
+  if (dir != NULL)
+    fb_view_releasedir (fx->view, dir);
+  return g_string_free (p.out, FALSE);
+}
+
+/* The first entry after OFFSET, or NULL at the end. */
+static char *
+entry_after (Fx *fx, FbViewNode *node, FbViewFile *dir, off_t offset)
+{
+  g_autoptr (GPtrArray) one = g_ptr_array_new_with_free_func (g_free);
+  Pairs p = { .out = g_string_new (NULL), .names = one, .limit = 1 };
+
+  if (dir != NULL)
+    assert_errno (fb_view_readdir (fx->view, dir, offset, false, collect_pairs, &p), 0);
+  else
+    assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, offset, false, collect_pairs, &p), 0);
+  g_string_free (p.out, TRUE);
+  if (p.last != 0 && p.last != offset + 1)
+    fail_msg ("the entry after offset %lld has offset %lld", (long long)offset, (long long)p.last);
+  return one->len > 0 ? g_strdup (one->pdata[0]) : NULL;
+}
+
+/* The offsets a listing hands out are the view's own: the same names give
+ * the same (name, offset) pairs whether or not the host holds a hidden name
+ * among them (the host's ext4 hashes or tmpfs counters would differ), and
+ * any offset handed out leads back to the entry after it, in any order,
+ * through an open directory and without. */
+static void
+test_readdir_offsets (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  static const off_t probes[] = { 0, 1, 2, 3, 150, 57, 401, 199, 402, 403, 500, 100000, 1, 0 };
+
+  make_tree (fx);
+  for (int i = 0; i < 400; i++)
+    {
+      g_autofree char *a = g_strdup_printf ("host/offs/with/n%04d", i);
+      g_autofree char *b = g_strdup_printf ("host/offs/without/n%04d", i);
+      write_host (fx, a, "");
+      write_host (fx, b, "");
+      if (i == 200)
+        write_host (fx, "host/offs/with/secret", "HIDDEN\n");
+    }
+  {
+    g_autofree char *h = fx_host (fx, "host/offs/with/secret");
+    assert_true (g_file_test (h, G_FILE_TEST_IS_REGULAR));
+  }
+  fx_start (fx, pol, NULL, -1);
+  for (guint limit = 1; limit <= 97; limit += 48)
+    for (int at = 0; at < 2; at++)
+      {
+        g_autofree char *with = pairs_of (fx, "/offs/with", limit, at, NULL);
+        g_autofree char *without = pairs_of (fx, "/offs/without", limit, at, NULL);
+        if (strcmp (with, without) != 0)
+          fail_msg ("%s, %u at a time: the listing with a hidden name differs from the one without:\n%s\n---\n%s",
+                    at ? "without an open directory" : "through an open directory", limit, with, without);
+        assert_null (strstr (with, "secret"));
+      }
+  /* offsets count the entries shown: 1, 2, ... 402 ("." and ".." too) */
+  g_free (pairs_of (fx, "/offs/with", 13, true, names));
+  assert_int_equal (names->len, 402);
+  for (int at = 0; at < 2; at++)
+    {
+      g_autoptr (FbViewNode) node = fx_node (fx, "/offs/with");
+      FbViewFile *dir = NULL;
+      if (!at)
+        assert_errno (fb_view_opendir (fx->view, &fx->caller, node, &dir, NULL), 0);
+      for (guint i = 0; i < G_N_ELEMENTS (probes); i++)
+        {
+          g_autofree char *got = entry_after (fx, node, dir, probes[i]);
+          const char *want = probes[i] < (off_t)names->len ? names->pdata[probes[i]] : NULL;
+          if (g_strcmp0 (got, want) != 0)
+            fail_msg ("%s: after offset %lld came %s, not %s", at ? "without an open directory" : "an open directory",
+                      (long long)probes[i], got ? got : "the end", want ? want : "the end");
+        }
+      if (dir != NULL)
+        fb_view_releasedir (fx->view, dir);
+    }
+}
+
 /* fb_view_readdir_at asks the policy at every call: a denied directory
  * refuses, a traversable one lists its reachable children, and a listing
  * that was assembled follows the host's changes. */
@@ -512,6 +642,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_private_unmade_fails, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_blank_dirs, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_readdir_resume, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_readdir_offsets, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_readdir_at_policy, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_walk, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_nodes_and_counts, fx_setup, fx_teardown),
