@@ -378,8 +378,11 @@ void view_fold_settle (FbViewNode *dir, const char *name);
 /* The policy's decision for NAME in a directory decided as PST, folded
  * unless FOLD is NO. */
 void view_decide_child (FbView *view, FbViewFold fold, const NodeState *pst, const char *name, FbPolicyDecision *ret);
-/* fb_policy_subtree_has_rules, folded where DIR may fold. */
-bool view_subtree_has_rules (FbView *view, FbViewNode *dir, const FbPolicyDecision *decision, const char *path);
+/* fb_policy_subtree_has_rules, with names folded as well, wherever PATH is:
+ * the directory there, or one below it, may fold names where its parent
+ * does not (casefold is a directory's own flag on ext4, f2fs and tmpfs),
+ * and its paths are then decided folded. */
+bool view_subtree_has_rules (FbView *view, const FbPolicyDecision *decision, const char *path);
 /* Before OP on the existing NAME in DIR: -ENOENT (logged as the view's
  * refusal VIEW_REFUSAL_FOLD_SPELLING, decision hide, with ACCESS, PATH and
  * TARGET) when the host reaches it only through another spelling; 0

@@ -257,10 +257,8 @@ view_decide_child (FbView *view, FbViewFold fold, const NodeState *pst, const ch
 }
 
 bool
-view_subtree_has_rules (FbView *view, FbViewNode *dir, const FbPolicyDecision *decision, const char *path)
+view_subtree_has_rules (FbView *view, const FbPolicyDecision *decision, const char *path)
 {
-  if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
-    return fb_policy_subtree_has_rules (view->policy, decision, path);
   return fb_policy_subtree_has_rules_folded (view->policy, decision, path);
 }
 

@@ -615,7 +615,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
      * on the names those rules hide (ENOTEMPTY for one that holds only a
      * hidden name, success when it is empty) and would tell the sandbox
      * whether they exist. */
-    if (dir && known && S_ISDIR (gone.st_mode) && view_subtree_has_rules (view, parent, &ci.decision, ci.path))
+    if (dir && known && S_ISDIR (gone.st_mode) && view_subtree_has_rules (view, &ci.decision, ci.path))
       {
         view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "delete", FB_DECISION_DENY, EACCES,
                    view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
@@ -757,8 +757,8 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     bool dst_dir = dst_exists && S_ISDIR (dst.st_mode) && !(flags & RENAME_NOREPLACE);
     bool dst_moves = dst_dir && (flags & RENAME_EXCHANGE);
 
-    if (((src_moves || dst_moves) && view_subtree_has_rules (view, parent, &ci.decision, ci.path)) ||
-        ((src_moves || dst_dir) && view_subtree_has_rules (view, newparent, &nci.decision, nci.path)))
+    if (((src_moves || dst_moves) && view_subtree_has_rules (view, &ci.decision, ci.path)) ||
+        ((src_moves || dst_dir) && view_subtree_has_rules (view, &nci.decision, nci.path)))
       {
         view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
                    view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
