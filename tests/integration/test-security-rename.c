@@ -151,15 +151,21 @@ assert_host_unchanged (RFx *fx, const char *out)
 }
 
 static char *
-write_policy (RFx *fx, const char *name, const char *globs)
+write_policy (RFx *fx, const char *name, const char *globs, bool build_root)
 {
   char *path = g_build_filename (fx->tmp, name, NULL);
+  /* serve has no --read for the probe as rfx_run gives run: a build under
+   * /tmp would be behind the private /tmp */
+  g_autofree char *probe_rule = build_root
+                                  ? g_strdup_printf ("{\"path\":\"%s\",\"access\":\"read\",\"why\":\"the probe\"},",
+                                                     g_getenv ("FUSEBOX_BUILD_ROOT"))
+                                  : g_strdup ("");
   g_autofree char *text = g_strdup_printf ("{\"version\":1,\"rules\":["
                                            "{\"path\":\"/\",\"access\":\"read\",\"why\":\"the system\"},"
                                            "{\"path\":\"/tmp\",\"access\":\"write\",\"source\":\"private\","
                                            "\"why\":\"scratch\"},"
-                                           "{\"path\":\"%s\",\"access\":\"write\",\"why\":\"the workspace\"}%s%s]}",
-                                           fx->ws, globs[0] != '\0' ? "," : "", globs);
+                                           "%s{\"path\":\"%s\",\"access\":\"write\",\"why\":\"the workspace\"}%s%s]}",
+                                           probe_rule, fx->ws, globs[0] != '\0' ? "," : "", globs);
 
   rfx_write (path, text, 0644);
   return path;
@@ -170,7 +176,7 @@ test_run (void **state)
 {
   RFX_BEGIN (state);
   g_autofree char *self = rfx_self ();
-  g_autofree char *policy = write_policy (fx, "policy.json", RULE_SECRETS "," RULE_VAULT "," RULE_AWS);
+  g_autofree char *policy = write_policy (fx, "policy.json", RULE_SECRETS "," RULE_VAULT "," RULE_AWS, false);
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
   g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
   g_autofree char *log = NULL;
@@ -269,7 +275,7 @@ test_serve (void **state)
 {
   RFX_BEGIN (state);
   /* the server's policy hides secrets; the call's sandbox adds the rest */
-  g_autofree char *policy = write_policy (fx, "server.json", RULE_SECRETS);
+  g_autofree char *policy = write_policy (fx, "server.json", RULE_SECRETS, true);
   const char *args[] = { "--workspace", fx->ws, "--policy", policy, NULL };
   const char *narrowing =
     "{\"fuseboxPolicy\":{\"version\":1,\"rules\":["
