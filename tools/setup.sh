@@ -10,7 +10,7 @@ packages=(
   gcc libc6-dev pkg-config meson ninja-build
   libfuse3-dev fuse3 libseccomp-dev libcap-dev
   libglib2.0-dev libjson-glib-dev libsoup-3.0-dev libcmocka-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   python3 python3-websockets
   bubblewrap util-linux
 )
