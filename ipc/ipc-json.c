@@ -480,3 +480,25 @@ fb_access_event_format_body (const FbAccessEvent *e)
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
+
+/* A member read leniently, for what is read back from disk (a log line,
+ * run.json): any member may be missing or of another type. */
+const char *
+fb_json_member_string (JsonObject *o, const char *name)
+{
+  JsonNode *n = json_object_get_member (o, name);
+
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string (n);
+}
+
+gint64
+fb_json_member_int (JsonObject *o, const char *name, gint64 dflt)
+{
+  JsonNode *n = json_object_get_member (o, name);
+
+  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_INT64)
+    return dflt;
+  return json_node_get_int (n);
+}

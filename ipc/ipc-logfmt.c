@@ -163,33 +163,13 @@ fb_text_safe (const char *s, FbTextFlags flags)
   return g_string_free (out, FALSE);
 }
 
-static const char *
-get_str (JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member (o, name);
-
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string (n);
-}
-
-static gint64
-get_int (JsonObject *o, const char *name, gint64 dflt)
-{
-  JsonNode *n = json_object_get_member (o, name);
-
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_INT64)
-    return dflt;
-  return json_node_get_int (n);
-}
-
 /* A string member's exact bytes: NAME_b64 when the writer had to write NAME
  * lossily, else NAME.  Returns a new string or NULL. */
 static char *
 get_bytes (JsonObject *o, const char *name, gsize *ret_len)
 {
   g_autofree char *b64_name = g_strconcat (name, "_b64", NULL);
-  const char *b64 = get_str (o, b64_name);
+  const char *b64 = fb_json_member_string (o, b64_name);
   const char *s;
 
   if (b64 != NULL)
@@ -204,7 +184,7 @@ get_bytes (JsonObject *o, const char *name, gsize *ret_len)
       *ret_len = strnlen (z, len);
       return z;
     }
-  s = get_str (o, name);
+  s = fb_json_member_string (o, name);
   if (s == NULL)
     return NULL;
   *ret_len = strlen (s);
@@ -257,10 +237,10 @@ append_repeat (GString *out, JsonObject *o)
   if (n == NULL || !JSON_NODE_HOLDS_OBJECT (n))
     return;
   r = json_node_get_object (n);
-  g_string_append_printf (out, "  [%" G_GINT64_FORMAT " like this, ", get_int (r, "count", 0));
-  append_local_time (out, get_str (r, "first_ts"), FALSE);
+  g_string_append_printf (out, "  [%" G_GINT64_FORMAT " like this, ", fb_json_member_int (r, "count", 0));
+  append_local_time (out, fb_json_member_string (r, "first_ts"), FALSE);
   g_string_append (out, " to ");
-  append_local_time (out, get_str (r, "last_ts"), FALSE);
+  append_local_time (out, fb_json_member_string (r, "last_ts"), FALSE);
   g_string_append_c (out, ']');
 }
 
@@ -269,9 +249,9 @@ static char *
 format_notice (JsonObject *o, const char *notice)
 {
   GString *out = g_string_sized_new (160);
-  const char *why = get_str (o, "why");
+  const char *why = fb_json_member_string (o, "why");
 
-  append_local_time (out, get_str (o, "ts"), TRUE);
+  append_local_time (out, fb_json_member_string (o, "ts"), TRUE);
   g_string_append (out, "  NOTICE  ");
   fb_text_append_safe (out, notice, strlen (notice));
   if (why != NULL)
@@ -280,7 +260,7 @@ format_notice (JsonObject *o, const char *notice)
       fb_text_append_safe (out, why, strlen (why));
     }
   if (json_object_has_member (o, "records_not_written"))
-    g_string_append_printf (out, " (%" G_GINT64_FORMAT " records not written)", get_int (o, "records_not_written", 0));
+    g_string_append_printf (out, " (%" G_GINT64_FORMAT " records not written)", fb_json_member_int (o, "records_not_written", 0));
   return g_string_free (out, FALSE);
 }
 
@@ -288,18 +268,18 @@ char *
 fb_log_record_format (JsonObject *o, gboolean color)
 {
   GString *out = g_string_sized_new (160);
-  const char *decision = get_str (o, "decision");
-  const char *ts = get_str (o, "ts");
-  const char *error = get_str (o, "error");
-  gint64 err = get_int (o, "errno", 0);
+  const char *decision = fb_json_member_string (o, "decision");
+  const char *ts = fb_json_member_string (o, "ts");
+  const char *error = fb_json_member_string (o, "error");
+  gint64 err = fb_json_member_int (o, "errno", 0);
   gint64 us;
   gsize cols;
   const char *sgr = NULL;
 
-  if (get_str (o, "notice") != NULL)
+  if (fb_json_member_string (o, "notice") != NULL)
     {
       g_string_free (out, TRUE);
-      return format_notice (o, get_str (o, "notice"));
+      return format_notice (o, fb_json_member_string (o, "notice"));
     }
 
   if (color && decision != NULL)
@@ -332,9 +312,9 @@ fb_log_record_format (JsonObject *o, gboolean color)
     GString *proc = g_string_new (NULL);
     gsize pcols = 0;
 
-    if (get_str (o, "comm") != NULL || get_str (o, "comm_b64") != NULL)
+    if (fb_json_member_string (o, "comm") != NULL || fb_json_member_string (o, "comm_b64") != NULL)
       pcols = append_member (proc, o, "comm", "?");
-    else if (get_str (o, "session") != NULL)
+    else if (fb_json_member_string (o, "session") != NULL)
       pcols = append_member (proc, o, "session", "?");
     else
       {
@@ -342,7 +322,7 @@ fb_log_record_format (JsonObject *o, gboolean color)
         pcols = 1;
       }
     {
-      g_autofree char *pid = g_strdup_printf ("[%" G_GINT64_FORMAT "]", get_int (o, "pid", 0));
+      g_autofree char *pid = g_strdup_printf ("[%" G_GINT64_FORMAT "]", fb_json_member_int (o, "pid", 0));
 
       g_string_append (proc, pid);
       pcols += strlen (pid);
@@ -358,7 +338,7 @@ fb_log_record_format (JsonObject *o, gboolean color)
   g_string_append (out, "  ");
 
   cols = append_member (out, o, "path", "?");
-  if (get_str (o, "target") != NULL)
+  if (fb_json_member_string (o, "target") != NULL)
     {
       g_string_append (out, " \u2192 ");
       cols += 3 + append_member (out, o, "target", "");

@@ -178,26 +178,6 @@ fb_report_set_reader_stats (FbReport *r, const FbLogReaderStats *stats)
 
 /* --- collecting -------------------------------------------------------- */
 
-static const char *
-get_str (JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member (o, name);
-
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string (n);
-}
-
-static gint64
-get_int (JsonObject *o, const char *name, gint64 dflt)
-{
-  JsonNode *n = json_object_get_member (o, name);
-
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_INT64)
-    return dflt;
-  return json_node_get_int (n);
-}
-
 static void
 count_n (GHashTable *t, const char *key, guint64 by)
 {
@@ -298,8 +278,8 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
   static const char *const write_ops[] = { "write", "truncate", "fallocate", "copy_file_range", NULL };
   static const char *const handle_ops[] = { "close", "open", "release", NULL };
   static const char *const mutating_access[] = { "write", "create", "delete", "readwrite", NULL };
-  gint64 bytes_read = get_int (o, "bytes_read", 0);
-  gint64 bytes_written = get_int (o, "bytes_written", 0);
+  gint64 bytes_read = fb_json_member_int (o, "bytes_read", 0);
+  gint64 bytes_written = fb_json_member_int (o, "bytes_written", 0);
   gboolean classified = FALSE;
 
   if (path == NULL)
@@ -358,16 +338,16 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
 void
 fb_report_add_record (FbReport *r, JsonObject *o)
 {
-  const char *op = get_str (o, "op");
-  const char *path = get_str (o, "path");
-  const char *target = get_str (o, "target");
-  const char *access = get_str (o, "access");
-  const char *decision = get_str (o, "decision");
-  const char *ts = get_str (o, "ts");
-  gint64 seq = get_int (o, "seq", -1);
-  gint64 err = get_int (o, "errno", 0);
+  const char *op = fb_json_member_string (o, "op");
+  const char *path = fb_json_member_string (o, "path");
+  const char *target = fb_json_member_string (o, "target");
+  const char *access = fb_json_member_string (o, "access");
+  const char *decision = fb_json_member_string (o, "decision");
+  const char *ts = fb_json_member_string (o, "ts");
+  gint64 seq = fb_json_member_int (o, "seq", -1);
+  gint64 err = fb_json_member_int (o, "errno", 0);
   gint64 us;
-  RunInfo *ri = run_info (r, get_str (o, "run"));
+  RunInfo *ri = run_info (r, fb_json_member_string (o, "run"));
   JsonNode *repeat = json_object_get_member (o, "repeat");
   guint64 weight = 1;
 
@@ -376,7 +356,7 @@ fb_report_add_record (FbReport *r, JsonObject *o)
     op = "?";
   if (repeat != NULL && JSON_NODE_HOLDS_OBJECT (repeat))
     {
-      gint64 n = get_int (json_node_get_object (repeat), "count", 1);
+      gint64 n = fb_json_member_int (json_node_get_object (repeat), "count", 1);
 
       weight = n > 0 ? (guint64)n : 1;
     }
@@ -408,19 +388,19 @@ fb_report_add_record (FbReport *r, JsonObject *o)
           r->last_us = us;
         }
     }
-  if (get_str (o, "notice") != NULL)
+  if (fb_json_member_string (o, "notice") != NULL)
     {
       /* the writer's own word, not an access */
-      if (g_strcmp0 (get_str (o, "notice"), "log-full") == 0)
+      if (g_strcmp0 (fb_json_member_string (o, "notice"), "log-full") == 0)
         {
           r->log_full = TRUE;
-          r->not_written += (guint64)MAX (get_int (o, "records_not_written", 0), 0);
+          r->not_written += (guint64)MAX (fb_json_member_int (o, "records_not_written", 0), 0);
         }
       /* a process of serve that used up its share of the budget */
-      if (g_strcmp0 (get_str (o, "notice"), "log-share-full") == 0)
+      if (g_strcmp0 (fb_json_member_string (o, "notice"), "log-share-full") == 0)
         {
           r->shares_full++;
-          r->not_written += (guint64)MAX (get_int (o, "records_not_written", 0), 0);
+          r->not_written += (guint64)MAX (fb_json_member_int (o, "records_not_written", 0), 0);
         }
       return;
     }
@@ -445,10 +425,10 @@ fb_report_add_record (FbReport *r, JsonObject *o)
     }
   {
     JsonNode *rule = json_object_get_member (o, "rule");
-    const char *origin = get_str (o, "rule_origin");
-    const char *why = get_str (o, "why");
-    const char *comm = get_str (o, "comm");
-    gint64 pid = get_int (o, "pid", 0);
+    const char *origin = fb_json_member_string (o, "rule_origin");
+    const char *why = fb_json_member_string (o, "why");
+    const char *comm = fb_json_member_string (o, "comm");
+    gint64 pid = fb_json_member_int (o, "pid", 0);
     g_autofree char *rule_text = rule != NULL ? json_to_string (rule, FALSE) : g_strdup ("null");
     g_autofree char *rkey = g_strdup_printf ("%s\x1f%s", rule_text, origin != NULL ? origin : "");
     g_autofree char *pkey = g_strdup_printf ("%s\x1f%" G_GINT64_FORMAT, comm != NULL ? comm : "?", pid);

@@ -250,6 +250,10 @@ gboolean fb_text_is_safe (const char *s, gssize len);
  * indented by two spaces, as json-glib does. */
 char *fb_json_to_string (JsonNode *node, gboolean pretty);
 void fb_json_append_node (GString *out, JsonNode *node, gboolean pretty);
+/* A string (or whole-number) member of O, or NULL (DFLT) when it is missing
+ * or of another type: for JSON read back from disk. */
+const char *fb_json_member_string (JsonObject *o, const char *name);
+gint64 fb_json_member_int (JsonObject *o, const char *name, gint64 dflt);
 
 /* One aligned line for people (no newline): local time, comm[pid], op,
  * path (→ target), decision, errno name, the rule's why.  Every string

@@ -40,16 +40,6 @@ filter_clear (Filter *f)
   g_free (f->path);
 }
 
-static const char *
-get_str (JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member (o, name);
-
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string (n);
-}
-
 static gboolean
 path_under (const char *path, const char *prefix)
 {
@@ -65,11 +55,11 @@ path_under (const char *path, const char *prefix)
 static gboolean
 filter_match (const Filter *f, JsonObject *o)
 {
-  if (f->denied && g_strcmp0 (get_str (o, "decision"), "allow") == 0)
+  if (f->denied && g_strcmp0 (fb_json_member_string (o, "decision"), "allow") == 0)
     return FALSE;
   if (f->ops->len > 0)
     {
-      const char *op = get_str (o, "op");
+      const char *op = fb_json_member_string (o, "op");
       gboolean found = FALSE;
 
       for (guint i = 0; op != NULL && i < f->ops->len && !found; i++)
@@ -77,14 +67,14 @@ filter_match (const Filter *f, JsonObject *o)
       if (!found)
         return FALSE;
     }
-  if (f->path != NULL && !path_under (get_str (o, "path"), f->path) && !path_under (get_str (o, "target"), f->path))
+  if (f->path != NULL && !path_under (fb_json_member_string (o, "path"), f->path) && !path_under (fb_json_member_string (o, "target"), f->path))
     return FALSE;
   if (f->has_since)
     {
       gint64 us;
 
       /* A record without a readable time can't be shown to be recent. */
-      if (!fb_ipc_parse_time (get_str (o, "ts"), &us) || us < f->since_us)
+      if (!fb_ipc_parse_time (fb_json_member_string (o, "ts"), &us) || us < f->since_us)
         return FALSE;
     }
   return TRUE;

@@ -124,18 +124,6 @@ list_runs (const char *root)
   return runs;
 }
 
-/* A string member, or NULL (run.json is read back from disk: any member
- * may be missing or mistyped). */
-static const char *
-member_string (JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member (o, name);
-
-  if (n == NULL || !JSON_NODE_HOLDS_VALUE (n) || json_node_get_value_type (n) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string (n);
-}
-
 /* Blanks up to WIDTH columns, then the column separator. */
 static void
 pad_to (GString *line, gsize cols, gsize width)
@@ -482,10 +470,10 @@ fb_cmd_runs (int argc, char **argv)
       g_string_append_printf (line, "%-8s ", state);
       if (e->info)
         {
-          const char *started = member_string (e->info, "started");
+          const char *started = fb_json_member_string (e->info, "started");
           JsonNode *cmd = json_object_get_member (e->info, "command");
           JsonNode *exit_status = json_object_get_member (e->info, "exit_status");
-          const char *failure = member_string (e->info, "error");
+          const char *failure = fb_json_member_string (e->info, "error");
 
           cols = started ? fb_text_append_safe (line, started, strlen (started)) : 0;
           pad_to (line, cols, 26);
