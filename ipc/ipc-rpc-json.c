@@ -17,6 +17,7 @@
  * which also checks that whatever both parsers accept, they read the same.
  * No state: callable from any thread. */
 #include "ipc/ipc-rpc-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -73,37 +74,26 @@ skip_ws (Parser *ps)
     ps->p++;
 }
 
-static int
-hex4 (Parser *ps)
-{
-  int v = 0;
-
-  if (ps->end - ps->p < 4)
-    return -1;
-  for (int i = 0; i < 4; i++)
-    {
-      char c = ps->p[i];
-      v <<= 4;
-      if (c >= '0' && c <= '9')
-        v |= c - '0';
-      else if (c >= 'a' && c <= 'f')
-        v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        v |= c - 'A' + 10;
-      else
-        return -1;
-    }
-  ps->p += 4;
-  return v;
-}
-
 /* A string, the opening quote at ps->p; returns it NUL-terminated (a \u0000
- * escape is refused: C strings can't hold it). */
+ * escape is refused: C strings can't hold it).  The message's UTF-8 was
+ * checked as a whole before parsing. */
 static char *
 parse_string (Parser *ps)
 {
+  static const char *const why[] = {
+    [FB_JSON_STRING_UNTERMINATED] = "unterminated string",
+    [FB_JSON_STRING_CONTROL] = "control character in a string",
+    [FB_JSON_STRING_BAD_HEX] = "invalid \\u escape",
+    [FB_JSON_STRING_UNPAIRED_HIGH] = "unpaired surrogate in a \\u escape",
+    [FB_JSON_STRING_LONE_LOW] = "unpaired surrogate in a \\u escape",
+    [FB_JSON_STRING_NUL] = "\\u0000 in a string",
+    [FB_JSON_STRING_UNKNOWN_ESCAPE] = "invalid escape in a string",
+    [FB_JSON_STRING_BAD_UTF8] = "invalid UTF-8 in a string",
+  };
   const char *s;
-  GString *out = NULL;
+  const char *at;
+  GString *out;
+  FbJsonStringStatus st;
 
   ps->p++; /* the quote */
   s = ps->p;
@@ -131,101 +121,13 @@ parse_string (Parser *ps)
       ps->p++;
       return r;
     }
+  /* An escape (or a mistake): the shared strict decoder from here on. */
   out = g_string_new_len (s, ps->p - s);
-  while (ps->p < ps->end)
-    {
-      unsigned char c = (unsigned char)*ps->p;
-      if (c == '"')
-        {
-          ps->p++;
-          return g_string_free (out, FALSE);
-        }
-      if (c < 0x20)
-        {
-          fail (ps, "control character in a string");
-          break;
-        }
-      if (c != '\\')
-        {
-          g_string_append_c (out, (char)c);
-          ps->p++;
-          continue;
-        }
-      ps->p++;
-      if (ps->p >= ps->end)
-        break;
-      c = (unsigned char)*ps->p++;
-      switch (c)
-        {
-          case '"':
-          case '\\':
-          case '/':
-            g_string_append_c (out, (char)c);
-            break;
-          case 'b':
-            g_string_append_c (out, '\b');
-            break;
-          case 'f':
-            g_string_append_c (out, '\f');
-            break;
-          case 'n':
-            g_string_append_c (out, '\n');
-            break;
-          case 'r':
-            g_string_append_c (out, '\r');
-            break;
-          case 't':
-            g_string_append_c (out, '\t');
-            break;
-          case 'u':
-            {
-              int u = hex4 (ps);
-              gunichar ch;
-              if (u < 0)
-                {
-                  fail (ps, "invalid \\u escape");
-                  goto out;
-                }
-              if (u >= 0xd800 && u <= 0xdbff)
-                {
-                  int lo;
-                  if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
-                    {
-                      fail (ps, "unpaired surrogate in a \\u escape");
-                      goto out;
-                    }
-                  ps->p += 2;
-                  lo = hex4 (ps);
-                  if (lo < 0xdc00 || lo > 0xdfff)
-                    {
-                      fail (ps, "unpaired surrogate in a \\u escape");
-                      goto out;
-                    }
-                  ch = 0x10000 + (((gunichar)u - 0xd800) << 10) + ((gunichar)lo - 0xdc00);
-                }
-              else if (u >= 0xdc00 && u <= 0xdfff)
-                {
-                  fail (ps, "unpaired surrogate in a \\u escape");
-                  goto out;
-                }
-              else if (u == 0)
-                {
-                  fail (ps, "\\u0000 in a string");
-                  goto out;
-                }
-              else
-                ch = (gunichar)u;
-              g_string_append_unichar (out, ch);
-            }
-            break;
-          default:
-            ps->p--;
-            fail (ps, "invalid escape in a string");
-            goto out;
-        }
-    }
-  fail (ps, "unterminated string");
-out:
+  st = fb_json_string_decode (ps->p, ps->end, false, out, &at);
+  ps->p = at;
+  if (st == FB_JSON_STRING_OK)
+    return g_string_free (out, FALSE);
+  fail (ps, why[st]);
   g_string_free (out, TRUE);
   return NULL;
 }

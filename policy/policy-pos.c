@@ -11,6 +11,7 @@
  * would resolve silently (a typo must never weaken a policy).
  */
 #include "policy/policy-private.h"
+#include "policy/util.h"
 
 struct FbPolicyPosIndex
 {
@@ -98,133 +99,44 @@ describe (const Lexer *lx)
   return lx->p >= lx->end ? names[0] : names[1];
 }
 
-static int
-hex_digit (char c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
-static bool
-read_hex4 (Lexer *lx, gunichar *ret)
-{
-  gunichar v = 0;
-
-  for (int i = 0; i < 4; i++)
-    {
-      int d = lx->p < lx->end ? hex_digit (*lx->p) : -1;
-
-      if (d < 0)
-        return fail (lx, "\\u needs four hexadecimal digits");
-      v = (v << 4) | (gunichar)d;
-      advance (lx);
-    }
-  *ret = v;
-  return true;
-}
-
 /* A string at lx->p (the opening quote); its decoded text goes to OUT when
- * not NULL. */
+ * not NULL.  The lexer moves to its end, or to the mistake. */
 static bool
 lex_string (Lexer *lx, GString *out)
 {
+  static const char *const why[] = {
+    [FB_JSON_STRING_UNTERMINATED] = "unterminated string",
+    [FB_JSON_STRING_BAD_HEX] = "\\u needs four hexadecimal digits",
+    [FB_JSON_STRING_UNPAIRED_HIGH] = "a \\u high surrogate must be followed by a \\u low surrogate",
+    [FB_JSON_STRING_LONE_LOW] = "lone \\u low surrogate",
+    [FB_JSON_STRING_NUL] = "\\u0000 is not allowed: paths and names cannot hold NUL",
+    [FB_JSON_STRING_UNKNOWN_ESCAPE] = "unknown escape; valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX",
+    [FB_JSON_STRING_BAD_UTF8] = "invalid UTF-8",
+  };
+  const char *at;
+  FbJsonStringStatus st;
+
   advance (lx); /* " */
-  for (;;)
+  st = fb_json_string_decode (lx->p, lx->end, true, out, &at);
+  /* No raw newline in a string: the column moves, the line stays. */
+  while (lx->p < at)
+    advance (lx);
+  switch (st)
     {
-      guchar c;
-
-      if (lx->p >= lx->end)
-        return fail (lx, "unterminated string");
-      c = (guchar)*lx->p;
-      if (c == '"')
-        {
-          advance (lx);
-          return true;
-        }
-      if (c < 0x20)
-        return fail (lx, "control character U+%04X in a string; write it as an escape", c);
-      if (c == '\\')
-        {
-          Lexer at_escape = *lx;
-          char e;
-
-          advance (lx);
-          if (lx->p >= lx->end)
-            return fail (lx, "unterminated string");
-          e = *lx->p;
-          if (e == 'u')
-            {
-              gunichar u;
-
-              advance (lx);
-              if (!read_hex4 (lx, &u))
-                return false;
-              if (u >= 0xd800 && u <= 0xdbff)
-                {
-                  gunichar low;
-
-                  if (lx->end - lx->p < 2 || lx->p[0] != '\\' || lx->p[1] != 'u')
-                    return fail (lx, "a \\u high surrogate must be followed by a \\u low surrogate");
-                  advance (lx);
-                  advance (lx);
-                  if (!read_hex4 (lx, &low))
-                    return false;
-                  if (low < 0xdc00 || low > 0xdfff)
-                    return fail (lx, "a \\u high surrogate must be followed by a \\u low surrogate");
-                  u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
-                }
-              else if (u >= 0xdc00 && u <= 0xdfff)
-                return fail (lx, "lone \\u low surrogate");
-              if (u == 0)
-                {
-                  *lx = at_escape;
-                  return fail (lx, "\\u0000 is not allowed: paths and names cannot hold NUL");
-                }
-              if (out != NULL)
-                g_string_append_unichar (out, u);
-              continue;
-            }
-          if (strchr ("\"\\/bfnrt", e) == NULL || e == '\0')
-            {
-              *lx = at_escape;
-              return fail (lx, "unknown escape; valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
-            }
-          if (out != NULL)
-            {
-              static const char from[] = "\"\\/bfnrt";
-              static const char to[] = "\"\\/\b\f\n\r\t";
-
-              g_string_append_c (out, to[strchr (from, e) - from]);
-            }
-          advance (lx);
-          continue;
-        }
-      if (c < 0x80)
-        {
-          if (out != NULL)
-            g_string_append_c (out, (char)c);
-          advance (lx);
-          continue;
-        }
-      {
-        gssize max = MIN (lx->end - lx->p, 4);
-        gunichar u = g_utf8_get_char_validated (lx->p, max);
-        int n;
-
-        if (u == (gunichar)-1 || u == (gunichar)-2)
-          return fail (lx, "invalid UTF-8");
-        n = g_unichar_to_utf8 (u, NULL);
-        if (out != NULL)
-          g_string_append_len (out, lx->p, n);
-        for (int i = 0; i < n; i++)
-          advance (lx);
-      }
+      case FB_JSON_STRING_OK:
+        return true;
+      case FB_JSON_STRING_CONTROL:
+        return fail (lx, "control character U+%04X in a string; write it as an escape", (guchar)*lx->p);
+      case FB_JSON_STRING_UNTERMINATED:
+      case FB_JSON_STRING_BAD_HEX:
+      case FB_JSON_STRING_UNPAIRED_HIGH:
+      case FB_JSON_STRING_LONE_LOW:
+      case FB_JSON_STRING_NUL:
+      case FB_JSON_STRING_UNKNOWN_ESCAPE:
+      case FB_JSON_STRING_BAD_UTF8:
+        return fail (lx, "%s", why[st]);
     }
+  g_assert_not_reached ();
 }
 
 static bool

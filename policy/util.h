@@ -1,0 +1,31 @@
+/* fusebox — small helpers every layer uses.
+ *
+ * They live in the lowest library (policy ← fs ← ipc ← launcher), so that
+ * each is written once and every layer can reach it. */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+
+/* A JSON string's body, strictly (RFC 8259): how decoding it ended. */
+typedef enum
+{
+  FB_JSON_STRING_OK,
+  FB_JSON_STRING_UNTERMINATED,   /* the text ended before the closing quote */
+  FB_JSON_STRING_CONTROL,        /* a raw byte below 0x20 */
+  FB_JSON_STRING_BAD_HEX,        /* \u without four hexadecimal digits */
+  FB_JSON_STRING_UNPAIRED_HIGH,  /* a \u high surrogate with no \u low one after it */
+  FB_JSON_STRING_LONE_LOW,       /* a \u low surrogate with no high one before it */
+  FB_JSON_STRING_NUL,            /* \u0000: C strings, paths and names can't hold it */
+  FB_JSON_STRING_UNKNOWN_ESCAPE, /* a backslash before anything but "\/bfnrtu */
+  FB_JSON_STRING_BAD_UTF8,       /* invalid UTF-8 (only when asked to check) */
+} FbJsonStringStatus;
+
+/* Decodes the string whose body starts at P (just after its opening quote),
+ * appending the text to OUT when OUT is not NULL.  On FB_JSON_STRING_OK,
+ * *RET_AT is just past the closing quote; otherwise it is where the mistake
+ * is: the offending byte, the backslash of a bad escape or of \u0000, the
+ * first non-hexadecimal digit, or END.  CHECK_UTF8 refuses invalid UTF-8
+ * (the caller may have checked the whole text already). */
+FbJsonStringStatus fb_json_string_decode (const char *p, const char *end, bool check_utf8, GString *out,
+                                          const char **ret_at);
