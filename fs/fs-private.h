@@ -2,34 +2,13 @@
 #pragma once
 
 #include "fs/fs.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 G_BEGIN_DECLS
-
-/* One project cleanup type for descriptors (GLib 2.74 has no g_autofd). */
-typedef int FbFd;
-static inline void
-fb_fd_close (FbFd *fd)
-{
-  if (*fd >= 0)
-    {
-      int saved = errno;
-      close (*fd);
-      errno = saved;
-    }
-  *fd = -1;
-}
-#define _fb_cleanup_fd_ __attribute__ ((cleanup (fb_fd_close)))
-static inline int
-fb_steal_fd (int *fd)
-{
-  int r = *fd;
-  *fd = -1;
-  return r;
-}
 
 typedef enum
 {

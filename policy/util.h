@@ -4,8 +4,34 @@
  * each is written once and every layer can reach it. */
 #pragma once
 
+#include <errno.h>
 #include <glib.h>
 #include <stdbool.h>
+#include <unistd.h>
+
+/* A descriptor closed when it goes out of scope (GLib 2.74 has no
+ * g_autofd): `_fb_cleanup_fd_ int fd = open (...)`; errno survives the
+ * close; fb_steal_fd hands it on. */
+typedef int FbFd;
+static inline void
+fb_fd_close (FbFd *fd)
+{
+  if (*fd >= 0)
+    {
+      int saved = errno;
+      close (*fd);
+      errno = saved;
+    }
+  *fd = -1;
+}
+#define _fb_cleanup_fd_ __attribute__ ((cleanup (fb_fd_close)))
+static inline int
+fb_steal_fd (int *fd)
+{
+  int r = *fd;
+  *fd = -1;
+  return r;
+}
 
 /* A JSON string's body, strictly (RFC 8259): how decoding it ended. */
 typedef enum
