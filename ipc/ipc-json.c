@@ -386,24 +386,6 @@ fb_errno_name (int err, char buf[16])
   return buf;
 }
 
-static const char *
-rule_kind_name (FbPolicyRuleKind kind)
-{
-  switch (kind)
-    {
-      case FB_POLICY_RULE_PROTECTED:
-        return "protected";
-      case FB_POLICY_RULE_DEFAULT:
-        return "default";
-      case FB_POLICY_RULE_FUSEBOX:
-        return "fusebox";
-      case FB_POLICY_RULE_PATH:
-      case FB_POLICY_RULE_GLOB:
-      default:
-        return NULL;
-    }
-}
-
 char *
 fb_access_event_format_body (const FbAccessEvent *e)
 {
@@ -445,13 +427,13 @@ fb_access_event_format_body (const FbAccessEvent *e)
 
   if (e->rule != NULL)
     {
-      const char *kind = rule_kind_name (e->rule->kind);
+      const FbPolicyRuleKindInfo *kind = fb_policy_rule_kind_info (e->rule->kind);
 
       g_string_append (out, ",\"rule\":");
-      if (kind != NULL)
+      if (!kind->numbered)
         {
           g_string_append_c (out, '"');
-          g_string_append (out, kind);
+          g_string_append (out, kind->name);
           g_string_append (out, "\",");
         }
       else

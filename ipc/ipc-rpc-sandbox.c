@@ -46,25 +46,6 @@ struct FbRpcTeeSink
 static __thread FbRpcTeeSink *capture_tee;
 static __thread FbRpcDenial *capture;
 
-static const char *
-rule_name (const FbPolicyRule *rule, char buf[16])
-{
-  switch (rule->kind)
-    {
-      case FB_POLICY_RULE_PATH:
-      case FB_POLICY_RULE_GLOB:
-        g_snprintf (buf, 16, "%d", rule->index);
-        return buf;
-      case FB_POLICY_RULE_PROTECTED:
-        return "protected";
-      case FB_POLICY_RULE_FUSEBOX:
-        return "fusebox";
-      case FB_POLICY_RULE_DEFAULT:
-      default:
-        return "default";
-    }
-}
-
 static void
 tee_push (FbAccessSink *sink, const FbAccessEvent *event)
 {
@@ -90,7 +71,7 @@ tee_push (FbAccessSink *sink, const FbAccessEvent *event)
           d->err = event->err;
           if (event->rule != NULL)
             {
-              d->rule = g_strdup (rule_name (event->rule, buf));
+              d->rule = g_strdup (fb_policy_rule_name (event->rule, buf));
               d->rule_origin = g_strdup (event->rule->origin);
               d->why = g_strdup (event->rule->why);
             }
@@ -518,7 +499,7 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
   json_builder_set_member_name (b, "traversable");
   json_builder_add_boolean_value (b, d.traversable);
   json_builder_set_member_name (b, "rule");
-  json_builder_add_string_value (b, rule_name (d.rule, buf));
+  json_builder_add_string_value (b, fb_policy_rule_name (d.rule, buf));
   json_builder_set_member_name (b, "ruleOrigin");
   json_builder_add_string_value (b, d.rule->origin != NULL ? d.rule->origin : "");
   json_builder_set_member_name (b, "rulePath");

@@ -243,23 +243,6 @@ host_path_of (const FbPolicyDecision *d, const char *view)
   return g_strconcat (m->host_path, suffix, NULL);
 }
 
-static const char *
-rule_kind_name (FbPolicyRuleKind kind)
-{
-  switch (kind)
-    {
-      case FB_POLICY_RULE_PATH:
-        return "path";
-      case FB_POLICY_RULE_GLOB:
-        return "glob";
-      case FB_POLICY_RULE_PROTECTED:
-        return "protected";
-      case FB_POLICY_RULE_DEFAULT:
-      default:
-        return "default";
-    }
-}
-
 /* /proc, /sys and /dev are never the host's inside the view (fs/fs-view.c
  * blanks them): a run mounts a fresh procfs and a minimal /dev over them, and
  * leaves /sys empty.  Returns the tree VIEW lies in, or NULL. */
@@ -313,7 +296,7 @@ explain_text (const char *view, const FbPolicyDecision *d)
           break;
         }
       case FB_POLICY_RULE_DEFAULT:
-      default:
+      case FB_POLICY_RULE_FUSEBOX: /* the view's own; a policy never decides by one */
         printf ("  rule:        %s (no rule matches: hide)\n", origin);
         break;
     }
@@ -396,7 +379,7 @@ explain_json (JsonBuilder *b, const char *view, const FbPolicyDecision *d)
   json_builder_end_object (b);
   json_builder_set_member_name (b, "rule");
   json_builder_begin_object (b);
-  add_nullable_string (b, "kind", rule_kind_name (r->kind));
+  add_nullable_string (b, "kind", fb_policy_rule_kind_info (r->kind)->name);
   add_nullable_string (b, "origin", r->origin);
   json_builder_set_member_name (b, "index");
   json_builder_add_int_value (b, r->index);

@@ -1,37 +1,86 @@
-/* fusebox — enum names of the policy module, as they appear in policies,
- * logs and the protocol. */
+/* fusebox — the policy module's vocabulary: one table per enum that appears
+ * in policies, logs and the protocol, from which every per-value fact
+ * derives (policy.h says what each column means). */
 #include "policy/policy.h"
 
 #include <string.h>
 
 G_DEFINE_QUARK (fb - policy - error - quark, fb_policy_error)
 
-static const char *const access_names[] = {
-  [FB_POLICY_ACCESS_HIDE] = "hide",
-  [FB_POLICY_ACCESS_DENY] = "deny",
-  [FB_POLICY_ACCESS_READ] = "read",
-  [FB_POLICY_ACCESS_WRITE] = "write",
+/* Precedence and restrictiveness are two orders (fusebox-policy(5),
+ * PRECEDENCE and PROTECTED NAMES): at equal specificity write beats read, so
+ * that a duplicate read never downgrades an explicit write, while a
+ * narrowing keeps read over write: it never grants more than either side. */
+const FbPolicyAccessInfo fb_policy_access_table[FB_POLICY_ACCESS_N] = {
+  [FB_POLICY_ACCESS_HIDE] = {
+    .name = "hide",
+    .precedence = 3,
+    .restrictiveness = 3,
+    .protects = "exposed",
+  },
+  [FB_POLICY_ACCESS_DENY] = {
+    .name = "deny",
+    .precedence = 2,
+    .restrictiveness = 2,
+    .visible = true,
+    .protects = "opened",
+  },
+  [FB_POLICY_ACCESS_READ] = {
+    .name = "read",
+    .precedence = 0,
+    .restrictiveness = 1,
+    .visible = true,
+    .readable = true,
+    .protects = "modified",
+  },
+  [FB_POLICY_ACCESS_WRITE] = {
+    .name = "write",
+    .precedence = 1,
+    .restrictiveness = 0,
+    .visible = true,
+    .readable = true,
+    .writable = true,
+  },
+};
+
+const FbPolicyRuleKindInfo fb_policy_rule_kind_table[FB_POLICY_RULE_KIND_N] = {
+  [FB_POLICY_RULE_PATH] = { .name = "path", .numbered = true },
+  [FB_POLICY_RULE_GLOB] = { .name = "glob", .numbered = true },
+  [FB_POLICY_RULE_PROTECTED] = { .name = "protected" },
+  [FB_POLICY_RULE_DEFAULT] = { .name = "default" },
+  [FB_POLICY_RULE_FUSEBOX] = { .name = "fusebox" },
 };
 
 const char *
 fb_policy_access_to_string (FbPolicyAccess access)
 {
-  if ((guint) access >= G_N_ELEMENTS (access_names))
+  if ((guint)access >= FB_POLICY_ACCESS_N)
     return "invalid";
-  return access_names[access];
+  return fb_policy_access_table[access].name;
 }
 
 bool
 fb_policy_access_from_string (const char *s, FbPolicyAccess *ret_access)
 {
-  for (guint i = 0; s != NULL && i < G_N_ELEMENTS (access_names); i++)
-    if (strcmp (s, access_names[i]) == 0)
+  for (guint i = 0; s != NULL && i < FB_POLICY_ACCESS_N; i++)
+    if (strcmp (s, fb_policy_access_table[i].name) == 0)
       {
         if (ret_access != NULL)
-          *ret_access = (FbPolicyAccess) i;
+          *ret_access = (FbPolicyAccess)i;
         return true;
       }
   return false;
+}
+
+const char *
+fb_policy_rule_name (const FbPolicyRule *rule, char buf[16])
+{
+  const FbPolicyRuleKindInfo *kind = fb_policy_rule_kind_info (rule->kind);
+
+  if (!kind->numbered)
+    return kind->name;
+  g_snprintf (buf, 16, "%d", rule->index);
+  return buf;
 }
 
 const char *
@@ -56,27 +105,8 @@ fb_policy_network_from_string (const char *s, FbPolicyNetwork *ret_network)
   return true;
 }
 
-/* Restrictiveness, most restrictive first: hide, deny, read, write.  This is
- * not the equal-specificity precedence (where write beats read). */
-static int
-restrictiveness (FbPolicyAccess a)
-{
-  switch (a)
-    {
-    case FB_POLICY_ACCESS_HIDE:
-      return 3;
-    case FB_POLICY_ACCESS_DENY:
-      return 2;
-    case FB_POLICY_ACCESS_READ:
-      return 1;
-    case FB_POLICY_ACCESS_WRITE:
-    default:
-      return 0;
-    }
-}
-
 FbPolicyAccess
 fb_policy_access_narrow (FbPolicyAccess a, FbPolicyAccess b)
 {
-  return restrictiveness (a) >= restrictiveness (b) ? a : b;
+  return fb_policy_access_info (a)->restrictiveness >= fb_policy_access_info (b)->restrictiveness ? a : b;
 }

@@ -231,7 +231,7 @@ fb_policy_to_json (const FbPolicy *policy)
       g_autofree char *what = fb_policy_vars_escape (rule->kind == FB_POLICY_RULE_PATH ? rule->path : rule->glob);
 
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob");
+      json_builder_set_member_name (b, fb_policy_rule_kind_info (rule->kind)->name);
       json_builder_add_string_value (b, what);
       json_builder_set_member_name (b, "access");
       json_builder_add_string_value (b, fb_policy_access_to_string (rule->access));

@@ -441,24 +441,6 @@ join_path (const char *base, const char *rel)
 
 /* ---- building the rule list ---- */
 
-/* Codex's tie-break at one path: deny beats write beats read. */
-static int
-precedence (FbPolicyAccess a)
-{
-  switch (a)
-    {
-      case FB_POLICY_ACCESS_HIDE:
-        return 4;
-      case FB_POLICY_ACCESS_DENY:
-        return 3;
-      case FB_POLICY_ACCESS_WRITE:
-        return 2;
-      case FB_POLICY_ACCESS_READ:
-      default:
-        return 1;
-    }
-}
-
 static void
 add_rule (Translation *t, const char *path, FbPolicyAccess access, const char *why)
 {
@@ -466,9 +448,10 @@ add_rule (Translation *t, const char *path, FbPolicyAccess access, const char *w
 
   if (r != NULL)
     {
-      /* Same path twice: keep what wins at equal specificity, so the merge
-       * decides exactly as the two rules would have. */
-      if (precedence (access) > precedence (r->access))
+      /* Same path twice: keep what wins at equal specificity (Codex's
+       * tie-break at one path is ours: deny beats write beats read), so the
+       * merge decides exactly as the two rules would have. */
+      if (fb_policy_access_precedence (access) > fb_policy_access_precedence (r->access))
         {
           r->access = access;
           g_free (r->why);

@@ -352,20 +352,14 @@ check_version (const Ctx *ctx, JsonObject *root)
   return true;
 }
 
-static const char *
+static char *
 protected_why (const char *name, FbPolicyAccess access)
 {
   bool metadata = strcmp (name, ".git") == 0 || strcmp (name, ".agents") == 0 || strcmp (name, ".codex") == 0;
+  const char *never = fb_policy_access_info (access)->protects;
 
-  switch (access)
-    {
-      case FB_POLICY_ACCESS_READ:
-        return metadata ? "version-control and agent metadata is never modified" : "never modified at any depth";
-      case FB_POLICY_ACCESS_DENY:
-        return metadata ? "version-control and agent metadata is never opened" : "never opened at any depth";
-      default:
-        return metadata ? "version-control and agent metadata is never exposed" : "never exposed at any depth";
-    }
+  return metadata ? g_strconcat ("version-control and agent metadata is never ", never, NULL)
+                  : g_strconcat ("never ", never, " at any depth", NULL);
 }
 
 static void
@@ -377,12 +371,25 @@ add_protected (FbPolicy *policy, GArray *out, const char *name, FbPolicyAccess a
     .access = access,
   };
   g_autofree char *origin = g_strdup_printf ("protected_names[%s]", name);
-  g_autofree char *why = g_strdup_printf ("protected name %s: %s", name, protected_why (name, access));
+  g_autofree char *never = protected_why (name, access);
+  g_autofree char *why = g_strdup_printf ("protected name %s: %s", name, never);
 
   rule.origin = g_string_chunk_insert (policy->strings, origin);
   rule.glob = g_string_chunk_insert (policy->strings, name);
   rule.why = g_string_chunk_insert (policy->strings, why);
   g_array_append_val (out, rule);
+}
+
+/* "hide, deny, read": the accesses a protected name may have. */
+static char *
+protecting_accesses (void)
+{
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; i < FB_POLICY_ACCESS_N; i++)
+    if (fb_policy_access_table[i].protects != NULL)
+      g_string_append_printf (out, "%s%s", out->len > 0 ? ", " : "", fb_policy_access_table[i].name);
+  return g_string_free (out, FALSE);
 }
 
 static bool
@@ -419,12 +426,16 @@ load_protected (const Ctx *ctx, FbPolicy *policy, JsonObject *root)
           if (!is_string (value))
             return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_VALUE, "expected a string, got %s",
                          node_type_name (value));
-          if (strcmp (json_node_get_string (value), "write") == 0)
-            return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
-                         "\"write\" does not protect anything; remove the name from protected_names instead");
           if (!fb_policy_access_from_string (json_node_get_string (value), &access))
+            {
+              g_autofree char *valid = protecting_accesses ();
+              return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE, "unknown access \"%s\"; valid: %s",
+                           json_node_get_string (value), valid);
+            }
+          if (fb_policy_access_info (access)->protects == NULL)
             return fail (ctx, FB_POLICY_ERROR_VALUE, member, member, AT_VALUE,
-                         "unknown access \"%s\"; valid: hide, deny, read", json_node_get_string (value));
+                         "\"%s\" does not protect anything; remove the name from protected_names instead",
+                         json_node_get_string (value));
           add_protected (policy, out, name, access);
         }
     }
@@ -557,7 +568,7 @@ load_rule (const Ctx *ctx, FbPolicy *policy, const FbPolicyVars *vars, JsonNode 
       if (glob == NULL)
         return fail (ctx, FB_POLICY_ERROR_VALUE, glob_member, glob_member, AT_VALUE, "invalid glob \"%s\": %s",
                      expanded, message);
-      if (rule->access != FB_POLICY_ACCESS_DENY && rule->access != FB_POLICY_ACCESS_HIDE)
+      if (fb_policy_access_info (rule->access)->readable)
         return fail (ctx, FB_POLICY_ERROR_VALUE, access_member, access_member, AT_VALUE,
                      "a glob may only deny or hide, not %s (a pattern must never grant access); "
                      "use path rules to grant",
@@ -638,12 +649,11 @@ check_duplicates (const Ctx *ctx, const FbPolicy *policy)
             }
           else if (rule->access == other->access)
             {
-              g_autofree char *member =
-                fb_policy_json_path_member (path, rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob");
+              const char *kind = fb_policy_rule_kind_info (rule->kind)->name;
+              g_autofree char *member = fb_policy_json_path_member (path, kind);
 
               ok = fail (ctx, FB_POLICY_ERROR_DUPLICATE, member, member, AT_VALUE,
-                         "duplicate of %s (same %s \"%s\" and access %s); remove one", where,
-                         rule->kind == FB_POLICY_RULE_PATH ? "path" : "glob", key,
+                         "duplicate of %s (same %s \"%s\" and access %s); remove one", where, kind, key,
                          fb_policy_access_to_string (rule->access));
             }
         }

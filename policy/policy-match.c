@@ -2,11 +2,12 @@
  *
  * Decision (policy.h has the user's version): walk the path's components
  * c1..cn; at depth k the candidates are the literal rule(s) at Pk and the
- * globs matching Pk; the best of them by hide > deny > write > read (then
- * the lower rule index) decides Pk, or, with no candidate, Pk inherits the
- * decision of its parent.  "/" is decided by the rules at "/" or else by the
- * synthetic default (hide).  Then a protected name without a literal rule of
- * its own narrows the decision (never widens it).
+ * globs matching Pk; the best of them by precedence (hide > deny > write >
+ * read, fb_policy_access_precedence; then the lower rule index) decides Pk,
+ * or, with no candidate, Pk inherits the decision of its parent.  "/" is
+ * decided by the rules at "/" or else by the synthetic default (hide).  Then
+ * a protected name without a literal rule of its own narrows the decision
+ * (never widens it).
  *
  * Everything that does not depend on the path's non-literal components is
  * computed once at load time and stored in the trie node: the best literal
@@ -22,24 +23,6 @@
 
 static const char *const empty_list[] = { NULL };
 
-/* Equal-specificity precedence: hide > deny > write > read. */
-static inline int
-precedence (FbPolicyAccess a)
-{
-  switch (a)
-    {
-      case FB_POLICY_ACCESS_HIDE:
-        return 3;
-      case FB_POLICY_ACCESS_DENY:
-        return 2;
-      case FB_POLICY_ACCESS_WRITE:
-        return 1;
-      case FB_POLICY_ACCESS_READ:
-      default:
-        return 0;
-    }
-}
-
 /* Does rule A beat rule B at one depth?  Ties go to the earlier rule so that
  * the deciding rule does not depend on hash order. */
 static inline bool
@@ -50,8 +33,8 @@ beats (const FbPolicyRule *a, const FbPolicyRule *b)
 
   if (b == NULL)
     return true;
-  pa = precedence (a->access);
-  pb = precedence (b->access);
+  pa = fb_policy_access_precedence (a->access);
+  pb = fb_policy_access_precedence (b->access);
   return pa > pb || (pa == pb && a->index < b->index);
 }
 
@@ -177,7 +160,7 @@ assign_mounts (FbPolicy *policy, PolicyNode *node, guint inherited)
     here = add_mount (policy, node->path, src->source, false, src);
   else if (node->parent == NULL)
     here = add_mount (policy, "/", "/", false, node->literal != NULL ? node->literal : &policy->default_rule);
-  else if (node->literal != NULL && node->literal->access != FB_POLICY_ACCESS_HIDE)
+  else if (node->literal != NULL && fb_policy_access_visible (node->literal->access))
     {
       g_autofree char *inherited_host =
         host_under (&g_array_index (policy->mounts, FbPolicyMount, inherited), node->path);
@@ -468,8 +451,7 @@ fb_policy_decide_root (const FbPolicy *policy, FbPolicyDecision *ret)
     .priv_node = root,
     .priv_depth = 0,
   };
-  ret->traversable =
-    root->visible_below && (rule->access == FB_POLICY_ACCESS_HIDE || rule->access == FB_POLICY_ACCESS_DENY);
+  ret->traversable = root->visible_below && !fb_policy_access_info (rule->access)->readable;
   ret->reachable_children = ret->traversable ? root->reachable : empty_list;
 }
 
@@ -523,8 +505,7 @@ fb_policy_step (const FbPolicy *policy, const FbPolicyDecision *parent, const ch
       ret->mount = parent->mount;
       ret->is_mount_point = false;
     }
-  ret->traversable =
-    node != NULL && node->visible_below && (access == FB_POLICY_ACCESS_HIDE || access == FB_POLICY_ACCESS_DENY);
+  ret->traversable = node != NULL && node->visible_below && !fb_policy_access_info (access)->readable;
   ret->reachable_children = ret->traversable ? node->reachable : empty_list;
   ret->mounted_children = node != NULL ? node->mounted : empty_list;
   ret->priv_node = node;
@@ -708,8 +689,7 @@ fb_policy_restrict (const FbPolicy *policy, FbPolicyDecision *d, const FbPolicyR
     return;
   d->access = rule->access;
   d->rule = rule;
-  d->traversable = node != NULL && node->visible_below &&
-                   (rule->access == FB_POLICY_ACCESS_HIDE || rule->access == FB_POLICY_ACCESS_DENY);
+  d->traversable = node != NULL && node->visible_below && !fb_policy_access_info (rule->access)->readable;
   d->reachable_children = d->traversable ? node->reachable : empty_list;
 }
 

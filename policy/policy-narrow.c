@@ -124,8 +124,7 @@ combine (const FbPolicyDecision *b, const FbPolicyDecision *n, const NarrowNode 
   ret->mount = b->mount;
   ret->is_mount_point = b->is_mount_point;
   ret->mounted_children = b->mounted_children;
-  ret->traversable =
-    node != NULL && node->visible_below && (access == FB_POLICY_ACCESS_HIDE || access == FB_POLICY_ACCESS_DENY);
+  ret->traversable = node != NULL && node->visible_below && !fb_policy_access_info (access)->readable;
   ret->reachable_children = ret->traversable ? node->reachable : empty_list;
   ret->priv_node = node;
   ret->priv_depth = b->priv_depth;

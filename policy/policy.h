@@ -49,8 +49,11 @@ typedef enum
   FB_POLICY_ERROR_NOT_FOUND, /* unknown built-in policy */
 } FbPolicyError;
 
-/* Ordered by equal-specificity precedence, weakest first is NOT implied:
- * use fb_policy_access_precedence() and fb_policy_access_narrow(). */
+/* What a policy grants a path.  Every per-access fact (its name, which
+ * rule wins at equal specificity, which side wins a narrowing, what it lets
+ * the sandbox do) is a column of one table, fb_policy_access_table
+ * (policy-access.c); code asks the table, never compares with a value, so
+ * that a new access is an enum value and a row. */
 typedef enum
 {
   FB_POLICY_ACCESS_HIDE = 0,
@@ -58,14 +61,45 @@ typedef enum
   FB_POLICY_ACCESS_READ = 2,
   FB_POLICY_ACCESS_WRITE = 3,
 } FbPolicyAccess;
+#define FB_POLICY_ACCESS_N (FB_POLICY_ACCESS_WRITE + 1) /* one past the last value */
+
+typedef struct
+{
+  const char *name;       /* as policies, logs and the protocol spell it */
+  guint8 precedence;      /* at equal specificity the higher wins: hide > deny > write > read */
+  guint8 restrictiveness; /* a narrowing keeps the higher: hide > deny > read > write */
+  bool visible;           /* the name can be seen: looked up, listed in its directory */
+  bool readable;          /* contents can be read, a directory listed; a directory that is
+                           * not readable may still be traversable (policy.h, top) */
+  bool writable;          /* contents changed, names made and removed */
+  /* As a protected name's access (protected_names): what is never done to
+   * the name, for the rule's why ("modified"); NULL: it protects nothing. */
+  const char *protects;
+} FbPolicyAccessInfo;
+
+extern const FbPolicyAccessInfo fb_policy_access_table[FB_POLICY_ACCESS_N];
+
+/* The row of ACCESS; a value outside the enum gets hide's, the narrowest. */
+static inline const FbPolicyAccessInfo *
+fb_policy_access_info (FbPolicyAccess access)
+{
+  return &fb_policy_access_table[(guint)access < FB_POLICY_ACCESS_N ? access : FB_POLICY_ACCESS_HIDE];
+}
 
 const char *fb_policy_access_to_string (FbPolicyAccess access);
 bool fb_policy_access_from_string (const char *s, FbPolicyAccess *ret_access);
+/* Equal-specificity precedence: of two rules at one depth, the one whose
+ * access has the higher precedence decides. */
+static inline int
+fb_policy_access_precedence (FbPolicyAccess a)
+{
+  return fb_policy_access_info (a)->precedence;
+}
 /* true when the access lets the name be seen (read, write, deny) */
 static inline bool
 fb_policy_access_visible (FbPolicyAccess a)
 {
-  return a != FB_POLICY_ACCESS_HIDE;
+  return fb_policy_access_info (a)->visible;
 }
 
 typedef enum
@@ -108,6 +142,21 @@ typedef enum
   FB_POLICY_RULE_DEFAULT,   /* nothing matched (synthetic; access hide) */
   FB_POLICY_RULE_FUSEBOX,   /* a refusal of fusebox's own, whatever the policy (synthetic, made by fs/) */
 } FbPolicyRuleKind;
+#define FB_POLICY_RULE_KIND_N (FB_POLICY_RULE_FUSEBOX + 1) /* one past the last value */
+
+typedef struct
+{
+  const char *name; /* `policy explain --json`'s "kind"; the log's and the API's "rule" unless numbered */
+  bool numbered;    /* a rule of the policy's "rules": the log and the API name it by its index */
+} FbPolicyRuleKindInfo;
+
+extern const FbPolicyRuleKindInfo fb_policy_rule_kind_table[FB_POLICY_RULE_KIND_N];
+
+static inline const FbPolicyRuleKindInfo *
+fb_policy_rule_kind_info (FbPolicyRuleKind kind)
+{
+  return &fb_policy_rule_kind_table[(guint)kind < FB_POLICY_RULE_KIND_N ? kind : FB_POLICY_RULE_DEFAULT];
+}
 
 typedef struct
 {
@@ -124,6 +173,10 @@ typedef struct
    * prefixed: "FILE:LINE:COL: rules[3].source" (NULL without a source). */
   const char *source_at;
 } FbPolicyRule;
+
+/* How the access log and the remote API name RULE: its index in "rules"
+ * (written into BUF) for a numbered kind, else its kind's name. */
+const char *fb_policy_rule_name (const FbPolicyRule *rule, char buf[16]);
 
 /* A mapping from a view subtree to a host directory.  Mount 0 is always the
  * root: view "/" shows host "/" (or the root rule's source).  The host path of
@@ -276,8 +329,9 @@ char **fb_policy_codex_ignored_members (JsonNode *sandbox_context);
 FbPolicy *fb_policy_narrow (FbPolicy *base, FbPolicy *narrow, GError **error);
 
 /* Narrowing: the decision of NARROW applied on top of BASE can only be as
- * permissive as both.  Used by the remote API (a call's sandbox narrows the
- * server's policy).  Most restrictive first: hide, deny, read, write. */
+ * permissive as both: the access of higher restrictiveness (A on a tie).
+ * Used by the remote API (a call's sandbox narrows the server's policy)
+ * and by protected names.  Most restrictive first: hide, deny, read, write. */
 FbPolicyAccess fb_policy_access_narrow (FbPolicyAccess a, FbPolicyAccess b);
 
 G_END_DECLS
