@@ -1,6 +1,7 @@
 /* fusebox — names of the access event's enums, as written in the access log. */
 #include "fs/fs-event.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const char *const level_names[] = {
@@ -9,11 +10,11 @@ static const char *const level_names[] = {
   [FB_LOG_LEVEL_ALL] = "all",
 };
 
-static const char *const decision_names[] = {
-  [FB_DECISION_ALLOW] = "allow",
-  [FB_DECISION_DENY] = "deny",
-  [FB_DECISION_HIDE] = "hide",
-  [FB_DECISION_READONLY] = "readonly",
+const FbDecisionInfo fb_decision_table[FB_DECISION_N] = {
+  [FB_DECISION_ALLOW] = { .name = "allow" },
+  [FB_DECISION_DENY] = { .name = "deny", .err = EACCES, .refusal = true, .told = true },
+  [FB_DECISION_HIDE] = { .name = "hide", .err = ENOENT, .refusal = true },
+  [FB_DECISION_READONLY] = { .name = "readonly", .err = EROFS, .refusal = true, .told = true },
 };
 
 static int
@@ -46,17 +47,26 @@ fb_log_level_from_string (const char *s, FbLogLevel *ret_level)
 const char *
 fb_decision_to_string (FbDecision d)
 {
-  return (guint) d < G_N_ELEMENTS (decision_names) ? decision_names[d] : "invalid";
+  return (guint)d < FB_DECISION_N ? fb_decision_table[d].name : "invalid";
 }
 
 bool
 fb_decision_from_string (const char *s, FbDecision *ret_decision)
 {
-  int i = lookup_name (decision_names, G_N_ELEMENTS (decision_names), s);
+  for (guint i = 0; s != NULL && i < FB_DECISION_N; i++)
+    if (strcmp (s, fb_decision_table[i].name) == 0)
+      {
+        if (ret_decision != NULL)
+          *ret_decision = (FbDecision)i;
+        return true;
+      }
+  return false;
+}
 
-  if (i < 0)
-    return false;
-  if (ret_decision != NULL)
-    *ret_decision = (FbDecision) i;
-  return true;
+bool
+fb_decision_name_is_refusal (const char *name)
+{
+  FbDecision d;
+
+  return !fb_decision_from_string (name, &d) || fb_decision_table[d].refusal;
 }

@@ -28,6 +28,9 @@ typedef enum
 const char *fb_log_level_to_string (FbLogLevel level);
 bool fb_log_level_from_string (const char *s, FbLogLevel *ret_level);
 
+/* What the view made of an access.  Every per-decision fact is a column of
+ * fb_decision_table (fs-event.c): code asks the table, so that a new
+ * decision is an enum value and a row. */
 typedef enum
 {
   FB_DECISION_ALLOW = 0,
@@ -35,9 +38,37 @@ typedef enum
   FB_DECISION_HIDE = 2,     /* ENOENT from a hide rule */
   FB_DECISION_READONLY = 3, /* EROFS from a read rule */
 } FbDecision;
+#define FB_DECISION_N (FB_DECISION_READONLY + 1) /* one past the last value */
+
+typedef struct
+{
+  const char *name; /* the log's and the remote API's "decision" */
+  int err;          /* the errno the view answers with (a refusal of fusebox's own may answer another: EPERM) */
+  /* A refusal: the access did not happen as asked.  Always logged; what
+   * `log --denied`, `report` and run.json's "denials" count. */
+  bool refusal;
+  /* A refusal the caller may be told about (the remote API's
+   * sandboxDenied and its policy-denial error).  A hide is not: the caller
+   * answers as for a missing name, and telling it would say the name
+   * exists. */
+  bool told;
+} FbDecisionInfo;
+
+extern const FbDecisionInfo fb_decision_table[FB_DECISION_N];
+
+/* The row of D; a value outside the enum gets deny's. */
+static inline const FbDecisionInfo *
+fb_decision_info (FbDecision d)
+{
+  return &fb_decision_table[(guint)d < FB_DECISION_N ? d : FB_DECISION_DENY];
+}
 
 const char *fb_decision_to_string (FbDecision d);
 bool fb_decision_from_string (const char *s, FbDecision *ret_decision);
+/* A record's "decision" as read back (the log, a subscription): a refusal
+ * unless it names a decision that is none.  A missing or unknown one counts
+ * as a refusal, so that what reads records never takes one for allowed. */
+bool fb_decision_name_is_refusal (const char *name);
 
 typedef struct
 {
@@ -63,6 +94,14 @@ struct FbAccessSink
   /* Must not drop; may block; callable from any thread. */
   void (*push) (FbAccessSink *sink, const FbAccessEvent *event);
 };
+
+/* A denial to tell the caller about (FbDecisionInfo.told) that failed
+ * the access. */
+static inline bool
+fb_access_event_is_told_denial (const FbAccessEvent *e)
+{
+  return fb_decision_info (e->decision)->told && e->err != 0;
+}
 
 static inline void
 fb_access_sink_push (FbAccessSink *sink, const FbAccessEvent *event)

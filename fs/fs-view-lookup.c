@@ -5,52 +5,69 @@
 
 #include <string.h>
 
-/* --- policy checks ---------------------------------------------------------- */
+/* --- policy checks ----------------------------------------------------------
+ *
+ * What an access kind lets the sandbox do is its row of the policy's access
+ * table (visible, readable, writable); what a refusal answers is its
+ * decision's row (fb_decision_table): no check names an access. */
+
+/* Refuse as D: *RET_DECISION = D, and its errno, negated. */
+static int
+refuse (FbDecision d, FbDecision *ret_decision)
+{
+  *ret_decision = d;
+  return -fb_decision_info (d)->err;
+}
+
+bool
+decision_is_hidden (const FbPolicyDecision *d)
+{
+  return !fb_policy_access_visible (d->access) && !d->traversable;
+}
+
+/* A write refused: read-only where the contents may be read, else denied. */
+static int
+write_refusal (FbPolicyAccess a, FbDecision *ret_decision)
+{
+  return refuse (fb_policy_access_info (a)->readable ? FB_DECISION_READONLY : FB_DECISION_DENY, ret_decision);
+}
+
+/* May D's directory or file be changed (its contents, names in it)?  A
+ * traversable directory lists only its reachable children: never. */
+static bool
+decision_writable (const FbPolicyDecision *d)
+{
+  return fb_policy_access_info (d->access)->writable && !d->traversable;
+}
 
 int
 check_access (const NodeState *st, Need need, FbDecision *ret_decision)
 {
-  FbPolicyAccess a = st->decision.access;
+  const FbPolicyAccessInfo *a = fb_policy_access_info (st->decision.access);
   FbDecision d = FB_DECISION_ALLOW;
-  int r = 0;
 
-  if (a == FB_POLICY_ACCESS_HIDE && !st->decision.traversable)
+  if (decision_is_hidden (&st->decision))
+    return refuse (FB_DECISION_HIDE, ret_decision != NULL ? ret_decision : &d);
+  switch (need)
     {
-      d = FB_DECISION_HIDE;
-      r = -ENOENT;
+      case NEED_STAT:
+        break;
+      case NEED_LIST:
+        if (st->decision.traversable)
+          break;
+        G_GNUC_FALLTHROUGH;
+      case NEED_READ:
+        if (!a->readable)
+          return refuse (FB_DECISION_DENY, ret_decision != NULL ? ret_decision : &d);
+        break;
+      case NEED_WRITE:
+        if (!a->writable)
+          return write_refusal (st->decision.access, ret_decision != NULL ? ret_decision : &d);
+        break;
     }
-  else
-    switch (need)
-      {
-        case NEED_STAT:
-          break;
-        case NEED_LIST:
-          if (st->decision.traversable)
-            break;
-          G_GNUC_FALLTHROUGH;
-        case NEED_READ:
-          if (a != FB_POLICY_ACCESS_READ && a != FB_POLICY_ACCESS_WRITE)
-            {
-              d = FB_DECISION_DENY;
-              r = -EACCES;
-            }
-          break;
-        case NEED_WRITE:
-          if (a == FB_POLICY_ACCESS_READ)
-            {
-              d = FB_DECISION_READONLY;
-              r = -EROFS;
-            }
-          else if (a != FB_POLICY_ACCESS_WRITE)
-            {
-              d = FB_DECISION_DENY;
-              r = -EACCES;
-            }
-          break;
-      }
   if (ret_decision != NULL)
-    *ret_decision = d;
-  return r;
+    *ret_decision = FB_DECISION_ALLOW;
+  return 0;
 }
 
 void
@@ -88,48 +105,18 @@ check_enter (const NodeState *pst, const char *name, FbDecision *ret_decision)
   const FbPolicyDecision *d = &pst->decision;
 
   *ret_decision = FB_DECISION_ALLOW;
-  if (d->access == FB_POLICY_ACCESS_HIDE && !d->traversable)
-    {
-      *ret_decision = FB_DECISION_HIDE;
-      return -ENOENT;
-    }
+  if (decision_is_hidden (d))
+    return refuse (FB_DECISION_HIDE, ret_decision);
   if (d->traversable)
     {
       if (name_in (d->reachable_children, name))
         return 0;
-      if (d->access == FB_POLICY_ACCESS_HIDE)
-        {
-          *ret_decision = FB_DECISION_HIDE;
-          return -ENOENT;
-        }
-      *ret_decision = FB_DECISION_DENY;
-      return -EACCES;
+      return refuse (fb_policy_access_visible (d->access) ? FB_DECISION_DENY : FB_DECISION_HIDE, ret_decision);
     }
-  if (d->access == FB_POLICY_ACCESS_DENY)
-    {
-      /* A denied directory shows its own name, not what is inside. */
-      *ret_decision = FB_DECISION_DENY;
-      return -EACCES;
-    }
+  /* A denied directory shows its own name, not what is inside. */
+  if (!fb_policy_access_info (d->access)->readable)
+    return refuse (FB_DECISION_DENY, ret_decision);
   return 0;
-}
-
-bool
-decision_is_hidden (const FbPolicyDecision *d)
-{
-  return d->access == FB_POLICY_ACCESS_HIDE && !d->traversable;
-}
-
-static int
-write_errno (FbPolicyAccess a, FbDecision *ret_decision)
-{
-  if (a == FB_POLICY_ACCESS_READ)
-    {
-      *ret_decision = FB_DECISION_READONLY;
-      return -EROFS;
-    }
-  *ret_decision = FB_DECISION_DENY;
-  return -EACCES;
 }
 
 int
@@ -137,19 +124,16 @@ check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decisio
 {
   *ret_decision = FB_DECISION_ALLOW;
   *ret_rule = ci->decision.rule;
+  /* A hidden name can't be made to exist: EACCES, whether or not the
+   * host holds something there (ENOENT or EEXIST would tell). */
   if (decision_is_hidden (&ci->decision))
-    {
-      /* A hidden name can't be made to exist: EACCES, whether or not the
-       * host holds something there (ENOENT or EEXIST would tell). */
-      *ret_decision = FB_DECISION_DENY;
-      return -EACCES;
-    }
-  if (ci->decision.access != FB_POLICY_ACCESS_WRITE || ci->decision.traversable)
-    return write_errno (ci->decision.access, ret_decision);
-  if (pst->decision.access != FB_POLICY_ACCESS_WRITE || pst->decision.traversable)
+    return refuse (FB_DECISION_DENY, ret_decision);
+  if (!decision_writable (&ci->decision))
+    return write_refusal (ci->decision.access, ret_decision);
+  if (!decision_writable (&pst->decision))
     {
       *ret_rule = pst->decision.rule;
-      return write_errno (pst->decision.access, ret_decision);
+      return write_refusal (pst->decision.access, ret_decision);
     }
   return 0;
 }
@@ -165,16 +149,13 @@ check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decisio
     return r;
   *ret_rule = ci->decision.rule;
   if (decision_is_hidden (&ci->decision))
-    {
-      *ret_decision = FB_DECISION_HIDE;
-      return -ENOENT;
-    }
-  if (ci->decision.access != FB_POLICY_ACCESS_WRITE || ci->decision.traversable)
-    return write_errno (ci->decision.access, ret_decision);
-  if (pst->decision.access != FB_POLICY_ACCESS_WRITE || pst->decision.traversable)
+    return refuse (FB_DECISION_HIDE, ret_decision);
+  if (!decision_writable (&ci->decision))
+    return write_refusal (ci->decision.access, ret_decision);
+  if (!decision_writable (&pst->decision))
     {
       *ret_rule = pst->decision.rule;
-      return write_errno (pst->decision.access, ret_decision);
+      return write_refusal (pst->decision.access, ret_decision);
     }
   return 0;
 }

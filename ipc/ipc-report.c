@@ -407,7 +407,7 @@ fb_report_add_record (FbReport *r, JsonObject *o)
   count_n (r->ops, op, weight);
   count_n (r->decisions, decision != NULL ? decision : "?", weight);
 
-  if (g_strcmp0 (decision, "allow") == 0)
+  if (!fb_decision_name_is_refusal (decision))
     {
       r->allowed++;
       if (err != 0)
@@ -1001,7 +1001,7 @@ fb_report_to_text (FbReport *r)
       g_string_append (out, " (");
       for (guint i = 0; i < keys->len; i++)
         {
-          if (strcmp (keys->pdata[i], "allow") == 0)
+          if (!fb_decision_name_is_refusal (keys->pdata[i]))
             continue;
           text_count (out, first, keys->pdata[i], counter (r->decisions, keys->pdata[i]));
           first = FALSE;

@@ -57,7 +57,7 @@ tee_push (FbAccessSink *sink, const FbAccessEvent *event)
    * fs/remove's force then does not ignore) would tell the client, and
    * whoever it relays to, that the name exists.  The access log and
    * log/subscribe, the auditor's, still have the record. */
-  if (event->decision != FB_DECISION_ALLOW && event->decision != FB_DECISION_HIDE && event->err != 0)
+  if (fb_access_event_is_told_denial (event))
     {
       g_atomic_int_inc (&tee->denials);
       if (capture_tee == tee && !capture->denied)
@@ -144,8 +144,7 @@ fb_rpc_error_from_errno (FbRpcError *error, int err, const FbRpcDenial *denial, 
 {
   g_autofree char *os = fb_rpc_os_error_message (err);
 
-  if (denial != NULL && denial->denied &&
-      (denial->decision == FB_DECISION_DENY || denial->decision == FB_DECISION_READONLY) &&
+  if (denial != NULL && denial->denied && fb_decision_info (denial->decision)->told &&
       (err == EACCES || err == EROFS || err == EPERM))
     {
       /* A policy denial: its own code, the OS wording kept in the message so

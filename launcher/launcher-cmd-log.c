@@ -55,7 +55,7 @@ path_under (const char *path, const char *prefix)
 static gboolean
 filter_match (const Filter *f, JsonObject *o)
 {
-  if (f->denied && g_strcmp0 (fb_json_member_string (o, "decision"), "allow") == 0)
+  if (f->denied && !fb_decision_name_is_refusal (fb_json_member_string (o, "decision")))
     return FALSE;
   if (f->ops->len > 0)
     {
@@ -203,9 +203,9 @@ server_filter (const Filter *f)
     {
       json_builder_set_member_name (b, "decision");
       json_builder_begin_array (b);
-      json_builder_add_string_value (b, "deny");
-      json_builder_add_string_value (b, "hide");
-      json_builder_add_string_value (b, "readonly");
+      for (guint i = 0; i < FB_DECISION_N; i++)
+        if (fb_decision_table[i].refusal)
+          json_builder_add_string_value (b, fb_decision_table[i].name);
       json_builder_end_array (b);
     }
   if (f->ops->len > 0)

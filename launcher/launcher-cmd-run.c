@@ -602,7 +602,7 @@ pick_cwd (const RunOptions *o, const FbPolicy *policy, const FbPolicyVars *vars)
       fb_policy_decide (policy, vars->cwd, &d);
       /* visible, and the host's own directory there (not a private source
        * shown at that path, where the caller's directory does not exist) */
-      if ((d.access == FB_POLICY_ACCESS_READ || d.access == FB_POLICY_ACCESS_WRITE) && d.mount->host_path &&
+      if (fb_policy_access_info (d.access)->readable && d.mount->host_path &&
           strcmp (d.mount->host_path, d.mount->view_path) == 0)
         return g_strdup (vars->cwd);
     }
@@ -845,7 +845,7 @@ static void
 counting_push (FbAccessSink *sink, const FbAccessEvent *event)
 {
   CountingSink *c = (CountingSink *)sink;
-  if (event->decision != FB_DECISION_ALLOW)
+  if (fb_decision_info (event->decision)->refusal)
     g_atomic_int_inc (&c->denials);
   fb_access_sink_push (c->inner, event);
 }

@@ -1,0 +1,89 @@
+/* fusebox — the access event's vocabulary (fs-event.c): every decision has
+ * a unique name that reads back to it, and its columns say what the log,
+ * the report and the remote API make of it. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "fs/fs-event.h"
+
+/* A: names round trip, for every row and nothing else. */
+static void
+test_decision_names (void **state)
+{
+  FbDecision back;
+
+  for (guint i = 0; i < FB_DECISION_N; i++)
+    {
+      const char *name = fb_decision_to_string ((FbDecision)i);
+
+      assert_non_null (fb_decision_table[i].name);
+      assert_string_equal (name, fb_decision_table[i].name);
+      assert_true (fb_decision_from_string (name, &back));
+      assert_int_equal (back, i);
+      for (guint j = 0; j < i; j++)
+        assert_string_not_equal (name, fb_decision_table[j].name);
+    }
+  assert_string_equal (fb_decision_to_string ((FbDecision)FB_DECISION_N), "invalid");
+  assert_false (fb_decision_from_string ("invalid", NULL));
+  assert_false (fb_decision_from_string (NULL, NULL));
+  /* the log's strings (fusebox(1), ACCESS LOG) */
+  assert_string_equal (fb_decision_to_string (FB_DECISION_ALLOW), "allow");
+  assert_string_equal (fb_decision_to_string (FB_DECISION_DENY), "deny");
+  assert_string_equal (fb_decision_to_string (FB_DECISION_HIDE), "hide");
+  assert_string_equal (fb_decision_to_string (FB_DECISION_READONLY), "readonly");
+}
+
+/* B: a refusal has an errno of its own; the caller is told of a refusal
+ * unless it is a hide (which would say the name exists); a record read
+ * back is a refusal unless it names allow. */
+static void
+test_decision_columns (void **state)
+{
+  FbAccessEvent e = { .err = EACCES };
+
+  for (guint i = 0; i < FB_DECISION_N; i++)
+    {
+      const FbDecisionInfo *d = &fb_decision_table[i];
+
+      assert_int_equal (d->refusal, d->err != 0);
+      if (d->told)
+        assert_true (d->refusal);
+      for (guint j = 0; j < i; j++)
+        assert_int_not_equal (d->err, fb_decision_table[j].err);
+      assert_int_equal (fb_decision_name_is_refusal (d->name), d->refusal);
+      e.decision = (FbDecision)i;
+      assert_int_equal (fb_access_event_is_told_denial (&e), d->told);
+    }
+  assert_int_equal (fb_decision_info (FB_DECISION_DENY)->err, EACCES);
+  assert_int_equal (fb_decision_info (FB_DECISION_HIDE)->err, ENOENT);
+  assert_int_equal (fb_decision_info (FB_DECISION_READONLY)->err, EROFS);
+  assert_false (fb_decision_info (FB_DECISION_ALLOW)->refusal);
+  assert_true (fb_decision_info (FB_DECISION_HIDE)->refusal);
+  assert_false (fb_decision_info (FB_DECISION_HIDE)->told);
+  assert_true (fb_decision_info (FB_DECISION_DENY)->told);
+  assert_true (fb_decision_info (FB_DECISION_READONLY)->told);
+  /* a refusal that did not fail the access (none today) is not told */
+  e.decision = FB_DECISION_DENY;
+  e.err = 0;
+  assert_false (fb_access_event_is_told_denial (&e));
+  /* what a record may hold that no decision names */
+  assert_true (fb_decision_name_is_refusal (NULL));
+  assert_true (fb_decision_name_is_refusal ("?"));
+  assert_true (fb_decision_name_is_refusal ("Allow"));
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_decision_names),
+    cmocka_unit_test (test_decision_columns),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
