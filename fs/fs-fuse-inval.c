@@ -26,12 +26,18 @@
  *    long timeout (inval_absence_timeout) we remember it (ABSENCES_MAX at
  *    most, forgotten when invalidated or expired), so that inval_everything
  *    can expire it too.  Two races with a name made meanwhile, both closed:
- *    a name invalidation queued while the LOOKUP was being answered
- *    (name_gen moved since the lookup began) makes the answer short; one
+ *    an invalidation of that name queued while the LOOKUP was being
+ *    answered makes the answer short (name_gen counts name invalidations;
+ *    name_gens keeps, per slot of a hash of the name, the count at the
+ *    last one, and all_gen the count at the last inval_everything); one
  *    that meets a remembered absence is sent again INVAL_AGAIN_US later
  *    (inval_later), because the kernel enters a LOOKUP's answer in its
  *    dcache after we reply, and an invalidation arriving in between finds
- *    nothing to invalidate.
+ *    nothing to invalidate.  Per name, not any name: while names come and
+ *    go in any directory shown (a build in /tmp), a lookup was often
+ *    answered while some other name was invalidated, and its absence got
+ *    the short timeout; a slot shared with another name errs the same
+ *    safe way, rarely (1 in INVAL_NAME_SLOTS).
  *  - Eviction.  The view keeps at most fb_view_get_node_max() nodes, and
  *    every name the kernel remembers is one.  Past three quarters of that,
  *    a reply asks (at most once a second) the notifier to invalidate the
@@ -138,6 +144,22 @@ inval_free (Inval *iv)
 
 static bool inval_push_locked_later (FbFuse *f, const char *key, fuse_ino_t ino, const char *name, gint64 due);
 
+/* The slot of name_gens for KEY ("e:INO:NAME"). */
+static guint
+name_slot (const char *key)
+{
+  return g_str_hash (key) % INVAL_NAME_SLOTS;
+}
+
+/* Was KEY's name invalidated (or everything) since a lookup began at GEN?
+ * inval_lock held.  Another name of the same slot counts too: then the
+ * absence is only given the short timeout. */
+static bool
+name_invalidated_since_locked (FbFuse *f, const char *key, guint64 gen)
+{
+  return f->all_gen > gen || f->name_gens[name_slot (key)] > gen;
+}
+
 /* A new entry at the tail of QUEUE (its key in PENDING), or NULL when
  * QUEUE is full: then everything is invalidated instead, rather than let a
  * change wait for a long timeout. */
@@ -178,7 +200,7 @@ inval_push_locked (FbFuse *f, fuse_ino_t ino, off_t off, const char *name, bool 
   if (f->inval_stop)
     return 0;
   if (name != NULL)
-    __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
+    f->name_gens[name_slot (key)] = __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
   if ((iv = g_hash_table_lookup (f->inval_pending, key)) != NULL)
     {
       if (off == 0)
@@ -249,7 +271,7 @@ inval_name_gen (FbFuse *f)
 /* The negative-entry timeout for NAME, absent from PARENT (FUSE inode
  * PARENT_INO), found so by a lookup that began at GEN (inval_name_gen):
  * long where the host watcher reports names made in PARENT (fs-fuse.c
- * "Caching"), provided no name was invalidated since GEN and the absence
+ * "Caching"), provided NAME was not invalidated there since GEN and the absence
  * is remembered here, so that an overflow (events lost) can expire it;
  * short otherwise. */
 double
@@ -273,7 +295,7 @@ inval_absence_timeout (FbFuse *f, guint64 gen, fuse_ino_t parent_ino, FbViewNode
       f->absences_purged = now;
       g_hash_table_foreach_remove (f->absences, absence_expired, GUINT_TO_POINTER ((guint)(now / G_USEC_PER_SEC)));
     }
-  if (!f->inval_stop && f->name_gen == gen &&
+  if (!f->inval_stop && !name_invalidated_since_locked (f, key, gen) &&
       (g_hash_table_size (f->absences) < ABSENCES_MAX || g_hash_table_contains (f->absences, key)))
     {
       guint until = (guint)(now / G_USEC_PER_SEC) + (guint)FB_FUSE_TIMEOUT_COHERENT + 1;
@@ -528,7 +550,7 @@ inval_thread (gpointer data)
           /* inval_later stays: those absences left the table already */
           /* a lookup under way may have decided before the lost change:
            * its absence gets the short timeout */
-          __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
+          f->all_gen = __atomic_add_fetch (&f->name_gen, 1, __ATOMIC_RELEASE);
           g_mutex_unlock (&f->inval_lock);
           inval_everything (f);
           g_mutex_lock (&f->sync->lock);

@@ -7,6 +7,9 @@
 
 G_BEGIN_DECLS
 
+/* Slots of FbFuse.name_gens (a name's slot: its key's hash modulo this). */
+#define INVAL_NAME_SLOTS 1024
+
 struct FbFuse
 {
   FbView *view;
@@ -18,6 +21,7 @@ struct FbFuse
   bool unmounted;      /* we unmounted it (fb_fuse_stop) */
   dev_t conn_dev;      /* the mount's device: /sys/fs/fuse/connections/<minor> */
   bool stateless_dirs; /* the kernel opens directories without asking us */
+  bool root_uncached;  /* the root's attributes are never cached (fb_fuse_mount) */
   GMutex files_lock;
   GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
   GThread *thread;
@@ -43,8 +47,11 @@ struct FbFuse
   GHashTable *absences;      /* inval_lock: "e:INO:NAME" -> expiry (monotonic us) of the long negative entries given */
   gint64 absences_purged;    /* inval_lock: when the expired ones were last dropped */
   guint64 name_gen;          /* inval_lock: name invalidations queued so far */
+  guint64 all_gen;           /* inval_lock: name_gen when everything was last invalidated */
   bool inval_evict;          /* inval_lock: ask the kernel to forget the oldest names (inval_evict_request) */
   gint64 evict_asked;        /* atomic: when it was last asked (monotonic us) */
+  /* inval_lock: name_gen at the last invalidation of a name in each slot */
+  guint64 name_gens[INVAL_NAME_SLOTS];
 };
 
 /* How far the notifier got, shared with waiting threads (which may outlive
