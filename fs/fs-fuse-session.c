@@ -153,6 +153,18 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
     {
       f->mountpoint = g_strdup (real);
       f->conn_dev = mount_dev (real);
+      /* A mount on the host must go when the daemon dies, however it dies.
+       * fusermount3's auto_unmount (which survives a kill of the daemon's
+       * process group or of everything named fusebox: its own session, its
+       * own name) unmounts only when an open() of the mount point fails
+       * with ENOTCONN, and once the kernel opens directories without us
+       * (stateless_dirs) that open asks us nothing: the dead mount stayed.
+       * With default_permissions the kernel checks the root's mode before
+       * the open and refreshes attributes that have expired; a timeout of 0
+       * keeps them expired, so the check asks the daemon, and a dead one
+       * answers ENOTCONN.  It costs one GETATTR per path walk that starts
+       * above the mount point (docs/performance.md). */
+      f->root_uncached = f->options.auto_unmount;
     }
   return inval_start (f);
 }

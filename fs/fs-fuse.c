@@ -182,6 +182,16 @@ fb_fuse_cache_mode (FbFuse *f)
   return f->coherent ? "coherent" : "short";
 }
 
+/* The attribute timeout of INO (NODE, attributes ST).  The root of a
+ * mount on the host is never cached (see fb_fuse_mount). */
+static double
+attr_timeout (FbFuse *f, fuse_ino_t ino, FbViewNode *node, const struct stat *st)
+{
+  if (ino == FUSE_ROOT_ID && f->root_uncached)
+    return 0;
+  return cache_timeout (f, f->options.attr_timeout, node, st);
+}
+
 static void
 fill_entry (FbFuse *f, FbViewNode *node, const struct stat *st, struct fuse_entry_param *e)
 {
@@ -353,7 +363,7 @@ op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_err (req, -r);
   else
     {
-      double timeout = cache_timeout (f, f->options.attr_timeout, ino_node (f, ino), &st);
+      double timeout = attr_timeout (f, ino, ino_node (f, ino), &st);
       attr_out (f, &st);
       fuse_reply_attr (req, &st, timeout);
     }
@@ -409,7 +419,7 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
     fuse_reply_err (req, -r);
   else
     {
-      double timeout = cache_timeout (f, f->options.attr_timeout, ino_node (f, ino), &st);
+      double timeout = attr_timeout (f, ino, ino_node (f, ino), &st);
       attr_out (f, &st);
       fuse_reply_attr (req, &st, timeout);
     }

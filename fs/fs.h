@@ -605,7 +605,8 @@ typedef struct
   double negative_timeout;
   guint max_threads;  /* FUSE worker threads; default 16 */
   bool allow_other;   /* let other users in (needs root or user_allow_other); default: geteuid () == 0 */
-  bool auto_unmount;  /* fusermount3 unmounts if the daemon dies; default true */
+  bool auto_unmount;  /* fusermount3 unmounts if the daemon dies (the root's attributes are then never cached,
+                         so that it sees the death); default true */
   const char *fsname; /* shown in /proc/mounts; default "fusebox" */
   FbFuseIdMap id_map; /* default: disabled (ids pass through) */
 } FbFuseOptions;

@@ -161,12 +161,18 @@ resolve_workspace (const char *dir)
 
 /* --- the unmount watcher ------------------------------------------------------ */
 
-/* SIGKILL of the daemon must leave no mount, and fusermount3's
- * auto_unmount does not see that death: once the daemon has answered
- * ENOSYS to an OPENDIR, the kernel opens directories without asking it,
+/* SIGKILL of the daemon must leave no mount.  Two processes outlive it to
+ * see to that.  fusermount3's auto_unmount, since the root's attributes
+ * are never cached (fb_fuse_mount): before, once the daemon had answered
+ * ENOSYS to an OPENDIR, the kernel opened directories without asking it,
  * so the open() by which fusermount3 tells a dead filesystem from a live
- * one (libfuse's util/fusermount.c, should_auto_unmount) succeeds on the
- * dead one and the mount stays, answering ENOTCONN.  So the daemon forks,
+ * one (libfuse's util/fusermount.c, should_auto_unmount) succeeded on the
+ * dead one and the mount stayed, answering ENOTCONN.  And this watcher,
+ * for when fusermount3 is killed with the daemon (a kill of the processes
+ * whose command line names fusebox takes it: fsname=fusebox).  Each is in
+ * a session of its own, so a kill of the daemon's process group takes
+ * neither; only a kill of all three at once (a cgroup's) leaves the mount
+ * (docs/security.md, "A killed daemon leaves no mount").  The daemon forks,
  * before any thread exists, a watcher: a small process holding the read
  * end of a pipe whose write end only the daemon holds (close-on-exec, so
  * fusermount3 and every other program the daemon starts lacks it).  The
@@ -222,24 +228,29 @@ fuse_mount_at (const char *path)
 }
 
 static void
-watcher_unmount (const char *mountpoint)
+watcher_unmount (const char *mountpoint, dev_t dev)
 {
   const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
   g_autoptr (GError) error = NULL;
-  int status = 0;
+  int status = 0, err;
 
   if (umount2 (mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
     return;
-  if (errno != EPERM)
+  err = errno;
+  /* fusermount3's auto_unmount sees the death too (fb_fuse_mount) and may
+   * have been first: nothing to say then. */
+  if (fuse_mount_at (mountpoint) != dev)
+    return;
+  if (err != EPERM)
     {
       g_printerr ("fusebox: mount: the daemon is gone and %s could not be unmounted: %s\n", mountpoint,
-                  g_strerror (errno));
+                  g_strerror (err));
       return;
     }
   /* unprivileged: the setuid helper checks that the mount is ours */
   if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
                      NULL, &status, &error) ||
-      !g_spawn_check_wait_status (status, &error))
+      (!g_spawn_check_wait_status (status, &error) && fuse_mount_at (mountpoint) == dev))
     g_printerr ("fusebox: mount: the daemon is gone and 'fusermount3 -u -z %s' failed: %s\n", mountpoint,
                 error->message);
 }
@@ -284,9 +295,10 @@ watcher_main (int fd, const char *mountpoint, const char *errlog)
   do
     n = read (3, &c, 1);
   while (n > 0 || (n < 0 && errno == EINTR));
-  /* The daemon has ended.  Only the mount it made, if it is still there. */
+  /* The daemon has ended.  Only the mount it made, if it is still there
+   * (fusermount3 may have unmounted it already). */
   if (fuse_mount_at (mountpoint) == dev)
-    watcher_unmount (mountpoint);
+    watcher_unmount (mountpoint, dev);
   _exit (0);
 }
 

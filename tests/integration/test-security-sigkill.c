@@ -6,7 +6,10 @@
  * and the test waits (bounded: it stops a hung test, it asserts no time)
  * until no mount of it is left:
  *  - `fusebox mount`, daemonized and in the foreground: the mount point
- *    leaves /proc/self/mountinfo;
+ *    leaves /proc/self/mountinfo; also when the daemon's process group is
+ *    killed, when the daemon and its unmount watcher are killed together
+ *    (`pkill -9 fusebox`), which leaves fusermount3's auto_unmount, and
+ *    when the daemon and fusermount3 are, which leaves the watcher;
  *  - `fusebox run` and `fusebox serve`: the view is mounted in the
  *    sandbox's own mount namespace; once the daemon is gone, no process is
  *    left in that namespace and no mount table on the host holds the FUSE
@@ -89,6 +92,155 @@ test_mount_foreground_sigkill (void **state)
   close (out_fd);
   if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
     fail_msg ("%s is still mounted after SIGKILL of its foreground daemon", fx->mnt);
+  fx->mounted = false;
+  fx->daemon = 0;
+  MFX_PASS ();
+}
+
+/* The pipe and socket inodes PID holds ("pipe:[N]", "socket:[N]"). */
+static GHashTable *
+held_inodes (pid_t pid)
+{
+  g_autofree char *dir_path = g_strdup_printf ("/proc/%d/fd", (int)pid);
+  g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
+  GHashTable *inodes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir_path, name, NULL);
+      g_autofree char *target = g_file_read_link (path, NULL);
+      if (target != NULL && (g_str_has_prefix (target, "pipe:") || g_str_has_prefix (target, "socket:")))
+        g_hash_table_add (inodes, g_steal_pointer (&target));
+    }
+  return inodes;
+}
+
+/* The process named COMM that shares a pipe with the daemon (the unmount
+ * watcher) or whose last argument is the mount point (fusermount3's
+ * auto_unmount), wherever it is in the process tree; 0 if none. */
+static pid_t
+find_helper (MFx *fx, const char *comm)
+{
+  g_autoptr (GHashTable) daemon_inodes = held_inodes (fx->daemon);
+  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+    {
+      pid_t pid = (pid_t)atoi (name);
+      g_autofree char *comm_path = g_strdup_printf ("/proc/%d/comm", (int)pid);
+      g_autofree char *cmdline_path = g_strdup_printf ("/proc/%d/cmdline", (int)pid);
+      g_autofree char *text = NULL;
+      gsize len = 0;
+
+      if (pid <= 0 || pid == fx->daemon || !g_file_get_contents (comm_path, &text, NULL, NULL) ||
+          strcmp (g_strstrip (text), comm) != 0)
+        continue;
+      g_clear_pointer (&text, g_free);
+      if (g_file_get_contents (cmdline_path, &text, &len, NULL) && len > 1)
+        {
+          /* the last NUL-terminated argument */
+          const char *last = text + len - 1;
+          while (last > text && last[-1] != '\0')
+            last--;
+          if (strcmp (last, fx->mnt) == 0)
+            return pid;
+        }
+      {
+        g_autoptr (GHashTable) mine = held_inodes (pid);
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init (&it, mine);
+        while (g_hash_table_iter_next (&it, &key, NULL))
+          if (g_str_has_prefix (key, "pipe:") && g_hash_table_contains (daemon_inodes, key))
+            return pid;
+      }
+    }
+  return 0;
+}
+
+/* SIGKILL of the daemon and of its helper named COMM together (the helper
+ * first, so that it can't act): the other must still unmount. */
+static void
+kill_daemon_with (MFx *fx, const char *comm)
+{
+  pid_t helper;
+
+  host_write (fx, "/d/f", "hello\n");
+  mfx_mount (fx, mount_policy, NULL);
+  use_mount (fx);
+  helper = find_helper (fx, comm);
+  if (helper == 0)
+    fail_msg ("no %s for the mount at %s (daemon pid %d)", comm, fx->mnt, (int)fx->daemon);
+  assert_int_equal (kill (helper, SIGKILL), 0);
+  assert_int_equal (kill (fx->daemon, SIGKILL), 0);
+  assert_true (WAIT_FOR (!pid_alive (helper) && !pid_alive (fx->daemon), GONE_WAIT_MS / 10));
+  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
+    fail_msg ("%s is still mounted after SIGKILL of its daemon (pid %d) and %s (pid %d)", fx->mnt, (int)fx->daemon,
+              comm, (int)helper);
+  fx->mounted = false;
+}
+
+/* `pkill -9 fusebox` takes the daemon and its unmount watcher; fusermount3's
+ * auto_unmount is left, and its liveness check passed on the dead mount
+ * once a directory had been listed. */
+static void
+test_mount_sigkill_with_watcher (void **state)
+{
+  MFX_BEGIN (state);
+
+  kill_daemon_with (fx, "fusebox-unmount");
+  MFX_PASS ();
+}
+
+/* The daemon and fusermount3 (`pkill -9 fusermount3` too): the watcher
+ * is left. */
+static void
+test_mount_sigkill_with_fusermount (void **state)
+{
+  MFX_BEGIN (state);
+
+  kill_daemon_with (fx, "fusermount3");
+  MFX_PASS ();
+}
+
+static void
+new_process_group (gpointer data)
+{
+  setpgid (0, 0);
+}
+
+/* `kill -9 -PGID` of a foreground daemon's process group: the watcher is
+ * in a session of its own and survives it. */
+static void
+test_mount_group_sigkill (void **state)
+{
+  MFX_BEGIN (state);
+  g_autoptr (GError) error = NULL;
+  const char *argv[] = { fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path, fx->mnt, NULL };
+  g_autofree char *line = NULL;
+  GPid pid;
+  int out_fd = -1, status;
+
+  host_write (fx, "/d/f", "hello\n");
+  assert_true (g_file_set_contents (fx->policy_path, mount_policy, -1, NULL));
+  fx->mount_args = g_strjoinv (" ", (char **)argv);
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, new_process_group, NULL, &pid,
+                                 NULL, &out_fd, NULL, &error))
+    fail_msg ("%s: %s", fx->mount_args, error->message);
+  fx->daemon = pid;
+  fx->mounted = true;
+  line = rfx_read_line (out_fd, GONE_WAIT_MS);
+  assert_non_null (line);
+  assert_true (is_mounted (fx->mnt));
+  use_mount (fx);
+  assert_int_equal (getpgid (pid), pid);
+  assert_int_equal (kill (-pid, SIGKILL), 0);
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  close (out_fd);
+  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
+    fail_msg ("%s is still mounted after SIGKILL of its daemon's process group", fx->mnt);
   fx->mounted = false;
   fx->daemon = 0;
   MFX_PASS ();
@@ -308,6 +460,9 @@ main (int argc, char **argv)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_mount_sigkill, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_mount_foreground_sigkill, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_mount_sigkill_with_watcher, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_mount_sigkill_with_fusermount, mfx_setup, mfx_teardown),
+    cmocka_unit_test_setup_teardown (test_mount_group_sigkill, mfx_setup, mfx_teardown),
     cmocka_unit_test_setup_teardown (test_run_sigkill, rfx_setup, rfx_teardown),
     cmocka_unit_test_setup_teardown (test_serve_sigkill, rfx_setup, rfx_teardown),
   };
