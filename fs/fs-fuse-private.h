@@ -22,7 +22,6 @@ struct FbFuse
   dev_t conn_dev;      /* the mount's device: /sys/fs/fuse/connections/<minor> */
   bool stateless_dirs; /* the kernel opens directories without asking us */
   bool root_uncached;  /* the root's attributes are never cached (fb_fuse_mount) */
-  bool root_uncached;  /* the root's attributes are never cached (fb_fuse_mount) */
   GMutex files_lock;
   GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
   GThread *thread;
