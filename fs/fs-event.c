@@ -1,4 +1,6 @@
-/* fusebox — names of the access event's enums, as written in the access log. */
+/* fusebox — the access event's vocabulary: one table per enum (operations,
+ * decisions, levels), as written in the access log; every per-value fact
+ * derives from them. */
 #include "fs/fs-event.h"
 
 #include <errno.h>
@@ -8,6 +10,33 @@ static const char *const level_names[] = {
   [FB_LOG_LEVEL_MUTATIONS] = "mutations",
   [FB_LOG_LEVEL_OPENS] = "opens",
   [FB_LOG_LEVEL_ALL] = "all",
+};
+
+const FbOpInfo fb_op_table[FB_OP_N] = {
+  [FB_OP_LOOKUP] = { "lookup", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_GETATTR] = { "getattr", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_ACCESS] = { "access", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_READLINK] = { "readlink", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_STATFS] = { "statfs", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_READDIR] = { "readdir", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_GETXATTR] = { "getxattr", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_LISTXATTR] = { "listxattr", FB_OP_EFFECT_OBSERVE },
+  [FB_OP_OPEN] = { "open", FB_OP_EFFECT_HANDLE },
+  [FB_OP_CLOSE] = { "close", FB_OP_EFFECT_HANDLE },
+  [FB_OP_CREATE] = { "create", FB_OP_EFFECT_CREATE },
+  [FB_OP_MKDIR] = { "mkdir", FB_OP_EFFECT_CREATE },
+  [FB_OP_MKNOD] = { "mknod", FB_OP_EFFECT_CREATE },
+  [FB_OP_SYMLINK] = { "symlink", FB_OP_EFFECT_CREATE },
+  [FB_OP_LINK] = { "link", FB_OP_EFFECT_LINK },
+  [FB_OP_UNLINK] = { "unlink", FB_OP_EFFECT_DELETE },
+  [FB_OP_RMDIR] = { "rmdir", FB_OP_EFFECT_DELETE },
+  [FB_OP_RENAME] = { "rename", FB_OP_EFFECT_RENAME },
+  [FB_OP_TRUNCATE] = { "truncate", FB_OP_EFFECT_WRITE },
+  [FB_OP_CHMOD] = { "chmod", FB_OP_EFFECT_ATTR },
+  [FB_OP_CHOWN] = { "chown", FB_OP_EFFECT_ATTR },
+  [FB_OP_UTIMENS] = { "utimens", FB_OP_EFFECT_ATTR },
+  [FB_OP_SETXATTR] = { "setxattr", FB_OP_EFFECT_ATTR },
+  [FB_OP_REMOVEXATTR] = { "removexattr", FB_OP_EFFECT_ATTR },
 };
 
 const FbDecisionInfo fb_decision_table[FB_DECISION_N] = {
@@ -69,4 +98,43 @@ fb_decision_name_is_refusal (const char *name)
   FbDecision d;
 
   return !fb_decision_from_string (name, &d) || fb_decision_table[d].refusal;
+}
+
+const char *
+fb_op_to_string (FbOp op)
+{
+  return (guint)op < FB_OP_N ? fb_op_table[op].name : "invalid";
+}
+
+bool
+fb_op_from_string (const char *s, FbOp *ret_op)
+{
+  for (guint i = 0; s != NULL && i < FB_OP_N; i++)
+    if (strcmp (s, fb_op_table[i].name) == 0)
+      {
+        if (ret_op != NULL)
+          *ret_op = (FbOp)i;
+        return true;
+      }
+  return false;
+}
+
+FbLogLevel
+fb_op_level (FbOp op)
+{
+  switch (fb_op_info (op)->effect)
+    {
+      case FB_OP_EFFECT_OBSERVE:
+        return FB_LOG_LEVEL_ALL;
+      case FB_OP_EFFECT_HANDLE:
+        return FB_LOG_LEVEL_OPENS;
+      case FB_OP_EFFECT_CREATE:
+      case FB_OP_EFFECT_LINK:
+      case FB_OP_EFFECT_DELETE:
+      case FB_OP_EFFECT_RENAME:
+      case FB_OP_EFFECT_WRITE:
+      case FB_OP_EFFECT_ATTR:
+        return FB_LOG_LEVEL_MUTATIONS;
+    }
+  return FB_LOG_LEVEL_MUTATIONS;
 }

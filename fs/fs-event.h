@@ -28,6 +28,71 @@ typedef enum
 const char *fb_log_level_to_string (FbLogLevel level);
 bool fb_log_level_from_string (const char *s, FbLogLevel *ret_level);
 
+/* What an operation does to the file at its path, for what gets logged at
+ * which level and how `fusebox report` files it. */
+typedef enum
+{
+  FB_OP_EFFECT_OBSERVE, /* reads a name, metadata or a listing (logged at level all) */
+  FB_OP_EFFECT_HANDLE,  /* opens or closes a handle: what it read and wrote is its access and bytes (level opens) */
+  FB_OP_EFFECT_CREATE,  /* makes the name at path */
+  FB_OP_EFFECT_LINK,    /* makes the name at target, another name of path's object */
+  FB_OP_EFFECT_DELETE,  /* removes the name at path */
+  FB_OP_EFFECT_RENAME,  /* moves path to target */
+  FB_OP_EFFECT_WRITE,   /* changes path's contents */
+  FB_OP_EFFECT_ATTR,    /* changes path's metadata: mode, owner, times, extended attributes */
+} FbOpEffect;
+
+/* The operations the view logs, each with one row of fb_op_table
+ * (fs-event.c): the log's "op" and what it does. */
+typedef enum
+{
+  FB_OP_LOOKUP,
+  FB_OP_GETATTR,
+  FB_OP_ACCESS,
+  FB_OP_READLINK,
+  FB_OP_STATFS,
+  FB_OP_READDIR,
+  FB_OP_GETXATTR,
+  FB_OP_LISTXATTR,
+  FB_OP_OPEN,
+  FB_OP_CLOSE,
+  FB_OP_CREATE,
+  FB_OP_MKDIR,
+  FB_OP_MKNOD,
+  FB_OP_SYMLINK,
+  FB_OP_LINK,
+  FB_OP_UNLINK,
+  FB_OP_RMDIR,
+  FB_OP_RENAME,
+  FB_OP_TRUNCATE,
+  FB_OP_CHMOD,
+  FB_OP_CHOWN,
+  FB_OP_UTIMENS,
+  FB_OP_SETXATTR,
+  FB_OP_REMOVEXATTR,
+} FbOp;
+#define FB_OP_N (FB_OP_REMOVEXATTR + 1) /* one past the last value */
+
+typedef struct
+{
+  const char *name; /* the log's "op" */
+  FbOpEffect effect;
+} FbOpInfo;
+
+extern const FbOpInfo fb_op_table[FB_OP_N];
+
+/* The row of OP; a value outside the enum gets lookup's. */
+static inline const FbOpInfo *
+fb_op_info (FbOp op)
+{
+  return &fb_op_table[(guint)op < FB_OP_N ? op : FB_OP_LOOKUP];
+}
+
+const char *fb_op_to_string (FbOp op);
+bool fb_op_from_string (const char *s, FbOp *ret_op);
+/* The least level at which an allowed OP is logged (a refusal always is). */
+FbLogLevel fb_op_level (FbOp op);
+
 /* What the view made of an access.  Every per-decision fact is a column of
  * fb_decision_table (fs-event.c): code asks the table, so that a new
  * decision is an enum value and a row. */
@@ -77,7 +142,7 @@ typedef struct
   uid_t uid;
   const char *comm;     /* caller's /proc/PID/comm, or NULL */
   const char *session;  /* remote-API session id, or NULL for FUSE callers */
-  const char *op;       /* "open", "create", "unlink", "rename", "close", "lookup", ... */
+  FbOp op;
   const char *path;     /* view path */
   const char *target;   /* second view path for rename/link/symlink, else NULL */
   const char *access;   /* what was asked: "read", "write", "create", "delete", "list", "stat", "exec", "readwrite" */

@@ -78,19 +78,8 @@ view_caller_comm (FbView *view, pid_t pid, char *buf, gsize size)
   caller_comm (view, pid, buf, size);
 }
 
-static bool
-level_wants (FbView *view, EventClass cls)
-{
-  switch (cls)
-    {
-      case EV_MUTATION:
-        return true;
-      case EV_OPEN:
-        return view->options.log_level >= FB_LOG_LEVEL_OPENS;
-      case EV_OBSERVE:
-      default:
-        return view->options.log_level >= FB_LOG_LEVEL_ALL;
-    }
+static bool level_wants(FbView *view, FbOp op) {
+  return view->options.log_level >= fb_op_level(op);
 }
 
 static void
@@ -195,15 +184,14 @@ view_refusal_rule (ViewRefusal refusal)
   return &refusal_rules[refusal];
 }
 
-void
-view_emit (FbView *view, const FbViewCaller *caller, EventClass cls, const char *op, const char *path,
-           const char *target, const char *access, FbDecision decision, int err, const FbPolicyRule *rule)
-{
+void view_emit(FbView *view, const FbViewCaller *caller, FbOp op,
+               const char *path, const char *target, const char *access,
+               FbDecision decision, int err, const FbPolicyRule *rule) {
   FbAccessEvent ev = { 0 };
 
   if (view->options.sink == NULL)
     return;
-  if (decision == FB_DECISION_ALLOW && !level_wants (view, cls))
+  if (!fb_decision_info(decision)->refusal && !level_wants(view, op))
     return;
   ev.ts_us = g_get_real_time ();
   ev.pid = caller != NULL ? caller->pid : 0;
@@ -229,13 +217,13 @@ view_emit_close (FbView *view, FbViewFile *file)
   if (view->options.sink == NULL)
     return;
   /* At "mutations" only handles that could write are logged. */
-  if (!level_wants (view, EV_OPEN) && !file->can_write)
+  if (!level_wants(view, FB_OP_CLOSE) && !file->can_write)
     return;
   ev.ts_us = g_get_real_time ();
   ev.pid = file->pid;
   ev.uid = file->uid;
   ev.session = file->session;
-  ev.op = "close";
+  ev.op = FB_OP_CLOSE;
   ev.path = file->state->path;
   ev.access = file->access;
   ev.decision = FB_DECISION_ALLOW;

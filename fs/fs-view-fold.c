@@ -274,7 +274,7 @@ spelt_as_listed (FbViewNode *dir, int dir_fd, const char *name)
 }
 
 int
-view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, const char *op,
+view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, FbOp op,
                  const char *access, const char *path, const char *target)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
@@ -296,8 +296,8 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
   g_mutex_unlock (&view->lock);
   if (same || spelt_as_listed (dir, fd, name))
     return 0;
-  view_emit (view, caller, strcmp (op, "lookup") == 0 ? EV_OBSERVE : EV_MUTATION, op, path, target, access,
-             FB_DECISION_HIDE, ENOENT, view_refusal_rule (VIEW_REFUSAL_FOLD_SPELLING));
+  view_emit (view, caller, op, path, target, access, FB_DECISION_HIDE, ENOENT,
+             view_refusal_rule (VIEW_REFUSAL_FOLD_SPELLING));
   return -ENOENT;
 }
 
@@ -319,7 +319,7 @@ view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *di
     return 0;
   if (spelt_as_listed (dir, fd, name))
     return 0;
-  view_emit (view, caller, EV_MUTATION, "rename", src_path, path, "create", FB_DECISION_DENY, EACCES,
+  view_emit (view, caller, FB_OP_RENAME, src_path, path, "create", FB_DECISION_DENY, EACCES,
              view_refusal_rule (VIEW_REFUSAL_FOLD_TAKEN));
   return -EACCES;
 }

@@ -40,7 +40,7 @@ fb_view_getattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, str
     r = node_stat (view, node, ret_st);
   if (r == 0)
     fb_view_stat_mask_dir (ret_st);
-  view_emit (view, caller, EV_OBSERVE, "getattr", st->path, NULL, "stat", d, -r, st->decision.rule);
+  view_emit (view, caller, FB_OP_GETATTR, st->path, NULL, "stat", d, -r, st->decision.rule);
   return r;
 }
 
@@ -125,16 +125,16 @@ host_utimens (FbViewNode *node, FbViewFile *file, const FbViewSetattr *attr)
   return utimensat (fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-static const char *
+static FbOp
 setattr_op (FbViewSetFlags valid)
 {
   if (valid & (FB_VIEW_SET_UID | FB_VIEW_SET_GID))
-    return "chown";
+    return FB_OP_CHOWN;
   if (valid & FB_VIEW_SET_MODE)
-    return "chmod";
+    return FB_OP_CHMOD;
   if (valid & FB_VIEW_SET_SIZE)
-    return "truncate";
-  return "utimens";
+    return FB_OP_TRUNCATE;
+  return FB_OP_UTIMENS;
 }
 
 int
@@ -142,7 +142,7 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
                  const FbViewSetattr *attr, struct stat *ret_st)
 {
   g_autoptr (NodeState) st = node_get_state (node);
-  const char *op = setattr_op (attr->valid);
+  FbOp op = setattr_op (attr->valid);
   const FbPolicyRule *rule = st->decision.rule;
   struct stat cur;
   FbDecision d;
@@ -224,7 +224,7 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   if (ret_st != NULL)
     r = node_stat (view, node, ret_st);
 out:
-  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, rule);
+  view_emit (view, caller, op, st->path, NULL, "write", d, -r, rule);
   return r;
 }
 
@@ -262,8 +262,7 @@ fb_view_access (FbView *view, const FbViewCaller *caller, FbViewNode *node, int 
             r = -errno;
         }
     }
-  view_emit (view, caller, EV_OBSERVE, "access", st->path, NULL, (mask & W_OK) ? "write" : "read", d, -r,
-             st->decision.rule);
+  view_emit (view, caller, FB_OP_ACCESS, st->path, NULL, (mask & W_OK) ? "write" : "read", d, -r, st->decision.rule);
   return r;
 }
 
@@ -294,7 +293,7 @@ fb_view_readlink (FbView *view, const FbViewCaller *caller, FbViewNode *node, ch
       else
         buf[n] = '\0';
     }
-  view_emit (view, caller, EV_OBSERVE, "readlink", st->path, NULL, "read", d, -r, st->decision.rule);
+  view_emit (view, caller, FB_OP_READLINK, st->path, NULL, "read", d, -r, st->decision.rule);
   if (r < 0)
     return r;
   *ret_text = g_steal_pointer (&buf);
@@ -323,7 +322,7 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
       if (fd < 0 || fstatvfs (fd, ret_st) < 0)
         r = fd < 0 ? -ENOSYS : -errno;
     }
-  view_emit (view, caller, EV_OBSERVE, "statfs", st->path, NULL, "stat", d, -r, st->decision.rule);
+  view_emit (view, caller, FB_OP_STATFS, st->path, NULL, "stat", d, -r, st->decision.rule);
   return r;
 }
 
@@ -331,7 +330,7 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
 
 int
 create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst, const char *name,
-                 const ChildInfo *ci, const char *op, const char *target_path)
+                 const ChildInfo *ci, FbOp op, const char *target_path)
 {
   const FbPolicyRule *rule;
   FbDecision d;
@@ -346,8 +345,8 @@ create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
       if (!decision_is_hidden (&ci->decision) &&
           (child_is_structural (view, pst, ci, name) || host_name_exists (parent, name)))
         return -EEXIST;
-      view_emit (view, caller, EV_MUTATION, op, target_path != NULL ? target_path : ci->path,
-                 target_path != NULL ? ci->path : NULL, "create", d, -r, rule);
+      view_emit (view, caller, op, target_path != NULL ? target_path : ci->path, target_path != NULL ? ci->path : NULL,
+                 "create", d, -r, rule);
       return r;
     }
   if (child_is_structural (view, pst, ci, name))
@@ -361,8 +360,8 @@ typedef int (*MakeFunc) (int parent_fd, const char *name, gpointer data);
 
 /* The shared body of mkdir, mknod and symlink. */
 static int
-make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, const char *op,
-           MakeFunc make, gpointer data, FbViewNode **ret_node, struct stat *ret_st)
+make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbOp op, MakeFunc make,
+           gpointer data, FbViewNode **ret_node, struct stat *ret_st)
 {
   g_autoptr (NodeState) pst = node_get_state (parent);
   g_auto (ChildInfo) ci = { 0 };
@@ -378,7 +377,7 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
   if (r < 0)
     {
       if (r == -EEXIST)
-        view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
+        view_emit (view, caller, op, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
       return r;
     }
   pfd = node_fd_get (parent, &hold);
@@ -390,7 +389,7 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
       fd = host_open_child (pfd, name);
       r = fd < 0 ? fd : node_from_host_fd (view, parent, name, &ci, fd, &node, ret_st);
     }
-  view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, op, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
   view_changed_name (view, parent, name, NULL);
@@ -440,7 +439,7 @@ fb_view_mkdir (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
 
   /* S_ISGID stays (a directory's group inheritance); S_ISUID never. */
   a.mode = mode & 07777 & ~S_ISUID & ~caller_or_none (caller)->umask;
-  return make_name (view, caller, parent, name, "mkdir", make_dir, &a, ret_node, ret_st);
+  return make_name (view, caller, parent, name, FB_OP_MKDIR, make_dir, &a, ret_node, ret_st);
 }
 
 int
@@ -455,8 +454,8 @@ fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     {
       g_autoptr (NodeState) pst = node_get_state (parent);
       g_autofree char *path = check_name (name) == 0 ? join_path (pst->path, name) : NULL;
-      view_emit (view, caller, EV_MUTATION, "mknod", path != NULL ? path : pst->path, NULL, "create", FB_DECISION_DENY,
-                 EPERM, view_refusal_rule (VIEW_REFUSAL_DEVICE));
+      view_emit (view, caller, FB_OP_MKNOD, path != NULL ? path : pst->path, NULL, "create", FB_DECISION_DENY, EPERM,
+                 view_refusal_rule (VIEW_REFUSAL_DEVICE));
       return -EPERM;
     }
   if (type == 0)
@@ -465,7 +464,7 @@ fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     return -EINVAL;
   a.mode = type | (mode & 0777 & ~caller_or_none (caller)->umask) | (mode & S_ISVTX);
   a.rdev = 0;
-  return make_name (view, caller, parent, name, "mknod", make_node, &a, ret_node, ret_st);
+  return make_name (view, caller, parent, name, FB_OP_MKNOD, make_node, &a, ret_node, ret_st);
 }
 
 int
@@ -484,7 +483,7 @@ fb_view_symlink (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
    * the view (never by us on the host), so pointing at a hidden path only
    * makes a link that leads nowhere. */
   a.target = target;
-  return make_name (view, caller, parent, name, "symlink", make_symlink, &a, ret_node, ret_st);
+  return make_name (view, caller, parent, name, FB_OP_SYMLINK, make_symlink, &a, ret_node, ret_st);
 }
 
 int
@@ -509,12 +508,12 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   r = check_access (st, NEED_WRITE, &d);
   if (r < 0)
     {
-      view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "write", d, -r, st->decision.rule);
+      view_emit (view, caller, FB_OP_LINK, st->path, ci.path, "write", d, -r, st->decision.rule);
       return r;
     }
   if (node->kind != NODE_HOST || S_ISDIR (node->type))
     return -EPERM;
-  r = create_precheck (view, caller, newparent, npst, newname, &ci, "link", st->path);
+  r = create_precheck (view, caller, newparent, npst, newname, &ci, FB_OP_LINK, st->path);
   if (r < 0)
     return r;
   /* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; without it the kernel says
@@ -541,7 +540,7 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
       fd = host_open_child (npfd, newname);
       r = fd < 0 ? fd : node_from_host_fd (view, newparent, newname, &ci, fd, &fresh, ret_st);
     }
-  view_emit (view, caller, EV_MUTATION, "link", st->path, ci.path, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, FB_OP_LINK, st->path, ci.path, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
   {
@@ -562,7 +561,7 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
  * is only reported for something the host really holds; otherwise ENOENT. */
 static int
 remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst, const char *name,
-                 const ChildInfo *ci, const char *op, const char *target_path)
+                 const ChildInfo *ci, FbOp op, const char *target_path)
 {
   const FbPolicyRule *rule;
   FbDecision d;
@@ -576,7 +575,7 @@ remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
         return -ENOENT;
       if (d == FB_DECISION_HIDE && !host_name_exists (parent, name))
         return -ENOENT;
-      view_emit (view, caller, EV_MUTATION, op, ci->path, target_path, "delete", d, -r, rule);
+      view_emit (view, caller, op, ci->path, target_path, "delete", d, -r, rule);
       return r;
     }
   if (child_is_structural (view, pst, ci, name))
@@ -591,7 +590,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
 {
   g_autoptr (NodeState) pst = node_get_state (parent);
   g_auto (ChildInfo) ci = { 0 };
-  const char *op = dir ? "rmdir" : "unlink";
+  FbOp op = dir ? FB_OP_RMDIR : FB_OP_UNLINK;
   int r;
 
   r = decide_child_checked (view, parent, pst, name, &ci);
@@ -617,7 +616,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
      * whether they exist. */
     if (dir && known && S_ISDIR (gone.st_mode) && view_subtree_has_rules (view, &ci.decision, ci.path))
       {
-        view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "delete", FB_DECISION_DENY, EACCES,
+        view_emit (view, caller, op, ci.path, NULL, "delete", FB_DECISION_DENY, EACCES,
                    view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
         return -EACCES;
       }
@@ -628,7 +627,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
         view_changed_name (view, parent, name, known && !dir ? &gone : NULL);
       }
   }
-  view_emit (view, caller, EV_MUTATION, op, ci.path, NULL, "delete", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, op, ci.path, NULL, "delete", FB_DECISION_ALLOW, -r, ci.decision.rule);
   return r;
 }
 
@@ -660,7 +659,7 @@ check_depth (FbView *view, const FbViewCaller *caller, int pfd, const char *name
     return 0; /* nothing below it gets longer */
   r = view_tree_fits (pfd, name, FB_VIEW_PATH_MAX - dst_len);
   if (r == -ENAMETOOLONG || r == -EXDEV)
-    view_emit (view, caller, EV_MUTATION, "rename", log_path, log_target, "write", FB_DECISION_DENY, -r,
+    view_emit (view, caller, FB_OP_RENAME, log_path, log_target, "write", FB_DECISION_DENY, -r,
                view_refusal_rule (VIEW_REFUSAL_TOO_LONG));
   return r;
 }
@@ -708,7 +707,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
   r = decide_child_checked (view, newparent, npst, newname, &nci);
   if (r < 0)
     return r;
-  r = remove_precheck (view, caller, parent, pst, name, &ci, "rename", nci.path);
+  r = remove_precheck (view, caller, parent, pst, name, &ci, FB_OP_RENAME, nci.path);
   if (r < 0)
     return r;
   /* The destination is a name being made (or, for an exchange, replaced by
@@ -719,7 +718,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     r = check_create (npst, &nci, &d, &rule);
     if (r < 0)
       {
-        view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "create", d, -r, rule);
+        view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, "create", d, -r, rule);
         return r;
       }
     if (child_is_structural (view, npst, &nci, newname))
@@ -735,7 +734,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     return npfd;
   /* where the host folds names: the source by its own spelling only, and
    * never onto another entry reached by another spelling */
-  r = view_fold_admit (view, caller, parent, name, "rename", "write", ci.path, nci.path);
+  r = view_fold_admit (view, caller, parent, name, FB_OP_RENAME, "write", ci.path, nci.path);
   if (r < 0)
     return r;
   if (fstatat (pfd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0)
@@ -760,7 +759,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     if (((src_moves || dst_moves) && view_subtree_has_rules (view, &ci.decision, ci.path)) ||
         ((src_moves || dst_dir) && view_subtree_has_rules (view, &nci.decision, nci.path)))
       {
-        view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
+        view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
                    view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
         return -EACCES;
       }
@@ -780,7 +779,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
       /* a replaced file loses a link */
       view_changed_name (view, newparent, newname, dst_exists && !S_ISDIR (dst.st_mode) ? &dst : NULL);
     }
-  view_emit (view, caller, EV_MUTATION, "rename", ci.path, nci.path, "write", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, "write", FB_DECISION_ALLOW, -r, ci.decision.rule);
   return r;
 }
 
@@ -826,7 +825,7 @@ fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, co
             }
         }
     }
-  view_emit (view, caller, EV_OBSERVE, "getxattr", st->path, NULL, "read", d, r < 0 && r != -ENODATA ? (int)-r : 0,
+  view_emit (view, caller, FB_OP_GETXATTR, st->path, NULL, "read", d, r < 0 && r != -ENODATA ? (int)-r : 0,
              st->decision.rule);
   return r;
 }
@@ -856,7 +855,7 @@ fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, c
             }
         }
     }
-  view_emit (view, caller, EV_OBSERVE, "listxattr", st->path, NULL, "read", d, r < 0 ? (int)-r : 0, st->decision.rule);
+  view_emit (view, caller, FB_OP_LISTXATTR, st->path, NULL, "read", d, r < 0 ? (int)-r : 0, st->decision.rule);
   return r;
 }
 
@@ -883,8 +882,8 @@ check_xattr_writable (const char *name, bool remove)
 }
 
 static int
-change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *op, const char *name,
-              const void *value, gsize size, int flags, bool remove)
+change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbOp op, const char *name, const void *value,
+              gsize size, int flags, bool remove)
 {
   g_autoptr (NodeState) st = node_get_state (node);
   const FbPolicyRule *rule = st->decision.rule;
@@ -924,7 +923,7 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const 
       if (r == 0)
         view_changed_object (view, node, FB_VIEW_CHANGE_ATTR);
     }
-  view_emit (view, caller, EV_MUTATION, op, st->path, NULL, "write", d, -r, rule);
+  view_emit (view, caller, op, st->path, NULL, "write", d, -r, rule);
   return r;
 }
 
@@ -932,11 +931,11 @@ int
 fb_view_setxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, const void *value,
                   gsize size, int flags)
 {
-  return change_xattr (view, caller, node, "setxattr", name, value, size, flags, false);
+  return change_xattr (view, caller, node, FB_OP_SETXATTR, name, value, size, flags, false);
 }
 
 int
 fb_view_removexattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name)
 {
-  return change_xattr (view, caller, node, "removexattr", name, NULL, 0, 0, true);
+  return change_xattr (view, caller, node, FB_OP_REMOVEXATTR, name, NULL, 0, 0, true);
 }

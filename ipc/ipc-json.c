@@ -404,7 +404,7 @@ fb_access_event_format_body (const FbAccessEvent *e)
       fb_json_append_string_member (out, "session", e->session);
     }
   g_string_append_c (out, ',');
-  fb_json_append_string_member (out, "op", e->op);
+  fb_json_append_string_member (out, "op", fb_op_to_string (e->op));
   g_string_append_c (out, ',');
   fb_json_append_string_member (out, "path", e->path);
   if (e->target != NULL)
@@ -452,7 +452,7 @@ fb_access_event_format_body (const FbAccessEvent *e)
       g_string_append (out, ",\"rule\":null,\"rule_origin\":null,\"why\":null");
     }
 
-  if ((e->op != NULL && strcmp (e->op, "close") == 0) || e->bytes_read >= 0 || e->bytes_written >= 0)
+  if (e->op == FB_OP_CLOSE || e->bytes_read >= 0 || e->bytes_written >= 0)
     {
       g_string_append (out, ",\"bytes_read\":");
       fb_json_append_int (out, MAX (e->bytes_read, 0));

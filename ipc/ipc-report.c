@@ -270,68 +270,82 @@ str_in (const char *s, const char *const *set)
   return FALSE;
 }
 
+/* What an allowed record changed or read, by what its operation does
+ * (fs/fs-event.c); an operation this fusebox does not know is filed by its
+ * access and bytes alone. */
 static void
 add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const char *target, const char *access)
 {
-  static const char *const create_ops[] = { "create", "mkdir", "mknod", "symlink", NULL };
-  static const char *const delete_ops[] = { "unlink", "rmdir", NULL };
-  static const char *const write_ops[] = { "write", "truncate", "fallocate", "copy_file_range", NULL };
-  static const char *const handle_ops[] = { "close", "open", "release", NULL };
   static const char *const mutating_access[] = { "write", "create", "delete", "readwrite", NULL };
   gint64 bytes_read = fb_json_member_int (o, "bytes_read", 0);
   gint64 bytes_written = fb_json_member_int (o, "bytes_written", 0);
+  FbOp known = FB_OP_LOOKUP;
+  gboolean is_known = fb_op_from_string (op, &known);
+  FbOpEffect effect = is_known ? fb_op_info (known)->effect : FB_OP_EFFECT_OBSERVE;
+  gboolean handle = effect == FB_OP_EFFECT_HANDLE;
+  gboolean closes = is_known && known == FB_OP_CLOSE;
   gboolean classified = FALSE;
 
   if (path == NULL)
     return;
-  if (str_in (op, create_ops))
+  switch (effect)
     {
-      add_op (file_entry (r->created, path), op);
-      classified = TRUE;
-    }
-  else if (g_strcmp0 (op, "link") == 0 && target != NULL)
-    {
-      add_op (file_entry (r->created, target), op);
-      classified = TRUE;
-    }
-  else if ((g_strcmp0 (op, "rename") == 0 || g_strcmp0 (op, "exchange") == 0) && target != NULL)
-    {
-      Rename *rn = g_new0 (Rename, 1);
+      case FB_OP_EFFECT_CREATE:
+        add_op (file_entry (r->created, path), op);
+        classified = TRUE;
+        break;
+      case FB_OP_EFFECT_LINK:
+        if (target == NULL)
+          break;
+        add_op (file_entry (r->created, target), op);
+        classified = TRUE;
+        break;
+      case FB_OP_EFFECT_RENAME:
+        if (target == NULL)
+          break;
+        {
+          Rename *rn = g_new0 (Rename, 1);
 
-      rn->from = g_strdup (path);
-      rn->to = g_strdup (target);
-      g_ptr_array_add (r->renamed, rn);
-      classified = TRUE;
-    }
-  else if (str_in (op, delete_ops))
-    {
-      add_op (file_entry (r->deleted, path), op);
-      classified = TRUE;
+          rn->from = g_strdup (path);
+          rn->to = g_strdup (target);
+          g_ptr_array_add (r->renamed, rn);
+        }
+        classified = TRUE;
+        break;
+      case FB_OP_EFFECT_DELETE:
+        add_op (file_entry (r->deleted, path), op);
+        classified = TRUE;
+        break;
+      case FB_OP_EFFECT_OBSERVE:
+      case FB_OP_EFFECT_HANDLE:
+      case FB_OP_EFFECT_WRITE:
+      case FB_OP_EFFECT_ATTR:
+        break;
     }
 
-  if (str_in (op, write_ops) || bytes_written > 0 ||
-      (str_in (op, handle_ops) && str_in (access, (const char *const[]){ "write", NULL })))
+  if (effect == FB_OP_EFFECT_WRITE || bytes_written > 0 ||
+      (handle && str_in (access, (const char *const[]){ "write", NULL })))
     {
       FileEntry *e = file_entry (r->written, path);
 
       /* "handles" counts closes: an "open" record of the same handle
        * (level opens and above) must not count it twice. */
-      if (g_strcmp0 (op, "close") == 0)
+      if (closes)
         e->count++;
       e->bytes += MAX (bytes_written, 0);
       add_op (e, op);
       classified = TRUE;
     }
-  if (bytes_read > 0 || (str_in (op, handle_ops) && str_in (access, (const char *const[]){ "read", "exec", NULL })))
+  if (bytes_read > 0 || (handle && str_in (access, (const char *const[]){ "read", "exec", NULL })))
     {
       FileEntry *e = file_entry (r->read, path);
 
-      if (g_strcmp0 (op, "close") == 0)
+      if (closes)
         e->count++;
       e->bytes += MAX (bytes_read, 0);
       classified = TRUE;
     }
-  if (!classified && str_in (access, mutating_access) && !str_in (op, handle_ops))
+  if (!classified && str_in (access, mutating_access) && !handle)
     add_op (file_entry (r->other, path), op);
 }
 

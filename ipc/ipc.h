@@ -13,7 +13,7 @@
 #include <json-glib/json-glib.h>
 #include <sys/types.h>
 
-#include "fs/fs-event.h"
+#include "fs/fs.h"
 #include "policy/policy.h"
 
 G_BEGIN_DECLS
@@ -139,6 +139,117 @@ char **fb_run_state_paths (const char *run_dir, const char *log_path);
  * directory up from the source as the host resolves it).  A source that
  * holds one is fine: the view hides it.  Private sources are not looked at. */
 gboolean fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError **error);
+
+/* --- one run (ipc-run-object.c) ------------------------------------------
+ *
+ * What `run`, `mount` and `serve` share: the run directory (a new one
+ * under fb_run_dir_root(), or --run-dir: new or empty), its policy.json
+ * (the effective policy) and run.json, fusebox's state that no view shows
+ * (fb_run_state_paths, hidden by identity; no source may show it), the
+ * access log and the count of denials on their way to it.
+ *
+ * run.json: "run", "kind" ("run", "mount", "serve"; a file without it was
+ * written by `run`), the kind's own members (fb_run_get_info: `run`'s
+ * command, cwd, network, uid, gid; `mount`'s mountpoint; `serve`'s
+ * listen), "workspace", "policy" (its origin), "log" (the access log's
+ * path), "started", "supervisor" {"pid", "start_time"}; when over
+ * "ended", "exit_status", "records", "denials", on a failure "error" (and
+ * `run`'s "failed_step"), on a log that could not be completed
+ * "log_error".  A run is over when "ended" is set or its supervisor (pid
+ * and start time, so a reused pid does not count) is gone.
+ *
+ * The order: fb_run_new plans the directory (the policy, which may say
+ * ${RUN}, is loaded with fb_run_get_vars before anything is made);
+ * fb_run_create makes it and writes policy.json; fb_run_start writes
+ * run.json as this process's (after a fork, in the child that
+ * supervises); fb_run_open_log; ... fb_run_close_log; fb_run_end. */
+typedef enum
+{
+  FB_RUN_KIND_RUN,
+  FB_RUN_KIND_MOUNT,
+  FB_RUN_KIND_SERVE,
+} FbRunKind;
+const char *fb_run_kind_to_string (FbRunKind kind);
+gboolean fb_run_kind_from_string (const char *s, FbRunKind *ret_kind);
+
+typedef struct
+{
+  FbRunKind kind;
+  const char *run_dir;   /* --run-dir, or NULL: a new id under fb_run_dir_root() */
+  const char *workspace; /* ${WORKSPACE} (an existing directory), or NULL: the current directory */
+  const char *log_path;  /* --log, or NULL: access.jsonl in the run directory */
+} FbRunOptions;
+
+typedef struct FbRun FbRun;
+FbRun *fb_run_new (const FbRunOptions *options);
+const char *fb_run_get_id (FbRun *run);
+const char *fb_run_get_dir (FbRun *run);
+const char *fb_run_get_log_path (FbRun *run);
+const FbPolicyVars *fb_run_get_vars (FbRun *run);
+/* After fb_run_create: */
+FbPolicy *fb_run_get_policy (FbRun *run);
+const char *const *fb_run_get_state_paths (FbRun *run);
+/* run.json, for the kind's own members (written by fb_run_start or
+ * fb_run_save). */
+JsonObject *fb_run_get_info (FbRun *run);
+/* Make the run directory, write POLICY (referenced) to policy.json, and
+ * refuse a source that shows fusebox's state (fb_run_check_sources). */
+gboolean fb_run_create (FbRun *run, FbPolicy *policy, GError **error);
+/* Write run.json with this process as the run's supervisor. */
+gboolean fb_run_start (FbRun *run, GError **error);
+gboolean fb_run_save (FbRun *run, GError **error);
+/* run.json's "error" (and FAILED_STEP, unless NULL). */
+void fb_run_set_error (FbRun *run, const char *message, const char *failed_step);
+/* The access log, at fb_run_get_log_path(): OPTIONS' path and run id are
+ * the run's, repeated refusals are folded; the rest (write-through, the
+ * budget and what reaching it does) is the caller's.  Borrowed. */
+FbAccessLog *fb_run_open_log (FbRun *run, FbAccessLogOptions *options, GError **error);
+FbAccessLog *fb_run_get_log (FbRun *run);
+/* The sink a view of the run reports to: the log's, counting denials
+ * (every decision but allow) for run.json. */
+FbAccessSink *fb_run_get_sink (FbRun *run);
+/* A view's options for this run: its sink, and fusebox's state hidden by
+ * identity. */
+void fb_run_view_options (FbRun *run, FbViewOptions *options);
+/* Drain, fsync and close the log; its records and the denials go to
+ * run.json (a failure as "log_error" too).  Then whether the log reached
+ * its budget, *RET_NOT_WRITTEN the records past it, and the budget. */
+gboolean fb_run_close_log (FbRun *run, GError **error);
+gboolean fb_run_log_is_full (FbRun *run, guint64 *ret_not_written);
+guint64 fb_run_get_log_max_size (FbRun *run);
+/* "ended" and "exit_status" (kept when set already), and run.json written;
+ * nothing when run.json was never started. */
+gboolean fb_run_end (FbRun *run, int exit_status, GError **error);
+void fb_run_free (FbRun *run);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbRun, fb_run_free)
+/* The start time of PID in clock ticks since boot (/proc/PID/stat field
+ * 22), or 0: with the pid it names one process for good. */
+guint64 fb_run_process_start_time (pid_t pid);
+
+/* Serving a view's FUSE session, and ending it (ipc-run-fuse.c), for
+ * `run`, `mount` and `serve`'s processes.  fb_run_fuse_new takes FUSE
+ * (mounted, or serving a descriptor); LOG (may be NULL) is drained while
+ * fb_run_fuse_finish waits.  fb_run_fuse_start serves it on a thread;
+ * ON_END (may be NULL) runs on the main loop once serving has ended, with
+ * fb_fuse_run's result.  fb_run_fuse_end asks for the end: if serving has
+ * not ended GRACE_MS later (0: at once), the connection is aborted, again
+ * every FB_RUN_FUSE_RETRY_MS until it ends; a second call aborts at once.
+ * (A mount's owner unmounts it with fb_fuse_stop first.)
+ * fb_run_fuse_finish waits for the end (aborting the connection if it has
+ * not ended), joins the serving thread and returns its result;
+ * fb_run_fuse_free finishes and frees FUSE. */
+#define FB_RUN_FUSE_RETRY_MS 500
+typedef struct FbRunFuse FbRunFuse;
+typedef void (*FbRunFuseEndFunc) (int result, gpointer user_data);
+FbRunFuse *fb_run_fuse_new (FbFuse *fuse, FbAccessLog *log);
+FbFuse *fb_run_fuse_get_fuse (FbRunFuse *rf);
+int fb_run_fuse_start (FbRunFuse *rf, FbRunFuseEndFunc on_end, gpointer user_data);
+gboolean fb_run_fuse_is_over (FbRunFuse *rf);
+gboolean fb_run_fuse_is_ending (FbRunFuse *rf);
+void fb_run_fuse_end (FbRunFuse *rf, guint grace_ms);
+int fb_run_fuse_finish (FbRunFuse *rf);
+void fb_run_fuse_free (FbRunFuse *rf);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbRunFuse, fb_run_fuse_free)
 
 /* Reading fusebox's own files back (ipc-readback.c): never through a
  * symbolic link, never blocking in open(2) on a FIFO or a device.

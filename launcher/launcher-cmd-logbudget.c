@@ -96,3 +96,27 @@ fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_siz
                           "'fusebox report'",
                           log_path, size, what, lost);
 }
+
+bool
+fb_cmd_close_run_log (FbRun *run, const char *command, const char *what)
+{
+  g_autoptr (GError) error = NULL;
+  guint64 not_written = 0;
+  bool ok = true;
+
+  if (!fb_run_close_log (run, &error))
+    {
+      fb_cmd_error ("%s: the access log %s could not be completed: %s", command, fb_run_get_log_path (run),
+                    error->message);
+      ok = false;
+    }
+  if (fb_run_log_is_full (run, &not_written))
+    {
+      g_autofree char *msg =
+        fb_cmd_log_full_message (what, fb_run_get_log_path (run), fb_run_get_log_max_size (run), not_written);
+      fb_cmd_error ("%s: %s", command, msg);
+      fb_run_set_error (run, msg, NULL);
+      ok = false;
+    }
+  return ok;
+}

@@ -64,6 +64,11 @@ typedef struct FbPolicy FbPolicy;
 bool fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_arg, const FbPolicy *policy,
                         guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written);
+/* Close RUN's access log; say so when it could not be completed, or
+ * reached its budget (WHAT was stopped), which run.json then has as its
+ * "error".  False after either. */
+typedef struct FbRun FbRun;
+bool fb_cmd_close_run_log (FbRun *run, const char *command, const char *what);
 
 /* launcher-cmd-descriptors.c: the descriptor budget (fs/fs-view-fd.c) in a
  * sentence, after raising the soft RLIMIT_NOFILE to the hard one;

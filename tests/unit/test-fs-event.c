@@ -1,11 +1,12 @@
-/* fusebox — the access event's vocabulary (fs-event.c): every decision has
- * a unique name that reads back to it, and its columns say what the log,
- * the report and the remote API make of it. */
+/* fusebox — the access event's vocabulary (fs-event.c): every decision and
+ * operation has a unique name that reads back to it, and the columns say
+ * what the log, the report and the remote API make of each. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -77,12 +78,51 @@ test_decision_columns (void **state)
   assert_true (fb_decision_name_is_refusal ("Allow"));
 }
 
+/* C: operations: unique names that read back; an allowed one is logged
+ * at the level fusebox(1) names for it (mutations: changes; opens: + open
+ * and close; all: + lookups, metadata and listings). */
+static void
+test_op_names (void **state)
+{
+  static const char *const observe[] = { "lookup", "getattr", "access",   "readlink",
+                                         "statfs", "readdir", "getxattr", "listxattr" };
+  FbOp back;
+
+  for (guint i = 0; i < FB_OP_N; i++)
+    {
+      const char *name = fb_op_to_string ((FbOp)i);
+
+      assert_non_null (fb_op_table[i].name);
+      assert_string_equal (name, fb_op_table[i].name);
+      assert_true (fb_op_from_string (name, &back));
+      assert_int_equal (back, i);
+      for (guint j = 0; j < i; j++)
+        assert_string_not_equal (name, fb_op_table[j].name);
+    }
+  assert_string_equal (fb_op_to_string ((FbOp)FB_OP_N), "invalid");
+  assert_false (fb_op_from_string ("write", NULL));
+  assert_false (fb_op_from_string (NULL, NULL));
+
+  for (guint i = 0; i < FB_OP_N; i++)
+    {
+      FbLogLevel want = FB_LOG_LEVEL_MUTATIONS;
+
+      for (guint j = 0; j < G_N_ELEMENTS (observe); j++)
+        if (strcmp (fb_op_table[i].name, observe[j]) == 0)
+          want = FB_LOG_LEVEL_ALL;
+      if (i == FB_OP_OPEN || i == FB_OP_CLOSE)
+        want = FB_LOG_LEVEL_OPENS;
+      assert_int_equal (fb_op_level ((FbOp)i), want);
+    }
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_decision_names),
     cmocka_unit_test (test_decision_columns),
+    cmocka_unit_test (test_op_names),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);

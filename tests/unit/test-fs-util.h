@@ -60,8 +60,8 @@ test_sink_push (FbAccessSink *sink, const FbAccessEvent *ev)
 
   /* The contract: rule is never NULL for a decided access. */
   if (ev->rule == NULL)
-    fail_msg ("event %s %s without a rule", ev->op, ev->path);
-  e->op = g_strdup (ev->op);
+    fail_msg ("event %s %s without a rule", fb_op_to_string (ev->op), ev->path);
+  e->op = g_strdup (fb_op_to_string (ev->op));
   e->path = g_strdup (ev->path);
   e->target = g_strdup (ev->target);
   e->access = g_strdup (ev->access);

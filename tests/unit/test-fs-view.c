@@ -301,6 +301,65 @@ test_table (void **state)
 
 /* Names that would step out of a directory or past the bounds. */
 static void
+collect_ops (Fx *fx, GHashTable *seen)
+{
+  for (guint k = 0; k < fx->sink.events->len; k++)
+    {
+      TestEvent *e = fx->sink.events->pdata[k];
+      g_hash_table_add (seen, g_strdup (e->op));
+    }
+  fx_clear_events (fx);
+}
+
+/* The view logs every operation of fs-event.c's table (so `report`, which
+ * files records by the table, covers exactly what is logged): at level all,
+ * the table's rows on writable objects, a refused open (an allowed one is
+ * its close record), a no-op chown, statfs and listxattr log each at least
+ * once. */
+static void
+test_every_op_logged (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *policy = table_policy ();
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, FB_LOG_LEVEL_ALL);
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      g_autofree char *t = fx_host (fx, "host/t");
+      int r;
+
+      rm_rf (t);
+      make_table_tree (fx);
+      r = run_op (fx, rows[i].op, "write");
+      if (r < 0)
+        fail_msg ("%s on write: %s", rows[i].name, g_strerror (-r));
+      collect_ops (fx, seen);
+    }
+  {
+    g_autoptr (FbViewNode) f = fx_node (fx, "/t/write/f");
+    FbViewSetattr sa = { .valid = FB_VIEW_SET_UID | FB_VIEW_SET_GID };
+    struct stat st;
+    struct statvfs sv;
+    char buf[256];
+
+    assert_errno (fb_view_getattr (fx->view, &fx->caller, f, &st), 0);
+    sa.uid = st.st_uid;
+    sa.gid = st.st_gid;
+    assert_errno (fb_view_setattr (fx->view, &fx->caller, f, NULL, &sa, &st), 0);
+    assert_errno (fb_view_statfs (fx->view, &fx->caller, f, &sv), 0);
+    assert_true (fb_view_listxattr (fx->view, &fx->caller, f, buf, sizeof buf) >= 0);
+    assert_errno (run_op (fx, OP_OPEN_READ, "deny"), -EACCES);
+    collect_ops (fx, seen);
+  }
+  for (guint i = 0; i < FB_OP_N; i++)
+    if (!g_hash_table_contains (seen, fb_op_table[i].name))
+      fail_msg ("\"%s\" is in fs-event.c's table, but no operation logged it", fb_op_table[i].name);
+  assert_int_equal (g_hash_table_size (seen), FB_OP_N);
+}
+
+static void
 test_names (void **state)
 {
   Fx *fx = *state;
@@ -697,6 +756,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_table, fx_setup, fx_teardown),
+    cmocka_unit_test_setup_teardown (test_every_op_logged, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_names, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_privilege_refusals, fx_setup, fx_teardown),
     cmocka_unit_test_setup_teardown (test_close_event_bytes, fx_setup, fx_teardown),

@@ -199,14 +199,14 @@ test_fold_distinct (void **state)
 
   push (log, &base);
   e = base, e.pid = 4243, push (log, &e);
-  e = base, e.op = "create", push (log, &e);
+  e = base, e.op = FB_OP_CREATE, push (log, &e);
   e = base, e.path = "/etc/a", push (log, &e);
   e = base, e.rule = &test_rule_protected, push (log, &e);
   e = base, e.comm = "other", push (log, &e);
   e = base, e.decision = FB_DECISION_DENY, push (log, &e);
   e = base, e.session = "s-1", push (log, &e);
-  e = base, e.target = "/tmp/b", e.op = "rename", push (log, &e);
-  e = base, e.target = "/var/b", e.op = "rename", push (log, &e);
+  e = base, e.target = "/tmp/b", e.op = FB_OP_RENAME, push (log, &e);
+  e = base, e.target = "/var/b", e.op = FB_OP_RENAME, push (log, &e);
   for (int i = 0; i < 3; i++)
     {
       e = test_event ("mkdir", "/work/x");

@@ -224,6 +224,65 @@ test_report_open_then_close (void **state)
   assert_string_equal (path_at (rd, 0), "/w/g");
 }
 
+/* The report files a record by what its operation does (fs-event.c's
+ * table), so it covers exactly the operations the view logs: each one,
+ * allowed, lands where its effect says; an operation the table does not
+ * know is filed by its access alone. */
+static void
+test_report_every_op (void **state)
+{
+  static const char *const lists[] = { "created", "written", "renamed", "deleted", "read", "other" };
+
+  for (guint i = 0; i <= FB_OP_N; i++)
+    {
+      FbOpEffect effect = i < FB_OP_N ? fb_op_table[i].effect : FB_OP_EFFECT_ATTR;
+      const char *name = i < FB_OP_N ? fb_op_table[i].name : "fallocate";
+      const char *want = NULL;
+      g_autofree char *line = NULL;
+      g_autoptr (FbReport) r = NULL;
+      g_autoptr (JsonNode) root = NULL;
+      JsonObject *files;
+
+      switch (effect)
+        {
+          case FB_OP_EFFECT_OBSERVE:
+            break;
+          case FB_OP_EFFECT_CREATE:
+          case FB_OP_EFFECT_LINK:
+            want = "created";
+            break;
+          case FB_OP_EFFECT_HANDLE:
+          case FB_OP_EFFECT_WRITE:
+            want = "written";
+            break;
+          case FB_OP_EFFECT_RENAME:
+            want = "renamed";
+            break;
+          case FB_OP_EFFECT_DELETE:
+            want = "deleted";
+            break;
+          case FB_OP_EFFECT_ATTR:
+            want = "other";
+            break;
+        }
+      line = g_strdup_printf ("{\"seq\":1,\"op\":\"%s\",\"path\":\"/w/p\",\"target\":\"/w/t\",\"access\":\"%s\","
+                              "\"decision\":\"allow\",\"errno\":0}",
+                              name, effect == FB_OP_EFFECT_OBSERVE ? "stat" : "write");
+      r = build_report ((const char *const[]){ line }, 1);
+      root = fb_report_to_json (r);
+      files = member_obj (json_node_get_object (root), "files");
+      for (guint j = 0; j < G_N_ELEMENTS (lists); j++)
+        {
+          guint n = json_array_get_length (member_arr (files, lists[j]));
+
+          if (n != (g_strcmp0 (want, lists[j]) == 0 ? 1u : 0u))
+            fail_msg ("%s: %u under %s, expected it under %s only", name, n, lists[j], want ? want : "nothing");
+        }
+      if (g_strcmp0 (want, "created") == 0)
+        assert_string_equal (path_at (member_arr (files, "created"), 0), effect == FB_OP_EFFECT_LINK ? "/w/t" : "/w/p");
+    }
+}
+
 /* Found by fuzz-ipc-log: records missing "op", and op/decision names with
  * control characters, must neither crash the report nor reach the terminal. */
 static void
@@ -365,6 +424,7 @@ main (void)
     cmocka_unit_test (test_report_json),
     cmocka_unit_test (test_report_examples_capped_and_gaps),
     cmocka_unit_test (test_report_open_then_close),
+    cmocka_unit_test (test_report_every_op),
     cmocka_unit_test (test_report_malformed_records),
     cmocka_unit_test (test_report_text),
     cmocka_unit_test (test_people_columns),

@@ -57,9 +57,14 @@ static G_GNUC_UNUSED const FbPolicyRule test_rule_default = {
 };
 
 static G_GNUC_UNUSED FbAccessEvent
-test_event (const char *op, const char *path)
+test_event (const char *op_name, const char *path)
 {
-  FbAccessEvent e = {
+  FbOp op = FB_OP_LOOKUP;
+  FbAccessEvent e;
+
+  if (!fb_op_from_string (op_name, &op))
+    fail_msg ("no operation is called %s (fs/fs-event.c)", op_name);
+  e = (FbAccessEvent){
     .ts_us = 1714564800123456, /* 2024-05-01T12:00:00.123456Z */
     .pid = 4242,
     .uid = 1000,

@@ -1,0 +1,424 @@
+/* fusebox — one run: what `run`, `mount` and `serve` share (ipc/ipc.h,
+ * "one run").
+ *
+ * Every kind has a run directory of its own, made 0700 (new, or an empty
+ * --run-dir), holding policy.json, run.json and, unless --log says
+ * otherwise, the access log; fusebox's state is hidden from every view of
+ * the run by host identity, and no source may show it.  run.json is what
+ * `fusebox runs` reads (launcher-cmd-runs.c) to list the runs of every
+ * kind, and removes last when it prunes one.
+ *
+ * Single-threaded but for the counting sink, which the FUSE workers push
+ * to (an atomic counter). */
+#include "ipc/ipc-private.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const kind_names[] = {
+  [FB_RUN_KIND_RUN] = "run",
+  [FB_RUN_KIND_MOUNT] = "mount",
+  [FB_RUN_KIND_SERVE] = "serve",
+};
+
+const char *
+fb_run_kind_to_string (FbRunKind kind)
+{
+  return (guint)kind < G_N_ELEMENTS (kind_names) ? kind_names[kind] : NULL;
+}
+
+gboolean
+fb_run_kind_from_string (const char *s, FbRunKind *ret_kind)
+{
+  for (guint i = 0; s != NULL && i < G_N_ELEMENTS (kind_names); i++)
+    if (strcmp (s, kind_names[i]) == 0)
+      {
+        *ret_kind = (FbRunKind)i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+/* Counts the denials on their way to the access log (for run.json). */
+typedef struct
+{
+  FbAccessSink sink;
+  FbAccessSink *inner;
+  gint denials; /* atomic */
+} CountingSink;
+
+struct FbRun
+{
+  FbRunKind kind;
+  char *id;
+  char *dir;
+  bool dir_given; /* --run-dir */
+  char *log_path;
+  FbPolicyVarsStorage vars;
+  FbPolicy *policy;
+  char **state_paths;
+  JsonObject *info; /* run.json */
+  bool started;     /* run.json written */
+  FbAccessLog *log;
+  bool log_closed;
+  guint64 log_max_size;
+  CountingSink counter;
+};
+
+static void
+counting_push (FbAccessSink *sink, const FbAccessEvent *event)
+{
+  CountingSink *c = (CountingSink *)((char *)sink - G_STRUCT_OFFSET (CountingSink, sink));
+
+  if (fb_decision_info (event->decision)->refusal)
+    g_atomic_int_inc (&c->denials);
+  fb_access_sink_push (c->inner, event);
+}
+
+FbRun *
+fb_run_new (const FbRunOptions *options)
+{
+  FbRun *run = g_new0 (FbRun, 1);
+
+  run->kind = options->kind;
+  /* Known before it exists, so that the policy (which may use ${RUN}) is
+   * checked before anything is created. */
+  if (options->run_dir != NULL)
+    {
+      run->dir = g_canonicalize_filename (options->run_dir, NULL);
+      run->id = g_path_get_basename (run->dir);
+      run->dir_given = true;
+    }
+  else
+    {
+      g_autofree char *root = fb_run_dir_root ();
+      run->id = fb_run_new_id ();
+      run->dir = g_build_filename (root, run->id, NULL);
+    }
+  run->log_path = options->log_path != NULL ? g_canonicalize_filename (options->log_path, NULL)
+                                            : g_build_filename (run->dir, "access.jsonl", NULL);
+  fb_policy_vars_init_from_env (&run->vars, options->workspace, run->dir);
+  run->info = json_object_new ();
+  json_object_set_string_member (run->info, "run", run->id);
+  json_object_set_string_member (run->info, "kind", fb_run_kind_to_string (run->kind));
+  run->counter.sink.push = counting_push;
+  return run;
+}
+
+const char *
+fb_run_get_id (FbRun *run)
+{
+  return run->id;
+}
+
+const char *
+fb_run_get_dir (FbRun *run)
+{
+  return run->dir;
+}
+
+const char *
+fb_run_get_log_path (FbRun *run)
+{
+  return run->log_path;
+}
+
+const FbPolicyVars *
+fb_run_get_vars (FbRun *run)
+{
+  return &run->vars.vars;
+}
+
+FbPolicy *
+fb_run_get_policy (FbRun *run)
+{
+  return run->policy;
+}
+
+const char *const *
+fb_run_get_state_paths (FbRun *run)
+{
+  return (const char *const *)run->state_paths;
+}
+
+JsonObject *
+fb_run_get_info (FbRun *run)
+{
+  return run->info;
+}
+
+/* Write a file of the run directory: a new one in place, an existing one
+ * through a temporary file and rename(2), so a reader never sees half of
+ * it.  Neither is fsynced: these files describe the run, the access log is
+ * its record, and the log is fsynced when it is closed (docs/design.md,
+ * promise 3).  An fsync here cost 1 to 20 ms each on a busy disk, on the
+ * path of every run's start and end.  After a crash run.json may be
+ * missing or older; `fusebox runs` then shows the run as over or unknown,
+ * and the log still holds every record. */
+static gboolean
+write_run_file (const char *path, const char *text, GError **error)
+{
+  g_autofree char *tmp = NULL;
+
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    return g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_NONE, 0600, error);
+  tmp = g_strconcat (path, ".tmp", NULL);
+  if (!g_file_set_contents_full (tmp, text, -1, G_FILE_SET_CONTENTS_NONE, 0600, error))
+    return FALSE;
+  if (rename (tmp, path) < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: rename: %s", path, g_strerror (e));
+      unlink (tmp);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* --run-dir: made 0700, new or empty (runs never share a directory). */
+static gboolean
+make_given_dir (const char *dir, GError **error)
+{
+  g_autoptr (GDir) d = NULL;
+
+  if (g_mkdir_with_parents (dir, 0700) < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                   "--run-dir %s: %s; give a directory you can create", dir, g_strerror (e));
+      return FALSE;
+    }
+  d = g_dir_open (dir, 0, error);
+  if (d == NULL)
+    return FALSE;
+  if (g_dir_read_name (d) != NULL)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                   "--run-dir %s: not empty; give a new or empty directory (runs never share one)", dir);
+      return FALSE;
+    }
+  if (chmod (dir, 0700) < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "--run-dir %s: chmod 0700: %s", dir,
+                   g_strerror (e));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+make_dir (FbRun *run, GError **error)
+{
+  g_autofree char *made = NULL;
+  g_autoptr (GError) local = NULL;
+
+  if (run->dir_given ? make_given_dir (run->dir, &local) : (made = fb_run_dir_create (run->id, &local)) != NULL)
+    return TRUE;
+  g_set_error (error, local->domain, local->code, "can't make the run directory: %s; %s", local->message,
+               run->dir_given ? "give --run-dir DIR on a writable filesystem"
+                              : "set XDG_STATE_HOME to a writable directory");
+  return FALSE;
+}
+
+gboolean
+fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
+{
+  g_autofree char *json = NULL;
+  g_autofree char *policy_path = NULL;
+
+  if (!make_dir (run, error))
+    return FALSE;
+  run->policy = fb_policy_ref (policy);
+  /* The effective policy beside the log, for whoever audits the run; it
+   * also marks the directory as one of fusebox's runs (fb_run_state_paths
+   * hides such a directory beside a --run-dir). */
+  json = fb_policy_to_json (policy);
+  policy_path = g_build_filename (run->dir, "policy.json", NULL);
+  if (json == NULL)
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s: the policy could not be written", policy_path);
+      return FALSE;
+    }
+  if (!write_run_file (policy_path, json, error))
+    return FALSE;
+  /* The view hides these by host identity, whatever path or source leads
+   * to them, and a source may not show one at all. */
+  run->state_paths = fb_run_state_paths (run->dir, run->log_path);
+  return fb_run_check_sources (policy, (const char *const *)run->state_paths, error);
+}
+
+static char *
+now_rfc3339 (void)
+{
+  g_autoptr (GDateTime) now = g_date_time_new_now_local ();
+  return g_date_time_format_iso8601 (now);
+}
+
+guint64
+fb_run_process_start_time (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int)pid);
+  g_autofree char *stat = NULL;
+  g_auto (GStrv) fields = NULL;
+  const char *p;
+
+  if (!g_file_get_contents (path, &stat, NULL, NULL))
+    return 0;
+  p = strrchr (stat, ')'); /* comm may hold spaces and parens */
+  if (p == NULL)
+    return 0;
+  fields = g_strsplit (p + 2, " ", 0);
+  /* fields[0] is field 3 (state); field 22 is fields[19] */
+  if (g_strv_length (fields) < 20)
+    return 0;
+  return g_ascii_strtoull (fields[19], NULL, 10);
+}
+
+gboolean
+fb_run_save (FbRun *run, GError **error)
+{
+  g_autofree char *path = g_build_filename (run->dir, "run.json", NULL);
+  g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
+  g_autoptr (JsonGenerator) gen = json_generator_new ();
+  g_autofree char *text = NULL;
+  g_autofree char *with_nl = NULL;
+
+  json_node_set_object (node, run->info);
+  json_generator_set_pretty (gen, TRUE);
+  json_generator_set_root (gen, node);
+  text = json_generator_to_data (gen, NULL);
+  with_nl = g_strconcat (text, "\n", NULL);
+  return write_run_file (path, with_nl, error);
+}
+
+gboolean
+fb_run_start (FbRun *run, GError **error)
+{
+  g_autofree char *started = now_rfc3339 ();
+  JsonObject *sup = json_object_new ();
+
+  if (run->vars.vars.workspace != NULL)
+    json_object_set_string_member (run->info, "workspace", run->vars.vars.workspace);
+  json_object_set_string_member (run->info, "policy", fb_policy_get_origin (run->policy));
+  json_object_set_string_member (run->info, "log", run->log_path);
+  json_object_set_string_member (run->info, "started", started);
+  json_object_set_int_member (sup, "pid", getpid ());
+  json_object_set_int_member (sup, "start_time", (gint64)fb_run_process_start_time (getpid ()));
+  json_object_set_object_member (run->info, "supervisor", sup);
+  run->started = true;
+  return fb_run_save (run, error);
+}
+
+void
+fb_run_set_error (FbRun *run, const char *message, const char *failed_step)
+{
+  json_object_set_string_member (run->info, "error", message);
+  if (failed_step != NULL)
+    json_object_set_string_member (run->info, "failed_step", failed_step);
+}
+
+FbAccessLog *
+fb_run_open_log (FbRun *run, FbAccessLogOptions *options, GError **error)
+{
+  options->path = run->log_path;
+  options->run_id = run->id;
+  options->coalesce = TRUE;
+  run->log = fb_access_log_new (options, NULL, error);
+  if (run->log == NULL)
+    return NULL;
+  run->log_max_size = options->max_bytes;
+  run->counter.inner = fb_access_log_get_sink (run->log);
+  return run->log;
+}
+
+FbAccessLog *
+fb_run_get_log (FbRun *run)
+{
+  return run->log;
+}
+
+FbAccessSink *
+fb_run_get_sink (FbRun *run)
+{
+  return &run->counter.sink;
+}
+
+void
+fb_run_view_options (FbRun *run, FbViewOptions *options)
+{
+  fb_view_options_init (options);
+  options->sink = fb_run_get_sink (run);
+  options->hidden_paths = fb_run_get_state_paths (run);
+}
+
+gboolean
+fb_run_close_log (FbRun *run, GError **error)
+{
+  g_autoptr (GError) close_error = NULL;
+
+  if (run->log == NULL || run->log_closed)
+    return TRUE;
+  run->log_closed = true;
+  if (!fb_access_log_close (run->log, &close_error))
+    json_object_set_string_member (run->info, "log_error", close_error->message);
+  json_object_set_int_member (run->info, "records", (gint64)fb_access_log_get_count (run->log));
+  json_object_set_int_member (run->info, "denials", g_atomic_int_get (&run->counter.denials));
+  if (close_error != NULL)
+    {
+      g_propagate_error (error, g_steal_pointer (&close_error));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+fb_run_log_is_full (FbRun *run, guint64 *ret_not_written)
+{
+  return run->log != NULL && fb_access_log_is_full (run->log, ret_not_written);
+}
+
+guint64
+fb_run_get_log_max_size (FbRun *run)
+{
+  return run->log_max_size;
+}
+
+gboolean
+fb_run_end (FbRun *run, int exit_status, GError **error)
+{
+  g_autofree char *ended = NULL;
+
+  if (!run->started)
+    return TRUE;
+  ended = now_rfc3339 ();
+  json_object_set_string_member (run->info, "ended", ended);
+  if (!json_object_has_member (run->info, "exit_status"))
+    json_object_set_int_member (run->info, "exit_status", exit_status);
+  return fb_run_save (run, error);
+}
+
+void
+fb_run_free (FbRun *run)
+{
+  if (run == NULL)
+    return;
+  if (run->log != NULL)
+    {
+      if (!run->log_closed)
+        fb_access_log_close (run->log, NULL);
+      fb_access_log_free (run->log);
+    }
+  g_free (run->id);
+  g_free (run->dir);
+  g_free (run->log_path);
+  fb_policy_vars_clear (&run->vars);
+  if (run->policy != NULL)
+    fb_policy_unref (run->policy);
+  g_strfreev (run->state_paths);
+  json_object_unref (run->info);
+  g_free (run);
+}
