@@ -6,7 +6,7 @@
  * itself (it runs threads): it spawns the small single-threaded helper
  * `fusebox-launch` (launcher/launcher-launch.c) with a SOCK_SEQPACKET status
  * socket, which calls fb_launcher_spawn(), hands back the FUSE fd at the
- * sync point (we serve it at once: fb_fuse_serve_fd + fb_fuse_start), and
+ * sync point (we serve it at once: fb_fuse_serve_fd + fb_run_fuse_start), and
  * stays as the sandbox's parent to relay signals and report the exit status.
  *
  * Output: stdout and stderr are pipes (a pty when tty is true), read on the
@@ -108,10 +108,8 @@ struct FbRpcProcess
   FbPolicy *policy;
   FbRpcTeeSink *tee;
   FbView *view;
-  FbFuse *fuse;
-  bool fuse_started;
-  gint fuse_done;   /* atomic: set on the FUSE thread when serving ended */
-  FbAccessLog *log; /* the server's (borrowed), drained while joining */
+  FbRunFuse *serving; /* its view's FUSE session, once mounted (ipc-run-fuse.c) */
+  FbAccessLog *log;   /* the server's (borrowed), drained while its session ends */
 
   GQueue chunks;  /* Chunk*, oldest first */
   gsize retained; /* bytes of chunks, and CHUNK_OVERHEAD each */
@@ -398,37 +396,14 @@ stream_open (Stream *s, FbRpcProcess *p, int fd, const char *name)
 
 /* --- the end ----------------------------------------------------------------- */
 
-static void
-fuse_done (int result, gpointer user_data)
-{
-  FbRpcProcess *p = user_data;
-
-  /* On the FUSE thread: the loop waits for this in stop_fuse(). */
-  g_atomic_int_set (&p->fuse_done, 1);
-}
-
+/* The sandbox is gone (or going): end its FUSE session now (its view's
+ * workers may wait for requests that won't come) and wait for it. */
 static void
 stop_fuse (FbRpcProcess *p)
 {
-  if (p->fuse == NULL)
-    return;
-  if (p->fuse_started)
-    {
-      /* The sandbox is gone (or going): sever the connection so the
-       * serving thread ends now, then wait for it. */
-      fb_fuse_abort (p->fuse);
-      /* A FUSE worker may be blocked pushing to the access log, whose
-       * queue only this thread drains: drain while waiting, then join. */
-      while (!g_atomic_int_get (&p->fuse_done))
-        {
-          if (p->log != NULL)
-            fb_access_log_drain (p->log, NULL);
-          g_usleep (1000);
-        }
-      fb_fuse_join (p->fuse);
-    }
-  g_clear_pointer (&p->fuse, fb_fuse_free);
-  p->fuse_started = false;
+  if (p->serving != NULL)
+    fb_run_fuse_end (p->serving, 0);
+  g_clear_pointer (&p->serving, fb_run_fuse_free);
 }
 
 static void
@@ -571,6 +546,7 @@ serve_fuse (FbRpcProcess *p, int fd)
 {
   FbViewOptions vo;
   FbFuseOptions fo;
+  FbFuse *fuse = NULL;
   int r;
 
   fb_view_options_init (&vo);
@@ -582,20 +558,18 @@ serve_fuse (FbRpcProcess *p, int fd)
     {
       fb_fuse_options_init (&fo);
       fo.fsname = "fusebox";
-      r = fb_fuse_new (p->view, &fo, &p->fuse);
+      r = fb_fuse_new (p->view, &fo, &fuse);
     }
   if (r == 0)
     {
-      r = fb_fuse_serve_fd (p->fuse, fd);
+      p->serving = fb_run_fuse_new (fuse, p->log);
+      r = fb_fuse_serve_fd (fuse, fd);
       fd = -1;
     }
   if (r == 0)
-    r = fb_fuse_start (p->fuse, fuse_done, p);
+    r = fb_run_fuse_start (p->serving, NULL, NULL);
   if (r == 0)
-    {
-      p->fuse_started = true;
-      return;
-    }
+    return;
   if (fd >= 0)
     close (fd);
   g_free (p->failure);
@@ -631,7 +605,7 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
       switch (rec.type)
         {
           case FB_LAUNCH_MOUNTED:
-            if (passed >= 0 && p->fuse == NULL)
+            if (passed >= 0 && p->serving == NULL)
               serve_fuse (p, passed);
             else if (passed >= 0)
               close (passed);

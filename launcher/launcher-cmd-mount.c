@@ -15,6 +15,10 @@
  * GLib main loop on its main thread (signals; the access log's queue, for
  * when the file refuses data) and the FUSE session on worker threads, which
  * write their own access records before they answer (write-through).
+ * The run directory, policy.json, run.json (the daemon is the run's
+ * supervisor, so `fusebox runs` lists the mount while it lives), the log
+ * and the end of the FUSE session are the run's, as for `run` and `serve`
+ * (ipc/ipc.h, "one run").
  * SIGINT, SIGTERM and SIGHUP unmount lazily and stop; if files stay open in
  * the detached mount, the connection is aborted after a grace period (or at
  * a second signal).  An external `fusermount3 -u` ends the session the same
@@ -44,19 +48,6 @@
 #define DEFAULT_SPEC "builtin:default"
 /* How long a stop waits for files still open in the detached mount. */
 #define ABORT_GRACE_MS 2000
-#define ABORT_RETRY_MS 500
-
-typedef struct
-{
-  GMainLoop *loop;
-  FbFuse *fuse;
-  bool serving;
-  bool stopping;
-  gint fuse_done; /* atomic: set on the FUSE thread */
-  int fuse_result;
-  guint abort_id;
-  gint log_full; /* atomic: the access log reached its budget */
-} Daemon;
 
 static int
 usage_error (const char *message)
@@ -342,60 +333,47 @@ start_unmount_watcher (const char *mountpoint, const char *run_dir)
 
 /* --- the daemon ------------------------------------------------------------- */
 
-static gboolean
-fuse_finished_idle (gpointer data)
+typedef struct
+{
+  FbRun *run;
+  FbLogLevel level;
+  const char *mountpoint;
+  const char *run_dir;
+  const char *log_path;
+  double cache_timeout;
+  bool foreground;
+  int watch_fd; /* the unmount watcher's pipe (-1: none) */
+  /* the access log's budget */
+  guint64 log_file_size, log_max_size;
+} MountArgs;
+
+typedef struct
+{
+  GMainLoop *loop;
+  FbView *view;
+  FbRunFuse *serving;
+} Daemon;
+
+/* The session is over: unmounted by us or by someone else. */
+static void
+serving_ended (int result, gpointer data)
 {
   Daemon *d = data;
 
   g_main_loop_quit (d->loop);
-  return G_SOURCE_REMOVE;
 }
 
-/* On the FUSE serving thread: hand the end over to the main loop. */
-static void
-fuse_done (int result, gpointer data)
-{
-  Daemon *d = data;
-
-  d->fuse_result = result;
-  g_atomic_int_set (&d->fuse_done, 1);
-  g_idle_add (fuse_finished_idle, d);
-}
-
-/* After the grace period, and then every half second until the session is
- * over (a wake-up can race with a worker about to block). */
-static gboolean
-abort_after_grace (gpointer data)
-{
-  Daemon *d = data;
-
-  d->abort_id = 0; /* this source ends here; a new one retries */
-  if (g_atomic_int_get (&d->fuse_done))
-    return G_SOURCE_REMOVE;
-  fb_fuse_abort (d->fuse);
-  d->abort_id = g_timeout_add (ABORT_RETRY_MS, abort_after_grace, d);
-  return G_SOURCE_REMOVE;
-}
-
+/* SIGINT, SIGTERM, SIGHUP: unmount lazily; files still open in the
+ * detached mount keep the connection for the grace period, or until a
+ * second signal (ipc-run-fuse.c). */
 static gboolean
 on_signal (gpointer data)
 {
   Daemon *d = data;
 
-  if (!d->serving)
-    {
-      g_main_loop_quit (d->loop);
-      return G_SOURCE_CONTINUE;
-    }
-  if (d->stopping)
-    {
-      /* A second signal: don't wait for the files still open. */
-      fb_fuse_abort (d->fuse);
-      return G_SOURCE_CONTINUE;
-    }
-  d->stopping = true;
-  fb_fuse_stop (d->fuse);
-  d->abort_id = g_timeout_add (ABORT_GRACE_MS, abort_after_grace, d);
+  if (!fb_run_fuse_is_ending (d->serving))
+    fb_fuse_stop (fb_run_fuse_get_fuse (d->serving));
+  fb_run_fuse_end (d->serving, ABORT_GRACE_MS);
   return G_SOURCE_CONTINUE;
 }
 
@@ -408,7 +386,7 @@ stop_for_budget (gpointer data)
 {
   Daemon *d = data;
 
-  if (!d->stopping)
+  if (!fb_run_fuse_is_ending (d->serving))
     on_signal (d);
   return G_SOURCE_REMOVE;
 }
@@ -416,10 +394,7 @@ stop_for_budget (gpointer data)
 static void
 on_log_full (gpointer data)
 {
-  Daemon *d = data;
-
-  g_atomic_int_set (&d->log_full, 1);
-  g_idle_add (stop_for_budget, d);
+  g_idle_add (stop_for_budget, data);
 }
 
 /* Tell the waiting parent how it went (a line), then detach from it. */
@@ -455,105 +430,73 @@ detach_stdio (const char *run_dir)
     close (err_fd);
 }
 
-typedef struct
-{
-  FbPolicy *policy;
-  FbLogLevel level;
-  const char *mountpoint;
-  const char *run_dir;
-  const char *run_id;
-  const char *log_path;
-  double cache_timeout;
-  bool foreground;
-  int watch_fd;                   /* the unmount watcher's pipe (-1: none) */
-  const char *const *state_paths; /* fusebox's own state, hidden by identity */
-  /* the access log's budget */
-  guint64 log_file_size, log_max_size;
-} MountArgs;
-
-static int
-run_daemon (const MountArgs *a, int ready_fd)
+/* run.json, the log, the view, the mount and its FUSE threads.  NULL, or
+ * the message for the person who mounted. */
+static char *
+start_daemon (const MountArgs *a, Daemon *d)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (FbAccessLog) log = NULL;
-  g_autoptr (FbView) view = NULL;
-  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
-  g_autofree char *msg = NULL;
   const char *blank[] = { a->mountpoint, NULL };
   FbAccessLogOptions lo = { 0 };
   FbViewOptions vo;
   FbFuseOptions fo;
-  Daemon d = { 0 };
-  guint sig_ids[3];
-  int r, status = FB_EXIT_OK;
+  FbFuse *fuse = NULL;
+  int r;
 
-  d.loop = loop;
-  sig_ids[0] = g_unix_signal_add (SIGINT, on_signal, &d);
-  sig_ids[1] = g_unix_signal_add (SIGTERM, on_signal, &d);
-  sig_ids[2] = g_unix_signal_add (SIGHUP, on_signal, &d);
-  signal (SIGPIPE, SIG_IGN);
-
-  lo.path = a->log_path;
-  lo.run_id = a->run_id;
-  /* Each record reaches the file before its FUSE reply; repeated refusals
-   * are folded; the budget unmounts (ipc/ipc-log.c). */
+  /* This process is the run's supervisor: `fusebox runs` shows it running
+   * while it lives. */
+  json_object_set_string_member (fb_run_get_info (a->run), "mountpoint", a->mountpoint);
+  if (!fb_run_start (a->run, &error))
+    return g_strdup_printf ("can't write run.json: %s", error->message);
+  /* Each record reaches the file before its FUSE reply; the budget
+   * unmounts (ipc/ipc-log.c). */
   lo.write_through = TRUE;
-  lo.coalesce = TRUE;
   lo.rotate_bytes = a->log_file_size;
   lo.max_bytes = a->log_max_size;
   lo.on_full = on_log_full;
-  lo.on_full_data = &d;
-  log = fb_access_log_new (&lo, NULL, &error);
-  if (log == NULL)
-    {
-      msg = g_strdup_printf ("mount: can't open the access log %s: %s; give a writable --log FILE", a->log_path,
-                             error->message);
-      goto fail;
-    }
+  lo.on_full_data = d;
+  if (fb_run_open_log (a->run, &lo, &error) == NULL)
+    return g_strdup_printf ("can't open the access log %s: %s; give a writable --log FILE", a->log_path,
+                            error->message);
 
-  fb_view_options_init (&vo);
-  vo.sink = fb_access_log_get_sink (log);
+  fb_run_view_options (a->run, &vo);
   vo.log_level = a->level;
   vo.blank_paths = blank;
-  vo.hidden_paths = a->state_paths;
-  r = fb_view_new (a->policy, &vo, &view);
+  r = fb_view_new (fb_run_get_policy (a->run), &vo, &d->view);
   if (r < 0)
-    {
-      msg = g_strdup_printf ("mount: can't open the policy's directories: %s (a private source under %s, or the "
-                             "root's source, could not be created or opened)",
-                             g_strerror (-r), a->run_dir);
-      goto fail;
-    }
+    return g_strdup_printf ("can't open the policy's directories: %s (a private source under %s, or the "
+                            "root's source, could not be created or opened)",
+                            g_strerror (-r), a->run_dir);
 
   fb_fuse_options_init (&fo);
   if (a->cache_timeout >= 0) /* else fb_fuse_options_init's defaults */
     fo.entry_timeout = fo.attr_timeout = fo.negative_timeout = a->cache_timeout;
-  fb_fuse_new (view, &fo, &d.fuse);
-  r = fb_fuse_mount (d.fuse, a->mountpoint);
+  fb_fuse_new (d->view, &fo, &fuse);
+  d->serving = fb_run_fuse_new (fuse, fb_run_get_log (a->run));
+  r = fb_fuse_mount (fuse, a->mountpoint);
   if (r < 0)
-    {
-      msg = g_strdup_printf ("mount: mounting at %s failed (libfuse said why above); check that /dev/fuse is usable "
-                             "and that fusermount3 is installed (package fuse3), or run as root",
-                             a->mountpoint);
-      goto fail;
-    }
+    return g_strdup_printf ("mounting at %s failed (libfuse said why above); check that /dev/fuse is usable "
+                            "and that fusermount3 is installed (package fuse3), or run as root",
+                            a->mountpoint);
   if (a->watch_fd >= 0 && write (a->watch_fd, "M", 1) != 1)
     g_printerr ("fusebox: mount: warning: the unmount watcher is gone; a killed daemon may leave the mount\n");
-  r = fb_fuse_start (d.fuse, fuse_done, &d);
+  r = fb_run_fuse_start (d->serving, serving_ended, d);
   if (r < 0)
-    {
-      msg = g_strdup_printf ("mount: can't start the FUSE threads: %s", g_strerror (-r));
-      fb_fuse_stop (d.fuse);
-      goto fail;
-    }
-  d.serving = true;
+    return g_strdup_printf ("can't start the FUSE threads: %s", g_strerror (-r));
+  return NULL;
+}
 
-  if (a->foreground)
-    printf ("fusebox: %s shows / through the policy %s\nfusebox: run directory %s\nfusebox: access log %s\n",
-            a->mountpoint, fb_policy_get_origin (a->policy), a->run_dir, a->log_path);
+/* Mounted: say so (in the foreground) or tell the parent, and detach. */
+static void
+announce (const MountArgs *a, Daemon *d, int ready_fd)
+{
   if (a->foreground)
     {
-      const char *mode = fb_fuse_cache_mode (d.fuse);
+      const char *mode = fb_fuse_cache_mode (fb_run_fuse_get_fuse (d->serving));
+      g_autofree char *fd_note = NULL;
+
+      printf ("fusebox: %s shows / through the policy %s\nfusebox: run directory %s\nfusebox: access log %s\n",
+              a->mountpoint, fb_policy_get_origin (fb_run_get_policy (a->run)), a->run_dir, a->log_path);
       if (strcmp (mode, "coherent") == 0)
         printf ("fusebox: caches: coherent: host changes show at once (fanotify marks on the directories shown); "
                 "entries and attributes kept %.0f s where watched, %.0f s elsewhere\n",
@@ -565,81 +508,71 @@ run_daemon (const MountArgs *a, int ready_fd)
       else
         printf ("fusebox: caches: fixed by --cache-timeout %g: host changes show within %g s\n", a->cache_timeout,
                 a->cache_timeout);
-    }
-  if (a->foreground)
-    {
-      g_autofree char *fd_note = fb_cmd_fd_budget_note (NULL);
+      fd_note = fb_cmd_fd_budget_note (NULL);
       printf ("fusebox: %s\n", fd_note);
     }
   else
-    fb_cmd_fd_budget_warn ("mount");
-  if (!a->foreground)
     {
+      fb_cmd_fd_budget_warn ("mount");
       report_ready (ready_fd, "OK");
-      ready_fd = -1;
       detach_stdio (a->run_dir);
     }
   fflush (stdout);
+}
 
-  g_main_loop_run (loop);
+static int
+run_daemon (const MountArgs *a, int ready_fd)
+{
+  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *msg = NULL;
+  Daemon d = { .loop = loop };
+  guint sig_ids[3];
+  int status = FB_EXIT_OK;
 
-  /* Here the session has ended (unmounted by us or by someone else) or a
-   * signal came before serving started. */
-  if (!g_atomic_int_get (&d.fuse_done))
+  sig_ids[0] = g_unix_signal_add (SIGINT, on_signal, &d);
+  sig_ids[1] = g_unix_signal_add (SIGTERM, on_signal, &d);
+  sig_ids[2] = g_unix_signal_add (SIGHUP, on_signal, &d);
+  signal (SIGPIPE, SIG_IGN);
+
+  msg = start_daemon (a, &d);
+  if (msg == NULL)
     {
-      fb_fuse_stop (d.fuse);
-      while (!g_atomic_int_get (&d.fuse_done))
-        g_main_context_iteration (NULL, TRUE);
+      announce (a, &d, ready_fd);
+      ready_fd = -1;
+      g_main_loop_run (loop);
+      /* the session has ended (unmounted by us or by someone else) */
+      int r = fb_run_fuse_finish (d.serving);
+      if (r < 0)
+        {
+          g_printerr ("fusebox: mount: the FUSE session ended with an error: %s\n", g_strerror (-r));
+          status = FB_EXIT_FAILURE;
+        }
     }
-  if (d.abort_id != 0)
-    g_source_remove (d.abort_id);
-  fb_fuse_join (d.fuse);
-  if (d.fuse_result < 0)
-    {
-      g_printerr ("fusebox: mount: the FUSE session ended with an error: %s\n", g_strerror (-d.fuse_result));
-      status = FB_EXIT_FAILURE;
-    }
-  g_clear_pointer (&d.fuse, fb_fuse_free);
-  g_clear_pointer (&view, fb_view_unref);
-  if (!fb_access_log_close (log, &error))
-    {
-      g_printerr ("fusebox: mount: the access log %s could not be completed: %s\n", a->log_path, error->message);
-      status = FB_EXIT_FAILURE;
-    }
-  if (g_atomic_int_get (&d.log_full))
-    {
-      guint64 not_written = 0;
-      fb_access_log_is_full (log, &not_written);
-      g_autofree char *full_msg = fb_cmd_log_full_message ("the mount", a->log_path, a->log_max_size, not_written);
-      fb_cmd_error ("mount: %s", full_msg);
-      status = FB_EXIT_FAILURE;
-    }
-  else if (a->foreground)
+  g_clear_pointer (&d.serving, fb_run_fuse_free);
+  g_clear_pointer (&d.view, fb_view_unref);
+  if (!fb_cmd_close_run_log (a->run, "mount", "the mount"))
+    status = FB_EXIT_FAILURE;
+  else if (msg == NULL && a->foreground)
     printf ("fusebox: unmounted %s; %" G_GUINT64_FORMAT " records in %s; %" G_GUINT64_FORMAT " host events read\n",
-            a->mountpoint, fb_access_log_get_count (log), a->log_path, fb_watch_events_read ());
+            a->mountpoint, fb_access_log_get_count (fb_run_get_log (a->run)), a->log_path, fb_watch_events_read ());
+  if (msg != NULL)
+    {
+      fb_run_set_error (a->run, msg, NULL);
+      if (ready_fd >= 0)
+        {
+          g_autofree char *line = g_strconcat ("ERR mount: ", msg, NULL);
+          report_ready (ready_fd, line);
+        }
+      else
+        fb_cmd_error ("mount: %s", msg);
+      status = FB_EXIT_FAILURE;
+    }
+  if (!fb_run_end (a->run, status, &error))
+    fb_cmd_error ("mount: can't write run.json: %s", error->message);
   for (guint i = 0; i < G_N_ELEMENTS (sig_ids); i++)
     g_source_remove (sig_ids[i]);
   return status;
-
-fail:
-  if (d.fuse != NULL)
-    {
-      fb_fuse_free (d.fuse);
-      d.fuse = NULL;
-    }
-  g_clear_pointer (&view, fb_view_unref);
-  if (log != NULL)
-    fb_access_log_close (log, NULL);
-  if (ready_fd >= 0)
-    {
-      g_autofree char *line = g_strconcat ("ERR ", msg, NULL);
-      report_ready (ready_fd, line);
-    }
-  else
-    fb_cmd_error ("%s", msg);
-  for (guint i = 0; i < G_N_ELEMENTS (sig_ids); i++)
-    g_source_remove (sig_ids[i]);
-  return FB_EXIT_FAILURE;
 }
 
 /* The parent of a daemonizing mount: wait for the child's word. */
@@ -667,8 +600,8 @@ wait_ready (int fd, pid_t child, const MountArgs *a)
       printf ("fusebox: %s shows / through the policy %s (daemon pid %d)\n"
               "fusebox: run directory %s\nfusebox: access log %s\n"
               "fusebox: stop it with 'fusermount3 -u %s' or 'kill %d'\n",
-              a->mountpoint, fb_policy_get_origin (a->policy), (int)child, a->run_dir, a->log_path, a->mountpoint,
-              (int)child);
+              a->mountpoint, fb_policy_get_origin (fb_run_get_policy (a->run)), (int)child, a->run_dir, a->log_path,
+              a->mountpoint, (int)child);
       g_string_free (msg, TRUE);
       return FB_EXIT_OK;
     }
@@ -684,52 +617,58 @@ wait_ready (int fd, pid_t child, const MountArgs *a)
   return FB_EXIT_FAILURE;
 }
 
-int
-fb_cmd_mount (int argc, char **argv)
+typedef struct
 {
-  g_autofree char *policy_arg = NULL;
-  g_autofree char *workspace_arg = NULL;
-  g_autofree char *log_arg = NULL;
-  g_autofree char *level_arg = NULL;
-  gboolean foreground = FALSE;
-  double cache_timeout = -1; /* the view's defaults */
-  g_autofree char *log_file_size = NULL, *log_max_size = NULL;
+  char *policy, *workspace, *log, *level, *log_file_size, *log_max_size;
+  gboolean foreground;
+  double cache_timeout;
+  char *mountpoint;     /* canonical */
+  char *workspace_real; /* canonical */
+} MountCommandLine;
+
+static void
+mount_command_line_clear (MountCommandLine *c)
+{
+  g_free (c->policy);
+  g_free (c->workspace);
+  g_free (c->log);
+  g_free (c->level);
+  g_free (c->log_file_size);
+  g_free (c->log_max_size);
+  g_free (c->mountpoint);
+  g_free (c->workspace_real);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (MountCommandLine, mount_command_line_clear)
+
+/* The options, the mount point, the workspace and /dev/fuse, each with a
+ * message naming what is wrong.  -1, or the exit status. */
+static int
+parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
+{
   const GOptionEntry entries[] = {
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &policy_arg,
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &c->policy,
       "The policy: a file, or builtin:NAME (default builtin:default)", "FILE|builtin:NAME" },
-    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &workspace_arg,
+    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &c->workspace,
       "Directory that ${WORKSPACE} stands for (default: the current directory)", "DIR" },
-    { "log", 'l', 0, G_OPTION_ARG_FILENAME, &log_arg,
+    { "log", 'l', 0, G_OPTION_ARG_FILENAME, &c->log,
       "Write the access log to FILE (default: access.jsonl in a new run directory)", "FILE" },
-    { "log-level", 'L', 0, G_OPTION_ARG_STRING, &level_arg, "mutations, opens (default) or all", "LEVEL" },
-    { "foreground", 'f', 0, G_OPTION_ARG_NONE, &foreground, "Stay in the foreground until stopped", NULL },
-    { "cache-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &cache_timeout,
+    { "log-level", 'L', 0, G_OPTION_ARG_STRING, &c->level, "mutations, opens (default) or all", "LEVEL" },
+    { "foreground", 'f', 0, G_OPTION_ARG_NONE, &c->foreground, "Stay in the foreground until stopped", NULL },
+    { "cache-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &c->cache_timeout,
       "Seconds the kernel keeps names, attributes and absences (default 60, 60 and 2): how long a change made on "
       "the host outside fusebox may take to show",
       "SECONDS" },
-    { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &log_file_size,
+    { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &c->log_file_size,
       "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE" },
-    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &log_max_size,
+    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->log_max_size,
       "The budget of all the log's files (default 256M, or the policy's log.max_size): past it, unmount", "SIZE" },
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (GError) error = NULL;
-  g_autoptr (FbPolicy) policy = NULL;
-  g_autofree char *mountpoint = NULL;
-  g_autofree char *workspace = NULL;
-  g_autofree char *run_id = NULL;
-  g_autofree char *run_dir = NULL;
-  g_autofree char *log_path = NULL;
-  g_auto (GStrv) state_paths = NULL;
-  FbPolicyVarsStorage vars = { 0 };
-  FbLogLevel level = FB_LOG_LEVEL_OPENS;
-  MountArgs a = { 0 };
-  int pipefd[2];
-  pid_t pid;
-  int status;
 
-  g_set_prgname ("fusebox mount");
+  c->cache_timeout = -1; /* the view's defaults */
+  a->level = FB_LOG_LEVEL_OPENS;
   ctx = g_option_context_new ("MOUNTPOINT");
   g_option_context_set_summary (ctx, "Show the host's / at MOUNTPOINT through the view: every access decided by the "
                                      "policy and logged.");
@@ -746,18 +685,18 @@ fb_cmd_mount (int argc, char **argv)
     return usage_error (error->message);
   if (argc != 2)
     return usage_error (argc < 2 ? "no MOUNTPOINT given" : "more than one MOUNTPOINT given");
-  if (level_arg != NULL && !fb_log_level_from_string (level_arg, &level))
+  if (c->level != NULL && !fb_log_level_from_string (c->level, &a->level))
     {
-      g_autofree char *m = g_strdup_printf ("--log-level %s: unknown level; use mutations, opens or all", level_arg);
+      g_autofree char *m = g_strdup_printf ("--log-level %s: unknown level; use mutations, opens or all", c->level);
       return usage_error (m);
     }
-  if (!(cache_timeout == -1 || (cache_timeout >= 0 && cache_timeout <= 86400)))
+  if (!(c->cache_timeout == -1 || (c->cache_timeout >= 0 && c->cache_timeout <= 86400)))
     return usage_error ("--cache-timeout: give seconds between 0 and 86400");
 
-  mountpoint = check_mountpoint (argv[1]);
-  if (mountpoint == NULL)
+  c->mountpoint = check_mountpoint (argv[1]);
+  if (c->mountpoint == NULL)
     return FB_EXIT_FAILURE;
-  if (workspace_arg != NULL && (workspace = resolve_workspace (workspace_arg)) == NULL)
+  if (c->workspace != NULL && (c->workspace_real = resolve_workspace (c->workspace)) == NULL)
     return FB_EXIT_FAILURE;
   if (access ("/dev/fuse", R_OK | W_OK) < 0 && geteuid () == 0)
     {
@@ -766,59 +705,66 @@ fb_cmd_mount (int argc, char **argv)
                     g_strerror (errno));
       return FB_EXIT_FAILURE;
     }
+  a->mountpoint = c->mountpoint;
+  a->cache_timeout = c->cache_timeout;
+  a->foreground = c->foreground;
+  return -1;
+}
 
-  run_id = fb_run_new_id ();
-  run_dir = fb_run_dir_create (run_id, &error);
-  if (run_dir == NULL)
-    {
-      fb_cmd_error ("mount: can't create the run directory: %s; set XDG_STATE_HOME to a writable directory",
-                    error->message);
-      return FB_EXIT_FAILURE;
-    }
-  fb_policy_vars_init_from_env (&vars, workspace, run_dir);
-  policy = fb_policy_load_spec (policy_arg != NULL ? policy_arg : DEFAULT_SPEC, &vars.vars, &error);
-  fb_policy_vars_clear (&vars);
+/* The run (ipc/ipc.h, "one run"): the policy (loaded before anything is
+ * made: it may say ${RUN}), the log's budget, the run directory with
+ * policy.json, fusebox's state hidden by identity and never a source.
+ * run.json is the daemon's (start_daemon).  -1, or the exit status. */
+static int
+prepare_run (const MountCommandLine *c, MountArgs *a)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) policy = NULL;
+  FbRunOptions ro = { .kind = FB_RUN_KIND_MOUNT, .workspace = c->workspace_real, .log_path = c->log };
+
+  a->run = fb_run_new (&ro);
+  a->run_dir = fb_run_get_dir (a->run);
+  a->log_path = fb_run_get_log_path (a->run);
+  policy = fb_policy_load_spec (c->policy != NULL ? c->policy : DEFAULT_SPEC, fb_run_get_vars (a->run), &error);
   if (policy == NULL)
     {
       fb_cmd_error ("mount: %s", error->message);
       return FB_EXIT_FAILURE;
     }
-  {
-    /* The effective policy beside the log, for whoever audits the run. */
-    g_autofree char *json = fb_policy_to_json (policy);
-    g_autofree char *path = g_build_filename (run_dir, "policy.json", NULL);
-    if (json != NULL)
-      g_file_set_contents_full (path, json, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, NULL);
-  }
-  log_path =
-    log_arg != NULL ? g_canonicalize_filename (log_arg, NULL) : g_build_filename (run_dir, "access.jsonl", NULL);
-
-  a.policy = policy;
-  a.level = level;
-  a.mountpoint = mountpoint;
-  a.run_dir = run_dir;
-  a.run_id = run_id;
-  a.log_path = log_path;
-  a.cache_timeout = cache_timeout;
-  /* The run directories and the log: hidden by identity (the log is
-   * looked at when the view is made, once it exists), never a source. */
-  state_paths = fb_run_state_paths (run_dir, log_path);
-  if (!fb_run_check_sources (policy, (const char *const *)state_paths, &error))
+  if (!fb_cmd_log_budget ("mount", c->log_file_size, c->log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE,
+                          &a->log_file_size, &a->log_max_size))
+    return FB_EXIT_USAGE;
+  if (!fb_run_create (a->run, policy, &error))
     {
       fb_cmd_error ("mount: %s", error->message);
       return FB_EXIT_FAILURE;
     }
-  a.state_paths = (const char *const *)state_paths;
-  a.foreground = foreground;
-  if (!fb_cmd_log_budget ("mount", log_file_size, log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE, &a.log_file_size,
-                          &a.log_max_size))
-    return FB_EXIT_USAGE;
+  return -1;
+}
+
+int
+fb_cmd_mount (int argc, char **argv)
+{
+  g_auto (MountCommandLine) c = { 0 };
+  g_autoptr (FbRun) run = NULL;
+  MountArgs a = { 0 };
+  int pipefd[2];
+  pid_t pid;
+  int status;
+
+  g_set_prgname ("fusebox mount");
+  status = parse_mount_args (argc, argv, &c, &a);
+  if (status < 0)
+    status = prepare_run (&c, &a);
+  run = a.run;
+  if (status >= 0)
+    return status;
 
   /* Created objects get exactly the modes the caller asked for: the kernel
    * applied the caller's umask already. */
   umask (0);
 
-  if (foreground)
+  if (a.foreground)
     {
       a.watch_fd = start_unmount_watcher (a.mountpoint, a.run_dir);
       return run_daemon (&a, -1);

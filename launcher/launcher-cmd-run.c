@@ -17,13 +17,11 @@
  *
  * Single-threaded until serve() has spawned the sandbox: the launcher forks.
  *
- * run.json: {"run", "command", "cwd", "workspace", "policy", "network",
- * "uid", "gid", "started", "supervisor": {"pid", "start_time"}, and when
- * over: "ended", "exit_status", "records", "denials", and on a failure
- * "error" (the message) and "failed_step"}.  A run is over when
- * "ended" is set or its supervisor (pid + start time, so a reused pid does
- * not count) is gone; `fusebox runs` (launcher-cmd-runs.c) lists and prunes
- * them.
+ * The run directory, policy.json, run.json, the log and its count of
+ * denials are the run's (ipc/ipc.h, "one run", which lists run.json's
+ * members; `run` adds "command", "cwd", "network", "uid", "gid", and on a
+ * failure of the sandbox "failed_step"), shared with `mount` and `serve`;
+ * `fusebox runs` (launcher-cmd-runs.c) lists and prunes them.
  */
 #include "fs/fs.h"
 #include "ipc/ipc.h"
@@ -412,79 +410,11 @@ fb_cmd_sibling_program (const char *env_var, const char *name)
   return g_build_filename (dir, name, NULL);
 }
 
-/* The start time of PID in clock ticks since boot (/proc/PID/stat field 22),
- * or 0: with the pid it names one process for good. */
-guint64
-fb_cmd_process_start_time (pid_t pid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int)pid);
-  g_autofree char *stat = NULL;
-  if (!g_file_get_contents (path, &stat, NULL, NULL))
-    return 0;
-  const char *p = strrchr (stat, ')'); /* comm may hold spaces and parens */
-  if (!p)
-    return 0;
-  g_auto (GStrv) fields = g_strsplit (p + 2, " ", 0);
-  /* fields[0] is field 3 (state); field 22 is fields[19] */
-  if (g_strv_length (fields) < 20)
-    return 0;
-  return g_ascii_strtoull (fields[19], NULL, 10);
-}
-
-static char *
-now_rfc3339 (void)
-{
-  g_autoptr (GDateTime) now = g_date_time_new_now_local ();
-  return g_date_time_format_iso8601 (now);
-}
-
-/* Write a file of the run directory: a new one in place, an existing one
- * through a temporary file and rename(2), so a reader never sees half of
- * it.  Neither is fsynced: these files describe the run, the access log is
- * its record, and the log is fsynced when it is closed (docs/design.md,
- * promise 3).  An fsync here cost 1 to 20 ms each on a busy disk, on the path of every
- * run's start and end.  After a crash run.json may be missing or older;
- * `fusebox runs` then shows the run as over or unknown, and the log still
- * holds every record. */
-static bool
-write_run_file (const char *path, const char *text, GError **error)
-{
-  if (!g_file_test (path, G_FILE_TEST_EXISTS))
-    return g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_NONE, 0600, error);
-  g_autofree char *tmp = g_strconcat (path, ".tmp", NULL);
-  if (!g_file_set_contents_full (tmp, text, -1, G_FILE_SET_CONTENTS_NONE, 0600, error))
-    return false;
-  if (rename (tmp, path) < 0)
-    {
-      int e = errno;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: rename: %s", path, g_strerror (e));
-      unlink (tmp);
-      return false;
-    }
-  return true;
-}
-
-static bool
-write_json (const char *path, JsonNode *node, GError **error)
-{
-  g_autoptr (JsonGenerator) gen = json_generator_new ();
-  json_generator_set_pretty (gen, TRUE);
-  json_generator_set_root (gen, node);
-  g_autofree char *text = json_generator_to_data (gen, NULL);
-  g_autofree char *with_nl = g_strconcat (text, "\n", NULL);
-  return write_run_file (path, with_nl, error);
-}
-
 typedef struct
 {
-  char *id;
-  char *dir;
-  FbPolicyVarsStorage vars;
-  FbPolicy *policy;
+  FbRun *run; /* the run directory, policy.json, run.json, the log */
   char **envp;
   char *cwd;
-  JsonObject *info;   /* run.json */
-  char **state_paths; /* fusebox's own state: hidden from the view by identity */
   /* the access log's budget */
   guint64 log_file_size, log_max_size;
 } Run;
@@ -492,77 +422,9 @@ typedef struct
 static void
 run_clear (Run *run)
 {
-  g_free (run->id);
-  g_free (run->dir);
-  if (run->dir)
-    fb_policy_vars_clear (&run->vars);
-  if (run->policy)
-    fb_policy_unref (run->policy);
+  g_clear_pointer (&run->run, fb_run_free);
   g_strfreev (run->envp);
-  g_strfreev (run->state_paths);
   g_free (run->cwd);
-  if (run->info)
-    json_object_unref (run->info);
-}
-
-static bool
-save_run_json (Run *run, GError **error)
-{
-  g_autofree char *path = g_build_filename (run->dir, "run.json", NULL);
-  g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
-  json_node_set_object (node, run->info);
-  return write_json (path, node, error);
-}
-
-/* Where the run directory will be: --run-dir, else a new id under
- * fb_run_dir_root().  Known before it exists, so that the policy (which may
- * use ${RUN}) is checked before anything is created. */
-static char *
-plan_run_dir (const RunOptions *o, char **ret_id)
-{
-  if (o->run_dir)
-    {
-      *ret_id = g_path_get_basename (o->run_dir);
-      return g_strdup (o->run_dir);
-    }
-  g_autofree char *root = fb_run_dir_root ();
-  *ret_id = fb_run_new_id ();
-  return g_build_filename (root, *ret_id, NULL);
-}
-
-/* Create it: 0700, new or empty (runs never share a directory). */
-static bool
-make_run_dir (const RunOptions *o, const char *id, const char *dir, GError **error)
-{
-  if (!o->run_dir)
-    {
-      g_autofree char *made = fb_run_dir_create (id, error);
-      return made != NULL;
-    }
-  if (g_mkdir_with_parents (dir, 0700) < 0)
-    {
-      int e = errno;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
-                   "--run-dir %s: %s; give a directory you can create", dir, g_strerror (e));
-      return false;
-    }
-  g_autoptr (GDir) d = g_dir_open (dir, 0, error);
-  if (!d)
-    return false;
-  if (g_dir_read_name (d))
-    {
-      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
-                   "--run-dir %s: not empty; give a new or empty directory (runs never share one)", dir);
-      return false;
-    }
-  if (chmod (dir, 0700) < 0)
-    {
-      int e = errno;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "--run-dir %s: chmod 0700: %s", dir,
-                   g_strerror (e));
-      return false;
-    }
-  return true;
 }
 
 /* The command's environment: the caller's (unless --clearenv) with HOME at
@@ -609,71 +471,47 @@ pick_cwd (const RunOptions *o, const FbPolicy *policy, const FbPolicyVars *vars)
   return g_strdup (vars->workspace ? vars->workspace : "/");
 }
 
+/* The run (ipc/ipc.h, "one run"): the policy, loaded before anything is
+ * made (it may say ${RUN}); the log's budget; the run directory with
+ * policy.json; the command's environment and directory; run.json. */
 static int
 prepare (const RunOptions *o, Run *run)
 {
   g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) policy = NULL;
+  FbRunOptions ro = { .kind = FB_RUN_KIND_RUN, .run_dir = o->run_dir, .workspace = o->workspace };
+  const FbPolicyVars *vars;
+  JsonObject *info;
 
-  run->dir = plan_run_dir (o, &run->id);
-  fb_policy_vars_init_from_env (&run->vars, o->workspace, run->dir);
-  run->policy = load_policy (o, &run->vars.vars, run->dir, &error);
-  if (!run->policy)
+  run->run = fb_run_new (&ro);
+  vars = fb_run_get_vars (run->run);
+  policy = load_policy (o, vars, fb_run_get_dir (run->run), &error);
+  if (!policy)
     {
       fb_cmd_error ("run: %s", error->message);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
-  if (!make_run_dir (o, run->id, run->dir, &error))
-    {
-      fb_cmd_error ("run: the run directory: %s; give --run-dir DIR on a writable filesystem, or set "
-                    "XDG_STATE_HOME to a writable directory",
-                    error->message);
-      return FB_LAUNCHER_EXIT_SANDBOX;
-    }
-
-  g_autofree char *effective = fb_policy_to_json (run->policy);
-  g_autofree char *policy_path = g_build_filename (run->dir, "policy.json", NULL);
-  if (!write_run_file (policy_path, effective, &error))
-    {
-      fb_cmd_error ("run: %s", error->message);
-      return FB_LAUNCHER_EXIT_SANDBOX;
-    }
-  /* The hide rules above decide by view path; the view also hides these by
-   * host identity, whatever path or source leads to them, and a source may
-   * not show one at all. */
-  run->state_paths = fb_run_state_paths (run->dir, NULL);
-  if (!fb_run_check_sources (run->policy, (const char *const *)run->state_paths, &error))
-    {
-      fb_cmd_error ("run: %s", error->message);
-      return FB_LAUNCHER_EXIT_SANDBOX;
-    }
-
-  if (!fb_cmd_log_budget ("run", o->log_file_size, o->log_max_size, run->policy, FB_LOG_DEFAULT_MAX_SIZE,
+  if (!fb_cmd_log_budget ("run", o->log_file_size, o->log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE,
                           &run->log_file_size, &run->log_max_size))
     return FB_LAUNCHER_EXIT_SANDBOX;
-  run->envp = build_env (o, &run->vars.vars);
-  run->cwd = pick_cwd (o, run->policy, &run->vars.vars);
+  if (!fb_run_create (run->run, policy, &error))
+    {
+      fb_cmd_error ("run: %s", error->message);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  run->envp = build_env (o, vars);
+  run->cwd = pick_cwd (o, policy, vars);
 
-  run->info = json_object_new ();
-  json_object_set_string_member (run->info, "run", run->id);
+  info = fb_run_get_info (run->run);
   JsonArray *cmd = json_array_new ();
   for (char **c = o->command; *c; c++)
     json_array_add_string_element (cmd, *c);
-  json_object_set_array_member (run->info, "command", cmd);
-  json_object_set_string_member (run->info, "cwd", run->cwd);
-  if (run->vars.vars.workspace)
-    json_object_set_string_member (run->info, "workspace", run->vars.vars.workspace);
-  json_object_set_string_member (run->info, "policy", fb_policy_get_origin (run->policy));
-  json_object_set_string_member (run->info, "network",
-                                 fb_policy_network_to_string (fb_policy_get_network (run->policy)));
-  json_object_set_int_member (run->info, "uid", o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid);
-  json_object_set_int_member (run->info, "gid", o->gid == FB_LAUNCHER_ID_CALLER ? getegid () : o->gid);
-  g_autofree char *started = now_rfc3339 ();
-  json_object_set_string_member (run->info, "started", started);
-  JsonObject *sup = json_object_new ();
-  json_object_set_int_member (sup, "pid", getpid ());
-  json_object_set_int_member (sup, "start_time", (gint64)fb_cmd_process_start_time (getpid ()));
-  json_object_set_object_member (run->info, "supervisor", sup);
-  if (!save_run_json (run, &error))
+  json_object_set_array_member (info, "command", cmd);
+  json_object_set_string_member (info, "cwd", run->cwd);
+  json_object_set_string_member (info, "network", fb_policy_network_to_string (fb_policy_get_network (policy)));
+  json_object_set_int_member (info, "uid", o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid);
+  json_object_set_int_member (info, "gid", o->gid == FB_LAUNCHER_ID_CALLER ? getegid () : o->gid);
+  if (!fb_run_start (run->run, &error))
     {
       fb_cmd_error ("run: %s", error->message);
       return FB_LAUNCHER_EXIT_SANDBOX;
@@ -686,13 +524,14 @@ prepare (const RunOptions *o, Run *run)
 static void
 remove_private (Run *run)
 {
-  int fd = open (run->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const char *dir = fb_run_get_dir (run->run);
+  int fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return;
   int r = fb_cmd_remove_tree_at (fd, "private");
   if (r < 0)
-    fb_cmd_error ("run: removing the private sources in %s/private: %s; remove them with 'fusebox runs --prune'",
-                  run->dir, g_strerror (-r));
+    fb_cmd_error ("run: removing the private sources in %s/private: %s; remove them with 'fusebox runs --prune'", dir,
+                  g_strerror (-r));
   close (fd);
 }
 
@@ -829,39 +668,18 @@ send_path_hint (FbLauncherChild *child, const FbLauncherPlan *plan, FbView *view
   fb_launcher_child_skip_candidates (child, skip);
 }
 
+/* How long the FUSE connection may outlive the sandbox (see above). */
 #define LINGER_MS 2000
-
-#define ABORT_RETRY_MS 500
-
-/* Counts the denials on their way to the access log (for run.json). */
-typedef struct
-{
-  FbAccessSink sink; /* first: the sink pointer is this struct's */
-  FbAccessSink *inner;
-  gint denials; /* atomic */
-} CountingSink;
-
-static void
-counting_push (FbAccessSink *sink, const FbAccessEvent *event)
-{
-  CountingSink *c = (CountingSink *)sink;
-  if (fb_decision_info (event->decision)->refusal)
-    g_atomic_int_inc (&c->denials);
-  fb_access_sink_push (c->inner, event);
-}
 
 typedef struct
 {
   GMainLoop *loop;
   FbLauncherChild *child;
-  FbFuse *fuse;
+  FbView *view;
+  FbRunFuse *serving;
   bool child_over;
   int exit_code;
-  gint fuse_done; /* atomic: set on the FUSE serving thread */
-  int fuse_result;
-  guint linger_id;
   bool view_failed; /* we killed the sandbox: its status is ours, 125 */
-  gint log_full;    /* atomic: the access log reached its budget; we killed the sandbox */
 } Supervisor;
 
 /* The access log reached its budget (ipc/ipc-log.c), on whatever thread
@@ -875,7 +693,6 @@ on_log_full (gpointer data)
   Supervisor *sv = data;
   FbLauncherChild *child = sv->child;
 
-  g_atomic_int_set (&sv->log_full, 1);
   if (child)
     fb_launcher_child_kill (child, SIGKILL);
 }
@@ -883,48 +700,24 @@ on_log_full (gpointer data)
 static void
 maybe_quit (Supervisor *sv)
 {
-  if (sv->child_over && g_atomic_int_get (&sv->fuse_done))
+  if (sv->child_over && fb_run_fuse_is_over (sv->serving))
     g_main_loop_quit (sv->loop);
 }
 
-static gboolean
-fuse_finished_idle (gpointer data)
+/* Serving has ended (ipc-run-fuse.c), on the loop. */
+static void
+serving_ended (int result, gpointer data)
 {
   Supervisor *sv = data;
-  if (!sv->child_over && sv->fuse_result < 0)
+  if (!sv->child_over && result < 0)
     {
       /* The view is gone under a running sandbox: every access would fail
        * with ENOTCONN.  End it rather than let it run blind. */
-      fb_cmd_error ("run: serving the view failed (%s); stopping the sandbox", g_strerror (-sv->fuse_result));
+      fb_cmd_error ("run: serving the view failed (%s); stopping the sandbox", g_strerror (-result));
       fb_launcher_child_kill (sv->child, SIGKILL);
       sv->view_failed = true;
     }
   maybe_quit (sv);
-  return G_SOURCE_REMOVE;
-}
-
-/* On the FUSE serving thread: hand the end over to the main loop. */
-static void
-fuse_done (int result, gpointer data)
-{
-  Supervisor *sv = data;
-  sv->fuse_result = result;
-  g_atomic_int_set (&sv->fuse_done, 1);
-  g_idle_add (fuse_finished_idle, sv);
-}
-
-/* The connection outlived the sandbox: end it (again every half second: a
- * wake-up can race with a worker about to block, see fb_fuse_abort()). */
-static gboolean
-abort_lingering (gpointer data)
-{
-  Supervisor *sv = data;
-  sv->linger_id = 0;
-  if (g_atomic_int_get (&sv->fuse_done))
-    return G_SOURCE_REMOVE;
-  fb_fuse_abort (sv->fuse);
-  sv->linger_id = g_timeout_add (ABORT_RETRY_MS, abort_lingering, sv);
-  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -935,8 +728,8 @@ child_over (Supervisor *sv)
   if (fb_launcher_child_wait (sv->child, &sv->exit_code) < 0)
     sv->exit_code = FB_LAUNCHER_EXIT_SANDBOX;
   sv->child_over = true;
-  if (!g_atomic_int_get (&sv->fuse_done) && sv->linger_id == 0)
-    sv->linger_id = g_timeout_add (LINGER_MS, abort_lingering, sv);
+  /* the connection outlives the sandbox: end it after the linger */
+  fb_run_fuse_end (sv->serving, LINGER_MS);
   maybe_quit (sv);
 }
 
@@ -967,8 +760,8 @@ on_signal (gint fd, GIOCondition condition, gpointer data)
     {
       if (!sv->child_over)
         fb_launcher_child_kill (sv->child, (int)si.ssi_signo);
-      else if (!g_atomic_int_get (&sv->fuse_done))
-        fb_fuse_abort (sv->fuse); /* a second request to end: don't wait for the linger */
+      else
+        fb_run_fuse_end (sv->serving, 0); /* a second request to end: don't wait for the linger */
     }
   return G_SOURCE_CONTINUE;
 }
@@ -1013,31 +806,166 @@ report_failure (Run *run, FbLauncherChild *child, int exit_code, bool single_thr
   if (!msg)
     msg = g_strdup ("the sandbox ended before its command started, without a word (killed?)");
   fb_cmd_error ("run: %s", msg);
-  json_object_set_string_member (run->info, "error", msg);
-  if (f)
-    json_object_set_string_member (run->info, "failed_step", fb_launcher_step_to_string (f->step));
+  fb_run_set_error (run->run, msg, f ? fb_launcher_step_to_string (f->step) : NULL);
   /* 126/127 are about the command, not the host: probing would not help */
   if (exit_code == FB_LAUNCHER_EXIT_SANDBOX)
     run_probes (single_threaded);
   return exit_code;
 }
 
+/* A failure of fusebox's own before the sandbox runs: said, with NOTE as
+ * run.json's error; the status is 125. */
+static int fail (Run *run, const char *note, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static int
+fail (Run *run, const char *note, const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+  va_start (ap, format);
+  msg = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  fb_cmd_error ("run: %s", msg);
+  fb_run_set_error (run->run, note, NULL);
+  return FB_LAUNCHER_EXIT_SANDBOX;
+}
+
+/* The sandbox, and while it makes its namespaces the log and the view;
+ * then serve the view it mounted.  -1, or the exit status. */
+static int
+start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
+{
+  g_autoptr (GError) error = NULL;
+  FbPolicy *policy = fb_run_get_policy (run->run);
+  FbAccessLogOptions lo = { 0 };
+  FbLauncherPlan plan;
+  FbViewOptions vo;
+  FbFuseOptions fo;
+  FbFuse *fuse = NULL;
+  int fuse_fd = -1, r;
+
+  fb_launcher_plan_init (&plan);
+  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  plan.uid = o->uid;
+  plan.gid = o->gid;
+  plan.network =
+    fb_policy_get_network (policy) == FB_POLICY_NETWORK_HOST ? FB_LAUNCHER_NETWORK_HOST : FB_LAUNCHER_NETWORK_NONE;
+  plan.argv = (const char *const *)o->command;
+  plan.envp = (const char *const *)run->envp;
+  plan.cwd = run->cwd;
+  plan.path_hint = true; /* send_path_hint(), or the child is freed */
+
+  /* from here on_log_full may stop it, from any thread */
+  r = fb_launcher_spawn (&plan, &sv->child);
+  if (r < 0)
+    {
+      FbLauncherFailure f = { .step = FB_LAUNCHER_STEP_CLONE, .error = -r };
+      g_autofree char *msg = fb_launcher_describe_failure (&plan, &f);
+      fb_cmd_error ("run: %s", msg);
+      fb_run_set_error (run->run, msg, "clone");
+      if (r != -EINVAL)
+        run_probes (true);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  /* The command has its umask from us (the clone copied it).  From here
+   * the view creates what the sandbox asks with exactly the modes the
+   * kernel passes, which already had the caller's umask applied. */
+  umask (0);
+
+  /* While the child makes its namespaces: the log and the view.
+   * write_through: each record reaches the file before its FUSE reply;
+   * the budget stops the sandbox (ipc/ipc-log.c). */
+  lo.write_through = TRUE;
+  lo.rotate_bytes = run->log_file_size;
+  lo.max_bytes = run->log_max_size;
+  lo.on_full = on_log_full;
+  lo.on_full_data = sv;
+  if (!fb_run_open_log (run->run, &lo, &error))
+    return fail (run, "the access log could not be opened",
+                 "can't open the access log %s: %s; the run directory %s must be writable",
+                 fb_run_get_log_path (run->run), error->message, fb_run_get_dir (run->run));
+  fb_run_view_options (run->run, &vo);
+  vo.log_level = o->log_level;
+  r = fb_view_new (policy, &vo, &sv->view);
+  if (r < 0)
+    return fail (run, "the policy's directories could not be opened",
+                 "can't open the policy's directories: %s; a private source under %s, or a rule's source directory, "
+                 "could not be created or opened",
+                 g_strerror (-r), fb_run_get_dir (run->run));
+  send_path_hint (sv->child, &plan, sv->view);
+  /* the view raised the soft RLIMIT_NOFILE (after the sandbox was forked:
+   * the command keeps the caller's); a small budget is said */
+  fb_cmd_fd_budget_warn ("run");
+  fb_fuse_options_init (&fo);
+  /* --uid/--gid other than ours: the kernel speaks the sandbox's ids on
+   * the connection; the view must act as, and show, the host's
+   * (FbFuseIdMap in fs/fs.h) */
+  fo.id_map.host_uid = geteuid ();
+  fo.id_map.host_gid = getegid ();
+  fo.id_map.inside_uid = o->uid == FB_LAUNCHER_ID_CALLER ? fo.id_map.host_uid : o->uid;
+  fo.id_map.inside_gid = o->gid == FB_LAUNCHER_ID_CALLER ? fo.id_map.host_gid : o->gid;
+  fo.id_map.enabled = fo.id_map.inside_uid != fo.id_map.host_uid || fo.id_map.inside_gid != fo.id_map.host_gid;
+  fb_fuse_new (sv->view, &fo, &fuse);
+  sv->serving = fb_run_fuse_new (fuse, fb_run_get_log (run->run));
+
+  if (fb_launcher_child_wait_mounted (sv->child, &fuse_fd) < 0)
+    {
+      /* Nothing serves yet: still single-threaded, the probes may fork. */
+      int code = FB_LAUNCHER_EXIT_SANDBOX;
+      fb_launcher_child_wait (sv->child, &code);
+      return report_failure (run, sv->child, code, true);
+    }
+  r = fb_fuse_serve_fd (fuse, fuse_fd);
+  if (r == 0)
+    r = fb_run_fuse_start (sv->serving, serving_ended, sv);
+  if (r < 0) /* freeing the child kills it */
+    return fail (run, "the view could not be served", "can't serve the view to the sandbox: %s", g_strerror (-r));
+  return -1;
+}
+
+/* The main loop, until the sandbox is gone and its view no longer served;
+ * then the command's status, or ours. */
+static int
+supervise (Run *run, Supervisor *sv, int sfd)
+{
+  g_autoptr (GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  int pidfd = fb_launcher_child_get_pidfd (sv->child);
+  guint sig_id = 0, child_id;
+
+  sv->loop = loop;
+  if (sfd >= 0)
+    sig_id = g_unix_fd_add (sfd, G_IO_IN, on_signal, sv);
+  child_id = pidfd >= 0 ? g_unix_fd_add (pidfd, G_IO_IN, on_pidfd, sv) : g_timeout_add (20, poll_child, sv);
+  g_main_loop_run (loop);
+  sv->loop = NULL;
+  if (sig_id)
+    g_source_remove (sig_id);
+  if (!sv->child_over)
+    g_source_remove (child_id);
+  /* Nothing is served any more: the host watcher's marks go now, all at
+   * once, so that the kernel frees them while we finish instead of making
+   * our exit wait (fs-watch.c "Stopping"). */
+  fb_watch_stop ();
+  fb_run_fuse_finish (sv->serving);
+
+  if (sv->view_failed)
+    {
+      fb_run_set_error (run->run, "serving the view failed; the sandbox was stopped", NULL);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  if (fb_launcher_child_get_failure (sv->child))
+    return report_failure (run, sv->child, sv->exit_code, false);
+  return sv->exit_code;
+}
+
 static int
 serve (const RunOptions *o, Run *run)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbLauncherChild) child = NULL;
-  g_autoptr (FbAccessLog) log = NULL;
-  g_autoptr (FbView) view = NULL;
-  g_autoptr (GMainLoop) loop = NULL;
-  g_autofree char *log_path = g_build_filename (run->dir, "access.jsonl", NULL);
-  CountingSink counter = { .sink.push = counting_push };
   /* before the command can touch it; restored at the end, whatever ends
    * the run (launcher-cmd-terminal.c) */
   g_autoptr (FbCmdTerminal) terminal = fb_cmd_terminal_save ();
   Supervisor sv = { 0 };
-  int sfd = -1, fuse_fd = -1, r, status;
-  guint sig_id = 0, child_id = 0;
+  int sfd, status;
   sigset_t sigs;
 
   sigemptyset (&sigs);
@@ -1051,176 +979,22 @@ serve (const RunOptions *o, Run *run)
    * to report, not a reason to die. */
   signal (SIGPIPE, SIG_IGN);
 
-  FbLauncherPlan plan;
-  fb_launcher_plan_init (&plan);
-  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
-  plan.uid = o->uid;
-  plan.gid = o->gid;
-  plan.network =
-    fb_policy_get_network (run->policy) == FB_POLICY_NETWORK_HOST ? FB_LAUNCHER_NETWORK_HOST : FB_LAUNCHER_NETWORK_NONE;
-  plan.argv = (const char *const *)o->command;
-  plan.envp = (const char *const *)run->envp;
-  plan.cwd = run->cwd;
-  plan.path_hint = true; /* send_path_hint(), or the child is freed */
+  status = start_sandbox (o, run, &sv);
+  if (status < 0)
+    status = supervise (run, &sv, sfd);
 
-  r = fb_launcher_spawn (&plan, &child);
-  if (r < 0)
-    {
-      FbLauncherFailure f = { .step = FB_LAUNCHER_STEP_CLONE, .error = -r };
-      g_autofree char *msg = fb_launcher_describe_failure (&plan, &f);
-      fb_cmd_error ("run: %s", msg);
-      json_object_set_string_member (run->info, "error", msg);
-      json_object_set_string_member (run->info, "failed_step", "clone");
-      status = FB_LAUNCHER_EXIT_SANDBOX;
-      if (r != -EINVAL)
-        run_probes (true);
-      goto out;
-    }
-  /* The command has its umask from us (the clone copied it).  From here
-   * the view creates what the sandbox asks with exactly the modes the
-   * kernel passes, which already had the caller's umask applied. */
-  umask (0);
-
-  /* from here on_log_full may stop it, from any thread */
-  sv.child = child;
-
-  /* While the child makes its namespaces: the log and the view. */
-  /* write_through: each record reaches the file before its FUSE reply;
-   * repeated refusals folded; the budget stops the sandbox
-   * (ipc/ipc-log.c). */
-  FbAccessLogOptions lo = {
-    .path = log_path,
-    .run_id = run->id,
-    .write_through = TRUE,
-    .coalesce = TRUE,
-    .rotate_bytes = run->log_file_size,
-    .max_bytes = run->log_max_size,
-    .on_full = on_log_full,
-    .on_full_data = &sv,
-  };
-  log = fb_access_log_new (&lo, NULL, &error);
-  if (!log)
-    {
-      fb_cmd_error ("run: can't open the access log %s: %s; the run directory %s must be writable", log_path,
-                    error->message, run->dir);
-      json_object_set_string_member (run->info, "error", "the access log could not be opened");
-      status = FB_LAUNCHER_EXIT_SANDBOX;
-      goto out;
-    }
-  counter.inner = fb_access_log_get_sink (log);
-  FbViewOptions vo;
-  fb_view_options_init (&vo);
-  vo.sink = &counter.sink;
-  vo.log_level = o->log_level;
-  vo.hidden_paths = (const char *const *)run->state_paths;
-  r = fb_view_new (run->policy, &vo, &view);
-  if (r < 0)
-    {
-      fb_cmd_error ("run: can't open the policy's directories: %s; a private source under %s, or a rule's source "
-                    "directory, could not be created or opened",
-                    g_strerror (-r), run->dir);
-      json_object_set_string_member (run->info, "error", "the policy's directories could not be opened");
-      status = FB_LAUNCHER_EXIT_SANDBOX;
-      goto out;
-    }
-  send_path_hint (child, &plan, view);
-  /* the view raised the soft RLIMIT_NOFILE (after the sandbox was forked:
-   * the command keeps the caller's); a small budget is said */
-  fb_cmd_fd_budget_warn ("run");
-  FbFuseOptions fo;
-  fb_fuse_options_init (&fo);
-  /* --uid/--gid other than ours: the kernel speaks the sandbox's ids on
-   * the connection; the view must act as, and show, the host's
-   * (FbFuseIdMap in fs/fs.h) */
-  fo.id_map.host_uid = geteuid ();
-  fo.id_map.host_gid = getegid ();
-  fo.id_map.inside_uid = o->uid == FB_LAUNCHER_ID_CALLER ? fo.id_map.host_uid : o->uid;
-  fo.id_map.inside_gid = o->gid == FB_LAUNCHER_ID_CALLER ? fo.id_map.host_gid : o->gid;
-  fo.id_map.enabled = fo.id_map.inside_uid != fo.id_map.host_uid || fo.id_map.inside_gid != fo.id_map.host_gid;
-  fb_fuse_new (view, &fo, &sv.fuse);
-
-  if (fb_launcher_child_wait_mounted (child, &fuse_fd) < 0)
-    {
-      /* Nothing serves yet: still single-threaded, the probes may fork. */
-      int code = FB_LAUNCHER_EXIT_SANDBOX;
-      fb_launcher_child_wait (child, &code);
-      status = report_failure (run, child, code, true);
-      goto out;
-    }
-  r = fb_fuse_serve_fd (sv.fuse, fuse_fd);
-  if (r == 0)
-    r = fb_fuse_start (sv.fuse, fuse_done, &sv);
-  if (r < 0)
-    {
-      fb_cmd_error ("run: can't serve the view to the sandbox: %s", g_strerror (-r));
-      json_object_set_string_member (run->info, "error", "the view could not be served");
-      status = FB_LAUNCHER_EXIT_SANDBOX;
-      goto out; /* freeing the child kills it */
-    }
-
-  loop = g_main_loop_new (NULL, FALSE);
-  sv.loop = loop;
-  sv.child = child;
-  if (sfd >= 0)
-    sig_id = g_unix_fd_add (sfd, G_IO_IN, on_signal, &sv);
-  int pidfd = fb_launcher_child_get_pidfd (child);
-  child_id = pidfd >= 0 ? g_unix_fd_add (pidfd, G_IO_IN, on_pidfd, &sv) : g_timeout_add (20, poll_child, &sv);
-  g_main_loop_run (loop);
-
-  if (sv.linger_id)
-    g_source_remove (sv.linger_id);
-  if (sig_id)
-    g_source_remove (sig_id);
-  if (!sv.child_over)
-    g_source_remove (child_id);
-  /* Nothing is served any more: the host watcher's marks go now, all at
-   * once, so that the kernel frees them while we finish instead of making
-   * our exit wait (fs-watch.c "Stopping"). */
-  fb_watch_stop ();
-  fb_fuse_join (sv.fuse);
-  g_clear_pointer (&sv.fuse, fb_fuse_free);
-  g_clear_pointer (&view, fb_view_unref);
-
-  status = sv.exit_code;
-  if (sv.view_failed)
-    {
-      status = FB_LAUNCHER_EXIT_SANDBOX;
-      json_object_set_string_member (run->info, "error", "serving the view failed; the sandbox was stopped");
-    }
-  else if (fb_launcher_child_get_failure (child))
-    status = report_failure (run, child, status, false);
-
-out:
-  g_clear_pointer (&sv.fuse, fb_fuse_free);
-  g_clear_pointer (&view, fb_view_unref);
+  g_clear_pointer (&sv.serving, fb_run_fuse_free);
+  g_clear_pointer (&sv.view, fb_view_unref);
   /* Kills and reaps a sandbox still running (a failure on our side). */
-  sv.child = NULL;
+  FbLauncherChild *child = g_steal_pointer (&sv.child);
   g_clear_pointer (&child, fb_launcher_child_free);
   /* Nothing of the sandbox is left to change the terminal again. */
   fb_cmd_terminal_restore (terminal);
-  if (log)
-    {
-      g_autoptr (GError) close_error = NULL;
-      if (!fb_access_log_close (log, &close_error))
-        {
-          fb_cmd_error ("run: the access log %s could not be completed: %s", log_path, close_error->message);
-          json_object_set_string_member (run->info, "log_error", close_error->message);
-        }
-      json_object_set_int_member (run->info, "records", (gint64)fb_access_log_get_count (log));
-      json_object_set_int_member (run->info, "denials", g_atomic_int_get (&counter.denials));
-      if (g_atomic_int_get (&sv.log_full))
-        {
-          guint64 not_written = 0;
-          fb_access_log_is_full (log, &not_written);
-          g_autofree char *msg = fb_cmd_log_full_message ("the sandbox", log_path, run->log_max_size, not_written);
-          fb_cmd_error ("run: %s", msg);
-          json_object_set_string_member (run->info, "error", msg);
-          status = FB_LAUNCHER_EXIT_SANDBOX;
-        }
-    }
+  if (!fb_cmd_close_run_log (run->run, "run", "the sandbox") && fb_run_log_is_full (run->run, NULL))
+    status = FB_LAUNCHER_EXIT_SANDBOX;
   if (sfd >= 0)
     close (sfd);
-  json_object_set_int_member (run->info, "exit_status", status);
+  json_object_set_int_member (fb_run_get_info (run->run), "exit_status", status);
   if (!o->keep_run)
     remove_private (run);
   return status;
@@ -1236,14 +1010,10 @@ fb_cmd_run (int argc, char **argv)
     status = prepare (&o, &run);
   if (status < 0)
     status = serve (&o, &run);
-  if (run.info)
+  if (run.run)
     {
       g_autoptr (GError) error = NULL;
-      g_autofree char *ended = now_rfc3339 ();
-      json_object_set_string_member (run.info, "ended", ended);
-      if (!json_object_has_member (run.info, "error") && !json_object_has_member (run.info, "exit_status"))
-        json_object_set_int_member (run.info, "exit_status", status);
-      if (!save_run_json (&run, &error))
+      if (!fb_run_end (run.run, status, &error))
         fb_cmd_error ("run: %s", error->message);
     }
   run_clear (&run);

@@ -2,11 +2,12 @@
  *
  *   fusebox runs [--prune] [--json]
  *
- * Reads each run directory's run.json (written by `fusebox run`,
- * launcher-cmd-run.c, which documents its fields): a run is over when
- * "ended" is set or its supervisor (pid + start time, so a reused pid does
- * not count) is gone; without a readable run.json its state is unknown and
- * --prune leaves it alone.  Single-threaded; removing never follows a
+ * Reads each run directory's run.json (written by `fusebox run`, `mount`
+ * and `serve`: ipc/ipc.h, "one run", documents its fields): a run is over
+ * when "ended" is set or its supervisor (pid + start time, so a reused pid
+ * does not count) is gone; without a readable run.json its state is
+ * unknown and --prune leaves it alone.  A run.json without "kind" was
+ * written by `run`.  Single-threaded; removing never follows a
  * symlink, holds a bounded number of descriptors whatever the depth, and
  * removes run.json last (see "removing a tree").
  */
@@ -28,6 +29,7 @@ typedef struct
   char *id;
   char *dir;
   JsonObject *info; /* NULL without a readable run.json */
+  const char *kind; /* "run", "mount", "serve" (in INFO), or NULL: unknown */
   bool over;
 } RunEntry;
 
@@ -49,16 +51,17 @@ supervisor_alive (JsonObject *info)
     return false;
   pid_t pid = (pid_t)json_object_get_int_member_with_default (sup, "pid", 0);
   guint64 start = (guint64)json_object_get_int_member_with_default (sup, "start_time", 0);
-  return pid > 0 && start != 0 && fb_cmd_process_start_time (pid) == start;
+  return pid > 0 && start != 0 && fb_run_process_start_time (pid) == start;
 }
 
-/* run.json is written by `fusebox run` (a few KiB: the command, times,
- * counts); anything larger is not one of ours. */
+/* run.json is written by `fusebox run`, `mount` and `serve` (a few KiB:
+ * the command, times, counts); anything larger is not one of ours. */
 #define RUN_JSON_MAX (16 * 1024 * 1024)
 
-/* DIR's run.json, or NULL: missing (a mount's run has none) silently,
- * anything else with a warning, never a hang (a FIFO in its place), a
- * crash (nesting json-glib would recurse through) or an unbounded read. */
+/* DIR's run.json, or NULL: missing (a run that failed before writing it)
+ * silently, anything else with a warning, never a hang (a FIFO in its
+ * place), a crash (nesting json-glib would recurse through) or an
+ * unbounded read. */
 static JsonObject *
 read_run_json (const char *dir)
 {
@@ -118,7 +121,12 @@ list_runs (const char *root)
         }
       e->info = read_run_json (e->dir);
       if (e->info)
-        e->over = json_object_has_member (e->info, "ended") || !supervisor_alive (e->info);
+        {
+          e->over = json_object_has_member (e->info, "ended") || !supervisor_alive (e->info);
+          e->kind = fb_json_member_string (e->info, "kind");
+          if (e->kind == NULL)
+            e->kind = fb_run_kind_to_string (FB_RUN_KIND_RUN);
+        }
       g_ptr_array_add (runs, e);
     }
   return runs;
@@ -390,8 +398,9 @@ fb_cmd_runs (int argc, char **argv)
   };
   g_set_prgname ("fusebox runs");
   ctx = g_option_context_new ("- list the run directories");
-  g_option_context_set_summary (ctx, "Lists the runs under $XDG_STATE_HOME/fusebox/runs/ with their state: running\n"
-                                     "(the supervisor is alive), over, or unknown (no run.json, e.g. a mount).\n"
+  g_option_context_set_summary (ctx, "Lists the runs under $XDG_STATE_HOME/fusebox/runs/ (run, mount and serve) with\n"
+                                     "their state: running (the supervisor is alive), over, or unknown (no readable\n"
+                                     "run.json).\n"
                                      "--prune removes the directories of runs that are over, logs included.");
   g_option_context_set_description (ctx, "Exit status: 0 success, 1 a directory could not be removed, 2 usage error.");
   g_option_context_add_main_entries (ctx, entries, NULL);
@@ -441,6 +450,11 @@ fb_cmd_runs (int argc, char **argv)
           json_builder_add_string_value (b, e->dir);
           json_builder_set_member_name (b, "state");
           json_builder_add_string_value (b, state);
+          if (e->kind != NULL)
+            {
+              json_builder_set_member_name (b, "kind");
+              json_builder_add_string_value (b, e->kind);
+            }
           if (*action)
             {
               json_builder_set_member_name (b, "pruned");
@@ -467,6 +481,8 @@ fb_cmd_runs (int argc, char **argv)
       GString *line = g_string_new (NULL);
       gsize cols = fb_text_append_safe (line, e->id, strlen (e->id));
       pad_to (line, cols, 24);
+      cols = e->kind != NULL ? fb_text_append_safe (line, e->kind, strlen (e->kind)) : 0;
+      pad_to (line, cols, 5);
       g_string_append_printf (line, "%-8s ", state);
       if (e->info)
         {
@@ -504,6 +520,15 @@ fb_cmd_runs (int argc, char **argv)
                   else
                     g_string_append_c (line, '?');
                 }
+            }
+          else
+            {
+              /* a mount's mount point, a server's address */
+              const char *what = fb_json_member_string (e->info, "mountpoint");
+              if (what == NULL)
+                what = fb_json_member_string (e->info, "listen");
+              if (what != NULL)
+                fb_text_append_safe (line, what, strlen (what));
             }
         }
       else

@@ -33,17 +33,14 @@ int fb_cmd_serve (int argc, char **argv);
 void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 
 /* Shared by `fusebox run` and `fusebox runs` (launcher-cmd-run.c,
- * launcher-cmd-runs.c).  The start time of PID in clock ticks since boot
- * (/proc/PID/stat field 22), or 0: with the pid it names one process for
- * good.  And rm -rf below PARENT_FD/NAME without following symlinks
- * (directories the sandbox made read-only are made writable first): 0 or
- * the first -errno. */
-guint64 fb_cmd_process_start_time (pid_t pid);
+ * launcher-cmd-runs.c): rm -rf below PARENT_FD/NAME without following
+ * symlinks (directories the sandbox made read-only are made writable
+ * first): 0 or the first -errno. */
+int fb_cmd_remove_tree_at (int parent_fd, const char *name);
 /* A program installed beside this one (found through /proc/self/exe), or
  * the one $ENV_VAR names when it is set and not empty; NULL when this
  * program's own path can't be read. */
 char *fb_cmd_sibling_program (const char *env_var, const char *name);
-int fb_cmd_remove_tree_at (int parent_fd, const char *name);
 
 /* The caller's terminal around `fusebox run` (launcher-cmd-terminal.c):
  * the modes, TIOCEXCL and window size of each of fds 0-2 that is a
