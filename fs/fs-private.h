@@ -214,9 +214,8 @@ bool watch_children_decode (dev_t dev);
 
 /* fs-view-event.c: log OP (an allowed one only at its level or above,
  * fb_op_level; a refusal always) */
-void view_emit(FbView *view, const FbViewCaller *caller, FbOp op,
-               const char *path, const char *target, const char *access,
-               FbDecision decision, int err, const FbPolicyRule *rule);
+void view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *target,
+                const char *access, FbDecision decision, int err, const FbPolicyRule *rule);
 void view_emit_close (FbView *view, FbViewFile *file);
 /* Refusals that are fusebox's own, whatever the policy (fs.h, Privilege):
  * logged as decision "deny" with one of these rules (kind
@@ -270,9 +269,8 @@ bool host_name_exists (FbViewNode *parent, const char *name);
 /* The checks before making NAME in PARENT (decided as CI): the policy, EEXIST
  * for names the view already shows, EROFS for synthetic parents.  Logs
  * denials as OP. */
-int create_precheck(FbView *view, const FbViewCaller *caller,
-                    FbViewNode *parent, const NodeState *pst, const char *name,
-                    const ChildInfo *ci, FbOp op, const char *target_path);
+int create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
+                     const char *name, const ChildInfo *ci, FbOp op, const char *target_path);
 
 /* fs-view.c: the node table, shared with fs-view-lookup.c (view->lock held
  * for table_find_locked) */
@@ -362,9 +360,8 @@ bool view_subtree_has_rules (FbView *view, const FbPolicyDecision *decision, con
  * refusal VIEW_REFUSAL_FOLD_SPELLING, decision hide, with ACCESS, PATH and
  * TARGET) when the host reaches it only through another spelling; 0
  * otherwise, and when nothing is there. */
-int view_fold_admit(FbView *view, const FbViewCaller *caller, FbViewNode *dir,
-                    const char *name, FbOp op, const char *access,
-                    const char *path, const char *target);
+int view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, FbOp op,
+                     const char *access, const char *path, const char *target);
 /* Before renaming SRC (at SRC_PATH) onto NAME in DIR (PATH): -EACCES
  * (logged, VIEW_REFUSAL_FOLD_TAKEN) when NAME reaches another entry under
  * another spelling. */

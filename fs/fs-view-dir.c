@@ -430,24 +430,21 @@ start_listing (FbView *view, const FbViewCaller *caller, FbViewNode *node, NodeS
   r = check_access (st, NEED_LIST, &d);
   if (r < 0)
     {
-    view_emit(view, caller, FB_OP_READDIR, st->path, NULL, "list", d, -r,
-              st->decision.rule);
-    return r;
+      view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", d, -r, st->decision.rule);
+      return r;
     }
   if (node->kind == NODE_HOST)
     {
       fd = node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
       if (fd < 0)
         {
-        view_emit(view, caller, FB_OP_READDIR, st->path, NULL, "list",
-                  FB_DECISION_ALLOW, -fd, st->decision.rule);
-        return fd;
+          view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", FB_DECISION_ALLOW, -fd, st->decision.rule);
+          return fd;
         }
     }
-    view_emit(view, caller, FB_OP_READDIR, st->path, NULL, "list",
-              FB_DECISION_ALLOW, 0, st->decision.rule);
-    *ret_fd = fd;
-    return 0;
+  view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", FB_DECISION_ALLOW, 0, st->decision.rule);
+  *ret_fd = fd;
+  return 0;
 }
 
 /* --- through an open directory -------------------------------------------- */

@@ -78,8 +78,10 @@ view_caller_comm (FbView *view, pid_t pid, char *buf, gsize size)
   caller_comm (view, pid, buf, size);
 }
 
-static bool level_wants(FbView *view, FbOp op) {
-  return view->options.log_level >= fb_op_level(op);
+static bool
+level_wants (FbView *view, FbOp op)
+{
+  return view->options.log_level >= fb_op_level (op);
 }
 
 static void
@@ -184,14 +186,15 @@ view_refusal_rule (ViewRefusal refusal)
   return &refusal_rules[refusal];
 }
 
-void view_emit(FbView *view, const FbViewCaller *caller, FbOp op,
-               const char *path, const char *target, const char *access,
-               FbDecision decision, int err, const FbPolicyRule *rule) {
+void
+view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *target, const char *access,
+           FbDecision decision, int err, const FbPolicyRule *rule)
+{
   FbAccessEvent ev = { 0 };
 
   if (view->options.sink == NULL)
     return;
-  if (!fb_decision_info(decision)->refusal && !level_wants(view, op))
+  if (!fb_decision_info (decision)->refusal && !level_wants (view, op))
     return;
   ev.ts_us = g_get_real_time ();
   ev.pid = caller != NULL ? caller->pid : 0;
@@ -217,7 +220,7 @@ view_emit_close (FbView *view, FbViewFile *file)
   if (view->options.sink == NULL)
     return;
   /* At "mutations" only handles that could write are logged. */
-  if (!level_wants(view, FB_OP_CLOSE) && !file->can_write)
+  if (!level_wants (view, FB_OP_CLOSE) && !file->can_write)
     return;
   ev.ts_us = g_get_real_time ();
   ev.pid = file->pid;

@@ -269,9 +269,8 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
   r = check_access (st, wants_write ? NEED_WRITE : NEED_READ, &d);
   if (r < 0)
     {
-    view_emit(view, caller, FB_OP_OPEN, st->path, NULL, access, d, -r,
-              st->decision.rule);
-    return r;
+      view_emit (view, caller, FB_OP_OPEN, st->path, NULL, access, d, -r, st->decision.rule);
+      return r;
     }
   if (S_ISDIR (node->type))
     r = -EISDIR;
@@ -281,9 +280,8 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
     r = -ENXIO; /* FIFOs, sockets, devices: never opened by the daemon */
   if (r < 0)
     {
-    view_emit(view, caller, FB_OP_OPEN, st->path, NULL, access,
-              FB_DECISION_ALLOW, -r, st->decision.rule);
-    return r;
+      view_emit (view, caller, FB_OP_OPEN, st->path, NULL, access, FB_DECISION_ALLOW, -r, st->decision.rule);
+      return r;
     }
   /* the descriptor the sandbox will hold comes out of the view's share
    * of the budget (fs-view-fd.c): EMFILE past it, for this caller only */
@@ -293,8 +291,7 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
     {
       if (r == 0)
         view_file_unclaim (view, caller_session (caller));
-      view_emit(view, caller, FB_OP_OPEN, st->path, NULL, access,
-                FB_DECISION_ALLOW, -fd, st->decision.rule);
+      view_emit (view, caller, FB_OP_OPEN, st->path, NULL, access, FB_DECISION_ALLOW, -fd, st->decision.rule);
       return fd;
     }
   if (ret_keep_cache != NULL)
@@ -335,7 +332,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   r = decide_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
     return r;
-  r = create_precheck(view, caller, parent, pst, name, &ci, FB_OP_CREATE, NULL);
+  r = create_precheck (view, caller, parent, pst, name, &ci, FB_OP_CREATE, NULL);
   if (r == -EEXIST && !(flags & O_EXCL))
     {
       /* The name exists in the view: an ordinary open of it. */
@@ -351,8 +348,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   if (r < 0)
     {
       if (r == -EEXIST)
-        view_emit(view, caller, FB_OP_CREATE, ci.path, NULL, "create",
-                  FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
+        view_emit (view, caller, FB_OP_CREATE, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
       return r;
     }
 
@@ -392,9 +388,9 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
       path_fd = open (proc, O_PATH | O_CLOEXEC);
       r = path_fd < 0 ? -errno : node_from_host_fd (view, parent, name, &ci, path_fd, &node, &hst);
     }
-    view_emit(view, caller, FB_OP_CREATE, ci.path, NULL, "create",
-              FB_DECISION_ALLOW, -r, ci.decision.rule);
-    if (r < 0) {
+  view_emit (view, caller, FB_OP_CREATE, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  if (r < 0)
+    {
       if (fd >= 0)
         view_file_unclaim (view, caller_session (caller)); /* closed on return: nobody will hold it */
       return r;

@@ -764,11 +764,9 @@ fold_key (const FbAccessEvent *e)
   if (e->decision == FB_DECISION_ALLOW)
     return NULL;
   k = g_string_sized_new (128);
-  g_string_append_printf(
-      k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid,
-      (unsigned)e->uid, e->comm != NULL ? e->comm : "",
-      e->session != NULL ? e->session : "", fb_op_to_string(e->op),
-      e->access != NULL ? e->access : "", (int)e->decision, e->err);
+  g_string_append_printf (k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid, (unsigned)e->uid,
+                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "", fb_op_to_string (e->op),
+                          e->access != NULL ? e->access : "", (int)e->decision, e->err);
   if (e->rule != NULL)
     g_string_append_printf (k, "%d\x1f%d\x1f%s", (int)e->rule->kind, e->rule->index,
                             e->rule->origin != NULL ? e->rule->origin : "");
