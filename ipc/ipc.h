@@ -153,7 +153,8 @@ gboolean fb_run_check_sources (FbPolicy *policy, const char *const *state_paths,
  * command, cwd, network, uid, gid; `mount`'s mountpoint; `serve`'s
  * listen), "workspace", "policy" (its origin), "log" (the access log's
  * path), "started", "supervisor" {"pid", "start_time"}; when over
- * "ended", "exit_status", "records", "denials", on a failure "error" (and
+ * "ended", "exit_status", "records", "denials" (not `serve`'s: its views
+ * report through the remote API's sinks), on a failure "error" (and
  * `run`'s "failed_step"), on a log that could not be completed
  * "log_error".  A run is over when "ended" is set or its supervisor (pid
  * and start time, so a reused pid does not count) is gone.
@@ -206,7 +207,8 @@ void fb_run_set_error (FbRun *run, const char *message, const char *failed_step)
 FbAccessLog *fb_run_open_log (FbRun *run, FbAccessLogOptions *options, GError **error);
 FbAccessLog *fb_run_get_log (FbRun *run);
 /* The sink a view of the run reports to: the log's, counting denials
- * (every decision but allow) for run.json. */
+ * (refusals, fb_decision_info) for run.json, which has "denials" only
+ * when this sink was asked for. */
 FbAccessSink *fb_run_get_sink (FbRun *run);
 /* A view's options for this run: its sink, and fusebox's state hidden by
  * identity. */

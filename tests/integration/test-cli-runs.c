@@ -385,6 +385,8 @@ test_every_kind (void **state)
     JsonObject *info = json_object_get_object_member (entry, "info");
     assert_true (json_object_has_member (info, "ended"));
     assert_int_equal (json_object_get_int_member (info, "exit_status"), 0);
+    assert_true (json_object_has_member (info, "records"));
+    assert_true (json_object_has_member (info, "denials"));
   }
   g_clear_pointer (&entry, json_object_unref);
   entry = runs_json_entry (fx, serve_id);
@@ -392,6 +394,9 @@ test_every_kind (void **state)
     JsonObject *info = json_object_get_object_member (entry, "info");
     assert_true (json_object_has_member (info, "ended"));
     assert_int_equal (json_object_get_int_member (info, "exit_status"), 0);
+    assert_true (json_object_has_member (info, "records"));
+    /* its views count their own denials: no count that saw none of them */
+    assert_false (json_object_has_member (info, "denials"));
   }
   fx->step = NULL;
 }
