@@ -661,16 +661,9 @@ test_follow_token (void **state)
   /* The events come from a client that presents the token too
    * (test_client_connect sends none). */
   {
-    SoupMessage *msg = soup_message_new ("GET", server->url);
-    TestClient *c = g_new0 (TestClient, 1);
+    TestClient *c = test_client_start_header (server->url, "Authorization", "Bearer s3cret-token");
     Rpc *r = g_new0 (Rpc, 1);
 
-    g_queue_init (&c->inbox);
-    c->next_id = 1;
-    c->session = soup_session_new ();
-    soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", "Bearer s3cret-token");
-    soup_session_websocket_connect_async (c->session, msg, NULL, NULL, G_PRIORITY_DEFAULT, NULL, on_connected, c);
-    g_object_unref (msg);
     assert_true (test_client_wait_connected (c));
     r->ws = c;
     rpc_handshake (r);

@@ -5,7 +5,8 @@
  * fails or shows the same thing another way depends on who needs the
  * feature: a feature fusebox itself needs fails under
  * FUSEBOX_TESTS_MUST_RUN=1; one only the test needs (to reach a kernel path
- * the sandbox closes) never does.
+ * the sandbox closes) never does.  test_skip_or_fail() and test_skip_test()
+ * keep that rule in one place.
  *
  * The seam: FUSEBOX_TEST_HOST_LACKS, a comma-separated list of feature
  * names, makes the host look as if it lacked them, so the branch a test
@@ -20,92 +21,51 @@
  *           booted with ia32_emulation=0, turns `int 0x80` into a fault
  *           (SIGSEGV) before seccomp sees it.  fusebox does not need it: such
  *           a host has no i386 ABI to filter.
+ *   root    the tests run as root (stand-ins in /home, other users' ids,
+ *           allow_other mounts).
+ *   fuse    /dev/fuse opens for reading and writing.
+ *   sandbox what a sandbox needs, probed without fusebox in a forked
+ *           child: a user namespace with our ids mapped, a mount namespace
+ *           with a tmpfs, a pid namespace whose pid 1 mounts a fresh
+ *           procfs, a FUSE mount of /dev/fuse and a seccomp filter.  The
+ *           answer names the step that failed and its errno.  `fusebox
+ *           check` can't decide this: a broken fusebox fails its own check
+ *           too.
  */
 #pragma once
 
-#include <errno.h>
 #include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
+
+#include <glib.h>
 
 /* Is FEATURE named in FUSEBOX_TEST_HOST_LACKS? */
-static inline bool
-test_host_pretends_lack (const char *feature)
-{
-  const char *list = getenv ("FUSEBOX_TEST_HOST_LACKS");
-  size_t n = strlen (feature);
-  for (const char *p = list; p != NULL && *p != '\0';)
-    {
-      size_t len = strcspn (p, ",");
-      if (len == n && strncmp (p, feature, n) == 0)
-        return true;
-      p += len;
-      if (*p == ',')
-        p++;
-    }
-  return false;
-}
+bool test_host_pretends_lack (const char *feature);
 
 /* Does `int 0x80` run i386 getpid here?  Asked in a child with no filter:
  * without ia32 emulation the child dies of SIGSEGV (no core: RLIMIT_CORE 0,
  * so nothing is left on the host).  The child does only async-signal-safe
  * work, so this is safe in a program that already runs threads. */
-static inline bool
-test_host_probe_ia32 (void)
-{
-#if defined(__x86_64__)
-  pid_t pid = fork ();
-  int status;
-
-  if (pid < 0)
-    return false;
-  if (pid == 0)
-    {
-      struct rlimit none = { 0, 0 };
-      long r;
-      setrlimit (RLIMIT_CORE, &none);
-      __asm__ volatile("int $0x80" : "=a"(r) : "a"(20L /* i386 getpid */) : "memory");
-      _exit (r == (long)getpid () ? 0 : 1);
-    }
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return false;
-  return WIFEXITED (status) && WEXITSTATUS (status) == 0;
-#else
-  return false;
-#endif
-}
+bool test_host_probe_ia32 (void);
 
 /* NULL when the host has FEATURE; else a sentence naming what it lacks.
- * Each probe runs once per process. */
-static inline const char *
-test_host_lacks (const char *feature)
-{
-  static int ia32 = -1; /* unknown, lacks (0), has (1) */
+ * Each probe runs once per process.  A feature this file does not know is
+ * a bug in the test: abort(). */
+const char *test_host_lacks (const char *feature);
 
-  if (strcmp (feature, "x86-64") == 0)
-    {
-      if (test_host_pretends_lack (feature))
-        return "this host is not x86-64 (FUSEBOX_TEST_HOST_LACKS=x86-64)";
-#if defined(__x86_64__)
-      return NULL;
-#else
-      return "this host is not x86-64";
-#endif
-    }
-  if (strcmp (feature, "ia32") == 0)
-    {
-      if (test_host_pretends_lack (feature))
-        return "this host lacks 32-bit syscall emulation (FUSEBOX_TEST_HOST_LACKS=ia32)";
-      if (ia32 < 0)
-        ia32 = test_host_probe_ia32 ();
-      return ia32 ? NULL
-                  : "this host lacks 32-bit syscall emulation (CONFIG_IA32_EMULATION off or ia32_emulation=0): "
-                    "int 0x80 faults before seccomp sees it";
-    }
-  /* a test asked for a feature this file does not know: a bug in the test */
-  abort ();
-}
+/* Is this a run that must not skip (FUSEBOX_TESTS_MUST_RUN=1, as in CI)? */
+bool test_must_run (void);
+
+/* The whole program can't run here for want of something fusebox needs:
+ * exit 77 (skip) saying WHY, or exit 1 under FUSEBOX_TESTS_MUST_RUN=1. */
+G_NORETURN void test_skip_or_fail (const char *why);
+
+/* test_skip_or_fail() unless the host has FEATURE; FOR_WHAT says what
+ * needs it ("these tests mount"). */
+void test_host_require (const char *feature, const char *for_what);
+
+/* This test case can't run here (cmocka skip(), so it never returns):
+ * "skipped: <message>" on stderr.  Under FUSEBOX_TESTS_MUST_RUN=1 it fails
+ * instead when FUSEBOX_NEEDS_IT; what only the test needs (root to act as
+ * another user on the host, a kernel feature the sandbox closes anyway)
+ * skips there too. */
+void test_skip_test (bool fusebox_needs_it, const char *format, ...) G_GNUC_PRINTF (2, 3);

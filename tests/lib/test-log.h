@@ -1,0 +1,22 @@
+/* fusebox — reading an access log back in a test: a whole run directory's
+ * log with its rotated files, or one text searched for a record. */
+#pragma once
+
+#include "tests/lib/test-util.h"
+
+typedef struct
+{
+  GPtrArray *records; /* JsonObject*, in seq order */
+  guint files;        /* files read */
+  guint64 bytes;      /* their size */
+} TestLog;
+
+/* Every record of the log in RUN_DIR (access.jsonl), the rotated files
+ * (access.SEQ.jsonl: their names sort by seq) first; fails the test unless
+ * seq runs gap-free from 1 and each line is a JSON object. */
+void test_log_read (const char *run_dir, TestLog *ret);
+void test_log_clear (TestLog *log);
+
+/* Is there a line in LOG (JSONL text) that contains every given fragment
+ * (NULL-terminated)? */
+bool test_log_has (const char *log, ...) G_GNUC_NULL_TERMINATED;

@@ -1,0 +1,284 @@
+/* fusebox — the `fusebox run` fixture of tests/lib/test-run.h. */
+#include <signal.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+
+#include "tests/lib/test-run.h"
+
+void
+rfx_require (void)
+{
+  g_autofree char *out = NULL;
+  const char *lacks;
+  int status = 0;
+  const char *argv[] = { test_bin (), "check", "--quiet", NULL };
+
+  if (!g_file_test (test_bin (), G_FILE_TEST_IS_EXECUTABLE))
+    test_skip_or_fail ("FUSEBOX_BIN is not an executable: run with 'meson test'");
+  if (g_getenv ("FUSEBOX_BUILD_ROOT") == NULL)
+    test_skip_or_fail ("FUSEBOX_BUILD_ROOT is not set: run with 'meson test'");
+  test_host_require ("root", "these tests need root (stand-ins in /home, ids other than yours)");
+  lacks = test_host_lacks ("sandbox");
+  if (lacks != NULL)
+    {
+      g_autofree char *why = g_strdup_printf ("%s; '%s check' says how to fix it", lacks, test_bin ());
+      test_skip_or_fail (why);
+    }
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL) ||
+      !g_spawn_check_wait_status (status, NULL))
+    {
+      fprintf (stderr,
+               "FAIL: '%s check' fails although this host has what a sandbox needs (user, mount and pid namespaces, "
+               "a fresh procfs, FUSE, seccomp): fusebox itself is broken.  It says:\n%s",
+               test_bin (), out != NULL ? out : "");
+      exit (1);
+    }
+}
+
+RFx *
+rfx_new (void)
+{
+  RFx *fx = g_new0 (RFx, 1);
+
+  fx->tmp = test_workdir ("fusebox-run");
+  fx->ws = g_build_filename (fx->tmp, "ws", NULL);
+  fx->home = g_build_filename (fx->tmp, "home", NULL);
+  fx->state = g_build_filename (fx->tmp, "state", NULL);
+  fx->runs = g_build_filename (fx->state, "fusebox", "runs", NULL);
+  g_mkdir_with_parents (fx->ws, 0755);
+  g_mkdir_with_parents (fx->home, 0755);
+  g_mkdir_with_parents (fx->state, 0700);
+  for (int i = 0; i < RFX_MAX; i++)
+    fx->shm_ids[i] = -1;
+  return fx;
+}
+
+void
+rfx_keep_path (RFx *fx, const char *path)
+{
+  for (int i = 0; i < RFX_MAX; i++)
+    if (fx->remove_paths[i] == NULL)
+      {
+        fx->remove_paths[i] = g_strdup (path);
+        return;
+      }
+  fail_msg ("too many stand-ins outside the test directory");
+}
+
+void
+rfx_keep_shm (RFx *fx, int id)
+{
+  for (int i = 0; i < RFX_MAX; i++)
+    if (fx->shm_ids[i] < 0)
+      {
+        fx->shm_ids[i] = id;
+        return;
+      }
+  fail_msg ("too many SysV segments");
+}
+
+void
+rfx_keep_pid (RFx *fx, pid_t pid)
+{
+  for (int i = 0; i < RFX_MAX; i++)
+    if (fx->pids[i] <= 0)
+      {
+        fx->pids[i] = pid;
+        return;
+      }
+  fail_msg ("too many processes");
+}
+
+void
+rfx_forget_pid (RFx *fx, pid_t pid)
+{
+  for (int i = 0; i < RFX_MAX; i++)
+    if (fx->pids[i] == pid)
+      fx->pids[i] = 0;
+}
+
+void
+rfx_free (RFx *fx)
+{
+  for (int i = 0; i < RFX_MAX; i++)
+    {
+      if (fx->pids[i] > 0)
+        {
+          kill (fx->pids[i], SIGKILL);
+          waitpid (fx->pids[i], NULL, 0);
+        }
+      if (fx->shm_ids[i] >= 0)
+        shmctl (fx->shm_ids[i], IPC_RMID, NULL);
+      if (fx->remove_paths[i] != NULL)
+        {
+          test_rm_rf (fx->remove_paths[i]);
+          g_free (fx->remove_paths[i]);
+        }
+    }
+  if (!fx->passed)
+    fprintf (stderr,
+             "reproduce: cd %s && %s\n"
+             "   (the test's files are kept in %s; rerun this test alone: FB_TEST_ONLY=%s FUSEBOX_BIN=%s "
+             "FUSEBOX_BUILD_ROOT=%s %s)\n",
+             fx->ws, fx->repro != NULL ? fx->repro : "(fusebox was not run)", fx->tmp, fx->test_name, test_bin (),
+             g_getenv ("FUSEBOX_BUILD_ROOT"), g_get_prgname () ? g_get_prgname () : "the test program");
+  else
+    test_rm_rf (fx->tmp);
+  g_free (fx->tmp);
+  g_free (fx->ws);
+  g_free (fx->home);
+  g_free (fx->state);
+  g_free (fx->runs);
+  g_free (fx->repro);
+  g_free (fx);
+}
+
+int
+rfx_setup (void **state)
+{
+  *state = rfx_new ();
+  return 0;
+}
+
+int
+rfx_teardown (void **state)
+{
+  rfx_free (*state);
+  return 0;
+}
+
+int
+rfx_main (int argc, char **argv, int (*probe_main) (int argc, char **argv), const struct CMUnitTest *tests, size_t n,
+          CMFixtureFunction group_setup)
+{
+  if (probe_main != NULL && argc > 1 && strcmp (argv[1], "--probe") == 0)
+    return probe_main (argc - 2, argv + 2);
+  rfx_require ();
+  return test_run_group (argv[0], tests, n, group_setup, NULL);
+}
+
+char **
+rfx_env (RFx *fx)
+{
+  char **env = g_get_environ ();
+  env = g_environ_setenv (env, "HOME", fx->home, TRUE);
+  if (fx->xdg_default)
+    env = g_environ_unsetenv (env, "XDG_STATE_HOME");
+  else
+    env = g_environ_setenv (env, "XDG_STATE_HOME", fx->state, TRUE);
+  return env;
+}
+
+void
+rfx_set_repro (RFx *fx, char **argv)
+{
+  g_autoptr (GString) s = g_string_new (NULL);
+  if (fx->xdg_default)
+    g_string_append_printf (s, "HOME=%s XDG_STATE_HOME=", fx->home);
+  else
+    g_string_append_printf (s, "HOME=%s XDG_STATE_HOME=%s", fx->home, fx->state);
+  for (char **a = argv; *a != NULL; a++)
+    {
+      g_autofree char *q = g_shell_quote (*a);
+      g_string_append_c (s, ' ');
+      g_string_append (s, q);
+    }
+  g_free (fx->repro);
+  fx->repro = g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+GPtrArray *
+rfx_argv_va (const char *first, va_list ap)
+{
+  GPtrArray *argv = g_ptr_array_new_with_free_func (g_free);
+  const char *a;
+  g_ptr_array_add (argv, g_strdup (test_bin ()));
+  g_ptr_array_add (argv, g_strdup ("run"));
+  g_ptr_array_add (argv, g_strdup ("--read"));
+  g_ptr_array_add (argv, g_strdup (g_getenv ("FUSEBOX_BUILD_ROOT")));
+  for (a = first; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, g_strdup (a));
+  g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
+void
+rfx_result_clear (RfxResult *r)
+{
+  g_free (r->out);
+  g_free (r->err);
+  memset (r, 0, sizeof *r);
+}
+
+void
+rfx_run_argv (RFx *fx, RfxResult *ret, char **argv)
+{
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  rfx_set_repro (fx, argv);
+  memset (ret, 0, sizeof *ret);
+  if (!g_spawn_sync (fx->ws, argv, env, G_SPAWN_DEFAULT, NULL, NULL, &ret->out, &ret->err, &status, &error))
+    fail_msg ("spawn %s: %s", argv[0], error->message);
+  ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+}
+
+void
+rfx_run (RFx *fx, RfxResult *ret, const char *first, ...)
+{
+  va_list ap;
+  va_start (ap, first);
+  g_autoptr (GPtrArray) argv = rfx_argv_va (first, ap);
+  va_end (ap);
+  rfx_run_argv (fx, ret, (char **)argv->pdata);
+}
+
+pid_t
+rfx_start (RFx *fx, int *ret_stdout, const char *first, ...)
+{
+  va_list ap;
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  GPid pid;
+
+  va_start (ap, first);
+  g_autoptr (GPtrArray) argv = rfx_argv_va (first, ap);
+  va_end (ap);
+  rfx_set_repro (fx, (char **)argv->pdata);
+  if (!g_spawn_async_with_pipes (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
+                                 ret_stdout, NULL, &error))
+    fail_msg ("spawn %s: %s", test_bin (), error->message);
+  rfx_keep_pid (fx, pid);
+  return pid;
+}
+
+int
+rfx_wait (RFx *fx, pid_t pid, int cap_ms)
+{
+  for (int waited = 0; waited <= cap_ms; waited += 10)
+    {
+      int status;
+      pid_t w = waitpid (pid, &status, WNOHANG);
+      if (w == pid)
+        {
+          rfx_forget_pid (fx, pid);
+          return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+        }
+      g_usleep (10 * 1000);
+    }
+  return -1;
+}
+
+const char *
+rfx_errname (int e)
+{
+  const char *n = strerrorname_np (e);
+  return n != NULL ? n : "EUNKNOWN";
+}
+
+const char *
+rfx_res (long r)
+{
+  return r < 0 ? rfx_errname (errno) : "OK";
+}

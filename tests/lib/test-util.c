@@ -1,0 +1,425 @@
+/* fusebox — the general helpers of tests/lib/test-util.h. */
+#include <ftw.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+
+#include "tests/lib/test-util.h"
+
+/* ---- the build ---- */
+
+const char *
+test_bin (void)
+{
+  const char *bin = g_getenv ("FUSEBOX_BIN");
+  return bin != NULL ? bin : "fusebox";
+}
+
+char *
+test_fixture (const char *name)
+{
+  const char *root = g_getenv ("FUSEBOX_BUILD_ROOT");
+  char *path;
+
+  if (root == NULL)
+    test_skip_or_fail ("FUSEBOX_BUILD_ROOT is not set: run with 'meson test'");
+  path = g_build_filename (root, "fixtures", name, NULL);
+  if (access (path, X_OK) != 0)
+    fail_msg ("fixture %s is missing: build it with ninja", path);
+  return path;
+}
+
+char *
+test_self (void)
+{
+  char *self = g_file_read_link ("/proc/self/exe", NULL);
+  assert_non_null (self);
+  return self;
+}
+
+/* ---- directories and files ---- */
+
+char *
+test_tmpdir (const char *prefix)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *templ = g_strconcat (prefix, "-XXXXXX", NULL);
+  char *dir = g_dir_make_tmp (templ, &error);
+
+  if (dir == NULL)
+    fail_msg ("can't make a temporary directory %s: %s", templ, error->message);
+  return dir;
+}
+
+char *
+test_workdir (const char *prefix)
+{
+  const char *base = g_getenv ("FUSEBOX_TEST_TMPDIR");
+  g_autofree char *name = g_strconcat (prefix, "-XXXXXX", NULL);
+  char *templ = g_build_filename (base != NULL ? base : "/var/tmp", name, NULL);
+
+  if (g_mkdtemp_full (templ, 0755) == NULL)
+    fail_msg ("can't make a temporary directory from %s: %s", templ, g_strerror (errno));
+  return templ;
+}
+
+static int
+rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  if (remove (path) < 0 && errno != ENOENT)
+    {
+      chmod (path, 0700);
+      remove (path);
+    }
+  return 0;
+}
+
+void
+test_rm_rf (const char *path)
+{
+  if (path == NULL || path[0] == '\0' || strcmp (path, "/") == 0)
+    return;
+  /* FTW_MOUNT: never descend into a mount, should one be there */
+  nftw (path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+void
+test_write_file (const char *path, const char *text)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (!g_file_set_contents (path, text, -1, &error))
+    fail_msg ("writing %s: %s", path, error->message);
+}
+
+void
+test_write (const char *path, const char *content, mode_t mode)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autoptr (GError) error = NULL;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 0755), 0);
+  if (!g_file_set_contents_full (path, content, -1, G_FILE_SET_CONTENTS_NONE, mode, &error))
+    fail_msg ("%s", error->message);
+}
+
+char *
+test_read_file (const char *path)
+{
+  char *text = NULL;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  return text;
+}
+
+GPtrArray *
+test_read_lines (const char *path)
+{
+  g_autofree char *text = NULL;
+  gsize len = 0;
+  GPtrArray *lines = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GError) error = NULL;
+  g_auto (GStrv) parts = NULL;
+
+  if (!g_file_get_contents (path, &text, &len, &error))
+    fail_msg ("reading %s: %s", path, error->message);
+  if (len == 0)
+    return lines;
+  if (text[len - 1] != '\n')
+    fail_msg ("%s does not end in a newline (a torn record)", path);
+  text[len - 1] = '\0';
+  parts = g_strsplit (text, "\n", -1);
+  for (guint i = 0; parts[i] != NULL; i++)
+    g_ptr_array_add (lines, g_strdup (parts[i]));
+  return lines;
+}
+
+int
+test_cmp_names (gconstpointer a, gconstpointer b)
+{
+  return strcmp (*(char *const *)a, *(char *const *)b);
+}
+
+static int
+sum_one (GChecksum *sum, const char *path, const char *rel)
+{
+  struct stat st;
+  char buf[4096];
+
+  if (lstat (path, &st) < 0)
+    return -1;
+  g_checksum_update (sum, (const guchar *)rel, -1);
+  g_snprintf (buf, sizeof buf, "|%o|%u|%u|%lld|%lld.%09ld|", st.st_mode, st.st_uid, st.st_gid, (long long)st.st_size,
+              (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  g_checksum_update (sum, (const guchar *)buf, -1);
+  if (g_getenv ("FB_TEST_DUMP_SUM") != NULL)
+    g_printerr ("sum: %s %s\n", rel, buf);
+  if (S_ISREG (st.st_mode))
+    {
+      g_autofree char *data = NULL;
+      gsize len = 0;
+      if (g_file_get_contents (path, &data, &len, NULL))
+        g_checksum_update (sum, (const guchar *)data, len);
+    }
+  else if (S_ISLNK (st.st_mode))
+    {
+      ssize_t n = readlink (path, buf, sizeof buf - 1);
+      if (n >= 0)
+        g_checksum_update (sum, (const guchar *)buf, n);
+    }
+  if (!S_ISLNK (st.st_mode))
+    {
+      ssize_t n = listxattr (path, buf, sizeof buf);
+      for (ssize_t i = 0; i < n; i += strlen (buf + i) + 1)
+        {
+          char val[1024];
+          ssize_t m = getxattr (path, buf + i, val, sizeof val);
+          g_checksum_update (sum, (const guchar *)(buf + i), -1);
+          if (m > 0)
+            g_checksum_update (sum, (const guchar *)val, m);
+        }
+    }
+  if (S_ISDIR (st.st_mode))
+    {
+      g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+      g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+      const char *name;
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        g_ptr_array_add (names, g_strdup (name));
+      g_ptr_array_sort (names, test_cmp_names);
+      for (guint i = 0; i < names->len; i++)
+        {
+          g_autofree char *child = g_build_filename (path, (char *)names->pdata[i], NULL);
+          g_autofree char *crel = g_build_filename (rel, (char *)names->pdata[i], NULL);
+          sum_one (sum, child, crel);
+        }
+    }
+  return 0;
+}
+
+char *
+test_tree_sum (const char *path, const char *rel)
+{
+  g_autoptr (GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
+
+  if (sum_one (sum, path, rel) < 0)
+    g_checksum_update (sum, (const guchar *)"missing", -1);
+  return g_strdup (g_checksum_get_string (sum));
+}
+
+void
+test_assert_host_readable (const char *path)
+{
+  struct stat st;
+
+  if (lstat (path, &st) < 0)
+    fail_msg ("the stand-in %s does not exist on the host", path);
+  if (S_ISREG (st.st_mode))
+    {
+      g_autofree char *data = NULL;
+      if (!g_file_get_contents (path, &data, NULL, NULL))
+        fail_msg ("the stand-in %s is not readable on the host", path);
+    }
+  else if (S_ISDIR (st.st_mode))
+    {
+      g_autoptr (GDir) d = g_dir_open (path, 0, NULL);
+      if (d == NULL)
+        fail_msg ("the stand-in directory %s is not readable on the host", path);
+    }
+}
+
+void
+test_make_socket (const char *path)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  assert_true (fd >= 0);
+  assert_true (strlen (path) < sizeof sa.sun_path);
+  strcpy (sa.sun_path, path);
+  assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  close (fd);
+}
+
+/* ---- processes ---- */
+
+int
+test_run_cmd (const char *const *argv, char **ret_out, char **ret_err)
+{
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, ret_out, ret_err, &status, &error))
+    fail_msg ("spawn %s: %s", argv[0], error->message);
+  if (WIFEXITED (status))
+    return WEXITSTATUS (status);
+  return 128 + WTERMSIG (status);
+}
+
+char *
+test_read_all (int fd)
+{
+  GString *out = g_string_new (NULL);
+  char buf[4096];
+
+  for (;;)
+    {
+      ssize_t n = read (fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      g_string_append_len (out, buf, n);
+    }
+  return g_string_free (out, FALSE);
+}
+
+char *
+test_read_line (int fd, int cap_ms)
+{
+  g_autoptr (GString) s = g_string_new (NULL);
+
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      ssize_t n;
+      char c;
+
+      if (cap_ms >= 0 && poll (&p, 1, cap_ms) <= 0)
+        return NULL;
+      n = read (fd, &c, 1);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return NULL;
+      if (c == '\n')
+        return g_string_free (g_steal_pointer (&s), FALSE);
+      g_string_append_c (s, c);
+    }
+}
+
+/* A zombie (state Z in /proc/PID/stat) is gone for our purposes: its
+ * parent reaps it. */
+static bool
+is_zombie (const char *pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%s/stat", pid);
+  g_autofree char *stat = NULL;
+
+  if (g_file_get_contents (path, &stat, NULL, NULL))
+    {
+      const char *p = strrchr (stat, ')');
+      if (p != NULL && p[1] == ' ' && p[2] == 'Z')
+        return true;
+    }
+  return false;
+}
+
+bool
+test_pid_alive (pid_t pid)
+{
+  char name[32];
+
+  if (pid <= 0 || kill (pid, 0) < 0)
+    return false;
+  g_snprintf (name, sizeof name, "%d", (int)pid);
+  return !is_zombie (name);
+}
+
+bool
+test_is_mounted (const char *path)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *needle = g_strconcat (" ", path, " ", NULL);
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return false;
+  return strstr (text, needle) != NULL;
+}
+
+char *
+test_own_ns (const char *name)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/ns/%s", name);
+  char *link = g_file_read_link (path, NULL);
+
+  assert_non_null (link);
+  return link;
+}
+
+bool
+test_ns_has_processes (const char *ns, const char *link)
+{
+  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      if (!g_ascii_isdigit (name[0]))
+        continue;
+      g_autofree char *path = g_strdup_printf ("/proc/%s/ns/%s", name, ns);
+      g_autofree char *l = g_file_read_link (path, NULL);
+      if (l != NULL && strcmp (l, link) == 0 && !is_zombie (name))
+        return true;
+    }
+  return false;
+}
+
+/* ---- JSON ---- */
+
+JsonObject *
+test_parse_object (const char *text)
+{
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (GError) error = NULL;
+  JsonNode *root;
+
+  if (text == NULL)
+    fail_msg ("not JSON (no text)");
+  if (!g_utf8_validate (text, -1, NULL))
+    fail_msg ("not UTF-8: %s", text);
+  if (!json_parser_load_from_data (parser, text, -1, &error))
+    fail_msg ("not JSON (%s): %s", error->message, text);
+  root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    fail_msg ("not a JSON object: %s", text);
+  return json_object_ref (json_node_get_object (root));
+}
+
+const char *
+test_json_str (JsonObject *o, const char *member)
+{
+  if (!json_object_has_member (o, member) || json_object_get_null_member (o, member))
+    return NULL;
+  return json_object_get_string_member (o, member);
+}
+
+char *
+test_json_quote (const char *s)
+{
+  g_autoptr (JsonNode) n = json_node_init_string (json_node_alloc (), s);
+  return json_to_string (n, FALSE);
+}
+
+/* ---- cmocka ---- */
+
+void
+test_filter_tests (const char *argv0)
+{
+  const char *only = g_getenv ("FB_TEST_ONLY");
+
+  g_set_prgname (argv0);
+  if (only != NULL && only[0] != '\0')
+    cmocka_set_test_filter (only);
+}
+
+int
+test_run_group (const char *argv0, const struct CMUnitTest *tests, size_t n, CMFixtureFunction group_setup,
+                CMFixtureFunction group_teardown)
+{
+  test_filter_tests (argv0);
+  /* "tests": the name cmocka_run_group_tests (tests, ...) prints */
+  return _cmocka_run_group_tests ("tests", tests, n, group_setup, group_teardown);
+}

@@ -1,0 +1,172 @@
+/* fusebox — what every test program does the same way: find the build's
+ * binaries and fixtures, make and remove its temporary directories, read
+ * and write files, run a command and keep its output, parse JSON, wait for
+ * an event with a bound, and the cmocka plumbing of main().
+ *
+ * A helper that checks something fails the test itself (a cmocka
+ * assertion or fail_msg()), exactly as the same check written in the test
+ * would: moving a check here never turns a failure into a pass.
+ *
+ * Waits are bounded only so that a broken fusebox fails a test instead of
+ * hanging it; nothing here asserts how long anything takes. */
+#pragma once
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+#include "tests/lib/test-host.h"
+
+/* ---- the build ---- */
+
+/* $FUSEBOX_BIN (set by meson), else "fusebox" from PATH. */
+const char *test_bin (void);
+
+/* $FUSEBOX_BUILD_ROOT/fixtures/NAME; the test fails when it is not built,
+ * and is skipped (failed under FUSEBOX_TESTS_MUST_RUN=1) when the
+ * program runs outside meson. */
+char *test_fixture (const char *name);
+
+/* This program's own path (the run tests run themselves as probes). */
+char *test_self (void);
+
+/* ---- directories and files ---- */
+
+/* A new directory under /tmp (g_get_tmp_dir()), PREFIX-XXXXXX. */
+char *test_tmpdir (const char *prefix);
+
+/* A new directory, mode 0755, under $FUSEBOX_TEST_TMPDIR or /var/tmp:
+ * not /tmp, which the built-in default policy makes private, while a
+ * sandbox must see its workspace at the path the host does. */
+char *test_workdir (const char *prefix);
+
+/* Remove PATH and everything below it, never crossing into a mount that
+ * is still there; a no-op for NULL, "" and "/". */
+void test_rm_rf (const char *path);
+
+/* Write TEXT to PATH (as g_file_set_contents); fails the test on error. */
+void test_write_file (const char *path, const char *text);
+
+/* Write CONTENT to PATH with MODE, its parents made 0755. */
+void test_write (const char *path, const char *content, mode_t mode);
+
+/* PATH's contents, or NULL when it can't be read. */
+char *test_read_file (const char *path);
+
+/* The lines of PATH (without newlines); fails the test when PATH can't be
+ * read or does not end in a newline (a torn record). */
+GPtrArray *test_read_lines (const char *path);
+
+/* A digest of everything an operation could change under PATH: names,
+ * types, modes, owners, sizes, contents, link texts, xattrs and mtimes
+ * (not atimes: reads change those).  REL names PATH in the digest.
+ * FB_TEST_DUMP_SUM=1 prints what goes in. */
+char *test_tree_sum (const char *path, const char *rel);
+
+/* g_ptr_array_sort() comparator for arrays of strings. */
+int test_cmp_names (gconstpointer a, gconstpointer b);
+
+/* A stand-in that must exist and be readable on the host before a test
+ * shows that the sandbox can't reach it: a denial of something absent
+ * proves nothing. */
+void test_assert_host_readable (const char *path);
+
+/* A bound AF_UNIX socket at PATH (its descriptor closed). */
+void test_make_socket (const char *path);
+
+/* ---- processes ---- */
+
+/* Run ARGV (searched in PATH) to completion; stdout and stderr kept when
+ * asked for.  Returns the exit status, 128+N for a signal. */
+int test_run_cmd (const char *const *argv, char **ret_out, char **ret_err);
+
+/* Read FD to EOF. */
+char *test_read_all (int fd);
+
+/* One line from FD (without "\n"), byte by byte so that the rest stays in
+ * the pipe.  NULL at EOF, or after CAP_MS without a full line (CAP_MS < 0:
+ * no bound). */
+char *test_read_line (int fd, int cap_ms);
+
+/* Is PID alive (a zombie is not)? */
+bool test_pid_alive (pid_t pid);
+
+/* Is something mounted at PATH (in this mount namespace)? */
+bool test_is_mounted (const char *path);
+
+/* This process's namespace NAME ("mnt", "pid", ...), as its link reads. */
+char *test_own_ns (const char *name);
+
+/* Is any live process on the host in namespace LINK ("pid:[4026532...]")
+ * of kind NS?  Proof that a sandbox is gone when none is. */
+bool test_ns_has_processes (const char *ns, const char *link);
+
+/* Wait (bounded, in 10 ms steps) for COND: a wait for an event, not a
+ * timing assertion; the bound only stops a hung test. */
+#define TEST_WAIT_FOR(cond, cap_ms)                                                                                    \
+  ({                                                                                                                   \
+    bool ok_ = false;                                                                                                  \
+    for (int i_ = 0; i_ <= (cap_ms) / 10; i_++)                                                                        \
+      {                                                                                                                \
+        if (cond)                                                                                                      \
+          {                                                                                                            \
+            ok_ = true;                                                                                                \
+            break;                                                                                                     \
+          }                                                                                                            \
+        g_usleep (10 * 1000);                                                                                          \
+      }                                                                                                                \
+    ok_;                                                                                                               \
+  })
+
+/* ---- JSON ---- */
+
+/* TEXT as a JSON object (a new reference); fails the test when TEXT is
+ * NULL, not UTF-8, not JSON or not an object. */
+JsonObject *test_parse_object (const char *text);
+
+/* MEMBER of O as a string; NULL when absent or null. */
+const char *test_json_str (JsonObject *o, const char *member);
+
+/* S as a JSON string literal, quotes included. */
+char *test_json_quote (const char *s);
+
+/* ---- cmocka ---- */
+
+/* errno after EXPR (a libc call: < 0 on failure) is EXPECTED (0: success). */
+#define assert_errno_is(expr, expected)                                                                                \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      errno = 0;                                                                                                       \
+      long r_ = (long)(expr);                                                                                          \
+      int e_ = (expected);                                                                                             \
+      int got_ = r_ < 0 ? errno : 0;                                                                                   \
+      if (got_ != e_)                                                                                                  \
+        fail_msg ("%s: got %s, expected %s", #expr, got_ ? g_strerror (got_) : "success",                              \
+                  e_ ? g_strerror (e_) : "success");                                                                   \
+    }                                                                                                                  \
+  while (0)
+
+/* Run the tests named by FB_TEST_ONLY (a glob), or all; ARGV0 names the
+ * program in the lines that say how to rerun a failed test. */
+void test_filter_tests (const char *argv0);
+
+/* The tests of TESTS (N of them) with FB_TEST_ONLY applied, as
+ * cmocka_run_group_tests() runs them. */
+int test_run_group (const char *argv0, const struct CMUnitTest *tests, size_t n, CMFixtureFunction group_setup,
+                    CMFixtureFunction group_teardown);
