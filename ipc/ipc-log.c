@@ -1,9 +1,14 @@
-/* fusebox — the access-log writer (FbAccessLog).
+/* fusebox — the access log's core (FbAccessLog): stamping and queueing.
  *
  * Every decided access is logged and no record is lost, even when the
  * sandboxed process is killed or the daemon dies; a repeated refusal may be
  * logged as a count (folds) and a log past its budget counts what it no
- * longer writes (both below).  How:
+ * longer writes (both below).  The core stamps each record (seq, ts, run)
+ * and hands it, in seq order, to the outputs (ipc-log-output.h): the JSONL
+ * file with rotation (ipc-log-file.c), the live subscribers
+ * (ipc-log-subscribers.c).  The file is the durable one: the budget,
+ * back-pressure and write-through are about it, it is flushed first, and no
+ * other output can hold it back.  How:
  *  - A pusher (a FUSE worker, any thread) formats its event into a JSON body
  *    (a deep copy: nothing of the caller's is kept) and appends it to a
  *    bounded ring.  While the ring is full the pusher waits: the sandbox
@@ -13,12 +18,12 @@
  *    UTF-8 adds its base64) make a body many times its paths' length, and
  *    the sandbox chooses the names.  One body larger than the byte budget
  *    still passes when the ring is empty, so nothing waits forever.
- *  - The GLib main loop owns the file.  A pusher wakes it through the ready
+ *  - The GLib main loop takes the ring.  A pusher wakes it through the ready
  *    time of a custom GSource (g_source_set_ready_time is thread-safe and
  *    wakes the context); the dispatch takes the whole batch, assigns seq in
- *    the order it writes, and flushes the batch with write(2) before it
- *    returns.  A record that the loop has handled is therefore in the
- *    kernel's page cache: a SIGKILL of the daemon loses nothing that
+ *    the order it writes, and flushes the batch to the file with write(2)
+ *    before it returns.  A record that the loop has handled is therefore in
+ *    the kernel's page cache: a SIGKILL of the daemon loses nothing that
  *    fb_access_log_get_count() reported.  fsync runs on rotation and close,
  *    not per batch (that would put a disk flush on the FUSE path).
  *  - A push from the loop's own thread (the remote API) can't wait for the
@@ -28,22 +33,13 @@
  *    does the same: its record is in the kernel's page cache before the push
  *    returns, so before the FUSE reply that follows it, and a SIGKILL of the
  *    daemon can only lose the records of operations not yet answered.  The
- *    ring is then used only while a subscriber listens (its callbacks belong
- *    to the loop's thread) and while the file refuses data (back-pressure
- *    as below).
- *  - Rotation by size: at a record boundary past rotate_bytes, flush, fsync,
- *    rename STEM.jsonl to STEM.<first-seq>-<last-seq>.jsonl (12-digit,
- *    zero-padded: `ls` order is seq order), fsync the directory, open a new
- *    STEM.jsonl.  seq continues across files.  The live file is opened
- *    relative to the directory's descriptor, made with O_EXCL, never
- *    through a link, and only when it is a regular file of ours with one
- *    name (open_live): whoever can write in the directory can't have the
- *    records written elsewhere by a link put at the name, at the start or
- *    in the instant after a rename.  When the new file is refused, records
- *    go on in the file just rotated, through its descriptor.
- *  - A write error (ENOSPC, EIO) keeps the unwritten bytes, stops taking new
- *    batches (pushers then block: back-pressure, not loss) and retries every
- *    second; close reports what could not be written.
+ *    ring is then used only while the file refuses data (back-pressure as
+ *    below).  A live subscriber changes nothing here: its output keeps the
+ *    line for the loop's thread, where its callback runs.
+ *  - A write error (ENOSPC, EIO) keeps the unwritten bytes (the file's
+ *    buffer), stops taking new batches (pushers then block: back-pressure,
+ *    not loss) and retries every second; close reports what could not be
+ *    written.
  *  - Repeated refusals are folded (coalesce): a sandbox that repeats a
  *    refused mkdir writes a record per attempt, tens of MB a second.  Two
  *    refusals are identical when they have the same pid, uid, comm,
@@ -82,26 +78,19 @@
  *    "records_not_written", "why"} for a share that was reached.  The
  *    log's own budget still applies to every record.
  *
- * Locks: writer_lock (the file, the buffer, seq, subscribers) is taken before
- * queue_lock (the ring); pushers take only queue_lock, except the
- * synchronous loop-thread path and write-through, which take both in that
- * order.  No file I/O happens under queue_lock.  The log file is never
- * inside the FUSE mount it records (run: the run directory on the host;
- * mount: opened before the mount covers it), so a write-through pusher
- * never waits on its own file system. */
-#include "ipc/ipc-private.h"
+ * Locks: writer_lock (seq, the outputs' write and flush, folds, the budget)
+ * is taken before queue_lock (the ring); pushers take only queue_lock,
+ * except the synchronous loop-thread path and write-through, which take
+ * both in that order.  No file I/O happens under queue_lock.  The outputs'
+ * own locks come after writer_lock.  The log file is never inside the FUSE
+ * mount it records (run: the run directory on the host; mount: opened
+ * before the mount covers it), so a write-through pusher never waits on its
+ * own file system. */
+#include "ipc/ipc-log-output.h"
 
-#include <errno.h>
-#include <stdatomic.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define DEFAULT_CAPACITY 4096
-/* Flush in the middle of a batch past this much buffered text. */
-#define FLUSH_THRESHOLD (256 * 1024)
 #define RETRY_USEC (1 * G_USEC_PER_SEC)
 /* Bytes of formatted bodies the ring may hold (see above). */
 #define QUEUE_MAX_BYTES (16 * 1024 * 1024)
@@ -162,14 +151,6 @@ typedef struct
 
 typedef struct
 {
-  guint id;
-  FbAccessLogFunc func;
-  gpointer user_data;
-  GDestroyNotify destroy;
-} Subscriber;
-
-typedef struct
-{
   GSource source;
   FbAccessLog *log;
 } WriterSource;
@@ -194,25 +175,16 @@ struct FbAccessLog
   gboolean closed;
   guint64 blocked_pushes;
 
-  /* The file.  writer_lock guards every field in this group. */
+  /* writer_lock guards every field in this group. */
   GMutex writer_lock;
-  int fd;
-  int dirfd;      /* the log's directory, for rename/fsync */
-  char *name;     /* live file's name in dirfd */
-  char *path;     /* for messages */
-  char *run_json; /* `"run":"...",` pre-escaped */
-  guint64 rotate_bytes;
-  guint64 file_bytes;     /* bytes in the file (flushed) */
-  guint64 file_first_seq; /* first seq written to this file by us, 0 = none yet */
-  guint64 seq;            /* last seq formatted into buf */
-  guint64 buf_last_seq;   /* last seq whose bytes are in buf (== seq) */
-  GString *buf;           /* formatted, not yet written */
-  GError *write_error;    /* the last write failure, kept until it clears */
-  gboolean rotation_broken;
-  GArray *subscribers; /* Subscriber */
-  guint next_subscriber_id;
+  char *run_json;  /* `"run":"...",` pre-escaped */
+  guint64 seq;     /* the last record's */
+  GString *line;   /* the record being stamped */
+  FbLogFile *file; /* outputs: the file (always, first) */
+  FbLogSubscribers *subscribers;
+  GPtrArray *outputs; /* FbLogOutput*, owned: the file, the subscribers */
 
-  gboolean is_open;       /* FALSE after close; fd may be -1 while open (a failed reopen) */
+  gboolean is_open;       /* FALSE after close */
   gboolean write_through; /* set once at creation */
 
   /* Folds and the budget: writer_lock. */
@@ -222,7 +194,6 @@ struct FbAccessLog
   GQueue fold_order;   /* Fold*, oldest first */
   GSource *fold_timer; /* writes folds whose window ended */
   guint64 max_bytes;   /* 0: no budget */
-  guint64 total_bytes; /* in every file, flushed */
   gboolean full;       /* the budget was reached */
   guint64 not_written; /* records past the budget's margin */
   FbAccessLogFullFunc on_full;
@@ -230,9 +201,6 @@ struct FbAccessLog
   gint full_notify;  /* atomic: 1 = on_full to call, 2 = called */
   GPtrArray *shares; /* FbAccessShare* not closed (weak: a share leaves it when closed) */
   gint share_notify; /* atomic: some share's on_full is to be called */
-
-  /* Read from any thread: the last seq that reached the file. */
-  _Atomic guint64 flushed_seq;
 };
 
 static void
@@ -251,274 +219,51 @@ fold_free (Fold *f)
   g_free (f);
 }
 
-/* --- the file -------------------------------------------------------- */
+/* --- outputs ----------------------------------------------------------------- */
 
-/* Why the live file can't be written: it is not a regular file of ours with
- * one name.  ST: what is there (fstat, or lstat when the open failed). */
-static void
-set_refused (FbAccessLog *log, const struct stat *st, GError **error)
-{
-  g_autofree char *dir = g_path_get_dirname (log->path);
-
-  if (S_ISLNK (st->st_mode))
-    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                 "the access log %s is a symbolic link; fusebox never writes its log through a link (whoever can "
-                 "write in %s may have put it there to have the records written elsewhere): remove it, or choose "
-                 "another place for the log",
-                 log->path, dir);
-  else if (!S_ISREG (st->st_mode))
-    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                 "the access log %s is %s, not a regular file; fusebox writes its log only into a regular file: "
-                 "remove it, or choose another place for the log",
-                 log->path, fb_ipc_file_kind (st->st_mode));
-  else if (st->st_uid != geteuid ())
-    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                 "the access log %s belongs to uid %u, not to fusebox's uid %u; fusebox writes its log only into "
-                 "a file of its own (whoever made it could read and rewrite the records): remove it, or choose "
-                 "another place for the log",
-                 log->path, (unsigned)st->st_uid, (unsigned)geteuid ());
-  else
-    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                 "the access log %s has %lu names (hard links); fusebox writes its log only into a file with one "
-                 "name (the records would also be another file's content): remove the others, or choose another "
-                 "place for the log",
-                 log->path, (unsigned long)st->st_nlink);
-}
-
-/* Open the live file, or make it, in the log's directory.  Whoever can
- * write in that directory (a --log or --run-dir in a shared place) chooses
- * what is at the name, and a rotation renames it away and makes it again,
- * so the name is never trusted:
- *  - a new file is made with O_CREAT|O_EXCL, which never follows a link;
- *  - an existing one (the same --log given again, or another run's writer
- *    that made it a moment ago) is opened with O_NOFOLLOW: a symbolic link
- *    there (to /etc/passwd, or dangling, to have its target made) is
- *    refused, not written through;
- *  - O_NONBLOCK (cleared after): a FIFO there can't block the open;
- *  - then fstat: only a regular file, of fusebox's own uid, with one name
- *    (a hard link would get the records into another file too). */
-static int
-open_live (FbAccessLog *log, GError **error)
-{
-  /* O_RDWR only to look at the last byte of an existing file (below). */
-  const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
-  struct stat st;
-  int fd = -1;
-
-  /* made, or there: twice, for a file removed between the two opens */
-  for (int attempt = 0; attempt < 2 && fd < 0; attempt++)
-    {
-      fd = openat (log->dirfd, log->name, flags | O_CREAT | O_EXCL, 0600);
-      if (fd < 0 && errno == EEXIST)
-        fd = openat (log->dirfd, log->name, flags);
-      if (fd < 0 && errno != ENOENT)
-        break;
-    }
-  if (fd < 0)
-    {
-      int errsv = errno;
-
-      /* ELOOP: a link (O_NOFOLLOW); ENXIO: a socket */
-      if (fstatat (log->dirfd, log->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG (st.st_mode))
-        set_refused (log, &st, error);
-      else
-        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the access log %s: %s", log->path,
-                     g_strerror (errsv));
-      return -1;
-    }
-  if (fstat (fd, &st) < 0)
-    {
-      int errsv = errno;
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't look at the access log %s: %s", log->path,
-                   g_strerror (errsv));
-      close (fd);
-      return -1;
-    }
-  if (!S_ISREG (st.st_mode) || st.st_uid != geteuid () || st.st_nlink != 1)
-    {
-      set_refused (log, &st, error);
-      close (fd);
-      return -1;
-    }
-  fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
-  log->file_bytes = (guint64)st.st_size;
-  log->file_first_seq = 0;
-
-  /* A daemon killed mid-write may have left a partial last line; start ours
-   * on a line of its own so that only that one line is damaged. */
-  if (st.st_size > 0)
-    {
-      char last = '\n';
-
-      if (pread (fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
-        {
-          if (write (fd, "\n", 1) == 1)
-            log->file_bytes++;
-        }
-    }
-  log->fd = fd;
-  return 0;
-}
-
-/* Write buf to the file.  On failure the unwritten rest stays in buf. */
-static gboolean
-flush_buf (FbAccessLog *log)
-{
-  gsize done = 0;
-
-  if (log->fd < 0)
-    {
-      g_autoptr (GError) error = NULL;
-
-      if (open_live (log, &error) < 0)
-        {
-          g_clear_error (&log->write_error);
-          log->write_error = g_steal_pointer (&error);
-          return FALSE;
-        }
-    }
-  while (done < log->buf->len)
-    {
-      ssize_t n = write (log->fd, log->buf->str + done, log->buf->len - done);
-
-      if (n < 0)
-        {
-          int errsv = errno;
-
-          if (errsv == EINTR)
-            continue;
-          if (log->write_error == NULL)
-            g_warning ("access log %s: write failed: %s; retrying, pushers wait meanwhile", log->path,
-                       g_strerror (errsv));
-          g_clear_error (&log->write_error);
-          g_set_error (&log->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "writing the access log %s: %s", log->path,
-                       g_strerror (errsv));
-          g_string_erase (log->buf, 0, (gssize)done);
-          log->file_bytes += done;
-          log->total_bytes += done;
-          return FALSE;
-        }
-      done += (gsize)n;
-    }
-  log->file_bytes += done;
-  log->total_bytes += done;
-  g_string_truncate (log->buf, 0);
-  if (log->write_error != NULL)
-    {
-      g_message ("access log %s: writing again", log->path);
-      g_clear_error (&log->write_error);
-    }
-  atomic_store (&log->flushed_seq, log->buf_last_seq);
-  return TRUE;
-}
-
-static gboolean
-fsync_dir (FbAccessLog *log)
-{
-  /* O_PATH descriptors can't be fsync'ed: open the directory for reading. */
-  int fd = openat (log->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  gboolean ok;
-
-  if (fd < 0)
-    return FALSE;
-  ok = fsync (fd) == 0;
-  close (fd);
-  return ok;
-}
-
-static void
-rotate (FbAccessLog *log)
-{
-  g_autoptr (GError) error = NULL;
-  g_autofree char *rotated = NULL;
-  int r = -1;
-  int old_fd;
-  guint64 old_bytes, old_first_seq;
-
-  if (!flush_buf (log))
-    return; /* retried with the next batch */
-  if (fsync (log->fd) < 0)
-    g_warning ("access log %s: fsync before rotation failed: %s", log->path, g_strerror (errno));
-
-  /* RENAME_NOREPLACE: two runs sharing one log file must not overwrite each
-   * other's rotated files; a collision gets a ".N" suffix. */
-  for (guint n = 0; n < 1000; n++)
-    {
-      g_free (rotated);
-      rotated = fb_log_rotated_name (log->name, log->file_first_seq, log->seq, n);
-      r = renameat2 (log->dirfd, log->name, log->dirfd, rotated, RENAME_NOREPLACE);
-      if (r == 0 || errno != EEXIST)
-        break;
-    }
-  if (r < 0)
-    {
-      g_warning ("access log %s: rotation to %s failed: %s; writing on without rotating", log->path, rotated,
-                 g_strerror (errno));
-      log->rotation_broken = TRUE;
-      return;
-    }
-  fsync_dir (log);
-  old_fd = log->fd;
-  old_bytes = log->file_bytes;
-  old_first_seq = log->file_first_seq;
-  log->fd = -1;
-  if (open_live (log, &error) < 0)
-    {
-      /* Something was put at the name since the rename (or it can't be
-       * made): records keep going into the file just rotated, through the
-       * descriptor still open on it, never by its name (which could be
-       * swapped as well), and no rotation is tried again. */
-      g_warning ("%s; writing on in %s, without rotating", error->message, rotated);
-      log->fd = old_fd;
-      log->file_bytes = old_bytes;
-      log->file_first_seq = old_first_seq;
-      log->rotation_broken = TRUE;
-      return;
-    }
-  close (old_fd);
-  fsync_dir (log);
-}
-
-/* Format one record into buf.  writer_lock held.  Returns its length. */
+/* Stamp one record and hand it to every output.  writer_lock held.
+ * Returns its length in the file. */
 static gsize
 write_record (FbAccessLog *log, gint64 ts_us, const char *body)
 {
   char ts[FB_TS_BUF];
-  gsize start = log->buf->len;
-  gsize len;
+  FbLogLine record;
 
   fb_format_ts (ts_us, ts);
   log->seq++;
-  if (log->file_first_seq == 0)
-    log->file_first_seq = log->seq;
-  g_string_append (log->buf, "{\"ts\":\"");
-  g_string_append (log->buf, ts);
-  g_string_append (log->buf, "\",");
-  g_string_append (log->buf, log->run_json);
-  g_string_append (log->buf, "\"seq\":");
-  fb_json_append_int (log->buf, (gint64)log->seq);
-  g_string_append_c (log->buf, ',');
-  g_string_append (log->buf, body);
-  g_string_append_c (log->buf, '\n');
-  log->buf_last_seq = log->seq;
-  len = log->buf->len - start;
-
-  if (log->subscribers->len > 0)
+  g_string_assign (log->line, "{\"ts\":\"");
+  g_string_append (log->line, ts);
+  g_string_append (log->line, "\",");
+  g_string_append (log->line, log->run_json);
+  g_string_append (log->line, "\"seq\":");
+  fb_json_append_int (log->line, (gint64)log->seq);
+  g_string_append_c (log->line, ',');
+  g_string_append (log->line, body);
+  record = (FbLogLine){ log->seq, ts_us, log->line->str, log->line->len };
+  for (guint i = 0; i < log->outputs->len; i++)
     {
-      g_autofree char *line = g_strndup (log->buf->str + start, log->buf->len - start - 1);
-
-      for (guint i = 0; i < log->subscribers->len; i++)
-        {
-          Subscriber *s = &g_array_index (log->subscribers, Subscriber, i);
-          s->func (line, s->user_data);
-        }
+      FbLogOutput *output = log->outputs->pdata[i];
+      output->ops->write (output, &record);
     }
+  return log->line->len + 1;
+}
 
-  if (log->rotate_bytes > 0 && !log->rotation_broken && log->file_bytes + log->buf->len >= log->rotate_bytes)
-    rotate (log);
-  else if (log->buf->len >= FLUSH_THRESHOLD)
-    flush_buf (log);
-  return len;
+/* Flush every output, the file first.  writer_lock held.  Returns
+ * whether the file took everything: the others never hold it back. */
+static gboolean
+flush_outputs (FbAccessLog *log)
+{
+  gboolean ok = TRUE;
+
+  for (guint i = 0; i < log->outputs->len; i++)
+    {
+      FbLogOutput *output = log->outputs->pdata[i];
+      gboolean done = output->ops->flush (output);
+
+      if (output == fb_log_file_output (log->file))
+        ok = done;
+    }
+  return ok;
 }
 
 /* --- folds and the budget ------------------------------------------------ */
@@ -629,7 +374,7 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, 
 
   if (log->max_bytes > 0)
     {
-      guint64 bytes = log->total_bytes + log->buf->len;
+      guint64 bytes = fb_log_file_get_bytes (log->file);
 
       if (bytes >= log->max_bytes && !log->full)
         {
@@ -754,6 +499,19 @@ notify_full (FbAccessLog *log)
     }
 }
 
+/* After the writer lock is released: notify_full, and the subscribers
+ * given what was written since, on the loop's thread; a pusher on another
+ * thread waits while too much waits for the loop (their back-pressure). */
+static void
+after_write (FbAccessLog *log)
+{
+  notify_full (log);
+  if (on_loop_thread (log))
+    fb_log_subscribers_deliver (log->subscribers);
+  else
+    fb_log_subscribers_wait_room (log->subscribers);
+}
+
 /* The kind of a refusal, for folding: NULL for an allowed access. */
 static char *
 fold_key (const FbAccessEvent *e)
@@ -765,8 +523,8 @@ fold_key (const FbAccessEvent *e)
     return NULL;
   k = g_string_sized_new (128);
   g_string_append_printf (k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid, (unsigned)e->uid,
-                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "", fb_op_to_string (e->op),
-                          e->access != NULL ? e->access : "", (int)e->decision, e->err);
+                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "",
+                          fb_op_to_string (e->op), e->access != NULL ? e->access : "", (int)e->decision, e->err);
   if (e->rule != NULL)
     g_string_append_printf (k, "%d\x1f%d\x1f%s", (int)e->rule->kind, e->rule->index,
                             e->rule->origin != NULL ? e->rule->origin : "");
@@ -792,12 +550,12 @@ fold_timer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
   if (log->is_open)
     {
       expire_folds (log, g_get_real_time ());
-      if (log->buf->len > 0)
-        flush_buf (log);
+      if (fb_log_file_get_pending (log->file) > 0)
+        flush_outputs (log);
       schedule_folds (log);
     }
   g_mutex_unlock (&log->writer_lock);
-  notify_full (log);
+  after_write (log);
   return G_SOURCE_CONTINUE;
 }
 
@@ -812,7 +570,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
 {
   /* While the file refuses data, leave the batch in the ring: pushers block
    * and nothing grows without bound. */
-  if (log->buf->len > 0 && !flush_buf (log))
+  if (fb_log_file_get_pending (log->file) > 0 && !flush_outputs (log))
     return FALSE;
 
   for (;;)
@@ -853,7 +611,7 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
       if (clear_wake)
         break;
     }
-  return flush_buf (log);
+  return flush_outputs (log);
 }
 
 static gboolean
@@ -867,7 +625,7 @@ writer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
   if (log->is_open && !write_queued (log, TRUE))
     g_source_set_ready_time (source, g_get_monotonic_time () + RETRY_USEC);
   g_mutex_unlock (&log->writer_lock);
-  notify_full (log);
+  after_write (log);
   return G_SOURCE_CONTINUE;
 }
 
@@ -878,25 +636,26 @@ static GSourceFuncs writer_source_funcs = {
 /* --- pushing ---------------------------------------------------------- */
 
 /* write_through: write the record now, after whatever is queued (seq
- * follows arrival), unless a subscriber listens or the file refuses data;
- * then FALSE and the caller queues it. */
+ * follows arrival), unless the file refuses data; then FALSE and the
+ * caller queues it.  Subscribers or not: their output keeps the line for
+ * the loop's thread. */
 static gboolean
 write_now (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, FbAccessShare *share)
 {
   gboolean done = FALSE;
 
   g_mutex_lock (&log->writer_lock);
-  if (log->is_open && log->subscribers->len == 0 && log->write_error == NULL && write_queued (log, FALSE))
+  if (log->is_open && fb_log_file_get_error (log->file) == NULL && write_queued (log, FALSE))
     {
       take_record (log, ts_us, body, key, share);
-      /* On failure the record stays in buf (not lost); later pushes queue
-       * (write_error is set) and the loop retries. */
-      if (!flush_buf (log))
+      /* On failure the record stays in the file's buffer (not lost); later
+       * pushes queue (the file has an error) and the loop retries. */
+      if (!flush_outputs (log))
         g_source_set_ready_time (log->source, g_get_monotonic_time () + RETRY_USEC);
       done = TRUE;
     }
   g_mutex_unlock (&log->writer_lock);
-  notify_full (log);
+  after_write (log);
   return done;
 }
 
@@ -925,12 +684,12 @@ log_push (FbAccessLog *log, FbAccessShare *share, const FbAccessEvent *event)
         {
           write_queued (log, FALSE);
           take_record (log, ts_us, body, key, share);
-          flush_buf (log);
+          flush_outputs (log);
         }
       else
-        g_critical ("access log %s: push after close; record lost: %s", log->path, body);
+        g_critical ("access log %s: push after close; record lost: %s", fb_log_file_get_path (log->file), body);
       g_mutex_unlock (&log->writer_lock);
-      notify_full (log);
+      after_write (log);
       g_free (body);
       g_free (key);
       return;
@@ -954,7 +713,7 @@ log_push (FbAccessLog *log, FbAccessShare *share, const FbAccessEvent *event)
   if (log->closed)
     {
       g_mutex_unlock (&log->queue_lock);
-      g_critical ("access log %s: push after close; record lost: %s", log->path, body);
+      g_critical ("access log %s: push after close; record lost: %s", fb_log_file_get_path (log->file), body);
       g_free (body);
       g_free (key);
       return;
@@ -986,15 +745,12 @@ FbAccessLog *
 fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GError **error)
 {
   g_autoptr (FbAccessLog) log = NULL;
-  g_autofree char *dir = NULL;
   GString *run = g_string_new ("\"run\":");
 
   g_return_val_if_fail (options != NULL && options->path != NULL, NULL);
 
   log = g_new0 (FbAccessLog, 1);
   log->sink.push = sink_push;
-  log->fd = -1;
-  log->dirfd = -1;
   log->context = g_main_context_ref (context != NULL ? context : g_main_context_default ());
   log->owner = g_thread_self ();
   g_mutex_init (&log->queue_lock);
@@ -1002,7 +758,6 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   g_mutex_init (&log->writer_lock);
   log->capacity = options->queue_capacity > 0 ? options->queue_capacity : DEFAULT_CAPACITY;
   log->ring = g_new0 (Queued, log->capacity);
-  log->rotate_bytes = options->rotate_bytes;
   log->write_through = options->write_through;
   log->coalesce = options->coalesce;
   log->fold_window_us = options->fold_window_us > 0 ? (gint64)options->fold_window_us : DEFAULT_FOLD_WINDOW_US;
@@ -1012,33 +767,18 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   log->folds = g_hash_table_new (g_str_hash, g_str_equal);
   log->shares = g_ptr_array_new ();
   g_queue_init (&log->fold_order);
-  log->buf = g_string_sized_new (64 * 1024);
-  log->subscribers = g_array_new (FALSE, FALSE, sizeof (Subscriber));
-  log->path = g_strdup (options->path);
-  log->name = g_path_get_basename (options->path);
+  log->line = g_string_sized_new (1024);
   fb_json_append_string (run, options->run_id);
   g_string_append_c (run, ',');
   log->run_json = g_string_free (run, FALSE);
+  log->outputs = g_ptr_array_new ();
 
-  dir = g_path_get_dirname (options->path);
-  log->dirfd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (log->dirfd < 0)
-    {
-      int errsv = errno;
-      g_set_error (error, FB_IPC_ERROR, errsv == ENOENT ? FB_IPC_ERROR_NOT_FOUND : FB_IPC_ERROR_IO,
-                   "can't open the access log's directory %s: %s", dir, g_strerror (errsv));
-      return NULL;
-    }
-  if (strcmp (log->name, "/") == 0 || strcmp (log->name, ".") == 0 || strcmp (log->name, "..") == 0)
-    {
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the access log path %s names a directory",
-                   options->path);
-      return NULL;
-    }
-  if (open_live (log, error) < 0)
+  log->file = fb_log_file_open (options->path, options->rotate_bytes, error);
+  if (log->file == NULL)
     return NULL;
-  /* an existing file (--log FILE given again) counts against the budget */
-  log->total_bytes = log->file_bytes;
+  g_ptr_array_add (log->outputs, fb_log_file_output (log->file));
+  log->subscribers = fb_log_subscribers_new (log->context);
+  g_ptr_array_add (log->outputs, fb_log_subscribers_output (log->subscribers));
   log->is_open = TRUE;
 
   log->source = g_source_new (&writer_source_funcs, sizeof (WriterSource));
@@ -1064,7 +804,7 @@ fb_access_log_get_sink (FbAccessLog *log)
 guint64
 fb_access_log_get_count (FbAccessLog *log)
 {
-  return atomic_load (&log->flushed_seq);
+  return fb_log_file_get_flushed_seq (log->file);
 }
 
 gboolean
@@ -1076,18 +816,22 @@ fb_access_log_drain (FbAccessLog *log, GError **error)
   ok = log->is_open && write_queued (log, FALSE);
   if (!ok)
     {
-      if (log->write_error != NULL)
-        g_propagate_error (error, g_error_copy (log->write_error));
+      if (fb_log_file_get_error (log->file) != NULL)
+        g_propagate_error (error, g_error_copy (fb_log_file_get_error (log->file)));
       else
-        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the access log %s is closed", log->path);
+        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "the access log %s is closed",
+                     fb_log_file_get_path (log->file));
     }
   g_mutex_unlock (&log->writer_lock);
+  if (on_loop_thread (log))
+    fb_log_subscribers_deliver (log->subscribers);
   return ok;
 }
 
 gboolean
 fb_access_log_close (FbAccessLog *log, GError **error)
 {
+  g_autoptr (GError) file_error = NULL;
   gboolean ok = TRUE;
 
   g_mutex_lock (&log->writer_lock);
@@ -1125,25 +869,22 @@ fb_access_log_close (FbAccessLog *log, GError **error)
           write_record (log, g_get_real_time (), notice->str);
           g_string_free (notice, TRUE);
         }
-      ok = flush_buf (log);
+      ok = flush_outputs (log);
     }
-  if (ok && log->fd >= 0 && fsync (log->fd) < 0)
-    {
-      int errsv = errno;
-      ok = FALSE;
-      g_clear_error (&log->write_error);
-      g_set_error (&log->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "fsync of the access log %s: %s", log->path,
-                   g_strerror (errsv));
-    }
-  if (!ok)
+  /* fsync, and close: the file's error says what it could not write */
+  if (!fb_log_file_output (log->file)->ops->close (fb_log_file_output (log->file), &file_error) || !ok)
     {
       guint64 lost = log->seq - fb_access_log_get_count (log) + fb_access_log_get_queued (log);
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s (%" G_GUINT64_FORMAT " records not written)",
-                   log->write_error != NULL ? log->write_error->message : "the access log could not be written", lost);
+                   file_error != NULL ? file_error->message : "the access log could not be written", lost);
+      ok = FALSE;
     }
-  if (log->fd >= 0)
-    close (log->fd);
-  log->fd = -1;
+  for (guint i = 0; i < log->outputs->len; i++)
+    {
+      FbLogOutput *output = log->outputs->pdata[i];
+      if (output != fb_log_file_output (log->file))
+        output->ops->close (output, NULL);
+    }
   log->is_open = FALSE;
 
   g_mutex_lock (&log->queue_lock);
@@ -1162,7 +903,7 @@ fb_access_log_close (FbAccessLog *log, GError **error)
       g_source_destroy (log->fold_timer);
       g_clear_pointer (&log->fold_timer, g_source_unref);
     }
-  notify_full (log);
+  after_write (log);
   return ok;
 }
 
@@ -1201,21 +942,16 @@ fb_access_log_free (FbAccessLog *log)
   for (guint i = 0; i < log->count; i++)
     queued_clear (&log->ring[(log->head + i) % log->capacity]);
   g_free (log->ring);
-  for (guint i = 0; log->subscribers != NULL && i < log->subscribers->len; i++)
+  /* the subscribers' destroy notifies run here */
+  for (guint i = 0; log->outputs != NULL && i < log->outputs->len; i++)
     {
-      Subscriber *s = &g_array_index (log->subscribers, Subscriber, i);
-      if (s->destroy != NULL)
-        s->destroy (s->user_data);
+      FbLogOutput *output = log->outputs->pdata[i];
+      output->ops->free (output);
     }
-  if (log->subscribers != NULL)
-    g_array_unref (log->subscribers);
-  if (log->dirfd >= 0)
-    close (log->dirfd);
-  if (log->buf != NULL)
-    g_string_free (log->buf, TRUE);
-  g_clear_error (&log->write_error);
-  g_free (log->path);
-  g_free (log->name);
+  if (log->outputs != NULL)
+    g_ptr_array_unref (log->outputs);
+  if (log->line != NULL)
+    g_string_free (log->line, TRUE);
   g_free (log->run_json);
   g_mutex_clear (&log->queue_lock);
   g_cond_clear (&log->not_full);
@@ -1227,32 +963,16 @@ fb_access_log_free (FbAccessLog *log)
 guint
 fb_access_log_subscribe (FbAccessLog *log, FbAccessLogFunc func, gpointer user_data, GDestroyNotify destroy)
 {
-  Subscriber s = { 0, func, user_data, destroy };
-
-  g_mutex_lock (&log->writer_lock);
-  s.id = ++log->next_subscriber_id;
-  g_array_append_val (log->subscribers, s);
-  g_mutex_unlock (&log->writer_lock);
-  return s.id;
+  return fb_log_subscribers_add (log->subscribers, func, user_data, destroy);
 }
 
 void
 fb_access_log_unsubscribe (FbAccessLog *log, guint id)
 {
-  Subscriber found = { 0 };
-
-  g_mutex_lock (&log->writer_lock);
-  for (guint i = 0; i < log->subscribers->len; i++)
-    if (g_array_index (log->subscribers, Subscriber, i).id == id)
-      {
-        found = g_array_index (log->subscribers, Subscriber, i);
-        g_array_remove_index (log->subscribers, i);
-        break;
-      }
-  g_mutex_unlock (&log->writer_lock);
-  /* Outside the lock: a destroy notify may do anything. */
-  if (found.destroy != NULL)
-    found.destroy (found.user_data);
+  /* the lines written while it listened, first */
+  if (on_loop_thread (log))
+    fb_log_subscribers_deliver (log->subscribers);
+  fb_log_subscribers_remove (log->subscribers, id);
 }
 
 guint64
@@ -1371,7 +1091,7 @@ fb_access_share_close (FbAccessShare *share)
       /* its records still queued first, so that the notice is its last */
       write_queued (log, FALSE);
       close_share (log, share);
-      flush_buf (log);
+      flush_outputs (log);
     }
   share->closed = TRUE;
   share->on_full = NULL;

@@ -42,10 +42,9 @@ typedef struct
   guint queue_capacity; /* events buffered between threads and the loop; 0 = default (4096) */
   /* A pusher on another thread than the loop's writes its record itself
    * (after whatever is queued), so that the record is in the kernel before
-   * the push returns: before the FUSE reply that follows it.  It queues as
-   * usual while a subscriber listens (their callbacks run on the loop's
-   * thread) or while the file refuses data (then the queue's back-pressure
-   * applies). */
+   * the push returns: before the FUSE reply that follows it, whether a
+   * subscriber listens or not.  It queues as usual while the file refuses
+   * data (then the queue's back-pressure applies). */
   gboolean write_through;
   /* Fold repeated refusals into counted records (ipc-log.c says which are
    * identical and how). */
@@ -104,8 +103,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbAccessLog, fb_access_log_free)
  * fsync).  For callers that must know a record reached the file. */
 gboolean fb_access_log_drain (FbAccessLog *log, GError **error);
 /* Live subscribers (the remote API's log/subscribe): FUNC runs on the loop
- * thread with each record's JSON line (no newline) as it is written, in seq
- * order.  It must not push to this log.  Returns an id > 0. */
+ * thread, with no lock of the log held, with each record's JSON line (no
+ * newline) written while it is subscribed, in seq order: at once for a
+ * record written on the loop's thread, at the loop's next turn for one a
+ * write-through pusher wrote.  Returns an id > 0.  Unsubscribing on the
+ * loop's thread first delivers what was written before. */
 typedef void (*FbAccessLogFunc) (const char *line, gpointer user_data);
 guint fb_access_log_subscribe (FbAccessLog *log, FbAccessLogFunc func, gpointer user_data, GDestroyNotify destroy);
 void fb_access_log_unsubscribe (FbAccessLog *log, guint id);

@@ -3,8 +3,10 @@
  * 4-slot queue; loop-thread pushes never deadlock; rotation keeps seq
  * gap-free across files; hostile names stay valid, exact and terminal-safe;
  * a write error applies back-pressure and loses nothing; with write-through
- * a record is in the file when its push returns. */
+ * a record is in the file when its push returns, a live subscriber or not. */
 #include "tests/unit/test-ipc-util.h"
+
+#include "ipc/ipc-log-output.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -937,9 +939,10 @@ push_one_from_thread (FbAccessLog *log, guint id)
   g_thread_join (g_thread_new ("one", push_one_main, &p));
 }
 
-/* While a subscriber listens, records queue for the loop (its callbacks
- * run there); the first write-through push after it left writes the queued
- * ones first, so seq still follows arrival. */
+/* A subscriber does not turn write-through off: a push from another
+ * thread has its record in the file when it returns, subscriber or not;
+ * the subscriber gets the line on the loop's thread at its next turn, and
+ * one that left gets nothing more. */
 static void
 test_write_through_subscriber (void **state)
 {
@@ -951,19 +954,23 @@ test_write_through_subscriber (void **state)
   guint id = fb_access_log_subscribe (log, collect_line, seen, NULL);
 
   push_one_from_thread (log, 0);
-  assert_int_equal (fb_access_log_get_count (log), 0);
-  assert_int_equal (fb_access_log_get_queued (log), 1);
-  while (fb_access_log_get_count (log) < 1)
+  assert_int_equal (fb_access_log_get_count (log), 1);
+  assert_int_equal (fb_access_log_get_queued (log), 0);
+  assert_int_equal (seen->len, 0); /* its callback runs on the loop's thread */
+  while (seen->len < 1)
     g_main_context_iteration (ctx, TRUE);
-  assert_int_equal (seen->len, 1);
 
-  push_one_from_thread (log, 1); /* queued: the subscriber is still there */
-  assert_int_equal (fb_access_log_get_queued (log), 1);
-  fb_access_log_unsubscribe (log, id);
-  push_one_from_thread (log, 2); /* writes /one/1, then itself */
+  push_one_from_thread (log, 1);
+  assert_int_equal (fb_access_log_get_count (log), 2);
+  assert_int_equal (fb_access_log_get_queued (log), 0);
+  fb_access_log_unsubscribe (log, id); /* gets /one/1 first */
+  assert_int_equal (seen->len, 2);
+  push_one_from_thread (log, 2);
   assert_int_equal (fb_access_log_get_count (log), 3);
   assert_int_equal (fb_access_log_get_queued (log), 0);
-  assert_int_equal (seen->len, 1);
+  while (g_main_context_iteration (ctx, FALSE))
+    ;
+  assert_int_equal (seen->len, 2);
 
   lines = test_read_lines (f->path);
   assert_int_equal (lines->len, 3);
@@ -976,6 +983,59 @@ test_write_through_subscriber (void **state)
       assert_string_equal (str_member (o, "path"), expect);
     }
   assert_string_equal (seen->pdata[0], lines->pdata[0]);
+  assert_string_equal (seen->pdata[1], lines->pdata[1]);
+  close_log (log);
+}
+
+typedef struct
+{
+  ThroughPusher pusher;
+  guint n;
+  gint done; /* atomic */
+  GMainContext *ctx;
+} SubscribedPusher;
+
+static gpointer
+subscribed_pusher_main (gpointer data)
+{
+  SubscribedPusher *sp = data;
+
+  for (guint i = 0; i < sp->n; i++)
+    {
+      push_numbered (fb_access_log_get_sink (sp->pusher.log), 0, i);
+      if (fb_access_log_get_count (sp->pusher.log) < i + 1)
+        sp->pusher.late++;
+    }
+  g_atomic_int_set (&sp->done, 1);
+  g_main_context_wakeup (sp->ctx);
+  return NULL;
+}
+
+/* More records than wait for the subscribers' loop (its bound): every
+ * record in the file before its push returns, the subscriber gets every
+ * one in seq order, and the pusher, not memory, waits for the loop. */
+static void
+test_write_through_subscriber_bound (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GMainContext) ctx = g_main_context_new ();
+  FbAccessLog *log = open_log_through (f->path, 0, ctx);
+  g_autoptr (GPtrArray) seen = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) lines = NULL;
+  SubscribedPusher sp = { { log, 0, 0 }, 2 * FB_LOG_SUBSCRIBERS_MAX_LINES + 100, 0, ctx };
+  GThread *thread;
+
+  fb_access_log_subscribe (log, collect_line, seen, NULL);
+  thread = g_thread_new ("pusher", subscribed_pusher_main, &sp);
+  while (!g_atomic_int_get (&sp.done) || seen->len < sp.n)
+    g_main_context_iteration (ctx, TRUE);
+  g_thread_join (thread);
+  assert_int_equal (sp.pusher.late, 0);
+  lines = test_read_lines (f->path);
+  check_gap_free_per_thread (lines, 1, sp.n);
+  assert_int_equal (seen->len, sp.n);
+  for (guint i = 0; i < seen->len; i++)
+    assert_string_equal (seen->pdata[i], lines->pdata[i]);
   close_log (log);
 }
 
@@ -1081,6 +1141,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_bad_paths, setup, teardown),
     cmocka_unit_test_setup_teardown (test_write_through, setup, teardown),
     cmocka_unit_test_setup_teardown (test_write_through_subscriber, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_write_through_subscriber_bound, setup, teardown),
     cmocka_unit_test_setup_teardown (test_write_through_error_loses_nothing, setup, teardown),
   };
 
