@@ -30,36 +30,10 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-serve.h"
 
-typedef struct
-{
-  char *dir; /* T: state/, ws/ */
-  char *ws;
-  TestServer *server;
-  TestClient *client;
-} Fixture;
-
-static Fixture *F;
-
-static void
-skip_or_fail (const char *why)
-{
-  if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
-    {
-      fprintf (stderr, "FUSEBOX_TESTS_MUST_RUN=1 but %s\n", why);
-      exit (1);
-    }
-  fprintf (stderr, "skipped: %s\n", why);
-  exit (77);
-}
-
-static char *
-json_quote (const char *s)
-{
-  g_autoptr (JsonNode) n = json_node_init_string (json_node_alloc (), s);
-  return json_to_string (n, FALSE);
-}
+static TestServe *F;
 
 static char *
 ws_path (const char *rel)
@@ -73,20 +47,20 @@ static gint64
 remove_code (const char *rel, bool force)
 {
   g_autofree char *path = ws_path (rel);
-  g_autofree char *qpath = json_quote (path);
+  g_autofree char *qpath = test_json_quote (path);
   g_autofree char *params = g_strdup_printf ("{\"path\":%s,\"force\":%s}", qpath, force ? "true" : "false");
   g_autoptr (JsonNode) r = test_client_call (F->client, "fs/remove", params);
 
   assert_non_null (r);
-  return answer_result (r) != NULL ? 0 : answer_error_code (r);
+  return test_answer_result (r) != NULL ? 0 : test_answer_error_code (r);
 }
 
 /* Run /bin/sh -c SCRIPT in the workspace; its exit code and sandboxDenied. */
 static void
 run_sh (const char *id, const char *script, gint64 *ret_exit, bool *ret_denied)
 {
-  g_autofree char *qws = json_quote (F->ws);
-  g_autofree char *qscript = json_quote (script);
+  g_autofree char *qws = test_json_quote (F->ws);
+  g_autofree char *qscript = test_json_quote (script);
   g_autofree char *params = g_strdup_printf ("{\"processId\":\"%s\",\"argv\":[\"/bin/sh\",\"-c\",%s],\"cwd\":%s,"
                                              "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
                                              id, qscript, qws);
@@ -94,8 +68,8 @@ run_sh (const char *id, const char *script, gint64 *ret_exit, bool *ret_denied)
   g_autoptr (JsonNode) exited = NULL;
   JsonObject *p;
 
-  if (answer_result (start) == NULL)
-    fail_msg ("process/start failed: %s; reproduce the server with: %s", answer_error_message (start),
+  if (test_answer_result (start) == NULL)
+    fail_msg ("process/start failed: %s; reproduce the server with: %s", test_answer_error_message (start),
               F->server->command);
   exited = test_client_note (F->client, "process/exited", id);
   if (exited == NULL)
@@ -110,19 +84,11 @@ run_sh (const char *id, const char *script, gint64 *ret_exit, bool *ret_denied)
 static int
 setup_group (void **state)
 {
-  const char *base = g_getenv ("FUSEBOX_TEST_TMPDIR");
+  test_host_require ("root", "process/start needs root");
+  test_host_require ("fuse", "process/start needs a usable /dev/fuse");
   /* not /tmp: the built-in default makes /tmp private, and the workspace
    * must be at the same path on the host and in the view */
-  g_autofree char *templ = g_build_filename (base != NULL ? base : "/var/tmp", "fusebox-sec-hidden-XXXXXX", NULL);
-  const char *args[3];
-
-  if (geteuid () != 0 || access ("/dev/fuse", R_OK | W_OK) != 0)
-    skip_or_fail ("process/start needs root and a usable /dev/fuse");
-  F = g_new0 (Fixture, 1);
-  F->dir = g_strdup (g_mkdtemp_full (templ, 0755));
-  assert_non_null (F->dir);
-  F->ws = g_build_filename (F->dir, "ws", NULL);
-  assert_int_equal (g_mkdir_with_parents (F->ws, 0755), 0);
+  F = test_serve_new (test_workdir ("fusebox-sec-hidden"));
   {
     g_autofree char *git = ws_path ("repo/.git");
     g_autofree char *config = ws_path ("repo/.git/config");
@@ -134,43 +100,9 @@ setup_group (void **state)
     /* the hidden stand-in exists and is readable on the host */
     assert_true (g_file_get_contents (config, &data, NULL, NULL));
   }
-  args[0] = "--workspace";
-  args[1] = F->ws;
-  args[2] = NULL;
-  F->server = test_server_start (F->dir, args);
-  if (!g_str_has_prefix (F->server->url, "ws://"))
+  if (!test_serve_start (F, NULL))
     return -1;
   *state = F;
-  return 0;
-}
-
-static int
-teardown_group (void **state)
-{
-  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", F->dir);
-
-  test_server_stop (F->server);
-  if (system (cmd) != 0)
-    fprintf (stderr, "could not remove %s\n", F->dir);
-  g_free (F->dir);
-  g_free (F->ws);
-  g_free (F);
-  return 0;
-}
-
-static int
-setup (void **state)
-{
-  F->client = test_client_connect (F->server->url);
-  if (F->client->ws == NULL)
-    return -1;
-  return test_client_handshake (F->client, NULL) ? 0 : -1;
-}
-
-static int
-teardown (void **state)
-{
-  g_clear_pointer (&F->client, test_client_free);
   return 0;
 }
 
@@ -221,19 +153,15 @@ test_sandbox_denied (void **state)
   /* the auditor's log still has the hide of the name that exists (a call
    * first: the server writes what is queued before it answers) */
   {
-    g_autofree char *qws = json_quote (F->ws);
+    g_autofree char *qws = test_json_quote (F->ws);
     g_autofree char *params = g_strdup_printf ("{\"path\":%s}", qws);
     g_autoptr (JsonNode) r = test_client_call (F->client, "fs/getMetadata", params);
     g_autofree char *log = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
     g_autofree char *text = NULL;
     g_autofree char *git = ws_path ("repo/.git");
     g_autofree char *needle = g_strdup_printf ("\"path\":\"%s\"", git);
-    bool found = false;
     assert_true (g_file_get_contents (log, &text, NULL, NULL));
-    for (char *line = strtok (text, "\n"); line != NULL; line = strtok (NULL, "\n"))
-      if (strstr (line, needle) != NULL && strstr (line, "\"decision\":\"hide\"") != NULL)
-        found = true;
-    if (!found)
+    if (!test_log_has (text, needle, "\"decision\":\"hide\"", NULL))
       fail_msg ("no hide record of %s in %s", git, log);
   }
 }
@@ -242,9 +170,9 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_remove_force, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_sandbox_denied, setup, teardown),
+    TEST_SERVE_TEST (test_remove_force),
+    TEST_SERVE_TEST (test_sandbox_denied),
   };
 
-  return cmocka_run_group_tests (tests, setup_group, teardown_group);
+  return TEST_RUN_GROUP (tests, setup_group, test_serve_group_teardown);
 }

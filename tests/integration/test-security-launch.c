@@ -30,29 +30,10 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-serve.h"
+#include "tests/lib/test-util.h"
 
-typedef struct
-{
-  char *dir; /* T: state/, ws/ */
-  char *ws;
-  TestServer *server;
-  TestClient *client;
-} Fixture;
-
-static Fixture *F;
-
-static void
-skip_or_fail (const char *why)
-{
-  if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
-    {
-      fprintf (stderr, "FUSEBOX_TESTS_MUST_RUN=1 but %s\n", why);
-      exit (1);
-    }
-  fprintf (stderr, "skipped: %s\n", why);
-  exit (77);
-}
+static TestServe *F;
 
 static void
 reproduce (void)
@@ -60,112 +41,32 @@ reproduce (void)
   fprintf (stderr, "reproduce the server with: %s\n", F->server != NULL ? F->server->command : "(no server)");
 }
 
-static JsonNode *call (const char *method, const char *format, ...) G_GNUC_PRINTF (2, 3);
+/* The answer to call (METHOD, FORMAT, ...), params made by printf; an
+ * error or no answer fails the test. */
+#define call(method, ...) succeeded (method, test_client_callf (F->client, method, __VA_ARGS__))
 
 static JsonNode *
-call (const char *method, const char *format, ...)
+succeeded (const char *method, JsonNode *r)
 {
-  va_list ap;
-  g_autofree char *params = NULL;
-  JsonNode *r;
-
-  va_start (ap, format);
-  params = g_strdup_vprintf (format, ap);
-  va_end (ap);
-  r = test_client_call (F->client, method, params);
-  if (r == NULL || answer_result (r) == NULL)
+  if (r == NULL || test_answer_result (r) == NULL)
     {
-      fprintf (stderr, "%s failed: %s\n", method, r != NULL ? answer_error_message (r) : "no answer");
+      fprintf (stderr, "%s failed: %s\n", method, r != NULL ? test_answer_error_message (r) : "no answer");
       reproduce ();
     }
-  assert_non_null (answer_result (r));
+  assert_non_null (test_answer_result (r));
   return r;
-}
-
-static char *
-json_quote (const char *s)
-{
-  g_autoptr (JsonNode) n = json_node_init_string (json_node_alloc (), s);
-  return json_to_string (n, FALSE);
-}
-
-typedef struct
-{
-  GString *out;
-  GString *err;
-  gint64 exit_code;
-} Collected;
-
-static void
-collected_clear (Collected *c)
-{
-  if (c->out != NULL)
-    g_string_free (c->out, TRUE);
-  if (c->err != NULL)
-    g_string_free (c->err, TRUE);
-}
-
-/* The process's output until process/closed. */
-static void
-collect (const char *id, Collected *col)
-{
-  col->out = g_string_new (NULL);
-  col->err = g_string_new (NULL);
-  col->exit_code = -1;
-  for (;;)
-    {
-      static const char *const methods[] = { "process/output", "process/exited", "process/closed" };
-      JsonNode *n = NULL;
-      JsonObject *p;
-      const char *method;
-      bool done;
-
-      while (n == NULL)
-        {
-          for (guint i = 0; i < G_N_ELEMENTS (methods) && n == NULL; i++)
-            {
-              NoteMatch m = { methods[i], id };
-              for (GList *l = F->client->inbox.head; l != NULL; l = l->next)
-                if (match_note (json_node_get_object (l->data), &m))
-                  {
-                    n = l->data;
-                    g_queue_delete_link (&F->client->inbox, l);
-                    break;
-                  }
-            }
-          if (n == NULL && F->client->closed)
-            fail_msg ("the connection closed before process %s was over", id);
-          if (n == NULL)
-            g_main_context_iteration (NULL, TRUE);
-        }
-      method = json_object_get_string_member (json_node_get_object (n), "method");
-      p = json_object_get_object_member (json_node_get_object (n), "params");
-      if (strcmp (method, "process/output") == 0)
-        {
-          gsize len;
-          g_autofree guchar *d = g_base64_decode (json_object_get_string_member (p, "chunk"), &len);
-          bool is_err = strcmp (json_object_get_string_member (p, "stream"), "stderr") == 0;
-          g_string_append_len (is_err ? col->err : col->out, (const char *)d, (gssize)len);
-        }
-      else if (strcmp (method, "process/exited") == 0)
-        col->exit_code = json_object_get_int_member (p, "exitCode");
-      done = strcmp (method, "process/closed") == 0;
-      json_node_unref (n);
-      if (done)
-        return;
-    }
 }
 
 /* process/start {processId: ID, argv: ARGV_JSON, cwd: CWD, env: ENV_JSON}
  * and its output to the end. */
 static void
-run_process (const char *id, const char *argv_json, const char *cwd, const char *env_json, Collected *col)
+run_process (const char *id, const char *argv_json, const char *cwd, const char *env_json, TestProcessOutput *col)
 {
-  g_autofree char *qcwd = json_quote (cwd);
+  g_autofree char *qcwd = test_json_quote (cwd);
   g_autoptr (JsonNode) r =
     call ("process/start", "{\"processId\":\"%s\",\"argv\":%s,\"cwd\":%s,\"env\":%s,\"tty\":false}", id, argv_json,
           qcwd, env_json);
-  collect (id, col);
+  test_process_collect (F->client, id, col);
   if (col->exit_code != 0)
     fprintf (stderr, "process %s exited %" G_GINT64_FORMAT "; stdout: %s; stderr: %s\n", id, col->exit_code,
              col->out->str, col->err->str);
@@ -182,72 +83,22 @@ assert_host_writable_dir (const char *dir)
   assert_int_equal (g_unlink (probe), 0);
 }
 
-static char *
-self_mnt_ns (void)
-{
-  char *ns = g_file_read_link ("/proc/self/ns/mnt", NULL);
-  assert_non_null (ns);
-  return ns;
-}
-
 /* --- fixture ----------------------------------------------------------------- */
 
 static int
 setup_group (void **state)
 {
-  const char *base = g_getenv ("FUSEBOX_TEST_TMPDIR");
+  test_host_require ("root", "process/start needs root");
+  test_host_require ("fuse", "process/start needs a usable /dev/fuse");
+  if (g_getenv ("FUSEBOX_BUILD_ROOT") == NULL)
+    test_skip_or_fail ("FUSEBOX_BUILD_ROOT is not set: run with 'meson test'");
   /* not /tmp: the built-in default makes /tmp private, and the workspace
    * must be at the same path on the host and in the view */
-  g_autofree char *templ = g_build_filename (base != NULL ? base : "/var/tmp", "fusebox-sec-launch-XXXXXX", NULL);
-  const char *args[4];
-
-  if (geteuid () != 0 || access ("/dev/fuse", R_OK | W_OK) != 0)
-    skip_or_fail ("process/start needs root and a usable /dev/fuse");
-  if (g_getenv ("FUSEBOX_BUILD_ROOT") == NULL)
-    skip_or_fail ("FUSEBOX_BUILD_ROOT is not set: run with 'meson test'");
-  F = g_new0 (Fixture, 1);
-  F->dir = g_strdup (g_mkdtemp_full (templ, 0755));
-  assert_non_null (F->dir);
-  F->ws = g_build_filename (F->dir, "ws", NULL);
-  assert_int_equal (g_mkdir (F->ws, 0755), 0);
+  F = test_serve_new (test_workdir ("fusebox-sec-launch"));
   /* builtin:default: the workspace writable, the rest of / read-only */
-  args[0] = "--workspace";
-  args[1] = F->ws;
-  args[2] = NULL;
-  F->server = test_server_start (F->dir, args);
-  if (!g_str_has_prefix (F->server->url, "ws://"))
+  if (!test_serve_start (F, NULL))
     return -1;
   *state = F;
-  return 0;
-}
-
-static int
-teardown_group (void **state)
-{
-  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", F->dir);
-
-  test_server_stop (F->server);
-  if (system (cmd) != 0)
-    fprintf (stderr, "could not remove %s\n", F->dir);
-  g_free (F->dir);
-  g_free (F->ws);
-  g_free (F);
-  return 0;
-}
-
-static int
-setup (void **state)
-{
-  F->client = test_client_connect (F->server->url);
-  if (F->client->ws == NULL)
-    return -1;
-  return test_client_handshake (F->client, NULL) ? 0 : -1;
-}
-
-static int
-teardown (void **state)
-{
-  g_clear_pointer (&F->client, test_client_free);
   return 0;
 }
 
@@ -265,7 +116,7 @@ upload_preload (const char *name)
   if (!g_file_get_contents (so, &data, &len, NULL))
     fail_msg ("fixture %s is missing: build it with ninja", so);
   b64 = g_base64_encode ((const guchar *)data, len);
-  qpath = json_quote (path);
+  qpath = test_json_quote (path);
   json_node_unref (call ("fs/writeFile", "{\"path\":%s,\"dataBase64\":\"%s\"}", qpath, b64));
   assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
   return path;
@@ -280,15 +131,15 @@ check_loader_variable (const char *var, const char *id)
   g_autofree char *so = upload_preload ("preload.so");
   g_autofree char *host_marker = g_build_filename (F->dir, "escaped", NULL);
   g_autofree char *inside_marker = g_build_filename (F->ws, "inside", NULL);
-  g_autofree char *qso = json_quote (so);
-  g_autofree char *qhost = json_quote (host_marker);
-  g_autofree char *qinside = json_quote (inside_marker);
+  g_autofree char *qso = test_json_quote (so);
+  g_autofree char *qhost = test_json_quote (host_marker);
+  g_autofree char *qinside = test_json_quote (inside_marker);
   g_autofree char *env = NULL;
   g_autofree char *argv = NULL;
   g_autofree char *inside = NULL;
-  g_autofree char *own_ns = self_mnt_ns ();
+  g_autofree char *own_ns = test_own_ns ("mnt");
   g_autofree char *want_out = NULL;
-  Collected col = { 0 };
+  TestProcessOutput col = { 0 };
 
   assert_host_writable_dir (F->dir);
   g_unlink (host_marker);
@@ -316,7 +167,7 @@ check_loader_variable (const char *var, const char *id)
     fail_msg ("%s did not reach the command inside: %s was not written", var, inside_marker);
   assert_null (strstr (inside, own_ns));
   assert_non_null (strstr (inside, "mnt=mnt:["));
-  collected_clear (&col);
+  test_process_output_clear (&col);
 }
 
 static void
@@ -380,8 +231,8 @@ static void
 test_helper_gets_nothing_of_the_client (void **state)
 {
   g_autofree char *so = upload_preload ("preload.so");
-  g_autofree char *qso = json_quote (so);
-  g_autofree char *qws = json_quote (F->ws);
+  g_autofree char *qso = test_json_quote (so);
+  g_autofree char *qws = test_json_quote (F->ws);
   g_autofree char *environ_path = NULL;
   g_autofree char *cmdline_path = NULL;
   g_autofree char *cwd_path = NULL;
@@ -392,7 +243,7 @@ test_helper_gets_nothing_of_the_client (void **state)
   g_autoptr (JsonNode) term = NULL;
   gsize environ_len = 0, cmdline_len = 0;
   pid_t helper = 0;
-  Collected col = { 0 };
+  TestProcessOutput col = { 0 };
 
   /* A command that waits on its stdin while the helper is looked at; the
    * client's env carries a loader variable the helper must not have (the
@@ -417,7 +268,7 @@ test_helper_gets_nothing_of_the_client (void **state)
   assert_true (g_file_get_contents (cmdline_path, &cmdline, &cmdline_len, NULL));
   cwd = g_file_read_link (cwd_path, NULL);
   term = call ("process/terminate", "{\"processId\":\"waiter\"}");
-  collect ("waiter", &col);
+  test_process_collect (F->client, "waiter", &col);
 
   if (environ_len != 0)
     {
@@ -432,7 +283,7 @@ test_helper_gets_nothing_of_the_client (void **state)
   assert_true (g_str_has_suffix (cmdline, "fusebox-launch"));
   assert_non_null (cwd);
   assert_string_equal (cwd, "/");
-  collected_clear (&col);
+  test_process_output_clear (&col);
 }
 
 /* Strings the helper once parsed as its own options reach the command as
@@ -444,10 +295,10 @@ test_option_lookalikes_reach_the_command (void **state)
   g_autofree char *script = g_build_filename (F->ws, "--network", NULL);
   g_autofree char *odd_cwd = g_build_filename (F->ws, "--cwd", NULL);
   g_autofree char *path = g_strconcat (F->ws, ":/usr/bin:/bin", NULL);
-  g_autofree char *qpath = json_quote (path);
+  g_autofree char *qpath = test_json_quote (path);
   g_autofree char *env = g_strdup_printf ("{\"PATH\":%s}", qpath);
   g_autofree char *want = NULL;
-  Collected col = { 0 };
+  TestProcessOutput col = { 0 };
   g_auto (GStrv) lines = NULL;
   guint ifaces = 0;
 
@@ -471,18 +322,18 @@ test_option_lookalikes_reach_the_command (void **state)
         ifaces++;
       }
   assert_int_equal (ifaces, 1);
-  collected_clear (&col);
+  test_process_output_clear (&col);
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_ld_preload_stays_inside, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_ld_audit_stays_inside, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_helper_gets_nothing_of_the_client, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_option_lookalikes_reach_the_command, setup, teardown),
+    TEST_SERVE_TEST (test_ld_preload_stays_inside),
+    TEST_SERVE_TEST (test_ld_audit_stays_inside),
+    TEST_SERVE_TEST (test_helper_gets_nothing_of_the_client),
+    TEST_SERVE_TEST (test_option_lookalikes_reach_the_command),
   };
 
-  return cmocka_run_group_tests (tests, setup_group, teardown_group);
+  return TEST_RUN_GROUP (tests, setup_group, test_serve_group_teardown);
 }

@@ -7,7 +7,7 @@
  * checked record by record.  A follower only sees events after its
  * log/subscribe was answered, which it does not announce: each test first
  * reads a denied "ping" file until the follower shows it.  Every wait is
- * bounded (WAIT_LIMIT_S) only so that a broken build fails instead of
+ * bounded (TEST_WAIT_LIMIT_S) only so that a broken build fails instead of
  * hanging; nothing asserts how long anything takes. */
 #include <poll.h>
 #include <setjmp.h>
@@ -21,9 +21,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-/* The shared helpers include some this program does not call. */
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-serve.h"
+#include "tests/lib/test-util.h"
 
 typedef struct
 {
@@ -56,12 +55,6 @@ untrack (GPid pid)
       }
 }
 
-static void
-write_file (const char *path, const char *text)
-{
-  assert_true (g_file_set_contents (path, text, -1, NULL));
-}
-
 /* --- a server on any address -------------------------------------------------------- */
 
 /* `fusebox serve --listen LISTEN --workspace WS --policy POLICY
@@ -71,19 +64,9 @@ write_file (const char *path, const char *text)
 static TestServer *
 server_start_full (const char *listen, bool subscribe_all, const char *const *args)
 {
-  const char *bin = g_getenv ("FUSEBOX_BIN");
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_auto (GStrv) envp = g_get_environ ();
-  g_autofree char *state = g_build_filename (F->dir, "state", NULL);
-  g_autoptr (GError) error = NULL;
-  GString *line = g_string_new (NULL);
-  TestServer *s = g_new0 (TestServer, 1);
-  int out_fd = -1;
+  TestServer *s;
 
-  g_ptr_array_add (argv, (char *)(bin != NULL ? bin : "fusebox"));
-  g_ptr_array_add (argv, (char *)"serve");
-  g_ptr_array_add (argv, (char *)"--listen");
-  g_ptr_array_add (argv, (char *)listen);
   g_ptr_array_add (argv, (char *)"--workspace");
   g_ptr_array_add (argv, F->ws);
   g_ptr_array_add (argv, (char *)"--policy");
@@ -93,25 +76,10 @@ server_start_full (const char *listen, bool subscribe_all, const char *const *ar
   for (guint i = 0; args != NULL && args[i] != NULL; i++)
     g_ptr_array_add (argv, (char *)args[i]);
   g_ptr_array_add (argv, NULL);
-  envp = g_environ_setenv (envp, "XDG_STATE_HOME", state, TRUE);
-  {
-    g_autofree char *joined = g_strjoinv (" ", (char **)argv->pdata);
-    s->command = g_strdup_printf ("XDG_STATE_HOME=%s %s", state, joined);
-  }
-  if (!g_spawn_async_with_pipes (NULL, (char **)argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
-                                 &s->pid, NULL, &out_fd, NULL, &error))
-    fail_msg ("can't start %s: %s", s->command, error->message);
+  s = test_server_start_on (F->dir, listen, (const char *const *)argv->pdata);
+  if (s->pid <= 0)
+    fail_msg ("can't start %s", s->command);
   track (s->pid);
-  for (;;)
-    {
-      char c;
-      ssize_t n = read (out_fd, &c, 1);
-      if (n <= 0 || c == '\n')
-        break;
-      g_string_append_c (line, c);
-    }
-  close (out_fd);
-  s->url = g_string_free (line, FALSE);
   if (s->url[0] == '\0')
     fail_msg ("the server did not print its address; reproduce with: %s", s->command);
   return s;
@@ -156,7 +124,7 @@ rpc_connect (const char *url)
       if (r->conn == NULL)
         fail_msg ("can't connect to %s: %s", url, error->message);
       /* Bounded: a server that stops answering fails the read. */
-      g_socket_set_timeout (g_socket_connection_get_socket (r->conn), WAIT_LIMIT_S);
+      g_socket_set_timeout (g_socket_connection_get_socket (r->conn), TEST_WAIT_LIMIT_S);
       r->in = g_data_input_stream_new (g_io_stream_get_input_stream (G_IO_STREAM (r->conn)));
     }
   else
@@ -226,7 +194,7 @@ rpc_handshake (Rpc *r)
     g_autoptr (JsonNode) a = rpc_call (r, "initialize", "{\"clientName\":\"test-logc\"}");
     const char *note = "{\"method\":\"initialized\",\"params\":{}}\n";
 
-    assert_non_null (answer_result (a));
+    assert_non_null (test_answer_result (a));
     assert_true (g_output_stream_write_all (g_io_stream_get_output_stream (G_IO_STREAM (r->conn)), note, strlen (note),
                                             NULL, NULL, NULL));
   }
@@ -239,7 +207,7 @@ rpc_write_file (Rpc *r, const char *path, const char *text)
   g_autofree char *params = g_strdup_printf ("{\"path\":\"%s\",\"dataBase64\":\"%s\"}", path, data);
   g_autoptr (JsonNode) a = rpc_call (r, "fs/writeFile", params);
 
-  assert_non_null (answer_result (a));
+  assert_non_null (test_answer_result (a));
 }
 
 /* Reads a denied file: the answer must be the policy denial. */
@@ -249,8 +217,8 @@ rpc_read_denied (Rpc *r, const char *path)
   g_autofree char *params = g_strdup_printf ("{\"path\":\"%s\"}", path);
   g_autoptr (JsonNode) a = rpc_call (r, "fs/readFile", params);
 
-  if (answer_error_code (a) != -32050)
-    fail_msg ("fs/readFile %s was not denied: %s", path, answer_error_message (a));
+  if (test_answer_error_code (a) != -32050)
+    fail_msg ("fs/readFile %s was not denied: %s", path, test_answer_error_message (a));
 }
 
 /* --- the follower ---------------------------------------------------------------- */
@@ -270,12 +238,11 @@ typedef struct
 static Follower *
 follower_start (const char *url, const char *const *extra)
 {
-  const char *bin = g_getenv ("FUSEBOX_BIN");
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_autoptr (GError) error = NULL;
   Follower *f = g_new0 (Follower, 1);
 
-  g_ptr_array_add (argv, (char *)(bin != NULL ? bin : "fusebox"));
+  g_ptr_array_add (argv, (char *)test_bin ());
   g_ptr_array_add (argv, (char *)"log");
   g_ptr_array_add (argv, (char *)"--follow");
   g_ptr_array_add (argv, (char *)"--connect");
@@ -286,8 +253,8 @@ follower_start (const char *url, const char *const *extra)
   f->command = g_strjoinv (" ", (char **)argv->pdata);
   f->out = g_string_new (NULL);
   f->err = g_string_new (NULL);
-  if (!g_spawn_async_with_pipes (NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
-                                 &f->pid, NULL, &f->out_fd, &f->err_fd, &error))
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD, test_die_with_parent,
+                                 NULL, &f->pid, NULL, &f->out_fd, &f->err_fd, &error))
     fail_msg ("can't start %s: %s", f->command, error->message);
   track (f->pid);
   g_unix_set_fd_nonblocking (f->out_fd, TRUE, NULL);
@@ -318,7 +285,7 @@ follower_drain (Follower *f, int wait_ms)
 static bool
 follower_wait_for (Follower *f, const char *needle)
 {
-  gint64 limit = g_get_monotonic_time () + WAIT_LIMIT_S * G_USEC_PER_SEC;
+  gint64 limit = g_get_monotonic_time () + TEST_WAIT_LIMIT_S * G_USEC_PER_SEC;
 
   while (strstr (f->out->str, needle) == NULL && g_get_monotonic_time () < limit)
     follower_drain (f, 100);
@@ -329,7 +296,7 @@ follower_wait_for (Follower *f, const char *needle)
 static bool
 follower_wait_exit (Follower *f)
 {
-  gint64 limit = g_get_monotonic_time () + WAIT_LIMIT_S * G_USEC_PER_SEC;
+  gint64 limit = g_get_monotonic_time () + TEST_WAIT_LIMIT_S * G_USEC_PER_SEC;
 
   while (!f->reaped && g_get_monotonic_time () < limit)
     {
@@ -435,20 +402,20 @@ setup_group (void **state)
   g_autofree char *policy = NULL;
 
   F = g_new0 (Fixture, 1);
-  F->dir = g_dir_make_tmp ("fusebox-logc-XXXXXX", NULL);
+  F->dir = test_tmpdir ("fusebox-logc");
   F->ws = g_build_filename (F->dir, "ws", NULL);
   g_mkdir (F->ws, 0755);
   F->secret = g_build_filename (F->ws, "secret.txt", NULL);
   F->ping = g_build_filename (F->ws, "ping.txt", NULL);
-  write_file (F->secret, "top secret\n");
-  write_file (F->ping, "ping\n");
+  test_write_file (F->secret, "top secret\n");
+  test_write_file (F->ping, "ping\n");
   policy = g_strdup ("{\"version\":1,\"network\":\"none\",\"rules\":["
                      "{\"path\":\"/\",\"access\":\"read\",\"why\":\"system files\"},"
                      "{\"path\":\"${WORKSPACE}\",\"access\":\"write\",\"why\":\"the workspace\"},"
                      "{\"path\":\"${WORKSPACE}/secret.txt\",\"access\":\"deny\",\"why\":\"the secret stays secret\"},"
                      "{\"path\":\"${WORKSPACE}/ping.txt\",\"access\":\"deny\",\"why\":\"the test's ping\"}]}");
   F->policy = g_build_filename (F->dir, "policy.json", NULL);
-  write_file (F->policy, policy);
+  test_write_file (F->policy, policy);
   F->children = g_array_new (FALSE, FALSE, sizeof (GPid));
   *state = F;
   return 0;
@@ -472,10 +439,7 @@ teardown (void **state)
 static int
 teardown_group (void **state)
 {
-  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", F->dir);
-
-  if (system (cmd) != 0)
-    fprintf (stderr, "could not remove %s\n", F->dir);
+  test_rm_rf (F->dir);
   g_free (F->dir);
   g_free (F->ws);
   g_free (F->policy);
@@ -645,7 +609,7 @@ test_follow_token (void **state)
   TestServer *server;
   Follower *f;
 
-  write_file (token_file, "s3cret-token\n");
+  test_write_file (token_file, "s3cret-token\n");
   g_chmod (token_file, 0600);
   server = server_start ("ws://127.0.0.1:0", server_args);
 
@@ -698,10 +662,9 @@ test_follow_needs_subscribe_all (void **state)
 static void
 test_usage (void **state)
 {
-  const char *bin = g_getenv ("FUSEBOX_BIN");
   g_autofree char *err = NULL;
   int status = -1;
-  const char *argv[] = { bin != NULL ? bin : "fusebox", "log", "--connect", "ws://127.0.0.1:1", NULL };
+  const char *argv[] = { test_bin (), "log", "--connect", "ws://127.0.0.1:1", NULL };
 
   /* Without --follow it is a usage error that says how to write it. */
   assert_true (
@@ -711,7 +674,7 @@ test_usage (void **state)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_usage),
@@ -722,5 +685,5 @@ main (void)
   };
 
   signal (SIGPIPE, SIG_IGN);
-  return cmocka_run_group_tests (tests, setup_group, teardown_group);
+  return TEST_RUN_GROUP (tests, setup_group, teardown_group);
 }

@@ -20,18 +20,11 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-serve.h"
+#include "tests/lib/test-util.h"
 
-typedef struct
-{
-  char *dir; /* temporary root: state/, ws/, ro/ */
-  char *ws;
-  char *ro;
-  TestServer *server;
-  TestClient *client;
-} Fixture;
-
-static Fixture *F;
+static TestServe *F; /* T: state/, ws/, ro/ */
+static char *ro_dir; /* T/ro */
 
 static char *
 b64 (const char *s)
@@ -58,48 +51,27 @@ fail_with_server (const char *what)
 #define ANSWER_OK(a)                                                                                                   \
   do                                                                                                                   \
     {                                                                                                                  \
-      if (answer_result (a) == NULL)                                                                                   \
+      if (test_answer_result (a) == NULL)                                                                              \
         {                                                                                                              \
-          fprintf (stderr, "unexpected error %" G_GINT64_FORMAT ": %s\n", answer_error_code (a),                       \
-                   answer_error_message (a));                                                                          \
+          fprintf (stderr, "unexpected error %" G_GINT64_FORMAT ": %s\n", test_answer_error_code (a),                  \
+                   test_answer_error_message (a));                                                                     \
           fail_with_server ("call failed");                                                                            \
         }                                                                                                              \
-      assert_non_null (answer_result (a));                                                                             \
+      assert_non_null (test_answer_result (a));                                                                        \
     }                                                                                                                  \
   while (0)
 
-static JsonNode *call (const char *method, const char *format, ...) G_GNUC_PRINTF (2, 3);
+/* An answer to call (METHOD, FORMAT, ...), params made by printf; an
+ * error answer is returned, no answer fails the test. */
+#define call(method, ...) answered (test_client_callf (F->client, method, __VA_ARGS__))
 
 static JsonNode *
-call (const char *method, const char *format, ...)
+answered (JsonNode *r)
 {
-  va_list ap;
-  g_autofree char *params = NULL;
-  JsonNode *r;
-
-  va_start (ap, format);
-  params = g_strdup_vprintf (format, ap);
-  va_end (ap);
-  r = test_client_call (F->client, method, params);
   if (r == NULL)
     fail_with_server ("no answer");
   assert_non_null (r);
   return r;
-}
-
-static void
-write_file (const char *path, const char *text)
-{
-  assert_true (g_file_set_contents (path, text, -1, NULL));
-}
-
-static char *
-read_host (const char *path)
-{
-  char *text = NULL;
-  if (!g_file_get_contents (path, &text, NULL, NULL))
-    return NULL;
-  return text;
 }
 
 /* --- fixture ----------------------------------------------------------------- */
@@ -111,18 +83,15 @@ setup_group (void **state)
   g_autofree char *policy_path = NULL;
   g_autofree char *secret = NULL;
   g_autofree char *ro_file = NULL;
-  const char *args[8];
+  const char *args[5];
 
-  F = g_new0 (Fixture, 1);
-  F->dir = g_dir_make_tmp ("fusebox-serve-XXXXXX", NULL);
-  F->ws = g_build_filename (F->dir, "ws", NULL);
-  F->ro = g_build_filename (F->dir, "ro", NULL);
-  g_mkdir (F->ws, 0755);
-  g_mkdir (F->ro, 0755);
+  F = test_serve_new (test_tmpdir ("fusebox-serve"));
+  ro_dir = g_build_filename (F->dir, "ro", NULL);
+  g_mkdir (ro_dir, 0755);
   secret = g_build_filename (F->ws, "secret.txt", NULL);
-  ro_file = g_build_filename (F->ro, "data.txt", NULL);
-  write_file (secret, "top secret\n");
-  write_file (ro_file, "read me\n");
+  ro_file = g_build_filename (ro_dir, "data.txt", NULL);
+  test_write_file (secret, "top secret\n");
+  test_write_file (ro_file, "read me\n");
   policy =
     g_strdup_printf ("{\"version\":1,\"network\":\"none\",\"rules\":["
                      "{\"path\":\"/\",\"access\":\"read\",\"why\":\"system files\"},"
@@ -131,18 +100,15 @@ setup_group (void **state)
                      "{\"path\":\"${WORKSPACE}/secret.txt\",\"access\":\"deny\",\"why\":\"the secret stays secret\"},"
                      "{\"path\":\"%s\",\"access\":\"read\",\"why\":\"read-only data\"},"
                      "{\"path\":\"%s\",\"access\":\"read\",\"why\":\"the fixtures, wherever the build tree is\"}]}",
-                     F->ro, g_getenv ("FUSEBOX_BUILD_ROOT"));
+                     ro_dir, g_getenv ("FUSEBOX_BUILD_ROOT"));
   policy_path = g_build_filename (F->dir, "policy.json", NULL);
-  write_file (policy_path, policy);
-  args[0] = "--workspace";
-  args[1] = F->ws;
-  args[2] = "--policy";
-  args[3] = policy_path;
-  args[4] = "--detach-timeout";
-  args[5] = "1500";
-  args[6] = NULL;
-  F->server = test_server_start (F->dir, args);
-  if (!g_str_has_prefix (F->server->url, "ws://"))
+  test_write_file (policy_path, policy);
+  args[0] = "--policy";
+  args[1] = policy_path;
+  args[2] = "--detach-timeout";
+  args[3] = "1500";
+  args[4] = NULL;
+  if (!test_serve_start (F, args))
     return -1;
   *state = F;
   return 0;
@@ -151,53 +117,20 @@ setup_group (void **state)
 static int
 teardown_group (void **state)
 {
-  int status = test_server_stop (F->server);
-  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", F->dir);
+  int status = test_serve_free (F);
 
   /* SIGTERM is a clean stop: the log is closed and the exit status 0. */
   if (!(WIFEXITED (status) && WEXITSTATUS (status) == 0))
     fprintf (stderr, "fusebox serve did not stop cleanly (status %d)\n", status);
-  if (system (cmd) != 0)
-    fprintf (stderr, "could not remove %s\n", F->dir);
-  g_free (F->dir);
-  g_free (F->ws);
-  g_free (F->ro);
-  g_free (F);
+  g_free (ro_dir);
   return WIFEXITED (status) && WEXITSTATUS (status) == 0 ? 0 : -1;
-}
-
-static int
-setup (void **state)
-{
-  F->client = test_client_connect (F->server->url);
-  if (F->client->ws == NULL)
-    return -1;
-  return test_client_handshake (F->client, NULL) ? 0 : -1;
-}
-
-static int
-teardown (void **state)
-{
-  g_clear_pointer (&F->client, test_client_free);
-  return 0;
-}
-
-static bool
-can_sandbox (void)
-{
-  return access ("/dev/fuse", R_OK | W_OK) == 0 && geteuid () == 0;
 }
 
 static void
 skip_without_sandbox (void)
 {
-  if (!can_sandbox ())
-    {
-      if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
-        fail_msg ("process/start needs root and /dev/fuse");
-      fprintf (stderr, "skipped: process/start needs root and /dev/fuse\n");
-      skip ();
-    }
+  if (test_host_lacks ("root") != NULL || test_host_lacks ("fuse") != NULL)
+    test_skip_test (true, "process/start needs root and /dev/fuse");
 }
 
 /* --- handshake --------------------------------------------------------------- */
@@ -215,11 +148,11 @@ test_handshake (void **state)
 
   assert_non_null (c->ws);
   early = test_client_call (c, "fs/readFile", "{\"path\":\"/etc/hostname\"}");
-  assert_int_equal (answer_error_code (early), -32600);
-  assert_non_null (strstr (answer_error_message (early), "initialize"));
+  assert_int_equal (test_answer_error_code (early), -32600);
+  assert_non_null (strstr (test_answer_error_message (early), "initialize"));
 
   init = test_client_call (c, "initialize", "{\"clientName\":\"handshake\"}");
-  r = answer_result (init);
+  r = test_answer_result (init);
   assert_non_null (r);
   assert_true (strlen (json_object_get_string_member (r, "sessionId")) >= 32);
   env = json_object_get_object_member (r, "environmentInfo");
@@ -233,14 +166,14 @@ test_handshake (void **state)
   assert_true (g_str_has_prefix (json_object_get_string_member (env, "executorVersion"), "fusebox "));
 
   before = test_client_call (c, "fs/readFile", "{\"path\":\"/etc/hostname\"}");
-  assert_int_equal (answer_error_code (before), -32600);
-  assert_non_null (strstr (answer_error_message (before), "initialized"));
+  assert_int_equal (test_answer_error_code (before), -32600);
+  assert_non_null (strstr (test_answer_error_message (before), "initialized"));
   again = test_client_call (c, "initialize", "{\"clientName\":\"handshake\"}");
-  assert_int_equal (answer_error_code (again), -32600);
+  assert_int_equal (test_answer_error_code (again), -32600);
 
   test_client_send (c, "{\"method\":\"initialized\"}");
   info = test_client_call (c, "environment/info", "{}");
-  assert_non_null (answer_result (info));
+  assert_non_null (test_answer_result (info));
   test_client_free (c);
 }
 
@@ -259,19 +192,19 @@ test_fs_roundtrip (void **state)
   g_autofree char *got = NULL;
 
   ANSWER_OK (w);
-  host = read_host (a);
+  host = test_read_file (a);
   assert_string_equal (host, "hello");
   r = call ("fs/readFile", "{\"path\":\"%s\"}", a);
   ANSWER_OK (r);
-  got = unb64 (json_object_get_string_member (answer_result (r), "dataBase64"));
+  got = unb64 (json_object_get_string_member (test_answer_result (r), "dataBase64"));
   assert_string_equal (got, "hello");
   m = call ("fs/getMetadata", "{\"path\":\"file://%s\"}", a);
   ANSWER_OK (m);
-  assert_true (json_object_get_boolean_member (answer_result (m), "isFile"));
-  assert_false (json_object_get_boolean_member (answer_result (m), "isDirectory"));
-  assert_false (json_object_get_boolean_member (answer_result (m), "isSymlink"));
-  assert_int_equal (json_object_get_int_member (answer_result (m), "size"), 5);
-  assert_true (json_object_get_int_member (answer_result (m), "modifiedAtMs") > 0);
+  assert_true (json_object_get_boolean_member (test_answer_result (m), "isFile"));
+  assert_false (json_object_get_boolean_member (test_answer_result (m), "isDirectory"));
+  assert_false (json_object_get_boolean_member (test_answer_result (m), "isSymlink"));
+  assert_int_equal (json_object_get_int_member (test_answer_result (m), "size"), 5);
+  assert_true (json_object_get_int_member (test_answer_result (m), "modifiedAtMs") > 0);
 
   /* createDirectory: recursive by default; not recursive under a missing parent fails */
   {
@@ -280,7 +213,7 @@ test_fs_roundtrip (void **state)
     g_autofree char *d2 = g_build_filename (F->ws, "d1", "d2", NULL);
     ANSWER_OK (d);
     assert_true (g_file_test (d2, G_FILE_TEST_IS_DIR));
-    assert_int_equal (answer_error_code (nr), -32004);
+    assert_int_equal (test_answer_error_code (nr), -32004);
   }
   /* readDirectory */
   {
@@ -288,7 +221,7 @@ test_fs_roundtrip (void **state)
     JsonArray *e;
     bool seen_a = false, seen_d1 = false;
     ANSWER_OK (l);
-    e = json_object_get_array_member (answer_result (l), "entries");
+    e = json_object_get_array_member (test_answer_result (l), "entries");
     for (guint i = 0; i < json_array_get_length (e); i++)
       {
         JsonObject *o = json_array_get_object_element (e, i);
@@ -306,7 +239,7 @@ test_fs_roundtrip (void **state)
     g_autoptr (JsonNode) c = call ("fs/canonicalize", "{\"path\":\"file://%s/d1/../a.txt\"}", F->ws);
     g_autofree char *want = g_strconcat ("file://", a, NULL);
     ANSWER_OK (c);
-    assert_string_equal (json_object_get_string_member (answer_result (c), "path"), want);
+    assert_string_equal (json_object_get_string_member (test_answer_result (c), "path"), want);
   }
   /* walk, with its bounds */
   {
@@ -326,7 +259,7 @@ test_fs_roundtrip (void **state)
     JsonArray *e;
     bool seen = false;
     ANSWER_OK (wk);
-    e = json_object_get_array_member (answer_result (wk), "entries");
+    e = json_object_get_array_member (test_answer_result (wk), "entries");
     for (guint i = 0; i < json_array_get_length (e); i++)
       {
         JsonObject *o = json_array_get_object_element (e, i);
@@ -334,10 +267,10 @@ test_fs_roundtrip (void **state)
           seen = strcmp (json_object_get_string_member (o, "kind"), "directory") == 0;
       }
     assert_true (seen);
-    assert_false (json_object_get_boolean_member (answer_result (wk), "truncated"));
+    assert_false (json_object_get_boolean_member (test_answer_result (wk), "truncated"));
     ANSWER_OK (small);
-    assert_true (json_object_get_boolean_member (answer_result (small), "truncated"));
-    assert_int_equal (answer_error_code (over), -32600);
+    assert_true (json_object_get_boolean_member (test_answer_result (small), "truncated"));
+    assert_int_equal (test_answer_error_code (over), -32600);
   }
   /* copy: a file, a directory only when recursive */
   {
@@ -353,12 +286,12 @@ test_fs_roundtrip (void **state)
     g_autofree char *bt = NULL;
     g_autofree char *d3d2 = g_build_filename (F->ws, "d3", "d2", NULL);
     ANSWER_OK (cf);
-    bt = read_host (b);
+    bt = test_read_file (b);
     assert_string_equal (bt, "hello");
-    assert_int_equal (answer_error_code (cd), -32600);
+    assert_int_equal (test_answer_error_code (cd), -32600);
     ANSWER_OK (cr);
     assert_true (g_file_test (d3d2, G_FILE_TEST_IS_DIR));
-    assert_int_equal (answer_error_code (into), -32600);
+    assert_int_equal (test_answer_error_code (into), -32600);
   }
   /* a symlink made on the host: metadata follows it, remove takes the link itself */
   assert_int_equal (symlink ("a.txt", link), 0);
@@ -366,8 +299,8 @@ test_fs_roundtrip (void **state)
     g_autoptr (JsonNode) lm = call ("fs/getMetadata", "{\"path\":\"%s\"}", link);
     g_autoptr (JsonNode) rm = call ("fs/remove", "{\"path\":\"%s\"}", link);
     ANSWER_OK (lm);
-    assert_true (json_object_get_boolean_member (answer_result (lm), "isSymlink"));
-    assert_true (json_object_get_boolean_member (answer_result (lm), "isFile"));
+    assert_true (json_object_get_boolean_member (test_answer_result (lm), "isSymlink"));
+    assert_true (json_object_get_boolean_member (test_answer_result (lm), "isFile"));
     ANSWER_OK (rm);
     assert_false (g_file_test (link, G_FILE_TEST_IS_SYMLINK));
     assert_true (g_file_test (a, G_FILE_TEST_IS_REGULAR));
@@ -382,9 +315,9 @@ test_fs_roundtrip (void **state)
     ANSWER_OK (rd);
     assert_false (g_file_test (d3, G_FILE_TEST_EXISTS));
     ANSWER_OK (missing);
-    assert_int_equal (answer_error_code (strict), -32004);
-    assert_int_equal (answer_error_code (nonrec), -32603); /* ENOTEMPTY: Codex's "other" */
-    assert_non_null (strstr (answer_error_message (nonrec), "(os error 39)"));
+    assert_int_equal (test_answer_error_code (strict), -32004);
+    assert_int_equal (test_answer_error_code (nonrec), -32603); /* ENOTEMPTY: Codex's "other" */
+    assert_non_null (strstr (test_answer_error_message (nonrec), "(os error 39)"));
   }
   /* open, readBlock, close */
   {
@@ -399,19 +332,19 @@ test_fs_roundtrip (void **state)
     g_autofree char *c1 = NULL;
     g_autofree char *c2 = NULL;
     ANSWER_OK (o);
-    assert_string_equal (json_object_get_string_member (answer_result (o), "handleId"), "h1");
-    assert_int_equal (answer_error_code (dup), -32600);
+    assert_string_equal (json_object_get_string_member (test_answer_result (o), "handleId"), "h1");
+    assert_int_equal (test_answer_error_code (dup), -32600);
     ANSWER_OK (b1);
-    c1 = unb64 (json_object_get_string_member (answer_result (b1), "chunk"));
+    c1 = unb64 (json_object_get_string_member (test_answer_result (b1), "chunk"));
     assert_string_equal (c1, "ell");
-    assert_false (json_object_get_boolean_member (answer_result (b1), "eof"));
+    assert_false (json_object_get_boolean_member (test_answer_result (b1), "eof"));
     ANSWER_OK (b2);
-    c2 = unb64 (json_object_get_string_member (answer_result (b2), "chunk"));
+    c2 = unb64 (json_object_get_string_member (test_answer_result (b2), "chunk"));
     assert_string_equal (c2, "hello");
-    assert_true (json_object_get_boolean_member (answer_result (b2), "eof"));
+    assert_true (json_object_get_boolean_member (test_answer_result (b2), "eof"));
     ANSWER_OK (cl);
-    assert_int_equal (answer_error_code (after), -32004);
-    assert_int_equal (answer_error_code (longid), -32600);
+    assert_int_equal (test_answer_error_code (after), -32004);
+    assert_int_equal (test_answer_error_code (longid), -32600);
   }
 }
 
@@ -432,17 +365,17 @@ test_errors (void **state)
   g_autofree char *big = NULL;
   JsonObject *o;
 
-  assert_int_equal (answer_error_code (unknown), -32601);
-  assert_int_equal (answer_error_code (type), -32602);
-  assert_int_equal (answer_error_code (missing), -32602);
-  assert_int_equal (answer_error_code (uri), -32602);
-  assert_int_equal (answer_error_code (rel), -32602);
-  assert_int_equal (answer_error_code (esc), -32602);
+  assert_int_equal (test_answer_error_code (unknown), -32601);
+  assert_int_equal (test_answer_error_code (type), -32602);
+  assert_int_equal (test_answer_error_code (missing), -32602);
+  assert_int_equal (test_answer_error_code (uri), -32602);
+  assert_int_equal (test_answer_error_code (rel), -32602);
+  assert_int_equal (test_answer_error_code (esc), -32602);
   nb64 = call ("fs/writeFile", "{\"path\":\"%s/x.txt\",\"dataBase64\":\"not base64!\"}", F->ws);
-  assert_int_equal (answer_error_code (nb64), -32600);
-  assert_non_null (strstr (answer_error_message (nb64), "base64"));
-  assert_int_equal (answer_error_code (notfound), -32004);
-  assert_string_equal (answer_error_message (notfound), "No such file or directory (os error 2)");
+  assert_int_equal (test_answer_error_code (nb64), -32600);
+  assert_non_null (strstr (test_answer_error_message (nb64), "base64"));
+  assert_int_equal (test_answer_error_code (notfound), -32004);
+  assert_string_equal (test_answer_error_message (notfound), "No such file or directory (os error 2)");
 
   /* Undecodable messages are answered on id -1. */
   for (guint i = 0; i < 4; i++)
@@ -452,16 +385,16 @@ test_errors (void **state)
       g_autoptr (JsonNode) e = NULL;
       gint64 minus_one = -1;
       test_client_send (F->client, bad[i]);
-      e = test_client_take (F->client, match_id, &minus_one);
+      e = test_client_take (F->client, test_match_id, &minus_one);
       assert_non_null (e);
-      assert_int_equal (answer_error_code (e), -32600);
+      assert_int_equal (test_answer_error_code (e), -32600);
     }
   /* params of the wrong type */
   test_client_send (F->client, "{\"id\":900,\"method\":\"fs/readFile\",\"params\":[1]}");
   {
     gint64 id = 900;
-    g_autoptr (JsonNode) e = test_client_take (F->client, match_id, &id);
-    assert_int_equal (answer_error_code (e), -32602);
+    g_autoptr (JsonNode) e = test_client_take (F->client, test_match_id, &id);
+    assert_int_equal (test_answer_error_code (e), -32602);
   }
   /* Oversized: an error, and the connection still answers. */
   big = g_malloc (17 * 1024 * 1024 + 1);
@@ -470,13 +403,13 @@ test_errors (void **state)
   test_client_send (F->client, big);
   {
     gint64 minus_one = -1;
-    g_autoptr (JsonNode) e = test_client_take (F->client, match_id, &minus_one);
+    g_autoptr (JsonNode) e = test_client_take (F->client, test_match_id, &minus_one);
     assert_non_null (e);
-    assert_int_equal (answer_error_code (e), -32600);
-    assert_non_null (strstr (answer_error_message (e), "limit"));
+    assert_int_equal (test_answer_error_code (e), -32600);
+    assert_non_null (strstr (test_answer_error_message (e), "limit"));
   }
   still = call ("fs/getMetadata", "{\"path\":\"%s\"}", F->ws);
-  o = answer_result (still);
+  o = test_answer_result (still);
   assert_non_null (o);
   assert_true (json_object_get_boolean_member (o, "isDirectory"));
 }
@@ -489,7 +422,7 @@ check_denial (JsonNode *answer, const char *path, const char *message, const cha
 {
   JsonObject *e, *data;
 
-  assert_int_equal (answer_error_code (answer), -32050);
+  assert_int_equal (test_answer_error_code (answer), -32050);
   e = json_object_get_object_member (json_node_get_object (answer), "error");
   assert_string_equal (json_object_get_string_member (e, "message"), message);
   data = json_object_get_object_member (e, "data");
@@ -505,7 +438,7 @@ static void
 test_denial (void **state)
 {
   g_autofree char *secret = g_build_filename (F->ws, "secret.txt", NULL);
-  g_autofree char *ro_file = g_build_filename (F->ro, "data.txt", NULL);
+  g_autofree char *ro_file = g_build_filename (ro_dir, "data.txt", NULL);
   g_autofree char *data = b64 ("overwritten");
   g_autoptr (JsonNode) r = NULL;
   g_autoptr (JsonNode) w = NULL;
@@ -525,18 +458,18 @@ test_denial (void **state)
   w = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", ro_file, data);
   check_denial (w, ro_file, "Read-only file system (os error 30)", "readonly", "write", "read-only data");
   w2 = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", secret, data);
-  assert_int_equal (answer_error_code (w2), -32050);
-  after = read_host (ro_file);
+  assert_int_equal (test_answer_error_code (w2), -32050);
+  after = test_read_file (ro_file);
   assert_string_equal (after, "read me\n");
 
   ex = call ("policy/explain", "{\"path\":\"file://%s\"}", secret);
   ANSWER_OK (ex);
-  assert_string_equal (json_object_get_string_member (answer_result (ex), "access"), "deny");
-  assert_string_equal (json_object_get_string_member (answer_result (ex), "why"), "the secret stays secret");
+  assert_string_equal (json_object_get_string_member (test_answer_result (ex), "access"), "deny");
+  assert_string_equal (json_object_get_string_member (test_answer_result (ex), "why"), "the secret stays secret");
 
   /* Logged like a FUSE access, with the session as the caller. */
   log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
-  log = read_host (log_path);
+  log = test_read_file (log_path);
   assert_non_null (log);
   want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->log_session);
   {
@@ -560,9 +493,9 @@ test_session_attached_elsewhere (void **state)
   g_autoptr (JsonNode) r = test_client_call (b, "initialize", params);
   g_autoptr (JsonNode) u = NULL;
 
-  assert_int_equal (answer_error_code (r), -32010);
+  assert_int_equal (test_answer_error_code (r), -32010);
   u = test_client_call (b, "initialize", "{\"clientName\":\"b\",\"resumeSessionId\":\"no-such-session\"}");
-  assert_int_equal (answer_error_code (u), -32600);
+  assert_int_equal (test_answer_error_code (u), -32600);
   test_client_free (b);
 }
 
@@ -597,7 +530,7 @@ start_sleep (TestClient *c, const char *id, const char *seconds)
     "\"tty\":false}",
     id, seconds, F->ws);
   g_autoptr (JsonNode) r = test_client_call (c, "process/start", params);
-  assert_non_null (answer_result (r));
+  assert_non_null (test_answer_result (r));
 }
 
 static void
@@ -622,10 +555,10 @@ test_resume_and_detach_timeout (void **state)
     g_autoptr (JsonNode) t = NULL;
     g_autoptr (JsonNode) ex = NULL;
     g_autoptr (JsonNode) cl = NULL;
-    assert_non_null (answer_result (r));
-    assert_false (json_object_get_boolean_member (answer_result (r), "exited"));
+    assert_non_null (test_answer_result (r));
+    assert_false (json_object_get_boolean_member (test_answer_result (r), "exited"));
     t = test_client_call (b, "process/terminate", "{\"processId\":\"s1\"}");
-    assert_true (json_object_get_boolean_member (answer_result (t), "running"));
+    assert_true (json_object_get_boolean_member (test_answer_result (t), "running"));
     ex = test_client_note (b, "process/exited", "s1");
     assert_non_null (ex);
     assert_int_equal (
@@ -646,7 +579,7 @@ test_resume_and_detach_timeout (void **state)
     g_usleep (50000);
   assert_true (process_with_arg_exists ("86.420"));
   test_client_free (c);
-  for (guint i = 0; i < WAIT_LIMIT_S * 10 && !gone; i++)
+  for (guint i = 0; i < TEST_WAIT_LIMIT_S * 10 && !gone; i++)
     {
       gone = !process_with_arg_exists ("86.420");
       if (!gone)
@@ -657,7 +590,7 @@ test_resume_and_detach_timeout (void **state)
     TestClient *d = test_client_connect (F->server->url);
     g_autofree char *params = g_strdup_printf ("{\"clientName\":\"d\",\"resumeSessionId\":\"%s\"}", cid);
     g_autoptr (JsonNode) r = test_client_call (d, "initialize", params);
-    assert_int_equal (answer_error_code (r), -32600);
+    assert_int_equal (test_answer_error_code (r), -32600);
     test_client_free (d);
   }
 }
@@ -679,8 +612,8 @@ test_log_subscribe (void **state)
   JsonObject *p;
 
   ANSWER_OK (s);
-  sub = json_object_get_string_member (answer_result (s), "subscriptionId");
-  assert_int_equal (answer_error_code (bad), -32602);
+  sub = json_object_get_string_member (test_answer_result (s), "subscriptionId");
+  assert_int_equal (test_answer_error_code (bad), -32602);
   w = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", path, data);
   ANSWER_OK (w);
   ev = test_client_note (F->client, "log/event", NULL);
@@ -694,91 +627,10 @@ test_log_subscribe (void **state)
   u = call ("log/unsubscribe", "{\"subscriptionId\":\"%s\"}", sub);
   ANSWER_OK (u);
   u2 = call ("log/unsubscribe", "{\"subscriptionId\":\"%s\"}", sub);
-  assert_int_equal (answer_error_code (u2), -32004);
+  assert_int_equal (test_answer_error_code (u2), -32004);
 }
 
 /* --- processes ------------------------------------------------------------------ */
-
-typedef struct
-{
-  GString *out;
-  GString *err;
-  gint64 exit_code;
-  bool denied;
-  gint64 last_seq;
-  bool ordered;
-} Collected;
-
-/* Output until process/closed; checks seq order and that exited precedes closed. */
-static void
-collect (TestClient *c, const char *id, Collected *col)
-{
-  bool exited = false;
-
-  col->out = g_string_new (NULL);
-  col->err = g_string_new (NULL);
-  col->ordered = true;
-  col->exit_code = -1;
-  for (;;)
-    {
-      NoteMatch any = { NULL, id };
-      g_autoptr (JsonNode) n = NULL;
-      JsonObject *p;
-      const char *method;
-      gint64 seq;
-      bool done = false;
-
-      /* any notification of this process */
-      for (;;)
-        {
-          static const char *const methods[] = { "process/output", "process/exited", "process/closed" };
-          for (guint i = 0; i < 3 && n == NULL; i++)
-            {
-              any.method = methods[i];
-              for (GList *l = c->inbox.head; l != NULL; l = l->next)
-                if (match_note (json_node_get_object (l->data), &any))
-                  {
-                    n = l->data;
-                    g_queue_delete_link (&c->inbox, l);
-                    break;
-                  }
-            }
-          if (n != NULL || c->closed)
-            break;
-          g_main_context_iteration (NULL, TRUE);
-        }
-      assert_non_null (n);
-      method = json_object_get_string_member (json_node_get_object (n), "method");
-      p = json_object_get_object_member (json_node_get_object (n), "params");
-      seq = json_object_get_int_member (p, "seq");
-      if (strcmp (method, "process/output") == 0)
-        {
-          g_autofree char *chunk = unb64 (json_object_get_string_member (p, "chunk"));
-          if (exited)
-            col->ordered = false;
-          g_string_append (strcmp (json_object_get_string_member (p, "stream"), "stderr") == 0 ? col->err : col->out,
-                           chunk);
-        }
-      else if (strcmp (method, "process/exited") == 0)
-        {
-          exited = true;
-          col->exit_code = json_object_get_int_member (p, "exitCode");
-          col->denied = json_object_get_boolean_member (p, "sandboxDenied");
-        }
-      else
-        {
-          if (!exited)
-            col->ordered = false;
-          done = true;
-        }
-      /* notifications are sorted by seq, output first */
-      if (seq <= col->last_seq)
-        col->ordered = false;
-      col->last_seq = seq;
-      if (done)
-        return;
-    }
-}
 
 static void
 test_harness_flow (void **state)
@@ -798,26 +650,26 @@ test_harness_flow (void **state)
   g_autoptr (JsonNode) start = NULL;
   g_autoptr (JsonNode) report = NULL;
   g_autofree char *got = NULL;
-  Collected col = { 0 };
+  TestProcessOutput col = { 0 };
   JsonObject *rep;
 
   /* 1. A marker in the server's private /tmp: readable back through the
    *    API, while the host's /tmp file of the same name is untouched. */
-  write_file (host_marker, "the host's own file\n");
+  test_write_file (host_marker, "the host's own file\n");
   w = call ("fs/writeFile", "{\"path\":\"file:///tmp/%s\",\"dataBase64\":\"%s\"}", name, sandbox_data);
   ANSWER_OK (w);
   r = call ("fs/readFile", "{\"path\":\"/tmp/%s\"}", name);
   ANSWER_OK (r);
-  got = unb64 (json_object_get_string_member (answer_result (r), "dataBase64"));
+  got = unb64 (json_object_get_string_member (test_answer_result (r), "dataBase64"));
   assert_string_equal (got, "written by the agent");
-  host_text = read_host (host_marker);
+  host_text = test_read_file (host_marker);
   assert_string_equal (host_text, "the host's own file\n");
   g_unlink (host_marker);
 
   /* 2. The smoke reporter in a sandbox: workspace writable, one marker
    *    denied (it exists on the host), network restricted, exit code 73. */
   skip_without_sandbox ();
-  write_file (denied, "denied marker\n");
+  test_write_file (denied, "denied marker\n");
   assert_true (g_file_test (denied, G_FILE_TEST_IS_REGULAR));
   assert_true (g_file_test (smoke, G_FILE_TEST_IS_EXECUTABLE));
   sandbox = g_strdup_printf (
@@ -848,8 +700,8 @@ test_harness_flow (void **state)
                      smoke, denied, allowed, listen_port, F->ws, sandbox);
   start = test_client_call (F->client, "process/start", params);
   ANSWER_OK (start);
-  assert_string_equal (json_object_get_string_member (answer_result (start), "processId"), "smoke");
-  collect (F->client, "smoke", &col);
+  assert_string_equal (json_object_get_string_member (test_answer_result (start), "processId"), "smoke");
+  test_process_collect (F->client, "smoke", &col);
   if (col.exit_code != 73)
     fprintf (stderr, "stdout: %s\nstderr: %s\n", col.out->str, col.err->str);
   assert_int_equal (col.exit_code, 73);
@@ -887,7 +739,7 @@ test_harness_flow (void **state)
         assert_string_not_equal (json_object_get_string_member (ns, kinds[i]), mine);
       }
   }
-  denied_text = read_host (denied);
+  denied_text = test_read_file (denied);
   assert_string_equal (denied_text, "denied marker\n");
   {
     /* The sandboxed process's own accesses went through its FUSE view into
@@ -895,7 +747,7 @@ test_harness_flow (void **state)
      * (the caller is the process itself, pid and all), and as a record of
      * the session that started it. */
     g_autofree char *log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
-    g_autofree char *log = read_host (log_path);
+    g_autofree char *log = test_read_file (log_path);
     g_autofree char *want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->log_session);
     g_auto (GStrv) lines = NULL;
     bool found = false;
@@ -907,11 +759,10 @@ test_harness_flow (void **state)
     assert_true (found);
   }
   {
-    g_autofree char *allowed_text = read_host (allowed);
+    g_autofree char *allowed_text = test_read_file (allowed);
     assert_non_null (allowed_text);
   }
-  g_string_free (col.out, TRUE);
-  g_string_free (col.err, TRUE);
+  test_process_output_clear (&col);
 }
 
 static void
@@ -929,7 +780,7 @@ test_process_io (void **state)
   g_autoptr (JsonNode) unk = NULL;
   g_autoptr (JsonNode) term = NULL;
   g_autoptr (JsonNode) badsig = NULL;
-  Collected col = { 0 };
+  TestProcessOutput col = { 0 };
 
   skip_without_sandbox ();
   p1 = g_strdup_printf ("{\"processId\":\"cat\",\"argv\":[\"/bin/cat\"],\"cwd\":\"%s\",\"env\":{},\"tty\":false,"
@@ -938,12 +789,12 @@ test_process_io (void **state)
   s = call ("process/start", "%s", p1);
   ANSWER_OK (s);
   dup = call ("process/start", "%s", p1);
-  assert_int_equal (answer_error_code (dup), -32600);
+  assert_int_equal (test_answer_error_code (dup), -32600);
   /* The same writeId twice: written once. */
   w1 = call ("process/write", "{\"processId\":\"cat\",\"chunk\":\"%s\",\"writeId\":\"w1\"}", hi);
   w2 = call ("process/write", "{\"processId\":\"cat\",\"chunk\":\"%s\",\"writeId\":\"w1\"}", hi);
-  assert_string_equal (json_object_get_string_member (answer_result (w1), "status"), "accepted");
-  assert_string_equal (json_object_get_string_member (answer_result (w2), "status"), "accepted");
+  assert_string_equal (json_object_get_string_member (test_answer_result (w1), "status"), "accepted");
+  assert_string_equal (json_object_get_string_member (test_answer_result (w2), "status"), "accepted");
   {
     g_autoptr (JsonNode) o = test_client_note (F->client, "process/output", "cat");
     g_autofree char *text = unb64 (
@@ -953,26 +804,25 @@ test_process_io (void **state)
   /* Replay through process/read: the retained chunk, once. */
   rd = call ("process/read", "{\"processId\":\"cat\",\"afterSeq\":0,\"maxBytes\":1000}");
   ANSWER_OK (rd);
-  assert_int_equal (json_array_get_length (json_object_get_array_member (answer_result (rd), "chunks")), 1);
-  assert_int_equal (json_object_get_int_member (answer_result (rd), "nextSeq"), 2);
-  assert_false (json_object_get_boolean_member (answer_result (rd), "exited"));
+  assert_int_equal (json_array_get_length (json_object_get_array_member (test_answer_result (rd), "chunks")), 1);
+  assert_int_equal (json_object_get_int_member (test_answer_result (rd), "nextSeq"), 2);
+  assert_false (json_object_get_boolean_member (test_answer_result (rd), "exited"));
   badsig = call ("process/signal", "{\"processId\":\"cat\",\"signal\":\"hangup\"}");
-  assert_int_equal (answer_error_code (badsig), -32602);
+  assert_int_equal (test_answer_error_code (badsig), -32602);
   sig = call ("process/signal", "{\"processId\":\"cat\",\"signal\":\"interrupt\"}");
   ANSWER_OK (sig);
-  collect (F->client, "cat", &col);
+  test_process_collect (F->client, "cat", &col);
   assert_int_equal (col.exit_code, 128 + SIGINT);
   assert_true (col.ordered);
   assert_false (col.denied);
-  g_string_free (col.out, TRUE);
-  g_string_free (col.err, TRUE);
+  test_process_output_clear (&col);
 
   empty = call ("process/start", "{\"processId\":\"e\",\"argv\":[],\"cwd\":\"%s\",\"env\":{},\"tty\":false}", F->ws);
-  assert_int_equal (answer_error_code (empty), -32602);
+  assert_int_equal (test_answer_error_code (empty), -32602);
   unk = call ("process/write", "{\"processId\":\"nobody\",\"chunk\":\"%s\",\"writeId\":\"w\"}", hi);
-  assert_string_equal (json_object_get_string_member (answer_result (unk), "status"), "unknownProcess");
+  assert_string_equal (json_object_get_string_member (test_answer_result (unk), "status"), "unknownProcess");
   term = call ("process/terminate", "{\"processId\":\"nobody\"}");
-  assert_false (json_object_get_boolean_member (answer_result (term), "running"));
+  assert_false (json_object_get_boolean_member (test_answer_result (term), "running"));
 
   /* A tty: output arrives on the "pty" stream. */
   {
@@ -1002,7 +852,7 @@ test_hundred_clients (void **state)
   TestClient *c[100];
   g_autofree char *a = g_build_filename (F->ws, "many.txt", NULL);
 
-  write_file (a, "many");
+  test_write_file (a, "many");
   for (guint i = 0; i < G_N_ELEMENTS (c); i++)
     c[i] = test_client_start (F->server->url, NULL);
   for (guint i = 0; i < G_N_ELEMENTS (c); i++)
@@ -1014,7 +864,7 @@ test_hundred_clients (void **state)
     {
       g_autofree char *params = g_strdup_printf ("{\"path\":\"%s\"}", a);
       g_autoptr (JsonNode) r = test_client_call (c[i], "fs/readFile", params);
-      assert_non_null (answer_result (r));
+      assert_non_null (test_answer_result (r));
     }
   for (guint i = 0; i < G_N_ELEMENTS (c); i++)
     test_client_free (c[i]);
@@ -1094,10 +944,10 @@ test_pipelined_write_read (void **state)
       assert_int_equal (json_object_get_int_member (json_node_get_object (r), "id"), first + 2 * i + 1);
       ANSWER_OK (w);
       ANSWER_OK (r);
-      got = unb64 (json_object_get_string_member (answer_result (r), "dataBase64"));
+      got = unb64 (json_object_get_string_member (test_answer_result (r), "dataBase64"));
       assert_string_equal (got, want);
     }
-  host = read_host (path);
+  host = test_read_file (path);
   assert_string_equal (host, last);
 }
 
@@ -1111,7 +961,7 @@ test_pipelined_write_then_start (void **state)
   g_autoptr (JsonNode) wa = NULL;
   g_autoptr (JsonNode) pa = NULL;
   gint64 id = F->client->next_id;
-  Collected col = { 0 };
+  TestProcessOutput col = { 0 };
 
   skip_without_sandbox ();
   g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
@@ -1130,34 +980,33 @@ test_pipelined_write_then_start (void **state)
   assert_non_null (wa);
   assert_int_equal (json_object_get_int_member (json_node_get_object (wa), "id"), id);
   ANSWER_OK (wa);
-  pa = test_client_take (F->client, match_id, &(gint64){ id + 1 });
+  pa = test_client_take (F->client, test_match_id, &(gint64){ id + 1 });
   ANSWER_OK (pa);
-  collect (F->client, "catter", &col);
+  test_process_collect (F->client, "catter", &col);
   assert_int_equal (col.exit_code, 0);
   assert_string_equal (col.out->str, "written just before process/start");
-  g_string_free (col.out, TRUE);
-  g_string_free (col.err, TRUE);
+  test_process_output_clear (&col);
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_handshake),
     cmocka_unit_test (test_origin_refused),
-    cmocka_unit_test_setup_teardown (test_fs_roundtrip, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_errors, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_denial, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_session_attached_elsewhere, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_subscribe, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_harness_flow, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_process_io, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_pipelined_write_read, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_pipelined_write_then_start, setup, teardown),
+    TEST_SERVE_TEST (test_fs_roundtrip),
+    TEST_SERVE_TEST (test_errors),
+    TEST_SERVE_TEST (test_denial),
+    TEST_SERVE_TEST (test_session_attached_elsewhere),
+    TEST_SERVE_TEST (test_log_subscribe),
+    TEST_SERVE_TEST (test_harness_flow),
+    TEST_SERVE_TEST (test_process_io),
+    TEST_SERVE_TEST (test_pipelined_write_read),
+    TEST_SERVE_TEST (test_pipelined_write_then_start),
     cmocka_unit_test (test_resume_and_detach_timeout),
     cmocka_unit_test (test_hundred_clients),
   };
 
   signal (SIGPIPE, SIG_IGN);
-  return cmocka_run_group_tests (tests, setup_group, teardown_group);
+  return TEST_RUN_GROUP (tests, setup_group, teardown_group);
 }

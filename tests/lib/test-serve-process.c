@@ -78,3 +78,154 @@ test_process_write (TestClient *c, const char *id, const char *text, const char 
   if (test_answer_result (r) == NULL)
     fail_msg ("process/write %s: %s", id, test_answer_error_message (r));
 }
+
+JsonNode *
+test_process_note (TestClient *c, const char *id)
+{
+  static const char *const methods[] = { "process/output", "process/exited", "process/closed" };
+
+  for (;;)
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (methods); i++)
+        {
+          TestNoteMatch m = { methods[i], id };
+          for (GList *l = c->inbox.head; l != NULL; l = l->next)
+            if (test_match_note (json_node_get_object (l->data), &m))
+              {
+                JsonNode *n = l->data;
+                g_queue_delete_link (&c->inbox, l);
+                return n;
+              }
+        }
+      if (c->closed)
+        fail_msg ("the connection closed before process %s was over", id);
+      g_main_context_iteration (NULL, TRUE);
+    }
+}
+
+void
+test_process_collect (TestClient *c, const char *id, TestProcessOutput *ret)
+{
+  bool exited = false;
+  gint64 last_seq = 0;
+
+  ret->out = g_string_new (NULL);
+  ret->err = g_string_new (NULL);
+  ret->exit_code = -1;
+  ret->denied = false;
+  ret->ordered = true;
+  for (;;)
+    {
+      g_autoptr (JsonNode) n = test_process_note (c, id);
+      const char *method = json_object_get_string_member (json_node_get_object (n), "method");
+      JsonObject *p = json_object_get_object_member (json_node_get_object (n), "params");
+      gint64 seq = json_object_get_int_member (p, "seq");
+      bool done = false;
+
+      if (strcmp (method, "process/output") == 0)
+        {
+          gsize len;
+          g_autofree guchar *d = g_base64_decode (json_object_get_string_member (p, "chunk"), &len);
+          bool is_err = strcmp (json_object_get_string_member (p, "stream"), "stderr") == 0;
+          if (exited)
+            ret->ordered = false;
+          g_string_append_len (is_err ? ret->err : ret->out, (const char *)d, (gssize)len);
+        }
+      else if (strcmp (method, "process/exited") == 0)
+        {
+          exited = true;
+          ret->exit_code = json_object_get_int_member (p, "exitCode");
+          ret->denied = json_object_get_boolean_member (p, "sandboxDenied");
+        }
+      else
+        {
+          if (!exited)
+            ret->ordered = false;
+          done = true;
+        }
+      /* notifications are sorted by seq, output first */
+      if (seq <= last_seq)
+        ret->ordered = false;
+      last_seq = seq;
+      if (done)
+        return;
+    }
+}
+
+void
+test_process_output_clear (TestProcessOutput *o)
+{
+  if (o->out != NULL)
+    g_string_free (o->out, TRUE);
+  if (o->err != NULL)
+    g_string_free (o->err, TRUE);
+  memset (o, 0, sizeof *o);
+}
+
+/* ---- a group of tests against one server ---- */
+
+TestServe *
+test_serve_new (char *dir)
+{
+  TestServe *t = g_new0 (TestServe, 1);
+
+  t->dir = dir;
+  t->ws = g_build_filename (t->dir, "ws", NULL);
+  assert_int_equal (g_mkdir_with_parents (t->ws, 0755), 0);
+  return t;
+}
+
+bool
+test_serve_start (TestServe *t, const char *const *args)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+
+  g_ptr_array_add (argv, (char *)"--workspace");
+  g_ptr_array_add (argv, t->ws);
+  for (guint i = 0; args != NULL && args[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *)args[i]);
+  g_ptr_array_add (argv, NULL);
+  t->server = test_server_start (t->dir, (const char *const *)argv->pdata);
+  return g_str_has_prefix (t->server->url, "ws://");
+}
+
+int
+test_serve_free (TestServe *t)
+{
+  int status;
+
+  test_client_free (t->client);
+  status = test_server_stop (t->server);
+  test_rm_rf (t->dir);
+  g_free (t->dir);
+  g_free (t->ws);
+  g_free (t);
+  return status;
+}
+
+int
+test_serve_group_teardown (void **state)
+{
+  test_serve_free (*state);
+  return 0;
+}
+
+int
+test_serve_client_setup (void **state)
+{
+  TestServe *t = *state;
+
+  t->client = test_client_connect (t->server->url);
+  if (t->client->ws == NULL)
+    return -1;
+  return test_client_handshake (t->client, NULL) ? 0 : -1;
+}
+
+int
+test_serve_client_teardown (void **state)
+{
+  TestServe *t = *state;
+
+  g_clear_pointer (&t->client, test_client_free);
+  return 0;
+}

@@ -1,6 +1,7 @@
 /* fusebox — the server and the WebSocket client of tests/lib/test-serve.h
  * (no cmocka: bench/ builds this file too). */
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -270,6 +271,18 @@ test_client_call (TestClient *c, const char *method, const char *params_json)
 
   test_client_send (c, text);
   return test_client_take (c, test_match_id, &id);
+}
+
+JsonNode *
+test_client_callf (TestClient *c, const char *method, const char *format, ...)
+{
+  g_autofree char *params = NULL;
+  va_list ap;
+
+  va_start (ap, format);
+  params = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  return test_client_call (c, method, params);
 }
 
 bool

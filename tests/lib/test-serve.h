@@ -91,6 +91,9 @@ JsonNode *test_client_note (TestClient *c, const char *method, const char *proce
  * message: {id, result} or {id, error}). */
 JsonNode *test_client_call (TestClient *c, const char *method, const char *params_json);
 
+/* The same with the params made by printf (FORMAT, ...). */
+JsonNode *test_client_callf (TestClient *c, const char *method, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
 /* initialize + initialized; keeps the session id and the run directory.
  * A resume may race with the server noticing that the session's previous
  * connection closed (it answers -32010 until then): retried a while. */
@@ -120,3 +123,50 @@ char *test_process_read (TestClient *c, const char *id, const char *needle, int 
 
 /* process/write TEXT to ID's stdin. */
 void test_process_write (TestClient *c, const char *id, const char *text, const char *write_id);
+
+/* The next process/output, process/exited or process/closed notification
+ * of process ID (in that order of preference among those queued); fails
+ * the test when the connection closes first. */
+JsonNode *test_process_note (TestClient *c, const char *id);
+
+typedef struct
+{
+  GString *out;
+  GString *err;
+  gint64 exit_code; /* -1 until process/exited */
+  bool denied;      /* process/exited's sandboxDenied */
+  bool ordered;     /* seq grew, every output came before exited, exited before closed */
+} TestProcessOutput;
+
+/* The notifications of process ID until process/closed. */
+void test_process_collect (TestClient *c, const char *id, TestProcessOutput *ret);
+void test_process_output_clear (TestProcessOutput *o);
+
+/* ---- a group of tests against one server ---- */
+
+typedef struct
+{
+  char *dir; /* T: state/, ws/ */
+  char *ws;  /* T/ws, made 0755 */
+  TestServer *server;
+  TestClient *client; /* each test's own (test_serve_client_setup) */
+} TestServe;
+
+/* T is DIR (taken: test_workdir() or test_tmpdir()). */
+TestServe *test_serve_new (char *dir);
+
+/* test_server_start (T, --workspace T/ws ARGS...); false when the server
+ * did not start. */
+bool test_serve_start (TestServe *t, const char *const *args);
+
+/* Stops the server, removes T; returns the server's wait status. */
+int test_serve_free (TestServe *t);
+
+/* cmocka group teardown: test_serve_free (*state). */
+int test_serve_group_teardown (void **state);
+
+/* cmocka setup and teardown of a test: *state is the group's TestServe;
+ * client is connected and initialized. */
+int test_serve_client_setup (void **state);
+int test_serve_client_teardown (void **state);
+#define TEST_SERVE_TEST(f) cmocka_unit_test_setup_teardown (f, test_serve_client_setup, test_serve_client_teardown)

@@ -170,3 +170,5 @@ void test_filter_tests (const char *argv0);
  * cmocka_run_group_tests() runs them. */
 int test_run_group (const char *argv0, const struct CMUnitTest *tests, size_t n, CMFixtureFunction group_setup,
                     CMFixtureFunction group_teardown);
+#define TEST_RUN_GROUP(tests, group_setup, group_teardown)                                                             \
+  test_run_group (argv[0], tests, G_N_ELEMENTS (tests), group_setup, group_teardown)
