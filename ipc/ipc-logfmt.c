@@ -37,8 +37,9 @@ append_unit (GString *out, const char *s, const char *p, const char *end, FbText
   if (b == ' ')
     {
       /* Runs of blanks and blanks at either end are what a name uses to
-       * fake columns or push text onto a line of its own when it wraps. */
-      if ((flags & FB_TEXT_MESSAGE) || (p > s && p + 1 < end && p[-1] != ' ' && p[1] != ' '))
+       * fake columns or push text onto a line of its own when it wraps;
+       * inside a message, the message's own text is around it. */
+      if ((flags & FB_TEXT_INLINE) || (p > s && p + 1 < end && p[-1] != ' ' && p[1] != ' '))
         {
           g_string_append_c (out, ' ');
           return 1;
@@ -48,11 +49,6 @@ append_unit (GString *out, const char *s, const char *p, const char *end, FbText
     }
   if (b < 0x20 || b == 0x7f)
     {
-      if ((flags & FB_TEXT_MESSAGE) && (b == '\n' || b == '\t'))
-        {
-          g_string_append_c (out, (char)b);
-          return 1;
-        }
       switch (b)
         {
           case '\n':
@@ -101,6 +97,7 @@ gsize
 fb_text_append_safe_full (GString *out, const char *s, gsize len, FbTextFlags flags)
 {
   const char *end = s + len;
+  const gsize max_cols = (flags & FB_TEXT_INLINE) ? FB_TEXT_INLINE_MAX_COLS : FB_TEXT_MAX_COLS;
   gsize cols = 0;
   /* Each character shown: where its text starts in OUT and the columns
    * before it.  Kept only when the text may need eliding. */
@@ -112,7 +109,7 @@ fb_text_append_safe_full (GString *out, const char *s, gsize len, FbTextFlags fl
   } Unit;
 
   /* No character takes more than 10 columns (\UXXXXXXXX) per byte. */
-  if ((flags & FB_TEXT_ELIDE) && len > FB_TEXT_MAX_COLS / 10)
+  if ((flags & FB_TEXT_ELIDE) && len > max_cols / 10)
     units = g_array_new (FALSE, FALSE, sizeof (Unit));
   for (const char *p = s; p < end;)
     {
@@ -122,13 +119,13 @@ fb_text_append_safe_full (GString *out, const char *s, gsize len, FbTextFlags fl
         g_array_append_val (units, u);
       cols += append_unit (out, s, p, end, flags, &p);
     }
-  if (units == NULL || cols <= FB_TEXT_MAX_COLS)
+  if (units == NULL || cols <= max_cols)
     return cols;
 
   {
     /* Keep the start and the end: a path's head says where, its tail what. */
-    const gsize head_max = (FB_TEXT_MAX_COLS - 1) / 2;
-    const gsize tail_max = FB_TEXT_MAX_COLS - 1 - head_max;
+    const gsize head_max = (max_cols - 1) / 2;
+    const gsize tail_max = max_cols - 1 - head_max;
     guint head = 0, tail = units->len;
     g_autofree char *tail_text = NULL;
 

@@ -504,7 +504,7 @@ on_log_share_full (gpointer data)
                                 "--log-max-size) and was stopped; the other processes go on.  Give the server a "
                                 "larger budget (--log-max-size), or see what filled it with 'fusebox log'",
                                 size);
-  line = g_strdup_printf ("fusebox: %s\n", p->failure);
+  line = fb_text_printf ("fusebox: %s\n", p->failure);
   add_output (p, p->err.stream != NULL ? p->err.stream : "stderr", (const guint8 *)line, strlen (line));
   send_signal (p, SIGKILL);
 }
@@ -614,7 +614,9 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
             break;
           case FB_LAUNCH_FAILED:
             {
-              g_autofree char *line = g_strdup_printf ("fusebox: %s\n", rec.text);
+              /* The text quotes the client's command and cwd, and the client
+               * shows it to a person. */
+              g_autofree char *line = fb_text_printf ("fusebox: %s\n", rec.text);
               g_free (p->failure);
               p->failure = g_strdup (rec.text);
               /* Shown as the process's stderr, like `fusebox run` would. */

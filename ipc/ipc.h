@@ -339,22 +339,40 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLogReader, fb_log_reader_free)
  * \uXXXX or \UXXXXXXXX, U+2026 (the elision mark) as \u2026, and a space
  * that starts or ends S or stands next to another space as \x20.  With
  * FB_TEXT_ELIDE, text wider than FB_TEXT_MAX_COLS columns keeps its start and
- * its end around one U+2026.  FB_TEXT_MESSAGE (error messages, whose format
- * has its own line breaks and indents): newlines, tabs and spaces stay.
+ * its end around one U+2026.  FB_TEXT_INLINE (a string quoted in a message,
+ * or a whole message of one line): blanks stay as they are, the elision
+ * is past FB_TEXT_INLINE_MAX_COLS; line breaks and tabs are escaped as
+ * always, so that what a message quotes can't end its line.
  * Returns the display columns appended. */
 typedef enum
 {
   FB_TEXT_PLAIN = 0,
   FB_TEXT_ELIDE = 1 << 0,
-  FB_TEXT_MESSAGE = 1 << 1,
+  FB_TEXT_INLINE = 1 << 1,
 } FbTextFlags;
 #define FB_TEXT_MAX_COLS 200
+/* Wider than any message fusebox writes, narrow enough that a name of
+ * PATH_MAX bytes can't fill a screen. */
+#define FB_TEXT_INLINE_MAX_COLS 1000
 #define FB_TEXT_ELISION 0x2026
 gsize fb_text_append_safe_full (GString *out, const char *s, gsize len, FbTextFlags flags);
 /* FLAGS = FB_TEXT_ELIDE */
 gsize fb_text_append_safe (GString *out, const char *s, gsize len);
 /* A new string; NULL shows as "(null)". */
 char *fb_text_safe (const char *s, FbTextFlags flags);
+/* Messages for people (ipc-message.c): FORMAT, fusebox's own text, as it
+ * is; each %s argument (a path, a name, a client's string, another
+ * program's message: whatever it holds) shown with FB_TEXT_INLINE |
+ * FB_TEXT_ELIDE; the other conversions as printf's.  One message is as
+ * many lines as FORMAT has, whatever its arguments hold.  Escape once:
+ * build what goes into an argument raw. */
+char *fb_text_printf (const char *format, ...) G_GNUC_PRINTF (1, 2);
+char *fb_text_vprintf (const char *format, va_list ap) G_GNUC_PRINTF (1, 0);
+/* A GLib log writer (g_log_set_writer_func) that shows each message as
+ * fb_text_safe (MESSAGE, FB_TEXT_INLINE | FB_TEXT_ELIDE) would, then writes
+ * it as g_log_writer_default does: g_warning and friends quote peers,
+ * clients' names and paths. */
+GLogWriterOutput fb_log_writer_safe (GLogLevelFlags level, const GLogField *fields, gsize n_fields, gpointer user_data);
 /* TRUE when S (LEN bytes, or up to its NUL when LEN < 0) holds nothing
  * fb_text_append_safe_full would escape but backslashes and blanks: valid
  * UTF-8 without control, format or other unsafe characters.  A JSON line

@@ -30,5 +30,6 @@ fb_cmd_fd_budget_warn (const char *command)
   g_autofree char *note = fb_cmd_fd_budget_note (&low);
 
   if (low)
-    g_printerr ("fusebox: %s: warning: %s; raise the hard limit (ulimit -Hn, LimitNOFILE=) for more\n", command, note);
+    fb_cmd_print (stderr, "fusebox: %s: warning: %s; raise the hard limit (ulimit -Hn, LimitNOFILE=) for more\n",
+                  command, note);
 }

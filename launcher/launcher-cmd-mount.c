@@ -234,16 +234,16 @@ watcher_unmount (const char *mountpoint, dev_t dev)
     return;
   if (err != EPERM)
     {
-      g_printerr ("fusebox: mount: the daemon is gone and %s could not be unmounted: %s\n", mountpoint,
-                  g_strerror (err));
+      fb_cmd_print (stderr, "fusebox: mount: the daemon is gone and %s could not be unmounted: %s\n", mountpoint,
+                    g_strerror (err));
       return;
     }
   /* unprivileged: the setuid helper checks that the mount is ours */
   if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
                      NULL, &status, &error) ||
       (!g_spawn_check_wait_status (status, &error) && fuse_mount_at (mountpoint) == dev))
-    g_printerr ("fusebox: mount: the daemon is gone and 'fusermount3 -u -z %s' failed: %s\n", mountpoint,
-                error->message);
+    fb_cmd_print (stderr, "fusebox: mount: the daemon is gone and 'fusermount3 -u -z %s' failed: %s\n", mountpoint,
+                  error->message);
 }
 
 static G_GNUC_NORETURN void
@@ -305,8 +305,9 @@ start_unmount_watcher (const char *mountpoint, const char *run_dir)
 
   if (pipe2 (fds, O_CLOEXEC) < 0)
     {
-      g_printerr ("fusebox: mount: warning: no unmount watcher (pipe: %s); a killed daemon may leave the mount\n",
-                  g_strerror (errno));
+      fb_cmd_print (stderr,
+                    "fusebox: mount: warning: no unmount watcher (pipe: %s); a killed daemon may leave the mount\n",
+                    g_strerror (errno));
       return -1;
     }
   fflush (stdout);
@@ -314,8 +315,9 @@ start_unmount_watcher (const char *mountpoint, const char *run_dir)
   pid = fork ();
   if (pid < 0)
     {
-      g_printerr ("fusebox: mount: warning: no unmount watcher (fork: %s); a killed daemon may leave the mount\n",
-                  g_strerror (errno));
+      fb_cmd_print (stderr,
+                    "fusebox: mount: warning: no unmount watcher (fork: %s); a killed daemon may leave the mount\n",
+                    g_strerror (errno));
       close (fds[0]);
       close (fds[1]);
       return -1;
@@ -495,8 +497,9 @@ announce (const MountArgs *a, Daemon *d, int ready_fd)
       const char *mode = fb_fuse_cache_mode (fb_run_fuse_get_fuse (d->serving));
       g_autofree char *fd_note = NULL;
 
-      printf ("fusebox: %s shows / through the policy %s\nfusebox: run directory %s\nfusebox: access log %s\n",
-              a->mountpoint, fb_policy_get_origin (fb_run_get_policy (a->run)), a->run_dir, a->log_path);
+      fb_cmd_print (stdout,
+                    "fusebox: %s shows / through the policy %s\nfusebox: run directory %s\nfusebox: access log %s\n",
+                    a->mountpoint, fb_policy_get_origin (fb_run_get_policy (a->run)), a->run_dir, a->log_path);
       if (strcmp (mode, "coherent") == 0)
         printf ("fusebox: caches: coherent: host changes show at once (fanotify marks on the directories shown); "
                 "entries and attributes kept %.0f s where watched, %.0f s elsewhere\n",
@@ -509,7 +512,7 @@ announce (const MountArgs *a, Daemon *d, int ready_fd)
         printf ("fusebox: caches: fixed by --cache-timeout %g: host changes show within %g s\n", a->cache_timeout,
                 a->cache_timeout);
       fd_note = fb_cmd_fd_budget_note (NULL);
-      printf ("fusebox: %s\n", fd_note);
+      fb_cmd_print (stdout, "fusebox: %s\n", fd_note);
     }
   else
     {
@@ -545,7 +548,7 @@ run_daemon (const MountArgs *a, int ready_fd)
       int r = fb_run_fuse_finish (d.serving);
       if (r < 0)
         {
-          g_printerr ("fusebox: mount: the FUSE session ended with an error: %s\n", g_strerror (-r));
+          fb_cmd_print (stderr, "fusebox: mount: the FUSE session ended with an error: %s\n", g_strerror (-r));
           status = FB_EXIT_FAILURE;
         }
     }
@@ -554,8 +557,9 @@ run_daemon (const MountArgs *a, int ready_fd)
   if (!fb_cmd_close_run_log (a->run, "mount", "the mount"))
     status = FB_EXIT_FAILURE;
   else if (msg == NULL && a->foreground)
-    printf ("fusebox: unmounted %s; %" G_GUINT64_FORMAT " records in %s; %" G_GUINT64_FORMAT " host events read\n",
-            a->mountpoint, fb_access_log_get_count (fb_run_get_log (a->run)), a->log_path, fb_watch_events_read ());
+    fb_cmd_print (
+      stdout, "fusebox: unmounted %s; %" G_GUINT64_FORMAT " records in %s; %" G_GUINT64_FORMAT " host events read\n",
+      a->mountpoint, fb_access_log_get_count (fb_run_get_log (a->run)), a->log_path, fb_watch_events_read ());
   if (msg != NULL)
     {
       fb_run_set_error (a->run, msg, NULL);
@@ -597,11 +601,12 @@ wait_ready (int fd, pid_t child, const MountArgs *a)
   close (fd);
   if (strcmp (msg->str, "OK") == 0)
     {
-      printf ("fusebox: %s shows / through the policy %s (daemon pid %d)\n"
-              "fusebox: run directory %s\nfusebox: access log %s\n"
-              "fusebox: stop it with 'fusermount3 -u %s' or 'kill %d'\n",
-              a->mountpoint, fb_policy_get_origin (fb_run_get_policy (a->run)), (int)child, a->run_dir, a->log_path,
-              a->mountpoint, (int)child);
+      fb_cmd_print (stdout,
+                    "fusebox: %s shows / through the policy %s (daemon pid %d)\n"
+                    "fusebox: run directory %s\nfusebox: access log %s\n"
+                    "fusebox: stop it with 'fusermount3 -u %s' or 'kill %d'\n",
+                    a->mountpoint, fb_policy_get_origin (fb_run_get_policy (a->run)), (int)child, a->run_dir,
+                    a->log_path, a->mountpoint, (int)child);
       g_string_free (msg, TRUE);
       return FB_EXIT_OK;
     }

@@ -132,18 +132,18 @@ print_load_error (const char *spec, const GError *error)
 
 /* What a run checks on the host once the policy has loaded: each source is
  * an existing directory outside fusebox's state (the runs root here: no run
- * directory exists yet).  NULL, or why a run would refuse the policy. */
+ * directory exists yet).  NULL, or why a run would refuse the policy (to
+ * print with REFUSED_FORMAT). */
+#define REFUSED_FORMAT "%s\nA run would refuse this policy: its sources are looked up on this host."
 static char *
 sources_refused (FbPolicy *policy)
 {
   g_auto (GStrv) state = fb_run_state_paths (NULL, NULL);
   g_autoptr (GError) error = NULL;
-  g_autofree char *msg = NULL;
 
   if (fb_run_check_sources (policy, (const char *const *)state, &error))
     return NULL;
-  msg = fb_text_safe (error->message, FB_TEXT_MESSAGE);
-  return g_strdup_printf ("%s\nA run would refuse this policy: its sources are looked up on this host.", msg);
+  return g_strdup (error->message);
 }
 
 /* ---- check ---- */
@@ -189,15 +189,14 @@ cmd_check (int argc, char **argv)
 
       if (policy == NULL)
         {
-          g_autofree char *msg = fb_text_safe (load_error->message, FB_TEXT_MESSAGE);
-          fprintf (stderr, "%s\n", msg);
+          fb_cmd_print (stderr, "%s\n", load_error->message);
           status = FB_EXIT_FAILURE;
           continue;
         }
       g_autofree char *refused = sources_refused (policy);
       if (refused != NULL)
         {
-          fprintf (stderr, "%s\n", refused);
+          fb_cmd_print (stderr, REFUSED_FORMAT "\n", refused);
           status = FB_EXIT_FAILURE;
           continue;
         }
@@ -445,7 +444,7 @@ cmd_explain (int argc, char **argv)
   g_autofree char *refused = sources_refused (policy);
   if (refused != NULL)
     {
-      fb_cmd_error ("%s", refused);
+      fb_cmd_error (REFUSED_FORMAT, refused);
       fb_policy_vars_clear (&storage);
       return FB_EXIT_FAILURE;
     }

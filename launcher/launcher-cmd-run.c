@@ -786,7 +786,7 @@ run_probes (bool single_threaded)
   if (!g_spawn_async_with_pipes_and_fds (NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, STDERR_FILENO,
                                          STDERR_FILENO, NULL, NULL, 0, &pid, NULL, NULL, NULL, &error))
     {
-      fprintf (stderr, "fusebox: could not run 'fusebox check' (%s); run it yourself\n", error->message);
+      fb_cmd_print (stderr, "fusebox: could not run 'fusebox check' (%s); run it yourself\n", error->message);
       return;
     }
   int status;

@@ -78,10 +78,7 @@ read_run_json (const char *dir)
   if (text == NULL)
     {
       if (!g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND))
-        {
-          g_autofree char *msg = fb_text_safe (error->message, FB_TEXT_MESSAGE);
-          fb_cmd_error ("runs: warning: %s; the run shows as unknown", msg);
-        }
+        fb_cmd_error ("runs: warning: %s; the run shows as unknown", error->message);
       return NULL;
     }
   if (memchr (text, '\0', len) != NULL)
@@ -94,8 +91,7 @@ read_run_json (const char *dir)
     why = "is not a JSON object";
   if (why != NULL)
     {
-      g_autofree char *shown = fb_text_safe (path, FB_TEXT_MESSAGE);
-      fb_cmd_error ("runs: warning: %s %s; the run shows as unknown", shown, why);
+      fb_cmd_error ("runs: warning: %s %s; the run shows as unknown", path, why);
       return NULL;
     }
   return json_object_ref (json_node_get_object (root));

@@ -73,8 +73,8 @@ read_token (const char *file, GError **error)
   struct stat st;
 
   if (stat (file, &st) == 0 && (st.st_mode & 0077) != 0)
-    g_printerr ("fusebox: serve: warning: the token file %s is readable by others (mode %o); chmod 600 it\n", file,
-                st.st_mode & 0777);
+    fb_cmd_print (stderr, "fusebox: serve: warning: the token file %s is readable by others (mode %o); chmod 600 it\n",
+                  file, st.st_mode & 0777);
   if (!g_file_get_contents (file, &text, &len, error))
     return NULL;
   g_strstrip (text);
@@ -289,19 +289,21 @@ announce (const ServeCommandLine *c, FbRun *run, Server *s, const char *url)
     bare_url[strlen (bare_url) - 1] = '\0';
   json_object_set_string_member (fb_run_get_info (run), "listen", bare_url);
   if (!fb_run_save (run, &error))
-    g_printerr ("fusebox: serve: warning: run.json: %s\n", error->message);
+    fb_cmd_print (stderr, "fusebox: serve: warning: run.json: %s\n", error->message);
   if (strcmp (url, "stdio") == 0)
     {
-      g_printerr ("fusebox: serving on stdio under the policy %s; run directory %s\n", origin, fb_run_get_dir (run));
+      fb_cmd_print (stderr, "fusebox: serving on stdio under the policy %s; run directory %s\n", origin,
+                    fb_run_get_dir (run));
       s->stdio_id = g_timeout_add (50, check_finished, s);
     }
   else
     {
       /* Before the address: said before anyone can connect. */
       if (c->no_auth && g_str_has_prefix (url, "ws://"))
-        g_printerr ("fusebox: serve: WARNING: --insecure-no-auth: %s asks no token; every user and program on "
-                    "this machine can connect and run commands and read and write files as %s under the policy\n",
-                    bare_url, g_get_user_name ());
+        fb_cmd_print (stderr,
+                      "fusebox: serve: WARNING: --insecure-no-auth: %s asks no token; every user and program on "
+                      "this machine can connect and run commands and read and write files as %s under the policy\n",
+                      bare_url, g_get_user_name ());
       printf ("%s\n", url);
       fflush (stdout);
       if (strchr (url, '?') != NULL)
@@ -310,12 +312,12 @@ announce (const ServeCommandLine *c, FbRun *run, Server *s, const char *url)
         auth_note = "the token is the one in --token-file";
       else if (g_str_has_prefix (url, "ws://"))
         auth_note = "no token";
-      g_printerr ("fusebox: serving %s (%s) under the policy %s; run directory %s; access log %s\n", bare_url,
-                  auth_note, origin, fb_run_get_dir (run), fb_run_get_log_path (run));
+      fb_cmd_print (stderr, "fusebox: serving %s (%s) under the policy %s; run directory %s; access log %s\n", bare_url,
+                    auth_note, origin, fb_run_get_dir (run), fb_run_get_log_path (run));
     }
   /* what the soft RLIMIT_NOFILE was raised to, and every sandbox's share */
   fd_note = fb_cmd_fd_budget_note (NULL);
-  g_printerr ("fusebox: %s\n", fd_note);
+  fb_cmd_print (stderr, "fusebox: %s\n", fd_note);
 }
 
 /* The access log, the API server over the run's policy and state, the

@@ -96,21 +96,32 @@ static const Command commands[] = {
   { "mount", fb_cmd_mount, "show the host's / at a directory through the policy, logged" },
 };
 
+/* Messages quote paths, commands, names and other programs' messages
+ * that may come from a sandbox, a client or anyone: each argument escaped
+ * like a log's names, the format's own line breaks kept
+ * (fb_text_printf). */
 void
 fb_cmd_error (const char *format, ...)
 {
   va_list ap;
   g_autofree char *msg = NULL;
-  g_autofree char *safe = NULL;
 
   va_start (ap, format);
-  msg = g_strdup_vprintf (format, ap);
+  msg = fb_text_vprintf (format, ap);
   va_end (ap);
-  /* Messages quote paths, commands and log lines that may come from a
-   * sandbox: escaped like a log's names, line breaks kept for the format's
-   * own. */
-  safe = fb_text_safe (msg, FB_TEXT_MESSAGE);
-  fprintf (stderr, "fusebox: %s%s", safe, g_str_has_suffix (safe, "\n") ? "" : "\n");
+  fprintf (stderr, "fusebox: %s%s", msg, g_str_has_suffix (msg, "\n") ? "" : "\n");
+}
+
+void
+fb_cmd_print (FILE *out, const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+
+  va_start (ap, format);
+  msg = fb_text_vprintf (format, ap);
+  va_end (ap);
+  fputs (msg, out);
 }
 
 static void
@@ -146,6 +157,8 @@ main (int argc, char **argv)
    * eleven categories cost every command about 0.4 ms. */
   setlocale (LC_CTYPE, "");
   setlocale (LC_MESSAGES, "");
+  /* GLib's messages (g_warning...) quote names too: escaped the same. */
+  g_log_set_writer_func (fb_log_writer_safe, NULL, NULL);
 
   if (argc < 2)
     {

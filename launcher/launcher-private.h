@@ -11,6 +11,7 @@
 #include <glib.h>
 #include <linux/filter.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 G_BEGIN_DECLS
@@ -29,8 +30,13 @@ int fb_cmd_report (int argc, char **argv);
 int fb_cmd_mount (int argc, char **argv);
 int fb_cmd_serve (int argc, char **argv);
 
-/* Print "fusebox: " + message to stderr (no trailing newline needed). */
+/* Print "fusebox: " + message to stderr (no trailing newline needed).
+ * Every %s argument is escaped (fb_text_printf): pass names, paths and
+ * other programs' messages raw, and nothing escaped already. */
 void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
+/* printf to OUT with every %s argument escaped the same: the other
+ * messages and lines for people that quote a name. */
+void fb_cmd_print (FILE *out, const char *format, ...) G_GNUC_PRINTF (2, 3);
 
 /* Shared by `fusebox run` and `fusebox runs` (launcher-cmd-run.c,
  * launcher-cmd-runs.c): rm -rf below PARENT_FD/NAME without following

@@ -147,13 +147,45 @@ test_text_elision (void **state)
   g_string_free (out, TRUE);
 }
 
-/* Error messages keep their own line breaks and indents, nothing else. */
+/* A string quoted in a message keeps its blanks, and nothing that could
+ * end its line or drive the terminal. */
 static void
-test_text_message (void **state)
+test_text_inline (void **state)
 {
-  g_autofree char *out = safe ("run: can't open /w/\x1b]0;x\a\xe2\x80\xae:\n  try  again\tnow", FB_TEXT_MESSAGE);
+  g_autofree char *out = safe (" /w/\x1b]0;x\a\xe2\x80\xae:\r\nfusebox:  mounted\t\xc2\x9b ", FB_TEXT_INLINE);
+  g_autoptr (GString) in = g_string_new (NULL);
+  g_autoptr (GString) long_out = g_string_new (NULL);
 
-  assert_string_equal (out, "run: can't open /w/\\x1b]0;x\\x07\\u202e:\n  try  again\tnow");
+  assert_string_equal (out, " /w/\\x1b]0;x\\x07\\u202e:\\r\\nfusebox:  mounted\\t\\u009b ");
+  /* elided only past FB_TEXT_INLINE_MAX_COLS */
+  for (guint i = 0; i < FB_TEXT_INLINE_MAX_COLS; i++)
+    g_string_append_c (in, 'a' + i % 26);
+  assert_int_equal (fb_text_append_safe_full (long_out, in->str, in->len, FB_TEXT_INLINE | FB_TEXT_ELIDE),
+                    FB_TEXT_INLINE_MAX_COLS);
+  assert_string_equal (long_out->str, in->str);
+  g_string_append_c (in, 'z');
+  g_string_truncate (long_out, 0);
+  assert_int_equal (fb_text_append_safe_full (long_out, in->str, in->len, FB_TEXT_INLINE | FB_TEXT_ELIDE),
+                    FB_TEXT_INLINE_MAX_COLS);
+  assert_non_null (strstr (long_out->str, "\xe2\x80\xa6"));
+}
+
+/* fb_text_printf: the format's own text and line breaks as they are, each
+ * %s argument escaped, the other conversions as printf's. */
+static void
+test_text_printf (void **state)
+{
+  const char *hostile = "m\x1b[31m\r\nfusebox: mounted\xe2\x80\xae\xc2\x9b";
+  g_autofree char *a = fb_text_printf ("mount: %s does not exist\nRun 'fusebox mount --help'.", hostile);
+  g_autofree char *b = fb_text_printf (
+    "%d %u %ld %" G_GUINT64_FORMAT " %" G_GSIZE_FORMAT " %x %o %c %.1f %g %% %5s|%-5s|%.2s|%*d", -1, 7u, -3L,
+    G_GUINT64_CONSTANT (18446744073709551615), (gsize)42, 255u, 8u, 'q', 2.25, 0.5, "ab", "cd", "e\nfgh", 3, 9);
+  g_autofree char *c = fb_text_printf ("%s and %s", (const char *)NULL, "\\");
+
+  assert_string_equal (a, "mount: m\\x1b[31m\\r\\nfusebox: mounted\\u202e\\u009b does not exist\n"
+                          "Run 'fusebox mount --help'.");
+  assert_string_equal (b, "-1 7 -3 18446744073709551615 42 ff 10 q 2.2 0.5 %    ab|cd   |e\\n|  9");
+  assert_string_equal (c, "(null) and \\\\");
 }
 
 static void
@@ -233,9 +265,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_text_cases),    cmocka_unit_test (test_text_columns), cmocka_unit_test (test_text_elision),
-    cmocka_unit_test (test_text_message),  cmocka_unit_test (test_text_is_safe), cmocka_unit_test (test_json_escapes),
-    cmocka_unit_test (test_json_document),
+    cmocka_unit_test (test_text_cases),   cmocka_unit_test (test_text_columns),  cmocka_unit_test (test_text_elision),
+    cmocka_unit_test (test_text_inline),  cmocka_unit_test (test_text_printf),   cmocka_unit_test (test_text_is_safe),
+    cmocka_unit_test (test_json_escapes), cmocka_unit_test (test_json_document),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
