@@ -190,18 +190,19 @@ test_runs_and_prune (void **state)
                                                 "\"supervisor\":{\"pid\":%d,\"start_time\":%" G_GUINT64_FORMAT "}}",
                                                 (int)getpid (), own_start_time ());
   write_run_json (live, live_json);
-  /* a mount's directory: no run.json */
+  /* a directory without run.json (a run that failed before writing it) */
   assert_int_equal (g_mkdir_with_parents (mount, 0700), 0);
 
   g_autofree char *out = NULL;
   assert_int_equal (fusebox (s, &out, NULL, "runs", NULL), 0);
   g_auto (GStrv) lines = g_strsplit (out, "\n", -1);
-  assert_true (g_str_has_prefix (lines[0], "20260101-000000-aaaaaa   over"));
+  /* each run.json of the format before kinds is a run's */
+  assert_true (g_str_has_prefix (lines[0], "20260101-000000-aaaaaa   run   over"));
   assert_non_null (strstr (lines[0], "exit 3"));
   assert_non_null (strstr (lines[0], "make test"));
-  assert_true (g_str_has_prefix (lines[1], "20260101-000001-bbbbbb   over"));
-  assert_true (g_str_has_prefix (lines[2], "20260101-000002-cccccc   running"));
-  assert_true (g_str_has_prefix (lines[3], "20260101-000003-dddddd   unknown"));
+  assert_true (g_str_has_prefix (lines[1], "20260101-000001-bbbbbb   run   over"));
+  assert_true (g_str_has_prefix (lines[2], "20260101-000002-cccccc   run   running"));
+  assert_true (g_str_has_prefix (lines[3], "20260101-000003-dddddd         unknown"));
   g_clear_pointer (&out, g_free);
 
   assert_int_equal (fusebox (s, &out, NULL, "runs", "--prune", NULL), 0);
@@ -216,6 +217,7 @@ test_runs_and_prune (void **state)
   assert_int_equal (g_strv_length (json_lines), 3); /* two objects and the final empty string */
   g_autoptr (JsonObject) first = test_parse_object (json_lines[0]);
   assert_string_equal (json_object_get_string_member (first, "state"), "running");
+  assert_string_equal (json_object_get_string_member (first, "kind"), "run");
 }
 
 int
