@@ -40,10 +40,10 @@
 struct FbLogFile
 {
   FbLogOutput output;
-  int fd;         /* -1 while closed, or after a failed reopen */
-  int dirfd;      /* the log's directory, for rename/fsync */
-  char *name;     /* live file's name in dirfd */
-  char *path;     /* for messages */
+  int fd;     /* -1 while closed, or after a failed reopen */
+  int dirfd;  /* the log's directory, for rename/fsync */
+  char *name; /* live file's name in dirfd */
+  char *path; /* for messages */
   guint64 rotate_bytes;
   guint64 file_bytes;     /* bytes in the live file (flushed) */
   guint64 file_first_seq; /* first seq written to this file by us, 0 = none yet */
@@ -193,8 +193,8 @@ flush_buf (FbLogFile *file)
             g_warning ("access log %s: write failed: %s; retrying, pushers wait meanwhile", file->path,
                        g_strerror (errsv));
           g_clear_error (&file->write_error);
-          g_set_error (&file->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "writing the access log %s: %s",
-                       file->path, g_strerror (errsv));
+          g_set_error (&file->write_error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "writing the access log %s: %s", file->path,
+                       g_strerror (errsv));
           g_string_erase (file->buf, 0, (gssize)done);
           file->file_bytes += done;
           file->total_bytes += done;

@@ -6,7 +6,9 @@
  *  - the JSONL file with rotation (ipc-log-file.c): the durable one, always
  *    there; the budget and write-through are about its bytes;
  *  - the live subscribers (ipc-log-subscribers.c): the remote API's
- *    log/subscribe, called on the loop's thread.
+ *    log/subscribe, called on the loop's thread;
+ *  - the systemd journal (ipc-log-journal.c), when asked for: one entry per
+ *    record over the journal's native protocol.
  * An output never blocks in write() or flush() and never fails the core:
  * what it can't pass on yet it keeps (within its own bound) or counts.
  * Only the file's flush result matters to the core (back-pressure, retry);
@@ -89,5 +91,41 @@ void fb_log_subscribers_deliver (FbLogSubscribers *subs);
 /* Any other thread, no lock of the core held: wait while the lines for
  * the loop are past their bound (back-pressure, as the core's queue). */
 void fb_log_subscribers_wait_room (FbLogSubscribers *subs);
+
+/* --- the systemd journal (ipc-log-journal.c) ------------------------------- */
+
+#define FB_LOG_JOURNAL_SOCKET "/run/systemd/journal/socket"
+/* What waits for a journal that takes data slower than the log writes it;
+ * past either bound a record is counted, not sent. */
+#define FB_LOG_JOURNAL_MAX_ENTRIES 4096
+#define FB_LOG_JOURNAL_MAX_BYTES (8 * 1024 * 1024)
+
+typedef struct FbLogJournal FbLogJournal;
+/* SOCKET_PATH: the journal's native socket.  Never fails: a journal that is
+ * absent is said once, on standard error, and its records counted. */
+FbLogJournal *fb_log_journal_new (const char *socket_path, GMainContext *context);
+FbLogOutput *fb_log_journal_output (FbLogJournal *journal);
+/* Send what waits (for at most a moment when the journal takes nothing),
+ * then the records the journal did not get, and in *RET_WHY (may be NULL)
+ * why, for people. */
+guint64 fb_log_journal_finish (FbLogJournal *journal, char **ret_why);
+
+/* The native protocol (systemd's "Native Journal Protocol"): one datagram
+ * per entry, a field per line, NAME=VALUE\n; a value that holds a newline
+ * (or a NUL) is NAME\n, its length as a little-endian 64-bit number, the
+ * bytes, \n.  NAME: A-Z, 0-9 and _, not first a digit or _, at most 64.
+ * FALSE (nothing appended) for a name the journal would refuse. */
+gboolean fb_journal_append_field (GString *out, const char *name, const char *value, gsize len);
+/* The entry for one record (the JSON object the core wrote): MESSAGE (the
+ * record for people, every string escaped), PRIORITY, SYSLOG_IDENTIFIER
+ * "fusebox", and every member as FUSEBOX_<NAME> (a nested object's as
+ * FUSEBOX_<NAME>_<MEMBER>), strings with their exact value, numbers as
+ * written, null left out.  FALSE for a line that is not one JSON object. */
+gboolean fb_journal_entry_from_record (GString *out, const char *line, gsize len);
+/* Send one entry on FD (a socket connected to the journal) without
+ * waiting: a datagram, or when it is too large for one (EMSGSIZE) a sealed
+ * memfd passed with SCM_RIGHTS.  0 or -errno (-EAGAIN: the journal's queue
+ * is full). */
+int fb_journal_send (int fd, const char *data, gsize len);
 
 G_END_DECLS

@@ -51,7 +51,7 @@ typedef struct
 struct FbLogSubscribers
 {
   FbLogOutput output;
-  GSource *source; /* wakes the loop to deliver */
+  GSource *source;     /* wakes the loop to deliver */
   gboolean delivering; /* loop thread only: a callback that pushes does not deliver again */
 
   GMutex lock;

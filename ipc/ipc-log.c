@@ -6,7 +6,8 @@
  * longer writes (both below).  The core stamps each record (seq, ts, run)
  * and hands it, in seq order, to the outputs (ipc-log-output.h): the JSONL
  * file with rotation (ipc-log-file.c), the live subscribers
- * (ipc-log-subscribers.c).  The file is the durable one: the budget,
+ * (ipc-log-subscribers.c) and, when asked for, the systemd journal
+ * (ipc-log-journal.c).  The file is the durable one: the budget,
  * back-pressure and write-through are about it, it is flushed first, and no
  * other output can hold it back.  How:
  *  - A pusher (a FUSE worker, any thread) formats its event into a JSON body
@@ -77,6 +78,9 @@
  *    {"notice": "log-share-full", "session", "process", "max_size",
  *    "records_not_written", "why"} for a share that was reached.  The
  *    log's own budget still applies to every record.
+ *  - The journal gets every record the file gets, and when it missed some
+ *    (absent, refusing, too slow) close writes {"notice":
+ *    "journal-incomplete", "records_not_sent", "why"}.
  *
  * Locks: writer_lock (seq, the outputs' write and flush, folds, the budget)
  * is taken before queue_lock (the ring); pushers take only queue_lock,
@@ -182,7 +186,8 @@ struct FbAccessLog
   GString *line;   /* the record being stamped */
   FbLogFile *file; /* outputs: the file (always, first) */
   FbLogSubscribers *subscribers;
-  GPtrArray *outputs; /* FbLogOutput*, owned: the file, the subscribers */
+  FbLogJournal *journal; /* or NULL */
+  GPtrArray *outputs;    /* FbLogOutput*, owned: the file, the subscribers, the journal */
 
   gboolean is_open;       /* FALSE after close */
   gboolean write_through; /* set once at creation */
@@ -523,8 +528,8 @@ fold_key (const FbAccessEvent *e)
     return NULL;
   k = g_string_sized_new (128);
   g_string_append_printf (k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid, (unsigned)e->uid,
-                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "",
-                          fb_op_to_string (e->op), e->access != NULL ? e->access : "", (int)e->decision, e->err);
+                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "", fb_op_to_string (e->op),
+                          e->access != NULL ? e->access : "", (int)e->decision, e->err);
   if (e->rule != NULL)
     g_string_append_printf (k, "%d\x1f%d\x1f%s", (int)e->rule->kind, e->rule->index,
                             e->rule->origin != NULL ? e->rule->origin : "");
@@ -779,6 +784,11 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   g_ptr_array_add (log->outputs, fb_log_file_output (log->file));
   log->subscribers = fb_log_subscribers_new (log->context);
   g_ptr_array_add (log->outputs, fb_log_subscribers_output (log->subscribers));
+  if (options->journal)
+    {
+      log->journal = fb_log_journal_new (options->journal_socket, log->context);
+      g_ptr_array_add (log->outputs, fb_log_journal_output (log->journal));
+    }
   log->is_open = TRUE;
 
   log->source = g_source_new (&writer_source_funcs, sizeof (WriterSource));
@@ -828,6 +838,25 @@ fb_access_log_drain (FbAccessLog *log, GError **error)
   return ok;
 }
 
+/* The notice that the journal missed records, if it did.  writer_lock. */
+static void
+write_journal_notice (FbAccessLog *log)
+{
+  g_autofree char *why = NULL;
+  guint64 not_sent = fb_log_journal_finish (log->journal, &why);
+  GString *notice;
+
+  if (not_sent == 0)
+    return;
+  notice = g_string_new ("\"notice\":\"journal-incomplete\",\"records_not_sent\":");
+  fb_json_append_int (notice, (gint64)not_sent);
+  g_string_append_c (notice, ',');
+  fb_json_append_string_member (notice, "why", why != NULL ? why : "the journal refused them");
+  g_string_append_c (notice, '}');
+  write_record (log, g_get_real_time (), notice->str);
+  g_string_free (notice, TRUE);
+}
+
 gboolean
 fb_access_log_close (FbAccessLog *log, GError **error)
 {
@@ -868,6 +897,13 @@ fb_access_log_close (FbAccessLog *log, GError **error)
           g_string_append (notice, ",\"why\":\"the access log reached its budget (max_size); the run was stopped\"}");
           write_record (log, g_get_real_time (), notice->str);
           g_string_free (notice, TRUE);
+        }
+      if (log->journal != NULL)
+        {
+          /* what waits for the journal goes now (bounded), after the file
+           * has every record */
+          ok = flush_outputs (log);
+          write_journal_notice (log);
         }
       ok = flush_outputs (log);
     }

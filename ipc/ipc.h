@@ -55,6 +55,12 @@ typedef struct
   guint64 max_bytes;
   FbAccessLogFullFunc on_full;
   gpointer on_full_data;
+  /* Every record also to the systemd journal, as an entry with FUSEBOX_*
+   * fields (ipc/ipc-log-journal.c), over the native protocol at
+   * journal_socket (NULL: /run/systemd/journal/socket).  A journal that is
+   * absent or refuses is said once and counted; the file never waits. */
+  gboolean journal;
+  const char *journal_socket;
 } FbAccessLogOptions;
 
 /* Defaults for every command that writes a log (run, mount, serve), when
