@@ -416,4 +416,17 @@ void fb_rpc_process_free (FbRpcProcess *process);
 /* A connection is gone: cancel its long polls. */
 void fb_rpc_process_cancel_deferred (FbRpcConn *conn);
 
+/* --- the `sandbox` parameter (ipc-rpc-codex.c) --------------------------------- */
+
+/* Codex's FileSystemSandboxContext (the exec-server's "sandbox" parameter)
+ * translated into a policy object in our format, ready for
+ * fb_policy_load_json().  Errors (FB_POLICY_ERROR) name the JSON path of the
+ * offending field. */
+JsonNode *fb_rpc_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error);
+/* The members of a context the translation ignores (a newer client's, such
+ * as Codex 0.171's policyContext), NULL-terminated, or NULL when there are
+ * none.  Members inside `permissions` are never ignored: an unknown one is an
+ * error of fb_rpc_codex_translate. */
+char **fb_rpc_codex_ignored_members (JsonNode *sandbox_context);
+
 G_END_DECLS

@@ -1,7 +1,7 @@
 /* fusebox — a remote call's `sandbox`: from the parameter to a view.
  *
  * Every fs/... call and every process/start may carry a `sandbox`: Codex's
- * FileSystemSandboxContext (translated by fb_policy_codex_translate), or
+ * FileSystemSandboxContext (translated by fb_rpc_codex_translate), or
  * {"fuseboxPolicy": {...}} with a policy in our own format.  Either way the
  * result is applied with fb_policy_narrow() on top of the server's policy,
  * so a call can only narrow what the server allows, never widen it or remap
@@ -240,8 +240,8 @@ fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError 
   policy_json = json_object_get_member (json_node_get_object (sandbox), "fuseboxPolicy");
   if (policy_json == NULL)
     {
-      g_auto (GStrv) ignored = fb_policy_codex_ignored_members (sandbox);
-      translated = fb_policy_codex_translate (sandbox, &server->vars.vars, &gerr);
+      g_auto (GStrv) ignored = fb_rpc_codex_ignored_members (sandbox);
+      translated = fb_rpc_codex_translate (sandbox, &server->vars.vars, &gerr);
       if (translated == NULL)
         {
           fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: sandbox: %s", gerr->message);

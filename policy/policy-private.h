@@ -24,7 +24,6 @@ G_BEGIN_DECLS
  * fusebox-policy(5)). */
 #define FB_POLICY_MAX_SIZE (8 * 1024 * 1024) /* bytes of policy text */
 #define FB_POLICY_MAX_JSON_DEPTH 32          /* nesting of arrays and objects */
-#define FB_POLICY_MAX_PATH 4096              /* bytes of an expanded path, glob or source */
 
 /* ---- Name maps: open addressing keyed by (bytes, length) ----------------
  *

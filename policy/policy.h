@@ -35,6 +35,10 @@
 
 G_BEGIN_DECLS
 
+/* The longest expanded path, glob or source a policy may hold, in bytes
+ * (fusebox-policy(5)): longer ones are refused when it is loaded. */
+#define FB_POLICY_MAX_PATH 4096
+
 #define FB_POLICY_ERROR (fb_policy_error_quark ())
 GQuark fb_policy_error_quark (void);
 
@@ -304,16 +308,6 @@ bool fb_policy_subtree_has_rules_folded (const FbPolicy *policy, const FbPolicyD
                                          const char *view_path);
 /* Is NAME protected?  Then *ret_access (may be NULL) is its protected access. */
 bool fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPolicyAccess *ret_access);
-
-/* Codex's FileSystemSandboxContext (the exec-server's "sandbox" parameter)
- * translated into a policy object in our format, ready for
- * fb_policy_load_json().  Errors name the JSON path of the offending field. */
-JsonNode *fb_policy_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error);
-/* The members of a context the translation ignores (a newer client's, such
- * as Codex 0.171's policyContext), NULL-terminated, or NULL when there are
- * none.  Members inside `permissions` are never ignored: an unknown one is an
- * error of fb_policy_codex_translate. */
-char **fb_policy_codex_ignored_members (JsonNode *sandbox_context);
 
 /* A policy whose every decision is the narrower (fb_policy_access_narrow) of
  * BASE's and NARROW's for the same view path: how the remote API applies a

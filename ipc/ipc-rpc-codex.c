@@ -1,11 +1,14 @@
-/* fusebox — Codex's FileSystemSandboxContext translated into our policy format.
+/* fusebox — the remote API's `sandbox` parameter: Codex's
+ * FileSystemSandboxContext translated into our policy format.
  *
  * Codex's exec-server takes a `sandbox` parameter on its fs and process
  * calls: a FileSystemSandboxContext (camelCase) holding a PermissionProfile
  * (snake_case, internally tagged by "type").  This file turns one into a
- * policy object in our format, for fb_policy_load_json().  Being a policy/
- * file it is pure: no file is opened and nothing on the host is looked at;
- * the only ambient input is $TMPDIR for the `tmpdir` special path.
+ * policy object in our format, for fb_policy_load_json(): it reads a wire
+ * format, so it lives with the protocol, and only the policy's public
+ * interface is asked.  It is pure: no file is opened and nothing on the host
+ * is looked at; the only ambient input is $TMPDIR for the `tmpdir` special
+ * path.
  *
  * Threat model: the context comes from a client over the network, so every
  * field is validated and anything unknown inside `permissions` (a key, a tag,
@@ -15,7 +18,7 @@
  * Unknown members of the context itself are the exception: newer clients add
  * some with every release (Codex 0.171 sends `policyContext`, the cwd and
  * roots it already sends at the top), and refusing them would refuse every
- * call of such a client.  Those are ignored (fb_policy_codex_ignored_members
+ * call of such a client.  Those are ignored (fb_rpc_codex_ignored_members
  * names them for the caller's debug log); the known ones keep strict types.
  * In the remote API the result only ever narrows the server's own policy,
  * which bounds what an ignored member could have narrowed further.
@@ -57,7 +60,7 @@
  * releases protected .git and .agents only when present).  Not translated:
  * Codex also protects the directory a ".git" pointer file names (gitdir:);
  * we read no file, so that directory keeps the access its entries give. */
-#include "policy/policy-private.h"
+#include "ipc/ipc-rpc-private.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -1020,7 +1023,7 @@ static const char *const context_keys[] = { "permissions",
                                             NULL };
 
 char **
-fb_policy_codex_ignored_members (JsonNode *sandbox_context)
+fb_rpc_codex_ignored_members (JsonNode *sandbox_context)
 {
   g_autoptr (GPtrArray) names = g_ptr_array_new ();
   JsonObjectIter iter;
@@ -1259,7 +1262,7 @@ translate (Translation *t, JsonNode *sandbox_context, GError **error)
 }
 
 JsonNode *
-fb_policy_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error)
+fb_rpc_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GError **error)
 {
   Translation t = { 0 };
 

@@ -4,7 +4,7 @@
  * it; the translation is loaded with the real, strict loader and judged by
  * the decisions it makes, not by the shape of the JSON.  Malformed contexts
  * must fail with the JSON path of the offending field. */
-#include "policy/policy.h"
+#include "ipc/ipc-rpc-private.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,7 +52,7 @@ static FbPolicy *
 translate_and_load (JsonNode *context, const FbPolicyVars *vars)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (JsonNode) translated = fb_policy_codex_translate (context, vars, &error);
+  g_autoptr (JsonNode) translated = fb_rpc_codex_translate (context, vars, &error);
 
   if (translated == NULL)
     fail_msg ("translation failed: %s", error->message);
@@ -148,7 +148,7 @@ test_agent_context (void **state)
   g_autoptr (JsonNode) with = NULL;
   g_autoptr (JsonNode) without = NULL;
   g_autoptr (FbPolicy) p = NULL;
-  g_auto (GStrv) ignored = fb_policy_codex_ignored_members (context);
+  g_auto (GStrv) ignored = fb_rpc_codex_ignored_members (context);
   g_auto (GStrv) none = NULL;
   g_autofree char *a = NULL;
   g_autofree char *b = NULL;
@@ -157,11 +157,11 @@ test_agent_context (void **state)
   assert_string_equal (ignored[0], "policyContext");
   assert_null (ignored[1]);
   json_object_remove_member (json_node_get_object (bare), "policyContext");
-  none = fb_policy_codex_ignored_members (bare);
+  none = fb_rpc_codex_ignored_members (bare);
   assert_null (none);
-  with = fb_policy_codex_translate (context, &test_vars, &error);
+  with = fb_rpc_codex_translate (context, &test_vars, &error);
   assert_non_null (with);
-  without = fb_policy_codex_translate (bare, &test_vars, &error);
+  without = fb_rpc_codex_translate (bare, &test_vars, &error);
   assert_non_null (without);
   a = json_to_string (with, FALSE);
   b = json_to_string (without, FALSE);
@@ -180,7 +180,7 @@ test_agent_context (void **state)
     g_autoptr (JsonNode) odd = parse_json ("{\"permissions\": {\"type\": \"disabled\"}, \"sandboxPolicy\": 7, "
                                            "\"cwd\": 7}");
     g_autoptr (GError) e = NULL;
-    g_autoptr (JsonNode) out = fb_policy_codex_translate (odd, &test_vars, &e);
+    g_autoptr (JsonNode) out = fb_rpc_codex_translate (odd, &test_vars, &e);
     assert_null (out);
     assert_non_null (strstr (e->message, "sandbox.cwd: expected a string"));
   }
@@ -517,7 +517,7 @@ test_malformed (void **state)
     {
       g_autoptr (JsonNode) ctx = parse_json (bad_cases[i].json);
       g_autoptr (GError) error = NULL;
-      g_autoptr (JsonNode) out = fb_policy_codex_translate (ctx, &test_vars, &error);
+      g_autoptr (JsonNode) out = fb_rpc_codex_translate (ctx, &test_vars, &error);
 
       if (out != NULL)
         fail_msg ("case %u translated although malformed: %s", i, bad_cases[i].json);
@@ -538,7 +538,7 @@ test_missing_cwd (void **state)
     "\"entries\": [{\"path\": {\"type\": \"glob_pattern\", \"pattern\": \"*.key\"}, \"access\": \"deny\"}]}}}");
   const FbPolicyVars no_cwd = { .home = "/home/alice" };
   g_autoptr (GError) error = NULL;
-  g_autoptr (JsonNode) out = fb_policy_codex_translate (ctx, &no_cwd, &error);
+  g_autoptr (JsonNode) out = fb_rpc_codex_translate (ctx, &no_cwd, &error);
 
   assert_null (out);
   assert_true (g_error_matches (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE));
@@ -557,7 +557,7 @@ test_too_long (void **state)
                                            name);
   g_autoptr (JsonNode) ctx = parse_json (json);
   g_autoptr (GError) error = NULL;
-  g_autoptr (JsonNode) out = fb_policy_codex_translate (ctx, &test_vars, &error);
+  g_autoptr (JsonNode) out = fb_rpc_codex_translate (ctx, &test_vars, &error);
 
   assert_null (out);
   assert_true (g_error_matches (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE));
@@ -588,5 +588,5 @@ main (void)
     cmocka_unit_test (test_too_long),
   };
 
-  return cmocka_run_group_tests_name ("policy-codex", tests, NULL, NULL);
+  return cmocka_run_group_tests_name ("ipc-codex", tests, NULL, NULL);
 }
