@@ -479,7 +479,7 @@ fb_journal_entry_from_record (GString *out, const char *line, gsize len)
       append_message (message, w.message);
       if (w.message[M_NOTICE] != NULL)
         priority = "4"; /* LOG_WARNING: the log says it is incomplete */
-      else if (w.message[M_DECISION] != NULL && strcmp (w.message[M_DECISION]->str, "allow") != 0)
+      else if (w.message[M_DECISION] != NULL && fb_decision_name_is_refusal (w.message[M_DECISION]->str))
         priority = "5"; /* LOG_NOTICE: a refusal */
       fb_journal_append_field (out, "MESSAGE", message->str, message->len);
       fb_journal_append_field (out, "PRIORITY", priority, 1);

@@ -524,7 +524,7 @@ fold_key (const FbAccessEvent *e)
   GString *k;
   const char *slash;
 
-  if (e->decision == FB_DECISION_ALLOW)
+  if (!fb_decision_info (e->decision)->refusal)
     return NULL;
   k = g_string_sized_new (128);
   g_string_append_printf (k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid, (unsigned)e->uid,

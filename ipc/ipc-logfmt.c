@@ -283,7 +283,7 @@ fb_log_record_format (JsonObject *o, gboolean color)
     {
       if (strcmp (decision, "readonly") == 0)
         sgr = "\033[33m";
-      else if (strcmp (decision, "allow") != 0)
+      else if (fb_decision_name_is_refusal (decision))
         sgr = "\033[31m";
     }
   if (sgr != NULL)
