@@ -2,6 +2,7 @@
  * decisions, levels), as written in the access log; every per-value fact
  * derives from them. */
 #include "fs/fs-event.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <string.h>
@@ -46,14 +47,6 @@ const FbDecisionInfo fb_decision_table[FB_DECISION_N] = {
   [FB_DECISION_READONLY] = { .name = "readonly", .err = EROFS, .refusal = true, .told = true },
 };
 
-static int
-lookup_name (const char *const *names, guint n, const char *s)
-{
-  for (guint i = 0; s != NULL && i < n; i++)
-    if (strcmp (s, names[i]) == 0)
-      return (int) i;
-  return -1;
-}
 
 const char *
 fb_log_level_to_string (FbLogLevel level)
@@ -64,7 +57,7 @@ fb_log_level_to_string (FbLogLevel level)
 bool
 fb_log_level_from_string (const char *s, FbLogLevel *ret_level)
 {
-  int i = lookup_name (level_names, G_N_ELEMENTS (level_names), s);
+  int i = fb_table_find (level_names, G_N_ELEMENTS (level_names), sizeof level_names[0], 0, s);
 
   if (i < 0)
     return false;
@@ -73,24 +66,7 @@ fb_log_level_from_string (const char *s, FbLogLevel *ret_level)
   return true;
 }
 
-const char *
-fb_decision_to_string (FbDecision d)
-{
-  return (guint)d < FB_DECISION_N ? fb_decision_table[d].name : "invalid";
-}
-
-bool
-fb_decision_from_string (const char *s, FbDecision *ret_decision)
-{
-  for (guint i = 0; s != NULL && i < FB_DECISION_N; i++)
-    if (strcmp (s, fb_decision_table[i].name) == 0)
-      {
-        if (ret_decision != NULL)
-          *ret_decision = (FbDecision)i;
-        return true;
-      }
-  return false;
-}
+FB_DEFINE_STRING_TABLE (fb_decision, FbDecision, fb_decision_table, FB_DECISION_N)
 
 bool
 fb_decision_name_is_refusal (const char *name)
@@ -100,24 +76,7 @@ fb_decision_name_is_refusal (const char *name)
   return !fb_decision_from_string (name, &d) || fb_decision_table[d].refusal;
 }
 
-const char *
-fb_op_to_string (FbOp op)
-{
-  return (guint)op < FB_OP_N ? fb_op_table[op].name : "invalid";
-}
-
-bool
-fb_op_from_string (const char *s, FbOp *ret_op)
-{
-  for (guint i = 0; s != NULL && i < FB_OP_N; i++)
-    if (strcmp (s, fb_op_table[i].name) == 0)
-      {
-        if (ret_op != NULL)
-          *ret_op = (FbOp)i;
-        return true;
-      }
-  return false;
-}
+FB_DEFINE_STRING_TABLE (fb_op, FbOp, fb_op_table, FB_OP_N)
 
 FbLogLevel
 fb_op_level (FbOp op)

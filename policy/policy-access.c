@@ -2,6 +2,7 @@
  * in policies, logs and the protocol, from which every per-value fact
  * derives (policy.h says what each column means). */
 #include "policy/policy.h"
+#include "policy/util.h"
 
 #include <string.h>
 
@@ -51,26 +52,7 @@ const FbPolicyRuleKindInfo fb_policy_rule_kind_table[FB_POLICY_RULE_KIND_N] = {
   [FB_POLICY_RULE_FUSEBOX] = { .name = "fusebox" },
 };
 
-const char *
-fb_policy_access_to_string (FbPolicyAccess access)
-{
-  if ((guint)access >= FB_POLICY_ACCESS_N)
-    return "invalid";
-  return fb_policy_access_table[access].name;
-}
-
-bool
-fb_policy_access_from_string (const char *s, FbPolicyAccess *ret_access)
-{
-  for (guint i = 0; s != NULL && i < FB_POLICY_ACCESS_N; i++)
-    if (strcmp (s, fb_policy_access_table[i].name) == 0)
-      {
-        if (ret_access != NULL)
-          *ret_access = (FbPolicyAccess)i;
-        return true;
-      }
-  return false;
-}
+FB_DEFINE_STRING_TABLE (fb_policy_access, FbPolicyAccess, fb_policy_access_table, FB_POLICY_ACCESS_N)
 
 const char *
 fb_policy_rule_name (const FbPolicyRule *rule, char buf[16])
