@@ -3,7 +3,9 @@
  * section, else the command's default (ipc/ipc.h, documented in
  * fusebox(1)).  The log rotates past the file size and, when all of its
  * files reach the max size, the command stops what writes it with
- * fb_cmd_log_full_message(); ipc/ipc-log.c enforces it. */
+ * fb_cmd_log_full_message(); ipc/ipc-log.c enforces it.  And whether the
+ * systemd journal gets the records too (--log-journal, or the policy's
+ * "log": {"journal": true}; ipc/ipc-log-journal.c). */
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
@@ -62,6 +64,18 @@ fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_ar
   *ret_file_size = file;
   *ret_max_size = max;
   return true;
+}
+
+gboolean
+fb_cmd_log_journal (gboolean asked, const FbPolicy *policy, const char **ret_socket)
+{
+  FbPolicyLogLimits limits = { 0 };
+  const char *socket = g_getenv ("FUSEBOX_JOURNAL_SOCKET");
+
+  if (policy != NULL)
+    fb_policy_get_log_limits (policy, &limits);
+  *ret_socket = socket != NULL && socket[0] != '\0' ? socket : NULL;
+  return asked || limits.journal;
 }
 
 /* "256 MiB", or bytes when not a whole number of KiB (not g_format_size:

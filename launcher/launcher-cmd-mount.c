@@ -345,8 +345,9 @@ typedef struct
   double cache_timeout;
   bool foreground;
   int watch_fd; /* the unmount watcher's pipe (-1: none) */
-  /* the access log's budget */
+  /* the access log's budget, and the journal */
   guint64 log_file_size, log_max_size;
+  gboolean log_journal;
 } MountArgs;
 
 typedef struct
@@ -457,6 +458,7 @@ start_daemon (const MountArgs *a, Daemon *d)
   lo.max_bytes = a->log_max_size;
   lo.on_full = on_log_full;
   lo.on_full_data = d;
+  lo.journal = fb_cmd_log_journal (a->log_journal, fb_run_get_policy (a->run), &lo.journal_socket);
   if (fb_run_open_log (a->run, &lo, &error) == NULL)
     return g_strdup_printf ("can't open the access log %s: %s; give a writable --log FILE", a->log_path,
                             error->message);
@@ -667,6 +669,8 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
       "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE" },
     { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->log_max_size,
       "The budget of all the log's files (default 256M, or the policy's log.max_size): past it, unmount", "SIZE" },
+    { "log-journal", 0, 0, G_OPTION_ARG_NONE, &a->log_journal,
+      "Every record to the systemd journal too (or the policy's log.journal)", NULL },
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = NULL;

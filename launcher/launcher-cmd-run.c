@@ -68,6 +68,7 @@ typedef struct
   bool keep_run;
   /* --log-file-size, --log-max-size (borrowed from argv) */
   const char *log_file_size, *log_max_size;
+  bool log_journal;
   char **command; /* borrowed from argv */
 } RunOptions;
 
@@ -112,6 +113,7 @@ run_usage (FILE *out)
                 "  --log-file-size SIZE        rotate the access log past SIZE (default 16M)\n"
                 "  --log-max-size SIZE         the budget of all its files (default 256M): past\n"
                 "                              it the sandbox is stopped (125)\n"
+                "  --log-journal               every record to the systemd journal too\n"
                 "\n"
                 "Exit status: the command's, 128+N for signal N, 126 the command is not\n"
                 "executable, 127 it was not found, 125 every failure of fusebox's own (a usage\n"
@@ -276,6 +278,8 @@ parse_run_args (int argc, char **argv, RunOptions *o)
         }
       else if (strcmp (a, "--keep-run") == 0)
         o->keep_run = true;
+      else if (strcmp (a, "--log-journal") == 0)
+        o->log_journal = true;
       else if (a[0] == '-')
         return usage_error ("unknown option '%s'", a);
       else
@@ -880,6 +884,7 @@ start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
   lo.max_bytes = run->log_max_size;
   lo.on_full = on_log_full;
   lo.on_full_data = sv;
+  lo.journal = fb_cmd_log_journal (o->log_journal, policy, &lo.journal_socket);
   if (!fb_run_open_log (run->run, &lo, &error))
     return fail (run, "the access log could not be opened",
                  "can't open the access log %s: %s; the run directory %s must be writable",

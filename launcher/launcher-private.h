@@ -67,6 +67,11 @@ typedef struct FbPolicy FbPolicy;
 bool fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_arg, const FbPolicy *policy,
                         guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written);
+/* The journal output of run, mount and serve (launcher-cmd-logbudget.c):
+ * --log-journal (ASKED) or the policy's "log": {"journal": true}; the
+ * socket in *RET_SOCKET: $FUSEBOX_JOURNAL_SOCKET (tests), or NULL for the
+ * system's journal. */
+gboolean fb_cmd_log_journal (gboolean asked, const FbPolicy *policy, const char **ret_socket);
 /* Close RUN's access log; say so when it could not be completed, or
  * reached its budget (WHAT was stopped), which run.json then has as its
  * "error".  False after either. */

@@ -205,7 +205,7 @@ fb_policy_to_json (const FbPolicy *policy)
       json_builder_add_string_value (b, fb_policy_access_to_string (policy->protected_rules[i].access));
     }
   json_builder_end_object (b);
-  if (policy->log.file_size != 0 || policy->log.max_size != 0)
+  if (policy->log.file_size != 0 || policy->log.max_size != 0 || policy->log.journal)
     {
       json_builder_set_member_name (b, "log");
       json_builder_begin_object (b);
@@ -218,6 +218,11 @@ fb_policy_to_json (const FbPolicy *policy)
         {
           json_builder_set_member_name (b, "max_size");
           json_builder_add_int_value (b, (gint64)policy->log.max_size);
+        }
+      if (policy->log.journal)
+        {
+          json_builder_set_member_name (b, "journal");
+          json_builder_add_boolean_value (b, TRUE);
         }
       json_builder_end_object (b);
     }

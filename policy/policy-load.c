@@ -669,7 +669,7 @@ check_duplicates (const Ctx *ctx, const FbPolicy *policy)
   return ok;
 }
 
-static const char *const log_keys[] = { "file_size", "max_size", NULL };
+static const char *const log_keys[] = { "file_size", "max_size", "journal", NULL };
 
 /* One size of the "log" section: an integer (bytes) or a string ("256M"). */
 static bool
@@ -706,7 +706,8 @@ load_log_size (const Ctx *ctx, JsonObject *log, const char *key, guint64 min, gu
   return true;
 }
 
-/* "log": {"file_size": ..., "max_size": ...}: the access log's budget. */
+/* "log": {"file_size": ..., "max_size": ..., "journal": ...}: the access
+ * log's budget, and whether the systemd journal gets its records too. */
 static bool
 load_log (const Ctx *ctx, FbPolicy *policy, JsonObject *root)
 {
@@ -723,6 +724,14 @@ load_log (const Ctx *ctx, FbPolicy *policy, JsonObject *root)
       !load_log_size (ctx, log, "file_size", FB_POLICY_LOG_MIN_FILE_SIZE, &policy->log.file_size) ||
       !load_log_size (ctx, log, "max_size", FB_POLICY_LOG_MIN_MAX_SIZE, &policy->log.max_size))
     return false;
+  node = json_object_get_member (log, "journal");
+  if (node != NULL)
+    {
+      if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_BOOLEAN)
+        return fail (ctx, FB_POLICY_ERROR_SCHEMA, "log.journal", "log.journal", AT_VALUE,
+                     "expected true or false, got %s", node_type_name (node));
+      policy->log.journal = json_node_get_boolean (node);
+    }
   if (policy->log.file_size != 0 && policy->log.max_size != 0 && policy->log.file_size > policy->log.max_size)
     return fail (ctx, FB_POLICY_ERROR_VALUE, "log.file_size", "log.file_size", AT_VALUE,
                  "larger than log.max_size: one file would pass the whole budget; make it at most %" G_GUINT64_FORMAT,

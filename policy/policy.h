@@ -246,13 +246,14 @@ char *fb_policy_builtin_json (const char *name, const FbPolicyVars *vars, GError
 
 FbPolicyNetwork fb_policy_get_network (const FbPolicy *policy);
 
-/* The policy's "log" section: the access log's budget.  0 = not set (the
- * command's default applies; fusebox(1) lists them).  A narrowed policy
- * has its base's. */
+/* The policy's "log" section: the access log's budget, and its outputs.
+ * 0 = not set (the command's default applies; fusebox(1) lists them).  A
+ * narrowed policy has its base's. */
 typedef struct
 {
   guint64 file_size; /* rotate the live file past this many bytes */
   guint64 max_size;  /* all of the log's files together: past it the run is stopped */
+  bool journal;      /* every record to the systemd journal too */
 } FbPolicyLogLimits;
 void fb_policy_get_log_limits (const FbPolicy *policy, FbPolicyLogLimits *ret_limits);
 /* A size as policies and command lines write it: a number of bytes, or a

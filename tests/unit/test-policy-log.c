@@ -1,7 +1,7 @@
-/* fusebox — the policy's "log" section (the access log's budget): sizes as
- * bytes or with K/M/G, every mistake reported at its FILE:LINE:COL, the
- * values kept through fb_policy_to_json (a run re-loads its policy from
- * it) and a narrowed policy's budget its base's. */
+/* fusebox — the policy's "log" section (the access log's budget, and the
+ * journal): sizes as bytes or with K/M/G, every mistake reported at its
+ * FILE:LINE:COL, the values kept through fb_policy_to_json (a run re-loads
+ * its policy from it) and a narrowed policy's budget its base's. */
 #include "tests/unit/test-policy-util.h"
 
 #define WITH_LOG(x) "{ \"version\": 1,\n  \"log\": " x ",\n  \"rules\": [] }"
@@ -38,16 +38,19 @@ test_sizes (void **state)
 static void
 test_section (void **state)
 {
-  g_autoptr (FbPolicy) p = load_ok (WITH_LOG ("{ \"file_size\": \"32K\", \"max_size\": 1048576 }"), &test_vars);
+  g_autoptr (FbPolicy) p =
+    load_ok (WITH_LOG ("{ \"file_size\": \"32K\", \"max_size\": 1048576, \"journal\": true }"), &test_vars);
   g_autoptr (FbPolicy) none = load_ok ("{ \"version\": 1, \"rules\": [] }", &test_vars);
   FbPolicyLogLimits l;
 
   fb_policy_get_log_limits (p, &l);
   assert_int_equal (l.file_size, 32 * 1024);
   assert_int_equal (l.max_size, 1024 * 1024);
+  assert_true (l.journal);
   fb_policy_get_log_limits (none, &l);
   assert_int_equal (l.file_size, 0);
   assert_int_equal (l.max_size, 0);
+  assert_false (l.journal);
 
   /* through the effective policy's JSON, as `fusebox run` re-loads it */
   {
@@ -57,6 +60,7 @@ test_section (void **state)
     fb_policy_get_log_limits (again, &l);
     assert_int_equal (l.file_size, 32 * 1024);
     assert_int_equal (l.max_size, 1024 * 1024);
+    assert_true (l.journal);
   }
   /* a call's sandbox narrows access, never the server's log */
   {
@@ -91,6 +95,9 @@ test_errors (void **state)
       "test.json:2:25: log.file_size: 1024 bytes is below the least" },
     { "{ \"file_size\": \"2M\", \"max_size\": \"1M\" }", FB_POLICY_ERROR_VALUE,
       "test.json:2:25: log.file_size: larger than log.max_size" },
+    { "{ \"journal\": \"yes\" }", FB_POLICY_ERROR_SCHEMA, "test.json:2:23: log.journal: expected true or false" },
+    { "{ \"jornal\": true }", FB_POLICY_ERROR_SCHEMA,
+      "test.json:2:12: log.jornal: unknown key; did you mean \"journal\"?" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)

@@ -1,0 +1,381 @@
+/* fusebox — the access log's journal output under the real `fusebox run`,
+ * against the journal's native protocol: the test binds a SOCK_DGRAM
+ * socket and tells the run it is the journal (FUSEBOX_JOURNAL_SOCKET, for
+ * tests), then parses what arrives as journald would.
+ *
+ *  - With --log-journal, or the policy's "log": {"journal": true}, every
+ *    record of the file arrives as one entry, in seq order, with every
+ *    member as a FUSEBOX_ field, MESSAGE, PRIORITY and SYSLOG_IDENTIFIER;
+ *    without either, nothing arrives.
+ *  - No journal at the socket: the run works, says so once, and the file
+ *    has every record, the last one counting what the journal missed.
+ *  - A journal that takes nothing (a socket no one reads, its queue full):
+ *    the same, and what did reach the socket is whole and in order.
+ *
+ * The probe is this program inside the sandbox (`--probe MODE ...`). */
+#include "test-run-util.h"
+
+#include "tests/lib/test-journal.h"
+
+/* ---- inside the sandbox ---- */
+
+static int
+probe_main (int argc, char **argv)
+{
+  const char *mode = argv[0];
+
+  if (strcmp (mode, "read") == 0)
+    {
+      /* each path: its errno's name, or OK */
+      for (int i = 1; i < argc; i++)
+        {
+          int fd = open (argv[i], O_RDONLY | O_CLOEXEC);
+          printf ("%s\n", fd >= 0 ? "OK" : rfx_errname (errno));
+          if (fd >= 0)
+            close (fd);
+        }
+      return 0;
+    }
+  if (strcmp (mode, "many") == 0)
+    {
+      /* N files made and opened again: two records each, at least */
+      int n = atoi (argv[2]);
+
+      for (int i = 0; i < n; i++)
+        {
+          g_autofree char *path = g_strdup_printf ("%s/f%05d", argv[1], i);
+          int fd = open (path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+
+          if (fd < 0)
+            return 1;
+          close (fd);
+        }
+      printf ("made %d\n", n);
+      return 0;
+    }
+  return 2;
+}
+
+/* ---- the checks ---- */
+
+typedef struct
+{
+  char *socket; /* T/journal.socket */
+  int fd;       /* bound there, or -1 */
+  char *run_dir;
+} Journal;
+
+static void
+journal_init (RFx *fx, Journal *j, gboolean bind_it)
+{
+  j->socket = g_build_filename (fx->tmp, "journal.socket", NULL);
+  j->run_dir = g_build_filename (fx->runs, "journal-1", NULL);
+  j->fd = -1;
+  if (bind_it)
+    {
+      j->fd = test_journal_bind (j->socket);
+      if (j->fd < 0)
+        fail_msg ("binding %s: %s", j->socket, g_strerror (-j->fd));
+    }
+  g_setenv ("FUSEBOX_JOURNAL_SOCKET", j->socket, TRUE);
+}
+
+static void
+journal_clear (Journal *j)
+{
+  g_unsetenv ("FUSEBOX_JOURNAL_SOCKET");
+  if (j->fd >= 0)
+    close (j->fd);
+  g_free (j->socket);
+  g_free (j->run_dir);
+}
+
+/* The records of the run's log, seq checked gap-free from 1. */
+static GPtrArray *
+read_records (const char *run_dir)
+{
+  g_autofree char *path = g_build_filename (run_dir, "access.jsonl", NULL);
+  g_autofree char *text = rfx_file (path);
+  g_auto (GStrv) lines = NULL;
+  GPtrArray *records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
+
+  if (text == NULL)
+    fail_msg ("%s is missing", path);
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      JsonObject *o;
+
+      if (lines[i][0] == '\0')
+        continue;
+      o = rfx_parse_object (lines[i]);
+      if (json_object_get_int_member (o, "seq") != records->len + 1)
+        fail_msg ("%s: seq %" G_GINT64_FORMAT " where %u was due", path, json_object_get_int_member (o, "seq"),
+                  records->len + 1);
+      g_ptr_array_add (records, o);
+    }
+  return records;
+}
+
+/* `fusebox run ARGS...` in the background, the journal's entries read while
+ * it runs; its exit status. */
+static GPtrArray *
+run_collecting (RFx *fx, Journal *j, int *ret_status, const char *first, ...)
+{
+  va_list ap;
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *why = NULL;
+  GPtrArray *entries;
+  GPid pid;
+
+  va_start (ap, first);
+  g_autoptr (GPtrArray) argv = rfx_argv_va (first, ap);
+  va_end (ap);
+  rfx_set_repro (fx, (char **)argv->pdata);
+  if (!g_spawn_async (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+                      NULL, &pid, &error))
+    fail_msg ("spawn %s: %s", rfx_bin (), error->message);
+  rfx_keep_pid (fx, pid);
+  entries = test_journal_collect (j->fd, pid, ret_status, &why);
+  rfx_forget_pid (fx, pid);
+  if (entries == NULL)
+    fail_msg ("the journal socket got a malformed entry: %s", why);
+  return entries;
+}
+
+/* Every record arrived, one entry each, in order, whole. */
+static void
+check_all_arrived (GPtrArray *entries, GPtrArray *records)
+{
+  if (entries->len != records->len)
+    fail_msg ("%u journal entries for %u records", entries->len, records->len);
+  for (guint i = 0; i < records->len; i++)
+    {
+      g_autofree char *why = test_journal_check_record (entries->pdata[i], records->pdata[i]);
+      if (why != NULL)
+        fail_msg ("record %u: %s", i + 1, why);
+    }
+}
+
+/* A policy: the host readable, the workspace writable, SECRET denied; and
+ * with JOURNAL, "log": {"journal": true}. */
+static char *
+write_policy (RFx *fx, const char *secret, gboolean journal)
+{
+  g_autofree char *path = g_build_filename (fx->tmp, journal ? "journal-policy.json" : "policy.json", NULL);
+  g_autofree char *text =
+    g_strdup_printf ("{ \"version\": 1,%s \"rules\": [\n"
+                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
+                     journal ? " \"log\": {\"journal\": true}," : "", fx->ws, secret);
+
+  rfx_write (path, text, 0644);
+  return g_steal_pointer (&path);
+}
+
+static void
+test_every_record_an_entry (void **state)
+{
+  RFX_BEGIN (state);
+  Journal j;
+  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+  g_autofree char *self = rfx_self ();
+  g_autofree char *policy = NULL;
+  g_autoptr (GPtrArray) entries = NULL;
+  g_autoptr (GPtrArray) records = NULL;
+  guint denials = 0;
+  int status = -1;
+
+  rfx_write (secret, "stand-in credentials\n", 0644);
+  rfx_assert_host_readable (secret);
+  policy = write_policy (fx, secret, FALSE);
+  journal_init (fx, &j, TRUE);
+  entries = run_collecting (fx, &j, &status, "--log-journal", "--policy", policy, "--run-dir", j.run_dir, "--", self,
+                            "--probe", "read", secret, NULL);
+  assert_int_equal (status, 0);
+  records = read_records (j.run_dir);
+  assert_true (records->len > 1);
+  check_all_arrived (entries, records);
+  for (guint i = 0; i < entries->len; i++)
+    {
+      g_autofree char *path = test_journal_get (entries->pdata[i], "FUSEBOX_PATH");
+      g_autofree char *decision = test_journal_get (entries->pdata[i], "FUSEBOX_DECISION");
+      g_autofree char *why = test_journal_get (entries->pdata[i], "FUSEBOX_WHY");
+
+      if (g_strcmp0 (path, secret) != 0)
+        continue;
+      assert_string_equal (decision, "deny");
+      assert_string_equal (why, "credentials stay on the host");
+      denials++;
+    }
+  assert_int_equal (denials, 1);
+  journal_clear (&j);
+  RFX_PASS ();
+}
+
+/* The policy asks for the journal: the same entries.  Neither the policy
+ * nor the command line: none. */
+static void
+test_policy_asks (void **state)
+{
+  RFX_BEGIN (state);
+  Journal j;
+  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+  g_autofree char *self = rfx_self ();
+  g_autofree char *with = NULL;
+  g_autofree char *without = NULL;
+  g_autofree char *run2 = g_build_filename (fx->runs, "journal-2", NULL);
+  g_autoptr (GPtrArray) entries = NULL;
+  g_autoptr (GPtrArray) records = NULL;
+  int status = -1;
+
+  rfx_write (secret, "stand-in credentials\n", 0644);
+  with = write_policy (fx, secret, TRUE);
+  without = write_policy (fx, secret, FALSE);
+  journal_init (fx, &j, TRUE);
+  entries = run_collecting (fx, &j, &status, "--policy", with, "--run-dir", j.run_dir, "--", self, "--probe", "read",
+                            secret, NULL);
+  assert_int_equal (status, 0);
+  records = read_records (j.run_dir);
+  check_all_arrived (entries, records);
+  g_ptr_array_unref (entries);
+  g_ptr_array_unref (records);
+
+  entries = run_collecting (fx, &j, &status, "--policy", without, "--run-dir", run2, "--", self, "--probe", "read",
+                            secret, NULL);
+  assert_int_equal (status, 0);
+  records = read_records (run2);
+  assert_true (records->len > 1);
+  assert_int_equal (entries->len, 0);
+  journal_clear (&j);
+  RFX_PASS ();
+}
+
+/* How often TEXT holds NEEDLE. */
+static guint
+count_in (const char *text, const char *needle)
+{
+  guint n = 0;
+
+  for (const char *p = text; p != NULL && (p = strstr (p, needle)) != NULL; p += strlen (needle))
+    n++;
+  return n;
+}
+
+/* The last record counts what the journal missed, and stderr said why once
+ * (and the count at the end). */
+static void
+check_incomplete (GPtrArray *records, const char *err, const char *why_part, guint64 *ret_not_sent)
+{
+  JsonObject *last = records->pdata[records->len - 1];
+
+  assert_string_equal (rfx_str (last, "notice"), "journal-incomplete");
+  *ret_not_sent = (guint64)json_object_get_int_member (last, "records_not_sent");
+  assert_true (*ret_not_sent > 0 && *ret_not_sent <= records->len - 1);
+  assert_non_null (strstr (rfx_str (last, "why"), why_part));
+  if (count_in (err, why_part) != 2) /* the first refusal, and the count at the end */
+    fail_msg ("expected \"%s\" said once when it happened and once in the count, stderr:\n%s", why_part, err);
+}
+
+static void
+test_journal_absent (void **state)
+{
+  RFX_BEGIN (state);
+  Journal j;
+  g_autofree char *self = rfx_self ();
+  g_autofree char *dir = g_build_filename (fx->ws, "made", NULL);
+  g_autofree char *why_part = NULL;
+  g_autoptr (GPtrArray) records = NULL;
+  guint64 not_sent = 0;
+  RfxResult r;
+
+  g_mkdir (dir, 0755);
+  journal_init (fx, &j, FALSE);
+  why_part = g_strdup_printf ("no journal listens at %s", j.socket);
+  rfx_run (fx, &r, "--log-journal", "--run-dir", j.run_dir, "--", self, "--probe", "many", dir, "50", NULL);
+  assert_int_equal (r.status, 0);
+  assert_string_equal (r.out, "made 50\n");
+  records = read_records (j.run_dir);
+  check_incomplete (records, r.err, why_part, &not_sent);
+  /* nothing reached a journal: every record before the notice is counted */
+  assert_int_equal (not_sent, records->len - 1);
+  rfx_result_clear (&r);
+  journal_clear (&j);
+  RFX_PASS ();
+}
+
+/* A socket that no one reads: its queue fills at once. */
+static void
+test_journal_full (void **state)
+{
+  RFX_BEGIN (state);
+  Journal j;
+  g_autofree char *self = rfx_self ();
+  g_autofree char *dir = g_build_filename (fx->ws, "made", NULL);
+  g_autofree char *why_part = NULL;
+  g_autoptr (GPtrArray) records = NULL;
+  guint64 not_sent = 0;
+  guint arrived = 0;
+  guint made = 0;
+  RfxResult r;
+
+  g_mkdir (dir, 0755);
+  journal_init (fx, &j, TRUE);
+  why_part = g_strdup_printf ("the journal at %s took records slower than they came", j.socket);
+  rfx_run (fx, &r, "--log-journal", "--run-dir", j.run_dir, "--", self, "--probe", "many", dir, "3000", NULL);
+  assert_int_equal (r.status, 0);
+  assert_string_equal (r.out, "made 3000\n");
+  records = read_records (j.run_dir);
+  /* every file the sandbox made is in the file */
+  for (guint i = 0; i < records->len; i++)
+    if (g_strcmp0 (rfx_str (records->pdata[i], "op"), "create") == 0 &&
+        g_str_has_prefix (rfx_str (records->pdata[i], "path"), dir))
+      made++;
+  assert_int_equal (made, 3000);
+  check_incomplete (records, r.err, why_part, &not_sent);
+  /* what reached the socket: whole, in order, from the first */
+  for (;;)
+    {
+      g_autofree char *why = NULL;
+      g_autoptr (GBytes) data = test_journal_recv (j.fd, 0, &why);
+      g_autoptr (GPtrArray) entry = NULL;
+      g_autofree char *check = NULL;
+
+      if (data == NULL)
+        {
+          assert_null (why);
+          break;
+        }
+      entry = test_journal_parse (g_bytes_get_data (data, NULL), g_bytes_get_size (data), &why);
+      if (entry == NULL)
+        fail_msg ("a malformed entry: %s", why);
+      check = test_journal_check_record (entry, records->pdata[arrived]);
+      if (check != NULL)
+        fail_msg ("entry %u: %s", arrived + 1, check);
+      arrived++;
+    }
+  assert_true (arrived > 0);
+  assert_int_equal (arrived + not_sent, records->len - 1);
+  rfx_result_clear (&r);
+  journal_clear (&j);
+  RFX_PASS ();
+}
+
+int
+main (int argc, char **argv)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_every_record_an_entry, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_policy_asks, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_journal_absent, rfx_setup, rfx_teardown),
+    cmocka_unit_test_setup_teardown (test_journal_full, rfx_setup, rfx_teardown),
+  };
+
+  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
+    return probe_main (argc - 2, argv + 2);
+  rfx_require ();
+  rfx_filter_tests (argv[0]);
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
