@@ -283,6 +283,10 @@ int mount_fd_dup (FbView *view, const FbPolicyMount *mount);
 
 int lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
                   FbViewNode **ret_node, struct stat *ret_st);
+/* The same, when a listing said what type NAME has (TYPE_HINT, a d_type:
+ * DT_DIR is opened at once); only a hint, the host's object is checked */
+int lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, unsigned char type_hint,
+                        const ChildInfo *ci, FbViewNode **ret_node, struct stat *ret_st);
 int node_stat (FbView *view, FbViewNode *node, struct stat *ret_st);
 int node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
                        FbViewNode **ret_node, struct stat *ret_st);

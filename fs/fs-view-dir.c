@@ -231,7 +231,7 @@ offer (FbView *view, FbViewNode *dir, NodeState *dst, const char *name, ino_t in
         {
           g_auto (ChildInfo) ci = { 0 };
           if (decide_child_checked (view, dir, dst, name, &ci) < 0 || decision_is_hidden (&ci.decision) ||
-              lookup_child (view, dir, dst, name, &ci, &child, &st) < 0)
+              lookup_child_typed (view, dir, dst, name, type, &ci, &child, &st) < 0)
             {
               *ret_skip = true;
               return true;

@@ -3,6 +3,7 @@
  * Nodes and the node table are fs-view.c's (fs/fs-private.h). */
 #include "fs/fs-private.h"
 
+#include <dirent.h>
 #include <string.h>
 
 /* --- policy checks ----------------------------------------------------------
@@ -191,42 +192,42 @@ mount_is_identity (const FbPolicyMount *m)
   return m != NULL && m->host_path != NULL && strcmp (m->host_path, m->view_path) == 0;
 }
 
-/* A node for a host object just opened (FD, O_PATH) at NAME in PARENT.
- * Takes FD. */
-int
-node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
-                   FbViewNode **ret_node, struct stat *ret_st)
+/* A node for the host object at NAME in PARENT whose attributes are ST:
+ * FD (O_PATH, taken) when it was opened, or -1 for a non-directory only
+ * stat'ed, whose node holds no descriptor anyway. */
+static int
+node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
+                const struct stat *st, FbViewNode **ret_node, struct stat *ret_st)
 {
   _fb_cleanup_fd_ int owned = fd;
-  struct stat st;
   FbViewNode *node;
 
   /* the view's memory budget (fs.h, Bounds): the kernel must forget some
    * names first */
   if (fb_view_count_nodes (view) >= view->node_max)
     return -ENOMEM;
-  if (fstat (owned, &st) < 0)
-    return -errno;
   /* fusebox's own state reached by an alias its directory's check can't
    * know of (a bind mount, a host rename since start): not found */
-  if (view_state_hides (view, &st))
+  if (view_state_hides (view, st))
     return -ENOENT;
-  if (dev_is_blank (view, st.st_dev))
+  if (dev_is_blank (view, st->st_dev))
     node = node_new (view, NODE_BLANK, -1, NULL, node_state_new (ci->path, &ci->decision));
-  else if (!S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))
+  else if (!S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))
     {
       /* A non-directory holds no descriptor (fs.h, Descriptors): it is
        * opened again from its parent when an operation needs it. */
-      node = node_new (view, NODE_HOST, -1, &st, node_state_new (ci->path, &ci->decision));
+      node = node_new (view, NODE_HOST, -1, st, node_state_new (ci->path, &ci->decision));
       node->reopen = true;
     }
+  else if (owned < 0)
+    return -EINVAL; /* a directory is opened first */
   else
     {
-      node = node_new (view, NODE_HOST, fb_steal_fd (&owned), &st, node_state_new (ci->path, &ci->decision));
+      node = node_new (view, NODE_HOST, fb_steal_fd (&owned), st, node_state_new (ci->path, &ci->decision));
       /* A directory's descriptor is an entry of the cache (fs-view-fd.c),
        * found again by name from its parent; a mount's source is not its
        * parent's child on the host, and keeps its own. */
-      node->evictable = S_ISDIR (st.st_mode) && !ci->decision.is_mount_point && parent != NULL &&
+      node->evictable = S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL &&
                         node_is_host_dir (parent);
     }
   node = table_insert (view, parent, name, node);
@@ -235,7 +236,7 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
   if (ret_st != NULL)
     {
       /* the node in the table shows the object just stat'ed (or a blank) */
-      int r = node->kind == NODE_HOST ? (*ret_st = st, 0) : node_stat (view, node, ret_st);
+      int r = node->kind == NODE_HOST ? (*ret_st = *st, 0) : node_stat (view, node, ret_st);
       if (r < 0)
         {
           fb_view_node_unref (node);
@@ -244,6 +245,20 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
     }
   *ret_node = node;
   return 0;
+}
+
+/* A node for a host object just opened (FD, O_PATH) at NAME in PARENT.
+ * Takes FD. */
+int
+node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
+                   FbViewNode **ret_node, struct stat *ret_st)
+{
+  _fb_cleanup_fd_ int owned = fd;
+  struct stat st;
+
+  if (fstat (owned, &st) < 0)
+    return -errno;
+  return node_from_host (view, parent, name, ci, fb_steal_fd (&owned), &st, ret_node, ret_st);
 }
 
 /* The node at (PARENT, NAME) when it still shows the host object there:
@@ -272,11 +287,16 @@ reuse_known_node (FbView *view, FbViewNode *parent, int parent_fd, const char *n
   return NULL;
 }
 
-/* The node for NAME in PARENT whose decision CI was computed already and
- * allows the name to be seen. */
 int
 lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
               FbViewNode **ret_node, struct stat *ret_st)
+{
+  return lookup_child_typed (view, parent, pst, name, DT_UNKNOWN, ci, ret_node, ret_st);
+}
+
+int
+lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, unsigned char type_hint,
+                    const ChildInfo *ci, FbViewNode **ret_node, struct stat *ret_st)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbViewNode *node;
@@ -355,6 +375,23 @@ lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name
         {
           *ret_node = node;
           return 0;
+        }
+      /* A new name: a non-directory is only stat'ed (its node holds no
+       * descriptor), one system call where opening it, stat'ing the
+       * descriptor and closing it took three.  The name was checked
+       * (check_name: one component, not "." or ".."), so fstatat resolves
+       * exactly what openat2 with RESOLVE_BENEATH would, and never follows
+       * it; the object is opened, and checked to be the same one, when an
+       * operation needs it (node_host_fd).  A directory, or any name a
+       * listing says is one, is opened at once: its node keeps the
+       * descriptor. */
+      if (type_hint != DT_DIR)
+        {
+          struct stat st;
+          if (fstatat (pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return -errno;
+          if (!S_ISDIR (st.st_mode))
+            return node_from_host (view, parent, name, ci, -1, &st, ret_node, ret_st);
         }
       fd = host_open_child (pfd, name);
       if (fd < 0)
