@@ -30,10 +30,13 @@
  * session's client's share and the server's budget of running processes
  * until it is finished; its retained output (chunks and their bookkeeping)
  * against the client's share and the server's budget of retained output
- * until it is forgotten.  Past either retained budget, finished processes
- * are forgotten, oldest first, the over-share client's first
- * (enforce_retained, from the loop), so running ones never lose more than
- * FB_RPC_PROCESS_RETAIN allows them to keep.
+ * until it is forgotten.  Past the server's budget or a client's share,
+ * finished processes are forgotten, the oldest of the session that holds
+ * the most in the client that holds the most first (retained_victim, from
+ * the loop), so running ones never lose more than FB_RPC_PROCESS_RETAIN
+ * allows them to keep, and one session's flood costs its neighbours
+ * nothing while it holds more than they do.  process/read of a forgotten
+ * one says so (the session remembers the last FB_RPC_FORGOTTEN_MAX ids).
  *
  * process/write is idempotent per writeId (the last FB_WRITE_IDS_MAX ids are
  * remembered) and buffers at most FB_STDIN_PENDING_MAX bytes the process has
@@ -255,44 +258,81 @@ emit (FbRpcProcess *p, const char *method, JsonObject *params)
 
 /* --- retained output's budgets ------------------------------------------------- */
 
-/* Count DELTA bytes of P's retained output with its client and server. */
+/* Count DELTA bytes of P's retained output with its session (until it
+ * goes: fb_rpc_process_free), its client and the server. */
 static void
 retained_add (FbRpcProcess *p, gssize delta)
 {
   FbRpcServer *server = p->client->server;
 
   p->retained += delta;
+  if (p->session != NULL)
+    p->session->retained += delta;
   p->client->retained += delta;
   server->retained += delta;
+}
+
+static gsize
+retained_share (FbRpcServer *server)
+{
+  return server->budget.retained / FB_RPC_CLIENT_SHARE;
 }
 
 static bool
 over_retained (FbRpcServer *server, FbRpcClient *c)
 {
-  return server->retained > server->budget.retained ||
-         (c != NULL && c->retained > (gsize)fb_rpc_share ((guint)MIN (server->budget.retained, G_MAXUINT)));
+  return server->retained > server->budget.retained || (c != NULL && c->retained > retained_share (server));
 }
 
-static void forget_finished (FbRpcProcess *p);
+/* Why a finished process was forgotten (FbRpcSession.forgotten). */
+typedef enum
+{
+  FORGOTTEN_BUDGET = 1, /* the retained output's budget or a client's share */
+  FORGOTTEN_COUNT,      /* its session's FB_RPC_PROCESSES_MAX */
+} Forgotten;
 
-/* From the loop: forget finished processes, oldest first, while a client
- * is over its share (its own first) or the server over its budget. */
+static void forget_finished (FbRpcProcess *p, Forgotten why);
+
+/* The finished process to forget next, or NULL: while the server is over
+ * its budget, or a client over its share (then only that client's), the
+ * oldest finished process of the session that holds the most in the client
+ * that holds the most.  So the clients that hold the least keep theirs,
+ * and inside a client (all local WebSocket clients are one: 127.0.0.1)
+ * a session that floods the rest forgets its own output, not its
+ * neighbours'. */
+static FbRpcProcess *
+retained_victim (FbRpcServer *server)
+{
+  bool server_over = server->retained > server->budget.retained;
+  gsize share = retained_share (server);
+  FbRpcProcess *best = NULL;
+
+  /* oldest first: a later one wins only by holding strictly more */
+  for (GList *l = server->finished.head; l != NULL; l = l->next)
+    {
+      FbRpcProcess *p = l->data;
+
+      if (!server_over && p->client->retained <= share)
+        continue;
+      if (best == NULL || p->client->retained > best->client->retained ||
+          (p->client == best->client && p->session->retained > best->session->retained))
+        best = p;
+    }
+  return best;
+}
+
+/* From the loop: forget finished processes until the budget and every
+ * share hold (retained_victim).  Running ones are never forgotten: they
+ * are bounded by their number. */
 static gboolean
 enforce_retained (gpointer data)
 {
   FbRpcServer *server = data;
-  gsize share = fb_rpc_share ((guint)MIN (server->budget.retained, G_MAXUINT));
+  FbRpcProcess *p;
 
   server->retain_idle = 0;
-  for (GList *l = server->finished.head; l != NULL;)
-    {
-      FbRpcProcess *p = l->data;
-      l = l->next;
-      if (p->client->retained > share)
-        forget_finished (p);
-    }
-  while (server->retained > server->budget.retained && server->finished.head != NULL)
-    forget_finished (server->finished.head->data);
+  while ((p = retained_victim (server)) != NULL)
+    forget_finished (p, FORGOTTEN_BUDGET);
   return G_SOURCE_REMOVE;
 }
 
@@ -648,14 +688,42 @@ send_signal (FbRpcProcess *p, int sig)
   send (p->sock, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* Forget P, finished (enforce_retained): process/read then answers as
- * for any process the session no longer has. */
+/* Forget P, finished: its session remembers its id and why, so that
+ * process/read says why it is gone (lookup). */
 static void
-forget_finished (FbRpcProcess *p)
+forget_finished (FbRpcProcess *p, Forgotten why)
 {
-  g_debug ("forgetting the output of process %s of %s (%" G_GSIZE_FORMAT " bytes): the retained output's budget", p->id,
-           p->client->key, p->retained);
-  g_hash_table_remove (p->session->processes, p->id);
+  FbRpcSession *session = p->session;
+  gpointer id;
+
+  g_debug ("forgetting the output of process %s of %s (%" G_GSIZE_FORMAT " bytes): %s", p->id, p->client->key,
+           p->retained, why == FORGOTTEN_BUDGET ? "the retained output's budget" : "its session's process limit");
+  if (!g_hash_table_lookup_extended (session->forgotten, p->id, &id, NULL))
+    {
+      id = g_strdup (p->id);
+      g_queue_push_tail (&session->forgotten_order, id);
+      if (session->forgotten_order.length > FB_RPC_FORGOTTEN_MAX)
+        {
+          char *oldest = g_queue_pop_head (&session->forgotten_order);
+          g_hash_table_remove (session->forgotten, oldest);
+          g_free (oldest);
+        }
+    }
+  g_hash_table_insert (session->forgotten, id, GINT_TO_POINTER (why));
+  g_hash_table_remove (session->processes, p->id);
+}
+
+/* The id is used again: forgotten no more. */
+static void
+unforget (FbRpcSession *session, const char *process_id)
+{
+  gpointer id;
+
+  if (!g_hash_table_lookup_extended (session->forgotten, process_id, &id, NULL))
+    return;
+  g_queue_remove (&session->forgotten_order, id);
+  g_hash_table_remove (session->forgotten, id);
+  g_free (id);
 }
 
 void
@@ -669,6 +737,10 @@ fb_rpc_process_free (FbRpcProcess *p)
   if (p->finished_link.data != NULL)
     g_queue_unlink (&p->client->server->finished, &p->finished_link);
   p->finished_link.data = NULL;
+  /* Its output leaves its session's count now (retained_add has no
+   * session from here on). */
+  if (p->session != NULL)
+    p->session->retained -= p->retained;
   /* Answer long polls before the process goes. */
   p->session = NULL;
   wake_waiters (p);
@@ -916,20 +988,20 @@ string_array (JsonObject *params, const char *name, GPtrArray **ret, FbRpcError 
   return true;
 }
 
+/* Finished processes stay readable until room is needed: the session's
+ * oldest finished one goes. */
 static bool
 evict_finished (FbRpcSession *session)
 {
-  GHashTableIter it;
-  gpointer v;
-
-  /* Finished processes stay readable until room is needed. */
-  g_hash_table_iter_init (&it, session->processes);
-  while (g_hash_table_iter_next (&it, NULL, &v))
-    if (((FbRpcProcess *)v)->finished)
-      {
-        g_hash_table_iter_remove (&it);
-        return true;
-      }
+  for (GList *l = session->server->finished.head; l != NULL; l = l->next)
+    {
+      FbRpcProcess *p = l->data;
+      if (p->session == session)
+        {
+          forget_finished (p, FORGOTTEN_COUNT);
+          return true;
+        }
+    }
   return false;
 }
 
@@ -1008,6 +1080,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
     }
   if (old != NULL)
     g_hash_table_remove (session->processes, process_id);
+  unforget (session, process_id);
   if (g_hash_table_size (session->processes) >= FB_RPC_PROCESSES_MAX && !evict_finished (session))
     {
       fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "too many processes in this session (limit %d)",
@@ -1216,11 +1289,26 @@ lookup (FbRpcConn *conn, JsonObject *params, FbRpcError *error)
 {
   const char *process_id;
   FbRpcProcess *p;
+  Forgotten why;
 
   if (!fb_rpc_param_string (params, "processId", true, &process_id, error))
     return NULL;
   p = g_hash_table_lookup (conn->session->processes, process_id);
-  if (p == NULL)
+  why = GPOINTER_TO_INT (p == NULL ? g_hash_table_lookup (conn->session->forgotten, process_id) : NULL);
+  if (why == FORGOTTEN_BUDGET)
+    fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
+                      "process %s has ended and its output is no longer kept: past the server's budget for output "
+                      "kept for process/read (%" G_GSIZE_FORMAT " MiB, a quarter of it for the clients of one address, "
+                      "%s), finished processes are forgotten, oldest first, of the session that holds the most; read "
+                      "a process's output while it runs or as soon as it has ended",
+                      process_id, conn->server->budget.retained >> 20, conn->client->key);
+  else if (why == FORGOTTEN_COUNT)
+    fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
+                      "process %s has ended and its output is no longer kept: a session keeps %d processes, and a "
+                      "new one took the place of its oldest finished one; read a process's output before starting "
+                      "more",
+                      process_id, FB_RPC_PROCESSES_MAX);
+  else if (p == NULL)
     /* Codex's code and wording for it. */
     fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "unknown process id %s", process_id);
   return p;

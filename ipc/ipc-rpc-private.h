@@ -33,9 +33,14 @@ typedef struct
 } FbRpcBudget;
 
 /* Who a connection comes from, for fair shares: the peer's IP address
- * (ws), "unix:pidN" (unix), "stdio".  Everything a client's connections and
+ * (ws), "unix:pidN" (unix), "stdio": what is known before the handshake,
+ * and what a remote peer can't multiply.  Every local WebSocket client is
+ * the one client 127.0.0.1.  Everything a client's connections and
  * sessions hold is counted here, against 1/FB_RPC_CLIENT_SHARE of each
- * budget.  Loop thread, but n_handles (workers run fs/open). */
+ * budget; retained output is also counted per session, and forgotten from
+ * the session that holds the most first (ipc-process.c), so that inside
+ * one client the sessions are shared fairly too.  Loop thread, but
+ * n_handles (workers run fs/open). */
 struct FbRpcClient
 {
   FbRpcServer *server;
@@ -212,6 +217,12 @@ struct FbRpcSession
   FbRpcConn *conn;       /* NULL while detached */
   guint expire_id;       /* detach timer */
   GHashTable *processes; /* processId → FbRpcProcess* */
+  gsize retained;        /* its processes' retained output (ipc-process.c) */
+  /* The last FB_RPC_FORGOTTEN_MAX finished processes forgotten (for the
+   * retained output's budget, or for a new one past FB_RPC_PROCESSES_MAX):
+   * process/read says so and why, rather than "unknown". */
+  GHashTable *forgotten;  /* processId (owned by forgotten_order) → why (ipc-process.c) */
+  GQueue forgotten_order; /* char*, oldest first */
 };
 
 /* Decode one JSON text (ipc-rpc-json.c); NULL with *ret_error (may be

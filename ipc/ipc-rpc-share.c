@@ -21,15 +21,21 @@
  *     of each FUSE worker, pipes, the helper's socket and pidfd: measured
  *     about 11 outside any view); and FB_RPC_PROCESSES_MAX per session;
  *   - retained output (process/read): FB_RPC_PROCESS_RETAIN per process,
- *     FB_RPC_RETAIN_TOTAL_MAX in all; past a budget, finished processes are
- *     forgotten, oldest first (ipc-process.c), those of a client over its
- *     share first.  Running ones are bounded by their number.
+ *     FB_RPC_RETAIN_TOTAL_MAX in all (or `serve --output-max`); past the
+ *     budget or a client's share, finished processes are forgotten: the
+ *     oldest of the session holding the most in the client holding the
+ *     most (ipc-process.c).  Running ones are bounded by their number.
  * A client is a peer address (ws: the IP; a unix peer: its pid; stdio: the
- * parent) and holds at most 1/FB_RPC_CLIENT_SHARE of each budget, so the
- * rest stays for the others: one at its share gets an error naming the
- * limit and what to do, while another is served.  On loopback every local
- * client has the same address: there the per-connection and per-session
- * bounds and the budgets are what keeps one from the others' room.
+ * parent): what is known before the handshake, and what a remote peer
+ * can't multiply.  It holds at most 1/FB_RPC_CLIENT_SHARE of each budget,
+ * so the rest stays for the others: one at its share gets an error naming
+ * the limit and what to do, while another is served.  On loopback every
+ * local client has the same address, 127.0.0.1, so they share one share:
+ * retained output is shared between their sessions (the one holding the
+ * most loses first), and for the rest the per-connection and per-session
+ * bounds are what keeps one local client from another's room (a local
+ * client may take the local share of connections, handles and running
+ * processes: docs/security.md says what to do).
  *
  * The budgets are computed once, when the server starts.  Loop thread, but
  * the handle counts (fs/open runs on workers): atomics. */
@@ -51,7 +57,9 @@ fb_rpc_server_budget_init (FbRpcServer *server)
   b->processes = CLAMP (fd.reserve / 2 / FB_RPC_PROCESS_FDS, 4u, (guint)FB_RPC_PROCESSES_TOTAL_MAX);
   b->handles = CLAMP (fd.file_max / 2, 16u, (guint)FB_RPC_HANDLES_TOTAL_MAX);
   b->sessions = FB_RPC_SESSIONS_MAX;
-  b->retained = FB_RPC_RETAIN_TOTAL_MAX;
+  /* the operator's (serve --output-max), else the default */
+  if (b->retained == 0)
+    b->retained = FB_RPC_RETAIN_TOTAL_MAX;
   g_debug ("budgets for RLIMIT_NOFILE %" G_GUINT64_FORMAT ": %u connections, %u sessions, %u fs/open handles, "
            "%u running processes, %" G_GSIZE_FORMAT " bytes of retained output; a client's share: 1/%d",
            fd.limit, b->conns, b->sessions, b->handles, b->processes, b->retained, FB_RPC_CLIENT_SHARE);

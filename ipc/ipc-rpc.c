@@ -1443,6 +1443,7 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
       }
   }
   /* After the first view: it raised the descriptor limit. */
+  server->budget.retained = options->retained_max != 0 ? MAX (options->retained_max, FB_RPC_RETAIN_TOTAL_MIN) : 0;
   fb_rpc_server_budget_init (server);
   return server;
 }

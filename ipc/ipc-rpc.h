@@ -54,12 +54,17 @@
  *   FB_RPC_HANDLES_TOTAL_MAX    fs/open handles, the whole server
  *   FB_RPC_PROCESSES_TOTAL_MAX  running processes, the whole server
  *   FB_RPC_RETAIN_TOTAL_MAX     process output kept for process/read, the
- *                               whole server (finished processes' is
- *                               forgotten, oldest first, past it)
+ *                               whole server (or `serve --output-max`, at
+ *                               least FB_RPC_RETAIN_TOTAL_MIN): finished
+ *                               processes' is forgotten past it, the oldest
+ *                               of the session holding the most first
+ *   FB_RPC_FORGOTTEN_MAX        ids of forgotten processes a session
+ *                               remembers, to say so at process/read
  *   Server-wide budgets are smaller where the descriptor limit says so
- *   (ipc-rpc-share.c), and each client (a peer address: ws's IP, a unix
- *   peer's pid) holds at most 1/FB_RPC_CLIENT_SHARE of each: connections,
- *   sessions, fs/open handles, running processes, retained output.
+ *   (ipc-rpc-share.c), and each client (a peer address: ws's IP, every
+ *   local WebSocket client being 127.0.0.1; a unix peer's pid) holds at
+ *   most 1/FB_RPC_CLIENT_SHARE of each: connections, sessions, fs/open
+ *   handles, running processes, retained output.
  *   FB_RPC_RESUME_REFUSALS_*    refused resumes, server-wide (a token bucket)
  *   FB_RPC_LOG_QUEUE_MAX        bytes waiting to be sent to a log subscriber
  *                               when the next log/event comes: past it the
@@ -109,6 +114,8 @@ G_BEGIN_DECLS
 #define FB_RPC_HANDLES_TOTAL_MAX 4096
 #define FB_RPC_PROCESSES_TOTAL_MAX 256
 #define FB_RPC_RETAIN_TOTAL_MAX (256 * 1024 * 1024)
+#define FB_RPC_RETAIN_TOTAL_MIN (FB_RPC_CLIENT_SHARE * FB_RPC_PROCESS_RETAIN)
+#define FB_RPC_FORGOTTEN_MAX 256
 #define FB_RPC_CLIENT_SHARE 4
 #define FB_RPC_DEFAULT_DETACH_TIMEOUT_MS 30000
 #define FB_RPC_SESSION_SECRET_BYTES 16
@@ -188,6 +195,9 @@ typedef struct
   const char *run_dir;       /* shown in environmentInfo; may be NULL */
   /* fusebox's own state, hidden from every view (FbViewOptions.hidden_paths; copied) */
   const char *const *hidden_paths;
+  /* process output kept for process/read, all processes together; 0:
+   * FB_RPC_RETAIN_TOTAL_MAX; at least FB_RPC_RETAIN_TOTAL_MIN */
+  gsize retained_max;
 } FbRpcServerOptions;
 
 FbRpcServer *fb_rpc_server_new (const FbRpcServerOptions *options, GError **error);

@@ -204,6 +204,8 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
   session->client = fb_rpc_client_get (server, conn->client->key);
   session->client->n_sessions++;
   session->processes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify)fb_rpc_process_free);
+  session->forgotten = g_hash_table_new (g_str_hash, g_str_equal);
+  g_queue_init (&session->forgotten_order);
   g_hash_table_insert (server->sessions, session->id, session);
   return session;
 }
@@ -225,6 +227,8 @@ fb_rpc_session_free (FbRpcSession *session)
   if (session->expire_id != 0)
     g_source_remove (session->expire_id);
   g_hash_table_destroy (session->processes);
+  g_hash_table_destroy (session->forgotten);
+  g_queue_clear_full (&session->forgotten_order, g_free);
   session->client->n_sessions--;
   fb_rpc_client_unref (session->client);
   g_free (session->id);

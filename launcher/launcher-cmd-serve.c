@@ -3,7 +3,7 @@
  *   fusebox serve [--listen ws://HOST:PORT|unix:PATH|stdio] [--policy P]
  *                 [--workspace DIR] [--log FILE] [--log-level L]
  *                 [--token-file FILE [--allow-remote] | --insecure-no-auth]
- *                 [--subscribe-all] [--detach-timeout MS]
+ *                 [--subscribe-all] [--detach-timeout MS] [--output-max SIZE]
  *
  * The same supervisor as `fusebox run` without a command
  * (docs/design.md#processes): a GLib main loop that owns the access log and
@@ -89,9 +89,10 @@ read_token (const char *file, GError **error)
 
 typedef struct
 {
-  char *listen, *policy, *workspace, *log, *log_file_size, *log_max_size, *level, *token_file;
+  char *listen, *policy, *workspace, *log, *log_file_size, *log_max_size, *level, *token_file, *output_max;
   gboolean allow_remote, no_auth, subscribe_all, log_journal;
   int detach_timeout;
+  guint64 output_max_bytes; /* 0: the default */
   FbLogLevel log_level;
   char *token;                 /* --token-file's */
   char *workspace_real;        /* canonical */
@@ -109,6 +110,7 @@ serve_command_line_clear (ServeCommandLine *c)
   g_free (c->log_max_size);
   g_free (c->level);
   g_free (c->token_file);
+  g_free (c->output_max);
   g_free (c->token);
   g_free (c->workspace_real);
 }
@@ -180,6 +182,10 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
       "log/subscribe shows every session's records (default: each client its own session's)", NULL },
     { "detach-timeout", 0, 0, G_OPTION_ARG_INT, &c->detach_timeout,
       "Milliseconds a disconnected session keeps its processes for a resume (default 30000)", "MS" },
+    { "output-max", 0, 0, G_OPTION_ARG_STRING, &c->output_max,
+      "Processes' output kept for process/read, all together (default 256M, at least 4M; a quarter for the "
+      "clients of one address): past it, finished processes' is forgotten",
+      "SIZE" },
     { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &c->log_file_size,
       "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE" },
     { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->log_max_size,
@@ -215,6 +221,9 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
     return usage_error ("--log-level: use mutations, opens or all");
   if (c->detach_timeout <= 0)
     return usage_error ("--detach-timeout: give a positive number of milliseconds");
+  if (c->output_max != NULL &&
+      (!fb_policy_parse_size (c->output_max, &c->output_max_bytes) || c->output_max_bytes < FB_RPC_RETAIN_TOTAL_MIN))
+    return usage_error ("--output-max: give a size of at least 4M (bytes, or with K, M or G)");
   if (c->no_auth && c->token_file != NULL)
     return usage_error ("--insecure-no-auth and --token-file: give one of them");
   if (c->no_auth && c->allow_remote)
@@ -356,6 +365,7 @@ start_server (const ServeCommandLine *c, FbRun *run, Server *s)
   so.log_level = c->log_level;
   so.subscribe_all = c->subscribe_all;
   so.detach_timeout_ms = (guint)c->detach_timeout;
+  so.retained_max = (gsize)c->output_max_bytes;
   so.launch_helper = helper;
   so.run_dir = fb_run_get_dir (run);
   /* Fusebox's own state (this run directory and its log, the runs root):
