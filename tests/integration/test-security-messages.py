@@ -19,24 +19,17 @@ must be there, escaped as the log escapes it.
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
-import asyncio
 import base64
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# The servers and clients of the serve tests (python3-websockets; exits 77
-# without it).
-_spec = importlib.util.spec_from_file_location("security_serve", os.path.join(HERE, "test-security-serve.py"))
-serve = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(serve)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import security_util as su  # noqa: E402
 
-MUST_RUN = serve.MUST_RUN
+serve = su.serve
+
 BIN = serve.BIN
 
 FORGED = "fusebox: mounted"
@@ -185,36 +178,8 @@ async def t_launch_failure(tmp):
     assert_safe("process/start with a missing cwd (the process's stderr)", shown)
 
 
-async def main(tmp):
-    tests = [("mount_point", t_mount_point), ("mount_policy", t_mount_policy), ("mount_log", t_mount_log),
-             ("run_cwd", t_run_cwd), ("serve_token_file", t_serve_token_file), ("serve_client_names", t_serve_client_names),
-             ("launch_failure", t_launch_failure)]
-    only = sys.argv[1:]
-    passed = failed = skipped = 0
-    for name, t in tests:
-        if only and name not in only:
-            continue
-        d = tempfile.mkdtemp(prefix=name + "-", dir=tmp)
-        try:
-            if await t(d) == "skip":
-                skipped += 1
-                print("SKIP", name)
-            else:
-                passed += 1
-                print("ok", name)
-        except Exception as e:  # noqa: BLE001 - report and go on
-            failed += 1
-            print("FAIL %s: %s\n  the last server it started: %s" % (name, e, serve.Server.last_command))
-    return passed, failed, skipped
-
-
 if __name__ == "__main__":
-    tmp = tempfile.mkdtemp(prefix="fusebox-security-messages-")
-    try:
-        passed, failed, skipped = asyncio.run(main(tmp))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    if skipped and MUST_RUN:
-        sys.exit(1)
-    sys.exit(1 if failed else 0)
+    su.run([("mount_point", t_mount_point), ("mount_policy", t_mount_policy), ("mount_log", t_mount_log),
+            ("run_cwd", t_run_cwd), ("serve_token_file", t_serve_token_file),
+            ("serve_client_names", t_serve_client_names), ("launch_failure", t_launch_failure)],
+           "fusebox-security-messages-")

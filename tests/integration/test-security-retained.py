@@ -21,20 +21,14 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 """
 import asyncio
 import base64
-import importlib.util
 import os
-import shutil
 import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# The servers and clients of the serve tests (python3-websockets; exits 77
-# without it).
-_spec = importlib.util.spec_from_file_location("security_serve", os.path.join(HERE, "test-security-serve.py"))
-serve = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(serve)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import security_util as su  # noqa: E402
 
-MUST_RUN = serve.MUST_RUN
+serve = su.serve
+
 BIG = 1000000
 SMALL = 300000
 
@@ -110,33 +104,5 @@ async def t_retained_share(tmp):
         srv.stop()
 
 
-async def main(tmp):
-    tests = [("retained_share", t_retained_share)]
-    only = sys.argv[1:]
-    passed = failed = skipped = 0
-    for name, t in tests:
-        if only and name not in only:
-            continue
-        try:
-            if await t(tmp) == "skip":
-                skipped += 1
-                print("SKIP", name)
-            else:
-                passed += 1
-                print("ok", name)
-        except Exception as e:  # noqa: BLE001 - report and go on
-            failed += 1
-            print("FAIL %s: %s\n  the last server it started: %s" % (name, e, serve.Server.last_command))
-    return passed, failed, skipped
-
-
 if __name__ == "__main__":
-    tmp = tempfile.mkdtemp(prefix="fusebox-security-retained-")
-    try:
-        passed, failed, skipped = asyncio.run(main(tmp))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    if skipped and MUST_RUN:
-        sys.exit(1)
-    sys.exit(1 if failed else 0)
+    su.run([("retained_share", t_retained_share)], "fusebox-security-retained-")

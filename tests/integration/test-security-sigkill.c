@@ -65,9 +65,17 @@ test_mount_sigkill (void **state)
 }
 
 static void
-test_mount_foreground_sigkill (void **state)
+new_process_group (gpointer data)
 {
-  MFX_BEGIN (state);
+  setpgid (0, 0);
+}
+
+/* A foreground daemon (in a process group of its own when GROUP), used,
+ * then killed: alone, or with its whole process group (`kill -9 -PGID`,
+ * which the watcher, in a session of its own, survives). */
+static void
+foreground_sigkill (MFx *fx, bool group)
+{
   g_autoptr (GError) error = NULL;
   const char *argv[] = { fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path, fx->mnt, NULL };
   g_autofree char *line = NULL;
@@ -77,8 +85,8 @@ test_mount_foreground_sigkill (void **state)
   host_write (fx, "/d/f", "hello\n");
   assert_true (g_file_set_contents (fx->policy_path, mount_policy, -1, NULL));
   fx->mount_args = g_strjoinv (" ", (char **)argv);
-  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, &out_fd,
-                                 NULL, &error))
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, group ? new_process_group : NULL,
+                                 NULL, &pid, NULL, &out_fd, NULL, &error))
     fail_msg ("%s: %s", fx->mount_args, error->message);
   fx->daemon = pid;
   fx->mounted = true;
@@ -87,13 +95,32 @@ test_mount_foreground_sigkill (void **state)
   assert_non_null (line);
   assert_true (is_mounted (fx->mnt));
   use_mount (fx);
-  assert_int_equal (kill (pid, SIGKILL), 0);
+  if (group)
+    assert_int_equal (getpgid (pid), pid);
+  assert_int_equal (kill (group ? -pid : pid, SIGKILL), 0);
   assert_int_equal (waitpid (pid, &status, 0), pid);
   close (out_fd);
   if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
-    fail_msg ("%s is still mounted after SIGKILL of its foreground daemon", fx->mnt);
+    fail_msg ("%s is still mounted after SIGKILL of its foreground daemon%s", fx->mnt, group ? "'s process group" : "");
   fx->mounted = false;
   fx->daemon = 0;
+}
+
+static void
+test_mount_foreground_sigkill (void **state)
+{
+  MFX_BEGIN (state);
+
+  foreground_sigkill (fx, false);
+  MFX_PASS ();
+}
+
+static void
+test_mount_group_sigkill (void **state)
+{
+  MFX_BEGIN (state);
+
+  foreground_sigkill (fx, true);
   MFX_PASS ();
 }
 
@@ -202,47 +229,6 @@ test_mount_sigkill_with_fusermount (void **state)
   MFX_BEGIN (state);
 
   kill_daemon_with (fx, "fusermount3");
-  MFX_PASS ();
-}
-
-static void
-new_process_group (gpointer data)
-{
-  setpgid (0, 0);
-}
-
-/* `kill -9 -PGID` of a foreground daemon's process group: the watcher is
- * in a session of its own and survives it. */
-static void
-test_mount_group_sigkill (void **state)
-{
-  MFX_BEGIN (state);
-  g_autoptr (GError) error = NULL;
-  const char *argv[] = { fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path, fx->mnt, NULL };
-  g_autofree char *line = NULL;
-  GPid pid;
-  int out_fd = -1, status;
-
-  host_write (fx, "/d/f", "hello\n");
-  assert_true (g_file_set_contents (fx->policy_path, mount_policy, -1, NULL));
-  fx->mount_args = g_strjoinv (" ", (char **)argv);
-  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, new_process_group, NULL, &pid,
-                                 NULL, &out_fd, NULL, &error))
-    fail_msg ("%s: %s", fx->mount_args, error->message);
-  fx->daemon = pid;
-  fx->mounted = true;
-  line = rfx_read_line (out_fd, GONE_WAIT_MS);
-  assert_non_null (line);
-  assert_true (is_mounted (fx->mnt));
-  use_mount (fx);
-  assert_int_equal (getpgid (pid), pid);
-  assert_int_equal (kill (-pid, SIGKILL), 0);
-  assert_int_equal (waitpid (pid, &status, 0), pid);
-  close (out_fd);
-  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
-    fail_msg ("%s is still mounted after SIGKILL of its daemon's process group", fx->mnt);
-  fx->mounted = false;
-  fx->daemon = 0;
   MFX_PASS ();
 }
 
