@@ -11,27 +11,13 @@
 #include <cmocka.h>
 
 #include "fs/fs-event.h"
+#include "tests/unit/test-table-util.h"
 
 /* A: names round trip, for every row and nothing else. */
 static void
 test_decision_names (void **state)
 {
-  FbDecision back;
-
-  for (guint i = 0; i < FB_DECISION_N; i++)
-    {
-      const char *name = fb_decision_to_string ((FbDecision)i);
-
-      assert_non_null (fb_decision_table[i].name);
-      assert_string_equal (name, fb_decision_table[i].name);
-      assert_true (fb_decision_from_string (name, &back));
-      assert_int_equal (back, i);
-      for (guint j = 0; j < i; j++)
-        assert_string_not_equal (name, fb_decision_table[j].name);
-    }
-  assert_string_equal (fb_decision_to_string ((FbDecision)FB_DECISION_N), "invalid");
-  assert_false (fb_decision_from_string ("invalid", NULL));
-  assert_false (fb_decision_from_string (NULL, NULL));
+  assert_string_table (fb_decision, FbDecision, fb_decision_table, FB_DECISION_N);
   /* the log's strings (fusebox(1), ACCESS LOG) */
   assert_string_equal (fb_decision_to_string (FB_DECISION_ALLOW), "allow");
   assert_string_equal (fb_decision_to_string (FB_DECISION_DENY), "deny");
@@ -86,20 +72,8 @@ test_op_names (void **state)
 {
   static const char *const observe[] = { "lookup", "getattr", "access",   "readlink",
                                          "statfs", "readdir", "getxattr", "listxattr" };
-  FbOp back;
 
-  for (guint i = 0; i < FB_OP_N; i++)
-    {
-      const char *name = fb_op_to_string ((FbOp)i);
-
-      assert_non_null (fb_op_table[i].name);
-      assert_string_equal (name, fb_op_table[i].name);
-      assert_true (fb_op_from_string (name, &back));
-      assert_int_equal (back, i);
-      for (guint j = 0; j < i; j++)
-        assert_string_not_equal (name, fb_op_table[j].name);
-    }
-  assert_string_equal (fb_op_to_string ((FbOp)FB_OP_N), "invalid");
+  assert_string_table (fb_op, FbOp, fb_op_table, FB_OP_N);
   assert_false (fb_op_from_string ("write", NULL));
   assert_false (fb_op_from_string (NULL, NULL));
 

@@ -3,28 +3,14 @@
  * (precedence, restrictiveness) are the documented ones, and what the other
  * columns say matches what policies decide. */
 #include "tests/unit/test-policy-util.h"
+#include "tests/unit/test-table-util.h"
 
 /* A: the name round trip, for every row and nothing else. */
 static void
 test_access_names (void **state)
 {
-  FbPolicyAccess back;
-
-  for (guint i = 0; i < FB_POLICY_ACCESS_N; i++)
-    {
-      const char *name = fb_policy_access_to_string ((FbPolicyAccess)i);
-
-      assert_non_null (fb_policy_access_table[i].name);
-      assert_string_equal (name, fb_policy_access_table[i].name);
-      assert_true (fb_policy_access_from_string (name, &back));
-      assert_int_equal (back, i);
-      for (guint j = 0; j < i; j++)
-        assert_string_not_equal (name, fb_policy_access_table[j].name);
-    }
-  assert_string_equal (fb_policy_access_to_string ((FbPolicyAccess)FB_POLICY_ACCESS_N), "invalid");
-  assert_false (fb_policy_access_from_string ("invalid", NULL));
+  assert_string_table (fb_policy_access, FbPolicyAccess, fb_policy_access_table, FB_POLICY_ACCESS_N);
   assert_false (fb_policy_access_from_string ("Read", NULL));
-  assert_false (fb_policy_access_from_string (NULL, NULL));
   /* out of the enum: the narrowest row */
   assert_ptr_equal (fb_policy_access_info ((FbPolicyAccess)FB_POLICY_ACCESS_N),
                     fb_policy_access_info (FB_POLICY_ACCESS_HIDE));
