@@ -19,7 +19,7 @@ struct FbFuse
   struct fuse_session *se;
   char *mountpoint;    /* set by fb_fuse_mount (not for /dev/fd/N) */
   bool unmounted;      /* we unmounted it (fb_fuse_stop) */
-  dev_t conn_dev;      /* the mount's device: /sys/fs/fuse/connections/<minor> */
+  int abort_fd;        /* /sys/fs/fuse/connections/<minor>/abort of our mount, opened while it was ours; -1 */
   bool stateless_dirs; /* the kernel opens directories without asking us */
   bool root_uncached;  /* the root's attributes are never cached (fb_fuse_mount) */
   GMutex files_lock;

@@ -57,6 +57,7 @@ fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
   if (f->options.id_map.enabled && f->options.id_map.overflow_gid == f->options.id_map.inside_gid)
     f->options.id_map.overflow_gid = (gid_t)-1;
   f->root = fb_view_get_root (view);
+  f->abort_fd = -1;
   g_mutex_init (&f->files_lock);
   f->files = g_hash_table_new (g_direct_hash, g_direct_equal);
   inval_init (f);
@@ -151,8 +152,22 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
     }
   if (!is_fd)
     {
+      dev_t dev = mount_dev (real);
+
       f->mountpoint = g_strdup (real);
-      f->conn_dev = mount_dev (real);
+      /* The connection's abort switch, opened now, while the number is
+       * surely our connection's: it is the superblock's anonymous device
+       * number, which the kernel hands to the next mount (of any
+       * filesystem) as soon as ours is gone, possibly before our workers
+       * have seen the end.  Opened by number later, it could abort that
+       * other mount (another sandbox's); once ours is gone, a write to
+       * this descriptor does nothing (fuse_ctl_remove_conn).  Absent
+       * without fusectl: fb_fuse_abort() wakes the workers instead. */
+      if (dev != 0)
+        {
+          g_autofree char *path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (dev));
+          f->abort_fd = open (path, O_WRONLY | O_CLOEXEC);
+        }
       /* A mount on the host must go when the daemon dies, however it dies.
        * fusermount3's auto_unmount (which survives a kill of the daemon's
        * process group or of everything named fusebox: its own session, its
@@ -328,27 +343,14 @@ interrupt_workers (void)
 int
 fb_fuse_abort (FbFuse *f)
 {
-  g_autofree char *path = NULL;
-  int fd;
-
   if (f->se == NULL)
     return -ENOTCONN;
   fuse_session_exit (f->se);
   /* The kernel's own switch when fusectl is mounted: pending requests fail
    * at once.  Otherwise the workers are woken and leave; closing the last
    * /dev/fuse descriptor (fb_fuse_free) then ends the connection. */
-  if (f->conn_dev != 0)
-    {
-      path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (f->conn_dev));
-      fd = open (path, O_WRONLY | O_CLOEXEC);
-      if (fd >= 0)
-        {
-          bool ok = write (fd, "1", 1) == 1;
-          close (fd);
-          if (ok)
-            return 0;
-        }
-    }
+  if (f->abort_fd >= 0 && write (f->abort_fd, "1", 1) == 1)
+    return 0;
   return interrupt_workers ();
 }
 
@@ -392,6 +394,8 @@ fb_fuse_free (FbFuse *f)
   fb_view_drop_kernel_refs (f->view);
   fb_view_node_unref (f->root);
   fb_view_unref (f->view);
+  if (f->abort_fd >= 0)
+    close (f->abort_fd);
   g_free (f->mountpoint);
   g_free (f->fsname);
   g_free (f);
