@@ -214,6 +214,18 @@ fb_fuse_run (FbFuse *f)
   fuse_loop_cfg_set_clone_fd (cfg, 1);
   r = fuse_session_loop_mt (f->se, cfg);
   fuse_loop_cfg_destroy (cfg);
+  /* libfuse ends quietly on ENODEV only, but the kernel ends a connection
+   * with ECONNABORTED as well: to a worker whose read took a request just
+   * as the connection was being shut down (fuse_dev_do_read, after
+   * fuse_abort_conn disconnected the processing queues), which happens
+   * when a sandbox's last process leaves its mount namespace with a
+   * release still queued.  (The other ECONNABORTED, fusectl's abort with
+   * FUSE_ABORT_ERROR, we never negotiate.)  Either way the kernel is
+   * done with the connection: the end of serving, not a failure ("run:
+   * serving the view failed" at the end of a finished sandbox, its status
+   * replaced by 125). */
+  if (r == -ECONNABORTED)
+    r = 0;
   return r < 0 ? r : (r > 0 ? -EIO : 0);
 }
 
