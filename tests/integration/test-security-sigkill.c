@@ -16,9 +16,9 @@
  *    connection's device.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-mount-util.h"
-#include "tests/integration/test-run-util.h"
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-mount.h"
+#include "tests/lib/test-run.h"
+#include "tests/lib/test-serve.h"
 
 #include <sys/sysmacros.h>
 
@@ -33,8 +33,8 @@ static const char mount_policy[] = "{ \"version\": 1, \"rules\": [\n"
 static void
 use_mount (MFx *fx)
 {
-  g_autofree char *file = fx_m (fx, "/d/f");
-  g_autofree char *dir = fx_m (fx, "/d");
+  g_autofree char *file = mfx_m (fx, "/d/f");
+  g_autofree char *dir = mfx_m (fx, "/d");
   g_autofree char *data = NULL;
   g_autoptr (GDir) d = NULL;
   guint n = 0;
@@ -53,12 +53,12 @@ test_mount_sigkill (void **state)
 {
   MFX_BEGIN (state);
 
-  host_write (fx, "/d/f", "hello\n");
+  mfx_write (fx, "/d/f", "hello\n");
   mfx_mount (fx, mount_policy, NULL);
   use_mount (fx);
   assert_int_equal (kill (fx->daemon, SIGKILL), 0);
-  assert_true (WAIT_FOR (!pid_alive (fx->daemon), GONE_WAIT_MS / 10));
-  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
+  assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), GONE_WAIT_MS));
+  if (!TEST_WAIT_FOR (!test_is_mounted (fx->mnt), GONE_WAIT_MS))
     fail_msg ("%s is still mounted after SIGKILL of its daemon (pid %d)", fx->mnt, (int)fx->daemon);
   fx->mounted = false;
   MFX_PASS ();
@@ -77,12 +77,12 @@ static void
 foreground_sigkill (MFx *fx, bool group)
 {
   g_autoptr (GError) error = NULL;
-  const char *argv[] = { fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path, fx->mnt, NULL };
+  const char *argv[] = { test_bin (), "mount", "--foreground", "--policy", fx->policy_path, fx->mnt, NULL };
   g_autofree char *line = NULL;
   GPid pid;
   int out_fd = -1, status;
 
-  host_write (fx, "/d/f", "hello\n");
+  mfx_write (fx, "/d/f", "hello\n");
   assert_true (g_file_set_contents (fx->policy_path, mount_policy, -1, NULL));
   fx->mount_args = g_strjoinv (" ", (char **)argv);
   if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, group ? new_process_group : NULL,
@@ -91,16 +91,16 @@ foreground_sigkill (MFx *fx, bool group)
   fx->daemon = pid;
   fx->mounted = true;
   /* its first line says the mount works */
-  line = rfx_read_line (out_fd, GONE_WAIT_MS);
+  line = test_read_line (out_fd, GONE_WAIT_MS);
   assert_non_null (line);
-  assert_true (is_mounted (fx->mnt));
+  assert_true (test_is_mounted (fx->mnt));
   use_mount (fx);
   if (group)
     assert_int_equal (getpgid (pid), pid);
   assert_int_equal (kill (group ? -pid : pid, SIGKILL), 0);
   assert_int_equal (waitpid (pid, &status, 0), pid);
   close (out_fd);
-  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
+  if (!TEST_WAIT_FOR (!test_is_mounted (fx->mnt), GONE_WAIT_MS))
     fail_msg ("%s is still mounted after SIGKILL of its foreground daemon%s", fx->mnt, group ? "'s process group" : "");
   fx->mounted = false;
   fx->daemon = 0;
@@ -194,7 +194,7 @@ kill_daemon_with (MFx *fx, const char *comm)
 {
   pid_t helper;
 
-  host_write (fx, "/d/f", "hello\n");
+  mfx_write (fx, "/d/f", "hello\n");
   mfx_mount (fx, mount_policy, NULL);
   use_mount (fx);
   helper = find_helper (fx, comm);
@@ -202,8 +202,8 @@ kill_daemon_with (MFx *fx, const char *comm)
     fail_msg ("no %s for the mount at %s (daemon pid %d)", comm, fx->mnt, (int)fx->daemon);
   assert_int_equal (kill (helper, SIGKILL), 0);
   assert_int_equal (kill (fx->daemon, SIGKILL), 0);
-  assert_true (WAIT_FOR (!pid_alive (helper) && !pid_alive (fx->daemon), GONE_WAIT_MS / 10));
-  if (!WAIT_FOR (!is_mounted (fx->mnt), GONE_WAIT_MS / 10))
+  assert_true (TEST_WAIT_FOR (!test_pid_alive (helper) && !test_pid_alive (fx->daemon), GONE_WAIT_MS));
+  if (!TEST_WAIT_FOR (!test_is_mounted (fx->mnt), GONE_WAIT_MS))
     fail_msg ("%s is still mounted after SIGKILL of its daemon (pid %d) and %s (pid %d)", fx->mnt, (int)fx->daemon,
               comm, (int)helper);
   fx->mounted = false;
@@ -333,9 +333,9 @@ device_still_mounted (const char *dev)
 static void
 assert_sandbox_mount_goes (const SandboxMount *m, const char *who)
 {
-  if (!RFX_WAIT_FOR (!rfx_ns_has_processes ("mnt", m->mnt_ns), GONE_WAIT_MS))
+  if (!TEST_WAIT_FOR (!test_ns_has_processes ("mnt", m->mnt_ns), GONE_WAIT_MS))
     fail_msg ("processes of %s's sandbox (%s) outlived its SIGKILL", who, m->mnt_ns);
-  if (!RFX_WAIT_FOR (!device_still_mounted (m->dev), GONE_WAIT_MS))
+  if (!TEST_WAIT_FOR (!device_still_mounted (m->dev), GONE_WAIT_MS))
     fail_msg ("the view of %s (FUSE device %s) is still mounted somewhere after its SIGKILL", who, m->dev);
 }
 
@@ -351,13 +351,13 @@ test_run_sigkill (void **state)
   int out_fd = -1;
   pid_t pid;
 
-  rfx_write (file, "hello\n", 0644);
+  test_write (file, "hello\n", 0644);
   pid = rfx_start (fx, &out_fd, "--", "/bin/sh", "-c", script, NULL);
-  line = rfx_read_line (out_fd, GONE_WAIT_MS);
+  line = test_read_line (out_fd, GONE_WAIT_MS);
   assert_non_null (line);
   assert_string_equal (line, "hello");
   g_free (line);
-  line = rfx_read_line (out_fd, GONE_WAIT_MS);
+  line = test_read_line (out_fd, GONE_WAIT_MS);
   assert_non_null (line);
   assert_string_equal (line, "ready");
   if (!find_sandbox_mount (pid, &m))
@@ -387,7 +387,7 @@ test_serve_sigkill (void **state)
   TestClient *client;
   int status;
 
-  rfx_write (file, "hello\n", 0644);
+  test_write (file, "hello\n", 0644);
   server = test_server_start (fx->tmp, args);
   assert_true (g_str_has_prefix (server->url, "ws://"));
   rfx_keep_pid (fx, server->pid);
@@ -403,7 +403,7 @@ test_serve_sigkill (void **state)
                             "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
                             qscript, qws);
   start = test_client_call (client, "process/start", params);
-  assert_non_null (answer_result (start));
+  assert_non_null (test_answer_result (start));
   /* "hello\nready\n", in one chunk or two */
   {
     g_autoptr (GString) got = g_string_new (NULL);
@@ -436,7 +436,7 @@ test_serve_sigkill (void **state)
 static int
 mount_group_setup (void **state)
 {
-  require_fuse ();
+  mfx_require ();
   return 0;
 }
 
@@ -453,7 +453,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_serve_sigkill, rfx_setup, rfx_teardown),
   };
 
-  rfx_filter_tests (argv[0]);
+  test_filter_tests (argv[0]);
   rfx_require ();
   return cmocka_run_group_tests (tests, mount_group_setup, NULL);
 }
