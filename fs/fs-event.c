@@ -7,10 +7,13 @@
 #include <errno.h>
 #include <string.h>
 
-static const char *const level_names[] = {
-  [FB_LOG_LEVEL_MUTATIONS] = "mutations",
-  [FB_LOG_LEVEL_OPENS] = "opens",
-  [FB_LOG_LEVEL_ALL] = "all",
+static const struct
+{
+  const char *name;
+} level_table[] = {
+  [FB_LOG_LEVEL_MUTATIONS] = { "mutations" },
+  [FB_LOG_LEVEL_OPENS] = { "opens" },
+  [FB_LOG_LEVEL_ALL] = { "all" },
 };
 
 const FbOpInfo fb_op_table[FB_OP_N] = {
@@ -47,24 +50,7 @@ const FbDecisionInfo fb_decision_table[FB_DECISION_N] = {
   [FB_DECISION_READONLY] = { .name = "readonly", .err = EROFS, .refusal = true, .told = true },
 };
 
-
-const char *
-fb_log_level_to_string (FbLogLevel level)
-{
-  return (guint) level < G_N_ELEMENTS (level_names) ? level_names[level] : "invalid";
-}
-
-bool
-fb_log_level_from_string (const char *s, FbLogLevel *ret_level)
-{
-  int i = fb_table_find (level_names, G_N_ELEMENTS (level_names), sizeof level_names[0], 0, s);
-
-  if (i < 0)
-    return false;
-  if (ret_level != NULL)
-    *ret_level = (FbLogLevel) i;
-  return true;
-}
+FB_DEFINE_STRING_TABLE (fb_log_level, FbLogLevel, level_table, G_N_ELEMENTS (level_table))
 
 FB_DEFINE_STRING_TABLE (fb_decision, FbDecision, fb_decision_table, FB_DECISION_N)
 

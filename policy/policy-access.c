@@ -65,27 +65,15 @@ fb_policy_rule_name (const FbPolicyRule *rule, char buf[16])
   return buf;
 }
 
-const char *
-fb_policy_network_to_string (FbPolicyNetwork n)
+static const struct
 {
-  return n == FB_POLICY_NETWORK_HOST ? "host" : "none";
-}
+  const char *name;
+} network_table[FB_POLICY_NETWORK_N] = {
+  [FB_POLICY_NETWORK_NONE] = { "none" },
+  [FB_POLICY_NETWORK_HOST] = { "host" },
+};
 
-bool
-fb_policy_network_from_string (const char *s, FbPolicyNetwork *ret_network)
-{
-  FbPolicyNetwork n;
-
-  if (g_strcmp0 (s, "none") == 0)
-    n = FB_POLICY_NETWORK_NONE;
-  else if (g_strcmp0 (s, "host") == 0)
-    n = FB_POLICY_NETWORK_HOST;
-  else
-    return false;
-  if (ret_network != NULL)
-    *ret_network = n;
-  return true;
-}
+FB_DEFINE_STRING_TABLE (fb_policy_network, FbPolicyNetwork, network_table, FB_POLICY_NETWORK_N)
 
 FbPolicyAccess
 fb_policy_access_narrow (FbPolicyAccess a, FbPolicyAccess b)

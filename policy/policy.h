@@ -111,6 +111,7 @@ typedef enum
   FB_POLICY_NETWORK_NONE = 0,
   FB_POLICY_NETWORK_HOST = 1,
 } FbPolicyNetwork;
+#define FB_POLICY_NETWORK_N (FB_POLICY_NETWORK_HOST + 1) /* one past the last value */
 
 const char *fb_policy_network_to_string (FbPolicyNetwork n);
 bool fb_policy_network_from_string (const char *s, FbPolicyNetwork *ret_network);

@@ -18,6 +18,17 @@ static void
 test_decision_names (void **state)
 {
   assert_string_table (fb_decision, FbDecision, fb_decision_table, FB_DECISION_N);
+  /* the levels' names (fusebox(1), --log-level) */
+  for (guint i = 0; i <= FB_LOG_LEVEL_ALL; i++)
+    {
+      static const char *const names[] = { "mutations", "opens", "all" };
+      FbLogLevel level;
+
+      assert_string_equal (fb_log_level_to_string ((FbLogLevel)i), names[i]);
+      assert_true (fb_log_level_from_string (names[i], &level));
+      assert_int_equal (level, i);
+    }
+  assert_false (fb_log_level_from_string ("everything", NULL));
   /* the log's strings (fusebox(1), ACCESS LOG) */
   assert_string_equal (fb_decision_to_string (FB_DECISION_ALLOW), "allow");
   assert_string_equal (fb_decision_to_string (FB_DECISION_DENY), "deny");

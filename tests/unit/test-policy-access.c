@@ -11,6 +11,16 @@ test_access_names (void **state)
 {
   assert_string_table (fb_policy_access, FbPolicyAccess, fb_policy_access_table, FB_POLICY_ACCESS_N);
   assert_false (fb_policy_access_from_string ("Read", NULL));
+  /* the network's names (FB_DEFINE_STRING_TABLE too) */
+  {
+    FbPolicyNetwork n = FB_POLICY_NETWORK_NONE;
+
+    assert_string_equal (fb_policy_network_to_string (FB_POLICY_NETWORK_NONE), "none");
+    assert_string_equal (fb_policy_network_to_string (FB_POLICY_NETWORK_HOST), "host");
+    assert_true (fb_policy_network_from_string ("host", &n));
+    assert_int_equal (n, FB_POLICY_NETWORK_HOST);
+    assert_false (fb_policy_network_from_string ("all", &n));
+  }
   /* out of the enum: the narrowest row */
   assert_ptr_equal (fb_policy_access_info ((FbPolicyAccess)FB_POLICY_ACCESS_N),
                     fb_policy_access_info (FB_POLICY_ACCESS_HIDE));
