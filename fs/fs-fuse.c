@@ -792,7 +792,7 @@ fill_dir (const FbViewDirEntry *entry, gpointer user_data)
       if (entry->node != NULL)
         fill_entry (d->f, entry->node, entry->st, &e);
       else
-        e.attr = *entry->st; /* "." and "..": no lookup, just the type */
+        e.attr = *entry->st; /* no node (nodeid 0: the kernel links nothing), just the type */
       need = fuse_add_direntry_plus (d->req, d->buf + d->pos, d->size - d->pos, entry->name, &e, entry->next_offset);
       if (need > d->size - d->pos)
         return false;

@@ -84,6 +84,9 @@ struct FbViewNode
    * directory then holds a mark), set before the kernel first gets the
    * node (or at fb_watch_view); -1 while a mark is being placed */
   gint watched;
+  /* atomic, directories: 1 when a listing with attributes left out some
+   * non-directories' (fs-view-dir.c, "Attributes") */
+  gint listed_bare;
 
   /* view->lock: the decision of the node's view path, kept current by
    * renames (fs-view.c, "Paths") */
@@ -175,6 +178,7 @@ struct FbView
   struct timespec started;
   guint64 generation;       /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
+  gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
 
   GMutex lock;           /* the node table */
   GHashTable *table;     /* FbViewNode* (key: parent, name) -> itself */
@@ -388,6 +392,10 @@ void view_changed_object (FbView *view, FbViewNode *node, guint what);
 /* NAME in PARENT was made, removed or renamed; OBJECT (may be NULL): the
  * host object whose link count changed. */
 void view_changed_name (FbView *view, FbViewNode *parent, const char *name, const struct stat *object);
+
+/* fs-view-dir.c: NAME, just looked up in DIR by a caller, is not a
+ * directory: a caller stats what it lists (see "Attributes" there). */
+void view_dir_child_stated (FbView *view, FbViewNode *dir);
 
 /* fs-view-io.c, shared with fs-view-dir.c */
 FbViewFile *view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access,

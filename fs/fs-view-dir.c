@@ -29,6 +29,20 @@
  * statelessly from a node and an offset (fb_view_readdir_at: the FUSE
  * adapter, which lets the kernel skip OPENDIR and keep listings cached).
  * The policy is asked at every start: the directory must be listable.
+ *
+ * Attributes.  A listing with attributes (the kernel's READDIRPLUS, asked
+ * for every directory's first batch) makes a node of each entry it gives
+ * them for, as a lookup would.  Directories always get them: a walk enters
+ * them next, and the listing's d_type lets the view open one at once
+ * instead of stat'ing it first.  Non-directories get them only while the
+ * callers have been seen to stat what they list (a name left bare, then
+ * looked up: `ls -l`, `find -ls`, `du`), for the next PLUS_FILES_RUN
+ * listings, then the view tries without again.  A `find` or `git status`
+ * never stats the names it lists (git stats its index's names before it
+ * lists anything): a node and a system call per file saved, and the
+ * memory of a node the kernel would keep for each.  Either way the
+ * entries are the same, decided as any listing's; attributes are only
+ * given through a full lookup of the name (lookup_child_typed).
  */
 #include "fs/fs-private.h"
 
@@ -204,11 +218,44 @@ listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, int *r
   return list;
 }
 
+/* What a listing gives attributes for ("Attributes" above). */
+typedef enum
+{
+  PLUS_NONE, /* nothing: names and types */
+  PLUS_DIRS, /* directories, and entries of unknown type */
+  PLUS_ALL,  /* every entry */
+} Plus;
+
+/* Listings given every entry's attributes after a caller stat'ed a name
+ * left bare */
+#define PLUS_FILES_RUN 64
+
+static Plus
+plus_for_listing (FbView *view, bool plus)
+{
+  int left;
+
+  if (!plus)
+    return PLUS_NONE;
+  left = g_atomic_int_get (&view->plus_files);
+  while (left > 0 && !g_atomic_int_compare_and_exchange (&view->plus_files, left, left - 1))
+    left = g_atomic_int_get (&view->plus_files);
+  return left > 0 ? PLUS_ALL : PLUS_DIRS;
+}
+
+void
+view_dir_child_stated (FbView *view, FbViewNode *dir)
+{
+  /* once per bare listing: the next ones may show the callers changed */
+  if (g_atomic_int_get (&dir->listed_bare) && g_atomic_int_compare_and_exchange (&dir->listed_bare, 1, 0))
+    g_atomic_int_set (&view->plus_files, PLUS_FILES_RUN);
+}
+
 /* Offer one entry; false when the consumer is full.  *RET_SKIP: the entry
  * vanished (or is not ours to show) and was not offered. */
 static bool
 offer (FbView *view, FbViewNode *dir, NodeState *dst, const char *name, ino_t ino, unsigned char type, off_t next,
-       bool plus, FbViewDirFunc func, gpointer user_data, bool *ret_skip)
+       Plus plus, FbViewDirFunc func, gpointer user_data, bool *ret_skip)
 {
   FbViewDirEntry e = { 0 };
   g_autoptr (FbViewNode) child = NULL;
@@ -219,10 +266,13 @@ offer (FbView *view, FbViewNode *dir, NodeState *dst, const char *name, ino_t in
   e.ino = ino;
   e.type = type;
   e.next_offset = next;
-  if (plus)
+  if (plus != PLUS_NONE)
     {
-      if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+      if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0 ||
+          (plus == PLUS_DIRS && type != DT_DIR && type != DT_UNKNOWN))
         {
+          if (plus == PLUS_DIRS && !g_atomic_int_get (&dir->listed_bare))
+            g_atomic_int_set (&dir->listed_bare, 1);
           memset (&st, 0, sizeof st);
           st.st_ino = ino;
           st.st_mode = DTTOIF (type);
@@ -246,7 +296,7 @@ offer (FbView *view, FbViewNode *dir, NodeState *dst, const char *name, ino_t in
 }
 
 static void
-offer_listing (FbView *view, FbViewNode *node, NodeState *dst, GArray *list, off_t offset, bool plus,
+offer_listing (FbView *view, FbViewNode *node, NodeState *dst, GArray *list, off_t offset, Plus plus,
                FbViewDirFunc func, gpointer user_data)
 {
   for (guint i = (guint)MIN ((guint64)offset, (guint64)list->len); i < list->len; i++)
@@ -359,7 +409,7 @@ stream_seek (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream *
 /* Offer the entries of S from where it stands until FUNC is full (the
  * entry stays for next time) or the end. */
 static int
-offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream *s, bool plus, FbViewDirFunc func,
+offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream *s, Plus plus, FbViewDirFunc func,
               gpointer user_data)
 {
   for (;;)
@@ -507,14 +557,14 @@ fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewD
     return -EINVAL;
   g_mutex_lock (&dir->dir_lock);
   if (dir->snapshot != NULL)
-    offer_listing (view, dir->node, dst, dir->snapshot, offset, plus, func, user_data);
+    offer_listing (view, dir->node, dst, dir->snapshot, offset, plus_for_listing (view, plus), func, user_data);
   else
     {
       /* the handle keeps its own position; another offset is found again
        * from the start */
       r = stream_seek (view, dir->node, dst, dir->fd, &dir->stream, offset);
       if (r == 0)
-        r = offer_stream (view, dir->node, dst, dir->fd, &dir->stream, plus, func, user_data);
+        r = offer_stream (view, dir->node, dst, dir->fd, &dir->stream, plus_for_listing (view, plus), func, user_data);
     }
   g_mutex_unlock (&dir->dir_lock);
   return r;
@@ -561,7 +611,7 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
       g_autoptr (GArray) list = listing_get (view, node, st, fd, &r);
       if (list == NULL)
         return r;
-      offer_listing (view, node, st, list, offset, plus, func, user_data);
+      offer_listing (view, node, st, list, offset, plus_for_listing (view, plus), func, user_data);
       return 0;
     }
   {
@@ -576,7 +626,7 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
     if (r < 0)
       r = stream_seek (view, node, st, fd, &s, offset);
     if (r == 0)
-      r = offer_stream (view, node, st, fd, &s, plus, func, user_data);
+      r = offer_stream (view, node, st, fd, &s, plus_for_listing (view, plus), func, user_data);
     cursor_keep (node, &s);
     return r;
   }

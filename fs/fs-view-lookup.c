@@ -484,6 +484,8 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
+  if (!S_ISDIR (node->type))
+    view_dir_child_stated (view, parent);
   *ret_node = node;
   return 0;
 }

@@ -422,15 +422,18 @@ typedef struct
   unsigned char type;    /* DT_* */
   off_t next_offset;     /* pass it back to continue after this entry: the view's own
                           * offset (how many entries it showed up to this one), never the host's */
-  FbViewNode *node;      /* plus mode: the entry's node (borrowed; ref it to keep it), NULL for "." and ".." */
-  const struct stat *st; /* plus mode: its attributes (for "." and "..": st_ino and the type only) */
+  FbViewNode *node;      /* plus mode: the entry's node (borrowed; ref it to keep it), NULL for "." and ".." and
+                          * an entry given without attributes */
+  const struct stat *st; /* plus mode: its attributes (without a node: st_ino and the type only) */
 } FbViewDirEntry;
 
 /* Return false when the entry did not fit: it is offered again next time. */
 typedef bool (*FbViewDirFunc) (const FbViewDirEntry *entry, gpointer user_data);
 
 /* Entries after OFFSET (0: from the start), hidden names left out.  With
- * PLUS, each entry is looked up (node and attributes). */
+ * PLUS, entries are looked up (node and attributes): directories always,
+ * other entries while callers stat what they list (fs-view-dir.c,
+ * "Attributes"); the others come as without PLUS. */
 int fb_view_readdir (FbView *view, FbViewFile *dir, off_t offset, bool plus, FbViewDirFunc func, gpointer user_data);
 void fb_view_releasedir (FbView *view, FbViewFile *dir);
 /* The same without an open directory: entries of NODE after OFFSET (the
