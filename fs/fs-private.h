@@ -150,6 +150,8 @@ struct FbViewFile
   uid_t uid;
   char *comm;
   char *session;
+  /* the account its descriptor is charged to (a reference), or NULL */
+  FbViewFdAccount *fd_account;
   gint64 bytes_read;    /* atomic */
   gint64 bytes_written; /* atomic */
   FbViewFile *open_prev, *open_next; /* node->lock: node->open_files (reopened nodes) */
@@ -200,8 +202,8 @@ struct FbView
   FbViewNode *fd_head, *fd_tail;
   gint n_dir_fds;  /* fd_lock to change, atomic to read */
   gint n_file_fds; /* atomic: descriptors of files open through this view */
-  gint n_own_files; /* atomic: of those, opened for callers without a session (FUSE) */
-  GHashTable *fd_sessions; /* fd_lock: a remote-API session -> its open files (gint*) */
+  /* what the FUSE connection opens is charged to; immutable */
+  FbViewFdAccount *fd_account;
   FbView *views_prev, *views_next;
   bool in_views;
 };
@@ -237,6 +239,7 @@ typedef enum
   VIEW_REFUSAL_OWN_STATE,     /* fusebox's run directories and logs (fs-view-state.c) */
   VIEW_REFUSAL_TOO_LONG,      /* a view path past FB_VIEW_PATH_MAX: a rename that would make one, a host tree deeper */
   VIEW_REFUSAL_NODES,         /* the view keeps FbView.node_max nodes already */
+  VIEW_REFUSAL_FILES,         /* the caller's account holds its share of open files (fs-view-fd.c) */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm (cached), for events logged later. */
@@ -329,13 +332,9 @@ void view_fd_register (FbView *view);
 void view_fd_unregister (FbView *view);
 void node_fd_cached (FbViewNode *node);
 int node_fd_forget (FbViewNode *node);
-int view_file_claim (FbView *view, const char *session);
-void view_file_unclaim (FbView *view, const char *session);
-static inline const char *
-caller_session (const FbViewCaller *caller)
-{
-  return caller != NULL ? caller->session : NULL;
-}
+int view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *access,
+                     FbViewFdAccount **ret_account);
+void view_file_unclaim (FbView *view, FbViewFdAccount *account);
 void view_fd_pressure (void);
 /* NODE's host object as an O_PATH descriptor: its own (directories, mount
  * sources), or for a reopened node one opened now from its parent's
@@ -398,8 +397,9 @@ void view_changed_name (FbView *view, FbViewNode *parent, const char *name, cons
 void view_dir_child_stated (FbView *view, FbViewNode *dir);
 
 /* fs-view-io.c, shared with fs-view-dir.c */
-FbViewFile *view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access,
-                           const FbViewCaller *caller);
+/* ACCOUNT: what FD was claimed on (view_file_claim), taken; NULL when none. */
+FbViewFile *view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account, int flags,
+                           const char *access, const FbViewCaller *caller);
 void view_file_free (FbViewFile *file);
 /* True when NODE's host size and mtime are those seen last time (keep_cache);
  * records them. */

@@ -503,22 +503,23 @@ int
 fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbViewFile **ret_dir, bool *ret_keep_cache)
 {
   g_autoptr (NodeState) st = node_get_state (node);
+  FbViewFdAccount *account = NULL;
   FbViewFile *dir;
   int r, fd;
 
   if (ret_keep_cache != NULL)
     *ret_keep_cache = false;
   /* an open directory is held like an open file (fs-view-fd.c) */
-  r = node->kind == NODE_HOST ? view_file_claim (view, caller_session (caller)) : 0;
+  r = node->kind == NODE_HOST ? view_file_claim (view, caller, FB_OP_READDIR, st->path, "list", &account) : 0;
   if (r == 0)
     {
       r = start_listing (view, caller, node, st, &fd);
-      if (r < 0 && node->kind == NODE_HOST)
-        view_file_unclaim (view, caller_session (caller));
+      if (r < 0 && account != NULL)
+        view_file_unclaim (view, account);
     }
   if (r < 0)
     return r;
-  dir = view_file_new (node, st, fd, O_RDONLY | O_DIRECTORY, "list", caller);
+  dir = view_file_new (node, st, fd, account, O_RDONLY | O_DIRECTORY, "list", caller);
   dir->is_dir = true;
   dir->can_write = false;
   if (is_assembled (node, st))

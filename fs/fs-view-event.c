@@ -177,6 +177,14 @@ static const FbPolicyRule refusal_rules[] = {
     .why = "the view keeps at most so many names in memory, and the kernel holds on to all of them: a new one waits "
            "until it forgets some",
   },
+  [VIEW_REFUSAL_FILES] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:too-many-open-files",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "each sandbox holds at most its share of the files fusebox keeps open for sandboxes (its floor, and part "
+           "of the rest, shared fairly between clients): close some, and the others keep theirs",
+  },
 };
 
 const FbPolicyRule *

@@ -37,16 +37,42 @@
  *    holder, whose *at() call would otherwise reach whatever the kernel gave
  *    that number to next.
  *  - Open files.  A descriptor a sandbox keeps (a file, a directory open
- *    for listing) is claimed before the host open by its owner: the view's
- *    own FUSE connection, or a session of the remote API (several may share
- *    a view).  An owner may hold at most half of what the others leave of
- *    the files' budget (EMFILE, to that caller), the process no more than
- *    the budget (ENFILE).  One greedy owner gets half, a second a quarter,
- *    and so on: every other keeps room, and the reserve keeps the rest.
+ *    for listing) is claimed before the host open on an account: the
+ *    view's own (FbViewOptions.fd_account: under `serve`, the process's),
+ *    or the caller's session's (one per session, in whatever view, a
+ *    client of its own: the remote API bounds a client's sessions by its
+ *    share of fs/open handles, ipc/ipc-rpc-share.c).
+ *    Threat: a client of `serve` starting process after process, each
+ *    holding all it can, when each owner could hold half of what the
+ *    others left: the holders took 559, 278, 138 ... of 1,125, and the
+ *    next process, the client's or another's, could not open its libc.
+ *    So, in two tiers:
+ *     1. Floors.  An account made with one may always hold
+ *        FB_VIEW_FD_FLOOR files.  The floors are kept out of the files'
+ *        budget beforehand (fb_view_fd_set_floors: the server's running
+ *        processes, as many as fit in half of it), whether taken or not,
+ *        so no one's use can take a floor from an account made later;
+ *        with all taken, a new account with a floor is refused (ENFILE),
+ *        and process/start says so instead of starting a sandbox that
+ *        can't load its libraries.
+ *     2. Clients.  Above its floor an account draws on the rest (the
+ *        files' budget less every floor kept), where its client's
+ *        accounts together hold at most half of what the other clients
+ *        leave: more processes don't make a bigger part.  An account
+ *        without a client is a client of its own (`run`, `mount`, a
+ *        session, a view of the tests).  Between one client's own
+ *        sandboxes, the part is first come: each keeps its floor.
+ *    Past its part: EMFILE for that caller; nothing shared left: ENFILE;
+ *    either is logged as fusebox's refusal (VIEW_REFUSAL_FILES).  A
+ *    greedy client gets half of what is shared, a second a quarter, and
+ *    every sandbox its floor.  Claims take fd_lock (an open costs host
+ *    syscalls besides; a lock-free count could not check a floor, a
+ *    client and the total at once).
  *  - Threads: any.  fd_lock (process-wide) guards the lists, the counts of
- *    cached directories, the budget and the list of views.  It is the
- *    innermost lock: it may be taken under view->lock or a node's lock,
- *    nothing is taken under it, and nothing is closed under it.
+ *    cached directories, the budget, the list of views and the accounts'
+ *    counts.  It is the innermost lock: it may be taken under view->lock
+ *    or a node's lock, nothing is taken under it, and nothing is closed or
+ *    freed under it.
  */
 #include "fs/fs-private.h"
 
@@ -75,7 +101,11 @@ static gint fd_file_max;         /* atomic */
 static gint fd_uses;             /* atomic: towards the next refresh */
 static FbViewFdBudget fd_budget; /* fd_lock */
 static guint64 fd_override;      /* fd_lock: fb_view_fd_budget_override */
+static guint fd_floors_wanted;   /* fd_lock: fb_view_fd_set_floors */
+static guint fd_floors_taken;    /* fd_lock: accounts with a floor */
 static gsize fd_once;
+
+static gint shared_max_locked (void);
 
 /* --- the budget -------------------------------------------------------------- */
 
@@ -96,6 +126,10 @@ budget_compute_locked (void)
   fd_budget.reserve = (guint)reserve;
   fd_budget.dir_max = (guint)MAX (pool / 4, FD_DIRS_MIN);
   fd_budget.file_max = (guint)MAX (pool - pool / 4, FD_FILES_MIN);
+  /* the floors: at most half of the files' budget, so that what is
+   * shared stays at least as large */
+  fd_budget.floor = FB_VIEW_FD_FLOOR;
+  fd_budget.floors = MIN (fd_floors_wanted, fd_budget.file_max / 2 / FB_VIEW_FD_FLOOR);
   g_atomic_int_set (&fd_dir_max, (gint)fd_budget.dir_max);
   g_atomic_int_set (&fd_file_max, (gint)fd_budget.file_max);
 }
@@ -129,6 +163,8 @@ fb_view_fd_budget (FbViewFdBudget *ret)
   *ret = fd_budget;
   ret->dirs = (guint)g_atomic_int_get (&fd_dirs);
   ret->files = (guint)g_atomic_int_get (&fd_files);
+  ret->floors_taken = fd_floors_taken;
+  ret->shared = (guint)shared_max_locked ();
   g_mutex_unlock (&fd_lock);
 }
 
@@ -180,6 +216,11 @@ void
 view_fd_register (FbView *view)
 {
   budget_init ();
+  if (view->options.fd_account != NULL)
+    view->fd_account = fb_view_fd_account_ref (view->options.fd_account);
+  else
+    (void)fb_view_fd_account_new (NULL, false, &view->fd_account); /* no floor: can't fail */
+  view->options.fd_account = NULL;
   g_mutex_lock (&fd_lock);
   view->views_prev = NULL;
   view->views_next = fd_views;
@@ -204,8 +245,8 @@ view_fd_unregister (FbView *view)
         view->views_next->views_prev = view->views_prev;
       view->in_views = false;
     }
-  g_clear_pointer (&view->fd_sessions, g_hash_table_destroy);
   g_mutex_unlock (&fd_lock);
+  g_clear_pointer (&view->fd_account, fb_view_fd_account_unref);
 }
 
 /* --- eviction ------------------------------------------------------------------ */
@@ -530,95 +571,283 @@ node_fd_forget (FbViewNode *node)
 
 /* --- open files ------------------------------------------------------------------ */
 
-/* Past OWNER's share with MINE of TOTAL open (both counting the new one)?
- * At most half of what the others leave (see "Open files" above). */
-static int
-share_check (gint max, gint total, gint mine)
+/* A client: the accounts of one client of the remote API, or one account
+ * alone (a view's own without a client, a session without one). */
+typedef struct
 {
-  if (total > max)
+  char *key;  /* NULL: an account's own */
+  guint refs; /* fd_lock: its accounts */
+  gint over;  /* fd_lock: files its accounts hold above their floors */
+} FdClient;
+
+struct FbViewFdAccount
+{
+  gint ref;         /* atomic */
+  FdClient *client; /* immutable; its fields under fd_lock */
+  guint floor;      /* immutable: 0 or FB_VIEW_FD_FLOOR */
+  gint held;        /* fd_lock to change, atomic to read */
+  char *session;    /* a session's: its key in fd_session_accounts */
+};
+
+static GHashTable *fd_clients;          /* fd_lock: key -> FdClient, those with a key */
+static GHashTable *fd_session_accounts; /* fd_lock: session id -> FbViewFdAccount (a reference) */
+static gint fd_over;                    /* fd_lock: files held above floors, all accounts */
+
+/* The files above floors, all clients together (fd_lock): the files'
+ * budget less every floor kept, or taken when a lowered limit keeps
+ * fewer than are taken. */
+static gint
+shared_max_locked (void)
+{
+  gint64 floors = (gint64)MAX (fd_budget.floors, fd_floors_taken) * FB_VIEW_FD_FLOOR;
+
+  return (gint)MAX ((gint64)fd_budget.file_max - floors, 0);
+}
+
+/* One file more for A (fd_lock).  Within its floor: always.  Above it,
+ * from what is shared: its client's files above floors at most half of
+ * what the other clients leave (see "Open files" above). */
+static int
+claim_locked (FbViewFdAccount *a)
+{
+  FdClient *c = a->client;
+  gint shared;
+
+  if (g_atomic_int_get (&a->held) < (gint)a->floor)
+    {
+      g_atomic_int_inc (&a->held);
+      return 0;
+    }
+  shared = shared_max_locked ();
+  if (fd_over + 1 > shared)
     return -ENFILE;
-  if ((gint64)mine * 2 > (gint64)max - (total - mine))
+  if ((gint64)(c->over + 1) * 2 > (gint64)shared - (fd_over - c->over))
     return -EMFILE;
+  g_atomic_int_inc (&a->held);
+  c->over++;
+  fd_over++;
   return 0;
 }
 
-/* A remote-API session's count of files open through VIEW (fd_lock). */
-static gint *
-session_count_locked (FbView *view, const char *session)
+static void
+unclaim_locked (FbViewFdAccount *a)
 {
-  gint *count;
-
-  if (view->fd_sessions == NULL)
-    view->fd_sessions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  count = g_hash_table_lookup (view->fd_sessions, session);
-  if (count == NULL)
+  if (g_atomic_int_get (&a->held) > (gint)a->floor)
     {
-      count = g_new0 (gint, 1);
-      g_hash_table_insert (view->fd_sessions, g_strdup (session), count);
+      a->client->over--;
+      fd_over--;
     }
-  return count;
+  g_atomic_int_add (&a->held, -1);
+}
+
+guint
+fb_view_fd_set_floors (guint n)
+{
+  guint fit;
+
+  budget_init ();
+  g_mutex_lock (&fd_lock);
+  fd_floors_wanted = n;
+  budget_compute_locked ();
+  fit = fd_budget.floors;
+  g_mutex_unlock (&fd_lock);
+  return fit;
 }
 
 int
-view_file_claim (FbView *view, const char *session)
+fb_view_fd_account_new (const char *client, bool floor, FbViewFdAccount **ret_account)
 {
-  gint max, total, mine;
+  FbViewFdAccount *a;
+  FdClient *c = NULL;
+
+  budget_init ();
+  /* a floor is kept for as long as the account lives: counted against the
+   * limit as it is now, not as it was (prlimit) */
+  if (floor)
+    budget_refresh ();
+  g_mutex_lock (&fd_lock);
+  if (floor && fd_floors_taken >= fd_budget.floors)
+    {
+      g_mutex_unlock (&fd_lock);
+      return -ENFILE;
+    }
+  if (client != NULL)
+    {
+      if (fd_clients == NULL)
+        fd_clients = g_hash_table_new (g_str_hash, g_str_equal);
+      c = g_hash_table_lookup (fd_clients, client);
+    }
+  if (c == NULL)
+    {
+      c = g_new0 (FdClient, 1);
+      c->key = g_strdup (client);
+      if (client != NULL)
+        g_hash_table_insert (fd_clients, c->key, c);
+    }
+  c->refs++;
+  a = g_new0 (FbViewFdAccount, 1);
+  a->ref = 1;
+  a->client = c;
+  if (floor)
+    {
+      a->floor = FB_VIEW_FD_FLOOR;
+      fd_floors_taken++;
+    }
+  g_mutex_unlock (&fd_lock);
+  *ret_account = a;
+  return 0;
+}
+
+FbViewFdAccount *
+fb_view_fd_account_ref (FbViewFdAccount *account)
+{
+  g_atomic_int_inc (&account->ref);
+  return account;
+}
+
+void
+fb_view_fd_account_unref (FbViewFdAccount *account)
+{
+  FdClient *c;
+
+  if (account == NULL || !g_atomic_int_dec_and_test (&account->ref))
+    return;
+  c = account->client;
+  g_mutex_lock (&fd_lock);
+  /* a file holds a reference: none is left held */
+  g_warn_if_fail (account->held == 0);
+  if (account->floor > 0)
+    fd_floors_taken--;
+  if (--c->refs == 0 && c->key != NULL)
+    g_hash_table_remove (fd_clients, c->key);
+  else if (c->refs > 0)
+    c = NULL;
+  g_mutex_unlock (&fd_lock);
+  if (c != NULL)
+    {
+      g_free (c->key);
+      g_free (c);
+    }
+  g_free (account->session);
+  g_free (account);
+}
+
+guint
+fb_view_fd_account_held (FbViewFdAccount *account)
+{
+  return (guint)g_atomic_int_get (&account->held);
+}
+
+/* The account of CALLER's session: found, or made.  A client of its own:
+ * what a client's sessions hold is bounded by the remote API's shares of
+ * handles (ipc/ipc-rpc-share.c) and by what a call opens and closes, and
+ * a sandbox of the same client (on loopback, every local one) that takes
+ * its client's part must not fail its harness's fs/readFile.  Kept while
+ * it holds files. */
+static int
+session_account (const FbViewCaller *caller, FbViewFdAccount **ret_account)
+{
+  FbViewFdAccount *a;
+  int r;
+
+  g_mutex_lock (&fd_lock);
+  a = fd_session_accounts != NULL ? g_hash_table_lookup (fd_session_accounts, caller->session) : NULL;
+  if (a != NULL)
+    fb_view_fd_account_ref (a);
+  g_mutex_unlock (&fd_lock);
+  if (a != NULL)
+    {
+      *ret_account = a;
+      return 0;
+    }
+  r = fb_view_fd_account_new (NULL, false, &a);
+  if (r < 0)
+    return r;
+  a->session = g_strdup (caller->session);
+  g_mutex_lock (&fd_lock);
+  if (fd_session_accounts == NULL)
+    fd_session_accounts = g_hash_table_new (g_str_hash, g_str_equal);
+  {
+    FbViewFdAccount *other = g_hash_table_lookup (fd_session_accounts, caller->session);
+    if (other != NULL)
+      {
+        /* another thread made it first: that one */
+        fb_view_fd_account_ref (other);
+        g_mutex_unlock (&fd_lock);
+        fb_view_fd_account_unref (a);
+        *ret_account = other;
+        return 0;
+      }
+  }
+  g_hash_table_insert (fd_session_accounts, a->session, fb_view_fd_account_ref (a));
+  g_mutex_unlock (&fd_lock);
+  *ret_account = a;
+  return 0;
+}
+
+/* Forget a session's account that holds nothing any more (fd_lock): its
+ * table reference, for the caller to drop without the lock. */
+static FbViewFdAccount *
+session_account_idle_locked (FbViewFdAccount *a)
+{
+  /* references are taken from the table under the lock only: two are
+   * the table's and the caller's, and nobody is about to claim */
+  if (a->session == NULL || g_atomic_int_get (&a->held) > 0 || g_atomic_int_get (&a->ref) > 2 ||
+      fd_session_accounts == NULL || g_hash_table_lookup (fd_session_accounts, a->session) != a)
+    return NULL;
+  g_hash_table_remove (fd_session_accounts, a->session);
+  return a;
+}
+
+int
+view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *access,
+                 FbViewFdAccount **ret_account)
+{
+  g_autoptr (FbViewFdAccount) a = NULL;
+  FbViewFdAccount *idle = NULL;
   int r;
 
   tick ();
-  max = g_atomic_int_get (&fd_file_max);
-  if (session != NULL)
+  if (caller != NULL && caller->session != NULL)
     {
-      /* Sessions of the remote API may share a view (the same sandbox
-       * context): each is an owner of its own, so that one session's
-       * fs/open handles leave the others their share. */
-      gint *count;
-      g_mutex_lock (&fd_lock);
-      count = session_count_locked (view, session);
-      total = g_atomic_int_add (&fd_files, 1) + 1;
-      mine = ++*count;
-      r = share_check (max, total, mine);
+      /* A session of the remote API is an account of its own, in every
+       * view it calls through (the same sandbox context shares a view),
+       * so that its fs/open handles leave the sandbox and the other
+       * sessions theirs. */
+      r = session_account (caller, &a);
       if (r < 0)
-        {
-          g_atomic_int_add (&fd_files, -1);
-          if (--*count == 0)
-            g_hash_table_remove (view->fd_sessions, session);
-        }
-      else
-        g_atomic_int_inc (&view->n_file_fds);
-      g_mutex_unlock (&fd_lock);
-      return r;
+        return r;
     }
-  /* The sandbox's own files, through its FUSE connection: lock-free.  Two
-   * claims at once may both count the other: a refusal at the edge, never
-   * more than the budget. */
-  total = g_atomic_int_add (&fd_files, 1) + 1;
-  mine = g_atomic_int_add (&view->n_own_files, 1) + 1;
-  r = share_check (max, total, mine);
+  else
+    a = fb_view_fd_account_ref (view->fd_account);
+  g_mutex_lock (&fd_lock);
+  r = claim_locked (a);
+  if (r < 0)
+    idle = session_account_idle_locked (a);
+  g_mutex_unlock (&fd_lock);
+  fb_view_fd_account_unref (idle);
   if (r < 0)
     {
-      g_atomic_int_add (&view->n_own_files, -1);
-      g_atomic_int_add (&fd_files, -1);
+      view_emit (view, caller, op, path, NULL, access, FB_DECISION_DENY, -r, view_refusal_rule (VIEW_REFUSAL_FILES));
       return r;
     }
   g_atomic_int_inc (&view->n_file_fds);
+  g_atomic_int_inc (&fd_files);
+  *ret_account = g_steal_pointer (&a);
   return 0;
 }
 
 void
-view_file_unclaim (FbView *view, const char *session)
+view_file_unclaim (FbView *view, FbViewFdAccount *account)
 {
-  if (session != NULL)
-    {
-      gint *count;
-      g_mutex_lock (&fd_lock);
-      count = view->fd_sessions != NULL ? g_hash_table_lookup (view->fd_sessions, session) : NULL;
-      if (count != NULL && --*count == 0)
-        g_hash_table_remove (view->fd_sessions, session);
-      g_mutex_unlock (&fd_lock);
-    }
-  else
-    g_atomic_int_add (&view->n_own_files, -1);
+  FbViewFdAccount *idle;
+
+  g_mutex_lock (&fd_lock);
+  unclaim_locked (account);
+  idle = session_account_idle_locked (account);
+  g_mutex_unlock (&fd_lock);
   g_atomic_int_add (&view->n_file_fds, -1);
   g_atomic_int_add (&fd_files, -1);
+  fb_view_fd_account_unref (idle);
+  fb_view_fd_account_unref (account);
 }

@@ -23,7 +23,8 @@
 #define FB_OPEN_EXEC_HINT 040
 
 FbViewFile *
-view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *access, const FbViewCaller *caller)
+view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account, int flags, const char *access,
+               const FbViewCaller *caller)
 {
   FbViewFile *file = g_new0 (FbViewFile, 1);
   FbView *view = node->view;
@@ -32,6 +33,7 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, int flags, const char *a
   file->node = fb_view_node_ref (node);
   file->state = node_state_ref (st);
   file->fd = fd;
+  file->fd_account = account;
   if (node->reopen && fd >= 0)
     {
       g_mutex_lock (&node->lock);
@@ -82,10 +84,9 @@ view_file_free (FbViewFile *file)
       g_mutex_unlock (&node->lock);
     }
   if (file->fd >= 0)
-    {
-      close (file->fd);
-      view_file_unclaim (file->node->view, file->session); /* claimed before it was opened */
-    }
+    close (file->fd);
+  if (file->fd_account != NULL)
+    view_file_unclaim (file->node->view, file->fd_account); /* claimed before it was opened */
   if (file->snapshot != NULL)
     g_array_unref (file->snapshot);
   g_free (file->stream.buf);
@@ -261,6 +262,7 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
   g_autoptr (NodeState) st = node_get_state (node);
   const char *access = open_access (flags);
   bool wants_write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+  FbViewFdAccount *account = NULL;
   FbViewFile *file;
   struct stat hst;
   FbDecision d;
@@ -283,20 +285,22 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
       view_emit (view, caller, FB_OP_OPEN, st->path, NULL, access, FB_DECISION_ALLOW, -r, st->decision.rule);
       return r;
     }
-  /* the descriptor the sandbox will hold comes out of the view's share
-   * of the budget (fs-view-fd.c): EMFILE past it, for this caller only */
-  r = view_file_claim (view, caller_session (caller));
-  fd = r < 0 ? r : node_reopen (node, host_open_flags (flags));
+  /* the descriptor the sandbox will hold comes out of the caller's share
+   * of the budget (fs-view-fd.c): EMFILE past it, for this caller only,
+   * logged there */
+  r = view_file_claim (view, caller, FB_OP_OPEN, st->path, access, &account);
+  if (r < 0)
+    return r;
+  fd = node_reopen (node, host_open_flags (flags));
   if (fd < 0)
     {
-      if (r == 0)
-        view_file_unclaim (view, caller_session (caller));
+      view_file_unclaim (view, account);
       view_emit (view, caller, FB_OP_OPEN, st->path, NULL, access, FB_DECISION_ALLOW, -fd, st->decision.rule);
       return fd;
     }
   if (ret_keep_cache != NULL)
     *ret_keep_cache = fstat (fd, &hst) == 0 && !(flags & O_TRUNC) && node_stamp_compare (node, &hst);
-  file = view_file_new (node, st, fd, flags, access, caller);
+  file = view_file_new (node, st, fd, account, flags, access, caller);
   if (flags & O_TRUNC)
     {
       /* After the open, not before: an open that fails (ETXTBSY) truncates
@@ -327,6 +331,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   CallerCreds creds;
   struct stat hst;
   mode_t umask_bits = caller != NULL ? caller->umask : 0;
+  FbViewFdAccount *account = NULL;
   int r, path_fd, pfd, claim;
 
   r = decide_child_checked (view, parent, pst, name, &ci);
@@ -361,13 +366,15 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   mode = (mode & 07777 & ~(S_ISUID | S_ISGID)) & ~(umask_bits & 0777);
   pfd = node_fd_get (parent, &hold);
   /* claimed before the name is made: EMFILE makes nothing (fb_view_open) */
-  claim = pfd < 0 ? pfd : view_file_claim (view, caller_session (caller));
+  claim = pfd < 0 ? pfd : view_file_claim (view, caller, FB_OP_CREATE, ci.path, "create", &account);
+  if (claim < 0 && pfd >= 0)
+    return claim; /* logged as the refusal it is */
   creds_enter (view, caller, &creds);
   fd = claim < 0 ? claim : openat (pfd, name, host_open_flags (flags) | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
   r = fd >= 0 ? 0 : claim < 0 ? claim : -errno;
   creds_leave (&creds);
   if (fd < 0 && claim == 0)
-    view_file_unclaim (view, caller_session (caller));
+    view_file_unclaim (view, g_steal_pointer (&account));
   if (r == -EEXIST && !(flags & O_EXCL))
     {
       g_autoptr (FbViewNode) existing = NULL;
@@ -392,7 +399,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   if (r < 0)
     {
       if (fd >= 0)
-        view_file_unclaim (view, caller_session (caller)); /* closed on return: nobody will hold it */
+        view_file_unclaim (view, g_steal_pointer (&account)); /* closed on return: nobody will hold it */
       return r;
     }
   view_changed_name (view, parent, name, NULL);
@@ -400,7 +407,8 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   if (ret_st != NULL)
     *ret_st = hst;
   st = node_get_state (node);
-  *ret_file = view_file_new (node, st, fb_steal_fd (&fd), flags & ~(O_CREAT | O_EXCL), open_access (flags), caller);
+  *ret_file = view_file_new (node, st, fb_steal_fd (&fd), g_steal_pointer (&account), flags & ~(O_CREAT | O_EXCL),
+                             open_access (flags), caller);
   if (ret_node != NULL)
     *ret_node = node;
   else

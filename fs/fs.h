@@ -42,12 +42,21 @@
  * of the rest, a quarter caches directories (all views together, the view
  * that caches the most giving up its least recently used first) and three
  * quarters are for what sandboxes hold open: each file and each directory
- * open for listing counts against its owner (the caller's remote-API
- * session, FbViewCaller.session, else the view's own FUSE connection),
- * which may hold at most half of what the other owners leave (EMFILE for
- * that caller past it; ENFILE past the whole budget).  So no sandbox or
- * session can take another's descriptors; fb_view_fd_budget() tells the
- * budget.
+ * open for listing is charged to an account (FbViewFdAccount): the view's
+ * own FUSE connection's (FbViewOptions.fd_account), or the caller's
+ * remote-API session's (FbViewCaller.session, one account in every view).
+ * An account made with a floor has FB_VIEW_FD_FLOOR files nobody else can
+ * take (under `serve`, each running process: enough to load a command and
+ * its libraries); the floors are kept out of the budget beforehand
+ * (fb_view_fd_set_floors, at most half of it), and an account asking for
+ * one when all are taken is refused.  Above its floor an account draws on
+ * the rest, shared between clients (the client named at
+ * fb_view_fd_account_new; a session's account is a client of its own): a
+ * client's accounts together hold at most half of what the other clients
+ * leave (EMFILE for that caller past it; ENFILE when nothing is left).
+ * Refusals are logged as fusebox's own.  So no sandbox or session can
+ * take another's floor, and no client can multiply its part by starting
+ * more sandboxes; fb_view_fd_budget() tells the budget.
  *
  * Resolution.  One name at a time, relative to the parent's O_PATH descriptor
  * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
@@ -214,6 +223,9 @@ typedef struct
   const char *session; /* remote-API session id, NULL for FUSE */
 } FbViewCaller;
 
+/* An account of open files (fs.h, Descriptors), reference-counted. */
+typedef struct FbViewFdAccount FbViewFdAccount;
+
 typedef struct
 {
   FbAccessSink *sink;       /* may be NULL: nothing is logged */
@@ -231,6 +243,10 @@ typedef struct
    * Absolute paths, read once by fb_view_new(); missing ones are skipped. */
   const char *const *hidden_paths;
   guint node_max; /* the most nodes kept (fs.h, Bounds); 0: FB_VIEW_NODES_MAX */
+  /* What the sandbox opens through the FUSE connection is charged to this
+   * account (a reference is taken); NULL: one of the view's own, without a
+   * floor, a client of its own. */
+  FbViewFdAccount *fd_account;
 } FbViewOptions;
 
 void fb_view_options_init (FbViewOptions *options);
@@ -267,10 +283,33 @@ typedef struct
   guint file_max; /* files and directories open for sandboxes, all views together */
   guint dirs;     /* cached now */
   guint files;    /* open now */
+  guint floor;    /* files an account with a floor always may hold: FB_VIEW_FD_FLOOR */
+  guint floors;   /* floors kept out of file_max: fb_view_fd_set_floors, as many as fit in half of it */
+  /* accounts with a floor now */
+  guint floors_taken;
+  /* the rest of file_max, shared between clients above their floors */
+  guint shared;
 } FbViewFdBudget;
 void fb_view_fd_budget (FbViewFdBudget *ret);
 /* For tests: the budget as if RLIMIT_NOFILE were LIMIT (0: the real one). */
 void fb_view_fd_budget_override (guint64 limit);
+
+/* Files an account with a floor may always hold open: a command, its
+ * loader and libraries and its locale files, a pipeline of a few. */
+#define FB_VIEW_FD_FLOOR 64
+/* Keep room for N floors (default 0: none); returns how many fit in
+ * half of the files' budget now.  A limit lowered later keeps fewer. */
+guint fb_view_fd_set_floors (guint n);
+/* A new account for CLIENT (NULL: a client of its own), with a floor if
+ * FLOOR: -ENFILE when every floor is taken. */
+int fb_view_fd_account_new (const char *client, bool floor, FbViewFdAccount **ret_account);
+FbViewFdAccount *fb_view_fd_account_ref (FbViewFdAccount *account);
+/* The floor goes back with the last reference (a view and each file
+ * charged to the account hold one). */
+void fb_view_fd_account_unref (FbViewFdAccount *account);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbViewFdAccount, fb_view_fd_account_unref)
+/* What ACCOUNT holds open now. */
+guint fb_view_fd_account_held (FbViewFdAccount *account);
 /* What VIEW holds now: cached directory descriptors, open files. */
 void fb_view_fd_count (FbView *view, guint *ret_dirs, guint *ret_files);
 

@@ -111,6 +111,7 @@ struct FbRpcProcess
   FbPolicy *policy;
   FbRpcTeeSink *tee;
   FbView *view;
+  FbViewFdAccount *fd_account; /* its sandbox's open files, with their floor, until it ends */
   FbRunFuse *serving; /* its view's FUSE session, once mounted (ipc-run-fuse.c) */
   FbAccessLog *log;   /* the server's (borrowed), drained while its session ends */
 
@@ -455,6 +456,10 @@ process_maybe_finish (FbRpcProcess *p)
     return;
   p->finished = true;
   stop_fuse (p);
+  /* The sandbox holds nothing any more: its floor of open files goes
+   * back for the next process, whatever keeps its output. */
+  g_clear_pointer (&p->view, fb_view_unref);
+  g_clear_pointer (&p->fd_account, fb_view_fd_account_unref);
   /* Nothing of it pushes records any more: its share's last word, if any. */
   if (p->log_share != NULL)
     fb_access_share_close (p->log_share);
@@ -593,6 +598,7 @@ serve_fuse (FbRpcProcess *p, int fd)
   vo.sink = fb_rpc_tee_sink_get (p->tee);
   vo.log_level = p->session->server->log_level;
   vo.hidden_paths = (const char *const *)p->session->server->hidden_paths;
+  vo.fd_account = p->fd_account;
   r = fb_view_new (p->policy, &vo, &p->view);
   if (r == 0)
     {
@@ -774,6 +780,7 @@ fb_rpc_process_free (FbRpcProcess *p)
     }
   stop_fuse (p);
   g_clear_pointer (&p->view, fb_view_unref);
+  g_clear_pointer (&p->fd_account, fb_view_fd_account_unref);
   g_clear_pointer (&p->policy, fb_policy_unref);
   if (p->tee != NULL)
     fb_rpc_tee_sink_free (p->tee);
@@ -1041,6 +1048,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   FbRpcSession *session = conn->session;
   g_autoptr (GPtrArray) argv = NULL;
   g_autoptr (FbPolicy) policy = NULL;
+  g_autoptr (FbViewFdAccount) fd_account = NULL;
   g_auto (GStrv) envp = NULL;
   g_autoptr (GError) gerr = NULL;
   g_autofree char *cwd = NULL;
@@ -1126,6 +1134,9 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
       return NULL;
     }
   claimed = true;
+  /* ... and its sandbox's floor of open files, kept for it until it ends */
+  if (!fb_rpc_process_fd_account (session, &fd_account, error))
+    goto fail;
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
     goto sys_fail;
@@ -1202,6 +1213,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   p->helper = pid;
   p->sock = sv[0];
   p->policy = g_steal_pointer (&policy);
+  p->fd_account = g_steal_pointer (&fd_account);
   /* Its records count against a share of the log's budget of its own too,
    * so that one process's flood stops that process, not the server. */
   if (server->log != NULL)

@@ -402,6 +402,10 @@ void fb_rpc_handle_release (FbRpcClient *client);
  * server's bound. */
 bool fb_rpc_process_claim (FbRpcSession *session, FbRpcError *error);
 void fb_rpc_process_release (FbRpcClient *client);
+/* The account of open files for a process SESSION starts, with its floor,
+ * in its client's part (fs.h, Descriptors): false with ERROR naming the
+ * limit when every floor the server keeps is taken. */
+bool fb_rpc_process_fd_account (FbRpcSession *session, FbViewFdAccount **ret_account, FbRpcError *error);
 
 /* --- sessions (ipc-session.c) ----------------------------------------------- */
 

@@ -19,7 +19,14 @@
  *   - running processes: FB_RPC_PROCESSES_TOTAL_MAX, at most what half the
  *     reserve allows at FB_RPC_PROCESS_FDS descriptors each (the /dev/fuse
  *     of each FUSE worker, pipes, the helper's socket and pidfd: measured
- *     about 11 outside any view); and FB_RPC_PROCESSES_MAX per session;
+ *     about 11 outside any view), and at most as many as the views keep
+ *     floors of open files for (fs.h, Descriptors: FB_VIEW_FD_FLOOR each,
+ *     enough to load a command, in at most half of the files' budget);
+ *     and FB_RPC_PROCESSES_MAX per session.  Each process's sandbox has
+ *     an account of open files of its own, with its floor, in its
+ *     client's part (fb_rpc_process_fd_account): a process started is one
+ *     that can load its libraries, whatever the others hold, and a limit
+ *     lowered since the start refuses process/start rather than that;
  *   - retained output (process/read): FB_RPC_PROCESS_RETAIN per process,
  *     FB_RPC_RETAIN_TOTAL_MAX in all (or `serve --output-max`); past the
  *     budget or a client's share, finished processes are forgotten: the
@@ -55,14 +62,19 @@ fb_rpc_server_budget_init (FbRpcServer *server)
   fb_view_fd_budget (&fd);
   b->conns = CLAMP (fd.reserve / 4, 8u, (guint)FB_RPC_CLIENTS_MAX);
   b->processes = CLAMP (fd.reserve / 2 / FB_RPC_PROCESS_FDS, 4u, (guint)FB_RPC_PROCESSES_TOTAL_MAX);
-  b->handles = CLAMP (fd.file_max / 2, 16u, (guint)FB_RPC_HANDLES_TOTAL_MAX);
+  /* no more running than have their floor of open files kept (at least
+   * one: with none kept, process/start says why) */
+  b->processes = MAX (MIN (b->processes, fb_view_fd_set_floors (b->processes)), 1u);
+  fb_view_fd_budget (&fd);
+  b->handles = CLAMP (fd.shared / 2, 16u, (guint)FB_RPC_HANDLES_TOTAL_MAX);
   b->sessions = FB_RPC_SESSIONS_MAX;
   /* the operator's (serve --output-max), else the default */
   if (b->retained == 0)
     b->retained = FB_RPC_RETAIN_TOTAL_MAX;
   g_debug ("budgets for RLIMIT_NOFILE %" G_GUINT64_FORMAT ": %u connections, %u sessions, %u fs/open handles, "
-           "%u running processes, %" G_GSIZE_FORMAT " bytes of retained output; a client's share: 1/%d",
-           fd.limit, b->conns, b->sessions, b->handles, b->processes, b->retained, FB_RPC_CLIENT_SHARE);
+           "%u running processes (%u files kept for each), %" G_GSIZE_FORMAT " bytes of retained output; a client's "
+           "share: 1/%d",
+           fd.limit, b->conns, b->sessions, b->handles, b->processes, fd.floor, b->retained, FB_RPC_CLIENT_SHARE);
 }
 
 guint
@@ -181,6 +193,23 @@ fb_rpc_process_claim (FbRpcSession *session, FbRpcError *error)
   c->n_processes++;
   server->n_processes++;
   return true;
+}
+
+bool
+fb_rpc_process_fd_account (FbRpcSession *session, FbViewFdAccount **ret_account, FbRpcError *error)
+{
+  FbViewFdBudget fd;
+  int r = fb_view_fd_account_new (session->client->key, true, ret_account);
+
+  if (r == 0)
+    return true;
+  fb_view_fd_budget (&fd);
+  fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
+                    "the server keeps open files for %u sandboxes at once (%u each, enough to start a command, out "
+                    "of what RLIMIT_NOFILE %" G_GUINT64_FORMAT " allows), and %u run: retry when some processes "
+                    "have ended, or raise the server's limit",
+                    fd.floors, fd.floor, fd.limit, fd.floors_taken);
+  return false;
 }
 
 void

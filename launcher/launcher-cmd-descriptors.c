@@ -16,10 +16,16 @@ fb_cmd_fd_budget_note (bool *ret_low)
   /* raises the soft limit (once per process) */
   fb_view_fd_budget (&b);
   if (ret_low != NULL)
-    *ret_low = b.file_max / 2 < FD_SANDBOX_FILES_LOW;
+    *ret_low = b.shared / 2 < FD_SANDBOX_FILES_LOW;
+  if (b.floors > 0)
+    return g_strdup_printf ("descriptors: RLIMIT_NOFILE %" G_GUINT64_FORMAT "%s: up to %u directories cached and "
+                            "%u files open, %u of them kept for each of up to %u running sandboxes and at most %u "
+                            "more for one client (EMFILE past it); %u kept for the rest",
+                            b.limit, b.limit == b.hard ? " (the hard limit)" : "", b.dir_max, b.file_max, b.floor,
+                            b.floors, b.shared / 2, b.reserve);
   return g_strdup_printf ("descriptors: RLIMIT_NOFILE %" G_GUINT64_FORMAT "%s: up to %u directories cached and %u "
                           "files open, at most %u by one sandbox (EMFILE past it); %u kept for the rest",
-                          b.limit, b.limit == b.hard ? " (the hard limit)" : "", b.dir_max, b.file_max, b.file_max / 2,
+                          b.limit, b.limit == b.hard ? " (the hard limit)" : "", b.dir_max, b.file_max, b.shared / 2,
                           b.reserve);
 }
 

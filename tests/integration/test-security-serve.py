@@ -25,14 +25,23 @@ python3-websockets), a real second user (uid 65534) where we are root.
   sessions or running processes gets an error that names the limit and what
   to do, and B is still served: its connection, its session, its reads, its
   handles, its processes.
+- Open files too: under RLIMIT_NOFILE 2000, three greedy clients each start
+  processes that hold as many files as they can; then another client's
+  `cat` and a greedy client's own next `cat` start, load their libraries and
+  read.  Each holder got its own EMFILE, logged as fusebox's refusal, none
+  less than its floor, no client more than its floors and its part.
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).  A failure prints the command that starts
 the same server by hand.
 """
 import asyncio
+import base64
+import glob
 import json
 import os
+import re
+import resource
 import shutil
 import signal
 import socket
@@ -59,17 +68,29 @@ class Server:
 
     last_command = None
 
-    def __init__(self, tmp, *args, listen="ws://127.0.0.1:0"):
+    def __init__(self, tmp, *args, listen="ws://127.0.0.1:0", nofile=None, prepare=None):
+        """NOFILE: the server's RLIMIT_NOFILE, soft and hard.  PREPARE: called
+        with the workspace before the server starts."""
         self.dir = tempfile.mkdtemp(prefix="srv-", dir=tmp)
         self.ws = os.path.join(self.dir, "ws")
         os.mkdir(self.ws)
+        if prepare is not None:
+            prepare(self.ws)
         self.env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
         self.argv = [BIN, "serve", "--listen", listen, "--workspace", self.ws] + list(args)
-        self.command = "XDG_STATE_HOME=%s %s" % (self.env["XDG_STATE_HOME"], " ".join(self.argv))
+        self.command = "XDG_STATE_HOME=%s %s%s" % (self.env["XDG_STATE_HOME"],
+                                                   "prlimit --nofile=%d:%d " % (nofile, nofile) if nofile else "",
+                                                   " ".join(self.argv))
         Server.last_command = self.command
+
+        def limit():
+            if nofile:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.err_path = os.path.join(self.dir, "stderr")
         with open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=err, env=self.env)
+            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=err, env=self.env,
+                                         preexec_fn=limit)
         self.url = self.proc.stdout.readline().decode().strip()
         if not self.url:
             raise AssertionError("no address from %s: %s" % (self.command, self.stderr()))
@@ -718,13 +739,177 @@ async def t_process_share(tmp):
         srv.stop()
 
 
+# --- open files: a floor for every process, a part for every client ---------------
+
+HOLD_FILES = 2000
+# what fs.h keeps for each running sandbox (FB_VIEW_FD_FLOOR), less the files
+# fb-holdopen maps before it opens any (itself, the loader, libc) and a margin
+FLOOR_HELD_MIN = 64 - 8
+
+
+def start_params(srv, pid, argv, pipe_stdin=False):
+    return {"processId": pid, "argv": argv, "cwd": "file://" + srv.ws, "env": {"PATH": "/usr/bin:/bin"},
+            "tty": False, "pipeStdin": pipe_stdin, "arg0": None}
+
+
+async def output_of(c, pid, needle=None):
+    """PID's stdout and stderr once they hold NEEDLE, or once it closed:
+    (text, exit code or None)."""
+    out, code = b"", None
+    while needle is None or needle not in out:
+        m = c.inbox.pop(0) if c.inbox else await c.recv()
+        p = m.get("params") or {}
+        if p.get("processId") != pid:
+            if "method" in m:
+                continue
+            c.inbox.append(m)  # an answer to a call of another task: not here
+            continue
+        if m.get("method") == "process/output":
+            out += base64.b64decode(p["chunk"])
+        elif m.get("method") == "process/exited":
+            code = p["exitCode"]
+        elif m.get("method") == "process/closed":
+            break
+    return out.decode(errors="replace"), code
+
+
+async def hold_until_refused(srv, c, who):
+    """C starts fb-holdopen processes, each holding as many files as it
+    can, until process/start says C runs its share: [(files, errno)]."""
+    held = []
+    while len(held) < 64:
+        pid = "%s-hold%d" % (who, len(held))
+        r = await c.call("process/start", start_params(srv, pid, [os.path.join(srv.ws, "fb-holdopen"),
+                                                                  os.path.join(srv.ws, "many"), str(HOLD_FILES)],
+                                                       pipe_stdin=True))
+        if "error" in r:
+            assert "its share of the server's" in r["error"]["message"], r
+            break
+        out, code = await output_of(c, pid, b"ready\n")
+        assert "ready" in out, (pid, out, code)
+        ok(await c.call("process/write", {"processId": pid, "chunk": base64.b64encode(b"go\n").decode(),
+                                          "writeId": "go"}))
+        out, code = await output_of(c, pid, b"opened ")
+        words = out[out.index("opened "):].split()
+        assert len(words) >= 3, (pid, out)
+        held.append((int(words[1]), words[2]))
+    return held
+
+
+async def cat_is_served(srv, c, pid):
+    ok(await c.call("process/start", start_params(srv, pid, ["/bin/cat", os.path.join(srv.ws, "hello.txt")])))
+    out, code = await output_of(c, pid)
+    assert code == 0 and out == "hello\n", "%s: exit %s, output %r" % (pid, code, out)
+
+
+async def t_descriptor_share(tmp):
+    if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "skip"
+    fixture = os.path.join(os.environ.get("FUSEBOX_BUILD_ROOT", ""), "fixtures", "fb-holdopen")
+    if not os.access(fixture, os.X_OK):
+        print("fixtures/fb-holdopen is missing: build it with ninja", file=sys.stderr)
+        return "skip"
+
+    def prepare(ws):
+        # in the workspace, which the default policy shows wherever the build is
+        shutil.copy(fixture, os.path.join(ws, "fb-holdopen"))
+        os.mkdir(os.path.join(ws, "many"))
+        for i in range(HOLD_FILES):
+            open(os.path.join(ws, "many", "f%05d" % i), "w").close()
+        with open(os.path.join(ws, "hello.txt"), "w") as f:
+            f.write("hello\n")
+
+    srv = Server(tmp, nofile=2000, prepare=prepare)
+    try:
+        greedy = {"a": await start_client(srv, "a")}
+        for who, source in (("c", "127.0.0.3"), ("d", "127.0.0.4")):
+            greedy[who] = await start_client(srv, who, source=source)
+        held = {}
+        for who, c in greedy.items():
+            held[who] = await hold_until_refused(srv, c, who)
+        print("  held: %s" % held)
+        # another client, while they hold all that: its command starts,
+        # loads its libraries and reads
+        b = await start_client(srv, "b", source="127.0.0.2")
+        await cat_is_served(srv, b, "b-cat")
+        # and A's own next command: one of its holders ends (its share of
+        # processes), the others hold on, and A's part is still taken
+        a, last = greedy["a"], "a-hold%d" % (len(held["a"]) - 1)
+        ok(await a.call("process/terminate", {"processId": last}))
+        await output_of(a, last)
+        await cat_is_served(srv, a, "a-cat")
+        # each holder got its own refusal, never one for everyone, and
+        # never less than its floor; a client's processes together their
+        # floors and the client's part, however many it starts (the
+        # server says what that part is)
+        part = re.search(r"and at most (\d+) more for one client", srv.stderr())
+        assert part, srv.stderr()
+        for who, h in held.items():
+            assert len(h) >= 2, held
+            assert all(errno == "EMFILE" and files >= FLOOR_HELD_MIN for files, errno in h), held
+            assert sum(files for files, _ in h) <= len(h) * 64 + int(part.group(1)), (held, part.group(0))
+        # the refusals are fusebox's, with why, for A's session
+        refusals = [r for r in log_records(srv, a)
+                    if r.get("rule_origin") == "fusebox:too-many-open-files" and r.get("op") == "open"]
+        assert refusals, "no refusal of an open in the access log"
+        r = refusals[0]
+        assert r["decision"] == "deny" and r["error"] == "EMFILE" and r["rule"] == "fusebox" and r["why"], r
+        assert any(x.get("session") == a.log_session for x in refusals), refusals[:3]
+        for c in list(greedy.values()) + [b]:
+            await c.close()
+    finally:
+        srv.stop()
+
+
+async def t_floors_taken(tmp):
+    """A limit lowered under a running server keeps fewer floors: a start
+    past them is refused with the limit named, never a sandbox that can't
+    load its libraries; one ended, the next starts."""
+    if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return "skip"
+
+    def prepare(ws):
+        with open(os.path.join(ws, "hello.txt"), "w") as f:
+            f.write("hello\n")
+
+    srv = Server(tmp, nofile=2000, prepare=prepare)
+    try:
+        a = await start_client(srv, "a")
+        b = await start_client(srv, "b", source="127.0.0.2")
+        c = await start_client(srv, "c", source="127.0.0.3")
+        for x, pid in ((a, "a-sleep"), (b, "b-sleep")):
+            ok(await x.call("process/start", start_params(srv, pid, ["/bin/sleep", "600"])))
+        # 600: 338 files for sandboxes, half of them room for 2 floors of 64
+        resource.prlimit(srv.proc.pid, resource.RLIMIT_NOFILE, (600, 600))
+        e = err(await c.call("process/start", start_params(srv, "c-cat", ["/bin/cat", "hello.txt"])), -32603)
+        assert "keeps open files for 2 sandboxes" in e["message"] and "RLIMIT_NOFILE 600" in e["message"] \
+            and "retry when some processes have ended" in e["message"], e
+        ok(await a.call("process/terminate", {"processId": "a-sleep"}))
+        await output_of(a, "a-sleep")
+        for _ in range(600):
+            r = await c.call("process/start", start_params(srv, "c-cat", ["/bin/cat", os.path.join(srv.ws,
+                                                                                                   "hello.txt")]))
+            if "result" in r:
+                break
+            await asyncio.sleep(0.05)  # until a-sleep's floor is back
+        ok(r)
+        out, code = await output_of(c, "c-cat")
+        assert code == 0 and out == "hello\n", (code, out)
+        ok(await b.call("process/terminate", {"processId": "b-sleep"}))
+        for x in (a, b, c):
+            await x.close()
+    finally:
+        srv.stop()
+
+
 async def main(tmp):
     tests = [("token_required", t_token_required), ("other_user", t_other_user),
              ("insecure_no_auth", t_insecure_no_auth), ("unix_socket", t_unix_socket),
              ("resume_takeover", t_resume_takeover), ("resume_rate_limited", t_resume_rate_limited),
              ("log_scope", t_log_scope), ("slow_subscriber", t_slow_subscriber),
              ("handle_share", t_handle_share), ("connection_share", t_connection_share),
-             ("session_share", t_session_share), ("process_share", t_process_share)]
+             ("session_share", t_session_share), ("process_share", t_process_share),
+             ("descriptor_share", t_descriptor_share), ("floors_taken", t_floors_taken)]
     only = sys.argv[1:]
     passed = failed = skipped = 0
     for name, t in tests:

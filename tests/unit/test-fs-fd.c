@@ -4,7 +4,9 @@
  * (ESTALE for a directory replaced or swapped for a symlink on the host,
  * ENOENT for one gone), holders never see a descriptor closed under them,
  * and each view (each remote-API session in a view) gets its share of
- * open files (EMFILE past it) while the others keep theirs.  The budget is computed as if RLIMIT_NOFILE were
+ * open files (EMFILE past it) while the others keep theirs: a floor kept
+ * for each process, and a client's processes together no more than their
+ * client's part.  The budget is computed as if RLIMIT_NOFILE were
  * small (fb_view_fd_budget_override), so the bounds are reached with a few
  * hundred directories. */
 #include "tests/unit/test-fs-util.h"
@@ -30,6 +32,7 @@ static int
 teardown (void **state)
 {
   int r = fx_teardown (state);
+  fb_view_fd_set_floors (0);
   fb_view_fd_budget_override (0);
   return r;
 }
@@ -359,6 +362,122 @@ test_open_files_by_session (void **state)
   assert_int_equal (files, 0);
 }
 
+/* a view whose FUSE connection's opens are charged to ACCOUNT */
+static FbView *
+new_view_charged (Fx *fx, FbViewFdAccount *account)
+{
+  FbViewOptions options;
+  FbView *view = NULL;
+
+  fb_view_options_init (&options);
+  options.sink = &fx->sink.sink;
+  options.fd_account = account;
+  assert_int_equal (fb_view_new (fx->policy, &options, &view), 0);
+  return view;
+}
+
+static FbViewNode *
+walk_in (Fx *fx, FbView *view, const char *rel)
+{
+  g_autofree char *path = fx_vpath (fx, rel);
+  FbViewNode *node = NULL;
+
+  assert_errno (fb_view_walk (view, &fx->caller, path, 0, &node), 0);
+  return node;
+}
+
+/* the budget of RLIMIT_NOFILE 1024: reserve 256, 576 files, room for 4
+ * floors of 64 in half of them, 320 shared */
+#define CLIENTS_LIMIT 1024
+#define GREEDY 3
+
+/* A client starting process after process, each holding all it can: its
+ * processes together get half of what is shared, each at least its
+ * floor; another client's process still gets its floor and half of what
+ * the greedy one leaves; a floor more than are kept is refused.  The
+ * refusals are fusebox's, logged with why. */
+static void
+test_open_files_by_client (void **state)
+{
+  Fx *fx = *state;
+  GPtrArray *open[GREEDY + 1];
+  FbViewFdAccount *greedy[GREEDY], *victim = NULL, *refused = NULL;
+  FbView *gviews[GREEDY], *vview;
+  FbViewNode *gfiles[GREEDY], *vfile;
+  guint got[GREEDY], vgot, sum = 0;
+  FbViewFdBudget b;
+
+  fb_view_fd_budget_override (CLIENTS_LIMIT);
+  assert_int_equal (fb_view_fd_set_floors (100), 4);
+  write_host (fx, "host/ws/file", "data\n");
+  fx_start (fx, policy_text, NULL, FB_LOG_LEVEL_OPENS);
+  fb_view_fd_budget (&b);
+  assert_int_equal (b.floor, FB_VIEW_FD_FLOOR);
+  assert_int_equal (b.floors, 4);
+  assert_int_equal (b.shared, b.file_max - 4 * FB_VIEW_FD_FLOOR);
+
+  for (guint i = 0; i < GREEDY; i++)
+    {
+      assert_errno (fb_view_fd_account_new ("greedy", true, &greedy[i]), 0);
+      gviews[i] = new_view_charged (fx, greedy[i]);
+      gfiles[i] = walk_in (fx, gviews[i], "/ws/file");
+      open[i] = g_ptr_array_new ();
+      assert_errno (open_until_refused (fx, gviews[i], gfiles[i], open[i]), -EMFILE);
+      got[i] = open[i]->len;
+      assert_int_equal (fb_view_fd_account_held (greedy[i]), got[i]);
+      sum += got[i];
+      print_message ("greedy process %u: %u files\n", i, got[i]);
+    }
+  /* the first: its floor and half of what is shared; the others, their
+   * floors: the client's part is taken, and more processes make it no
+   * bigger */
+  assert_int_equal (got[0], FB_VIEW_FD_FLOOR + b.shared / 2);
+  for (guint i = 1; i < GREEDY; i++)
+    assert_int_equal (got[i], FB_VIEW_FD_FLOOR);
+  {
+    TestEvent *e = fx_find_event (fx, "open", "/ws/file");
+    assert_non_null (e);
+    assert_int_equal (e->err, EMFILE);
+    assert_int_equal (e->decision, FB_DECISION_DENY);
+    assert_non_null (strstr (e->why, "share of the files fusebox keeps open"));
+  }
+
+  /* another client's process: its floor, and half of what is left */
+  assert_errno (fb_view_fd_account_new ("victim", true, &victim), 0);
+  vview = new_view_charged (fx, victim);
+  vfile = walk_in (fx, vview, "/ws/file");
+  open[GREEDY] = g_ptr_array_new ();
+  assert_errno (open_until_refused (fx, vview, vfile, open[GREEDY]), -EMFILE);
+  vgot = open[GREEDY]->len;
+  print_message ("the other client's process: %u files\n", vgot);
+  assert_int_equal (vgot, FB_VIEW_FD_FLOOR + (b.shared - b.shared / 2) / 2);
+  assert_true (sum + vgot <= b.file_max);
+
+  /* every floor kept is taken: no fifth */
+  assert_errno (fb_view_fd_account_new ("victim", true, &refused), -ENFILE);
+  assert_null (refused);
+  fb_view_fd_budget (&b);
+  assert_int_equal (b.floors_taken, 4);
+
+  /* all given back: the floors too, with the accounts */
+  release_all (vview, open[GREEDY]);
+  g_ptr_array_unref (open[GREEDY]);
+  for (guint i = 0; i < GREEDY; i++)
+    {
+      release_all (gviews[i], open[i]);
+      g_ptr_array_unref (open[i]);
+      fb_view_node_unref (gfiles[i]);
+      fb_view_unref (gviews[i]);
+      fb_view_fd_account_unref (greedy[i]);
+    }
+  fb_view_node_unref (vfile);
+  fb_view_unref (vview);
+  fb_view_fd_account_unref (victim);
+  fb_view_fd_budget (&b);
+  assert_int_equal (b.floors_taken, 0);
+  assert_int_equal (b.files, 0);
+}
+
 int
 main (void)
 {
@@ -368,6 +487,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_holders_never_lose_their_descriptor, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_files_shared, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_files_by_session, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_open_files_by_client, setup, teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
