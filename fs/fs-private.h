@@ -124,6 +124,10 @@ typedef struct DirCursor
 {
   off_t index;
   off_t host;
+  /* the host's listing ended here, read while the directory's ctime was
+   * END_CTIME: a call from here needs no read while it still is */
+  bool end;
+  struct timespec end_ctime;
 } DirCursor;
 
 /* A host directory read with getdents64 through a fixed buffer. */
@@ -150,6 +154,7 @@ struct FbViewFile
   uid_t uid;
   char *comm;
   char *session;
+  void *owner; /* its opener's command, when several share the view (FbViewOwners), or NULL */
   /* the account its descriptor is charged to (a reference), or NULL */
   FbViewFdAccount *fd_account;
   gint64 bytes_read;    /* atomic */
@@ -173,6 +178,7 @@ struct FbView
   guint n_mounts;
   dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
   char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */
+  char *private_root;  /* options.private_root, copied */
   /* fusebox's own state (fs-view-state.c), HostId sorted, immutable after
    * fb_view_new: the objects, and the directories that hold them */
   GArray *state_ids;
@@ -322,10 +328,12 @@ void node_fd_put (NodeFd *hold);
  * node_fd_cached(): a new evictable node with its descriptor entered the
  * table (it joins the cache).  node_fd_forget(): a node is being freed;
  * returns its descriptor (-1 if none) for the caller to close.
- * view_file_claim() before opening a file the sandbox will hold, for the
- * caller's SESSION (caller_session(); NULL: the view's own FUSE
- * connection): 0, -EMFILE past that owner's share, -ENFILE past the
- * budget; view_file_unclaim() when it is closed, or its open failed.
+ * view_file_claim() before opening a file the sandbox will hold, for
+ * CALLER's account (its session's, or the view's own for FUSE): 0 and
+ * *ret_account (a reference, for view_file_new), or -EMFILE past that
+ * account's client's part, -ENFILE past the budget, logged (OP,
+ * PATH, ACCESS) as fusebox's refusal; view_file_unclaim() when it is
+ * closed, or its open failed.
  * view_fd_pressure(): an open failed with EMFILE or ENFILE: the limit is
  * read again and the cache shrunk. */
 void view_fd_register (FbView *view);
@@ -354,6 +362,9 @@ void proc_fd_path (char buf[static 32], int fd);
  * existing name with ASCII letters. */
 FbViewFold view_dir_fold (FbViewNode *dir);
 FbViewFold view_dir_fold_known (FbViewNode *dir);
+/* The same asked through READ_FD (DIR open for reading, for a listing):
+ * no descriptor of its own opened for FS_IOC_GETFLAGS. */
+void view_dir_fold_listing (FbViewNode *dir, int read_fd);
 void view_fold_settle (FbViewNode *dir, const char *name);
 /* The policy's decision for NAME in a directory decided as PST, folded
  * unless FOLD is NO. */
