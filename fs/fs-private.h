@@ -124,10 +124,6 @@ typedef struct DirCursor
 {
   off_t index;
   off_t host;
-  /* the host's listing ended here, read while the directory's ctime was
-   * END_CTIME: a call from here needs no read while it still is */
-  bool end;
-  struct timespec end_ctime;
 } DirCursor;
 
 /* A host directory read with getdents64 through a fixed buffer. */
@@ -154,7 +150,6 @@ struct FbViewFile
   uid_t uid;
   char *comm;
   char *session;
-  void *owner; /* its opener's command, when several share the view (FbViewOwners), or NULL */
   /* the account its descriptor is charged to (a reference), or NULL */
   FbViewFdAccount *fd_account;
   gint64 bytes_read;    /* atomic */
@@ -178,7 +173,6 @@ struct FbView
   guint n_mounts;
   dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
   char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */
-  char *private_root;  /* options.private_root, copied */
   /* fusebox's own state (fs-view-state.c), HostId sorted, immutable after
    * fb_view_new: the objects, and the directories that hold them */
   GArray *state_ids;
@@ -362,9 +356,6 @@ void proc_fd_path (char buf[static 32], int fd);
  * existing name with ASCII letters. */
 FbViewFold view_dir_fold (FbViewNode *dir);
 FbViewFold view_dir_fold_known (FbViewNode *dir);
-/* The same asked through READ_FD (DIR open for reading, for a listing):
- * no descriptor of its own opened for FS_IOC_GETFLAGS. */
-void view_dir_fold_listing (FbViewNode *dir, int read_fd);
 void view_fold_settle (FbViewNode *dir, const char *name);
 /* The policy's decision for NAME in a directory decided as PST, folded
  * unless FOLD is NO. */
