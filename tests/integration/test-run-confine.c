@@ -10,7 +10,10 @@
  * The access-log check is here too: a run's log holds the refusals of the
  * stand-in secrets with the deciding rule and its reason.
  */
-#include "test-run-util.h"
+#include <sys/ipc.h>
+#include <sys/shm.h>
+
+#include "tests/lib/test-run.h"
 
 #include <dirent.h>
 
@@ -240,30 +243,30 @@ make_stand_ins (RFx *fx, Table *t)
   t->secret_dir = g_build_filename ("/home", suffix, NULL);
   rfx_keep_path (fx, t->secret_dir);
   t->secret = g_build_filename (t->secret_dir, "secret.txt", NULL);
-  rfx_write (t->secret, "stand-in secret\n", 0644);
-  rfx_assert_host_readable (t->secret);
+  test_write (t->secret, "stand-in secret\n", 0644);
+  test_assert_host_readable (t->secret);
 
   /* the caller's HOME holds a key and another project's workspace */
   t->home_key = g_build_filename (fx->home, ".ssh", "id_ed25519", NULL);
-  rfx_write (t->home_key, "stand-in key\n", 0600);
-  rfx_assert_host_readable (t->home_key);
+  test_write (t->home_key, "stand-in key\n", 0600);
+  test_assert_host_readable (t->home_key);
   t->other_ws = g_build_filename (fx->home, "src", "other", NULL);
   t->other_ws_file = g_build_filename (t->other_ws, "notes.txt", NULL);
-  rfx_write (t->other_ws_file, "another workspace\n", 0644);
-  rfx_assert_host_readable (t->other_ws_file);
+  test_write (t->other_ws_file, "another workspace\n", 0644);
+  test_assert_host_readable (t->other_ws_file);
 
   /* another run's directory, beside this run's */
   t->other_run = g_build_filename (fx->runs, "20260101-000000-other", NULL);
   t->other_run_log = g_build_filename (t->other_run, "access.jsonl", NULL);
-  rfx_write (t->other_run_log, "{\"run\":\"20260101-000000-other\",\"seq\":1}\n", 0600);
-  rfx_assert_host_readable (t->other_run_log);
+  test_write (t->other_run_log, "{\"run\":\"20260101-000000-other\",\"seq\":1}\n", 0600);
+  test_assert_host_readable (t->other_run_log);
 
   /* POSIX and SysV shared memory of the host */
   t->shm_name = g_strdup (suffix);
   t->shm_file = g_build_filename ("/dev/shm", suffix, NULL);
   rfx_keep_path (fx, t->shm_file);
-  rfx_write (t->shm_file, "host shm\n", 0644);
-  rfx_assert_host_readable (t->shm_file);
+  test_write (t->shm_file, "host shm\n", 0644);
+  test_assert_host_readable (t->shm_file);
   key_t key = (key_t)(0x46420000 | (getpid () & 0xffff));
   t->shm_id = shmget (key, 4096, IPC_CREAT | IPC_EXCL | 0600);
   if (t->shm_id < 0)
@@ -275,7 +278,7 @@ make_stand_ins (RFx *fx, Table *t)
   t->shm_key_text = g_strdup_printf ("%d", (int)key);
   {
     /* and the host lists it where the sandbox will look */
-    g_autofree char *list = rfx_file ("/proc/sysvipc/shm");
+    g_autofree char *list = test_read_file ("/proc/sysvipc/shm");
     assert_non_null (list);
     assert_non_null (strstr (list, t->shm_key_text));
   }
@@ -286,7 +289,7 @@ make_stand_ins (RFx *fx, Table *t)
   assert_int_equal (access ("/usr", W_OK), 0);
   /* our own pid is on the host's /proc */
   g_autofree char *own = g_strdup_printf ("/proc/%d", (int)getpid ());
-  rfx_assert_host_readable (own);
+  test_assert_host_readable (own);
 }
 
 static void
@@ -337,10 +340,10 @@ static GStrv
 run_table (RFx *fx, Table *t, const char *run_dir, const char *const *extra)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   RfxResult r;
 
-  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)test_bin ());
   g_ptr_array_add (argv, (char *)"run");
   g_ptr_array_add (argv, (char *)"--read"); /* see rfx_argv_va() */
   g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BUILD_ROOT"));
@@ -416,8 +419,8 @@ test_confinement_table (void **state)
    * checks above were about the view, not about missing files */
   g_autofree char *p1 = g_build_filename (run1, "policy.json", NULL);
   g_autofree char *l1 = g_build_filename (run1, "access.jsonl", NULL);
-  rfx_assert_host_readable (p1);
-  rfx_assert_host_readable (l1);
+  test_assert_host_readable (p1);
+  test_assert_host_readable (l1);
   /* the file written to /tmp is in the run directory, not in the host's /tmp */
   g_autofree char *host_tmp = g_build_filename ("/tmp", t.tmp_name, NULL);
   assert_false (g_file_test (host_tmp, G_FILE_TEST_EXISTS));
@@ -454,17 +457,17 @@ test_confinement_table (void **state)
     fail_msg ("under the widened policy:\n%s", failures->str);
 
   /* the log holds the refusals of the stand-ins, with the rule and its why */
-  g_autofree char *log = rfx_file (l1);
+  g_autofree char *log = test_read_file (l1);
   g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
   bool home_hidden = false, run_hidden = false;
   for (guint i = 0; lines[i] != NULL; i++)
     {
       if (lines[i][0] == '\0')
         continue;
-      g_autoptr (JsonObject) rec = rfx_parse_object (lines[i]);
-      const char *path = rfx_str (rec, "path");
-      const char *decision = rfx_str (rec, "decision");
-      const char *why = rfx_str (rec, "why");
+      g_autoptr (JsonObject) rec = test_parse_object (lines[i]);
+      const char *path = test_json_str (rec, "path");
+      const char *decision = test_json_str (rec, "decision");
+      const char *why = test_json_str (rec, "why");
       if (g_strcmp0 (path, "/home") == 0 && g_strcmp0 (decision, "hide") == 0 &&
           g_strcmp0 (why, "other people's files") == 0 && json_object_has_member (rec, "rule"))
         home_hidden = true;
@@ -490,18 +493,18 @@ test_log_holds_denial (void **state)
   g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
   g_autofree char *policy = g_build_filename (fx->tmp, "policy.json", NULL);
   g_autofree char *run_dir = g_build_filename (fx->runs, "log-1", NULL);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   RfxResult r;
 
-  rfx_write (secret, "stand-in credentials\n", 0644);
-  rfx_assert_host_readable (secret);
+  test_write (secret, "stand-in credentials\n", 0644);
+  test_assert_host_readable (secret);
   g_autofree char *text =
     g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
                      "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
                      "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
                      "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
                      fx->ws, secret);
-  rfx_write (policy, text, 0644);
+  test_write (policy, text, 0644);
   rfx_run (fx, &r, "--policy", policy, "--run-dir", run_dir, "--", self, "--probe", "read", secret, "append", secret,
            NULL);
   assert_int_equal (r.status, 0);
@@ -509,7 +512,7 @@ test_log_holds_denial (void **state)
   rfx_result_clear (&r);
 
   g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
-  g_autofree char *log = rfx_file (log_path);
+  g_autofree char *log = test_read_file (log_path);
   assert_non_null (log);
   g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
   int denials = 0;
@@ -517,13 +520,13 @@ test_log_holds_denial (void **state)
     {
       if (lines[i][0] == '\0')
         continue;
-      g_autoptr (JsonObject) rec = rfx_parse_object (lines[i]);
-      if (g_strcmp0 (rfx_str (rec, "path"), secret) != 0)
+      g_autoptr (JsonObject) rec = test_parse_object (lines[i]);
+      if (g_strcmp0 (test_json_str (rec, "path"), secret) != 0)
         continue;
-      assert_string_equal (rfx_str (rec, "decision"), "deny");
+      assert_string_equal (test_json_str (rec, "decision"), "deny");
       assert_int_equal (json_object_get_int_member (rec, "errno"), EACCES);
       assert_int_equal (json_object_get_int_member (rec, "rule"), 2);
-      assert_string_equal (rfx_str (rec, "why"), "credentials stay on the host");
+      assert_string_equal (test_json_str (rec, "why"), "credentials stay on the host");
       denials++;
     }
   if (denials < 2)
@@ -531,8 +534,8 @@ test_log_holds_denial (void **state)
 
   /* run.json counts them */
   g_autofree char *info_path = g_build_filename (run_dir, "run.json", NULL);
-  g_autofree char *info_text = rfx_file (info_path);
-  g_autoptr (JsonObject) info = rfx_parse_object (info_text);
+  g_autofree char *info_text = test_read_file (info_path);
+  g_autoptr (JsonObject) info = test_parse_object (info_text);
   assert_int_equal (json_object_get_int_member (info, "exit_status"), 0);
   assert_true (json_object_get_int_member (info, "denials") >= 2);
   assert_true (json_object_get_int_member (info, "records") >= 2);
@@ -547,7 +550,7 @@ static void
 test_host_policy_hides_runs (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *runs = g_build_filename (fx->home, ".local", "state", "fusebox", "runs", NULL);
   g_autofree char *run_dir = g_build_filename (runs, "host-1", NULL);
   g_autofree char *own_policy = g_build_filename (run_dir, "policy.json", NULL);
@@ -557,9 +560,9 @@ test_host_policy_hides_runs (void **state)
   RfxResult r;
 
   fx->xdg_default = true;
-  rfx_write (other_log, "{}\n", 0600);
-  rfx_assert_host_readable (other_log);
-  rfx_write (home_file, "visible\n", 0644);
+  test_write (other_log, "{}\n", 0600);
+  test_assert_host_readable (other_log);
+  test_write (home_file, "visible\n", 0644);
   rfx_run (fx, &r, "--policy", "builtin:host", "--run-dir", run_dir, "--", self, "--probe", "read", own_policy,
            "append", own_policy, "read", own_log, "append", own_log, "read", other_log, "count", runs, "read",
            home_file, NULL);
@@ -567,9 +570,9 @@ test_host_policy_hides_runs (void **state)
     fail_msg ("the run exited %d: %s", r.status, r.err);
   /* the rest of HOME is the host's: only the run directories are hidden */
   assert_string_equal (r.out, "ENOENT\nENOENT\nENOENT\nENOENT\nENOENT\nENOENT\nOK\n");
-  rfx_assert_host_readable (own_policy);
-  rfx_assert_host_readable (own_log);
-  g_autofree char *policy = rfx_file (own_policy);
+  test_assert_host_readable (own_policy);
+  test_assert_host_readable (own_log);
+  g_autofree char *policy = test_read_file (own_policy);
   assert_non_null (strstr (policy, "fusebox's own run directories"));
   rfx_result_clear (&r);
   RFX_PASS ();
@@ -579,14 +582,10 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_confinement_table, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_log_holds_denial, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_host_policy_hides_runs, rfx_setup, rfx_teardown),
+    RFX_TEST (test_confinement_table),
+    RFX_TEST (test_log_holds_denial),
+    RFX_TEST (test_host_policy_hides_runs),
   };
 
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (probe_main, tests, NULL);
 }

@@ -13,7 +13,9 @@
  *  - the FUSE root can't be unmounted, remounted or covered.
  * The probe is this program run inside the sandbox (`--probe OP ARG...`).
  */
-#include "test-run-util.h"
+#include <signal.h>
+
+#include "tests/lib/test-run.h"
 
 #include <grp.h>
 #include <sys/mount.h>
@@ -216,46 +218,26 @@ static const char *const discriminating[] = { "clone_newuser",
 static JsonObject *
 escape_on_host (const char *escape)
 {
-  int p[2];
-  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
-  pid_t pid = fork ();
-  assert_true (pid >= 0);
-  if (pid == 0)
-    {
-      dup2 (p[1], 1);
-      if (setgroups (0, NULL) < 0 || setresgid (65534, 65534, 65534) < 0 || setresuid (65534, 65534, 65534) < 0)
-        _exit (126);
-      execl (escape, escape, (char *)NULL);
-      _exit (127);
-    }
-  close (p[1]);
-  g_autoptr (GString) out = g_string_new (NULL);
-  char buf[4096];
-  ssize_t n;
-  while ((n = read (p[0], buf, sizeof buf)) > 0)
-    g_string_append_len (out, buf, n);
-  close (p[0]);
-  int status;
-  waitpid (pid, &status, 0);
-  assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-  return rfx_parse_object (out->str);
+  g_autofree char *out = test_run_as_nobody (escape);
+
+  return test_parse_object (out);
 }
 
 static void
 test_seccomp_table (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *escape = rfx_fixture ("fb-escape");
+  g_autofree char *escape = test_fixture ("fb-escape");
   RfxResult r;
 
   rfx_run (fx, &r, "--uid", "1000", "--gid", "1000", "--", escape, NULL);
   if (r.status != 0)
     fail_msg ("fb-escape exited %d: %s", r.status, r.err);
-  g_autoptr (JsonObject) got = rfx_parse_object (r.out);
+  g_autoptr (JsonObject) got = test_parse_object (r.out);
   g_autoptr (GString) bad = g_string_new (NULL);
   for (size_t i = 0; i < G_N_ELEMENTS (expected); i++)
     {
-      const char *v = rfx_str (got, expected[i].probe);
+      const char *v = test_json_str (got, expected[i].probe);
       const char *lacks = expected[i].needs != NULL ? test_host_lacks (expected[i].needs) : NULL;
       /* a probe that can't reach seccomp here must still not succeed; the
        * filter's decision for it is shown by the unit test
@@ -275,8 +257,8 @@ test_seccomp_table (void **state)
   g_autoptr (JsonObject) host = escape_on_host (escape);
   for (size_t i = 0; i < G_N_ELEMENTS (discriminating); i++)
     {
-      const char *in = rfx_str (got, discriminating[i]);
-      const char *out = rfx_str (host, discriminating[i]);
+      const char *in = test_json_str (got, discriminating[i]);
+      const char *out = test_json_str (host, discriminating[i]);
       if (g_strcmp0 (in, out) == 0)
         fail_msg ("%s gives %s both inside and on the host: the probe tells nothing", discriminating[i], in);
     }
@@ -290,7 +272,7 @@ static void
 test_kill_all_inside (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *host_pid = NULL;
   RfxResult r;
   pid_t victim = fork ();
@@ -320,7 +302,7 @@ static void
 test_paths_reach_nothing_hidden (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *suffix = g_path_get_basename (fx->tmp);
   g_autofree char *secret_dir = g_build_filename ("/home", suffix, NULL);
   g_autofree char *secret = g_build_filename (secret_dir, "secret.txt", NULL);
@@ -331,11 +313,11 @@ test_paths_reach_nothing_hidden (void **state)
   RfxResult r;
 
   rfx_keep_path (fx, secret_dir);
-  rfx_write (secret, "stand-in secret\n", 0644);
-  rfx_assert_host_readable (secret);
-  rfx_write (denied, "denied\n", 0644);
-  rfx_write (other_log, "{}\n", 0600);
-  rfx_assert_host_readable (other_log);
+  test_write (secret, "stand-in secret\n", 0644);
+  test_assert_host_readable (secret);
+  test_write (denied, "denied\n", 0644);
+  test_write (other_log, "{}\n", 0600);
+  test_assert_host_readable (other_log);
   assert_int_equal (symlink (secret, link_secret), 0);
   assert_int_equal (symlink (fx->runs, link_runs), 0);
   g_autofree char *via_root1 = g_strconcat ("/proc/1/root", secret, NULL);
@@ -392,7 +374,7 @@ static void
 test_setuid_gives_nothing (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *suid = g_build_filename (fx->ws, "suid-probe", NULL);
   g_autofree char *data = NULL;
   gsize len;
@@ -427,11 +409,11 @@ static void
 test_root_stays (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *file = g_build_filename (fx->ws, "still-here.txt", NULL);
   RfxResult r;
 
-  rfx_write (file, "x\n", 0644);
+  test_write (file, "x\n", 0644);
   rfx_run (fx, &r, "--", self, "--probe", "umount", "umount-detach", "remount", "cover", "/", "cover", fx->ws, "fsopen",
            "open_tree", "read", file, NULL);
   assert_int_equal (r.status, 0);
@@ -444,16 +426,9 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_seccomp_table, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_kill_all_inside, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_paths_reach_nothing_hidden, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_setuid_gives_nothing, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_root_stays, rfx_setup, rfx_teardown),
+    RFX_TEST (test_seccomp_table),        RFX_TEST (test_kill_all_inside), RFX_TEST (test_paths_reach_nothing_hidden),
+    RFX_TEST (test_setuid_gives_nothing), RFX_TEST (test_root_stays),
   };
 
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (probe_main, tests, NULL);
 }

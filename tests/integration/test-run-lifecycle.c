@@ -11,14 +11,16 @@
  * CI machine must not fail it): the point is that the processes go, not
  * how fast.
  */
-#include "test-run-util.h"
+#include <signal.h>
+
+#include "tests/lib/test-run.h"
 
 /* Read the "pid:[...]" and "mnt:[...]" lines the command prints first. */
 static void
 read_namespaces (int fd, char **ret_pid_ns, char **ret_mnt_ns)
 {
-  *ret_pid_ns = rfx_read_line (fd, 10000);
-  *ret_mnt_ns = rfx_read_line (fd, 10000);
+  *ret_pid_ns = test_read_line (fd, 10000);
+  *ret_mnt_ns = test_read_line (fd, 10000);
   if (*ret_pid_ns == NULL || *ret_mnt_ns == NULL || !g_str_has_prefix (*ret_pid_ns, "pid:[") ||
       !g_str_has_prefix (*ret_mnt_ns, "mnt:["))
     fail_msg ("the sandbox did not report its namespaces (got '%s', '%s')", *ret_pid_ns ? *ret_pid_ns : "",
@@ -36,28 +38,28 @@ test_sigkill_leaves_nothing (void **state)
 
   pid_t sup = rfx_start (fx, &out, "--", "/bin/sh", "-c", PRINT_NS "echo ready; exec sleep 1000", NULL);
   read_namespaces (out, &pid_ns, &mnt_ns);
-  g_autofree char *ready = rfx_read_line (out, 10000);
+  g_autofree char *ready = test_read_line (out, 10000);
   assert_string_equal (ready, "ready");
-  assert_true (rfx_ns_has_processes ("pid", pid_ns));
-  assert_true (rfx_ns_has_processes ("mnt", mnt_ns));
+  assert_true (test_ns_has_processes ("pid", pid_ns));
+  assert_true (test_ns_has_processes ("mnt", mnt_ns));
 
   assert_int_equal (kill (sup, SIGKILL), 0);
   assert_int_equal (rfx_wait (fx, sup, 5000), 128 + SIGKILL);
-  if (!RFX_WAIT_FOR (!rfx_ns_has_processes ("pid", pid_ns) && !rfx_ns_has_processes ("mnt", mnt_ns), 5000))
+  if (!TEST_WAIT_FOR (!test_ns_has_processes ("pid", pid_ns) && !test_ns_has_processes ("mnt", mnt_ns), 5000))
     fail_msg ("processes of the sandbox (%s, %s) are still alive after its supervisor was killed", pid_ns, mnt_ns);
   /* the FUSE mount lived in that mount namespace only: nothing on the host
    * refers to the test's directories */
-  g_autofree char *mounts = rfx_file ("/proc/self/mountinfo");
+  g_autofree char *mounts = test_read_file ("/proc/self/mountinfo");
   assert_null (strstr (mounts, fx->tmp));
   close (out);
 
   /* the run is over for `fusebox runs`, though run.json never got "ended" */
   g_autofree char *runs_out = NULL;
   g_auto (GStrv) env = rfx_env (fx);
-  const char *argv[] = { rfx_bin (), "runs", "--json", NULL };
+  const char *argv[] = { test_bin (), "runs", "--json", NULL };
   assert_true (g_spawn_sync (NULL, (char **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, &runs_out, NULL, NULL, NULL));
-  g_autoptr (JsonObject) entry = rfx_parse_object (runs_out);
-  assert_string_equal (rfx_str (entry, "state"), "over");
+  g_autoptr (JsonObject) entry = test_parse_object (runs_out);
+  assert_string_equal (test_json_str (entry, "state"), "over");
   RFX_PASS ();
 }
 
@@ -75,7 +77,7 @@ test_daemon_ends_with_the_run (void **state)
   if (status < 0)
     fail_msg ("fusebox run did not end after its command exited (a daemon kept it alive)");
   assert_int_equal (status, 0);
-  if (!RFX_WAIT_FOR (!rfx_ns_has_processes ("pid", pid_ns), 5000))
+  if (!TEST_WAIT_FOR (!test_ns_has_processes ("pid", pid_ns), 5000))
     fail_msg ("the daemon (%s) outlived the run", pid_ns);
   close (out);
   RFX_PASS ();
@@ -99,7 +101,7 @@ test_signals_forwarded (void **state)
                              "trap 'exit 11' INT; trap 'exit 12' TERM; trap 'exit 13' HUP; trap 'exit 14' QUIT; "
                              "echo ready; while :; do sleep 0.05; done",
                              NULL);
-      g_autofree char *ready = rfx_read_line (out, 10000);
+      g_autofree char *ready = test_read_line (out, 10000);
       assert_string_equal (ready, "ready");
       assert_int_equal (kill (sup, cases[i].sig), 0);
       int status = rfx_wait (fx, sup, 10000);
@@ -113,7 +115,7 @@ test_signals_forwarded (void **state)
   int out;
   g_autofree char *dir = g_build_filename (fx->runs, "unhandled", NULL);
   pid_t sup = rfx_start (fx, &out, "--run-dir", dir, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000", NULL);
-  g_autofree char *ready = rfx_read_line (out, 10000);
+  g_autofree char *ready = test_read_line (out, 10000);
   assert_string_equal (ready, "ready");
   assert_int_equal (kill (sup, SIGTERM), 0);
   assert_int_equal (rfx_wait (fx, sup, 10000), 128 + SIGTERM);
@@ -121,8 +123,8 @@ test_signals_forwarded (void **state)
 
   /* run.json has the end */
   g_autofree char *info_path = g_build_filename (dir, "run.json", NULL);
-  g_autofree char *info_text = rfx_file (info_path);
-  g_autoptr (JsonObject) info = rfx_parse_object (info_text);
+  g_autofree char *info_text = test_read_file (info_path);
+  g_autoptr (JsonObject) info = test_parse_object (info_text);
   assert_int_equal (json_object_get_int_member (info, "exit_status"), 128 + SIGTERM);
   assert_true (json_object_has_member (info, "ended"));
   assert_true (json_object_has_member (info, "records"));
@@ -141,7 +143,7 @@ test_own_failures (void **state)
   assert_non_null (strstr (r.err, "exec: fusebox-no-such-command: command not found in the sandbox"));
   rfx_result_clear (&r);
 
-  rfx_write (script, "#!/bin/sh\nexit 0\n", 0644);
+  test_write (script, "#!/bin/sh\nexit 0\n", 0644);
   rfx_run (fx, &r, "--", script, NULL);
   assert_int_equal (r.status, 126);
   assert_non_null (strstr (r.err, "can't be executed"));
@@ -155,17 +157,17 @@ test_own_failures (void **state)
   assert_non_null (strstr (r.err, "pass --cwd"));
   assert_non_null (strstr (r.err, "every prerequisite is met"));
   g_autofree char *info_path = g_build_filename (dir, "run.json", NULL);
-  g_autofree char *info_text = rfx_file (info_path);
-  g_autoptr (JsonObject) info = rfx_parse_object (info_text);
+  g_autofree char *info_text = test_read_file (info_path);
+  g_autoptr (JsonObject) info = test_parse_object (info_text);
   assert_int_equal (json_object_get_int_member (info, "exit_status"), 125);
-  assert_string_equal (rfx_str (info, "failed_step"), "chdir");
+  assert_string_equal (test_json_str (info, "failed_step"), "chdir");
   rfx_result_clear (&r);
 
   /* fusebox's own failures before the sandbox exists are 125 too, never a
    * status the command could have given (usage errors and a bad policy:
    * test-launcher-run): a run directory that can't be made */
   g_autofree char *not_dir = g_build_filename (fx->ws, "not-a-dir", NULL);
-  rfx_write (not_dir, "x", 0644);
+  test_write (not_dir, "x", 0644);
   g_autofree char *under_file = g_build_filename (not_dir, "run", NULL);
   rfx_run (fx, &r, "--run-dir", under_file, "--", "/bin/true", NULL);
   assert_int_equal (r.status, 125);
@@ -183,13 +185,11 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_sigkill_leaves_nothing, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_daemon_ends_with_the_run, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_signals_forwarded, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_own_failures, rfx_setup, rfx_teardown),
+    RFX_TEST (test_sigkill_leaves_nothing),
+    RFX_TEST (test_daemon_ends_with_the_run),
+    RFX_TEST (test_signals_forwarded),
+    RFX_TEST (test_own_failures),
   };
 
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

@@ -27,7 +27,7 @@
  * there is the host's root, which a sandbox never is: exit 125 at uid-map,
  * and check names the identity and the fix.
  */
-#include "test-run-util.h"
+#include "tests/lib/test-run.h"
 
 #include <grp.h>
 #include <sched.h>
@@ -120,20 +120,20 @@ case_clear (Case *c)
 static void
 case_init (RFx *fx, Case *c, bool drop)
 {
-  c->smoke = rfx_fixture ("fb-smoke");
+  c->smoke = test_fixture ("fb-smoke");
   c->policy = g_build_filename (fx->tmp, "policy.json", NULL);
   c->secret = g_build_filename (fx->ws, "secret.txt", NULL);
   c->allowed = g_build_filename (fx->ws, "allowed.txt", NULL);
-  rfx_write (c->secret, "the stand-in secret\n", 0644);
-  rfx_assert_host_readable (c->secret);
-  c->secret_before = rfx_file (c->secret);
+  test_write (c->secret, "the stand-in secret\n", 0644);
+  test_assert_host_readable (c->secret);
+  c->secret_before = test_read_file (c->secret);
   g_autofree char *text =
     g_strdup_printf ("{ \"version\": 1, \"network\": \"none\", \"rules\": [\n"
                      "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
                      "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
                      "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"the stand-in secret\" } ] }\n",
                      fx->ws, c->secret);
-  rfx_write (c->policy, text, 0644);
+  test_write (c->policy, text, 0644);
   if (drop)
     {
       const char *mine[] = { fx->ws, fx->home, fx->state, c->secret };
@@ -179,7 +179,7 @@ run_outer (RFx *fx, RfxResult *ret, const Case *c, DevMode dev, bool drop, const
                          outer_script,
                          "sh",
                          c->secret,
-                         rfx_bin (),
+                         test_bin (),
                          "run",
                          "--read",
                          g_getenv ("FUSEBOX_BUILD_ROOT"),
@@ -237,7 +237,7 @@ check_outer (RFx *fx, DevMode dev, bool drop, const char *const *prefix, char **
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   for (; prefix && *prefix; prefix++)
     g_ptr_array_add (argv, (char *)*prefix);
-  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)test_bin ());
   g_ptr_array_add (argv, (char *)"check");
   g_ptr_array_add (argv, NULL);
   Outer o = { .dev = dev, .drop = drop };
@@ -282,15 +282,6 @@ need_unprivileged (RFx *fx)
   skip ();
 }
 
-static char *
-own_ns (const char *name)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/self/ns/%s", name);
-  char *link = g_file_read_link (path, NULL);
-  assert_non_null (link);
-  return link;
-}
-
 /* The reporter ran confined: see the file's comment.  OUTER_* is who the
  * shell outside fusebox was, INSIDE_UID the uid fusebox's caller had in its
  * own user namespace (the sandbox keeps it), HOST_UID the owner on the
@@ -302,21 +293,21 @@ assert_confined (const RfxResult *r, const Case *c, const char *outer, guint ins
     fail_msg ("exit status %d, not the reporter's 7; stderr:\n%s", r->status, r->err);
   if (strstr (r->err, outer) == NULL)
     fail_msg ("the shell outside fusebox was not \"%s\":\n%s", outer, r->err);
-  g_autoptr (JsonObject) o = rfx_parse_object (r->out);
+  g_autoptr (JsonObject) o = test_parse_object (r->out);
 
   assert_int_equal (json_object_get_int_member (o, "euid"), inside_uid);
-  assert_string_equal (rfx_str (o, "allowed_write"), "OK");
-  assert_string_equal (rfx_str (o, "denied_read"), "EACCES");
-  assert_string_equal (rfx_str (o, "denied_write"), "EACCES");
+  assert_string_equal (test_json_str (o, "allowed_write"), "OK");
+  assert_string_equal (test_json_str (o, "denied_read"), "EACCES");
+  assert_string_equal (test_json_str (o, "denied_write"), "EACCES");
 
   /* on the host: the allowed write landed, the secret kept its content */
-  g_autofree char *allowed_text = rfx_file (c->allowed);
+  g_autofree char *allowed_text = test_read_file (c->allowed);
   assert_non_null (allowed_text);
   assert_non_null (strstr (allowed_text, "fb-smoke was here"));
   struct stat st;
   assert_int_equal (stat (c->allowed, &st), 0);
   assert_int_equal (st.st_uid, host_uid);
-  g_autofree char *secret_after = rfx_file (c->secret);
+  g_autofree char *secret_after = test_read_file (c->secret);
   assert_string_equal (secret_after, c->secret_before);
 
   /* the sandbox's own namespaces and /proc, no capabilities */
@@ -324,14 +315,14 @@ assert_confined (const RfxResult *r, const Case *c, const char *outer, guint ins
   static const char *const fresh[] = { "user", "mnt", "pid", "net", "ipc", "uts" };
   for (size_t i = 0; i < G_N_ELEMENTS (fresh); i++)
     {
-      g_autofree char *mine = own_ns (fresh[i]);
+      g_autofree char *mine = test_own_ns (fresh[i]);
       assert_string_not_equal (json_object_get_string_member (ns, fresh[i]), mine);
     }
-  assert_string_equal (rfx_str (o, "proc_pid_ns"), json_object_get_string_member (ns, "pid"));
-  assert_string_equal (rfx_str (o, "proc_fstype"), "proc");
+  assert_string_equal (test_json_str (o, "proc_pid_ns"), json_object_get_string_member (ns, "pid"));
+  assert_string_equal (test_json_str (o, "proc_fstype"), "proc");
   static const char *const caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
   for (size_t i = 0; i < G_N_ELEMENTS (caps); i++)
-    assert_string_equal (rfx_str (o, caps[i]), "0000000000000000");
+    assert_string_equal (test_json_str (o, caps[i]), "0000000000000000");
   assert_int_equal (json_object_get_int_member (o, "NoNewPrivs"), 1);
   assert_int_equal (json_object_get_int_member (o, "Seccomp"), 2);
 }
@@ -530,18 +521,15 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_unprivileged, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_unprivileged_fuse_0600, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_nested_unshare, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_nested_unshare_unprivileged, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_nested_bwrap, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_nested_bwrap_root_refused, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_nested_bwrap_root_uid, rfx_setup, rfx_teardown),
+    RFX_TEST (test_unprivileged),          RFX_TEST (test_unprivileged_fuse_0600),
+    RFX_TEST (test_nested_unshare),        RFX_TEST (test_nested_unshare_unprivileged),
+    RFX_TEST (test_nested_bwrap),          RFX_TEST (test_nested_bwrap_root_refused),
+    RFX_TEST (test_nested_bwrap_root_uid),
   };
 
   rfx_require ();
   if (access ("/dev/fuse", F_OK) != 0)
-    rfx_skip_or_fail ("/dev/fuse is missing: the unprivileged cases bind a fresh node over it");
-  rfx_filter_tests (argv[0]);
+    test_skip_or_fail ("/dev/fuse is missing: the unprivileged cases bind a fresh node over it");
+  test_filter_tests (argv[0]);
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

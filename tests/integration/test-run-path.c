@@ -10,7 +10,7 @@
  * exists.  Each program prints its own name, so a search that skipped too
  * far or too little shows as the wrong word.
  */
-#include "test-run-util.h"
+#include "tests/lib/test-run.h"
 
 /* T/ws/NAME/prog: a script that prints NAME, with MODE. */
 static char *
@@ -20,8 +20,8 @@ make_prog (RFx *fx, const char *name, mode_t mode)
   g_autofree char *script = g_strdup_printf ("#!/bin/sh\necho %s\n", name);
   char *path = g_build_filename (dir, "prog", NULL);
 
-  rfx_write (path, script, mode);
-  rfx_assert_host_readable (path);
+  test_write (path, script, mode);
+  test_assert_host_readable (path);
   return path;
 }
 
@@ -105,8 +105,8 @@ test_hidden_entry_is_absent_and_logged (void **state)
   g_autofree char *hidden_bin = g_build_filename (hidden_root, "bin", NULL);
   g_autofree char *hidden_prog = g_build_filename (hidden_bin, "prog", NULL);
   rfx_keep_path (fx, hidden_root);
-  rfx_write (hidden_prog, "#!/bin/sh\necho hidden\n", 0755);
-  rfx_assert_host_readable (hidden_prog);
+  test_write (hidden_prog, "#!/bin/sh\necho hidden\n", 0755);
+  test_assert_host_readable (hidden_prog);
 
   g_autofree char *dir = g_build_filename (fx->runs, "hidden", NULL);
   g_autofree char *path_env = g_strjoin (":", hidden_bin, bin_b, NULL);
@@ -117,7 +117,7 @@ test_hidden_entry_is_absent_and_logged (void **state)
 
   /* the hidden name is a decision, and decisions are logged, whoever asked */
   g_autofree char *log_path = g_build_filename (dir, "access.jsonl", NULL);
-  g_autofree char *log = rfx_file (log_path);
+  g_autofree char *log = test_read_file (log_path);
   assert_non_null (log);
   assert_non_null (strstr (log, "\"path\":\"/home\""));
   assert_non_null (strstr (log, "\"decision\":\"hide\""));
@@ -174,14 +174,12 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_first_present_wins, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_not_executable_then_present, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_hidden_entry_is_absent_and_logged, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_symlink_proc_and_relative_entries, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_found_nowhere, rfx_setup, rfx_teardown),
+    RFX_TEST (test_first_present_wins),
+    RFX_TEST (test_not_executable_then_present),
+    RFX_TEST (test_hidden_entry_is_absent_and_logged),
+    RFX_TEST (test_symlink_proc_and_relative_entries),
+    RFX_TEST (test_found_nowhere),
   };
 
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

@@ -19,7 +19,10 @@
  * translation of fs/fs-fuse.c), and the files the sandbox creates belong to
  * the caller on the host, not to host uid 1000.
  */
-#include "test-run-util.h"
+#include <poll.h>
+#include <signal.h>
+
+#include "tests/lib/test-run.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -41,15 +44,6 @@ listener (int *ret_port)
   assert_int_equal (getsockname (fd, (struct sockaddr *)&a, &len), 0);
   *ret_port = ntohs (a.sin_port);
   return fd;
-}
-
-static char *
-own_ns (const char *name)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/self/ns/%s", name);
-  char *link = g_file_read_link (path, NULL);
-  assert_non_null (link);
-  return link;
 }
 
 /* Open every namespace of a process in the pid namespace PID_NS: while the
@@ -83,14 +77,14 @@ static JsonObject *
 smoke_output (const RfxResult *r)
 {
   /* the reporter prints one line; fusebox prints nothing on stdout */
-  return rfx_parse_object (r->out);
+  return test_parse_object (r->out);
 }
 
 static void
 test_two_reporter_runs (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *smoke = rfx_fixture ("fb-smoke");
+  g_autofree char *smoke = test_fixture ("fb-smoke");
   g_autofree char *allowed = g_build_filename (fx->ws, "allowed.txt", NULL);
   g_autofree char *marker = g_build_filename (fx->ws, "marker.txt", NULL);
   g_autofree char *created = g_build_filename (fx->ws, "created.txt", NULL);
@@ -101,9 +95,9 @@ test_two_reporter_runs (void **state)
   g_autofree char *target = g_strdup_printf ("127.0.0.1:%d", port);
   struct stat st;
 
-  rfx_write (allowed, "allowed\n", 0644);
-  rfx_write (marker, "the marker's content\n", 0644);
-  rfx_assert_host_readable (marker);
+  test_write (allowed, "allowed\n", 0644);
+  test_write (marker, "the marker's content\n", 0644);
+  test_assert_host_readable (marker);
 
   /* 1: the host's policy and network, other ids inside.  The reporter runs
    * under a shell that then waits, so that run 1's namespaces are still
@@ -113,15 +107,15 @@ test_two_reporter_runs (void **state)
   pid_t sup1 = rfx_start (fx, &out1, "--policy", "builtin:host", "--network", "host", "--uid", "1000", "--gid", "1000",
                           "--", "/bin/sh", "-c", "\"$0\" \"$@\"; echo \"exit $?\"; exec sleep 1000", smoke, "--connect",
                           target, "--allowed-write", created, "--denied-write", marker, NULL);
-  r1.out = rfx_read_line (out1, 10000);
-  g_autofree char *exit1 = rfx_read_line (out1, 10000);
+  r1.out = test_read_line (out1, 10000);
+  g_autofree char *exit1 = test_read_line (out1, 10000);
   if (r1.out == NULL || g_strcmp0 (exit1, "exit 0") != 0)
     fail_msg ("run 1's reporter did not report (output '%s', then '%s')", r1.out ? r1.out : "", exit1 ? exit1 : "");
   g_autoptr (JsonObject) o1 = smoke_output (&r1);
-  assert_string_equal (rfx_str (o1, "connect"), "OK");
-  assert_string_equal (rfx_str (o1, "allowed_write"), "OK");
-  assert_string_equal (rfx_str (o1, "denied_read"), "OK");
-  assert_string_equal (rfx_str (o1, "denied_write"), "OK");
+  assert_string_equal (test_json_str (o1, "connect"), "OK");
+  assert_string_equal (test_json_str (o1, "allowed_write"), "OK");
+  assert_string_equal (test_json_str (o1, "denied_read"), "OK");
+  assert_string_equal (test_json_str (o1, "denied_write"), "OK");
   assert_int_equal (json_object_get_int_member (o1, "euid"), 1000);
   assert_int_equal (json_object_get_int_member (o1, "egid"), 1000);
   /* the listener saw run 1's connection */
@@ -141,11 +135,11 @@ test_two_reporter_runs (void **state)
   hold_namespaces (json_object_get_string_member (ns1, "pid"), held);
   /* network host: the same network namespace as the test's */
   {
-    g_autofree char *net = own_ns ("net");
+    g_autofree char *net = test_own_ns ("net");
     assert_string_equal (json_object_get_string_member (ns1, "net"), net);
   }
 
-  g_autofree char *marker_before = rfx_file (marker);
+  g_autofree char *marker_before = test_read_file (marker);
   assert_non_null (strstr (marker_before, "fb-smoke was here")); /* run 1 did write it */
 
   /* 2: the workspace writable, the marker denied, no network */
@@ -155,7 +149,7 @@ test_two_reporter_runs (void **state)
                      "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
                      "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"the marker\" } ] }\n",
                      fx->ws, marker);
-  rfx_write (policy, policy_text, 0644);
+  test_write (policy, policy_text, 0644);
   g_autofree char *allowed2 = g_build_filename (fx->ws, "allowed2.txt", NULL);
   rfx_run (fx, &r2, "--policy", policy, "--uid", "1000", "--gid", "1000", "--", smoke, "--connect", target,
            "--allowed-write", allowed2, "--denied-write", marker, "--exit-code", "73", NULL);
@@ -163,8 +157,8 @@ test_two_reporter_runs (void **state)
   g_autoptr (JsonObject) o2 = smoke_output (&r2);
 
   /* the connect failed, and nothing reached the host's listener */
-  assert_true (rfx_str (o2, "connect") != NULL);
-  assert_string_not_equal (rfx_str (o2, "connect"), "OK");
+  assert_true (test_json_str (o2, "connect") != NULL);
+  assert_string_not_equal (test_json_str (o2, "connect"), "OK");
   {
     struct pollfd p = { .fd = lfd, .events = POLLIN };
     assert_int_equal (poll (&p, 1, 200), 0);
@@ -172,22 +166,22 @@ test_two_reporter_runs (void **state)
   close (lfd);
 
   /* the allowed write landed on the host */
-  assert_string_equal (rfx_str (o2, "allowed_write"), "OK");
-  g_autofree char *allowed_text = rfx_file (allowed2);
+  assert_string_equal (test_json_str (o2, "allowed_write"), "OK");
+  g_autofree char *allowed_text = test_read_file (allowed2);
   assert_non_null (allowed_text);
   assert_non_null (strstr (allowed_text, "fb-smoke was here"));
 
   /* the denied read and write failed and the marker kept its content */
-  assert_string_equal (rfx_str (o2, "denied_read"), "EACCES");
-  assert_string_equal (rfx_str (o2, "denied_write"), "EACCES");
-  g_autofree char *marker_after = rfx_file (marker);
+  assert_string_equal (test_json_str (o2, "denied_read"), "EACCES");
+  assert_string_equal (test_json_str (o2, "denied_write"), "EACCES");
+  g_autofree char *marker_after = test_read_file (marker);
   assert_string_equal (marker_after, marker_before);
 
   /* every namespace is new: not the test's, not run 1's */
   JsonObject *ns2 = json_object_get_object_member (o2, "ns");
   for (size_t i = 0; i < G_N_ELEMENTS (ns_names); i++)
     {
-      g_autofree char *mine = own_ns (ns_names[i]);
+      g_autofree char *mine = test_own_ns (ns_names[i]);
       const char *theirs = json_object_get_string_member (ns2, ns_names[i]);
       assert_non_null (theirs);
       if (strcmp (theirs, mine) == 0)
@@ -196,13 +190,13 @@ test_two_reporter_runs (void **state)
         fail_msg ("run 2's %s namespace is run 1's (%s)", ns_names[i], theirs);
     }
   /* /proc is a procfs of the reporter's own pid namespace */
-  assert_string_equal (rfx_str (o2, "proc_pid_ns"), json_object_get_string_member (ns2, "pid"));
-  assert_string_equal (rfx_str (o2, "proc_fstype"), "proc");
+  assert_string_equal (test_json_str (o2, "proc_pid_ns"), json_object_get_string_member (ns2, "pid"));
+  assert_string_equal (test_json_str (o2, "proc_fstype"), "proc");
   assert_int_equal (json_object_get_int_member (o2, "euid"), 1000);
   assert_int_equal (json_object_get_int_member (o2, "egid"), 1000);
   static const char *const caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
   for (size_t i = 0; i < G_N_ELEMENTS (caps); i++)
-    assert_string_equal (rfx_str (o2, caps[i]), "0000000000000000");
+    assert_string_equal (test_json_str (o2, caps[i]), "0000000000000000");
   assert_int_equal (json_object_get_int_member (o2, "NoNewPrivs"), 1);
   assert_int_equal (json_object_get_int_member (o2, "Seccomp"), 2);
 
@@ -229,10 +223,8 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_two_reporter_runs, rfx_setup, rfx_teardown),
+    RFX_TEST (test_two_reporter_runs),
   };
 
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

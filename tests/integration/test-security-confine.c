@@ -27,8 +27,11 @@
  * The probe is this program run inside the sandbox (`--probe OP ARG...`);
  * tests that copy or chmod anything on the host put it back in teardown.
  */
-#include "test-run-util.h"
-#include "test-serve-util.h"
+#include <ftw.h>
+#include <signal.h>
+
+#include "tests/lib/test-run.h"
+#include "tests/lib/test-serve.h"
 
 #include <grp.h>
 #include <pty.h>
@@ -442,7 +445,7 @@ static guint32
 overflow_id (const char *name)
 {
   g_autofree char *path = g_build_filename ("/proc/sys/kernel", name, NULL);
-  g_autofree char *text = rfx_file (path);
+  g_autofree char *text = test_read_file (path);
   return text != NULL ? (guint32)strtoul (text, NULL, 10) : 65534;
 }
 
@@ -450,7 +453,7 @@ static char *
 status_line (pid_t pid, const char *key)
 {
   g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int)pid);
-  g_autofree char *text = rfx_file (path);
+  g_autofree char *text = test_read_file (path);
   if (text == NULL)
     return NULL;
   g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
@@ -546,11 +549,11 @@ start_holding (RFx *fx, const Caller *c, GPtrArray *argv, int *ret_stdout)
   set_repro (fx, c, (char **)argv->pdata);
   if (!g_spawn_async_with_pipes (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD, caller_setup,
                                  (gpointer)c, &pid, NULL, ret_stdout, NULL, &error))
-    fail_msg ("spawn %s: %s", rfx_bin (), error->message);
+    fail_msg ("spawn %s: %s", test_bin (), error->message);
   rfx_keep_pid (fx, pid);
   for (;;)
     {
-      g_autofree char *line = rfx_read_line (*ret_stdout, 30000);
+      g_autofree char *line = test_read_line (*ret_stdout, 30000);
       if (line == NULL)
         fail_msg ("the sandbox never said ready");
       if (strcmp (line, "ready") == 0)
@@ -594,7 +597,7 @@ assert_owned_by (const char *path, uid_t uid, gid_t gid)
 static void
 identity_run (RFx *fx, const char *const *extra)
 {
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *token = new_token ();
   g_autofree char *made = g_build_filename (fx->ws, "made-inside", NULL);
   Caller c;
@@ -648,7 +651,7 @@ static void
 test_identity_serve (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *token = new_token ();
   g_autofree char *made = g_build_filename (fx->ws, "made-by-serve", NULL);
   g_autofree char *policy = g_build_filename (fx->tmp, "policy.json", NULL);
@@ -657,7 +660,7 @@ test_identity_serve (void **state)
                                                   "{\"path\":\"%s\",\"access\":\"write\",\"why\":\"the workspace\"},"
                                                   "{\"path\":\"%s\",\"access\":\"read\",\"why\":\"the probe\"}]}",
                                                   fx->ws, g_getenv ("FUSEBOX_BUILD_ROOT"));
-  rfx_write (policy, policy_text, 0644);
+  test_write (policy, policy_text, 0644);
   const char *args[] = { "--workspace", fx->ws, "--policy", policy, NULL };
   TestServer *server = test_server_start (fx->tmp, args);
   if (server->pid > 0)
@@ -666,17 +669,15 @@ test_identity_serve (void **state)
   fx->repro = g_strdup (server->command);
   if (!g_str_has_prefix (server->url, "ws://"))
     fail_msg ("fusebox serve did not start");
-  TestClient *client = test_client_connect (server->url);
-  if (client->ws == NULL || !test_client_handshake (client, NULL))
-    fail_msg ("fusebox serve did not shake hands");
+  TestClient *client = test_client_open (server->url);
   g_autofree char *params = g_strdup_printf (
     "{\"processId\":\"sec\",\"argv\":[\"%s\",\"--probe\",\"create\",\"%s\",\"hold\",\"%s\"],\"cwd\":\"file://%s\","
     "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
     self, made, token, fx->ws);
   g_autoptr (JsonNode) start = test_client_call (client, "process/start", params);
-  if (answer_result (start) == NULL)
-    fail_msg ("process/start failed: %s", answer_error_message (start));
-  if (!RFX_WAIT_FOR (sandbox_up (token, made), 30000))
+  if (test_answer_result (start) == NULL)
+    fail_msg ("process/start failed: %s", test_answer_error_message (start));
+  if (!TEST_WAIT_FOR (sandbox_up (token, made), 30000))
     fail_msg ("the sandboxed process never came up");
   assert_host_ids (token, overflow_id ("overflowuid"), overflow_id ("overflowgid"));
   g_autoptr (JsonNode) term = test_client_call (client, "process/terminate", "{\"processId\":\"sec\"}");
@@ -693,7 +694,7 @@ test_identity_serve (void **state)
 static void
 assert_host_writes_back (const char *path)
 {
-  g_autofree char *before = rfx_file (path);
+  g_autofree char *before = test_read_file (path);
   if (before == NULL)
     fail_msg ("%s is not readable on the host", path);
   const char *r = write_back (path);
@@ -704,7 +705,7 @@ assert_host_writes_back (const char *path)
 static void
 assert_unchanged (const char *path, const char *before)
 {
-  g_autofree char *after = rfx_file (path);
+  g_autofree char *after = test_read_file (path);
   assert_string_equal (after, before);
 }
 
@@ -715,8 +716,8 @@ test_core_pattern (void **state)
 {
   RFX_BEGIN (state);
   const char *path = "/proc/sys/kernel/core_pattern";
-  g_autofree char *self = rfx_self ();
-  g_autofree char *before = rfx_file (path);
+  g_autofree char *self = test_self ();
+  g_autofree char *before = test_read_file (path);
   assert_host_writes_back (path);
   Caller c;
   caller_init (fx, &c);
@@ -738,19 +739,19 @@ test_usermode_helpers (void **state)
 {
   RFX_BEGIN (state);
   static const char *const helpers[] = { "/proc/sys/kernel/modprobe", "/proc/sys/kernel/poweroff_cmd" };
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autoptr (GPtrArray) present = g_ptr_array_new ();
   for (size_t i = 0; i < G_N_ELEMENTS (helpers); i++)
     if (access (helpers[i], F_OK) == 0)
       g_ptr_array_add (present, (char *)helpers[i]);
   if (present->len == 0)
-    rfx_skip_or_fail ("the kernel has neither kernel.modprobe nor kernel.poweroff_cmd");
+    test_skip_or_fail ("the kernel has neither kernel.modprobe nor kernel.poweroff_cmd");
   Caller c;
   caller_init (fx, &c);
   for (guint i = 0; i < present->len; i++)
     {
       const char *path = present->pdata[i];
-      g_autofree char *before = rfx_file (path);
+      g_autofree char *before = test_read_file (path);
       assert_host_writes_back (path);
       RfxResult r;
       g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", "writeback", path, NULL);
@@ -772,7 +773,7 @@ static void
 test_proc_root_knobs (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autoptr (GPtrArray) knobs = g_ptr_array_new_with_free_func (g_free);
   if (access ("/proc/sysrq-trigger", F_OK) == 0)
     g_ptr_array_add (knobs, g_strdup ("/proc/sysrq-trigger"));
@@ -794,7 +795,7 @@ test_proc_root_knobs (void **state)
       }
   }
   if (knobs->len == 0)
-    rfx_skip_or_fail ("no /proc/sysrq-trigger, /proc/irq or /proc/bus/pci device here");
+    test_skip_or_fail ("no /proc/sysrq-trigger, /proc/irq or /proc/bus/pci device here");
   g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", NULL);
   g_ptr_array_remove_index (argv, argv->len - 1);
   g_autoptr (GPtrArray) want = g_ptr_array_new ();
@@ -830,7 +831,7 @@ test_proc_covers (void **state)
   RFX_BEGIN (state);
   static const char *const covered[] = { "sys",  "sysrq-trigger", "irq",           "bus",         "fs",  "acpi",
                                          "scsi", "asound",        "latency_stats", "timer_stats", "mtrr" };
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", NULL);
   g_ptr_array_remove_index (argv, argv->len - 1);
   g_autoptr (GPtrArray) want = g_ptr_array_new ();
@@ -894,7 +895,7 @@ test_dev_nodes (void **state)
 {
   RFX_BEGIN (state);
   const char *full = "/dev/full";
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   struct stat before, after;
   assert_int_equal (stat (full, &before), 0);
   assert_true (S_ISCHR (before.st_mode));
@@ -937,9 +938,9 @@ copy_fusebox (RFx *fx)
   gsize len;
   g_autoptr (GError) error = NULL;
   char *copy = g_build_filename (fx->tmp, "bin", "fusebox", NULL);
-  if (!g_file_get_contents (rfx_bin (), &data, &len, &error))
+  if (!g_file_get_contents (test_bin (), &data, &len, &error))
     fail_msg ("%s", error->message);
-  rfx_write (copy, "", 0755);
+  test_write (copy, "", 0755);
   if (!g_file_set_contents_full (copy, data, (gssize)len, G_FILE_SET_CONTENTS_NONE, 0755, &error))
     fail_msg ("%s", error->message);
   assert_int_equal (chmod (copy, 0755), 0);
@@ -952,7 +953,7 @@ copy_fusebox (RFx *fx)
 static void
 assert_pid1_closed (RFx *fx, const Caller *c)
 {
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *bin = copy_fusebox (fx);
   struct stat before, after;
   assert_int_equal (stat (bin, &before), 0);
@@ -1000,7 +1001,7 @@ test_proc_pid1_unprivileged (void **state)
   {
     /* can uid 1000 make sandboxes here at all? */
     g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-    g_ptr_array_add (argv, (char *)rfx_bin ());
+    g_ptr_array_add (argv, (char *)test_bin ());
     g_ptr_array_add (argv, (char *)"check");
     g_ptr_array_add (argv, NULL);
     g_autofree char *out = NULL;
@@ -1030,7 +1031,7 @@ static void
 test_known_escapes (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   int master = -1, slave = -1;
   assert_int_equal (openpty (&master, &slave, NULL, NULL, NULL), 0);
   /* raw: an injected byte would be readable at once, without a newline */
@@ -1064,22 +1065,18 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_identity_root, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_identity_root_uid_1000, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_identity_serve, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_core_pattern, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_usermode_helpers, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_proc_root_knobs, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_proc_covers, rfx_setup, rfx_teardown),
+    RFX_TEST (test_identity_root),
+    RFX_TEST (test_identity_root_uid_1000),
+    RFX_TEST (test_identity_serve),
+    RFX_TEST (test_core_pattern),
+    RFX_TEST (test_usermode_helpers),
+    RFX_TEST (test_proc_root_knobs),
+    RFX_TEST (test_proc_covers),
     cmocka_unit_test_setup_teardown (test_dev_nodes, rfx_setup, restore_node_teardown),
-    cmocka_unit_test_setup_teardown (test_proc_pid1_root, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_proc_pid1_unprivileged, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_known_escapes, rfx_setup, rfx_teardown),
+    RFX_TEST (test_proc_pid1_root),
+    RFX_TEST (test_proc_pid1_unprivileged),
+    RFX_TEST (test_known_escapes),
   };
 
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (probe_main, tests, NULL);
 }

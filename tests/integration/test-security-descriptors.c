@@ -13,10 +13,12 @@
  * limit would be: a server that gives one descriptor per directory or file
  * to whoever asks then runs out for everyone.  Needs root (the tmpfs, the
  * limits, the sandboxes). */
-#include "tests/integration/test-run-util.h"
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-run.h"
+#include "tests/lib/test-serve.h"
 
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #define SERVER_NOFILE 30000
@@ -75,7 +77,7 @@ mount_tmpfs (DFx *fx)
     {
       g_autofree char *why = g_strdup_printf ("can't mount a tmpfs at %s: %s", fx->tmpfs, g_strerror (errno));
       g_clear_pointer (&fx->tmpfs, g_free);
-      rfx_skip_or_fail (why);
+      test_skip_or_fail (why);
     }
   return g_strdup (fx->tmpfs);
 }
@@ -106,21 +108,14 @@ static void
 server_start (DFx *fx, guint64 soft, guint64 hard)
 {
   RFx *r = fx->rfx;
-  g_autofree char *policy = g_build_filename (r->tmp, "policy.json", NULL);
-  g_autofree char *text =
-    g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
-                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"the system\" },\n"
-                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n",
-                     r->ws);
+  g_autofree char *policy = rfx_policy_ws (r);
   g_auto (GStrv) envp = g_environ_setenv (g_get_environ (), "XDG_STATE_HOME", r->state, TRUE);
-  const char *argv[] = { rfx_bin (),    "serve", "--listen", "ws://127.0.0.1:0", "--policy", policy,
+  const char *argv[] = { test_bin (),   "serve", "--listen", "ws://127.0.0.1:0", "--policy", policy,
                          "--workspace", r->ws,   NULL };
   g_autoptr (GError) error = NULL;
-  g_autoptr (GString) line = g_string_new (NULL);
   Limits l = { soft, hard, NULL };
   int out_fd = -1;
 
-  assert_true (g_file_set_contents (policy, text, -1, NULL));
   fx->err = g_build_filename (r->tmp, "serve.err", NULL);
   l.err_path = fx->err;
   fx->server = g_new0 (TestServer, 1);
@@ -135,28 +130,10 @@ server_start (DFx *fx, guint64 soft, guint64 hard)
   if (!g_spawn_async_with_pipes (r->ws, (char **)argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, server_child, &l,
                                  &fx->server->pid, NULL, &out_fd, NULL, &error))
     fail_msg ("can't start %s: %s", fx->server->command, error->message);
-  for (;;)
-    {
-      char c;
-      ssize_t n = read (out_fd, &c, 1);
-      if (n <= 0 || c == '\n')
-        break;
-      g_string_append_c (line, c);
-    }
+  fx->server->url = test_read_line (out_fd, -1);
   close (out_fd);
-  fx->server->url = g_strdup (line->str);
-  if (!g_str_has_prefix (fx->server->url, "ws://"))
+  if (fx->server->url == NULL || !g_str_has_prefix (fx->server->url, "ws://"))
     fail_msg ("the server did not print its URL; its stderr is in %s", fx->err);
-}
-
-static TestClient *
-client (DFx *fx)
-{
-  TestClient *c = test_client_connect (fx->server->url);
-
-  if (c->ws == NULL || !test_client_handshake (c, NULL))
-    fail_msg ("can't connect to %s", fx->server->url);
-  return c;
 }
 
 static void
@@ -167,101 +144,13 @@ lower_server_limit (DFx *fx)
   assert_int_equal (prlimit (fx->server->pid, RLIMIT_NOFILE, &rl, NULL), 0);
 }
 
-static guint
-count_fds (pid_t pid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int)pid);
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  guint n = 0;
-
-  assert_non_null (dir);
-  while (g_dir_read_name (dir) != NULL)
-    n++;
-  return n;
-}
-
-static char *
-json_str (const char *s)
-{
-  JsonNode *n = json_node_new (JSON_NODE_VALUE);
-  char *out;
-
-  json_node_set_string (n, s);
-  out = json_to_string (n, FALSE);
-  json_node_unref (n);
-  return out;
-}
-
-/* process/start ID running ARGV (a JSON array) in T/ws, stdin piped. */
-static void
-start_process (DFx *fx, TestClient *c, const char *id, const char *argv_json)
-{
-  g_autofree char *cwd = json_str (fx->rfx->ws);
-  g_autofree char *params =
-    g_strdup_printf ("{\"processId\":\"%s\",\"argv\":%s,\"cwd\":%s,\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false,"
-                     "\"pipeStdin\":true}",
-                     id, argv_json, cwd);
-  g_autoptr (JsonNode) r = test_client_call (c, "process/start", params);
-
-  if (answer_result (r) == NULL)
-    fail_msg ("process/start %s: %s", id, answer_error_message (r));
-}
-
-/* The output of process ID (stdout and stderr together) once it holds
- * NEEDLE or the process ended; *ret_exit_code -1 while it runs. */
-static char *
-wait_output (TestClient *c, const char *id, const char *needle, int *ret_exit_code)
-{
-  g_autoptr (GString) out = g_string_new (NULL);
-  gint64 after = 0;
-
-  *ret_exit_code = -1;
-  for (guint round = 0; round < 600; round++)
-    {
-      g_autofree char *params =
-        g_strdup_printf ("{\"processId\":\"%s\",\"afterSeq\":%" G_GINT64_FORMAT ",\"waitMs\":1000}", id, after);
-      g_autoptr (JsonNode) r = test_client_call (c, "process/read", params);
-      JsonObject *res = answer_result (r);
-      JsonArray *chunks;
-
-      if (res == NULL)
-        fail_msg ("process/read %s: %s", id, answer_error_message (r));
-      chunks = json_object_get_array_member (res, "chunks");
-      for (guint i = 0; i < json_array_get_length (chunks); i++)
-        {
-          JsonObject *ch = json_array_get_object_element (chunks, i);
-          gsize len = 0;
-          g_autofree guchar *data = g_base64_decode (json_object_get_string_member (ch, "chunk"), &len);
-          g_string_append_len (out, (const char *)data, (gssize)len);
-          after = MAX (after, json_object_get_int_member (ch, "seq"));
-        }
-      if (json_object_get_boolean_member (res, "exited"))
-        *ret_exit_code = (int)json_object_get_int_member (res, "exitCode");
-      if ((needle != NULL && strstr (out->str, needle) != NULL) || json_object_get_boolean_member (res, "closed"))
-        break;
-    }
-  return g_string_free (g_steal_pointer (&out), FALSE);
-}
-
-static void
-write_stdin (TestClient *c, const char *id, const char *text, const char *write_id)
-{
-  g_autofree char *b64 = g_base64_encode ((const guchar *)text, strlen (text));
-  g_autofree char *params =
-    g_strdup_printf ("{\"processId\":\"%s\",\"chunk\":\"%s\",\"writeId\":\"%s\"}", id, b64, write_id);
-  g_autoptr (JsonNode) r = test_client_call (c, "process/write", params);
-
-  if (answer_result (r) == NULL)
-    fail_msg ("process/write %s: %s", id, answer_error_message (r));
-}
-
 /* Another session, while the first sandbox holds what it holds: its
  * fs/readFile and a process/start of its own are served. */
 static void
 assert_other_session_served (DFx *fx)
 {
   g_autofree char *hello = g_build_filename (fx->rfx->ws, "hello.txt", NULL);
-  g_autofree char *hello_json = json_str (hello);
+  g_autofree char *hello_json = test_json_quote (hello);
   g_autofree char *params = g_strdup_printf ("{\"path\":%s}", hello_json);
   g_autofree char *argv = g_strdup_printf ("[\"/bin/cat\",%s]", hello_json);
   g_autofree char *out = NULL;
@@ -269,19 +158,19 @@ assert_other_session_served (DFx *fx)
   JsonObject *res;
   int code;
 
-  fx->b = client (fx);
+  fx->b = test_client_open (fx->server->url);
   r = test_client_call (fx->b, "fs/readFile", params);
-  res = answer_result (r);
+  res = test_answer_result (r);
   if (res == NULL)
-    fail_msg ("the other session's fs/readFile %s failed: %s", hello, answer_error_message (r));
+    fail_msg ("the other session's fs/readFile %s failed: %s", hello, test_answer_error_message (r));
   {
     gsize len = 0;
     g_autofree guchar *data = g_base64_decode (json_object_get_string_member (res, "dataBase64"), &len);
     assert_int_equal (len, 6);
     assert_memory_equal (data, "hello\n", 6);
   }
-  start_process (fx, fx->b, "other", argv);
-  out = wait_output (fx->b, "other", NULL, &code);
+  test_process_start (fx->b, "other", argv, fx->rfx->ws, true);
+  out = test_process_read (fx->b, "other", NULL, &code, NULL);
   if (code != 0 || strcmp (out, "hello\n") != 0)
     fail_msg ("the other session's process/start: exit %d, output: %s", code, out);
 }
@@ -291,15 +180,15 @@ write_hello (DFx *fx)
 {
   g_autofree char *hello = g_build_filename (fx->rfx->ws, "hello.txt", NULL);
 
-  rfx_write (hello, "hello\n", 0644);
+  test_write (hello, "hello\n", 0644);
 }
 
 static void
 require (void)
 {
   rfx_require ();
-  if (access (rfx_fixture ("fb-holdopen"), X_OK) != 0)
-    rfx_skip_or_fail ("fixtures/fb-holdopen is missing: build it with ninja");
+  if (access (test_fixture ("fb-holdopen"), X_OK) != 0)
+    test_skip_or_fail ("fixtures/fb-holdopen is missing: build it with ninja");
 }
 
 /* TREE and the TREE_DIRS - 1 directories below it */
@@ -344,22 +233,22 @@ test_find_many_directories (void **state)
   write_hello (fx);
 
   server_start (fx, SERVER_NOFILE, SERVER_NOFILE);
-  fx->a = client (fx);
+  fx->a = test_client_open (fx->server->url);
   lower_server_limit (fx);
   /* the count, then the sandbox stays (and its kernel keeps every name)
    * until its stdin ends */
-  tree_json = json_str (tree);
+  tree_json = test_json_quote (tree);
   argv = g_strdup_printf ("[\"/bin/sh\",\"-c\",\"find \\\"$0\\\" -type d | wc -l; echo found; cat >/dev/null\",%s]",
                           tree_json);
-  start_process (fx, fx->a, "find", argv);
-  out = wait_output (fx->a, "find", "found", &code);
+  test_process_start (fx->a, "find", argv, fx->rfx->ws, true);
+  out = test_process_read (fx->a, "find", "found", &code, NULL);
   expect = g_strdup_printf ("%u\nfound\n", TREE_DIRS);
   if (strcmp (out, expect) != 0)
     fail_msg ("find in the sandbox (exit %d) printed:\n%s\nexpected:\n%s", code, out, expect);
 
   assert_other_session_served (fx);
-  assert_true (count_fds (fx->server->pid) <= LOWERED_NOFILE);
-  write_stdin (fx->a, "find", "", "end");
+  assert_true (test_count_fds (fx->server->pid) <= LOWERED_NOFILE);
+  test_process_write (fx->a, "find", "", "end");
   r->passed = true;
 }
 
@@ -391,19 +280,19 @@ test_hold_many_files (void **state)
   write_hello (fx);
 
   server_start (fx, SERVER_NOFILE, SERVER_NOFILE);
-  fx->a = client (fx);
-  probe = rfx_fixture ("fb-holdopen");
-  probe_json = json_str (probe);
-  many_json = json_str (many);
+  fx->a = test_client_open (fx->server->url);
+  probe = test_fixture ("fb-holdopen");
+  probe_json = test_json_quote (probe);
+  many_json = test_json_quote (many);
   argv = g_strdup_printf ("[%s,%s,\"%u\"]", probe_json, many_json, HOLD_FILES);
   /* started with the server's limit, which the sandbox keeps; then the
    * server's is lowered */
-  start_process (fx, fx->a, "hold", argv);
-  g_free (wait_output (fx->a, "hold", "ready\n", &code));
+  test_process_start (fx->a, "hold", argv, fx->rfx->ws, true);
+  g_free (test_process_read (fx->a, "hold", "ready\n", &code, NULL));
   assert_int_equal (code, -1);
   lower_server_limit (fx);
-  write_stdin (fx->a, "hold", "go\n", "go");
-  out = wait_output (fx->a, "hold", "opened", &code);
+  test_process_write (fx->a, "hold", "go\n", "go");
+  out = test_process_read (fx->a, "hold", "opened", &code, NULL);
   {
     const char *p = strstr (out, "opened ");
     if (p == NULL || sscanf (p, "opened %ld %63s", &opened, err) != 2)
@@ -416,8 +305,8 @@ test_hold_many_files (void **state)
     fail_msg ("the sandbox opened %ld files and then got %s", opened, err);
 
   assert_other_session_served (fx);
-  assert_true (count_fds (fx->server->pid) <= LOWERED_NOFILE);
-  write_stdin (fx->a, "hold", "", "end");
+  assert_true (test_count_fds (fx->server->pid) <= LOWERED_NOFILE);
+  test_process_write (fx->a, "hold", "", "end");
   r->passed = true;
 }
 
@@ -436,11 +325,12 @@ test_limit_raised_and_said (void **state)
   require ();
   server_start (fx, 1024, LOWERED_NOFILE);
   /* the line comes right after the URL */
-  said = RFX_WAIT_FOR ((err = (g_free (err), rfx_file (fx->err))) != NULL && strstr (err, expect) != NULL, 10000);
+  said =
+    TEST_WAIT_FOR ((err = (g_free (err), test_read_file (fx->err))) != NULL && strstr (err, expect) != NULL, 10000);
   if (!said)
     fail_msg ("the server's stderr does not say \"%s\":\n%s", expect, err != NULL ? err : "");
   limits_path = g_strdup_printf ("/proc/%d/limits", (int)fx->server->pid);
-  limits = rfx_file (limits_path);
+  limits = test_read_file (limits_path);
   assert_non_null (limits);
   {
     g_autofree char *row =
@@ -460,6 +350,5 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_find_many_directories, setup, teardown),
   };
 
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return TEST_RUN_GROUP (tests, NULL, NULL);
 }

@@ -24,8 +24,8 @@
  * (otherwise that test says so and is skipped).
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "test-run-util.h"
-#include "test-serve-util.h"
+#include "tests/lib/test-run.h"
+#include "tests/lib/test-serve.h"
 
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -133,7 +133,7 @@ typedef struct
 static char *
 mount_foldfs (RFx *fx, const char *const *args, char **ret_backing)
 {
-  g_autofree char *fs = rfx_fixture ("fb-foldfs");
+  g_autofree char *fs = test_fixture ("fb-foldfs");
   char *backing = g_build_filename (fx->tmp, "backing", NULL);
   char *mnt = g_build_filename (fx->ws, "ci", NULL);
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
@@ -142,7 +142,7 @@ mount_foldfs (RFx *fx, const char *const *args, char **ret_backing)
   GPid pid;
 
   if (access ("/dev/fuse", R_OK | W_OK) != 0)
-    rfx_skip_or_fail ("/dev/fuse is not usable here: the case-insensitive filesystem can't be mounted");
+    test_skip_or_fail ("/dev/fuse is not usable here: the case-insensitive filesystem can't be mounted");
   g_mkdir_with_parents (backing, 0755);
   g_mkdir_with_parents (mnt, 0755);
   g_ptr_array_add (argv, fs);
@@ -154,7 +154,7 @@ mount_foldfs (RFx *fx, const char *const *args, char **ret_backing)
   if (!g_spawn_async (NULL, (char **)argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error))
     fail_msg ("can't start %s: %s", fs, error->message);
   rfx_keep_pid (fx, pid);
-  if (!RFX_WAIT_FOR (statfs (mnt, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC, 10000))
+  if (!TEST_WAIT_FOR (statfs (mnt, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC, 10000))
     fail_msg ("fb-foldfs did not mount %s over %s", mnt, backing);
   *ret_backing = backing;
   return mnt;
@@ -165,7 +165,7 @@ static int
 fold_teardown (void **state)
 {
   RFx *fx = *state;
-  g_autofree char *mountinfo = rfx_file ("/proc/self/mountinfo");
+  g_autofree char *mountinfo = test_read_file ("/proc/self/mountinfo");
   g_auto (GStrv) lines = g_strsplit (mountinfo != NULL ? mountinfo : "", "\n", -1);
 
   for (gint i = (gint)g_strv_length (lines) - 1; i >= 0; i--)
@@ -189,13 +189,13 @@ make_tree (const char *backing)
   g_autofree char *other = g_build_filename (backing, "other.txt", NULL);
   g_autofree char *sub = g_build_filename (backing, "sub", "keep", NULL);
 
-  rfx_write (git, "[core]\n\tbare = false\n", 0644);
-  rfx_write (deny, "denied\n", 0644);
-  rfx_write (hide, "hidden\n", 0644);
-  rfx_write (inner, "inner\n", 0644);
-  rfx_write (normal, "normal\n", 0644);
-  rfx_write (other, "other\n", 0644);
-  rfx_write (sub, "", 0644);
+  test_write (git, "[core]\n\tbare = false\n", 0644);
+  test_write (deny, "denied\n", 0644);
+  test_write (hide, "hidden\n", 0644);
+  test_write (inner, "inner\n", 0644);
+  test_write (normal, "normal\n", 0644);
+  test_write (other, "other\n", 0644);
+  test_write (sub, "", 0644);
 }
 
 /* The variants reach the real files on the host: a refusal inside then
@@ -206,7 +206,7 @@ assert_host_resolves (const char *mnt, const char *const *variants)
   for (guint i = 0; variants[i] != NULL; i++)
     {
       g_autofree char *p = g_build_filename (mnt, variants[i], NULL);
-      rfx_assert_host_readable (p);
+      test_assert_host_readable (p);
     }
 }
 
@@ -224,7 +224,7 @@ policy_file (RFx *fx, const char *extra_rules)
                      "{\"path\":\"${WORKSPACE}/ci/absent-secret\",\"access\":\"deny\",\"why\":\"absent-secret\"}%s]}",
                      extra_rules != NULL ? extra_rules : "");
   char *path = g_build_filename (fx->tmp, "policy.json", NULL);
-  rfx_write (path, text, 0644);
+  test_write (path, text, 0644);
   return path;
 }
 
@@ -233,14 +233,14 @@ policy_file (RFx *fx, const char *extra_rules)
 static char *
 run_steps (RFx *fx, const char *policy, const char *mnt, const Step *steps, guint n)
 {
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run-1", NULL);
   g_autoptr (GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GString) bad = g_string_new (NULL);
   g_auto (GStrv) got = NULL;
   RfxResult r;
 
-  g_ptr_array_add (argv, g_strdup (rfx_bin ()));
+  g_ptr_array_add (argv, g_strdup (test_bin ()));
   g_ptr_array_add (argv, g_strdup ("run"));
   g_ptr_array_add (argv, g_strdup ("--policy"));
   g_ptr_array_add (argv, g_strdup (policy));
@@ -275,7 +275,7 @@ run_steps (RFx *fx, const char *policy, const char *mnt, const Step *steps, guin
     fail_msg ("inside `fusebox run`, on a host that folds names:\n%s", bad->str);
   {
     g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
-    return rfx_file (log_path);
+    return test_read_file (log_path);
   }
 }
 
@@ -297,7 +297,7 @@ assert_host_unchanged (const char *backing)
   for (guint i = 0; i < G_N_ELEMENTS (files); i++)
     {
       g_autofree char *p = g_build_filename (backing, files[i].name, NULL);
-      g_autofree char *text = rfx_file (p);
+      g_autofree char *text = test_read_file (p);
       if (g_strcmp0 (text, files[i].content) != 0)
         fail_msg ("%s changed on the host: \"%s\"", p, text != NULL ? text : "(gone)");
     }
@@ -320,10 +320,11 @@ assert_logged_spelling (const char *log, const char *path)
     {
       if (lines[i][0] == '\0')
         continue;
-      g_autoptr (JsonObject) rec = rfx_parse_object (lines[i]);
-      const char *why = rfx_str (rec, "why");
-      if (g_strcmp0 (rfx_str (rec, "path"), path) == 0 && g_strcmp0 (rfx_str (rec, "decision"), "allow") != 0 &&
-          why != NULL && strstr (why, "folds names") != NULL)
+      g_autoptr (JsonObject) rec = test_parse_object (lines[i]);
+      const char *why = test_json_str (rec, "why");
+      if (g_strcmp0 (test_json_str (rec, "path"), path) == 0 &&
+          g_strcmp0 (test_json_str (rec, "decision"), "allow") != 0 && why != NULL &&
+          strstr (why, "folds names") != NULL)
         return;
     }
   fail_msg ("no refusal of %s with the folding host's reason in the log:\n%s", path, log != NULL ? log : "");
@@ -405,15 +406,15 @@ test_case_variants_run (void **state)
     g_autofree char *pub = g_build_filename (backing, "vault", "PUB", "f.txt", NULL);
     g_autofree char *open_ = g_build_filename (backing, "vault", "open", "f.txt", NULL);
     g_autofree char *other = g_build_filename (backing, "vault", "other.txt", NULL);
-    rfx_write (pub, "pub\n", 0644);
-    rfx_write (open_, "open\n", 0644);
-    rfx_write (other, "other\n", 0644);
+    test_write (pub, "pub\n", 0644);
+    test_write (open_, "open\n", 0644);
+    test_write (other, "other\n", 0644);
   }
   {
     g_autofree char *docs_other = g_build_filename (backing, "DOCS", "other.txt", NULL);
     g_autofree char *docs_secret = g_build_filename (backing, "DOCS", "secret", NULL);
-    rfx_write (docs_other, "other\n", 0644);
-    rfx_write (docs_secret, "secret\n", 0644);
+    test_write (docs_other, "other\n", 0644);
+    test_write (docs_secret, "secret\n", 0644);
   }
   policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/vault\",\"access\":\"hide\",\"why\":\"vault\"}"
                             ",{\"path\":\"${WORKSPACE}/ci/vault/pub\",\"access\":\"read\",\"why\":\"pub\"}"
@@ -447,14 +448,14 @@ test_unicode_variants_run (void **state)
 
   make_tree (backing);
   cafe = g_build_filename (backing, "caf\xc3\xa9-secret.txt", NULL);
-  rfx_write (cafe, "caf\xc3\xa9\n", 0644);
+  test_write (cafe, "caf\xc3\xa9\n", 0644);
   assert_host_resolves (mnt, variants);
   policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/caf\\u00e9-secret.txt\",\"access\":\"deny\",\"why\":\"cafe\"}"
                             ",{\"path\":\"${WORKSPACE}/ci/na\\u00efve-absent\",\"access\":\"deny\",\"why\":\"naive\"}");
   log = run_steps (fx, policy, mnt, steps, G_N_ELEMENTS (steps));
   assert_host_unchanged (backing);
   {
-    g_autofree char *text = rfx_file (cafe);
+    g_autofree char *text = test_read_file (cafe);
     g_autofree char *nfd = g_build_filename (backing, "nai\xcc\x88ve-absent", NULL);
     struct stat st;
     assert_string_equal (text, "caf\xc3\xa9\n");
@@ -590,29 +591,27 @@ test_case_variants_serve (void **state)
   if (!g_str_has_prefix (server->url != NULL ? server->url : "", "ws://"))
     fail_msg ("fusebox serve did not start: %s", server->command);
   fx->repro = g_strdup (server->command);
-  c = test_client_connect (server->url);
-  if (c->ws == NULL || !test_client_handshake (c, NULL))
-    fail_msg ("no session with %s", server->url);
+  c = test_client_open (server->url);
 
   for (guint i = 0; i < G_N_ELEMENTS (unreadable); i++)
     {
       g_autofree char *p = g_build_filename (mnt, unreadable[i], NULL);
       g_autoptr (JsonNode) r = call (c, "fs/readFile", "{\"path\":\"%s\"}", p);
-      if (answer_result (r) != NULL)
+      if (test_answer_result (r) != NULL)
         g_string_append_printf (bad, "  fs/readFile %s: read\n", unreadable[i]);
     }
   for (guint i = 0; i < G_N_ELEMENTS (unwritable); i++)
     {
       g_autofree char *p = g_build_filename (mnt, unwritable[i], NULL);
       g_autoptr (JsonNode) r = call (c, "fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"cHduZWQK\"}", p);
-      if (answer_result (r) != NULL)
+      if (test_answer_result (r) != NULL)
         g_string_append_printf (bad, "  fs/writeFile %s: written\n", unwritable[i]);
     }
   for (guint i = 0; i < G_N_ELEMENTS (unmakeable); i++)
     {
       g_autofree char *p = g_build_filename (mnt, unmakeable[i], NULL);
       g_autoptr (JsonNode) r = call (c, "fs/createDirectory", "{\"path\":\"%s\",\"recursive\":false}", p);
-      if (answer_result (r) != NULL)
+      if (test_answer_result (r) != NULL)
         g_string_append_printf (bad, "  fs/createDirectory %s: made\n", unmakeable[i]);
     }
   {
@@ -625,10 +624,10 @@ test_case_variants_serve (void **state)
                                    "{\"path\":\"%s/other.txt\",\"access\":\"deny\",\"why\":\"call\"}]}}",
                                    p, mnt);
     g_autoptr (JsonNode) ok = call (c, "fs/readFile", "{\"path\":\"%s\"}", q);
-    if (answer_result (r) != NULL)
+    if (test_answer_result (r) != NULL)
       g_string_append (bad, "  fs/readFile OTHER.TXT under a sandbox denying other.txt: read\n");
-    if (answer_result (ok) == NULL)
-      g_string_append_printf (bad, "  fs/readFile normal.txt: %s\n", answer_error_message (ok));
+    if (test_answer_result (ok) == NULL)
+      g_string_append_printf (bad, "  fs/readFile normal.txt: %s\n", test_answer_error_message (ok));
   }
   test_client_free (c);
   test_server_stop (server);
@@ -648,19 +647,19 @@ test_check_reports (void **state)
   g_autofree char *mnt = mount_foldfs (fx, NULL, &backing);
   g_autofree char *want = g_strdup_printf ("OK    case-folding names: %s (fuse.fb-foldfs) may fold names: ", mnt);
   g_autofree char *want_plain = NULL;
-  const char *argv[] = { rfx_bin (), "check", "--workspace", fx->ws, NULL };
-  const char *argv_plain[] = { rfx_bin (), "check", "--workspace", fx->home, NULL };
+  const char *argv[] = { test_bin (), "check", "--workspace", fx->ws, NULL };
+  const char *argv_plain[] = { test_bin (), "check", "--workspace", fx->home, NULL };
   g_autofree char *out = NULL;
   g_autofree char *out_plain = NULL;
   int status = 0;
 
   if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL, &status, NULL))
-    fail_msg ("can't run %s check", rfx_bin ());
+    fail_msg ("can't run %s check", test_bin ());
   if (strstr (out, want) == NULL || strstr (out, "shows each entry only under its on-disk spelling") == NULL)
     fail_msg ("`fusebox check --workspace %s` does not report %s folding names:\n%s", fx->ws, mnt, out);
   if (!g_spawn_sync (NULL, (char **)argv_plain, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out_plain, NULL, &status,
                      NULL))
-    fail_msg ("can't run %s check", rfx_bin ());
+    fail_msg ("can't run %s check", test_bin ());
   want_plain = g_strdup_printf ("OK    case-folding names: nothing under %s folds names", fx->home);
   if (strstr (out_plain, want_plain) == NULL && strstr (out_plain, "may fold names") == NULL)
     fail_msg ("`fusebox check --workspace %s` says nothing of folding:\n%s", fx->home, out_plain);
@@ -679,9 +678,5 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_check_reports, rfx_setup, fold_teardown),
   };
 
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (probe_main, tests, NULL);
 }

@@ -15,7 +15,9 @@
  * "HELD <inotify> <fanotify> <its limit>" (fanotify -1 where the kernel
  * refuses fanotify_init to the sandbox for another reason than a count)
  * and waits for the end of the run. */
-#include "test-run-util.h"
+#include <signal.h>
+
+#include "tests/lib/test-run.h"
 
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
@@ -55,7 +57,7 @@ static int
 host_limit (const char *name)
 {
   g_autofree char *path = g_build_filename ("/proc/sys/user", name, NULL);
-  g_autofree char *text = rfx_file (path);
+  g_autofree char *text = test_read_file (path);
   if (text == NULL)
     fail_msg ("%s is not readable on the host", path);
   return atoi (text);
@@ -71,14 +73,14 @@ typedef struct
 static void
 hold_start (RFx *fx, Holder *h)
 {
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   h->pid = rfx_start (fx, &h->out, "--", self, "--probe", "hold", NULL);
 }
 
 static void
 hold_wait (Holder *h)
 {
-  g_autofree char *line = rfx_read_line (h->out, 120000);
+  g_autofree char *line = test_read_line (h->out, 120000);
   if (line == NULL || sscanf (line, "HELD %d %d %d", &h->inotify, &h->fanotify, &h->limit) != 3)
     fail_msg ("the sandbox did not say what it holds: %s", line != NULL ? line : "(nothing)");
 }
@@ -138,12 +140,8 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_one_sandbox, rfx_setup, rfx_teardown),
+    RFX_TEST (test_one_sandbox),
   };
 
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (probe_main, tests, NULL);
 }

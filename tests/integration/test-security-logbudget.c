@@ -13,7 +13,8 @@
  *
  * The probe is this program inside the sandbox (`--probe MODE DIR N`).
  */
-#include "test-run-util.h"
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-run.h"
 
 #define NAME_LEN 255
 
@@ -52,73 +53,10 @@ probe_main (int argc, char **argv)
 
 /* ---- the checks ---- */
 
-typedef struct
-{
-  GPtrArray *records; /* JsonObject*, in seq order */
-  guint files;
-  guint64 bytes;
-} Log;
-
-static void
-log_clear (Log *l)
-{
-  if (l->records)
-    g_ptr_array_unref (l->records);
-}
-
-static int
-cmp_names (gconstpointer a, gconstpointer b)
-{
-  return strcmp (*(char *const *)a, *(char *const *)b);
-}
-
-/* Every record of the run's log, the rotated files first (their names sort
- * by seq); seq checked gap-free from 1. */
-static void
-read_log (const char *run_dir, Log *ret)
-{
-  g_autoptr (GDir) d = g_dir_open (run_dir, 0, NULL);
-  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  const char *name;
-  gint64 want = 1;
-
-  assert_non_null (d);
-  memset (ret, 0, sizeof *ret);
-  ret->records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
-  while ((name = g_dir_read_name (d)) != NULL)
-    if (g_str_has_prefix (name, "access.") && g_str_has_suffix (name, ".jsonl") && strcmp (name, "access.jsonl") != 0)
-      g_ptr_array_add (names, g_strdup (name));
-  g_ptr_array_sort (names, cmp_names);
-  g_ptr_array_add (names, g_strdup ("access.jsonl"));
-  for (guint i = 0; i < names->len; i++)
-    {
-      g_autofree char *path = g_build_filename (run_dir, names->pdata[i], NULL);
-      g_autofree char *text = rfx_file (path);
-      g_auto (GStrv) lines = NULL;
-
-      if (text == NULL)
-        continue;
-      ret->files++;
-      ret->bytes += strlen (text);
-      lines = g_strsplit (text, "\n", -1);
-      for (guint j = 0; lines[j] != NULL; j++)
-        {
-          if (lines[j][0] == '\0')
-            continue;
-          JsonObject *o = rfx_parse_object (lines[j]);
-          if (json_object_get_int_member (o, "seq") != want)
-            fail_msg ("%s:%u: seq %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, path, j + 1,
-                      json_object_get_int_member (o, "seq"), want);
-          want++;
-          g_ptr_array_add (ret->records, o);
-        }
-    }
-}
-
 /* How many mkdirs under PREFIX with DECISION the records stand for, and in
  * how many records. */
 static guint64
-count_mkdirs (Log *l, const char *prefix, const char *decision, guint *ret_records)
+count_mkdirs (TestLog *l, const char *prefix, const char *decision, guint *ret_records)
 {
   guint64 n = 0;
   guint records = 0;
@@ -126,10 +64,10 @@ count_mkdirs (Log *l, const char *prefix, const char *decision, guint *ret_recor
   for (guint i = 0; i < l->records->len; i++)
     {
       JsonObject *o = l->records->pdata[i];
-      const char *path = rfx_str (o, "path");
+      const char *path = test_json_str (o, "path");
 
-      if (g_strcmp0 (rfx_str (o, "op"), "mkdir") != 0 || path == NULL || !g_str_has_prefix (path, prefix) ||
-          g_strcmp0 (rfx_str (o, "decision"), decision) != 0)
+      if (g_strcmp0 (test_json_str (o, "op"), "mkdir") != 0 || path == NULL || !g_str_has_prefix (path, prefix) ||
+          g_strcmp0 (test_json_str (o, "decision"), decision) != 0)
         continue;
       records++;
       if (json_object_has_member (o, "repeat"))
@@ -145,7 +83,7 @@ count_mkdirs (Log *l, const char *prefix, const char *decision, guint *ret_recor
 static int
 fusebox_log (RFx *fx, const char *run_dir, char **ret_err)
 {
-  const char *argv[] = { rfx_bin (), "log", run_dir, NULL };
+  const char *argv[] = { test_bin (), "log", run_dir, NULL };
   g_auto (GStrv) env = rfx_env (fx);
   g_autofree char *out = NULL;
   int status;
@@ -159,17 +97,17 @@ static void
 test_refusal_flood_folded (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
   g_autofree char *ws_dir = g_build_filename (fx->ws, "made", NULL);
   g_autofree char *log_err = NULL;
   const int refused = 5000, allowed = 400;
   guint refusal_records = 0;
-  Log l;
+  TestLog l;
   RfxResult r;
 
   /* /usr is there and readable on the host: the refusals are the policy's */
-  rfx_assert_host_readable ("/usr");
+  test_assert_host_readable ("/usr");
   assert_int_equal (mkdir (ws_dir, 0755), 0);
   rfx_run (fx, &r, "--run-dir", run_dir, "--log-max-size", "1M", "--log-file-size", "64K", "--", "/bin/sh", "-c",
            "\"$0\" --probe refused /usr \"$1\" && \"$0\" --probe allowed \"$2\" \"$3\"", self, "5000", ws_dir, "400",
@@ -180,7 +118,7 @@ test_refusal_flood_folded (void **state)
   assert_non_null (strstr (r.out, "allowed 400\n"));
   rfx_result_clear (&r);
 
-  read_log (run_dir, &l);
+  test_log_read (run_dir, &l);
   /* within the budget, rotated, and every refusal counted */
   assert_true (l.bytes <= 1024 * 1024);
   assert_true (l.files >= 3);
@@ -190,7 +128,7 @@ test_refusal_flood_folded (void **state)
   /* the readers see one log without gaps */
   assert_int_equal (fusebox_log (fx, run_dir, &log_err), 0);
   assert_null (strstr (log_err, "seq jumps"));
-  log_clear (&l);
+  test_log_clear (&l);
   RFX_PASS ();
 }
 
@@ -198,7 +136,7 @@ static void
 test_over_budget_stops (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
   g_autofree char *ws_dir = g_build_filename (fx->ws, "made", NULL);
   g_autofree char *policy_path = g_build_filename (fx->tmp, "budget.json", NULL);
@@ -206,12 +144,12 @@ test_over_budget_stops (void **state)
   const guint64 max = 128 * 1024;
   guint64 made = 0, logged, not_written;
   JsonObject *last;
-  Log l;
+  TestLog l;
   RfxResult r;
 
   /* the default policy with a small budget in its "log" section */
   {
-    const char *argv[] = { rfx_bin (), "policy", "show", "default", NULL };
+    const char *argv[] = { test_bin (), "policy", "show", "default", NULL };
     g_autofree char *text = NULL;
     g_auto (GStrv) env = rfx_env (fx);
     int status;
@@ -221,13 +159,13 @@ test_over_budget_stops (void **state)
 
     assert_true (
       g_spawn_sync (fx->ws, (char **)argv, env, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &text, NULL, &status, NULL));
-    policy = rfx_parse_object (text);
+    policy = test_parse_object (text);
     json_object_set_string_member (log, "max_size", "128K");
     json_object_set_string_member (log, "file_size", "32K");
     json_object_set_object_member (policy, "log", log);
     node = json_node_init_object (json_node_alloc (), policy);
     g_autofree char *out = json_to_string (node, TRUE);
-    rfx_write (policy_path, out, 0644);
+    test_write (policy_path, out, 0644);
   }
   assert_int_equal (mkdir (ws_dir, 0755), 0);
   rfx_run (fx, &r, "--policy", policy_path, "--run-dir", run_dir, "--", self, "--probe", "allowed", ws_dir, "10000",
@@ -239,17 +177,17 @@ test_over_budget_stops (void **state)
   assert_null (strstr (r.out, "allowed "));
   rfx_result_clear (&r);
   {
-    g_autofree char *text = rfx_file (run_json);
-    g_autoptr (JsonObject) info = rfx_parse_object (text);
-    assert_non_null (strstr (rfx_str (info, "error"), "reached its budget"));
+    g_autofree char *text = test_read_file (run_json);
+    g_autoptr (JsonObject) info = test_parse_object (text);
+    assert_non_null (strstr (test_json_str (info, "error"), "reached its budget"));
   }
 
-  read_log (run_dir, &l);
+  test_log_read (run_dir, &l);
   /* the budget and the margin of a stopping sandbox (1 MiB at least) */
   assert_true (l.bytes <= max + 1024 * 1024 + 4096);
   assert_true (l.files >= 2);
   last = l.records->pdata[l.records->len - 1];
-  assert_string_equal (rfx_str (last, "notice"), "log-full");
+  assert_string_equal (test_json_str (last, "notice"), "log-full");
   assert_int_equal (json_object_get_int_member (last, "max_size"), max);
   not_written = (guint64)json_object_get_int_member (last, "records_not_written");
   /* what happened on the host is in the log or counted */
@@ -263,7 +201,7 @@ test_over_budget_stops (void **state)
   assert_true (logged <= made);
   assert_true (made <= logged + not_written);
   assert_true (made < 10000);
-  log_clear (&l);
+  test_log_clear (&l);
   RFX_PASS ();
 }
 
@@ -271,8 +209,8 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_refusal_flood_folded, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_over_budget_stops, rfx_setup, rfx_teardown),
+    RFX_TEST (test_refusal_flood_folded),
+    RFX_TEST (test_over_budget_stops),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
@@ -281,7 +219,5 @@ main (int argc, char **argv)
         return 2;
       return probe_main (argc - 2, argv + 2);
     }
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

@@ -17,11 +17,11 @@
  * not a timing assertion.
  *
  * Needs nothing but the fusebox binary (no sandbox is made). */
-#include "tests/integration/test-run-util.h"
+#include <signal.h>
 
-#include <sys/socket.h>
+#include "tests/lib/test-run.h"
+
 #include <sys/sysmacros.h>
-#include <sys/un.h>
 
 #define RUN "20240101-000000-logread"
 /* bound on each command: far above what one takes; only a hang reaches it */
@@ -78,7 +78,7 @@ fusebox (RFx *fx, Res *ret, const char *const *args)
   g_ptr_array_add (argv, g_strdup ("-c"));
   g_ptr_array_add (argv, g_strdup_printf ("exec \"$@\" </dev/null >%s 2>%s", out, err));
   g_ptr_array_add (argv, g_strdup ("sh"));
-  g_ptr_array_add (argv, g_strdup (rfx_bin ()));
+  g_ptr_array_add (argv, g_strdup (test_bin ()));
   for (guint i = 0; args[i] != NULL; i++)
     g_ptr_array_add (argv, g_strdup (args[i]));
   g_ptr_array_add (argv, NULL);
@@ -94,8 +94,8 @@ fusebox (RFx *fx, Res *ret, const char *const *args)
       waitpid (pid, NULL, 0);
       rfx_forget_pid (fx, pid);
     }
-  ret->out = rfx_file (out);
-  ret->err = rfx_file (err);
+  ret->out = test_read_file (out);
+  ret->err = test_read_file (err);
 }
 #define FUSEBOX(fx, r, ...) fusebox (fx, r, (const char *const[]){ __VA_ARGS__, NULL })
 
@@ -110,19 +110,6 @@ assert_refused (const Res *r, const char *what, const char *path, const char *ki
     fail_msg ("%s: exit %d, not 1; stderr:\n%s", what, r->status, r->err);
   if (strstr (r->err, want) == NULL || strstr (r->err, "not a regular file") == NULL)
     fail_msg ("%s: no '%s..., not a regular file' in:\n%s", what, want, r->err);
-}
-
-static void
-make_socket (const char *path)
-{
-  struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-  assert_true (fd >= 0);
-  assert_true (strlen (path) < sizeof sa.sun_path);
-  strcpy (sa.sun_path, path);
-  assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  close (fd);
 }
 
 typedef enum
@@ -153,7 +140,7 @@ make_socket_at (const char *path)
   g_autofree char *tmp = g_build_filename (dir, "s", NULL);
 
   assert_non_null (dir);
-  make_socket (tmp);
+  test_make_socket (tmp);
   assert_int_equal (rename (tmp, path), 0);
   rmdir (dir);
 }
@@ -194,8 +181,8 @@ test_live_log_not_a_file (void **state)
   g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
   g_autofree char *secret = g_build_filename (fx->tmp, "secret", NULL);
 
-  rfx_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
-  rfx_assert_host_readable (secret);
+  test_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
+  test_assert_host_readable (secret);
   for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
     {
       const char *const cmds[][3] = {
@@ -232,8 +219,8 @@ test_rotated_log_not_a_file (void **state)
   g_autofree char *secret = g_build_filename (fx->tmp, "secret", NULL);
   g_autofree char *rec = record (2, "/b");
 
-  rfx_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
-  rfx_write (live, rec, 0600);
+  test_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
+  test_write (live, rec, 0600);
   for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
     {
       const char *const cmds[][3] = {
@@ -271,7 +258,7 @@ test_run_json_not_a_file (void **state)
   g_autofree char *json = g_build_filename (dir, "run.json", NULL);
   g_autofree char *secret = g_build_filename (fx->tmp, "secret.json", NULL);
 
-  rfx_write (secret, "{\"run\":\"x\",\"command\":[\"the-secret\"],\"ended\":\"x\"}\n", 0600);
+  test_write (secret, "{\"run\":\"x\",\"command\":[\"the-secret\"],\"ended\":\"x\"}\n", 0600);
   for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
     {
       g_autofree char *want = g_strdup_printf ("%s is %s", json, objs[o].kind);
@@ -432,7 +419,7 @@ test_any_content (void **state)
   g_autofree char *bad = g_strdup_printf ("\"bad_lines\" : %u", junk);
   Res r;
 
-  rfx_assert_host_readable (live);
+  test_assert_host_readable (live);
   FUSEBOX (fx, &r, "log", "--json", RUN);
   if (r.status != 0)
     fail_msg ("log --json: exit %d (%s); stderr:\n%.3000s", r.status, r.status > 128 ? "killed by a signal" : "",
@@ -470,7 +457,7 @@ test_follow_any_content (void **state)
   g_autofree char *dir = run_dir (fx);
   g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
   g_autofree char *out = g_build_filename (fx->tmp, "follow.out", NULL);
-  g_autofree char *cmd = g_strdup_printf ("exec '%s' log --follow --json " RUN " >%s 2>/dev/null", rfx_bin (), out);
+  g_autofree char *cmd = g_strdup_printf ("exec '%s' log --follow --json " RUN " >%s 2>/dev/null", test_bin (), out);
   const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
   g_auto (GStrv) env = rfx_env (fx);
   g_autoptr (GError) error = NULL;
@@ -482,13 +469,13 @@ test_follow_any_content (void **state)
   if (!g_spawn_async (fx->ws, (char **)argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error))
     fail_msg ("spawn: %s", error->message);
   rfx_keep_pid (fx, pid);
-  if (!RFX_WAIT_FOR (({
-                       g_autofree char *t = rfx_file (out);
-                       t != NULL &&strstr (t, "\"seq\":9,") != NULL;
-                     }),
-                     CAP_MS))
+  if (!TEST_WAIT_FOR (({
+                        g_autofree char *t = test_read_file (out);
+                        t != NULL &&strstr (t, "\"seq\":9,") != NULL;
+                      }),
+                      CAP_MS))
     {
-      g_autofree char *t = rfx_file (out);
+      g_autofree char *t = test_read_file (out);
       fail_msg ("log --follow did not reach record 9 (crashed or hung?); it printed:\n%.2000s", t ? t : "");
     }
   /* still running: following, not dead */
@@ -496,7 +483,7 @@ test_follow_any_content (void **state)
   kill (pid, SIGINT);
   assert_true (rfx_wait (fx, pid, CAP_MS) >= 0);
   {
-    g_autofree char *t = rfx_file (out);
+    g_autofree char *t = test_read_file (out);
     assert_records (t, "log --follow --json");
   }
   RFX_PASS ();
@@ -535,7 +522,7 @@ test_run_json_any_content (void **state)
           assert_int_equal (ftruncate (fd, (off_t)200 * 1024 * 1024), 0);
         }
       close (fd);
-      rfx_assert_host_readable (json);
+      test_assert_host_readable (json);
       FUSEBOX (fx, &r, "runs");
       if (r.status != 0)
         fail_msg ("runs (%s): exit %d (%s); stderr:\n%.2000s", cases[i].what, r.status,
@@ -553,18 +540,14 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_live_log_not_a_file, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_rotated_log_not_a_file, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_run_json_not_a_file, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_any_content, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_follow_any_content, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_run_json_any_content, rfx_setup, rfx_teardown),
+    RFX_TEST (test_live_log_not_a_file), RFX_TEST (test_rotated_log_not_a_file), RFX_TEST (test_run_json_not_a_file),
+    RFX_TEST (test_any_content),         RFX_TEST (test_follow_any_content),     RFX_TEST (test_run_json_any_content),
   };
 
-  rfx_filter_tests (argv[0]);
-  if (!g_file_test (rfx_bin (), G_FILE_TEST_IS_EXECUTABLE))
-    rfx_skip_or_fail ("FUSEBOX_BIN is not an executable: run with 'meson test'");
+  test_filter_tests (argv[0]);
+  if (!g_file_test (test_bin (), G_FILE_TEST_IS_EXECUTABLE))
+    test_skip_or_fail ("FUSEBOX_BIN is not an executable: run with 'meson test'");
   if (geteuid () != 0)
-    rfx_skip_or_fail ("these tests need root (mknod of a device node)");
+    test_skip_or_fail ("these tests need root (mknod of a device node)");
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

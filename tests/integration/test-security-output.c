@@ -12,7 +12,7 @@
  *
  * The probe is this program inside the sandbox (`--probe DIR...`).
  */
-#include "test-run-util.h"
+#include "tests/lib/test-run.h"
 
 #include <sys/prctl.h>
 
@@ -97,7 +97,7 @@ fusebox (RFx *fx, char **ret_out, char **ret_err, const char *first, ...)
   va_list ap;
   int status;
 
-  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)test_bin ());
   va_start (ap, first);
   for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
     g_ptr_array_add (argv, (char *)a);
@@ -124,14 +124,14 @@ count_lines (const char *text)
 static char *
 hostile_run (RFx *fx)
 {
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   char *run_dir = g_build_filename (fx->runs, RUN_ID, NULL);
   RfxResult r;
 
   assert_int_equal (g_mkdir_with_parents (fx->runs, 0700), 0);
   /* /usr exists and is readable on the host: the refusals there are the
    * policy's, not an absent directory's */
-  rfx_assert_host_readable ("/usr");
+  test_assert_host_readable ("/usr");
   rfx_run (fx, &r, "--run-dir", run_dir, "--", self, "--probe", "/usr", fx->ws,
            /* run.json's command: the same names, ignored by the probe */
            "--", hostile_names[0], hostile_names[1], hostile_names[2], hostile_names[5], NULL);
@@ -147,7 +147,7 @@ test_log_and_report (void **state)
   RFX_BEGIN (state);
   g_autofree char *run_dir = hostile_run (fx);
   g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
-  g_autofree char *raw = rfx_file (log_path);
+  g_autofree char *raw = test_read_file (log_path);
   g_autofree char *out = NULL, *err = NULL;
   guint records = count_lines (raw);
   guint hostile_records = 0;
@@ -200,7 +200,7 @@ test_log_and_report (void **state)
       assert_terminal_safe ("fusebox report --json", lines[i]);
   }
   {
-    g_autoptr (JsonObject) report = rfx_parse_object (out);
+    g_autoptr (JsonObject) report = test_parse_object (out);
     JsonArray *created = json_object_get_array_member (json_object_get_object_member (report, "files"), "created");
     JsonArray *procs = json_object_get_array_member (json_object_get_object_member (report, "denials"), "by_process");
     guint found = 0;
@@ -250,7 +250,7 @@ test_runs (void **state)
   assert_terminal_safe ("fusebox runs --json", out);
   assert_int_equal (count_lines (out), 1);
   {
-    g_autoptr (JsonObject) o = rfx_parse_object (out);
+    g_autoptr (JsonObject) o = test_parse_object (out);
     JsonArray *cmd = json_object_get_array_member (json_object_get_object_member (o, "info"), "command");
     guint n = json_array_get_length (cmd);
 
@@ -298,9 +298,9 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_log_and_report, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_runs, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_explain_and_errors, rfx_setup, rfx_teardown),
+    RFX_TEST (test_log_and_report),
+    RFX_TEST (test_runs),
+    RFX_TEST (test_explain_and_errors),
   };
 
   memset (spaces_name, ' ', 254);
@@ -313,7 +313,5 @@ main (int argc, char **argv)
         n++;
       return probe_main (n, argv + 2);
     }
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

@@ -12,7 +12,7 @@
  * run (what a sandbox could make there; a chain that deep is a loop of
  * mkdir and chdir).  The mount is a tmpfs, unmounted in teardown.
  */
-#include "test-run-util.h"
+#include "tests/lib/test-run.h"
 
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -85,7 +85,7 @@ make_chain (const char *dir)
 static int
 runs (RFx *fx, rlim_t nofile, char **ret_out, char **ret_err, const char *arg)
 {
-  const char *argv[] = { rfx_bin (), "runs", arg, NULL };
+  const char *argv[] = { test_bin (), "runs", arg, NULL };
   g_auto (GStrv) env = rfx_env (fx);
   g_autoptr (GError) error = NULL;
   struct rlimit old, lim;
@@ -137,12 +137,12 @@ test_failed_prune_retries (void **state)
   if (mount ("fusebox-test", busy, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") < 0)
     {
       g_autofree char *why = g_strdup_printf ("can't mount a tmpfs on %s: %s", busy, g_strerror (errno));
-      rfx_skip_or_fail (why);
+      test_skip_or_fail (why);
     }
   mounted = g_strdup (busy);
   {
     g_autofree char *inside = g_build_filename (busy, "inside", NULL);
-    rfx_write (inside, "not the prune's to remove\n", 0644);
+    test_write (inside, "not the prune's to remove\n", 0644);
   }
 
   /* the mount can't be removed: the prune fails, run.json stays */
@@ -153,8 +153,8 @@ test_failed_prune_retries (void **state)
   g_clear_pointer (&err, g_free);
   assert_int_equal (runs (fx, 64, &out, &err, "--json"), 0);
   {
-    g_autoptr (JsonObject) o = rfx_parse_object (out);
-    assert_string_equal (rfx_str (o, "state"), "over");
+    g_autoptr (JsonObject) o = test_parse_object (out);
+    assert_string_equal (test_json_str (o, "state"), "over");
   }
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
@@ -177,7 +177,5 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_failed_prune_retries, rfx_setup, teardown),
   };
 
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

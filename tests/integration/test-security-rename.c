@@ -22,8 +22,10 @@
  * policy).  Nothing on the host moves.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-run-util.h"
-#include "tests/integration/test-serve-util.h"
+#include <sys/syscall.h>
+
+#include "tests/lib/test-run.h"
+#include "tests/lib/test-serve.h"
 
 #define RULE_SECRETS "{\"glob\":\"**/secrets/**\",\"access\":\"hide\",\"why\":\"secrets, at any depth\"}"
 #define RULE_VAULT "{\"glob\":\"**/vault/*\",\"access\":\"deny\",\"why\":\"what vaults hold\"}"
@@ -128,9 +130,9 @@ make_tree (RFx *fx)
   for (guint i = 0; i < G_N_ELEMENTS (host_files); i++)
     {
       g_autofree char *path = g_build_filename (fx->ws, host_files[i].rel, NULL);
-      rfx_write (path, host_files[i].contents, 0644);
+      test_write (path, host_files[i].contents, 0644);
       /* a denial proves something only of what exists and reads outside */
-      rfx_assert_host_readable (path);
+      test_assert_host_readable (path);
     }
   assert_int_equal (g_mkdir_with_parents (a, 0755), 0);
 }
@@ -142,7 +144,7 @@ assert_host_unchanged (RFx *fx, const char *out)
   for (guint i = 0; i < G_N_ELEMENTS (host_files); i++)
     {
       g_autofree char *path = g_build_filename (fx->ws, host_files[i].rel, NULL);
-      g_autofree char *data = rfx_file (path);
+      g_autofree char *data = test_read_file (path);
       if (data == NULL || strcmp (data, host_files[i].contents) != 0)
         fail_msg ("%s moved or changed on the host (now: %s)", path, data != NULL ? data : "missing");
       if (i < 4 && strstr (out, host_files[i].contents) != NULL)
@@ -167,7 +169,7 @@ write_policy (RFx *fx, const char *name, const char *globs, bool build_root)
                                            "%s{\"path\":\"%s\",\"access\":\"write\",\"why\":\"the workspace\"}%s%s]}",
                                            probe_rule, fx->ws, globs[0] != '\0' ? "," : "", globs);
 
-  rfx_write (path, text, 0644);
+  test_write (path, text, 0644);
   return path;
 }
 
@@ -175,7 +177,7 @@ static void
 test_run (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *policy = write_policy (fx, "policy.json", RULE_SECRETS "," RULE_VAULT "," RULE_AWS, false);
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
   g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
@@ -188,7 +190,7 @@ test_run (void **state)
     fail_msg ("the probe (exit %d) said:\n%s\nwant:\n%s\nstderr:\n%s", r.status, r.out, expected, r.err);
   assert_host_unchanged (fx, r.out);
   /* the refusals are fusebox's own in the log */
-  log = rfx_file (log_path);
+  log = test_read_file (log_path);
   assert_non_null (log);
   {
     g_autofree char *from = g_strdup_printf ("\"path\":\"%s/secrets\"", fx->ws);
@@ -223,7 +225,7 @@ test_run (void **state)
 static char *
 serve_probe (RFx *fx, TestServer *server, TestClient *client, const char *id, const char *sandbox)
 {
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autoptr (JsonNode) qself = json_node_init_string (json_node_alloc (), self);
   g_autoptr (JsonNode) qws = json_node_init_string (json_node_alloc (), fx->ws);
   g_autofree char *sself = json_to_string (qself, FALSE);
@@ -237,8 +239,9 @@ serve_probe (RFx *fx, TestServer *server, TestClient *client, const char *id, co
   g_autoptr (GPtrArray) chunks = g_ptr_array_new_with_free_func ((GDestroyNotify)json_node_unref);
   GString *out = g_string_new (NULL);
 
-  if (answer_result (start) == NULL)
-    fail_msg ("process/start failed: %s; reproduce the server with: %s", answer_error_message (start), server->command);
+  if (test_answer_result (start) == NULL)
+    fail_msg ("process/start failed: %s; reproduce the server with: %s", test_answer_error_message (start),
+              server->command);
   exited = test_client_note (client, "process/exited", id);
   if (exited == NULL)
     fail_msg ("no process/exited for %s; reproduce the server with: %s", id, server->command);
@@ -288,8 +291,7 @@ test_serve (void **state)
   server = test_server_start (fx->tmp, args);
   assert_true (g_str_has_prefix (server->url, "ws://"));
   rfx_keep_pid (fx, server->pid);
-  client = test_client_connect (server->url);
-  assert_true (test_client_handshake (client, NULL));
+  client = test_client_open (server->url);
   out = serve_probe (fx, server, client, "narrowed", narrowing);
   if (strcmp (out, expected) != 0)
     fail_msg ("the probe under a narrowed policy said:\n%s\nwant:\n%s\nreproduce the server with: %s", out, expected,
@@ -305,13 +307,11 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_run, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_serve, rfx_setup, rfx_teardown),
+    RFX_TEST (test_run),
+    RFX_TEST (test_serve),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
     return probe_main ();
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

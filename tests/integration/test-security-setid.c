@@ -18,7 +18,7 @@
  * suid4 for writing on the host.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-run-util.h"
+#include "tests/lib/test-run.h"
 
 #include <grp.h>
 
@@ -71,7 +71,7 @@ copy_true (const char *path, mode_t mode)
   struct stat st;
 
   if (!g_file_get_contents ("/bin/true", &data, &len, NULL))
-    rfx_skip_or_fail ("/bin/true is not readable");
+    test_skip_or_fail ("/bin/true is not readable");
   if (!g_file_set_contents (path, data, (gssize)len, NULL))
     fail_msg ("can't write %s", path);
   assert_int_equal (chown (path, 0, 0), 0);
@@ -130,7 +130,7 @@ static void
 test_chmod_keeps_no_setid (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *suid4 = g_build_filename (fx->ws, "suid4", NULL);
   g_autofree char *suid_ro = g_build_filename (fx->ws, "suid-ro", NULL);
   g_autofree char *suid_drop = g_build_filename (fx->ws, "suid-drop", NULL);
@@ -157,7 +157,7 @@ test_chmod_keeps_no_setid (void **state)
                                  "{\"path\":\"/\",\"access\":\"read\",\"why\":\"the system\"},"
                                  "{\"path\":\"%s\",\"access\":\"write\",\"why\":\"the workspace\"}]}",
                                  fx->ws);
-  rfx_write (policy, policy_text, 0644);
+  test_write (policy, policy_text, 0644);
 
   rfx_run (fx, &r, "--policy", policy, "--run-dir", run_dir, "--", self, "--probe", NULL);
   if (r.status != 0 || strcmp (r.out, expected) != 0)
@@ -174,7 +174,7 @@ test_chmod_keeps_no_setid (void **state)
   assert_int_equal (nobody_opens_for_writing (suid4), EACCES);
 
   /* each refusal is fusebox's own in the log */
-  log = rfx_file (log_path);
+  log = test_read_file (log_path);
   assert_non_null (log);
   {
     g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
@@ -183,11 +183,12 @@ test_chmod_keeps_no_setid (void **state)
         g_autoptr (JsonObject) o = NULL;
         if (lines[i][0] == '\0')
           continue;
-        o = rfx_parse_object (lines[i]);
-        if (g_strcmp0 (rfx_str (o, "op"), "chmod") == 0 && g_strcmp0 (rfx_str (o, "decision"), "deny") == 0 &&
+        o = test_parse_object (lines[i]);
+        if (g_strcmp0 (test_json_str (o, "op"), "chmod") == 0 &&
+            g_strcmp0 (test_json_str (o, "decision"), "deny") == 0 &&
             json_object_get_int_member_with_default (o, "errno", 0) == EPERM &&
-            g_strcmp0 (rfx_str (o, "rule"), "fusebox") == 0 &&
-            g_strcmp0 (rfx_str (o, "rule_origin"), "fusebox:no-setid") == 0)
+            g_strcmp0 (test_json_str (o, "rule"), "fusebox") == 0 &&
+            g_strcmp0 (test_json_str (o, "rule_origin"), "fusebox:no-setid") == 0)
           refusals++;
       }
   }
@@ -200,12 +201,10 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_chmod_keeps_no_setid, rfx_setup, rfx_teardown),
+    RFX_TEST (test_chmod_keeps_no_setid),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
     return probe_main ();
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

@@ -15,10 +15,7 @@
  * Each object is first proven to exist on the host as what it is.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-run-util.h"
-
-#include <sys/socket.h>
-#include <sys/un.h>
+#include "tests/lib/test-run.h"
 
 #include "fs/fs.h"
 
@@ -37,36 +34,6 @@ policy_text (const char *source, guint *ret_line, guint *ret_col)
                           "%s\n"
                           "    \"why\": \"the data\" } ] }\n",
                           line);
-}
-
-/* fusebox ARGS... (not `run`), to completion. */
-static void
-run_cmd (RFx *fx, RfxResult *ret, const char *first, ...)
-{
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  va_list ap;
-
-  g_ptr_array_add (argv, (char *)rfx_bin ());
-  va_start (ap, first);
-  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (char *)a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  rfx_run_argv (fx, ret, (char **)argv->pdata);
-}
-
-/* A unix socket bound at PATH (the descriptor is closed: the name stays). */
-static void
-make_socket (const char *path)
-{
-  struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-  assert_true (fd >= 0);
-  assert_true (strlen (path) < sizeof sa.sun_path);
-  strcpy (sa.sun_path, path);
-  assert_int_equal (bind (fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  close (fd);
 }
 
 typedef struct
@@ -97,11 +64,11 @@ make_objects (RFx *fx)
   g_autofree char *link = g_build_filename (fx->tmp, "link", NULL);
   g_autofree char *sock = g_build_filename (fx->tmp, "sock", NULL);
 
-  rfx_write (inside, "the data\n", 0644);
-  rfx_write (file, "a file\n", 0644);
+  test_write (inside, "the data\n", 0644);
+  test_write (file, "a file\n", 0644);
   assert_int_equal (mkfifo (fifo, 0644), 0);
   assert_int_equal (symlink (data, link), 0);
-  make_socket (sock);
+  test_make_socket (sock);
 }
 
 static char *
@@ -154,8 +121,8 @@ test_run_refuses_a_source_that_is_not_a_directory (void **state)
       RfxResult res = { 0 };
 
       assert_host_object (path, &cases[i]);
-      unlink (policy_path); /* rfx_write writes in place: a shorter text would leave a tail */
-      rfx_write (policy_path, text, 0644);
+      unlink (policy_path); /* test_write writes in place: a shorter text would leave a tail */
+      test_write (policy_path, text, 0644);
       /* the command would list /x: what it shows, if it ran */
       rfx_run (fx, &res, "--policy", policy_path, "--", "/bin/ls", "-a", "/x", NULL);
       if (res.status != 125)
@@ -183,15 +150,15 @@ test_check_and_explain_report_the_refusal (void **state)
       RfxResult check = { 0 }, explain = { 0 };
 
       assert_host_object (path, &cases[i]);
-      unlink (policy_path); /* rfx_write writes in place: a shorter text would leave a tail */
-      rfx_write (policy_path, text, 0644);
-      run_cmd (fx, &check, "policy", "check", "p.json", NULL);
+      unlink (policy_path); /* test_write writes in place: a shorter text would leave a tail */
+      test_write (policy_path, text, 0644);
+      rfx_fusebox (fx, &check, "policy", "check", "p.json", NULL);
       if (check.status != 1)
         fail_msg ("source %s: policy check exited %d, not 1; it printed:\n%s%s", path, check.status, check.out,
                   check.err);
       assert_refusal (check.err, "p.json", line, col, path, &cases[i]);
       assert_null (strstr (check.out, "ok"));
-      run_cmd (fx, &explain, "policy", "explain", "--policy", "p.json", "/x", NULL);
+      rfx_fusebox (fx, &explain, "policy", "explain", "--policy", "p.json", "/x", NULL);
       if (explain.status != 1)
         fail_msg ("source %s: policy explain exited %d, not 1; it printed:\n%s%s", path, explain.status, explain.out,
                   explain.err);
@@ -214,12 +181,12 @@ test_a_directory_source_is_shown (void **state)
   RfxResult res = { 0 }, check = { 0 };
 
   make_objects (fx);
-  rfx_write (policy_path, text, 0644);
+  test_write (policy_path, text, 0644);
   rfx_run (fx, &res, "--policy", policy_path, "--", "/bin/cat", "/x/inside", NULL);
   if (res.status != 0)
     fail_msg ("run exited %d: %s", res.status, res.err);
   assert_string_equal (res.out, "the data\n");
-  run_cmd (fx, &check, "policy", "check", "p.json", NULL);
+  rfx_fusebox (fx, &check, "policy", "check", "p.json", NULL);
   assert_int_equal (check.status, 0);
   assert_string_equal (check.out, "p.json: ok (2 rules)\n");
   rfx_result_clear (&res);
@@ -267,13 +234,11 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_run_refuses_a_source_that_is_not_a_directory, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_check_and_explain_report_the_refusal, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_a_directory_source_is_shown, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_view_refuses_a_swapped_source, rfx_setup, rfx_teardown),
+    RFX_TEST (test_run_refuses_a_source_that_is_not_a_directory),
+    RFX_TEST (test_check_and_explain_report_the_refusal),
+    RFX_TEST (test_a_directory_source_is_shown),
+    RFX_TEST (test_view_refuses_a_swapped_source),
   };
 
-  rfx_filter_tests (argv[0]);
-  rfx_require ();
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

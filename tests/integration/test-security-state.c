@@ -16,8 +16,8 @@
  * Each target is first proven readable on the host.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-run-util.h"
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-run.h"
+#include "tests/lib/test-serve.h"
 
 /* A shell probe for PATH inside the sandbox: one line,
  * "<exists|absent> <read|noread> <appended|noappend>". */
@@ -61,12 +61,12 @@ first_run (RFx *fx, const char *dir)
   char *log = g_build_filename (dir, "access.jsonl", NULL);
   g_autofree char *probe = g_build_filename (fx->ws, "probe-target", NULL);
 
-  rfx_write (probe, "x\n", 0644);
+  test_write (probe, "x\n", 0644);
   rfx_run (fx, &res, "--run-dir", dir, "--", "/bin/cat", probe, NULL);
   assert_int_equal (res.status, 0);
   rfx_result_clear (&res);
-  rfx_assert_host_readable (log);
-  rfx_assert_host_readable (dir);
+  test_assert_host_readable (log);
+  test_assert_host_readable (dir);
   return log;
 }
 
@@ -84,12 +84,12 @@ second_run_sees_nothing (RFx *fx, const char *run_dir, const char *log, const ch
   g_autofree char *qbase = g_shell_quote (base);
   g_autofree char *script =
     g_strdup_printf ("%s; %s; ls -a %s | grep -qxF %s && echo listed || echo unlisted", p1, p2, qparent, qbase);
-  g_autofree char *before = rfx_file (log);
+  g_autofree char *before = test_read_file (log);
   g_autofree char *after = NULL;
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   RfxResult res = { 0 };
 
-  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)test_bin ());
   g_ptr_array_add (argv, (char *)"run");
   g_ptr_array_add (argv, (char *)"--read");
   g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BUILD_ROOT"));
@@ -113,7 +113,7 @@ second_run_sees_nothing (RFx *fx, const char *run_dir, const char *log, const ch
     assert_string_equal (lines[1], "absent noread noappend");
     assert_string_equal (lines[2], "unlisted");
   }
-  after = rfx_file (log);
+  after = test_read_file (log);
   assert_string_equal (before, after);
   rfx_result_clear (&res);
 }
@@ -166,7 +166,7 @@ test_alias_through_a_source (void **state)
   g_autofree char *root_alias = NULL;
   g_autofree char *probe_root = NULL;
   g_autofree char *script = NULL;
-  g_autofree char *before = rfx_file (log);
+  g_autofree char *before = test_read_file (log);
   g_autofree char *after = NULL;
   RfxResult res = { 0 };
 
@@ -187,17 +187,17 @@ test_alias_through_a_source (void **state)
   assert_non_null (latest);
   {
     g_autofree char *host_log = g_build_filename (fx->runs, latest, "access.jsonl", NULL);
-    rfx_assert_host_readable (host_log);
+    test_assert_host_readable (host_log);
   }
   root_alias = g_build_filename ("/alias", "state", "fusebox", "runs", latest, "access.jsonl", NULL);
   probe_root = probe_script (root_alias);
   script = g_strdup_printf ("%s; %s", probe_alias, probe_root);
-  rfx_write (policy_path, policy, 0644);
+  test_write (policy_path, policy, 0644);
   rfx_run (fx, &res, "--policy", policy_path, "--run-dir", r2, "--", "/bin/sh", "-c", script, NULL);
   if (res.status != 0)
     fail_msg ("the aliasing run exited %d: %s", res.status, res.err);
   assert_lines (res.out, "absent noread noappend", 2);
-  after = rfx_file (log);
+  after = test_read_file (log);
   assert_string_equal (before, after);
   rfx_result_clear (&res);
   RFX_PASS ();
@@ -219,7 +219,7 @@ test_source_on_state_refused (void **state)
   rfx_run (fx, &r0, "--", "/bin/true", NULL);
   assert_int_equal (r0.status, 0);
   rfx_result_clear (&r0);
-  rfx_assert_host_readable (fx->runs);
+  test_assert_host_readable (fx->runs);
   for (guint i = 0; sources[i] != NULL; i++)
     {
       g_autofree char *policy = g_strdup_printf ("{\"version\":1,\"rules\":["
@@ -230,7 +230,7 @@ test_source_on_state_refused (void **state)
       g_autofree char *r2 = g_strdup_printf ("%s/run-x%u", fx->ws, i);
       RfxResult res = { 0 };
 
-      rfx_write (policy_path, policy, 0644);
+      test_write (policy_path, policy, 0644);
       rfx_run (fx, &res, "--policy", policy_path, "--run-dir", r2, "--", "/bin/ls", "/exposed", NULL);
       assert_int_equal (res.status, 125);
       if (strstr (res.err, "fusebox's own state") == NULL || strstr (res.err, sources[i]) == NULL)
@@ -267,11 +267,10 @@ test_serve_log_out_of_reach (void **state)
 
   assert_true (g_str_has_prefix (server->url, "ws://"));
   rfx_keep_pid (fx, server->pid);
-  client = test_client_connect (server->url);
-  assert_true (test_client_handshake (client, NULL));
+  client = test_client_open (server->url);
   assert_true (client->run_dir != NULL && client->run_dir[0] == '/');
   log = g_build_filename (client->run_dir, "access.jsonl", NULL);
-  rfx_assert_host_readable (log);
+  test_assert_host_readable (log);
   {
     g_autofree char *p1 = probe_script (log);
     g_autofree char *p2 = probe_script (client->run_dir);
@@ -287,9 +286,9 @@ test_serve_log_out_of_reach (void **state)
   params = g_strdup_printf ("{\"processId\":\"p\",\"argv\":[\"/bin/sh\",\"-c\",%s],\"cwd\":%s,"
                             "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
                             qscript, qws);
-  before = rfx_file (log);
+  before = test_read_file (log);
   start = test_client_call (client, "process/start", params);
-  assert_non_null (answer_result (start));
+  assert_non_null (test_answer_result (start));
   for (;;)
     {
       g_autoptr (JsonNode) n = test_client_note (client, "process/output", "p");
@@ -308,14 +307,14 @@ test_serve_log_out_of_reach (void **state)
   /* the remote API's own calls go through the same view */
   read_params = g_strdup_printf ("{\"path\":%s}", qlog);
   read = test_client_call (client, "fs/readFile", read_params);
-  assert_int_equal (answer_error_code (read), -32004);
+  assert_int_equal (test_answer_error_code (read), -32004);
   write_params = g_strdup_printf ("{\"path\":%s,\"dataBase64\":\"eAo=\"}", qlog);
   write = test_client_call (client, "fs/writeFile", write_params);
-  assert_null (answer_result (write));
+  assert_null (test_answer_result (write));
   test_client_free (client);
   rfx_forget_pid (fx, server->pid);
   test_server_stop (server);
-  after = rfx_file (log);
+  after = test_read_file (log);
   /* nothing forged: what the server wrote since is its own records */
   assert_true (g_str_has_prefix (after, before));
   assert_null (strstr (after, "forged-by-the-sandbox"));
@@ -327,14 +326,10 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_run_dirs_beside_each_other, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_run_dirs_in_their_own_directory, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_alias_through_a_source, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_source_on_state_refused, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_serve_log_out_of_reach, rfx_setup, rfx_teardown),
+    RFX_TEST (test_run_dirs_beside_each_other), RFX_TEST (test_run_dirs_in_their_own_directory),
+    RFX_TEST (test_alias_through_a_source),     RFX_TEST (test_source_on_state_refused),
+    RFX_TEST (test_serve_log_out_of_reach),
   };
 
-  rfx_filter_tests (argv[0]);
-  rfx_require ();
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (NULL, tests, NULL);
 }

@@ -14,7 +14,10 @@
  *
  * The probe is this program inside the sandbox (`--probe tty [wait]`).
  */
-#include "test-run-util.h"
+#include <poll.h>
+#include <signal.h>
+
+#include "tests/lib/test-run.h"
 
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -83,7 +86,7 @@ pty_open (Pty *p)
   if (p->master < 0)
     {
       g_autofree char *why = g_strdup_printf ("posix_openpt: %s (no /dev/ptmx?)", g_strerror (errno));
-      rfx_skip_or_fail (why);
+      test_skip_or_fail (why);
     }
   assert_int_equal (grantpt (p->master), 0);
   assert_int_equal (unlockpt (p->master), 0);
@@ -112,7 +115,7 @@ pty_start (RFx *fx, Pty *p, const char *const *args)
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_auto (GStrv) env = rfx_env (fx);
 
-  g_ptr_array_add (argv, (char *)rfx_bin ());
+  g_ptr_array_add (argv, (char *)test_bin ());
   g_ptr_array_add (argv, (char *)"run");
   g_ptr_array_add (argv, (char *)"--read");
   g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BUILD_ROOT"));
@@ -223,7 +226,7 @@ static void
 run_on_pty (void **state, bool by_signal)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   const char *args[] = { "--", self, "--probe", by_signal ? "wait" : "exit", NULL };
   struct termios before;
   struct winsize size = { .ws_row = 24, .ws_col = 80 };
@@ -260,7 +263,7 @@ run_on_pty (void **state, bool by_signal)
   assert_terminal_as_before (&p, &before, &size);
   /* the discipline could not be changed at all */
   tiocsetd_path = g_build_filename (fx->ws, "tiocsetd", NULL);
-  tiocsetd = rfx_file (tiocsetd_path);
+  tiocsetd = test_read_file (tiocsetd_path);
   if (g_strcmp0 (tiocsetd, "EPERM") != 0)
     fail_msg ("TIOCSETD N_NULL inside answered %s, not EPERM", tiocsetd != NULL ? tiocsetd : "nothing");
   pty_close (&p);
@@ -283,13 +286,9 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_terminal_after_exit, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_terminal_after_signal, rfx_setup, rfx_teardown),
+    RFX_TEST (test_terminal_after_exit),
+    RFX_TEST (test_terminal_after_signal),
   };
 
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  rfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return RFX_MAIN (probe_main, tests, NULL);
 }

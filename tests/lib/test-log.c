@@ -51,6 +51,29 @@ test_log_clear (TestLog *log)
   g_clear_pointer (&log->records, g_ptr_array_unref);
 }
 
+int
+test_log_file_setup (void **state)
+{
+  TestLogFile *f = g_new0 (TestLogFile, 1);
+
+  f->dir = test_tmpdir ("fusebox-log");
+  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
+  *state = f;
+  return 0;
+}
+
+int
+test_log_file_teardown (void **state)
+{
+  TestLogFile *f = *state;
+
+  test_rm_rf (f->dir);
+  g_free (f->dir);
+  g_free (f->path);
+  g_free (f);
+  return 0;
+}
+
 bool
 test_log_has (const char *log, ...)
 {

@@ -17,6 +17,18 @@ typedef struct
 void test_log_read (const char *run_dir, TestLog *ret);
 void test_log_clear (TestLog *log);
 
+/* A cmocka fixture: *state a TestLogFile, a temp directory and the path of
+ * a log in it (not made). */
+typedef struct
+{
+  char *dir;
+  char *path; /* DIR/access.jsonl */
+} TestLogFile;
+
+int test_log_file_setup (void **state);
+int test_log_file_teardown (void **state);
+#define TEST_LOG_FILE_TEST(f) cmocka_unit_test_setup_teardown (f, test_log_file_setup, test_log_file_teardown)
+
 /* Is there a line in LOG (JSONL text) that contains every given fragment
  * (NULL-terminated)? */
 bool test_log_has (const char *log, ...) G_GNUC_NULL_TERMINATED;

@@ -157,6 +157,20 @@ rfx_main (int argc, char **argv, int (*probe_main) (int argc, char **argv), cons
   return test_run_group (argv[0], tests, n, group_setup, NULL);
 }
 
+char *
+rfx_policy_ws (RFx *fx)
+{
+  char *path = g_build_filename (fx->tmp, "policy.json", NULL);
+  g_autofree char *text =
+    g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
+                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"the system\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n",
+                     fx->ws);
+
+  test_write (path, text, 0644);
+  return path;
+}
+
 char **
 rfx_env (RFx *fx)
 {
@@ -205,23 +219,16 @@ rfx_argv_va (const char *first, va_list ap)
 void
 rfx_result_clear (RfxResult *r)
 {
-  g_free (r->out);
-  g_free (r->err);
-  memset (r, 0, sizeof *r);
+  test_cmd_clear (r);
 }
 
 void
 rfx_run_argv (RFx *fx, RfxResult *ret, char **argv)
 {
   g_auto (GStrv) env = rfx_env (fx);
-  g_autoptr (GError) error = NULL;
-  int status = 0;
 
   rfx_set_repro (fx, argv);
-  memset (ret, 0, sizeof *ret);
-  if (!g_spawn_sync (fx->ws, argv, env, G_SPAWN_DEFAULT, NULL, NULL, &ret->out, &ret->err, &status, &error))
-    fail_msg ("spawn %s: %s", argv[0], error->message);
-  ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  test_cmd_run (ret, fx->ws, env, NULL, argv);
 }
 
 void
@@ -231,6 +238,21 @@ rfx_run (RFx *fx, RfxResult *ret, const char *first, ...)
   va_start (ap, first);
   g_autoptr (GPtrArray) argv = rfx_argv_va (first, ap);
   va_end (ap);
+  rfx_run_argv (fx, ret, (char **)argv->pdata);
+}
+
+void
+rfx_fusebox (RFx *fx, RfxResult *ret, const char *first, ...)
+{
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  va_list ap;
+
+  g_ptr_array_add (argv, (char *)test_bin ());
+  va_start (ap, first);
+  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *)a);
+  va_end (ap);
+  g_ptr_array_add (argv, NULL);
   rfx_run_argv (fx, ret, (char **)argv->pdata);
 }
 

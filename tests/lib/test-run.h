@@ -72,6 +72,9 @@ int rfx_main (int argc, char **argv, int (*probe_main) (int argc, char **argv), 
 #define RFX_MAIN(probe_main, tests, group_setup)                                                                       \
   rfx_main (argc, argv, probe_main, tests, G_N_ELEMENTS (tests), group_setup)
 
+/* T/policy.json: the host's / readable, T/ws writable; its path. */
+char *rfx_policy_ws (RFx *fx);
+
 /* The environment fusebox runs with: the caller's, HOME and XDG_STATE_HOME
  * in T. */
 char **rfx_env (RFx *fx);
@@ -84,12 +87,8 @@ void rfx_set_repro (RFx *fx, char **argv);
  * policy may hide or make private (a build under /tmp, /home). */
 GPtrArray *rfx_argv_va (const char *first, va_list ap);
 
-typedef struct
-{
-  int status; /* exit status, or 128+N for a signal */
-  char *out;
-  char *err;
-} RfxResult;
+/* status, out, err (and command) */
+typedef TestCmd RfxResult;
 
 void rfx_result_clear (RfxResult *r);
 
@@ -97,6 +96,9 @@ void rfx_result_clear (RfxResult *r);
  * stderr captured. */
 void rfx_run_argv (RFx *fx, RfxResult *ret, char **argv);
 void rfx_run (RFx *fx, RfxResult *ret, const char *first, ...) G_GNUC_NULL_TERMINATED;
+
+/* `fusebox ARGS...` (any command, FIRST its name) the same way. */
+void rfx_fusebox (RFx *fx, RfxResult *ret, const char *first, ...) G_GNUC_NULL_TERMINATED;
 
 /* `fusebox run ARGS...` in the background with stdout on a pipe;
  * registered for teardown.  Returns the supervisor's pid. */

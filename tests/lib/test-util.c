@@ -1,5 +1,6 @@
 /* fusebox — the general helpers of tests/lib/test-util.h. */
 #include <ftw.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -14,6 +15,16 @@ test_bin (void)
 {
   const char *bin = g_getenv ("FUSEBOX_BIN");
   return bin != NULL ? bin : "fusebox";
+}
+
+const char *
+test_meson_bin (void)
+{
+  const char *bin = g_getenv ("FUSEBOX_BIN");
+
+  if (bin == NULL)
+    test_skip_or_fail ("FUSEBOX_BIN is not set: run with 'meson test'");
+  return bin;
 }
 
 char *
@@ -243,7 +254,70 @@ test_make_socket (const char *path)
   close (fd);
 }
 
+guint
+test_count_entries (const char *path)
+{
+  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
+  guint n = 0;
+
+  if (dir == NULL)
+    fail_msg ("can't read the directory %s", path);
+  while (g_dir_read_name (dir) != NULL)
+    n++;
+  return n;
+}
+
 /* ---- processes ---- */
+
+void
+test_cmd_clear (TestCmd *cmd)
+{
+  g_free (cmd->out);
+  g_free (cmd->err);
+  g_free (cmd->command);
+  memset (cmd, 0, sizeof *cmd);
+}
+
+char *
+test_shell_line (const char *cwd, const char *env_shown, char *const *argv)
+{
+  GString *line = g_string_new (NULL);
+
+  if (cwd != NULL)
+    {
+      g_autofree char *q = g_shell_quote (cwd);
+      g_string_append_printf (line, "cd %s && ", q);
+    }
+  if (env_shown != NULL)
+    g_string_append_printf (line, "%s ", env_shown);
+  for (guint i = 0; argv[i] != NULL; i++)
+    {
+      g_autofree char *q = g_shell_quote (argv[i]);
+      g_string_append_printf (line, i == 0 ? "%s" : " %s", q);
+    }
+  return g_string_free (line, FALSE);
+}
+
+void
+test_cmd_run (TestCmd *ret, const char *cwd, char **envp, const char *env_shown, char **argv)
+{
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  memset (ret, 0, sizeof *ret);
+  ret->command = test_shell_line (cwd, env_shown, argv);
+  if (!g_spawn_sync (cwd, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &ret->out, &ret->err, &status, &error))
+    fail_msg ("can't run %s: %s", ret->command, error->message);
+  ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+}
+
+guint
+test_count_fds (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/fd", (int)pid);
+
+  return test_count_entries (path);
+}
 
 int
 test_run_cmd (const char *const *argv, char **ret_out, char **ret_err)
@@ -298,6 +372,35 @@ test_read_line (int fd, int cap_ms)
         return g_string_free (g_steal_pointer (&s), FALSE);
       g_string_append_c (s, c);
     }
+}
+
+char *
+test_run_as_nobody (const char *path)
+{
+  char *out;
+  int p[2];
+  pid_t pid;
+  int status;
+
+  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
+  pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      /* only async-signal-safe calls between fork and exec */
+      dup2 (p[1], 1);
+      if (setgroups (0, NULL) < 0 || setresgid (65534, 65534, 65534) < 0 || setresuid (65534, 65534, 65534) < 0)
+        _exit (126);
+      execl (path, path, (char *)NULL);
+      _exit (127);
+    }
+  close (p[1]);
+  out = test_read_all (p[0]);
+  close (p[0]);
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  assert_true (WIFEXITED (status));
+  assert_int_equal (WEXITSTATUS (status), 0);
+  return out;
 }
 
 /* A zombie (state Z in /proc/PID/stat) is gone for our purposes: its

@@ -38,6 +38,10 @@
 /* $FUSEBOX_BIN (set by meson), else "fusebox" from PATH. */
 const char *test_bin (void);
 
+/* $FUSEBOX_BIN; the program is skipped (failed under
+ * FUSEBOX_TESTS_MUST_RUN=1) when meson did not set it. */
+const char *test_meson_bin (void);
+
 /* $FUSEBOX_BUILD_ROOT/fixtures/NAME; the test fails when it is not built,
  * and is skipped (failed under FUSEBOX_TESTS_MUST_RUN=1) when the
  * program runs outside meson. */
@@ -90,11 +94,44 @@ void test_assert_host_readable (const char *path);
 /* A bound AF_UNIX socket at PATH (its descriptor closed). */
 void test_make_socket (const char *path);
 
+/* How many entries directory PATH has (fails the test when it can't be
+ * read). */
+guint test_count_entries (const char *path);
+
 /* ---- processes ---- */
 
 /* Run ARGV (searched in PATH) to completion; stdout and stderr kept when
  * asked for.  Returns the exit status, 128+N for a signal. */
 int test_run_cmd (const char *const *argv, char **ret_out, char **ret_err);
+
+/* A command run to completion, and how to run it again by hand. */
+typedef struct
+{
+  int status; /* exit status, or 128+N for a signal */
+  char *out;
+  char *err;
+  char *command; /* a shell line that reproduces the run */
+} TestCmd;
+
+void test_cmd_clear (TestCmd *cmd);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (TestCmd, test_cmd_clear)
+
+/* ARGV as a shell line that runs it again: "cd CWD && ENV_SHOWN ARGV..."
+ * (CWD and ENV_SHOWN may be NULL), each argument quoted. */
+char *test_shell_line (const char *cwd, const char *env_shown, char *const *argv);
+
+/* Run ARGV (argv[0] a path) in CWD (NULL: ours) with ENVP (NULL: ours);
+ * ENV_SHOWN (or NULL) is what the command line shows of ENVP
+ * ("TZ=UTC HOME=/x").  Fails the test when ARGV can't be started. */
+void test_cmd_run (TestCmd *ret, const char *cwd, char **envp, const char *env_shown, char **argv);
+
+/* How many descriptors process PID holds. */
+guint test_count_fds (pid_t pid);
+
+/* PATH (no arguments) run on the host as nobody (uid and gid 65534, no
+ * supplementary groups: fixtures that refuse to run with capabilities);
+ * its stdout.  Fails the test unless it exits 0. */
+char *test_run_as_nobody (const char *path);
 
 /* Read FD to EOF. */
 char *test_read_all (int fd);
