@@ -6,7 +6,10 @@
  * Also: the built-in default policy's private /tmp and HOME, refused
  * lookups in the log at the default level, and what `fusebox report` counts
  * as written. */
-#include "tests/integration/test-mount-util.h"
+#include <sys/xattr.h>
+
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-mount.h"
 
 #include <dirent.h>
 #include <sys/sysmacros.h>
@@ -36,22 +39,22 @@ table_policy (void)
 static void
 make_tree (MFx *fx)
 {
-  g_autofree char *t = fx_h (fx, "/t");
+  g_autofree char *t = mfx_h (fx, "/t");
 
-  mfx_rm_rf (t);
+  test_rm_rf (t);
   for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
     {
       g_autofree char *f = g_strdup_printf ("/t/%s/f", accesses[i]);
       g_autofree char *s = g_strdup_printf ("/t/%s/s", accesses[i]);
       g_autofree char *l = g_strdup_printf ("/t/%s/l", accesses[i]);
-      g_autofree char *fpath = fx_h (fx, f);
-      g_autofree char *lpath = fx_h (fx, l);
-      host_write (fx, f, "the file's data\n");
-      host_mkdir (fx, s);
+      g_autofree char *fpath = mfx_h (fx, f);
+      g_autofree char *lpath = mfx_h (fx, l);
+      mfx_write (fx, f, "the file's data\n");
+      mfx_mkdir (fx, s);
       assert_int_equal (symlink ("f", lpath), 0);
       assert_int_equal (setxattr (fpath, "user.t", "v", 1, 0), 0);
     }
-  host_write (fx, "/t/zone/x", "zone data\n");
+  mfx_write (fx, "/t/zone/x", "zone data\n");
 }
 
 typedef enum
@@ -129,14 +132,14 @@ static int
 run_op (MFx *fx, Op op, const char *a)
 {
   g_autofree char *d = g_strdup_printf ("/t/%s", a);
-  g_autofree char *dir = fx_m (fx, d);
+  g_autofree char *dir = mfx_m (fx, d);
   g_autofree char *f = g_build_filename (dir, "f", NULL);
   g_autofree char *s = g_build_filename (dir, "s", NULL);
   g_autofree char *l = g_build_filename (dir, "l", NULL);
   g_autofree char *nw = g_build_filename (dir, "new", NULL);
-  g_autofree char *x = fx_m (fx, "/t/zone/x");
-  g_autofree char *moved = fx_m (fx, "/t/zone/moved");
-  g_autofree char *lnk = fx_m (fx, "/t/zone/lnk");
+  g_autofree char *x = mfx_m (fx, "/t/zone/x");
+  g_autofree char *moved = mfx_m (fx, "/t/zone/moved");
+  g_autofree char *lnk = mfx_m (fx, "/t/zone/lnk");
   struct timespec ts[2] = { { 12345, 0 }, { 12345, 0 } };
   struct stat st;
   char buf[128];
@@ -256,11 +259,11 @@ test_table (void **state)
         int r;
 
         make_tree (fx);
-        assert_host_readable (fx, frel);
+        mfx_assert_host_readable (fx, frel);
         mfx_mount (fx, policy, "--log-level", "mutations", "--cache-timeout", "0", NULL);
-        before = host_sum (fx, "/t");
+        before = mfx_sum (fx, "/t");
         r = run_op (fx, row->op, accesses[j]);
-        after = host_sum (fx, "/t");
+        after = mfx_sum (fx, "/t");
         mfx_unmount (fx);
         if (r != row->expect[j])
           fail_msg ("%s on %s: got %s, expected %s", row->name, accesses[j], r ? g_strerror (r) : "success",
@@ -275,7 +278,7 @@ test_table (void **state)
             g_autofree char *errno_field = g_strdup_printf ("\"errno\":%d", r);
             g_free (log);
             log = mfx_log (fx);
-            if (!log_has (log, why, errno_field, NULL))
+            if (!test_log_has (log, why, errno_field, NULL))
               fail_msg ("%s on %s: the log has no denial with errno %d and %s:\n%s", row->name, accesses[j], r, why,
                         log);
             denials++;
@@ -291,8 +294,8 @@ static void
 test_default_private (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *ws = fx_h (fx, "/ws");
-  g_autofree char *in_ws = fx_m (fx, "/ws/made-in-view");
+  g_autofree char *ws = mfx_h (fx, "/ws");
+  g_autofree char *in_ws = mfx_m (fx, "/ws/made-in-view");
   g_autofree char *tmpfile = NULL;
   g_autofree char *marker = g_strdup_printf ("fusebox-test-%d", (int)getpid ());
   g_autofree char *host_tmp_marker = g_build_filename ("/tmp", marker, NULL);
@@ -303,12 +306,12 @@ test_default_private (void **state)
   struct stat st;
   int fd;
 
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   {
-    const char *argv[] = { fusebox_bin (), "mount", "--workspace", ws, "--log", fx->log_path, fx->mnt, NULL };
+    const char *argv[] = { test_bin (), "mount", "--workspace", ws, "--log", fx->log_path, fx->mnt, NULL };
     g_autofree char *out = NULL, *err = NULL;
     fx->mount_args = g_strjoinv (" ", (char **)argv);
-    if (run_cmd (argv, &out, &err) != 0)
+    if (test_run_cmd (argv, &out, &err) != 0)
       fail_msg ("%s:\n%s%s", fx->mount_args, out, err);
     fx->mounted = true;
     fx->daemon = atoi (strstr (out, "daemon pid ") + strlen ("daemon pid "));
@@ -318,7 +321,7 @@ test_default_private (void **state)
   assert_true (fd >= 0);
   close (fd);
   {
-    g_autofree char *h = fx_h (fx, "/ws/made-in-view");
+    g_autofree char *h = mfx_h (fx, "/ws/made-in-view");
     assert_int_equal (stat (h, &st), 0);
   }
   /* / is read-only */
@@ -337,7 +340,7 @@ test_default_private (void **state)
   {
     const char *argv[] = { "find", runs, "-name", marker, NULL };
     g_autofree char *out = NULL;
-    assert_int_equal (run_cmd (argv, &out, NULL), 0);
+    assert_int_equal (test_run_cmd (argv, &out, NULL), 0);
     found = g_strstrip (g_strdup (out));
   }
   assert_true (strstr (found, "/private/") != NULL);
@@ -403,11 +406,11 @@ test_refused_lookup (void **state)
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      host_write (fx, cases[i].rel, "host data\n");
-      assert_host_readable (fx, cases[i].rel);
+      mfx_write (fx, cases[i].rel, "host data\n");
+      mfx_assert_host_readable (fx, cases[i].rel);
     }
-  host_write (fx, "/lk/tdeny/pub/ok.txt", "host data\n");
-  host_write (fx, "/lk/thide/pub/ok.txt", "host data\n");
+  mfx_write (fx, "/lk/tdeny/pub/ok.txt", "host data\n");
+  mfx_write (fx, "/lk/thide/pub/ok.txt", "host data\n");
   /* no --log-level: the default */
   mfx_mount (
     fx,
@@ -421,13 +424,13 @@ test_refused_lookup (void **state)
     NULL);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autofree char *m = fx_m (fx, cases[i].rel);
+      g_autofree char *m = mfx_m (fx, cases[i].rel);
       assert_errno_is (stat (m, &st), cases[i].expect);
     }
   /* the ways through are open */
   {
-    g_autofree char *m1 = fx_m (fx, "/lk/tdeny/pub/ok.txt");
-    g_autofree char *m2 = fx_m (fx, "/lk/thide/pub/ok.txt");
+    g_autofree char *m1 = mfx_m (fx, "/lk/tdeny/pub/ok.txt");
+    g_autofree char *m2 = mfx_m (fx, "/lk/thide/pub/ok.txt");
     assert_errno_is (stat (m1, &st), 0);
     assert_errno_is (stat (m2, &st), 0);
   }
@@ -446,7 +449,7 @@ test_refused_lookup (void **state)
       g_autofree char *rule = g_strdup_printf ("\"rule\":%d,", cases[i].rule);
       g_autofree char *why = g_strdup_printf ("\"why\":\"%s\"", cases[i].why);
 
-      if (!log_has (log, "\"op\":\"lookup\"", path, decision, err, rule, why, NULL))
+      if (!test_log_has (log, "\"op\":\"lookup\"", path, decision, err, rule, why, NULL))
         fail_msg ("stat %s: no lookup record with %s %s %s %s %s in the log:\n%s", rel, path, decision, err, rule, why,
                   log);
     }
@@ -462,17 +465,17 @@ static void
 test_report_written (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *src = fx_m (fx, "/src");
-  g_autofree char *dst = fx_m (fx, "/dst");
-  g_autofree char *grown = fx_m (fx, "/grown");
+  g_autofree char *src = mfx_m (fx, "/src");
+  g_autofree char *dst = mfx_m (fx, "/dst");
+  g_autofree char *grown = mfx_m (fx, "/grown");
   g_autofree char *out = NULL, *err = NULL, *log = NULL;
   struct stat st;
   loff_t off_in = 0;
   int in, fd;
 
-  host_write (fx, "/src", "hello world");
-  host_write (fx, "/dst", "");
-  host_write (fx, "/grown", "");
+  mfx_write (fx, "/src", "hello world");
+  mfx_write (fx, "/dst", "");
+  mfx_write (fx, "/grown", "");
   mfx_mount (fx, "{ \"version\": 1, \"rules\": [ { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
                  "  { \"path\": \"@H@\", \"access\": \"write\", \"why\": \"tree\" } ] }", NULL);
   in = open (src, O_RDONLY | O_CLOEXEC);
@@ -488,9 +491,9 @@ test_report_written (void **state)
   close (fd);
   mfx_unmount (fx);
   {
-    g_autofree char *h = fx_h (fx, "/grown");
+    g_autofree char *h = mfx_h (fx, "/grown");
     g_autofree char *data = NULL;
-    g_autofree char *d = fx_h (fx, "/dst");
+    g_autofree char *d = mfx_h (fx, "/dst");
     assert_int_equal (stat (h, &st), 0);
     assert_int_equal (st.st_size, 4096);
     assert_true (g_file_get_contents (d, &data, NULL, NULL));
@@ -498,15 +501,15 @@ test_report_written (void **state)
   }
 
   log = mfx_log (fx);
-  if (log_has (log, "\"op\":\"fallocate\"", NULL) || log_has (log, "\"op\":\"copy_file_range\"", NULL))
+  if (test_log_has (log, "\"op\":\"fallocate\"", NULL) || test_log_has (log, "\"op\":\"copy_file_range\"", NULL))
     fail_msg ("fallocate or copy_file_range logged per call; docs/fusebox.1 says they are not:\n%s", log);
   {
-    const char *argv[] = { fusebox_bin (), "report", fx->log_path, NULL };
+    const char *argv[] = { test_bin (), "report", fx->log_path, NULL };
     g_autofree char *written = NULL, *read = NULL;
-    g_autofree char *h_src = fx_h (fx, "/src");
-    g_autofree char *h_dst = fx_h (fx, "/dst");
-    g_autofree char *h_grown = fx_h (fx, "/grown");
-    if (run_cmd (argv, &out, &err) != 0)
+    g_autofree char *h_src = mfx_h (fx, "/src");
+    g_autofree char *h_dst = mfx_h (fx, "/dst");
+    g_autofree char *h_grown = mfx_h (fx, "/grown");
+    if (test_run_cmd (argv, &out, &err) != 0)
       fail_msg ("fusebox report %s:\n%s%s", fx->log_path, out, err);
     written = g_strdup_printf ("\nFiles written (2)\n        11 B  %s\n         0 B  %s\n", h_dst, h_grown);
     read = g_strdup_printf ("\nFiles read (1)\n        11 B  %s\n", h_src);
@@ -520,13 +523,11 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_table, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_default_private, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_refused_lookup, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_report_written, mfx_setup, mfx_teardown),
+    MFX_TEST (test_table),
+    MFX_TEST (test_default_private),
+    MFX_TEST (test_refused_lookup),
+    MFX_TEST (test_report_written),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

@@ -14,7 +14,10 @@
  * read, and prints the count at exit.  An unprivileged daemon (`fusebox
  * run` as uid 1000 with a 0666 FUSE node) watches too: a file grown on the
  * host shows inside the sandbox within 1 s (its timeouts would be 2 s). */
-#include "tests/integration/test-mount-util.h"
+#include <sched.h>
+#include <sys/mount.h>
+
+#include "tests/lib/test-mount.h"
 
 #include <grp.h>
 #include <sys/sysmacros.h>
@@ -30,7 +33,7 @@ static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
 static char *
 mnt_read (MFx *fx, const char *rel)
 {
-  g_autofree char *path = fx_m (fx, rel);
+  g_autofree char *path = mfx_m (fx, rel);
   char *text = NULL;
 
   if (!g_file_get_contents (path, &text, NULL, NULL))
@@ -41,7 +44,7 @@ mnt_read (MFx *fx, const char *rel)
 static off_t
 mnt_size (MFx *fx, const char *rel)
 {
-  g_autofree char *path = fx_m (fx, rel);
+  g_autofree char *path = mfx_m (fx, rel);
   struct stat st;
 
   return stat (path, &st) == 0 ? st.st_size : -1;
@@ -55,7 +58,7 @@ mnt_shows (MFx *fx, const char *rel, const char *content)
 
   if (content == NULL)
     {
-      g_autofree char *path = fx_m (fx, rel);
+      g_autofree char *path = mfx_m (fx, rel);
       struct stat st;
       return stat (path, &st) < 0 && errno == ENOENT;
     }
@@ -77,7 +80,7 @@ warm (MFx *fx, const char *rel, const char *content)
 static void
 assert_shows_soon (MFx *fx, const char *rel, const char *content)
 {
-  if (!WAIT_FOR (mnt_shows (fx, rel, content), STALE_STEPS))
+  if (!TEST_WAIT_FOR (mnt_shows (fx, rel, content), STALE_STEPS * 10))
     {
       g_autofree char *text = mnt_read (fx, rel);
       fail_msg ("the mount did not show %s as \"%s\" within 1 s (now: size %ld, \"%s\")", rel,
@@ -88,7 +91,7 @@ assert_shows_soon (MFx *fx, const char *rel, const char *content)
 static void
 host_append (MFx *fx, const char *rel, const char *text)
 {
-  g_autofree char *path = fx_h (fx, rel);
+  g_autofree char *path = mfx_h (fx, rel);
   FILE *fp = fopen (path, "a");
 
   assert_non_null (fp);
@@ -107,8 +110,8 @@ static void
 test_append (void **state)
 {
   MFX_BEGIN (state);
-  host_write (fx, "/ws/a.txt", "hello");
-  assert_host_readable (fx, "/ws/a.txt");
+  mfx_write (fx, "/ws/a.txt", "hello");
+  mfx_assert_host_readable (fx, "/ws/a.txt");
   mount_coherent (fx);
   warm (fx, "/ws/a.txt", "hello");
   host_append (fx, "/ws/a.txt", ", world");
@@ -124,10 +127,10 @@ test_rewrite_in_place (void **state)
   int fd;
 
   MFX_BEGIN (state);
-  host_write (fx, "/ws/b.txt", "aaaa");
+  mfx_write (fx, "/ws/b.txt", "aaaa");
   mount_coherent (fx);
   warm (fx, "/ws/b.txt", "aaaa");
-  path = fx_h (fx, "/ws/b.txt");
+  path = mfx_h (fx, "/ws/b.txt");
   fd = open (path, O_WRONLY | O_CLOEXEC);
   assert_true (fd >= 0);
   assert_int_equal (pwrite (fd, "bbbb", 4, 0), 4);
@@ -142,10 +145,10 @@ test_truncate (void **state)
   g_autofree char *path = NULL;
 
   MFX_BEGIN (state);
-  host_write (fx, "/ws/c.txt", "0123456789");
+  mfx_write (fx, "/ws/c.txt", "0123456789");
   mount_coherent (fx);
   warm (fx, "/ws/c.txt", "0123456789");
-  path = fx_h (fx, "/ws/c.txt");
+  path = mfx_h (fx, "/ws/c.txt");
   assert_int_equal (truncate (path, 3), 0);
   assert_shows_soon (fx, "/ws/c.txt", "012");
   MFX_PASS ();
@@ -156,10 +159,10 @@ static void
 test_replace_by_rename (void **state)
 {
   MFX_BEGIN (state);
-  host_write (fx, "/ws/d.txt", "old");
+  mfx_write (fx, "/ws/d.txt", "old");
   mount_coherent (fx);
   warm (fx, "/ws/d.txt", "old");
-  host_write (fx, "/ws/d.txt", "the new version");
+  mfx_write (fx, "/ws/d.txt", "the new version");
   assert_shows_soon (fx, "/ws/d.txt", "the new version");
   MFX_PASS ();
 }
@@ -169,10 +172,10 @@ static void
 test_create_missing (void **state)
 {
   MFX_BEGIN (state);
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   mount_coherent (fx);
   warm (fx, "/ws/new.txt", NULL);
-  host_write (fx, "/ws/new.txt", "made outside");
+  mfx_write (fx, "/ws/new.txt", "made outside");
   assert_shows_soon (fx, "/ws/new.txt", "made outside");
   MFX_PASS ();
 }
@@ -184,12 +187,12 @@ static void
 test_create_missing_lost (void **state)
 {
   MFX_BEGIN (state);
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   g_setenv ("FUSEBOX_TEST_LOSE_EVENTS", "1", TRUE);
   mount_coherent (fx);
   g_unsetenv ("FUSEBOX_TEST_LOSE_EVENTS");
   warm (fx, "/ws/lost.txt", NULL);
-  host_write (fx, "/ws/lost.txt", "made outside, event lost");
+  mfx_write (fx, "/ws/lost.txt", "made outside, event lost");
   assert_shows_soon (fx, "/ws/lost.txt", "made outside, event lost");
   MFX_PASS ();
 }
@@ -288,10 +291,10 @@ test_remove (void **state)
   g_autofree char *path = NULL;
 
   MFX_BEGIN (state);
-  host_write (fx, "/ws/gone.txt", "here");
+  mfx_write (fx, "/ws/gone.txt", "here");
   mount_coherent (fx);
   warm (fx, "/ws/gone.txt", "here");
-  path = fx_h (fx, "/ws/gone.txt");
+  path = mfx_h (fx, "/ws/gone.txt");
   assert_int_equal (unlink (path), 0);
   assert_shows_soon (fx, "/ws/gone.txt", NULL);
   MFX_PASS ();
@@ -306,8 +309,8 @@ mount_foreground (MFx *fx, char **ret_caches)
 {
   g_autoptr (GString) text = g_string_new (policy_text);
   g_autoptr (GError) error = NULL;
-  const char *argv[] = { fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path,
-                         "--log", fx->log_path, fx->mnt, NULL };
+  const char *argv[] = { test_bin (), "mount",      "--foreground", "--policy", fx->policy_path,
+                         "--log",     fx->log_path, fx->mnt,        NULL };
   GPid pid;
   int out_fd;
   FILE *out;
@@ -336,7 +339,7 @@ mount_foreground (MFx *fx, char **ret_caches)
   mount_out = out;
   if (*ret_caches == NULL)
     fail_msg ("%s printed no \"caches:\" line", fx->mount_args);
-  assert_true (is_mounted (fx->mnt));
+  assert_true (test_is_mounted (fx->mnt));
   return pid;
 }
 
@@ -348,7 +351,7 @@ test_fallback_short (void **state)
   g_autofree char *caches = NULL;
 
   MFX_BEGIN (state);
-  host_write (fx, "/ws/f.txt", "one");
+  mfx_write (fx, "/ws/f.txt", "one");
   g_setenv ("FUSEBOX_NO_FANOTIFY", "1", TRUE);
   mount_foreground (fx, &caches);
   g_unsetenv ("FUSEBOX_NO_FANOTIFY");
@@ -356,7 +359,7 @@ test_fallback_short (void **state)
     fail_msg ("FUSEBOX_NO_FANOTIFY=1 but the mount said: %s", caches);
   warm (fx, "/ws/f.txt", "one");
   host_append (fx, "/ws/f.txt", " two");
-  if (!WAIT_FOR (mnt_shows (fx, "/ws/f.txt", "one two"), 350))
+  if (!TEST_WAIT_FOR (mnt_shows (fx, "/ws/f.txt", "one two"), 3500))
     fail_msg ("the short timeouts did not end after 3.5 s");
   MFX_PASS ();
 }
@@ -368,7 +371,7 @@ test_mode_coherent (void **state)
   g_autofree char *caches = NULL;
 
   MFX_BEGIN (state);
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   g_unsetenv ("FUSEBOX_NO_FANOTIFY");
   mount_foreground (fx, &caches);
   if (strstr (caches, "caches: coherent") == NULL)
@@ -390,8 +393,8 @@ test_outside_no_events (void **state)
   long long events = -1;
 
   MFX_BEGIN (state);
-  host_write (fx, "/ws/f.txt", "one");
-  host_mkdir (fx, "/outside");
+  mfx_write (fx, "/ws/f.txt", "one");
+  mfx_mkdir (fx, "/outside");
   g_unsetenv ("FUSEBOX_NO_FANOTIFY");
   mount_foreground (fx, &caches);
   if (strstr (caches, "caches: coherent") == NULL)
@@ -400,7 +403,7 @@ test_outside_no_events (void **state)
   for (int i = 0; i < 1000; i++)
     {
       g_autofree char *rel = g_strdup_printf ("/outside/x%d", i);
-      host_write (fx, rel, "0123456789abcdef");
+      mfx_write (fx, rel, "0123456789abcdef");
     }
   host_append (fx, "/ws/f.txt", " two");
   assert_shows_soon (fx, "/ws/f.txt", "one two");
@@ -481,7 +484,7 @@ test_unprivileged_run (void **state)
     {
       /* a private mount namespace with a 0666 FUSE node over /dev/fuse (the
        * usual host), then uid/gid 1000 with no groups and no capabilities */
-      const char *argv[] = { fusebox_bin (), "run", "--workspace", ws, "--cwd", ws, "--", "sh", "inner.sh", NULL };
+      const char *argv[] = { test_bin (), "run", "--workspace", ws, "--cwd", ws, "--", "sh", "inner.sh", NULL };
       dup2 (infd[0], 0);
       dup2 (pipefd[1], 1);
       dup2 (pipefd[1], 2);
@@ -500,7 +503,7 @@ test_unprivileged_run (void **state)
     }
   close (pipefd[1]);
   close (infd[0]);
-  if (!WAIT_FOR (g_file_test (ready, G_FILE_TEST_EXISTS) || !pid_alive (pid), 1000))
+  if (!TEST_WAIT_FOR (g_file_test (ready, G_FILE_TEST_EXISTS) || !test_pid_alive (pid), 10000))
     fail_msg ("the sandbox did not start within 10 s");
   if (g_file_test (ready, G_FILE_TEST_EXISTS))
     {
@@ -538,21 +541,19 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_append, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_rewrite_in_place, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_truncate, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_replace_by_rename, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_create_missing, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_create_missing_lost, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_absence_kept, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_remove, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_fallback_short, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_mode_coherent, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_outside_no_events, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_unprivileged_run, mfx_setup, mfx_teardown),
+    MFX_TEST (test_append),
+    MFX_TEST (test_rewrite_in_place),
+    MFX_TEST (test_truncate),
+    MFX_TEST (test_replace_by_rename),
+    MFX_TEST (test_create_missing),
+    MFX_TEST (test_create_missing_lost),
+    MFX_TEST (test_absence_kept),
+    MFX_TEST (test_remove),
+    MFX_TEST (test_fallback_short),
+    MFX_TEST (test_mode_coherent),
+    MFX_TEST (test_outside_no_events),
+    MFX_TEST (test_unprivileged_run),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

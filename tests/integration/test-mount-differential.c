@@ -51,7 +51,8 @@
  * interval of whole-tree comparisons (default 500), FUSEBOX_DIFF_VERBOSE=1
  * prints every operation and its result, FUSEBOX_DIFF_CACHE_TIMEOUT=S mounts
  * every run with --cache-timeout=S.  Every run includes hard links. */
-#include "tests/integration/test-mount-util.h"
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-mount.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -632,7 +633,7 @@ repro_line (Diff *d, guint last)
 {
   fprintf (stderr,
            "reproduce: FUSEBOX_BIN=%s FUSEBOX_DIFF_SEED=%" G_GUINT64_FORMAT " FUSEBOX_DIFF_OPS=%u FB_TEST_ONLY=%s %s\n",
-           fusebox_bin (), d->seed, last, d->fx->test_name,
+           test_bin (), d->seed, last, d->fx->test_name,
            g_get_prgname () != NULL ? g_get_prgname () : "test-mount-differential");
 }
 
@@ -1328,11 +1329,11 @@ diff_new (MFx *fx, guint64 stream, bool protected_phase)
   d->buf = g_malloc (MAX_WRITE + 8);
   d->errnos = g_hash_table_new (NULL, NULL);
   d->started = time (NULL);
-  d->host_view_top = fx_h (fx, "/v");
-  d->plain_top = fx_h (fx, "/p");
-  d->view_top = fx_m (fx, "/v");
-  view_root = fx_h (fx, "/v/" PAD);
-  plain_root = fx_h (fx, "/p/" PAD);
+  d->host_view_top = mfx_h (fx, "/v");
+  d->plain_top = mfx_h (fx, "/p");
+  d->view_top = mfx_m (fx, "/v");
+  view_root = mfx_h (fx, "/v/" PAD);
+  plain_root = mfx_h (fx, "/p/" PAD);
   assert_int_equal (g_mkdir_with_parents (view_root, 0755), 0);
   assert_int_equal (g_mkdir_with_parents (plain_root, 0755), 0);
   for (guint i = 0; i < N_SLOTS; i++)
@@ -1348,9 +1349,9 @@ static void
 diff_open_sides (Diff *d)
 {
   d->view.label = "view";
-  d->view.root = fx_m (d->fx, "/v/" PAD);
+  d->view.root = mfx_m (d->fx, "/v/" PAD);
   d->plain.label = "plain";
-  d->plain.root = fx_h (d->fx, "/p/" PAD);
+  d->plain.root = mfx_h (d->fx, "/p/" PAD);
   d->view.root_fd = open (d->view.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (d->view.root_fd < 0)
     fail_msg ("open %s (through the mount): %s", d->view.root, g_strerror (errno));
@@ -1540,12 +1541,12 @@ test_protected (void **state)
   g_autofree char *log = NULL;
 
   /* the host's own protected objects, in the view side's working root */
-  host_write (fx, "/v/" PAD "/.git/HEAD", "ref: refs/heads/main\n");
-  host_write (fx, "/v/" PAD "/.codex", "stand-in for an agent's private state\n");
-  assert_host_readable (fx, "/v/" PAD "/.git/HEAD");
-  assert_host_readable (fx, "/v/" PAD "/.codex");
-  git_before = host_sum (fx, "/v/" PAD "/.git");
-  codex_before = host_sum (fx, "/v/" PAD "/.codex");
+  mfx_write (fx, "/v/" PAD "/.git/HEAD", "ref: refs/heads/main\n");
+  mfx_write (fx, "/v/" PAD "/.codex", "stand-in for an agent's private state\n");
+  mfx_assert_host_readable (fx, "/v/" PAD "/.git/HEAD");
+  mfx_assert_host_readable (fx, "/v/" PAD "/.codex");
+  git_before = mfx_sum (fx, "/v/" PAD "/.git");
+  codex_before = mfx_sum (fx, "/v/" PAD "/.codex");
 
   /* the default caches, hard links included (see test_differential_cached) */
   d->links = true;
@@ -1555,16 +1556,16 @@ test_protected (void **state)
   run_sequence (d);
   assert_true (d->protected_ops > 0);
 
-  git_after = host_sum (fx, "/v/" PAD "/.git");
-  codex_after = host_sum (fx, "/v/" PAD "/.codex");
+  git_after = mfx_sum (fx, "/v/" PAD "/.git");
+  codex_after = mfx_sum (fx, "/v/" PAD "/.codex");
   assert_string_equal (git_before, git_after);
   assert_string_equal (codex_before, codex_after);
   /* the attempts to create a protected name were denied in the log */
   diff_free (d);
   mfx_unmount (fx);
   log = mfx_log (fx);
-  if (!log_has (log, "/.git", "\"errno\":13", NULL) && !log_has (log, "/.codex", "\"errno\":13", NULL) &&
-      !log_has (log, "/.agents", "\"errno\":13", NULL))
+  if (!test_log_has (log, "/.git", "\"errno\":13", NULL) && !test_log_has (log, "/.codex", "\"errno\":13", NULL) &&
+      !test_log_has (log, "/.agents", "\"errno\":13", NULL))
     fail_msg ("no EACCES for a protected name in the access log %s", fx->log_path);
   MFX_PASS ();
 }
@@ -1578,7 +1579,5 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_protected, mfx_setup, diff_teardown),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

@@ -13,7 +13,12 @@
  *  - a root daemon does not read for a caller what the host would refuse
  *    (default_permissions), nor give away files, set-id bits or capabilities.
  */
-#include "tests/integration/test-mount-util.h"
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/xattr.h>
+
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-mount.h"
 
 #include <dirent.h>
 #include <linux/capability.h>
@@ -33,17 +38,17 @@ static const char policy_text[] =
 static void
 make_tree (MFx *fx)
 {
-  host_write (fx, "/ws/file", "workspace file\n");
-  host_write (fx, "/ws/proj/secret", "SECRET in ws\n");
-  host_write (fx, "/ws/proj/plain", "plain\n");
-  host_write (fx, "/ws/repo/.git/config", "[core]\n");
-  host_write (fx, "/ws/repo/src.c", "int x;\n");
-  host_write (fx, "/ws/sub/.git/HEAD", "ref: x\n");
-  host_write (fx, "/ws/key.pem", "-----BEGIN KEY-----\n");
-  host_write (fx, "/hidden/secret", "HIDDEN SECRET\n");
-  host_write (fx, "/denied/secret", "DENIED SECRET\n");
-  host_mkdir (fx, "/ro");
-  host_write (fx, "/ro/readonly", "read only\n");
+  mfx_write (fx, "/ws/file", "workspace file\n");
+  mfx_write (fx, "/ws/proj/secret", "SECRET in ws\n");
+  mfx_write (fx, "/ws/proj/plain", "plain\n");
+  mfx_write (fx, "/ws/repo/.git/config", "[core]\n");
+  mfx_write (fx, "/ws/repo/src.c", "int x;\n");
+  mfx_write (fx, "/ws/sub/.git/HEAD", "ref: x\n");
+  mfx_write (fx, "/ws/key.pem", "-----BEGIN KEY-----\n");
+  mfx_write (fx, "/hidden/secret", "HIDDEN SECRET\n");
+  mfx_write (fx, "/denied/secret", "DENIED SECRET\n");
+  mfx_mkdir (fx, "/ro");
+  mfx_write (fx, "/ro/readonly", "read only\n");
 }
 
 static void
@@ -56,7 +61,7 @@ mount_it (MFx *fx)
 static char *
 read_through (MFx *fx, const char *rel, int *ret_errno)
 {
-  g_autofree char *path = fx_m (fx, rel);
+  g_autofree char *path = mfx_m (fx, rel);
   char buf[256];
   int fd = open (path, O_RDONLY | O_CLOEXEC);
   ssize_t n;
@@ -88,14 +93,14 @@ test_symlinks_lead_nowhere (void **state)
   int e;
 
   mount_it (fx);
-  assert_host_readable (fx, "/hidden/secret");
-  assert_host_readable (fx, "/denied/secret");
-  assert_host_readable (fx, "/ws/proj/secret");
+  mfx_assert_host_readable (fx, "/hidden/secret");
+  mfx_assert_host_readable (fx, "/denied/secret");
+  mfx_assert_host_readable (fx, "/ws/proj/secret");
 
   /* made through the view: relative links to the hidden and denied files */
-  l1 = fx_m (fx, "/ws/to-hidden");
-  l2 = fx_m (fx, "/ws/to-denied");
-  l3 = fx_m (fx, "/ws/to-secret");
+  l1 = mfx_m (fx, "/ws/to-hidden");
+  l2 = mfx_m (fx, "/ws/to-denied");
+  l3 = mfx_m (fx, "/ws/to-secret");
   assert_int_equal (symlink ("../hidden/secret", l1), 0);
   assert_int_equal (symlink ("../denied/secret", l2), 0);
   assert_int_equal (symlink ("proj/secret", l3), 0);
@@ -114,7 +119,7 @@ test_symlinks_lead_nowhere (void **state)
   assert_int_equal (e, EACCES);
 
   /* planted on the host */
-  planted = fx_h (fx, "/ws/planted");
+  planted = mfx_h (fx, "/ws/planted");
   assert_int_equal (symlink ("../hidden/secret", planted), 0);
   data = read_through (fx, "/ws/planted", &e);
   assert_null (data);
@@ -129,7 +134,7 @@ test_symlinks_lead_nowhere (void **state)
   assert_int_equal (e, EACCES);
   /* and the glob deny holds through a link as well */
   {
-    g_autofree char *l4 = fx_m (fx, "/ws/to-pem");
+    g_autofree char *l4 = mfx_m (fx, "/ws/to-pem");
     assert_int_equal (symlink ("key.pem", l4), 0);
     data = read_through (fx, "/ws/to-pem", &e);
     assert_null (data);
@@ -142,12 +147,12 @@ static void
 test_hard_links (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_denied = fx_h (fx, "/ws/proj/secret");
-  g_autofree char *h_alias = fx_h (fx, "/ws/alias");
-  g_autofree char *m_alias = fx_m (fx, "/ws/alias");
-  g_autofree char *m_denied = fx_m (fx, "/ws/proj/secret");
-  g_autofree char *m_ro = fx_m (fx, "/ro/readonly");
-  g_autofree char *m_new = fx_m (fx, "/ws/new-link");
+  g_autofree char *h_denied = mfx_h (fx, "/ws/proj/secret");
+  g_autofree char *h_alias = mfx_h (fx, "/ws/alias");
+  g_autofree char *m_alias = mfx_m (fx, "/ws/alias");
+  g_autofree char *m_denied = mfx_m (fx, "/ws/proj/secret");
+  g_autofree char *m_ro = mfx_m (fx, "/ro/readonly");
+  g_autofree char *m_new = mfx_m (fx, "/ws/new-link");
   g_autofree char *data = NULL;
   g_autofree char *before = NULL, *after = NULL;
   struct stat hs, ms1, ms2;
@@ -157,7 +162,7 @@ test_hard_links (void **state)
   /* a host hard link: the same inode under a writable and a denied path */
   assert_int_equal (link (h_denied, h_alias), 0);
   mfx_mount (fx, policy_text, NULL);
-  assert_host_readable (fx, "/ws/proj/secret");
+  mfx_assert_host_readable (fx, "/ws/proj/secret");
 
   /* the decision is the one of the path it is reached by */
   data = read_through (fx, "/ws/alias", &e);
@@ -174,23 +179,23 @@ test_hard_links (void **state)
   assert_int_equal (ms2.st_ino, hs.st_ino);
 
   /* link needs a writable source: not from a denied or a read-only path */
-  before = host_sum (fx, "");
+  before = mfx_sum (fx, "");
   assert_errno_is (link (m_denied, m_new), EACCES);
   assert_errno_is (link (m_ro, m_new), EROFS);
-  after = host_sum (fx, "");
+  after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   /* nor into a hidden or denied name */
   {
-    g_autofree char *file = fx_m (fx, "/ws/file");
-    g_autofree char *into_git = fx_m (fx, "/ws/repo/.git/x");
-    g_autofree char *as_git = fx_m (fx, "/ws/.git");
-    g_autofree char *as_pem = fx_m (fx, "/ws/new.pem");
+    g_autofree char *file = mfx_m (fx, "/ws/file");
+    g_autofree char *into_git = mfx_m (fx, "/ws/repo/.git/x");
+    g_autofree char *as_git = mfx_m (fx, "/ws/.git");
+    g_autofree char *as_pem = mfx_m (fx, "/ws/new.pem");
     assert_errno_is (link (file, into_git), ENOENT);
     assert_errno_is (link (file, as_git), EACCES);
     assert_errno_is (link (file, as_pem), EACCES);
   }
   g_free (after);
-  after = host_sum (fx, "");
+  after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   MFX_PASS ();
 }
@@ -201,16 +206,16 @@ test_hard_links (void **state)
 static void
 check_hidden_name (MFx *fx, const char *rel, bool exists)
 {
-  g_autofree char *p = fx_m (fx, rel);
+  g_autofree char *p = mfx_m (fx, rel);
   g_autofree char *inside = g_strconcat (p, "/HEAD", NULL);
-  g_autofree char *file = fx_m (fx, "/ws/file");
-  g_autofree char *other = fx_m (fx, "/ws/other");
+  g_autofree char *file = mfx_m (fx, "/ws/file");
+  g_autofree char *other = mfx_m (fx, "/ws/other");
   struct timespec ts[2] = { { 1, 0 }, { 1, 0 } };
   struct stat st;
   char buf[64];
 
   if (exists)
-    assert_host_readable (fx, rel);
+    mfx_assert_host_readable (fx, rel);
   assert_errno_is (lstat (p, &st), ENOENT);
   assert_errno_is (stat (inside, &st), ENOENT);
   assert_errno_is (open (p, O_RDONLY | O_CLOEXEC), ENOENT);
@@ -257,21 +262,21 @@ test_hidden_names (void **state)
   g_autofree char *log = NULL;
 
   mount_it (fx);
-  before = host_sum (fx, "");
+  before = mfx_sum (fx, "");
   check_hidden_name (fx, "/ws/repo/.git", true);
   check_hidden_name (fx, "/ws/sub/.git", true);
   check_hidden_name (fx, "/ws/.codex", false);
   check_hidden_name (fx, "/ws/sub/.agents", false);
   check_hidden_name (fx, "/hidden", true);
-  after = host_sum (fx, "");
+  after = mfx_sum (fx, "");
   /* nothing changed on the host: no .codex or .agents were made */
   assert_string_equal (before, after);
   mfx_unmount (fx);
   log = mfx_log (fx);
   /* the attempts on the existing hidden names are in the log, with why */
-  assert_true (log_has (log, "/ws/repo/.git\"", "\"decision\":\"hide\"", NULL));
-  assert_true (log_has (log, "\"op\":\"mkdir\"", "/ws/.codex\"", "\"decision\":\"deny\"", "\"errno\":13", NULL));
-  assert_true (log_has (log, "\"why\":\"hidden stand-in\"", NULL));
+  assert_true (test_log_has (log, "/ws/repo/.git\"", "\"decision\":\"hide\"", NULL));
+  assert_true (test_log_has (log, "\"op\":\"mkdir\"", "/ws/.codex\"", "\"decision\":\"deny\"", "\"errno\":13", NULL));
+  assert_true (test_log_has (log, "\"why\":\"hidden stand-in\"", NULL));
   MFX_PASS ();
 }
 
@@ -284,14 +289,14 @@ test_hidden_subdir_stat (void **state)
   g_autofree char *with_h = NULL, *without_h = NULL, *with_m = NULL, *without_m = NULL;
   struct stat hw, ho, vw, vo;
 
-  host_mkdir (fx, "/ws/twin");
-  host_write (fx, "/ws/twin/src.c", "int x;\n");
+  mfx_mkdir (fx, "/ws/twin");
+  mfx_write (fx, "/ws/twin/src.c", "int x;\n");
   mount_it (fx);
-  assert_host_readable (fx, "/ws/repo/.git/config");
-  with_h = fx_h (fx, "/ws/repo");
-  without_h = fx_h (fx, "/ws/twin");
-  with_m = fx_m (fx, "/ws/repo");
-  without_m = fx_m (fx, "/ws/twin");
+  mfx_assert_host_readable (fx, "/ws/repo/.git/config");
+  with_h = mfx_h (fx, "/ws/repo");
+  without_h = mfx_h (fx, "/ws/twin");
+  with_m = mfx_m (fx, "/ws/repo");
+  without_m = mfx_m (fx, "/ws/twin");
   /* on the host the two differ by the hidden .git */
   assert_int_equal (stat (with_h, &hw), 0);
   assert_int_equal (stat (without_h, &ho), 0);
@@ -321,19 +326,19 @@ test_hidden_name_dir_size (void **state)
   struct stat ha, hb, va, vb;
   int ra, rb;
 
-  host_mkdir (fx, "/ws/t");
-  t = fx_h (fx, "/ws/t");
+  mfx_mkdir (fx, "/ws/t");
+  t = mfx_h (fx, "/ws/t");
   assert_int_equal (mount ("tmpfs", t, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"), 0);
-  host_write (fx, "/ws/t/a/x", "x");
-  host_mkdir (fx, "/ws/t/a/.git");
-  host_write (fx, "/ws/t/a/.git/HEAD", "ref: refs/heads/main\n");
-  host_write (fx, "/ws/t/b/x", "x");
+  mfx_write (fx, "/ws/t/a/x", "x");
+  mfx_mkdir (fx, "/ws/t/a/.git");
+  mfx_write (fx, "/ws/t/a/.git/HEAD", "ref: refs/heads/main\n");
+  mfx_write (fx, "/ws/t/b/x", "x");
   mount_it (fx);
-  assert_host_readable (fx, "/ws/t/a/.git/HEAD");
-  a_h = fx_h (fx, "/ws/t/a");
-  b_h = fx_h (fx, "/ws/t/b");
-  a_m = fx_m (fx, "/ws/t/a");
-  b_m = fx_m (fx, "/ws/t/b");
+  mfx_assert_host_readable (fx, "/ws/t/a/.git/HEAD");
+  a_h = mfx_h (fx, "/ws/t/a");
+  b_h = mfx_h (fx, "/ws/t/b");
+  a_m = mfx_m (fx, "/ws/t/a");
+  b_m = mfx_m (fx, "/ws/t/b");
   ra = stat (a_h, &ha);
   rb = stat (b_h, &hb);
   assert_int_equal (stat (a_m, &va), 0);
@@ -363,12 +368,12 @@ test_create_modes (void **state)
   int fd;
 
   mount_it (fx);
-  sticky = fx_m (fx, "/ws/sticky");
-  setid = fx_m (fx, "/ws/setid");
-  masked = fx_m (fx, "/ws/masked");
-  hsticky = fx_h (fx, "/ws/sticky");
-  hsetid = fx_h (fx, "/ws/setid");
-  hmasked = fx_h (fx, "/ws/masked");
+  sticky = mfx_m (fx, "/ws/sticky");
+  setid = mfx_m (fx, "/ws/setid");
+  masked = mfx_m (fx, "/ws/masked");
+  hsticky = mfx_h (fx, "/ws/sticky");
+  hsetid = mfx_h (fx, "/ws/setid");
+  hmasked = mfx_h (fx, "/ws/masked");
   old = umask (0);
   fd = open (sticky, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 01640);
   assert_true (fd >= 0);
@@ -397,20 +402,20 @@ static void
 test_ancestor_renames (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *proj = fx_m (fx, "/ws/proj");
-  g_autofree char *proj2 = fx_m (fx, "/ws/proj2");
-  g_autofree char *repo = fx_m (fx, "/ws/repo");
-  g_autofree char *repo2 = fx_m (fx, "/ws/repo2");
-  g_autofree char *other = fx_m (fx, "/ws/otherdir");
+  g_autofree char *proj = mfx_m (fx, "/ws/proj");
+  g_autofree char *proj2 = mfx_m (fx, "/ws/proj2");
+  g_autofree char *repo = mfx_m (fx, "/ws/repo");
+  g_autofree char *repo2 = mfx_m (fx, "/ws/repo2");
+  g_autofree char *other = mfx_m (fx, "/ws/otherdir");
   g_autofree char *before = NULL, *after = NULL;
   g_autofree char *data = NULL;
   struct stat st;
   int e;
 
   mount_it (fx);
-  assert_host_readable (fx, "/ws/proj/secret");
+  mfx_assert_host_readable (fx, "/ws/proj/secret");
   assert_int_equal (mkdir (other, 0755), 0);
-  before = host_sum (fx, "");
+  before = mfx_sum (fx, "");
   /* proj holds a path with its own rule (secret: deny) */
   assert_errno_is (rename (proj, proj2), EACCES);
   assert_errno_is (renameat2 (AT_FDCWD, proj, AT_FDCWD, other, RENAME_EXCHANGE), EACCES);
@@ -418,13 +423,13 @@ test_ancestor_renames (void **state)
   {
     /* the secret stays denied, removing its directory fails (EACCES
      * whatever it holds, as for renaming it: test-security-rmdir) */
-    g_autofree char *plain = fx_m (fx, "/ws/proj/plain");
-    g_autofree char *secret = fx_m (fx, "/ws/proj/secret");
+    g_autofree char *plain = mfx_m (fx, "/ws/proj/plain");
+    g_autofree char *secret = mfx_m (fx, "/ws/proj/secret");
     assert_errno_is (unlink (secret), EACCES);
     assert_errno_is (rmdir (proj), EACCES);
     (void)plain;
   }
-  after = host_sum (fx, "");
+  after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   data = read_through (fx, "/ws/proj/secret", &e);
   assert_null (data);
@@ -434,12 +439,12 @@ test_ancestor_renames (void **state)
    * allowed, and its .git stays hidden under the new name */
   assert_int_equal (rename (repo, repo2), 0);
   {
-    g_autofree char *git2 = fx_m (fx, "/ws/repo2/.git");
-    g_autofree char *hgit2 = fx_h (fx, "/ws/repo2/.git/config");
+    g_autofree char *git2 = mfx_m (fx, "/ws/repo2/.git");
+    g_autofree char *hgit2 = mfx_h (fx, "/ws/repo2/.git/config");
     assert_errno_is (stat (git2, &st), ENOENT);
     assert_int_equal (stat (hgit2, &st), 0);
     /* rm -r of the visible content leaves the hidden one in place */
-    g_autofree char *src = fx_m (fx, "/ws/repo2/src.c");
+    g_autofree char *src = mfx_m (fx, "/ws/repo2/src.c");
     assert_int_equal (unlink (src), 0);
     assert_errno_is (rmdir (repo2), ENOTEMPTY);
     assert_int_equal (stat (hgit2, &st), 0);
@@ -451,9 +456,9 @@ static void
 test_fifo_does_not_hang (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_fifo = fx_h (fx, "/ws/host-fifo");
-  g_autofree char *m_fifo = fx_m (fx, "/ws/host-fifo");
-  g_autofree char *m_made = fx_m (fx, "/ws/made-fifo");
+  g_autofree char *h_fifo = mfx_h (fx, "/ws/host-fifo");
+  g_autofree char *m_fifo = mfx_m (fx, "/ws/host-fifo");
+  g_autofree char *m_made = mfx_m (fx, "/ws/made-fifo");
   g_autofree char *data = NULL;
   pid_t child;
   struct stat st;
@@ -508,15 +513,15 @@ static void
 test_oversized (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *ws = fx_m (fx, "/ws");
+  g_autofree char *ws = mfx_m (fx, "/ws");
   g_autofree char *name256 = g_strnfill (256, 'n');
   g_autofree char *name255 = g_strnfill (255, 'n');
   g_autofree char *p256 = g_build_filename (ws, name256, NULL);
   g_autofree char *p255 = g_build_filename (ws, name255, NULL);
   g_autofree char *big = g_malloc (16 * 1024 * 1024);
-  g_autofree char *bigpath = fx_m (fx, "/ws/big");
-  g_autofree char *hbig = fx_h (fx, "/ws/big");
-  g_autofree char *file = fx_m (fx, "/ws/file");
+  g_autofree char *bigpath = mfx_m (fx, "/ws/big");
+  g_autofree char *hbig = mfx_h (fx, "/ws/big");
+  g_autofree char *file = mfx_m (fx, "/ws/file");
   g_autofree char *xval = g_malloc (70 * 1024);
   g_autofree char *xname = g_strconcat ("user.", name255, NULL);
   struct stat st;
@@ -567,8 +572,8 @@ test_oversized (void **state)
   assert_true (depth > 50);
   /* a directory of 5000 entries lists completely */
   {
-    g_autofree char *many = fx_h (fx, "/ws/many");
-    g_autofree char *mmany = fx_m (fx, "/ws/many");
+    g_autofree char *many = mfx_h (fx, "/ws/many");
+    g_autofree char *mmany = mfx_m (fx, "/ws/many");
     DIR *dp;
     struct dirent *de;
     int n = 0;
@@ -587,7 +592,7 @@ test_oversized (void **state)
     assert_int_equal (n, 5002);
   }
   /* and the daemon is alive and small */
-  assert_true (pid_alive (fx->daemon));
+  assert_true (test_pid_alive (fx->daemon));
   rss = vm_rss_kb (fx->daemon);
   assert_true (rss > 0 && rss < 256 * 1024);
   MFX_PASS ();
@@ -597,20 +602,20 @@ static void
 test_root_daemon_refusals (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_private = fx_h (fx, "/ws/root-only");
-  g_autofree char *m_private = fx_m (fx, "/ws/root-only");
-  g_autofree char *m_file = fx_m (fx, "/ws/file");
-  g_autofree char *m_ws = fx_m (fx, "/ws");
+  g_autofree char *h_private = mfx_h (fx, "/ws/root-only");
+  g_autofree char *m_private = mfx_m (fx, "/ws/root-only");
+  g_autofree char *m_file = mfx_m (fx, "/ws/file");
+  g_autofree char *m_ws = mfx_m (fx, "/ws");
   g_autofree char *shadow = g_build_filename (fx->mnt, "etc", "shadow", NULL);
   g_autofree char *before = NULL, *after = NULL;
   pid_t child;
   int status;
 
   make_tree (fx);
-  host_write (fx, "/ws/root-only", "root's eyes only\n");
+  mfx_write (fx, "/ws/root-only", "root's eyes only\n");
   assert_int_equal (chmod (h_private, 0600), 0);
   mfx_mount (fx, policy_text, NULL);
-  assert_host_readable (fx, "/ws/root-only");
+  mfx_assert_host_readable (fx, "/ws/root-only");
 
   /* an unprivileged caller: the kernel checks the host's modes for it */
   child = fork ();
@@ -638,7 +643,7 @@ test_root_daemon_refusals (void **state)
               WEXITSTATUS (status));
 
   /* whatever the policy allows, no giving away, no set-id, no capabilities */
-  before = host_sum (fx, "");
+  before = mfx_sum (fx, "");
   assert_errno_is (chown (m_file, 1234, 1234), EPERM);
   assert_errno_is (chmod (m_file, 04755), EPERM);
   assert_errno_is (chmod (m_file, 02755), EPERM);
@@ -651,10 +656,10 @@ test_root_daemon_refusals (void **state)
   }
   assert_errno_is (setxattr (m_file, "trusted.x", "1", 1, 0), EPERM);
   {
-    g_autofree char *dev = fx_m (fx, "/ws/null");
+    g_autofree char *dev = mfx_m (fx, "/ws/null");
     assert_errno_is (mknod (dev, S_IFCHR | 0666, makedev (1, 3)), EPERM);
   }
-  after = host_sum (fx, "");
+  after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   /* a chown that changes nothing is fine (tar does them) */
   assert_int_equal (chown (m_file, 0, 0), 0);
@@ -665,19 +670,11 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_symlinks_lead_nowhere, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_hard_links, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_hidden_names, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_hidden_subdir_stat, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_hidden_name_dir_size, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_create_modes, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_ancestor_renames, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_fifo_does_not_hang, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_oversized, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_root_daemon_refusals, mfx_setup, mfx_teardown),
+    MFX_TEST (test_symlinks_lead_nowhere), MFX_TEST (test_hard_links),           MFX_TEST (test_hidden_names),
+    MFX_TEST (test_hidden_subdir_stat),    MFX_TEST (test_hidden_name_dir_size), MFX_TEST (test_create_modes),
+    MFX_TEST (test_ancestor_renames),      MFX_TEST (test_fifo_does_not_hang),   MFX_TEST (test_oversized),
+    MFX_TEST (test_root_daemon_refusals),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

@@ -5,7 +5,10 @@
  * the records of what it had answered kept); the
  * default run directory; a tree with more names than the daemon's
  * RLIMIT_NOFILE. */
-#include "tests/integration/test-mount-util.h"
+#include <signal.h>
+
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-mount.h"
 
 #include <ftw.h>
 #include <sys/resource.h>
@@ -26,9 +29,9 @@ write_policy (MFx *fx)
 static int
 mount_expect_fail (MFx *fx, const char *mountpoint, char **ret_err)
 {
-  const char *argv[] = { fusebox_bin (), "mount", "--policy", fx->policy_path, mountpoint, NULL };
+  const char *argv[] = { test_bin (), "mount", "--policy", fx->policy_path, mountpoint, NULL };
 
-  return run_cmd (argv, NULL, ret_err);
+  return test_run_cmd (argv, NULL, ret_err);
 }
 
 static guint walk_count;
@@ -40,19 +43,6 @@ count_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
     fail_msg ("walk: %s: %s", path, g_strerror (errno));
   walk_count++;
   return 0;
-}
-
-static guint
-count_fds (pid_t pid)
-{
-  g_autofree char *dir_path = g_strdup_printf ("/proc/%d/fd", (int)pid);
-  g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
-  guint n = 0;
-
-  assert_non_null (dir);
-  while (g_dir_read_name (dir) != NULL)
-    n++;
-  return n;
 }
 
 /* The daemon holds descriptors for directories and open files, not for
@@ -74,20 +64,20 @@ test_many_names (void **state)
     for (guint j = 0; j < FILES; j++)
       {
         g_autofree char *rel = g_strdup_printf ("/ws/d%02u/f%03u", i, j);
-        host_write (fx, rel, "x\n");
+        mfx_write (fx, rel, "x\n");
       }
   mfx_mount (fx, policy_text, NULL);
   /* the daemon raised its soft limit to the hard one at start: lower both
    * under it, as an administrator's hard limit would be */
   assert_int_equal (prlimit (fx->daemon, RLIMIT_NOFILE, &low, NULL), 0);
 
-  top = fx_m (fx, "/ws");
+  top = mfx_m (fx, "/ws");
   walk_count = 0;
   assert_int_equal (nftw (top, count_one, 16, FTW_PHYS), 0);
   assert_int_equal (walk_count, 1 + DIRS + DIRS * FILES);
   /* everything is looked up and kept by the kernel, yet the daemon is far
    * from its limit */
-  assert_true (count_fds (fx->daemon) < LIMIT / 2);
+  assert_true (test_count_fds (fx->daemon) < LIMIT / 2);
   /* open files hold descriptors while open */
   for (guint j = 0; j < G_N_ELEMENTS (fds); j++)
     {
@@ -100,7 +90,7 @@ test_many_names (void **state)
   for (guint j = 0; j < G_N_ELEMENTS (fds); j++)
     close (fds[j]);
   /* and a listing still works */
-  sub = fx_m (fx, "/ws/d07");
+  sub = mfx_m (fx, "/ws/d07");
   dp = opendir (sub);
   assert_non_null (dp);
   for (struct dirent *de; (de = readdir (dp)) != NULL;)
@@ -123,7 +113,7 @@ test_bad_mountpoints (void **state)
   g_autofree char *through = NULL;
 
   write_policy (fx);
-  host_write (fx, "/ws/f", "f\n");
+  mfx_write (fx, "/ws/f", "f\n");
   assert_int_equal (mount_expect_fail (fx, missing, &err), 1);
   assert_non_null (strstr (err, missing));
   assert_non_null (strstr (err, "does not exist"));
@@ -143,20 +133,20 @@ test_bad_mountpoints (void **state)
   assert_non_null (strstr (err, "busy"));
   assert_non_null (strstr (err, "fusermount3 -u"));
   /* and the first mount is untouched */
-  through = fx_m (fx, "/ws/f");
+  through = mfx_m (fx, "/ws/f");
   assert_true (g_file_get_contents (through, &data, NULL, NULL));
   assert_string_equal (data, "f\n");
 
   /* usage errors exit 2 */
   {
-    const char *argv[] = { fusebox_bin (), "mount", "--log-level", "verbose", fx->mnt, NULL };
+    const char *argv[] = { test_bin (), "mount", "--log-level", "verbose", fx->mnt, NULL };
     g_autofree char *e2 = NULL;
-    assert_int_equal (run_cmd (argv, NULL, &e2), 2);
+    assert_int_equal (test_run_cmd (argv, NULL, &e2), 2);
     assert_non_null (strstr (e2, "mutations, opens or all"));
   }
   {
-    const char *argv[] = { fusebox_bin (), "mount", NULL };
-    assert_int_equal (run_cmd (argv, NULL, NULL), 2);
+    const char *argv[] = { test_bin (), "mount", NULL };
+    assert_int_equal (test_run_cmd (argv, NULL, NULL), 2);
   }
   MFX_PASS ();
 }
@@ -165,7 +155,7 @@ test_bad_mountpoints (void **state)
 static void
 touch_through (MFx *fx)
 {
-  g_autofree char *p = fx_m (fx, "/ws/f");
+  g_autofree char *p = mfx_m (fx, "/ws/f");
   g_autofree char *data = NULL;
 
   assert_true (g_file_get_contents (p, &data, NULL, NULL));
@@ -176,12 +166,12 @@ static void
 assert_log_complete (MFx *fx)
 {
   g_autofree char *log = mfx_log (fx);
-  g_autofree char *path = fx_h (fx, "/ws/f");
+  g_autofree char *path = mfx_h (fx, "/ws/f");
   g_autofree char *frag = g_strdup_printf ("\"path\":\"%s\"", path);
 
   assert_true (strlen (log) > 0);
   assert_true (g_str_has_suffix (log, "}\n"));
-  if (!log_has (log, "\"op\":\"close\"", frag, "\"bytes_read\":6", NULL))
+  if (!test_log_has (log, "\"op\":\"close\"", frag, "\"bytes_read\":6", NULL))
     fail_msg ("no close record with the bytes read in:\n%s", log);
 }
 
@@ -190,12 +180,12 @@ test_sigterm (void **state)
 {
   MFX_BEGIN (state);
 
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   mfx_mount (fx, policy_text, NULL);
   touch_through (fx);
   assert_int_equal (kill (fx->daemon, SIGTERM), 0);
-  assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
-  assert_false (is_mounted (fx->mnt));
+  assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
+  assert_false (test_is_mounted (fx->mnt));
   assert_log_complete (fx);
   MFX_PASS ();
 }
@@ -205,7 +195,7 @@ static GPid
 spawn_foreground (MFx *fx, int *ret_stdout)
 {
   const char *argv[] = {
-    fusebox_bin (), "mount", "--foreground", "--policy", fx->policy_path, "--log", fx->log_path, fx->mnt, NULL,
+    test_bin (), "mount", "--foreground", "--policy", fx->policy_path, "--log", fx->log_path, fx->mnt, NULL,
   };
   g_autoptr (GError) error = NULL;
   GString *out = g_string_new (NULL);
@@ -227,7 +217,7 @@ spawn_foreground (MFx *fx, int *ret_stdout)
     }
   g_string_free (out, TRUE);
   fx->mounted = true;
-  assert_true (is_mounted (fx->mnt));
+  assert_true (test_is_mounted (fx->mnt));
   return pid;
 }
 
@@ -255,13 +245,13 @@ test_sigint_foreground (void **state)
   int out_fd;
   GPid pid;
 
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   pid = spawn_foreground (fx, &out_fd);
   touch_through (fx);
   assert_int_equal (kill (pid, SIGINT), 0);
   assert_int_equal (wait_child (pid, out_fd, &rest), 0);
   fx->mounted = false;
-  assert_false (is_mounted (fx->mnt));
+  assert_false (test_is_mounted (fx->mnt));
   assert_non_null (strstr (rest, "unmounted"));
   assert_log_complete (fx);
   MFX_PASS ();
@@ -276,13 +266,13 @@ test_external_fusermount (void **state)
   int out_fd;
   GPid pid;
 
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   pid = spawn_foreground (fx, &out_fd);
   touch_through (fx);
-  assert_int_equal (run_cmd (argv, NULL, NULL), 0);
+  assert_int_equal (test_run_cmd (argv, NULL, NULL), 0);
   assert_int_equal (wait_child (pid, out_fd, &rest), 0);
   fx->mounted = false;
-  assert_false (is_mounted (fx->mnt));
+  assert_false (test_is_mounted (fx->mnt));
   assert_log_complete (fx);
   MFX_PASS ();
 }
@@ -298,17 +288,17 @@ test_open_file_at_stop (void **state)
   char buf[16];
   int fd;
 
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   mfx_mount (fx, policy_text, NULL);
-  p = fx_m (fx, "/ws/f");
+  p = mfx_m (fx, "/ws/f");
   fd = open (p, O_RDONLY | O_CLOEXEC);
   assert_true (fd >= 0);
   assert_int_equal (kill (fx->daemon, SIGTERM), 0);
-  assert_true (WAIT_FOR (!is_mounted (fx->mnt), 3000));
-  assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
+  assert_true (TEST_WAIT_FOR (!test_is_mounted (fx->mnt), 30000));
+  assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
   assert_errno_is (pread (fd, buf, sizeof buf, 0), ENOTCONN);
   close (fd);
-  assert_false (is_mounted (fx->mnt));
+  assert_false (test_is_mounted (fx->mnt));
   MFX_PASS ();
 }
 
@@ -318,12 +308,12 @@ test_sigkill (void **state)
 {
   MFX_BEGIN (state);
 
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   mfx_mount (fx, policy_text, NULL);
   touch_through (fx);
   assert_int_equal (kill (fx->daemon, SIGKILL), 0);
-  assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
-  assert_true (WAIT_FOR (!is_mounted (fx->mnt), 3000));
+  assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
+  assert_true (TEST_WAIT_FOR (!test_is_mounted (fx->mnt), 30000));
   fx->mounted = false;
   MFX_PASS ();
 }
@@ -338,29 +328,29 @@ test_sigkill_keeps_answered_records (void **state)
 {
   MFX_BEGIN (state);
 
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   for (int i = 0; i < 20; i++)
     {
       g_autofree char *rel = g_strdup_printf ("/ws/d%02d", i);
-      g_autofree char *dir = fx_m (fx, rel);
+      g_autofree char *dir = mfx_m (fx, rel);
 
       mfx_mount (fx, policy_text, NULL);
       assert_int_equal (mkdir (dir, 0755), 0);
       assert_int_equal (kill (fx->daemon, SIGKILL), 0);
-      assert_true (WAIT_FOR (!pid_alive (fx->daemon), 3000));
-      assert_true (WAIT_FOR (!is_mounted (fx->mnt), 3000));
+      assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
+      assert_true (TEST_WAIT_FOR (!test_is_mounted (fx->mnt), 30000));
       fx->mounted = false;
     }
   g_autofree char *log = mfx_log (fx);
   for (int i = 0; i < 20; i++)
     {
       g_autofree char *rel = g_strdup_printf ("/ws/d%02d", i);
-      g_autofree char *host = fx_h (fx, rel);
+      g_autofree char *host = mfx_h (fx, rel);
       g_autofree char *frag = g_strdup_printf ("\"path\":\"%s\"", host);
       struct stat st;
 
       assert_int_equal (stat (host, &st), 0); /* it was made on the host */
-      if (!log_has (log, "\"op\":\"mkdir\"", frag, NULL))
+      if (!test_log_has (log, "\"op\":\"mkdir\"", frag, NULL))
         fail_msg ("mkdir %s returned, the daemon was then killed, and its record is missing:\n%s", host, log);
     }
   MFX_PASS ();
@@ -379,7 +369,7 @@ test_stale_mountpoint (void **state)
   int out_fd;
   GPid pid;
 
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   pid = spawn_foreground (fx, &out_fd);
   {
     /* fusermount3 stays as the daemon's child to unmount after it */
@@ -397,7 +387,7 @@ test_stale_mountpoint (void **state)
     g_autofree char *rest = NULL;
     wait_child (pid, out_fd, &rest);
   }
-  assert_true (is_mounted (fx->mnt));
+  assert_true (test_is_mounted (fx->mnt));
   assert_errno_is (stat (fx->mnt, &st), ENOTCONN);
   assert_int_equal (mount_expect_fail (fx, fx->mnt, &err), 1);
   assert_non_null (strstr (err, "stale"));
@@ -411,7 +401,7 @@ static void
 test_default_run_dir (void **state)
 {
   MFX_BEGIN (state);
-  const char *argv_tmpl[] = { fusebox_bin (), "mount", "--policy", fx->policy_path, fx->mnt, NULL };
+  const char *argv_tmpl[] = { test_bin (), "mount", "--policy", fx->policy_path, fx->mnt, NULL };
   g_autofree char *out = NULL, *err = NULL;
   g_autofree char *run_dir = NULL;
   g_autofree char *log = NULL;
@@ -420,9 +410,9 @@ test_default_run_dir (void **state)
   struct stat st;
 
   write_policy (fx);
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   fx->mount_args = g_strjoinv (" ", (char **)argv_tmpl);
-  assert_int_equal (run_cmd (argv_tmpl, &out, &err), 0);
+  assert_int_equal (test_run_cmd (argv_tmpl, &out, &err), 0);
   fx->mounted = true;
   fx->daemon = atoi (strstr (out, "daemon pid ") + strlen ("daemon pid "));
   p = strstr (out, "run directory ");
@@ -439,7 +429,7 @@ test_default_run_dir (void **state)
   {
     g_autofree char *text = NULL;
     assert_true (g_file_get_contents (log, &text, NULL, NULL));
-    assert_true (log_has (text, "\"op\":\"close\"", "\"bytes_read\":6", NULL));
+    assert_true (test_log_has (text, "\"op\":\"close\"", "\"bytes_read\":6", NULL));
   }
   MFX_PASS ();
 }
@@ -455,14 +445,14 @@ test_killed_client (void **state)
   pid_t client;
   int status;
 
-  host_write (fx, "/ws/f", "hello\n");
+  mfx_write (fx, "/ws/f", "hello\n");
   mfx_mount (fx, policy_text, NULL);
   assert_int_equal (pipe2 (ready, O_CLOEXEC), 0);
   client = fork ();
   assert_true (client >= 0);
   if (client == 0)
     {
-      g_autofree char *p = fx_m (fx, "/ws/big");
+      g_autofree char *p = mfx_m (fx, "/ws/big");
       char block[4096];
       int fd = open (p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       memset (block, 'x', sizeof block);
@@ -486,17 +476,17 @@ test_killed_client (void **state)
   mfx_unmount (fx);
 
   {
-    g_autofree char *host = fx_h (fx, "/ws/big");
+    g_autofree char *host = mfx_h (fx, "/ws/big");
     struct stat st;
     assert_int_equal (stat (host, &st), 0);
     assert_int_equal (st.st_size, 3 * 4096);
   }
   g_autofree char *log = mfx_log (fx);
-  g_autofree char *path = fx_h (fx, "/ws/big");
+  g_autofree char *path = mfx_h (fx, "/ws/big");
   g_autofree char *frag = g_strdup_printf ("\"path\":\"%s\"", path);
-  if (!log_has (log, "\"op\":\"close\"", frag, "\"bytes_written\":12288", NULL))
+  if (!test_log_has (log, "\"op\":\"close\"", frag, "\"bytes_written\":12288", NULL))
     fail_msg ("no close record with the 12288 bytes the killed client wrote:\n%s", log);
-  if (!log_has (log, "\"op\":\"create\"", frag, NULL))
+  if (!test_log_has (log, "\"op\":\"create\"", frag, NULL))
     fail_msg ("no create record for the killed client's file:\n%s", log);
   /* every line one object, seq 1..N without a gap */
   g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
@@ -518,20 +508,18 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_bad_mountpoints, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_sigterm, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_killed_client, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_sigint_foreground, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_external_fusermount, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_open_file_at_stop, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_sigkill, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_sigkill_keeps_answered_records, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_stale_mountpoint, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_default_run_dir, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_many_names, mfx_setup, mfx_teardown),
+    MFX_TEST (test_bad_mountpoints),
+    MFX_TEST (test_sigterm),
+    MFX_TEST (test_killed_client),
+    MFX_TEST (test_sigint_foreground),
+    MFX_TEST (test_external_fusermount),
+    MFX_TEST (test_open_file_at_stop),
+    MFX_TEST (test_sigkill),
+    MFX_TEST (test_sigkill_keeps_answered_records),
+    MFX_TEST (test_stale_mountpoint),
+    MFX_TEST (test_default_run_dir),
+    MFX_TEST (test_many_names),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

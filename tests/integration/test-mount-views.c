@@ -5,7 +5,7 @@
  * API's in-process view and a sandbox's mount need.  Each mount is served
  * by its own FbFuse thread; the test's own system calls go through the
  * kernel like a sandboxed process's. */
-#include "tests/integration/test-mount-util.h"
+#include "tests/lib/test-mount.h"
 
 #include "fs/fs.h"
 
@@ -44,9 +44,8 @@ vfx_setup (void **state)
   g_autoptr (GError) error = NULL;
   g_autofree char *text = NULL;
 
-  require_fuse ();
-  fx->tmp = g_dir_make_tmp ("fusebox-views-XXXXXX", &error);
-  assert_non_null (fx->tmp);
+  mfx_require ();
+  fx->tmp = test_tmpdir ("fusebox-views");
   fx->host = g_build_filename (fx->tmp, "h", NULL);
   fx->mnt_a = g_build_filename (fx->tmp, "a", NULL);
   fx->mnt_b = g_build_filename (fx->tmp, "b", NULL);
@@ -90,7 +89,7 @@ vfx_teardown (void **state)
     fprintf (stderr, "reproduce: FB_TEST_ONLY=<test> %s (the host tree is kept in %s)\n",
              g_get_prgname () != NULL ? g_get_prgname () : "test-mount-views", fx->tmp);
   else
-    mfx_rm_rf (fx->tmp);
+    test_rm_rf (fx->tmp);
   g_free (fx->tmp);
   g_free (fx->host);
   g_free (fx->mnt_a);
@@ -234,6 +233,5 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_hard_link_seen, vfx_setup, vfx_teardown),
   };
 
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return TEST_RUN_GROUP (tests, NULL, NULL);
 }

@@ -20,7 +20,8 @@
  *    the square of the depth.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-mount-util.h"
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-mount.h"
 
 #include "fs/fs.h"
 
@@ -155,12 +156,12 @@ static void
 test_rename_chain_refused (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *m_ws = fx_m (fx, "/ws");
-  g_autofree char *h_ws = fx_h (fx, "/ws");
+  g_autofree char *m_ws = mfx_m (fx, "/ws");
+  g_autofree char *h_ws = mfx_h (fx, "/ws");
   g_autofree char *log = NULL;
   int ws, target, e, n1, n2, h;
 
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   mfx_mount (fx, policy_text, NULL);
   ws = open (m_ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   assert_true (ws >= 0);
@@ -200,7 +201,7 @@ test_rename_chain_refused (void **state)
   mfx_unmount (fx);
 
   log = mfx_log (fx);
-  if (!log_has (log, "\"op\":\"rename\"", "/ws/c1\"", "\"decision\":\"deny\"", "\"errno\":36", refusal, NULL))
+  if (!test_log_has (log, "\"op\":\"rename\"", "/ws/c1\"", "\"decision\":\"deny\"", "\"errno\":36", refusal, NULL))
     fail_msg ("the refused rename was not logged as fusebox's own:\n%.2000s", log);
   host_rm_deep (h, "c1");
   host_rm_deep (h, "c2");
@@ -212,13 +213,13 @@ static void
 test_host_tree_deeper_reported (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *m_ws = fx_m (fx, "/ws");
-  g_autofree char *h_ws = fx_h (fx, "/ws");
+  g_autofree char *m_ws = mfx_m (fx, "/ws");
+  g_autofree char *h_ws = mfx_h (fx, "/ws");
   g_autofree char *log = NULL;
   gsize view_len = strlen (h_ws) + strlen ("/deep");
   int h, ws, fd, e, made, reached = 0;
 
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   h = open (h_ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   assert_true (h >= 0);
   /* on the host, outside fusebox: view paths past the limit (mkdirat by
@@ -253,7 +254,7 @@ test_host_tree_deeper_reported (void **state)
   mfx_unmount (fx);
 
   log = mfx_log (fx);
-  if (!log_has (log, "\"op\":\"lookup\"", "/deep/d/d", "\"decision\":\"deny\"", "\"errno\":36", refusal, NULL))
+  if (!test_log_has (log, "\"op\":\"lookup\"", "/deep/d/d", "\"decision\":\"deny\"", "\"errno\":36", refusal, NULL))
     fail_msg ("the host tree deeper than the limit was not reported:\n%.2000s", log);
   host_rm_deep (h, "deep");
   close (h);
@@ -272,14 +273,14 @@ static void
 test_memory_budget (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *m_ws = fx_m (fx, "/ws");
-  g_autofree char *h_ws = fx_h (fx, "/ws");
+  g_autofree char *m_ws = mfx_m (fx, "/ws");
+  g_autofree char *h_ws = mfx_h (fx, "/ws");
   g_autofree char *top = g_strdup ("r0");
   long base_kb, hwm_kb, budget_kb;
   guint64 nodes = 0;
   int ws, h, e;
 
-  host_mkdir (fx, "/ws");
+  mfx_mkdir (fx, "/ws");
   mfx_mount (fx, policy_text, NULL);
   ws = open (m_ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   assert_true (ws >= 0);
@@ -349,12 +350,10 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_rename_chain_refused, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_host_tree_deeper_reported, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_memory_budget, mfx_setup, mfx_teardown),
+    MFX_TEST (test_rename_chain_refused),
+    MFX_TEST (test_host_tree_deeper_reported),
+    MFX_TEST (test_memory_budget),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

@@ -25,7 +25,10 @@
  * `-rwsr-sr-x root` on the host.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-mount-util.h"
+#include <sys/mount.h>
+#include <sys/xattr.h>
+
+#include "tests/lib/test-mount.h"
 
 #include <linux/capability.h>
 #include <sys/mman.h>
@@ -61,10 +64,10 @@ static void
 make_privileged (MFx *fx, const char *name, mode_t mode)
 {
   g_autofree char *rel = g_strconcat ("/ws/", name, NULL);
-  g_autofree char *h = fx_h (fx, rel);
+  g_autofree char *h = mfx_h (fx, rel);
   struct stat st;
 
-  host_write (fx, rel, CONTENT);
+  mfx_write (fx, rel, CONTENT);
   assert_int_equal (chown (h, 0, 0), 0);
   assert_int_equal (chmod (h, mode), 0);
   host_setcap (h);
@@ -81,8 +84,8 @@ static void
 check_unprivileged (MFx *fx, GString *bad, const char *route, const char *name, const char *content)
 {
   g_autofree char *rel = g_strconcat ("/ws/", name, NULL);
-  g_autofree char *h = fx_h (fx, rel);
-  g_autofree char *m = fx_m (fx, rel);
+  g_autofree char *h = mfx_h (fx, rel);
+  g_autofree char *m = mfx_m (fx, rel);
   g_autofree char *data = NULL;
   gsize len = 0;
   struct stat st;
@@ -118,7 +121,7 @@ static int
 open_m (MFx *fx, const char *name, int flags)
 {
   g_autofree char *rel = g_strconcat ("/ws/", name, NULL);
-  g_autofree char *m = fx_m (fx, rel);
+  g_autofree char *m = mfx_m (fx, rel);
   int fd = open (m, flags | O_CLOEXEC);
 
   if (fd < 0)
@@ -135,12 +138,12 @@ test_every_route (void **state)
   g_autoptr (GString) bad = g_string_new (NULL);
   bool odirect = true;
 
-  host_write (fx, "/ws/source", "copied in\n");
+  mfx_write (fx, "/ws/source", "copied in\n");
   for (guint i = 0; i < G_N_ELEMENTS (routes); i++)
     make_privileged (fx, routes[i], 06755);
   {
     /* O_DIRECT is the host filesystem's to support (tmpfs before 6.6 not) */
-    g_autofree char *h = fx_h (fx, "/ws/write-odirect");
+    g_autofree char *h = mfx_h (fx, "/ws/write-odirect");
     int fd = open (h, O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (fd < 0 && errno == EINVAL)
       {
@@ -194,7 +197,7 @@ test_every_route (void **state)
     check_unprivileged (fx, bad, "shared mmap + msync", "mmap", "#!Xbin/sh\necho original\n");
   }
   {
-    g_autofree char *m = fx_m (fx, "/ws/truncate");
+    g_autofree char *m = mfx_m (fx, "/ws/truncate");
     STEP (bad, "truncate(2)", truncate (m, 3), 0);
     check_unprivileged (fx, bad, "truncate(2)", "truncate", "#!/");
   }
@@ -244,12 +247,12 @@ static void
 test_setgid_without_group_exec_stays (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_lock = fx_h (fx, "/ws/lockmark");
-  g_autofree char *h_sgid = fx_h (fx, "/ws/sgid");
+  g_autofree char *h_lock = mfx_h (fx, "/ws/lockmark");
+  g_autofree char *h_sgid = mfx_h (fx, "/ws/sgid");
   struct stat st;
 
-  host_write (fx, "/ws/lockmark", "data\n");
-  host_write (fx, "/ws/sgid", "data\n");
+  mfx_write (fx, "/ws/lockmark", "data\n");
+  mfx_write (fx, "/ws/sgid", "data\n");
   assert_int_equal (chmod (h_lock, 02644), 0);
   assert_int_equal (chmod (h_sgid, 02755), 0);
   assert_int_equal (lstat (h_lock, &st), 0);
@@ -276,8 +279,8 @@ static void
 test_unprivileged_caller (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *m = fx_m (fx, "/ws/shared");
-  g_autofree char *h = fx_h (fx, "/ws/shared");
+  g_autofree char *m = mfx_m (fx, "/ws/shared");
+  g_autofree char *h = mfx_h (fx, "/ws/shared");
   pid_t child;
   int status;
   struct stat st;
@@ -311,12 +314,10 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_every_route, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_setgid_without_group_exec_stays, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_unprivileged_caller, mfx_setup, mfx_teardown),
+    MFX_TEST (test_every_route),
+    MFX_TEST (test_setgid_without_group_exec_stays),
+    MFX_TEST (test_unprivileged_caller),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

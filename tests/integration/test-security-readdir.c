@@ -21,7 +21,7 @@
  * os.scandir list the same names.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-mount-util.h"
+#include "tests/lib/test-mount.h"
 
 #include <dirent.h>
 #include <sys/syscall.h>
@@ -77,12 +77,12 @@ make_names (MFx *fx, const char *dir, bool with_secret)
   for (int i = 0; i < 300; i++)
     {
       g_autofree char *rel = g_strdup_printf ("%s/n%04d", dir, i);
-      host_write (fx, rel, "");
+      mfx_write (fx, rel, "");
       if (with_secret && i == 150)
         {
           g_autofree char *secret = g_strdup_printf ("%s/secret", dir);
-          host_write (fx, secret, "HIDDEN\n");
-          assert_host_readable (fx, secret);
+          mfx_write (fx, secret, "HIDDEN\n");
+          mfx_assert_host_readable (fx, secret);
         }
     }
 }
@@ -91,11 +91,11 @@ static void
 test_hidden_name_leaves_no_offset (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_with = fx_h (fx, "/ws/with");
-  g_autofree char *h_without = fx_h (fx, "/ws/without");
-  g_autofree char *m_with = fx_m (fx, "/ws/with");
-  g_autofree char *m_without = fx_m (fx, "/ws/without");
-  g_autofree char *m_scratch = fx_m (fx, "/ws/scratch");
+  g_autofree char *h_with = mfx_h (fx, "/ws/with");
+  g_autofree char *h_without = mfx_h (fx, "/ws/without");
+  g_autofree char *m_with = mfx_m (fx, "/ws/with");
+  g_autofree char *m_without = mfx_m (fx, "/ws/without");
+  g_autofree char *m_scratch = mfx_m (fx, "/ws/scratch");
   g_autofree char *host_with = NULL, *host_without = NULL;
 
   make_names (fx, "/ws/with", true);
@@ -184,7 +184,7 @@ sorted_output (const char *const *argv)
   g_auto (GStrv) lines = NULL;
   g_autoptr (GPtrArray) names = g_ptr_array_new ();
 
-  if (run_cmd (argv, &out, &err) != 0)
+  if (test_run_cmd (argv, &out, &err) != 0)
     fail_msg ("%s failed:\n%s", argv[0], err);
   lines = g_strsplit (out, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
@@ -193,7 +193,7 @@ sorted_output (const char *const *argv)
         const char *slash = strrchr (lines[i], '/');
         g_ptr_array_add (names, slash != NULL ? (char *)slash + 1 : lines[i]);
       }
-  g_ptr_array_sort (names, cmp_names);
+  g_ptr_array_sort (names, test_cmp_names);
   g_ptr_array_add (names, NULL);
   return g_strjoinv ("\n", (char **)names->pdata);
 }
@@ -202,10 +202,10 @@ static void
 test_large_directory (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_big = fx_h (fx, "/ws/big");
-  g_autofree char *h_big2 = fx_h (fx, "/ws/big2");
-  g_autofree char *m_big = fx_m (fx, "/ws/big");
-  g_autofree char *m_big2 = fx_m (fx, "/ws/big2");
+  g_autofree char *h_big = mfx_h (fx, "/ws/big");
+  g_autofree char *h_big2 = mfx_h (fx, "/ws/big2");
+  g_autofree char *m_big = mfx_m (fx, "/ws/big");
+  g_autofree char *m_big2 = mfx_m (fx, "/ws/big2");
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) expect = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *want = NULL;
@@ -213,8 +213,8 @@ test_large_directory (void **state)
   DIR *d;
 
   /* big2 is big again: the same names, made in the same order */
-  host_mkdir (fx, "/ws/big");
-  host_mkdir (fx, "/ws/big2");
+  mfx_mkdir (fx, "/ws/big");
+  mfx_mkdir (fx, "/ws/big2");
   for (int i = 0; i < 10100; i++)
     {
       g_autofree char *name = i < 100 ? g_strdup_printf ("hidden-%03d", i) : g_strdup_printf ("f%05d", i - 100);
@@ -228,8 +228,8 @@ test_large_directory (void **state)
       if (i >= 100)
         g_ptr_array_add (expect, g_steal_pointer (&name));
     }
-  assert_host_readable (fx, "/ws/big/hidden-042");
-  g_ptr_array_sort (expect, cmp_names);
+  mfx_assert_host_readable (fx, "/ws/big/hidden-042");
+  g_ptr_array_sort (expect, test_cmp_names);
   g_ptr_array_add (expect, NULL);
   want = g_strjoinv ("\n", (char **)expect->pdata);
   g_ptr_array_remove_index (expect, expect->len - 1);
@@ -255,7 +255,7 @@ test_large_directory (void **state)
     for (guint i = 0; i < names->len; i++)
       if (strcmp (names->pdata[i], ".") != 0 && strcmp (names->pdata[i], "..") != 0)
         g_ptr_array_add (sorted, names->pdata[i]);
-    g_ptr_array_sort (sorted, cmp_names);
+    g_ptr_array_sort (sorted, test_cmp_names);
     g_ptr_array_add (sorted, NULL);
     got = g_strjoinv ("\n", (char **)sorted->pdata);
     if (strcmp (got, want) != 0)
@@ -295,11 +295,9 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_hidden_name_leaves_no_offset, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_large_directory, mfx_setup, mfx_teardown),
+    MFX_TEST (test_hidden_name_leaves_no_offset),
+    MFX_TEST (test_large_directory),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

@@ -18,7 +18,9 @@
  * and `report` and `log --denied` did not count it.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-mount-util.h"
+#include <sys/xattr.h>
+
+#include "tests/lib/test-mount.h"
 
 #include <json-glib/json-glib.h>
 #include <linux/capability.h>
@@ -114,25 +116,25 @@ static void
 test_refusals_are_fusebox_decisions (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_file = fx_h (fx, "/ws/file");
-  g_autofree char *h_lock = fx_h (fx, "/ws/lockmark");
-  g_autofree char *m_file = fx_m (fx, "/ws/file");
-  g_autofree char *m_lock = fx_m (fx, "/ws/lockmark");
-  g_autofree char *m_null = fx_m (fx, "/ws/null");
+  g_autofree char *h_file = mfx_h (fx, "/ws/file");
+  g_autofree char *h_lock = mfx_h (fx, "/ws/lockmark");
+  g_autofree char *m_file = mfx_m (fx, "/ws/file");
+  g_autofree char *m_lock = mfx_m (fx, "/ws/lockmark");
+  g_autofree char *m_null = mfx_m (fx, "/ws/null");
   g_autofree char *before = NULL, *after = NULL;
   g_autoptr (GPtrArray) records = NULL;
   struct stat st;
 
-  host_write (fx, "/ws/file", "workspace file\n");
-  host_write (fx, "/ws/lockmark", "a set-group-ID file without group-exec\n");
+  mfx_write (fx, "/ws/file", "workspace file\n");
+  mfx_write (fx, "/ws/lockmark", "a set-group-ID file without group-exec\n");
   assert_int_equal (chmod (h_lock, 02644), 0);
-  assert_host_readable (fx, "/ws/file");
+  mfx_assert_host_readable (fx, "/ws/file");
   assert_int_equal (access (h_file, W_OK), 0);
   assert_int_equal (lstat (h_lock, &st), 0);
   assert_int_equal (st.st_mode & 07777, 02644);
   mfx_mount (fx, policy_text, NULL);
 
-  before = host_sum (fx, "");
+  before = mfx_sum (fx, "");
   assert_errno_is (chown (m_file, 1234, 1234), EPERM);
   assert_errno_is (chmod (m_file, 04755), EPERM);
   assert_errno_is (chmod (m_file, 02755), EPERM);
@@ -145,7 +147,7 @@ test_refusals_are_fusebox_decisions (void **state)
     assert_errno_is (setxattr (m_file, "security.capability", &cap, XATTR_CAPS_SZ_2, 0), EPERM);
   }
   assert_errno_is (setxattr (m_file, "trusted.x", "1", 1, 0), EPERM);
-  after = host_sum (fx, "");
+  after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   /* what the view lets through: a chown to the owner it has, and a chmod
    * that keeps the set-group-ID mark harmless */
@@ -156,7 +158,7 @@ test_refusals_are_fusebox_decisions (void **state)
   records = log_records (fx->log_path);
   for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
     {
-      g_autofree char *path = fx_h (fx, expected[i].rel);
+      g_autofree char *path = mfx_h (fx, expected[i].rel);
       guint want = expected[i].count;
       guint got = count_records (records, expected[i].op, path, "deny", EPERM, expected[i].origin);
       if (got != want)
@@ -177,14 +179,14 @@ test_refusals_are_fusebox_decisions (void **state)
 
   /* report counts them as denials, one group per refusal */
   {
-    const char *argv[] = { fusebox_bin (), "report", "--json", fx->log_path, NULL };
+    const char *argv[] = { test_bin (), "report", "--json", fx->log_path, NULL };
     g_autofree char *out = NULL, *err = NULL;
     g_autoptr (JsonParser) parser = json_parser_new ();
     JsonObject *o, *totals;
     JsonArray *groups;
     guint fusebox_groups = 0;
 
-    assert_int_equal (run_cmd (argv, &out, &err), 0);
+    assert_int_equal (test_run_cmd (argv, &out, &err), 0);
     if (!json_parser_load_from_data (parser, out, -1, NULL))
       fail_msg ("fusebox report --json %s is not JSON:\n%s%s", fx->log_path, out, err);
     o = json_node_get_object (json_parser_get_root (parser));
@@ -201,11 +203,11 @@ test_refusals_are_fusebox_decisions (void **state)
   }
   /* and `log --denied` shows them, with their origin */
   {
-    const char *argv[] = { fusebox_bin (), "log", "--denied", "--json", fx->log_path, NULL };
+    const char *argv[] = { test_bin (), "log", "--denied", "--json", fx->log_path, NULL };
     g_autofree char *out = NULL, *err = NULL;
     guint lines = 0;
 
-    assert_int_equal (run_cmd (argv, &out, &err), 0);
+    assert_int_equal (test_run_cmd (argv, &out, &err), 0);
     for (const char *p = out; (p = strstr (p, "\"rule_origin\":\"fusebox:")) != NULL; p++)
       lines++;
     if (lines != 7)
@@ -218,10 +220,8 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_refusals_are_fusebox_decisions, mfx_setup, mfx_teardown),
+    MFX_TEST (test_refusals_are_fusebox_decisions),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }

@@ -19,7 +19,8 @@
  *    .git is still there on the host, never removed with its directory.
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
-#include "tests/integration/test-mount-util.h"
+#include "tests/lib/test-log.h"
+#include "tests/lib/test-mount.h"
 
 static const char policy_text[] =
   "{ \"version\": 1,\n"
@@ -40,19 +41,19 @@ static void
 test_rules_below_answer_alike (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_secret = fx_h (fx, "/ws/with/secret");
-  g_autofree char *h_with = fx_h (fx, "/ws/with");
-  g_autofree char *h_without = fx_h (fx, "/ws/without");
-  g_autofree char *m_with = fx_m (fx, "/ws/with");
-  g_autofree char *m_without = fx_m (fx, "/ws/without");
-  g_autofree char *m_src = fx_m (fx, "/ws/src");
+  g_autofree char *h_secret = mfx_h (fx, "/ws/with/secret");
+  g_autofree char *h_with = mfx_h (fx, "/ws/with");
+  g_autofree char *h_without = mfx_h (fx, "/ws/without");
+  g_autofree char *m_with = mfx_m (fx, "/ws/with");
+  g_autofree char *m_without = mfx_m (fx, "/ws/without");
+  g_autofree char *m_src = mfx_m (fx, "/ws/src");
   g_autofree char *log = NULL;
   int with, without;
 
-  host_write (fx, "/ws/with/secret", "HIDDEN\n");
-  host_mkdir (fx, "/ws/without");
-  host_mkdir (fx, "/ws/src");
-  assert_host_readable (fx, "/ws/with/secret");
+  mfx_write (fx, "/ws/with/secret", "HIDDEN\n");
+  mfx_mkdir (fx, "/ws/without");
+  mfx_mkdir (fx, "/ws/src");
+  mfx_assert_host_readable (fx, "/ws/with/secret");
   mfx_mount (fx, policy_text, NULL);
   /* both look empty through the view */
   {
@@ -87,9 +88,9 @@ test_rules_below_answer_alike (void **state)
     g_autofree char *p_without = g_strdup_printf ("\"path\":\"%s\"", h_without);
     g_autofree char *t_with = g_strdup_printf ("\"target\":\"%s\"", h_with);
     const char *refusal = "\"rule\":\"fusebox\",\"rule_origin\":\"fusebox:ruled-directory\"";
-    if (!log_has (log, "\"op\":\"rmdir\"", p_with, "\"decision\":\"deny\"", "\"errno\":13", refusal, NULL) ||
-        !log_has (log, "\"op\":\"rmdir\"", p_without, "\"decision\":\"deny\"", "\"errno\":13", refusal, NULL) ||
-        !log_has (log, "\"op\":\"rename\"", t_with, "\"decision\":\"deny\"", refusal, NULL))
+    if (!test_log_has (log, "\"op\":\"rmdir\"", p_with, "\"decision\":\"deny\"", "\"errno\":13", refusal, NULL) ||
+        !test_log_has (log, "\"op\":\"rmdir\"", p_without, "\"decision\":\"deny\"", "\"errno\":13", refusal, NULL) ||
+        !test_log_has (log, "\"op\":\"rename\"", t_with, "\"decision\":\"deny\"", refusal, NULL))
       fail_msg ("the refusals are not in the log as fusebox's own:\n%s", log);
   }
   MFX_PASS ();
@@ -99,14 +100,14 @@ static void
 test_protected_name_stays (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_git = fx_h (fx, "/ws/gitonly/.git/HEAD");
-  g_autofree char *h_empty = fx_h (fx, "/ws/empty");
-  g_autofree char *m_gitonly = fx_m (fx, "/ws/gitonly");
-  g_autofree char *m_empty = fx_m (fx, "/ws/empty");
+  g_autofree char *h_git = mfx_h (fx, "/ws/gitonly/.git/HEAD");
+  g_autofree char *h_empty = mfx_h (fx, "/ws/empty");
+  g_autofree char *m_gitonly = mfx_m (fx, "/ws/gitonly");
+  g_autofree char *m_empty = mfx_m (fx, "/ws/empty");
 
-  host_write (fx, "/ws/gitonly/.git/HEAD", "ref: refs/heads/main\n");
-  host_mkdir (fx, "/ws/empty");
-  assert_host_readable (fx, "/ws/gitonly/.git/HEAD");
+  mfx_write (fx, "/ws/gitonly/.git/HEAD", "ref: refs/heads/main\n");
+  mfx_mkdir (fx, "/ws/empty");
+  mfx_assert_host_readable (fx, "/ws/gitonly/.git/HEAD");
   mfx_mount (fx, policy_text, NULL);
   assert_errno_is (rmdir (m_gitonly), ENOTEMPTY);
   assert_true (g_file_test (h_git, G_FILE_TEST_IS_REGULAR));
@@ -119,11 +120,9 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_rules_below_answer_alike, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_protected_name_stays, mfx_setup, mfx_teardown),
+    MFX_TEST (test_rules_below_answer_alike),
+    MFX_TEST (test_protected_name_stays),
   };
 
-  require_fuse ();
-  mfx_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return MFX_MAIN (tests);
 }
