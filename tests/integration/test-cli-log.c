@@ -21,6 +21,8 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
+#include "tests/lib/test-util.h"
+
 #define N_BASIC 12
 
 typedef struct
@@ -28,23 +30,6 @@ typedef struct
   char *dir; /* temporary, removed in teardown */
   GPid follower;
 } Fixture;
-
-typedef struct
-{
-  int status;
-  char *out;
-  char *err;
-  char *command;
-} Run;
-
-static void
-run_clear (Run *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-  g_free (r->command);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
 
 static char *
 fixture (const char *name)
@@ -66,50 +51,32 @@ test_environ (const char *state_home)
   return envp;
 }
 
+/* Run fusebox with ARGS (NULL-terminated); STATE_HOME may be NULL. */
+/* What a command line shows of test_environ (STATE_HOME). */
 static char *
-shell_line (const char *state_home, char **argv)
+environ_shown (const char *state_home)
 {
-  GString *cmd = g_string_new ("TZ=UTC");
+  g_autofree char *q = state_home != NULL ? g_shell_quote (state_home) : NULL;
 
-  if (state_home != NULL)
-    {
-      g_autofree char *q = g_shell_quote (state_home);
-      g_string_append_printf (cmd, " XDG_STATE_HOME=%s", q);
-    }
-  for (guint i = 0; argv[i] != NULL; i++)
-    {
-      g_autofree char *q = g_shell_quote (argv[i]);
-      g_string_append_printf (cmd, " %s", q);
-    }
-  return g_string_free (cmd, FALSE);
+  return q != NULL ? g_strdup_printf ("TZ=UTC XDG_STATE_HOME=%s", q) : g_strdup ("TZ=UTC");
 }
 
-/* Run fusebox with ARGS (NULL-terminated); STATE_HOME may be NULL. */
 static void
-run_fusebox (Run *r, const char *state_home, ...)
+run_fusebox (TestCmd *r, const char *state_home, ...)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_auto (GStrv) envp = test_environ (state_home);
-  g_autoptr (GError) error = NULL;
-  int wait_status = 0;
+  g_autofree char *shown = environ_shown (state_home);
   va_list ap;
   const char *a;
 
-  g_ptr_array_add (argv, (char *)g_getenv ("FUSEBOX_BIN"));
+  g_ptr_array_add (argv, (char *)test_bin ());
   va_start (ap, state_home);
   while ((a = va_arg (ap, const char *)) != NULL)
     g_ptr_array_add (argv, (char *)a);
   va_end (ap);
   g_ptr_array_add (argv, NULL);
-  r->command = shell_line (state_home, (char **)argv->pdata);
-
-  if (!g_spawn_sync (NULL, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err, &wait_status,
-                     &error))
-    fail_msg ("can't run %s: %s", r->command, error->message);
-  if (WIFEXITED (wait_status))
-    r->status = WEXITSTATUS (wait_status);
-  else
-    r->status = 128 + WTERMSIG (wait_status);
+  test_cmd_run (r, NULL, envp, shown, (char **)argv->pdata);
 }
 
 #define expect_status(r, code)                                                                                         \
@@ -144,12 +111,8 @@ setup (void **state)
   Fixture *f = g_new0 (Fixture, 1);
 
   if (g_getenv ("FUSEBOX_BIN") == NULL)
-    {
-      fprintf (stderr, "FUSEBOX_BIN is not set (run through meson test)\n");
-      exit (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0 ? 1 : 77);
-    }
-  f->dir = g_dir_make_tmp ("fusebox-cli-log-XXXXXX", NULL);
-  assert_non_null (f->dir);
+    test_skip_or_fail ("FUSEBOX_BIN is not set (run through meson test)");
+  f->dir = test_tmpdir ("fusebox-cli-log");
   *state = f;
   return 0;
 }
@@ -158,15 +121,13 @@ static int
 teardown (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", f->dir);
 
   if (f->follower > 0)
     {
       kill (f->follower, SIGKILL);
       waitpid (f->follower, NULL, 0);
     }
-  if (system (cmd) != 0)
-    fprintf (stderr, "could not remove %s\n", f->dir);
+  test_rm_rf (f->dir);
   g_free (f->dir);
   g_free (f);
   return 0;
@@ -178,7 +139,7 @@ static void
 test_log_people (void **state)
 {
   g_autofree char *basic = fixture ("basic.jsonl");
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
 
   run_fusebox (&r, NULL, "log", basic, NULL);
   expect_status (&r, 0);
@@ -199,7 +160,7 @@ static void
 test_log_color (void **state)
 {
   g_autofree char *basic = fixture ("basic.jsonl");
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
   g_auto (GStrv) lines = NULL;
 
   run_fusebox (&r, NULL, "log", "--color=always", basic, NULL);
@@ -216,7 +177,7 @@ test_log_json_passthrough (void **state)
 {
   g_autofree char *basic = fixture ("basic.jsonl");
   g_autofree char *text = NULL;
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
 
   assert_true (g_file_get_contents (basic, &text, NULL, NULL));
   run_fusebox (&r, NULL, "log", "--json", basic, NULL);
@@ -231,7 +192,7 @@ test_log_filters (void **state)
   g_autofree char *basic = fixture ("basic.jsonl");
 
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     g_auto (GStrv) lines = NULL;
 
     run_fusebox (&r, NULL, "log", "--json", "--denied", basic, NULL);
@@ -242,54 +203,54 @@ test_log_filters (void **state)
       assert_null (strstr (lines[i], "\"decision\":\"allow\""));
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--op", "rename", basic, NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 1);
     expect_in (&r, r.out, "/work/a.tmp");
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--op", "unlink,create", "--op", "close", basic, NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 5); /* 1 create, 2 unlink (one refused), 2 close */
   }
   {
     /* /work and below, not /workspace; target counts */
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--path", "/work/", basic, NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 7);
     assert_null (strstr (r.out, "/workspace"));
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--path", "/work/a.txt", basic, NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 1);
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--since", "2024-05-01T12:00:09Z", basic, NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 3);
   }
   {
     /* a zone offset */
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--since", "2024-05-01T14:00:09+02:00", basic, NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 3);
   }
   {
     /* an age: the fixture is from 2024 */
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--since", "10m", basic, NULL);
     expect_status (&r, 0);
     assert_string_equal (r.out, "");
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", "--since", "100000w", basic, NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), N_BASIC);
@@ -309,7 +270,7 @@ test_log_usage_errors (void **state)
 
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
     {
-      g_auto (Run) r = { 0 };
+      g_auto (TestCmd) r = { 0 };
 
       if (bad[i][2] != NULL)
         run_fusebox (&r, NULL, bad[i][0], bad[i][1], bad[i][2], basic, NULL);
@@ -320,7 +281,7 @@ test_log_usage_errors (void **state)
       expect_in (&r, r.err, "fusebox: log: ");
     }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, NULL, "log", basic, basic, NULL);
     expect_status (&r, 2);
   }
@@ -331,14 +292,14 @@ test_log_missing (void **state)
 {
   Fixture *f = *state;
   g_autofree char *missing = g_build_filename (f->dir, "nope.jsonl", NULL);
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
 
   run_fusebox (&r, f->dir, "log", missing, NULL);
   expect_status (&r, 1);
   expect_in (&r, r.err, "nope.jsonl");
   {
     /* no runs at all */
-    g_auto (Run) r2 = { 0 };
+    g_auto (TestCmd) r2 = { 0 };
     run_fusebox (&r2, f->dir, "log", NULL);
     expect_status (&r2, 1);
     expect_in (&r2, r2.err, "no runs in");
@@ -350,8 +311,8 @@ test_log_truncated_and_gap (void **state)
 {
   g_autofree char *truncated = fixture ("truncated.jsonl");
   g_autofree char *gap = fixture ("gap.jsonl");
-  g_auto (Run) r = { 0 };
-  g_auto (Run) g = { 0 };
+  g_auto (TestCmd) r = { 0 };
+  g_auto (TestCmd) g = { 0 };
 
   run_fusebox (&r, NULL, "log", truncated, NULL);
   expect_status (&r, 0);
@@ -368,7 +329,7 @@ static void
 test_log_rotated_run_dir (void **state)
 {
   g_autofree char *dir = fixture ("rotated");
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
   g_auto (GStrv) lines = NULL;
 
   run_fusebox (&r, NULL, "log", "--json", dir, NULL);
@@ -429,19 +390,19 @@ test_log_run_id_and_latest (void **state)
     assert_true (g_file_set_contents (newer_log, with_nl, -1, NULL));
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, f->dir, "log", "20240101-000000-aaaaaa", NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 8);
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, f->dir, "log", NULL);
     expect_status (&r, 0);
     assert_int_equal (count_lines (r.out), 7);
   }
   {
-    g_auto (Run) r = { 0 };
+    g_auto (TestCmd) r = { 0 };
     run_fusebox (&r, f->dir, "report", "--json", NULL);
     expect_status (&r, 0);
     expect_in (&r, r.out, "\"records\" : 7");
@@ -499,7 +460,8 @@ test_log_follow_rotation (void **state)
   g_autoptr (GError) error = NULL;
   g_autoptr (GString) buf = g_string_new (NULL);
   char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", run, NULL };
-  g_autofree char *cmd = shell_line (f->dir, argv);
+  g_autofree char *shown = environ_shown (f->dir);
+  g_autofree char *cmd = test_shell_line (NULL, shown, argv);
   int out_fd = -1;
   guint seen = 0;
 
@@ -553,7 +515,7 @@ static void
 test_report_text (void **state)
 {
   g_autofree char *basic = fixture ("basic.jsonl");
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
 
   run_fusebox (&r, NULL, "report", basic, NULL);
   expect_status (&r, 0);
@@ -575,7 +537,7 @@ static void
 test_report_json (void **state)
 {
   g_autofree char *basic = fixture ("basic.jsonl");
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
   g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (GError) error = NULL;
   JsonObject *o, *totals;
@@ -601,8 +563,8 @@ test_report_damaged (void **state)
 {
   g_autofree char *gap = fixture ("gap.jsonl");
   g_autofree char *truncated = fixture ("truncated.jsonl");
-  g_auto (Run) r = { 0 };
-  g_auto (Run) t = { 0 };
+  g_auto (TestCmd) r = { 0 };
+  g_auto (TestCmd) t = { 0 };
 
   run_fusebox (&r, NULL, "report", gap, NULL);
   expect_status (&r, 0);
@@ -620,8 +582,8 @@ static void
 test_report_usage (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) r = { 0 };
-  g_auto (Run) m = { 0 };
+  g_auto (TestCmd) r = { 0 };
+  g_auto (TestCmd) m = { 0 };
   g_autofree char *missing = g_build_filename (f->dir, "none", NULL);
 
   run_fusebox (&r, NULL, "report", "--bogus", NULL);
@@ -632,7 +594,7 @@ test_report_usage (void **state)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_log_people, setup, teardown),
@@ -651,5 +613,5 @@ main (void)
     cmocka_unit_test_setup_teardown (test_report_usage, setup, teardown),
   };
 
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return TEST_RUN_GROUP (tests, NULL, NULL);
 }

@@ -18,6 +18,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "tests/lib/test-util.h"
+
 /* HOME for the commands: a path that is not the test's own, so the built-in
  * default's private HOME and hidden /root and /home can be told apart. */
 #define TEST_HOME "/home/fusebox-cli-test"
@@ -28,64 +30,24 @@ typedef struct
   char *workspace; /* dir/ws, realpath'd */
 } Fixture;
 
-typedef struct
-{
-  int status; /* exit status, or 128 + signal */
-  char *out;
-  char *err;
-  char *command; /* a shell line that reproduces the run */
-} Run;
-
-static void
-run_clear (Run *r)
-{
-  g_free (r->out);
-  g_free (r->err);
-  g_free (r->command);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
-
-static const char *
-fusebox_bin (void)
-{
-  return g_getenv ("FUSEBOX_BIN");
-}
-
 /* Run fusebox with ARGV (NULL-terminated, without the program) in CWD. */
 static void
-run_fusebox (Run *r, const char *cwd, const char *const *args)
+run_fusebox (TestCmd *r, const char *cwd, const char *const *args)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_auto (GStrv) envp = g_get_environ ();
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GString) cmd = g_string_new (NULL);
-  int wait_status = 0;
+  g_auto (GStrv) envp = g_environ_setenv (g_get_environ (), "HOME", TEST_HOME, TRUE);
 
-  g_ptr_array_add (argv, (char *)fusebox_bin ());
+  g_ptr_array_add (argv, (char *)test_bin ());
   for (guint i = 0; args[i] != NULL; i++)
     g_ptr_array_add (argv, (char *)args[i]);
   g_ptr_array_add (argv, NULL);
-  envp = g_environ_setenv (envp, "HOME", TEST_HOME, TRUE);
-
-  g_autofree char *qcwd = g_shell_quote (cwd);
-  g_string_append_printf (cmd, "cd %s && HOME=%s", qcwd, TEST_HOME);
-  for (guint i = 0; argv->pdata[i] != NULL; i++)
-    {
-      g_autofree char *q = g_shell_quote (argv->pdata[i]);
-      g_string_append_printf (cmd, " %s", q);
-    }
-  r->command = g_string_free (g_steal_pointer (&cmd), FALSE);
-
-  if (!g_spawn_sync (cwd, (char **)argv->pdata, envp, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err, &wait_status,
-                     &error))
-    fail_msg ("cannot run %s: %s", r->command, error->message);
-  r->status = WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
+  test_cmd_run (r, cwd, envp, "HOME=" TEST_HOME, (char **)argv->pdata);
 }
 
 #define RUN(r, cwd, ...) run_fusebox (r, cwd, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void
-check_status (const Run *r, int expected, const char *file, int line)
+check_status (const TestCmd *r, int expected, const char *file, int line)
 {
   if (r->status != expected)
     fail_msg ("%s:%d: exit status %d, expected %d\nreproduce: %s\n--- stdout\n%s--- stderr\n%s", file, line, r->status,
@@ -93,7 +55,7 @@ check_status (const Run *r, int expected, const char *file, int line)
 }
 
 static void
-check_contains (const Run *r, const char *stream_name, const char *text, const char *needle, bool want,
+check_contains (const TestCmd *r, const char *stream_name, const char *text, const char *needle, bool want,
                 const char *file, int line)
 {
   if ((strstr (text, needle) != NULL) != want)
@@ -108,7 +70,7 @@ check_contains (const Run *r, const char *stream_name, const char *text, const c
 
 /* The block `explain` prints for PATH: from the line "PATH" to a blank line. */
 static char *
-explain_block (const Run *r, const char *path)
+explain_block (const TestCmd *r, const char *path)
 {
   g_autofree char *head = g_strconcat (path, "\n", NULL);
   const char *p = r->out;
@@ -130,7 +92,7 @@ explain_block (const Run *r, const char *path)
 }
 
 static void
-check_block (const Run *r, const char *path, const char *const *lines, const char *file, int line)
+check_block (const TestCmd *r, const char *path, const char *const *lines, const char *file, int line)
 {
   g_autofree char *block = explain_block (r, path);
 
@@ -153,36 +115,12 @@ write_file (const char *dir, const char *name, const char *text)
     fail_msg ("cannot write %s: %s", path, error->message);
 }
 
-static void
-remove_tree (const char *path)
-{
-  g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
 static int
 setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
-  g_autoptr (GError) error = NULL;
 
-  f->dir = g_dir_make_tmp ("fusebox-cli-policy-XXXXXX", &error);
-  if (f->dir == NULL)
-    {
-      fprintf (stderr, "cannot make a temporary directory: %s\n", error->message);
-      g_free (f);
-      return -1;
-    }
+  f->dir = test_tmpdir ("fusebox-cli-policy");
   g_autofree char *ws = g_build_filename (f->dir, "ws", NULL);
   g_mkdir (ws, 0700);
   char *real = realpath (ws, NULL);
@@ -197,7 +135,7 @@ teardown (void **state)
 {
   Fixture *f = *state;
 
-  remove_tree (f->dir);
+  test_rm_rf (f->dir);
   g_free (f->dir);
   g_free (f->workspace);
   g_free (f);
@@ -210,7 +148,7 @@ static void
 test_help_and_version (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) help = { 0 }, version = { 0 }, bad = { 0 }, none = { 0 };
+  g_auto (TestCmd) help = { 0 }, version = { 0 }, bad = { 0 }, none = { 0 };
 
   RUN (&help, f->workspace, "--help");
   assert_status (&help, 0);
@@ -245,7 +183,7 @@ test_policy_help (void **state)
     { "explain", "--json" },
     { "show", "--effective" },
   };
-  g_auto (Run) overview = { 0 }, bare = { 0 }, unknown = { 0 };
+  g_auto (TestCmd) overview = { 0 }, bare = { 0 }, unknown = { 0 };
 
   RUN (&overview, f->workspace, "policy", "--help");
   assert_status (&overview, 0);
@@ -263,7 +201,7 @@ test_policy_help (void **state)
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_auto (Run) r = { 0 };
+      g_auto (TestCmd) r = { 0 };
       g_autofree char *usage = g_strdup_printf ("fusebox policy %s", cases[i].command);
 
       RUN (&r, f->workspace, "policy", cases[i].command, "--help");
@@ -293,7 +231,7 @@ static void
 test_check (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) good = { 0 }, bad = { 0 }, both = { 0 }, missing = { 0 }, none = { 0 }, option = { 0 };
+  g_auto (TestCmd) good = { 0 }, bad = { 0 }, both = { 0 }, missing = { 0 }, none = { 0 }, option = { 0 };
 
   write_file (f->workspace, "good.json", good_policy);
   write_file (f->workspace, "bad.json", bad_policy);
@@ -333,7 +271,7 @@ static void
 test_explain_default (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
   g_autofree char *src = g_build_filename (f->workspace, "src", "main.c", NULL);
   g_autofree char *git = g_build_filename (f->workspace, ".git", NULL);
   g_autofree char *ws_line = g_strdup_printf ("rule:        builtin:default:rules[");
@@ -365,7 +303,7 @@ static void
 test_explain_json_and_cwd_workspace (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) r = { 0 };
+  g_auto (TestCmd) r = { 0 };
   g_autofree char *expected_path = g_strdup_printf ("\"path\" : \"%s\"", f->workspace);
 
   /* no --workspace: the current directory is the workspace */
@@ -385,7 +323,7 @@ static void
 test_explain_file_policy (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) r = { 0 }, other = { 0 };
+  g_auto (TestCmd) r = { 0 }, other = { 0 };
 
   write_file (f->workspace, "good.json", good_policy);
   RUN (&r, f->workspace, "policy", "explain", "--policy", "good.json", "/usr/bin/env", "/nowhere/../etc//hosts");
@@ -396,7 +334,7 @@ test_explain_file_policy (void **state)
   assert_explains (&r, "/etc/hosts", "access:      read");
 
   /* "--" ends the options: a path may then start with "-" */
-  g_auto (Run) dash = { 0 };
+  g_auto (TestCmd) dash = { 0 };
   g_autofree char *dash_path = g_build_filename (f->workspace, "-n", NULL);
   RUN (&dash, f->workspace, "policy", "explain", "--", "-n");
   assert_status (&dash, 0);
@@ -412,7 +350,7 @@ static void
 test_explain_errors (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) bad = { 0 }, builtin = { 0 }, nopath = { 0 }, ws = { 0 };
+  g_auto (TestCmd) bad = { 0 }, builtin = { 0 }, nopath = { 0 }, ws = { 0 };
 
   write_file (f->workspace, "bad.json", bad_policy);
   RUN (&bad, f->workspace, "policy", "explain", "--policy", "bad.json", "/etc");
@@ -440,7 +378,7 @@ static void
 test_show (void **state)
 {
   Fixture *f = *state;
-  g_auto (Run) list = { 0 }, def = { 0 }, host = { 0 }, eff = { 0 }, nope = { 0 }, two = { 0 };
+  g_auto (TestCmd) list = { 0 }, def = { 0 }, host = { 0 }, eff = { 0 }, nope = { 0 }, two = { 0 };
   g_autofree char *ws_json = g_strdup_printf ("\"path\" : \"%s\"", f->workspace);
 
   RUN (&list, f->workspace, "policy", "show");
@@ -475,7 +413,7 @@ test_show (void **state)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_help_and_version, setup, teardown),
@@ -488,10 +426,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_show, setup, teardown),
   };
 
-  if (fusebox_bin () == NULL || !g_file_test (fusebox_bin (), G_FILE_TEST_IS_EXECUTABLE))
-    {
-      fprintf (stderr, "FUSEBOX_BIN is not set to the fusebox binary (run through meson test)\n");
-      return g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0 ? 1 : 77;
-    }
-  return cmocka_run_group_tests_name ("cli-policy", tests, NULL, NULL);
+  if (!g_file_test (test_bin (), G_FILE_TEST_IS_EXECUTABLE))
+    test_skip_or_fail ("FUSEBOX_BIN is not set to the fusebox binary (run through meson test)");
+  return TEST_RUN_GROUP (tests, NULL, NULL);
 }
