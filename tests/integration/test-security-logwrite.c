@@ -135,7 +135,7 @@ setup (void **state)
 {
   Fixture *fx = g_new0 (Fixture, 1);
 
-  fx->dir = test_tmpdir ();
+  fx->dir = test_tmpdir ("fusebox-ipc");
   fx->run = g_build_filename (fx->dir, "run", NULL);
   fx->path = g_build_filename (fx->run, "access.jsonl", NULL);
   fx->victim = g_build_filename (fx->dir, "victim", NULL);

@@ -90,7 +90,7 @@ list_dir (Fx *fx, const char *rel, guint limit, bool plus)
     }
   fb_view_releasedir (fx->view, dir);
   g_ptr_array_unref (c.nodes);
-  g_ptr_array_sort (c.names, (GCompareFunc)(void *)cmp_names);
+  g_ptr_array_sort (c.names, (GCompareFunc)(void *)test_cmp_names);
   return c.names;
 }
 
@@ -121,7 +121,7 @@ list_at (Fx *fx, const char *rel, guint limit, bool plus, int *ret_err)
         break;
     }
   g_ptr_array_unref (c.nodes);
-  g_ptr_array_sort (c.names, (GCompareFunc)(void *)cmp_names);
+  g_ptr_array_sort (c.names, (GCompareFunc)(void *)test_cmp_names);
   return c.names;
 }
 

@@ -1,6 +1,7 @@
 /* fusebox — helpers shared by the view's unit tests (header only): a temp
  * tree per test, policies built from JSON with @T@ standing for the temp
- * directory, a sink that records events, a checksum of a host tree. */
+ * directory, a sink that records events, a checksum of a host tree
+ * (test_tree_sum of tests/lib). */
 #pragma once
 
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <glib/gstdio.h>
 
 #include "fs/fs.h"
+#include "tests/lib/test-util.h"
 
 typedef struct
 {
@@ -93,16 +95,10 @@ fx_host (Fx *fx, const char *rel)
   return g_build_filename (fx->tmp, rel, NULL);
 }
 
-static G_GNUC_UNUSED int
-rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-  return remove (path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 static G_GNUC_UNUSED void
 rm_rf (const char *path)
 {
-  nftw (path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  test_rm_rf (path);
 }
 
 static G_GNUC_UNUSED void
@@ -145,81 +141,13 @@ read_host (Fx *fx, const char *rel)
   return text;
 }
 
-static G_GNUC_UNUSED int
-cmp_names (gconstpointer a, gconstpointer b)
-{
-  return strcmp (*(char *const *)a, *(char *const *)b);
-}
-
-/* A digest of everything an operation could change under PATH: names,
- * types, modes, owners, sizes, contents, symlink texts, user xattrs and
- * mtimes (not atimes: reads change those). */
-static G_GNUC_UNUSED int
-sum_one (GChecksum *sum, const char *path, const char *rel)
-{
-  struct stat st;
-  char buf[4096];
-
-  if (lstat (path, &st) < 0)
-    return -1;
-  g_checksum_update (sum, (const guchar *)rel, -1);
-  g_snprintf (buf, sizeof buf, "|%o|%u|%u|%lld|%lld.%09ld|", st.st_mode, st.st_uid, st.st_gid, (long long)st.st_size,
-              (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-  g_checksum_update (sum, (const guchar *)buf, -1);
-  if (g_getenv ("FB_TEST_DUMP_SUM") != NULL)
-    g_printerr ("sum: %s %s\n", rel, buf);
-  if (S_ISREG (st.st_mode))
-    {
-      g_autofree char *data = NULL;
-      gsize len = 0;
-      if (g_file_get_contents (path, &data, &len, NULL))
-        g_checksum_update (sum, (const guchar *)data, len);
-    }
-  else if (S_ISLNK (st.st_mode))
-    {
-      ssize_t n = readlink (path, buf, sizeof buf - 1);
-      if (n >= 0)
-        g_checksum_update (sum, (const guchar *)buf, n);
-    }
-  if (!S_ISLNK (st.st_mode))
-    {
-      ssize_t n = listxattr (path, buf, sizeof buf);
-      for (ssize_t i = 0; i < n; i += strlen (buf + i) + 1)
-        {
-          char val[1024];
-          ssize_t m = getxattr (path, buf + i, val, sizeof val);
-          g_checksum_update (sum, (const guchar *)(buf + i), -1);
-          if (m > 0)
-            g_checksum_update (sum, (const guchar *)val, m);
-        }
-    }
-  if (S_ISDIR (st.st_mode))
-    {
-      g_autoptr (GDir) dir = g_dir_open (path, 0, NULL);
-      g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-      const char *name;
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        g_ptr_array_add (names, g_strdup (name));
-      g_ptr_array_sort (names, cmp_names);
-      for (guint i = 0; i < names->len; i++)
-        {
-          g_autofree char *child = g_build_filename (path, (char *)names->pdata[i], NULL);
-          g_autofree char *crel = g_build_filename (rel, (char *)names->pdata[i], NULL);
-          sum_one (sum, child, crel);
-        }
-    }
-  return 0;
-}
-
+/* test_tree_sum() of TMP + REL */
 static G_GNUC_UNUSED char *
 tree_sum (Fx *fx, const char *rel)
 {
   g_autofree char *path = fx_host (fx, rel);
-  g_autoptr (GChecksum) sum = g_checksum_new (G_CHECKSUM_SHA256);
 
-  if (sum_one (sum, path, rel) < 0)
-    g_checksum_update (sum, (const guchar *)"missing", -1);
-  return g_strdup (g_checksum_get_string (sum));
+  return test_tree_sum (path, rel);
 }
 
 /* The policy TEMPLATE with @T@ replaced by the temp directory. */

@@ -22,7 +22,7 @@ setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
 
-  f->dir = test_tmpdir ();
+  f->dir = test_tmpdir ("fusebox-ipc");
   f->path = g_build_filename (f->dir, "access.jsonl", NULL);
   *state = f;
   return 0;

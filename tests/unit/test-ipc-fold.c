@@ -17,7 +17,7 @@ setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
 
-  f->dir = test_tmpdir ();
+  f->dir = test_tmpdir ("fusebox-ipc");
   f->path = g_build_filename (f->dir, "access.jsonl", NULL);
   *state = f;
   return 0;
@@ -68,16 +68,6 @@ static FbAccessLog *
 open_log (Fixture *f, guint64 rotate, guint64 max)
 {
   return open_log_window (f, rotate, max, (guint64)3600 * G_USEC_PER_SEC);
-}
-
-static void
-close_log (FbAccessLog *log)
-{
-  g_autoptr (GError) error = NULL;
-
-  if (!fb_access_log_close (log, &error))
-    fail_msg ("fb_access_log_close: %s", error->message);
-  fb_access_log_free (log);
 }
 
 static FbAccessEvent
@@ -165,7 +155,7 @@ test_fold_identical (void **state)
       FbAccessEvent e = refusal (path);
       push (log, &e);
     }
-  close_log (log);
+  test_close_log (log);
   records = all_records (f);
   assert_int_equal (records->len, AFTER + 1);
   first = records->pdata[0];
@@ -212,7 +202,7 @@ test_fold_distinct (void **state)
       e = test_event ("mkdir", "/work/x");
       push (log, &e);
     }
-  close_log (log);
+  test_close_log (log);
   records = all_records (f);
   assert_int_equal (records->len, 13);
   for (guint i = 0; i < records->len; i++)
@@ -238,7 +228,7 @@ test_fold_single (void **state)
   /* the first AFTER are in the file before the pushes return */
   lines = test_read_lines (f->path);
   assert_int_equal (lines->len, AFTER);
-  close_log (log);
+  test_close_log (log);
   records = all_records (f);
   assert_int_equal (records->len, AFTER + 1);
   for (guint i = 0; i < records->len; i++)
@@ -285,7 +275,7 @@ test_fold_window (void **state)
     FbAccessEvent e = refusal ("/usr/w9");
     push (log, &e);
   }
-  close_log (log);
+  test_close_log (log);
   {
     g_autoptr (GPtrArray) records = all_records (f);
     assert_int_equal (records->len, AFTER + 2);
@@ -312,7 +302,7 @@ many_kinds (Fixture *f, int kinds, bool fewer)
         push (log, &e);
         pushed++;
       }
-  close_log (log);
+  test_close_log (log);
   records = all_records (f);
   assert_int_equal (represented (records), pushed);
   if (fewer)
@@ -363,7 +353,7 @@ test_budget (void **state)
     }
   assert_true (fb_access_log_is_full (log, &not_written));
   assert_true (not_written > 0);
-  close_log (log);
+  test_close_log (log);
   assert_int_equal (f->full_calls, 1);
   assert_int_equal (stat (f->path, &st), 0);
   assert_true ((guint64)st.st_size <= max + 1024 * 1024 + 4096);
@@ -431,7 +421,7 @@ test_share (void **state)
       fb_access_sink_push (fb_access_share_get_sink (c), &e);
     }
   assert_int_equal (full_c, 1);
-  close_log (log);
+  test_close_log (log);
   assert_int_equal (f->full_calls, 0);
 
   records = all_records (f);
@@ -479,7 +469,7 @@ test_budget_rotation (void **state)
       FbAccessEvent e = allowed_big (i, buf, sizeof buf);
       push (log, &e);
     }
-  close_log (log);
+  test_close_log (log);
   rotated = fb_log_list_rotated (f->path, NULL);
   assert_true (rotated->len >= 20);
   records = all_records (f);

@@ -33,7 +33,7 @@ setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
 
-  f->dir = test_tmpdir ();
+  f->dir = test_tmpdir ("fusebox-ipc");
   f->path = g_build_filename (f->dir, "access.jsonl", NULL);
   f->socket = g_build_filename (f->dir, "journal.socket", NULL);
   f->fd = -1;

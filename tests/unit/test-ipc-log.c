@@ -11,34 +11,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-typedef struct
-{
-  char *dir;
-  char *path;
-} Fixture;
-
-static int
-setup (void **state)
-{
-  Fixture *f = g_new0 (Fixture, 1);
-
-  f->dir = test_tmpdir ();
-  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
-  *state = f;
-  return 0;
-}
-
-static int
-teardown (void **state)
-{
-  Fixture *f = *state;
-
-  test_rm_rf (f->dir);
-  g_free (f->dir);
-  g_free (f->path);
-  g_free (f);
-  return 0;
-}
+typedef TestLogFile Fixture;
 
 static FbAccessLog *
 open_log_with (const FbAccessLogOptions *opts, GMainContext *ctx)
@@ -57,16 +30,6 @@ open_log (const char *path, guint capacity, guint64 rotate, GMainContext *ctx)
   FbAccessLogOptions opts = { .path = path, .run_id = "run-test", .rotate_bytes = rotate, .queue_capacity = capacity };
 
   return open_log_with (&opts, ctx);
-}
-
-static void
-close_log (FbAccessLog *log)
-{
-  g_autoptr (GError) error = NULL;
-
-  if (!fb_access_log_close (log, &error))
-    fail_msg ("fb_access_log_close: %s", error->message);
-  fb_access_log_free (log);
 }
 
 static const char *
@@ -133,7 +96,7 @@ test_fields (void **state)
 
   /* Pushed from the creating thread: written synchronously. */
   assert_int_equal (fb_access_log_get_count (log), 7);
-  close_log (log);
+  test_close_log (log);
 
   lines = test_read_lines (f->path);
   assert_int_equal (lines->len, 7);
@@ -309,7 +272,7 @@ test_concurrent_pushers_block (void **state)
     g_thread_join (threads[i]);
   /* More than the first: pushers kept blocking while the loop ran. */
   assert_true (fb_access_log_get_blocked_pushes (log) > N_THREADS);
-  close_log (log);
+  test_close_log (log);
 
   lines = test_read_lines (f->path);
   check_gap_free_per_thread (lines, N_THREADS, PER_THREAD);
@@ -385,7 +348,7 @@ test_concurrent_pushers_loop_thread (void **state)
   g_source_attach (idle, ctx);
   g_source_unref (idle);
   g_thread_join (looper);
-  close_log (log);
+  test_close_log (log);
 
   lines = test_read_lines (f->path);
   check_gap_free_per_thread (lines, N_THREADS + 1, PER_THREAD);
@@ -435,7 +398,7 @@ test_queue_byte_budget (void **state)
   while (fb_access_log_get_count (log) < BIG_RECORDS)
     g_main_context_iteration (ctx, TRUE);
   g_thread_join (t);
-  close_log (log);
+  test_close_log (log);
   assert_int_equal (stat (f->path, &st), 0);
   assert_true (st.st_size > (off_t)BIG_RECORDS * 48000);
 }
@@ -506,7 +469,7 @@ test_loop_thread_push_never_deadlocks (void **state)
   while (lp.pushed == 0 || fb_access_log_get_count (log) < 53)
     g_main_context_iteration (ctx, TRUE);
   g_thread_join (t);
-  close_log (log);
+  test_close_log (log);
 
   lines = test_read_lines (f->path);
   assert_int_equal (lines->len, 53);
@@ -547,7 +510,7 @@ test_rotation_gap_free (void **state)
       snprintf (path, sizeof path, "/work/file-%04u", i);
       fb_access_sink_push (fb_access_log_get_sink (log), &e);
     }
-  close_log (log);
+  test_close_log (log);
 
   rotated = fb_log_list_rotated (f->path, &error);
   assert_non_null (rotated);
@@ -629,7 +592,7 @@ test_rotation_name_collision (void **state)
           FbAccessEvent e = test_event ("open", "/work/x");
           fb_access_sink_push (fb_access_log_get_sink (log), &e);
         }
-      close_log (log);
+      test_close_log (log);
       /* the remainder of round 0 would otherwise mix into round 1's names */
       if (round == 0)
         g_unlink (f->path);
@@ -682,7 +645,7 @@ test_hostile_names (void **state)
       e.comm = hostile[i].path + strlen ("/work/");
       fb_access_sink_push (fb_access_log_get_sink (log), &e);
     }
-  close_log (log);
+  test_close_log (log);
 
   lines = test_read_lines (f->path);
   assert_int_equal (lines->len, G_N_ELEMENTS (hostile));
@@ -759,7 +722,7 @@ test_repairs_partial_last_line (void **state)
     FbAccessEvent e = test_event ("open", "/work/after-crash");
     fb_access_sink_push (fb_access_log_get_sink (log), &e);
   }
-  close_log (log);
+  test_close_log (log);
   lines = test_read_lines (f->path);
   assert_int_equal (lines->len, 2);
   {
@@ -795,7 +758,7 @@ test_subscribers (void **state)
     FbAccessEvent e = test_event ("open", "/work/after");
     fb_access_sink_push (fb_access_log_get_sink (log), &e);
   }
-  close_log (log);
+  test_close_log (log);
   lines = test_read_lines (f->path);
   assert_int_equal (seen->len, 3);
   for (guint i = 0; i < seen->len; i++)
@@ -841,7 +804,7 @@ test_write_error_loses_nothing (void **state)
   assert_int_equal (setrlimit (RLIMIT_FSIZE, &old), 0);
   assert_true (fb_access_log_drain (log, &error));
   assert_int_equal (fb_access_log_get_count (log), n);
-  close_log (log);
+  test_close_log (log);
   signal (SIGXFSZ, SIG_DFL);
 
   lines = test_read_lines (f->path);
@@ -916,7 +879,7 @@ test_write_through (void **state)
   assert_int_equal (fb_access_log_get_queued (log), 0);
   lines = test_read_lines (f->path); /* before close: already in the file */
   check_gap_free_per_thread (lines, N_THREADS, THROUGH_PER_THREAD);
-  close_log (log);
+  test_close_log (log);
 }
 
 static gpointer
@@ -984,7 +947,7 @@ test_write_through_subscriber (void **state)
     }
   assert_string_equal (seen->pdata[0], lines->pdata[0]);
   assert_string_equal (seen->pdata[1], lines->pdata[1]);
-  close_log (log);
+  test_close_log (log);
 }
 
 typedef struct
@@ -1036,7 +999,7 @@ test_write_through_subscriber_bound (void **state)
   assert_int_equal (seen->len, sp.n);
   for (guint i = 0; i < seen->len; i++)
     assert_string_equal (seen->pdata[i], lines->pdata[i]);
-  close_log (log);
+  test_close_log (log);
 }
 
 typedef struct
@@ -1087,7 +1050,7 @@ test_write_through_error_loses_nothing (void **state)
   assert_int_equal (setrlimit (RLIMIT_FSIZE, &old), 0);
   assert_true (fb_access_log_drain (log, &error));
   assert_int_equal (fb_access_log_get_count (log), m.n);
-  close_log (log);
+  test_close_log (log);
   signal (SIGXFSZ, SIG_DFL);
 
   lines = test_read_lines (f->path);
@@ -1126,23 +1089,23 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_fields, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_concurrent_pushers_block, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_concurrent_pushers_loop_thread, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_loop_thread_push_never_deadlocks, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_queue_byte_budget, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_rotation_gap_free, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_rotation_name_collision, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_hostile_names, setup, teardown),
+    TEST_LOG_FILE_TEST (test_fields),
+    TEST_LOG_FILE_TEST (test_concurrent_pushers_block),
+    TEST_LOG_FILE_TEST (test_concurrent_pushers_loop_thread),
+    TEST_LOG_FILE_TEST (test_loop_thread_push_never_deadlocks),
+    TEST_LOG_FILE_TEST (test_queue_byte_budget),
+    TEST_LOG_FILE_TEST (test_rotation_gap_free),
+    TEST_LOG_FILE_TEST (test_rotation_name_collision),
+    TEST_LOG_FILE_TEST (test_hostile_names),
     cmocka_unit_test (test_escape_function),
-    cmocka_unit_test_setup_teardown (test_repairs_partial_last_line, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_subscribers, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_write_error_loses_nothing, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_bad_paths, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_write_through, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_write_through_subscriber, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_write_through_subscriber_bound, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_write_through_error_loses_nothing, setup, teardown),
+    TEST_LOG_FILE_TEST (test_repairs_partial_last_line),
+    TEST_LOG_FILE_TEST (test_subscribers),
+    TEST_LOG_FILE_TEST (test_write_error_loses_nothing),
+    TEST_LOG_FILE_TEST (test_bad_paths),
+    TEST_LOG_FILE_TEST (test_write_through),
+    TEST_LOG_FILE_TEST (test_write_through_subscriber),
+    TEST_LOG_FILE_TEST (test_write_through_subscriber_bound),
+    TEST_LOG_FILE_TEST (test_write_through_error_loses_nothing),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);

@@ -4,34 +4,7 @@
  * between two polls included) without losing or repeating a record. */
 #include "tests/unit/test-ipc-util.h"
 
-typedef struct
-{
-  char *dir;
-  char *path;
-} Fixture;
-
-static int
-setup (void **state)
-{
-  Fixture *f = g_new0 (Fixture, 1);
-
-  f->dir = test_tmpdir ();
-  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
-  *state = f;
-  return 0;
-}
-
-static int
-teardown (void **state)
-{
-  Fixture *f = *state;
-
-  test_rm_rf (f->dir);
-  g_free (f->dir);
-  g_free (f->path);
-  g_free (f);
-  return 0;
-}
+typedef TestLogFile Fixture;
 
 static char *
 record_line (const char *run, guint64 seq)
@@ -458,15 +431,11 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_truncated_last_line, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_bad_lines_gaps_duplicates, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_lone_surrogate, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_gap_message, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_rotated_order, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_missing_log, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_follow_across_rotation, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_follow_partial_line, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_follow_manual_rotation, setup, teardown),
+    TEST_LOG_FILE_TEST (test_truncated_last_line),    TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates),
+    TEST_LOG_FILE_TEST (test_lone_surrogate),         TEST_LOG_FILE_TEST (test_gap_message),
+    TEST_LOG_FILE_TEST (test_rotated_order),          TEST_LOG_FILE_TEST (test_missing_log),
+    TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_partial_line),
+    TEST_LOG_FILE_TEST (test_follow_manual_rotation),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);

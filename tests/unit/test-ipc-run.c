@@ -16,7 +16,7 @@ setup (void **state)
   Fixture *f = g_new0 (Fixture, 1);
   g_autofree char *st = NULL;
 
-  f->dir = test_tmpdir ();
+  f->dir = test_tmpdir ("fusebox-ipc");
   f->old_state = g_strdup (g_getenv ("XDG_STATE_HOME"));
   f->old_home = g_strdup (g_getenv ("HOME"));
   st = g_build_filename (f->dir, "state", NULL);

@@ -107,12 +107,7 @@ test_sysctls_explained (void **state)
 static int
 run_cli (const char *const *args, char **ret_out)
 {
-  const char *bin = g_getenv ("FUSEBOX_BIN");
-  if (!bin)
-    {
-      fprintf (stderr, "FUSEBOX_BIN is not set: run with 'meson test'\n");
-      exit (77);
-    }
+  const char *bin = test_meson_bin ();
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_ptr_array_add (argv, (char *)bin);
   for (; *args; args++)

@@ -179,10 +179,12 @@ test_signals_forwarded (void **state)
       plan.stdout_fd = p[1];
       FbLauncherChild *child = test_spawn (s, &plan);
       test_close_fd (s, p[1]);
-      g_autofree char *ready = test_read_line (p[0]);
+      g_autofree char *ready = test_read_line (p[0], -1);
+      assert_non_null (ready);
       assert_string_equal (ready, "ready");
       assert_int_equal (fb_launcher_child_kill (child, sigs[i]), 0);
-      g_autofree char *got = test_read_line (p[0]);
+      g_autofree char *got = test_read_line (p[0], -1);
+      assert_non_null (got);
       assert_string_equal (got, "got");
       int code;
       assert_int_equal (fb_launcher_child_wait (child, &code), 0);
@@ -204,7 +206,8 @@ test_signals_forwarded (void **state)
       plan.stdout_fd = p[1];
       FbLauncherChild *child = test_spawn (s, &plan);
       test_close_fd (s, p[1]);
-      g_autofree char *ready = test_read_line (p[0]);
+      g_autofree char *ready = test_read_line (p[0], -1);
+      assert_non_null (ready);
       assert_string_equal (ready, "ready");
       /* whether the shell or the sleep it execs gets it, the default
        * action kills the command */
@@ -267,7 +270,8 @@ test_daemon_does_not_outlive (void **state)
   test_close_fd (s, in[0]);
   test_close_fd (s, out[1]);
 
-  g_autofree char *ns = test_read_line (out[0]);
+  g_autofree char *ns = test_read_line (out[0], -1);
+  assert_non_null (ns);
   assert_true (g_str_has_prefix (ns, "pid:["));
   /* pid 1, the shell and the daemon (once it has forked) */
   g_autoptr (GArray) before = NULL;
@@ -331,7 +335,8 @@ test_supervisor_sigkill (void **state)
 
   pid_t outer;
   assert_int_equal (read (info[0], &outer, sizeof outer), sizeof outer);
-  g_autofree char *ns = test_read_line (out[0]);
+  g_autofree char *ns = test_read_line (out[0], -1);
+  assert_non_null (ns);
   assert_true (g_str_has_prefix (ns, "pid:["));
   /* pidfds before the kill: no pid can be reused under us.  A listing can
    * hold a process that is already gone by the time we open it (readlink,

@@ -7,12 +7,7 @@
 static int
 fusebox (TestState *s, char **ret_out, char **ret_err, ...)
 {
-  const char *bin = g_getenv ("FUSEBOX_BIN");
-  if (!bin)
-    {
-      fprintf (stderr, "FUSEBOX_BIN is not set: run with 'meson test'\n");
-      exit (77);
-    }
+  const char *bin = test_meson_bin ();
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_ptr_array_add (argv, (char *)bin);
   va_list ap;

@@ -109,35 +109,10 @@ test_escapes_denied (void **state)
 static void
 test_probes_discriminate (void **state)
 {
-  TestState *s = *state;
   if (geteuid () != 0)
-    {
-      fprintf (stderr, "skipped: becoming nobody on the host needs root\n");
-      skip ();
-    }
+    test_skip_test (false, "becoming nobody on the host needs root");
   g_autofree char *escape = test_fixture ("fb-escape");
-  int p[2];
-  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
-  test_keep_fd (s, p[0]);
-  test_keep_fd (s, p[1]);
-  pid_t pid = fork ();
-  assert_true (pid >= 0);
-  if (pid == 0)
-    {
-      dup2 (p[1], 1);
-      if (setgroups (0, NULL) < 0 || setresgid (65534, 65534, 65534) < 0 || setresuid (65534, 65534, 65534) < 0)
-        _exit (120);
-      execl (escape, escape, (char *)NULL);
-      _exit (121);
-    }
-  test_keep_pid (s, pid);
-  test_close_fd (s, p[1]);
-  g_autofree char *out = test_read_all (p[0]);
-  int status;
-  assert_int_equal (waitpid (pid, &status, 0), pid);
-  s->pids[0] = 0;
-  assert_true (WIFEXITED (status));
-  assert_int_equal (WEXITSTATUS (status), 0);
+  g_autofree char *out = test_run_as_nobody (escape);
   g_autoptr (JsonObject) o = test_parse_object (out);
 
   for (size_t i = 0; i < G_N_ELEMENTS (discriminating); i++)

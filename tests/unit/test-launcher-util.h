@@ -28,6 +28,7 @@
 #include <json-glib/json-glib.h>
 
 #include "launcher/launcher.h"
+#include "tests/lib/test-util.h"
 
 #define TEST_MAX 16
 
@@ -45,8 +46,7 @@ test_setup (void **state)
   TestState *s = g_new0 (TestState, 1);
   for (int i = 0; i < TEST_MAX; i++)
     s->fds[i] = -1;
-  s->tmpdir = g_dir_make_tmp ("fb-launcher-test-XXXXXX", NULL);
-  assert_non_null (s->tmpdir);
+  s->tmpdir = test_tmpdir ("fb-launcher-test");
   /* A root caller's sandbox is nobody on the host (docs/security.md,
    * "Identity"): the host-directory root shows it what "others" may see. */
   assert_int_equal (chmod (s->tmpdir, 0755), 0);
@@ -69,13 +69,8 @@ test_teardown (void **state)
       if (s->fds[i] >= 0)
         close (s->fds[i]);
     }
-  if (s->tmpdir)
-    {
-      g_autofree char *cmd = g_strdup_printf ("rm -rf '%s'", s->tmpdir);
-      if (system (cmd) != 0)
-        fprintf (stderr, "could not remove %s\n", s->tmpdir);
-      g_free (s->tmpdir);
-    }
+  test_rm_rf (s->tmpdir);
+  g_free (s->tmpdir);
   g_free (s);
   return 0;
 }
@@ -114,21 +109,6 @@ test_keep_pid (TestState *s, pid_t pid)
   fail_msg ("too many processes in one test");
 }
 
-static G_GNUC_UNUSED char *
-test_fixture (const char *name)
-{
-  const char *root = g_getenv ("FUSEBOX_BUILD_ROOT");
-  if (!root)
-    {
-      fprintf (stderr, "FUSEBOX_BUILD_ROOT is not set: run with 'meson test'\n");
-      exit (77);
-    }
-  char *path = g_build_filename (root, "fixtures", name, NULL);
-  if (access (path, X_OK) != 0)
-    fail_msg ("fixture %s is missing: build it with ninja", path);
-  return path;
-}
-
 /* A plan with the host's "/" as a read-only root. */
 static G_GNUC_UNUSED void
 test_plan (FbLauncherPlan *plan, const char *const *argv)
@@ -155,11 +135,7 @@ test_spawn_failed (int r)
   fclose (f);
   if (failures == 0)
     fail_msg ("fb_launcher_spawn: %s, although this host has what a sandbox needs", g_strerror (-r));
-  if (g_getenv ("FUSEBOX_TESTS_MUST_RUN"))
-    fail_msg ("FUSEBOX_TESTS_MUST_RUN=1 but this host can't make sandboxes (%s):\n%s", g_strerror (-r), out);
-  fprintf (stderr, "skipped: this host can't make sandboxes (%s):\n%s", g_strerror (-r), out);
-  free (out);
-  skip ();
+  test_skip_test (true, "this host can't make sandboxes (%s):\n%s", g_strerror (-r), out);
 }
 
 /* Spawn; register the child for teardown.  Returns the child. */
@@ -178,42 +154,6 @@ test_spawn (TestState *s, const FbLauncherPlan *plan)
       }
   fail_msg ("too many sandboxes in one test");
   return NULL;
-}
-
-/* Read FD to EOF. */
-static G_GNUC_UNUSED char *
-test_read_all (int fd)
-{
-  GString *out = g_string_new (NULL);
-  char buf[4096];
-  for (;;)
-    {
-      ssize_t n = read (fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      g_string_append_len (out, buf, n);
-    }
-  return g_string_free (out, FALSE);
-}
-
-/* Read one line (without "\n") from FD, byte by byte: the rest stays in the pipe. */
-static G_GNUC_UNUSED char *
-test_read_line (int fd)
-{
-  GString *out = g_string_new (NULL);
-  char c;
-  for (;;)
-    {
-      ssize_t n = read (fd, &c, 1);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0 || c == '\n')
-        break;
-      g_string_append_c (out, c);
-    }
-  return g_string_free (out, FALSE);
 }
 
 typedef struct
@@ -256,26 +196,4 @@ test_run (TestState *s, FbLauncherPlan *plan, TestRun *ret)
   ret->out = test_read_all (p[0]);
   test_close_fd (s, p[0]);
   assert_int_equal (fb_launcher_child_wait (child, &ret->exit_code), 0);
-}
-
-static G_GNUC_UNUSED JsonObject *
-test_parse_object (const char *text)
-{
-  g_autoptr (JsonParser) parser = json_parser_new ();
-  g_autoptr (GError) error = NULL;
-  if (!json_parser_load_from_data (parser, text, -1, &error))
-    fail_msg ("not JSON (%s): %s", error->message, text);
-  JsonNode *root = json_parser_get_root (parser);
-  if (!JSON_NODE_HOLDS_OBJECT (root))
-    fail_msg ("not a JSON object: %s", text);
-  return json_object_ref (json_node_get_object (root));
-}
-
-static G_GNUC_UNUSED char *
-test_own_ns (const char *name)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/self/ns/%s", name);
-  char *link = g_file_read_link (path, NULL);
-  assert_non_null (link);
-  return link;
 }
