@@ -30,7 +30,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include "tests/integration/test-serve-util.h"
+#include "tests/lib/test-serve.h"
 
 typedef struct
 {
@@ -137,13 +137,13 @@ raw_flush (Raw *r)
 }
 
 /* Wait for input (and for room to send while output is queued), then read
- * what there is.  False on EOF, an error or WAIT_LIMIT_S without progress. */
+ * what there is.  False on EOF, an error or TEST_WAIT_LIMIT_S without progress. */
 static bool
 raw_pump (Raw *r)
 {
   struct pollfd pfd = { r->fd, POLLIN | (r->out_sent < r->out->len ? POLLOUT : 0), 0 };
 
-  if (poll (&pfd, 1, WAIT_LIMIT_S * 1000) <= 0)
+  if (poll (&pfd, 1, TEST_WAIT_LIMIT_S * 1000) <= 0)
     return false;
   if ((pfd.revents & POLLOUT) && !raw_flush (r))
     return false;

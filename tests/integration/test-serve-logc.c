@@ -98,7 +98,7 @@ server_stop (TestServer *s)
   return test_server_stop (s);
 }
 
-/* --- clients: ws:// (test-serve-util.h) or unix: (newline-delimited) --------------- */
+/* --- clients: ws:// (tests/lib/test-serve.h) or unix: (newline-delimited) ------------ */
 
 typedef struct
 {
