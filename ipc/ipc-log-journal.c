@@ -11,17 +11,20 @@
  *
  * The file is the log; the journal is a copy, and never costs the file a
  * record or a moment:
- *  - The core flushes the file before this output, and nothing here blocks:
- *    the socket is non-blocking.  An entry the journal can't take yet (its
- *    queue is full: EAGAIN) waits in a bounded backlog
- *    (FB_LOG_JOURNAL_MAX_ENTRIES, FB_LOG_JOURNAL_MAX_BYTES) that the loop
- *    sends when the socket is writable again; past the bound a record is
- *    counted, not sent.
+ *  - write() only keeps a copy of the record's line (the core flushed the
+ *    file first); the loop's thread encodes it and sends it, so a FUSE
+ *    worker never encodes an entry nor makes a system call for the
+ *    journal.  The socket is non-blocking: an entry the journal can't take
+ *    yet (its queue is full: EAGAIN) waits, and the loop sends it when the
+ *    socket is writable again.  What waits is bounded
+ *    (FB_LOG_JOURNAL_MAX_ENTRIES, FB_LOG_JOURNAL_MAX_BYTES); past the bound
+ *    a record is counted, not sent.
  *  - A journal that is absent or refuses (ENOENT, ECONNREFUSED, EACCES,
  *    EMSGSIZE ...) is said once on standard error; the records it misses
  *    are counted, and the log ends with a "journal-incomplete" notice that
- *    counts them (ipc-log.c).  The loop tries to connect again at most once
- *    a second, when records come.
+ *    counts them (ipc-log.c).  While it is away, records are counted as
+ *    they come; the loop tries to connect again at most once a second,
+ *    when records come.
  *  - Values are exact and can't forge a field: names are fusebox's own
  *    (FUSEBOX_ and the record's member names); a value that holds a newline
  *    is written length-prefixed, so a file name with "\nFUSEBOX_DECISION=allow"
@@ -30,9 +33,9 @@
  *    escaped as `fusebox log` escapes.
  *
  * Threads and locks: write() and flush() run under the core's writer lock
- * on any thread and take lock (the socket, the backlog, the counts); only
- * the loop's thread connects, closes the socket and watches it.  The
- * encoding buffer is the writer lock's. */
+ * on any thread and take lock (what waits, the counts) for a moment; the
+ * loop's thread alone connects, encodes, sends, closes and watches the
+ * socket, and holds no lock while it encodes or sends. */
 #include "ipc/ipc-log-output.h"
 
 #include <errno.h>
@@ -60,23 +63,32 @@ typedef struct
   FbLogJournal *journal;
 } JournalSource;
 
+/* A record waiting for the journal: its line, and once encoded (a send
+ * that found the journal full) its entry. */
+typedef struct
+{
+  char *line;
+  gsize len;
+  GBytes *entry;
+} Waiting;
+
 struct FbLogJournal
 {
   FbLogOutput output;
   char *socket_path;
-  GString *scratch; /* the entry being encoded: the core's writer lock */
 
   /* The loop's thread only. */
   GSource *source;
   gpointer fd_tag;
   int watched_fd;
+  int fd;           /* connected, or -1 */
+  GString *scratch; /* the entry being encoded */
 
   GMutex lock;         /* everything below */
-  int fd;              /* connected, or -1 */
-  gboolean broken;     /* the journal went away: reconnect (loop) */
-  gint64 reconnect_at; /* monotonic */
+  gboolean gone;       /* no journal connected: records are counted as they come */
+  gint64 reconnect_at; /* monotonic: the loop's next try */
   gboolean wake_armed; /* the loop's source will run */
-  GQueue backlog;      /* GBytes*, oldest first */
+  GQueue backlog;      /* Waiting*, oldest first */
   gsize backlog_bytes;
   guint64 sent;
   guint64 not_sent;
@@ -84,6 +96,15 @@ struct FbLogJournal
   char *why;   /* that refusal, for people */
   gboolean finished;
 };
+
+static void
+waiting_free (Waiting *w)
+{
+  g_free (w->line);
+  if (w->entry != NULL)
+    g_bytes_unref (w->entry);
+  g_free (w);
+}
 
 /* --- the native protocol ------------------------------------------------- */
 
@@ -141,19 +162,28 @@ enum
   M_REPEAT_COUNT,
   M_N
 };
-static const char *const message_fields[M_N] = {
-  [M_NOTICE] = "FUSEBOX_NOTICE",
-  [M_DECISION] = "FUSEBOX_DECISION",
-  [M_OP] = "FUSEBOX_OP",
-  [M_PATH] = "FUSEBOX_PATH",
-  [M_TARGET] = "FUSEBOX_TARGET",
-  [M_COMM] = "FUSEBOX_COMM",
-  [M_PID] = "FUSEBOX_PID",
-  [M_SESSION] = "FUSEBOX_SESSION",
-  [M_ERROR] = "FUSEBOX_ERROR",
-  [M_WHY] = "FUSEBOX_WHY",
-  [M_REPEAT_COUNT] = "FUSEBOX_REPEAT_COUNT",
+#define FIELD(name)                                                                                                    \
+  {                                                                                                                    \
+    name, sizeof name - 1                                                                                              \
+  }
+static const struct
+{
+  const char *name;
+  gsize len;
+} message_fields[M_N] = {
+  [M_NOTICE] = FIELD ("FUSEBOX_NOTICE"),
+  [M_DECISION] = FIELD ("FUSEBOX_DECISION"),
+  [M_OP] = FIELD ("FUSEBOX_OP"),
+  [M_PATH] = FIELD ("FUSEBOX_PATH"),
+  [M_TARGET] = FIELD ("FUSEBOX_TARGET"),
+  [M_COMM] = FIELD ("FUSEBOX_COMM"),
+  [M_PID] = FIELD ("FUSEBOX_PID"),
+  [M_SESSION] = FIELD ("FUSEBOX_SESSION"),
+  [M_ERROR] = FIELD ("FUSEBOX_ERROR"),
+  [M_WHY] = FIELD ("FUSEBOX_WHY"),
+  [M_REPEAT_COUNT] = FIELD ("FUSEBOX_REPEAT_COUNT"),
 };
+#undef FIELD
 
 typedef struct
 {
@@ -283,7 +313,7 @@ add_field (Walk *w, const char *value, gsize len)
   if (!fb_journal_append_field (w->fields, w->name->str, value, len))
     return;
   for (guint i = 0; i < M_N; i++)
-    if (strcmp (w->name->str, message_fields[i]) == 0)
+    if (w->name->len == message_fields[i].len && memcmp (w->name->str, message_fields[i].name, w->name->len) == 0)
       {
         if (w->message[i] == NULL)
           w->message[i] = g_string_new (NULL);
@@ -534,14 +564,15 @@ refused (FbLogJournal *j, int err)
              j->why);
 }
 
+/* lock held */
 static void
 drop_backlog (FbLogJournal *j)
 {
-  GBytes *b;
+  Waiting *w;
 
-  while ((b = g_queue_pop_head (&j->backlog)) != NULL)
+  while ((w = g_queue_pop_head (&j->backlog)) != NULL)
     {
-      g_bytes_unref (b);
+      waiting_free (w);
       j->not_sent++;
     }
   j->backlog_bytes = 0;
@@ -603,90 +634,108 @@ fb_journal_send (int fd, const char *data, gsize len)
   return -errno;
 }
 
-/* Send what waits, oldest first, until the journal takes no more.  lock
- * held.  A journal gone (or never there) gets nothing: the backlog is
- * counted, and the loop tries again later. */
-static void
-send_backlog (FbLogJournal *j)
-{
-  GBytes *b;
-
-  if (j->fd < 0 || j->broken)
-    {
-      drop_backlog (j);
-      return;
-    }
-  while ((b = g_queue_peek_head (&j->backlog)) != NULL)
-    {
-      gsize len;
-      const char *data = g_bytes_get_data (b, &len);
-      int r = fb_journal_send (j->fd, data, len);
-
-      if (r == -EAGAIN || r == -ENOBUFS || r == -EINTR)
-        return; /* the loop sends the rest when the socket is writable */
-      g_queue_pop_head (&j->backlog);
-      j->backlog_bytes -= len;
-      g_bytes_unref (b);
-      if (r == 0)
-        {
-          j->sent++;
-          continue;
-        }
-      j->not_sent++;
-      refused (j, -r);
-      if (r == -ECONNREFUSED || r == -ENOTCONN || r == -ECONNRESET || r == -EPIPE || r == -ENOENT)
-        {
-          j->broken = TRUE;
-          drop_backlog (j);
-          return;
-        }
-    }
-}
-
-/* lock held */
-static void
-wake_loop (FbLogJournal *j)
-{
-  if (j->wake_armed || j->source == NULL)
-    return;
-  j->wake_armed = TRUE;
-  g_source_set_ready_time (j->source, 0);
-}
-
-/* The loop's thread, lock held: a new socket connected to the journal, or
- * fd -1 until the next try. */
+/* The loop's thread, no lock held: connect when there is no journal and
+ * it is time to try again. */
 static void
 reconnect (FbLogJournal *j)
 {
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  int fd, size = SNDBUF_SIZE;
+  int fd, size = SNDBUF_SIZE, err = 0;
 
   if (j->fd >= 0)
     close (j->fd);
   j->fd = -1;
-  j->broken = FALSE;
-  j->reconnect_at = g_get_monotonic_time () + RECONNECT_USEC;
   if (strlen (j->socket_path) >= sizeof sa.sun_path)
+    err = ENAMETOOLONG;
+  else
     {
-      refused (j, ENAMETOOLONG);
-      return;
+      strcpy (sa.sun_path, j->socket_path);
+      fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd < 0)
+        err = errno;
+      else
+        {
+          if (setsockopt (fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
+            (void)setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+          if (connect (fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+            {
+              err = errno;
+              close (fd);
+            }
+          else
+            j->fd = fd;
+        }
     }
-  strcpy (sa.sun_path, j->socket_path);
-  fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
+  g_mutex_lock (&j->lock);
+  j->gone = j->fd < 0;
+  j->reconnect_at = g_get_monotonic_time () + RECONNECT_USEC;
+  if (err != 0)
+    refused (j, err);
+  g_mutex_unlock (&j->lock);
+}
+
+/* The loop's thread, no lock held: send what waits, oldest first, until the
+ * journal takes no more.  Returns whether some still waits for room. */
+static gboolean
+send_backlog (FbLogJournal *j)
+{
+  for (;;)
     {
-      refused (j, errno);
-      return;
+      Waiting *w;
+      gsize len;
+      const char *data;
+      int r;
+
+      g_mutex_lock (&j->lock);
+      if (j->fd < 0 || j->gone)
+        {
+          drop_backlog (j);
+          g_mutex_unlock (&j->lock);
+          return FALSE;
+        }
+      w = g_queue_pop_head (&j->backlog);
+      if (w != NULL)
+        j->backlog_bytes -= w->len;
+      g_mutex_unlock (&j->lock);
+      if (w == NULL)
+        return FALSE;
+
+      if (w->entry == NULL)
+        {
+          g_string_truncate (j->scratch, 0);
+          if (!fb_journal_entry_from_record (j->scratch, w->line, w->len))
+            {
+              /* not the core's JSON: still an entry, the line as the message */
+              g_string_truncate (j->scratch, 0);
+              fb_journal_append_field (j->scratch, "MESSAGE", w->line, w->len);
+              fb_journal_append_field (j->scratch, "SYSLOG_IDENTIFIER", "fusebox", strlen ("fusebox"));
+            }
+          w->entry = g_bytes_new (j->scratch->str, j->scratch->len);
+        }
+      data = g_bytes_get_data (w->entry, &len);
+      r = fb_journal_send (j->fd, data, len);
+
+      g_mutex_lock (&j->lock);
+      if (r == -EAGAIN || r == -ENOBUFS || r == -EINTR)
+        {
+          /* the loop sends it when the socket is writable */
+          g_queue_push_head (&j->backlog, w);
+          j->backlog_bytes += w->len;
+          g_mutex_unlock (&j->lock);
+          return TRUE;
+        }
+      waiting_free (w);
+      if (r == 0)
+        j->sent++;
+      else
+        {
+          j->not_sent++;
+          refused (j, -r);
+          if (r == -ECONNREFUSED || r == -ENOTCONN || r == -ECONNRESET || r == -EPIPE || r == -ENOENT)
+            j->gone = TRUE; /* the loop connects again when it is time */
+        }
+      g_mutex_unlock (&j->lock);
     }
-  if (setsockopt (fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
-    (void)setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-  if (connect (fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-    {
-      refused (j, errno);
-      close (fd);
-      return;
-    }
-  j->fd = fd;
 }
 
 /* The loop's thread: connect again when due, send what waits, and watch
@@ -695,28 +744,26 @@ static gboolean
 journal_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
 {
   FbLogJournal *j = ((JournalSource *)source)->journal;
-  gboolean want_out;
-  int fd;
+  gboolean full, retry;
 
   g_source_set_ready_time (source, -1);
   g_mutex_lock (&j->lock);
   j->wake_armed = FALSE;
-  if ((j->fd < 0 || j->broken) && !j->finished && g_get_monotonic_time () >= j->reconnect_at)
-    reconnect (j);
-  send_backlog (j);
-  want_out = j->backlog.length > 0 && j->fd >= 0 && !j->broken;
-  fd = j->fd;
+  retry = j->gone && !j->finished && g_get_monotonic_time () >= j->reconnect_at && j->backlog.length > 0;
   g_mutex_unlock (&j->lock);
+  if (retry)
+    reconnect (j);
+  full = send_backlog (j);
 
-  if (j->watched_fd != fd)
+  if (j->watched_fd != j->fd)
     {
       if (j->fd_tag != NULL)
         g_source_remove_unix_fd (source, j->fd_tag);
-      j->fd_tag = fd >= 0 ? g_source_add_unix_fd (source, fd, 0) : NULL;
-      j->watched_fd = fd;
+      j->fd_tag = j->fd >= 0 ? g_source_add_unix_fd (source, j->fd, 0) : NULL;
+      j->watched_fd = j->fd;
     }
   if (j->fd_tag != NULL)
-    g_source_modify_unix_fd (source, j->fd_tag, want_out ? G_IO_OUT : 0);
+    g_source_modify_unix_fd (source, j->fd_tag, full ? G_IO_OUT : 0);
   return G_SOURCE_CONTINUE;
 }
 
@@ -730,88 +777,84 @@ static void
 journal_write (FbLogOutput *output, const FbLogLine *record)
 {
   FbLogJournal *j = container_of (output, FbLogJournal, output);
-  GBytes *entry;
+  Waiting *w;
 
-  g_string_truncate (j->scratch, 0);
-  if (!fb_journal_entry_from_record (j->scratch, record->line, record->len))
-    {
-      /* not the core's JSON: still an entry, the line as the message */
-      g_string_truncate (j->scratch, 0);
-      fb_journal_append_field (j->scratch, "MESSAGE", record->line, record->len);
-      fb_journal_append_field (j->scratch, "SYSLOG_IDENTIFIER", "fusebox", strlen ("fusebox"));
-    }
   g_mutex_lock (&j->lock);
   if (j->finished)
     j->not_sent++;
+  else if (j->gone && g_get_monotonic_time () < j->reconnect_at)
+    j->not_sent++; /* no journal, and not yet time to look again */
   else if (j->backlog.length >= FB_LOG_JOURNAL_MAX_ENTRIES ||
-           (j->backlog.length > 0 && j->backlog_bytes + j->scratch->len > FB_LOG_JOURNAL_MAX_BYTES))
+           (j->backlog.length > 0 && j->backlog_bytes + record->len > FB_LOG_JOURNAL_MAX_BYTES))
     {
       j->not_sent++;
       refused (j, EAGAIN);
     }
   else
     {
-      entry = g_bytes_new (j->scratch->str, j->scratch->len);
-      g_queue_push_tail (&j->backlog, entry);
-      j->backlog_bytes += j->scratch->len;
+      w = g_new0 (Waiting, 1);
+      w->line = g_strndup (record->line, record->len);
+      w->len = record->len;
+      g_queue_push_tail (&j->backlog, w);
+      j->backlog_bytes += w->len;
     }
   g_mutex_unlock (&j->lock);
 }
 
+/* Wake the loop, once per turn, when something waits for it. */
 static gboolean
 journal_flush (FbLogOutput *output)
 {
   FbLogJournal *j = container_of (output, FbLogJournal, output);
 
   g_mutex_lock (&j->lock);
-  if (j->backlog.length > 0)
+  if (j->backlog.length > 0 && !j->wake_armed && j->source != NULL)
     {
-      gboolean gone = j->fd < 0 || j->broken;
-
-      send_backlog (j);
-      /* full: the loop watches for room; gone: the loop connects again
-       * when it is time (the ready time is the loop's own clock) */
-      if (j->backlog.length > 0)
-        wake_loop (j);
-      else if (gone && !j->wake_armed && j->source != NULL)
-        {
-          j->wake_armed = TRUE;
-          g_source_set_ready_time (j->source, j->reconnect_at);
-        }
+      j->wake_armed = TRUE;
+      g_source_set_ready_time (j->source, 0);
     }
   g_mutex_unlock (&j->lock);
   return TRUE;
 }
 
+/* The loop's thread, at the end: every pusher has stopped. */
 guint64
 fb_log_journal_finish (FbLogJournal *j, char **ret_why)
 {
   guint64 not_sent;
+  gboolean finished;
 
   g_mutex_lock (&j->lock);
-  if (!j->finished)
+  finished = j->finished;
+  g_mutex_unlock (&j->lock);
+  if (!finished)
     {
       gint64 idle_since = g_get_monotonic_time ();
+      guint64 sent = 0;
 
-      for (;;)
+      gboolean retry;
+
+      g_mutex_lock (&j->lock);
+      retry = j->gone && j->backlog.length > 0;
+      g_mutex_unlock (&j->lock);
+      if (retry)
+        reconnect (j);
+      while (send_backlog (j))
         {
-          guint before = j->backlog.length;
-          struct pollfd pfd;
+          struct pollfd pfd = { .fd = j->fd, .events = POLLOUT };
 
-          send_backlog (j);
-          if (j->backlog.length == 0 || j->fd < 0 || j->broken)
-            break;
           /* bounded: a journal that takes nothing for FINISH_WAIT_MS gets
            * the rest counted instead of holding the end of the run */
-          if (j->backlog.length < before)
-            idle_since = g_get_monotonic_time ();
-          else if (g_get_monotonic_time () - idle_since >= FINISH_WAIT_MS * 1000)
-            break;
-          pfd = (struct pollfd){ .fd = j->fd, .events = POLLOUT };
-          g_mutex_unlock (&j->lock);
-          (void)poll (&pfd, 1, FINISH_WAIT_MS);
           g_mutex_lock (&j->lock);
+          if (j->sent > sent)
+            idle_since = g_get_monotonic_time ();
+          sent = j->sent;
+          g_mutex_unlock (&j->lock);
+          if (g_get_monotonic_time () - idle_since >= FINISH_WAIT_MS * 1000)
+            break;
+          (void)poll (&pfd, 1, FINISH_WAIT_MS);
         }
+      g_mutex_lock (&j->lock);
       if (j->backlog.length > 0)
         refused (j, EAGAIN);
       drop_backlog (j);
@@ -820,7 +863,9 @@ fb_log_journal_finish (FbLogJournal *j, char **ret_why)
         g_warning ("access log: the systemd journal missed %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
                    " records, because %s; the log file has every one",
                    j->not_sent, j->not_sent + j->sent, j->why != NULL ? j->why : "it refused them");
+      g_mutex_unlock (&j->lock);
     }
+  g_mutex_lock (&j->lock);
   not_sent = j->not_sent;
   if (ret_why != NULL)
     *ret_why = g_strdup (j->why);
@@ -839,15 +884,15 @@ journal_close (FbLogOutput *output, GError **error)
   fb_log_journal_finish (j, NULL);
   g_mutex_lock (&j->lock);
   source = g_steal_pointer (&j->source);
-  if (j->fd >= 0)
-    close (j->fd);
-  j->fd = -1;
   g_mutex_unlock (&j->lock);
   if (source != NULL)
     {
       g_source_destroy (source);
       g_source_unref (source);
     }
+  if (j->fd >= 0)
+    close (j->fd);
+  j->fd = -1;
   return TRUE;
 }
 
@@ -857,7 +902,7 @@ journal_free (FbLogOutput *output)
   FbLogJournal *j = container_of (output, FbLogJournal, output);
 
   journal_close (output, NULL);
-  g_queue_clear_full (&j->backlog, (GDestroyNotify)g_bytes_unref);
+  g_queue_clear_full (&j->backlog, (GDestroyNotify)waiting_free);
   g_string_free (j->scratch, TRUE);
   g_mutex_clear (&j->lock);
   g_free (j->socket_path);
@@ -884,17 +929,12 @@ fb_log_journal_new (const char *socket_path, GMainContext *context)
   j->watched_fd = -1;
   g_mutex_init (&j->lock);
   g_queue_init (&j->backlog);
+  /* now, so that an absent journal is said before the first record */
+  reconnect (j);
   j->source = g_source_new (&journal_source_funcs, sizeof (JournalSource));
   ((JournalSource *)j->source)->journal = j;
   g_source_set_name (j->source, "fusebox access log journal");
   g_source_attach (j->source, context);
-  /* now, so that an absent journal is said before the first record */
-  g_mutex_lock (&j->lock);
-  reconnect (j);
-  g_mutex_unlock (&j->lock);
-  /* the loop watches the socket */
-  g_source_set_ready_time (j->source, 0);
-  j->wake_armed = TRUE;
   return j;
 }
 

@@ -22,7 +22,8 @@
  * stays bounded.
  *
  * Locks: lock (every field below it) is taken after the core's writer lock
- * or alone; no callback runs under it. */
+ * or alone; no callback runs under it.  A log no one listens to takes it
+ * for no record: three counters mirror what the pushers need to know. */
 #include "ipc/ipc-log-output.h"
 
 #include <string.h>
@@ -53,6 +54,11 @@ struct FbLogSubscribers
   FbLogOutput output;
   GSource *source;     /* wakes the loop to deliver */
   gboolean delivering; /* loop thread only: a callback that pushes does not deliver again */
+  /* Read without the lock, so that a log no one listens to pays nothing
+   * here; written under it. */
+  gint listening; /* atomic: subscribers */
+  gint waiting;   /* atomic: lines pending */
+  gint over;      /* atomic: pending past the bound */
 
   GMutex lock;
   GCond room;
@@ -70,12 +76,24 @@ pending_free (Pending *p)
   g_free (p);
 }
 
+/* lock held */
+static void
+update_counts (FbLogSubscribers *subs)
+{
+  g_atomic_int_set (&subs->listening, (gint)subs->subscribers->len);
+  g_atomic_int_set (&subs->waiting, (gint)subs->pending.length);
+  g_atomic_int_set (&subs->over, subs->pending.length > FB_LOG_SUBSCRIBERS_MAX_LINES ||
+                                   subs->pending_bytes > FB_LOG_SUBSCRIBERS_MAX_BYTES);
+}
+
 static void
 subs_write (FbLogOutput *output, const FbLogLine *record)
 {
   FbLogSubscribers *subs = container_of (output, FbLogSubscribers, output);
   Pending *p;
 
+  if (!g_atomic_int_get (&subs->listening))
+    return;
   g_mutex_lock (&subs->lock);
   if (subs->subscribers->len > 0 && !subs->closed)
     {
@@ -85,6 +103,7 @@ subs_write (FbLogOutput *output, const FbLogLine *record)
       p->last_id = subs->next_id;
       g_queue_push_tail (&subs->pending, p);
       subs->pending_bytes += p->len;
+      update_counts (subs);
     }
   g_mutex_unlock (&subs->lock);
 }
@@ -93,13 +112,9 @@ static gboolean
 subs_flush (FbLogOutput *output)
 {
   FbLogSubscribers *subs = container_of (output, FbLogSubscribers, output);
-  gboolean waiting;
 
-  g_mutex_lock (&subs->lock);
-  waiting = subs->pending.length > 0;
-  g_mutex_unlock (&subs->lock);
   /* thread-safe, and wakes the loop */
-  if (waiting && subs->source != NULL)
+  if (g_atomic_int_get (&subs->waiting) > 0 && subs->source != NULL)
     g_source_set_ready_time (subs->source, 0);
   return TRUE;
 }
@@ -133,6 +148,7 @@ fb_log_subscribers_deliver (FbLogSubscribers *subs)
       if (p != NULL)
         {
           subs->pending_bytes -= p->len;
+          update_counts (subs);
           g_cond_broadcast (&subs->room);
           for (guint i = 0; i < subs->subscribers->len; i++)
             {
@@ -165,6 +181,8 @@ fb_log_subscribers_deliver (FbLogSubscribers *subs)
 void
 fb_log_subscribers_wait_room (FbLogSubscribers *subs)
 {
+  if (!g_atomic_int_get (&subs->over))
+    return;
   g_mutex_lock (&subs->lock);
   while ((subs->pending.length > FB_LOG_SUBSCRIBERS_MAX_LINES || subs->pending_bytes > FB_LOG_SUBSCRIBERS_MAX_BYTES) &&
          !subs->closed)
@@ -260,6 +278,7 @@ fb_log_subscribers_add (FbLogSubscribers *subs, FbAccessLogFunc func, gpointer u
   g_mutex_lock (&subs->lock);
   s.id = ++subs->next_id;
   g_array_append_val (subs->subscribers, s);
+  update_counts (subs);
   g_mutex_unlock (&subs->lock);
   return s.id;
 }
@@ -284,6 +303,7 @@ fb_log_subscribers_remove (FbLogSubscribers *subs, guint id)
       subs->pending_bytes = 0;
       g_cond_broadcast (&subs->room);
     }
+  update_counts (subs);
   g_mutex_unlock (&subs->lock);
   /* Outside the lock: a destroy notify may do anything. */
   if (found.destroy != NULL)
