@@ -168,12 +168,17 @@ resolve_workspace (const char *dir)
  * end of a pipe whose write end only the daemon holds (close-on-exec, so
  * fusermount3 and every other program the daemon starts lacks it).  The
  * daemon writes 'M' once mounted; the watcher notes the device number of
- * the FUSE mount then on top of the mount point.  EOF means the daemon has
- * ended, however it ended: if that same mount is still there, the watcher
- * detaches it (umount2 MNT_DETACH, or `fusermount3 -u -z` without the
- * privilege).  A normal stop has unmounted already; the watcher just
- * exits.  It leaves the terminal's process group and ignores the stop
- * signals, so that a Ctrl-C meant for the daemon can't take it first. */
+ * the FUSE mount then on top of the mount point.  A daemon that ends its
+ * session writes 'U' once its mount is gone (it unmounted, or someone did):
+ * the watcher then touches nothing.  EOF without it means the daemon died:
+ * if that same mount is still there, the watcher detaches it (umount2
+ * MNT_DETACH, or `fusermount3 -u -z` without the privilege).  Not EOF
+ * alone, as it was: a watcher slow to see its daemon end (a loaded host)
+ * found the next `fusebox mount` at the same path with the same device
+ * number (the kernel hands the freed number to the next mount) and
+ * detached it.  It leaves the terminal's process group and ignores the
+ * stop signals, so that a Ctrl-C meant for the daemon can't take it
+ * first. */
 
 /* Undo mountinfo's octal escapes (\040 for a space...) in place. */
 static void
@@ -284,9 +289,13 @@ watcher_main (int fd, const char *mountpoint, const char *errlog)
   if (dev == 0)
     _exit (0);
   do
-    n = read (3, &c, 1);
+    {
+      n = read (3, &c, 1);
+      if (n == 1 && c == 'U')
+        _exit (0); /* its mount is gone; what is there now is someone else's */
+    }
   while (n > 0 || (n < 0 && errno == EINTR));
-  /* The daemon has ended.  Only the mount it made, if it is still there
+  /* The daemon died.  Only the mount it made, if it is still there
    * (fusermount3 may have unmounted it already). */
   if (fuse_mount_at (mountpoint) == dev)
     watcher_unmount (mountpoint, dev);
@@ -554,7 +563,10 @@ run_daemon (const MountArgs *a, int ready_fd)
           status = FB_EXIT_FAILURE;
         }
     }
+  /* Frees the session, unmounting our mount if it is still there. */
   g_clear_pointer (&d.serving, fb_run_fuse_free);
+  if (a->watch_fd >= 0)
+    (void)!write (a->watch_fd, "U", 1); /* to the unmount watcher: no mount of ours is left */
   g_clear_pointer (&d.view, fb_view_unref);
   if (!fb_cmd_close_run_log (a->run, "mount", "the mount"))
     status = FB_EXIT_FAILURE;

@@ -1,18 +1,25 @@
-/* fusebox — a stopping `fusebox mount` aborts its own FUSE connection and
- * no other.
+/* fusebox — a stopping `fusebox mount` ends its own FUSE connection and
+ * mount, never the next one to get its number.
  *
- * The kernel names a FUSE connection (/sys/fs/fuse/connections/N) by its
- * superblock's anonymous device number, and hands that number to the next
- * mount (of any filesystem) as soon as the old superblock is gone.  A
- * daemon told to stop unmounts lazily and, unless its workers have seen
- * the connection end, aborts it after a grace period (and at once at a
- * second signal).  Here its workers can't see the end: the test stops them
- * with ptrace, so the daemon's abort comes after its connection is gone,
- * while a FUSE mount the test made (served by nobody: a /dev/fuse
+ * The kernel names a FUSE connection (/sys/fs/fuse/connections/N) and its
+ * mount (st_dev 0:N) by the superblock's anonymous device number, and
+ * hands that number to the next mount (of any filesystem) as soon as the
+ * old superblock is gone.
+ *
+ * The abort: a daemon told to stop unmounts lazily and, unless its workers
+ * have seen the connection end, aborts it after a grace period (and at once
+ * at a second signal).  Here its workers can't see the end: the test stops
+ * them with ptrace, so the daemon's abort comes after its connection is
+ * gone, while a FUSE mount the test made (served by nobody: a /dev/fuse
  * descriptor it only reads) holds the number.  That mount must stay
- * connected: its descriptor reads EAGAIN, not ECONNABORTED.  On a busy
- * host the other mount is another sandbox's, cut off mid-run ("fuse:
- * reading device: Software caused connection abort"). */
+ * connected: its descriptor reads EAGAIN, not the end of its connection.
+ * On a busy host the other mount is another sandbox's, cut off mid-run.
+ *
+ * The unmount watcher: the small process that detaches the mount of a
+ * daemon that died (launcher-cmd-mount.c).  Held stopped while its daemon
+ * is unmounted and ends, then let go once the next `fusebox mount` at the
+ * same path has the same number, it must leave that mount alone (a restart
+ * at the same mount point, on a loaded host). */
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -27,6 +34,9 @@ static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
 
 /* FUSE mounts the test makes until one gets the number back. */
 #define OTHERS_MAX 16
+
+/* The watcher the test holds stopped (let go at teardown). */
+static pid_t stopped_watcher;
 
 /* The daemon's FUSE threads the test holds stopped (thawed at teardown,
  * also when the test failed). */
@@ -60,14 +70,21 @@ mount_minor (const char *path)
   return found;
 }
 
-/* The test's own mount namespace (nothing it mounts reaches the host),
- * with fusectl at CONNECTIONS as most hosts have it (systemd mounts it):
- * the daemons the test starts inherit it. */
+/* The test's own mount namespace: nothing it mounts reaches the host, and
+ * the daemons it starts inherit it. */
 static void
-private_fusectl (void)
+private_namespace (void)
 {
   if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     fail_msg ("a private mount namespace: %s", g_strerror (errno));
+}
+
+/* ... with fusectl at CONNECTIONS, as most hosts have it (systemd mounts
+ * it). */
+static void
+private_fusectl (void)
+{
+  private_namespace ();
   if (!g_file_test (CONNECTIONS "/.", G_FILE_TEST_IS_DIR))
     test_skip_test (false, CONNECTIONS " is missing (no fuse module in sysfs?)");
   if (mount ("fusectl", CONNECTIONS, "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 && errno != EBUSY)
@@ -137,6 +154,22 @@ mount_other (const char *path)
   return mount_minor (path);
 }
 
+/* FUSE mounts of our own until one gets number N: each takes the lowest
+ * free one.  Its index, or -1 when another mount on the host took N first
+ * (the last number got in *RET_GOT). */
+static int
+take_number (MFx *fx, unsigned n, unsigned *ret_got)
+{
+  while (n_others < OTHERS_MAX)
+    {
+      g_autofree char *path = g_strdup_printf ("%s/other%u", fx->tmp, n_others);
+      *ret_got = mount_other (path);
+      if (*ret_got == n)
+        return (int)n_others - 1;
+    }
+  return -1;
+}
+
 /* What a read of FD (a FUSE connection's descriptor) says: 0 when there is
  * nothing to read (connected), else the errno. */
 static int
@@ -183,13 +216,7 @@ test_abort_reaches_only_its_own (void **state)
   /* The next FUSE mount gets the lowest free number: N, unless another
    * mount on the host takes it first, or a lower one is free (then that
    * mount is kept and the next one tried). */
-  while (taken < 0 && n_others < OTHERS_MAX)
-    {
-      g_autofree char *path = g_strdup_printf ("%s/other%u", fx->tmp, n_others);
-      got = mount_other (path);
-      if (got == n)
-        taken = (int)n_others - 1;
-    }
+  taken = take_number (fx, n, &got);
   if (taken < 0)
     test_skip_test (false,
                     "another mount on the host took connection number %u first (the last of %u FUSE mounts got %u)", n,
@@ -206,15 +233,92 @@ test_abort_reaches_only_its_own (void **state)
   MFX_PASS ();
 }
 
+/* The unmount watcher of the daemon PID: its child named
+ * fusebox-unmount; 0 when there is none. */
+static pid_t
+find_watcher (pid_t daemon)
+{
+  g_autoptr (GDir) dir = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  assert_non_null (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/%s/stat", name);
+      g_autofree char *text = g_ascii_isdigit (name[0]) ? test_read_file (path) : NULL;
+      const char *close_paren = text != NULL ? strrchr (text, ')') : NULL;
+      int ppid;
+
+      /* "PID (COMM) STATE PPID ..." */
+      if (close_paren != NULL && strstr (text, "(fusebox-unmount)") != NULL &&
+          sscanf (close_paren + 1, " %*c %d", &ppid) == 1 && ppid == daemon)
+        return (pid_t)atoi (name);
+    }
+  return 0;
+}
+
+static void
+test_watcher_leaves_next_mount (void **state)
+{
+  struct stat st;
+  unsigned n, got = 0;
+  pid_t watcher = 0;
+  int taken = -1;
+
+  MFX_BEGIN (state);
+  private_namespace ();
+  mfx_mount (fx, policy_text, NULL);
+  assert_int_equal (stat (fx->mnt, &st), 0);
+  n = mount_minor (fx->mnt);
+  assert_true (n != 0);
+  if (!TEST_WAIT_FOR ((watcher = find_watcher (fx->daemon)) > 0, 10000))
+    fail_msg ("the daemon %d has no unmount watcher (a child named fusebox-unmount)", (int)fx->daemon);
+  assert_int_equal (kill (watcher, SIGSTOP), 0);
+  stopped_watcher = watcher;
+
+  /* Unmounted, and the daemon ended: the number is free.  The lower free
+   * ones go to mounts of our own, N to the next `fusebox mount` here. */
+  mfx_unmount (fx);
+  for (guint attempt = 0; attempt < 5 && mount_minor (fx->mnt) != n; attempt++)
+    {
+      mfx_unmount (fx); /* a mount that missed N (someone took it meanwhile) */
+      taken = take_number (fx, n, &got);
+      if (taken < 0)
+        break;
+      assert_int_equal (umount2 (other_path[taken], MNT_DETACH), 0);
+      g_clear_pointer (&other_path[taken], g_free);
+      mfx_mount (fx, policy_text, NULL);
+    }
+  if (mount_minor (fx->mnt) != n)
+    test_skip_test (false, "other mounts on the host kept taking device number 0:%u first", n);
+
+  /* The first daemon's watcher sees its daemon gone, and a mount at its
+   * path with its number: it must know that this one is not its own. */
+  assert_int_equal (kill (watcher, SIGCONT), 0);
+  stopped_watcher = 0;
+  if (!TEST_WAIT_FOR (!test_pid_alive (watcher), 10000))
+    fail_msg ("the first daemon's unmount watcher %d did not end", (int)watcher);
+  if (!test_is_mounted (fx->mnt) || stat (fx->mnt, &st) < 0)
+    fail_msg ("the first daemon's unmount watcher detached the next mount at %s (device 0:%u, the first one's "
+              "number)",
+              fx->mnt, n);
+  MFX_PASS ();
+}
+
 static int
 teardown (void **state)
 {
   thaw ();
+  if (stopped_watcher > 0)
+    kill (stopped_watcher, SIGCONT);
+  stopped_watcher = 0;
   for (guint i = 0; i < n_others; i++)
     {
-      umount2 (other_path[i], MNT_DETACH);
+      if (other_path[i] != NULL)
+        umount2 (other_path[i], MNT_DETACH);
       close (other_fd[i]);
       g_free (other_path[i]);
+      other_path[i] = NULL;
     }
   n_others = 0;
   return mfx_teardown (state);
@@ -225,6 +329,7 @@ main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_abort_reaches_only_its_own, mfx_setup, teardown),
+    cmocka_unit_test_setup_teardown (test_watcher_leaves_next_mount, mfx_setup, teardown),
   };
 
   return MFX_MAIN (tests);
