@@ -11,11 +11,16 @@
  *    has every record, the last one counting what the journal missed.
  *  - A journal that takes nothing (a socket no one reads, its queue full):
  *    the same, and what did reach the socket is whole and in order.
+ *  - `fusebox mount --log-journal` and `fusebox serve --log-journal` send
+ *    their records too (a write through the mount, and a client's
+ *    fs/writeFile and refused fs/readFile).
  *
  * The probe is this program inside the sandbox (`--probe MODE ...`). */
 #include "test-run-util.h"
 
 #include "tests/lib/test-journal.h"
+#include "tests/lib/test-mount.h"
+#include "tests/lib/test-serve.h"
 
 /* ---- inside the sandbox ---- */
 
@@ -368,6 +373,125 @@ test_journal_full (void **state)
   RFX_PASS ();
 }
 
+/* The socket's entries so far (a few: fewer than its queue holds), each
+ * checked against its record of LOG_TEXT, in order. */
+static void
+check_socket_has_log (int fd, const char *log_text)
+{
+  g_auto (GStrv) lines = g_strsplit (log_text, "\n", -1);
+  guint n = 0;
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autoptr (JsonObject) o = NULL;
+      g_autofree char *why = NULL;
+      g_autofree char *check = NULL;
+      g_autoptr (GBytes) data = NULL;
+      g_autoptr (GPtrArray) entry = NULL;
+
+      if (lines[i][0] == '\0')
+        continue;
+      o = rfx_parse_object (lines[i]);
+      data = test_journal_recv (fd, 5000, &why);
+      if (data == NULL)
+        fail_msg ("record %u has no journal entry: %s", n + 1, why != NULL ? why : "nothing arrived");
+      entry = test_journal_parse (g_bytes_get_data (data, NULL), g_bytes_get_size (data), &why);
+      if (entry == NULL)
+        fail_msg ("a malformed entry: %s", why);
+      check = test_journal_check_record (entry, o);
+      if (check != NULL)
+        fail_msg ("record %u: %s", n + 1, check);
+      n++;
+    }
+  assert_true (n > 0);
+  {
+    g_autofree char *why = NULL;
+    g_autoptr (GBytes) more = test_journal_recv (fd, 0, &why);
+    assert_null (more); /* one entry per record */
+  }
+}
+
+static const char mount_policy[] = "{ \"version\": 1, \"rules\": [\n"
+                                   "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+                                   "  { \"path\": \"@H@\", \"access\": \"write\", \"why\": \"the tree\" } ] }\n";
+
+static void
+test_mount (void **state)
+{
+  MFX_BEGIN (state);
+  g_autofree char *socket = g_build_filename (fx->tmp, "journal.socket", NULL);
+  g_autofree char *through = NULL;
+  g_autofree char *log = NULL;
+  int fd = test_journal_bind (socket);
+
+  if (fd < 0)
+    fail_msg ("binding %s: %s", socket, g_strerror (-fd));
+  g_setenv ("FUSEBOX_JOURNAL_SOCKET", socket, TRUE);
+  mfx_mkdir (fx, "/d");
+  mfx_mount (fx, mount_policy, "--log-journal", "--log-level", "mutations", NULL);
+  through = mfx_m (fx, "/d/new.txt");
+  rfx_write (through, "written through the mount\n", 0644);
+  mfx_unmount (fx);
+  g_unsetenv ("FUSEBOX_JOURNAL_SOCKET");
+  log = mfx_log (fx);
+  assert_non_null (strstr (log, "new.txt"));
+  check_socket_has_log (fd, log);
+  close (fd);
+  MFX_PASS ();
+}
+
+static void
+test_serve (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *socket = g_build_filename (fx->tmp, "journal.socket", NULL);
+  g_autofree char *log_path = g_build_filename (fx->tmp, "serve.jsonl", NULL);
+  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+  g_autofree char *file = g_build_filename (fx->ws, "from-client.txt", NULL);
+  g_autofree char *policy = write_policy (fx, secret, FALSE);
+  g_autofree char *secret_json = test_json_quote (secret);
+  g_autofree char *file_json = test_json_quote (file);
+  g_autofree char *params = NULL;
+  g_autofree char *log = NULL;
+  const char *args[] = { "--policy", policy,        "--workspace", fx->ws,          "--log",
+                         log_path,   "--log-level", "mutations",   "--log-journal", NULL };
+  TestServer *server;
+  TestClient *c;
+  int fd = test_journal_bind (socket);
+
+  if (fd < 0)
+    fail_msg ("binding %s: %s", socket, g_strerror (-fd));
+  rfx_write (secret, "stand-in credentials\n", 0644);
+  rfx_assert_host_readable (secret);
+  g_setenv ("FUSEBOX_JOURNAL_SOCKET", socket, TRUE);
+  server = test_server_start (fx->tmp, args);
+  g_unsetenv ("FUSEBOX_JOURNAL_SOCKET");
+  fx->repro = g_strdup (server->command);
+  if (!g_str_has_prefix (server->url, "ws://"))
+    fail_msg ("the server did not start: %s", server->command);
+  c = test_client_open (server->url);
+  params = g_strdup_printf ("{\"path\":%s,\"dataBase64\":\"aGk=\"}", file_json);
+  {
+    g_autoptr (JsonNode) r = test_client_call (c, "fs/writeFile", params);
+    if (test_answer_result (r) == NULL)
+      fail_msg ("fs/writeFile: %s", test_answer_error_message (r));
+  }
+  g_free (params);
+  params = g_strdup_printf ("{\"path\":%s}", secret_json);
+  {
+    g_autoptr (JsonNode) r = test_client_call (c, "fs/readFile", params);
+    assert_null (test_answer_result (r));
+  }
+  test_client_free (c);
+  test_server_stop (server);
+  log = rfx_file (log_path);
+  assert_non_null (log);
+  assert_non_null (strstr (log, "\"decision\":\"deny\""));
+  check_socket_has_log (fd, log);
+  close (fd);
+  RFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -376,6 +500,8 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_policy_asks, rfx_setup, rfx_teardown),
     cmocka_unit_test_setup_teardown (test_journal_absent, rfx_setup, rfx_teardown),
     cmocka_unit_test_setup_teardown (test_journal_full, rfx_setup, rfx_teardown),
+    MFX_TEST (test_mount),
+    cmocka_unit_test_setup_teardown (test_serve, rfx_setup, rfx_teardown),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
