@@ -231,9 +231,9 @@ on_ws_incoming (GSocketService *service, GSocketConnection *connection, GObject 
 }
 
 static bool
-token_equal (const char *a, const char *b)
+token_equal (const char *a, gsize la, const char *b)
 {
-  gsize la = strlen (a), lb = strlen (b);
+  gsize lb = strlen (b);
   unsigned char diff = la != lb;
 
   /* Constant time in the length of the presented token. */
@@ -242,20 +242,50 @@ token_equal (const char *a, const char *b)
   return diff == 0;
 }
 
-/* The request carries the token: as `Authorization: Bearer TOKEN`, or as
- * the query parameter token=TOKEN (QUERY, decoded; may be NULL). */
+/* The query's token=TOKEN matches: read from the raw query, because the
+ * table libsoup decodes into C strings would cut `TOKEN%00junk` at the NUL
+ * and keep only the last of two tokens.  A token given twice, or one that
+ * decodes to a NUL, matches nothing. */
 static bool
-has_token (FbRpcListener *l, SoupMessageHeaders *h, GHashTable *query)
+query_token_equal (GUri *uri, const char *token)
+{
+  const char *query = uri != NULL ? g_uri_get_query (uri) : NULL;
+  g_auto (GStrv) params = NULL;
+  guint found = 0;
+  bool ok = false;
+
+  if (query == NULL)
+    return false;
+  params = g_strsplit (query, "&", -1);
+  for (char **p = params; *p != NULL; p++)
+    {
+      const char *eq = strchr (*p, '=');
+      g_autoptr (GBytes) name = g_uri_unescape_bytes (*p, eq != NULL ? eq - *p : -1, NULL, NULL);
+      g_autoptr (GBytes) value = NULL;
+      gsize n = 0;
+      const char *v;
+
+      if (name == NULL || g_bytes_get_size (name) != 5 || memcmp (g_bytes_get_data (name, NULL), "token", 5) != 0)
+        continue;
+      found++;
+      value = eq != NULL ? g_uri_unescape_bytes (eq + 1, -1, NULL, NULL) : NULL;
+      v = value != NULL ? g_bytes_get_data (value, &n) : NULL;
+      ok = v != NULL && memchr (v, '\0', n) == NULL && token_equal (v, n, token);
+    }
+  return found == 1 && ok;
+}
+
+/* The request carries the token: as `Authorization: Bearer TOKEN`, or as
+ * the query parameter token=TOKEN of URI. */
+static bool
+has_token (FbRpcListener *l, SoupMessageHeaders *h, GUri *uri)
 {
   const char *auth = soup_message_headers_get_one (h, "Authorization");
-  const char *q = query != NULL ? g_hash_table_lookup (query, "token") : NULL;
   bool ok = false;
 
   if (auth != NULL && g_ascii_strncasecmp (auth, "Bearer ", 7) == 0)
-    ok = token_equal (auth + 7, l->token);
-  if (q != NULL)
-    ok = token_equal (q, l->token) || ok;
-  return ok;
+    ok = token_equal (auth + 7, strlen (auth + 7), l->token);
+  return query_token_equal (uri, l->token) || ok;
 }
 
 /* Before the body and the handshake: refuse browsers and, when a token is
@@ -276,7 +306,7 @@ early_handler (SoupServer *server, SoupServerMessage *msg, const char *path, GHa
       soup_server_message_set_response (msg, "text/plain", SOUP_MEMORY_STATIC, "browser origins are not allowed\n", 32);
       return;
     }
-  if (l->token != NULL && !has_token (l, h, query))
+  if (l->token != NULL && !has_token (l, h, soup_server_message_get_uri (msg)))
     {
       static const char why[] = "this server wants its token: use the URL `fusebox serve` printed (with "
                                 "?token=), or send Authorization: Bearer TOKEN\n";

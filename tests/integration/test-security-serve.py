@@ -246,7 +246,13 @@ async def t_token_required(tmp):
                              (srv.bare, {"Authorization": "Bearer " + wrong}),
                              (srv.bare, {"Authorization": "Basic " + srv.token}),
                              (srv.bare + "/?token=" + srv.token[:-1], {}),
-                             (srv.bare + "/?tok=" + srv.token, {})]:
+                             (srv.bare + "/?tok=" + srv.token, {}),
+                             # The right token with more behind a NUL, or
+                             # given twice: never a match.
+                             (srv.bare + "/?token=" + srv.token + "%00", {}),
+                             (srv.bare + "/?token=" + srv.token + "%00junk", {}),
+                             (srv.bare + "/?token=" + wrong + "&token=" + srv.token, {}),
+                             (srv.bare + "/?token=" + srv.token + "&token=" + srv.token, {})]:
             status = await http_status(url, headers)
             assert status == 401, "%s %s: %s, not 401" % (url, headers, status)
         assert plain_get(srv.port, "/readyz") == 401
