@@ -593,25 +593,17 @@ test_report_usage (void **state)
   expect_in (&m, m.err, missing);
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_log_people, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_color, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_json_passthrough, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_filters, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_usage_errors, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_missing, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_truncated_and_gap, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_rotated_run_dir, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_run_id_and_latest, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_log_follow_rotation, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_report_text, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_report_json, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_report_damaged, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_report_usage, setup, teardown),
-  };
-
-  return TEST_RUN_GROUP (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_log_people, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_color, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_json_passthrough, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_filters, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_usage_errors, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_missing, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_truncated_and_gap, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_rotated_run_dir, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_run_id_and_latest, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_log_follow_rotation, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_report_text, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_report_json, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_report_damaged, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_report_usage, setup, teardown))

@@ -519,15 +519,5 @@ test_report_written (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_table),
-    MFX_TEST (test_default_private),
-    MFX_TEST (test_refused_lookup),
-    MFX_TEST (test_report_written),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_table), MFX_TEST (test_default_private), MFX_TEST (test_refused_lookup),
+                 MFX_TEST (test_report_written))

@@ -537,23 +537,7 @@ test_unprivileged_run (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_append),
-    MFX_TEST (test_rewrite_in_place),
-    MFX_TEST (test_truncate),
-    MFX_TEST (test_replace_by_rename),
-    MFX_TEST (test_create_missing),
-    MFX_TEST (test_create_missing_lost),
-    MFX_TEST (test_absence_kept),
-    MFX_TEST (test_remove),
-    MFX_TEST (test_fallback_short),
-    MFX_TEST (test_mode_coherent),
-    MFX_TEST (test_outside_no_events),
-    MFX_TEST (test_unprivileged_run),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_append), MFX_TEST (test_rewrite_in_place), MFX_TEST (test_truncate),
+                 MFX_TEST (test_replace_by_rename), MFX_TEST (test_create_missing), MFX_TEST (test_create_missing_lost),
+                 MFX_TEST (test_absence_kept), MFX_TEST (test_remove), MFX_TEST (test_fallback_short),
+                 MFX_TEST (test_mode_coherent), MFX_TEST (test_outside_no_events), MFX_TEST (test_unprivileged_run))

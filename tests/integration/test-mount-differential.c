@@ -1570,14 +1570,6 @@ test_protected (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_differential, mfx_setup, diff_teardown),
-    cmocka_unit_test_setup_teardown (test_differential_cached, mfx_setup, diff_teardown),
-    cmocka_unit_test_setup_teardown (test_protected, mfx_setup, diff_teardown),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (cmocka_unit_test_setup_teardown (test_differential, mfx_setup, diff_teardown),
+                 cmocka_unit_test_setup_teardown (test_differential_cached, mfx_setup, diff_teardown),
+                 cmocka_unit_test_setup_teardown (test_protected, mfx_setup, diff_teardown))

@@ -666,15 +666,7 @@ test_root_daemon_refusals (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_symlinks_lead_nowhere), MFX_TEST (test_hard_links),           MFX_TEST (test_hidden_names),
-    MFX_TEST (test_hidden_subdir_stat),    MFX_TEST (test_hidden_name_dir_size), MFX_TEST (test_create_modes),
-    MFX_TEST (test_ancestor_renames),      MFX_TEST (test_fifo_does_not_hang),   MFX_TEST (test_oversized),
-    MFX_TEST (test_root_daemon_refusals),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_symlinks_lead_nowhere), MFX_TEST (test_hard_links), MFX_TEST (test_hidden_names),
+                 MFX_TEST (test_hidden_subdir_stat), MFX_TEST (test_hidden_name_dir_size), MFX_TEST (test_create_modes),
+                 MFX_TEST (test_ancestor_renames), MFX_TEST (test_fifo_does_not_hang), MFX_TEST (test_oversized),
+                 MFX_TEST (test_root_daemon_refusals))

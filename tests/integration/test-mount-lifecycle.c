@@ -504,22 +504,8 @@ test_killed_client (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_bad_mountpoints),
-    MFX_TEST (test_sigterm),
-    MFX_TEST (test_killed_client),
-    MFX_TEST (test_sigint_foreground),
-    MFX_TEST (test_external_fusermount),
-    MFX_TEST (test_open_file_at_stop),
-    MFX_TEST (test_sigkill),
-    MFX_TEST (test_sigkill_keeps_answered_records),
-    MFX_TEST (test_stale_mountpoint),
-    MFX_TEST (test_default_run_dir),
-    MFX_TEST (test_many_names),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_bad_mountpoints), MFX_TEST (test_sigterm), MFX_TEST (test_killed_client),
+                 MFX_TEST (test_sigint_foreground), MFX_TEST (test_external_fusermount),
+                 MFX_TEST (test_open_file_at_stop), MFX_TEST (test_sigkill),
+                 MFX_TEST (test_sigkill_keeps_answered_records), MFX_TEST (test_stale_mountpoint),
+                 MFX_TEST (test_default_run_dir), MFX_TEST (test_many_names))

@@ -224,14 +224,6 @@ test_hard_link_seen (void **state)
   fx->passed = true;
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_write_seen, vfx_setup, vfx_teardown),
-    cmocka_unit_test_setup_teardown (test_names_seen, vfx_setup, vfx_teardown),
-    cmocka_unit_test_setup_teardown (test_hard_link_seen, vfx_setup, vfx_teardown),
-  };
-
-  return TEST_RUN_GROUP (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_write_seen, vfx_setup, vfx_teardown),
+                  cmocka_unit_test_setup_teardown (test_names_seen, vfx_setup, vfx_teardown),
+                  cmocka_unit_test_setup_teardown (test_hard_link_seen, vfx_setup, vfx_teardown))

@@ -578,14 +578,5 @@ test_host_policy_hides_runs (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_confinement_table),
-    RFX_TEST (test_log_holds_denial),
-    RFX_TEST (test_host_policy_hides_runs),
-  };
-
-  return RFX_MAIN (probe_main, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_confinement_table), RFX_TEST (test_log_holds_denial),
+                 RFX_TEST (test_host_policy_hides_runs))

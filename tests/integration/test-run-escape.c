@@ -422,13 +422,6 @@ test_root_stays (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_seccomp_table),        RFX_TEST (test_kill_all_inside), RFX_TEST (test_paths_reach_nothing_hidden),
-    RFX_TEST (test_setuid_gives_nothing), RFX_TEST (test_root_stays),
-  };
-
-  return RFX_MAIN (probe_main, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_seccomp_table), RFX_TEST (test_kill_all_inside),
+                 RFX_TEST (test_paths_reach_nothing_hidden), RFX_TEST (test_setuid_gives_nothing),
+                 RFX_TEST (test_root_stays))

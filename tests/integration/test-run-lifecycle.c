@@ -181,15 +181,5 @@ test_own_failures (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_sigkill_leaves_nothing),
-    RFX_TEST (test_daemon_ends_with_the_run),
-    RFX_TEST (test_signals_forwarded),
-    RFX_TEST (test_own_failures),
-  };
-
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_sigkill_leaves_nothing), RFX_TEST (test_daemon_ends_with_the_run),
+                 RFX_TEST (test_signals_forwarded), RFX_TEST (test_own_failures))

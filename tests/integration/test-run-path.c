@@ -170,16 +170,6 @@ test_found_nowhere (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_first_present_wins),
-    RFX_TEST (test_not_executable_then_present),
-    RFX_TEST (test_hidden_entry_is_absent_and_logged),
-    RFX_TEST (test_symlink_proc_and_relative_entries),
-    RFX_TEST (test_found_nowhere),
-  };
-
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_first_present_wins), RFX_TEST (test_not_executable_then_present),
+                 RFX_TEST (test_hidden_entry_is_absent_and_logged), RFX_TEST (test_symlink_proc_and_relative_entries),
+                 RFX_TEST (test_found_nowhere))

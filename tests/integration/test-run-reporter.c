@@ -219,12 +219,4 @@ test_two_reporter_runs (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_two_reporter_runs),
-  };
-
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_two_reporter_runs))

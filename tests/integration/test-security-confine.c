@@ -1061,22 +1061,8 @@ test_known_escapes (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_identity_root),
-    RFX_TEST (test_identity_root_uid_1000),
-    RFX_TEST (test_identity_serve),
-    RFX_TEST (test_core_pattern),
-    RFX_TEST (test_usermode_helpers),
-    RFX_TEST (test_proc_root_knobs),
-    RFX_TEST (test_proc_covers),
-    cmocka_unit_test_setup_teardown (test_dev_nodes, rfx_setup, restore_node_teardown),
-    RFX_TEST (test_proc_pid1_root),
-    RFX_TEST (test_proc_pid1_unprivileged),
-    RFX_TEST (test_known_escapes),
-  };
-
-  return RFX_MAIN (probe_main, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_identity_root), RFX_TEST (test_identity_root_uid_1000),
+                 RFX_TEST (test_identity_serve), RFX_TEST (test_core_pattern), RFX_TEST (test_usermode_helpers),
+                 RFX_TEST (test_proc_root_knobs), RFX_TEST (test_proc_covers),
+                 cmocka_unit_test_setup_teardown (test_dev_nodes, rfx_setup, restore_node_teardown),
+                 RFX_TEST (test_proc_pid1_root), RFX_TEST (test_proc_pid1_unprivileged), RFX_TEST (test_known_escapes))

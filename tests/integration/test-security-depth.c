@@ -346,14 +346,5 @@ test_memory_budget (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_rename_chain_refused),
-    MFX_TEST (test_host_tree_deeper_reported),
-    MFX_TEST (test_memory_budget),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_rename_chain_refused), MFX_TEST (test_host_tree_deeper_reported),
+                 MFX_TEST (test_memory_budget))

@@ -341,14 +341,6 @@ test_limit_raised_and_said (void **state)
   r->passed = true;
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_limit_raised_and_said, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_hold_many_files, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_find_many_directories, setup, teardown),
-  };
-
-  return TEST_RUN_GROUP (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_limit_raised_and_said, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_hold_many_files, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_find_many_directories, setup, teardown))

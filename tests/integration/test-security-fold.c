@@ -666,17 +666,9 @@ test_check_reports (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_case_variants_run, rfx_setup, fold_teardown),
-    cmocka_unit_test_setup_teardown (test_unicode_variants_run, rfx_setup, fold_teardown),
-    cmocka_unit_test_setup_teardown (test_trailing_dots_run, rfx_setup, fold_teardown),
-    cmocka_unit_test_setup_teardown (test_tmpfs_casefold_run, rfx_setup, fold_teardown),
-    cmocka_unit_test_setup_teardown (test_case_variants_serve, rfx_setup, fold_teardown),
-    cmocka_unit_test_setup_teardown (test_check_reports, rfx_setup, fold_teardown),
-  };
-
-  return RFX_MAIN (probe_main, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, cmocka_unit_test_setup_teardown (test_case_variants_run, rfx_setup, fold_teardown),
+                 cmocka_unit_test_setup_teardown (test_unicode_variants_run, rfx_setup, fold_teardown),
+                 cmocka_unit_test_setup_teardown (test_trailing_dots_run, rfx_setup, fold_teardown),
+                 cmocka_unit_test_setup_teardown (test_tmpfs_casefold_run, rfx_setup, fold_teardown),
+                 cmocka_unit_test_setup_teardown (test_case_variants_serve, rfx_setup, fold_teardown),
+                 cmocka_unit_test_setup_teardown (test_check_reports, rfx_setup, fold_teardown))

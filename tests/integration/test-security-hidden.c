@@ -166,13 +166,5 @@ test_sandbox_denied (void **state)
   }
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    TEST_SERVE_TEST (test_remove_force),
-    TEST_SERVE_TEST (test_sandbox_denied),
-  };
-
-  return TEST_RUN_GROUP (tests, setup_group, test_serve_group_teardown);
-}
+TEST_DEFINE_MAIN (setup_group, test_serve_group_teardown, TEST_SERVE_TEST (test_remove_force),
+                  TEST_SERVE_TEST (test_sandbox_denied))

@@ -310,14 +310,5 @@ test_unprivileged_caller (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_every_route),
-    MFX_TEST (test_setgid_without_group_exec_stays),
-    MFX_TEST (test_unprivileged_caller),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_every_route), MFX_TEST (test_setgid_without_group_exec_stays),
+                 MFX_TEST (test_unprivileged_caller))

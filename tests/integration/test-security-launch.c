@@ -325,15 +325,7 @@ test_option_lookalikes_reach_the_command (void **state)
   test_process_output_clear (&col);
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    TEST_SERVE_TEST (test_ld_preload_stays_inside),
-    TEST_SERVE_TEST (test_ld_audit_stays_inside),
-    TEST_SERVE_TEST (test_helper_gets_nothing_of_the_client),
-    TEST_SERVE_TEST (test_option_lookalikes_reach_the_command),
-  };
-
-  return TEST_RUN_GROUP (tests, setup_group, test_serve_group_teardown);
-}
+TEST_DEFINE_MAIN (setup_group, test_serve_group_teardown, TEST_SERVE_TEST (test_ld_preload_stays_inside),
+                  TEST_SERVE_TEST (test_ld_audit_stays_inside),
+                  TEST_SERVE_TEST (test_helper_gets_nothing_of_the_client),
+                  TEST_SERVE_TEST (test_option_lookalikes_reach_the_command))

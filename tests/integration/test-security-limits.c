@@ -136,12 +136,4 @@ test_one_sandbox (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_one_sandbox),
-  };
-
-  return RFX_MAIN (probe_main, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_one_sandbox))

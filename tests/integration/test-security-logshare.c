@@ -172,12 +172,4 @@ test_one_process_stopped (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_one_process_stopped),
-  };
-
-  return RFX_MAIN (probe_main, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_one_process_stopped))

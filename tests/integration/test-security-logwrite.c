@@ -316,16 +316,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_rotation_unhindered, setup, teardown),
   };
 
-  if (geteuid () != 0)
-    {
-      if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
-        {
-          fprintf (stderr, "FUSEBOX_TESTS_MUST_RUN=1 but these tests need root (a file of another uid)\n");
-          return 1;
-        }
-      fprintf (stderr, "skipped: these tests need root (a file of another uid)\n");
-      return 77;
-    }
+  test_host_require ("root", "these tests need root (a file of another uid)");
   /* once per process (GLib): every test's warnings are kept, each test
    * starts with none */
   warnings = g_ptr_array_new_with_free_func (g_free);

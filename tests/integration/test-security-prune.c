@@ -169,13 +169,5 @@ test_failed_prune_retries (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_prune_deep_tree, rfx_setup, teardown),
-    cmocka_unit_test_setup_teardown (test_failed_prune_retries, rfx_setup, teardown),
-  };
-
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_prune_deep_tree, rfx_setup, teardown),
+                 cmocka_unit_test_setup_teardown (test_failed_prune_retries, rfx_setup, teardown))

@@ -291,13 +291,4 @@ test_large_directory (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_hidden_name_leaves_no_offset),
-    MFX_TEST (test_large_directory),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_hidden_name_leaves_no_offset), MFX_TEST (test_large_directory))

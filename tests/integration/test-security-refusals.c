@@ -216,12 +216,4 @@ test_refusals_are_fusebox_decisions (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_refusals_are_fusebox_decisions),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_refusals_are_fusebox_decisions))

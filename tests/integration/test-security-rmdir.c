@@ -116,13 +116,4 @@ test_protected_name_stays (void **state)
   MFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_rules_below_answer_alike),
-    MFX_TEST (test_protected_name_stays),
-  };
-
-  return MFX_MAIN (tests);
-}
+MFX_DEFINE_MAIN (MFX_TEST (test_rules_below_answer_alike), MFX_TEST (test_protected_name_stays))

@@ -230,15 +230,6 @@ test_view_refuses_a_swapped_source (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_run_refuses_a_source_that_is_not_a_directory),
-    RFX_TEST (test_check_and_explain_report_the_refusal),
-    RFX_TEST (test_a_directory_source_is_shown),
-    RFX_TEST (test_view_refuses_a_swapped_source),
-  };
-
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_refuses_a_source_that_is_not_a_directory),
+                 RFX_TEST (test_check_and_explain_report_the_refusal), RFX_TEST (test_a_directory_source_is_shown),
+                 RFX_TEST (test_view_refuses_a_swapped_source))

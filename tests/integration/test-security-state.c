@@ -322,14 +322,6 @@ test_serve_log_out_of_reach (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_run_dirs_beside_each_other), RFX_TEST (test_run_dirs_in_their_own_directory),
-    RFX_TEST (test_alias_through_a_source),     RFX_TEST (test_source_on_state_refused),
-    RFX_TEST (test_serve_log_out_of_reach),
-  };
-
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dirs_beside_each_other),
+                 RFX_TEST (test_run_dirs_in_their_own_directory), RFX_TEST (test_alias_through_a_source),
+                 RFX_TEST (test_source_on_state_refused), RFX_TEST (test_serve_log_out_of_reach))

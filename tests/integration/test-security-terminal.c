@@ -282,13 +282,4 @@ test_terminal_after_signal (void **state)
   run_on_pty (state, true);
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_terminal_after_exit),
-    RFX_TEST (test_terminal_after_signal),
-  };
-
-  return RFX_MAIN (probe_main, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_terminal_after_exit), RFX_TEST (test_terminal_after_signal))

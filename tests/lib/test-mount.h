@@ -85,3 +85,11 @@ int mfx_teardown (void **state);
  * FB_TEST_ONLY applied. */
 int mfx_main (int argc, char **argv, const struct CMUnitTest *tests, size_t n);
 #define MFX_MAIN(tests) mfx_main (argc, argv, tests, G_N_ELEMENTS (tests))
+
+/* That main(), defined: its test cases (MFX_TEST entries). */
+#define MFX_DEFINE_MAIN(...)                                                                                           \
+  int main (int argc, char **argv)                                                                                     \
+  {                                                                                                                    \
+    const struct CMUnitTest tests_[] = { __VA_ARGS__ };                                                                \
+    return MFX_MAIN (tests_);                                                                                          \
+  }

@@ -72,6 +72,15 @@ int rfx_main (int argc, char **argv, int (*probe_main) (int argc, char **argv), 
 #define RFX_MAIN(probe_main, tests, group_setup)                                                                       \
   rfx_main (argc, argv, probe_main, tests, G_N_ELEMENTS (tests), group_setup)
 
+/* That main(), defined: its test cases (RFX_TEST entries) after PROBE_MAIN
+ * and GROUP_SETUP. */
+#define RFX_DEFINE_MAIN(probe_main, group_setup, ...)                                                                  \
+  int main (int argc, char **argv)                                                                                     \
+  {                                                                                                                    \
+    const struct CMUnitTest tests_[] = { __VA_ARGS__ };                                                                \
+    return RFX_MAIN (probe_main, tests_, group_setup);                                                                 \
+  }
+
 /* T/policy.json: the host's / readable, T/ws writable; its path. */
 char *rfx_policy_ws (RFx *fx);
 

@@ -209,3 +209,13 @@ int test_run_group (const char *argv0, const struct CMUnitTest *tests, size_t n,
                     CMFixtureFunction group_teardown);
 #define TEST_RUN_GROUP(tests, group_setup, group_teardown)                                                             \
   test_run_group (argv[0], tests, G_N_ELEMENTS (tests), group_setup, group_teardown)
+
+/* The main() of a test program whose main does nothing else, as systemd's
+ * DEFINE_TEST_MAIN: its test cases (cmocka_unit_test... entries) and the
+ * group's setup and teardown. */
+#define TEST_DEFINE_MAIN(group_setup, group_teardown, ...)                                                             \
+  int main (int argc, char **argv)                                                                                     \
+  {                                                                                                                    \
+    const struct CMUnitTest tests_[] = { __VA_ARGS__ };                                                                \
+    return test_run_group (argv[0], tests_, G_N_ELEMENTS (tests_), group_setup, group_teardown);                       \
+  }

@@ -194,13 +194,5 @@ test_node_budget (void **state)
   fb_view_node_unref (node);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_moved_past_the_limit, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_node_budget, fx_setup, fx_teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_moved_past_the_limit, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_node_budget, fx_setup, fx_teardown))

@@ -12,6 +12,7 @@
 
 #include "fs/fs-event.h"
 #include "tests/unit/test-table-util.h"
+#include "tests/lib/test-util.h"
 
 /* A: names round trip, for every row and nothing else. */
 static void
@@ -101,14 +102,5 @@ test_op_names (void **state)
     }
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_decision_names),
-    cmocka_unit_test (test_decision_columns),
-    cmocka_unit_test (test_op_names),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_decision_names), cmocka_unit_test (test_decision_columns),
+                  cmocka_unit_test (test_op_names))

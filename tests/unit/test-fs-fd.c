@@ -478,17 +478,9 @@ test_open_files_by_client (void **state)
   assert_int_equal (b.files, 0);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_directories_bounded, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_reopen_checks_the_object, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_holders_never_lose_their_descriptor, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_open_files_shared, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_open_files_by_session, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_open_files_by_client, setup, teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_directories_bounded, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_reopen_checks_the_object, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_holders_never_lose_their_descriptor, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_open_files_shared, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_open_files_by_session, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_open_files_by_client, setup, teardown))

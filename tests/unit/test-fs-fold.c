@@ -20,6 +20,7 @@
 #include <glib/gstdio.h>
 
 #include "fs/fs.h"
+#include "tests/lib/test-util.h"
 
 typedef struct
 {
@@ -155,14 +156,6 @@ test_listed (void **state)
   assert_int_equal (fb_view_fold_listed (fx->fd, "Secret.TXT"), 1);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_detect_by_type, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_probe, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_listed, setup, teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_detect_by_type, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_probe, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_listed, setup, teardown))

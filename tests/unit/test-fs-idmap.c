@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "fs/fs.h"
+#include "tests/lib/test-util.h"
 
 static struct stat
 owned_by (uid_t uid, gid_t gid)
@@ -106,14 +107,5 @@ test_default_disabled (void **state)
   assert_false (o.id_map.enabled);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_disabled_is_identity),
-    cmocka_unit_test (test_root_as_1000),
-    cmocka_unit_test (test_user_as_root),
-    cmocka_unit_test (test_default_disabled),
-  };
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_disabled_is_identity), cmocka_unit_test (test_root_as_1000),
+                  cmocka_unit_test (test_user_as_root), cmocka_unit_test (test_default_disabled))

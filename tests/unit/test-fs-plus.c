@@ -107,12 +107,4 @@ test_plus_follows_callers (void **state)
   assert_string_equal (bare, "b:- l:- sub:n");
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_plus_follows_callers, fx_setup, fx_teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_plus_follows_callers, fx_setup, fx_teardown))

@@ -297,15 +297,7 @@ test_protected_names (void **state)
   }
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_rename_rules, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_rename_moves_nodes, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_hard_links, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_protected_names, fx_setup, fx_teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_rename_rules, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_rename_moves_nodes, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_hard_links, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_protected_names, fx_setup, fx_teardown))

@@ -633,20 +633,12 @@ test_nodes_and_counts (void **state)
   g_clear_pointer (&c, fb_view_node_unref);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_traversable, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_private_and_synthetic, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_private_unmade_fails, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_blank_dirs, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_readdir_resume, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_readdir_offsets, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_readdir_at_policy, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_walk, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_nodes_and_counts, fx_setup, fx_teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_traversable, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_private_and_synthetic, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_private_unmade_fails, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_blank_dirs, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_readdir_resume, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_readdir_offsets, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_readdir_at_policy, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_walk, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_nodes_and_counts, fx_setup, fx_teardown))

@@ -751,20 +751,12 @@ test_comm_after_exec (void **state)
   assert_string_equal (e->comm, "sleep");
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_table, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_every_op_logged, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_names, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_privilege_refusals, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_close_event_bytes, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_levels, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_handle_io, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_act_as_caller, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_comm_after_exec, fx_setup, fx_teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_table, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_every_op_logged, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_names, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_privilege_refusals, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_close_event_bytes, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_levels, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_handle_io, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_act_as_caller, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_comm_after_exec, fx_setup, fx_teardown))

@@ -186,15 +186,7 @@ test_kept_node_outlives_view_reference (void **state)
   fb_view_node_unref (ws); /* frees the view too (valgrind, ASan) */
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_structural_nodes_kept, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_replaced_directory_gets_the_write, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_policy_through_kept_nodes, fx_setup, fx_teardown),
-    cmocka_unit_test_setup_teardown (test_kept_node_outlives_view_reference, fx_setup, fx_teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_structural_nodes_kept, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_replaced_directory_gets_the_write, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_policy_through_kept_nodes, fx_setup, fx_teardown),
+                  cmocka_unit_test_setup_teardown (test_kept_node_outlives_view_reference, fx_setup, fx_teardown))

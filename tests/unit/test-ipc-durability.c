@@ -179,13 +179,5 @@ test_killed_mid_stream (void **state)
   assert_true (truncated <= 1);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_killed_after_all_written, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_killed_mid_stream, setup, teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_killed_after_all_written, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_killed_mid_stream, setup, teardown))

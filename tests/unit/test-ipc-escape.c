@@ -261,14 +261,7 @@ test_json_document (void **state)
   assert_true (json_node_get_value_type (json_object_get_member (o, "d")) == G_TYPE_DOUBLE);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_text_cases),   cmocka_unit_test (test_text_columns),  cmocka_unit_test (test_text_elision),
-    cmocka_unit_test (test_text_inline),  cmocka_unit_test (test_text_printf),   cmocka_unit_test (test_text_is_safe),
-    cmocka_unit_test (test_json_escapes), cmocka_unit_test (test_json_document),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_text_cases), cmocka_unit_test (test_text_columns),
+                  cmocka_unit_test (test_text_elision), cmocka_unit_test (test_text_inline),
+                  cmocka_unit_test (test_text_printf), cmocka_unit_test (test_text_is_safe),
+                  cmocka_unit_test (test_json_escapes), cmocka_unit_test (test_json_document))

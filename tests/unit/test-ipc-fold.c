@@ -477,20 +477,12 @@ test_budget_rotation (void **state)
   assert_int_equal (f->full_calls, 0);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_fold_identical, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_fold_distinct, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_fold_single, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_fold_window, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_fold_many_kinds, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_fold_too_many_kinds, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_budget, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_budget_rotation, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_share, setup, teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_fold_identical, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_fold_distinct, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_fold_single, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_fold_window, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_fold_many_kinds, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_fold_too_many_kinds, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_budget, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_budget_rotation, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_share, setup, teardown))

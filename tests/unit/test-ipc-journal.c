@@ -494,20 +494,10 @@ test_journal_full (void **state)
   assert_int_equal (got + not_sent, n);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_field_plain),
-    cmocka_unit_test (test_field_binary),
-    cmocka_unit_test (test_field_names),
-    cmocka_unit_test (test_entry_members),
-    cmocka_unit_test_setup_teardown (test_entry_per_record, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_hostile_values, setup, teardown),
-    cmocka_unit_test (test_large_entry_memfd),
-    cmocka_unit_test_setup_teardown (test_journal_absent, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_journal_full, setup, teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_field_plain), cmocka_unit_test (test_field_binary),
+                  cmocka_unit_test (test_field_names), cmocka_unit_test (test_entry_members),
+                  cmocka_unit_test_setup_teardown (test_entry_per_record, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_hostile_values, setup, teardown),
+                  cmocka_unit_test (test_large_entry_memfd),
+                  cmocka_unit_test_setup_teardown (test_journal_absent, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_journal_full, setup, teardown))

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ipc/ipc-process-launch.h"
+#include "tests/lib/test-util.h"
 
 static void
 test_roundtrip (void **state)
@@ -191,15 +192,5 @@ test_malformed (void **state)
   close (pipefd[1]);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_roundtrip),
-    cmocka_unit_test (test_empty_env),
-    cmocka_unit_test (test_bounds),
-    cmocka_unit_test (test_malformed),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_roundtrip), cmocka_unit_test (test_empty_env),
+                  cmocka_unit_test (test_bounds), cmocka_unit_test (test_malformed))

@@ -1085,28 +1085,14 @@ test_bad_paths (void **state)
   assert_non_null (error);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    TEST_LOG_FILE_TEST (test_fields),
-    TEST_LOG_FILE_TEST (test_concurrent_pushers_block),
-    TEST_LOG_FILE_TEST (test_concurrent_pushers_loop_thread),
-    TEST_LOG_FILE_TEST (test_loop_thread_push_never_deadlocks),
-    TEST_LOG_FILE_TEST (test_queue_byte_budget),
-    TEST_LOG_FILE_TEST (test_rotation_gap_free),
-    TEST_LOG_FILE_TEST (test_rotation_name_collision),
-    TEST_LOG_FILE_TEST (test_hostile_names),
-    cmocka_unit_test (test_escape_function),
-    TEST_LOG_FILE_TEST (test_repairs_partial_last_line),
-    TEST_LOG_FILE_TEST (test_subscribers),
-    TEST_LOG_FILE_TEST (test_write_error_loses_nothing),
-    TEST_LOG_FILE_TEST (test_bad_paths),
-    TEST_LOG_FILE_TEST (test_write_through),
-    TEST_LOG_FILE_TEST (test_write_through_subscriber),
-    TEST_LOG_FILE_TEST (test_write_through_subscriber_bound),
-    TEST_LOG_FILE_TEST (test_write_through_error_loses_nothing),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_fields), TEST_LOG_FILE_TEST (test_concurrent_pushers_block),
+                  TEST_LOG_FILE_TEST (test_concurrent_pushers_loop_thread),
+                  TEST_LOG_FILE_TEST (test_loop_thread_push_never_deadlocks),
+                  TEST_LOG_FILE_TEST (test_queue_byte_budget), TEST_LOG_FILE_TEST (test_rotation_gap_free),
+                  TEST_LOG_FILE_TEST (test_rotation_name_collision), TEST_LOG_FILE_TEST (test_hostile_names),
+                  cmocka_unit_test (test_escape_function), TEST_LOG_FILE_TEST (test_repairs_partial_last_line),
+                  TEST_LOG_FILE_TEST (test_subscribers), TEST_LOG_FILE_TEST (test_write_error_loses_nothing),
+                  TEST_LOG_FILE_TEST (test_bad_paths), TEST_LOG_FILE_TEST (test_write_through),
+                  TEST_LOG_FILE_TEST (test_write_through_subscriber),
+                  TEST_LOG_FILE_TEST (test_write_through_subscriber_bound),
+                  TEST_LOG_FILE_TEST (test_write_through_error_loses_nothing))

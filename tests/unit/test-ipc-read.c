@@ -427,16 +427,8 @@ test_follow_manual_rotation (void **state)
     assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    TEST_LOG_FILE_TEST (test_truncated_last_line),    TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates),
-    TEST_LOG_FILE_TEST (test_lone_surrogate),         TEST_LOG_FILE_TEST (test_gap_message),
-    TEST_LOG_FILE_TEST (test_rotated_order),          TEST_LOG_FILE_TEST (test_missing_log),
-    TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_partial_line),
-    TEST_LOG_FILE_TEST (test_follow_manual_rotation),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line),
+                  TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates), TEST_LOG_FILE_TEST (test_lone_surrogate),
+                  TEST_LOG_FILE_TEST (test_gap_message), TEST_LOG_FILE_TEST (test_rotated_order),
+                  TEST_LOG_FILE_TEST (test_missing_log), TEST_LOG_FILE_TEST (test_follow_across_rotation),
+                  TEST_LOG_FILE_TEST (test_follow_partial_line), TEST_LOG_FILE_TEST (test_follow_manual_rotation))

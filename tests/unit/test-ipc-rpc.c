@@ -14,6 +14,7 @@
 #include <glib/gstdio.h>
 
 #include "ipc/ipc-rpc-private.h"
+#include "tests/lib/test-util.h"
 
 /* --- decoding ---------------------------------------------------------------- */
 
@@ -593,23 +594,11 @@ test_handle_outlives_cache (void **state)
   assert_true (json_object_has_member (o, "result"));
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_parse_table),
-    cmocka_unit_test (test_parse_bytes),
-    cmocka_unit_test (test_parse_sandbox_text),
-    cmocka_unit_test (test_parse_sandbox_reuse),
-    cmocka_unit_test (test_encode),
-    cmocka_unit_test (test_base64),
-    cmocka_unit_test (test_uris),
-    cmocka_unit_test_setup_teardown (test_server_handshake_and_fs, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_slow_reader_disconnected, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_writable_again_flushes_in_order, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_pipeline_bound_big_messages, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_handle_outlives_cache, setup, teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_parse_table), cmocka_unit_test (test_parse_bytes),
+                  cmocka_unit_test (test_parse_sandbox_text), cmocka_unit_test (test_parse_sandbox_reuse),
+                  cmocka_unit_test (test_encode), cmocka_unit_test (test_base64), cmocka_unit_test (test_uris),
+                  cmocka_unit_test_setup_teardown (test_server_handshake_and_fs, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_slow_reader_disconnected, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_writable_again_flushes_in_order, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_pipeline_bound_big_messages, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_handle_outlives_cache, setup, teardown))

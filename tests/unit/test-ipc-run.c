@@ -221,16 +221,8 @@ test_no_runs (void **state)
   assert_non_null (strstr (error->message, "no runs in"));
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_new_id),
-    cmocka_unit_test_setup_teardown (test_root, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_create, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_resolve, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_no_runs, setup, teardown),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_new_id),
+                  cmocka_unit_test_setup_teardown (test_root, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_create, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_resolve, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_no_runs, setup, teardown))

@@ -4,6 +4,7 @@
  * columns say matches what policies decide. */
 #include "tests/unit/test-policy-util.h"
 #include "tests/unit/test-table-util.h"
+#include "tests/lib/test-util.h"
 
 /* A: the name round trip, for every row and nothing else. */
 static void
@@ -197,14 +198,6 @@ test_rule_kinds (void **state)
   assert_true (fb_policy_rule_kind_info (FB_POLICY_RULE_GLOB)->numbered);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_access_names),    cmocka_unit_test (test_precedence_documented),
-    cmocka_unit_test (test_restrictiveness), cmocka_unit_test (test_columns),
-    cmocka_unit_test (test_rule_kinds),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_access_names), cmocka_unit_test (test_precedence_documented),
+                  cmocka_unit_test (test_restrictiveness), cmocka_unit_test (test_columns),
+                  cmocka_unit_test (test_rule_kinds))

@@ -389,22 +389,8 @@ test_builtin_json_text (void **state)
   assert_contains (json, "\"network\" : \"none\"");
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_names),
-    cmocka_unit_test (test_user_workspace_under_home),
-    cmocka_unit_test (test_root_caller),
-    cmocka_unit_test (test_workspace_under_tmp),
-    cmocka_unit_test (test_workspace_is_home),
-    cmocka_unit_test (test_read_only),
-    cmocka_unit_test (test_host),
-    cmocka_unit_test (test_agent),
-    cmocka_unit_test (test_matrix),
-    cmocka_unit_test (test_to_json_round_trip),
-    cmocka_unit_test (test_builtin_json_text),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_names), cmocka_unit_test (test_user_workspace_under_home),
+                  cmocka_unit_test (test_root_caller), cmocka_unit_test (test_workspace_under_tmp),
+                  cmocka_unit_test (test_workspace_is_home), cmocka_unit_test (test_read_only),
+                  cmocka_unit_test (test_host), cmocka_unit_test (test_agent), cmocka_unit_test (test_matrix),
+                  cmocka_unit_test (test_to_json_round_trip), cmocka_unit_test (test_builtin_json_text))

@@ -332,15 +332,7 @@ test_fixtures (void **state)
   assert_true (bad >= 5);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_error_table),      cmocka_unit_test (test_manual_example_message),
-    cmocka_unit_test (test_json_node_errors), cmocka_unit_test (test_json_node_origins),
-    cmocka_unit_test (test_io_and_not_found), cmocka_unit_test (test_load_file_positions),
-    cmocka_unit_test (test_fixtures),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_error_table), cmocka_unit_test (test_manual_example_message),
+                  cmocka_unit_test (test_json_node_errors), cmocka_unit_test (test_json_node_origins),
+                  cmocka_unit_test (test_io_and_not_found), cmocka_unit_test (test_load_file_positions),
+                  cmocka_unit_test (test_fixtures))

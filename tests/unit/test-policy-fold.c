@@ -259,18 +259,7 @@ test_subtree_has_rules_folded (void **state)
   assert_false (fb_policy_subtree_has_rules_folded (p, &d, "/home/u/ws/other"));
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_fold_keys),
-    cmocka_unit_test (test_fold_keys_turkish_locale),
-    cmocka_unit_test (test_variants_take_the_rule),
-    cmocka_unit_test (test_subtrees),
-    cmocka_unit_test (test_never_wider_than_exact),
-    cmocka_unit_test (test_narrowed),
-    cmocka_unit_test (test_subtree_has_rules_folded),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_fold_keys), cmocka_unit_test (test_fold_keys_turkish_locale),
+                  cmocka_unit_test (test_variants_take_the_rule), cmocka_unit_test (test_subtrees),
+                  cmocka_unit_test (test_never_wider_than_exact), cmocka_unit_test (test_narrowed),
+                  cmocka_unit_test (test_subtree_has_rules_folded))

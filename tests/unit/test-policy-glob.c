@@ -290,18 +290,7 @@ test_glob_variables_are_literal (void **state)
   assert_string_equal (d.rule->why, "all");
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_match_table),
-    cmocka_unit_test (test_against_fnmatch),
-    cmocka_unit_test (test_root_never_matches),
-    cmocka_unit_test (test_compile_errors),
-    cmocka_unit_test (test_could_match_below),
-    cmocka_unit_test (test_globs_as_rules),
-    cmocka_unit_test (test_glob_variables_are_literal),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_match_table), cmocka_unit_test (test_against_fnmatch),
+                  cmocka_unit_test (test_root_never_matches), cmocka_unit_test (test_compile_errors),
+                  cmocka_unit_test (test_could_match_below), cmocka_unit_test (test_globs_as_rules),
+                  cmocka_unit_test (test_glob_variables_are_literal))

@@ -110,14 +110,5 @@ test_errors (void **state)
     }
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_sizes),
-    cmocka_unit_test (test_section),
-    cmocka_unit_test (test_errors),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_sizes), cmocka_unit_test (test_section),
+                  cmocka_unit_test (test_errors))

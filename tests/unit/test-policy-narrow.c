@@ -263,18 +263,7 @@ test_lifetime (void **state)
   expect (p, "/home/u/ws/secret", FB_POLICY_ACCESS_DENY, "call: no");
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_narrower_wins),
-    cmocka_unit_test (test_mounts_are_the_base_s),
-    cmocka_unit_test (test_traversal_follows_the_combination),
-    cmocka_unit_test (test_decide_equals_chain),
-    cmocka_unit_test (test_refusals),
-    cmocka_unit_test (test_network_protected_subtree),
-    cmocka_unit_test (test_lifetime),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_narrower_wins), cmocka_unit_test (test_mounts_are_the_base_s),
+                  cmocka_unit_test (test_traversal_follows_the_combination),
+                  cmocka_unit_test (test_decide_equals_chain), cmocka_unit_test (test_refusals),
+                  cmocka_unit_test (test_network_protected_subtree), cmocka_unit_test (test_lifetime))

@@ -507,19 +507,7 @@ test_deep_paths (void **state)
   assert_string_equal (d.rule->why, "r10");
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_table),
-    cmocka_unit_test (test_equal_specificity),
-    cmocka_unit_test (test_rule_fields),
-    cmocka_unit_test (test_protected_narrow_only),
-    cmocka_unit_test (test_default_protected_names),
-    cmocka_unit_test (test_decide_equals_chain),
-    cmocka_unit_test (test_decide_child_refuses_bad_names),
-    cmocka_unit_test (test_deep_paths),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_table), cmocka_unit_test (test_equal_specificity),
+                  cmocka_unit_test (test_rule_fields), cmocka_unit_test (test_protected_narrow_only),
+                  cmocka_unit_test (test_default_protected_names), cmocka_unit_test (test_decide_equals_chain),
+                  cmocka_unit_test (test_decide_child_refuses_bad_names), cmocka_unit_test (test_deep_paths))

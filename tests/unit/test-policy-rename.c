@@ -358,13 +358,6 @@ test_narrowed (void **state)
     }
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_table),        cmocka_unit_test (test_narrowed),       cmocka_unit_test (test_sweep_exact),
-    cmocka_unit_test (test_sweep_folded), cmocka_unit_test (test_sweep_narrowed),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_table), cmocka_unit_test (test_narrowed),
+                  cmocka_unit_test (test_sweep_exact), cmocka_unit_test (test_sweep_folded),
+                  cmocka_unit_test (test_sweep_narrowed))

@@ -310,18 +310,7 @@ test_refcount (void **state)
   fb_policy_unref (NULL); /* accepts NULL */
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_traversable),
-    cmocka_unit_test (test_mounts),
-    cmocka_unit_test (test_private_without_run),
-    cmocka_unit_test (test_root_source),
-    cmocka_unit_test (test_private_dir_name),
-    cmocka_unit_test (test_subtree_has_rules),
-    cmocka_unit_test (test_refcount),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_traversable), cmocka_unit_test (test_mounts),
+                  cmocka_unit_test (test_private_without_run), cmocka_unit_test (test_root_source),
+                  cmocka_unit_test (test_private_dir_name), cmocka_unit_test (test_subtree_has_rules),
+                  cmocka_unit_test (test_refcount))

@@ -1,6 +1,7 @@
 /* fusebox — the shared strict decoder of a JSON string's body: every status,
  * where each mistake is placed, and the text it decodes. */
 #include "policy/util.h"
+#include "tests/lib/test-util.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,13 +84,4 @@ test_end_bounds (void **state)
   assert_ptr_equal (at, text + 3);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_cases),
-    cmocka_unit_test (test_end_bounds),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_cases), cmocka_unit_test (test_end_bounds))

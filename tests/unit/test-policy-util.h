@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "policy/policy-private.h"
+#include "tests/lib/test-util.h"
 
 static const FbPolicyVars test_vars = {
   .workspace = "/home/u/ws",

@@ -232,15 +232,7 @@ test_init_from_env (void **state)
   g_rmdir (tmp);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_normalize),         cmocka_unit_test (test_expand),
-    cmocka_unit_test (test_expand_errors),     cmocka_unit_test (test_glob_mode_escapes),
-    cmocka_unit_test (test_escape_round_trip), cmocka_unit_test (test_variables_in_policy),
-    cmocka_unit_test (test_init_from_env),
-  };
-
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_normalize), cmocka_unit_test (test_expand),
+                  cmocka_unit_test (test_expand_errors), cmocka_unit_test (test_glob_mode_escapes),
+                  cmocka_unit_test (test_escape_round_trip), cmocka_unit_test (test_variables_in_policy),
+                  cmocka_unit_test (test_init_from_env))
