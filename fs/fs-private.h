@@ -356,6 +356,9 @@ void proc_fd_path (char buf[static 32], int fd);
  * existing name with ASCII letters. */
 FbViewFold view_dir_fold (FbViewNode *dir);
 FbViewFold view_dir_fold_known (FbViewNode *dir);
+/* The same asked through READ_FD (DIR open for reading, for a listing):
+ * no descriptor of its own opened for FS_IOC_GETFLAGS. */
+void view_dir_fold_listing (FbViewNode *dir, int read_fd);
 void view_fold_settle (FbViewNode *dir, const char *name);
 /* The policy's decision for NAME in a directory decided as PST, folded
  * unless FOLD is NO. */

@@ -466,6 +466,26 @@ cursor_keep (FbViewNode *node, const DirStream *s)
   g_mutex_unlock (&node->lock);
 }
 
+/* NODE's host directory open for reading: "." of its own descriptor, the
+ * directory itself.  Where the daemon may read the directory but not
+ * search it (an unprivileged daemon, mode r--), through /proc/self/fd,
+ * which asks for no search. */
+static int
+dir_open (FbViewNode *node)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK;
+  int fd = node_fd_get (node, &hold);
+
+  if (fd >= 0)
+    {
+      fd = openat (fd, ".", flags);
+      if (fd >= 0 || errno != EACCES)
+        return fd >= 0 ? fd : -errno;
+    }
+  return node_reopen (node, flags);
+}
+
 /* The policy's answer for listing NODE (logged), and its host directory
  * open for reading (or -1 for synthetic ones). */
 static int
@@ -485,12 +505,15 @@ start_listing (FbView *view, const FbViewCaller *caller, FbViewNode *node, NodeS
     }
   if (node->kind == NODE_HOST)
     {
-      fd = node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+      fd = dir_open (node);
       if (fd < 0)
         {
           view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", FB_DECISION_ALLOW, -fd, st->decision.rule);
           return fd;
         }
+      /* whether the host folds names here, asked through this descriptor
+       * before the first name is decided */
+      view_dir_fold_listing (node, fd);
     }
   view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", FB_DECISION_ALLOW, 0, st->decision.rule);
   *ret_fd = fd;
@@ -600,7 +623,7 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
       r = !S_ISDIR (node->type) ? -ENOTDIR : check_access (st, NEED_LIST, &d);
       if (r == 0 && node->kind == NODE_HOST)
         {
-          fd = node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+          fd = dir_open (node);
           if (fd < 0)
             r = fd;
         }
@@ -640,7 +663,7 @@ fb_view_fsyncdir_at (FbView *view, FbViewNode *node, bool datasync)
 
   if (node->kind != NODE_HOST)
     return 0;
-  fd = node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  fd = S_ISDIR (node->type) ? dir_open (node) : node_reopen (node, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return fd;
   if ((datasync ? fdatasync (fd) : fsync (fd)) < 0)

@@ -92,8 +92,9 @@ static const struct
   { 0x3153464a, "jfs", KIND_MAYBE },      /* JFS_SUPER_MAGIC (OS/2 mode) */
 };
 
-FbViewFold
-fb_view_fold_detect (int dir_fd, const char **ret_fstype)
+/* fb_view_fold_detect(); READABLE: DIR_FD is open for reading already. */
+static FbViewFold
+fold_detect (int dir_fd, bool readable, const char **ret_fstype)
 {
   struct statfs sfs;
   TypeKind kind = KIND_MAYBE;
@@ -125,15 +126,22 @@ fb_view_fold_detect (int dir_fd, const char **ret_fstype)
         {
           /* FS_IOC_GETFLAGS needs a descriptor opened for reading; O_PATH
            * is refused with EBADF */
-          _fb_cleanup_fd_ int fd = openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+          _fb_cleanup_fd_ int fd =
+            readable ? -1 : openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
           unsigned int flags = 0;
 
-          if (fd < 0 || ioctl (fd, FS_IOC_GETFLAGS, &flags) < 0)
+          if ((!readable && fd < 0) || ioctl (readable ? dir_fd : fd, FS_IOC_GETFLAGS, &flags) < 0)
             return FB_VIEW_FOLD_MAYBE;
           return (flags & FS_CASEFOLD_FL) ? FB_VIEW_FOLD_YES : FB_VIEW_FOLD_NO;
         }
     }
   return FB_VIEW_FOLD_MAYBE;
+}
+
+FbViewFold
+fb_view_fold_detect (int dir_fd, const char **ret_fstype)
+{
+  return fold_detect (dir_fd, false, ret_fstype);
 }
 
 FbViewFold
@@ -228,6 +236,13 @@ view_dir_fold (FbViewNode *dir)
   f = fb_view_fold_detect (fd, NULL);
   g_atomic_int_compare_and_exchange (&dir->fold, 0, (gint)f + 1);
   return (FbViewFold)(g_atomic_int_get (&dir->fold) - 1);
+}
+
+void
+view_dir_fold_listing (FbViewNode *dir, int read_fd)
+{
+  if (node_is_host_dir (dir) && g_atomic_int_get (&dir->fold) == 0)
+    g_atomic_int_compare_and_exchange (&dir->fold, 0, (gint)fold_detect (read_fd, true, NULL) + 1);
 }
 
 void
