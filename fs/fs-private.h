@@ -124,6 +124,10 @@ typedef struct DirCursor
 {
   off_t index;
   off_t host;
+  /* the host's listing ended here, read while the directory's ctime was
+   * END_CTIME: a call from here needs no read while it still is */
+  bool end;
+  struct timespec end_ctime;
 } DirCursor;
 
 /* A host directory read with getdents64 through a fixed buffer. */

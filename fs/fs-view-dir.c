@@ -428,9 +428,9 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream 
     }
 }
 
-/* The host position kept for the view's offset INDEX of NODE's listing. */
+/* The cursor kept for the view's offset INDEX of NODE's listing. */
 static bool
-cursor_find (FbViewNode *node, off_t index, off_t *ret_host)
+cursor_find (FbViewNode *node, off_t index, DirCursor *ret)
 {
   bool found = false;
 
@@ -438,16 +438,18 @@ cursor_find (FbViewNode *node, off_t index, off_t *ret_host)
   for (guint i = 0; node->cursors != NULL && i < DIR_CURSORS_MAX && !found; i++)
     if (node->cursors[i].index == index)
       {
-        *ret_host = node->cursors[i].host;
+        *ret = node->cursors[i];
         found = true;
       }
   g_mutex_unlock (&node->lock);
   return found;
 }
 
-/* Keep where S stands, in place of the same offset's or the oldest. */
+/* Keep where S stands, in place of the same offset's or the oldest;
+ * END_CTIME: S read to the end, and the directory's ctime before it read
+ * (NULL when unknown). */
 static void
-cursor_keep (FbViewNode *node, const DirStream *s)
+cursor_keep (FbViewNode *node, const DirStream *s, const struct timespec *end_ctime)
 {
   guint slot = DIR_CURSORS_MAX;
 
@@ -463,7 +465,32 @@ cursor_keep (FbViewNode *node, const DirStream *s)
     slot = node->cursor_next++ % DIR_CURSORS_MAX;
   node->cursors[slot].index = s->index;
   node->cursors[slot].host = s->host;
+  node->cursors[slot].end = s->eof && end_ctime != NULL;
+  if (node->cursors[slot].end)
+    node->cursors[slot].end_ctime = *end_ctime;
   g_mutex_unlock (&node->lock);
+}
+
+/* Is OFFSET where NODE's listing ended, with nothing changed in the
+ * directory since?  The kernel asks once more past every listing's last
+ * entry (its end is an empty answer): answered without opening the
+ * directory.  Every change of an entry moves the directory's ctime, which
+ * was read before the listing was (a change in the same clock tick as
+ * that read, on a kernel without fine-grained timestamps, is one the
+ * listing may show or not, as any made while a directory is read). */
+static bool
+cursor_at_end (FbViewNode *node, off_t offset)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  DirCursor c;
+  struct stat st;
+  int fd;
+
+  if (offset == 0 || !cursor_find (node, offset, &c) || !c.end)
+    return false;
+  fd = node_fd_get (node, &hold);
+  return fd >= 0 && fstat (fd, &st) == 0 && st.st_ctim.tv_sec == c.end_ctime.tv_sec &&
+         st.st_ctim.tv_nsec == c.end_ctime.tv_nsec;
 }
 
 /* NODE's host directory open for reading: "." of its own descriptor, the
@@ -621,6 +648,8 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
     {
       FbDecision d;
       r = !S_ISDIR (node->type) ? -ENOTDIR : check_access (st, NEED_LIST, &d);
+      if (r == 0 && node->kind == NODE_HOST && !is_assembled (node, st) && cursor_at_end (node, offset))
+        return 0;
       if (r == 0 && node->kind == NODE_HOST)
         {
           fd = dir_open (node);
@@ -641,17 +670,21 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
   {
     g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
     DirStream s = { .buf = buf };
-    off_t host;
+    DirCursor c;
+    struct stat hst;
+    /* the directory's ctime before it is read: if the listing ends in
+     * this call, the next one past it may find nothing changed */
+    bool stamped = fstat (fd, &hst) == 0;
     /* a call that goes on from where one stopped continues at the host's
      * position kept for it; any other offset is found from the start */
     r = -ENOENT;
-    if (offset != 0 && cursor_find (node, offset, &host))
-      r = stream_restart (fd, &s, offset, host);
+    if (offset != 0 && cursor_find (node, offset, &c))
+      r = stream_restart (fd, &s, offset, c.host);
     if (r < 0)
       r = stream_seek (view, node, st, fd, &s, offset);
     if (r == 0)
       r = offer_stream (view, node, st, fd, &s, plus_for_listing (view, plus), func, user_data);
-    cursor_keep (node, &s);
+    cursor_keep (node, &s, r == 0 && stamped ? &hst.st_ctim : NULL);
     return r;
   }
 }
