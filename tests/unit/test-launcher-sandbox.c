@@ -92,24 +92,13 @@ static void
 test_smoke_uid_gid (void **state)
 {
   TestState *s = *state;
-  g_autofree char *smoke = test_fixture ("fb-smoke");
-  const char *argv[] = { smoke, NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  plan.uid = 1000;
-  plan.gid = 1000;
-  TestRun run;
+  g_autoptr (JsonObject) o = test_run_fixture_json (s, "fb-smoke", 1000, 1000);
 
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  assert_int_equal (run.exit_code, 0);
-  g_autoptr (JsonObject) o = test_parse_object (run.out);
   assert_int_equal (json_object_get_int_member (o, "euid"), 1000);
   assert_int_equal (json_object_get_int_member (o, "egid"), 1000);
   /* only one id is mapped: everything else shows as the overflow ids */
   assert_int_equal (json_object_get_int_member (o, "overflowuid"), 65534);
   assert_locked_down (o);
-  test_run_clear (&run);
 }
 
 static void

@@ -70,18 +70,7 @@ static void
 test_escapes_denied (void **state)
 {
   TestState *s = *state;
-  g_autofree char *escape = test_fixture ("fb-escape");
-  const char *argv[] = { escape, NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  plan.uid = 1000;
-  plan.gid = 1000;
-  TestRun run;
-
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  assert_int_equal (run.exit_code, 0);
-  g_autoptr (JsonObject) o = test_parse_object (run.out);
+  g_autoptr (JsonObject) o = test_run_fixture_json (s, "fb-escape", 1000, 1000);
 
   guint wrong = 0;
   for (size_t i = 0; i < G_N_ELEMENTS (expected); i++)
@@ -101,7 +90,6 @@ test_escapes_denied (void **state)
   /* every probe of the fixture is in the table */
   assert_int_equal (json_object_get_size (o), G_N_ELEMENTS (expected));
   assert_int_equal (wrong, 0);
-  test_run_clear (&run);
 }
 
 /* The same prober on the host, as nobody with no capabilities (it refuses

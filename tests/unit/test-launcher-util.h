@@ -197,3 +197,25 @@ test_run (TestState *s, FbLauncherPlan *plan, TestRun *ret)
   test_close_fd (s, p[0]);
   assert_int_equal (fb_launcher_child_wait (child, &ret->exit_code), 0);
 }
+
+/* Fixture NAME in a sandbox (the host's / read-only) as UID:GID, which
+ * must start and exit 0; what it prints, as a JSON object. */
+static G_GNUC_UNUSED JsonObject *
+test_run_fixture_json (TestState *s, const char *name, uid_t uid, gid_t gid)
+{
+  g_autofree char *path = test_fixture (name);
+  const char *argv[] = { path, NULL };
+  FbLauncherPlan plan;
+  TestRun run;
+  JsonObject *o;
+
+  test_plan (&plan, argv);
+  plan.uid = uid;
+  plan.gid = gid;
+  test_run (s, &plan, &run);
+  assert_false (run.failed);
+  assert_int_equal (run.exit_code, 0);
+  o = test_parse_object (run.out);
+  test_run_clear (&run);
+  return o;
+}
