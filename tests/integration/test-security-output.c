@@ -88,27 +88,26 @@ assert_no_blank_runs (const char *what, const char *text)
     fail_msg ("%s: a run of 48 blanks:\n%s", what, text);
 }
 
+/* R's status; its output moved to *RET_OUT and *RET_ERR. */
 static int
-fusebox (RFx *fx, char **ret_out, char **ret_err, const char *first, ...)
+fusebox_result (RfxResult *r, char **ret_out, char **ret_err)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  g_auto (GStrv) env = rfx_env (fx);
-  g_autoptr (GError) error = NULL;
-  va_list ap;
-  int status;
+  int status = r->status;
 
-  g_ptr_array_add (argv, (char *)test_bin ());
-  va_start (ap, first);
-  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (char *)a);
-  va_end (ap);
-  g_ptr_array_add (argv, NULL);
-  env = g_environ_setenv (env, "TZ", "UTC", TRUE);
-  rfx_set_repro (fx, (char **)argv->pdata);
-  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL, ret_out, ret_err, &status, &error))
-    fail_msg ("spawn: %s", error->message);
-  return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  *ret_out = g_steal_pointer (&r->out);
+  *ret_err = g_steal_pointer (&r->err);
+  rfx_result_clear (r);
+  return status;
 }
+
+/* fusebox ARGS... (NULL-terminated) to completion, with TZ=UTC (main sets
+ * it); its status, its output in *RET_OUT and *RET_ERR. */
+#define fusebox(fx, ret_out, ret_err, ...)                                                                             \
+  ({                                                                                                                   \
+    RfxResult r_ = { 0 };                                                                                              \
+    rfx_fusebox (fx, &r_, __VA_ARGS__);                                                                                \
+    fusebox_result (&r_, ret_out, ret_err);                                                                            \
+  })
 
 static guint
 count_lines (const char *text)
@@ -313,5 +312,7 @@ main (int argc, char **argv)
         n++;
       return probe_main (n, argv + 2);
     }
+  /* the times `fusebox log` and `report` print, alike on every host */
+  g_setenv ("TZ", "UTC", TRUE);
   return RFX_MAIN (NULL, tests, NULL);
 }
