@@ -260,9 +260,17 @@ fb_text_printf (const char *format, ...)
 GLogWriterOutput
 fb_log_writer_safe (GLogLevelFlags level, const GLogField *fields, gsize n_fields, gpointer user_data)
 {
-  g_autofree GLogField *copy = g_new (GLogField, n_fields);
+  g_autofree GLogField *copy = NULL;
   g_autofree char *message = NULL;
+  const char *domain = NULL;
 
+  /* what GLib drops (debug, unless G_MESSAGES_DEBUG asks) costs no escaping */
+  for (gsize i = 0; i < n_fields; i++)
+    if (strcmp (fields[i].key, "GLIB_DOMAIN") == 0 && fields[i].length < 0)
+      domain = fields[i].value;
+  if (g_log_writer_default_would_drop (level, domain))
+    return G_LOG_WRITER_HANDLED;
+  copy = g_new (GLogField, n_fields);
   for (gsize i = 0; i < n_fields; i++)
     {
       copy[i] = fields[i];
