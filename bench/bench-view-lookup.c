@@ -13,6 +13,10 @@
  * RLIMIT_NOFILE (prlimit --nofile=N:N) to time the same with more
  * directories than the descriptor cache holds (fs/fs-view-fd.c); a build
  * without that cache fails there with EMFILE, which is reported.
+ * It also prints the heap the kept nodes take (malloc's in-use bytes,
+ * mallinfo2's arena and mmap'd blocks, before and after the first
+ * lookups, divided by the nodes):
+ * what the daemon holds per name the kernel remembers, tables included.
  *
  *   build/bench/bench-view-lookup [DIRS [FILES [ROUNDS]]]   (default 2000 10 20)
  */
@@ -20,6 +24,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +56,16 @@ rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
   return 0;
 }
 
+/* Bytes malloc has handed out: in its arenas, and in blocks of their own
+ * (large arrays, such as the node table's) */
+static gsize
+heap_in_use (void)
+{
+  struct mallinfo2 mi = mallinfo2 ();
+
+  return mi.uordblks + mi.hblkhd;
+}
+
 static void
 report (const char *what, double *per_op, guint rounds)
 {
@@ -77,6 +92,7 @@ main (int argc, char **argv)
   FbViewCaller caller = { .pid = getpid (), .uid = getuid (), .gid = getgid (), .comm = "bench" };
   char name[32];
   guint errors = 0;
+  gsize heap_before, heap_nodes;
   int r;
 
   if (tmp == NULL || dirs == 0 || rounds == 0)
@@ -110,6 +126,7 @@ main (int argc, char **argv)
     }
 
   /* every name once, kept */
+  heap_before = heap_in_use ();
   for (guint i = 0; i < dirs; i++)
     {
       FbViewNode *d = NULL;
@@ -132,6 +149,8 @@ main (int argc, char **argv)
             errors++;
         }
     }
+
+  heap_nodes = heap_in_use () - heap_before;
 
   for (guint k = 0; k < rounds; k++)
     {
@@ -164,6 +183,8 @@ main (int argc, char **argv)
   printf ("%u directories x %u files, %u rounds%s\n", dirs, files, rounds, errors ? "" : ", no errors");
   if (errors != 0)
     printf ("%u operations failed\n", errors);
+  printf ("%-12s %7.0f bytes of heap per node (%u nodes)\n", "memory",
+          (double)heap_nodes / (dir_nodes->len + file_nodes->len), dir_nodes->len + file_nodes->len);
   report ("warm lookup", lookup_ns, rounds);
   report ("dir getattr", getattr_ns, rounds);
   g_ptr_array_set_size (file_nodes, 0);
