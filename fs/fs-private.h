@@ -89,8 +89,9 @@ struct FbViewNode
   gint listed_bare;
 
   /* view->lock: the decision of the node's view path, kept current by
-   * renames (fs-view.c, "Paths") */
-  FbPolicyDecision decision;
+   * renames (fs-view.c, "Paths"), shared by the nodes with the same one
+   * (fs-view.c, "Decisions") */
+  const FbPolicyDecision *decision;
 
   GMutex lock; /* below: the cache stamps */
   /* reopened nodes: the files open on it, whose descriptors reach the
@@ -200,6 +201,10 @@ struct FbView
   /* a rename through this view, from its depth check to the moved nodes'
    * new decisions (fs-view-ops.c): taken before view->lock */
   GMutex rename_lock;
+  /* the decisions nodes share (fs-view.c, "Decisions"): each an
+   * FbPolicyDecision, its own key, freed with its last node */
+  GMutex decisions_lock;
+  GHashTable *decisions;
 
   /* fs-view-fd.c, fd_lock: the cached directory descriptors, least
    * recently listed first, and the list of live views */

@@ -24,6 +24,13 @@
  *    by the policy's rules (and FB_VIEW_PINNED_MAX).  Each holds a
  *    reference to the view and the view one to each; fb_view_unref breaks
  *    that cycle when only pinned nodes are left holding the view.
+ *  - Decisions.  Nodes share their decisions: most of a tree is decided
+ *    by the same few rules at each depth, so a node points at the view's
+ *    counted copy of its decision (an FbPolicyDecision is 72 bytes), freed
+ *    with the last node that has it.  Copies are compared whole, padding
+ *    cleared (__builtin_clear_padding), so that any field the policy adds
+ *    counts; with a compiler that can't clear padding, equal decisions may
+ *    not be found equal: fewer are shared, none is ever wrong.
  *  - Paths.  A node keeps its parent, its name and the decision of its
  *    view path, never the path itself: node_get_state() builds the path
  *    when an operation needs it, walking up the parents under the table
@@ -39,8 +46,8 @@
  *  - Host descriptors (who holds one, the budget, the directory cache):
  *    fs-view-fd.c; read them with node_fd_get(), never the field.
  *  - Threads: any.  Lock order: view->lock (table and tree), then a node's
- *    lock (state, stamps), then fd_lock (fs-view-fd.c, innermost).  The
- *    sink is never called with any of them held.
+ *    lock (state, stamps), then fd_lock (fs-view-fd.c) or decisions_lock,
+ *    both innermost.  The sink is never called with any of them held.
  */
 #include "fs/fs-private.h"
 
@@ -170,6 +177,92 @@ node_state_unref (NodeState *st)
     g_free (st);
 }
 
+/* --- decisions (see "Decisions" above) ---------------------------------------- */
+
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+#define HAVE_CLEAR_PADDING 1
+#endif
+#endif
+
+static guint
+decision_hash (gconstpointer p)
+{
+  const guchar *b = p;
+  guint32 h = 2166136261u;
+
+  for (gsize i = 0; i < sizeof (FbPolicyDecision); i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
+static gboolean
+decision_equal (gconstpointer a, gconstpointer b)
+{
+  return memcmp (a, b, sizeof (FbPolicyDecision)) == 0;
+}
+
+/* A decision the nodes that have it share: the key of view->decisions. */
+typedef struct
+{
+  FbPolicyDecision d;
+  guint refs; /* decisions_lock */
+} SharedDecision;
+
+#define SHARED_DECISION(p) ((SharedDecision *)(void *)((char *)(p)-G_STRUCT_OFFSET (SharedDecision, d)))
+
+/* The view's copy of D, counted once more. */
+static const FbPolicyDecision *
+decision_share (FbView *view, const FbPolicyDecision *d)
+{
+  FbPolicyDecision key = *d;
+  FbPolicyDecision *found;
+  SharedDecision *sd;
+
+#ifdef HAVE_CLEAR_PADDING
+  __builtin_clear_padding (&key);
+#endif
+  g_mutex_lock (&view->decisions_lock);
+  found = g_hash_table_lookup (view->decisions, &key);
+  if (found != NULL)
+    sd = SHARED_DECISION (found);
+  else
+    {
+      sd = g_new (SharedDecision, 1);
+      sd->d = key;
+      sd->refs = 0;
+      g_hash_table_add (view->decisions, &sd->d);
+    }
+  sd->refs++;
+  g_mutex_unlock (&view->decisions_lock);
+  return &sd->d;
+}
+
+static void
+decision_unshare (FbView *view, const FbPolicyDecision *d)
+{
+  SharedDecision *sd = SHARED_DECISION (d);
+
+  g_mutex_lock (&view->decisions_lock);
+  if (--sd->refs == 0)
+    {
+      g_hash_table_remove (view->decisions, &sd->d);
+      g_free (sd);
+    }
+  g_mutex_unlock (&view->decisions_lock);
+}
+
+/* NODE's decision is now D (view->lock held, or NODE not in the table). */
+static void
+node_set_decision (FbView *view, FbViewNode *node, const FbPolicyDecision *d)
+{
+  const FbPolicyDecision *old = node->decision;
+
+  node->decision = decision_share (view, d);
+  if (old != NULL)
+    decision_unshare (view, old);
+}
+
 /* --- paths (see "Paths" above) ----------------------------------------------- */
 
 static const char *const no_names[] = { NULL };
@@ -227,7 +320,7 @@ static void
 decide_detached_locked (FbView *view, FbViewNode *node, FbViewNode *top, char *path, FbPolicyDecision *ret)
 {
   g_autoptr (GPtrArray) chain = g_ptr_array_new ();
-  FbPolicyDecision d = top->parent->decision;
+  FbPolicyDecision d = *top->parent->decision;
   gsize plen = strlen (path);
 
   for (FbViewNode *n = node;; n = n->parent)
@@ -267,7 +360,7 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
   *ret_tail_owned = NULL;
   if (path == NULL)
     {
-      decision_too_long (&node->decision, ret_decision);
+      decision_too_long (node->decision, ret_decision);
       *ret_tail_owned = g_strconcat ("\u2026", tail, NULL);
       *ret_path = *ret_tail_owned;
       return false;
@@ -275,7 +368,7 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
   if (detached != NULL)
     decide_detached_locked (node->view, node, detached, path, ret_decision);
   else
-    *ret_decision = node->decision;
+    *ret_decision = *node->decision;
   *ret_path = path;
   return true;
 }
@@ -477,6 +570,8 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     fb_view_options_init (&view->options);
   g_mutex_init (&view->lock);
   g_mutex_init (&view->rename_lock);
+  g_mutex_init (&view->decisions_lock);
+  view->decisions = g_hash_table_new (decision_hash, decision_equal);
   view->node_max = view->options.node_max != 0 ? view->options.node_max : FB_VIEW_NODES_MAX;
   view->table = g_hash_table_new (node_key_hash, node_key_equal);
   view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
@@ -602,12 +697,14 @@ fb_view_unref (FbView *view)
   g_free (view->mount_fds);
   g_hash_table_destroy (view->table);
   g_hash_table_destroy (view->by_ino);
+  g_hash_table_destroy (view->decisions);
   g_ptr_array_unref (view->pinned);
   g_strfreev (view->blank_paths);
   view_state_clear (view);
   view_fd_unregister (view);
   g_mutex_clear (&view->lock);
   g_mutex_clear (&view->rename_lock);
+  g_mutex_clear (&view->decisions_lock);
   fb_policy_unref (view->policy);
   g_free (view);
 }
@@ -648,7 +745,7 @@ fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpoint
     ;
   for (; n != NULL && found < max; n = n->all_prev)
     if (n->kind == NODE_HOST && n->parent != NULL && n->in_table && !n->pinned && n->first_child == NULL &&
-        !n->decision.is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+        !n->decision->is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
       {
         func (n, n->parent, n->name, user_data);
         found++;
@@ -681,7 +778,7 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
        * practice: the top byte is set. */
       node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
     }
-  node->decision = state->decision;
+  node_set_decision (view, node, &state->decision);
   node_state_unref (state); /* the path is built when needed */
   g_mutex_init (&node->lock);
   g_atomic_int_inc ((gint *)&view->n_nodes);
@@ -728,6 +825,8 @@ node_free (FbViewNode *node, FbViewNode *parent)
     g_array_unref (node->listing);
   g_free (node->cursors);
   g_mutex_clear (&node->lock);
+  if (node->decision != NULL)
+    decision_unshare (view, node->decision);
   g_free (node->name);
   g_atomic_int_add ((gint *)&view->n_nodes, -1);
   g_free (node);
@@ -1291,11 +1390,13 @@ restate_locked (FbView *view, FbViewNode *top)
 
       if (plen + 1 + nlen <= FB_VIEW_PATH_MAX)
         {
-          NodeState pst = { .decision = n == top ? top_parent : n->parent->decision };
+          NodeState pst = { .decision = n == top ? top_parent : *n->parent->decision };
+          FbPolicyDecision d;
 
           path[plen] = '\0';
           pst.path = plen == 0 ? (char *)"/" : path;
-          view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &n->decision);
+          view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &d);
+          node_set_decision (view, n, &d);
           if (n->first_child != NULL)
             {
               path[plen] = '/';
