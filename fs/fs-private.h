@@ -93,7 +93,15 @@ struct FbViewNode
    * (fs-view.c, "Decisions") */
   const FbPolicyDecision *decision;
 
-  GMutex lock; /* below: the cache stamps */
+  /* atomic: what an opened or listed node keeps (node_extra()), NULL
+   * until then: most nodes never are */
+  struct NodeExtra *extra;
+};
+
+/* What a node keeps once it was opened or listed. */
+typedef struct NodeExtra
+{
+  GMutex lock; /* all below */
   /* reopened nodes: the files open on it, whose descriptors reach the
    * object when its name no longer does (fstat of a file unlinked or
    * renamed away while open) */
@@ -109,7 +117,12 @@ struct FbViewNode
    * listed, then DIR_CURSORS_MAX of them */
   struct DirCursor *cursors;
   guint cursor_next;
-};
+} NodeExtra;
+
+/* fs-view.c: NODE's extra part, made now if it has none (for the node's
+ * life); node_extra_peek(): NULL when it has none (nothing was kept). */
+NodeExtra *node_extra (FbViewNode *node);
+NodeExtra *node_extra_peek (FbViewNode *node);
 
 typedef struct
 {
@@ -159,7 +172,7 @@ struct FbViewFile
   FbViewFdAccount *fd_account;
   gint64 bytes_read;    /* atomic */
   gint64 bytes_written; /* atomic */
-  FbViewFile *open_prev, *open_next; /* node->lock: node->open_files (reopened nodes) */
+  FbViewFile *open_prev, *open_next; /* node extra's lock: its open_files (reopened nodes) */
   gint caps_killed;     /* atomic: view_kill_priv found no file capability left */
 
   /* directories: lock for what follows */

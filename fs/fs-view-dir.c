@@ -196,25 +196,27 @@ listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, int *r
       *ret_err = -errno;
       return NULL;
     }
-  g_mutex_lock (&node->lock);
-  if (node->listing != NULL && node->listing_mtime.tv_sec == hst.st_mtim.tv_sec &&
-      node->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec && node->listing_ctime.tv_sec == hst.st_ctim.tv_sec &&
-      node->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)
-    list = g_array_ref (node->listing);
-  g_mutex_unlock (&node->lock);
+  NodeExtra *x = node_extra (node);
+
+  g_mutex_lock (&x->lock);
+  if (x->listing != NULL && x->listing_mtime.tv_sec == hst.st_mtim.tv_sec &&
+      x->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec && x->listing_ctime.tv_sec == hst.st_ctim.tv_sec &&
+      x->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)
+    list = g_array_ref (x->listing);
+  g_mutex_unlock (&x->lock);
   if (list != NULL)
     return list;
 
   list = listing_build (view, node, st, fd, ret_err);
   if (list == NULL)
     return NULL;
-  g_mutex_lock (&node->lock);
-  if (node->listing != NULL)
-    g_array_unref (node->listing);
-  node->listing = g_array_ref (list);
-  node->listing_mtime = hst.st_mtim;
-  node->listing_ctime = hst.st_ctim;
-  g_mutex_unlock (&node->lock);
+  g_mutex_lock (&x->lock);
+  if (x->listing != NULL)
+    g_array_unref (x->listing);
+  x->listing = g_array_ref (list);
+  x->listing_mtime = hst.st_mtim;
+  x->listing_ctime = hst.st_ctim;
+  g_mutex_unlock (&x->lock);
   return list;
 }
 
@@ -432,16 +434,19 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream 
 static bool
 cursor_find (FbViewNode *node, off_t index, DirCursor *ret)
 {
+  NodeExtra *x = node_extra_peek (node);
   bool found = false;
 
-  g_mutex_lock (&node->lock);
-  for (guint i = 0; node->cursors != NULL && i < DIR_CURSORS_MAX && !found; i++)
-    if (node->cursors[i].index == index)
+  if (x == NULL)
+    return false;
+  g_mutex_lock (&x->lock);
+  for (guint i = 0; x->cursors != NULL && i < DIR_CURSORS_MAX && !found; i++)
+    if (x->cursors[i].index == index)
       {
-        *ret = node->cursors[i];
+        *ret = x->cursors[i];
         found = true;
       }
-  g_mutex_unlock (&node->lock);
+  g_mutex_unlock (&x->lock);
   return found;
 }
 
@@ -452,23 +457,27 @@ static void
 cursor_keep (FbViewNode *node, const DirStream *s, const struct timespec *end_ctime)
 {
   guint slot = DIR_CURSORS_MAX;
+  NodeExtra *x;
+  DirCursor *c;
 
   if (s->index == 0)
     return; /* the start needs none */
-  g_mutex_lock (&node->lock);
-  if (node->cursors == NULL)
-    node->cursors = g_new0 (DirCursor, DIR_CURSORS_MAX);
+  x = node_extra (node);
+  g_mutex_lock (&x->lock);
+  if (x->cursors == NULL)
+    x->cursors = g_new0 (DirCursor, DIR_CURSORS_MAX);
   for (guint i = 0; i < DIR_CURSORS_MAX && slot == DIR_CURSORS_MAX; i++)
-    if (node->cursors[i].index == s->index)
+    if (x->cursors[i].index == s->index)
       slot = i;
   if (slot == DIR_CURSORS_MAX)
-    slot = node->cursor_next++ % DIR_CURSORS_MAX;
-  node->cursors[slot].index = s->index;
-  node->cursors[slot].host = s->host;
-  node->cursors[slot].end = s->eof && end_ctime != NULL;
-  if (node->cursors[slot].end)
-    node->cursors[slot].end_ctime = *end_ctime;
-  g_mutex_unlock (&node->lock);
+    slot = x->cursor_next++ % DIR_CURSORS_MAX;
+  c = &x->cursors[slot];
+  c->index = s->index;
+  c->host = s->host;
+  c->end = s->eof && end_ctime != NULL;
+  if (c->end)
+    c->end_ctime = *end_ctime;
+  g_mutex_unlock (&x->lock);
 }
 
 /* Is OFFSET where NODE's listing ended, with nothing changed in the

@@ -36,12 +36,13 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account
   file->fd_account = account;
   if (node->reopen && fd >= 0)
     {
-      g_mutex_lock (&node->lock);
-      file->open_next = node->open_files;
-      if (node->open_files != NULL)
-        node->open_files->open_prev = file;
-      node->open_files = file;
-      g_mutex_unlock (&node->lock);
+      NodeExtra *x = node_extra (node);
+      g_mutex_lock (&x->lock);
+      file->open_next = x->open_files;
+      if (x->open_files != NULL)
+        x->open_files->open_prev = file;
+      x->open_files = file;
+      g_mutex_unlock (&x->lock);
     }
   file->flags = flags;
   file->can_read = acc == O_RDONLY || acc == O_RDWR;
@@ -73,15 +74,15 @@ view_file_free (FbViewFile *file)
 {
   if (file->node->reopen && file->fd >= 0)
     {
-      FbViewNode *node = file->node;
-      g_mutex_lock (&node->lock);
+      NodeExtra *x = node_extra (file->node);
+      g_mutex_lock (&x->lock);
       if (file->open_prev != NULL)
         file->open_prev->open_next = file->open_next;
       else
-        node->open_files = file->open_next;
+        x->open_files = file->open_next;
       if (file->open_next != NULL)
         file->open_next->open_prev = file->open_prev;
-      g_mutex_unlock (&node->lock);
+      g_mutex_unlock (&x->lock);
     }
   if (file->fd >= 0)
     close (file->fd);
@@ -133,15 +134,16 @@ host_open_flags (int flags)
 bool
 node_stamp_compare (FbViewNode *node, const struct stat *st)
 {
+  NodeExtra *x = node_extra (node);
   bool same;
 
-  g_mutex_lock (&node->lock);
-  same = node->have_stamp && node->stamp_size == st->st_size && node->stamp_mtime.tv_sec == st->st_mtim.tv_sec &&
-         node->stamp_mtime.tv_nsec == st->st_mtim.tv_nsec;
-  node->have_stamp = true;
-  node->stamp_size = st->st_size;
-  node->stamp_mtime = st->st_mtim;
-  g_mutex_unlock (&node->lock);
+  g_mutex_lock (&x->lock);
+  same = x->have_stamp && x->stamp_size == st->st_size && x->stamp_mtime.tv_sec == st->st_mtim.tv_sec &&
+         x->stamp_mtime.tv_nsec == st->st_mtim.tv_nsec;
+  x->have_stamp = true;
+  x->stamp_size = st->st_size;
+  x->stamp_mtime = st->st_mtim;
+  g_mutex_unlock (&x->lock);
   return same;
 }
 

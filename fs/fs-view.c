@@ -46,8 +46,9 @@
  *  - Host descriptors (who holds one, the budget, the directory cache):
  *    fs-view-fd.c; read them with node_fd_get(), never the field.
  *  - Threads: any.  Lock order: view->lock (table and tree), then a node's
- *    lock (state, stamps), then fd_lock (fs-view-fd.c) or decisions_lock,
- *    both innermost.  The sink is never called with any of them held.
+ *    extra lock (open files, stamps, listings: NodeExtra), then fd_lock
+ *    (fs-view-fd.c) or decisions_lock, both innermost.  The sink is never
+ *    called with any of them held.
  */
 #include "fs/fs-private.h"
 
@@ -780,12 +781,36 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
     }
   node_set_decision (view, node, &state->decision);
   node_state_unref (state); /* the path is built when needed */
-  g_mutex_init (&node->lock);
   g_atomic_int_inc ((gint *)&view->n_nodes);
   return node;
 }
 
 static int same_host_object (FbViewNode *node, const struct stat *st);
+
+NodeExtra *
+node_extra_peek (FbViewNode *node)
+{
+  return g_atomic_pointer_get (&node->extra);
+}
+
+NodeExtra *
+node_extra (FbViewNode *node)
+{
+  NodeExtra *x = g_atomic_pointer_get (&node->extra);
+
+  if (x != NULL)
+    return x;
+  x = g_new0 (NodeExtra, 1);
+  g_mutex_init (&x->lock);
+  if (!g_atomic_pointer_compare_and_exchange (&node->extra, NULL, x))
+    {
+      /* another thread made one first */
+      g_mutex_clear (&x->lock);
+      g_free (x);
+      x = g_atomic_pointer_get (&node->extra);
+    }
+  return x;
+}
 
 /* Remove the mark of NODE, a watched directory being freed, through FD (its
  * descriptor, -1 when the cache closed it: then opened again from PARENT,
@@ -821,10 +846,14 @@ node_free (FbViewNode *node, FbViewNode *parent)
     node_unwatch (node, parent, fd);
   if (fd >= 0)
     close (fd);
-  if (node->listing != NULL)
-    g_array_unref (node->listing);
-  g_free (node->cursors);
-  g_mutex_clear (&node->lock);
+  if (node->extra != NULL)
+    {
+      if (node->extra->listing != NULL)
+        g_array_unref (node->extra->listing);
+      g_free (node->extra->cursors);
+      g_mutex_clear (&node->extra->lock);
+      g_free (node->extra);
+    }
   if (node->decision != NULL)
     decision_unshare (view, node->decision);
   g_free (node->name);
@@ -1274,6 +1303,7 @@ node_host_fd (FbViewNode *node, int *tmp)
   g_autofree char *name = NULL;
   g_autoptr (FbViewNode) parent = NULL;
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  NodeExtra *x;
   struct stat st;
   int fd, pfd, r;
 
@@ -1290,10 +1320,14 @@ node_host_fd (FbViewNode *node, int *tmp)
     }
   if (!node->reopen)
     return node->host_fd;
-  g_mutex_lock (&node->lock);
-  if (node->open_files != NULL)
-    *tmp = fcntl (node->open_files->fd, F_DUPFD_CLOEXEC, 3);
-  g_mutex_unlock (&node->lock);
+  x = node_extra_peek (node);
+  if (x != NULL)
+    {
+      g_mutex_lock (&x->lock);
+      if (x->open_files != NULL)
+        *tmp = fcntl (x->open_files->fd, F_DUPFD_CLOEXEC, 3);
+      g_mutex_unlock (&x->lock);
+    }
   if (*tmp >= 0)
     return *tmp;
   parent = node_parent_name (node, &name);
@@ -1333,11 +1367,15 @@ node_stat (FbView *view, FbViewNode *node, struct stat *ret_st)
 {
   if (node->reopen)
     {
+      NodeExtra *x = node_extra_peek (node);
       int r = 1;
-      g_mutex_lock (&node->lock);
-      if (node->open_files != NULL)
-        r = fstat (node->open_files->fd, ret_st) < 0 ? -errno : 0;
-      g_mutex_unlock (&node->lock);
+      if (x != NULL)
+        {
+          g_mutex_lock (&x->lock);
+          if (x->open_files != NULL)
+            r = fstat (x->open_files->fd, ret_st) < 0 ? -errno : 0;
+          g_mutex_unlock (&x->lock);
+        }
       return r <= 0 ? r : host_stat_child (node, ret_st);
     }
   if (node->kind == NODE_HOST)

@@ -172,9 +172,10 @@
  *   (files a sandbox holds open: its view's share of the budget).
  *
  * Threads.  Every function may be called from any thread.  Locks: the view's
- * table lock (node table, parent/child links) is taken before a node's lock
- * (its decision and cache stamps); a directory handle has its own lock; the
- * descriptor cache's (fs-view-fd.c) is taken last, under either.  No
+ * table lock (node table, parent/child links, decisions) is taken before a
+ * node's extra lock (its open files, cache stamps and listings); a
+ * directory handle has its own lock; the descriptor cache's
+ * (fs-view-fd.c) is taken last, under either.  No
  * I/O, sink push or allocation-heavy work happens under the table lock.
  *
  * Errors are -errno, converted at the libc call.
