@@ -37,28 +37,42 @@ NodeState *node_state_ref (NodeState *st);
 void node_state_unref (NodeState *st);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NodeState, node_state_unref)
 
+/* A view path the kernel (or an operation) holds.  One per name the
+ * kernel remembers, so every byte counts (fs.h, Bounds): fields are
+ * ordered to leave no padding, the name is stored after the struct, the
+ * decision is shared, and what only opened or listed nodes need is apart
+ * (NodeExtra). */
 struct FbViewNode
 {
-  gint ref;        /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
+  gint ref; /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
+  /* view->lock: in the table (in_table), in the list of every node
+   * (in_all), held by the view for its life (pinned, view->pinned) */
+  bool in_table;
+  bool in_all;
+  bool pinned;
+  guint8 kind;     /* NodeKind; immutable */
   guint64 nlookup; /* atomic; the kernel's lookup count */
   FbView *view;    /* a reference */
 
   /* view->lock: the table key and the tree of nodes in the table */
   FbViewNode *parent; /* a reference; NULL for the root */
-  char *name;         /* "" for the root */
-  bool in_table;
+  char *name;         /* "" for the root; name_buf, or allocated once renamed */
   FbViewNode *first_child, *next_sibling, *prev_sibling;
   /* view->lock: every live node that entered the table, for
    * fb_view_drop_kernel_refs() */
   FbViewNode *all_prev, *all_next;
-  bool in_all;
   /* view->lock: the other nodes of the same host object (view->by_ino) */
   FbViewNode *ino_prev, *ino_next;
-  /* view->lock: held by the view for its life (view->pinned) */
-  bool pinned;
+
+  /* view->lock: the decision of the node's view path, kept current by
+   * renames (fs-view.c, "Paths"), shared by the nodes with the same one
+   * (fs-view.c, "Decisions") */
+  const FbPolicyDecision *decision;
+  /* atomic: what an opened or listed node keeps (node_extra()), NULL
+   * until then: most nodes never are */
+  struct NodeExtra *extra;
 
   /* immutable */
-  NodeKind kind;
   /* O_PATH|O_NOFOLLOW; -1 unless NODE_HOST, and for reopened nodes.  Never
    * read directly: node_fd_get() (a directory's may be closed while unused,
    * fs-view-fd.c) or node_host_fd(). */
@@ -73,13 +87,14 @@ struct FbViewNode
   /* fd_lock: in the view's list of cached directory descriptors */
   FbViewNode *fd_prev, *fd_next;
   bool fd_listed;
-  mode_t type;
-  ino_t ino;
-  dev_t dev;
-  guint64 generation;
+  guint16 type; /* immutable: the S_IFMT bits of st_mode */
   /* atomic, directories: FbViewFold + 1 once known, 0 before: does the
    * host fold names here (fs-view-fold.c) */
   gint fold;
+  /* immutable */
+  ino_t ino;
+  guint32 dev;        /* st_dev: the kernel's are 32 bits (new_encode_dev) */
+  guint32 generation; /* FUSE's, of which the kernel keeps 32 bits */
   /* atomic: 1 when host changes are watched (fs-watch.c "Coverage"; a
    * directory then holds a mark), set before the kernel first gets the
    * node (or at fb_watch_view); -1 while a mark is being placed */
@@ -88,14 +103,7 @@ struct FbViewNode
    * non-directories' (fs-view-dir.c, "Attributes") */
   gint listed_bare;
 
-  /* view->lock: the decision of the node's view path, kept current by
-   * renames (fs-view.c, "Paths"), shared by the nodes with the same one
-   * (fs-view.c, "Decisions") */
-  const FbPolicyDecision *decision;
-
-  /* atomic: what an opened or listed node keeps (node_extra()), NULL
-   * until then: most nodes never are */
-  struct NodeExtra *extra;
+  char name_buf[]; /* the name it was made with */
 };
 
 /* What a node keeps once it was opened or listed. */
@@ -303,9 +311,10 @@ int create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *paren
 
 /* fs-view.c: the node table, shared with fs-view-lookup.c (view->lock held
  * for table_find_locked) */
-FbViewNode *node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState *state);
+FbViewNode *node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPolicyDecision *decision,
+                      const char *name);
 FbViewNode *table_find_locked (FbView *view, FbViewNode *parent, const char *name);
-FbViewNode *table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fresh);
+FbViewNode *table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh);
 void node_pin (FbView *view, FbViewNode *node);
 FbViewNode *pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_point);
 int mount_fd_dup (FbView *view, const FbPolicyMount *mount);

@@ -211,26 +211,26 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
   if (view_state_hides (view, st))
     return -ENOENT;
   if (dev_is_blank (view, st->st_dev))
-    node = node_new (view, NODE_BLANK, -1, NULL, node_state_new (ci->path, &ci->decision));
+    node = node_new (view, NODE_BLANK, -1, NULL, &ci->decision, name);
   else if (!S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))
     {
       /* A non-directory holds no descriptor (fs.h, Descriptors): it is
        * opened again from its parent when an operation needs it. */
-      node = node_new (view, NODE_HOST, -1, st, node_state_new (ci->path, &ci->decision));
+      node = node_new (view, NODE_HOST, -1, st, &ci->decision, name);
       node->reopen = true;
     }
   else if (owned < 0)
     return -EINVAL; /* a directory is opened first */
   else
     {
-      node = node_new (view, NODE_HOST, fb_steal_fd (&owned), st, node_state_new (ci->path, &ci->decision));
+      node = node_new (view, NODE_HOST, fb_steal_fd (&owned), st, &ci->decision, name);
       /* A directory's descriptor is an entry of the cache (fs-view-fd.c),
        * found again by name from its parent; a mount's source is not its
        * parent's child on the host, and keeps its own. */
       node->evictable = S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL &&
                         node_is_host_dir (parent);
     }
-  node = table_insert (view, parent, name, node);
+  node = table_insert (view, parent, node);
   if (node->evictable)
     node_fd_cached (node);
   if (ret_st != NULL)
@@ -406,7 +406,7 @@ lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char
       return r;
     }
 
-  node = table_insert (view, parent, name, node_new (view, kind, -1, NULL, node_state_new (ci->path, &ci->decision)));
+  node = table_insert (view, parent, node_new (view, kind, -1, NULL, &ci->decision, name));
   if (pin)
     node_pin (view, node);
   if (ret_st != NULL)

@@ -757,12 +757,15 @@ fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpoint
 /* --- nodes and the table --------------------------------------------------- */
 
 FbViewNode *
-node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState *state)
+node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPolicyDecision *decision,
+          const char *name)
 {
-  FbViewNode *node = g_new0 (FbViewNode, 1);
+  gsize len = strlen (name);
+  FbViewNode *node = g_malloc0 (sizeof (FbViewNode) + len + 1);
 
   node->ref = 1;
   node->view = fb_view_ref (view);
+  node->name = memcpy (node->name_buf, name, len + 1);
   node->kind = kind;
   node->host_fd = fd;
   node->generation = __atomic_add_fetch (&view->generation, 1, __ATOMIC_RELAXED);
@@ -779,8 +782,7 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, NodeState 
        * practice: the top byte is set. */
       node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
     }
-  node_set_decision (view, node, &state->decision);
-  node_state_unref (state); /* the path is built when needed */
+  node_set_decision (view, node, decision); /* the path is built when needed */
   g_atomic_int_inc ((gint *)&view->n_nodes);
   return node;
 }
@@ -856,7 +858,8 @@ node_free (FbViewNode *node, FbViewNode *parent)
     }
   if (node->decision != NULL)
     decision_unshare (view, node->decision);
-  g_free (node->name);
+  if (node->name != node->name_buf)
+    g_free (node->name);
   g_atomic_int_add ((gint *)&view->n_nodes, -1);
   g_free (node);
   fb_view_unref (view);
@@ -1001,17 +1004,16 @@ fb_view_node_watched (FbViewNode *node, const struct stat *st)
   return fb_watch_active () && g_atomic_int_get (&node->watched) == 1 && (S_ISDIR (st->st_mode) || st->st_nlink <= 1);
 }
 
-/* Put FRESH (one reference, not in the table) at (PARENT, NAME), or return
- * the node already there when it shows the same host object (FRESH is then
- * freed).  Returns a new reference either way. */
+/* Put FRESH (one reference, not in the table) at (PARENT, its name), or
+ * return the node already there when it shows the same host object (FRESH
+ * is then freed).  Returns a new reference either way. */
 FbViewNode *
-table_insert (FbView *view, FbViewNode *parent, const char *name, FbViewNode *fresh)
+table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh)
 {
   FbViewNode *existing;
 
-  fresh->name = g_strdup (name);
   g_mutex_lock (&view->lock);
-  existing = table_find_locked (view, parent, name);
+  existing = table_find_locked (view, parent, fresh->name);
   if (existing != NULL && same_object (existing, fresh))
     {
       g_atomic_int_inc (&existing->ref);
@@ -1152,14 +1154,14 @@ fb_view_get_root (FbView *view)
   fb_policy_decide (view->policy, "/", &d);
   fd = mount_fd_dup (view, d.mount);
   if (fd >= 0 && fstat (fd, &st) == 0)
-    node = node_new (view, NODE_HOST, fd, &st, node_state_new ("/", &d));
+    node = node_new (view, NODE_HOST, fd, &st, &d, "");
   else
     {
       if (fd >= 0)
         close (fd);
-      node = node_new (view, NODE_SYNTHETIC, -1, NULL, node_state_new ("/", &d));
+      node = node_new (view, NODE_SYNTHETIC, -1, NULL, &d, "");
     }
-  node = table_insert (view, NULL, "", node);
+  node = table_insert (view, NULL, node);
   node_pin (view, node);
   return node;
 }
@@ -1462,7 +1464,8 @@ place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *na
   if (node->parent != NULL)
     g_ptr_array_add (unref_later, node->parent);
   node->parent = fb_view_node_ref (parent);
-  g_free (node->name);
+  if (node->name != node->name_buf)
+    g_free (node->name);
   node->name = g_strdup (name);
   g_hash_table_add (view->table, node);
   child_link_locked (parent, node);
