@@ -121,10 +121,14 @@ typedef struct NodeExtra
    * directory's mtime and ctime are these */
   GArray *listing; /* DirEntry, refcounted */
   struct timespec listing_mtime, listing_ctime;
-  /* a streamed listing's last positions (fs-view-dir.c): NULL until one is
-   * listed, then DIR_CURSORS_MAX of them */
+  /* a streamed listing's last positions (fs-view-dir.c): N_CURSORS, at
+   * most DIR_CURSORS_MAX; where the last one that read to the end ended
+   * (END_INDEX, 0 for none), and the directory's ctime before it read */
   struct DirCursor *cursors;
+  guint n_cursors;
   guint cursor_next;
+  off_t end_index;
+  struct timespec end_ctime;
 } NodeExtra;
 
 /* fs-view.c: NODE's extra part, made now if it has none (for the node's
@@ -146,10 +150,6 @@ typedef struct DirCursor
 {
   off_t index;
   off_t host;
-  /* the host's listing ended here, read while the directory's ctime was
-   * END_CTIME: a call from here needs no read while it still is */
-  bool end;
-  struct timespec end_ctime;
 } DirCursor;
 
 /* A host directory read with getdents64 through a fixed buffer. */

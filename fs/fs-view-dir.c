@@ -430,9 +430,9 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream 
     }
 }
 
-/* The cursor kept for the view's offset INDEX of NODE's listing. */
+/* The host position kept for the view's offset INDEX of NODE's listing. */
 static bool
-cursor_find (FbViewNode *node, off_t index, DirCursor *ret)
+cursor_find (FbViewNode *node, off_t index, off_t *ret_host)
 {
   NodeExtra *x = node_extra_peek (node);
   bool found = false;
@@ -440,43 +440,49 @@ cursor_find (FbViewNode *node, off_t index, DirCursor *ret)
   if (x == NULL)
     return false;
   g_mutex_lock (&x->lock);
-  for (guint i = 0; x->cursors != NULL && i < DIR_CURSORS_MAX && !found; i++)
+  for (guint i = 0; i < x->n_cursors && !found; i++)
     if (x->cursors[i].index == index)
       {
-        *ret = x->cursors[i];
+        *ret_host = x->cursors[i].host;
         found = true;
       }
   g_mutex_unlock (&x->lock);
   return found;
 }
 
-/* Keep where S stands, in place of the same offset's or the oldest;
- * END_CTIME: S read to the end, and the directory's ctime before it read
- * (NULL when unknown). */
+/* Keep where S stands, in place of the same offset's or the oldest (most
+ * directories are read in one call: one cursor, grown to DIR_CURSORS_MAX
+ * only for those read in more); END_CTIME: S read to the end, and the
+ * directory's ctime before it read (NULL when unknown). */
 static void
 cursor_keep (FbViewNode *node, const DirStream *s, const struct timespec *end_ctime)
 {
   guint slot = DIR_CURSORS_MAX;
   NodeExtra *x;
-  DirCursor *c;
 
   if (s->index == 0)
     return; /* the start needs none */
   x = node_extra (node);
   g_mutex_lock (&x->lock);
-  if (x->cursors == NULL)
-    x->cursors = g_new0 (DirCursor, DIR_CURSORS_MAX);
-  for (guint i = 0; i < DIR_CURSORS_MAX && slot == DIR_CURSORS_MAX; i++)
+  for (guint i = 0; i < x->n_cursors && slot == DIR_CURSORS_MAX; i++)
     if (x->cursors[i].index == s->index)
       slot = i;
-  if (slot == DIR_CURSORS_MAX)
+  if (slot == DIR_CURSORS_MAX && x->n_cursors < DIR_CURSORS_MAX)
+    {
+      x->cursors = g_renew (DirCursor, x->cursors, x->n_cursors + 1);
+      slot = x->n_cursors++;
+    }
+  else if (slot == DIR_CURSORS_MAX)
     slot = x->cursor_next++ % DIR_CURSORS_MAX;
-  c = &x->cursors[slot];
-  c->index = s->index;
-  c->host = s->host;
-  c->end = s->eof && end_ctime != NULL;
-  if (c->end)
-    c->end_ctime = *end_ctime;
+  x->cursors[slot].index = s->index;
+  x->cursors[slot].host = s->host;
+  if (s->eof && end_ctime != NULL)
+    {
+      x->end_index = s->index;
+      x->end_ctime = *end_ctime;
+    }
+  else if (x->end_index == s->index)
+    x->end_index = 0;
   g_mutex_unlock (&x->lock);
 }
 
@@ -491,15 +497,25 @@ static bool
 cursor_at_end (FbViewNode *node, off_t offset)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
-  DirCursor c;
+  NodeExtra *x = node_extra_peek (node);
+  struct timespec end = { 0 };
+  bool at_end = false;
   struct stat st;
   int fd;
 
-  if (offset == 0 || !cursor_find (node, offset, &c) || !c.end)
+  if (offset == 0 || x == NULL)
+    return false;
+  g_mutex_lock (&x->lock);
+  if (x->end_index == offset)
+    {
+      at_end = true;
+      end = x->end_ctime;
+    }
+  g_mutex_unlock (&x->lock);
+  if (!at_end)
     return false;
   fd = node_fd_get (node, &hold);
-  return fd >= 0 && fstat (fd, &st) == 0 && st.st_ctim.tv_sec == c.end_ctime.tv_sec &&
-         st.st_ctim.tv_nsec == c.end_ctime.tv_nsec;
+  return fd >= 0 && fstat (fd, &st) == 0 && st.st_ctim.tv_sec == end.tv_sec && st.st_ctim.tv_nsec == end.tv_nsec;
 }
 
 /* NODE's host directory open for reading: "." of its own descriptor, the
@@ -679,7 +695,7 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
   {
     g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
     DirStream s = { .buf = buf };
-    DirCursor c;
+    off_t host;
     struct stat hst;
     /* the directory's ctime before it is read: if the listing ends in
      * this call, the next one past it may find nothing changed */
@@ -687,8 +703,8 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
     /* a call that goes on from where one stopped continues at the host's
      * position kept for it; any other offset is found from the start */
     r = -ENOENT;
-    if (offset != 0 && cursor_find (node, offset, &c))
-      r = stream_restart (fd, &s, offset, c.host);
+    if (offset != 0 && cursor_find (node, offset, &host))
+      r = stream_restart (fd, &s, offset, host);
     if (r < 0)
       r = stream_seek (view, node, st, fd, &s, offset);
     if (r == 0)

@@ -120,7 +120,7 @@ typedef struct
   fsid_t fsid;
   int handle_type;
   guint handle_bytes;
-  unsigned char handle[MAX_HANDLE_SZ];
+  unsigned char handle[MAX_HANDLE_SZ]; /* HANDLE_BYTES of them allocated */
 } WatchDir;
 
 static GMutex watch_lock;
@@ -310,7 +310,9 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
    * searchable): not covered */
   if (fanotify_mark (watch_fan, FAN_MARK_ADD, WATCH_MASK, dir_fd, ".") < 0)
     goto out;
-  d = g_memdup2 (&key, sizeof key);
+  /* as long as its handle (ext4's are 8 bytes of MAX_HANDLE_SZ's 128) */
+  d = g_malloc (G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
+  memcpy (d, &key, G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
   d->refs = 1;
   g_hash_table_add (watch_by_obj, d);
   g_hash_table_add (watch_by_handle, d);
