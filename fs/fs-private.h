@@ -206,6 +206,7 @@ struct FbView
   struct timespec started;
   guint64 generation;       /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
+  gint trim_mark;           /* atomic: the most nodes since malloc was last trimmed (fs-view.c) */
   gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
 
   GMutex lock;           /* the node table */

@@ -54,6 +54,7 @@
 
 #include <dirent.h>
 #include <linux/openat2.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -756,6 +757,28 @@ fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpoint
 
 /* --- nodes and the table --------------------------------------------------- */
 
+/* Nodes before malloc is trimmed again: memory freed by nodes the kernel
+ * forgot goes back to the system once their count halves, from at least
+ * this many (malloc keeps freed memory for reuse otherwise, and a walk's
+ * nodes are freed in the middle of the heap, from every worker's arena) */
+#define VIEW_TRIM_MIN 16384
+
+/* One node more (DELTA 1) or less (-1). */
+static void
+view_count_node (FbView *view, gint delta)
+{
+  gint n = g_atomic_int_add ((gint *)&view->n_nodes, delta) + delta;
+  gint mark = g_atomic_int_get (&view->trim_mark);
+
+  if (delta > 0)
+    {
+      while (n > mark && !g_atomic_int_compare_and_exchange (&view->trim_mark, mark, n))
+        mark = g_atomic_int_get (&view->trim_mark);
+    }
+  else if (mark >= VIEW_TRIM_MIN && n <= mark / 2 && g_atomic_int_compare_and_exchange (&view->trim_mark, mark, n))
+    malloc_trim (0);
+}
+
 FbViewNode *
 node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPolicyDecision *decision,
           const char *name)
@@ -783,7 +806,7 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPo
       node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
     }
   node_set_decision (view, node, decision); /* the path is built when needed */
-  g_atomic_int_inc ((gint *)&view->n_nodes);
+  view_count_node (view, 1);
   return node;
 }
 
@@ -860,7 +883,7 @@ node_free (FbViewNode *node, FbViewNode *parent)
     decision_unshare (view, node->decision);
   if (node->name != node->name_buf)
     g_free (node->name);
-  g_atomic_int_add ((gint *)&view->n_nodes, -1);
+  view_count_node (view, -1);
   g_free (node);
   fb_view_unref (view);
 }
