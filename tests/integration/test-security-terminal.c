@@ -32,7 +32,7 @@ probe_main (int argc, char **argv)
   char c = 'x';
   int excl = 0;
   int ldisc = 27; /* N_NULL */
-  int r;
+  const char *res;
 
   if (tcgetattr (0, &t) < 0)
     {
@@ -59,9 +59,10 @@ probe_main (int argc, char **argv)
   printf ("CHANGED tiocsti=%s\n", rfx_res (ioctl (0, TIOCSTI, &c)));
   fflush (stdout);
   /* Nothing is written from here on: the terminal may take no more. */
-  r = ioctl (0, TIOCSETD, &ldisc);
-  g_file_set_contents ("tiocsetd", rfx_res (r), -1, NULL);
+  res = rfx_res (ioctl (0, TIOCSETD, &ldisc));
   tcflow (0, TCOOFF);
+  /* last: the test waits for this file before it signals the run */
+  g_file_set_contents ("tiocsetd", res, -1, NULL);
   if (argc > 0 && strcmp (argv[0], "wait") == 0)
     pause ();
   return 0;
@@ -248,8 +249,14 @@ run_on_pty (void **state, bool by_signal)
   /* the command got the terminal's modes changed, and could not type
    * into it */
   assert_non_null (strstr (p.out->str, "CHANGED tiocsti=EPERM"));
+  tiocsetd_path = g_build_filename (fx->ws, "tiocsetd", NULL);
   if (by_signal)
     {
+      /* the command's last changes (TIOCSETD and TCOOFF) come after
+       * CHANGED, and then the file with TIOCSETD's answer: the signal
+       * waits for it */
+      if (!TEST_WAIT_FOR (g_file_test (tiocsetd_path, G_FILE_TEST_EXISTS), 60000))
+        fail_msg ("the command did not try TIOCSETD; the run said:\n%s", p.out->str);
       assert_int_equal (kill (p.pid, SIGTERM), 0);
       status = pty_wait (fx, &p);
       assert_int_equal (status, 128 + SIGTERM);
@@ -262,7 +269,6 @@ run_on_pty (void **state, bool by_signal)
     }
   assert_terminal_as_before (&p, &before, &size);
   /* the discipline could not be changed at all */
-  tiocsetd_path = g_build_filename (fx->ws, "tiocsetd", NULL);
   tiocsetd = test_read_file (tiocsetd_path);
   if (g_strcmp0 (tiocsetd, "EPERM") != 0)
     fail_msg ("TIOCSETD N_NULL inside answered %s, not EPERM", tiocsetd != NULL ? tiocsetd : "nothing");
