@@ -142,6 +142,11 @@ typedef struct
   uid_t uid;
   const char *comm;     /* caller's /proc/PID/comm, or NULL */
   const char *session;  /* remote-API session id, or NULL for FUSE callers */
+  /* When several commands share the view: the caller's command, from
+   * FbViewOptions.owners (fs/fs.h), or NULL.  The view fills OWNER; a sink
+   * that knows what it is may fill PROCESS, the record's "process". */
+  void *owner;
+  const char *process;
   FbOp op;
   const char *path;     /* view path */
   const char *target;   /* second view path for rename/link/symlink, else NULL */

@@ -176,6 +176,7 @@ struct FbViewFile
   uid_t uid;
   char *comm;
   char *session;
+  void *owner; /* its opener's command, when several share the view (FbViewOwners), or NULL */
   /* the account its descriptor is charged to (a reference), or NULL */
   FbViewFdAccount *fd_account;
   gint64 bytes_read;    /* atomic */
@@ -199,6 +200,7 @@ struct FbView
   guint n_mounts;
   dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
   char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */
+  char *private_root;  /* options.private_root, copied */
   /* fusebox's own state (fs-view-state.c), HostId sorted, immutable after
    * fb_view_new: the objects, and the directories that hold them */
   GArray *state_ids;

@@ -84,9 +84,13 @@ level_wants (FbView *view, FbOp op)
   return view->options.log_level >= fb_op_level (op);
 }
 
+/* OWNER: the caller's command (FbViewOwners), if known already; else it is
+ * asked here, for a FUSE caller of a shared view. */
 static void
-push_event (FbView *view, FbAccessEvent *ev, pid_t pid, const char *comm)
+push_event (FbView *view, FbAccessEvent *ev, pid_t pid, const char *comm, void *owner)
 {
+  const FbViewOwners *owners = view->options.owners;
+  void *asked = NULL;
   char buf[32];
 
   if (comm == NULL)
@@ -94,8 +98,13 @@ push_event (FbView *view, FbAccessEvent *ev, pid_t pid, const char *comm)
       caller_comm (view, pid, buf, sizeof buf);
       comm = buf[0] != '\0' ? buf : NULL;
     }
+  if (owner == NULL && owners != NULL && pid > 0 && ev->session == NULL)
+    owner = asked = owners->owner_of (owners->data, pid);
   ev->comm = comm;
+  ev->owner = owner;
   fb_access_sink_push (view->options.sink, ev);
+  if (asked != NULL)
+    owners->unref (asked);
 }
 
 /* One rule per refusal of the view's own (see ViewRefusal). */
@@ -217,7 +226,7 @@ view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, 
   ev.rule = rule;
   ev.bytes_read = -1;
   ev.bytes_written = -1;
-  push_event (view, &ev, ev.pid, caller != NULL ? caller->comm : NULL);
+  push_event (view, &ev, ev.pid, caller != NULL ? caller->comm : NULL, NULL);
 }
 
 void
@@ -241,5 +250,5 @@ view_emit_close (FbView *view, FbViewFile *file)
   ev.rule = file->state->decision.rule;
   ev.bytes_read = __atomic_load_n (&file->bytes_read, __ATOMIC_RELAXED);
   ev.bytes_written = __atomic_load_n (&file->bytes_written, __ATOMIC_RELAXED);
-  push_event (view, &ev, file->pid, file->comm);
+  push_event (view, &ev, file->pid, file->comm, file->owner);
 }

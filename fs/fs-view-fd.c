@@ -818,7 +818,9 @@ view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const char *
       if (r < 0)
         return r;
     }
-  else
+  /* several commands sharing the view: the caller's command's, if any */
+  else if (caller == NULL || caller->pid <= 0 || view->options.owners == NULL ||
+           (a = view->options.owners->fd_account_of (view->options.owners->data, caller->pid)) == NULL)
     a = fb_view_fd_account_ref (view->fd_account);
   g_mutex_lock (&fd_lock);
   r = claim_locked (a);

@@ -65,6 +65,10 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account
       if (comm[0] != '\0')
         file->comm = g_strdup (comm);
     }
+  /* ...and, in a view several commands share, whose command it is */
+  if (view->options.owners != NULL && file->pid > 0 && file->session == NULL && view->options.sink != NULL &&
+      (view->options.log_level >= FB_LOG_LEVEL_OPENS || file->can_write))
+    file->owner = view->options.owners->owner_of (view->options.owners->data, file->pid);
   g_mutex_init (&file->dir_lock);
   return file;
 }
@@ -93,6 +97,8 @@ view_file_free (FbViewFile *file)
   g_free (file->stream.buf);
   g_mutex_clear (&file->dir_lock);
   node_state_unref (file->state);
+  if (file->owner != NULL)
+    file->node->view->options.owners->unref (file->owner);
   fb_view_node_unref (file->node);
   g_free (file->comm);
   g_free (file->session);

@@ -553,6 +553,20 @@ mkdir_p_private (const char *path)
 #define MOUNT_FD_UNMADE (-2)
 static GMutex private_lock; /* making a private directory: its mount_fds[] slot */
 
+/* The host directory of MOUNT: for a private one under
+ * options.private_root, the same name it has under the policy's
+ * ${RUN}/private. */
+static char *
+mount_host_path (FbView *view, const FbPolicyMount *mount)
+{
+  g_autofree char *name = NULL;
+
+  if (!mount->is_private || view->private_root == NULL || mount->host_path == NULL)
+    return g_strdup (mount->host_path);
+  name = g_path_get_basename (mount->host_path);
+  return g_build_filename (view->private_root, name, NULL);
+}
+
 int
 fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
 {
@@ -589,6 +603,8 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     view->blank_paths = (char **)g_ptr_array_free (blank, FALSE);
     view->options.blank_paths = NULL;
   }
+  view->private_root = g_strdup (view->options.private_root);
+  view->options.private_root = NULL;
   view_state_init (view);
   clock_gettime (CLOCK_REALTIME, &view->started);
   view->can_empty_path_link = 1;
@@ -599,7 +615,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     view->mount_fds[i] = -1;
   for (guint i = 0; i < view->n_mounts; i++)
     {
-      const char *host = mounts[i].host_path;
+      g_autofree char *host = mount_host_path (view, &mounts[i]);
       int fd;
 
       if (host == NULL)
@@ -702,6 +718,7 @@ fb_view_unref (FbView *view)
   g_hash_table_destroy (view->decisions);
   g_ptr_array_unref (view->pinned);
   g_strfreev (view->blank_paths);
+  g_free (view->private_root);
   view_state_clear (view);
   view_fd_unregister (view);
   g_mutex_clear (&view->lock);
@@ -1123,16 +1140,17 @@ private_dir_make (FbView *view, const FbPolicyMount *mount)
   fd = g_atomic_int_get (slot);
   if (fd == MOUNT_FD_UNMADE)
     {
-      r = mkdir_p_private (mount->host_path);
+      g_autofree char *host = mount_host_path (view, mount);
+      r = mkdir_p_private (host);
       if (r == 0)
         {
-          fd = open (mount->host_path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          fd = open (host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
           r = fd < 0 ? -errno : 0;
         }
       if (r == 0)
         g_atomic_int_set (slot, fd);
       else
-        g_warning ("the private directory %s could not be made: %s", mount->host_path, g_strerror (-r));
+        g_warning ("the private directory %s could not be made: %s", host, g_strerror (-r));
     }
   g_mutex_unlock (&private_lock);
   return r < 0 ? r : fd;

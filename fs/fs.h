@@ -248,7 +248,33 @@ typedef struct
    * account (a reference is taken); NULL: one of the view's own, without a
    * floor, a client of its own. */
   FbViewFdAccount *fd_account;
+  /* Private sources' host directories live here, each under the name it
+   * has in ${RUN}/private (fb_policy_private_dir_name), instead of where
+   * the policy says: `serve` gives each of its sessions its own HOME and
+   * /tmp.  NULL: the policy's.  Copied. */
+  const char *private_root;
+  /* Several commands share the view (may be NULL); borrowed, must outlive
+   * the view. */
+  const struct FbViewOwners *owners;
 } FbViewOptions;
+
+/* When several commands share one view (ipc/ipc-view-share.c), which one a
+ * FUSE caller belongs to is asked of OWNER_OF with the caller's pid,
+ * decided from the kernel's facts, when an event is pushed and when a
+ * file whose close will be logged is opened (its opener may be gone by
+ * the close).  It returns a reference, or NULL for a caller of no command;
+ * the view passes it in FbAccessEvent.owner and drops it with UNREF.
+ * FD_ACCOUNT_OF: the account of open files the caller's command is
+ * charged to (each keeps its own floor, Descriptors), a new reference, or
+ * NULL for the view's own.  Called on any thread, with no view lock
+ * held. */
+typedef struct FbViewOwners
+{
+  void *(*owner_of) (void *data, pid_t pid);
+  void (*unref) (void *owner);
+  FbViewFdAccount *(*fd_account_of) (void *data, pid_t pid);
+  void *data;
+} FbViewOwners;
 
 void fb_view_options_init (FbViewOptions *options);
 

@@ -50,9 +50,9 @@ call_begin (Call *c, FbRpcConn *conn, JsonObject *params, FbRpcError *error)
 {
   memset (c, 0, sizeof *c);
   c->conn = conn;
-  c->sb =
-    fb_rpc_sandbox_lookup_text (conn->server, params != NULL ? json_object_get_member (params, "sandbox") : NULL,
-                                conn->call_sandbox, conn->call_sandbox_len, error);
+  c->sb = fb_rpc_sandbox_lookup_text (conn->server, conn->session,
+                                      params != NULL ? json_object_get_member (params, "sandbox") : NULL,
+                                      conn->call_sandbox, conn->call_sandbox_len, error);
   if (c->sb == NULL)
     return false;
   c->view = fb_rpc_sandbox_get_view (c->sb);

@@ -403,6 +403,11 @@ fb_access_event_format_body (const FbAccessEvent *e)
       g_string_append_c (out, ',');
       fb_json_append_string_member (out, "session", e->session);
     }
+  if (e->process != NULL)
+    {
+      g_string_append_c (out, ',');
+      fb_json_append_string_member (out, "process", e->process);
+    }
   g_string_append_c (out, ',');
   fb_json_append_string_member (out, "op", fb_op_to_string (e->op));
   g_string_append_c (out, ',');

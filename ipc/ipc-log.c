@@ -44,7 +44,7 @@
  *  - Repeated refusals are folded (coalesce): a sandbox that repeats a
  *    refused mkdir writes a record per attempt, tens of MB a second.  Two
  *    refusals are identical when they have the same pid, uid, comm,
- *    session, op, access, decision, errno and rule (index and origin) and
+ *    session, process, op, access, decision, errno and rule (index and origin) and
  *    their path and target lie in the same directories: one process asked
  *    the same thing in the same place and was refused by the same rule.
  *    The first FOLD_AFTER of a kind in a second (fold_window_us) are
@@ -527,8 +527,9 @@ fold_key (const FbAccessEvent *e)
   if (!fb_decision_info (e->decision)->refusal)
     return NULL;
   k = g_string_sized_new (128);
-  g_string_append_printf (k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid, (unsigned)e->uid,
-                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "", fb_op_to_string (e->op),
+  g_string_append_printf (k, "%d\x1f%u\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%d\x1f", (int)e->pid, (unsigned)e->uid,
+                          e->comm != NULL ? e->comm : "", e->session != NULL ? e->session : "",
+                          e->process != NULL ? e->process : "", fb_op_to_string (e->op),
                           e->access != NULL ? e->access : "", (int)e->decision, e->err);
   if (e->rule != NULL)
     g_string_append_printf (k, "%d\x1f%d\x1f%s", (int)e->rule->kind, e->rule->index,

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -220,4 +221,46 @@ fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
   *ret_spec = spec;
   memset (&spec, 0, sizeof spec);
   return 0;
+}
+
+int
+fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2])
+{
+  struct iovec iov = { rec, sizeof *rec };
+  char cbuf[CMSG_SPACE (2 * sizeof (int))];
+  struct msghdr msg = { 0 };
+  ssize_t n;
+  int k = 0;
+
+  fds[0] = fds[1] = -1;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  n = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (n < 0)
+    return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+      for (gsize off = 0; off + sizeof (int) <= cm->cmsg_len - CMSG_LEN (0); off += sizeof (int))
+        {
+          int fd;
+          memcpy (&fd, CMSG_DATA (cm) + off, sizeof fd);
+          if (k < 2)
+            fds[k++] = fd;
+          else
+            close (fd);
+        }
+  if (n != 0 && (gsize)n != sizeof *rec)
+    {
+      for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+          close (fds[i]);
+      fds[0] = fds[1] = -1;
+      return -EPROTO;
+    }
+  if (n == 0)
+    return 0;
+  rec->text[sizeof rec->text - 1] = '\0';
+  return 1;
 }

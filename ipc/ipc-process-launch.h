@@ -22,15 +22,26 @@
  * FbLaunchRecord per message.  The helper's stdin, stdout and stderr are the
  * command's (pipes or a pty slave); the server keeps the other ends.
  *
- * server → helper, first:
- *   SPEC     + a sealed memfd (SCM_RIGHTS) holding the command (below)
+ * server → helper, first, one of:
+ *   SPEC     + a sealed memfd (SCM_RIGHTS) holding the command (below), in
+ *            a view of its own; or + the memfd, a kept view's user
+ *            namespace and its mount namespace: the command joins that
+ *            view (FbLauncherPlan.join_*)
+ *   KEEP     make a kept view (FbLauncherPlan.keep_view): no command; the
+ *            helper answers MOUNTED, then KEPT, and exits 0
  * helper → server, in this order:
  *   MOUNTED  + the FUSE fd (SCM_RIGHTS): serve it now, the sandbox waits
+ *            (not for a join: the view is served already)
+ *   KEPT     + the kept view's user and mount namespaces (KEEP only)
+ *   JOINED   + the command's pid namespace (a join only): the server
+ *            tells its view that accesses from it are this command's,
+ *            then answers GO; nothing runs in the sandbox before
  *   EXEC     the command runs (value: the outer child's pid)
  *   FAILED   the sandbox could not be made or the command not executed;
  *            value: the exit status (125/126/127), text: what to do
  *   EXITED   value: the command's exit status (128+N for signal N)
  * server → helper, later:
+ *   GO       the answer to JOINED
  *   SIGNAL   value: a signal for the sandbox (SIGINT, SIGTERM, SIGKILL...)
  * EOF from the server (it died or dropped the process) kills the sandbox.
  *
@@ -59,6 +70,10 @@ typedef enum
   FB_LAUNCH_EXITED = 4,
   FB_LAUNCH_SIGNAL = 5,
   FB_LAUNCH_SPEC = 6,
+  FB_LAUNCH_KEEP = 7,
+  FB_LAUNCH_KEPT = 8,
+  FB_LAUNCH_JOINED = 9,
+  FB_LAUNCH_GO = 10,
 } FbLaunchRecordType;
 
 typedef struct
@@ -112,3 +127,8 @@ int fb_launch_spec_encode (guint32 network, const char *const *argv, const char 
 /* Helper side: FD must be a memfd sealed against writes, growth and
  * shrinking, holding exactly one well-formed command within the bounds. */
 int fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why);
+
+/* Server side: one record from the helper, without blocking, and up to two
+ * descriptors it carries (FDS, else -1; more are closed): 1, 0 at EOF,
+ * -EAGAIN when none is there, -EPROTO for a short one, -errno. */
+int fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2]);

@@ -1,13 +1,17 @@
 /* fusebox — the remote API's process/... methods.
  *
- * process/start makes a new sandbox for each process: the server's policy
- * narrowed by the call's `sandbox` (ipc-rpc-sandbox.c), its own FbView and
- * FUSE session, its own namespaces.  The server never forks a sandbox
- * itself (it runs threads): it spawns the small single-threaded helper
- * `fusebox-launch` (launcher/launcher-launch.c) with a SOCK_SEQPACKET status
- * socket, which calls fb_launcher_spawn(), hands back the FUSE fd at the
- * sync point (we serve it at once: fb_fuse_serve_fd + fb_run_fuse_start), and
- * stays as the sandbox's parent to relay signals and report the exit status.
+ * process/start makes a new sandbox for each process, with namespaces, a
+ * pid 1, a lock-down and an exit status of its own, under the server's
+ * policy narrowed by the call's `sandbox` (ipc-rpc-sandbox.c), in the view
+ * its session's processes under that same policy share (ipc-rpc-view.c):
+ * the first waits for the view to be made.  The server never forks a
+ * sandbox itself (it runs threads): it spawns the small single-threaded
+ * helper `fusebox-launch` (launcher/launcher-launch.c) with a SOCK_SEQPACKET
+ * status socket, which calls fb_launcher_spawn() to join the view, hands
+ * back the command's pid namespace before anything runs in it (JOINED: the
+ * view then names the accesses from that namespace after this process,
+ * ipc-view-share.c; we answer GO), and stays as the sandbox's parent to
+ * relay signals and report the exit status.
  *
  * Output: stdout and stderr are pipes (a pty when tty is true), read on the
  * loop without blocking.  Each read becomes a process/output notification
@@ -109,11 +113,19 @@ struct FbRpcProcess
   bool accepts_stdin;
 
   FbPolicy *policy;
+  /* Its records' sink: counts its denials (sandboxDenied), names its
+   * session, feeds its log share.  Its member's (which frees it) once it
+   * joined, so that a file closed after its end is still its record. */
   FbRpcTeeSink *tee;
-  FbView *view;
+  FbRpcView *view;             /* the view it runs in (a reference) */
   FbViewFdAccount *fd_account; /* its sandbox's open files, with their floor, until it ends */
-  FbRunFuse *serving; /* its view's FUSE session, once mounted (ipc-run-fuse.c) */
-  FbAccessLog *log;   /* the server's (borrowed), drained while its session ends */
+  bool view_used;              /* counted as running there (fb_rpc_view_use) */
+  FbViewMember *member;        /* how the view tells its accesses apart, once it joined */
+  /* Until it is launched: the command for the helper, and the helper's
+   * ends of its status socket and its stdin, stdout and stderr. */
+  int spec_fd;
+  int helper_sock;
+  int child_fds[3];
 
   GQueue chunks;  /* Chunk*, oldest first */
   gsize retained; /* bytes of chunks, and CHUNK_OVERHEAD each */
@@ -136,6 +148,7 @@ struct FbRpcProcess
 
 static void process_maybe_finish (FbRpcProcess *p);
 static void stream_close (Stream *s);
+static void unlaunched_close (FbRpcProcess *p);
 
 /* --- output ------------------------------------------------------------------ */
 
@@ -437,14 +450,15 @@ stream_open (Stream *s, FbRpcProcess *p, int fd, const char *name)
 
 /* --- the end ----------------------------------------------------------------- */
 
-/* The sandbox is gone (or going): end its FUSE session now (its view's
- * workers may wait for requests that won't come) and wait for it. */
+/* The sandbox is gone: none of its processes is left in its view, which
+ * goes on for the others (the last one to leave starts its idle timer). */
 static void
-stop_fuse (FbRpcProcess *p)
+leave_view (FbRpcProcess *p)
 {
-  if (p->serving != NULL)
-    fb_run_fuse_end (p->serving, 0);
-  g_clear_pointer (&p->serving, fb_run_fuse_free);
+  fb_view_member_end (p->member);
+  if (p->view_used)
+    fb_rpc_view_release (p->view);
+  p->view_used = false;
 }
 
 static void
@@ -455,12 +469,12 @@ process_maybe_finish (FbRpcProcess *p)
   if (p->finished || !p->exit_known || p->out.fd >= 0 || p->err.fd >= 0)
     return;
   p->finished = true;
-  stop_fuse (p);
+  leave_view (p);
   /* The sandbox holds nothing any more: its floor of open files goes
    * back for the next process, whatever keeps its output. */
-  g_clear_pointer (&p->view, fb_view_unref);
   g_clear_pointer (&p->fd_account, fb_view_fd_account_unref);
-  /* Nothing of it pushes records any more: its share's last word, if any. */
+  /* Nothing of it pushes records any more (but a file another process
+   * holds): its share's last word, if any. */
   if (p->log_share != NULL)
     fb_access_share_close (p->log_share);
   /* Its descriptors are gone: its client may start another.  Its output
@@ -554,78 +568,69 @@ on_log_share_full (gpointer data)
   send_signal (p, SIGKILL);
 }
 
+/* One record, and the one descriptor it may carry (more are another
+ * record's business: closed). */
 static int
 recv_record (int fd, FbLaunchRecord *rec, int *ret_fd)
 {
-  struct iovec iov = { rec, sizeof *rec };
-  char cbuf[CMSG_SPACE (sizeof (int))];
-  struct msghdr msg = { 0 };
-  ssize_t n;
+  int fds[2];
+  int r = fb_launch_record_recv (fd, rec, fds);
 
-  *ret_fd = -1;
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  n = recvmsg (fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  if (n < 0)
-    return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
-  for (struct cmsghdr *cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN (sizeof (int)))
-      memcpy (ret_fd, CMSG_DATA (cm), sizeof (int));
-  if (n == 0)
-    return 0;
-  if ((gsize)n != sizeof *rec)
-    {
-      if (*ret_fd >= 0)
-        close (*ret_fd);
-      *ret_fd = -1;
-      return -EPROTO;
-    }
-  rec->text[sizeof rec->text - 1] = '\0';
-  return 1;
+  if (fds[1] >= 0)
+    close (fds[1]);
+  *ret_fd = fds[0];
+  return r;
 }
 
-static void
-serve_fuse (FbRpcProcess *p, int fd)
+/* What a process's records go through, freed with its member (its last
+ * file closed, the process gone). */
+typedef struct
 {
-  FbViewOptions vo;
-  FbFuseOptions fo;
-  FbFuse *fuse = NULL;
-  int r;
+  FbRpcTeeSink *tee;
+  FbAccessShare *share; /* a reference, or NULL */
+} ProcessSinks;
 
-  fb_view_options_init (&vo);
-  vo.sink = fb_rpc_tee_sink_get (p->tee);
-  vo.log_level = p->session->server->log_level;
-  vo.hidden_paths = (const char *const *)p->session->server->hidden_paths;
-  vo.fd_account = p->fd_account;
-  r = fb_view_new (p->policy, &vo, &p->view);
-  if (r == 0)
-    {
-      fb_fuse_options_init (&fo);
-      fo.fsname = "fusebox";
-      r = fb_fuse_new (p->view, &fo, &fuse);
-    }
-  if (r == 0)
-    {
-      p->serving = fb_run_fuse_new (fuse, p->log);
-      r = fb_fuse_serve_fd (fuse, fd);
-      fd = -1;
-    }
-  if (r == 0)
-    r = fb_run_fuse_start (p->serving, NULL, NULL);
-  if (r == 0)
+static void
+process_sinks_free (gpointer data)
+{
+  ProcessSinks *sinks = data;
+
+  fb_rpc_tee_sink_free (sinks->tee);
+  if (sinks->share != NULL)
+    fb_access_share_unref (sinks->share);
+  g_free (sinks);
+}
+
+/* JOINED: the sandbox is in the view, with its pid namespace made and
+ * nothing running in it.  From here the view names what comes from that
+ * namespace after this process; then it may run (GO). */
+static void
+joined (FbRpcProcess *p, int pidns)
+{
+  g_autoptr (GError) gerr = NULL;
+  FbLaunchRecord rec;
+  ProcessSinks *sinks;
+
+  if (p->member != NULL)
     return;
-  if (fd >= 0)
-    close (fd);
-  g_free (p->failure);
-  p->failure = g_strdup_printf ("can't serve the sandbox's view: %s", g_strerror (-r));
-  /* The sandbox waits for answers that won't come: end it. */
-  if (p->sock >= 0)
+  sinks = g_new0 (ProcessSinks, 1);
+  sinks->tee = p->tee;
+  sinks->share = p->log_share != NULL ? fb_access_share_ref (p->log_share) : NULL;
+  p->member = fb_rpc_view_add_member (p->view, pidns, p->id, p->fd_account, fb_rpc_tee_sink_get (p->tee),
+                                      process_sinks_free, sinks, &gerr);
+  if (p->member == NULL)
     {
-      FbLaunchRecord rec = { FB_LAUNCH_SIGNAL, SIGKILL, "" };
-      send (p->sock, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (sinks->share != NULL)
+        fb_access_share_unref (sinks->share);
+      g_free (sinks);
+      g_free (p->failure);
+      p->failure = g_strdup_printf ("can't run in the session's view: %s", gerr->message);
+      send_signal (p, SIGKILL);
+      return;
     }
+  memset (&rec, 0, sizeof rec);
+  rec.type = FB_LAUNCH_GO;
+  send (p->sock, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 static gboolean
@@ -650,11 +655,9 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
         }
       switch (rec.type)
         {
-          case FB_LAUNCH_MOUNTED:
-            if (passed >= 0 && p->serving == NULL)
-              serve_fuse (p, passed);
-            else if (passed >= 0)
-              close (passed);
+          case FB_LAUNCH_JOINED:
+            if (passed >= 0)
+              joined (p, passed);
             break;
           case FB_LAUNCH_EXEC:
             break;
@@ -676,7 +679,7 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
           default:
             break;
         }
-      if (passed >= 0 && rec.type != FB_LAUNCH_MOUNTED)
+      if (passed >= 0)
         close (passed);
     }
 }
@@ -686,6 +689,16 @@ send_signal (FbRpcProcess *p, int sig)
 {
   FbLaunchRecord rec;
 
+  if (p->helper == 0 && !p->exit_known)
+    {
+      /* not launched yet (its view is being made): it ends as if the
+       * signal had reached it, and never starts */
+      fb_rpc_view_unwait (p->view, p);
+      set_exit (p, 128 + sig);
+      unlaunched_close (p);
+      process_maybe_finish (p);
+      return;
+    }
   if (p->sock < 0)
     return;
   memset (&rec, 0, sizeof rec);
@@ -778,12 +791,19 @@ fb_rpc_process_free (FbRpcProcess *p)
         ;
       g_spawn_close_pid (p->helper);
     }
-  stop_fuse (p);
-  g_clear_pointer (&p->view, fb_view_unref);
-  g_clear_pointer (&p->fd_account, fb_view_fd_account_unref);
-  g_clear_pointer (&p->policy, fb_policy_unref);
-  if (p->tee != NULL)
+  if (p->view != NULL)
+    fb_rpc_view_unwait (p->view, p);
+  leave_view (p);
+  /* its member frees the tee once no file of it is open in the view */
+  if (p->member != NULL)
+    g_clear_pointer (&p->member, fb_view_member_unref);
+  else if (p->tee != NULL)
     fb_rpc_tee_sink_free (p->tee);
+  p->tee = NULL;
+  g_clear_pointer (&p->view, fb_rpc_view_unref);
+  g_clear_pointer (&p->fd_account, fb_view_fd_account_unref);
+  unlaunched_close (p);
+  g_clear_pointer (&p->policy, fb_policy_unref);
   if (p->log_share != NULL)
     fb_access_share_close (p->log_share);
   g_clear_pointer (&p->log_share, fb_access_share_unref);
@@ -1012,14 +1032,16 @@ evict_finished (FbRpcSession *session)
   return false;
 }
 
-/* The helper's first record: the command's memfd.  The socket is new and
- * empty, so this one message fits; it never blocks the loop. */
+/* The helper's first record: the command's memfd, and the view's user and
+ * mount namespaces it joins.  The socket is new and empty, so this one
+ * message fits; it never blocks the loop. */
 static int
-send_spec (int sock, int spec_fd)
+send_spec (int sock, int spec_fd, const int ns[2])
 {
   FbLaunchRecord rec;
   struct iovec iov = { &rec, sizeof rec };
-  char cbuf[CMSG_SPACE (sizeof (int))];
+  int fds[3] = { spec_fd, ns[0], ns[1] };
+  char cbuf[CMSG_SPACE (sizeof fds)];
   struct msghdr msg = { 0 };
   struct cmsghdr *cm;
 
@@ -1033,12 +1055,101 @@ send_spec (int sock, int spec_fd)
   cm = CMSG_FIRSTHDR (&msg);
   cm->cmsg_level = SOL_SOCKET;
   cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (cm), &spec_fd, sizeof (int));
+  cm->cmsg_len = CMSG_LEN (sizeof fds);
+  memcpy (CMSG_DATA (cm), fds, sizeof fds);
   while (sendmsg (sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
     if (errno != EINTR)
       return -errno;
   return 0;
+}
+
+/* What waited for the launch, closed: once launched, the helper has its
+ * copies; if it never is, the streams' other ends go and they end. */
+static void
+unlaunched_close (FbRpcProcess *p)
+{
+  if (p->spec_fd >= 0)
+    close (p->spec_fd);
+  if (p->helper_sock >= 0)
+    close (p->helper_sock);
+  p->spec_fd = p->helper_sock = -1;
+  for (int i = 0; i < 3; i++)
+    if (p->child_fds[i] >= 0)
+      close (p->child_fds[i]);
+  p->child_fds[0] = p->child_fds[1] = p->child_fds[2] = -1;
+}
+
+/* The helper, told to run the command in P's view.  It runs on the host:
+ * its argv, environment and working directory are ours, fixed; the
+ * client's command reaches it only as data (ipc/ipc-process-launch.h),
+ * sent before it reads anything. */
+static bool
+spawn_helper (FbRpcProcess *p, FbRpcError *error)
+{
+  FbRpcServer *server = p->client->server;
+  const char *const hargv[] = { server->launch_helper, NULL };
+  const char *const henvp[] = { NULL };
+  int target_fds[1] = { FB_LAUNCH_FD };
+  g_autoptr (GError) gerr = NULL;
+  GPid pid;
+  int r;
+
+  if (!g_spawn_async_with_pipes_and_fds ("/", hargv, henvp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, p->child_fds[0],
+                                         p->child_fds[1], p->child_fds[2], &p->helper_sock, target_fds, 1, &pid, NULL,
+                                         NULL, NULL, &gerr))
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't start the launch helper %s: %s", server->launch_helper,
+                        gerr->message);
+      return false;
+    }
+  r = send_spec (p->sock, p->spec_fd, fb_rpc_view_get_namespaces (p->view));
+  if (r < 0)
+    {
+      /* The helper waits for its command: closing our end ends it. */
+      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't pass the command to the launch helper: %s",
+                        g_strerror (-r));
+      kill (pid, SIGKILL);
+      while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+      g_spawn_close_pid (pid);
+      return false;
+    }
+  p->helper = pid;
+  unlaunched_close (p);
+  p->sock_watch = g_unix_fd_add (p->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_status, p);
+  p->child_watch = g_child_watch_add (pid, on_helper_exit, p);
+  fb_rpc_view_use (p->view);
+  p->view_used = true;
+  return true;
+}
+
+/* It will not run: said on its stderr, as a sandbox that could not be made
+ * (125). */
+static void
+launch_failed (FbRpcProcess *p, const char *why)
+{
+  g_autofree char *line = fb_text_printf ("fusebox: %s\n", why);
+
+  g_free (p->failure);
+  p->failure = g_strdup (why);
+  add_output (p, p->err.stream != NULL ? p->err.stream : "stderr", (const guint8 *)line, strlen (line));
+  set_exit (p, FB_LAUNCH_EXIT_SANDBOX);
+  /* its streams end with the ends the helper would have had */
+  unlaunched_close (p);
+  process_maybe_finish (p);
+}
+
+void
+fb_rpc_process_launch (FbRpcProcess *p)
+{
+  FbRpcError error = { 0 };
+
+  if (!fb_rpc_view_is_ready (p->view))
+    launch_failed (p, fb_rpc_view_get_failure (p->view) != NULL ? fb_rpc_view_get_failure (p->view)
+                                                                : "the session's view could not be made");
+  else if (!spawn_helper (p, &error))
+    launch_failed (p, error.message);
+  fb_rpc_error_clear (&error);
 }
 
 JsonNode *
@@ -1050,16 +1161,14 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   g_autoptr (FbPolicy) policy = NULL;
   g_autoptr (FbViewFdAccount) fd_account = NULL;
   g_auto (GStrv) envp = NULL;
-  g_autoptr (GError) gerr = NULL;
   g_autofree char *cwd = NULL;
   const char *process_id, *arg0;
   bool tty, pipe_stdin;
   int sv[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
   int master = -1, slave = -1, null_fd = -1, spec_fd = -1;
   bool claimed = false;
-  int child_fds[3];
+  FbRpcView *view = NULL;
   FbRpcProcess *p, *old;
-  GPid pid;
   JsonObject *o;
 
   if (!fb_rpc_param_string (params, "processId", true, &process_id, error) ||
@@ -1134,8 +1243,13 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
       return NULL;
     }
   claimed = true;
-  /* ... and its sandbox's floor of open files, kept for it until it ends */
+  /* ... and its sandbox's floor of open files, kept for it until it ends,
+   * in the view its session's processes under this policy share, or a
+   * new one */
   if (!fb_rpc_process_fd_account (session, &fd_account, error))
+    goto fail;
+  view = fb_rpc_view_get (session, policy, error);
+  if (view == NULL)
     goto fail;
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -1146,7 +1260,6 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
         goto sys_fail;
       fcntl (master, F_SETFD, FD_CLOEXEC);
       fcntl (slave, F_SETFD, FD_CLOEXEC);
-      child_fds[0] = child_fds[1] = child_fds[2] = slave;
     }
   else
     {
@@ -1156,63 +1269,25 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
         {
           if (pipe2 (in, O_CLOEXEC) < 0)
             goto sys_fail;
-          child_fds[0] = in[0];
         }
       else
         {
           null_fd = open ("/dev/null", O_RDONLY | O_CLOEXEC);
           if (null_fd < 0)
             goto sys_fail;
-          child_fds[0] = null_fd;
         }
-      child_fds[1] = out[1];
-      child_fds[2] = err[1];
     }
-
-  /* The helper runs on the host: its argv, environment and working
-   * directory are ours, fixed; the client's command reaches it only as
-   * data (ipc/ipc-process-launch.h), sent before it reads anything. */
-  {
-    const char *const hargv[] = { server->launch_helper, NULL };
-    const char *const henvp[] = { NULL };
-    int source_fds[1] = { sv[1] };
-    int target_fds[1] = { FB_LAUNCH_FD };
-    int r;
-
-    if (!g_spawn_async_with_pipes_and_fds ("/", hargv, henvp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, child_fds[0],
-                                           child_fds[1], child_fds[2], source_fds, target_fds, 1, &pid, NULL, NULL,
-                                           NULL, &gerr))
-      {
-        fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't start the launch helper %s: %s", server->launch_helper,
-                          gerr->message);
-        goto fail;
-      }
-    r = send_spec (sv[0], spec_fd);
-    close (spec_fd);
-    spec_fd = -1;
-    if (r < 0)
-      {
-        /* The helper waits for its command: closing our end ends it. */
-        fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't pass the command to the launch helper: %s",
-                          g_strerror (-r));
-        kill (pid, SIGKILL);
-        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
-          ;
-        g_spawn_close_pid (pid);
-        goto fail;
-      }
-  }
-  close (sv[1]);
-  sv[1] = -1;
 
   p = g_new0 (FbRpcProcess, 1);
   p->session = session;
   p->client = session->client;
   p->running_claimed = true;
   p->id = g_strdup (process_id);
-  p->helper = pid;
-  p->sock = sv[0];
+  p->sock = g_steal_fd (&sv[0]);
+  p->helper_sock = g_steal_fd (&sv[1]);
+  p->spec_fd = g_steal_fd (&spec_fd);
   p->policy = g_steal_pointer (&policy);
+  p->view = g_steal_pointer (&view);
   p->fd_account = g_steal_pointer (&fd_account);
   /* Its records count against a share of the log's budget of its own too,
    * so that one process's flood stops that process, not the server. */
@@ -1220,7 +1295,6 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
     p->log_share = fb_access_log_share_new (server->log, session->id, process_id, on_log_share_full, p);
   p->tee = fb_rpc_tee_sink_new (p->log_share != NULL ? fb_access_share_get_sink (p->log_share) : NULL);
   fb_rpc_tee_sink_set_session (p->tee, session->id);
-  p->log = server->log;
   p->next_seq = 1;
   p->in_fd = -1;
   p->out.fd = p->err.fd = -1;
@@ -1229,31 +1303,44 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   p->write_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   if (tty)
     {
-      close (slave);
+      /* the helper's stdin, stdout and stderr: the slave, three times */
+      p->child_fds[0] = slave;
+      p->child_fds[1] = fcntl (slave, F_DUPFD_CLOEXEC, 3);
+      p->child_fds[2] = fcntl (slave, F_DUPFD_CLOEXEC, 3);
       stream_open (&p->out, p, master, "pty");
       p->in_fd = fcntl (master, F_DUPFD_CLOEXEC, 3);
       p->accepts_stdin = true;
     }
   else
     {
-      close (out[1]);
-      close (err[1]);
+      p->child_fds[0] = pipe_stdin ? in[0] : null_fd;
+      p->child_fds[1] = out[1];
+      p->child_fds[2] = err[1];
       stream_open (&p->out, p, out[0], "stdout");
       stream_open (&p->err, p, err[0], "stderr");
       if (pipe_stdin)
         {
-          close (in[0]);
           p->in_fd = in[1];
           p->accepts_stdin = true;
         }
-      if (null_fd >= 0)
-        close (null_fd);
     }
   if (p->in_fd >= 0)
     g_unix_set_fd_nonblocking (p->in_fd, TRUE, NULL);
-  p->sock_watch = g_unix_fd_add (p->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_status, p);
-  p->child_watch = g_child_watch_add (pid, on_helper_exit, p);
   g_hash_table_insert (session->processes, p->id, p);
+
+  if (fb_rpc_view_is_ready (p->view))
+    {
+      /* a launch helper that can't start is the call's error, as ever */
+      if (!spawn_helper (p, error))
+        {
+          g_hash_table_remove (session->processes, process_id); /* frees it */
+          return NULL;
+        }
+    }
+  else if (fb_rpc_view_get_failure (p->view) != NULL)
+    fb_rpc_process_launch (p);
+  else
+    fb_rpc_view_wait (p->view, p);
 
   o = json_object_new ();
   json_object_set_string_member (o, "processId", process_id);
@@ -1291,6 +1378,7 @@ fail:
     close (spec_fd);
   if (claimed)
     fb_rpc_process_release (session->client);
+  g_clear_pointer (&view, fb_rpc_view_unref);
   return NULL;
 }
 

@@ -19,6 +19,7 @@ typedef struct FbRpcSession FbRpcSession;
 typedef struct FbRpcSandbox FbRpcSandbox;
 typedef struct FbRpcProcess FbRpcProcess;
 typedef struct FbRpcClient FbRpcClient;
+typedef struct FbRpcView FbRpcView;
 
 /* The server-wide budgets (ipc-rpc-share.c): ipc-rpc.h's bounds, lowered
  * to what the descriptor limit allows; a client's share of each is
@@ -30,6 +31,7 @@ typedef struct
   guint handles;
   guint processes; /* running */
   gsize retained;  /* bytes of process output kept for process/read */
+  guint views;     /* views processes run in (ipc-rpc-view.c): as many as running processes */
 } FbRpcBudget;
 
 /* Who a connection comes from, for fair shares: the peer's IP address
@@ -142,6 +144,11 @@ struct FbRpcServer
   GQueue finished;   /* FbRpcProcess*, finished ones, oldest first: forgotten first past a budget */
   guint retain_idle; /* enforces the retained-output budgets */
 
+  /* The views processes run in (ipc-rpc-view.c), open ones, least
+   * recently used first; closed after view_idle_ms without a process. */
+  GQueue views;
+  guint view_idle_ms;
+
   /* Refused resumes, server-wide (ipc-session.c): a token bucket of
    * FB_RPC_RESUME_REFUSALS_BURST, refilled FB_RPC_RESUME_REFUSALS_PER_S a
    * second; empty, every resume is refused unchecked. */
@@ -223,6 +230,9 @@ struct FbRpcSession
    * process/read says so and why, rather than "unknown". */
   GHashTable *forgotten;  /* processId (owned by forgotten_order) → why (ipc-process.c) */
   GQueue forgotten_order; /* char*, oldest first */
+  /* The views its processes share, one per effective policy (its JSON
+   * text → FbRpcView*, which holds the key): ipc-rpc-view.c */
+  GHashTable *views;
 };
 
 /* Decode one JSON text (ipc-rpc-json.c); NULL with *ret_error (may be
@@ -326,13 +336,15 @@ void fb_rpc_denial_clear (FbRpcDenial *denial);
 /* The view for a call's `sandbox` member (NULL: the server's own policy):
  * cached per distinct sandbox.  A new reference (fb_rpc_sandbox_free):
  * another thread's lookup may evict it from the cache meanwhile.  Any
- * thread. */
+ * thread.  Its private sources are the server's. */
 FbRpcSandbox *fb_rpc_sandbox_lookup (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error);
-/* The same, with TEXT (LEN bytes): the JSON text SANDBOX was decoded from,
- * or NULL.  The cache is then keyed by the text itself instead of the tree
- * serialized again (which cost 5% of an fs call). */
-FbRpcSandbox *fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox, const char *text, gsize len,
-                                          FbRpcError *error);
+/* The same for SESSION's calls (NULL: as above): its private sources are
+ * the session's, and the cache keeps its views apart; with TEXT (LEN
+ * bytes): the JSON text SANDBOX was decoded from, or NULL.  The cache is
+ * then keyed by the text itself instead of the tree serialized again
+ * (which cost 5% of an fs call). */
+FbRpcSandbox *fb_rpc_sandbox_lookup_text (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox,
+                                          const char *text, gsize len, FbRpcError *error);
 FbView *fb_rpc_sandbox_get_view (FbRpcSandbox *sandbox);
 FbPolicy *fb_rpc_sandbox_get_policy (FbRpcSandbox *sandbox);
 /* Capture the first denial of the view's events on this thread until end. */
@@ -419,7 +431,40 @@ char *fb_rpc_session_handle (FbRpcSession *session);
 void fb_rpc_session_detach (FbRpcSession *session);
 void fb_rpc_session_free (FbRpcSession *session);
 
+/* --- a session's views (ipc-rpc-view.c) ----------------------------------------- */
+
+/* SESSION's view for processes under POLICY (their effective policy): the
+ * one they share, or a new one, whose keeper starts now; a new reference.
+ * NULL with ERROR past the session's or the server's bound. */
+FbRpcView *fb_rpc_view_get (FbRpcSession *session, FbPolicy *policy, FbRpcError *error);
+FbRpcView *fb_rpc_view_ref (FbRpcView *view);
+void fb_rpc_view_unref (FbRpcView *view);
+/* Ready: processes may join it (fb_rpc_view_get_namespaces: its user and
+ * mount namespaces).  Failed: why, for a process that can't. */
+bool fb_rpc_view_is_ready (FbRpcView *view);
+const char *fb_rpc_view_get_failure (FbRpcView *view);
+const int *fb_rpc_view_get_namespaces (FbRpcView *view);
+/* P waits for VIEW to be ready or to fail, then fb_rpc_process_launch (P)
+ * runs; unwait when P goes first. */
+void fb_rpc_view_wait (FbRpcView *view, FbRpcProcess *p);
+void fb_rpc_view_unwait (FbRpcView *view, FbRpcProcess *p);
+/* A running process uses it (no idle timeout), until it releases it. */
+void fb_rpc_view_use (FbRpcView *view);
+void fb_rpc_view_release (FbRpcView *view);
+/* The command in pid namespace PIDNS_FD is PROCESS_ID (fb_view_share_add). */
+FbViewMember *fb_rpc_view_add_member (FbRpcView *view, int pidns_fd, const char *process_id,
+                                      FbViewFdAccount *fd_account, FbAccessSink *sink, GDestroyNotify destroy,
+                                      gpointer destroy_data, GError **error);
+/* The session is over: its views close. */
+void fb_rpc_session_close_views (FbRpcSession *session);
+/* Where SESSION's private sources live: RUN_DIR/sessions/ID. */
+char *fb_rpc_session_private_root (FbRpcSession *session);
+
 /* --- process/... (ipc-process.c) ---------------------------------------------- */
+
+/* P's view is ready, or failed (fb_rpc_view_wait): start its sandbox, or
+ * end it with the view's failure. */
+void fb_rpc_process_launch (FbRpcProcess *p);
 
 JsonNode *fb_rpc_process_start (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 JsonNode *fb_rpc_process_read (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);

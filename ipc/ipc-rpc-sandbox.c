@@ -9,9 +9,12 @@
  *
  * fs/... calls are served in this process through an FbView (never a helper
  * per call: that is what makes Codex's sandboxed fs calls slow), one view
- * per distinct sandbox, kept in an LRU of FB_RPC_VIEW_CACHE_MAX entries keyed
- * by the sandbox's JSON text.  A harness sends the same context with every
- * call, so the cache turns each call into a hash lookup.
+ * per session and distinct sandbox, kept in an LRU of FB_RPC_VIEW_CACHE_MAX
+ * entries keyed by the session's id and the sandbox's JSON text.  A
+ * harness sends the same context with every call, so the cache turns each
+ * call into a hash lookup.  A session's views show its own private HOME
+ * and /tmp, those its processes share (ipc-rpc-view.c), not another
+ * session's.
  *
  * Each view reports to a tee sink: it forwards every event to the access log
  * (so API accesses are logged exactly like FUSE accesses, with the session as
@@ -273,9 +276,10 @@ fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError 
 }
 
 static FbRpcSandbox *
-sandbox_new (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
+sandbox_new (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, FbRpcError *error)
 {
   g_autoptr (FbPolicy) policy = fb_rpc_sandbox_build_policy (server, sandbox, error);
+  g_autofree char *private_root = NULL;
   FbRpcSandbox *sb;
   FbViewOptions vo;
   int r;
@@ -290,6 +294,8 @@ sandbox_new (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
   vo.sink = fb_rpc_tee_sink_get (sb->tee);
   vo.log_level = server->log_level;
   vo.hidden_paths = (const char *const *)server->hidden_paths;
+  if (session != NULL && server->run_dir != NULL)
+    vo.private_root = private_root = fb_rpc_session_private_root (session);
   r = fb_view_new (sb->policy, &vo, &sb->view);
   if (r < 0)
     {
@@ -306,24 +312,25 @@ sandbox_new (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
 FbRpcSandbox *
 fb_rpc_sandbox_lookup (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
 {
-  return fb_rpc_sandbox_lookup_text (server, sandbox, NULL, 0, error);
+  return fb_rpc_sandbox_lookup_text (server, NULL, sandbox, NULL, 0, error);
 }
 
 FbRpcSandbox *
-fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox, const char *text, gsize len,
+fb_rpc_sandbox_lookup_text (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, const char *text, gsize len,
                             FbRpcError *error)
 {
   g_autofree char *key = NULL;
   FbRpcSandbox *sb, *made, *old = NULL;
+  bool none = sandbox == NULL || JSON_NODE_HOLDS_NULL (sandbox);
 
-  if (sandbox == NULL || JSON_NODE_HOLDS_NULL (sandbox))
+  if (none && session == NULL)
     {
       {
         g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
         if (server->base != NULL)
           return fb_rpc_sandbox_ref (server->base);
       }
-      made = sandbox_new (server, NULL, error);
+      made = sandbox_new (server, NULL, NULL, error);
       if (made == NULL)
         return NULL;
       g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
@@ -340,18 +347,27 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox, const char *
    * ("t"), which decodes to exactly one tree, so equal texts are equal
    * sandboxes; or the tree serialized by json-glib ("j") when no text came
    * with it.  One sandbox may sit in the cache under both: two entries with
-   * the same policy, never one entry for two policies. */
-  if (text != NULL)
+   * the same policy, never one entry for two policies.  A session's ("n":
+   * no sandbox) come after its id, which holds no "\x1f". */
+  if (none)
+    key = g_strconcat (session->id, "\x1fn", NULL);
+  else if (text != NULL)
     {
-      key = g_malloc (len + 2);
-      key[0] = 't';
-      memcpy (key + 1, text, len);
-      key[len + 1] = '\0';
+      gsize n = session != NULL ? strlen (session->id) + 1 : 0;
+      key = g_malloc (n + len + 2);
+      if (session != NULL)
+        {
+          memcpy (key, session->id, n - 1);
+          key[n - 1] = '\x1f';
+        }
+      key[n] = 't';
+      memcpy (key + n + 1, text, len);
+      key[n + len + 1] = '\0';
     }
   else
     {
       g_autofree char *j = json_to_string (sandbox, FALSE);
-      key = g_strconcat ("j", j, NULL);
+      key = g_strconcat (session != NULL ? session->id : "", session != NULL ? "\x1f" : "", "j", j, NULL);
     }
   {
     g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
@@ -366,7 +382,7 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, JsonNode *sandbox, const char *
   /* Built without the lock (it opens the policy's directories); another
    * thread may build the same one meanwhile, and then one of the two is
    * dropped. */
-  made = sandbox_new (server, sandbox, error);
+  made = sandbox_new (server, session, sandbox, error);
   if (made == NULL)
     return NULL;
   g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
@@ -482,8 +498,8 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
 
   if (!fb_rpc_param_path (params, "path", &raw, error))
     return NULL;
-  sb = fb_rpc_sandbox_lookup_text (conn->server, json_object_get_member (params, "sandbox"), conn->call_sandbox,
-                                   conn->call_sandbox_len, error);
+  sb = fb_rpc_sandbox_lookup_text (conn->server, conn->session, json_object_get_member (params, "sandbox"),
+                                   conn->call_sandbox, conn->call_sandbox_len, error);
   if (sb == NULL)
     return NULL;
   path = normalize_path (raw);

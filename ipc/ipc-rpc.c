@@ -908,7 +908,7 @@ filter_matches (JsonObject *filter, JsonObject *record)
   const char *prefix = json_object_get_string_member_with_default (filter, "pathPrefix", NULL);
 
   if (!filter_matches_member (filter, "op", record) || !filter_matches_member (filter, "decision", record) ||
-      !filter_matches_member (filter, "session", record))
+      !filter_matches_member (filter, "session", record) || !filter_matches_member (filter, "process", record))
     return false;
   if (prefix != NULL)
     {
@@ -1054,7 +1054,7 @@ method_log_subscribe (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   JsonNode *filter = params != NULL ? json_object_get_member (params, "filter") : NULL;
   FbRpcSubscription *sub;
   g_autoptr (JsonBuilder) b = json_builder_new ();
-  static const char *const known[] = { "op", "decision", "session", "pathPrefix" };
+  static const char *const known[] = { "op", "decision", "session", "process", "pathPrefix" };
 
   if (server->log == NULL)
     {
@@ -1081,7 +1081,8 @@ method_log_subscribe (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
           if (!ok)
             {
               fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS,
-                                "invalid params: unknown filter field `%s` (known: op, decision, session, pathPrefix)",
+                                "invalid params: unknown filter field `%s` (known: op, decision, session, process, "
+                                "pathPrefix)",
                                 (const char *)l->data);
               return NULL;
             }
@@ -1414,6 +1415,8 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
   server->detach_timeout_ms =
     options->detach_timeout_ms != 0 ? options->detach_timeout_ms : FB_RPC_DEFAULT_DETACH_TIMEOUT_MS;
   server->subscribe_all = options->subscribe_all;
+  server->view_idle_ms = options->view_idle_ms != 0 ? options->view_idle_ms : FB_RPC_VIEW_IDLE_MS;
+  g_queue_init (&server->views);
   server->resume_tokens = FB_RPC_RESUME_REFUSALS_BURST;
   server->resume_refill_us = g_get_monotonic_time ();
   server->launch_helper = g_strdup (options->launch_helper);
@@ -1445,6 +1448,9 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
   /* After the first view: it raised the descriptor limit. */
   server->budget.retained = options->retained_max != 0 ? MAX (options->retained_max, FB_RPC_RETAIN_TOTAL_MIN) : 0;
   fb_rpc_server_budget_init (server);
+  /* a view (its FUSE session's workers and descriptors) for each running
+   * process at most */
+  server->budget.views = server->budget.processes;
   return server;
 }
 

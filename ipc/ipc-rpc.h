@@ -47,6 +47,11 @@
  *                               50,000 entries, 4 MiB of response
  *   FB_RPC_VIEW_CACHE_MAX       distinct sandboxes with a live view (LRU)
  *   FB_RPC_PROCESSES_MAX        processes per session
+ *   FB_RPC_SESSION_VIEWS_MAX    views a session's processes run in (one per
+ *                               effective policy; ipc-rpc-view.c), and in the
+ *                               whole server as many as running processes;
+ *                               one without a process is closed after
+ *                               FB_RPC_VIEW_IDLE_MS (`serve --view-idle-timeout`)
  *   FB_RPC_PROCESS_RETAIN       output bytes kept per process for process/read
  *   FB_RPC_SUBSCRIPTIONS_MAX    log subscriptions per connection
  *   FB_RPC_CLIENTS_MAX          connections at once (more are refused)
@@ -122,6 +127,8 @@ G_BEGIN_DECLS
 #define FB_RPC_RESUME_REFUSALS_BURST 32
 #define FB_RPC_RESUME_REFUSALS_PER_S 2
 #define FB_RPC_LOG_QUEUE_MAX (FB_RPC_QUEUE_MAX / 4)
+#define FB_RPC_SESSION_VIEWS_MAX 8
+#define FB_RPC_VIEW_IDLE_MS (5 * 60 * 1000)
 
 /* --- messages (ipc-rpc.c) --------------------------------------------------- */
 
@@ -198,6 +205,9 @@ typedef struct
   /* process output kept for process/read, all processes together; 0:
    * FB_RPC_RETAIN_TOTAL_MAX; at least FB_RPC_RETAIN_TOTAL_MIN */
   gsize retained_max;
+  /* a view without a running process is closed this long after its last
+   * ends (ipc-rpc-view.c); 0: FB_RPC_VIEW_IDLE_MS */
+  guint view_idle_ms;
 } FbRpcServerOptions;
 
 FbRpcServer *fb_rpc_server_new (const FbRpcServerOptions *options, GError **error);

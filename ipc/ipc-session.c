@@ -206,6 +206,7 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
   session->processes = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify)fb_rpc_process_free);
   session->forgotten = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&session->forgotten_order);
+  session->views = g_hash_table_new (g_str_hash, g_str_equal);
   g_hash_table_insert (server->sessions, session->id, session);
   return session;
 }
@@ -227,6 +228,9 @@ fb_rpc_session_free (FbRpcSession *session)
   if (session->expire_id != 0)
     g_source_remove (session->expire_id);
   g_hash_table_destroy (session->processes);
+  /* after its processes: none runs in them any more */
+  fb_rpc_session_close_views (session);
+  g_hash_table_destroy (session->views);
   g_hash_table_destroy (session->forgotten);
   g_queue_clear_full (&session->forgotten_order, g_free);
   session->client->n_sessions--;

@@ -261,6 +261,38 @@ int fb_run_fuse_finish (FbRunFuse *rf);
 void fb_run_fuse_free (FbRunFuse *rf);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbRunFuse, fb_run_fuse_free)
 
+/* A view several commands share (ipc-view-share.c: how a caller is
+ * mapped to its command, from the kernel's facts).  The view takes
+ * fb_view_share_get_owners() as FbViewOptions.owners and
+ * fb_view_share_get_sink() as its sink: each event goes to its command's
+ * member's SINK with "process" set to the member's PROCESS, an event of no
+ * command to OTHERS.  fb_view_share_add registers a command by its pid
+ * namespace (an nsfs descriptor; a copy is kept while it is registered),
+ * what its processes open charged to FD_ACCOUNT (may be NULL: the view's
+ * own), and returns a reference; DESTROY (DESTROY_DATA) runs when the member's
+ * last reference goes, which may be a file closed after the command
+ * ended: whatever SINK needs lives until then.  fb_view_member_end: the
+ * command has ended (its processes are gone), the namespace is forgotten.
+ * fb_view_member_busy: files it opened are still open in the view.
+ * Free the share after the view. */
+typedef struct FbViewShare FbViewShare;
+typedef struct FbViewMember FbViewMember;
+FbViewShare *fb_view_share_new (FbAccessSink *others);
+const FbViewOwners *fb_view_share_get_owners (FbViewShare *share);
+FbAccessSink *fb_view_share_get_sink (FbViewShare *share);
+guint fb_view_share_count (FbViewShare *share);
+FbViewMember *fb_view_share_add (FbViewShare *share, int pidns_fd, const char *process, FbViewFdAccount *fd_account,
+                                 FbAccessSink *sink, GDestroyNotify destroy, gpointer destroy_data, GError **error);
+void fb_view_share_free (FbViewShare *share);
+void fb_view_member_end (FbViewMember *member);
+gboolean fb_view_member_busy (FbViewMember *member);
+const char *fb_view_member_get_process (FbViewMember *member);
+/* Its records that are refusals (fb_decision_info), so far. */
+guint fb_view_member_get_refusals (FbViewMember *member);
+FbViewMember *fb_view_member_ref (FbViewMember *member);
+void fb_view_member_unref (FbViewMember *member);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbViewMember, fb_view_member_unref)
+
 /* Reading fusebox's own files back (ipc-readback.c): never through a
  * symbolic link, never blocking in open(2) on a FIFO or a device.
  * fb_ipc_open_regular opens NAME in DIR_FD (AT_FDCWD: a path) for reading

@@ -4,6 +4,7 @@
  *                 [--workspace DIR] [--log FILE] [--log-level L]
  *                 [--token-file FILE [--allow-remote] | --insecure-no-auth]
  *                 [--subscribe-all] [--detach-timeout MS] [--output-max SIZE]
+ *                 [--view-idle-timeout MS]
  *
  * The same supervisor as `fusebox run` without a command
  * (docs/design.md#processes): a GLib main loop that owns the access log and
@@ -92,6 +93,7 @@ typedef struct
   char *listen, *policy, *workspace, *log, *log_file_size, *log_max_size, *level, *token_file, *output_max;
   gboolean allow_remote, no_auth, subscribe_all, log_journal;
   int detach_timeout;
+  int view_idle_timeout;
   guint64 output_max_bytes; /* 0: the default */
   FbLogLevel log_level;
   char *token;                 /* --token-file's */
@@ -182,6 +184,8 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
       "log/subscribe shows every session's records (default: each client its own session's)", NULL },
     { "detach-timeout", 0, 0, G_OPTION_ARG_INT, &c->detach_timeout,
       "Milliseconds a disconnected session keeps its processes for a resume (default 30000)", "MS" },
+    { "view-idle-timeout", 0, 0, G_OPTION_ARG_INT, &c->view_idle_timeout,
+      "Milliseconds a session's view is kept after its last process ended (default 300000)", "MS" },
     { "output-max", 0, 0, G_OPTION_ARG_STRING, &c->output_max,
       "Processes' output kept for process/read, all together (default 256M, at least 4M; a quarter for the "
       "clients of one address): past it, finished processes' is forgotten",
@@ -199,6 +203,7 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
   g_autoptr (GError) error = NULL;
 
   c->detach_timeout = FB_RPC_DEFAULT_DETACH_TIMEOUT_MS;
+  c->view_idle_timeout = FB_RPC_VIEW_IDLE_MS;
   c->log_level = FB_LOG_LEVEL_OPENS;
   ctx = g_option_context_new (NULL);
   g_option_context_set_summary (ctx, "Serve the remote API (Codex's exec-server protocol): agents read and write "
@@ -221,6 +226,8 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
     return usage_error ("--log-level: use mutations, opens or all");
   if (c->detach_timeout <= 0)
     return usage_error ("--detach-timeout: give a positive number of milliseconds");
+  if (c->view_idle_timeout <= 0)
+    return usage_error ("--view-idle-timeout: give a positive number of milliseconds");
   if (c->output_max != NULL &&
       (!fb_policy_parse_size (c->output_max, &c->output_max_bytes) || c->output_max_bytes < FB_RPC_RETAIN_TOTAL_MIN))
     return usage_error ("--output-max: give a size of at least 4M (bytes, or with K, M or G)");
@@ -365,6 +372,7 @@ start_server (const ServeCommandLine *c, FbRun *run, Server *s)
   so.log_level = c->log_level;
   so.subscribe_all = c->subscribe_all;
   so.detach_timeout_ms = (guint)c->detach_timeout;
+  so.view_idle_ms = (guint)c->view_idle_timeout;
   so.retained_max = (gsize)c->output_max_bytes;
   so.launch_helper = helper;
   so.run_dir = fb_run_get_dir (run);

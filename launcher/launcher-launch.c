@@ -15,6 +15,12 @@
  * at the sync point, then stays as the sandbox's parent to relay signals
  * and report the exit status.
  *
+ * A command may join a view the server keeps (three descriptors with the
+ * command: the memfd, the view's user and mount namespaces), and a KEEP
+ * record instead asks for such a view: the helper makes it, passes back
+ * the FUSE fd and the two namespaces, and exits (the protocol:
+ * ipc/ipc-process-launch.h).
+ *
  * Lifetime: PR_SET_PDEATHSIG(SIGKILL) ties it to the server, and the
  * sandbox's outer child is tied to it (launcher.h), so nothing survives a
  * dead server.  EOF on the status socket (the server dropped the process)
@@ -36,12 +42,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* A record with N_FDS descriptors (at most 2). */
 static int
-send_record (int fd, FbLaunchRecordType type, int value, const char *text, int pass_fd)
+send_record_fds (int fd, FbLaunchRecordType type, int value, const char *text, const int *fds, int n_fds)
 {
   FbLaunchRecord rec;
   struct iovec iov = { &rec, sizeof rec };
-  char cbuf[CMSG_SPACE (sizeof (int))];
+  char cbuf[CMSG_SPACE (2 * sizeof (int))];
   struct msghdr msg = { 0 };
 
   memset (&rec, 0, sizeof rec);
@@ -51,22 +58,28 @@ send_record (int fd, FbLaunchRecordType type, int value, const char *text, int p
     g_strlcpy (rec.text, text, sizeof rec.text);
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  if (pass_fd >= 0)
+  if (n_fds > 0)
     {
       struct cmsghdr *cm;
       memset (cbuf, 0, sizeof cbuf);
       msg.msg_control = cbuf;
-      msg.msg_controllen = sizeof cbuf;
+      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
       cm = CMSG_FIRSTHDR (&msg);
       cm->cmsg_level = SOL_SOCKET;
       cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN (sizeof (int));
-      memcpy (CMSG_DATA (cm), &pass_fd, sizeof (int));
+      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
     }
   while (sendmsg (fd, &msg, MSG_NOSIGNAL) < 0)
     if (errno != EINTR)
       return -errno;
   return 0;
+}
+
+static int
+send_record (int fd, FbLaunchRecordType type, int value, const char *text, int pass_fd)
+{
+  return send_record_fds (fd, type, value, text, &pass_fd, pass_fd >= 0 ? 1 : 0);
 }
 
 static int
@@ -92,16 +105,18 @@ fail (FbLauncherChild *child, const FbLauncherPlan *plan, int r)
   return code;
 }
 
-/* The first record: the command, in a sealed memfd.  Anything else (a
- * second descriptor, a short message) is refused. */
+/* The first record: KEEP (*RET_KEEP), or the command, in a sealed memfd,
+ * alone or with a kept view's user and mount namespaces (RET_JOIN_FDS).
+ * Anything else (another number of descriptors, a short message) is
+ * refused. */
 static int
-receive_spec (FbLaunchSpec *ret_spec, const char **ret_why)
+receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const char **ret_why)
 {
   FbLaunchRecord rec;
   struct iovec iov = { &rec, sizeof rec };
-  char cbuf[CMSG_SPACE (2 * sizeof (int))];
+  char cbuf[CMSG_SPACE (4 * sizeof (int))];
   struct msghdr msg = { 0 };
-  int fds[2] = { -1, -1 }, nfds = 0, r;
+  int fds[4] = { -1, -1, -1, -1 }, nfds = 0, r;
   ssize_t n;
 
   msg.msg_iov = &iov;
@@ -122,23 +137,112 @@ receive_spec (FbLaunchSpec *ret_spec, const char **ret_why)
         {
           int fd;
           memcpy (&fd, CMSG_DATA (cm) + off, sizeof fd);
-          if (nfds < 2)
+          if (nfds < (int)G_N_ELEMENTS (fds))
             fds[nfds] = fd;
           else
             close (fd);
           nfds++;
         }
-  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || nfds != 1 || (msg.msg_flags & MSG_CTRUNC))
+  *ret_keep = n == (ssize_t)sizeof rec && rec.type == FB_LAUNCH_KEEP && nfds == 0 && !(msg.msg_flags & MSG_CTRUNC);
+  if (*ret_keep)
+    return 0;
+  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || (nfds != 1 && nfds != 3) ||
+      (msg.msg_flags & MSG_CTRUNC))
     {
       *ret_why = "the server's first record is not the command";
       r = -EPROTO;
     }
   else
     r = fb_launch_spec_decode (fds[0], ret_spec, ret_why);
-  for (int i = 0; i < 2; i++)
+  if (r == 0 && nfds == 3)
+    {
+      ret_join_fds[0] = g_steal_fd (&fds[1]);
+      ret_join_fds[1] = g_steal_fd (&fds[2]);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (fds); i++)
     if (fds[i] >= 0)
       close (fds[i]);
   return r;
+}
+
+/* The sync point of a view made now: its FUSE fd to the server (MOUNTED),
+ * which serves it at once. */
+static int
+send_mounted (FbLauncherChild *child)
+{
+  int fuse_fd = -1;
+  int r = fb_launcher_child_wait_mounted (child, &fuse_fd);
+
+  if (r < 0)
+    return r;
+  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_MOUNTED, 0, NULL, fuse_fd);
+  close (fuse_fd);
+  return r;
+}
+
+/* KEEP: make the view, hand back its FUSE fd (MOUNTED) and namespaces
+ * (KEPT), and leave: the server serves the view and keeps it. */
+static int
+keep (void)
+{
+  g_autoptr (FbLauncherChild) child = NULL;
+  FbLauncherPlan plan;
+  int ns[2] = { -1, -1 }, code = 0, r;
+
+  fb_launcher_plan_init (&plan);
+  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  plan.keep_view = true;
+  r = fb_launcher_spawn (&plan, &child);
+  if (r < 0)
+    return fail (NULL, &plan, r);
+  r = send_mounted (child);
+  if (r < 0)
+    return fail (child, &plan, r);
+  r = fb_launcher_child_wait_kept (child, &ns[0], &ns[1]);
+  if (r < 0)
+    return fail (child, &plan, r);
+  r = send_record_fds (FB_LAUNCH_FD, FB_LAUNCH_KEPT, 0, NULL, ns, 2);
+  close (ns[0]);
+  close (ns[1]);
+  if (r < 0)
+    return fail (child, &plan, r);
+  fb_launcher_child_wait (child, &code);
+  return code;
+}
+
+/* A join's sync point: the command's pid namespace to the server (JOINED),
+ * and its word (GO) back before anything runs.  A signal meanwhile (a
+ * process/terminate) reaches the sandbox at once: *RET_SIGNALED says
+ * which, and the command's status is then that signal's. */
+static int
+joined (FbLauncherChild *child, int *ret_signaled)
+{
+  FbLaunchRecord rec;
+  int pidns = -1, r;
+  ssize_t k;
+
+  r = fb_launcher_child_wait_joined (child, &pidns);
+  if (r < 0)
+    return r;
+  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_JOINED, 0, NULL, pidns);
+  close (pidns);
+  if (r < 0)
+    return r;
+  for (;;)
+    {
+      do
+        k = recv (FB_LAUNCH_FD, &rec, sizeof rec, 0);
+      while (k < 0 && errno == EINTR);
+      if (k != (ssize_t)sizeof rec)
+        return -EPIPE; /* the server is gone or dropped us */
+      if (rec.type == FB_LAUNCH_GO)
+        return fb_launcher_child_go (child);
+      if (rec.type == FB_LAUNCH_SIGNAL && rec.value > 0 && rec.value < NSIG)
+        {
+          fb_launcher_child_kill (child, rec.value);
+          *ret_signaled = rec.value;
+        }
+    }
 }
 
 int
@@ -148,7 +252,9 @@ main (int argc, char **argv)
   g_auto (FbLaunchSpec) spec = { 0 };
   const char *why = NULL;
   FbLauncherPlan plan;
-  int fuse_fd = -1, r, exit_code = FB_LAUNCHER_EXIT_SANDBOX;
+  int r, exit_code = FB_LAUNCHER_EXIT_SANDBOX;
+  int join_fds[2] = { -1, -1 }, signaled = 0;
+  bool keep_view = false;
 
   /* Die with the server (and the sandbox with us). */
   prctl (PR_SET_PDEATHSIG, SIGKILL);
@@ -161,7 +267,9 @@ main (int argc, char **argv)
       fprintf (stderr, "fusebox-launch: this helper takes no arguments; it is started by 'fusebox serve'\n");
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
-  r = receive_spec (&spec, &why);
+  r = receive_spec (&spec, &keep_view, join_fds, &why);
+  if (r == 0 && keep_view)
+    return keep ();
   if (r < 0)
     {
       g_autofree char *text = g_strdup_printf ("the launch helper refused the command: %s (%s)", why, g_strerror (-r));
@@ -177,18 +285,27 @@ main (int argc, char **argv)
    * take environ for NULL. */
   plan.envp = (const char *const *)spec.envp;
   plan.network = spec.network == 1 ? FB_LAUNCHER_NETWORK_HOST : FB_LAUNCHER_NETWORK_NONE;
+  plan.join_userns_fd = join_fds[0];
+  plan.join_mntns_fd = join_fds[1];
 
   r = fb_launcher_spawn (&plan, &child);
+  for (int i = 0; i < 2; i++)
+    if (join_fds[i] >= 0)
+      close (join_fds[i]); /* the child has its copies */
   if (r < 0)
     return fail (NULL, &plan, r);
-  r = fb_launcher_child_wait_mounted (child, &fuse_fd);
-  if (r < 0)
-    return fail (child, &plan, r);
-  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_MOUNTED, 0, NULL, fuse_fd);
-  close (fuse_fd);
+  r = plan.join_userns_fd >= 0 ? joined (child, &signaled) : send_mounted (child);
   if (r < 0)
     return fail (child, &plan, r);
   r = fb_launcher_child_wait_exec (child);
+  if (r < 0 && signaled != 0)
+    {
+      /* ended by the signal before its command ran */
+      fb_launcher_child_kill (child, SIGKILL);
+      fb_launcher_child_wait (child, &exit_code);
+      send_record (FB_LAUNCH_FD, FB_LAUNCH_EXITED, 128 + signaled, NULL, -1);
+      return 0;
+    }
   if (r < 0)
     return fail (child, &plan, r);
   send_record (FB_LAUNCH_FD, FB_LAUNCH_EXEC, (int)fb_launcher_child_get_pid (child), NULL, -1);

@@ -292,6 +292,54 @@ fb_launcher_mounts_open_fuse (FbLauncherMounts *m, FbLauncherFailure *ret_failur
   return 0;
 }
 
+/* The device nodes: a bind shares the host's inode, so a writable bind
+ * would let chmod, chown, utimes and setxattr inside change the host's
+ * node (seen: `chmod 0600 /dev/full` inside did).  Read-only, nosuid and
+ * noexec on the detached copy, before anyone can see it: writing to the
+ * device itself never needs a writable mount (do_dentry_open() skips
+ * mnt_want_write for special files), changing the inode does. */
+static int
+open_devices (FbLauncherMounts *m, FbLauncherFailure *ret_failure)
+{
+  struct mount_attr dev_attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC };
+
+  for (size_t i = 0; i < N_DEVICES; i++)
+    {
+      int tree = clone_tree (m->host_devices[i], false);
+      if (tree < 0)
+        {
+          if (devices[i].optional && (tree == -ENOENT || tree == -ENXIO))
+            continue;
+          return fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, -tree, (int)i);
+        }
+      m->dev_trees[i] = tree;
+      if (mount_setattr (tree, "", AT_EMPTY_PATH, &dev_attr, sizeof dev_attr) < 0)
+        return fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, errno, (int)i);
+    }
+  return 0;
+}
+
+int
+fb_launcher_mounts_apply_joined (FbLauncherMounts *m, FbLauncherFailure *ret_failure)
+{
+  int r = 0;
+
+  /* as apply_root: nothing of ours propagates anywhere */
+  if (mount (NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+    r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_SLAVE, errno, 0);
+  if (r == 0)
+    r = open_devices (m, ret_failure);
+  /* The view's mount came with the copy of the keeper's namespace, locked
+   * to its place as every mount a less privileged user namespace's copy
+   * holds (fs/namespace.c, lock_mnt_tree), and pivot_root refuses a locked
+   * new root: bound over itself, it is a mount of our own. */
+  if (r == 0 && mount (m->root, m->root, NULL, MS_BIND | MS_REC, NULL) < 0)
+    r = fail (ret_failure, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
+  if (r < 0)
+    close_all (m->dev_trees, N_DEVICES);
+  return r;
+}
+
 int
 fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFailure *ret_failure)
 {
@@ -342,30 +390,8 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
       r = fail (ret_failure, FB_LAUNCHER_STEP_MOUNT_ROOT, fuse_fd < 0 ? EBADF : ENAMETOOLONG, 0);
       goto out;
     }
-  /* The device nodes: a bind shares the host's inode, so a writable bind
-   * would let chmod, chown, utimes and setxattr inside change the host's
-   * node (seen: `chmod 0600 /dev/full` inside did).  Read-only, nosuid and
-   * noexec on the detached copy, before anyone can see it: writing to the
-   * device itself never needs a writable mount (do_dentry_open() skips
-   * mnt_want_write for special files), changing the inode does. */
-  struct mount_attr dev_attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC };
-  for (size_t i = 0; i < N_DEVICES; i++)
-    {
-      int tree = clone_tree (m->host_devices[i], false);
-      if (tree < 0)
-        {
-          if (devices[i].optional && (tree == -ENOENT || tree == -ENXIO))
-            continue;
-          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, -tree, (int)i);
-          goto out;
-        }
-      m->dev_trees[i] = tree;
-      if (mount_setattr (tree, "", AT_EMPTY_PATH, &dev_attr, sizeof dev_attr) < 0)
-        {
-          r = fail (ret_failure, FB_LAUNCHER_STEP_OPEN_DEVICE, errno, (int)i);
-          goto out;
-        }
-    }
+  if ((r = open_devices (m, ret_failure)) < 0)
+    goto out;
 
   if (mount ("tmpfs", m->staging, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
     {

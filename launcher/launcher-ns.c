@@ -77,6 +77,7 @@ struct FbLauncherChild
   int fuse_fd; /* received with ROOT_MOUNTED, until wait_mounted hands it out */
   bool executed;
   bool failed;
+  int kept_fds[2]; /* KEEP_VIEW: the user and mount namespaces, until wait_kept hands them out */
   bool reaped;
   int exit_code;
   FbLauncherFailure failure;
@@ -103,6 +104,8 @@ typedef struct
   bool root_caller; /* setgroups left allowed, for the child to clear its groups */
   guint32 uid, gid; /* inside */
   bool new_net;
+  bool keep_view;  /* mount the root, hand back the namespaces, exit */
+  int join_fds[2]; /* a kept view's user and mount namespaces, or -1 */
   const char *cwd;
   FbLauncherMounts *mounts;
   FbLauncherLimits *limits;
@@ -120,6 +123,7 @@ fb_launcher_plan_init (FbLauncherPlan *plan)
   plan->gid = FB_LAUNCHER_ID_CALLER;
   plan->network = FB_LAUNCHER_NETWORK_NONE;
   plan->stdin_fd = plan->stdout_fd = plan->stderr_fd = -1;
+  plan->join_userns_fd = plan->join_mntns_fd = -1;
 }
 
 const char *
@@ -193,6 +197,10 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_FORK] = "fork",
   [FB_LAUNCHER_STEP_STDIO] = "stdio",
   [FB_LAUNCHER_STEP_EXEC] = "exec",
+  [FB_LAUNCHER_STEP_JOIN_VIEW] = "join-view",
+  [FB_LAUNCHER_STEP_VIEW_USERNS] = "view-userns",
+  [FB_LAUNCHER_STEP_VIEW_MNTNS] = "view-mntns",
+  [FB_LAUNCHER_STEP_VIEW_JOINED] = "view-joined",
 };
 
 const char *
@@ -452,6 +460,22 @@ arm_pdeathsig (const Prepared *p, int parent_pidfd)
     }
 }
 
+/* The parent's word on the status socket: NONE, or the step and errno that
+ * failed, reported as our own. */
+static void
+wait_for_word (const Prepared *p)
+{
+  Record answer;
+  ssize_t n;
+  do
+    n = recv (p->status_fd, &answer, sizeof answer, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof answer)
+    _exit (FB_LAUNCHER_EXIT_SANDBOX); /* the parent is gone */
+  if (answer.step != FB_LAUNCHER_STEP_NONE)
+    child_fail (p, (FbLauncherStep)answer.step, answer.error, 0);
+}
+
 /* The child's side of write_ids(): our /proc directory to the parent (its
  * /proc may show another pid namespace), then its word: NONE, or the step
  * and errno that failed, reported as our own. */
@@ -465,15 +489,161 @@ wait_for_maps (const Prepared *p)
   if (r < 0)
     child_fail (p, FB_LAUNCHER_STEP_UID_MAP, -r, 0);
   close (self);
-  Record answer;
-  ssize_t n;
+  wait_for_word (p);
+}
+
+/* "/proc/PID" into BUF, without stdio (async-signal-safe). */
+static void
+proc_pid_path (char buf[32], long pid)
+{
+  char digits[24];
+  size_t n = 0, pos = 0;
+
   do
-    n = recv (p->status_fd, &answer, sizeof answer, 0);
-  while (n < 0 && errno == EINTR);
-  if (n != (ssize_t)sizeof answer)
-    _exit (FB_LAUNCHER_EXIT_SANDBOX); /* the parent is gone */
-  if (answer.step != FB_LAUNCHER_STEP_NONE)
-    child_fail (p, (FbLauncherStep)answer.step, answer.error, 0);
+    digits[n++] = (char)('0' + pid % 10);
+  while ((pid /= 10) > 0 && n < sizeof digits);
+  memcpy (buf, "/proc/", 6);
+  pos = 6;
+  while (n > 0)
+    buf[pos++] = digits[--n];
+  buf[pos] = '\0';
+}
+
+/* A join (FbLauncherPlan.join_*): this process enters the kept view's user
+ * namespace, whose maps the keeper's parent wrote (it is still the caller
+ * on the host, the namespace's owner, so it holds every capability there,
+ * which setns(2) wants), and its mount namespace, which holds the view's
+ * FUSE mount.  There it forks the sandbox's real outer child, which takes
+ * its ids and makes namespaces of the command's own, as a fresh sandbox
+ * has them: a user namespace below the view's (the view's allow_other
+ * admits the processes of the keeper's user namespace and of those below
+ * it, fuse_allow_current_process()), owning a copy of the view's mount
+ * namespace (the same FUSE superblock: the kernel's caches are shared) and
+ * new ipc, uts, cgroup and (unless the host's) network namespaces.  That
+ * user namespace keeps the command apart from the session's others: pid 1
+ * sets its limits of per-user objects (no namespace for anything inside,
+ * launcher-limits.c) there, not in the view's, in which every later
+ * command still makes its own.  The child's ids must be the view's ids
+ * inside before it makes that namespace (its owner must be mapped in the
+ * parent), and then only a process of the view's namespace with
+ * CAP_SETUID there, and as the owner of the child's /proc files, may
+ * write its maps (new_idmap_permitted(); a root caller's child is not
+ * dumpable after its uid change): this process, which has not changed its
+ * ids.  Then it locks itself down and relays signals and the exit status,
+ * and the child goes on as a fresh sandbox's outer child does (returning
+ * here). */
+static void
+join_view (Prepared *p)
+{
+  int flags =
+    CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | (p->new_net ? CLONE_NEWNET : 0);
+  FbLauncherStep step = FB_LAUNCHER_STEP_NONE;
+  int to_us[2], to_child[2], self_pidfd, dirfd, r;
+  char path[32], word = 0;
+  long pid;
+
+  if (setns (p->join_fds[0], CLONE_NEWUSER) < 0 || setns (p->join_fds[1], CLONE_NEWNS) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
+  close (p->join_fds[0]);
+  close (p->join_fds[1]);
+  if (pipe2 (to_us, O_CLOEXEC) < 0 || pipe2 (to_child, O_CLOEXEC) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
+  self_pidfd = (int)syscall (__NR_pidfd_open, getpid (), 0);
+  pid = syscall (__NR_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+  if (pid == 0)
+    {
+      /* the outer child proper: its parent is this process now */
+      close (to_us[0]);
+      close (to_child[1]);
+      if (p->parent_pidfd >= 0)
+        close (p->parent_pidfd);
+      p->parent_pidfd = self_pidfd;
+      arm_pdeathsig (p, p->parent_pidfd);
+      if ((r = become_ids (p, &step)) < 0)
+        child_fail (p, step, -r, 0);
+      if (unshare (flags) < 0)
+        child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
+      if (write (to_us[1], &word, 1) != 1 || read (to_child[0], &word, 1) != 1)
+        _exit (FB_LAUNCHER_EXIT_SANDBOX); /* it failed, and said why */
+      close (to_us[1]);
+      close (to_child[0]);
+      return;
+    }
+  if (pid < 0)
+    child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
+  close (to_us[1]);
+  close (to_child[0]);
+  if (self_pidfd >= 0)
+    close (self_pidfd);
+  /* a child that failed before said why; we only relay its end */
+  if (read (to_us[0], &word, 1) == 1)
+    {
+      proc_pid_path (path, pid);
+      dirfd = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (dirfd < 0)
+        child_fail (p, FB_LAUNCHER_STEP_UID_MAP, errno, 0);
+      if ((r = write_maps_at (dirfd, p, &step)) < 0)
+        child_fail (p, step, -r, 0);
+      close (dirfd);
+      if (write (to_child[1], &word, 1) != 1)
+        child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
+    }
+  close (to_us[0]);
+  close (to_child[1]);
+  /* The child's ids, so that our death's PDEATHSIG may kill it
+   * (kill_ok_by_cred(): without a capability, only the same uid may), and
+   * every capability of the view's namespace: none from here on. */
+  if ((r = become_ids (p, &step)) < 0)
+    child_fail (p, step, -r, 0);
+  arm_pdeathsig (p, p->parent_pidfd);
+  if ((r = fb_launcher_lockdown_apply (p->lockdown, p->seccomp, p->status_fd, &step)) < 0)
+    child_fail (p, step, -r, 0);
+  close (p->status_fd);
+  fb_launcher_relay_run ((pid_t)pid);
+}
+
+/* A join's sync point: the command's pid namespace goes to the parent,
+ * which tells the shared view that the accesses from that namespace are
+ * this command's.  Made by unshare before pid 1 (our next child is its pid
+ * 1), named once pid 1 exists (the kernel shows pid_for_children only
+ * with its reaper), by us: pid 1 is not dumpable, so its own /proc/PID/ns
+ * is closed to the parent.  pid 1 waits for the parent's word before it
+ * touches anything (pid1_main). */
+static void
+join_pid_namespace (const Prepared *p)
+{
+  int fd = open ("/proc/self/ns/pid_for_children", O_RDONLY | O_CLOEXEC);
+  int r = fd < 0 ? -errno : fb_launcher_report_fd (p->status_fd, FB_LAUNCHER_STEP_VIEW_JOINED, fd);
+
+  if (r < 0)
+    child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, -r, 0);
+  close (fd);
+}
+
+/* KEEP_VIEW: the view is mounted; hand back the namespaces that hold it and
+ * leave (launcher.h).  They outlive this process while the parent keeps
+ * the descriptors. */
+G_GNUC_NORETURN static void
+keep_view (const Prepared *p)
+{
+  static const struct
+  {
+    const char *path;
+    FbLauncherStep step;
+  } kept[] = {
+    { "/proc/self/ns/user", FB_LAUNCHER_STEP_VIEW_USERNS },
+    { "/proc/self/ns/mnt", FB_LAUNCHER_STEP_VIEW_MNTNS },
+  };
+
+  for (size_t i = 0; i < G_N_ELEMENTS (kept); i++)
+    {
+      int fd = open (kept[i].path, O_RDONLY | O_CLOEXEC);
+      int r = fd < 0 ? -errno : fb_launcher_report_fd (p->status_fd, kept[i].step, fd);
+      if (r < 0)
+        child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, -r, 0);
+      close (fd);
+    }
+  _exit (0);
 }
 
 G_GNUC_NORETURN static void
@@ -486,6 +656,9 @@ pid1_main (Prepared *p, int parent_pidfd)
   arm_pdeathsig (p, parent_pidfd);
   if (parent_pidfd >= 0)
     close (parent_pidfd);
+  /* a join: not a lookup in the view before it knows us (join_pid_namespace) */
+  if (p->join_fds[0] >= 0)
+    wait_for_word (p);
 
   if ((r = fb_launcher_mounts_apply_rest (p->mounts, p->limits, &failure)) < 0)
     child_fail (p, failure.step, failure.error, failure.detail);
@@ -522,9 +695,14 @@ outer_main (Prepared *p)
    * is still the caller on the host, which is what opening /dev/fuse needs
    * where it is 0600 root (the kernel also wants the fd opened inside this
    * user namespace: launcher.h). */
-  wait_for_maps (p);
-  if ((r = fb_launcher_mounts_open_fuse (p->mounts, &failure)) < 0)
-    child_fail (p, failure.step, failure.error, failure.detail);
+  if (p->join_fds[0] >= 0)
+    join_view (p);
+  else
+    {
+      wait_for_maps (p);
+      if ((r = fb_launcher_mounts_open_fuse (p->mounts, &failure)) < 0)
+        child_fail (p, failure.step, failure.error, failure.detail);
+    }
   if ((r = become_ids (p, &step)) < 0)
     child_fail (p, step, -r, 0);
   /* The uid change cleared PDEATHSIG (commit_creds()): again, and the
@@ -545,18 +723,28 @@ outer_main (Prepared *p)
   if (p->new_net && (r = fb_launcher_ns_loopback_up ()) < 0)
     child_fail (p, FB_LAUNCHER_STEP_LOOPBACK, -r, 0);
 
-  if ((r = fb_launcher_mounts_apply_root (p->mounts, p->status_fd, &failure)) < 0)
+  /* A joined view's root is mounted already (join_view) */
+  if ((r = p->join_fds[0] >= 0 ? fb_launcher_mounts_apply_joined (p->mounts, &failure)
+                               : fb_launcher_mounts_apply_root (p->mounts, p->status_fd, &failure)) < 0)
     child_fail (p, failure.step, failure.error, failure.detail);
+  if (p->keep_view)
+    keep_view (p);
+  /* a join's pid namespace is made first, to be named after (see
+   * join_pid_namespace) */
+  if (p->join_fds[0] >= 0 && unshare (CLONE_NEWPID) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
 
   /* pid 1: a new pid namespace owned by our user namespace */
   int self_pidfd = (int)syscall (__NR_pidfd_open, getpid (), 0);
-  long pid = syscall (__NR_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
+  long pid = syscall (__NR_clone, (p->join_fds[0] >= 0 ? 0 : CLONE_NEWPID) | SIGCHLD, NULL, NULL, NULL, NULL);
   if (pid == 0)
     pid1_main (p, self_pidfd);
   if (pid < 0)
     child_fail (p, FB_LAUNCHER_STEP_CLONE_PID, errno, 0);
   if (self_pidfd >= 0)
     close (self_pidfd);
+  if (p->join_fds[0] >= 0)
+    join_pid_namespace (p);
 
   /* We stay in the caller's pid namespace, out of the sandbox's sight, but
    * hold every capability of its user namespace: drop them like pid 1. */
@@ -649,6 +837,7 @@ prepared_clear (Prepared *p)
 {
   g_free (p->uid_map);
   g_free (p->gid_map);
+
   fb_launcher_mounts_free (p->mounts);
   fb_launcher_limits_free (p->limits);
   fb_launcher_lockdown_free (p->lockdown);
@@ -676,9 +865,12 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   int sockfd[2] = { -1, -1 };
   int r;
 
-  if (!plan->argv || !plan->argv[0])
+  if (!plan->keep_view && (!plan->argv || !plan->argv[0]))
     return -EINVAL;
   if (plan->cwd && plan->cwd[0] != '/')
+    return -EINVAL;
+  if ((plan->join_userns_fd >= 0) != (plan->join_mntns_fd >= 0) ||
+      (plan->keep_view && (plan->root_kind != FB_LAUNCHER_ROOT_FUSE || plan->join_userns_fd >= 0)))
     return -EINVAL;
 
   FbLauncherIdentity identity;
@@ -686,12 +878,19 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   guint32 uid = plan->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : plan->uid;
   guint32 gid = plan->gid == FB_LAUNCHER_ID_CALLER ? getegid () : plan->gid;
 
-  p.uid_map = g_strdup_printf ("%u %u 1\n", uid, identity.host_uid);
-  p.gid_map = g_strdup_printf ("%u %u 1\n", gid, identity.host_gid);
+  /* a join's maps are written in the kept view's user namespace, whose ids
+   * inside are these (join_view) */
+  p.uid_map = g_strdup_printf ("%u %u 1\n", uid, plan->join_userns_fd >= 0 ? uid : identity.host_uid);
+  p.gid_map = g_strdup_printf ("%u %u 1\n", gid, plan->join_userns_fd >= 0 ? gid : identity.host_gid);
   p.root_caller = identity.root_caller;
   p.uid = uid;
   p.gid = gid;
-  p.new_net = plan->network == FB_LAUNCHER_NETWORK_NONE;
+  /* a keeper runs nothing: each command that joins makes its own */
+  p.new_net = plan->network == FB_LAUNCHER_NETWORK_NONE && !plan->keep_view;
+  p.keep_view = plan->keep_view;
+  p.join_fds[0] = plan->join_userns_fd;
+  p.join_fds[1] = plan->join_mntns_fd;
+
   p.cwd = plan->cwd ? plan->cwd : "/";
   p.stdio[0] = plan->stdin_fd;
   p.stdio[1] = plan->stdout_fd;
@@ -699,7 +898,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
 
   if ((r = fb_launcher_mounts_new (plan, uid, gid, &p.mounts)) < 0 || (r = fb_launcher_limits_new (&p.limits)) < 0 ||
       (r = fb_launcher_lockdown_new (&p.lockdown)) < 0 || (r = fb_launcher_seccomp_new (&p.seccomp)) < 0 ||
-      (r = fb_launcher_command_new (plan, &p.command)) < 0)
+      (!plan->keep_view && (r = fb_launcher_command_new (plan, &p.command)) < 0))
     goto out;
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockfd) < 0)
@@ -723,6 +922,10 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | SIGCHLD;
   if (p.new_net)
     flags |= CLONE_NEWNET;
+  if (p.keep_view)
+    flags = CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD;
+  else if (p.join_fds[0] >= 0)
+    flags = SIGCHLD; /* the child enters the view's namespaces, then makes its own (join_view) */
 
   sigset_t all, saved;
   sigfillset (&all);
@@ -749,13 +952,14 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   child->pid = (pid_t)pid;
   child->pidfd = pidfd;
   child->fuse_fd = -1;
+  child->kept_fds[0] = child->kept_fds[1] = -1;
   child->status_fd = sockfd[0];
   sockfd[0] = -1;
   child->root_kind = plan->root_kind;
   child->root_dir = g_strdup (plan->root_dir);
   child->fuse_device = g_strdup (plan->fuse_device ? plan->fuse_device : "/dev/fuse");
   child->cwd = g_strdup (p.cwd);
-  child->argv0 = g_strdup (plan->argv[0]);
+  child->argv0 = g_strdup (plan->argv != NULL ? plan->argv[0] : "(a kept view)");
   {
     const char *const *envp = plan->envp;
     extern char **environ;
@@ -769,7 +973,8 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   child->gid = gid;
   child->identity = identity;
   child->network = plan->network;
-  write_ids (child, &p);
+  if (p.join_fds[0] < 0) /* a joined view's maps were written for its keeper */
+    write_ids (child, &p);
   *ret_child = child;
   r = 0;
 
@@ -814,14 +1019,46 @@ fb_launcher_child_get_failure (const FbLauncherChild *child)
   return child->failed ? &child->failure : NULL;
 }
 
-/* Read records until WANT_MOUNTED is satisfied (a ROOT_MOUNTED record) or the
- * channel ends (EOF: the command was executed, or everything died). */
+/* What read_status() waits for besides the end of the channel. */
+typedef enum
+{
+  WANT_END,
+  WANT_MOUNTED, /* ROOT_MOUNTED, or a join's VIEW_JOINED */
+  WANT_KEPT,    /* both of a keeper's namespaces */
+} Want;
+
+static bool
+have (const FbLauncherChild *child, Want want)
+{
+  switch (want)
+    {
+      case WANT_END:
+        return false;
+      case WANT_MOUNTED:
+        return child->mounted;
+      case WANT_KEPT:
+        return child->kept_fds[0] >= 0 && child->kept_fds[1] >= 0;
+    }
+  return false;
+}
+
+/* Keep FD (a received descriptor) in *SLOT. */
+static void
+keep_fd (int *slot, int fd)
+{
+  if (*slot >= 0)
+    close (*slot);
+  *slot = fd;
+}
+
+/* Read records until WANT is satisfied or the channel ends (EOF: the
+ * command was executed, or everything died). */
 static int
-read_status (FbLauncherChild *child, bool want_mounted)
+read_status (FbLauncherChild *child, Want want)
 {
   while (child->status_fd >= 0)
     {
-      if (want_mounted && child->mounted)
+      if (have (child, want))
         return 0;
       Record rec;
       int passed_fd;
@@ -837,12 +1074,15 @@ read_status (FbLauncherChild *child, bool want_mounted)
         break; /* non-blocking drain: nothing more now */
       if (n == (ssize_t)sizeof rec)
         {
-          if (rec.step == FB_LAUNCHER_STEP_ROOT_MOUNTED)
+          if (rec.step == FB_LAUNCHER_STEP_ROOT_MOUNTED || rec.step == FB_LAUNCHER_STEP_VIEW_JOINED)
             {
               child->mounted = true;
-              if (child->fuse_fd >= 0)
-                close (child->fuse_fd);
-              child->fuse_fd = passed_fd;
+              keep_fd (&child->fuse_fd, passed_fd);
+              continue;
+            }
+          if (rec.step == FB_LAUNCHER_STEP_VIEW_USERNS || rec.step == FB_LAUNCHER_STEP_VIEW_MNTNS)
+            {
+              keep_fd (&child->kept_fds[rec.step == FB_LAUNCHER_STEP_VIEW_MNTNS], passed_fd);
               continue;
             }
           if (passed_fd >= 0)
@@ -873,7 +1113,7 @@ read_status (FbLauncherChild *child, bool want_mounted)
 int
 fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd)
 {
-  int r = child->mounted ? 0 : read_status (child, true);
+  int r = child->mounted ? 0 : read_status (child, WANT_MOUNTED);
   if (r < 0)
     return r;
   if (ret_fuse_fd)
@@ -885,11 +1125,50 @@ fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd)
 }
 
 int
+fb_launcher_child_wait_kept (FbLauncherChild *child, int *ret_userns_fd, int *ret_mntns_fd)
+{
+  read_status (child, WANT_KEPT);
+  if (!have (child, WANT_KEPT))
+    {
+      if (!child->failed)
+        {
+          child->failed = true;
+          child->failure.step = FB_LAUNCHER_STEP_JOIN_VIEW;
+          child->failure.error = ECHILD;
+        }
+      return -ECHILD;
+    }
+  *ret_userns_fd = child->kept_fds[0];
+  *ret_mntns_fd = child->kept_fds[1];
+  child->kept_fds[0] = child->kept_fds[1] = -1;
+  return 0;
+}
+
+int
+fb_launcher_child_wait_joined (FbLauncherChild *child, int *ret_pidns_fd)
+{
+  return fb_launcher_child_wait_mounted (child, ret_pidns_fd);
+}
+
+int
+fb_launcher_child_go (FbLauncherChild *child)
+{
+  Record word = { .step = FB_LAUNCHER_STEP_NONE };
+
+  if (child->status_fd < 0)
+    return -EPIPE; /* the sandbox is gone already */
+  while (send (child->status_fd, &word, sizeof word, MSG_NOSIGNAL) < 0)
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
+
+int
 fb_launcher_child_wait_exec (FbLauncherChild *child)
 {
   if (child->executed)
     return 0;
-  return read_status (child, false);
+  return read_status (child, WANT_END);
 }
 
 int
@@ -925,7 +1204,7 @@ set_exit (FbLauncherChild *child, int status)
       int fl = fcntl (child->status_fd, F_GETFL);
       if (fl >= 0)
         fcntl (child->status_fd, F_SETFL, fl | O_NONBLOCK);
-      read_status (child, false);
+      read_status (child, WANT_END);
     }
   /* ...except pid 1's "parent gone" after the child was killed: a
    * supervisor alive to read it is not the parent that went (pid 1's
@@ -992,6 +1271,9 @@ fb_launcher_child_free (FbLauncherChild *child)
     close (child->pidfd);
   if (child->fuse_fd >= 0)
     close (child->fuse_fd);
+  for (int i = 0; i < 2; i++)
+    if (child->kept_fds[i] >= 0)
+      close (child->kept_fds[i]);
   g_free (child->root_dir);
   g_free (child->fuse_device);
   g_free (child->cwd);
@@ -1186,9 +1468,17 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
           return g_strdup_printf ("%s: %s: not an executable format: %s; a script needs a \"#!\" line", step,
                                   ctx->argv0, err);
         return g_strdup_printf ("%s: %s: executing the command failed: %s", step, ctx->argv0, err);
+      case FB_LAUNCHER_STEP_JOIN_VIEW:
+        return g_strdup_printf ("%s: joining the session's view (its user and mount namespaces, then new ipc, uts, "
+                                "cgroup, network and pid namespaces of the command's own) failed: %s; the session's "
+                                "view may have ended: run the command again to start a new one",
+                                step, err);
       case FB_LAUNCHER_STEP_NONE:
       case FB_LAUNCHER_STEP_IDS_READY:
       case FB_LAUNCHER_STEP_ROOT_MOUNTED:
+      case FB_LAUNCHER_STEP_VIEW_USERNS:
+      case FB_LAUNCHER_STEP_VIEW_MNTNS:
+      case FB_LAUNCHER_STEP_VIEW_JOINED:
       case FB_LAUNCHER_STEP_N:
         break;
     }

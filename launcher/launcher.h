@@ -108,6 +108,23 @@ typedef struct
    * through the sandbox's filesystem).  Set it only if the caller always
    * sends that, or frees the child. */
   bool path_hint;
+  /* A kept view, for commands that share one (ipc/ipc-view-share.c).
+   * KEEP_VIEW (a FUSE root, no command): the outer child makes its user and
+   * mount namespaces and mounts the root as for a command, hands back the
+   * FUSE fd (fb_launcher_child_wait_mounted) and then the two namespaces
+   * (fb_launcher_child_wait_kept), and exits 0: the namespaces, and the
+   * view mounted in them, live on while someone holds those descriptors.
+   * JOIN_USERNS_FD/JOIN_MNTNS_FD (-1: none): a kept view's, which the
+   * command joins instead of making its own: the outer child enters that
+   * user namespace (whose maps the keeper's parent wrote) and a copy of
+   * that mount namespace (the same FUSE superblock: the kernel's dentry,
+   * attribute and page caches are shared), with fresh ipc, uts, cgroup,
+   * network and pid namespaces of its own; its pid namespace is handed
+   * back (fb_launcher_child_wait_joined) before pid 1 exists, and nothing
+   * runs until fb_launcher_child_go(). */
+  bool keep_view;
+  int join_userns_fd;
+  int join_mntns_fd;
 } FbLauncherPlan;
 
 void fb_launcher_plan_init (FbLauncherPlan *plan);
@@ -165,6 +182,10 @@ typedef enum
   FB_LAUNCHER_STEP_FORK,
   FB_LAUNCHER_STEP_STDIO,
   FB_LAUNCHER_STEP_EXEC,
+  FB_LAUNCHER_STEP_JOIN_VIEW,   /* entering a kept view's user and mount namespaces, or making the rest */
+  FB_LAUNCHER_STEP_VIEW_USERNS, /* (not a failure: a kept view's user namespace, for the parent) */
+  FB_LAUNCHER_STEP_VIEW_MNTNS,  /* (not a failure: a kept view's mount namespace, for the parent) */
+  FB_LAUNCHER_STEP_VIEW_JOINED, /* (not a failure: the sync point of a join, with the new pid namespace) */
   FB_LAUNCHER_STEP_N
 } FbLauncherStep;
 
@@ -203,6 +224,18 @@ int fb_launcher_child_get_pidfd (const FbLauncherChild *child);
  * RET_FUSE_FD may be NULL.  Returns 0, or -ECHILD when the child failed or
  * died first (then see fb_launcher_child_get_failure()). */
 int fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd);
+/* KEEP_VIEW, after wait_mounted: blocks until the keeper handed back its
+ * user and mount namespaces (descriptors, close-on-exec, the caller's to
+ * close).  Returns 0, or -ECHILD (see fb_launcher_child_get_failure()). */
+int fb_launcher_child_wait_kept (FbLauncherChild *child, int *ret_userns_fd, int *ret_mntns_fd);
+/* A join: blocks until the outer child has entered the kept view and made
+ * the command's pid namespace, whose descriptor *RET_PIDNS_FD receives
+ * (close-on-exec, the caller's): every process of the command lives in
+ * it, which is how the view tells its accesses from another command's.
+ * Nothing inside runs before fb_launcher_child_go().  Returns 0, or
+ * -ECHILD. */
+int fb_launcher_child_wait_joined (FbLauncherChild *child, int *ret_pidns_fd);
+int fb_launcher_child_go (FbLauncherChild *child);
 /* Blocks until the command was executed (0) or the sandbox failed
  * (-ECHILD, see fb_launcher_child_get_failure()). */
 int fb_launcher_child_wait_exec (FbLauncherChild *child);
@@ -272,6 +305,11 @@ int fb_launcher_mounts_open_fuse (FbLauncherMounts *mounts, FbLauncherFailure *r
  * FUSE fd attached for a FUSE root).  On failure returns -errno and fills
  * *ret_failure. */
 int fb_launcher_mounts_apply_root (FbLauncherMounts *mounts, int status_fd, FbLauncherFailure *ret_failure);
+/* Async-signal-safe, in the outer child of a join, in its own user and
+ * mount namespaces below the kept view's: what apply_root does for a root
+ * the view's keeper mounted already (the device nodes, the root made a
+ * mount pid 1 may pivot into).  No record is sent. */
+int fb_launcher_mounts_apply_joined (FbLauncherMounts *mounts, FbLauncherFailure *ret_failure);
 /* The sandbox's own limits of per-user kernel objects (inotify, fanotify,
  * namespaces: launcher-limits.c), prepared in the parent. */
 typedef struct FbLauncherLimits FbLauncherLimits;

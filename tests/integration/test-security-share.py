@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Adversarial tests: what sharing a view does not share.
+
+The processes of one `fusebox serve` session that run under one effective
+policy share a FUSE view, and with it the session's private /tmp and HOME
+(test-serve-share.py).  What must stay apart:
+
+- two sessions: session B's processes and fs/... calls don't find what
+  session A's left in its /tmp and HOME (A finds it, so it is there), and
+  B's log subscription gets none of A's records;
+- a narrower sandbox: a process whose `sandbox` denies a file gets a view
+  of its own (another device for "/"), and is refused that file, while a
+  process of the same session under the server's policy reads it, before
+  and at the same time.
+
+Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
+(unless FUSEBOX_TESTS_MUST_RUN=1).
+"""
+import base64
+import importlib.util
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import security_util as su  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "serve_share", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-serve-share.py"))
+share = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(share)
+
+serve = su.serve
+ok = serve.ok
+
+
+async def t_sessions_isolated(tmp):
+    if not share.can_run():
+        return "skip"
+    srv = serve.Server(tmp)
+    try:
+        a = await serve.start_client(srv, "a")
+        b = await serve.start_client(srv, "b")
+        ok(await b.call("log/subscribe", {}))
+        out, code = await share.run(a, srv, "a-w", "echo a > /tmp/a-note && echo a > $HOME/a-note && "
+                                    "cat /tmp/a-note $HOME/a-note")
+        assert code == 0 and out == "a\na\n", (code, out)
+        r = ok(await a.call("fs/readFile", {"path": "/tmp/a-note"}))
+        assert base64.b64decode(r["dataBase64"]) == b"a\n", r
+        out, code = await share.run(b, srv, "b-r", "ls -A /tmp $HOME; cat /tmp/a-note $HOME/a-note; echo end")
+        assert "a-note" not in out.replace("/tmp/a-note", "").replace("/a-note:", ""), out
+        assert out.count("No such file") == 2 and "end\n" in out, (code, out)
+        serve.err(await b.call("fs/readFile", {"path": "/tmp/a-note"}), -32004)
+        # B's subscription: B's own records, none of A's
+        mine = []
+        for m in b.inbox:
+            if m.get("method") == "log/event":
+                mine.append(m["params"])
+        assert mine and all(x.get("session") == b.log_session for x in mine), mine[:3]
+        assert not any("a-note" in x.get("path", "") and x.get("decision") == "allow" for x in mine), mine
+        await a.close()
+        await b.close()
+    finally:
+        srv.stop()
+
+
+async def t_narrower_does_not_share(tmp):
+    if not share.can_run():
+        return "skip"
+
+    def prepare(ws):
+        with open(os.path.join(ws, "secret.txt"), "w") as f:
+            f.write("secret\n")
+
+    srv = serve.Server(tmp, prepare=prepare)
+    try:
+        c = await serve.start_client(srv, "narrow")
+        secret = os.path.join(srv.ws, "secret.txt")
+        # the wide one reads it, and keeps it open while the narrow one runs
+        p = share.sh(srv, "wide", "stat -c %%d / > /tmp/wide.dev; cat %s; exec 3< %s; read w; cat <&3" %
+                     (secret, secret))
+        p["pipeStdin"] = True
+        ok(await c.call("process/start", p))
+        out, _ = await share.output(c, "wide", b"secret\n")
+        assert out == "secret\n", out
+        out, code = await share.run(c, srv, "narrow", "stat -c %%d /; cat /tmp/wide.dev; cat %s; echo rc=$?" % secret,
+                                    share.narrowed(secret))
+        lines = out.splitlines()
+        assert len(lines) >= 3 and lines[0] != lines[1], "the narrower sandbox ran in the wider view: %r" % out
+        assert "secret\n" not in out and "Permission denied" in out and "rc=1" in out, out
+        ok(await c.call("process/write", {"processId": "wide", "chunk": base64.b64encode(b"go\n").decode(),
+                                          "writeId": "go"}))
+        out, code = await share.output(c, "wide")
+        assert code == 0 and out == "secret\nsecret\n", (code, out)
+        denied = [x for x in serve.log_records(srv, c) if x.get("path") == secret and x["decision"] == "deny"]
+        assert denied and all(x.get("process") == "narrow" for x in denied), denied
+        await c.close()
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    su.run([("sessions_isolated", t_sessions_isolated), ("narrower_does_not_share", t_narrower_does_not_share)],
+           "fusebox-security-share-")

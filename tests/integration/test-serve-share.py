@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""A session's processes share a view, and nothing is lost by it.
+
+A real `fusebox serve` ($FUSEBOX_BIN) and real WebSocket clients; every
+process under the server's policy.  The processes of one session that run
+under one effective policy run in one FUSE view: the same superblock, seen
+as the same device number of "/" inside, and the same private /tmp and
+HOME, which outlive each process as in a shell.
+
+- attribution: two processes run at once in one view, each reading and
+  making files of its own (one is refused a write); every record of a
+  file names the process that made it (`process`), by its own pids, which
+  the other's records never carry; a subscription filtered on one
+  process gets that one's records only; only the refused process is
+  sandboxDenied.  A file a process still holds when it is killed is
+  closed, after it is gone, in its own name.
+- persistence: what one process leaves in /tmp and HOME the next one
+  finds, and so do the session's fs/... calls.
+- a killed process: SIGKILL to one process's sandbox (process/terminate)
+  leaves the view to the other, which goes on reading and writing, and a
+  process started afterwards joins the same view.
+- bounds: a session's views are bounded (one per distinct sandbox); past
+  the bound process/start names it, and a view no process runs in makes
+  room.
+
+Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
+(unless FUSEBOX_TESTS_MUST_RUN=1).
+"""
+import asyncio
+import base64
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import security_util as su  # noqa: E402
+
+serve = su.serve
+ok = serve.ok
+
+
+def can_run():
+    return os.geteuid() == 0 and os.access("/dev/fuse", os.R_OK | os.W_OK)
+
+
+def sh(srv, pid, script, sandbox=None):
+    p = serve.start_params(srv, pid, ["/bin/sh", "-c", script])
+    p["env"]["HOME"] = os.environ.get("HOME", "/root")
+    if sandbox is not None:
+        p["sandbox"] = sandbox
+    return p
+
+
+def narrowed(deny):
+    """A sandbox that takes DENY away from the server's policy."""
+    return {"fuseboxPolicy": {"version": 1, "rules": [
+        {"path": "/", "access": "write", "why": "all the server allows"},
+        {"path": deny, "access": "deny", "why": "narrower for this process"}]}}
+
+
+async def output(c, pid, needle=None):
+    """PID's output once it holds NEEDLE, or once the process closed: (text,
+    exit code or None), read back with process/read, so that the
+    notifications of the session's other processes and its log/events
+    stay in the inbox."""
+    data, after = b"", 0
+    while True:
+        res = ok(await c.call("process/read", {"processId": pid, "afterSeq": after, "waitMs": 10000}))
+        for chunk in res["chunks"]:
+            data += base64.b64decode(chunk["chunk"])
+            after = chunk["seq"]
+        if (needle is not None and needle in data) or res["closed"]:
+            return data.decode(errors="replace"), res["exitCode"]
+
+
+async def run(c, srv, pid, script, sandbox=None):
+    ok(await c.call("process/start", sh(srv, pid, script, sandbox)))
+    return await output(c, pid)
+
+
+async def t_attribution(tmp):
+    if not can_run():
+        return "skip"
+
+    def prepare(ws):
+        for name in ("a.txt", "b.txt", "held.txt"):
+            with open(os.path.join(ws, name), "w") as f:
+                f.write(name + "\n")
+        os.mkdir(os.path.join(ws, "ro"))
+
+    srv = serve.Server(tmp, prepare=prepare)
+    try:
+        c = await serve.start_client(srv, "share")
+        ok(await c.call("log/subscribe", {"filter": {"process": "p1"}}))
+        ws = srv.ws
+        # Both wait for each other through the /tmp they share, so that
+        # they run at once; each then reads its file and makes its own.
+        p1 = ("stat -c %%d / > /tmp/p1.dev; touch /tmp/p1-up; while [ ! -e /tmp/p2-up ]; do sleep 0.02; done; "
+              "for i in 1 2 3 4 5; do cat %s/a.txt > /dev/null; done; echo one > %s/made-by-p1; "
+              "sleep 600 < %s/held.txt & echo held; wait" % (ws, ws, ws))
+        p2 = ("stat -c %%d / > /tmp/p2.dev; touch /tmp/p2-up; while [ ! -e /tmp/p1-up ]; do sleep 0.02; done; "
+              "for i in 1 2 3 4 5; do cat %s/b.txt > /dev/null; done; echo two > %s/made-by-p2; "
+              "echo no > /etc/refused-by-p2; exit 3" % (ws, ws))
+        ok(await c.call("process/start", sh(srv, "p1", p1)))
+        ok(await c.call("process/start", sh(srv, "p2", p2)))
+        out, _ = await output(c, "p1", b"held")
+        assert "held" in out, out
+        out2, code2 = await output(c, "p2")
+        assert code2 == 3, (code2, out2)
+        # p1, killed while a file of its own is still open: its close comes
+        # after p1's processes are gone, and is still p1's
+        ok(await c.call("process/terminate", {"processId": "p1"}))
+        _, code1 = await output(c, "p1")
+        dev = await run(c, srv, "dev", "cat /tmp/p1.dev /tmp/p2.dev")
+        devs = dev[0].split()
+        assert len(devs) == 2 and devs[0] == devs[1], "not one view: %r" % (dev,)
+        r = ok(await c.call("process/read", {"processId": "p2"}))
+        assert r["sandboxDenied"] is True, r
+        r = ok(await c.call("process/read", {"processId": "p1"}))
+        assert r["sandboxDenied"] is False, r
+        for _ in range(600):  # the last close record (bounded wait, no timing assumed)
+            records = serve.log_records(srv, c)
+            if any(x.get("path") == ws + "/held.txt" and x.get("op") == "close" for x in records):
+                break
+            await asyncio.sleep(0.05)
+        mine = {"p1": (ws + "/a.txt", ws + "/made-by-p1"), "p2": (ws + "/b.txt", ws + "/made-by-p2")}
+        pids = {"p1": set(), "p2": set()}
+        for proc, paths in mine.items():
+            recs = [x for x in records if x.get("path") in paths]
+            assert recs, "no record of %s's files" % proc
+            for x in recs:
+                assert x.get("process") == proc and x.get("session") == c.log_session, (proc, x)
+                pids[proc].add(x["pid"])
+        assert not pids["p1"] & pids["p2"], pids
+        held = [x for x in records if x.get("path") == ws + "/held.txt"]
+        assert held and all(x.get("process") == "p1" for x in held), held
+        refused = [x for x in records if x.get("path") == "/etc/refused-by-p2"]
+        assert refused and all(x.get("process") == "p2" and x["decision"] != "allow" for x in refused), refused
+        # the subscription filtered on p1: p1's records only, and some
+        seen = []
+        while True:
+            m = c.inbox.pop(0) if c.inbox else await c.recv()
+            if m.get("method") == "log/event":
+                seen.append(m["params"])
+                if m["params"].get("path") == ws + "/made-by-p1":
+                    break
+        assert seen and all(x.get("process") == "p1" for x in seen), seen[:3]
+        await c.close()
+    finally:
+        srv.stop()
+
+
+async def t_persistence(tmp):
+    if not can_run():
+        return "skip"
+    srv = serve.Server(tmp)
+    try:
+        c = await serve.start_client(srv, "persist")
+        out, code = await run(c, srv, "w", "echo kept > /tmp/note && echo home > $HOME/note && echo ok")
+        assert code == 0 and out == "ok\n", (code, out)
+        out, code = await run(c, srv, "r", "cat /tmp/note $HOME/note")
+        assert code == 0 and out == "kept\nhome\n", (code, out)
+        r = ok(await c.call("fs/readFile", {"path": "/tmp/note"}))
+        assert base64.b64decode(r["dataBase64"]) == b"kept\n", r
+        ok(await c.call("fs/writeFile", {"path": "/tmp/from-api", "dataBase64": base64.b64encode(b"api\n").decode()}))
+        out, code = await run(c, srv, "r2", "cat /tmp/from-api")
+        assert code == 0 and out == "api\n", (code, out)
+        await c.close()
+    finally:
+        srv.stop()
+
+
+async def t_survives_sigkill(tmp):
+    if not can_run():
+        return "skip"
+
+    def prepare(ws):
+        with open(os.path.join(ws, "in.txt"), "w") as f:
+            f.write("in\n")
+
+    srv = serve.Server(tmp, prepare=prepare)
+    try:
+        c = await serve.start_client(srv, "kill")
+        ws = srv.ws
+        ok(await c.call("process/start", sh(srv, "victim", "stat -c %d / > /tmp/victim.dev; echo up; sleep 600")))
+        out, _ = await output(c, "victim", b"up")
+        assert "up" in out, out
+        # the survivor waits for a word on stdin between two rounds of work
+        p = sh(srv, "survivor", "stat -c %%d / > /tmp/survivor.dev; cat %s/in.txt; read w; cat %s/in.txt; "
+               "echo after > /tmp/after; cat /tmp/after; ls /tmp > /dev/null; echo done" % (ws, ws))
+        p["pipeStdin"] = True
+        ok(await c.call("process/start", p))
+        out, _ = await output(c, "survivor", b"in\n")
+        assert "in" in out, out
+        r = ok(await c.call("process/terminate", {"processId": "victim"}))
+        assert r["running"] is True, r
+        _, code = await output(c, "victim")
+        assert code == 128 + 9, code
+        ok(await c.call("process/write", {"processId": "survivor", "chunk": base64.b64encode(b"go\n").decode(),
+                                          "writeId": "go"}))
+        out, code = await output(c, "survivor")
+        assert code == 0 and out == "in\nin\nafter\ndone\n", (code, out)
+        out, code = await run(c, srv, "later", "stat -c %d /; cat /tmp/victim.dev /tmp/survivor.dev")
+        devs = out.split()
+        assert code == 0 and len(devs) == 3 and len(set(devs)) == 1, (code, out)
+        await c.close()
+    finally:
+        srv.stop()
+
+
+async def t_view_bounds(tmp):
+    if not can_run():
+        return "skip"
+    srv = serve.Server(tmp)
+    try:
+        c = await serve.start_client(srv, "bounds")
+        n = 8  # FB_RPC_SESSION_VIEWS_MAX
+        for i in range(n):
+            ok(await c.call("process/start", sh(srv, "v%d" % i, "echo up; sleep 600", narrowed("/nope%d" % i))))
+            out, _ = await output(c, "v%d" % i, b"up")
+            assert "up" in out, out
+        r = await c.call("process/start", sh(srv, "over", "true", narrowed("/nope-over")))
+        e = serve.err(r, -32600)
+        assert "views" in e["message"] and "limit" in e["message"] and str(n) in e["message"], e
+        # an existing one's sandbox still runs, in its view
+        out, code = await run(c, srv, "again", "echo fine", narrowed("/nope0"))
+        assert code == 0 and out == "fine\n", (code, out)
+        # a view no process runs in makes room
+        ok(await c.call("process/terminate", {"processId": "v0"}))
+        await output(c, "v0")
+        out, code = await run(c, srv, "over", "echo room", narrowed("/nope-over"))
+        assert code == 0 and out == "room\n", (code, out)
+        for i in range(1, n):
+            ok(await c.call("process/terminate", {"processId": "v%d" % i}))
+            await output(c, "v%d" % i)
+        await c.close()
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    su.run([("attribution", t_attribution), ("persistence", t_persistence),
+            ("survives_sigkill", t_survives_sigkill), ("view_bounds", t_view_bounds)], "fusebox-serve-share-")
