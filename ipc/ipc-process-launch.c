@@ -223,10 +223,10 @@ fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
   return 0;
 }
 
-int
-fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2])
+ssize_t
+fb_launch_recv (int sock, void *buf, gsize size, int flags, int fds[2])
 {
-  struct iovec iov = { rec, sizeof *rec };
+  struct iovec iov = { buf, size };
   char cbuf[CMSG_SPACE (2 * sizeof (int))];
   struct msghdr msg = { 0 };
   ssize_t n;
@@ -237,9 +237,11 @@ fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2])
   msg.msg_iovlen = 1;
   msg.msg_control = cbuf;
   msg.msg_controllen = sizeof cbuf;
-  n = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  do
+    n = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC | flags);
+  while (n < 0 && errno == EINTR && !(flags & MSG_DONTWAIT));
   if (n < 0)
-    return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+    return -errno;
   for (struct cmsghdr *cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
       for (gsize off = 0; off + sizeof (int) <= cm->cmsg_len - CMSG_LEN (0); off += sizeof (int))
@@ -251,7 +253,7 @@ fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2])
           else
             close (fd);
         }
-  if (n != 0 && (gsize)n != sizeof *rec)
+  if (n != 0 && ((gsize)n != size || (msg.msg_flags & MSG_CTRUNC)))
     {
       for (int i = 0; i < 2; i++)
         if (fds[i] >= 0)
@@ -259,8 +261,18 @@ fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2])
       fds[0] = fds[1] = -1;
       return -EPROTO;
     }
-  if (n == 0)
-    return 0;
+  return n;
+}
+
+int
+fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2])
+{
+  ssize_t n = fb_launch_recv (sock, rec, sizeof *rec, MSG_DONTWAIT, fds);
+
+  if (n == -EINTR || n == -EAGAIN)
+    return -EAGAIN;
+  if (n <= 0)
+    return (int)n;
   rec->text[sizeof rec->text - 1] = '\0';
   return 1;
 }

@@ -57,6 +57,7 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define FB_LAUNCH_FD 3
 /* The helper died without a word: as a sandbox failure of `fusebox run`. */
@@ -128,7 +129,11 @@ int fb_launch_spec_encode (guint32 network, const char *const *argv, const char 
  * shrinking, holding exactly one well-formed command within the bounds. */
 int fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why);
 
-/* Server side: one record from the helper, without blocking, and up to two
- * descriptors it carries (FDS, else -1; more are closed): 1, 0 at EOF,
+/* One message of exactly SIZE bytes on a SOCK_SEQPACKET socket, and up to
+ * two descriptors it carries (FDS, else -1; more are closed): its size, 0
+ * at EOF, -EPROTO for another size, -errno (FLAGS: MSG_DONTWAIT or 0).
+ * Also `run --session`'s channel (launcher-cmd-session.c). */
+ssize_t fb_launch_recv (int sock, void *buf, gsize size, int flags, int fds[2]);
+/* Server side: one record from the helper, without blocking: 1, 0 at EOF,
  * -EAGAIN when none is there, -EPROTO for a short one, -errno. */
 int fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2]);

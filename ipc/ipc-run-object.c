@@ -22,6 +22,7 @@ static const char *const kind_names[] = {
   [FB_RUN_KIND_RUN] = "run",
   [FB_RUN_KIND_MOUNT] = "mount",
   [FB_RUN_KIND_SERVE] = "serve",
+  [FB_RUN_KIND_SESSION] = "session",
 };
 
 const char *

@@ -59,6 +59,15 @@ fb_run_dir_root (void)
   return g_build_filename (home, ".local", "state", "fusebox", "runs", NULL);
 }
 
+char *
+fb_run_sessions_root (void)
+{
+  g_autofree char *runs = fb_run_dir_root ();
+  g_autofree char *state = g_path_get_dirname (runs);
+
+  return g_build_filename (state, "sessions", NULL);
+}
+
 static gboolean
 valid_run_id (const char *id)
 {
@@ -238,8 +247,13 @@ fb_run_state_paths (const char *run_dir, const char *log_path)
 {
   GPtrArray *out = g_ptr_array_new ();
   g_autofree char *root = fb_run_dir_root ();
+  g_autofree char *sessions = fb_run_sessions_root ();
 
   g_ptr_array_add (out, g_strdup (root));
+  /* the control sockets of `run --session`: made now, if need be, so that
+   * a view started before the first session hides it too (by identity) */
+  if (g_mkdir_with_parents (sessions, 0700) == 0)
+    g_ptr_array_add (out, g_strdup (sessions));
   if (run_dir != NULL)
     {
       g_autofree char *parent = g_path_get_dirname (run_dir);

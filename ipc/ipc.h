@@ -122,6 +122,10 @@ void fb_access_log_unsubscribe (FbAccessLog *log, guint id);
  * defaults to ~/.local/state).  A run id is "YYYYMMDD-HHMMSS-XXXXXX". */
 char *fb_run_new_id (void);
 char *fb_run_dir_root (void);
+/* Where `run --session` keeps each session's control socket:
+ * $XDG_STATE_HOME/fusebox/sessions, beside the runs root, hidden from
+ * every view as fusebox's state (fb_run_state_paths). */
+char *fb_run_sessions_root (void);
 /* Create (0700, parents too) the run directory for ID; returns its path. */
 char *fb_run_dir_create (const char *run_id, GError **error);
 /* Resolve what a user typed (a run id, a run directory, or a log file) to a
@@ -134,7 +138,8 @@ gboolean fb_ipc_parse_time (const char *s, gint64 *ret_us);
 char *fb_run_find_latest (GError **error);
 
 /* Fusebox's own state, which no sandbox may see (FbViewOptions.hidden_paths):
- * the runs root, RUN_DIR, LOG_PATH and its rotated files (either may be
+ * the runs root, the sessions root (made 0700 if it is missing), RUN_DIR,
+ * LOG_PATH and its rotated files (either may be
  * NULL), and when RUN_DIR is not under the root (--run-dir), the run
  * directories fusebox made beside it (0700, ours, holding policy.json; at
  * most FB_RUN_SIBLINGS_MAX entries looked at).  NULL-terminated. */
@@ -156,7 +161,8 @@ gboolean fb_run_check_sources (FbPolicy *policy, const char *const *state_paths,
  * (fb_run_state_paths, hidden by identity; no source may show it), the
  * access log and the count of denials on their way to it.
  *
- * run.json: "run", "kind" ("run", "mount", "serve"; a file without it was
+ * run.json: "run", "kind" ("run", "mount", "serve", "session": the view
+ * `run --session` keeps; a file without it was
  * written by `run`), the kind's own members (fb_run_get_info: `run`'s
  * command, cwd, network, uid, gid; `mount`'s mountpoint; `serve`'s
  * listen), "workspace", "policy" (its origin), "log" (the access log's
@@ -177,6 +183,7 @@ typedef enum
   FB_RUN_KIND_RUN,
   FB_RUN_KIND_MOUNT,
   FB_RUN_KIND_SERVE,
+  FB_RUN_KIND_SESSION,
 } FbRunKind;
 const char *fb_run_kind_to_string (FbRunKind kind);
 gboolean fb_run_kind_from_string (const char *s, FbRunKind *ret_kind);

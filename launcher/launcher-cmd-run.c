@@ -4,6 +4,7 @@
  *               [--write PATH] [--deny PATH] [--hide PATH] [--network none|host]
  *               [--uid N] [--gid N] [--cwd DIR] [--setenv K V] [--unsetenv K]
  *               [--clearenv] [--log-level L] [--run-dir DIR] [--keep-run]
+ *               [--session NAME [--session-idle-timeout S]]
  *               -- COMMAND [ARG...]
  *
  * The supervisor: it parses the options, builds the effective policy (the
@@ -25,6 +26,7 @@
  */
 #include "fs/fs.h"
 #include "ipc/ipc.h"
+#include "launcher/launcher-cmd-run.h"
 #include "launcher/launcher-private.h"
 #include "launcher/launcher.h"
 #include "policy/policy.h"
@@ -44,33 +46,6 @@
 #include <unistd.h>
 
 #define DEFAULT_SPEC "builtin:default"
-
-typedef struct
-{
-  FbPolicyAccess access;
-  char *path; /* absolute, normalized */
-  const char *option;
-} ExtraRule;
-
-typedef struct
-{
-  char *policy_spec;
-  char *workspace;
-  GArray *rules; /* ExtraRule */
-  bool network_set;
-  FbLauncherNetwork network;
-  guint32 uid, gid;
-  char *cwd;
-  GPtrArray *env_ops; /* "K=V" to set, "K" to unset, in order */
-  bool clearenv;
-  FbLogLevel log_level;
-  char *run_dir;
-  bool keep_run;
-  /* --log-file-size, --log-max-size (borrowed from argv) */
-  const char *log_file_size, *log_max_size;
-  bool log_journal;
-  char **command; /* borrowed from argv */
-} RunOptions;
 
 static void
 run_options_clear (RunOptions *o)
@@ -114,6 +89,12 @@ run_usage (FILE *out)
                 "  --log-max-size SIZE         the budget of all its files (default 256M): past\n"
                 "                              it the sandbox is stopped (125)\n"
                 "  --log-journal               every record to the systemd journal too\n"
+                "  --session NAME              run in the view session NAME keeps, started now\n"
+                "                              if need be: its commands share the kernel's\n"
+                "                              caches and their /tmp and HOME; each is still a\n"
+                "                              sandbox of its own ('fusebox session stop NAME')\n"
+                "  --session-idle-timeout S    a session started now ends after S seconds\n"
+                "                              without a command (default 600)\n"
                 "\n"
                 "Exit status: the command's, 128+N for signal N, 126 the command is not\n"
                 "executable, 127 it was not found, 125 every failure of fusebox's own (a usage\n"
@@ -170,6 +151,7 @@ parse_run_args (int argc, char **argv, RunOptions *o)
   o->env_ops = g_ptr_array_new_with_free_func (g_free);
   o->uid = o->gid = FB_LAUNCHER_ID_CALLER;
   o->log_level = FB_LOG_LEVEL_OPENS;
+  o->session_idle_s = 600;
 
   int i;
   for (i = 1; i < argc; i++)
@@ -278,6 +260,19 @@ parse_run_args (int argc, char **argv, RunOptions *o)
         }
       else if (strcmp (a, "--keep-run") == 0)
         o->keep_run = true;
+      else if (strcmp (a, "--session") == 0)
+        {
+          NEED (1);
+          o->session = argv[++i];
+        }
+      else if (strcmp (a, "--session-idle-timeout") == 0)
+        {
+          guint32 s;
+          NEED (1);
+          if (!parse_id (argv[++i], &s) || s == 0 || s > 7 * 24 * 3600)
+            return usage_error ("--session-idle-timeout %s: give a number of seconds from 1 to 604800", argv[i]);
+          o->session_idle_s = s;
+        }
       else if (strcmp (a, "--log-journal") == 0)
         o->log_journal = true;
       else if (a[0] == '-')
@@ -291,6 +286,8 @@ parse_run_args (int argc, char **argv, RunOptions *o)
   o->command = argv + i;
   if (!o->policy_spec)
     o->policy_spec = g_strdup (DEFAULT_SPEC);
+  if (o->session && o->keep_run)
+    return usage_error ("--keep-run and --session: a session's private sources are the session's");
   return -1;
 }
 
@@ -344,8 +341,8 @@ has_rule (JsonArray *rules, const char *path, const char *access)
  * (hide is the strongest at equal specificity); a more specific rule the
  * user wrote below it still decides there.  Errors in the file keep their
  * FILE:LINE:COL: the spec is loaded on its own first. */
-static FbPolicy *
-load_policy (const RunOptions *o, const FbPolicyVars *vars, const char *run_dir, GError **error)
+FbPolicy *
+fb_cmd_run_load_policy (const RunOptions *o, const FbPolicyVars *vars, const char *run_dir, GError **error)
 {
   g_autoptr (FbPolicy) base = fb_policy_load_spec (o->policy_spec, vars, error);
   if (!base)
@@ -364,6 +361,19 @@ load_policy (const RunOptions *o, const FbPolicyVars *vars, const char *run_dir,
   if (o->network_set)
     json_object_set_string_member (root, "network", fb_launcher_network_to_string (o->network));
   JsonArray *rules = json_object_get_array_member (root, "rules");
+  /* the sessions' control sockets (launcher-cmd-session.c): hidden as the
+   * run directories are (where a rule stands makes no difference: the most
+   * specific path decides, and at its path hide wins) */
+  g_autofree char *sessions_root = fb_run_sessions_root ();
+  g_autofree char *sessions_real = real_path_prefix (sessions_root);
+  if (strcmp (sessions_real, "/") != 0 && !has_rule (rules, sessions_real, "hide"))
+    {
+      JsonObject *rule = json_object_new ();
+      json_object_set_string_member (rule, "path", sessions_real);
+      json_object_set_string_member (rule, "access", "hide");
+      json_object_set_string_member (rule, "why", "fusebox's own state: the control sockets of its sessions");
+      json_array_add_object_element (rules, rule);
+    }
   for (guint i = 0; i < o->rules->len; i++)
     {
       const ExtraRule *r = &g_array_index (o->rules, ExtraRule, i);
@@ -413,15 +423,6 @@ fb_cmd_sibling_program (const char *env_var, const char *name)
   dir = g_path_get_dirname (self);
   return g_build_filename (dir, name, NULL);
 }
-
-typedef struct
-{
-  FbRun *run; /* the run directory, policy.json, run.json, the log */
-  char **envp;
-  char *cwd;
-  /* the access log's budget */
-  guint64 log_file_size, log_max_size;
-} Run;
 
 static void
 run_clear (Run *run)
@@ -478,18 +479,30 @@ pick_cwd (const RunOptions *o, const FbPolicy *policy, const FbPolicyVars *vars)
 /* The run (ipc/ipc.h, "one run"): the policy, loaded before anything is
  * made (it may say ${RUN}); the log's budget; the run directory with
  * policy.json; the command's environment and directory; run.json. */
-static int
-prepare (const RunOptions *o, Run *run)
+int
+fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, Run *run)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (FbPolicy) policy = NULL;
   FbRunOptions ro = { .kind = FB_RUN_KIND_RUN, .run_dir = o->run_dir, .workspace = o->workspace };
+  FbPolicyVarsStorage view_vars = { 0 };
   const FbPolicyVars *vars;
   JsonObject *info;
 
   run->run = fb_run_new (&ro);
   vars = fb_run_get_vars (run->run);
-  policy = load_policy (o, vars, fb_run_get_dir (run->run), &error);
+  if (view_run_dir != NULL)
+    {
+      fb_policy_vars_init_from_env (&view_vars, o->workspace, view_run_dir);
+      vars = &view_vars.vars;
+    }
+  policy = fb_cmd_run_load_policy (o, vars, view_run_dir != NULL ? view_run_dir : fb_run_get_dir (run->run), &error);
+  if (policy != NULL)
+    {
+      run->envp = build_env (o, vars);
+      run->cwd = pick_cwd (o, policy, vars);
+    }
+  fb_policy_vars_clear (&view_vars);
   if (!policy)
     {
       fb_cmd_error ("run: %s", error->message);
@@ -503,8 +516,6 @@ prepare (const RunOptions *o, Run *run)
       fb_cmd_error ("run: %s", error->message);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
-  run->envp = build_env (o, vars);
-  run->cwd = pick_cwd (o, policy, vars);
 
   info = fb_run_get_info (run->run);
   JsonArray *cmd = json_array_new ();
@@ -773,8 +784,8 @@ on_signal (gint fd, GIOCondition condition, gpointer data)
 /* The prerequisite probes after a failure, so that the user sees which one
  * is missing and its fix, not a bare errno.  They fork: in-process only
  * while single-threaded, else through a fresh `fusebox check`. */
-static void
-run_probes (bool single_threaded)
+void
+fb_cmd_run_probes (bool single_threaded)
 {
   fprintf (stderr, "fusebox: checking the prerequisites of a sandbox ('fusebox check'):\n");
   if (single_threaded)
@@ -802,8 +813,8 @@ run_probes (bool single_threaded)
 
 /* The sandbox reported a failure (or died before it could): say which step,
  * the path and the fix, record it, and return the exit status. */
-static int
-report_failure (Run *run, FbLauncherChild *child, int exit_code, bool single_threaded)
+int
+fb_cmd_run_report_failure (Run *run, FbLauncherChild *child, int exit_code, bool single_threaded)
 {
   g_autofree char *msg = fb_launcher_child_describe_failure (child);
   const FbLauncherFailure *f = fb_launcher_child_get_failure (child);
@@ -813,7 +824,7 @@ report_failure (Run *run, FbLauncherChild *child, int exit_code, bool single_thr
   fb_run_set_error (run->run, msg, f ? fb_launcher_step_to_string (f->step) : NULL);
   /* 126/127 are about the command, not the host: probing would not help */
   if (exit_code == FB_LAUNCHER_EXIT_SANDBOX)
-    run_probes (single_threaded);
+    fb_cmd_run_probes (single_threaded);
   return exit_code;
 }
 
@@ -834,6 +845,21 @@ fail (Run *run, const char *note, const char *format, ...)
   return FB_LAUNCHER_EXIT_SANDBOX;
 }
 
+void
+fb_cmd_run_plan (const RunOptions *o, const Run *run, FbLauncherPlan *plan)
+{
+  fb_launcher_plan_init (plan);
+  plan->root_kind = FB_LAUNCHER_ROOT_FUSE;
+  plan->uid = o->uid;
+  plan->gid = o->gid;
+  plan->network = fb_policy_get_network (fb_run_get_policy (run->run)) == FB_POLICY_NETWORK_HOST
+                    ? FB_LAUNCHER_NETWORK_HOST
+                    : FB_LAUNCHER_NETWORK_NONE;
+  plan->argv = (const char *const *)o->command;
+  plan->envp = (const char *const *)run->envp;
+  plan->cwd = run->cwd;
+}
+
 /* The sandbox, and while it makes its namespaces the log and the view;
  * then serve the view it mounted.  -1, or the exit status. */
 static int
@@ -848,15 +874,7 @@ start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
   FbFuse *fuse = NULL;
   int fuse_fd = -1, r;
 
-  fb_launcher_plan_init (&plan);
-  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
-  plan.uid = o->uid;
-  plan.gid = o->gid;
-  plan.network =
-    fb_policy_get_network (policy) == FB_POLICY_NETWORK_HOST ? FB_LAUNCHER_NETWORK_HOST : FB_LAUNCHER_NETWORK_NONE;
-  plan.argv = (const char *const *)o->command;
-  plan.envp = (const char *const *)run->envp;
-  plan.cwd = run->cwd;
+  fb_cmd_run_plan (o, run, &plan);
   plan.path_hint = true; /* send_path_hint(), or the child is freed */
 
   /* from here on_log_full may stop it, from any thread */
@@ -868,7 +886,7 @@ start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
       fb_cmd_error ("run: %s", msg);
       fb_run_set_error (run->run, msg, "clone");
       if (r != -EINVAL)
-        run_probes (true);
+        fb_cmd_run_probes (true);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
   /* The command has its umask from us (the clone copied it).  From here
@@ -918,7 +936,7 @@ start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
       /* Nothing serves yet: still single-threaded, the probes may fork. */
       int code = FB_LAUNCHER_EXIT_SANDBOX;
       fb_launcher_child_wait (sv->child, &code);
-      return report_failure (run, sv->child, code, true);
+      return fb_cmd_run_report_failure (run, sv->child, code, true);
     }
   r = fb_fuse_serve_fd (fuse, fuse_fd);
   if (r == 0)
@@ -959,8 +977,22 @@ supervise (Run *run, Supervisor *sv, int sfd)
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
   if (fb_launcher_child_get_failure (sv->child))
-    return report_failure (run, sv->child, sv->exit_code, false);
+    return fb_cmd_run_report_failure (run, sv->child, sv->exit_code, false);
   return sv->exit_code;
+}
+
+int
+fb_cmd_run_signalfd (void)
+{
+  sigset_t sigs;
+
+  sigemptyset (&sigs);
+  sigaddset (&sigs, SIGINT);
+  sigaddset (&sigs, SIGTERM);
+  sigaddset (&sigs, SIGHUP);
+  sigaddset (&sigs, SIGQUIT);
+  sigprocmask (SIG_BLOCK, &sigs, NULL);
+  return signalfd (-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 static int
@@ -970,16 +1002,8 @@ serve (const RunOptions *o, Run *run)
    * the run (launcher-cmd-terminal.c) */
   g_autoptr (FbCmdTerminal) terminal = fb_cmd_terminal_save ();
   Supervisor sv = { 0 };
-  int sfd, status;
-  sigset_t sigs;
+  int sfd = fb_cmd_run_signalfd (), status;
 
-  sigemptyset (&sigs);
-  sigaddset (&sigs, SIGINT);
-  sigaddset (&sigs, SIGTERM);
-  sigaddset (&sigs, SIGHUP);
-  sigaddset (&sigs, SIGQUIT);
-  sigprocmask (SIG_BLOCK, &sigs, NULL);
-  sfd = signalfd (-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
   /* The log is written with write(2); a closed pipe elsewhere is an error
    * to report, not a reason to die. */
   signal (SIGPIPE, SIG_IGN);
@@ -1011,8 +1035,10 @@ fb_cmd_run (int argc, char **argv)
   RunOptions o = { 0 };
   Run run = { 0 };
   int status = parse_run_args (argc, argv, &o);
+  if (status < 0 && o.session != NULL)
+    status = fb_cmd_run_session (&o, &run);
   if (status < 0)
-    status = prepare (&o, &run);
+    status = fb_cmd_run_prepare (&o, NULL, &run);
   if (status < 0)
     status = serve (&o, &run);
   if (run.run)

@@ -90,6 +90,7 @@ static const Command commands[] = {
   { "check", fb_cmd_check, "check that sandboxes can be made on this host" },
   { "run", fb_cmd_run, "run a command in a sandbox whose filesystem is the policy's view, logged" },
   { "runs", fb_cmd_runs, "list run directories, or prune those of runs that are over" },
+  { "session", fb_cmd_session, "list the sessions of 'run --session', or stop one" },
   { "log", fb_cmd_log, "print a run's access log, or follow it" },
   { "report", fb_cmd_report, "summarise a run's access log for an auditor" },
   { "serve", SERVE, "serve the remote API (Codex's exec-server protocol) to agent harnesses" },

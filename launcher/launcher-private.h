@@ -24,6 +24,7 @@ G_BEGIN_DECLS
 int fb_cmd_policy (int argc, char **argv);
 int fb_cmd_check (int argc, char **argv);
 int fb_cmd_run (int argc, char **argv);
+int fb_cmd_session (int argc, char **argv);
 int fb_cmd_runs (int argc, char **argv);
 int fb_cmd_log (int argc, char **argv);
 int fb_cmd_report (int argc, char **argv);

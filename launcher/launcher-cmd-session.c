@@ -1,0 +1,1259 @@
+/* fusebox run --session NAME — commands that share a kept view.
+ *
+ *   fusebox run --session NAME [RUN OPTIONS] -- COMMAND [ARG...]
+ *   fusebox session list
+ *   fusebox session stop NAME
+ *
+ * A session is a daemon that keeps one view alive: a FUSE connection
+ * served by it, mounted in namespaces a keeper made (FbLauncherPlan
+ * .keep_view), so that the kernel's dentry, attribute and page caches and
+ * the session's private /tmp and HOME outlive each command.  Each `run
+ * --session` is still a run of its own: its run directory, policy.json,
+ * run.json and access log, its sandbox (fresh namespaces below the view's,
+ * FbLauncherPlan.join_*), pid 1, lock-down, signals and exit status, and
+ * this process is that sandbox's supervisor, as for any run; only the view
+ * is the session's.  The first command of a session starts it.
+ *
+ * Attribution: the daemon serves the view; each record is written to the
+ * log of the command that made it (ipc/ipc-view-share.c: the caller's pid
+ * namespace is the command's, handed over before anything runs in it), by
+ * the FUSE worker itself before it answers (write-through), so `fusebox log
+ * RUN`, `report RUN`, run.json's "denials" and the log's budget stay the
+ * command's.  A file a command still had open when it ended is closed in
+ * its name; the command's log is closed once none is (or, after
+ * LINGER_MS, later, and run.json has what was written by then).
+ *
+ * Who may join: the daemon listens on a SOCK_SEQPACKET socket in
+ * fusebox's state directory ($XDG_STATE_HOME/fusebox/sessions/NAME.sock:
+ * the directory 0700, the socket 0600, hidden from every view by identity,
+ * and from `run`'s views by a rule, fb_run_sessions_root), and takes a peer
+ * only with its own uid (SO_PEERCRED) and in its own pid namespace (a
+ * process inside any sandbox is in another): so no command, however it
+ * came by the socket, reaches the session's control channel.  A command
+ * joins only with the session's effective policy (the SHA-256 of its JSON,
+ * ${RUN} being the session's run directory), ids and log level: another
+ * is refused with what differs.
+ *
+ * Bounds: SESSION_COMMANDS_MAX commands at once in a session,
+ * SESSIONS_MAX sessions of a user; a session without a command ends after
+ * its idle timeout (--session-idle-timeout, default 600 s); `fusebox
+ * session stop NAME` ends one now, its running commands with it (status
+ * 125).
+ *
+ * The protocol (one Msg per message; descriptors with SCM_RIGHTS):
+ *   client → daemon: HELLO            daemon → client: INFO (its run dir, run id, commands)
+ *   JOIN (policy digest, ids, level, run id, log path and budget)
+ *                                     JOINED + the view's user and mount namespaces | REFUSED
+ *   REGISTER + the command's pid namespace
+ *                                     GO | REFUSED
+ *   ENDED                             CLOSED (records, denials, the log's end) | REFUSED
+ *   STOP (`session stop`)             (the daemon ends)
+ *                                     LOG_FULL, STOPPING: kill the command
+ * EOF from a client is its ENDED; EOF from the daemon ends the command.
+ *
+ * Threads: the client is single-threaded (it spawns the sandbox); the
+ * daemon is forked from the first client before any thread, spawns the
+ * keeper, then runs the GLib main loop and the view's FUSE workers. */
+#include "ipc/ipc-process-launch.h"
+#include "ipc/ipc.h"
+#include "launcher/launcher-cmd-run.h"
+#include "launcher/launcher-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SESSION_NAME_MAX 64
+#define SESSION_COMMANDS_MAX 64
+#define SESSIONS_MAX 16
+/* How long a command's log waits for the files it left open to close. */
+#define LINGER_MS 2000
+/* How long a client waits for the daemon's answer. */
+#define ANSWER_MS 30000
+
+typedef enum
+{
+  MSG_HELLO = 1,
+  MSG_INFO,
+  MSG_JOIN,
+  MSG_JOINED,
+  MSG_REGISTER,
+  MSG_GO,
+  MSG_ENDED,
+  MSG_CLOSED,
+  MSG_REFUSED,
+  MSG_LOG_FULL,
+  MSG_STOP,
+  MSG_STOPPING,
+} MsgType;
+
+typedef struct
+{
+  guint32 type;
+  guint32 uid, gid, level, journal;
+  guint32 running;    /* INFO: commands in the view now */
+  guint32 log_full;   /* CLOSED: the command's log reached its budget */
+  guint64 n1, n2, n3; /* JOIN: rotate, budget; CLOSED: records, denials, records not written */
+  char digest[65];    /* JOIN: the effective policy's SHA-256 */
+  char run_id[64];    /* JOIN: the command's run; INFO: the session's */
+  char text[4096];    /* JOIN: the log's path; INFO: the session's run dir; REFUSED, CLOSED: a message */
+} Msg;
+
+/* --- messages -------------------------------------------------------------------- */
+
+static void msg_text (Msg *m, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static void
+msg_text (Msg *m, const char *format, ...)
+{
+  va_list ap;
+
+  va_start (ap, format);
+  g_vsnprintf (m->text, sizeof m->text, format, ap);
+  va_end (ap);
+}
+
+static int
+send_msg (int fd, const Msg *m, const int *fds, int n_fds)
+{
+  struct iovec iov = { (void *)m, sizeof *m };
+  char cbuf[CMSG_SPACE (2 * sizeof (int))];
+  struct msghdr h = { 0 };
+
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  if (n_fds > 0)
+    {
+      struct cmsghdr *cm;
+      memset (cbuf, 0, sizeof cbuf);
+      h.msg_control = cbuf;
+      h.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
+      cm = CMSG_FIRSTHDR (&h);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
+    }
+  while (sendmsg (fd, &h, MSG_NOSIGNAL) < 0)
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
+
+static int
+send_type (int fd, MsgType type)
+{
+  Msg m = { .type = type };
+
+  return send_msg (fd, &m, NULL, 0);
+}
+
+/* One message and up to two descriptors (else -1): 1, 0 at EOF, -errno. */
+static int
+recv_msg (int fd, Msg *m, int fds[2])
+{
+  ssize_t n = fb_launch_recv (fd, m, sizeof *m, 0, fds);
+
+  if (n <= 0)
+    return (int)n;
+  m->digest[sizeof m->digest - 1] = m->run_id[sizeof m->run_id - 1] = m->text[sizeof m->text - 1] = '\0';
+  return 1;
+}
+
+static gboolean
+valid_name (const char *name)
+{
+  gsize n = strlen (name);
+
+  if (n == 0 || n > SESSION_NAME_MAX || name[0] == '.')
+    return FALSE;
+  for (const char *p = name; *p != '\0'; p++)
+    if (!g_ascii_isalnum (*p) && *p != '.' && *p != '_' && *p != '-')
+      return FALSE;
+  return TRUE;
+}
+
+static char *
+socket_path (const char *name)
+{
+  g_autofree char *root = fb_run_sessions_root ();
+  g_autofree char *file = g_strconcat (name, ".sock", NULL);
+
+  return g_build_filename (root, file, NULL);
+}
+
+/* A connection to session NAME's daemon, or -errno (-ENOENT, -ECONNREFUSED:
+ * none runs). */
+static int
+connect_to (const char *name)
+{
+  g_autofree char *path = socket_path (name);
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  int fd;
+
+  if (strlen (path) >= sizeof sa.sun_path)
+    return -ENAMETOOLONG;
+  memcpy (sa.sun_path, path, strlen (path) + 1);
+  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -errno;
+  if (connect (fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+    {
+      int e = errno;
+      close (fd);
+      return -e;
+    }
+  return fd;
+}
+
+/* Wait up to ANSWER_MS for one message. */
+static int
+await_msg (int fd, Msg *m, int fds[2])
+{
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  int n;
+
+  do
+    n = poll (&p, 1, ANSWER_MS);
+  while (n < 0 && errno == EINTR);
+  if (n == 0)
+    return -ETIMEDOUT;
+  return recv_msg (fd, m, fds);
+}
+
+static void
+policy_digest (FbPolicy *policy, char out[65])
+{
+  g_autofree char *json = fb_policy_to_json (policy);
+  g_autofree char *sum = g_compute_checksum_for_string (G_CHECKSUM_SHA256, json != NULL ? json : "", -1);
+
+  g_strlcpy (out, sum, 65);
+}
+
+/* --- the daemon ------------------------------------------------------------------- */
+
+typedef struct Daemon Daemon;
+
+/* One client: a command's supervisor, or `session list|stop`. */
+typedef struct
+{
+  Daemon *d;
+  int fd; /* -1 once it hung up */
+  guint watch;
+  char *run_id;
+  FbAccessLog *log;     /* its command's, from JOIN until it is closed */
+  FbViewMember *member; /* from REGISTER */
+  bool ended;           /* ENDED, or EOF: its command is over */
+  bool answered;        /* CLOSED sent (or no one to send it to) */
+  guint linger_id;
+  gint64 linger_until;
+} Conn;
+
+struct Daemon
+{
+  char *name;
+  char *sock_path;
+  guint idle_s;
+  FbRun *run; /* the session's: its directory (the private sources), its log (records of no command) */
+  FbPolicy *policy;
+  char digest[65];
+  guint32 uid, gid;
+  FbLogLevel level;
+  FbViewShare *share;
+  FbView *view;
+  FbRunFuse *serving;
+  int ns[2];
+  int listen_fd;
+  guint listen_watch;
+  GList *conns; /* Conn* */
+  guint idle_id;
+  GMainLoop *loop;
+  bool stopping;
+};
+
+static guint
+running (Daemon *d)
+{
+  guint n = 0;
+
+  for (GList *l = d->conns; l != NULL; l = l->next)
+    {
+      Conn *c = l->data;
+      n += c->member != NULL && !c->ended;
+    }
+  return n;
+}
+
+static gboolean
+on_idle (gpointer data)
+{
+  Daemon *d = data;
+
+  d->idle_id = 0;
+  g_main_loop_quit (d->loop);
+  return G_SOURCE_REMOVE;
+}
+
+/* No command runs: the idle timeout starts (a stop ends it at once). */
+static void
+maybe_idle (Daemon *d)
+{
+  if (d->stopping)
+    {
+      bool lingering = false;
+      for (GList *l = d->conns; l != NULL; l = l->next)
+        lingering = lingering || ((Conn *)l->data)->log != NULL;
+      if (running (d) == 0 && !lingering)
+        g_main_loop_quit (d->loop);
+      return;
+    }
+  if (running (d) == 0 && d->idle_id == 0)
+    d->idle_id = g_timeout_add_seconds (d->idle_s, on_idle, d);
+}
+
+static void
+conn_hangup (Conn *c)
+{
+  if (c->watch != 0)
+    g_source_remove (c->watch);
+  c->watch = 0;
+  if (c->fd >= 0)
+    close (c->fd);
+  c->fd = -1;
+}
+
+static void
+conn_free (Conn *c)
+{
+  Daemon *d = c->d;
+
+  d->conns = g_list_remove (d->conns, c);
+  conn_hangup (c);
+  if (c->linger_id != 0)
+    g_source_remove (c->linger_id);
+  fb_view_member_end (c->member);
+  g_clear_pointer (&c->member, fb_view_member_unref);
+  if (c->log != NULL)
+    {
+      fb_access_log_close (c->log, NULL);
+      fb_access_log_free (c->log);
+    }
+  g_free (c->run_id);
+  g_free (c);
+}
+
+/* The command's log: closed once none of its files is open in the view
+ * (its records all in), and CLOSED says what it holds. */
+static void
+close_command_log (Conn *c, bool answer_only)
+{
+  g_autoptr (GError) error = NULL;
+  Msg m = { .type = MSG_CLOSED };
+  bool full = FALSE;
+
+  if (c->log != NULL)
+    {
+      guint64 not_written = 0;
+      full = fb_access_log_is_full (c->log, &not_written);
+      m.n3 = not_written;
+      if (!answer_only)
+        {
+          if (!fb_access_log_close (c->log, &error))
+            msg_text (&m, "%s", error->message);
+          m.n1 = fb_access_log_get_count (c->log);
+          fb_access_log_free (c->log);
+          c->log = NULL;
+        }
+      else
+        m.n1 = fb_access_log_get_count (c->log);
+    }
+  m.n2 = c->member != NULL ? fb_view_member_get_refusals (c->member) : 0;
+  m.log_full = full;
+  if (!c->answered && c->fd >= 0)
+    send_msg (c->fd, &m, NULL, 0);
+  c->answered = true;
+}
+
+static gboolean
+on_linger (gpointer data)
+{
+  Conn *c = data;
+  bool busy = c->member != NULL && fb_view_member_busy (c->member);
+
+  if (!busy || g_get_monotonic_time () >= c->linger_until)
+    {
+      close_command_log (c, busy);
+      if (!busy)
+        {
+          Daemon *d = c->d;
+          c->linger_id = 0;
+          conn_free (c);
+          maybe_idle (d);
+          return G_SOURCE_REMOVE;
+        }
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+/* ENDED or EOF: nothing of the command runs any more; its log is closed
+ * once the files it left open are. */
+static void
+command_ended (Conn *c)
+{
+  if (c->ended)
+    return;
+  c->ended = true;
+  fb_view_member_end (c->member);
+  if (c->log == NULL)
+    {
+      /* never joined: nothing to wait for */
+      close_command_log (c, false);
+      conn_free (c);
+      return;
+    }
+  c->linger_until = g_get_monotonic_time () + LINGER_MS * 1000;
+  c->linger_id = g_timeout_add (20, on_linger, c);
+}
+
+typedef struct
+{
+  Daemon *d;
+  char *run_id;
+} Full;
+
+static gboolean
+tell_log_full (gpointer data)
+{
+  Full *f = data;
+
+  for (GList *l = f->d->conns; l != NULL; l = l->next)
+    {
+      Conn *c = l->data;
+      if (g_strcmp0 (c->run_id, f->run_id) == 0 && c->fd >= 0)
+        send_type (c->fd, MSG_LOG_FULL);
+    }
+  g_free (f->run_id);
+  g_free (f);
+  return G_SOURCE_REMOVE;
+}
+
+/* From the thread that wrote the record that reached the budget: the
+ * command's supervisor is told from the loop, which owns the connection. */
+static void
+on_log_full (gpointer data)
+{
+  Conn *c = data;
+  Full *f = g_new0 (Full, 1);
+
+  f->d = c->d;
+  f->run_id = g_strdup (c->run_id);
+  g_idle_add (tell_log_full, f);
+}
+
+static void refuse (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static void
+refuse (Conn *c, const char *format, ...)
+{
+  Msg m = { .type = MSG_REFUSED };
+  va_list ap;
+
+  va_start (ap, format);
+  g_vsnprintf (m.text, sizeof m.text, format, ap);
+  va_end (ap);
+  send_msg (c->fd, &m, NULL, 0);
+}
+
+static void
+on_join (Conn *c, const Msg *m)
+{
+  Daemon *d = c->d;
+  FbAccessLogOptions lo = { 0 };
+  g_autoptr (GError) error = NULL;
+  Msg answer = { .type = MSG_JOINED };
+
+  if (c->run_id != NULL || d->stopping)
+    {
+      refuse (c, "session %s is ending", d->name);
+      return;
+    }
+  if (strcmp (m->digest, d->digest) != 0)
+    {
+      refuse (c,
+              "session %s runs its commands under another policy (%s, with its workspace and the rules it "
+              "was started with; its run directory %s holds it): give the same policy, workspace and rules, "
+              "or another session name",
+              d->name, fb_policy_get_origin (d->policy), fb_run_get_dir (d->run));
+      return;
+    }
+  if (m->uid != d->uid || m->gid != d->gid)
+    {
+      refuse (c,
+              "session %s runs its commands as uid %u, gid %u inside; give the same --uid and --gid, or "
+              "another session name",
+              d->name, d->uid, d->gid);
+      return;
+    }
+  if (m->level != (guint32)d->level)
+    {
+      refuse (c, "session %s logs at level %s; give the same --log-level, or another session name", d->name,
+              fb_log_level_to_string (d->level));
+      return;
+    }
+  if (running (d) >= SESSION_COMMANDS_MAX)
+    {
+      refuse (c, "session %s runs %d commands, its limit: wait for one to end, or use another session name", d->name,
+              SESSION_COMMANDS_MAX);
+      return;
+    }
+  /* The command's own log, written by the view's workers before they
+   * answer, as its run's would be. */
+  lo.path = m->text;
+  lo.run_id = m->run_id;
+  lo.coalesce = TRUE;
+  lo.write_through = TRUE;
+  lo.rotate_bytes = m->n1;
+  lo.max_bytes = m->n2;
+  lo.on_full = on_log_full;
+  lo.on_full_data = c;
+  lo.journal = m->journal != 0;
+  lo.journal_socket = g_getenv ("FUSEBOX_JOURNAL_SOCKET");
+  c->log = fb_access_log_new (&lo, NULL, &error);
+  if (c->log == NULL)
+    {
+      refuse (c, "session %s can't open the command's access log %s: %s", d->name, m->text, error->message);
+      return;
+    }
+  c->run_id = g_strdup (m->run_id);
+  if (d->idle_id != 0)
+    g_source_remove (d->idle_id);
+  d->idle_id = 0;
+  send_msg (c->fd, &answer, d->ns, 2);
+}
+
+static void
+on_register (Conn *c, int pidns)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (c->log == NULL || c->member != NULL || pidns < 0)
+    {
+      refuse (c, "a command registers once, after it joined");
+      return;
+    }
+  c->member =
+    fb_view_share_add (c->d->share, pidns, c->run_id, NULL, fb_access_log_get_sink (c->log), NULL, NULL, &error);
+  if (c->member == NULL)
+    {
+      refuse (c, "%s", error->message);
+      return;
+    }
+  send_type (c->fd, MSG_GO);
+}
+
+static void
+on_stop (Daemon *d)
+{
+  d->stopping = true;
+  for (GList *l = d->conns; l != NULL; l = l->next)
+    {
+      Conn *c = l->data;
+      if (c->member != NULL && !c->ended && c->fd >= 0)
+        send_type (c->fd, MSG_STOPPING);
+    }
+  maybe_idle (d);
+}
+
+static gboolean
+on_conn (int fd, GIOCondition cond, gpointer data)
+{
+  Conn *c = data;
+  Daemon *d = c->d;
+  Msg m;
+  int fds[2];
+  int r = recv_msg (fd, &m, fds);
+
+  if (r <= 0)
+    {
+      c->watch = 0;
+      conn_hangup (c);
+      if (c->log != NULL || c->member != NULL)
+        command_ended (c);
+      else
+        conn_free (c);
+      maybe_idle (d);
+      return G_SOURCE_REMOVE;
+    }
+  switch ((MsgType)m.type)
+    {
+      case MSG_HELLO:
+        {
+          Msg info = { .type = MSG_INFO, .running = running (d) };
+          g_strlcpy (info.run_id, fb_run_get_id (d->run), sizeof info.run_id);
+          g_strlcpy (info.text, fb_run_get_dir (d->run), sizeof info.text);
+          send_msg (c->fd, &info, NULL, 0);
+        }
+        break;
+      case MSG_JOIN:
+        on_join (c, &m);
+        break;
+      case MSG_REGISTER:
+        on_register (c, fds[0]);
+        break;
+      case MSG_ENDED:
+        command_ended (c);
+        break;
+      case MSG_STOP:
+        on_stop (d);
+        break;
+      case MSG_INFO:
+      case MSG_JOINED:
+      case MSG_GO:
+      case MSG_CLOSED:
+      case MSG_REFUSED:
+      case MSG_LOG_FULL:
+      case MSG_STOPPING:
+        break;
+    }
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+  return G_SOURCE_CONTINUE;
+}
+
+/* The peer is this user, and not inside a sandbox: the same pid namespace
+ * as the daemon's (every sandbox has its own).  Read from the peer's own
+ * pidfd where the kernel has SO_PEERPIDFD, so that a pid reused since the
+ * connect can't stand in for it. */
+static bool
+peer_allowed (int fd)
+{
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  char path[64];
+  struct stat mine, theirs;
+  int pidfd = -1;
+  bool ok;
+
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid () || cred.pid <= 0)
+    return false;
+#ifdef SO_PEERPIDFD
+  len = sizeof pidfd;
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+    pidfd = -1;
+#endif
+  g_snprintf (path, sizeof path, "/proc/%d/ns/pid", (int)cred.pid);
+  ok = stat ("/proc/self/ns/pid", &mine) == 0 && stat (path, &theirs) == 0 && mine.st_ino == theirs.st_ino &&
+       mine.st_dev == theirs.st_dev;
+  /* still the peer that connected (not reaped: its pid not reused) */
+  if (ok && pidfd >= 0)
+    ok = syscall (SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+  if (pidfd >= 0)
+    close (pidfd);
+  return ok;
+}
+
+static gboolean
+on_listen (int fd, GIOCondition cond, gpointer data)
+{
+  Daemon *d = data;
+  int cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC);
+  Conn *c;
+
+  if (cfd < 0)
+    return G_SOURCE_CONTINUE;
+  if (!peer_allowed (cfd))
+    {
+      g_message ("session %s: refused a peer of another user or inside a sandbox", d->name);
+      close (cfd);
+      return G_SOURCE_CONTINUE;
+    }
+  c = g_new0 (Conn, 1);
+  c->d = d;
+  c->fd = cfd;
+  c->watch = g_unix_fd_add (cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_conn, c);
+  d->conns = g_list_prepend (d->conns, c);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_stop_signal (gpointer data)
+{
+  on_stop (data);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+serving_ended (int result, gpointer data)
+{
+  Daemon *d = data;
+
+  /* the view is gone: no command can run in it any more */
+  on_stop (d);
+  g_main_loop_quit (d->loop);
+}
+
+/* The keeper, the view and its FUSE session: before any thread exists (the
+ * keeper is forked). */
+static int
+start_view (Daemon *d, GError **error)
+{
+  FbLauncherPlan plan;
+  g_autoptr (FbLauncherChild) keeper = NULL;
+  FbViewOptions vo;
+  FbFuseOptions fo;
+  FbFuse *fuse = NULL;
+  int fuse_fd = -1, code = 0, r;
+
+  fb_launcher_plan_init (&plan);
+  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  plan.keep_view = true;
+  plan.uid = d->uid;
+  plan.gid = d->gid;
+  r = fb_launcher_spawn (&plan, &keeper);
+  if (r < 0)
+    {
+      FbLauncherFailure f = { .step = FB_LAUNCHER_STEP_CLONE, .error = -r };
+      g_autofree char *msg = fb_launcher_describe_failure (&plan, &f);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s", msg);
+      return r;
+    }
+  fb_run_view_options (d->run, &vo);
+  vo.sink = fb_view_share_get_sink (d->share);
+  vo.owners = fb_view_share_get_owners (d->share);
+  vo.log_level = d->level;
+  r = fb_view_new (d->policy, &vo, &d->view);
+  if (r < 0)
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the policy's directories: %s", g_strerror (-r));
+      return r;
+    }
+  fb_fuse_options_init (&fo);
+  fo.id_map.host_uid = geteuid ();
+  fo.id_map.host_gid = getegid ();
+  fo.id_map.inside_uid = d->uid;
+  fo.id_map.inside_gid = d->gid;
+  fo.id_map.enabled = fo.id_map.inside_uid != fo.id_map.host_uid || fo.id_map.inside_gid != fo.id_map.host_gid;
+  fb_fuse_new (d->view, &fo, &fuse);
+  d->serving = fb_run_fuse_new (fuse, fb_run_get_log (d->run));
+  if (fb_launcher_child_wait_mounted (keeper, &fuse_fd) < 0 || fb_fuse_serve_fd (fuse, fuse_fd) < 0 ||
+      fb_run_fuse_start (d->serving, serving_ended, d) < 0 ||
+      fb_launcher_child_wait_kept (keeper, &d->ns[0], &d->ns[1]) < 0)
+    {
+      g_autofree char *msg = fb_launcher_child_describe_failure (keeper);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "the session's view could not be made: %s",
+                   msg != NULL ? msg : "its keeper ended without a word");
+      return -ECHILD;
+    }
+  fb_launcher_child_wait (keeper, &code);
+  return 0;
+}
+
+static int
+listen_on (const char *path, GError **error)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  mode_t old;
+  int fd;
+
+  if (strlen (path) >= sizeof sa.sun_path)
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "%s: the path is too long for a socket", path);
+      return -1;
+    }
+  memcpy (sa.sun_path, path, strlen (path) + 1);
+  fd = socket (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  /* 0600 from birth: no moment in which another user could connect */
+  old = umask (0177);
+  unlink (path); /* a stale one: its daemon is gone (we hold the lock) */
+  if (fd < 0 || bind (fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen (fd, 64) < 0)
+    {
+      int e = errno;
+      umask (old);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s: can't listen: %s", path, g_strerror (e));
+      if (fd >= 0)
+        close (fd);
+      return -1;
+    }
+  umask (old);
+  return fd;
+}
+
+/* The daemon's life, in the grandchild of the first client; READY gets
+ * "ok", or the message of what failed.  Returns the exit status. */
+static int
+daemon_main (Daemon *d, int ready)
+{
+  g_autoptr (GError) error = NULL;
+  FbAccessLogOptions lo = { 0 };
+  JsonObject *info = fb_run_get_info (d->run);
+  int status = 0;
+
+  d->ns[0] = d->ns[1] = d->listen_fd = -1;
+  json_object_set_string_member (info, "session", d->name);
+  json_object_set_int_member (info, "idle_timeout", d->idle_s);
+  lo.write_through = TRUE;
+  if (!fb_run_start (d->run, &error) || (d->listen_fd = listen_on (d->sock_path, &error)) < 0 ||
+      fb_run_open_log (d->run, &lo, &error) == NULL)
+    goto out;
+  /* the records of no command go to the session's own log */
+  d->share = fb_view_share_new (fb_run_get_sink (d->run));
+  if (start_view (d, &error) < 0)
+    goto out;
+  /* from here the view makes what the sandboxes ask with the modes the
+   * kernel passes, which had the command's umask applied */
+  umask (0);
+  d->loop = g_main_loop_new (NULL, FALSE);
+  d->listen_watch = g_unix_fd_add (d->listen_fd, G_IO_IN, on_listen, d);
+  g_unix_signal_add (SIGTERM, on_stop_signal, d);
+  g_unix_signal_add (SIGINT, on_stop_signal, d);
+  g_unix_signal_add (SIGHUP, on_stop_signal, d);
+  maybe_idle (d);
+  if (write (ready, "ok", 2) != 2)
+    status = 1;
+  close (ready);
+  ready = -1;
+  g_main_loop_run (d->loop);
+
+out:
+  if (ready >= 0)
+    {
+      const char *msg = error != NULL ? error->message : "the session's daemon could not start";
+      if (write (ready, msg, strlen (msg)) < 0)
+        status = 1;
+      close (ready);
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+      if (error != NULL)
+        fb_run_set_error (d->run, error->message, NULL);
+    }
+  if (d->listen_fd >= 0)
+    {
+      unlink (d->sock_path);
+      close (d->listen_fd);
+    }
+  /* the view first (nothing pushes records any more), then every
+   * command's end (their logs) */
+  for (int i = 0; i < 2; i++)
+    if (d->ns[i] >= 0)
+      close (d->ns[i]);
+  if (d->serving != NULL)
+    {
+      fb_watch_stop ();
+      fb_run_fuse_end (d->serving, 0);
+      fb_run_fuse_free (d->serving);
+    }
+  while (d->conns != NULL)
+    conn_free (d->conns->data);
+  g_clear_pointer (&d->view, fb_view_unref);
+  g_clear_pointer (&d->share, fb_view_share_free);
+  fb_cmd_close_run_log (d->run, "session", "the session");
+  fb_run_end (d->run, status, NULL);
+  return status;
+}
+
+/* Start session NAME's daemon (O's policy and options): with the lock
+ * held, so that two first commands make one.  0, or -1 after a message. */
+static int
+start_session (const RunOptions *o, const char *name)
+{
+  g_autofree char *root = fb_run_sessions_root ();
+  g_autofree char *lock_name = g_strconcat (name, ".lock", NULL);
+  g_autofree char *lock_path = g_build_filename (root, lock_name, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GDir) dir = NULL;
+  FbRunOptions ro = { .kind = FB_RUN_KIND_SESSION, .workspace = o->workspace };
+  g_autoptr (FbRun) srun = NULL;
+  g_autoptr (FbPolicy) policy = NULL;
+  char buf[4096];
+  int lock = -1, pipefd[2] = { -1, -1 }, fd, live = 0;
+  pid_t pid;
+  ssize_t n;
+
+  if (g_mkdir_with_parents (root, 0700) < 0 || chmod (root, 0700) < 0 ||
+      (lock = open (lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock (lock, LOCK_EX) < 0)
+    {
+      fb_cmd_error ("run: --session %s: %s: %s; set XDG_STATE_HOME to a writable directory", name,
+                    lock >= 0 ? lock_path : root, g_strerror (errno));
+      if (lock >= 0)
+        close (lock);
+      return -1;
+    }
+  /* another first command may have made it meanwhile */
+  if ((fd = connect_to (name)) >= 0)
+    {
+      close (fd);
+      close (lock);
+      return 0;
+    }
+  /* the user's live sessions: a socket that takes a connection */
+  dir = g_dir_open (root, 0, NULL);
+  for (const char *e; dir != NULL && (e = g_dir_read_name (dir)) != NULL;)
+    if (g_str_has_suffix (e, ".sock"))
+      {
+        g_autofree char *other = g_strndup (e, strlen (e) - 5);
+        if ((fd = connect_to (other)) >= 0)
+          {
+            live++;
+            close (fd);
+          }
+      }
+  if (live >= SESSIONS_MAX)
+    {
+      fb_cmd_error ("run: --session %s: %d sessions run already, the limit: end one with 'fusebox session stop "
+                    "NAME' ('fusebox session list' names them), or run without --session",
+                    name, live);
+      close (lock);
+      return -1;
+    }
+
+  srun = fb_run_new (&ro);
+  policy = fb_cmd_run_load_policy (o, fb_run_get_vars (srun), fb_run_get_dir (srun), &error);
+  if (policy == NULL || !fb_run_create (srun, policy, &error))
+    {
+      fb_cmd_error ("run: --session %s: %s", name, error->message);
+      close (lock);
+      return -1;
+    }
+  if (pipe2 (pipefd, O_CLOEXEC) < 0 || (pid = fork ()) < 0)
+    {
+      fb_cmd_error ("run: --session %s: can't start its daemon: %s", name, g_strerror (errno));
+      close (lock);
+      return -1;
+    }
+  if (pid == 0)
+    {
+      /* The daemon: a session of its own, no terminal, nothing of this
+       * process's but the pipe; not our child (a second fork), so that
+       * this command's exit leaves it be. */
+      Daemon d = { 0 };
+      int null_fd;
+
+      /* nothing of the caller's: not its descriptors (a pipe it waits on,
+       * the lock, which would stay taken while we live), not its terminal */
+      if (dup2 (pipefd[1], 3) < 0 || close_range (4, ~0U, 0) < 0)
+        _exit (FB_LAUNCHER_EXIT_SANDBOX);
+      pipefd[1] = 3;
+      null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      setsid ();
+      if (fork () != 0)
+        _exit (0);
+      if (null_fd >= 0)
+        for (int i = 0; i < 3; i++)
+          dup2 (null_fd, i);
+      if (chdir ("/") < 0)
+        _exit (FB_LAUNCHER_EXIT_SANDBOX);
+      d.name = g_strdup (name);
+      d.sock_path = socket_path (name);
+      d.idle_s = o->session_idle_s;
+      d.run = g_steal_pointer (&srun);
+      d.policy = fb_policy_ref (policy);
+      policy_digest (d.policy, d.digest);
+      d.uid = o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid;
+      d.gid = o->gid == FB_LAUNCHER_ID_CALLER ? getegid () : o->gid;
+      d.level = o->log_level;
+      _exit (daemon_main (&d, pipefd[1]));
+    }
+  close (pipefd[1]);
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  do
+    n = read (pipefd[0], buf, sizeof buf - 1);
+  while (n < 0 && errno == EINTR);
+  close (pipefd[0]);
+  close (lock);
+  buf[MAX (n, 0)] = '\0';
+  if (n != 2 || strcmp (buf, "ok") != 0)
+    {
+      fb_cmd_error ("run: --session %s: %s", name, n > 0 ? buf : "its daemon ended before it was ready");
+      return -1;
+    }
+  return 0;
+}
+
+/* --- the command's supervisor ------------------------------------------------------ */
+
+/* Why the command ended other than by itself, said at the end. */
+typedef enum
+{
+  END_SELF,
+  END_LOG_FULL,
+  END_STOPPED,
+  END_DAEMON_GONE,
+} End;
+
+/* Until the sandbox is gone: signals forwarded, the daemon's word heeded.
+ * The command's exit status. */
+static int
+supervise (FbLauncherChild *child, int ctl, End *ret_end)
+{
+  int pidfd = fb_launcher_child_get_pidfd (child);
+  int code = FB_LAUNCHER_EXIT_SANDBOX;
+  int sfd = fb_cmd_run_signalfd ();
+
+  *ret_end = END_SELF;
+  for (;;)
+    {
+      struct pollfd p[3] = { { sfd, POLLIN, 0 }, { pidfd, POLLIN, 0 }, { ctl, POLLIN, 0 } };
+      int n = poll (p, 3, pidfd >= 0 ? -1 : 50);
+
+      if (n < 0 && errno != EINTR)
+        break;
+      if (fb_launcher_child_try_wait (child, &code) == 0)
+        break;
+      if (n > 0 && (p[0].revents & POLLIN))
+        {
+          struct signalfd_siginfo si;
+          while (read (sfd, &si, sizeof si) == (ssize_t)sizeof si)
+            fb_launcher_child_kill (child, (int)si.ssi_signo);
+        }
+      if (n > 0 && p[2].revents != 0 && ctl >= 0)
+        {
+          Msg m;
+          int fds[2];
+          int r = recv_msg (ctl, &m, fds);
+          for (int i = 0; i < 2; i++)
+            if (fds[i] >= 0)
+              close (fds[i]);
+          if (r <= 0 || m.type == MSG_LOG_FULL || m.type == MSG_STOPPING)
+            {
+              /* the view goes, or the log's budget is spent: the command
+               * is stopped, as `run` stops it */
+              *ret_end = r <= 0 ? END_DAEMON_GONE : m.type == MSG_LOG_FULL ? END_LOG_FULL : END_STOPPED;
+              fb_launcher_child_kill (child, SIGKILL);
+              if (r <= 0)
+                ctl = -1;
+            }
+        }
+    }
+  if (sfd >= 0)
+    close (sfd);
+  return code;
+}
+
+/* The run's end as the daemon tells it: CLOSED's counts in run.json. */
+static int
+finish (Run *run, int ctl, End end, int status, const char *name)
+{
+  JsonObject *info = fb_run_get_info (run->run);
+  Msg m = { 0 };
+  int fds[2];
+
+  if (ctl >= 0 && send_type (ctl, MSG_ENDED) == 0 && await_msg (ctl, &m, fds) > 0 && m.type == MSG_CLOSED)
+    {
+      json_object_set_int_member (info, "records", (gint64)m.n1);
+      json_object_set_int_member (info, "denials", (gint64)m.n2);
+      if (m.text[0] != '\0')
+        {
+          json_object_set_string_member (info, "log_error", m.text);
+          fb_cmd_error ("run: the access log %s could not be completed: %s", fb_run_get_log_path (run->run), m.text);
+        }
+      if (m.log_full)
+        {
+          g_autofree char *msg =
+            fb_cmd_log_full_message ("the sandbox", fb_run_get_log_path (run->run), run->log_max_size, m.n3);
+          fb_cmd_error ("run: %s", msg);
+          fb_run_set_error (run->run, msg, NULL);
+          status = FB_LAUNCHER_EXIT_SANDBOX;
+        }
+    }
+  if (end == END_STOPPED || end == END_DAEMON_GONE)
+    {
+      g_autofree char *msg = g_strdup_printf ("the session %s %s; the command was stopped", name,
+                                              end == END_STOPPED ? "was stopped" : "ended under it");
+      fb_cmd_error ("run: %s", msg);
+      fb_run_set_error (run->run, msg, NULL);
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  return status;
+}
+
+int
+fb_cmd_run_session (const RunOptions *o, Run *run)
+{
+  g_autoptr (FbCmdTerminal) terminal = NULL;
+  g_autoptr (FbLauncherChild) child = NULL;
+  g_autoptr (GError) error = NULL;
+  const char *name = o->session;
+  FbPolicy *policy;
+  FbLauncherPlan plan;
+  Msg m = { 0 }, join = { .type = MSG_JOIN };
+  int fds[2] = { -1, -1 }, pidns = -1, ctl, status, r;
+  End end = END_SELF;
+
+  if (!valid_name (name))
+    {
+      fb_cmd_error ("run: --session %s: a session's name is 1 to %d letters, digits, '.', '_' or '-', not starting "
+                    "with '.'",
+                    name, SESSION_NAME_MAX);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  ctl = connect_to (name);
+  if (ctl < 0 && start_session (o, name) < 0)
+    return FB_LAUNCHER_EXIT_SANDBOX;
+  if (ctl < 0)
+    ctl = connect_to (name);
+  if (ctl < 0 || send_type (ctl, MSG_HELLO) < 0 || await_msg (ctl, &m, fds) <= 0 || m.type != MSG_INFO)
+    {
+      fb_cmd_error ("run: --session %s: its daemon does not answer (%s); stop it with 'fusebox session stop %s'", name,
+                    ctl < 0 ? g_strerror (-ctl) : "no answer", name);
+      if (ctl >= 0)
+        close (ctl);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+
+  /* the command's run, under the session's policy: ${RUN}, where the
+   * private sources are, is the session's run directory */
+  status = fb_cmd_run_prepare (o, m.text, run);
+  if (status >= 0)
+    {
+      close (ctl);
+      return status;
+    }
+  json_object_set_string_member (fb_run_get_info (run->run), "session", name);
+  json_object_set_string_member (fb_run_get_info (run->run), "session_run", m.run_id);
+  fb_run_save (run->run, NULL);
+  policy = fb_run_get_policy (run->run);
+  policy_digest (policy, join.digest);
+  join.uid = o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid;
+  join.gid = o->gid == FB_LAUNCHER_ID_CALLER ? getegid () : o->gid;
+  join.level = o->log_level;
+  {
+    const char *journal_socket;
+    join.journal = fb_cmd_log_journal (o->log_journal, policy, &journal_socket);
+  }
+  join.n1 = run->log_file_size;
+  join.n2 = run->log_max_size;
+  g_strlcpy (join.run_id, fb_run_get_id (run->run), sizeof join.run_id);
+  g_strlcpy (join.text, fb_run_get_log_path (run->run), sizeof join.text);
+  if (send_msg (ctl, &join, NULL, 0) < 0 || await_msg (ctl, &m, fds) <= 0 || m.type != MSG_JOINED || fds[1] < 0)
+    {
+      const char *why = m.type == MSG_REFUSED ? m.text : "its daemon does not answer";
+      fb_cmd_error ("run: --session %s: %s", name, why);
+      fb_run_set_error (run->run, why, NULL);
+      close (ctl);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+
+  terminal = fb_cmd_terminal_save ();
+  signal (SIGPIPE, SIG_IGN);
+  fb_cmd_run_plan (o, run, &plan);
+  plan.join_userns_fd = fds[0];
+  plan.join_mntns_fd = fds[1];
+  r = fb_launcher_spawn (&plan, &child);
+  close (fds[0]);
+  close (fds[1]);
+  if (r < 0)
+    {
+      FbLauncherFailure f = { .step = FB_LAUNCHER_STEP_CLONE, .error = -r };
+      g_autofree char *msg = fb_launcher_describe_failure (&plan, &f);
+      fb_cmd_error ("run: %s", msg);
+      fb_run_set_error (run->run, msg, "clone");
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  /* its pid namespace to the daemon before anything runs in it */
+  else if (fb_launcher_child_wait_joined (child, &pidns) < 0 ||
+           send_msg (ctl, &(Msg){ .type = MSG_REGISTER }, &pidns, 1) < 0 || await_msg (ctl, &m, fds) <= 0 ||
+           m.type != MSG_GO || fb_launcher_child_go (child) < 0 || fb_launcher_child_wait_exec (child) < 0)
+    {
+      int code = FB_LAUNCHER_EXIT_SANDBOX;
+      if (m.type == MSG_REFUSED)
+        {
+          fb_cmd_error ("run: --session %s: %s", name, m.text);
+          fb_run_set_error (run->run, m.text, NULL);
+          status = code;
+        }
+      else
+        {
+          fb_launcher_child_kill (child, SIGKILL);
+          fb_launcher_child_wait (child, &code);
+          status = fb_cmd_run_report_failure (run, child, code, true);
+        }
+    }
+  else
+    {
+      status = supervise (child, ctl, &end);
+      if (fb_launcher_child_get_failure (child) != NULL)
+        status = fb_cmd_run_report_failure (run, child, status, true);
+    }
+  if (pidns >= 0)
+    close (pidns);
+  /* nothing of the sandbox is left (freeing it kills and reaps one still there) */
+  g_clear_pointer (&child, fb_launcher_child_free);
+  fb_cmd_terminal_restore (terminal);
+  status = finish (run, ctl, end, status, name);
+  close (ctl);
+  json_object_set_int_member (fb_run_get_info (run->run), "exit_status", status);
+  return status;
+}
+
+/* --- fusebox session list|stop ------------------------------------------------------ */
+
+static int
+session_usage (FILE *out, int status)
+{
+  fprintf (out, "Usage: fusebox session list\n"
+                "       fusebox session stop NAME\n"
+                "\n"
+                "The sessions of 'fusebox run --session NAME': each keeps one view for the\n"
+                "commands run in it.  list names them; stop ends one now, and the commands\n"
+                "running in it (status 125).  Manual: fusebox(1).\n");
+  return status;
+}
+
+int
+fb_cmd_session (int argc, char **argv)
+{
+  g_autofree char *root = fb_run_sessions_root ();
+
+  if (argc == 2 && (strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "--help") == 0))
+    return session_usage (stdout, FB_EXIT_OK);
+  if (argc == 2 && strcmp (argv[1], "list") == 0)
+    {
+      g_autoptr (GDir) dir = g_dir_open (root, 0, NULL);
+      for (const char *e; dir != NULL && (e = g_dir_read_name (dir)) != NULL;)
+        if (g_str_has_suffix (e, ".sock"))
+          {
+            g_autofree char *name = g_strndup (e, strlen (e) - 5);
+            Msg m;
+            int fds[2], fd = connect_to (name);
+            if (fd >= 0 && send_type (fd, MSG_HELLO) == 0 && await_msg (fd, &m, fds) > 0 && m.type == MSG_INFO)
+              fb_cmd_print (stdout, "%s\t%u running\t%s\n", name, m.running, m.run_id);
+            if (fd >= 0)
+              close (fd);
+          }
+      return FB_EXIT_OK;
+    }
+  if (argc == 3 && strcmp (argv[1], "stop") == 0)
+    {
+      Msg m;
+      int fds[2], fd;
+
+      if (!valid_name (argv[2]) || (fd = connect_to (argv[2])) < 0)
+        {
+          fb_cmd_error ("session stop: no session %s runs ('fusebox session list' names them)", argv[2]);
+          return FB_EXIT_FAILURE;
+        }
+      /* it ends, and hangs up on us */
+      send_type (fd, MSG_STOP);
+      while (await_msg (fd, &m, fds) > 0)
+        for (int i = 0; i < 2; i++)
+          if (fds[i] >= 0)
+            close (fds[i]);
+      close (fd);
+      return FB_EXIT_OK;
+    }
+  fb_cmd_error ("session: give list, or stop NAME");
+  return session_usage (stderr, FB_EXIT_USAGE);
+}

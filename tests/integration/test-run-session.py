@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""`fusebox run --session NAME`: commands that share a kept view.
+
+The real `fusebox` ($FUSEBOX_BIN), each command a real `fusebox run`
+with its state in a temporary XDG_STATE_HOME.  The commands of one session
+run in one view (the same device number of "/" inside), each still a run
+of its own (its run directory, log, run.json, exit status).
+
+- persistence: what one command leaves in /tmp and HOME the next finds;
+  each exit status is its command's.
+- attribution: two commands run at once in the session's view, each
+  reading and making its own files (one is refused a write); each run's
+  log holds its own records only, stamped with its own run id, and its
+  run.json its own denials; a file a command still held when it was
+  killed is closed in its own log.
+- a killed command: SIGKILL to one command's `fusebox run` takes its
+  sandbox with it and leaves the view to another, which goes on reading
+  and writing, and a command started afterwards joins the same view.
+- refusals and bounds: a command under another policy is refused with
+  what differs (125), as is one past the sessions a user may run;
+  `fusebox session stop` ends a session and the command in it (125).
+
+Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
+(unless FUSEBOX_TESTS_MUST_RUN=1).
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+BIN = os.environ.get("FUSEBOX_BIN", "fusebox")
+MUST_RUN = os.environ.get("FUSEBOX_TESTS_MUST_RUN") == "1"
+SESSIONS_MAX = 16
+
+
+class Host:
+    """A state directory and a workspace; commands run with them."""
+
+    def __init__(self, tmp):
+        self.dir = tempfile.mkdtemp(prefix="host-", dir=tmp)
+        self.ws = os.path.join(self.dir, "ws")
+        os.mkdir(self.ws)
+        self.env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        self.env.pop("FUSEBOX_TESTS_MUST_RUN", None)
+        self.sessions = set()
+
+    def argv(self, session, script, *opts):
+        return [BIN, "run", "--session", session] + list(opts) + ["--", "/bin/sh", "-c", script]
+
+    def run(self, session, script, *opts):
+        self.sessions.add(session)
+        p = subprocess.run(self.argv(session, script, *opts), cwd=self.ws, env=self.env, capture_output=True,
+                           text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    def start(self, session, script, *opts):
+        self.sessions.add(session)
+        return subprocess.Popen(self.argv(session, script, *opts), cwd=self.ws, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def runs(self):
+        """{run id: run.json} of every run."""
+        root = os.path.join(self.env["XDG_STATE_HOME"], "fusebox", "runs")
+        out = {}
+        for rid in os.listdir(root):
+            try:
+                with open(os.path.join(root, rid, "run.json")) as f:
+                    out[rid] = json.load(f)
+            except FileNotFoundError:
+                pass
+        return out
+
+    def log(self, rid):
+        path = os.path.join(self.env["XDG_STATE_HOME"], "fusebox", "runs", rid, "access.jsonl")
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def run_of(self, marker):
+        """The run whose command holds MARKER."""
+        found = [rid for rid, info in self.runs().items() if marker in " ".join(info.get("command", []))]
+        assert len(found) == 1, (marker, found)
+        return found[0]
+
+    def stop(self, session):
+        subprocess.run([BIN, "session", "stop", session], env=self.env, capture_output=True, timeout=60)
+
+    def close(self):
+        for s in self.sessions:
+            self.stop(s)
+
+
+def wait_for(pred, what):
+    """A bounded wait (it ends a hung test; no time is asserted)."""
+    for _ in range(1200):
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError("never came: " + what)
+
+
+def t_persistence(h):
+    code, out, err = h.run("p", "echo kept > /tmp/note; echo home > $HOME/note; stat -c %d /; exit 7")
+    assert code == 7, (code, out, err)
+    code, out2, err = h.run("p", "cat /tmp/note $HOME/note; stat -c %d /")
+    assert code == 0 and out2.startswith("kept\nhome\n"), (code, out2, err)
+    assert out.split()[-1] == out2.split()[-1], "not one view: %r %r" % (out, out2)
+    # and another session does not see it
+    code, out, err = h.run("q", "cat /tmp/note $HOME/note; echo end")
+    assert "kept" not in out and "home" not in out and out.endswith("end\n"), (code, out, err)
+
+
+def t_attribution(h):
+    ws = h.ws
+    for name in ("a.txt", "b.txt", "held.txt"):
+        with open(os.path.join(ws, name), "w") as f:
+            f.write(name + "\n")
+    a = h.start("s", "stat -c %%d / > /tmp/a.dev; touch /tmp/a-up; while [ ! -e /tmp/b-up ]; do sleep 0.02; done; "
+                "for i in 1 2 3; do cat %s/a.txt > /dev/null; done; echo one > %s/made-by-a; "
+                "sleep 600 < %s/held.txt & echo held; wait # marker-a" % (ws, ws, ws))
+    b = h.start("s", "stat -c %%d / > /tmp/b.dev; touch /tmp/b-up; while [ ! -e /tmp/a-up ]; do sleep 0.02; done; "
+                "for i in 1 2 3; do cat %s/b.txt > /dev/null; done; echo two > %s/made-by-b; "
+                "echo no > /etc/refused-by-b; exit 3 # marker-b" % (ws, ws))
+    out_b, err_b = b.communicate(timeout=120)
+    assert b.returncode == 3, (b.returncode, out_b, err_b)
+    assert a.stdout.readline() == "held\n"
+    a.send_signal(signal.SIGTERM)  # forwarded: the shell and its sleep go
+    a.communicate(timeout=120)
+    code, out, err = h.run("s", "cat /tmp/a.dev /tmp/b.dev")
+    devs = out.split()
+    assert code == 0 and len(devs) == 2 and devs[0] == devs[1], "not one view: %r" % ((code, out, err),)
+    ra, rb = h.run_of("marker-a"), h.run_of("marker-b")
+    runs = h.runs()
+    assert runs[rb]["denials"] >= 1 and runs[ra]["denials"] == 0, (runs[ra], runs[rb])
+    la, lb = h.log(ra), h.log(rb)
+    assert all(x["run"] == ra for x in la) and all(x["run"] == rb for x in lb)
+    pa = {x.get("path") for x in la}
+    pb = {x.get("path") for x in lb}
+    assert ws + "/a.txt" in pa and ws + "/made-by-a" in pa and ws + "/held.txt" in pa, sorted(pa)
+    assert ws + "/b.txt" in pb and ws + "/made-by-b" in pb and "/etc/refused-by-b" in pb, sorted(pb)
+    for mine, theirs in ((pa, pb), (pb, pa)):
+        assert not {p for p in theirs if p and ("/a.txt" in p or "/b.txt" in p or "made-by" in p)} & mine, (pa, pb)
+    assert not {x["pid"] for x in la} & {x["pid"] for x in lb}
+    # the held file's close came after a's end, and is a's
+    assert [x for x in la if x.get("path") == ws + "/held.txt" and x["op"] == "close"], la[-3:]
+
+
+def t_survives_sigkill(h):
+    with open(os.path.join(h.ws, "in.txt"), "w") as f:
+        f.write("in\n")
+    victim = h.start("k", "stat -c %d / > /tmp/victim.dev; echo up; sleep 601")
+    assert victim.stdout.readline() == "up\n"
+    survivor = h.start("k", "stat -c %%d / > /tmp/survivor.dev; cat %s/in.txt; while [ ! -e /tmp/go ]; do "
+                       "sleep 0.02; done; cat %s/in.txt; echo after > /tmp/after; cat /tmp/after" % (h.ws, h.ws))
+    assert survivor.stdout.readline() == "in\n"
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=60)
+    # its sandbox went with it, whatever joined the view for it
+    wait_for(lambda: subprocess.run(["pgrep", "-x", "-f", "sleep 601"], capture_output=True).returncode != 0,
+             "the killed command's sandbox to end")
+    code, out, err = h.run("k", "touch /tmp/go; stat -c %d /")
+    assert code == 0, (code, out, err)
+    out2, err2 = survivor.communicate(timeout=120)
+    assert survivor.returncode == 0 and out2 == "in\nafter\n", (survivor.returncode, out2, err2)
+    code, out3, err = h.run("k", "cat /tmp/victim.dev /tmp/survivor.dev")
+    devs = out3.split() + out.split()
+    assert code == 0 and len(devs) == 3 and len(set(devs)) == 1, (out3, out)
+
+
+def t_refusals_and_bounds(h):
+    code, out, err = h.run("r", "true")
+    assert code == 0, (code, out, err)
+    code, out, err = h.run("r", "true", "--policy", "builtin:host")
+    assert code == 125 and "another policy" in err and "another session name" in err, (code, err)
+    code, out, err = h.run("r", "true", "--log-level", "all")
+    assert code == 125 and "logs at level opens" in err, (code, err)
+    for i in range(SESSIONS_MAX - 1):
+        code, out, err = h.run("b%d" % i, "true")
+        assert code == 0, (i, code, err)
+    code, out, err = h.run("over", "true")
+    assert code == 125 and "%d sessions run already" % SESSIONS_MAX in err and "session stop" in err, (code, err)
+    # stop ends the session, and the command in it
+    p = h.start("r", "echo up; sleep 600")
+    assert p.stdout.readline() == "up\n"
+    h.stop("r")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 125 and "was stopped" in err, (p.returncode, err)
+    listed = subprocess.run([BIN, "session", "list"], env=h.env, capture_output=True, text=True).stdout
+    assert "\nr\t" not in "\n" + listed and "b0\t" in listed, listed
+
+
+def run_tests(tests, prefix):
+    """Run TESTS ((name, function of a Host) pairs), those named on the
+    command line if any, each with a Host of its own whose sessions are
+    stopped after it; exit 0, 1, or 77 when a prerequisite is missing."""
+    if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        print("needs root and /dev/fuse", file=sys.stderr)
+        sys.exit(1 if MUST_RUN else 77)
+    only = sys.argv[1:]
+    failed = 0
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        for name, t in tests:
+            if only and name not in only:
+                continue
+            h = Host(tmp)
+            try:
+                t(h)
+                print("ok", name)
+            except Exception:  # noqa: BLE001 - report and go on
+                failed += 1
+                print("FAIL %s: %s\n  by hand: cd %s && XDG_STATE_HOME=%s %s run --session NAME -- ..." %
+                      (name, traceback.format_exc(), h.ws, h.env["XDG_STATE_HOME"], BIN))
+            finally:
+                h.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    run_tests([("persistence", t_persistence), ("attribution", t_attribution),
+               ("survives_sigkill", t_survives_sigkill), ("refusals_and_bounds", t_refusals_and_bounds)],
+              "fusebox-run-session-")
