@@ -71,6 +71,7 @@ static const struct
 } network_table[FB_POLICY_NETWORK_N] = {
   [FB_POLICY_NETWORK_NONE] = { "none" },
   [FB_POLICY_NETWORK_HOST] = { "host" },
+  [FB_POLICY_NETWORK_ALLOWLIST] = { "allowlist" },
 };
 
 FB_DEFINE_STRING_TABLE (fb_policy_network, FbPolicyNetwork, network_table, FB_POLICY_NETWORK_N)

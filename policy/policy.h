@@ -106,12 +106,15 @@ fb_policy_access_visible (FbPolicyAccess a)
   return fb_policy_access_info (a)->visible;
 }
 
+/* The sandbox's network (policy-net.h has the allowlist's API). */
 typedef enum
 {
-  FB_POLICY_NETWORK_NONE = 0,
-  FB_POLICY_NETWORK_HOST = 1,
+  FB_POLICY_NETWORK_NONE = 0,      /* its own network namespace, only loopback */
+  FB_POLICY_NETWORK_HOST = 1,      /* the host's network namespace */
+  FB_POLICY_NETWORK_ALLOWLIST = 2, /* its own namespace; a proxy outside connects to what
+                                    * fb_policy_net_decide() allows */
 } FbPolicyNetwork;
-#define FB_POLICY_NETWORK_N (FB_POLICY_NETWORK_HOST + 1) /* one past the last value */
+#define FB_POLICY_NETWORK_N (FB_POLICY_NETWORK_ALLOWLIST + 1) /* one past the last value */
 
 const char *fb_policy_network_to_string (FbPolicyNetwork n);
 bool fb_policy_network_from_string (const char *s, FbPolicyNetwork *ret_network);
@@ -331,3 +334,5 @@ FbPolicy *fb_policy_narrow (FbPolicy *base, FbPolicy *narrow, GError **error);
 FbPolicyAccess fb_policy_access_narrow (FbPolicyAccess a, FbPolicyAccess b);
 
 G_END_DECLS
+
+#include "policy/policy-net.h"
