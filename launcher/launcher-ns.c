@@ -45,6 +45,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -78,6 +79,7 @@ struct FbLauncherChild
   bool executed;
   bool failed;
   int kept_fds[2]; /* KEEP_VIEW: the user and mount namespaces, until wait_kept hands them out */
+  int proxy_fd;    /* PROXY_SOCKET's, until take_proxy_fd hands it out */
   bool reaped;
   int exit_code;
   FbLauncherFailure failure;
@@ -104,6 +106,7 @@ typedef struct
   bool root_caller; /* setgroups left allowed, for the child to clear its groups */
   guint32 uid, gid; /* inside */
   bool new_net;
+  guint16 proxy_port; /* new_net: listen at 127.0.0.1:proxy_port for the parent (proxy_listen) */
   bool keep_view;  /* mount the root, hand back the namespaces, exit */
   int join_fds[2]; /* a kept view's user and mount namespaces, or -1 */
   const char *cwd;
@@ -201,6 +204,8 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_VIEW_USERNS] = "view-userns",
   [FB_LAUNCHER_STEP_VIEW_MNTNS] = "view-mntns",
   [FB_LAUNCHER_STEP_VIEW_JOINED] = "view-joined",
+  [FB_LAUNCHER_STEP_PROXY_LISTEN] = "proxy-listen",
+  [FB_LAUNCHER_STEP_PROXY_SOCKET] = "proxy-socket",
 };
 
 const char *
@@ -672,6 +677,30 @@ pid1_main (Prepared *p, int parent_pidfd)
   fb_launcher_pid1_run (p->command, p->status_fd);
 }
 
+/* FbLauncherPlan.proxy_port: the sandbox's way out is a socket listening
+ * in its own network namespace, which has only "lo", and accepted on by
+ * the parent, outside: the parent's proxy decides every connection, and
+ * nothing inside can route around it (no other interface, no relay
+ * process, no unix socket to find).  The socket goes to the parent before
+ * the root's record, so it is there when wait_mounted() returns; our copy
+ * is closed by the lock-down (and pid 1's, cloned later, by its own).
+ * Non-blocking: the parent's main loop accepts on it. */
+static void
+proxy_listen (const Prepared *p)
+{
+  struct sockaddr_in sin = { .sin_family = AF_INET,
+                             .sin_port = htons (p->proxy_port),
+                             .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int r;
+
+  if (fd < 0 || bind (fd, (struct sockaddr *)&sin, sizeof sin) < 0 || listen (fd, SOMAXCONN) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_PROXY_LISTEN, errno, p->proxy_port);
+  if ((r = fb_launcher_report_fd (p->status_fd, FB_LAUNCHER_STEP_PROXY_SOCKET, fd)) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_PROXY_LISTEN, -r, p->proxy_port);
+  close (fd);
+}
+
 G_GNUC_NORETURN static void
 outer_main (Prepared *p)
 {
@@ -722,6 +751,8 @@ outer_main (Prepared *p)
 
   if (p->new_net && (r = fb_launcher_ns_loopback_up ()) < 0)
     child_fail (p, FB_LAUNCHER_STEP_LOOPBACK, -r, 0);
+  if (p->new_net && p->proxy_port != 0)
+    proxy_listen (p);
 
   /* A joined view's root is mounted already (join_view) */
   if ((r = p->join_fds[0] >= 0 ? fb_launcher_mounts_apply_joined (p->mounts, &failure)
@@ -887,6 +918,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   p.gid = gid;
   /* a keeper runs nothing: each command that joins makes its own */
   p.new_net = plan->network == FB_LAUNCHER_NETWORK_NONE && !plan->keep_view;
+  p.proxy_port = plan->proxy_port;
   p.keep_view = plan->keep_view;
   p.join_fds[0] = plan->join_userns_fd;
   p.join_fds[1] = plan->join_mntns_fd;
@@ -953,6 +985,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   child->pidfd = pidfd;
   child->fuse_fd = -1;
   child->kept_fds[0] = child->kept_fds[1] = -1;
+  child->proxy_fd = -1;
   child->status_fd = sockfd[0];
   sockfd[0] = -1;
   child->root_kind = plan->root_kind;
@@ -1085,6 +1118,11 @@ read_status (FbLauncherChild *child, Want want)
               keep_fd (&child->kept_fds[rec.step == FB_LAUNCHER_STEP_VIEW_MNTNS], passed_fd);
               continue;
             }
+          if (rec.step == FB_LAUNCHER_STEP_PROXY_SOCKET)
+            {
+              keep_fd (&child->proxy_fd, passed_fd);
+              continue;
+            }
           if (passed_fd >= 0)
             close (passed_fd);
           note_failure (child, &rec);
@@ -1169,6 +1207,15 @@ fb_launcher_child_wait_exec (FbLauncherChild *child)
   if (child->executed)
     return 0;
   return read_status (child, WANT_END);
+}
+
+int
+fb_launcher_child_take_proxy_fd (FbLauncherChild *child)
+{
+  int fd = child->proxy_fd;
+
+  child->proxy_fd = -1;
+  return fd;
 }
 
 int
@@ -1271,6 +1318,8 @@ fb_launcher_child_free (FbLauncherChild *child)
     close (child->pidfd);
   if (child->fuse_fd >= 0)
     close (child->fuse_fd);
+  if (child->proxy_fd >= 0)
+    close (child->proxy_fd);
   for (int i = 0; i < 2; i++)
     if (child->kept_fds[i] >= 0)
       close (child->kept_fds[i]);
@@ -1350,6 +1399,10 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
         return g_strdup_printf ("%s: bringing up \"lo\" in the sandbox's network namespace failed: %s; use "
                                 "--network host to share the host's network instead",
                                 step, err);
+      case FB_LAUNCHER_STEP_PROXY_LISTEN:
+        return g_strdup_printf ("%s: listening at 127.0.0.1:%d in the sandbox's network namespace, for the network "
+                                "proxy, failed: %s; use --network none or host to run without the proxy",
+                                step, f->detail, err);
       case FB_LAUNCHER_STEP_MOUNT_SLAVE:
         return g_strdup_printf ("%s: /: making the sandbox's mounts slaves of the host's failed: %s; %s", step, err,
                                 check);
@@ -1479,6 +1532,7 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
       case FB_LAUNCHER_STEP_VIEW_USERNS:
       case FB_LAUNCHER_STEP_VIEW_MNTNS:
       case FB_LAUNCHER_STEP_VIEW_JOINED:
+      case FB_LAUNCHER_STEP_PROXY_SOCKET:
       case FB_LAUNCHER_STEP_N:
         break;
     }

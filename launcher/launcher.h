@@ -125,6 +125,13 @@ typedef struct
   bool keep_view;
   int join_userns_fd;
   int join_mntns_fd;
+  /* NETWORK_NONE: 0, or the port of a TCP socket the outer child listens
+   * on at 127.0.0.1 in the sandbox's network namespace, once "lo" is up,
+   * and hands to the caller before the root's sync point
+   * (fb_launcher_child_take_proxy_fd): the caller accepts on it from
+   * outside, so the sandbox reaches a proxy of the caller's at that
+   * address with no route out and no relay process inside. */
+  guint16 proxy_port;
 } FbLauncherPlan;
 
 void fb_launcher_plan_init (FbLauncherPlan *plan);
@@ -182,10 +189,12 @@ typedef enum
   FB_LAUNCHER_STEP_FORK,
   FB_LAUNCHER_STEP_STDIO,
   FB_LAUNCHER_STEP_EXEC,
-  FB_LAUNCHER_STEP_JOIN_VIEW,   /* entering a kept view's user and mount namespaces, or making the rest */
-  FB_LAUNCHER_STEP_VIEW_USERNS, /* (not a failure: a kept view's user namespace, for the parent) */
-  FB_LAUNCHER_STEP_VIEW_MNTNS,  /* (not a failure: a kept view's mount namespace, for the parent) */
-  FB_LAUNCHER_STEP_VIEW_JOINED, /* (not a failure: the sync point of a join, with the new pid namespace) */
+  FB_LAUNCHER_STEP_JOIN_VIEW,    /* entering a kept view's user and mount namespaces, or making the rest */
+  FB_LAUNCHER_STEP_VIEW_USERNS,  /* (not a failure: a kept view's user namespace, for the parent) */
+  FB_LAUNCHER_STEP_VIEW_MNTNS,   /* (not a failure: a kept view's mount namespace, for the parent) */
+  FB_LAUNCHER_STEP_VIEW_JOINED,  /* (not a failure: the sync point of a join, with the new pid namespace) */
+  FB_LAUNCHER_STEP_PROXY_LISTEN, /* listening at 127.0.0.1:proxy_port in the new network namespace */
+  FB_LAUNCHER_STEP_PROXY_SOCKET, /* (not a failure: that listening socket, for the parent) */
   FB_LAUNCHER_STEP_N
 } FbLauncherStep;
 
@@ -239,6 +248,10 @@ int fb_launcher_child_go (FbLauncherChild *child);
 /* Blocks until the command was executed (0) or the sandbox failed
  * (-ECHILD, see fb_launcher_child_get_failure()). */
 int fb_launcher_child_wait_exec (FbLauncherChild *child);
+/* With plan.proxy_port, after wait_mounted (or wait_joined): the listening
+ * socket inside (close-on-exec, non-blocking, the caller's to close), or
+ * -1 when there is none. */
+int fb_launcher_child_take_proxy_fd (FbLauncherChild *child);
 /* The failure the child reported, or NULL. */
 const FbLauncherFailure *fb_launcher_child_get_failure (const FbLauncherChild *child);
 /* With plan.path_hint: the first COUNT candidates of
