@@ -28,7 +28,7 @@
  * the loop thread waits for the connection's worker (reading nothing more
  * meanwhile), as it waited for every request before the pipeline, and a
  * worker stops while the answers alone pass it.  A closing connection
- * (fb_rpc_conn_closed, ipc-rpc.c) first runs what it received (it took
+ * (fb_rpc_conn_closed, ipc-rpc-conn.c) first runs what it received (it took
  * effect on receipt before, and a stdio client may send its requests and
  * close its input at once), then waits for its worker to stop, and only
  * then closes its fs/open handles and detaches

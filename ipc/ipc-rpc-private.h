@@ -249,7 +249,7 @@ JsonNode *fb_rpc_json_parse_message (const char *text, gsize len, FbRpcJsonReuse
  * fb_rpc_json_parse, else by json-glib's parser.  Default true. */
 extern bool fb_rpc_parse_fast;
 
-/* --- messages (ipc-rpc.c) -------------------------------------------------- */
+/* --- messages (ipc-rpc-wire.c), running them (ipc-rpc-dispatch.c) ----------- */
 
 /* fb_rpc_message_parse, with DATA known to be UTF-8 when UTF8_CHECKED, and
  * REUSE (may be NULL) used and updated for params.sandbox. */
@@ -277,7 +277,7 @@ void fb_rpc_conn_unref (FbRpcConn *conn);
 void fb_rpc_server_pipeline_init (FbRpcServer *server);
 void fb_rpc_server_pipeline_clear (FbRpcServer *server);
 
-/* --- replies (ipc-rpc.c) ---------------------------------------------------- */
+/* --- replies (ipc-rpc-conn.c), parameters (ipc-rpc-wire.c) ------------------ */
 
 /* Queue TEXT (taken) for CONN; a client whose queue passes FB_RPC_QUEUE_MAX
  * is disconnected as a slow reader.  On a worker, while it runs one of
@@ -314,6 +314,13 @@ bool fb_rpc_base64_decode (const char *text, guint8 **ret, gsize *ret_len);
 /* Standard padded base64 of DATA into OUT (room for 4 * ceil(LEN / 3)
  * bytes); returns the length written. */
 gsize fb_rpc_base64_encode_to (const guint8 *data, gsize len, char *out);
+
+/* --- log/... (ipc-rpc-log.c) ------------------------------------------------ */
+
+JsonNode *fb_rpc_log_subscribe (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+JsonNode *fb_rpc_log_unsubscribe (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+/* A connection is gone: end its subscriptions. */
+void fb_rpc_log_conn_closed (FbRpcConn *conn);
 
 /* --- sandboxes (ipc-rpc-sandbox.c) ------------------------------------------ */
 

@@ -3,8 +3,13 @@
  * its executor (docs/api.md is the user's version of this header).
  *
  * Layers, each in its own file:
- *   ipc-rpc.c            messages: decoding, encoding, error codes, the method
- *                        table, per-connection state and its bounded output queue
+ *   ipc-rpc.c            the server: what it holds, made and freed
+ *   ipc-rpc-wire.c       messages: decoding, encoding, error codes, base64,
+ *                        file URIs, typed parameters
+ *   ipc-rpc-conn.c       connections: accepting, the bounded output queue,
+ *                        answers and notifications, the end of one
+ *   ipc-rpc-dispatch.c   the method table, the handshake, running one message
+ *   ipc-rpc-log.c        log/subscribe and log/unsubscribe: live records
  *   ipc-rpc-pipeline.c   each connection's ordered queue of requests, the worker
  *                        pool that runs its fs/... requests, the answers' hand-back
  *   ipc-rpc-json.c       the JSON decoder (strict, and faster than json-glib's)
@@ -130,7 +135,7 @@ G_BEGIN_DECLS
 #define FB_RPC_SESSION_VIEWS_MAX 8
 #define FB_RPC_VIEW_IDLE_MS (5 * 60 * 1000)
 
-/* --- messages (ipc-rpc.c) --------------------------------------------------- */
+/* --- messages (ipc-rpc-wire.c) ---------------------------------------------- */
 
 typedef enum
 {

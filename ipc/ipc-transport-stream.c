@@ -13,7 +13,7 @@
  * newline and answered with an error (the connection stays usable); the
  * read buffer never holds more than that.  Output is written without
  * blocking; while a write is incomplete the connection's bounded queue
- * (ipc-rpc.c) holds the rest.  Loop thread only. */
+ * (ipc-rpc-conn.c) holds the rest.  Loop thread only. */
 #include "ipc/ipc-transport-private.h"
 
 #include <errno.h>

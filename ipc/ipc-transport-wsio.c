@@ -21,7 +21,7 @@
  *           (the kernel has no room), writes would block: libsoup then
  *           keeps the frame in its own queue and waits on this stream's
  *           source, and fb_rpc_ws_io_can_write() says no, so the
- *           connection's bounded queue holds the rest (ipc-rpc.c).
+ *           connection's bounded queue holds the rest (ipc-rpc-conn.c).
  *
  * The HTTP request and the handshake go through the same stream (libsoup
  * parses them from it), so nothing read ahead is lost at the upgrade.

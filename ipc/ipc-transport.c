@@ -30,7 +30,7 @@
  * (ipc-transport-wsio.c) holds less than its bound unsent (below it the
  * stream takes every write, hence libsoup's queue stays empty; past it a
  * write would block and libsoup keeps that one frame); the rest waits in
- * the connection's bounded queue (ipc-rpc.c), and a client that lets it
+ * the connection's bounded queue (ipc-rpc-conn.c), and a client that lets it
  * fill is disconnected.
  *
  * Loop thread only. */

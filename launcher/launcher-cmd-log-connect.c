@@ -1,6 +1,6 @@
 /* fusebox log --follow --connect URL — a live server's access events.
  *
- * A small JSON-RPC client of `fusebox serve` (ipc-rpc.c): initialize,
+ * A small JSON-RPC client of `fusebox serve` (ipc-rpc-log.c): initialize,
  * initialized, log/subscribe {filter}, then one log/event notification per
  * access-log record, which the caller prints exactly as a record read from a
  * file.  Two transports, the server's: a WebSocket (ws://HOST:PORT, libsoup's
@@ -231,7 +231,7 @@ on_event (Client *c, JsonObject *msg, const char *params_text)
 static void
 on_text (Client *c, const char *text, gsize len)
 {
-  /* ipc-rpc.c sends a log/event as this prefix, the log line byte for byte,
+  /* ipc-rpc-log.c sends a log/event as this prefix, the log line byte for byte,
    * and '}': keep those bytes, so that --json prints what the file has. */
   static const char prefix[] = "{\"method\":\"log/event\",\"params\":";
   g_autofree char *raw = NULL;

@@ -187,7 +187,7 @@ print_record (const char *line, JsonObject *object, gpointer user_data)
   fputc ('\n', stdout);
 }
 
-/* What log/subscribe's `filter` can do for us (ipc-rpc.c: op, decision,
+/* What log/subscribe's `filter` can do for us (ipc-rpc-log.c: op, decision,
  * session, pathPrefix), so that the server sends less.  Everything is still
  * checked here too: --path also matches a rename's target, which pathPrefix
  * does not, so it stays local, and --since has no server equivalent. */

@@ -1,4 +1,4 @@
-/* Unit tests of the remote API's message layer (ipc/ipc-rpc.c): decoding
+/* Unit tests of the remote API's message layer (ipc/ipc-rpc-wire.c): decoding
  * every kind of malformed message, strict base64, file:// URIs, and a
  * server driven in-process through a transport seam (ops that record what
  * would be sent): the handshake order, the answers' shapes, and the

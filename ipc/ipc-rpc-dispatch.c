@@ -1,0 +1,292 @@
+/* fusebox — the remote API's dispatch: the method table, the handshake
+ * (`initialize` once, then the `initialized` notification, then the other
+ * methods, as Codex's exec-server wants), and running one decoded request
+ * or notification.
+ *
+ * Runs on the thread that runs the connection's current request: the loop
+ * thread, or a worker for the methods that run there (ipc-rpc-pipeline.c). */
+#include "ipc/ipc-rpc-private.h"
+
+#include "fusebox-config.h"
+
+#include <string.h>
+
+/* --- the handshake ---------------------------------------------------------- */
+
+static const char *
+default_shell (void)
+{
+  if (g_file_test ("/bin/bash", G_FILE_TEST_IS_EXECUTABLE))
+    return "/bin/bash";
+  return "/bin/sh";
+}
+
+/* Optional features a Codex 0.171 executor advertises; fusebox implements
+ * none of them (file streaming, fs watches, network proxies, ...). */
+static const char *const codex_capabilities[] = {
+  "capabilityDiscoverySandbox",
+  "capabilityDiscoveryV2",
+  "credentialMasking",
+  "credentialMaskingCustomProviders",
+  "environmentConfigRead",
+  "fileWriteStreaming",
+  "fsWatchMissing",
+  "httpHeaderEnvVars",
+  "linuxApprovedRootWritePreservesRestrictions",
+  "linuxRootWritePreservesDevices",
+  "networkProxyLaunch",
+  "networkProxyReviewDomains",
+  "networkProxyTransparentTcp",
+  "sandboxedFileStreaming",
+  "shellSnapshotV2",
+  "windowsMxc",
+};
+
+static JsonNode *
+environment_info (FbRpcServer *server)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  const char *shell = default_shell ();
+  g_autofree char *name = g_path_get_basename (shell);
+  g_autofree char *cwd_uri = fb_rpc_path_to_uri (server->cwd);
+
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "shell");
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "name");
+  json_builder_add_string_value (b, name);
+  json_builder_set_member_name (b, "path");
+  json_builder_add_string_value (b, shell);
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, "executorVersion");
+  json_builder_add_string_value (b, "fusebox " FUSEBOX_VERSION);
+  json_builder_set_member_name (b, "cwd");
+  json_builder_add_string_value (b, cwd_uri);
+  /* Members of Codex 0.171's environmentInfo, so that a harness reading
+   * them finds them: the capabilities fusebox lacks say so. */
+  json_builder_set_member_name (b, "platformOs");
+  json_builder_add_string_value (b, "linux");
+  /* Paths in environmentInfo are URIs, as everywhere in the protocol:
+   * Codex parses them as such and, failing, treats the executor as
+   * unusable. */
+  json_builder_set_member_name (b, "tempDir");
+  json_builder_add_string_value (b, "file:///tmp");
+  json_builder_set_member_name (b, "temporaryDirectories");
+  json_builder_begin_array (b);
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "prependPathDirs");
+  json_builder_begin_array (b);
+  json_builder_end_array (b);
+  json_builder_set_member_name (b, "providerId");
+  json_builder_add_string_value (b, "fusebox");
+  if (server->vars.vars.home != NULL)
+    {
+      g_autofree char *home_uri = fb_rpc_path_to_uri (server->vars.vars.home);
+      json_builder_set_member_name (b, "userHomeDir");
+      json_builder_add_string_value (b, home_uri);
+    }
+  json_builder_set_member_name (b, "capabilities");
+  json_builder_begin_object (b);
+  for (guint i = 0; i < G_N_ELEMENTS (codex_capabilities); i++)
+    {
+      json_builder_set_member_name (b, codex_capabilities[i]);
+      json_builder_add_boolean_value (b, FALSE);
+    }
+  json_builder_end_object (b);
+  json_builder_set_member_name (b, "sandboxType");
+  json_builder_add_string_value (b, "fusebox");
+  json_builder_set_member_name (b, "policy");
+  json_builder_add_string_value (b, fb_policy_get_origin (server->policy));
+  if (server->run_dir != NULL)
+    {
+      json_builder_set_member_name (b, "runDir");
+      json_builder_add_string_value (b, server->run_dir);
+    }
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+static JsonNode *
+method_initialize (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
+{
+  const char *client_name, *resume_id;
+  FbRpcSession *session;
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  g_autofree char *handle = NULL;
+
+  if (conn->initialize_requested)
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST, "initialize may only be sent once per connection");
+      return NULL;
+    }
+  if (!fb_rpc_param_string (params, "clientName", true, &client_name, error) ||
+      !fb_rpc_param_string (params, "resumeSessionId", false, &resume_id, error))
+    return NULL;
+  session = fb_rpc_session_attach (conn->server, conn, resume_id, error);
+  if (session == NULL)
+    return NULL;
+  conn->initialize_requested = true;
+  conn->session = session;
+  g_free (conn->client_name);
+  conn->client_name = g_strndup (client_name, 64);
+
+  /* The secret is in what the client resumes with (ipc-session.c), and in
+   * no other answer, record or message. */
+  handle = fb_rpc_session_handle (session);
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "sessionId");
+  json_builder_add_string_value (b, handle);
+  json_builder_set_member_name (b, "environmentInfo");
+  json_builder_add_value (b, environment_info (conn->server));
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
+static JsonNode *
+method_environment_info (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
+{
+  return environment_info (conn->server);
+}
+
+/* --- dispatch --------------------------------------------------------------- */
+
+typedef struct
+{
+  const char *name;
+  FbRpcMethodFunc func;
+  const char *family;        /* for "must initialize" messages; NULL: callable before */
+  const char *const *params; /* the members of params it reads */
+} Method;
+
+/* The members a method reads, NULL-terminated. */
+#define P(...) ((const char *const[]){ __VA_ARGS__ })
+
+static const Method methods[] = {
+  { "initialize", method_initialize, NULL, P ("clientName", "resumeSessionId", NULL) },
+  { "environment/info", method_environment_info, "environment", P (NULL) },
+  { "fs/readFile", fb_rpc_fs_read_file, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/writeFile", fb_rpc_fs_write_file, "filesystem", P ("path", "dataBase64", "sandbox", NULL) },
+  { "fs/createDirectory", fb_rpc_fs_create_directory, "filesystem", P ("path", "recursive", "sandbox", NULL) },
+  { "fs/getMetadata", fb_rpc_fs_get_metadata, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/canonicalize", fb_rpc_fs_canonicalize, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/readDirectory", fb_rpc_fs_read_directory, "filesystem", P ("path", "sandbox", NULL) },
+  { "fs/walk", fb_rpc_fs_walk, "filesystem", P ("path", "options", "sandbox", NULL) },
+  { "fs/remove", fb_rpc_fs_remove, "filesystem", P ("path", "recursive", "force", "sandbox", NULL) },
+  { "fs/copy", fb_rpc_fs_copy, "filesystem", P ("sourcePath", "destinationPath", "recursive", "sandbox", NULL) },
+  { "fs/open", fb_rpc_fs_open, "filesystem", P ("handleId", "path", "sandbox", NULL) },
+  { "fs/readBlock", fb_rpc_fs_read_block, "filesystem", P ("handleId", "offset", "len", NULL) },
+  { "fs/close", fb_rpc_fs_close, "filesystem", P ("handleId", NULL) },
+  { "process/start", fb_rpc_process_start, "exec",
+    P ("processId", "argv", "cwd", "env", "envPolicy", "tty", "pipeStdin", "arg0", "sandbox", "enforceManagedNetwork",
+       "managedNetwork", NULL) },
+  { "process/read", fb_rpc_process_read, "exec", P ("processId", "afterSeq", "maxBytes", "waitMs", NULL) },
+  { "process/write", fb_rpc_process_write, "exec", P ("processId", "chunk", "writeId", NULL) },
+  { "process/signal", fb_rpc_process_signal, "exec", P ("processId", "signal", NULL) },
+  { "process/terminate", fb_rpc_process_terminate, "exec", P ("processId", NULL) },
+  { "log/subscribe", fb_rpc_log_subscribe, "log", P ("filter", NULL) },
+  { "log/unsubscribe", fb_rpc_log_unsubscribe, "log", P ("subscriptionId", NULL) },
+  { "policy/explain", fb_rpc_policy_explain, "policy", P ("path", "sandbox", NULL) },
+};
+
+#undef P
+
+static const Method *
+find_method (const char *name)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (methods); i++)
+    if (strcmp (methods[i].name, name) == 0)
+      return &methods[i];
+  return NULL;
+}
+
+/* A newer client may send members this server does not know (Codex 0.171:
+ * process/start's `metadata`): they are ignored, as Codex's own serde
+ * structs ignore them, and said so at debug level (G_MESSAGES_DEBUG=fusebox).
+ * The members it knows keep their strict types. */
+static void
+debug_unknown_params (const Method *m, JsonObject *params)
+{
+  JsonObjectIter iter;
+  const char *key;
+
+  if (params == NULL || g_log_writer_default_would_drop (G_LOG_LEVEL_DEBUG, G_LOG_DOMAIN))
+    return;
+  json_object_iter_init (&iter, params);
+  while (json_object_iter_next (&iter, &key, NULL))
+    if (!g_strv_contains (m->params, key))
+      g_debug ("%s: ignoring the member `%s` of its params (not known to this server)", m->name, key);
+}
+
+static void
+handle_request (FbRpcConn *conn, FbRpcMessage *msg)
+{
+  const Method *m = find_method (msg->method);
+  FbRpcError error = { 0 };
+  JsonNode *result = NULL;
+  bool deferred = false;
+
+  /* After a refused resume nothing runs: what the client sent behind it
+   * (it may have sent initialized and calls at once) goes unanswered. */
+  if (conn->close_after_answer)
+    return;
+  if (m == NULL)
+    fb_rpc_error_set (&error, FB_RPC_ERROR_METHOD_NOT_FOUND, "unknown method `%s`", msg->method);
+  else if (m->family != NULL && !conn->initialize_requested)
+    fb_rpc_error_set (&error, FB_RPC_ERROR_INVALID_REQUEST, "client must call initialize before using %s methods",
+                      m->family);
+  else if (m->family != NULL && (conn->session == NULL || conn->session->conn != conn))
+    fb_rpc_error_set (&error, FB_RPC_ERROR_INVALID_REQUEST, "session has been resumed by another connection");
+  else if (m->family != NULL && !conn->initialized)
+    fb_rpc_error_set (&error, FB_RPC_ERROR_INVALID_REQUEST, "client must send initialized before using %s methods",
+                      m->family);
+  else
+    {
+      debug_unknown_params (m, msg->params);
+      conn->call_sandbox = msg->sandbox_text;
+      conn->call_sandbox_len = msg->sandbox_len;
+      result = m->func (conn, msg->id, msg->params, &error, &deferred);
+      conn->call_sandbox = NULL;
+      conn->call_sandbox_len = 0;
+      if (result == NULL && !deferred && error.code == 0)
+        fb_rpc_error_set (&error, FB_RPC_ERROR_INTERNAL, "%s failed", msg->method);
+    }
+  if (result != NULL)
+    {
+      fb_rpc_conn_reply (conn, msg->id, result);
+      json_node_unref (result);
+    }
+  else if (!deferred)
+    fb_rpc_conn_reply_error (conn, msg->id, &error);
+  fb_rpc_error_clear (&error);
+}
+
+static void
+handle_notification (FbRpcConn *conn, FbRpcMessage *msg)
+{
+  FbRpcError error = { 0 };
+
+  if (conn->close_after_answer)
+    return;
+  if (strcmp (msg->method, "initialized") == 0)
+    {
+      if (!conn->initialize_requested)
+        fb_rpc_error_set (&error, FB_RPC_ERROR_INVALID_REQUEST,
+                          "received `initialized` notification before `initialize`");
+      else
+        conn->initialized = true;
+    }
+  else
+    fb_rpc_error_set (&error, FB_RPC_ERROR_INVALID_REQUEST, "unexpected notification `%s`", msg->method);
+  if (error.code != 0)
+    fb_rpc_conn_reply_error (conn, NULL, &error);
+  fb_rpc_error_clear (&error);
+}
+
+void
+fb_rpc_conn_run_message (FbRpcConn *conn, FbRpcMessage *msg)
+{
+  if (msg->kind == FB_RPC_MESSAGE_REQUEST)
+    handle_request (conn, msg);
+  else
+    handle_notification (conn, msg);
+}
