@@ -4,7 +4,7 @@
  * 20).
  *
  *   bench-startup [-n RUNS] [--fusebox PATH] [--bwrap PATH] [--baseline PATH]
- *                 [--baseline-env NAME=VALUE] [--command NAME]
+ *                 [--baseline-env NAME=VALUE] [--command NAME] [--session]
  *
  * The commands run alternately (A B A B ...), so a load change on a shared
  * machine hits both alike; three warm-up rounds are not counted.  Each run
@@ -25,6 +25,12 @@
  * that a switch such as FUSEBOX_NO_FANOTIFY=1 can be measured against the
  * same build (--baseline then names the same binary).
  *
+ * --session adds `fusebox run --session bench-startup -- CMD`: the command in
+ * a kept view (the target: within 1.2x of bwrap), whose session the first
+ * warm-up run starts and `fusebox session stop` ends after the last; its
+ * CPU column leaves out the session daemon's serving, which is not a child
+ * of the benchmark.  With --baseline, the baseline's in a session too.
+ *
  * --floor DAEMON adds what no sandbox whose whole view is a fresh FUSE mount
  * can beat: the same bwrap command over a FUSE mount of / that DAEMON (run
  * as `DAEMON -s -o source=/ MOUNTPOINT`, the interface of libfuse's
@@ -39,6 +45,7 @@
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +178,7 @@ main (int argc, char **argv)
   const char *baseline = NULL;
   const char *command = "true";
   const char *floor_daemon = NULL;
+  bool session = false;
   GPtrArray *baseline_env = g_ptr_array_new ();
 
   for (int i = 1; i < argc; i++)
@@ -189,10 +197,13 @@ main (int argc, char **argv)
         command = argv[++i];
       else if (strcmp (argv[i], "--floor") == 0 && i + 1 < argc)
         floor_daemon = argv[++i];
+      else if (strcmp (argv[i], "--session") == 0)
+        session = true;
       else
         {
           fprintf (stderr, "usage: bench-startup [-n RUNS] [--fusebox PATH] [--bwrap PATH] [--baseline PATH]\n"
-                           "                     [--baseline-env NAME=VALUE] [--command NAME] [--floor DAEMON]\n");
+                           "                     [--baseline-env NAME=VALUE] [--command NAME] [--floor DAEMON]\n"
+                           "                     [--session]\n");
           return 2;
         }
     }
@@ -231,6 +242,10 @@ main (int argc, char **argv)
 
   const char *f_argv[] = { fusebox, "run", "--", command, NULL };
   const char *o_argv[] = { baseline, "run", "--", command, NULL };
+  const char *s_argv[] = { fusebox, "run", "--session", "bench-startup", "--", command, NULL };
+  const char *stop_argv[] = { fusebox, "session", "stop", "bench-startup", NULL };
+  const char *os_argv[] = { baseline, "run", "--session", "bench-startup-base", "--", command, NULL };
+  const char *ostop_argv[] = { baseline, "session", "stop", "bench-startup-base", NULL };
   const char *b_argv[] = {
     bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", command,
     NULL
@@ -246,6 +261,8 @@ main (int argc, char **argv)
     { "baseline fusebox run -- CMD", o_argv, PLAIN },
     { "bwrap over a cold FUSE /", fl_argv, FLOOR_COLD },
     { "FUSE daemon start + bwrap", fl_argv, FLOOR_ALL },
+    { "fusebox run --session -- CMD", s_argv, PLAIN },
+    { "baseline run --session -- CMD", os_argv, PLAIN },
   };
   Subject *subjects[G_N_ELEMENTS (all)];
   int n_subjects = 0;
@@ -260,6 +277,10 @@ main (int argc, char **argv)
       subjects[n_subjects++] = &all[3];
       subjects[n_subjects++] = &all[4];
     }
+  if (session)
+    subjects[n_subjects++] = &all[5];
+  if (session && baseline)
+    subjects[n_subjects++] = &all[6];
   for (int j = 0; j < n_subjects; j++)
     {
       subjects[j]->wall = g_new (double, runs);
@@ -269,7 +290,7 @@ main (int argc, char **argv)
     for (int j = 0; j < n_subjects; j++)
       {
         Subject *x = subjects[j];
-        char **e = x == &all[2] ? o_envp : envp;
+        char **e = x == &all[2] || x == &all[6] ? o_envp : envp;
         double cpu;
         double t = x->kind == PLAIN ? time_one ((char **)x->argv, e, ws, &cpu)
                                     : time_floor (x, (char **)d_argv, mnt, e, ws, &cpu);
@@ -286,6 +307,13 @@ main (int argc, char **argv)
           }
       }
 
+  if (session)
+    {
+      double cpu;
+      time_one ((char **)stop_argv, envp, ws, &cpu);
+      if (baseline)
+        time_one ((char **)ostop_argv, o_envp, ws, &cpu);
+    }
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", tmp);
   if (system (rm) != 0)
     fprintf (stderr, "bench-startup: could not remove %s\n", tmp);
@@ -298,9 +326,10 @@ main (int argc, char **argv)
   for (int j = 0; j < n_subjects; j++)
     if (subjects[j] != &all[1])
       report (subjects[j], runs, &all[1]);
-  printf ("  target: fusebox within x1.50 of bwrap (wall, median)\n");
-  if (floor_daemon)
-    printf ("  (the FUSE rows' cpu leaves out the daemon's serving)\n");
+  printf ("  target: fusebox within x1.50 of bwrap (wall, median)%s\n",
+          session ? "; in a kept view (--session) within x1.20" : "");
+  if (floor_daemon || session)
+    printf ("  (the FUSE and session rows' cpu leaves out the daemon's serving)\n");
   for (int j = 0; j < n_subjects; j++)
     {
       g_free (subjects[j]->wall);
