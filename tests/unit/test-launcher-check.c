@@ -15,23 +15,10 @@ run_check (const FbLauncherCheckOptions *options, int *ret_failures)
   return buf;
 }
 
-static bool
-fuse_usable (void)
-{
-  if (access ("/dev/fuse", R_OK | W_OK) == 0)
-    return true;
-  int e = errno;
-  if (g_getenv ("FUSEBOX_TESTS_MUST_RUN"))
-    fail_msg ("/dev/fuse is not usable here: %s", g_strerror (e));
-  fprintf (stderr, "skipped: /dev/fuse is not usable here: %s\n", g_strerror (e));
-  return false;
-}
-
 static void
 test_all_ok_here (void **state)
 {
-  if (!fuse_usable ())
-    skip ();
+  test_require_fuse ();
   int failures;
   g_autofree char *out = run_check (NULL, &failures);
   if (failures != 0)
@@ -135,8 +122,7 @@ test_cli (void **state)
   assert_non_null (strstr (out, "2 prerequisites are missing"));
   g_clear_pointer (&out, g_free);
 
-  if (!fuse_usable ())
-    return;
+  test_require_fuse (); /* what follows needs a sandbox */
   const char *ok[] = { "check", NULL };
   assert_int_equal (run_cli (ok, &out), 0);
   assert_true (g_str_has_suffix (out, "'fusebox run' can work here.\n"));
@@ -160,15 +146,6 @@ test_cli (void **state)
     fail_msg ("nested check as root did not refuse the identity:\n%s", out);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_all_ok_here, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_missing_fuse, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_not_a_fuse_device, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_sysctls_explained, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_cli, test_setup, test_teardown),
-  };
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, TEST_LAUNCHER_TEST (test_all_ok_here), TEST_LAUNCHER_TEST (test_missing_fuse),
+                  TEST_LAUNCHER_TEST (test_not_a_fuse_device), TEST_LAUNCHER_TEST (test_sysctls_explained),
+                  TEST_LAUNCHER_TEST (test_cli))

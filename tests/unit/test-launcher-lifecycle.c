@@ -170,26 +170,16 @@ test_signals_forwarded (void **state)
                                                  "while :; do sleep 0.05; done",
                                                  (int)(40 + i), sigs[i]);
       const char *argv[] = { "/bin/sh", "-c", script, NULL };
-      FbLauncherPlan plan;
-      test_plan (&plan, argv);
-      int p[2];
-      assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
-      test_keep_fd (s, p[0]);
-      test_keep_fd (s, p[1]);
-      plan.stdout_fd = p[1];
-      FbLauncherChild *child = test_spawn (s, &plan);
-      test_close_fd (s, p[1]);
-      g_autofree char *ready = test_read_line (p[0], -1);
-      assert_non_null (ready);
-      assert_string_equal (ready, "ready");
+      int out;
+      FbLauncherChild *child = test_spawn_ready (s, argv, &out);
       assert_int_equal (fb_launcher_child_kill (child, sigs[i]), 0);
-      g_autofree char *got = test_read_line (p[0], -1);
+      g_autofree char *got = test_read_line (out, -1);
       assert_non_null (got);
       assert_string_equal (got, "got");
       int code;
       assert_int_equal (fb_launcher_child_wait (child, &code), 0);
       assert_int_equal (code, 40 + (int)i);
-      test_close_fd (s, p[0]);
+      test_close_fd (s, out);
     }
 
   /* no handler: the command dies of it, the run says 128+N */
@@ -197,25 +187,15 @@ test_signals_forwarded (void **state)
   for (size_t i = 0; i < G_N_ELEMENTS (fatal); i++)
     {
       const char *argv[] = { "/bin/sh", "-c", "echo ready; exec sleep 1000", NULL };
-      FbLauncherPlan plan;
-      test_plan (&plan, argv);
-      int p[2];
-      assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
-      test_keep_fd (s, p[0]);
-      test_keep_fd (s, p[1]);
-      plan.stdout_fd = p[1];
-      FbLauncherChild *child = test_spawn (s, &plan);
-      test_close_fd (s, p[1]);
-      g_autofree char *ready = test_read_line (p[0], -1);
-      assert_non_null (ready);
-      assert_string_equal (ready, "ready");
+      int out;
+      FbLauncherChild *child = test_spawn_ready (s, argv, &out);
       /* whether the shell or the sleep it execs gets it, the default
        * action kills the command */
       assert_int_equal (fb_launcher_child_kill (child, fatal[i]), 0);
       int code = 0;
       assert_int_equal (fb_launcher_child_wait (child, &code), 0);
       assert_int_equal (code, 128 + fatal[i]);
-      test_close_fd (s, p[0]);
+      test_close_fd (s, out);
     }
 }
 
@@ -413,17 +393,7 @@ test_no_fds_no_tty (void **state)
   test_run_clear (&run);
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_exit_status, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_own_failures, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_signals_forwarded, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_kill_all_inside, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_daemon_does_not_outlive, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_supervisor_sigkill, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_no_fds_no_tty, test_setup, test_teardown),
-  };
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, TEST_LAUNCHER_TEST (test_exit_status), TEST_LAUNCHER_TEST (test_own_failures),
+                  TEST_LAUNCHER_TEST (test_signals_forwarded), TEST_LAUNCHER_TEST (test_kill_all_inside),
+                  TEST_LAUNCHER_TEST (test_daemon_does_not_outlive), TEST_LAUNCHER_TEST (test_supervisor_sigkill),
+                  TEST_LAUNCHER_TEST (test_no_fds_no_tty))

@@ -215,13 +215,5 @@ test_runs_and_prune (void **state)
   assert_string_equal (json_object_get_string_member (first, "kind"), "run");
 }
 
-int
-main (void)
-{
-  const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_usage_errors, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_prepared_run, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_runs_and_prune, test_setup, test_teardown),
-  };
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+TEST_DEFINE_MAIN (NULL, NULL, TEST_LAUNCHER_TEST (test_usage_errors), TEST_LAUNCHER_TEST (test_prepared_run),
+                  TEST_LAUNCHER_TEST (test_runs_and_prune))

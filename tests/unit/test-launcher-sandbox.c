@@ -259,6 +259,20 @@ test_nothing_on_host (void **state)
   test_run_clear (&run);
 }
 
+/* /bin/true in a sandbox whose root is a FUSE mount that nobody serves
+ * yet: the test plays the server. */
+static FbLauncherChild *
+spawn_fuse_root (TestState *s)
+{
+  static const char *const argv[] = { "/bin/true", NULL };
+  FbLauncherPlan plan;
+
+  test_require_fuse ();
+  test_plan (&plan, argv);
+  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  return test_spawn (s, &plan);
+}
+
 /* A FUSE root: the sandbox opens /dev/fuse inside its user namespace,
  * mounts it and hands the fd over at the sync point.  Without a server it
  * then waits for the view (its /proc lookup), so we read the kernel's INIT
@@ -267,19 +281,7 @@ static void
 test_fuse_root_sync_point (void **state)
 {
   TestState *s = *state;
-  if (access ("/dev/fuse", R_OK | W_OK) != 0)
-    {
-      int e = errno;
-      if (g_getenv ("FUSEBOX_TESTS_MUST_RUN"))
-        fail_msg ("/dev/fuse: %s", g_strerror (e));
-      fprintf (stderr, "skipped: /dev/fuse is not usable here: %s\n", g_strerror (e));
-      skip ();
-    }
-  const char *argv[] = { "/bin/true", NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
-  FbLauncherChild *child = test_spawn (s, &plan);
+  FbLauncherChild *child = spawn_fuse_root (s);
   int fuse = -1;
   if (fb_launcher_child_wait_mounted (child, &fuse) < 0)
     {
@@ -320,19 +322,7 @@ static void
 test_fuse_root_served (void **state)
 {
   TestState *s = *state;
-  if (access ("/dev/fuse", R_OK | W_OK) != 0)
-    {
-      int e = errno;
-      if (g_getenv ("FUSEBOX_TESTS_MUST_RUN"))
-        fail_msg ("/dev/fuse: %s", g_strerror (e));
-      fprintf (stderr, "skipped: /dev/fuse is not usable here: %s\n", g_strerror (e));
-      skip ();
-    }
-  const char *argv[] = { "/bin/true", NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
-  FbLauncherChild *child = test_spawn (s, &plan);
+  FbLauncherChild *child = spawn_fuse_root (s);
   int fuse = -1;
   assert_int_equal (fb_launcher_child_wait_mounted (child, &fuse), 0);
   test_keep_fd (s, fuse);
@@ -407,20 +397,16 @@ test_fuse_root_served (void **state)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_smoke_network_none, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_smoke_uid_gid, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_smoke_network_host, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_readonly_root, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_minimal_dev, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_proc_and_ipc_private, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_nothing_on_host, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_fuse_root_sync_point, test_setup, test_teardown),
-    cmocka_unit_test_setup_teardown (test_fuse_root_served, test_setup, test_teardown),
+    TEST_LAUNCHER_TEST (test_smoke_network_none), TEST_LAUNCHER_TEST (test_smoke_uid_gid),
+    TEST_LAUNCHER_TEST (test_smoke_network_host), TEST_LAUNCHER_TEST (test_readonly_root),
+    TEST_LAUNCHER_TEST (test_minimal_dev),        TEST_LAUNCHER_TEST (test_proc_and_ipc_private),
+    TEST_LAUNCHER_TEST (test_nothing_on_host),    TEST_LAUNCHER_TEST (test_fuse_root_sync_point),
+    TEST_LAUNCHER_TEST (test_fuse_root_served)
   };
   if (geteuid () != 0 && access ("/proc/self/uid_map", W_OK) != 0)
     return 77;
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return TEST_RUN_GROUP (tests, NULL, NULL);
 }

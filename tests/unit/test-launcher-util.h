@@ -156,6 +156,44 @@ test_spawn (TestState *s, const FbLauncherPlan *plan)
   return NULL;
 }
 
+/* A test case run with a TestState (test_setup, test_teardown). */
+#define TEST_LAUNCHER_TEST(f) cmocka_unit_test_setup_teardown (f, test_setup, test_teardown)
+
+/* This test mounts FUSE inside the sandbox: skip it (fail under
+ * FUSEBOX_TESTS_MUST_RUN=1, fusebox needs it) when /dev/fuse is missing or
+ * not usable here. */
+static G_GNUC_UNUSED void
+test_require_fuse (void)
+{
+  const char *lacks = test_host_lacks ("fuse");
+
+  if (lacks != NULL)
+    test_skip_test (true, "%s", lacks);
+}
+
+/* Spawn ARGV (test_plan's sandbox) with its stdout on a pipe and wait for
+ * the line "ready" that ARGV prints once it is set up.  The pipe's read
+ * end (registered for teardown) in *RET_OUT. */
+static G_GNUC_UNUSED FbLauncherChild *
+test_spawn_ready (TestState *s, const char *const *argv, int *ret_out)
+{
+  FbLauncherPlan plan;
+  int p[2];
+
+  test_plan (&plan, argv);
+  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
+  test_keep_fd (s, p[0]);
+  test_keep_fd (s, p[1]);
+  plan.stdout_fd = p[1];
+  FbLauncherChild *child = test_spawn (s, &plan);
+  test_close_fd (s, p[1]);
+  g_autofree char *ready = test_read_line (p[0], -1);
+  assert_non_null (ready);
+  assert_string_equal (ready, "ready");
+  *ret_out = p[0];
+  return child;
+}
+
 typedef struct
 {
   int exit_code;
