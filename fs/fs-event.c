@@ -41,6 +41,8 @@ const FbOpInfo fb_op_table[FB_OP_N] = {
   [FB_OP_UTIMENS] = { "utimens", FB_OP_EFFECT_ATTR },
   [FB_OP_SETXATTR] = { "setxattr", FB_OP_EFFECT_ATTR },
   [FB_OP_REMOVEXATTR] = { "removexattr", FB_OP_EFFECT_ATTR },
+  [FB_OP_CONNECT] = { "connect", FB_OP_EFFECT_CONNECT },
+  [FB_OP_DISCONNECT] = { "disconnect", FB_OP_EFFECT_CONNECT },
 };
 
 const FbDecisionInfo fb_decision_table[FB_DECISION_N] = {
@@ -79,6 +81,7 @@ fb_op_level (FbOp op)
       case FB_OP_EFFECT_RENAME:
       case FB_OP_EFFECT_WRITE:
       case FB_OP_EFFECT_ATTR:
+      case FB_OP_EFFECT_CONNECT:
         return FB_LOG_LEVEL_MUTATIONS;
     }
   return FB_LOG_LEVEL_MUTATIONS;

@@ -40,10 +40,12 @@ typedef enum
   FB_OP_EFFECT_RENAME,  /* moves path to target */
   FB_OP_EFFECT_WRITE,   /* changes path's contents */
   FB_OP_EFFECT_ATTR,    /* changes path's metadata: mode, owner, times, extended attributes */
+  FB_OP_EFFECT_CONNECT, /* a connection through the network proxy (ipc/ipc-proxy.h), not a file: always logged */
 } FbOpEffect;
 
 /* The operations the view logs, each with one row of fb_op_table
- * (fs-event.c): the log's "op" and what it does. */
+ * (fs-event.c): the log's "op" and what it does; and the network proxy's,
+ * whose path is "HOST:PORT". */
 typedef enum
 {
   FB_OP_LOOKUP,
@@ -70,8 +72,10 @@ typedef enum
   FB_OP_UTIMENS,
   FB_OP_SETXATTR,
   FB_OP_REMOVEXATTR,
+  FB_OP_CONNECT,    /* the proxy decided a connection: refused, failed or made */
+  FB_OP_DISCONNECT, /* a connection made has ended: bytes each way, duration */
 } FbOp;
-#define FB_OP_N (FB_OP_REMOVEXATTR + 1) /* one past the last value */
+#define FB_OP_N (FB_OP_DISCONNECT + 1) /* one past the last value */
 
 typedef struct
 {
@@ -156,6 +160,15 @@ typedef struct
   const FbPolicyRule *rule; /* the deciding rule (never NULL for decided accesses) */
   int64_t bytes_read;   /* on "close": bytes read through the handle; else -1 */
   int64_t bytes_written;
+  /* connect and disconnect (the network proxy): the name or address the
+   * sandbox asked for, its port, the address connected to or refused (or
+   * NULL), the allowlist's deciding entry (instead of RULE), and on
+   * disconnect how long the connection lasted */
+  const char *host;
+  guint port;
+  const char *address;
+  const FbPolicyNetRule *net_rule;
+  int64_t duration_us;
 } FbAccessEvent;
 
 typedef struct FbAccessSink FbAccessSink;

@@ -430,7 +430,18 @@ fb_access_event_format_body (const FbAccessEvent *e)
       g_string_append_c (out, '"');
     }
 
-  if (e->rule != NULL)
+  if (e->net_rule != NULL)
+    {
+      /* an allowlist's entry is named as the policy names it: "allow[0]",
+       * "deny[2]", or a synthetic rule's name ("default", "loopback") */
+      g_string_append_c (out, ',');
+      fb_json_append_string_member (out, "rule", e->net_rule->name);
+      g_string_append_c (out, ',');
+      fb_json_append_string_member (out, "rule_origin", e->net_rule->origin);
+      g_string_append_c (out, ',');
+      fb_json_append_string_member (out, "why", e->net_rule->why);
+    }
+  else if (e->rule != NULL)
     {
       const FbPolicyRuleKindInfo *kind = fb_policy_rule_kind_info (e->rule->kind);
 
@@ -463,6 +474,20 @@ fb_access_event_format_body (const FbAccessEvent *e)
       fb_json_append_int (out, MAX (e->bytes_read, 0));
       g_string_append (out, ",\"bytes_written\":");
       fb_json_append_int (out, MAX (e->bytes_written, 0));
+    }
+  if (e->host != NULL)
+    {
+      g_string_append_c (out, ',');
+      fb_json_append_string_member (out, "host", e->host);
+      g_string_append (out, ",\"port\":");
+      fb_json_append_int (out, e->port);
+      g_string_append_c (out, ',');
+      fb_json_append_string_member (out, "address", e->address);
+      if (e->op == FB_OP_DISCONNECT)
+        {
+          g_string_append (out, ",\"duration_us\":");
+          fb_json_append_int (out, MAX (e->duration_us, 0));
+        }
     }
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);

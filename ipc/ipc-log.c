@@ -534,6 +534,10 @@ fold_key (const FbAccessEvent *e)
   if (e->rule != NULL)
     g_string_append_printf (k, "%d\x1f%d\x1f%s", (int)e->rule->kind, e->rule->index,
                             e->rule->origin != NULL ? e->rule->origin : "");
+  /* a refused connection: its entry and its host, whole */
+  if (e->net_rule != NULL)
+    g_string_append_printf (k, "%s\x1f%s\x1f%s\x1f", e->net_rule->name, e->net_rule->origin,
+                            e->host != NULL ? e->host : "");
   g_string_append_c (k, '\x1f');
   /* the directories, not the names */
   slash = e->path != NULL ? strrchr (e->path, '/') : NULL;

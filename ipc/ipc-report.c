@@ -290,6 +290,8 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
     return;
   switch (effect)
     {
+      case FB_OP_EFFECT_CONNECT:
+        return; /* a connection's path is "HOST:PORT", no file's */
       case FB_OP_EFFECT_CREATE:
         add_op (file_entry (r->created, path), op);
         classified = TRUE;

@@ -353,10 +353,15 @@ test_every_op_logged (void **state)
     assert_errno (run_op (fx, OP_OPEN_READ, "deny"), -EACCES);
     collect_ops (fx, seen);
   }
-  for (guint i = 0; i < FB_OP_N; i++)
-    if (!g_hash_table_contains (seen, fb_op_table[i].name))
-      fail_msg ("\"%s\" is in fs-event.c's table, but no operation logged it", fb_op_table[i].name);
-  assert_int_equal (g_hash_table_size (seen), FB_OP_N);
+  {
+    guint n = 0;
+
+    /* the network proxy's operations are not the view's */
+    for (guint i = 0; i < FB_OP_N; i++)
+      if (fb_op_table[i].effect != FB_OP_EFFECT_CONNECT && ++n && !g_hash_table_contains (seen, fb_op_table[i].name))
+        fail_msg ("\"%s\" is in fs-event.c's table, but no operation logged it", fb_op_table[i].name);
+    assert_int_equal (g_hash_table_size (seen), n);
+  }
 }
 
 static void

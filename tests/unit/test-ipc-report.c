@@ -264,6 +264,8 @@ test_report_every_op (void **state)
           case FB_OP_EFFECT_ATTR:
             want = "other";
             break;
+          case FB_OP_EFFECT_CONNECT:
+            break; /* no file */
         }
       line = g_strdup_printf ("{\"seq\":1,\"op\":\"%s\",\"path\":\"/w/p\",\"target\":\"/w/t\",\"access\":\"%s\","
                               "\"decision\":\"allow\",\"errno\":0}",
