@@ -51,13 +51,27 @@ test_log_clear (TestLog *log)
   g_clear_pointer (&log->records, g_ptr_array_unref);
 }
 
+void
+test_log_file_init (TestLogFile *f)
+{
+  f->dir = test_tmpdir ("fusebox-log");
+  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
+}
+
+void
+test_log_file_clear (TestLogFile *f)
+{
+  test_rm_rf (f->dir);
+  g_clear_pointer (&f->dir, g_free);
+  g_clear_pointer (&f->path, g_free);
+}
+
 int
 test_log_file_setup (void **state)
 {
   TestLogFile *f = g_new0 (TestLogFile, 1);
 
-  f->dir = test_tmpdir ("fusebox-log");
-  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
+  test_log_file_init (f);
   *state = f;
   return 0;
 }
@@ -67,9 +81,7 @@ test_log_file_teardown (void **state)
 {
   TestLogFile *f = *state;
 
-  test_rm_rf (f->dir);
-  g_free (f->dir);
-  g_free (f->path);
+  test_log_file_clear (f);
   g_free (f);
   return 0;
 }

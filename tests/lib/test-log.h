@@ -25,6 +25,11 @@ typedef struct
   char *path; /* DIR/access.jsonl */
 } TestLogFile;
 
+/* The same in a fixture of the test's own: make the directory; remove it
+ * and everything in it. */
+void test_log_file_init (TestLogFile *f);
+void test_log_file_clear (TestLogFile *f);
+
 int test_log_file_setup (void **state);
 int test_log_file_teardown (void **state);
 #define TEST_LOG_FILE_TEST(f) cmocka_unit_test_setup_teardown (f, test_log_file_setup, test_log_file_teardown)

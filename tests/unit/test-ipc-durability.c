@@ -12,8 +12,7 @@
 
 typedef struct
 {
-  char *dir;
-  char *path;
+  TestLogFile log; /* the temporary directory and the log's path */
   pid_t child;
 } Fixture;
 
@@ -22,8 +21,7 @@ setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
 
-  f->dir = test_tmpdir ("fusebox-ipc");
-  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
+  test_log_file_init (&f->log);
   *state = f;
   return 0;
 }
@@ -38,9 +36,7 @@ teardown (void **state)
       kill (f->child, SIGKILL);
       waitpid (f->child, NULL, 0);
     }
-  test_rm_rf (f->dir);
-  g_free (f->dir);
-  g_free (f->path);
+  test_log_file_clear (&f->log);
   g_free (f);
   return 0;
 }
@@ -107,7 +103,7 @@ run_and_kill (Fixture *f, guint64 report_at)
   if (f->child == 0)
     {
       close (pipefd[0]);
-      child_main (f->path, pipefd[1], report_at);
+      child_main (f->log.path, pipefd[1], report_at);
     }
   close (pipefd[1]);
   if (read (pipefd[0], &written, sizeof written) != (ssize_t)sizeof written)
@@ -129,7 +125,7 @@ test_killed_after_all_written (void **state)
   g_autoptr (GPtrArray) lines = NULL;
 
   assert_int_equal (written, N_EVENTS);
-  lines = test_read_lines (f->path); /* fails on a torn last line */
+  lines = test_read_lines (f->log.path); /* fails on a torn last line */
   assert_int_equal (lines->len, N_EVENTS);
   for (guint i = 0; i < lines->len; i++)
     {
@@ -155,7 +151,7 @@ test_killed_mid_stream (void **state)
   guint truncated = 0;
 
   assert_true (written >= N_EVENTS / 3);
-  reader = fb_log_reader_new (f->path, FALSE, &error);
+  reader = fb_log_reader_new (f->log.path, FALSE, &error);
   assert_non_null (reader);
   for (;;)
     {

@@ -7,8 +7,7 @@
 
 typedef struct
 {
-  char *dir;
-  char *path;
+  TestLogFile log; /* the temporary directory and the log's path */
   int full_calls;
 } Fixture;
 
@@ -17,8 +16,7 @@ setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
 
-  f->dir = test_tmpdir ("fusebox-ipc");
-  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
+  test_log_file_init (&f->log);
   *state = f;
   return 0;
 }
@@ -28,9 +26,7 @@ teardown (void **state)
 {
   Fixture *f = *state;
 
-  test_rm_rf (f->dir);
-  g_free (f->dir);
-  g_free (f->path);
+  test_log_file_clear (&f->log);
   g_free (f);
   return 0;
 }
@@ -48,7 +44,7 @@ open_log_window (Fixture *f, guint64 rotate, guint64 max, guint64 window_us)
 {
   FbAccessLogOptions opts = {
     .fold_window_us = window_us,
-    .path = f->path,
+    .path = f->log.path,
     .run_id = "fold",
     .rotate_bytes = rotate,
     .coalesce = TRUE,
@@ -94,13 +90,13 @@ push (FbAccessLog *log, const FbAccessEvent *e)
 static GPtrArray *
 all_records (Fixture *f)
 {
-  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (f->path, NULL);
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (f->log.path, NULL);
   GPtrArray *records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
   gint64 want = 1;
 
   for (guint i = 0; i <= rotated->len; i++)
     {
-      const char *file = i < rotated->len ? ((FbRotatedFile *)rotated->pdata[i])->path : f->path;
+      const char *file = i < rotated->len ? ((FbRotatedFile *)rotated->pdata[i])->path : f->log.path;
       g_autoptr (GPtrArray) lines = test_read_lines (file);
 
       for (guint j = 0; j < lines->len; j++)
@@ -226,7 +222,7 @@ test_fold_single (void **state)
       push (log, &e);
     }
   /* the first AFTER are in the file before the pushes return */
-  lines = test_read_lines (f->path);
+  lines = test_read_lines (f->log.path);
   assert_int_equal (lines->len, AFTER);
   test_close_log (log);
   records = all_records (f);
@@ -259,7 +255,7 @@ test_fold_window (void **state)
   for (;;)
     {
       g_clear_pointer (&lines, g_ptr_array_unref);
-      lines = test_read_lines (f->path);
+      lines = test_read_lines (f->log.path);
       if (lines->len == AFTER + 1 || g_get_monotonic_time () > until)
         break;
       g_main_context_iteration (NULL, FALSE);
@@ -355,7 +351,7 @@ test_budget (void **state)
   assert_true (not_written > 0);
   test_close_log (log);
   assert_int_equal (f->full_calls, 1);
-  assert_int_equal (stat (f->path, &st), 0);
+  assert_int_equal (stat (f->log.path, &st), 0);
   assert_true ((guint64)st.st_size <= max + 1024 * 1024 + 4096);
   records = all_records (f);
   notice = records->pdata[records->len - 1];
@@ -470,7 +466,7 @@ test_budget_rotation (void **state)
       push (log, &e);
     }
   test_close_log (log);
-  rotated = fb_log_list_rotated (f->path, NULL);
+  rotated = fb_log_list_rotated (f->log.path, NULL);
   assert_true (rotated->len >= 20);
   records = all_records (f);
   assert_int_equal (records->len, 500);

@@ -22,10 +22,9 @@
 
 typedef struct
 {
-  char *dir;
-  char *path;   /* the log file */
-  char *socket; /* where the journal is said to be */
-  int fd;       /* bound there, or -1 */
+  TestLogFile log; /* the temporary directory and the log's path */
+  char *socket;    /* where the journal is said to be */
+  int fd;          /* bound there, or -1 */
 } Fixture;
 
 static int
@@ -33,9 +32,8 @@ setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
 
-  f->dir = test_tmpdir ("fusebox-ipc");
-  f->path = g_build_filename (f->dir, "access.jsonl", NULL);
-  f->socket = g_build_filename (f->dir, "journal.socket", NULL);
+  test_log_file_init (&f->log);
+  f->socket = g_build_filename (f->log.dir, "journal.socket", NULL);
   f->fd = -1;
   *state = f;
   return 0;
@@ -48,9 +46,7 @@ teardown (void **state)
 
   if (f->fd >= 0)
     close (f->fd);
-  test_rm_rf (f->dir);
-  g_free (f->dir);
-  g_free (f->path);
+  test_log_file_clear (&f->log);
   g_free (f->socket);
   g_free (f);
   return 0;
@@ -68,7 +64,7 @@ static FbAccessLog *
 open_journal_log (Fixture *f, gboolean through)
 {
   FbAccessLogOptions opts = {
-    .path = f->path, .run_id = "run-journal", .journal = TRUE, .journal_socket = f->socket, .write_through = through
+    .path = f->log.path, .run_id = "run-journal", .journal = TRUE, .journal_socket = f->socket, .write_through = through
   };
   g_autoptr (GError) error = NULL;
   FbAccessLog *log = fb_access_log_new (&opts, NULL, &error);
@@ -261,7 +257,7 @@ test_entry_per_record (void **state)
   fb_access_sink_push (fb_access_log_get_sink (log), &e);
   close_log (log);
 
-  lines = test_read_lines (f->path);
+  lines = test_read_lines (f->log.path);
   assert_int_equal (lines->len, 5); /* no notice: the journal took all */
   for (guint i = 0; i < lines->len; i++)
     {
@@ -404,7 +400,7 @@ test_journal_absent (void **state)
   push_many (log, 100);
   assert_int_equal (fb_access_log_get_count (log), 100);
   close_log (log);
-  records = read_records (f->path);
+  records = read_records (f->log.path);
   assert_int_equal (records->len, 101);
   last = records->pdata[100];
   assert_string_equal (json_object_get_string_member (last, "notice"), "journal-incomplete");
@@ -447,7 +443,7 @@ test_journal_full (void **state)
   const guint n = FB_LOG_JOURNAL_MAX_ENTRIES + 1000;
   g_autoptr (GMainContext) ctx = g_main_context_new ();
   FbAccessLogOptions opts = {
-    .path = f->path, .run_id = "run-journal", .journal = TRUE, .journal_socket = f->socket, .write_through = TRUE
+    .path = f->log.path, .run_id = "run-journal", .journal = TRUE, .journal_socket = f->socket, .write_through = TRUE
   };
   g_autoptr (GError) error = NULL;
   g_autoptr (GPtrArray) records = NULL;
@@ -466,7 +462,7 @@ test_journal_full (void **state)
   assert_int_equal (fb_access_log_get_count (log), n);
   close_log (log);
 
-  records = read_records (f->path);
+  records = read_records (f->log.path);
   assert_int_equal (records->len, n + 1);
   last = records->pdata[n];
   assert_string_equal (json_object_get_string_member (last, "notice"), "journal-incomplete");
