@@ -25,6 +25,7 @@
  * `fusebox runs` (launcher-cmd-runs.c) lists and prunes them.
  */
 #include "fs/fs.h"
+#include "ipc/ipc-proxy.h"
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
 #include "launcher/launcher-private.h"
@@ -61,6 +62,8 @@ run_options_clear (RunOptions *o)
   g_free (o->cwd);
   if (o->env_ops)
     g_ptr_array_unref (o->env_ops);
+  if (o->resolve)
+    g_ptr_array_unref (o->resolve);
   g_free (o->run_dir);
 }
 
@@ -89,6 +92,8 @@ run_usage (FILE *out)
                 "  --log-max-size SIZE         the budget of all its files (default 256M): past\n"
                 "                              it the sandbox is stopped (125)\n"
                 "  --log-journal               every record to the systemd journal too\n"
+                "  --resolve NAME:ADDRESS      the network proxy resolves NAME to ADDRESS\n"
+                "                              (for tests and debugging, as curl's)\n"
                 "  --session NAME              run in the view session NAME keeps, started now\n"
                 "                              if need be: its commands share the kernel's\n"
                 "                              caches and their /tmp and HOME; each is still a\n"
@@ -149,6 +154,7 @@ parse_run_args (int argc, char **argv, RunOptions *o)
 {
   o->rules = g_array_new (FALSE, FALSE, sizeof (ExtraRule));
   o->env_ops = g_ptr_array_new_with_free_func (g_free);
+  o->resolve = g_ptr_array_new ();
   o->uid = o->gid = FB_LAUNCHER_ID_CALLER;
   o->log_level = FB_LOG_LEVEL_OPENS;
   o->session_idle_s = 600;
@@ -275,6 +281,16 @@ parse_run_args (int argc, char **argv, RunOptions *o)
         }
       else if (strcmp (a, "--log-journal") == 0)
         o->log_journal = true;
+      else if (strcmp (a, "--resolve") == 0)
+        {
+          g_autoptr (GError) error = NULL;
+          const char *one[] = { argv[i + 1], NULL };
+
+          NEED (1);
+          if (!fb_proxy_check_resolve (one, &error))
+            return usage_error ("%s", error->message);
+          g_ptr_array_add (o->resolve, argv[++i]);
+        }
       else if (a[0] == '-')
         return usage_error ("unknown option '%s'", a);
       else
@@ -288,6 +304,7 @@ parse_run_args (int argc, char **argv, RunOptions *o)
     o->policy_spec = g_strdup (DEFAULT_SPEC);
   if (o->session && o->keep_run)
     return usage_error ("--keep-run and --session: a session's private sources are the session's");
+  g_ptr_array_add (o->resolve, NULL);
   return -1;
 }
 
@@ -433,14 +450,18 @@ run_clear (Run *run)
 }
 
 /* The command's environment: the caller's (unless --clearenv) with HOME at
- * the view's HOME and TMPDIR=/tmp, then --setenv/--unsetenv in order. */
+ * the view's HOME, TMPDIR=/tmp and, with a network allowlist, the proxy's
+ * variables, then --setenv/--unsetenv in order. */
 static char **
-build_env (const RunOptions *o, const FbPolicyVars *vars)
+build_env (const RunOptions *o, const FbPolicyVars *vars, const FbPolicy *policy)
 {
   char **env = o->clearenv ? g_new0 (char *, 1) : g_get_environ ();
   if (vars->home)
     env = g_environ_setenv (env, "HOME", vars->home, TRUE);
   env = g_environ_setenv (env, "TMPDIR", "/tmp", TRUE);
+  /* an allowlist's way out: the proxy (HTTP_PROXY, ALL_PROXY...) */
+  if (fb_policy_get_network (policy) == FB_POLICY_NETWORK_ALLOWLIST)
+    env = fb_proxy_environ (env);
   for (guint i = 0; i < o->env_ops->len; i++)
     {
       const char *op = o->env_ops->pdata[i];
@@ -499,7 +520,7 @@ fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, Run *run)
   policy = fb_cmd_run_load_policy (o, vars, view_run_dir != NULL ? view_run_dir : fb_run_get_dir (run->run), &error);
   if (policy != NULL)
     {
-      run->envp = build_env (o, vars);
+      run->envp = build_env (o, vars, policy);
       run->cwd = pick_cwd (o, policy, vars);
     }
   fb_policy_vars_clear (&view_vars);
@@ -692,6 +713,7 @@ typedef struct
   FbLauncherChild *child;
   FbView *view;
   FbRunFuse *serving;
+  FbProxy *proxy; /* with a network allowlist */
   bool child_over;
   int exit_code;
   bool view_failed; /* we killed the sandbox: its status is ours, 125 */
@@ -855,6 +877,9 @@ fb_cmd_run_plan (const RunOptions *o, const Run *run, FbLauncherPlan *plan)
   plan->network = fb_policy_get_network (fb_run_get_policy (run->run)) == FB_POLICY_NETWORK_HOST
                     ? FB_LAUNCHER_NETWORK_HOST
                     : FB_LAUNCHER_NETWORK_NONE;
+  /* an allowlist: only loopback, and the proxy's socket in it */
+  if (fb_policy_get_network (fb_run_get_policy (run->run)) == FB_POLICY_NETWORK_ALLOWLIST)
+    plan->proxy_port = FB_PROXY_PORT;
   plan->argv = (const char *const *)o->command;
   plan->envp = (const char *const *)run->envp;
   plan->cwd = run->cwd;
@@ -943,6 +968,20 @@ start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
     r = fb_run_fuse_start (sv->serving, serving_ended, sv);
   if (r < 0) /* freeing the child kills it */
     return fail (run, "the view could not be served", "can't serve the view to the sandbox: %s", g_strerror (-r));
+  if (plan.proxy_port != 0)
+    {
+      /* the listening socket came before the root's record (launcher.h) */
+      FbProxyOptions po = { .policy = policy,
+                            .sink = fb_run_get_sink (run->run),
+                            .uid = o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid,
+                            .resolve = (const char *const *)o->resolve->pdata };
+      int fd = fb_launcher_child_take_proxy_fd (sv->child);
+
+      sv->proxy = fd >= 0 ? fb_proxy_new (&po, fd, &error) : NULL;
+      if (sv->proxy == NULL)
+        return fail (run, "the network proxy could not be started", "can't start the network proxy: %s",
+                     error != NULL ? error->message : "the sandbox sent no listening socket");
+    }
   return -1;
 }
 
@@ -1011,6 +1050,8 @@ serve (const RunOptions *o, Run *run)
   status = start_sandbox (o, run, &sv);
   if (status < 0)
     status = supervise (run, &sv, sfd);
+  /* its last records (the connections still open) before the log closes */
+  g_clear_pointer (&sv.proxy, fb_proxy_free);
 
   g_clear_pointer (&sv.serving, fb_run_fuse_free);
   g_clear_pointer (&sv.view, fb_view_unref);

@@ -33,6 +33,9 @@ typedef struct
   /* --log-file-size, --log-max-size (borrowed from argv) */
   const char *log_file_size, *log_max_size;
   bool log_journal;
+  /* --resolve NAME:ADDRESS (borrowed from argv): the network proxy's
+   * names, for tests and debugging (ipc/ipc-proxy.h) */
+  GPtrArray *resolve;
   /* --session NAME (borrowed from argv): the command runs in the view that
    * session keeps, started now if need be (launcher-cmd-session.c), which
    * closes after SESSION_IDLE_S without a command */

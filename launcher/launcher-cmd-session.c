@@ -1149,6 +1149,9 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   terminal = fb_cmd_terminal_save ();
   signal (SIGPIPE, SIG_IGN);
   fb_cmd_run_plan (o, run, &plan);
+  /* the network proxy runs in a run's own supervisor: not yet for a
+   * session's commands, whose clients then find nothing at its port */
+  plan.proxy_port = 0;
   plan.join_userns_fd = fds[0];
   plan.join_mntns_fd = fds[1];
   r = fb_launcher_spawn (&plan, &child);

@@ -1,0 +1,901 @@
+/* fusebox — the network proxy outside the sandbox (ipc-proxy.h has the
+ * contract and the bounds).
+ *
+ * Threat model: everything a connection sends came from the sandbox.  The
+ * proxy decides on the name the client asked for, before any lookup (a
+ * refused name is never resolved: nothing of it reaches the host's
+ * resolver), resolves it itself (there is no resolver inside, and --resolve
+ * entries stand in for tests), then checks each address again
+ * (fb_policy_net_check_address(): a DNS answer can't turn an allowed name
+ * into the host's loopback or private network unless the allowlist names
+ * those addresses) and connects only to an address that passed.  A plain
+ * HTTP request is forwarded with "Connection: close", so that a second
+ * request on the same connection can't reach another host undecided.
+ *
+ * Threads: everything runs on the main loop of the thread that made the
+ * proxy (GIO's asynchronous calls; GResolver's lookup runs on GLib's
+ * worker threads and answers on the loop).  Nothing here blocks the loop:
+ * the proxy's own answers are a few hundred bytes sent without blocking on
+ * a socket whose buffer holds nothing else, and every other write is
+ * asynchronous.  Records go to the run's sink from the loop (a synchronous
+ * write to the log file, as every record written on the loop is).
+ *
+ * Memory: a connection holds its handshake buffer (FB_PROXY_HEAD_MAX) until
+ * it is spliced, then one FB_PROXY_BUFFER each way, and reads a direction
+ * again only once its buffer was written on; at most
+ * FB_PROXY_MAX_CONNECTIONS at once (the service stops accepting past them).
+ *
+ * Lifetime: a Conn is reference-counted: the proxy's table holds one, and
+ * each asynchronous call in flight one.  conn_close() cancels and closes
+ * everything once; the callbacks that come back find it closed and only
+ * drop their reference.
+ */
+#include "ipc/ipc-proxy.h"
+#include "ipc/ipc.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct FbProxy
+{
+  FbPolicy *policy;
+  FbAccessSink *sink;
+  uid_t uid;
+  GHashTable *resolve; /* name -> GPtrArray of GInetAddress */
+  GResolver *resolver;
+  GSocketService *service;
+  GSocketClient *client;
+  GHashTable *conns; /* Conn* (a reference each) */
+  bool stopped;      /* the service, at FB_PROXY_MAX_CONNECTIONS */
+};
+
+typedef enum
+{
+  STATE_FIRST,          /* nothing read yet */
+  STATE_SOCKS_GREETING, /* SOCKS5: methods */
+  STATE_SOCKS_REQUEST,  /* SOCKS5: the request */
+  STATE_HTTP_HEAD,      /* HTTP: the head */
+  STATE_CONNECTING,     /* resolving and connecting */
+  STATE_SPLICING,
+} State;
+
+typedef struct Conn Conn;
+
+/* One direction of a spliced connection. */
+typedef struct
+{
+  Conn *conn;
+  GInputStream *in;
+  GOutputStream *out;
+  GSocket *out_socket;
+  guint8 *buf; /* FB_PROXY_BUFFER */
+  gsize len;   /* bytes in buf to write */
+  guint64 bytes;
+  bool eof;
+} Pipe;
+
+struct Conn
+{
+  gint ref;
+  FbProxy *proxy; /* NULL once closed */
+  GSocketConnection *client;
+  GSocketConnection *upstream;
+  GCancellable *cancel;
+  guint timer;
+  State state;
+  guint8 head[FB_PROXY_HEAD_MAX + 1];
+  gsize head_len;
+  FbProxyRequest req;
+  char *path; /* "host:port", the record's path */
+  FbPolicyNetDecision by_name;
+  GPtrArray *addresses; /* GInetAddress, resolved */
+  guint next_address;
+  char *address;                /* the one being tried or connected */
+  FbPolicyNetDecision decision; /* for that address */
+  bool connected_logged;        /* "connect" written: "disconnect" follows */
+  gint64 start_us;              /* monotonic, at connect */
+  Pipe up, down;                /* client to host, host to client */
+};
+
+static Conn *
+conn_ref (Conn *c)
+{
+  g_atomic_int_inc (&c->ref);
+  return c;
+}
+
+static void
+conn_unref (Conn *c)
+{
+  if (!g_atomic_int_dec_and_test (&c->ref))
+    return;
+  g_clear_object (&c->client);
+  g_clear_object (&c->upstream);
+  g_clear_object (&c->cancel);
+  fb_proxy_request_clear (&c->req);
+  g_free (c->path);
+  g_free (c->address);
+  g_clear_pointer (&c->addresses, g_ptr_array_unref);
+  g_free (c->up.buf);
+  g_free (c->down.buf);
+  g_free (c);
+}
+
+/* ---- records ---- */
+
+static void
+conn_log (Conn *c, FbOp op, FbDecision decision, int err, const FbPolicyNetDecision *d)
+{
+  FbAccessEvent e = {
+    .uid = c->proxy->uid,
+    .comm = NULL,
+    .op = op,
+    .path = c->path,
+    .access = "connect",
+    .decision = decision,
+    .err = err,
+    .net_rule = d->rule,
+    .host = c->req.host,
+    .port = c->req.port,
+    .address = c->address,
+    .bytes_read = -1,
+    .bytes_written = -1,
+  };
+
+  if (op == FB_OP_DISCONNECT)
+    {
+      /* the sandbox's view, as for a file's close: what it read and wrote */
+      e.bytes_read = (int64_t)c->down.bytes;
+      e.bytes_written = (int64_t)c->up.bytes;
+      e.duration_us = g_get_monotonic_time () - c->start_us;
+    }
+  fb_access_sink_push (c->proxy->sink, &e);
+}
+
+/* ---- the end ---- */
+
+static void proxy_resume (FbProxy *proxy);
+
+static void
+conn_close (Conn *c)
+{
+  FbProxy *proxy = c->proxy;
+
+  if (proxy == NULL)
+    return;
+  if (c->connected_logged)
+    conn_log (c, FB_OP_DISCONNECT, FB_DECISION_ALLOW, 0, &c->decision);
+  c->proxy = NULL;
+  g_cancellable_cancel (c->cancel);
+  if (c->timer != 0)
+    g_source_remove (c->timer);
+  c->timer = 0;
+  if (c->client != NULL)
+    g_io_stream_close (G_IO_STREAM (c->client), NULL, NULL);
+  if (c->upstream != NULL)
+    g_io_stream_close (G_IO_STREAM (c->upstream), NULL, NULL);
+  g_hash_table_remove (proxy->conns, c); /* its reference */
+  proxy_resume (proxy);
+}
+
+/* Send TEXT to the client without blocking (see the top of this file). */
+static void
+conn_answer (Conn *c, const void *data, gsize len)
+{
+  GSocket *s = g_socket_connection_get_socket (c->client);
+
+  g_socket_send_with_blocking (s, data, len, FALSE, NULL, NULL);
+}
+
+/* Header values and the body carry the policy's text: control characters
+ * and what is not ASCII become '?', so that nothing of it can end a header
+ * line. */
+static void
+append_ascii (GString *out, const char *s)
+{
+  for (; s != NULL && *s != '\0'; s++)
+    g_string_append_c (out, (guchar)*s >= 0x20 && (guchar)*s < 0x7f ? *s : '?');
+}
+
+static void
+conn_answer_http (Conn *c, const char *status, const FbPolicyNetDecision *d, const char *text)
+{
+  g_autoptr (GString) body = g_string_new ("fusebox: ");
+  g_autoptr (GString) head = g_string_new ("HTTP/1.1 ");
+
+  if (d != NULL)
+    {
+      g_string_append (body, "connection to ");
+      append_ascii (body, c->path);
+      if (c->address != NULL && (c->req.host == NULL || strcmp (c->address, c->req.host) != 0))
+        {
+          g_string_append (body, " (");
+          append_ascii (body, c->address);
+          g_string_append_c (body, ')');
+        }
+      g_string_append (body, " refused by the network policy: rule ");
+      append_ascii (body, d->rule->name);
+      g_string_append (body, " (");
+      append_ascii (body, d->rule->origin);
+      g_string_append (body, "): ");
+      append_ascii (body, d->rule->why);
+    }
+  else
+    append_ascii (body, text);
+  g_string_append_c (body, '\n');
+  g_string_append (head, status);
+  g_string_append (head, "\r\nContent-Type: text/plain\r\nConnection: close\r\n");
+  if (d != NULL)
+    {
+      g_string_append (head, "Fusebox-Rule: ");
+      append_ascii (head, d->rule->name);
+      g_string_append (head, "\r\nFusebox-Why: ");
+      append_ascii (head, d->rule->why);
+      g_string_append (head, "\r\n");
+    }
+  g_string_append_printf (head, "Content-Length: %" G_GSIZE_FORMAT "\r\n\r\n", body->len);
+  g_string_append_len (head, body->str, (gssize)body->len);
+  conn_answer (c, head->str, head->len);
+}
+
+static void
+conn_answer_socks (Conn *c, guint8 code)
+{
+  guint8 reply[10] = { 5, code, 0, 1, 0, 0, 0, 0, 0, 0 };
+
+  conn_answer (c, reply, sizeof reply);
+}
+
+/* The attempt failed before a connection: answered, closed. */
+static void
+conn_fail (Conn *c, const char *status, guint8 socks, const FbPolicyNetDecision *refused, const char *text)
+{
+  if (c->req.kind == FB_PROXY_SOCKS)
+    conn_answer_socks (c, socks);
+  else
+    conn_answer_http (c, status, refused, text);
+  conn_close (c);
+}
+
+static gboolean
+on_timeout (gpointer data)
+{
+  Conn *c = data;
+
+  c->timer = 0;
+  if (c->state == STATE_CONNECTING)
+    {
+      conn_log (c, FB_OP_CONNECT, FB_DECISION_ALLOW, ETIMEDOUT, &c->decision);
+      conn_fail (c, "504 Gateway Timeout", FB_SOCKS_HOST_UNREACHABLE, NULL, "connecting took too long");
+    }
+  else if (c->state == STATE_HTTP_HEAD)
+    conn_fail (c, "408 Request Timeout", 0, NULL, "the request did not arrive in time");
+  else
+    conn_close (c);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+conn_set_timer (Conn *c, guint seconds)
+{
+  if (c->timer != 0)
+    g_source_remove (c->timer);
+  c->timer = g_timeout_add_seconds (seconds, on_timeout, c);
+}
+
+/* ---- splicing ---- */
+
+static void pipe_read (Pipe *p);
+
+static void
+on_pipe_written (GObject *source, GAsyncResult *res, gpointer data)
+{
+  Pipe *p = data;
+  Conn *c = p->conn;
+  gsize n = 0;
+  gboolean ok = g_output_stream_write_all_finish (G_OUTPUT_STREAM (source), res, &n, NULL);
+
+  if (c->proxy != NULL)
+    {
+      p->bytes += n;
+      p->len = 0;
+      if (ok)
+        pipe_read (p);
+      else
+        conn_close (c);
+    }
+  conn_unref (c);
+}
+
+static void
+pipe_write (Pipe *p)
+{
+  g_output_stream_write_all_async (p->out, p->buf, p->len, G_PRIORITY_DEFAULT, p->conn->cancel, on_pipe_written, p);
+  conn_ref (p->conn);
+}
+
+static void
+on_pipe_read (GObject *source, GAsyncResult *res, gpointer data)
+{
+  Pipe *p = data;
+  Conn *c = p->conn;
+  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (source), res, NULL);
+
+  if (c->proxy != NULL)
+    {
+      if (n > 0)
+        {
+          p->len = (gsize)n;
+          pipe_write (p);
+        }
+      else if (n < 0)
+        conn_close (c);
+      else
+        {
+          /* end of this direction: passed on as such (a client that
+           * half-closes after its request still gets the answer) */
+          p->eof = true;
+          g_socket_shutdown (p->out_socket, FALSE, TRUE, NULL);
+          if (c->up.eof && c->down.eof)
+            conn_close (c);
+        }
+    }
+  conn_unref (c);
+}
+
+static void
+pipe_read (Pipe *p)
+{
+  g_input_stream_read_async (p->in, p->buf, FB_PROXY_BUFFER, G_PRIORITY_DEFAULT, p->conn->cancel, on_pipe_read, p);
+  conn_ref (p->conn);
+}
+
+static void
+pipe_init (Pipe *p, Conn *c, GSocketConnection *from, GSocketConnection *to)
+{
+  p->conn = c;
+  p->in = g_io_stream_get_input_stream (G_IO_STREAM (from));
+  p->out = g_io_stream_get_output_stream (G_IO_STREAM (to));
+  p->out_socket = g_socket_connection_get_socket (to);
+  p->buf = g_malloc (FB_PROXY_BUFFER);
+}
+
+static void
+conn_splice (Conn *c)
+{
+  gsize rest = c->head_len - c->req.consumed;
+
+  c->state = STATE_SPLICING;
+  if (c->timer != 0)
+    g_source_remove (c->timer);
+  c->timer = 0;
+  pipe_init (&c->up, c, c->client, c->upstream);
+  pipe_init (&c->down, c, c->upstream, c->client);
+  /* what the client sent past its request (a TLS hello right after
+   * CONNECT, a plain request's body) goes first, after a plain request's
+   * rewritten head: both fit (FB_PROXY_HEAD_MAX each, the buffer is larger) */
+  if (c->req.forward != NULL)
+    {
+      memcpy (c->up.buf, c->req.forward->str, c->req.forward->len);
+      c->up.len = c->req.forward->len;
+    }
+  memcpy (c->up.buf + c->up.len, c->head + c->req.consumed, rest);
+  c->up.len += rest;
+  if (c->up.len > 0)
+    pipe_write (&c->up);
+  else
+    pipe_read (&c->up);
+  pipe_read (&c->down);
+}
+
+/* ---- connecting ---- */
+
+static void conn_try_next (Conn *c);
+
+static void
+on_connected (GObject *source, GAsyncResult *res, gpointer data)
+{
+  Conn *c = data;
+  g_autoptr (GError) error = NULL;
+  GSocketConnection *s = g_socket_client_connect_finish (G_SOCKET_CLIENT (source), res, &error);
+
+  if (c->proxy == NULL)
+    {
+      g_clear_object (&s);
+      conn_unref (c);
+      return;
+    }
+  if (s == NULL)
+    {
+      int err = error->domain == G_IO_ERROR && error->code == G_IO_ERROR_CONNECTION_REFUSED    ? ECONNREFUSED
+                : error->domain == G_IO_ERROR && error->code == G_IO_ERROR_TIMED_OUT           ? ETIMEDOUT
+                : error->domain == G_IO_ERROR && error->code == G_IO_ERROR_NETWORK_UNREACHABLE ? ENETUNREACH
+                : error->domain == G_IO_ERROR && error->code == G_IO_ERROR_HOST_UNREACHABLE    ? EHOSTUNREACH
+                                                                                               : EIO;
+      conn_log (c, FB_OP_CONNECT, FB_DECISION_ALLOW, err, &c->decision);
+      if (c->next_address < c->addresses->len)
+        conn_try_next (c);
+      else
+        conn_fail (c, "502 Bad Gateway",
+                   err == ECONNREFUSED  ? FB_SOCKS_CONNECTION_REFUSED
+                   : err == ENETUNREACH ? FB_SOCKS_NETWORK_UNREACHABLE
+                                        : FB_SOCKS_HOST_UNREACHABLE,
+                   NULL, error->message);
+      conn_unref (c);
+      return;
+    }
+  c->upstream = s;
+  g_socket_set_option (g_socket_connection_get_socket (s), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
+  c->start_us = g_get_monotonic_time ();
+  c->connected_logged = true;
+  conn_log (c, FB_OP_CONNECT, FB_DECISION_ALLOW, 0, &c->decision);
+  if (c->req.kind == FB_PROXY_SOCKS)
+    {
+      /* the address we connected from, as RFC 1928 asks; the client
+       * only needs the code */
+      conn_answer_socks (c, FB_SOCKS_SUCCEEDED);
+    }
+  else if (c->req.kind == FB_PROXY_HTTP_CONNECT)
+    conn_answer (c, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+  conn_splice (c);
+  conn_unref (c);
+}
+
+/* The next resolved address the policy allows, connected to; the first
+ * refusal when none is. */
+static void
+conn_try_next (Conn *c)
+{
+  FbPolicyNetDecision first_refusal = { 0 };
+  g_autofree char *first_address = NULL;
+
+  while (c->next_address < c->addresses->len)
+    {
+      GInetAddress *a = c->addresses->pdata[c->next_address++];
+      GSocketFamily family = g_inet_address_get_family (a);
+      FbPolicyNetDecision d;
+
+      fb_policy_net_check_address (c->proxy->policy, &c->by_name, family == G_SOCKET_FAMILY_IPV4 ? AF_INET : AF_INET6,
+                                   g_inet_address_to_bytes (a), c->req.port, &d);
+      g_free (c->address);
+      c->address = g_inet_address_to_string (a);
+      if (!d.allowed)
+        {
+          if (first_refusal.rule == NULL)
+            {
+              first_refusal = d;
+              first_address = g_strdup (c->address);
+            }
+          continue;
+        }
+      c->decision = d;
+      {
+        g_autoptr (GSocketAddress) sa = g_inet_socket_address_new (a, c->req.port);
+
+        g_socket_client_connect_async (c->proxy->client, G_SOCKET_CONNECTABLE (sa), c->cancel, on_connected,
+                                       conn_ref (c));
+      }
+      return;
+    }
+  if (first_refusal.rule == NULL)
+    {
+      conn_log (c, FB_OP_CONNECT, FB_DECISION_ALLOW, EHOSTUNREACH, &c->by_name);
+      conn_fail (c, "502 Bad Gateway", FB_SOCKS_HOST_UNREACHABLE, NULL, "the name has no address");
+      return;
+    }
+  g_free (c->address);
+  c->address = g_steal_pointer (&first_address);
+  c->decision = first_refusal;
+  conn_log (c, FB_OP_CONNECT, FB_DECISION_DENY, EACCES, &first_refusal);
+  conn_fail (c, "403 Forbidden", FB_SOCKS_NOT_ALLOWED, &first_refusal, NULL);
+}
+
+static void
+conn_addresses (Conn *c, GList *list)
+{
+  c->addresses = g_ptr_array_new_with_free_func (g_object_unref);
+  for (GList *l = list; l != NULL && c->addresses->len < 16; l = l->next)
+    g_ptr_array_add (c->addresses, g_object_ref (l->data));
+  c->next_address = 0;
+}
+
+static void
+on_resolved (GObject *source, GAsyncResult *res, gpointer data)
+{
+  Conn *c = data;
+  g_autoptr (GError) error = NULL;
+  GList *list = g_resolver_lookup_by_name_finish (G_RESOLVER (source), res, &error);
+
+  if (c->proxy != NULL)
+    {
+      if (list == NULL)
+        {
+          conn_log (c, FB_OP_CONNECT, FB_DECISION_ALLOW, EHOSTUNREACH, &c->by_name);
+          conn_fail (c, "502 Bad Gateway", FB_SOCKS_HOST_UNREACHABLE, NULL, error->message);
+        }
+      else
+        {
+          conn_addresses (c, list);
+          conn_try_next (c);
+        }
+    }
+  g_resolver_free_addresses (list);
+  conn_unref (c);
+}
+
+/* A complete request: decide on the name, then resolve it. */
+static void
+conn_request (Conn *c)
+{
+  FbProxy *proxy = c->proxy;
+  GPtrArray *mapped;
+
+  c->state = STATE_CONNECTING;
+  conn_set_timer (c, FB_PROXY_CONNECT_S);
+  if (strchr (c->req.host, ':') != NULL)
+    c->path = g_strdup_printf ("[%s]:%u", c->req.host, c->req.port);
+  else
+    c->path = g_strdup_printf ("%s:%u", c->req.host, c->req.port);
+  fb_policy_net_decide (proxy->policy, c->req.host, c->req.port, &c->by_name);
+  c->decision = c->by_name;
+  if (!c->by_name.allowed)
+    {
+      /* refused by its name: never resolved */
+      conn_log (c, FB_OP_CONNECT, FB_DECISION_DENY, EACCES, &c->by_name);
+      conn_fail (c, "403 Forbidden", FB_SOCKS_NOT_ALLOWED, &c->by_name, NULL);
+      return;
+    }
+  if (c->req.host_is_address)
+    {
+      g_autoptr (GInetAddress) a = g_inet_address_new_from_string (c->req.host);
+      GList one = { .data = a };
+
+      conn_addresses (c, &one);
+      conn_try_next (c);
+      return;
+    }
+  mapped = g_hash_table_lookup (proxy->resolve, c->req.host);
+  if (mapped != NULL)
+    {
+      g_autoptr (GList) list = NULL;
+
+      for (guint i = mapped->len; i > 0; i--)
+        list = g_list_prepend (list, mapped->pdata[i - 1]);
+      conn_addresses (c, list);
+      conn_try_next (c);
+      return;
+    }
+  g_resolver_lookup_by_name_async (proxy->resolver, c->req.host, c->cancel, on_resolved, conn_ref (c));
+}
+
+/* ---- the handshake ---- */
+
+static void conn_read_head (Conn *c);
+
+/* Drop the first N bytes of the handshake buffer. */
+static void
+head_consume (Conn *c, gsize n)
+{
+  memmove (c->head, c->head + n, c->head_len - n);
+  c->head_len -= n;
+  c->head[c->head_len] = '\0';
+}
+
+/* What the buffer holds now, by the state; reads more when incomplete. */
+static void
+conn_parse (Conn *c)
+{
+  for (;;)
+    switch (c->state)
+      {
+        case STATE_FIRST:
+          if (c->head_len == 0)
+            {
+              conn_read_head (c);
+              return;
+            }
+          c->state = c->head[0] == 5 ? STATE_SOCKS_GREETING : STATE_HTTP_HEAD;
+          if (c->state == STATE_SOCKS_GREETING)
+            c->req.kind = FB_PROXY_SOCKS;
+          break;
+        case STATE_SOCKS_GREETING:
+          {
+            gsize used = 0;
+            bool no_auth = false;
+
+            switch (fb_proxy_parse_socks_greeting (c->head, c->head_len, &used, &no_auth))
+              {
+                case FB_PROXY_PARSE_MORE:
+                  conn_read_head (c);
+                  return;
+                case FB_PROXY_PARSE_ERROR:
+                  conn_close (c);
+                  return;
+                case FB_PROXY_PARSE_DONE:
+                  break;
+              }
+            /* "no acceptable methods" (RFC 1928, 3) */
+            conn_answer (c, no_auth ? "\x05\x00" : "\x05\xff", 2);
+            if (!no_auth)
+              {
+                conn_close (c);
+                return;
+              }
+            head_consume (c, used);
+            c->state = STATE_SOCKS_REQUEST;
+            break;
+          }
+        case STATE_SOCKS_REQUEST:
+          {
+            guint8 reply = FB_SOCKS_GENERAL_FAILURE;
+
+            switch (fb_proxy_parse_socks_request (c->head, c->head_len, &c->req, &reply))
+              {
+                case FB_PROXY_PARSE_MORE:
+                  conn_read_head (c);
+                  return;
+                case FB_PROXY_PARSE_ERROR:
+                  conn_answer_socks (c, reply);
+                  conn_close (c);
+                  return;
+                case FB_PROXY_PARSE_DONE:
+                  conn_request (c);
+                  return;
+              }
+            return;
+          }
+        case STATE_HTTP_HEAD:
+          {
+            const char *why = NULL;
+
+            switch (fb_proxy_parse_http ((const char *)c->head, c->head_len, &c->req, &why))
+              {
+                case FB_PROXY_PARSE_MORE:
+                  conn_read_head (c);
+                  return;
+                case FB_PROXY_PARSE_ERROR:
+                  conn_fail (c, "400 Bad Request", 0, NULL, why);
+                  return;
+                case FB_PROXY_PARSE_DONE:
+                  conn_request (c);
+                  return;
+              }
+            return;
+          }
+        case STATE_CONNECTING:
+        case STATE_SPLICING:
+          return;
+      }
+}
+
+static void
+on_head_read (GObject *source, GAsyncResult *res, gpointer data)
+{
+  Conn *c = data;
+  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (source), res, NULL);
+
+  if (c->proxy != NULL)
+    {
+      if (n <= 0)
+        conn_close (c); /* gone, or an error: nothing was decided */
+      else
+        {
+          c->head_len += (gsize)n;
+          c->head[c->head_len] = '\0';
+          conn_parse (c);
+        }
+    }
+  conn_unref (c);
+}
+
+static void
+conn_read_head (Conn *c)
+{
+  GInputStream *in = g_io_stream_get_input_stream (G_IO_STREAM (c->client));
+
+  if (c->head_len >= FB_PROXY_HEAD_MAX)
+    {
+      /* a parser that wants more than the buffer holds: too long */
+      if (c->req.kind == FB_PROXY_SOCKS)
+        conn_close (c);
+      else
+        conn_fail (c, "400 Bad Request", 0, NULL, "the request's head is longer than the proxy takes");
+      return;
+    }
+  g_input_stream_read_async (in, c->head + c->head_len, FB_PROXY_HEAD_MAX - c->head_len, G_PRIORITY_DEFAULT, c->cancel,
+                             on_head_read, conn_ref (c));
+}
+
+/* ---- accepting ---- */
+
+static void
+proxy_resume (FbProxy *proxy)
+{
+  if (proxy->stopped && g_hash_table_size (proxy->conns) < FB_PROXY_MAX_CONNECTIONS)
+    {
+      proxy->stopped = false;
+      g_socket_service_start (proxy->service);
+    }
+}
+
+static gboolean
+on_incoming (GSocketService *service, GSocketConnection *connection, GObject *source, gpointer data)
+{
+  FbProxy *proxy = data;
+  Conn *c = g_new0 (Conn, 1);
+
+  c->ref = 1;
+  c->proxy = proxy;
+  c->client = g_object_ref (connection);
+  c->cancel = g_cancellable_new ();
+  c->state = STATE_FIRST;
+  g_socket_set_option (g_socket_connection_get_socket (connection), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
+  g_hash_table_add (proxy->conns, c);
+  if (g_hash_table_size (proxy->conns) >= FB_PROXY_MAX_CONNECTIONS)
+    {
+      proxy->stopped = true;
+      g_socket_service_stop (service);
+    }
+  conn_set_timer (c, FB_PROXY_HANDSHAKE_S);
+  conn_parse (c);
+  return TRUE;
+}
+
+/* ---- public ---- */
+
+static gboolean
+parse_resolve (const char *entry, char **ret_name, GInetAddress **ret_address)
+{
+  const char *colon = strchr (entry, ':');
+  g_autofree char *name = NULL;
+  const char *addr;
+  GInetAddress *a;
+
+  if (colon == NULL)
+    return FALSE;
+  name = g_strndup (entry, colon - entry);
+  addr = colon + 1;
+  if (addr[0] == '[' && addr[strlen (addr) - 1] == ']')
+    {
+      g_autofree char *inner = g_strndup (addr + 1, strlen (addr) - 2);
+
+      a = g_inet_address_new_from_string (inner);
+    }
+  else
+    a = g_inet_address_new_from_string (addr);
+  if (a == NULL)
+    return FALSE;
+  {
+    g_autofree char *norm = fb_policy_net_host_normalize (name);
+
+    if (norm == NULL)
+      {
+        g_object_unref (a);
+        return FALSE;
+      }
+    *ret_name = g_steal_pointer (&norm);
+  }
+  *ret_address = a;
+  return TRUE;
+}
+
+gboolean
+fb_proxy_check_resolve (const char *const *resolve, GError **error)
+{
+  for (; resolve != NULL && *resolve != NULL; resolve++)
+    {
+      g_autofree char *name = NULL;
+      g_autoptr (GInetAddress) a = NULL;
+
+      if (!parse_resolve (*resolve, &name, &a))
+        {
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                       "--resolve %s: give NAME:ADDRESS, a host name and an IPv4 or IPv6 address", *resolve);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+FbProxy *
+fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
+{
+  g_autoptr (FbProxy) proxy = g_new0 (FbProxy, 1);
+  g_autoptr (GSocket) socket = NULL;
+
+  proxy->policy = fb_policy_ref ((FbPolicy *)options->policy);
+  proxy->sink = options->sink;
+  proxy->uid = options->uid;
+  proxy->conns = g_hash_table_new_full (NULL, NULL, (GDestroyNotify)conn_unref, NULL);
+  proxy->resolve = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
+  for (const char *const *r = options->resolve; r != NULL && *r != NULL; r++)
+    {
+      char *name = NULL;
+      GInetAddress *a = NULL;
+      GPtrArray *list;
+
+      if (!parse_resolve (*r, &name, &a))
+        {
+          close (listen_fd);
+          fb_proxy_check_resolve (options->resolve, error);
+          return NULL;
+        }
+      list = g_hash_table_lookup (proxy->resolve, name);
+      if (list == NULL)
+        {
+          list = g_ptr_array_new_with_free_func (g_object_unref);
+          g_hash_table_insert (proxy->resolve, name, list);
+        }
+      else
+        g_free (name);
+      g_ptr_array_add (list, a);
+    }
+  proxy->resolver = g_resolver_get_default ();
+  proxy->client = g_socket_client_new ();
+  /* the host's proxy settings (http_proxy in our environment) are not the
+   * sandbox's way out: connect directly */
+  g_socket_client_set_enable_proxy (proxy->client, FALSE);
+  socket = g_socket_new_from_fd (listen_fd, error);
+  if (socket == NULL)
+    {
+      close (listen_fd);
+      return NULL;
+    }
+  proxy->service = g_socket_service_new ();
+  if (!g_socket_listener_add_socket (G_SOCKET_LISTENER (proxy->service), socket, NULL, error))
+    return NULL;
+  g_signal_connect (proxy->service, "incoming", G_CALLBACK (on_incoming), proxy);
+  g_socket_service_start (proxy->service);
+  return g_steal_pointer (&proxy);
+}
+
+void
+fb_proxy_free (FbProxy *proxy)
+{
+  GHashTableIter it;
+  gpointer key;
+  g_autoptr (GPtrArray) all = g_ptr_array_new ();
+
+  if (proxy == NULL)
+    return;
+  if (proxy->service != NULL)
+    {
+      g_signal_handlers_disconnect_by_data (proxy->service, proxy);
+      g_socket_service_stop (proxy->service);
+      g_socket_listener_close (G_SOCKET_LISTENER (proxy->service));
+    }
+  g_hash_table_iter_init (&it, proxy->conns);
+  while (g_hash_table_iter_next (&it, &key, NULL))
+    g_ptr_array_add (all, key);
+  for (guint i = 0; i < all->len; i++)
+    conn_close (all->pdata[i]);
+  g_clear_object (&proxy->service);
+  g_clear_object (&proxy->client);
+  g_clear_object (&proxy->resolver);
+  g_hash_table_unref (proxy->conns);
+  g_hash_table_unref (proxy->resolve);
+  g_clear_pointer (&proxy->policy, fb_policy_unref);
+  g_free (proxy);
+}
+
+char **
+fb_proxy_environ (char **envp)
+{
+  static const char *const names[] = { "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY" };
+  g_autofree char *http = g_strdup_printf ("http://127.0.0.1:%d", FB_PROXY_PORT);
+  g_autofree char *socks = g_strdup_printf ("socks5h://127.0.0.1:%d", FB_PROXY_PORT);
+  const char *values[] = { http, http, socks, "localhost,127.0.0.1,::1" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autofree char *lower = g_ascii_strdown (names[i], -1);
+
+      envp = g_environ_setenv (envp, names[i], values[i], TRUE);
+      envp = g_environ_setenv (envp, lower, values[i], TRUE);
+    }
+  return envp;
+}
