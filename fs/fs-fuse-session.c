@@ -14,10 +14,59 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 /* The signal fb_fuse_abort() sends to the FUSE threads (see there). */
 #define FB_FUSE_WAKE_SIGNAL (SIGRTMIN + 4)
+
+/* --- the workers' reads -------------------------------------------------------------
+ *
+ * fuse_session_loop_mt ends its workers with pthread_cancel(), and a worker
+ * is cancellable for the whole of fuse_session_receive_buf, not only for
+ * its read(2): a read that fails with an errno libfuse does not expect is
+ * reported there with perror(), which locks stderr without a cleanup
+ * handler.  A cancel that lands in perror's write(2) leaves stderr locked
+ * by a thread that is gone, and the next message on stderr waits forever
+ * (run's "the access log ... reached its budget" did, under load, after a
+ * worker's "fuse: reading device: Software caused connection abort"); the
+ * main loop waits with it, and since the signals are read from the loop,
+ * SIGTERM does nothing.  So the read is the only place where a worker can
+ * be cancelled: cancellable for the read(2) itself, as libfuse wants (an
+ * idle worker is ended so), and no longer once it has returned.
+ *
+ * ECONNABORTED is the kernel's answer to a worker whose read took a request
+ * just as the connection was being shut down (fuse_dev_do_read, after
+ * fuse_abort_conn disconnected the processing queues), which happens when
+ * a sandbox's last process leaves its mount namespace with a release still
+ * queued.  (The other ECONNABORTED, fusectl's abort with FUSE_ABORT_ERROR,
+ * we never negotiate.)  Either way the kernel is done with the connection:
+ * it reads as ENODEV, on which libfuse ends serving quietly, not as an
+ * error to print, nor a failure of serving ("run: serving the view failed"
+ * at the end of a finished sandbox, its status replaced by 125). */
+static ssize_t
+io_read (int fd, void *buf, size_t len, void *userdata)
+{
+  ssize_t n;
+  int err;
+
+  pthread_setcancelstate (PTHREAD_CANCEL_ENABLE, NULL);
+  n = read (fd, buf, len);
+  err = errno;
+  pthread_setcancelstate (PTHREAD_CANCEL_DISABLE, NULL);
+  if (n < 0 && err == ECONNABORTED)
+    err = ENODEV;
+  errno = err;
+  return n;
+}
+
+static ssize_t
+io_writev (int fd, struct iovec *iov, int count, void *userdata)
+{
+  return writev (fd, iov, count);
+}
+
+static const struct fuse_custom_io fuse_io = { .writev = io_writev, .read = io_read };
 
 /* --- sessions ------------------------------------------------------------------- */
 
@@ -193,6 +242,15 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
     }
   if (low >= 0)
     unmount_socket_last (low);
+  /* the session's descriptor, read and written through fuse_io (above) */
+  r = fuse_session_custom_io (f->se, &fuse_io, fuse_session_fd (f->se));
+  if (r < 0)
+    {
+      fuse_session_unmount (f->se);
+      fuse_session_destroy (f->se);
+      f->se = NULL;
+      return r;
+    }
   if (!is_fd)
     {
       dev_t dev = mount_dev (real);
@@ -257,18 +315,7 @@ fb_fuse_run (FbFuse *f)
   fuse_loop_cfg_set_clone_fd (cfg, 1);
   r = fuse_session_loop_mt (f->se, cfg);
   fuse_loop_cfg_destroy (cfg);
-  /* libfuse ends quietly on ENODEV only, but the kernel ends a connection
-   * with ECONNABORTED as well: to a worker whose read took a request just
-   * as the connection was being shut down (fuse_dev_do_read, after
-   * fuse_abort_conn disconnected the processing queues), which happens
-   * when a sandbox's last process leaves its mount namespace with a
-   * release still queued.  (The other ECONNABORTED, fusectl's abort with
-   * FUSE_ABORT_ERROR, we never negotiate.)  Either way the kernel is
-   * done with the connection: the end of serving, not a failure ("run:
-   * serving the view failed" at the end of a finished sandbox, its status
-   * replaced by 125). */
-  if (r == -ECONNABORTED)
-    r = 0;
+  /* ECONNABORTED ended it quietly, as ENODEV (io_read) */
   return r < 0 ? r : (r > 0 ? -EIO : 0);
 }
 
