@@ -171,6 +171,31 @@ make_obj (Obj obj, const char *path, const char *secret)
   assert_int_equal (st.st_mode & S_IFMT, objs[obj].type);
 }
 
+/* PATH made each kind of object in turn (a link to SECRET): each command
+ * of CMDS (N of them, a name and up to two arguments) refuses it, says
+ * what it is, and shows nothing of SECRET. */
+static void
+assert_refused_as_each_obj (RFx *fx, const char *const (*cmds)[3], guint n, const char *path, const char *secret)
+{
+  for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
+    {
+      make_obj (o, path, secret);
+      for (guint c = 0; c < n; c++)
+        {
+          Res r;
+          g_autofree char *what = g_strdup_printf ("%s %s %s, %s (%s)", cmds[c][0], cmds[c][1] ? cmds[c][1] : "",
+                                                   cmds[c][2] ? cmds[c][2] : "", path, objs[o].kind);
+          const char *args[4] = { cmds[c][0], cmds[c][1], cmds[c][2], NULL };
+
+          fusebox (fx, &r, args);
+          assert_refused (&r, what, path, objs[o].kind);
+          assert_null (strstr (r.out, "the-secret"));
+          res_clear (&r);
+        }
+      assert_int_equal (unlink (path), 0);
+    }
+}
+
 /* A FIFO, a socket, a device or a link in place of access.jsonl: log, log
  * --follow, report, and log of the newest run, each refuse it and end. */
 static void
@@ -183,28 +208,14 @@ test_live_log_not_a_file (void **state)
 
   test_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
   test_assert_host_readable (secret);
-  for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
-    {
-      const char *const cmds[][3] = {
-        { "log", RUN, NULL },  { "log", "--follow", RUN }, { "report", RUN, NULL },
-        { "log", NULL, NULL }, { "log", live, NULL },
-      };
+  {
+    const char *const cmds[][3] = {
+      { "log", RUN, NULL },  { "log", "--follow", RUN }, { "report", RUN, NULL },
+      { "log", NULL, NULL }, { "log", live, NULL },
+    };
 
-      make_obj (o, live, secret);
-      for (guint c = 0; c < G_N_ELEMENTS (cmds); c++)
-        {
-          Res r;
-          g_autofree char *what = g_strdup_printf ("%s %s %s (%s)", cmds[c][0], cmds[c][1] ? cmds[c][1] : "",
-                                                   cmds[c][2] ? cmds[c][2] : "", objs[o].kind);
-          const char *args[4] = { cmds[c][0], cmds[c][1], cmds[c][2], NULL };
-
-          fusebox (fx, &r, args);
-          assert_refused (&r, what, live, objs[o].kind);
-          assert_null (strstr (r.out, "the-secret"));
-          res_clear (&r);
-        }
-      assert_int_equal (unlink (live), 0);
-    }
+    assert_refused_as_each_obj (fx, cmds, G_N_ELEMENTS (cmds), live, secret);
+  }
   RFX_PASS ();
 }
 
@@ -221,30 +232,16 @@ test_rotated_log_not_a_file (void **state)
 
   test_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
   test_write (live, rec, 0600);
-  for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
-    {
-      const char *const cmds[][3] = {
-        { "log", RUN, NULL },
-        { "log", "--follow", RUN },
-        { "report", RUN, NULL },
-        { "log", rotated, NULL },
-      };
+  {
+    const char *const cmds[][3] = {
+      { "log", RUN, NULL },
+      { "log", "--follow", RUN },
+      { "report", RUN, NULL },
+      { "log", rotated, NULL },
+    };
 
-      make_obj (o, rotated, secret);
-      for (guint c = 0; c < G_N_ELEMENTS (cmds); c++)
-        {
-          Res r;
-          g_autofree char *what = g_strdup_printf ("%s %s %s, rotated (%s)", cmds[c][0], cmds[c][1],
-                                                   cmds[c][2] ? cmds[c][2] : "", objs[o].kind);
-          const char *args[4] = { cmds[c][0], cmds[c][1], cmds[c][2], NULL };
-
-          fusebox (fx, &r, args);
-          assert_refused (&r, what, rotated, objs[o].kind);
-          assert_null (strstr (r.out, "the-secret"));
-          res_clear (&r);
-        }
-      assert_int_equal (unlink (rotated), 0);
-    }
+    assert_refused_as_each_obj (fx, cmds, G_N_ELEMENTS (cmds), rotated, secret);
+  }
   RFX_PASS ();
 }
 
