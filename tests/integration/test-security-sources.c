@@ -106,6 +106,31 @@ assert_refusal (const char *err, const char *policy_name, guint line, guint col,
     fail_msg ("no refusal '%s...' in:\n%s", where, err);
 }
 
+/* COMMAND ended with STATUS and refused the policy (p.json) for C's
+ * source PATH. */
+static void
+assert_refused (const RfxResult *r, const char *command, int status, guint line, guint col, const char *path,
+                const Case *c)
+{
+  if (r->status != status)
+    fail_msg ("source %s: %s exited %d, not %d; it printed:\n%s%s", path, command, r->status, status, r->out, r->err);
+  assert_refusal (r->err, "p.json", line, col, path, c);
+}
+
+/* POLICY_PATH rewritten with C's object, proven to be on the host as C
+ * says, as its source; the source's path, and where the text names it. */
+static char *
+write_case_policy (RFx *fx, const char *policy_path, const Case *c, guint *ret_line, guint *ret_col)
+{
+  char *path = case_path (fx, c);
+  g_autofree char *text = policy_text (path, ret_line, ret_col);
+
+  assert_host_object (path, c);
+  unlink (policy_path); /* test_write writes in place: a shorter text would leave a tail */
+  test_write (policy_path, text, 0644);
+  return path;
+}
+
 static void
 test_run_refuses_a_source_that_is_not_a_directory (void **state)
 {
@@ -115,20 +140,13 @@ test_run_refuses_a_source_that_is_not_a_directory (void **state)
   make_objects (fx);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autofree char *path = case_path (fx, &cases[i]);
       guint line, col;
-      g_autofree char *text = policy_text (path, &line, &col);
+      g_autofree char *path = write_case_policy (fx, policy_path, &cases[i], &line, &col);
       RfxResult res = { 0 };
 
-      assert_host_object (path, &cases[i]);
-      unlink (policy_path); /* test_write writes in place: a shorter text would leave a tail */
-      test_write (policy_path, text, 0644);
       /* the command would list /x: what it shows, if it ran */
       rfx_run (fx, &res, "--policy", policy_path, "--", "/bin/ls", "-a", "/x", NULL);
-      if (res.status != 125)
-        fail_msg ("source %s: run exited %d, not 125 (a refused policy); it printed:\n%s%s", path, res.status, res.out,
-                  res.err);
-      assert_refusal (res.err, "p.json", line, col, path, &cases[i]);
+      assert_refused (&res, "run", 125 /* a refused policy */, line, col, path, &cases[i]);
       assert_string_equal (res.out, "");
       rfx_result_clear (&res);
     }
@@ -144,25 +162,15 @@ test_check_and_explain_report_the_refusal (void **state)
   make_objects (fx);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autofree char *path = case_path (fx, &cases[i]);
       guint line, col;
-      g_autofree char *text = policy_text (path, &line, &col);
+      g_autofree char *path = write_case_policy (fx, policy_path, &cases[i], &line, &col);
       RfxResult check = { 0 }, explain = { 0 };
 
-      assert_host_object (path, &cases[i]);
-      unlink (policy_path); /* test_write writes in place: a shorter text would leave a tail */
-      test_write (policy_path, text, 0644);
       rfx_fusebox (fx, &check, "policy", "check", "p.json", NULL);
-      if (check.status != 1)
-        fail_msg ("source %s: policy check exited %d, not 1; it printed:\n%s%s", path, check.status, check.out,
-                  check.err);
-      assert_refusal (check.err, "p.json", line, col, path, &cases[i]);
+      assert_refused (&check, "policy check", 1, line, col, path, &cases[i]);
       assert_null (strstr (check.out, "ok"));
       rfx_fusebox (fx, &explain, "policy", "explain", "--policy", "p.json", "/x", NULL);
-      if (explain.status != 1)
-        fail_msg ("source %s: policy explain exited %d, not 1; it printed:\n%s%s", path, explain.status, explain.out,
-                  explain.err);
-      assert_refusal (explain.err, "p.json", line, col, path, &cases[i]);
+      assert_refused (&explain, "policy explain", 1, line, col, path, &cases[i]);
       rfx_result_clear (&check);
       rfx_result_clear (&explain);
     }
