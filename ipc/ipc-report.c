@@ -49,6 +49,17 @@ typedef struct
   GPtrArray *examples;   /* distinct paths, at most MAX_EXAMPLES */
 } Group;
 
+/* One host the sandbox asked the network proxy for (connect and
+ * disconnect records). */
+typedef struct
+{
+  char *host;
+  guint64 connections; /* made */
+  guint64 failed;      /* allowed, but the host could not be reached */
+  guint64 denials;
+  gint64 bytes_received, bytes_sent;
+} NetHost;
+
 typedef struct
 {
   char *run;
@@ -67,6 +78,7 @@ struct FbReport
   GPtrArray *runs;                                        /* RunInfo* in order of appearance */
   GHashTable *ops;                                        /* op -> guint64* */
   GHashTable *decisions;                                  /* decision -> guint64* */
+  GHashTable *network;                                    /* host -> NetHost* */
   guint64 records, allowed, denied, failed;
   guint64 repeat_records; /* records that stand for repeated refusals */
   guint64 repeated;       /* the refusals they stand for */
@@ -116,6 +128,15 @@ group_free (gpointer p)
 }
 
 static void
+net_host_free (gpointer p)
+{
+  NetHost *h = p;
+
+  g_free (h->host);
+  g_free (h);
+}
+
+static void
 run_info_free (gpointer p)
 {
   RunInfo *r = p;
@@ -146,6 +167,7 @@ fb_report_new (void)
   r->runs = g_ptr_array_new_with_free_func (run_info_free);
   r->ops = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   r->decisions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  r->network = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, net_host_free);
   return r;
 }
 
@@ -165,6 +187,7 @@ fb_report_free (FbReport *r)
   g_ptr_array_unref (r->runs);
   g_hash_table_unref (r->ops);
   g_hash_table_unref (r->decisions);
+  g_hash_table_unref (r->network);
   g_free (r->first_ts);
   g_free (r->last_ts);
   g_free (r);
@@ -351,6 +374,37 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
     add_op (file_entry (r->other, path), op);
 }
 
+/* A connection through the network proxy, filed by the host it asked for. */
+static void
+add_network (FbReport *r, JsonObject *o, FbOp op, const char *decision, gint64 err, guint64 weight)
+{
+  const char *host = fb_json_member_string (o, "host");
+  NetHost *h;
+
+  if (host == NULL)
+    host = fb_json_member_string (o, "path");
+  if (host == NULL)
+    host = "?";
+  h = g_hash_table_lookup (r->network, host);
+  if (h == NULL)
+    {
+      h = g_new0 (NetHost, 1);
+      h->host = g_strdup (host);
+      g_hash_table_insert (r->network, h->host, h);
+    }
+  if (op == FB_OP_DISCONNECT)
+    {
+      h->bytes_received += MAX (fb_json_member_int (o, "bytes_read", 0), 0);
+      h->bytes_sent += MAX (fb_json_member_int (o, "bytes_written", 0), 0);
+    }
+  else if (fb_decision_name_is_refusal (decision))
+    h->denials += weight;
+  else if (err != 0)
+    h->failed++;
+  else
+    h->connections++;
+}
+
 void
 fb_report_add_record (FbReport *r, JsonObject *o)
 {
@@ -422,6 +476,12 @@ fb_report_add_record (FbReport *r, JsonObject *o)
     }
   count_n (r->ops, op, weight);
   count_n (r->decisions, decision != NULL ? decision : "?", weight);
+  {
+    FbOp known;
+
+    if (fb_op_from_string (op, &known) && fb_op_info (known)->effect == FB_OP_EFFECT_CONNECT)
+      add_network (r, o, known, decision, err, weight);
+  }
 
   if (!fb_decision_name_is_refusal (decision))
     {
@@ -674,6 +734,35 @@ fb_report_to_json (FbReport *r)
   json_files (b, "read", r->read, TRUE, FALSE);
   json_files (b, "other", r->other, FALSE, TRUE);
   json_builder_end_object (b);
+
+  /* only when the proxy logged something: a run without it reports as before */
+  if (g_hash_table_size (r->network) > 0)
+    {
+      g_autoptr (GPtrArray) hosts = sorted_keys (r->network);
+
+      json_builder_set_member_name (b, "network");
+      json_builder_begin_array (b);
+      for (guint i = 0; i < hosts->len; i++)
+        {
+          NetHost *h = g_hash_table_lookup (r->network, hosts->pdata[i]);
+
+          json_builder_begin_object (b);
+          json_builder_set_member_name (b, "host");
+          json_builder_add_string_value (b, h->host);
+          json_builder_set_member_name (b, "connections");
+          json_builder_add_int_value (b, (gint64)h->connections);
+          json_builder_set_member_name (b, "failed");
+          json_builder_add_int_value (b, (gint64)h->failed);
+          json_builder_set_member_name (b, "denials");
+          json_builder_add_int_value (b, (gint64)h->denials);
+          json_builder_set_member_name (b, "bytes_received");
+          json_builder_add_int_value (b, h->bytes_received);
+          json_builder_set_member_name (b, "bytes_sent");
+          json_builder_add_int_value (b, h->bytes_sent);
+          json_builder_end_object (b);
+        }
+      json_builder_end_array (b);
+    }
 
   json_builder_set_member_name (b, "denials");
   json_builder_begin_object (b);
@@ -952,6 +1041,29 @@ fb_report_to_text (FbReport *r)
   text_files (out, "Files read", r->read, TRUE, FALSE);
   if (g_hash_table_size (r->other) > 0)
     text_files (out, "Other changes", r->other, FALSE, TRUE);
+  if (g_hash_table_size (r->network) > 0)
+    {
+      g_autoptr (GPtrArray) hosts = sorted_keys (r->network);
+
+      g_string_append_printf (out, "\nNetwork (%u host%s)\n", hosts->len, PLURAL (hosts->len));
+      for (guint i = 0; i < hosts->len; i++)
+        {
+          NetHost *h = g_hash_table_lookup (r->network, hosts->pdata[i]);
+
+          g_string_append (out, "  ");
+          text_bytes (out, h->bytes_received);
+          g_string_append (out, " in ");
+          text_bytes (out, h->bytes_sent);
+          g_string_append (out, " out  ");
+          text_safe (out, h->host);
+          g_string_append_printf (out, ": %" G_GUINT64_FORMAT " connection%s", h->connections, PLURAL (h->connections));
+          if (h->failed > 0)
+            g_string_append_printf (out, ", %" G_GUINT64_FORMAT " failed", h->failed);
+          if (h->denials > 0)
+            g_string_append_printf (out, ", %" G_GUINT64_FORMAT " denied", h->denials);
+          g_string_append_c (out, '\n');
+        }
+    }
 
   {
     g_autoptr (GPtrArray) groups = sorted_groups (r->by_rule);

@@ -285,6 +285,44 @@ test_report_every_op (void **state)
     }
 }
 
+/* The network proxy's records: per host, the connections made, failed and
+ * refused (a fold's count included), and the bytes of their ends; no file. */
+static void
+test_report_network (void **state)
+{
+  static const char *const lines[] = {
+    "{\"seq\":1,\"op\":\"connect\",\"path\":\"a.test:443\",\"access\":\"connect\",\"decision\":\"allow\","
+    "\"errno\":0,\"host\":\"a.test\",\"port\":443}",
+    "{\"seq\":2,\"op\":\"disconnect\",\"path\":\"a.test:443\",\"access\":\"connect\",\"decision\":\"allow\","
+    "\"errno\":0,\"host\":\"a.test\",\"port\":443,\"bytes_read\":2048,\"bytes_written\":100}",
+    "{\"seq\":3,\"op\":\"connect\",\"path\":\"a.test:443\",\"access\":\"connect\",\"decision\":\"allow\","
+    "\"errno\":111,\"host\":\"a.test\",\"port\":443}",
+    "{\"seq\":4,\"op\":\"connect\",\"path\":\"b.test:80\",\"access\":\"connect\",\"decision\":\"deny\","
+    "\"errno\":13,\"host\":\"b.test\",\"port\":80,\"rule\":\"default\",\"repeat\":{\"count\":3}}",
+  };
+  g_autoptr (FbReport) r = build_report (lines, G_N_ELEMENTS (lines));
+  g_autoptr (JsonNode) root = fb_report_to_json (r);
+  g_autofree char *text = fb_report_to_text (r);
+  JsonArray *net = member_arr (json_node_get_object (root), "network");
+  JsonObject *a, *b;
+
+  assert_int_equal (json_array_get_length (net), 2);
+  a = json_array_get_object_element (net, 0);
+  b = json_array_get_object_element (net, 1);
+  assert_string_equal (json_object_get_string_member (a, "host"), "a.test");
+  assert_int_equal (json_object_get_int_member (a, "connections"), 1);
+  assert_int_equal (json_object_get_int_member (a, "failed"), 1);
+  assert_int_equal (json_object_get_int_member (a, "bytes_received"), 2048);
+  assert_int_equal (json_object_get_int_member (a, "bytes_sent"), 100);
+  assert_string_equal (json_object_get_string_member (b, "host"), "b.test");
+  assert_int_equal (json_object_get_int_member (b, "denials"), 3);
+  assert_int_equal (json_object_get_int_member (b, "connections"), 0);
+  assert_int_equal (json_array_get_length (member_arr (member_obj (json_node_get_object (root), "files"), "read")), 0);
+  assert_non_null (strstr (text, "Network (2 hosts)"));
+  assert_non_null (strstr (text, "a.test: 1 connection, 1 failed"));
+  assert_non_null (strstr (text, "b.test: 0 connections, 3 denied"));
+}
+
 /* Found by fuzz-ipc-log: records missing "op", and op/decision names with
  * control characters, must neither crash the report nor reach the terminal. */
 static void
@@ -428,6 +466,7 @@ main (void)
     cmocka_unit_test (test_report_open_then_close),
     cmocka_unit_test (test_report_every_op),
     cmocka_unit_test (test_report_malformed_records),
+    cmocka_unit_test (test_report_network),
     cmocka_unit_test (test_report_text),
     cmocka_unit_test (test_people_columns),
     cmocka_unit_test (test_people_colors),
