@@ -47,8 +47,8 @@ fb_launch_spec_check (guint32 network, const char *const *argv, const char *cons
   guint64 total = 0;
   guint n = 0;
 
-  if (network > 1)
-    return fail (ret_why, "the network setting is neither none nor host", EINVAL);
+  if (network > 2)
+    return fail (ret_why, "the network setting is none of none, host and an allowlist", EINVAL);
   if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0')
     return fail (ret_why, "argv[0] is missing or empty", EINVAL);
   if (cwd == NULL || cwd[0] != '/')

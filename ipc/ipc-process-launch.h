@@ -33,6 +33,9 @@
  *   MOUNTED  + the FUSE fd (SCM_RIGHTS): serve it now, the sandbox waits
  *            (not for a join: the view is served already)
  *   KEPT     + the kept view's user and mount namespaces (KEEP only)
+ *   PROXY    + the socket the sandbox listens on at 127.0.0.1:FB_LAUNCH_PROXY_PORT
+ *            (network 2, an allowlist: FbLauncherPlan.proxy_port), before
+ *            JOINED or after MOUNTED: the server's proxy accepts on it
  *   JOINED   + the command's pid namespace (a join only): the server
  *            tells its view that accesses from it are this command's,
  *            then answers GO; nothing runs in the sandbox before
@@ -60,6 +63,8 @@
 #include <sys/types.h>
 
 #define FB_LAUNCH_FD 3
+/* FB_PROXY_PORT (ipc/ipc-proxy.h), which the helper does not link */
+#define FB_LAUNCH_PROXY_PORT 3128
 /* The helper died without a word: as a sandbox failure of `fusebox run`. */
 #define FB_LAUNCH_EXIT_SANDBOX 125
 
@@ -75,6 +80,7 @@ typedef enum
   FB_LAUNCH_KEPT = 8,
   FB_LAUNCH_JOINED = 9,
   FB_LAUNCH_GO = 10,
+  FB_LAUNCH_PROXY = 11,
 } FbLaunchRecordType;
 
 typedef struct
@@ -99,7 +105,7 @@ typedef struct
 typedef struct
 {
   uint32_t magic;
-  uint32_t network; /* FbLauncherNetwork: 0 none, 1 host */
+  uint32_t network; /* 0 none, 1 host, 2 an allowlist: none and the proxy's socket */
   uint32_t argc;    /* >= 1 */
   uint32_t envc;
   uint64_t strings_size; /* bytes after the header */

@@ -48,6 +48,7 @@
  * its tee sink. */
 #include "ipc/ipc-rpc-private.h"
 #include "ipc/ipc-process-launch.h"
+#include "ipc/ipc-proxy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,6 +139,7 @@ struct FbRpcProcess
   bool helper_gone;
   bool finished; /* exited and closed sent */
   FbAccessShare *log_share; /* its part of the log's budget (ipc-log.c "Shares"), or NULL */
+  FbProxy *proxy;           /* a network allowlist's, until the process finishes, or NULL */
   bool log_stopped;         /* stopped for using it up: exits 125 */
   char *failure;
 
@@ -470,6 +472,8 @@ process_maybe_finish (FbRpcProcess *p)
     return;
   p->finished = true;
   leave_view (p);
+  /* its connections' last records, before its share's */
+  g_clear_pointer (&p->proxy, fb_proxy_free);
   /* The sandbox holds nothing any more: its floor of open files goes
    * back for the next process, whatever keeps its output. */
   g_clear_pointer (&p->fd_account, fb_view_fd_account_unref);
@@ -661,6 +665,20 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
             break;
           case FB_LAUNCH_EXEC:
             break;
+          case FB_LAUNCH_PROXY:
+            if (passed >= 0 && p->proxy == NULL)
+              {
+                /* its connections are its records, as its files are */
+                g_autoptr (GError) gerr = NULL;
+                FbProxyOptions po = {
+                  .policy = p->policy, .sink = fb_rpc_tee_sink_get (p->tee), .uid = geteuid (), .process = p->id
+                };
+
+                p->proxy = fb_proxy_new (&po, g_steal_fd (&passed), &gerr);
+                if (p->proxy == NULL)
+                  g_warning ("process %s: the network proxy could not start: %s", p->id, gerr->message);
+              }
+            break;
           case FB_LAUNCH_FAILED:
             {
               /* The text quotes the client's command and cwd, and the client
@@ -769,6 +787,8 @@ fb_rpc_process_free (FbRpcProcess *p)
        * case it is stuck before reading it. */
       kill (p->helper, SIGKILL);
     }
+  /* a process dropped before it finished: its connections end with it */
+  g_clear_pointer (&p->proxy, fb_proxy_free);
   if (p->child_watch != 0)
     g_source_remove (p->child_watch);
   if (p->sock_watch != 0)
@@ -1215,9 +1235,13 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   policy = fb_rpc_sandbox_build_policy (server, json_object_get_member (params, "sandbox"), error);
   if (policy == NULL)
     return NULL;
+  /* an allowlist's way out: the proxy the server runs for the process */
+  if (fb_policy_get_network (policy) == FB_POLICY_NETWORK_ALLOWLIST)
+    envp = fb_proxy_environ (envp);
   /* The command, as data for the helper; its bounds are execve's. */
   {
-    guint32 network = fb_policy_get_network (policy) == FB_POLICY_NETWORK_HOST ? 1 : 0;
+    FbPolicyNetwork net = fb_policy_get_network (policy);
+    guint32 network = net == FB_POLICY_NETWORK_HOST ? 1 : net == FB_POLICY_NETWORK_ALLOWLIST ? 2 : 0;
     const char *why = NULL;
     int r;
 

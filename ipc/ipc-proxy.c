@@ -45,6 +45,7 @@ struct FbProxy
   FbPolicy *policy;
   FbAccessSink *sink;
   uid_t uid;
+  char *process;
   GHashTable *resolve; /* name -> GPtrArray of GInetAddress */
   GResolver *resolver;
   GSocketService *service;
@@ -133,6 +134,7 @@ conn_log (Conn *c, FbOp op, FbDecision decision, int err, const FbPolicyNetDecis
   FbAccessEvent e = {
     .uid = c->proxy->uid,
     .comm = NULL,
+    .process = c->proxy->process,
     .op = op,
     .path = c->path,
     .access = "connect",
@@ -810,6 +812,7 @@ fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
   proxy->policy = fb_policy_ref ((FbPolicy *)options->policy);
   proxy->sink = options->sink;
   proxy->uid = options->uid;
+  proxy->process = g_strdup (options->process);
   proxy->conns = g_hash_table_new_full (NULL, NULL, (GDestroyNotify)conn_unref, NULL);
   proxy->resolve = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
   for (const char *const *r = options->resolve; r != NULL && *r != NULL; r++)
@@ -879,6 +882,7 @@ fb_proxy_free (FbProxy *proxy)
   g_hash_table_unref (proxy->conns);
   g_hash_table_unref (proxy->resolve);
   g_clear_pointer (&proxy->policy, fb_policy_unref);
+  g_free (proxy->process);
   g_free (proxy);
 }
 

@@ -55,6 +55,7 @@ typedef struct
   const FbPolicy *policy; /* a reference is taken */
   FbAccessSink *sink;     /* the run's log; records are pushed from the loop's thread */
   uid_t uid;              /* the sandbox's uid, for the records */
+  const char *process;    /* the records' "process" (serve's process id), or NULL; copied */
   /* "NAME:ADDR" entries (--resolve, for tests and debugging): NAME
    * resolves to ADDR (several entries for one name add addresses) and
    * never through the host's resolver. */

@@ -165,6 +165,21 @@ receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const
   return r;
 }
 
+/* An allowlist's listening socket, to the server's proxy (PROXY): it came
+ * before the root's or the join's record. */
+static int
+send_proxy (FbLauncherChild *child)
+{
+  int fd = fb_launcher_child_take_proxy_fd (child);
+  int r;
+
+  if (fd < 0)
+    return 0;
+  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_PROXY, 0, NULL, fd);
+  close (fd);
+  return r;
+}
+
 /* The sync point of a view made now: its FUSE fd to the server (MOUNTED),
  * which serves it at once. */
 static int
@@ -177,7 +192,7 @@ send_mounted (FbLauncherChild *child)
     return r;
   r = send_record (FB_LAUNCH_FD, FB_LAUNCH_MOUNTED, 0, NULL, fuse_fd);
   close (fuse_fd);
-  return r;
+  return r < 0 ? r : send_proxy (child);
 }
 
 /* KEEP: make the view, hand back its FUSE fd (MOUNTED) and namespaces
@@ -224,7 +239,9 @@ joined (FbLauncherChild *child, int *ret_signaled)
   r = fb_launcher_child_wait_joined (child, &pidns);
   if (r < 0)
     return r;
-  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_JOINED, 0, NULL, pidns);
+  r = send_proxy (child);
+  if (r == 0)
+    r = send_record (FB_LAUNCH_FD, FB_LAUNCH_JOINED, 0, NULL, pidns);
   close (pidns);
   if (r < 0)
     return r;
@@ -285,6 +302,7 @@ main (int argc, char **argv)
    * take environ for NULL. */
   plan.envp = (const char *const *)spec.envp;
   plan.network = spec.network == 1 ? FB_LAUNCHER_NETWORK_HOST : FB_LAUNCHER_NETWORK_NONE;
+  plan.proxy_port = spec.network == 2 ? FB_LAUNCH_PROXY_PORT : 0;
   plan.join_userns_fd = join_fds[0];
   plan.join_mntns_fd = join_fds[1];
 
