@@ -20,31 +20,6 @@
 /* ---- inside the sandbox ---- */
 
 static const char *
-probe_read (const char *path)
-{
-  char c;
-  int fd = open (path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return rfx_errname (errno);
-  ssize_t n = read (fd, &c, 1);
-  int e = n < 0 ? errno : 0;
-  close (fd);
-  return e ? rfx_errname (e) : "OK";
-}
-
-/* Opening for writing is the check: no byte is written (the run's own log
- * is among the targets). */
-static const char *
-probe_append (const char *path)
-{
-  int fd = open (path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0)
-    return rfx_errname (errno);
-  close (fd);
-  return "OK";
-}
-
-static const char *
 probe_create (const char *path)
 {
   int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -137,9 +112,11 @@ probe_main (int argc, char **argv)
       g_autofree char *owned = NULL;
       const char *res;
       if (strcmp (op, "read") == 0)
-        res = probe_read (a), i += 2;
+        res = rfx_read_res (a), i += 2;
       else if (strcmp (op, "append") == 0)
-        res = probe_append (a), i += 2;
+        /* opening for writing is the check: no byte is written (the run's
+         * own log is among the targets) */
+        res = rfx_open_res (AT_FDCWD, a, O_WRONLY | O_APPEND), i += 2;
       else if (strcmp (op, "create") == 0)
         res = probe_create (a), i += 2;
       else if (strcmp (op, "stat") == 0)

@@ -49,14 +49,7 @@ probe_main (int argc, char **argv)
       g_autofree char *owned = NULL;
       const char *res;
       if (strcmp (op, "read") == 0)
-        {
-          int fd = open (a, O_RDONLY | O_CLOEXEC);
-          char c;
-          res = fd < 0 ? rfx_errname (errno) : read (fd, &c, 1) < 0 ? rfx_errname (errno) : "OK";
-          if (fd >= 0)
-            close (fd);
-          i += 2;
-        }
+        res = rfx_read_res (a), i += 2;
       else if (strcmp (op, "opendir") == 0)
         {
           /* an O_PATH handle on a directory for the *at and /proc/self/fd probes */
@@ -66,20 +59,14 @@ probe_main (int argc, char **argv)
         }
       else if (strcmp (op, "readat") == 0)
         {
-          int fd = openat (dirfd, a, O_RDONLY | O_CLOEXEC);
-          res = rfx_res (fd);
-          if (fd >= 0)
-            close (fd);
+          res = rfx_open_res (dirfd, a, O_RDONLY);
           i += 2;
         }
       else if (strcmp (op, "readfd") == 0)
         {
           /* "/proc/self/fd/N" + A, with N the handle of "opendir" */
           g_autofree char *p = g_strdup_printf ("/proc/self/fd/%d%s", dirfd, a);
-          int fd = open (p, O_RDONLY | O_CLOEXEC);
-          res = rfx_res (fd);
-          if (fd >= 0)
-            close (fd);
+          res = rfx_open_res (AT_FDCWD, p, O_RDONLY);
           i += 2;
         }
       else if (strcmp (op, "reopen") == 0)
@@ -92,10 +79,7 @@ probe_main (int argc, char **argv)
           else
             {
               g_autofree char *p = g_strdup_printf ("/proc/self/fd/%d", pfd);
-              int fd = open (p, O_RDONLY | O_CLOEXEC);
-              res = rfx_res (fd);
-              if (fd >= 0)
-                close (fd);
+              res = rfx_open_res (AT_FDCWD, p, O_RDONLY);
               close (pfd);
             }
           i += 2;
@@ -126,13 +110,7 @@ probe_main (int argc, char **argv)
           i += 1;
         }
       else if (strcmp (op, "tty") == 0)
-        {
-          int fd = open ("/dev/tty", O_RDWR | O_CLOEXEC);
-          res = rfx_res (fd);
-          if (fd >= 0)
-            close (fd);
-          i += 1;
-        }
+        res = rfx_open_res (AT_FDCWD, "/dev/tty", O_RDWR), i += 1;
       else if (strcmp (op, "ids") == 0)
         {
           g_autofree char *eff = status_field ("CapEff");

@@ -180,31 +180,13 @@ probe_main (int argc, char **argv)
             pause ();
         }
       else if (strcmp (op, "create") == 0)
-        {
-          int fd = open (a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-          res = rfx_res (fd);
-          if (fd >= 0)
-            close (fd);
-          i += 2;
-        }
+        res = rfx_open_res (AT_FDCWD, a, O_WRONLY | O_CREAT | O_EXCL), i += 2;
       else if (strcmp (op, "writeback") == 0)
         res = write_back (a), i += 2;
       else if (strcmp (op, "openw") == 0)
-        {
-          int fd = open (a, O_WRONLY | O_CLOEXEC);
-          res = rfx_res (fd);
-          if (fd >= 0)
-            close (fd);
-          i += 2;
-        }
+        res = rfx_open_res (AT_FDCWD, a, O_WRONLY), i += 2;
       else if (strcmp (op, "open") == 0)
-        {
-          int fd = open (a, O_RDONLY | O_CLOEXEC);
-          res = rfx_res (fd);
-          if (fd >= 0)
-            close (fd);
-          i += 2;
-        }
+        res = rfx_open_res (AT_FDCWD, a, O_RDONLY), i += 2;
       else if (strcmp (op, "readlink") == 0)
         {
           char buf[4096];

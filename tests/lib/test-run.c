@@ -304,3 +304,30 @@ rfx_res (long r)
 {
   return r < 0 ? rfx_errname (errno) : "OK";
 }
+
+const char *
+rfx_open_res (int dirfd, const char *path, int flags)
+{
+  int fd = openat (dirfd, path, flags | O_CLOEXEC, 0644);
+  const char *res = rfx_res (fd);
+
+  if (fd >= 0)
+    close (fd);
+  return res;
+}
+
+const char *
+rfx_read_res (const char *path)
+{
+  char c;
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  ssize_t n;
+  int e;
+
+  if (fd < 0)
+    return rfx_errname (errno);
+  n = read (fd, &c, 1);
+  e = errno;
+  close (fd);
+  return n < 0 ? rfx_errname (e) : "OK";
+}

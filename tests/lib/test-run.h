@@ -125,3 +125,11 @@ const char *rfx_errname (int e);
 
 /* Result of a probe: "OK" or the errno name. */
 const char *rfx_res (long r);
+
+/* PATH opened at DIRFD (AT_FDCWD: as a path) with FLAGS | O_CLOEXEC (mode
+ * 0644 when it creates) and closed again: "OK" or the open's errno name. */
+const char *rfx_open_res (int dirfd, const char *path, int flags);
+
+/* PATH opened for reading and its first byte read: "OK" or the errno name
+ * of the open or of the read. */
+const char *rfx_read_res (const char *path);
