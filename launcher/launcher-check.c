@@ -11,6 +11,7 @@
  * options->sysctl_root so tests can feed other values; the kernel probes
  * always use the real kernel.
  */
+#include "ipc/ipc-proxy.h"
 #include "launcher/launcher.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -240,9 +242,12 @@ probe_seccomp (const Ctx *ctx)
   return 0;
 }
 
-/* The whole launch, with the host's "/" read-only as root. */
+/* The whole launch, with the host's "/" read-only as root; with PROXY, a
+ * network allowlist's too: the socket listening at 127.0.0.1:FB_PROXY_PORT
+ * in the sandbox's own network namespace must reach us (ENOTCONN when it
+ * did not). */
 static int
-probe_sandbox (const Ctx *ctx)
+launch_probe (const Ctx *ctx, bool proxy)
 {
   g_autofree char *true_path = g_find_program_in_path ("true");
   const char *argv[] = { true_path ? true_path : "/bin/true", NULL };
@@ -251,6 +256,7 @@ probe_sandbox (const Ctx *ctx)
   plan.root_kind = FB_LAUNCHER_ROOT_HOST_DIR;
   plan.root_dir = "/";
   plan.argv = argv;
+  plan.proxy_port = proxy ? FB_PROXY_PORT : 0;
   int devnull = open ("/dev/null", O_RDWR | O_CLOEXEC);
   plan.stdin_fd = plan.stdout_fd = plan.stderr_fd = devnull;
   FbLauncherChild *child = NULL;
@@ -260,6 +266,16 @@ probe_sandbox (const Ctx *ctx)
   int code = 0;
   r = fb_launcher_child_wait_exec (child);
   int err = 0;
+  if (r == 0 && proxy)
+    {
+      int fd = fb_launcher_child_take_proxy_fd (child), listening = 0;
+      socklen_t len = sizeof listening;
+
+      if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening)
+        err = ENOTCONN;
+      if (fd >= 0)
+        close (fd);
+    }
   if (r < 0)
     {
       const FbLauncherFailure *f = fb_launcher_child_get_failure (child);
@@ -271,6 +287,18 @@ probe_sandbox (const Ctx *ctx)
   if (!err && code != 0)
     err = ECHILD;
   return err;
+}
+
+static int
+probe_sandbox (const Ctx *ctx)
+{
+  return launch_probe (ctx, false);
+}
+
+static int
+probe_proxy (const Ctx *ctx)
+{
+  return launch_probe (ctx, true);
 }
 
 /* Fork, run FN, wait up to the timeout.  Returns 0, the probe's errno, or
@@ -394,6 +422,31 @@ static void G_GNUC_PRINTF (3, 4) line_fail (Report *rep, const char *what, const
   va_end (ap);
   fprintf (rep->out, "FAIL  %s: %s\n", what, msg);
   rep->failures++;
+}
+
+/* A launch probe's line: E is 0, an errno, or a failed step in its high
+ * bits (launch_probe). */
+static void
+launch_line (Report *rep, const char *what, int e)
+{
+  FbLauncherFailure f = { .step = (FbLauncherStep)(e >> 16), .error = e & 0xffff };
+
+  if (e == 0)
+    line_ok (rep, what, NULL);
+  else if (f.step == FB_LAUNCHER_STEP_NONE)
+    line_fail (rep, what, "%s", g_strerror (f.error));
+  else
+    {
+      const char *argv[] = { "true", NULL };
+      FbLauncherPlan plan;
+      g_autofree char *msg = NULL;
+
+      fb_launcher_plan_init (&plan);
+      plan.root_dir = "/";
+      plan.argv = argv;
+      msg = fb_launcher_describe_failure (&plan, &f);
+      line_fail (rep, what, "%s", msg);
+    }
 }
 
 static char *
@@ -594,25 +647,9 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
                "CONFIG_SECCOMP_FILTER",
                g_strerror (e));
 
-  e = run_probe (&ctx, probe_sandbox);
-  if (e == 0)
-    line_ok (&rep, "a whole sandbox (host / read-only as root)", NULL);
-  else
-    {
-      FbLauncherFailure f = { .step = (FbLauncherStep)(e >> 16), .error = e & 0xffff };
-      if (f.step == FB_LAUNCHER_STEP_NONE)
-        line_fail (&rep, "a whole sandbox (host / read-only as root)", "%s", g_strerror (f.error));
-      else
-        {
-          const char *argv[] = { "true", NULL };
-          FbLauncherPlan plan;
-          fb_launcher_plan_init (&plan);
-          plan.root_dir = "/";
-          plan.argv = argv;
-          g_autofree char *msg = fb_launcher_describe_failure (&plan, &f);
-          line_fail (&rep, "a whole sandbox (host / read-only as root)", "%s", msg);
-        }
-    }
+  launch_line (&rep, "a whole sandbox (host / read-only as root)", run_probe (&ctx, probe_sandbox));
+  /* a network allowlist's way out (ipc/ipc-proxy.h) */
+  launch_line (&rep, "the network proxy's socket in the sandbox", run_probe (&ctx, probe_proxy));
 
   fb_launcher_seccomp_free (ctx.seccomp);
   return rep.failures;

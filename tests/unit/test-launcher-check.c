@@ -33,6 +33,7 @@ test_all_ok_here (void **state)
   assert_true (n >= 9);
   assert_non_null (strstr (out, "OK    FUSE mount in a user namespace\n"));
   assert_non_null (strstr (out, "OK    fresh procfs\n"));
+  assert_non_null (strstr (out, "OK    the network proxy's socket in the sandbox\n"));
 }
 
 static void
