@@ -421,6 +421,31 @@ assert_lines (const RfxResult *r, const char *what, const char *const *want)
     fail_msg ("%s:\n%s(output:\n%s%s)", what, bad->str, r->out, r->err);
 }
 
+/* ARGV (argv_of's: the probe and its operations) run by the unprivileged
+ * caller in a default sandbox prints WANT, one line per operation. */
+static void
+assert_probes_as_caller (RFx *fx, GPtrArray *argv, const char *const *want, const char *what)
+{
+  Caller c;
+  RfxResult r;
+
+  caller_init (fx, &c);
+  run_as (fx, &c, NULL, &r, argv);
+  assert_lines (&r, what, want);
+  rfx_result_clear (&r);
+  caller_clear (&c);
+}
+
+/* The probe's operation OP PATH, added to ARGV (without its NULL yet), and
+ * EXPECT, the line it must print, to WANT. */
+static void
+add_probe (GPtrArray *argv, GPtrArray *want, const char *op, const char *path, const char *expect)
+{
+  g_ptr_array_add (argv, g_strdup (op));
+  g_ptr_array_add (argv, g_strdup (path));
+  g_ptr_array_add (want, (char *)expect);
+}
+
 /* ---- the sandbox's identity, read from outside ---- */
 
 static guint32
@@ -691,26 +716,29 @@ assert_unchanged (const char *path, const char *before)
   assert_string_equal (after, before);
 }
 
+/* PATH's value, which root may write back on the host, written back from
+ * inside a sandbox is refused, and PATH stays as it was. */
+static void
+assert_write_back_refused (RFx *fx, const char *path)
+{
+  g_autofree char *self = test_self ();
+  g_autofree char *before = test_read_file (path);
+  g_autofree char *what = g_strdup_printf ("writing %s back inside", path);
+  g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", "writeback", path, NULL);
+  const char *want[] = { "EACCES|EROFS", NULL };
+
+  assert_host_writes_back (path);
+  assert_probes_as_caller (fx, argv, want, what);
+  assert_unchanged (path, before);
+}
+
 /* kernel.core_pattern: the value the host has, written back from inside,
  * is refused (a pattern of our own would run as root on the next crash). */
 static void
 test_core_pattern (void **state)
 {
   RFX_BEGIN (state);
-  const char *path = "/proc/sys/kernel/core_pattern";
-  g_autofree char *self = test_self ();
-  g_autofree char *before = test_read_file (path);
-  assert_host_writes_back (path);
-  Caller c;
-  caller_init (fx, &c);
-  RfxResult r;
-  g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", "writeback", path, NULL);
-  run_as (fx, &c, NULL, &r, argv);
-  const char *want[] = { "EACCES|EROFS", NULL };
-  assert_lines (&r, "writing kernel.core_pattern back inside", want);
-  assert_unchanged (path, before);
-  rfx_result_clear (&r);
-  caller_clear (&c);
+  assert_write_back_refused (fx, "/proc/sys/kernel/core_pattern");
   RFX_PASS ();
 }
 
@@ -721,30 +749,14 @@ test_usermode_helpers (void **state)
 {
   RFX_BEGIN (state);
   static const char *const helpers[] = { "/proc/sys/kernel/modprobe", "/proc/sys/kernel/poweroff_cmd" };
-  g_autofree char *self = test_self ();
   g_autoptr (GPtrArray) present = g_ptr_array_new ();
   for (size_t i = 0; i < G_N_ELEMENTS (helpers); i++)
     if (access (helpers[i], F_OK) == 0)
       g_ptr_array_add (present, (char *)helpers[i]);
   if (present->len == 0)
     test_skip_or_fail ("the kernel has neither kernel.modprobe nor kernel.poweroff_cmd");
-  Caller c;
-  caller_init (fx, &c);
   for (guint i = 0; i < present->len; i++)
-    {
-      const char *path = present->pdata[i];
-      g_autofree char *before = test_read_file (path);
-      assert_host_writes_back (path);
-      RfxResult r;
-      g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", "writeback", path, NULL);
-      run_as (fx, &c, NULL, &r, argv);
-      const char *want[] = { "EACCES|EROFS", NULL };
-      g_autofree char *what = g_strdup_printf ("writing %s back inside", path);
-      assert_lines (&r, what, want);
-      assert_unchanged (path, before);
-      rfx_result_clear (&r);
-    }
-  caller_clear (&c);
+    assert_write_back_refused (fx, present->pdata[i]);
   RFX_PASS ();
 }
 
@@ -788,19 +800,12 @@ test_proc_root_knobs (void **state)
         fail_msg ("on the host, root can't open %s for writing (%s): the test would prove nothing",
                   (char *)knobs->pdata[i], g_strerror (errno));
       close (fd);
-      g_ptr_array_add (argv, g_strdup ("openw"));
-      g_ptr_array_add (argv, g_strdup (knobs->pdata[i]));
-      g_ptr_array_add (want, (char *)"EACCES|EROFS");
+      add_probe (argv, want, "openw", knobs->pdata[i], "EACCES|EROFS");
     }
   g_ptr_array_add (argv, NULL);
   g_ptr_array_add (want, NULL);
-  Caller c;
-  caller_init (fx, &c);
-  RfxResult r;
-  run_as (fx, &c, NULL, &r, argv);
-  assert_lines (&r, "opening /proc's host-wide knobs for writing inside", (const char *const *)want->pdata);
-  rfx_result_clear (&r);
-  caller_clear (&c);
+  assert_probes_as_caller (fx, argv, (const char *const *)want->pdata,
+                           "opening /proc's host-wide knobs for writing inside");
   RFX_PASS ();
 }
 
@@ -822,24 +827,14 @@ test_proc_covers (void **state)
       g_autofree char *path = g_build_filename ("/proc", covered[i], NULL);
       if (access (path, F_OK) != 0)
         continue;
-      g_ptr_array_add (argv, g_strdup ("flags"));
-      g_ptr_array_add (argv, g_strdup (path));
-      g_ptr_array_add (want, (char *)"ro,nosuid,nodev,noexec");
+      add_probe (argv, want, "flags", path, "ro,nosuid,nodev,noexec");
     }
   /* mode 0666, guarded by a capability check at write time: without the
    * cover anyone could open it for writing */
-  g_ptr_array_add (argv, g_strdup ("openw"));
-  g_ptr_array_add (argv, g_strdup ("/proc/sys/kernel/ns_last_pid"));
-  g_ptr_array_add (want, (char *)"EROFS");
+  add_probe (argv, want, "openw", "/proc/sys/kernel/ns_last_pid", "EROFS");
   g_ptr_array_add (argv, NULL);
   g_ptr_array_add (want, NULL);
-  Caller c;
-  caller_init (fx, &c);
-  RfxResult r;
-  run_as (fx, &c, NULL, &r, argv);
-  assert_lines (&r, "the read-only covers of /proc", (const char *const *)want->pdata);
-  rfx_result_clear (&r);
-  caller_clear (&c);
+  assert_probes_as_caller (fx, argv, (const char *const *)want->pdata, "the read-only covers of /proc");
   RFX_PASS ();
 }
 
