@@ -308,11 +308,17 @@ op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
   FbViewNode *node = NULL;
   struct stat st;
   guint64 gen = inval_name_gen (f);
+  bool hidden = false;
   int r;
 
   req_caller (req, &caller);
+  caller.ret_hidden = &hidden;
   r = fb_view_lookup (f->view, &caller, ino_node (f, parent), name, &node, &st);
-  if (r == -ENOENT && f->options.negative_timeout != 0)
+  /* A refused name is not remembered as absent: the kernel would answer
+   * the next attempt (this command's or, in a shared view, another's)
+   * from its cache, and no one would log it.  Its ENOENT (reply_made) is
+   * a negative entry that expires at once; the log folds the repeats. */
+  if (r == -ENOENT && f->options.negative_timeout != 0 && !hidden)
     {
       /* A negative entry: the kernel remembers the absence for a while. */
       struct fuse_entry_param e = { 0 };

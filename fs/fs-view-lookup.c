@@ -458,13 +458,21 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     {
       /* Only what the host really holds is reported as refused. */
       if (decision != FB_DECISION_HIDE || host_name_exists (parent, name))
-        view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", decision, -r, pst->decision.rule);
+        {
+          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", decision, -r, pst->decision.rule);
+          if (caller->ret_hidden != NULL)
+            *caller->ret_hidden = true;
+        }
       return r;
     }
   if (decision_is_hidden (&ci.decision))
     {
       if (host_name_exists (parent, name))
-        view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", FB_DECISION_HIDE, ENOENT, ci.decision.rule);
+        {
+          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", FB_DECISION_HIDE, ENOENT, ci.decision.rule);
+          if (caller->ret_hidden != NULL)
+            *caller->ret_hidden = true;
+        }
       return -ENOENT;
     }
   /* where the host folds names, only the spelling it lists is resolved */

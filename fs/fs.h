@@ -222,6 +222,10 @@ typedef struct
   mode_t umask;        /* applied to the mode of created objects */
   const char *comm;    /* NULL: read from /proc/PID/comm when an event needs it */
   const char *session; /* remote-API session id, NULL for FUSE */
+  /* If not NULL: set by fb_view_lookup when its -ENOENT is a refusal the
+   * log records (a hidden name the host holds), which FUSE does not let
+   * the kernel cache: every attempt is asked, and logged, again. */
+  bool *ret_hidden;
 } FbViewCaller;
 
 /* An account of open files (fs.h, Descriptors), reference-counted. */

@@ -14,6 +14,12 @@ talk to it:
 - another user is refused, even when the directory and the socket are
   opened to it.
 
+What a command does stays its own, whoever in it does it:
+
+- a hidden name asked again: each command that asks for it (and each
+  time) gets a record in its own log; the kernel does not answer a later
+  attempt from a negative entry the first left behind.
+
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
@@ -95,7 +101,23 @@ def t_other_user_refused(h):
             os.chmod(p, stat.S_IMODE(mode))
 
 
+def t_hidden_each_time(h):
+    secret = os.path.join(h.ws, "secret.txt")
+    with open(secret, "w") as f:
+        f.write("secret\n")
+    opts = ("--hide", secret)
+    for marker in ("first", "second"):
+        code, out, err = h.run("h", "cat secret.txt; cat secret.txt; echo end # marker-%s" % marker, *opts)
+        assert code == 0 and out == "end\n", (code, out, err)
+    for marker in ("first", "second"):
+        rid = h.run_of("marker-" + marker)
+        hidden = [x for x in h.log(rid) if x.get("path") == secret and x["decision"] == "hide"]
+        assert len(hidden) >= 2, (marker, hidden)
+        assert h.runs()[rid]["denials"] >= 2, h.runs()[rid]
+
+
 if __name__ == "__main__":
     rs.run_tests([("command_cannot_reach_control", t_command_cannot_reach_control),
                   ("other_pid_namespace_refused", t_other_pid_namespace_refused),
-                  ("other_user_refused", t_other_user_refused)], "fusebox-security-session-")
+                  ("other_user_refused", t_other_user_refused),
+                  ("hidden_each_time", t_hidden_each_time)], "fusebox-security-session-")
