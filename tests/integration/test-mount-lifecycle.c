@@ -53,7 +53,12 @@ static void
 test_many_names (void **state)
 {
   MFX_BEGIN (state);
-  enum { DIRS = 20, FILES = 100, LIMIT = 512 };
+  enum
+  {
+    DIRS = 20,
+    FILES = 100,
+    LIMIT = 512
+  };
   g_autofree char *top = NULL, *sub = NULL;
   struct rlimit low = { LIMIT, LIMIT };
   int fds[64];
@@ -175,16 +180,22 @@ assert_log_complete (MFx *fx)
     fail_msg ("no close record with the bytes read in:\n%s", log);
 }
 
+/* /ws/f mounted and read through the mount. */
+static void
+mount_and_touch (MFx *fx)
+{
+  mfx_write (fx, "/ws/f", "hello\n");
+  mfx_mount (fx, policy_text, NULL);
+  touch_through (fx);
+}
+
 static void
 test_sigterm (void **state)
 {
   MFX_BEGIN (state);
 
-  mfx_write (fx, "/ws/f", "hello\n");
-  mfx_mount (fx, policy_text, NULL);
-  touch_through (fx);
-  assert_int_equal (kill (fx->daemon, SIGTERM), 0);
-  assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
+  mount_and_touch (fx);
+  mfx_kill_daemon (fx, SIGTERM);
   assert_false (test_is_mounted (fx->mnt));
   assert_log_complete (fx);
   MFX_PASS ();
@@ -237,23 +248,40 @@ wait_child (GPid pid, int out_fd, char **ret_rest)
   return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
 }
 
+/* A foreground mount of /ws/f, read through it. */
+static GPid
+foreground_and_touch (MFx *fx, int *ret_stdout)
+{
+  GPid pid;
+
+  mfx_write (fx, "/ws/f", "hello\n");
+  pid = spawn_foreground (fx, ret_stdout);
+  touch_through (fx);
+  return pid;
+}
+
+/* The foreground mount PID exits 0, unmounted, its log complete; the rest
+ * of its output in *RET_REST. */
+static void
+assert_foreground_ended (MFx *fx, GPid pid, int out_fd, char **ret_rest)
+{
+  assert_int_equal (wait_child (pid, out_fd, ret_rest), 0);
+  fx->mounted = false;
+  assert_false (test_is_mounted (fx->mnt));
+  assert_log_complete (fx);
+}
+
 static void
 test_sigint_foreground (void **state)
 {
   MFX_BEGIN (state);
   g_autofree char *rest = NULL;
   int out_fd;
-  GPid pid;
+  GPid pid = foreground_and_touch (fx, &out_fd);
 
-  mfx_write (fx, "/ws/f", "hello\n");
-  pid = spawn_foreground (fx, &out_fd);
-  touch_through (fx);
   assert_int_equal (kill (pid, SIGINT), 0);
-  assert_int_equal (wait_child (pid, out_fd, &rest), 0);
-  fx->mounted = false;
-  assert_false (test_is_mounted (fx->mnt));
+  assert_foreground_ended (fx, pid, out_fd, &rest);
   assert_non_null (strstr (rest, "unmounted"));
-  assert_log_complete (fx);
   MFX_PASS ();
 }
 
@@ -264,16 +292,10 @@ test_external_fusermount (void **state)
   const char *argv[] = { "fusermount3", "-u", fx->mnt, NULL };
   g_autofree char *rest = NULL;
   int out_fd;
-  GPid pid;
+  GPid pid = foreground_and_touch (fx, &out_fd);
 
-  mfx_write (fx, "/ws/f", "hello\n");
-  pid = spawn_foreground (fx, &out_fd);
-  touch_through (fx);
   assert_int_equal (test_run_cmd (argv, NULL, NULL), 0);
-  assert_int_equal (wait_child (pid, out_fd, &rest), 0);
-  fx->mounted = false;
-  assert_false (test_is_mounted (fx->mnt));
-  assert_log_complete (fx);
+  assert_foreground_ended (fx, pid, out_fd, &rest);
   MFX_PASS ();
 }
 
@@ -294,7 +316,7 @@ test_open_file_at_stop (void **state)
   fd = open (p, O_RDONLY | O_CLOEXEC);
   assert_true (fd >= 0);
   assert_int_equal (kill (fx->daemon, SIGTERM), 0);
-  assert_true (TEST_WAIT_FOR (!test_is_mounted (fx->mnt), 30000));
+  mfx_wait_unmounted (fx); /* at once, while the daemon waits out its grace */
   assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
   assert_errno_is (pread (fd, buf, sizeof buf, 0), ENOTCONN);
   close (fd);
@@ -308,13 +330,9 @@ test_sigkill (void **state)
 {
   MFX_BEGIN (state);
 
-  mfx_write (fx, "/ws/f", "hello\n");
-  mfx_mount (fx, policy_text, NULL);
-  touch_through (fx);
-  assert_int_equal (kill (fx->daemon, SIGKILL), 0);
-  assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
-  assert_true (TEST_WAIT_FOR (!test_is_mounted (fx->mnt), 30000));
-  fx->mounted = false;
+  mount_and_touch (fx);
+  mfx_kill_daemon (fx, SIGKILL);
+  mfx_wait_unmounted (fx);
   MFX_PASS ();
 }
 
@@ -336,10 +354,8 @@ test_sigkill_keeps_answered_records (void **state)
 
       mfx_mount (fx, policy_text, NULL);
       assert_int_equal (mkdir (dir, 0755), 0);
-      assert_int_equal (kill (fx->daemon, SIGKILL), 0);
-      assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
-      assert_true (TEST_WAIT_FOR (!test_is_mounted (fx->mnt), 30000));
-      fx->mounted = false;
+      mfx_kill_daemon (fx, SIGKILL);
+      mfx_wait_unmounted (fx);
     }
   g_autofree char *log = mfx_log (fx);
   for (int i = 0; i < 20; i++)

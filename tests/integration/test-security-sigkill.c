@@ -56,11 +56,8 @@ test_mount_sigkill (void **state)
   mfx_write (fx, "/d/f", "hello\n");
   mfx_mount (fx, mount_policy, NULL);
   use_mount (fx);
-  assert_int_equal (kill (fx->daemon, SIGKILL), 0);
-  assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), GONE_WAIT_MS));
-  if (!TEST_WAIT_FOR (!test_is_mounted (fx->mnt), GONE_WAIT_MS))
-    fail_msg ("%s is still mounted after SIGKILL of its daemon (pid %d)", fx->mnt, (int)fx->daemon);
-  fx->mounted = false;
+  mfx_kill_daemon (fx, SIGKILL);
+  mfx_wait_unmounted (fx);
   MFX_PASS ();
 }
 

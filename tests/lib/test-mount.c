@@ -140,6 +140,22 @@ mfx_unmount (MFx *fx)
   fx->daemon = 0;
 }
 
+void
+mfx_kill_daemon (MFx *fx, int sig)
+{
+  assert_int_equal (kill (fx->daemon, sig), 0);
+  if (!TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000))
+    fail_msg ("the daemon (pid %d) lives on 30 s after signal %d", (int)fx->daemon, sig);
+}
+
+void
+mfx_wait_unmounted (MFx *fx)
+{
+  if (!TEST_WAIT_FOR (!test_is_mounted (fx->mnt), 30000))
+    fail_msg ("%s is still mounted 30 s later (daemon pid %d)", fx->mnt, (int)fx->daemon);
+  fx->mounted = false;
+}
+
 char *
 mfx_log (MFx *fx)
 {

@@ -59,6 +59,13 @@ void mfx_mount (MFx *fx, const char *template, ...) G_GNUC_NULL_TERMINATED;
 /* Unmount, and make sure that the daemon ends. */
 void mfx_unmount (MFx *fx);
 
+/* SIG to the daemon, then wait until it has ended; fails the test when it
+ * lives on (the wait is bounded only so that a hung daemon fails). */
+void mfx_kill_daemon (MFx *fx, int sig);
+
+/* Wait until the mount is gone; fails the test when it stays. */
+void mfx_wait_unmounted (MFx *fx);
+
 /* The whole log as text (after unmount it is complete). */
 char *mfx_log (MFx *fx);
 
