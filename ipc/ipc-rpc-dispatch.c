@@ -150,11 +150,21 @@ method_environment_info (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRp
 
 /* --- dispatch --------------------------------------------------------------- */
 
+/* Which thread runs a method (ipc-rpc-pipeline.c).  ON_WORKER: it touches
+ * only the view and the connection's own fs/open handles.  ON_LOOP: it
+ * touches the loop's sources, the transports or the server's tables. */
+typedef enum
+{
+  ON_LOOP,
+  ON_WORKER,
+} MethodThread;
+
 typedef struct
 {
   const char *name;
   FbRpcMethodFunc func;
   const char *family;        /* for "must initialize" messages; NULL: callable before */
+  MethodThread thread;       /* where it runs */
   const char *const *params; /* the members of params it reads */
 } Method;
 
@@ -162,30 +172,32 @@ typedef struct
 #define P(...) ((const char *const[]){ __VA_ARGS__ })
 
 static const Method methods[] = {
-  { "initialize", method_initialize, NULL, P ("clientName", "resumeSessionId", NULL) },
-  { "environment/info", method_environment_info, "environment", P (NULL) },
-  { "fs/readFile", fb_rpc_fs_read_file, "filesystem", P ("path", "sandbox", NULL) },
-  { "fs/writeFile", fb_rpc_fs_write_file, "filesystem", P ("path", "dataBase64", "sandbox", NULL) },
-  { "fs/createDirectory", fb_rpc_fs_create_directory, "filesystem", P ("path", "recursive", "sandbox", NULL) },
-  { "fs/getMetadata", fb_rpc_fs_get_metadata, "filesystem", P ("path", "sandbox", NULL) },
-  { "fs/canonicalize", fb_rpc_fs_canonicalize, "filesystem", P ("path", "sandbox", NULL) },
-  { "fs/readDirectory", fb_rpc_fs_read_directory, "filesystem", P ("path", "sandbox", NULL) },
-  { "fs/walk", fb_rpc_fs_walk, "filesystem", P ("path", "options", "sandbox", NULL) },
-  { "fs/remove", fb_rpc_fs_remove, "filesystem", P ("path", "recursive", "force", "sandbox", NULL) },
-  { "fs/copy", fb_rpc_fs_copy, "filesystem", P ("sourcePath", "destinationPath", "recursive", "sandbox", NULL) },
-  { "fs/open", fb_rpc_fs_open, "filesystem", P ("handleId", "path", "sandbox", NULL) },
-  { "fs/readBlock", fb_rpc_fs_read_block, "filesystem", P ("handleId", "offset", "len", NULL) },
-  { "fs/close", fb_rpc_fs_close, "filesystem", P ("handleId", NULL) },
-  { "process/start", fb_rpc_process_start, "exec",
+  { "initialize", method_initialize, NULL, ON_LOOP, P ("clientName", "resumeSessionId", NULL) },
+  { "environment/info", method_environment_info, "environment", ON_LOOP, P (NULL) },
+  { "fs/readFile", fb_rpc_fs_read_file, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
+  { "fs/writeFile", fb_rpc_fs_write_file, "filesystem", ON_WORKER, P ("path", "dataBase64", "sandbox", NULL) },
+  { "fs/createDirectory", fb_rpc_fs_create_directory, "filesystem", ON_WORKER,
+    P ("path", "recursive", "sandbox", NULL) },
+  { "fs/getMetadata", fb_rpc_fs_get_metadata, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
+  { "fs/canonicalize", fb_rpc_fs_canonicalize, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
+  { "fs/readDirectory", fb_rpc_fs_read_directory, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
+  { "fs/walk", fb_rpc_fs_walk, "filesystem", ON_WORKER, P ("path", "options", "sandbox", NULL) },
+  { "fs/remove", fb_rpc_fs_remove, "filesystem", ON_WORKER, P ("path", "recursive", "force", "sandbox", NULL) },
+  { "fs/copy", fb_rpc_fs_copy, "filesystem", ON_WORKER,
+    P ("sourcePath", "destinationPath", "recursive", "sandbox", NULL) },
+  { "fs/open", fb_rpc_fs_open, "filesystem", ON_WORKER, P ("handleId", "path", "sandbox", NULL) },
+  { "fs/readBlock", fb_rpc_fs_read_block, "filesystem", ON_WORKER, P ("handleId", "offset", "len", NULL) },
+  { "fs/close", fb_rpc_fs_close, "filesystem", ON_WORKER, P ("handleId", NULL) },
+  { "process/start", fb_rpc_process_start, "exec", ON_LOOP,
     P ("processId", "argv", "cwd", "env", "envPolicy", "tty", "pipeStdin", "arg0", "sandbox", "enforceManagedNetwork",
        "managedNetwork", NULL) },
-  { "process/read", fb_rpc_process_read, "exec", P ("processId", "afterSeq", "maxBytes", "waitMs", NULL) },
-  { "process/write", fb_rpc_process_write, "exec", P ("processId", "chunk", "writeId", NULL) },
-  { "process/signal", fb_rpc_process_signal, "exec", P ("processId", "signal", NULL) },
-  { "process/terminate", fb_rpc_process_terminate, "exec", P ("processId", NULL) },
-  { "log/subscribe", fb_rpc_log_subscribe, "log", P ("filter", NULL) },
-  { "log/unsubscribe", fb_rpc_log_unsubscribe, "log", P ("subscriptionId", NULL) },
-  { "policy/explain", fb_rpc_policy_explain, "policy", P ("path", "sandbox", NULL) },
+  { "process/read", fb_rpc_process_read, "exec", ON_LOOP, P ("processId", "afterSeq", "maxBytes", "waitMs", NULL) },
+  { "process/write", fb_rpc_process_write, "exec", ON_LOOP, P ("processId", "chunk", "writeId", NULL) },
+  { "process/signal", fb_rpc_process_signal, "exec", ON_LOOP, P ("processId", "signal", NULL) },
+  { "process/terminate", fb_rpc_process_terminate, "exec", ON_LOOP, P ("processId", NULL) },
+  { "log/subscribe", fb_rpc_log_subscribe, "log", ON_LOOP, P ("filter", NULL) },
+  { "log/unsubscribe", fb_rpc_log_unsubscribe, "log", ON_LOOP, P ("subscriptionId", NULL) },
+  { "policy/explain", fb_rpc_policy_explain, "policy", ON_LOOP, P ("path", "sandbox", NULL) },
 };
 
 #undef P
@@ -197,6 +209,14 @@ find_method (const char *name)
     if (strcmp (methods[i].name, name) == 0)
       return &methods[i];
   return NULL;
+}
+
+bool
+fb_rpc_method_on_worker (const char *name)
+{
+  const Method *m = find_method (name);
+
+  return m != NULL && m->thread == ON_WORKER;
 }
 
 /* A newer client may send members this server does not know (Codex 0.171:

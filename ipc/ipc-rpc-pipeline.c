@@ -117,9 +117,8 @@ static bool conn_decode (FbRpcConn *conn, const char *data, gsize len, bool utf8
 static bool
 is_worker_method (const FbRpcMessage *msg)
 {
-  /* fs/... methods run on a worker; the rest touch the loop's sources,
-   * the transports or the server's tables, and run on the loop thread. */
-  return msg->kind == FB_RPC_MESSAGE_REQUEST && g_str_has_prefix (msg->method, "fs/");
+  /* The method table says which (ipc-rpc-dispatch.c). */
+  return msg->kind == FB_RPC_MESSAGE_REQUEST && fb_rpc_method_on_worker (msg->method);
 }
 
 void

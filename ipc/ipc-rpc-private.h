@@ -258,6 +258,9 @@ bool fb_rpc_message_parse_reuse (const char *data, gsize len, bool utf8_checked,
 /* Run (and answer) a decoded request or notification, on the thread that
  * called. */
 void fb_rpc_conn_run_message (FbRpcConn *conn, FbRpcMessage *msg);
+/* Does the method NAME run on a worker (the method table says)?  Any
+ * thread. */
+bool fb_rpc_method_on_worker (const char *name);
 
 /* --- the pipeline (ipc-rpc-pipeline.c) ------------------------------------- */
 
