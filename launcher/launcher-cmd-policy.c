@@ -1,7 +1,8 @@
 /* fusebox policy — check, explain and show policies.
  *
  *   fusebox policy check FILE...
- *   fusebox policy explain [--policy FILE|builtin:NAME] [--workspace DIR] [--json] PATH...
+ *   fusebox policy explain [--policy FILE|builtin:NAME] [--workspace DIR] [--network NET]...
+ *                          [--json] PATH|net:HOST[:PORT]...
  *   fusebox policy show [--workspace DIR] [--effective] [NAME]
  *
  * Everything here is read-only: the policy engine reads the policy file and
@@ -17,6 +18,7 @@
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <json-glib/json-glib.h>
 #include <stdio.h>
@@ -35,7 +37,8 @@ policy_usage (FILE *out)
                 "\n"
                 "Commands:\n"
                 "  check FILE...       validate policy files; print \"FILE: ok (N rules)\" or each error\n"
-                "  explain PATH...     show the access of each view path, the deciding rule and its reason\n"
+                "  explain PATH...     show the access of each view path (or net:HOST:PORT), the deciding\n"
+                "                      rule and its reason\n"
                 "  show [NAME]         print a built-in policy as JSON, or list the built-ins\n"
                 "\n"
                 "Run 'fusebox policy COMMAND --help' for a command's options.\n"
@@ -391,22 +394,169 @@ explain_json (JsonBuilder *b, const char *view, const FbPolicyDecision *d)
   json_builder_end_object (b);
 }
 
+/* ---- explain net:HOST[:PORT] ---- */
+
+#define NET_PREFIX "net:"
+#define NET_DEFAULT_PORT 443
+
+typedef struct
+{
+  char *host; /* as given */
+  guint port;
+  bool has_address;
+  int family;
+  guint8 address[16];
+  char *normalized; /* NULL when the host is malformed */
+  FbPolicyNetDecision by_name;
+  FbPolicyNetDecision d; /* with the address's check, for an address */
+} NetQuery;
+
+static void
+net_query_clear (NetQuery *q)
+{
+  g_free (q->host);
+  g_free (q->normalized);
+}
+
+/* "net:HOST[:PORT]", HOST a name, an IPv4 address or [IPv6]; false with a
+ * message for a PORT that is not one. */
+static bool
+net_query_parse (const char *arg, NetQuery *q, char **ret_message)
+{
+  const char *spec = arg + strlen (NET_PREFIX);
+  const char *colon = spec[0] == '[' ? strstr (spec, "]:") : strrchr (spec, ':');
+  guint64 port = NET_DEFAULT_PORT;
+
+  if (colon != NULL && spec[0] == '[')
+    colon++;
+  else if (colon != NULL && spec[0] != '[' && strchr (spec, ':') != colon)
+    colon = NULL; /* an IPv6 address without brackets: no port */
+  if (colon != NULL && !g_ascii_string_to_unsigned (colon + 1, 10, 1, 65535, &port, NULL))
+    {
+      *ret_message =
+        g_strdup_printf ("%s: \"%s\" is not a port; give net:HOST:PORT with a port from 1 to 65535", arg, colon + 1);
+      return false;
+    }
+  q->host = colon != NULL ? g_strndup (spec, (gsize)(colon - spec)) : g_strdup (spec);
+  q->port = (guint)port;
+  q->normalized = fb_policy_net_host_normalize (q->host);
+  if (q->normalized != NULL)
+    {
+      if (inet_pton (AF_INET, q->normalized, q->address) == 1)
+        q->has_address = true, q->family = AF_INET;
+      else if (inet_pton (AF_INET6, q->normalized, q->address) == 1)
+        q->has_address = true, q->family = AF_INET6;
+    }
+  return true;
+}
+
+static void
+net_query_decide (const FbPolicy *policy, NetQuery *q)
+{
+  fb_policy_net_decide (policy, q->host, q->port, &q->by_name);
+  q->d = q->by_name;
+  /* an address literal goes through the address's check too, as the
+   * proxy does it: loopback and private addresses need an entry of theirs */
+  if (q->has_address)
+    fb_policy_net_check_address (policy, &q->by_name, q->family, q->address, q->port, &q->d);
+}
+
+static void
+net_explain_text (const FbPolicy *policy, const NetQuery *q)
+{
+  const FbPolicyNetRule *r = q->d.rule;
+  g_autofree char *host = SAFE (q->host);
+  g_autofree char *origin = SAFE (r->origin);
+  g_autofree char *text = SAFE (r->text);
+  g_autofree char *why = SAFE (r->why);
+
+  printf ("net:%s:%u\n", host, q->port);
+  printf ("  connect:     %s\n", q->d.allowed ? "allow" : "deny");
+  printf ("  network:     %s\n", fb_policy_network_to_string (fb_policy_get_network (policy)));
+  if (r->index >= 0)
+    printf ("  rule:        %s (%s %s)\n", origin, r->name, text);
+  else if (strcmp (r->origin, r->name) != 0)
+    printf ("  rule:        %s (%s)\n", origin, r->name);
+  else
+    printf ("  rule:        %s\n", origin);
+  printf ("  why:         %s\n", why);
+  if (q->has_address)
+    printf ("  address:     %s (%s)\n", q->normalized,
+            fb_policy_net_class_to_string (fb_policy_net_classify (q->family, q->address)));
+  else if (q->d.allowed && fb_policy_get_network (policy) == FB_POLICY_NETWORK_ALLOWLIST)
+    printf ("  addresses:   the proxy resolves the name; a loopback, link-local or private answer is refused\n"
+            "               unless an address entry inside its block allows it\n");
+}
+
+static void
+net_explain_json (JsonBuilder *b, const FbPolicy *policy, const NetQuery *q)
+{
+  const FbPolicyNetRule *r = q->d.rule;
+
+  json_builder_begin_object (b);
+  add_nullable_string (b, "host", q->host);
+  json_builder_set_member_name (b, "port");
+  json_builder_add_int_value (b, q->port);
+  add_nullable_string (b, "network", fb_policy_network_to_string (fb_policy_get_network (policy)));
+  add_nullable_string (b, "decision", q->d.allowed ? "allow" : "deny");
+  add_nullable_string (b, "address_class",
+                       q->has_address ? fb_policy_net_class_to_string (fb_policy_net_classify (q->family, q->address))
+                                      : NULL);
+  json_builder_set_member_name (b, "rule");
+  json_builder_begin_object (b);
+  add_nullable_string (b, "kind", fb_policy_net_rule_kind_to_string (r->kind));
+  add_nullable_string (b, "name", r->name);
+  add_nullable_string (b, "origin", r->origin);
+  json_builder_set_member_name (b, "index");
+  json_builder_add_int_value (b, r->index);
+  add_nullable_string (b, "text", r->text);
+  add_nullable_string (b, "action", r->allow ? "allow" : "deny");
+  add_nullable_string (b, "why", r->why);
+  json_builder_end_object (b);
+  json_builder_end_object (b);
+}
+
+/* The policy of SPEC with the --network arguments applied, as a run
+ * applies them (launcher-cmd-run.c). */
+static FbPolicy *
+apply_network_args (FbPolicy *policy, char **network, const FbPolicyVars *vars, GError **error)
+{
+  g_autofree char *json = fb_policy_to_json (policy);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autofree char *origin = g_strdup_printf ("%s + command line", fb_policy_get_origin (policy));
+  JsonObject *root;
+
+  if (!json_parser_load_from_data (parser, json, -1, error))
+    return NULL;
+  root = json_node_get_object (json_parser_get_root (parser));
+  for (guint i = 0; network[i] != NULL; i++)
+    if (!fb_policy_net_apply_short (root, network[i], error))
+      return NULL;
+  return fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
+}
+
 static int
 cmd_explain (int argc, char **argv)
 {
   g_autofree char *spec_arg = NULL;
   g_autofree char *workspace_arg = NULL;
   gboolean json = FALSE;
+  g_auto (GStrv) network = NULL;
   const GOptionEntry entries[] = {
     { "policy", 'p', 0, G_OPTION_ARG_FILENAME, &spec_arg, "Policy file, or builtin:NAME (default: " DEFAULT_SPEC ")",
       "FILE|builtin:NAME" },
     { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &workspace_arg,
       "Workspace directory, ${WORKSPACE} (default: the current directory)", "DIR" },
+    { "network", 0, 0, G_OPTION_ARG_STRING_ARRAY, &network,
+      "The network as fusebox run --network gives it: none, host, allow:HOST[:PORT], deny:HOST[:PORT]", "NET" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print a JSON array, one object per PATH", NULL },
     { NULL },
   };
   g_autoptr (GOptionContext) ctx =
-    new_context ("explain", "PATH...", "Explain how a policy decides view paths.",
+    new_context ("explain", "PATH...", "Explain how a policy decides view paths and connections.",
+                 "For each net:HOST[:PORT] (PORT 443 unless given; HOST a name, an IPv4 address or [IPv6]) print\n"
+                 "whether the sandbox may connect there, the deciding network entry (FILE:LINE:COL) and its why;\n"
+                 "an address is also checked as the proxy checks a resolved one.  Write ./net:x for a file.\n"
                  "For each PATH (relative ones are taken from the current directory) print its access (write,\n"
                  "read, deny or hide), the deciding rule (FILE:LINE:COL of the rule, builtin:NAME:rules[i],\n"
                  "protected_names[NAME] or default) with its why, whether a hidden or denied directory is\n"
@@ -441,6 +591,18 @@ cmd_explain (int argc, char **argv)
       fb_policy_vars_clear (&storage);
       return FB_EXIT_FAILURE;
     }
+  if (network != NULL)
+    {
+      FbPolicy *applied = apply_network_args (policy, network, &storage.vars, &error);
+
+      if (applied == NULL)
+        {
+          fb_policy_vars_clear (&storage);
+          return usage_error ("explain", error->message);
+        }
+      fb_policy_unref (policy);
+      policy = applied;
+    }
   g_autofree char *refused = sources_refused (policy);
   if (refused != NULL)
     {
@@ -453,6 +615,29 @@ cmd_explain (int argc, char **argv)
   json_builder_begin_array (b);
   for (int i = 1; i < argc; i++)
     {
+      if (g_str_has_prefix (argv[i], NET_PREFIX))
+        {
+          NetQuery q = { 0 };
+          g_autofree char *message = NULL;
+
+          if (!net_query_parse (argv[i], &q, &message))
+            {
+              net_query_clear (&q);
+              fb_policy_vars_clear (&storage);
+              return usage_error ("explain", message);
+            }
+          net_query_decide (policy, &q);
+          if (json)
+            net_explain_json (b, policy, &q);
+          else
+            {
+              if (i > 1)
+                printf ("\n");
+              net_explain_text (policy, &q);
+            }
+          net_query_clear (&q);
+          continue;
+        }
       g_autofree char *view = view_path (argv[i], cwd);
       FbPolicyDecision d;
 

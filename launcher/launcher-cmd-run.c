@@ -1,7 +1,7 @@
 /* fusebox run — put a command in a sandbox on top of the view.
  *
  *   fusebox run [--policy FILE|builtin:NAME] [--workspace DIR] [--read PATH]
- *               [--write PATH] [--deny PATH] [--hide PATH] [--network none|host]
+ *               [--write PATH] [--deny PATH] [--hide PATH] [--network NET]...
  *               [--uid N] [--gid N] [--cwd DIR] [--setenv K V] [--unsetenv K]
  *               [--clearenv] [--log-level L] [--run-dir DIR] [--keep-run]
  *               [--session NAME [--session-idle-timeout S]]
@@ -64,6 +64,8 @@ run_options_clear (RunOptions *o)
     g_ptr_array_unref (o->env_ops);
   if (o->resolve)
     g_ptr_array_unref (o->resolve);
+  if (o->network)
+    g_ptr_array_unref (o->network);
   g_free (o->run_dir);
 }
 
@@ -79,7 +81,11 @@ run_usage (FILE *out)
                 "  --workspace DIR             ${WORKSPACE} (default: the current directory)\n"
                 "  --read PATH, --write PATH, --deny PATH, --hide PATH\n"
                 "                              add a rule for PATH on top of the policy\n"
-                "  --network none|host         override the policy's network\n"
+                "  --network NET               the network: none, host, or allowlist entries\n"
+                "                              allow:HOST[:PORT] and deny:HOST[:PORT] (a name,\n"
+                "                              *.SUFFIX, an address or CIDR range; repeat it or\n"
+                "                              separate with commas), added to the policy's\n"
+                "                              (fusebox-policy(5), NETWORK)\n"
                 "  --uid N, --gid N            the ids inside (default: yours)\n"
                 "  --cwd DIR                   working directory inside\n"
                 "  --setenv K V, --unsetenv K, --clearenv\n"
@@ -155,6 +161,7 @@ parse_run_args (int argc, char **argv, RunOptions *o)
   o->rules = g_array_new (FALSE, FALSE, sizeof (ExtraRule));
   o->env_ops = g_ptr_array_new_with_free_func (g_free);
   o->resolve = g_ptr_array_new ();
+  o->network = g_ptr_array_new ();
   o->uid = o->gid = FB_LAUNCHER_ID_CALLER;
   o->log_level = FB_LOG_LEVEL_OPENS;
   o->session_idle_s = 600;
@@ -210,9 +217,14 @@ parse_run_args (int argc, char **argv, RunOptions *o)
       else if (strcmp (a, "--network") == 0)
         {
           NEED (1);
-          if (!fb_launcher_network_from_string (argv[++i], &o->network))
-            return usage_error ("--network %s: give none or host", argv[i]);
-          o->network_set = true;
+          g_autoptr (JsonObject) scratch = json_object_new ();
+          g_autoptr (GError) error = NULL;
+
+          /* checked now for a usage error; applied to the policy when it
+           * is loaded (fb_cmd_run_load_policy) */
+          if (!fb_policy_net_apply_short (scratch, argv[++i], &error))
+            return usage_error ("%s", error->message);
+          g_ptr_array_add (o->network, argv[i]);
         }
       else if (strcmp (a, "--uid") == 0 || strcmp (a, "--gid") == 0)
         {
@@ -375,8 +387,9 @@ fb_cmd_run_load_policy (const RunOptions *o, const FbPolicyVars *vars, const cha
   if (!json_parser_load_from_data (parser, json, -1, error))
     return NULL;
   JsonObject *root = json_node_get_object (json_parser_get_root (parser));
-  if (o->network_set)
-    json_object_set_string_member (root, "network", fb_launcher_network_to_string (o->network));
+  for (guint i = 0; i < o->network->len; i++)
+    if (!fb_policy_net_apply_short (root, o->network->pdata[i], error))
+      return NULL;
   JsonArray *rules = json_object_get_array_member (root, "rules");
   /* the sessions' control sockets (launcher-cmd-session.c): hidden as the
    * run directories are (where a rule stands makes no difference: the most
@@ -419,7 +432,7 @@ fb_cmd_run_load_policy (const RunOptions *o, const FbPolicyVars *vars, const cha
   for (guint i = 0; i < G_N_ELEMENTS (hidden); i++)
     g_free (hidden[i]);
 
-  g_autofree char *origin = o->rules->len > 0 || o->network_set
+  g_autofree char *origin = o->rules->len > 0 || o->network->len > 0
                               ? g_strdup_printf ("%s + command line", fb_policy_get_origin (base))
                               : g_strdup (fb_policy_get_origin (base));
   return fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);

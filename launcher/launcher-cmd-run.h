@@ -21,8 +21,7 @@ typedef struct
   char *policy_spec;
   char *workspace;
   GArray *rules; /* ExtraRule */
-  bool network_set;
-  FbLauncherNetwork network;
+  GPtrArray *network; /* --network arguments (borrowed from argv), in order */
   guint32 uid, gid;
   char *cwd;
   GPtrArray *env_ops; /* "K=V" to set, "K" to unset, in order */

@@ -68,13 +68,22 @@ fb_policy_rule_name (const FbPolicyRule *rule, char buf[16])
 static const struct
 {
   const char *name;
+  guint8 breadth; /* a narrowing keeps the lower: none < allowlist < host */
 } network_table[FB_POLICY_NETWORK_N] = {
-  [FB_POLICY_NETWORK_NONE] = { "none" },
-  [FB_POLICY_NETWORK_HOST] = { "host" },
-  [FB_POLICY_NETWORK_ALLOWLIST] = { "allowlist" },
+  [FB_POLICY_NETWORK_NONE] = { "none", 0 },
+  [FB_POLICY_NETWORK_HOST] = { "host", 2 },
+  [FB_POLICY_NETWORK_ALLOWLIST] = { "allowlist", 1 },
 };
 
 FB_DEFINE_STRING_TABLE (fb_policy_network, FbPolicyNetwork, network_table, FB_POLICY_NETWORK_N)
+
+FbPolicyNetwork
+fb_policy_network_narrow (FbPolicyNetwork a, FbPolicyNetwork b)
+{
+  if ((guint)a >= FB_POLICY_NETWORK_N || (guint)b >= FB_POLICY_NETWORK_N)
+    return FB_POLICY_NETWORK_NONE;
+  return network_table[a].breadth <= network_table[b].breadth ? a : b;
+}
 
 FbPolicyAccess
 fb_policy_access_narrow (FbPolicyAccess a, FbPolicyAccess b)

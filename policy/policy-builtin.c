@@ -196,7 +196,7 @@ fb_policy_to_json (const FbPolicy *policy)
   json_builder_set_member_name (b, "version");
   json_builder_add_int_value (b, 1);
   json_builder_set_member_name (b, "network");
-  json_builder_add_string_value (b, fb_policy_network_to_string (policy->network));
+  fb_policy_net_build_json (policy, b);
   json_builder_set_member_name (b, "protected_names");
   json_builder_begin_object (b);
   for (guint i = 0; i < policy->n_protected; i++)

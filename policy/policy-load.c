@@ -70,6 +70,7 @@ fb_policy_unref (FbPolicy *policy)
     return;
   fb_policy_compiled_clear (policy);
   fb_policy_narrowed_clear (policy);
+  fb_policy_net_clear (policy);
   for (guint i = 0; i < policy->n_rules; i++)
     fb_policy_glob_free (policy->globs != NULL ? policy->globs[i] : NULL);
   g_free (policy->globs);
@@ -165,13 +166,7 @@ fb_policy_get_mounts (const FbPolicy *policy, guint *ret_n)
 
 /* ---- Error messages -------------------------------------------------------- */
 
-typedef struct
-{
-  const char *origin; /* NULL when the JsonNode came without a name */
-  const FbPolicyPosIndex *index;
-  bool builtin;
-  GError **error;
-} Ctx;
+typedef FbPolicyLoadCtx Ctx;
 
 typedef enum
 {
@@ -309,6 +304,41 @@ check_keys (const Ctx *ctx, JsonObject *object, const char *path, const char *co
       return fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, AT_KEY, "unknown key; valid: %s", list);
     }
   return true;
+}
+
+bool
+fb_policy_load_fail (const Ctx *ctx, FbPolicyError code, const char *field_path, const char *pos_path, bool at_key,
+                     const char *format, ...)
+{
+  va_list ap;
+  g_autofree char *msg = NULL;
+
+  va_start (ap, format);
+  msg = g_strdup_vprintf (format, ap);
+  va_end (ap);
+  return fail (ctx, code, field_path, pos_path, at_key ? AT_KEY : AT_VALUE, "%s", msg);
+}
+
+bool
+fb_policy_load_check_keys (const Ctx *ctx, JsonObject *object, const char *path, const char *const *valid)
+{
+  return check_keys (ctx, object, path, valid);
+}
+
+const char *
+fb_policy_load_node_type (JsonNode *node)
+{
+  return node_type_name (node);
+}
+
+char *
+fb_policy_load_origin (const Ctx *ctx, const char *path)
+{
+  FbPolicyPos pos;
+
+  if (ctx->builtin || !fb_policy_pos_index_lookup (ctx->index, path, false, &pos))
+    return ctx->origin != NULL ? g_strdup_printf ("%s:%s", ctx->origin, path) : g_strdup (path);
+  return g_strdup_printf ("%s:%u:%u", ctx->origin != NULL ? ctx->origin : "<data>", pos.line, pos.col);
 }
 
 /* A string member: NULL without error when absent and optional. */
@@ -608,10 +638,7 @@ load_rule (const Ctx *ctx, FbPolicy *policy, const FbPolicyVars *vars, JsonNode 
 
   rule->index = (int)i;
   rule->why = g_string_chunk_insert (policy->strings, why);
-  if (ctx->builtin || !fb_policy_pos_index_lookup (ctx->index, path, false, &pos))
-    origin = ctx->origin != NULL ? g_strdup_printf ("%s:%s", ctx->origin, path) : g_strdup (path);
-  else
-    origin = g_strdup_printf ("%s:%u:%u", ctx->origin != NULL ? ctx->origin : "<data>", pos.line, pos.col);
+  origin = fb_policy_load_origin (ctx, path);
   rule->origin = g_string_chunk_insert (policy->strings, origin);
   *ret_glob = g_steal_pointer (&glob);
   return true;
@@ -748,7 +775,6 @@ load_root (const Ctx *ctx, JsonNode *root, const FbPolicyVars *vars)
   JsonObject *object;
   JsonNode *rules;
   JsonArray *array;
-  const char *network;
 
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     {
@@ -762,14 +788,8 @@ load_root (const Ctx *ctx, JsonNode *root, const FbPolicyVars *vars)
    * know, and "unknown version" is then the useful message. */
   if (!check_version (ctx, object) || !check_keys (ctx, object, "", top_keys))
     return NULL;
-  if (!get_string (ctx, object, "", "network", false, NULL, &network))
+  if (!fb_policy_net_load (ctx, policy, json_object_get_member (object, "network")))
     return NULL;
-  if (network != NULL && !fb_policy_network_from_string (network, &policy->network))
-    {
-      fail (ctx, FB_POLICY_ERROR_VALUE, "network", "network", AT_VALUE, "unknown network \"%s\"; valid: none, host",
-            network);
-      return NULL;
-    }
   if (!load_protected (ctx, policy, object) || !load_log (ctx, policy, object))
     return NULL;
 

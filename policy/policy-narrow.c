@@ -16,7 +16,9 @@
  *  - traversal: a union trie of both sides' literal paths, annotated at
  *    narrowing time with the combined decision of each of its paths, gives
  *    traversable and reachable_children exactly for the combination;
- *  - network: none unless both sides say host; protected names: both sides
+ *  - network: the narrower (none < allowlist < host); a host or address
+ *    is allowed only when both sides allow it (policy-net.c), so a call
+ *    can take hosts away, never add them; protected names: both sides
  *    apply theirs in their own decisions, and fb_policy_is_protected_name
  *    answers the union with the narrower access.
  * A narrowed policy can't be narrowed again (its decisions carry exactly two
@@ -394,9 +396,9 @@ fb_policy_narrow (FbPolicy *base, FbPolicy *narrow, GError **error)
   policy = fb_policy_new_empty (origin);
   policy->base = fb_policy_ref (base);
   policy->narrow = fb_policy_ref (narrow);
-  policy->network = base->network == FB_POLICY_NETWORK_HOST && narrow->network == FB_POLICY_NETWORK_HOST
-                      ? FB_POLICY_NETWORK_HOST
-                      : FB_POLICY_NETWORK_NONE;
+  /* Allowlists intersect: fb_policy_net_decide asks both sides.  host
+   * narrowed by an allowlist is that allowlist, and the other way round. */
+  policy->network = fb_policy_network_narrow (base->network, narrow->network);
 
   /* Protected names: the union, each with the narrower access (BASE's rule
    * on a tie). */

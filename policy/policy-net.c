@@ -1,8 +1,30 @@
-/* fusebox — the network allowlist: deciding hosts, ports and addresses
- * (policy-net.h has the semantics). */
+/* fusebox — the network allowlist: deciding hosts, ports and addresses.
+ *
+ * policy-net.h states the semantics; docs/fusebox-policy.5 (NETWORK) the
+ * user's version.  This file loads the "network" member, decides, and
+ * writes the member back as JSON.
+ *
+ * Threat model: the host name and port come from the sandbox (through the
+ * proxy's request), so they are validated here and anything unexpected is
+ * denied ("malformed"), never trusted.  A name is decided as the client
+ * spelled it, but the connection goes to what the proxy's resolver answers:
+ * the second check (fb_policy_net_check_address) keeps a DNS answer, which
+ * whoever controls the name's zone writes, from pointing an allowed name at
+ * the host's loopback, its link-local neighbours (cloud metadata at
+ * 169.254.169.254) or its private networks.  Every IPv4 address is kept as
+ * its v4-mapped IPv6 form, so that one range check covers both families and
+ * ::ffff:127.0.0.1 is never a way around 127.0.0.0/8.
+ *
+ * Entries are matched by a linear scan: an allowlist holds a handful to a
+ * few hundred entries, a scan of them costs less than the connection's
+ * first packet, and the policy's size bound bounds the scan.
+ */
 #include "policy/policy-private.h"
 
+#include <arpa/inet.h>
 #include <sys/socket.h>
+
+/* ---- Synthetic rules -------------------------------------------------------- */
 
 static const FbPolicyNetRule none_rule = {
   .kind = FB_POLICY_NET_RULE_DEFAULT,
@@ -23,59 +45,1160 @@ static const FbPolicyNetRule host_rule = {
   .why = "the policy's network is host: the sandbox shares the host's network",
 };
 
+static const FbPolicyNetRule default_rule = {
+  .kind = FB_POLICY_NET_RULE_DEFAULT,
+  .index = -1,
+  .name = "default",
+  .origin = "default",
+  .text = "default",
+  .why = "no network entry allows this host and port",
+};
+
+static const FbPolicyNetRule malformed_rule = {
+  .kind = FB_POLICY_NET_RULE_DEFAULT,
+  .index = -1,
+  .name = "malformed",
+  .origin = "default",
+  .text = "malformed",
+  .why = "not a host name (ASCII letters, digits, \"-\", \"_\" and dots, a last label that is not a number), "
+         "an IP address, and a port from 1 to 65535",
+};
+
+/* ---- Address classes: one table, one row per class --------------------------- */
+
+static const struct
+{
+  const char *name;
+  FbPolicyNetRule rule; /* the refusal of such an address that no entry names */
+} class_table[FB_POLICY_NET_CLASS_N] = {
+#define SPECIAL(n, w)                                                                                                  \
+  {                                                                                                                    \
+    .name = n, .rule = {                                                                                               \
+      .kind = FB_POLICY_NET_RULE_SPECIAL,                                                                              \
+      .index = -1,                                                                                                     \
+      .name = n,                                                                                                       \
+      .origin = "fusebox:special-address",                                                                             \
+      .text = n,                                                                                                       \
+      .why = "the name resolved to " w ", which only an address entry inside that block allows: "                      \
+             "a DNS answer can't turn an allowed name into the host's own services"                                    \
+    }                                                                                                                  \
+  }
+  [FB_POLICY_NET_CLASS_PUBLIC] = { .name = "public" },
+  [FB_POLICY_NET_CLASS_UNSPECIFIED] = SPECIAL ("unspecified", "an unspecified address (0.0.0.0/8, ::)"),
+  [FB_POLICY_NET_CLASS_LOOPBACK] = SPECIAL ("loopback", "a loopback address (127.0.0.0/8, ::1)"),
+  [FB_POLICY_NET_CLASS_PRIVATE] = SPECIAL ("private", "a private address (10/8, 172.16/12, 192.168/16, fc00::/7)"),
+  [FB_POLICY_NET_CLASS_SHARED] = SPECIAL ("shared", "a carrier-grade NAT address (100.64.0.0/10)"),
+  [FB_POLICY_NET_CLASS_LINK_LOCAL] = SPECIAL ("link-local", "a link-local address (169.254.0.0/16, fe80::/10)"),
+  [FB_POLICY_NET_CLASS_MULTICAST] = SPECIAL ("multicast", "a multicast address (224.0.0.0/4, ff00::/8)"),
+  [FB_POLICY_NET_CLASS_RESERVED] = SPECIAL ("reserved", "a reserved address"),
+#undef SPECIAL
+};
+
+const char *
+fb_policy_net_class_to_string (FbPolicyNetClass c)
+{
+  return (guint)c < FB_POLICY_NET_CLASS_N ? class_table[c].name : "invalid";
+}
+
+static const struct
+{
+  const char *name;
+} kind_table[FB_POLICY_NET_RULE_KIND_N] = {
+  [FB_POLICY_NET_RULE_HOST] = { "host" },       [FB_POLICY_NET_RULE_SUFFIX] = { "suffix" },
+  [FB_POLICY_NET_RULE_ADDRESS] = { "address" }, [FB_POLICY_NET_RULE_DEFAULT] = { "default" },
+  [FB_POLICY_NET_RULE_SPECIAL] = { "special" },
+};
+
+const char *
+fb_policy_net_rule_kind_to_string (FbPolicyNetRuleKind kind)
+{
+  return (guint)kind < FB_POLICY_NET_RULE_KIND_N ? kind_table[kind].name : "invalid";
+}
+
+/* ---- Addresses ------------------------------------------------------------------ */
+
+static const guint8 v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+static bool
+is_v4_mapped (const guint8 a[16])
+{
+  return memcmp (a, v4_mapped_prefix, 12) == 0;
+}
+
+/* Do A and NET agree on their first PREFIX bits? */
+static bool
+in_prefix (const guint8 a[16], const guint8 net[16], guint prefix)
+{
+  guint bytes = prefix / 8;
+  guint bits = prefix % 8;
+
+  if (memcmp (a, net, bytes) != 0)
+    return false;
+  return bits == 0 || ((a[bytes] ^ net[bytes]) & (guint8)(0xff << (8 - bits))) == 0;
+}
+
+static bool
+canonical_address (int family, const void *address, guint8 ret[16])
+{
+  if (family == AF_INET)
+    {
+      memcpy (ret, v4_mapped_prefix, 12);
+      memcpy (ret + 12, address, 4);
+      return true;
+    }
+  if (family == AF_INET6)
+    {
+      memcpy (ret, address, 16);
+      return true;
+    }
+  return false;
+}
+
+/* The IPv4 blocks that are not public, and the IPv6 ones (IANA's special-
+ * purpose registries, RFC 6890, less the documentation ranges, which route
+ * nowhere special). */
+static const struct
+{
+  guint8 net[4];
+  guint prefix;
+  FbPolicyNetClass cls;
+} v4_blocks[] = {
+  { { 0, 0, 0, 0 }, 8, FB_POLICY_NET_CLASS_UNSPECIFIED },     { { 10, 0, 0, 0 }, 8, FB_POLICY_NET_CLASS_PRIVATE },
+  { { 100, 64, 0, 0 }, 10, FB_POLICY_NET_CLASS_SHARED },      { { 127, 0, 0, 0 }, 8, FB_POLICY_NET_CLASS_LOOPBACK },
+  { { 169, 254, 0, 0 }, 16, FB_POLICY_NET_CLASS_LINK_LOCAL }, { { 172, 16, 0, 0 }, 12, FB_POLICY_NET_CLASS_PRIVATE },
+  { { 192, 0, 0, 0 }, 24, FB_POLICY_NET_CLASS_RESERVED },     { { 192, 168, 0, 0 }, 16, FB_POLICY_NET_CLASS_PRIVATE },
+  { { 198, 18, 0, 0 }, 15, FB_POLICY_NET_CLASS_RESERVED },    { { 224, 0, 0, 0 }, 4, FB_POLICY_NET_CLASS_MULTICAST },
+  { { 240, 0, 0, 0 }, 4, FB_POLICY_NET_CLASS_RESERVED },
+};
+
+static const struct
+{
+  guint8 net[16];
+  guint prefix;
+  FbPolicyNetClass cls;
+} v6_blocks[] = {
+  { { 0 }, 128, FB_POLICY_NET_CLASS_UNSPECIFIED },
+  { { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 }, 128, FB_POLICY_NET_CLASS_LOOPBACK },
+  { { 0 }, 96, FB_POLICY_NET_CLASS_RESERVED },                                 /* IPv4-compatible, deprecated */
+  { { 0x01, 0x00 }, 64, FB_POLICY_NET_CLASS_RESERVED },                        /* discard-only */
+  { { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48, FB_POLICY_NET_CLASS_PRIVATE }, /* local-use NAT64 */
+  { { 0xfc }, 7, FB_POLICY_NET_CLASS_PRIVATE },
+  { { 0xfe, 0xc0 }, 10, FB_POLICY_NET_CLASS_PRIVATE }, /* site-local, deprecated */
+  { { 0xfe, 0x80 }, 10, FB_POLICY_NET_CLASS_LINK_LOCAL },
+  { { 0xff }, 8, FB_POLICY_NET_CLASS_MULTICAST },
+};
+
+static FbPolicyNetClass
+classify_v4 (const guint8 *v4, guint *ret_prefix)
+{
+  guint8 a[16];
+
+  memcpy (a, v4_mapped_prefix, 12);
+  memcpy (a + 12, v4, 4);
+  for (guint i = 0; i < G_N_ELEMENTS (v4_blocks); i++)
+    {
+      guint8 net[16];
+
+      memcpy (net, v4_mapped_prefix, 12);
+      memcpy (net + 12, v4_blocks[i].net, 4);
+      if (in_prefix (a, net, 96 + v4_blocks[i].prefix))
+        {
+          *ret_prefix = v4_blocks[i].prefix;
+          return v4_blocks[i].cls;
+        }
+    }
+  return FB_POLICY_NET_CLASS_PUBLIC;
+}
+
+/* The class of A (canonical form) and the prefix of its block over the 128
+ * bits: an IPv4 address embedded at byte OFF (v4-mapped and NAT64 at 12,
+ * 6to4 at 2) is classified as that IPv4 address, its block shifted by OFF. */
+static FbPolicyNetClass
+classify (const guint8 a[16], guint *ret_prefix)
+{
+  static const guint8 nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+  FbPolicyNetClass c;
+  guint off = 0;
+  guint prefix = 0;
+
+  if (is_v4_mapped (a) || memcmp (a, nat64, 12) == 0)
+    off = 12;
+  else if (a[0] == 0x20 && a[1] == 0x02)
+    off = 2;
+  if (off != 0)
+    {
+      c = classify_v4 (a + off, &prefix);
+      if (c != FB_POLICY_NET_CLASS_PUBLIC || off == 12)
+        {
+          *ret_prefix = off * 8 + prefix;
+          return c;
+        }
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (v6_blocks); i++)
+    if (in_prefix (a, v6_blocks[i].net, v6_blocks[i].prefix))
+      {
+        *ret_prefix = v6_blocks[i].prefix;
+        return v6_blocks[i].cls;
+      }
+  *ret_prefix = 0;
+  return FB_POLICY_NET_CLASS_PUBLIC;
+}
+
+FbPolicyNetClass
+fb_policy_net_classify (int family, const void *address)
+{
+  guint8 a[16];
+  guint prefix;
+
+  if (!canonical_address (family, address, a))
+    return FB_POLICY_NET_CLASS_RESERVED;
+  return classify (a, &prefix);
+}
+
+/* An address literal (no brackets, no zone) into its canonical form. */
+static bool
+parse_address (const char *text, guint8 ret[16], bool *ret_v4)
+{
+  guint8 v4[4];
+
+  if (inet_pton (AF_INET, text, v4) == 1)
+    {
+      canonical_address (AF_INET, v4, ret);
+      *ret_v4 = true;
+      return true;
+    }
+  *ret_v4 = false;
+  return strchr (text, ':') != NULL && inet_pton (AF_INET6, text, ret) == 1;
+}
+
+/* The text of a network: an IPv4 one (v4-mapped, prefix at least 96) as
+ * a.b.c.d[/n], else IPv6 text[/n]; the prefix only when it is not the
+ * whole address. */
+char *
+fb_policy_net_format_cidr (const guint8 addr[16], guint prefix)
+{
+  char buf[INET6_ADDRSTRLEN];
+
+  if (is_v4_mapped (addr) && prefix >= 96)
+    {
+      inet_ntop (AF_INET, addr + 12, buf, sizeof buf);
+      return prefix == 128 ? g_strdup (buf) : g_strdup_printf ("%s/%u", buf, prefix - 96);
+    }
+  inet_ntop (AF_INET6, addr, buf, sizeof buf);
+  return prefix == 128 ? g_strdup (buf) : g_strdup_printf ("%s/%u", buf, prefix);
+}
+
+/* "A.B.C.D/N", "V6/N" or a bare address (the whole address).  NULL, or a
+ * message for people. */
+char *
+fb_policy_net_parse_cidr (const char *text, guint8 ret_addr[16], guint *ret_prefix)
+{
+  const char *slash = strchr (text, '/');
+  g_autofree char *addr_text = slash != NULL ? g_strndup (text, (gsize)(slash - text)) : g_strdup (text);
+  guint8 addr[16];
+  guint8 masked[16] = { 0 };
+  guint64 prefix;
+  bool v4;
+
+  if (!parse_address (addr_text, addr, &v4))
+    return g_strdup_printf ("\"%s\" is not an IPv4 or IPv6 address (write 10.1.0.0/16, 203.0.113.7, fc00::/7 or "
+                            "::1; no brackets, no zone)",
+                            addr_text);
+  if (slash == NULL)
+    prefix = v4 ? 32 : 128;
+  else
+    {
+      const char *p = slash + 1;
+
+      if (!g_ascii_isdigit (*p) || (p[0] == '0' && p[1] != '\0') || strlen (p) > 3)
+        return g_strdup_printf ("\"%s\": the prefix length after \"/\" is a number from 0 to %u", text, v4 ? 32 : 128);
+      prefix = g_ascii_strtoull (p, NULL, 10);
+      for (; *p != '\0'; p++)
+        if (!g_ascii_isdigit (*p))
+          return g_strdup_printf ("\"%s\": the prefix length after \"/\" is a number from 0 to %u", text,
+                                  v4 ? 32 : 128);
+      if (prefix > (v4 ? 32u : 128u))
+        return g_strdup_printf ("\"%s\": the prefix length after \"/\" is a number from 0 to %u", text, v4 ? 32 : 128);
+    }
+  if (v4)
+    prefix += 96;
+  for (guint i = 0; i < prefix; i++)
+    masked[i / 8] |= addr[i / 8] & (guint8)(0x80 >> (i % 8));
+  if (memcmp (masked, addr, 16) != 0)
+    {
+      g_autofree char *want = fb_policy_net_format_cidr (masked, (guint)prefix);
+
+      return g_strdup_printf ("\"%s\" has bits set past its prefix; did you mean %s%s?", text, want,
+                              strchr (want, '/') == NULL ? (v4 ? "/32" : "/128") : "");
+    }
+  memcpy (ret_addr, addr, 16);
+  *ret_prefix = (guint)prefix;
+  return NULL;
+}
+
+/* ---- Host names ------------------------------------------------------------------ */
+
+/* Check and normalize an ASCII name in place (lower case, the trailing dot
+ * dropped).  NULL, or what is wrong. */
+static const char *
+check_name (char *name)
+{
+  gsize len = strlen (name);
+  gsize label = 0;
+  bool numeric = true;
+
+  if (len > 0 && name[len - 1] == '.')
+    name[--len] = '\0';
+  if (len == 0)
+    return "empty";
+  if (len > 253)
+    return "longer than 253 characters";
+  for (gsize i = 0; i <= len; i++)
+    {
+      char c = name[i];
+
+      if (c == '.' || c == '\0')
+        {
+          if (label == 0)
+            return "an empty label (\"..\", or a dot in front)";
+          if (label > 63)
+            return "a label longer than 63 characters";
+          if (c == '\0' && numeric)
+            return "its last label is a number: an address goes as a.b.c.d (or in \"cidr\"), and a name ends "
+                   "with letters";
+          label = 0;
+          numeric = true;
+          continue;
+        }
+      if (!g_ascii_isalnum (c) && c != '-' && c != '_')
+        return "a character other than ASCII letters, digits, \"-\", \"_\" and dots";
+      numeric = numeric && g_ascii_isdigit (c);
+      name[i] = g_ascii_tolower (c);
+      label++;
+    }
+  return NULL;
+}
+
+/* What the client asked for, ready to match. */
+typedef struct
+{
+  bool is_address;
+  guint8 addr[16];
+  char name[256];
+  gsize len;
+} Query;
+
+static bool
+parse_query (const char *host, Query *q)
+{
+  gsize len = host != NULL ? strlen (host) : 0;
+  bool v4;
+
+  if (len == 0 || len > 254)
+    return false;
+  if (host[0] == '[')
+    {
+      g_autofree char *inner = NULL;
+
+      if (host[len - 1] != ']')
+        return false;
+      inner = g_strndup (host + 1, len - 2);
+      q->is_address = true;
+      return parse_address (inner, q->addr, &v4) && !v4;
+    }
+  if (parse_address (host, q->addr, &v4))
+    {
+      q->is_address = true;
+      return true;
+    }
+  q->is_address = false;
+  memcpy (q->name, host, len + 1);
+  if (check_name (q->name) != NULL)
+    return false;
+  q->len = strlen (q->name);
+  return true;
+}
+
+char *
+fb_policy_net_host_normalize (const char *host)
+{
+  Query q;
+
+  if (!parse_query (host, &q))
+    return NULL;
+  if (q.is_address)
+    return fb_policy_net_format_cidr (q.addr, 128);
+  return g_strdup (q.name);
+}
+
+/* ---- Matching -------------------------------------------------------------------- */
+
+static bool
+port_matches (const FbPolicyNetRule *rule, guint port)
+{
+  for (guint i = 0; i < rule->n_ports; i++)
+    if (rule->ports[i] == port)
+      return true;
+  return rule->n_ports == 0;
+}
+
+/* How specific RULE is: an exact name beats any suffix, a longer suffix a
+ * shorter one, "*" (the empty suffix) comes last; addresses by prefix. */
+static guint
+specificity (const FbPolicyNetRule *rule)
+{
+  switch (rule->kind)
+    {
+      case FB_POLICY_NET_RULE_HOST:
+        return 1000; /* past any suffix: a name has at most 253 characters */
+      case FB_POLICY_NET_RULE_SUFFIX:
+        return (guint)strlen (rule->host) + 1;
+      case FB_POLICY_NET_RULE_ADDRESS:
+      case FB_POLICY_NET_RULE_SPECIAL:
+        return rule->prefix;
+      case FB_POLICY_NET_RULE_DEFAULT:
+        return 0;
+    }
+  return 0;
+}
+
+/* Does A decide over B (both match)?  More specific; then one that lists
+ * the port over one for any port; then deny over allow.  A full tie keeps
+ * B, the earlier. */
+bool
+fb_policy_net_rule_beats (const FbPolicyNetRule *a, const FbPolicyNetRule *b)
+{
+  guint sa = specificity (a);
+  guint sb = specificity (b);
+
+  if (sa != sb)
+    return sa > sb;
+  if ((a->n_ports > 0) != (b->n_ports > 0))
+    return a->n_ports > 0;
+  return !a->allow && b->allow;
+}
+
+static bool
+rule_matches (const FbPolicyNetRule *rule, const Query *q, guint port)
+{
+  gsize n;
+
+  if (!port_matches (rule, port))
+    return false;
+  switch (rule->kind)
+    {
+      case FB_POLICY_NET_RULE_HOST:
+        return !q->is_address && strcmp (rule->host, q->name) == 0;
+      case FB_POLICY_NET_RULE_SUFFIX:
+        n = strlen (rule->host);
+        return !q->is_address && q->len > n && memcmp (q->name + q->len - n, rule->host, n) == 0;
+      case FB_POLICY_NET_RULE_ADDRESS:
+        return q->is_address && in_prefix (q->addr, rule->addr, rule->prefix);
+      case FB_POLICY_NET_RULE_DEFAULT:
+      case FB_POLICY_NET_RULE_SPECIAL:
+        return false;
+    }
+  return false;
+}
+
+static const FbPolicyNetRule *
+best_match (const FbPolicy *policy, const Query *q, guint port)
+{
+  const FbPolicyNetRule *best = NULL;
+
+  for (guint i = 0; i < policy->n_net_rules; i++)
+    {
+      const FbPolicyNetRule *rule = &policy->net_rules[i];
+
+      if (rule_matches (rule, q, port) && (best == NULL || fb_policy_net_rule_beats (rule, best)))
+        best = rule;
+    }
+  return best;
+}
+
+/* Of two sides' decisions (a narrowed policy), the narrower: a denial
+ * (BASE's first), else the allow that names an entry rather than "host". */
+static void
+combine (const FbPolicyNetDecision *base, const FbPolicyNetDecision *narrow, FbPolicyNetDecision *ret)
+{
+  if (!base->allowed)
+    *ret = *base;
+  else if (!narrow->allowed)
+    *ret = *narrow;
+  else
+    *ret = base->rule == &host_rule ? *narrow : *base;
+}
+
 void
 fb_policy_net_decide (const FbPolicy *policy, const char *host, guint port, FbPolicyNetDecision *ret)
 {
-  (void)host;
-  (void)port;
-  ret->allowed = policy->network == FB_POLICY_NETWORK_HOST;
-  ret->rule = ret->allowed ? &host_rule : &none_rule;
+  const FbPolicyNetRule *best;
+  Query q;
+
+  if (policy->narrow != NULL)
+    {
+      FbPolicyNetDecision b, n;
+
+      fb_policy_net_decide (policy->base, host, port, &b);
+      fb_policy_net_decide (policy->narrow, host, port, &n);
+      combine (&b, &n, ret);
+      return;
+    }
+  switch (policy->network)
+    {
+      case FB_POLICY_NETWORK_NONE:
+        *ret = (FbPolicyNetDecision){ false, &none_rule };
+        return;
+      case FB_POLICY_NETWORK_HOST:
+        *ret = (FbPolicyNetDecision){ true, &host_rule };
+        return;
+      case FB_POLICY_NETWORK_ALLOWLIST:
+        break;
+    }
+  if (port == 0 || port > 65535 || !parse_query (host, &q))
+    {
+      *ret = (FbPolicyNetDecision){ false, &malformed_rule };
+      return;
+    }
+  best = best_match (policy, &q, port);
+  *ret = best != NULL ? (FbPolicyNetDecision){ best->allow, best } : (FbPolicyNetDecision){ false, &default_rule };
 }
 
 void
 fb_policy_net_check_address (const FbPolicy *policy, const FbPolicyNetDecision *by_name, int family,
                              const void *address, guint port, FbPolicyNetDecision *ret)
 {
-  (void)policy;
-  (void)family;
-  (void)address;
-  (void)port;
-  *ret = *by_name;
-}
+  const FbPolicyNetRule *best;
+  FbPolicyNetClass cls;
+  guint block = 0;
+  Query q = { .is_address = true };
 
-char *
-fb_policy_net_host_normalize (const char *host)
-{
-  return g_ascii_strdown (host, -1);
+  if (!by_name->allowed)
+    {
+      *ret = *by_name;
+      return;
+    }
+  if (policy->narrow != NULL)
+    {
+      FbPolicyNetDecision b, n;
+
+      fb_policy_net_check_address (policy->base, by_name, family, address, port, &b);
+      fb_policy_net_check_address (policy->narrow, by_name, family, address, port, &n);
+      /* each side returns BY_NAME unless it has something to add */
+      if (!b.allowed || (n.allowed && b.rule != by_name->rule))
+        *ret = b;
+      else
+        *ret = n;
+      return;
+    }
+  switch (policy->network)
+    {
+      case FB_POLICY_NETWORK_NONE:
+        *ret = (FbPolicyNetDecision){ false, &none_rule };
+        return;
+      case FB_POLICY_NETWORK_HOST:
+        *ret = *by_name;
+        return;
+      case FB_POLICY_NETWORK_ALLOWLIST:
+        break;
+    }
+  if (port == 0 || port > 65535 || !canonical_address (family, address, q.addr))
+    {
+      *ret = (FbPolicyNetDecision){ false, &malformed_rule };
+      return;
+    }
+  best = best_match (policy, &q, port);
+  if (best != NULL && !best->allow)
+    {
+      *ret = (FbPolicyNetDecision){ false, best };
+      return;
+    }
+  cls = classify (q.addr, &block);
+  if (cls != FB_POLICY_NET_CLASS_PUBLIC && (best == NULL || best->prefix < block))
+    {
+      *ret = (FbPolicyNetDecision){ false, &class_table[cls].rule };
+      return;
+    }
+  *ret = best != NULL ? (FbPolicyNetDecision){ true, best } : *by_name;
 }
 
 const FbPolicyNetRule *
 fb_policy_net_get_rules (const FbPolicy *policy, guint *ret_n)
 {
-  (void)policy;
+  if (policy->narrow != NULL)
+    return fb_policy_net_get_rules (policy->base, ret_n);
   if (ret_n != NULL)
-    *ret_n = 0;
-  return NULL;
+    *ret_n = policy->n_net_rules;
+  return policy->net_rules;
 }
 
-const char *
-fb_policy_net_rule_kind_to_string (FbPolicyNetRuleKind kind)
+void
+fb_policy_net_clear (FbPolicy *policy)
 {
-  (void)kind;
-  return "default";
+  for (guint i = 0; i < policy->n_net_rules; i++)
+    g_free ((gpointer)policy->net_rules[i].ports);
+  g_clear_pointer (&policy->net_rules, g_free);
+  policy->n_net_rules = 0;
 }
 
-const char *
-fb_policy_net_class_to_string (FbPolicyNetClass c)
+/* ---- Loading ----------------------------------------------------------------------- */
+
+static const char *const network_keys[] = { "allow", "deny", NULL };
+static const char *const entry_keys[] = { "host", "cidr", "port", "ports", "why", NULL };
+
+static int
+compare_ports (gconstpointer a, gconstpointer b)
 {
-  (void)c;
-  return "public";
+  return (int)*(const guint16 *)a - (int)*(const guint16 *)b;
 }
 
-FbPolicyNetClass
-fb_policy_net_classify (int family, const void *address)
+static bool
+load_port (const FbPolicyLoadCtx *ctx, JsonNode *node, const char *member, guint16 *ret)
 {
-  (void)family;
-  (void)address;
-  return FB_POLICY_NET_CLASS_PUBLIC;
+  gint64 v;
+
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_INT64)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, false,
+                                "expected a port number (an integer from 1 to 65535), got %s",
+                                fb_policy_load_node_type (node));
+  v = json_node_get_int (node);
+  if (v < 1 || v > 65535)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, member, member, false,
+                                "%" G_GINT64_FORMAT " is not a port; give a number from 1 to 65535", v);
+  *ret = (guint16)v;
+  return true;
+}
+
+/* "port": N or "ports": [N, ...] of the entry at PATH into RULE. */
+static bool
+load_ports (const FbPolicyLoadCtx *ctx, JsonObject *object, const char *path, FbPolicyNetRule *rule)
+{
+  g_autofree char *port_member = fb_policy_json_path_member (path, "port");
+  g_autofree char *ports_member = fb_policy_json_path_member (path, "ports");
+  JsonNode *port = json_object_get_member (object, "port");
+  JsonNode *ports = json_object_get_member (object, "ports");
+  g_autofree guint16 *list = NULL;
+  JsonArray *array;
+  guint n;
+
+  if (port != NULL && ports != NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, ports_member, ports_member, true,
+                                "an entry has \"port\" or \"ports\", not both; put every port in \"ports\"");
+  if (port != NULL)
+    {
+      list = g_new (guint16, 1);
+      if (!load_port (ctx, port, port_member, &list[0]))
+        return false;
+      rule->n_ports = 1;
+      rule->ports = g_steal_pointer (&list);
+      return true;
+    }
+  if (ports == NULL)
+    return true;
+  if (!JSON_NODE_HOLDS_ARRAY (ports) || json_array_get_length (json_node_get_array (ports)) == 0)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, ports_member, ports_member, false,
+                                "expected a non-empty array of port numbers, got %s",
+                                JSON_NODE_HOLDS_ARRAY (ports) ? "an empty array" : fb_policy_load_node_type (ports));
+  array = json_node_get_array (ports);
+  n = json_array_get_length (array);
+  list = g_new (guint16, n);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *member = g_strdup_printf ("%s[%u]", ports_member, i);
+
+      if (!load_port (ctx, json_array_get_element (array, i), member, &list[i]))
+        return false;
+      for (guint j = 0; j < i; j++)
+        if (list[j] == list[i])
+          return fb_policy_load_fail (ctx, FB_POLICY_ERROR_DUPLICATE, member, member, false,
+                                      "port %u is listed twice; list it once", list[i]);
+    }
+  qsort (list, n, sizeof list[0], compare_ports);
+  rule->n_ports = n;
+  rule->ports = g_steal_pointer (&list);
+  return true;
+}
+
+/* "host": a name, "*.suffix", "*", or an address literal (an address entry
+ * of the whole address). */
+static bool
+load_host (const FbPolicyLoadCtx *ctx, FbPolicy *policy, const char *raw, const char *member, FbPolicyNetRule *rule)
+{
+  g_autofree char *ascii = NULL;
+  const char *name = raw;
+  const char *wrong;
+  bool v4;
+
+  if (raw[0] == '[' && raw[strlen (raw) - 1] == ']')
+    {
+      g_autofree char *inner = g_strndup (raw + 1, strlen (raw) - 2);
+
+      if (parse_address (inner, rule->addr, &v4) && !v4)
+        {
+          rule->kind = FB_POLICY_NET_RULE_ADDRESS;
+          rule->prefix = 128;
+          return true;
+        }
+    }
+  if (parse_address (raw, rule->addr, &v4))
+    {
+      rule->kind = FB_POLICY_NET_RULE_ADDRESS;
+      rule->prefix = 128;
+      return true;
+    }
+  if (strcmp (raw, "*") == 0)
+    {
+      rule->kind = FB_POLICY_NET_RULE_SUFFIX;
+      rule->host = "";
+      return true;
+    }
+  rule->kind = FB_POLICY_NET_RULE_HOST;
+  if (g_str_has_prefix (raw, "*."))
+    {
+      rule->kind = FB_POLICY_NET_RULE_SUFFIX;
+      name = raw + 2;
+    }
+  if (strchr (name, '*') != NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, member, member, false,
+                                "\"%s\": a wildcard is \"*.\" in front of a name (\"*.example.com\": its "
+                                "subdomains), or \"*\" alone (every name)",
+                                raw);
+  if (strchr (name, ':') != NULL || strchr (name, '/') != NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, member, member, false,
+                                "\"%s\" is not a host name; a port goes in \"port\", a range in \"cidr\"", raw);
+  /* IDNA: a name in Unicode is compared as the ASCII name clients send
+   * (g_hostname_to_ascii also folds case); its failure means the name can
+   * never be asked for. */
+  ascii = g_hostname_to_ascii (name);
+  if (ascii == NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, member, member, false,
+                                "\"%s\" is not a valid internationalized host name", raw);
+  wrong = check_name (ascii);
+  if (wrong != NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, member, member, false, "\"%s\" is not a host name: %s", raw,
+                                wrong);
+  if (rule->kind == FB_POLICY_NET_RULE_SUFFIX)
+    {
+      g_autofree char *dotted = g_strconcat (".", ascii, NULL);
+
+      rule->host = g_string_chunk_insert (policy->strings, dotted);
+    }
+  else
+    rule->host = g_string_chunk_insert (policy->strings, ascii);
+  return true;
+}
+
+/* The entry as --network writes it: HOST[:PORTS], [V6]:PORTS */
+static char *
+rule_text (const FbPolicyNetRule *rule)
+{
+  GString *out = g_string_new (NULL);
+  g_autofree char *cidr = NULL;
+
+  switch (rule->kind)
+    {
+      case FB_POLICY_NET_RULE_HOST:
+        g_string_append (out, rule->host);
+        break;
+      case FB_POLICY_NET_RULE_SUFFIX:
+        g_string_append_printf (out, "*%s", rule->host);
+        break;
+      case FB_POLICY_NET_RULE_ADDRESS:
+      case FB_POLICY_NET_RULE_SPECIAL:
+      case FB_POLICY_NET_RULE_DEFAULT:
+        cidr = fb_policy_net_format_cidr (rule->addr, rule->prefix);
+        if (rule->n_ports > 0 && strchr (cidr, ':') != NULL)
+          g_string_append_printf (out, "[%s]", cidr);
+        else
+          g_string_append (out, cidr);
+        break;
+    }
+  for (guint i = 0; i < rule->n_ports; i++)
+    g_string_append_printf (out, "%c%u", i == 0 ? ':' : ',', rule->ports[i]);
+  return g_string_free (out, FALSE);
+}
+
+static bool
+same_target (const FbPolicyNetRule *a, const FbPolicyNetRule *b)
+{
+  if (a->kind != b->kind || a->n_ports != b->n_ports)
+    return false;
+  if (a->n_ports > 0 && memcmp (a->ports, b->ports, a->n_ports * sizeof a->ports[0]) != 0)
+    return false;
+  if (a->kind == FB_POLICY_NET_RULE_ADDRESS)
+    return a->prefix == b->prefix && memcmp (a->addr, b->addr, 16) == 0;
+  return strcmp (a->host, b->host) == 0;
+}
+
+static bool
+load_entry (const FbPolicyLoadCtx *ctx, FbPolicy *policy, JsonNode *node, const char *path, FbPolicyNetRule *rule)
+{
+  g_autofree char *host_member = fb_policy_json_path_member (path, "host");
+  g_autofree char *cidr_member = fb_policy_json_path_member (path, "cidr");
+  g_autofree char *why_member = fb_policy_json_path_member (path, "why");
+  g_autofree char *text = NULL;
+  g_autofree char *origin = NULL;
+  JsonObject *object;
+  JsonNode *host, *cidr, *why;
+
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, path, path, false,
+                                "expected an entry {\"host\" or \"cidr\", optional \"port\" or \"ports\", \"why\"}, "
+                                "got %s",
+                                fb_policy_load_node_type (node));
+  object = json_node_get_object (node);
+  if (!fb_policy_load_check_keys (ctx, object, path, entry_keys))
+    return false;
+  host = json_object_get_member (object, "host");
+  cidr = json_object_get_member (object, "cidr");
+  why = json_object_get_member (object, "why");
+  if (host != NULL && cidr != NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, cidr_member, cidr_member, true,
+                                "an entry has either \"host\" or \"cidr\", not both; split it into two entries");
+  if (host == NULL && cidr == NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, host_member, path, false,
+                                "missing; an entry names a \"host\" (\"api.example.com\", \"*.example.com\") or a "
+                                "\"cidr\" (\"10.1.0.0/16\", \"fc00::/7\", \"203.0.113.7\")");
+  if (!JSON_NODE_HOLDS_VALUE (host != NULL ? host : cidr) ||
+      json_node_get_value_type (host != NULL ? host : cidr) != G_TYPE_STRING)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, host != NULL ? host_member : cidr_member,
+                                host != NULL ? host_member : cidr_member, false, "expected a string, got %s",
+                                fb_policy_load_node_type (host != NULL ? host : cidr));
+  if (host != NULL)
+    {
+      if (!load_host (ctx, policy, json_node_get_string (host), host_member, rule))
+        return false;
+    }
+  else
+    {
+      g_autofree char *wrong = fb_policy_net_parse_cidr (json_node_get_string (cidr), rule->addr, &rule->prefix);
+
+      if (wrong != NULL)
+        return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, cidr_member, cidr_member, false, "%s", wrong);
+      rule->kind = FB_POLICY_NET_RULE_ADDRESS;
+    }
+  if (!load_ports (ctx, object, path, rule))
+    return false;
+  if (why == NULL)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, why_member, path, false,
+                                "missing; every entry says why it exists (it is logged with each connection)");
+  if (!JSON_NODE_HOLDS_VALUE (why) || json_node_get_value_type (why) != G_TYPE_STRING)
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, why_member, why_member, false, "expected a string, got %s",
+                                fb_policy_load_node_type (why));
+  if (json_node_get_string (why)[0] == '\0')
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, why_member, why_member, false,
+                                "empty; say why the entry exists (it is logged with each connection it decides)");
+  rule->why = g_string_chunk_insert (policy->strings, json_node_get_string (why));
+  text = rule_text (rule);
+  rule->text = g_string_chunk_insert (policy->strings, text);
+  origin = fb_policy_load_origin (ctx, path);
+  rule->origin = g_string_chunk_insert (policy->strings, origin);
+  return true;
+}
+
+static bool
+load_list (const FbPolicyLoadCtx *ctx, FbPolicy *policy, JsonObject *network, const char *key, GArray *out)
+{
+  g_autofree char *member = fb_policy_json_path_member ("network", key);
+  JsonNode *node = json_object_get_member (network, key);
+  JsonArray *array;
+  guint first = out->len;
+
+  if (node == NULL)
+    return true;
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, member, member, false,
+                                "expected an array of entries, got %s", fb_policy_load_node_type (node));
+  array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("%s[%u]", member, i);
+      g_autofree char *name = g_strdup_printf ("%s[%u]", key, i);
+      FbPolicyNetRule rule = { .allow = strcmp (key, "allow") == 0, .index = (int)i };
+
+      /* appended first, so that the array owns the ports even on failure */
+      g_array_append_val (out, rule);
+      if (!load_entry (ctx, policy, json_array_get_element (array, i), path,
+                       &g_array_index (out, FbPolicyNetRule, out->len - 1)))
+        return false;
+      g_array_index (out, FbPolicyNetRule, out->len - 1).name = g_string_chunk_insert (policy->strings, name);
+      for (guint j = first; j < out->len - 1; j++)
+        {
+          const FbPolicyNetRule *a = &g_array_index (out, FbPolicyNetRule, j);
+          const FbPolicyNetRule *b = &g_array_index (out, FbPolicyNetRule, out->len - 1);
+
+          if (same_target (a, b))
+            {
+              g_autofree char *other = g_strdup_printf ("%s[%d]", member, a->index);
+              FbPolicyPos pos;
+              g_autofree char *where =
+                fb_policy_pos_index_lookup (ctx->index, other, false, &pos)
+                  ? g_strdup_printf ("%s at %s:%u:%u", other, ctx->origin != NULL ? ctx->origin : "<data>", pos.line,
+                                     pos.col)
+                  : g_strdup (other);
+
+              return fb_policy_load_fail (ctx, FB_POLICY_ERROR_DUPLICATE, path, path, false,
+                                          "duplicate of %s (the same %s); remove one", where, b->text);
+            }
+        }
+    }
+  return true;
+}
+
+static void
+free_rules (GArray *rules)
+{
+  for (guint i = 0; i < rules->len; i++)
+    g_free ((gpointer)g_array_index (rules, FbPolicyNetRule, i).ports);
+  g_array_free (rules, TRUE);
+}
+
+bool
+fb_policy_net_load (const FbPolicyLoadCtx *ctx, FbPolicy *policy, JsonNode *node)
+{
+  GArray *rules;
+  JsonObject *network;
+
+  policy->network = FB_POLICY_NETWORK_NONE;
+  if (node == NULL)
+    return true;
+  if (JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING)
+    {
+      const char *s = json_node_get_string (node);
+
+      if (!fb_policy_network_from_string (s, &policy->network) || policy->network == FB_POLICY_NETWORK_ALLOWLIST)
+        return fb_policy_load_fail (ctx, FB_POLICY_ERROR_VALUE, "network", "network", false,
+                                    "unknown network \"%s\"; valid: none, host, or an allowlist "
+                                    "{\"allow\": [{\"host\": \"api.example.com\", \"port\": 443, \"why\": \"...\"}]}",
+                                    s);
+      return true;
+    }
+  if (!JSON_NODE_HOLDS_OBJECT (node))
+    return fb_policy_load_fail (ctx, FB_POLICY_ERROR_SCHEMA, "network", "network", false,
+                                "expected \"none\", \"host\" or an allowlist {\"allow\": [...], \"deny\": [...]}, "
+                                "got %s",
+                                fb_policy_load_node_type (node));
+  network = json_node_get_object (node);
+  if (!fb_policy_load_check_keys (ctx, network, "network", network_keys))
+    return false;
+  rules = g_array_new (FALSE, TRUE, sizeof (FbPolicyNetRule));
+  if (!load_list (ctx, policy, network, "allow", rules) || !load_list (ctx, policy, network, "deny", rules))
+    {
+      free_rules (rules);
+      return false;
+    }
+  policy->network = FB_POLICY_NETWORK_ALLOWLIST;
+  policy->n_net_rules = rules->len;
+  policy->net_rules = (FbPolicyNetRule *)(void *)g_array_free (rules, FALSE);
+  return true;
+}
+
+void
+fb_policy_net_build_json (const FbPolicy *policy, JsonBuilder *b)
+{
+  if (policy->network != FB_POLICY_NETWORK_ALLOWLIST)
+    {
+      json_builder_add_string_value (b, fb_policy_network_to_string (policy->network));
+      return;
+    }
+  json_builder_begin_object (b);
+  for (guint side = 0; side < 2; side++)
+    {
+      bool allow = side == 0; /* "allow" first, then "deny" */
+      bool any = false;
+
+      for (guint i = 0; i < policy->n_net_rules; i++)
+        {
+          const FbPolicyNetRule *rule = &policy->net_rules[i];
+
+          if (rule->allow != allow)
+            continue;
+          if (!any)
+            {
+              json_builder_set_member_name (b, allow ? "allow" : "deny");
+              json_builder_begin_array (b);
+              any = true;
+            }
+          json_builder_begin_object (b);
+          if (rule->kind == FB_POLICY_NET_RULE_ADDRESS)
+            {
+              g_autofree char *cidr = fb_policy_net_format_cidr (rule->addr, rule->prefix);
+
+              json_builder_set_member_name (b, "cidr");
+              json_builder_add_string_value (b, cidr);
+            }
+          else
+            {
+              g_autofree char *host =
+                g_strconcat (rule->kind == FB_POLICY_NET_RULE_SUFFIX ? "*" : "", rule->host, NULL);
+
+              json_builder_set_member_name (b, "host");
+              json_builder_add_string_value (b, host);
+            }
+          if (rule->n_ports == 1)
+            {
+              json_builder_set_member_name (b, "port");
+              json_builder_add_int_value (b, rule->ports[0]);
+            }
+          else if (rule->n_ports > 1)
+            {
+              json_builder_set_member_name (b, "ports");
+              json_builder_begin_array (b);
+              for (guint j = 0; j < rule->n_ports; j++)
+                json_builder_add_int_value (b, rule->ports[j]);
+              json_builder_end_array (b);
+            }
+          json_builder_set_member_name (b, "why");
+          json_builder_add_string_value (b, rule->why);
+          json_builder_end_object (b);
+        }
+      if (any)
+        json_builder_end_array (b);
+    }
+  json_builder_end_object (b);
+}
+
+/* ---- The command line's short form ------------------------------------------------ */
+
+/* "TARGET[:PORT]" → an entry {"host" or "cidr", "port"?, "why"}. */
+static JsonObject *
+short_entry (const char *arg, const char *verb, const char *item, GError **error)
+{
+  g_autofree char *target = NULL;
+  const char *port = NULL;
+  JsonObject *entry;
+  g_autofree char *why = NULL;
+  guint8 addr[16];
+  bool v4;
+
+  if (item[0] == '[')
+    {
+      const char *close = strchr (item, ']');
+
+      if (close == NULL || (close[1] != '\0' && close[1] != ':'))
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                       "--network %s:%s: an IPv6 address in brackets is \"[ADDRESS]\" or \"[ADDRESS]:PORT\"", verb,
+                       item);
+          return NULL;
+        }
+      target = g_strndup (item + 1, (gsize)(close - item - 1));
+      port = close[1] == ':' ? close + 2 : NULL;
+    }
+  else
+    {
+      const char *colon = strchr (item, ':');
+
+      if (colon != NULL && strchr (colon + 1, ':') == NULL)
+        {
+          target = g_strndup (item, (gsize)(colon - item));
+          port = colon + 1;
+        }
+      else
+        target = g_strdup (item); /* no port, or an IPv6 address without one */
+    }
+  if (port != NULL)
+    {
+      guint64 n = 0;
+
+      if (!g_ascii_string_to_unsigned (port, 10, 1, 65535, &n, NULL))
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                       "--network %s:%s: \"%s\" is not a port; give a number from 1 to 65535", verb, item, port);
+          return NULL;
+        }
+    }
+  entry = json_object_new ();
+  if (strchr (target, '/') != NULL || parse_address (target, addr, &v4))
+    json_object_set_string_member (entry, "cidr", target);
+  else
+    json_object_set_string_member (entry, "host", target);
+  if (port != NULL)
+    json_object_set_int_member (entry, "port", (gint64)g_ascii_strtoull (port, NULL, 10));
+  why = g_strdup_printf ("--network %s on the command line", arg);
+  json_object_set_string_member (entry, "why", why);
+  return entry;
+}
+
+static JsonArray *
+member_array (JsonObject *object, const char *key)
+{
+  if (!json_object_has_member (object, key))
+    json_object_set_array_member (object, key, json_array_new ());
+  return json_object_get_array_member (object, key);
+}
+
+bool
+fb_policy_net_apply_short (JsonObject *root, const char *arg, GError **error)
+{
+  g_auto (GStrv) items = NULL;
+  JsonNode *have = json_object_get_member (root, "network");
+  JsonObject *network;
+  JsonObject *last = NULL;
+  const char *verb = NULL;
+
+  if (strcmp (arg, "none") == 0 || strcmp (arg, "host") == 0)
+    {
+      json_object_set_string_member (root, "network", arg);
+      return true;
+    }
+  if (!g_str_has_prefix (arg, "allow:") && !g_str_has_prefix (arg, "deny:"))
+    {
+      g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                   "--network %s: give none, host, allow:HOST[:PORT] or deny:HOST[:PORT] (HOST a name, *.SUFFIX, "
+                   "an address or a CIDR range; comma-separated or repeated)",
+                   arg);
+      return false;
+    }
+  /* none and host start an empty allowlist: --network allow:X means "X" */
+  if (have == NULL || !JSON_NODE_HOLDS_OBJECT (have))
+    json_object_set_object_member (root, "network", json_object_new ());
+  network = json_object_get_object_member (root, "network");
+  items = g_strsplit (arg, ",", -1);
+  for (guint i = 0; items[i] != NULL; i++)
+    {
+      const char *item = items[i];
+      JsonObject *entry;
+
+      if (last != NULL && item[0] != '\0' && strspn (item, "0123456789") == strlen (item))
+        {
+          /* "allow:h:80,443": one more port of the entry before */
+          guint64 n = 0;
+          JsonArray *ports;
+
+          if (!g_ascii_string_to_unsigned (item, 10, 1, 65535, &n, NULL))
+            {
+              g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE,
+                           "--network %s: \"%s\" is not a port; give a number from 1 to 65535", arg, item);
+              return false;
+            }
+          if (json_object_has_member (last, "port"))
+            {
+              gint64 first = json_object_get_int_member (last, "port");
+
+              json_object_remove_member (last, "port");
+              ports = member_array (last, "ports");
+              json_array_add_int_element (ports, first);
+            }
+          ports = member_array (last, "ports");
+          json_array_add_int_element (ports, (gint64)n);
+          continue;
+        }
+      if (g_str_has_prefix (item, "allow:") || g_str_has_prefix (item, "deny:"))
+        {
+          verb = item[0] == 'a' ? "allow" : "deny";
+          item += strlen (verb) + 1;
+        }
+      if (item[0] == '\0')
+        {
+          g_set_error (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE, "--network %s: an empty host", arg);
+          return false;
+        }
+      entry = short_entry (arg, verb, item, error);
+      if (entry == NULL)
+        return false;
+      json_array_add_object_element (member_array (network, verb), entry);
+      last = entry;
+    }
+  return true;
 }

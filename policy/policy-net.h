@@ -63,8 +63,8 @@ typedef struct
                          * "*.example.com", "10.1.0.0/16:80,443", "[fc00::/7]:443" */
   const char *host;     /* HOST: the name (lower-case ASCII, no trailing dot); SUFFIX: the
                          * suffix with its dot (".example.com"), "" for "*"; else NULL */
-  guint8 addr[16];      /* ADDRESS (and SPECIAL: the block): the network; IPv4 as ::ffff:a.b.c.d */
-  guint prefix;         /* ADDRESS, SPECIAL: prefix length over the 128 bits (IPv4 /n is 96 + n) */
+  guint8 addr[16];      /* ADDRESS: the network; IPv4 as ::ffff:a.b.c.d */
+  guint prefix;         /* ADDRESS: prefix length over the 128 bits (IPv4 /n is 96 + n) */
   const guint16 *ports; /* ascending; NULL when n_ports is 0: any port */
   guint n_ports;
   const char *why; /* never NULL */
@@ -92,8 +92,8 @@ void fb_policy_net_decide (const FbPolicy *policy, const char *host, guint port,
  *  - An address entry matching ADDRESS and PORT decides when it denies.
  *  - A loopback, link-local, private (RFC 1918, fc00::/7), shared
  *    (100.64.0.0/10), unspecified, "this network" (0.0.0.0/8), multicast or
- *    reserved address (and such an IPv4 address in v4-mapped, v4-compatible,
- *    NAT64 or 6to4 form) is refused (kind SPECIAL, name "loopback",
+ *    reserved address (and such an IPv4 address in v4-mapped, NAT64 or
+ *    6to4 form) is refused (kind SPECIAL, name "loopback",
  *    "private"...) unless the best address entry matching it allows and lies
  *    inside that block (127.0.0.1 or 127.0.0.0/8 names loopback; 0.0.0.0/0
  *    does not).
@@ -113,6 +113,18 @@ char *fb_policy_net_host_normalize (const char *host);
  * (none for network none or host; a narrowed policy lists its base's). */
 const FbPolicyNetRule *fb_policy_net_get_rules (const FbPolicy *policy, guint *ret_n);
 
+/* --network ARG, the command line's short form, applied to ROOT (a policy's
+ * JSON object, as fb_policy_to_json writes it): "none" and "host" replace
+ * its network; "allow:ITEM" and "deny:ITEM" add entries to its allowlist
+ * (which starts empty when the network was none or host).  ITEM is HOST,
+ * HOST:PORT, *.SUFFIX, an address, a CIDR range, [IPV6]:PORT or
+ * [IPV6/N]:PORT; items are comma-separated, an item without a verb takes
+ * the one before ("allow:a.com,b.com"), and a bare number is one more port
+ * of the item before ("allow:a.com:80,443").  Each entry's why names the
+ * option.  The result is checked when ROOT is loaded. */
+typedef struct _JsonObject JsonObject;
+bool fb_policy_net_apply_short (JsonObject *root, const char *arg, GError **error);
+
 /* Classification of an address, for the second check and for logs. */
 typedef enum
 {
@@ -130,8 +142,8 @@ typedef enum
 
 const char *fb_policy_net_class_to_string (FbPolicyNetClass c);
 /* The class of ADDRESS (FAMILY AF_INET: 4 bytes, AF_INET6: 16, network
- * order); an IPv4 address in v4-mapped, v4-compatible, NAT64 or 6to4 form
- * has the class of the IPv4 address. */
+ * order); an IPv4 address in v4-mapped or NAT64 form has the class of the
+ * IPv4 address, and in 6to4 form when that is not public. */
 FbPolicyNetClass fb_policy_net_classify (int family, const void *address);
 
 G_END_DECLS

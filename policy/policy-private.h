@@ -233,6 +233,10 @@ struct FbPolicy
   gint ref_count;
   char *origin;
   FbPolicyNetwork network;
+  /* network.allow's entries, then network.deny's (policy-net.c); each
+   * rule's ports are its own allocation, its strings in `strings` */
+  FbPolicyNetRule *net_rules;
+  guint n_net_rules;
   FbPolicyLogLimits log; /* the "log" section; zeros when absent */
   const char *run;       /* ${RUN} at load time (private sources live under it) or NULL */
   GStringChunk *strings; /* every string the rules, mounts and nodes point to */
@@ -331,6 +335,42 @@ void fb_policy_compiled_clear (FbPolicy *policy);
 
 /* policy-load.c: a policy with no rules yet (the loader and tests fill it). */
 FbPolicy *fb_policy_new_empty (const char *origin);
+
+/* ---- Loading, shared by policy-load.c and policy-net.c ---------------------- */
+
+typedef struct
+{
+  const char *origin; /* NULL when the JsonNode came without a name */
+  const FbPolicyPosIndex *index;
+  bool builtin; /* no positions: fields are named by their JSON path */
+  GError **error;
+} FbPolicyLoadCtx;
+
+/* Set CTX's error to "ORIGIN:LINE:COL: FIELD_PATH: message", the position
+ * that of POS_PATH's value (or key, AT_KEY); returns false. */
+bool fb_policy_load_fail (const FbPolicyLoadCtx *ctx, FbPolicyError code, const char *field_path, const char *pos_path,
+                          bool at_key, const char *format, ...) G_GNUC_PRINTF (6, 7);
+/* Refuse members of OBJECT (at PATH) outside VALID (NULL-terminated). */
+bool fb_policy_load_check_keys (const FbPolicyLoadCtx *ctx, JsonObject *object, const char *path,
+                                const char *const *valid);
+/* "a string", "an array"...: for messages. */
+const char *fb_policy_load_node_type (JsonNode *node);
+/* How a rule at JSON path PATH is named for people: "FILE:LINE:COL", or
+ * "ORIGIN:PATH" without positions. */
+char *fb_policy_load_origin (const FbPolicyLoadCtx *ctx, const char *path);
+
+/* ---- The network allowlist (policy-net.c) ------------------------------------ */
+
+/* Load the "network" member (NODE, NULL when absent) into POLICY. */
+bool fb_policy_net_load (const FbPolicyLoadCtx *ctx, FbPolicy *policy, JsonNode *node);
+void fb_policy_net_clear (FbPolicy *policy);
+/* The "network" member's value, as fb_policy_net_load reads it. */
+void fb_policy_net_build_json (const FbPolicy *policy, JsonBuilder *b);
+/* NULL, or what is wrong with TEXT as a "cidr" */
+char *fb_policy_net_parse_cidr (const char *text, guint8 ret_addr[16], guint *ret_prefix);
+char *fb_policy_net_format_cidr (const guint8 addr[16], guint prefix);
+/* Does rule A decide over rule B when both match? (the precedence) */
+bool fb_policy_net_rule_beats (const FbPolicyNetRule *a, const FbPolicyNetRule *b);
 
 /* policy-builtin.c: the escaped host directory name of a private view path */
 char *fb_policy_private_dir_name (const char *view_path);

@@ -118,6 +118,9 @@ typedef enum
 
 const char *fb_policy_network_to_string (FbPolicyNetwork n);
 bool fb_policy_network_from_string (const char *s, FbPolicyNetwork *ret_network);
+/* The narrower of two networks (none < allowlist < host): a narrowed
+ * policy's, whose allowlist decisions need both sides to allow. */
+FbPolicyNetwork fb_policy_network_narrow (FbPolicyNetwork a, FbPolicyNetwork b);
 
 /* Values of the variables a policy may use.  Every member is an absolute,
  * normalized host path or NULL ("not available here": a policy that uses it
@@ -318,7 +321,8 @@ bool fb_policy_is_protected_name (const FbPolicy *policy, const char *name, FbPo
  * BASE's and NARROW's for the same view path: how the remote API applies a
  * call's `sandbox` on top of the server's policy (it can only narrow).
  * Mounts and sources are BASE's (NARROW giving a `source` is an error: a
- * call can't remap host paths); network is the narrower of the two;
+ * call can't remap host paths); network is the narrower of the two
+ * (allowlists intersect: a host must be allowed by both);
  * protected names are the union, each with the narrower access.  The
  * deciding rule is the more restrictive side's (BASE's on a tie).  A
  * directory is traversable when the combined access is hide or deny and a

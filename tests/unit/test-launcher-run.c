@@ -45,7 +45,7 @@ test_usage_errors (void **state)
   assert_non_null (strstr (err, "no command given"));
   g_clear_pointer (&err, g_free);
   assert_int_equal (fusebox (s, NULL, &err, "run", "--network", "bogus", "--", "true", NULL), 125);
-  assert_non_null (strstr (err, "--network bogus: give none or host"));
+  assert_non_null (strstr (err, "--network bogus: give none, host, allow:HOST[:PORT] or deny:HOST[:PORT]"));
   g_clear_pointer (&err, g_free);
   assert_int_equal (fusebox (s, NULL, &err, "run", "--uid", "-1", "--", "true", NULL), 125);
   g_clear_pointer (&err, g_free);
