@@ -64,4 +64,11 @@ char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 las
 guint64 fb_access_log_get_blocked_pushes (FbAccessLog *log);
 guint fb_access_log_get_queued (FbAccessLog *log);
 
+/* The inode of the pid namespace of the thread TID (any thread, not only a
+ * process's first), with *RET_PIDFD the pidfd that pins the answer: the
+ * thread's own (THREAD_PIDFD: PIDFD_THREAD, Linux 6.9) or its thread
+ * group's, *RET_CACHEABLE whether that pidfd's exit is TID's; 0 when TID
+ * is gone or its namespace can't be read (ipc-view-share.c). */
+guint64 fb_view_share_task_pidns (pid_t tid, gboolean thread_pidfd, int *ret_pidfd, gboolean *ret_cacheable);
+
 G_END_DECLS

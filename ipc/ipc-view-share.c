@@ -13,23 +13,33 @@
  * process of a command lives in the command's own pid namespace (its pid 1
  * is the first process there; the seccomp filter refuses new namespaces,
  * so none is nested below), and FUSE gives the caller's pid in the
- * namespace of the view's mounter, the host's.  A member is registered by
- * its pid namespace, an nsfs descriptor it keeps while registered (so the
- * namespace's inode number can't be reused by another command's until the
- * member has gone), and a caller's pid is mapped to it through
- * /proc/PID/ns/pid, read between pidfd_open(PID) and a check that the
- * pidfd's process is not reaped yet: while it is not, PID still names it,
- * so what was read is that process's.  (The link is open to us: the
+ * namespace of the view's mounter, the host's.  That pid is the calling
+ * THREAD's id, which for any thread but a process's first is no process's
+ * pid: pidfd_open(TID, 0) refuses it (EINVAL), and a thread's accesses
+ * were no command's.  A member is registered by its pid namespace, an
+ * nsfs descriptor it keeps while registered (so the namespace's inode
+ * number can't be reused by another command's until the member has gone),
+ * and a caller's thread id is mapped to it through its /proc/.../ns/pid,
+ * read between a pidfd and a check that the pidfd's task is not reaped
+ * yet: while it is not, the id still names it, so what was read is that
+ * task's.  The pidfd is the thread's own (PIDFD_THREAD, Linux 6.9), or,
+ * on an older kernel, its thread group's (the Tgid read from
+ * /proc/TID/status, then /proc/TGID/task/TID/ns/pid: TID was a thread of
+ * the group the pidfd pins when the link was opened; all threads of a
+ * group share its pid namespace).  (The link is open to us: the
  * command's processes have our uid, or are in a user namespace we own.)
- * The answer is cached per pid with that pidfd, and used again only while
- * the pidfd's process has not exited (a pidfd is readable from its exit
- * on): a reused pid is never taken for its former owner.  A caller found
- * in no member (none should be: the launcher's own processes touch the
- * view only before pid 1 exists) is no command's: its records go to
- * OTHERS, without "process".  What is left: a caller killed while its
- * request waited, reaped, and its pid handed to a process of another
- * command before we read the link, which takes the pid space wrapping
- * around in that instant.
+ * The answer is cached per id with that pidfd, and used again only while
+ * the pidfd's task has not exited (a pidfd is readable from its exit on):
+ * a reused id is never taken for its former owner.  A group's pidfd says
+ * nothing of one thread's exit, so a thread that is not its group's first
+ * is cached only with a thread pidfd.  A caller found in no member (none
+ * should be: the launcher's own processes touch the view only before pid
+ * 1 exists) is no command's: its records go to OTHERS, without "process",
+ * which the owner bounds as a command's (a share of the log's budget of
+ * their own: ipc-rpc-view.c, launcher-cmd-session.c).  What is left: a
+ * caller killed while its request waited, reaped, and its id handed to a
+ * task of another command before we read the link, which takes the pid
+ * space wrapping around in that instant.
  *
  * The view asks (FbViewOwners) when it pushes an event, and when it opens
  * a file whose close it will log, since the opener may be gone by the
@@ -53,6 +63,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -112,35 +124,101 @@ ns_inode (int fd)
   return fstat (fd, &st) == 0 ? (guint64)st.st_ino : 0;
 }
 
-/* The inode of PID's pid namespace, read as the top of this file says,
- * with *RET_PIDFD the pidfd that pins that answer; 0 when PID is gone or
- * its namespace can't be read. */
-static guint64
-pid_namespace_of (pid_t pid, int *ret_pidfd)
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* linux/pidfd.h, Linux 6.9 */
+#endif
+
+/* Does this kernel give a thread's own pidfd?  -1 not known yet, 0, 1. */
+static gint thread_pidfds = -1;
+
+/* TID's thread group id, from /proc/TID/status; 0 if it is gone. */
+static pid_t
+tgid_of (pid_t tid)
 {
-  char path[64];
+  char path[64], buf[512];
+  const char *line;
+  ssize_t n;
+  int fd;
+
+  g_snprintf (path, sizeof path, "/proc/%d/status", (int)tid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  do
+    n = read (fd, buf, sizeof buf - 1);
+  while (n < 0 && errno == EINTR);
+  close (fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  line = strstr (buf, "\nTgid:");
+  return line != NULL ? (pid_t)strtol (line + 6, NULL, 10) : 0;
+}
+
+guint64
+fb_view_share_task_pidns (pid_t tid, gboolean thread_pidfd, int *ret_pidfd, gboolean *ret_cacheable)
+{
+  char path[96];
   guint64 ino = 0;
+  pid_t tgid = tid;
   int pidfd, fd;
 
   *ret_pidfd = -1;
-  pidfd = (int)syscall (SYS_pidfd_open, pid, 0);
+  *ret_cacheable = FALSE;
+  if (tid <= 0)
+    return 0;
+  if (thread_pidfd)
+    {
+      pidfd = (int)syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
+      g_snprintf (path, sizeof path, "/proc/%d/ns/pid", (int)tid);
+    }
+  else
+    {
+      /* the group's pidfd, and the link through the group's task list:
+       * TID must be one of its threads when it is opened */
+      tgid = tgid_of (tid);
+      pidfd = tgid > 0 ? (int)syscall (SYS_pidfd_open, tgid, 0) : -1;
+      g_snprintf (path, sizeof path, "/proc/%d/task/%d/ns/pid", (int)tgid, (int)tid);
+    }
   if (pidfd < 0)
     return 0;
-  g_snprintf (path, sizeof path, "/proc/%d/ns/pid", (int)pid);
   fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd >= 0)
     {
       ino = ns_inode (fd);
       close (fd);
     }
-  /* still the process the pidfd names (not reaped: PID not reused)? */
+  /* still the task the pidfd names (not reaped: its id not reused)? */
   if (ino == 0 || syscall (SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
     {
       close (pidfd);
       return 0;
     }
   *ret_pidfd = pidfd;
+  *ret_cacheable = thread_pidfd || tgid == tid;
   return ino;
+}
+
+/* The inode of the pid namespace of the thread TID, as the top of this
+ * file says, with *RET_PIDFD the pidfd that pins that answer and
+ * *RET_CACHEABLE whether its exit is that thread's; 0 when TID is gone or
+ * its namespace can't be read. */
+static guint64
+pid_namespace_of (pid_t tid, int *ret_pidfd, gboolean *ret_cacheable)
+{
+  int known = g_atomic_int_get (&thread_pidfds);
+
+  if (known < 0)
+    {
+      int fd = (int)syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
+
+      /* EINVAL for a live id: a kernel without PIDFD_THREAD (6.9) */
+      if (fd >= 0 || errno == EINVAL)
+        g_atomic_int_set (&thread_pidfds, known = fd >= 0 ? 1 : 0);
+      if (fd >= 0)
+        close (fd);
+    }
+  return fb_view_share_task_pidns (tid, known != 0, ret_pidfd, ret_cacheable);
 }
 
 static bool
@@ -157,6 +235,7 @@ owner_of (void *data, pid_t pid)
   FbViewShare *share = data;
   FbViewMember *m = NULL;
   PidEntry *e;
+  gboolean cacheable;
   guint64 ino;
   int pidfd;
 
@@ -175,14 +254,14 @@ owner_of (void *data, pid_t pid)
     }
   g_mutex_unlock (&share->lock);
 
-  ino = pid_namespace_of (pid, &pidfd);
+  ino = pid_namespace_of (pid, &pidfd, &cacheable);
   if (ino == 0)
     return NULL;
   g_mutex_lock (&share->lock);
   m = g_hash_table_lookup (share->members, &ino);
   if (m != NULL)
     fb_view_member_ref (m);
-  if (!g_hash_table_contains (share->pids, GINT_TO_POINTER (pid)))
+  if (cacheable && !g_hash_table_contains (share->pids, GINT_TO_POINTER (pid)))
     {
       if (share->pid_order.length >= PID_CACHE_MAX)
         {

@@ -16,6 +16,9 @@ talk to it:
 
 What a command does stays its own, whoever in it does it:
 
+- a thread that is not its process's first (FUSE names the caller by
+  thread id): its file made and its refused write are in the command's
+  log and run.json's denials, not in the session's log.
 - a hidden name asked again: each command that asks for it (and each
   time) gets a record in its own log; the kernel does not answer a later
   attempt from a negative entry the first left behind.
@@ -101,6 +104,44 @@ def t_other_user_refused(h):
             os.chmod(p, stat.S_IMODE(mode))
 
 
+THREAD_PROBE = ("import threading, sys\n"
+                "def work():\n"
+                "    with open('thread-made.txt', 'w') as f:\n"
+                "        f.write('t')\n"
+                "    try:\n"
+                "        open('/etc/thread-refused', 'w')\n"
+                "    except OSError as e:\n"
+                "        print('refused', e.errno)\n"
+                "t = threading.Thread(target=work)\n"
+                "t.start()\n"
+                "t.join()\n")
+
+
+def session_run(h):
+    """The run id of the session's own run (its daemon's log)."""
+    found = [rid for rid, info in h.runs().items() if info.get("kind") == "session"]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def t_thread_attributed(h):
+    # the refused path exists nowhere: the refusal is the read-only /etc
+    assert not os.path.exists("/etc/thread-refused")
+    code, out, err = h.run("t", "true")
+    assert code == 0, (code, out, err)
+    code, out, err = h.run("t", "/usr/bin/python3 -c \"%s\" # marker-thread" % THREAD_PROBE.replace('"', '\\"'))
+    assert code == 0 and out.startswith("refused "), (code, out, err)
+    assert os.path.exists(os.path.join(h.ws, "thread-made.txt"))
+    rid = h.run_of("marker-thread")
+    mine = h.log(rid)
+    paths = {(x.get("path"), x["decision"] != "allow") for x in mine}
+    assert (h.ws + "/thread-made.txt", False) in paths, sorted(map(str, paths))
+    assert ("/etc/thread-refused", True) in paths, sorted(map(str, paths))
+    assert h.runs()[rid]["denials"] >= 1, h.runs()[rid]
+    theirs = [x for x in h.log(session_run(h)) if "thread-" in (x.get("path") or "")]
+    assert not theirs, theirs
+
+
 def t_hidden_each_time(h):
     secret = os.path.join(h.ws, "secret.txt")
     with open(secret, "w") as f:
@@ -120,4 +161,4 @@ if __name__ == "__main__":
     rs.run_tests([("command_cannot_reach_control", t_command_cannot_reach_control),
                   ("other_pid_namespace_refused", t_other_pid_namespace_refused),
                   ("other_user_refused", t_other_user_refused),
-                  ("hidden_each_time", t_hidden_each_time)], "fusebox-security-session-")
+                  ("thread_attributed", t_thread_attributed), ("hidden_each_time", t_hidden_each_time)], "fusebox-security-session-")

@@ -12,6 +12,9 @@ policy share a FUSE view, and with it the session's private /tmp and HOME
   of its own (another device for "/"), and is refused that file, while a
   process of the same session under the server's policy reads it, before
   and at the same time.
+- a thread: a process whose refused write comes from a thread that is not
+  its first (FUSE names the caller by thread id) is sandboxDenied, and
+  every record of that thread names the process.
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
@@ -98,6 +101,41 @@ async def t_narrower_does_not_share(tmp):
         srv.stop()
 
 
+THREAD_PROBE = ("import threading\n"
+                "def work():\n"
+                "    try:\n"
+                "        open('/etc/thread-refused', 'w')\n"
+                "    except OSError as e:\n"
+                "        print('refused', e.errno)\n"
+                "t = threading.Thread(target=work)\n"
+                "t.start()\n"
+                "t.join()\n"
+                "raise SystemExit(1)\n")
+
+
+async def t_thread_attributed(tmp):
+    if not share.can_run():
+        return "skip"
+    assert not os.path.exists("/etc/thread-refused")
+    srv = serve.Server(tmp)
+    try:
+        c = await serve.start_client(srv, "thread")
+        out, code = await share.run(c, srv, "m", "true")
+        assert code == 0, (code, out)
+        p = serve.start_params(srv, "t", ["/usr/bin/python3", "-c", THREAD_PROBE])
+        ok(await c.call("process/start", p))
+        out, code = await share.output(c, "t")
+        assert code == 1 and out.startswith("refused "), (code, out)
+        r = ok(await c.call("process/read", {"processId": "t"}))
+        mine = [x for x in serve.log_records(srv, c) if x.get("path") == "/etc/thread-refused"]
+        assert r["sandboxDenied"] is True, (r, mine)
+        assert mine and all(x.get("process") == "t" for x in mine), mine
+        await c.close()
+    finally:
+        srv.stop()
+
+
 if __name__ == "__main__":
-    su.run([("sessions_isolated", t_sessions_isolated), ("narrower_does_not_share", t_narrower_does_not_share)],
+    su.run([("sessions_isolated", t_sessions_isolated), ("narrower_does_not_share", t_narrower_does_not_share),
+            ("thread_attributed", t_thread_attributed)],
            "fusebox-security-share-")
