@@ -871,6 +871,7 @@ fb_proxy_free (FbProxy *proxy)
       g_socket_service_stop (proxy->service);
       g_socket_listener_close (G_SOCKET_LISTENER (proxy->service));
     }
+  proxy->stopped = false; /* closing the connections must not start it again */
   g_hash_table_iter_init (&it, proxy->conns);
   while (g_hash_table_iter_next (&it, &key, NULL))
     g_ptr_array_add (all, key);
