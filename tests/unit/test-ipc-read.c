@@ -106,6 +106,24 @@ test_truncated_last_line (void **state)
   (void)trace;
 }
 
+/* TEXT as the log, read to its end: drain()'s trace, the records' seqs in
+ * SEQS (unless NULL) and the reader's stats. */
+static char *
+read_whole (Fixture *f, const char *text, GArray *seqs, FbLogReaderStats *ret_stats)
+{
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  char *trace;
+
+  test_write_file (f->path, text);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  if (reader == NULL)
+    fail_msg ("fb_log_reader_new: %s", error->message);
+  trace = drain (reader, seqs);
+  fb_log_reader_get_stats (reader, ret_stats);
+  return trace;
+}
+
 static void
 test_bad_lines_gaps_duplicates (void **state)
 {
@@ -118,19 +136,12 @@ test_bad_lines_gaps_duplicates (void **state)
   g_autofree char *o2 = record_line ("other", 2);
   g_autofree char *text =
     g_strdup_printf ("%s\nnot json at all\n%s\n[1,2]\n%s\n%s\n%s\n%s\n\n%s\n%s\n", l1, o1, l2, l2, l5, o2, l6, l5);
-  g_autoptr (FbLogReader) reader = NULL;
-  g_autoptr (GError) error = NULL;
   g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
-  g_autofree char *trace = NULL;
   FbLogReaderStats stats;
+  g_autofree char *trace = read_whole (f, text, seqs, &stats);
 
-  test_write_file (f->path, text);
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  trace = drain (reader, seqs);
   /* l1 B o1 B l2 (l2 dup) G+l5 o2 B(empty) l6 (l5 dup) */
   assert_string_equal (trace, "RBRBRGRRBR");
-  fb_log_reader_get_stats (reader, &stats);
   assert_int_equal (stats.records, 6);
   assert_int_equal (stats.duplicates, 2);
   assert_int_equal (stats.gaps, 1);
@@ -150,18 +161,10 @@ test_lone_surrogate (void **state)
   g_autofree char *text = g_strdup_printf ("%s\n{\"run\":\"r\",\"seq\":2,\"path\":\"/a\\udc80b\"}\n"
                                            "{\"run\":\"r\",\"seq\":3,\"why\":\"\\ud800x\"}\n",
                                            l1);
-  g_autoptr (FbLogReader) reader = NULL;
-  g_autoptr (GError) error = NULL;
-  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
-  g_autofree char *trace = NULL;
   FbLogReaderStats stats;
+  g_autofree char *trace = read_whole (f, text, NULL, &stats);
 
-  test_write_file (f->path, text);
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  trace = drain (reader, seqs);
   assert_string_equal (trace, "RBB");
-  fb_log_reader_get_stats (reader, &stats);
   assert_int_equal (stats.records, 1);
   assert_int_equal (stats.bad_lines, 2);
 }
