@@ -366,6 +366,12 @@ bool fb_policy_net_load (const FbPolicyLoadCtx *ctx, FbPolicy *policy, JsonNode 
 void fb_policy_net_clear (FbPolicy *policy);
 /* The "network" member's value, as fb_policy_net_load reads it. */
 void fb_policy_net_build_json (const FbPolicy *policy, JsonBuilder *b);
+/* An address literal (no brackets, no zone) in the canonical form (IPv4
+ * v4-mapped). */
+bool fb_policy_net_parse_address (const char *text, guint8 ret[16], bool *ret_v4);
+/* Check and normalize a host name of ASCII in place (lower case, the
+ * trailing dot dropped): NULL, or what is wrong. */
+const char *fb_policy_net_check_name (char *name);
 /* NULL, or what is wrong with TEXT as a "cidr" */
 char *fb_policy_net_parse_cidr (const char *text, guint8 ret_addr[16], guint *ret_prefix);
 char *fb_policy_net_format_cidr (const guint8 addr[16], guint prefix);
