@@ -412,6 +412,87 @@ test_show (void **state)
   assert_status (&two, 2);
 }
 
+/* ---- explain net:HOST:PORT ---- */
+
+static const char net_policy[] = "{ \"version\": 1, \"rules\": [],\n"
+                                 "  \"network\": { \"allow\": [\n"
+                                 "    { \"host\": \"api.openai.com\", \"port\": 443, \"why\": \"the model's API\" },\n"
+                                 "    { \"host\": \"*.example.com\", \"why\": \"examples\" },\n"
+                                 "    { \"cidr\": \"127.0.0.1\", \"port\": 8080, \"why\": \"the local model\" } ],\n"
+                                 "  \"deny\": [ { \"host\": \"evil.example.com\", \"why\": \"known bad\" } ] } }\n";
+
+static void
+test_explain_network (void **state)
+{
+  Fixture *f = *state;
+  g_auto (TestCmd) r = { 0 }, json = { 0 }, bad = { 0 };
+
+  write_file (f->workspace, "net.json", net_policy);
+  RUN (&r, f->workspace, "policy", "explain", "--policy", "net.json", "net:api.openai.com:443",
+       "net:API.OpenAI.com.:80", "net:a.b.example.com", "net:evil.example.com:443", "net:example.com",
+       "net:127.0.0.1:8080", "net:127.0.0.1:22", "net:[::1]:8080", "net:a..b");
+  assert_status (&r, 0);
+  assert_explains (&r, "net:api.openai.com:443", "  connect:     allow", "net.json:3:5 (allow[0] api.openai.com:443)",
+                   "  why:         the model's API", "  network:     allowlist");
+  assert_explains (&r, "net:API.OpenAI.com.:80", "  connect:     deny", "  rule:        default",
+                   "no network entry allows this host and port");
+  assert_explains (&r, "net:a.b.example.com:443", "  connect:     allow", "net.json:4:5 (allow[1] *.example.com)",
+                   "examples");
+  assert_explains (&r, "net:evil.example.com:443", "  connect:     deny", "net.json:6:13 (deny[0] evil.example.com)",
+                   "known bad");
+  assert_explains (&r, "net:example.com:443", "  connect:     deny", "  rule:        default");
+  assert_explains (&r, "net:127.0.0.1:8080", "  connect:     allow", "(allow[2] 127.0.0.1:8080)", "the local model",
+                   "  address:     127.0.0.1 (loopback)");
+  assert_explains (&r, "net:127.0.0.1:22", "  connect:     deny", "  address:     127.0.0.1 (loopback)");
+  assert_explains (&r, "net:[::1]:8080", "  connect:     deny", "  address:     ::1 (loopback)");
+  assert_explains (&r, "net:a..b:443", "  connect:     deny", "(malformed)");
+
+  /* --network as run takes it, and the JSON form */
+  RUN (&json, f->workspace, "policy", "explain", "--json", "--network", "allow:registry.npmjs.org:443",
+       "net:registry.npmjs.org", "net:github.com");
+  assert_status (&json, 0);
+  assert_out_has (&json, "\"host\" : \"registry.npmjs.org\"");
+  assert_out_has (&json, "\"decision\" : \"allow\"");
+  assert_out_has (&json, "\"why\" : \"--network allow:registry.npmjs.org:443 on the command line\"");
+  assert_out_has (&json, "\"host\" : \"github.com\"");
+  assert_out_has (&json, "\"decision\" : \"deny\"");
+  assert_out_has (&json, "\"name\" : \"default\"");
+
+  RUN (&bad, f->workspace, "policy", "explain", "--network", "allow:a.example:http", "net:a.example");
+  assert_status (&bad, 2);
+  assert_err_has (&bad, "\"http\" is not a port");
+}
+
+/* The built-in policies' network: none, and an explanation that says so. */
+static void
+test_explain_network_builtin (void **state)
+{
+  Fixture *f = *state;
+  g_auto (TestCmd) r = { 0 }, agent = { 0 }, bad = { 0 };
+
+  RUN (&r, f->workspace, "policy", "explain", "--policy", "builtin:agent", "net:api.openai.com:443");
+  assert_status (&r, 0);
+  assert_explains (&r, "net:api.openai.com:443", "  connect:     deny", "  network:     none",
+                   "the policy's network is none");
+
+  /* the documented way to give the agent its model's API */
+  RUN (&agent, f->workspace, "policy", "explain", "--policy", "builtin:agent", "--network", "allow:api.openai.com:443",
+       "net:api.openai.com:443", "net:api.openai.com:80", "net:169.254.169.254:443");
+  assert_status (&agent, 0);
+  assert_explains (&agent, "net:api.openai.com:443", "  connect:     allow",
+                   "builtin:agent + command line:network.allow[0]");
+  assert_explains (&agent, "net:api.openai.com:80", "  connect:     deny");
+  assert_explains (&agent, "net:169.254.169.254:443", "  connect:     deny", "(link-local)");
+
+  write_file (f->workspace, "bad.json",
+              "{ \"version\": 1, \"rules\": [],\n  \"network\": { \"allow\": [ { \"cidr\": \"10.1.2.0/16\", "
+              "\"why\": \"x\" } ] } }\n");
+  RUN (&bad, f->workspace, "policy", "explain", "--policy", "bad.json", "net:a.example");
+  assert_status (&bad, 1);
+  assert_err_has (&bad, "bad.json:2:37: network.allow[0].cidr: \"10.1.2.0/16\" has bits set past its prefix; did you "
+                        "mean 10.1.0.0/16?");
+}
+
 int
 main (int argc, char **argv)
 {
@@ -424,6 +505,8 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_explain_file_policy, setup, teardown),
     cmocka_unit_test_setup_teardown (test_explain_errors, setup, teardown),
     cmocka_unit_test_setup_teardown (test_show, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_explain_network, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_explain_network_builtin, setup, teardown),
   };
 
   if (!g_file_test (test_bin (), G_FILE_TEST_IS_EXECUTABLE))
