@@ -25,6 +25,7 @@
  * Locks: none of its own; every call is under the core's writer lock, but
  * fb_log_file_get_flushed_seq (atomic). */
 #include "ipc/ipc-log-output.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,7 +106,7 @@ open_live (FbLogFile *file, GError **error)
   /* O_RDWR only to look at the last byte of an existing file (below). */
   const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
   struct stat st;
-  int fd = -1;
+  _fb_cleanup_fd_ int fd = -1;
 
   /* made, or there: twice, for a file removed between the two opens */
   for (int attempt = 0; attempt < 2 && fd < 0; attempt++)
@@ -133,13 +134,11 @@ open_live (FbLogFile *file, GError **error)
       int errsv = errno;
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't look at the access log %s: %s", file->path,
                    g_strerror (errsv));
-      close (fd);
       return -1;
     }
   if (!S_ISREG (st.st_mode) || st.st_uid != geteuid () || st.st_nlink != 1)
     {
       set_refused (file, &st, error);
-      close (fd);
       return -1;
     }
   fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
@@ -158,7 +157,7 @@ open_live (FbLogFile *file, GError **error)
             file->file_bytes++;
         }
     }
-  file->fd = fd;
+  file->fd = fb_steal_fd (&fd);
   return 0;
 }
 
@@ -218,14 +217,9 @@ static gboolean
 fsync_dir (FbLogFile *file)
 {
   /* O_PATH descriptors can't be fsync'ed: open the directory for reading. */
-  int fd = openat (file->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  gboolean ok;
+  _fb_cleanup_fd_ int fd = openat (file->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-  if (fd < 0)
-    return FALSE;
-  ok = fsync (fd) == 0;
-  close (fd);
-  return ok;
+  return fd >= 0 && fsync (fd) == 0;
 }
 
 static void
@@ -323,9 +317,7 @@ file_close (FbLogOutput *output, GError **error)
     g_set_error_literal (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
                          file->write_error != NULL ? file->write_error->message
                                                    : "the access log could not be written");
-  if (file->fd >= 0)
-    close (file->fd);
-  file->fd = -1;
+  fb_fd_close (&file->fd);
   return ok;
 }
 
@@ -334,10 +326,8 @@ file_free (FbLogOutput *output)
 {
   FbLogFile *file = container_of (output, FbLogFile, output);
 
-  if (file->fd >= 0)
-    close (file->fd);
-  if (file->dirfd >= 0)
-    close (file->dirfd);
+  fb_fd_close (&file->fd);
+  fb_fd_close (&file->dirfd);
   g_string_free (file->buf, TRUE);
   g_clear_error (&file->write_error);
   g_free (file->path);

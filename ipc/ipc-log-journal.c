@@ -37,6 +37,7 @@
  * loop's thread alone connects, encodes, sends, closes and watches the
  * socket, and holds no lock while it encodes or sends. */
 #include "ipc/ipc-log-output.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -584,7 +585,7 @@ drop_backlog (FbLogJournal *j)
 static int
 send_memfd (int fd, const char *data, gsize len)
 {
-  int mfd = memfd_create ("fusebox-journal-entry", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  _fb_cleanup_fd_ int mfd = memfd_create ("fusebox-journal-entry", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   union
   {
     struct cmsghdr align;
@@ -620,7 +621,6 @@ send_memfd (int fd, const char *data, gsize len)
       if (sendmsg (fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
         r = -errno;
     }
-  close (mfd);
   return r;
 }
 
@@ -640,11 +640,10 @@ static void
 reconnect (FbLogJournal *j)
 {
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  int fd, size = SNDBUF_SIZE, err = 0;
+  _fb_cleanup_fd_ int fd = -1;
+  int size = SNDBUF_SIZE, err = 0;
 
-  if (j->fd >= 0)
-    close (j->fd);
-  j->fd = -1;
+  fb_fd_close (&j->fd);
   if (strlen (j->socket_path) >= sizeof sa.sun_path)
     err = ENAMETOOLONG;
   else
@@ -658,12 +657,9 @@ reconnect (FbLogJournal *j)
           if (setsockopt (fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
             (void)setsockopt (fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
           if (connect (fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-            {
-              err = errno;
-              close (fd);
-            }
+            err = errno;
           else
-            j->fd = fd;
+            j->fd = fb_steal_fd (&fd);
         }
     }
   g_mutex_lock (&j->lock);
@@ -890,9 +886,7 @@ journal_close (FbLogOutput *output, GError **error)
       g_source_destroy (source);
       g_source_unref (source);
     }
-  if (j->fd >= 0)
-    close (j->fd);
-  j->fd = -1;
+  fb_fd_close (&j->fd);
   return TRUE;
 }
 

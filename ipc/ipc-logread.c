@@ -23,6 +23,7 @@
  *
  * Single-threaded; the caller polls. */
 #include "ipc/ipc-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -260,11 +261,10 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   /* A rotated file named directly: just that file (it no longer changes). */
   if (is_rotated_name (base))
     {
-      int fd = fb_ipc_open_regular (AT_FDCWD, log_path, log_path, "the access log", error);
+      _fb_cleanup_fd_ int fd = fb_ipc_open_regular (AT_FDCWD, log_path, log_path, "the access log", error);
 
       if (fd < 0)
         return NULL;
-      close (fd);
       r->single_file = TRUE;
       r->follow = FALSE;
       g_queue_push_tail (&r->pending, g_strdup (log_path));
@@ -288,9 +288,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
 static void
 close_current (FbLogReader *r)
 {
-  if (r->fd >= 0)
-    close (r->fd);
-  r->fd = -1;
+  fb_fd_close (&r->fd);
   g_clear_pointer (&r->file, g_free);
   g_string_truncate (r->partial, 0);
   r->skipping = FALSE;
@@ -329,7 +327,7 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
 {
   g_autoptr (GError) local_error = NULL;
   struct stat st;
-  int fd = fb_ipc_open_regular (AT_FDCWD, path, path, "the access log", &local_error);
+  _fb_cleanup_fd_ int fd = fb_ipc_open_regular (AT_FDCWD, path, path, "the access log", &local_error);
 
   if (fd < 0)
     {
@@ -341,13 +339,12 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
   if (fstat (fd, &st) < 0)
     {
       int errsv = errno;
-      close (fd);
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't look at the access log %s: %s", path,
                    g_strerror (errsv));
       return -1;
     }
   close_current (r);
-  r->fd = fd;
+  r->fd = fb_steal_fd (&fd);
   r->file = g_strdup (path);
   r->is_live = is_live;
   r->dev = st.st_dev;

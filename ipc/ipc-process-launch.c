@@ -7,6 +7,7 @@
  * sides check the same bounds.  Needs only GLib and libc: the helper stays
  * small. */
 #include "ipc/ipc-process-launch.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,7 +105,8 @@ fb_launch_spec_encode (guint32 network, const char *const *argv, const char *con
 {
   FbLaunchSpecHeader h = { 0 };
   GString *strings;
-  int fd, r;
+  _fb_cleanup_fd_ int fd = -1;
+  int r;
 
   r = fb_launch_spec_check (network, argv, envp, cwd, ret_why);
   if (r < 0)
@@ -137,11 +139,8 @@ fb_launch_spec_encode (guint32 network, const char *const *argv, const char *con
   if (r == 0 && fcntl (fd, F_ADD_SEALS, REQUIRED_SEALS) < 0)
     r = -errno;
   if (r < 0)
-    {
-      close (fd);
-      return fail (ret_why, "can't write and seal the memfd for the command", -r);
-    }
-  *ret_fd = fd;
+    return fail (ret_why, "can't write and seal the memfd for the command", -r);
+  *ret_fd = fb_steal_fd (&fd);
   return 0;
 }
 

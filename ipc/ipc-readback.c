@@ -22,6 +22,7 @@
  *
  * No state; any thread. */
 #include "ipc/ipc-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,7 +81,8 @@ int
 fb_ipc_open_regular (int dir_fd, const char *name, const char *path, const char *what, GError **error)
 {
   struct stat st;
-  int fd, flags;
+  _fb_cleanup_fd_ int fd = -1;
+  int flags;
 
   if (path == NULL)
     path = name;
@@ -101,19 +103,17 @@ fb_ipc_open_regular (int dir_fd, const char *name, const char *path, const char 
     {
       int errsv = errno;
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't look at %s %s: %s", what, path, g_strerror (errsv));
-      close (fd);
       return -1;
     }
   if (!S_ISREG (st.st_mode))
     {
       set_not_regular (dir_fd, name, what, path, &st, error);
-      close (fd);
       return -1;
     }
   flags = fcntl (fd, F_GETFL);
   if (flags >= 0)
     fcntl (fd, F_SETFL, flags & ~O_NONBLOCK);
-  return fd;
+  return fb_steal_fd (&fd);
 }
 
 char *
@@ -121,7 +121,7 @@ fb_ipc_read_regular (const char *path, const char *what, gsize max, gsize *ret_l
 {
   g_autoptr (GString) text = NULL;
   char buf[64 * 1024];
-  int fd = fb_ipc_open_regular (AT_FDCWD, path, path, what, error);
+  _fb_cleanup_fd_ int fd = fb_ipc_open_regular (AT_FDCWD, path, path, what, error);
 
   if (fd < 0)
     return NULL;
@@ -136,7 +136,6 @@ fb_ipc_read_regular (const char *path, const char *what, gsize max, gsize *ret_l
         {
           int errsv = errno;
           g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "reading %s %s: %s", what, path, g_strerror (errsv));
-          close (fd);
           return NULL;
         }
       if (n == 0)
@@ -146,12 +145,10 @@ fb_ipc_read_regular (const char *path, const char *what, gsize max, gsize *ret_l
           g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
                        "%s %s is larger than %" G_GSIZE_FORMAT " bytes; fusebox never writes one that large", what,
                        path, max);
-          close (fd);
           return NULL;
         }
       g_string_append_len (text, buf, n);
     }
-  close (fd);
   if (ret_len != NULL)
     *ret_len = text->len;
   return g_string_free (g_steal_pointer (&text), FALSE);

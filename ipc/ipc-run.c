@@ -9,6 +9,7 @@
  * Run ids are "YYYYMMDD-HHMMSS-XXXXXX" in UTC, so that sorting names sorts
  * runs by start time whatever the time zone or DST did in between. */
 #include "ipc/ipc-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -228,18 +229,13 @@ static gboolean
 is_run_dir_at (int dir_fd, const char *name)
 {
   struct stat st;
-  int fd;
-  gboolean ours;
+  _fb_cleanup_fd_ int fd = -1;
 
   if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != geteuid () ||
       (st.st_mode & 07777) != 0700)
     return FALSE;
   fd = openat (dir_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return FALSE;
-  ours = fstatat (fd, "policy.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode);
-  close (fd);
-  return ours;
+  return fd >= 0 && fstatat (fd, "policy.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode);
 }
 
 char **
@@ -264,7 +260,7 @@ fb_run_state_paths (const char *run_dir, const char *log_path)
        * as the ones under the root (a bound, not a walk: one directory) */
       if (strcmp (parent, root) != 0)
         {
-          int dir_fd = open (parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+          _fb_cleanup_fd_ int dir_fd = open (parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
           GDir *d = dir_fd >= 0 ? g_dir_open (parent, 0, NULL) : NULL;
           const char *name;
           guint seen = 0;
@@ -274,8 +270,6 @@ fb_run_state_paths (const char *run_dir, const char *log_path)
               g_ptr_array_add (out, g_build_filename (parent, name, NULL));
           if (d != NULL)
             g_dir_close (d);
-          if (dir_fd >= 0)
-            close (dir_fd);
         }
     }
   if (log_path != NULL)
