@@ -668,8 +668,8 @@ compare_all_trees (Diff *d)
   static const WalkFixup host_fix = { stand_ins };
 
   compare_trees (d, "the view", "view:", d->view_top, NULL, true);
-  compare_trees (d, "the host's copy behind the view", "host:", d->host_view_top,
-                 d->protected_phase ? &host_fix : NULL, false);
+  compare_trees (d, "the host's copy behind the view", "host:", d->host_view_top, d->protected_phase ? &host_fix : NULL,
+                 false);
 }
 
 /* --- generating operations ------------------------------------------------- */
@@ -1492,6 +1492,17 @@ assert_collisions (Diff *d)
                 strerrorname_np (wanted[i]));
 }
 
+/* Mount D, compare both sides' trees, then run the whole sequence on
+ * both. */
+static void
+run_differential (Diff *d)
+{
+  diff_mount (d);
+  diff_open_sides (d);
+  compare_all_trees (d);
+  run_sequence (d);
+}
+
 /* Every operation, hard links included, with the kernel's name and
  * attribute caches off (--cache-timeout=0): the view's own semantics. */
 static void
@@ -1502,10 +1513,7 @@ test_differential (void **state)
 
   d->links = true;
   d->cache_timeout = "0";
-  diff_mount (d);
-  diff_open_sides (d);
-  compare_all_trees (d);
-  run_sequence (d);
+  run_differential (d);
   assert_collisions (d);
   MFX_PASS ();
 }
@@ -1523,10 +1531,7 @@ test_differential_cached (void **state)
   Diff *d = diff_new (fx, 0x636163686564ULL, false);
 
   d->links = true;
-  diff_mount (d);
-  diff_open_sides (d);
-  compare_all_trees (d);
-  run_sequence (d);
+  run_differential (d);
   assert_collisions (d);
   MFX_PASS ();
 }
@@ -1550,10 +1555,7 @@ test_protected (void **state)
 
   /* the default caches, hard links included (see test_differential_cached) */
   d->links = true;
-  diff_mount (d);
-  diff_open_sides (d);
-  compare_all_trees (d);
-  run_sequence (d);
+  run_differential (d);
   assert_true (d->protected_ops > 0);
 
   git_after = mfx_sum (fx, "/v/" PAD "/.git");
