@@ -10,9 +10,11 @@
  */
 #include "policy/policy-private.h"
 
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 static const char *const paths[] = {
   "/",
@@ -71,6 +73,41 @@ check_decisions (const FbPolicy *a, const FbPolicy *b)
     }
 }
 
+/* The network: A and B (the same policy written back and loaded again, or
+ * A narrowed by the host built-in) decide every connection alike. */
+static void
+check_network (const FbPolicy *a, const FbPolicy *b)
+{
+  static const struct
+  {
+    const char *host;
+    guint port;
+  } asks[] = {
+    { "api.example.com", 443 }, { "a.b.example.com", 80 }, { "EXAMPLE.com.", 8080 }, { "203.0.113.7", 443 },
+    { "127.0.0.1", 8080 },      { "[::1]", 443 },          { "10.1.2.3", 22 },       { "", 1 },
+  };
+  static const guint8 addresses[][4] = { { 127, 0, 0, 1 }, { 10, 1, 2, 3 }, { 203, 0, 113, 7 } };
+
+  for (guint i = 0; i < G_N_ELEMENTS (asks); i++)
+    {
+      FbPolicyNetDecision da, db;
+
+      fb_policy_net_decide (a, asks[i].host, asks[i].port, &da);
+      fb_policy_net_decide (b, asks[i].host, asks[i].port, &db);
+      if (da.allowed != db.allowed || strcmp (da.rule->why, db.rule->why) != 0)
+        abort ();
+      for (guint j = 0; j < G_N_ELEMENTS (addresses); j++)
+        {
+          FbPolicyNetDecision ca, cb;
+
+          fb_policy_net_check_address (a, &da, AF_INET, addresses[j], asks[i].port, &ca);
+          fb_policy_net_check_address (b, &db, AF_INET, addresses[j], asks[i].port, &cb);
+          if (ca.allowed != cb.allowed || (ca.allowed && !da.allowed))
+            abort ();
+        }
+    }
+}
+
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
 int
@@ -104,6 +141,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       abort ();
     }
   check_decisions (policy, again);
+  check_network (policy, again);
 
   /* Narrowing both ways: the server's default by this policy (refused when
    * it gives a source), and this policy by the host built-in. */
@@ -131,6 +169,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if (narrowed2 == NULL)
       abort ();
     check_decisions (narrowed2, NULL);
+    check_network (policy, narrowed2);
   }
   return 0;
 }
