@@ -30,6 +30,7 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -426,8 +427,8 @@ static void
 detach_stdio (const char *run_dir)
 {
   g_autofree char *errlog = g_build_filename (run_dir, "mount.log", NULL);
-  int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  int err_fd = open (errlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  _fb_cleanup_fd_ int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  _fb_cleanup_fd_ int err_fd = open (errlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 
   /* Warnings after the mount go to the run directory, not to a terminal
    * that may be gone. */
@@ -436,10 +437,7 @@ detach_stdio (const char *run_dir)
       dup2 (null_fd, STDIN_FILENO);
       dup2 (null_fd, STDOUT_FILENO);
       dup2 (err_fd >= 0 ? err_fd : null_fd, STDERR_FILENO);
-      close (null_fd);
     }
-  if (err_fd >= 0)
-    close (err_fd);
 }
 
 /* run.json, the log, the view, the mount and its FUSE threads.  NULL, or

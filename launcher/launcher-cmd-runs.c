@@ -13,6 +13,7 @@
  */
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
+#include "policy/util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -186,7 +187,7 @@ tree_level_clear (TreeLevel *l)
 static int
 open_dir_nofollow (int parent_fd, const char *name, TreeLevel *ret_level)
 {
-  int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  _fb_cleanup_fd_ int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct statx stx;
 
   if (fd < 0 && errno == EACCES)
@@ -194,13 +195,12 @@ open_dir_nofollow (int parent_fd, const char *name, TreeLevel *ret_level)
       /* A mode-000 directory of another owner's making, for a caller that
        * is not root: chmod it through an O_PATH descriptor (no symlink
        * followed), then open it. */
-      int path_fd = openat (parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      _fb_cleanup_fd_ int path_fd = openat (parent_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (path_fd >= 0)
         {
           char proc[64];
           snprintf (proc, sizeof proc, "/proc/self/fd/%d", path_fd);
           chmod (proc, 0700);
-          close (path_fd);
           fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         }
       else
@@ -209,11 +209,7 @@ open_dir_nofollow (int parent_fd, const char *name, TreeLevel *ret_level)
   if (fd < 0)
     return -errno;
   if (statx (fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx) < 0)
-    {
-      int e = errno;
-      close (fd);
-      return -e;
-    }
+    return -errno;
   /* a directory the sandbox made read-only (or 000) */
   if ((stx.stx_mode & 0700) != 0700)
     fchmod (fd, (stx.stx_mode & 07777) | 0700);
@@ -222,7 +218,7 @@ open_dir_nofollow (int parent_fd, const char *name, TreeLevel *ret_level)
   ret_level->ino = stx.stx_ino;
   ret_level->mnt_id = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0;
   ret_level->failed = NULL;
-  return fd;
+  return fb_steal_fd (&fd);
 }
 
 static void
@@ -416,7 +412,7 @@ fb_cmd_runs (int argc, char **argv)
   /* run ids start with the date: name order is time order */
   g_ptr_array_sort (runs, compare_entries);
   int status = FB_EXIT_OK;
-  int root_fd = prune ? open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  _fb_cleanup_fd_ int root_fd = prune ? open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 
   for (guint i = 0; i < runs->len; i++)
     {
@@ -539,7 +535,5 @@ fb_cmd_runs (int argc, char **argv)
       printf ("%s\n", line->str);
       g_string_free (line, TRUE);
     }
-  if (root_fd >= 0)
-    close (root_fd);
   return status;
 }
