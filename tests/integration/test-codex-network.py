@@ -105,8 +105,12 @@ def main():
         check("refused by the network policy" in o and "no network entry allows this host and port" in o,
               "c-curl: %r" % o)
 
-        with open(os.path.join(run_dir, "access.jsonl")) as f:
-            records = [json.loads(line) for line in f if line.strip()]
+        try:
+            with open(os.path.join(run_dir, "access.jsonl")) as f:
+                records = [json.loads(line) for line in f if line.strip()]
+        except OSError as e:
+            records = []
+            check(False, "the run's access log: %s" % e)
         net = [r for r in records if r.get("op") == "connect"]
         model_conns = [r for r in net if r.get("host") == "model.test"]
         check(model_conns and all(r["decision"] == "allow" and r["errno"] == 0 and r["address"] == "127.0.0.1"
