@@ -51,7 +51,6 @@ test_environ (const char *state_home)
   return envp;
 }
 
-/* Run fusebox with ARGS (NULL-terminated); STATE_HOME may be NULL. */
 /* What a command line shows of test_environ (STATE_HOME). */
 static char *
 environ_shown (const char *state_home)
@@ -61,8 +60,10 @@ environ_shown (const char *state_home)
   return q != NULL ? g_strdup_printf ("TZ=UTC XDG_STATE_HOME=%s", q) : g_strdup ("TZ=UTC");
 }
 
+/* Run fusebox with ARGS (NULL-terminated) in test_environ (STATE_HOME,
+ * which may be NULL); it must exit with STATUS. */
 static void
-run_fusebox (TestCmd *r, const char *state_home, ...)
+run_fusebox (TestCmd *r, int status, const char *state_home, ...)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_auto (GStrv) envp = test_environ (state_home);
@@ -77,15 +78,9 @@ run_fusebox (TestCmd *r, const char *state_home, ...)
   va_end (ap);
   g_ptr_array_add (argv, NULL);
   test_cmd_run (r, NULL, envp, shown, (char **)argv->pdata);
+  if (r->status != status)
+    fail_msg ("exit %d, expected %d\n  replay: %s\n  stderr: %s", r->status, status, r->command, r->err);
 }
-
-#define expect_status(r, code)                                                                                         \
-  do                                                                                                                   \
-    {                                                                                                                  \
-      if ((r)->status != (code))                                                                                       \
-        fail_msg ("exit %d, expected %d\n  replay: %s\n  stderr: %s", (r)->status, (code), (r)->command, (r)->err);    \
-    }                                                                                                                  \
-  while (0)
 
 #define expect_in(r, haystack, needle)                                                                                 \
   do                                                                                                                   \
@@ -141,8 +136,7 @@ test_log_people (void **state)
   g_autofree char *basic = fixture ("basic.jsonl");
   g_auto (TestCmd) r = { 0 };
 
-  run_fusebox (&r, NULL, "log", basic, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "log", basic, NULL);
   assert_int_equal (count_lines (r.out), N_BASIC);
   /* not a terminal: no colour */
   assert_null (strchr (r.out, '\033'));
@@ -163,8 +157,7 @@ test_log_color (void **state)
   g_auto (TestCmd) r = { 0 };
   g_auto (GStrv) lines = NULL;
 
-  run_fusebox (&r, NULL, "log", "--color=always", basic, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "log", "--color=always", basic, NULL);
   lines = g_strsplit (r.out, "\n", -1);
   assert_true (g_str_has_prefix (lines[6], "\033[31m")); /* deny */
   assert_true (g_str_has_prefix (lines[7], "\033[31m")); /* hide */
@@ -180,8 +173,7 @@ test_log_json_passthrough (void **state)
   g_auto (TestCmd) r = { 0 };
 
   assert_true (g_file_get_contents (basic, &text, NULL, NULL));
-  run_fusebox (&r, NULL, "log", "--json", basic, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "log", "--json", basic, NULL);
   /* byte for byte */
   assert_string_equal (r.out, text);
 }
@@ -195,8 +187,7 @@ test_log_filters (void **state)
     g_auto (TestCmd) r = { 0 };
     g_auto (GStrv) lines = NULL;
 
-    run_fusebox (&r, NULL, "log", "--json", "--denied", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--json", "--denied", basic, NULL);
     assert_int_equal (count_lines (r.out), 4);
     lines = g_strsplit (r.out, "\n", -1);
     for (guint i = 0; i < 4; i++)
@@ -204,55 +195,47 @@ test_log_filters (void **state)
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--op", "rename", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--op", "rename", basic, NULL);
     assert_int_equal (count_lines (r.out), 1);
     expect_in (&r, r.out, "/work/a.tmp");
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--op", "unlink,create", "--op", "close", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--op", "unlink,create", "--op", "close", basic, NULL);
     assert_int_equal (count_lines (r.out), 5); /* 1 create, 2 unlink (one refused), 2 close */
   }
   {
     /* /work and below, not /workspace; target counts */
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--path", "/work/", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--path", "/work/", basic, NULL);
     assert_int_equal (count_lines (r.out), 7);
     assert_null (strstr (r.out, "/workspace"));
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--path", "/work/a.txt", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--path", "/work/a.txt", basic, NULL);
     assert_int_equal (count_lines (r.out), 1);
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--since", "2024-05-01T12:00:09Z", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--since", "2024-05-01T12:00:09Z", basic, NULL);
     assert_int_equal (count_lines (r.out), 3);
   }
   {
     /* a zone offset */
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--since", "2024-05-01T14:00:09+02:00", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--since", "2024-05-01T14:00:09+02:00", basic, NULL);
     assert_int_equal (count_lines (r.out), 3);
   }
   {
     /* an age: the fixture is from 2024 */
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--since", "10m", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--since", "10m", basic, NULL);
     assert_string_equal (r.out, "");
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", "--since", "100000w", basic, NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, NULL, "log", "--since", "100000w", basic, NULL);
     assert_int_equal (count_lines (r.out), N_BASIC);
   }
 }
@@ -273,17 +256,15 @@ test_log_usage_errors (void **state)
       g_auto (TestCmd) r = { 0 };
 
       if (bad[i][2] != NULL)
-        run_fusebox (&r, NULL, bad[i][0], bad[i][1], bad[i][2], basic, NULL);
+        run_fusebox (&r, 2, NULL, bad[i][0], bad[i][1], bad[i][2], basic, NULL);
       else
-        run_fusebox (&r, NULL, bad[i][0], bad[i][1], basic, NULL);
-      expect_status (&r, 2);
+        run_fusebox (&r, 2, NULL, bad[i][0], bad[i][1], basic, NULL);
       assert_string_equal (r.out, "");
       expect_in (&r, r.err, "fusebox: log: ");
     }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, NULL, "log", basic, basic, NULL);
-    expect_status (&r, 2);
+    run_fusebox (&r, 2, NULL, "log", basic, basic, NULL);
   }
 }
 
@@ -294,14 +275,12 @@ test_log_missing (void **state)
   g_autofree char *missing = g_build_filename (f->dir, "nope.jsonl", NULL);
   g_auto (TestCmd) r = { 0 };
 
-  run_fusebox (&r, f->dir, "log", missing, NULL);
-  expect_status (&r, 1);
+  run_fusebox (&r, 1, f->dir, "log", missing, NULL);
   expect_in (&r, r.err, "nope.jsonl");
   {
     /* no runs at all */
     g_auto (TestCmd) r2 = { 0 };
-    run_fusebox (&r2, f->dir, "log", NULL);
-    expect_status (&r2, 1);
+    run_fusebox (&r2, 1, f->dir, "log", NULL);
     expect_in (&r2, r2.err, "no runs in");
   }
 }
@@ -314,13 +293,11 @@ test_log_truncated_and_gap (void **state)
   g_auto (TestCmd) r = { 0 };
   g_auto (TestCmd) g = { 0 };
 
-  run_fusebox (&r, NULL, "log", truncated, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "log", truncated, NULL);
   assert_int_equal (count_lines (r.out), 3);
   expect_in (&r, r.err, "truncated.jsonl:4: the last line is incomplete");
 
-  run_fusebox (&g, NULL, "log", gap, NULL);
-  expect_status (&g, 0);
+  run_fusebox (&g, 0, NULL, "log", gap, NULL);
   assert_int_equal (count_lines (g.out), 3);
   expect_in (&g, g.err, "seq jumps from 2 to 5: 2 records missing");
 }
@@ -332,8 +309,7 @@ test_log_rotated_run_dir (void **state)
   g_auto (TestCmd) r = { 0 };
   g_auto (GStrv) lines = NULL;
 
-  run_fusebox (&r, NULL, "log", "--json", dir, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "log", "--json", dir, NULL);
   lines = g_strsplit (r.out, "\n", -1);
   assert_int_equal (g_strv_length (lines), 9); /* 8 + the empty tail */
   for (guint i = 0; i < 8; i++)
@@ -391,20 +367,17 @@ test_log_run_id_and_latest (void **state)
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, f->dir, "log", "20240101-000000-aaaaaa", NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, f->dir, "log", "20240101-000000-aaaaaa", NULL);
     assert_int_equal (count_lines (r.out), 8);
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, f->dir, "log", NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, f->dir, "log", NULL);
     assert_int_equal (count_lines (r.out), 7);
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, f->dir, "report", "--json", NULL);
-    expect_status (&r, 0);
+    run_fusebox (&r, 0, f->dir, "report", "--json", NULL);
     expect_in (&r, r.out, "\"records\" : 7");
   }
 }
@@ -517,8 +490,7 @@ test_report_text (void **state)
   g_autofree char *basic = fixture ("basic.jsonl");
   g_auto (TestCmd) r = { 0 };
 
-  run_fusebox (&r, NULL, "report", basic, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "report", basic, NULL);
   expect_in (&r, r.out, "run 20240501-120000-fixt01: 12 records, seq 1-12\n");
   expect_in (&r, r.out, "\nFiles created (1)\n  /work/new.txt  (create)\n");
   expect_in (&r, r.out, "\nFiles written (1)\n        11 B  /work/new.txt\n");
@@ -542,8 +514,7 @@ test_report_json (void **state)
   g_autoptr (GError) error = NULL;
   JsonObject *o, *totals;
 
-  run_fusebox (&r, NULL, "report", "--json", basic, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "report", "--json", basic, NULL);
   if (!json_parser_load_from_data (parser, r.out, -1, &error))
     fail_msg ("report --json is not JSON: %s\n  replay: %s", error->message, r.command);
   o = json_node_get_object (json_parser_get_root (parser));
@@ -566,14 +537,12 @@ test_report_damaged (void **state)
   g_auto (TestCmd) r = { 0 };
   g_auto (TestCmd) t = { 0 };
 
-  run_fusebox (&r, NULL, "report", gap, NULL);
-  expect_status (&r, 0);
+  run_fusebox (&r, 0, NULL, "report", gap, NULL);
   expect_in (&r, r.out, "WARNING: the log is not whole: 2 records missing");
   expect_in (&r, r.out, "  seq gaps    2 (records are missing)\n");
   expect_in (&r, r.err, "seq jumps from 2 to 5");
 
-  run_fusebox (&t, NULL, "report", "--json", truncated, NULL);
-  expect_status (&t, 0);
+  run_fusebox (&t, 0, NULL, "report", "--json", truncated, NULL);
   expect_in (&t, t.out, "\"truncated_lines\" : 1");
   expect_in (&t, t.err, "incomplete");
 }
@@ -586,10 +555,8 @@ test_report_usage (void **state)
   g_auto (TestCmd) m = { 0 };
   g_autofree char *missing = g_build_filename (f->dir, "none", NULL);
 
-  run_fusebox (&r, NULL, "report", "--bogus", NULL);
-  expect_status (&r, 2);
-  run_fusebox (&m, f->dir, "report", missing, NULL);
-  expect_status (&m, 1);
+  run_fusebox (&r, 2, NULL, "report", "--bogus", NULL);
+  run_fusebox (&m, 1, f->dir, "report", missing, NULL);
   expect_in (&m, m.err, missing);
 }
 
