@@ -13,6 +13,7 @@
  */
 #include "ipc/ipc-proxy.h"
 #include "launcher/launcher.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,13 +50,10 @@ typedef int (*ProbeFn) (const Ctx *ctx);
 static int
 write_file (const char *path, const char *data)
 {
-  int fd = open (path, O_WRONLY | O_CLOEXEC);
+  _fb_cleanup_fd_ int fd = open (path, O_WRONLY | O_CLOEXEC);
   if (fd < 0)
     return errno;
-  ssize_t n = write (fd, data, strlen (data));
-  int e = n < 0 ? errno : 0;
-  close (fd);
-  return e;
+  return write (fd, data, strlen (data)) < 0 ? errno : 0;
 }
 
 /* unshare a user namespace (plus EXTRA) and map our ids 1:1 */
@@ -109,11 +107,8 @@ probe_fuse_device (const Ctx *ctx)
     return errno;
   if (!S_ISCHR (st.st_mode) || major (st.st_rdev) != 10 || minor (st.st_rdev) != 229)
     return ENODEV;
-  int fd = open (ctx->fuse_path, O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    return errno;
-  close (fd);
-  return 0;
+  _fb_cleanup_fd_ int fd = open (ctx->fuse_path, O_RDWR | O_CLOEXEC);
+  return fd < 0 ? errno : 0;
 }
 
 /* The launcher's FUSE step, without a server: open the device inside the
@@ -127,7 +122,7 @@ probe_fuse_mount (const Ctx *ctx)
     return e;
   if (mkdir ("/tmp/m", 0700) < 0)
     return errno;
-  int fd = open (ctx->fuse_path, O_RDWR | O_CLOEXEC);
+  _fb_cleanup_fd_ int fd = open (ctx->fuse_path, O_RDWR | O_CLOEXEC);
   if (fd < 0)
     return errno;
   char opts[128];
@@ -137,7 +132,6 @@ probe_fuse_mount (const Ctx *ctx)
     return errno;
   if (umount2 ("/tmp/m", MNT_DETACH) < 0)
     return errno;
-  close (fd);
   return 0;
 }
 
@@ -268,13 +262,12 @@ launch_probe (const Ctx *ctx, bool proxy)
   int err = 0;
   if (r == 0 && proxy)
     {
-      int fd = fb_launcher_child_take_proxy_fd (child), listening = 0;
+      _fb_cleanup_fd_ int fd = fb_launcher_child_take_proxy_fd (child);
+      int listening = 0;
       socklen_t len = sizeof listening;
 
       if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening)
         err = ENOTCONN;
-      if (fd >= 0)
-        close (fd);
     }
   if (r < 0)
     {
