@@ -667,6 +667,13 @@ json_counts (JsonBuilder *b, const char *name, GHashTable *t)
 }
 
 static void
+json_int_member (JsonBuilder *b, const char *name, gint64 value)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_add_int_value (b, value);
+}
+
+static void
 json_group_common (JsonBuilder *b, Group *g)
 {
   json_builder_set_member_name (b, "count");
@@ -749,16 +756,11 @@ fb_report_to_json (FbReport *r)
           json_builder_begin_object (b);
           json_builder_set_member_name (b, "host");
           json_builder_add_string_value (b, h->host);
-          json_builder_set_member_name (b, "connections");
-          json_builder_add_int_value (b, (gint64)h->connections);
-          json_builder_set_member_name (b, "failed");
-          json_builder_add_int_value (b, (gint64)h->failed);
-          json_builder_set_member_name (b, "denials");
-          json_builder_add_int_value (b, (gint64)h->denials);
-          json_builder_set_member_name (b, "bytes_received");
-          json_builder_add_int_value (b, h->bytes_received);
-          json_builder_set_member_name (b, "bytes_sent");
-          json_builder_add_int_value (b, h->bytes_sent);
+          json_int_member (b, "connections", (gint64)h->connections);
+          json_int_member (b, "failed", (gint64)h->failed);
+          json_int_member (b, "denials", (gint64)h->denials);
+          json_int_member (b, "bytes_received", h->bytes_received);
+          json_int_member (b, "bytes_sent", h->bytes_sent);
           json_builder_end_object (b);
         }
       json_builder_end_array (b);

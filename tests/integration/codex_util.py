@@ -203,13 +203,18 @@ def run_codex_exec(codex, cwd, env, prompt, timeout=300):
     p = subprocess.run([codex, "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", prompt],
                        cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                        timeout=timeout)
+    return p.returncode, json_events(p.stdout), p.stderr
+
+
+def json_events(text):
+    """The JSON lines of `codex exec --json`'s output (others skipped)."""
     events = []
-    for line in p.stdout.splitlines():
+    for line in text.splitlines():
         try:
             events.append(json.loads(line))
         except ValueError:
             pass
-    return p.returncode, events, p.stderr
+    return events
 
 
 class LoggingProxy:

@@ -74,12 +74,7 @@ def main():
                 "Work on this repository."]
         p = subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=300)
-        events = []
-        for line in p.stdout.splitlines():
-            try:
-                events.append(json.loads(line))
-            except ValueError:
-                pass
+        events = cu.json_events(p.stdout)
         outs = model.outputs()
         reproduce = "cd %s && %s (a scripted model at %s)" % (ws, " ".join(argv), model.url)
 
