@@ -131,10 +131,14 @@ write_case_policy (RFx *fx, const char *policy_path, const Case *c, guint *ret_l
   return path;
 }
 
+/* What a test checks of one case: the policy at POLICY_PATH names C's
+ * object PATH as its source, at LINE:COL. */
+typedef void (*CaseCheck) (RFx *fx, const char *policy_path, const char *path, guint line, guint col, const Case *c);
+
+/* CHECK of every case, the case's policy written first. */
 static void
-test_run_refuses_a_source_that_is_not_a_directory (void **state)
+for_each_case (RFx *fx, CaseCheck check)
 {
-  RFX_BEGIN (state);
   g_autofree char *policy_path = g_build_filename (fx->ws, "p.json", NULL);
 
   make_objects (fx);
@@ -142,38 +146,50 @@ test_run_refuses_a_source_that_is_not_a_directory (void **state)
     {
       guint line, col;
       g_autofree char *path = write_case_policy (fx, policy_path, &cases[i], &line, &col);
-      RfxResult res = { 0 };
 
-      /* the command would list /x: what it shows, if it ran */
-      rfx_run (fx, &res, "--policy", policy_path, "--", "/bin/ls", "-a", "/x", NULL);
-      assert_refused (&res, "run", 125 /* a refused policy */, line, col, path, &cases[i]);
-      assert_string_equal (res.out, "");
-      rfx_result_clear (&res);
+      check (fx, policy_path, path, line, col, &cases[i]);
     }
+}
+
+static void
+run_refuses (RFx *fx, const char *policy_path, const char *path, guint line, guint col, const Case *c)
+{
+  RfxResult res = { 0 };
+
+  /* the command would list /x: what it shows, if it ran */
+  rfx_run (fx, &res, "--policy", policy_path, "--", "/bin/ls", "-a", "/x", NULL);
+  assert_refused (&res, "run", 125 /* a refused policy */, line, col, path, c);
+  assert_string_equal (res.out, "");
+  rfx_result_clear (&res);
+}
+
+static void
+test_run_refuses_a_source_that_is_not_a_directory (void **state)
+{
+  RFX_BEGIN (state);
+  for_each_case (fx, run_refuses);
   RFX_PASS ();
+}
+
+static void
+check_and_explain_refuse (RFx *fx, const char *policy_path, const char *path, guint line, guint col, const Case *c)
+{
+  RfxResult check = { 0 }, explain = { 0 };
+
+  rfx_fusebox (fx, &check, "policy", "check", "p.json", NULL);
+  assert_refused (&check, "policy check", 1, line, col, path, c);
+  assert_null (strstr (check.out, "ok"));
+  rfx_fusebox (fx, &explain, "policy", "explain", "--policy", "p.json", "/x", NULL);
+  assert_refused (&explain, "policy explain", 1, line, col, path, c);
+  rfx_result_clear (&check);
+  rfx_result_clear (&explain);
 }
 
 static void
 test_check_and_explain_report_the_refusal (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *policy_path = g_build_filename (fx->ws, "p.json", NULL);
-
-  make_objects (fx);
-  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
-    {
-      guint line, col;
-      g_autofree char *path = write_case_policy (fx, policy_path, &cases[i], &line, &col);
-      RfxResult check = { 0 }, explain = { 0 };
-
-      rfx_fusebox (fx, &check, "policy", "check", "p.json", NULL);
-      assert_refused (&check, "policy check", 1, line, col, path, &cases[i]);
-      assert_null (strstr (check.out, "ok"));
-      rfx_fusebox (fx, &explain, "policy", "explain", "--policy", "p.json", "/x", NULL);
-      assert_refused (&explain, "policy explain", 1, line, col, path, &cases[i]);
-      rfx_result_clear (&check);
-      rfx_result_clear (&explain);
-    }
+  for_each_case (fx, check_and_explain_refuse);
   RFX_PASS ();
 }
 
