@@ -72,11 +72,13 @@ call_end (Call *c)
   c->view = NULL;
 }
 
-/* r < 0: fill ERROR from -r and what the view decided; returns NULL. */
+/* r < 0: fill ERROR from -r and what the view decided, and end the call;
+ * returns NULL. */
 static JsonNode *
 call_fail (Call *c, FbRpcError *error, int r, const char *path)
 {
   fb_rpc_error_from_errno (error, -r, &c->denial, NULL, path);
+  call_end (c);
   return NULL;
 }
 
@@ -205,11 +207,7 @@ fb_rpc_fs_read_file (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcErr
       return NULL;
     }
   if (r < 0)
-    {
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, path);
   call_end (&c);
   /* Answered here, as text: base64 needs no JSON escaping, and the
    * generator would copy and scan every byte of it again; encoded straight
@@ -312,11 +310,7 @@ fb_rpc_fs_write_file (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
       fb_view_release (c.view, file);
     }
   if (r < 0)
-    {
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, path);
   call_end (&c);
   return empty_result ();
 }
@@ -395,11 +389,7 @@ fb_rpc_fs_create_directory (FbRpcConn *conn, JsonNode *id, JsonObject *params, F
         r = fb_view_mkdir (c.view, &c.caller, parent, name, 0777, NULL, NULL);
     }
   if (r < 0)
-    {
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, path);
   call_end (&c);
   return empty_result ();
 }
@@ -437,11 +427,7 @@ fb_rpc_fs_get_metadata (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpc
   if (r == 0)
     r = fb_view_getattr (c.view, &c.caller, target != NULL ? target : node, &st);
   if (r < 0)
-    {
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, path);
   call_end (&c);
   o = json_object_new ();
   json_object_set_boolean_member (o, "isDirectory", S_ISDIR (st.st_mode));
@@ -470,11 +456,7 @@ fb_rpc_fs_canonicalize (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpc
     return NULL;
   r = fb_view_walk (c.view, &c.caller, path, 0, &node);
   if (r < 0)
-    {
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, path);
   call_end (&c);
   canon = fb_view_node_dup_path (node);
   uri = fb_rpc_path_to_uri (canon);
@@ -596,11 +578,7 @@ fb_rpc_fs_read_directory (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbR
       return NULL;
     }
   if (r < 0)
-    {
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, path);
   canon = fb_view_node_dup_path (node);
   arr = json_array_sized_new (entries->len);
   for (guint i = 0; i < entries->len; i++)
@@ -729,9 +707,7 @@ fb_rpc_fs_walk (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
     {
       json_array_unref (w.entries);
       json_array_unref (w.errors);
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
+      return call_fail (&c, error, r, path);
     }
   visited = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   queue = g_queue_new ();
@@ -917,11 +893,7 @@ fb_rpc_fs_remove (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError 
       return NULL;
     }
   if (r < 0)
-    {
-      call_fail (&c, error, r, path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, path);
   call_end (&c);
   return empty_result ();
 }
@@ -1085,11 +1057,7 @@ fb_rpc_fs_copy (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
       return NULL;
     }
   if (r < 0)
-    {
-      call_fail (&c, error, r, src_path);
-      call_end (&c);
-      return NULL;
-    }
+    return call_fail (&c, error, r, src_path);
   call_end (&c);
   return empty_result ();
 }
@@ -1176,7 +1144,6 @@ fb_rpc_fs_open (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
   if (r < 0)
     {
       call_fail (&c, error, r, path);
-      call_end (&c);
       fb_rpc_handle_release (conn->client);
       return NULL;
     }
