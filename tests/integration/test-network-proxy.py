@@ -11,7 +11,8 @@ can't pass because nothing was there.
 
 - allowed: curl through CONNECT (-p), through SOCKS5 (--socks5-hostname),
   as a plain proxied request (HTTP_PROXY), and Python's urllib, each get
-  the file; the log holds a "connect" and a "disconnect" with the bytes.
+  the file; the log holds a "connect" and a "disconnect" with the bytes;
+  git clones a repository over HTTP.
 - refused by name: curl's CONNECT gets 403 with the entry's why, a plain
   request its body, SOCKS5 reply 2 ("not allowed by ruleset"); the log
   holds the refusal with the rule and its why.
@@ -132,6 +133,29 @@ def t_allowed(h):
         assert env.get(name) == "http://" + PROXY, (name, out)
     assert env.get("ALL_PROXY") == env.get("all_proxy") == "socks5h://" + PROXY, out
     assert env.get("NO_PROXY") == env.get("no_proxy") == "localhost,127.0.0.1,::1", out
+
+
+def t_git_clone(h):
+    """git clone over HTTP (git's dumb protocol: plain GETs through the
+    proxy), bare: the policy keeps every .git from the sandbox."""
+    if shutil.which("git") is None:
+        print("(git is missing: skipped)")
+        return
+    src = os.path.join(h.tmp, "src")
+    bare = os.path.join(h.www, "repo.git")
+    git = ["git", "-c", "user.name=fusebox test", "-c", "user.email=test@fusebox.invalid"]
+    subprocess.run(git + ["init", "-q", src], check=True)
+    with open(os.path.join(src, "README"), "w") as f:
+        f.write(CONTENT)
+    subprocess.run(git + ["-C", src, "add", "README"], check=True)
+    subprocess.run(git + ["-C", src, "commit", "-q", "-m", "one"], check=True)
+    subprocess.run(git + ["clone", "-q", "--bare", src, bare], check=True)
+    subprocess.run(git + ["-C", bare, "update-server-info"], check=True)
+    code, out, err, records = h.run(h.allowed_policy(), "git clone -q --bare http://allowed.test:%d/repo.git "
+                                    "/tmp/c.git && git --git-dir=/tmp/c.git show HEAD:README" % h.port, "allowed.test:127.0.0.1")
+    assert code == 0 and out == CONTENT, (code, out, err)
+    connects = [r for r in records if r["op"] == "connect"]
+    assert connects and all(r["decision"] == "allow" and r["host"] == "allowed.test" for r in connects), records
 
 
 def t_refused_by_name(h):
@@ -307,7 +331,7 @@ def main():
     if shutil.which("curl") is None:
         print("needs curl", file=sys.stderr)
         sys.exit(1 if MUST_RUN else 77)
-    tests = [("allowed", t_allowed), ("refused_by_name", t_refused_by_name),
+    tests = [("allowed", t_allowed), ("git_clone", t_git_clone), ("refused_by_name", t_refused_by_name),
              ("loopback_needs_naming", t_loopback_needs_naming), ("no_way_around", t_no_way_around),
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
              ("serve", t_serve)]
