@@ -26,43 +26,24 @@
 
 /* ---- Synthetic rules -------------------------------------------------------- */
 
-static const FbPolicyNetRule none_rule = {
-  .kind = FB_POLICY_NET_RULE_DEFAULT,
-  .index = -1,
-  .name = "none",
-  .origin = "default",
-  .text = "none",
-  .why = "the policy's network is none: the sandbox connects nowhere",
-};
+/* Rules no entry wrote: the network's kind, nothing matching, a request
+ * that names no host.  Named by NAME in the log and by "default" for
+ * people. */
+#define SYNTHETIC(n, a, w)                                                                                             \
+  {                                                                                                                    \
+    .kind = FB_POLICY_NET_RULE_DEFAULT, .allow = a, .index = -1, .name = n, .origin = "default", .text = n, .why = w   \
+  }
 
-static const FbPolicyNetRule host_rule = {
-  .kind = FB_POLICY_NET_RULE_DEFAULT,
-  .allow = true,
-  .index = -1,
-  .name = "host",
-  .origin = "default",
-  .text = "host",
-  .why = "the policy's network is host: the sandbox shares the host's network",
-};
-
-static const FbPolicyNetRule default_rule = {
-  .kind = FB_POLICY_NET_RULE_DEFAULT,
-  .index = -1,
-  .name = "default",
-  .origin = "default",
-  .text = "default",
-  .why = "no network entry allows this host and port",
-};
-
-static const FbPolicyNetRule malformed_rule = {
-  .kind = FB_POLICY_NET_RULE_DEFAULT,
-  .index = -1,
-  .name = "malformed",
-  .origin = "default",
-  .text = "malformed",
-  .why = "not a host name (ASCII letters, digits, \"-\", \"_\" and dots, a last label that is not a number), "
-         "an IP address, and a port from 1 to 65535",
-};
+static const FbPolicyNetRule none_rule =
+  SYNTHETIC ("none", false, "the policy's network is none: the sandbox connects nowhere");
+static const FbPolicyNetRule host_rule =
+  SYNTHETIC ("host", true, "the policy's network is host: the sandbox shares the host's network");
+static const FbPolicyNetRule default_rule = SYNTHETIC ("default", false, "no network entry allows this host and port");
+static const FbPolicyNetRule malformed_rule =
+  SYNTHETIC ("malformed", false,
+             "not a host name (ASCII letters, digits, \"-\", \"_\" and dots, a last label that is not a number), "
+             "an IP address, and a port from 1 to 65535");
+#undef SYNTHETIC
 
 /* ---- Address classes: one table, one row per class --------------------------- */
 
