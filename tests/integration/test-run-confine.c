@@ -101,47 +101,45 @@ probe_shm_listed (const char *id, const char *key)
   return "NO";
 }
 
+/* One operation of the probe (rfx_probe_main). */
+static const char *
+probe_op (const char *op, const char *const *args, int *words, char **owned)
+{
+  const char *a = args[0], *b = args[1];
+  const char *res;
+
+  if (strcmp (op, "read") == 0)
+    res = rfx_read_res (a), *words = 2;
+  else if (strcmp (op, "append") == 0)
+    /* opening for writing is the check: no byte is written (the run's
+     * own log is among the targets) */
+    res = rfx_open_res (AT_FDCWD, a, O_WRONLY | O_APPEND), *words = 2;
+  else if (strcmp (op, "create") == 0)
+    res = probe_create (a), *words = 2;
+  else if (strcmp (op, "stat") == 0)
+    {
+      struct stat st;
+      res = rfx_res (lstat (a, &st)), *words = 2;
+    }
+  else if (strcmp (op, "count") == 0)
+    res = *owned = probe_count (a), *words = 2;
+  else if (strcmp (op, "lists") == 0)
+    res = probe_lists (a, b), *words = 3;
+  else if (strcmp (op, "env") == 0)
+    res = g_getenv (a) ? g_getenv (a) : "(unset)", *words = 2;
+  else if (strcmp (op, "exec") == 0)
+    res = *owned = probe_exec (a), *words = 2;
+  else if (strcmp (op, "shm") == 0)
+    res = probe_shm_listed (a, b), *words = 3;
+  else
+    return NULL;
+  return res;
+}
+
 static int
 probe_main (int argc, char **argv)
 {
-  for (int i = 0; i < argc;)
-    {
-      const char *op = argv[i];
-      const char *a = i + 1 < argc ? argv[i + 1] : "";
-      const char *b = i + 2 < argc ? argv[i + 2] : "";
-      g_autofree char *owned = NULL;
-      const char *res;
-      if (strcmp (op, "read") == 0)
-        res = rfx_read_res (a), i += 2;
-      else if (strcmp (op, "append") == 0)
-        /* opening for writing is the check: no byte is written (the run's
-         * own log is among the targets) */
-        res = rfx_open_res (AT_FDCWD, a, O_WRONLY | O_APPEND), i += 2;
-      else if (strcmp (op, "create") == 0)
-        res = probe_create (a), i += 2;
-      else if (strcmp (op, "stat") == 0)
-        {
-          struct stat st;
-          res = rfx_res (lstat (a, &st)), i += 2;
-        }
-      else if (strcmp (op, "count") == 0)
-        res = owned = probe_count (a), i += 2;
-      else if (strcmp (op, "lists") == 0)
-        res = probe_lists (a, b), i += 3;
-      else if (strcmp (op, "env") == 0)
-        res = g_getenv (a) ? g_getenv (a) : "(unset)", i += 2;
-      else if (strcmp (op, "exec") == 0)
-        res = owned = probe_exec (a), i += 2;
-      else if (strcmp (op, "shm") == 0)
-        res = probe_shm_listed (a, b), i += 3;
-      else
-        {
-          fprintf (stderr, "probe: unknown operation %s\n", op);
-          return 2;
-        }
-      printf ("%s\n", res);
-    }
-  return 0;
+  return rfx_probe_main (argc, argv, probe_op);
 }
 
 /* ---- the table ---- */

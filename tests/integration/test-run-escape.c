@@ -37,138 +37,137 @@ status_field (const char *key)
   return g_strdup ("?");
 }
 
+/* The handle of the last "opendir", for the *at and /proc/self/fd probes. */
+static int probe_dir_fd = -1;
+
+/* One operation of the probe (rfx_probe_main). */
+static const char *
+probe_op (const char *op, const char *const *args, int *words, char **owned)
+{
+  const char *a = args[0], *b = args[1];
+  const char *res;
+
+  if (strcmp (op, "read") == 0)
+    res = rfx_read_res (a), *words = 2;
+  else if (strcmp (op, "opendir") == 0)
+    {
+      /* an O_PATH handle on a directory for the *at and /proc/self/fd probes */
+      probe_dir_fd = open (a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      res = probe_dir_fd < 0 ? rfx_errname (errno) : "OK";
+      *words = 2;
+    }
+  else if (strcmp (op, "readat") == 0)
+    {
+      res = rfx_open_res (probe_dir_fd, a, O_RDONLY);
+      *words = 2;
+    }
+  else if (strcmp (op, "readfd") == 0)
+    {
+      /* "/proc/self/fd/N" + A, with N the handle of "opendir" */
+      g_autofree char *p = g_strdup_printf ("/proc/self/fd/%d%s", probe_dir_fd, a);
+      res = rfx_open_res (AT_FDCWD, p, O_RDONLY);
+      *words = 2;
+    }
+  else if (strcmp (op, "reopen") == 0)
+    {
+      /* an O_PATH handle (a lookup only), then a real open through
+       * /proc/self/fd: the second must be decided like a plain open */
+      int pfd = open (a, O_PATH | O_CLOEXEC);
+      if (pfd < 0)
+        res = *owned = g_strdup_printf ("PATH-%s", rfx_errname (errno));
+      else
+        {
+          g_autofree char *p = g_strdup_printf ("/proc/self/fd/%d", pfd);
+          res = rfx_open_res (AT_FDCWD, p, O_RDONLY);
+          close (pfd);
+        }
+      *words = 2;
+    }
+  else if (strcmp (op, "link") == 0)
+    res = rfx_res (link (a, b)), *words = 3;
+  else if (strcmp (op, "rename") == 0)
+    res = rfx_res (rename (a, b)), *words = 3;
+  else if (strcmp (op, "kill") == 0)
+    res = rfx_res (kill ((pid_t)atoi (a), 0)), *words = 2;
+  else if (strcmp (op, "killall") == 0)
+    {
+      /* kill -9 -1: every process we may signal but init and ourselves;
+       * a child of ours shows that it does reach the sandbox's own */
+      int status;
+      pid_t child = fork ();
+      if (child == 0)
+        {
+          pause ();
+          _exit (0);
+        }
+      if (kill (-1, SIGKILL) < 0)
+        res = rfx_errname (errno);
+      else
+        res = waitpid (child, &status, 0) == child && WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL
+                ? "OK"
+                : "CHILD-SURVIVED";
+      *words = 1;
+    }
+  else if (strcmp (op, "tty") == 0)
+    res = rfx_open_res (AT_FDCWD, "/dev/tty", O_RDWR), *words = 1;
+  else if (strcmp (op, "ids") == 0)
+    {
+      g_autofree char *eff = status_field ("CapEff");
+      g_autofree char *prm = status_field ("CapPrm");
+      g_autofree char *nnp = status_field ("NoNewPrivs");
+      res = *owned = g_strdup_printf ("%u %u %s %s %s", (unsigned)geteuid (), (unsigned)getegid (), eff, prm, nnp);
+      *words = 1;
+    }
+  else if (strcmp (op, "nosuid") == 0)
+    {
+      struct statvfs sv;
+      res = statvfs (a, &sv) < 0 ? rfx_errname (errno) : (sv.f_flag & ST_NOSUID) ? "NOSUID" : "SUID";
+      *words = 2;
+    }
+  else if (strcmp (op, "exec") == 0)
+    {
+      /* run A with "--probe" B (one operation), relay its line */
+      int p[2];
+      if (pipe2 (p, O_CLOEXEC) < 0)
+        return rfx_errname (errno);
+      pid_t pid = fork ();
+      if (pid == 0)
+        {
+          dup2 (p[1], 1);
+          execl (a, a, "--probe", b, (char *)NULL);
+          _exit (127);
+        }
+      close (p[1]);
+      char buf[256] = "";
+      ssize_t n = read (p[0], buf, sizeof buf - 1);
+      close (p[0]);
+      waitpid (pid, NULL, 0);
+      buf[n > 0 ? n : 0] = '\0';
+      buf[strcspn (buf, "\n")] = '\0';
+      res = *owned = g_strdup (n > 0 ? buf : "NO-OUTPUT");
+      *words = 3;
+    }
+  else if (strcmp (op, "umount") == 0)
+    res = rfx_res (umount2 ("/", 0)), *words = 1;
+  else if (strcmp (op, "umount-detach") == 0)
+    res = rfx_res (umount2 ("/", MNT_DETACH)), *words = 1;
+  else if (strcmp (op, "cover") == 0)
+    res = rfx_res (mount ("tmpfs", a, "tmpfs", 0, NULL)), *words = 2;
+  else if (strcmp (op, "remount") == 0)
+    res = rfx_res (mount (NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL)), *words = 1;
+  else if (strcmp (op, "fsopen") == 0)
+    res = rfx_res (syscall (__NR_fsopen, "tmpfs", 0)), *words = 1;
+  else if (strcmp (op, "open_tree") == 0)
+    res = rfx_res (syscall (__NR_open_tree, AT_FDCWD, "/", 0)), *words = 1;
+  else
+    return NULL;
+  return res;
+}
+
 static int
 probe_main (int argc, char **argv)
 {
-  int dirfd = -1;
-  for (int i = 0; i < argc;)
-    {
-      const char *op = argv[i];
-      const char *a = i + 1 < argc ? argv[i + 1] : "";
-      const char *b = i + 2 < argc ? argv[i + 2] : "";
-      g_autofree char *owned = NULL;
-      const char *res;
-      if (strcmp (op, "read") == 0)
-        res = rfx_read_res (a), i += 2;
-      else if (strcmp (op, "opendir") == 0)
-        {
-          /* an O_PATH handle on a directory for the *at and /proc/self/fd probes */
-          dirfd = open (a, O_PATH | O_DIRECTORY | O_CLOEXEC);
-          res = dirfd < 0 ? rfx_errname (errno) : "OK";
-          i += 2;
-        }
-      else if (strcmp (op, "readat") == 0)
-        {
-          res = rfx_open_res (dirfd, a, O_RDONLY);
-          i += 2;
-        }
-      else if (strcmp (op, "readfd") == 0)
-        {
-          /* "/proc/self/fd/N" + A, with N the handle of "opendir" */
-          g_autofree char *p = g_strdup_printf ("/proc/self/fd/%d%s", dirfd, a);
-          res = rfx_open_res (AT_FDCWD, p, O_RDONLY);
-          i += 2;
-        }
-      else if (strcmp (op, "reopen") == 0)
-        {
-          /* an O_PATH handle (a lookup only), then a real open through
-           * /proc/self/fd: the second must be decided like a plain open */
-          int pfd = open (a, O_PATH | O_CLOEXEC);
-          if (pfd < 0)
-            res = owned = g_strdup_printf ("PATH-%s", rfx_errname (errno));
-          else
-            {
-              g_autofree char *p = g_strdup_printf ("/proc/self/fd/%d", pfd);
-              res = rfx_open_res (AT_FDCWD, p, O_RDONLY);
-              close (pfd);
-            }
-          i += 2;
-        }
-      else if (strcmp (op, "link") == 0)
-        res = rfx_res (link (a, b)), i += 3;
-      else if (strcmp (op, "rename") == 0)
-        res = rfx_res (rename (a, b)), i += 3;
-      else if (strcmp (op, "kill") == 0)
-        res = rfx_res (kill ((pid_t)atoi (a), 0)), i += 2;
-      else if (strcmp (op, "killall") == 0)
-        {
-          /* kill -9 -1: every process we may signal but init and ourselves;
-           * a child of ours shows that it does reach the sandbox's own */
-          int status;
-          pid_t child = fork ();
-          if (child == 0)
-            {
-              pause ();
-              _exit (0);
-            }
-          if (kill (-1, SIGKILL) < 0)
-            res = rfx_errname (errno);
-          else
-            res = waitpid (child, &status, 0) == child && WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL
-                    ? "OK"
-                    : "CHILD-SURVIVED";
-          i += 1;
-        }
-      else if (strcmp (op, "tty") == 0)
-        res = rfx_open_res (AT_FDCWD, "/dev/tty", O_RDWR), i += 1;
-      else if (strcmp (op, "ids") == 0)
-        {
-          g_autofree char *eff = status_field ("CapEff");
-          g_autofree char *prm = status_field ("CapPrm");
-          g_autofree char *nnp = status_field ("NoNewPrivs");
-          res = owned = g_strdup_printf ("%u %u %s %s %s", (unsigned)geteuid (), (unsigned)getegid (), eff, prm, nnp);
-          i += 1;
-        }
-      else if (strcmp (op, "nosuid") == 0)
-        {
-          struct statvfs sv;
-          res = statvfs (a, &sv) < 0 ? rfx_errname (errno) : (sv.f_flag & ST_NOSUID) ? "NOSUID" : "SUID";
-          i += 2;
-        }
-      else if (strcmp (op, "exec") == 0)
-        {
-          /* run A with "--probe" B (one operation), relay its line */
-          int p[2];
-          if (pipe2 (p, O_CLOEXEC) < 0)
-            return 3;
-          pid_t pid = fork ();
-          if (pid == 0)
-            {
-              dup2 (p[1], 1);
-              execl (a, a, "--probe", b, (char *)NULL);
-              _exit (127);
-            }
-          close (p[1]);
-          char buf[256] = "";
-          ssize_t n = read (p[0], buf, sizeof buf - 1);
-          close (p[0]);
-          waitpid (pid, NULL, 0);
-          buf[n > 0 ? n : 0] = '\0';
-          buf[strcspn (buf, "\n")] = '\0';
-          res = owned = g_strdup (n > 0 ? buf : "NO-OUTPUT");
-          i += 3;
-        }
-      else if (strcmp (op, "umount") == 0)
-        res = rfx_res (umount2 ("/", 0)), i += 1;
-      else if (strcmp (op, "umount-detach") == 0)
-        res = rfx_res (umount2 ("/", MNT_DETACH)), i += 1;
-      else if (strcmp (op, "cover") == 0)
-        res = rfx_res (mount ("tmpfs", a, "tmpfs", 0, NULL)), i += 2;
-      else if (strcmp (op, "remount") == 0)
-        res = rfx_res (mount (NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL)), i += 1;
-      else if (strcmp (op, "fsopen") == 0)
-        res = rfx_res (syscall (__NR_fsopen, "tmpfs", 0)), i += 1;
-      else if (strcmp (op, "open_tree") == 0)
-        res = rfx_res (syscall (__NR_open_tree, AT_FDCWD, "/", 0)), i += 1;
-      else
-        {
-          fprintf (stderr, "probe: unknown operation %s\n", op);
-          return 2;
-        }
-      printf ("%s\n", res);
-      fflush (stdout);
-    }
-  return 0;
+  return rfx_probe_main (argc, argv, probe_op);
 }
 
 /* ---- the seccomp table, through the real binary ---- */

@@ -160,113 +160,109 @@ try_exec (const char *path)
   return n == (ssize_t)sizeof e ? rfx_errname (e) : "OK";
 }
 
+/* One operation of the probe (rfx_probe_main). */
+static const char *
+probe_op (const char *op, const char *const *args, int *words, char **owned)
+{
+  const char *a = args[0], *b = args[1], *c = args[2];
+  const char *res;
+
+  if (strcmp (op, "hold") == 0)
+    {
+      /* A (a token for the test to find us by) unused; until killed */
+      printf ("ready\n");
+      fflush (stdout);
+      for (;;)
+        pause ();
+    }
+  else if (strcmp (op, "create") == 0)
+    res = rfx_open_res (AT_FDCWD, a, O_WRONLY | O_CREAT | O_EXCL), *words = 2;
+  else if (strcmp (op, "writeback") == 0)
+    res = write_back (a), *words = 2;
+  else if (strcmp (op, "openw") == 0)
+    res = rfx_open_res (AT_FDCWD, a, O_WRONLY), *words = 2;
+  else if (strcmp (op, "open") == 0)
+    res = rfx_open_res (AT_FDCWD, a, O_RDONLY), *words = 2;
+  else if (strcmp (op, "readlink") == 0)
+    {
+      char buf[4096];
+      ssize_t n = readlink (a, buf, sizeof buf - 1);
+      buf[n > 0 ? n : 0] = '\0';
+      res = n < 0 ? rfx_errname (errno) : (*owned = g_strdup (buf));
+      *words = 2;
+    }
+  else if (strcmp (op, "flags") == 0)
+    res = *owned = mount_flags (a), *words = 2;
+  else if (strcmp (op, "chmod") == 0)
+    res = rfx_res (chmod (a, (mode_t)strtoul (b, NULL, 8))), *words = 3;
+  else if (strcmp (op, "utime") == 0)
+    {
+      struct timespec ts[2] = { { .tv_sec = atol (b) }, { .tv_sec = atol (b) } };
+      res = rfx_res (utimensat (AT_FDCWD, a, ts, 0));
+      *words = 3;
+    }
+  else if (strcmp (op, "chown") == 0)
+    res = rfx_res (chown (a, (uid_t)atol (b), (gid_t)atol (c))), *words = 4;
+  else if (strcmp (op, "setxattr") == 0)
+    res = rfx_res (setxattr (a, b, "x", 1, 0)), *words = 3;
+  else if (strcmp (op, "readdev") == 0)
+    {
+      char buf[16];
+      int fd = open (a, O_RDONLY | O_CLOEXEC);
+      ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf);
+      res = n < 0 ? rfx_errname (errno) : n == (ssize_t)sizeof buf ? "OK" : "SHORT";
+      if (fd >= 0)
+        close (fd);
+      *words = 2;
+    }
+  else if (strcmp (op, "writedev") == 0)
+    {
+      int fd = open (a, O_WRONLY | O_CLOEXEC);
+      ssize_t n = fd < 0 ? -1 : write (fd, "0123456789abcdef", 16);
+      res = n < 0 ? rfx_errname (errno) : "OK";
+      if (fd >= 0)
+        close (fd);
+      *words = 2;
+    }
+  else if (strcmp (op, "fd-chmod") == 0)
+    res = *owned = on_fd (a, O_RDONLY, op_fchmod, b), *words = 3;
+  else if (strcmp (op, "fd-utime") == 0)
+    res = *owned = on_fd (a, O_RDONLY, op_futimens, b), *words = 3;
+  else if (strcmp (op, "fd-setxattr") == 0)
+    res = *owned = on_fd (a, O_RDONLY, op_fsetxattr, b), *words = 3;
+  else if (strcmp (op, "fd-write") == 0)
+    res = *owned = on_fd (a, O_WRONLY, op_nothing, NULL), *words = 2;
+  else if (strcmp (op, "path-chmod") == 0)
+    res = path_chmod (a, b), *words = 3;
+  else if (strcmp (op, "exec") == 0)
+    res = try_exec (a), *words = 2;
+  else if (strcmp (op, "tiocsti") == 0)
+    {
+      char ch = '!';
+      res = rfx_res (ioctl (0, TIOCSTI, &ch));
+      *words = 1;
+    }
+  else if (strcmp (op, "unshare-user") == 0)
+    res = rfx_res (unshare (CLONE_NEWUSER)), *words = 1;
+  else if (strcmp (op, "clone-user") == 0)
+    {
+      long pid = syscall (__NR_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+      if (pid == 0)
+        _exit (0);
+      if (pid > 0)
+        waitpid ((pid_t)pid, NULL, 0);
+      res = rfx_res (pid);
+      *words = 1;
+    }
+  else
+    return NULL;
+  return res;
+}
+
 static int
 probe_main (int argc, char **argv)
 {
-  for (int i = 0; i < argc;)
-    {
-      const char *op = argv[i];
-      const char *a = i + 1 < argc ? argv[i + 1] : "";
-      const char *b = i + 2 < argc ? argv[i + 2] : "";
-      const char *c = i + 3 < argc ? argv[i + 3] : "";
-      g_autofree char *owned = NULL;
-      const char *res;
-      if (strcmp (op, "hold") == 0)
-        {
-          /* A (a token for the test to find us by) unused; until killed */
-          printf ("ready\n");
-          fflush (stdout);
-          for (;;)
-            pause ();
-        }
-      else if (strcmp (op, "create") == 0)
-        res = rfx_open_res (AT_FDCWD, a, O_WRONLY | O_CREAT | O_EXCL), i += 2;
-      else if (strcmp (op, "writeback") == 0)
-        res = write_back (a), i += 2;
-      else if (strcmp (op, "openw") == 0)
-        res = rfx_open_res (AT_FDCWD, a, O_WRONLY), i += 2;
-      else if (strcmp (op, "open") == 0)
-        res = rfx_open_res (AT_FDCWD, a, O_RDONLY), i += 2;
-      else if (strcmp (op, "readlink") == 0)
-        {
-          char buf[4096];
-          ssize_t n = readlink (a, buf, sizeof buf - 1);
-          buf[n > 0 ? n : 0] = '\0';
-          res = n < 0 ? rfx_errname (errno) : (owned = g_strdup (buf));
-          i += 2;
-        }
-      else if (strcmp (op, "flags") == 0)
-        res = owned = mount_flags (a), i += 2;
-      else if (strcmp (op, "chmod") == 0)
-        res = rfx_res (chmod (a, (mode_t)strtoul (b, NULL, 8))), i += 3;
-      else if (strcmp (op, "utime") == 0)
-        {
-          struct timespec ts[2] = { { .tv_sec = atol (b) }, { .tv_sec = atol (b) } };
-          res = rfx_res (utimensat (AT_FDCWD, a, ts, 0));
-          i += 3;
-        }
-      else if (strcmp (op, "chown") == 0)
-        res = rfx_res (chown (a, (uid_t)atol (b), (gid_t)atol (c))), i += 4;
-      else if (strcmp (op, "setxattr") == 0)
-        res = rfx_res (setxattr (a, b, "x", 1, 0)), i += 3;
-      else if (strcmp (op, "readdev") == 0)
-        {
-          char buf[16];
-          int fd = open (a, O_RDONLY | O_CLOEXEC);
-          ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf);
-          res = n < 0 ? rfx_errname (errno) : n == (ssize_t)sizeof buf ? "OK" : "SHORT";
-          if (fd >= 0)
-            close (fd);
-          i += 2;
-        }
-      else if (strcmp (op, "writedev") == 0)
-        {
-          int fd = open (a, O_WRONLY | O_CLOEXEC);
-          ssize_t n = fd < 0 ? -1 : write (fd, "0123456789abcdef", 16);
-          res = n < 0 ? rfx_errname (errno) : "OK";
-          if (fd >= 0)
-            close (fd);
-          i += 2;
-        }
-      else if (strcmp (op, "fd-chmod") == 0)
-        res = owned = on_fd (a, O_RDONLY, op_fchmod, b), i += 3;
-      else if (strcmp (op, "fd-utime") == 0)
-        res = owned = on_fd (a, O_RDONLY, op_futimens, b), i += 3;
-      else if (strcmp (op, "fd-setxattr") == 0)
-        res = owned = on_fd (a, O_RDONLY, op_fsetxattr, b), i += 3;
-      else if (strcmp (op, "fd-write") == 0)
-        res = owned = on_fd (a, O_WRONLY, op_nothing, NULL), i += 2;
-      else if (strcmp (op, "path-chmod") == 0)
-        res = path_chmod (a, b), i += 3;
-      else if (strcmp (op, "exec") == 0)
-        res = try_exec (a), i += 2;
-      else if (strcmp (op, "tiocsti") == 0)
-        {
-          char ch = '!';
-          res = rfx_res (ioctl (0, TIOCSTI, &ch));
-          i += 1;
-        }
-      else if (strcmp (op, "unshare-user") == 0)
-        res = rfx_res (unshare (CLONE_NEWUSER)), i += 1;
-      else if (strcmp (op, "clone-user") == 0)
-        {
-          long pid = syscall (__NR_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
-          if (pid == 0)
-            _exit (0);
-          if (pid > 0)
-            waitpid ((pid_t)pid, NULL, 0);
-          res = rfx_res (pid);
-          i += 1;
-        }
-      else
-        {
-          fprintf (stderr, "probe: unknown operation %s\n", op);
-          return 2;
-        }
-      printf ("%s\n", res);
-      fflush (stdout);
-    }
-  return 0;
+  return rfx_probe_main (argc, argv, probe_op);
 }
 
 /* ---- outside: who runs fusebox, and how ---- */

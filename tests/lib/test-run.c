@@ -305,6 +305,32 @@ rfx_res (long r)
   return r < 0 ? rfx_errname (errno) : "OK";
 }
 
+int
+rfx_probe_main (int argc, char **argv, RfxProbeOp op)
+{
+  for (int i = 0; i < argc;)
+    {
+      const char *args[3];
+      g_autofree char *owned = NULL;
+      int words = 0;
+      const char *res;
+
+      for (int j = 0; j < 3; j++)
+        args[j] = i + 1 + j < argc ? argv[i + 1 + j] : "";
+      res = op (argv[i], args, &words, &owned);
+      if (res == NULL)
+        {
+          fprintf (stderr, "probe: unknown operation %s\n", argv[i]);
+          return 2;
+        }
+      g_assert (words >= 1); /* an operation takes at least its name */
+      printf ("%s\n", res);
+      fflush (stdout);
+      i += words;
+    }
+  return 0;
+}
+
 const char *
 rfx_open_res (int dirfd, const char *path, int flags)
 {

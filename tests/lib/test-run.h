@@ -120,6 +120,17 @@ int rfx_wait (RFx *fx, pid_t pid, int cap_ms);
 
 /* ---- the probe side (inside the sandbox) ---- */
 
+/* One operation of a probe: OP with its arguments ARGS[0..2] ("" past the
+ * end of the command line) gives the line it prints, sets *RET_WORDS to
+ * the words of the command line it took (OP included) and may leave what
+ * it allocated in *RET_OWNED (freed once printed).  NULL: no such OP. */
+typedef const char *(*RfxProbeOp) (const char *op, const char *const *args, int *ret_words, char **ret_owned);
+
+/* A probe's main(): ARGV is OP ARGS... OP ARGS...; one line per operation,
+ * flushed at once (a test may read them as they come); exit 2 at an
+ * unknown operation. */
+int rfx_probe_main (int argc, char **argv, RfxProbeOp op);
+
 /* errno E's name ("EACCES"). */
 const char *rfx_errname (int e);
 
