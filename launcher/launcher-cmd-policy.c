@@ -203,10 +203,15 @@ cmd_check (int argc, char **argv)
           status = FB_EXIT_FAILURE;
           continue;
         }
-      guint n = 0;
+      guint n = 0, n_net = 0;
       fb_policy_get_rules (policy, &n);
+      fb_policy_net_get_rules (policy, &n_net);
       g_autofree char *file = fb_text_safe (argv[i], FB_TEXT_PLAIN);
-      printf ("%s: ok (%u rule%s)\n", file, n, n == 1 ? "" : "s");
+      /* an allowlist counts its entries too; none and host have none */
+      g_autofree char *net = fb_policy_get_network (policy) == FB_POLICY_NETWORK_ALLOWLIST
+                               ? g_strdup_printf (", %u network entr%s", n_net, n_net == 1 ? "y" : "ies")
+                               : g_strdup ("");
+      printf ("%s: ok (%u rule%s%s)\n", file, n, n == 1 ? "" : "s", net);
     }
   fb_policy_vars_clear (&storage);
   return status;

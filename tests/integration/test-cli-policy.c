@@ -428,6 +428,13 @@ test_explain_network (void **state)
   g_auto (TestCmd) r = { 0 }, json = { 0 }, bad = { 0 };
 
   write_file (f->workspace, "net.json", net_policy);
+  {
+    g_auto (TestCmd) check = { 0 };
+
+    RUN (&check, f->workspace, "policy", "check", "net.json");
+    assert_status (&check, 0);
+    assert_out_has (&check, "net.json: ok (0 rules, 4 network entries)");
+  }
   RUN (&r, f->workspace, "policy", "explain", "--policy", "net.json", "net:api.openai.com:443",
        "net:API.OpenAI.com.:80", "net:a.b.example.com", "net:evil.example.com:443", "net:example.com",
        "net:127.0.0.1:8080", "net:127.0.0.1:22", "net:[::1]:8080", "net:a..b");
