@@ -16,6 +16,7 @@
  *
  *   build-policy/bench/bench-policy-decide [REPETITIONS]
  */
+#include "bench/bench-util.h"
 #include "policy/policy.h"
 
 #include <stdio.h>
@@ -32,28 +33,10 @@ static const char *const mid[] = { "share", "local", "src", "include", "app",   
 static const char *const leaf[] = { "main.c",     "README", "a.pem",  "id_rsa",   "x.tar.gz",
                                     "Secret.txt", "lib.o",  "config", "index.js", "data.json" };
 
-static double
-now_ns (clockid_t clock)
-{
-  struct timespec ts;
-
-  clock_gettime (clock, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *)a;
-  double y = *(const double *)b;
-
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
 static void
 report (const char *what, double *samples, guint n, double divide)
 {
-  qsort (samples, n, sizeof (double), compare_doubles);
+  bench_sort (samples, n);
   printf ("%-34s median %7.1f ns   p90 %7.1f ns\n", what, samples[n / 2] / divide, samples[n * 9 / 10] / divide);
 }
 
@@ -134,16 +117,16 @@ main (int argc, char **argv)
   for (guint i = 0; i < N_PATHS; i++)
     {
       FbPolicyDecision d;
-      double w0 = now_ns (CLOCK_MONOTONIC);
-      double t0 = now_ns (CLOCK_THREAD_CPUTIME_ID);
+      double w0 = bench_now_ns (CLOCK_MONOTONIC);
+      double t0 = bench_now_ns (CLOCK_THREAD_CPUTIME_ID);
 
       for (guint r = 0; r < reps; r++)
         {
           fb_policy_decide (policy, paths[i], &d);
           sink += d.access;
         }
-      whole[i] = (now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / reps;
-      whole_wall[i] = (now_ns (CLOCK_MONOTONIC) - w0) / reps;
+      whole[i] = (bench_now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / reps;
+      whole_wall[i] = (bench_now_ns (CLOCK_MONOTONIC) - w0) / reps;
     }
 
   for (guint i = 0; i < N_PATHS; i++)
@@ -159,8 +142,8 @@ main (int argc, char **argv)
       for (guint k = 1; k < DEPTH; k++)
         parents[k] =
           k == 1 ? g_strconcat ("/", names[i][0], NULL) : g_strconcat (parents[k - 1], "/", names[i][k - 1], NULL);
-      w0 = now_ns (CLOCK_MONOTONIC);
-      t0 = now_ns (CLOCK_THREAD_CPUTIME_ID);
+      w0 = bench_now_ns (CLOCK_MONOTONIC);
+      t0 = bench_now_ns (CLOCK_THREAD_CPUTIME_ID);
       for (guint r = 0; r < reps; r++)
         {
           FbPolicyDecision d = root;
@@ -169,8 +152,8 @@ main (int argc, char **argv)
             fb_policy_decide_child (policy, &d, parents[k], names[i][k], &d);
           sink += d.access;
         }
-      chain[i] = (now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / reps;
-      chain_wall[i] = (now_ns (CLOCK_MONOTONIC) - w0) / reps;
+      chain[i] = (bench_now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / reps;
+      chain_wall[i] = (bench_now_ns (CLOCK_MONOTONIC) - w0) / reps;
       for (guint k = 0; k < DEPTH; k++)
         g_free (parents[k]);
     }

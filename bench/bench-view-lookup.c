@@ -20,6 +20,7 @@
  *
  *   build/bench/bench-view-lookup [DIRS [FILES [ROUNDS]]]   (default 2000 10 20)
  */
+#include "bench/bench-util.h"
 #include "fs/fs.h"
 
 #include <errno.h>
@@ -30,24 +31,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int
-compare_doubles (const void *a, const void *b)
-{
-  double x = *(const double *)a;
-  double y = *(const double *)b;
-
-  return x < y ? -1 : x > y ? 1 : 0;
-}
 
 static int
 rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -69,7 +52,7 @@ heap_in_use (void)
 static void
 report (const char *what, double *per_op, guint rounds)
 {
-  qsort (per_op, rounds, sizeof *per_op, compare_doubles);
+  bench_sort (per_op, rounds);
   printf ("%-12s median %7.0f ns   p90 %7.0f ns\n", what, per_op[rounds / 2], per_op[(rounds * 9) / 10]);
 }
 
@@ -154,7 +137,7 @@ main (int argc, char **argv)
 
   for (guint k = 0; k < rounds; k++)
     {
-      double t0 = now_ns ();
+      double t0 = bench_now_ns (CLOCK_THREAD_CPUTIME_ID);
       guint ops = 0;
       for (guint i = 0; i < dirs; i++)
         {
@@ -169,15 +152,15 @@ main (int argc, char **argv)
               ops++;
             }
         }
-      lookup_ns[k] = (now_ns () - t0) / ops;
-      t0 = now_ns ();
+      lookup_ns[k] = (bench_now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / ops;
+      t0 = bench_now_ns (CLOCK_THREAD_CPUTIME_ID);
       for (guint i = 0; i < dirs; i++)
         {
           struct stat st;
           if (fb_view_getattr (view, &caller, dir_nodes->pdata[i], &st) < 0)
             errors++;
         }
-      getattr_ns[k] = (now_ns () - t0) / dirs;
+      getattr_ns[k] = (bench_now_ns (CLOCK_THREAD_CPUTIME_ID) - t0) / dirs;
     }
 
   printf ("%u directories x %u files, %u rounds%s\n", dirs, files, rounds, errors ? "" : ", no errors");
