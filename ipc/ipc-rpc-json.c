@@ -74,6 +74,18 @@ skip_ws (Parser *ps)
     ps->p++;
 }
 
+/* Consume C when it is next. */
+static bool
+take (Parser *ps, char c)
+{
+  if (ps->p < ps->end && *ps->p == c)
+    {
+      ps->p++;
+      return true;
+    }
+  return false;
+}
+
 /* A string, the opening quote at ps->p; returns it NUL-terminated (a \u0000
  * escape is refused: C strings can't hold it).  The message's UTF-8 was
  * checked as a whole before parsing. */
@@ -141,8 +153,7 @@ parse_number (Parser *ps)
   char *endp;
   gsize n;
 
-  if (ps->p < ps->end && *ps->p == '-')
-    ps->p++;
+  take (ps, '-');
   if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
     {
       fail (ps, "invalid number");
@@ -272,11 +283,8 @@ parse_object (Parser *ps, guint depth)
 
   ps->p++; /* { */
   skip_ws (ps);
-  if (ps->p < ps->end && *ps->p == '}')
-    {
-      ps->p++;
-      return object_node (obj);
-    }
+  if (take (ps, '}'))
+    return object_node (obj);
   for (;;)
     {
       char *key;
@@ -292,13 +300,12 @@ parse_object (Parser *ps, guint depth)
       if (key == NULL)
         break;
       skip_ws (ps);
-      if (ps->p >= ps->end || *ps->p != ':')
+      if (!take (ps, ':'))
         {
           g_free (key);
           fail (ps, "expected ':'");
           break;
         }
-      ps->p++;
       if (depth == 0 && strcmp (key, "params") == 0)
         {
           ps->in_params = true;
@@ -325,16 +332,10 @@ parse_object (Parser *ps, guint depth)
       json_object_set_member (obj, key, value);
       g_free (key);
       skip_ws (ps);
-      if (ps->p < ps->end && *ps->p == ',')
-        {
-          ps->p++;
-          continue;
-        }
-      if (ps->p < ps->end && *ps->p == '}')
-        {
-          ps->p++;
-          return object_node (obj);
-        }
+      if (take (ps, ','))
+        continue;
+      if (take (ps, '}'))
+        return object_node (obj);
       fail (ps, "expected ',' or '}'");
       break;
     }
@@ -349,11 +350,8 @@ parse_array (Parser *ps, guint depth)
 
   ps->p++; /* [ */
   skip_ws (ps);
-  if (ps->p < ps->end && *ps->p == ']')
-    {
-      ps->p++;
-      return array_node (arr);
-    }
+  if (take (ps, ']'))
+    return array_node (arr);
   for (;;)
     {
       JsonNode *value = parse_value (ps, depth + 1);
@@ -361,16 +359,10 @@ parse_array (Parser *ps, guint depth)
         break;
       json_array_add_element (arr, value);
       skip_ws (ps);
-      if (ps->p < ps->end && *ps->p == ',')
-        {
-          ps->p++;
-          continue;
-        }
-      if (ps->p < ps->end && *ps->p == ']')
-        {
-          ps->p++;
-          return array_node (arr);
-        }
+      if (take (ps, ','))
+        continue;
+      if (take (ps, ']'))
+        return array_node (arr);
       fail (ps, "expected ',' or ']'");
       break;
     }
