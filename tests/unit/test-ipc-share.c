@@ -11,7 +11,8 @@
 typedef struct
 {
   pid_t tid;
-  int go[2]; /* the thread waits for a byte before it ends */
+  int up[2]; /* the thread says it runs */
+  int go[2]; /* and waits for a byte before it ends */
 } Thread;
 
 static void *
@@ -21,7 +22,7 @@ thread_main (void *data)
   char c;
 
   t->tid = (pid_t)syscall (SYS_gettid);
-  if (write (t->go[1], "u", 1) != 1 || read (t->go[0], &c, 1) != 1)
+  if (write (t->up[1], "u", 1) != 1 || read (t->go[0], &c, 1) != 1)
     return NULL;
   return NULL;
 }
@@ -57,9 +58,10 @@ test_thread_of_group (void **state)
   int pidfd;
 
   (void)state;
+  assert_int_equal (pipe (t.up), 0);
   assert_int_equal (pipe (t.go), 0);
   assert_int_equal (pthread_create (&th, NULL, thread_main, &t), 0);
-  assert_int_equal (read (t.go[0], &c, 1), 1);
+  assert_int_equal (read (t.up[0], &c, 1), 1);
   assert_true (t.tid > 0 && t.tid != getpid ());
 
   /* the group's pidfd: the thread is known, but its own exit is not the
@@ -89,8 +91,11 @@ test_thread_of_group (void **state)
   assert_int_equal (pidfd, -1);
   if (thread_pidfds ())
     assert_int_equal (fb_view_share_task_pidns (t.tid, TRUE, &pidfd, &cacheable), 0);
-  close (t.go[0]);
-  close (t.go[1]);
+  for (int i = 0; i < 2; i++)
+    {
+      close (t.up[i]);
+      close (t.go[i]);
+    }
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_thread_of_group))
