@@ -136,12 +136,6 @@ probe_op (const char *op, const char *const *args, int *words, char **owned)
   return res;
 }
 
-static int
-probe_main (int argc, char **argv)
-{
-  return rfx_probe_main (argc, argv, probe_op);
-}
-
 /* ---- the table ---- */
 
 typedef struct
@@ -553,5 +547,5 @@ test_host_policy_hides_runs (void **state)
   RFX_PASS ();
 }
 
-RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_confinement_table), RFX_TEST (test_log_holds_denial),
-                 RFX_TEST (test_host_policy_hides_runs))
+RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_confinement_table), RFX_TEST (test_log_holds_denial),
+                       RFX_TEST (test_host_policy_hides_runs))

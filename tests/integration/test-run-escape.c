@@ -164,12 +164,6 @@ probe_op (const char *op, const char *const *args, int *words, char **owned)
   return res;
 }
 
-static int
-probe_main (int argc, char **argv)
-{
-  return rfx_probe_main (argc, argv, probe_op);
-}
-
 /* ---- the seccomp table, through the real binary ---- */
 
 #include "fixtures/fb-escape-expected.h"
@@ -399,6 +393,6 @@ test_root_stays (void **state)
   RFX_PASS ();
 }
 
-RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_seccomp_table), RFX_TEST (test_kill_all_inside),
-                 RFX_TEST (test_paths_reach_nothing_hidden), RFX_TEST (test_setuid_gives_nothing),
-                 RFX_TEST (test_root_stays))
+RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_seccomp_table), RFX_TEST (test_kill_all_inside),
+                       RFX_TEST (test_paths_reach_nothing_hidden), RFX_TEST (test_setuid_gives_nothing),
+                       RFX_TEST (test_root_stays))

@@ -259,12 +259,6 @@ probe_op (const char *op, const char *const *args, int *words, char **owned)
   return res;
 }
 
-static int
-probe_main (int argc, char **argv)
-{
-  return rfx_probe_main (argc, argv, probe_op);
-}
-
 /* ---- outside: who runs fusebox, and how ---- */
 
 typedef struct
@@ -1034,8 +1028,9 @@ test_known_escapes (void **state)
   RFX_PASS ();
 }
 
-RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_identity_root), RFX_TEST (test_identity_root_uid_1000),
-                 RFX_TEST (test_identity_serve), RFX_TEST (test_core_pattern), RFX_TEST (test_usermode_helpers),
-                 RFX_TEST (test_proc_root_knobs), RFX_TEST (test_proc_covers),
-                 cmocka_unit_test_setup_teardown (test_dev_nodes, rfx_setup, restore_node_teardown),
-                 RFX_TEST (test_proc_pid1_root), RFX_TEST (test_proc_pid1_unprivileged), RFX_TEST (test_known_escapes))
+RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_identity_root), RFX_TEST (test_identity_root_uid_1000),
+                       RFX_TEST (test_identity_serve), RFX_TEST (test_core_pattern), RFX_TEST (test_usermode_helpers),
+                       RFX_TEST (test_proc_root_knobs), RFX_TEST (test_proc_covers),
+                       cmocka_unit_test_setup_teardown (test_dev_nodes, rfx_setup, restore_node_teardown),
+                       RFX_TEST (test_proc_pid1_root), RFX_TEST (test_proc_pid1_unprivileged),
+                       RFX_TEST (test_known_escapes))

@@ -81,6 +81,15 @@ int rfx_main (int argc, char **argv, int (*probe_main) (int argc, char **argv), 
     return RFX_MAIN (probe_main, tests_, group_setup);                                                                 \
   }
 
+/* The same for a probe of operations: PROBE_OP (an RfxProbeOp) run by
+ * rfx_probe_main(). */
+#define RFX_DEFINE_PROBE_MAIN(probe_op, group_setup, ...)                                                              \
+  static int probe_main_ (int argc, char **argv)                                                                       \
+  {                                                                                                                    \
+    return rfx_probe_main (argc, argv, probe_op);                                                                      \
+  }                                                                                                                    \
+  RFX_DEFINE_MAIN (probe_main_, group_setup, __VA_ARGS__)
+
 /* T/policy.json: the host's / readable, T/ws writable; its path. */
 char *rfx_policy_ws (RFx *fx);
 
