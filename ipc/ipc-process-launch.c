@@ -223,19 +223,29 @@ fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
 }
 
 ssize_t
-fb_launch_recv (int sock, void *buf, gsize size, int flags, int fds[2])
+fb_launch_recvmsg (int sock, void *buf, gsize size, int flags, int *fds, int max_fds, int *ret_nfds,
+                   bool *ret_truncated)
 {
   struct iovec iov = { buf, size };
-  char cbuf[CMSG_SPACE (2 * sizeof (int))];
+  union
+  {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE (FB_LAUNCH_RECV_FDS_MAX * sizeof (int))];
+  } control;
   struct msghdr msg = { 0 };
   ssize_t n;
   int k = 0;
 
-  fds[0] = fds[1] = -1;
+  g_assert (max_fds > 0 && max_fds <= FB_LAUNCH_RECV_FDS_MAX);
+  for (int i = 0; i < max_fds; i++)
+    fds[i] = -1;
+  *ret_nfds = 0;
+  *ret_truncated = false;
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
+  msg.msg_control = control.buf;
+  /* Room for MAX_FDS only: more are the kernel's to drop (MSG_CTRUNC). */
+  msg.msg_controllen = CMSG_SPACE ((gsize)max_fds * sizeof (int));
   do
     n = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC | flags);
   while (n < 0 && errno == EINTR && !(flags & MSG_DONTWAIT));
@@ -247,12 +257,27 @@ fb_launch_recv (int sock, void *buf, gsize size, int flags, int fds[2])
         {
           int fd;
           memcpy (&fd, CMSG_DATA (cm) + off, sizeof fd);
-          if (k < 2)
-            fds[k++] = fd;
+          if (k < max_fds)
+            fds[k] = fd;
           else
             close (fd);
+          k++;
         }
-  if (n != 0 && ((gsize)n != size || (msg.msg_flags & MSG_CTRUNC)))
+  *ret_nfds = k;
+  *ret_truncated = (msg.msg_flags & MSG_CTRUNC) != 0;
+  return n;
+}
+
+ssize_t
+fb_launch_recv (int sock, void *buf, gsize size, int flags, int fds[2])
+{
+  int nfds;
+  bool truncated;
+  ssize_t n = fb_launch_recvmsg (sock, buf, size, flags, fds, 2, &nfds, &truncated);
+
+  if (n < 0)
+    return n;
+  if (n != 0 && ((gsize)n != size || truncated))
     {
       for (int i = 0; i < 2; i++)
         if (fds[i] >= 0)

@@ -59,6 +59,7 @@
 #pragma once
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -135,6 +136,14 @@ int fb_launch_spec_encode (guint32 network, const char *const *argv, const char 
  * shrinking, holding exactly one well-formed command within the bounds. */
 int fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why);
 
+/* recvmsg of up to SIZE bytes into BUF (FLAGS: MSG_DONTWAIT or 0), close on
+ * exec, and the descriptors it carries: the first MAX_FDS (at most
+ * FB_LAUNCH_RECV_FDS_MAX) in FDS, else -1, the rest closed; *RET_NFDS how
+ * many came, *RET_TRUNCATED whether the kernel dropped some (MSG_CTRUNC:
+ * more than MAX_FDS were sent).  The bytes read, 0 at EOF, or -errno. */
+#define FB_LAUNCH_RECV_FDS_MAX 4
+ssize_t fb_launch_recvmsg (int sock, void *buf, gsize size, int flags, int *fds, int max_fds, int *ret_nfds,
+                           bool *ret_truncated);
 /* One message of exactly SIZE bytes on a SOCK_SEQPACKET socket, and up to
  * two descriptors it carries (FDS, else -1; more are closed): its size, 0
  * at EOF, -EPROTO for another size, -errno (FLAGS: MSG_DONTWAIT or 0).

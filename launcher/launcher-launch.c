@@ -113,41 +113,19 @@ static int
 receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const char **ret_why)
 {
   FbLaunchRecord rec;
-  struct iovec iov = { &rec, sizeof rec };
-  char cbuf[CMSG_SPACE (4 * sizeof (int))];
-  struct msghdr msg = { 0 };
-  int fds[4] = { -1, -1, -1, -1 }, nfds = 0, r;
-  ssize_t n;
+  int fds[4], nfds, r;
+  bool truncated;
+  ssize_t n = fb_launch_recvmsg (FB_LAUNCH_FD, &rec, sizeof rec, 0, fds, G_N_ELEMENTS (fds), &nfds, &truncated);
 
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  do
-    n = recvmsg (FB_LAUNCH_FD, &msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
   if (n < 0)
     {
       *ret_why = "can't read the command from the server";
-      return -errno;
+      return (int)n;
     }
-  for (struct cmsghdr *cm = CMSG_FIRSTHDR (&msg); cm != NULL; cm = CMSG_NXTHDR (&msg, cm))
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-      for (gsize off = 0; off + sizeof (int) <= cm->cmsg_len - CMSG_LEN (0); off += sizeof (int))
-        {
-          int fd;
-          memcpy (&fd, CMSG_DATA (cm) + off, sizeof fd);
-          if (nfds < (int)G_N_ELEMENTS (fds))
-            fds[nfds] = fd;
-          else
-            close (fd);
-          nfds++;
-        }
-  *ret_keep = n == (ssize_t)sizeof rec && rec.type == FB_LAUNCH_KEEP && nfds == 0 && !(msg.msg_flags & MSG_CTRUNC);
+  *ret_keep = n == (ssize_t)sizeof rec && rec.type == FB_LAUNCH_KEEP && nfds == 0 && !truncated;
   if (*ret_keep)
     return 0;
-  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || (nfds != 1 && nfds != 3) ||
-      (msg.msg_flags & MSG_CTRUNC))
+  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || (nfds != 1 && nfds != 3) || truncated)
     {
       *ret_why = "the server's first record is not the command";
       r = -EPROTO;
