@@ -13,8 +13,9 @@ import asyncio
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
+
+import runner_util
 
 _spec = importlib.util.spec_from_file_location(
     "security_serve", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-security-serve.py"))
@@ -22,34 +23,13 @@ serve = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(serve)
 
 
-async def _run_all(tests, tmp):
-    only = sys.argv[1:]
-    passed = failed = skipped = 0
-    for name, t in tests:
-        if only and name not in only:
-            continue
-        d = tempfile.mkdtemp(prefix=name + "-", dir=tmp)
-        try:
-            if await t(d) == "skip":
-                skipped += 1
-                print("SKIP", name)
-            else:
-                passed += 1
-                print("ok", name)
-        except Exception as e:  # noqa: BLE001 - report and go on
-            failed += 1
-            print("FAIL %s: %s\n  the last server it started: %s" % (name, e, serve.Server.last_command))
-    return passed, failed, skipped
-
-
 def run(tests, prefix):
     """TESTS: (name, async function of a directory) pairs."""
     tmp = tempfile.mkdtemp(prefix=prefix)
     try:
-        passed, failed, skipped = asyncio.run(_run_all(tests, tmp))
+        passed, failed, skipped = asyncio.run(runner_util.run_named(
+            tests, lambda name, t: t(tempfile.mkdtemp(prefix=name + "-", dir=tmp)),
+            lambda: "the last server it started: %s" % serve.Server.last_command))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    if skipped and serve.MUST_RUN:
-        sys.exit(1)
-    sys.exit(1 if failed else 0)
+    runner_util.finish(passed, failed, skipped)

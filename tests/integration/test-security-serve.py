@@ -50,6 +50,8 @@ import sys
 import tempfile
 import urllib.parse
 
+import runner_util
+
 MUST_RUN = os.environ.get("FUSEBOX_TESTS_MUST_RUN") == "1"
 try:
     import websockets
@@ -916,22 +918,8 @@ async def main(tmp):
              ("handle_share", t_handle_share), ("connection_share", t_connection_share),
              ("session_share", t_session_share), ("process_share", t_process_share),
              ("descriptor_share", t_descriptor_share), ("floors_taken", t_floors_taken)]
-    only = sys.argv[1:]
-    passed = failed = skipped = 0
-    for name, t in tests:
-        if only and name not in only:
-            continue
-        try:
-            if await t(tmp) == "skip":
-                skipped += 1
-                print("SKIP", name)
-            else:
-                passed += 1
-                print("ok", name)
-        except Exception as e:  # noqa: BLE001 - report and go on
-            failed += 1
-            print("FAIL %s: %r\n  the last server it started: %s" % (name, e, Server.last_command))
-    return passed, failed, skipped
+    return await runner_util.run_named(tests, lambda name, t: t(tmp),
+                                       lambda: "the last server it started: %s" % Server.last_command)
 
 
 if __name__ == "__main__":
@@ -940,7 +928,4 @@ if __name__ == "__main__":
         passed, failed, skipped = asyncio.run(main(tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    if skipped and MUST_RUN:
-        sys.exit(1)
-    sys.exit(1 if failed else 0)
+    runner_util.finish(passed, failed, skipped)

@@ -28,6 +28,8 @@ import tempfile
 import time
 import urllib.parse
 
+import runner_util
+
 try:
     import websockets
 except ImportError:
@@ -937,7 +939,6 @@ async def t_stdio(env):
 
 
 async def main(env):
-    passed = failed = skipped = 0
     c = await Client.connect(env.url)
     await c.handshake()
     tests = [("handshake", lambda: t_handshake(env)), ("fs", lambda: t_fs(env, c)),
@@ -950,19 +951,10 @@ async def main(env):
              ("remote", lambda: t_remote(env)), ("unix", lambda: t_unix(env)),
              ("stdio", lambda: t_stdio(env)), ("eof", lambda: t_eof(env)), ("utf8", lambda: t_utf8(env)),
              ("abrupt", lambda: t_abrupt(env)), ("sigkill", lambda: t_sigkill(env))]
-    for name, t in tests:
-        try:
-            if await t() == "skip":
-                skipped += 1
-                print("SKIP", name)
-            else:
-                passed += 1
-                print("ok", name)
-        except Exception as e:  # noqa: BLE001 - report and go on
-            failed += 1
-            print("FAIL %s: %r\n  reproduce the server with: %s" % (name, e, env.command))
+    counts = await runner_util.run_named(tests, lambda name, t: t(),
+                                         lambda: "reproduce the server with: %s" % env.command)
     await c.close()
-    return passed, failed, skipped
+    return counts
 
 
 if __name__ == "__main__":
@@ -974,7 +966,4 @@ if __name__ == "__main__":
     if status != 0:
         print("fusebox serve did not stop cleanly: %s" % status)
         failed += 1
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
-    if skipped and os.environ.get("FUSEBOX_TESTS_MUST_RUN") == "1":
-        sys.exit(1)
-    sys.exit(1 if failed else 0)
+    runner_util.finish(passed, failed, skipped)
