@@ -572,6 +572,31 @@ on_log_share_full (gpointer data)
   send_signal (p, SIGKILL);
 }
 
+void
+fb_rpc_process_stop_view (FbRpcSession *session, FbRpcView *view, const char *why)
+{
+  g_autoptr (GPtrArray) stop = g_ptr_array_new ();
+  GHashTableIter it;
+  gpointer v;
+
+  /* collected first: a signal may finish a process (send_signal) */
+  g_hash_table_iter_init (&it, session->processes);
+  while (g_hash_table_iter_next (&it, NULL, &v))
+    if (((FbRpcProcess *)v)->view == view && !((FbRpcProcess *)v)->exit_known)
+      g_ptr_array_add (stop, v);
+  for (guint i = 0; i < stop->len; i++)
+    {
+      FbRpcProcess *p = stop->pdata[i];
+      g_autofree char *line = fb_text_printf ("fusebox: %s\n", why);
+
+      p->log_stopped = true;
+      g_free (p->failure);
+      p->failure = g_strdup (why);
+      add_output (p, p->err.stream != NULL ? p->err.stream : "stderr", (const guint8 *)line, strlen (line));
+      send_signal (p, SIGKILL);
+    }
+}
+
 /* One record, and the one descriptor it may carry (more are another
  * record's business: closed). */
 static int

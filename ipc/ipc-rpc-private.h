@@ -481,6 +481,9 @@ JsonNode *fb_rpc_process_read (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError
 JsonNode *fb_rpc_process_write (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 JsonNode *fb_rpc_process_signal (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 JsonNode *fb_rpc_process_terminate (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+/* Stop every running process of SESSION in VIEW (its records of no
+ * process are past their share), each saying WHY on its stderr. */
+void fb_rpc_process_stop_view (FbRpcSession *session, FbRpcView *view, const char *why);
 /* Kill and forget a process (session end). */
 void fb_rpc_process_free (FbRpcProcess *process);
 /* A connection is gone: cancel its long polls. */

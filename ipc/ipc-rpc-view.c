@@ -27,6 +27,13 @@
  * with the bound.  A view without a running process is closed after the
  * idle timeout (FbRpcServerOptions.view_idle_ms).
  *
+ * Records of no process (ipc-view-share.c: a caller whose pid namespace
+ * can't be read, gone before we asked) go to the server's log through a
+ * share of its budget of the view's own, as a process's go through the
+ * process's: a flood of them (they once went straight to the log, and one
+ * client's threads stopped the whole server at its budget) stops only this
+ * view's processes, and the next process/start gets a new view.
+ *
  * Loop thread only; the FUSE workers reach a view through its sinks. */
 #include "ipc/ipc-rpc-private.h"
 #include "ipc/ipc-process-launch.h"
@@ -57,6 +64,7 @@ struct FbRpcView
   ViewState state;
   char *failure;     /* VIEW_FAILED: why, for the processes that waited */
   FbRpcTeeSink *tee; /* records of no process: the session's */
+  FbAccessShare *log_share; /* theirs: a share of the log's budget, or NULL */
   FbViewShare *share;
   FbView *view;
   FbViewFdAccount *fd_account;
@@ -73,6 +81,28 @@ struct FbRpcView
 };
 
 static void view_close (FbRpcView *v);
+static void fail (FbRpcView *v, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+/* From the loop (ipc-log.c): the records of no process reached the
+ * view's share.  No process joins it any more, and its processes are
+ * stopped, as one process is at its own share; the session's other views,
+ * and the other sessions, go on. */
+static void
+on_log_share_full (gpointer data)
+{
+  FbRpcView *v = data;
+  guint64 max = fb_access_share_get_max_bytes (v->log_share);
+  g_autofree char *why =
+    g_strdup_printf ("the view's records of no process used up their share of the access log (%" G_GUINT64_FORMAT
+                     " KiB, a quarter of the server's --log-max-size); its processes were stopped, and the next "
+                     "process gets a new view",
+                     max >> 10);
+
+  if (v->session == NULL)
+    return;
+  fail (v, "%s", why);
+  fb_rpc_process_stop_view (v->session, v, why);
+}
 
 FbRpcView *
 fb_rpc_view_ref (FbRpcView *v)
@@ -119,8 +149,6 @@ wake_waiting (FbRpcView *v)
   while ((p = g_queue_pop_head (&v->waiting)) != NULL)
     fb_rpc_process_launch (p);
 }
-
-static void fail (FbRpcView *v, const char *format, ...) G_GNUC_PRINTF (2, 3);
 
 static void
 fail (FbRpcView *v, const char *format, ...)
@@ -367,6 +395,17 @@ start_keeper (FbRpcView *v, FbRpcError *error)
   return true;
 }
 
+/* Its share of the log: its notice (if it was reached) written, no
+ * callback any more. */
+static void
+view_close_share (FbRpcView *v)
+{
+  if (v->log_share == NULL)
+    return;
+  fb_access_share_close (v->log_share);
+  g_clear_pointer (&v->log_share, fb_access_share_unref);
+}
+
 /* --- a session's views ---------------------------------------------------------- */
 
 char *
@@ -422,7 +461,9 @@ fb_rpc_view_get (FbRpcSession *session, FbPolicy *policy, FbRpcError *error)
   v->ns[0] = v->ns[1] = -1;
   v->sock = -1;
   g_queue_init (&v->waiting);
-  v->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
+  v->log_share =
+    server->log != NULL ? fb_access_log_share_new (server->log, session->id, NULL, on_log_share_full, v) : NULL;
+  v->tee = fb_rpc_tee_sink_new (v->log_share != NULL ? fb_access_share_get_sink (v->log_share) : NULL);
   fb_rpc_tee_sink_set_session (v->tee, session->id);
   v->share = fb_view_share_new (fb_rpc_tee_sink_get (v->tee));
   /* Its own account of open files, for what no process of it opens (each
@@ -435,6 +476,7 @@ fb_rpc_view_get (FbRpcSession *session, FbPolicy *policy, FbRpcError *error)
       v->session = NULL;
       fb_view_share_free (v->share);
       fb_rpc_tee_sink_free (v->tee);
+      view_close_share (v);
       g_clear_pointer (&v->fd_account, fb_view_fd_account_unref);
       fb_policy_unref (v->policy);
       fb_rpc_view_unref (v);
@@ -513,6 +555,7 @@ view_close (FbRpcView *v)
   g_clear_pointer (&v->view, fb_view_unref);
   g_clear_pointer (&v->share, fb_view_share_free);
   g_clear_pointer (&v->tee, fb_rpc_tee_sink_free);
+  view_close_share (v);
   g_clear_pointer (&v->fd_account, fb_view_fd_account_unref);
   g_clear_pointer (&v->policy, fb_policy_unref);
   fb_rpc_view_unref (v); /* its session's */

@@ -12,6 +12,10 @@ policy share a FUSE view, and with it the session's private /tmp and HOME
   of its own (another device for "/"), and is refused that file, while a
   process of the same session under the server's policy reads it, before
   and at the same time.
+- records of no process (made by a process of no process's pid namespace:
+  here the test's own, from inside the view's namespaces) count against a
+  share of the log's budget of the view's own: a flood of them stops that
+  view's processes only; the server and another session's process go on.
 - a thread: a process whose refused write comes from a thread that is not
   its first (FUSE names the caller by thread id) is sandboxDenied, and
   every record of that thread names the process.
@@ -22,6 +26,8 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 import base64
 import importlib.util
 import os
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -135,7 +141,75 @@ async def t_thread_attributed(tmp):
         srv.stop()
 
 
+def held_namespaces(pid):
+    """{/proc/PID/fd/N: "user" or "mnt"} of the namespaces process PID holds."""
+    fds = "/proc/%d/fd" % pid
+    out = {}
+    for n in os.listdir(fds):
+        try:
+            kind = os.readlink(os.path.join(fds, n)).split(":")[0]
+        except FileNotFoundError:
+            continue
+        if kind in ("user", "mnt"):
+            out[os.path.join(fds, n)] = kind
+    return out
+
+
+FLOOD = ("import os, sys\n"
+         "ws = sys.argv[1]\n"
+         "for i in range(int(sys.argv[2])):\n"
+         "    p = '%s/flood-%06d-%s' % (ws, i, 'x' * 200)\n"
+         "    try:\n"
+         "        with open(p, 'w') as f:\n"
+         "            f.write('x')\n"
+         "        os.unlink(p)\n"
+         "    except OSError as e:\n"
+         "        print('stopped at', i, e.errno)\n"
+         "        break\n")
+
+
+async def t_unattributed_share(tmp):
+    if not share.can_run():
+        return "skip"
+    if shutil.which("nsenter") is None:
+        assert os.environ.get("FUSEBOX_TESTS_MUST_RUN") != "1", "nsenter (util-linux) is missing"
+        return "skip"
+    # a budget of 4 MiB: each share 1 MiB
+    srv = serve.Server(tmp, "--log-max-size", "4M")
+    try:
+        a = await serve.start_client(srv, "flooded")
+        before = held_namespaces(srv.proc.pid)
+        ok(await a.call("process/start", share.sh(srv, "held", "echo up; sleep 600")))
+        out, _ = await share.output(a, "held", b"up")
+        assert out == "up\n", out
+        view = {k: v for k, v in held_namespaces(srv.proc.pid).items() if k not in before}
+        user = [k for k, v in view.items() if v == "user"]
+        mnt = [k for k, v in view.items() if v == "mnt"]
+        assert len(user) == 1 and len(mnt) == 1, view
+        b = await serve.start_client(srv, "bystander")
+        ok(await b.call("process/start", share.sh(srv, "other", "echo up; sleep 600")))
+        out, _ = await share.output(b, "other", b"up")
+        assert out == "up\n", out
+        # 3000 writes and unlinks in the view from the test's own pid
+        # namespace: records of no process, some 3 MB
+        flood = subprocess.run(["nsenter", "--user=" + user[0], "--mount=" + mnt[0], "/usr/bin/python3", "-c",
+                                FLOOD, "/tmp/root" + srv.ws, "3000"], capture_output=True, text=True, timeout=600)
+        assert flood.returncode == 0, (flood.stdout, flood.stderr)
+        out, code = await share.output(a, "held")
+        assert code is not None and "records of no process" in out, (code, out)
+        assert srv.proc.poll() is None, srv.stderr()
+        r = ok(await b.call("process/read", {"processId": "other"}))
+        assert not r["exited"], r
+        out, code = await share.run(b, srv, "after", "echo still")
+        assert code == 0 and out == "still\n", (code, out)
+        ok(await b.call("process/terminate", {"processId": "other"}))
+        await a.close()
+        await b.close()
+    finally:
+        srv.stop()
+
+
 if __name__ == "__main__":
     su.run([("sessions_isolated", t_sessions_isolated), ("narrower_does_not_share", t_narrower_does_not_share),
-            ("thread_attributed", t_thread_attributed)],
+            ("thread_attributed", t_thread_attributed), ("unattributed_share", t_unattributed_share)],
            "fusebox-security-share-")
