@@ -29,7 +29,15 @@
  * and from `run`'s views by a rule, fb_run_sessions_root), and takes a peer
  * only with its own uid (SO_PEERCRED) and in its own pid namespace (a
  * process inside any sandbox is in another): so no command, however it
- * came by the socket, reaches the session's control channel.  A command
+ * came by the socket, reaches the session's control channel.  The other
+ * way round, a client trusts only a daemon of its own: fusebox/ and
+ * sessions/ must be directories of its uid that no one else may write
+ * (sessions_dir_ok), and whatever answers at NAME.sock must have its uid
+ * (SO_PEERCRED, connect_to) before anything is sent: where XDG_STATE_HOME
+ * is writable by another user (sudo -E, a shared HOME), that user's
+ * "daemon" would otherwise hand a root caller namespaces of its own (no
+ * view, no policy, no log), and its own /proc to write the maps through
+ * (launcher-ns.c join_view takes /proc before it enters them).  A command
  * joins only with the session's effective policy (the SHA-256 of its JSON,
  * ${RUN} being the session's run directory), ids and log level: another
  * is refused with what differs.
@@ -66,7 +74,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -82,6 +93,8 @@
 #define LINGER_MS 2000
 /* How long a client waits for the daemon's answer. */
 #define ANSWER_MS 30000
+/* How often the daemon looks for its socket's directory entry. */
+#define SOCKET_CHECK_S 2
 
 typedef enum
 {
@@ -194,13 +207,44 @@ socket_path (const char *name)
   return g_build_filename (root, file, NULL);
 }
 
+/* fusebox/ and sessions/ in the state directory, where they exist: each a
+ * directory (not a link) of ours that no other user may write, as a run
+ * directory must be (fb_run_dir_create).  False after a message. */
+static bool
+sessions_dir_ok (const char *command)
+{
+  g_autofree char *root = fb_run_sessions_root ();
+  g_autofree char *parent = g_path_get_dirname (root);
+  const char *const dirs[] = { parent, root };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
+    {
+      struct stat st;
+
+      if (lstat (dirs[i], &st) < 0 && errno == ENOENT)
+        continue;
+      if (!S_ISDIR (st.st_mode) || st.st_uid != geteuid () || (st.st_mode & 022) != 0)
+        {
+          fb_cmd_error ("%s: %s is not a directory of uid %u that only it may write (owner %u, mode %04o): "
+                        "another user could answer there as a session's daemon; remove it, or set "
+                        "XDG_STATE_HOME to a directory of your own",
+                        command, dirs[i], (unsigned)geteuid (), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+          return false;
+        }
+    }
+  return true;
+}
+
 /* A connection to session NAME's daemon, or -errno (-ENOENT, -ECONNREFUSED:
- * none runs). */
+ * none runs; -EPERM, after a message: a process of another user answers,
+ * and was sent nothing). */
 static int
 connect_to (const char *name)
 {
   g_autofree char *path = socket_path (name);
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  struct ucred cred;
+  socklen_t len = sizeof cred;
   int fd;
 
   if (strlen (path) >= sizeof sa.sun_path)
@@ -214,6 +258,16 @@ connect_to (const char *name)
       int e = errno;
       close (fd);
       return -e;
+    }
+  /* our daemon, or no one's: the uid the kernel saw bind and listen */
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid ())
+    {
+      fb_cmd_error ("session %s: %s is answered by a process of uid %d, not by a session of uid %u: nothing was "
+                    "sent to it; remove it (another user can write to the state directory), or set "
+                    "XDG_STATE_HOME to a directory of your own",
+                    name, path, len == sizeof cred ? (int)cred.uid : -1, (unsigned)geteuid ());
+      close (fd);
+      return -EPERM;
     }
   return fd;
 }
@@ -281,6 +335,9 @@ struct Daemon
   guint idle_id;
   GMainLoop *loop;
   bool stopping;
+  guint64 log_file, log_max; /* the session's log: rotation and budget (its first command's) */
+  dev_t sock_dev;            /* the socket's directory entry, as bound */
+  ino_t sock_ino;
 };
 
 static guint
@@ -695,6 +752,48 @@ on_stop_signal (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* The session's own log (records of no command) reached its budget: from
+ * the loop, the session stops, and its commands with it (125), as a run
+ * stops at its log's budget.  Each command's own records are in its own
+ * log, under its own budget. */
+static gboolean
+session_log_full (gpointer data)
+{
+  Daemon *d = data;
+  g_autofree char *msg = fb_cmd_log_full_message ("the session", fb_run_get_log_path (d->run), d->log_max, 0);
+
+  g_message ("session %s: %s", d->name, msg);
+  fb_run_set_error (d->run, msg, NULL);
+  on_stop (d);
+  return G_SOURCE_REMOVE;
+}
+
+/* From the thread that wrote the record that reached the budget. */
+static void
+on_session_log_full (gpointer data)
+{
+  g_idle_add (session_log_full, data);
+}
+
+/* The socket's directory entry is gone (its state directory removed) or
+ * another's: no client can reach this session any more, not even `session
+ * stop`; it ends rather than wait for its idle timeout. */
+static gboolean
+check_socket (gpointer data)
+{
+  Daemon *d = data;
+  struct stat st;
+
+  if (d->stopping)
+    return G_SOURCE_CONTINUE;
+  if (lstat (d->sock_path, &st) < 0 || st.st_dev != d->sock_dev || st.st_ino != d->sock_ino)
+    {
+      g_message ("session %s: its socket %s is gone; the session ends", d->name, d->sock_path);
+      on_stop (d);
+    }
+  return G_SOURCE_CONTINUE;
+}
+
 static void
 serving_ended (int result, gpointer data)
 {
@@ -805,9 +904,22 @@ daemon_main (Daemon *d, int ready)
   json_object_set_string_member (info, "session", d->name);
   json_object_set_int_member (info, "idle_timeout", d->idle_s);
   lo.write_through = TRUE;
+  /* a budget like a command's: what no command made is bounded too */
+  lo.rotate_bytes = d->log_file;
+  lo.max_bytes = d->log_max;
+  lo.on_full = on_session_log_full;
+  lo.on_full_data = d;
   if (!fb_run_start (d->run, &error) || (d->listen_fd = listen_on (d->sock_path, &error)) < 0 ||
       fb_run_open_log (d->run, &lo, &error) == NULL)
     goto out;
+  {
+    struct stat st;
+    if (lstat (d->sock_path, &st) == 0)
+      {
+        d->sock_dev = st.st_dev;
+        d->sock_ino = st.st_ino;
+      }
+  }
   /* the records of no command go to the session's own log */
   d->share = fb_view_share_new (fb_run_get_sink (d->run));
   if (start_view (d, &error) < 0)
@@ -820,6 +932,7 @@ daemon_main (Daemon *d, int ready)
   g_unix_signal_add (SIGTERM, on_stop_signal, d);
   g_unix_signal_add (SIGINT, on_stop_signal, d);
   g_unix_signal_add (SIGHUP, on_stop_signal, d);
+  g_timeout_add_seconds (SOCKET_CHECK_S, check_socket, d);
   maybe_idle (d);
   if (write (ready, "ok", 2) != 2)
     status = 1;
@@ -877,11 +990,12 @@ start_session (const RunOptions *o, const char *name)
   g_autoptr (FbRun) srun = NULL;
   g_autoptr (FbPolicy) policy = NULL;
   char buf[4096];
+  guint64 log_file = 0, log_max = 0;
   int lock = -1, pipefd[2] = { -1, -1 }, fd, live = 0;
   pid_t pid;
   ssize_t n;
 
-  if (g_mkdir_with_parents (root, 0700) < 0 || chmod (root, 0700) < 0 ||
+  if (g_mkdir_with_parents (root, 0700) < 0 || !sessions_dir_ok ("run: --session") || chmod (root, 0700) < 0 ||
       (lock = open (lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock (lock, LOCK_EX) < 0)
     {
       fb_cmd_error ("run: --session %s: %s: %s; set XDG_STATE_HOME to a writable directory", name,
@@ -926,6 +1040,12 @@ start_session (const RunOptions *o, const char *name)
       close (lock);
       return -1;
     }
+  if (!fb_cmd_log_budget ("run", o->log_file_size, o->log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE, &log_file,
+                          &log_max))
+    {
+      close (lock);
+      return -1;
+    }
   if (pipe2 (pipefd, O_CLOEXEC) < 0 || (pid = fork ()) < 0)
     {
       fb_cmd_error ("run: --session %s: can't start its daemon: %s", name, g_strerror (errno));
@@ -963,6 +1083,8 @@ start_session (const RunOptions *o, const char *name)
       d.uid = o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid;
       d.gid = o->gid == FB_LAUNCHER_ID_CALLER ? getegid () : o->gid;
       d.level = o->log_level;
+      d.log_file = log_file;
+      d.log_max = log_max;
       _exit (daemon_main (&d, pipefd[1]));
     }
   close (pipefd[1]);
@@ -1079,6 +1201,17 @@ finish (Run *run, int ctl, End end, int status, const char *name)
   return status;
 }
 
+/* JOINED's descriptors: the view's user namespace, made by our uid, and
+ * its mount namespace. */
+static bool
+view_namespaces_ok (const int fds[2])
+{
+  uid_t owner;
+
+  return ioctl (fds[0], NS_GET_NSTYPE) == CLONE_NEWUSER && ioctl (fds[1], NS_GET_NSTYPE) == CLONE_NEWNS &&
+         ioctl (fds[0], NS_GET_OWNER_UID, &owner) == 0 && owner == geteuid ();
+}
+
 int
 fb_cmd_run_session (const RunOptions *o, Run *run)
 {
@@ -1099,8 +1232,10 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
                     name, SESSION_NAME_MAX);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
+  if (!sessions_dir_ok ("run: --session"))
+    return FB_LAUNCHER_EXIT_SANDBOX;
   ctl = connect_to (name);
-  if (ctl < 0 && start_session (o, name) < 0)
+  if (ctl == -EPERM || (ctl < 0 && start_session (o, name) < 0))
     return FB_LAUNCHER_EXIT_SANDBOX;
   if (ctl < 0)
     ctl = connect_to (name);
@@ -1137,9 +1272,17 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   join.n2 = run->log_max_size;
   g_strlcpy (join.run_id, fb_run_get_id (run->run), sizeof join.run_id);
   g_strlcpy (join.text, fb_run_get_log_path (run->run), sizeof join.text);
-  if (send_msg (ctl, &join, NULL, 0) < 0 || await_msg (ctl, &m, fds) <= 0 || m.type != MSG_JOINED || fds[1] < 0)
+  if (send_msg (ctl, &join, NULL, 0) < 0 || await_msg (ctl, &m, fds) <= 0 || m.type != MSG_JOINED || fds[1] < 0 ||
+      !view_namespaces_ok (fds))
     {
-      const char *why = m.type == MSG_REFUSED ? m.text : "its daemon does not answer";
+      const char *why = m.type == MSG_REFUSED ? m.text
+                        : m.type == MSG_JOINED && fds[1] >= 0
+                          ? "its daemon handed over namespaces that are not a user namespace of ours and a mount "
+                            "namespace: stop it with 'fusebox session stop', and see who runs it"
+                          : "its daemon does not answer";
+      for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+          close (fds[i]);
       fb_cmd_error ("run: --session %s: %s", name, why);
       fb_run_set_error (run->run, why, NULL);
       close (ctl);

@@ -43,6 +43,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/securebits.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -54,6 +55,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,7 +307,9 @@ fb_launcher_identity_get (FbLauncherIdentity *ret_identity)
 static int
 write_at (int dirfd, const char *name, const char *data)
 {
-  int fd = openat (dirfd, name, O_WRONLY | O_CLOEXEC);
+  /* O_NOFOLLOW: procfs's map files are never links; a link is something
+   * else's file, written with our privileges */
+  int fd = openat (dirfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return -errno;
   size_t len = strlen (data);
@@ -543,10 +547,19 @@ join_view (Prepared *p)
   int flags =
     CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | (p->new_net ? CLONE_NEWNET : 0);
   FbLauncherStep step = FB_LAUNCHER_STEP_NONE;
-  int to_us[2], to_child[2], self_pidfd, dirfd, r;
+  int to_us[2], to_child[2], self_pidfd, proc_fd, dirfd, r;
   char path[32], word = 0;
+  struct statfs sfs;
   long pid;
 
+  /* Our /proc, taken before we enter the view's mount namespace: the child's
+   * maps are written through it.  One named after setns() would be
+   * whatever that namespace mounts there, and we write as the caller (as
+   * root, for root): a /proc/PID/uid_map that is a link to a file of the
+   * caller's would be overwritten. */
+  proc_fd = open ("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (proc_fd < 0 || fstatfs (proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)
+    child_fail (p, FB_LAUNCHER_STEP_UID_MAP, proc_fd < 0 ? errno : ENOTSUP, 0);
   if (setns (p->join_fds[0], CLONE_NEWUSER) < 0 || setns (p->join_fds[1], CLONE_NEWNS) < 0)
     child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
   close (p->join_fds[0]);
@@ -558,6 +571,7 @@ join_view (Prepared *p)
   if (pid == 0)
     {
       /* the outer child proper: its parent is this process now */
+      close (proc_fd);
       close (to_us[0]);
       close (to_child[1]);
       if (p->parent_pidfd >= 0)
@@ -584,7 +598,7 @@ join_view (Prepared *p)
   if (read (to_us[0], &word, 1) == 1)
     {
       proc_pid_path (path, pid);
-      dirfd = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      dirfd = openat (proc_fd, path + strlen ("/proc/"), O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
       if (dirfd < 0)
         child_fail (p, FB_LAUNCHER_STEP_UID_MAP, errno, 0);
       if ((r = write_maps_at (dirfd, p, &step)) < 0)
@@ -593,6 +607,7 @@ join_view (Prepared *p)
       if (write (to_child[1], &word, 1) != 1)
         child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
     }
+  close (proc_fd);
   close (to_us[0]);
   close (to_child[1]);
   /* The child's ids, so that our death's PDEATHSIG may kill it

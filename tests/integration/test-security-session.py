@@ -14,11 +14,28 @@ talk to it:
 - another user is refused, even when the directory and the socket are
   opened to it.
 
+And whom `run --session` trusts as its daemon: no one but the user.
+
+- a fusebox/ or sessions/ directory of another user, or one others may
+  write, is refused before anything is connected to (125, naming it);
+- a socket answered by another user's process is refused (125, naming
+  its uid) and that process is sent nothing;
+- the daemon's mount namespace can't choose where the maps of the
+  command's user namespace are written: with a /proc of its own there (an
+  empty tmpfs), they are still written through the caller's /proc.
+- a daemon whose socket's directory entry is gone (its state directory
+  removed), which no client can reach any more, ends by itself.
+
 What a command does stays its own, whoever in it does it:
 
 - a thread that is not its process's first (FUSE names the caller by
   thread id): its file made and its refused write are in the command's
   log and run.json's denials, not in the session's log.
+- records of no command (made by a process of no command's pid
+  namespace: here the test's own, from inside the view's mount namespace)
+  go to the session's log, which has a budget (--log-max-size) like a
+  command's: a flood of them stops the session and its commands, and the
+  log stays near its budget.
 - a hidden name asked again: each command that asks for it (and each
   time) gets a record in its own log; the kernel does not answer a later
   attempt from a negative entry the first left behind.
@@ -29,8 +46,12 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 import importlib.util
 import os
 import shutil
+import signal
+import socket
 import stat
+import struct
 import subprocess
+import tempfile
 
 _spec = importlib.util.spec_from_file_location(
     "run_session", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-run-session.py"))
@@ -157,8 +178,196 @@ def t_hidden_each_time(h):
         assert h.runs()[rid]["denials"] >= 2, h.runs()[rid]
 
 
+def fake_daemon(sock, user=None, wrap=(), mounts=None):
+    """A process that listens at SOCK and prints what it is sent, run by
+    WRAP (its namespaces); MOUNTS: a shell line it runs once it listens."""
+    code = ("import os, socket, struct, sys\n"
+            "FMT = '<7I4x3Q65s64s4096s7x'\n"
+            "SIZE = struct.calcsize(FMT)\n"
+            "def msg(t, text=b''):\n"
+            "    return struct.pack(FMT, t, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'', b'fake', text)\n"
+            "ns = [os.open('/proc/self/ns/user', os.O_RDONLY), os.open('/proc/self/ns/mnt', os.O_RDONLY)]\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+            "s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)\n"
+            "if os.environ.get('FAKE_MOUNTS'):\n"
+            "    assert os.system(os.environ['FAKE_MOUNTS']) == 0\n"
+            "print('listening', flush=True)\n"
+            "while True:\n"
+            "    c, _ = s.accept()\n"
+            "    while True:\n"
+            "        data, fds, _, _ = socket.recv_fds(c, SIZE, 4)\n"
+            "        if not data:\n"
+            "            break\n"
+            "        t = struct.unpack(FMT, data)[0]\n"
+            "        print('got', t, flush=True)\n"
+            "        if t == 1:\n"
+            "            c.send(msg(2, b'/nonexistent'))\n"
+            "        elif t == 3:\n"
+            "            socket.send_fds(c, [msg(4)], ns)\n"
+            "        elif t == 5:\n"
+            "            c.send(msg(6))\n"
+            "        elif t == 7:\n"
+            "            c.send(msg(8))\n"
+            "    c.close()\n")
+    env = dict(os.environ, FAKE_MOUNTS=mounts) if mounts else None
+    p = subprocess.Popen(list(wrap) + ["/usr/bin/python3", "-c", code, sock], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, user=user, group=user, env=env)
+    line = p.stdout.readline()
+    assert line == "listening\n", (line, p.stderr.read() if p.poll() is not None else "")
+    return p
+
+
+def stop_fake(p):
+    p.kill()
+    out, err = p.communicate(timeout=60)
+    return out
+
+
+def t_foreign_directory_refused(h):
+    root = sessions_root(h)
+    code, out, err = h.run("d", "true")
+    assert code == 0, (code, out, err)
+    h.stop("d")
+    for path, owner, mode in ((root, NOBODY, 0o700), (root, 0, 0o777), (os.path.dirname(root), 0, 0o777),
+                              (os.path.dirname(root), NOBODY, 0o755)):
+        st = os.stat(path)
+        try:
+            os.chown(path, owner, owner)
+            os.chmod(path, mode)
+            code, out, err = h.run("d", "echo ran")
+            assert code == 125 and "ran" not in out, (path, owner, mode, code, out, err)
+            assert path in err and "XDG_STATE_HOME" in err, (path, err)
+        finally:
+            os.chown(path, st.st_uid, st.st_gid)
+            os.chmod(path, stat.S_IMODE(st.st_mode))
+    code, out, err = h.run("d", "echo ran")
+    assert code == 0 and out == "ran\n", (code, out, err)
+
+
+def t_foreign_daemon_refused(h):
+    code, out, err = h.run("g", "true")
+    assert code == 0, (code, out, err)
+    theirs = tempfile.mkdtemp(prefix="fusebox-foreign-")
+    fake = None
+    try:
+        os.chown(theirs, NOBODY, NOBODY)
+        os.chmod(theirs, 0o755)
+        fake = fake_daemon(os.path.join(theirs, "s.sock"), user=NOBODY)
+        # in our own directory, and answered by another user
+        os.symlink(os.path.join(theirs, "s.sock"), os.path.join(sessions_root(h), "evil.sock"))
+        code, out, err = h.run("evil", "echo ran")
+        assert code == 125 and "ran" not in out, (code, out, err)
+        assert "uid %d" % NOBODY in err and "evil.sock" in err, err
+    finally:
+        got = stop_fake(fake) if fake is not None else ""
+        shutil.rmtree(theirs, ignore_errors=True)
+        h.sessions.discard("evil")
+    assert "got" not in got, "the other user's process was sent: %r" % got
+
+
+def t_daemon_proc_not_trusted(h):
+    if shutil.which("unshare") is None:
+        assert not rs.MUST_RUN, "unshare (util-linux) is missing"
+        print("skip daemon_proc_not_trusted: unshare is missing")
+        return
+    code, out, err = h.run("p", "true")
+    assert code == 0, (code, out, err)
+    h.stop("p")
+    # our uid's "daemon", in a mount namespace whose /proc is an empty
+    # tmpfs and whose /tmp/root is the host's tree (where a view would be)
+    fake = fake_daemon(os.path.join(sessions_root(h), "p.sock"), wrap=("unshare", "-Urm"),
+                       mounts="mount -t tmpfs none /tmp && mkdir /tmp/root && mount --rbind / /tmp/root && "
+                       "mount -t tmpfs none /proc")
+    try:
+        code, out, err = h.run("p", "echo ran")
+    finally:
+        stop_fake(fake)
+        h.sessions.discard("p")
+    # the maps are written through our /proc (the command then fails
+    # further on, in a namespace without a /proc, or runs)
+    assert not any(step in err for step in ("uid-map", "gid-map", "setgroups", "uid_map", "gid_map")), (code, err)
+
+
+def daemon_pid(h, session):
+    """SESSION's daemon: the peer of its socket."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(os.path.join(sessions_root(h), session + ".sock"))
+    pid = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+    s.close()
+    return pid
+
+
+def t_socket_gone_ends(h):
+    code, out, err = h.run("z", "true")
+    assert code == 0, (code, out, err)
+    pid = daemon_pid(h, "z")
+    # its state directory removed: no client can reach it, not even
+    # `session stop`; it ends by itself, long before its idle timeout
+    shutil.rmtree(sessions_root(h))
+    try:
+        rs.wait_for(lambda: not os.path.exists("/proc/%d" % pid) or
+                    open("/proc/%d/stat" % pid).read().split(") ")[1].startswith("Z"), "the daemon to end")
+    finally:
+        if os.path.exists("/proc/%d" % pid):
+            os.kill(pid, signal.SIGTERM)  # the session's own stop, as on a failure
+
+
+def view_namespaces(h, session):
+    """/proc/PID/fd/N of the user and mount namespaces that hold SESSION's
+    view, as its daemon keeps them."""
+    fds = "/proc/%d/fd" % daemon_pid(h, session)
+    found = {}
+    for n in os.listdir(fds):
+        kind = os.readlink(os.path.join(fds, n)).split(":")[0]
+        if kind in ("user", "mnt"):
+            assert kind not in found, (kind, found)
+            found[kind] = os.path.join(fds, n)
+    return found["user"], found["mnt"]
+
+
+FLOOD = ("import os, sys\n"
+         "ws = sys.argv[1]\n"
+         "for i in range(int(sys.argv[2])):\n"
+         "    p = '%s/flood-%06d-%s' % (ws, i, 'x' * 200)\n"
+         "    try:\n"
+         "        with open(p, 'w') as f:\n"
+         "            f.write('x')\n"
+         "        os.unlink(p)\n"
+         "    except OSError as e:\n"
+         "        print('stopped at', i, e.errno)\n"
+         "        break\n")
+
+
+def t_unattributed_budget(h):
+    if shutil.which("nsenter") is None:
+        assert not rs.MUST_RUN, "nsenter (util-linux) is missing"
+        print("skip unattributed_budget: nsenter (util-linux) is missing")
+        return
+    held = h.start("f", "echo up; sleep 600", "--log-max-size", "1M")
+    assert held.stdout.readline() == "up\n"
+    # the view as the daemon's keeper mounted it; a process there is in
+    # no command's pid namespace
+    user, mnt = view_namespaces(h, "f")
+    flood = subprocess.run(["nsenter", "--user=" + user, "--mount=" + mnt, "/usr/bin/python3", "-c", FLOOD,
+                            "/tmp/root" + h.ws, "6000"], capture_output=True, text=True, timeout=600)
+    assert flood.returncode == 0, (flood.stdout, flood.stderr)
+    rid = session_run(h)
+    rundir = os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs", rid)
+    size = sum(os.path.getsize(os.path.join(rundir, n)) for n in os.listdir(rundir) if n.startswith("access"))
+    # the budget, and the margin a stopping sandbox may still write (1 MiB)
+    assert size <= 2 * 1024 * 1024 + 65536, "the session's log grew to %d bytes past --log-max-size 1M" % size
+    out, err = held.communicate(timeout=120)
+    assert held.returncode == 125 and "stopped" in err, (held.returncode, err)
+    assert "f\t" not in listed(h), listed(h)
+
+
 if __name__ == "__main__":
     rs.run_tests([("command_cannot_reach_control", t_command_cannot_reach_control),
                   ("other_pid_namespace_refused", t_other_pid_namespace_refused),
                   ("other_user_refused", t_other_user_refused),
-                  ("thread_attributed", t_thread_attributed), ("hidden_each_time", t_hidden_each_time)], "fusebox-security-session-")
+                  ("thread_attributed", t_thread_attributed), ("hidden_each_time", t_hidden_each_time),
+                  ("unattributed_budget", t_unattributed_budget),
+                  ("foreign_directory_refused", t_foreign_directory_refused),
+                  ("foreign_daemon_refused", t_foreign_daemon_refused),
+                  ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
+                  ("socket_gone_ends", t_socket_gone_ends)], "fusebox-security-session-")
