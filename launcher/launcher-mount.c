@@ -35,6 +35,7 @@
  * option strings are built by fb_launcher_mounts_new() in the parent.
  */
 #include "launcher/launcher.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -218,11 +219,7 @@ static void
 close_all (int *fds, size_t n)
 {
   for (size_t i = 0; i < n; i++)
-    if (fds[i] >= 0)
-      {
-        close (fds[i]);
-        fds[i] = -1;
-      }
+    fb_fd_close (&fds[i]);
 }
 
 /* A detached copy of the mount at PATH (a file or a directory), taken now:
@@ -230,13 +227,11 @@ close_all (int *fds, size_t n)
 static int
 clone_tree (const char *path, bool recursive)
 {
-  int fd = open (path, O_PATH | O_CLOEXEC | (recursive ? O_DIRECTORY : 0));
+  _fb_cleanup_fd_ int fd = open (path, O_PATH | O_CLOEXEC | (recursive ? O_DIRECTORY : 0));
   if (fd < 0)
     return -errno;
   int tree = open_tree (fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0));
-  int r = tree < 0 ? -errno : tree;
-  close (fd);
-  return r;
+  return tree < 0 ? -errno : tree;
 }
 
 static int
@@ -250,11 +245,8 @@ attach_tree (int tree, const char *target)
 static int
 make_file (const char *path)
 {
-  int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-  if (fd < 0)
-    return -errno;
-  close (fd);
-  return 0;
+  _fb_cleanup_fd_ int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+  return fd < 0 ? -errno : 0;
 }
 
 /* "fd=N," + tail into buf, without stdio (async-signal-safe). */
@@ -421,8 +413,7 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
         }
       /* Our copy would keep the connection alive if the supervisor died,
        * leaving the sandbox's lookups hanging instead of failing. */
-      close (fuse_fd);
-      fuse_fd = -1;
+      fb_fd_close (&fuse_fd);
     }
   else
     {
@@ -436,10 +427,8 @@ fb_launcher_mounts_apply_root (FbLauncherMounts *m, int status_fd, FbLauncherFai
   r = 0;
 
 out:
-  if (root_tree >= 0)
-    close (root_tree);
-  if (fuse_fd >= 0)
-    close (fuse_fd);
+  fb_fd_close (&root_tree);
+  fb_fd_close (&fuse_fd);
   if (r < 0)
     close_all (m->dev_trees, N_DEVICES);
   return r;
@@ -479,14 +468,13 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, const FbLauncherLimits *limi
    * procfs's /proc/sys is writable (the inherited one may not be). */
   if (limits)
     {
-      int proc_fd = open (m->proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      _fb_cleanup_fd_ int proc_fd = open (m->proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (proc_fd < 0)
         {
           r = fail (ret_failure, FB_LAUNCHER_STEP_LIMITS, errno, 0);
           goto out;
         }
       r = fb_launcher_limits_apply (limits, proc_fd, ret_failure);
-      close (proc_fd);
       if (r < 0)
         goto out;
     }
@@ -497,7 +485,7 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, const FbLauncherLimits *limi
   for (size_t i = 0; i < N_PROC_COVERS; i++)
     {
       int e = 0;
-      int tree =
+      _fb_cleanup_fd_ int tree =
         open_tree (AT_FDCWD, m->proc_cover_paths[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
       if (tree < 0 && errno == ENOENT)
         continue; /* not in this kernel */
@@ -507,8 +495,6 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, const FbLauncherLimits *limi
         e = errno;
       else if ((r = attach_tree (tree, m->proc_cover_paths[i])) < 0)
         e = -r;
-      if (tree >= 0)
-        close (tree);
       if (e)
         {
           r = fail (ret_failure, FB_LAUNCHER_STEP_PROC_COVER, e, (int)i);
@@ -532,8 +518,7 @@ fb_launcher_mounts_apply_rest (FbLauncherMounts *m, const FbLauncherLimits *limi
           r = fail (ret_failure, FB_LAUNCHER_STEP_BIND_DEVICE, -r, (int)i);
           goto out;
         }
-      close (m->dev_trees[i]);
-      m->dev_trees[i] = -1;
+      fb_fd_close (&m->dev_trees[i]);
     }
 
   /* A private devpts instance: ptys of the sandbox only, none of the host's. */
