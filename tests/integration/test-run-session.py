@@ -94,6 +94,35 @@ class Host:
             self.stop(s)
 
 
+# Files written and unlinked, by a process run inside a view's namespaces
+# from outside any command: records of no command (argv: directory, count).
+FLOOD = ("import os, sys\n"
+         "ws = sys.argv[1]\n"
+         "for i in range(int(sys.argv[2])):\n"
+         "    p = '%s/flood-%06d-%s' % (ws, i, 'x' * 200)\n"
+         "    try:\n"
+         "        with open(p, 'w') as f:\n"
+         "            f.write('x')\n"
+         "        os.unlink(p)\n"
+         "    except OSError as e:\n"
+         "        print('stopped at', i, e.errno)\n"
+         "        break\n")
+
+
+def held_namespaces(pid):
+    """{/proc/PID/fd/N: "user" or "mnt"} of the namespaces process PID holds."""
+    fds = "/proc/%d/fd" % pid
+    out = {}
+    for n in os.listdir(fds):
+        try:
+            kind = os.readlink(os.path.join(fds, n)).split(":")[0]
+        except FileNotFoundError:
+            continue
+        if kind in ("user", "mnt"):
+            out[os.path.join(fds, n)] = kind
+    return out
+
+
 def wait_for(pred, what):
     """A bounded wait (it ends a hung test; no time is asserted)."""
     for _ in range(1200):

@@ -315,27 +315,10 @@ def t_socket_gone_ends(h):
 def view_namespaces(h, session):
     """/proc/PID/fd/N of the user and mount namespaces that hold SESSION's
     view, as its daemon keeps them."""
-    fds = "/proc/%d/fd" % daemon_pid(h, session)
-    found = {}
-    for n in os.listdir(fds):
-        kind = os.readlink(os.path.join(fds, n)).split(":")[0]
-        if kind in ("user", "mnt"):
-            assert kind not in found, (kind, found)
-            found[kind] = os.path.join(fds, n)
-    return found["user"], found["mnt"]
-
-
-FLOOD = ("import os, sys\n"
-         "ws = sys.argv[1]\n"
-         "for i in range(int(sys.argv[2])):\n"
-         "    p = '%s/flood-%06d-%s' % (ws, i, 'x' * 200)\n"
-         "    try:\n"
-         "        with open(p, 'w') as f:\n"
-         "            f.write('x')\n"
-         "        os.unlink(p)\n"
-         "    except OSError as e:\n"
-         "        print('stopped at', i, e.errno)\n"
-         "        break\n")
+    held = rs.held_namespaces(daemon_pid(h, session))
+    found = {kind: [k for k, v in held.items() if v == kind] for kind in ("user", "mnt")}
+    assert len(found["user"]) == 1 and len(found["mnt"]) == 1, held
+    return found["user"][0], found["mnt"][0]
 
 
 def t_unattributed_budget(h):
@@ -348,7 +331,7 @@ def t_unattributed_budget(h):
     # the view as the daemon's keeper mounted it; a process there is in
     # no command's pid namespace
     user, mnt = view_namespaces(h, "f")
-    flood = subprocess.run(["nsenter", "--user=" + user, "--mount=" + mnt, "/usr/bin/python3", "-c", FLOOD,
+    flood = subprocess.run(["nsenter", "--user=" + user, "--mount=" + mnt, "/usr/bin/python3", "-c", rs.FLOOD,
                             "/tmp/root" + h.ws, "6000"], capture_output=True, text=True, timeout=600)
     assert flood.returncode == 0, (flood.stdout, flood.stderr)
     rid = session_run(h)

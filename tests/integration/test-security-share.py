@@ -37,6 +37,10 @@ _spec = importlib.util.spec_from_file_location(
     "serve_share", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-serve-share.py"))
 share = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(share)
+_spec = importlib.util.spec_from_file_location(
+    "run_session", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-run-session.py"))
+rs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rs)
 
 serve = su.serve
 ok = serve.ok
@@ -141,33 +145,6 @@ async def t_thread_attributed(tmp):
         srv.stop()
 
 
-def held_namespaces(pid):
-    """{/proc/PID/fd/N: "user" or "mnt"} of the namespaces process PID holds."""
-    fds = "/proc/%d/fd" % pid
-    out = {}
-    for n in os.listdir(fds):
-        try:
-            kind = os.readlink(os.path.join(fds, n)).split(":")[0]
-        except FileNotFoundError:
-            continue
-        if kind in ("user", "mnt"):
-            out[os.path.join(fds, n)] = kind
-    return out
-
-
-FLOOD = ("import os, sys\n"
-         "ws = sys.argv[1]\n"
-         "for i in range(int(sys.argv[2])):\n"
-         "    p = '%s/flood-%06d-%s' % (ws, i, 'x' * 200)\n"
-         "    try:\n"
-         "        with open(p, 'w') as f:\n"
-         "            f.write('x')\n"
-         "        os.unlink(p)\n"
-         "    except OSError as e:\n"
-         "        print('stopped at', i, e.errno)\n"
-         "        break\n")
-
-
 async def t_unattributed_share(tmp):
     if not share.can_run():
         return "skip"
@@ -178,11 +155,11 @@ async def t_unattributed_share(tmp):
     srv = serve.Server(tmp, "--log-max-size", "4M")
     try:
         a = await serve.start_client(srv, "flooded")
-        before = held_namespaces(srv.proc.pid)
+        before = rs.held_namespaces(srv.proc.pid)
         ok(await a.call("process/start", share.sh(srv, "held", "echo up; sleep 600")))
         out, _ = await share.output(a, "held", b"up")
         assert out == "up\n", out
-        view = {k: v for k, v in held_namespaces(srv.proc.pid).items() if k not in before}
+        view = {k: v for k, v in rs.held_namespaces(srv.proc.pid).items() if k not in before}
         user = [k for k, v in view.items() if v == "user"]
         mnt = [k for k, v in view.items() if v == "mnt"]
         assert len(user) == 1 and len(mnt) == 1, view
@@ -193,7 +170,7 @@ async def t_unattributed_share(tmp):
         # 3000 writes and unlinks in the view from the test's own pid
         # namespace: records of no process, some 3 MB
         flood = subprocess.run(["nsenter", "--user=" + user[0], "--mount=" + mnt[0], "/usr/bin/python3", "-c",
-                                FLOOD, "/tmp/root" + srv.ws, "3000"], capture_output=True, text=True, timeout=600)
+                                rs.FLOOD, "/tmp/root" + srv.ws, "3000"], capture_output=True, text=True, timeout=600)
         assert flood.returncode == 0, (flood.stdout, flood.stderr)
         out, code = await share.output(a, "held")
         assert code is not None and "records of no process" in out, (code, out)
