@@ -31,6 +31,7 @@
 #include "launcher/launcher-private.h"
 #include "launcher/launcher.h"
 #include "policy/policy.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -574,14 +575,13 @@ static void
 remove_private (Run *run)
 {
   const char *dir = fb_run_get_dir (run->run);
-  int fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  _fb_cleanup_fd_ int fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return;
   int r = fb_cmd_remove_tree_at (fd, "private");
   if (r < 0)
     fb_cmd_error ("run: removing the private sources in %s/private: %s; remove them with 'fusebox runs --prune'", dir,
                   g_strerror (-r));
-  close (fd);
 }
 
 /* ---- serving the view ----

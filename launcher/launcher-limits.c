@@ -35,6 +35,7 @@
  * lacks (fanotify's before Linux 5.11) is skipped.
  */
 #include "launcher/launcher.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,14 +117,12 @@ fb_launcher_limits_apply (const FbLauncherLimits *l, int proc_fd, FbLauncherFail
     {
       if (l->values[i] == NULL)
         continue;
-      int fd = openat (proc_fd, l->paths[i], O_WRONLY | O_CLOEXEC);
+      _fb_cleanup_fd_ int fd = openat (proc_fd, l->paths[i], O_WRONLY | O_CLOEXEC);
       if (fd < 0 && errno == ENOENT)
         continue; /* not in this kernel */
       size_t len = strlen (l->values[i]);
       ssize_t n = fd < 0 ? -1 : write (fd, l->values[i], len);
       int e = fd < 0 || n < 0 ? errno : (size_t)n != len ? EIO : 0;
-      if (fd >= 0)
-        close (fd);
       if (e != 0)
         {
           ret_failure->step = FB_LAUNCHER_STEP_LIMITS;
