@@ -109,6 +109,23 @@ FLOOD = ("import os, sys\n"
          "        break\n")
 
 
+# A file made and a write refused from a thread that is not its process's
+# first (FUSE names the caller by thread id); exit status 1 (serve's
+# sandboxDenied needs a failure).
+THREAD_PROBE = ("import threading\n"
+                "def work():\n"
+                "    with open('thread-made.txt', 'w') as f:\n"
+                "        f.write('t')\n"
+                "    try:\n"
+                "        open('/etc/thread-refused', 'w')\n"
+                "    except OSError as e:\n"
+                "        print('refused', e.errno)\n"
+                "t = threading.Thread(target=work)\n"
+                "t.start()\n"
+                "t.join()\n"
+                "raise SystemExit(1)\n")
+
+
 def held_namespaces(pid):
     """{/proc/PID/fd/N: "user" or "mnt"} of the namespaces process PID holds."""
     fds = "/proc/%d/fd" % pid

@@ -125,19 +125,6 @@ def t_other_user_refused(h):
             os.chmod(p, stat.S_IMODE(mode))
 
 
-THREAD_PROBE = ("import threading, sys\n"
-                "def work():\n"
-                "    with open('thread-made.txt', 'w') as f:\n"
-                "        f.write('t')\n"
-                "    try:\n"
-                "        open('/etc/thread-refused', 'w')\n"
-                "    except OSError as e:\n"
-                "        print('refused', e.errno)\n"
-                "t = threading.Thread(target=work)\n"
-                "t.start()\n"
-                "t.join()\n")
-
-
 def session_run(h):
     """The run id of the session's own run (its daemon's log)."""
     found = [rid for rid, info in h.runs().items() if info.get("kind") == "session"]
@@ -150,8 +137,8 @@ def t_thread_attributed(h):
     assert not os.path.exists("/etc/thread-refused")
     code, out, err = h.run("t", "true")
     assert code == 0, (code, out, err)
-    code, out, err = h.run("t", "/usr/bin/python3 -c \"%s\" # marker-thread" % THREAD_PROBE.replace('"', '\\"'))
-    assert code == 0 and out.startswith("refused "), (code, out, err)
+    code, out, err = h.run("t", "/usr/bin/python3 -c \"%s\" # marker-thread" % rs.THREAD_PROBE.replace('"', '\\"'))
+    assert code == 1 and out.startswith("refused "), (code, out, err)
     assert os.path.exists(os.path.join(h.ws, "thread-made.txt"))
     rid = h.run_of("marker-thread")
     mine = h.log(rid)

@@ -111,18 +111,6 @@ async def t_narrower_does_not_share(tmp):
         srv.stop()
 
 
-THREAD_PROBE = ("import threading\n"
-                "def work():\n"
-                "    try:\n"
-                "        open('/etc/thread-refused', 'w')\n"
-                "    except OSError as e:\n"
-                "        print('refused', e.errno)\n"
-                "t = threading.Thread(target=work)\n"
-                "t.start()\n"
-                "t.join()\n"
-                "raise SystemExit(1)\n")
-
-
 async def t_thread_attributed(tmp):
     if not share.can_run():
         return "skip"
@@ -132,7 +120,7 @@ async def t_thread_attributed(tmp):
         c = await serve.start_client(srv, "thread")
         out, code = await share.run(c, srv, "m", "true")
         assert code == 0, (code, out)
-        p = serve.start_params(srv, "t", ["/usr/bin/python3", "-c", THREAD_PROBE])
+        p = serve.start_params(srv, "t", ["/usr/bin/python3", "-c", rs.THREAD_PROBE])
         ok(await c.call("process/start", p))
         out, code = await share.output(c, "t")
         assert code == 1 and out.startswith("refused "), (code, out)
