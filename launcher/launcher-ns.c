@@ -38,6 +38,7 @@
  *    (GLib's, say) runs in a child before it resets dispositions.
  */
 #include "launcher/launcher.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -309,14 +310,12 @@ write_at (int dirfd, const char *name, const char *data)
 {
   /* O_NOFOLLOW: procfs's map files are never links; a link is something
    * else's file, written with our privileges */
-  int fd = openat (dirfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  _fb_cleanup_fd_ int fd = openat (dirfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return -errno;
   size_t len = strlen (data);
   ssize_t n = write (fd, data, len);
-  int r = n < 0 ? -errno : (size_t)n != len ? -EIO : 0;
-  close (fd);
-  return r;
+  return n < 0 ? -errno : (size_t)n != len ? -EIO : 0;
 }
 
 /* The parent's half: the child's maps, through its /proc directory. */
@@ -410,7 +409,7 @@ fb_launcher_ns_loopback_up (void)
 {
   /* A new network namespace has "lo" down: 127.0.0.1 would be unreachable,
    * and local servers of the command (tests, language servers) need it. */
-  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  _fb_cleanup_fd_ int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -errno;
   struct ifreq ifr;
@@ -425,7 +424,6 @@ fb_launcher_ns_loopback_up (void)
       if (ioctl (fd, SIOCSIFFLAGS, &ifr) < 0)
         r = -errno;
     }
-  close (fd);
   return r;
 }
 
@@ -845,29 +843,23 @@ static void
 write_ids (FbLauncherChild *child, const Prepared *p)
 {
   Record rec;
-  int dirfd;
+  _fb_cleanup_fd_ int dirfd = -1;
   ssize_t n;
 
   do
     n = recv_record (child->status_fd, &rec, &dirfd);
   while (n < 0 && errno == EINTR);
   if (n != (ssize_t)sizeof rec)
-    {
-      if (dirfd >= 0)
-        close (dirfd);
-      return;
-    }
+    return;
   if (rec.step != FB_LAUNCHER_STEP_IDS_READY || dirfd < 0)
     {
-      if (dirfd >= 0)
-        close (dirfd);
       note_failure (child, &rec);
       return;
     }
   Record answer = { .step = FB_LAUNCHER_STEP_NONE };
   FbLauncherStep step = FB_LAUNCHER_STEP_NONE;
   int r = write_maps_at (dirfd, p, &step);
-  close (dirfd);
+  fb_fd_close (&dirfd);
   if (r < 0)
     {
       answer.step = step;
@@ -1094,8 +1086,7 @@ have (const FbLauncherChild *child, Want want)
 static void
 keep_fd (int *slot, int fd)
 {
-  if (*slot >= 0)
-    close (*slot);
+  fb_fd_close (slot);
   *slot = fd;
 }
 
@@ -1146,8 +1137,7 @@ read_status (FbLauncherChild *child, Want want)
       if (passed_fd >= 0)
         close (passed_fd);
       /* EOF (or a short or failed read, which only a dying child causes) */
-      close (child->status_fd);
-      child->status_fd = -1;
+      fb_fd_close (&child->status_fd);
     }
   if (child->failed)
     return -ECHILD;
@@ -1327,17 +1317,12 @@ fb_launcher_child_free (FbLauncherChild *child)
       while (waitpid (child->pid, &status, 0) < 0 && errno == EINTR)
         ;
     }
-  if (child->status_fd >= 0)
-    close (child->status_fd);
-  if (child->pidfd >= 0)
-    close (child->pidfd);
-  if (child->fuse_fd >= 0)
-    close (child->fuse_fd);
-  if (child->proxy_fd >= 0)
-    close (child->proxy_fd);
+  fb_fd_close (&child->status_fd);
+  fb_fd_close (&child->pidfd);
+  fb_fd_close (&child->fuse_fd);
+  fb_fd_close (&child->proxy_fd);
   for (int i = 0; i < 2; i++)
-    if (child->kept_fds[i] >= 0)
-      close (child->kept_fds[i]);
+    fb_fd_close (&child->kept_fds[i]);
   g_free (child->root_dir);
   g_free (child->fuse_device);
   g_free (child->cwd);
