@@ -55,6 +55,7 @@
 #include "ipc/ipc-private.h"
 
 #include "ipc/ipc-log-output.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,7 +139,7 @@ tgid_of (pid_t tid)
   char path[64], buf[512];
   const char *line;
   ssize_t n;
-  int fd;
+  _fb_cleanup_fd_ int fd = -1;
 
   g_snprintf (path, sizeof path, "/proc/%d/status", (int)tid);
   fd = open (path, O_RDONLY | O_CLOEXEC);
@@ -147,7 +148,6 @@ tgid_of (pid_t tid)
   do
     n = read (fd, buf, sizeof buf - 1);
   while (n < 0 && errno == EINTR);
-  close (fd);
   if (n <= 0)
     return 0;
   buf[n] = '\0';
@@ -161,7 +161,8 @@ fb_view_share_task_pidns (pid_t tid, gboolean thread_pidfd, int *ret_pidfd, gboo
   char path[96];
   guint64 ino = 0;
   pid_t tgid = tid;
-  int pidfd, fd;
+  _fb_cleanup_fd_ int pidfd = -1;
+  _fb_cleanup_fd_ int fd = -1;
 
   *ret_pidfd = -1;
   *ret_cacheable = FALSE;
@@ -184,17 +185,11 @@ fb_view_share_task_pidns (pid_t tid, gboolean thread_pidfd, int *ret_pidfd, gboo
     return 0;
   fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd >= 0)
-    {
-      ino = ns_inode (fd);
-      close (fd);
-    }
+    ino = ns_inode (fd);
   /* still the task the pidfd names (not reaped: its id not reused)? */
   if (ino == 0 || syscall (SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
-    {
-      close (pidfd);
-      return 0;
-    }
-  *ret_pidfd = pidfd;
+    return 0;
+  *ret_pidfd = fb_steal_fd (&pidfd);
   *ret_cacheable = thread_pidfd || tgid == tid;
   return ino;
 }
@@ -210,13 +205,11 @@ pid_namespace_of (pid_t tid, int *ret_pidfd, gboolean *ret_cacheable)
 
   if (known < 0)
     {
-      int fd = (int)syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
+      _fb_cleanup_fd_ int fd = (int)syscall (SYS_pidfd_open, tid, PIDFD_THREAD);
 
       /* EINVAL for a live id: a kernel without PIDFD_THREAD (6.9) */
       if (fd >= 0 || errno == EINVAL)
         g_atomic_int_set (&thread_pidfds, known = fd >= 0 ? 1 : 0);
-      if (fd >= 0)
-        close (fd);
     }
   return fb_view_share_task_pidns (tid, known != 0, ret_pidfd, ret_cacheable);
 }
