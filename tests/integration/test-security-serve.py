@@ -50,6 +50,7 @@ import sys
 import tempfile
 import urllib.parse
 
+import client_util
 import runner_util
 
 MUST_RUN = os.environ.get("FUSEBOX_TESTS_MUST_RUN") == "1"
@@ -115,14 +116,7 @@ class Server:
         assert status == 0, "%s exited %s: %s" % (self.command, status, self.stderr())
 
 
-class Client:
-    def __init__(self, ws):
-        self.ws = ws
-        self.next_id = 1
-        self.inbox = []
-        self.session_id = None  # ID.SECRET, as initialize answered
-        self.log_session = None  # ID, as records carry it
-
+class Client(client_util.Client):
     @classmethod
     async def connect(cls, url, headers=None, source="127.0.0.1", slow=False):
         """SOURCE: the loopback address to connect from (a client of its
@@ -140,22 +134,6 @@ class Client:
         return cls(await websockets.connect(url, sock=sock, extra_headers=headers or {}, max_size=None,
                                             max_queue=2 if slow else 32,
                                             compression=None if slow else "deflate"))
-
-    async def recv(self):
-        return json.loads(await asyncio.wait_for(self.ws.recv(), 60))
-
-    async def call(self, method, params=None):
-        rid = self.next_id
-        self.next_id += 1
-        await self.ws.send(json.dumps({"id": rid, "method": method, "params": params or {}}))
-        for i, m in enumerate(self.inbox):
-            if m.get("id") == rid and "method" not in m:
-                return self.inbox.pop(i)
-        while True:
-            m = await self.recv()
-            if m.get("id") == rid and "method" not in m:
-                return m
-            self.inbox.append(m)
 
     async def handshake(self, resume=None, name="security"):
         params = {"clientName": name}
@@ -191,9 +169,6 @@ class Client:
             self.inbox.append(m)
             if m.get("method") == "log/event" and pred(m["params"]):
                 return m["params"]
-
-    async def close(self):
-        await self.ws.close()
 
 
 def ok(r):

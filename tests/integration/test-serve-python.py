@@ -28,6 +28,7 @@ import tempfile
 import time
 import urllib.parse
 
+import client_util
 import runner_util
 
 try:
@@ -41,42 +42,10 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-class Client:
-    def __init__(self, ws):
-        self.ws = ws
-        self.next_id = 1
-        self.inbox = []
-        self.session_id = None
-
+class Client(client_util.Client):
     @classmethod
     async def connect(cls, url):
         return cls(await websockets.connect(url, max_size=None))
-
-    async def recv(self):
-        return json.loads(await asyncio.wait_for(self.ws.recv(), 60))
-
-    async def call(self, method, params=None):
-        rid = self.next_id
-        self.next_id += 1
-        await self.ws.send(json.dumps({"id": rid, "method": method, "params": params or {}}))
-        for i, m in enumerate(self.inbox):
-            if m.get("id") == rid and "method" not in m:
-                return self.inbox.pop(i)
-        while True:
-            m = await self.recv()
-            if m.get("id") == rid and "method" not in m:
-                return m
-            self.inbox.append(m)
-
-    async def take(self, pred):
-        for i, m in enumerate(self.inbox):
-            if pred(m):
-                return self.inbox.pop(i)
-        while True:
-            m = await self.recv()
-            if pred(m):
-                return m
-            self.inbox.append(m)
 
     async def handshake(self, resume=None):
         params = {"clientName": "python"}
@@ -88,9 +57,6 @@ class Client:
         self.log_session = self.session_id.split(".")[0]  # ID: the session in the log
         await self.ws.send(json.dumps({"method": "initialized", "params": {}}))
         return r["result"]
-
-    async def close(self):
-        await self.ws.close()
 
 
 def ok(r):

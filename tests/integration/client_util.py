@@ -1,0 +1,39 @@
+"""A JSON-RPC client of `fusebox serve` on a connected websocket (a
+python3-websockets connection): calls and their answers, with every other
+message kept in an inbox until a test asks for it.  The test programs add
+how they connect and shake hands."""
+import asyncio
+import json
+
+
+class Client:
+    def __init__(self, ws):
+        self.ws = ws
+        self.next_id = 1
+        self.inbox = []
+        self.session_id = None  # ID.SECRET, as initialize answered: what a resume takes
+        self.log_session = None  # ID, as records carry it
+
+    async def recv(self):
+        return json.loads(await asyncio.wait_for(self.ws.recv(), 60))
+
+    async def take(self, pred):
+        """The first message, queued or new, for which PRED holds; the
+        others stay in the inbox."""
+        for i, m in enumerate(self.inbox):
+            if pred(m):
+                return self.inbox.pop(i)
+        while True:
+            m = await self.recv()
+            if pred(m):
+                return m
+            self.inbox.append(m)
+
+    async def call(self, method, params=None):
+        rid = self.next_id
+        self.next_id += 1
+        await self.ws.send(json.dumps({"id": rid, "method": method, "params": params or {}}))
+        return await self.take(lambda m: m.get("id") == rid and "method" not in m)
+
+    async def close(self):
+        await self.ws.close()
