@@ -31,11 +31,24 @@ run_prog (RFx *fx, RfxResult *r, const char *path_env)
   rfx_run (fx, r, "--setenv", "PATH", path_env, "--", "prog", NULL);
 }
 
+/* `prog` found with PATH=PATH_ENV in the sandbox is the one in BIN. */
+static void
+assert_runs_from (RFx *fx, const char *path_env, const char *bin)
+{
+  RfxResult r;
+  g_autofree char *want = g_strdup_printf ("%s\n", bin);
+
+  run_prog (fx, &r, path_env);
+  if (r.status != 0 || strcmp (r.out, want) != 0)
+    fail_msg ("PATH=%s: exit %d and \"%s\", expected %s's prog (exit 0); stderr:\n%s", path_env, r.status, r.out, bin,
+              r.err);
+  rfx_result_clear (&r);
+}
+
 static void
 test_first_present_wins (void **state)
 {
   RFX_BEGIN (state);
-  RfxResult r;
   g_autofree char *b = make_prog (fx, "bin-b", 0755);
   g_autofree char *c = make_prog (fx, "bin-c", 0755);
   g_autofree char *empty = g_build_filename (fx->ws, "bin-a", NULL);
@@ -46,24 +59,15 @@ test_first_present_wins (void **state)
 
   /* missing and empty entries first: the first present one runs */
   g_autofree char *path1 = g_strjoin (":", "/fusebox-no-such-dir", missing, empty, bin_b, bin_c, "/usr/bin:/bin", NULL);
-  run_prog (fx, &r, path1);
-  assert_int_equal (r.status, 0);
-  assert_string_equal (r.out, "bin-b\n");
-  rfx_result_clear (&r);
+  assert_runs_from (fx, path1, "bin-b");
 
   /* the same entries the other way round: the order decides, not the set */
   g_autofree char *path2 = g_strjoin (":", missing, bin_c, bin_b, NULL);
-  run_prog (fx, &r, path2);
-  assert_int_equal (r.status, 0);
-  assert_string_equal (r.out, "bin-c\n");
-  rfx_result_clear (&r);
+  assert_runs_from (fx, path2, "bin-c");
 
   /* a file where a directory is expected (ENOTDIR) is passed over too */
   g_autofree char *path3 = g_strjoin (":", b, bin_c, NULL);
-  run_prog (fx, &r, path3);
-  assert_int_equal (r.status, 0);
-  assert_string_equal (r.out, "bin-c\n");
-  rfx_result_clear (&r);
+  assert_runs_from (fx, path3, "bin-c");
   RFX_PASS ();
 }
 
@@ -79,10 +83,7 @@ test_not_executable_then_present (void **state)
 
   /* execvp: EACCES from bin-x, then bin-b runs */
   g_autofree char *path1 = g_strjoin (":", bin_x, bin_b, NULL);
-  run_prog (fx, &r, path1);
-  assert_int_equal (r.status, 0);
-  assert_string_equal (r.out, "bin-b\n");
-  rfx_result_clear (&r);
+  assert_runs_from (fx, path1, "bin-b");
 
   /* and alone: found but not executable, 126, not "not found" */
   run_prog (fx, &r, bin_x);
@@ -128,7 +129,6 @@ static void
 test_symlink_proc_and_relative_entries (void **state)
 {
   RFX_BEGIN (state);
-  RfxResult r;
   g_autofree char *b = make_prog (fx, "bin-b", 0755);
   g_autofree char *c = make_prog (fx, "bin-c", 0755);
   g_autofree char *bin_b = g_path_get_dirname (b);
@@ -137,23 +137,14 @@ test_symlink_proc_and_relative_entries (void **state)
 
   /* an entry that is a symlink in the view */
   g_autofree char *path1 = g_strjoin (":", "/fusebox-no-such-dir", link, NULL);
-  run_prog (fx, &r, path1);
-  assert_int_equal (r.status, 0);
-  assert_string_equal (r.out, "bin-b\n");
-  rfx_result_clear (&r);
+  assert_runs_from (fx, path1, "bin-b");
 
   /* under /proc, which is the sandbox's procfs, not the view's blank
    * directory: the working directory is the workspace */
-  run_prog (fx, &r, "/fusebox-no-such-dir:/proc/self/cwd/bin-c");
-  assert_int_equal (r.status, 0);
-  assert_string_equal (r.out, "bin-c\n");
-  rfx_result_clear (&r);
+  assert_runs_from (fx, "/fusebox-no-such-dir:/proc/self/cwd/bin-c", "bin-c");
 
   /* a relative entry is the working directory's */
-  run_prog (fx, &r, "/fusebox-no-such-dir:bin-c:bin-b");
-  assert_int_equal (r.status, 0);
-  assert_string_equal (r.out, "bin-c\n");
-  rfx_result_clear (&r);
+  assert_runs_from (fx, "/fusebox-no-such-dir:bin-c:bin-b", "bin-c");
   RFX_PASS ();
 }
 
