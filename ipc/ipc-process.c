@@ -49,6 +49,7 @@
 #include "ipc/ipc-rpc-private.h"
 #include "ipc/ipc-process-launch.h"
 #include "ipc/ipc-proxy.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -435,9 +436,7 @@ stream_close (Stream *s)
   if (s->resume != 0)
     g_source_remove (s->resume);
   s->watch = s->resume = 0;
-  if (s->fd >= 0)
-    close (s->fd);
-  s->fd = -1;
+  fb_fd_close (&s->fd);
 }
 
 static void
@@ -517,8 +516,7 @@ set_exit (FbRpcProcess *p, int code)
       if (p->in_watch != 0)
         g_source_remove (p->in_watch);
       p->in_watch = 0;
-      close (p->in_fd);
-      p->in_fd = -1;
+      fb_fd_close (&p->in_fd);
     }
 }
 
@@ -678,8 +676,7 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
         {
           /* EOF: the helper is gone; its exit is reported by the child watch. */
           p->sock_watch = 0;
-          close (p->sock);
-          p->sock = -1;
+          fb_fd_close (&p->sock);
           return G_SOURCE_REMOVE;
         }
       switch (rec.type)
@@ -818,14 +815,12 @@ fb_rpc_process_free (FbRpcProcess *p)
     g_source_remove (p->child_watch);
   if (p->sock_watch != 0)
     g_source_remove (p->sock_watch);
-  if (p->sock >= 0)
-    close (p->sock);
+  fb_fd_close (&p->sock);
   stream_close (&p->out);
   stream_close (&p->err);
   if (p->in_watch != 0)
     g_source_remove (p->in_watch);
-  if (p->in_fd >= 0)
-    close (p->in_fd);
+  fb_fd_close (&p->in_fd);
   if (p->in_pending != NULL)
     g_byte_array_unref (p->in_pending);
   if (p->helper != 0 && !p->helper_gone)
@@ -1113,15 +1108,10 @@ send_spec (int sock, int spec_fd, const int ns[2])
 static void
 unlaunched_close (FbRpcProcess *p)
 {
-  if (p->spec_fd >= 0)
-    close (p->spec_fd);
-  if (p->helper_sock >= 0)
-    close (p->helper_sock);
-  p->spec_fd = p->helper_sock = -1;
+  fb_fd_close (&p->spec_fd);
+  fb_fd_close (&p->helper_sock);
   for (int i = 0; i < 3; i++)
-    if (p->child_fds[i] >= 0)
-      close (p->child_fds[i]);
-  p->child_fds[0] = p->child_fds[1] = p->child_fds[2] = -1;
+    fb_fd_close (&p->child_fds[i]);
 }
 
 /* The helper, told to run the command in P's view.  It runs on the host:
@@ -1287,10 +1277,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   /* One of its client's running processes, within the server's budget
    * (ipc-rpc-share.c): what it holds from here on is counted. */
   if (!fb_rpc_process_claim (session, error))
-    {
-      close (spec_fd);
-      return NULL;
-    }
+    goto fail;
   claimed = true;
   /* ... and its sandbox's floor of open files, kept for it until it ends,
    * in the view its session's processes under this policy share, or a
@@ -1408,23 +1395,15 @@ sys_fail:
 fail:
   for (guint i = 0; i < 2; i++)
     {
-      if (sv[i] >= 0)
-        close (sv[i]);
-      if (out[i] >= 0)
-        close (out[i]);
-      if (err[i] >= 0)
-        close (err[i]);
-      if (in[i] >= 0)
-        close (in[i]);
+      fb_fd_close (&sv[i]);
+      fb_fd_close (&out[i]);
+      fb_fd_close (&err[i]);
+      fb_fd_close (&in[i]);
     }
-  if (master >= 0)
-    close (master);
-  if (slave >= 0)
-    close (slave);
-  if (null_fd >= 0)
-    close (null_fd);
-  if (spec_fd >= 0)
-    close (spec_fd);
+  fb_fd_close (&master);
+  fb_fd_close (&slave);
+  fb_fd_close (&null_fd);
+  fb_fd_close (&spec_fd);
   if (claimed)
     fb_rpc_process_release (session->client);
   g_clear_pointer (&view, fb_rpc_view_unref);
