@@ -70,6 +70,27 @@ drain (FbLogReader *reader, GArray *seqs)
     }
 }
 
+/* What READER gives until EOF (drain's trace) is WANT. */
+static void
+assert_drains (FbLogReader *reader, GArray *seqs, const char *want)
+{
+  g_autofree char *trace = drain (reader, seqs);
+
+  if (strcmp (trace, want) != 0)
+    fail_msg ("the reader gave \"%s\", expected \"%s\" (R record, G gap, B bad line, T truncated)", trace, want);
+}
+
+/* LEN bytes of DATA appended to PATH, as a writer appends. */
+static void
+append (const char *path, const char *data, gsize len)
+{
+  int fd = open (path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, data, len), (ssize_t)len);
+  close (fd);
+}
+
 static void
 test_truncated_last_line (void **state)
 {
@@ -312,10 +333,7 @@ test_follow_across_rotation (void **state)
   /* The follower starts before the log exists. */
   reader = fb_log_reader_new (f->path, TRUE, &error);
   assert_non_null (reader);
-  {
-    g_autofree char *t = drain (reader, seqs);
-    assert_string_equal (t, "");
-  }
+  assert_drains (reader, seqs, "");
   log = fb_access_log_new (&opts, NULL, &error);
   assert_non_null (log);
 
@@ -337,10 +355,7 @@ test_follow_across_rotation (void **state)
     }
   assert_true (fb_access_log_close (log, &error));
   fb_access_log_free (log);
-  {
-    g_autofree char *t = drain (reader, seqs);
-    assert_string_equal (t, "");
-  }
+  assert_drains (reader, seqs, "");
 
   /* every record once, in order */
   assert_int_equal (seqs->len, counter);
@@ -369,28 +384,15 @@ test_follow_partial_line (void **state)
   g_autoptr (GError) error = NULL;
   g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
   gsize half = strlen (l2) / 2;
-  int fd;
 
   test_write_file (f->path, first);
   reader = fb_log_reader_new (f->path, TRUE, &error);
-  {
-    g_autofree char *t = drain (reader, seqs);
-    assert_string_equal (t, "R");
-  }
-  fd = open (f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  assert_true (fd >= 0);
-  assert_int_equal (write (fd, l2, half), (ssize_t)half);
-  {
-    g_autofree char *t = drain (reader, seqs);
-    assert_string_equal (t, ""); /* waiting, not "T" */
-  }
-  assert_int_equal (write (fd, l2 + half, strlen (l2) - half), (ssize_t)(strlen (l2) - half));
-  assert_int_equal (write (fd, "\n", 1), 1);
-  close (fd);
-  {
-    g_autofree char *t = drain (reader, seqs);
-    assert_string_equal (t, "R");
-  }
+  assert_drains (reader, seqs, "R");
+  append (f->path, l2, half);
+  assert_drains (reader, seqs, ""); /* waiting, not "T" */
+  append (f->path, l2 + half, strlen (l2) - half);
+  append (f->path, "\n", 1);
+  assert_drains (reader, seqs, "R");
   assert_int_equal (g_array_index (seqs, gint64, 1), 2);
 }
 
@@ -409,23 +411,14 @@ test_follow_manual_rotation (void **state)
   g_autoptr (FbLogReader) reader = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
-  int fd;
 
   test_write_file (f->path, a);
   reader = fb_log_reader_new (f->path, TRUE, &error);
-  {
-    g_autofree char *t = drain (reader, seqs);
-    assert_string_equal (t, "RRR");
-  }
-  fd = open (f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  assert_int_equal (write (fd, b, strlen (b)), (ssize_t)strlen (b));
-  close (fd);
+  assert_drains (reader, seqs, "RRR");
+  append (f->path, b, strlen (b));
   assert_int_equal (rename (f->path, rot_path), 0);
   test_write_file (f->path, c);
-  {
-    g_autofree char *t = drain (reader, seqs);
-    assert_string_equal (t, "RRRRRR");
-  }
+  assert_drains (reader, seqs, "RRRRRR");
   for (guint i = 0; i < seqs->len; i++)
     assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
 }
