@@ -540,8 +540,9 @@ file_entry_cmp (gconstpointer a, gconstpointer b)
   return strcmp ((*(FileEntry *const *)a)->path, (*(FileEntry *const *)b)->path);
 }
 
+/* T's values (FileEntry*, Group*), in CMP's order. */
 static GPtrArray *
-sorted_files (GHashTable *t)
+sorted_values (GHashTable *t, GCompareFunc cmp)
 {
   GPtrArray *a = g_ptr_array_new ();
   GHashTableIter it;
@@ -550,7 +551,7 @@ sorted_files (GHashTable *t)
   g_hash_table_iter_init (&it, t);
   while (g_hash_table_iter_next (&it, NULL, &v))
     g_ptr_array_add (a, v);
-  g_ptr_array_sort (a, file_entry_cmp);
+  g_ptr_array_sort (a, cmp);
   return a;
 }
 
@@ -564,20 +565,6 @@ group_cmp (gconstpointer a, gconstpointer b)
   if (x->count != y->count)
     return x->count > y->count ? -1 : 1;
   return strcmp (x->key, y->key);
-}
-
-static GPtrArray *
-sorted_groups (GHashTable *t)
-{
-  GPtrArray *a = g_ptr_array_new ();
-  GHashTableIter it;
-  gpointer v;
-
-  g_hash_table_iter_init (&it, t);
-  while (g_hash_table_iter_next (&it, NULL, &v))
-    g_ptr_array_add (a, v);
-  g_ptr_array_sort (a, group_cmp);
-  return a;
 }
 
 static int
@@ -620,7 +607,7 @@ total_gaps (FbReport *r)
 static void
 json_files (JsonBuilder *b, const char *name, GHashTable *t, gboolean bytes, gboolean ops)
 {
-  g_autoptr (GPtrArray) files = sorted_files (t);
+  g_autoptr (GPtrArray) files = sorted_values (t, file_entry_cmp);
 
   json_builder_set_member_name (b, name);
   json_builder_begin_array (b);
@@ -769,7 +756,7 @@ fb_report_to_json (FbReport *r)
   json_builder_set_member_name (b, "denials");
   json_builder_begin_object (b);
   {
-    g_autoptr (GPtrArray) groups = sorted_groups (r->by_rule);
+    g_autoptr (GPtrArray) groups = sorted_values (r->by_rule, group_cmp);
 
     json_builder_set_member_name (b, "by_rule");
     json_builder_begin_array (b);
@@ -796,7 +783,7 @@ fb_report_to_json (FbReport *r)
     json_builder_end_array (b);
   }
   {
-    g_autoptr (GPtrArray) groups = sorted_groups (r->by_process);
+    g_autoptr (GPtrArray) groups = sorted_values (r->by_process, group_cmp);
 
     json_builder_set_member_name (b, "by_process");
     json_builder_begin_array (b);
@@ -926,7 +913,7 @@ text_ops (GString *out, GPtrArray *ops)
 static void
 text_files (GString *out, const char *title, GHashTable *t, gboolean bytes, gboolean ops)
 {
-  g_autoptr (GPtrArray) files = sorted_files (t);
+  g_autoptr (GPtrArray) files = sorted_values (t, file_entry_cmp);
 
   g_string_append_printf (out, "\n%s (%u)\n", title, files->len);
   if (files->len == 0)
@@ -1068,7 +1055,7 @@ fb_report_to_text (FbReport *r)
     }
 
   {
-    g_autoptr (GPtrArray) groups = sorted_groups (r->by_rule);
+    g_autoptr (GPtrArray) groups = sorted_values (r->by_rule, group_cmp);
 
     g_string_append_printf (out, "\nDenials by rule (%" G_GUINT64_FORMAT " denial%s, %u rule%s)\n", r->denied,
                             PLURAL (r->denied), groups->len, PLURAL (groups->len));
@@ -1100,7 +1087,7 @@ fb_report_to_text (FbReport *r)
       }
   }
   {
-    g_autoptr (GPtrArray) groups = sorted_groups (r->by_process);
+    g_autoptr (GPtrArray) groups = sorted_values (r->by_process, group_cmp);
 
     g_string_append_printf (out, "\nDenials by process (%u)\n", groups->len);
     if (groups->len == 0)
