@@ -1,7 +1,8 @@
 """A JSON-RPC client of `fusebox serve` on a connected websocket (a
 python3-websockets connection): calls and their answers, with every other
 message kept in an inbox until a test asks for it.  The test programs add
-how they connect and shake hands."""
+how they connect and shake hands.  ok(answer) and err(answer, code) assert
+that an answer is a result, or an error with that code, and return it."""
 import asyncio
 import json
 
@@ -37,3 +38,14 @@ class Client:
 
     async def close(self):
         await self.ws.close()
+
+
+def ok(r):
+    assert "result" in r, r
+    return r["result"]
+
+
+def err(r, code):
+    assert "error" in r, r
+    assert r["error"]["code"] == code, r
+    return r["error"]

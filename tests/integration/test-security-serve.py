@@ -171,15 +171,8 @@ class Client(client_util.Client):
                 return m["params"]
 
 
-def ok(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def err(r, code):
-    assert "error" in r, r
-    assert r["error"]["code"] == code, r
-    return r["error"]
+ok = client_util.ok
+err = client_util.err
 
 
 async def http_status(url, headers=None):

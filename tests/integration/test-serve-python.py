@@ -59,15 +59,8 @@ class Client(client_util.Client):
         return r["result"]
 
 
-def ok(r):
-    assert "result" in r, r
-    return r["result"]
-
-
-def err(r, code):
-    assert "error" in r, r
-    assert r["error"]["code"] == code, r
-    return r["error"]
+ok = client_util.ok
+err = client_util.err
 
 
 class Env:
