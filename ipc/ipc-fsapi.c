@@ -88,6 +88,26 @@ empty_result (void)
   return fb_rpc_object_node (json_object_new ());
 }
 
+/* The end of METHOD's walk of the tree at PATH (fs/remove, fs/copy): r is
+ * its result, -E2BIG past the tree's bounds (said with AFTER: what the
+ * walk left behind). */
+static JsonNode *
+tree_call_end (Call *c, int r, const char *path, const char *method, const char *after, FbRpcError *error)
+{
+  if (r == -E2BIG)
+    {
+      call_end (c);
+      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
+                        "%s holds more than %d entries (or is deeper than %d), %s's limit%s", path, FB_RPC_TREE_MAX,
+                        FB_RPC_TREE_DEPTH_MAX, method, after);
+      return NULL;
+    }
+  if (r < 0)
+    return call_fail (c, error, r, path);
+  call_end (c);
+  return empty_result ();
+}
+
 static void
 split_path (const char *path, char **ret_parent, char **ret_name)
 {
@@ -883,19 +903,7 @@ fb_rpc_fs_remove (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError 
     r = remove_tree (&c, parent, parent_path, name, recursive, 0, &count);
   if (r == -ENOENT && force && !c.denial.denied)
     r = 0;
-  if (r == -E2BIG)
-    {
-      call_end (&c);
-      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
-                        "%s holds more than %d entries (or is deeper than %d), fs/remove's limit; what was removed "
-                        "before the limit stays removed",
-                        path, FB_RPC_TREE_MAX, FB_RPC_TREE_DEPTH_MAX);
-      return NULL;
-    }
-  if (r < 0)
-    return call_fail (&c, error, r, path);
-  call_end (&c);
-  return empty_result ();
+  return tree_call_end (&c, r, path, "fs/remove", "; what was removed before the limit stays removed", error);
 }
 
 /* --- fs/copy ---------------------------------------------------------------- */
@@ -1048,18 +1056,7 @@ fb_rpc_fs_copy (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *e
         src_canon = fb_view_node_dup_path (src);
       r = copy_tree (&c, src, src_canon, dst_parent, dst_name, 0, &count, buf);
     }
-  if (r == -E2BIG)
-    {
-      call_end (&c);
-      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
-                        "%s holds more than %d entries (or is deeper than %d), fs/copy's limit", src_path,
-                        FB_RPC_TREE_MAX, FB_RPC_TREE_DEPTH_MAX);
-      return NULL;
-    }
-  if (r < 0)
-    return call_fail (&c, error, r, src_path);
-  call_end (&c);
-  return empty_result ();
+  return tree_call_end (&c, r, src_path, "fs/copy", "", error);
 }
 
 /* --- fs/open, fs/readBlock, fs/close ---------------------------------------- */
