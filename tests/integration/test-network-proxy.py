@@ -167,6 +167,15 @@ def t_refused_by_name(h):
     assert rec["op"] == "connect" and rec["decision"] == "deny" and rec["error"] == "EACCES", rec
     assert rec["host"] == "denied.test" and rec["port"] == h.port and rec["rule"] == "deny[0]", rec
     assert rec["why"] == "the test's refused name" and rec["address"] is None, rec
+    # fusebox log --denied shows it, and the report files it under its host
+    log = os.path.join(h.tmp, "run-%d" % h.runs, "access.jsonl")
+    denied = subprocess.run([BIN, "log", "--denied", log], capture_output=True, text=True, timeout=60).stdout
+    assert "connect" in denied and "denied.test:%d" % h.port in denied and "the test's refused name" in denied, \
+        denied
+    report = json.loads(subprocess.run([BIN, "report", "--json", log], capture_output=True, text=True,
+                                       timeout=60).stdout)
+    assert report["network"] == [{"host": "denied.test", "connections": 0, "failed": 0, "denials": 1,
+                                  "bytes_received": 0, "bytes_sent": 0}], report.get("network")
     # a plain request: the body says it
     code, out, err, records = h.run(pol, "curl -sS " + url, "denied.test:127.0.0.1")
     assert "refused by the network policy" in out and "the test's refused name" in out, (code, out, err)
