@@ -13,6 +13,7 @@
 #include <sys/ipc.h>
 #include <sys/shm.h>
 
+#include "tests/lib/test-log.h"
 #include "tests/lib/test-run.h"
 
 #include <dirent.h>
@@ -480,9 +481,7 @@ test_log_holds_denial (void **state)
   assert_string_equal (r.out, "EACCES\nEACCES\n");
   rfx_result_clear (&r);
 
-  g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
-  g_autofree char *log = test_read_file (log_path);
-  assert_non_null (log);
+  g_autofree char *log = test_log_text (run_dir);
   g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
   int denials = 0;
   for (guint i = 0; lines[i] != NULL; i++)
@@ -499,7 +498,8 @@ test_log_holds_denial (void **state)
       denials++;
     }
   if (denials < 2)
-    fail_msg ("expected the denied read and write of %s in %s, found %d records", secret, log_path, denials);
+    fail_msg ("expected the denied read and write of %s in %s/access.jsonl, found %d records", secret, run_dir,
+              denials);
 
   /* run.json counts them */
   g_autofree char *info_path = g_build_filename (run_dir, "run.json", NULL);

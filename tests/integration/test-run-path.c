@@ -10,6 +10,7 @@
  * exists.  Each program prints its own name, so a search that skipped too
  * far or too little shows as the wrong word.
  */
+#include "tests/lib/test-log.h"
 #include "tests/lib/test-run.h"
 
 /* T/ws/NAME/prog: a script that prints NAME, with MODE. */
@@ -117,9 +118,7 @@ test_hidden_entry_is_absent_and_logged (void **state)
   rfx_result_clear (&r);
 
   /* the hidden name is a decision, and decisions are logged, whoever asked */
-  g_autofree char *log_path = g_build_filename (dir, "access.jsonl", NULL);
-  g_autofree char *log = test_read_file (log_path);
-  assert_non_null (log);
+  g_autofree char *log = test_log_text (dir);
   assert_non_null (strstr (log, "\"path\":\"/home\""));
   assert_non_null (strstr (log, "\"decision\":\"hide\""));
   RFX_PASS ();

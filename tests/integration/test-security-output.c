@@ -12,6 +12,7 @@
  *
  * The probe is this program inside the sandbox (`--probe DIR...`).
  */
+#include "tests/lib/test-log.h"
 #include "tests/lib/test-run.h"
 
 #include <sys/prctl.h>
@@ -145,8 +146,7 @@ test_log_and_report (void **state)
 {
   RFX_BEGIN (state);
   g_autofree char *run_dir = hostile_run (fx);
-  g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
-  g_autofree char *raw = test_read_file (log_path);
+  g_autofree char *raw = test_log_text (run_dir);
   g_autofree char *out = NULL, *err = NULL;
   guint records = count_lines (raw);
   guint hostile_records = 0;

@@ -51,6 +51,17 @@ test_log_clear (TestLog *log)
   g_clear_pointer (&log->records, g_ptr_array_unref);
 }
 
+char *
+test_log_text (const char *run_dir)
+{
+  g_autofree char *path = g_build_filename (run_dir, "access.jsonl", NULL);
+  char *text = test_read_file (path);
+
+  if (text == NULL)
+    fail_msg ("the access log %s can't be read", path);
+  return text;
+}
+
 void
 test_log_file_init (TestLogFile *f)
 {

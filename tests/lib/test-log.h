@@ -15,6 +15,10 @@ typedef struct
  * (access.SEQ.jsonl: their names sort by seq) first; fails the test unless
  * seq runs gap-free from 1 and each line is a JSON object. */
 void test_log_read (const char *run_dir, TestLog *ret);
+
+/* The live log of run directory RUN_DIR (access.jsonl) as text; fails the
+ * test when it can't be read. */
+char *test_log_text (const char *run_dir);
 void test_log_clear (TestLog *log);
 
 /* A cmocka fixture: *state a TestLogFile, a temp directory and the path of
