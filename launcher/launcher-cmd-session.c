@@ -336,6 +336,7 @@ struct Daemon
   GMainLoop *loop;
   bool stopping;
   guint64 log_file, log_max; /* the session's log: rotation and budget (its first command's) */
+  char *stop_why;            /* why it stops, if not asked to: told to its commands (STOPPING) */
   dev_t sock_dev;            /* the socket's directory entry, as bound */
   ino_t sock_ino;
 };
@@ -623,12 +624,16 @@ on_register (Conn *c, int pidns)
 static void
 on_stop (Daemon *d)
 {
+  Msg m = { .type = MSG_STOPPING };
+
   d->stopping = true;
+  if (d->stop_why != NULL)
+    g_strlcpy (m.text, d->stop_why, sizeof m.text);
   for (GList *l = d->conns; l != NULL; l = l->next)
     {
       Conn *c = l->data;
       if (c->member != NULL && !c->ended && c->fd >= 0)
-        send_type (c->fd, MSG_STOPPING);
+        send_msg (c->fd, &m, NULL, 0);
     }
   maybe_idle (d);
 }
@@ -764,6 +769,8 @@ session_log_full (gpointer data)
 
   g_message ("session %s: %s", d->name, msg);
   fb_run_set_error (d->run, msg, NULL);
+  if (d->stop_why == NULL)
+    d->stop_why = g_steal_pointer (&msg);
   on_stop (d);
   return G_SOURCE_REMOVE;
 }
@@ -789,6 +796,8 @@ check_socket (gpointer data)
   if (lstat (d->sock_path, &st) < 0 || st.st_dev != d->sock_dev || st.st_ino != d->sock_ino)
     {
       g_message ("session %s: its socket %s is gone; the session ends", d->name, d->sock_path);
+      if (d->stop_why == NULL)
+        d->stop_why = g_strdup_printf ("its socket %s is gone (its state directory removed?)", d->sock_path);
       on_stop (d);
     }
   return G_SOURCE_CONTINUE;
@@ -971,6 +980,7 @@ out:
     conn_free (d->conns->data);
   g_clear_pointer (&d->view, fb_view_unref);
   g_clear_pointer (&d->share, fb_view_share_free);
+  g_clear_pointer (&d->stop_why, g_free);
   fb_cmd_close_run_log (d->run, "session", "the session");
   fb_run_end (d->run, status, NULL);
   return status;
@@ -1118,7 +1128,7 @@ typedef enum
 /* Until the sandbox is gone: signals forwarded, the daemon's word heeded.
  * The command's exit status. */
 static int
-supervise (FbLauncherChild *child, int ctl, End *ret_end)
+supervise (FbLauncherChild *child, int ctl, End *ret_end, char *why, gsize why_size)
 {
   int pidfd = fb_launcher_child_get_pidfd (child);
   int code = FB_LAUNCHER_EXIT_SANDBOX;
@@ -1153,6 +1163,8 @@ supervise (FbLauncherChild *child, int ctl, End *ret_end)
               /* the view goes, or the log's budget is spent: the command
                * is stopped, as `run` stops it */
               *ret_end = r <= 0 ? END_DAEMON_GONE : m.type == MSG_LOG_FULL ? END_LOG_FULL : END_STOPPED;
+              if (r > 0 && m.type == MSG_STOPPING)
+                g_strlcpy (why, m.text, why_size);
               fb_launcher_child_kill (child, SIGKILL);
               if (r <= 0)
                 ctl = -1;
@@ -1166,7 +1178,7 @@ supervise (FbLauncherChild *child, int ctl, End *ret_end)
 
 /* The run's end as the daemon tells it: CLOSED's counts in run.json. */
 static int
-finish (Run *run, int ctl, End end, int status, const char *name)
+finish (Run *run, int ctl, End end, const char *why, int status, const char *name)
 {
   JsonObject *info = fb_run_get_info (run->run);
   Msg m = { 0 };
@@ -1192,8 +1204,9 @@ finish (Run *run, int ctl, End end, int status, const char *name)
     }
   if (end == END_STOPPED || end == END_DAEMON_GONE)
     {
-      g_autofree char *msg = g_strdup_printf ("the session %s %s; the command was stopped", name,
-                                              end == END_STOPPED ? "was stopped" : "ended under it");
+      g_autofree char *msg =
+        g_strdup_printf ("the session %s %s%s%s; the command was stopped", name,
+                         end == END_STOPPED ? "was stopped" : "ended under it", why[0] != '\0' ? ": " : "", why);
       fb_cmd_error ("run: %s", msg);
       fb_run_set_error (run->run, msg, NULL);
       status = FB_LAUNCHER_EXIT_SANDBOX;
@@ -1224,6 +1237,7 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   Msg m = { 0 }, join = { .type = MSG_JOIN };
   int fds[2] = { -1, -1 }, pidns = -1, ctl, status, r;
   End end = END_SELF;
+  char stop_why[sizeof m.text] = "";
 
   if (!valid_name (name))
     {
@@ -1329,7 +1343,7 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
     }
   else
     {
-      status = supervise (child, ctl, &end);
+      status = supervise (child, ctl, &end, stop_why, sizeof stop_why);
       if (fb_launcher_child_get_failure (child) != NULL)
         status = fb_cmd_run_report_failure (run, child, status, true);
     }
@@ -1338,7 +1352,7 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   /* nothing of the sandbox is left (freeing it kills and reaps one still there) */
   g_clear_pointer (&child, fb_launcher_child_free);
   fb_cmd_terminal_restore (terminal);
-  status = finish (run, ctl, end, status, name);
+  status = finish (run, ctl, end, stop_why, status, name);
   close (ctl);
   json_object_set_int_member (fb_run_get_info (run->run), "exit_status", status);
   return status;

@@ -327,7 +327,7 @@ def t_unattributed_budget(h):
     # the budget, and the margin a stopping sandbox may still write (1 MiB)
     assert size <= 2 * 1024 * 1024 + 65536, "the session's log grew to %d bytes past --log-max-size 1M" % size
     out, err = held.communicate(timeout=120)
-    assert held.returncode == 125 and "stopped" in err, (held.returncode, err)
+    assert held.returncode == 125 and "was stopped: the access log" in err and "budget" in err, (held.returncode, err)
     assert "f\t" not in listed(h), listed(h)
 
 
