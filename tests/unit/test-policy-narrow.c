@@ -138,31 +138,8 @@ check_chains (FbPolicy *policy, guint seed)
 {
   static const char *const vocab[] = { "home",  "u",   "ws",    "src",   ".git", "secret", "tmp",    "usr",
                                        "share", "doc", "a.pem", "other", "x",    "bin",    ".codex", "y" };
-  g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
 
-  for (guint i = 0; i < 3000; i++)
-    {
-      guint depth = (guint)g_rand_int_range (rand, 0, 10);
-      g_autoptr (GString) path = g_string_new ("");
-      FbPolicyDecision chain;
-
-      fb_policy_decide (policy, "/", &chain);
-      for (guint k = 0; k < depth; k++)
-        {
-          const char *name = vocab[g_rand_int_range (rand, 0, G_N_ELEMENTS (vocab))];
-          g_autofree char *parent = g_strdup (path->len > 0 ? path->str : "/");
-          FbPolicyDecision whole;
-
-          g_string_append_printf (path, "/%s", name);
-          fb_policy_decide_child (policy, &chain, parent, name, &chain);
-          fb_policy_decide (policy, path->str, &whole);
-          if (whole.access != chain.access || whole.rule != chain.rule || whole.priv_other != chain.priv_other ||
-              whole.mount != chain.mount || whole.traversable != chain.traversable ||
-              whole.reachable_children != chain.reachable_children || whole.priv_node != chain.priv_node ||
-              whole.priv_depth != chain.priv_depth)
-            fail_msg ("decide and the chain disagree on %s", path->str);
-        }
-    }
+  assert_chains_agree (policy, seed, 3000, 10, vocab, G_N_ELEMENTS (vocab));
 }
 
 static void

@@ -72,3 +72,51 @@ join_list (const char *const *list)
 {
   return g_strjoinv (",", (char **)list);
 }
+
+/* A and B (decisions of PATH) agree on every field the view relies on. */
+static inline void
+assert_same_decision (const FbPolicyDecision *a, const FbPolicyDecision *b, const char *path)
+{
+  if (a->access != b->access || a->rule != b->rule || a->traversable != b->traversable ||
+      a->is_mount_point != b->is_mount_point || a->mount != b->mount || a->mounted_children != b->mounted_children ||
+      a->reachable_children != b->reachable_children || a->priv_other != b->priv_other ||
+      a->priv_node != b->priv_node || a->priv_depth != b->priv_depth)
+    fail_msg ("decide and the decide_child chain disagree on %s: %s/%s vs %s/%s", path,
+              fb_policy_access_to_string (a->access), a->rule->origin, fb_policy_access_to_string (b->access),
+              b->rule->origin);
+}
+
+/* COUNT random paths (seeded by SEED) of up to MAX_DEPTH - 1 names from
+ * VOCAB (N of them), decided one name at a time from "/" with
+ * fb_policy_decide_child (into a decision of its own, and in place), are
+ * decided at every step as fb_policy_decide decides the whole path. */
+static inline void
+assert_chains_agree (FbPolicy *policy, guint seed, guint count, guint max_depth, const char *const *vocab, gsize n)
+{
+  g_autoptr (GRand) rand = g_rand_new_with_seed (seed);
+
+  for (guint i = 0; i < count; i++)
+    {
+      guint depth = (guint)g_rand_int_range (rand, 0, (gint32)max_depth);
+      g_autoptr (GString) path = g_string_new ("");
+      FbPolicyDecision chain;
+      FbPolicyDecision whole;
+
+      fb_policy_decide (policy, "/", &chain);
+      for (guint k = 0; k < depth; k++)
+        {
+          const char *name = vocab[g_rand_int_range (rand, 0, (gint32)n)];
+          g_autofree char *parent = g_strdup (path->len > 0 ? path->str : "/");
+          FbPolicyDecision next;
+          FbPolicyDecision in_place = chain;
+
+          g_string_append_printf (path, "/%s", name);
+          fb_policy_decide_child (policy, &chain, parent, name, &next);
+          fb_policy_decide_child (policy, &in_place, parent, name, &in_place);
+          assert_same_decision (&next, &in_place, path->str);
+          chain = next;
+          fb_policy_decide (policy, path->str, &whole);
+          assert_same_decision (&whole, &chain, path->str);
+        }
+    }
+}
