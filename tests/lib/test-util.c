@@ -452,6 +452,28 @@ test_own_ns (const char *name)
   return link;
 }
 
+void
+test_assert_own_namespaces (JsonObject *o, const char *what)
+{
+  static const char *const names[] = { "user", "mnt", "pid", "net", "ipc", "uts", "cgroup" };
+  JsonObject *ns = json_object_get_object_member (o, "ns");
+
+  if (ns == NULL)
+    fail_msg ("%s: no namespaces in its report", what);
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autofree char *ours = test_own_ns (names[i]);
+      const char *theirs = test_json_str (ns, names[i]);
+
+      if (theirs == NULL)
+        fail_msg ("%s: no %s namespace in its report", what, names[i]);
+      if (strcmp (theirs, ours) == 0)
+        fail_msg ("%s: its %s namespace is the test's (%s)", what, names[i], ours);
+    }
+  assert_string_equal (test_json_str (o, "proc_pid_ns"), test_json_str (ns, "pid"));
+  assert_string_equal (test_json_str (o, "proc_fstype"), "proc");
+}
+
 bool
 test_ns_has_processes (const char *ns, const char *link)
 {

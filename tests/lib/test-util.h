@@ -150,6 +150,12 @@ bool test_is_mounted (const char *path);
 /* This process's namespace NAME ("mnt", "pid", ...), as its link reads. */
 char *test_own_ns (const char *name);
 
+/* O, what fixtures/fb-smoke reports, shows a process in namespaces of
+ * its own: each of "ns" (user, mnt, pid, net, ipc, uts, cgroup) is there
+ * and is not this process's, and its /proc is a procfs of its own pid
+ * namespace.  WHAT names the process in a failure. */
+void test_assert_own_namespaces (JsonObject *o, const char *what);
+
 /* Is any live process on the host in namespace LINK ("pid:[4026532...]")
  * of kind NS?  Proof that a sandbox is gone when none is. */
 bool test_ns_has_processes (const char *ns, const char *link);
