@@ -118,6 +118,11 @@ test_rule_fields (void **state)
   guint n = 0;
   const FbPolicyNetRule *rules = fb_policy_net_get_rules (p, &n);
 
+  for (guint k = 0; k < FB_POLICY_NET_RULE_KIND_N; k++)
+    for (guint l = 0; l < k; l++)
+      assert_string_not_equal (fb_policy_net_rule_kind_to_string (k), fb_policy_net_rule_kind_to_string (l));
+  assert_string_equal (fb_policy_net_rule_kind_to_string (FB_POLICY_NET_RULE_KIND_N), "invalid");
+
   assert_int_equal (n, G_N_ELEMENTS (want));
   for (guint i = 0; i < n; i++)
     {
