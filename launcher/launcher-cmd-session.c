@@ -52,7 +52,8 @@
  *   client → daemon: HELLO            daemon → client: INFO (its run dir, run id, commands)
  *   JOIN (policy digest, ids, level, run id, log path and budget)
  *                                     JOINED + the view's user and mount namespaces | REFUSED
- *   REGISTER + the command's pid namespace
+ *   REGISTER + the command's pid namespace (and, with a network allowlist,
+ *            the socket its sandbox listens on: the daemon runs its proxy)
  *                                     GO | REFUSED
  *   ENDED                             CLOSED (records, denials, the log's end) | REFUSED
  *   STOP (`session stop`)             (the daemon ends)
@@ -63,6 +64,7 @@
  * daemon is forked from the first client before any thread, spawns the
  * keeper, then runs the GLib main loop and the view's FUSE workers. */
 #include "ipc/ipc-process-launch.h"
+#include "ipc/ipc-proxy.h"
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
 #include "launcher/launcher-private.h"
@@ -309,6 +311,7 @@ typedef struct
   char *run_id;
   FbAccessLog *log;     /* its command's, from JOIN until it is closed */
   FbViewMember *member; /* from REGISTER */
+  FbProxy *proxy;       /* a network allowlist's, from REGISTER until its command ends */
   bool ended;           /* ENDED, or EOF: its command is over */
   bool answered;        /* CLOSED sent (or no one to send it to) */
   guint linger_id;
@@ -401,6 +404,7 @@ conn_free (Conn *c)
   conn_hangup (c);
   if (c->linger_id != 0)
     g_source_remove (c->linger_id);
+  g_clear_pointer (&c->proxy, fb_proxy_free);
   fb_view_member_end (c->member);
   g_clear_pointer (&c->member, fb_view_member_unref);
   if (c->log != NULL)
@@ -474,6 +478,8 @@ command_ended (Conn *c)
     return;
   c->ended = true;
   fb_view_member_end (c->member);
+  /* its connections' last records, while its log is open */
+  g_clear_pointer (&c->proxy, fb_proxy_free);
   if (c->log == NULL)
     {
       /* never joined: nothing to wait for */
@@ -601,8 +607,11 @@ on_join (Conn *c, const Msg *m)
   send_msg (c->fd, &answer, d->ns, 2);
 }
 
+/* REGISTER: the command's pid namespace, and with a network allowlist the
+ * socket its sandbox listens on (launcher.h, proxy_port): the daemon runs
+ * the command's proxy, its records in the command's log. */
 static void
-on_register (Conn *c, int pidns)
+on_register (Conn *c, int pidns, int *proxy_fd)
 {
   g_autoptr (GError) error = NULL;
 
@@ -617,6 +626,17 @@ on_register (Conn *c, int pidns)
     {
       refuse (c, "%s", error->message);
       return;
+    }
+  if (*proxy_fd >= 0 && fb_policy_get_network (c->d->policy) == FB_POLICY_NETWORK_ALLOWLIST)
+    {
+      FbProxyOptions po = { .policy = c->d->policy, .sink = fb_access_log_get_sink (c->log), .uid = c->d->uid };
+
+      c->proxy = fb_proxy_new (&po, g_steal_fd (proxy_fd), &error);
+      if (c->proxy == NULL)
+        {
+          refuse (c, "session %s can't start the command's network proxy: %s", c->d->name, error->message);
+          return;
+        }
     }
   send_type (c->fd, MSG_GO);
 }
@@ -672,7 +692,7 @@ on_conn (int fd, GIOCondition cond, gpointer data)
         on_join (c, &m);
         break;
       case MSG_REGISTER:
-        on_register (c, fds[0]);
+        on_register (c, fds[0], &fds[1]);
         break;
       case MSG_ENDED:
         command_ended (c);
@@ -1214,6 +1234,19 @@ finish (Run *run, int ctl, End end, const char *why, int status, const char *nam
   return status;
 }
 
+/* REGISTER: the command's pid namespace, and the socket its sandbox
+ * listens on for the proxy when the policy has an allowlist. */
+static int
+send_register (int ctl, FbLauncherChild *child, int pidns)
+{
+  int fds[2] = { pidns, fb_launcher_child_take_proxy_fd (child) };
+  int r = send_msg (ctl, &(Msg){ .type = MSG_REGISTER }, fds, fds[1] >= 0 ? 2 : 1);
+
+  if (fds[1] >= 0)
+    close (fds[1]);
+  return r;
+}
+
 /* JOINED's descriptors: the view's user namespace, made by our uid, and
  * its mount namespace. */
 static bool
@@ -1306,9 +1339,6 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   terminal = fb_cmd_terminal_save ();
   signal (SIGPIPE, SIG_IGN);
   fb_cmd_run_plan (o, run, &plan);
-  /* the network proxy runs in a run's own supervisor: not yet for a
-   * session's commands, whose clients then find nothing at its port */
-  plan.proxy_port = 0;
   plan.join_userns_fd = fds[0];
   plan.join_mntns_fd = fds[1];
   r = fb_launcher_spawn (&plan, &child);
@@ -1323,9 +1353,9 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
       status = FB_LAUNCHER_EXIT_SANDBOX;
     }
   /* its pid namespace to the daemon before anything runs in it */
-  else if (fb_launcher_child_wait_joined (child, &pidns) < 0 ||
-           send_msg (ctl, &(Msg){ .type = MSG_REGISTER }, &pidns, 1) < 0 || await_msg (ctl, &m, fds) <= 0 ||
-           m.type != MSG_GO || fb_launcher_child_go (child) < 0 || fb_launcher_child_wait_exec (child) < 0)
+  else if (fb_launcher_child_wait_joined (child, &pidns) < 0 || send_register (ctl, child, pidns) < 0 ||
+           await_msg (ctl, &m, fds) <= 0 || m.type != MSG_GO || fb_launcher_child_go (child) < 0 ||
+           fb_launcher_child_wait_exec (child) < 0)
     {
       int code = FB_LAUNCHER_EXIT_SANDBOX;
       if (m.type == MSG_REFUSED)

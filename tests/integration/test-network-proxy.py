@@ -297,6 +297,34 @@ def t_connection_cap(h):
     assert [r["op"] for r in records] == ["connect", "disconnect"], records
 
 
+def t_session(h):
+    """run --session: the session's daemon runs each command's proxy, its
+    records in the command's own log."""
+    pol = h.policy([{"cidr": "127.0.0.1", "port": h.port, "why": "the test's server, by address"}])
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(h.tmp, "state"))
+    env.pop("FUSEBOX_TESTS_MUST_RUN", None)
+    url = "http://127.0.0.1:%d/hello.txt" % h.port
+    try:
+        for i in range(2):  # the command that starts the session, and one that joins it
+            p = subprocess.run([BIN, "run", "--session", "net", "--policy", pol, "--cwd", "/", "--",
+                                "curl", "-sS", "--noproxy", "", "-p", url + "?%d" % i],
+                               capture_output=True, text=True, env=env, timeout=120)
+            assert p.returncode == 0 and p.stdout == CONTENT, (i, p.returncode, p.stdout, p.stderr)
+    finally:
+        subprocess.run([BIN, "session", "stop", "net"], env=env, capture_output=True, timeout=60)
+    runs = os.path.join(h.tmp, "state", "fusebox", "runs")
+    logs = []
+    for rid in os.listdir(runs):
+        path = os.path.join(runs, rid, "access.jsonl")
+        if os.path.exists(path):
+            with open(path) as f:
+                recs = [json.loads(line) for line in f if line.strip()]
+            net = [r["op"] for r in recs if r.get("op") in ("connect", "disconnect")]
+            if net:
+                logs.append(net)
+    assert logs == [["connect", "disconnect"]] * 2, logs
+
+
 def t_serve(h):
     """serve's process/start: the same proxy, its records the process's."""
     pol = h.policy([{"cidr": "127.0.0.1", "port": h.port, "why": "the test's server, by address"}])
@@ -343,7 +371,7 @@ def main():
     tests = [("allowed", t_allowed), ("git_clone", t_git_clone), ("refused_by_name", t_refused_by_name),
              ("loopback_needs_naming", t_loopback_needs_naming), ("no_way_around", t_no_way_around),
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
-             ("serve", t_serve)]
+             ("session", t_session), ("serve", t_serve)]
     only = sys.argv[1:]
     failed = 0
     for name, t in tests:
