@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "bench-exec.h"
 #include "tests/lib/test-serve.h"
 
 typedef struct
@@ -495,14 +496,7 @@ main (int argc, char **argv)
       g_printerr ("bench-rpc: %s\n", error->message);
       return 2;
     }
-  if (g_getenv ("FUSEBOX_BIN") == NULL)
-    {
-      /* The fusebox of this build tree: bench/ is beside launcher/. */
-      g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
-      g_autofree char *bdir = g_path_get_dirname (self);
-      g_autofree char *bin = g_build_filename (bdir, "..", "launcher", "fusebox", NULL);
-      g_setenv ("FUSEBOX_BIN", bin, TRUE);
-    }
+  bench_default_fusebox_bin ();
   g_mkdir (ws, 0755);
   args[0] = "--workspace";
   args[1] = ws;

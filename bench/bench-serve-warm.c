@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench-exec.h"
 #include "tests/lib/test-serve.h"
 
 #define PROCESSES 3 /* per session: the first, then warm ones */
@@ -44,35 +45,6 @@ cmp_double (const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
-}
-
-/* ARGV on the host in DIR, output to /dev/null: the wall time, or < 0. */
-static double
-time_host (char **argv, const char *dir)
-{
-  double t0 = now_s ();
-  int status;
-  pid_t pid = fork ();
-
-  if (pid < 0)
-    return -1;
-  if (pid == 0)
-    {
-      int null = open ("/dev/null", O_RDWR);
-      if (null >= 0)
-        {
-          dup2 (null, 1);
-          dup2 (null, 2);
-        }
-      if (chdir (dir) < 0)
-        _exit (126);
-      execvp (argv[0], argv);
-      _exit (127);
-    }
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED (status) && WEXITSTATUS (status) == 0 ? now_s () - t0 : -1;
 }
 
 /* process/start of ARGV_JSON in DIR as ID, until its process/exited: the
@@ -149,14 +121,7 @@ main (int argc, char **argv)
       fprintf (stderr, "usage: bench-serve-warm --dir DIR [--runs N] [--policy POLICY] -- ARGV...\n");
       return 2;
     }
-  if (g_getenv ("FUSEBOX_BIN") == NULL)
-    {
-      /* The fusebox of this build tree: bench/ is beside launcher/. */
-      g_autofree char *self = g_file_read_link ("/proc/self/exe", NULL);
-      g_autofree char *bdir = g_path_get_dirname (self);
-      g_autofree char *bin = g_build_filename (bdir, "..", "launcher", "fusebox", NULL);
-      g_setenv ("FUSEBOX_BIN", bin, TRUE);
-    }
+  bench_default_fusebox_bin ();
 
   const char *base = g_getenv ("TMPDIR") ? g_getenv ("TMPDIR") : "/var/tmp";
   g_autofree char *tmp = g_build_filename (base, "fusebox-bench-XXXXXX", NULL);
@@ -203,7 +168,7 @@ main (int argc, char **argv)
           test_client_free (c);
           break;
         }
-      h = time_host (cmd, dir);
+      h = bench_time_exec (cmd, environ, dir, NULL) / 1e3;
       if (h < 0)
         {
           fprintf (stderr, "bench-serve-warm: %s failed on the host\n", cmd[0]);

@@ -55,6 +55,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-exec.h"
+
 static double
 now_ms (void)
 {
@@ -64,38 +66,6 @@ now_ms (void)
 }
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-/* Run ARGV in DIR with ENVP, output to /dev/null; returns the wall time in
- * ms and its CPU time in *RET_CPU, or a negative value when it failed. */
-static double
-time_one (char **argv, char **envp, const char *dir, double *ret_cpu)
-{
-  double start = now_ms ();
-  pid_t pid = fork ();
-  if (pid < 0)
-    return -1;
-  if (pid == 0)
-    {
-      int null = open ("/dev/null", O_RDWR);
-      if (null >= 0)
-        {
-          dup2 (null, 1);
-          dup2 (null, 2);
-        }
-      if (chdir (dir) < 0)
-        _exit (126);
-      execve (argv[0], argv, envp);
-      _exit (127);
-    }
-  int status;
-  struct rusage ru;
-  while (wait4 (pid, &status, 0, &ru) < 0)
-    if (errno != EINTR)
-      return -1;
-  double t = now_ms () - start;
-  *ret_cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-  return WIFEXITED (status) && WEXITSTATUS (status) == 0 ? t : -1;
-}
 
 static int
 cmp_double (const void *a, const void *b)
@@ -135,14 +105,14 @@ time_floor (const Subject *x, char **daemon_argv, const char *mnt, char **envp, 
 
   if (x->kind == FLOOR_ALL)
     start = now_ms ();
-  if (time_one (daemon_argv, envp, dir, &daemon_cpu) < 0)
+  if (bench_time_exec (daemon_argv, envp, dir, &daemon_cpu) < 0)
     return -1;
   if (x->kind == FLOOR_COLD)
     {
       daemon_cpu = 0;
       start = now_ms ();
     }
-  t = time_one ((char **)x->argv, envp, dir, &cpu);
+  t = bench_time_exec ((char **)x->argv, envp, dir, &cpu);
   if (t >= 0)
     {
       t = now_ms () - start;
@@ -292,7 +262,7 @@ main (int argc, char **argv)
         Subject *x = subjects[j];
         char **e = x == &all[2] || x == &all[6] ? o_envp : envp;
         double cpu;
-        double t = x->kind == PLAIN ? time_one ((char **)x->argv, e, ws, &cpu)
+        double t = x->kind == PLAIN ? bench_time_exec ((char **)x->argv, e, ws, &cpu)
                                     : time_floor (x, (char **)d_argv, mnt, e, ws, &cpu);
         if (t < 0)
           {
@@ -310,9 +280,9 @@ main (int argc, char **argv)
   if (session)
     {
       double cpu;
-      time_one ((char **)stop_argv, envp, ws, &cpu);
+      bench_time_exec ((char **)stop_argv, envp, ws, &cpu);
       if (baseline)
-        time_one ((char **)ostop_argv, o_envp, ws, &cpu);
+        bench_time_exec ((char **)ostop_argv, o_envp, ws, &cpu);
     }
   g_autofree char *rm = g_strdup_printf ("rm -rf '%s'", tmp);
   if (system (rm) != 0)
