@@ -197,7 +197,7 @@ static const Method methods[] = {
   { "process/terminate", fb_rpc_process_terminate, "exec", ON_LOOP, P ("processId", NULL) },
   { "log/subscribe", fb_rpc_log_subscribe, "log", ON_LOOP, P ("filter", NULL) },
   { "log/unsubscribe", fb_rpc_log_unsubscribe, "log", ON_LOOP, P ("subscriptionId", NULL) },
-  { "policy/explain", fb_rpc_policy_explain, "policy", ON_LOOP, P ("path", "sandbox", NULL) },
+  { "policy/explain", fb_rpc_policy_explain, "policy", ON_LOOP, P ("path", "host", "port", "sandbox", NULL) },
 };
 
 #undef P

@@ -485,6 +485,44 @@ normalize_path (const char *path)
   return g_string_free (s, FALSE);
 }
 
+/* {host, port?}: how the network decides a connection there, the
+ * allowlist's entry and its why (the call's sandbox narrows as for paths:
+ * both sides must allow). */
+static JsonNode *
+explain_host (FbRpcSandbox *sb, JsonObject *params, FbRpcError *error)
+{
+  g_autoptr (JsonBuilder) b = json_builder_new ();
+  const char *host = NULL;
+  guint64 port = 443;
+  FbPolicyNetDecision d;
+
+  if (!fb_rpc_param_string (params, "host", true, &host, error) ||
+      !fb_rpc_param_uint (params, "port", false, 443, &port, error))
+    return NULL;
+  fb_policy_net_decide (sb->policy, host, port <= 65535 ? (guint)port : 0, &d);
+  json_builder_begin_object (b);
+  json_builder_set_member_name (b, "host");
+  json_builder_add_string_value (b, host);
+  json_builder_set_member_name (b, "port");
+  json_builder_add_int_value (b, (gint64)port);
+  json_builder_set_member_name (b, "network");
+  json_builder_add_string_value (b, fb_policy_network_to_string (fb_policy_get_network (sb->policy)));
+  json_builder_set_member_name (b, "decision");
+  json_builder_add_string_value (b, d.allowed ? "allow" : "deny");
+  json_builder_set_member_name (b, "rule");
+  json_builder_add_string_value (b, d.rule->name);
+  json_builder_set_member_name (b, "ruleOrigin");
+  json_builder_add_string_value (b, d.rule->origin);
+  json_builder_set_member_name (b, "ruleText");
+  json_builder_add_string_value (b, d.rule->text);
+  json_builder_set_member_name (b, "why");
+  json_builder_add_string_value (b, d.rule->why);
+  json_builder_set_member_name (b, "policy");
+  json_builder_add_string_value (b, fb_policy_get_origin (sb->policy));
+  json_builder_end_object (b);
+  return json_builder_get_root (b);
+}
+
 JsonNode *
 fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError *error, bool *ret_deferred)
 {
@@ -496,12 +534,19 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
   FbPolicyDecision d;
   char buf[16];
 
-  if (!fb_rpc_param_path (params, "path", &raw, error))
+  if (json_object_has_member (params, "host") && json_object_has_member (params, "path"))
+    {
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: give \"path\" or \"host\", not both");
+      return NULL;
+    }
+  if (!json_object_has_member (params, "host") && !fb_rpc_param_path (params, "path", &raw, error))
     return NULL;
   sb = fb_rpc_sandbox_lookup_text (conn->server, conn->session, json_object_get_member (params, "sandbox"),
                                    conn->call_sandbox, conn->call_sandbox_len, error);
   if (sb == NULL)
     return NULL;
+  if (raw == NULL)
+    return explain_host (sb, params, error);
   path = normalize_path (raw);
   fb_policy_decide (sb->policy, path, &d);
   uri = fb_rpc_path_to_uri (path);

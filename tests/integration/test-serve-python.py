@@ -625,6 +625,55 @@ async def t_narrow(env):
         srv.stop()
 
 
+async def t_net_explain(env):
+    # policy/explain for a host: the server's allowlist decides, and a
+    # call's sandbox narrows it as it narrows paths (both sides must allow):
+    # it takes hosts away, never adds them; host leaves the allowlist as it is.
+    srv = OwnServer(env, "net", {"version": 1, "rules": [{"path": "/", "access": "read", "why": "system files"}],
+                                 "network": {"allow": [
+                                     {"host": "*.example.com", "why": "the examples"},
+                                     {"host": "api.openai.com", "port": 443, "why": "the model's API"}],
+                                     "deny": [{"host": "evil.example.com", "why": "known bad"}]}})
+    c = await Client.connect(srv.url)
+    try:
+        await c.handshake()
+
+        def policy(network):
+            return {"fuseboxPolicy": {"version": 1, "network": network,
+                                      "rules": [{"path": "/", "access": "write", "why": "what the server allows"}]}}
+        only_a = policy({"allow": [{"host": "a.example.com", "why": "the call's own list"},
+                                   {"host": "other.test", "why": "the call adds a host"}]})
+        cases = [
+            # params, sandbox, decision, rule, why
+            ({"host": "a.example.com"}, None, "allow", "allow[0]", "the examples"),
+            ({"host": "API.OpenAI.com.", "port": 443}, None, "allow", "allow[1]", "the model's API"),
+            ({"host": "api.openai.com", "port": 80}, None, "deny", "default", "no network entry allows"),
+            ({"host": "evil.example.com"}, None, "deny", "deny[0]", "known bad"),
+            ({"host": "a.example.com"}, only_a, "allow", "allow[0]", "the examples"),
+            ({"host": "b.example.com"}, only_a, "deny", "default", "no network entry allows"),
+            ({"host": "other.test"}, only_a, "deny", "default", "no network entry allows"),
+            ({"host": "evil.example.com"}, policy({"allow": [{"host": "*", "why": "everything"}]}), "deny",
+             "deny[0]", "known bad"),
+            ({"host": "b.example.com"}, policy("host"), "allow", "allow[0]", "the examples"),
+            ({"host": "other.test"}, policy("host"), "deny", "default", "no network entry allows"),
+            ({"host": "a.example.com"}, policy("none"), "deny", "none", "the policy's network is none"),
+        ]
+        for params, sandbox, decision, rule, why in cases:
+            if sandbox is not None:
+                params = dict(params, sandbox=sandbox)
+            x = ok(await c.call("policy/explain", params))
+            assert x["decision"] == decision and x["rule"] == rule and x["why"].startswith(why), (params, x)
+            assert x["host"] == params["host"] and x["port"] == params.get("port", 443), x
+        x = ok(await c.call("policy/explain", {"host": "a.example.com"}))
+        assert x["network"] == "allowlist" and x["ruleText"] == "*.example.com", x
+        assert x["ruleOrigin"].startswith(os.path.join(env.dir, "net.json") + ":1:"), x
+        err(await c.call("policy/explain", {"host": 3}), -32602)
+        err(await c.call("policy/explain", {"host": "a.example.com", "path": "/"}), -32602)
+    finally:
+        await c.close()
+        srv.stop()
+
+
 async def t_lookup_refused(env):
     # A lookup refused on the way to a path is a refusal like any other: in
     # the log at the default level with its decision and rule, and in the
@@ -903,7 +952,8 @@ async def main(env):
     tests = [("handshake", lambda: t_handshake(env)), ("fs", lambda: t_fs(env, c)),
              ("errors", lambda: t_errors(env, c)), ("denial", lambda: t_denial(env, c)),
              ("session", lambda: t_session(env, c)), ("log", lambda: t_log(env, c)),
-             ("narrow", lambda: t_narrow(env)), ("lookup", lambda: t_lookup_refused(env)),
+             ("narrow", lambda: t_narrow(env)), ("net-explain", lambda: t_net_explain(env)),
+             ("lookup", lambda: t_lookup_refused(env)),
              ("process", lambda: t_process(env, c)), ("codex_context", lambda: t_codex_context(env, c)),
              ("debug", lambda: t_debug(env)), ("codex_values", lambda: t_codex_values(env, c)),
              ("many", lambda: t_many(env)),
