@@ -167,12 +167,13 @@ def t_attribution(h):
             f.write(name + "\n")
     a = h.start("s", "stat -c %%d / > /tmp/a.dev; touch /tmp/a-up; while [ ! -e /tmp/b-up ]; do sleep 0.02; done; "
                 "for i in 1 2 3; do cat %s/a.txt > /dev/null; done; echo one > %s/made-by-a; "
-                "sleep 600 < %s/held.txt & echo held; wait # marker-a" % (ws, ws, ws))
+                "{ echo held; exec sleep 600; } < %s/held.txt & wait # marker-a" % (ws, ws, ws))
     b = h.start("s", "stat -c %%d / > /tmp/b.dev; touch /tmp/b-up; while [ ! -e /tmp/a-up ]; do sleep 0.02; done; "
                 "for i in 1 2 3; do cat %s/b.txt > /dev/null; done; echo two > %s/made-by-b; "
                 "echo no > /etc/refused-by-b; exit 3 # marker-b" % (ws, ws))
     out_b, err_b = b.communicate(timeout=120)
     assert b.returncode == 3, (b.returncode, out_b, err_b)
+    # said by a's child once it holds held.txt (as in test-serve-share.py)
     assert a.stdout.readline() == "held\n"
     a.send_signal(signal.SIGTERM)  # forwarded: the shell and its sleep go
     a.communicate(timeout=120)

@@ -94,9 +94,13 @@ async def t_attribution(tmp):
         ws = srv.ws
         # Both wait for each other through the /tmp they share, so that
         # they run at once; each then reads its file and makes its own.
+        # p1's child says "held" once it holds held.txt (the group's
+        # redirection is opened before the group runs): said by p1 itself
+        # after the "&", it could come before the child had even run, and
+        # a child killed then never opens the file.
         p1 = ("stat -c %%d / > /tmp/p1.dev; touch /tmp/p1-up; while [ ! -e /tmp/p2-up ]; do sleep 0.02; done; "
               "for i in 1 2 3 4 5; do cat %s/a.txt > /dev/null; done; echo one > %s/made-by-p1; "
-              "sleep 600 < %s/held.txt & echo held; wait" % (ws, ws, ws))
+              "{ echo held; exec sleep 600; } < %s/held.txt & wait" % (ws, ws, ws))
         p2 = ("stat -c %%d / > /tmp/p2.dev; touch /tmp/p2-up; while [ ! -e /tmp/p1-up ]; do sleep 0.02; done; "
               "for i in 1 2 3 4 5; do cat %s/b.txt > /dev/null; done; echo two > %s/made-by-p2; "
               "echo no > /etc/refused-by-p2; exit 3" % (ws, ws))
