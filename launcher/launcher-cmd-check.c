@@ -14,6 +14,7 @@
 #include "launcher/launcher-private.h"
 #include "launcher/launcher.h"
 #include "fs/fs.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -129,10 +130,8 @@ report_folding (const char *workspace, guint timeout_ms, FILE *out)
       close (p[0]);
       for (guint i = 0; i < paths->len; i++)
         {
-          int fd = open (paths->pdata[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+          _fb_cleanup_fd_ int fd = open (paths->pdata[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
           int f = fd < 0 ? -1 : (int)fb_view_fold_detect (fd, NULL);
-          if (fd >= 0)
-            close (fd);
           if (write (p[1], &f, sizeof f) != sizeof f)
             _exit (1);
         }
