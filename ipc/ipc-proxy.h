@@ -14,6 +14,12 @@
  *
  * Every connection attempt is an access record of the run's log, op
  * "connect"; its end, op "disconnect", with bytes each way and duration.
+ *
+ * Who runs one: `fusebox run`'s supervisor (launcher-cmd-run.c), the
+ * daemon of a `run --session` for each of its commands
+ * (launcher-cmd-session.c), and `fusebox serve` for each process/start
+ * (ipc-process.c); each on its main loop, with the sink of the command's
+ * or the process's records.
  */
 #pragma once
 
