@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev clang-format
   python3 python3-websockets
   bubblewrap util-linux
+  curl git
 )
 
 missing=()
