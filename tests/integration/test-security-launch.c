@@ -253,20 +253,37 @@ test_helper_gets_nothing_of_the_client (void **state)
                 "\"env\":{\"PATH\":\"/usr/bin:/bin\",\"CLIENT_SECRET_VAR\":\"from the client\",\"LD_PRELOAD\":%s},"
                 "\"tty\":false,\"pipeStdin\":true}",
                 qws, qso);
-  for (int i = 0; i < 5000 && helper == 0; i += 10)
+  /* The helper that keeps the session's view is a fusebox-launch child
+   * too, and it exits once the view is made: a helper read while it exits
+   * shows an empty environment and command line (its memory is gone), which
+   * proves nothing.  The command line is read after the environment, so a
+   * non-empty one shows that the environment was read from a live helper;
+   * an empty one sends the search on to the helper that stays. */
+  for (int i = 0; i < 5000 && cmdline_len == 0; i += 10)
     {
+      g_clear_pointer (&environ_text, g_free);
+      g_clear_pointer (&cmdline, g_free);
+      g_clear_pointer (&cwd, g_free);
+      environ_len = 0;
       helper = find_helper (F->server->pid);
-      if (helper == 0)
-        g_usleep (10 * 1000);
+      if (helper != 0)
+        {
+          g_free (environ_path);
+          g_free (cmdline_path);
+          g_free (cwd_path);
+          environ_path = g_strdup_printf ("/proc/%d/environ", (int)helper);
+          cmdline_path = g_strdup_printf ("/proc/%d/cmdline", (int)helper);
+          cwd_path = g_strdup_printf ("/proc/%d/cwd", (int)helper);
+          cwd = g_file_read_link (cwd_path, NULL);
+          if (g_file_get_contents (environ_path, &environ_text, &environ_len, NULL) &&
+              g_file_get_contents (cmdline_path, &cmdline, &cmdline_len, NULL) && cmdline_len > 0)
+            break;
+          cmdline_len = 0;
+        }
+      g_usleep (10 * 1000);
     }
-  if (helper == 0)
-    fail_msg ("no fusebox-launch child of the server (pid %d) was found", (int)F->server->pid);
-  environ_path = g_strdup_printf ("/proc/%d/environ", (int)helper);
-  cmdline_path = g_strdup_printf ("/proc/%d/cmdline", (int)helper);
-  cwd_path = g_strdup_printf ("/proc/%d/cwd", (int)helper);
-  assert_true (g_file_get_contents (environ_path, &environ_text, &environ_len, NULL));
-  assert_true (g_file_get_contents (cmdline_path, &cmdline, &cmdline_len, NULL));
-  cwd = g_file_read_link (cwd_path, NULL);
+  if (helper == 0 || cmdline_len == 0)
+    fail_msg ("no live fusebox-launch child of the server (pid %d) was found", (int)F->server->pid);
   term = call ("process/terminate", "{\"processId\":\"waiter\"}");
   test_process_collect (F->client, "waiter", &col);
 
@@ -278,7 +295,6 @@ test_helper_gets_nothing_of_the_client (void **state)
       fail_msg ("the launch helper's environment is not empty: %s", environ_text);
     }
   /* argv: its own path, one string */
-  assert_true (cmdline_len > 0);
   assert_int_equal (strlen (cmdline) + 1, cmdline_len);
   assert_true (g_str_has_suffix (cmdline, "fusebox-launch"));
   assert_non_null (cwd);
