@@ -427,8 +427,8 @@ run_raw (const char *url, Requests *q, gint64 calls, gint window, Counts *counts
 }
 
 static bool
-run_libsoup (const char *url, Requests *q, gint64 calls, gint window, Counts *counts, gint64 *ret_t0,
-             double *ret_cpu0, GPid server_pid)
+run_libsoup (const char *url, Requests *q, gint64 calls, gint window, Counts *counts, gint64 *ret_t0, double *ret_cpu0,
+             GPid server_pid)
 {
   TestClient *client = test_client_connect (url);
   gint64 sent = 0;

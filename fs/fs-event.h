@@ -141,24 +141,24 @@ bool fb_decision_name_is_refusal (const char *name);
 
 typedef struct
 {
-  int64_t ts_us;        /* CLOCK_REALTIME, microseconds, when the access was decided */
-  pid_t pid;            /* caller's pid as the kernel gave it (0 if unknown) */
+  int64_t ts_us; /* CLOCK_REALTIME, microseconds, when the access was decided */
+  pid_t pid;     /* caller's pid as the kernel gave it (0 if unknown) */
   uid_t uid;
-  const char *comm;     /* caller's /proc/PID/comm, or NULL */
-  const char *session;  /* remote-API session id, or NULL for FUSE callers */
+  const char *comm;    /* caller's /proc/PID/comm, or NULL */
+  const char *session; /* remote-API session id, or NULL for FUSE callers */
   /* When several commands share the view: the caller's command, from
    * FbViewOptions.owners (fs/fs.h), or NULL.  The view fills OWNER; a sink
    * that knows what it is may fill PROCESS, the record's "process". */
   void *owner;
   const char *process;
   FbOp op;
-  const char *path;     /* view path */
-  const char *target;   /* second view path for rename/link/symlink, else NULL */
-  const char *access;   /* what was asked: "read", "write", "create", "delete", "list", "stat", "exec", "readwrite" */
+  const char *path;   /* view path */
+  const char *target; /* second view path for rename/link/symlink, else NULL */
+  const char *access; /* what was asked: "read", "write", "create", "delete", "list", "stat", "exec", "readwrite" */
   FbDecision decision;
-  int err;              /* errno returned to the caller, 0 on success */
+  int err;                  /* errno returned to the caller, 0 on success */
   const FbPolicyRule *rule; /* the deciding rule (never NULL for decided accesses) */
-  int64_t bytes_read;   /* on "close": bytes read through the handle; else -1 */
+  int64_t bytes_read;       /* on "close": bytes read through the handle; else -1 */
   int64_t bytes_written;
   /* connect and disconnect (the network proxy): the name or address the
    * sandbox asked for, its port, the address connected to or refused (or

@@ -164,8 +164,7 @@ name_invalidated_since_locked (FbFuse *f, const char *key, guint64 gen)
  * QUEUE is full: then everything is invalidated instead, rather than let a
  * change wait for a long timeout. */
 static Inval *
-inval_enqueue_locked (FbFuse *f, GQueue *queue, GHashTable *pending, const char *key, fuse_ino_t ino,
-                      const char *name)
+inval_enqueue_locked (FbFuse *f, GQueue *queue, GHashTable *pending, const char *key, fuse_ino_t ino, const char *name)
 {
   Inval *iv;
 

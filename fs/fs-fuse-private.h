@@ -38,10 +38,10 @@ struct FbFuse
   guint64 inval_dropped;     /* inval_lock: queue full */
   GThread *inval_thread;
   bool listening;
-  bool inval_all;         /* inval_lock: invalidate everything the kernel knows (host events lost) */
-  bool coherent;          /* host changes are watched (fs-watch.c): long timeouts where covered */
-  guint64 inval_seq;      /* inval_lock: the last one queued */
-  struct InvalSync *sync; /* delivery progress, for the threads that wait on it */
+  bool inval_all;            /* inval_lock: invalidate everything the kernel knows (host events lost) */
+  bool coherent;             /* host changes are watched (fs-watch.c): long timeouts where covered */
+  guint64 inval_seq;         /* inval_lock: the last one queued */
+  struct InvalSync *sync;    /* delivery progress, for the threads that wait on it */
   GQueue inval_later;        /* inval_lock: Inval* sent again at their due time (a name's second invalidation) */
   GHashTable *later_pending; /* inval_lock: keys of inval_later */
   GHashTable *absences;      /* inval_lock: "e:INO:NAME" -> expiry (monotonic us) of the long negative entries given */

@@ -171,7 +171,7 @@ cache_timeout (FbFuse *f, double configured, FbViewNode *node, const struct stat
   if (configured >= 0)
     return configured;
   return f->coherent && node != NULL && fb_view_node_watched (node, st) ? FB_FUSE_TIMEOUT_COHERENT
-                                                                          : FB_FUSE_TIMEOUT_SHORT;
+                                                                        : FB_FUSE_TIMEOUT_SHORT;
 }
 
 const char *
@@ -408,8 +408,8 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
     {
       /* only the caller's own ids can be named inside; anything else is a
        * change of owner for the view to refuse */
-      sa.uid = attr->st_uid == f->options.id_map.inside_uid ? f->options.id_map.host_uid : (uid_t) -1;
-      sa.gid = attr->st_gid == f->options.id_map.inside_gid ? f->options.id_map.host_gid : (gid_t) -1;
+      sa.uid = attr->st_uid == f->options.id_map.inside_uid ? f->options.id_map.host_uid : (uid_t)-1;
+      sa.gid = attr->st_gid == f->options.id_map.inside_gid ? f->options.id_map.host_gid : (gid_t)-1;
     }
   sa.size = attr->st_size;
   sa.atime = attr->st_atim;

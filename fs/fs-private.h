@@ -179,10 +179,10 @@ struct FbViewFile
   void *owner; /* its opener's command, when several share the view (FbViewOwners), or NULL */
   /* the account its descriptor is charged to (a reference), or NULL */
   FbViewFdAccount *fd_account;
-  gint64 bytes_read;    /* atomic */
-  gint64 bytes_written; /* atomic */
+  gint64 bytes_read;                 /* atomic */
+  gint64 bytes_written;              /* atomic */
   FbViewFile *open_prev, *open_next; /* node extra's lock: its open_files (reopened nodes) */
-  gint caps_killed;     /* atomic: view_kill_priv found no file capability left */
+  gint caps_killed;                  /* atomic: view_kill_priv found no file capability left */
 
   /* directories: lock for what follows */
   GMutex dir_lock;

@@ -196,8 +196,8 @@ mount_is_identity (const FbPolicyMount *m)
  * FD (O_PATH, taken) when it was opened, or -1 for a non-directory only
  * stat'ed, whose node holds no descriptor anyway. */
 static int
-node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
-                const struct stat *st, FbViewNode **ret_node, struct stat *ret_st)
+node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd, const struct stat *st,
+                FbViewNode **ret_node, struct stat *ret_st)
 {
   _fb_cleanup_fd_ int owned = fd;
   FbViewNode *node;
@@ -227,8 +227,8 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
       /* A directory's descriptor is an entry of the cache (fs-view-fd.c),
        * found again by name from its parent; a mount's source is not its
        * parent's child on the host, and keeps its own. */
-      node->evictable = S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL &&
-                        node_is_host_dir (parent);
+      node->evictable =
+        S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent);
     }
   node = table_insert (view, parent, node);
   if (node->evictable)

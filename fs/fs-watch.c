@@ -93,8 +93,8 @@ static bool watch_lose_events;
 /* The pause between reads of the event queue (see watch_thread). */
 #define WATCH_BATCH_US 2000
 
-#define WATCH_MASK                                                                                                   \
-  (FAN_MODIFY | FAN_ATTRIB | FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE_SELF |          \
+#define WATCH_MASK                                                                                                     \
+  (FAN_MODIFY | FAN_ATTRIB | FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_DELETE_SELF |               \
    FAN_MOVE_SELF | FAN_ONDIR | FAN_EVENT_ON_CHILD)
 
 #ifndef AT_HANDLE_FID
@@ -171,20 +171,20 @@ local_fs_type (unsigned long type)
 {
   switch (type)
     {
-    case 0xEF53:     /* ext2/3/4 */
-    case 0x58465342: /* xfs */
-    case 0x9123683E: /* btrfs */
-    case 0x01021994: /* tmpfs */
-    case 0x858458F6: /* ramfs */
-    case 0x794C7630: /* overlayfs (changes through it) */
-    case 0xF2F52010: /* f2fs */
-    case 0xCA451A4E: /* bcachefs */
-    case 0x2FC12FC1: /* zfs */
-    case 0x4D44:     /* vfat */
-    case 0x2011BAB0: /* exfat */
-      return true;
-    default:
-      return false;
+      case 0xEF53:     /* ext2/3/4 */
+      case 0x58465342: /* xfs */
+      case 0x9123683E: /* btrfs */
+      case 0x01021994: /* tmpfs */
+      case 0x858458F6: /* ramfs */
+      case 0x794C7630: /* overlayfs (changes through it) */
+      case 0xF2F52010: /* f2fs */
+      case 0xCA451A4E: /* bcachefs */
+      case 0x2FC12FC1: /* zfs */
+      case 0x4D44:     /* vfat */
+      case 0x2011BAB0: /* exfat */
+        return true;
+      default:
+        return false;
     }
 }
 

@@ -542,8 +542,8 @@ typedef enum
 
 typedef struct
 {
-  guint what;       /* FbViewChangeWhat */
-  dev_t dev;        /* the object (0, 0 when only a name changed) */
+  guint what; /* FbViewChangeWhat */
+  dev_t dev;  /* the object (0, 0 when only a name changed) */
   ino_t ino;
   dev_t parent_dev; /* FB_VIEW_CHANGE_NAME */
   ino_t parent_ino;

@@ -257,7 +257,8 @@ format_notice (JsonObject *o, const char *notice)
       fb_text_append_safe (out, why, strlen (why));
     }
   if (json_object_has_member (o, "records_not_written"))
-    g_string_append_printf (out, " (%" G_GINT64_FORMAT " records not written)", fb_json_member_int (o, "records_not_written", 0));
+    g_string_append_printf (out, " (%" G_GINT64_FORMAT " records not written)",
+                            fb_json_member_int (o, "records_not_written", 0));
   return g_string_free (out, FALSE);
 }
 

@@ -138,7 +138,7 @@ struct FbRpcProcess
   bool exit_known;
   int exit_code;
   bool helper_gone;
-  bool finished; /* exited and closed sent */
+  bool finished;            /* exited and closed sent */
   FbAccessShare *log_share; /* its part of the log's budget (ipc-log.c "Shares"), or NULL */
   FbProxy *proxy;           /* a network allowlist's, until the process finishes, or NULL */
   bool log_stopped;         /* stopped for using it up: exits 125 */

@@ -443,7 +443,8 @@ reuse_keep (FbRpcJsonReuse *reuse, JsonNode *root, const char *text, gsize len)
   JsonNode *node;
 
   fb_rpc_json_reuse_clear (reuse);
-  if (len > FB_RPC_JSON_REUSE_MAX || (params = json_object_get_object_member (json_node_get_object (root), "params")) == NULL ||
+  if (len > FB_RPC_JSON_REUSE_MAX ||
+      (params = json_object_get_object_member (json_node_get_object (root), "params")) == NULL ||
       (node = json_object_get_member (params, "sandbox")) == NULL)
     return;
   json_node_seal (node);

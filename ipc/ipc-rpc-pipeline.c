@@ -68,7 +68,7 @@ typedef struct
   gsize msg_bytes;  /* received */
   bool on_worker;   /* once decoded: a fs/... request */
   JobState state;   /* conn->lock */
-  GQueue answers;     /* char*, UTF-8: what the worker sent while it ran the job */
+  GQueue answers;   /* char*, UTF-8: what the worker sent while it ran the job */
 } Job;
 
 /* The job the worker on this thread runs, and its connection. */

@@ -205,14 +205,14 @@ struct FbRpcConn
    * in_ready is guarded by the server's ready_lock. */
   GMutex lock;
   GCond cond;
-  GQueue jobs;     /* FbRpcJob*, in the order received; finished ones leave from the head */
+  GQueue jobs;        /* FbRpcJob*, in the order received; finished ones leave from the head */
   gsize job_bytes;    /* received bytes of the jobs, and their answers not yet sent */
   gsize answer_bytes; /* the answers alone */
-  bool scheduled;  /* on the pool, or running there */
-  bool stopping;   /* the worker takes no further job */
+  bool scheduled;     /* on the pool, or running there */
+  bool stopping;      /* the worker takes no further job */
   bool in_ready;
   guint cond_waiters; /* threads in g_cond_wait (&cond): broadcast only for them (lock) */
-  bool gone; /* loop thread: fb_rpc_conn_closed has run */
+  bool gone;          /* loop thread: fb_rpc_conn_closed has run */
 };
 
 struct FbRpcSession

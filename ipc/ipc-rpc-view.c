@@ -62,8 +62,8 @@ struct FbRpcView
   char *key;             /* the effective policy's JSON */
   FbPolicy *policy;
   ViewState state;
-  char *failure;     /* VIEW_FAILED: why, for the processes that waited */
-  FbRpcTeeSink *tee; /* records of no process: the session's */
+  char *failure;            /* VIEW_FAILED: why, for the processes that waited */
+  FbRpcTeeSink *tee;        /* records of no process: the session's */
   FbAccessShare *log_share; /* theirs: a share of the log's budget, or NULL */
   FbViewShare *share;
   FbView *view;

@@ -124,8 +124,8 @@ flush_or_wait (WsIoState *st)
   if (flush_now (st))
     return true;
   if (st->out_watch == 0)
-    st->out_watch = g_unix_fd_add_full (G_PRIORITY_HIGH, st->fd, G_IO_OUT, on_out_room, state_ref (st),
-                                        (GDestroyNotify)state_unref);
+    st->out_watch =
+      g_unix_fd_add_full (G_PRIORITY_HIGH, st->fd, G_IO_OUT, on_out_room, state_ref (st), (GDestroyNotify)state_unref);
   return false;
 }
 
@@ -268,12 +268,9 @@ wsio_source_closure_callback (gpointer data)
 }
 
 static GSourceFuncs wsio_source_funcs = {
-  wsio_source_prepare,
-  wsio_source_check,
-  wsio_source_dispatch,
-  wsio_source_finalize,
-  wsio_source_closure_callback,
-  NULL,
+  wsio_source_prepare,          wsio_source_check,
+  wsio_source_dispatch,         wsio_source_finalize,
+  wsio_source_closure_callback, NULL,
 };
 
 /* A GPollableSource for STREAM (it carries the callback, closures
@@ -628,8 +625,8 @@ fb_rpc_ws_io_close_fn (GIOStream *stream, GCancellable *cancellable, GError **er
 }
 
 static void
-fb_rpc_ws_io_close_async (GIOStream *stream, int io_priority, GCancellable *cancellable,
-                          GAsyncReadyCallback callback, gpointer user_data)
+fb_rpc_ws_io_close_async (GIOStream *stream, int io_priority, GCancellable *cancellable, GAsyncReadyCallback callback,
+                          gpointer user_data)
 {
   g_autoptr (GTask) task = g_task_new (stream, cancellable, callback, user_data);
 

@@ -67,7 +67,8 @@ filter_match (const Filter *f, JsonObject *o)
       if (!found)
         return FALSE;
     }
-  if (f->path != NULL && !path_under (fb_json_member_string (o, "path"), f->path) && !path_under (fb_json_member_string (o, "target"), f->path))
+  if (f->path != NULL && !path_under (fb_json_member_string (o, "path"), f->path) &&
+      !path_under (fb_json_member_string (o, "target"), f->path))
     return FALSE;
   if (f->has_since)
     {

@@ -20,7 +20,7 @@ typedef struct
 {
   char *policy_spec;
   char *workspace;
-  GArray *rules; /* ExtraRule */
+  GArray *rules;      /* ExtraRule */
   GPtrArray *network; /* --network arguments (borrowed from argv), in order */
   guint32 uid, gid;
   char *cwd;

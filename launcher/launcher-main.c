@@ -128,24 +128,22 @@ fb_cmd_print (FILE *out, const char *format, ...)
 static void
 usage (FILE *out)
 {
-  fprintf (out,
-           "Usage: fusebox COMMAND [OPTION...]\n"
-           "\n"
-           "A Linux sandbox whose whole view of the host's files is a FUSE filesystem\n"
-           "that enforces a per-path policy and logs every access.\n"
-           "\n"
-           "Commands:\n");
+  fprintf (out, "Usage: fusebox COMMAND [OPTION...]\n"
+                "\n"
+                "A Linux sandbox whose whole view of the host's files is a FUSE filesystem\n"
+                "that enforces a per-path policy and logs every access.\n"
+                "\n"
+                "Commands:\n");
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
     fprintf (out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf (out,
-           "\n"
-           "Options:\n"
-           "  -h, --help     show this help\n"
-           "  --version      print the version\n"
-           "\n"
-           "Run 'fusebox COMMAND --help' for a command's options.\n"
-           "Exit status: 0 success, 1 failure, 2 usage error.\n"
-           "Manual: fusebox(1), fusebox-policy(5).\n");
+  fprintf (out, "\n"
+                "Options:\n"
+                "  -h, --help     show this help\n"
+                "  --version      print the version\n"
+                "\n"
+                "Run 'fusebox COMMAND --help' for a command's options.\n"
+                "Exit status: 0 success, 1 failure, 2 usage error.\n"
+                "Manual: fusebox(1), fusebox-policy(5).\n");
 }
 
 int

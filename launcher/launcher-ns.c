@@ -110,8 +110,8 @@ typedef struct
   guint32 uid, gid; /* inside */
   bool new_net;
   guint16 proxy_port; /* new_net: listen at 127.0.0.1:proxy_port for the parent (proxy_listen) */
-  bool keep_view;  /* mount the root, hand back the namespaces, exit */
-  int join_fds[2]; /* a kept view's user and mount namespaces, or -1 */
+  bool keep_view;     /* mount the root, hand back the namespaces, exit */
+  int join_fds[2];    /* a kept view's user and mount namespaces, or -1 */
   const char *cwd;
   FbLauncherMounts *mounts;
   FbLauncherLimits *limits;

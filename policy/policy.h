@@ -44,10 +44,11 @@ GQuark fb_policy_error_quark (void);
 
 typedef enum
 {
-  FB_POLICY_ERROR_IO,        /* the file could not be read */
-  FB_POLICY_ERROR_SYNTAX,    /* not JSON */
-  FB_POLICY_ERROR_SCHEMA,    /* unknown key, wrong type, missing field */
-  FB_POLICY_ERROR_VALUE,     /* a field's value is invalid (relative path, "..", unknown variable, bad glob, glob granting access...) */
+  FB_POLICY_ERROR_IO,     /* the file could not be read */
+  FB_POLICY_ERROR_SYNTAX, /* not JSON */
+  FB_POLICY_ERROR_SCHEMA, /* unknown key, wrong type, missing field */
+  FB_POLICY_ERROR_VALUE,  /* a field's value is invalid (relative path, "..", unknown variable, bad glob, glob granting
+                             access...) */
   FB_POLICY_ERROR_DUPLICATE, /* the same rule twice, or two sources for one path */
   FB_POLICY_ERROR_VERSION,   /* unknown or missing "version" */
   FB_POLICY_ERROR_NOT_FOUND, /* unknown built-in policy */
@@ -205,12 +206,12 @@ typedef struct
 
 typedef struct
 {
-  FbPolicyAccess access;    /* the effective access of this exact path */
-  const FbPolicyRule *rule; /* the deciding rule; never NULL */
-  bool traversable;         /* access is hide or deny, but a visible path lies below:
-                             * the directory may be entered and lists only
-                             * fb_policy_decision_reachable_children() */
-  bool is_mount_point;      /* mount->view_path is exactly this path */
+  FbPolicyAccess access;      /* the effective access of this exact path */
+  const FbPolicyRule *rule;   /* the deciding rule; never NULL */
+  bool traversable;           /* access is hide or deny, but a visible path lies below:
+                               * the directory may be entered and lists only
+                               * fb_policy_decision_reachable_children() */
+  bool is_mount_point;        /* mount->view_path is exactly this path */
   const FbPolicyMount *mount; /* the mapping in force; never NULL */
   /* Names of children that exist in the view whatever the host holds: mount
    * points and directories leading to one (NULL-terminated, owned by the

@@ -10,7 +10,6 @@
  */
 #include "policy/policy-private.h"
 
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -476,8 +476,10 @@ test_report_written (void **state)
   mfx_write (fx, "/src", "hello world");
   mfx_write (fx, "/dst", "");
   mfx_write (fx, "/grown", "");
-  mfx_mount (fx, "{ \"version\": 1, \"rules\": [ { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
-                 "  { \"path\": \"@H@\", \"access\": \"write\", \"why\": \"tree\" } ] }", NULL);
+  mfx_mount (fx,
+             "{ \"version\": 1, \"rules\": [ { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+             "  { \"path\": \"@H@\", \"access\": \"write\", \"why\": \"tree\" } ] }",
+             NULL);
   in = open (src, O_RDONLY | O_CLOEXEC);
   assert_true (in >= 0);
   fd = open (dst, O_WRONLY | O_CLOEXEC);

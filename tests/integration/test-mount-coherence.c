@@ -320,8 +320,8 @@ mount_foreground (MFx *fx, char **ret_caches)
   assert_true (g_file_set_contents (fx->policy_path, text->str, -1, NULL));
   g_free (fx->mount_args);
   fx->mount_args = g_strjoinv (" ", (char **)argv);
-  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL,
-                                 &out_fd, NULL, &error))
+  if (!g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, &out_fd,
+                                 NULL, &error))
     fail_msg ("%s", error->message);
   fx->daemon = pid;
   fx->mounted = true;
@@ -434,12 +434,13 @@ test_outside_no_events (void **state)
  * within 1 s of that (polled; the 2 s timeouts of a daemon that doesn't
  * watch have not ended by then: the attributes were cached by the first
  * stat, before ready) and the contents. */
-static const char unpriv_script[] = "echo \"in1 $(stat -c %s f.txt) $(cat f.txt)\"\n"
-                                    ": > ready\n"
-                                    "read go\n"
-                                    "end=$(( $(date +%s%N) + 1000000000 ))\n"
-                                    "while [ $(stat -c %s f.txt) != 7 ] && [ $(date +%s%N) -lt $end ]; do sleep 0.01; done\n"
-                                    "echo \"in2 $(stat -c %s f.txt) $(cat f.txt)\"\n";
+static const char unpriv_script[] =
+  "echo \"in1 $(stat -c %s f.txt) $(cat f.txt)\"\n"
+  ": > ready\n"
+  "read go\n"
+  "end=$(( $(date +%s%N) + 1000000000 ))\n"
+  "while [ $(stat -c %s f.txt) != 7 ] && [ $(date +%s%N) -lt $end ]; do sleep 0.01; done\n"
+  "echo \"in2 $(stat -c %s f.txt) $(cat f.txt)\"\n";
 
 static void
 unpriv_chown (const char *path)

@@ -448,11 +448,30 @@ test_nested_bwrap (void **state)
    * lives under /tmp, which bwrap replaces with a tmpfs */
   const char *build = g_getenv ("FUSEBOX_BUILD_ROOT");
   assert_non_null (build);
-  const char *prefix[] = { bwrap,   "--unshare-all", "--die-with-parent", "--ro-bind", "/",     "/",
-                           "--dev", "/dev",          "--dev-bind",        "/dev/fuse", "/dev/fuse",
-                           "--proc", "/proc",        "--tmpfs",           "/tmp",      "--ro-bind",
-                           build,   build,           "--bind",            fx->tmp,     fx->tmp,
-                           "--chdir", fx->ws,        NULL };
+  const char *prefix[] = { bwrap,
+                           "--unshare-all",
+                           "--die-with-parent",
+                           "--ro-bind",
+                           "/",
+                           "/",
+                           "--dev",
+                           "/dev",
+                           "--dev-bind",
+                           "/dev/fuse",
+                           "/dev/fuse",
+                           "--proc",
+                           "/proc",
+                           "--tmpfs",
+                           "/tmp",
+                           "--ro-bind",
+                           build,
+                           build,
+                           "--bind",
+                           fx->tmp,
+                           fx->tmp,
+                           "--chdir",
+                           fx->ws,
+                           NULL };
   Case c = { 0 };
   RfxResult r = { 0 };
   case_init (fx, &c, true);

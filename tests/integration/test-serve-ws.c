@@ -902,13 +902,13 @@ test_pipelined_write_read (void **state)
   g_autofree char *host = NULL;
   g_autofree char *last = NULL;
   /* What a Codex harness sends with every call: the workspace writable. */
-  g_autofree char *sandbox = g_strdup_printf (
-    "{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":["
-    "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"root\"}},\"access\":\"read\"},"
-    "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\"}},\"access\":\"write\"}]},"
-    "\"network\":\"restricted\"},\"cwd\":\"file://%s\",\"workspaceRoots\":[\"file://%s\"],"
-    "\"windowsSandboxLevel\":\"disabled\"}",
-    F->ws, F->ws);
+  g_autofree char *sandbox =
+    g_strdup_printf ("{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":["
+                     "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"root\"}},\"access\":\"read\"},"
+                     "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\"}},\"access\":\"write\"}]},"
+                     "\"network\":\"restricted\"},\"cwd\":\"file://%s\",\"workspaceRoots\":[\"file://%s\"],"
+                     "\"windowsSandboxLevel\":\"disabled\"}",
+                     F->ws, F->ws);
   gint64 first = F->client->next_id;
 
   /* Every request sent before any answer is read: a worker runs the fs
@@ -917,10 +917,10 @@ test_pipelined_write_read (void **state)
     {
       g_autofree char *data = g_strdup_printf ("round %d of the pipelined writes", i);
       g_autofree char *enc = b64 (data);
-      g_autofree char *w = g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT
-                                            ",\"method\":\"fs/writeFile\",\"params\":{\"path\":\"file://%s\","
-                                            "\"dataBase64\":\"%s\",\"sandbox\":%s}}",
-                                            first + 2 * i, path, enc, sandbox);
+      g_autofree char *w =
+        g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT ",\"method\":\"fs/writeFile\",\"params\":{\"path\":\"file://%s\","
+                         "\"dataBase64\":\"%s\",\"sandbox\":%s}}",
+                         first + 2 * i, path, enc, sandbox);
       g_autofree char *r = g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT
                                             ",\"method\":\"fs/readFile\",\"params\":{\"path\":\"%s\",\"sandbox\":%s}}",
                                             first + 2 * i + 1, path, sandbox);
@@ -967,9 +967,9 @@ test_pipelined_write_then_start (void **state)
   g_assert_false (g_file_test (path, G_FILE_TEST_EXISTS));
   /* Sent together: process/start runs on the loop thread, fs/writeFile on a
    * worker, and the process must still see the file. */
-  w = g_strdup_printf (
-    "{\"id\":%" G_GINT64_FORMAT ",\"method\":\"fs/writeFile\",\"params\":{\"path\":\"%s\",\"dataBase64\":\"%s\"}}", id,
-    path, enc);
+  w = g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT
+                       ",\"method\":\"fs/writeFile\",\"params\":{\"path\":\"%s\",\"dataBase64\":\"%s\"}}",
+                       id, path, enc);
   p = g_strdup_printf ("{\"id\":%" G_GINT64_FORMAT ",\"method\":\"process/start\",\"params\":{\"processId\":\"catter\","
                        "\"argv\":[\"/bin/cat\",\"%s\"],\"cwd\":\"%s\",\"env\":{},\"tty\":false}}",
                        id + 1, path, F->ws);

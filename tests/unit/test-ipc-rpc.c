@@ -180,8 +180,8 @@ test_parse_sandbox_reuse (void **state)
         }
       else
         {
-          JsonNode *sb = json_object_get_member (json_object_get_object_member (json_node_get_object (got), "params"),
-                                                 "sandbox");
+          JsonNode *sb =
+            json_object_get_member (json_object_get_object_member (json_node_get_object (got), "params"), "sandbox");
           assert_non_null (got);
           assert_true (json_node_equal (got, alone));
           if (shared[i] != (before != NULL && sb == before))

@@ -58,8 +58,7 @@ test_cases (void **state)
       FbJsonStringStatus st = fb_json_string_decode (c->body, c->body + len, c->check_utf8, out, &at);
 
       if (st != c->status || at - c->body != c->at)
-        fail_msg ("case %zu (%s): status %d at %td, expected %d at %d", i, c->body, st, at - c->body, c->status,
-                  c->at);
+        fail_msg ("case %zu (%s): status %d at %td, expected %d at %d", i, c->body, st, at - c->body, c->status, c->at);
       if (c->text != NULL)
         assert_string_equal (out->str, c->text);
 
