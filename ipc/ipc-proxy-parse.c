@@ -139,13 +139,60 @@ header_is_dropped (const char *name, gsize len)
   return false;
 }
 
+/* A header's value from START to END (at its CRLF), without the spaces
+ * around it. */
+static void
+header_value (const char **start, const char **end)
+{
+  while (*start < *end && (**start == ' ' || **start == '\t'))
+    (*start)++;
+  while (*end > *start && ((*end)[-1] == ' ' || (*end)[-1] == '\t'))
+    (*end)--;
+}
+
+/* A Host header's value names REQ's host, and its port if it gives one
+ * (a host is reached on the URI's port whatever the header says). */
+static bool
+host_is_authority (const char *start, const char *end, const FbProxyRequest *req)
+{
+  FbProxyRequest h = { 0 };
+  bool same;
+
+  header_value (&start, &end);
+  same = take_authority (start, (gsize)(end - start), req->port, &h) && strcmp (h.host, req->host) == 0 &&
+         h.port == req->port;
+  fb_proxy_request_clear (&h);
+  return same;
+}
+
+/* A Content-Length's value: digits, the same each time it is given. */
+static bool
+take_content_length (const char *start, const char *end, bool again, FbProxyRequest *req)
+{
+  guint64 v = 0;
+
+  header_value (&start, &end);
+  if (start == end || end - start > 15)
+    return false;
+  for (const char *q = start; q < end; q++)
+    {
+      if (!g_ascii_isdigit (*q))
+        return false;
+      v = v * 10 + (guint64)(*q - '0');
+    }
+  if (again && v != req->body)
+    return false;
+  req->body = v;
+  return true;
+}
+
 FbProxyParse
 fb_proxy_parse_http (const char *buf, gsize len, FbProxyRequest *req, const char **ret_why)
 {
   const char *end = g_strstr_len (buf, (gssize)len, "\r\n\r\n");
   const char *line_end, *sp1, *sp2, *p;
   gsize mlen, tlen;
-  bool has_host = false;
+  bool has_host = false, has_length = false;
 
   *ret_why = NULL;
   if (memchr (buf, '\0', len) != NULL)
@@ -255,7 +302,30 @@ fb_proxy_parse_http (const char *buf, gsize len, FbProxyRequest *req, const char
               return FB_PROXY_PARSE_ERROR;
             }
         if (nlen == 4 && g_ascii_strncasecmp (p, "host", 4) == 0)
-          has_host = true;
+          {
+            if (has_host || !host_is_authority (colon + 1, eol, req))
+              {
+                /* the host would route on it: it must be what was decided */
+                *ret_why = "the Host header names another host than the request's URI";
+                return FB_PROXY_PARSE_ERROR;
+              }
+            has_host = true;
+          }
+        if (nlen == 17 && g_ascii_strncasecmp (p, "transfer-encoding", 17) == 0)
+          {
+            /* one request per connection: the body's end must be known
+             * without decoding chunks (and no Content-Length to disagree) */
+            *ret_why = "a plain request's body wants a Content-Length, not a Transfer-Encoding";
+            return FB_PROXY_PARSE_ERROR;
+          }
+        if (nlen == 14 && g_ascii_strncasecmp (p, "content-length", 14) == 0 &&
+            !take_content_length (colon + 1, eol, has_length, req))
+          {
+            *ret_why = "a Content-Length that is not one number";
+            return FB_PROXY_PARSE_ERROR;
+          }
+        if (nlen == 14 && g_ascii_strncasecmp (p, "content-length", 14) == 0)
+          has_length = true;
         if (!header_is_dropped (p, nlen))
           g_string_append_len (req->forward, p, eol - p + 2);
         p = eol + 2;

@@ -9,8 +9,12 @@
  * (fb_policy_net_check_address(): a DNS answer can't turn an allowed name
  * into the host's loopback or private network unless the allowlist names
  * those addresses) and connects only to an address that passed.  A plain
- * HTTP request is forwarded with "Connection: close", so that a second
- * request on the same connection can't reach another host undecided.
+ * HTTP request is forwarded with "Connection: close", its Host header the
+ * host decided (ipc-proxy-parse.c), and only its Content-Length of body
+ * after it, so that a second request on the same connection can't reach
+ * another host undecided.  The name is resolved absolute, never through
+ * resolv.conf's search list.  A request refused before any decision is
+ * logged as a refusal all the same.
  *
  * Threads: everything runs on the main loop of the thread that made the
  * proxy (GIO's asynchronous calls; GResolver's lookup runs on GLib's
@@ -77,6 +81,8 @@ typedef struct
   gsize len;   /* bytes in buf to write */
   guint64 bytes;
   bool eof;
+  bool limited; /* a plain request's body: LEFT more bytes pass, the rest is dropped */
+  guint64 left;
 } Pipe;
 
 struct Conn
@@ -156,6 +162,32 @@ conn_log (Conn *c, FbOp op, FbDecision decision, int err, const FbPolicyNetDecis
       e.duration_us = g_get_monotonic_time () - c->start_us;
     }
   fb_access_sink_push (c->proxy->sink, &e);
+}
+
+/* A request the proxy refused before any decision (malformed, a SOCKS5
+ * command or address type it does not take): a refused connection all the
+ * same, by fusebox, for WHY, so that a sandbox probing the parser leaves a
+ * trace (folded as other repeated refusals).  The host is what the parser
+ * took, if it got that far: a checked name or an address's text. */
+static void
+conn_log_refused_request (Conn *c, const char *why)
+{
+  g_autofree char *origin = g_strdup_printf ("fusebox: %s", why);
+  FbPolicyNetRule rule = {
+    .kind = FB_POLICY_NET_RULE_DEFAULT,
+    .index = -1,
+    .name = "malformed",
+    .origin = origin,
+    .text = "malformed",
+    .why = why,
+  };
+  FbPolicyNetDecision d = { .allowed = false, .rule = &rule };
+
+  if (c->path == NULL)
+    c->path = c->req.host != NULL
+                ? g_strdup_printf (strchr (c->req.host, ':') != NULL ? "[%s]:%u" : "%s:%u", c->req.host, c->req.port)
+                : g_strdup ("-");
+  conn_log (c, FB_OP_CONNECT, FB_DECISION_DENY, EINVAL, &d);
 }
 
 /* ---- the end ---- */
@@ -329,9 +361,12 @@ on_pipe_read (GObject *source, GAsyncResult *res, gpointer data)
 
   if (c->proxy != NULL)
     {
-      if (n > 0)
+      if (n > 0 && p->limited && p->left == 0)
+        pipe_read (p); /* past the request's body: never a second request */
+      else if (n > 0)
         {
-          p->len = (gsize)n;
+          p->len = p->limited ? (gsize)MIN ((guint64)n, p->left) : (gsize)n;
+          p->left -= p->limited ? p->len : 0;
           pipe_write (p);
         }
       else if (n < 0)
@@ -384,6 +419,13 @@ conn_splice (Conn *c)
     {
       memcpy (c->up.buf, c->req.forward->str, c->req.forward->len);
       c->up.len = c->req.forward->len;
+    }
+  if (c->req.kind == FB_PROXY_HTTP_FORWARD)
+    {
+      /* one request: its body, and not what a client pipelines after it */
+      c->up.limited = true;
+      c->up.left = c->req.body - MIN (c->req.body, (guint64)rest);
+      rest = (gsize)MIN (c->req.body, (guint64)rest);
     }
   memcpy (c->up.buf + c->up.len, c->head + c->req.consumed, rest);
   c->up.len += rest;
@@ -571,7 +613,14 @@ conn_request (Conn *c)
       conn_try_next (c);
       return;
     }
-  g_resolver_lookup_by_name_async (proxy->resolver, c->req.host, c->cancel, on_resolved, conn_ref (c));
+  {
+    /* the absolute name: a relative one would take resolv.conf's search
+     * list, and "foo.example.com" decided would be looked up as
+     * "foo.example.com.corp.example" */
+    g_autofree char *absolute = g_strconcat (c->req.host, ".", NULL);
+
+    g_resolver_lookup_by_name_async (proxy->resolver, absolute, c->cancel, on_resolved, conn_ref (c));
+  }
 }
 
 /* ---- the handshake ---- */
@@ -615,6 +664,7 @@ conn_parse (Conn *c)
                   conn_read_head (c);
                   return;
                 case FB_PROXY_PARSE_ERROR:
+                  conn_log_refused_request (c, "a malformed SOCKS5 greeting");
                   conn_close (c);
                   return;
                 case FB_PROXY_PARSE_DONE:
@@ -624,6 +674,7 @@ conn_parse (Conn *c)
             conn_answer (c, no_auth ? "\x05\x00" : "\x05\xff", 2);
             if (!no_auth)
               {
+                conn_log_refused_request (c, "a SOCKS5 greeting without \"no authentication\"");
                 conn_close (c);
                 return;
               }
@@ -641,6 +692,11 @@ conn_parse (Conn *c)
                   conn_read_head (c);
                   return;
                 case FB_PROXY_PARSE_ERROR:
+                  conn_log_refused_request (c, reply == FB_SOCKS_COMMAND_NOT_SUPPORTED
+                                                 ? "a SOCKS5 command other than CONNECT"
+                                               : reply == FB_SOCKS_ADDRESS_TYPE_NOT_SUPPORTED
+                                                 ? "a SOCKS5 address type other than IPv4, IPv6 and a name"
+                                                 : "a malformed SOCKS5 request (its name, or port 0)");
                   conn_answer_socks (c, reply);
                   conn_close (c);
                   return;
@@ -660,6 +716,7 @@ conn_parse (Conn *c)
                   conn_read_head (c);
                   return;
                 case FB_PROXY_PARSE_ERROR:
+                  conn_log_refused_request (c, why);
                   conn_fail (c, "400 Bad Request", 0, NULL, why);
                   return;
                 case FB_PROXY_PARSE_DONE:
@@ -702,6 +759,7 @@ conn_read_head (Conn *c)
   if (c->head_len >= FB_PROXY_HEAD_MAX)
     {
       /* a parser that wants more than the buffer holds: too long */
+      conn_log_refused_request (c, "the request's head is longer than the proxy takes");
       if (c->req.kind == FB_PROXY_SOCKS)
         conn_close (c);
       else

@@ -118,6 +118,7 @@ typedef struct
   guint16 port;
   GString *forward; /* FORWARD: the head to send to the host (origin-form, Connection: close) */
   gsize consumed;   /* bytes of the buffer the request took; what follows is the client's data */
+  guint64 body;     /* FORWARD: its Content-Length (0 without); what follows is dropped */
 } FbProxyRequest;
 
 void fb_proxy_request_clear (FbProxyRequest *req);

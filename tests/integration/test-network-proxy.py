@@ -33,6 +33,8 @@ import http.server
 import json
 import os
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -255,7 +257,51 @@ def t_bounded_handshake(h):
     code, out, err, records = h.run(pol, "python3 -c '%s'" % (HANG % (h.port, h.port)), "allowed.test:127.0.0.1")
     assert out.splitlines() == ["garbage HTTP/1.1 400 Bad Request", "hung HTTP/1.1 408 Request Timeout",
                                 "socks-hung b''", "after HTTP/1.0 200 OK"], (code, out, err)
-    assert [r["op"] for r in records] == ["connect", "disconnect"], records
+    # the garbage is a refused connection of its own (below)
+    assert [r["op"] for r in records] == ["connect", "connect", "disconnect"], records
+    assert records[0]["decision"] == "deny" and records[0]["rule"] == "malformed", records
+
+
+PROBES = """
+import socket
+def ask(data, greet=False):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.settimeout(60)
+    if greet:
+        s.sendall(b"\\x05\\x01\\x00")
+        s.recv(2)
+    s.sendall(data)
+    got = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            return got
+        got += b
+print(ask(b"CONNECT allowed%%2etest:443 HTTP/1.1\\r\\n\\r\\n").split(b"\\r\\n")[0].decode())
+print(ask(b"\\x05\\x02\\x00\\x01\\x7f\\x00\\x00\\x01\\x00\\x50", True)[1])
+print(ask(b"\\x05\\x01\\x00\\x09\\x7f\\x00\\x00\\x01\\x00\\x50", True)[1])
+print(ask(b"\\x05\\x01\\x00\\x03\\x0callowed.test\\x00\\x00", True)[1])
+print(ask(b"\\x05\\x01\\x00\\x03\\x0callowed\\x00test\\x00\\x50", True)[1])
+print(ask(b"GET http://allowed.test:%d/ HTTP/1.1\\r\\nHost: forbidden.internal\\r\\n\\r\\n").split(b"\\r\\n")[0].decode())
+"""
+
+
+def t_parser_refusals(h):
+    """What the proxy refuses before any decision (a malformed authority,
+    SOCKS5 BIND, an unknown address type, port 0, a NUL in a name, a Host
+    header naming another host) is answered and logged as a refused
+    connection, rule "malformed", by fusebox, with the reason."""
+    pol = h.allowed_policy()
+    code, out, err, records = h.run(pol, "python3 -c '%s'" % (PROBES % h.port), "allowed.test:127.0.0.1")
+    assert out.splitlines() == ["HTTP/1.1 400 Bad Request", "7", "8", "1", "1", "HTTP/1.1 400 Bad Request"], \
+        (code, out, err)
+    assert len(records) == 6, records
+    for r in records:
+        assert r["op"] == "connect" and r["decision"] == "deny" and r["rule"] == "malformed", r
+        assert r["rule_origin"].startswith("fusebox: ") and r["why"] in r["rule_origin"], r
+    assert "CONNECT" in records[1]["why"] and "address type" in records[2]["why"], records
+    assert records[3]["host"] == "allowed.test" and records[3]["port"] == 0, records[3]
+    assert "Host header" in records[5]["why"], records[5]
 
 
 CAP = """
@@ -295,6 +341,131 @@ def t_connection_cap(h):
     # then is served
     assert out.splitlines() == ["while full None", "then HTTP/1.0 200 OK True"], (code, out, err)
     assert [r["op"] for r in records] == ["connect", "disconnect"], records
+
+
+class Recorder:
+    """A host server on 127.0.0.1 that keeps every byte a connection sent
+    (until its end, or 3 s of silence), then answers 200."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.got = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            c.settimeout(3)
+            data = b""
+            try:
+                while True:
+                    b = c.recv(4096)
+                    if not b:
+                        break
+                    data += b
+            except socket.timeout:
+                pass
+            self.got.append(data)
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+            c.close()
+
+
+PIPELINED = """
+import socket
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"POST http://allowed.test:%d/one HTTP/1.1\\r\\nHost: allowed.test:%d\\r\\nContent-Length: 4\\r\\n\\r\\nbody"
+          b"GET /second HTTP/1.1\\r\\nHost: forbidden.internal\\r\\n\\r\\n")
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    data += b
+print(data.split(b"\\r\\n")[0].decode())
+"""
+
+
+def t_one_request(h):
+    """A plain request reaches the host as the one request decided: a Host
+    header naming another host is refused (400), and what a client
+    pipelines after the request's body is dropped."""
+    rec = Recorder()
+    pol = h.policy([{"host": "allowed.test", "why": "the test's servers"},
+                    {"cidr": "127.0.0.1", "why": "the test's servers are on the host's loopback"}])
+    code, out, err, records = h.run(
+        pol, "curl -s -o /dev/null -w '%%{http_code}\\n' -H 'Host: forbidden.internal' http://allowed.test:%d/hello.txt;"
+        " python3 -c '%s'" % (h.port, PIPELINED % (rec.port, rec.port)), "allowed.test:127.0.0.1")
+    assert out.splitlines() == ["400", "HTTP/1.0 200 OK"], (code, out, err)
+    assert len(rec.got) == 1 and rec.got[0].startswith(b"POST /one HTTP/1.1\r\n"), rec.got
+    assert rec.got[0].endswith(b"\r\n\r\nbody") and b"second" not in rec.got[0], rec.got
+    rec.sock.close()
+
+
+class Dns:
+    """A DNS server on 127.88.0.53:53 that answers 127.0.0.1 for names under
+    corp.test and "no such name" for the others, and keeps the names asked."""
+
+    ADDRESS = "127.88.0.53"
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((self.ADDRESS, 53))
+        self.asked = []
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                d, a = self.sock.recvfrom(512)
+            except OSError:
+                return
+            qid, = struct.unpack(">H", d[:2])
+            i, labels = 12, []
+            while d[i]:
+                labels.append(d[i + 1:i + 1 + d[i]].decode())
+                i += 1 + d[i]
+            name, qtype, q = ".".join(labels), struct.unpack(">H", d[i + 1:i + 3])[0], d[12:i + 5]
+            self.asked.append(name)
+            if name.endswith("corp.test") and qtype == 1:
+                r = struct.pack(">HHHHHH", qid, 0x8180, 1, 1, 0, 0) + q + b"\xc0\x0c" + \
+                    struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("127.0.0.1")
+            elif name.endswith("corp.test"):
+                r = struct.pack(">HHHHHH", qid, 0x8180, 1, 0, 0, 0) + q
+            else:
+                r = struct.pack(">HHHHHH", qid, 0x8183, 1, 0, 0, 0) + q
+            self.sock.sendto(r, a)
+
+
+def t_absolute_name(h):
+    """The proxy resolves the name it decided on, absolute: the host's
+    resolv.conf search list never turns foo.example.test into
+    foo.example.test.corp.test (here a server on the host's loopback)."""
+    if shutil.which("unshare") is None:
+        raise Skip("needs unshare")
+    dns = Dns()
+    resolv = os.path.join(h.tmp, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("nameserver %s\nsearch corp.test\noptions ndots:5 attempts:1 timeout:1\n" % Dns.ADDRESS)
+    pol = h.policy([{"host": "foo.example.test", "port": h.port, "why": "the name the test asks for"},
+                    {"cidr": "127.0.0.1", "port": h.port, "why": "the test's server is on the host's loopback"}])
+    run_dir = os.path.join(h.tmp, "run-dns")
+    inner = "mount --bind %s /etc/resolv.conf && exec %s run --policy %s --run-dir %s --cwd / -- " \
+            "curl -s -w '%%{http_code}\\n' http://foo.example.test.:%d/hello.txt" % (resolv, BIN, pol, run_dir, h.port)
+    p = subprocess.run(["unshare", "-m", "sh", "-c", inner], capture_output=True, text=True, timeout=120)
+    dns.sock.close()
+    assert not any(n.endswith("corp.test") for n in dns.asked), (dns.asked, p.stdout, p.stderr)
+    assert "foo.example.test" in dns.asked and CONTENT not in p.stdout, (dns.asked, p.stdout, p.stderr)
+    assert p.stdout.splitlines()[-1] == "502", (p.stdout, p.stderr)
+
+
+class Skip(Exception):
+    pass
 
 
 def t_session(h):
@@ -371,6 +542,7 @@ def main():
     tests = [("allowed", t_allowed), ("git_clone", t_git_clone), ("refused_by_name", t_refused_by_name),
              ("loopback_needs_naming", t_loopback_needs_naming), ("no_way_around", t_no_way_around),
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
+             ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("absolute_name", t_absolute_name),
              ("session", t_session), ("serve", t_serve)]
     only = sys.argv[1:]
     failed = 0
@@ -382,6 +554,10 @@ def main():
         try:
             t(h)
             print("ok", name)
+        except Skip as e:
+            if MUST_RUN:
+                failed += 1
+            print("skip %s: %s" % (name, e))
         except Exception:  # noqa: BLE001 - report and go on
             failed += 1
             print("FAIL %s: %s\n  by hand: %s run --policy %s/policy-N.json --resolve allowed.test:127.0.0.1 "

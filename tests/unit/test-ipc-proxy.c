@@ -52,6 +52,17 @@ static const HttpRow http_rows[] = {
   { "GET http://allowed.test/ HTTP/2.0\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "GET http://allowed.test/ HTTP/1.1\r\nno colon\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "\x16\x03\x01\x02\x01garbage\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  /* the Host header is what was decided, or the request is refused */
+  { "GET http://allowed.test/ HTTP/1.1\r\nHost: Allowed.Test.:80 \r\n\r\n", FB_PROXY_PARSE_DONE, FB_PROXY_HTTP_FORWARD,
+    "allowed.test", 80, "GET / HTTP/1.1\r\nHost: Allowed.Test.:80 \r\nConnection: close\r\n\r\n" },
+  { "GET http://allowed.test/ HTTP/1.1\r\nHost: forbidden.internal\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nHost: forbidden.internal\r\n\r\n",
+    FB_PROXY_PARSE_ERROR },
+  /* one request: a body's end known without decoding it */
+  { "POST http://allowed.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "POST http://allowed.test/ HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "POST http://allowed.test/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n", FB_PROXY_PARSE_ERROR },
 };
 
 static void
