@@ -692,9 +692,11 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
               {
                 /* its connections are its records, as its files are */
                 g_autoptr (GError) gerr = NULL;
-                FbProxyOptions po = {
-                  .policy = p->policy, .sink = fb_rpc_tee_sink_get (p->tee), .uid = geteuid (), .process = p->id
-                };
+                FbProxyOptions po = { .policy = p->policy,
+                                      .sink = fb_rpc_tee_sink_get (p->tee),
+                                      .uid = geteuid (),
+                                      .process = p->id,
+                                      .max_connections = p->client->server->budget.tunnels };
 
                 p->proxy = fb_proxy_new (&po, g_steal_fd (&passed), &gerr);
                 if (p->proxy == NULL)

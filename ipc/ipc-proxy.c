@@ -55,7 +55,9 @@ struct FbProxy
   GSocketService *service;
   GSocketClient *client;
   GHashTable *conns; /* Conn* (a reference each) */
-  bool stopped;      /* the service, at FB_PROXY_MAX_CONNECTIONS */
+  bool stopped;      /* the service, at max_connections */
+  guint max_connections;
+  bool full_told; /* the limit's message, once */
 };
 
 typedef enum
@@ -105,6 +107,7 @@ struct Conn
   FbPolicyNetDecision decision; /* for that address */
   bool connected_logged;        /* "connect" written: "disconnect" follows */
   gint64 start_us;              /* monotonic, at connect */
+  gint64 moved_us;              /* monotonic, the last bytes spliced either way */
   Pipe up, down;                /* client to host, host to client */
 };
 
@@ -308,8 +311,16 @@ on_timeout (gpointer data)
     }
   else if (c->state == STATE_HTTP_HEAD)
     conn_fail (c, "408 Request Timeout", 0, NULL, "the request did not arrive in time");
+  else if (c->state == STATE_SPLICING &&
+           g_get_monotonic_time () - c->moved_us < (gint64)FB_PROXY_IDLE_S * G_USEC_PER_SEC)
+    {
+      /* bytes moved since: the idle bound counts from them */
+      gint64 left = (gint64)FB_PROXY_IDLE_S * G_USEC_PER_SEC - (g_get_monotonic_time () - c->moved_us);
+
+      c->timer = g_timeout_add_seconds ((guint)(left / G_USEC_PER_SEC) + 1, on_timeout, c);
+    }
   else
-    conn_close (c);
+    conn_close (c); /* a handshake past its bound, or a tunnel idle for FB_PROXY_IDLE_S */
   return G_SOURCE_REMOVE;
 }
 
@@ -361,6 +372,8 @@ on_pipe_read (GObject *source, GAsyncResult *res, gpointer data)
 
   if (c->proxy != NULL)
     {
+      if (n > 0)
+        c->moved_us = g_get_monotonic_time ();
       if (n > 0 && p->limited && p->left == 0)
         pipe_read (p); /* past the request's body: never a second request */
       else if (n > 0)
@@ -407,9 +420,8 @@ conn_splice (Conn *c)
   gsize rest = c->head_len - c->req.consumed;
 
   c->state = STATE_SPLICING;
-  if (c->timer != 0)
-    g_source_remove (c->timer);
-  c->timer = 0;
+  c->moved_us = g_get_monotonic_time ();
+  conn_set_timer (c, FB_PROXY_IDLE_S);
   pipe_init (&c->up, c, c->client, c->upstream);
   pipe_init (&c->down, c, c->upstream, c->client);
   /* what the client sent past its request (a TLS hello right after
@@ -775,7 +787,7 @@ conn_read_head (Conn *c)
 static void
 proxy_resume (FbProxy *proxy)
 {
-  if (proxy->stopped && g_hash_table_size (proxy->conns) < FB_PROXY_MAX_CONNECTIONS)
+  if (proxy->stopped && g_hash_table_size (proxy->conns) < proxy->max_connections)
     {
       proxy->stopped = false;
       g_socket_service_start (proxy->service);
@@ -795,8 +807,13 @@ on_incoming (GSocketService *service, GSocketConnection *connection, GObject *so
   c->state = STATE_FIRST;
   g_socket_set_option (g_socket_connection_get_socket (connection), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
   g_hash_table_add (proxy->conns, c);
-  if (g_hash_table_size (proxy->conns) >= FB_PROXY_MAX_CONNECTIONS)
+  if (g_hash_table_size (proxy->conns) >= proxy->max_connections)
     {
+      if (!proxy->full_told)
+        g_message ("%s%snetwork proxy: %u connections open, its limit: more wait until some end",
+                   proxy->process != NULL ? "process " : "", proxy->process != NULL ? proxy->process : "",
+                   proxy->max_connections);
+      proxy->full_told = true;
       proxy->stopped = true;
       g_socket_service_stop (service);
     }
@@ -871,6 +888,8 @@ fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
   proxy->sink = options->sink;
   proxy->uid = options->uid;
   proxy->process = g_strdup (options->process);
+  proxy->max_connections =
+    options->max_connections != 0 ? MIN (options->max_connections, FB_PROXY_MAX_CONNECTIONS) : FB_PROXY_MAX_CONNECTIONS;
   proxy->conns = g_hash_table_new_full (NULL, NULL, (GDestroyNotify)conn_unref, NULL);
   proxy->resolve = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
   for (const char *const *r = options->resolve; r != NULL && *r != NULL; r++)

@@ -46,12 +46,15 @@ G_BEGIN_DECLS
  *    kernel's backlog);
  *  - a connection holds two buffers of FB_PROXY_BUFFER bytes (one each
  *    way) and reads only when its buffer has been written on: a slow
- *    reader slows its writer, never grows memory. */
+ *    reader slows its writer, never grows memory;
+ *  - a connection that moved no byte either way for FB_PROXY_IDLE_S
+ *    seconds is closed (its descriptors are the supervisor's). */
 #define FB_PROXY_HANDSHAKE_S 10
 #define FB_PROXY_CONNECT_S 30
 #define FB_PROXY_HEAD_MAX (16 * 1024)
 #define FB_PROXY_MAX_CONNECTIONS 256
 #define FB_PROXY_BUFFER (64 * 1024)
+#define FB_PROXY_IDLE_S 600
 #define FB_PROXY_NAME_MAX 253
 
 typedef struct FbProxy FbProxy;
@@ -66,6 +69,9 @@ typedef struct
    * resolves to ADDR (several entries for one name add addresses) and
    * never through the host's resolver. */
   const char *const *resolve;
+  /* connections at once, at most FB_PROXY_MAX_CONNECTIONS (0: that): serve
+   * gives each process its part of the descriptors it keeps for them */
+  guint max_connections;
 } FbProxyOptions;
 
 /* Checks OPTIONS->resolve; FALSE with a message naming the entry. */

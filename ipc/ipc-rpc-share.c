@@ -27,6 +27,13 @@
  *     client's part (fb_rpc_process_fd_account): a process started is one
  *     that can load its libraries, whatever the others hold, and a limit
  *     lowered since the start refuses process/start rather than that;
+ *   - network proxy connections (ipc-proxy.c, two descriptors each, in
+ *     the server): FB_RPC_PROCESS_TUNNELS of the reserve shared between
+ *     the running processes, at least FB_RPC_PROCESS_TUNNELS_MIN each; a
+ *     process's proxy accepts no more past its part (the rest wait in the
+ *     kernel's backlog): 2 clients' processes holding 256 tunnels each
+ *     took every descriptor of a 2,048 limit, and a third client's
+ *     fs/readFile failed;
  *   - retained output (process/read): FB_RPC_PROCESS_RETAIN per process,
  *     FB_RPC_RETAIN_TOTAL_MAX in all (or `serve --output-max`); past the
  *     budget or a client's share, finished processes are forgotten: the
@@ -47,11 +54,16 @@
  * The budgets are computed once, when the server starts.  Loop thread, but
  * the handle counts (fs/open runs on workers): atomics. */
 #include "ipc/ipc-rpc-private.h"
+#include "ipc/ipc-proxy.h"
 
 #include <string.h>
 
 /* Descriptors a running process costs the server outside any view. */
 #define FB_RPC_PROCESS_FDS 16
+/* The part of the reserve for the processes' proxy connections (1/N), and
+ * each process's least. */
+#define FB_RPC_PROCESS_TUNNELS 8
+#define FB_RPC_PROCESS_TUNNELS_MIN 4
 
 void
 fb_rpc_server_budget_init (FbRpcServer *server)
@@ -65,6 +77,8 @@ fb_rpc_server_budget_init (FbRpcServer *server)
   /* no more running than have their floor of open files kept (at least
    * one: with none kept, process/start says why) */
   b->processes = MAX (MIN (b->processes, fb_view_fd_set_floors (b->processes)), 1u);
+  b->tunnels = CLAMP (fd.reserve / FB_RPC_PROCESS_TUNNELS / 2 / b->processes, (guint)FB_RPC_PROCESS_TUNNELS_MIN,
+                      (guint)FB_PROXY_MAX_CONNECTIONS);
   fb_view_fd_budget (&fd);
   b->handles = CLAMP (fd.shared / 2, 16u, (guint)FB_RPC_HANDLES_TOTAL_MAX);
   b->sessions = FB_RPC_SESSIONS_MAX;
@@ -72,9 +86,11 @@ fb_rpc_server_budget_init (FbRpcServer *server)
   if (b->retained == 0)
     b->retained = FB_RPC_RETAIN_TOTAL_MAX;
   g_debug ("budgets for RLIMIT_NOFILE %" G_GUINT64_FORMAT ": %u connections, %u sessions, %u fs/open handles, "
-           "%u running processes (%u files kept for each), %" G_GSIZE_FORMAT " bytes of retained output; a client's "
+           "%u running processes (%u files kept for each, %u proxy connections), %" G_GSIZE_FORMAT
+           " bytes of retained output; a client's "
            "share: 1/%d",
-           fd.limit, b->conns, b->sessions, b->handles, b->processes, fd.floor, b->retained, FB_RPC_CLIENT_SHARE);
+           fd.limit, b->conns, b->sessions, b->handles, b->processes, fd.floor, b->tunnels, b->retained,
+           FB_RPC_CLIENT_SHARE);
 }
 
 guint

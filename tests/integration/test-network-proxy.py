@@ -532,6 +532,67 @@ def t_serve(h):
     assert net[1]["bytes_read"] >= len(CONTENT), net
 
 
+HOLD = """
+import socket, sys, time
+print("ready", flush=True)
+time.sleep(2)
+held = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(64)]
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def sockets(pid):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
+def t_serve_tunnel_share(h):
+    """serve counts a process's proxy connections against the descriptors
+    it keeps for processes: under a 1,024 limit a process holding 64 idle
+    connections costs the server a few descriptors, not 64 (two clients'
+    processes took every descriptor of a 2,048 limit that way)."""
+    pol = h.policy([{"cidr": "127.0.0.1", "port": h.port, "why": "the test's server, by address"}])
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(h.tmp, "state"))
+    env.pop("FUSEBOX_TESTS_MUST_RUN", None)
+    p = subprocess.Popen(["sh", "-c", 'ulimit -n 1024 && exec "$0" "$@"', BIN, "serve", "--listen", "stdio",
+                          "--policy", pol, "--workspace", h.tmp, "--log", os.path.join(h.tmp, "serve.jsonl")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    msgs = [{"id": 1, "method": "initialize", "params": {"clientName": "network"}}, {"method": "initialized"},
+            {"id": 2, "method": "process/start",
+             "params": {"processId": "n1", "argv": ["python3", "-c", HOLD], "cwd": "file:///",
+                        "env": {"PATH": "/usr/bin:/bin"}, "tty": False, "pipeStdin": False, "arg0": None}}]
+    try:
+        for m in msgs:
+            p.stdin.write(json.dumps(m) + "\n")
+        p.stdin.flush()
+        out, base, most = b"", None, 0
+        for line in p.stdout:
+            m = json.loads(line)
+            if m.get("method") == "process/output":
+                out += base64.b64decode(m["params"]["chunk"])
+            if base is None and b"ready" in out:
+                base = sockets(p.pid)
+            if b"held" in out:
+                break
+            assert "error" not in m and m.get("method") != "process/closed", (out, m)
+        # the proxy accepts what it takes within moments: look for a while
+        for _ in range(30):
+            most = max(most, sockets(p.pid) - base)
+            if most >= 64:
+                break
+            threading.Event().wait(0.1)
+        assert 0 < most < 32, (base, most)
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+
+
 def main():
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         print("needs root and /dev/fuse", file=sys.stderr)
@@ -543,7 +604,7 @@ def main():
              ("loopback_needs_naming", t_loopback_needs_naming), ("no_way_around", t_no_way_around),
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
              ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("absolute_name", t_absolute_name),
-             ("session", t_session), ("serve", t_serve)]
+             ("session", t_session), ("serve", t_serve), ("serve_tunnel_share", t_serve_tunnel_share)]
     only = sys.argv[1:]
     failed = 0
     for name, t in tests:
