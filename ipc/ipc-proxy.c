@@ -27,7 +27,7 @@
  * Memory: a connection holds its handshake buffer (FB_PROXY_HEAD_MAX) until
  * it is spliced, then one FB_PROXY_BUFFER each way, and reads a direction
  * again only once its buffer was written on; at most
- * FB_PROXY_MAX_CONNECTIONS at once (the service stops accepting past them).
+ * FB_PROXY_MAX_CONNECTIONS at once (the proxy stops accepting past them).
  *
  * Lifetime: a Conn is reference-counted: the proxy's table holds one, and
  * each asynchronous call in flight one.  conn_close() cancels and closes
@@ -52,10 +52,13 @@ struct FbProxy
   char *process;
   GHashTable *resolve; /* name -> GPtrArray of GInetAddress */
   GResolver *resolver;
-  GSocketService *service;
+  GSocket *listen;    /* non-blocking; NULL once freeing */
+  GSource *accepting; /* readable LISTEN, while accepting */
+  guint backoff;      /* a timer: accepting again after EMFILE or ENFILE */
+  bool backoff_told;  /* its message, once */
   GSocketClient *client;
   GHashTable *conns; /* Conn* (a reference each) */
-  bool stopped;      /* the service, at max_connections */
+  bool stopped;      /* no accepting: at max_connections */
   guint max_connections;
   bool full_told; /* the limit's message, once */
 };
@@ -784,20 +787,51 @@ conn_read_head (Conn *c)
 
 /* ---- accepting ---- */
 
+static gboolean on_acceptable (GSocket *socket, GIOCondition condition, gpointer data);
+
+/* Accepting, unless stopped at the limit or backing off. */
+static void
+proxy_listen (FbProxy *proxy)
+{
+  if (proxy->listen == NULL || proxy->accepting != NULL || proxy->stopped || proxy->backoff != 0)
+    return;
+  proxy->accepting = g_socket_create_source (proxy->listen, G_IO_IN, NULL);
+  g_source_set_callback (proxy->accepting, G_SOURCE_FUNC (on_acceptable), proxy, NULL);
+  g_source_attach (proxy->accepting, g_main_context_get_thread_default ());
+}
+
+static void
+proxy_unlisten (FbProxy *proxy)
+{
+  if (proxy->accepting == NULL)
+    return;
+  g_source_destroy (proxy->accepting);
+  g_clear_pointer (&proxy->accepting, g_source_unref);
+}
+
 static void
 proxy_resume (FbProxy *proxy)
 {
   if (proxy->stopped && g_hash_table_size (proxy->conns) < proxy->max_connections)
     {
       proxy->stopped = false;
-      g_socket_service_start (proxy->service);
+      proxy_listen (proxy);
     }
 }
 
 static gboolean
-on_incoming (GSocketService *service, GSocketConnection *connection, GObject *source, gpointer data)
+on_backoff_end (gpointer data)
 {
   FbProxy *proxy = data;
+
+  proxy->backoff = 0;
+  proxy_listen (proxy);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+proxy_incoming (FbProxy *proxy, GSocketConnection *connection)
+{
   Conn *c = g_new0 (Conn, 1);
 
   c->ref = 1;
@@ -815,11 +849,39 @@ on_incoming (GSocketService *service, GSocketConnection *connection, GObject *so
                    proxy->max_connections);
       proxy->full_told = true;
       proxy->stopped = true;
-      g_socket_service_stop (service);
+      proxy_unlisten (proxy);
     }
   conn_set_timer (c, FB_PROXY_HANDSHAKE_S);
   conn_parse (c);
-  return TRUE;
+}
+
+static gboolean
+on_acceptable (GSocket *socket, GIOCondition condition, gpointer data)
+{
+  FbProxy *proxy = data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GSocket) s = g_socket_accept (socket, NULL, &error);
+  g_autoptr (GSocketConnection) connection = NULL;
+
+  if (s == NULL)
+    {
+      if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_TOO_MANY_OPEN_FILES) ||
+          g_error_matches (error, G_IO_ERROR, G_IO_ERROR_NO_SPACE))
+        {
+          /* out of descriptors (EMFILE, ENFILE) or memory: what waits
+           * stays in the backlog; accepting again at once would only spin */
+          if (!proxy->backoff_told)
+            g_warning ("network proxy: %s: accepting again in %d s", error->message, FB_PROXY_BACKOFF_S);
+          proxy->backoff_told = true;
+          proxy_unlisten (proxy);
+          proxy->backoff = g_timeout_add_seconds (FB_PROXY_BACKOFF_S, on_backoff_end, proxy);
+          return G_SOURCE_REMOVE;
+        }
+      return G_SOURCE_CONTINUE; /* EAGAIN, a client gone before its accept */
+    }
+  connection = g_socket_connection_factory_create_connection (s);
+  proxy_incoming (proxy, connection);
+  return G_SOURCE_CONTINUE;
 }
 
 /* ---- public ---- */
@@ -882,7 +944,6 @@ FbProxy *
 fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
 {
   g_autoptr (FbProxy) proxy = g_new0 (FbProxy, 1);
-  g_autoptr (GSocket) socket = NULL;
 
   proxy->policy = fb_policy_ref ((FbPolicy *)options->policy);
   proxy->sink = options->sink;
@@ -919,17 +980,14 @@ fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
   /* the host's proxy settings (http_proxy in our environment) are not the
    * sandbox's way out: connect directly */
   g_socket_client_set_enable_proxy (proxy->client, FALSE);
-  socket = g_socket_new_from_fd (listen_fd, error);
-  if (socket == NULL)
+  proxy->listen = g_socket_new_from_fd (listen_fd, error);
+  if (proxy->listen == NULL)
     {
       close (listen_fd);
       return NULL;
     }
-  proxy->service = g_socket_service_new ();
-  if (!g_socket_listener_add_socket (G_SOCKET_LISTENER (proxy->service), socket, NULL, error))
-    return NULL;
-  g_signal_connect (proxy->service, "incoming", G_CALLBACK (on_incoming), proxy);
-  g_socket_service_start (proxy->service);
+  g_socket_set_blocking (proxy->listen, FALSE);
+  proxy_listen (proxy);
   return g_steal_pointer (&proxy);
 }
 
@@ -942,19 +1000,18 @@ fb_proxy_free (FbProxy *proxy)
 
   if (proxy == NULL)
     return;
-  if (proxy->service != NULL)
-    {
-      g_signal_handlers_disconnect_by_data (proxy->service, proxy);
-      g_socket_service_stop (proxy->service);
-      g_socket_listener_close (G_SOCKET_LISTENER (proxy->service));
-    }
-  proxy->stopped = false; /* closing the connections must not start it again */
+  proxy_unlisten (proxy);
+  if (proxy->backoff != 0)
+    g_source_remove (proxy->backoff);
+  proxy->backoff = 0;
+  if (proxy->listen != NULL)
+    g_socket_close (proxy->listen, NULL);
+  g_clear_object (&proxy->listen); /* closing the connections must not start it again */
   g_hash_table_iter_init (&it, proxy->conns);
   while (g_hash_table_iter_next (&it, &key, NULL))
     g_ptr_array_add (all, key);
   for (guint i = 0; i < all->len; i++)
     conn_close (all->pdata[i]);
-  g_clear_object (&proxy->service);
   g_clear_object (&proxy->client);
   g_clear_object (&proxy->resolver);
   g_hash_table_unref (proxy->conns);

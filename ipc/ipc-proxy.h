@@ -55,6 +55,9 @@ G_BEGIN_DECLS
 #define FB_PROXY_MAX_CONNECTIONS 256
 #define FB_PROXY_BUFFER (64 * 1024)
 #define FB_PROXY_IDLE_S 600
+/* Out of descriptors (EMFILE, ENFILE), the proxy stops accepting for this
+ * long, its connections waiting in the kernel's backlog. */
+#define FB_PROXY_BACKOFF_S 1
 #define FB_PROXY_NAME_MAX 253
 
 typedef struct FbProxy FbProxy;

@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* --- the tee sink ----------------------------------------------------------- */
 
@@ -500,6 +501,22 @@ explain_host (FbRpcSandbox *sb, JsonObject *params, FbRpcError *error)
       !fb_rpc_param_uint (params, "port", false, 443, &port, error))
     return NULL;
   fb_policy_net_decide (sb->policy, host, port <= 65535 ? (guint)port : 0, &d);
+  if (d.allowed && fb_policy_get_network (sb->policy) == FB_POLICY_NETWORK_ALLOWLIST)
+    {
+      /* an address is checked as the proxy checks it: 0.0.0.0/0 allows
+       * 127.0.0.1 by its entry, the address check refuses it (loopback) */
+      g_autofree char *norm = fb_policy_net_host_normalize (host);
+      g_autoptr (GInetAddress) a = norm != NULL ? g_inet_address_new_from_string (norm) : NULL;
+
+      if (a != NULL)
+        {
+          FbPolicyNetDecision by_name = d;
+
+          fb_policy_net_check_address (sb->policy, &by_name,
+                                       g_inet_address_get_family (a) == G_SOCKET_FAMILY_IPV4 ? AF_INET : AF_INET6,
+                                       g_inet_address_to_bytes (a), (guint)port, &d);
+        }
+    }
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "host");
   json_builder_add_string_value (b, host);

@@ -593,6 +593,54 @@ def t_serve_tunnel_share(h):
         p.wait(timeout=60)
 
 
+def t_explain_address(h):
+    """serve's policy/explain checks an address as the proxy does: under
+    0.0.0.0/0, 127.0.0.1 is refused (loopback), as the proxy refuses it;
+    an entry naming loopback allows it."""
+    pol = h.policy([{"cidr": "0.0.0.0/0", "why": "anywhere"},
+                    {"cidr": "127.0.0.1", "port": h.port, "why": "the test's server"}])
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(h.tmp, "state"))
+    env.pop("FUSEBOX_TESTS_MUST_RUN", None)
+    msgs = [{"id": 1, "method": "initialize", "params": {"clientName": "network"}}, {"method": "initialized"},
+            {"id": 2, "method": "policy/explain", "params": {"host": "127.0.0.1", "port": h.port + 1}},
+            {"id": 3, "method": "policy/explain", "params": {"host": "127.0.0.1", "port": h.port}},
+            {"id": 4, "method": "policy/explain", "params": {"host": "192.0.2.1", "port": 80}}]
+    p = subprocess.run([BIN, "serve", "--listen", "stdio", "--policy", pol, "--workspace", h.tmp],
+                       input="".join(json.dumps(m) + "\n" for m in msgs), capture_output=True, text=True,
+                       env=env, timeout=60)
+    got = {m["id"]: m["result"] for m in map(json.loads, p.stdout.splitlines()) if m.get("id", 0) >= 2 and "result" in m}
+    assert (got[2]["decision"], got[2]["rule"]) == ("deny", "loopback"), got
+    assert got[3]["decision"] == "allow" and got[4]["decision"] == "allow", got
+
+
+FLOOD = """
+import socket, time
+held = []
+for _ in range(150):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", 3128)))
+    except OSError:
+        break
+time.sleep(3)
+"""
+
+
+def t_accept_backoff(h):
+    """Out of descriptors, the proxy stops accepting for a while (one
+    warning) instead of spinning on accept() with a warning each time, and
+    serves again once connections end."""
+    pol = h.allowed_policy()
+    run_dir = os.path.join(h.tmp, "run-flood")
+    script = ("python3 -c '%s' & python3 -c '%s' & wait; "
+              "curl -s -o /dev/null -w '%%{http_code}\\n' http://allowed.test:%d/hello.txt") % (FLOOD, FLOOD, h.port)
+    p = subprocess.run(["sh", "-c", 'ulimit -n 256 && exec "$0" "$@"', BIN, "run", "--policy", pol, "--run-dir",
+                        run_dir, "--cwd", "/", "--resolve", "allowed.test:127.0.0.1", "--", "/bin/sh", "-c", script],
+                       capture_output=True, text=True, timeout=120)
+    full = [line for line in p.stderr.splitlines() if "Too many open files" in line]
+    assert 1 <= len(full) <= 3, (len(full), p.stderr[-2000:])
+    assert p.stdout.splitlines()[-1:] == ["200"], (p.stdout, p.stderr[-2000:])
+
+
 def main():
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         print("needs root and /dev/fuse", file=sys.stderr)
@@ -604,7 +652,8 @@ def main():
              ("loopback_needs_naming", t_loopback_needs_naming), ("no_way_around", t_no_way_around),
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
              ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("absolute_name", t_absolute_name),
-             ("session", t_session), ("serve", t_serve), ("serve_tunnel_share", t_serve_tunnel_share)]
+             ("session", t_session), ("serve", t_serve), ("serve_tunnel_share", t_serve_tunnel_share),
+             ("accept_backoff", t_accept_backoff), ("explain_address", t_explain_address)]
     only = sys.argv[1:]
     failed = 0
     for name, t in tests:
