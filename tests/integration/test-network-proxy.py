@@ -224,7 +224,8 @@ def t_no_way_around(h):
     assert records == [], records
 
 
-HANG = """
+# the sandbox's side: a connection to the proxy, and all it answers
+CLIENT = """
 import socket, sys
 def conn():
     s = socket.create_connection(("127.0.0.1", 3128))
@@ -237,6 +238,9 @@ def answer(s):
         if not b:
             return data
         data += b
+"""
+
+HANG = CLIENT + """
 s = conn()
 s.sendall(b"\\x16\\x03\\x01\\x02\\x00garbage\\r\\n\\r\\n")
 print("garbage", answer(s).split(b"\\r\\n")[0].decode())
@@ -262,21 +266,14 @@ def t_bounded_handshake(h):
     assert records[0]["decision"] == "deny" and records[0]["rule"] == "malformed", records
 
 
-PROBES = """
-import socket
+PROBES = CLIENT + """
 def ask(data, greet=False):
-    s = socket.create_connection(("127.0.0.1", 3128))
-    s.settimeout(60)
+    s = conn()
     if greet:
         s.sendall(b"\\x05\\x01\\x00")
         s.recv(2)
     s.sendall(data)
-    got = b""
-    while True:
-        b = s.recv(4096)
-        if not b:
-            return got
-        got += b
+    return answer(s)
 print(ask(b"CONNECT allowed%%2etest:443 HTTP/1.1\\r\\n\\r\\n").split(b"\\r\\n")[0].decode())
 print(ask(b"\\x05\\x02\\x00\\x01\\x7f\\x00\\x00\\x01\\x00\\x50", True)[1])
 print(ask(b"\\x05\\x01\\x00\\x09\\x7f\\x00\\x00\\x01\\x00\\x50", True)[1])
