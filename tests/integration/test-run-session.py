@@ -199,7 +199,10 @@ def t_attribution(h):
 def t_survives_sigkill(h):
     with open(os.path.join(h.ws, "in.txt"), "w") as f:
         f.write("in\n")
-    victim = h.start("k", "stat -c %d / > /tmp/victim.dev; echo up; sleep 601")
+    # a sleep of its own length: another test (or a mutation run) may have a
+    # sleep of its own running at the same time, which pgrep would find too
+    nap = "sleep 601.%d" % os.getpid()
+    victim = h.start("k", "stat -c %d / > /tmp/victim.dev; echo up; " + nap)
     assert victim.stdout.readline() == "up\n"
     survivor = h.start("k", "stat -c %%d / > /tmp/survivor.dev; cat %s/in.txt; while [ ! -e /tmp/go ]; do "
                        "sleep 0.02; done; cat %s/in.txt; echo after > /tmp/after; cat /tmp/after" % (h.ws, h.ws))
@@ -207,7 +210,7 @@ def t_survives_sigkill(h):
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=60)
     # its sandbox went with it, whatever joined the view for it
-    wait_for(lambda: subprocess.run(["pgrep", "-x", "-f", "sleep 601"], capture_output=True).returncode != 0,
+    wait_for(lambda: subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True).returncode != 0,
              "the killed command's sandbox to end")
     code, out, err = h.run("k", "touch /tmp/go; stat -c %d /")
     assert code == 0, (code, out, err)
