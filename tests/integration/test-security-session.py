@@ -65,6 +65,29 @@ def sessions_root(h):
     return os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "sessions")
 
 
+# A session's control message (launcher-cmd-session.c's Msg): type HELLO,
+# answered with INFO by a daemon that takes the peer.
+HELLO_PROBE = """
+import ctypes, socket, sys
+class Msg(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_uint32), ("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32),
+                ("level", ctypes.c_uint32), ("journal", ctypes.c_uint32), ("running", ctypes.c_uint32),
+                ("log_full", ctypes.c_uint32), ("n1", ctypes.c_uint64), ("n2", ctypes.c_uint64),
+                ("n3", ctypes.c_uint64), ("digest", ctypes.c_char * 65), ("run_id", ctypes.c_char * 64),
+                ("text", ctypes.c_char * 4096)]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(20)
+try:
+    s.connect(sys.argv[1])
+    s.send(bytes(Msg(type=1)))
+    answer = s.recv(ctypes.sizeof(Msg))
+except OSError as e:
+    print("refused")
+    sys.exit(0)
+print("answered" if len(answer) >= 4 and int.from_bytes(answer[:4], "little") == 2 else "closed")
+"""
+
+
 def listed(h, prefix=(), **kw):
     """What `fusebox session list` prints, run after PREFIX; "ran" after it."""
     p = subprocess.run(list(prefix) + ["/bin/sh", "-c", '"$0" session list; echo ran', rs.BIN], env=h.env,
@@ -120,6 +143,15 @@ def t_other_user_refused(h):
         nobody = listed(h, user=NOBODY, group=NOBODY)
         assert "u\t" not in nobody, nobody
         assert "u\t" in listed(h), "the owner is not answered"
+        # fusebox's own client refuses a directory that is not its caller's
+        # before it connects: the daemon's check is shown by a client of our
+        # own, which says HELLO as `session list` does (answered for the
+        # owner first, so that the probe itself is shown to work)
+        hello = ["/usr/bin/python3", "-c", HELLO_PROBE, sock]
+        owner = subprocess.run(hello, capture_output=True, text=True, timeout=60)
+        assert owner.stdout == "answered\n", (owner.stdout, owner.stderr)
+        other = subprocess.run(hello, capture_output=True, text=True, timeout=60, user=NOBODY, group=NOBODY)
+        assert other.stdout in ("closed\n", "refused\n"), (other.stdout, other.stderr)
     finally:
         for p, mode in reversed(opened):
             os.chmod(p, stat.S_IMODE(mode))
