@@ -75,15 +75,11 @@ while [ $# -gt 0 ]; do
 done
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "$fusebox" ]; then
-  for b in "$repo"/build/launcher/fusebox "$repo"/build-*/launcher/fusebox; do
-    if [ -x "$b" ]; then fusebox=$b; break; fi
-  done
-fi
+# shellcheck source=bench/bench-lib.sh
+. "$repo/bench/bench-lib.sh"
+[ -n "$fusebox" ] || fusebox=$(bench_find_fusebox "$repo")
 
 # --- prerequisites ---------------------------------------------------------
-missing=()
-need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2 (for $1)"); }
 need bindfs bindfs
 need loggedfs loggedfs
 need git git
@@ -96,16 +92,8 @@ if [ "$(id -u)" != 0 ]; then
   echo "bench-fs.sh: run it as root (it mounts bindfs, loggedfs and a bind mount)" >&2
   exit 1
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "bench-fs.sh: missing Debian packages:" >&2
-  printf '  %s\n' "${missing[@]}" >&2
-  echo "install them with: apt-get install $(printf '%s\n' "${missing[@]}" | cut -d' ' -f1 | sort -u | tr '\n' ' ')" >&2
-  exit 1
-fi
-if [ -z "$fusebox" ] || [ ! -x "$fusebox" ]; then
-  echo "bench-fs.sh: no fusebox binary: build it (meson setup build && ninja -C build) or pass --fusebox PATH" >&2
-  exit 1
-fi
+bench_check_missing bench-fs.sh
+bench_check_fusebox bench-fs.sh "$fusebox"
 if [ ! -e /dev/fuse ]; then
   echo "bench-fs.sh: /dev/fuse is missing: load the fuse module (modprobe fuse)" >&2
   exit 1

@@ -82,13 +82,9 @@ while [ $# -gt 0 ]; do
 done
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "$fusebox" ]; then
-  for b in "$repo"/build/launcher/fusebox "$repo"/build-*/launcher/fusebox; do
-    if [ -x "$b" ]; then fusebox=$b; break; fi
-  done
-fi
-missing=()
-need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2 (for $1)"); }
+# shellcheck source=bench/bench-lib.sh
+. "$repo/bench/bench-lib.sh"
+[ -n "$fusebox" ] || fusebox=$(bench_find_fusebox "$repo")
 need bindfs bindfs
 need git git
 need fusermount3 fuse3
@@ -98,14 +94,8 @@ if [ "$(id -u)" != 0 ]; then
   echo "bench-views.sh: run it as root (mounts with allow_other, drop_caches)" >&2
   exit 1
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "bench-views.sh: missing Debian packages: ${missing[*]}" >&2
-  exit 1
-fi
-if [ -z "$fusebox" ] || [ ! -x "$fusebox" ]; then
-  echo "bench-views.sh: no fusebox binary: build it or pass --fusebox PATH" >&2
-  exit 1
-fi
+bench_check_missing bench-views.sh
+bench_check_fusebox bench-views.sh "$fusebox"
 fusebox=$(readlink -f "$fusebox")
 [ -z "$baseline" ] || baseline=$(readlink -f "$baseline")
 have_perf=0
