@@ -25,6 +25,7 @@ import asyncio
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -64,6 +65,19 @@ def find_codex():
     if got != "codex-cli " + version:
         skip("%s reports %r, not codex-cli %s: run tools/codex.sh" % (path, got, version))
     return path, version
+
+
+def prerequisites(starts, tool, package_hint):
+    """What every Codex test needs: the pinned Codex, fusebox (the binary
+    under test) able to start sandboxes (fusebox STARTS), and TOOL.
+    Returns (codex, version, fusebox) or skips, naming what is missing."""
+    codex, version = find_codex()
+    fusebox = os.environ.get("FUSEBOX_BIN", "fusebox")
+    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        skip("/dev/fuse is not usable by this user: fusebox %s can't start sandboxes" % starts)
+    if shutil.which(tool) is None:
+        skip("%s is missing%s" % (tool, package_hint))
+    return codex, version, fusebox
 
 
 def message(text):

@@ -37,12 +37,7 @@ import codex_util as cu  # noqa: E402
 
 
 def main():
-    codex, version = cu.find_codex()
-    fusebox = os.environ.get("FUSEBOX_BIN", "fusebox")
-    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
-        cu.skip("/dev/fuse is not usable by this user: fusebox serve can't start sandboxes")
-    if shutil.which("git") is None:
-        cu.skip("git is missing (apt-get install git, or run tools/codex.sh)")
+    codex, version, fusebox = cu.prerequisites("serve", "git", " (apt-get install git, or run tools/codex.sh)")
 
     tmp = tempfile.mkdtemp(prefix="fusebox-codex-agent-")
     # Outside the workspace, somewhere the policy reads but does not let

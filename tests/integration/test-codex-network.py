@@ -33,12 +33,7 @@ import codex_util as cu  # noqa: E402
 
 
 def main():
-    codex, version = cu.find_codex()
-    fusebox = os.environ.get("FUSEBOX_BIN", "fusebox")
-    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
-        cu.skip("/dev/fuse is not usable by this user: fusebox run can't start sandboxes")
-    if shutil.which("curl") is None:
-        cu.skip("curl is missing")
+    codex, version, fusebox = cu.prerequisites("run", "curl", "")
     # not under /tmp, which the policy makes private
     tmp = tempfile.mkdtemp(prefix="fusebox-codex-network-", dir="/var/tmp")
     model = None
