@@ -42,30 +42,19 @@ if installed; then
   exit 0
 fi
 
-packages=(nodejs npm git)
+# shellcheck source=tools/apt-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt-lib.sh"
 missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    # A node and npm of another origin (nodesource, nvm) will do as well.
-    case $p in
-      nodejs) command -v node >/dev/null && continue ;;
-      npm) command -v npm >/dev/null && continue ;;
-      git) command -v git >/dev/null && continue ;;
-    esac
-    missing+=("$p")
-  fi
+for p in $(apt_missing nodejs npm git); do
+  # A node and npm of another origin (nodesource, nvm) will do as well.
+  case $p in
+    nodejs) command -v node >/dev/null && continue ;;
+    npm) command -v npm >/dev/null && continue ;;
+    git) command -v git >/dev/null && continue ;;
+  esac
+  missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "fusebox codex: missing Debian packages: ${missing[*]}" >&2
-    echo "fusebox codex: run this as root, or: sudo apt-get install ${missing[*]}" >&2
-    exit 1
-  fi
-  echo "fusebox codex: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+apt_install codex "${missing[@]}"
 
 echo "fusebox codex: installing @openai/codex@$version into $cache" >&2
 # A fresh directory each time: a half-finished install is never reused.

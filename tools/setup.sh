@@ -16,24 +16,10 @@ packages=(
   curl git
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
-done
-
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "fusebox setup: missing Debian packages: ${missing[*]}" >&2
-    echo "fusebox setup: run this as root, or: sudo apt-get install ${missing[*]}" >&2
-    exit 1
-  fi
-  echo "fusebox setup: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=tools/apt-lib.sh
+. "$here/tools/apt-lib.sh"
+mapfile -t missing < <(apt_missing "${packages[@]}")
+apt_install setup "${missing[@]}"
 
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" "$here" >/dev/null
