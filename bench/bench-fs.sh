@@ -46,6 +46,10 @@
 # runs itself (hyperfine is not needed: it can't interleave setups).
 set -euo pipefail
 
+repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/bench-lib.sh
+. "$repo/bench/bench-lib.sh"
+
 runs=5
 expire=2.5 # seconds: longer than every setup's entry/attribute timeout
 settle=10  # seconds of quiet disk before each write run (see "write" below)
@@ -54,11 +58,6 @@ base=/var/tmp
 only="find git read2 write untar"
 keep=0
 lfs_max_kb=$((8 * 1024 * 1024))
-
-usage() {
-  sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-  exit "${1:-0}"
-}
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -69,14 +68,11 @@ while [ $# -gt 0 ]; do
     --keep) keep=1; shift ;;
     --loggedfs-max-rss) lfs_max_kb=$(($2 * 1024)); shift 2 ;; # MiB
     --settle) settle="$2"; shift 2 ;;
-    -h|--help) usage 0 ;;
-    *) echo "bench-fs.sh: unknown argument $1" >&2; usage 2 >&2 ;;
+    -h|--help) bench_usage 0 ;;
+    *) bench_bad_argument "$1" ;;
   esac
 done
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=bench/bench-lib.sh
-. "$repo/bench/bench-lib.sh"
 [ -n "$fusebox" ] || fusebox=$(bench_find_fusebox "$repo")
 
 # --- prerequisites ---------------------------------------------------------
@@ -88,10 +84,7 @@ need tar tar
 need dd coreutils
 need find findutils
 need bc bc
-if [ "$(id -u)" != 0 ]; then
-  echo "bench-fs.sh: run it as root (it mounts bindfs, loggedfs and a bind mount)" >&2
-  exit 1
-fi
+bench_need_root bench-fs.sh "it mounts bindfs, loggedfs and a bind mount"
 bench_check_missing bench-fs.sh
 bench_check_fusebox bench-fs.sh "$fusebox"
 if [ ! -e /dev/fuse ]; then

@@ -7,6 +7,10 @@
 #                             apt-get line that installs them
 #   bench_check_fusebox NAME PATH
 #                             exits 1 unless PATH is an executable fusebox
+#   bench_usage [CODE]        prints the running script's header comment
+#                             (from line 2 to `set -euo`) and exits CODE (0)
+#   bench_bad_argument ARG    says ARG is unknown, prints the usage, exits 2
+#   bench_need_root NAME WHY  exits 1 unless run as root, saying WHY it must
 
 bench_find_fusebox() {
   local b
@@ -32,6 +36,23 @@ bench_check_missing() {
 bench_check_fusebox() {
   if [ -z "$2" ] || [ ! -x "$2" ]; then
     echo "$1: no fusebox binary: build it (meson setup build && ninja -C build) or pass --fusebox PATH" >&2
+    exit 1
+  fi
+}
+
+bench_usage() {
+  sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+  exit "${1:-0}"
+}
+
+bench_bad_argument() {
+  echo "${0##*/}: unknown argument $1" >&2
+  bench_usage 2 >&2
+}
+
+bench_need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "$1: run it as root ($2)" >&2
     exit 1
   fi
 }

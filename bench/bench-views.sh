@@ -54,6 +54,10 @@
 #                        [--data DIR] [--find-dir DIR] [--only "git find stat grep walk serve start"]
 set -euo pipefail
 
+repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/bench-lib.sh
+. "$repo/bench/bench-lib.sh"
+
 runs=3
 walk_runs=1
 fusebox=
@@ -61,11 +65,6 @@ baseline=
 data=/var/tmp/fusebox-bench-views
 find_dir=/usr
 only="git find stat grep walk serve start"
-
-usage() {
-  sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
-  exit "${1:-0}"
-}
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -76,24 +75,18 @@ while [ $# -gt 0 ]; do
     --data) data="$2"; shift 2 ;;
     --find-dir) find_dir="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
-    -h|--help) usage 0 ;;
-    *) echo "bench-views.sh: unknown argument $1" >&2; usage 2 >&2 ;;
+    -h|--help) bench_usage 0 ;;
+    *) bench_bad_argument "$1" ;;
   esac
 done
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=bench/bench-lib.sh
-. "$repo/bench/bench-lib.sh"
 [ -n "$fusebox" ] || fusebox=$(bench_find_fusebox "$repo")
 need bindfs bindfs
 need git git
 need fusermount3 fuse3
 need bwrap bubblewrap
 need bc bc
-if [ "$(id -u)" != 0 ]; then
-  echo "bench-views.sh: run it as root (mounts with allow_other, drop_caches)" >&2
-  exit 1
-fi
+bench_need_root bench-views.sh "mounts with allow_other, drop_caches"
 bench_check_missing bench-views.sh
 bench_check_fusebox bench-views.sh "$fusebox"
 fusebox=$(readlink -f "$fusebox")
