@@ -16,6 +16,7 @@
  * Memory grows with the number of distinct paths, not of records; denial
  * examples are capped. */
 #include "ipc/ipc-private.h"
+#include "policy/util.h"
 
 #include <string.h>
 
@@ -238,9 +239,12 @@ add_op (FileEntry *e, const char *op)
   g_ptr_array_add (e->ops, g_strdup (op));
 }
 
+/* WEIGHT more refusals of G, with PATH among its examples. */
 static void
-add_example (Group *g, const char *path)
+group_add (Group *g, const char *decision, const char *path, guint64 weight)
 {
+  g->count += weight;
+  count_n (g->decisions, decision != NULL ? decision : "?", weight);
   if (path == NULL || g->examples->len >= MAX_EXAMPLES)
     return;
   for (guint i = 0; i < g->examples->len; i++)
@@ -414,6 +418,7 @@ fb_report_add_record (FbReport *r, JsonObject *o)
   const char *access = fb_json_member_string (o, "access");
   const char *decision = fb_json_member_string (o, "decision");
   const char *ts = fb_json_member_string (o, "ts");
+  const char *notice = fb_json_member_string (o, "notice");
   gint64 seq = fb_json_member_int (o, "seq", -1);
   gint64 err = fb_json_member_int (o, "errno", 0);
   gint64 us;
@@ -458,20 +463,16 @@ fb_report_add_record (FbReport *r, JsonObject *o)
           r->last_us = us;
         }
     }
-  if (fb_json_member_string (o, "notice") != NULL)
+  if (notice != NULL)
     {
       /* the writer's own word, not an access */
-      if (g_strcmp0 (fb_json_member_string (o, "notice"), "log-full") == 0)
-        {
-          r->log_full = TRUE;
-          r->not_written += (guint64)MAX (fb_json_member_int (o, "records_not_written", 0), 0);
-        }
-      /* a process of serve that used up its share of the budget */
-      if (g_strcmp0 (fb_json_member_string (o, "notice"), "log-share-full") == 0)
-        {
-          r->shares_full++;
-          r->not_written += (guint64)MAX (fb_json_member_int (o, "records_not_written", 0), 0);
-        }
+      if (strcmp (notice, "log-full") == 0)
+        r->log_full = TRUE;
+      else if (strcmp (notice, "log-share-full") == 0)
+        r->shares_full++; /* a process of serve that used up its share of the budget */
+      else
+        return;
+      r->not_written += (guint64)MAX (fb_json_member_int (o, "records_not_written", 0), 0);
       return;
     }
   count_n (r->ops, op, weight);
@@ -517,18 +518,14 @@ fb_report_add_record (FbReport *r, JsonObject *o)
         g->origin = g_strdup (origin);
         g->why = g_strdup (why);
       }
-    g->count += weight;
-    count_n (g->decisions, decision != NULL ? decision : "?", weight);
-    add_example (g, path);
+    group_add (g, decision, path, weight);
 
     if (p->count == 0)
       {
         p->comm = g_strdup (comm);
         p->pid = pid;
       }
-    p->count += weight;
-    count_n (p->decisions, decision != NULL ? decision : "?", weight);
-    add_example (p, path);
+    group_add (p, decision, path, weight);
   }
 }
 
@@ -616,23 +613,14 @@ json_files (JsonBuilder *b, const char *name, GHashTable *t, gboolean bytes, gbo
       FileEntry *e = files->pdata[i];
 
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "path");
-      json_builder_add_string_value (b, e->path);
+      fb_json_builder_add_string_member (b, "path", e->path);
       if (bytes)
         {
-          json_builder_set_member_name (b, "bytes");
-          json_builder_add_int_value (b, e->bytes);
-          json_builder_set_member_name (b, "handles");
-          json_builder_add_int_value (b, (gint64)e->count);
+          fb_json_builder_add_int_member (b, "bytes", e->bytes);
+          fb_json_builder_add_int_member (b, "handles", (gint64)e->count);
         }
       if (ops)
-        {
-          json_builder_set_member_name (b, "ops");
-          json_builder_begin_array (b);
-          for (guint j = 0; j < e->ops->len; j++)
-            json_builder_add_string_value (b, e->ops->pdata[j]);
-          json_builder_end_array (b);
-        }
+        fb_json_builder_add_strings_member (b, "ops", (const char *const *)e->ops->pdata, e->ops->len);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -646,30 +634,46 @@ json_counts (JsonBuilder *b, const char *name, GHashTable *t)
   json_builder_set_member_name (b, name);
   json_builder_begin_object (b);
   for (guint i = 0; i < keys->len; i++)
-    {
-      json_builder_set_member_name (b, keys->pdata[i]);
-      json_builder_add_int_value (b, (gint64)counter (t, keys->pdata[i]));
-    }
+    fb_json_builder_add_int_member (b, keys->pdata[i], (gint64)counter (t, keys->pdata[i]));
   json_builder_end_object (b);
 }
 
 static void
-json_int_member (JsonBuilder *b, const char *name, gint64 value)
+json_rule_head (JsonBuilder *b, Group *g)
 {
-  json_builder_set_member_name (b, name);
-  json_builder_add_int_value (b, value);
+  json_builder_set_member_name (b, "rule");
+  json_builder_add_value (b, json_node_copy (g->rule));
+  fb_json_builder_add_string_member (b, "rule_origin", g->origin);
+  fb_json_builder_add_string_member (b, "why", g->why);
 }
 
 static void
-json_group_common (JsonBuilder *b, Group *g)
+json_process_head (JsonBuilder *b, Group *g)
 {
-  json_builder_set_member_name (b, "count");
-  json_builder_add_int_value (b, (gint64)g->count);
-  json_counts (b, "decisions", g->decisions);
-  json_builder_set_member_name (b, "examples");
+  fb_json_builder_add_string_member (b, "comm", g->comm);
+  fb_json_builder_add_int_member (b, "pid", g->pid);
+}
+
+/* The groups of T, most denials first, each an object of what HEAD writes
+ * (what the group is keyed by) and the counts every group has. */
+static void
+json_groups (JsonBuilder *b, const char *name, GHashTable *t, void (*head) (JsonBuilder *b, Group *g))
+{
+  g_autoptr (GPtrArray) groups = sorted_values (t, group_cmp);
+
+  json_builder_set_member_name (b, name);
   json_builder_begin_array (b);
-  for (guint j = 0; j < g->examples->len; j++)
-    json_builder_add_string_value (b, g->examples->pdata[j]);
+  for (guint i = 0; i < groups->len; i++)
+    {
+      Group *g = groups->pdata[i];
+
+      json_builder_begin_object (b);
+      head (b, g);
+      fb_json_builder_add_int_member (b, "count", (gint64)g->count);
+      json_counts (b, "decisions", g->decisions);
+      fb_json_builder_add_strings_member (b, "examples", (const char *const *)g->examples->pdata, g->examples->len);
+      json_builder_end_object (b);
+    }
   json_builder_end_array (b);
 }
 
@@ -679,8 +683,7 @@ fb_report_to_json (FbReport *r)
   g_autoptr (JsonBuilder) b = json_builder_new ();
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "version");
-  json_builder_add_int_value (b, 1);
+  fb_json_builder_add_int_member (b, "version", 1);
 
   json_builder_set_member_name (b, "runs");
   json_builder_begin_array (b);
@@ -689,19 +692,11 @@ fb_report_to_json (FbReport *r)
       RunInfo *ri = r->runs->pdata[i];
 
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "run");
-      if (ri->run[0] != '\0')
-        json_builder_add_string_value (b, ri->run);
-      else
-        json_builder_add_null_value (b);
-      json_builder_set_member_name (b, "records");
-      json_builder_add_int_value (b, (gint64)ri->records);
-      json_builder_set_member_name (b, "seq_first");
-      json_builder_add_int_value (b, ri->first_seq);
-      json_builder_set_member_name (b, "seq_last");
-      json_builder_add_int_value (b, ri->last_seq);
-      json_builder_set_member_name (b, "gaps");
-      json_builder_add_int_value (b, (gint64)ri->gaps);
+      fb_json_builder_add_string_member (b, "run", ri->run[0] != '\0' ? ri->run : NULL);
+      fb_json_builder_add_int_member (b, "records", (gint64)ri->records);
+      fb_json_builder_add_int_member (b, "seq_first", ri->first_seq);
+      fb_json_builder_add_int_member (b, "seq_last", ri->last_seq);
+      fb_json_builder_add_int_member (b, "gaps", (gint64)ri->gaps);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -717,10 +712,8 @@ fb_report_to_json (FbReport *r)
       Rename *rn = r->renamed->pdata[i];
 
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "from");
-      json_builder_add_string_value (b, rn->from);
-      json_builder_set_member_name (b, "to");
-      json_builder_add_string_value (b, rn->to);
+      fb_json_builder_add_string_member (b, "from", rn->from);
+      fb_json_builder_add_string_member (b, "to", rn->to);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -741,13 +734,12 @@ fb_report_to_json (FbReport *r)
           NetHost *h = g_hash_table_lookup (r->network, hosts->pdata[i]);
 
           json_builder_begin_object (b);
-          json_builder_set_member_name (b, "host");
-          json_builder_add_string_value (b, h->host);
-          json_int_member (b, "connections", (gint64)h->connections);
-          json_int_member (b, "failed", (gint64)h->failed);
-          json_int_member (b, "denials", (gint64)h->denials);
-          json_int_member (b, "bytes_received", h->bytes_received);
-          json_int_member (b, "bytes_sent", h->bytes_sent);
+          fb_json_builder_add_string_member (b, "host", h->host);
+          fb_json_builder_add_int_member (b, "connections", (gint64)h->connections);
+          fb_json_builder_add_int_member (b, "failed", (gint64)h->failed);
+          fb_json_builder_add_int_member (b, "denials", (gint64)h->denials);
+          fb_json_builder_add_int_member (b, "bytes_received", h->bytes_received);
+          fb_json_builder_add_int_member (b, "bytes_sent", h->bytes_sent);
           json_builder_end_object (b);
         }
       json_builder_end_array (b);
@@ -755,97 +747,30 @@ fb_report_to_json (FbReport *r)
 
   json_builder_set_member_name (b, "denials");
   json_builder_begin_object (b);
-  {
-    g_autoptr (GPtrArray) groups = sorted_values (r->by_rule, group_cmp);
-
-    json_builder_set_member_name (b, "by_rule");
-    json_builder_begin_array (b);
-    for (guint i = 0; i < groups->len; i++)
-      {
-        Group *g = groups->pdata[i];
-
-        json_builder_begin_object (b);
-        json_builder_set_member_name (b, "rule");
-        json_builder_add_value (b, json_node_copy (g->rule));
-        json_builder_set_member_name (b, "rule_origin");
-        if (g->origin != NULL)
-          json_builder_add_string_value (b, g->origin);
-        else
-          json_builder_add_null_value (b);
-        json_builder_set_member_name (b, "why");
-        if (g->why != NULL)
-          json_builder_add_string_value (b, g->why);
-        else
-          json_builder_add_null_value (b);
-        json_group_common (b, g);
-        json_builder_end_object (b);
-      }
-    json_builder_end_array (b);
-  }
-  {
-    g_autoptr (GPtrArray) groups = sorted_values (r->by_process, group_cmp);
-
-    json_builder_set_member_name (b, "by_process");
-    json_builder_begin_array (b);
-    for (guint i = 0; i < groups->len; i++)
-      {
-        Group *g = groups->pdata[i];
-
-        json_builder_begin_object (b);
-        json_builder_set_member_name (b, "comm");
-        if (g->comm != NULL)
-          json_builder_add_string_value (b, g->comm);
-        else
-          json_builder_add_null_value (b);
-        json_builder_set_member_name (b, "pid");
-        json_builder_add_int_value (b, g->pid);
-        json_group_common (b, g);
-        json_builder_end_object (b);
-      }
-    json_builder_end_array (b);
-  }
+  json_groups (b, "by_rule", r->by_rule, json_rule_head);
+  json_groups (b, "by_process", r->by_process, json_process_head);
   json_builder_end_object (b);
 
   json_builder_set_member_name (b, "totals");
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "records");
-  json_builder_add_int_value (b, (gint64)r->records);
-  json_builder_set_member_name (b, "allowed");
-  json_builder_add_int_value (b, (gint64)r->allowed);
-  json_builder_set_member_name (b, "denied");
-  json_builder_add_int_value (b, (gint64)r->denied);
-  json_builder_set_member_name (b, "failed");
-  json_builder_add_int_value (b, (gint64)r->failed);
-  json_builder_set_member_name (b, "repeat_records");
-  json_builder_add_int_value (b, (gint64)r->repeat_records);
-  json_builder_set_member_name (b, "repeated_denials");
-  json_builder_add_int_value (b, (gint64)r->repeated);
+  fb_json_builder_add_int_member (b, "records", (gint64)r->records);
+  fb_json_builder_add_int_member (b, "allowed", (gint64)r->allowed);
+  fb_json_builder_add_int_member (b, "denied", (gint64)r->denied);
+  fb_json_builder_add_int_member (b, "failed", (gint64)r->failed);
+  fb_json_builder_add_int_member (b, "repeat_records", (gint64)r->repeat_records);
+  fb_json_builder_add_int_member (b, "repeated_denials", (gint64)r->repeated);
   json_builder_set_member_name (b, "log_full");
   json_builder_add_boolean_value (b, r->log_full);
-  json_builder_set_member_name (b, "records_not_written");
-  json_builder_add_int_value (b, (gint64)r->not_written);
-  json_builder_set_member_name (b, "processes_stopped_by_share");
-  json_builder_add_int_value (b, (gint64)r->shares_full);
+  fb_json_builder_add_int_member (b, "records_not_written", (gint64)r->not_written);
+  fb_json_builder_add_int_member (b, "processes_stopped_by_share", (gint64)r->shares_full);
   json_counts (b, "decisions", r->decisions);
   json_counts (b, "ops", r->ops);
-  json_builder_set_member_name (b, "gaps");
-  json_builder_add_int_value (b, (gint64)total_gaps (r));
-  json_builder_set_member_name (b, "duplicates");
-  json_builder_add_int_value (b, (gint64)r->reader.duplicates);
-  json_builder_set_member_name (b, "bad_lines");
-  json_builder_add_int_value (b, (gint64)r->reader.bad_lines);
-  json_builder_set_member_name (b, "truncated_lines");
-  json_builder_add_int_value (b, (gint64)r->reader.truncated);
-  json_builder_set_member_name (b, "first_ts");
-  if (r->first_ts != NULL)
-    json_builder_add_string_value (b, r->first_ts);
-  else
-    json_builder_add_null_value (b);
-  json_builder_set_member_name (b, "last_ts");
-  if (r->last_ts != NULL)
-    json_builder_add_string_value (b, r->last_ts);
-  else
-    json_builder_add_null_value (b);
+  fb_json_builder_add_int_member (b, "gaps", (gint64)total_gaps (r));
+  fb_json_builder_add_int_member (b, "duplicates", (gint64)r->reader.duplicates);
+  fb_json_builder_add_int_member (b, "bad_lines", (gint64)r->reader.bad_lines);
+  fb_json_builder_add_int_member (b, "truncated_lines", (gint64)r->reader.truncated);
+  fb_json_builder_add_string_member (b, "first_ts", r->first_ts);
+  fb_json_builder_add_string_member (b, "last_ts", r->last_ts);
   json_builder_set_member_name (b, "span_seconds");
   json_builder_add_double_value (b, r->first_ts != NULL ? (double)(r->last_us - r->first_us) / G_USEC_PER_SEC : 0.0);
   json_builder_end_object (b);
@@ -945,16 +870,59 @@ text_decisions (GString *out, GHashTable *t)
 }
 
 static void
-text_examples (GString *out, Group *g)
+text_rule_head (GString *out, Group *g)
 {
-  for (guint j = 0; j < g->examples->len; j++)
+  g_autofree char *rule = json_to_string (g->rule, FALSE);
+
+  if (JSON_NODE_HOLDS_VALUE (g->rule) && json_node_get_value_type (g->rule) == G_TYPE_INT64)
+    g_string_append_printf (out, "rule %s", rule);
+  else if (JSON_NODE_HOLDS_VALUE (g->rule) && json_node_get_value_type (g->rule) == G_TYPE_STRING)
+    text_safe (out, json_node_get_string (g->rule));
+  else
+    g_string_append (out, "(no rule)");
+  if (g->origin != NULL)
     {
-      g_string_append (out, "      ");
-      text_safe (out, g->examples->pdata[j]);
-      g_string_append_c (out, '\n');
+      g_string_append (out, " at ");
+      text_safe (out, g->origin);
     }
-  if (g->count > g->examples->len && g->examples->len == MAX_EXAMPLES)
-    g_string_append (out, "      ...\n");
+  g_string_append (out, ": ");
+  text_safe (out, g->why != NULL ? g->why : "");
+  g_string_append (out, "  [");
+}
+
+static void
+text_process_head (GString *out, Group *g)
+{
+  text_safe (out, g->comm != NULL ? g->comm : "?");
+  g_string_append_printf (out, "[%" G_GINT64_FORMAT "]  [", g->pid);
+}
+
+/* The groups of T, most denials first: the count, what HEAD writes (what
+ * the group is keyed by), the decisions and the examples. */
+static void
+text_groups (GString *out, GHashTable *t, void (*head) (GString *out, Group *g))
+{
+  g_autoptr (GPtrArray) groups = sorted_values (t, group_cmp);
+
+  if (groups->len == 0)
+    g_string_append (out, "  none\n");
+  for (guint i = 0; i < groups->len; i++)
+    {
+      Group *g = groups->pdata[i];
+
+      g_string_append_printf (out, "  %6" G_GUINT64_FORMAT "  ", g->count);
+      head (out, g);
+      text_decisions (out, g->decisions);
+      g_string_append (out, "]\n");
+      for (guint j = 0; j < g->examples->len; j++)
+        {
+          g_string_append (out, "      ");
+          text_safe (out, g->examples->pdata[j]);
+          g_string_append_c (out, '\n');
+        }
+      if (g->count > g->examples->len && g->examples->len == MAX_EXAMPLES)
+        g_string_append (out, "      ...\n");
+    }
 }
 
 static void
@@ -1054,56 +1022,11 @@ fb_report_to_text (FbReport *r)
         }
     }
 
-  {
-    g_autoptr (GPtrArray) groups = sorted_values (r->by_rule, group_cmp);
-
-    g_string_append_printf (out, "\nDenials by rule (%" G_GUINT64_FORMAT " denial%s, %u rule%s)\n", r->denied,
-                            PLURAL (r->denied), groups->len, PLURAL (groups->len));
-    if (groups->len == 0)
-      g_string_append (out, "  none\n");
-    for (guint i = 0; i < groups->len; i++)
-      {
-        Group *g = groups->pdata[i];
-        g_autofree char *rule = json_to_string (g->rule, FALSE);
-
-        g_string_append_printf (out, "  %6" G_GUINT64_FORMAT "  ", g->count);
-        if (JSON_NODE_HOLDS_VALUE (g->rule) && json_node_get_value_type (g->rule) == G_TYPE_INT64)
-          g_string_append_printf (out, "rule %s", rule);
-        else if (JSON_NODE_HOLDS_VALUE (g->rule) && json_node_get_value_type (g->rule) == G_TYPE_STRING)
-          text_safe (out, json_node_get_string (g->rule));
-        else
-          g_string_append (out, "(no rule)");
-        if (g->origin != NULL)
-          {
-            g_string_append (out, " at ");
-            text_safe (out, g->origin);
-          }
-        g_string_append (out, ": ");
-        text_safe (out, g->why != NULL ? g->why : "");
-        g_string_append (out, "  [");
-        text_decisions (out, g->decisions);
-        g_string_append (out, "]\n");
-        text_examples (out, g);
-      }
-  }
-  {
-    g_autoptr (GPtrArray) groups = sorted_values (r->by_process, group_cmp);
-
-    g_string_append_printf (out, "\nDenials by process (%u)\n", groups->len);
-    if (groups->len == 0)
-      g_string_append (out, "  none\n");
-    for (guint i = 0; i < groups->len; i++)
-      {
-        Group *g = groups->pdata[i];
-
-        g_string_append_printf (out, "  %6" G_GUINT64_FORMAT "  ", g->count);
-        text_safe (out, g->comm != NULL ? g->comm : "?");
-        g_string_append_printf (out, "[%" G_GINT64_FORMAT "]  [", g->pid);
-        text_decisions (out, g->decisions);
-        g_string_append (out, "]\n");
-        text_examples (out, g);
-      }
-  }
+  g_string_append_printf (out, "\nDenials by rule (%" G_GUINT64_FORMAT " denial%s, %u rule%s)\n", r->denied,
+                          PLURAL (r->denied), g_hash_table_size (r->by_rule), PLURAL (g_hash_table_size (r->by_rule)));
+  text_groups (out, r->by_rule, text_rule_head);
+  g_string_append_printf (out, "\nDenials by process (%u)\n", g_hash_table_size (r->by_process));
+  text_groups (out, r->by_process, text_process_head);
 
   g_string_append (out, "\nTotals\n");
   g_string_append_printf (out, "  records     %" G_GUINT64_FORMAT "\n", r->records);

@@ -17,6 +17,7 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
+#include "policy/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -342,26 +343,6 @@ explain_text (const char *view, const FbPolicyDecision *d)
 }
 
 static void
-add_string_array (JsonBuilder *b, const char *name, const char *const *strv)
-{
-  json_builder_set_member_name (b, name);
-  json_builder_begin_array (b);
-  for (guint i = 0; strv != NULL && strv[i] != NULL; i++)
-    json_builder_add_string_value (b, strv[i]);
-  json_builder_end_array (b);
-}
-
-static void
-add_nullable_string (JsonBuilder *b, const char *name, const char *value)
-{
-  json_builder_set_member_name (b, name);
-  if (value != NULL)
-    json_builder_add_string_value (b, value);
-  else
-    json_builder_add_null_value (b);
-}
-
-static void
 explain_json (JsonBuilder *b, const char *view, const FbPolicyDecision *d)
 {
   const FbPolicyRule *r = d->rule;
@@ -369,32 +350,31 @@ explain_json (JsonBuilder *b, const char *view, const FbPolicyDecision *d)
   bool shown = fb_policy_access_visible (d->access) || d->traversable;
 
   json_builder_begin_object (b);
-  add_nullable_string (b, "path", view);
-  add_nullable_string (b, "access", fb_policy_access_to_string (d->access));
+  fb_json_builder_add_string_member (b, "path", view);
+  fb_json_builder_add_string_member (b, "access", fb_policy_access_to_string (d->access));
   json_builder_set_member_name (b, "traversable");
   json_builder_add_boolean_value (b, d->traversable);
-  add_string_array (b, "reachable_children", d->traversable ? d->reachable_children : NULL);
+  fb_json_builder_add_strings_member (b, "reachable_children", d->traversable ? d->reachable_children : NULL, -1);
   json_builder_set_member_name (b, "mount_point");
   json_builder_add_boolean_value (b, d->is_mount_point);
-  add_nullable_string (b, "host_path", shown && kernel_tree (view) == NULL ? host : NULL);
+  fb_json_builder_add_string_member (b, "host_path", shown && kernel_tree (view) == NULL ? host : NULL);
   json_builder_set_member_name (b, "mount");
   json_builder_begin_object (b);
-  add_nullable_string (b, "view_path", d->mount->view_path);
-  add_nullable_string (b, "host_path", d->mount->host_path);
+  fb_json_builder_add_string_member (b, "view_path", d->mount->view_path);
+  fb_json_builder_add_string_member (b, "host_path", d->mount->host_path);
   json_builder_set_member_name (b, "private");
   json_builder_add_boolean_value (b, d->mount->is_private);
   json_builder_end_object (b);
   json_builder_set_member_name (b, "rule");
   json_builder_begin_object (b);
-  add_nullable_string (b, "kind", fb_policy_rule_kind_info (r->kind)->name);
-  add_nullable_string (b, "origin", r->origin);
-  json_builder_set_member_name (b, "index");
-  json_builder_add_int_value (b, r->index);
-  add_nullable_string (b, "path", r->path);
-  add_nullable_string (b, "glob", r->glob);
-  add_nullable_string (b, "access", fb_policy_access_to_string (r->access));
-  add_nullable_string (b, "why", r->why);
-  add_nullable_string (b, "source", r->source);
+  fb_json_builder_add_string_member (b, "kind", fb_policy_rule_kind_info (r->kind)->name);
+  fb_json_builder_add_string_member (b, "origin", r->origin);
+  fb_json_builder_add_int_member (b, "index", r->index);
+  fb_json_builder_add_string_member (b, "path", r->path);
+  fb_json_builder_add_string_member (b, "glob", r->glob);
+  fb_json_builder_add_string_member (b, "access", fb_policy_access_to_string (r->access));
+  fb_json_builder_add_string_member (b, "why", r->why);
+  fb_json_builder_add_string_member (b, "source", r->source);
   json_builder_end_object (b);
   json_builder_end_object (b);
 }
@@ -499,24 +479,22 @@ net_explain_json (JsonBuilder *b, const FbPolicy *policy, const NetQuery *q)
   const FbPolicyNetRule *r = q->d.rule;
 
   json_builder_begin_object (b);
-  add_nullable_string (b, "host", q->host);
-  json_builder_set_member_name (b, "port");
-  json_builder_add_int_value (b, q->port);
-  add_nullable_string (b, "network", fb_policy_network_to_string (fb_policy_get_network (policy)));
-  add_nullable_string (b, "decision", q->d.allowed ? "allow" : "deny");
-  add_nullable_string (b, "address_class",
-                       q->has_address ? fb_policy_net_class_to_string (fb_policy_net_classify (q->family, q->address))
-                                      : NULL);
+  fb_json_builder_add_string_member (b, "host", q->host);
+  fb_json_builder_add_int_member (b, "port", q->port);
+  fb_json_builder_add_string_member (b, "network", fb_policy_network_to_string (fb_policy_get_network (policy)));
+  fb_json_builder_add_string_member (b, "decision", q->d.allowed ? "allow" : "deny");
+  fb_json_builder_add_string_member (
+    b, "address_class",
+    q->has_address ? fb_policy_net_class_to_string (fb_policy_net_classify (q->family, q->address)) : NULL);
   json_builder_set_member_name (b, "rule");
   json_builder_begin_object (b);
-  add_nullable_string (b, "kind", fb_policy_net_rule_kind_to_string (r->kind));
-  add_nullable_string (b, "name", r->name);
-  add_nullable_string (b, "origin", r->origin);
-  json_builder_set_member_name (b, "index");
-  json_builder_add_int_value (b, r->index);
-  add_nullable_string (b, "text", r->text);
-  add_nullable_string (b, "action", r->allow ? "allow" : "deny");
-  add_nullable_string (b, "why", r->why);
+  fb_json_builder_add_string_member (b, "kind", fb_policy_net_rule_kind_to_string (r->kind));
+  fb_json_builder_add_string_member (b, "name", r->name);
+  fb_json_builder_add_string_member (b, "origin", r->origin);
+  fb_json_builder_add_int_member (b, "index", r->index);
+  fb_json_builder_add_string_member (b, "text", r->text);
+  fb_json_builder_add_string_member (b, "action", r->allow ? "allow" : "deny");
+  fb_json_builder_add_string_member (b, "why", r->why);
   json_builder_end_object (b);
   json_builder_end_object (b);
 }

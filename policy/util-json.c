@@ -154,3 +154,30 @@ fb_json_string_decode (const char *p, const char *end, bool check_utf8, GString 
   *ret_at = p;
   return st;
 }
+
+void
+fb_json_builder_add_int_member (JsonBuilder *b, const char *name, gint64 value)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_add_int_value (b, value);
+}
+
+void
+fb_json_builder_add_string_member (JsonBuilder *b, const char *name, const char *value)
+{
+  json_builder_set_member_name (b, name);
+  if (value != NULL)
+    json_builder_add_string_value (b, value);
+  else
+    json_builder_add_null_value (b);
+}
+
+void
+fb_json_builder_add_strings_member (JsonBuilder *b, const char *name, const char *const *strv, gssize n)
+{
+  json_builder_set_member_name (b, name);
+  json_builder_begin_array (b);
+  for (gssize i = 0; strv != NULL && (n < 0 ? strv[i] != NULL : i < n); i++)
+    json_builder_add_string_value (b, strv[i]);
+  json_builder_end_array (b);
+}

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,3 +95,10 @@ typedef enum
  * (the caller may have checked the whole text already). */
 FbJsonStringStatus fb_json_string_decode (const char *p, const char *end, bool check_utf8, GString *out,
                                           const char **ret_at);
+
+/* A member NAME of the object B is building: an integer; a string, or null
+ * where VALUE is NULL; an array of the N strings of STRV (up to its NULL
+ * where N is -1; none where STRV is NULL). */
+void fb_json_builder_add_int_member (JsonBuilder *b, const char *name, gint64 value);
+void fb_json_builder_add_string_member (JsonBuilder *b, const char *name, const char *value);
+void fb_json_builder_add_strings_member (JsonBuilder *b, const char *name, const char *const *strv, gssize n);
