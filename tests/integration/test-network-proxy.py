@@ -618,13 +618,14 @@ def t_explain_address(h):
 
 
 FLOOD = """
-import socket, time
+import os, socket, time
 held = []
 for _ in range(150):
     try:
         held.append(socket.create_connection(("127.0.0.1", 3128)))
     except OSError:
         break
+os.write(1, b"held %d\\n" % len(held))
 time.sleep(8)
 """
 
@@ -635,15 +636,24 @@ def t_accept_backoff(h):
     serves again once connections end."""
     pol = h.allowed_policy()
     run_dir = os.path.join(h.tmp, "run-flood")
-    script = ("python3 -c '%s' & python3 -c '%s' & wait; "
-              "curl -s -o /dev/null -w '%%{http_code}\\n' http://allowed.test:%d/hello.txt") % (FLOOD, FLOOD, h.port)
+    # the flooders run the interpreter itself: a wrapper script (pyenv's
+    # shims are bash scripts) can itself run out of descriptors under
+    # `ulimit -n 256` and leave the proxy never flooded
+    py = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+    script = ("%s -c '%s' & %s -c '%s' & wait; "
+              "curl -s -o /dev/null -w '%%{http_code}\\n' http://allowed.test:%d/hello.txt") % (py, FLOOD, py, FLOOD,
+                                                                                               h.port)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(["sh", "-c", 'ulimit -n 256 && exec "$0" "$@"', BIN, "run", "--policy", pol, "--run-dir",
                         run_dir, "--cwd", "/", "--resolve", "allowed.test:127.0.0.1", "--", "/bin/sh", "-c", script],
                        capture_output=True, text=True, timeout=120)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    full = [line for line in p.stderr.splitlines() if "Too many open files" in line]
+    # the flood reached the proxy: 300 connections are more than a
+    # supervisor limited to 256 descriptors can accept
+    held = sum(int(line.split()[1]) for line in p.stdout.splitlines() if line.startswith("held "))
+    assert held == 300, (p.stdout, p.stderr[-2000:])
+    full = [line for line in p.stderr.splitlines() if "network proxy:" in line and "Too many open files" in line]
     assert 1 <= len(full) <= 3, (len(full), p.stderr[-2000:])
     # 8 s with the supervisor out of descriptors: a spinning accept() burns
     # them on the CPU, a backed-off one sleeps
