@@ -81,11 +81,28 @@ usage_error (const char *command, const char *message)
   return FB_EXIT_USAGE;
 }
 
+/* COMMAND's options (ENTRIES) out of *ARGC, *ARGV, and its "--": false
+ * (the usage error printed) when they do not parse. */
+static bool
+parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc, char ***argv)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, argc, argv, &error))
+    {
+      usage_error (command, error->message);
+      return false;
+    }
+  drop_double_dash (argc, *argv);
+  return true;
+}
+
 /* The absolute, symlink-free form of DIR: a policy path is a view path, and
  * the view never follows a symlink on the sandbox's behalf, so a rule at a
  * symlinked spelling of the workspace would never match anything. */
 static char *
-resolve_workspace (const char *command, const char *dir, int *ret_status)
+resolve_workspace (const char *command, const char *dir)
 {
   char *real = realpath (dir, NULL);
 
@@ -94,7 +111,6 @@ resolve_workspace (const char *command, const char *dir, int *ret_status)
       int err = errno;
       fb_cmd_error ("policy %s: --workspace %s: %s; give the path of an existing directory", command, dir,
                     err == ENOENT ? "no such directory" : g_strerror (err));
-      *ret_status = FB_EXIT_FAILURE;
       return NULL;
     }
   if (!g_file_test (real, G_FILE_TEST_IS_DIR))
@@ -102,7 +118,6 @@ resolve_workspace (const char *command, const char *dir, int *ret_status)
       fb_cmd_error ("policy %s: --workspace %s: not a directory; give the workspace directory, not a file", command,
                     dir);
       free (real);
-      *ret_status = FB_EXIT_FAILURE;
       return NULL;
     }
   char *ret = g_strdup (real);
@@ -112,13 +127,18 @@ resolve_workspace (const char *command, const char *dir, int *ret_status)
 
 /* Variables as a run would see them.  ${RUN} does not exist before a run;
  * a stand-in under the default runs directory lets policies that use it be
- * checked and explained (private sources show where they would live). */
-static void
-init_vars (FbPolicyVarsStorage *storage, const char *workspace)
+ * checked and explained (private sources show where they would live).
+ * FB_EXIT_FAILURE, the message printed, when --workspace is no directory. */
+static int
+init_vars (FbPolicyVarsStorage *storage, const char *command, const char *workspace_arg)
 {
   g_autofree char *run = g_build_filename (g_get_user_state_dir (), "fusebox", "runs", "RUN-ID", NULL);
+  g_autofree char *workspace = NULL;
 
+  if (workspace_arg != NULL && (workspace = resolve_workspace (command, workspace_arg)) == NULL)
+    return FB_EXIT_FAILURE;
   fb_policy_vars_init_from_env (storage, workspace, run);
+  return FB_EXIT_OK;
 }
 
 static void
@@ -171,21 +191,16 @@ cmd_check (int argc, char **argv)
                  "All files are checked even after a failure.\n"
                  "\n"
                  "Exit status: 0 all files valid, 1 at least one invalid or unreadable, 2 usage error.");
-  g_autoptr (GError) error = NULL;
-  g_autofree char *workspace = NULL;
   FbPolicyVarsStorage storage = { 0 };
   int status = FB_EXIT_OK;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    return usage_error ("check", error->message);
-  drop_double_dash (&argc, argv);
+  if (!parse_options (ctx, entries, "check", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (argc < 2)
     return usage_error ("check", "no FILE given");
-  if (workspace_arg != NULL && (workspace = resolve_workspace ("check", workspace_arg, &status)) == NULL)
+  if ((status = init_vars (&storage, "check", workspace_arg)) != FB_EXIT_OK)
     return status;
 
-  init_vars (&storage, workspace);
   for (int i = 1; i < argc; i++)
     {
       g_autoptr (GError) load_error = NULL;
@@ -550,23 +565,19 @@ cmd_explain (int argc, char **argv)
                  "\n"
                  "Exit status: 0 success, 1 the policy failed to load, 2 usage error.");
   g_autoptr (GError) error = NULL;
-  g_autofree char *workspace = NULL;
   g_autofree char *cwd = g_get_current_dir ();
   FbPolicyVarsStorage storage = { 0 };
   int status = FB_EXIT_OK;
   const char *spec;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    return usage_error ("explain", error->message);
-  drop_double_dash (&argc, argv);
+  if (!parse_options (ctx, entries, "explain", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (argc < 2)
     return usage_error ("explain", "no PATH given");
   spec = spec_arg != NULL ? spec_arg : DEFAULT_SPEC;
-  if (workspace_arg != NULL && (workspace = resolve_workspace ("explain", workspace_arg, &status)) == NULL)
+  if ((status = init_vars (&storage, "explain", workspace_arg)) != FB_EXIT_OK)
     return status;
 
-  init_vars (&storage, workspace);
   g_autoptr (FbPolicy) policy = fb_policy_load_spec (spec, &storage.vars, &error);
   if (policy == NULL)
     {
@@ -668,14 +679,11 @@ cmd_show (int argc, char **argv)
                  "\n"
                  "Exit status: 0 success, 1 unknown NAME or the policy failed to load, 2 usage error.");
   g_autoptr (GError) error = NULL;
-  g_autofree char *workspace = NULL;
   FbPolicyVarsStorage storage = { 0 };
   int status = FB_EXIT_OK;
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    return usage_error ("show", error->message);
-  drop_double_dash (&argc, argv);
+  if (!parse_options (ctx, entries, "show", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (argc > 2)
     return usage_error ("show", "give at most one NAME");
   if (argc < 2)
@@ -686,10 +694,9 @@ cmd_show (int argc, char **argv)
         printf ("builtin:%s\n", *n);
       return FB_EXIT_OK;
     }
-  if (workspace_arg != NULL && (workspace = resolve_workspace ("show", workspace_arg, &status)) == NULL)
+  if ((status = init_vars (&storage, "show", workspace_arg)) != FB_EXIT_OK)
     return status;
 
-  init_vars (&storage, workspace);
   const char *arg = argv[1];
   g_autofree char *text = NULL;
   if (effective)
