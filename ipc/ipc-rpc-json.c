@@ -276,16 +276,38 @@ reuse_sandbox (Parser *ps)
   return json_node_ref (r->node);
 }
 
+/* After a member or an element: a ',' (another follows), CLOSE (the
+ * object or array ends) or a mistake. */
+typedef enum
+{
+  LIST_NEXT,
+  LIST_END,
+  LIST_ERROR,
+} ListStep;
+
+static ListStep
+list_step (Parser *ps, char close)
+{
+  skip_ws (ps);
+  if (take (ps, ','))
+    return LIST_NEXT;
+  if (take (ps, close))
+    return LIST_END;
+  fail (ps, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+  return LIST_ERROR;
+}
+
 static JsonNode *
 parse_object (Parser *ps, guint depth)
 {
   JsonObject *obj = json_object_new ();
+  ListStep step = LIST_NEXT;
 
   ps->p++; /* { */
   skip_ws (ps);
   if (take (ps, '}'))
     return object_node (obj);
-  for (;;)
+  while (step == LIST_NEXT)
     {
       char *key;
       JsonNode *value;
@@ -331,14 +353,10 @@ parse_object (Parser *ps, guint depth)
         }
       json_object_set_member (obj, key, value);
       g_free (key);
-      skip_ws (ps);
-      if (take (ps, ','))
-        continue;
-      if (take (ps, '}'))
-        return object_node (obj);
-      fail (ps, "expected ',' or '}'");
-      break;
+      step = list_step (ps, '}');
     }
+  if (step == LIST_END)
+    return object_node (obj);
   json_object_unref (obj);
   return NULL;
 }
@@ -347,25 +365,22 @@ static JsonNode *
 parse_array (Parser *ps, guint depth)
 {
   JsonArray *arr = json_array_new ();
+  ListStep step = LIST_NEXT;
 
   ps->p++; /* [ */
   skip_ws (ps);
   if (take (ps, ']'))
     return array_node (arr);
-  for (;;)
+  while (step == LIST_NEXT)
     {
       JsonNode *value = parse_value (ps, depth + 1);
       if (value == NULL)
         break;
       json_array_add_element (arr, value);
-      skip_ws (ps);
-      if (take (ps, ','))
-        continue;
-      if (take (ps, ']'))
-        return array_node (arr);
-      fail (ps, "expected ',' or ']'");
-      break;
+      step = list_step (ps, ']');
     }
+  if (step == LIST_END)
+    return array_node (arr);
   json_array_unref (arr);
   return NULL;
 }
