@@ -118,38 +118,54 @@ check_component (const char *c, gsize n, const char **ret_what)
   return -1;
 }
 
+/* Whether the validated "[...]" whose items start at *Q is negated ("[!"
+ * or "[^"); moves *Q past the mark. */
+static bool
+class_negated (const char **q, const char *pend)
+{
+  if (*q < pend && (**q == '!' || **q == '^'))
+    {
+      (*q)++;
+      return true;
+    }
+  return false;
+}
+
+/* The item of a validated "[...]" at *Q, a character or a range, as LO to
+ * HI; moves *Q past it. */
+static void
+class_item (const char **q, const char *pend, gunichar *ret_lo, gunichar *ret_hi)
+{
+  if (**q == '\\')
+    (*q)++;
+  *ret_lo = next_char (q, pend);
+  *ret_hi = *ret_lo;
+  if (*q + 1 < pend && **q == '-' && (*q)[1] != ']')
+    {
+      (*q)++;
+      if (**q == '\\')
+        (*q)++;
+      *ret_hi = next_char (q, pend);
+    }
+}
+
 /* Matches a "[...]" at *P (already validated) against character CH; moves
  * *P past the "]". */
 static bool
 class_match (const char **p, const char *pend, gunichar ch)
 {
   const char *q = *p + 1;
-  bool negate = false;
+  bool negate = class_negated (&q, pend);
   bool matched = false;
   bool first = true;
 
-  if (q < pend && (*q == '!' || *q == '^'))
-    {
-      negate = true;
-      q++;
-    }
   while (q < pend && (*q != ']' || first))
     {
       gunichar lo;
       gunichar hi;
 
       first = false;
-      if (*q == '\\')
-        q++;
-      lo = next_char (&q, pend);
-      hi = lo;
-      if (q + 1 < pend && *q == '-' && q[1] != ']')
-        {
-          q++;
-          if (*q == '\\')
-            q++;
-          hi = next_char (&q, pend);
-        }
+      class_item (&q, pend, &lo, &hi);
       if (ch >= lo && ch <= hi)
         matched = true;
     }
@@ -267,27 +283,15 @@ compute_prefilters (FbGlobPart *part)
           const char *q = p + 1;
           bool item_first = true;
 
-          if (first && q < end && (*q == '!' || *q == '^'))
+          if (class_negated (&q, end) && first)
             part->first_any = true;
-          if (q < end && (*q == '!' || *q == '^'))
-            q++;
           while (q < end && (*q != ']' || item_first))
             {
               gunichar lo;
               gunichar hi;
 
               item_first = false;
-              if (*q == '\\')
-                q++;
-              lo = next_char (&q, end);
-              hi = lo;
-              if (q + 1 < end && *q == '-' && q[1] != ']')
-                {
-                  q++;
-                  if (*q == '\\')
-                    q++;
-                  hi = next_char (&q, end);
-                }
+              class_item (&q, end, &lo, &hi);
               if (first && !part->first_any)
                 {
                   if (hi >= 0x80)
