@@ -14,13 +14,8 @@
  * read, and prints the count at exit.  An unprivileged daemon (`fusebox
  * run` as uid 1000 with a 0666 FUSE node) watches too: a file grown on the
  * host shows inside the sandbox within 1 s (its timeouts would be 2 s). */
-#include <sched.h>
-#include <sys/mount.h>
-
+#include "tests/lib/test-caller.h"
 #include "tests/lib/test-mount.h"
-
-#include <grp.h>
-#include <sys/sysmacros.h>
 
 static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
                                   "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
@@ -34,11 +29,8 @@ static char *
 mnt_read (MFx *fx, const char *rel)
 {
   g_autofree char *path = mfx_m (fx, rel);
-  char *text = NULL;
 
-  if (!g_file_get_contents (path, &text, NULL, NULL))
-    return NULL;
-  return text;
+  return test_read_file (path);
 }
 
 static off_t
@@ -106,14 +98,31 @@ mount_coherent (MFx *fx)
   mfx_mount (fx, policy_text, NULL);
 }
 
+/* REL holding CONTENT on the host (NULL: absent, its directory made), the
+ * coherent mount, and REL read through it: what the change made next on
+ * the host must not hide behind. */
+static void
+mount_warm (MFx *fx, const char *rel, const char *content)
+{
+  if (content != NULL)
+    {
+      mfx_write (fx, rel, content);
+      mfx_assert_host_readable (fx, rel);
+    }
+  else
+    {
+      g_autofree char *dir = g_path_get_dirname (rel);
+      mfx_mkdir (fx, dir);
+    }
+  mount_coherent (fx);
+  warm (fx, rel, content);
+}
+
 static void
 test_append (void **state)
 {
   MFX_BEGIN (state);
-  mfx_write (fx, "/ws/a.txt", "hello");
-  mfx_assert_host_readable (fx, "/ws/a.txt");
-  mount_coherent (fx);
-  warm (fx, "/ws/a.txt", "hello");
+  mount_warm (fx, "/ws/a.txt", "hello");
   host_append (fx, "/ws/a.txt", ", world");
   assert_shows_soon (fx, "/ws/a.txt", "hello, world");
   MFX_PASS ();
@@ -127,9 +136,7 @@ test_rewrite_in_place (void **state)
   int fd;
 
   MFX_BEGIN (state);
-  mfx_write (fx, "/ws/b.txt", "aaaa");
-  mount_coherent (fx);
-  warm (fx, "/ws/b.txt", "aaaa");
+  mount_warm (fx, "/ws/b.txt", "aaaa");
   path = mfx_h (fx, "/ws/b.txt");
   fd = open (path, O_WRONLY | O_CLOEXEC);
   assert_true (fd >= 0);
@@ -145,9 +152,7 @@ test_truncate (void **state)
   g_autofree char *path = NULL;
 
   MFX_BEGIN (state);
-  mfx_write (fx, "/ws/c.txt", "0123456789");
-  mount_coherent (fx);
-  warm (fx, "/ws/c.txt", "0123456789");
+  mount_warm (fx, "/ws/c.txt", "0123456789");
   path = mfx_h (fx, "/ws/c.txt");
   assert_int_equal (truncate (path, 3), 0);
   assert_shows_soon (fx, "/ws/c.txt", "012");
@@ -159,9 +164,7 @@ static void
 test_replace_by_rename (void **state)
 {
   MFX_BEGIN (state);
-  mfx_write (fx, "/ws/d.txt", "old");
-  mount_coherent (fx);
-  warm (fx, "/ws/d.txt", "old");
+  mount_warm (fx, "/ws/d.txt", "old");
   mfx_write (fx, "/ws/d.txt", "the new version");
   assert_shows_soon (fx, "/ws/d.txt", "the new version");
   MFX_PASS ();
@@ -172,9 +175,7 @@ static void
 test_create_missing (void **state)
 {
   MFX_BEGIN (state);
-  mfx_mkdir (fx, "/ws");
-  mount_coherent (fx);
-  warm (fx, "/ws/new.txt", NULL);
+  mount_warm (fx, "/ws/new.txt", NULL);
   mfx_write (fx, "/ws/new.txt", "made outside");
   assert_shows_soon (fx, "/ws/new.txt", "made outside");
   MFX_PASS ();
@@ -187,11 +188,9 @@ static void
 test_create_missing_lost (void **state)
 {
   MFX_BEGIN (state);
-  mfx_mkdir (fx, "/ws");
   g_setenv ("FUSEBOX_TEST_LOSE_EVENTS", "1", TRUE);
-  mount_coherent (fx);
+  mount_warm (fx, "/ws/lost.txt", NULL);
   g_unsetenv ("FUSEBOX_TEST_LOSE_EVENTS");
-  warm (fx, "/ws/lost.txt", NULL);
   mfx_write (fx, "/ws/lost.txt", "made outside, event lost");
   assert_shows_soon (fx, "/ws/lost.txt", "made outside, event lost");
   MFX_PASS ();
@@ -291,9 +290,7 @@ test_remove (void **state)
   g_autofree char *path = NULL;
 
   MFX_BEGIN (state);
-  mfx_write (fx, "/ws/gone.txt", "here");
-  mount_coherent (fx);
-  warm (fx, "/ws/gone.txt", "here");
+  mount_warm (fx, "/ws/gone.txt", "here");
   path = mfx_h (fx, "/ws/gone.txt");
   assert_int_equal (unlink (path), 0);
   assert_shows_soon (fx, "/ws/gone.txt", NULL);
@@ -426,7 +423,7 @@ test_outside_no_events (void **state)
   MFX_PASS ();
 }
 
-#define UNPRIV_UID 1000
+#define UNPRIV_UID TEST_CALLER_UID
 
 /* The sandbox's script: read f.txt, say ready, wait for a line on stdin
  * (written by the test after it appended on the host; not a polled file:
@@ -452,7 +449,8 @@ static void
 test_unprivileged_run (void **state)
 {
   g_autofree char *base = NULL, *ws = NULL, *file = NULL, *script = NULL, *ready = NULL;
-  g_autofree char *node = NULL, *state_dir = NULL, *out = NULL;
+  g_autofree char *state_dir = NULL, *out = NULL;
+  g_auto (TestCaller) caller = { 0 };
   g_autoptr (GString) text = g_string_new (NULL);
   int pipefd[2], infd[2];
   int status;
@@ -467,7 +465,9 @@ test_unprivileged_run (void **state)
   file = g_build_filename (ws, "f.txt", NULL);
   script = g_build_filename (ws, "inner.sh", NULL);
   ready = g_build_filename (ws, "ready", NULL);
-  node = g_build_filename (fx->tmp, "fuse", NULL);
+  test_caller_init (&caller, fx->tmp);
+  caller.fuse_mode = 0666; /* the usual host's */
+  caller.drop = true;
   assert_int_equal (g_mkdir_with_parents (ws, 0755), 0);
   assert_int_equal (g_mkdir_with_parents (state_dir, 0755), 0);
   assert_true (g_file_set_contents (file, "one", -1, NULL));
@@ -483,20 +483,11 @@ test_unprivileged_run (void **state)
   assert_true (pid >= 0);
   if (pid == 0)
     {
-      /* a private mount namespace with a 0666 FUSE node over /dev/fuse (the
-       * usual host), then uid/gid 1000 with no groups and no capabilities */
       const char *argv[] = { test_bin (), "run", "--workspace", ws, "--cwd", ws, "--", "sh", "inner.sh", NULL };
       dup2 (infd[0], 0);
       dup2 (pipefd[1], 1);
       dup2 (pipefd[1], 2);
-      if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-          mknod (node, S_IFCHR | 0666, makedev (10, 229)) < 0 || chmod (node, 0666) < 0 ||
-          mount (node, "/dev/fuse", NULL, MS_BIND, NULL) < 0 || setgroups (0, NULL) < 0 ||
-          setresgid (UNPRIV_UID, UNPRIV_UID, UNPRIV_UID) < 0 || setresuid (UNPRIV_UID, UNPRIV_UID, UNPRIV_UID) < 0)
-        {
-          dprintf (2, "setup: %s\n", strerror (errno));
-          _exit (124);
-        }
+      test_caller_setup (&caller);
       setenv ("HOME", base, 1);
       setenv ("XDG_STATE_HOME", state_dir, 1);
       execv (argv[0], (char **)argv);

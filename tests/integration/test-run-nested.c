@@ -27,76 +27,18 @@
  * there is the host's root, which a sandbox never is: exit 125 at uid-map,
  * and check names the identity and the fix.
  */
+#include "tests/lib/test-caller.h"
 #include "tests/lib/test-run.h"
 
-#include <grp.h>
-#include <sched.h>
-#include <sys/mount.h>
-#include <sys/sysmacros.h>
-
-#define OUTER_UID 1000
-#define OUTER_GID 1000
-#define OUTER_SETUP_FAILED 99
+#define OUTER_UID TEST_CALLER_UID
 #define OUTER_SECRET_UNREADABLE 98
 
-typedef enum
-{
-  DEV_HOST, /* the host's /dev/fuse as it is */
-  DEV_0666, /* a fresh node, mode 0666, over /dev/fuse */
-  DEV_0600, /* a fresh node, mode 0600 root:root, over /dev/fuse */
-} DevMode;
+/* The host's /dev/fuse as it is, or a fresh node of a mode over it. */
+#define DEV_HOST 0
+#define DEV_0666 0666
+#define DEV_0600 0600 /* root:root */
 
-typedef struct
-{
-  DevMode dev;
-  bool drop; /* to OUTER_UID/OUTER_GID */
-  char *devdir;
-  char *node;
-} Outer;
-
-static void
-outer_die (const char *step)
-{
-  /* async-signal-safe: this runs between fork and exec */
-  const char *msg = strerror (errno);
-  (void)!write (2, "outer setup: ", 13);
-  (void)!write (2, step, strlen (step));
-  (void)!write (2, ": ", 2);
-  (void)!write (2, msg, strlen (msg));
-  (void)!write (2, "\n", 1);
-  _exit (OUTER_SETUP_FAILED);
-}
-
-static void
-outer_setup (gpointer data)
-{
-  const Outer *o = data;
-
-  if (o->dev != DEV_HOST)
-    {
-      if (unshare (CLONE_NEWNS) < 0)
-        outer_die ("unshare(CLONE_NEWNS)");
-      if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        outer_die ("make / private");
-      /* no MS_NODEV: the node must work */
-      if (mount ("tmpfs", o->devdir, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=16k") < 0)
-        outer_die ("tmpfs for the node");
-      mode_t mode = o->dev == DEV_0666 ? 0666 : 0600;
-      if (mknod (o->node, S_IFCHR | mode, makedev (10, 229)) < 0 || chmod (o->node, mode) < 0)
-        outer_die ("mknod c 10 229");
-      if (mount (o->node, "/dev/fuse", NULL, MS_BIND, NULL) < 0)
-        outer_die ("bind over /dev/fuse");
-    }
-  if (o->drop)
-    {
-      /* from uid 0 to another uid: the kernel clears the permitted,
-       * effective and ambient capability sets */
-      if (setgroups (0, NULL) < 0 || setresgid (OUTER_GID, OUTER_GID, OUTER_GID) < 0 ||
-          setresuid (OUTER_UID, OUTER_UID, OUTER_UID) < 0)
-        outer_die ("drop to uid/gid 1000");
-    }
-}
-
+/* One run of the reporter under an outer set-up, and what it left. */
 typedef struct
 {
   char *smoke;
@@ -104,6 +46,8 @@ typedef struct
   char *secret;
   char *allowed;
   char *secret_before;
+  TestCaller outer; /* who runs the outer sandbox and fusebox */
+  RfxResult r;
 } Case;
 
 static void
@@ -114,16 +58,23 @@ case_clear (Case *c)
   g_free (c->secret);
   g_free (c->allowed);
   g_free (c->secret_before);
+  test_caller_clear (&c->outer);
+  rfx_result_clear (&c->r);
 }
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Case, case_clear)
 
-/* The workspace, the secret, the policy; owned by OUTER_UID when DROP. */
+/* The workspace, the secret, the policy; owned by OUTER_UID when DROP; the
+ * outer caller with a FUSE node of mode DEV (DEV_HOST: the host's). */
 static void
-case_init (RFx *fx, Case *c, bool drop)
+case_init (RFx *fx, Case *c, mode_t dev, bool drop)
 {
   c->smoke = test_fixture ("fb-smoke");
   c->policy = g_build_filename (fx->tmp, "policy.json", NULL);
   c->secret = g_build_filename (fx->ws, "secret.txt", NULL);
   c->allowed = g_build_filename (fx->ws, "allowed.txt", NULL);
+  test_caller_init (&c->outer, fx->tmp);
+  c->outer.fuse_mode = dev;
+  c->outer.drop = drop;
   test_write (c->secret, "the stand-in secret\n", 0644);
   test_assert_host_readable (c->secret);
   c->secret_before = test_read_file (c->secret);
@@ -138,7 +89,7 @@ case_init (RFx *fx, Case *c, bool drop)
     {
       const char *mine[] = { fx->ws, fx->home, fx->state, c->secret };
       for (size_t i = 0; i < G_N_ELEMENTS (mine); i++)
-        if (chown (mine[i], OUTER_UID, OUTER_GID) < 0)
+        if (chown (mine[i], TEST_CALLER_UID, TEST_CALLER_GID) < 0)
           fail_msg ("chown %s: %s", mine[i], g_strerror (errno));
     }
 }
@@ -149,12 +100,7 @@ need_program (const char *name)
 {
   char *path = g_find_program_in_path (name);
   if (path == NULL)
-    {
-      if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
-        fail_msg ("FUSEBOX_TESTS_MUST_RUN=1 but %s is not installed", name);
-      fprintf (stderr, "skipped: %s is not installed\n", name);
-      skip ();
-    }
+    test_skip_test (true, "%s is not installed", name);
   return path;
 }
 
@@ -167,9 +113,9 @@ static const char outer_script[] =
   "exec \"$@\"\n";
 
 /* PREFIX... (the outer sandbox, NULL-terminated) + the shell + `fusebox
- * run` of the reporter, spawned with DEV and DROP applied first. */
+ * run` of the reporter, spawned as the case's outer caller; into C->r. */
 static void
-run_outer (RFx *fx, RfxResult *ret, const Case *c, DevMode dev, bool drop, const char *const *prefix)
+run_outer (RFx *fx, Case *c, const char *const *prefix)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   for (; prefix && *prefix; prefix++)
@@ -197,98 +143,72 @@ run_outer (RFx *fx, RfxResult *ret, const Case *c, DevMode dev, bool drop, const
     g_ptr_array_add (argv, (char *)rest[i]);
   g_ptr_array_add (argv, NULL);
 
-  Outer o = { .dev = dev, .drop = drop };
-  o.devdir = g_build_filename (fx->tmp, "outer-dev", NULL);
-  o.node = g_build_filename (o.devdir, "fuse", NULL);
-  assert_int_equal (g_mkdir_with_parents (o.devdir, 0755), 0);
-
   g_auto (GStrv) env = rfx_env (fx);
   g_autoptr (GError) error = NULL;
+  g_autofree char *setup = test_caller_describe (&c->outer);
+  RfxResult *ret = &c->r;
   int status = 0;
   rfx_set_repro (fx, (char **)argv->pdata);
-  if (dev != DEV_HOST || drop)
+  if (setup != NULL)
     {
       /* the repro line can't show the outer set-up: say it */
       g_autofree char *old = fx->repro;
-      fx->repro = g_strdup_printf ("%s   (after: unshare -m; a mode %s FUSE node bound over /dev/fuse%s)", old,
-                                   dev == DEV_0666   ? "0666"
-                                   : dev == DEV_0600 ? "0600"
-                                                     : "host",
-                                   drop ? "; setpriv --reuid 1000 --regid 1000 --clear-groups" : "");
+      fx->repro = g_strdup_printf ("%s   (after: %s)", old, setup);
     }
-  memset (ret, 0, sizeof *ret);
-  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, outer_setup, &o, &ret->out, &ret->err, &status,
-                     &error))
+  rfx_result_clear (ret);
+  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, test_caller_setup, &c->outer, &ret->out,
+                     &ret->err, &status, &error))
     fail_msg ("spawn %s: %s", (char *)argv->pdata[0], error->message);
   ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
-  g_free (o.devdir);
-  g_free (o.node);
-  if (ret->status == OUTER_SETUP_FAILED)
+  if (ret->status == TEST_CALLER_SETUP_FAILED)
     fail_msg ("the outer set-up failed: %s", ret->err);
   if (ret->status == OUTER_SECRET_UNREADABLE)
     fail_msg ("the secret %s is not readable just outside fusebox, so its denial inside would prove nothing: %s",
               c->secret, ret->err);
 }
 
-/* `fusebox check` under the same outer set-up; its stdout in *ret_out. */
+/* `fusebox check` under the case's outer set-up; its stdout in *ret_out. */
 static int
-check_outer (RFx *fx, DevMode dev, bool drop, const char *const *prefix, char **ret_out)
+check_outer (RFx *fx, const Case *c, const char *const *prefix, char **ret_out)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-  for (; prefix && *prefix; prefix++)
-    g_ptr_array_add (argv, (char *)*prefix);
-  g_ptr_array_add (argv, (char *)test_bin ());
-  g_ptr_array_add (argv, (char *)"check");
-  g_ptr_array_add (argv, NULL);
-  Outer o = { .dev = dev, .drop = drop };
-  o.devdir = g_build_filename (fx->tmp, "outer-dev", NULL);
-  o.node = g_build_filename (o.devdir, "fuse", NULL);
-  assert_int_equal (g_mkdir_with_parents (o.devdir, 0755), 0);
   g_auto (GStrv) env = rfx_env (fx);
-  g_autoptr (GError) error = NULL;
-  int status = 0;
-  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_STDERR_TO_DEV_NULL, outer_setup, &o, ret_out, NULL,
-                     &status, &error))
-    fail_msg ("spawn %s: %s", (char *)argv->pdata[0], error->message);
-  g_free (o.devdir);
-  g_free (o.node);
-  assert_true (WIFEXITED (status));
-  assert_int_not_equal (WEXITSTATUS (status), OUTER_SETUP_FAILED);
-  return WEXITSTATUS (status);
+
+  return test_caller_check (&c->outer, fx->ws, env, prefix, ret_out);
 }
 
 /* check agrees that run works under this outer set-up */
 static void
-assert_check_ok (RFx *fx, DevMode dev, bool drop, const char *const *prefix)
+assert_check_ok (RFx *fx, const Case *c, const char *const *prefix)
 {
   g_autofree char *out = NULL;
-  int status = check_outer (fx, dev, drop, prefix, &out);
+  int status = check_outer (fx, c, prefix, &out);
   if (status != 0 || !g_str_has_suffix (out, "'fusebox run' can work here.\n"))
     fail_msg ("fusebox check (exit %d) disagrees with the run that worked:\n%s", status, out);
 }
 
 /* The unprivileged cases need a host that lets uid 1000 make user
- * namespaces (Ubuntu's AppArmor restriction, a zero sysctl may forbid
- * it): skip where check says it can't, unless CI insists. */
+ * namespaces: skip where check says it can't, unless CI insists. */
 static void
 need_unprivileged (RFx *fx)
 {
-  g_autofree char *out = NULL;
-  if (check_outer (fx, DEV_0666, true, NULL, &out) == 0)
-    return;
-  if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
-    fail_msg ("FUSEBOX_TESTS_MUST_RUN=1 but uid 1000 can't make sandboxes here:\n%s", out);
-  fprintf (stderr, "skipped: uid 1000 can't make sandboxes here:\n%s", out);
-  skip ();
+  g_auto (TestCaller) outer = { 0 };
+  g_auto (GStrv) env = rfx_env (fx);
+
+  test_caller_init (&outer, fx->tmp);
+  outer.fuse_mode = DEV_0666;
+  outer.drop = true;
+  test_caller_require_sandboxes (&outer, fx->ws, env);
 }
 
-/* The reporter ran confined: see the file's comment.  OUTER_* is who the
+/* The reporter ran confined: see the file's comment.  OUTER is who the
  * shell outside fusebox was, INSIDE_UID the uid fusebox's caller had in its
  * own user namespace (the sandbox keeps it), HOST_UID the owner on the
  * host of what the sandbox created. */
 static void
-assert_confined (const RfxResult *r, const Case *c, const char *outer, guint inside_uid, uid_t host_uid)
+assert_confined (const Case *c, const char *outer, guint inside_uid, uid_t host_uid)
 {
+  const RfxResult *r = &c->r;
+
   if (r->status != 7)
     fail_msg ("exit status %d, not the reporter's 7; stderr:\n%s", r->status, r->err);
   if (strstr (r->err, outer) == NULL)
@@ -329,19 +249,29 @@ assert_confined (const RfxResult *r, const Case *c, const char *outer, guint ins
 
 #define OUTER_UNPRIVILEGED "outer: uid=1000 CapEff:0000000000000000"
 
+/* A normal user with a 0666 /dev/fuse, after the outer sandbox PREFIX (or
+ * none): the reporter runs confined, as the user OUTER says it was, with
+ * INSIDE_UID; and check agrees (without an outer sandbox, the run is what
+ * check's own probe is). */
+static void
+assert_unprivileged_confined (RFx *fx, const char *const *prefix, const char *outer, guint inside_uid)
+{
+  g_auto (Case) c = { 0 };
+
+  case_init (fx, &c, DEV_0666, true);
+  need_unprivileged (fx);
+  run_outer (fx, &c, prefix);
+  assert_confined (&c, outer, inside_uid, OUTER_UID);
+  if (prefix != NULL)
+    assert_check_ok (fx, &c, prefix);
+}
+
 /* (a) a normal user with a 0666 /dev/fuse */
 static void
 test_unprivileged (void **state)
 {
   RFX_BEGIN (state);
-  Case c = { 0 };
-  RfxResult r = { 0 };
-  case_init (fx, &c, true);
-  need_unprivileged (fx);
-  run_outer (fx, &r, &c, DEV_0666, true, NULL);
-  assert_confined (&r, &c, OUTER_UNPRIVILEGED, OUTER_UID, OUTER_UID);
-  rfx_result_clear (&r);
-  case_clear (&c);
+  assert_unprivileged_confined (fx, NULL, OUTER_UNPRIVILEGED, OUTER_UID);
   RFX_PASS ();
 }
 
@@ -351,51 +281,68 @@ static void
 test_unprivileged_fuse_0600 (void **state)
 {
   RFX_BEGIN (state);
-  Case c = { 0 };
-  RfxResult r = { 0 };
-  case_init (fx, &c, true);
+  g_auto (Case) c = { 0 };
+  case_init (fx, &c, DEV_0600, true);
   need_unprivileged (fx);
-  run_outer (fx, &r, &c, DEV_0600, true, NULL);
-  if (r.status != 125)
-    fail_msg ("exit status %d, not 125; stderr:\n%s", r.status, r.err);
-  assert_non_null (strstr (r.err, OUTER_UNPRIVILEGED));
-  assert_non_null (strstr (r.err, "open-fuse: /dev/fuse: "));
-  assert_non_null (strstr (r.err, "Permission denied"));
-  assert_non_null (strstr (r.err, "chmod 0666 /dev/fuse"));
+  run_outer (fx, &c, NULL);
+  if (c.r.status != 125)
+    fail_msg ("exit status %d, not 125; stderr:\n%s", c.r.status, c.r.err);
+  assert_non_null (strstr (c.r.err, OUTER_UNPRIVILEGED));
+  assert_non_null (strstr (c.r.err, "open-fuse: /dev/fuse: "));
+  assert_non_null (strstr (c.r.err, "Permission denied"));
+  assert_non_null (strstr (c.r.err, "chmod 0666 /dev/fuse"));
   /* run's own probes said it too */
-  assert_non_null (strstr (r.err, "FAIL  /dev/fuse: not openable for read and write"));
-  assert_string_equal (r.out, "");
+  assert_non_null (strstr (c.r.err, "FAIL  /dev/fuse: not openable for read and write"));
+  assert_string_equal (c.r.out, "");
   assert_false (g_file_test (c.allowed, G_FILE_TEST_EXISTS)); /* nothing ran */
 
   g_autofree char *out = NULL;
-  assert_int_equal (check_outer (fx, DEV_0600, true, NULL, &out), 1);
+  assert_int_equal (check_outer (fx, &c, NULL, &out), 1);
   if (!strstr (out, "FAIL  /dev/fuse: not openable for read and write (Permission denied); fix: sudo chmod 0666 "
                     "/dev/fuse"))
     fail_msg ("check does not name /dev/fuse and its fix:\n%s", out);
-  rfx_result_clear (&r);
-  case_clear (&c);
   RFX_PASS ();
+}
+
+/* The host's root after the outer sandbox PREFIX runs the reporter: it
+ * exits 125, says why (its stderr has OUTER, who the shell outside fusebox
+ * was, when not NULL, and each of WANT), runs nothing, and check's output has each of
+ * CHECK_SAYS (both lists NULL-terminated). */
+static void
+assert_root_refused (RFx *fx, const char *const *prefix, const char *outer, const char *const *want,
+                     const char *const *check_says)
+{
+  g_auto (Case) c = { 0 };
+
+  case_init (fx, &c, DEV_HOST, false);
+  run_outer (fx, &c, prefix);
+  if (c.r.status != 125)
+    fail_msg ("exit status %d, not 125; stderr:\n%s", c.r.status, c.r.err);
+  if (outer != NULL)
+    assert_non_null (strstr (c.r.err, outer));
+  for (; *want != NULL; want++)
+    if (strstr (c.r.err, *want) == NULL)
+      fail_msg ("no \"%s\" in stderr:\n%s", *want, c.r.err);
+  assert_string_equal (c.r.out, "");
+  assert_false (g_file_test (c.allowed, G_FILE_TEST_EXISTS)); /* nothing ran */
+
+  g_autofree char *out = NULL;
+  assert_int_equal (check_outer (fx, &c, prefix, &out), 1);
+  for (; *check_says != NULL; check_says++)
+    if (strstr (out, *check_says) == NULL)
+      fail_msg ("check does not say \"%s\":\n%s", *check_says, out);
 }
 
 /* The host's root in a user namespace that maps root alone: its sandbox
  * would be the host's root (no other host id is there to map it to), so
  * nothing runs, and run and check say why and what to do. */
 static void
-assert_root_alone_refused (RFx *fx, const Case *c, const RfxResult *r, const char *outer, const char *const *prefix)
+assert_root_alone_refused (RFx *fx, const char *const *prefix, const char *outer)
 {
-  if (r->status != 125)
-    fail_msg ("exit status %d, not 125; stderr:\n%s", r->status, r->err);
-  assert_non_null (strstr (r->err, outer));
-  assert_non_null (strstr (r->err, "uid-map: "));
-  assert_non_null (strstr (r->err, "never as root"));
-  assert_non_null (strstr (r->err, "run the outer sandbox as a normal user"));
-  assert_string_equal (r->out, "");
-  assert_false (g_file_test (c->allowed, G_FILE_TEST_EXISTS)); /* nothing ran */
+  static const char *const want[] = { "uid-map: ", "never as root", "run the outer sandbox as a normal user", NULL };
+  static const char *const check_says[] = { "FAIL  sandbox identity: you are the host's root", NULL };
 
-  g_autofree char *out = NULL;
-  assert_int_equal (check_outer (fx, DEV_HOST, false, prefix, &out), 1);
-  if (!strstr (out, "FAIL  sandbox identity: you are the host's root"))
-    fail_msg ("check does not explain the identity:\n%s", out);
+  assert_root_refused (fx, prefix, outer, want, check_says);
 }
 
 /* (c) nested in unshare -Urmpf --mount-proc.  As a normal user the caller
@@ -408,13 +355,7 @@ test_nested_unshare (void **state)
   RFX_BEGIN (state);
   g_autofree char *unshare = need_program ("unshare");
   const char *prefix[] = { unshare, "-Urmpf", "--mount-proc", NULL };
-  Case c = { 0 };
-  RfxResult r = { 0 };
-  case_init (fx, &c, false);
-  run_outer (fx, &r, &c, DEV_HOST, false, prefix);
-  assert_root_alone_refused (fx, &c, &r, "outer: uid=0 CapEff:", prefix);
-  rfx_result_clear (&r);
-  case_clear (&c);
+  assert_root_alone_refused (fx, prefix, "outer: uid=0 CapEff:");
   RFX_PASS ();
 }
 
@@ -424,15 +365,7 @@ test_nested_unshare_unprivileged (void **state)
   RFX_BEGIN (state);
   g_autofree char *unshare = need_program ("unshare");
   const char *prefix[] = { unshare, "-Urmpf", "--mount-proc", NULL };
-  Case c = { 0 };
-  RfxResult r = { 0 };
-  case_init (fx, &c, true);
-  need_unprivileged (fx);
-  run_outer (fx, &r, &c, DEV_0666, true, prefix);
-  assert_confined (&r, &c, "outer: uid=0 CapEff:", 0, OUTER_UID);
-  assert_check_ok (fx, DEV_0666, true, prefix);
-  rfx_result_clear (&r);
-  case_clear (&c);
+  assert_unprivileged_confined (fx, prefix, "outer: uid=0 CapEff:", 0);
   RFX_PASS ();
 }
 
@@ -472,15 +405,7 @@ test_nested_bwrap (void **state)
                            "--chdir",
                            fx->ws,
                            NULL };
-  Case c = { 0 };
-  RfxResult r = { 0 };
-  case_init (fx, &c, true);
-  need_unprivileged (fx);
-  run_outer (fx, &r, &c, DEV_0666, true, prefix);
-  assert_confined (&r, &c, OUTER_UNPRIVILEGED, OUTER_UID, OUTER_UID);
-  assert_check_ok (fx, DEV_0666, true, prefix);
-  rfx_result_clear (&r);
-  case_clear (&c);
+  assert_unprivileged_confined (fx, prefix, OUTER_UNPRIVILEGED, OUTER_UID);
   RFX_PASS ();
 }
 
@@ -494,24 +419,10 @@ test_nested_bwrap_root_refused (void **state)
   g_autofree char *bwrap = need_program ("bwrap");
   const char *prefix[] = { bwrap,    "--unshare-pid", "--die-with-parent", "--dev-bind", "/",         "/",
                            "--proc", "/proc",         "--dev-bind",        "/dev/fuse",  "/dev/fuse", NULL };
-  Case c = { 0 };
-  RfxResult r = { 0 };
-  case_init (fx, &c, false);
-  run_outer (fx, &r, &c, DEV_HOST, false, prefix);
-  if (r.status != 125)
-    fail_msg ("exit status %d, not 125; stderr:\n%s", r.status, r.err);
-  assert_non_null (strstr (r.err, "mount-proc: /proc: "));
-  assert_non_null (strstr (r.err, "every procfs here has mounts over it ("));
-  assert_non_null (strstr (r.err, "run bwrap as a normal user ("));
-  assert_string_equal (r.out, "");
-  assert_false (g_file_test (c.allowed, G_FILE_TEST_EXISTS)); /* nothing ran */
-
-  g_autofree char *out = NULL;
-  assert_int_equal (check_outer (fx, DEV_HOST, false, prefix, &out), 1);
-  if (!strstr (out, "FAIL  fresh procfs: ") || !strstr (out, "run bwrap as a normal user"))
-    fail_msg ("check does not explain the procfs:\n%s", out);
-  rfx_result_clear (&r);
-  case_clear (&c);
+  static const char *const want[] = { "mount-proc: /proc: ", "every procfs here has mounts over it (",
+                                      "run bwrap as a normal user (", NULL };
+  static const char *const check_says[] = { "FAIL  fresh procfs: ", "run bwrap as a normal user", NULL };
+  assert_root_refused (fx, prefix, NULL, want, check_says);
   RFX_PASS ();
 }
 
@@ -526,13 +437,7 @@ test_nested_bwrap_root_uid (void **state)
   const char *prefix[] = { bwrap,           "--unshare-user",    "--uid",      "1000",      "--gid", "1000",
                            "--unshare-pid", "--die-with-parent", "--dev-bind", "/",         "/",     "--proc",
                            "/proc",         "--dev-bind",        "/dev/fuse",  "/dev/fuse", NULL };
-  Case c = { 0 };
-  RfxResult r = { 0 };
-  case_init (fx, &c, false);
-  run_outer (fx, &r, &c, DEV_HOST, false, prefix);
-  assert_root_alone_refused (fx, &c, &r, "outer: uid=1000 CapEff:0000000000000000", prefix);
-  rfx_result_clear (&r);
-  case_clear (&c);
+  assert_root_alone_refused (fx, prefix, "outer: uid=1000 CapEff:0000000000000000");
   RFX_PASS ();
 }
 

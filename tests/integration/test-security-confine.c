@@ -30,23 +30,20 @@
 #include <ftw.h>
 #include <signal.h>
 
+#include "tests/lib/test-caller.h"
 #include "tests/lib/test-run.h"
 #include "tests/lib/test-serve.h"
 
-#include <grp.h>
 #include <pty.h>
 #include <sched.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <termios.h>
 
-#define OUTER_UID 1000
-#define OUTER_GID 1000
-#define SETUP_FAILED 99
+#define OUTER_UID TEST_CALLER_UID
+#define OUTER_GID TEST_CALLER_GID
 
 /* ---- inside the sandbox ---- */
 
@@ -261,73 +258,6 @@ probe_op (const char *op, const char *const *args, int *words, char **owned)
 
 /* ---- outside: who runs fusebox, and how ---- */
 
-typedef struct
-{
-  bool root_groups;    /* supplementary group 0, as under sudo */
-  bool unprivileged;   /* OUTER_UID, with a private 0666 FUSE node */
-  int stdin_fd;        /* -1: the test's */
-  char *devdir, *node; /* unprivileged: where the node is made */
-} Caller;
-
-static void
-caller_die (const char *step)
-{
-  /* async-signal-safe: between fork and exec */
-  const char *msg = strerror (errno);
-  (void)!write (2, "caller setup: ", 14);
-  (void)!write (2, step, strlen (step));
-  (void)!write (2, ": ", 2);
-  (void)!write (2, msg, strlen (msg));
-  (void)!write (2, "\n", 1);
-  _exit (SETUP_FAILED);
-}
-
-static void
-caller_setup (gpointer data)
-{
-  const Caller *c = data;
-  if (c->stdin_fd >= 0 && dup2 (c->stdin_fd, 0) < 0)
-    caller_die ("stdin");
-  if (c->root_groups)
-    {
-      gid_t groups[] = { 0 };
-      if (setgroups (1, groups) < 0)
-        caller_die ("setgroups {0}");
-    }
-  if (c->unprivileged)
-    {
-      /* The field's usual set-up (fuse3's 0666 /dev/fuse) on a host whose
-       * node is 0600, in a private mount namespace: nothing outlives us. */
-      if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        caller_die ("private mount namespace");
-      if (mount ("tmpfs", c->devdir, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=16k") < 0)
-        caller_die ("tmpfs for the node");
-      if (mknod (c->node, S_IFCHR | 0666, makedev (10, 229)) < 0 || chmod (c->node, 0666) < 0 ||
-          mount (c->node, "/dev/fuse", NULL, MS_BIND, NULL) < 0)
-        caller_die ("a 0666 FUSE node over /dev/fuse");
-      if (setgroups (0, NULL) < 0 || setresgid (OUTER_GID, OUTER_GID, OUTER_GID) < 0 ||
-          setresuid (OUTER_UID, OUTER_UID, OUTER_UID) < 0)
-        caller_die ("drop to uid/gid 1000");
-    }
-}
-
-static void
-caller_init (RFx *fx, Caller *c)
-{
-  memset (c, 0, sizeof *c);
-  c->stdin_fd = -1;
-  c->devdir = g_build_filename (fx->tmp, "dev", NULL);
-  c->node = g_build_filename (c->devdir, "fuse", NULL);
-  assert_int_equal (g_mkdir_with_parents (c->devdir, 0755), 0);
-}
-
-static void
-caller_clear (Caller *c)
-{
-  g_free (c->devdir);
-  g_free (c->node);
-}
-
 /* The test's directories belong to the unprivileged caller. */
 static int
 chown_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -344,24 +274,22 @@ give_to_outer_user (RFx *fx)
 }
 
 static void
-set_repro (RFx *fx, const Caller *c, char **argv)
+set_repro (RFx *fx, const TestCaller *c, char **argv)
 {
+  g_autofree char *as = test_caller_describe (c);
+
   rfx_set_repro (fx, argv);
-  if (c->root_groups || c->unprivileged || c->stdin_fd >= 0)
+  if (as != NULL)
     {
       g_autofree char *old = fx->repro;
-      fx->repro = g_strdup_printf ("%s   (as: %s%s%s)", old, c->root_groups ? "setpriv --groups 0; " : "",
-                                   c->unprivileged ? "unshare -m, a 0666 FUSE node over /dev/fuse, setpriv "
-                                                     "--reuid 1000 --regid 1000 --clear-groups; "
-                                                   : "",
-                                   c->stdin_fd >= 0 ? "stdin a fresh pty" : "");
+      fx->repro = g_strdup_printf ("%s   (as: %s)", old, as);
     }
 }
 
 /* fusebox run ARGV (built by rfx_argv_va) with BIN instead of $FUSEBOX_BIN
  * when not NULL, as caller C, to completion. */
 static void
-run_as (RFx *fx, const Caller *c, const char *bin, RfxResult *ret, GPtrArray *argv)
+run_as (RFx *fx, const TestCaller *c, const char *bin, RfxResult *ret, GPtrArray *argv)
 {
   g_auto (GStrv) env = rfx_env (fx);
   g_autoptr (GError) error = NULL;
@@ -374,11 +302,11 @@ run_as (RFx *fx, const Caller *c, const char *bin, RfxResult *ret, GPtrArray *ar
     }
   set_repro (fx, c, (char **)argv->pdata);
   memset (ret, 0, sizeof *ret);
-  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, caller_setup, (gpointer)c, &ret->out,
+  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, test_caller_setup, (gpointer)c, &ret->out,
                      &ret->err, &status, &error))
     fail_msg ("spawn %s: %s", (char *)argv->pdata[0], error->message);
   ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
-  if (ret->status == SETUP_FAILED)
+  if (ret->status == TEST_CALLER_SETUP_FAILED)
     fail_msg ("the caller's set-up failed: %s", ret->err);
 }
 
@@ -416,14 +344,14 @@ assert_lines (const RfxResult *r, const char *what, const char *const *want)
 static void
 assert_probes_as_caller (RFx *fx, GPtrArray *argv, const char *const *want, const char *what)
 {
-  Caller c;
+  TestCaller c;
   RfxResult r;
 
-  caller_init (fx, &c);
+  test_caller_init (&c, fx->tmp);
   run_as (fx, &c, NULL, &r, argv);
   assert_lines (&r, what, want);
   rfx_result_clear (&r);
-  caller_clear (&c);
+  test_caller_clear (&c);
 }
 
 /* The probe's operation OP PATH, added to ARGV (without its NULL yet), and
@@ -537,14 +465,14 @@ assert_host_ids (const char *token, guint32 uid, guint32 gid)
 /* `fusebox run` in the background, stdout on a pipe (registered for
  * teardown); returns the supervisor's pid once the probe said "ready". */
 static pid_t
-start_holding (RFx *fx, const Caller *c, GPtrArray *argv, int *ret_stdout)
+start_holding (RFx *fx, const TestCaller *c, GPtrArray *argv, int *ret_stdout)
 {
   g_auto (GStrv) env = rfx_env (fx);
   g_autoptr (GError) error = NULL;
   GPid pid;
 
   set_repro (fx, c, (char **)argv->pdata);
-  if (!g_spawn_async_with_pipes (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD, caller_setup,
+  if (!g_spawn_async_with_pipes (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD, test_caller_setup,
                                  (gpointer)c, &pid, NULL, ret_stdout, NULL, &error))
     fail_msg ("spawn %s: %s", test_bin (), error->message);
   rfx_keep_pid (fx, pid);
@@ -597,8 +525,8 @@ identity_run (RFx *fx, const char *const *extra)
   g_autofree char *self = test_self ();
   g_autofree char *token = new_token ();
   g_autofree char *made = g_build_filename (fx->ws, "made-inside", NULL);
-  Caller c;
-  caller_init (fx, &c);
+  TestCaller c;
+  test_caller_init (&c, fx->tmp);
   c.root_groups = true;
 
   g_autoptr (GPtrArray) argv = argv_of (NULL);
@@ -615,7 +543,7 @@ identity_run (RFx *fx, const char *const *extra)
   assert_host_ids (token, overflow_id ("overflowuid"), overflow_id ("overflowgid"));
   stop_holding (fx, pid, out);
   assert_owned_by (made, 0, 0);
-  caller_clear (&c);
+  test_caller_clear (&c);
 }
 
 static void
@@ -871,8 +799,8 @@ test_dev_nodes (void **state)
   /* outside, root may change it: the same mode, the same times */
   assert_int_equal (chmod (full, before.st_mode & 07777), 0);
   g_autofree char *mode = g_strdup_printf ("%o", (unsigned)((before.st_mode & 07777) | S_ISVTX));
-  Caller c;
-  caller_init (fx, &c);
+  TestCaller c;
+  test_caller_init (&c, fx->tmp);
   RfxResult r;
   g_autoptr (GPtrArray) argv =
     argv_of ("--", self, "--probe", "flags", full, "chmod", full, mode, "utime", full, "1000000000", "chown", full, "0",
@@ -890,7 +818,7 @@ test_dev_nodes (void **state)
   assert_int_equal (after.st_mtim.tv_sec, before.st_mtim.tv_sec);
   assert_int_equal (after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
   rfx_result_clear (&r);
-  caller_clear (&c);
+  test_caller_clear (&c);
   RFX_PASS ();
 }
 
@@ -918,7 +846,7 @@ copy_fusebox (RFx *fx)
  * its memory and environment, its fds, cwd and root), and the attacks on
  * the binary: closed for CALLER, and the copy unchanged. */
 static void
-assert_pid1_closed (RFx *fx, const Caller *c)
+assert_pid1_closed (RFx *fx, const TestCaller *c)
 {
   g_autofree char *self = test_self ();
   g_autofree char *bin = copy_fusebox (fx);
@@ -948,10 +876,10 @@ static void
 test_proc_pid1_root (void **state)
 {
   RFX_BEGIN (state);
-  Caller c;
-  caller_init (fx, &c);
+  TestCaller c;
+  test_caller_init (&c, fx->tmp);
   assert_pid1_closed (fx, &c);
-  caller_clear (&c);
+  test_caller_clear (&c);
   RFX_PASS ();
 }
 
@@ -961,31 +889,15 @@ static void
 test_proc_pid1_unprivileged (void **state)
 {
   RFX_BEGIN (state);
-  Caller c;
-  caller_init (fx, &c);
-  c.unprivileged = true;
+  TestCaller c;
+  test_caller_init (&c, fx->tmp);
+  /* OUTER_UID with a private 0666 FUSE node */
+  c.fuse_mode = 0666;
+  c.drop = true;
   give_to_outer_user (fx);
-  {
-    /* can uid 1000 make sandboxes here at all? */
-    g_autoptr (GPtrArray) argv = g_ptr_array_new ();
-    g_ptr_array_add (argv, (char *)test_bin ());
-    g_ptr_array_add (argv, (char *)"check");
-    g_ptr_array_add (argv, NULL);
-    g_autofree char *out = NULL;
-    int status = 0;
-    if (!g_spawn_sync (fx->ws, (char **)argv->pdata, NULL, G_SPAWN_STDERR_TO_DEV_NULL, caller_setup, &c, &out, NULL,
-                       &status, NULL) ||
-        !g_spawn_check_wait_status (status, NULL))
-      {
-        if (g_strcmp0 (g_getenv ("FUSEBOX_TESTS_MUST_RUN"), "1") == 0)
-          fail_msg ("FUSEBOX_TESTS_MUST_RUN=1 but uid 1000 can't make sandboxes here:\n%s", out);
-        fprintf (stderr, "skipped: uid 1000 can't make sandboxes here:\n%s", out);
-        caller_clear (&c);
-        skip ();
-      }
-  }
+  test_caller_require_sandboxes (&c, fx->ws, NULL);
   assert_pid1_closed (fx, &c);
-  caller_clear (&c);
+  test_caller_clear (&c);
   RFX_PASS ();
 }
 
@@ -1006,8 +918,8 @@ test_known_escapes (void **state)
   assert_int_equal (tcgetattr (slave, &tio), 0);
   cfmakeraw (&tio);
   assert_int_equal (tcsetattr (slave, TCSANOW, &tio), 0);
-  Caller c;
-  caller_init (fx, &c);
+  TestCaller c;
+  test_caller_init (&c, fx->tmp);
   c.stdin_fd = slave;
   RfxResult r;
   g_autoptr (GPtrArray) argv =
@@ -1024,7 +936,7 @@ test_known_escapes (void **state)
   close (master);
   close (slave);
   rfx_result_clear (&r);
-  caller_clear (&c);
+  test_caller_clear (&c);
   RFX_PASS ();
 }
 
