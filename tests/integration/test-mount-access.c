@@ -8,32 +8,17 @@
  * as written. */
 #include <sys/xattr.h>
 
+#include "tests/lib/test-access-table.h"
 #include "tests/lib/test-log.h"
 #include "tests/lib/test-mount.h"
 
 #include <dirent.h>
 #include <sys/sysmacros.h>
 
-static const char *const accesses[] = { "write", "read", "deny", "hide" };
-
 static char *
 table_policy (void)
 {
-  GString *s =
-    g_string_new ("{ \"version\": 1,\n"
-                  "  \"protected_names\": { \".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"hide\" },\n"
-                  "  \"rules\": [\n"
-                  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
-                  "  { \"path\": \"@H@/t\", \"access\": \"write\", \"why\": \"table\" }");
-  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
-    {
-      static const char *const objs[][2] = { { "f", "file" }, { "s", "dir" }, { "l", "link" }, { "new", "new" } };
-      for (guint j = 0; j < G_N_ELEMENTS (objs); j++)
-        g_string_append_printf (s, ",\n  { \"path\": \"@H@/t/%s/%s\", \"access\": \"%s\", \"why\": \"%s %s\" }",
-                                accesses[i], objs[j][0], accesses[i], accesses[i], objs[j][1]);
-    }
-  g_string_append (s, " ] }\n");
-  return g_string_free (s, FALSE);
+  return test_access_table_policy ("\".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"hide\"");
 }
 
 static void
@@ -41,20 +26,7 @@ make_tree (MFx *fx)
 {
   g_autofree char *t = mfx_h (fx, "/t");
 
-  test_rm_rf (t);
-  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
-    {
-      g_autofree char *f = g_strdup_printf ("/t/%s/f", accesses[i]);
-      g_autofree char *s = g_strdup_printf ("/t/%s/s", accesses[i]);
-      g_autofree char *l = g_strdup_printf ("/t/%s/l", accesses[i]);
-      g_autofree char *fpath = mfx_h (fx, f);
-      g_autofree char *lpath = mfx_h (fx, l);
-      mfx_write (fx, f, "the file's data\n");
-      mfx_mkdir (fx, s);
-      assert_int_equal (symlink ("f", lpath), 0);
-      assert_int_equal (setxattr (fpath, "user.t", "v", 1, 0), 0);
-    }
-  mfx_write (fx, "/t/zone/x", "zone data\n");
+  test_access_table_make (t);
 }
 
 typedef enum
@@ -250,37 +222,37 @@ test_table (void **state)
   make_tree (fx);
   /* a fresh mount for each access keeps the kernel's caches out of the way
    * of the host tree being rebuilt between cases */
-  for (guint j = 0; j < G_N_ELEMENTS (accesses); j++)
+  for (guint j = 0; j < TEST_ACCESS_N; j++)
     for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
       {
         const Row *row = &rows[i];
         g_autofree char *before = NULL, *after = NULL;
-        g_autofree char *frel = g_strdup_printf ("/t/%s/f", accesses[j]);
+        g_autofree char *frel = g_strdup_printf ("/t/%s/f", test_access_names[j]);
         int r;
 
         make_tree (fx);
         mfx_assert_host_readable (fx, frel);
         mfx_mount (fx, policy, "--log-level", "mutations", "--cache-timeout", "0", NULL);
         before = mfx_sum (fx, "/t");
-        r = run_op (fx, row->op, accesses[j]);
+        r = run_op (fx, row->op, test_access_names[j]);
         after = mfx_sum (fx, "/t");
         mfx_unmount (fx);
         if (r != row->expect[j])
-          fail_msg ("%s on %s: got %s, expected %s", row->name, accesses[j], r ? g_strerror (r) : "success",
+          fail_msg ("%s on %s: got %s, expected %s", row->name, test_access_names[j], r ? g_strerror (r) : "success",
                     row->expect[j] ? g_strerror (row->expect[j]) : "success");
         if (row->mutation && r == 0 && strcmp (before, after) == 0)
-          fail_msg ("%s on %s succeeded but the host did not change", row->name, accesses[j]);
+          fail_msg ("%s on %s succeeded but the host did not change", row->name, test_access_names[j]);
         if ((r != 0 || !row->mutation) && strcmp (before, after) != 0)
-          fail_msg ("%s on %s (%s) changed the host", row->name, accesses[j], r ? g_strerror (r) : "success");
+          fail_msg ("%s on %s (%s) changed the host", row->name, test_access_names[j], r ? g_strerror (r) : "success");
         if (r == EACCES || r == EROFS)
           {
-            g_autofree char *why = g_strdup_printf ("\"why\":\"%s %s\"", accesses[j], row->obj);
+            g_autofree char *why = g_strdup_printf ("\"why\":\"%s %s\"", test_access_names[j], row->obj);
             g_autofree char *errno_field = g_strdup_printf ("\"errno\":%d", r);
             g_free (log);
             log = mfx_log (fx);
             if (!test_log_has (log, why, errno_field, NULL))
-              fail_msg ("%s on %s: the log has no denial with errno %d and %s:\n%s", row->name, accesses[j], r, why,
-                        log);
+              fail_msg ("%s on %s: the log has no denial with errno %d and %s:\n%s", row->name, test_access_names[j], r,
+                        why, log);
             denials++;
           }
       }
