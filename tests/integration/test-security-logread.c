@@ -196,6 +196,38 @@ assert_refused_as_each_obj (RFx *fx, const char *const (*cmds)[3], guint n, cons
     }
 }
 
+/* T/NAME holding TEXT (with "the-secret" in it), proven readable on the
+ * host; its path.  A link to it must not show it. */
+static char *
+write_secret (RFx *fx, const char *name, const char *text)
+{
+  char *secret = g_build_filename (fx->tmp, name, NULL);
+
+  test_write (secret, text, 0600);
+  test_assert_host_readable (secret);
+  return secret;
+}
+
+/* `fusebox runs` ends, lists RUN as unknown, warns with each of SAYS
+ * (NULL-terminated) and shows nothing of the secret; WHAT names the case. */
+static void
+assert_runs_unknown (RFx *fx, const char *what, const char *const *says)
+{
+  Res r;
+
+  FUSEBOX (fx, &r, "runs");
+  if (r.status != 0)
+    fail_msg ("runs (%s): exit %d (%s); stderr:\n%.2000s", what, r.status, r.status > 128 ? "killed by a signal" : "",
+              r.err);
+  for (; *says != NULL; says++)
+    if (strstr (r.err, *says) == NULL)
+      fail_msg ("runs (%s): no '%s' in:\n%s", what, *says, r.err);
+  if (strstr (r.out, RUN) == NULL || strstr (r.out, "unknown") == NULL)
+    fail_msg ("runs (%s): the run is not listed as unknown:\n%s", what, r.out);
+  assert_null (strstr (r.out, "the-secret"));
+  res_clear (&r);
+}
+
 /* A FIFO, a socket, a device or a link in place of access.jsonl: log, log
  * --follow, report, and log of the newest run, each refuse it and end. */
 static void
@@ -204,10 +236,8 @@ test_live_log_not_a_file (void **state)
   RFX_BEGIN (state);
   g_autofree char *dir = run_dir (fx);
   g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
-  g_autofree char *secret = g_build_filename (fx->tmp, "secret", NULL);
+  g_autofree char *secret = write_secret (fx, "secret", "{\"secret\":\"the-secret\"}\n");
 
-  test_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
-  test_assert_host_readable (secret);
   {
     const char *const cmds[][3] = {
       { "log", RUN, NULL },  { "log", "--follow", RUN }, { "report", RUN, NULL },
@@ -227,10 +257,9 @@ test_rotated_log_not_a_file (void **state)
   g_autofree char *dir = run_dir (fx);
   g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (dir, "access.000000000001-000000000001.jsonl", NULL);
-  g_autofree char *secret = g_build_filename (fx->tmp, "secret", NULL);
+  g_autofree char *secret = write_secret (fx, "secret", "{\"secret\":\"the-secret\"}\n");
   g_autofree char *rec = record (2, "/b");
 
-  test_write (secret, "{\"secret\":\"the-secret\"}\n", 0600);
   test_write (live, rec, 0600);
   {
     const char *const cmds[][3] = {
@@ -253,24 +282,16 @@ test_run_json_not_a_file (void **state)
   RFX_BEGIN (state);
   g_autofree char *dir = run_dir (fx);
   g_autofree char *json = g_build_filename (dir, "run.json", NULL);
-  g_autofree char *secret = g_build_filename (fx->tmp, "secret.json", NULL);
+  g_autofree char *secret =
+    write_secret (fx, "secret.json", "{\"run\":\"x\",\"command\":[\"the-secret\"],\"ended\":\"x\"}\n");
 
-  test_write (secret, "{\"run\":\"x\",\"command\":[\"the-secret\"],\"ended\":\"x\"}\n", 0600);
   for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
     {
       g_autofree char *want = g_strdup_printf ("%s is %s", json, objs[o].kind);
-      Res r;
+      const char *says[] = { want, NULL };
 
       make_obj (o, json, secret);
-      FUSEBOX (fx, &r, "runs");
-      if (r.status != 0)
-        fail_msg ("runs (%s): exit %d; stderr:\n%s", objs[o].kind, r.status, r.err);
-      if (strstr (r.err, want) == NULL)
-        fail_msg ("runs (%s): no '%s' in:\n%s", objs[o].kind, want, r.err);
-      if (strstr (r.out, RUN) == NULL || strstr (r.out, "unknown") == NULL)
-        fail_msg ("runs (%s): the run is not listed as unknown:\n%s", objs[o].kind, r.out);
-      assert_null (strstr (r.out, "the-secret"));
-      res_clear (&r);
+      assert_runs_unknown (fx, objs[o].kind, says);
       assert_int_equal (unlink (json), 0);
     }
   RFX_PASS ();
@@ -508,7 +529,6 @@ test_run_json_any_content (void **state)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       int fd = open (json, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      Res r;
 
       assert_true (fd >= 0);
       if (cases[i].len > 0)
@@ -520,15 +540,11 @@ test_run_json_any_content (void **state)
         }
       close (fd);
       test_assert_host_readable (json);
-      FUSEBOX (fx, &r, "runs");
-      if (r.status != 0)
-        fail_msg ("runs (%s): exit %d (%s); stderr:\n%.2000s", cases[i].what, r.status,
-                  r.status > 128 ? "killed by a signal" : "", r.err);
-      if (strstr (r.err, json) == NULL || strstr (r.err, cases[i].says) == NULL)
-        fail_msg ("runs (%s): no warning naming %s (%s):\n%s", cases[i].what, json, cases[i].says, r.err);
-      if (strstr (r.out, RUN) == NULL || strstr (r.out, "unknown") == NULL)
-        fail_msg ("runs (%s): the run is not listed as unknown:\n%s", cases[i].what, r.out);
-      res_clear (&r);
+      {
+        const char *says[] = { json, cases[i].says, NULL };
+
+        assert_runs_unknown (fx, cases[i].what, says);
+      }
     }
   RFX_PASS ();
 }
