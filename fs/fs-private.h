@@ -20,7 +20,7 @@ typedef enum
 /* A node's view path and decision, immutable once built: an operation takes
  * a reference and works on a consistent pair even if a rename moves the
  * node meanwhile.  Built on demand (node_get_state): a node keeps only its
- * parent, name and decision, never its path (fs-view.c, "Paths"). */
+ * parent, name and decision, never its path (fs-view-node.c, "Paths"). */
 typedef struct
 {
   gint ref;
@@ -65,8 +65,8 @@ struct FbViewNode
   FbViewNode *ino_prev, *ino_next;
 
   /* view->lock: the decision of the node's view path, kept current by
-   * renames (fs-view.c, "Paths"), shared by the nodes with the same one
-   * (fs-view.c, "Decisions") */
+   * renames (fs-view-node.c, "Paths"), shared by the nodes with the same one
+   * (fs-view-node.c, "Decisions") */
   const FbPolicyDecision *decision;
   /* atomic: what an opened or listed node keeps (node_extra()), NULL
    * until then: most nodes never are */
@@ -131,7 +131,7 @@ typedef struct NodeExtra
   struct timespec end_ctime;
 } NodeExtra;
 
-/* fs-view.c: NODE's extra part, made now if it has none (for the node's
+/* fs-view-node.c: NODE's extra part, made now if it has none (for the node's
  * life); node_extra_peek(): NULL when it has none (nothing was kept). */
 NodeExtra *node_extra (FbViewNode *node);
 NodeExtra *node_extra_peek (FbViewNode *node);
@@ -208,7 +208,7 @@ struct FbView
   struct timespec started;
   guint64 generation;       /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
-  gint trim_mark;           /* atomic: the most nodes since malloc was last trimmed (fs-view.c) */
+  gint trim_mark;           /* atomic: the most nodes since malloc was last trimmed (fs-view-node.c) */
   gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
 
   GMutex lock;           /* the node table */
@@ -225,7 +225,7 @@ struct FbView
   /* a rename through this view, from its depth check to the moved nodes'
    * new decisions (fs-view-ops.c): taken before view->lock */
   GMutex rename_lock;
-  /* the decisions nodes share (fs-view.c, "Decisions"): each an
+  /* the decisions nodes share (fs-view-node.c, "Decisions"): each an
    * FbPolicyDecision, its own key, freed with its last node */
   GMutex decisions_lock;
   GHashTable *decisions;
@@ -277,7 +277,8 @@ typedef enum
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm (cached), for events logged later. */
 void view_caller_comm (FbView *view, pid_t pid, char *buf, gsize size);
-NodeState *node_get_state (FbViewNode *node);
+
+/* fs-view-check.c: names and the policy's checks. */
 int check_name (const char *name);
 char *join_path (const char *dir, const char *name);
 bool name_in (const char *const *names, const char *name);
@@ -301,40 +302,87 @@ typedef struct
 void child_info_clear (ChildInfo *ci);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ChildInfo, child_info_clear)
 int decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret);
+/* What an existing NAME needs to be entered from its directory (PST). */
+int check_enter (const NodeState *pst, const char *name, FbDecision *ret_decision);
 int check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule);
-int check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule);
 bool child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name);
+bool is_blank_path (FbView *view, const char *path);
 bool decision_is_hidden (const FbPolicyDecision *d);
-bool host_name_exists (FbViewNode *parent, const char *name);
 /* The checks before making NAME in PARENT (decided as CI): the policy, EEXIST
  * for names the view already shows, EROFS for synthetic parents.  Logs
  * denials as OP. */
 int create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
                      const char *name, const ChildInfo *ci, FbOp op, const char *target_path);
+/* The checks before removing NAME of PARENT (or renaming it away to
+ * TARGET_PATH).  A refusal is only reported for something the host really
+ * holds; otherwise ENOENT. */
+int remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst,
+                     const char *name, const ChildInfo *ci, FbOp op, const char *target_path);
 
-/* fs-view.c: the node table, shared with fs-view-lookup.c (view->lock held
- * for table_find_locked) */
+/* fs-view-node.c: the node table (view->lock held for table_find_locked).
+ * view_table_init() at fb_view_new, view_table_clear() when the view is
+ * freed.  node_get_state(): NODE's view path and decision, built now (a
+ * reference). */
+void view_table_init (FbView *view);
+void view_table_clear (FbView *view);
+NodeState *node_get_state (FbViewNode *node);
 FbViewNode *node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPolicyDecision *decision,
                       const char *name);
 FbViewNode *table_find_locked (FbView *view, FbViewNode *parent, const char *name);
 FbViewNode *table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh);
 void node_pin (FbView *view, FbViewNode *node);
 FbViewNode *pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_point);
+void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
+void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
+                               const char *newname, bool exchange);
+
+/* fs-view.c: a descriptor of MOUNT's source for the caller to close (a
+ * private directory is made on first use). */
 int mount_fd_dup (FbView *view, const FbPolicyMount *mount);
 
+/* fs-view-lookup.c: NAME in PARENT (decided as CI, checked). */
 int lookup_child (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, const ChildInfo *ci,
                   FbViewNode **ret_node, struct stat *ret_st);
 /* The same, when a listing said what type NAME has (TYPE_HINT, a d_type:
  * DT_DIR is opened at once); only a hint, the host's object is checked */
 int lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char *name, unsigned char type_hint,
                         const ChildInfo *ci, FbViewNode **ret_node, struct stat *ret_st);
-int node_stat (FbView *view, FbViewNode *node, struct stat *ret_st);
+/* A node for a host object just opened (FD, O_PATH, taken) at NAME in
+ * PARENT. */
 int node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd,
                        FbViewNode **ret_node, struct stat *ret_st);
-void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
-void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
-                               const char *newname, bool exchange);
+
+/* fs-view-host.c: one checked name below PARENT_FD as O_PATH, never
+ * followed; whether the host holds NAME in PARENT; whether ST shows
+ * NODE's host object (0, or -ESTALE). */
 int host_open_child (int parent_fd, const char *name);
+bool host_name_exists (FbViewNode *parent, const char *name);
+int same_host_object (FbViewNode *node, const struct stat *st);
+void proc_fd_path (char buf[static 32], int fd);
+/* NODE's host object as an O_PATH descriptor: its own (directories, mount
+ * sources), or for a reopened node one opened now from its parent's
+ * descriptor and its name, checked to show the same st_dev/st_ino/type, and
+ * left in *TMP for the caller to close (declare it _fb_cleanup_fd_).  Gives
+ * -ENOENT when the name is gone, -ESTALE when it holds another object, -1
+ * (no error) for synthetic nodes: callers check the kind first. */
+int node_host_fd (FbViewNode *node, int *tmp);
+/* The same as a /proc/self/fd path in PROC. */
+int node_proc_path (FbViewNode *node, char proc[static 32], int *tmp);
+int node_stat (FbView *view, FbViewNode *node, struct stat *ret_st);
+/* Open NODE's host object again (through /proc/self/fd) with FLAGS. */
+int node_reopen (FbViewNode *node, int flags);
+
+/* Run FUNC with the caller's fsuid/fsgid when act_as_caller asks for it. */
+typedef struct
+{
+  bool switched;
+  uid_t old_uid;
+  gid_t old_gid;
+} CallerCreds;
+void creds_enter (FbView *view, const FbViewCaller *caller, CallerCreds *saved);
+void creds_leave (CallerCreds *saved);
+
+/* fs-view-fd.c: holding a node's descriptor. */
 /* A host directory node: it has a descriptor, now or on demand
  * (node_fd_get), and names below it are looked up on the host. */
 bool node_is_host_dir (const FbViewNode *node);
@@ -372,16 +420,6 @@ int view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const ch
                      FbViewFdAccount **ret_account);
 void view_file_unclaim (FbView *view, FbViewFdAccount *account);
 void view_fd_pressure (void);
-/* NODE's host object as an O_PATH descriptor: its own (directories, mount
- * sources), or for a reopened node one opened now from its parent's
- * descriptor and its name, checked to show the same st_dev/st_ino/type, and
- * left in *TMP for the caller to close (declare it _fb_cleanup_fd_).  Gives
- * -ENOENT when the name is gone, -ESTALE when it holds another object, -1
- * (no error) for synthetic nodes: callers check the kind first. */
-int node_host_fd (FbViewNode *node, int *tmp);
-/* The same as a /proc/self/fd path in PROC. */
-int node_proc_path (FbViewNode *node, char proc[static 32], int *tmp);
-void proc_fd_path (char buf[static 32], int fd);
 
 /* fs-view-fold.c: directories whose host folds names.  view_dir_fold()
  * asks once per directory (a statfs), view_dir_fold_known() never asks
@@ -443,24 +481,12 @@ void view_file_free (FbViewFile *file);
 /* True when NODE's host size and mtime are those seen last time (keep_cache);
  * records them. */
 bool node_stamp_compare (FbViewNode *node, const struct stat *st);
-/* Open NODE's host object again (through /proc/self/fd) with FLAGS. */
-int node_reopen (FbViewNode *node, int flags);
 /* What the kernel's kill-priv does before a write, done by the view for
  * every caller (fs.h, Privilege): S_ISUID, S_ISGID with group-exec and the
  * security.capability attribute of NODE come off.  Through FILE's
  * descriptor when FILE is not NULL, else NODE's.  0, or -errno: nothing
  * may be written then. */
 int view_kill_priv (FbView *view, FbViewNode *node, FbViewFile *file);
-
-/* Run FUNC with the caller's fsuid/fsgid when act_as_caller asks for it. */
-typedef struct
-{
-  bool switched;
-  uid_t old_uid;
-  gid_t old_gid;
-} CallerCreds;
-void creds_enter (FbView *view, const FbViewCaller *caller, CallerCreds *saved);
-void creds_leave (CallerCreds *saved);
 
 /* fs-view-state.c: fusebox's own state, hidden by host identity.
  * view_state_init() reads options.hidden_paths (fb_view_new);

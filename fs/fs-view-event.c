@@ -10,33 +10,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/fsuid.h>
-
-/* --- acting as the caller ----------------------------------------------------- */
-
-void
-creds_enter (FbView *view, const FbViewCaller *caller, CallerCreds *saved)
-{
-  memset (saved, 0, sizeof *saved);
-  if (!view->options.act_as_caller || caller == NULL || (caller->uid == 0 && caller->gid == 0))
-    return;
-  /* setfsuid/setfsgid are per thread (the raw syscalls, unlike setuid in
-   * glibc): only this FUSE worker creates as the caller, and only until
-   * creds_leave.  Group first: after the uid switch we may lack the right. */
-  saved->old_gid = (gid_t)setfsgid (caller->gid);
-  saved->old_uid = (uid_t)setfsuid (caller->uid);
-  saved->switched = true;
-}
-
-void
-creds_leave (CallerCreds *saved)
-{
-  if (!saved->switched)
-    return;
-  setfsuid (saved->old_uid);
-  setfsgid (saved->old_gid);
-  saved->switched = false;
-}
 
 /* --- events ---------------------------------------------------------------- */
 

@@ -153,20 +153,6 @@ node_stamp_compare (FbViewNode *node, const struct stat *st)
   return same;
 }
 
-int
-node_reopen (FbViewNode *node, int flags)
-{
-  _fb_cleanup_fd_ int tmp = -1;
-  char proc[32];
-  int fd;
-
-  fd = node_proc_path (node, proc, &tmp);
-  if (fd < 0)
-    return fd;
-  fd = open (proc, flags);
-  return fd >= 0 ? fd : -errno;
-}
-
 /* --- kill-priv -------------------------------------------------------------- */
 
 /* The attribute that holds a file's capabilities (XATTR_NAME_CAPS). */

@@ -1,181 +1,13 @@
-/* fusebox — the view's name resolution: the policy checks of an operation,
- * the lookup of one name below a node, and the walk of a view path.
- * Nodes and the node table are fs-view.c's (fs/fs-private.h). */
+/* fusebox — the view's name resolution: the lookup of one name below a
+ * node, the root, and the walk of a view path.  A lookup checks the name
+ * and decides it (fs-view-check.c), finds or opens its host object
+ * (fs-view-host.c) and enters a node in the table (fs-view-node.c). */
 #include "fs/fs-private.h"
 
 #include <dirent.h>
 #include <string.h>
 
-/* --- policy checks ----------------------------------------------------------
- *
- * What an access kind lets the sandbox do is its row of the policy's access
- * table (visible, readable, writable); what a refusal answers is its
- * decision's row (fb_decision_table): no check names an access. */
-
-/* Refuse as D: *RET_DECISION = D, and its errno, negated. */
-static int
-refuse (FbDecision d, FbDecision *ret_decision)
-{
-  *ret_decision = d;
-  return -fb_decision_info (d)->err;
-}
-
-bool
-decision_is_hidden (const FbPolicyDecision *d)
-{
-  return !fb_policy_access_visible (d->access) && !d->traversable;
-}
-
-/* A write refused: read-only where the contents may be read, else denied. */
-static int
-write_refusal (FbPolicyAccess a, FbDecision *ret_decision)
-{
-  return refuse (fb_policy_access_info (a)->readable ? FB_DECISION_READONLY : FB_DECISION_DENY, ret_decision);
-}
-
-/* May D's directory or file be changed (its contents, names in it)?  A
- * traversable directory lists only its reachable children: never. */
-static bool
-decision_writable (const FbPolicyDecision *d)
-{
-  return fb_policy_access_info (d->access)->writable && !d->traversable;
-}
-
-int
-check_access (const NodeState *st, Need need, FbDecision *ret_decision)
-{
-  const FbPolicyAccessInfo *a = fb_policy_access_info (st->decision.access);
-  FbDecision d = FB_DECISION_ALLOW;
-
-  if (decision_is_hidden (&st->decision))
-    return refuse (FB_DECISION_HIDE, ret_decision != NULL ? ret_decision : &d);
-  switch (need)
-    {
-      case NEED_STAT:
-        break;
-      case NEED_LIST:
-        if (st->decision.traversable)
-          break;
-        G_GNUC_FALLTHROUGH;
-      case NEED_READ:
-        if (!a->readable)
-          return refuse (FB_DECISION_DENY, ret_decision != NULL ? ret_decision : &d);
-        break;
-      case NEED_WRITE:
-        if (!a->writable)
-          return write_refusal (st->decision.access, ret_decision != NULL ? ret_decision : &d);
-        break;
-    }
-  if (ret_decision != NULL)
-    *ret_decision = FB_DECISION_ALLOW;
-  return 0;
-}
-
-void
-child_info_clear (ChildInfo *ci)
-{
-  g_clear_pointer (&ci->path, g_free);
-}
-
-int
-decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret)
-{
-  int r = check_name (name);
-
-  memset (ret, 0, sizeof *ret);
-  if (r < 0)
-    return r;
-  if (!S_ISDIR (parent->type))
-    return -ENOTDIR;
-  /* the longest path the view decides (fs.h, Bounds): nothing is made or
-   * looked up past it */
-  if (pst->too_long || strlen (pst->path) + 1 + strlen (name) > FB_VIEW_PATH_MAX)
-    return -ENAMETOOLONG;
-  ret->path = join_path (pst->path, name);
-  view_decide_child (view, view_dir_fold (parent), pst, name, &ret->decision);
-  view_state_decide (view, parent, pst, name, &ret->decision);
-  return 0;
-}
-
-/* What an existing name needs to be entered from its directory: the
- * directory is visible and, when it is traversable, the name is one of its
- * reachable children. */
-static int
-check_enter (const NodeState *pst, const char *name, FbDecision *ret_decision)
-{
-  const FbPolicyDecision *d = &pst->decision;
-
-  *ret_decision = FB_DECISION_ALLOW;
-  if (decision_is_hidden (d))
-    return refuse (FB_DECISION_HIDE, ret_decision);
-  if (d->traversable)
-    {
-      if (name_in (d->reachable_children, name))
-        return 0;
-      return refuse (fb_policy_access_visible (d->access) ? FB_DECISION_DENY : FB_DECISION_HIDE, ret_decision);
-    }
-  /* A denied directory shows its own name, not what is inside. */
-  if (!fb_policy_access_info (d->access)->readable)
-    return refuse (FB_DECISION_DENY, ret_decision);
-  return 0;
-}
-
-int
-check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
-{
-  *ret_decision = FB_DECISION_ALLOW;
-  *ret_rule = ci->decision.rule;
-  /* A hidden name can't be made to exist: EACCES, whether or not the
-   * host holds something there (ENOENT or EEXIST would tell). */
-  if (decision_is_hidden (&ci->decision))
-    return refuse (FB_DECISION_DENY, ret_decision);
-  if (!decision_writable (&ci->decision))
-    return write_refusal (ci->decision.access, ret_decision);
-  if (!decision_writable (&pst->decision))
-    {
-      *ret_rule = pst->decision.rule;
-      return write_refusal (pst->decision.access, ret_decision);
-    }
-  return 0;
-}
-
-int
-check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
-{
-  int r;
-
-  *ret_rule = pst->decision.rule;
-  r = check_enter (pst, strrchr (ci->path, '/') + 1, ret_decision);
-  if (r < 0)
-    return r;
-  *ret_rule = ci->decision.rule;
-  if (decision_is_hidden (&ci->decision))
-    return refuse (FB_DECISION_HIDE, ret_decision);
-  if (!decision_writable (&ci->decision))
-    return write_refusal (ci->decision.access, ret_decision);
-  if (!decision_writable (&pst->decision))
-    {
-      *ret_rule = pst->decision.rule;
-      return write_refusal (pst->decision.access, ret_decision);
-    }
-  return 0;
-}
-
-static bool
-is_blank_path (FbView *view, const char *path)
-{
-  return name_in ((const char *const *)view->blank_paths, path);
-}
-
-/* Names that exist in the view whatever the host holds (mount points, the
- * directories leading to them, /proc /sys /dev): they can't be created,
- * removed or renamed through the view. */
-bool
-child_is_structural (FbView *view, const NodeState *pst, const ChildInfo *ci, const char *name)
-{
-  return ci->decision.is_mount_point || name_in (pst->decision.mounted_children, name) ||
-         is_blank_path (view, ci->path);
-}
+/* --- one name --------------------------------------------------------------- */
 
 static bool
 dev_is_blank (FbView *view, dev_t dev)
@@ -415,19 +247,6 @@ lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char
   return 0;
 }
 
-bool
-host_name_exists (FbViewNode *parent, const char *name)
-{
-  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
-  struct stat st;
-  int pfd;
-
-  if (!node_is_host_dir (parent))
-    return false;
-  pfd = node_fd_get (parent, &hold);
-  return pfd >= 0 && fstatat (pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 int
 fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbViewNode **ret_node,
                 struct stat *ret_st)
@@ -498,7 +317,40 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   return 0;
 }
 
-/* --- walk ------------------------------------------------------------------ */
+/* --- the root and the walk -------------------------------------------------- */
+
+FbViewNode *
+fb_view_get_root (FbView *view)
+{
+  FbViewNode *node;
+  FbPolicyDecision d;
+  struct stat st;
+  int fd;
+
+  g_mutex_lock (&view->lock);
+  node = table_find_locked (view, NULL, "");
+  if (node != NULL)
+    {
+      g_atomic_int_inc (&node->ref);
+      g_mutex_unlock (&view->lock);
+      return node;
+    }
+  g_mutex_unlock (&view->lock);
+
+  fb_policy_decide (view->policy, "/", &d);
+  fd = mount_fd_dup (view, d.mount);
+  if (fd >= 0 && fstat (fd, &st) == 0)
+    node = node_new (view, NODE_HOST, fd, &st, &d, "");
+  else
+    {
+      if (fd >= 0)
+        close (fd);
+      node = node_new (view, NODE_SYNTHETIC, -1, NULL, &d, "");
+    }
+  node = table_insert (view, NULL, node);
+  node_pin (view, node);
+  return node;
+}
 
 static FbViewNode *
 node_parent_ref (FbViewNode *node)

@@ -328,34 +328,6 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
 
 /* --- making names -------------------------------------------------------------- */
 
-int
-create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst, const char *name,
-                 const ChildInfo *ci, FbOp op, const char *target_path)
-{
-  const FbPolicyRule *rule;
-  FbDecision d;
-  int r;
-
-  r = check_create (pst, ci, &d, &rule);
-  if (r < 0)
-    {
-      /* A name the view shows already is EEXIST whatever the policy, as the
-       * kernel answers before asking for write access; a hidden one never
-       * is (that would tell that it exists). */
-      if (!decision_is_hidden (&ci->decision) &&
-          (child_is_structural (view, pst, ci, name) || host_name_exists (parent, name)))
-        return -EEXIST;
-      view_emit (view, caller, op, target_path != NULL ? target_path : ci->path, target_path != NULL ? ci->path : NULL,
-                 "create", d, -r, rule);
-      return r;
-    }
-  if (child_is_structural (view, pst, ci, name))
-    return -EEXIST;
-  if (parent->kind != NODE_HOST)
-    return -EROFS; /* a synthetic directory has no host directory to write to */
-  return 0;
-}
-
 typedef int (*MakeFunc) (int parent_fd, const char *name, gpointer data);
 
 /* The shared body of mkdir, mknod and symlink. */
@@ -556,34 +528,6 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
 }
 
 /* --- removing names -------------------------------------------------------------- */
-
-/* The checks before removing (or renaming away) NAME of PARENT.  A refusal
- * is only reported for something the host really holds; otherwise ENOENT. */
-static int
-remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const NodeState *pst, const char *name,
-                 const ChildInfo *ci, FbOp op, const char *target_path)
-{
-  const FbPolicyRule *rule;
-  FbDecision d;
-  int r;
-
-  r = check_remove (pst, ci, &d, &rule);
-  if (r < 0)
-    {
-      bool structural = child_is_structural (view, pst, ci, name);
-      if (!structural && !host_name_exists (parent, name))
-        return -ENOENT;
-      if (d == FB_DECISION_HIDE && !host_name_exists (parent, name))
-        return -ENOENT;
-      view_emit (view, caller, op, ci->path, target_path, "delete", d, -r, rule);
-      return r;
-    }
-  if (child_is_structural (view, pst, ci, name))
-    return -EBUSY; /* a mount point or the way to one */
-  if (parent->kind != NODE_HOST)
-    return -EROFS;
-  return 0;
-}
 
 static int
 remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, bool dir)

@@ -1,0 +1,1012 @@
+/* fusebox — the view's nodes: the node table, a node's view path and its
+ * decision.
+ *
+ *  - The table is keyed by (parent node, name): one node per view path.  A
+ *    node in it is also linked below its parent (first_child,
+ *    next_sibling: what a rename decides again), on the list of every node
+ *    (the kernel's counts, the watcher's rescans) and in the index of host
+ *    objects (dev, ino: what fanotify names).  A node's reference count
+ *    only reaches zero under view->lock, so that a lookup holding the lock
+ *    never revives a node being freed; the kernel's lookup count is apart
+ *    (nlookup) and holds one reference while it is not zero.  Pinned
+ *    nodes: fs-view.c.
+ *  - Decisions.  Nodes share their decisions: most of a tree is decided
+ *    by the same few rules at each depth, so a node points at the view's
+ *    counted copy of its decision (an FbPolicyDecision is 72 bytes), freed
+ *    with the last node that has it.  Copies are compared whole, padding
+ *    cleared (__builtin_clear_padding), so that any field the policy adds
+ *    counts; with a compiler that can't clear padding, equal decisions may
+ *    not be found equal: fewer are shared, none is ever wrong.
+ *  - Paths.  A node keeps its parent, its name and the decision of its
+ *    view path, never the path itself: node_get_state() builds the path
+ *    when an operation needs it, walking up the parents under the table
+ *    lock into a buffer of FB_VIEW_PATH_MAX bytes (iterative; a path that
+ *    does not fit makes a state that refuses everything, NodeState
+ *    too_long).  So a node costs its name, whatever its depth, and a
+ *    rename moves a tree by relinking one node and deciding the nodes
+ *    below it again (restate_locked: iterative, one path buffer), with no
+ *    string per node to rewrite.  A node that has left the table (its
+ *    name now shows another object) is decided again from its parent
+ *    whenever its state is built.
+ */
+#include "fs/fs-private.h"
+
+#include <malloc.h>
+#include <string.h>
+
+/* At most this many pinned nodes ("Pinned nodes" above). */
+#define FB_VIEW_PINNED_MAX 1024
+
+/* --- node states ----------------------------------------------------------- */
+
+NodeState *
+node_state_new (const char *path, const FbPolicyDecision *decision)
+{
+  gsize len = strlen (path);
+  /* one block: the path follows the struct */
+  NodeState *st = g_malloc0 (sizeof (NodeState) + len + 1);
+
+  st->ref = 1;
+  st->path = memcpy ((char *)(st + 1), path, len + 1);
+  st->decision = *decision;
+  return st;
+}
+
+NodeState *
+node_state_ref (NodeState *st)
+{
+  g_atomic_int_inc (&st->ref);
+  return st;
+}
+
+void
+node_state_unref (NodeState *st)
+{
+  if (st != NULL && g_atomic_int_dec_and_test (&st->ref))
+    g_free (st);
+}
+
+/* --- decisions (see "Decisions" above) ---------------------------------------- */
+
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+#define HAVE_CLEAR_PADDING 1
+#endif
+#endif
+
+static guint
+decision_hash (gconstpointer p)
+{
+  const guchar *b = p;
+  guint32 h = 2166136261u;
+
+  for (gsize i = 0; i < sizeof (FbPolicyDecision); i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
+static gboolean
+decision_equal (gconstpointer a, gconstpointer b)
+{
+  return memcmp (a, b, sizeof (FbPolicyDecision)) == 0;
+}
+
+/* A decision the nodes that have it share: the key of view->decisions. */
+typedef struct
+{
+  FbPolicyDecision d;
+  guint refs; /* decisions_lock */
+} SharedDecision;
+
+#define SHARED_DECISION(p) ((SharedDecision *)(void *)((char *)(p)-G_STRUCT_OFFSET (SharedDecision, d)))
+
+/* The view's copy of D, counted once more. */
+static const FbPolicyDecision *
+decision_share (FbView *view, const FbPolicyDecision *d)
+{
+  FbPolicyDecision key = *d;
+  FbPolicyDecision *found;
+  SharedDecision *sd;
+
+#ifdef HAVE_CLEAR_PADDING
+  __builtin_clear_padding (&key);
+#endif
+  g_mutex_lock (&view->decisions_lock);
+  found = g_hash_table_lookup (view->decisions, &key);
+  if (found != NULL)
+    sd = SHARED_DECISION (found);
+  else
+    {
+      sd = g_new (SharedDecision, 1);
+      sd->d = key;
+      sd->refs = 0;
+      g_hash_table_add (view->decisions, &sd->d);
+    }
+  sd->refs++;
+  g_mutex_unlock (&view->decisions_lock);
+  return &sd->d;
+}
+
+static void
+decision_unshare (FbView *view, const FbPolicyDecision *d)
+{
+  SharedDecision *sd = SHARED_DECISION (d);
+
+  g_mutex_lock (&view->decisions_lock);
+  if (--sd->refs == 0)
+    {
+      g_hash_table_remove (view->decisions, &sd->d);
+      g_free (sd);
+    }
+  g_mutex_unlock (&view->decisions_lock);
+}
+
+/* NODE's decision is now D (view->lock held, or NODE not in the table). */
+static void
+node_set_decision (FbView *view, FbViewNode *node, const FbPolicyDecision *d)
+{
+  const FbPolicyDecision *old = node->decision;
+
+  node->decision = decision_share (view, d);
+  if (old != NULL)
+    decision_unshare (view, old);
+}
+
+/* --- paths (see "Paths" above) ----------------------------------------------- */
+
+static const char *const no_names[] = { NULL };
+
+/* The decision of a path past FB_VIEW_PATH_MAX: the view's refusal. */
+static void
+decision_too_long (const FbPolicyDecision *was, FbPolicyDecision *ret)
+{
+  *ret = (FbPolicyDecision){
+    .access = FB_POLICY_ACCESS_DENY,
+    .rule = view_refusal_rule (VIEW_REFUSAL_TOO_LONG),
+    .mount = was->mount,
+    .mounted_children = no_names,
+    .reachable_children = no_names,
+    .priv_depth = was->priv_depth,
+  };
+}
+
+/* NODE's view path, built from its parents at the end of BUF (SIZE bytes):
+ * returns where it starts, or NULL when it does not fit (*RET_TAIL then
+ * points at the last components that did, each after a "/").
+ * *RET_DETACHED: the highest node on the way that has left the table
+ * (renames no longer keep its decision, nor those below it, current), or
+ * NULL.  At most SIZE / 2 steps: each adds a "/" and a name. */
+static char *
+path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbViewNode **ret_detached)
+{
+  char *p = buf + size - 1;
+
+  *p = '\0';
+  *ret_detached = NULL;
+  *ret_tail = p;
+  if (node->parent == NULL)
+    return memcpy (p - 1, "/", 2);
+  for (FbViewNode *n = node; n->parent != NULL; n = n->parent)
+    {
+      gsize len = strlen (n->name);
+
+      if ((gsize)(p - buf) < len + 1)
+        return NULL;
+      p -= len;
+      memcpy (p, n->name, len);
+      *--p = '/';
+      *ret_tail = p;
+      if (!n->in_table)
+        *ret_detached = n;
+    }
+  return p;
+}
+
+/* The decision of NODE at PATH (from path_build_locked, writable) when
+ * TOP, on the way up from it, has left the table: decided again, one
+ * level at a time, from the parent of TOP, whose decision is current. */
+static void
+decide_detached_locked (FbView *view, FbViewNode *node, FbViewNode *top, char *path, FbPolicyDecision *ret)
+{
+  g_autoptr (GPtrArray) chain = g_ptr_array_new ();
+  FbPolicyDecision d = *top->parent->decision;
+  gsize plen = strlen (path);
+
+  for (FbViewNode *n = node;; n = n->parent)
+    {
+      g_ptr_array_add (chain, n);
+      plen -= 1 + strlen (n->name);
+      if (n == top)
+        break;
+    }
+  for (guint i = chain->len; i-- > 0;)
+    {
+      FbViewNode *n = chain->pdata[i];
+      NodeState pst = { .decision = d };
+      char saved = path[plen];
+
+      /* the parent's path is the first PLEN bytes ("/" for the root) */
+      path[plen] = '\0';
+      pst.path = plen == 0 ? (char *)"/" : path;
+      view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &d);
+      path[plen] = saved;
+      plen += 1 + strlen (n->name);
+    }
+  *ret = d;
+}
+
+/* NODE's path (in BUF, FB_VIEW_PATH_MAX + 1 bytes) and decision; false
+ * when the path is too long (*RET_PATH: "…" and the last components,
+ * allocated; *RET_DECISION the refusal). */
+static bool
+state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **ret_tail_owned,
+              FbPolicyDecision *ret_decision)
+{
+  FbViewNode *detached;
+  char *tail;
+  char *path = path_build_locked (node, buf, size, &tail, &detached);
+
+  *ret_tail_owned = NULL;
+  if (path == NULL)
+    {
+      decision_too_long (node->decision, ret_decision);
+      *ret_tail_owned = g_strconcat ("\u2026", tail, NULL);
+      *ret_path = *ret_tail_owned;
+      return false;
+    }
+  if (detached != NULL)
+    decide_detached_locked (node->view, node, detached, path, ret_decision);
+  else
+    *ret_decision = *node->decision;
+  *ret_path = path;
+  return true;
+}
+
+NodeState *
+node_get_state (FbViewNode *node)
+{
+  FbView *view = node->view;
+  char buf[FB_VIEW_PATH_MAX + 1];
+  g_autofree char *tail = NULL;
+  FbPolicyDecision d;
+  NodeState *st;
+  char *path;
+  bool fits;
+
+  g_mutex_lock (&view->lock);
+  fits = state_locked (node, buf, sizeof buf, &path, &tail, &d);
+  g_mutex_unlock (&view->lock);
+  st = node_state_new (path, &d);
+  st->too_long = !fits;
+  return st;
+}
+
+/* --- the table -------------------------------------------------------------- */
+
+static guint
+node_key_hash (gconstpointer p)
+{
+  const FbViewNode *n = p;
+
+  return g_direct_hash (n->parent) ^ g_str_hash (n->name);
+}
+
+static gboolean
+node_key_equal (gconstpointer a, gconstpointer b)
+{
+  const FbViewNode *x = a, *y = b;
+
+  return x->parent == y->parent && strcmp (x->name, y->name) == 0;
+}
+
+static guint
+ino_key_hash (gconstpointer p)
+{
+  const FbViewNode *n = p;
+
+  return (guint)(n->ino ^ (n->ino >> 32) ^ (n->dev * 31));
+}
+
+static gboolean
+ino_key_equal (gconstpointer a, gconstpointer b)
+{
+  const FbViewNode *x = a, *y = b;
+
+  return x->ino == y->ino && x->dev == y->dev;
+}
+
+void
+view_table_init (FbView *view)
+{
+  g_mutex_init (&view->lock);
+  g_mutex_init (&view->decisions_lock);
+  view->decisions = g_hash_table_new (decision_hash, decision_equal);
+  view->node_max = view->options.node_max != 0 ? view->options.node_max : FB_VIEW_NODES_MAX;
+  view->table = g_hash_table_new (node_key_hash, node_key_equal);
+  view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
+  view->pinned = g_ptr_array_new ();
+}
+
+void
+view_table_clear (FbView *view)
+{
+  g_hash_table_destroy (view->table);
+  g_hash_table_destroy (view->by_ino);
+  g_hash_table_destroy (view->decisions);
+  g_ptr_array_unref (view->pinned);
+  g_mutex_clear (&view->lock);
+  g_mutex_clear (&view->decisions_lock);
+}
+
+static void
+ino_index_add_locked (FbView *view, FbViewNode *node)
+{
+  FbViewNode *head;
+
+  if (node->kind != NODE_HOST)
+    return;
+  head = g_hash_table_lookup (view->by_ino, node);
+  if (head == NULL)
+    {
+      node->ino_prev = node->ino_next = NULL;
+      g_hash_table_add (view->by_ino, node);
+      return;
+    }
+  node->ino_prev = head;
+  node->ino_next = head->ino_next;
+  if (head->ino_next != NULL)
+    head->ino_next->ino_prev = node;
+  head->ino_next = node;
+}
+
+static void
+ino_index_remove_locked (FbView *view, FbViewNode *node)
+{
+  if (node->kind != NODE_HOST)
+    return;
+  if (node->ino_prev != NULL)
+    {
+      node->ino_prev->ino_next = node->ino_next;
+      if (node->ino_next != NULL)
+        node->ino_next->ino_prev = node->ino_prev;
+    }
+  else
+    {
+      g_hash_table_remove (view->by_ino, node);
+      if (node->ino_next != NULL)
+        {
+          node->ino_next->ino_prev = NULL;
+          g_hash_table_add (view->by_ino, node->ino_next);
+        }
+    }
+  node->ino_prev = node->ino_next = NULL;
+}
+
+/* --- nodes ------------------------------------------------------------------ */
+
+/* Nodes before malloc is trimmed again: memory freed by nodes the kernel
+ * forgot goes back to the system once their count halves, from at least
+ * this many (malloc keeps freed memory for reuse otherwise, and a walk's
+ * nodes are freed in the middle of the heap, from every worker's arena) */
+#define VIEW_TRIM_MIN 16384
+
+/* One node more (DELTA 1) or less (-1). */
+static void
+view_count_node (FbView *view, gint delta)
+{
+  gint n = g_atomic_int_add ((gint *)&view->n_nodes, delta) + delta;
+  gint mark = g_atomic_int_get (&view->trim_mark);
+
+  if (delta > 0)
+    {
+      while (n > mark && !g_atomic_int_compare_and_exchange (&view->trim_mark, mark, n))
+        mark = g_atomic_int_get (&view->trim_mark);
+    }
+  else if (mark >= VIEW_TRIM_MIN && n <= mark / 2 && g_atomic_int_compare_and_exchange (&view->trim_mark, mark, n))
+    malloc_trim (0);
+}
+
+FbViewNode *
+node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPolicyDecision *decision,
+          const char *name)
+{
+  gsize len = strlen (name);
+  FbViewNode *node = g_malloc0 (sizeof (FbViewNode) + len + 1);
+
+  node->ref = 1;
+  node->view = fb_view_ref (view);
+  node->name = memcpy (node->name_buf, name, len + 1);
+  node->kind = kind;
+  node->host_fd = fd;
+  node->generation = __atomic_add_fetch (&view->generation, 1, __ATOMIC_RELAXED);
+  if (kind == NODE_HOST)
+    {
+      node->type = st->st_mode & S_IFMT;
+      node->ino = st->st_ino;
+      node->dev = st->st_dev;
+    }
+  else
+    {
+      node->type = S_IFDIR;
+      /* Synthetic directories need inode numbers that no host file has in
+       * practice: the top byte is set. */
+      node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
+    }
+  node_set_decision (view, node, decision); /* the path is built when needed */
+  view_count_node (view, 1);
+  return node;
+}
+
+NodeExtra *
+node_extra_peek (FbViewNode *node)
+{
+  return g_atomic_pointer_get (&node->extra);
+}
+
+NodeExtra *
+node_extra (FbViewNode *node)
+{
+  NodeExtra *x = g_atomic_pointer_get (&node->extra);
+
+  if (x != NULL)
+    return x;
+  x = g_new0 (NodeExtra, 1);
+  g_mutex_init (&x->lock);
+  if (!g_atomic_pointer_compare_and_exchange (&node->extra, NULL, x))
+    {
+      /* another thread made one first */
+      g_mutex_clear (&x->lock);
+      g_free (x);
+      x = g_atomic_pointer_get (&node->extra);
+    }
+  return x;
+}
+
+/* Remove the mark of NODE, a watched directory being freed, through FD (its
+ * descriptor, -1 when the cache closed it: then opened again from PARENT,
+ * still referenced, by its name; a directory gone or replaced keeps its
+ * mark until the host removes it or the watcher stops). */
+static void
+node_unwatch (FbViewNode *node, FbViewNode *parent, int fd)
+{
+  _fb_cleanup_fd_ int tmp = -1;
+
+  if (fd < 0 && parent != NULL && node_is_host_dir (parent))
+    {
+      _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+      int pfd = node_fd_get (parent, &hold);
+      struct stat st;
+      tmp = pfd >= 0 ? host_open_child (pfd, node->name) : -1;
+      if (tmp >= 0 && (fstat (tmp, &st) < 0 || same_host_object (node, &st) < 0))
+        fb_fd_close (&tmp);
+      fd = tmp;
+    }
+  watch_dir_remove (node->dev, node->ino, fd);
+}
+
+/* A node that never entered the table (PARENT NULL), or left it with its
+ * last reference (PARENT: its parent, still referenced). */
+static void
+node_free (FbViewNode *node, FbViewNode *parent)
+{
+  FbView *view = node->view;
+  int fd = node_fd_forget (node);
+
+  if (S_ISDIR (node->type) && g_atomic_int_get (&node->watched) == 1)
+    node_unwatch (node, parent, fd);
+  if (fd >= 0)
+    close (fd);
+  if (node->extra != NULL)
+    {
+      if (node->extra->listing != NULL)
+        g_array_unref (node->extra->listing);
+      g_free (node->extra->cursors);
+      g_mutex_clear (&node->extra->lock);
+      g_free (node->extra);
+    }
+  if (node->decision != NULL)
+    decision_unshare (view, node->decision);
+  if (node->name != node->name_buf)
+    g_free (node->name);
+  view_count_node (view, -1);
+  g_free (node);
+  fb_view_unref (view);
+}
+
+static void
+child_link_locked (FbViewNode *parent, FbViewNode *node)
+{
+  if (parent == NULL)
+    return;
+  node->prev_sibling = NULL;
+  node->next_sibling = parent->first_child;
+  if (parent->first_child != NULL)
+    parent->first_child->prev_sibling = node;
+  parent->first_child = node;
+}
+
+static void
+child_unlink_locked (FbViewNode *node)
+{
+  if (node->parent == NULL)
+    return;
+  if (node->prev_sibling != NULL)
+    node->prev_sibling->next_sibling = node->next_sibling;
+  else if (node->parent->first_child == node)
+    node->parent->first_child = node->next_sibling;
+  if (node->next_sibling != NULL)
+    node->next_sibling->prev_sibling = node->prev_sibling;
+  node->prev_sibling = node->next_sibling = NULL;
+}
+
+/* Take NODE out of the table: later lookups of its name make a new node.
+ * Its parent link stays (for ".." in walks). */
+static void
+detach_locked (FbView *view, FbViewNode *node)
+{
+  if (!node->in_table)
+    return;
+  if (g_hash_table_lookup (view->table, node) == node)
+    g_hash_table_remove (view->table, node);
+  child_unlink_locked (node);
+  node->in_table = false;
+}
+
+FbViewNode *
+table_find_locked (FbView *view, FbViewNode *parent, const char *name)
+{
+  FbViewNode key = { 0 };
+
+  key.parent = parent;
+  key.name = (char *)name;
+  return g_hash_table_lookup (view->table, &key);
+}
+
+FbViewNode *
+fb_view_node_ref (FbViewNode *node)
+{
+  g_atomic_int_inc (&node->ref);
+  return node;
+}
+
+void
+fb_view_node_unref (FbViewNode *node)
+{
+  while (node != NULL)
+    {
+      FbView *view = node->view;
+      FbViewNode *parent;
+      int old;
+
+      /* Fast path: not the last reference.  The count only reaches zero
+       * under the table lock, so that a lookup holding the lock never
+       * revives a node that is being freed. */
+      for (;;)
+        {
+          old = g_atomic_int_get (&node->ref);
+          if (old <= 1)
+            break;
+          if (g_atomic_int_compare_and_exchange (&node->ref, old, old - 1))
+            return;
+        }
+      g_mutex_lock (&view->lock);
+      if (!g_atomic_int_dec_and_test (&node->ref))
+        {
+          g_mutex_unlock (&view->lock);
+          return;
+        }
+      detach_locked (view, node);
+      if (node->in_all)
+        {
+          if (node->all_prev != NULL)
+            node->all_prev->all_next = node->all_next;
+          else
+            view->all_nodes = node->all_next;
+          if (node->all_next != NULL)
+            node->all_next->all_prev = node->all_prev;
+          node->in_all = false;
+          ino_index_remove_locked (view, node);
+        }
+      parent = node->parent;
+      node->parent = NULL;
+      g_mutex_unlock (&view->lock);
+      node_free (node, parent);
+      node = parent; /* drop the child's reference on its parent, iteratively */
+    }
+}
+
+static bool
+same_object (const FbViewNode *a, const FbViewNode *b)
+{
+  if (a->kind != b->kind)
+    return false;
+  if (a->kind != NODE_HOST)
+    return true;
+  return a->ino == b->ino && a->dev == b->dev && a->type == b->type;
+}
+
+/* Watch NODE's host changes (fs-watch.c "Coverage"): a directory gets a
+ * mark; a non-directory is covered by its parent's on the same device. */
+static void
+node_watch (FbViewNode *node, FbViewNode *parent)
+{
+  if (S_ISDIR (node->type))
+    {
+      _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+      int fd = node_fd_get (node, &hold);
+      /* claimed first (-1): table_insert and fb_watch_view may race */
+      if (fd >= 0 && g_atomic_int_compare_and_exchange (&node->watched, 0, -1))
+        g_atomic_int_set (&node->watched, watch_dir_add (node->dev, node->ino, fd) ? 1 : 0);
+    }
+  else if (parent != NULL && parent->kind == NODE_HOST && parent->dev == node->dev &&
+           g_atomic_int_get (&parent->watched) == 1 && watch_children_decode (node->dev))
+    g_atomic_int_set (&node->watched, 1);
+}
+
+bool
+fb_view_node_watched (FbViewNode *node, const struct stat *st)
+{
+  if (node->kind != NODE_HOST)
+    return true;
+  /* another link may be written through an unmarked directory */
+  return fb_watch_active () && g_atomic_int_get (&node->watched) == 1 && (S_ISDIR (st->st_mode) || st->st_nlink <= 1);
+}
+
+/* Put FRESH (one reference, not in the table) at (PARENT, its name), or
+ * return the node already there when it shows the same host object (FRESH
+ * is then freed).  Returns a new reference either way. */
+FbViewNode *
+table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh)
+{
+  FbViewNode *existing;
+
+  g_mutex_lock (&view->lock);
+  existing = table_find_locked (view, parent, fresh->name);
+  if (existing != NULL && same_object (existing, fresh))
+    {
+      g_atomic_int_inc (&existing->ref);
+      g_mutex_unlock (&view->lock);
+      node_free (fresh, NULL);
+      return existing;
+    }
+  if (existing != NULL)
+    detach_locked (view, existing);
+  fresh->parent = parent != NULL ? fb_view_node_ref (parent) : NULL;
+  g_hash_table_add (view->table, fresh);
+  child_link_locked (parent, fresh);
+  fresh->in_table = true;
+  fresh->all_next = view->all_nodes;
+  if (view->all_nodes != NULL)
+    view->all_nodes->all_prev = fresh;
+  view->all_nodes = fresh;
+  fresh->in_all = true;
+  ino_index_add_locked (view, fresh);
+  g_mutex_unlock (&view->lock);
+  if (fresh->kind == NODE_HOST && fb_watch_active ())
+    node_watch (fresh, parent);
+  return fresh;
+}
+
+void
+view_detach_name (FbView *view, FbViewNode *parent, const char *name)
+{
+  FbViewNode *node;
+
+  g_mutex_lock (&view->lock);
+  node = table_find_locked (view, parent, name);
+  if (node != NULL)
+    detach_locked (view, node);
+  g_mutex_unlock (&view->lock);
+}
+
+/* Keep NODE (just returned by table_insert, in the table) for the view's
+ * life: see "Pinned nodes" above.  Only for nodes that can't go stale. */
+void
+node_pin (FbView *view, FbViewNode *node)
+{
+  g_mutex_lock (&view->lock);
+  /* Bounded: a host directory on the way to a mount point replaced on the
+   * host (never through the view: those names are structural) leaves its
+   * old nodes pinned; past the bound nodes are made per walk, as before. */
+  if (!node->pinned && node->in_table && view->pinned->len < FB_VIEW_PINNED_MAX)
+    {
+      node->pinned = true;
+      g_atomic_int_inc (&node->ref);
+      g_ptr_array_add (view->pinned, node);
+      g_atomic_int_inc (&view->n_pinned);
+    }
+  g_mutex_unlock (&view->lock);
+}
+
+/* The pinned node at (PARENT, NAME), a new reference, or NULL.  Pinned host
+ * directories on the way to mount points are not returned unless
+ * MOUNT_POINT: the host can replace them, reuse_known_node() checks them. */
+FbViewNode *
+pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_point)
+{
+  FbViewNode *node;
+
+  g_mutex_lock (&view->lock);
+  node = table_find_locked (view, parent, name);
+  if (node != NULL && node->pinned && (mount_point || node->kind != NODE_HOST))
+    g_atomic_int_inc (&node->ref);
+  else
+    node = NULL;
+  g_mutex_unlock (&view->lock);
+  return node;
+}
+
+/* --- the kernel's counts ---------------------------------------------------- */
+
+guint64
+fb_view_node_get_generation (FbViewNode *node)
+{
+  return node->generation;
+}
+
+guint64
+fb_view_node_get_kernel_count (FbViewNode *node)
+{
+  return __atomic_load_n (&node->nlookup, __ATOMIC_ACQUIRE);
+}
+
+void
+fb_view_node_kernel_ref (FbViewNode *node)
+{
+  if (__atomic_fetch_add (&node->nlookup, 1, __ATOMIC_ACQ_REL) == 0)
+    fb_view_node_ref (node);
+}
+
+void
+fb_view_node_kernel_forget (FbViewNode *node, guint64 nlookup)
+{
+  guint64 old = __atomic_load_n (&node->nlookup, __ATOMIC_ACQUIRE);
+  guint64 next;
+
+  /* A forget larger than the count (a kernel bug or a forged request from a
+   * compromised connection) clamps at zero instead of wrapping. */
+  do
+    {
+      if (old == 0)
+        return;
+      next = nlookup >= old ? 0 : old - nlookup;
+    }
+  while (!__atomic_compare_exchange_n (&node->nlookup, &old, next, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+  if (next == 0)
+    fb_view_node_unref (node);
+}
+
+void
+fb_view_drop_kernel_refs (FbView *view)
+{
+  g_autoptr (GPtrArray) held = g_ptr_array_new ();
+
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+    if (__atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+      {
+        g_atomic_int_inc (&n->ref);
+        g_ptr_array_add (held, n);
+      }
+  g_mutex_unlock (&view->lock);
+  for (guint i = 0; i < held->len; i++)
+    {
+      FbViewNode *n = held->pdata[i];
+      if (__atomic_exchange_n (&n->nlookup, 0, __ATOMIC_ACQ_REL) > 0)
+        fb_view_node_unref (n);
+      fb_view_node_unref (n);
+    }
+}
+
+/* --- every node ------------------------------------------------------------- */
+
+void
+fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gpointer user_data)
+{
+  FbViewNode key = { 0 };
+
+  key.dev = dev;
+  key.ino = ino;
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = g_hash_table_lookup (view->by_ino, &key); n != NULL; n = n->ino_next)
+    func (n, user_data);
+  g_mutex_unlock (&view->lock);
+}
+
+void
+fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_data)
+{
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+    if (n->parent == NULL || __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+      func (n, n->parent, n->name, user_data);
+  g_mutex_unlock (&view->lock);
+}
+
+void
+fb_watch_view (FbView *view)
+{
+  g_autoptr (GPtrArray) dirs = g_ptr_array_new ();
+
+  if (!fb_watch_active ())
+    return;
+  /* the directories are referenced under the lock, marked outside it;
+   * their children made before stay unwatched (short timeouts) */
+  g_mutex_lock (&view->lock);
+  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+    if (node_is_host_dir (n) && g_atomic_int_get (&n->watched) == 0)
+      {
+        g_ptr_array_add (dirs, fb_view_node_ref (n));
+        if (dirs->len >= 256)
+          break;
+      }
+  g_mutex_unlock (&view->lock);
+  for (guint i = 0; i < dirs->len; i++)
+    {
+      FbViewNode *n = g_ptr_array_index (dirs, i);
+      node_watch (n, NULL);
+      fb_view_node_unref (n);
+    }
+}
+
+void
+fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpointer user_data)
+{
+  FbViewNode *n;
+  guint found = 0;
+
+  g_mutex_lock (&view->lock);
+  /* the list is newest first: from its end */
+  for (n = view->all_nodes; n != NULL && n->all_next != NULL; n = n->all_next)
+    ;
+  for (; n != NULL && found < max; n = n->all_prev)
+    if (n->kind == NODE_HOST && n->parent != NULL && n->in_table && !n->pinned && n->first_child == NULL &&
+        !n->decision->is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+      {
+        func (n, n->parent, n->name, user_data);
+        found++;
+      }
+  g_mutex_unlock (&view->lock);
+}
+
+/* --- node getters ----------------------------------------------------------- */
+
+mode_t
+fb_view_node_get_type (FbViewNode *node)
+{
+  return node->type;
+}
+
+bool
+fb_view_node_is_synthetic (FbViewNode *node)
+{
+  return node->kind != NODE_HOST;
+}
+
+char *
+fb_view_node_dup_path (FbViewNode *node)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+
+  return g_strdup (st->path);
+}
+
+void
+fb_view_node_get_decision (FbViewNode *node, FbPolicyDecision *ret_decision)
+{
+  g_autoptr (NodeState) st = node_get_state (node);
+
+  *ret_decision = st->decision;
+}
+
+/* --- rename bookkeeping ----------------------------------------------------- */
+
+/* TOP was just placed at its new name: decide it and every node below it
+ * in the table again, for their new view paths.  Iterative, whatever the
+ * depth (down by first_child, across by next_sibling, up by parent), with
+ * one path buffer; a node whose path would pass FB_VIEW_PATH_MAX keeps its
+ * old decision and nothing below it is visited (node_get_state refuses it
+ * by its path; a rename that brings it back decides it again).  The table
+ * lock is held: no statfs of a directory never asked (which then counts as
+ * one that may fold). */
+static void
+restate_locked (FbView *view, FbViewNode *top)
+{
+  char up[FB_VIEW_PATH_MAX + 1];
+  char path[FB_VIEW_PATH_MAX + 1];
+  g_autofree char *tail = NULL;
+  FbPolicyDecision top_parent;
+  FbViewNode *n = top;
+  char *ppath;
+  gsize plen; /* bytes of the path of N's parent in PATH ("" for the root) */
+
+  if (!state_locked (top->parent, up, sizeof up, &ppath, &tail, &top_parent))
+    return;
+  plen = strcmp (ppath, "/") == 0 ? 0 : strlen (ppath);
+  memcpy (path, ppath, plen);
+  for (;;)
+    {
+      gsize nlen = strlen (n->name);
+
+      if (plen + 1 + nlen <= FB_VIEW_PATH_MAX)
+        {
+          NodeState pst = { .decision = n == top ? top_parent : *n->parent->decision };
+          FbPolicyDecision d;
+
+          path[plen] = '\0';
+          pst.path = plen == 0 ? (char *)"/" : path;
+          view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &d);
+          node_set_decision (view, n, &d);
+          if (n->first_child != NULL)
+            {
+              path[plen] = '/';
+              memcpy (path + plen + 1, n->name, nlen);
+              plen += 1 + nlen;
+              n = n->first_child;
+              continue;
+            }
+        }
+      while (n != top && n->next_sibling == NULL)
+        {
+          n = n->parent;
+          plen -= 1 + strlen (n->name);
+        }
+      if (n == top)
+        break;
+      n = n->next_sibling;
+    }
+}
+
+static void
+place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *name, GPtrArray *unref_later)
+{
+  child_unlink_locked (node);
+  if (node->parent != NULL)
+    g_ptr_array_add (unref_later, node->parent);
+  node->parent = fb_view_node_ref (parent);
+  if (node->name != node->name_buf)
+    g_free (node->name);
+  node->name = g_strdup (name);
+  g_hash_table_add (view->table, node);
+  child_link_locked (parent, node);
+  node->in_table = true;
+  restate_locked (view, node);
+}
+
+/* After the host renamed PARENT/NAME to NEWPARENT/NEWNAME: the nodes the
+ * kernel keeps for the moved object (and below it) now stand for their new
+ * view paths, with the decisions of those paths. */
+void
+view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
+                          const char *newname, bool exchange)
+{
+  g_autoptr (GPtrArray) unref_later = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
+  FbViewNode *a, *b;
+
+  g_mutex_lock (&view->lock);
+  a = table_find_locked (view, parent, name);
+  b = table_find_locked (view, newparent, newname);
+  if (a != NULL)
+    g_hash_table_remove (view->table, a);
+  if (b != NULL)
+    g_hash_table_remove (view->table, b);
+  if (exchange)
+    {
+      if (a != NULL)
+        place_locked (view, a, newparent, newname, unref_later);
+      if (b != NULL)
+        place_locked (view, b, parent, name, unref_later);
+    }
+  else
+    {
+      if (b != NULL)
+        {
+          child_unlink_locked (b);
+          b->in_table = false;
+        }
+      if (a != NULL)
+        place_locked (view, a, newparent, newname, unref_later);
+    }
+  g_mutex_unlock (&view->lock);
+  /* unref_later drops the old parents' references outside the lock */
+}
