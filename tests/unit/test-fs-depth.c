@@ -194,5 +194,4 @@ test_node_budget (void **state)
   fb_view_node_unref (node);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_moved_past_the_limit, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_node_budget, fx_setup, fx_teardown))
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_moved_past_the_limit), FX_TEST (test_node_budget))

@@ -107,4 +107,4 @@ test_plus_follows_callers (void **state)
   assert_string_equal (bare, "b:- l:- sub:n");
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_plus_follows_callers, fx_setup, fx_teardown))
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_plus_follows_callers))

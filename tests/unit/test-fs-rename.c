@@ -297,7 +297,5 @@ test_protected_names (void **state)
   }
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_rename_rules, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_rename_moves_nodes, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_hard_links, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_protected_names, fx_setup, fx_teardown))
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_rename_rules), FX_TEST (test_rename_moves_nodes), FX_TEST (test_hard_links),
+                  FX_TEST (test_protected_names))

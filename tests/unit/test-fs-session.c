@@ -153,4 +153,4 @@ test_report_not_cancelled (void **state)
   fb_fuse_free (fuse);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_report_not_cancelled, fx_setup, fx_teardown))
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_report_not_cancelled))

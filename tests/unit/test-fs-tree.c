@@ -44,6 +44,7 @@ policy (void)
   return g_strdup (policy_text);
 }
 
+/* What a listing hands out; each but LIMIT is optional (NULL). */
 typedef struct
 {
   GPtrArray *names;
@@ -51,6 +52,7 @@ typedef struct
   guint taken;
   off_t last;
   GPtrArray *nodes; /* plus mode: refs taken */
+  GString *pairs;   /* "name@offset" lines */
 } Collect;
 
 static bool
@@ -61,7 +63,10 @@ collect (const FbViewDirEntry *e, gpointer data)
   if (c->limit > 0 && c->taken >= c->limit)
     return false;
   c->taken++;
-  g_ptr_array_add (c->names, g_strdup (e->name));
+  if (c->pairs != NULL)
+    g_string_append_printf (c->pairs, "%s@%lld\n", e->name, (long long)e->next_offset);
+  if (c->names != NULL)
+    g_ptr_array_add (c->names, g_strdup (e->name));
   c->last = e->next_offset;
   if (e->node != NULL && c->nodes != NULL)
     g_ptr_array_add (c->nodes, fb_view_node_ref (e->node));
@@ -355,31 +360,6 @@ test_readdir_resume (void **state)
   }
 }
 
-/* (name, offset) pairs as a listing hands them out. */
-typedef struct
-{
-  GString *out;
-  GPtrArray *names; /* by offset - 1 */
-  guint limit;
-  guint taken;
-  off_t last;
-} Pairs;
-
-static bool
-collect_pairs (const FbViewDirEntry *e, gpointer data)
-{
-  Pairs *p = data;
-
-  if (p->limit > 0 && p->taken >= p->limit)
-    return false;
-  p->taken++;
-  g_string_append_printf (p->out, "%s@%lld\n", e->name, (long long)e->next_offset);
-  if (p->names != NULL)
-    g_ptr_array_add (p->names, g_strdup (e->name));
-  p->last = e->next_offset;
-  return true;
-}
-
 /* The (name, offset) pairs of REL, LIMIT at a time; through an open
  * directory or (AT) without. */
 static char *
@@ -387,24 +367,24 @@ pairs_of (Fx *fx, const char *rel, guint limit, bool at, GPtrArray *names)
 {
   g_autoptr (FbViewNode) node = fx_node (fx, rel);
   FbViewFile *dir = NULL;
-  Pairs p = { .out = g_string_new (NULL), .names = names, .limit = limit };
+  Collect c = { .pairs = g_string_new (NULL), .names = names, .limit = limit };
 
   if (!at)
     assert_errno (fb_view_opendir (fx->view, &fx->caller, node, &dir, NULL), 0);
   for (;;)
     {
-      gsize before = p.out->len;
-      p.taken = 0;
+      gsize before = c.pairs->len;
+      c.taken = 0;
       if (at)
-        assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, p.last, false, collect_pairs, &p), 0);
+        assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, c.last, false, collect, &c), 0);
       else
-        assert_errno (fb_view_readdir (fx->view, dir, p.last, false, collect_pairs, &p), 0);
-      if (p.out->len == before)
+        assert_errno (fb_view_readdir (fx->view, dir, c.last, false, collect, &c), 0);
+      if (c.pairs->len == before)
         break;
     }
   if (dir != NULL)
     fb_view_releasedir (fx->view, dir);
-  return g_string_free (p.out, FALSE);
+  return g_string_free (c.pairs, FALSE);
 }
 
 /* The first entry after OFFSET, or NULL at the end. */
@@ -412,15 +392,14 @@ static char *
 entry_after (Fx *fx, FbViewNode *node, FbViewFile *dir, off_t offset)
 {
   g_autoptr (GPtrArray) one = g_ptr_array_new_with_free_func (g_free);
-  Pairs p = { .out = g_string_new (NULL), .names = one, .limit = 1 };
+  Collect c = { .names = one, .limit = 1 };
 
   if (dir != NULL)
-    assert_errno (fb_view_readdir (fx->view, dir, offset, false, collect_pairs, &p), 0);
+    assert_errno (fb_view_readdir (fx->view, dir, offset, false, collect, &c), 0);
   else
-    assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, offset, false, collect_pairs, &p), 0);
-  g_string_free (p.out, TRUE);
-  if (p.last != 0 && p.last != offset + 1)
-    fail_msg ("the entry after offset %lld has offset %lld", (long long)offset, (long long)p.last);
+    assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, offset, false, collect, &c), 0);
+  if (c.last != 0 && c.last != offset + 1)
+    fail_msg ("the entry after offset %lld has offset %lld", (long long)offset, (long long)c.last);
   return one->len > 0 ? g_strdup (one->pdata[0]) : NULL;
 }
 
@@ -633,12 +612,7 @@ test_nodes_and_counts (void **state)
   g_clear_pointer (&c, fb_view_node_unref);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_traversable, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_private_and_synthetic, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_private_unmade_fails, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_blank_dirs, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_readdir_resume, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_readdir_offsets, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_readdir_at_policy, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_walk, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_nodes_and_counts, fx_setup, fx_teardown))
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_traversable), FX_TEST (test_private_and_synthetic),
+                  FX_TEST (test_private_unmade_fails), FX_TEST (test_blank_dirs), FX_TEST (test_readdir_resume),
+                  FX_TEST (test_readdir_offsets), FX_TEST (test_readdir_at_policy), FX_TEST (test_walk),
+                  FX_TEST (test_nodes_and_counts))

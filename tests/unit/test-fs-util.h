@@ -240,6 +240,9 @@ fx_teardown (void **state)
   return 0;
 }
 
+/* A test with an Fx of its own as its state. */
+#define FX_TEST(test) cmocka_unit_test_setup_teardown (test, fx_setup, fx_teardown)
+
 static G_GNUC_UNUSED void
 fx_clear_events (Fx *fx)
 {

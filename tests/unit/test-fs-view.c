@@ -756,12 +756,6 @@ test_comm_after_exec (void **state)
   assert_string_equal (e->comm, "sleep");
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_table, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_every_op_logged, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_names, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_privilege_refusals, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_close_event_bytes, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_levels, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_handle_io, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_act_as_caller, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_comm_after_exec, fx_setup, fx_teardown))
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_table), FX_TEST (test_every_op_logged), FX_TEST (test_names),
+                  FX_TEST (test_privilege_refusals), FX_TEST (test_close_event_bytes), FX_TEST (test_levels),
+                  FX_TEST (test_handle_io), FX_TEST (test_act_as_caller), FX_TEST (test_comm_after_exec))

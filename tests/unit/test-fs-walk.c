@@ -186,7 +186,5 @@ test_kept_node_outlives_view_reference (void **state)
   fb_view_node_unref (ws); /* frees the view too (valgrind, ASan) */
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_structural_nodes_kept, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_replaced_directory_gets_the_write, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_policy_through_kept_nodes, fx_setup, fx_teardown),
-                  cmocka_unit_test_setup_teardown (test_kept_node_outlives_view_reference, fx_setup, fx_teardown))
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_structural_nodes_kept), FX_TEST (test_replaced_directory_gets_the_write),
+                  FX_TEST (test_policy_through_kept_nodes), FX_TEST (test_kept_node_outlives_view_reference))
