@@ -86,12 +86,8 @@ narrowed_policy (const char *glob, const char *access, bool on_call)
                                                : "{ \"version\": 1, \"protected_names\": {}, \"rules\": [\n"
                                                  "  { \"path\": \"/\", \"access\": \"write\", \"why\": \"all\" } ] }",
                                        NULL);
-  g_autoptr (GError) error = NULL;
-  FbPolicy *p = fb_policy_narrow (base, call, &error);
 
-  if (p == NULL)
-    fail_msg ("narrowing failed: %s", error->message);
-  return p;
+  return narrow_ok (base, call);
 }
 
 typedef enum

@@ -30,6 +30,19 @@ load_ok (const char *text, const FbPolicyVars *vars)
   return policy;
 }
 
+/* BASE narrowed by NARROW (fb_policy_narrow), or fail the test with the
+ * message. */
+static inline FbPolicy *
+narrow_ok (FbPolicy *base, FbPolicy *narrow)
+{
+  g_autoptr (GError) error = NULL;
+  FbPolicy *policy = fb_policy_narrow (base, narrow, &error);
+
+  if (policy == NULL)
+    fail_msg ("narrowing failed: %s", error->message);
+  return policy;
+}
+
 /* Load TEXT, expect failure, return the message (caller frees). */
 static inline char *
 load_error (const char *text, const FbPolicyVars *vars, FbPolicyError code)
