@@ -44,16 +44,7 @@ teardown (void **state)
 static gpointer
 pusher_main (gpointer data)
 {
-  FbAccessSink *sink = data;
-
-  for (guint i = 0; i < N_EVENTS; i++)
-    {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/work/f%05u", i);
-      fb_access_sink_push (sink, &e);
-    }
+  test_push_paths (data, "/work/f", N_EVENTS, NULL);
   return NULL;
 }
 
@@ -126,15 +117,7 @@ test_killed_after_all_written (void **state)
 
   assert_int_equal (written, N_EVENTS);
   lines = test_read_lines (f->log.path); /* fails on a torn last line */
-  assert_int_equal (lines->len, N_EVENTS);
-  for (guint i = 0; i < lines->len; i++)
-    {
-      g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
-      g_autofree char *expect = g_strdup_printf ("/work/f%05u", i);
-
-      assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
-      assert_string_equal (json_object_get_string_member (o, "path"), expect);
-    }
+  test_assert_seq_paths (lines, N_EVENTS, "/work/f");
 }
 
 /* Killed while the pusher is still pushing: at least what was reported is

@@ -374,19 +374,6 @@ read_records (const char *path)
   return records;
 }
 
-static void
-push_many (FbAccessLog *log, guint n)
-{
-  for (guint i = 0; i < n; i++)
-    {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/work/f%u", i);
-      fb_access_sink_push (fb_access_log_get_sink (log), &e);
-    }
-}
-
 /* No journal at the socket: every record in the file, and the last one
  * counts what the journal missed. */
 static void
@@ -397,7 +384,7 @@ test_journal_absent (void **state)
   g_autoptr (GPtrArray) records = NULL;
   JsonObject *last;
 
-  push_many (log, 100);
+  test_push_paths (fb_access_log_get_sink (log), "/work/f", 100, NULL);
   assert_int_equal (fb_access_log_get_count (log), 100);
   close_log (log);
   records = read_records (f->log.path);
@@ -420,16 +407,7 @@ pusher_main (gpointer data)
 {
   Pusher *p = data;
 
-  for (guint i = 0; i < p->n; i++)
-    {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/work/t%u", i);
-      fb_access_sink_push (fb_access_log_get_sink (p->log), &e);
-      if (fb_access_log_get_count (p->log) < i + 1)
-        p->late++;
-    }
+  p->late = test_push_paths (fb_access_log_get_sink (p->log), "/work/t", p->n, p->log);
   return NULL;
 }
 

@@ -44,6 +44,9 @@ str_member (JsonObject *o, const char *name)
 
 /* --- every line valid JSON, fields as documented ---------------------- */
 
+/* The members every record has, whatever it records. */
+static const char *const always[] = { "op", "path", "access", "decision", "errno", "rule", "rule_origin", "why" };
+
 static void
 test_fields (void **state)
 {
@@ -111,14 +114,9 @@ test_fields (void **state)
       assert_string_equal (str_member (o, "run"), "run-test");
       assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
       assert_int_equal (json_object_get_int_member (o, "pid"), 4242);
-      assert_true (json_object_has_member (o, "op"));
-      assert_true (json_object_has_member (o, "path"));
-      assert_true (json_object_has_member (o, "access"));
-      assert_true (json_object_has_member (o, "decision"));
-      assert_true (json_object_has_member (o, "errno"));
-      assert_true (json_object_has_member (o, "rule"));
-      assert_true (json_object_has_member (o, "rule_origin"));
-      assert_true (json_object_has_member (o, "why"));
+      for (guint m = 0; m < G_N_ELEMENTS (always); m++)
+        if (!json_object_has_member (o, always[m]))
+          fail_msg ("record %u has no \"%s\": %s", i + 1, always[m], (const char *)lines->pdata[i]);
       /* error only with a non-zero errno; bytes only on close */
       assert_int_equal (json_object_has_member (o, "error"), json_object_get_int_member (o, "errno") != 0);
       assert_int_equal (json_object_has_member (o, "bytes_read"), strcmp (str_member (o, "op"), "close") == 0);
@@ -199,9 +197,10 @@ static void
 push_numbered (FbAccessSink *sink, guint id, guint i)
 {
   char path[64];
-  FbAccessEvent e = test_event ("open", path);
+  FbAccessEvent e;
 
   snprintf (path, sizeof path, "/t%u/%u", id, i);
+  e = test_event ("open", path);
   e.pid = (pid_t)(1000 + id);
   fb_access_sink_push (sink, &e);
 }
@@ -502,14 +501,7 @@ test_rotation_gap_free (void **state)
   guint64 expect = 1;
   FbLogReaderStats stats;
 
-  for (guint i = 0; i < n; i++)
-    {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/work/file-%04u", i);
-      fb_access_sink_push (fb_access_log_get_sink (log), &e);
-    }
+  test_push_paths (fb_access_log_get_sink (log), "/work/file-", n, NULL);
   test_close_log (log);
 
   rotated = fb_log_list_rotated (f->path, &error);
@@ -786,14 +778,7 @@ test_write_error_loses_nothing (void **state)
   assert_int_equal (setrlimit (RLIMIT_FSIZE, &small), 0);
 
   log = open_log (f->path, 0, 0, NULL);
-  for (guint i = 0; i < n; i++)
-    {
-      char path[64];
-      FbAccessEvent e = test_event ("open", path);
-
-      snprintf (path, sizeof path, "/work/f%u", i);
-      fb_access_sink_push (fb_access_log_get_sink (log), &e);
-    }
+  test_push_paths (fb_access_log_get_sink (log), "/work/f", n, NULL);
   /* Only what fitted is reported as written. */
   assert_true (fb_access_log_get_count (log) < n);
   assert_false (fb_access_log_drain (log, &error));
@@ -841,15 +826,11 @@ static gpointer
 through_pusher_main (gpointer data)
 {
   ThroughPusher *p = data;
+  g_autofree char *prefix = g_strdup_printf ("/t%u/", p->id);
 
-  for (guint i = 0; i < THROUGH_PER_THREAD; i++)
-    {
-      push_numbered (fb_access_log_get_sink (p->log), p->id, i);
-      /* This thread's i + 1 records are in the file by now, so at least
-       * that many in all. */
-      if (fb_access_log_get_count (p->log) < i + 1)
-        p->late++;
-    }
+  /* Late: this thread's i + 1 records are in the file by the time its push
+   * of the last returns, so at least that many in all. */
+  p->late = test_push_paths (fb_access_log_get_sink (p->log), prefix, THROUGH_PER_THREAD, p->log);
   return NULL;
 }
 
@@ -887,9 +868,10 @@ push_one_main (gpointer data)
 {
   ThroughPusher *p = data;
   char path[64];
-  FbAccessEvent e = test_event ("open", path);
+  FbAccessEvent e;
 
   snprintf (path, sizeof path, "/one/%u", p->id);
+  e = test_event ("open", path);
   fb_access_sink_push (fb_access_log_get_sink (p->log), &e);
   return NULL;
 }
@@ -936,15 +918,7 @@ test_write_through_subscriber (void **state)
   assert_int_equal (seen->len, 2);
 
   lines = test_read_lines (f->path);
-  assert_int_equal (lines->len, 3);
-  for (guint i = 0; i < lines->len; i++)
-    {
-      g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
-      g_autofree char *expect = g_strdup_printf ("/one/%u", i);
-
-      assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
-      assert_string_equal (str_member (o, "path"), expect);
-    }
+  test_assert_seq_paths (lines, 3, "/one/");
   assert_string_equal (seen->pdata[0], lines->pdata[0]);
   assert_string_equal (seen->pdata[1], lines->pdata[1]);
   test_close_log (log);
@@ -963,12 +937,7 @@ subscribed_pusher_main (gpointer data)
 {
   SubscribedPusher *sp = data;
 
-  for (guint i = 0; i < sp->n; i++)
-    {
-      push_numbered (fb_access_log_get_sink (sp->pusher.log), 0, i);
-      if (fb_access_log_get_count (sp->pusher.log) < i + 1)
-        sp->pusher.late++;
-    }
+  sp->pusher.late = test_push_paths (fb_access_log_get_sink (sp->pusher.log), "/t0/", sp->n, sp->pusher.log);
   g_atomic_int_set (&sp->done, 1);
   g_main_context_wakeup (sp->ctx);
   return NULL;
@@ -1013,8 +982,7 @@ push_many_main (gpointer data)
 {
   ManyPushes *m = data;
 
-  for (guint i = 0; i < m->n; i++)
-    push_numbered (fb_access_log_get_sink (m->log), 0, i);
+  test_push_paths (fb_access_log_get_sink (m->log), "/t0/", m->n, NULL);
   return NULL;
 }
 
@@ -1054,15 +1022,7 @@ test_write_through_error_loses_nothing (void **state)
   signal (SIGXFSZ, SIG_DFL);
 
   lines = test_read_lines (f->path);
-  assert_int_equal (lines->len, m.n);
-  for (guint i = 0; i < lines->len; i++)
-    {
-      g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
-      g_autofree char *expect = g_strdup_printf ("/t0/%u", i);
-
-      assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
-      assert_string_equal (str_member (o, "path"), expect);
-    }
+  test_assert_seq_paths (lines, m.n, "/t0/");
 }
 
 static void

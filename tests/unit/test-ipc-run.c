@@ -153,6 +153,18 @@ test_create (void **state)
   }
 }
 
+/* fb_run_resolve_log finds WANT for WHAT. */
+static void
+assert_resolves (const char *what, const char *want)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *got = fb_run_resolve_log (what, &error);
+
+  if (got == NULL)
+    fail_msg ("%s: %s", what != NULL ? what : "(the newest run)", error->message);
+  assert_string_equal (got, want);
+}
+
 static void
 test_resolve (void **state)
 {
@@ -170,26 +182,11 @@ test_resolve (void **state)
   test_write_file (file, "");
   assert_int_equal (mkdir (empty_dir, 0700), 0);
 
-  /* a file */
-  got = fb_run_resolve_log (file, &error);
-  assert_string_equal (got, file);
-  g_free (got);
-  /* a run directory */
-  got = fb_run_resolve_log (r1, &error);
-  assert_string_equal (got, log1);
-  g_free (got);
-  /* a run id */
-  got = fb_run_resolve_log ("20240501-120000-aaaaaa", &error);
-  assert_string_equal (got, log1);
-  g_free (got);
-  /* a run id whose log isn't written yet: the path to follow */
-  got = fb_run_resolve_log ("20240502-090000-bbbbbb", &error);
-  assert_string_equal (got, log2);
-  g_free (got);
-  /* nothing: the newest run */
-  got = fb_run_resolve_log (NULL, &error);
-  assert_string_equal (got, log2);
-  g_free (got);
+  assert_resolves (file, file);                     /* a file */
+  assert_resolves (r1, log1);                       /* a run directory */
+  assert_resolves ("20240501-120000-aaaaaa", log1); /* a run id */
+  assert_resolves ("20240502-090000-bbbbbb", log2); /* a run id whose log isn't written yet: the path to follow */
+  assert_resolves (NULL, log2);                     /* nothing: the newest run */
 
   /* errors name what was tried */
   got = fb_run_resolve_log ("20990101-000000-nosuch", &error);

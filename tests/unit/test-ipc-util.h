@@ -82,6 +82,44 @@ test_event (const char *op_name, const char *path)
   return e;
 }
 
+/* Push N "open" events of the paths PREFIX0, PREFIX1, ... to SINK; with
+ * LOG (SINK's), the number of pushes that returned before LOG counted
+ * their record. */
+static G_GNUC_UNUSED guint
+test_push_paths (FbAccessSink *sink, const char *prefix, guint n, FbAccessLog *log)
+{
+  guint late = 0;
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("%s%u", prefix, i);
+      FbAccessEvent e = test_event ("open", path);
+
+      fb_access_sink_push (sink, &e);
+      if (log != NULL && fb_access_log_get_count (log) < i + 1)
+        late++;
+    }
+  return late;
+}
+
+/* LINES (a log's) are N records, seq gap-free from 1, of the paths
+ * PREFIX0, PREFIX1, ... in order. */
+static G_GNUC_UNUSED void
+test_assert_seq_paths (GPtrArray *lines, guint n, const char *prefix)
+{
+  assert_int_equal (lines->len, n);
+  for (guint i = 0; i < lines->len; i++)
+    {
+      g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
+      g_autofree char *expect = g_strdup_printf ("%s%u", prefix, i);
+      const char *path = json_object_get_string_member_with_default (o, "path", NULL);
+
+      assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
+      if (g_strcmp0 (path, expect) != 0)
+        fail_msg ("record %u has path %s, expected %s", i + 1, path != NULL ? path : "(none)", expect);
+    }
+}
+
 /* Close LOG (failing the test on an error) and free it. */
 static G_GNUC_UNUSED void
 test_close_log (FbAccessLog *log)
