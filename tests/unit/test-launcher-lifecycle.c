@@ -40,27 +40,25 @@ test_exit_status (void **state)
   TestRun run;
   FbLauncherPlan plan;
 
-  const char *ok[] = { "/bin/sh", "-c", "exit 0", NULL };
-  test_plan (&plan, ok);
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  assert_int_equal (run.exit_code, 0);
-  test_run_clear (&run);
+  static const struct
+  {
+    const char *script;
+    int exit_code;
+  } cases[] = {
+    { "exit 0", 0 }, { "exit 201", 201 }, { "kill -9 $$", 128 + SIGKILL }, /* killed by a signal: 128 + N */
+  };
 
-  const char *code[] = { "/bin/sh", "-c", "exit 201", NULL };
-  test_plan (&plan, code);
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  assert_int_equal (run.exit_code, 201);
-  test_run_clear (&run);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const char *argv[] = { "/bin/sh", "-c", cases[i].script, NULL };
 
-  /* killed by a signal: 128 + N */
-  const char *killed[] = { "/bin/sh", "-c", "kill -9 $$", NULL };
-  test_plan (&plan, killed);
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  assert_int_equal (run.exit_code, 128 + SIGKILL);
-  test_run_clear (&run);
+      test_plan (&plan, argv);
+      test_run (s, &plan, &run);
+      if (run.failed || run.exit_code != cases[i].exit_code)
+        fail_msg ("sh -c '%s': %s %d, expected exit %d", cases[i].script, run.failed ? "failed, exit" : "exit",
+                  run.exit_code, cases[i].exit_code);
+      test_run_clear (&run);
+    }
 }
 
 static void
@@ -75,6 +73,17 @@ assert_failure (TestRun *run, int exit_code, FbLauncherStep step, int error, con
   /* the message names the step and the path */
   if (!strstr (run->message, fb_launcher_step_to_string (step)) || !strstr (run->message, in_message))
     fail_msg ("message lacks the step or \"%s\": %s", in_message, run->message);
+}
+
+/* Run PLAN, which must fail as assert_failure says. */
+static void
+run_failing (TestState *s, FbLauncherPlan *plan, int exit_code, FbLauncherStep step, int error, const char *in_message)
+{
+  TestRun run;
+
+  test_run (s, plan, &run);
+  assert_failure (&run, exit_code, step, error, in_message);
+  test_run_clear (&run);
 }
 
 static void
@@ -98,9 +107,7 @@ test_own_failures (void **state)
 
   const char *by_path[] = { "/nonexistent-fb/cmd", NULL };
   test_plan (&plan, by_path);
-  test_run (s, &plan, &run);
-  assert_failure (&run, 127, FB_LAUNCHER_STEP_EXEC, ENOENT, "/nonexistent-fb/cmd");
-  test_run_clear (&run);
+  run_failing (s, &plan, 127, FB_LAUNCHER_STEP_EXEC, ENOENT, "/nonexistent-fb/cmd");
 
   /* 126: exists but has no x bit (inside, nobody has CAP_DAC_OVERRIDE) */
   g_autofree char *noexec = g_build_filename (s->tmpdir, "noexec", NULL);
@@ -108,9 +115,7 @@ test_own_failures (void **state)
   assert_int_equal (chmod (noexec, 0644), 0);
   const char *not_exec[] = { noexec, NULL };
   test_plan (&plan, not_exec);
-  test_run (s, &plan, &run);
-  assert_failure (&run, 126, FB_LAUNCHER_STEP_EXEC, EACCES, noexec);
-  test_run_clear (&run);
+  run_failing (s, &plan, 126, FB_LAUNCHER_STEP_EXEC, EACCES, noexec);
 
   /* 126: executable but no known format */
   g_autofree char *garbage = g_build_filename (s->tmpdir, "garbage", NULL);
@@ -118,32 +123,24 @@ test_own_failures (void **state)
   assert_int_equal (chmod (garbage, 0755), 0);
   const char *bad_format[] = { garbage, NULL };
   test_plan (&plan, bad_format);
-  test_run (s, &plan, &run);
-  assert_failure (&run, 126, FB_LAUNCHER_STEP_EXEC, ENOEXEC, garbage);
-  test_run_clear (&run);
+  run_failing (s, &plan, 126, FB_LAUNCHER_STEP_EXEC, ENOEXEC, garbage);
 
   /* 125: the sandbox could not be made */
   const char *t[] = { "/bin/true", NULL };
   test_plan (&plan, t);
   plan.cwd = "/nonexistent-fb-cwd";
-  test_run (s, &plan, &run);
-  assert_failure (&run, 125, FB_LAUNCHER_STEP_CHDIR, ENOENT, "/nonexistent-fb-cwd");
-  test_run_clear (&run);
+  run_failing (s, &plan, 125, FB_LAUNCHER_STEP_CHDIR, ENOENT, "/nonexistent-fb-cwd");
 
   g_autofree char *missing = g_build_filename (s->tmpdir, "missing-root", NULL);
   test_plan (&plan, t);
   plan.root_dir = missing;
-  test_run (s, &plan, &run);
-  assert_failure (&run, 125, FB_LAUNCHER_STEP_OPEN_ROOT, ENOENT, missing);
-  test_run_clear (&run);
+  run_failing (s, &plan, 125, FB_LAUNCHER_STEP_OPEN_ROOT, ENOENT, missing);
 
   /* a root without /proc to mount on: named, not grown on the host */
   test_plan (&plan, t);
   plan.root_dir = s->tmpdir;
-  test_run (s, &plan, &run);
-  assert_failure (&run, 125, FB_LAUNCHER_STEP_MOUNT_PROC, ENOENT, "/proc");
+  run_failing (s, &plan, 125, FB_LAUNCHER_STEP_MOUNT_PROC, ENOENT, "/proc");
   assert_false (g_file_test (g_build_filename (s->tmpdir, "proc", NULL), G_FILE_TEST_EXISTS));
-  test_run_clear (&run);
 
   /* bad plans are refused before any clone */
   FbLauncherChild *child = NULL;

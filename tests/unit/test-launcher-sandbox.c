@@ -45,25 +45,48 @@ assert_locked_down (JsonObject *o)
   assert_int_equal (json_object_get_int_member (o, "Seccomp"), 2);
 }
 
+/* fb-smoke with the arguments that follow (NULL-terminated, at most 6) in
+ * test_plan's sandbox with NETWORK: it must start and exit EXIT_CODE; its
+ * report. */
+static G_GNUC_NULL_TERMINATED JsonObject *
+run_smoke (TestState *s, FbLauncherNetwork network, int exit_code, ...)
+{
+  g_autofree char *smoke = test_fixture ("fb-smoke");
+  const char *argv[8] = { smoke };
+  FbLauncherPlan plan;
+  TestRun run;
+  JsonObject *o;
+  va_list ap;
+  guint n = 1;
+
+  va_start (ap, exit_code);
+  for (const char *arg; (arg = va_arg (ap, const char *)) != NULL;)
+    {
+      assert_true (n < G_N_ELEMENTS (argv) - 1);
+      argv[n++] = arg;
+    }
+  va_end (ap);
+  test_plan (&plan, argv);
+  plan.network = network;
+  test_run (s, &plan, &run);
+  assert_false (run.failed);
+  assert_int_equal (run.exit_code, exit_code);
+  o = test_parse_object (run.out);
+  test_run_clear (&run);
+  return o;
+}
+
 /* Network none, ids of the caller (root here: uid 0 inside must still hold
  * no capability), a requested exit code. */
 static void
 test_smoke_network_none (void **state)
 {
   TestState *s = *state;
-  g_autofree char *smoke = test_fixture ("fb-smoke");
   int port;
   int lfd = listen_loopback (s, &port);
   g_autofree char *target = g_strdup_printf ("127.0.0.1:%d", port);
-  const char *argv[] = { smoke, "--connect", target, "--exit-code", "73", NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  TestRun run;
-
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  assert_int_equal (run.exit_code, 73);
-  g_autoptr (JsonObject) o = test_parse_object (run.out);
+  g_autoptr (JsonObject) o =
+    run_smoke (s, FB_LAUNCHER_NETWORK_NONE, 73, "--connect", target, "--exit-code", "73", NULL);
 
   test_assert_own_namespaces (o, "fb-smoke in the sandbox");
   assert_int_equal (json_object_get_int_member (o, "euid"), geteuid ());
@@ -73,7 +96,6 @@ test_smoke_network_none (void **state)
   /* loopback is up inside (refused, not unreachable), and it is not ours */
   assert_string_equal (json_object_get_string_member (o, "connect"), "ECONNREFUSED");
   assert_false (listener_saw_connection (lfd, 200));
-  test_run_clear (&run);
 }
 
 static void
@@ -93,19 +115,11 @@ static void
 test_smoke_network_host (void **state)
 {
   TestState *s = *state;
-  g_autofree char *smoke = test_fixture ("fb-smoke");
   int port;
   int lfd = listen_loopback (s, &port);
   g_autofree char *target = g_strdup_printf ("127.0.0.1:%d", port);
-  const char *argv[] = { smoke, "--connect", target, NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  plan.network = FB_LAUNCHER_NETWORK_HOST;
-  TestRun run;
+  g_autoptr (JsonObject) o = run_smoke (s, FB_LAUNCHER_NETWORK_HOST, 0, "--connect", target, NULL);
 
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  g_autoptr (JsonObject) o = test_parse_object (run.out);
   assert_string_equal (json_object_get_string_member (o, "connect"), "OK");
   assert_true (listener_saw_connection (lfd, 0));
   g_autofree char *own_net = test_own_ns ("net");
@@ -114,7 +128,6 @@ test_smoke_network_host (void **state)
   assert_string_equal (json_object_get_string_member (ns, "net"), own_net);
   assert_string_not_equal (json_object_get_string_member (ns, "mnt"), own_mnt);
   assert_locked_down (o);
-  test_run_clear (&run);
 }
 
 /* The host-directory root is read-only: a write fails with EROFS and
@@ -123,21 +136,14 @@ static void
 test_readonly_root (void **state)
 {
   TestState *s = *state;
-  g_autofree char *smoke = test_fixture ("fb-smoke");
   g_autofree char *marker = g_build_filename (s->tmpdir, "marker", NULL);
   g_autofree char *fresh = g_build_filename (s->tmpdir, "fresh", NULL);
   assert_true (g_file_set_contents (marker, "old\n", -1, NULL));
   /* writable by anyone: the read-only mount, not the mode, must refuse
    * (a root caller's sandbox is nobody on the host) */
   assert_int_equal (chmod (marker, 0666), 0);
-  const char *argv[] = { smoke, "--allowed-write", fresh, "--denied-write", marker, NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  TestRun run;
-
-  test_run (s, &plan, &run);
-  assert_false (run.failed);
-  g_autoptr (JsonObject) o = test_parse_object (run.out);
+  g_autoptr (JsonObject) o =
+    run_smoke (s, FB_LAUNCHER_NETWORK_NONE, 0, "--allowed-write", fresh, "--denied-write", marker, NULL);
   assert_string_equal (json_object_get_string_member (o, "denied_read"), "OK");
   assert_string_equal (json_object_get_string_member (o, "allowed_write"), "EROFS");
   assert_string_equal (json_object_get_string_member (o, "denied_write"), "EROFS");
@@ -145,7 +151,6 @@ test_readonly_root (void **state)
   g_autofree char *content = NULL;
   assert_true (g_file_get_contents (marker, &content, NULL, NULL));
   assert_string_equal (content, "old\n");
-  test_run_clear (&run);
 }
 
 /* /dev holds exactly the promised nodes and links, is read-only itself,
