@@ -510,6 +510,26 @@ combine (const FbPolicyNetDecision *base, const FbPolicyNetDecision *narrow, FbP
     *ret = base->rule == &host_rule ? *narrow : *base;
 }
 
+/* What the policy's network mode settles alone: "none" refuses every
+ * connection and "host" gives HOST_ANSWER; false for an allowlist, whose
+ * entries decide. */
+static bool
+decided_by_mode (const FbPolicy *policy, const FbPolicyNetDecision *host_answer, FbPolicyNetDecision *ret)
+{
+  switch (policy->network)
+    {
+      case FB_POLICY_NETWORK_NONE:
+        *ret = (FbPolicyNetDecision){ false, &none_rule };
+        return true;
+      case FB_POLICY_NETWORK_HOST:
+        *ret = *host_answer;
+        return true;
+      case FB_POLICY_NETWORK_ALLOWLIST:
+        break;
+    }
+  return false;
+}
+
 void
 fb_policy_net_decide (const FbPolicy *policy, const char *host, guint port, FbPolicyNetDecision *ret)
 {
@@ -525,17 +545,8 @@ fb_policy_net_decide (const FbPolicy *policy, const char *host, guint port, FbPo
       combine (&b, &n, ret);
       return;
     }
-  switch (policy->network)
-    {
-      case FB_POLICY_NETWORK_NONE:
-        *ret = (FbPolicyNetDecision){ false, &none_rule };
-        return;
-      case FB_POLICY_NETWORK_HOST:
-        *ret = (FbPolicyNetDecision){ true, &host_rule };
-        return;
-      case FB_POLICY_NETWORK_ALLOWLIST:
-        break;
-    }
+  if (decided_by_mode (policy, &(FbPolicyNetDecision){ true, &host_rule }, ret))
+    return;
   if (port == 0 || port > 65535 || !parse_query (host, &q))
     {
       *ret = (FbPolicyNetDecision){ false, &malformed_rule };
@@ -572,17 +583,8 @@ fb_policy_net_check_address (const FbPolicy *policy, const FbPolicyNetDecision *
         *ret = n;
       return;
     }
-  switch (policy->network)
-    {
-      case FB_POLICY_NETWORK_NONE:
-        *ret = (FbPolicyNetDecision){ false, &none_rule };
-        return;
-      case FB_POLICY_NETWORK_HOST:
-        *ret = *by_name;
-        return;
-      case FB_POLICY_NETWORK_ALLOWLIST:
-        break;
-    }
+  if (decided_by_mode (policy, by_name, ret))
+    return;
   if (port == 0 || port > 65535 || !canonical_address (family, address, q.addr))
     {
       *ret = (FbPolicyNetDecision){ false, &malformed_rule };
