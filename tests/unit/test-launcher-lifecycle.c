@@ -211,17 +211,12 @@ test_kill_all_inside (void **state)
   test_keep_pid (s, host);
 
   const char *argv[] = { "/bin/sh", "-c", "sleep 1000 & kill -9 -1; wait $!; echo \"survived $?\"", NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  TestRun run;
-  test_run (s, &plan, &run);
-  assert_int_equal (run.exit_code, 0);
+  g_autofree char *out = test_run_ok (s, argv);
   /* the sandbox's sleep was killed, the shell (the caller) was spared */
-  assert_string_equal (run.out, "survived 137\n");
+  assert_string_equal (out, "survived 137\n");
   /* the host's process lives */
   assert_int_equal (waitpid (host, NULL, WNOHANG), 0);
   assert_int_equal (kill (host, 0), 0);
-  test_run_clear (&run);
 }
 
 /* A command that leaves a daemon behind ends the run when it exits: pid 1
@@ -380,14 +375,9 @@ test_no_fds_no_tty (void **state)
   assert_true (leak > 2);
   test_keep_fd (s, leak);
   const char *argv[] = { "/bin/sh", "-c", "ls /proc/self/fd | tr '\\n' ' '; cut -d' ' -f6,7 /proc/self/stat", NULL };
-  FbLauncherPlan plan;
-  test_plan (&plan, argv);
-  TestRun run;
-  test_run (s, &plan, &run);
-  assert_int_equal (run.exit_code, 0);
+  g_autofree char *out = test_run_ok (s, argv);
   /* ls's own directory fd is 3; session 1 (pid 1's), tty_nr 0 */
-  assert_string_equal (run.out, "0 1 2 3 1 0\n");
-  test_run_clear (&run);
+  assert_string_equal (out, "0 1 2 3 1 0\n");
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, TEST_LAUNCHER_TEST (test_exit_status), TEST_LAUNCHER_TEST (test_own_failures),

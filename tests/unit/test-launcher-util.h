@@ -236,6 +236,24 @@ test_run (TestState *s, FbLauncherPlan *plan, TestRun *ret)
   assert_int_equal (fb_launcher_child_wait (child, &ret->exit_code), 0);
 }
 
+/* ARGV in test_plan's sandbox, which must start and exit 0; what it
+ * printed (caller frees). */
+static G_GNUC_UNUSED char *
+test_run_ok (TestState *s, const char *const *argv)
+{
+  FbLauncherPlan plan;
+  TestRun run;
+  char *out;
+
+  test_plan (&plan, argv);
+  test_run (s, &plan, &run);
+  if (run.failed || run.exit_code != 0)
+    fail_msg ("%s: exit %d: %s%s", argv[0], run.exit_code, run.message != NULL ? run.message : "", run.out);
+  out = g_steal_pointer (&run.out);
+  test_run_clear (&run);
+  return out;
+}
+
 /* Fixture NAME in a sandbox (the host's / read-only) as UID:GID, which
  * must start and exit 0; what it prints, as a JSON object. */
 static G_GNUC_UNUSED JsonObject *
