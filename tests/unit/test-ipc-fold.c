@@ -5,52 +5,28 @@
  * budget's end. */
 #include "tests/unit/test-ipc-util.h"
 
-typedef struct
-{
-  TestLogFile log; /* the temporary directory and the log's path */
-  int full_calls;
-} Fixture;
-
-static int
-setup (void **state)
-{
-  Fixture *f = g_new0 (Fixture, 1);
-
-  test_log_file_init (&f->log);
-  *state = f;
-  return 0;
-}
-
-static int
-teardown (void **state)
-{
-  Fixture *f = *state;
-
-  test_log_file_clear (&f->log);
-  g_free (f);
-  return 0;
-}
-
+/* An on_full or share's callback: counts its calls in the int at DATA. */
 static void
-on_full (gpointer data)
+count_call (gpointer data)
 {
-  ((Fixture *)data)->full_calls++;
+  (*(int *)data)++;
 }
 
 /* WINDOW_US: long unless the window itself is tested, so that no result
- * depends on how fast the test runs. */
+ * depends on how fast the test runs.  FULL_CALLS (or NULL): where to count
+ * the log's on_full calls. */
 static FbAccessLog *
-open_log_window (Fixture *f, guint64 rotate, guint64 max, guint64 window_us)
+open_log_window (TestLogFile *f, guint64 rotate, guint64 max, guint64 window_us, int *full_calls)
 {
   FbAccessLogOptions opts = {
     .fold_window_us = window_us,
-    .path = f->log.path,
+    .path = f->path,
     .run_id = "fold",
     .rotate_bytes = rotate,
     .coalesce = TRUE,
     .max_bytes = max,
-    .on_full = on_full,
-    .on_full_data = f,
+    .on_full = full_calls != NULL ? count_call : NULL,
+    .on_full_data = full_calls,
   };
   g_autoptr (GError) error = NULL;
   FbAccessLog *log = fb_access_log_new (&opts, NULL, &error);
@@ -61,9 +37,9 @@ open_log_window (Fixture *f, guint64 rotate, guint64 max, guint64 window_us)
 }
 
 static FbAccessLog *
-open_log (Fixture *f, guint64 rotate, guint64 max)
+open_log (TestLogFile *f, guint64 rotate, guint64 max, int *full_calls)
 {
-  return open_log_window (f, rotate, max, (guint64)3600 * G_USEC_PER_SEC);
+  return open_log_window (f, rotate, max, (guint64)3600 * G_USEC_PER_SEC, full_calls);
 }
 
 static FbAccessEvent
@@ -88,15 +64,15 @@ push (FbAccessLog *log, const FbAccessEvent *e)
 /* Every line of the log's files, rotated first, in seq order; seq checked
  * gap-free from 1. */
 static GPtrArray *
-all_records (Fixture *f)
+all_records (TestLogFile *f)
 {
-  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (f->log.path, NULL);
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (f->path, NULL);
   GPtrArray *records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
   gint64 want = 1;
 
   for (guint i = 0; i <= rotated->len; i++)
     {
-      const char *file = i < rotated->len ? ((FbRotatedFile *)rotated->pdata[i])->path : f->log.path;
+      const char *file = i < rotated->len ? ((FbRotatedFile *)rotated->pdata[i])->path : f->path;
       g_autoptr (GPtrArray) lines = test_read_lines (file);
 
       for (guint j = 0; j < lines->len; j++)
@@ -140,8 +116,8 @@ represented (GPtrArray *records)
 static void
 test_fold_identical (void **state)
 {
-  Fixture *f = *state;
-  FbAccessLog *log = open_log (f, 0, 0);
+  TestLogFile *f = *state;
+  FbAccessLog *log = open_log (f, 0, 0, NULL);
   g_autoptr (GPtrArray) records = NULL;
   JsonObject *first, *rep, *r;
 
@@ -177,8 +153,8 @@ test_fold_identical (void **state)
 static void
 test_fold_distinct (void **state)
 {
-  Fixture *f = *state;
-  FbAccessLog *log = open_log (f, 0, 0);
+  TestLogFile *f = *state;
+  FbAccessLog *log = open_log (f, 0, 0, NULL);
   g_autoptr (GPtrArray) records = NULL;
   FbAccessEvent base = refusal ("/usr/a");
   FbAccessEvent e;
@@ -210,8 +186,8 @@ test_fold_distinct (void **state)
 static void
 test_fold_single (void **state)
 {
-  Fixture *f = *state;
-  FbAccessLog *log = open_log (f, 0, 0);
+  TestLogFile *f = *state;
+  FbAccessLog *log = open_log (f, 0, 0, NULL);
   g_autoptr (GPtrArray) records = NULL;
   g_autoptr (GPtrArray) lines = NULL;
 
@@ -222,7 +198,7 @@ test_fold_single (void **state)
       push (log, &e);
     }
   /* the first AFTER are in the file before the pushes return */
-  lines = test_read_lines (f->log.path);
+  lines = test_read_lines (f->path);
   assert_int_equal (lines->len, AFTER);
   test_close_log (log);
   records = all_records (f);
@@ -240,9 +216,9 @@ test_fold_single (void **state)
 static void
 test_fold_window (void **state)
 {
-  Fixture *f = *state;
+  TestLogFile *f = *state;
   /* 2 s: the pushes fall in one window however slow the machine */
-  FbAccessLog *log = open_log_window (f, 0, 0, 2 * G_USEC_PER_SEC);
+  FbAccessLog *log = open_log_window (f, 0, 0, 2 * G_USEC_PER_SEC, NULL);
   g_autoptr (GPtrArray) lines = NULL;
   gint64 until = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
 
@@ -255,7 +231,7 @@ test_fold_window (void **state)
   for (;;)
     {
       g_clear_pointer (&lines, g_ptr_array_unref);
-      lines = test_read_lines (f->log.path);
+      lines = test_read_lines (f->path);
       if (lines->len == AFTER + 1 || g_get_monotonic_time () > until)
         break;
       g_main_context_iteration (NULL, FALSE);
@@ -284,9 +260,9 @@ test_fold_window (void **state)
  * and every access still accounted for when it can't (a new kind closes
  * the oldest fold). */
 static void
-many_kinds (Fixture *f, int kinds, bool fewer)
+many_kinds (TestLogFile *f, int kinds, bool fewer)
 {
-  FbAccessLog *log = open_log (f, 0, 0);
+  FbAccessLog *log = open_log (f, 0, 0, NULL);
   g_autoptr (GPtrArray) records = NULL;
   guint64 pushed = 0;
 
@@ -332,9 +308,10 @@ allowed_big (int i, char *buf, gsize size)
 static void
 test_budget (void **state)
 {
-  Fixture *f = *state;
+  TestLogFile *f = *state;
+  int full_calls = 0;
   const guint64 max = 64 * 1024;
-  FbAccessLog *log = open_log (f, 0, max);
+  FbAccessLog *log = open_log (f, 0, max, &full_calls);
   g_autoptr (GPtrArray) records = NULL;
   JsonObject *notice;
   guint64 not_written = 0;
@@ -350,8 +327,8 @@ test_budget (void **state)
   assert_true (fb_access_log_is_full (log, &not_written));
   assert_true (not_written > 0);
   test_close_log (log);
-  assert_int_equal (f->full_calls, 1);
-  assert_int_equal (stat (f->log.path, &st), 0);
+  assert_int_equal (full_calls, 1);
+  assert_int_equal (stat (f->path, &st), 0);
   assert_true ((guint64)st.st_size <= max + 1024 * 1024 + 4096);
   records = all_records (f);
   notice = records->pdata[records->len - 1];
@@ -362,12 +339,6 @@ test_budget (void **state)
   assert_int_equal (represented (records) + not_written, pushed);
 }
 
-static void
-on_share_full (gpointer data)
-{
-  (*(int *)data)++;
-}
-
 /* A share of the budget (a process of serve): on_full once, on this thread
  * (the loop's), its margin written and the rest counted, its notice when it
  * is closed (or when the log is, for one left open); the other shares and
@@ -375,13 +346,14 @@ on_share_full (gpointer data)
 static void
 test_share (void **state)
 {
-  Fixture *f = *state;
+  TestLogFile *f = *state;
+  int full_calls = 0;
   const guint64 max = 8 * 1024 * 1024;
-  FbAccessLog *log = open_log (f, 0, max);
+  FbAccessLog *log = open_log (f, 0, max, &full_calls);
   int full_a = 0, full_b = 0, full_c = 0;
-  g_autoptr (FbAccessShare) a = fb_access_log_share_new (log, "s1", "a", on_share_full, &full_a);
-  g_autoptr (FbAccessShare) b = fb_access_log_share_new (log, "s2", "b", on_share_full, &full_b);
-  g_autoptr (FbAccessShare) c = fb_access_log_share_new (log, NULL, "c", on_share_full, &full_c);
+  g_autoptr (FbAccessShare) a = fb_access_log_share_new (log, "s1", "a", count_call, &full_a);
+  g_autoptr (FbAccessShare) b = fb_access_log_share_new (log, "s2", "b", count_call, &full_b);
+  g_autoptr (FbAccessShare) c = fb_access_log_share_new (log, NULL, "c", count_call, &full_c);
   g_autoptr (GPtrArray) records = NULL;
   guint64 not_written = 0, counted = 0;
   guint notices = 0;
@@ -418,7 +390,7 @@ test_share (void **state)
     }
   assert_int_equal (full_c, 1);
   test_close_log (log);
-  assert_int_equal (f->full_calls, 0);
+  assert_int_equal (full_calls, 0);
 
   records = all_records (f);
   for (guint r = 0; r < records->len; r++)
@@ -454,8 +426,9 @@ test_share (void **state)
 static void
 test_budget_rotation (void **state)
 {
-  Fixture *f = *state;
-  FbAccessLog *log = open_log (f, 16 * 1024, 8 * 1024 * 1024);
+  TestLogFile *f = *state;
+  int full_calls = 0;
+  FbAccessLog *log = open_log (f, 16 * 1024, 8 * 1024 * 1024, &full_calls);
   g_autoptr (GPtrArray) records = NULL;
   g_autoptr (GPtrArray) rotated = NULL;
 
@@ -466,19 +439,15 @@ test_budget_rotation (void **state)
       push (log, &e);
     }
   test_close_log (log);
-  rotated = fb_log_list_rotated (f->log.path, NULL);
+  rotated = fb_log_list_rotated (f->path, NULL);
   assert_true (rotated->len >= 20);
   records = all_records (f);
   assert_int_equal (records->len, 500);
-  assert_int_equal (f->full_calls, 0);
+  assert_int_equal (full_calls, 0);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_fold_identical, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_fold_distinct, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_fold_single, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_fold_window, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_fold_many_kinds, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_fold_too_many_kinds, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_budget, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_budget_rotation, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_share, setup, teardown))
+TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_fold_identical), TEST_LOG_FILE_TEST (test_fold_distinct),
+                  TEST_LOG_FILE_TEST (test_fold_single), TEST_LOG_FILE_TEST (test_fold_window),
+                  TEST_LOG_FILE_TEST (test_fold_many_kinds), TEST_LOG_FILE_TEST (test_fold_too_many_kinds),
+                  TEST_LOG_FILE_TEST (test_budget), TEST_LOG_FILE_TEST (test_budget_rotation),
+                  TEST_LOG_FILE_TEST (test_share))
