@@ -230,12 +230,8 @@ test_daemon_does_not_outlive (void **state)
   FbLauncherPlan plan;
   test_plan (&plan, argv);
   int in[2], out[2];
-  assert_int_equal (pipe2 (in, O_CLOEXEC), 0);
-  assert_int_equal (pipe2 (out, O_CLOEXEC), 0);
-  test_keep_fd (s, in[0]);
-  test_keep_fd (s, in[1]);
-  test_keep_fd (s, out[0]);
-  test_keep_fd (s, out[1]);
+  test_keep_pipe (s, in);
+  test_keep_pipe (s, out);
   plan.stdin_fd = in[0];
   plan.stdout_fd = out[1];
   FbLauncherChild *child = test_spawn (s, &plan);
@@ -275,12 +271,8 @@ test_supervisor_sigkill (void **state)
   /* adopt the orphans so that we can reap them (and not leave zombies) */
   assert_int_equal (prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
   int out[2], info[2];
-  assert_int_equal (pipe2 (out, O_CLOEXEC), 0);
-  assert_int_equal (pipe2 (info, O_CLOEXEC), 0);
-  test_keep_fd (s, out[0]);
-  test_keep_fd (s, out[1]);
-  test_keep_fd (s, info[0]);
-  test_keep_fd (s, info[1]);
+  test_keep_pipe (s, out);
+  test_keep_pipe (s, info);
 
   pid_t supervisor = fork ();
   assert_true (supervisor >= 0);

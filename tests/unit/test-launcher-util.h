@@ -88,6 +88,15 @@ test_keep_fd (TestState *s, int fd)
   return -1;
 }
 
+/* A CLOEXEC pipe into P, both ends closed in teardown. */
+static G_GNUC_UNUSED void
+test_keep_pipe (TestState *s, int p[2])
+{
+  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
+  test_keep_fd (s, p[0]);
+  test_keep_fd (s, p[1]);
+}
+
 static G_GNUC_UNUSED void
 test_close_fd (TestState *s, int fd)
 {
@@ -181,9 +190,7 @@ test_spawn_ready (TestState *s, const char *const *argv, int *ret_out)
   int p[2];
 
   test_plan (&plan, argv);
-  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
-  test_keep_fd (s, p[0]);
-  test_keep_fd (s, p[1]);
+  test_keep_pipe (s, p);
   plan.stdout_fd = p[1];
   FbLauncherChild *child = test_spawn (s, &plan);
   test_close_fd (s, p[1]);
@@ -216,9 +223,7 @@ static G_GNUC_UNUSED void
 test_run (TestState *s, FbLauncherPlan *plan, TestRun *ret)
 {
   int p[2];
-  assert_int_equal (pipe2 (p, O_CLOEXEC), 0);
-  test_keep_fd (s, p[0]);
-  test_keep_fd (s, p[1]);
+  test_keep_pipe (s, p);
   plan->stdout_fd = p[1];
   FbLauncherChild *child = test_spawn (s, plan);
   test_close_fd (s, p[1]);
