@@ -184,37 +184,10 @@ test_ld_audit_stays_inside (void **state)
 
 /* --- the helper's own process ------------------------------------------------- */
 
-/* Children of PID (every thread's), as pids. */
-static GArray *
-children_of (pid_t pid)
-{
-  GArray *out = g_array_new (FALSE, FALSE, sizeof (pid_t));
-  g_autofree char *task = g_strdup_printf ("/proc/%d/task", (int)pid);
-  g_autoptr (GDir) d = g_dir_open (task, 0, NULL);
-  const char *tid;
-
-  while (d != NULL && (tid = g_dir_read_name (d)) != NULL)
-    {
-      g_autofree char *path = g_strdup_printf ("%s/%s/children", task, tid);
-      g_autofree char *text = NULL;
-      g_auto (GStrv) pids = NULL;
-      if (!g_file_get_contents (path, &text, NULL, NULL))
-        continue;
-      pids = g_strsplit (g_strstrip (text), " ", -1);
-      for (guint i = 0; pids[i] != NULL; i++)
-        if (pids[i][0] != '\0')
-          {
-            pid_t c = (pid_t)atoi (pids[i]);
-            g_array_append_val (out, c);
-          }
-    }
-  return out;
-}
-
 static pid_t
 find_helper (pid_t server)
 {
-  g_autoptr (GArray) kids = children_of (server);
+  g_autoptr (GArray) kids = test_proc_children (server);
 
   for (guint i = 0; i < kids->len; i++)
     {

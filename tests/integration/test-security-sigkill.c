@@ -256,11 +256,9 @@ find_sandbox_mount (pid_t pid, SandboxMount *ret)
   for (guint q = 0; q < queue->len && q < 4096; q++)
     {
       pid_t p = g_array_index (queue, pid_t, q);
-      g_autofree char *task = g_strdup_printf ("/proc/%d/task", (int)p);
       g_autofree char *mi_path = g_strdup_printf ("/proc/%d/mountinfo", (int)p);
       g_autofree char *mi = NULL;
-      g_autoptr (GDir) d = NULL;
-      const char *tid;
+      g_autoptr (GArray) kids = NULL;
 
       if (p != pid && g_file_get_contents (mi_path, &mi, NULL, NULL))
         {
@@ -279,22 +277,8 @@ find_sandbox_mount (pid_t pid, SandboxMount *ret)
                 }
             }
         }
-      d = g_dir_open (task, 0, NULL);
-      while (d != NULL && (tid = g_dir_read_name (d)) != NULL)
-        {
-          g_autofree char *cpath = g_strdup_printf ("%s/%s/children", task, tid);
-          g_autofree char *text = NULL;
-          g_auto (GStrv) kids = NULL;
-          if (!g_file_get_contents (cpath, &text, NULL, NULL))
-            continue;
-          kids = g_strsplit (g_strstrip (text), " ", -1);
-          for (guint i = 0; kids[i] != NULL; i++)
-            if (kids[i][0] != '\0')
-              {
-                pid_t k = (pid_t)atoi (kids[i]);
-                g_array_append_val (queue, k);
-              }
-        }
+      kids = test_proc_children (p);
+      g_array_append_vals (queue, kids->data, kids->len);
     }
   return false;
 }

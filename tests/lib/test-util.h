@@ -128,6 +128,10 @@ void test_cmd_run (TestCmd *ret, const char *cwd, char **envp, const char *env_s
 /* How many descriptors process PID holds. */
 guint test_count_fds (pid_t pid);
 
+/* The children of PID (of every thread of it), as pid_t, from /proc; empty
+ * when PID is gone. */
+GArray *test_proc_children (pid_t pid);
+
 /* PATH (no arguments) run on the host as nobody (uid and gid 65534, no
  * supplementary groups: fixtures that refuse to run with capabilities);
  * its stdout.  Fails the test unless it exits 0. */
