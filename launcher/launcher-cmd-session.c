@@ -53,7 +53,8 @@
  *   JOIN (policy digest, ids, level, run id, log path and budget)
  *                                     JOINED + the view's user and mount namespaces | REFUSED
  *   REGISTER + the command's pid namespace (and, with a network allowlist,
- *            the socket its sandbox listens on: the daemon runs its proxy)
+ *            the socket its sandbox listens on: the daemon runs its proxy,
+ *            with the command's --resolve entries, a line each)
  *                                     GO | REFUSED
  *   ENDED                             CLOSED (records, denials, the log's end) | REFUSED
  *   STOP (`session stop`)             (the daemon ends)
@@ -68,6 +69,7 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
 #include "launcher/launcher-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,7 +125,8 @@ typedef struct
   guint64 n1, n2, n3; /* JOIN: rotate, budget; CLOSED: records, denials, records not written */
   char digest[65];    /* JOIN: the effective policy's SHA-256 */
   char run_id[64];    /* JOIN: the command's run; INFO: the session's */
-  char text[4096];    /* JOIN: the log's path; INFO: the session's run dir; REFUSED, CLOSED: a message */
+  char text[4096];    /* JOIN: the log's path; INFO: the session's run dir; REGISTER: the --resolve entries, a
+                       * line each; REFUSED, CLOSED: a message */
 } Msg;
 
 /* --- messages -------------------------------------------------------------------- */
@@ -143,28 +146,7 @@ msg_text (Msg *m, const char *format, ...)
 static int
 send_msg (int fd, const Msg *m, const int *fds, int n_fds)
 {
-  struct iovec iov = { (void *)m, sizeof *m };
-  char cbuf[CMSG_SPACE (2 * sizeof (int))];
-  struct msghdr h = { 0 };
-
-  h.msg_iov = &iov;
-  h.msg_iovlen = 1;
-  if (n_fds > 0)
-    {
-      struct cmsghdr *cm;
-      memset (cbuf, 0, sizeof cbuf);
-      h.msg_control = cbuf;
-      h.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
-      cm = CMSG_FIRSTHDR (&h);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
-      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
-    }
-  while (sendmsg (fd, &h, MSG_NOSIGNAL) < 0)
-    if (errno != EINTR)
-      return -errno;
-  return 0;
+  return fb_send_fds (fd, m, sizeof *m, fds, n_fds, 0);
 }
 
 static int
@@ -609,11 +591,13 @@ on_join (Conn *c, const Msg *m)
 
 /* REGISTER: the command's pid namespace, and with a network allowlist the
  * socket its sandbox listens on (launcher.h, proxy_port): the daemon runs
- * the command's proxy, its records in the command's log. */
+ * the command's proxy, its records in the command's log, resolving names
+ * as the command's --resolve says (RESOLVE, a line each). */
 static void
-on_register (Conn *c, int pidns, int *proxy_fd)
+on_register (Conn *c, int pidns, int *proxy_fd, const char *resolve)
 {
   g_autoptr (GError) error = NULL;
+  g_auto (GStrv) entries = resolve[0] != '\0' ? g_strsplit (resolve, "\n", -1) : g_new0 (char *, 1);
 
   if (c->log == NULL || c->member != NULL || pidns < 0)
     {
@@ -627,9 +611,17 @@ on_register (Conn *c, int pidns, int *proxy_fd)
       refuse (c, "%s", error->message);
       return;
     }
+  if (!fb_proxy_check_resolve ((const char *const *)entries, &error))
+    {
+      refuse (c, "%s", error->message);
+      return;
+    }
   if (*proxy_fd >= 0 && fb_policy_get_network (c->d->policy) == FB_POLICY_NETWORK_ALLOWLIST)
     {
-      FbProxyOptions po = { .policy = c->d->policy, .sink = fb_access_log_get_sink (c->log), .uid = c->d->uid };
+      FbProxyOptions po = { .policy = c->d->policy,
+                            .sink = fb_access_log_get_sink (c->log),
+                            .uid = c->d->uid,
+                            .resolve = (const char *const *)entries };
 
       c->proxy = fb_proxy_new (&po, g_steal_fd (proxy_fd), &error);
       if (c->proxy == NULL)
@@ -692,7 +684,7 @@ on_conn (int fd, GIOCondition cond, gpointer data)
         on_join (c, &m);
         break;
       case MSG_REGISTER:
-        on_register (c, fds[0], &fds[1]);
+        on_register (c, fds[0], &fds[1], m.text);
         break;
       case MSG_ENDED:
         command_ended (c);
@@ -1234,13 +1226,18 @@ finish (Run *run, int ctl, End end, const char *why, int status, const char *nam
   return status;
 }
 
-/* REGISTER: the command's pid namespace, and the socket its sandbox
- * listens on for the proxy when the policy has an allowlist. */
+/* REGISTER: the command's pid namespace, the socket its sandbox listens
+ * on for the proxy when the policy has an allowlist, and the command's
+ * --resolve entries (checked to fit by resolve_text). */
 static int
-send_register (int ctl, FbLauncherChild *child, int pidns)
+send_register (int ctl, FbLauncherChild *child, int pidns, const char *resolve)
 {
   int fds[2] = { pidns, fb_launcher_child_take_proxy_fd (child) };
-  int r = send_msg (ctl, &(Msg){ .type = MSG_REGISTER }, fds, fds[1] >= 0 ? 2 : 1);
+  Msg m = { .type = MSG_REGISTER };
+  int r;
+
+  g_strlcpy (m.text, resolve, sizeof m.text);
+  r = send_msg (ctl, &m, fds, fds[1] >= 0 ? 2 : 1);
 
   if (fds[1] >= 0)
     close (fds[1]);
@@ -1271,12 +1268,20 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   int fds[2] = { -1, -1 }, pidns = -1, ctl, status, r;
   End end = END_SELF;
   char stop_why[sizeof m.text] = "";
+  /* the command's --resolve entries, for the proxy the daemon runs */
+  g_autofree char *resolve = g_strjoinv ("\n", (char **)o->resolve->pdata);
 
   if (!valid_name (name))
     {
       fb_cmd_error ("run: --session %s: a session's name is 1 to %d letters, digits, '.', '_' or '-', not starting "
                     "with '.'",
                     name, SESSION_NAME_MAX);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  if (strlen (resolve) >= sizeof m.text)
+    {
+      fb_cmd_error ("run: --session %s: the --resolve entries take %zu bytes; a session's command takes up to %zu",
+                    name, strlen (resolve), sizeof m.text - 1);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
   if (!sessions_dir_ok ("run: --session"))
@@ -1353,7 +1358,7 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
       status = FB_LAUNCHER_EXIT_SANDBOX;
     }
   /* its pid namespace to the daemon before anything runs in it */
-  else if (fb_launcher_child_wait_joined (child, &pidns) < 0 || send_register (ctl, child, pidns) < 0 ||
+  else if (fb_launcher_child_wait_joined (child, &pidns) < 0 || send_register (ctl, child, pidns, resolve) < 0 ||
            await_msg (ctl, &m, fds) <= 0 || m.type != MSG_GO || fb_launcher_child_go (child) < 0 ||
            fb_launcher_child_wait_exec (child) < 0)
     {

@@ -474,30 +474,36 @@ class Skip(Exception):
 
 def t_session(h):
     """run --session: the session's daemon runs each command's proxy, its
-    records in the command's own log."""
-    pol = h.policy([{"cidr": "127.0.0.1", "port": h.port, "why": "the test's server, by address"}])
+    records in the command's own log, resolving names as that command's
+    --resolve says."""
+    pol = h.allowed_policy()
     env = dict(os.environ, XDG_STATE_HOME=os.path.join(h.tmp, "state"))
     env.pop("FUSEBOX_TESTS_MUST_RUN", None)
-    url = "http://127.0.0.1:%d/hello.txt" % h.port
+    by_address = "http://127.0.0.1:%d/hello.txt" % h.port
+    by_name = "http://allowed.test:%d/hello.txt" % h.port
+    # the command that starts the session, then two that join it
+    commands = [["curl", "-sS", "--noproxy", "", "-p", by_address + "?0"], ["curl", "-sS", "-p", by_name + "?1"],
+                ["curl", "-sS", "-p", by_name + "?2"]]
     try:
-        for i in range(2):  # the command that starts the session, and one that joins it
-            p = subprocess.run([BIN, "run", "--session", "net", "--policy", pol, "--cwd", "/", "--",
-                                "curl", "-sS", "--noproxy", "", "-p", url + "?%d" % i],
-                               capture_output=True, text=True, env=env, timeout=120)
+        for i, argv in enumerate(commands):
+            resolve = ["--resolve", "allowed.test:127.0.0.1"] if i > 0 else []
+            p = subprocess.run([BIN, "run", "--session", "net", "--policy", pol, "--cwd", "/"] + resolve + ["--"] +
+                               argv, capture_output=True, text=True, env=env, timeout=120)
             assert p.returncode == 0 and p.stdout == CONTENT, (i, p.returncode, p.stdout, p.stderr)
     finally:
         subprocess.run([BIN, "session", "stop", "net"], env=env, capture_output=True, timeout=60)
     runs = os.path.join(h.tmp, "state", "fusebox", "runs")
-    logs = []
+    logs = {}
     for rid in os.listdir(runs):
         path = os.path.join(runs, rid, "access.jsonl")
         if os.path.exists(path):
             with open(path) as f:
                 recs = [json.loads(line) for line in f if line.strip()]
-            net = [r["op"] for r in recs if r.get("op") in ("connect", "disconnect")]
+            net = [r for r in recs if r.get("op") in ("connect", "disconnect")]
             if net:
-                logs.append(net)
-    assert logs == [["connect", "disconnect"]] * 2, logs
+                logs[net[0]["host"]] = logs.get(net[0]["host"], []) + [[r["op"] for r in net]]
+    assert logs == {"127.0.0.1": [["connect", "disconnect"]],
+                    "allowed.test": [["connect", "disconnect"]] * 2}, logs
 
 
 def t_serve(h):
