@@ -417,6 +417,9 @@ test_every_rule_explains_itself (void **state)
   "{\"path\": {\"type\": \"special\", \"value\": {\"kind\": \"project_roots\"}}, \"access\": \"write\"}," entry        \
   "]}}, \"cwd\": \"file:///srv/project\", \"windowsSandboxLevel\": \"disabled\"}"
 
+/* The JSON path of the entry ENTRY_CONTEXT adds (after its two own). */
+#define ENTRY_PATH "sandbox.permissions.file_system.entries[2]"
+
 typedef struct
 {
   const char *json;
@@ -427,56 +430,52 @@ typedef struct
 static const BadCase bad_cases[] = {
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"special\", \"value\": {\"kind\": \"rooot\"}}, \"access\": \"read\"}"),
     FB_POLICY_ERROR_VALUE,
-    "sandbox.permissions.file_system.entries[2].path.value.kind: unknown special path kind \"rooot\"; valid: root, "
-    "minimal, project_roots" },
+    ENTRY_PATH ".path.value.kind: unknown special path kind \"rooot\"; valid: root, "
+               "minimal, project_roots" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"special\", \"value\": {\"kind\": \"root\", \"subpath\": \"x\"}}, "
                    "\"access\": \"read\"}"),
-    FB_POLICY_ERROR_SCHEMA, "sandbox.permissions.file_system.entries[2].path.value: unknown field \"subpath\"" },
+    FB_POLICY_ERROR_SCHEMA, ENTRY_PATH ".path.value: unknown field \"subpath\"" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"special\", \"value\": {\"kind\": \"project_roots\", \"subpath\": "
                    "\"../etc\"}}, \"access\": \"write\"}"),
-    FB_POLICY_ERROR_VALUE, "sandbox.permissions.file_system.entries[2].path.value.subpath: \"../etc\" has a \"..\"" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".path.value.subpath: \"../etc\" has a \"..\"" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"special\", \"value\": {\"kind\": \"project_roots\", \"subpath\": "
                    "\"/etc\"}}, \"access\": \"write\"}"),
-    FB_POLICY_ERROR_VALUE, "sandbox.permissions.file_system.entries[2].path.value.subpath: \"/etc\" must be" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".path.value.subpath: \"/etc\" must be" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file:///x\"}, \"access\": \"execute\"}"),
-    FB_POLICY_ERROR_VALUE, "sandbox.permissions.file_system.entries[2].access: unknown access \"execute\"" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".access: unknown access \"execute\"" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file:///x\"}}"), FB_POLICY_ERROR_SCHEMA,
-    "sandbox.permissions.file_system.entries[2].access: missing" },
+    ENTRY_PATH ".access: missing" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"srv/project\"}, \"access\": \"read\"}"),
     FB_POLICY_ERROR_VALUE,
-    "sandbox.permissions.file_system.entries[2].path.path: \"srv/project\" is neither a file:// URI nor an absolute "
-    "path" },
+    ENTRY_PATH ".path.path: \"srv/project\" is neither a file:// URI nor an absolute "
+               "path" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"https://example.com/x\"}, \"access\": \"read\"}"),
-    FB_POLICY_ERROR_VALUE,
-    "sandbox.permissions.file_system.entries[2].path.path: \"https://example.com/x\" is neither" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".path.path: \"https://example.com/x\" is neither" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file://fileserver/share/x\"}, \"access\": \"read\"}"),
     FB_POLICY_ERROR_VALUE,
-    "sandbox.permissions.file_system.entries[2].path.path: \"file://fileserver/share/x\" names "
-    "host \"fileserver\"" },
+    ENTRY_PATH ".path.path: \"file://fileserver/share/x\" names "
+               "host \"fileserver\"" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file:///C:/src\"}, \"access\": \"read\"}"),
-    FB_POLICY_ERROR_VALUE, "sandbox.permissions.file_system.entries[2].path.path: \"file:///C:/src\" is a Windows" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".path.path: \"file:///C:/src\" is a Windows" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file:///a%2Fb\"}, \"access\": \"read\"}"),
-    FB_POLICY_ERROR_VALUE, "sandbox.permissions.file_system.entries[2].path.path: \"file:///a%2Fb\" is not a valid" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".path.path: \"file:///a%2Fb\" is not a valid" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file:///a?b\"}, \"access\": \"read\"}"),
-    FB_POLICY_ERROR_VALUE, "sandbox.permissions.file_system.entries[2].path.path: \"file:///a?b\" has a query" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".path.path: \"file:///a?b\" has a query" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"regex\", \"pattern\": \".*\"}, \"access\": \"deny\"}"),
     FB_POLICY_ERROR_VALUE,
-    "sandbox.permissions.file_system.entries[2].path.type: unknown path type \"regex\"; valid: path, glob_pattern, "
-    "special" },
+    ENTRY_PATH ".path.type: unknown path type \"regex\"; valid: path, glob_pattern, "
+               "special" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"glob_pattern\", \"glob\": \"*.pem\"}, \"access\": \"deny\"}"),
-    FB_POLICY_ERROR_SCHEMA, "sandbox.permissions.file_system.entries[2].path: unknown field \"glob\"" },
+    FB_POLICY_ERROR_SCHEMA, ENTRY_PATH ".path: unknown field \"glob\"" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"glob_pattern\", \"pattern\": 7}, \"access\": \"deny\"}"),
-    FB_POLICY_ERROR_SCHEMA,
-    "sandbox.permissions.file_system.entries[2].path.pattern: expected a string, found a number" },
+    FB_POLICY_ERROR_SCHEMA, ENTRY_PATH ".path.pattern: expected a string, found a number" },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"glob_pattern\", \"pattern\": "
                    "\"{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}\"}, \"access\": \"deny\"}"),
-    FB_POLICY_ERROR_VALUE, "sandbox.permissions.file_system.entries[2].path.pattern: " },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".path.pattern: " },
   { ENTRY_CONTEXT ("{\"path\": {\"type\": \"path\", \"path\": \"file:///x\"}, \"access\": \"read\", "
                    "\"missing_path_behavior\": \"create\"}"),
-    FB_POLICY_ERROR_VALUE,
-    "sandbox.permissions.file_system.entries[2].missing_path_behavior: unknown missing_path_behavior \"create\"" },
-  { ENTRY_CONTEXT ("\"root\""), FB_POLICY_ERROR_SCHEMA,
-    "sandbox.permissions.file_system.entries[2]: expected an object, found a string" },
+    FB_POLICY_ERROR_VALUE, ENTRY_PATH ".missing_path_behavior: unknown missing_path_behavior \"create\"" },
+  { ENTRY_CONTEXT ("\"root\""), FB_POLICY_ERROR_SCHEMA, ENTRY_PATH ": expected an object, found a string" },
   { "[1, 2]", FB_POLICY_ERROR_SCHEMA, "sandbox: expected an object, found an array" },
   { "{\"windowsSandboxLevel\": \"disabled\"}", FB_POLICY_ERROR_SCHEMA, "sandbox.permissions: missing" },
   { "{\"permissions\": {\"type\": \"danger-full-access\"}}", FB_POLICY_ERROR_VALUE,
@@ -561,8 +560,7 @@ test_too_long (void **state)
 
   assert_null (out);
   assert_true (g_error_matches (error, FB_POLICY_ERROR, FB_POLICY_ERROR_VALUE));
-  assert_string_equal (error->message,
-                       "sandbox.permissions.file_system.entries[2].path.path: the path is longer than 4096 bytes");
+  assert_string_equal (error->message, ENTRY_PATH ".path.path: the path is longer than 4096 bytes");
 }
 
 int
