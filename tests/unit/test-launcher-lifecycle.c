@@ -110,17 +110,13 @@ test_own_failures (void **state)
   run_failing (s, &plan, 127, FB_LAUNCHER_STEP_EXEC, ENOENT, "/nonexistent-fb/cmd");
 
   /* 126: exists but has no x bit (inside, nobody has CAP_DAC_OVERRIDE) */
-  g_autofree char *noexec = g_build_filename (s->tmpdir, "noexec", NULL);
-  assert_true (g_file_set_contents (noexec, "#!/bin/sh\n", -1, NULL));
-  assert_int_equal (chmod (noexec, 0644), 0);
+  g_autofree char *noexec = test_tmp_file (s, "noexec", "#!/bin/sh\n", 0644);
   const char *not_exec[] = { noexec, NULL };
   test_plan (&plan, not_exec);
   run_failing (s, &plan, 126, FB_LAUNCHER_STEP_EXEC, EACCES, noexec);
 
   /* 126: executable but no known format */
-  g_autofree char *garbage = g_build_filename (s->tmpdir, "garbage", NULL);
-  assert_true (g_file_set_contents (garbage, "\x01\x02garbage", -1, NULL));
-  assert_int_equal (chmod (garbage, 0755), 0);
+  g_autofree char *garbage = test_tmp_file (s, "garbage", "\x01\x02garbage", 0755);
   const char *bad_format[] = { garbage, NULL };
   test_plan (&plan, bad_format);
   run_failing (s, &plan, 126, FB_LAUNCHER_STEP_EXEC, ENOEXEC, garbage);

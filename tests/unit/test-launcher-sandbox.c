@@ -135,12 +135,10 @@ static void
 test_readonly_root (void **state)
 {
   TestState *s = *state;
-  g_autofree char *marker = g_build_filename (s->tmpdir, "marker", NULL);
-  g_autofree char *fresh = g_build_filename (s->tmpdir, "fresh", NULL);
-  assert_true (g_file_set_contents (marker, "old\n", -1, NULL));
   /* writable by anyone: the read-only mount, not the mode, must refuse
    * (a root caller's sandbox is nobody on the host) */
-  assert_int_equal (chmod (marker, 0666), 0);
+  g_autofree char *marker = test_tmp_file (s, "marker", "old\n", 0666);
+  g_autofree char *fresh = g_build_filename (s->tmpdir, "fresh", NULL);
   g_autoptr (JsonObject) o =
     run_smoke (s, FB_LAUNCHER_NETWORK_NONE, 0, "--allowed-write", fresh, "--denied-write", marker, NULL);
   assert_string_equal (json_object_get_string_member (o, "denied_read"), "OK");

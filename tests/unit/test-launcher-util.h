@@ -118,6 +118,18 @@ test_keep_pid (TestState *s, pid_t pid)
   fail_msg ("too many processes in one test");
 }
 
+/* TMPDIR/NAME holding CONTENT, with MODE whatever the umask (caller
+ * frees). */
+static G_GNUC_UNUSED char *
+test_tmp_file (TestState *s, const char *name, const char *content, mode_t mode)
+{
+  char *path = g_build_filename (s->tmpdir, name, NULL);
+
+  assert_true (g_file_set_contents (path, content, -1, NULL));
+  assert_int_equal (chmod (path, mode), 0);
+  return path;
+}
+
 /* A plan with the host's "/" as a read-only root. */
 static G_GNUC_UNUSED void
 test_plan (FbLauncherPlan *plan, const char *const *argv)
