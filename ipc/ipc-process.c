@@ -1081,28 +1081,11 @@ static int
 send_spec (int sock, int spec_fd, const int ns[2])
 {
   FbLaunchRecord rec;
-  struct iovec iov = { &rec, sizeof rec };
   int fds[3] = { spec_fd, ns[0], ns[1] };
-  char cbuf[CMSG_SPACE (sizeof fds)];
-  struct msghdr msg = { 0 };
-  struct cmsghdr *cm;
 
   memset (&rec, 0, sizeof rec);
-  memset (cbuf, 0, sizeof cbuf);
   rec.type = FB_LAUNCH_SPEC;
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  cm = CMSG_FIRSTHDR (&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN (sizeof fds);
-  memcpy (CMSG_DATA (cm), fds, sizeof fds);
-  while (sendmsg (sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-    if (errno != EINTR)
-      return -errno;
-  return 0;
+  return fb_send_fds (sock, &rec, sizeof rec, fds, G_N_ELEMENTS (fds), MSG_DONTWAIT);
 }
 
 /* What waited for the launch, closed: once launched, the helper has its

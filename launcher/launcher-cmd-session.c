@@ -69,6 +69,7 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
 #include "launcher/launcher-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -145,28 +146,7 @@ msg_text (Msg *m, const char *format, ...)
 static int
 send_msg (int fd, const Msg *m, const int *fds, int n_fds)
 {
-  struct iovec iov = { (void *)m, sizeof *m };
-  char cbuf[CMSG_SPACE (2 * sizeof (int))];
-  struct msghdr h = { 0 };
-
-  h.msg_iov = &iov;
-  h.msg_iovlen = 1;
-  if (n_fds > 0)
-    {
-      struct cmsghdr *cm;
-      memset (cbuf, 0, sizeof cbuf);
-      h.msg_control = cbuf;
-      h.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
-      cm = CMSG_FIRSTHDR (&h);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
-      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
-    }
-  while (sendmsg (fd, &h, MSG_NOSIGNAL) < 0)
-    if (errno != EINTR)
-      return -errno;
-  return 0;
+  return fb_send_fds (fd, m, sizeof *m, fds, n_fds, 0);
 }
 
 static int

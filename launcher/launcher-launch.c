@@ -30,6 +30,7 @@
  * the command's: the client sees them as output. */
 #include "ipc/ipc-process-launch.h"
 #include "launcher/launcher.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,33 +48,13 @@ static int
 send_record_fds (int fd, FbLaunchRecordType type, int value, const char *text, const int *fds, int n_fds)
 {
   FbLaunchRecord rec;
-  struct iovec iov = { &rec, sizeof rec };
-  char cbuf[CMSG_SPACE (2 * sizeof (int))];
-  struct msghdr msg = { 0 };
 
   memset (&rec, 0, sizeof rec);
   rec.type = type;
   rec.value = value;
   if (text != NULL)
     g_strlcpy (rec.text, text, sizeof rec.text);
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (n_fds > 0)
-    {
-      struct cmsghdr *cm;
-      memset (cbuf, 0, sizeof cbuf);
-      msg.msg_control = cbuf;
-      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
-      cm = CMSG_FIRSTHDR (&msg);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
-      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
-    }
-  while (sendmsg (fd, &msg, MSG_NOSIGNAL) < 0)
-    if (errno != EINTR)
-      return -errno;
-  return 0;
+  return fb_send_fds (fd, &rec, sizeof rec, fds, n_fds, 0);
 }
 
 static int

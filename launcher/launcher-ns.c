@@ -243,26 +243,8 @@ int
 fb_launcher_report_fd (int status_fd, FbLauncherStep step, int fd)
 {
   Record rec = { .step = step };
-  struct iovec iov = { .iov_base = &rec, .iov_len = sizeof rec };
-  union
-  {
-    struct cmsghdr align;
-    char buf[CMSG_SPACE (sizeof (int))];
-  } control;
-  memset (&control, 0, sizeof control);
-  struct msghdr msg = {
-    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
-  };
-  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (cmsg), &fd, sizeof fd);
-  ssize_t n;
-  do
-    n = sendmsg (status_fd, &msg, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n < 0 ? -errno : 0;
+
+  return fb_send_fds (status_fd, &rec, sizeof rec, &fd, 1, 0);
 }
 
 /* ---- identity ---- */

@@ -9,6 +9,7 @@
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 /* A descriptor closed when it goes out of scope (GLib 2.74 has no
@@ -34,6 +35,13 @@ fb_steal_fd (int *fd)
   *fd = -1;
   return r;
 }
+
+/* Sends LEN bytes of BUF on the socket SOCK in one sendmsg (MSG_NOSIGNAL
+ * and FLAGS), again after EINTR, with the N_FDS descriptors of FDS as
+ * SCM_RIGHTS (none when N_FDS is 0; at most FB_SEND_FDS_MAX).  0 or -errno.
+ * Async-signal-safe: a cloned child reports its descriptors with it. */
+#define FB_SEND_FDS_MAX 4
+int fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds, int flags);
 
 /* String tables (one row per value of an enum, its name a member of the
  * row): the index of the row of TABLE, N rows of SIZE bytes, whose name (a

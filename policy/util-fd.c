@@ -1,0 +1,36 @@
+/* fusebox — descriptors passed over a socket (policy/util.h). */
+#include "policy/util.h"
+
+#include <sys/socket.h>
+
+int
+fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds, int flags)
+{
+  struct iovec iov = { (void *)buf, len };
+  union
+  {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE (FB_SEND_FDS_MAX * sizeof (int))];
+  } control;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+  if (n_fds < 0 || n_fds > FB_SEND_FDS_MAX)
+    return -EINVAL;
+  if (n_fds > 0)
+    {
+      struct cmsghdr *cm;
+
+      memset (&control, 0, sizeof control);
+      msg.msg_control = control.buf;
+      msg.msg_controllen = CMSG_SPACE (n_fds * sizeof (int));
+      cm = CMSG_FIRSTHDR (&msg);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN (n_fds * sizeof (int));
+      memcpy (CMSG_DATA (cm), fds, n_fds * sizeof (int));
+    }
+  while (sendmsg (sock, &msg, MSG_NOSIGNAL | flags) < 0)
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
