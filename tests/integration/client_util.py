@@ -2,7 +2,9 @@
 python3-websockets connection): calls and their answers, with every other
 message kept in an inbox until a test asks for it.  The test programs add
 how they connect and shake hands.  ok(answer) and err(answer, code) assert
-that an answer is a result, or an error with that code, and return it."""
+that an answer is a result, or an error with that code, and return it;
+recv_until(sock, marker) reads a plain socket (a handshake by hand, a
+unix client) up to a marker or its end."""
 import asyncio
 import json
 
@@ -49,3 +51,18 @@ def err(r, code):
     assert "error" in r, r
     assert r["error"]["code"] == code, r
     return r["error"]
+
+
+def recv_until(s, marker=None, must=None):
+    """What socket S receives until MARKER is in it or, when MARKER is None,
+    until the peer closes.  A peer that closes before MARKER came fails
+    with MUST (what was awaited) as the message, or, when MUST is None,
+    ends the read with what came."""
+    buf = b""
+    while marker is None or marker not in buf:
+        more = s.recv(65536)
+        if not more:
+            assert marker is None or must is None, "closed before %s" % must
+            break
+        buf += more
+    return buf

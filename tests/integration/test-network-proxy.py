@@ -302,10 +302,9 @@ def t_parser_refusals(h):
     assert "Host header" in records[5]["why"], records[5]
 
 
-CAP = """
-import socket
+CAP = CLIENT + """
 idle = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(256)]
-s = socket.create_connection(("127.0.0.1", 3128))
+s = conn()
 s.sendall(b"GET http://allowed.test:%d/hello.txt HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n")
 s.settimeout(2)
 try:
@@ -314,12 +313,7 @@ except socket.timeout:
     early = None
 print("while full", early)
 s.settimeout(60)
-data = b""
-while True:
-    b = s.recv(4096)
-    if not b:
-        break
-    data += b
+data = answer(s)
 for i in idle:
     i.setblocking(False)
 closed = 0
@@ -374,18 +368,11 @@ class Recorder:
             c.close()
 
 
-PIPELINED = """
-import socket
-s = socket.create_connection(("127.0.0.1", 3128))
+PIPELINED = CLIENT + """
+s = conn()
 s.sendall(b"POST http://allowed.test:%d/one HTTP/1.1\\r\\nHost: allowed.test:%d\\r\\nContent-Length: 4\\r\\n\\r\\nbody"
           b"GET /second HTTP/1.1\\r\\nHost: forbidden.internal\\r\\n\\r\\n")
-data = b""
-while True:
-    b = s.recv(4096)
-    if not b:
-        break
-    data += b
-print(data.split(b"\\r\\n")[0].decode())
+print(answer(s).split(b"\\r\\n")[0].decode())
 """
 
 

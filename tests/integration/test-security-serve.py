@@ -191,12 +191,7 @@ def plain_get(port, target, headers=""):
     s = socket.create_connection(("127.0.0.1", port))
     s.settimeout(30)
     s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s\r\n" % (target, headers)).encode())
-    buf = b""
-    while b"\r\n" not in buf:
-        more = s.recv(4096)
-        if not more:
-            break
-        buf += more
+    buf = client_util.recv_until(s, b"\r\n")
     s.close()
     return int(buf.split(b" ", 2)[1]) if buf.startswith(b"HTTP/1.1 ") else 0
 
@@ -565,20 +560,11 @@ def raw_upgrade(srv, source="127.0.0.1"):
     s.sendall(("GET /?token=%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
                % srv.token).encode())
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        more = s.recv(4096)
-        if not more:
-            break
-        buf += more
+    buf = client_util.recv_until(s, b"\r\n\r\n")
     head, _, body = buf.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
     if status != 101:
-        while True:
-            more = s.recv(4096)
-            if not more:
-                break
-            body += more
+        body += client_util.recv_until(s)
     s.close()
     return status, body.decode(errors="replace")
 

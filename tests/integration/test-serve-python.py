@@ -171,9 +171,7 @@ def t_utf8_sync(env):
     s.sendall(("GET /%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % (env.query, key)).encode())
     s.settimeout(30)
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        buf += s.recv(4096)
+    buf = client_util.recv_until(s, b"\r\n\r\n", "the handshake's answer")
     assert buf.startswith(b"HTTP/1.1 101"), buf
 
     def frame(opcode, data):
@@ -256,11 +254,7 @@ def t_abrupt_sync(env):
         s = socket.create_connection(("127.0.0.1", port))
         s.sendall(upgrade)
         s.settimeout(30)
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            more = s.recv(4096)
-            assert more, "closed during the handshake"
-            buf += more
+        buf = client_util.recv_until(s, b"\r\n\r\n", "the end of the handshake")
         assert buf.startswith(b"HTTP/1.1 101"), buf
         s.sendall(frame(b'{"id":1,"method":"initialize","params":{"clientName":"abrupt"}}'))
         s.sendall(frame(b'{"method":"initialized","params":{}}'))
@@ -322,11 +316,7 @@ def t_abrupt_sync(env):
     assert busy <= 30, "the server used %d ticks of CPU in a second with no client" % busy
     s = upgraded()  # and it still answers
     s.sendall(call)
-    buf = b""
-    while b"dataBase64" not in buf:
-        more = s.recv(65536)
-        assert more, "no answer after the abrupt clients"
-        buf += more
+    client_util.recv_until(s, b"dataBase64", "an answer after the abrupt clients")
     s.close()
 
 
@@ -889,12 +879,7 @@ def t_eof_sync(env):
         s.sendall((text + "\n").encode())
         s.shutdown(socket.SHUT_WR)
         s.settimeout(60)
-        buf = b""
-        while True:
-            more = s.recv(65536)
-            if not more:
-                break
-            buf += more
+        buf = client_util.recv_until(s)
         s.close()
         ids = [json.loads(line)["id"] for line in buf.decode().splitlines()]
         assert ids == list(range(1, 102)), "unix: answers to %s of ids 1..101 before the client's EOF" % ids
