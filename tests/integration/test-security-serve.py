@@ -37,6 +37,7 @@ the same server by hand.
 """
 import asyncio
 import base64
+import contextlib
 import glob
 import json
 import os
@@ -71,12 +72,16 @@ class Server:
 
     last_command = None
 
-    def __init__(self, tmp, *args, listen="ws://127.0.0.1:0", nofile=None, prepare=None):
-        """NOFILE: the server's RLIMIT_NOFILE, soft and hard.  PREPARE: called
-        with the workspace before the server starts."""
+    def __init__(self, tmp, *args, listen="ws://127.0.0.1:0", nofile=None, files=None, prepare=None):
+        """NOFILE: the server's RLIMIT_NOFILE, soft and hard.  FILES: {name:
+        text} written in the workspace, and PREPARE: called with the
+        workspace, before the server starts."""
         self.dir = tempfile.mkdtemp(prefix="srv-", dir=tmp)
         self.ws = os.path.join(self.dir, "ws")
         os.mkdir(self.ws)
+        for name, text in (files or {}).items():
+            with open(os.path.join(self.ws, name), "w") as f:
+                f.write(text)
         if prepare is not None:
             prepare(self.ws)
         self.env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
@@ -386,6 +391,20 @@ async def start_client(srv, name, **kw):
     r = ok(await c.handshake(name=name))
     c.run_dir = r["environmentInfo"]["runDir"]
     return c
+
+
+@contextlib.asynccontextmanager
+async def served(tmp, name, *args, **kw):
+    """A Server(TMP, *ARGS, **KW) and its client NAME for the block: the
+    client is closed when the block ends, the server stopped even when it
+    fails."""
+    srv = Server(tmp, *args, **kw)
+    try:
+        c = await start_client(srv, name)
+        yield srv, c
+        await c.close()
+    finally:
+        srv.stop()
 
 
 async def t_resume_takeover(tmp):
@@ -778,10 +797,8 @@ async def t_descriptor_share(tmp):
         os.mkdir(os.path.join(ws, "many"))
         for i in range(HOLD_FILES):
             open(os.path.join(ws, "many", "f%05d" % i), "w").close()
-        with open(os.path.join(ws, "hello.txt"), "w") as f:
-            f.write("hello\n")
 
-    srv = Server(tmp, nofile=2000, prepare=prepare)
+    srv = Server(tmp, nofile=2000, files={"hello.txt": "hello\n"}, prepare=prepare)
     try:
         greedy = {"a": await start_client(srv, "a")}
         for who, source in (("c", "127.0.0.3"), ("d", "127.0.0.4")):
@@ -829,12 +846,7 @@ async def t_floors_taken(tmp):
     load its libraries; one ended, the next starts."""
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         return "skip"
-
-    def prepare(ws):
-        with open(os.path.join(ws, "hello.txt"), "w") as f:
-            f.write("hello\n")
-
-    srv = Server(tmp, nofile=2000, prepare=prepare)
+    srv = Server(tmp, nofile=2000, files={"hello.txt": "hello\n"})
     try:
         a = await start_client(srv, "a")
         b = await start_client(srv, "b", source="127.0.0.2")

@@ -79,14 +79,7 @@ async def t_sessions_isolated(tmp):
 async def t_narrower_does_not_share(tmp):
     if not share.can_run():
         return "skip"
-
-    def prepare(ws):
-        with open(os.path.join(ws, "secret.txt"), "w") as f:
-            f.write("secret\n")
-
-    srv = serve.Server(tmp, prepare=prepare)
-    try:
-        c = await serve.start_client(srv, "narrow")
+    async with serve.served(tmp, "narrow", files={"secret.txt": "secret\n"}) as (srv, c):
         secret = os.path.join(srv.ws, "secret.txt")
         # the wide one reads it, and keeps it open while the narrow one runs
         p = share.sh(srv, "wide", "stat -c %%d / > /tmp/wide.dev; cat %s; exec 3< %s; read w; cat <&3" %
@@ -106,18 +99,13 @@ async def t_narrower_does_not_share(tmp):
         assert code == 0 and out == "secret\nsecret\n", (code, out)
         denied = [x for x in serve.log_records(srv, c) if x.get("path") == secret and x["decision"] == "deny"]
         assert denied and all(x.get("process") == "narrow" for x in denied), denied
-        await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_thread_attributed(tmp):
     if not share.can_run():
         return "skip"
     assert not os.path.exists("/etc/thread-refused")
-    srv = serve.Server(tmp)
-    try:
-        c = await serve.start_client(srv, "thread")
+    async with serve.served(tmp, "thread") as (srv, c):
         out, code = await share.run(c, srv, "m", "true")
         assert code == 0, (code, out)
         p = serve.start_params(srv, "t", ["/usr/bin/python3", "-c", rs.THREAD_PROBE])
@@ -128,9 +116,6 @@ async def t_thread_attributed(tmp):
         mine = [x for x in serve.log_records(srv, c) if x.get("path") == "/etc/thread-refused"]
         assert r["sandboxDenied"] is True, (r, mine)
         assert mine and all(x.get("process") == "t" for x in mine), mine
-        await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_unattributed_share(tmp):

@@ -82,14 +82,10 @@ async def t_attribution(tmp):
         return "skip"
 
     def prepare(ws):
-        for name in ("a.txt", "b.txt", "held.txt"):
-            with open(os.path.join(ws, name), "w") as f:
-                f.write(name + "\n")
         os.mkdir(os.path.join(ws, "ro"))
 
-    srv = serve.Server(tmp, prepare=prepare)
-    try:
-        c = await serve.start_client(srv, "share")
+    files = {name: name + "\n" for name in ("a.txt", "b.txt", "held.txt")}
+    async with serve.served(tmp, "share", files=files, prepare=prepare) as (srv, c):
         ok(await c.call("log/subscribe", {"filter": {"process": "p1"}}))
         ws = srv.ws
         # Both wait for each other through the /tmp they share, so that
@@ -148,17 +144,12 @@ async def t_attribution(tmp):
                 if m["params"].get("path") == ws + "/made-by-p1":
                     break
         assert seen and all(x.get("process") == "p1" for x in seen), seen[:3]
-        await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_persistence(tmp):
     if not can_run():
         return "skip"
-    srv = serve.Server(tmp)
-    try:
-        c = await serve.start_client(srv, "persist")
+    async with serve.served(tmp, "persist") as (srv, c):
         out, code = await run(c, srv, "w", "echo kept > /tmp/note && echo home > $HOME/note && echo ok")
         assert code == 0 and out == "ok\n", (code, out)
         out, code = await run(c, srv, "r", "cat /tmp/note $HOME/note")
@@ -168,22 +159,12 @@ async def t_persistence(tmp):
         ok(await c.call("fs/writeFile", {"path": "/tmp/from-api", "dataBase64": base64.b64encode(b"api\n").decode()}))
         out, code = await run(c, srv, "r2", "cat /tmp/from-api")
         assert code == 0 and out == "api\n", (code, out)
-        await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_survives_sigkill(tmp):
     if not can_run():
         return "skip"
-
-    def prepare(ws):
-        with open(os.path.join(ws, "in.txt"), "w") as f:
-            f.write("in\n")
-
-    srv = serve.Server(tmp, prepare=prepare)
-    try:
-        c = await serve.start_client(srv, "kill")
+    async with serve.served(tmp, "kill", files={"in.txt": "in\n"}) as (srv, c):
         ws = srv.ws
         ok(await c.call("process/start", sh(srv, "victim", "stat -c %d / > /tmp/victim.dev; echo up; sleep 600")))
         out, _ = await output(c, "victim", b"up")
@@ -206,17 +187,12 @@ async def t_survives_sigkill(tmp):
         out, code = await run(c, srv, "later", "stat -c %d /; cat /tmp/victim.dev /tmp/survivor.dev")
         devs = out.split()
         assert code == 0 and len(devs) == 3 and len(set(devs)) == 1, (code, out)
-        await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_view_bounds(tmp):
     if not can_run():
         return "skip"
-    srv = serve.Server(tmp)
-    try:
-        c = await serve.start_client(srv, "bounds")
+    async with serve.served(tmp, "bounds") as (srv, c):
         n = 8  # FB_RPC_SESSION_VIEWS_MAX
         for i in range(n):
             ok(await c.call("process/start", sh(srv, "v%d" % i, "echo up; sleep 600", narrowed("/nope%d" % i))))
@@ -236,9 +212,6 @@ async def t_view_bounds(tmp):
         for i in range(1, n):
             ok(await c.call("process/terminate", {"processId": "v%d" % i}))
             await output(c, "v%d" % i)
-        await c.close()
-    finally:
-        srv.stop()
 
 
 if __name__ == "__main__":
