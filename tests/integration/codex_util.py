@@ -220,6 +220,21 @@ def run_codex_exec(codex, cwd, env, prompt, timeout=300):
     return p.returncode, json_events(p.stdout), p.stderr
 
 
+def agent_messages(events):
+    """The texts of the agent's messages among codex exec's --json EVENTS."""
+    return [e["item"]["text"] for e in events
+            if e.get("type") == "item.completed" and e.get("item", {}).get("type") == "agent_message"]
+
+
+def host_text(path):
+    """PATH's text as the host has it, or the error reading it gave."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        return repr(e)
+
+
 def json_events(text):
     """The JSON lines of `codex exec --json`'s output (others skipped)."""
     events = []

@@ -95,8 +95,7 @@ def main():
         check(rc == 0, "codex exec exited %d; stderr:\n%s" % (rc, stderr[-4000:]))
         check("No usable execution environment" not in stderr + json.dumps(outs),
               "Codex found no usable execution environment (the handshake failed)")
-        messages = [e["item"]["text"] for e in events
-                    if e.get("type") == "item.completed" and e.get("item", {}).get("type") == "agent_message"]
+        messages = cu.agent_messages(events)
         check(messages and messages[-1] == "all done", "the agent did not finish: %s" % messages)
 
         def out(call_id):
@@ -110,11 +109,7 @@ def main():
         # 2. The patch lands on the host.
         o = out("p-add")
         check("Success" in o and "notes.txt" in o, "p-add: %r" % o)
-        try:
-            with open(os.path.join(ws, "notes.txt")) as f:
-                content = f.read()
-        except OSError as e:
-            content = repr(e)
+        content = cu.host_text(os.path.join(ws, "notes.txt"))
         check(content == "written by apply_patch\n", "notes.txt on the host: %r" % content)
         # 3. The next command reads it back.
         o = out("c-cat")

@@ -78,17 +78,12 @@ def main():
                 failures.append(what)
 
         check(p.returncode == 0, "fusebox run -- codex exec exited %d; stderr:\n%s" % (p.returncode, p.stderr[-4000:]))
-        messages = [e["item"]["text"] for e in events
-                    if e.get("type") == "item.completed" and e.get("item", {}).get("type") == "agent_message"]
+        messages = cu.agent_messages(events)
         check(messages and messages[-1] == "all done", "the agent did not finish: %s" % messages)
         # 1. The workspace holds what the agent's command wrote.
         o = outs.get("c-write", "")
         check("made by the agent" in o, "c-write: %r" % o)
-        try:
-            with open(os.path.join(ws, "made.txt")) as f:
-                content = f.read()
-        except OSError as e:
-            content = repr(e)
+        content = cu.host_text(os.path.join(ws, "made.txt"))
         check(content == "made by the agent\n", "made.txt on the host: %r" % content)
         # 2. The name not on the list: refused, with the why.
         o = outs.get("c-curl", "")
