@@ -15,19 +15,23 @@
 
 #include "tests/lib/test-run.h"
 
-/* Read the "pid:[...]" and "mnt:[...]" lines the command prints first. */
-static void
-read_namespaces (int fd, char **ret_pid_ns, char **ret_mnt_ns)
+/* `fusebox run` of SCRIPT in the background, after the script printed
+ * its pid and mount namespaces ("pid:[...]", "mnt:[...]"): the
+ * supervisor's pid. */
+static pid_t
+start_in_namespaces (RFx *fx, int *ret_out, const char *script, char **ret_pid_ns, char **ret_mnt_ns)
 {
-  *ret_pid_ns = test_read_line (fd, 10000);
-  *ret_mnt_ns = test_read_line (fd, 10000);
+  g_autofree char *command = g_strconcat ("readlink /proc/self/ns/pid; readlink /proc/self/ns/mnt; ", script, NULL);
+  pid_t sup = rfx_start (fx, ret_out, "--", "/bin/sh", "-c", command, NULL);
+
+  *ret_pid_ns = test_read_line (*ret_out, 10000);
+  *ret_mnt_ns = test_read_line (*ret_out, 10000);
   if (*ret_pid_ns == NULL || *ret_mnt_ns == NULL || !g_str_has_prefix (*ret_pid_ns, "pid:[") ||
       !g_str_has_prefix (*ret_mnt_ns, "mnt:["))
     fail_msg ("the sandbox did not report its namespaces (got '%s', '%s')", *ret_pid_ns ? *ret_pid_ns : "",
               *ret_mnt_ns ? *ret_mnt_ns : "");
+  return sup;
 }
-
-#define PRINT_NS "readlink /proc/self/ns/pid; readlink /proc/self/ns/mnt; "
 
 static void
 test_sigkill_leaves_nothing (void **state)
@@ -36,8 +40,7 @@ test_sigkill_leaves_nothing (void **state)
   int out;
   g_autofree char *pid_ns = NULL, *mnt_ns = NULL;
 
-  pid_t sup = rfx_start (fx, &out, "--", "/bin/sh", "-c", PRINT_NS "echo ready; exec sleep 1000", NULL);
-  read_namespaces (out, &pid_ns, &mnt_ns);
+  pid_t sup = start_in_namespaces (fx, &out, "echo ready; exec sleep 1000", &pid_ns, &mnt_ns);
   g_autofree char *ready = test_read_line (out, 10000);
   assert_string_equal (ready, "ready");
   assert_true (test_ns_has_processes ("pid", pid_ns));
@@ -71,8 +74,7 @@ test_daemon_ends_with_the_run (void **state)
   g_autofree char *pid_ns = NULL, *mnt_ns = NULL;
 
   /* the daemon keeps stdout open: the run must end anyway */
-  pid_t sup = rfx_start (fx, &out, "--", "/bin/sh", "-c", PRINT_NS "sleep 1000 & exit 0", NULL);
-  read_namespaces (out, &pid_ns, &mnt_ns);
+  pid_t sup = start_in_namespaces (fx, &out, "sleep 1000 & exit 0", &pid_ns, &mnt_ns);
   int status = rfx_wait (fx, sup, 10000);
   if (status < 0)
     fail_msg ("fusebox run did not end after its command exited (a daemon kept it alive)");

@@ -320,19 +320,27 @@ assert_sandbox_mount_goes (const SandboxMount *m, const char *who)
     fail_msg ("the view of %s (FUSE device %s) is still mounted somewhere after its SIGKILL", who, m->dev);
 }
 
+/* A command that reads T/ws/f ("hello") and lists T/ws through the view,
+ * says "ready" and sleeps; the file made. */
+static char *
+ready_script (RFx *fx)
+{
+  g_autofree char *file = g_build_filename (fx->ws, "f", NULL);
+
+  test_write (file, "hello\n", 0644);
+  return g_strdup_printf ("cat %s && ls %s >/dev/null && echo ready && exec sleep 600", file, fx->ws);
+}
+
 static void
 test_run_sigkill (void **state)
 {
   RFX_BEGIN (state);
   g_auto (SandboxMount) m = { 0 };
-  g_autofree char *file = g_build_filename (fx->ws, "f", NULL);
-  g_autofree char *script =
-    g_strdup_printf ("cat %s && ls %s >/dev/null && echo ready && exec sleep 600", file, fx->ws);
+  g_autofree char *script = ready_script (fx);
   g_autofree char *line = NULL;
   int out_fd = -1;
   pid_t pid;
 
-  test_write (file, "hello\n", 0644);
   pid = rfx_start (fx, &out_fd, "--", "/bin/sh", "-c", script, NULL);
   line = test_read_line (out_fd, GONE_WAIT_MS);
   assert_non_null (line);
@@ -355,36 +363,20 @@ test_serve_sigkill (void **state)
 {
   RFX_BEGIN (state);
   g_auto (SandboxMount) m = { 0 };
-  g_autofree char *file = g_build_filename (fx->ws, "f", NULL);
-  g_autofree char *script =
-    g_strdup_printf ("cat %s && ls %s >/dev/null && echo ready && exec sleep 600", file, fx->ws);
-  g_autoptr (JsonNode) start = NULL;
-  g_autoptr (JsonNode) out = NULL;
-  g_autofree char *qws = NULL;
-  g_autofree char *qscript = NULL;
-  g_autofree char *params = NULL;
+  g_autofree char *script = ready_script (fx);
+  g_autofree char *qscript = test_json_quote (script);
+  g_autofree char *argv_json = g_strdup_printf ("[\"/bin/sh\",\"-c\",%s]", qscript);
   const char *args[] = { "--workspace", fx->ws, NULL };
   TestServer *server;
   TestClient *client;
   int status;
 
-  test_write (file, "hello\n", 0644);
   server = test_server_start (fx->tmp, args);
   assert_true (g_str_has_prefix (server->url, "ws://"));
   rfx_keep_pid (fx, server->pid);
   client = test_client_connect (server->url);
   assert_true (test_client_handshake (client, NULL));
-  {
-    g_autoptr (JsonNode) a = json_node_init_string (json_node_alloc (), fx->ws);
-    g_autoptr (JsonNode) b = json_node_init_string (json_node_alloc (), script);
-    qws = json_to_string (a, FALSE);
-    qscript = json_to_string (b, FALSE);
-  }
-  params = g_strdup_printf ("{\"processId\":\"p\",\"argv\":[\"/bin/sh\",\"-c\",%s],\"cwd\":%s,"
-                            "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
-                            qscript, qws);
-  start = test_client_call (client, "process/start", params);
-  assert_non_null (test_answer_result (start));
+  test_process_start (client, "p", argv_json, fx->ws, false);
   /* "hello\nready\n", in one chunk or two */
   {
     g_autoptr (GString) got = g_string_new (NULL);
@@ -425,13 +417,13 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_mount_sigkill, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_mount_foreground_sigkill, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_mount_sigkill_with_watcher, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_mount_sigkill_with_fusermount, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_mount_group_sigkill, mfx_setup, mfx_teardown),
-    cmocka_unit_test_setup_teardown (test_run_sigkill, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_serve_sigkill, rfx_setup, rfx_teardown),
+    MFX_TEST (test_mount_sigkill),
+    MFX_TEST (test_mount_foreground_sigkill),
+    MFX_TEST (test_mount_sigkill_with_watcher),
+    MFX_TEST (test_mount_sigkill_with_fusermount),
+    MFX_TEST (test_mount_group_sigkill),
+    RFX_TEST (test_run_sigkill),
+    RFX_TEST (test_serve_sigkill),
   };
 
   test_filter_tests (argv[0]);
