@@ -226,10 +226,8 @@ static char *
 serve_probe (RFx *fx, TestServer *server, TestClient *client, const char *id, const char *sandbox)
 {
   g_autofree char *self = test_self ();
-  g_autoptr (JsonNode) qself = json_node_init_string (json_node_alloc (), self);
-  g_autoptr (JsonNode) qws = json_node_init_string (json_node_alloc (), fx->ws);
-  g_autofree char *sself = json_to_string (qself, FALSE);
-  g_autofree char *sws = json_to_string (qws, FALSE);
+  g_autofree char *sself = test_json_quote (self);
+  g_autofree char *sws = test_json_quote (fx->ws);
   g_autofree char *params =
     g_strdup_printf ("{\"processId\":\"%s\",\"argv\":[%s,\"--probe\"],\"cwd\":%s,"
                      "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false%s%s}",

@@ -255,10 +255,8 @@ test_serve_log_out_of_reach (void **state)
   g_autofree char *after = NULL;
   g_autofree char *script = NULL;
   g_autofree char *qscript = NULL;
-  g_autofree char *qws = NULL;
   g_autofree char *qlog = NULL;
-  g_autofree char *params = NULL;
-  g_autoptr (JsonNode) start = NULL;
+  g_autofree char *argv_json = NULL;
   g_autofree char *read_params = NULL;
   g_autofree char *write_params = NULL;
   g_autoptr (JsonNode) read = NULL;
@@ -274,21 +272,13 @@ test_serve_log_out_of_reach (void **state)
   {
     g_autofree char *p1 = probe_script (log);
     g_autofree char *p2 = probe_script (client->run_dir);
-    g_autoptr (JsonNode) a = NULL, b = NULL, c = NULL;
     script = g_strdup_printf ("%s; %s", p1, p2);
-    a = json_node_init_string (json_node_alloc (), script);
-    b = json_node_init_string (json_node_alloc (), fx->ws);
-    c = json_node_init_string (json_node_alloc (), log);
-    qscript = json_to_string (a, FALSE);
-    qws = json_to_string (b, FALSE);
-    qlog = json_to_string (c, FALSE);
+    qscript = test_json_quote (script);
+    qlog = test_json_quote (log);
   }
-  params = g_strdup_printf ("{\"processId\":\"p\",\"argv\":[\"/bin/sh\",\"-c\",%s],\"cwd\":%s,"
-                            "\"env\":{\"PATH\":\"/usr/bin:/bin\"},\"tty\":false}",
-                            qscript, qws);
+  argv_json = g_strdup_printf ("[\"/bin/sh\",\"-c\",%s]", qscript);
   before = test_read_file (log);
-  start = test_client_call (client, "process/start", params);
-  assert_non_null (test_answer_result (start));
+  test_process_start (client, "p", argv_json, fx->ws, false);
   for (;;)
     {
       g_autoptr (JsonNode) n = test_client_note (client, "process/output", "p");
