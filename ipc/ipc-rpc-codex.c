@@ -1084,22 +1084,6 @@ parse_context (Translation *t, JsonNode *sandbox, GError **error)
   return translate_permissions (t, permissions, &permissions_jp, error);
 }
 
-/* Our policy format expands "${NAME}" in paths and globs and reads "$$" as
- * one "$"; Codex has no variables, so every "$" it sends is literal. */
-static char *
-escape_dollars (const char *text)
-{
-  GString *out = g_string_sized_new (strlen (text) + 8);
-
-  for (const char *p = text; *p != '\0'; p++)
-    {
-      if (*p == '$')
-        g_string_append_c (out, '$');
-      g_string_append_c (out, *p);
-    }
-  return g_string_free (out, FALSE);
-}
-
 /* ---- output ---- */
 
 static JsonNode *
@@ -1130,7 +1114,7 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
         {
           Rule *r = rules->pdata[i];
           json_builder_begin_object (b);
-          g_autofree char *path = escape_dollars (r->path);
+          g_autofree char *path = fb_policy_vars_escape (r->path);
           json_builder_set_member_name (b, "path");
           json_builder_add_string_value (b, path);
           json_builder_set_member_name (b, "access");
@@ -1144,7 +1128,7 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
     {
       Glob *g = t->globs->pdata[i];
       json_builder_begin_object (b);
-      g_autofree char *pattern = escape_dollars (g->pattern);
+      g_autofree char *pattern = fb_policy_vars_escape (g->pattern);
       json_builder_set_member_name (b, "glob");
       json_builder_add_string_value (b, pattern);
       json_builder_set_member_name (b, "access");

@@ -107,8 +107,6 @@ typedef enum
 /* Expand ${WORKSPACE} ${HOME} ${CWD} ${RUN} and "$$".  NULL with a message
  * (without position) when a variable is unknown or unavailable. */
 char *fb_policy_vars_expand (const char *text, const FbPolicyVars *vars, FbExpandMode mode, char **ret_message);
-/* "$" doubled, so that fb_policy_vars_expand gives TEXT back. */
-char *fb_policy_vars_escape (const char *text);
 
 /* ---- Globs (policy-glob.c) ---------------------------------------------- */
 

@@ -145,6 +145,9 @@ typedef struct
 } FbPolicyVarsStorage;
 void fb_policy_vars_init_from_env (FbPolicyVarsStorage *storage, const char *workspace, const char *run);
 void fb_policy_vars_clear (FbPolicyVarsStorage *storage);
+/* TEXT for a policy's path, glob or source: "$" doubled, so that expanding
+ * the variables gives TEXT back (a literal "$" from elsewhere, e.g. Codex). */
+char *fb_policy_vars_escape (const char *text);
 
 typedef enum
 {
