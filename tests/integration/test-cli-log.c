@@ -65,18 +65,16 @@ environ_shown (const char *state_home)
 static void
 run_fusebox (TestCmd *r, int status, const char *state_home, ...)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GPtrArray) argv = NULL;
   g_auto (GStrv) envp = test_environ (state_home);
   g_autofree char *shown = environ_shown (state_home);
+  const char *first;
   va_list ap;
-  const char *a;
 
-  g_ptr_array_add (argv, (char *)test_bin ());
   va_start (ap, state_home);
-  while ((a = va_arg (ap, const char *)) != NULL)
-    g_ptr_array_add (argv, (char *)a);
+  first = va_arg (ap, const char *);
+  argv = test_fusebox_argv_va (first, ap);
   va_end (ap);
-  g_ptr_array_add (argv, NULL);
   test_cmd_run (r, NULL, envp, shown, (char **)argv->pdata);
   if (r->status != status)
     fail_msg ("exit %d, expected %d\n  replay: %s\n  stderr: %s", r->status, status, r->command, r->err);

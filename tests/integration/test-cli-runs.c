@@ -36,17 +36,14 @@ server_sock (MFx *fx)
 static int
 fusebox (MFx *fx, char **ret_out, char **ret_err, const char *first, ...)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GPtrArray) argv = NULL;
   g_auto (TestCmd) cmd = { 0 };
   g_autofree char *env_shown = g_strdup_printf ("XDG_STATE_HOME=%s", fx->state_dir);
   va_list ap;
 
-  g_ptr_array_add (argv, (char *)test_bin ());
   va_start (ap, first);
-  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (char *)a);
+  argv = test_fusebox_argv_va (first, ap);
   va_end (ap);
-  g_ptr_array_add (argv, NULL);
   test_cmd_run (&cmd, fx->tmp, NULL, env_shown, (char **)argv->pdata);
   g_free (fx->mount_args);
   fx->mount_args = g_steal_pointer (&cmd.command);

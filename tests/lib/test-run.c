@@ -244,15 +244,12 @@ rfx_run (RFx *fx, RfxResult *ret, const char *first, ...)
 void
 rfx_fusebox (RFx *fx, RfxResult *ret, const char *first, ...)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GPtrArray) argv = NULL;
   va_list ap;
 
-  g_ptr_array_add (argv, (char *)test_bin ());
   va_start (ap, first);
-  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
-    g_ptr_array_add (argv, (char *)a);
+  argv = test_fusebox_argv_va (first, ap);
   va_end (ap);
-  g_ptr_array_add (argv, NULL);
   rfx_run_argv (fx, ret, (char **)argv->pdata);
 }
 

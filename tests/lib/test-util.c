@@ -319,6 +319,18 @@ test_count_fds (pid_t pid)
   return test_count_entries (path);
 }
 
+GPtrArray *
+test_fusebox_argv_va (const char *first, va_list ap)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+
+  g_ptr_array_add (argv, (char *)test_bin ());
+  for (const char *a = first; a != NULL; a = va_arg (ap, const char *))
+    g_ptr_array_add (argv, (char *)a);
+  g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
 GArray *
 test_proc_children (pid_t pid)
 {

@@ -100,6 +100,10 @@ guint test_count_entries (const char *path);
 
 /* ---- processes ---- */
 
+/* test_bin () and the arguments FIRST... up to NULL, as a NULL-terminated
+ * argv (the strings are not copied). */
+GPtrArray *test_fusebox_argv_va (const char *first, va_list ap);
+
 /* Run ARGV (searched in PATH) to completion; stdout and stderr kept when
  * asked for.  Returns the exit status, 128+N for a signal. */
 int test_run_cmd (const char *const *argv, char **ret_out, char **ret_err);
