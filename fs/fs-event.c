@@ -1,6 +1,6 @@
 /* fusebox — the access event's vocabulary: one table per enum (operations,
- * decisions, levels), as written in the access log; every per-value fact
- * derives from them. */
+ * accesses, decisions, levels), as written in the access log; every
+ * per-value fact derives from them. */
 #include "fs/fs-event.h"
 #include "policy/util.h"
 
@@ -45,6 +45,18 @@ const FbOpInfo fb_op_table[FB_OP_N] = {
   [FB_OP_DISCONNECT] = { "disconnect", FB_OP_EFFECT_CONNECT },
 };
 
+const FbAccessInfo fb_access_table[FB_ACCESS_N] = {
+  [FB_ACCESS_STAT] = { .name = "stat" },           /* a lookup, the attributes, statfs */
+  [FB_ACCESS_READ] = { .name = "read" },           /* a read-only open, readlink, attribute reads */
+  [FB_ACCESS_WRITE] = { .name = "write" },         /* a write-only or truncating open, changed attributes, a rename */
+  [FB_ACCESS_READWRITE] = { .name = "readwrite" }, /* an open for reading and writing */
+  [FB_ACCESS_EXEC] = { .name = "exec" },           /* an open for execve() */
+  [FB_ACCESS_LIST] = { .name = "list" },           /* a listing */
+  [FB_ACCESS_CREATE] = { .name = "create" },       /* a name made: create, mkdir, mknod, symlink, link */
+  [FB_ACCESS_DELETE] = { .name = "delete" },       /* a name removed: unlink, rmdir */
+  [FB_ACCESS_CONNECT] = { .name = "connect" },     /* a connection through the network proxy */
+};
+
 const FbDecisionInfo fb_decision_table[FB_DECISION_N] = {
   [FB_DECISION_ALLOW] = { .name = "allow" },
   [FB_DECISION_DENY] = { .name = "deny", .err = EACCES, .refusal = true, .told = true },
@@ -65,6 +77,8 @@ fb_decision_name_is_refusal (const char *name)
 }
 
 FB_DEFINE_STRING_TABLE (fb_op, FbOp, fb_op_table, FB_OP_N)
+
+FB_DEFINE_STRING_TABLE (fb_access, FbAccess, fb_access_table, FB_ACCESS_N)
 
 FbLogLevel
 fb_op_level (FbOp op)

@@ -97,6 +97,32 @@ bool fb_op_from_string (const char *s, FbOp *ret_op);
 /* The least level at which an allowed OP is logged (a refusal always is). */
 FbLogLevel fb_op_level (FbOp op);
 
+/* What an access asked for, each with one row of fb_access_table
+ * (fs-event.c): the log's "access", and which operations ask it. */
+typedef enum
+{
+  FB_ACCESS_STAT,
+  FB_ACCESS_READ,
+  FB_ACCESS_WRITE,
+  FB_ACCESS_READWRITE,
+  FB_ACCESS_EXEC,
+  FB_ACCESS_LIST,
+  FB_ACCESS_CREATE,
+  FB_ACCESS_DELETE,
+  FB_ACCESS_CONNECT,
+} FbAccess;
+#define FB_ACCESS_N (FB_ACCESS_CONNECT + 1) /* one past the last value */
+
+typedef struct
+{
+  const char *name; /* the log's and the remote API's "access" */
+} FbAccessInfo;
+
+extern const FbAccessInfo fb_access_table[FB_ACCESS_N];
+
+const char *fb_access_to_string (FbAccess access);
+bool fb_access_from_string (const char *s, FbAccess *ret_access);
+
 /* What the view made of an access.  Every per-decision fact is a column of
  * fb_decision_table (fs-event.c): code asks the table, so that a new
  * decision is an enum value and a row. */
@@ -154,7 +180,7 @@ typedef struct
   FbOp op;
   const char *path;   /* view path */
   const char *target; /* second view path for rename/link/symlink, else NULL */
-  const char *access; /* what was asked: "read", "write", "create", "delete", "list", "stat", "exec", "readwrite" */
+  const char *access; /* what was asked: fb_access_to_string() of an FbAccess */
   FbDecision decision;
   int err;                  /* errno returned to the caller, 0 on success */
   const FbPolicyRule *rule; /* the deciding rule (never NULL for decided accesses) */

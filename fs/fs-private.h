@@ -171,7 +171,7 @@ struct FbViewFile
   bool is_dir;
   bool can_read;
   bool can_write;
-  const char *access; /* "read", "write", "readwrite", "exec", "list" */
+  FbAccess access; /* read, write, readwrite, exec; list for a directory */
   pid_t pid;
   uid_t uid;
   char *comm;
@@ -254,7 +254,7 @@ bool watch_children_decode (dev_t dev);
 /* fs-view-event.c: log OP (an allowed one only at its level or above,
  * fb_op_level; a refusal always) */
 void view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *target,
-                const char *access, FbDecision decision, int err, const FbPolicyRule *rule);
+                FbAccess access, FbDecision decision, int err, const FbPolicyRule *rule);
 void view_emit_close (FbView *view, FbViewFile *file);
 /* Refusals that are fusebox's own, whatever the policy (fs.h, Privilege):
  * logged as decision "deny" with one of these rules (kind
@@ -416,7 +416,7 @@ void view_fd_register (FbView *view);
 void view_fd_unregister (FbView *view);
 void node_fd_cached (FbViewNode *node);
 int node_fd_forget (FbViewNode *node);
-int view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *access,
+int view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, FbAccess access,
                      FbViewFdAccount **ret_account);
 void view_file_unclaim (FbView *view, FbViewFdAccount *account);
 void view_fd_pressure (void);
@@ -445,7 +445,7 @@ bool view_subtree_has_rules (FbView *view, const FbPolicyDecision *decision, con
  * TARGET) when the host reaches it only through another spelling; 0
  * otherwise, and when nothing is there. */
 int view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, FbOp op,
-                     const char *access, const char *path, const char *target);
+                     FbAccess access, const char *path, const char *target);
 /* Before renaming SRC (at SRC_PATH) onto NAME in DIR (PATH): -EACCES
  * (logged, VIEW_REFUSAL_FOLD_TAKEN) when NAME reaches another entry under
  * another spelling. */
@@ -476,7 +476,7 @@ void view_dir_child_stated (FbView *view, FbViewNode *dir);
 /* fs-view-io.c, shared with fs-view-dir.c */
 /* ACCOUNT: what FD was claimed on (view_file_claim), taken; NULL when none. */
 FbViewFile *view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account, int flags,
-                           const char *access, const FbViewCaller *caller);
+                           FbAccess access, const FbViewCaller *caller);
 void view_file_free (FbViewFile *file);
 /* True when NODE's host size and mtime are those seen last time (keep_cache);
  * records them. */

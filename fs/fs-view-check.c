@@ -233,7 +233,7 @@ create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
           (child_is_structural (view, pst, ci, name) || host_name_exists (parent, name)))
         return -EEXIST;
       view_emit (view, caller, op, target_path != NULL ? target_path : ci->path, target_path != NULL ? ci->path : NULL,
-                 "create", d, -r, rule);
+                 FB_ACCESS_CREATE, d, -r, rule);
       return r;
     }
   if (child_is_structural (view, pst, ci, name))
@@ -261,7 +261,7 @@ remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
         return -ENOENT;
       if (d == FB_DECISION_HIDE && !host_name_exists (parent, name))
         return -ENOENT;
-      view_emit (view, caller, op, ci->path, target_path, "delete", d, -r, rule);
+      view_emit (view, caller, op, ci->path, target_path, FB_ACCESS_DELETE, d, -r, rule);
       return r;
     }
   if (child_is_structural (view, pst, ci, name))

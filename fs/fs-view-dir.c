@@ -552,7 +552,7 @@ start_listing (FbView *view, const FbViewCaller *caller, FbViewNode *node, NodeS
   r = check_access (st, NEED_LIST, &d);
   if (r < 0)
     {
-      view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", d, -r, st->decision.rule);
+      view_emit (view, caller, FB_OP_READDIR, st->path, NULL, FB_ACCESS_LIST, d, -r, st->decision.rule);
       return r;
     }
   if (node->kind == NODE_HOST)
@@ -560,14 +560,15 @@ start_listing (FbView *view, const FbViewCaller *caller, FbViewNode *node, NodeS
       fd = dir_open (node);
       if (fd < 0)
         {
-          view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", FB_DECISION_ALLOW, -fd, st->decision.rule);
+          view_emit (view, caller, FB_OP_READDIR, st->path, NULL, FB_ACCESS_LIST, FB_DECISION_ALLOW, -fd,
+                     st->decision.rule);
           return fd;
         }
       /* whether the host folds names here, asked through this descriptor
        * before the first name is decided */
       view_dir_fold_listing (node, fd);
     }
-  view_emit (view, caller, FB_OP_READDIR, st->path, NULL, "list", FB_DECISION_ALLOW, 0, st->decision.rule);
+  view_emit (view, caller, FB_OP_READDIR, st->path, NULL, FB_ACCESS_LIST, FB_DECISION_ALLOW, 0, st->decision.rule);
   *ret_fd = fd;
   return 0;
 }
@@ -585,7 +586,7 @@ fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   if (ret_keep_cache != NULL)
     *ret_keep_cache = false;
   /* an open directory is held like an open file (fs-view-fd.c) */
-  r = node->kind == NODE_HOST ? view_file_claim (view, caller, FB_OP_READDIR, st->path, "list", &account) : 0;
+  r = node->kind == NODE_HOST ? view_file_claim (view, caller, FB_OP_READDIR, st->path, FB_ACCESS_LIST, &account) : 0;
   if (r == 0)
     {
       r = start_listing (view, caller, node, st, &fd);
@@ -594,7 +595,7 @@ fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
     }
   if (r < 0)
     return r;
-  dir = view_file_new (node, st, fd, account, O_RDONLY | O_DIRECTORY, "list", caller);
+  dir = view_file_new (node, st, fd, account, O_RDONLY | O_DIRECTORY, FB_ACCESS_LIST, caller);
   dir->is_dir = true;
   dir->can_write = false;
   if (is_assembled (node, st))

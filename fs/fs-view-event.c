@@ -177,7 +177,7 @@ view_refusal_rule (ViewRefusal refusal)
 }
 
 void
-view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *target, const char *access,
+view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *target, FbAccess access,
            FbDecision decision, int err, const FbPolicyRule *rule)
 {
   FbAccessEvent ev = { 0 };
@@ -193,7 +193,7 @@ view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, 
   ev.op = op;
   ev.path = path;
   ev.target = target;
-  ev.access = access;
+  ev.access = fb_access_to_string (access);
   ev.decision = decision;
   ev.err = err;
   ev.rule = rule;
@@ -218,7 +218,7 @@ view_emit_close (FbView *view, FbViewFile *file)
   ev.session = file->session;
   ev.op = FB_OP_CLOSE;
   ev.path = file->state->path;
-  ev.access = file->access;
+  ev.access = fb_access_to_string (file->access);
   ev.decision = FB_DECISION_ALLOW;
   ev.rule = file->state->decision.rule;
   ev.bytes_read = __atomic_load_n (&file->bytes_read, __ATOMIC_RELAXED);

@@ -800,7 +800,7 @@ session_account_idle_locked (FbViewFdAccount *a)
 }
 
 int
-view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *access,
+view_file_claim (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, FbAccess access,
                  FbViewFdAccount **ret_account)
 {
   g_autoptr (FbViewFdAccount) a = NULL;

@@ -289,8 +289,8 @@ spelt_as_listed (FbViewNode *dir, int dir_fd, const char *name)
 }
 
 int
-view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, FbOp op,
-                 const char *access, const char *path, const char *target)
+view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, const char *name, FbOp op, FbAccess access,
+                 const char *path, const char *target)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbViewNode *known;
@@ -334,7 +334,7 @@ view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *di
     return 0;
   if (spelt_as_listed (dir, fd, name))
     return 0;
-  view_emit (view, caller, FB_OP_RENAME, src_path, path, "create", FB_DECISION_DENY, EACCES,
+  view_emit (view, caller, FB_OP_RENAME, src_path, path, FB_ACCESS_CREATE, FB_DECISION_DENY, EACCES,
              view_refusal_rule (VIEW_REFUSAL_FOLD_TAKEN));
   return -EACCES;
 }

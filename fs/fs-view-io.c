@@ -23,7 +23,7 @@
 #define FB_OPEN_EXEC_HINT 040
 
 FbViewFile *
-view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account, int flags, const char *access,
+view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account, int flags, FbAccess access,
                const FbViewCaller *caller)
 {
   FbViewFile *file = g_new0 (FbViewFile, 1);
@@ -58,7 +58,7 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account
   /* The "close" record comes at release, when a short-lived opener may be
    * gone with its /proc entry: note its name now if it will be logged. */
   if (file->comm == NULL && file->pid > 0 && view->options.sink != NULL &&
-      (view->options.log_level >= FB_LOG_LEVEL_OPENS || file->can_write) && strcmp (access, "list") != 0)
+      (view->options.log_level >= FB_LOG_LEVEL_OPENS || file->can_write) && access != FB_ACCESS_LIST)
     {
       char comm[32];
       view_caller_comm (view, file->pid, comm, sizeof comm);
@@ -105,19 +105,19 @@ view_file_free (FbViewFile *file)
   g_free (file);
 }
 
-static const char *
+static FbAccess
 open_access (int flags)
 {
   if (flags & FB_OPEN_EXEC_HINT)
-    return "exec";
+    return FB_ACCESS_EXEC;
   switch (flags & O_ACCMODE)
     {
       case O_WRONLY:
-        return "write";
+        return FB_ACCESS_WRITE;
       case O_RDWR:
-        return "readwrite";
+        return FB_ACCESS_READWRITE;
       default:
-        return (flags & O_TRUNC) ? "write" : "read";
+        return (flags & O_TRUNC) ? FB_ACCESS_WRITE : FB_ACCESS_READ;
     }
 }
 
@@ -254,7 +254,7 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
               bool *ret_keep_cache)
 {
   g_autoptr (NodeState) st = node_get_state (node);
-  const char *access = open_access (flags);
+  FbAccess access = open_access (flags);
   bool wants_write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
   FbViewFdAccount *account = NULL;
   FbViewFile *file;
@@ -347,7 +347,8 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   if (r < 0)
     {
       if (r == -EEXIST)
-        view_emit (view, caller, FB_OP_CREATE, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
+        view_emit (view, caller, FB_OP_CREATE, ci.path, NULL, FB_ACCESS_CREATE, FB_DECISION_ALLOW, EEXIST,
+                   ci.decision.rule);
       return r;
     }
 
@@ -360,7 +361,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   mode = (mode & 07777 & ~(S_ISUID | S_ISGID)) & ~(umask_bits & 0777);
   pfd = node_fd_get (parent, &hold);
   /* claimed before the name is made: EMFILE makes nothing (fb_view_open) */
-  claim = pfd < 0 ? pfd : view_file_claim (view, caller, FB_OP_CREATE, ci.path, "create", &account);
+  claim = pfd < 0 ? pfd : view_file_claim (view, caller, FB_OP_CREATE, ci.path, FB_ACCESS_CREATE, &account);
   if (claim < 0 && pfd >= 0)
     return claim; /* logged as the refusal it is */
   creds_enter (view, caller, &creds);
@@ -389,7 +390,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
       path_fd = open (proc, O_PATH | O_CLOEXEC);
       r = path_fd < 0 ? -errno : node_from_host_fd (view, parent, name, &ci, path_fd, &node, &hst);
     }
-  view_emit (view, caller, FB_OP_CREATE, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, FB_OP_CREATE, ci.path, NULL, FB_ACCESS_CREATE, FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     {
       if (fd >= 0)

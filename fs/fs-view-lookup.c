@@ -267,7 +267,7 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
       /* a host tree deeper than the view decides (made outside fusebox):
        * reported, and not followed */
       g_autofree char *path = g_strconcat (pst->path, "/", name, NULL);
-      view_emit (view, caller, FB_OP_LOOKUP, path, NULL, "stat", FB_DECISION_DENY, ENAMETOOLONG,
+      view_emit (view, caller, FB_OP_LOOKUP, path, NULL, FB_ACCESS_STAT, FB_DECISION_DENY, ENAMETOOLONG,
                  view_refusal_rule (VIEW_REFUSAL_TOO_LONG));
     }
   if (r < 0)
@@ -278,7 +278,7 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
       /* Only what the host really holds is reported as refused. */
       if (decision != FB_DECISION_HIDE || host_name_exists (parent, name))
         {
-          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", decision, -r, pst->decision.rule);
+          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, decision, -r, pst->decision.rule);
           if (caller->ret_hidden != NULL)
             *caller->ret_hidden = true;
         }
@@ -288,7 +288,8 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     {
       if (host_name_exists (parent, name))
         {
-          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", FB_DECISION_HIDE, ENOENT, ci.decision.rule);
+          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, FB_DECISION_HIDE, ENOENT,
+                     ci.decision.rule);
           if (caller->ret_hidden != NULL)
             *caller->ret_hidden = true;
         }
@@ -297,18 +298,18 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   /* where the host folds names, only the spelling it lists is resolved */
   if (!child_is_structural (view, pst, &ci, name))
     {
-      r = view_fold_admit (view, caller, parent, name, FB_OP_LOOKUP, "stat", ci.path, NULL);
+      r = view_fold_admit (view, caller, parent, name, FB_OP_LOOKUP, FB_ACCESS_STAT, ci.path, NULL);
       if (r < 0)
         return r;
     }
   r = lookup_child (view, parent, pst, name, &ci, &node, ret_st);
   if (r == -ENOMEM)
-    view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", FB_DECISION_DENY, ENOMEM,
+    view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, FB_DECISION_DENY, ENOMEM,
                view_refusal_rule (VIEW_REFUSAL_NODES));
   /* a name probed and not found is a lookup too (level all): what a tool
    * looked for tells an auditor as much as what it found */
   if (r == 0 || r == -ENOENT)
-    view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, "stat", FB_DECISION_ALLOW, -r, ci.decision.rule);
+    view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
   if (!S_ISDIR (node->type))

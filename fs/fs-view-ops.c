@@ -40,7 +40,7 @@ fb_view_getattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, str
     r = node_stat (view, node, ret_st);
   if (r == 0)
     fb_view_stat_mask_dir (ret_st);
-  view_emit (view, caller, FB_OP_GETATTR, st->path, NULL, "stat", d, -r, st->decision.rule);
+  view_emit (view, caller, FB_OP_GETATTR, st->path, NULL, FB_ACCESS_STAT, d, -r, st->decision.rule);
   return r;
 }
 
@@ -224,7 +224,7 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   if (ret_st != NULL)
     r = node_stat (view, node, ret_st);
 out:
-  view_emit (view, caller, op, st->path, NULL, "write", d, -r, rule);
+  view_emit (view, caller, op, st->path, NULL, FB_ACCESS_WRITE, d, -r, rule);
   return r;
 }
 
@@ -262,7 +262,8 @@ fb_view_access (FbView *view, const FbViewCaller *caller, FbViewNode *node, int 
             r = -errno;
         }
     }
-  view_emit (view, caller, FB_OP_ACCESS, st->path, NULL, (mask & W_OK) ? "write" : "read", d, -r, st->decision.rule);
+  view_emit (view, caller, FB_OP_ACCESS, st->path, NULL, (mask & W_OK) ? FB_ACCESS_WRITE : FB_ACCESS_READ, d, -r,
+             st->decision.rule);
   return r;
 }
 
@@ -293,7 +294,7 @@ fb_view_readlink (FbView *view, const FbViewCaller *caller, FbViewNode *node, ch
       else
         buf[n] = '\0';
     }
-  view_emit (view, caller, FB_OP_READLINK, st->path, NULL, "read", d, -r, st->decision.rule);
+  view_emit (view, caller, FB_OP_READLINK, st->path, NULL, FB_ACCESS_READ, d, -r, st->decision.rule);
   if (r < 0)
     return r;
   *ret_text = g_steal_pointer (&buf);
@@ -322,7 +323,7 @@ fb_view_statfs (FbView *view, const FbViewCaller *caller, FbViewNode *node, stru
       if (fd < 0 || fstatvfs (fd, ret_st) < 0)
         r = fd < 0 ? -ENOSYS : -errno;
     }
-  view_emit (view, caller, FB_OP_STATFS, st->path, NULL, "stat", d, -r, st->decision.rule);
+  view_emit (view, caller, FB_OP_STATFS, st->path, NULL, FB_ACCESS_STAT, d, -r, st->decision.rule);
   return r;
 }
 
@@ -349,7 +350,7 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
   if (r < 0)
     {
       if (r == -EEXIST)
-        view_emit (view, caller, op, ci.path, NULL, "create", FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
+        view_emit (view, caller, op, ci.path, NULL, FB_ACCESS_CREATE, FB_DECISION_ALLOW, EEXIST, ci.decision.rule);
       return r;
     }
   pfd = node_fd_get (parent, &hold);
@@ -361,7 +362,7 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
       fd = host_open_child (pfd, name);
       r = fd < 0 ? fd : node_from_host_fd (view, parent, name, &ci, fd, &node, ret_st);
     }
-  view_emit (view, caller, op, ci.path, NULL, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, op, ci.path, NULL, FB_ACCESS_CREATE, FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
   view_changed_name (view, parent, name, NULL);
@@ -426,8 +427,8 @@ fb_view_mknod (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     {
       g_autoptr (NodeState) pst = node_get_state (parent);
       g_autofree char *path = check_name (name) == 0 ? join_path (pst->path, name) : NULL;
-      view_emit (view, caller, FB_OP_MKNOD, path != NULL ? path : pst->path, NULL, "create", FB_DECISION_DENY, EPERM,
-                 view_refusal_rule (VIEW_REFUSAL_DEVICE));
+      view_emit (view, caller, FB_OP_MKNOD, path != NULL ? path : pst->path, NULL, FB_ACCESS_CREATE, FB_DECISION_DENY,
+                 EPERM, view_refusal_rule (VIEW_REFUSAL_DEVICE));
       return -EPERM;
     }
   if (type == 0)
@@ -480,7 +481,7 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   r = check_access (st, NEED_WRITE, &d);
   if (r < 0)
     {
-      view_emit (view, caller, FB_OP_LINK, st->path, ci.path, "write", d, -r, st->decision.rule);
+      view_emit (view, caller, FB_OP_LINK, st->path, ci.path, FB_ACCESS_WRITE, d, -r, st->decision.rule);
       return r;
     }
   if (node->kind != NODE_HOST || S_ISDIR (node->type))
@@ -512,7 +513,7 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
       fd = host_open_child (npfd, newname);
       r = fd < 0 ? fd : node_from_host_fd (view, newparent, newname, &ci, fd, &fresh, ret_st);
     }
-  view_emit (view, caller, FB_OP_LINK, st->path, ci.path, "create", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, FB_OP_LINK, st->path, ci.path, FB_ACCESS_CREATE, FB_DECISION_ALLOW, -r, ci.decision.rule);
   if (r < 0)
     return r;
   {
@@ -544,7 +545,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
   if (r < 0)
     return r;
   /* where the host folds names, an alias would remove the entry it reaches */
-  r = view_fold_admit (view, caller, parent, name, op, "delete", ci.path, NULL);
+  r = view_fold_admit (view, caller, parent, name, op, FB_ACCESS_DELETE, ci.path, NULL);
   if (r < 0)
     return r;
   {
@@ -560,7 +561,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
      * whether they exist. */
     if (dir && known && S_ISDIR (gone.st_mode) && view_subtree_has_rules (view, &ci.decision, ci.path))
       {
-        view_emit (view, caller, op, ci.path, NULL, "delete", FB_DECISION_DENY, EACCES,
+        view_emit (view, caller, op, ci.path, NULL, FB_ACCESS_DELETE, FB_DECISION_DENY, EACCES,
                    view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
         return -EACCES;
       }
@@ -571,7 +572,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
         view_changed_name (view, parent, name, known && !dir ? &gone : NULL);
       }
   }
-  view_emit (view, caller, op, ci.path, NULL, "delete", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, op, ci.path, NULL, FB_ACCESS_DELETE, FB_DECISION_ALLOW, -r, ci.decision.rule);
   return r;
 }
 
@@ -603,7 +604,7 @@ check_depth (FbView *view, const FbViewCaller *caller, int pfd, const char *name
     return 0; /* nothing below it gets longer */
   r = view_tree_fits (pfd, name, FB_VIEW_PATH_MAX - dst_len);
   if (r == -ENAMETOOLONG || r == -EXDEV)
-    view_emit (view, caller, FB_OP_RENAME, log_path, log_target, "write", FB_DECISION_DENY, -r,
+    view_emit (view, caller, FB_OP_RENAME, log_path, log_target, FB_ACCESS_WRITE, FB_DECISION_DENY, -r,
                view_refusal_rule (VIEW_REFUSAL_TOO_LONG));
   return r;
 }
@@ -662,7 +663,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     r = check_create (npst, &nci, &d, &rule);
     if (r < 0)
       {
-        view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, "create", d, -r, rule);
+        view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, FB_ACCESS_CREATE, d, -r, rule);
         return r;
       }
     if (child_is_structural (view, npst, &nci, newname))
@@ -678,7 +679,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     return npfd;
   /* where the host folds names: the source by its own spelling only, and
    * never onto another entry reached by another spelling */
-  r = view_fold_admit (view, caller, parent, name, FB_OP_RENAME, "write", ci.path, nci.path);
+  r = view_fold_admit (view, caller, parent, name, FB_OP_RENAME, FB_ACCESS_WRITE, ci.path, nci.path);
   if (r < 0)
     return r;
   if (fstatat (pfd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0)
@@ -703,7 +704,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     if (((src_moves || dst_moves) && view_subtree_has_rules (view, &ci.decision, ci.path)) ||
         ((src_moves || dst_dir) && view_subtree_has_rules (view, &nci.decision, nci.path)))
       {
-        view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, "write", FB_DECISION_DENY, EACCES,
+        view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, FB_ACCESS_WRITE, FB_DECISION_DENY, EACCES,
                    view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
         return -EACCES;
       }
@@ -723,7 +724,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
       /* a replaced file loses a link */
       view_changed_name (view, newparent, newname, dst_exists && !S_ISDIR (dst.st_mode) ? &dst : NULL);
     }
-  view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, "write", FB_DECISION_ALLOW, -r, ci.decision.rule);
+  view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, FB_ACCESS_WRITE, FB_DECISION_ALLOW, -r, ci.decision.rule);
   return r;
 }
 
@@ -769,7 +770,7 @@ fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, co
             }
         }
     }
-  view_emit (view, caller, FB_OP_GETXATTR, st->path, NULL, "read", d, r < 0 && r != -ENODATA ? (int)-r : 0,
+  view_emit (view, caller, FB_OP_GETXATTR, st->path, NULL, FB_ACCESS_READ, d, r < 0 && r != -ENODATA ? (int)-r : 0,
              st->decision.rule);
   return r;
 }
@@ -799,7 +800,7 @@ fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, c
             }
         }
     }
-  view_emit (view, caller, FB_OP_LISTXATTR, st->path, NULL, "read", d, r < 0 ? (int)-r : 0, st->decision.rule);
+  view_emit (view, caller, FB_OP_LISTXATTR, st->path, NULL, FB_ACCESS_READ, d, r < 0 ? (int)-r : 0, st->decision.rule);
   return r;
 }
 
@@ -867,7 +868,7 @@ change_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbOp o
       if (r == 0)
         view_changed_object (view, node, FB_VIEW_CHANGE_ATTR);
     }
-  view_emit (view, caller, op, st->path, NULL, "write", d, -r, rule);
+  view_emit (view, caller, op, st->path, NULL, FB_ACCESS_WRITE, d, -r, rule);
   return r;
 }
 

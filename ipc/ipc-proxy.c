@@ -149,7 +149,7 @@ conn_log (Conn *c, FbOp op, FbDecision decision, int err, const FbPolicyNetDecis
     .process = c->proxy->process,
     .op = op,
     .path = c->path,
-    .access = "connect",
+    .access = fb_access_to_string (FB_ACCESS_CONNECT),
     .decision = decision,
     .err = err,
     .net_rule = d->rule,

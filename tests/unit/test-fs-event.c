@@ -102,5 +102,21 @@ test_op_names (void **state)
     }
 }
 
+/* D: what was asked: unique names that read back, each the log's string
+ * (fusebox(1), ACCESS LOG), which readers of old logs still match. */
+static void
+test_access_names (void **state)
+{
+  static const char *const names[FB_ACCESS_N] = {
+    [FB_ACCESS_STAT] = "stat",           [FB_ACCESS_READ] = "read",     [FB_ACCESS_WRITE] = "write",
+    [FB_ACCESS_READWRITE] = "readwrite", [FB_ACCESS_EXEC] = "exec",     [FB_ACCESS_LIST] = "list",
+    [FB_ACCESS_CREATE] = "create",       [FB_ACCESS_DELETE] = "delete", [FB_ACCESS_CONNECT] = "connect",
+  };
+
+  assert_string_table (fb_access, FbAccess, fb_access_table, FB_ACCESS_N);
+  for (guint i = 0; i < FB_ACCESS_N; i++)
+    assert_string_equal (fb_access_to_string ((FbAccess)i), names[i]);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_decision_names), cmocka_unit_test (test_decision_columns),
-                  cmocka_unit_test (test_op_names))
+                  cmocka_unit_test (test_op_names), cmocka_unit_test (test_access_names))
