@@ -61,6 +61,7 @@
  * Codex also protects the directory a ".git" pointer file names (gitdir:);
  * we read no file, so that directory keeps the access its entries give. */
 #include "ipc/ipc-rpc-private.h"
+#include "policy/util.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -1092,17 +1093,14 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
   g_autoptr (JsonBuilder) b = json_builder_new ();
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "version");
-  json_builder_add_int_value (b, 1);
-  json_builder_set_member_name (b, "network");
-  json_builder_add_string_value (b, fb_policy_network_to_string (t->network));
+  fb_json_builder_add_int_member (b, "version", 1);
+  fb_json_builder_add_string_member (b, "network", fb_policy_network_to_string (t->network));
   json_builder_set_member_name (b, "protected_names");
   json_builder_begin_object (b);
   if (with_protected_names)
     for (guint i = 0; i < G_N_ELEMENTS (metadata_names); i++)
       {
-        json_builder_set_member_name (b, metadata_names[i]);
-        json_builder_add_string_value (b, "read");
+        fb_json_builder_add_string_member (b, metadata_names[i], "read");
       }
   json_builder_end_object (b);
   json_builder_set_member_name (b, "rules");
@@ -1115,12 +1113,9 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
           Rule *r = rules->pdata[i];
           json_builder_begin_object (b);
           g_autofree char *path = fb_policy_vars_escape (r->path);
-          json_builder_set_member_name (b, "path");
-          json_builder_add_string_value (b, path);
-          json_builder_set_member_name (b, "access");
-          json_builder_add_string_value (b, fb_policy_access_to_string (r->access));
-          json_builder_set_member_name (b, "why");
-          json_builder_add_string_value (b, r->why);
+          fb_json_builder_add_string_member (b, "path", path);
+          fb_json_builder_add_string_member (b, "access", fb_policy_access_to_string (r->access));
+          fb_json_builder_add_string_member (b, "why", r->why);
           json_builder_end_object (b);
         }
     }
@@ -1129,12 +1124,9 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
       Glob *g = t->globs->pdata[i];
       json_builder_begin_object (b);
       g_autofree char *pattern = fb_policy_vars_escape (g->pattern);
-      json_builder_set_member_name (b, "glob");
-      json_builder_add_string_value (b, pattern);
-      json_builder_set_member_name (b, "access");
-      json_builder_add_string_value (b, "deny");
-      json_builder_set_member_name (b, "why");
-      json_builder_add_string_value (b, g->why);
+      fb_json_builder_add_string_member (b, "glob", pattern);
+      fb_json_builder_add_string_member (b, "access", "deny");
+      fb_json_builder_add_string_member (b, "why", g->why);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);

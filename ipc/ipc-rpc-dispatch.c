@@ -6,6 +6,7 @@
  * Runs on the thread that runs the connection's current request: the loop
  * thread, or a worker for the methods that run there (ipc-rpc-pipeline.c). */
 #include "ipc/ipc-rpc-private.h"
+#include "policy/util.h"
 
 #include "fusebox-config.h"
 
@@ -53,37 +54,29 @@ environment_info (FbRpcServer *server)
   json_builder_begin_object (b);
   json_builder_set_member_name (b, "shell");
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "name");
-  json_builder_add_string_value (b, name);
-  json_builder_set_member_name (b, "path");
-  json_builder_add_string_value (b, shell);
+  fb_json_builder_add_string_member (b, "name", name);
+  fb_json_builder_add_string_member (b, "path", shell);
   json_builder_end_object (b);
-  json_builder_set_member_name (b, "executorVersion");
-  json_builder_add_string_value (b, "fusebox " FUSEBOX_VERSION);
-  json_builder_set_member_name (b, "cwd");
-  json_builder_add_string_value (b, cwd_uri);
+  fb_json_builder_add_string_member (b, "executorVersion", "fusebox " FUSEBOX_VERSION);
+  fb_json_builder_add_string_member (b, "cwd", cwd_uri);
   /* Members of Codex 0.171's environmentInfo, so that a harness reading
    * them finds them: the capabilities fusebox lacks say so. */
-  json_builder_set_member_name (b, "platformOs");
-  json_builder_add_string_value (b, "linux");
+  fb_json_builder_add_string_member (b, "platformOs", "linux");
   /* Paths in environmentInfo are URIs, as everywhere in the protocol:
    * Codex parses them as such and, failing, treats the executor as
    * unusable. */
-  json_builder_set_member_name (b, "tempDir");
-  json_builder_add_string_value (b, "file:///tmp");
+  fb_json_builder_add_string_member (b, "tempDir", "file:///tmp");
   json_builder_set_member_name (b, "temporaryDirectories");
   json_builder_begin_array (b);
   json_builder_end_array (b);
   json_builder_set_member_name (b, "prependPathDirs");
   json_builder_begin_array (b);
   json_builder_end_array (b);
-  json_builder_set_member_name (b, "providerId");
-  json_builder_add_string_value (b, "fusebox");
+  fb_json_builder_add_string_member (b, "providerId", "fusebox");
   if (server->vars.vars.home != NULL)
     {
       g_autofree char *home_uri = fb_rpc_path_to_uri (server->vars.vars.home);
-      json_builder_set_member_name (b, "userHomeDir");
-      json_builder_add_string_value (b, home_uri);
+      fb_json_builder_add_string_member (b, "userHomeDir", home_uri);
     }
   json_builder_set_member_name (b, "capabilities");
   json_builder_begin_object (b);
@@ -93,14 +86,11 @@ environment_info (FbRpcServer *server)
       json_builder_add_boolean_value (b, FALSE);
     }
   json_builder_end_object (b);
-  json_builder_set_member_name (b, "sandboxType");
-  json_builder_add_string_value (b, "fusebox");
-  json_builder_set_member_name (b, "policy");
-  json_builder_add_string_value (b, fb_policy_get_origin (server->policy));
+  fb_json_builder_add_string_member (b, "sandboxType", "fusebox");
+  fb_json_builder_add_string_member (b, "policy", fb_policy_get_origin (server->policy));
   if (server->run_dir != NULL)
     {
-      json_builder_set_member_name (b, "runDir");
-      json_builder_add_string_value (b, server->run_dir);
+      fb_json_builder_add_string_member (b, "runDir", server->run_dir);
     }
   json_builder_end_object (b);
   return json_builder_get_root (b);
@@ -134,8 +124,7 @@ method_initialize (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcError
    * no other answer, record or message. */
   handle = fb_rpc_session_handle (session);
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "sessionId");
-  json_builder_add_string_value (b, handle);
+  fb_json_builder_add_string_member (b, "sessionId", handle);
   json_builder_set_member_name (b, "environmentInfo");
   json_builder_add_value (b, environment_info (conn->server));
   json_builder_end_object (b);

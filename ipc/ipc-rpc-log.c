@@ -8,6 +8,7 @@
  * slow subscriber's subscription ends before its connection could be cut
  * (FB_RPC_LOG_QUEUE_MAX).  Loop thread. */
 #include "ipc/ipc-rpc-private.h"
+#include "policy/util.h"
 
 #include <string.h>
 
@@ -262,10 +263,8 @@ fb_rpc_log_subscribe (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   conn->n_subscriptions++;
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "subscriptionId");
-  json_builder_add_string_value (b, sub->id);
-  json_builder_set_member_name (b, "scope");
-  json_builder_add_string_value (b, sub->session != NULL ? "session" : "all");
+  fb_json_builder_add_string_member (b, "subscriptionId", sub->id);
+  fb_json_builder_add_string_member (b, "scope", sub->session != NULL ? "session" : "all");
   json_builder_end_object (b);
   return json_builder_get_root (b);
 }

@@ -30,6 +30,7 @@
  * Threads: any.  The cache is guarded by the server's sandbox_lock; a
  * sandbox itself is immutable but for its atomic reference count. */
 #include "ipc/ipc-rpc-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <string.h>
@@ -155,20 +156,13 @@ fb_rpc_error_from_errno (FbRpcError *error, int err, const FbRpcDenial *denial, 
        * that a client classifying Codex's messages still understands it. */
       g_autoptr (JsonBuilder) b = json_builder_new ();
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, "path");
-      json_builder_add_string_value (b, denial->path);
-      json_builder_set_member_name (b, "access");
-      json_builder_add_string_value (b, denial->access);
-      json_builder_set_member_name (b, "decision");
-      json_builder_add_string_value (b, fb_decision_to_string (denial->decision));
-      json_builder_set_member_name (b, "rule");
-      json_builder_add_string_value (b, denial->rule != NULL ? denial->rule : "");
-      json_builder_set_member_name (b, "ruleOrigin");
-      json_builder_add_string_value (b, denial->rule_origin != NULL ? denial->rule_origin : "");
-      json_builder_set_member_name (b, "why");
-      json_builder_add_string_value (b, denial->why != NULL ? denial->why : "");
-      json_builder_set_member_name (b, "errno");
-      json_builder_add_int_value (b, err);
+      fb_json_builder_add_string_member (b, "path", denial->path);
+      fb_json_builder_add_string_member (b, "access", denial->access);
+      fb_json_builder_add_string_member (b, "decision", fb_decision_to_string (denial->decision));
+      fb_json_builder_add_string_member (b, "rule", denial->rule != NULL ? denial->rule : "");
+      fb_json_builder_add_string_member (b, "ruleOrigin", denial->rule_origin != NULL ? denial->rule_origin : "");
+      fb_json_builder_add_string_member (b, "why", denial->why != NULL ? denial->why : "");
+      fb_json_builder_add_int_member (b, "errno", err);
       json_builder_end_object (b);
       fb_rpc_error_set (error, FB_RPC_ERROR_POLICY_DENIED, "%s", os);
       error->data = json_builder_get_root (b);
@@ -518,24 +512,15 @@ explain_host (FbRpcSandbox *sb, JsonObject *params, FbRpcError *error)
         }
     }
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "host");
-  json_builder_add_string_value (b, host);
-  json_builder_set_member_name (b, "port");
-  json_builder_add_int_value (b, (gint64)port);
-  json_builder_set_member_name (b, "network");
-  json_builder_add_string_value (b, fb_policy_network_to_string (fb_policy_get_network (sb->policy)));
-  json_builder_set_member_name (b, "decision");
-  json_builder_add_string_value (b, d.allowed ? "allow" : "deny");
-  json_builder_set_member_name (b, "rule");
-  json_builder_add_string_value (b, d.rule->name);
-  json_builder_set_member_name (b, "ruleOrigin");
-  json_builder_add_string_value (b, d.rule->origin);
-  json_builder_set_member_name (b, "ruleText");
-  json_builder_add_string_value (b, d.rule->text);
-  json_builder_set_member_name (b, "why");
-  json_builder_add_string_value (b, d.rule->why);
-  json_builder_set_member_name (b, "policy");
-  json_builder_add_string_value (b, fb_policy_get_origin (sb->policy));
+  fb_json_builder_add_string_member (b, "host", host);
+  fb_json_builder_add_int_member (b, "port", (gint64)port);
+  fb_json_builder_add_string_member (b, "network", fb_policy_network_to_string (fb_policy_get_network (sb->policy)));
+  fb_json_builder_add_string_member (b, "decision", d.allowed ? "allow" : "deny");
+  fb_json_builder_add_string_member (b, "rule", d.rule->name);
+  fb_json_builder_add_string_member (b, "ruleOrigin", d.rule->origin);
+  fb_json_builder_add_string_member (b, "ruleText", d.rule->text);
+  fb_json_builder_add_string_member (b, "why", d.rule->why);
+  fb_json_builder_add_string_member (b, "policy", fb_policy_get_origin (sb->policy));
   json_builder_end_object (b);
   return json_builder_get_root (b);
 }
@@ -569,16 +554,12 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
   uri = fb_rpc_path_to_uri (path);
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "path");
-  json_builder_add_string_value (b, uri);
-  json_builder_set_member_name (b, "access");
-  json_builder_add_string_value (b, fb_policy_access_to_string (d.access));
+  fb_json_builder_add_string_member (b, "path", uri);
+  fb_json_builder_add_string_member (b, "access", fb_policy_access_to_string (d.access));
   json_builder_set_member_name (b, "traversable");
   json_builder_add_boolean_value (b, d.traversable);
-  json_builder_set_member_name (b, "rule");
-  json_builder_add_string_value (b, fb_policy_rule_name (d.rule, buf));
-  json_builder_set_member_name (b, "ruleOrigin");
-  json_builder_add_string_value (b, d.rule->origin != NULL ? d.rule->origin : "");
+  fb_json_builder_add_string_member (b, "rule", fb_policy_rule_name (d.rule, buf));
+  fb_json_builder_add_string_member (b, "ruleOrigin", d.rule->origin != NULL ? d.rule->origin : "");
   json_builder_set_member_name (b, "rulePath");
   if (d.rule->path != NULL)
     json_builder_add_string_value (b, d.rule->path);
@@ -586,20 +567,13 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
     json_builder_add_string_value (b, d.rule->glob);
   else
     json_builder_add_null_value (b);
-  json_builder_set_member_name (b, "why");
-  json_builder_add_string_value (b, d.rule->why);
+  fb_json_builder_add_string_member (b, "why", d.rule->why);
   json_builder_set_member_name (b, "mount");
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "viewPath");
-  json_builder_add_string_value (b, d.mount->view_path);
-  json_builder_set_member_name (b, "hostPath");
-  if (d.mount->host_path != NULL)
-    json_builder_add_string_value (b, d.mount->host_path);
-  else
-    json_builder_add_null_value (b);
+  fb_json_builder_add_string_member (b, "viewPath", d.mount->view_path);
+  fb_json_builder_add_string_member (b, "hostPath", d.mount->host_path);
   json_builder_end_object (b);
-  json_builder_set_member_name (b, "policy");
-  json_builder_add_string_value (b, fb_policy_get_origin (sb->policy));
+  fb_json_builder_add_string_member (b, "policy", fb_policy_get_origin (sb->policy));
   json_builder_end_object (b);
   return json_builder_get_root (b);
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ipc/ipc-rpc.h"
+#include "policy/util.h"
 
 #define TOKEN_FILE_MAX 4096
 /* How long an interrupted follower waits for the answer to log/unsubscribe
@@ -112,10 +113,8 @@ send_request (Client *c, int id, const char *method, JsonNode *params)
   g_autofree char *text = NULL;
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "id");
-  json_builder_add_int_value (b, id);
-  json_builder_set_member_name (b, "method");
-  json_builder_add_string_value (b, method);
+  fb_json_builder_add_int_member (b, "id", id);
+  fb_json_builder_add_string_member (b, "method", method);
   json_builder_set_member_name (b, "params");
   json_builder_add_value (b, params);
   json_builder_end_object (b);

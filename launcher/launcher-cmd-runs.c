@@ -436,16 +436,12 @@ fb_cmd_runs (int argc, char **argv)
         {
           g_autoptr (JsonBuilder) b = json_builder_new ();
           json_builder_begin_object (b);
-          json_builder_set_member_name (b, "run");
-          json_builder_add_string_value (b, e->id);
-          json_builder_set_member_name (b, "dir");
-          json_builder_add_string_value (b, e->dir);
-          json_builder_set_member_name (b, "state");
-          json_builder_add_string_value (b, state);
+          fb_json_builder_add_string_member (b, "run", e->id);
+          fb_json_builder_add_string_member (b, "dir", e->dir);
+          fb_json_builder_add_string_member (b, "state", state);
           if (e->kind != NULL)
             {
-              json_builder_set_member_name (b, "kind");
-              json_builder_add_string_value (b, e->kind);
+              fb_json_builder_add_string_member (b, "kind", e->kind);
             }
           if (*action)
             {

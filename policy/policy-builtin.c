@@ -19,6 +19,7 @@
  * its own configuration, as in Codex's workspace-write sandbox.
  */
 #include "policy/policy-private.h"
+#include "policy/util.h"
 
 static const char *const builtin_names[] = { "default", "read-only", "host", "agent", NULL };
 
@@ -59,17 +60,13 @@ static void
 add_rule (JsonBuilder *b, const char *path, const char *access, const char *source, const char *why)
 {
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "path");
-  json_builder_add_string_value (b, path);
-  json_builder_set_member_name (b, "access");
-  json_builder_add_string_value (b, access);
+  fb_json_builder_add_string_member (b, "path", path);
+  fb_json_builder_add_string_member (b, "access", access);
   if (source != NULL)
     {
-      json_builder_set_member_name (b, "source");
-      json_builder_add_string_value (b, source);
+      fb_json_builder_add_string_member (b, "source", source);
     }
-  json_builder_set_member_name (b, "why");
-  json_builder_add_string_value (b, why);
+  fb_json_builder_add_string_member (b, "why", why);
   json_builder_end_object (b);
 }
 
@@ -82,8 +79,7 @@ add_default_protected (JsonBuilder *b, const char *access)
   json_builder_begin_object (b);
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
     {
-      json_builder_set_member_name (b, names[i]);
-      json_builder_add_string_value (b, access);
+      fb_json_builder_add_string_member (b, names[i], access);
     }
   json_builder_end_object (b);
 }
@@ -168,10 +164,8 @@ fb_policy_builtin_json (const char *name, const FbPolicyVars *vars, GError **err
     }
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "version");
-  json_builder_add_int_value (b, 1);
-  json_builder_set_member_name (b, "network");
-  json_builder_add_string_value (b, is_host ? "host" : "none");
+  fb_json_builder_add_int_member (b, "version", 1);
+  fb_json_builder_add_string_member (b, "network", is_host ? "host" : "none");
   add_default_protected (b, is_agent ? "read" : "hide");
   json_builder_set_member_name (b, "rules");
   json_builder_begin_array (b);
@@ -193,16 +187,15 @@ fb_policy_to_json (const FbPolicy *policy)
     return fb_policy_narrowed_to_json (policy);
 
   json_builder_begin_object (b);
-  json_builder_set_member_name (b, "version");
-  json_builder_add_int_value (b, 1);
+  fb_json_builder_add_int_member (b, "version", 1);
   json_builder_set_member_name (b, "network");
   fb_policy_net_build_json (policy, b);
   json_builder_set_member_name (b, "protected_names");
   json_builder_begin_object (b);
   for (guint i = 0; i < policy->n_protected; i++)
     {
-      json_builder_set_member_name (b, policy->protected_rules[i].glob);
-      json_builder_add_string_value (b, fb_policy_access_to_string (policy->protected_rules[i].access));
+      fb_json_builder_add_string_member (b, policy->protected_rules[i].glob,
+                                         fb_policy_access_to_string (policy->protected_rules[i].access));
     }
   json_builder_end_object (b);
   if (policy->log.file_size != 0 || policy->log.max_size != 0 || policy->log.journal)
@@ -211,13 +204,11 @@ fb_policy_to_json (const FbPolicy *policy)
       json_builder_begin_object (b);
       if (policy->log.file_size != 0)
         {
-          json_builder_set_member_name (b, "file_size");
-          json_builder_add_int_value (b, (gint64)policy->log.file_size);
+          fb_json_builder_add_int_member (b, "file_size", (gint64)policy->log.file_size);
         }
       if (policy->log.max_size != 0)
         {
-          json_builder_set_member_name (b, "max_size");
-          json_builder_add_int_value (b, (gint64)policy->log.max_size);
+          fb_json_builder_add_int_member (b, "max_size", (gint64)policy->log.max_size);
         }
       if (policy->log.journal)
         {
@@ -236,19 +227,15 @@ fb_policy_to_json (const FbPolicy *policy)
       g_autofree char *what = fb_policy_vars_escape (rule->kind == FB_POLICY_RULE_PATH ? rule->path : rule->glob);
 
       json_builder_begin_object (b);
-      json_builder_set_member_name (b, fb_policy_rule_kind_info (rule->kind)->name);
-      json_builder_add_string_value (b, what);
-      json_builder_set_member_name (b, "access");
-      json_builder_add_string_value (b, fb_policy_access_to_string (rule->access));
+      fb_json_builder_add_string_member (b, fb_policy_rule_kind_info (rule->kind)->name, what);
+      fb_json_builder_add_string_member (b, "access", fb_policy_access_to_string (rule->access));
       if (rule->source != NULL)
         {
           g_autofree char *source = fb_policy_vars_escape (rule->source);
 
-          json_builder_set_member_name (b, "source");
-          json_builder_add_string_value (b, source);
+          fb_json_builder_add_string_member (b, "source", source);
         }
-      json_builder_set_member_name (b, "why");
-      json_builder_add_string_value (b, rule->why);
+      fb_json_builder_add_string_member (b, "why", rule->why);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);

@@ -7,6 +7,7 @@
  * FILE:LINE:COL, because an entry that loads means what it says.
  */
 #include "policy/policy-private.h"
+#include "policy/util.h"
 
 /* ---- Loading ----------------------------------------------------------------------- */
 
@@ -391,21 +392,18 @@ fb_policy_net_build_json (const FbPolicy *policy, JsonBuilder *b)
             {
               g_autofree char *cidr = fb_policy_net_format_cidr (rule->addr, rule->prefix);
 
-              json_builder_set_member_name (b, "cidr");
-              json_builder_add_string_value (b, cidr);
+              fb_json_builder_add_string_member (b, "cidr", cidr);
             }
           else
             {
               g_autofree char *host =
                 g_strconcat (rule->kind == FB_POLICY_NET_RULE_SUFFIX ? "*" : "", rule->host, NULL);
 
-              json_builder_set_member_name (b, "host");
-              json_builder_add_string_value (b, host);
+              fb_json_builder_add_string_member (b, "host", host);
             }
           if (rule->n_ports == 1)
             {
-              json_builder_set_member_name (b, "port");
-              json_builder_add_int_value (b, rule->ports[0]);
+              fb_json_builder_add_int_member (b, "port", rule->ports[0]);
             }
           else if (rule->n_ports > 1)
             {
@@ -415,8 +413,7 @@ fb_policy_net_build_json (const FbPolicy *policy, JsonBuilder *b)
                 json_builder_add_int_value (b, rule->ports[j]);
               json_builder_end_array (b);
             }
-          json_builder_set_member_name (b, "why");
-          json_builder_add_string_value (b, rule->why);
+          fb_json_builder_add_string_member (b, "why", rule->why);
           json_builder_end_object (b);
         }
       if (any)

@@ -1,6 +1,7 @@
 /* fusebox — the one strict decoder of a JSON string's body, shared by the
  * policy's tokenizer (which turns its status into a message at line:column)
- * and the remote API's parser (which names the byte).
+ * and the remote API's parser (which names the byte); and the members every
+ * layer writes with a JsonBuilder.
  *
  * Called from any thread; no state. */
 #include "policy/util.h"
