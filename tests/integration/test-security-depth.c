@@ -152,13 +152,25 @@ status_kb (pid_t pid, const char *field)
   return strtol (p + strlen (field), NULL, 10);
 }
 
+/* Once unmounted, the log holds fusebox's own refusal (ENAMETOOLONG) of
+ * OP (its "op" field) on a path with PATH in it; else fail with WHAT. */
+static void
+assert_refusal_logged (MFx *fx, const char *op, const char *path, const char *what)
+{
+  g_autofree char *log = NULL;
+
+  mfx_unmount (fx);
+  log = mfx_log (fx);
+  if (!test_log_has (log, op, path, "\"decision\":\"deny\"", "\"errno\":36", refusal, NULL))
+    fail_msg ("%s:\n%.2000s", what, log);
+}
+
 static void
 test_rename_chain_refused (void **state)
 {
   MFX_BEGIN (state);
   g_autofree char *m_ws = mfx_m (fx, "/ws");
   g_autofree char *h_ws = mfx_h (fx, "/ws");
-  g_autofree char *log = NULL;
   int ws, target, e, n1, n2, h;
 
   mfx_mkdir (fx, "/ws");
@@ -198,11 +210,7 @@ test_rename_chain_refused (void **state)
   }
   close (target);
   close (ws);
-  mfx_unmount (fx);
-
-  log = mfx_log (fx);
-  if (!test_log_has (log, "\"op\":\"rename\"", "/ws/c1\"", "\"decision\":\"deny\"", "\"errno\":36", refusal, NULL))
-    fail_msg ("the refused rename was not logged as fusebox's own:\n%.2000s", log);
+  assert_refusal_logged (fx, "\"op\":\"rename\"", "/ws/c1\"", "the refused rename was not logged as fusebox's own");
   host_rm_deep (h, "c1");
   host_rm_deep (h, "c2");
   close (h);
@@ -215,7 +223,6 @@ test_host_tree_deeper_reported (void **state)
   MFX_BEGIN (state);
   g_autofree char *m_ws = mfx_m (fx, "/ws");
   g_autofree char *h_ws = mfx_h (fx, "/ws");
-  g_autofree char *log = NULL;
   gsize view_len = strlen (h_ws) + strlen ("/deep");
   int h, ws, fd, e, made, reached = 0;
 
@@ -251,11 +258,7 @@ test_host_tree_deeper_reported (void **state)
   assert_true (view_len + 2 * (gsize)(reached + 1) > FB_VIEW_PATH_MAX);
   close (fd);
   close (ws);
-  mfx_unmount (fx);
-
-  log = mfx_log (fx);
-  if (!test_log_has (log, "\"op\":\"lookup\"", "/deep/d/d", "\"decision\":\"deny\"", "\"errno\":36", refusal, NULL))
-    fail_msg ("the host tree deeper than the limit was not reported:\n%.2000s", log);
+  assert_refusal_logged (fx, "\"op\":\"lookup\"", "/deep/d/d", "the host tree deeper than the limit was not reported");
   host_rm_deep (h, "deep");
   close (h);
   MFX_PASS ();
