@@ -1099,9 +1099,7 @@ build_policy (Translation *t, GPtrArray *extra_rules, bool with_protected_names)
   json_builder_begin_object (b);
   if (with_protected_names)
     for (guint i = 0; i < G_N_ELEMENTS (metadata_names); i++)
-      {
-        fb_json_builder_add_string_member (b, metadata_names[i], "read");
-      }
+      fb_json_builder_add_string_member (b, metadata_names[i], "read");
   json_builder_end_object (b);
   json_builder_set_member_name (b, "rules");
   json_builder_begin_array (b);

@@ -89,9 +89,7 @@ environment_info (FbRpcServer *server)
   fb_json_builder_add_string_member (b, "sandboxType", "fusebox");
   fb_json_builder_add_string_member (b, "policy", fb_policy_get_origin (server->policy));
   if (server->run_dir != NULL)
-    {
-      fb_json_builder_add_string_member (b, "runDir", server->run_dir);
-    }
+    fb_json_builder_add_string_member (b, "runDir", server->run_dir);
   json_builder_end_object (b);
   return json_builder_get_root (b);
 }

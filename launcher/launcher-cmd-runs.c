@@ -440,9 +440,7 @@ fb_cmd_runs (int argc, char **argv)
           fb_json_builder_add_string_member (b, "dir", e->dir);
           fb_json_builder_add_string_member (b, "state", state);
           if (e->kind != NULL)
-            {
-              fb_json_builder_add_string_member (b, "kind", e->kind);
-            }
+            fb_json_builder_add_string_member (b, "kind", e->kind);
           if (*action)
             {
               json_builder_set_member_name (b, "pruned");

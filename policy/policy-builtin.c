@@ -63,9 +63,7 @@ add_rule (JsonBuilder *b, const char *path, const char *access, const char *sour
   fb_json_builder_add_string_member (b, "path", path);
   fb_json_builder_add_string_member (b, "access", access);
   if (source != NULL)
-    {
-      fb_json_builder_add_string_member (b, "source", source);
-    }
+    fb_json_builder_add_string_member (b, "source", source);
   fb_json_builder_add_string_member (b, "why", why);
   json_builder_end_object (b);
 }
@@ -78,9 +76,7 @@ add_default_protected (JsonBuilder *b, const char *access)
   json_builder_set_member_name (b, "protected_names");
   json_builder_begin_object (b);
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
-    {
-      fb_json_builder_add_string_member (b, names[i], access);
-    }
+    fb_json_builder_add_string_member (b, names[i], access);
   json_builder_end_object (b);
 }
 
@@ -193,23 +189,17 @@ fb_policy_to_json (const FbPolicy *policy)
   json_builder_set_member_name (b, "protected_names");
   json_builder_begin_object (b);
   for (guint i = 0; i < policy->n_protected; i++)
-    {
-      fb_json_builder_add_string_member (b, policy->protected_rules[i].glob,
-                                         fb_policy_access_to_string (policy->protected_rules[i].access));
-    }
+    fb_json_builder_add_string_member (b, policy->protected_rules[i].glob,
+                                       fb_policy_access_to_string (policy->protected_rules[i].access));
   json_builder_end_object (b);
   if (policy->log.file_size != 0 || policy->log.max_size != 0 || policy->log.journal)
     {
       json_builder_set_member_name (b, "log");
       json_builder_begin_object (b);
       if (policy->log.file_size != 0)
-        {
-          fb_json_builder_add_int_member (b, "file_size", (gint64)policy->log.file_size);
-        }
+        fb_json_builder_add_int_member (b, "file_size", (gint64)policy->log.file_size);
       if (policy->log.max_size != 0)
-        {
-          fb_json_builder_add_int_member (b, "max_size", (gint64)policy->log.max_size);
-        }
+        fb_json_builder_add_int_member (b, "max_size", (gint64)policy->log.max_size);
       if (policy->log.journal)
         {
           json_builder_set_member_name (b, "journal");

@@ -402,9 +402,7 @@ fb_policy_net_build_json (const FbPolicy *policy, JsonBuilder *b)
               fb_json_builder_add_string_member (b, "host", host);
             }
           if (rule->n_ports == 1)
-            {
-              fb_json_builder_add_int_member (b, "port", rule->ports[0]);
-            }
+            fb_json_builder_add_int_member (b, "port", rule->ports[0]);
           else if (rule->n_ports > 1)
             {
               json_builder_set_member_name (b, "ports");

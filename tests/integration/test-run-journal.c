@@ -16,7 +16,7 @@
  *    fs/writeFile and refused fs/readFile).
  *
  * The probe is this program inside the sandbox (`--probe MODE ...`). */
-#include "test-run-util.h"
+#include "tests/lib/test-run.h"
 
 #include "tests/lib/test-journal.h"
 #include "tests/lib/test-mount.h"
@@ -100,7 +100,7 @@ static GPtrArray *
 read_records (const char *run_dir)
 {
   g_autofree char *path = g_build_filename (run_dir, "access.jsonl", NULL);
-  g_autofree char *text = rfx_file (path);
+  g_autofree char *text = test_read_file (path);
   g_auto (GStrv) lines = NULL;
   GPtrArray *records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
 
@@ -113,7 +113,7 @@ read_records (const char *run_dir)
 
       if (lines[i][0] == '\0')
         continue;
-      o = rfx_parse_object (lines[i]);
+      o = test_parse_object (lines[i]);
       if (json_object_get_int_member (o, "seq") != records->len + 1)
         fail_msg ("%s: seq %" G_GINT64_FORMAT " where %u was due", path, json_object_get_int_member (o, "seq"),
                   records->len + 1);
@@ -140,7 +140,7 @@ run_collecting (RFx *fx, Journal *j, int *ret_status, const char *first, ...)
   rfx_set_repro (fx, (char **)argv->pdata);
   if (!g_spawn_async (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
                       NULL, &pid, &error))
-    fail_msg ("spawn %s: %s", rfx_bin (), error->message);
+    fail_msg ("spawn %s: %s", test_bin (), error->message);
   rfx_keep_pid (fx, pid);
   entries = test_journal_collect (j->fd, pid, ret_status, &why);
   rfx_forget_pid (fx, pid);
@@ -176,7 +176,7 @@ write_policy (RFx *fx, const char *secret, gboolean journal)
                      "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
                      journal ? " \"log\": {\"journal\": true}," : "", fx->ws, secret);
 
-  rfx_write (path, text, 0644);
+  test_write (path, text, 0644);
   return g_steal_pointer (&path);
 }
 
@@ -186,15 +186,15 @@ test_every_record_an_entry (void **state)
   RFX_BEGIN (state);
   Journal j;
   g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *policy = NULL;
   g_autoptr (GPtrArray) entries = NULL;
   g_autoptr (GPtrArray) records = NULL;
   guint denials = 0;
   int status = -1;
 
-  rfx_write (secret, "stand-in credentials\n", 0644);
-  rfx_assert_host_readable (secret);
+  test_write (secret, "stand-in credentials\n", 0644);
+  test_assert_host_readable (secret);
   policy = write_policy (fx, secret, FALSE);
   journal_init (fx, &j, TRUE);
   entries = run_collecting (fx, &j, &status, "--log-journal", "--policy", policy, "--run-dir", j.run_dir, "--", self,
@@ -228,7 +228,7 @@ test_policy_asks (void **state)
   RFX_BEGIN (state);
   Journal j;
   g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *with = NULL;
   g_autofree char *without = NULL;
   g_autofree char *run2 = g_build_filename (fx->runs, "journal-2", NULL);
@@ -236,7 +236,7 @@ test_policy_asks (void **state)
   g_autoptr (GPtrArray) records = NULL;
   int status = -1;
 
-  rfx_write (secret, "stand-in credentials\n", 0644);
+  test_write (secret, "stand-in credentials\n", 0644);
   with = write_policy (fx, secret, TRUE);
   without = write_policy (fx, secret, FALSE);
   journal_init (fx, &j, TRUE);
@@ -276,10 +276,10 @@ check_incomplete (GPtrArray *records, const char *err, const char *why_part, gui
 {
   JsonObject *last = records->pdata[records->len - 1];
 
-  assert_string_equal (rfx_str (last, "notice"), "journal-incomplete");
+  assert_string_equal (test_json_str (last, "notice"), "journal-incomplete");
   *ret_not_sent = (guint64)json_object_get_int_member (last, "records_not_sent");
   assert_true (*ret_not_sent > 0 && *ret_not_sent <= records->len - 1);
-  assert_non_null (strstr (rfx_str (last, "why"), why_part));
+  assert_non_null (strstr (test_json_str (last, "why"), why_part));
   if (count_in (err, why_part) != 2) /* the first refusal, and the count at the end */
     fail_msg ("expected \"%s\" said once when it happened and once in the count, stderr:\n%s", why_part, err);
 }
@@ -291,7 +291,7 @@ check_incomplete (GPtrArray *records, const char *err, const char *why_part, gui
 static GPtrArray *
 run_without_journal (RFx *fx, Journal *j, guint n, const char *why_part, guint64 *ret_not_sent)
 {
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *dir = g_build_filename (fx->ws, "made", NULL);
   g_autofree char *count = g_strdup_printf ("%u", n);
   g_autofree char *out = g_strdup_printf ("made %u\n", n);
@@ -305,8 +305,8 @@ run_without_journal (RFx *fx, Journal *j, guint n, const char *why_part, guint64
   assert_string_equal (r.out, out);
   records = read_records (j->run_dir);
   for (guint i = 0; i < records->len; i++)
-    if (g_strcmp0 (rfx_str (records->pdata[i], "op"), "create") == 0 &&
-        g_str_has_prefix (rfx_str (records->pdata[i], "path"), dir))
+    if (g_strcmp0 (test_json_str (records->pdata[i], "op"), "create") == 0 &&
+        g_str_has_prefix (test_json_str (records->pdata[i], "path"), dir))
       made++;
   assert_int_equal (made, n);
   check_incomplete (records, r.err, why_part, ret_not_sent);
@@ -391,7 +391,7 @@ check_socket_has_log (int fd, const char *log_text)
 
       if (lines[i][0] == '\0')
         continue;
-      o = rfx_parse_object (lines[i]);
+      o = test_parse_object (lines[i]);
       data = test_journal_recv (fd, 5000, &why);
       if (data == NULL)
         fail_msg ("record %u has no journal entry: %s", n + 1, why != NULL ? why : "nothing arrived");
@@ -430,7 +430,7 @@ test_mount (void **state)
   mfx_mkdir (fx, "/d");
   mfx_mount (fx, mount_policy, "--log-journal", "--log-level", "mutations", NULL);
   through = mfx_m (fx, "/d/new.txt");
-  rfx_write (through, "written through the mount\n", 0644);
+  test_write (through, "written through the mount\n", 0644);
   mfx_unmount (fx);
   g_unsetenv ("FUSEBOX_JOURNAL_SOCKET");
   log = mfx_log (fx);
@@ -461,8 +461,8 @@ test_serve (void **state)
 
   if (fd < 0)
     fail_msg ("binding %s: %s", socket, g_strerror (-fd));
-  rfx_write (secret, "stand-in credentials\n", 0644);
-  rfx_assert_host_readable (secret);
+  test_write (secret, "stand-in credentials\n", 0644);
+  test_assert_host_readable (secret);
   g_setenv ("FUSEBOX_JOURNAL_SOCKET", socket, TRUE);
   server = test_server_start (fx->tmp, args);
   g_unsetenv ("FUSEBOX_JOURNAL_SOCKET");
@@ -484,7 +484,7 @@ test_serve (void **state)
   }
   test_client_free (c);
   test_server_stop (server);
-  log = rfx_file (log_path);
+  log = test_read_file (log_path);
   assert_non_null (log);
   assert_non_null (strstr (log, "\"decision\":\"deny\""));
   check_socket_has_log (fd, log);
@@ -507,6 +507,6 @@ main (int argc, char **argv)
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
     return probe_main (argc - 2, argv + 2);
   rfx_require ();
-  rfx_filter_tests (argv[0]);
+  test_filter_tests (argv[0]);
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -14,7 +14,12 @@
  * and test-run-journal shows it against the protocol's socket.
  *
  * The command in the sandbox is cat(1), refused the file it reads. */
-#include "test-run-util.h"
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+
+#include "tests/lib/test-run.h"
 
 #include "tests/lib/test-journal.h"
 
@@ -86,7 +91,7 @@ start_journald (void **state)
   mount_tmpfs ("/run/systemd");
   mount_tmpfs ("/run/log");
   g_mkdir_with_parents ("/run/systemd/journald.conf.d", 0755);
-  rfx_write ("/run/systemd/journald.conf.d/99-fusebox-test.conf", conf, 0644);
+  test_write ("/run/systemd/journald.conf.d/99-fusebox-test.conf", conf, 0644);
   journald_pid = fork ();
   if (journald_pid < 0)
     fail_msg ("fork: %s", g_strerror (errno));
@@ -149,7 +154,7 @@ journalctl (const char *match)
 
       if (lines[i][0] == '\0')
         continue;
-      o = rfx_parse_object (lines[i]);
+      o = test_parse_object (lines[i]);
       members = json_object_get_members (o);
       entry = g_ptr_array_new_with_free_func ((GDestroyNotify)test_journal_field_free);
       for (GList *l = members; l != NULL; l = l->next)
@@ -201,15 +206,15 @@ test_journalctl_finds_the_refusal (void **state)
   g_autoptr (GPtrArray) denials = NULL;
   RfxResult r;
 
-  rfx_write (secret, "stand-in credentials\n", 0644);
-  rfx_assert_host_readable (secret);
+  test_write (secret, "stand-in credentials\n", 0644);
+  test_assert_host_readable (secret);
   text =
     g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
                      "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
                      "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
                      "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
                      fx->ws, secret);
-  rfx_write (policy, text, 0644);
+  test_write (policy, text, 0644);
   g_unsetenv ("FUSEBOX_JOURNAL_SOCKET"); /* the journal's own place */
   assert_non_null (cat);
   rfx_run (fx, &r, "--log-journal", "--policy", policy, "--run-dir", run_dir, "--", cat, secret, NULL);
@@ -220,16 +225,16 @@ test_journalctl_finds_the_refusal (void **state)
     fail_msg ("the run said something of the journal:\n%s", r.err);
   rfx_result_clear (&r);
 
-  log = rfx_file (log_path);
+  log = test_read_file (log_path);
   assert_non_null (log);
   lines = g_strsplit (log, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     if (lines[i][0] != '\0')
-      g_ptr_array_add (records, rfx_parse_object (lines[i]));
+      g_ptr_array_add (records, test_parse_object (lines[i]));
   assert_true (records->len > 1);
 
   /* journald writes each entry as it takes it; a bound on the wait */
-  run_match = g_strdup_printf ("FUSEBOX_RUN=%s", rfx_str (records->pdata[0], "run"));
+  run_match = g_strdup_printf ("FUSEBOX_RUN=%s", test_json_str (records->pdata[0], "run"));
   for (int i = 0; i < 500; i++)
     {
       g_clear_pointer (&entries, g_ptr_array_unref);
@@ -274,6 +279,6 @@ main (int argc, char **argv)
 
   rfx_require ();
   require_journald ();
-  rfx_filter_tests (argv[0]);
+  test_filter_tests (argv[0]);
   return cmocka_run_group_tests (tests, start_journald, stop_journald);
 }

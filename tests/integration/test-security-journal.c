@@ -10,7 +10,9 @@
  * refusal says deny, whatever the name says.
  *
  * The probe is this program inside the sandbox (`--probe hostile ...`). */
-#include "test-run-util.h"
+#include <sys/prctl.h>
+
+#include "tests/lib/test-run.h"
 
 #include "tests/lib/test-journal.h"
 
@@ -51,7 +53,7 @@ static void
 test_names_forge_nothing (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *self = rfx_self ();
+  g_autofree char *self = test_self ();
   g_autofree char *socket = g_build_filename (fx->tmp, "journal.socket", NULL);
   g_autofree char *run_dir = g_build_filename (fx->runs, "journal-1", NULL);
   g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
@@ -76,21 +78,21 @@ test_names_forge_nothing (void **state)
   g_mkdir (made, 0755);
   g_mkdir (locked, 0755);
   /* the denied directory is there and writable from the host */
-  rfx_write (probe_file, "x", 0644);
+  test_write (probe_file, "x", 0644);
   assert_int_equal (unlink (probe_file), 0);
   text = g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
                           "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
                           "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
                           "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"locked away\" } ] }\n",
                           fx->ws, locked);
-  rfx_write (policy, text, 0644);
+  test_write (policy, text, 0644);
 
   fd = test_journal_bind (socket);
   if (fd < 0)
     fail_msg ("binding %s: %s", socket, g_strerror (-fd));
   env = g_environ_setenv (env, "FUSEBOX_JOURNAL_SOCKET", socket, TRUE);
   {
-    const char *args[] = { rfx_bin (),      "run",  "--read",    g_getenv ("FUSEBOX_BUILD_ROOT"),
+    const char *args[] = { test_bin (),     "run",  "--read",    g_getenv ("FUSEBOX_BUILD_ROOT"),
                            "--policy",      policy, "--run-dir", run_dir,
                            "--log-journal", "--",   self,        "--probe",
                            "hostile",       made,   locked,      NULL };
@@ -100,7 +102,7 @@ test_names_forge_nothing (void **state)
   rfx_set_repro (fx, (char **)argv->pdata);
   if (!g_spawn_async (fx->ws, (char **)argv->pdata, env, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
                       NULL, &pid, &error))
-    fail_msg ("spawn %s: %s", rfx_bin (), error->message);
+    fail_msg ("spawn %s: %s", test_bin (), error->message);
   rfx_keep_pid (fx, pid);
   entries = test_journal_collect (fd, pid, &status, &why);
   rfx_forget_pid (fx, pid);
@@ -111,7 +113,7 @@ test_names_forge_nothing (void **state)
   /* the refusal happened, on the host too */
   assert_int_equal (access (refused, F_OK), -1);
 
-  log = rfx_file (log_path);
+  log = test_read_file (log_path);
   assert_non_null (log);
   lines = g_strsplit (log, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
@@ -123,7 +125,7 @@ test_names_forge_nothing (void **state)
 
       if (lines[i][0] == '\0')
         continue;
-      o = rfx_parse_object (lines[i]);
+      o = test_parse_object (lines[i]);
       if (n >= entries->len)
         fail_msg ("record %u has no journal entry", n + 1);
       entry = entries->pdata[n++];
@@ -135,9 +137,9 @@ test_names_forge_nothing (void **state)
       check = test_journal_check_record (entry, o);
       if (check != NULL)
         fail_msg ("record %u: %s", n, check);
-      if (g_strcmp0 (rfx_str (o, "comm"), COMM) == 0)
+      if (g_strcmp0 (test_json_str (o, "comm"), COMM) == 0)
         with_comm++;
-      path = rfx_str (o, "path");
+      path = test_json_str (o, "path");
       for (guint h = 0; h < G_N_ELEMENTS (hostile); h++)
         {
           g_autofree char *full = g_build_filename (made, hostile[h], NULL);
@@ -176,6 +178,6 @@ main (int argc, char **argv)
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
     return probe_main (argc - 2, argv + 2);
   rfx_require ();
-  rfx_filter_tests (argv[0]);
+  test_filter_tests (argv[0]);
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
