@@ -285,6 +285,16 @@ typedef enum
   LIST_ERROR,
 } ListStep;
 
+/* Past the opening bracket at ps->p: LIST_END for an empty object or
+ * array (CLOSE follows), else LIST_NEXT. */
+static ListStep
+list_open (Parser *ps, char close)
+{
+  ps->p++;
+  skip_ws (ps);
+  return take (ps, close) ? LIST_END : LIST_NEXT;
+}
+
 static ListStep
 list_step (Parser *ps, char close)
 {
@@ -301,12 +311,8 @@ static JsonNode *
 parse_object (Parser *ps, guint depth)
 {
   JsonObject *obj = json_object_new ();
-  ListStep step = LIST_NEXT;
+  ListStep step = list_open (ps, '}');
 
-  ps->p++; /* { */
-  skip_ws (ps);
-  if (take (ps, '}'))
-    return object_node (obj);
   while (step == LIST_NEXT)
     {
       char *key;
@@ -365,12 +371,8 @@ static JsonNode *
 parse_array (Parser *ps, guint depth)
 {
   JsonArray *arr = json_array_new ();
-  ListStep step = LIST_NEXT;
+  ListStep step = list_open (ps, ']');
 
-  ps->p++; /* [ */
-  skip_ws (ps);
-  if (take (ps, ']'))
-    return array_node (arr);
   while (step == LIST_NEXT)
     {
       JsonNode *value = parse_value (ps, depth + 1);
