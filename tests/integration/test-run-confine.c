@@ -460,21 +460,12 @@ static void
 test_log_holds_denial (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
-  g_autofree char *policy = g_build_filename (fx->tmp, "policy.json", NULL);
+  g_autofree char *secret = rfx_stand_in_secret (fx);
+  g_autofree char *policy = rfx_policy_deny (fx, "policy.json", secret, NULL);
   g_autofree char *run_dir = g_build_filename (fx->runs, "log-1", NULL);
   g_autofree char *self = test_self ();
   RfxResult r;
 
-  test_write (secret, "stand-in credentials\n", 0644);
-  test_assert_host_readable (secret);
-  g_autofree char *text =
-    g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
-                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
-                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
-                     "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
-                     fx->ws, secret);
-  test_write (policy, text, 0644);
   rfx_run (fx, &r, "--policy", policy, "--run-dir", run_dir, "--", self, "--probe", "read", secret, "append", secret,
            NULL);
   assert_int_equal (r.status, 0);

@@ -163,21 +163,14 @@ check_all_arrived (GPtrArray *entries, GPtrArray *records)
     }
 }
 
-/* A policy: the host readable, the workspace writable, SECRET denied; and
- * with JOURNAL, "log": {"journal": true}. */
+/* T/policy.json denying SECRET; with JOURNAL, T/journal-policy.json that
+ * also says "log": {"journal": true}. */
 static char *
 write_policy (RFx *fx, const char *secret, gboolean journal)
 {
-  g_autofree char *path = g_build_filename (fx->tmp, journal ? "journal-policy.json" : "policy.json", NULL);
-  g_autofree char *text =
-    g_strdup_printf ("{ \"version\": 1,%s \"rules\": [\n"
-                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
-                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
-                     "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
-                     journal ? " \"log\": {\"journal\": true}," : "", fx->ws, secret);
-
-  test_write (path, text, 0644);
-  return g_steal_pointer (&path);
+  if (journal)
+    return rfx_policy_deny (fx, "journal-policy.json", secret, " \"log\": {\"journal\": true},");
+  return rfx_policy_deny (fx, "policy.json", secret, NULL);
 }
 
 static void
@@ -185,7 +178,7 @@ test_every_record_an_entry (void **state)
 {
   RFX_BEGIN (state);
   Journal j;
-  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+  g_autofree char *secret = rfx_stand_in_secret (fx);
   g_autofree char *self = test_self ();
   g_autofree char *policy = NULL;
   g_autoptr (GPtrArray) entries = NULL;
@@ -193,8 +186,6 @@ test_every_record_an_entry (void **state)
   guint denials = 0;
   int status = -1;
 
-  test_write (secret, "stand-in credentials\n", 0644);
-  test_assert_host_readable (secret);
   policy = write_policy (fx, secret, FALSE);
   journal_init (fx, &j, TRUE);
   entries = run_collecting (fx, &j, &status, "--log-journal", "--policy", policy, "--run-dir", j.run_dir, "--", self,
@@ -227,7 +218,7 @@ test_policy_asks (void **state)
 {
   RFX_BEGIN (state);
   Journal j;
-  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+  g_autofree char *secret = rfx_stand_in_secret (fx);
   g_autofree char *self = test_self ();
   g_autofree char *with = NULL;
   g_autofree char *without = NULL;
@@ -236,7 +227,6 @@ test_policy_asks (void **state)
   g_autoptr (GPtrArray) records = NULL;
   int status = -1;
 
-  test_write (secret, "stand-in credentials\n", 0644);
   with = write_policy (fx, secret, TRUE);
   without = write_policy (fx, secret, FALSE);
   journal_init (fx, &j, TRUE);
@@ -446,7 +436,7 @@ test_serve (void **state)
   RFX_BEGIN (state);
   g_autofree char *socket = g_build_filename (fx->tmp, "journal.socket", NULL);
   g_autofree char *log_path = g_build_filename (fx->tmp, "serve.jsonl", NULL);
-  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+  g_autofree char *secret = rfx_stand_in_secret (fx);
   g_autofree char *file = g_build_filename (fx->ws, "from-client.txt", NULL);
   g_autofree char *policy = write_policy (fx, secret, FALSE);
   g_autofree char *secret_json = test_json_quote (secret);
@@ -461,8 +451,6 @@ test_serve (void **state)
 
   if (fd < 0)
     fail_msg ("binding %s: %s", socket, g_strerror (-fd));
-  test_write (secret, "stand-in credentials\n", 0644);
-  test_assert_host_readable (secret);
   g_setenv ("FUSEBOX_JOURNAL_SOCKET", socket, TRUE);
   server = test_server_start (fx->tmp, args);
   g_unsetenv ("FUSEBOX_JOURNAL_SOCKET");

@@ -192,12 +192,11 @@ static void
 test_journalctl_finds_the_refusal (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
-  g_autofree char *policy = g_build_filename (fx->tmp, "policy.json", NULL);
+  g_autofree char *secret = rfx_stand_in_secret (fx);
+  g_autofree char *policy = rfx_policy_deny (fx, "policy.json", secret, NULL);
   g_autofree char *run_dir = g_build_filename (fx->runs, "journald-1", NULL);
   g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
   g_autofree char *cat = g_find_program_in_path ("cat");
-  g_autofree char *text = NULL;
   g_autofree char *log = NULL;
   g_autofree char *run_match = NULL;
   g_auto (GStrv) lines = NULL;
@@ -206,15 +205,6 @@ test_journalctl_finds_the_refusal (void **state)
   g_autoptr (GPtrArray) denials = NULL;
   RfxResult r;
 
-  test_write (secret, "stand-in credentials\n", 0644);
-  test_assert_host_readable (secret);
-  text =
-    g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
-                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
-                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
-                     "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
-                     fx->ws, secret);
-  test_write (policy, text, 0644);
   g_unsetenv ("FUSEBOX_JOURNAL_SOCKET"); /* the journal's own place */
   assert_non_null (cat);
   rfx_run (fx, &r, "--log-journal", "--policy", policy, "--run-dir", run_dir, "--", cat, secret, NULL);

@@ -171,6 +171,31 @@ rfx_policy_ws (RFx *fx)
   return path;
 }
 
+char *
+rfx_stand_in_secret (RFx *fx)
+{
+  char *secret = g_build_filename (fx->ws, "credentials.txt", NULL);
+
+  test_write (secret, "stand-in credentials\n", 0644);
+  test_assert_host_readable (secret);
+  return secret;
+}
+
+char *
+rfx_policy_deny (RFx *fx, const char *name, const char *secret, const char *extra)
+{
+  char *path = g_build_filename (fx->tmp, name, NULL);
+  g_autofree char *text =
+    g_strdup_printf ("{ \"version\": 1,%s \"rules\": [\n"
+                     "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
+                     "  { \"path\": \"%s\", \"access\": \"deny\", \"why\": \"credentials stay on the host\" } ] }\n",
+                     extra != NULL ? extra : "", fx->ws, secret);
+
+  test_write (path, text, 0644);
+  return path;
+}
+
 char **
 rfx_env (RFx *fx)
 {

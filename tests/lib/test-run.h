@@ -93,6 +93,15 @@ int rfx_main (int argc, char **argv, int (*probe_main) (int argc, char **argv), 
 /* T/policy.json: the host's / readable, T/ws writable; its path. */
 char *rfx_policy_ws (RFx *fx);
 
+/* T/ws/credentials.txt, a stand-in secret, made and proven readable on the
+ * host first (its denial in the sandbox must prove something); its path. */
+char *rfx_stand_in_secret (RFx *fx);
+
+/* T/NAME: the host's / readable (rule 0), T/ws writable (rule 1), SECRET
+ * denied "credentials stay on the host" (rule 2); EXTRA (or NULL), members
+ * of the policy's object with their commas, comes first.  Its path. */
+char *rfx_policy_deny (RFx *fx, const char *name, const char *secret, const char *extra);
+
 /* The environment fusebox runs with: the caller's, HOME and XDG_STATE_HOME
  * in T. */
 char **rfx_env (RFx *fx);
