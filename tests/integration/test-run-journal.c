@@ -173,26 +173,43 @@ write_policy (RFx *fx, const char *secret, gboolean journal)
   return rfx_policy_deny (fx, "policy.json", secret, NULL);
 }
 
+/* The probe reading SECRET under `fusebox run [--log-journal] --policy
+ * POLICY --run-dir RUN_DIR`, J's socket read meanwhile: the run ends 0 and
+ * its log holds more than the one denial.  The journal's entries, and the
+ * log's records in *RET_RECORDS. */
+static GPtrArray *
+run_reading (RFx *fx, Journal *j, bool log_journal, const char *policy, const char *run_dir, const char *secret,
+             GPtrArray **ret_records)
+{
+  g_autofree char *self = test_self ();
+  GPtrArray *entries;
+  int status = -1;
+
+  if (log_journal)
+    entries = run_collecting (fx, j, &status, "--log-journal", "--policy", policy, "--run-dir", run_dir, "--", self,
+                              "--probe", "read", secret, NULL);
+  else
+    entries = run_collecting (fx, j, &status, "--policy", policy, "--run-dir", run_dir, "--", self, "--probe", "read",
+                              secret, NULL);
+  assert_int_equal (status, 0);
+  *ret_records = read_records (run_dir);
+  assert_true ((*ret_records)->len > 1);
+  return entries;
+}
+
 static void
 test_every_record_an_entry (void **state)
 {
   RFX_BEGIN (state);
   Journal j;
   g_autofree char *secret = rfx_stand_in_secret (fx);
-  g_autofree char *self = test_self ();
-  g_autofree char *policy = NULL;
+  g_autofree char *policy = write_policy (fx, secret, FALSE);
   g_autoptr (GPtrArray) entries = NULL;
   g_autoptr (GPtrArray) records = NULL;
   guint denials = 0;
-  int status = -1;
 
-  policy = write_policy (fx, secret, FALSE);
   journal_init (fx, &j, TRUE);
-  entries = run_collecting (fx, &j, &status, "--log-journal", "--policy", policy, "--run-dir", j.run_dir, "--", self,
-                            "--probe", "read", secret, NULL);
-  assert_int_equal (status, 0);
-  records = read_records (j.run_dir);
-  assert_true (records->len > 1);
+  entries = run_reading (fx, &j, true, policy, j.run_dir, secret, &records);
   check_all_arrived (entries, records);
   for (guint i = 0; i < entries->len; i++)
     {
@@ -219,30 +236,19 @@ test_policy_asks (void **state)
   RFX_BEGIN (state);
   Journal j;
   g_autofree char *secret = rfx_stand_in_secret (fx);
-  g_autofree char *self = test_self ();
-  g_autofree char *with = NULL;
-  g_autofree char *without = NULL;
+  g_autofree char *with = write_policy (fx, secret, TRUE);
+  g_autofree char *without = write_policy (fx, secret, FALSE);
   g_autofree char *run2 = g_build_filename (fx->runs, "journal-2", NULL);
   g_autoptr (GPtrArray) entries = NULL;
   g_autoptr (GPtrArray) records = NULL;
-  int status = -1;
 
-  with = write_policy (fx, secret, TRUE);
-  without = write_policy (fx, secret, FALSE);
   journal_init (fx, &j, TRUE);
-  entries = run_collecting (fx, &j, &status, "--policy", with, "--run-dir", j.run_dir, "--", self, "--probe", "read",
-                            secret, NULL);
-  assert_int_equal (status, 0);
-  records = read_records (j.run_dir);
+  entries = run_reading (fx, &j, false, with, j.run_dir, secret, &records);
   check_all_arrived (entries, records);
   g_ptr_array_unref (entries);
   g_ptr_array_unref (records);
 
-  entries = run_collecting (fx, &j, &status, "--policy", without, "--run-dir", run2, "--", self, "--probe", "read",
-                            secret, NULL);
-  assert_int_equal (status, 0);
-  records = read_records (run2);
-  assert_true (records->len > 1);
+  entries = run_reading (fx, &j, false, without, run2, secret, &records);
   assert_int_equal (entries->len, 0);
   journal_clear (&j);
   RFX_PASS ();
