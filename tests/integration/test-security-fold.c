@@ -666,9 +666,10 @@ test_check_reports (void **state)
   RFX_PASS ();
 }
 
-RFX_DEFINE_MAIN (probe_main, NULL, cmocka_unit_test_setup_teardown (test_case_variants_run, rfx_setup, fold_teardown),
-                 cmocka_unit_test_setup_teardown (test_unicode_variants_run, rfx_setup, fold_teardown),
-                 cmocka_unit_test_setup_teardown (test_trailing_dots_run, rfx_setup, fold_teardown),
-                 cmocka_unit_test_setup_teardown (test_tmpfs_casefold_run, rfx_setup, fold_teardown),
-                 cmocka_unit_test_setup_teardown (test_case_variants_serve, rfx_setup, fold_teardown),
-                 cmocka_unit_test_setup_teardown (test_check_reports, rfx_setup, fold_teardown))
+/* A fold test: it may mount a folding filesystem, which its teardown
+ * unmounts. */
+#define FOLD_TEST(f) cmocka_unit_test_setup_teardown (f, rfx_setup, fold_teardown)
+
+RFX_DEFINE_MAIN (probe_main, NULL, FOLD_TEST (test_case_variants_run), FOLD_TEST (test_unicode_variants_run),
+                 FOLD_TEST (test_trailing_dots_run), FOLD_TEST (test_tmpfs_casefold_run),
+                 FOLD_TEST (test_case_variants_serve), FOLD_TEST (test_check_reports))
