@@ -5,10 +5,14 @@
  * files reach the max size, the command stops what writes it with
  * fb_cmd_log_full_message(); ipc/ipc-log.c enforces it.  And whether the
  * systemd journal gets the records too (--log-journal, or the policy's
- * "log": {"journal": true}; ipc/ipc-log-journal.c). */
+ * "log": {"journal": true}; ipc/ipc-log-journal.c).  And the workspace
+ * the three take. */
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
+
+#include <errno.h>
+#include <stdlib.h>
 
 static bool
 parse_arg (const char *command, const char *option, const char *arg, guint64 min, guint64 *ret)
@@ -133,4 +137,22 @@ fb_cmd_close_run_log (FbRun *run, const char *command, const char *what)
       ok = false;
     }
   return ok;
+}
+
+char *
+fb_cmd_resolve_workspace (const char *command, const char *dir)
+{
+  char *real = realpath (dir, NULL);
+  char *ret;
+
+  if (real == NULL || !g_file_test (real, G_FILE_TEST_IS_DIR))
+    {
+      fb_cmd_error ("%s: --workspace %s: %s; give the path of an existing directory", command, dir,
+                    real == NULL ? g_strerror (errno) : "not a directory");
+      free (real);
+      return NULL;
+    }
+  ret = g_strdup (real);
+  free (real);
+  return ret;
 }

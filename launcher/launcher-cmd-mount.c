@@ -130,27 +130,6 @@ check_mountpoint (const char *arg)
   }
 }
 
-static char *
-resolve_workspace (const char *dir)
-{
-  char *real;
-  char *ret;
-
-  if (dir == NULL)
-    return NULL;
-  real = realpath (dir, NULL);
-  if (real == NULL || !g_file_test (real, G_FILE_TEST_IS_DIR))
-    {
-      fb_cmd_error ("mount: --workspace %s: %s; give the path of an existing directory", dir,
-                    real == NULL ? g_strerror (errno) : "not a directory");
-      free (real);
-      return NULL;
-    }
-  ret = g_strdup (real);
-  free (real);
-  return ret;
-}
-
 /* --- the unmount watcher ------------------------------------------------------ */
 
 /* SIGKILL of the daemon must leave no mount.  Two processes outlive it to
@@ -715,7 +694,7 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
   c->mountpoint = check_mountpoint (argv[1]);
   if (c->mountpoint == NULL)
     return FB_EXIT_FAILURE;
-  if (c->workspace != NULL && (c->workspace_real = resolve_workspace (c->workspace)) == NULL)
+  if (c->workspace != NULL && (c->workspace_real = fb_cmd_resolve_workspace ("mount", c->workspace)) == NULL)
     return FB_EXIT_FAILURE;
   if (access ("/dev/fuse", R_OK | W_OK) < 0 && geteuid () == 0)
     {

@@ -198,13 +198,9 @@ parse_run_args (int argc, char **argv, RunOptions *o)
         {
           NEED (1);
           g_free (o->workspace);
-          o->workspace = realpath (argv[++i], NULL);
-          if (!o->workspace || !g_file_test (o->workspace, G_FILE_TEST_IS_DIR))
-            {
-              fb_cmd_error ("run: --workspace %s: %s; give the path of an existing directory", argv[i],
-                            o->workspace ? "not a directory" : g_strerror (errno));
-              return FB_LAUNCHER_EXIT_SANDBOX;
-            }
+          o->workspace = fb_cmd_resolve_workspace ("run", argv[++i]);
+          if (o->workspace == NULL)
+            return FB_LAUNCHER_EXIT_SANDBOX;
         }
       else if (strcmp (a, "--read") == 0 || strcmp (a, "--write") == 0 || strcmp (a, "--deny") == 0 ||
                strcmp (a, "--hide") == 0)

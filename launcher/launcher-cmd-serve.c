@@ -244,19 +244,8 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
           return FB_EXIT_FAILURE;
         }
     }
-  if (c->workspace != NULL)
-    {
-      char *real = realpath (c->workspace, NULL);
-      if (real == NULL || !g_file_test (real, G_FILE_TEST_IS_DIR))
-        {
-          fb_cmd_error ("serve: --workspace %s: %s; give the path of an existing directory", c->workspace,
-                        real == NULL ? g_strerror (errno) : "not a directory");
-          free (real);
-          return FB_EXIT_FAILURE;
-        }
-      c->workspace_real = g_strdup (real);
-      free (real);
-    }
+  if (c->workspace != NULL && (c->workspace_real = fb_cmd_resolve_workspace ("serve", c->workspace)) == NULL)
+    return FB_EXIT_FAILURE;
   return -1;
 }
 

@@ -65,6 +65,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbCmdTerminal, fb_cmd_terminal_free)
  * defaults.  False after a message (a usage error).  And the message for
  * a log that reached it (WHAT: "the sandbox", "the mount"...). */
 typedef struct FbPolicy FbPolicy;
+/* --workspace DIR of run, mount and serve (launcher-cmd-logbudget.c): its
+ * absolute, symlink-free form, or NULL after COMMAND's message. */
+char *fb_cmd_resolve_workspace (const char *command, const char *dir);
 bool fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_arg, const FbPolicy *policy,
                         guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written);
