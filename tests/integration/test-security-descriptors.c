@@ -175,6 +175,17 @@ assert_other_session_served (DFx *fx)
     fail_msg ("the other session's process/start: exit %d, output: %s", code, out);
 }
 
+/* While the first session's process ID holds what it holds: another
+ * session is served and the server keeps within its limit; then ID is
+ * told to end. */
+static void
+assert_served_meanwhile (DFx *fx, const char *id)
+{
+  assert_other_session_served (fx);
+  assert_true (test_count_fds (fx->server->pid) <= LOWERED_NOFILE);
+  test_process_write (fx->a, id, "", "end");
+}
+
 static void
 write_hello (DFx *fx)
 {
@@ -246,9 +257,7 @@ test_find_many_directories (void **state)
   if (strcmp (out, expect) != 0)
     fail_msg ("find in the sandbox (exit %d) printed:\n%s\nexpected:\n%s", code, out, expect);
 
-  assert_other_session_served (fx);
-  assert_true (test_count_fds (fx->server->pid) <= LOWERED_NOFILE);
-  test_process_write (fx->a, "find", "", "end");
+  assert_served_meanwhile (fx, "find");
   r->passed = true;
 }
 
@@ -304,9 +313,7 @@ test_hold_many_files (void **state)
       !(opened > 0 && (strcmp (err, "EMFILE") == 0 || strcmp (err, "ENFILE") == 0)))
     fail_msg ("the sandbox opened %ld files and then got %s", opened, err);
 
-  assert_other_session_served (fx);
-  assert_true (test_count_fds (fx->server->pid) <= LOWERED_NOFILE);
-  test_process_write (fx->a, "hold", "", "end");
+  assert_served_meanwhile (fx, "hold");
   r->passed = true;
 }
 
