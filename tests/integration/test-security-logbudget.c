@@ -80,19 +80,6 @@ count_mkdirs (TestLog *l, const char *prefix, const char *decision, guint *ret_r
   return n;
 }
 
-static int
-fusebox_log (RFx *fx, const char *run_dir, char **ret_err)
-{
-  const char *argv[] = { test_bin (), "log", run_dir, NULL };
-  g_auto (GStrv) env = rfx_env (fx);
-  g_autofree char *out = NULL;
-  int status;
-
-  if (!g_spawn_sync (fx->ws, (char **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, &out, ret_err, &status, NULL))
-    fail_msg ("spawn fusebox log");
-  return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
-}
-
 static void
 test_refusal_flood_folded (void **state)
 {
@@ -100,7 +87,6 @@ test_refusal_flood_folded (void **state)
   g_autofree char *self = test_self ();
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
   g_autofree char *ws_dir = g_build_filename (fx->ws, "made", NULL);
-  g_autofree char *log_err = NULL;
   const int refused = 5000, allowed = 400;
   guint refusal_records = 0;
   TestLog l;
@@ -126,8 +112,10 @@ test_refusal_flood_folded (void **state)
   assert_true (refusal_records < refused / 10);
   assert_int_equal (count_mkdirs (&l, ws_dir, "allow", NULL), allowed);
   /* the readers see one log without gaps */
-  assert_int_equal (fusebox_log (fx, run_dir, &log_err), 0);
-  assert_null (strstr (log_err, "seq jumps"));
+  rfx_fusebox (fx, &r, "log", run_dir, NULL);
+  assert_int_equal (r.status, 0);
+  assert_null (strstr (r.err, "seq jumps"));
+  rfx_result_clear (&r);
   test_log_clear (&l);
   RFX_PASS ();
 }
