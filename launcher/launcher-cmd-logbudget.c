@@ -156,3 +156,19 @@ fb_cmd_resolve_workspace (const char *command, const char *dir)
   free (real);
   return ret;
 }
+
+int
+fb_cmd_create_run (const char *command, FbRun *run, FbPolicy *policy, const char *file_arg, const char *max_arg,
+                   guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size)
+{
+  g_autoptr (GError) error = NULL;
+
+  if (!fb_cmd_log_budget (command, file_arg, max_arg, policy, default_max, ret_file_size, ret_max_size))
+    return FB_EXIT_USAGE;
+  if (!fb_run_create (run, policy, &error))
+    {
+      fb_cmd_error ("%s: %s", command, error->message);
+      return FB_EXIT_FAILURE;
+    }
+  return -1;
+}

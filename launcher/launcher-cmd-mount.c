@@ -729,15 +729,8 @@ prepare_run (const MountCommandLine *c, MountArgs *a)
       fb_cmd_error ("mount: %s", error->message);
       return FB_EXIT_FAILURE;
     }
-  if (!fb_cmd_log_budget ("mount", c->log_file_size, c->log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE,
-                          &a->log_file_size, &a->log_max_size))
-    return FB_EXIT_USAGE;
-  if (!fb_run_create (a->run, policy, &error))
-    {
-      fb_cmd_error ("mount: %s", error->message);
-      return FB_EXIT_FAILURE;
-    }
-  return -1;
+  return fb_cmd_create_run ("mount", a->run, policy, c->log_file_size, c->log_max_size, FB_LOG_DEFAULT_MAX_SIZE,
+                            &a->log_file_size, &a->log_max_size);
 }
 
 int

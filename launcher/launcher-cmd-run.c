@@ -539,14 +539,9 @@ fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, Run *run)
       fb_cmd_error ("run: %s", error->message);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
-  if (!fb_cmd_log_budget ("run", o->log_file_size, o->log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE,
-                          &run->log_file_size, &run->log_max_size))
+  if (fb_cmd_create_run ("run", run->run, policy, o->log_file_size, o->log_max_size, FB_LOG_DEFAULT_MAX_SIZE,
+                         &run->log_file_size, &run->log_max_size) >= 0)
     return FB_LAUNCHER_EXIT_SANDBOX;
-  if (!fb_run_create (run->run, policy, &error))
-    {
-      fb_cmd_error ("run: %s", error->message);
-      return FB_LAUNCHER_EXIT_SANDBOX;
-    }
 
   info = fb_run_get_info (run->run);
   JsonArray *cmd = json_array_new ();

@@ -260,6 +260,7 @@ prepare_run (ServeCommandLine *c, FbRun **ret_run)
   g_autoptr (FbPolicy) policy = NULL;
   FbRunOptions ro = { .kind = FB_RUN_KIND_SERVE, .workspace = c->workspace_real, .log_path = c->log };
   FbRun *run = *ret_run = fb_run_new (&ro);
+  int status;
 
   policy = fb_policy_load_spec (c->policy != NULL ? c->policy : DEFAULT_SPEC, fb_run_get_vars (run), &error);
   if (policy == NULL)
@@ -267,10 +268,11 @@ prepare_run (ServeCommandLine *c, FbRun **ret_run)
       fb_cmd_error ("serve: %s", error->message);
       return FB_EXIT_FAILURE;
     }
-  if (!fb_cmd_log_budget ("serve", c->log_file_size, c->log_max_size, policy, FB_LOG_DEFAULT_MAX_SIZE_SERVE,
-                          &c->file_size, &c->max_size))
-    return FB_EXIT_USAGE;
-  if (!fb_run_create (run, policy, &error) || !fb_run_start (run, &error))
+  status = fb_cmd_create_run ("serve", run, policy, c->log_file_size, c->log_max_size, FB_LOG_DEFAULT_MAX_SIZE_SERVE,
+                              &c->file_size, &c->max_size);
+  if (status >= 0)
+    return status;
+  if (!fb_run_start (run, &error))
     {
       fb_cmd_error ("serve: %s", error->message);
       return FB_EXIT_FAILURE;

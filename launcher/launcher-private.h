@@ -70,6 +70,12 @@ typedef struct FbPolicy FbPolicy;
 char *fb_cmd_resolve_workspace (const char *command, const char *dir);
 bool fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_arg, const FbPolicy *policy,
                         guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
+/* RUN's directory made with POLICY (fb_run_create) once the log's budget
+ * (as fb_cmd_log_budget) is known: -1, or after COMMAND's message
+ * FB_EXIT_USAGE (the budget's options) or FB_EXIT_FAILURE. */
+typedef struct FbRun FbRun;
+int fb_cmd_create_run (const char *command, FbRun *run, FbPolicy *policy, const char *file_arg, const char *max_arg,
+                       guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written);
 /* The journal output of run, mount and serve (launcher-cmd-logbudget.c):
  * --log-journal (ASKED) or the policy's "log": {"journal": true}; the
@@ -79,7 +85,6 @@ gboolean fb_cmd_log_journal (gboolean asked, const FbPolicy *policy, const char 
 /* Close RUN's access log; say so when it could not be completed, or
  * reached its budget (WHAT was stopped), which run.json then has as its
  * "error".  False after either. */
-typedef struct FbRun FbRun;
 bool fb_cmd_close_run_log (FbRun *run, const char *command, const char *what);
 
 /* launcher-cmd-descriptors.c: the descriptor budget (fs/fs-view-fd.c) in a
