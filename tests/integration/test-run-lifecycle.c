@@ -57,11 +57,9 @@ test_sigkill_leaves_nothing (void **state)
   close (out);
 
   /* the run is over for `fusebox runs`, though run.json never got "ended" */
-  g_autofree char *runs_out = NULL;
-  g_auto (GStrv) env = rfx_env (fx);
-  const char *argv[] = { test_bin (), "runs", "--json", NULL };
-  assert_true (g_spawn_sync (NULL, (char **)argv, env, G_SPAWN_DEFAULT, NULL, NULL, &runs_out, NULL, NULL, NULL));
-  g_autoptr (JsonObject) entry = test_parse_object (runs_out);
+  g_auto (TestCmd) runs = { 0 };
+  rfx_fusebox (fx, &runs, "runs", "--json", NULL);
+  g_autoptr (JsonObject) entry = test_parse_object (runs.out);
   assert_string_equal (test_json_str (entry, "state"), "over");
   RFX_PASS ();
 }

@@ -137,17 +137,14 @@ test_over_budget_stops (void **state)
 
   /* the default policy with a small budget in its "log" section */
   {
-    const char *argv[] = { test_bin (), "policy", "show", "default", NULL };
-    g_autofree char *text = NULL;
-    g_auto (GStrv) env = rfx_env (fx);
-    int status;
+    g_auto (TestCmd) shown = { 0 };
     g_autoptr (JsonObject) policy = NULL;
     g_autoptr (JsonNode) node = NULL;
     JsonObject *log = json_object_new ();
 
-    assert_true (
-      g_spawn_sync (fx->ws, (char **)argv, env, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &text, NULL, &status, NULL));
-    policy = test_parse_object (text);
+    rfx_fusebox (fx, &shown, "policy", "show", "default", NULL);
+    assert_int_equal (shown.status, 0);
+    policy = test_parse_object (shown.out);
     json_object_set_string_member (log, "max_size", "128K");
     json_object_set_string_member (log, "file_size", "32K");
     json_object_set_object_member (policy, "log", log);
