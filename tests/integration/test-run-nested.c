@@ -144,27 +144,13 @@ run_outer (RFx *fx, Case *c, const char *const *prefix)
   g_ptr_array_add (argv, NULL);
 
   g_auto (GStrv) env = rfx_env (fx);
-  g_autoptr (GError) error = NULL;
-  g_autofree char *setup = test_caller_describe (&c->outer);
-  RfxResult *ret = &c->r;
-  int status = 0;
+
   rfx_set_repro (fx, (char **)argv->pdata);
-  if (setup != NULL)
-    {
-      /* the repro line can't show the outer set-up: say it */
-      g_autofree char *old = fx->repro;
-      fx->repro = g_strdup_printf ("%s   (after: %s)", old, setup);
-    }
-  rfx_result_clear (ret);
-  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, test_caller_setup, &c->outer, &ret->out,
-                     &ret->err, &status, &error))
-    fail_msg ("spawn %s: %s", (char *)argv->pdata[0], error->message);
-  ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
-  if (ret->status == TEST_CALLER_SETUP_FAILED)
-    fail_msg ("the outer set-up failed: %s", ret->err);
-  if (ret->status == OUTER_SECRET_UNREADABLE)
+  test_caller_annotate (&c->outer, &fx->repro);
+  test_caller_run (&c->outer, fx->ws, env, (char **)argv->pdata, &c->r);
+  if (c->r.status == OUTER_SECRET_UNREADABLE)
     fail_msg ("the secret %s is not readable just outside fusebox, so its denial inside would prove nothing: %s",
-              c->secret, ret->err);
+              c->secret, c->r.err);
 }
 
 /* `fusebox check` under the case's outer set-up; its stdout in *ret_out. */

@@ -276,14 +276,8 @@ give_to_outer_user (RFx *fx)
 static void
 set_repro (RFx *fx, const TestCaller *c, char **argv)
 {
-  g_autofree char *as = test_caller_describe (c);
-
   rfx_set_repro (fx, argv);
-  if (as != NULL)
-    {
-      g_autofree char *old = fx->repro;
-      fx->repro = g_strdup_printf ("%s   (as: %s)", old, as);
-    }
+  test_caller_annotate (c, &fx->repro);
 }
 
 /* fusebox run ARGV (built by rfx_argv_va) with BIN instead of $FUSEBOX_BIN
@@ -292,8 +286,6 @@ static void
 run_as (RFx *fx, const TestCaller *c, const char *bin, RfxResult *ret, GPtrArray *argv)
 {
   g_auto (GStrv) env = rfx_env (fx);
-  g_autoptr (GError) error = NULL;
-  int status = 0;
 
   if (bin != NULL)
     {
@@ -302,12 +294,7 @@ run_as (RFx *fx, const TestCaller *c, const char *bin, RfxResult *ret, GPtrArray
     }
   set_repro (fx, c, (char **)argv->pdata);
   memset (ret, 0, sizeof *ret);
-  if (!g_spawn_sync (fx->ws, (char **)argv->pdata, env, G_SPAWN_DEFAULT, test_caller_setup, (gpointer)c, &ret->out,
-                     &ret->err, &status, &error))
-    fail_msg ("spawn %s: %s", (char *)argv->pdata[0], error->message);
-  ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
-  if (ret->status == TEST_CALLER_SETUP_FAILED)
-    fail_msg ("the caller's set-up failed: %s", ret->err);
+  test_caller_run (c, fx->ws, env, (char **)argv->pdata, ret);
 }
 
 static GPtrArray *

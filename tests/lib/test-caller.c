@@ -90,6 +90,35 @@ test_caller_describe (const TestCaller *c)
   return g_string_free (g_steal_pointer (&s), FALSE);
 }
 
+void
+test_caller_annotate (const TestCaller *c, char **line)
+{
+  g_autofree char *as = test_caller_describe (c);
+  g_autofree char *old = *line;
+
+  if (as == NULL)
+    {
+      *line = g_steal_pointer (&old);
+      return;
+    }
+  *line = g_strdup_printf ("%s   (as: %s)", old != NULL ? old : "", as);
+}
+
+void
+test_caller_run (const TestCaller *c, const char *cwd, char **envp, char **argv, TestCmd *ret)
+{
+  g_autoptr (GError) error = NULL;
+  int status = 0;
+
+  test_cmd_clear (ret);
+  if (!g_spawn_sync (cwd, argv, envp, G_SPAWN_DEFAULT, test_caller_setup, (gpointer)c, &ret->out, &ret->err, &status,
+                     &error))
+    fail_msg ("spawn %s: %s", argv[0], error->message);
+  ret->status = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  if (ret->status == TEST_CALLER_SETUP_FAILED)
+    fail_msg ("the caller's set-up failed: %s", ret->err);
+}
+
 int
 test_caller_check (const TestCaller *c, const char *cwd, char **envp, const char *const *prefix, char **ret_out)
 {

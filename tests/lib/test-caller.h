@@ -38,9 +38,18 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (TestCaller, test_caller_clear)
  * TEST_CALLER_SETUP_FAILED. */
 void test_caller_setup (gpointer data);
 
-/* What the caller's set-up does, for the line that reproduces a run
- * ("unshare -m; a mode 0666 FUSE node ..."); NULL when it does nothing. */
+/* What the caller's set-up does ("unshare -m; a mode 0666 FUSE node
+ * ..."); NULL when it does nothing. */
 char *test_caller_describe (const TestCaller *c);
+
+/* *LINE, a command that reproduces a run, with what the caller's set-up
+ * does after it ("   (as: ...)"), which the command can't show. */
+void test_caller_annotate (const TestCaller *c, char **line);
+
+/* ARGV run to completion in CWD with ENVP (NULL: ours) as C: its status
+ * (128+N for a signal) and output in *RET (RET->command not set).  Fails
+ * the test when ARGV can't be started or the caller's set-up failed. */
+void test_caller_run (const TestCaller *c, const char *cwd, char **envp, char **argv, TestCmd *ret);
 
 /* `fusebox check` run in CWD as C (with ENVP, NULL: ours), after PREFIX
  * (an outer sandbox's command, NULL-terminated, or NULL); its exit status
