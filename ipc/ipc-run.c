@@ -354,7 +354,6 @@ fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError *
   for (guint m = 0; m < n; m++)
     {
       g_autofree char *path = NULL;
-      char *real;
 
       if (mounts[m].is_private || mounts[m].host_path == NULL)
         continue;
@@ -362,9 +361,9 @@ fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError *
       if (mounts[m].rule != NULL && mounts[m].rule->source != NULL && !check_source_is_dir (&mounts[m], error))
         return FALSE;
       /* the source and each directory above it, as the host resolves them */
-      real = realpath (mounts[m].host_path, NULL);
-      path = g_strdup (real != NULL ? real : mounts[m].host_path);
-      free (real);
+      path = fb_realpath (mounts[m].host_path);
+      if (path == NULL)
+        path = g_strdup (mounts[m].host_path);
       for (gboolean itself = TRUE;; itself = FALSE)
         {
           struct stat st;

@@ -10,9 +10,9 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
+#include "policy/util.h"
 
 #include <errno.h>
-#include <stdlib.h>
 
 static bool
 parse_arg (const char *command, const char *option, const char *arg, guint64 min, guint64 *ret)
@@ -142,19 +142,15 @@ fb_cmd_close_run_log (FbRun *run, const char *command, const char *what)
 char *
 fb_cmd_resolve_workspace (const char *command, const char *dir)
 {
-  char *real = realpath (dir, NULL);
-  char *ret;
+  g_autofree char *real = fb_realpath (dir);
 
   if (real == NULL || !g_file_test (real, G_FILE_TEST_IS_DIR))
     {
       fb_cmd_error ("%s: --workspace %s: %s; give the path of an existing directory", command, dir,
                     real == NULL ? g_strerror (errno) : "not a directory");
-      free (real);
       return NULL;
     }
-  ret = g_strdup (real);
-  free (real);
-  return ret;
+  return g_steal_pointer (&real);
 }
 
 int

@@ -88,7 +88,7 @@ static char *
 check_mountpoint (const char *arg)
 {
   struct statx stx;
-  char *real;
+  g_autofree char *real = NULL;
 
   if (statx (AT_FDCWD, arg, 0, STATX_TYPE, &stx) < 0)
     {
@@ -107,7 +107,7 @@ check_mountpoint (const char *arg)
       fb_cmd_error ("mount: the mount point %s is not a directory; give an (empty) directory to mount on", arg);
       return NULL;
     }
-  real = realpath (arg, NULL);
+  real = fb_realpath (arg);
   if (real == NULL)
     {
       fb_cmd_error ("mount: can't resolve the mount point %s: %s", arg, g_strerror (errno));
@@ -120,14 +120,9 @@ check_mountpoint (const char *arg)
       fb_cmd_error ("mount: %s is busy: a %s filesystem is already mounted there; unmount it first "
                     "(fusermount3 -u %s, or umount %s) or choose another directory",
                     real, type != NULL ? type : "", real, real);
-      free (real);
       return NULL;
     }
-  {
-    char *ret = g_strdup (real);
-    free (real);
-    return ret;
-  }
+  return g_steal_pointer (&real);
 }
 
 /* --- the unmount watcher ------------------------------------------------------ */

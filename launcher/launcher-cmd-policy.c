@@ -104,7 +104,7 @@ parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *com
 static char *
 resolve_workspace (const char *command, const char *dir)
 {
-  char *real = realpath (dir, NULL);
+  g_autofree char *real = fb_realpath (dir);
 
   if (real == NULL)
     {
@@ -117,12 +117,9 @@ resolve_workspace (const char *command, const char *dir)
     {
       fb_cmd_error ("policy %s: --workspace %s: not a directory; give the workspace directory, not a file", command,
                     dir);
-      free (real);
       return NULL;
     }
-  char *ret = g_strdup (real);
-  free (real);
-  return ret;
+  return g_steal_pointer (&real);
 }
 
 /* Variables as a run would see them.  ${RUN} does not exist before a run;

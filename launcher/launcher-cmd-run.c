@@ -148,7 +148,7 @@ parse_id (const char *s, guint32 *ret)
 static char *
 rule_path (const char *arg)
 {
-  char *real = realpath (arg, NULL);
+  char *real = fb_realpath (arg);
   if (real)
     return real;
   g_autofree char *cwd = g_get_current_dir ();
@@ -327,11 +327,10 @@ real_path_prefix (const char *path)
   g_autoptr (GString) tail = g_string_new (NULL);
   for (;;)
     {
-      char *real = realpath (head, NULL);
+      g_autofree char *real = fb_realpath (head);
       if (real)
         {
           g_autofree char *joined = g_strconcat (real, tail->str, NULL);
-          free (real);
           return g_canonicalize_filename (joined, "/");
         }
       char *slash = strrchr (head, '/');

@@ -8,6 +8,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -34,6 +35,20 @@ fb_steal_fd (int *fd)
   int r = *fd;
   *fd = -1;
   return r;
+}
+
+/* realpath(3) of PATH, to free with g_free; NULL with errno set. */
+static inline char *
+fb_realpath (const char *path)
+{
+  char *real = realpath (path, NULL);
+  char *ret;
+
+  if (real == NULL)
+    return NULL;
+  ret = g_strdup (real);
+  free (real);
+  return ret;
 }
 
 /* Sends LEN bytes of BUF on the socket SOCK in one sendmsg (MSG_NOSIGNAL
