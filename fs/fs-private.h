@@ -143,6 +143,18 @@ typedef struct
   unsigned char type;
 } DirEntry;
 
+/* A record of getdents64(2), read from a host directory by listings
+ * (fs-view-dir.c), the fold probe (fs-view-fold.c) and the depth walk
+ * (fs-view-depth.c). */
+struct linux_dirent64
+{
+  guint64 d_ino;
+  gint64 d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
 /* Where a streamed listing stands (fs-view-dir.c): the view's offset, which
  * counts the entries the view showed, and the host's, which lseek takes. */
 #define DIR_CURSORS_MAX 8
@@ -353,11 +365,12 @@ int node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const
                        FbViewNode **ret_node, struct stat *ret_st);
 
 /* fs-view-host.c: one checked name below PARENT_FD as O_PATH, never
- * followed; whether the host holds NAME in PARENT; whether ST shows
- * NODE's host object (0, or -ESTALE). */
+ * followed; whether the host holds NAME in PARENT; whether FD, just
+ * opened, shows NODE's host object (st_dev, st_ino, type: 0, or -ESTALE
+ * for another object, or fstat's error). */
 int host_open_child (int parent_fd, const char *name);
 bool host_name_exists (FbViewNode *parent, const char *name);
-int same_host_object (FbViewNode *node, const struct stat *st);
+int node_check_fd (FbViewNode *node, int fd);
 void proc_fd_path (char buf[static 32], int fd);
 /* NODE's host object as an O_PATH descriptor: its own (directories, mount
  * sources), or for a reopened node one opened now from its parent's

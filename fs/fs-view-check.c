@@ -156,6 +156,22 @@ check_enter (const NodeState *pst, const char *name, FbDecision *ret_decision)
   return 0;
 }
 
+/* Making or removing a name needs the name (CI) and its directory (PST)
+ * writable: else the refusal of the first that is not, with its rule. */
+static int
+check_name_writable (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
+{
+  *ret_rule = ci->decision.rule;
+  if (!decision_writable (&ci->decision))
+    return write_refusal (ci->decision.access, ret_decision);
+  if (!decision_writable (&pst->decision))
+    {
+      *ret_rule = pst->decision.rule;
+      return write_refusal (pst->decision.access, ret_decision);
+    }
+  return 0;
+}
+
 int
 check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule)
 {
@@ -165,14 +181,7 @@ check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decisio
    * host holds something there (ENOENT or EEXIST would tell). */
   if (decision_is_hidden (&ci->decision))
     return refuse (FB_DECISION_DENY, ret_decision);
-  if (!decision_writable (&ci->decision))
-    return write_refusal (ci->decision.access, ret_decision);
-  if (!decision_writable (&pst->decision))
-    {
-      *ret_rule = pst->decision.rule;
-      return write_refusal (pst->decision.access, ret_decision);
-    }
-  return 0;
+  return check_name_writable (pst, ci, ret_decision, ret_rule);
 }
 
 static int
@@ -187,14 +196,7 @@ check_remove (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decisio
   *ret_rule = ci->decision.rule;
   if (decision_is_hidden (&ci->decision))
     return refuse (FB_DECISION_HIDE, ret_decision);
-  if (!decision_writable (&ci->decision))
-    return write_refusal (ci->decision.access, ret_decision);
-  if (!decision_writable (&pst->decision))
-    {
-      *ret_rule = pst->decision.rule;
-      return write_refusal (pst->decision.access, ret_decision);
-    }
-  return 0;
+  return check_name_writable (pst, ci, ret_decision, ret_rule);
 }
 
 bool

@@ -37,15 +37,6 @@ typedef struct
   gsize len;    /* bytes of its path below the walk's top ("/a/b"; 0 for the top) */
 } DepthLevel;
 
-struct linux_dirent64
-{
-  ino64_t d_ino;
-  off64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
-
 static int
 open_dir (int parent_fd, const char *name, struct stat *ret_st)
 {

@@ -53,15 +53,6 @@
 
 #define DIR_BUF_SIZE (32 * 1024)
 
-struct linux_dirent64
-{
-  guint64 d_ino;
-  gint64 d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
-
 static void
 dir_entry_clear (gpointer p)
 {

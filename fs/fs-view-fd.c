@@ -420,18 +420,6 @@ install (FbViewNode *node, int fd, NodeFd *hold)
     trim (0);
 }
 
-static int
-check_object (FbViewNode *node, int fd)
-{
-  struct stat st;
-
-  if (fstat (fd, &st) < 0)
-    return -errno;
-  if (st.st_ino != node->ino || st.st_dev != node->dev || (st.st_mode & S_IFMT) != node->type)
-    return -ESTALE;
-  return 0;
-}
-
 /* NODE's descriptor was closed: open it again from the nearest ancestor
  * that has one (see "Directory descriptors are a cache" above). */
 static int
@@ -480,7 +468,7 @@ reopen (FbViewNode *node, NodeFd *hold)
           r = fd;
           break;
         }
-      r = check_object (n, fd);
+      r = node_check_fd (n, fd);
       if (r < 0)
         {
           close (fd);

@@ -167,15 +167,6 @@ fb_view_fold_probe (int dir_fd, const char *name)
   return S_ISDIR (a.st_mode) || a.st_nlink == 1 ? FB_VIEW_FOLD_YES : FB_VIEW_FOLD_MAYBE;
 }
 
-struct linux_dirent64
-{
-  guint64 d_ino;
-  gint64 d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
-
 int
 fb_view_fold_listed (int dir_fd, const char *name)
 {

@@ -98,12 +98,22 @@ node_parent_name (FbViewNode *node, char **ret_name)
   return parent;
 }
 
-int
+static int
 same_host_object (FbViewNode *node, const struct stat *st)
 {
   if (st->st_ino != node->ino || st->st_dev != node->dev || (st->st_mode & S_IFMT) != node->type)
     return -ESTALE;
   return 0;
+}
+
+int
+node_check_fd (FbViewNode *node, int fd)
+{
+  struct stat st;
+
+  if (fstat (fd, &st) < 0)
+    return -errno;
+  return same_host_object (node, &st);
 }
 
 /* One fstatat by name from the parent's descriptor: no descriptor opened
@@ -133,7 +143,6 @@ node_host_fd (FbViewNode *node, int *tmp)
   g_autoptr (FbViewNode) parent = NULL;
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   NodeExtra *x;
-  struct stat st;
   int fd, pfd, r;
 
   *tmp = -1;
@@ -170,7 +179,7 @@ node_host_fd (FbViewNode *node, int *tmp)
   fd = host_open_child (pfd, name);
   if (fd < 0)
     return fd;
-  r = fstat (fd, &st) < 0 ? -errno : same_host_object (node, &st);
+  r = node_check_fd (node, fd);
   if (r < 0)
     {
       close (fd);

@@ -312,6 +312,24 @@ fb_view_open (FbView *view, const FbViewCaller *caller, FbViewNode *node, int fl
   return 0;
 }
 
+/* NAME in PARENT exists in the view: an ordinary open of it (lookup and
+ * open, which refuse what create would not open), for fb_view_create. */
+static int
+open_existing (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, int flags,
+               FbViewNode **ret_node, FbViewFile **ret_file, struct stat *ret_st)
+{
+  g_autoptr (FbViewNode) existing = NULL;
+  int r;
+
+  r = fb_view_lookup (view, caller, parent, name, &existing, ret_st);
+  if (r < 0)
+    return r;
+  r = fb_view_open (view, caller, existing, flags & ~(O_CREAT | O_EXCL), ret_file, NULL);
+  if (r == 0 && ret_node != NULL)
+    *ret_node = g_steal_pointer (&existing);
+  return r;
+}
+
 int
 fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, int flags, mode_t mode,
                 FbViewFile **ret_file, FbViewNode **ret_node, struct stat *ret_st)
@@ -333,17 +351,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     return r;
   r = create_precheck (view, caller, parent, pst, name, &ci, FB_OP_CREATE, NULL);
   if (r == -EEXIST && !(flags & O_EXCL))
-    {
-      /* The name exists in the view: an ordinary open of it. */
-      g_autoptr (FbViewNode) existing = NULL;
-      r = fb_view_lookup (view, caller, parent, name, &existing, ret_st);
-      if (r < 0)
-        return r;
-      r = fb_view_open (view, caller, existing, flags & ~(O_CREAT | O_EXCL), ret_file, NULL);
-      if (r == 0 && ret_node != NULL)
-        *ret_node = g_steal_pointer (&existing);
-      return r;
-    }
+    return open_existing (view, caller, parent, name, flags, ret_node, ret_file, ret_st);
   if (r < 0)
     {
       if (r == -EEXIST)
@@ -371,16 +379,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   if (fd < 0 && claim == 0)
     view_file_unclaim (view, g_steal_pointer (&account));
   if (r == -EEXIST && !(flags & O_EXCL))
-    {
-      g_autoptr (FbViewNode) existing = NULL;
-      r = fb_view_lookup (view, caller, parent, name, &existing, ret_st);
-      if (r < 0)
-        return r;
-      r = fb_view_open (view, caller, existing, flags & ~(O_CREAT | O_EXCL), ret_file, NULL);
-      if (r == 0 && ret_node != NULL)
-        *ret_node = g_steal_pointer (&existing);
-      return r;
-    }
+    return open_existing (view, caller, parent, name, flags, ret_node, ret_file, ret_st);
   if (r == 0)
     {
       char proc[32];
@@ -429,18 +428,27 @@ fb_view_read (FbView *view, FbViewFile *file, void *buf, gsize size, off_t offse
   return n;
 }
 
+/* What every change of FILE's contents needs first: a file open for
+ * writing, a valid range (RANGE_OK) and its privileges taken off
+ * (view_kill_priv).  0, or -errno: nothing may be written then. */
+static int
+write_begin (FbView *view, FbViewFile *file, bool range_ok)
+{
+  if (file->is_dir)
+    return -EISDIR;
+  if (!file->can_write)
+    return -EBADF;
+  if (!range_ok)
+    return -EINVAL;
+  return view_kill_priv (view, file->node, file);
+}
+
 gssize
 fb_view_write (FbView *view, FbViewFile *file, const void *buf, gsize size, off_t offset)
 {
   gssize n;
 
-  if (file->is_dir)
-    return -EISDIR;
-  if (!file->can_write)
-    return -EBADF;
-  if (offset < 0)
-    return -EINVAL;
-  n = view_kill_priv (view, file->node, file);
+  n = write_begin (view, file, offset >= 0);
   if (n < 0)
     return n;
   n = pwrite (file->fd, buf, MIN (size, FB_VIEW_IO_MAX), offset);
@@ -456,13 +464,7 @@ fb_view_write_with (FbView *view, FbViewFile *file, off_t offset, FbViewWriteFun
 {
   gssize n;
 
-  if (file->is_dir)
-    return -EISDIR;
-  if (!file->can_write)
-    return -EBADF;
-  if (offset < 0)
-    return -EINVAL;
-  n = view_kill_priv (view, file->node, file);
+  n = write_begin (view, file, offset >= 0);
   if (n < 0)
     return n;
   n = func (file->fd, offset, user_data);
@@ -504,13 +506,7 @@ fb_view_fallocate (FbView *view, FbViewFile *file, int mode, off_t offset, off_t
 {
   int r;
 
-  if (file->is_dir)
-    return -EISDIR;
-  if (!file->can_write)
-    return -EBADF;
-  if (offset < 0 || length <= 0)
-    return -EINVAL;
-  r = view_kill_priv (view, file->node, file);
+  r = write_begin (view, file, offset >= 0 && length > 0);
   if (r < 0)
     return r;
   if (fallocate (file->fd, mode, offset, length) < 0)

@@ -475,9 +475,8 @@ node_unwatch (FbViewNode *node, FbViewNode *parent, int fd)
     {
       _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
       int pfd = node_fd_get (parent, &hold);
-      struct stat st;
       tmp = pfd >= 0 ? host_open_child (pfd, node->name) : -1;
-      if (tmp >= 0 && (fstat (tmp, &st) < 0 || same_host_object (node, &st) < 0))
+      if (tmp >= 0 && node_check_fd (node, tmp) < 0)
         fb_fd_close (&tmp);
       fd = tmp;
     }
