@@ -154,9 +154,7 @@ async def t_launch_failure(tmp):
     stderr, quotes the client's cwd."""
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         return "skip"
-    srv = serve.Server(tmp)
-    try:
-        c = await serve.start_client(srv, "messages")
+    async with serve.served(tmp, "messages") as (srv, c):
         cwd = os.path.join(srv.ws, HOSTILE)
         r = await c.call("process/start", {"processId": "p", "argv": ["/bin/true"], "cwd": cwd,
                                            "env": {"PATH": "/usr/bin:/bin"}, "tty": False, "pipeStdin": False,
@@ -171,9 +169,6 @@ async def t_launch_failure(tmp):
                     break
         else:
             shown = r["error"]["message"].encode()
-        await c.close()
-    finally:
-        srv.stop()
     assert shown.startswith(b"fusebox: "), shown
     assert_safe("process/start with a missing cwd (the process's stderr)", shown)
 

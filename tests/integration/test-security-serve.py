@@ -690,9 +690,7 @@ async def t_session_share(tmp):
 async def t_process_share(tmp):
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         return "skip"
-    srv = Server(tmp)
-    try:
-        a = await start_client(srv, "a")
+    async with served(tmp, "a") as (srv, a):
         refusal, n = None, 0
         while refusal is None and n < 300:
             r = await a.call("process/start", {"processId": "s%d" % n, "argv": ["/bin/sleep", "600"],
@@ -715,9 +713,6 @@ async def t_process_share(tmp):
                 break
             await asyncio.sleep(0.05)  # until s0 is seen to end
         ok(r)
-        await a.close()
-    finally:
-        srv.stop()
 
 
 # --- open files: a floor for every process, a part for every client ---------------
