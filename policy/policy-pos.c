@@ -189,17 +189,60 @@ lex_number (Lexer *lx)
 
 static bool lex_value (Lexer *lx, const char *path);
 
+/* Where an object or array goes on: past a ',' to the next member or
+ * element, past CLOSE at its end, or a mistake (failed). */
+typedef enum
+{
+  LIST_NEXT,
+  LIST_END,
+  LIST_FAILED,
+} ListStep;
+
+/* Past the opening bracket: LIST_END when CLOSE follows (empty). */
+static ListStep
+list_open (Lexer *lx, char close)
+{
+  advance (lx);
+  skip_ws (lx);
+  if (lx->p < lx->end && *lx->p == close)
+    {
+      advance (lx);
+      return LIST_END;
+    }
+  return LIST_NEXT;
+}
+
+/* After a member or an element (ITEM, for the message). */
+static ListStep
+list_step (Lexer *lx, char close, const char *item)
+{
+  skip_ws (lx);
+  if (lx->p < lx->end && *lx->p == ',')
+    {
+      advance (lx);
+      skip_ws (lx);
+      if (lx->p < lx->end && *lx->p == close)
+        {
+          fail (lx, "trailing comma before \"%c\"", close);
+          return LIST_FAILED;
+        }
+      return LIST_NEXT;
+    }
+  if (lx->p < lx->end && *lx->p == close)
+    {
+      advance (lx);
+      return LIST_END;
+    }
+  fail (lx, "expected \",\" or \"%c\" after %s, found %s", close, item, describe (lx));
+  return LIST_FAILED;
+}
+
 static bool
 lex_object (Lexer *lx, const char *path)
 {
-  advance (lx); /* { */
-  skip_ws (lx);
-  if (lx->p < lx->end && *lx->p == '}')
-    {
-      advance (lx);
-      return true;
-    }
-  for (;;)
+  ListStep step = list_open (lx, '}');
+
+  while (step == LIST_NEXT)
     {
       g_autoptr (GString) key = g_string_new (NULL);
       g_autofree char *member = NULL;
@@ -226,56 +269,25 @@ lex_object (Lexer *lx, const char *path)
       advance (lx);
       if (!lex_value (lx, member))
         return false;
-      skip_ws (lx);
-      if (lx->p < lx->end && *lx->p == ',')
-        {
-          advance (lx);
-          skip_ws (lx);
-          if (lx->p < lx->end && *lx->p == '}')
-            return fail (lx, "trailing comma before \"}\"");
-          continue;
-        }
-      if (lx->p < lx->end && *lx->p == '}')
-        {
-          advance (lx);
-          return true;
-        }
-      return fail (lx, "expected \",\" or \"}\" after a member, found %s", describe (lx));
+      step = list_step (lx, '}', "a member");
     }
+  return step == LIST_END;
 }
 
 static bool
 lex_array (Lexer *lx, const char *path)
 {
-  advance (lx); /* [ */
-  skip_ws (lx);
-  if (lx->p < lx->end && *lx->p == ']')
-    {
-      advance (lx);
-      return true;
-    }
-  for (guint i = 0;; i++)
+  ListStep step = list_open (lx, ']');
+
+  for (guint i = 0; step == LIST_NEXT; i++)
     {
       g_autofree char *element = g_strdup_printf ("%s[%u]", path, i);
 
       if (!lex_value (lx, element))
         return false;
-      skip_ws (lx);
-      if (lx->p < lx->end && *lx->p == ',')
-        {
-          advance (lx);
-          skip_ws (lx);
-          if (lx->p < lx->end && *lx->p == ']')
-            return fail (lx, "trailing comma before \"]\"");
-          continue;
-        }
-      if (lx->p < lx->end && *lx->p == ']')
-        {
-          advance (lx);
-          return true;
-        }
-      return fail (lx, "expected \",\" or \"]\" after an element, found %s", describe (lx));
+      step = list_step (lx, ']', "an element");
     }
+  return step == LIST_END;
 }
 
 static bool
