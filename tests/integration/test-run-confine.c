@@ -102,16 +102,14 @@ probe_shm_listed (const char *id, const char *key)
   return "NO";
 }
 
-/* One operation of the probe (rfx_probe_main). */
+/* One operation of the probe (rfx_probe_main, which knows "read"). */
 static const char *
 probe_op (const char *op, const char *const *args, int *words, char **owned)
 {
   const char *a = args[0], *b = args[1];
   const char *res;
 
-  if (strcmp (op, "read") == 0)
-    res = rfx_read_res (a), *words = 2;
-  else if (strcmp (op, "append") == 0)
+  if (strcmp (op, "append") == 0)
     /* opening for writing is the check: no byte is written (the run's
      * own log is among the targets) */
     res = rfx_open_res (AT_FDCWD, a, O_WRONLY | O_APPEND), *words = 2;

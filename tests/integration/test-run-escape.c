@@ -40,16 +40,14 @@ status_field (const char *key)
 /* The handle of the last "opendir", for the *at and /proc/self/fd probes. */
 static int probe_dir_fd = -1;
 
-/* One operation of the probe (rfx_probe_main). */
+/* One operation of the probe (rfx_probe_main, which knows "read"). */
 static const char *
 probe_op (const char *op, const char *const *args, int *words, char **owned)
 {
   const char *a = args[0], *b = args[1];
   const char *res;
 
-  if (strcmp (op, "read") == 0)
-    res = rfx_read_res (a), *words = 2;
-  else if (strcmp (op, "opendir") == 0)
+  if (strcmp (op, "opendir") == 0)
     {
       /* an O_PATH handle on a directory for the *at and /proc/self/fd probes */
       probe_dir_fd = open (a, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -40,14 +40,7 @@ static const char *
 probe_one (const char *op, const char *a, const char *b, char **owned)
 {
   if (strcmp (op, "read") == 0)
-    {
-      int fd = open (a, O_RDONLY | O_CLOEXEC);
-      char c;
-      const char *res = fd < 0 ? rfx_errname (errno) : read (fd, &c, 1) < 0 ? rfx_errname (errno) : "OK";
-      if (fd >= 0)
-        close (fd);
-      return res;
-    }
+    return rfx_read_res (a);
   if (strcmp (op, "write") == 0 || strcmp (op, "create") == 0 || strcmp (op, "excl") == 0)
     {
       int flags = O_WRONLY | O_CLOEXEC;

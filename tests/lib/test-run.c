@@ -339,7 +339,10 @@ rfx_probe_main (int argc, char **argv, RfxProbeOp op)
 
       for (int j = 0; j < 3; j++)
         args[j] = i + 1 + j < argc ? argv[i + 1 + j] : "";
-      res = op (argv[i], args, &words, &owned);
+      if (strcmp (argv[i], "read") == 0)
+        res = rfx_read_res (args[0]), words = 2;
+      else
+        res = op (argv[i], args, &words, &owned);
       if (res == NULL)
         {
           fprintf (stderr, "probe: unknown operation %s\n", argv[i]);

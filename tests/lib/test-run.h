@@ -146,7 +146,8 @@ typedef const char *(*RfxProbeOp) (const char *op, const char *const *args, int 
 
 /* A probe's main(): ARGV is OP ARGS... OP ARGS...; one line per operation,
  * flushed at once (a test may read them as they come); exit 2 at an
- * unknown operation. */
+ * unknown operation.  Every probe knows "read PATH" (rfx_read_res); OP
+ * gives the rest. */
 int rfx_probe_main (int argc, char **argv, RfxProbeOp op);
 
 /* errno E's name ("EACCES"). */
