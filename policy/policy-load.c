@@ -22,6 +22,13 @@
 
 /* ---- Reference counting --------------------------------------------------- */
 
+/* An answer of the policy's own, not of a rule of the file. */
+static FbPolicyRule
+answer_rule (const char *origin, FbPolicyAccess access, const char *why)
+{
+  return (FbPolicyRule){ .kind = FB_POLICY_RULE_DEFAULT, .index = -1, .origin = origin, .access = access, .why = why };
+}
+
 FbPolicy *
 fb_policy_new_empty (const char *origin)
 {
@@ -30,28 +37,13 @@ fb_policy_new_empty (const char *origin)
   policy->ref_count = 1;
   policy->origin = g_strdup (origin != NULL ? origin : "<data>");
   policy->strings = g_string_chunk_new (1024);
-  policy->default_rule = (FbPolicyRule){
-    .kind = FB_POLICY_RULE_DEFAULT,
-    .index = -1,
-    .origin = "default",
-    .access = FB_POLICY_ACCESS_HIDE,
-    .why = "no rule grants this path",
-  };
-  policy->malformed_rule = (FbPolicyRule){
-    .kind = FB_POLICY_RULE_DEFAULT,
-    .index = -1,
-    .origin = "default",
-    .access = FB_POLICY_ACCESS_HIDE,
-    .why = "not a normalized view path (absolute, without //, . or .. components or a trailing /)",
-  };
-  policy->fold_rule = (FbPolicyRule){
-    .kind = FB_POLICY_RULE_DEFAULT,
-    .index = -1,
-    .origin = "folded-name",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "the host folds names here (case-insensitive), and this name folds equal to a name whose rules below "
-           "it can't be told apart from its own: refused as a whole",
-  };
+  policy->default_rule = answer_rule ("default", FB_POLICY_ACCESS_HIDE, "no rule grants this path");
+  policy->malformed_rule =
+    answer_rule ("default", FB_POLICY_ACCESS_HIDE,
+                 "not a normalized view path (absolute, without //, . or .. components or a trailing /)");
+  policy->fold_rule = answer_rule ("folded-name", FB_POLICY_ACCESS_DENY,
+                                   "the host folds names here (case-insensitive), and this name folds equal to a name "
+                                   "whose rules below it can't be told apart from its own: refused as a whole");
   return policy;
 }
 
