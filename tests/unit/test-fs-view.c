@@ -8,50 +8,25 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include "tests/lib/test-access-table.h"
 #include "tests/unit/test-fs-util.h"
 
 #include <sys/sysmacros.h>
 
-static const char *const accesses[] = { "write", "read", "deny", "hide" };
-
-/* Each access gets /t/<access>/{f,s,l,new} decided as that access, in a
- * writable /t; /t/zone is plain writable space for the other end of renames
- * and links. */
+/* The access table's policy and tree (tests/lib/test-access-table.h), the
+ * tree made afresh below TMP/host/t. */
 static char *
 table_policy (void)
 {
-  GString *s = g_string_new ("{ \"version\": 1,\n"
-                             "  \"protected_names\": { \".git\": \"hide\", \".agents\": \"hide\" },\n"
-                             "  \"rules\": [\n"
-                             "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
-                             "  { \"path\": \"@H@/t\", \"access\": \"write\", \"why\": \"table\" }");
-  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
-    {
-      static const char *const objs[][2] = { { "f", "file" }, { "s", "dir" }, { "l", "link" }, { "new", "new" } };
-      for (guint j = 0; j < G_N_ELEMENTS (objs); j++)
-        g_string_append_printf (s, ",\n  { \"path\": \"@H@/t/%s/%s\", \"access\": \"%s\", \"why\": \"%s %s\" }",
-                                accesses[i], objs[j][0], accesses[i], accesses[i], objs[j][1]);
-    }
-  g_string_append (s, " ] }\n");
-  return g_string_free (s, FALSE);
+  return test_access_table_policy ("\".git\": \"hide\", \".agents\": \"hide\"");
 }
 
 static void
 make_table_tree (Fx *fx)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (accesses); i++)
-    {
-      g_autofree char *f = g_strdup_printf ("host/t/%s/f", accesses[i]);
-      g_autofree char *s = g_strdup_printf ("host/t/%s/s", accesses[i]);
-      g_autofree char *l = g_strdup_printf ("host/t/%s/l", accesses[i]);
-      g_autofree char *fpath = fx_host (fx, f);
-      g_autofree char *lpath = fx_host (fx, l);
-      write_host (fx, f, "the file's data\n");
-      mkdir_host (fx, s);
-      assert_int_equal (symlink ("f", lpath), 0);
-      assert_int_equal (setxattr (fpath, "user.t", "v", 1, 0), 0);
-    }
-  write_host (fx, "host/t/zone/x", "zone data\n");
+  g_autofree char *t = fx_host (fx, "host/t");
+
+  test_access_table_make (t);
 }
 
 typedef enum
@@ -257,34 +232,30 @@ test_table (void **state)
   make_table_tree (fx);
   fx_start (fx, policy, NULL, FB_LOG_LEVEL_MUTATIONS);
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
-    for (guint j = 0; j < G_N_ELEMENTS (accesses); j++)
+    for (guint j = 0; j < TEST_ACCESS_N; j++)
       {
         const Row *row = &rows[i];
-        g_autofree char *fhost = g_strdup_printf ("host/t/%s/f", accesses[j]);
+        g_autofree char *fhost = g_strdup_printf ("host/t/%s/f", test_access_names[j]);
         g_autofree char *before = NULL, *after = NULL;
-        g_autofree char *why = g_strdup_printf ("%s %s", accesses[j], row->obj);
+        g_autofree char *why = g_strdup_printf ("%s %s", test_access_names[j], row->obj);
         int r;
 
         /* each case starts from the same tree, and the object is there */
-        {
-          g_autofree char *t = fx_host (fx, "host/t");
-          rm_rf (t);
-          make_table_tree (fx);
-        }
+        make_table_tree (fx);
         assert_true (host_exists (fx, fhost));
         fx_clear_events (fx);
         before = tree_sum (fx, "host");
-        r = run_op (fx, row->op, accesses[j]);
+        r = run_op (fx, row->op, test_access_names[j]);
         after = tree_sum (fx, "host");
         if (r != row->expect[j] && !(row->expect[j] == 0 && r > 0))
-          fail_msg ("%s on %s: got %d (%s), expected %d (%s)", row->name, accesses[j], r, g_strerror (-r),
+          fail_msg ("%s on %s: got %d (%s), expected %d (%s)", row->name, test_access_names[j], r, g_strerror (-r),
                     row->expect[j], g_strerror (-row->expect[j]));
         if (row->mutation && r >= 0 && strcmp (before, after) == 0)
-          fail_msg ("%s on %s succeeded but the host did not change", row->name, accesses[j]);
+          fail_msg ("%s on %s succeeded but the host did not change", row->name, test_access_names[j]);
         if (r < 0 && strcmp (before, after) != 0)
-          fail_msg ("%s on %s failed (%s) but the host changed", row->name, accesses[j], g_strerror (-r));
+          fail_msg ("%s on %s failed (%s) but the host changed", row->name, test_access_names[j], g_strerror (-r));
         if (!row->mutation && strcmp (before, after) != 0)
-          fail_msg ("%s on %s changed the host", row->name, accesses[j]);
+          fail_msg ("%s on %s changed the host", row->name, test_access_names[j]);
         if (r == -EACCES || r == -EROFS || (r == -ENOENT && j == 3))
           {
             bool found = false;
@@ -294,7 +265,8 @@ test_table (void **state)
                 found = e->decision != FB_DECISION_ALLOW && e->err == -r && strcmp (e->why, why) == 0;
               }
             if (!found)
-              fail_msg ("%s on %s: no denial event with errno %d and why \"%s\"", row->name, accesses[j], -r, why);
+              fail_msg ("%s on %s: no denial event with errno %d and why \"%s\"", row->name, test_access_names[j], -r,
+                        why);
           }
       }
 }
@@ -327,10 +299,8 @@ test_every_op_logged (void **state)
   fx_start (fx, policy, NULL, FB_LOG_LEVEL_ALL);
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
     {
-      g_autofree char *t = fx_host (fx, "host/t");
       int r;
 
-      rm_rf (t);
       make_table_tree (fx);
       r = run_op (fx, rows[i].op, "write");
       if (r < 0)
