@@ -221,6 +221,36 @@ server_filter (const Filter *f)
   return json_builder_get_root (b);
 }
 
+/* COMMAND's options (ENTRIES) out of *ARGC, *ARGV; false after the usage
+ * message. */
+static bool
+parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc, char ***argv)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, argc, argv, &error))
+    {
+      fb_cmd_error ("%s: %s; run 'fusebox %s --help'", command, error->message, command);
+      return false;
+    }
+  return true;
+}
+
+/* The log that REST (a run id, a run directory or a file; none: the newest
+ * run) names, open for reading; NULL after COMMAND's message. */
+static FbLogReader *
+open_reader (const char *command, char **rest, gboolean follow)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, &error);
+  FbLogReader *reader = log_path != NULL ? fb_log_reader_new (log_path, follow, &error) : NULL;
+
+  if (reader == NULL)
+    fb_cmd_error ("%s: %s", command, error->message);
+  return reader;
+}
+
 /* Warnings about the log's integrity: on stderr, never fatal. */
 static void
 warn (GError *error)
@@ -233,7 +263,7 @@ fb_cmd_log (int argc, char **argv)
 {
   gboolean follow = FALSE, json = FALSE, denied = FALSE, color = FALSE;
   g_auto (GStrv) ops = NULL;
-  g_autofree char *path = NULL, *since = NULL, *color_when = NULL, *log_path = NULL;
+  g_autofree char *path = NULL, *since = NULL, *color_when = NULL;
   g_autofree char *connect = NULL, *token_file = NULL;
   g_auto (GStrv) rest = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
@@ -267,12 +297,8 @@ fb_cmd_log (int argc, char **argv)
                                      "decision, errno, the rule's reason),\ncoloured on a terminal.\n"
                                      "--follow --connect URL shows a live `fusebox serve --listen URL` instead, as\n"
                                      "it happens (filters alike), until Ctrl-C or the server stops (exit 1).");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    {
-      fb_cmd_error ("log: %s; run 'fusebox log --help'", error->message);
-      return FB_EXIT_USAGE;
-    }
+  if (!parse_options (ctx, entries, "log", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (rest != NULL && g_strv_length (rest) > 1)
     {
       fb_cmd_error ("log: one RUN or FILE at most, got %u; run 'fusebox log --help'", g_strv_length (rest));
@@ -355,17 +381,9 @@ fb_cmd_log (int argc, char **argv)
       return status;
     }
 
-  log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, &error);
-  if (log_path == NULL)
-    {
-      fb_cmd_error ("log: %s", error->message);
-      filter_clear (&filter);
-      return FB_EXIT_FAILURE;
-    }
-  reader = fb_log_reader_new (log_path, follow, &error);
+  reader = open_reader ("log", rest, follow);
   if (reader == NULL)
     {
-      fb_cmd_error ("log: %s", error->message);
       filter_clear (&filter);
       return FB_EXIT_FAILURE;
     }
@@ -417,7 +435,6 @@ fb_cmd_report (int argc, char **argv)
 {
   gboolean json = FALSE;
   g_auto (GStrv) rest = NULL;
-  g_autofree char *log_path = NULL;
   g_autoptr (GOptionContext) ctx = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (FbLogReader) reader = NULL;
@@ -433,29 +450,16 @@ fb_cmd_report (int argc, char **argv)
   g_option_context_set_summary (ctx, "Files created, written, renamed, deleted and read; denials by rule and by\n"
                                      "process; totals and the log's integrity (seq gaps).  RUN is a run id, a run\n"
                                      "directory or a log file; without it, the newest run.");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    {
-      fb_cmd_error ("report: %s; run 'fusebox report --help'", error->message);
-      return FB_EXIT_USAGE;
-    }
+  if (!parse_options (ctx, entries, "report", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (rest != NULL && g_strv_length (rest) > 1)
     {
       fb_cmd_error ("report: one RUN or FILE at most, got %u", g_strv_length (rest));
       return FB_EXIT_USAGE;
     }
-  log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, &error);
-  if (log_path == NULL)
-    {
-      fb_cmd_error ("report: %s", error->message);
-      return FB_EXIT_FAILURE;
-    }
-  reader = fb_log_reader_new (log_path, FALSE, &error);
+  reader = open_reader ("report", rest, FALSE);
   if (reader == NULL)
-    {
-      fb_cmd_error ("report: %s", error->message);
-      return FB_EXIT_FAILURE;
-    }
+    return FB_EXIT_FAILURE;
   for (;;)
     {
       g_autoptr (FbLogRecord) rec = NULL;
