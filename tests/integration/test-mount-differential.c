@@ -300,26 +300,20 @@ append_mtime (Diff *d, GString *out, const struct stat *st)
     g_string_append_printf (out, " mtime=unexpected:%lld", (long long)st->st_mtim.tv_sec);
 }
 
+/* ST as OUT shows it; PLAIN: ST comes from the plain tree, read as the view
+ * must show it: the view reports st_nlink 1 for every directory (the host's
+ * count would reveal hidden subdirectories), and the view's own value is
+ * compared as it is. */
 static void
-append_stat (Diff *d, GString *out, const struct stat *st)
+append_stat (Diff *d, GString *out, const struct stat *st, bool plain)
 {
+  nlink_t nlink = plain && S_ISDIR (st->st_mode) ? 1 : st->st_nlink;
   char type = S_ISREG (st->st_mode) ? 'f' : S_ISDIR (st->st_mode) ? 'd' : S_ISLNK (st->st_mode) ? 'l' : '?';
 
-  g_string_append_printf (out, "%c mode=0%o nlink=%lu", type, (unsigned)(st->st_mode & 07777),
-                          (unsigned long)st->st_nlink);
+  g_string_append_printf (out, "%c mode=0%o nlink=%lu", type, (unsigned)(st->st_mode & 07777), (unsigned long)nlink);
   if (!S_ISDIR (st->st_mode))
     g_string_append_printf (out, " size=%lld", (long long)st->st_size);
   append_mtime (d, out, st);
-}
-
-/* The view reports st_nlink 1 for every directory (the host's count would
- * reveal hidden subdirectories); the plain tree is read as the view must
- * show it, and the view's own value is compared as it is. */
-static void
-plain_as_view (struct stat *st)
-{
-  if (S_ISDIR (st->st_mode))
-    st->st_nlink = 1;
 }
 
 static void
@@ -455,10 +449,8 @@ apply (Diff *d, Side *s, const Op *op, Res *res)
         break;
       case K_STAT:
         SET (fstatat (s->root_fd, op->a, &st, op->flags));
-        if (res->ret == 0 && s == &d->plain)
-          plain_as_view (&st);
         if (res->ret == 0)
-          append_stat (d, res->detail, &st);
+          append_stat (d, res->detail, &st, s == &d->plain);
         break;
       case K_READLINK:
         {
@@ -511,10 +503,8 @@ apply (Diff *d, Side *s, const Op *op, Res *res)
         break;
       case K_HSTAT:
         SET (fstat (s->fds[op->slot], &st));
-        if (res->ret == 0 && s == &d->plain)
-          plain_as_view (&st);
         if (res->ret == 0)
-          append_stat (d, res->detail, &st);
+          append_stat (d, res->detail, &st, s == &d->plain);
         break;
       case K_CLOSE:
         SET (close (s->fds[op->slot]));
@@ -580,9 +570,7 @@ walk (Diff *d, int dir_fd, const char *rel, const WalkFixup *fix, bool is_view, 
           g_ptr_array_add (out, g_string_free (g_steal_pointer (&line), FALSE));
           continue;
         }
-      if (!is_view)
-        plain_as_view (&st);
-      append_stat (d, line, &st);
+      append_stat (d, line, &st, !is_view);
       if (S_ISLNK (st.st_mode))
         {
           char text[PATH_MAX];
@@ -1050,14 +1038,11 @@ compare_named (Diff *d, const Op *op)
       if (fstatat (d->view.root_fd, paths[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
         g_string_append (v, g_strerror (errno));
       else
-        append_stat (d, v, &st);
+        append_stat (d, v, &st, false);
       if (fstatat (d->plain.root_fd, paths[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
         g_string_append (p, g_strerror (errno));
       else
-        {
-          plain_as_view (&st);
-          append_stat (d, p, &st);
-        }
+        append_stat (d, p, &st, true);
       if (strcmp (v->str, p->str) != 0)
         {
           g_autofree char *what = g_strdup_printf ("afterwards, lstat(\"%s\") differs", paths[i]);

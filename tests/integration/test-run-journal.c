@@ -490,12 +490,8 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_every_record_an_entry, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_policy_asks, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_journal_absent, rfx_setup, rfx_teardown),
-    cmocka_unit_test_setup_teardown (test_journal_full, rfx_setup, rfx_teardown),
-    MFX_TEST (test_mount),
-    cmocka_unit_test_setup_teardown (test_serve, rfx_setup, rfx_teardown),
+    RFX_TEST (test_every_record_an_entry), RFX_TEST (test_policy_asks), RFX_TEST (test_journal_absent),
+    RFX_TEST (test_journal_full),          MFX_TEST (test_mount),       RFX_TEST (test_serve),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)

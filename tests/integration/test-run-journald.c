@@ -264,7 +264,7 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_journalctl_finds_the_refusal, rfx_setup, rfx_teardown),
+    RFX_TEST (test_journalctl_finds_the_refusal),
   };
 
   rfx_require ();

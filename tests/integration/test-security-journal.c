@@ -172,7 +172,7 @@ int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown (test_names_forge_nothing, rfx_setup, rfx_teardown),
+    RFX_TEST (test_names_forge_nothing),
   };
 
   if (argc > 1 && strcmp (argv[1], "--probe") == 0)
