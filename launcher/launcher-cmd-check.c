@@ -188,7 +188,6 @@ int
 fb_cmd_check (int argc, char **argv)
 {
   g_autoptr (GOptionContext) ctx = NULL;
-  g_autoptr (GError) error = NULL;
   gboolean quiet = FALSE;
   g_autofree char *fuse_device = NULL;
   g_autofree char *workspace = NULL;
@@ -211,12 +210,8 @@ fb_cmd_check (int argc, char **argv)
                                      "line each: OK, or the problem and its fix.");
   g_option_context_set_description (ctx, "Exit status: 0 run can work, 1 a prerequisite is missing, 2 usage error.\n"
                                          "Manual: fusebox(1).");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    {
-      fb_cmd_error ("check: %s\nRun 'fusebox check --help' for usage.", error->message);
-      return FB_EXIT_USAGE;
-    }
+  if (!fb_cmd_parse_options (ctx, entries, "check", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (argc > 1)
     {
       fb_cmd_error ("check: unexpected argument '%s'\nRun 'fusebox check --help' for usage.", argv[1]);

@@ -53,8 +53,7 @@
 static int
 usage_error (const char *message)
 {
-  fb_cmd_error ("mount: %s\nRun 'fusebox mount --help' for usage.", message);
-  return FB_EXIT_USAGE;
+  return fb_cmd_usage_error ("mount", message);
 }
 
 /* The type of the filesystem mounted at PATH (for a message), or NULL. */
@@ -658,7 +657,6 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = NULL;
-  g_autoptr (GError) error = NULL;
 
   c->cache_timeout = -1; /* the view's defaults */
   a->level = FB_LOG_LEVEL_OPENS;
@@ -673,9 +671,8 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
          "SIGTERM/SIGHUP, or 'fusermount3 -u MOUNTPOINT'; the log is then complete and fsynced.\n"
          "\n"
          "Exit status: 0 mounted (or, in the foreground, stopped cleanly), 1 failure, 2 usage error.");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    return usage_error (error->message);
+  if (!fb_cmd_parse_options (ctx, entries, "mount", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (argc != 2)
     return usage_error (argc < 2 ? "no MOUNTPOINT given" : "more than one MOUNTPOINT given");
   if (c->level != NULL && !fb_log_level_from_string (c->level, &a->level))

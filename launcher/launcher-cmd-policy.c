@@ -77,8 +77,9 @@ drop_double_dash (int *argc, char **argv)
 static int
 usage_error (const char *command, const char *message)
 {
-  fb_cmd_error ("policy %s: %s\nRun 'fusebox policy %s --help' for usage.", command, message, command);
-  return FB_EXIT_USAGE;
+  g_autofree char *full = g_strconcat ("policy ", command, NULL);
+
+  return fb_cmd_usage_error (full, message);
 }
 
 /* COMMAND's options (ENTRIES) out of *ARGC, *ARGV, and its "--": false
@@ -86,14 +87,10 @@ usage_error (const char *command, const char *message)
 static bool
 parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc, char ***argv)
 {
-  g_autoptr (GError) error = NULL;
+  g_autofree char *full = g_strconcat ("policy ", command, NULL);
 
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, argc, argv, &error))
-    {
-      usage_error (command, error->message);
-      return false;
-    }
+  if (!fb_cmd_parse_options (ctx, entries, full, argc, argv))
+    return false;
   drop_double_dash (argc, *argv);
   return true;
 }

@@ -381,7 +381,6 @@ int
 fb_cmd_runs (int argc, char **argv)
 {
   g_autoptr (GOptionContext) ctx = NULL;
-  g_autoptr (GError) error = NULL;
   gboolean prune = FALSE, json = FALSE;
   GOptionEntry entries[] = {
     { "prune", 0, 0, G_OPTION_ARG_NONE, &prune, "Remove the directories of runs that are over", NULL },
@@ -395,12 +394,8 @@ fb_cmd_runs (int argc, char **argv)
                                      "run.json).\n"
                                      "--prune removes the directories of runs that are over, logs included.");
   g_option_context_set_description (ctx, "Exit status: 0 success, 1 a directory could not be removed, 2 usage error.");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    {
-      fb_cmd_error ("runs: %s\nRun 'fusebox runs --help' for usage.", error->message);
-      return FB_EXIT_USAGE;
-    }
+  if (!fb_cmd_parse_options (ctx, entries, "runs", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (argc > 1)
     {
       fb_cmd_error ("runs: unexpected argument '%s'\nRun 'fusebox runs --help' for usage.", argv[1]);

@@ -42,8 +42,7 @@
 static int
 usage_error (const char *message)
 {
-  fb_cmd_error ("serve: %s\nRun 'fusebox serve --help' for usage.", message);
-  return FB_EXIT_USAGE;
+  return fb_cmd_usage_error ("serve", message);
 }
 
 /* fusebox-launch beside this binary, unless $FUSEBOX_LAUNCH names one. */
@@ -217,9 +216,8 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
          "SIGINT/SIGTERM (or EOF with stdio).\n"
          "\n"
          "Exit status: 0 stopped cleanly, 1 failure, 2 usage error.");
-  g_option_context_add_main_entries (ctx, entries, NULL);
-  if (!g_option_context_parse (ctx, &argc, &argv, &error))
-    return usage_error (error->message);
+  if (!fb_cmd_parse_options (ctx, entries, "serve", &argc, &argv))
+    return FB_EXIT_USAGE;
   if (argc != 1)
     return usage_error ("unexpected argument; serve takes options only");
   if (c->level != NULL && !fb_log_level_from_string (c->level, &c->log_level))

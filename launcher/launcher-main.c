@@ -125,6 +125,27 @@ fb_cmd_print (FILE *out, const char *format, ...)
   fputs (msg, out);
 }
 
+int
+fb_cmd_usage_error (const char *command, const char *message)
+{
+  fb_cmd_error ("%s: %s\nRun 'fusebox %s --help' for usage.", command, message, command);
+  return FB_EXIT_USAGE;
+}
+
+bool
+fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc, char ***argv)
+{
+  g_autoptr (GError) error = NULL;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!g_option_context_parse (ctx, argc, argv, &error))
+    {
+      fb_cmd_usage_error (command, error->message);
+      return false;
+    }
+  return true;
+}
+
 static void
 usage (FILE *out)
 {

@@ -38,6 +38,13 @@ void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 /* printf to OUT with every %s argument escaped the same: the other
  * messages and lines for people that quote a name. */
 void fb_cmd_print (FILE *out, const char *format, ...) G_GNUC_PRINTF (2, 3);
+/* COMMAND's ("mount", "policy check") usage error: MESSAGE and where its
+ * --help is; returns FB_EXIT_USAGE. */
+int fb_cmd_usage_error (const char *command, const char *message);
+/* COMMAND's options (ENTRIES) out of *ARGC, *ARGV into CTX; false after
+ * fb_cmd_usage_error when they do not parse. */
+bool fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc,
+                           char ***argv);
 
 /* Shared by `fusebox run` and `fusebox runs` (launcher-cmd-run.c,
  * launcher-cmd-runs.c): rm -rf below PARENT_FD/NAME without following
