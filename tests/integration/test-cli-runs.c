@@ -57,20 +57,13 @@ static JsonObject *
 runs_json_entry (MFx *fx, const char *id)
 {
   g_autofree char *out = NULL, *err = NULL;
-  g_auto (GStrv) lines = NULL;
+  g_autoptr (GPtrArray) entries = NULL;
 
   assert_int_equal (fusebox (fx, &out, &err, "runs", "--json", NULL), 0);
-  lines = g_strsplit (out, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++)
-    {
-      g_autoptr (JsonObject) o = NULL;
-
-      if (lines[i][0] == '\0')
-        continue;
-      o = test_parse_object (lines[i]);
-      if (g_strcmp0 (test_json_str (o, "run"), id) == 0)
-        return g_steal_pointer (&o);
-    }
+  entries = test_parse_lines (out);
+  for (guint i = 0; i < entries->len; i++)
+    if (g_strcmp0 (test_json_str (entries->pdata[i], "run"), id) == 0)
+      return json_object_ref (entries->pdata[i]);
   return NULL;
 }
 

@@ -426,13 +426,12 @@ test_confinement_table (void **state)
 
   /* the log holds the refusals of the stand-ins, with the rule and its why */
   g_autofree char *log = test_read_file (l1);
-  g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+  assert_non_null (log);
+  g_autoptr (GPtrArray) records = test_parse_lines (log);
   bool home_hidden = false, run_hidden = false;
-  for (guint i = 0; lines[i] != NULL; i++)
+  for (guint i = 0; i < records->len; i++)
     {
-      if (lines[i][0] == '\0')
-        continue;
-      g_autoptr (JsonObject) rec = test_parse_object (lines[i]);
+      JsonObject *rec = records->pdata[i];
       const char *path = test_json_str (rec, "path");
       const char *decision = test_json_str (rec, "decision");
       const char *why = test_json_str (rec, "why");
@@ -471,13 +470,11 @@ test_log_holds_denial (void **state)
   rfx_result_clear (&r);
 
   g_autofree char *log = test_log_text (run_dir);
-  g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
+  g_autoptr (GPtrArray) records = test_parse_lines (log);
   int denials = 0;
-  for (guint i = 0; lines[i] != NULL; i++)
+  for (guint i = 0; i < records->len; i++)
     {
-      if (lines[i][0] == '\0')
-        continue;
-      g_autoptr (JsonObject) rec = test_parse_object (lines[i]);
+      JsonObject *rec = records->pdata[i];
       if (g_strcmp0 (test_json_str (rec, "path"), secret) != 0)
         continue;
       assert_string_equal (test_json_str (rec, "decision"), "deny");

@@ -101,24 +101,15 @@ read_records (const char *run_dir)
 {
   g_autofree char *path = g_build_filename (run_dir, "access.jsonl", NULL);
   g_autofree char *text = test_read_file (path);
-  g_auto (GStrv) lines = NULL;
-  GPtrArray *records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
+  GPtrArray *records;
 
   if (text == NULL)
     fail_msg ("%s is missing", path);
-  lines = g_strsplit (text, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++)
-    {
-      JsonObject *o;
-
-      if (lines[i][0] == '\0')
-        continue;
-      o = test_parse_object (lines[i]);
-      if (json_object_get_int_member (o, "seq") != records->len + 1)
-        fail_msg ("%s: seq %" G_GINT64_FORMAT " where %u was due", path, json_object_get_int_member (o, "seq"),
-                  records->len + 1);
-      g_ptr_array_add (records, o);
-    }
+  records = test_parse_lines (text);
+  for (guint i = 0; i < records->len; i++)
+    if (json_object_get_int_member (records->pdata[i], "seq") != i + 1)
+      fail_msg ("%s: seq %" G_GINT64_FORMAT " where %u was due", path,
+                json_object_get_int_member (records->pdata[i], "seq"), i + 1);
   return records;
 }
 
@@ -374,20 +365,17 @@ test_journal_full (void **state)
 static void
 check_socket_has_log (int fd, const char *log_text)
 {
-  g_auto (GStrv) lines = g_strsplit (log_text, "\n", -1);
+  g_autoptr (GPtrArray) records = test_parse_lines (log_text);
   guint n = 0;
 
-  for (guint i = 0; lines[i] != NULL; i++)
+  for (guint i = 0; i < records->len; i++)
     {
-      g_autoptr (JsonObject) o = NULL;
+      JsonObject *o = records->pdata[i];
       g_autofree char *why = NULL;
       g_autofree char *check = NULL;
       g_autoptr (GBytes) data = NULL;
       g_autoptr (GPtrArray) entry = NULL;
 
-      if (lines[i][0] == '\0')
-        continue;
-      o = test_parse_object (lines[i]);
       data = test_journal_recv (fd, 5000, &why);
       if (data == NULL)
         fail_msg ("record %u has no journal entry: %s", n + 1, why != NULL ? why : "nothing arrived");

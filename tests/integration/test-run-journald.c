@@ -199,8 +199,7 @@ test_journalctl_finds_the_refusal (void **state)
   g_autofree char *cat = g_find_program_in_path ("cat");
   g_autofree char *log = NULL;
   g_autofree char *run_match = NULL;
-  g_auto (GStrv) lines = NULL;
-  g_autoptr (GPtrArray) records = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
+  g_autoptr (GPtrArray) records = NULL;
   g_autoptr (GPtrArray) entries = NULL;
   g_autoptr (GPtrArray) denials = NULL;
   RfxResult r;
@@ -217,10 +216,7 @@ test_journalctl_finds_the_refusal (void **state)
 
   log = test_read_file (log_path);
   assert_non_null (log);
-  lines = g_strsplit (log, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++)
-    if (lines[i][0] != '\0')
-      g_ptr_array_add (records, test_parse_object (lines[i]));
+  records = test_parse_lines (log);
   assert_true (records->len > 1);
 
   /* journald writes each entry as it takes it; a bound on the wait */

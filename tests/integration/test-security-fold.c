@@ -307,13 +307,11 @@ assert_host_unchanged (const char *backing)
 static void
 assert_logged_spelling (const char *log, const char *path)
 {
-  g_auto (GStrv) lines = g_strsplit (log != NULL ? log : "", "\n", -1);
+  g_autoptr (GPtrArray) records = test_parse_lines (log != NULL ? log : "");
 
-  for (guint i = 0; lines[i] != NULL; i++)
+  for (guint i = 0; i < records->len; i++)
     {
-      if (lines[i][0] == '\0')
-        continue;
-      g_autoptr (JsonObject) rec = test_parse_object (lines[i]);
+      JsonObject *rec = records->pdata[i];
       const char *why = test_json_str (rec, "why");
       if (g_strcmp0 (test_json_str (rec, "path"), path) == 0 &&
           g_strcmp0 (test_json_str (rec, "decision"), "allow") != 0 && why != NULL &&

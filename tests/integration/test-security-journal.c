@@ -65,7 +65,7 @@ test_names_forge_nothing (void **state)
   g_autofree char *text = NULL;
   g_autofree char *log = NULL;
   g_autofree char *why = NULL;
-  g_auto (GStrv) lines = NULL;
+  g_autoptr (GPtrArray) records = NULL;
   g_autoptr (GPtrArray) entries = NULL;
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_auto (GStrv) env = rfx_env (fx);
@@ -115,17 +115,14 @@ test_names_forge_nothing (void **state)
 
   log = test_read_file (log_path);
   assert_non_null (log);
-  lines = g_strsplit (log, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++)
+  records = test_parse_lines (log);
+  for (guint i = 0; i < records->len; i++)
     {
-      g_autoptr (JsonObject) o = NULL;
+      JsonObject *o = records->pdata[i];
       GPtrArray *entry;
       g_autofree char *check = NULL;
       const char *path;
 
-      if (lines[i][0] == '\0')
-        continue;
-      o = test_parse_object (lines[i]);
       if (n >= entries->len)
         fail_msg ("record %u has no journal entry", n + 1);
       entry = entries->pdata[n++];

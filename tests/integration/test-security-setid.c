@@ -177,13 +177,10 @@ test_chmod_keeps_no_setid (void **state)
   log = test_read_file (log_path);
   assert_non_null (log);
   {
-    g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
-    for (guint i = 0; lines[i] != NULL; i++)
+    g_autoptr (GPtrArray) records = test_parse_lines (log);
+    for (guint i = 0; i < records->len; i++)
       {
-        g_autoptr (JsonObject) o = NULL;
-        if (lines[i][0] == '\0')
-          continue;
-        o = test_parse_object (lines[i]);
+        JsonObject *o = records->pdata[i];
         if (g_strcmp0 (test_json_str (o, "op"), "chmod") == 0 &&
             g_strcmp0 (test_json_str (o, "decision"), "deny") == 0 &&
             json_object_get_int_member_with_default (o, "errno", 0) == EPERM &&

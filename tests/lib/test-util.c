@@ -552,6 +552,18 @@ test_parse_object (const char *text)
   return json_object_ref (json_node_get_object (root));
 }
 
+GPtrArray *
+test_parse_lines (const char *text)
+{
+  GPtrArray *objects = g_ptr_array_new_with_free_func ((GDestroyNotify)json_object_unref);
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (lines[i][0] != '\0')
+      g_ptr_array_add (objects, test_parse_object (lines[i]));
+  return objects;
+}
+
 const char *
 test_json_str (JsonObject *o, const char *member)
 {

@@ -191,6 +191,11 @@ bool test_ns_has_processes (const char *ns, const char *link);
  * NULL, not UTF-8, not JSON or not an object. */
 JsonObject *test_parse_object (const char *text);
 
+/* Each non-empty line of TEXT (JSON Lines: an access log, journalctl -o
+ * json) as a JSON object, in order, in an array that owns them; fails the
+ * test at a line that is not an object. */
+GPtrArray *test_parse_lines (const char *text);
+
 /* MEMBER of O as a string; NULL when absent or null. */
 const char *test_json_str (JsonObject *o, const char *member);
 
