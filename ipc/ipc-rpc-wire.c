@@ -223,6 +223,16 @@ append_node (GString *out, JsonNode *node)
   g_string_append (out, text);
 }
 
+/* NODE, or an empty object where there is none. */
+static void
+append_object (GString *out, JsonNode *node)
+{
+  if (node != NULL)
+    append_node (out, node);
+  else
+    g_string_append (out, "{}");
+}
+
 static void
 append_id (GString *out, JsonNode *id)
 {
@@ -240,10 +250,7 @@ fb_rpc_encode_result (JsonNode *id, JsonNode *result)
 
   append_id (out, id);
   g_string_append (out, ",\"result\":");
-  if (result != NULL)
-    append_node (out, result);
-  else
-    g_string_append (out, "{}");
+  append_object (out, result);
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
@@ -373,10 +380,7 @@ fb_rpc_encode_notification (const char *method, JsonNode *params)
   g_string_append (out, "{\"method\":");
   append_node (out, m);
   g_string_append (out, ",\"params\":");
-  if (params != NULL)
-    append_node (out, params);
-  else
-    g_string_append (out, "{}");
+  append_object (out, params);
   g_string_append_c (out, '}');
   return g_string_free (out, FALSE);
 }
