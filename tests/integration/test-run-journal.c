@@ -474,17 +474,6 @@ test_serve (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_every_record_an_entry), RFX_TEST (test_policy_asks), RFX_TEST (test_journal_absent),
-    RFX_TEST (test_journal_full),          MFX_TEST (test_mount),       RFX_TEST (test_serve),
-  };
-
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  test_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_every_record_an_entry), RFX_TEST (test_policy_asks),
+                 RFX_TEST (test_journal_absent), RFX_TEST (test_journal_full), MFX_TEST (test_mount),
+                 RFX_TEST (test_serve))

@@ -165,16 +165,4 @@ test_names_forge_nothing (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_names_forge_nothing),
-  };
-
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main (argc - 2, argv + 2);
-  rfx_require ();
-  test_filter_tests (argv[0]);
-  return cmocka_run_group_tests (tests, NULL, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_names_forge_nothing))

@@ -413,20 +413,6 @@ mount_group_setup (void **state)
   return 0;
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    MFX_TEST (test_mount_sigkill),
-    MFX_TEST (test_mount_foreground_sigkill),
-    MFX_TEST (test_mount_sigkill_with_watcher),
-    MFX_TEST (test_mount_sigkill_with_fusermount),
-    MFX_TEST (test_mount_group_sigkill),
-    RFX_TEST (test_run_sigkill),
-    RFX_TEST (test_serve_sigkill),
-  };
-
-  test_filter_tests (argv[0]);
-  rfx_require ();
-  return cmocka_run_group_tests (tests, mount_group_setup, NULL);
-}
+RFX_DEFINE_MAIN (NULL, mount_group_setup, MFX_TEST (test_mount_sigkill), MFX_TEST (test_mount_foreground_sigkill),
+                 MFX_TEST (test_mount_sigkill_with_watcher), MFX_TEST (test_mount_sigkill_with_fusermount),
+                 MFX_TEST (test_mount_group_sigkill), RFX_TEST (test_run_sigkill), RFX_TEST (test_serve_sigkill))
