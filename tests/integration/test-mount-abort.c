@@ -238,21 +238,21 @@ test_abort_reaches_only_its_own (void **state)
 static pid_t
 find_watcher (pid_t daemon)
 {
-  g_autoptr (GDir) dir = g_dir_open ("/proc", 0, NULL);
-  const char *name;
+  g_autoptr (GArray) pids = test_proc_pids ();
 
-  assert_non_null (dir);
-  while ((name = g_dir_read_name (dir)) != NULL)
+  assert_true (pids->len > 0);
+  for (guint i = 0; i < pids->len; i++)
     {
-      g_autofree char *path = g_strdup_printf ("/proc/%s/stat", name);
-      g_autofree char *text = g_ascii_isdigit (name[0]) ? test_read_file (path) : NULL;
+      pid_t pid = g_array_index (pids, pid_t, i);
+      g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int)pid);
+      g_autofree char *text = test_read_file (path);
       const char *close_paren = text != NULL ? strrchr (text, ')') : NULL;
       int ppid;
 
       /* "PID (COMM) STATE PPID ..." */
       if (close_paren != NULL && strstr (text, "(fusebox-unmount)") != NULL &&
           sscanf (close_paren + 1, " %*c %d", &ppid) == 1 && ppid == daemon)
-        return (pid_t)atoi (name);
+        return pid;
     }
   return 0;
 }

@@ -51,19 +51,17 @@ listener (int *ret_port)
 static void
 hold_namespaces (const char *pid_ns, int held[])
 {
-  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
-  const char *name;
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+  g_autoptr (GArray) pids = test_proc_pids ();
+  for (guint k = 0; k < pids->len; k++)
     {
-      if (!g_ascii_isdigit (name[0]))
-        continue;
-      g_autofree char *path = g_strdup_printf ("/proc/%s/ns/pid", name);
+      int pid = g_array_index (pids, pid_t, k);
+      g_autofree char *path = g_strdup_printf ("/proc/%d/ns/pid", pid);
       g_autofree char *link = g_file_read_link (path, NULL);
       if (g_strcmp0 (link, pid_ns) != 0)
         continue;
       for (size_t i = 0; i < G_N_ELEMENTS (ns_names); i++)
         {
-          g_autofree char *p = g_strdup_printf ("/proc/%s/ns/%s", name, ns_names[i]);
+          g_autofree char *p = g_strdup_printf ("/proc/%d/ns/%s", pid, ns_names[i]);
           held[i] = open (p, O_RDONLY | O_CLOEXEC);
           if (held[i] < 0)
             fail_msg ("can't hold %s: %s", p, g_strerror (errno));

@@ -385,25 +385,13 @@ sandbox_pids (const char *token)
 {
   GArray *pids = g_array_new (FALSE, FALSE, sizeof (pid_t));
   g_autofree char *own_userns = g_file_read_link ("/proc/self/ns/user", NULL);
-  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
-  const char *name;
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+  g_autoptr (GArray) all = test_proc_pids ();
+  for (guint k = 0; k < all->len; k++)
     {
-      if (!g_ascii_isdigit (name[0]))
-        continue;
-      g_autofree char *cmdline_path = g_strdup_printf ("/proc/%s/cmdline", name);
-      g_autofree char *cmdline = NULL;
-      gsize len = 0;
-      if (!g_file_get_contents (cmdline_path, &cmdline, &len, NULL))
-        continue;
-      bool has = false;
-      for (gsize off = 0; off < len; off += strlen (cmdline + off) + 1)
-        if (strcmp (cmdline + off, token) == 0)
-          has = true;
-      if (!has)
+      if (!test_proc_has_arg (g_array_index (all, pid_t, k), token))
         continue;
       /* the process, then up while outside our user namespace */
-      for (pid_t pid = (pid_t)atoi (name); pid > 1;)
+      for (pid_t pid = g_array_index (all, pid_t, k); pid > 1;)
         {
           g_autofree char *ns_path = g_strdup_printf ("/proc/%d/ns/user", (int)pid);
           g_autofree char *ns = g_file_read_link (ns_path, NULL);

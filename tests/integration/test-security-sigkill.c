@@ -147,12 +147,11 @@ static pid_t
 find_helper (MFx *fx, const char *comm)
 {
   g_autoptr (GHashTable) daemon_inodes = held_inodes (fx->daemon);
-  g_autoptr (GDir) proc = g_dir_open ("/proc", 0, NULL);
-  const char *name;
+  g_autoptr (GArray) pids = test_proc_pids ();
 
-  while (proc != NULL && (name = g_dir_read_name (proc)) != NULL)
+  for (guint i = 0; i < pids->len; i++)
     {
-      pid_t pid = (pid_t)atoi (name);
+      pid_t pid = g_array_index (pids, pid_t, i);
       g_autofree char *comm_path = g_strdup_printf ("/proc/%d/comm", (int)pid);
       g_autofree char *cmdline_path = g_strdup_printf ("/proc/%d/cmdline", (int)pid);
       g_autofree char *text = NULL;
@@ -287,18 +286,15 @@ find_sandbox_mount (pid_t pid, SandboxMount *ret)
 static bool
 device_still_mounted (const char *dev)
 {
-  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
+  g_autoptr (GArray) pids = test_proc_pids ();
   g_autofree char *needle = g_strdup_printf (" %s ", dev);
-  const char *name;
 
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+  for (guint k = 0; k < pids->len; k++)
     {
-      g_autofree char *path = NULL;
+      g_autofree char *path = g_strdup_printf ("/proc/%d/mountinfo", (int)g_array_index (pids, pid_t, k));
       g_autofree char *text = NULL;
       g_auto (GStrv) lines = NULL;
-      if (!g_ascii_isdigit (name[0]))
-        continue;
-      path = g_strdup_printf ("/proc/%s/mountinfo", name);
+
       if (!g_file_get_contents (path, &text, NULL, NULL))
         continue;
       lines = g_strsplit (text, "\n", -1);

@@ -502,23 +502,11 @@ test_session_attached_elsewhere (void **state)
 static bool
 process_with_arg_exists (const char *arg)
 {
-  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
-  const char *name;
+  g_autoptr (GArray) pids = test_proc_pids ();
 
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-    {
-      g_autofree char *path = g_build_filename ("/proc", name, "cmdline", NULL);
-      g_autofree char *text = NULL;
-      gsize len;
-      if (!g_ascii_isdigit (name[0]) || !g_file_get_contents (path, &text, &len, NULL))
-        continue;
-      for (gsize i = 0; i < len;)
-        {
-          if (strcmp (text + i, arg) == 0)
-            return true;
-          i += strlen (text + i) + 1;
-        }
-    }
+  for (guint i = 0; i < pids->len; i++)
+    if (test_proc_has_arg (g_array_index (pids, pid_t, i), arg))
+      return true;
   return false;
 }
 

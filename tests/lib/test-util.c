@@ -319,6 +319,37 @@ test_count_fds (pid_t pid)
   return test_count_entries (path);
 }
 
+GArray *
+test_proc_pids (void)
+{
+  GArray *out = g_array_new (FALSE, FALSE, sizeof (pid_t));
+  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    if (g_ascii_isdigit (name[0]))
+      {
+        pid_t pid = (pid_t)atoi (name);
+        g_array_append_val (out, pid);
+      }
+  return out;
+}
+
+bool
+test_proc_has_arg (pid_t pid, const char *arg)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/cmdline", (int)pid);
+  g_autofree char *text = NULL;
+  gsize len = 0;
+
+  if (!g_file_get_contents (path, &text, &len, NULL))
+    return false;
+  for (gsize off = 0; off < len; off += strlen (text + off) + 1)
+    if (strcmp (text + off, arg) == 0)
+      return true;
+  return false;
+}
+
 GPtrArray *
 test_fusebox_argv_va (const char *first, va_list ap)
 {
@@ -516,13 +547,11 @@ test_assert_own_namespaces (JsonObject *o, const char *what)
 bool
 test_ns_has_processes (const char *ns, const char *link)
 {
-  g_autoptr (GDir) d = g_dir_open ("/proc", 0, NULL);
-  const char *name;
+  g_autoptr (GArray) pids = test_proc_pids ();
 
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+  for (guint i = 0; i < pids->len; i++)
     {
-      if (!g_ascii_isdigit (name[0]))
-        continue;
+      g_autofree char *name = g_strdup_printf ("%d", (int)g_array_index (pids, pid_t, i));
       g_autofree char *path = g_strdup_printf ("/proc/%s/ns/%s", name, ns);
       g_autofree char *l = g_file_read_link (path, NULL);
       if (l != NULL && strcmp (l, link) == 0 && !is_zombie (name))

@@ -136,6 +136,13 @@ guint test_count_fds (pid_t pid);
  * when PID is gone. */
 GArray *test_proc_children (pid_t pid);
 
+/* Every process on the host, as pid_t, from /proc (any of them may be gone
+ * by the time it is looked at). */
+GArray *test_proc_pids (void);
+
+/* Is ARG one of process PID's arguments (argv[0] included)? */
+bool test_proc_has_arg (pid_t pid, const char *arg);
+
 /* PATH (no arguments) run on the host as nobody (uid and gid 65534, no
  * supplementary groups: fixtures that refuse to run with capabilities);
  * its stdout.  Fails the test unless it exits 0. */
