@@ -881,11 +881,7 @@ journal_close (FbLogOutput *output, GError **error)
   g_mutex_lock (&j->lock);
   source = g_steal_pointer (&j->source);
   g_mutex_unlock (&j->lock);
-  if (source != NULL)
-    {
-      g_source_destroy (source);
-      g_source_unref (source);
-    }
+  fb_source_clear (&source);
   fb_fd_close (&j->fd);
   return TRUE;
 }

@@ -25,6 +25,7 @@
  * or alone; no callback runs under it.  A log no one listens to takes it
  * for no record: three counters mirror what the pushers need to know. */
 #include "ipc/ipc-log-output.h"
+#include "policy/util.h"
 
 #include <string.h>
 
@@ -213,11 +214,7 @@ subs_close (FbLogOutput *output, GError **error)
   subs->closed = TRUE;
   g_cond_broadcast (&subs->room);
   g_mutex_unlock (&subs->lock);
-  if (subs->source != NULL)
-    {
-      g_source_destroy (subs->source);
-      g_clear_pointer (&subs->source, g_source_unref);
-    }
+  fb_source_clear (&subs->source);
   return TRUE;
 }
 

@@ -91,6 +91,7 @@
  * before the mount covers it), so a write-through pusher never waits on its
  * own file system. */
 #include "ipc/ipc-log-output.h"
+#include "policy/util.h"
 
 #include <string.h>
 
@@ -934,16 +935,8 @@ fb_access_log_close (FbAccessLog *log, GError **error)
   g_mutex_unlock (&log->queue_lock);
   g_mutex_unlock (&log->writer_lock);
 
-  if (log->source != NULL)
-    {
-      g_source_destroy (log->source);
-      g_clear_pointer (&log->source, g_source_unref);
-    }
-  if (log->fold_timer != NULL)
-    {
-      g_source_destroy (log->fold_timer);
-      g_clear_pointer (&log->fold_timer, g_source_unref);
-    }
+  fb_source_clear (&log->source);
+  fb_source_clear (&log->fold_timer);
   after_write (log);
   return ok;
 }
@@ -960,16 +953,8 @@ fb_access_log_free (FbAccessLog *log)
       if (!fb_access_log_close (log, &error))
         g_warning ("%s", error->message);
     }
-  if (log->source != NULL)
-    {
-      g_source_destroy (log->source);
-      g_source_unref (log->source);
-    }
-  if (log->fold_timer != NULL)
-    {
-      g_source_destroy (log->fold_timer);
-      g_source_unref (log->fold_timer);
-    }
+  fb_source_clear (&log->source);
+  fb_source_clear (&log->fold_timer);
   g_queue_clear_full (&log->fold_order, (GDestroyNotify)fold_free);
   if (log->folds != NULL)
     g_hash_table_unref (log->folds);

@@ -36,6 +36,7 @@
  */
 #include "ipc/ipc-proxy.h"
 #include "ipc/ipc.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -803,10 +804,7 @@ proxy_listen (FbProxy *proxy)
 static void
 proxy_unlisten (FbProxy *proxy)
 {
-  if (proxy->accepting == NULL)
-    return;
-  g_source_destroy (proxy->accepting);
-  g_clear_pointer (&proxy->accepting, g_source_unref);
+  fb_source_clear (&proxy->accepting);
 }
 
 static void

@@ -43,6 +43,7 @@
  * order: a connection's lock, then the server's ready_lock
  * (conn_wake_locked); neither is held while a request runs. */
 #include "ipc/ipc-rpc-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -531,8 +532,7 @@ fb_rpc_server_pipeline_clear (FbRpcServer *server)
     while ((conn = g_queue_pop_head (&server->ready)) != NULL)
       fb_rpc_conn_unref (conn);
   }
-  g_source_destroy (server->wake);
-  g_source_unref (server->wake);
+  fb_source_clear (&server->wake);
   close (server->wake_fd);
   g_mutex_clear (&server->ready_lock);
 }

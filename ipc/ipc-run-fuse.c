@@ -16,6 +16,7 @@
  * writes RESULT, then OVER (atomic), then attaches the idle source; the
  * loop reads RESULT only after it has seen OVER. */
 #include "ipc/ipc-private.h"
+#include "policy/util.h"
 
 struct FbRunFuse
 {
@@ -167,12 +168,7 @@ fb_run_fuse_free (FbRunFuse *rf)
   if (rf == NULL)
     return;
   fb_run_fuse_finish (rf);
-  if (rf->end_source != NULL)
-    {
-      /* ON_END has run, or never will */
-      g_source_destroy (rf->end_source);
-      g_source_unref (rf->end_source);
-    }
+  fb_source_clear (&rf->end_source); /* ON_END has run, or never will */
   fb_fuse_free (rf->fuse);
   g_free (rf);
 }

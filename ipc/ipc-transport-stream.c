@@ -15,6 +15,7 @@
  * blocking; while a write is incomplete the connection's bounded queue
  * (ipc-rpc-conn.c) holds the rest.  Loop thread only. */
 #include "ipc/ipc-transport-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,16 +52,8 @@ static void stream_peer_close (StreamPeer *s);
 static void
 stream_peer_free (StreamPeer *s)
 {
-  if (s->in_source != NULL)
-    {
-      g_source_destroy (s->in_source);
-      g_source_unref (s->in_source);
-    }
-  if (s->out_source != NULL)
-    {
-      g_source_destroy (s->out_source);
-      g_source_unref (s->out_source);
-    }
+  fb_source_clear (&s->in_source);
+  fb_source_clear (&s->out_source);
   if (s->closed_idle != 0)
     g_source_remove (s->closed_idle);
   if (s->io != NULL)
@@ -93,11 +86,7 @@ closed_idle (gpointer data)
 static void
 stream_peer_close (StreamPeer *s)
 {
-  if (s->in_source != NULL)
-    {
-      g_source_destroy (s->in_source);
-      g_clear_pointer (&s->in_source, g_source_unref);
-    }
+  fb_source_clear (&s->in_source);
   if (s->closed_idle == 0)
     s->closed_idle = g_idle_add (closed_idle, s);
 }

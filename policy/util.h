@@ -37,6 +37,17 @@ fb_steal_fd (int *fd)
   return r;
 }
 
+/* *SOURCE destroyed (it dispatches no more) and its reference dropped;
+ * NULL after, and nothing to do when it is NULL already. */
+static inline void
+fb_source_clear (GSource **source)
+{
+  if (*source == NULL)
+    return;
+  g_source_destroy (*source);
+  g_clear_pointer (source, g_source_unref);
+}
+
 /* realpath(3) of PATH, to free with g_free; NULL with errno set. */
 static inline char *
 fb_realpath (const char *path)
