@@ -340,6 +340,15 @@ follower_fail (Follower *f, const char *what)
   fail ();
 }
 
+/* F ends by itself with exit CODE; else the test fails with WHAT. */
+static void
+assert_follower_exits (Follower *f, int code, const char *what)
+{
+  assert_true (follower_wait_exit (f));
+  if (!(WIFEXITED (f->status) && WEXITSTATUS (f->status) == code))
+    follower_fail (f, what);
+}
+
 /* Reads the denied ping file until the follower shows it: from then on its
  * subscription is live. */
 static void
@@ -517,12 +526,8 @@ check_follow (TestServer *server)
   /* SIGTERM: unsubscribe, close, exit 0. */
   kill (all->pid, SIGTERM);
   kill (denied->pid, SIGTERM);
-  assert_true (follower_wait_exit (all));
-  assert_true (follower_wait_exit (denied));
-  if (!(WIFEXITED (all->status) && WEXITSTATUS (all->status) == 0))
-    follower_fail (all, "SIGTERM did not end the follower with exit 0");
-  if (!(WIFEXITED (denied->status) && WEXITSTATUS (denied->status) == 0))
-    follower_fail (denied, "SIGTERM did not end the --denied follower with exit 0");
+  assert_follower_exits (all, 0, "SIGTERM did not end the follower with exit 0");
+  assert_follower_exits (denied, 0, "SIGTERM did not end the --denied follower with exit 0");
 
   follower_free (all);
   follower_free (denied);
@@ -545,9 +550,7 @@ test_follow_ws (void **state)
 
   /* Nobody listens there any more. */
   dead = follower_start (url, args);
-  assert_true (follower_wait_exit (dead));
-  if (!(WIFEXITED (dead->status) && WEXITSTATUS (dead->status) == 1))
-    follower_fail (dead, "a dead URL did not exit 1");
+  assert_follower_exits (dead, 1, "a dead URL did not exit 1");
   {
     /* The URL, but not the token it carries. */
     g_autofree char *bare = g_strndup (url, strcspn (url, "?"));
@@ -589,9 +592,7 @@ test_follow_unix (void **state)
   /* The server going away ends the follower with exit 1 and the URL. */
   status = server_stop (server);
   assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-  assert_true (follower_wait_exit (people));
-  if (!(WIFEXITED (people->status) && WEXITSTATUS (people->status) == 1))
-    follower_fail (people, "a server that went away did not end the follower with exit 1");
+  assert_follower_exits (people, 1, "a server that went away did not end the follower with exit 1");
   assert_non_null (strstr (people->err->str, listen));
   assert_non_null (strstr (people->err->str, "went away"));
   follower_free (people);
@@ -614,9 +615,7 @@ test_follow_token (void **state)
   server = server_start ("ws://127.0.0.1:0", server_args);
 
   f = follower_start (server->url, no_token);
-  assert_true (follower_wait_exit (f));
-  if (!(WIFEXITED (f->status) && WEXITSTATUS (f->status) == 1))
-    follower_fail (f, "a missing token did not exit 1");
+  assert_follower_exits (f, 1, "a missing token did not exit 1");
   assert_non_null (strstr (f->err->str, "--token-file"));
   assert_non_null (strstr (f->err->str, server->url));
   follower_free (f);
@@ -635,9 +634,7 @@ test_follow_token (void **state)
     rpc_free (r);
   }
   kill (f->pid, SIGTERM);
-  assert_true (follower_wait_exit (f));
-  if (!(WIFEXITED (f->status) && WEXITSTATUS (f->status) == 0))
-    follower_fail (f, "SIGTERM did not end the follower with exit 0");
+  assert_follower_exits (f, 0, "SIGTERM did not end the follower with exit 0");
   follower_free (f);
   server_stop (server);
 }
@@ -651,9 +648,7 @@ test_follow_needs_subscribe_all (void **state)
   const char *const args[] = { "--json", NULL };
   Follower *f = follower_start (server->url, args);
 
-  assert_true (follower_wait_exit (f));
-  if (!(WIFEXITED (f->status) && WEXITSTATUS (f->status) == 1))
-    follower_fail (f, "a follower of a server without --subscribe-all did not exit 1");
+  assert_follower_exits (f, 1, "a follower of a server without --subscribe-all did not exit 1");
   assert_non_null (strstr (f->err->str, "--subscribe-all"));
   follower_free (f);
   server_stop (server);
