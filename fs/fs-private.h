@@ -287,7 +287,7 @@ typedef enum
   VIEW_REFUSAL_FILES,         /* the caller's account holds its share of open files (fs-view-fd.c) */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
-/* The caller's /proc/PID/comm (cached), for events logged later. */
+/* The caller's /proc/PID/comm, read now, for events logged later. */
 void view_caller_comm (FbView *view, pid_t pid, char *buf, gsize size);
 
 /* fs-view-check.c: names and the policy's checks. */
