@@ -386,6 +386,14 @@ fb_errno_name (int err, char buf[16])
   return buf;
 }
 
+/* ",NAME:VALUE" after an earlier member (as fb_json_append_string_member). */
+static void
+append_next_member (GString *out, const char *name, const char *value)
+{
+  g_string_append_c (out, ',');
+  fb_json_append_string_member (out, name, value);
+}
+
 char *
 fb_access_event_format_body (const FbAccessEvent *e)
 {
@@ -396,29 +404,16 @@ fb_access_event_format_body (const FbAccessEvent *e)
   fb_json_append_int (out, e->pid);
   g_string_append (out, ",\"uid\":");
   fb_json_append_int (out, e->uid);
-  g_string_append_c (out, ',');
-  fb_json_append_string_member (out, "comm", e->comm);
+  append_next_member (out, "comm", e->comm);
   if (e->session != NULL)
-    {
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "session", e->session);
-    }
+    append_next_member (out, "session", e->session);
   if (e->process != NULL)
-    {
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "process", e->process);
-    }
-  g_string_append_c (out, ',');
-  fb_json_append_string_member (out, "op", fb_op_to_string (e->op));
-  g_string_append_c (out, ',');
-  fb_json_append_string_member (out, "path", e->path);
+    append_next_member (out, "process", e->process);
+  append_next_member (out, "op", fb_op_to_string (e->op));
+  append_next_member (out, "path", e->path);
   if (e->target != NULL)
-    {
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "target", e->target);
-    }
-  g_string_append_c (out, ',');
-  fb_json_append_string_member (out, "access", e->access);
+    append_next_member (out, "target", e->target);
+  append_next_member (out, "access", e->access);
   g_string_append (out, ",\"decision\":\"");
   g_string_append (out, fb_decision_to_string (e->decision));
   g_string_append (out, "\",\"errno\":");
@@ -434,12 +429,9 @@ fb_access_event_format_body (const FbAccessEvent *e)
     {
       /* an allowlist's entry is named as the policy names it: "allow[0]",
        * "deny[2]", or a synthetic rule's name ("default", "loopback") */
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "rule", e->net_rule->name);
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "rule_origin", e->net_rule->origin);
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "why", e->net_rule->why);
+      append_next_member (out, "rule", e->net_rule->name);
+      append_next_member (out, "rule_origin", e->net_rule->origin);
+      append_next_member (out, "why", e->net_rule->why);
     }
   else if (e->rule != NULL)
     {
@@ -450,16 +442,12 @@ fb_access_event_format_body (const FbAccessEvent *e)
         {
           g_string_append_c (out, '"');
           g_string_append (out, kind->name);
-          g_string_append (out, "\",");
+          g_string_append_c (out, '"');
         }
       else
-        {
-          fb_json_append_int (out, e->rule->index);
-          g_string_append_c (out, ',');
-        }
-      fb_json_append_string_member (out, "rule_origin", e->rule->origin);
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "why", e->rule->why);
+        fb_json_append_int (out, e->rule->index);
+      append_next_member (out, "rule_origin", e->rule->origin);
+      append_next_member (out, "why", e->rule->why);
     }
   else
     {
@@ -477,12 +465,10 @@ fb_access_event_format_body (const FbAccessEvent *e)
     }
   if (e->host != NULL)
     {
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "host", e->host);
+      append_next_member (out, "host", e->host);
       g_string_append (out, ",\"port\":");
       fb_json_append_int (out, e->port);
-      g_string_append_c (out, ',');
-      fb_json_append_string_member (out, "address", e->address);
+      append_next_member (out, "address", e->address);
       if (e->op == FB_OP_DISCONNECT)
         {
           g_string_append (out, ",\"duration_us\":");
