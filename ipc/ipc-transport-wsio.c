@@ -416,12 +416,6 @@ fb_ws_in_create_source (GPollableInputStream *stream, GCancellable *cancellable)
   return wsio_source_new (FB_WS_IN (stream)->st, G_OBJECT (stream), false, cancellable);
 }
 
-static gboolean
-fb_ws_in_can_poll (GPollableInputStream *stream)
-{
-  return TRUE;
-}
-
 static void
 fb_ws_in_finalize (GObject *object)
 {
@@ -432,7 +426,6 @@ fb_ws_in_finalize (GObject *object)
 static void
 fb_ws_in_pollable_init (GPollableInputStreamInterface *iface)
 {
-  iface->can_poll = fb_ws_in_can_poll;
   iface->is_readable = fb_ws_in_is_readable;
   iface->create_source = fb_ws_in_create_source;
   iface->read_nonblocking = fb_ws_in_read_nonblocking;
@@ -553,12 +546,6 @@ fb_ws_out_create_source (GPollableOutputStream *stream, GCancellable *cancellabl
   return wsio_source_new (FB_WS_OUT (stream)->st, G_OBJECT (stream), true, cancellable);
 }
 
-static gboolean
-fb_ws_out_can_poll (GPollableOutputStream *stream)
-{
-  return TRUE;
-}
-
 static void
 fb_ws_out_finalize (GObject *object)
 {
@@ -569,7 +556,6 @@ fb_ws_out_finalize (GObject *object)
 static void
 fb_ws_out_pollable_init (GPollableOutputStreamInterface *iface)
 {
-  iface->can_poll = fb_ws_out_can_poll;
   iface->is_writable = fb_ws_out_is_writable;
   iface->create_source = fb_ws_out_create_source;
   iface->write_nonblocking = fb_ws_out_write_nonblocking;
