@@ -235,7 +235,7 @@ struct FbView
   GPtrArray *pinned;
   gint n_pinned; /* atomic: pinned->len, read by fb_view_unref */
   /* a rename through this view, from its depth check to the moved nodes'
-   * new decisions (fs-view-ops.c): taken before view->lock */
+   * new decisions (fs-view-name.c): taken before view->lock */
   GMutex rename_lock;
   /* the decisions nodes share (fs-view-node.c, "Decisions"): each an
    * FbPolicyDecision, its own key, freed with its last node */

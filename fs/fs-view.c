@@ -36,7 +36,8 @@
  *      fs-view-fd.c      host descriptors: who holds one, the budget, the
  *                        directory cache; read them with node_fd_get(),
  *                        never the field
- *      fs-view-ops.c     operations on names and attributes
+ *      fs-view-name.c    operations on names: make, link, remove, rename
+ *      fs-view-attr.c    operations on attributes, readlink, statfs, xattrs
  *      fs-view-io.c      open files; fs-view-dir.c: directory listings
  *      fs-view-event.c   access events and the view's own refusals
  *      fs-view-notify.c  changes told to listeners (the FUSE adapter)
