@@ -21,7 +21,7 @@
  * worker threads and answers on the loop).  Nothing here blocks the loop:
  * the proxy's own answers are a few hundred bytes sent without blocking on
  * a socket whose buffer holds nothing else, and every other write is
- * asynchronous.  Records go to the run's sink from the loop (a synchronous
+ * asynchronous or, once spliced, sent without blocking.  Records go to the run's sink from the loop (a synchronous
  * write to the log file, as every record written on the loop is).
  *
  * Memory: a connection holds its handshake buffer (FB_PROXY_HEAD_MAX) until
@@ -30,9 +30,9 @@
  * FB_PROXY_MAX_CONNECTIONS at once (the proxy stops accepting past them).
  *
  * Lifetime: a Conn is reference-counted: the proxy's table holds one, and
- * each asynchronous call in flight one.  conn_close() cancels and closes
- * everything once; the callbacks that come back find it closed and only
- * drop their reference.
+ * each asynchronous call in flight or socket source waited on one.
+ * conn_close() cancels, stops and closes everything once; the callbacks
+ * that come back find it closed and only drop their reference.
  */
 #include "ipc/ipc-proxy.h"
 #include "ipc/ipc.h"
@@ -76,16 +76,19 @@ typedef enum
 
 typedef struct Conn Conn;
 
-/* One direction of a spliced connection. */
+/* One direction of a spliced connection: read from IN_SOCKET into BUF
+ * when it is empty, written to OUT_SOCKET until it is, each without
+ * blocking; SOURCE waits for whichever comes next. */
 typedef struct
 {
   Conn *conn;
-  GInputStream *in;
-  GOutputStream *out;
+  GSocket *in_socket;
   GSocket *out_socket;
-  guint8 *buf; /* FB_PROXY_BUFFER */
-  gsize len;   /* bytes in buf to write */
-  guint64 bytes;
+  GSource *source; /* the socket source waited on, or NULL */
+  guint8 *buf;     /* FB_PROXY_BUFFER */
+  gsize len;       /* bytes in buf to write */
+  gsize off;       /* of which written */
+  guint64 bytes;   /* written, counted as each send returns */
   bool eof;
   bool limited; /* a plain request's body: LEFT more bytes pass, the rest is dropped */
   guint64 left;
@@ -200,6 +203,7 @@ conn_log_refused_request (Conn *c, const char *why)
 /* ---- the end ---- */
 
 static void proxy_resume (FbProxy *proxy);
+static void pipe_stop (Pipe *p);
 
 static void
 conn_close (Conn *c)
@@ -212,6 +216,8 @@ conn_close (Conn *c)
     conn_log (c, FB_OP_DISCONNECT, FB_DECISION_ALLOW, 0, &c->decision);
   c->proxy = NULL;
   g_cancellable_cancel (c->cancel);
+  pipe_stop (&c->up);
+  pipe_stop (&c->down);
   if (c->timer != 0)
     g_source_remove (c->timer);
   c->timer = 0;
@@ -338,82 +344,120 @@ conn_set_timer (Conn *c, guint seconds)
 
 /* ---- splicing ---- */
 
-static void pipe_read (Pipe *p);
+static gboolean on_pipe_in (GSocket *socket, GIOCondition condition, gpointer data);
+static gboolean on_pipe_out (GSocket *socket, GIOCondition condition, gpointer data);
 
 static void
-on_pipe_written (GObject *source, GAsyncResult *res, gpointer data)
+pipe_unref_conn (gpointer data)
+{
+  conn_unref (((Pipe *)data)->conn);
+}
+
+/* Waits for SOCKET to be ready for CONDITION, then FN; the source holds a
+ * reference to the connection. */
+static void
+pipe_wait (Pipe *p, GSocket *socket, GIOCondition condition, GSocketSourceFunc fn)
+{
+  p->source = g_socket_create_source (socket, condition | G_IO_HUP | G_IO_ERR, NULL);
+  conn_ref (p->conn);
+  g_source_set_callback (p->source, G_SOURCE_FUNC (fn), p, pipe_unref_conn);
+  g_source_attach (p->source, NULL);
+}
+
+static void
+pipe_stop (Pipe *p)
+{
+  if (p->source == NULL)
+    return;
+  g_source_destroy (p->source);
+  g_clear_pointer (&p->source, g_source_unref);
+}
+
+/* Writes what BUF holds, each byte counted as the send that took it
+ * returns (so a connection cut mid-write is recorded with what did reach
+ * the other end), then reads again. */
+static void
+pipe_flush (Pipe *p)
+{
+  while (p->off < p->len)
+    {
+      g_autoptr (GError) error = NULL;
+      gssize n = g_socket_send_with_blocking (p->out_socket, (const char *)p->buf + p->off, p->len - p->off, FALSE,
+                                              NULL, &error);
+
+      if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+        {
+          pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_out);
+          return;
+        }
+      if (n <= 0)
+        {
+          conn_close (p->conn);
+          return;
+        }
+      p->bytes += (guint64)n;
+      p->off += (gsize)n;
+    }
+  p->off = p->len = 0;
+  pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in);
+}
+
+static gboolean
+on_pipe_out (G_GNUC_UNUSED GSocket *socket, G_GNUC_UNUSED GIOCondition condition, gpointer data)
+{
+  Pipe *p = data;
+
+  g_clear_pointer (&p->source, g_source_unref);
+  if (p->conn->proxy != NULL)
+    pipe_flush (p);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+on_pipe_in (G_GNUC_UNUSED GSocket *socket, G_GNUC_UNUSED GIOCondition condition, gpointer data)
 {
   Pipe *p = data;
   Conn *c = p->conn;
-  gsize n = 0;
-  gboolean ok = g_output_stream_write_all_finish (G_OUTPUT_STREAM (source), res, &n, NULL);
+  g_autoptr (GError) error = NULL;
+  gssize n;
 
-  if (c->proxy != NULL)
+  g_clear_pointer (&p->source, g_source_unref);
+  if (c->proxy == NULL)
+    return G_SOURCE_REMOVE;
+  n = g_socket_receive_with_blocking (p->in_socket, (char *)p->buf, FB_PROXY_BUFFER, FALSE, NULL, &error);
+  if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+    pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in);
+  else if (n < 0)
+    conn_close (c);
+  else if (n == 0)
     {
-      p->bytes += n;
-      p->len = 0;
-      if (ok)
-        pipe_read (p);
-      else
+      /* end of this direction: passed on as such (a client that
+       * half-closes after its request still gets the answer) */
+      p->eof = true;
+      g_socket_shutdown (p->out_socket, FALSE, TRUE, NULL);
+      if (c->up.eof && c->down.eof)
         conn_close (c);
     }
-  conn_unref (c);
-}
-
-static void
-pipe_write (Pipe *p)
-{
-  g_output_stream_write_all_async (p->out, p->buf, p->len, G_PRIORITY_DEFAULT, p->conn->cancel, on_pipe_written, p);
-  conn_ref (p->conn);
-}
-
-static void
-on_pipe_read (GObject *source, GAsyncResult *res, gpointer data)
-{
-  Pipe *p = data;
-  Conn *c = p->conn;
-  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (source), res, NULL);
-
-  if (c->proxy != NULL)
+  else
     {
-      if (n > 0)
-        c->moved_us = g_get_monotonic_time ();
-      if (n > 0 && p->limited && p->left == 0)
-        pipe_read (p); /* past the request's body: never a second request */
-      else if (n > 0)
+      c->moved_us = g_get_monotonic_time ();
+      if (p->limited && p->left == 0)
+        pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in); /* past the request's body: never a second request */
+      else
         {
           p->len = p->limited ? (gsize)MIN ((guint64)n, p->left) : (gsize)n;
           p->left -= p->limited ? p->len : 0;
-          pipe_write (p);
-        }
-      else if (n < 0)
-        conn_close (c);
-      else
-        {
-          /* end of this direction: passed on as such (a client that
-           * half-closes after its request still gets the answer) */
-          p->eof = true;
-          g_socket_shutdown (p->out_socket, FALSE, TRUE, NULL);
-          if (c->up.eof && c->down.eof)
-            conn_close (c);
+          pipe_flush (p);
         }
     }
-  conn_unref (c);
-}
-
-static void
-pipe_read (Pipe *p)
-{
-  g_input_stream_read_async (p->in, p->buf, FB_PROXY_BUFFER, G_PRIORITY_DEFAULT, p->conn->cancel, on_pipe_read, p);
-  conn_ref (p->conn);
+  return G_SOURCE_REMOVE;
 }
 
 static void
 pipe_init (Pipe *p, Conn *c, GSocketConnection *from, GSocketConnection *to)
 {
   p->conn = c;
-  p->in = g_io_stream_get_input_stream (G_IO_STREAM (from));
-  p->out = g_io_stream_get_output_stream (G_IO_STREAM (to));
+  p->in_socket = g_socket_connection_get_socket (from);
   p->out_socket = g_socket_connection_get_socket (to);
   p->buf = g_malloc (FB_PROXY_BUFFER);
 }
@@ -445,11 +489,8 @@ conn_splice (Conn *c)
     }
   memcpy (c->up.buf + c->up.len, c->head + c->req.consumed, rest);
   c->up.len += rest;
-  if (c->up.len > 0)
-    pipe_write (&c->up);
-  else
-    pipe_read (&c->up);
-  pipe_read (&c->down);
+  pipe_wait (&c->down, c->down.in_socket, G_IO_IN, on_pipe_in);
+  pipe_flush (&c->up); /* reads once BUF is written, at once if it is empty */
 }
 
 /* ---- connecting ---- */

@@ -54,6 +54,12 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # clients that vanish on purpose
+            super().handle_error(request, client_address)
+
+
 class Host:
     """The host's HTTP server on 127.0.0.1, and a sandbox to run commands in."""
 
@@ -64,7 +70,7 @@ class Host:
         with open(os.path.join(self.www, "hello.txt"), "w") as f:
             f.write(CONTENT)
         handler = functools.partial(QuietHandler, directory=self.www)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = QuietServer(("127.0.0.1", 0), handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.runs = 0
@@ -590,6 +596,73 @@ def t_serve_tunnel_share(h):
         p.wait(timeout=60)
 
 
+VANISH = CLIENT + """
+import struct, time
+def vanish(s):  # a reset, not a close: nothing more is read or sent
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+print("ready", flush=True)
+time.sleep(1)
+for _ in range(40):  # mid-download
+    s = conn()
+    s.sendall(b"CONNECT allowed.test:%d HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n")
+    head = b""
+    while not head.endswith(b"\\r\\n\\r\\n"):
+        head += s.recv(1)
+    s.sendall(b"GET /big.bin HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n")
+    got = 0
+    while got < 65536:
+        got += len(s.recv(65536))
+    vanish(s)
+for _ in range(20):  # mid-handshake
+    s = conn()
+    s.sendall(b"CONNECT allowed.te")
+    vanish(s)
+print("vanished", flush=True)
+sys.stdin.read()  # until the test has looked
+"""
+
+
+def t_vanishing_clients(h):
+    """Clients that vanish (a reset mid-download, or mid-handshake) cost
+    the proxy nothing once gone: each tunnel's disconnect is logged with
+    its bytes, the supervisor's sockets return to what they were, and the
+    next client is served."""
+    with open(os.path.join(h.www, "big.bin"), "wb") as f:
+        f.write(os.urandom(1 << 20) * 16)
+    pol = h.allowed_policy()
+    run_dir = os.path.join(h.tmp, "run-vanish")
+    script = "python3 -c '%s' && curl -sS -p http://allowed.test:%d/hello.txt" % (VANISH % h.port, h.port)
+    p = subprocess.Popen([BIN, "run", "--policy", pol, "--run-dir", run_dir, "--cwd", "/", "--resolve",
+                          "allowed.test:127.0.0.1", "--", "/bin/sh", "-c", script],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"ready\n"
+        base = sockets(p.pid)
+        assert p.stdout.readline() == b"vanished\n"
+        now = sockets(p.pid)
+        for _ in range(100):  # the resets reach the proxy within moments
+            if now <= base:
+                break
+            threading.Event().wait(0.1)
+            now = sockets(p.pid)
+        assert now <= base, (base, now)
+        out, err = p.communicate(timeout=60)  # closes the command's stdin
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0 and out.decode() == CONTENT, (p.returncode, out, err[-2000:])
+    with open(os.path.join(run_dir, "access.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    tunnels = [r for r in records if r.get("op") in ("connect", "disconnect") and r.get("host") == "allowed.test"]
+    connects = [r for r in tunnels if r["op"] == "connect"]
+    ends = [r for r in tunnels if r["op"] == "disconnect"]
+    assert len(connects) == 41 and len(ends) == 41, [r["op"] for r in tunnels]
+    # 40 tunnels cut mid-download, then curl's
+    assert len([e for e in ends if e["bytes_read"] >= 65536]) == 40, ends
+
+
 def t_explain_address(h):
     """serve's policy/explain checks an address as the proxy does: under
     0.0.0.0/0, 127.0.0.1 is refused (loopback), as the proxy refuses it;
@@ -666,7 +739,8 @@ def main():
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
              ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("absolute_name", t_absolute_name),
              ("session", t_session), ("serve", t_serve), ("serve_tunnel_share", t_serve_tunnel_share),
-             ("accept_backoff", t_accept_backoff), ("explain_address", t_explain_address)]
+             ("accept_backoff", t_accept_backoff), ("vanishing_clients", t_vanishing_clients),
+             ("explain_address", t_explain_address)]
     only = sys.argv[1:]
     failed = 0
     for name, t in tests:
