@@ -115,11 +115,7 @@ teardown (void **state)
 {
   Fixture *f = *state;
 
-  if (f->follower > 0)
-    {
-      kill (f->follower, SIGKILL);
-      waitpid (f->follower, NULL, 0);
-    }
+  test_kill_child (&f->follower, SIGKILL);
   test_rm_rf (f->dir);
   g_free (f->dir);
   g_free (f);
@@ -474,9 +470,7 @@ test_log_follow_rotation (void **state)
       /* each record once, in order: no loss, no repeat */
       assert_string_equal (line, basic_lines[seen]);
     }
-  kill (f->follower, SIGTERM);
-  waitpid (f->follower, NULL, 0);
-  f->follower = 0;
+  test_kill_child (&f->follower, SIGTERM);
   close (out_fd);
 }
 

@@ -15,12 +15,7 @@ static GPid server;
 static int
 runs_teardown (void **state)
 {
-  if (server > 0)
-    {
-      kill (server, SIGKILL);
-      waitpid (server, NULL, 0);
-      server = 0;
-    }
+  test_kill_child (&server, SIGKILL);
   return mfx_teardown (state);
 }
 
@@ -260,9 +255,7 @@ test_every_kind (void **state)
   fx->mounted = false;
   assert_true (TEST_WAIT_FOR (!test_pid_alive (fx->daemon), 30000));
   fx->daemon = 0;
-  kill (server, SIGTERM);
-  assert_int_equal (waitpid (server, &status, 0), server);
-  server = 0;
+  status = test_kill_child (&server, SIGTERM);
   assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
   assert_listed (fx, mount_id, "mount", "over", fx->mnt);
   assert_listed (fx, serve_id, "serve", "over", sock);

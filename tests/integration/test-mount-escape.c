@@ -484,8 +484,7 @@ test_fifo_does_not_hang (void **state)
   fd = open (m_made, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   assert_true (fd >= 0);
   close (fd);
-  kill (child, SIGKILL);
-  waitpid (child, NULL, 0);
+  test_kill_child (&child, SIGKILL);
   MFX_PASS ();
 }
 

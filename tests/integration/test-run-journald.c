@@ -116,12 +116,7 @@ start_journald (void **state)
 static int
 stop_journald (void **state)
 {
-  if (journald_pid > 0)
-    {
-      kill (journald_pid, SIGTERM);
-      waitpid (journald_pid, NULL, 0);
-      journald_pid = 0;
-    }
+  test_kill_child (&journald_pid, SIGTERM);
   umount2 ("/run/systemd", MNT_DETACH);
   umount2 ("/run/log", MNT_DETACH);
   return 0;

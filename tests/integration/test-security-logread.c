@@ -90,9 +90,8 @@ fusebox (RFx *fx, Res *ret, const char *const *args)
   ret->status = rfx_wait (fx, pid, CAP_MS);
   if (ret->status < 0)
     {
-      kill (pid, SIGKILL);
-      waitpid (pid, NULL, 0);
       rfx_forget_pid (fx, pid);
+      test_kill_child (&pid, SIGKILL);
     }
   ret->out = test_read_file (out);
   ret->err = test_read_file (err);

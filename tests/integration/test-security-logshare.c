@@ -113,10 +113,7 @@ test_one_process_stopped (void **state)
   test_client_free (b);
 
   /* a normal stop: not the budget's */
-  kill (server->pid, SIGTERM);
-  while (waitpid (server->pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  server->pid = 0;
+  status = test_kill_child (&server->pid, SIGTERM);
   test_server_stop (server);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     fail_msg ("the server ended with status 0x%x, not 0: did it reach its global budget?", status);

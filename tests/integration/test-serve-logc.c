@@ -438,8 +438,7 @@ teardown (void **state)
       GPid pid = g_array_index (F->children, GPid, i);
 
       fprintf (stderr, "killing child %d left by a failed test\n", (int)pid);
-      kill (pid, SIGKILL);
-      waitpid (pid, NULL, 0);
+      test_kill_child (&pid, SIGKILL);
     }
   g_array_set_size (F->children, 0);
   return 0;

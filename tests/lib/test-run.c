@@ -102,11 +102,7 @@ rfx_free (RFx *fx)
 {
   for (int i = 0; i < RFX_MAX; i++)
     {
-      if (fx->pids[i] > 0)
-        {
-          kill (fx->pids[i], SIGKILL);
-          waitpid (fx->pids[i], NULL, 0);
-        }
+      test_kill_child (&fx->pids[i], SIGKILL);
       if (fx->shm_ids[i] >= 0)
         shmctl (fx->shm_ids[i], IPC_RMID, NULL);
       if (fx->remove_paths[i] != NULL)

@@ -319,6 +319,20 @@ test_count_fds (pid_t pid)
   return test_count_entries (path);
 }
 
+int
+test_kill_child (pid_t *pid, int sig)
+{
+  int status = -1;
+
+  if (*pid <= 0)
+    return -1;
+  kill (*pid, sig);
+  while (waitpid (*pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  *pid = 0;
+  return status;
+}
+
 GArray *
 test_proc_pids (void)
 {

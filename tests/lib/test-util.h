@@ -156,6 +156,10 @@ char *test_read_all (int fd);
  * no bound). */
 char *test_read_line (int fd, int cap_ms);
 
+/* SIG to *PID, a child of ours, when there is one (> 0), which is then
+ * reaped and forgotten (*PID 0); its wait status, -1 when there was none. */
+int test_kill_child (pid_t *pid, int sig);
+
 /* Is PID alive (a zombie is not)? */
 bool test_pid_alive (pid_t pid);
 
