@@ -12,7 +12,11 @@ the proxy (the client in `fusebox run` with a network allowlist that names
 127.0.0.1, going through CONNECT):
 
   - a download of SIZE bytes (default 1024 MiB) by curl, in MB/s, and the
-    ratio (the proxy's budget: within 1.5x of direct);
+    ratio (the proxy's budget: within 1.5x of direct), --rounds times
+    (default 3) alternately direct and through the proxy, the medians; with
+    the CPU time each took (user + system of everything it ran: curl, and
+    through the proxy also fusebox's supervisor with its proxy and the
+    sandbox), steadier than MB/s on a loaded machine;
   - the set-up of a connection: connect, the request, the first byte back,
     N times (default 1000) by one Python process; the median and the
     proxy's extra (its budget: under 1 ms).
@@ -20,6 +24,7 @@ the proxy (the client in `fusebox run` with a network allowlist that names
 import argparse
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -87,6 +92,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=1024, help="MiB to download")
     ap.add_argument("--connections", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3, help="downloads each way, alternately")
     args = ap.parse_args()
     size = args.size * 1024 * 1024
     tmp = tempfile.mkdtemp(prefix="bench-proxy-")
@@ -106,12 +112,24 @@ def main():
 
     url = "http://127.0.0.1:%d/big" % port
     curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{speed_download}"]
-    direct = float(subprocess.run(curl + ["--noproxy", "*", url], capture_output=True, text=True,
-                                  check=True).stdout)
-    proxied = float(subprocess.run(inside + curl + ["--noproxy", "", "-p", url], capture_output=True, text=True,
-                                   check=True).stdout)
-    print("download %d MiB: direct %.0f MB/s, through the proxy %.0f MB/s (%.2fx)" %
-          (args.size, direct / 1e6, proxied / 1e6, direct / proxied))
+    def download(argv):
+        """(bytes per second, CPU seconds of everything ARGV ran)"""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        speed = float(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return speed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+    direct, proxied = [], []
+    for _ in range(args.rounds):
+        direct.append(download(curl + ["--noproxy", "*", url]))
+        proxied.append(download(inside + curl + ["--noproxy", "", "-p", url]))
+        subprocess.run(["rm", "-rf", os.path.join(tmp, "run")])  # a run directory is made anew
+    d_speed, p_speed = statistics.median(x[0] for x in direct), statistics.median(x[0] for x in proxied)
+    print("download %d MiB, median of %d: direct %.0f MB/s (CPU %.2f s), through the proxy %.0f MB/s (CPU %.2f s) "
+          "(%.2fx)" % (args.size, args.rounds, d_speed / 1e6, statistics.median(x[1] for x in direct), p_speed / 1e6,
+                       statistics.median(x[1] for x in proxied), d_speed / p_speed))
+    print("  each round (MB/s): direct %s; through the proxy %s" %
+          (" ".join("%.0f" % (x[0] / 1e6) for x in direct), " ".join("%.0f" % (x[0] / 1e6) for x in proxied)))
 
     d = float(subprocess.run([sys.executable, "-c", SETUP, str(port), str(args.connections), "direct"],
                              capture_output=True, text=True, check=True).stdout)

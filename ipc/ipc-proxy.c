@@ -373,33 +373,71 @@ pipe_stop (Pipe *p)
   g_clear_pointer (&p->source, g_source_unref);
 }
 
-/* Writes what BUF holds, each byte counted as the send that took it
- * returns (so a connection cut mid-write is recorded with what did reach
- * the other end), then reads again. */
+/* Moves bytes one way: writes what BUF holds, each byte counted as the
+ * send that took it returns (so a connection cut mid-write is recorded
+ * with what did reach the other end), reads again once BUF is empty, and
+ * so on until a socket would block; then waits for it.  After
+ * PIPE_ROUNDS buffers it waits anyway (the socket is ready: the loop comes
+ * back at once), so that one fast connection does not starve the others. */
+#define PIPE_ROUNDS 16
+
 static void
-pipe_flush (Pipe *p)
+pipe_pump (Pipe *p)
 {
-  while (p->off < p->len)
+  Conn *c = p->conn;
+
+  for (int round = 0; round < PIPE_ROUNDS; round++)
     {
       g_autoptr (GError) error = NULL;
-      gssize n = g_socket_send_with_blocking (p->out_socket, (const char *)p->buf + p->off, p->len - p->off, FALSE,
-                                              NULL, &error);
+      gssize n;
 
+      while (p->off < p->len)
+        {
+          g_autoptr (GError) send_error = NULL;
+
+          n = g_socket_send_with_blocking (p->out_socket, (const char *)p->buf + p->off, p->len - p->off, FALSE, NULL,
+                                           &send_error);
+          if (n < 0 && g_error_matches (send_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+            {
+              pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_out);
+              return;
+            }
+          if (n <= 0)
+            {
+              conn_close (c);
+              return;
+            }
+          p->bytes += (guint64)n;
+          p->off += (gsize)n;
+        }
+      p->off = p->len = 0;
+      n = g_socket_receive_with_blocking (p->in_socket, (char *)p->buf, FB_PROXY_BUFFER, FALSE, NULL, &error);
       if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+        break;
+      if (n < 0)
         {
-          pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_out);
+          conn_close (c);
           return;
         }
-      if (n <= 0)
+      if (n == 0)
         {
-          conn_close (p->conn);
+          /* end of this direction: passed on as such (a client that
+           * half-closes after its request still gets the answer) */
+          p->eof = true;
+          g_socket_shutdown (p->out_socket, FALSE, TRUE, NULL);
+          if (c->up.eof && c->down.eof)
+            conn_close (c);
           return;
         }
-      p->bytes += (guint64)n;
-      p->off += (gsize)n;
+      c->moved_us = g_get_monotonic_time ();
+      /* past a plain request's body: dropped, never a second request */
+      p->len = p->limited ? (gsize)MIN ((guint64)n, p->left) : (gsize)n;
+      p->left -= p->limited ? p->len : 0;
     }
-  p->off = p->len = 0;
-  pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in);
+  if (p->off < p->len)
+    pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_out);
+  else
+    pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in);
 }
 
 static gboolean
@@ -409,7 +447,7 @@ on_pipe_out (G_GNUC_UNUSED GSocket *socket, G_GNUC_UNUSED GIOCondition condition
 
   g_clear_pointer (&p->source, g_source_unref);
   if (p->conn->proxy != NULL)
-    pipe_flush (p);
+    pipe_pump (p);
   return G_SOURCE_REMOVE;
 }
 
@@ -417,39 +455,10 @@ static gboolean
 on_pipe_in (G_GNUC_UNUSED GSocket *socket, G_GNUC_UNUSED GIOCondition condition, gpointer data)
 {
   Pipe *p = data;
-  Conn *c = p->conn;
-  g_autoptr (GError) error = NULL;
-  gssize n;
 
   g_clear_pointer (&p->source, g_source_unref);
-  if (c->proxy == NULL)
-    return G_SOURCE_REMOVE;
-  n = g_socket_receive_with_blocking (p->in_socket, (char *)p->buf, FB_PROXY_BUFFER, FALSE, NULL, &error);
-  if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
-    pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in);
-  else if (n < 0)
-    conn_close (c);
-  else if (n == 0)
-    {
-      /* end of this direction: passed on as such (a client that
-       * half-closes after its request still gets the answer) */
-      p->eof = true;
-      g_socket_shutdown (p->out_socket, FALSE, TRUE, NULL);
-      if (c->up.eof && c->down.eof)
-        conn_close (c);
-    }
-  else
-    {
-      c->moved_us = g_get_monotonic_time ();
-      if (p->limited && p->left == 0)
-        pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in); /* past the request's body: never a second request */
-      else
-        {
-          p->len = p->limited ? (gsize)MIN ((guint64)n, p->left) : (gsize)n;
-          p->left -= p->limited ? p->len : 0;
-          pipe_flush (p);
-        }
-    }
+  if (p->conn->proxy != NULL)
+    pipe_pump (p);
   return G_SOURCE_REMOVE;
 }
 
@@ -490,7 +499,7 @@ conn_splice (Conn *c)
   memcpy (c->up.buf + c->up.len, c->head + c->req.consumed, rest);
   c->up.len += rest;
   pipe_wait (&c->down, c->down.in_socket, G_IO_IN, on_pipe_in);
-  pipe_flush (&c->up); /* reads once BUF is written, at once if it is empty */
+  pipe_pump (&c->up); /* what BUF holds first */
 }
 
 /* ---- connecting ---- */
