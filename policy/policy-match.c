@@ -21,8 +21,6 @@
  */
 #include "policy/policy-private.h"
 
-static const char *const empty_list[] = { NULL };
-
 /* Does rule A beat rule B at one depth?  Ties go to the earlier rule so that
  * the deciding rule does not depend on hash order. */
 static inline bool
@@ -59,8 +57,8 @@ node_new (FbPolicy *policy, PolicyNode *parent, const char *name, gsize len)
       node->path = g_string_chunk_insert (policy->strings, path);
     }
   node->child_list = g_ptr_array_new ();
-  node->reachable = (const char **)empty_list;
-  node->mounted = (const char **)empty_list;
+  node->reachable = (const char **)fb_policy_no_names;
+  node->mounted = (const char **)fb_policy_no_names;
   g_ptr_array_add (policy->nodes, node);
   if (parent != NULL)
     {
@@ -189,19 +187,6 @@ assign_mounts (FbPolicy *policy, PolicyNode *node, guint inherited)
     assign_mounts (policy, g_ptr_array_index (node->child_list, i), here);
 }
 
-static const char **
-names_array (GPtrArray *names)
-{
-  const char **out;
-
-  if (names->len == 0)
-    return (const char **)empty_list;
-  out = g_new (const char *, names->len + 1);
-  memcpy (out, names->pdata, names->len * sizeof (char *));
-  out[names->len] = NULL;
-  return out;
-}
-
 /* Post-order: what lies below each node. */
 static void
 summarize (FbPolicy *policy, PolicyNode *node)
@@ -224,8 +209,8 @@ summarize (FbPolicy *policy, PolicyNode *node)
       node->literal_below = node->literal_below || child->literal != NULL || child->literal_below;
       node->mount_below = node->mount_below || child->mount != NULL || child->mount_below;
     }
-  node->reachable = names_array (reachable);
-  node->mounted = names_array (mounted);
+  node->reachable = fb_policy_names_new (reachable);
+  node->mounted = fb_policy_names_new (mounted);
 }
 
 bool
@@ -297,10 +282,8 @@ fb_policy_compiled_clear (FbPolicy *policy)
 
           fb_name_map_clear (&node->children);
           g_ptr_array_unref (node->child_list);
-          if (node->reachable != (const char **)empty_list)
-            g_free (node->reachable);
-          if (node->mounted != (const char **)empty_list)
-            g_free (node->mounted);
+          fb_policy_names_free (node->reachable);
+          fb_policy_names_free (node->mounted);
           g_free (node);
         }
       g_clear_pointer (&policy->nodes, g_ptr_array_unref);
@@ -430,8 +413,8 @@ fb_policy_decide_malformed (const FbPolicy *policy, const FbPolicyMount *mount, 
     .access = FB_POLICY_ACCESS_HIDE,
     .rule = &policy->malformed_rule,
     .mount = mount,
-    .mounted_children = empty_list,
-    .reachable_children = empty_list,
+    .mounted_children = fb_policy_no_names,
+    .reachable_children = fb_policy_no_names,
     .priv_depth = depth,
   };
 }
@@ -452,7 +435,7 @@ fb_policy_decide_root (const FbPolicy *policy, FbPolicyDecision *ret)
     .priv_depth = 0,
   };
   ret->traversable = root->visible_below && !fb_policy_access_info (rule->access)->readable;
-  ret->reachable_children = ret->traversable ? root->reachable : empty_list;
+  ret->reachable_children = ret->traversable ? root->reachable : fb_policy_no_names;
 }
 
 /* One component: NAME (LEN bytes) below PARENT.  RET may alias PARENT. */
@@ -506,8 +489,8 @@ fb_policy_step (const FbPolicy *policy, const FbPolicyDecision *parent, const ch
       ret->is_mount_point = false;
     }
   ret->traversable = node != NULL && node->visible_below && !fb_policy_access_info (access)->readable;
-  ret->reachable_children = ret->traversable ? node->reachable : empty_list;
-  ret->mounted_children = node != NULL ? node->mounted : empty_list;
+  ret->reachable_children = ret->traversable ? node->reachable : fb_policy_no_names;
+  ret->mounted_children = node != NULL ? node->mounted : fb_policy_no_names;
   ret->priv_node = node;
   ret->priv_depth = depth;
 }
@@ -690,7 +673,7 @@ fb_policy_restrict (const FbPolicy *policy, FbPolicyDecision *d, const FbPolicyR
   d->access = rule->access;
   d->rule = rule;
   d->traversable = node != NULL && node->visible_below && !fb_policy_access_info (rule->access)->readable;
-  d->reachable_children = d->traversable ? node->reachable : empty_list;
+  d->reachable_children = d->traversable ? node->reachable : fb_policy_no_names;
 }
 
 void
@@ -703,7 +686,7 @@ fb_policy_close_folded (const FbPolicy *policy, FbPolicyDecision *d)
     }
   fb_policy_restrict (policy, d, &policy->fold_rule);
   d->traversable = false;
-  d->reachable_children = empty_list;
-  d->mounted_children = empty_list;
+  d->reachable_children = fb_policy_no_names;
+  d->mounted_children = fb_policy_no_names;
   d->priv_node = NULL;
 }

@@ -63,3 +63,25 @@ fb_name_map_clear (FbNameMap *map)
   map->mask = 0;
   map->n = 0;
 }
+
+const char *const fb_policy_no_names[] = { NULL };
+
+const char **
+fb_policy_names_new (GPtrArray *names)
+{
+  const char **out;
+
+  if (names->len == 0)
+    return (const char **)fb_policy_no_names;
+  out = g_new (const char *, names->len + 1);
+  memcpy (out, names->pdata, names->len * sizeof (char *));
+  out[names->len] = NULL;
+  return out;
+}
+
+void
+fb_policy_names_free (const char **names)
+{
+  if (names != (const char **)fb_policy_no_names)
+    g_free (names);
+}

@@ -29,8 +29,6 @@
  */
 #include "policy/policy-private.h"
 
-static const char *const empty_list[] = { NULL };
-
 typedef struct NarrowNode NarrowNode;
 struct NarrowNode
 {
@@ -98,7 +96,7 @@ split_sides (const FbPolicy *policy, const FbPolicyDecision *d, FbPolicyDecision
     .mount = d->mount,
     .is_mount_point = d->is_mount_point,
     .mounted_children = d->mounted_children,
-    .reachable_children = empty_list,
+    .reachable_children = fb_policy_no_names,
     .priv_node = node != NULL ? node->b : NULL,
     .priv_depth = d->priv_depth,
   };
@@ -106,8 +104,8 @@ split_sides (const FbPolicy *policy, const FbPolicyDecision *d, FbPolicyDecision
     .access = rn->access,
     .rule = rn,
     .mount = &g_array_index (policy->narrow->mounts, FbPolicyMount, 0),
-    .mounted_children = empty_list,
-    .reachable_children = empty_list,
+    .mounted_children = fb_policy_no_names,
+    .reachable_children = fb_policy_no_names,
     .priv_node = node != NULL ? node->n : NULL,
     .priv_depth = d->priv_depth,
   };
@@ -127,7 +125,7 @@ combine (const FbPolicyDecision *b, const FbPolicyDecision *n, const NarrowNode 
   ret->is_mount_point = b->is_mount_point;
   ret->mounted_children = b->mounted_children;
   ret->traversable = node != NULL && node->visible_below && !fb_policy_access_info (access)->readable;
-  ret->reachable_children = ret->traversable ? node->reachable : empty_list;
+  ret->reachable_children = ret->traversable ? node->reachable : fb_policy_no_names;
   ret->priv_node = node;
   ret->priv_depth = b->priv_depth;
 }
@@ -249,7 +247,7 @@ fb_policy_narrowed_close_folded (const FbPolicy *policy, FbPolicyDecision *d)
 
   fb_policy_narrowed_restrict (policy, d, &policy->base->fold_rule);
   split_sides (policy, d, &b, &n);
-  b.mounted_children = empty_list;
+  b.mounted_children = fb_policy_no_names;
   combine (&b, &n, NULL, d);
 }
 
@@ -278,7 +276,7 @@ build (FbPolicy *policy, const PolicyNode *b, const PolicyNode *n, const char *n
   node->b = b;
   node->n = n;
   node->child_list = g_ptr_array_new ();
-  node->reachable = (const char **)empty_list;
+  node->reachable = (const char **)fb_policy_no_names;
   g_ptr_array_add (policy->nnodes, node);
 
   /* The combined decision of this very path: what traversal is built on. */
@@ -338,11 +336,7 @@ summarize (NarrowNode *node)
           node->visible_below = true;
         }
     }
-  if (reachable->len > 0)
-    {
-      g_ptr_array_add (reachable, NULL);
-      node->reachable = (const char **)g_ptr_array_free (g_steal_pointer (&reachable), FALSE);
-    }
+  node->reachable = fb_policy_names_new (reachable);
 }
 
 void
@@ -356,8 +350,7 @@ fb_policy_narrowed_clear (FbPolicy *policy)
 
           fb_name_map_clear (&node->children);
           g_ptr_array_unref (node->child_list);
-          if (node->reachable != (const char **)empty_list)
-            g_free (node->reachable);
+          fb_policy_names_free (node->reachable);
           g_free (node->path);
           g_free (node);
         }

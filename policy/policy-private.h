@@ -78,6 +78,14 @@ fb_name_map_lookup (const FbNameMap *map, const char *key, gsize len, guint32 ha
 gpointer fb_name_map_insert (FbNameMap *map, const char *key, gsize len, gpointer value);
 void fb_name_map_clear (FbNameMap *map);
 
+/* The children a decision names (reachable_children, mounted_children):
+ * NULL-terminated, the names borrowed from the tree.  None is the one
+ * shared empty list; fb_policy_names_new copies the pointers of NAMES (or
+ * gives that list), fb_policy_names_free frees what it made. */
+extern const char *const fb_policy_no_names[];
+const char **fb_policy_names_new (GPtrArray *names);
+void fb_policy_names_free (const char **names);
+
 /* ---- Paths and variables (policy-vars.c) -------------------------------- */
 
 /* One component of a view path, borrowed from the path string. */
