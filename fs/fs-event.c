@@ -46,15 +46,17 @@ const FbOpInfo fb_op_table[FB_OP_N] = {
 };
 
 const FbAccessInfo fb_access_table[FB_ACCESS_N] = {
-  [FB_ACCESS_STAT] = { .name = "stat" },           /* a lookup, the attributes, statfs */
-  [FB_ACCESS_READ] = { .name = "read" },           /* a read-only open, readlink, attribute reads */
-  [FB_ACCESS_WRITE] = { .name = "write" },         /* a write-only or truncating open, changed attributes, a rename */
-  [FB_ACCESS_READWRITE] = { .name = "readwrite" }, /* an open for reading and writing */
-  [FB_ACCESS_EXEC] = { .name = "exec" },           /* an open for execve() */
-  [FB_ACCESS_LIST] = { .name = "list" },           /* a listing */
-  [FB_ACCESS_CREATE] = { .name = "create" },       /* a name made: create, mkdir, mknod, symlink, link */
-  [FB_ACCESS_DELETE] = { .name = "delete" },       /* a name removed: unlink, rmdir */
-  [FB_ACCESS_CONNECT] = { .name = "connect" },     /* a connection through the network proxy */
+  [FB_ACCESS_STAT] = { .name = "stat" },                       /* a lookup, the attributes, statfs */
+  [FB_ACCESS_READ] = { .name = "read", .handle_reads = true }, /* a read-only open, readlink, attribute reads */
+  [FB_ACCESS_WRITE] = { .name = "write",
+                        .changes = true,
+                        .handle_writes = true }, /* a write-only or truncating open, changed attributes, a rename */
+  [FB_ACCESS_READWRITE] = { .name = "readwrite", .changes = true }, /* an open for reading and writing */
+  [FB_ACCESS_EXEC] = { .name = "exec", .handle_reads = true },      /* an open for execve() */
+  [FB_ACCESS_LIST] = { .name = "list" },                            /* a listing */
+  [FB_ACCESS_CREATE] = { .name = "create", .changes = true }, /* a name made: create, mkdir, mknod, symlink, link */
+  [FB_ACCESS_DELETE] = { .name = "delete", .changes = true }, /* a name removed: unlink, rmdir */
+  [FB_ACCESS_CONNECT] = { .name = "connect" },                /* a connection through the network proxy */
 };
 
 const FbDecisionInfo fb_decision_table[FB_DECISION_N] = {

@@ -115,7 +115,10 @@ typedef enum
 
 typedef struct
 {
-  const char *name; /* the log's and the remote API's "access" */
+  const char *name;   /* the log's and the remote API's "access" */
+  bool changes;       /* asks to change a file or a name (a report's "other changes" when nothing else says how) */
+  bool handle_reads;  /* a handle opened for it counts as a read in a report, even with no bytes read */
+  bool handle_writes; /* ... as a write, even with no bytes written */
 } FbAccessInfo;
 
 extern const FbAccessInfo fb_access_table[FB_ACCESS_N];

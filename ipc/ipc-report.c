@@ -288,22 +288,12 @@ run_info (FbReport *r, const char *run)
   return ri;
 }
 
-static gboolean
-str_in (const char *s, const char *const *set)
-{
-  for (; s != NULL && *set != NULL; set++)
-    if (strcmp (s, *set) == 0)
-      return TRUE;
-  return FALSE;
-}
-
 /* What an allowed record changed or read, by what its operation does
  * (fs/fs-event.c); an operation this fusebox does not know is filed by its
  * access and bytes alone. */
 static void
 add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const char *target, const char *access)
 {
-  static const char *const mutating_access[] = { "write", "create", "delete", "readwrite", NULL };
   gint64 bytes_read = fb_json_member_int (o, "bytes_read", 0);
   gint64 bytes_written = fb_json_member_int (o, "bytes_written", 0);
   FbOp known = FB_OP_LOOKUP;
@@ -312,6 +302,9 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
   gboolean handle = effect == FB_OP_EFFECT_HANDLE;
   gboolean closes = is_known && known == FB_OP_CLOSE;
   gboolean classified = FALSE;
+  FbAccess asked = FB_ACCESS_STAT;
+  /* an access this fusebox does not know changes nothing it can tell */
+  const FbAccessInfo *ai = access != NULL && fb_access_from_string (access, &asked) ? &fb_access_table[asked] : NULL;
 
   if (path == NULL)
     return;
@@ -352,8 +345,7 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
         break;
     }
 
-  if (effect == FB_OP_EFFECT_WRITE || bytes_written > 0 ||
-      (handle && str_in (access, (const char *const[]){ "write", NULL })))
+  if (effect == FB_OP_EFFECT_WRITE || bytes_written > 0 || (handle && ai != NULL && ai->handle_writes))
     {
       FileEntry *e = file_entry (r->written, path);
 
@@ -365,7 +357,7 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
       add_op (e, op);
       classified = TRUE;
     }
-  if (bytes_read > 0 || (handle && str_in (access, (const char *const[]){ "read", "exec", NULL })))
+  if (bytes_read > 0 || (handle && ai != NULL && ai->handle_reads))
     {
       FileEntry *e = file_entry (r->read, path);
 
@@ -374,7 +366,7 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
       e->bytes += MAX (bytes_read, 0);
       classified = TRUE;
     }
-  if (!classified && str_in (access, mutating_access) && !handle)
+  if (!classified && ai != NULL && ai->changes && !handle)
     add_op (file_entry (r->other, path), op);
 }
 

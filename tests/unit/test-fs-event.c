@@ -118,5 +118,23 @@ test_access_names (void **state)
     assert_string_equal (fb_access_to_string ((FbAccess)i), names[i]);
 }
 
+/* What a report makes of each access (ipc-report.c): which change a file
+ * or a name, and which a handle opened for counts as a read or a write. */
+static void
+test_access_columns (void **state)
+{
+  for (guint i = 0; i < FB_ACCESS_N; i++)
+    {
+      FbAccess a = (FbAccess)i;
+      const FbAccessInfo *ai = &fb_access_table[a];
+
+      assert_int_equal (ai->changes, a == FB_ACCESS_WRITE || a == FB_ACCESS_READWRITE || a == FB_ACCESS_CREATE ||
+                                       a == FB_ACCESS_DELETE);
+      assert_int_equal (ai->handle_reads, a == FB_ACCESS_READ || a == FB_ACCESS_EXEC);
+      assert_int_equal (ai->handle_writes, a == FB_ACCESS_WRITE);
+    }
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_decision_names), cmocka_unit_test (test_decision_columns),
-                  cmocka_unit_test (test_op_names), cmocka_unit_test (test_access_names))
+                  cmocka_unit_test (test_op_names), cmocka_unit_test (test_access_names),
+                  cmocka_unit_test (test_access_columns))
