@@ -344,8 +344,7 @@ conn_set_timer (Conn *c, guint seconds)
 
 /* ---- splicing ---- */
 
-static gboolean on_pipe_in (GSocket *socket, GIOCondition condition, gpointer data);
-static gboolean on_pipe_out (GSocket *socket, GIOCondition condition, gpointer data);
+static gboolean on_pipe_ready (GSocket *socket, GIOCondition condition, gpointer data);
 
 static void
 pipe_unref_conn (gpointer data)
@@ -399,7 +398,7 @@ pipe_pump (Pipe *p)
                                            &send_error);
           if (n < 0 && g_error_matches (send_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
             {
-              pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_out);
+              pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
               return;
             }
           if (n <= 0)
@@ -435,24 +434,15 @@ pipe_pump (Pipe *p)
       p->left -= p->limited ? p->len : 0;
     }
   if (p->off < p->len)
-    pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_out);
+    pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
   else
-    pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_in);
+    pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_ready);
 }
 
+/* The socket a pipe waited on is ready (to read or to write, whichever
+ * pipe_pump waits for): pump again. */
 static gboolean
-on_pipe_out (G_GNUC_UNUSED GSocket *socket, G_GNUC_UNUSED GIOCondition condition, gpointer data)
-{
-  Pipe *p = data;
-
-  g_clear_pointer (&p->source, g_source_unref);
-  if (p->conn->proxy != NULL)
-    pipe_pump (p);
-  return G_SOURCE_REMOVE;
-}
-
-static gboolean
-on_pipe_in (G_GNUC_UNUSED GSocket *socket, G_GNUC_UNUSED GIOCondition condition, gpointer data)
+on_pipe_ready (G_GNUC_UNUSED GSocket *socket, G_GNUC_UNUSED GIOCondition condition, gpointer data)
 {
   Pipe *p = data;
 
@@ -498,7 +488,7 @@ conn_splice (Conn *c)
     }
   memcpy (c->up.buf + c->up.len, c->head + c->req.consumed, rest);
   c->up.len += rest;
-  pipe_wait (&c->down, c->down.in_socket, G_IO_IN, on_pipe_in);
+  pipe_wait (&c->down, c->down.in_socket, G_IO_IN, on_pipe_ready);
   pipe_pump (&c->up); /* what BUF holds first */
 }
 
