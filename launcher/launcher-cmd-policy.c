@@ -731,17 +731,10 @@ fb_cmd_policy (int argc, char **argv)
     { "explain", cmd_explain },
     { "show", cmd_show },
   };
+  int status = fb_cmd_usage_or_help (argc, argv, policy_usage);
 
-  if (argc < 2)
-    {
-      policy_usage (stderr);
-      return FB_EXIT_USAGE;
-    }
-  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
-    {
-      policy_usage (stdout);
-      return FB_EXIT_OK;
-    }
+  if (status >= 0)
+    return status;
   for (guint i = 0; i < G_N_ELEMENTS (subcommands); i++)
     if (strcmp (argv[1], subcommands[i].name) == 0)
       return subcommands[i].run (argc - 1, argv + 1);

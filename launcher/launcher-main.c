@@ -146,6 +146,22 @@ fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const ch
   return true;
 }
 
+int
+fb_cmd_usage_or_help (int argc, char **argv, void (*usage) (FILE *out))
+{
+  if (argc < 2)
+    {
+      usage (stderr);
+      return FB_EXIT_USAGE;
+    }
+  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
+    {
+      usage (stdout);
+      return FB_EXIT_OK;
+    }
+  return -1;
+}
+
 static void
 usage (FILE *out)
 {
@@ -170,6 +186,8 @@ usage (FILE *out)
 int
 main (int argc, char **argv)
 {
+  int status;
+
   /* The caller's character set (GLib converts what it prints to it) and
    * its language for the system's messages; not LC_ALL: fusebox formats
    * nothing by locale (numbers, times and JSON are its own, and a locale's
@@ -180,16 +198,8 @@ main (int argc, char **argv)
   /* GLib's messages (g_warning...) quote names too: escaped the same. */
   g_log_set_writer_func (fb_log_writer_safe, NULL, NULL);
 
-  if (argc < 2)
-    {
-      usage (stderr);
-      return FB_EXIT_USAGE;
-    }
-  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
-    {
-      usage (stdout);
-      return FB_EXIT_OK;
-    }
+  if ((status = fb_cmd_usage_or_help (argc, argv, usage)) >= 0)
+    return status;
   if (strcmp (argv[1], "--version") == 0)
     {
       printf ("fusebox %s\n", FUSEBOX_VERSION);

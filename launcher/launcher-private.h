@@ -38,6 +38,10 @@ void fb_cmd_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 /* printf to OUT with every %s argument escaped the same: the other
  * messages and lines for people that quote a name. */
 void fb_cmd_print (FILE *out, const char *format, ...) G_GNUC_PRINTF (2, 3);
+/* A command of commands (fusebox, fusebox policy) given none (USAGE on
+ * stderr: FB_EXIT_USAGE) or --help, -h or help (USAGE on stdout:
+ * FB_EXIT_OK); -1 when ARGV[1] is something else. */
+int fb_cmd_usage_or_help (int argc, char **argv, void (*usage) (FILE *out));
 /* COMMAND's ("mount", "policy check") usage error: MESSAGE and where its
  * --help is; returns FB_EXIT_USAGE. */
 int fb_cmd_usage_error (const char *command, const char *message);
