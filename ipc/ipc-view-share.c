@@ -47,7 +47,12 @@
  * its command until the last such file is closed (fb_view_member_busy),
  * and what it sends records to (its sink, and whatever DESTROY frees) goes
  * with the last reference: a late close is still written as that
- * command's, never to a sink freed under it.
+ * command's, never to a sink freed under it.  The owner that must act on
+ * that last close (close the command's log: launcher-cmd-session.c) is
+ * told by it (fb_view_member_end_notify): the kernel sends a file's
+ * RELEASE when the file's last reference drops, asynchronously, so it may
+ * come well after the command's processes are gone, and only the unref
+ * that follows its close record knows the record is in.
  *
  * Threads: any (FUSE workers resolve and push; the owner's loop adds and
  * ends members).  share->lock guards the tables and each member's
@@ -88,6 +93,18 @@ struct FbViewMember
   FbAccessSink *sink;
   GDestroyNotify destroy;
   gpointer destroy_data;
+  /* fb_view_member_end_notify: RELEASED_* (atomic), then the callback,
+   * written before the state is armed */
+  gint released_state;
+  FbViewMemberFunc released;
+  gpointer released_data;
+};
+
+enum
+{
+  RELEASED_NONE,
+  RELEASED_ARMED, /* ended, the owner waits for its files' release */
+  RELEASED_TOLD,
 };
 
 typedef struct
@@ -457,6 +474,29 @@ fb_view_member_end (FbViewMember *m)
     fb_view_member_unref (m); /* the share's */
 }
 
+/* The owner's reference alone is left of an ended member: tell it, once
+ * (whoever of the owner arming it and the last file's unref sees the
+ * other's write first; both are sequentially consistent, so one does). */
+static void
+maybe_released (FbViewMember *m)
+{
+  if (g_atomic_int_compare_and_exchange (&m->released_state, RELEASED_ARMED, RELEASED_TOLD))
+    m->released (m->released_data);
+}
+
+void
+fb_view_member_end_notify (FbViewMember *m, FbViewMemberFunc released, gpointer data)
+{
+  fb_view_member_end (m);
+  m->released = released;
+  m->released_data = data;
+  g_atomic_int_set (&m->released_state, RELEASED_ARMED);
+  /* no file of it open (nor one ever to be: it has no namespace to be
+   * found by any more) */
+  if (g_atomic_int_get (&m->ref) == 1)
+    maybe_released (m);
+}
+
 FbViewMember *
 fb_view_member_ref (FbViewMember *m)
 {
@@ -467,7 +507,17 @@ fb_view_member_ref (FbViewMember *m)
 void
 fb_view_member_unref (FbViewMember *m)
 {
-  if (m == NULL || !g_atomic_int_dec_and_test (&m->ref))
+  gint old;
+
+  if (m == NULL)
+    return;
+  old = g_atomic_int_add (&m->ref, -1);
+  /* a file's (or a request's) reference, dropped after its record was
+   * pushed: the last but the owner's, of an ended member, says its
+   * records are all in */
+  if (old == 2 && g_atomic_int_get (&m->released_state) == RELEASED_ARMED)
+    maybe_released (m);
+  if (old != 1)
     return;
   if (m->destroy != NULL)
     m->destroy (m->destroy_data);

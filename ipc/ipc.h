@@ -281,6 +281,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbRunFuse, fb_run_fuse_free)
  * ended: whatever SINK needs lives until then.  fb_view_member_end: the
  * command has ended (its processes are gone), the namespace is forgotten.
  * fb_view_member_busy: files it opened are still open in the view.
+ * fb_view_member_end_notify: fb_view_member_end, then RELEASED (DATA) runs
+ * once when no file of the member's is open any more (the last one's
+ * close record pushed), on the thread that released it (a FUSE worker:
+ * tell the owner's loop, nothing more) or at once on the caller's; the
+ * caller's reference must be its only one, kept until then.
  * Free the share after the view. */
 typedef struct FbViewShare FbViewShare;
 typedef struct FbViewMember FbViewMember;
@@ -291,7 +296,9 @@ guint fb_view_share_count (FbViewShare *share);
 FbViewMember *fb_view_share_add (FbViewShare *share, int pidns_fd, const char *process, FbViewFdAccount *fd_account,
                                  FbAccessSink *sink, GDestroyNotify destroy, gpointer destroy_data, GError **error);
 void fb_view_share_free (FbViewShare *share);
+typedef void (*FbViewMemberFunc) (gpointer data);
 void fb_view_member_end (FbViewMember *member);
+void fb_view_member_end_notify (FbViewMember *member, FbViewMemberFunc released, gpointer data);
 gboolean fb_view_member_busy (FbViewMember *member);
 const char *fb_view_member_get_process (FbViewMember *member);
 /* Its records that are refusals (fb_decision_info), so far. */

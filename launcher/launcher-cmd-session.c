@@ -20,8 +20,13 @@
  * the FUSE worker itself before it answers (write-through), so `fusebox log
  * RUN`, `report RUN`, run.json's "denials" and the log's budget stay the
  * command's.  A file a command still had open when it ended is closed in
- * its name; the command's log is closed once none is (or, after
- * LINGER_MS, later, and run.json has what was written by then).
+ * its name; the command's log is closed once none is: the kernel sends a
+ * file's RELEASE when its last reference drops, asynchronously, so it may
+ * come after the command's processes are gone and after its ENDED, and
+ * the worker that wrote that file's close record tells the loop
+ * (fb_view_member_end_notify, released_from_worker).  Past LINGER_MS the
+ * client is answered with what the log holds then (run.json's counts),
+ * and the log is closed at the release.
  *
  * Who may join: the daemon listens on a SOCK_SEQPACKET socket in
  * fusebox's state directory ($XDG_STATE_HOME/fusebox/sessions/NAME.sock:
@@ -296,8 +301,7 @@ typedef struct
   FbProxy *proxy;       /* a network allowlist's, from REGISTER until its command ends */
   bool ended;           /* ENDED, or EOF: its command is over */
   bool answered;        /* CLOSED sent (or no one to send it to) */
-  guint linger_id;
-  gint64 linger_until;
+  guint linger_id;      /* LINGER_MS after its end, while files of it are open */
 } Conn;
 
 struct Daemon
@@ -430,29 +434,86 @@ close_command_log (Conn *c, bool answer_only)
   c->answered = true;
 }
 
+/* Its command has ended and no file of it is open: its records are all
+ * in, the log is closed and CLOSED says what it holds. */
+static void
+command_done (Conn *c)
+{
+  Daemon *d = c->d;
+
+  close_command_log (c, false);
+  conn_free (c);
+  maybe_idle (d);
+}
+
+/* Files of the command still open LINGER_MS after its end: its client is
+ * answered with what its log holds now; the log stays open for their
+ * close records, and is closed at their release (released_from_worker). */
 static gboolean
 on_linger (gpointer data)
 {
   Conn *c = data;
-  bool busy = c->member != NULL && fb_view_member_busy (c->member);
 
-  if (!busy || g_get_monotonic_time () >= c->linger_until)
+  c->linger_id = 0;
+  close_command_log (c, true);
+  return G_SOURCE_REMOVE;
+}
+
+/* A word about a command from another thread, for the loop, which owns
+ * the connections: by its run id, since the connection may be gone by
+ * the time the loop reads it. */
+typedef struct
+{
+  Daemon *d;
+  char *run_id;
+} Note;
+
+static Note *
+note_new (Conn *c)
+{
+  Note *n = g_new0 (Note, 1);
+
+  n->d = c->d;
+  n->run_id = g_strdup (c->run_id);
+  return n;
+}
+
+static void
+note_free (Note *n)
+{
+  g_free (n->run_id);
+  g_free (n);
+}
+
+static gboolean
+close_released (gpointer data)
+{
+  Note *n = data;
+
+  for (GList *l = n->d->conns; l != NULL; l = l->next)
     {
-      close_command_log (c, busy);
-      if (!busy)
+      Conn *c = l->data;
+      if (c->ended && c->log != NULL && g_strcmp0 (c->run_id, n->run_id) == 0)
         {
-          Daemon *d = c->d;
-          c->linger_id = 0;
-          conn_free (c);
-          maybe_idle (d);
-          return G_SOURCE_REMOVE;
+          command_done (c);
+          break;
         }
     }
-  return G_SOURCE_CONTINUE;
+  note_free (n);
+  return G_SOURCE_REMOVE;
+}
+
+/* An ended command's last file is released, its close record written:
+ * on the FUSE worker that released it, or, none open, on the loop from
+ * command_ended (fb_view_member_end_notify).  DATA: its Note. */
+static void
+released_from_worker (gpointer data)
+{
+  g_idle_add (close_released, data);
 }
 
 /* ENDED or EOF: nothing of the command runs any more; its log is closed
- * once the files it left open are. */
+ * once the files it left open are released. */
 static void
 command_ended (Conn *c)
 {
@@ -462,50 +523,37 @@ command_ended (Conn *c)
   fb_view_member_end (c->member);
   /* its connections' last records, while its log is open */
   g_clear_pointer (&c->proxy, fb_proxy_free);
-  if (c->log == NULL)
+  if (c->log == NULL || c->member == NULL)
     {
-      /* never joined: nothing to wait for */
-      close_command_log (c, false);
-      conn_free (c);
+      /* never joined, or never registered: nothing else writes to its log */
+      command_done (c);
       return;
     }
-  c->linger_until = g_get_monotonic_time () + LINGER_MS * 1000;
-  c->linger_id = g_timeout_add (20, on_linger, c);
+  c->linger_id = g_timeout_add (LINGER_MS, on_linger, c);
+  fb_view_member_end_notify (c->member, released_from_worker, note_new (c));
 }
-
-typedef struct
-{
-  Daemon *d;
-  char *run_id;
-} Full;
 
 static gboolean
 tell_log_full (gpointer data)
 {
-  Full *f = data;
+  Note *n = data;
 
-  for (GList *l = f->d->conns; l != NULL; l = l->next)
+  for (GList *l = n->d->conns; l != NULL; l = l->next)
     {
       Conn *c = l->data;
-      if (g_strcmp0 (c->run_id, f->run_id) == 0 && c->fd >= 0)
+      if (g_strcmp0 (c->run_id, n->run_id) == 0 && c->fd >= 0)
         send_type (c->fd, MSG_LOG_FULL);
     }
-  g_free (f->run_id);
-  g_free (f);
+  note_free (n);
   return G_SOURCE_REMOVE;
 }
 
 /* From the thread that wrote the record that reached the budget: the
- * command's supervisor is told from the loop, which owns the connection. */
+ * command's supervisor is told from the loop. */
 static void
 on_log_full (gpointer data)
 {
-  Conn *c = data;
-  Full *f = g_new0 (Full, 1);
-
-  f->d = c->d;
-  f->run_id = g_strdup (c->run_id);
-  g_idle_add (tell_log_full, f);
+  g_idle_add (tell_log_full, note_new (data));
 }
 
 static void refuse (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);

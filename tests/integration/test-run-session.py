@@ -13,6 +13,11 @@ of its own (its run directory, log, run.json, exit status).
   log holds its own records only, stamped with its own run id, and its
   run.json its own denials; a file a command still held when it was
   killed is closed in its own log.
+- a late release: a file a command opened is still open when the command
+  has ended and the session has taken its end (held by this test, which
+  took it from the command with pidfd_getfd), so the kernel's RELEASE
+  comes after; the command's run still ends, and its log holds that
+  file's close record.
 - a killed command: SIGKILL to one command's `fusebox run` takes its
   sandbox with it and leaves the view to another, which goes on reading
   and writing, and a command started afterwards joins the same view.
@@ -23,6 +28,7 @@ of its own (its run directory, log, run.json, exit status).
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
+import ctypes
 import json
 import os
 import shutil
@@ -58,9 +64,9 @@ class Host:
                            text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
 
-    def start(self, session, script, *opts):
+    def start(self, session, script, *opts, stdin=None):
         self.sessions.add(session)
-        return subprocess.Popen(self.argv(session, script, *opts), cwd=self.ws, env=self.env,
+        return subprocess.Popen(self.argv(session, script, *opts), cwd=self.ws, env=self.env, stdin=stdin,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def runs(self):
@@ -196,6 +202,65 @@ def t_attribution(h):
     assert [x for x in la if x.get("path") == ws + "/held.txt" and x["op"] == "close"], la[-3:]
 
 
+SYS_PIDFD_GETFD = 438
+
+
+def take_fd(pid, fd):
+    """A descriptor of our own for process PID's FD: the same open file
+    (pidfd_getfd), or None when this kernel or its ptrace rules refuse."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pidfd = os.pidfd_open(pid)
+    try:
+        got = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
+        return got if got >= 0 else None
+    finally:
+        os.close(pidfd)
+
+
+def holder_of(name):
+    """The pid of the process whose descriptor 3 is the file NAME."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if os.readlink("/proc/%s/fd/3" % pid).endswith("/" + name):
+                    return int(pid)
+            except OSError:
+                pass
+    return None
+
+
+def t_late_release(h):
+    with open(os.path.join(h.ws, "late.txt"), "w") as f:
+        f.write("late\n")
+    go_r, go_w = os.pipe()
+    p = h.start("late", "exec 3< %s/late.txt; echo up; read go; exit 0 # marker-late" % h.ws, stdin=go_r)
+    os.close(go_r)
+    assert p.stdout.readline() == "up\n"
+    pid = holder_of("late.txt")
+    assert pid is not None, "no process holds late.txt"
+    held = take_fd(pid, 3)
+    if held is None:
+        os.close(go_w)
+        p.communicate(timeout=120)
+        if MUST_RUN:
+            raise AssertionError("pidfd_getfd refused: %s" % os.strerror(ctypes.get_errno()))
+        print("skip late_release: pidfd_getfd refused (Linux 5.6 and ptrace access needed)")
+        return
+    try:
+        os.close(go_w)  # the command reads EOF and ends; the file stays open here
+        # the session has taken the command's end: it counts it no more
+        wait_for(lambda: "late\t0 running" in subprocess.run([BIN, "session", "list"], env=h.env,
+                                                              capture_output=True, text=True).stdout,
+                 "the session to take the command's end")
+    finally:
+        os.close(held)  # the file's last reference: the kernel sends RELEASE now
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, (p.returncode, out, err)
+    rid = h.run_of("marker-late")
+    closes = [x for x in h.log(rid) if x.get("path") == h.ws + "/late.txt" and x["op"] == "close"]
+    assert len(closes) == 1 and closes[0]["run"] == rid, h.log(rid)[-3:]
+
+
 def t_survives_sigkill(h):
     with open(os.path.join(h.ws, "in.txt"), "w") as f:
         f.write("in\n")
@@ -274,5 +339,6 @@ def run_tests(tests, prefix):
 
 if __name__ == "__main__":
     run_tests([("persistence", t_persistence), ("attribution", t_attribution),
-               ("survives_sigkill", t_survives_sigkill), ("refusals_and_bounds", t_refusals_and_bounds)],
+               ("late_release", t_late_release), ("survives_sigkill", t_survives_sigkill),
+               ("refusals_and_bounds", t_refusals_and_bounds)],
               "fusebox-run-session-")

@@ -2,7 +2,10 @@
  * any thread, not only of a process's first (FUSE names the caller by
  * thread id, which pidfd_open(TID, 0) refuses for the others), through a
  * thread pidfd (PIDFD_THREAD, Linux 6.9) and, as on an older kernel,
- * through the thread group's; and never for an id that is gone. */
+ * through the thread group's; and never for an id that is gone.  And
+ * the word that an ended member's files are all released: said once, by
+ * whichever drops the last file's reference (a FUSE worker), never while
+ * one is still open. */
 #include "tests/unit/test-ipc-util.h"
 
 #include <pthread.h>
@@ -98,4 +101,118 @@ test_thread_of_group (void **state)
     }
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_thread_of_group))
+typedef struct
+{
+  gint told;      /* atomic */
+  pthread_t by;   /* the thread that told */
+  gint file_refs; /* how many "files" were still open when it was told */
+  gint *open_now; /* the files open, as the test counts them */
+} Released;
+
+static void
+on_released (gpointer data)
+{
+  Released *r = data;
+
+  r->by = pthread_self ();
+  r->file_refs = g_atomic_int_get (r->open_now);
+  g_atomic_int_inc (&r->told);
+}
+
+/* A member of a share in our own pid namespace (a real nsfs descriptor). */
+static FbViewMember *
+member_new (FbViewShare *share)
+{
+  g_autoptr (GError) error = NULL;
+  int fd = open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+  FbViewMember *m;
+
+  assert_true (fd >= 0);
+  m = fb_view_share_add (share, fd, "p", NULL, NULL, NULL, NULL, &error);
+  assert_non_null (m);
+  close (fd);
+  return m;
+}
+
+static void *
+release_file (void *data)
+{
+  fb_view_member_unref (data);
+  return NULL;
+}
+
+static void
+test_released_after_last_file (void **state)
+{
+  FbViewShare *share = fb_view_share_new (NULL);
+  FbViewMember *m = member_new (share);
+  gint open_now = 2;
+  Released r = { .open_now = &open_now };
+  pthread_t th;
+
+  (void)state;
+  /* two files it opened (each holds the member, as FbViewFile.owner does) */
+  fb_view_member_ref (m);
+  fb_view_member_ref (m);
+  fb_view_member_end_notify (m, on_released, &r);
+  assert_int_equal (g_atomic_int_get (&r.told), 0);
+  /* the first release: one is still open */
+  g_atomic_int_dec_and_test (&open_now);
+  fb_view_member_unref (m);
+  assert_int_equal (g_atomic_int_get (&r.told), 0);
+  /* the last, on another thread (a FUSE worker's RELEASE): told there */
+  g_atomic_int_dec_and_test (&open_now);
+  assert_int_equal (pthread_create (&th, NULL, release_file, m), 0);
+  assert_int_equal (pthread_join (th, NULL), 0);
+  assert_int_equal (r.told, 1);
+  assert_int_equal (r.file_refs, 0);
+  assert_true (pthread_equal (r.by, th));
+  fb_view_member_unref (m);
+  assert_int_equal (r.told, 1);
+  fb_view_share_free (share);
+}
+
+static void
+test_released_none_open (void **state)
+{
+  FbViewShare *share = fb_view_share_new (NULL);
+  FbViewMember *m = member_new (share);
+  gint open_now = 0;
+  Released r = { .open_now = &open_now };
+
+  (void)state;
+  /* nothing of it is open: told at once, on the caller's thread */
+  fb_view_member_end_notify (m, on_released, &r);
+  assert_int_equal (r.told, 1);
+  assert_true (pthread_equal (r.by, pthread_self ()));
+  fb_view_member_unref (m);
+  fb_view_share_free (share);
+}
+
+/* The end and a last release at the same moment, many times: told once
+ * each time, never missed, never twice. */
+static void
+test_released_race (void **state)
+{
+  FbViewShare *share = fb_view_share_new (NULL);
+
+  (void)state;
+  for (int i = 0; i < 2000; i++)
+    {
+      FbViewMember *m = member_new (share);
+      gint open_now = 0;
+      Released r = { .open_now = &open_now };
+      pthread_t th;
+
+      fb_view_member_ref (m);
+      assert_int_equal (pthread_create (&th, NULL, release_file, m), 0);
+      fb_view_member_end_notify (m, on_released, &r);
+      assert_int_equal (pthread_join (th, NULL), 0);
+      assert_int_equal (r.told, 1);
+      fb_view_member_unref (m);
+    }
+  fb_view_share_free (share);
+}
+
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_thread_of_group), cmocka_unit_test (test_released_after_last_file),
+                  cmocka_unit_test (test_released_none_open), cmocka_unit_test (test_released_race))
