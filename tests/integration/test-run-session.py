@@ -217,12 +217,13 @@ def take_fd(pid, fd):
         os.close(pidfd)
 
 
-def holder_of(name):
-    """The pid of the process whose descriptor 3 is the file NAME."""
+def holder_of(path):
+    """The pid of the process whose descriptor 3 is the file PATH (a path
+    of this test's own: another test may hold a file of the same name)."""
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                if os.readlink("/proc/%s/fd/3" % pid).endswith("/" + name):
+                if os.readlink("/proc/%s/fd/3" % pid) == path:
                     return int(pid)
             except OSError:
                 pass
@@ -236,7 +237,7 @@ def t_late_release(h):
     p = h.start("late", "exec 3< %s/late.txt; echo up; read go; exit 0 # marker-late" % h.ws, stdin=go_r)
     os.close(go_r)
     assert p.stdout.readline() == "up\n"
-    pid = holder_of("late.txt")
+    pid = holder_of(h.ws + "/late.txt")
     assert pid is not None, "no process holds late.txt"
     held = take_fd(pid, 3)
     if held is None:
