@@ -39,9 +39,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (NodeState, node_state_unref)
 
 /* A view path the kernel (or an operation) holds.  One per name the
  * kernel remembers, so every byte counts (fs.h, Bounds): fields are
- * ordered to leave no padding, the name is stored after the struct, the
- * decision is shared, and what only opened or listed nodes need is apart
- * (NodeExtra). */
+ * ordered to leave no padding, what only directories need follows the
+ * struct in the same block (NodeDir), then the name; the decision is
+ * shared, and what only opened or listed nodes need is apart (NodeExtra). */
 struct FbViewNode
 {
   gint ref; /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
@@ -56,13 +56,11 @@ struct FbViewNode
 
   /* view->lock: the table key and the tree of nodes in the table */
   FbViewNode *parent; /* a reference; NULL for the root */
-  char *name;         /* "" for the root; name_buf, or allocated once renamed */
+  char *name;         /* "" for the root; in the node's block (node_name_buf), or allocated once renamed */
   FbViewNode *first_child, *next_sibling, *prev_sibling;
   /* view->lock: every live node that entered the table, for
    * fb_view_drop_kernel_refs() */
   FbViewNode *all_prev, *all_next;
-  /* view->lock: the other nodes of the same host object (view->by_ino) */
-  FbViewNode *ino_prev, *ino_next;
 
   /* view->lock: the decision of the node's view path, kept current by
    * renames (fs-view-node.c, "Paths"), shared by the nodes with the same one
@@ -71,6 +69,8 @@ struct FbViewNode
   /* atomic: what an opened or listed node keeps (node_extra()), NULL
    * until then: most nodes never are */
   struct NodeExtra *extra;
+  /* immutable */
+  ino_t ino;
 
   /* immutable */
   /* O_PATH|O_NOFOLLOW; -1 unless NODE_HOST, and for reopened nodes.  Never
@@ -82,29 +82,49 @@ struct FbViewNode
    * while unused past the budget, opened again by node_fd_get(); host_fd is
    * then atomic, and changes only under fd_lock */
   bool evictable;
-  gint fd_users; /* atomic: holds of host_fd (node_fd_get) */
-  gint fd_hot;   /* atomic: held since the eviction scan last passed */
-  /* fd_lock: in the view's list of cached directory descriptors */
-  FbViewNode *fd_prev, *fd_next;
-  bool fd_listed;
-  guint16 type; /* immutable: the S_IFMT bits of st_mode */
-  /* atomic, directories: FbViewFold + 1 once known, 0 before: does the
-   * host fold names here (fs-view-fold.c) */
-  gint fold;
-  /* immutable */
-  ino_t ino;
-  guint32 dev;        /* st_dev: the kernel's are 32 bits (new_encode_dev) */
-  guint32 generation; /* FUSE's, of which the kernel keeps 32 bits */
+  guint16 type;       /* immutable: the S_IFMT bits of st_mode */
+  guint32 dev;        /* immutable: st_dev: the kernel's are 32 bits (new_encode_dev) */
+  guint32 generation; /* immutable: FUSE's, of which the kernel keeps 32 bits */
   /* atomic: 1 when host changes are watched (fs-watch.c "Coverage"; a
    * directory then holds a mark), set before the kernel first gets the
    * node (or at fb_watch_view); -1 while a mark is being placed */
   gint watched;
-  /* atomic, directories: 1 when a listing with attributes left out some
+  bool fd_listed; /* directories, fd_lock: in the list of NodeDir.fd_prev */
+};
+
+/* What only directory nodes have (S_ISDIR (type): synthetic ones too), in
+ * the node's block after the struct: most nodes are files, and a file's
+ * node is this much smaller. */
+typedef struct
+{
+  gint fd_users; /* atomic: holds of host_fd (node_fd_get) */
+  gint fd_hot;   /* atomic: held since the eviction scan last passed */
+  /* fd_lock: in the view's list of cached directory descriptors */
+  FbViewNode *fd_prev, *fd_next;
+  /* atomic: FbViewFold + 1 once known, 0 before: does the host fold names
+   * here (fs-view-fold.c) */
+  gint fold;
+  /* atomic: 1 when a listing with attributes left out some
    * non-directories' (fs-view-dir.c, "Attributes") */
   gint listed_bare;
+} NodeDir;
 
-  char name_buf[]; /* the name it was made with */
-};
+#define NODE_DIR_OFFSET ((sizeof (FbViewNode) + G_ALIGNOF (NodeDir) - 1) & ~(G_ALIGNOF (NodeDir) - 1))
+
+/* NODE's directory part: NODE must be a directory. */
+static inline NodeDir *
+node_dir (FbViewNode *node)
+{
+  g_assert (S_ISDIR (node->type));
+  return (NodeDir *)(void *)((char *)node + NODE_DIR_OFFSET);
+}
+
+/* Where the name NODE was made with is stored, in its block. */
+static inline char *
+node_name_buf (FbViewNode *node)
+{
+  return (char *)node + (S_ISDIR (node->type) ? NODE_DIR_OFFSET + sizeof (NodeDir) : sizeof (FbViewNode));
+}
 
 /* What a node keeps once it was opened or listed. */
 typedef struct NodeExtra
@@ -225,7 +245,8 @@ struct FbView
 
   GMutex lock;           /* the node table */
   GHashTable *table;     /* FbViewNode* (key: parent, name) -> itself */
-  GHashTable *by_ino;    /* the first node of each host object (key: dev, ino), chained by ino_next */
+  GHashTable *by_ino;    /* the first node of each host object (key: dev, ino) */
+  GHashTable *ino_more;  /* of a first node whose host object has more: a GPtrArray of the others */
   FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
   guint n_nodes;         /* atomic */
   guint node_max;        /* options.node_max, or FB_VIEW_NODES_MAX */

@@ -182,10 +182,12 @@ fb_view_fd_count (FbView *view, guint *ret_dirs, guint *ret_files)
 static void
 list_append_locked (FbView *view, FbViewNode *n)
 {
-  n->fd_next = NULL;
-  n->fd_prev = view->fd_tail;
+  NodeDir *d = node_dir (n);
+
+  d->fd_next = NULL;
+  d->fd_prev = view->fd_tail;
   if (view->fd_tail != NULL)
-    view->fd_tail->fd_next = n;
+    node_dir (view->fd_tail)->fd_next = n;
   else
     view->fd_head = n;
   view->fd_tail = n;
@@ -194,15 +196,17 @@ list_append_locked (FbView *view, FbViewNode *n)
 static void
 list_remove_locked (FbView *view, FbViewNode *n)
 {
-  if (n->fd_prev != NULL)
-    n->fd_prev->fd_next = n->fd_next;
+  NodeDir *d = node_dir (n);
+
+  if (d->fd_prev != NULL)
+    node_dir (d->fd_prev)->fd_next = d->fd_next;
   else
-    view->fd_head = n->fd_next;
-  if (n->fd_next != NULL)
-    n->fd_next->fd_prev = n->fd_prev;
+    view->fd_head = d->fd_next;
+  if (d->fd_next != NULL)
+    node_dir (d->fd_next)->fd_prev = d->fd_prev;
   else
-    view->fd_tail = n->fd_prev;
-  n->fd_prev = n->fd_next = NULL;
+    view->fd_tail = d->fd_prev;
+  d->fd_prev = d->fd_next = NULL;
 }
 
 static void
@@ -264,16 +268,16 @@ evict_one_locked (FbView *view)
       int fd;
 
       list_remove_locked (view, n);
-      if (g_atomic_int_get (&n->fd_hot) || g_atomic_int_get (&n->fd_users) > 0)
+      if (g_atomic_int_get (&node_dir (n)->fd_hot) || g_atomic_int_get (&node_dir (n)->fd_users) > 0)
         {
-          g_atomic_int_set (&n->fd_hot, 0);
+          g_atomic_int_set (&node_dir (n)->fd_hot, 0);
           list_append_locked (view, n);
           continue;
         }
       /* Out first, then the holds (see "Holding" above). */
       fd = g_atomic_int_get (&n->host_fd);
       g_atomic_int_set (&n->host_fd, -1);
-      if (g_atomic_int_get (&n->fd_users) > 0)
+      if (g_atomic_int_get (&node_dir (n)->fd_users) > 0)
         {
           g_atomic_int_set (&n->host_fd, fd);
           list_append_locked (view, n);
@@ -373,15 +377,15 @@ try_hold (FbViewNode *node, NodeFd *hold)
 {
   int fd;
 
-  g_atomic_int_inc (&node->fd_users);
+  g_atomic_int_inc (&node_dir (node)->fd_users);
   fd = g_atomic_int_get (&node->host_fd);
   if (G_UNLIKELY (fd < 0))
     {
-      g_atomic_int_add (&node->fd_users, -1);
+      g_atomic_int_add (&node_dir (node)->fd_users, -1);
       return false;
     }
-  if (!g_atomic_int_get (&node->fd_hot))
-    g_atomic_int_set (&node->fd_hot, 1);
+  if (!g_atomic_int_get (&node_dir (node)->fd_hot))
+    g_atomic_int_set (&node_dir (node)->fd_hot, 1);
   hold->node = node;
   hold->fd = fd;
   return true;
@@ -408,8 +412,8 @@ install (FbViewNode *node, int fd, NodeFd *hold)
       count_dirs_locked (view, 1);
     }
   /* under the lock: no eviction can come between */
-  g_atomic_int_inc (&node->fd_users);
-  g_atomic_int_set (&node->fd_hot, 1);
+  g_atomic_int_inc (&node_dir (node)->fd_users);
+  g_atomic_int_set (&node_dir (node)->fd_hot, 1);
   g_mutex_unlock (&fd_lock);
   if (spare >= 0)
     close (spare);
@@ -507,7 +511,7 @@ void
 node_fd_put (NodeFd *hold)
 {
   if (hold->node != NULL)
-    g_atomic_int_add (&hold->node->fd_users, -1);
+    g_atomic_int_add (&node_dir (hold->node)->fd_users, -1);
   hold->node = NULL;
   hold->fd = -1;
 }
@@ -523,7 +527,7 @@ node_fd_cached (FbViewNode *node)
       list_append_locked (view, node);
       node->fd_listed = true;
       count_dirs_locked (view, 1);
-      g_atomic_int_set (&node->fd_hot, 1);
+      g_atomic_int_set (&node_dir (node)->fd_hot, 1);
     }
   g_mutex_unlock (&fd_lock);
   tick ();

@@ -7,7 +7,7 @@
  * "SECRET~1.TXT"), while the policy matches bytes.  Without care a variant
  * spelling reads and writes what a rule denies or hides, and a name made
  * through the view (".GIT" where no ".git" is yet) later acts as a protected
- * one on the host.  So, per host directory node (cached in node->fold, set
+ * one on the host.  So, per host directory node (cached in NodeDir.fold, set
  * once):
  *  - whether the host folds there: the filesystem type (vfat and exfat
  *    always; ext4, f2fs and tmpfs by the directory's FS_CASEFOLD_FL; btrfs,
@@ -197,7 +197,7 @@ fb_view_fold_listed (int dir_fd, const char *name)
 
 /* --- per directory node --------------------------------------------------------- */
 
-/* node->fold holds FbViewFold + 1 once asked; 0 before. */
+/* NodeDir.fold holds FbViewFold + 1 once asked; 0 before. */
 FbViewFold
 view_dir_fold_known (FbViewNode *dir)
 {
@@ -205,7 +205,7 @@ view_dir_fold_known (FbViewNode *dir)
 
   if (!node_is_host_dir (dir))
     return FB_VIEW_FOLD_NO;
-  v = g_atomic_int_get (&dir->fold);
+  v = g_atomic_int_get (&node_dir (dir)->fold);
   return v == 0 ? FB_VIEW_FOLD_MAYBE : (FbViewFold)(v - 1);
 }
 
@@ -218,22 +218,22 @@ view_dir_fold (FbViewNode *dir)
 
   if (!node_is_host_dir (dir))
     return FB_VIEW_FOLD_NO;
-  v = g_atomic_int_get (&dir->fold);
+  v = g_atomic_int_get (&node_dir (dir)->fold);
   if (v != 0)
     return (FbViewFold)(v - 1);
   fd = node_fd_get (dir, &hold);
   if (fd < 0)
     return FB_VIEW_FOLD_MAYBE; /* asked again next time */
   f = fb_view_fold_detect (fd, NULL);
-  g_atomic_int_compare_and_exchange (&dir->fold, 0, (gint)f + 1);
-  return (FbViewFold)(g_atomic_int_get (&dir->fold) - 1);
+  g_atomic_int_compare_and_exchange (&node_dir (dir)->fold, 0, (gint)f + 1);
+  return (FbViewFold)(g_atomic_int_get (&node_dir (dir)->fold) - 1);
 }
 
 void
 view_dir_fold_listing (FbViewNode *dir, int read_fd)
 {
-  if (node_is_host_dir (dir) && g_atomic_int_get (&dir->fold) == 0)
-    g_atomic_int_compare_and_exchange (&dir->fold, 0, (gint)fold_detect (read_fd, true, NULL) + 1);
+  if (node_is_host_dir (dir) && g_atomic_int_get (&node_dir (dir)->fold) == 0)
+    g_atomic_int_compare_and_exchange (&node_dir (dir)->fold, 0, (gint)fold_detect (read_fd, true, NULL) + 1);
 }
 
 void
@@ -250,7 +250,7 @@ view_fold_settle (FbViewNode *dir, const char *name)
     return;
   f = fb_view_fold_probe (fd, name);
   if (f != FB_VIEW_FOLD_MAYBE)
-    g_atomic_int_compare_and_exchange (&dir->fold, (gint)FB_VIEW_FOLD_MAYBE + 1, (gint)f + 1);
+    g_atomic_int_compare_and_exchange (&node_dir (dir)->fold, (gint)FB_VIEW_FOLD_MAYBE + 1, (gint)f + 1);
 }
 
 void

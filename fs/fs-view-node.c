@@ -324,6 +324,7 @@ view_table_init (FbView *view)
   view->node_max = view->options.node_max != 0 ? view->options.node_max : FB_VIEW_NODES_MAX;
   view->table = g_hash_table_new (node_key_hash, node_key_equal);
   view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
+  view->ino_more = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
   view->pinned = g_ptr_array_new ();
 }
 
@@ -332,54 +333,71 @@ view_table_clear (FbView *view)
 {
   g_hash_table_destroy (view->table);
   g_hash_table_destroy (view->by_ino);
+  g_hash_table_destroy (view->ino_more);
   g_hash_table_destroy (view->decisions);
   g_ptr_array_unref (view->pinned);
   g_mutex_clear (&view->lock);
   g_mutex_clear (&view->decisions_lock);
 }
 
+/* The index of host objects: by_ino holds the first node of each, and
+ * ino_more, for the few objects with more (hard links reached by two
+ * names, a name replaced while its old node is held), the others in an
+ * array, so that no node carries links of its own for them. */
 static void
 ino_index_add_locked (FbView *view, FbViewNode *node)
 {
   FbViewNode *head;
+  GPtrArray *more;
 
   if (node->kind != NODE_HOST)
     return;
   head = g_hash_table_lookup (view->by_ino, node);
   if (head == NULL)
     {
-      node->ino_prev = node->ino_next = NULL;
       g_hash_table_add (view->by_ino, node);
       return;
     }
-  node->ino_prev = head;
-  node->ino_next = head->ino_next;
-  if (head->ino_next != NULL)
-    head->ino_next->ino_prev = node;
-  head->ino_next = node;
+  more = g_hash_table_lookup (view->ino_more, head);
+  if (more == NULL)
+    {
+      more = g_ptr_array_new ();
+      g_hash_table_insert (view->ino_more, head, more);
+    }
+  g_ptr_array_add (more, node);
 }
 
 static void
 ino_index_remove_locked (FbView *view, FbViewNode *node)
 {
+  FbViewNode *head;
+  GPtrArray *more;
+
   if (node->kind != NODE_HOST)
     return;
-  if (node->ino_prev != NULL)
+  head = g_hash_table_lookup (view->by_ino, node);
+  more = head != NULL ? g_hash_table_lookup (view->ino_more, head) : NULL;
+  if (head != node)
     {
-      node->ino_prev->ino_next = node->ino_next;
-      if (node->ino_next != NULL)
-        node->ino_next->ino_prev = node->ino_prev;
+      if (more != NULL)
+        g_ptr_array_remove_fast (more, node);
+      if (more != NULL && more->len == 0)
+        g_hash_table_remove (view->ino_more, head);
+      return;
     }
-  else
+  if (more == NULL)
     {
       g_hash_table_remove (view->by_ino, node);
-      if (node->ino_next != NULL)
-        {
-          node->ino_next->ino_prev = NULL;
-          g_hash_table_add (view->by_ino, node->ino_next);
-        }
+      return;
     }
-  node->ino_prev = node->ino_next = NULL;
+  /* the last of the others is the first now */
+  g_hash_table_steal (view->ino_more, node);
+  head = g_ptr_array_steal_index_fast (more, more->len - 1);
+  g_hash_table_add (view->by_ino, head); /* replaces NODE: the same key */
+  if (more->len > 0)
+    g_hash_table_insert (view->ino_more, head, more);
+  else
+    g_ptr_array_unref (more);
 }
 
 /* --- nodes ------------------------------------------------------------------ */
@@ -411,23 +429,25 @@ node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPo
           const char *name)
 {
   gsize len = strlen (name);
-  FbViewNode *node = g_malloc0 (sizeof (FbViewNode) + len + 1);
+  mode_t type = kind == NODE_HOST ? st->st_mode & S_IFMT : S_IFDIR;
+  /* one block: the node, a directory's part, the name */
+  gsize size = (S_ISDIR (type) ? NODE_DIR_OFFSET + sizeof (NodeDir) : sizeof (FbViewNode)) + len + 1;
+  FbViewNode *node = g_malloc0 (size);
 
   node->ref = 1;
   node->view = fb_view_ref (view);
-  node->name = memcpy (node->name_buf, name, len + 1);
+  node->type = type;
+  node->name = memcpy (node_name_buf (node), name, len + 1);
   node->kind = kind;
   node->host_fd = fd;
   node->generation = __atomic_add_fetch (&view->generation, 1, __ATOMIC_RELAXED);
   if (kind == NODE_HOST)
     {
-      node->type = st->st_mode & S_IFMT;
       node->ino = st->st_ino;
       node->dev = st->st_dev;
     }
   else
     {
-      node->type = S_IFDIR;
       /* Synthetic directories need inode numbers that no host file has in
        * practice: the top byte is set. */
       node->ino = (ino_t)(0xfb00000000000000ULL | node->generation);
@@ -505,7 +525,7 @@ node_free (FbViewNode *node, FbViewNode *parent)
     }
   if (node->decision != NULL)
     decision_unshare (view, node->decision);
-  if (node->name != node->name_buf)
+  if (node->name != node_name_buf (node))
     g_free (node->name);
   view_count_node (view, -1);
   g_free (node);
@@ -803,12 +823,20 @@ void
 fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gpointer user_data)
 {
   FbViewNode key = { 0 };
+  FbViewNode *head;
+  GPtrArray *more;
 
   key.dev = dev;
   key.ino = ino;
   g_mutex_lock (&view->lock);
-  for (FbViewNode *n = g_hash_table_lookup (view->by_ino, &key); n != NULL; n = n->ino_next)
-    func (n, user_data);
+  head = g_hash_table_lookup (view->by_ino, &key);
+  if (head != NULL)
+    {
+      func (head, user_data);
+      more = g_hash_table_lookup (view->ino_more, head);
+      for (guint i = 0; more != NULL && i < more->len; i++)
+        func (more->pdata[i], user_data);
+    }
   g_mutex_unlock (&view->lock);
 }
 
@@ -963,7 +991,7 @@ place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *na
   if (node->parent != NULL)
     g_ptr_array_add (unref_later, node->parent);
   node->parent = fb_view_node_ref (parent);
-  if (node->name != node->name_buf)
+  if (node->name != node_name_buf (node))
     g_free (node->name);
   node->name = g_strdup (name);
   g_hash_table_add (view->table, node);

@@ -612,7 +612,72 @@ test_nodes_and_counts (void **state)
   g_clear_pointer (&c, fb_view_node_unref);
 }
 
+static void
+collect_node (FbViewNode *node, gpointer user_data)
+{
+  g_ptr_array_add (user_data, node);
+}
+
+/* The nodes of VIEW showing the host object of HOST_PATH. */
+static GPtrArray *
+object_nodes (FbView *view, const char *host_path)
+{
+  GPtrArray *found = g_ptr_array_new ();
+  struct stat st;
+
+  assert_int_equal (stat (host_path, &st), 0);
+  fb_view_find_object (view, st.st_dev, st.st_ino, collect_node, found);
+  return found;
+}
+
+/* A host object reached by several names (hard links) has a node for each,
+ * and the index of host objects (what the watcher's events are mapped
+ * through) finds every one of them, whichever goes first. */
+static void
+test_object_index (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autofree char *f1 = NULL, *f2 = NULL, *f3 = NULL;
+  FbViewNode *n[3];
+
+  make_tree (fx);
+  write_host (fx, "host/big/l1", "linked\n");
+  f1 = fx_host (fx, "host/big/l1");
+  f2 = fx_host (fx, "host/big/l2");
+  f3 = fx_host (fx, "host/big/l3");
+  assert_int_equal (link (f1, f2), 0);
+  assert_int_equal (link (f1, f3), 0);
+  fx_start (fx, pol, NULL, -1);
+  n[0] = fx_node (fx, "/big/l1");
+  n[1] = fx_node (fx, "/big/l2");
+  n[2] = fx_node (fx, "/big/l3");
+  {
+    g_autoptr (GPtrArray) found = object_nodes (fx->view, f1);
+    assert_int_equal (found->len, 3);
+    for (guint i = 0; i < 3; i++)
+      assert_true (g_ptr_array_find (found, n[i], NULL));
+  }
+  /* the first found goes first, then the others in turn */
+  for (guint left = 3; left > 0; left--)
+    {
+      g_autoptr (GPtrArray) before = object_nodes (fx->view, f1);
+      FbViewNode *gone = before->pdata[0];
+      assert_int_equal (before->len, left);
+      for (guint i = 0; i < 3; i++)
+        if (n[i] == gone)
+          n[i] = NULL;
+      fb_view_node_unref (gone);
+      g_autoptr (GPtrArray) after = object_nodes (fx->view, f1);
+      assert_int_equal (after->len, left - 1);
+      assert_false (g_ptr_array_find (after, gone, NULL));
+      for (guint i = 0; i < 3; i++)
+        if (n[i] != NULL)
+          assert_true (g_ptr_array_find (after, n[i], NULL));
+    }
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_traversable), FX_TEST (test_private_and_synthetic),
                   FX_TEST (test_private_unmade_fails), FX_TEST (test_blank_dirs), FX_TEST (test_readdir_resume),
                   FX_TEST (test_readdir_offsets), FX_TEST (test_readdir_at_policy), FX_TEST (test_walk),
-                  FX_TEST (test_nodes_and_counts))
+                  FX_TEST (test_nodes_and_counts), FX_TEST (test_object_index))
