@@ -45,8 +45,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (NodeState, node_state_unref)
 struct FbViewNode
 {
   gint ref; /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
-  /* view->lock: in the table (in_table), in the list of every node
-   * (in_all), held by the view for its life (pinned, view->pinned) */
+  /* view->lock: in the table (in_table), among the live nodes that
+   * entered it (in_all: in the table, or view->detached), held by the view
+   * for its life (pinned, view->pinned) */
   bool in_table;
   bool in_all;
   bool pinned;
@@ -58,9 +59,6 @@ struct FbViewNode
   FbViewNode *parent; /* a reference; NULL for the root */
   char *name;         /* "" for the root; in the node's block (node_name_buf), or allocated once renamed */
   FbViewNode *first_child, *next_sibling, *prev_sibling;
-  /* view->lock: every live node that entered the table, for
-   * fb_view_drop_kernel_refs() */
-  FbViewNode *all_prev, *all_next;
 
   /* view->lock: the decision of the node's view path, kept current by
    * renames (fs-view-node.c, "Paths"), shared by the nodes with the same one
@@ -243,13 +241,13 @@ struct FbView
   gint trim_mark;           /* atomic: the most nodes since malloc was last trimmed (fs-view-node.c) */
   gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
 
-  GMutex lock;           /* the node table */
-  GHashTable *table;     /* FbViewNode* (key: parent, name) -> itself */
-  GHashTable *by_ino;    /* the first node of each host object (key: dev, ino) */
-  GHashTable *ino_more;  /* of a first node whose host object has more: a GPtrArray of the others */
-  FbViewNode *all_nodes; /* the list of FbViewNode.all_next */
-  guint n_nodes;         /* atomic */
-  guint node_max;        /* options.node_max, or FB_VIEW_NODES_MAX */
+  GMutex lock;          /* the node table */
+  GHashTable *table;    /* FbViewNode* (key: parent, name) -> itself */
+  GHashTable *by_ino;   /* the first node of each host object (key: dev, ino) */
+  GHashTable *ino_more; /* of a first node whose host object has more: a GPtrArray of the others */
+  GHashTable *detached; /* the nodes that left the table (in_all, not in_table), for fb_view_drop_kernel_refs() */
+  guint n_nodes;        /* atomic */
+  guint node_max;       /* options.node_max, or FB_VIEW_NODES_MAX */
   /* view->lock: the nodes the view keeps for its life (the root, mount
    * points, synthetic directories: fs-view.c "Pinned nodes"); each holds
    * a reference to the view, and the view one to each */

@@ -3,9 +3,10 @@
  *
  *  - The table is keyed by (parent node, name): one node per view path.  A
  *    node in it is also linked below its parent (first_child,
- *    next_sibling: what a rename decides again), on the list of every node
- *    (the kernel's counts, the watcher's rescans) and in the index of host
- *    objects (dev, ino: what fanotify names).  A node's reference count
+ *    next_sibling: what a rename decides again) and in the index of host
+ *    objects (dev, ino: what fanotify names); one that left it while still
+ *    held is in view->detached, so that the kernel's counts and the
+ *    watcher's rescans reach every live node.  A node's reference count
  *    only reaches zero under view->lock, so that a lookup holding the lock
  *    never revives a node being freed; the kernel's lookup count is apart
  *    (nlookup) and holds one reference while it is not zero.  Pinned
@@ -326,6 +327,7 @@ view_table_init (FbView *view)
   view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
   view->ino_more = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
   view->pinned = g_ptr_array_new ();
+  view->detached = g_hash_table_new (g_direct_hash, g_direct_equal);
 }
 
 void
@@ -334,6 +336,7 @@ view_table_clear (FbView *view)
   g_hash_table_destroy (view->table);
   g_hash_table_destroy (view->by_ino);
   g_hash_table_destroy (view->ino_more);
+  g_hash_table_destroy (view->detached);
   g_hash_table_destroy (view->decisions);
   g_ptr_array_unref (view->pinned);
   g_mutex_clear (&view->lock);
@@ -558,17 +561,25 @@ child_unlink_locked (FbViewNode *node)
   node->prev_sibling = node->next_sibling = NULL;
 }
 
+static void
+table_remove_locked (FbView *view, FbViewNode *node)
+{
+  if (g_hash_table_lookup (view->table, node) == node)
+    g_hash_table_remove (view->table, node);
+  child_unlink_locked (node);
+  node->in_table = false;
+}
+
 /* Take NODE out of the table: later lookups of its name make a new node.
- * Its parent link stays (for ".." in walks). */
+ * Its parent link stays (for ".." in walks); it is among the detached
+ * nodes until it is freed. */
 static void
 detach_locked (FbView *view, FbViewNode *node)
 {
   if (!node->in_table)
     return;
-  if (g_hash_table_lookup (view->table, node) == node)
-    g_hash_table_remove (view->table, node);
-  child_unlink_locked (node);
-  node->in_table = false;
+  table_remove_locked (view, node);
+  g_hash_table_add (view->detached, node);
 }
 
 FbViewNode *
@@ -614,15 +625,12 @@ fb_view_node_unref (FbViewNode *node)
           g_mutex_unlock (&view->lock);
           return;
         }
-      detach_locked (view, node);
+      if (node->in_table)
+        table_remove_locked (view, node);
+      else if (node->in_all)
+        g_hash_table_remove (view->detached, node);
       if (node->in_all)
         {
-          if (node->all_prev != NULL)
-            node->all_prev->all_next = node->all_next;
-          else
-            view->all_nodes = node->all_next;
-          if (node->all_next != NULL)
-            node->all_next->all_prev = node->all_prev;
           node->in_all = false;
           ino_index_remove_locked (view, node);
         }
@@ -694,10 +702,6 @@ table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh)
   g_hash_table_add (view->table, fresh);
   child_link_locked (parent, fresh);
   fresh->in_table = true;
-  fresh->all_next = view->all_nodes;
-  if (view->all_nodes != NULL)
-    view->all_nodes->all_prev = fresh;
-  view->all_nodes = fresh;
   fresh->in_all = true;
   ino_index_add_locked (view, fresh);
   g_mutex_unlock (&view->lock);
@@ -755,6 +759,52 @@ pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_poin
   return node;
 }
 
+/* --- the live nodes -------------------------------------------------------- */
+
+/* The live nodes that entered the table: those in it, then those that left
+ * it (view->lock held throughout). */
+typedef struct
+{
+  FbView *view;
+  GHashTableIter iter;
+  bool in_detached;
+} NodeIter;
+
+static void
+node_iter_init_locked (NodeIter *it, FbView *view)
+{
+  it->view = view;
+  it->in_detached = false;
+  g_hash_table_iter_init (&it->iter, view->table);
+}
+
+static FbViewNode *
+node_iter_next_locked (NodeIter *it)
+{
+  gpointer key;
+
+  while (!g_hash_table_iter_next (&it->iter, &key, NULL))
+    {
+      if (it->in_detached)
+        return NULL;
+      it->in_detached = true;
+      g_hash_table_iter_init (&it->iter, it->view->detached);
+    }
+  return key;
+}
+
+/* For sorting the oldest node first: made the most generations before NOW
+ * (the view's, in the 32 bits a node keeps). */
+static gint
+node_older (gconstpointer a, gconstpointer b, gpointer now)
+{
+  guint32 n = *(const guint32 *)now;
+  guint32 age_a = n - (*(FbViewNode *const *)a)->generation;
+  guint32 age_b = n - (*(FbViewNode *const *)b)->generation;
+
+  return age_a > age_b ? -1 : age_a < age_b;
+}
+
 /* --- the kernel's counts ---------------------------------------------------- */
 
 guint64
@@ -800,8 +850,12 @@ fb_view_drop_kernel_refs (FbView *view)
 {
   g_autoptr (GPtrArray) held = g_ptr_array_new ();
 
+  NodeIter it;
+  FbViewNode *n;
+
   g_mutex_lock (&view->lock);
-  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+  node_iter_init_locked (&it, view);
+  while ((n = node_iter_next_locked (&it)) != NULL)
     if (__atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
       {
         g_atomic_int_inc (&n->ref);
@@ -810,7 +864,7 @@ fb_view_drop_kernel_refs (FbView *view)
   g_mutex_unlock (&view->lock);
   for (guint i = 0; i < held->len; i++)
     {
-      FbViewNode *n = held->pdata[i];
+      n = held->pdata[i];
       if (__atomic_exchange_n (&n->nlookup, 0, __ATOMIC_ACQ_REL) > 0)
         fb_view_node_unref (n);
       fb_view_node_unref (n);
@@ -843,8 +897,12 @@ fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gp
 void
 fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_data)
 {
+  NodeIter it;
+  FbViewNode *n;
+
   g_mutex_lock (&view->lock);
-  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+  node_iter_init_locked (&it, view);
+  while ((n = node_iter_next_locked (&it)) != NULL)
     if (n->parent == NULL || __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
       func (n, n->parent, n->name, user_data);
   g_mutex_unlock (&view->lock);
@@ -854,23 +912,22 @@ void
 fb_watch_view (FbView *view)
 {
   g_autoptr (GPtrArray) dirs = g_ptr_array_new ();
+  NodeIter it;
+  FbViewNode *n;
 
   if (!fb_watch_active ())
     return;
   /* the directories are referenced under the lock, marked outside it;
    * their children made before stay unwatched (short timeouts) */
   g_mutex_lock (&view->lock);
-  for (FbViewNode *n = view->all_nodes; n != NULL; n = n->all_next)
+  node_iter_init_locked (&it, view);
+  while (dirs->len < 256 && (n = node_iter_next_locked (&it)) != NULL)
     if (node_is_host_dir (n) && g_atomic_int_get (&n->watched) == 0)
-      {
-        g_ptr_array_add (dirs, fb_view_node_ref (n));
-        if (dirs->len >= 256)
-          break;
-      }
+      g_ptr_array_add (dirs, fb_view_node_ref (n));
   g_mutex_unlock (&view->lock);
   for (guint i = 0; i < dirs->len; i++)
     {
-      FbViewNode *n = g_ptr_array_index (dirs, i);
+      n = g_ptr_array_index (dirs, i);
       node_watch (n, NULL);
       fb_view_node_unref (n);
     }
@@ -879,20 +936,29 @@ fb_watch_view (FbView *view)
 void
 fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpointer user_data)
 {
-  FbViewNode *n;
-  guint found = 0;
+  g_autoptr (GPtrArray) found = g_ptr_array_new ();
+  GHashTableIter iter;
+  gpointer key;
+  guint32 now;
 
   g_mutex_lock (&view->lock);
-  /* the list is newest first: from its end */
-  for (n = view->all_nodes; n != NULL && n->all_next != NULL; n = n->all_next)
-    ;
-  for (; n != NULL && found < max; n = n->all_prev)
-    if (n->kind == NODE_HOST && n->parent != NULL && n->in_table && !n->pinned && n->first_child == NULL &&
-        !n->decision->is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
-      {
-        func (n, n->parent, n->name, user_data);
-        found++;
-      }
+  g_hash_table_iter_init (&iter, view->table);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      FbViewNode *n = key;
+      if (n->kind == NODE_HOST && n->parent != NULL && !n->pinned && n->first_child == NULL &&
+          !n->decision->is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
+        g_ptr_array_add (found, n);
+    }
+  /* the oldest first */
+  now = (guint32)__atomic_load_n (&view->generation, __ATOMIC_RELAXED);
+  if (found->len > max)
+    g_ptr_array_sort_with_data (found, node_older, &now);
+  for (guint i = 0; i < found->len && i < max; i++)
+    {
+      FbViewNode *n = found->pdata[i];
+      func (n, n->parent, n->name, user_data);
+    }
   g_mutex_unlock (&view->lock);
 }
 
@@ -1030,6 +1096,7 @@ view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, Fb
         {
           child_unlink_locked (b);
           b->in_table = false;
+          g_hash_table_add (view->detached, b);
         }
       if (a != NULL)
         place_locked (view, a, newparent, newname, unref_later);

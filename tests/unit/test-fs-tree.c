@@ -677,7 +677,61 @@ test_object_index (void **state)
     }
 }
 
+static void
+collect_name (FbViewNode *node, FbViewNode *parent, const char *name, gpointer user_data)
+{
+  g_ptr_array_add (user_data, g_strdup (name));
+}
+
+/* The names the kernel could forget are offered oldest first; a node that
+ * left the table (its name now shows another object) but that the kernel
+ * still holds is reached when the kernel's counts are dropped. */
+static void
+test_evictable_and_detached (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *f = NULL, *tmp = NULL;
+  FbViewNode *old, *fresh;
+  guint count;
+
+  make_tree (fx);
+  for (guint i = 0; i < 5; i++)
+    {
+      g_autofree char *rel = g_strdup_printf ("host/big/e%u", i);
+      write_host (fx, rel, "e\n");
+    }
+  fx_start (fx, pol, NULL, -1);
+  for (guint i = 0; i < 5; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/big/e%u", i);
+      g_autoptr (FbViewNode) n = fx_node (fx, path);
+      fb_view_node_kernel_ref (n);
+    }
+  fb_view_foreach_evictable (fx->view, 2, collect_name, names);
+  assert_int_equal (names->len, 2);
+  assert_string_equal (names->pdata[0], "e0");
+  assert_string_equal (names->pdata[1], "e1");
+
+  /* e0 replaced on the host: its node leaves the table, held by the kernel */
+  old = fx_node (fx, "/big/e0");
+  f = fx_host (fx, "host/big/e0");
+  tmp = fx_host (fx, "host/big/e0.new");
+  assert_true (g_file_set_contents (tmp, "new\n", -1, NULL));
+  assert_int_equal (rename (tmp, f), 0);
+  fresh = fx_node (fx, "/big/e0");
+  assert_ptr_not_equal (old, fresh);
+  fb_view_node_unref (fresh);
+  fb_view_node_unref (old);
+  count = fb_view_count_nodes (fx->view);
+  fb_view_drop_kernel_refs (fx->view);
+  /* the five the kernel held are freed, the detached one with them, and
+   * /big, which only they held */
+  assert_int_equal (fb_view_count_nodes (fx->view), count - 6);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_traversable), FX_TEST (test_private_and_synthetic),
                   FX_TEST (test_private_unmade_fails), FX_TEST (test_blank_dirs), FX_TEST (test_readdir_resume),
                   FX_TEST (test_readdir_offsets), FX_TEST (test_readdir_at_policy), FX_TEST (test_walk),
-                  FX_TEST (test_nodes_and_counts), FX_TEST (test_object_index))
+                  FX_TEST (test_nodes_and_counts), FX_TEST (test_object_index), FX_TEST (test_evictable_and_detached))
