@@ -261,8 +261,15 @@ fb_proxy_parse_http (const char *buf, gsize len, FbProxyRequest *req, const char
         *ret_why = "a plain request through the proxy wants an absolute http:// URI (https goes through CONNECT)";
         return FB_PROXY_PARSE_ERROR;
       }
+    if (memchr (t, '#', tlen) != NULL)
+      {
+        /* a client never sends one; an upstream that parses the target
+         * loosely would read what follows it, which nothing decided */
+        *ret_why = "a fragment (#) in the request's target";
+        return FB_PROXY_PARSE_ERROR;
+      }
     auth = t + 7;
-    for (auth_end = auth; auth_end < sp2 && *auth_end != '/' && *auth_end != '?' && *auth_end != '#'; auth_end++)
+    for (auth_end = auth; auth_end < sp2 && *auth_end != '/' && *auth_end != '?'; auth_end++)
       ;
     if (memchr (auth, '@', (gsize)(auth_end - auth)) != NULL ||
         !take_authority (auth, (gsize)(auth_end - auth), 80, req))

@@ -49,6 +49,9 @@ static const HttpRow http_rows[] = {
   { "GET /relative HTTP/1.1\r\nHost: allowed.test\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "GET https://allowed.test/ HTTP/1.1\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "GET http://user@allowed.test/ HTTP/1.1\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  /* a fragment: what follows it was never decided */
+  { "GET http://allowed.test:8080#@127.0.0.1:8081/ HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/page#part HTTP/1.1\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "GET http://allowed.test/ HTTP/2.0\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "GET http://allowed.test/ HTTP/1.1\r\nno colon\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "\x16\x03\x01\x02\x01garbage\r\n\r\n", FB_PROXY_PARSE_ERROR },
