@@ -24,7 +24,7 @@
  * file's RELEASE when its last reference drops, asynchronously, so it may
  * come after the command's processes are gone and after its ENDED, and
  * the worker that wrote that file's close record tells the loop
- * (fb_view_member_end_notify, released_from_worker).  Past LINGER_MS the
+ * (fb_view_member_end_notify, on_files_released).  Past LINGER_MS the
  * client is answered with what the log holds then (run.json's counts),
  * and the log is closed at the release.
  *
@@ -448,7 +448,7 @@ command_done (Conn *c)
 
 /* Files of the command still open LINGER_MS after its end: its client is
  * answered with what its log holds now; the log stays open for their
- * close records, and is closed at their release (released_from_worker). */
+ * close records, and is closed at their release (on_files_released). */
 static gboolean
 on_linger (gpointer data)
 {
@@ -507,7 +507,7 @@ close_released (gpointer data)
  * on the FUSE worker that released it, or, none open, on the loop from
  * command_ended (fb_view_member_end_notify).  DATA: its Note. */
 static void
-released_from_worker (gpointer data)
+on_files_released (gpointer data)
 {
   g_idle_add (close_released, data);
 }
@@ -530,7 +530,7 @@ command_ended (Conn *c)
       return;
     }
   c->linger_id = g_timeout_add (LINGER_MS, on_linger, c);
-  fb_view_member_end_notify (c->member, released_from_worker, note_new (c));
+  fb_view_member_end_notify (c->member, on_files_released, note_new (c));
 }
 
 static gboolean
