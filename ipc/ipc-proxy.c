@@ -57,6 +57,7 @@ struct FbProxy
   GSource *accepting; /* readable LISTEN, while accepting */
   guint backoff;      /* a timer: accepting again after EMFILE or ENFILE */
   bool backoff_told;  /* its message, once */
+  guint idle_s;       /* FB_PROXY_IDLE_S, or $FUSEBOX_TEST_PROXY_IDLE's */
   GSocketClient *client;
   GHashTable *conns; /* Conn* (a reference each) */
   bool stopped;      /* no accepting: at max_connections */
@@ -322,15 +323,15 @@ on_timeout (gpointer data)
   else if (c->state == STATE_HTTP_HEAD)
     conn_fail (c, "408 Request Timeout", 0, NULL, "the request did not arrive in time");
   else if (c->state == STATE_SPLICING &&
-           g_get_monotonic_time () - c->moved_us < (gint64)FB_PROXY_IDLE_S * G_USEC_PER_SEC)
+           g_get_monotonic_time () - c->moved_us < (gint64)c->proxy->idle_s * G_USEC_PER_SEC)
     {
       /* bytes moved since: the idle bound counts from them */
-      gint64 left = (gint64)FB_PROXY_IDLE_S * G_USEC_PER_SEC - (g_get_monotonic_time () - c->moved_us);
+      gint64 left = (gint64)c->proxy->idle_s * G_USEC_PER_SEC - (g_get_monotonic_time () - c->moved_us);
 
       c->timer = g_timeout_add_seconds ((guint)(left / G_USEC_PER_SEC) + 1, on_timeout, c);
     }
   else
-    conn_close (c); /* a handshake past its bound, or a tunnel idle for FB_PROXY_IDLE_S */
+    conn_close (c); /* a handshake past its bound, or a tunnel idle for idle_s */
   return G_SOURCE_REMOVE;
 }
 
@@ -468,7 +469,7 @@ conn_splice (Conn *c)
 
   c->state = STATE_SPLICING;
   c->moved_us = g_get_monotonic_time ();
-  conn_set_timer (c, FB_PROXY_IDLE_S);
+  conn_set_timer (c, c->proxy->idle_s);
   pipe_init (&c->up, c, c->client, c->upstream);
   pipe_init (&c->down, c, c->upstream, c->client);
   /* what the client sent past its request (a TLS hello right after
@@ -978,6 +979,20 @@ fb_proxy_check_resolve (const char *const *resolve, GError **error)
   return TRUE;
 }
 
+/* FB_PROXY_IDLE_S, or less for tests ($FUSEBOX_TEST_PROXY_IDLE, fusebox(1)):
+ * never more. */
+static guint
+proxy_idle_s (void)
+{
+  const char *value = g_getenv ("FUSEBOX_TEST_PROXY_IDLE");
+  guint64 s = FB_PROXY_IDLE_S;
+
+  if (value != NULL && !g_ascii_string_to_unsigned (value, 10, 1, FB_PROXY_IDLE_S, &s, NULL))
+    g_warning ("FUSEBOX_TEST_PROXY_IDLE=%s: not 1 to %d seconds; a tunnel idle for %d s is closed", value,
+               FB_PROXY_IDLE_S, FB_PROXY_IDLE_S);
+  return (guint)s;
+}
+
 FbProxy *
 fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
 {
@@ -989,6 +1004,7 @@ fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
   proxy->process = g_strdup (options->process);
   proxy->max_connections =
     options->max_connections != 0 ? MIN (options->max_connections, FB_PROXY_MAX_CONNECTIONS) : FB_PROXY_MAX_CONNECTIONS;
+  proxy->idle_s = proxy_idle_s ();
   proxy->conns = g_hash_table_new_full (NULL, NULL, (GDestroyNotify)conn_unref, NULL);
   proxy->resolve = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
   for (const char *const *r = options->resolve; r != NULL && *r != NULL; r++)

@@ -48,7 +48,8 @@ G_BEGIN_DECLS
  *    way) and reads only when its buffer has been written on: a slow
  *    reader slows its writer, never grows memory;
  *  - a connection that moved no byte either way for FB_PROXY_IDLE_S
- *    seconds is closed (its descriptors are the supervisor's). */
+ *    seconds is closed (its descriptors are the supervisor's); tests make
+ *    it shorter with $FUSEBOX_TEST_PROXY_IDLE. */
 #define FB_PROXY_HANDSHAKE_S 10
 #define FB_PROXY_CONNECT_S 30
 #define FB_PROXY_HEAD_MAX (16 * 1024)

@@ -663,6 +663,39 @@ def t_vanishing_clients(h):
     assert len([e for e in ends if e["bytes_read"] >= 65536]) == 40, ends
 
 
+IDLE = CLIENT + """
+import time
+s = conn()
+s.sendall(b"CONNECT allowed.test:%d HTTP/1.1\\r\\n\\r\\n")
+head = b""
+while not head.endswith(b"\\r\\n\\r\\n"):
+    head += s.recv(1)
+print(head.split(b"\\r\\n")[0].decode())
+start = time.monotonic()
+# the bound counts from the tunnel's start, a moment before the answer was read
+print("closed", s.recv(1) == b"", time.monotonic() - start >= 1.5, flush=True)
+"""
+
+
+def t_idle_tunnel(h):
+    """A tunnel that moves no byte either way is closed by the proxy after
+    its idle bound (600 s; 2 s here by FUSEBOX_TEST_PROXY_IDLE), with its
+    disconnect record."""
+    pol = h.allowed_policy()
+    env = dict(os.environ, FUSEBOX_TEST_PROXY_IDLE="2")
+    run_dir = os.path.join(h.tmp, "run-idle")
+    p = subprocess.run([BIN, "run", "--policy", pol, "--run-dir", run_dir, "--cwd", "/", "--resolve",
+                        "allowed.test:127.0.0.1", "--", "python3", "-c", IDLE % h.port],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0 and p.stdout.splitlines() == ["HTTP/1.1 200 Connection established", "closed True True"], \
+        (p.returncode, p.stdout, p.stderr[-2000:])
+    with open(os.path.join(run_dir, "access.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    net = [r for r in records if r.get("op") in ("connect", "disconnect")]
+    assert [r["op"] for r in net] == ["connect", "disconnect"], net
+    assert net[1]["duration_us"] >= 2000000 and net[1]["bytes_read"] == 0, net
+
+
 def t_explain_address(h):
     """serve's policy/explain checks an address as the proxy does: under
     0.0.0.0/0, 127.0.0.1 is refused (loopback), as the proxy refuses it;
@@ -739,7 +772,7 @@ def main():
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
              ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("absolute_name", t_absolute_name),
              ("session", t_session), ("serve", t_serve), ("serve_tunnel_share", t_serve_tunnel_share),
-             ("accept_backoff", t_accept_backoff), ("vanishing_clients", t_vanishing_clients),
+             ("accept_backoff", t_accept_backoff), ("vanishing_clients", t_vanishing_clients), ("idle_tunnel", t_idle_tunnel),
              ("explain_address", t_explain_address)]
     only = sys.argv[1:]
     failed = 0
