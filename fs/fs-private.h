@@ -220,6 +220,27 @@ struct FbViewFile
   DirStream stream; /* when streaming */
 };
 
+/* fs-view-table.c: a set of nodes by a key of theirs, for the view's
+ * table and index (view->lock held).  node_set_add() replaces an equal
+ * node; node_set_remove() removes NODE itself (false when it is not in);
+ * node_set_next() goes through the set from *POS = 0 until NULL. */
+typedef guint (*NodeSetHash) (const FbViewNode *node);
+typedef bool (*NodeSetEqual) (const FbViewNode *a, const FbViewNode *b);
+typedef struct
+{
+  guintptr *slots; /* a node's pointer and bits of its hash; 0: empty */
+  guint bits;      /* 1 << bits slots; 0 before the first add */
+  guint len;
+  NodeSetHash hash;
+  NodeSetEqual equal;
+} NodeSet;
+void node_set_init (NodeSet *set, NodeSetHash hash, NodeSetEqual equal);
+void node_set_clear (NodeSet *set);
+FbViewNode *node_set_find (const NodeSet *set, const FbViewNode *key);
+void node_set_add (NodeSet *set, FbViewNode *node);
+bool node_set_remove (NodeSet *set, FbViewNode *node);
+FbViewNode *node_set_next (const NodeSet *set, guint *pos);
+
 struct FbView
 {
   gint ref;
@@ -242,8 +263,8 @@ struct FbView
   gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
 
   GMutex lock;          /* the node table */
-  GHashTable *table;    /* FbViewNode* (key: parent, name) -> itself */
-  GHashTable *by_ino;   /* the first node of each host object (key: dev, ino) */
+  NodeSet table;        /* key: parent, name */
+  NodeSet by_ino;       /* the first node of each host object (key: dev, ino) */
   GHashTable *ino_more; /* of a first node whose host object has more: a GPtrArray of the others */
   GHashTable *detached; /* the nodes that left the table (in_all, not in_table), for fb_view_drop_kernel_refs() */
   guint n_nodes;        /* atomic */

@@ -285,34 +285,26 @@ node_get_state (FbViewNode *node)
 /* --- the table -------------------------------------------------------------- */
 
 static guint
-node_key_hash (gconstpointer p)
+node_key_hash (const FbViewNode *n)
 {
-  const FbViewNode *n = p;
-
   return g_direct_hash (n->parent) ^ g_str_hash (n->name);
 }
 
-static gboolean
-node_key_equal (gconstpointer a, gconstpointer b)
+static bool
+node_key_equal (const FbViewNode *x, const FbViewNode *y)
 {
-  const FbViewNode *x = a, *y = b;
-
   return x->parent == y->parent && strcmp (x->name, y->name) == 0;
 }
 
 static guint
-ino_key_hash (gconstpointer p)
+ino_key_hash (const FbViewNode *n)
 {
-  const FbViewNode *n = p;
-
   return (guint)(n->ino ^ (n->ino >> 32) ^ (n->dev * 31));
 }
 
-static gboolean
-ino_key_equal (gconstpointer a, gconstpointer b)
+static bool
+ino_key_equal (const FbViewNode *x, const FbViewNode *y)
 {
-  const FbViewNode *x = a, *y = b;
-
   return x->ino == y->ino && x->dev == y->dev;
 }
 
@@ -323,8 +315,8 @@ view_table_init (FbView *view)
   g_mutex_init (&view->decisions_lock);
   view->decisions = g_hash_table_new (decision_hash, decision_equal);
   view->node_max = view->options.node_max != 0 ? view->options.node_max : FB_VIEW_NODES_MAX;
-  view->table = g_hash_table_new (node_key_hash, node_key_equal);
-  view->by_ino = g_hash_table_new (ino_key_hash, ino_key_equal);
+  node_set_init (&view->table, node_key_hash, node_key_equal);
+  node_set_init (&view->by_ino, ino_key_hash, ino_key_equal);
   view->ino_more = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
   view->pinned = g_ptr_array_new ();
   view->detached = g_hash_table_new (g_direct_hash, g_direct_equal);
@@ -333,8 +325,8 @@ view_table_init (FbView *view)
 void
 view_table_clear (FbView *view)
 {
-  g_hash_table_destroy (view->table);
-  g_hash_table_destroy (view->by_ino);
+  node_set_clear (&view->table);
+  node_set_clear (&view->by_ino);
   g_hash_table_destroy (view->ino_more);
   g_hash_table_destroy (view->detached);
   g_hash_table_destroy (view->decisions);
@@ -355,10 +347,10 @@ ino_index_add_locked (FbView *view, FbViewNode *node)
 
   if (node->kind != NODE_HOST)
     return;
-  head = g_hash_table_lookup (view->by_ino, node);
+  head = node_set_find (&view->by_ino, node);
   if (head == NULL)
     {
-      g_hash_table_add (view->by_ino, node);
+      node_set_add (&view->by_ino, node);
       return;
     }
   more = g_hash_table_lookup (view->ino_more, head);
@@ -378,7 +370,7 @@ ino_index_remove_locked (FbView *view, FbViewNode *node)
 
   if (node->kind != NODE_HOST)
     return;
-  head = g_hash_table_lookup (view->by_ino, node);
+  head = node_set_find (&view->by_ino, node);
   more = head != NULL ? g_hash_table_lookup (view->ino_more, head) : NULL;
   if (head != node)
     {
@@ -390,13 +382,13 @@ ino_index_remove_locked (FbView *view, FbViewNode *node)
     }
   if (more == NULL)
     {
-      g_hash_table_remove (view->by_ino, node);
+      node_set_remove (&view->by_ino, node);
       return;
     }
   /* the last of the others is the first now */
   g_hash_table_steal (view->ino_more, node);
   head = g_ptr_array_steal_index_fast (more, more->len - 1);
-  g_hash_table_add (view->by_ino, head); /* replaces NODE: the same key */
+  node_set_add (&view->by_ino, head); /* replaces NODE: the same key */
   if (more->len > 0)
     g_hash_table_insert (view->ino_more, head, more);
   else
@@ -564,8 +556,7 @@ child_unlink_locked (FbViewNode *node)
 static void
 table_remove_locked (FbView *view, FbViewNode *node)
 {
-  if (g_hash_table_lookup (view->table, node) == node)
-    g_hash_table_remove (view->table, node);
+  node_set_remove (&view->table, node);
   child_unlink_locked (node);
   node->in_table = false;
 }
@@ -589,7 +580,7 @@ table_find_locked (FbView *view, FbViewNode *parent, const char *name)
 
   key.parent = parent;
   key.name = (char *)name;
-  return g_hash_table_lookup (view->table, &key);
+  return node_set_find (&view->table, &key);
 }
 
 FbViewNode *
@@ -699,7 +690,7 @@ table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh)
   if (existing != NULL)
     detach_locked (view, existing);
   fresh->parent = parent != NULL ? fb_view_node_ref (parent) : NULL;
-  g_hash_table_add (view->table, fresh);
+  node_set_add (&view->table, fresh);
   child_link_locked (parent, fresh);
   fresh->in_table = true;
   fresh->in_all = true;
@@ -766,7 +757,8 @@ pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_poin
 typedef struct
 {
   FbView *view;
-  GHashTableIter iter;
+  guint pos; /* in view->table */
+  GHashTableIter detached;
   bool in_detached;
 } NodeIter;
 
@@ -774,23 +766,25 @@ static void
 node_iter_init_locked (NodeIter *it, FbView *view)
 {
   it->view = view;
+  it->pos = 0;
   it->in_detached = false;
-  g_hash_table_iter_init (&it->iter, view->table);
 }
 
 static FbViewNode *
 node_iter_next_locked (NodeIter *it)
 {
+  FbViewNode *n;
   gpointer key;
 
-  while (!g_hash_table_iter_next (&it->iter, &key, NULL))
+  if (!it->in_detached)
     {
-      if (it->in_detached)
-        return NULL;
+      n = node_set_next (&it->view->table, &it->pos);
+      if (n != NULL)
+        return n;
       it->in_detached = true;
-      g_hash_table_iter_init (&it->iter, it->view->detached);
+      g_hash_table_iter_init (&it->detached, it->view->detached);
     }
-  return key;
+  return g_hash_table_iter_next (&it->detached, &key, NULL) ? key : NULL;
 }
 
 /* For sorting the oldest node first: made the most generations before NOW
@@ -883,7 +877,7 @@ fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gp
   key.dev = dev;
   key.ino = ino;
   g_mutex_lock (&view->lock);
-  head = g_hash_table_lookup (view->by_ino, &key);
+  head = node_set_find (&view->by_ino, &key);
   if (head != NULL)
     {
       func (head, user_data);
@@ -937,15 +931,13 @@ void
 fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpointer user_data)
 {
   g_autoptr (GPtrArray) found = g_ptr_array_new ();
-  GHashTableIter iter;
-  gpointer key;
+  guint pos = 0;
+  FbViewNode *n;
   guint32 now;
 
   g_mutex_lock (&view->lock);
-  g_hash_table_iter_init (&iter, view->table);
-  while (g_hash_table_iter_next (&iter, &key, NULL))
+  while ((n = node_set_next (&view->table, &pos)) != NULL)
     {
-      FbViewNode *n = key;
       if (n->kind == NODE_HOST && n->parent != NULL && !n->pinned && n->first_child == NULL &&
           !n->decision->is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
         g_ptr_array_add (found, n);
@@ -956,7 +948,7 @@ fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpoint
     g_ptr_array_sort_with_data (found, node_older, &now);
   for (guint i = 0; i < found->len && i < max; i++)
     {
-      FbViewNode *n = found->pdata[i];
+      n = found->pdata[i];
       func (n, n->parent, n->name, user_data);
     }
   g_mutex_unlock (&view->lock);
@@ -1060,7 +1052,7 @@ place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *na
   if (node->name != node_name_buf (node))
     g_free (node->name);
   node->name = g_strdup (name);
-  g_hash_table_add (view->table, node);
+  node_set_add (&view->table, node);
   child_link_locked (parent, node);
   node->in_table = true;
   restate_locked (view, node);
@@ -1080,9 +1072,9 @@ view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, Fb
   a = table_find_locked (view, parent, name);
   b = table_find_locked (view, newparent, newname);
   if (a != NULL)
-    g_hash_table_remove (view->table, a);
+    node_set_remove (&view->table, a);
   if (b != NULL)
-    g_hash_table_remove (view->table, b);
+    node_set_remove (&view->table, b);
   if (exchange)
     {
       if (a != NULL)

@@ -1,0 +1,176 @@
+/* fusebox — a set of nodes by a key of theirs: the node table and the
+ * index of host objects (fs-view-node.c).
+ *
+ * Every name the kernel remembers is in both, so the sets are made for
+ * size: open addressing with linear probing, one pointer per slot, 3/8 to
+ * 3/4 full while they grow, so that a node costs a set 11 to 21 bytes (a
+ * GHashTable keeps a 4-byte hash beside each pointer and is 3/8 to 15/16
+ * full: 13 to 32 bytes).  The pointers are 8-byte aligned (malloc's),
+ * and their low bits hold bits of the key's hash, so that most probes past
+ * other nodes don't read them.  Deletions shift the following entries back (no
+ * tombstones), and a set less than an eighth full shrinks by half.  Not
+ * locked: the view's lock is held.
+ */
+#include "fs/fs-private.h"
+
+#include <string.h>
+
+#define TAG_MASK ((guintptr)7)
+#define SET_MIN_BITS 4
+
+G_STATIC_ASSERT (G_ALIGNOF (FbViewNode) >= 8);
+
+static inline FbViewNode *
+slot_node (guintptr slot)
+{
+  return (FbViewNode *)(slot & ~TAG_MASK);
+}
+
+/* The hash mixed (keys such as inode numbers come in runs, which linear
+ * probing would turn into long clusters): the home slot from its top bits,
+ * the tag from lower ones. */
+static inline guint32
+mix (guint32 h)
+{
+  return h * 0x9E3779B1u;
+}
+
+static inline guint
+home (const NodeSet *set, guint32 m)
+{
+  return m >> (32 - set->bits);
+}
+
+static inline guintptr
+tag (guint32 m)
+{
+  return (m >> 8) & TAG_MASK;
+}
+
+void
+node_set_init (NodeSet *set, NodeSetHash hash, NodeSetEqual equal)
+{
+  memset (set, 0, sizeof *set);
+  set->hash = hash;
+  set->equal = equal;
+}
+
+void
+node_set_clear (NodeSet *set)
+{
+  g_clear_pointer (&set->slots, g_free);
+  set->bits = 0;
+  set->len = 0;
+}
+
+static void
+place (NodeSet *set, FbViewNode *node)
+{
+  guint32 m = mix (set->hash (node));
+  guint mask = (1u << set->bits) - 1;
+  guint i = home (set, m);
+
+  while (set->slots[i] != 0)
+    i = (i + 1) & mask;
+  set->slots[i] = (guintptr)node | tag (m);
+}
+
+static void
+resize (NodeSet *set, guint bits)
+{
+  guintptr *old = set->slots;
+  guint old_size = set->bits == 0 ? 0 : 1u << set->bits;
+
+  set->slots = g_new0 (guintptr, (gsize)1 << bits);
+  set->bits = bits;
+  for (guint i = 0; i < old_size; i++)
+    if (old[i] != 0)
+      place (set, slot_node (old[i]));
+  g_free (old);
+}
+
+FbViewNode *
+node_set_find (const NodeSet *set, const FbViewNode *key)
+{
+  guint32 m;
+  guint mask, i;
+  guintptr t;
+
+  if (set->len == 0)
+    return NULL;
+  m = mix (set->hash (key));
+  mask = (1u << set->bits) - 1;
+  t = tag (m);
+  for (i = home (set, m); set->slots[i] != 0; i = (i + 1) & mask)
+    if ((set->slots[i] & TAG_MASK) == t && set->equal (slot_node (set->slots[i]), key))
+      return slot_node (set->slots[i]);
+  return NULL;
+}
+
+void
+node_set_add (NodeSet *set, FbViewNode *node)
+{
+  guint32 m;
+  guint mask, i;
+
+  g_assert (((guintptr)node & TAG_MASK) == 0);
+  if (set->bits == 0 || (set->len + 1) * 4 > (3u << set->bits))
+    resize (set, set->bits == 0 ? SET_MIN_BITS : set->bits + 1);
+  m = mix (set->hash (node));
+  mask = (1u << set->bits) - 1;
+  for (i = home (set, m); set->slots[i] != 0; i = (i + 1) & mask)
+    if ((set->slots[i] & TAG_MASK) == tag (m) && set->equal (slot_node (set->slots[i]), node))
+      {
+        /* an equal key: NODE takes its place, as g_hash_table_add */
+        set->slots[i] = (guintptr)node | tag (m);
+        return;
+      }
+  set->slots[i] = (guintptr)node | tag (m);
+  set->len++;
+}
+
+bool
+node_set_remove (NodeSet *set, FbViewNode *node)
+{
+  guint32 m;
+  guint mask, i, j;
+
+  if (set->len == 0)
+    return false;
+  m = mix (set->hash (node));
+  mask = (1u << set->bits) - 1;
+  for (i = home (set, m); set->slots[i] != 0 && slot_node (set->slots[i]) != node; i = (i + 1) & mask)
+    ;
+  if (set->slots[i] == 0)
+    return false;
+  /* shift back each following entry that may sit at I: its home is not
+   * cyclically in (I, J] */
+  for (j = (i + 1) & mask; set->slots[j] != 0; j = (j + 1) & mask)
+    {
+      guint k = home (set, mix (set->hash (slot_node (set->slots[j]))));
+      if (((j - k) & mask) >= ((j - i) & mask))
+        {
+          set->slots[i] = set->slots[j];
+          i = j;
+        }
+    }
+  set->slots[i] = 0;
+  set->len--;
+  if (set->bits > SET_MIN_BITS && (gsize)set->len * 8 < ((gsize)1 << set->bits))
+    resize (set, set->bits - 1);
+  return true;
+}
+
+FbViewNode *
+node_set_next (const NodeSet *set, guint *pos)
+{
+  guint size = set->bits == 0 ? 0 : 1u << set->bits;
+
+  while (*pos < size)
+    {
+      guintptr s = set->slots[(*pos)++];
+      if (s != 0)
+        return slot_node (s);
+    }
+  return NULL;
+}

@@ -1,0 +1,148 @@
+/* fusebox — the set of nodes behind the view's table and index
+ * (fs/fs-view-table.c), against a GHashTable doing the same: adds,
+ * replacements, removals in any order (entries shifted back over long runs
+ * of colliding keys), growth and shrinking, and going through every node. */
+#include "fs/fs-private.h"
+#include "tests/lib/test-util.h"
+
+static guint
+ino_hash (const FbViewNode *n)
+{
+  return (guint)n->ino;
+}
+
+/* every key in one of 8 hashes: long runs of probes */
+static guint
+clumped_hash (const FbViewNode *n)
+{
+  return (guint)(n->ino % 8);
+}
+
+static bool
+ino_equal (const FbViewNode *a, const FbViewNode *b)
+{
+  return a->ino == b->ino;
+}
+
+static FbViewNode *
+node_with (ino_t ino)
+{
+  FbViewNode *n = g_malloc0 (sizeof (FbViewNode));
+
+  n->ino = ino;
+  return n;
+}
+
+/* SET holds exactly what REF does (ino -> node). */
+static void
+assert_same (const NodeSet *set, GHashTable *ref)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+  FbViewNode *n;
+  guint pos = 0, seen = 0;
+
+  assert_int_equal (set->len, g_hash_table_size (ref));
+  g_hash_table_iter_init (&iter, ref);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      FbViewNode probe = { 0 };
+      probe.ino = (ino_t)GPOINTER_TO_SIZE (key);
+      assert_ptr_equal (node_set_find (set, &probe), value);
+    }
+  while ((n = node_set_next (set, &pos)) != NULL)
+    {
+      assert_ptr_equal (g_hash_table_lookup (ref, GSIZE_TO_POINTER (n->ino)), n);
+      seen++;
+    }
+  assert_int_equal (seen, set->len);
+}
+
+static void
+run_against_reference (NodeSetHash hash, guint keys, guint steps)
+{
+  g_autoptr (GHashTable) ref = g_hash_table_new (g_direct_hash, g_direct_equal);
+  g_autoptr (GPtrArray) all = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GRand) rand = g_rand_new_with_seed (4242);
+  NodeSet set;
+
+  node_set_init (&set, hash, ino_equal);
+  for (guint step = 0; step < steps; step++)
+    {
+      ino_t ino = 1 + g_rand_int_range (rand, 0, (gint32)keys);
+      FbViewNode *in = g_hash_table_lookup (ref, GSIZE_TO_POINTER (ino));
+      FbViewNode probe = { 0 };
+
+      probe.ino = ino;
+      /* growing for the first half of the steps, shrinking after */
+      if (in == NULL || (step < steps / 2 && g_rand_int_range (rand, 0, 4) == 0))
+        {
+          FbViewNode *n = node_with (ino);
+          g_ptr_array_add (all, n);
+          if (in == NULL && step >= steps / 2 && g_rand_int_range (rand, 0, 3) != 0)
+            {
+              assert_null (node_set_find (&set, &probe));
+              assert_false (node_set_remove (&set, n));
+              continue;
+            }
+          node_set_add (&set, n); /* replaces IN when there is one */
+          g_hash_table_insert (ref, GSIZE_TO_POINTER (ino), n);
+        }
+      else
+        {
+          /* an equal key that is not the node in the set: not removed */
+          FbViewNode *other = node_with (ino);
+          assert_false (node_set_remove (&set, other));
+          g_free (other);
+          assert_true (node_set_remove (&set, in));
+          g_hash_table_remove (ref, GSIZE_TO_POINTER (ino));
+        }
+      if (step % 97 == 0)
+        assert_same (&set, ref);
+    }
+  assert_same (&set, ref);
+  node_set_clear (&set);
+}
+
+static void
+test_spread_keys (void **state)
+{
+  run_against_reference (ino_hash, 5000, 60000);
+}
+
+static void
+test_clumped_keys (void **state)
+{
+  run_against_reference (clumped_hash, 300, 6000);
+}
+
+/* A set shrinks back once emptied, and works again after. */
+static void
+test_empty_and_refill (void **state)
+{
+  g_autoptr (GPtrArray) all = g_ptr_array_new_with_free_func (g_free);
+  NodeSet set;
+  guint bits;
+
+  node_set_init (&set, ino_hash, ino_equal);
+  for (guint i = 0; i < 10000; i++)
+    {
+      g_ptr_array_add (all, node_with (i));
+      node_set_add (&set, all->pdata[i]);
+    }
+  bits = set.bits;
+  for (guint i = 0; i < 10000; i++)
+    assert_true (node_set_remove (&set, all->pdata[i]));
+  assert_int_equal (set.len, 0);
+  assert_true (set.bits < bits - 8);
+  node_set_add (&set, all->pdata[7]);
+  {
+    FbViewNode probe = { 0 };
+    probe.ino = 7;
+    assert_ptr_equal (node_set_find (&set, &probe), all->pdata[7]);
+  }
+  node_set_clear (&set);
+}
+
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_spread_keys), cmocka_unit_test (test_clumped_keys),
+                  cmocka_unit_test (test_empty_and_refill))
