@@ -14,9 +14,16 @@
 #include "fs/fs-private.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #define TAG_MASK ((guintptr)7)
 #define SET_MIN_BITS 4
+/* Slot arrays from this size on are mapped apart, not malloc'd: freeing a
+ * block malloc mapped for itself raises its thresholds to that block's size
+ * (M_MMAP_THRESHOLD, and M_TRIM_THRESHOLD to twice it), after which every
+ * arena keeps up to that much freed memory: megabytes more after the
+ * kernel forgot a walk's names. */
+#define SLOTS_MAP_MIN (64 * 1024)
 
 G_STATIC_ASSERT (G_ALIGNOF (FbViewNode) >= 8);
 
@@ -47,6 +54,33 @@ tag (guint32 m)
   return (m >> 8) & TAG_MASK;
 }
 
+static guintptr *
+slots_new (guint bits)
+{
+  gsize size = sizeof (guintptr) << bits;
+  void *p;
+
+  if (size < SLOTS_MAP_MIN)
+    return g_malloc0 (size);
+  p = mmap (NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    g_error ("%s: failed to allocate %" G_GSIZE_FORMAT " bytes", G_STRLOC, size); /* as g_malloc */
+  return p;
+}
+
+static void
+slots_free (guintptr *slots, guint bits)
+{
+  gsize size = sizeof (guintptr) << bits;
+
+  if (slots == NULL)
+    return;
+  if (size < SLOTS_MAP_MIN)
+    g_free (slots);
+  else
+    munmap (slots, size);
+}
+
 void
 node_set_init (NodeSet *set, NodeSetHash hash, NodeSetEqual equal)
 {
@@ -58,7 +92,8 @@ node_set_init (NodeSet *set, NodeSetHash hash, NodeSetEqual equal)
 void
 node_set_clear (NodeSet *set)
 {
-  g_clear_pointer (&set->slots, g_free);
+  slots_free (set->slots, set->bits);
+  set->slots = NULL;
   set->bits = 0;
   set->len = 0;
 }
@@ -79,14 +114,15 @@ static void
 resize (NodeSet *set, guint bits)
 {
   guintptr *old = set->slots;
-  guint old_size = set->bits == 0 ? 0 : 1u << set->bits;
+  guint old_bits = set->bits;
+  guint old_size = old_bits == 0 ? 0 : 1u << old_bits;
 
-  set->slots = g_new0 (guintptr, (gsize)1 << bits);
+  set->slots = slots_new (bits);
   set->bits = bits;
   for (guint i = 0; i < old_size; i++)
     if (old[i] != 0)
       place (set, slot_node (old[i]));
-  g_free (old);
+  slots_free (old, old_bits);
 }
 
 FbViewNode *
