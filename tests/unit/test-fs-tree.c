@@ -563,6 +563,17 @@ test_walk (void **state)
   }
 }
 
+/* Another object at REL on the host, with CONTENT, renamed over it. */
+static void
+replace_on_host (Fx *fx, const char *rel, const char *content)
+{
+  g_autofree char *f = fx_host (fx, rel);
+  g_autofree char *tmp = g_strconcat (f, ".new", NULL);
+
+  assert_true (g_file_set_contents (tmp, content, -1, NULL));
+  assert_int_equal (rename (tmp, f), 0);
+}
+
 /* The host replaced an object under a known name: the next lookup makes a
  * new node, and the old one (a file, which holds no descriptor while not
  * open) answers ESTALE instead of reaching the new object; the same object
@@ -572,7 +583,6 @@ test_nodes_and_counts (void **state)
 {
   Fx *fx = *state;
   g_autofree char *pol = policy ();
-  g_autofree char *f = NULL, *tmp = NULL;
   g_autoptr (FbViewNode) a = NULL;
   g_autoptr (FbViewNode) b = NULL;
   g_autoptr (FbViewNode) c = NULL;
@@ -584,10 +594,7 @@ test_nodes_and_counts (void **state)
   a = fx_node (fx, "/big/f");
   b = fx_node (fx, "/big/f");
   assert_ptr_equal (a, b);
-  f = fx_host (fx, "host/big/f");
-  tmp = fx_host (fx, "host/big/f.new");
-  assert_true (g_file_set_contents (tmp, "two\n", -1, NULL));
-  assert_int_equal (rename (tmp, f), 0);
+  replace_on_host (fx, "host/big/f", "two\n");
   c = fx_node (fx, "/big/f");
   assert_ptr_not_equal (a, c);
   {
@@ -692,7 +699,6 @@ test_evictable_and_detached (void **state)
   Fx *fx = *state;
   g_autofree char *pol = policy ();
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
-  g_autofree char *f = NULL, *tmp = NULL;
   FbViewNode *old, *fresh;
   guint count;
 
@@ -716,10 +722,7 @@ test_evictable_and_detached (void **state)
 
   /* e0 replaced on the host: its node leaves the table, held by the kernel */
   old = fx_node (fx, "/big/e0");
-  f = fx_host (fx, "host/big/e0");
-  tmp = fx_host (fx, "host/big/e0.new");
-  assert_true (g_file_set_contents (tmp, "new\n", -1, NULL));
-  assert_int_equal (rename (tmp, f), 0);
+  replace_on_host (fx, "host/big/e0", "new\n");
   fresh = fx_node (fx, "/big/e0");
   assert_ptr_not_equal (old, fresh);
   fb_view_node_unref (fresh);
