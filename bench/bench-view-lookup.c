@@ -15,7 +15,9 @@
  * without that cache fails there with EMFILE, which is reported.
  * It also prints the heap the kept nodes take (malloc's in-use bytes,
  * mallinfo2's arena and mmap'd blocks, before and after the first
- * lookups, divided by the nodes):
+ * lookups, divided by the nodes; the view's node sets map their large
+ * arrays themselves, fs/fs-view-table.c, and are not in it), and the
+ * anonymous memory the process grew by over the same lookups (RssAnon):
  * what the daemon holds per name the kernel remembers, tables included.
  *
  *   build/bench/bench-view-lookup [DIRS [FILES [ROUNDS]]]   (default 2000 10 20)
@@ -49,6 +51,18 @@ heap_in_use (void)
   return mi.uordblks + mi.hblkhd;
 }
 
+/* The process's resident anonymous memory, in bytes. */
+static gsize
+rss_anon (void)
+{
+  g_autofree char *status = NULL;
+  const char *line;
+
+  if (!g_file_get_contents ("/proc/self/status", &status, NULL, NULL) || (line = strstr (status, "\nRssAnon:")) == NULL)
+    return 0;
+  return (gsize)g_ascii_strtoull (line + strlen ("\nRssAnon:"), NULL, 10) * 1024;
+}
+
 static void
 report (const char *what, double *per_op, guint rounds)
 {
@@ -75,7 +89,7 @@ main (int argc, char **argv)
   FbViewCaller caller = { .pid = getpid (), .uid = getuid (), .gid = getgid (), .comm = "bench" };
   char name[32];
   guint errors = 0;
-  gsize heap_before, heap_nodes;
+  gsize heap_before, heap_nodes, rss_before, rss_nodes;
   int r;
 
   if (tmp == NULL || dirs == 0 || rounds == 0)
@@ -110,6 +124,7 @@ main (int argc, char **argv)
 
   /* every name once, kept */
   heap_before = heap_in_use ();
+  rss_before = rss_anon ();
   for (guint i = 0; i < dirs; i++)
     {
       FbViewNode *d = NULL;
@@ -134,6 +149,7 @@ main (int argc, char **argv)
     }
 
   heap_nodes = heap_in_use () - heap_before;
+  rss_nodes = rss_anon () - rss_before;
 
   for (guint k = 0; k < rounds; k++)
     {
@@ -168,6 +184,7 @@ main (int argc, char **argv)
     printf ("%u operations failed\n", errors);
   printf ("%-12s %7.0f bytes of heap per node (%u nodes)\n", "memory",
           (double)heap_nodes / (dir_nodes->len + file_nodes->len), dir_nodes->len + file_nodes->len);
+  printf ("%-12s %7.0f bytes of anonymous RSS per node\n", "", (double)rss_nodes / (dir_nodes->len + file_nodes->len));
   report ("warm lookup", lookup_ns, rounds);
   report ("dir getattr", getattr_ns, rounds);
   g_ptr_array_set_size (file_nodes, 0);
