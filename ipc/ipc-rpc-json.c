@@ -7,8 +7,9 @@
  * recursive-descent parser for RFC 8259 JSON that builds the same JsonNode
  * trees (integers as G_TYPE_INT64, other numbers as doubles, duplicate keys:
  * the last wins), strict where json-glib is lax: invalid escapes, unpaired
- * surrogates, control characters in strings, leading zeros, trailing text
- * and nesting deeper than FB_RPC_JSON_DEPTH_MAX are errors.
+ * surrogates, control characters in strings, leading zeros, integers
+ * outside int64, trailing text and nesting deeper than FB_RPC_JSON_DEPTH_MAX
+ * are errors.
  *
  * Threat model: the text comes from a network client.  Every read is
  * bounds-checked against the length, recursion is bounded, and nothing is
@@ -208,7 +209,11 @@ parse_number (Parser *ps)
       v = g_ascii_strtoll (buf, &endp, 10);
       if (errno == 0 && *endp == '\0')
         return json_node_init_int (json_node_alloc (), v);
-      /* Out of int64's range: a double, as json-glib reads it. */
+      /* Out of int64's range.  json-glib 1.6 wraps such a literal to a
+       * wrong integer and a double would lose digits: neither reads what
+       * the client wrote, so refuse it. */
+      fail (ps, "integer out of range");
+      return NULL;
     }
   {
     double d = g_ascii_strtod (buf, &endp);
