@@ -4,6 +4,7 @@
  * fb_json_to_string: the log itself, `report --json`, `runs --json`), which
  * share one list of characters a terminal must never get raw. */
 #include "tests/unit/test-ipc-util.h"
+#include "tests/lib/test-table.h"
 
 static char *
 safe (const char *s, FbTextFlags flags)
@@ -30,11 +31,7 @@ assert_printable (const char *out)
     }
 }
 
-static const struct
-{
-  const char *in;
-  const char *out;
-} text_cases[] = {
+static const TestInOut text_cases[] = {
   { "plain name.txt", "plain name.txt" },
   { "esc\x1b[31mred", "esc\\x1b[31mred" },
   { "bell\a nl\n tab\t cr\r del\x7f", "bell\\x07 nl\\n tab\\t cr\\r del\\x7f" },

@@ -14,6 +14,7 @@
 #include <glib/gstdio.h>
 
 #include "ipc/ipc-rpc-private.h"
+#include "tests/lib/test-table.h"
 #include "tests/lib/test-util.h"
 
 /* --- decoding ---------------------------------------------------------------- */
@@ -117,11 +118,8 @@ test_parse_bytes (void **state)
 static void
 test_parse_sandbox_text (void **state)
 {
-  static const struct
-  {
-    const char *text;
-    const char *sandbox; /* NULL: none */
-  } cases[] = {
+  /* in: a message's text; out: its params.sandbox as the cache keys it, NULL: none */
+  static const TestInOut cases[] = {
     { "{\"id\":1,\"method\":\"m\",\"params\":{\"path\":\"/a\",\"sandbox\": {\"x\" : [1, {}]} }}", "{\"x\" : [1, {}]}" },
     { "{\"id\":1,\"method\":\"m\",\"params\":{\"sandbox\":{\"a\":1},\"sandbox\":null}}", "null" },
     { "{\"id\":1,\"method\":\"m\",\"params\":{\"sandbox\":{\"a\":1}},\"params\":{}}", NULL },
@@ -138,15 +136,15 @@ test_parse_sandbox_text (void **state)
       g_autofree char *why = NULL;
       g_autoptr (JsonNode) id = NULL;
 
-      if (!fb_rpc_message_parse (cases[i].text, strlen (cases[i].text), &msg, &code, &why, &id))
+      if (!fb_rpc_message_parse (cases[i].in, strlen (cases[i].in), &msg, &code, &why, &id))
         fail_msg ("case %u: %s", i, why);
-      if (cases[i].sandbox == NULL)
+      if (cases[i].out == NULL)
         assert_null (msg.sandbox_text);
       else
         {
           g_autofree char *got = g_strndup (msg.sandbox_text, msg.sandbox_len);
           g_autoptr (JsonNode) reparsed = json_from_string (got, NULL);
-          assert_string_equal (got, cases[i].sandbox);
+          assert_string_equal (got, cases[i].out);
           /* ...and it decodes to the member the methods read. */
           assert_true (json_node_equal (reparsed, json_object_get_member (msg.params, "sandbox")));
         }
@@ -252,11 +250,8 @@ test_encode (void **state)
 static void
 test_base64 (void **state)
 {
-  static const struct
-  {
-    const char *in;
-    const char *out; /* NULL: refused */
-  } cases[] = {
+  static const TestInOut cases[] = {
+    /* out NULL: refused */
     { "", "" },           { "aGk=", "hi" },  { "aGVsbG8=", "hello" },
     { "YWJj", "abc" },    { "aGk", NULL },   { "aGk==", NULL },
     { "a=Gk", NULL },     { "aG k=", NULL }, { "aGl=", NULL }, /* non-canonical trailing bits */
@@ -282,11 +277,8 @@ test_base64 (void **state)
 static void
 test_uris (void **state)
 {
-  static const struct
-  {
-    const char *in;
-    const char *out;
-  } cases[] = {
+  static const TestInOut cases[] = {
+    /* out NULL: refused */
     { "file:///etc/hosts", "/etc/hosts" },
     { "file:///a%20b/c%2Fd", "/a b/c/d" },
     { "file://localhost/srv/x", "/srv/x" },

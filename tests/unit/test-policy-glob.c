@@ -2,6 +2,7 @@
  * compile errors with their offsets, the "could match below" automaton, and
  * globs as rules (the last-component index must not lose a match). */
 #include "tests/unit/test-policy-util.h"
+#include "tests/lib/test-table.h"
 
 #include <fnmatch.h>
 
@@ -153,13 +154,8 @@ test_root_never_matches (void **state)
   assert_false (fb_policy_glob_match_path (glob, "/"));
 }
 
-typedef struct
-{
-  const char *pattern;
-  const char *message;
-} BadGlob;
-
-static const BadGlob bad_globs[] = {
+/* in: a pattern; out: the start of the message that refuses it */
+static const TestInOut bad_globs[] = {
   { "", "empty pattern" },
   { "/", "the pattern \"/\" names the root" },
   { "a[bc", "unclosed \"[\" at offset 1" },
@@ -180,11 +176,11 @@ test_compile_errors (void **state)
   for (guint i = 0; i < G_N_ELEMENTS (bad_globs); i++)
     {
       g_autofree char *message = NULL;
-      g_autoptr (FbGlob) glob = fb_policy_glob_compile (bad_globs[i].pattern, &message);
+      g_autoptr (FbGlob) glob = fb_policy_glob_compile (bad_globs[i].in, &message);
 
       if (glob != NULL)
-        fail_msg ("%s compiled but should not", bad_globs[i].pattern);
-      assert_prefix (message, bad_globs[i].message);
+        fail_msg ("%s compiled but should not", bad_globs[i].in);
+      assert_prefix (message, bad_globs[i].out);
     }
 }
 
@@ -234,11 +230,8 @@ test_globs_as_rules (void **state)
              "  { \"glob\": \"cache\", \"access\": \"deny\", \"why\": \"cache\" },\n"
              "  { \"glob\": \"/a/cache\", \"access\": \"hide\", \"why\": \"acache\" } ] }",
              NULL);
-  static const struct
-  {
-    const char *path;
-    const char *why;
-  } cases[] = {
+  static const TestInOut cases[] = {
+    /* in: a path; out: the why of the rule that decides it */
     { "/home/u/.ssh/id_rsa", "name" },
     { "/etc/ssh/ssh_host_rsa_key", "rest" },
     { "/etc/ssh/ssh_config", "all" },
@@ -262,9 +255,9 @@ test_globs_as_rules (void **state)
     {
       FbPolicyDecision d;
 
-      fb_policy_decide (policy, cases[i].path, &d);
-      if (strcmp (d.rule->why, cases[i].why) != 0)
-        fail_msg ("%s decided by %s, expected %s", cases[i].path, d.rule->why, cases[i].why);
+      fb_policy_decide (policy, cases[i].in, &d);
+      if (strcmp (d.rule->why, cases[i].out) != 0)
+        fail_msg ("%s decided by %s, expected %s", cases[i].in, d.rule->why, cases[i].out);
     }
 }
 

@@ -2,6 +2,7 @@
  * normalization of their values and of paths, and
  * fb_policy_vars_init_from_env against the real process environment. */
 #include "tests/unit/test-policy-util.h"
+#include "tests/lib/test-table.h"
 
 #include <glib/gstdio.h>
 #include <pwd.h>
@@ -52,11 +53,7 @@ static void
 test_expand (void **state)
 {
   FbPolicyVars vars = { .workspace = "/ws/", .home = "//home//u", .cwd = "/", .run = NULL };
-  static const struct
-  {
-    const char *in;
-    const char *out;
-  } cases[] = {
+  static const TestInOut cases[] = {
     { "${WORKSPACE}", "/ws" }, /* values are normalized */
     { "${WORKSPACE}/src", "/ws/src" },
     { "${HOME}/.cache", "/home/u/.cache" },
@@ -83,11 +80,8 @@ static void
 test_expand_errors (void **state)
 {
   FbPolicyVars vars = { .workspace = "/ws", .home = "relative/home", .cwd = "/a/../b", .run = NULL };
-  static const struct
-  {
-    const char *in;
-    const char *message;
-  } cases[] = {
+  static const TestInOut cases[] = {
+    /* out: the message's start */
     { "${RUN}/x", "${RUN} is not available here" },
     { "${FOO}", "unknown variable ${FOO}; valid: ${WORKSPACE}, ${HOME}, ${CWD}, ${RUN}" },
     { "${workspace}", "unknown variable ${workspace}; valid:" },
@@ -104,7 +98,7 @@ test_expand_errors (void **state)
 
       if (out != NULL)
         fail_msg ("%s expanded to %s", cases[i].in, out);
-      assert_prefix (message, cases[i].message);
+      assert_prefix (message, cases[i].out);
     }
   /* NULL vars: every variable is unavailable */
   {
