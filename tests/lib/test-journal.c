@@ -1,5 +1,6 @@
 /* fusebox — the journal's native protocol for the tests (test-journal.h). */
 #include "tests/lib/test-journal.h"
+#include "tests/lib/test-util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,32 +107,38 @@ test_journal_count (GPtrArray *entry, const char *name)
   return n;
 }
 
-char *
-test_journal_get (GPtrArray *entry, const char *name)
+/* The first field NAME of ENTRY, or NULL. */
+static TestJournalField *
+first_field (GPtrArray *entry, const char *name)
 {
   for (guint i = 0; i < entry->len; i++)
     {
       TestJournalField *f = entry->pdata[i];
       if (strcmp (f->name, name) == 0)
-        {
-          gsize len;
-          const char *v = g_bytes_get_data (f->value, &len);
-          return len > 0 ? g_strndup (v, len) : g_strdup ("");
-        }
+        return f;
     }
   return NULL;
+}
+
+char *
+test_journal_get (GPtrArray *entry, const char *name)
+{
+  TestJournalField *f = first_field (entry, name);
+  gsize len;
+  const char *v;
+
+  if (f == NULL)
+    return NULL;
+  v = g_bytes_get_data (f->value, &len);
+  return len > 0 ? g_strndup (v, len) : g_strdup ("");
 }
 
 GBytes *
 test_journal_get_bytes (GPtrArray *entry, const char *name)
 {
-  for (guint i = 0; i < entry->len; i++)
-    {
-      TestJournalField *f = entry->pdata[i];
-      if (strcmp (f->name, name) == 0)
-        return g_bytes_ref (f->value);
-    }
-  return NULL;
+  TestJournalField *f = first_field (entry, name);
+
+  return f != NULL ? g_bytes_ref (f->value) : NULL;
 }
 
 int
@@ -213,6 +220,25 @@ test_journal_recv (int fd, int timeout_ms, char **ret_why)
       return g_bytes_new_take (data, st.st_size);
     }
   return g_bytes_new (buf, n);
+}
+
+GPtrArray *
+test_journal_next (int fd, int timeout_ms)
+{
+  g_autofree char *why = NULL;
+  g_autoptr (GBytes) data = test_journal_recv (fd, timeout_ms, &why);
+  GPtrArray *entry;
+
+  if (data == NULL)
+    {
+      if (why != NULL)
+        fail_msg ("reading the journal's socket: %s", why);
+      return NULL;
+    }
+  entry = test_journal_parse (g_bytes_get_data (data, NULL), g_bytes_get_size (data), &why);
+  if (entry == NULL)
+    fail_msg ("a malformed entry: %s", why);
+  return entry;
 }
 
 GPtrArray *

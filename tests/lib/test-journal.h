@@ -52,6 +52,11 @@ int test_journal_bind (const char *path);
  * wrong. */
 GBytes *test_journal_recv (int fd, int timeout_ms, char **ret_why);
 
+/* The next entry from FD (test_journal_recv()), parsed; NULL when nothing
+ * came.  Fails the test when the socket can't be read or the entry is not
+ * well formed. */
+GPtrArray *test_journal_next (int fd, int timeout_ms);
+
 /* The entries of the journal socket FD while PID (a child) runs, and
  * after it ended until the socket is empty; its status (128+N for a
  * signal) in *RET_STATUS.  Reading while it runs: a socket's queue holds
