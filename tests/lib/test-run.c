@@ -48,69 +48,47 @@ rfx_new (void)
   g_mkdir_with_parents (fx->ws, 0755);
   g_mkdir_with_parents (fx->home, 0755);
   g_mkdir_with_parents (fx->state, 0700);
-  for (int i = 0; i < RFX_MAX; i++)
-    fx->shm_ids[i] = -1;
+  fx->remove_paths = g_ptr_array_new_with_free_func (g_free);
+  fx->shm_ids = g_array_new (FALSE, FALSE, sizeof (int));
+  fx->pids = g_array_new (FALSE, FALSE, sizeof (pid_t));
   return fx;
 }
 
 void
 rfx_keep_path (RFx *fx, const char *path)
 {
-  for (int i = 0; i < RFX_MAX; i++)
-    if (fx->remove_paths[i] == NULL)
-      {
-        fx->remove_paths[i] = g_strdup (path);
-        return;
-      }
-  fail_msg ("too many stand-ins outside the test directory");
+  g_ptr_array_add (fx->remove_paths, g_strdup (path));
 }
 
 void
 rfx_keep_shm (RFx *fx, int id)
 {
-  for (int i = 0; i < RFX_MAX; i++)
-    if (fx->shm_ids[i] < 0)
-      {
-        fx->shm_ids[i] = id;
-        return;
-      }
-  fail_msg ("too many SysV segments");
+  g_array_append_val (fx->shm_ids, id);
 }
 
 void
 rfx_keep_pid (RFx *fx, pid_t pid)
 {
-  for (int i = 0; i < RFX_MAX; i++)
-    if (fx->pids[i] <= 0)
-      {
-        fx->pids[i] = pid;
-        return;
-      }
-  fail_msg ("too many processes");
+  g_array_append_val (fx->pids, pid);
 }
 
 void
 rfx_forget_pid (RFx *fx, pid_t pid)
 {
-  for (int i = 0; i < RFX_MAX; i++)
-    if (fx->pids[i] == pid)
-      fx->pids[i] = 0;
+  for (guint i = 0; i < fx->pids->len; i++)
+    if (g_array_index (fx->pids, pid_t, i) == pid)
+      g_array_index (fx->pids, pid_t, i) = 0;
 }
 
 void
 rfx_free (RFx *fx)
 {
-  for (int i = 0; i < RFX_MAX; i++)
-    {
-      test_kill_child (&fx->pids[i], SIGKILL);
-      if (fx->shm_ids[i] >= 0)
-        shmctl (fx->shm_ids[i], IPC_RMID, NULL);
-      if (fx->remove_paths[i] != NULL)
-        {
-          test_rm_rf (fx->remove_paths[i]);
-          g_free (fx->remove_paths[i]);
-        }
-    }
+  for (guint i = 0; i < fx->pids->len; i++)
+    test_kill_child (&g_array_index (fx->pids, pid_t, i), SIGKILL);
+  for (guint i = 0; i < fx->shm_ids->len; i++)
+    shmctl (g_array_index (fx->shm_ids, int, i), IPC_RMID, NULL);
+  for (guint i = 0; i < fx->remove_paths->len; i++)
+    test_rm_rf (fx->remove_paths->pdata[i]);
   if (!fx->passed)
     fprintf (stderr,
              "reproduce: cd %s && %s\n"
@@ -126,6 +104,9 @@ rfx_free (RFx *fx)
   g_free (fx->state);
   g_free (fx->runs);
   g_free (fx->repro);
+  g_ptr_array_unref (fx->remove_paths);
+  g_array_unref (fx->shm_ids);
+  g_array_unref (fx->pids);
   g_free (fx);
 }
 

@@ -19,8 +19,6 @@
 
 #include "tests/lib/test-util.h"
 
-#define RFX_MAX 16
-
 typedef struct
 {
   char *tmp;        /* T */
@@ -32,9 +30,9 @@ typedef struct
   bool xdg_default; /* leave XDG_STATE_HOME unset: runs under T/home/.local/state */
   const char *test_name;
   bool passed;
-  char *remove_paths[RFX_MAX]; /* stand-ins outside T */
-  int shm_ids[RFX_MAX];
-  pid_t pids[RFX_MAX]; /* host processes to kill and reap */
+  GPtrArray *remove_paths; /* char*: stand-ins outside T */
+  GArray *shm_ids;         /* int: SysV segments to remove */
+  GArray *pids;            /* pid_t: host processes to kill and reap (0: reaped) */
 } RFx;
 
 /* Exit 77 (skip) when the host can't run `fusebox run` (no root for the
