@@ -67,6 +67,8 @@ check_contains (const TestCmd *r, const char *stream_name, const char *text, con
 #define assert_out_has(r, s) check_contains (r, "stdout", (r)->out, s, true, __FILE__, __LINE__)
 #define assert_err_has(r, s) check_contains (r, "stderr", (r)->err, s, true, __FILE__, __LINE__)
 #define assert_out_lacks(r, s) check_contains (r, "stdout", (r)->out, s, false, __FILE__, __LINE__)
+/* A refusal: exit status S and stderr saying NEEDLE. */
+#define assert_refused(r, s, needle) (assert_status (r, s), assert_err_has (r, needle))
 
 /* The block `explain` prints for PATH: from the line "PATH" to a blank line. */
 static char *
@@ -162,8 +164,7 @@ test_help_and_version (void **state)
   assert_true (g_ascii_isdigit (version.out[strlen ("fusebox ")]));
 
   RUN (&bad, f->workspace, "no-such-command");
-  assert_status (&bad, 2);
-  assert_err_has (&bad, "unknown command 'no-such-command'");
+  assert_refused (&bad, 2, "unknown command 'no-such-command'");
 
   RUN (&none, f->workspace, "--help-me");
   assert_status (&none, 2);
@@ -192,12 +193,10 @@ test_policy_help (void **state)
   assert_out_has (&overview, "show [NAME]");
 
   RUN (&bare, f->workspace, "policy");
-  assert_status (&bare, 2);
-  assert_err_has (&bare, "Usage: fusebox policy COMMAND");
+  assert_refused (&bare, 2, "Usage: fusebox policy COMMAND");
 
   RUN (&unknown, f->workspace, "policy", "verify");
-  assert_status (&unknown, 2);
-  assert_err_has (&unknown, "unknown command 'verify'");
+  assert_refused (&unknown, 2, "unknown command 'verify'");
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
@@ -253,16 +252,13 @@ test_check (void **state)
   assert_err_has (&both, "bad.json:4:20:");
 
   RUN (&missing, f->workspace, "policy", "check", "absent.json");
-  assert_status (&missing, 1);
-  assert_err_has (&missing, "absent.json");
+  assert_refused (&missing, 1, "absent.json");
 
   RUN (&none, f->workspace, "policy", "check");
-  assert_status (&none, 2);
-  assert_err_has (&none, "no FILE given");
+  assert_refused (&none, 2, "no FILE given");
 
   RUN (&option, f->workspace, "policy", "check", "--frobnicate", "good.json");
-  assert_status (&option, 2);
-  assert_err_has (&option, "--frobnicate");
+  assert_refused (&option, 2, "--frobnicate");
 }
 
 /* ---- explain ---- */
@@ -354,22 +350,18 @@ test_explain_errors (void **state)
 
   write_file (f->workspace, "bad.json", bad_policy);
   RUN (&bad, f->workspace, "policy", "explain", "--policy", "bad.json", "/etc");
-  assert_status (&bad, 1);
-  assert_err_has (&bad, "bad.json:4:20:");
+  assert_refused (&bad, 1, "bad.json:4:20:");
   assert_string_equal (bad.out, "");
 
   RUN (&builtin, f->workspace, "policy", "explain", "--policy", "builtin:nope", "/etc");
-  assert_status (&builtin, 1);
-  assert_err_has (&builtin, "nope");
+  assert_refused (&builtin, 1, "nope");
   assert_err_has (&builtin, "default");
 
   RUN (&nopath, f->workspace, "policy", "explain");
-  assert_status (&nopath, 2);
-  assert_err_has (&nopath, "no PATH given");
+  assert_refused (&nopath, 2, "no PATH given");
 
   RUN (&ws, f->workspace, "policy", "explain", "--workspace", "does/not/exist", "/etc");
-  assert_status (&ws, 1);
-  assert_err_has (&ws, "--workspace does/not/exist: no such directory");
+  assert_refused (&ws, 1, "--workspace does/not/exist: no such directory");
 }
 
 /* ---- show ---- */
@@ -405,8 +397,7 @@ test_show (void **state)
   assert_out_lacks (&eff, "${WORKSPACE}");
 
   RUN (&nope, f->workspace, "policy", "show", "nope");
-  assert_status (&nope, 1);
-  assert_err_has (&nope, "nope");
+  assert_refused (&nope, 1, "nope");
 
   RUN (&two, f->workspace, "policy", "show", "default", "host");
   assert_status (&two, 2);
@@ -466,8 +457,7 @@ test_explain_network (void **state)
   assert_out_has (&json, "\"name\" : \"default\"");
 
   RUN (&bad, f->workspace, "policy", "explain", "--network", "allow:a.example:http", "net:a.example");
-  assert_status (&bad, 2);
-  assert_err_has (&bad, "\"http\" is not a port");
+  assert_refused (&bad, 2, "\"http\" is not a port");
 }
 
 /* The built-in policies' network: none, and an explanation that says so. */
