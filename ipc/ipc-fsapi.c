@@ -68,7 +68,7 @@ call_end (Call *c)
     fb_rpc_sandbox_end (c->sb);
   fb_rpc_denial_clear (&c->denial);
   /* The lookup's reference: the cache may have dropped the sandbox since. */
-  g_clear_pointer (&c->sb, fb_rpc_sandbox_free);
+  g_clear_pointer (&c->sb, fb_rpc_sandbox_unref);
   c->view = NULL;
 }
 
@@ -1074,7 +1074,7 @@ handle_free (gpointer p)
 {
   Handle *h = p;
   fb_view_release (h->view, h->file);
-  fb_rpc_sandbox_free (h->sb);
+  fb_rpc_sandbox_unref (h->sb);
   fb_rpc_handle_release (h->client);
   g_free (h);
 }

@@ -128,7 +128,6 @@ struct FbAccessShare
 {
   FbAccessSink sink; /* pushes to the log, counted here */
   FbAccessLog *log;
-  gint ref;          /* atomic */
   char *label;       /* `"session":...,"process":...,` pre-escaped, for the notice */
   guint64 max_bytes; /* 0: no share of a log without a budget */
   FbAccessLogFullFunc on_full;
@@ -1050,12 +1049,11 @@ FbAccessShare *
 fb_access_log_share_new (FbAccessLog *log, const char *session, const char *process, FbAccessLogFullFunc on_full,
                          gpointer on_full_data)
 {
-  FbAccessShare *share = g_new0 (FbAccessShare, 1);
+  FbAccessShare *share = g_atomic_rc_box_new0 (FbAccessShare);
   GString *label = g_string_new (NULL);
 
   share->sink.push = share_push;
   share->log = log;
-  share->ref = 1;
   share->max_bytes = log->max_bytes / FB_LOG_SHARE_PART;
   share->on_full = on_full;
   share->on_full_data = on_full_data;
@@ -1124,18 +1122,10 @@ fb_access_share_close (FbAccessShare *share)
   g_mutex_unlock (&log->writer_lock);
 }
 
-FbAccessShare *
-fb_access_share_ref (FbAccessShare *share)
+static void
+share_clear (FbAccessShare *share)
 {
-  g_atomic_int_inc (&share->ref);
-  return share;
+  g_free (share->label);
 }
 
-void
-fb_access_share_unref (FbAccessShare *share)
-{
-  if (share == NULL || !g_atomic_int_dec_and_test (&share->ref))
-    return;
-  g_free (share->label);
-  g_free (share);
-}
+FB_DEFINE_REF_UNREF (fb_access_share, FbAccessShare, share_clear)

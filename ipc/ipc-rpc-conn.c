@@ -161,8 +161,7 @@ fb_rpc_server_accept_client (FbRpcServer *server, const FbRpcTransportOps *ops, 
         *ret_why = g_steal_pointer (&why);
       return NULL;
     }
-  conn = g_new0 (FbRpcConn, 1);
-  conn->ref = 1;
+  conn = g_atomic_rc_box_new0 (FbRpcConn);
   g_mutex_init (&conn->lock);
   g_cond_init (&conn->cond);
   g_queue_init (&conn->jobs);

@@ -94,24 +94,16 @@ job_free (Job *job)
   g_free (job);
 }
 
-static FbRpcConn *
-conn_ref (FbRpcConn *conn)
+static void
+conn_clear (FbRpcConn *conn)
 {
-  g_atomic_int_inc (&conn->ref);
-  return conn;
-}
-
-void
-fb_rpc_conn_unref (FbRpcConn *conn)
-{
-  if (conn == NULL || !g_atomic_int_dec_and_test (&conn->ref))
-    return;
   /* Nothing runs for it any more: fb_rpc_conn_closed emptied the queue. */
   g_assert (g_queue_is_empty (&conn->jobs));
   g_mutex_clear (&conn->lock);
   g_cond_clear (&conn->cond);
-  g_free (conn);
 }
+
+FB_DEFINE_REF_UNREF (fb_rpc_conn, FbRpcConn, conn_clear)
 
 static bool conn_decode (FbRpcConn *conn, const char *data, gsize len, bool utf8_checked, FbRpcMessage *msg);
 
@@ -149,7 +141,7 @@ conn_wake_locked (FbRpcConn *conn)
   if (conn->in_ready)
     return;
   conn->in_ready = true;
-  g_queue_push_tail (&server->ready, conn_ref (conn));
+  g_queue_push_tail (&server->ready, fb_rpc_conn_ref (conn));
   /* Not g_source_set_ready_time: it takes the main context's lock, which
    * the loop thread takes and releases many times per iteration, and
    * writes the context's eventfd under it; the worker then often slept on
@@ -289,7 +281,7 @@ conn_pump (FbRpcConn *conn)
           if (conn->server->pool != NULL)
             {
               conn->scheduled = true;
-              g_thread_pool_push (conn->server->pool, conn_ref (conn), NULL);
+              g_thread_pool_push (conn->server->pool, fb_rpc_conn_ref (conn), NULL);
               break;
             }
           /* No workers: run it here, as below. */

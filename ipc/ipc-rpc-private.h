@@ -165,9 +165,10 @@ typedef struct
   char *session;      /* the only session whose records it shows; NULL: every record (subscribe_all) */
 } FbRpcSubscription;
 
+/* References (atomic, in its box): the transport's (until
+ * fb_rpc_conn_closed), the pool's while scheduled, `ready`'s. */
 struct FbRpcConn
 {
-  gint ref; /* atomic: the transport's (until fb_rpc_conn_closed), the pool's while scheduled, `ready`'s */
   FbRpcServer *server;
   const FbRpcTransportOps *ops;
   gpointer transport;
@@ -274,7 +275,9 @@ void fb_rpc_conn_wait_idle (FbRpcConn *conn);
 /* On a worker running one of CONN's requests: keep TEXT (taken) with the
  * request and return true; anywhere else false. */
 bool fb_rpc_conn_capture_answer (FbRpcConn *conn, char *text);
-/* Drop a reference; the last frees CONN (fb_rpc_conn_closed has run). */
+/* A reference more; dropping the last frees CONN (fb_rpc_conn_closed has
+ * run). */
+FbRpcConn *fb_rpc_conn_ref (FbRpcConn *conn);
 void fb_rpc_conn_unref (FbRpcConn *conn);
 /* fb_rpc_server_new / _free: the ready queue, the wake source and the
  * worker pool. */
@@ -345,7 +348,7 @@ typedef struct
 void fb_rpc_denial_clear (FbRpcDenial *denial);
 
 /* The view for a call's `sandbox` member (NULL: the server's own policy):
- * cached per distinct sandbox.  A new reference (fb_rpc_sandbox_free):
+ * cached per distinct sandbox.  A new reference (fb_rpc_sandbox_unref):
  * another thread's lookup may evict it from the cache meanwhile.  Any
  * thread.  Its private sources are the server's. */
 FbRpcSandbox *fb_rpc_sandbox_lookup (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error);
@@ -364,10 +367,10 @@ void fb_rpc_sandbox_end (FbRpcSandbox *sandbox);
 /* The server's policy narrowed by SANDBOX (new reference; NULL + ERROR). */
 FbPolicy *fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error);
 /* Sandboxes are reference-counted: the cache may drop one that an fs/open
- * handle still reads through.  _free drops a reference. */
+ * handle still reads through.  _unref drops a reference. */
 FbRpcSandbox *fb_rpc_sandbox_ref (FbRpcSandbox *sandbox);
-void fb_rpc_sandbox_free (FbRpcSandbox *sandbox);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbRpcSandbox, fb_rpc_sandbox_free)
+void fb_rpc_sandbox_unref (FbRpcSandbox *sandbox);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbRpcSandbox, fb_rpc_sandbox_unref)
 void fb_rpc_server_clear_sandboxes (FbRpcServer *server);
 
 /* A sink that forwards to NEXT and counts denials (any thread). */

@@ -188,9 +188,10 @@ fb_rpc_error_from_errno (FbRpcError *error, int err, const FbRpcDenial *denial, 
 
 /* --- sandboxes -------------------------------------------------------------- */
 
+/* References (atomic, in its box): the cache holds one; each call and each
+ * fs/open handle one (its view's sink is our tee). */
 struct FbRpcSandbox
 {
-  gint ref;  /* atomic: the cache holds one; each call and each fs/open handle one (its view's sink is our tee) */
   char *key; /* NULL for the server's own */
   FbPolicy *policy;
   FbView *view;
@@ -198,24 +199,16 @@ struct FbRpcSandbox
   GList *lru_link; /* server->sandbox_lock */
 };
 
-FbRpcSandbox *
-fb_rpc_sandbox_ref (FbRpcSandbox *sb)
+static void
+sandbox_clear (FbRpcSandbox *sb)
 {
-  g_atomic_int_inc (&sb->ref);
-  return sb;
-}
-
-void
-fb_rpc_sandbox_free (FbRpcSandbox *sb)
-{
-  if (sb == NULL || !g_atomic_int_dec_and_test (&sb->ref))
-    return;
   g_clear_pointer (&sb->view, fb_view_unref);
   g_clear_pointer (&sb->policy, fb_policy_unref);
   fb_rpc_tee_sink_free (sb->tee);
   g_free (sb->key);
-  g_free (sb);
 }
+
+FB_DEFINE_REF_UNREF (fb_rpc_sandbox, FbRpcSandbox, sandbox_clear)
 
 FbPolicy *
 fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError *error)
@@ -281,8 +274,7 @@ sandbox_new (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, FbRp
 
   if (policy == NULL)
     return NULL;
-  sb = g_new0 (FbRpcSandbox, 1);
-  sb->ref = 1;
+  sb = g_atomic_rc_box_new0 (FbRpcSandbox);
   sb->policy = g_steal_pointer (&policy);
   sb->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
   fb_view_options_init (&vo);
@@ -298,7 +290,7 @@ sandbox_new (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, FbRp
                         "can't open the directories of the policy %s: %s (a private source under the run directory, "
                         "or the root's source, could not be created or opened)",
                         fb_policy_get_origin (sb->policy), g_strerror (-r));
-      fb_rpc_sandbox_free (sb);
+      fb_rpc_sandbox_unref (sb);
       return NULL;
     }
   return sb;
@@ -335,7 +327,7 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, FbRpcSession *session, JsonNode
         old = made; /* another thread made it first */
       sb = fb_rpc_sandbox_ref (server->base);
       g_clear_pointer (&locker, g_mutex_locker_free);
-      fb_rpc_sandbox_free (old);
+      fb_rpc_sandbox_unref (old);
       return sb;
     }
   /* Two kinds of keys, kept apart by their first byte: the received text
@@ -402,7 +394,7 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, FbRpcSession *session, JsonNode
     }
   fb_rpc_sandbox_ref (sb);
   g_clear_pointer (&locker, g_mutex_locker_free);
-  fb_rpc_sandbox_free (old);
+  fb_rpc_sandbox_unref (old);
   return sb;
 }
 
@@ -415,9 +407,9 @@ fb_rpc_server_clear_sandboxes (FbRpcServer *server)
   while ((sb = g_queue_pop_head (&server->sandbox_lru)) != NULL)
     {
       g_hash_table_remove (server->sandboxes, sb->key);
-      fb_rpc_sandbox_free (sb);
+      fb_rpc_sandbox_unref (sb);
     }
-  g_clear_pointer (&server->base, fb_rpc_sandbox_free);
+  g_clear_pointer (&server->base, fb_rpc_sandbox_unref);
 }
 
 FbView *

@@ -37,6 +37,7 @@
  * Loop thread only; the FUSE workers reach a view through its sinks. */
 #include "ipc/ipc-rpc-private.h"
 #include "ipc/ipc-process-launch.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,9 +55,9 @@ typedef enum
   VIEW_FAILED, /* could not be made, or its FUSE session ended: no process joins it */
 } ViewState;
 
+/* References (in its box): its session's table, each process using it. */
 struct FbRpcView
 {
-  gint ref; /* its session's table, each process using it */
   FbRpcServer *server;
   FbRpcSession *session; /* NULL once closed */
   char *key;             /* the effective policy's JSON */
@@ -104,23 +105,15 @@ on_log_share_full (gpointer data)
   fb_rpc_process_stop_view (v->session, v, why);
 }
 
-FbRpcView *
-fb_rpc_view_ref (FbRpcView *v)
+static void
+view_clear (FbRpcView *v)
 {
-  v->ref++;
-  return v;
-}
-
-void
-fb_rpc_view_unref (FbRpcView *v)
-{
-  if (v == NULL || --v->ref > 0)
-    return;
   g_assert (v->session == NULL);
   g_free (v->key);
   g_free (v->failure);
-  g_free (v);
 }
+
+FB_DEFINE_REF_UNREF (fb_rpc_view, FbRpcView, view_clear)
 
 bool
 fb_rpc_view_is_ready (FbRpcView *v)
@@ -452,8 +445,7 @@ fb_rpc_view_get (FbRpcSession *session, FbPolicy *policy, FbRpcError *error)
                         server->budget.views);
       return NULL;
     }
-  v = g_new0 (FbRpcView, 1);
-  v->ref = 1; /* the session's table */
+  v = g_atomic_rc_box_new0 (FbRpcView); /* the session's table's reference */
   v->server = server;
   v->session = session;
   v->key = g_steal_pointer (&key);

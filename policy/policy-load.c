@@ -17,6 +17,7 @@
  * (tests/fuzz/fuzz-policy.c) drives this file.
  */
 #include "policy/policy-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 
@@ -32,9 +33,8 @@ answer_rule (const char *origin, FbPolicyAccess access, const char *why)
 FbPolicy *
 fb_policy_new_empty (const char *origin)
 {
-  FbPolicy *policy = g_new0 (FbPolicy, 1);
+  FbPolicy *policy = g_atomic_rc_box_new0 (FbPolicy);
 
-  policy->ref_count = 1;
   policy->origin = g_strdup (origin != NULL ? origin : "<data>");
   policy->strings = g_string_chunk_new (1024);
   policy->default_rule = answer_rule ("default", FB_POLICY_ACCESS_HIDE, "no rule grants this path");
@@ -47,19 +47,9 @@ fb_policy_new_empty (const char *origin)
   return policy;
 }
 
-FbPolicy *
-fb_policy_ref (FbPolicy *policy)
+static void
+policy_clear (FbPolicy *policy)
 {
-  g_return_val_if_fail (policy != NULL, NULL);
-  g_atomic_int_inc (&policy->ref_count);
-  return policy;
-}
-
-void
-fb_policy_unref (FbPolicy *policy)
-{
-  if (policy == NULL || !g_atomic_int_dec_and_test (&policy->ref_count))
-    return;
   fb_policy_compiled_clear (policy);
   fb_policy_narrowed_clear (policy);
   fb_policy_net_clear (policy);
@@ -71,8 +61,9 @@ fb_policy_unref (FbPolicy *policy)
   fb_name_map_clear (&policy->protected_map);
   g_string_chunk_free (policy->strings);
   g_free (policy->origin);
-  g_free (policy);
 }
+
+FB_DEFINE_REF_UNREF (fb_policy, FbPolicy, policy_clear)
 
 FbPolicyNetwork
 fb_policy_get_network (const FbPolicy *policy)

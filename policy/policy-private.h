@@ -236,7 +236,6 @@ struct PolicyNode
 
 struct FbPolicy
 {
-  gint ref_count;
   char *origin;
   FbPolicyNetwork network;
   /* network.allow's entries, then network.deny's (policy-net.c); each

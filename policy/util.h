@@ -107,6 +107,22 @@ fb_table_find (const void *table, gsize n, gsize size, gsize offset, const char 
     return true;                                                                                                       \
   }
 
+/* PREFIX_ref and PREFIX_unref for a TYPE allocated with
+ * g_atomic_rc_box_new0, declared in a header, as systemd defines its
+ * trivial ref/unref pairs: the box counts the references atomically, unref
+ * accepts NULL, and CLEAR (a void function of a TYPE *) frees what the
+ * struct holds when the last one goes, before the box frees the struct. */
+#define FB_DEFINE_REF_UNREF(prefix, Type, clear)                                                                       \
+  Type *prefix##_ref (Type *p)                                                                                         \
+  {                                                                                                                    \
+    return g_atomic_rc_box_acquire (p);                                                                                \
+  }                                                                                                                    \
+  void prefix##_unref (Type *p)                                                                                        \
+  {                                                                                                                    \
+    if (p != NULL)                                                                                                     \
+      g_atomic_rc_box_release_full (p, (GDestroyNotify)(void (*) (Type *)) (clear));                                   \
+  }
+
 /* A JSON string's body, strictly (RFC 8259): how decoding it ended. */
 typedef enum
 {
