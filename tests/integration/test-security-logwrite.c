@@ -23,6 +23,7 @@
  * Needs root (a file of another uid); nothing of the host is touched
  * outside the test's temporary directory. */
 #include "tests/unit/test-ipc-util.h"
+#include "tests/lib/test-logread.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -237,29 +238,11 @@ write_records (const Fixture *fx)
 static void
 assert_all_records (const Fixture *fx, const char *what)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbLogReader) r = fb_log_reader_new (fx->path, FALSE, &error);
   FbLogReaderStats stats;
-  guint64 next = 1;
+  guint64 n = test_log_read_back (fx->path, what, false, &stats);
 
-  if (r == NULL)
-    fail_msg ("%s: reading the log back: %s", what, error->message);
-  for (;;)
-    {
-      g_autoptr (FbLogRecord) rec = NULL;
-      FbLogReadStatus st = fb_log_reader_next (r, &rec, &error);
-
-      if (st == FB_LOG_READ_EOF)
-        break;
-      if (st != FB_LOG_READ_RECORD)
-        fail_msg ("%s: reading the log back: %s", what, error != NULL ? error->message : "?");
-      if (rec->seq != (gint64)next)
-        fail_msg ("%s: record %" G_GINT64_FORMAT " where %" G_GUINT64_FORMAT " was due", what, rec->seq, next);
-      next++;
-    }
-  fb_log_reader_get_stats (r, &stats);
-  if (next != RECORDS + 1 || stats.gaps != 0)
-    fail_msg ("%s: %" G_GUINT64_FORMAT " records read back, not %d", what, next - 1, RECORDS);
+  if (n != RECORDS || stats.gaps != 0)
+    fail_msg ("%s: %" G_GUINT64_FORMAT " records read back, not %d", what, n, RECORDS);
 }
 
 static void

@@ -5,6 +5,7 @@
  * a write error applies back-pressure and loses nothing; with write-through
  * a record is in the file when its push returns, a live subscriber or not. */
 #include "tests/unit/test-ipc-util.h"
+#include "tests/lib/test-logread.h"
 
 #include "ipc/ipc-log-output.h"
 
@@ -497,7 +498,6 @@ test_rotation_gap_free (void **state)
   FbAccessLog *log = open_log (f->path, 0, rotate, NULL);
   g_autoptr (GPtrArray) rotated = NULL;
   g_autoptr (GError) error = NULL;
-  g_autoptr (FbLogReader) reader = NULL;
   guint64 expect = 1;
   FbLogReaderStats stats;
 
@@ -545,23 +545,7 @@ test_rotation_gap_free (void **state)
   assert_int_equal (expect, n + 1);
 
   /* The reader takes them in order. */
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  expect = 1;
-  for (;;)
-    {
-      g_autoptr (FbLogRecord) rec = NULL;
-      FbLogReadStatus st = fb_log_reader_next (reader, &rec, &error);
-
-      if (st == FB_LOG_READ_EOF)
-        break;
-      if (st != FB_LOG_READ_RECORD)
-        fail_msg ("reader: status %d: %s", st, error != NULL ? error->message : "");
-      assert_int_equal (rec->seq, expect);
-      expect++;
-    }
-  assert_int_equal (expect, n + 1);
-  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (test_log_read_back (f->path, "the rotated log", false, &stats), n);
   assert_int_equal (stats.files, rotated->len + 1);
   assert_int_equal (stats.gaps, 0);
   assert_int_equal (stats.duplicates, 0);
