@@ -33,6 +33,29 @@ struct FbRpcListener
   GList *streams; /* StreamPeer* */
 };
 
+/* A peer's connection *CONN told that the peer is gone (nothing when it
+ * had none), then cleared.  In that order, not g_clear_pointer's: the
+ * answers fb_rpc_conn_closed still writes reach the peer's write paths,
+ * which look at the peer's conn. */
+static inline void
+fb_rpc_peer_conn_closed (FbRpcConn **conn)
+{
+  if (*conn != NULL)
+    fb_rpc_conn_closed (*conn);
+  *conn = NULL;
+}
+
+/* *SERVICE stopped, its sockets closed, and released (NULL: nothing). */
+static inline void
+fb_rpc_service_clear (GSocketService **service)
+{
+  if (*service == NULL)
+    return;
+  g_socket_service_stop (*service);
+  g_socket_listener_close (G_SOCKET_LISTENER (*service));
+  g_clear_object (service);
+}
+
 bool fb_rpc_listen_unix (FbRpcListener *listener, const char *path, GError **error);
 bool fb_rpc_listen_stdio (FbRpcListener *listener, GError **error);
 void fb_rpc_stream_listener_clear (FbRpcListener *listener);

@@ -54,8 +54,7 @@ stream_peer_free (StreamPeer *s)
 {
   fb_source_clear (&s->in_source);
   fb_source_clear (&s->out_source);
-  if (s->closed_idle != 0)
-    g_source_remove (s->closed_idle);
+  g_clear_handle_id (&s->closed_idle, g_source_remove);
   if (s->io != NULL)
     g_io_stream_close (s->io, NULL, NULL);
   g_clear_object (&s->io);
@@ -66,20 +65,26 @@ stream_peer_free (StreamPeer *s)
   g_free (s);
 }
 
+/* S's connection told that S is gone; S out of its listener and freed. */
+static void
+stream_peer_drop (StreamPeer *s)
+{
+  FbRpcListener *l = s->listener;
+
+  fb_rpc_peer_conn_closed (&s->conn);
+  l->streams = g_list_remove (l->streams, s);
+  stream_peer_free (s);
+}
+
 static gboolean
 closed_idle (gpointer data)
 {
   StreamPeer *s = data;
-  FbRpcListener *l = s->listener;
 
   s->closed_idle = 0;
-  if (s->conn != NULL)
-    fb_rpc_conn_closed (s->conn);
-  s->conn = NULL;
   if (s->is_stdio)
-    l->finished = true;
-  l->streams = g_list_remove (l->streams, s);
-  stream_peer_free (s);
+    s->listener->finished = true;
+  stream_peer_drop (s);
   return G_SOURCE_REMOVE;
 }
 
@@ -420,21 +425,9 @@ fb_rpc_listen_stdio (FbRpcListener *l, GError **error)
 void
 fb_rpc_stream_listener_clear (FbRpcListener *l)
 {
-  if (l->service != NULL)
-    {
-      g_socket_service_stop (l->service);
-      g_socket_listener_close (G_SOCKET_LISTENER (l->service));
-      g_clear_object (&l->service);
-    }
+  fb_rpc_service_clear (&l->service);
   while (l->streams != NULL)
-    {
-      StreamPeer *s = l->streams->data;
-      l->streams = g_list_remove (l->streams, s);
-      if (s->conn != NULL)
-        fb_rpc_conn_closed (s->conn);
-      s->conn = NULL;
-      stream_peer_free (s);
-    }
+    stream_peer_drop (l->streams->data);
   if (l->unix_path != NULL)
     unlink (l->unix_path);
   g_clear_pointer (&l->unix_path, g_free);

@@ -100,8 +100,7 @@ static const FbRpcTransportOps ws_ops = { ws_can_write, ws_write, ws_close };
 static void
 ws_peer_free (WsPeer *peer)
 {
-  if (peer->closed_idle != 0)
-    g_source_remove (peer->closed_idle);
+  g_clear_handle_id (&peer->closed_idle, g_source_remove);
   if (peer->io != NULL)
     fb_rpc_ws_io_set_writable_func (peer->io, NULL, NULL);
   g_signal_handlers_disconnect_by_data (peer->ws, peer);
@@ -112,18 +111,25 @@ ws_peer_free (WsPeer *peer)
   g_free (peer);
 }
 
+/* PEER's connection told that PEER is gone; PEER out of its listener and
+ * freed. */
+static void
+ws_peer_drop (WsPeer *peer)
+{
+  FbRpcListener *l = peer->listener;
+
+  fb_rpc_peer_conn_closed (&peer->conn);
+  l->peers = g_list_remove (l->peers, peer);
+  ws_peer_free (peer);
+}
+
 static gboolean
 ws_closed_idle (gpointer data)
 {
   WsPeer *peer = data;
-  FbRpcListener *l = peer->listener;
 
   peer->closed_idle = 0;
-  if (peer->conn != NULL)
-    fb_rpc_conn_closed (peer->conn);
-  peer->conn = NULL;
-  l->peers = g_list_remove (l->peers, peer);
-  ws_peer_free (peer);
+  ws_peer_drop (peer);
   return G_SOURCE_REMOVE;
 }
 
@@ -512,23 +518,11 @@ fb_rpc_listener_free (FbRpcListener *l)
 {
   if (l == NULL)
     return;
-  if (l->ws_service != NULL)
-    {
-      g_socket_service_stop (l->ws_service);
-      g_socket_listener_close (G_SOCKET_LISTENER (l->ws_service));
-      g_clear_object (&l->ws_service);
-    }
+  fb_rpc_service_clear (&l->ws_service);
   if (l->soup != NULL)
     soup_server_disconnect (l->soup);
   while (l->peers != NULL)
-    {
-      WsPeer *peer = l->peers->data;
-      l->peers = g_list_remove (l->peers, peer);
-      if (peer->conn != NULL)
-        fb_rpc_conn_closed (peer->conn);
-      peer->conn = NULL;
-      ws_peer_free (peer);
-    }
+    ws_peer_drop (l->peers->data);
   g_clear_object (&l->soup);
   fb_rpc_stream_listener_clear (l);
   g_free (l->token);
