@@ -37,14 +37,14 @@ record (guint64 seq, const char *path)
                           seq, seq, path);
 }
 
-/* T/state/fusebox/runs/RUN, made; its path. */
+/* T/state/fusebox/runs/RUN/NAME: its path, the run directory made. */
 static char *
-run_dir (RFx *fx)
+run_file (RFx *fx, const char *name)
 {
-  char *dir = g_build_filename (fx->runs, RUN, NULL);
+  g_autofree char *dir = g_build_filename (fx->runs, RUN, NULL);
 
   assert_int_equal (g_mkdir_with_parents (dir, 0700), 0);
-  return dir;
+  return g_build_filename (dir, name, NULL);
 }
 
 typedef struct
@@ -209,8 +209,7 @@ assert_runs_unknown (RFx *fx, const char *what, const char *const *says)
 static void
 assert_refused_as_each_obj (RFx *fx, const char *name, bool newest)
 {
-  g_autofree char *dir = run_dir (fx);
-  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *path = run_file (fx, name);
   g_autofree char *secret = write_secret (fx, "secret", "{\"secret\":\"the-secret\"}\n");
   const char *const cmds[][3] = {
     { "log", RUN, NULL },  { "log", "--follow", RUN }, { "report", RUN, NULL },
@@ -252,8 +251,7 @@ static void
 test_rotated_log_not_a_file (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *dir = run_dir (fx);
-  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *live = run_file (fx, "access.jsonl");
   g_autofree char *rec = record (2, "/b");
 
   test_write (live, rec, 0600);
@@ -267,8 +265,7 @@ static void
 test_run_json_not_a_file (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *dir = run_dir (fx);
-  g_autofree char *json = g_build_filename (dir, "run.json", NULL);
+  g_autofree char *json = run_file (fx, "run.json");
   g_autofree char *secret =
     write_secret (fx, "secret.json", "{\"run\":\"x\",\"command\":[\"the-secret\"],\"ended\":\"x\"}\n");
 
@@ -418,8 +415,7 @@ static void
 test_any_content (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *dir = run_dir (fx);
-  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *live = run_file (fx, "access.jsonl");
   guint junk = write_junk_log (live);
   g_autofree char *bad = g_strdup_printf ("\"bad_lines\" : %u", junk);
   Res r;
@@ -459,8 +455,7 @@ static void
 test_follow_any_content (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *dir = run_dir (fx);
-  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *live = run_file (fx, "access.jsonl");
   g_autofree char *out = g_build_filename (fx->tmp, "follow.out", NULL);
   g_autofree char *cmd = g_strdup_printf ("exec '%s' log --follow --json " RUN " >%s 2>/dev/null", test_bin (), out);
   const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
@@ -499,8 +494,7 @@ static void
 test_run_json_any_content (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *dir = run_dir (fx);
-  g_autofree char *json = g_build_filename (dir, "run.json", NULL);
+  g_autofree char *json = run_file (fx, "run.json");
   struct
   {
     const char *what;
