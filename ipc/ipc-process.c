@@ -238,8 +238,7 @@ read_response (FbRpcProcess *p, guint64 after, guint64 max_bytes)
 static void
 deferred_free (Deferred *d)
 {
-  if (d->timeout != 0)
-    g_source_remove (d->timeout);
+  g_clear_handle_id (&d->timeout, g_source_remove);
   json_node_unref (d->id);
   g_free (d);
 }
@@ -431,11 +430,8 @@ on_output (int fd, GIOCondition cond, gpointer user_data)
 static void
 stream_close (Stream *s)
 {
-  if (s->watch != 0)
-    g_source_remove (s->watch);
-  if (s->resume != 0)
-    g_source_remove (s->resume);
-  s->watch = s->resume = 0;
+  g_clear_handle_id (&s->watch, g_source_remove);
+  g_clear_handle_id (&s->resume, g_source_remove);
   fb_fd_close (&s->fd);
 }
 
@@ -513,9 +509,7 @@ set_exit (FbRpcProcess *p, int code)
   p->exit_code = p->log_stopped ? FB_LAUNCH_EXIT_SANDBOX : code;
   if (p->in_fd >= 0)
     {
-      if (p->in_watch != 0)
-        g_source_remove (p->in_watch);
-      p->in_watch = 0;
+      g_clear_handle_id (&p->in_watch, g_source_remove);
       fb_fd_close (&p->in_fd);
     }
 }
@@ -813,15 +807,12 @@ fb_rpc_process_free (FbRpcProcess *p)
     }
   /* a process dropped before it finished: its connections end with it */
   g_clear_pointer (&p->proxy, fb_proxy_free);
-  if (p->child_watch != 0)
-    g_source_remove (p->child_watch);
-  if (p->sock_watch != 0)
-    g_source_remove (p->sock_watch);
+  g_clear_handle_id (&p->child_watch, g_source_remove);
+  g_clear_handle_id (&p->sock_watch, g_source_remove);
   fb_fd_close (&p->sock);
   stream_close (&p->out);
   stream_close (&p->err);
-  if (p->in_watch != 0)
-    g_source_remove (p->in_watch);
+  g_clear_handle_id (&p->in_watch, g_source_remove);
   fb_fd_close (&p->in_fd);
   if (p->in_pending != NULL)
     g_byte_array_unref (p->in_pending);

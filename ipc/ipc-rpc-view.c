@@ -181,9 +181,7 @@ fb_rpc_view_use (FbRpcView *v)
   FbRpcServer *server = v->server;
 
   v->running++;
-  if (v->idle_id != 0)
-    g_source_remove (v->idle_id);
-  v->idle_id = 0;
+  g_clear_handle_id (&v->idle_id, g_source_remove);
   /* the most recently used last */
   if (v->link.data != NULL)
     {
@@ -292,12 +290,8 @@ serve (FbRpcView *v, int fd)
 static void
 stop_keeper_channel (FbRpcView *v)
 {
-  if (v->sock_watch != 0)
-    g_source_remove (v->sock_watch);
-  v->sock_watch = 0;
-  if (v->sock >= 0)
-    close (v->sock);
-  v->sock = -1;
+  g_clear_handle_id (&v->sock_watch, g_source_remove);
+  fb_fd_close (&v->sock);
 }
 
 static gboolean
@@ -523,9 +517,7 @@ view_close (FbRpcView *v)
   if (v->link.data != NULL)
     g_queue_unlink (&server->views, &v->link);
   v->link.data = NULL;
-  if (v->idle_id != 0)
-    g_source_remove (v->idle_id);
-  v->idle_id = 0;
+  g_clear_handle_id (&v->idle_id, g_source_remove);
   if (v->state != VIEW_FAILED)
     {
       v->state = VIEW_FAILED;

@@ -108,15 +108,13 @@ fb_rpc_server_free (FbRpcServer *server)
     }
   fb_rpc_server_pipeline_clear (server);
   g_hash_table_destroy (server->sessions);
-  if (server->retain_idle != 0)
-    g_source_remove (server->retain_idle);
+  g_clear_handle_id (&server->retain_idle, g_source_remove);
   /* Every connection and session has let its client go. */
   g_hash_table_destroy (server->clients);
   fb_rpc_server_clear_sandboxes (server);
   g_hash_table_destroy (server->sandboxes);
   g_mutex_clear (&server->sandbox_lock);
-  if (server->unsubscribe_idle != 0)
-    g_source_remove (server->unsubscribe_idle);
+  g_clear_handle_id (&server->unsubscribe_idle, g_source_remove);
   if (server->log_subscription != 0)
     fb_access_log_unsubscribe (server->log, server->log_subscription);
   fb_policy_unref (server->policy);

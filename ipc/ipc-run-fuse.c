@@ -154,9 +154,7 @@ fb_run_fuse_finish (FbRunFuse *rf)
             }
         }
     }
-  if (rf->abort_id != 0)
-    g_source_remove (rf->abort_id);
-  rf->abort_id = 0;
+  g_clear_handle_id (&rf->abort_id, g_source_remove);
   fb_fuse_join (rf->fuse);
   rf->joined = true;
   return rf->result;

@@ -161,11 +161,7 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
                             "session %s is already attached to another connection", session->id);
           return NULL;
         }
-      if (session->expire_id != 0)
-        {
-          g_source_remove (session->expire_id);
-          session->expire_id = 0;
-        }
+      g_clear_handle_id (&session->expire_id, g_source_remove);
       session->conn = conn;
       return session;
     }
@@ -215,8 +211,7 @@ void
 fb_rpc_session_detach (FbRpcSession *session)
 {
   session->conn = NULL;
-  if (session->expire_id != 0)
-    g_source_remove (session->expire_id);
+  g_clear_handle_id (&session->expire_id, g_source_remove);
   session->expire_id = g_timeout_add (session->server->detach_timeout_ms, on_expire, session);
 }
 
@@ -225,8 +220,7 @@ fb_rpc_session_free (FbRpcSession *session)
 {
   if (session == NULL)
     return;
-  if (session->expire_id != 0)
-    g_source_remove (session->expire_id);
+  g_clear_handle_id (&session->expire_id, g_source_remove);
   g_hash_table_destroy (session->processes);
   /* after its processes: none runs in them any more */
   fb_rpc_session_close_views (session);

@@ -168,16 +168,8 @@ state_close (WsIoState *st)
    * answers and the close frame.  A peer that stopped reading loses the
    * rest, as it would with any closed connection. */
   flush_now (st);
-  if (st->flush_idle != 0)
-    {
-      g_source_remove (st->flush_idle);
-      st->flush_idle = 0;
-    }
-  if (st->out_watch != 0)
-    {
-      g_source_remove (st->out_watch);
-      st->out_watch = 0;
-    }
+  g_clear_handle_id (&st->flush_idle, g_source_remove);
+  g_clear_handle_id (&st->out_watch, g_source_remove);
   st->writable = NULL;
   g_io_stream_close (G_IO_STREAM (st->conn), NULL, NULL);
 }

@@ -626,8 +626,7 @@ fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server
 
   g_source_remove (sigint);
   g_source_remove (sigterm);
-  if (c.stop_timeout != 0)
-    g_source_remove (c.stop_timeout);
+  g_clear_handle_id (&c.stop_timeout, g_source_remove);
   g_cancellable_cancel (c.cancel);
   if (c.ws != NULL)
     {

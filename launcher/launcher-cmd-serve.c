@@ -426,8 +426,7 @@ fb_cmd_serve (int argc, char **argv)
       status = FB_EXIT_OK;
     }
 
-  if (s.stdio_id != 0)
-    g_source_remove (s.stdio_id);
+  g_clear_handle_id (&s.stdio_id, g_source_remove);
   g_clear_pointer (&s.listener, fb_rpc_listener_free);
   g_clear_pointer (&s.server, fb_rpc_server_free);
   if (!fb_cmd_close_run_log (run, "serve", "the server"))

@@ -373,12 +373,8 @@ maybe_idle (Daemon *d)
 static void
 conn_hangup (Conn *c)
 {
-  if (c->watch != 0)
-    g_source_remove (c->watch);
-  c->watch = 0;
-  if (c->fd >= 0)
-    close (c->fd);
-  c->fd = -1;
+  g_clear_handle_id (&c->watch, g_source_remove);
+  fb_fd_close (&c->fd);
 }
 
 static void
@@ -388,8 +384,7 @@ conn_free (Conn *c)
 
   d->conns = g_list_remove (d->conns, c);
   conn_hangup (c);
-  if (c->linger_id != 0)
-    g_source_remove (c->linger_id);
+  g_clear_handle_id (&c->linger_id, g_source_remove);
   g_clear_pointer (&c->proxy, fb_proxy_free);
   fb_view_member_end (c->member);
   g_clear_pointer (&c->member, fb_view_member_unref);
@@ -631,9 +626,7 @@ on_join (Conn *c, const Msg *m)
       return;
     }
   c->run_id = g_strdup (m->run_id);
-  if (d->idle_id != 0)
-    g_source_remove (d->idle_id);
-  d->idle_id = 0;
+  g_clear_handle_id (&d->idle_id, g_source_remove);
   send_msg (c->fd, &answer, d->ns, 2);
 }
 
