@@ -86,10 +86,8 @@ static mode_t
 host_mode (RFx *fx, const char *rel)
 {
   g_autofree char *path = g_build_filename (fx->ws, rel, NULL);
-  struct stat st;
 
-  assert_int_equal (lstat (path, &st), 0);
-  return st.st_mode & 07777;
+  return test_mode_of (path);
 }
 
 /* Can uid 65534 open PATH for writing on the host?  0 or the errno. */

@@ -267,6 +267,16 @@ test_count_entries (const char *path)
   return n;
 }
 
+mode_t
+test_mode_of (const char *path)
+{
+  struct stat st;
+
+  if (lstat (path, &st) != 0)
+    fail_msg ("%s: %s", path, g_strerror (errno));
+  return st.st_mode & 07777;
+}
+
 /* ---- processes ---- */
 
 void

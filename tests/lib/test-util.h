@@ -98,6 +98,10 @@ void test_make_socket (const char *path);
  * read). */
 guint test_count_entries (const char *path);
 
+/* PATH's permission bits (mode & 07777, PATH itself when a link); fails
+ * the test when PATH is missing. */
+mode_t test_mode_of (const char *path);
+
 /* ---- processes ---- */
 
 /* test_bin () and the arguments FIRST... up to NULL, as a NULL-terminated

@@ -86,15 +86,6 @@ test_root (void **state)
   assert_string_equal (root, "/home/someone/.local/state/fusebox/runs");
 }
 
-static mode_t
-mode_of (const char *path)
-{
-  struct stat st;
-
-  assert_int_equal (lstat (path, &st), 0);
-  return st.st_mode & 07777;
-}
-
 static void
 test_create (void **state)
 {
@@ -110,10 +101,10 @@ test_create (void **state)
   umask (old_umask);
   assert_non_null (dir);
   assert_string_equal (dir, expect);
-  assert_int_equal (mode_of (dir), 0700);
-  assert_int_equal (mode_of (runs), 0700);
-  assert_int_equal (mode_of (fusebox_dir), 0700);
-  assert_int_equal (mode_of (state_dir), 0700);
+  assert_int_equal (test_mode_of (dir), 0700);
+  assert_int_equal (test_mode_of (runs), 0700);
+  assert_int_equal (test_mode_of (fusebox_dir), 0700);
+  assert_int_equal (test_mode_of (state_dir), 0700);
 
   /* again: our own 0700 directory is reused */
   {
