@@ -38,10 +38,12 @@ void node_state_unref (NodeState *st);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NodeState, node_state_unref)
 
 /* A view path the kernel (or an operation) holds.  One per name the
- * kernel remembers, so every byte counts (fs.h, Bounds): fields are
- * ordered to leave no padding, what only directories need follows the
- * struct in the same block (NodeDir), then the name; the decision is
- * shared, and what only opened or listed nodes need is apart (NodeExtra). */
+ * kernel remembers, so every byte counts (fs.h, Bounds): one block from
+ * the view's slabs (fs-view-node-slab.c, which also say whose view it is:
+ * node_view()), fields ordered to leave no padding, what only directories
+ * need before the struct in the same block (NodeDir), the name right after
+ * its last field; the decision is shared, and what only opened or listed
+ * nodes need is apart (NodeExtra). */
 struct FbViewNode
 {
   gint ref; /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
@@ -53,12 +55,11 @@ struct FbViewNode
   bool pinned;
   guint8 kind;     /* NodeKind; immutable */
   guint64 nlookup; /* atomic; the kernel's lookup count */
-  FbView *view;    /* a reference */
 
-  /* view->lock: the table key and the tree of nodes in the table */
+  /* view->lock: the table key (parent, node_name()) and the tree of nodes
+   * in the table (a directory's first child is in its NodeDir) */
   FbViewNode *parent; /* a reference; NULL for the root */
-  char *name;         /* "" for the root; in the node's block (node_name_buf), or allocated once renamed */
-  FbViewNode *first_child, *next_sibling, *prev_sibling;
+  FbViewNode *next_sibling, *prev_sibling;
 
   /* view->lock: the decision of the node's view path, kept current by
    * renames (fs-view-node.c, "Paths"), shared by the nodes with the same one
@@ -75,28 +76,34 @@ struct FbViewNode
    * read directly: node_fd_get() (a directory's may be closed while unused,
    * fs-view-fd.c) or node_host_fd(). */
   int host_fd;
-  bool reopen; /* a host non-directory holding no descriptor: node_host_fd() */
+  guint32 dev;        /* immutable: st_dev: the kernel's are 32 bits (new_encode_dev) */
+  guint32 generation; /* immutable: FUSE's, of which the kernel keeps 32 bits */
+  guint16 type;       /* immutable: the S_IFMT bits of st_mode */
+  bool reopen;        /* a host non-directory holding no descriptor: node_host_fd() */
   /* a host directory whose host_fd is a cache entry (fs-view-fd.c): closed
    * while unused past the budget, opened again by node_fd_get(); host_fd is
    * then atomic, and changes only under fd_lock */
   bool evictable;
-  guint16 type;       /* immutable: the S_IFMT bits of st_mode */
-  guint32 dev;        /* immutable: st_dev: the kernel's are 32 bits (new_encode_dev) */
-  guint32 generation; /* immutable: FUSE's, of which the kernel keeps 32 bits */
-  /* atomic: 1 when host changes are watched (fs-watch.c "Coverage"; a
-   * directory then holds a mark), set before the kernel first gets the
-   * node (or at fb_watch_view); -1 while a mark is being placed */
-  gint watched;
+  /* atomic (__atomic_*): 1 when host changes are watched (fs-watch.c
+   * "Coverage"; a directory then holds a mark), set before the kernel first
+   * gets the node (or at fb_watch_view); -1 while a mark is being placed */
+  gint8 watched;
   bool fd_listed; /* directories, fd_lock: in the list of NodeDir.fd_prev */
+  /* view->lock: the name is not in name_buf but in a string of its own,
+   * whose pointer name_buf holds (a rename, or a name too long for a
+   * block); node_name() */
+  bool name_apart;
+  char name_buf[]; /* at least sizeof (char *) bytes */
 };
 
 /* What only directory nodes have (S_ISDIR (type): synthetic ones too), in
- * the node's block after the struct: most nodes are files, and a file's
+ * the node's block before the struct: most nodes are files, and a file's
  * node is this much smaller. */
 typedef struct
 {
-  gint fd_users; /* atomic: holds of host_fd (node_fd_get) */
-  gint fd_hot;   /* atomic: held since the eviction scan last passed */
+  FbViewNode *first_child; /* view->lock */
+  gint fd_users;           /* atomic: holds of host_fd (node_fd_get) */
+  gint fd_hot;             /* atomic: held since the eviction scan last passed */
   /* fd_lock: in the view's list of cached directory descriptors */
   FbViewNode *fd_prev, *fd_next;
   /* atomic: FbViewFold + 1 once known, 0 before: does the host fold names
@@ -107,22 +114,50 @@ typedef struct
   gint listed_bare;
 } NodeDir;
 
-#define NODE_DIR_OFFSET ((sizeof (FbViewNode) + G_ALIGNOF (NodeDir) - 1) & ~(G_ALIGNOF (NodeDir) - 1))
+G_STATIC_ASSERT (sizeof (NodeDir) % 8 == 0);
+
+/* Names up to this long are in the node's block; longer ones apart. */
+#define NODE_NAME_IN_BLOCK_MAX 255
+/* The largest block a node takes. */
+#define NODE_BLOCK_MAX (sizeof (NodeDir) + G_STRUCT_OFFSET (FbViewNode, name_buf) + NODE_NAME_IN_BLOCK_MAX + 1)
 
 /* NODE's directory part: NODE must be a directory. */
 static inline NodeDir *
 node_dir (FbViewNode *node)
 {
   g_assert (S_ISDIR (node->type));
-  return (NodeDir *)(void *)((char *)node + NODE_DIR_OFFSET);
+  return (NodeDir *)(void *)((char *)node - sizeof (NodeDir));
 }
 
-/* Where the name NODE was made with is stored, in its block. */
-static inline char *
-node_name_buf (FbViewNode *node)
+/* NODE's name ("" for the root): view->lock held, or NODE not shared yet. */
+static inline const char *
+node_name (const FbViewNode *node)
 {
-  return (char *)node + (S_ISDIR (node->type) ? NODE_DIR_OFFSET + sizeof (NodeDir) : sizeof (FbViewNode));
+  const char *apart;
+
+  if (!node->name_apart)
+    return node->name_buf;
+  memcpy (&apart, node->name_buf, sizeof apart);
+  return apart;
 }
+
+/* fs-view-node-slab.c: blocks of a few sizes (up to NODE_BLOCK_MAX) for a
+ * view's nodes, zero-filled; node_slabs_of() the allocator of a block, from
+ * any address inside it; node_slabs_bytes(): the bytes of the blocks in use. */
+typedef struct NodeSlabs
+{
+  GMutex lock; /* all below; innermost */
+  struct Slab *partial[NODE_BLOCK_MAX / 8 + 2];
+  GPtrArray *regions;
+  gsize bytes;
+  bool release_pages;
+} NodeSlabs;
+void node_slabs_init (NodeSlabs *s);
+void node_slabs_clear (NodeSlabs *s);
+void *node_slabs_alloc (NodeSlabs *s, gsize size);
+void node_slabs_free (void *block);
+NodeSlabs *node_slabs_of (const void *block);
+gsize node_slabs_bytes (NodeSlabs *s);
 
 /* What a node keeps once it was opened or listed. */
 typedef struct NodeExtra
@@ -226,6 +261,7 @@ struct FbViewFile
  * node_set_next() goes through the set from *POS = 0 until NULL. */
 typedef guint (*NodeSetHash) (const FbViewNode *node);
 typedef bool (*NodeSetEqual) (const FbViewNode *a, const FbViewNode *b);
+typedef bool (*NodeSetMatch) (const FbViewNode *node, gconstpointer key);
 typedef struct
 {
   guintptr *slots; /* a node's pointer and bits of its hash; 0: empty */
@@ -237,6 +273,9 @@ typedef struct
 void node_set_init (NodeSet *set, NodeSetHash hash, NodeSetEqual equal);
 void node_set_clear (NodeSet *set);
 FbViewNode *node_set_find (const NodeSet *set, const FbViewNode *key);
+/* the node whose key is KEY, of any type, when HASH is what the set's hash
+ * gives for it and MATCH says which node has it */
+FbViewNode *node_set_find_by (const NodeSet *set, guint hash, NodeSetMatch match, gconstpointer key);
 void node_set_add (NodeSet *set, FbViewNode *node);
 bool node_set_remove (NodeSet *set, FbViewNode *node);
 FbViewNode *node_set_next (const NodeSet *set, guint *pos);
@@ -262,6 +301,7 @@ struct FbView
   gint trim_mark;           /* atomic: the most nodes since malloc was last trimmed (fs-view-node.c) */
   gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
 
+  NodeSlabs slabs;      /* the nodes' blocks */
   GMutex lock;          /* the node table */
   NodeSet table;        /* key: parent, name */
   NodeSet by_ino;       /* the first node of each host object (key: dev, ino) */
@@ -292,6 +332,13 @@ struct FbView
   FbView *views_prev, *views_next;
   bool in_views;
 };
+
+/* The view NODE belongs to (its block's allocator is the view's). */
+static inline FbView *
+node_view (const FbViewNode *node)
+{
+  return (FbView *)(void *)((char *)node_slabs_of (node) - G_STRUCT_OFFSET (FbView, slabs));
+}
 
 /* fs-watch.c: mark the host directory DEV/INO (DIR_FD: a descriptor of it)
  * if the watcher runs, or count one more node holding its mark; false when

@@ -396,7 +396,7 @@ try_hold (FbViewNode *node, NodeFd *hold)
 static void
 install (FbViewNode *node, int fd, NodeFd *hold)
 {
-  FbView *view = node->view;
+  FbView *view = node_view (node);
   int spare = -1, cur;
 
   g_mutex_lock (&fd_lock);
@@ -429,7 +429,7 @@ install (FbViewNode *node, int fd, NodeFd *hold)
 static int
 reopen (FbViewNode *node, NodeFd *hold)
 {
-  FbView *view = node->view;
+  FbView *view = node_view (node);
   g_autoptr (GPtrArray) chain = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   _fb_cleanup_node_fd_ NodeFd cur = NODE_FD_INIT;
@@ -457,7 +457,7 @@ reopen (FbViewNode *node, NodeFd *hold)
       if (try_hold (n, &cur))
         break;
       g_ptr_array_add (chain, fb_view_node_ref (n));
-      g_ptr_array_add (names, g_strdup (n->name));
+      g_ptr_array_add (names, g_strdup (node_name (n)));
     }
   g_mutex_unlock (&view->lock);
 
@@ -519,7 +519,7 @@ node_fd_put (NodeFd *hold)
 void
 node_fd_cached (FbViewNode *node)
 {
-  FbView *view = node->view;
+  FbView *view = node_view (node);
 
   g_mutex_lock (&fd_lock);
   if (!node->fd_listed && g_atomic_int_get (&node->host_fd) >= 0)
@@ -551,9 +551,9 @@ node_fd_forget (FbViewNode *node)
   g_mutex_lock (&fd_lock);
   if (node->fd_listed)
     {
-      list_remove_locked (node->view, node);
+      list_remove_locked (node_view (node), node);
       node->fd_listed = false;
-      count_dirs_locked (node->view, -1);
+      count_dirs_locked (node_view (node), -1);
     }
   fd = g_atomic_int_get (&node->host_fd);
   g_atomic_int_set (&node->host_fd, -1);

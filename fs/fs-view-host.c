@@ -88,12 +88,12 @@ host_name_exists (FbViewNode *parent, const char *name)
 static FbViewNode *
 node_parent_name (FbViewNode *node, char **ret_name)
 {
-  FbView *view = node->view;
+  FbView *view = node_view (node);
   FbViewNode *parent;
 
   g_mutex_lock (&view->lock);
   parent = node->parent != NULL ? fb_view_node_ref (node->parent) : NULL;
-  *ret_name = g_strdup (node->name);
+  *ret_name = g_strdup (node_name (node));
   g_mutex_unlock (&view->lock);
   return parent;
 }

@@ -27,7 +27,7 @@ view_file_new (FbViewNode *node, NodeState *st, int fd, FbViewFdAccount *account
                const FbViewCaller *caller)
 {
   FbViewFile *file = g_new0 (FbViewFile, 1);
-  FbView *view = node->view;
+  FbView *view = node_view (node);
   int acc = flags & O_ACCMODE;
 
   file->node = fb_view_node_ref (node);
@@ -91,14 +91,14 @@ view_file_free (FbViewFile *file)
   if (file->fd >= 0)
     close (file->fd);
   if (file->fd_account != NULL)
-    view_file_unclaim (file->node->view, file->fd_account); /* claimed before it was opened */
+    view_file_unclaim (node_view (file->node), file->fd_account); /* claimed before it was opened */
   if (file->snapshot != NULL)
     g_array_unref (file->snapshot);
   g_free (file->stream.buf);
   g_mutex_clear (&file->dir_lock);
   node_state_unref (file->state);
   if (file->owner != NULL)
-    file->node->view->options.owners->unref (file->owner);
+    node_view (file->node)->options.owners->unref (file->owner);
   fb_view_node_unref (file->node);
   g_free (file->comm);
   g_free (file->session);

@@ -356,7 +356,7 @@ fb_view_get_root (FbView *view)
 static FbViewNode *
 node_parent_ref (FbViewNode *node)
 {
-  FbView *view = node->view;
+  FbView *view = node_view (node);
   FbViewNode *parent;
 
   g_mutex_lock (&view->lock);

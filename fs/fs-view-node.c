@@ -189,12 +189,13 @@ path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbV
     return memcpy (p - 1, "/", 2);
   for (FbViewNode *n = node; n->parent != NULL; n = n->parent)
     {
-      gsize len = strlen (n->name);
+      const char *name = node_name (n);
+      gsize len = strlen (name);
 
       if ((gsize)(p - buf) < len + 1)
         return NULL;
       p -= len;
-      memcpy (p, n->name, len);
+      memcpy (p, name, len);
       *--p = '/';
       *ret_tail = p;
       if (!n->in_table)
@@ -216,7 +217,7 @@ decide_detached_locked (FbView *view, FbViewNode *node, FbViewNode *top, char *p
   for (FbViewNode *n = node;; n = n->parent)
     {
       g_ptr_array_add (chain, n);
-      plen -= 1 + strlen (n->name);
+      plen -= 1 + strlen (node_name (n));
       if (n == top)
         break;
     }
@@ -229,9 +230,9 @@ decide_detached_locked (FbView *view, FbViewNode *node, FbViewNode *top, char *p
       /* the parent's path is the first PLEN bytes ("/" for the root) */
       path[plen] = '\0';
       pst.path = plen == 0 ? (char *)"/" : path;
-      view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &d);
+      view_decide_child (view, view_dir_fold_known (n->parent), &pst, node_name (n), &d);
       path[plen] = saved;
-      plen += 1 + strlen (n->name);
+      plen += 1 + strlen (node_name (n));
     }
   *ret = d;
 }
@@ -256,7 +257,7 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
       return false;
     }
   if (detached != NULL)
-    decide_detached_locked (node->view, node, detached, path, ret_decision);
+    decide_detached_locked (node_view (node), node, detached, path, ret_decision);
   else
     *ret_decision = *node->decision;
   *ret_path = path;
@@ -266,7 +267,7 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
 NodeState *
 node_get_state (FbViewNode *node)
 {
-  FbView *view = node->view;
+  FbView *view = node_view (node);
   char buf[FB_VIEW_PATH_MAX + 1];
   g_autofree char *tail = NULL;
   FbPolicyDecision d;
@@ -284,16 +285,37 @@ node_get_state (FbViewNode *node)
 
 /* --- the table -------------------------------------------------------------- */
 
+/* The table's key: a parent and a name. */
+typedef struct
+{
+  const FbViewNode *parent;
+  const char *name;
+} NodeKey;
+
+static guint
+key_hash (const FbViewNode *parent, const char *name)
+{
+  return g_direct_hash (parent) ^ g_str_hash (name);
+}
+
 static guint
 node_key_hash (const FbViewNode *n)
 {
-  return g_direct_hash (n->parent) ^ g_str_hash (n->name);
+  return key_hash (n->parent, node_name (n));
 }
 
 static bool
 node_key_equal (const FbViewNode *x, const FbViewNode *y)
 {
-  return x->parent == y->parent && strcmp (x->name, y->name) == 0;
+  return x->parent == y->parent && strcmp (node_name (x), node_name (y)) == 0;
+}
+
+static bool
+node_key_match (const FbViewNode *n, gconstpointer key)
+{
+  const NodeKey *k = key;
+
+  return n->parent == k->parent && strcmp (node_name (n), k->name) == 0;
 }
 
 static guint
@@ -311,6 +333,7 @@ ino_key_equal (const FbViewNode *x, const FbViewNode *y)
 void
 view_table_init (FbView *view)
 {
+  node_slabs_init (&view->slabs);
   g_mutex_init (&view->lock);
   g_mutex_init (&view->decisions_lock);
   view->decisions = g_hash_table_new (decision_hash, decision_equal);
@@ -333,6 +356,7 @@ view_table_clear (FbView *view)
   g_ptr_array_unref (view->pinned);
   g_mutex_clear (&view->lock);
   g_mutex_clear (&view->decisions_lock);
+  node_slabs_clear (&view->slabs);
 }
 
 /* The index of host objects: by_ino holds the first node of each, and
@@ -419,20 +443,46 @@ view_count_node (FbView *view, gint delta)
     malloc_trim (0);
 }
 
+/* NODE's name is now a copy of NAME, apart from its block (view->lock
+ * held, or NODE not shared yet); the string it had apart is freed. */
+static void
+name_set_apart (FbViewNode *node, const char *name)
+{
+  char *copy = g_strdup (name);
+
+  if (node->name_apart)
+    g_free ((char *)node_name (node));
+  memcpy (node->name_buf, &copy, sizeof copy);
+  node->name_apart = true;
+}
+
+/* The first node linked below N, or NULL (only directories have children). */
+static FbViewNode *
+first_child (FbViewNode *n)
+{
+  return S_ISDIR (n->type) ? node_dir (n)->first_child : NULL;
+}
+
 FbViewNode *
 node_new (FbView *view, NodeKind kind, int fd, const struct stat *st, const FbPolicyDecision *decision,
           const char *name)
 {
   gsize len = strlen (name);
   mode_t type = kind == NODE_HOST ? st->st_mode & S_IFMT : S_IFDIR;
-  /* one block: the node, a directory's part, the name */
-  gsize size = (S_ISDIR (type) ? NODE_DIR_OFFSET + sizeof (NodeDir) : sizeof (FbViewNode)) + len + 1;
-  FbViewNode *node = g_malloc0 (size);
+  gsize dir = S_ISDIR (type) ? sizeof (NodeDir) : 0;
+  bool apart = len > NODE_NAME_IN_BLOCK_MAX;
+  /* one block: a directory's part, the node, the name (or its pointer) */
+  char *block = node_slabs_alloc (&view->slabs, dir + G_STRUCT_OFFSET (FbViewNode, name_buf) +
+                                                  MAX (apart ? 0 : len + 1, sizeof (char *)));
+  FbViewNode *node = (FbViewNode *)(void *)(block + dir);
 
   node->ref = 1;
-  node->view = fb_view_ref (view);
+  fb_view_ref (view); /* each node holds one, dropped by node_free */
   node->type = type;
-  node->name = memcpy (node_name_buf (node), name, len + 1);
+  if (apart)
+    name_set_apart (node, name);
+  else
+    memcpy (node->name_buf, name, len + 1);
   node->kind = kind;
   node->host_fd = fd;
   node->generation = __atomic_add_fetch (&view->generation, 1, __ATOMIC_RELAXED);
@@ -490,7 +540,7 @@ node_unwatch (FbViewNode *node, FbViewNode *parent, int fd)
     {
       _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
       int pfd = node_fd_get (parent, &hold);
-      tmp = pfd >= 0 ? host_open_child (pfd, node->name) : -1;
+      tmp = pfd >= 0 ? host_open_child (pfd, node_name (node)) : -1;
       if (tmp >= 0 && node_check_fd (node, tmp) < 0)
         fb_fd_close (&tmp);
       fd = tmp;
@@ -503,10 +553,10 @@ node_unwatch (FbViewNode *node, FbViewNode *parent, int fd)
 static void
 node_free (FbViewNode *node, FbViewNode *parent)
 {
-  FbView *view = node->view;
+  FbView *view = node_view (node);
   int fd = node_fd_forget (node);
 
-  if (S_ISDIR (node->type) && g_atomic_int_get (&node->watched) == 1)
+  if (S_ISDIR (node->type) && __atomic_load_n (&node->watched, __ATOMIC_SEQ_CST) == 1)
     node_unwatch (node, parent, fd);
   if (fd >= 0)
     close (fd);
@@ -520,23 +570,26 @@ node_free (FbViewNode *node, FbViewNode *parent)
     }
   if (node->decision != NULL)
     decision_unshare (view, node->decision);
-  if (node->name != node_name_buf (node))
-    g_free (node->name);
+  if (node->name_apart)
+    g_free ((char *)node_name (node));
   view_count_node (view, -1);
-  g_free (node);
+  node_slabs_free (S_ISDIR (node->type) ? (void *)node_dir (node) : node);
   fb_view_unref (view);
 }
 
 static void
 child_link_locked (FbViewNode *parent, FbViewNode *node)
 {
-  if (parent == NULL)
+  NodeDir *d;
+
+  node->prev_sibling = node->next_sibling = NULL;
+  if (parent == NULL || !S_ISDIR (parent->type))
     return;
-  node->prev_sibling = NULL;
-  node->next_sibling = parent->first_child;
-  if (parent->first_child != NULL)
-    parent->first_child->prev_sibling = node;
-  parent->first_child = node;
+  d = node_dir (parent);
+  node->next_sibling = d->first_child;
+  if (d->first_child != NULL)
+    d->first_child->prev_sibling = node;
+  d->first_child = node;
 }
 
 static void
@@ -546,8 +599,8 @@ child_unlink_locked (FbViewNode *node)
     return;
   if (node->prev_sibling != NULL)
     node->prev_sibling->next_sibling = node->next_sibling;
-  else if (node->parent->first_child == node)
-    node->parent->first_child = node->next_sibling;
+  else if (first_child (node->parent) == node)
+    node_dir (node->parent)->first_child = node->next_sibling;
   if (node->next_sibling != NULL)
     node->next_sibling->prev_sibling = node->prev_sibling;
   node->prev_sibling = node->next_sibling = NULL;
@@ -576,11 +629,9 @@ detach_locked (FbView *view, FbViewNode *node)
 FbViewNode *
 table_find_locked (FbView *view, FbViewNode *parent, const char *name)
 {
-  FbViewNode key = { 0 };
+  NodeKey key = { parent, name };
 
-  key.parent = parent;
-  key.name = (char *)name;
-  return node_set_find (&view->table, &key);
+  return node_set_find_by (&view->table, key_hash (parent, name), node_key_match, &key);
 }
 
 FbViewNode *
@@ -595,7 +646,7 @@ fb_view_node_unref (FbViewNode *node)
 {
   while (node != NULL)
     {
-      FbView *view = node->view;
+      FbView *view = node_view (node);
       FbViewNode *parent;
       int old;
 
@@ -653,12 +704,14 @@ node_watch (FbViewNode *node, FbViewNode *parent)
       _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
       int fd = node_fd_get (node, &hold);
       /* claimed first (-1): table_insert and fb_watch_view may race */
-      if (fd >= 0 && g_atomic_int_compare_and_exchange (&node->watched, 0, -1))
-        g_atomic_int_set (&node->watched, watch_dir_add (node->dev, node->ino, fd) ? 1 : 0);
+      gint8 unwatched = 0;
+      if (fd >= 0 &&
+          __atomic_compare_exchange_n (&node->watched, &unwatched, -1, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        __atomic_store_n (&node->watched, watch_dir_add (node->dev, node->ino, fd) ? 1 : 0, __ATOMIC_SEQ_CST);
     }
   else if (parent != NULL && parent->kind == NODE_HOST && parent->dev == node->dev &&
-           g_atomic_int_get (&parent->watched) == 1 && watch_children_decode (node->dev))
-    g_atomic_int_set (&node->watched, 1);
+           __atomic_load_n (&parent->watched, __ATOMIC_SEQ_CST) == 1 && watch_children_decode (node->dev))
+    __atomic_store_n (&node->watched, 1, __ATOMIC_SEQ_CST);
 }
 
 bool
@@ -667,7 +720,8 @@ fb_view_node_watched (FbViewNode *node, const struct stat *st)
   if (node->kind != NODE_HOST)
     return true;
   /* another link may be written through an unmarked directory */
-  return fb_watch_active () && g_atomic_int_get (&node->watched) == 1 && (S_ISDIR (st->st_mode) || st->st_nlink <= 1);
+  return fb_watch_active () && __atomic_load_n (&node->watched, __ATOMIC_SEQ_CST) == 1 &&
+         (S_ISDIR (st->st_mode) || st->st_nlink <= 1);
 }
 
 /* Put FRESH (one reference, not in the table) at (PARENT, its name), or
@@ -679,7 +733,7 @@ table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh)
   FbViewNode *existing;
 
   g_mutex_lock (&view->lock);
-  existing = table_find_locked (view, parent, fresh->name);
+  existing = table_find_locked (view, parent, node_name (fresh));
   if (existing != NULL && same_object (existing, fresh))
     {
       g_atomic_int_inc (&existing->ref);
@@ -898,7 +952,7 @@ fb_view_foreach_known (FbView *view, FbViewKnownFunc func, gpointer user_data)
   node_iter_init_locked (&it, view);
   while ((n = node_iter_next_locked (&it)) != NULL)
     if (n->parent == NULL || __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
-      func (n, n->parent, n->name, user_data);
+      func (n, n->parent, node_name (n), user_data);
   g_mutex_unlock (&view->lock);
 }
 
@@ -916,7 +970,7 @@ fb_watch_view (FbView *view)
   g_mutex_lock (&view->lock);
   node_iter_init_locked (&it, view);
   while (dirs->len < 256 && (n = node_iter_next_locked (&it)) != NULL)
-    if (node_is_host_dir (n) && g_atomic_int_get (&n->watched) == 0)
+    if (node_is_host_dir (n) && __atomic_load_n (&n->watched, __ATOMIC_SEQ_CST) == 0)
       g_ptr_array_add (dirs, fb_view_node_ref (n));
   g_mutex_unlock (&view->lock);
   for (guint i = 0; i < dirs->len; i++)
@@ -938,7 +992,7 @@ fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpoint
   g_mutex_lock (&view->lock);
   while ((n = node_set_next (&view->table, &pos)) != NULL)
     {
-      if (n->kind == NODE_HOST && n->parent != NULL && !n->pinned && n->first_child == NULL &&
+      if (n->kind == NODE_HOST && n->parent != NULL && !n->pinned && first_child (n) == NULL &&
           !n->decision->is_mount_point && __atomic_load_n (&n->nlookup, __ATOMIC_ACQUIRE) > 0)
         g_ptr_array_add (found, n);
     }
@@ -949,7 +1003,7 @@ fb_view_foreach_evictable (FbView *view, guint max, FbViewKnownFunc func, gpoint
   for (guint i = 0; i < found->len && i < max; i++)
     {
       n = found->pdata[i];
-      func (n, n->parent, n->name, user_data);
+      func (n, n->parent, node_name (n), user_data);
     }
   g_mutex_unlock (&view->lock);
 }
@@ -1011,7 +1065,8 @@ restate_locked (FbView *view, FbViewNode *top)
   memcpy (path, ppath, plen);
   for (;;)
     {
-      gsize nlen = strlen (n->name);
+      const char *name = node_name (n);
+      gsize nlen = strlen (name);
 
       if (plen + 1 + nlen <= FB_VIEW_PATH_MAX)
         {
@@ -1020,21 +1075,21 @@ restate_locked (FbView *view, FbViewNode *top)
 
           path[plen] = '\0';
           pst.path = plen == 0 ? (char *)"/" : path;
-          view_decide_child (view, view_dir_fold_known (n->parent), &pst, n->name, &d);
+          view_decide_child (view, view_dir_fold_known (n->parent), &pst, name, &d);
           node_set_decision (view, n, &d);
-          if (n->first_child != NULL)
+          if (first_child (n) != NULL)
             {
               path[plen] = '/';
-              memcpy (path + plen + 1, n->name, nlen);
+              memcpy (path + plen + 1, name, nlen);
               plen += 1 + nlen;
-              n = n->first_child;
+              n = first_child (n);
               continue;
             }
         }
       while (n != top && n->next_sibling == NULL)
         {
           n = n->parent;
-          plen -= 1 + strlen (n->name);
+          plen -= 1 + strlen (node_name (n));
         }
       if (n == top)
         break;
@@ -1049,9 +1104,7 @@ place_locked (FbView *view, FbViewNode *node, FbViewNode *parent, const char *na
   if (node->parent != NULL)
     g_ptr_array_add (unref_later, node->parent);
   node->parent = fb_view_node_ref (parent);
-  if (node->name != node_name_buf (node))
-    g_free (node->name);
-  node->name = g_strdup (name);
+  name_set_apart (node, name);
   node_set_add (&view->table, node);
   child_link_locked (parent, node);
   node->in_table = true;

@@ -126,7 +126,7 @@ resize (NodeSet *set, guint bits)
 }
 
 FbViewNode *
-node_set_find (const NodeSet *set, const FbViewNode *key)
+node_set_find_by (const NodeSet *set, guint hash, NodeSetMatch match, gconstpointer key)
 {
   guint32 m;
   guint mask, i;
@@ -134,13 +134,38 @@ node_set_find (const NodeSet *set, const FbViewNode *key)
 
   if (set->len == 0)
     return NULL;
-  m = mix (set->hash (key));
+  m = mix (hash);
   mask = (1u << set->bits) - 1;
   t = tag (m);
   for (i = home (set, m); set->slots[i] != 0; i = (i + 1) & mask)
-    if ((set->slots[i] & TAG_MASK) == t && set->equal (slot_node (set->slots[i]), key))
+    if ((set->slots[i] & TAG_MASK) == t && match (slot_node (set->slots[i]), key))
       return slot_node (set->slots[i]);
   return NULL;
+}
+
+/* find's key when it is a node: the set's own equality, through a match */
+typedef struct
+{
+  const NodeSet *set;
+  const FbViewNode *node;
+} EqualKey;
+
+static bool
+match_equal (const FbViewNode *node, gconstpointer key)
+{
+  const EqualKey *k = key;
+
+  return k->set->equal (node, k->node);
+}
+
+FbViewNode *
+node_set_find (const NodeSet *set, const FbViewNode *key)
+{
+  EqualKey k = { set, key };
+
+  if (set->len == 0)
+    return NULL;
+  return node_set_find_by (set, set->hash (key), match_equal, &k);
 }
 
 void
