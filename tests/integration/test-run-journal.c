@@ -140,20 +140,6 @@ run_collecting (RFx *fx, Journal *j, int *ret_status, const char *first, ...)
   return entries;
 }
 
-/* Every record arrived, one entry each, in order, whole. */
-static void
-check_all_arrived (GPtrArray *entries, GPtrArray *records)
-{
-  if (entries->len != records->len)
-    fail_msg ("%u journal entries for %u records", entries->len, records->len);
-  for (guint i = 0; i < records->len; i++)
-    {
-      g_autofree char *why = test_journal_check_record (entries->pdata[i], records->pdata[i]);
-      if (why != NULL)
-        fail_msg ("record %u: %s", i + 1, why);
-    }
-}
-
 /* T/policy.json denying SECRET; with JOURNAL, T/journal-policy.json that
  * also says "log": {"journal": true}. */
 static char *
@@ -201,7 +187,7 @@ test_every_record_an_entry (void **state)
 
   journal_init (fx, &j, TRUE);
   entries = run_reading (fx, &j, true, policy, j.run_dir, secret, &records);
-  check_all_arrived (entries, records);
+  test_journal_assert_records (entries, records, j.socket);
   for (guint i = 0; i < entries->len; i++)
     {
       g_autofree char *path = test_journal_get (entries->pdata[i], "FUSEBOX_PATH");
@@ -235,7 +221,7 @@ test_policy_asks (void **state)
 
   journal_init (fx, &j, TRUE);
   entries = run_reading (fx, &j, false, with, j.run_dir, secret, &records);
-  check_all_arrived (entries, records);
+  test_journal_assert_records (entries, records, j.socket);
   g_ptr_array_unref (entries);
   g_ptr_array_unref (records);
 

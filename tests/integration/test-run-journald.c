@@ -224,15 +224,11 @@ test_journalctl_finds_the_refusal (void **state)
         break;
       g_usleep (20 * 1000);
     }
-  if (entries->len != records->len)
-    fail_msg ("journalctl %s: %u entries for %u records", run_match, entries->len, records->len);
   g_ptr_array_sort (entries, by_seq);
-  for (guint i = 0; i < records->len; i++)
-    {
-      g_autofree char *why = test_journal_check_record (entries->pdata[i], records->pdata[i]);
-      if (why != NULL)
-        fail_msg ("record %u: %s", i + 1, why);
-    }
+  {
+    g_autofree char *what = g_strdup_printf ("journalctl %s", run_match);
+    test_journal_assert_records (entries, records, what);
+  }
 
   /* what an operator types */
   denials = journalctl ("FUSEBOX_DECISION=deny");

@@ -358,3 +358,16 @@ test_journal_check_record (GPtrArray *entry, JsonObject *o)
     return g_strdup_printf ("SYSLOG_IDENTIFIER=%s", ident);
   return NULL;
 }
+
+void
+test_journal_assert_records (GPtrArray *entries, GPtrArray *records, const char *what)
+{
+  if (entries->len != records->len)
+    fail_msg ("%s: %u journal entries for %u records", what, entries->len, records->len);
+  for (guint i = 0; i < records->len; i++)
+    {
+      g_autofree char *why = test_journal_check_record (entries->pdata[i], records->pdata[i]);
+      if (why != NULL)
+        fail_msg ("%s: record %u: %s", what, i + 1, why);
+    }
+}

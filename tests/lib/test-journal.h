@@ -72,3 +72,9 @@ GPtrArray *test_journal_collect (int fd, pid_t pid, int *ret_status, char **ret_
  * nothing else of fusebox's, MESSAGE once on one line, PRIORITY by the decision,
  * SYSLOG_IDENTIFIER=fusebox.  NULL, or what differs. */
 char *test_journal_check_record (GPtrArray *entry, JsonObject *o);
+
+/* Every one of RECORDS (the access log's lines, parsed) arrived as the
+ * entry at its index in ENTRIES, one each, whole (each entry as
+ * test_journal_check_record() checks it); fails the test otherwise, WHAT
+ * saying where the entries came from. */
+void test_journal_assert_records (GPtrArray *entries, GPtrArray *records, const char *what);
