@@ -25,7 +25,7 @@
 
 typedef struct
 {
-  char *path;
+  const char *path;
   gint64 bytes;
   guint64 count;
   GPtrArray *ops; /* distinct op names, for "other changes" and "created" */
@@ -33,17 +33,17 @@ typedef struct
 
 typedef struct
 {
-  char *from;
-  char *to;
+  const char *from;
+  const char *to;
 } Rename;
 
 typedef struct
 {
-  char *key;
+  const char *key;
   JsonNode *rule; /* the record's "rule" member (index, name or null) */
-  char *origin;
-  char *why;
-  char *comm;
+  const char *origin;
+  const char *why;
+  const char *comm;
   gint64 pid;
   guint64 count;
   GHashTable *decisions; /* name -> count */
@@ -54,7 +54,7 @@ typedef struct
  * disconnect records). */
 typedef struct
 {
-  char *host;
+  const char *host;
   guint64 connections; /* made */
   guint64 failed;      /* allowed, but the host could not be reached */
   guint64 denials;
@@ -63,7 +63,7 @@ typedef struct
 
 typedef struct
 {
-  char *run;
+  const char *run;
   gint64 first_seq;
   gint64 last_seq;
   guint64 records;
@@ -73,6 +73,7 @@ typedef struct
 
 struct FbReport
 {
+  GStringChunk *strings; /* every name and path below but first_ts and last_ts, each once */
   GHashTable *created, *written, *deleted, *read, *other; /* path -> FileEntry* */
   GPtrArray *renamed;                                     /* Rename* in log order */
   GHashTable *by_rule, *by_process;                       /* key -> Group* */
@@ -96,20 +97,8 @@ file_entry_free (gpointer p)
 {
   FileEntry *e = p;
 
-  g_free (e->path);
-  if (e->ops != NULL)
-    g_ptr_array_unref (e->ops);
+  g_ptr_array_unref (e->ops);
   g_free (e);
-}
-
-static void
-rename_free (gpointer p)
-{
-  Rename *r = p;
-
-  g_free (r->from);
-  g_free (r->to);
-  g_free (r);
 }
 
 static void
@@ -117,33 +106,11 @@ group_free (gpointer p)
 {
   Group *g = p;
 
-  g_free (g->key);
   if (g->rule != NULL)
     json_node_unref (g->rule);
-  g_free (g->origin);
-  g_free (g->why);
-  g_free (g->comm);
   g_hash_table_unref (g->decisions);
   g_ptr_array_unref (g->examples);
   g_free (g);
-}
-
-static void
-net_host_free (gpointer p)
-{
-  NetHost *h = p;
-
-  g_free (h->host);
-  g_free (h);
-}
-
-static void
-run_info_free (gpointer p)
-{
-  RunInfo *r = p;
-
-  g_free (r->run);
-  g_free (r);
 }
 
 static GHashTable *
@@ -152,23 +119,31 @@ file_table (void)
   return g_hash_table_new_full (g_str_hash, g_str_equal, NULL, file_entry_free);
 }
 
+/* A table of names (in r->strings) to counts. */
+static GHashTable *
+count_table (void)
+{
+  return g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+}
+
 FbReport *
 fb_report_new (void)
 {
   FbReport *r = g_new0 (FbReport, 1);
 
+  r->strings = g_string_chunk_new (4096);
   r->created = file_table ();
   r->written = file_table ();
   r->deleted = file_table ();
   r->read = file_table ();
   r->other = file_table ();
-  r->renamed = g_ptr_array_new_with_free_func (rename_free);
+  r->renamed = g_ptr_array_new_with_free_func (g_free);
   r->by_rule = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, group_free);
   r->by_process = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, group_free);
-  r->runs = g_ptr_array_new_with_free_func (run_info_free);
-  r->ops = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  r->decisions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  r->network = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, net_host_free);
+  r->runs = g_ptr_array_new_with_free_func (g_free);
+  r->ops = count_table ();
+  r->decisions = count_table ();
+  r->network = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   return r;
 }
 
@@ -191,6 +166,7 @@ fb_report_free (FbReport *r)
   g_hash_table_unref (r->network);
   g_free (r->first_ts);
   g_free (r->last_ts);
+  g_string_chunk_free (r->strings);
   g_free (r);
 }
 
@@ -202,69 +178,77 @@ fb_report_set_reader_stats (FbReport *r, const FbLogReaderStats *stats)
 
 /* --- collecting -------------------------------------------------------- */
 
+/* S kept in the report's strings (once however often it comes); NULL for
+ * NULL. */
+static const char *
+intern (FbReport *r, const char *s)
+{
+  return s != NULL ? g_string_chunk_insert_const (r->strings, s) : NULL;
+}
+
 static void
-count_n (GHashTable *t, const char *key, guint64 by)
+count_n (FbReport *r, GHashTable *t, const char *key, guint64 by)
 {
   guint64 *n = g_hash_table_lookup (t, key);
 
   if (n == NULL)
     {
       n = g_new0 (guint64, 1);
-      g_hash_table_insert (t, g_strdup (key), n);
+      g_hash_table_insert (t, (char *)intern (r, key), n);
     }
   (*n) += by;
 }
 
 static FileEntry *
-file_entry (GHashTable *t, const char *path)
+file_entry (FbReport *r, GHashTable *t, const char *path)
 {
   FileEntry *e = g_hash_table_lookup (t, path);
 
   if (e == NULL)
     {
       e = g_new0 (FileEntry, 1);
-      e->path = g_strdup (path);
-      e->ops = g_ptr_array_new_with_free_func (g_free);
-      g_hash_table_insert (t, e->path, e);
+      e->path = intern (r, path);
+      e->ops = g_ptr_array_new ();
+      g_hash_table_insert (t, (char *)e->path, e);
     }
   return e;
 }
 
 static void
-add_op (FileEntry *e, const char *op)
+add_op (FbReport *r, FileEntry *e, const char *op)
 {
   for (guint i = 0; i < e->ops->len; i++)
     if (strcmp (e->ops->pdata[i], op) == 0)
       return;
-  g_ptr_array_add (e->ops, g_strdup (op));
+  g_ptr_array_add (e->ops, (char *)intern (r, op));
 }
 
 /* WEIGHT more refusals of G, with PATH among its examples. */
 static void
-group_add (Group *g, const char *decision, const char *path, guint64 weight)
+group_add (FbReport *r, Group *g, const char *decision, const char *path, guint64 weight)
 {
   g->count += weight;
-  count_n (g->decisions, decision != NULL ? decision : "?", weight);
+  count_n (r, g->decisions, decision != NULL ? decision : "?", weight);
   if (path == NULL || g->examples->len >= MAX_EXAMPLES)
     return;
   for (guint i = 0; i < g->examples->len; i++)
     if (strcmp (g->examples->pdata[i], path) == 0)
       return;
-  g_ptr_array_add (g->examples, g_strdup (path));
+  g_ptr_array_add (g->examples, (char *)intern (r, path));
 }
 
 static Group *
-group_get (GHashTable *t, const char *key)
+group_get (FbReport *r, GHashTable *t, const char *key)
 {
   Group *g = g_hash_table_lookup (t, key);
 
   if (g == NULL)
     {
       g = g_new0 (Group, 1);
-      g->key = g_strdup (key);
-      g->decisions = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-      g->examples = g_ptr_array_new_with_free_func (g_free);
-      g_hash_table_insert (t, g->key, g);
+      g->key = intern (r, key);
+      g->decisions = count_table ();
+      g->examples = g_ptr_array_new ();
+      g_hash_table_insert (t, (char *)g->key, g);
     }
   return g;
 }
@@ -281,7 +265,7 @@ run_info (FbReport *r, const char *run)
         return ri;
     }
   RunInfo *ri = g_new0 (RunInfo, 1);
-  ri->run = g_strdup (key);
+  ri->run = intern (r, key);
   ri->first_seq = -1;
   ri->last_seq = -1;
   g_ptr_array_add (r->runs, ri);
@@ -313,13 +297,13 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
       case FB_OP_EFFECT_CONNECT:
         return; /* a connection's path is "HOST:PORT", no file's */
       case FB_OP_EFFECT_CREATE:
-        add_op (file_entry (r->created, path), op);
+        add_op (r, file_entry (r, r->created, path), op);
         classified = TRUE;
         break;
       case FB_OP_EFFECT_LINK:
         if (target == NULL)
           break;
-        add_op (file_entry (r->created, target), op);
+        add_op (r, file_entry (r, r->created, target), op);
         classified = TRUE;
         break;
       case FB_OP_EFFECT_RENAME:
@@ -328,14 +312,14 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
         {
           Rename *rn = g_new0 (Rename, 1);
 
-          rn->from = g_strdup (path);
-          rn->to = g_strdup (target);
+          rn->from = intern (r, path);
+          rn->to = intern (r, target);
           g_ptr_array_add (r->renamed, rn);
         }
         classified = TRUE;
         break;
       case FB_OP_EFFECT_DELETE:
-        add_op (file_entry (r->deleted, path), op);
+        add_op (r, file_entry (r, r->deleted, path), op);
         classified = TRUE;
         break;
       case FB_OP_EFFECT_OBSERVE:
@@ -347,19 +331,19 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
 
   if (effect == FB_OP_EFFECT_WRITE || bytes_written > 0 || (handle && ai != NULL && ai->handle_writes))
     {
-      FileEntry *e = file_entry (r->written, path);
+      FileEntry *e = file_entry (r, r->written, path);
 
       /* "handles" counts closes: an "open" record of the same handle
        * (level opens and above) must not count it twice. */
       if (closes)
         e->count++;
       e->bytes += MAX (bytes_written, 0);
-      add_op (e, op);
+      add_op (r, e, op);
       classified = TRUE;
     }
   if (bytes_read > 0 || (handle && ai != NULL && ai->handle_reads))
     {
-      FileEntry *e = file_entry (r->read, path);
+      FileEntry *e = file_entry (r, r->read, path);
 
       if (closes)
         e->count++;
@@ -367,7 +351,7 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
       classified = TRUE;
     }
   if (!classified && ai != NULL && ai->changes && !handle)
-    add_op (file_entry (r->other, path), op);
+    add_op (r, file_entry (r, r->other, path), op);
 }
 
 /* A connection through the network proxy, filed by the host it asked for. */
@@ -385,8 +369,8 @@ add_network (FbReport *r, JsonObject *o, FbOp op, const char *decision, gint64 e
   if (h == NULL)
     {
       h = g_new0 (NetHost, 1);
-      h->host = g_strdup (host);
-      g_hash_table_insert (r->network, h->host, h);
+      h->host = intern (r, host);
+      g_hash_table_insert (r->network, (char *)h->host, h);
     }
   if (op == FB_OP_DISCONNECT)
     {
@@ -467,8 +451,8 @@ fb_report_add_record (FbReport *r, JsonObject *o)
       r->not_written += (guint64)MAX (fb_json_member_int (o, "records_not_written", 0), 0);
       return;
     }
-  count_n (r->ops, op, weight);
-  count_n (r->decisions, decision != NULL ? decision : "?", weight);
+  count_n (r, r->ops, op, weight);
+  count_n (r, r->decisions, decision != NULL ? decision : "?", weight);
   {
     FbOp known;
 
@@ -501,23 +485,23 @@ fb_report_add_record (FbReport *r, JsonObject *o)
     g_autofree char *rule_text = rule != NULL ? json_to_string (rule, FALSE) : g_strdup ("null");
     g_autofree char *rkey = g_strdup_printf ("%s\x1f%s", rule_text, origin != NULL ? origin : "");
     g_autofree char *pkey = g_strdup_printf ("%s\x1f%" G_GINT64_FORMAT, comm != NULL ? comm : "?", pid);
-    Group *g = group_get (r->by_rule, rkey);
-    Group *p = group_get (r->by_process, pkey);
+    Group *g = group_get (r, r->by_rule, rkey);
+    Group *p = group_get (r, r->by_process, pkey);
 
     if (g->count == 0)
       {
         g->rule = rule != NULL ? json_node_copy (rule) : json_node_new (JSON_NODE_NULL);
-        g->origin = g_strdup (origin);
-        g->why = g_strdup (why);
+        g->origin = intern (r, origin);
+        g->why = intern (r, why);
       }
-    group_add (g, decision, path, weight);
+    group_add (r, g, decision, path, weight);
 
     if (p->count == 0)
       {
-        p->comm = g_strdup (comm);
+        p->comm = intern (r, comm);
         p->pid = pid;
       }
-    group_add (p, decision, path, weight);
+    group_add (r, p, decision, path, weight);
   }
 }
 
