@@ -214,13 +214,20 @@ file_entry (FbReport *r, GHashTable *t, const char *path)
   return e;
 }
 
+/* S added to A (of strings in r->strings) unless A holds it already. */
+static void
+add_distinct (FbReport *r, GPtrArray *a, const char *s)
+{
+  for (guint i = 0; i < a->len; i++)
+    if (strcmp (a->pdata[i], s) == 0)
+      return;
+  g_ptr_array_add (a, (char *)intern (r, s));
+}
+
 static void
 add_op (FbReport *r, FileEntry *e, const char *op)
 {
-  for (guint i = 0; i < e->ops->len; i++)
-    if (strcmp (e->ops->pdata[i], op) == 0)
-      return;
-  g_ptr_array_add (e->ops, (char *)intern (r, op));
+  add_distinct (r, e->ops, op);
 }
 
 /* WEIGHT more refusals of G, with PATH among its examples. */
@@ -229,12 +236,8 @@ group_add (FbReport *r, Group *g, const char *decision, const char *path, guint6
 {
   g->count += weight;
   count_n (r, g->decisions, decision != NULL ? decision : "?", weight);
-  if (path == NULL || g->examples->len >= MAX_EXAMPLES)
-    return;
-  for (guint i = 0; i < g->examples->len; i++)
-    if (strcmp (g->examples->pdata[i], path) == 0)
-      return;
-  g_ptr_array_add (g->examples, (char *)intern (r, path));
+  if (path != NULL && g->examples->len < MAX_EXAMPLES)
+    add_distinct (r, g->examples, path);
 }
 
 static Group *
