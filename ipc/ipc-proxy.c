@@ -21,13 +21,17 @@
  * worker threads and answers on the loop).  Nothing here blocks the loop:
  * the proxy's own answers are a few hundred bytes sent without blocking on
  * a socket whose buffer holds nothing else, and every other write is
- * asynchronous or, once spliced, sent without blocking.  Records go to the run's sink from the loop (a synchronous
- * write to the log file, as every record written on the loop is).
+ * asynchronous or, once spliced, moved by splice(2) without blocking.
+ * Records go to the run's sink from the loop (a synchronous write to the
+ * log file, as every record written on the loop is).
  *
- * Memory: a connection holds its handshake buffer (FB_PROXY_HEAD_MAX) until
- * it is spliced, then one FB_PROXY_BUFFER each way, and reads a direction
- * again only once its buffer was written on; at most
- * FB_PROXY_MAX_CONNECTIONS at once (the proxy stops accepting past them).
+ * Memory and descriptors: a connection holds its handshake buffer
+ * (FB_PROXY_HEAD_MAX) and its client's socket; once its name is allowed, a
+ * pipe each way (FB_PROXY_CONN_FDS descriptors in all with the host's
+ * socket, at most max_tunnels such at once); spliced, the bytes go from
+ * socket to pipe to socket inside the kernel, and a direction is read
+ * again only once its pipe was emptied; at most FB_PROXY_MAX_CONNECTIONS
+ * at once (the proxy stops accepting past them).
  *
  * Lifetime: a Conn is reference-counted: the proxy's table holds one, and
  * each asynchronous call in flight or socket source waited on one.
@@ -39,6 +43,7 @@
 #include "policy/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
@@ -63,6 +68,8 @@ struct FbProxy
   bool stopped;      /* no accepting: at max_connections */
   guint max_connections;
   bool full_told; /* the limit's message, once */
+  guint tunnels;  /* connections holding their pipes */
+  guint max_tunnels;
 };
 
 typedef enum
@@ -77,19 +84,21 @@ typedef enum
 
 typedef struct Conn Conn;
 
-/* One direction of a spliced connection: read from IN_SOCKET into BUF
- * when it is empty, written to OUT_SOCKET until it is, each without
- * blocking; SOURCE waits for whichever comes next. */
+/* One direction of a spliced connection: spliced from IN_SOCKET into the
+ * pipe FDS when it is empty, from it to OUT_SOCKET until it is, each
+ * without blocking (pipe_pump); SOURCE waits for whichever comes next. */
 typedef struct
 {
   Conn *conn;
   GSocket *in_socket;
   GSocket *out_socket;
-  GSource *source; /* the socket source waited on, or NULL */
-  guint8 *buf;     /* FB_PROXY_BUFFER */
-  gsize len;       /* bytes in buf to write */
-  gsize off;       /* of which written */
-  guint64 bytes;   /* written, counted as each send returns */
+  int in_fd, out_fd; /* theirs */
+  GSource *source;   /* the socket source waited on, or NULL */
+  int fds[2];        /* the pipe (read end, write end), or -1 */
+  gsize held;        /* bytes in the pipe, not yet sent on */
+  GByteArray *first; /* the client's bytes that came with its request, or NULL once sent */
+  gsize first_off;   /* of which sent */
+  guint64 bytes;     /* sent on, counted as each send or splice returns */
   bool eof;
   bool limited; /* a plain request's body: LEFT more bytes pass, the rest is dropped */
   guint64 left;
@@ -116,8 +125,11 @@ struct Conn
   bool connected_logged;        /* "connect" written: "disconnect" follows */
   gint64 start_us;              /* monotonic, at connect */
   gint64 moved_us;              /* monotonic, the last bytes spliced either way */
+  bool piped;                   /* the pipes made: one of the proxy's tunnels */
   Pipe up, down;                /* client to host, host to client */
 };
+
+static void pipe_close (Pipe *p);
 
 static Conn *
 conn_ref (Conn *c)
@@ -138,8 +150,10 @@ conn_unref (Conn *c)
   g_free (c->path);
   g_free (c->address);
   g_clear_pointer (&c->addresses, g_ptr_array_unref);
-  g_free (c->up.buf);
-  g_free (c->down.buf);
+  g_clear_pointer (&c->up.first, g_byte_array_unref);
+  g_clear_pointer (&c->down.first, g_byte_array_unref);
+  pipe_close (&c->up);
+  pipe_close (&c->down);
   g_free (c);
 }
 
@@ -175,21 +189,21 @@ conn_log (Conn *c, FbOp op, FbDecision decision, int err, const FbPolicyNetDecis
   fb_access_sink_push (c->proxy->sink, &e);
 }
 
-/* A request the proxy refused before any decision (malformed, a SOCKS5
- * command or address type it does not take): a refused connection all the
- * same, by fusebox, for WHY, so that a sandbox probing the parser leaves a
- * trace (folded as other repeated refusals).  The host is what the parser
- * took, if it got that far: a checked name or an address's text. */
+/* A request the proxy refused on its own, not by a rule: a refused
+ * connection all the same, by fusebox (rule NAME), for WHY, so that it
+ * leaves a trace (folded as other repeated refusals).  The host is what
+ * the parser took, if it got that far: a checked name or an address's
+ * text. */
 static void
-conn_log_refused_request (Conn *c, const char *why)
+conn_log_refused (Conn *c, const char *name, int err, const char *why)
 {
   g_autofree char *origin = g_strdup_printf ("fusebox: %s", why);
   FbPolicyNetRule rule = {
     .kind = FB_POLICY_NET_RULE_DEFAULT,
     .index = -1,
-    .name = "malformed",
+    .name = name,
     .origin = origin,
-    .text = "malformed",
+    .text = name,
     .why = why,
   };
   FbPolicyNetDecision d = { .allowed = false, .rule = &rule };
@@ -198,7 +212,16 @@ conn_log_refused_request (Conn *c, const char *why)
     c->path = c->req.host != NULL
                 ? g_strdup_printf (strchr (c->req.host, ':') != NULL ? "[%s]:%u" : "%s:%u", c->req.host, c->req.port)
                 : g_strdup ("-");
-  conn_log (c, FB_OP_CONNECT, FB_DECISION_DENY, EINVAL, &d);
+  conn_log (c, FB_OP_CONNECT, FB_DECISION_DENY, err, &d);
+}
+
+/* A request refused before any decision (malformed, a SOCKS5 command or
+ * address type the proxy does not take), so that a sandbox probing the
+ * parser leaves a trace. */
+static void
+conn_log_refused_request (Conn *c, const char *why)
+{
+  conn_log_refused (c, "malformed", EINVAL, why);
 }
 
 /* ---- the end ---- */
@@ -219,6 +242,11 @@ conn_close (Conn *c)
   g_cancellable_cancel (c->cancel);
   pipe_stop (&c->up);
   pipe_stop (&c->down);
+  pipe_close (&c->up);
+  pipe_close (&c->down);
+  if (c->piped)
+    proxy->tunnels--;
+  c->piped = false;
   if (c->timer != 0)
     g_source_remove (c->timer);
   c->timer = 0;
@@ -373,13 +401,34 @@ pipe_stop (Pipe *p)
   g_clear_pointer (&p->source, g_source_unref);
 }
 
-/* Moves bytes one way: writes what BUF holds, each byte counted as the
- * send that took it returns (so a connection cut mid-write is recorded
- * with what did reach the other end), reads again once BUF is empty, and
- * so on until a socket would block; then waits for it.  After
- * PIPE_ROUNDS buffers it waits anyway (the socket is ready: the loop comes
- * back at once), so that one fast connection does not starve the others. */
+/* The pipe's descriptors, given back as soon as the connection ends (not
+ * when its last callback drops it). */
+static void
+pipe_close (Pipe *p)
+{
+  fb_fd_close (&p->fds[0]);
+  fb_fd_close (&p->fds[1]);
+}
+
+/* Moves bytes one way through the kernel: splice(2) from IN_SOCKET into
+ * the pipe, and from the pipe to OUT_SOCKET, so that no byte is copied
+ * into the proxy.  First the bytes the client sent with its request
+ * (FIRST, sent as they are).  The pipe is filled only once it is empty:
+ * a splice into it that would block then means IN_SOCKET has nothing yet
+ * (never that the pipe is full), and what a reader that does not read
+ * makes the proxy hold is one pipe's pages (a slow reader slows its
+ * writer).  Each byte is counted as the send or splice that took it to
+ * OUT_SOCKET returns (so a connection cut mid-write is recorded with what
+ * did reach the other end), and so on until a socket would block; then it
+ * waits for that one: OUT_SOCKET writable while the pipe holds bytes,
+ * IN_SOCKET readable once it is empty.  After PIPE_ROUNDS fills it waits
+ * anyway (the socket is ready: the loop comes back at once), so that one
+ * fast connection does not starve the others.  Both sockets are
+ * non-blocking (GSocket makes them so) and the pipe too, so no splice
+ * blocks the loop; a splice to a socket the peer reset raises SIGPIPE,
+ * which every program running a proxy ignores. */
 #define PIPE_ROUNDS 16
+#define PIPE_SPLICE_MAX (1024 * 1024) /* a fill asks for this; the pipe takes what it holds */
 
 static void
 pipe_pump (Pipe *p)
@@ -388,17 +437,39 @@ pipe_pump (Pipe *p)
 
   for (int round = 0; round < PIPE_ROUNDS; round++)
     {
-      g_autoptr (GError) error = NULL;
-      gssize n;
+      bool drop;
+      ssize_t n;
 
-      while (p->off < p->len)
+      while (p->first != NULL)
         {
           g_autoptr (GError) send_error = NULL;
+          gssize sent = g_socket_send_with_blocking (p->out_socket, (const char *)p->first->data + p->first_off,
+                                                     p->first->len - p->first_off, FALSE, NULL, &send_error);
 
-          n = g_socket_send_with_blocking (p->out_socket, (const char *)p->buf + p->off, p->len - p->off, FALSE, NULL,
-                                           &send_error);
-          if (n < 0 && g_error_matches (send_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+          if (sent < 0 && g_error_matches (send_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
             {
+              pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
+              return;
+            }
+          if (sent <= 0)
+            {
+              conn_close (c);
+              return;
+            }
+          p->bytes += (guint64)sent;
+          p->first_off += (gsize)sent;
+          if (p->first_off == p->first->len)
+            g_clear_pointer (&p->first, g_byte_array_unref);
+        }
+      while (p->held > 0)
+        {
+          n = splice (p->fds[0], NULL, p->out_fd, NULL, p->held, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n < 0 && errno == EAGAIN)
+            {
+              /* the pipe holds bytes the other end can't take yet: wait
+               * for it, not for more to read */
               pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
               return;
             }
@@ -408,11 +479,24 @@ pipe_pump (Pipe *p)
               return;
             }
           p->bytes += (guint64)n;
-          p->off += (gsize)n;
+          p->held -= (gsize)n;
         }
-      p->off = p->len = 0;
-      n = g_socket_receive_with_blocking (p->in_socket, (char *)p->buf, FB_PROXY_BUFFER, FALSE, NULL, &error);
-      if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+      /* past a plain request's body: read and dropped, never a second
+       * request */
+      drop = p->limited && p->left == 0;
+      if (drop)
+        {
+          char sink[4096];
+
+          n = recv (p->in_fd, sink, sizeof sink, MSG_DONTWAIT);
+        }
+      else
+        n = splice (p->in_fd, NULL, p->fds[1], NULL,
+                    p->limited ? (size_t)MIN (p->left, PIPE_SPLICE_MAX) : PIPE_SPLICE_MAX,
+                    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
         break;
       if (n < 0)
         {
@@ -421,8 +505,9 @@ pipe_pump (Pipe *p)
         }
       if (n == 0)
         {
-          /* end of this direction: passed on as such (a client that
-           * half-closes after its request still gets the answer) */
+          /* end of this direction, its pipe empty: passed on as such (a
+           * client that half-closes after its request still gets the
+           * answer) */
           p->eof = true;
           g_socket_shutdown (p->out_socket, FALSE, TRUE, NULL);
           if (c->up.eof && c->down.eof)
@@ -430,11 +515,13 @@ pipe_pump (Pipe *p)
           return;
         }
       c->moved_us = g_get_monotonic_time ();
-      /* past a plain request's body: dropped, never a second request */
-      p->len = p->limited ? (gsize)MIN ((guint64)n, p->left) : (gsize)n;
-      p->left -= p->limited ? p->len : 0;
+      if (!drop)
+        {
+          p->held = (gsize)n;
+          p->left -= p->limited ? (guint64)n : 0;
+        }
     }
-  if (p->off < p->len)
+  if (p->first != NULL || p->held > 0)
     pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
   else
     pipe_wait (p, p->in_socket, G_IO_IN, on_pipe_ready);
@@ -459,13 +546,15 @@ pipe_init (Pipe *p, Conn *c, GSocketConnection *from, GSocketConnection *to)
   p->conn = c;
   p->in_socket = g_socket_connection_get_socket (from);
   p->out_socket = g_socket_connection_get_socket (to);
-  p->buf = g_malloc (FB_PROXY_BUFFER);
+  p->in_fd = g_socket_get_fd (p->in_socket);
+  p->out_fd = g_socket_get_fd (p->out_socket);
 }
 
 static void
 conn_splice (Conn *c)
 {
   gsize rest = c->head_len - c->req.consumed;
+  g_autoptr (GByteArray) first = g_byte_array_new ();
 
   c->state = STATE_SPLICING;
   c->moved_us = g_get_monotonic_time ();
@@ -474,12 +563,9 @@ conn_splice (Conn *c)
   pipe_init (&c->down, c, c->upstream, c->client);
   /* what the client sent past its request (a TLS hello right after
    * CONNECT, a plain request's body) goes first, after a plain request's
-   * rewritten head: both fit (FB_PROXY_HEAD_MAX each, the buffer is larger) */
+   * rewritten head: at most FB_PROXY_HEAD_MAX each */
   if (c->req.forward != NULL)
-    {
-      memcpy (c->up.buf, c->req.forward->str, c->req.forward->len);
-      c->up.len = c->req.forward->len;
-    }
+    g_byte_array_append (first, (const guint8 *)c->req.forward->str, (guint)c->req.forward->len);
   if (c->req.kind == FB_PROXY_HTTP_FORWARD)
     {
       /* one request: its body, and not what a client pipelines after it */
@@ -487,10 +573,56 @@ conn_splice (Conn *c)
       c->up.left = c->req.body - MIN (c->req.body, (guint64)rest);
       rest = (gsize)MIN (c->req.body, (guint64)rest);
     }
-  memcpy (c->up.buf + c->up.len, c->head + c->req.consumed, rest);
-  c->up.len += rest;
+  g_byte_array_append (first, c->head + c->req.consumed, (guint)rest);
+  if (first->len > 0)
+    c->up.first = g_steal_pointer (&first);
   pipe_wait (&c->down, c->down.in_socket, G_IO_IN, on_pipe_ready);
-  pipe_pump (&c->up); /* what BUF holds first */
+  pipe_pump (&c->up); /* what FIRST holds first */
+}
+
+/* The tunnel's two pipes (with its two sockets, FB_PROXY_CONN_FDS
+ * descriptors), made once its name is allowed and before anything is
+ * resolved or connected: a proxy at its tunnels' share of the
+ * descriptors, or out of descriptors (EMFILE, ENFILE), refuses the
+ * request with its reason (503, SOCKS5 1; a refused "connect" record)
+ * rather than leaving a tunnel half made, and the other tunnels go on.
+ * FALSE when refused (answered, logged, closed). */
+static bool
+conn_make_pipes (Conn *c)
+{
+  FbProxy *proxy = c->proxy;
+  Pipe *pipes[] = { &c->up, &c->down };
+  g_autofree char *why = NULL;
+  int err = EMFILE;
+
+  if (proxy->tunnels >= proxy->max_tunnels)
+    why = g_strdup_printf ("the proxy has %u tunnels open, as many as the supervisor's descriptors allow (%d each); "
+                           "retry when some have closed",
+                           proxy->tunnels, FB_PROXY_CONN_FDS);
+  for (gsize i = 0; why == NULL && i < G_N_ELEMENTS (pipes); i++)
+    {
+      if (pipe2 (pipes[i]->fds, O_CLOEXEC | O_NONBLOCK) < 0)
+        {
+          err = errno;
+          why = g_strdup_printf ("no descriptors left for the tunnel's pipes (%s); retry when some have closed",
+                                 g_strerror (err));
+          break;
+        }
+      /* best effort: a smaller pipe (past fs.pipe-max-size, or the user's
+       * fs.pipe-user-pages-soft) only takes more rounds */
+      (void)fcntl (pipes[i]->fds[1], F_SETPIPE_SZ, FB_PROXY_PIPE);
+    }
+  if (why != NULL)
+    {
+      pipe_close (&c->up);
+      pipe_close (&c->down);
+      conn_log_refused (c, "descriptors", err, why);
+      conn_fail (c, "503 Service Unavailable", FB_SOCKS_GENERAL_FAILURE, NULL, why);
+      return false;
+    }
+  c->piped = true;
+  proxy->tunnels++;
+  return true;
 }
 
 /* ---- connecting ---- */
@@ -650,6 +782,8 @@ conn_request (Conn *c)
       conn_fail (c, "403 Forbidden", FB_SOCKS_NOT_ALLOWED, &c->by_name, NULL);
       return;
     }
+  if (!conn_make_pipes (c))
+    return;
   if (c->req.host_is_address)
     {
       g_autoptr (GInetAddress) a = g_inet_address_new_from_string (c->req.host);
@@ -878,6 +1012,7 @@ proxy_incoming (FbProxy *proxy, GSocketConnection *connection)
   c->client = g_object_ref (connection);
   c->cancel = g_cancellable_new ();
   c->state = STATE_FIRST;
+  c->up.fds[0] = c->up.fds[1] = c->down.fds[0] = c->down.fds[1] = -1;
   g_socket_set_option (g_socket_connection_get_socket (connection), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
   g_hash_table_add (proxy->conns, c);
   if (g_hash_table_size (proxy->conns) >= proxy->max_connections)
@@ -993,6 +1128,20 @@ proxy_idle_s (void)
   return (guint)s;
 }
 
+/* Tunnels at once: at most MAX_CONNECTIONS, and at most what half of the
+ * descriptors the views leave to the rest of the process (their reserve,
+ * fs.h) holds at FB_PROXY_CONN_FDS each.  serve's processes have their
+ * part of that counted already (ipc-rpc-share.c); under `run` this is what
+ * bounds them at a low RLIMIT_NOFILE (256 tunnels from 12,288 up). */
+static guint
+proxy_max_tunnels (guint max_connections)
+{
+  FbViewFdBudget fd;
+
+  fb_view_fd_budget (&fd);
+  return CLAMP (fd.reserve / 2 / FB_PROXY_CONN_FDS, 1u, max_connections);
+}
+
 FbProxy *
 fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
 {
@@ -1004,6 +1153,7 @@ fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
   proxy->process = g_strdup (options->process);
   proxy->max_connections =
     options->max_connections != 0 ? MIN (options->max_connections, FB_PROXY_MAX_CONNECTIONS) : FB_PROXY_MAX_CONNECTIONS;
+  proxy->max_tunnels = proxy_max_tunnels (proxy->max_connections);
   proxy->idle_s = proxy_idle_s ();
   proxy->conns = g_hash_table_new_full (NULL, NULL, (GDestroyNotify)conn_unref, NULL);
   proxy->resolve = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);

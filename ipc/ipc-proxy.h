@@ -44,9 +44,14 @@ G_BEGIN_DECLS
  *  - at most FB_PROXY_MAX_CONNECTIONS connections at once: past them the
  *    proxy stops accepting until one ends (the others wait in the
  *    kernel's backlog);
- *  - a connection holds two buffers of FB_PROXY_BUFFER bytes (one each
- *    way) and reads only when its buffer has been written on: a slow
- *    reader slows its writer, never grows memory;
+ *  - a tunnel costs FB_PROXY_CONN_FDS descriptors: its two sockets and a
+ *    pipe each way; at most as many tunnels at once as half the
+ *    descriptors outside the views hold (fs.h: 256 from RLIMIT_NOFILE
+ *    12,288 up), past them, or out of descriptors, a request is refused
+ *    (503, SOCKS5 1) with a record saying why;
+ *  - bytes move through the pipes (splice(2)), never through the proxy's
+ *    memory; a pipe (FB_PROXY_PIPE) is filled again only once it was
+ *    emptied: a slow reader slows its writer, never grows memory;
  *  - a connection that moved no byte either way for FB_PROXY_IDLE_S
  *    seconds is closed (its descriptors are the supervisor's); tests make
  *    it shorter with $FUSEBOX_TEST_PROXY_IDLE. */
@@ -54,7 +59,11 @@ G_BEGIN_DECLS
 #define FB_PROXY_CONNECT_S 30
 #define FB_PROXY_HEAD_MAX (16 * 1024)
 #define FB_PROXY_MAX_CONNECTIONS 256
-#define FB_PROXY_BUFFER (64 * 1024)
+/* A tunnel's descriptors: the client's socket, the host's, and a pipe
+ * (two descriptors) each way. */
+#define FB_PROXY_CONN_FDS 6
+/* Each pipe's size (F_SETPIPE_SZ, best effort): the kernel's default. */
+#define FB_PROXY_PIPE (64 * 1024)
 #define FB_PROXY_IDLE_S 600
 /* Out of descriptors (EMFILE, ENFILE), the proxy stops accepting for this
  * long, its connections waiting in the kernel's backlog. */

@@ -32,7 +32,7 @@ typedef struct
   guint processes; /* running */
   gsize retained;  /* bytes of process output kept for process/read */
   guint views;     /* views processes run in (ipc-rpc-view.c): as many as running processes */
-  guint tunnels;   /* a running process's network proxy connections at once (2 descriptors each) */
+  guint tunnels;   /* a running process's network proxy connections at once (FB_PROXY_CONN_FDS descriptors each) */
 } FbRpcBudget;
 
 /* Who a connection comes from, for fair shares: the peer's IP address

@@ -27,8 +27,9 @@
  *     client's part (fb_rpc_process_fd_account): a process started is one
  *     that can load its libraries, whatever the others hold, and a limit
  *     lowered since the start refuses process/start rather than that;
- *   - network proxy connections (ipc-proxy.c, two descriptors each, in
- *     the server): FB_RPC_PROCESS_TUNNELS of the reserve shared between
+ *   - network proxy connections (ipc-proxy.c, FB_PROXY_CONN_FDS
+ *     descriptors each in the server: two sockets and a pipe each way):
+ *     FB_RPC_PROCESS_TUNNELS of the reserve shared between
  *     the running processes, at least FB_RPC_PROCESS_TUNNELS_MIN each; a
  *     process's proxy accepts no more past its part (the rest wait in the
  *     kernel's backlog): 2 clients' processes holding 256 tunnels each
@@ -77,8 +78,8 @@ fb_rpc_server_budget_init (FbRpcServer *server)
   /* no more running than have their floor of open files kept (at least
    * one: with none kept, process/start says why) */
   b->processes = MAX (MIN (b->processes, fb_view_fd_set_floors (b->processes)), 1u);
-  b->tunnels = CLAMP (fd.reserve / FB_RPC_PROCESS_TUNNELS / 2 / b->processes, (guint)FB_RPC_PROCESS_TUNNELS_MIN,
-                      (guint)FB_PROXY_MAX_CONNECTIONS);
+  b->tunnels = CLAMP (fd.reserve / FB_RPC_PROCESS_TUNNELS / FB_PROXY_CONN_FDS / b->processes,
+                      (guint)FB_RPC_PROCESS_TUNNELS_MIN, (guint)FB_PROXY_MAX_CONNECTIONS);
   fb_view_fd_budget (&fd);
   b->handles = CLAMP (fd.shared / 2, 16u, (guint)FB_RPC_HANDLES_TOTAL_MAX);
   b->sessions = FB_RPC_SESSIONS_MAX;

@@ -716,8 +716,9 @@ def t_explain_address(h):
     assert got[3]["decision"] == "allow" and got[4]["decision"] == "allow", got
 
 
-FLOOD = """
-import os, socket, time
+# a flooder: 150 connections to the proxy, held
+FLOOD_HOLD = """
+import os, socket, sys, time
 held = []
 for _ in range(150):
     try:
@@ -725,8 +726,8 @@ for _ in range(150):
     except OSError:
         break
 os.write(1, b"held %d\\n" % len(held))
-time.sleep(8)
 """
+FLOOD = FLOOD_HOLD + "time.sleep(8)\n"
 
 
 def t_accept_backoff(h):
@@ -759,6 +760,205 @@ def t_accept_backoff(h):
     assert cpu < 3, (cpu, p.stderr[-2000:])
     assert p.stdout.splitlines()[-1:] == ["200"], (p.stdout, p.stderr[-2000:])
 
+def big_file(h, mib):
+    """A file of MIB MiB in the server's directory, and its SHA-256."""
+    import hashlib
+    data = os.urandom(1 << 20) * mib
+    with open(os.path.join(h.www, "big.bin"), "wb") as f:
+        f.write(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+# a tunnel that moves a large file: the request pipelined right after
+# CONNECT (the bytes the proxy read with the handshake go first), then the
+# client half-closes and reads to the end; STALL: it stops reading for a
+# while after 1 MiB, telling the test when it stops and starts again
+DOWNLOAD = CLIENT + """
+import hashlib, time
+STALL = %d
+s = conn()
+get = b"GET /big.bin HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n"
+s.sendall(b"CONNECT allowed.test:%d HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n" + get)
+head = b""
+while not head.endswith(b"\\r\\n\\r\\n"):
+    head += s.recv(1)
+s.shutdown(socket.SHUT_WR)
+data = bytearray()
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+    if STALL and len(data) >= 1 << 20:
+        print("stalled", flush=True)
+        time.sleep(STALL)
+        print("reading", flush=True)
+        STALL = 0
+body = bytes(data).split(b"\\r\\n\\r\\n", 1)[1]
+print("got", len(get), len(data), hashlib.sha256(body).hexdigest(), flush=True)
+"""
+
+
+def check_download(out, records, digest):
+    """The client got the whole file, and the tunnel's record holds exactly
+    the bytes each way that the client sent and received."""
+    got = [line.split() for line in out.splitlines() if line.startswith("got ")]
+    assert len(got) == 1 and got[0][3] == digest, out
+    sent, received = int(got[0][1]), int(got[0][2])
+    ends = [r for r in records if r["op"] == "disconnect"]
+    assert len(ends) == 1, records
+    assert ends[0]["bytes_written"] == sent and ends[0]["bytes_read"] == received, (sent, received, ends)
+
+
+def t_large_exact(h):
+    """32 MiB through a tunnel whose client half-closes after its request:
+    every byte arrives, and the disconnect record counts exactly what went
+    each way, the request the proxy read along with the CONNECT included."""
+    digest = big_file(h, 32)
+    code, out, err, records = h.run(h.allowed_policy(), "python3 -c '%s'" % (DOWNLOAD % (0, h.port)),
+                                    "allowed.test:127.0.0.1")
+    assert code == 0, (code, out, err[-2000:])
+    check_download(out, records, digest)
+
+
+def cpu_seconds(pid):
+    """User and system time of PID (all its threads), in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def t_slow_reader(h):
+    """A client that stops reading mid-download while the host keeps
+    sending: the tunnel's pipe fills and the proxy waits for the client's
+    socket to take more, spending no CPU meanwhile (a proxy that waited on
+    the host's socket, readable all along, would spin); the client then
+    gets the rest, every byte, counted exactly."""
+    digest = big_file(h, 32)
+    run_dir = os.path.join(h.tmp, "run-slow")
+    p = subprocess.Popen([BIN, "run", "--policy", h.allowed_policy(), "--run-dir", run_dir, "--cwd", "/", "--resolve",
+                          "allowed.test:127.0.0.1", "--", "python3", "-c", DOWNLOAD % (5, h.port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "stalled\n"
+        threading.Event().wait(1)  # the pipe and the sockets' buffers fill
+        before = cpu_seconds(p.pid)
+        line = p.stdout.readline()
+        during = cpu_seconds(p.pid) - before
+        assert line == "reading\n", line
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, (p.returncode, out, err[-2000:])
+    # about 4 s of a stalled reader: a spinning supervisor burns them
+    assert during < 0.25, during
+    with open(os.path.join(run_dir, "access.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    check_download(out, [r for r in records if r.get("op") in ("connect", "disconnect")], digest)
+
+
+# tunnels opened and held until the proxy refuses one; then one closed,
+# and another opened in its place
+TUNNELS = CLIENT + """
+def tunnel():
+    s = conn()
+    s.sendall(b"CONNECT allowed.test:%d HTTP/1.1\\r\\n\\r\\n")
+    head = b""
+    while not head.endswith(b"\\r\\n\\r\\n"):
+        b = s.recv(1)
+        if not b:
+            break
+        head += b
+    return s, head
+held = []
+for _ in range(40):
+    s, head = tunnel()
+    if not head.startswith(b"HTTP/1.1 200 "):
+        print("refused", len(held), head.split(b"\\r\\n")[0].decode(), answer(s).decode().strip(), flush=True)
+        break
+    held.append(s)
+s = held.pop()  # ended both ways, so the proxy has closed it when the end arrives
+s.shutdown(socket.SHUT_WR)
+answer(s)
+s, head = tunnel()
+print("then", head.split(b"\\r\\n")[0].decode(), flush=True)
+"""
+
+
+def t_tunnel_cap(h):
+    """A tunnel costs the supervisor six descriptors (two sockets, a pipe
+    each way): under RLIMIT_NOFILE 256 the proxy holds the few tunnels half
+    its reserve of descriptors allows (64 / 2 / 6), refuses the next with
+    503 naming the limit (and a refused record), and takes one again once
+    another closed."""
+    run_dir = os.path.join(h.tmp, "run-tunnels")
+    p = subprocess.run(["sh", "-c", 'ulimit -n 256 && exec "$0" "$@"', BIN, "run", "--policy", h.allowed_policy(),
+                        "--run-dir", run_dir, "--cwd", "/", "--resolve", "allowed.test:127.0.0.1", "--", "python3",
+                        "-c", TUNNELS % h.port], capture_output=True, text=True, timeout=120)
+    lines = p.stdout.splitlines()
+    assert p.returncode == 0 and len(lines) == 2, (p.returncode, p.stdout, p.stderr[-2000:])
+    refused = lines[0].split(" ", 5)
+    assert refused[:5] == ["refused", "5", "HTTP/1.1", "503", "Service"], lines
+    assert "the proxy has 5 tunnels open" in refused[5], lines
+    assert lines[1] == "then HTTP/1.1 200 Connection established", lines
+    with open(os.path.join(run_dir, "access.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    denied = [r for r in records if r.get("op") == "connect" and r["decision"] == "deny"]
+    assert len(denied) == 1 and denied[0]["rule"] == "descriptors" and "5 tunnels open" in denied[0]["why"], denied
+
+
+# two flooders take every descriptor the supervisor has; then the first
+# one asks for a tunnel on its first connection (accepted long before)
+PIPE_FLOOD = FLOOD_HOLD + """
+time.sleep(2)
+if sys.argv[1] == "ask":
+    s = held[0]
+    s.settimeout(8)
+    s.sendall(b"CONNECT allowed.test:PORT HTTP/1.1\\r\\n\\r\\n")
+    data = b""
+    try:
+        while True:
+            b = s.recv(4096)
+            if not b:
+                break
+            data += b
+    except socket.timeout:
+        data += b" (no end)"
+    os.write(1, b"asked " + data.split(b"\\r\\n")[0] + b" | " + data.split(b"\\r\\n\\r\\n", 1)[-1].strip() + b"\\n")
+time.sleep(1)
+"""
+
+
+def t_pipe_emfile(h):
+    """A supervisor out of descriptors when a tunnel's pipes are made
+    refuses that one request (503 naming why, a refused record) instead of
+    a tunnel half made, and serves again once descriptors are free."""
+    pol = h.allowed_policy()
+    run_dir = os.path.join(h.tmp, "run-pipes")
+    py = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+    flood = PIPE_FLOOD.replace("PORT", str(h.port))
+    script = ("%s -c '%s' ask & %s -c '%s' hold & wait; "
+              "curl -s -o /dev/null -w '%%{http_code}\\n' -p http://allowed.test:%d/hello.txt") % (py, flood, py, flood,
+                                                                                                  h.port)
+    p = subprocess.run(["sh", "-c", 'ulimit -n 256 && exec "$0" "$@"', BIN, "run", "--policy", pol, "--run-dir",
+                        run_dir, "--cwd", "/", "--resolve", "allowed.test:127.0.0.1", "--", "/bin/sh", "-c", script],
+                       capture_output=True, text=True, timeout=120)
+    held = sum(int(line.split()[1]) for line in p.stdout.splitlines() if line.startswith("held "))
+    assert held == 300, (p.stdout, p.stderr[-2000:])
+    asked = [line for line in p.stdout.splitlines() if line.startswith("asked ")]
+    assert len(asked) == 1 and asked[0].startswith("asked HTTP/1.1 503 Service Unavailable | "), (p.stdout,
+                                                                                                 p.stderr[-2000:])
+    assert "no descriptors left for the tunnel's pipes" in asked[0], asked
+    assert p.stdout.splitlines()[-1:] == ["200"], (p.stdout, p.stderr[-2000:])
+    with open(os.path.join(run_dir, "access.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    net = [r for r in records if r.get("op") in ("connect", "disconnect")]
+    assert net[0]["op"] == "connect" and net[0]["decision"] == "deny" and net[0]["rule"] == "descriptors", net
+    assert net[0]["errno"] == 24 and "pipes" in net[0]["why"], net[0]  # EMFILE
+    assert [r["op"] for r in net[1:]] == ["connect", "disconnect"] and net[1]["decision"] == "allow", net
+
 
 def main():
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
@@ -773,7 +973,9 @@ def main():
              ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("absolute_name", t_absolute_name),
              ("session", t_session), ("serve", t_serve), ("serve_tunnel_share", t_serve_tunnel_share),
              ("accept_backoff", t_accept_backoff), ("vanishing_clients", t_vanishing_clients), ("idle_tunnel", t_idle_tunnel),
-             ("explain_address", t_explain_address)]
+             ("explain_address", t_explain_address),
+             ("large_exact", t_large_exact), ("slow_reader", t_slow_reader), ("tunnel_cap", t_tunnel_cap),
+             ("pipe_emfile", t_pipe_emfile)]
     only = sys.argv[1:]
     failed = 0
     for name, t in tests:
