@@ -119,39 +119,36 @@ append_conversion (GString *out, const Conversion *c, va_list *ap)
     }                                                                                                                  \
   while (0)
 
+/* The integer type the length modifier names: j, z, t, ll, l, none. */
+#define APPEND_INTEGER(type_j, type_z, type_t, type_ll, type_l, type)                                                  \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (c->length == 'j')                                                                                            \
+        APPEND (type_j);                                                                                               \
+      else if (c->length == 'z')                                                                                       \
+        APPEND (type_z);                                                                                               \
+      else if (c->length == 't')                                                                                       \
+        APPEND (type_t);                                                                                               \
+      else if (c->longs >= 2)                                                                                          \
+        APPEND (type_ll);                                                                                              \
+      else if (c->longs == 1)                                                                                          \
+        APPEND (type_l);                                                                                               \
+      else                                                                                                             \
+        APPEND (type);                                                                                                 \
+    }                                                                                                                  \
+  while (0)
+
   switch (c->conv)
     {
       case 'd':
       case 'i':
-        if (c->length == 'j')
-          APPEND (intmax_t);
-        else if (c->length == 'z')
-          APPEND (gssize);
-        else if (c->length == 't')
-          APPEND (ptrdiff_t);
-        else if (c->longs >= 2)
-          APPEND (long long);
-        else if (c->longs == 1)
-          APPEND (long);
-        else
-          APPEND (int);
+        APPEND_INTEGER (intmax_t, gssize, ptrdiff_t, long long, long, int);
         break;
       case 'u':
       case 'o':
       case 'x':
       case 'X':
-        if (c->length == 'j')
-          APPEND (uintmax_t);
-        else if (c->length == 'z')
-          APPEND (gsize);
-        else if (c->length == 't')
-          APPEND (ptrdiff_t);
-        else if (c->longs >= 2)
-          APPEND (unsigned long long);
-        else if (c->longs == 1)
-          APPEND (unsigned long);
-        else
-          APPEND (unsigned int);
+        APPEND_INTEGER (uintmax_t, gsize, ptrdiff_t, unsigned long long, unsigned long, unsigned int);
         break;
       case 'c':
         APPEND (int);
@@ -181,6 +178,7 @@ append_conversion (GString *out, const Conversion *c, va_list *ap)
         break;
     }
 #undef APPEND
+#undef APPEND_INTEGER
 }
 #pragma GCC diagnostic pop
 
