@@ -436,6 +436,17 @@ append_safe (GString *out, const GString *s)
   fb_text_append_safe_full (out, s->str, s->len, FB_TEXT_ELIDE);
 }
 
+/* S between BEFORE and AFTER, when the record has it. */
+static void
+append_part (GString *out, const char *before, const GString *s, const char *after)
+{
+  if (s == NULL)
+    return;
+  g_string_append (out, before);
+  append_safe (out, s);
+  g_string_append (out, after);
+}
+
 /* The record for people, one line: "deny open /etc/shadow (EACCES) by
  * cat[4242]: secrets stay on the host". */
 static void
@@ -444,11 +455,7 @@ append_message (GString *out, GString *const m[M_N])
   if (m[M_NOTICE] != NULL)
     {
       append_safe (out, m[M_NOTICE]);
-      if (m[M_WHY] != NULL)
-        {
-          g_string_append (out, ": ");
-          append_safe (out, m[M_WHY]);
-        }
+      append_part (out, ": ", m[M_WHY], "");
       return;
     }
   for (guint i = M_DECISION; i <= M_PATH; i++)
@@ -458,39 +465,15 @@ append_message (GString *out, GString *const m[M_N])
           g_string_append_c (out, ' ');
         append_safe (out, m[i]);
       }
-  if (m[M_TARGET] != NULL)
-    {
-      g_string_append (out, " \u2192 ");
-      append_safe (out, m[M_TARGET]);
-    }
-  if (m[M_ERROR] != NULL)
-    {
-      g_string_append (out, " (");
-      append_safe (out, m[M_ERROR]);
-      g_string_append_c (out, ')');
-    }
+  append_part (out, " \u2192 ", m[M_TARGET], "");
+  append_part (out, " (", m[M_ERROR], ")");
   if (m[M_COMM] != NULL || m[M_SESSION] != NULL)
     {
-      g_string_append (out, " by ");
-      append_safe (out, m[M_COMM] != NULL ? m[M_COMM] : m[M_SESSION]);
-      if (m[M_PID] != NULL)
-        {
-          g_string_append_c (out, '[');
-          append_safe (out, m[M_PID]);
-          g_string_append_c (out, ']');
-        }
+      append_part (out, " by ", m[M_COMM] != NULL ? m[M_COMM] : m[M_SESSION], "");
+      append_part (out, "[", m[M_PID], "]");
     }
-  if (m[M_WHY] != NULL)
-    {
-      g_string_append (out, ": ");
-      append_safe (out, m[M_WHY]);
-    }
-  if (m[M_REPEAT_COUNT] != NULL)
-    {
-      g_string_append (out, " [");
-      append_safe (out, m[M_REPEAT_COUNT]);
-      g_string_append (out, " like this]");
-    }
+  append_part (out, ": ", m[M_WHY], "");
+  append_part (out, " [", m[M_REPEAT_COUNT], " like this]");
 }
 
 gboolean
