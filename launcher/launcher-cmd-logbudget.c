@@ -139,6 +139,35 @@ fb_cmd_close_run_log (FbRun *run, const char *command, const char *what)
   return ok;
 }
 
+void
+fb_cmd_run_args_clear (FbCmdRunArgs *args)
+{
+  g_free (args->policy);
+  g_free (args->workspace);
+  g_free (args->log);
+  g_free (args->level);
+  g_free (args->log_file_size);
+  g_free (args->log_max_size);
+  g_free (args->workspace_real);
+}
+
+int
+fb_cmd_run_args_create_run (const FbCmdRunArgs *args, const char *command, const char *default_spec, FbRun *run,
+                            guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) policy =
+    fb_policy_load_spec (args->policy != NULL ? args->policy : default_spec, fb_run_get_vars (run), &error);
+
+  if (policy == NULL)
+    {
+      fb_cmd_error ("%s: %s", command, error->message);
+      return FB_EXIT_FAILURE;
+    }
+  return fb_cmd_create_run (command, run, policy, args->log_file_size, args->log_max_size, default_max, ret_file_size,
+                            ret_max_size);
+}
+
 char *
 fb_cmd_resolve_workspace (const char *command, const char *dir)
 {

@@ -609,24 +609,17 @@ wait_ready (int fd, pid_t child, const MountArgs *a)
 
 typedef struct
 {
-  char *policy, *workspace, *log, *level, *log_file_size, *log_max_size;
+  FbCmdRunArgs run;
   gboolean foreground;
   double cache_timeout;
-  char *mountpoint;     /* canonical */
-  char *workspace_real; /* canonical */
+  char *mountpoint; /* canonical */
 } MountCommandLine;
 
 static void
 mount_command_line_clear (MountCommandLine *c)
 {
-  g_free (c->policy);
-  g_free (c->workspace);
-  g_free (c->log);
-  g_free (c->level);
-  g_free (c->log_file_size);
-  g_free (c->log_max_size);
+  fb_cmd_run_args_clear (&c->run);
   g_free (c->mountpoint);
-  g_free (c->workspace_real);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (MountCommandLine, mount_command_line_clear)
 
@@ -636,21 +629,16 @@ static int
 parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
 {
   const GOptionEntry entries[] = {
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &c->policy,
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &c->run.policy,
       "The policy: a file, or builtin:NAME (default builtin:default)", "FILE|builtin:NAME" },
-    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &c->workspace,
-      "Directory that ${WORKSPACE} stands for (default: the current directory)", "DIR" },
-    { "log", 'l', 0, G_OPTION_ARG_FILENAME, &c->log,
-      "Write the access log to FILE (default: access.jsonl in a new run directory)", "FILE" },
-    { "log-level", 'L', 0, G_OPTION_ARG_STRING, &c->level, "mutations, opens (default) or all", "LEVEL" },
+    FB_CMD_RUN_ARGS_ENTRIES (&c->run),
     { "foreground", 'f', 0, G_OPTION_ARG_NONE, &c->foreground, "Stay in the foreground until stopped", NULL },
     { "cache-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &c->cache_timeout,
       "Seconds the kernel keeps names, attributes and absences (default 60, 60 and 2): how long a change made on "
       "the host outside fusebox may take to show",
       "SECONDS" },
-    { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &c->log_file_size,
-      "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE" },
-    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->log_max_size,
+    FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY (&c->run),
+    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->run.log_max_size,
       "The budget of all the log's files (default 256M, or the policy's log.max_size): past it, unmount", "SIZE" },
     { "log-journal", 0, 0, G_OPTION_ARG_NONE, &a->log_journal,
       "Every record to the systemd journal too (or the policy's log.journal)", NULL },
@@ -675,9 +663,9 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
     return FB_EXIT_USAGE;
   if (argc != 2)
     return usage_error (argc < 2 ? "no MOUNTPOINT given" : "more than one MOUNTPOINT given");
-  if (c->level != NULL && !fb_log_level_from_string (c->level, &a->level))
+  if (c->run.level != NULL && !fb_log_level_from_string (c->run.level, &a->level))
     {
-      g_autofree char *m = g_strdup_printf ("--log-level %s: unknown level; use mutations, opens or all", c->level);
+      g_autofree char *m = g_strdup_printf ("--log-level %s: unknown level; use mutations, opens or all", c->run.level);
       return usage_error (m);
     }
   if (!(c->cache_timeout == -1 || (c->cache_timeout >= 0 && c->cache_timeout <= 86400)))
@@ -686,7 +674,8 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
   c->mountpoint = check_mountpoint (argv[1]);
   if (c->mountpoint == NULL)
     return FB_EXIT_FAILURE;
-  if (c->workspace != NULL && (c->workspace_real = fb_cmd_resolve_workspace ("mount", c->workspace)) == NULL)
+  if (c->run.workspace != NULL &&
+      (c->run.workspace_real = fb_cmd_resolve_workspace ("mount", c->run.workspace)) == NULL)
     return FB_EXIT_FAILURE;
   if (access ("/dev/fuse", R_OK | W_OK) < 0 && geteuid () == 0)
     {
@@ -708,21 +697,13 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
 static int
 prepare_run (const MountCommandLine *c, MountArgs *a)
 {
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbPolicy) policy = NULL;
-  FbRunOptions ro = { .kind = FB_RUN_KIND_MOUNT, .workspace = c->workspace_real, .log_path = c->log };
+  FbRunOptions ro = { .kind = FB_RUN_KIND_MOUNT, .workspace = c->run.workspace_real, .log_path = c->run.log };
 
   a->run = fb_run_new (&ro);
   a->run_dir = fb_run_get_dir (a->run);
   a->log_path = fb_run_get_log_path (a->run);
-  policy = fb_policy_load_spec (c->policy != NULL ? c->policy : DEFAULT_SPEC, fb_run_get_vars (a->run), &error);
-  if (policy == NULL)
-    {
-      fb_cmd_error ("mount: %s", error->message);
-      return FB_EXIT_FAILURE;
-    }
-  return fb_cmd_create_run ("mount", a->run, policy, c->log_file_size, c->log_max_size, FB_LOG_DEFAULT_MAX_SIZE,
-                            &a->log_file_size, &a->log_max_size);
+  return fb_cmd_run_args_create_run (&c->run, "mount", DEFAULT_SPEC, a->run, FB_LOG_DEFAULT_MAX_SIZE, &a->log_file_size,
+                                     &a->log_max_size);
 }
 
 int

@@ -89,31 +89,25 @@ read_token (const char *file, GError **error)
 
 typedef struct
 {
-  char *listen, *policy, *workspace, *log, *log_file_size, *log_max_size, *level, *token_file, *output_max;
+  FbCmdRunArgs run;
+  char *listen, *token_file, *output_max;
   gboolean allow_remote, no_auth, subscribe_all, log_journal;
   int detach_timeout;
   int view_idle_timeout;
   guint64 output_max_bytes; /* 0: the default */
   FbLogLevel log_level;
   char *token;                 /* --token-file's */
-  char *workspace_real;        /* canonical */
   guint64 file_size, max_size; /* the access log's budget */
 } ServeCommandLine;
 
 static void
 serve_command_line_clear (ServeCommandLine *c)
 {
+  fb_cmd_run_args_clear (&c->run);
   g_free (c->listen);
-  g_free (c->policy);
-  g_free (c->workspace);
-  g_free (c->log);
-  g_free (c->log_file_size);
-  g_free (c->log_max_size);
-  g_free (c->level);
   g_free (c->token_file);
   g_free (c->output_max);
   g_free (c->token);
-  g_free (c->workspace_real);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ServeCommandLine, serve_command_line_clear)
 
@@ -165,14 +159,10 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
   const GOptionEntry entries[] = {
     { "listen", 0, 0, G_OPTION_ARG_STRING, &c->listen,
       "Where to listen: ws://HOST:PORT (default " DEFAULT_LISTEN "), unix:PATH or stdio", "ADDRESS" },
-    { "policy", 'p', 0, G_OPTION_ARG_STRING, &c->policy,
+    { "policy", 'p', 0, G_OPTION_ARG_STRING, &c->run.policy,
       "The server's policy: a file, or builtin:NAME (default " DEFAULT_SPEC "); a call's sandbox can only narrow it",
       "FILE|builtin:NAME" },
-    { "workspace", 'w', 0, G_OPTION_ARG_FILENAME, &c->workspace,
-      "Directory that ${WORKSPACE} stands for (default: the current directory)", "DIR" },
-    { "log", 'l', 0, G_OPTION_ARG_FILENAME, &c->log,
-      "Write the access log to FILE (default: access.jsonl in a new run directory)", "FILE" },
-    { "log-level", 'L', 0, G_OPTION_ARG_STRING, &c->level, "mutations, opens (default) or all", "LEVEL" },
+    FB_CMD_RUN_ARGS_ENTRIES (&c->run),
     { "allow-remote", 0, 0, G_OPTION_ARG_NONE, &c->allow_remote,
       "Allow a ws:// address that is not loopback (needs --token-file)", NULL },
     { "token-file", 0, 0, G_OPTION_ARG_FILENAME, &c->token_file,
@@ -189,9 +179,8 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
       "Processes' output kept for process/read, all together (default 256M, at least 4M; a quarter for the "
       "clients of one address): past it, finished processes' is forgotten",
       "SIZE" },
-    { "log-file-size", 0, 0, G_OPTION_ARG_STRING, &c->log_file_size,
-      "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE" },
-    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->log_max_size,
+    FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY (&c->run),
+    { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->run.log_max_size,
       "The budget of all the log's files (default 1G, or the policy's log.max_size): past it, the server stops",
       "SIZE" },
     { "log-journal", 0, 0, G_OPTION_ARG_NONE, &c->log_journal,
@@ -220,7 +209,7 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
     return FB_EXIT_USAGE;
   if (argc != 1)
     return usage_error ("unexpected argument; serve takes options only");
-  if (c->level != NULL && !fb_log_level_from_string (c->level, &c->log_level))
+  if (c->run.level != NULL && !fb_log_level_from_string (c->run.level, &c->log_level))
     return usage_error ("--log-level: use mutations, opens or all");
   if (c->detach_timeout <= 0)
     return usage_error ("--detach-timeout: give a positive number of milliseconds");
@@ -242,7 +231,8 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
           return FB_EXIT_FAILURE;
         }
     }
-  if (c->workspace != NULL && (c->workspace_real = fb_cmd_resolve_workspace ("serve", c->workspace)) == NULL)
+  if (c->run.workspace != NULL &&
+      (c->run.workspace_real = fb_cmd_resolve_workspace ("serve", c->run.workspace)) == NULL)
     return FB_EXIT_FAILURE;
   return -1;
 }
@@ -255,19 +245,12 @@ static int
 prepare_run (ServeCommandLine *c, FbRun **ret_run)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (FbPolicy) policy = NULL;
-  FbRunOptions ro = { .kind = FB_RUN_KIND_SERVE, .workspace = c->workspace_real, .log_path = c->log };
+  FbRunOptions ro = { .kind = FB_RUN_KIND_SERVE, .workspace = c->run.workspace_real, .log_path = c->run.log };
   FbRun *run = *ret_run = fb_run_new (&ro);
   int status;
 
-  policy = fb_policy_load_spec (c->policy != NULL ? c->policy : DEFAULT_SPEC, fb_run_get_vars (run), &error);
-  if (policy == NULL)
-    {
-      fb_cmd_error ("serve: %s", error->message);
-      return FB_EXIT_FAILURE;
-    }
-  status = fb_cmd_create_run ("serve", run, policy, c->log_file_size, c->log_max_size, FB_LOG_DEFAULT_MAX_SIZE_SERVE,
-                              &c->file_size, &c->max_size);
+  status = fb_cmd_run_args_create_run (&c->run, "serve", DEFAULT_SPEC, run, FB_LOG_DEFAULT_MAX_SIZE_SERVE,
+                                       &c->file_size, &c->max_size);
   if (status >= 0)
     return status;
   if (!fb_run_start (run, &error))

@@ -88,6 +88,47 @@ typedef struct FbRun FbRun;
 int fb_cmd_create_run (const char *command, FbRun *run, FbPolicy *policy, const char *file_arg, const char *max_arg,
                        guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 max_size, guint64 not_written);
+
+/* What mount and serve read from their command lines for their run
+ * (launcher-cmd-logbudget.c), and the option rows they share, each with
+ * one help text: FB_CMD_RUN_ARGS_ENTRIES (--workspace, --log, --log-level)
+ * and FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY (--log-file-size).  --policy and
+ * --log-max-size say each command's own default. */
+typedef struct
+{
+  char *policy, *workspace, *log, *level, *log_file_size, *log_max_size;
+  char *workspace_real; /* canonical */
+} FbCmdRunArgs;
+#define FB_CMD_RUN_ARGS_ENTRIES(args)                                                                                  \
+  { "workspace",                                                                                                       \
+    'w',                                                                                                               \
+    0,                                                                                                                 \
+    G_OPTION_ARG_FILENAME,                                                                                             \
+    &(args)->workspace,                                                                                                \
+    "Directory that ${WORKSPACE} stands for (default: the current directory)",                                         \
+    "DIR" },                                                                                                           \
+    { "log",                                                                                                           \
+      'l',                                                                                                             \
+      0,                                                                                                               \
+      G_OPTION_ARG_FILENAME,                                                                                           \
+      &(args)->log,                                                                                                    \
+      "Write the access log to FILE (default: access.jsonl in a new run directory)",                                   \
+      "FILE" },                                                                                                        \
+  {                                                                                                                    \
+    "log-level", 'L', 0, G_OPTION_ARG_STRING, &(args)->level, "mutations, opens (default) or all", "LEVEL"             \
+  }
+#define FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY(args)                                                                          \
+  {                                                                                                                    \
+    "log-file-size", 0, 0, G_OPTION_ARG_STRING, &(args)->log_file_size,                                                \
+      "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE"                           \
+  }
+void fb_cmd_run_args_clear (FbCmdRunArgs *args);
+/* RUN (made from ARGS' workspace and log) with ARGS' policy (--policy, or
+ * DEFAULT_SPEC), loaded first (it may say ${RUN}), and its directory, as
+ * fb_cmd_create_run makes it.  -1, or after COMMAND's message the exit
+ * status. */
+int fb_cmd_run_args_create_run (const FbCmdRunArgs *args, const char *command, const char *default_spec, FbRun *run,
+                                guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 /* The journal output of run, mount and serve (launcher-cmd-logbudget.c):
  * --log-journal (ASKED) or the policy's "log": {"journal": true}; the
  * socket in *RET_SOCKET: $FUSEBOX_JOURNAL_SOCKET (tests), or NULL for the
