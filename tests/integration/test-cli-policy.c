@@ -18,6 +18,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "tests/lib/test-table.h"
 #include "tests/lib/test-util.h"
 
 /* HOME for the commands: a path that is not the test's own, so the built-in
@@ -174,11 +175,8 @@ static void
 test_policy_help (void **state)
 {
   Fixture *f = *state;
-  static const struct
-  {
-    const char *command;
-    const char *option;
-  } cases[] = {
+  static const TestInOut cases[] = {
+    /* in: a command; out: an option its --help names */
     { "check", "--workspace" },
     { "explain", "--policy" },
     { "explain", "--json" },
@@ -201,12 +199,12 @@ test_policy_help (void **state)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       g_auto (TestCmd) r = { 0 };
-      g_autofree char *usage = g_strdup_printf ("fusebox policy %s", cases[i].command);
+      g_autofree char *usage = g_strdup_printf ("fusebox policy %s", cases[i].in);
 
-      RUN (&r, f->workspace, "policy", cases[i].command, "--help");
+      RUN (&r, f->workspace, "policy", cases[i].in, "--help");
       assert_status (&r, 0);
       assert_out_has (&r, usage);
-      assert_out_has (&r, cases[i].option);
+      assert_out_has (&r, cases[i].out);
       assert_out_has (&r, "Exit status");
     }
 }
