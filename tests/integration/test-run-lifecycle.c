@@ -153,9 +153,7 @@ test_own_failures (void **state)
   g_autofree char *dir = g_build_filename (fx->runs, "cwd-failure", NULL);
   rfx_run (fx, &r, "--run-dir", dir, "--cwd", "/fusebox-no-such-dir", "--", "/bin/true", NULL);
   assert_int_equal (r.status, 125);
-  assert_non_null (strstr (r.err, "chdir: /fusebox-no-such-dir:"));
-  assert_non_null (strstr (r.err, "pass --cwd"));
-  assert_non_null (strstr (r.err, "every prerequisite is met"));
+  test_assert_contains (r.err, "chdir: /fusebox-no-such-dir:", "pass --cwd", "every prerequisite is met", NULL);
   g_autofree char *info_path = g_build_filename (dir, "run.json", NULL);
   g_autofree char *info_text = test_read_file (info_path);
   g_autoptr (JsonObject) info = test_parse_object (info_text);

@@ -273,10 +273,8 @@ test_unprivileged_fuse_0600 (void **state)
   run_outer (fx, &c, NULL);
   if (c.r.status != 125)
     fail_msg ("exit status %d, not 125; stderr:\n%s", c.r.status, c.r.err);
-  assert_non_null (strstr (c.r.err, OUTER_UNPRIVILEGED));
-  assert_non_null (strstr (c.r.err, "open-fuse: /dev/fuse: "));
-  assert_non_null (strstr (c.r.err, "Permission denied"));
-  assert_non_null (strstr (c.r.err, "chmod 0666 /dev/fuse"));
+  test_assert_contains (c.r.err, OUTER_UNPRIVILEGED, "open-fuse: /dev/fuse: ", "Permission denied",
+                        "chmod 0666 /dev/fuse", NULL);
   /* run's own probes said it too */
   assert_non_null (strstr (c.r.err, "FAIL  /dev/fuse: not openable for read and write"));
   assert_string_equal (c.r.out, "");

@@ -267,6 +267,19 @@ test_count_entries (const char *path)
   return n;
 }
 
+void
+test_assert_contains (const char *text, ...)
+{
+  va_list ap;
+  const char *frag;
+
+  va_start (ap, text);
+  while ((frag = va_arg (ap, const char *)) != NULL)
+    if (strstr (text, frag) == NULL)
+      fail_msg ("no \"%s\" in:\n%s", frag, text);
+  va_end (ap);
+}
+
 mode_t
 test_mode_of (const char *path)
 {

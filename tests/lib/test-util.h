@@ -98,6 +98,10 @@ void test_make_socket (const char *path);
  * read). */
 guint test_count_entries (const char *path);
 
+/* TEXT has each of the NULL-terminated fragments; fails the test naming
+ * the first it lacks, with TEXT. */
+void test_assert_contains (const char *text, ...) G_GNUC_NULL_TERMINATED;
+
 /* PATH's permission bits (mode & 07777, PATH itself when a link); fails
  * the test when PATH is missing. */
 mode_t test_mode_of (const char *path);

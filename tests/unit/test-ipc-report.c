@@ -195,9 +195,7 @@ test_report_examples_capped_and_gaps (void **state)
   assert_int_equal (json_object_get_int_member (member_obj (json_node_get_object (root), "totals"), "gaps"), 1);
 
   text = fb_report_to_text (r);
-  assert_non_null (strstr (text, "WARNING"));
-  assert_non_null (strstr (text, "1 record missing"));
-  assert_non_null (strstr (text, "      ...\n"));
+  test_assert_contains (text, "WARNING", "1 record missing", "      ...\n", NULL);
 }
 
 /* At log level "opens" a handle shows as "open" then "close": one handle. */
@@ -318,9 +316,8 @@ test_report_network (void **state)
   assert_int_equal (json_object_get_int_member (b, "denials"), 3);
   assert_int_equal (json_object_get_int_member (b, "connections"), 0);
   assert_int_equal (json_array_get_length (member_arr (member_obj (json_node_get_object (root), "files"), "read")), 0);
-  assert_non_null (strstr (text, "Network (2 hosts)"));
-  assert_non_null (strstr (text, "a.test: 1 connection, 1 failed"));
-  assert_non_null (strstr (text, "b.test: 0 connections, 3 denied"));
+  test_assert_contains (text, "Network (2 hosts)", "a.test: 1 connection, 1 failed", "b.test: 0 connections, 3 denied",
+                        NULL);
 }
 
 /* Found by fuzz-ipc-log: records missing "op", and op/decision names with
@@ -341,8 +338,7 @@ test_report_malformed_records (void **state)
   for (const char *p = text; *p != '\0'; p++)
     if ((guchar)*p < 0x20 && *p != '\n')
       fail_msg ("raw control byte 0x%02x in the report:\n%s", (guchar)*p, text);
-  assert_non_null (strstr (text, "ev\\x1b[2Jil"));
-  assert_non_null (strstr (text, "al\\x14w 1"));
+  test_assert_contains (text, "ev\\x1b[2Jil", "al\\x14w 1", NULL);
   assert_int_equal (json_object_get_int_member (member_obj (json_node_get_object (root), "totals"), "records"), 4);
 }
 
@@ -351,24 +347,28 @@ test_report_text (void **state)
 {
   g_autoptr (FbReport) r = build_report (hand_log, G_N_ELEMENTS (hand_log));
   g_autofree char *text = fb_report_to_text (r);
+  static const char *const sections[] = {
+    "\nFiles created (2)\n  /work/dir  (mkdir)\n  /work/new.txt  (create)\n",
+    "\nFiles written (1)\n       123 B  /work/new.txt\n",
+    "\nFiles renamed (1)\n  /work/a.tmp \u2192 /work/a.txt\n",
+    "\nFiles deleted (1)\n  /work/old.txt  (unlink)\n",
+    "\n     2.0 KiB  /etc/passwd\n",
+    "\nOther changes (1)\n  /work/a.txt  (setattr)\n",
+    "\nDenials by rule (5 denials, 3 rules)\n"
+    "       3  rule 2 at p:3:1: keys are secret  [deny 3]\n"
+    "      /home/u/.ssh/id_rsa\n"
+    "      /home/u/.ssh/id_ed25519\n",
+    "\nDenials by process (2)\n       3  sh[10]  [deny 1, hide 1, readonly 1]\n",
+    "  records     14\n",
+    "  denied      5 (deny 3, hide 1, readonly 1)\n",
+    "  seq gaps    0\n",
+    "(1m 00s)",
+  };
 
   assert_non_null (strstr (text, "run R: 14 records, seq 1-14\n"));
   assert_null (strstr (text, "WARNING"));
-  assert_non_null (strstr (text, "\nFiles created (2)\n  /work/dir  (mkdir)\n  /work/new.txt  (create)\n"));
-  assert_non_null (strstr (text, "\nFiles written (1)\n       123 B  /work/new.txt\n"));
-  assert_non_null (strstr (text, "\nFiles renamed (1)\n  /work/a.tmp \u2192 /work/a.txt\n"));
-  assert_non_null (strstr (text, "\nFiles deleted (1)\n  /work/old.txt  (unlink)\n"));
-  assert_non_null (strstr (text, "\n     2.0 KiB  /etc/passwd\n"));
-  assert_non_null (strstr (text, "\nOther changes (1)\n  /work/a.txt  (setattr)\n"));
-  assert_non_null (strstr (text, "\nDenials by rule (5 denials, 3 rules)\n"
-                                 "       3  rule 2 at p:3:1: keys are secret  [deny 3]\n"
-                                 "      /home/u/.ssh/id_rsa\n"
-                                 "      /home/u/.ssh/id_ed25519\n"));
-  assert_non_null (strstr (text, "\nDenials by process (2)\n       3  sh[10]  [deny 1, hide 1, readonly 1]\n"));
-  assert_non_null (strstr (text, "  records     14\n"));
-  assert_non_null (strstr (text, "  denied      5 (deny 3, hide 1, readonly 1)\n"));
-  assert_non_null (strstr (text, "  seq gaps    0\n"));
-  assert_non_null (strstr (text, "(1m 00s)"));
+  for (guint i = 0; i < G_N_ELEMENTS (sections); i++)
+    test_assert_contains (text, sections[i], NULL);
 }
 
 /* --- people format ------------------------------------------------------- */
@@ -453,8 +453,7 @@ test_people_hostile (void **state)
     if ((guchar)*p < 0x20 || *p == 0x7f)
       fail_msg ("raw control byte 0x%02x in: %s", (guchar)*p, out);
   /* exact bytes shown as escapes; a literal backslash doubled */
-  assert_non_null (strstr (out, "/w/\\x1b]0;pwned\\x07\\n\\\\x\\xff"));
-  assert_non_null (strstr (out, "evil\\x1b[2J[4242]"));
+  test_assert_contains (out, "/w/\\x1b]0;pwned\\x07\\n\\\\x\\xff", "evil\\x1b[2J[4242]", NULL);
 }
 
 int

@@ -31,9 +31,8 @@ test_all_ok_here (void **state)
   /* max_user_namespaces, userns, maps, mounts, /dev/fuse, FUSE mount, procfs,
    * seccomp, whole sandbox (+ the AppArmor sysctl where it exists) */
   assert_true (n >= 9);
-  assert_non_null (strstr (out, "OK    FUSE mount in a user namespace\n"));
-  assert_non_null (strstr (out, "OK    fresh procfs\n"));
-  assert_non_null (strstr (out, "OK    the network proxy's socket in the sandbox\n"));
+  test_assert_contains (out, "OK    FUSE mount in a user namespace\n", "OK    fresh procfs\n",
+                        "OK    the network proxy's socket in the sandbox\n", NULL);
 }
 
 /* The checks, quiet, with PATH for /dev/fuse: its two probes fail; what
@@ -92,8 +91,7 @@ test_sysctls_explained (void **state)
   int failures;
   g_autofree char *out = run_check (&options, &failures);
   assert_true (failures >= 1);
-  assert_non_null (strstr (out, "FAIL  user.max_user_namespaces: is 0"));
-  assert_non_null (strstr (out, "sysctl user.max_user_namespaces=15000"));
+  test_assert_contains (out, "FAIL  user.max_user_namespaces: is 0", "sysctl user.max_user_namespaces=15000", NULL);
   /* the AppArmor sysctl gets its own line; root is not restricted by it */
   assert_non_null (strstr (out, "kernel.apparmor_restrict_unprivileged_userns"));
   if (geteuid () == 0)
@@ -127,8 +125,7 @@ test_cli (void **state)
 
   const char *missing[] = { "check", "--fuse-device", "/nonexistent-fb/fuse", NULL };
   assert_int_equal (run_cli (missing, &out), 1);
-  assert_non_null (strstr (out, "FAIL  /nonexistent-fb/fuse: missing"));
-  assert_non_null (strstr (out, "2 prerequisites are missing"));
+  test_assert_contains (out, "FAIL  /nonexistent-fb/fuse: missing", "2 prerequisites are missing", NULL);
   g_clear_pointer (&out, g_free);
 
   test_require_fuse (); /* what follows needs a sandbox */
