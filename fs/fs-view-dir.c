@@ -400,6 +400,25 @@ stream_seek (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream *
   return 0;
 }
 
+/* The buffer of a listing served from a node (fb_view_readdir_at), kept
+ * by each thread that served one (at most one per FUSE worker): a walk
+ * lists every directory, each a malloc and a free of DIR_BUF_SIZE
+ * otherwise.  Nothing that runs during a listing lists another. */
+static GPrivate stream_buf_key = G_PRIVATE_INIT (g_free);
+
+static char *
+stream_buf (void)
+{
+  char *buf = g_private_get (&stream_buf_key);
+
+  if (buf == NULL)
+    {
+      buf = g_malloc (DIR_BUF_SIZE);
+      g_private_set (&stream_buf_key, buf);
+    }
+  return buf;
+}
+
 /* Offer the entries of S from where it stands until FUNC is full (the
  * entry stays for next time) or the end. */
 static int
@@ -686,8 +705,7 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
       return 0;
     }
   {
-    g_autofree char *buf = g_malloc (DIR_BUF_SIZE);
-    DirStream s = { .buf = buf };
+    DirStream s = { .buf = stream_buf () };
     off_t host;
     struct stat hst;
     /* the directory's ctime before it is read: if the listing ends in
