@@ -522,7 +522,7 @@ void view_file_unclaim (FbView *view, FbViewFdAccount *account);
 void view_fd_pressure (void);
 
 /* fs-view-fold.c: directories whose host folds names.  view_dir_fold()
- * asks once per directory (a statfs), view_dir_fold_known() never asks
+ * asks once per directory, view_dir_fold_known() never asks
  * (MAYBE until someone did: for callers holding the table lock);
  * view_fold_settle() probes a directory that may fold with NAME, an
  * existing name with ASCII letters. */
@@ -531,6 +531,9 @@ FbViewFold view_dir_fold_known (FbViewNode *dir);
 /* The same asked through READ_FD (DIR open for reading, for a listing):
  * no descriptor of its own opened for FS_IOC_GETFLAGS. */
 void view_dir_fold_listing (FbViewNode *dir, int read_fd);
+/* DIR, a new directory node in PARENT: on PARENT's device, the kind of
+ * filesystem PARENT's is, without a statfs. */
+void view_dir_fold_inherit (FbViewNode *dir, FbViewNode *parent);
 void view_fold_settle (FbViewNode *dir, const char *name);
 /* The policy's decision for NAME in a directory decided as PST, folded
  * unless FOLD is NO. */

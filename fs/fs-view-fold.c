@@ -36,8 +36,9 @@
  *    symlink, mknod, and create, which is O_EXCL on the host).
  * Refusals of a spelling are logged as the view's own decisions, with a
  * why that says so (VIEW_REFUSAL_FOLD_SPELLING, VIEW_REFUSAL_FOLD_TAKEN).
- * On a directory that does not fold the cost is one statfs (ext4, f2fs,
- * tmpfs: and one open and ioctl) the first time a name is decided in it.
+ * On a directory that does not fold the cost is, the first time a name is
+ * decided in it, one statfs per filesystem (see NodeDir.fold below) and on
+ * ext4, f2fs and tmpfs one ioctl (and an open, unless it is being listed).
  */
 #include "fs/fs-private.h"
 
@@ -92,28 +93,31 @@ static const struct
   { 0x3153464a, "jfs", KIND_MAYBE },      /* JFS_SUPER_MAGIC (OS/2 mode) */
 };
 
-/* fb_view_fold_detect(); READABLE: DIR_FD is open for reading already. */
-static FbViewFold
-fold_detect (int dir_fd, bool readable, const char **ret_fstype)
+/* What the filesystem of DIR_FD does (a statfs); KIND_MAYBE when unknown. */
+static TypeKind
+fs_kind (int dir_fd, const char **ret_fstype)
 {
   struct statfs sfs;
   TypeKind kind = KIND_MAYBE;
   const char *name = "unknown";
 
-  if (fstatfs (dir_fd, &sfs) < 0)
-    {
-      if (ret_fstype != NULL)
-        *ret_fstype = name;
-      return FB_VIEW_FOLD_MAYBE;
-    }
-  for (guint i = 0; i < G_N_ELEMENTS (fs_types); i++)
-    if ((unsigned long)(unsigned int)sfs.f_type == fs_types[i].magic)
-      {
-        kind = fs_types[i].kind;
-        name = fs_types[i].name;
-      }
+  if (fstatfs (dir_fd, &sfs) == 0)
+    for (guint i = 0; i < G_N_ELEMENTS (fs_types); i++)
+      if ((unsigned long)(unsigned int)sfs.f_type == fs_types[i].magic)
+        {
+          kind = fs_types[i].kind;
+          name = fs_types[i].name;
+        }
   if (ret_fstype != NULL)
     *ret_fstype = name;
+  return kind;
+}
+
+/* Whether DIR_FD, on a filesystem of KIND, folds; READABLE: DIR_FD is open
+ * for reading already. */
+static FbViewFold
+kind_fold (TypeKind kind, int dir_fd, bool readable)
+{
   switch (kind)
     {
       case KIND_NO:
@@ -141,7 +145,7 @@ fold_detect (int dir_fd, bool readable, const char **ret_fstype)
 FbViewFold
 fb_view_fold_detect (int dir_fd, const char **ret_fstype)
 {
-  return fold_detect (dir_fd, false, ret_fstype);
+  return kind_fold (fs_kind (dir_fd, ret_fstype), dir_fd, false);
 }
 
 FbViewFold
@@ -197,43 +201,82 @@ fb_view_fold_listed (int dir_fd, const char *name)
 
 /* --- per directory node --------------------------------------------------------- */
 
-/* NodeDir.fold holds FbViewFold + 1 once asked; 0 before. */
+/* NodeDir.fold holds, in its low four bits, FbViewFold + 1 once asked (0
+ * before), and above them TypeKind + 1 once the filesystem's kind is known
+ * (0 before).  The kind is learned with a statfs, or from the parent: a
+ * directory found in a directory node whose device it shares is on the
+ * same filesystem (a device number names one mounted filesystem while
+ * anything on it is open, and the parent's descriptor is, for the whole
+ * lookup), so a walk makes one statfs per filesystem where it made one per
+ * directory.  Whether the directory itself folds is asked of each still
+ * (ext4, f2fs and tmpfs: its FS_CASEFOLD_FL; may-fold kinds: a probe). */
+#define FOLD_MASK 0xf
+#define KIND_SHIFT 4
+
+static FbViewFold
+fold_of (int v)
+{
+  return (v & FOLD_MASK) == 0 ? FB_VIEW_FOLD_MAYBE : (FbViewFold)((v & FOLD_MASK) - 1);
+}
+
+/* Learn DIR's fold through FD, the kind from DIR's node when known. */
+static FbViewFold
+fold_learn (FbViewNode *dir, int fd, bool readable)
+{
+  gint *slot = &node_dir (dir)->fold;
+  int v = g_atomic_int_get (slot);
+  TypeKind kind = (v >> KIND_SHIFT) != 0 ? (TypeKind)((v >> KIND_SHIFT) - 1) : fs_kind (fd, NULL);
+  FbViewFold f = kind_fold (kind, fd, readable);
+
+  /* (only where no other thread set it first) */
+  while ((v & FOLD_MASK) == 0 &&
+         !g_atomic_int_compare_and_exchange (slot, v, ((int)kind + 1) << KIND_SHIFT | ((int)f + 1)))
+    v = g_atomic_int_get (slot);
+  return fold_of (g_atomic_int_get (slot));
+}
+
 FbViewFold
 view_dir_fold_known (FbViewNode *dir)
 {
-  int v;
-
   if (!node_is_host_dir (dir))
     return FB_VIEW_FOLD_NO;
-  v = g_atomic_int_get (&node_dir (dir)->fold);
-  return v == 0 ? FB_VIEW_FOLD_MAYBE : (FbViewFold)(v - 1);
+  return fold_of (g_atomic_int_get (&node_dir (dir)->fold));
 }
 
 FbViewFold
 view_dir_fold (FbViewNode *dir)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
-  FbViewFold f;
   int fd, v;
 
   if (!node_is_host_dir (dir))
     return FB_VIEW_FOLD_NO;
   v = g_atomic_int_get (&node_dir (dir)->fold);
-  if (v != 0)
-    return (FbViewFold)(v - 1);
+  if ((v & FOLD_MASK) != 0)
+    return fold_of (v);
   fd = node_fd_get (dir, &hold);
   if (fd < 0)
     return FB_VIEW_FOLD_MAYBE; /* asked again next time */
-  f = fb_view_fold_detect (fd, NULL);
-  g_atomic_int_compare_and_exchange (&node_dir (dir)->fold, 0, (gint)f + 1);
-  return (FbViewFold)(g_atomic_int_get (&node_dir (dir)->fold) - 1);
+  return fold_learn (dir, fd, false);
 }
 
 void
 view_dir_fold_listing (FbViewNode *dir, int read_fd)
 {
-  if (node_is_host_dir (dir) && g_atomic_int_get (&node_dir (dir)->fold) == 0)
-    g_atomic_int_compare_and_exchange (&node_dir (dir)->fold, 0, (gint)fold_detect (read_fd, true, NULL) + 1);
+  if (node_is_host_dir (dir) && (g_atomic_int_get (&node_dir (dir)->fold) & FOLD_MASK) == 0)
+    fold_learn (dir, read_fd, true);
+}
+
+void
+view_dir_fold_inherit (FbViewNode *dir, FbViewNode *parent)
+{
+  int kind;
+
+  if (parent == NULL || !node_is_host_dir (dir) || !node_is_host_dir (parent) || dir->dev != parent->dev)
+    return;
+  kind = g_atomic_int_get (&node_dir (parent)->fold) >> KIND_SHIFT;
+  if (kind != 0)
+    g_atomic_int_compare_and_exchange (&node_dir (dir)->fold, 0, kind << KIND_SHIFT);
 }
 
 void
@@ -250,7 +293,14 @@ view_fold_settle (FbViewNode *dir, const char *name)
     return;
   f = fb_view_fold_probe (fd, name);
   if (f != FB_VIEW_FOLD_MAYBE)
-    g_atomic_int_compare_and_exchange (&node_dir (dir)->fold, (gint)FB_VIEW_FOLD_MAYBE + 1, (gint)f + 1);
+    {
+      gint *slot = &node_dir (dir)->fold;
+      int v = g_atomic_int_get (slot);
+      /* (the kind kept) */
+      while ((v & FOLD_MASK) == (int)FB_VIEW_FOLD_MAYBE + 1 &&
+             !g_atomic_int_compare_and_exchange (slot, v, (v & ~FOLD_MASK) | ((int)f + 1)))
+        v = g_atomic_int_get (slot);
+    }
 }
 
 void

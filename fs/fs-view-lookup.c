@@ -65,6 +65,8 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
   node = table_insert (view, parent, node);
   if (node->evictable)
     node_fd_cached (node);
+  /* (while the parent's descriptor is held: fs-view-fold.c) */
+  view_dir_fold_inherit (node, parent);
   if (ret_st != NULL)
     {
       /* the node in the table shows the object just stat'ed (or a blank) */
