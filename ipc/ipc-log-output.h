@@ -19,15 +19,10 @@
  * loop's thread, after the last write(). */
 #pragma once
 
-#include <stddef.h>
-
 #include "ipc/ipc-private.h"
+#include "policy/util.h"
 
 G_BEGIN_DECLS
-
-#ifndef container_of
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof (type, member)))
-#endif
 
 typedef struct
 {

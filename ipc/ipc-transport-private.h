@@ -5,6 +5,7 @@
 #include <libsoup/soup.h>
 
 #include "ipc/ipc-rpc-private.h"
+#include "policy/util.h"
 
 G_BEGIN_DECLS
 
@@ -25,25 +26,36 @@ struct FbRpcListener
   SoupServer *soup;
   GSocketService *ws_service; /* accepts; libsoup serves each connection */
   char *token;
-  GList *peers; /* WsPeer* */
+  GList *peers; /* FbRpcPeer* of WsPeers */
 
   /* unix, stdio (ipc-transport-stream.c) */
   GSocketService *service;
   char *unix_path;
-  GList *streams; /* StreamPeer* */
+  GList *streams; /* FbRpcPeer* of StreamPeers */
 };
 
-/* A peer's connection *CONN told that the peer is gone (nothing when it
- * had none), then cleared.  In that order, not g_clear_pointer's: the
- * answers fb_rpc_conn_closed still writes reach the peer's write paths,
- * which look at the peer's conn. */
-static inline void
-fb_rpc_peer_conn_closed (FbRpcConn **conn)
+/* A client of the server on either transport, embedded in the
+ * transport's own peer (a WebSocket's, a stream's) and found back from it
+ * with container_of: the listener and the list of it that hold it, its
+ * connection, and the idle that lets it go from the loop, never from
+ * inside the transport's own callbacks. */
+typedef struct FbRpcPeer FbRpcPeer;
+struct FbRpcPeer
 {
-  if (*conn != NULL)
-    fb_rpc_conn_closed (*conn);
-  *conn = NULL;
-}
+  FbRpcListener *listener;
+  GList **list;    /* the listener's list of its transport: FbRpcPeer* */
+  FbRpcConn *conn; /* NULL once it went, or when the server refused it */
+  guint closed_idle;
+  void (*free) (FbRpcPeer *peer); /* the transport's part of letting it go */
+};
+
+/* PEER on L's LIST, let go by FREE_FUNC. */
+void fb_rpc_peer_add (FbRpcPeer *peer, FbRpcListener *l, GList **list, void (*free_func) (FbRpcPeer *peer));
+/* PEER let go at the loop's next turn (once, however often it is asked). */
+void fb_rpc_peer_close_later (FbRpcPeer *peer);
+/* PEER let go now: its connection told that it is gone, then PEER off its
+ * list and freed. */
+void fb_rpc_peer_drop (FbRpcPeer *peer);
 
 /* *SERVICE stopped, its sockets closed, and released (NULL: nothing). */
 static inline void

@@ -30,19 +30,17 @@
 
 typedef struct
 {
-  FbRpcListener *listener;
-  GIOStream *io; /* unix: the connection; NULL for stdio */
+  FbRpcPeer base; /* on listener->streams */
+  GIOStream *io;  /* unix: the connection; NULL for stdio */
   GInputStream *in;
   GOutputStream *out;
   GSource *in_source;
   GSource *out_source;
-  FbRpcConn *conn;
   GByteArray *buf;   /* an incomplete line */
   bool discarding;   /* inside an oversized line */
   guint64 discarded; /* its length so far */
   GBytes *pending;   /* the message being written (with its newline) */
   gsize pending_off;
-  guint closed_idle;
   bool is_stdio;
   bool input_ended; /* EOF read: answering what came, then closing */
 } StreamPeer;
@@ -50,11 +48,15 @@ typedef struct
 static void stream_peer_close (StreamPeer *s);
 
 static void
-stream_peer_free (StreamPeer *s)
+stream_peer_free (FbRpcPeer *peer)
 {
+  StreamPeer *s = container_of (peer, StreamPeer, base);
+
+  /* stdio gone: the server has no client left to serve */
+  if (s->is_stdio)
+    peer->listener->finished = true;
   fb_source_clear (&s->in_source);
   fb_source_clear (&s->out_source);
-  g_clear_handle_id (&s->closed_idle, g_source_remove);
   if (s->io != NULL)
     g_io_stream_close (s->io, NULL, NULL);
   g_clear_object (&s->io);
@@ -65,35 +67,11 @@ stream_peer_free (StreamPeer *s)
   g_free (s);
 }
 
-/* S's connection told that S is gone; S out of its listener and freed. */
-static void
-stream_peer_drop (StreamPeer *s)
-{
-  FbRpcListener *l = s->listener;
-
-  fb_rpc_peer_conn_closed (&s->conn);
-  l->streams = g_list_remove (l->streams, s);
-  stream_peer_free (s);
-}
-
-static gboolean
-closed_idle (gpointer data)
-{
-  StreamPeer *s = data;
-
-  s->closed_idle = 0;
-  if (s->is_stdio)
-    s->listener->finished = true;
-  stream_peer_drop (s);
-  return G_SOURCE_REMOVE;
-}
-
 static void
 stream_peer_close (StreamPeer *s)
 {
   fb_source_clear (&s->in_source);
-  if (s->closed_idle == 0)
-    s->closed_idle = g_idle_add (closed_idle, s);
+  fb_rpc_peer_close_later (&s->base);
 }
 
 /* --- writing ----------------------------------------------------------------- */
@@ -142,7 +120,7 @@ flush_pending (StreamPeer *s)
 static void
 close_when_drained (StreamPeer *s)
 {
-  if (s->closed_idle == 0 && (s->conn == NULL || (fb_rpc_conn_drain (s->conn) && s->pending == NULL)))
+  if (s->base.closed_idle == 0 && (s->base.conn == NULL || (fb_rpc_conn_drain (s->base.conn) && s->pending == NULL)))
     stream_peer_close (s);
 }
 
@@ -152,9 +130,9 @@ on_out_ready (GObject *stream, gpointer user_data)
   StreamPeer *s = user_data;
 
   g_clear_pointer (&s->out_source, g_source_unref);
-  if (flush_pending (s) && s->conn != NULL)
+  if (flush_pending (s) && s->base.conn != NULL)
     {
-      fb_rpc_conn_writable (s->conn);
+      fb_rpc_conn_writable (s->base.conn);
       if (s->input_ended)
         close_when_drained (s);
     }
@@ -165,7 +143,7 @@ static bool
 stream_can_write (gpointer transport)
 {
   StreamPeer *s = transport;
-  return s->pending == NULL && s->closed_idle == 0;
+  return s->pending == NULL && s->base.closed_idle == 0;
 }
 
 static void
@@ -194,7 +172,7 @@ static const FbRpcTransportOps stream_ops = { stream_can_write, stream_write, st
 static void
 take_lines (StreamPeer *s, const guint8 *data, gsize len)
 {
-  while (len > 0 && s->conn != NULL && s->closed_idle == 0)
+  while (len > 0 && s->base.conn != NULL && s->base.closed_idle == 0)
     {
       const guint8 *nl = memchr (data, '\n', len);
       gsize take = nl != NULL ? (gsize)(nl - data) : len;
@@ -217,13 +195,13 @@ take_lines (StreamPeer *s, const guint8 *data, gsize len)
       if (s->discarding)
         {
           s->discarding = false;
-          fb_rpc_conn_receive_oversized (s->conn, s->discarded);
+          fb_rpc_conn_receive_oversized (s->base.conn, s->discarded);
           continue;
         }
       if (s->buf->len > 0 && s->buf->data[s->buf->len - 1] == '\r')
         g_byte_array_set_size (s->buf, s->buf->len - 1);
       if (s->buf->len > 0)
-        fb_rpc_conn_receive (s->conn, (const char *)s->buf->data, s->buf->len);
+        fb_rpc_conn_receive (s->base.conn, (const char *)s->buf->data, s->buf->len);
       g_byte_array_set_size (s->buf, 0);
     }
 }
@@ -249,7 +227,7 @@ on_in_ready (GObject *stream, gpointer user_data)
            * once dropped the answers still being worked on, and for stdio
            * ended the server before they were written. */
           g_clear_pointer (&s->in_source, g_source_unref);
-          if (s->buf->len > 0 && !s->discarding && s->conn != NULL)
+          if (s->buf->len > 0 && !s->discarding && s->base.conn != NULL)
             take_lines (s, (const guint8 *)"\n", 1); /* a last line without its newline */
           s->input_ended = true;
           close_when_drained (s);
@@ -262,7 +240,7 @@ on_in_ready (GObject *stream, gpointer user_data)
           return G_SOURCE_REMOVE;
         }
       take_lines (s, data, (gsize)n);
-      if (s->closed_idle != 0)
+      if (s->base.closed_idle != 0)
         {
           g_clear_pointer (&s->in_source, g_source_unref);
           return G_SOURCE_REMOVE;
@@ -277,16 +255,15 @@ stream_peer_new (FbRpcListener *l, GIOStream *io, GInputStream *in, GOutputStrea
   StreamPeer *s = g_new0 (StreamPeer, 1);
   g_autofree char *why = NULL;
 
-  s->listener = l;
+  fb_rpc_peer_add (&s->base, l, &l->streams, stream_peer_free);
   s->io = io != NULL ? g_object_ref (io) : NULL;
   s->in = g_object_ref (in);
   s->out = g_object_ref (out);
   s->buf = g_byte_array_new ();
   /* NAME ("unix:pidN", "stdio") is the client its share counts against
    * (ipc-rpc-share.c). */
-  s->conn = fb_rpc_server_accept_client (l->server, &stream_ops, s, uid, name, name, &why);
-  l->streams = g_list_prepend (l->streams, s);
-  if (s->conn == NULL)
+  s->base.conn = fb_rpc_server_accept_client (l->server, &stream_ops, s, uid, name, name, &why);
+  if (s->base.conn == NULL)
     {
       g_autofree char *busy = fb_rpc_encode_error (NULL, FB_RPC_ERROR_INTERNAL, why, NULL);
       g_autofree char *line = g_strconcat (busy, "\n", NULL);
@@ -427,7 +404,7 @@ fb_rpc_stream_listener_clear (FbRpcListener *l)
 {
   fb_rpc_service_clear (&l->service);
   while (l->streams != NULL)
-    stream_peer_drop (l->streams->data);
+    fb_rpc_peer_drop (l->streams->data);
   if (l->unix_path != NULL)
     unlink (l->unix_path);
   g_clear_pointer (&l->unix_path, g_free);

@@ -48,11 +48,9 @@
 
 typedef struct
 {
-  FbRpcListener *listener;
+  FbRpcPeer base; /* on listener->peers */
   SoupWebsocketConnection *ws;
   FbRpcWsIo *io; /* the stream under ws (ipc-transport-wsio.c) */
-  FbRpcConn *conn;
-  guint closed_idle;
 } WsPeer;
 
 static bool
@@ -71,8 +69,8 @@ on_ws_writable (gpointer user_data)
 {
   WsPeer *peer = user_data;
 
-  if (peer->conn != NULL)
-    fb_rpc_conn_writable (peer->conn);
+  if (peer->base.conn != NULL)
+    fb_rpc_conn_writable (peer->base.conn);
 }
 
 static void
@@ -97,10 +95,55 @@ ws_close (gpointer transport, const char *reason)
 
 static const FbRpcTransportOps ws_ops = { ws_can_write, ws_write, ws_close };
 
-static void
-ws_peer_free (WsPeer *peer)
+/* --- a peer of either transport --------------------------------------------- */
+
+void
+fb_rpc_peer_add (FbRpcPeer *peer, FbRpcListener *l, GList **list, void (*free_func) (FbRpcPeer *peer))
+{
+  peer->listener = l;
+  peer->list = list;
+  peer->free = free_func;
+  *list = g_list_prepend (*list, peer);
+}
+
+void
+fb_rpc_peer_drop (FbRpcPeer *peer)
 {
   g_clear_handle_id (&peer->closed_idle, g_source_remove);
+  /* Told first, cleared after (not g_clear_pointer's order): the answers
+   * fb_rpc_conn_closed still writes reach the transport's write paths,
+   * which look at the peer's conn. */
+  if (peer->conn != NULL)
+    fb_rpc_conn_closed (peer->conn);
+  peer->conn = NULL;
+  *peer->list = g_list_remove (*peer->list, peer);
+  peer->free (peer);
+}
+
+static gboolean
+peer_closed_idle (gpointer data)
+{
+  FbRpcPeer *peer = data;
+
+  peer->closed_idle = 0;
+  fb_rpc_peer_drop (peer);
+  return G_SOURCE_REMOVE;
+}
+
+void
+fb_rpc_peer_close_later (FbRpcPeer *peer)
+{
+  if (peer->closed_idle == 0)
+    peer->closed_idle = g_idle_add (peer_closed_idle, peer);
+}
+
+/* --- WebSocket ------------------------------------------------------------------ */
+
+static void
+ws_peer_free (FbRpcPeer *base)
+{
+  WsPeer *peer = container_of (base, WsPeer, base);
+
   if (peer->io != NULL)
     fb_rpc_ws_io_set_writable_func (peer->io, NULL, NULL);
   g_signal_handlers_disconnect_by_data (peer->ws, peer);
@@ -111,36 +154,13 @@ ws_peer_free (WsPeer *peer)
   g_free (peer);
 }
 
-/* PEER's connection told that PEER is gone; PEER out of its listener and
- * freed. */
-static void
-ws_peer_drop (WsPeer *peer)
-{
-  FbRpcListener *l = peer->listener;
-
-  fb_rpc_peer_conn_closed (&peer->conn);
-  l->peers = g_list_remove (l->peers, peer);
-  ws_peer_free (peer);
-}
-
-static gboolean
-ws_closed_idle (gpointer data)
-{
-  WsPeer *peer = data;
-
-  peer->closed_idle = 0;
-  ws_peer_drop (peer);
-  return G_SOURCE_REMOVE;
-}
-
 static void
 on_ws_closed (SoupWebsocketConnection *ws, gpointer user_data)
 {
   WsPeer *peer = user_data;
 
   /* Not from inside libsoup's emission: the peer and its ws go away. */
-  if (peer->closed_idle == 0)
-    peer->closed_idle = g_idle_add (ws_closed_idle, peer);
+  fb_rpc_peer_close_later (&peer->base);
 }
 
 static void
@@ -150,15 +170,15 @@ on_ws_message (SoupWebsocketConnection *ws, int type, GBytes *message, gpointer 
   gsize len;
   const char *data = g_bytes_get_data (message, &len);
 
-  if (peer->conn == NULL)
+  if (peer->base.conn == NULL)
     return;
   /* Text and binary frames alike carry one JSON message. */
   if (len > FB_RPC_MESSAGE_MAX)
-    fb_rpc_conn_receive_oversized (peer->conn, len);
+    fb_rpc_conn_receive_oversized (peer->base.conn, len);
   else if (type == SOUP_WEBSOCKET_DATA_TEXT)
-    fb_rpc_conn_receive_utf8 (peer->conn, data != NULL ? data : "", len);
+    fb_rpc_conn_receive_utf8 (peer->base.conn, data != NULL ? data : "", len);
   else
-    fb_rpc_conn_receive (peer->conn, data != NULL ? data : "", len);
+    fb_rpc_conn_receive (peer->base.conn, data != NULL ? data : "", len);
 }
 
 static void
@@ -180,7 +200,6 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
       ip = g_inet_address_to_string (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (remote)));
       name = g_strdup_printf ("ws:%s:%u", ip, g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (remote)));
     }
-  peer->listener = l;
   peer->ws = g_object_ref (ws);
   peer->io = io != NULL ? g_object_ref (io) : NULL;
   if (io != NULL)
@@ -190,7 +209,7 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
     }
   soup_websocket_connection_set_max_incoming_payload_size (ws, FB_RPC_WS_FRAME_HARD_MAX);
   soup_websocket_connection_set_keepalive_interval (ws, 0);
-  l->peers = g_list_prepend (l->peers, peer);
+  fb_rpc_peer_add (&peer->base, l, &l->peers, ws_peer_free);
   g_signal_connect (ws, "message", G_CALLBACK (on_ws_message), peer);
   g_signal_connect (ws, "closed", G_CALLBACK (on_ws_closed), peer);
   if (peer->io == NULL)
@@ -200,8 +219,8 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
     }
   /* Counted against its address's share (ipc-rpc-share.c); the early
    * handler refused it with the reason when it was already at its bound. */
-  peer->conn = fb_rpc_server_accept_client (l->server, &ws_ops, peer, geteuid (), name, ip, &why);
-  if (peer->conn == NULL)
+  peer->base.conn = fb_rpc_server_accept_client (l->server, &ws_ops, peer, geteuid (), name, ip, &why);
+  if (peer->base.conn == NULL)
     soup_websocket_connection_close (ws, SOUP_WEBSOCKET_CLOSE_SERVER_ERROR, "too many connections: retry later");
 }
 
@@ -522,7 +541,7 @@ fb_rpc_listener_free (FbRpcListener *l)
   if (l->soup != NULL)
     soup_server_disconnect (l->soup);
   while (l->peers != NULL)
-    ws_peer_drop (l->peers->data);
+    fb_rpc_peer_drop (l->peers->data);
   g_clear_object (&l->soup);
   fb_rpc_stream_listener_clear (l);
   g_free (l->token);

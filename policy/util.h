@@ -8,10 +8,15 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+/* The struct of TYPE whose MEMBER PTR points to (an embedded interface or
+ * base back to its implementation). */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof (type, member)))
 
 /* A descriptor closed when it goes out of scope (GLib 2.74 has no
  * g_autofd): `_fb_cleanup_fd_ int fd = open (...)`; errno survives the
