@@ -49,11 +49,26 @@ struct FbViewNode
   gint ref; /* atomic; reaches 0 only under view->lock (see fb_view_node_unref) */
   /* view->lock: in the table (in_table), among the live nodes that
    * entered it (in_all: in the table, or view->detached), held by the view
-   * for its life (pinned, view->pinned) */
-  bool in_table;
-  bool in_all;
-  bool pinned;
-  guint8 kind;     /* NodeKind; immutable */
+   * for its life (pinned, view->pinned); the name is not in name_buf but in
+   * a string of its own, whose pointer name_buf holds (name_apart: a
+   * rename, or a name too long for a block; node_name()).  Bits of one
+   * byte, written only under that lock: no other field shares the byte. */
+  guint8 in_table : 1;
+  guint8 in_all : 1;
+  guint8 pinned : 1;
+  guint8 name_apart : 1;
+  /* atomic (__atomic_*): 1 when host changes are watched (fs-watch.c
+   * "Coverage"; a directory then holds a mark), set before the kernel first
+   * gets the node (or at fb_watch_view); -1 while a mark is being placed */
+  gint8 watched;
+  /* immutable once the node is in the table (set by its maker before) */
+  guint8 kind : 2;   /* NodeKind */
+  guint8 reopen : 1; /* a host non-directory holding no descriptor: node_host_fd() */
+  /* a host directory whose host_fd is a cache entry (fs-view-fd.c): closed
+   * while unused past the budget, opened again by node_fd_get(); host_fd is
+   * then atomic, and changes only under fd_lock */
+  guint8 evictable : 1;
+  bool fd_listed;  /* directories, fd_lock: in the list of NodeDir.fd_prev */
   guint64 nlookup; /* atomic; the kernel's lookup count */
 
   /* view->lock: the table key (parent, node_name()) and the tree of nodes
@@ -79,21 +94,7 @@ struct FbViewNode
   guint32 dev;        /* immutable: st_dev: the kernel's are 32 bits (new_encode_dev) */
   guint32 generation; /* immutable: FUSE's, of which the kernel keeps 32 bits */
   guint16 type;       /* immutable: the S_IFMT bits of st_mode */
-  bool reopen;        /* a host non-directory holding no descriptor: node_host_fd() */
-  /* a host directory whose host_fd is a cache entry (fs-view-fd.c): closed
-   * while unused past the budget, opened again by node_fd_get(); host_fd is
-   * then atomic, and changes only under fd_lock */
-  bool evictable;
-  /* atomic (__atomic_*): 1 when host changes are watched (fs-watch.c
-   * "Coverage"; a directory then holds a mark), set before the kernel first
-   * gets the node (or at fb_watch_view); -1 while a mark is being placed */
-  gint8 watched;
-  bool fd_listed; /* directories, fd_lock: in the list of NodeDir.fd_prev */
-  /* view->lock: the name is not in name_buf but in a string of its own,
-   * whose pointer name_buf holds (a rename, or a name too long for a
-   * block); node_name() */
-  bool name_apart;
-  char name_buf[]; /* at least sizeof (char *) bytes */
+  char name_buf[];    /* at least sizeof (char *) bytes */
 };
 
 /* What only directory nodes have (S_ISDIR (type): synthetic ones too), in
@@ -115,6 +116,7 @@ typedef struct
 } NodeDir;
 
 G_STATIC_ASSERT (sizeof (NodeDir) % 8 == 0);
+G_STATIC_ASSERT (NODE_HOST < 4 && NODE_SYNTHETIC < 4 && NODE_BLANK < 4); /* FbViewNode.kind's 2 bits */
 
 /* Names up to this long are in the node's block; longer ones apart. */
 #define NODE_NAME_IN_BLOCK_MAX 255
