@@ -15,10 +15,12 @@
  * without that cache fails there with EMFILE, which is reported.
  * It also prints the heap the kept nodes take (malloc's in-use bytes,
  * mallinfo2's arena and mmap'd blocks, before and after the first
- * lookups, divided by the nodes; the view's node sets map their large
- * arrays themselves, fs/fs-view-table.c, and are not in it), and the
+ * lookups, divided by the nodes: what they keep beside themselves, since
+ * the nodes live in the view's slabs, fs/fs-view-node-slab.c, and the node
+ * sets map their large arrays themselves, fs/fs-view-table.c), and the
  * anonymous memory the process grew by over the same lookups (RssAnon):
- * what the daemon holds per name the kernel remembers, tables included.
+ * what the daemon holds per name the kernel remembers, nodes and tables
+ * included.
  *
  *   build/bench/bench-view-lookup [DIRS [FILES [ROUNDS]]]   (default 2000 10 20)
  */

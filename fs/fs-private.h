@@ -145,12 +145,21 @@ node_name (const FbViewNode *node)
 
 /* fs-view-node-slab.c: blocks of a few sizes (up to NODE_BLOCK_MAX) for a
  * view's nodes, zero-filled; node_slabs_of() the allocator of a block, from
- * any address inside it; node_slabs_bytes(): the bytes of the blocks in use. */
+ * any address inside it; node_slabs_bytes(): the bytes of the blocks in use.
+ * node_slabs_handle(): a number of NODE_HANDLE_BITS bits, never 0, for an
+ * 8-byte aligned address in a block, which node_slabs_at() turns back into
+ * the address while the block lives (what the node sets keep). */
+#define NODE_HANDLE_BITS 29
+/* regions of 1 MiB: at most 4 GiB of blocks a view */
+#define NODE_SLABS_REGIONS_MAX 4096
 typedef struct NodeSlabs
 {
-  GMutex lock; /* all below; innermost */
+  GMutex lock; /* all below but bases; innermost */
   struct Slab *partial[NODE_BLOCK_MAX / 8 + 2];
   GPtrArray *regions;
+  /* each region's address by its number, NULL for none: written under
+   * lock, read without it by node_slabs_at() */
+  char **bases;
   gsize bytes;
   bool release_pages;
 } NodeSlabs;
@@ -159,6 +168,8 @@ void node_slabs_clear (NodeSlabs *s);
 void *node_slabs_alloc (NodeSlabs *s, gsize size);
 void node_slabs_free (void *block);
 NodeSlabs *node_slabs_of (const void *block);
+guint32 node_slabs_handle (const void *p);
+void *node_slabs_at (NodeSlabs *s, guint32 handle);
 gsize node_slabs_bytes (NodeSlabs *s);
 
 /* What a node keeps once it was opened or listed. */
@@ -266,13 +277,14 @@ typedef bool (*NodeSetEqual) (const FbViewNode *a, const FbViewNode *b);
 typedef bool (*NodeSetMatch) (const FbViewNode *node, gconstpointer key);
 typedef struct
 {
-  guintptr *slots; /* a node's pointer and bits of its hash; 0: empty */
-  guint bits;      /* 1 << bits slots; 0 before the first add */
+  guint32 *slots; /* a node's handle (node_slabs_handle) and bits of its hash; 0: empty */
+  guint bits;     /* 1 << bits slots; 0 before the first add */
   guint len;
+  NodeSlabs *slabs; /* where the nodes are */
   NodeSetHash hash;
   NodeSetEqual equal;
 } NodeSet;
-void node_set_init (NodeSet *set, NodeSetHash hash, NodeSetEqual equal);
+void node_set_init (NodeSet *set, NodeSlabs *slabs, NodeSetHash hash, NodeSetEqual equal);
 void node_set_clear (NodeSet *set);
 FbViewNode *node_set_find (const NodeSet *set, const FbViewNode *key);
 /* the node whose key is KEY, of any type, when HASH is what the set's hash

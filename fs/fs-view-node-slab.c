@@ -19,6 +19,12 @@
  * unmapped.  Pages never used are never touched: a region's slabs are
  * handed out in address order first, then from its list of released ones.
  *
+ * A block also has a 32-bit handle (node_slabs_handle: its region's number
+ * and its offset there), which the node sets keep instead of a pointer:
+ * regions are numbered up to NODE_SLABS_REGIONS_MAX, 4 GiB of blocks, where
+ * a view's nodes take at most FB_VIEW_NODES_MAX * NODE_BLOCK_MAX (188 MiB;
+ * 2 GiB were each in a slab of its own).
+ *
  * One lock per view (NodeSlabs.lock), taken by node_new and node_free on
  * any worker; it is the innermost lock: nothing else is taken under it.
  */
@@ -29,6 +35,11 @@
 
 #define SLAB_SIZE 4096
 #define REGION_SLABS 256
+/* A handle: a region's number, then the block's offset in it in 8-byte
+ * units (17 bits: a region is 1 MiB). */
+#define REGION_SHIFT 17
+G_STATIC_ASSERT ((gsize)REGION_SLABS *SLAB_SIZE == (gsize)8 << REGION_SHIFT);
+G_STATIC_ASSERT (((guint64)NODE_SLABS_REGIONS_MAX << REGION_SHIFT) <= ((guint64)1 << NODE_HANDLE_BITS));
 
 /* A page of blocks of one size. */
 typedef struct Slab
@@ -48,6 +59,7 @@ G_STATIC_ASSERT (sizeof (Slab) + NODE_BLOCK_MAX <= SLAB_SIZE);
 typedef struct Region
 {
   char *base;   /* REGION_SLABS slabs, mapped */
+  guint number; /* in owner->bases */
   guint bump;   /* slabs from bump on were never used */
   guint used;   /* slabs holding blocks (or kept for their class) */
   guint n_free; /* released slabs, in free */
@@ -66,11 +78,28 @@ node_slabs_of (const void *block)
   return slab_of (block)->owner;
 }
 
+guint32
+node_slabs_handle (const void *p)
+{
+  const Region *r = slab_of (p)->region;
+  gsize offset = (gsize)((const char *)p - r->base);
+
+  g_assert (offset % 8 == 0);
+  return (guint32)(r->number << REGION_SHIFT | offset / 8);
+}
+
+void *
+node_slabs_at (NodeSlabs *s, guint32 handle)
+{
+  return s->bases[handle >> REGION_SHIFT] + (gsize)(handle & ((1u << REGION_SHIFT) - 1)) * 8;
+}
+
 void
 node_slabs_init (NodeSlabs *s)
 {
   memset (s, 0, sizeof *s);
   g_mutex_init (&s->lock);
+  s->bases = g_new0 (char *, NODE_SLABS_REGIONS_MAX);
   s->regions = g_ptr_array_new ();
   /* only pages the size of a slab can be released one at a time */
   s->release_pages = sysconf (_SC_PAGESIZE) == SLAB_SIZE;
@@ -86,6 +115,7 @@ node_slabs_clear (NodeSlabs *s)
       g_free (r);
     }
   g_ptr_array_unref (s->regions);
+  g_free (s->bases);
   g_mutex_clear (&s->lock);
 }
 
@@ -129,12 +159,21 @@ slab_new (NodeSlabs *s, guint16 size)
     }
   if (r == NULL)
     {
-      void *base =
-        mmap (NULL, (gsize)REGION_SLABS * SLAB_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      guint number = 0;
+      void *base = MAP_FAILED;
+
+      while (number < NODE_SLABS_REGIONS_MAX && s->bases[number] != NULL)
+        number++;
+      if (number < NODE_SLABS_REGIONS_MAX)
+        base = mmap (NULL, (gsize)REGION_SLABS * SLAB_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (base == MAP_FAILED)
         g_error ("%s: failed to allocate %d bytes", G_STRLOC, REGION_SLABS * SLAB_SIZE); /* as g_malloc */
       r = g_new0 (Region, 1);
       r->base = base;
+      r->number = number;
+      /* read without the lock by node_slabs_at(), for blocks of this
+       * region once they exist, which orders it before */
+      s->bases[number] = base;
       g_ptr_array_add (s->regions, r);
     }
   index = r->n_free > 0 ? r->free[--r->n_free] : r->bump++;
@@ -161,6 +200,7 @@ slab_release (NodeSlabs *s, Slab *slab)
   r->used--;
   if (r->used == 0)
     {
+      s->bases[r->number] = NULL;
       munmap (r->base, (gsize)REGION_SLABS * SLAB_SIZE);
       g_ptr_array_remove_fast (s->regions, r);
       g_free (r);

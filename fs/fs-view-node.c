@@ -338,8 +338,8 @@ view_table_init (FbView *view)
   g_mutex_init (&view->decisions_lock);
   view->decisions = g_hash_table_new (decision_hash, decision_equal);
   view->node_max = view->options.node_max != 0 ? view->options.node_max : FB_VIEW_NODES_MAX;
-  node_set_init (&view->table, node_key_hash, node_key_equal);
-  node_set_init (&view->by_ino, ino_key_hash, ino_key_equal);
+  node_set_init (&view->table, &view->slabs, node_key_hash, node_key_equal);
+  node_set_init (&view->by_ino, &view->slabs, ino_key_hash, ino_key_equal);
   view->ino_more = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_ptr_array_unref);
   view->pinned = g_ptr_array_new ();
   view->detached = g_hash_table_new (g_direct_hash, g_direct_equal);

@@ -2,12 +2,13 @@
  * index of host objects (fs-view-node.c).
  *
  * Every name the kernel remembers is in both, so the sets are made for
- * size: open addressing with linear probing, one pointer per slot, 3/8 to
- * 3/4 full while they grow, so that a node costs a set 11 to 21 bytes (a
+ * size: open addressing with linear probing, 4 bytes per slot, 3/8 to 3/4
+ * full while they grow, so that a node costs a set 5 to 11 bytes (a
  * GHashTable keeps a 4-byte hash beside each pointer and is 3/8 to 15/16
- * full: 13 to 32 bytes).  The pointers are 8-byte aligned (malloc's),
- * and their low bits hold bits of the key's hash, so that most probes past
- * other nodes don't read them.  Deletions shift the following entries back (no
+ * full: 13 to 32 bytes).  A slot holds the node's handle among the view's
+ * slabs (node_slabs_handle(): 29 bits, as the nodes live there) and, in
+ * its low 3 bits, bits of the key's hash, so that most probes past other
+ * nodes don't read them.  Deletions shift the following entries back (no
  * tombstones), and a set less than an eighth full shrinks by half.  Not
  * locked: the view's lock is held.
  */
@@ -16,7 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define TAG_MASK ((guintptr)7)
+#define TAG_MASK ((guint32)7)
 #define SET_MIN_BITS 4
 /* Slot arrays from this size on are mapped apart, not malloc'd: freeing a
  * block malloc mapped for itself raises its thresholds to that block's size
@@ -25,12 +26,18 @@
  * kernel forgot a walk's names. */
 #define SLOTS_MAP_MIN (64 * 1024)
 
-G_STATIC_ASSERT (G_ALIGNOF (FbViewNode) >= 8);
+G_STATIC_ASSERT (NODE_HANDLE_BITS + 3 <= 32);
 
 static inline FbViewNode *
-slot_node (guintptr slot)
+slot_node (const NodeSet *set, guint32 slot)
 {
-  return (FbViewNode *)(slot & ~TAG_MASK);
+  return node_slabs_at (set->slabs, slot >> 3);
+}
+
+static inline guint32
+slot_of (FbViewNode *node, guint32 tag)
+{
+  return node_slabs_handle (node) << 3 | tag;
 }
 
 /* The hash mixed (keys such as inode numbers come in runs, which linear
@@ -48,16 +55,16 @@ home (const NodeSet *set, guint32 m)
   return m >> (32 - set->bits);
 }
 
-static inline guintptr
+static inline guint32
 tag (guint32 m)
 {
   return (m >> 8) & TAG_MASK;
 }
 
-static guintptr *
+static guint32 *
 slots_new (guint bits)
 {
-  gsize size = sizeof (guintptr) << bits;
+  gsize size = sizeof (guint32) << bits;
   void *p;
 
   if (size < SLOTS_MAP_MIN)
@@ -69,9 +76,9 @@ slots_new (guint bits)
 }
 
 static void
-slots_free (guintptr *slots, guint bits)
+slots_free (guint32 *slots, guint bits)
 {
-  gsize size = sizeof (guintptr) << bits;
+  gsize size = sizeof (guint32) << bits;
 
   if (slots == NULL)
     return;
@@ -82,9 +89,10 @@ slots_free (guintptr *slots, guint bits)
 }
 
 void
-node_set_init (NodeSet *set, NodeSetHash hash, NodeSetEqual equal)
+node_set_init (NodeSet *set, NodeSlabs *slabs, NodeSetHash hash, NodeSetEqual equal)
 {
   memset (set, 0, sizeof *set);
+  set->slabs = slabs;
   set->hash = hash;
   set->equal = equal;
 }
@@ -107,13 +115,13 @@ place (NodeSet *set, FbViewNode *node)
 
   while (set->slots[i] != 0)
     i = (i + 1) & mask;
-  set->slots[i] = (guintptr)node | tag (m);
+  set->slots[i] = slot_of (node, tag (m));
 }
 
 static void
 resize (NodeSet *set, guint bits)
 {
-  guintptr *old = set->slots;
+  guint32 *old = set->slots;
   guint old_bits = set->bits;
   guint old_size = old_bits == 0 ? 0 : 1u << old_bits;
 
@@ -121,7 +129,7 @@ resize (NodeSet *set, guint bits)
   set->bits = bits;
   for (guint i = 0; i < old_size; i++)
     if (old[i] != 0)
-      place (set, slot_node (old[i]));
+      place (set, slot_node (set, old[i]));
   slots_free (old, old_bits);
 }
 
@@ -130,7 +138,7 @@ node_set_find_by (const NodeSet *set, guint hash, NodeSetMatch match, gconstpoin
 {
   guint32 m;
   guint mask, i;
-  guintptr t;
+  guint32 t;
 
   if (set->len == 0)
     return NULL;
@@ -138,8 +146,8 @@ node_set_find_by (const NodeSet *set, guint hash, NodeSetMatch match, gconstpoin
   mask = (1u << set->bits) - 1;
   t = tag (m);
   for (i = home (set, m); set->slots[i] != 0; i = (i + 1) & mask)
-    if ((set->slots[i] & TAG_MASK) == t && match (slot_node (set->slots[i]), key))
-      return slot_node (set->slots[i]);
+    if ((set->slots[i] & TAG_MASK) == t && match (slot_node (set, set->slots[i]), key))
+      return slot_node (set, set->slots[i]);
   return NULL;
 }
 
@@ -174,33 +182,33 @@ node_set_add (NodeSet *set, FbViewNode *node)
   guint32 m;
   guint mask, i;
 
-  g_assert (((guintptr)node & TAG_MASK) == 0);
   if (set->bits == 0 || (set->len + 1) * 4 > (3u << set->bits))
     resize (set, set->bits == 0 ? SET_MIN_BITS : set->bits + 1);
   m = mix (set->hash (node));
   mask = (1u << set->bits) - 1;
   for (i = home (set, m); set->slots[i] != 0; i = (i + 1) & mask)
-    if ((set->slots[i] & TAG_MASK) == tag (m) && set->equal (slot_node (set->slots[i]), node))
+    if ((set->slots[i] & TAG_MASK) == tag (m) && set->equal (slot_node (set, set->slots[i]), node))
       {
         /* an equal key: NODE takes its place, as g_hash_table_add */
-        set->slots[i] = (guintptr)node | tag (m);
+        set->slots[i] = slot_of (node, tag (m));
         return;
       }
-  set->slots[i] = (guintptr)node | tag (m);
+  set->slots[i] = slot_of (node, tag (m));
   set->len++;
 }
 
 bool
 node_set_remove (NodeSet *set, FbViewNode *node)
 {
-  guint32 m;
+  guint32 m, want;
   guint mask, i, j;
 
   if (set->len == 0)
     return false;
   m = mix (set->hash (node));
   mask = (1u << set->bits) - 1;
-  for (i = home (set, m); set->slots[i] != 0 && slot_node (set->slots[i]) != node; i = (i + 1) & mask)
+  want = slot_of (node, tag (m));
+  for (i = home (set, m); set->slots[i] != 0 && set->slots[i] != want; i = (i + 1) & mask)
     ;
   if (set->slots[i] == 0)
     return false;
@@ -208,7 +216,7 @@ node_set_remove (NodeSet *set, FbViewNode *node)
    * cyclically in (I, J] */
   for (j = (i + 1) & mask; set->slots[j] != 0; j = (j + 1) & mask)
     {
-      guint k = home (set, mix (set->hash (slot_node (set->slots[j]))));
+      guint k = home (set, mix (set->hash (slot_node (set, set->slots[j]))));
       if (((j - k) & mask) >= ((j - i) & mask))
         {
           set->slots[i] = set->slots[j];
@@ -229,9 +237,9 @@ node_set_next (const NodeSet *set, guint *pos)
 
   while (*pos < size)
     {
-      guintptr s = set->slots[(*pos)++];
+      guint32 s = set->slots[(*pos)++];
       if (s != 0)
-        return slot_node (s);
+        return slot_node (set, s);
     }
   return NULL;
 }

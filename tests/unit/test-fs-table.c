@@ -1,7 +1,9 @@
 /* fusebox — the set of nodes behind the view's table and index
  * (fs/fs-view-table.c), against a GHashTable doing the same: adds,
  * replacements, removals in any order (entries shifted back over long runs
- * of colliding keys), growth and shrinking, and going through every node. */
+ * of colliding keys), growth and shrinking, and going through every node.
+ * The nodes come from slabs (fs/fs-view-node-slab.c), as a view's do: the
+ * set keeps their handles there. */
 #include "fs/fs-private.h"
 #include "tests/lib/test-util.h"
 
@@ -24,13 +26,30 @@ ino_equal (const FbViewNode *a, const FbViewNode *b)
   return a->ino == b->ino;
 }
 
+static NodeSlabs slabs;
+
 static FbViewNode *
 node_with (ino_t ino)
 {
-  FbViewNode *n = g_malloc0 (sizeof (FbViewNode));
+  FbViewNode *n = node_slabs_alloc (&slabs, sizeof (FbViewNode));
 
   n->ino = ino;
   return n;
+}
+
+static int
+slabs_setup (void **state)
+{
+  node_slabs_init (&slabs);
+  return 0;
+}
+
+static int
+slabs_teardown (void **state)
+{
+  assert_int_equal (node_slabs_bytes (&slabs), 0);
+  node_slabs_clear (&slabs);
+  return 0;
 }
 
 /* SET holds exactly what REF does (ino -> node). */
@@ -62,11 +81,11 @@ static void
 run_against_reference (NodeSetHash hash, guint keys, guint steps)
 {
   g_autoptr (GHashTable) ref = g_hash_table_new (g_direct_hash, g_direct_equal);
-  g_autoptr (GPtrArray) all = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) all = g_ptr_array_new_with_free_func (node_slabs_free);
   g_autoptr (GRand) rand = g_rand_new_with_seed (4242);
   NodeSet set;
 
-  node_set_init (&set, hash, ino_equal);
+  node_set_init (&set, &slabs, hash, ino_equal);
   for (guint step = 0; step < steps; step++)
     {
       ino_t ino = 1 + g_rand_int_range (rand, 0, (gint32)keys);
@@ -93,7 +112,7 @@ run_against_reference (NodeSetHash hash, guint keys, guint steps)
           /* an equal key that is not the node in the set: not removed */
           FbViewNode *other = node_with (ino);
           assert_false (node_set_remove (&set, other));
-          g_free (other);
+          node_slabs_free (other);
           assert_true (node_set_remove (&set, in));
           g_hash_table_remove (ref, GSIZE_TO_POINTER (ino));
         }
@@ -120,11 +139,11 @@ test_clumped_keys (void **state)
 static void
 test_empty_and_refill (void **state)
 {
-  g_autoptr (GPtrArray) all = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GPtrArray) all = g_ptr_array_new_with_free_func (node_slabs_free);
   NodeSet set;
   guint bits;
 
-  node_set_init (&set, ino_hash, ino_equal);
+  node_set_init (&set, &slabs, ino_hash, ino_equal);
   for (guint i = 0; i < 10000; i++)
     {
       g_ptr_array_add (all, node_with (i));
@@ -144,5 +163,6 @@ test_empty_and_refill (void **state)
   node_set_clear (&set);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_spread_keys), cmocka_unit_test (test_clumped_keys),
-                  cmocka_unit_test (test_empty_and_refill))
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_spread_keys, slabs_setup, slabs_teardown),
+                  cmocka_unit_test_setup_teardown (test_clumped_keys, slabs_setup, slabs_teardown),
+                  cmocka_unit_test_setup_teardown (test_empty_and_refill, slabs_setup, slabs_teardown))
