@@ -481,15 +481,11 @@ pipe_pump (Pipe *p)
           p->bytes += (guint64)n;
           p->held -= (gsize)n;
         }
-      /* past a plain request's body: read and dropped, never a second
-       * request */
+      /* past a plain request's body: dropped, never a second request
+       * (MSG_TRUNC: TCP discards the bytes without copying them, tcp(7)) */
       drop = p->limited && p->left == 0;
       if (drop)
-        {
-          char sink[4096];
-
-          n = recv (p->in_fd, sink, sizeof sink, MSG_DONTWAIT);
-        }
+        n = recv (p->in_fd, NULL, PIPE_SPLICE_MAX, MSG_TRUNC | MSG_DONTWAIT);
       else
         n = splice (p->in_fd, NULL, p->fds[1], NULL,
                     p->limited ? (size_t)MIN (p->left, PIPE_SPLICE_MAX) : PIPE_SPLICE_MAX,
