@@ -11,6 +11,7 @@
  * Single-threaded but for the counting sink, which the FUSE workers push
  * to (an atomic counter). */
 #include "ipc/ipc-private.h"
+#include "policy/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,30 +19,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const kind_names[] = {
-  [FB_RUN_KIND_RUN] = "run",
-  [FB_RUN_KIND_MOUNT] = "mount",
-  [FB_RUN_KIND_SERVE] = "serve",
-  [FB_RUN_KIND_SESSION] = "session",
+/* run.json's "kind" */
+static const struct
+{
+  const char *name;
+} kind_table[] = {
+  [FB_RUN_KIND_RUN] = { "run" },
+  [FB_RUN_KIND_MOUNT] = { "mount" },
+  [FB_RUN_KIND_SERVE] = { "serve" },
+  [FB_RUN_KIND_SESSION] = { "session" },
 };
 
-const char *
-fb_run_kind_to_string (FbRunKind kind)
-{
-  return (guint)kind < G_N_ELEMENTS (kind_names) ? kind_names[kind] : NULL;
-}
-
-gboolean
-fb_run_kind_from_string (const char *s, FbRunKind *ret_kind)
-{
-  for (guint i = 0; s != NULL && i < G_N_ELEMENTS (kind_names); i++)
-    if (strcmp (s, kind_names[i]) == 0)
-      {
-        *ret_kind = (FbRunKind)i;
-        return TRUE;
-      }
-  return FALSE;
-}
+FB_DEFINE_STRING_TABLE (fb_run_kind, FbRunKind, kind_table, G_N_ELEMENTS (kind_table))
 
 /* Counts the denials on their way to the access log (for run.json). */
 typedef struct

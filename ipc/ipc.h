@@ -186,7 +186,7 @@ typedef enum
   FB_RUN_KIND_SESSION,
 } FbRunKind;
 const char *fb_run_kind_to_string (FbRunKind kind);
-gboolean fb_run_kind_from_string (const char *s, FbRunKind *ret_kind);
+bool fb_run_kind_from_string (const char *s, FbRunKind *ret_kind);
 
 typedef struct
 {
