@@ -25,7 +25,6 @@ struct FbFuse
   GMutex files_lock;
   GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
   GThread *thread;
-  int wait_fd; /* epoll on the session's /dev/fuse, where idle workers wait (fs-fuse-session.c); -1 */
   FbFuseDoneFunc done;
   gpointer done_data;
   int result;

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -23,28 +22,6 @@
 
 /* --- the workers' reads -------------------------------------------------------------
  *
- * Which worker takes a request.  A worker blocked in read(2) of /dev/fuse
- * waits at the tail of the connection's queue of readers, and a request
- * wakes the head: the one that has waited longest.  A walk (find, ls -R,
- * the kernel's READDIRPLUS, one request at a time) then goes from worker
- * to worker, each woken cold, and half of the daemon's time was the
- * scheduler's.  So workers read without blocking and, when there is
- * nothing to read, wait in epoll_wait(2) on one epoll instance shared by
- * all (FbFuse.wait_fd): epoll wakes its waiters last come, first served,
- * so the worker that answered the previous request, the one whose memory
- * is warm, takes the next.  Parallel callers lose nothing: each request
- * that arrives while a worker is busy wakes another, and libfuse still
- * starts a worker when none is idle.  The descriptor is registered
- * EPOLLONESHOT: an event wakes one worker and disarms it until that worker
- * has read, then re-armed, which wakes the next waiter at once if more
- * requests wait (level-triggered, every event would wake a second waiter
- * for nothing; edge-triggered, a request queued behind another before
- * the first worker woke would wait for a worker to finish).  Each worker
- * reads its own cloned descriptor (clone_fd), made non-blocking on its
- * first read; the epoll instance watches the session's, whose readiness
- * is the same queue's.  A wait that fails leaves the worker to a blocking
- * read, as before.
- *
  * fuse_session_loop_mt ends its workers with pthread_cancel(), and a worker
  * is cancellable for the whole of fuse_session_receive_buf, not only for
  * its read(2): a read that fails with an errno libfuse does not expect is
@@ -54,10 +31,9 @@
  * (run's "the access log ... reached its budget" did, under load, after a
  * worker's "fuse: reading device: Software caused connection abort"); the
  * main loop waits with it, and since the signals are read from the loop,
- * SIGTERM does nothing.  So the wait is the only place where a worker can
- * be cancelled: cancellable for the read(2) or epoll_wait(2) itself, as
- * libfuse wants (an idle worker is ended so), and no longer once it has
- * returned.  fb_fuse_abort()'s signal ends either with EINTR.
+ * SIGTERM does nothing.  So the read is the only place where a worker can
+ * be cancelled: cancellable for the read(2) itself, as libfuse wants (an
+ * idle worker is ended so), and no longer once it has returned.
  *
  * ECONNABORTED is the kernel's answer to a worker whose read took a request
  * just as the connection was being shut down (fuse_dev_do_read, after
@@ -68,63 +44,16 @@
  * it reads as ENODEV, on which libfuse ends serving quietly, not as an
  * error to print, nor a failure of serving ("run: serving the view failed"
  * at the end of a finished sandbox, its status replaced by 125). */
-
-/* The descriptor this worker made non-blocking (its clone); -1 */
-static __thread int nonblocking_fd = -1;
-
-/* Arm the shared wait again after a worker it woke has read (see above):
- * a request still queued wakes the next waiter now. */
-static void
-wait_rearm (FbFuse *f)
-{
-  struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT };
-
-  epoll_ctl (f->wait_fd, EPOLL_CTL_MOD, fuse_session_fd (f->se), &ev);
-}
-
 static ssize_t
 io_read (int fd, void *buf, size_t len, void *userdata)
 {
-  FbFuse *f = userdata;
-  bool lifo = f->wait_fd >= 0;
-  bool woken = false;
   ssize_t n;
   int err;
 
-  if (lifo && nonblocking_fd != fd)
-    {
-      int fl = fcntl (fd, F_GETFL);
-      lifo = fl >= 0 && fcntl (fd, F_SETFL, fl | O_NONBLOCK) == 0;
-      if (lifo)
-        nonblocking_fd = fd;
-    }
-  for (;;)
-    {
-      struct epoll_event ev;
-      int r;
-
-      if (!lifo)
-        pthread_setcancelstate (PTHREAD_CANCEL_ENABLE, NULL);
-      n = read (fd, buf, len);
-      err = errno;
-      if (!lifo)
-        pthread_setcancelstate (PTHREAD_CANCEL_DISABLE, NULL);
-      if (woken)
-        wait_rearm (f);
-      woken = false;
-      if (n >= 0 || err != EAGAIN || !lifo)
-        break;
-      pthread_setcancelstate (PTHREAD_CANCEL_ENABLE, NULL);
-      r = epoll_wait (f->wait_fd, &ev, 1, -1);
-      err = errno;
-      pthread_setcancelstate (PTHREAD_CANCEL_DISABLE, NULL);
-      if (r < 0)
-        {
-          n = -1;
-          break;
-        }
-      woken = r > 0;
-    }
+  pthread_setcancelstate (PTHREAD_CANCEL_ENABLE, NULL);
+  n = read (fd, buf, len);
+  err = errno;
+  pthread_setcancelstate (PTHREAD_CANCEL_DISABLE, NULL);
   if (n < 0 && err == ECONNABORTED)
     err = ENODEV;
   errno = err;
@@ -179,7 +108,6 @@ fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
     f->options.id_map.overflow_gid = (gid_t)-1;
   f->root = fb_view_get_root (view);
   f->abort_fd = -1;
-  f->wait_fd = -1;
   g_mutex_init (&f->files_lock);
   f->files = g_hash_table_new (g_direct_hash, g_direct_equal);
   inval_init (f);
@@ -382,29 +310,11 @@ fb_fuse_run (FbFuse *f)
     return -ENOTCONN;
   cfg = fuse_loop_cfg_create ();
   fuse_loop_cfg_set_max_threads (cfg, f->options.max_threads);
-  /* Workers are never ended for being idle: one waiting deep in the
-   * shared wait is never woken while fewer are busy ("the workers'
-   * reads"), and ending and starting them around a burst of parallel
-   * requests (git's threaded lstat) made hundreds of threads per run. */
-  fuse_loop_cfg_set_idle_threads (cfg, f->options.max_threads);
+  fuse_loop_cfg_set_idle_threads (cfg, MAX (f->options.max_threads / 2, 1));
   /* one /dev/fuse descriptor per worker: no contention on a single one */
   fuse_loop_cfg_set_clone_fd (cfg, 1);
-  /* where idle workers wait, last come first served ("the workers' reads") */
-  f->wait_fd = epoll_create1 (EPOLL_CLOEXEC);
-  if (f->wait_fd >= 0)
-    {
-      struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT };
-      if (epoll_ctl (f->wait_fd, EPOLL_CTL_ADD, fuse_session_fd (f->se), &ev) < 0)
-        {
-          close (f->wait_fd);
-          f->wait_fd = -1;
-        }
-    }
   r = fuse_session_loop_mt (f->se, cfg);
   fuse_loop_cfg_destroy (cfg);
-  if (f->wait_fd >= 0)
-    close (f->wait_fd);
-  f->wait_fd = -1;
   /* ECONNABORTED ended it quietly, as ENODEV (io_read) */
   return r < 0 ? r : (r > 0 ? -EIO : 0);
 }

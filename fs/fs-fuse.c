@@ -10,12 +10,9 @@
  *  - Every op_<name> ends in exactly one fuse_reply_*.  Request fields come
  *    from the kernel, but names and sizes originate in the sandbox: the view
  *    validates names, and sizes are clamped to documented bounds here.
- *  - Threads: fuse_session_loop_mt with clone_fd, up to max_threads workers,
- *    none ended for being idle; an idle one waits in a shared epoll, which
- *    hands the next request to the one that went idle last
- *    (fs-fuse-session.c, "the workers' reads"); the view is thread-safe.
- *    Worker threads block SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE so the
- *    main loop gets them.  Nothing here calls
+ *  - Threads: fuse_session_loop_mt with clone_fd, up to max_threads workers;
+ *    the view is thread-safe.  Worker threads block SIGINT/SIGTERM/SIGHUP/
+ *    SIGQUIT/SIGPIPE so the main loop gets them.  Nothing here calls
  *    fuse_lowlevel_notify_inval_* (that would deadlock inside an op): the
  *    notifier thread does (fs-fuse-inval.c).
  *  - Caching.  Entries and attributes are kept per object: 600 s
