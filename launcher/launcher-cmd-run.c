@@ -125,7 +125,8 @@ usage_error (const char *format, ...)
   va_start (ap, format);
   msg = g_strdup_vprintf (format, ap);
   va_end (ap);
-  fb_cmd_error ("run: %s\nRun 'fusebox run --help' for usage.", msg);
+  /* the words of every command's usage error; run's own status (125) */
+  fb_cmd_usage_error ("run", msg);
   return FB_LAUNCHER_EXIT_SANDBOX;
 }
 
