@@ -47,6 +47,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -428,6 +429,35 @@ pipe_close (Pipe *p)
  * blocks the loop; a splice to a socket the peer reset raises SIGPIPE,
  * which every program running a proxy ignores. */
 #define PIPE_ROUNDS 16
+
+/* TCP's urgent data (MSG_OOB): splice(2) stops at the urgent mark and
+ * takes nothing more (tcp_read_sock never reads past it), while the socket
+ * stays readable, so waiting for it to be readable would wake the loop
+ * again at once, for ever.  Both sockets of a tunnel are SO_OOBINLINE
+ * (pipe_init): the urgent byte is then an ordinary byte of the stream, read
+ * here with recv(2) (which moves past the mark) and put into the empty
+ * pipe, passed on and counted like any other; then splicing goes on. */
+static bool
+pipe_at_urgent_mark (Pipe *p)
+{
+  int at = 0;
+
+  return ioctl (p->in_fd, SIOCATMARK, &at) == 0 && at > 0;
+}
+
+static ssize_t
+pipe_take_urgent (Pipe *p)
+{
+  char b;
+  ssize_t n = recv (p->in_fd, &b, 1, MSG_DONTWAIT);
+
+  if (n == 1 && write (p->fds[1], &b, 1) != 1)
+    {
+      errno = EPIPE; /* an empty pipe takes a byte: never */
+      return -1;
+    }
+  return n;
+}
 #define PIPE_SPLICE_MAX (1024 * 1024) /* a fill asks for this; the pipe takes what it holds */
 
 static void
@@ -492,6 +522,8 @@ pipe_pump (Pipe *p)
                     SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n < 0 && errno == EINTR)
         continue;
+      if (n < 0 && errno == EAGAIN && !drop && pipe_at_urgent_mark (p))
+        n = pipe_take_urgent (p);
       if (n < 0 && errno == EAGAIN)
         break;
       if (n < 0)
@@ -544,6 +576,8 @@ pipe_init (Pipe *p, Conn *c, GSocketConnection *from, GSocketConnection *to)
   p->out_socket = g_socket_connection_get_socket (to);
   p->in_fd = g_socket_get_fd (p->in_socket);
   p->out_fd = g_socket_get_fd (p->out_socket);
+  /* the urgent byte inline (see pipe_at_urgent_mark) */
+  g_socket_set_option (p->in_socket, SOL_SOCKET, SO_OOBINLINE, 1, NULL);
 }
 
 static void

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 import urllib.request
 
@@ -868,6 +869,83 @@ def t_slow_reader(h):
     check_download(out, [r for r in records if r.get("op") in ("connect", "disconnect")], digest)
 
 
+class UrgentServer:
+    """A host server on 127.0.0.1 that sends "x", an urgent byte "?"
+    (MSG_OOB) and "yyyy", ends its side, and keeps what it got, urgent
+    bytes inline."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        self.got = None
+        self.done = threading.Event()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        c, _ = self.sock.accept()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_OOBINLINE, 1)
+        c.settimeout(30)
+        c.sendall(b"x")
+        time.sleep(0.2)
+        c.send(b"?", socket.MSG_OOB)
+        time.sleep(0.2)
+        c.sendall(b"yyyy")
+        c.shutdown(socket.SHUT_WR)
+        data = b""
+        try:
+            while True:
+                b = c.recv(4096)
+                if not b:
+                    break
+                data += b
+        except socket.timeout:
+            pass
+        self.got = data
+        c.close()
+        self.done.set()
+
+
+URGENT = CLIENT + """
+import time
+s = conn()
+s.settimeout(20)
+s.sendall(b"CONNECT allowed.test:%d HTTP/1.1\\r\\n\\r\\n")
+head = b""
+while not head.endswith(b"\\r\\n\\r\\n"):
+    head += s.recv(1)
+s.sendall(b"a")
+time.sleep(0.2)
+s.send(b"!", socket.MSG_OOB)
+time.sleep(0.2)
+s.sendall(b"bbbb")
+s.shutdown(socket.SHUT_WR)
+try:
+    print(head.split(b"\\r\\n")[0].decode(), answer(s).decode())
+except socket.timeout:
+    print("timed out")
+"""
+
+
+def t_urgent_byte(h):
+    """TCP urgent data (MSG_OOB) from either end of a tunnel: splice(2)
+    stops at the urgent mark while the socket stays readable, so a proxy
+    that only spliced would wake for ever and move nothing past it.  The
+    urgent byte goes on as an ordinary byte, both ways, every byte after
+    it arrives, and the record counts them all."""
+    srv = UrgentServer()
+    code, out, err, records = h.run(h.policy([{"host": "allowed.test", "port": srv.port, "why": "the urgent server"},
+                                                   {"cidr": "127.0.0.1", "port": srv.port, "why": "on the host's loopback"}]),
+                                    "python3 -c '%s'" % (URGENT % srv.port), "allowed.test:127.0.0.1")
+    assert srv.done.wait(30), "the server never saw the client's end"
+    assert code == 0, (code, out, err[-2000:])
+    assert out.strip() == "HTTP/1.1 200 Connection established x?yyyy", out
+    assert srv.got == b"a!bbbb", srv.got
+    ends = [r for r in records if r["op"] == "disconnect"]
+    assert len(ends) == 1 and ends[0]["bytes_written"] == 6 and ends[0]["bytes_read"] == 6, records
+
+
 # tunnels opened and held until the proxy refuses one; then one closed,
 # and another opened in its place
 TUNNELS = CLIENT + """
@@ -984,7 +1062,7 @@ def main():
              ("accept_backoff", t_accept_backoff), ("vanishing_clients", t_vanishing_clients), ("idle_tunnel", t_idle_tunnel),
              ("explain_address", t_explain_address),
              ("large_exact", t_large_exact), ("slow_reader", t_slow_reader), ("tunnel_cap", t_tunnel_cap),
-             ("pipe_emfile", t_pipe_emfile)]
+             ("pipe_emfile", t_pipe_emfile), ("urgent_byte", t_urgent_byte)]
     only = sys.argv[1:]
     failed = 0
     for name, t in tests:
