@@ -71,6 +71,9 @@ struct FbProxy
   bool full_told; /* the limit's message, once */
   guint tunnels;  /* connections holding their pipes */
   guint max_tunnels;
+  FbProxyFds own_fds;
+  FbProxyFds *fds; /* own_fds, or the process's (FbProxyOptions.fds) */
+  bool fds_told;   /* the descriptors' message, once */
 };
 
 typedef enum
@@ -245,6 +248,7 @@ conn_close (Conn *c)
   pipe_stop (&c->down);
   pipe_close (&c->up);
   pipe_close (&c->down);
+  proxy->fds->used -= 1 + (c->piped ? FB_PROXY_CONN_FDS - 1 : 0);
   if (c->piped)
     proxy->tunnels--;
   c->piped = false;
@@ -629,6 +633,10 @@ conn_make_pipes (Conn *c)
     why = g_strdup_printf ("the proxy has %u tunnels open, as many as the supervisor's descriptors allow (%d each); "
                            "retry when some have closed",
                            proxy->tunnels, FB_PROXY_CONN_FDS);
+  else if (proxy->fds->used + (FB_PROXY_CONN_FDS - 1) > proxy->fds->max)
+    why = g_strdup_printf ("the network proxies hold %u of the %u descriptors the supervisor gives them (a tunnel "
+                           "takes %d); retry when some connections have closed",
+                           proxy->fds->used, proxy->fds->max, FB_PROXY_CONN_FDS);
   for (gsize i = 0; why == NULL && i < G_N_ELEMENTS (pipes); i++)
     {
       if (pipe2 (pipes[i]->fds, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -652,6 +660,7 @@ conn_make_pipes (Conn *c)
     }
   c->piped = true;
   proxy->tunnels++;
+  proxy->fds->used += FB_PROXY_CONN_FDS - 1;
   return true;
 }
 
@@ -1035,8 +1044,22 @@ on_backoff_end (gpointer data)
 static void
 proxy_incoming (FbProxy *proxy, GSocketConnection *connection)
 {
-  Conn *c = g_new0 (Conn, 1);
+  Conn *c;
 
+  if (proxy->fds->used >= proxy->fds->max)
+    {
+      /* closed unanswered: its descriptor is one the views need */
+      if (!proxy->fds_told)
+        g_message ("%s%snetwork proxy: the proxies hold %u descriptors, all the supervisor gives them: "
+                   "new connections are closed until some end",
+                   proxy->process != NULL ? "process " : "", proxy->process != NULL ? proxy->process : "",
+                   proxy->fds->used);
+      proxy->fds_told = true;
+      g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
+      return;
+    }
+  proxy->fds->used++;
+  c = g_new0 (Conn, 1);
   c->ref = 1;
   c->proxy = proxy;
   c->client = g_object_ref (connection);
@@ -1158,18 +1181,35 @@ proxy_idle_s (void)
   return (guint)s;
 }
 
-/* Tunnels at once: at most MAX_CONNECTIONS, and at most what half of the
- * descriptors the views leave to the rest of the process (their reserve,
- * fs.h) holds at FB_PROXY_CONN_FDS each.  serve's processes have their
- * part of that counted already (ipc-rpc-share.c); under `run` this is what
- * bounds them at a low RLIMIT_NOFILE (256 tunnels from 12,288 up). */
+/* Tunnels at once: at most MAX_CONNECTIONS, and at most what the
+ * descriptors the proxy may hold (FbProxyFds) make at FB_PROXY_CONN_FDS
+ * each; the descriptors themselves are counted as they are taken, with the
+ * connections still in their handshake.  serve's processes have their
+ * part of the reserve counted already (ipc-rpc-share.c); under `run` this
+ * is what bounds them at a low RLIMIT_NOFILE (256 tunnels from 12,288 up). */
 static guint
-proxy_max_tunnels (guint max_connections)
+proxy_max_tunnels (const FbProxyFds *fds, guint max_connections)
+{
+  return CLAMP (fds->max / FB_PROXY_CONN_FDS, 1u, max_connections);
+}
+
+void
+fb_proxy_fds_init (FbProxyFds *fds)
 {
   FbViewFdBudget fd;
 
+  const char *value = g_getenv ("FUSEBOX_TEST_PROXY_FDS");
+  guint64 n = 0;
+
   fb_view_fd_budget (&fd);
-  return CLAMP (fd.reserve / 2 / FB_PROXY_CONN_FDS, 1u, max_connections);
+  fds->max = MAX (fd.reserve / 2, (guint)FB_PROXY_CONN_FDS);
+  fds->used = 0;
+  /* tests: a share larger than the process's descriptors (fusebox(1)) */
+  if (value != NULL && g_ascii_string_to_unsigned (value, 10, FB_PROXY_CONN_FDS, 65536, &n, NULL))
+    fds->max = (guint)n;
+  else if (value != NULL)
+    g_warning ("FUSEBOX_TEST_PROXY_FDS=%s: not %d to 65536 descriptors; the proxies hold at most %u", value,
+               FB_PROXY_CONN_FDS, fds->max);
 }
 
 FbProxy *
@@ -1183,7 +1223,14 @@ fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
   proxy->process = g_strdup (options->process);
   proxy->max_connections =
     options->max_connections != 0 ? MIN (options->max_connections, FB_PROXY_MAX_CONNECTIONS) : FB_PROXY_MAX_CONNECTIONS;
-  proxy->max_tunnels = proxy_max_tunnels (proxy->max_connections);
+  if (options->fds != NULL)
+    proxy->fds = options->fds;
+  else
+    {
+      fb_proxy_fds_init (&proxy->own_fds);
+      proxy->fds = &proxy->own_fds;
+    }
+  proxy->max_tunnels = proxy_max_tunnels (proxy->fds, proxy->max_connections);
   proxy->idle_s = proxy_idle_s ();
   proxy->conns = g_hash_table_new_full (NULL, NULL, (GDestroyNotify)conn_unref, NULL);
   proxy->resolve = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);

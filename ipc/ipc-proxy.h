@@ -43,7 +43,9 @@ G_BEGIN_DECLS
  *    seconds (then 504, SOCKS 0x04);
  *  - at most FB_PROXY_MAX_CONNECTIONS connections at once: past them the
  *    proxy stops accepting until one ends (the others wait in the
- *    kernel's backlog);
+ *    kernel's backlog); and at most what the proxies' share of the
+ *    descriptors holds (FbProxyFds, counted from each accept): past it a
+ *    new connection is closed at once;
  *  - a tunnel costs FB_PROXY_CONN_FDS descriptors: its two sockets and a
  *    pipe each way; at most as many tunnels at once as half the
  *    descriptors outside the views hold (fs.h: 256 from RLIMIT_NOFILE
@@ -72,6 +74,22 @@ G_BEGIN_DECLS
 
 typedef struct FbProxy FbProxy;
 
+/* The descriptors the network proxies of one process may hold together: a
+ * connection holds one from its accept, a tunnel FB_PROXY_CONN_FDS once
+ * its pipes are made.  fb_proxy_fds_init() sets MAX to half of what the
+ * views leave to the rest of the process (their reserve, fs.h), so that
+ * no flood of connections, however split among a session's commands,
+ * takes the descriptors the views and the log need.  Past it a new
+ * connection is closed at once and a tunnel refused (503, SOCKS5 1).  Used
+ * from the loop's thread only. */
+typedef struct
+{
+  guint max;
+  guint used;
+} FbProxyFds;
+
+void fb_proxy_fds_init (FbProxyFds *fds);
+
 typedef struct
 {
   const FbPolicy *policy; /* a reference is taken */
@@ -85,6 +103,9 @@ typedef struct
   /* connections at once, at most FB_PROXY_MAX_CONNECTIONS (0: that): serve
    * gives each process its part of the descriptors it keeps for them */
   guint max_connections;
+  /* the descriptors this proxy shares with the other proxies of the
+   * process (a session's commands); NULL: its own, from fb_proxy_fds_init() */
+  FbProxyFds *fds;
 } FbProxyOptions;
 
 /* Checks OPTIONS->resolve; FALSE with a message naming the entry. */

@@ -328,6 +328,7 @@ struct Daemon
   char *stop_why;            /* why it stops, if not asked to: told to its commands (STOPPING) */
   dev_t sock_dev;            /* the socket's directory entry, as bound */
   ino_t sock_ino;
+  FbProxyFds proxy_fds; /* the descriptors its commands' network proxies hold together (max 0: not yet set) */
 };
 
 static guint
@@ -662,7 +663,13 @@ on_register (Conn *c, int pidns, int *proxy_fd, const char *resolve)
       FbProxyOptions po = { .policy = c->d->policy,
                             .sink = fb_access_log_get_sink (c->log),
                             .uid = c->d->uid,
-                            .resolve = (const char *const *)entries };
+                            .resolve = (const char *const *)entries,
+                            .fds = &c->d->proxy_fds };
+
+      /* one share of descriptors for all its commands' proxies: a command
+       * that floods its proxy can't take the view's from the others */
+      if (c->d->proxy_fds.max == 0)
+        fb_proxy_fds_init (&c->d->proxy_fds);
 
       c->proxy = fb_proxy_new (&po, g_steal_fd (proxy_fd), &error);
       if (c->proxy == NULL)
