@@ -423,8 +423,9 @@ pipe_close (Pipe *p)
  * (never that the pipe is full), and what a reader that does not read
  * makes the proxy hold is one pipe's pages (a slow reader slows its
  * writer).  Each byte is counted as the send or splice that took it to
- * OUT_SOCKET returns (so a connection cut mid-write is recorded with what
- * did reach the other end), and so on until a socket would block; then it
+ * OUT_SOCKET returns: what the kernel took for the other end, never a
+ * byte it refused (what a peer that resets without reading left in the
+ * sockets' buffers is counted too, fusebox(1)), and so on until a socket would block; then it
  * waits for that one: OUT_SOCKET writable while the pipe holds bytes,
  * IN_SOCKET readable once it is empty.  After PIPE_ROUNDS fills it waits
  * anyway (the socket is ready: the loop comes back at once), so that one
