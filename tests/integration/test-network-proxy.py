@@ -342,6 +342,20 @@ def t_connection_cap(h):
     assert [r["op"] for r in records] == ["connect", "disconnect"], records
 
 
+def read_until_end(c):
+    """What socket C sent until its end, or until its timeout."""
+    data = b""
+    try:
+        while True:
+            b = c.recv(4096)
+            if not b:
+                break
+            data += b
+    except socket.timeout:
+        pass
+    return data
+
+
 class Recorder:
     """A host server on 127.0.0.1 that keeps every byte a connection sent
     (until its end, or 3 s of silence), then answers 200."""
@@ -361,16 +375,7 @@ class Recorder:
             except OSError:
                 return
             c.settimeout(3)
-            data = b""
-            try:
-                while True:
-                    b = c.recv(4096)
-                    if not b:
-                        break
-                    data += b
-            except socket.timeout:
-                pass
-            self.got.append(data)
+            self.got.append(read_until_end(c))
             c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
             c.close()
 
@@ -989,16 +994,7 @@ class UrgentServer:
         time.sleep(0.2)
         c.sendall(b"yyyy")
         c.shutdown(socket.SHUT_WR)
-        data = b""
-        try:
-            while True:
-                b = c.recv(4096)
-                if not b:
-                    break
-                data += b
-        except socket.timeout:
-            pass
-        self.got = data
+        self.got = read_until_end(c)
         c.close()
         self.done.set()
 
