@@ -73,8 +73,32 @@ struct FbProxy
   guint max_tunnels;
   FbProxyFds own_fds;
   FbProxyFds *fds; /* own_fds, or the process's (FbProxyOptions.fds) */
+  guint fds_used;  /* of fds->used, this proxy's */
+  guint fds_cap;   /* what this proxy may hold: all of a share of its own, half of a shared one */
   bool fds_told;   /* the descriptors' message, once */
 };
+
+/* Whether N more descriptors fit in the proxies' share and in this
+ * proxy's part of it. */
+static bool
+proxy_fds_room (const FbProxy *proxy, guint n)
+{
+  return proxy->fds->used + n <= proxy->fds->max && proxy->fds_used + n <= proxy->fds_cap;
+}
+
+static void
+proxy_fds_take (FbProxy *proxy, guint n)
+{
+  proxy->fds->used += n;
+  proxy->fds_used += n;
+}
+
+static void
+proxy_fds_give (FbProxy *proxy, guint n)
+{
+  proxy->fds->used -= n;
+  proxy->fds_used -= n;
+}
 
 typedef enum
 {
@@ -248,7 +272,7 @@ conn_close (Conn *c)
   pipe_stop (&c->down);
   pipe_close (&c->up);
   pipe_close (&c->down);
-  proxy->fds->used -= 1 + (c->piped ? FB_PROXY_CONN_FDS - 1 : 0);
+  proxy_fds_give (proxy, 1 + (c->piped ? FB_PROXY_CONN_FDS - 1 : 0));
   if (c->piped)
     proxy->tunnels--;
   c->piped = false;
@@ -622,6 +646,15 @@ conn_splice (Conn *c)
  * request with its reason (503, SOCKS5 1; a refused "connect" record)
  * rather than leaving a tunnel half made, and the other tunnels go on.
  * FALSE when refused (answered, logged, closed). */
+static char *
+proxy_fds_why (const FbProxy *proxy)
+{
+  return g_strdup_printf ("the network proxies hold %u of the %u descriptors the supervisor gives them, this "
+                          "command's %u of the %u it may hold (a connection takes one, a tunnel %d); retry when "
+                          "some connections have closed",
+                          proxy->fds->used, proxy->fds->max, proxy->fds_used, proxy->fds_cap, FB_PROXY_CONN_FDS);
+}
+
 static bool
 conn_make_pipes (Conn *c)
 {
@@ -634,10 +667,8 @@ conn_make_pipes (Conn *c)
     why = g_strdup_printf ("the proxy has %u tunnels open, as many as the supervisor's descriptors allow (%d each); "
                            "retry when some have closed",
                            proxy->tunnels, FB_PROXY_CONN_FDS);
-  else if (proxy->fds->used + (FB_PROXY_CONN_FDS - 1) > proxy->fds->max)
-    why = g_strdup_printf ("the network proxies hold %u of the %u descriptors the supervisor gives them (a tunnel "
-                           "takes %d); retry when some connections have closed",
-                           proxy->fds->used, proxy->fds->max, FB_PROXY_CONN_FDS);
+  else if (!proxy_fds_room (proxy, FB_PROXY_CONN_FDS - 1))
+    why = proxy_fds_why (proxy);
   for (gsize i = 0; why == NULL && i < G_N_ELEMENTS (pipes); i++)
     {
       if (pipe2 (pipes[i]->fds, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -661,7 +692,7 @@ conn_make_pipes (Conn *c)
     }
   c->piped = true;
   proxy->tunnels++;
-  proxy->fds->used += FB_PROXY_CONN_FDS - 1;
+  proxy_fds_take (proxy, FB_PROXY_CONN_FDS - 1);
   return true;
 }
 
@@ -1045,30 +1076,31 @@ on_backoff_end (gpointer data)
 static void
 proxy_incoming (FbProxy *proxy, GSocketConnection *connection)
 {
-  Conn *c;
+  Conn *c = g_new0 (Conn, 1);
+  g_autofree char *why = proxy_fds_room (proxy, 1) ? NULL : proxy_fds_why (proxy);
 
-  if (proxy->fds->used >= proxy->fds->max)
-    {
-      /* closed unanswered: its descriptor is one the views need */
-      if (!proxy->fds_told)
-        g_message ("%s%snetwork proxy: the proxies hold %u descriptors, all the supervisor gives them: "
-                   "new connections are closed until some end",
-                   proxy->process != NULL ? "process " : "", proxy->process != NULL ? proxy->process : "",
-                   proxy->fds->used);
-      proxy->fds_told = true;
-      g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
-      return;
-    }
-  proxy->fds->used++;
-  c = g_new0 (Conn, 1);
+  proxy_fds_take (proxy, 1);
   c->ref = 1;
   c->proxy = proxy;
   c->client = g_object_ref (connection);
   c->cancel = g_cancellable_new ();
   c->state = STATE_FIRST;
   c->up.fds[0] = c->up.fds[1] = c->down.fds[0] = c->down.fds[1] = -1;
-  g_socket_set_option (g_socket_connection_get_socket (connection), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
   g_hash_table_add (proxy->conns, c);
+  if (why != NULL)
+    {
+      /* closed unanswered (nothing is read yet: no protocol to answer
+       * in), its descriptor being one the views need; recorded, so that
+       * the command whose connection it was sees why */
+      if (!proxy->fds_told)
+        g_message ("%s%snetwork proxy: %s; new connections are closed until some end",
+                   proxy->process != NULL ? "process " : "", proxy->process != NULL ? proxy->process : "", why);
+      proxy->fds_told = true;
+      conn_log_refused (c, "descriptors", EMFILE, why);
+      conn_close (c);
+      return;
+    }
+  g_socket_set_option (g_socket_connection_get_socket (connection), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
   if (g_hash_table_size (proxy->conns) >= proxy->max_connections)
     {
       if (!proxy->full_told)
@@ -1189,9 +1221,9 @@ proxy_idle_s (void)
  * part of the reserve counted already (ipc-rpc-share.c); under `run` this
  * is what bounds them at a low RLIMIT_NOFILE (256 tunnels from 12,288 up). */
 static guint
-proxy_max_tunnels (const FbProxyFds *fds, guint max_connections)
+proxy_max_tunnels (guint fds_cap, guint max_connections)
 {
-  return CLAMP (fds->max / FB_PROXY_CONN_FDS, 1u, max_connections);
+  return CLAMP (fds_cap / FB_PROXY_CONN_FDS, 1u, max_connections);
 }
 
 void
@@ -1225,13 +1257,19 @@ fb_proxy_new (const FbProxyOptions *options, int listen_fd, GError **error)
   proxy->max_connections =
     options->max_connections != 0 ? MIN (options->max_connections, FB_PROXY_MAX_CONNECTIONS) : FB_PROXY_MAX_CONNECTIONS;
   if (options->fds != NULL)
-    proxy->fds = options->fds;
+    {
+      /* shared by a session's commands: half of it at most, so that one
+       * command's flood leaves the others' connections room */
+      proxy->fds = options->fds;
+      proxy->fds_cap = MAX (proxy->fds->max / 2, (guint)FB_PROXY_CONN_FDS);
+    }
   else
     {
       fb_proxy_fds_init (&proxy->own_fds);
       proxy->fds = &proxy->own_fds;
+      proxy->fds_cap = proxy->fds->max;
     }
-  proxy->max_tunnels = proxy_max_tunnels (proxy->fds, proxy->max_connections);
+  proxy->max_tunnels = proxy_max_tunnels (proxy->fds_cap, proxy->max_connections);
   proxy->idle_s = proxy_idle_s ();
   proxy->conns = g_hash_table_new_full (NULL, NULL, (GDestroyNotify)conn_unref, NULL);
   proxy->resolve = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);

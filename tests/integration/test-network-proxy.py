@@ -792,7 +792,9 @@ def t_handshake_flood(h):
     again once they end.  Then the same in a session: six commands that
     flood their proxies while a seventh uses the view (the commands' proxies
     share one part of the session daemon's descriptors), and a command
-    after them makes a tunnel."""
+    after them makes a tunnel; and one command that holds every tunnel it
+    may (half of that part) leaves another command room for one.  A
+    connection closed at its accept is recorded (rule `descriptors`)."""
     assert os.path.isdir("/usr/include") and len(os.listdir("/usr/include")) > 100
     pol = h.allowed_policy()
     py = shutil.which("python3", path="/usr/bin:/bin") or "python3"
@@ -806,6 +808,10 @@ def t_handshake_flood(h):
     assert p.stdout.splitlines()[-1:] == ["200"], (p.stdout[-2000:], p.stderr[-2000:])
     told = [line for line in p.stderr.splitlines() if "new connections are closed until some end" in line]
     assert len(told) == 1, p.stderr[-2000:]
+    with open(os.path.join(h.tmp, "run-handshakes", "access.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    closed = [r for r in records if r.get("op") == "connect" and r.get("rule") == "descriptors"]
+    assert closed and all(r["decision"] == "deny" and r["errno"] == 24 and r["path"] == "-" for r in closed), records[-5:]
 
     env = dict(os.environ, XDG_STATE_HOME=os.path.join(h.tmp, "state"))
     env.pop("FUSEBOX_TESTS_MUST_RUN", None)
@@ -823,6 +829,14 @@ def t_handshake_flood(h):
             f.communicate(timeout=120)
         # the floods over, their descriptors are the next command's
         again = subprocess.run(argv + ["/bin/sh", "-c", curl], capture_output=True, text=True, timeout=120, env=env)
+        # one command holding every tunnel it may (half of the session's
+        # share) leaves another command room for one
+        holder = subprocess.Popen(argv + [py, "-c", HOLD_TUNNELS % h.port], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)
+        flooders.append(holder)
+        refused = holder.stdout.readline()
+        beside = subprocess.run(argv + ["/bin/sh", "-c", curl], capture_output=True, text=True, timeout=120, env=env)
+        holder.communicate(timeout=120)
     finally:
         for f in flooders:
             if f.poll() is None:
@@ -832,6 +846,8 @@ def t_handshake_flood(h):
     assert p.returncode == 0, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     assert opened_all(p.stdout), (p.stdout[-2000:], p.stderr[-2000:])
     assert again.stdout.splitlines() == ["200"], (again.returncode, again.stdout, again.stderr[-2000:])
+    assert refused.startswith("refused ") and " 503 " in refused, refused
+    assert beside.stdout.splitlines() == ["200"], (refused, beside.returncode, beside.stdout, beside.stderr[-2000:])
 
 
 # The proxies' share of the descriptors set past what `ulimit -n 256`
@@ -1063,6 +1079,12 @@ s.shutdown(socket.SHUT_WR)
 answer(s)
 s, head = tunnel()
 print("then", head.split(b"\\r\\n")[0].decode(), flush=True)
+"""
+
+
+HOLD_TUNNELS = TUNNELS + """
+import time
+time.sleep(8)
 """
 
 
