@@ -44,8 +44,9 @@ G_BEGIN_DECLS
  *  - at most FB_PROXY_MAX_CONNECTIONS connections at once: past them the
  *    proxy stops accepting until one ends (the others wait in the
  *    kernel's backlog); and at most what the proxies' share of the
- *    descriptors holds (FbProxyFds, counted from each accept): past it a
- *    new connection is closed at once;
+ *    descriptors holds (FbProxyFds, counted from each accept; a proxy
+ *    that shares it with a session's other commands, half of it): past it
+ *    a new connection is closed at once, with a refused record;
  *  - a tunnel costs FB_PROXY_CONN_FDS descriptors: its two sockets and a
  *    pipe each way; at most as many tunnels at once as half the
  *    descriptors outside the views hold (fs.h: 256 from RLIMIT_NOFILE
