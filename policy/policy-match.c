@@ -493,6 +493,7 @@ fb_policy_step (const FbPolicy *policy, const FbPolicyDecision *parent, const ch
   ret->mounted_children = node != NULL ? node->mounted : fb_policy_no_names;
   ret->priv_node = node;
   ret->priv_depth = depth;
+  ret->priv_other = NULL; /* a narrowed policy's, set by its caller (policy-narrow.c) */
 }
 
 /* Split VIEW_PATH into COMPS (up to MAX stored, all counted) while checking

@@ -474,7 +474,44 @@ test_deep_paths (void **state)
   assert_string_equal (d.rule->why, "r10");
 }
 
+/* Leaves the bytes of a deep stack frame set, as a caller's earlier work
+ * would: a decision built on the stack without setting every field then
+ * carries them. */
+static G_GNUC_NO_INLINE void
+dirty_stack (void)
+{
+  volatile unsigned char junk[4096];
+
+  for (gsize i = 0; i < sizeof junk; i++)
+    junk[i] = 0xa5;
+}
+
+/* The view shares decisions by their bytes (fs-view-node.c): every field
+ * of a decision is set on every path, the private ones included, so that
+ * two equal decisions are equal byte for byte. */
+static void
+test_decide_child_sets_every_field (void **state)
+{
+  g_autoptr (FbPolicy) policy = policy_for ('A');
+  FbPolicyDecision parent;
+  FbPolicyDecision a;
+  FbPolicyDecision b;
+
+  fb_policy_decide (policy, "/usr", &parent);
+  memset (&a, 0x5a, sizeof a);
+  memset (&b, 0xc3, sizeof b);
+  dirty_stack ();
+  fb_policy_decide_child (policy, &parent, "/usr", "bin", &a);
+  fb_policy_decide_child (policy, &parent, "/usr", "bin", &b);
+  assert_null (a.priv_other);
+  assert_null (b.priv_other);
+  assert_ptr_equal (a.rule, b.rule);
+  assert_ptr_equal (a.priv_node, b.priv_node);
+  assert_int_equal (a.priv_depth, b.priv_depth);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_table), cmocka_unit_test (test_equal_specificity),
                   cmocka_unit_test (test_rule_fields), cmocka_unit_test (test_protected_narrow_only),
                   cmocka_unit_test (test_default_protected_names), cmocka_unit_test (test_decide_equals_chain),
-                  cmocka_unit_test (test_decide_child_refuses_bad_names), cmocka_unit_test (test_deep_paths))
+                  cmocka_unit_test (test_decide_child_refuses_bad_names), cmocka_unit_test (test_deep_paths),
+                  cmocka_unit_test (test_decide_child_sets_every_field))
