@@ -272,12 +272,13 @@ main (int argc, char **argv)
   if (r < 0)
     return fail (NULL, &plan, r);
   r = plan.join_userns_fd >= 0 ? joined (child, &signaled) : send_mounted (child);
-  if (r < 0)
-    return fail (child, &plan, r);
-  r = fb_launcher_child_wait_exec (child);
+  if (r >= 0)
+    r = fb_launcher_child_wait_exec (child);
   if (r < 0 && signaled != 0)
     {
-      /* ended by the signal before its command ran */
+      /* ended by the signal before its command ran: while it joined the
+       * view (the GO the server sent before it knew finds the child
+       * killed) or before its exec */
       fb_launcher_child_kill (child, SIGKILL);
       fb_launcher_child_wait (child, &exit_code);
       send_record (FB_LAUNCH_FD, FB_LAUNCH_EXITED, 128 + signaled, NULL, -1);
