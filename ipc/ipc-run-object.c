@@ -182,9 +182,14 @@ make_given_dir (const char *dir, GError **error)
                    "--run-dir %s: %s; give a directory you can create", dir, g_strerror (e));
       return FALSE;
     }
-  d = g_dir_open (dir, 0, error);
+  d = g_dir_open (dir, 0, NULL);
   if (d == NULL)
-    return FALSE;
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                   "--run-dir %s: %s; give a directory you can read and write", dir, g_strerror (e));
+      return FALSE;
+    }
   if (g_dir_read_name (d) != NULL)
     {
       g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
@@ -194,8 +199,8 @@ make_given_dir (const char *dir, GError **error)
   if (chmod (dir, 0700) < 0)
     {
       int e = errno;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "--run-dir %s: chmod 0700: %s", dir,
-                   g_strerror (e));
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                   "--run-dir %s: chmod 0700: %s; give a directory of your own", dir, g_strerror (e));
       return FALSE;
     }
   return TRUE;
@@ -209,9 +214,12 @@ make_dir (FbRun *run, GError **error)
 
   if (run->dir_given ? make_given_dir (run->dir, &local) : (made = fb_run_dir_create (run->id, &local)) != NULL)
     return TRUE;
-  g_set_error (error, local->domain, local->code, "can't make the run directory: %s; %s", local->message,
-               run->dir_given ? "give --run-dir DIR on a writable filesystem"
-                              : "set XDG_STATE_HOME to a writable directory");
+  /* --run-dir's own messages say what to give; the default's is the state directory */
+  if (run->dir_given)
+    g_set_error (error, local->domain, local->code, "can't make the run directory: %s", local->message);
+  else
+    g_set_error (error, local->domain, local->code,
+                 "can't make the run directory: %s; set XDG_STATE_HOME to a writable directory", local->message);
   return FALSE;
 }
 

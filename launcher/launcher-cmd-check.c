@@ -202,7 +202,6 @@ fb_cmd_check (int argc, char **argv)
     { NULL },
   };
 
-  g_set_prgname ("fusebox check");
   ctx = g_option_context_new ("- check that sandboxes can be made here");
   g_option_context_set_summary (ctx, "Probes each prerequisite of 'fusebox run' in a child process: user namespaces,\n"
                                      "uid/gid maps, mounts in a user namespace, /dev/fuse, a FUSE mount in a user\n"
@@ -221,6 +220,15 @@ fb_cmd_check (int argc, char **argv)
     {
       fb_cmd_error ("check: --timeout %d: give a positive number of milliseconds", timeout_ms);
       return FB_EXIT_USAGE;
+    }
+  /* a workspace that is not there is the caller's mistake, as for run */
+  if (workspace != NULL)
+    {
+      char *real = fb_cmd_resolve_workspace ("check", workspace);
+      if (real == NULL)
+        return FB_EXIT_USAGE;
+      g_free (workspace);
+      workspace = real;
     }
 
   FbLauncherCheckOptions options = {

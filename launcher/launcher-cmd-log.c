@@ -227,7 +227,9 @@ static bool
 parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc, char ***argv)
 {
   g_autoptr (GError) error = NULL;
+  g_autofree char *prgname = g_strconcat ("fusebox ", command, NULL);
 
+  g_set_prgname (prgname); /* --help's "Usage: fusebox COMMAND" */
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, argc, argv, &error))
     {

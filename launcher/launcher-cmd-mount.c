@@ -634,8 +634,8 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
     FB_CMD_RUN_ARGS_ENTRIES (&c->run),
     { "foreground", 'f', 0, G_OPTION_ARG_NONE, &c->foreground, "Stay in the foreground until stopped", NULL },
     { "cache-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &c->cache_timeout,
-      "Seconds the kernel keeps names, attributes and absences (default 60, 60 and 2): how long a change made on "
-      "the host outside fusebox may take to show",
+      "Seconds the kernel keeps names, attributes and absences (default: 600 where the host's changes are "
+      "watched, 2 elsewhere): how long a change made on the host outside fusebox may take to show",
       "SECONDS" },
     FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY (&c->run),
     { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->run.log_max_size,

@@ -387,7 +387,6 @@ fb_cmd_runs (int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object per run", NULL },
     { NULL },
   };
-  g_set_prgname ("fusebox runs");
   ctx = g_option_context_new ("- list the run directories");
   g_option_context_set_summary (ctx, "Lists the runs under $XDG_STATE_HOME/fusebox/runs/ (run, mount and serve) with\n"
                                      "their state: running (the supervisor is alive), over, or unknown (no readable\n"

@@ -1460,8 +1460,10 @@ fb_cmd_session (int argc, char **argv)
 {
   g_autofree char *root = fb_run_sessions_root ();
 
-  if (argc == 2 && (strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "--help") == 0))
-    return session_usage (stdout, FB_EXIT_OK);
+  /* -h or --help anywhere: `session stop --help` asks, it names no session */
+  for (int i = 1; i < argc; i++)
+    if (strcmp (argv[i], "-h") == 0 || strcmp (argv[i], "--help") == 0)
+      return session_usage (stdout, FB_EXIT_OK);
   if (argc == 2 && strcmp (argv[1], "list") == 0)
     {
       g_autoptr (GDir) dir = g_dir_open (root, 0, NULL);

@@ -136,7 +136,10 @@ bool
 fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc, char ***argv)
 {
   g_autoptr (GError) error = NULL;
+  g_autofree char *prgname = g_strconcat ("fusebox ", command, NULL);
 
+  /* --help's "Usage: fusebox COMMAND", not the bare argv[0] of the command */
+  g_set_prgname (prgname);
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, argc, argv, &error))
     {

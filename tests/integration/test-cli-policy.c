@@ -171,6 +171,49 @@ test_help_and_version (void **state)
   assert_status (&none, 2);
 }
 
+/* Every command's --help names it as it is typed ("Usage: fusebox log"),
+ * tells the truth about defaults, and is help wherever it stands. */
+static void
+test_commands_help (void **state)
+{
+  Fixture *f = *state;
+  static const char *const commands[] = { "check", "mount", "runs", "serve", "log", "report", "session" };
+  g_auto (TestCmd) stop_help = { 0 }, mount_help = { 0 }, no_ws = { 0 }, run_dir = { 0 };
+  g_autofree char *full_dir = g_build_filename (f->dir, "full-run-dir", NULL);
+  g_autofree char *in_it = g_build_filename (full_dir, "something", NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
+    {
+      g_auto (TestCmd) r = { 0 };
+      g_autofree char *usage = g_strdup_printf ("fusebox %s", commands[i]);
+
+      RUN (&r, f->workspace, commands[i], "--help");
+      assert_status (&r, 0);
+      assert_out_has (&r, usage);
+    }
+
+  /* `session stop --help` asks for help; it does not look for a session "--help" */
+  RUN (&stop_help, f->workspace, "session", "stop", "--help");
+  assert_status (&stop_help, 0);
+  assert_out_has (&stop_help, "Usage: fusebox session list");
+
+  /* the caches' defaults as the view applies them (fs/fs.h), not older ones */
+  RUN (&mount_help, f->workspace, "mount", "--help");
+  assert_out_has (&mount_help, "600 where the host's changes are watched, 2 elsewhere");
+  assert_out_lacks (&mount_help, "60, 60 and 2");
+
+  /* check refuses a workspace that is not there, as every other command does */
+  RUN (&no_ws, f->workspace, "check", "--quiet", "--workspace", "/nonexistent-fusebox-workspace");
+  assert_refused (&no_ws, 2, "--workspace /nonexistent-fusebox-workspace: No such file or directory");
+
+  /* a --run-dir that is not empty: one fix, the one that applies */
+  assert_int_equal (g_mkdir_with_parents (full_dir, 0700), 0);
+  assert_true (g_file_set_contents (in_it, "x", -1, NULL));
+  RUN (&run_dir, f->workspace, "run", "--run-dir", full_dir, "--", "true");
+  assert_refused (&run_dir, 125, "not empty; give a new or empty directory");
+  check_contains (&run_dir, "stderr", run_dir.err, "writable filesystem", false, __FILE__, __LINE__);
+}
+
 static void
 test_policy_help (void **state)
 {
@@ -494,6 +537,7 @@ main (int argc, char **argv)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_help_and_version, setup, teardown),
     cmocka_unit_test_setup_teardown (test_policy_help, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_commands_help, setup, teardown),
     cmocka_unit_test_setup_teardown (test_check, setup, teardown),
     cmocka_unit_test_setup_teardown (test_explain_default, setup, teardown),
     cmocka_unit_test_setup_teardown (test_explain_json_and_cwd_workspace, setup, teardown),
