@@ -16,7 +16,8 @@
  *
  * Bounds: one incoming message is at most FB_RPC_MESSAGE_MAX bytes (the
  * server's own limit; a longer line or frame ends the connection), and the
- * token file is read up to TOKEN_FILE_MAX bytes. */
+ * token file is read as serve reads it (fb_cmd_read_token: a regular file of
+ * at most FB_CMD_TOKEN_MAX bytes, never a hang on a FIFO). */
 #include "launcher/launcher-private.h"
 
 #include <glib-unix.h>
@@ -28,7 +29,6 @@
 #include "ipc/ipc-rpc.h"
 #include "policy/util.h"
 
-#define TOKEN_FILE_MAX 4096
 /* How long an interrupted follower waits for the answer to log/unsubscribe
  * before it closes anyway: a stopped or wedged server must not keep Ctrl-C
  * from working. */
@@ -368,29 +368,6 @@ on_ws_connected (GObject *source, GAsyncResult *res, gpointer user_data)
                 object_node ("clientName", json_node_init_string (json_node_alloc (), "fusebox-log"), NULL));
 }
 
-static char *
-read_token (const char *file, GError **error)
-{
-  g_autofree char *text = NULL;
-  gsize len = 0;
-
-  if (!g_file_get_contents (file, &text, &len, error))
-    return NULL;
-  if (len > TOKEN_FILE_MAX)
-    {
-      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s is not a token file (%" G_GSIZE_FORMAT " bytes)", file,
-                   len);
-      return NULL;
-    }
-  g_strstrip (text);
-  if (text[0] == '\0' || strpbrk (text, " \t\r\n") != NULL)
-    {
-      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: the token must be one line without spaces", file);
-      return NULL;
-    }
-  return g_steal_pointer (&text);
-}
-
 static gboolean
 start_ws (Client *c)
 {
@@ -404,7 +381,7 @@ start_ws (Client *c)
     }
   if (c->token_file != NULL)
     {
-      g_autofree char *token = read_token (c->token_file, &error);
+      g_autofree char *token = fb_cmd_read_token (c->token_file, &error);
       g_autofree char *header = NULL;
 
       if (token == NULL)

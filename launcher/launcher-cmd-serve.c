@@ -26,6 +26,7 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
+#include "policy/util-file.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -37,7 +38,6 @@
 
 #define DEFAULT_SPEC "builtin:default"
 #define DEFAULT_LISTEN "ws://127.0.0.1:0"
-#define TOKEN_MAX 4096
 
 static int
 usage_error (const char *message)
@@ -65,23 +65,18 @@ find_helper (void)
   return path;
 }
 
-static char *
-read_token (const char *file, GError **error)
+char *
+fb_cmd_read_token (const char *file, GError **error)
 {
-  g_autofree char *text = NULL;
-  gsize len;
-  struct stat st;
+  g_autofree char *text = fb_file_read_regular (file, "the token file", FB_FILE_NAMED, FB_CMD_TOKEN_MAX, NULL, error);
 
-  if (stat (file, &st) == 0 && (st.st_mode & 0077) != 0)
-    fb_cmd_print (stderr, "fusebox: serve: warning: the token file %s is readable by others (mode %o); chmod 600 it\n",
-                  file, st.st_mode & 0777);
-  if (!g_file_get_contents (file, &text, &len, error))
+  if (text == NULL)
     return NULL;
   g_strstrip (text);
-  if (text[0] == '\0' || strlen (text) > TOKEN_MAX || strpbrk (text, " \t\r\n") != NULL)
+  if (text[0] == '\0' || strpbrk (text, " \t\r\n") != NULL)
     {
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                   "%s: the token must be one line of at most %d bytes without spaces", file, TOKEN_MAX);
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                   "%s: the token must be one line of at most %d bytes without spaces", file, FB_CMD_TOKEN_MAX);
       return NULL;
     }
   return g_steal_pointer (&text);
@@ -224,12 +219,18 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
     return usage_error ("--insecure-no-auth is for loopback only; a remote listener needs --token-file");
   if (c->token_file != NULL)
     {
-      c->token = read_token (c->token_file, &error);
+      struct stat st;
+
+      c->token = fb_cmd_read_token (c->token_file, &error);
       if (c->token == NULL)
         {
-          fb_cmd_error ("serve: --token-file %s: %s", c->token_file, error->message);
+          fb_cmd_error ("serve: --token-file: %s", error->message);
           return FB_EXIT_FAILURE;
         }
+      if (stat (c->token_file, &st) == 0 && (st.st_mode & 0077) != 0)
+        fb_cmd_print (stderr,
+                      "fusebox: serve: warning: the token file %s is readable by others (mode %o); chmod 600 it\n",
+                      c->token_file, st.st_mode & 0777);
     }
   if (c->run.workspace != NULL &&
       (c->run.workspace_real = fb_cmd_resolve_workspace ("serve", c->run.workspace)) == NULL)

@@ -50,6 +50,14 @@ int fb_cmd_usage_error (const char *command, const char *message);
 bool fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc,
                            char ***argv);
 
+/* The bearer token in FILE (serve --token-file, log --connect --token-file):
+ * a regular file (a FIFO or a device there would hang or flood us; links
+ * are followed) of at most FB_CMD_TOKEN_MAX bytes, one line without spaces
+ * once surrounding blanks are stripped; NULL with ERROR naming FILE, what
+ * is wrong and the fix (launcher-cmd-serve.c). */
+#define FB_CMD_TOKEN_MAX 4096
+char *fb_cmd_read_token (const char *file, GError **error);
+
 /* Shared by `fusebox run` and `fusebox runs` (launcher-cmd-run.c,
  * launcher-cmd-runs.c): rm -rf below PARENT_FD/NAME without following
  * symlinks (directories the sandbox made read-only are made writable
