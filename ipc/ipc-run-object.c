@@ -47,6 +47,7 @@ struct FbRun
   char *dir;
   bool dir_given; /* --run-dir */
   char *log_path;
+  bool log_given; /* --log: a file of the caller's choice, maybe elsewhere */
   FbPolicyVarsStorage vars;
   FbPolicy *policy;
   char **state_paths;
@@ -91,6 +92,7 @@ fb_run_new (const FbRunOptions *options)
     }
   run->log_path = options->log_path != NULL ? g_canonicalize_filename (options->log_path, NULL)
                                             : g_build_filename (run->dir, "access.jsonl", NULL);
+  run->log_given = options->log_path != NULL;
   fb_policy_vars_init_from_env (&run->vars, options->workspace, run->dir);
   run->info = json_object_new ();
   json_object_set_string_member (run->info, "run", run->id);
@@ -169,12 +171,30 @@ write_run_file (const char *path, const char *text, GError **error)
   return TRUE;
 }
 
+static gboolean
+given_dir_private (const char *dir, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+
+  if (fb_path_check_private (dir, false, &local))
+    return TRUE;
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+               "--run-dir %s: %s; give a directory of your own where no other user may write on the way", dir,
+               local->message);
+  return FALSE;
+}
+
 /* --run-dir: made 0700, new or empty (runs never share a directory). */
 static gboolean
 make_given_dir (const char *dir, GError **error)
 {
   g_autoptr (GDir) d = NULL;
 
+  /* out of other users' reach, before and once made: a directory of
+   * another user's (an empty one made ready, or one on the way to it)
+   * would let them swap its private sources and its log */
+  if (!given_dir_private (dir, error))
+    return FALSE;
   if (g_mkdir_with_parents (dir, 0700) < 0)
     {
       int e = errno;
@@ -182,6 +202,8 @@ make_given_dir (const char *dir, GError **error)
                    "--run-dir %s: %s; give a directory you can create", dir, g_strerror (e));
       return FALSE;
     }
+  if (!given_dir_private (dir, error))
+    return FALSE;
   d = g_dir_open (dir, 0, NULL);
   if (d == NULL)
     {
@@ -214,12 +236,8 @@ make_dir (FbRun *run, GError **error)
 
   if (run->dir_given ? make_given_dir (run->dir, &local) : (made = fb_run_dir_create (run->id, &local)) != NULL)
     return TRUE;
-  /* --run-dir's own messages say what to give; the default's is the state directory */
-  if (run->dir_given)
-    g_set_error (error, local->domain, local->code, "can't make the run directory: %s", local->message);
-  else
-    g_set_error (error, local->domain, local->code,
-                 "can't make the run directory: %s; set XDG_STATE_HOME to a writable directory", local->message);
+  /* each message says what to give, --run-dir's and the state directory's */
+  g_set_error (error, local->domain, local->code, "can't make the run directory: %s", local->message);
   return FALSE;
 }
 
@@ -231,6 +249,21 @@ fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
 
   if (!make_dir (run, error))
     return FALSE;
+  /* --log: its directory out of other users' reach, as the run
+   * directory's (the log rotates there, by name) */
+  if (run->log_given)
+    {
+      g_autofree char *log_dir = g_path_get_dirname (run->log_path);
+      g_autoptr (GError) local = NULL;
+
+      if (!fb_path_check_private (log_dir, true, &local))
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                       "--log %s: %s; give a file in a directory where no other user may write on the way",
+                       run->log_path, local->message);
+          return FALSE;
+        }
+    }
   run->policy = fb_policy_ref (policy);
   /* The effective policy beside the log, for whoever audits the run; it
    * also marks the directory as one of fusebox's runs (fb_run_state_paths

@@ -69,6 +69,28 @@ fb_run_sessions_root (void)
   return g_build_filename (state, "sessions", NULL);
 }
 
+/* fb_path_check_private of a directory of fusebox's state, with the fix */
+static gboolean
+state_path_ok (const char *dir, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+
+  if (fb_path_check_private (dir, false, &local))
+    return TRUE;
+  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+               "fusebox's state directory %s is not out of other users' reach: %s; set XDG_STATE_HOME to a "
+               "directory of your own that only you may write",
+               dir, local->message);
+  return FALSE;
+}
+
+gboolean
+fb_run_state_dir_ok (GError **error)
+{
+  g_autofree char *root = fb_run_dir_root ();
+  return state_path_ok (root, error);
+}
+
 static gboolean
 valid_run_id (const char *id)
 {
@@ -90,21 +112,30 @@ fb_run_dir_create (const char *run_id, GError **error)
       return NULL;
     }
   /* 0700 for every directory we create on the way: the state directory may
-   * not exist yet, and its contents are the caller's business only. */
+   * not exist yet, and its contents are the caller's business only.  Out
+   * of other users' reach before and once made (a directory of another
+   * user on the way could swap a run directory, or the runs root, for one
+   * of theirs: root would then write its runs there). */
+  if (!state_path_ok (root, error))
+    return NULL;
   if (g_mkdir_with_parents (root, 0700) < 0)
     {
       int errsv = errno;
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't create the run-directory root %s: %s", root,
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
+                   "can't create the run-directory root %s: %s; set XDG_STATE_HOME to a writable directory", root,
                    g_strerror (errsv));
       return NULL;
     }
+  if (!state_path_ok (root, error))
+    return NULL;
   dir = g_build_filename (root, run_id, NULL);
   if (mkdir (dir, 0700) == 0)
     return g_steal_pointer (&dir);
   if (errno != EEXIST)
     {
       int errsv = errno;
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't create the run directory %s: %s", dir,
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
+                   "can't create the run directory %s: %s; set XDG_STATE_HOME to a writable directory", dir,
                    g_strerror (errsv));
       return NULL;
     }
@@ -147,6 +178,9 @@ fb_run_find_latest (GError **error)
   g_autofree char *best = NULL;
   const char *name;
 
+  /* the newest run of a root another user can write could be theirs */
+  if (!state_path_ok (root, error))
+    return NULL;
   d = g_dir_open (root, 0, NULL);
   if (d != NULL)
     while ((name = g_dir_read_name (d)) != NULL)

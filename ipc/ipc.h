@@ -126,6 +126,9 @@ char *fb_run_dir_root (void);
  * $XDG_STATE_HOME/fusebox/sessions, beside the runs root, hidden from
  * every view as fusebox's state (fb_run_state_paths). */
 char *fb_run_sessions_root (void);
+/* Whether the runs root is out of other users' reach (fb_path_check_private:
+ * the caller's, on a way no other user may write); FALSE with the fix. */
+gboolean fb_run_state_dir_ok (GError **error);
 /* Create (0700, parents too) the run directory for ID; returns its path. */
 char *fb_run_dir_create (const char *run_id, GError **error);
 /* Resolve what a user typed (a run id, a run directory, or a log file) to a
@@ -355,6 +358,8 @@ typedef enum
   FB_LOG_READ_BAD_LINE,  /* a line that is not a JSON object: error says FILE:LINE; reading goes on */
   FB_LOG_READ_TRUNCATED, /* a file ends in a line without a newline (a crash mid-write):
                           * error says FILE:LINE and its length; reading goes on */
+  FB_LOG_READ_SKIPPED,   /* a rotated file of another owner than the log's, not read:
+                          * error says which; reading goes on */
   FB_LOG_READ_ERROR,     /* an I/O error: error says what; stop */
 } FbLogReadStatus;
 

@@ -112,6 +112,19 @@ check_mountpoint (const char *arg)
       fb_cmd_error ("mount: can't resolve the mount point %s: %s", arg, g_strerror (errno));
       return NULL;
     }
+  /* The mount is made by path: no other user may change what it names
+   * (a directory of theirs on the way, or the mount point itself, could
+   * become a link to /etc between this check and the mount). */
+  {
+    g_autoptr (GError) error = NULL;
+    if (!fb_path_check_private (arg, true, &error))
+      {
+        fb_cmd_error ("mount: the mount point %s is not out of other users' reach: %s; mount on a directory of "
+                      "yours where no other user may write on the way",
+                      arg, error->message);
+        return NULL;
+      }
+  }
   if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
       strcmp (real, "/") != 0)
     {

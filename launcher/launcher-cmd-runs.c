@@ -402,6 +402,13 @@ fb_cmd_runs (int argc, char **argv)
     }
 
   g_autofree char *root = fb_run_dir_root ();
+  g_autoptr (GError) error = NULL;
+  /* runs another user could have put there are not listed as ours, nor pruned */
+  if (g_file_test (root, G_FILE_TEST_EXISTS) && !fb_run_state_dir_ok (&error))
+    {
+      fb_cmd_error ("runs: %s", error->message);
+      return FB_EXIT_FAILURE;
+    }
   g_autoptr (GPtrArray) runs = list_runs (root);
   /* run ids start with the date: name order is time order */
   g_ptr_array_sort (runs, compare_entries);

@@ -205,6 +205,17 @@ sessions_dir_ok (const char *command)
   g_autofree char *root = fb_run_sessions_root ();
   g_autofree char *parent = g_path_get_dirname (root);
   const char *const dirs[] = { parent, root };
+  g_autoptr (GError) error = NULL;
+
+  /* and the way to them: a directory of another user's above them could
+   * swap them, between these checks and the lock's open, for a link */
+  if (!fb_path_check_private (root, false, &error))
+    {
+      fb_cmd_error ("%s: the sessions' directory %s is not out of other users' reach: %s; set XDG_STATE_HOME to a "
+                    "directory of your own that only you may write",
+                    command, root, error->message);
+      return false;
+    }
 
   for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
     {

@@ -67,6 +67,18 @@ fb_realpath (const char *path)
   return ret;
 }
 
+/* Whether no other user can change what the absolute PATH names (it need
+ * not exist yet): each directory from / down to the last part of PATH that
+ * exists (as realpath(3) resolves it) belongs to the caller or root and no
+ * other user may write it, unless it is sticky (/tmp: there no one moves
+ * or removes what is not theirs); and PATH itself, where it exists, is the
+ * caller's (or root's, with TARGET_ROOT_OK).  What is missing the caller
+ * makes after, and checks again once made.  FALSE with ERROR naming the
+ * step, its owner and its mode.  For the host paths a root caller writes
+ * in: another user's directory on the way could swap what fusebox then
+ * writes, creates in or mounts over for something of theirs. */
+gboolean fb_path_check_private (const char *path, bool target_root_ok, GError **error);
+
 /* Sends LEN bytes of BUF on the socket SOCK in one sendmsg (MSG_NOSIGNAL
  * and FLAGS), again after EINTR, with the N_FDS descriptors of FDS as
  * SCM_RIGHTS (none when N_FDS is 0; at most FB_SEND_FDS_MAX).  0 or -errno.

@@ -1,0 +1,155 @@
+/* fusebox — whether a host path is out of other users' reach (policy/util.h). */
+#include "policy/util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+/* The uid that stands for the owners this user namespace does not map
+ * (every one but the caller's, in most nested sandboxes: host root's
+ * directories among them), or (uid_t)-1 in a namespace that maps every id
+ * (the host's), where it is a real user's (nobody's) like any other. */
+static uid_t
+unmapped_uid (void)
+{
+  static gsize once = 0;
+  static uid_t uid;
+
+  if (g_once_init_enter (&once))
+    {
+      g_autofree char *map = NULL;
+      g_autofree char *overflow = NULL;
+      unsigned long inside, outside, count;
+
+      uid = (uid_t)-1;
+      if (g_file_get_contents ("/proc/self/uid_map", &map, NULL, NULL) &&
+          !(sscanf (map, "%lu %lu %lu", &inside, &outside, &count) == 3 && inside == 0 && outside == 0 &&
+            count == 4294967295UL) &&
+          g_file_get_contents ("/proc/sys/kernel/overflowuid", &overflow, NULL, NULL))
+        uid = (uid_t)g_ascii_strtoull (overflow, NULL, 10);
+      g_once_init_leave (&once, 1);
+    }
+  return uid;
+}
+
+/* What a step's owner and mode allow: NULL, or what is wrong with it. */
+static const char *
+step_problem (const struct stat *st, bool target, bool target_root_ok)
+{
+  uid_t me = geteuid ();
+  /* root's, or an owner this namespace can't tell from root's */
+  bool rootish = st->st_uid == 0 || st->st_uid == unmapped_uid ();
+
+  if (S_ISLNK (st->st_mode))
+    return "is a symbolic link of another user's";
+  if (target && !target_root_ok && st->st_uid != me)
+    return "is not yours";
+  if (st->st_uid != me && !rootish)
+    return "belongs to another user";
+  /* a directory another user may write: they can rename or remove what
+   * is in it, unless it is sticky (then only what is theirs, and each
+   * step below is checked as its own) */
+  if (S_ISDIR (st->st_mode) && (st->st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st->st_mode & S_ISVTX) == 0)
+    return "is writable by other users";
+  return NULL;
+}
+
+gboolean
+fb_path_check_private (const char *path, bool target_root_ok, GError **error)
+{
+  g_autofree char *want = g_canonicalize_filename (path, NULL);
+  g_autofree char *existing = g_strdup (want);
+  g_autofree char *real = NULL;
+  g_autoptr (GString) walked = g_string_new ("/");
+  g_auto (GStrv) steps = NULL;
+  _fb_cleanup_fd_ int fd = -1;
+  struct stat st;
+  bool whole;
+
+  /* the part of PATH that exists: what is missing, the caller creates */
+  while (lstat (existing, &st) < 0 && errno == ENOENT && strcmp (existing, "/") != 0)
+    {
+      char *up = g_path_get_dirname (existing);
+      g_free (existing);
+      existing = up;
+    }
+  whole = strcmp (existing, want) == 0;
+
+  /* The way as written: a link on it (a directory of another user's that
+   * holds one, or a link of theirs in /tmp) decides where it leads. */
+  for (const char *p = existing + 1;; p++)
+    {
+      bool target = *p == '\0';
+      if (*p != '/' && !target)
+        continue;
+      {
+        g_autofree char *prefix = g_strndup (existing, MAX (p - existing, 1));
+        const char *problem;
+
+        if (lstat (prefix, &st) < 0)
+          {
+            int e = errno;
+            g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", prefix, g_strerror (e));
+            return FALSE;
+          }
+        /* a link of root's or ours is followed (realpath, below) */
+        problem = S_ISLNK (st.st_mode) && (st.st_uid == 0 || st.st_uid == geteuid () || st.st_uid == unmapped_uid ())
+                    ? NULL
+                    : step_problem (&st, target && whole, target_root_ok);
+        if (problem != NULL)
+          {
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                         "%s %s (owner uid %u, mode %04o): another user could put something else in its place", prefix,
+                         problem, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+            return FALSE;
+          }
+      }
+      if (target)
+        break;
+    }
+
+  real = fb_realpath (existing);
+  if (real == NULL)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", existing, g_strerror (e));
+      return FALSE;
+    }
+
+  /* Each step from /, opened without following a link (realpath resolved
+   * them all: a link now is one put there since), owned by the caller or
+   * root, and writable by no one else. */
+  steps = g_strsplit (real + 1, "/", -1);
+  fd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  for (guint i = 0;; i++)
+    {
+      bool target = steps[i] == NULL || steps[i][0] == '\0';
+      const char *problem;
+
+      if (fd < 0 || fstat (fd, &st) < 0)
+        {
+          int e = errno;
+          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", walked->str, g_strerror (e));
+          return FALSE;
+        }
+      problem = S_ISLNK (st.st_mode) ? "became a symbolic link while it was checked"
+                                     : step_problem (&st, target && whole, target_root_ok);
+      if (problem != NULL)
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                       "%s %s (owner uid %u, mode %04o): another user could put something else in its place",
+                       walked->str, problem, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+          return FALSE;
+        }
+      if (target)
+        return TRUE;
+      if (walked->len > 1)
+        g_string_append_c (walked, '/');
+      g_string_append (walked, steps[i]);
+      {
+        int next = openat (fd, steps[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        fb_fd_close (&fd);
+        fd = next;
+      }
+    }
+}

@@ -1,0 +1,167 @@
+/* Adversarial tests: the host paths fusebox writes in, creates in or mounts
+ * over, when another user can change them.  A root caller given a path in
+ * /tmp, or a state directory in a shared HOME, would otherwise write its
+ * runs where that user chose, hand its sandbox their files as its private
+ * /tmp, or mount the view over a directory a link of theirs names.
+ *
+ *  - run --run-dir: an empty directory another user made ready is refused,
+ *    and so is one below a directory of theirs; nothing is written there.
+ *  - The state directory (XDG_STATE_HOME) of another user: run, run
+ *    --session and log (the newest run) refuse it; nothing is made there.
+ *  - mount on a path through another user's directory, whose last part is
+ *    their link to a directory of root's: refused, nothing mounted there.
+ *  - mount --log in another user's directory: refused.
+ *  - The same commands with directories of the caller's (and /tmp-like
+ *    sticky ones) work: the checks refuse only what they should.
+ * "Another user" is nobody (65534): the directories are made by root and
+ * given to it, which is what its own mkdir would leave.
+ *
+ * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
+#include "tests/lib/test-run.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#define OTHER_UID 65534
+
+/* DIR, made with MODE and given to the other user. */
+static char *
+other_dir (RFx *fx, const char *name, mode_t mode)
+{
+  char *dir = g_build_filename (fx->tmp, name, NULL);
+
+  assert_int_equal (g_mkdir_with_parents (dir, 0700), 0);
+  assert_int_equal (chmod (dir, mode), 0);
+  assert_int_equal (chown (dir, OTHER_UID, OTHER_UID), 0);
+  test_assert_host_readable (dir);
+  return dir;
+}
+
+/* Whether DIR is a mount point in our mount namespace; one found there is
+ * detached (the test fails, and leaves no mount behind). */
+static bool
+was_mounted (const char *dir)
+{
+  g_autofree char *info = NULL;
+  g_autofree char *needle = g_strdup_printf (" %s ", dir);
+  bool mounted;
+
+  assert_true (g_file_get_contents ("/proc/self/mountinfo", &info, NULL, NULL));
+  mounted = strstr (info, needle) != NULL;
+  if (mounted)
+    umount2 (dir, MNT_DETACH);
+  return mounted;
+}
+
+static void
+assert_refused (RfxResult *res, int status, const char *needle)
+{
+  if (res->status != status || strstr (res->err, needle) == NULL)
+    fail_msg ("exit %d, want %d, and stderr saying '%s'\nstderr:\n%s", res->status, status, needle, res->err);
+}
+
+static void
+test_run_dir_of_another_user (void **state)
+{
+  RFX_BEGIN (state);
+  RfxResult made_ready = { 0 }, below = { 0 }, mine = { 0 };
+  g_autofree char *ready = other_dir (fx, "ready", 0777);
+  g_autofree char *theirs = other_dir (fx, "theirs", 0755);
+  g_autofree char *below_dir = g_build_filename (theirs, "run", NULL);
+  g_autofree char *mine_dir = g_build_filename (fx->tmp, "mine", NULL);
+  g_autofree char *ready_policy = g_build_filename (ready, "policy.json", NULL);
+  g_autofree char *mine_log = g_build_filename (mine_dir, "access.jsonl", NULL);
+
+  /* an empty directory of theirs, 0777: root could chmod it, but it stays theirs */
+  rfx_run (fx, &made_ready, "--run-dir", ready, "--", "true", NULL);
+  assert_refused (&made_ready, 125, "is not yours (owner uid 65534");
+  assert_false (g_file_test (ready_policy, G_FILE_TEST_EXISTS));
+
+  /* below a directory of theirs: they could move the run directory away */
+  assert_int_equal (mkdir (below_dir, 0700), 0);
+  rfx_run (fx, &below, "--run-dir", below_dir, "--", "true", NULL);
+  assert_refused (&below, 125, "belongs to another user");
+
+  /* the same with a directory of ours works */
+  rfx_run (fx, &mine, "--run-dir", mine_dir, "--", "true", NULL);
+  assert_int_equal (mine.status, 0);
+  test_assert_host_readable (mine_log);
+
+  rfx_result_clear (&made_ready);
+  rfx_result_clear (&below);
+  rfx_result_clear (&mine);
+  RFX_PASS ();
+}
+
+static void
+test_state_of_another_user (void **state)
+{
+  RFX_BEGIN (state);
+  RfxResult run = { 0 }, session = { 0 }, log = { 0 }, sticky = { 0 };
+  g_autofree char *theirs = other_dir (fx, "their-state", 0777);
+  g_autofree char *tmp_like = g_build_filename (fx->tmp, "tmp-like", NULL);
+  g_autofree char *made = g_build_filename (theirs, "fusebox", NULL);
+
+  g_free (fx->state);
+  fx->state = g_strdup (theirs);
+  rfx_run (fx, &run, "--", "true", NULL);
+  assert_refused (&run, 125, "not out of other users' reach");
+  rfx_run (fx, &session, "--session", "hostpaths", "--", "true", NULL);
+  assert_refused (&session, 125, "not out of other users' reach");
+  rfx_fusebox (fx, &log, "log", NULL);
+  assert_refused (&log, 1, "not out of other users' reach");
+  assert_false (g_file_test (made, G_FILE_TEST_EXISTS));
+
+  /* a sticky, world-writable directory of root's (as /tmp) holding ours: fine */
+  assert_int_equal (mkdir (tmp_like, 01777), 0);
+  assert_int_equal (chmod (tmp_like, 01777), 0);
+  g_free (fx->state);
+  fx->state = g_build_filename (tmp_like, "state", NULL);
+  rfx_run (fx, &sticky, "--", "true", NULL);
+  assert_int_equal (sticky.status, 0);
+
+  rfx_result_clear (&run);
+  rfx_result_clear (&session);
+  rfx_result_clear (&log);
+  rfx_result_clear (&sticky);
+  RFX_PASS ();
+}
+
+static void
+test_mount_through_another_users_link (void **state)
+{
+  RFX_BEGIN (state);
+  RfxResult linked = { 0 }, log_there = { 0 };
+  g_autofree char *theirs = other_dir (fx, "their-dir", 0755);
+  g_autofree char *target = g_build_filename (fx->tmp, "roots", NULL);
+  g_autofree char *kept = g_build_filename (target, "kept", NULL);
+  g_autofree char *link = g_build_filename (theirs, "mnt", NULL);
+  g_autofree char *mnt = g_build_filename (fx->tmp, "mnt", NULL);
+  g_autofree char *their_log = g_build_filename (theirs, "x.jsonl", NULL);
+
+  /* a directory of root's, and their link to it where root was told to mount */
+  assert_int_equal (mkdir (target, 0700), 0);
+  test_write (kept, "root's\n", 0600);
+  test_assert_host_readable (kept);
+  assert_int_equal (symlink (target, link), 0);
+  assert_int_equal (lchown (link, OTHER_UID, OTHER_UID), 0);
+
+  rfx_fusebox (fx, &linked, "mount", link, NULL);
+  assert_refused (&linked, 1, "not out of other users' reach");
+  assert_false (was_mounted (target));
+  test_assert_host_readable (kept);
+
+  /* --log in their directory: they could swap its rotated files */
+  assert_int_equal (mkdir (mnt, 0700), 0);
+  rfx_fusebox (fx, &log_there, "mount", "--log", their_log, mnt, NULL);
+  assert_refused (&log_there, 1, "no other user may write on the way");
+  assert_false (was_mounted (mnt));
+  assert_false (g_file_test (their_log, G_FILE_TEST_EXISTS));
+
+  rfx_result_clear (&linked);
+  rfx_result_clear (&log_there);
+  RFX_PASS ();
+}
+
+RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_state_of_another_user),
+                 RFX_TEST (test_mount_through_another_users_link))
