@@ -25,6 +25,8 @@
 #include <libsoup/soup.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ipc/ipc-rpc.h"
 #include "policy/util.h"
@@ -438,6 +440,33 @@ on_unix_line (GObject *source, GAsyncResult *res, gpointer user_data)
     read_next_line (c);
 }
 
+/* Whoever answers at PATH is taken at its word: every record it sends is
+ * printed as the server's.  In a shared directory anyone who can make a
+ * socket there can stand in for `fusebox serve` (before it starts, or after
+ * it ends), so the uid the kernel saw listen (SO_PEERCRED) must be ours or
+ * root's (a server root runs for others), as run --session checks its
+ * daemon; checked before anything is sent. */
+static gboolean
+unix_peer_is_ours (Client *c, const char *path)
+{
+  struct ucred cred = { 0 };
+  socklen_t len = sizeof cred;
+  int fd = g_socket_get_fd (g_socket_connection_get_socket (c->conn));
+  g_autofree char *ours = NULL;
+  int uid;
+
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof cred &&
+      (cred.uid == geteuid () || cred.uid == 0))
+    return TRUE;
+  uid = len == sizeof cred ? (int)cred.uid : -1;
+  ours = geteuid () == 0 ? g_strdup ("root's") : g_strdup_printf ("your uid %u's or root's", (unsigned)geteuid ());
+  fb_cmd_error ("log: %s is answered by a process of uid %d, not %s: nothing was sent to it and nothing it sends is "
+                "shown; if that is the server you meant, run `fusebox log --connect` as uid %d; if not, remove %s "
+                "(whoever can write in its directory may have put it there)",
+                c->url, uid, ours, uid, path);
+  return FALSE;
+}
+
 static gboolean
 start_unix (Client *c, const char *path)
 {
@@ -463,6 +492,8 @@ start_unix (Client *c, const char *path)
         fb_cmd_error ("log: can't connect to %s: %s", c->url, error->message);
       return FALSE;
     }
+  if (!unix_peer_is_ours (c, path))
+    return FALSE;
   c->in = g_data_input_stream_new (g_io_stream_get_input_stream (G_IO_STREAM (c->conn)));
   g_data_input_stream_set_newline_type (c->in, G_DATA_STREAM_NEWLINE_TYPE_LF);
   c->phase = PHASE_INITIALIZING;

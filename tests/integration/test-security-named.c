@@ -6,12 +6,20 @@
  *    file larger than the bound: each command refuses it at once, naming
  *    the path, what it is (or its size and the bound) and the fix; none
  *    blocks in open(2) on the FIFO or reads the device.
+ *  - `log --follow --connect unix:PATH` where PATH is answered by another
+ *    user's process (a fake server in a shared directory): refused before
+ *    anything is sent, naming the peer's uid; nothing it sends is printed.
+ *    The same fake server run as root is believed (root's server is the one
+ *    a person may follow), which proves it would be.
  * Each object is first proven to exist on the host as what it is.  Every
  * command is run under timeout(1) with a generous bound: a hang fails the
  * test, it is not a timing assertion.
  *
- * Needs root (as CI runs); no sandbox is made. */
+ * Needs root (a process of another uid); no sandbox is made. */
+#include <grp.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "tests/lib/test-run.h"
 
@@ -22,6 +30,7 @@
 /* the policy bound (docs/fusebox-policy.5, LIMITS) and the token's */
 #define POLICY_MAX 8388608
 #define TOKEN_MAX 4096
+#define OTHER_UID 65534
 #define AS_KIB "1048576"
 
 /* `fusebox ARGS...` (NULL-terminated) under timeout(1), with 1 GiB of
@@ -184,12 +193,137 @@ test_token_file_not_a_file (void **state)
   RFX_PASS ();
 }
 
+/* ---- a fake server on a unix socket ---- */
+
+static bool
+read_line (int fd, GString *line)
+{
+  char c;
+
+  g_string_truncate (line, 0);
+  for (;;)
+    {
+      ssize_t n = read (fd, &c, 1);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return false;
+      if (c == '\n')
+        return true;
+      g_string_append_c (line, c);
+    }
+}
+
+static void
+write_str (int fd, const char *s)
+{
+  (void)!write (fd, s, strlen (s));
+}
+
+/* In a child: listen at PATH as UID (the uid SO_PEERCRED shows is the one
+ * that called listen), answer `fusebox log --connect`'s initialize and
+ * log/subscribe (ids 1 and 2, as the client numbers them) as serve would,
+ * send one forged record, and exit when the client goes. */
+static pid_t
+start_fake_server (const char *path, uid_t uid)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  int s = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  pid_t pid;
+
+  assert_true (s >= 0);
+  assert_true (strlen (path) < sizeof sa.sun_path);
+  strcpy (sa.sun_path, path);
+  assert_int_equal (bind (s, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal (chmod (path, 0777), 0);
+  pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      g_autoptr (GString) line = g_string_new (NULL);
+      int c;
+
+      if (setgroups (0, NULL) < 0 || setresgid (uid, uid, uid) < 0 || setresuid (uid, uid, uid) < 0 ||
+          listen (s, 4) < 0)
+        _exit (99);
+      c = accept4 (s, NULL, NULL, SOCK_CLOEXEC);
+      if (c < 0)
+        _exit (98);
+      while (read_line (c, line))
+        {
+          if (strstr (line->str, "\"initialize\"") != NULL)
+            write_str (c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"userAgent\":\"fusebox\"}}\n");
+          else if (strstr (line->str, "\"log/subscribe\"") != NULL)
+            {
+              write_str (c,
+                         "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"subscriptionId\":\"s1\",\"scope\":\"all\"}}\n");
+              write_str (c, "{\"jsonrpc\":\"2.0\",\"method\":\"log/event\",\"params\":{\"ts\":\"2024-01-01T00:00:00."
+                            "000000Z\",\"run\":\"r\",\"seq\":1,\"pid\":1,\"uid\":0,\"comm\":\"sshd\",\"op\":\"open\","
+                            "\"path\":\"/FORGED/etc/shadow\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0,"
+                            "\"rule\":0,\"why\":\"forged\"}}\n");
+              break;
+            }
+        }
+      _exit (0);
+    }
+  close (s);
+  return pid;
+}
+
+/* `log --follow --connect unix:PATH`, PATH answered by a fake server of
+ * another uid: refused before anything is sent, naming that uid; the same
+ * server run as root is followed (and its record printed). */
+static void
+test_connect_impostor (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *sock = g_build_filename (dir, "serve.sock", NULL);
+  g_autofree char *url = g_strconcat ("unix:", sock, NULL);
+  g_autofree char *says = NULL;
+  TestCmd r = { 0 };
+  pid_t pid;
+  int status;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+
+  /* root's server: believed */
+  pid = start_fake_server (sock, 0);
+  rfx_keep_pid (fx, pid);
+  FUSEBOX (fx, &r, "log", "--follow", "--connect", url);
+  if (strstr (r.out, "/FORGED/etc/shadow") == NULL)
+    fail_msg ("%s: the fake server as root was not followed (exit %d); stdout:\n%s\nstderr:\n%s", r.command, r.status,
+              r.out, r.err);
+  test_cmd_clear (&r);
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  rfx_forget_pid (fx, pid);
+  assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  assert_int_equal (unlink (sock), 0);
+
+  /* another user's: refused */
+  pid = start_fake_server (sock, OTHER_UID);
+  rfx_keep_pid (fx, pid);
+  FUSEBOX (fx, &r, "log", "--follow", "--connect", url);
+  says = g_strdup_printf ("%s is answered by a process of uid %d, not root's", url, OTHER_UID);
+  assert_refused (&r, 1, says, "nothing was sent to it", "as uid " G_STRINGIFY (OTHER_UID), NULL);
+  if (strstr (r.out, "FORGED") != NULL)
+    fail_msg ("%s printed another user's forged record:\n%s", r.command, r.out);
+  test_cmd_clear (&r);
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  rfx_forget_pid (fx, pid);
+  assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  RFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
     RFX_TEST (test_policy_not_a_file),
     RFX_TEST (test_token_file_not_a_file),
+    RFX_TEST (test_connect_impostor),
   };
 
   (void)argc;
@@ -197,7 +331,7 @@ main (int argc, char **argv)
   if (!g_file_test (test_bin (), G_FILE_TEST_IS_EXECUTABLE))
     test_skip_or_fail ("FUSEBOX_BIN is not an executable: run with 'meson test'");
   if (geteuid () != 0)
-    test_skip_or_fail ("these tests need root");
+    test_skip_or_fail ("these tests need root (a fake server of another uid)");
   if (!g_file_test ("/usr/bin/timeout", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_or_fail ("/usr/bin/timeout (coreutils) is missing");
   return cmocka_run_group_tests (tests, NULL, NULL);
