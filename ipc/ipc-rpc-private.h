@@ -149,12 +149,6 @@ struct FbRpcServer
    * recently used first; closed after view_idle_ms without a process. */
   GQueue views;
   guint view_idle_ms;
-
-  /* Refused resumes, server-wide (ipc-session.c): a token bucket of
-   * FB_RPC_RESUME_REFUSALS_BURST, refilled FB_RPC_RESUME_REFUSALS_PER_S a
-   * second; empty, every resume is refused unchecked. */
-  double resume_tokens;
-  gint64 resume_refill_us; /* monotonic time of the last refill */
 };
 
 typedef struct

@@ -56,8 +56,6 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
   server->subscribe_all = options->subscribe_all;
   server->view_idle_ms = options->view_idle_ms != 0 ? options->view_idle_ms : FB_RPC_VIEW_IDLE_MS;
   g_queue_init (&server->views);
-  server->resume_tokens = FB_RPC_RESUME_REFUSALS_BURST;
-  server->resume_refill_us = g_get_monotonic_time ();
   server->launch_helper = g_strdup (options->launch_helper);
   server->run_dir = g_strdup (options->run_dir);
   server->hidden_paths = g_strdupv ((char **)options->hidden_paths);

@@ -75,7 +75,6 @@
  *   local WebSocket client being 127.0.0.1; a unix peer's pid) holds at
  *   most 1/FB_RPC_CLIENT_SHARE of each: connections, sessions, fs/open
  *   handles, running processes, retained output.
- *   FB_RPC_RESUME_REFUSALS_*    refused resumes, server-wide (a token bucket)
  *   FB_RPC_LOG_QUEUE_MAX        bytes waiting to be sent to a log subscriber
  *                               when the next log/event comes: past it the
  *                               subscription ends (log/ended), not the
@@ -129,8 +128,6 @@ G_BEGIN_DECLS
 #define FB_RPC_CLIENT_SHARE 4
 #define FB_RPC_DEFAULT_DETACH_TIMEOUT_MS 30000
 #define FB_RPC_SESSION_SECRET_BYTES 16
-#define FB_RPC_RESUME_REFUSALS_BURST 32
-#define FB_RPC_RESUME_REFUSALS_PER_S 2
 #define FB_RPC_LOG_QUEUE_MAX (FB_RPC_QUEUE_MAX / 4)
 #define FB_RPC_SESSION_VIEWS_MAX 8
 #define FB_RPC_VIEW_IDLE_MS (5 * 60 * 1000)

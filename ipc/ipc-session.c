@@ -24,11 +24,13 @@
  * time; every other resumeSessionId (no dot, an unknown id, a wrong
  * secret, a session that ended) gets the same answer, so it tells nothing,
  * and is the connection's last: the server closes it once the answer is
- * handed over.  Refused resumes also drain a server-wide token bucket
- * (FB_RPC_RESUME_REFUSALS_BURST, refilled FB_RPC_RESUME_REFUSALS_PER_S a
- * second): empty, every resume is refused without a look at its secret,
- * so guessing is bounded however many connections try.  A client holding
- * the right secret retries after a second, as Codex's reconnect does.
+ * handed over.  Guessing is bounded by the secret alone: 2^128 of them, each
+ * a connection of its own, are some 10^25 years at a million a second.  No
+ * count of refused resumes stands before the check (a server-wide bucket
+ * did: one client's wrong guesses emptied it, every other client's right
+ * secret was then refused, and their detached sessions expired, their
+ * processes killed): a client with the right sessionId gets in at its
+ * first try, whatever others send.
  *
  * Loop thread only. */
 #include "ipc/ipc-rpc-private.h"
@@ -96,22 +98,6 @@ secret_equal (const char *a, const char *b)
   return diff == 0;
 }
 
-/* The refused-resume bucket, refilled to now; true when it holds one. */
-static bool
-resume_bucket_take (FbRpcServer *server, bool take)
-{
-  gint64 now = g_get_monotonic_time ();
-
-  server->resume_tokens += (double)(now - server->resume_refill_us) * FB_RPC_RESUME_REFUSALS_PER_S / G_USEC_PER_SEC;
-  server->resume_tokens = MIN (server->resume_tokens, (double)FB_RPC_RESUME_REFUSALS_BURST);
-  server->resume_refill_us = now;
-  if (server->resume_tokens < 1.0)
-    return false;
-  if (take)
-    server->resume_tokens -= 1.0;
-  return true;
-}
-
 /* RESUME_ID's session, when its secret is right; else NULL. */
 static FbRpcSession *
 find_resumable (FbRpcServer *server, const char *resume_id)
@@ -136,19 +122,10 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
 
   if (resume_id != NULL)
     {
-      if (!resume_bucket_take (server, false))
-        {
-          conn->close_after_answer = true;
-          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
-                            "too many refused resumes on this server (%d a second at most); retry in a second",
-                            FB_RPC_RESUME_REFUSALS_PER_S);
-          return NULL;
-        }
       session = find_resumable (server, resume_id);
       if (session == NULL)
         {
           /* Not echoed: the answer is the same whatever was wrong. */
-          resume_bucket_take (server, true);
           conn->close_after_answer = true;
           fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_REQUEST,
                             "no session to resume with that sessionId (unknown, ended, or not this one's); "
