@@ -16,7 +16,13 @@
  *
  * Every file is opened as ipc-readback.c opens fusebox's files: a regular
  * file, never through a symbolic link, never blocking (a FIFO or a device
- * in a log's place is refused, naming the path and what it is).  And every
+ * in a log's place is refused, naming the path and what it is).  A rotated
+ * file is read only when it belongs to the log's owner (the live file's, or
+ * ours while there is none): the writer refuses another user's file, and one
+ * dropped beside a log in a shared directory would otherwise show its
+ * records as the log's, or, with the log's run and higher seqs, have the
+ * real ones dropped as duplicates.  Such a file is skipped with a warning
+ * (FB_LOG_READ_SKIPPED) naming it and its owner.  And every
  * line survives: one longer than MAX_LINE, one holding a NUL byte, one
  * nested deeper than FB_JSON_READ_DEPTH_MAX (json-glib recurses per level)
  * or not JSON is skipped and counted (bad_lines), never fatal.
@@ -180,6 +186,7 @@ struct FbLogReader
   gboolean follow;
   gboolean single_file; /* LOG_PATH was a rotated file: read it alone */
   gboolean done;        /* not following: the live file has been read */
+  uid_t owner;          /* the log's: the live file's owner, or ours */
 
   GQueue pending;   /* rotated files still to read (char* paths), in order */
   GHashTable *seen; /* rotated files queued once (paths): never twice */
@@ -257,6 +264,9 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
+  /* (lstat: a link or a FIFO there is refused when opened, and says
+   * nothing of whose the log is) */
+  r->owner = lstat (log_path, &st) == 0 && S_ISREG (st.st_mode) ? st.st_uid : geteuid ();
 
   /* A rotated file named directly: just that file (it no longer changes). */
   if (is_rotated_name (base))
@@ -321,7 +331,10 @@ fb_log_reader_get_stats (FbLogReader *r, FbLogReaderStats *ret_stats)
 }
 
 /* 1 opened, 0 not there (ENOENT), -1 error (anything but a regular file
- * included: a FIFO would block the open, a link would show another file) */
+ * included: a FIFO would block the open, a link would show another file),
+ * OPEN_FOREIGN a rotated file of another owner (ERROR says which; not
+ * opened). */
+#define OPEN_FOREIGN 2
 static int
 open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
 {
@@ -342,6 +355,17 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't look at the access log %s: %s", path,
                    g_strerror (errsv));
       return -1;
+    }
+  if (!is_live && !r->single_file && st.st_uid != r->owner)
+    {
+      g_autofree char *dir = g_path_get_dirname (path);
+
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "%s belongs to uid %u, not to uid %u, whose log %s is; skipped: fusebox reads a log's rotated "
+                   "files only from its owner (whoever can write in %s may have put it there to pass its records "
+                   "off as the log's): look at it, then remove it",
+                   path, (unsigned)st.st_uid, (unsigned)r->owner, r->live_path, dir);
+      return OPEN_FOREIGN;
     }
   close_current (r);
   r->fd = fb_steal_fd (&fd);
@@ -669,11 +693,14 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
       if (!g_queue_is_empty (&r->pending))
         {
           g_autofree char *path = g_queue_pop_head (&r->pending);
-
           /* A rotated file removed before we got to it is skipped; its seq
            * numbers show as a gap. */
-          if (open_file (r, path, FALSE, error) < 0)
+          int o = open_file (r, path, FALSE, error);
+
+          if (o < 0)
             return FB_LOG_READ_ERROR;
+          if (o == OPEN_FOREIGN)
+            return FB_LOG_READ_SKIPPED;
           continue;
         }
       if (r->single_file || r->done)

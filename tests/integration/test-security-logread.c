@@ -12,6 +12,11 @@
  *    each is skipped with a warning and counted, the records around it are
  *    read; a run.json that is junk, too deep or too large shows its run as
  *    unknown with a warning.
+ *  - A rotated file of another owner beside the log (a --log in a shared
+ *    directory, where anyone may drop STEM.1-1.jsonl): `log` and `report`
+ *    skip it with a warning naming it and its uid; neither its forged
+ *    records nor, through its higher seqs, the loss of the real ones as
+ *    duplicates reach the output.
  * Each object is first proven to exist on the host as what it is.  Every
  * command is waited for with a generous bound: a hang fails the test, it is
  * not a timing assertion.
@@ -530,12 +535,72 @@ test_run_json_any_content (void **state)
   RFX_PASS ();
 }
 
+/* T/shared/audit.jsonl (root's, seq 2) and its rotated file (root's, seq 1)
+ * in a sticky world-writable directory; another user's rotated file, named
+ * to be read first, with the log's run and seqs 1-99 of forged records.
+ * Owned by root it would be read (which proves the reader takes the name),
+ * and the real records dropped as duplicates; owned by uid 65534, `log` and
+ * `report` skip it, say so, and show the real records only. */
+static void
+test_rotated_of_another_owner (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *forged = g_build_filename (dir, "audit.000000000000-000000000099.jsonl", NULL);
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *rec2 = record (2, "/real-b");
+  g_autofree char *says =
+    g_strdup_printf ("%s belongs to uid 65534, not to uid 0, whose log %s is; skipped", forged, live);
+  g_autoptr (GString) fake = g_string_new (NULL);
+  Res r;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  test_write (part, rec1, 0600);
+  test_write (live, rec2, 0600);
+  for (guint64 seq = 1; seq <= 99; seq++)
+    {
+      g_autofree char *f = record (seq, "/FORGED");
+      g_string_append (fake, f);
+    }
+  test_write (forged, fake->str, 0644);
+
+  /* root's: read, and the real records are lost as duplicates */
+  FUSEBOX (fx, &r, "log", live);
+  if (r.status != 0 || strstr (r.out, "/FORGED") == NULL)
+    fail_msg ("log %s: the planted file, root's, was not read (exit %d):\n%s", live, r.status, r.err);
+  res_clear (&r);
+
+  assert_int_equal (chown (forged, 65534, 65534), 0);
+  FUSEBOX (fx, &r, "log", live);
+  if (r.status != 0 || strstr (r.err, says) == NULL)
+    fail_msg ("log %s: exit %d; no '%s' in:\n%s", live, r.status, says, r.err);
+  assert_null (strstr (r.out, "/FORGED"));
+  assert_non_null (strstr (r.out, "/real-a"));
+  assert_non_null (strstr (r.out, "/real-b"));
+  res_clear (&r);
+
+  FUSEBOX (fx, &r, "report", "--json", live);
+  if (r.status != 0 || strstr (r.err, says) == NULL)
+    fail_msg ("report %s: exit %d; no '%s' in:\n%s", live, r.status, says, r.err);
+  assert_null (strstr (r.out, "/FORGED"));
+  assert_non_null (strstr (r.out, "/real-a"));
+  assert_non_null (strstr (r.out, "/real-b"));
+  assert_non_null (strstr (r.out, "\"duplicates\" : 0,"));
+  res_clear (&r);
+  RFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
   const struct CMUnitTest tests[] = {
-    RFX_TEST (test_live_log_not_a_file), RFX_TEST (test_rotated_log_not_a_file), RFX_TEST (test_run_json_not_a_file),
-    RFX_TEST (test_any_content),         RFX_TEST (test_follow_any_content),     RFX_TEST (test_run_json_any_content),
+    RFX_TEST (test_live_log_not_a_file),      RFX_TEST (test_rotated_log_not_a_file),
+    RFX_TEST (test_run_json_not_a_file),      RFX_TEST (test_any_content),
+    RFX_TEST (test_follow_any_content),       RFX_TEST (test_run_json_any_content),
+    RFX_TEST (test_rotated_of_another_owner),
   };
 
   test_filter_tests (argv[0]);
