@@ -26,6 +26,7 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-private.h"
 #include "policy/policy.h"
+#include "policy/util.h"
 #include "policy/util-file.h"
 
 #include <errno.h>
@@ -349,9 +350,22 @@ start_server (const ServeCommandLine *c, FbRun *run, Server *s)
   so.retained_max = (gsize)c->output_max_bytes;
   so.launch_helper = helper;
   so.run_dir = fb_run_get_dir (run);
-  /* Fusebox's own state (this run directory and its log, the runs root):
-   * no view shows it, by host identity. */
-  so.hidden_paths = fb_run_get_state_paths (run);
+  /* Fusebox's own state (this run directory and its log, the runs root),
+   * and the token file: no view shows them, by host identity.  A process
+   * that read the token through its view could call this server, under
+   * its policy, whatever narrower sandbox it was started in. */
+  g_autoptr (GPtrArray) hidden = g_ptr_array_new_with_free_func (g_free);
+  for (const char *const *p = fb_run_get_state_paths (run); p != NULL && *p != NULL; p++)
+    g_ptr_array_add (hidden, g_strdup (*p));
+  if (c->token_file != NULL)
+    {
+      char *real = fb_realpath (c->token_file);
+      g_ptr_array_add (hidden, g_canonicalize_filename (c->token_file, NULL));
+      if (real != NULL)
+        g_ptr_array_add (hidden, real);
+    }
+  g_ptr_array_add (hidden, NULL);
+  so.hidden_paths = (const char *const *)hidden->pdata;
   s->server = fb_rpc_server_new (&so, &error);
   if (s->server == NULL)
     {

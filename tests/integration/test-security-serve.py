@@ -343,6 +343,49 @@ async def t_insecure_no_auth(tmp):
         srv.stop()
 
 
+async def t_token_file_hidden(tmp):
+    """--token-file in a directory the policy shows: no process of the
+    server and no fs/* call reads it.  A process that could would call the
+    server (its network the host's, the token in hand) under the server's
+    policy, whatever narrower sandbox it was started in."""
+    # not under /tmp, which a sandbox has of its own
+    tokdir = tempfile.mkdtemp(prefix="fusebox-tokdir-", dir="/var/tmp")
+    try:
+        await token_file_hidden(tmp, tokdir)
+    finally:
+        shutil.rmtree(tokdir, ignore_errors=True)
+
+
+async def token_file_hidden(tmp, tokdir):
+    token = os.path.join(tokdir, "token")
+    secret = "a-token-the-view-must-not-show"
+    with open(token, "w") as f:
+        f.write(secret + "\n")
+    os.chmod(token, 0o600)
+    with open(token) as f:  # there, and readable outside
+        assert f.read().strip() == secret
+    policy = os.path.join(tokdir, "policy.json")
+    with open(policy, "w") as f:
+        json.dump({"version": 1, "rules": [{"path": "/", "access": "read", "why": "the host"},
+                                           {"path": tokdir, "access": "read", "why": "the token's directory"}]}, f)
+    srv = Server(tmp, "--token-file", token, "--policy", policy)
+    try:
+        c = await Client.connect(srv.url, {"Authorization": "Bearer " + secret})
+        ok(await c.handshake(name="t"))
+        listed = ok(await c.call("fs/readDirectory", {"path": tokdir}))
+        names = [e["fileName"] for e in listed["entries"]]
+        assert "policy.json" in names and "token" not in names, names
+        r = await c.call("fs/readFile", {"path": token})
+        assert "error" in r, r
+        if os.access("/dev/fuse", os.R_OK | os.W_OK):
+            ok(await c.call("process/start", start_params(srv, "peek", ["/bin/sh", "-c", "cat %s; ls %s" % (token, tokdir)])))
+            out, code = await output_of(c, "peek")
+            assert secret not in out and "policy.json" in out and "No such file" in out, (out, code)
+        await c.close()
+    finally:
+        srv.stop()
+
+
 async def t_unix_socket(tmp):
     path = os.path.join(tmp, "api.sock")
     srv = Server(tmp, listen="unix:" + path)
@@ -881,7 +924,8 @@ async def t_floors_taken(tmp):
 
 
 async def main(tmp):
-    tests = [("token_required", t_token_required), ("other_user", t_other_user),
+    tests = [("token_required", t_token_required), ("token_file_hidden", t_token_file_hidden),
+             ("other_user", t_other_user),
              ("insecure_no_auth", t_insecure_no_auth), ("unix_socket", t_unix_socket),
              ("resume_takeover", t_resume_takeover), ("resume_guessed", t_resume_guessed),
              ("log_scope", t_log_scope), ("slow_subscriber", t_slow_subscriber),
