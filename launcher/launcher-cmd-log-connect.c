@@ -5,7 +5,11 @@
  * access-log record, which the caller prints exactly as a record read from a
  * file.  Two transports, the server's: a WebSocket (ws://HOST:PORT, libsoup's
  * client, with a bearer token when the server wants one) and a unix stream
- * socket with newline-delimited JSON (unix:PATH).
+ * socket with newline-delimited JSON (unix:PATH).  Whoever answers is
+ * checked before anything is sent, where this host can tell: on a unix
+ * socket and on a loopback ws:// the peer must be the caller's uid or
+ * root's (another user may hold the path or the port while the server is
+ * down, to collect the token or feed forged records).
  *
  * Threads: everything here runs on the default main context of the
  * `fusebox` process (GLib's own worker thread only relays the signals to
@@ -24,6 +28,13 @@
 #include <gio/gunixsocketaddress.h>
 #include <libsoup/soup.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -370,6 +381,214 @@ on_ws_connected (GObject *source, GAsyncResult *res, gpointer user_data)
                 object_node ("clientName", json_node_init_string (json_node_alloc (), "fusebox-log"), NULL));
 }
 
+/* --- who listens on a loopback port -------------------------------------------- */
+
+/* The state of a connection the server has not accepted yet: a request
+ * socket, which inet_diag reports with uid 0 whoever listens. */
+#define DIAG_TCP_NEW_SYN_RECV 12
+/* How often a request socket is asked about again before /proc is read. */
+#define DIAG_ATTEMPTS 50
+
+/* The address of SA (AF_INET or AF_INET6) as inet_diag holds it. */
+static void
+diag_addr (const struct sockaddr_storage *sa, __be32 ret_addr[4], __be16 *ret_port)
+{
+  if (sa->ss_family == AF_INET)
+    {
+      const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+
+      ret_addr[0] = in->sin_addr.s_addr;
+      *ret_port = in->sin_port;
+    }
+  else
+    {
+      const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+
+      memcpy (ret_addr, &in6->sin6_addr, 16);
+      *ret_port = in6->sin6_port;
+    }
+}
+
+/* The uid and state of the TCP socket whose source is SRC and destination
+ * DST (NETLINK_SOCK_DIAG, an exact lookup); -errno. */
+static int
+diag_lookup (const struct sockaddr_storage *src, const struct sockaddr_storage *dst, uid_t *ret_uid, guint *ret_state)
+{
+  struct
+  {
+    struct nlmsghdr nlh;
+    struct inet_diag_req_v2 req;
+  } msg = {
+    .nlh = { .nlmsg_len = sizeof msg, .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST },
+    .req = { .sdiag_family = src->ss_family, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0U },
+  };
+  struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+  union
+  {
+    struct nlmsghdr align;
+    char buf[8192];
+  } answer;
+  _fb_cleanup_fd_ int nl = socket (AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  ssize_t n;
+
+  if (nl < 0)
+    return -errno;
+  diag_addr (src, msg.req.id.idiag_src, &msg.req.id.idiag_sport);
+  diag_addr (dst, msg.req.id.idiag_dst, &msg.req.id.idiag_dport);
+  msg.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+  msg.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  if (sendto (nl, &msg, sizeof msg, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0)
+    return -errno;
+  do
+    n = recv (nl, answer.buf, sizeof answer.buf, 0);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return -errno;
+  for (struct nlmsghdr *h = &answer.align; NLMSG_OK (h, (size_t)n); h = NLMSG_NEXT (h, n))
+    {
+      if (h->nlmsg_type == NLMSG_ERROR)
+        {
+          const struct nlmsgerr *e = NLMSG_DATA (h);
+          return e->error < 0 ? e->error : -EIO;
+        }
+      if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH (sizeof (struct inet_diag_msg)))
+        {
+          const struct inet_diag_msg *m = NLMSG_DATA (h);
+
+          *ret_uid = m->idiag_uid;
+          *ret_state = m->idiag_state;
+          return 0;
+        }
+    }
+  return -ENOENT;
+}
+
+/* The same from /proc/net/tcp or tcp6, which shows a request socket with
+ * its listener's uid; -errno. */
+static int
+proc_lookup (const struct sockaddr_storage *src, const struct sockaddr_storage *dst, uid_t *ret_uid)
+{
+  const char *file = src->ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6";
+  g_autofree char *want_src = NULL, *want_dst = NULL;
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  for (int i = 0; i < 2; i++)
+    {
+      const struct sockaddr_storage *sa = i == 0 ? src : dst;
+      __be32 a[4] = { 0 };
+      __be16 port;
+      char *hex;
+
+      diag_addr (sa, a, &port);
+      /* the kernel prints each 32-bit word of the address as a number */
+      if (sa->ss_family == AF_INET)
+        hex = g_strdup_printf ("%08X:%04X", a[0], ntohs (port));
+      else
+        hex = g_strdup_printf ("%08X%08X%08X%08X:%04X", a[0], a[1], a[2], a[3], ntohs (port));
+      if (i == 0)
+        want_src = hex;
+      else
+        want_dst = hex;
+    }
+  if (!g_file_get_contents (file, &text, NULL, NULL))
+    return -ENOENT;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 1; lines[i] != NULL; i++)
+    {
+      char local[64], remote[64];
+      unsigned uid;
+
+      /* sl local_address rem_address st tx:rx tr:when retrnsmt uid */
+      if (sscanf (lines[i], "%*s %63s %63s %*s %*s %*s %*s %u", local, remote, &uid) == 3 &&
+          strcmp (local, want_src) == 0 && strcmp (remote, want_dst) == 0)
+        {
+          *ret_uid = uid;
+          return 0;
+        }
+    }
+  return -ENOENT;
+}
+
+static gboolean
+is_loopback (const struct sockaddr_storage *sa)
+{
+  if (sa->ss_family == AF_INET)
+    return (ntohl (((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr) >> 24) == 127;
+  if (sa->ss_family == AF_INET6)
+    {
+      const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+      return IN6_IS_ADDR_LOOPBACK (a) || (IN6_IS_ADDR_V4MAPPED (a) && a->s6_addr[12] == 127);
+    }
+  return FALSE;
+}
+
+/* FD is a TCP connection; when it goes to this host's loopback, the uid of
+ * the socket that answers it (the server's side: its source is our peer,
+ * its destination us) in *RET_UID and 1.  0 when FD goes elsewhere (nothing
+ * on this host can say who answers), -1 when the kernel would not say. */
+static int
+loopback_peer_uid (int fd, uid_t *ret_uid)
+{
+  struct sockaddr_storage local = { 0 }, peer = { 0 };
+  socklen_t llen = sizeof local, plen = sizeof peer;
+  guint state = 0;
+
+  if (getsockname (fd, (struct sockaddr *)&local, &llen) < 0 || getpeername (fd, (struct sockaddr *)&peer, &plen) < 0 ||
+      local.ss_family != peer.ss_family || !is_loopback (&peer))
+    return 0;
+  /* On loopback the server's side exists once connect() returns, as a
+   * request socket until the kernel has taken our ACK; wait that out. */
+  for (int i = 0; i < DIAG_ATTEMPTS; i++)
+    {
+      if (diag_lookup (&peer, &local, ret_uid, &state) < 0)
+        break;
+      if (state != DIAG_TCP_NEW_SYN_RECV)
+        return 1;
+      g_usleep (1000);
+    }
+  return proc_lookup (&peer, &local, ret_uid) == 0 ? 1 : -1;
+}
+
+/* libsoup's connection to a ws:// server is made (G_SOCKET_CLIENT_CONNECTED),
+ * and nothing is written yet: the upgrade request that follows carries the
+ * token.  On loopback the listener is another local process, and while
+ * `fusebox serve` is down (a restart, a crash) another user can hold its
+ * port; whoever answers must be the caller's uid or root's, as for unix:
+ * (unix_peer_is_ours).  Otherwise the socket is shut before a byte goes out. */
+static void
+on_ws_network_event (SoupMessage *msg, GSocketClientEvent event, GIOStream *connection, gpointer user_data)
+{
+  Client *c = user_data;
+  g_autofree char *ours = NULL;
+  uid_t uid = 0;
+  int fd, found;
+
+  if (event != G_SOCKET_CLIENT_CONNECTED || !G_IS_SOCKET_CONNECTION (connection))
+    return;
+  fd = g_socket_get_fd (g_socket_connection_get_socket (G_SOCKET_CONNECTION (connection)));
+  found = loopback_peer_uid (fd, &uid);
+  if (found == 0 || (found > 0 && (uid == geteuid () || uid == 0)))
+    return;
+  shutdown (fd, SHUT_RDWR);
+  client_finish (c, FB_EXIT_FAILURE);
+  g_cancellable_cancel (c->cancel);
+  if (found < 0)
+    {
+      fb_cmd_error ("log: can't tell which user listens at %s (neither NETLINK_SOCK_DIAG nor /proc/net/tcp says): "
+                    "nothing was sent to it; connect with --connect unix:PATH (`fusebox serve --listen unix:PATH`), "
+                    "whose peer can be checked",
+                    c->url);
+      return;
+    }
+  ours = geteuid () == 0 ? g_strdup ("root's") : g_strdup_printf ("your uid %u's or root's", (unsigned)geteuid ());
+  fb_cmd_error ("log: %s is answered by a process of uid %u, not %s: nothing was sent to it (no token, no request); "
+                "if that is the server you meant, run `fusebox log --connect` as uid %u; if not, `fusebox serve` is "
+                "not running there, and uid %u holds its port",
+                c->url, (unsigned)uid, ours, (unsigned)uid, (unsigned)uid);
+}
+
 static gboolean
 start_ws (Client *c)
 {
@@ -397,6 +616,7 @@ start_ws (Client *c)
     }
   if (strcmp (c->url, c->connect_url) != 0)
     c->have_token = TRUE; /* in the URL's query */
+  g_signal_connect (c->msg, "network-event", G_CALLBACK (on_ws_network_event), c);
   c->session = soup_session_new ();
   /* No Origin: the server refuses any request that carries one (a browser). */
   soup_session_websocket_connect_async (c->session, c->msg, NULL, NULL, G_PRIORITY_DEFAULT, c->cancel, on_ws_connected,

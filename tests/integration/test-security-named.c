@@ -11,6 +11,11 @@
  *    anything is sent, naming the peer's uid; nothing it sends is printed.
  *    The same fake server run as root is believed (root's server is the one
  *    a person may follow), which proves it would be.
+ *  - `log --follow --connect ws://127.0.0.1:PORT --token-file F` while
+ *    another user holds PORT (serve down for a restart): refused before
+ *    the upgrade request, naming the listener's uid; the listener reads
+ *    nothing.  The same listener run as root gets the token, which proves
+ *    it would.
  * Each object is first proven to exist on the host as what it is.  Every
  * command is run under timeout(1) with a generous bound: a hang fails the
  * test, it is not a timing assertion.
@@ -18,6 +23,8 @@
  * Needs root (a process of another uid); no sandbox is made. */
 #include <grp.h>
 #include <signal.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -317,6 +324,113 @@ test_connect_impostor (void **state)
   RFX_PASS ();
 }
 
+/* In a child of UID (which owns the socket: the kernel takes its uid when
+ * the socket is made), a TCP listener on 127.0.0.1; *RET_PORT its port.
+ * What the first connection sends, up to the end of its HTTP header or EOF,
+ * comes back on *RET_CAPTURE (read it to EOF). */
+static pid_t
+start_tcp_listener (uid_t uid, guint16 *ret_port, int *ret_capture)
+{
+  int port_pipe[2], capture[2];
+  pid_t pid;
+  guint16 port = 0;
+
+  assert_int_equal (pipe2 (port_pipe, O_CLOEXEC), 0);
+  assert_int_equal (pipe2 (capture, O_CLOEXEC), 0);
+  pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+      socklen_t len = sizeof sa;
+      g_autoptr (GString) got = g_string_new (NULL);
+      char buf[4096];
+      int s, c;
+
+      if (setgroups (0, NULL) < 0 || setresgid (uid, uid, uid) < 0 || setresuid (uid, uid, uid) < 0)
+        _exit (99);
+      s = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (s < 0 || bind (s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen (s, 4) < 0 ||
+          getsockname (s, (struct sockaddr *)&sa, &len) < 0)
+        _exit (98);
+      port = ntohs (sa.sin_port);
+      if (write (port_pipe[1], &port, sizeof port) != sizeof port)
+        _exit (97);
+      c = accept4 (s, NULL, NULL, SOCK_CLOEXEC);
+      if (c < 0)
+        _exit (96);
+      while (strstr (got->str, "\r\n\r\n") == NULL && got->len < 65536)
+        {
+          ssize_t n = read (c, buf, sizeof buf);
+
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n <= 0)
+            break;
+          g_string_append_len (got, buf, n);
+        }
+      (void)!write (capture[1], got->str, got->len);
+      _exit (0);
+    }
+  close (port_pipe[1]);
+  close (capture[1]);
+  assert_int_equal (read (port_pipe[0], &port, sizeof port), sizeof port);
+  close (port_pipe[0]);
+  *ret_port = port;
+  *ret_capture = capture[0];
+  return pid;
+}
+
+/* `log --follow --connect ws://127.0.0.1:PORT --token-file F`, PORT held
+ * by a listener of another uid: refused before the upgrade, naming that
+ * uid, and the listener reads nothing; root's listener gets the token
+ * (which proves the other would). */
+static void
+test_token_to_loopback_impostor (void **state)
+{
+  RFX_BEGIN (state);
+  g_autofree char *token_file = g_build_filename (fx->tmp, "token", NULL);
+  const char *token = "8b1f0c7e2a9d4f6031c5e7a9b2d4f60818e3c5a7b9d1f3e5";
+  g_autofree char *says = NULL;
+  TestCmd r = { 0 };
+
+  test_write (token_file, token, 0600);
+  for (int i = 0; i < 2; i++)
+    {
+      uid_t uid = i == 0 ? 0 : OTHER_UID;
+      guint16 port = 0;
+      int capture = -1, status;
+      pid_t pid = start_tcp_listener (uid, &port, &capture);
+      g_autofree char *url = g_strdup_printf ("ws://127.0.0.1:%u", port);
+      g_autofree char *got = NULL;
+
+      rfx_keep_pid (fx, pid);
+      FUSEBOX (fx, &r, "log", "--follow", "--connect", url, "--token-file", token_file);
+      got = test_read_all (capture);
+      close (capture);
+      assert_int_equal (waitpid (pid, &status, 0), pid);
+      rfx_forget_pid (fx, pid);
+      assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+      if (uid == 0)
+        {
+          /* root's listener: believed, and the token is sent */
+          if (strstr (got, token) == NULL)
+            fail_msg ("%s: root's listener did not get the token (exit %d); it read:\n%s\nstderr:\n%s", r.command,
+                      r.status, got, r.err);
+        }
+      else
+        {
+          says =
+            g_strdup_printf ("%s is answered by a process of uid %d, not root's: nothing was sent", url, OTHER_UID);
+          assert_refused (&r, 1, says, "as uid " G_STRINGIFY (OTHER_UID), NULL);
+          if (got[0] != '\0')
+            fail_msg ("%s: uid %d's listener read %zu bytes:\n%s", r.command, OTHER_UID, strlen (got), got);
+        }
+      test_cmd_clear (&r);
+    }
+  RFX_PASS ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -324,6 +438,7 @@ main (int argc, char **argv)
     RFX_TEST (test_policy_not_a_file),
     RFX_TEST (test_token_file_not_a_file),
     RFX_TEST (test_connect_impostor),
+    RFX_TEST (test_token_to_loopback_impostor),
   };
 
   (void)argc;
