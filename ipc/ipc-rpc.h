@@ -32,8 +32,10 @@
  * Bounds (everything a client can make the server hold):
  *   FB_RPC_MESSAGE_MAX          one incoming message; a bigger one gets an
  *                               error response and is discarded
- *   FB_RPC_WS_FRAME_HARD_MAX    a WebSocket frame libsoup accepts at all: a
- *                               bigger one closes the connection (1009)
+ *   FB_RPC_WS_HELD_MAX          one WebSocket message as it arrives, frames
+ *                               and fragments together: past it the
+ *                               connection is closed (1009;
+ *                               ipc-transport-private.h)
  *   FB_RPC_PENDING_MAX          requests of one connection received and not yet
  *                               answered; FB_RPC_PENDING_BYTES_MAX their bytes
  *                               (received, and answered but not yet sent): past
@@ -103,7 +105,6 @@ G_BEGIN_DECLS
 #define FB_RPC_ERROR_POLICY_DENIED (-32050)
 
 #define FB_RPC_MESSAGE_MAX (16 * 1024 * 1024)
-#define FB_RPC_WS_FRAME_HARD_MAX (64 * 1024 * 1024)
 #define FB_RPC_QUEUE_MAX (32 * 1024 * 1024)
 #define FB_RPC_PENDING_MAX 64
 #define FB_RPC_PENDING_BYTES_MAX (32 * 1024 * 1024)

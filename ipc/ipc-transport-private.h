@@ -78,6 +78,15 @@ G_DECLARE_FINAL_TYPE (FbRpcWsIo, fb_rpc_ws_io, FB, RPC_WS_IO, GIOStream)
 
 FbRpcWsIo *fb_rpc_ws_io_new (GSocketConnection *conn);
 int fb_rpc_ws_io_get_fd (FbRpcWsIo *io);
+/* What libsoup may hold of one incoming WebSocket message, frames and
+ * fragments together: FB_RPC_MESSAGE_MAX and the headers of a few thousand
+ * fragments.  Past it the connection is closed with 1009 as the bytes
+ * arrive (ipc-transport-wsio.c). */
+#define FB_RPC_WS_HELD_MAX (FB_RPC_MESSAGE_MAX + 64 * 1024)
+/* libsoup reads frames from IO now (the handshake is done). */
+void fb_rpc_ws_io_set_upgraded (FbRpcWsIo *io);
+/* libsoup completed a message it read from IO: it holds none of it now. */
+void fb_rpc_ws_io_message_done (FbRpcWsIo *io);
 /* Below its output bound and not failed. */
 bool fb_rpc_ws_io_can_write (FbRpcWsIo *io);
 /* FUNC runs from the main loop when output left after the bound was

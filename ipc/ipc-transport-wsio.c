@@ -47,6 +47,8 @@ typedef struct
   gsize in_off;      /* next byte to hand out */
   gsize in_len;      /* bytes held */
   bool drained;      /* the last recv() found the socket empty or short */
+  gsize held;        /* handed to libsoup since its last whole message */
+  bool upgraded;     /* libsoup reads WebSocket frames now, not HTTP */
   GByteArray *out;   /* not yet sent */
   gsize out_off;     /* of which sent */
   guint flush_idle;  /* sends the output at the next iteration */
@@ -302,13 +304,46 @@ static void fb_ws_in_pollable_init (GPollableInputStreamInterface *iface);
 G_DEFINE_TYPE_WITH_CODE (FbWsIn, fb_ws_in, G_TYPE_INPUT_STREAM,
                          G_IMPLEMENT_INTERFACE (G_TYPE_POLLABLE_INPUT_STREAM, fb_ws_in_pollable_init))
 
+/* A close frame (RFC 6455 5.5.1, unmasked: we are the server) queued
+ * after whatever libsoup wrote, which is whole frames: the stream takes
+ * every write whole or none of it. */
+static void
+queue_close_frame (WsIoState *st, gushort code, const char *reason)
+{
+  gsize len = MIN (strlen (reason), 123);
+  guint8 head[4] = { 0x88, (guint8)(2 + len), code >> 8, code & 0xff };
+
+  g_byte_array_append (st->out, head, sizeof head);
+  g_byte_array_append (st->out, (const guint8 *)reason, (guint)len);
+}
+
+/* Up to COUNT buffered bytes for libsoup, unless they would make what it
+ * holds of an unfinished message pass FB_RPC_WS_HELD_MAX. */
 static gssize
-take_buffered (WsIoState *st, void *buffer, gsize count)
+take_buffered (WsIoState *st, void *buffer, gsize count, GError **error)
 {
   gsize n = MIN (count, st->in_len - st->in_off);
 
+  /* libsoup bounds a frame, not a message: it appends continuation frames
+   * to the message without limit, and keeps a frame's bytes until the
+   * frame is whole.  Everything it holds it read from here since the last
+   * message it completed (fb_rpc_ws_io_message_done), so counting those
+   * bytes bounds both, as they arrive.  Control frames count too: a client
+   * would need 16 MiB of pings between two messages to be refused. */
+  if (st->held + n > FB_RPC_WS_HELD_MAX)
+    {
+      if (st->upgraded)
+        queue_close_frame (st, SOUP_WEBSOCKET_CLOSE_TOO_BIG, "message over 16 MiB");
+      /* libsoup closes the stream on a read error (the close frame is sent
+       * with what it flushes); before the upgrade, no HTTP request is
+       * that long. */
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE, "the client sent more than %u bytes of one message",
+                   (guint)FB_RPC_WS_HELD_MAX);
+      return -1;
+    }
   memcpy (buffer, st->in + st->in_off, n);
   st->in_off += n;
+  st->held += n;
   return (gssize)n;
 }
 
@@ -355,7 +390,7 @@ fb_ws_in_read_nonblocking (GPollableInputStream *stream, void *buffer, gsize cou
   gssize n;
 
   if (st->in_off < st->in_len)
-    return take_buffered (st, buffer, count);
+    return take_buffered (st, buffer, count, error);
   if (st->closed)
     return 0;
   if (st->drained)
@@ -367,7 +402,7 @@ fb_ws_in_read_nonblocking (GPollableInputStream *stream, void *buffer, gsize cou
   n = refill (st, false, error);
   if (n <= 0)
     return n;
-  return take_buffered (st, buffer, count);
+  return take_buffered (st, buffer, count, error);
 }
 
 static gssize
@@ -377,13 +412,13 @@ fb_ws_in_read (GInputStream *stream, void *buffer, gsize count, GCancellable *ca
   gssize n;
 
   if (st->in_off < st->in_len)
-    return take_buffered (st, buffer, count);
+    return take_buffered (st, buffer, count, error);
   if (st->closed)
     return 0;
   n = refill (st, true, error);
   if (n <= 0)
     return n;
-  return take_buffered (st, buffer, count);
+  return take_buffered (st, buffer, count, error);
 }
 
 static gboolean
@@ -674,6 +709,18 @@ int
 fb_rpc_ws_io_get_fd (FbRpcWsIo *io)
 {
   return io->st->fd;
+}
+
+void
+fb_rpc_ws_io_set_upgraded (FbRpcWsIo *io)
+{
+  io->st->upgraded = true;
+}
+
+void
+fb_rpc_ws_io_message_done (FbRpcWsIo *io)
+{
+  io->st->held = 0;
 }
 
 bool

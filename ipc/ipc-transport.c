@@ -22,9 +22,11 @@
  * address needs --allow-remote and --token-file, so the API is never open
  * to a network by accident.
  *
- * Bounds: libsoup closes a connection whose frame exceeds
- * FB_RPC_WS_FRAME_HARD_MAX (close code 1009); a frame above
- * FB_RPC_MESSAGE_MAX but below that gets an error answer and the
+ * Bounds: one message, whatever its framing, is bounded as its bytes
+ * arrive: past FB_RPC_WS_HELD_MAX (FB_RPC_MESSAGE_MAX and some framing)
+ * the stream closes the connection with 1009 (ipc-transport-wsio.c; libsoup
+ * bounds a frame only, and appends fragments without limit); a message
+ * above FB_RPC_MESSAGE_MAX but below that gets an error answer and the
  * connection stays usable.  Output: libsoup keeps its own unbounded send
  * queue, so a message is handed to it only while the stream under it
  * (ipc-transport-wsio.c) holds less than its bound unsent (below it the
@@ -170,6 +172,10 @@ on_ws_message (SoupWebsocketConnection *ws, int type, GBytes *message, gpointer 
   gsize len;
   const char *data = g_bytes_get_data (message, &len);
 
+  /* libsoup holds nothing of it any more: the stream's count of what it
+   * may hold starts again. */
+  if (peer->io != NULL)
+    fb_rpc_ws_io_message_done (peer->io);
   if (peer->base.conn == NULL)
     return;
   /* Text and binary frames alike carry one JSON message. */
@@ -206,8 +212,11 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
     {
       g_object_set_data (G_OBJECT (remote), WS_IO_KEY, NULL);
       fb_rpc_ws_io_set_writable_func (io, on_ws_writable, peer);
+      fb_rpc_ws_io_set_upgraded (io);
     }
-  soup_websocket_connection_set_max_incoming_payload_size (ws, FB_RPC_WS_FRAME_HARD_MAX);
+  /* A frame announced past the stream's bound is refused at its header,
+   * before its payload is read. */
+  soup_websocket_connection_set_max_incoming_payload_size (ws, FB_RPC_WS_HELD_MAX);
   soup_websocket_connection_set_keepalive_interval (ws, 0);
   fb_rpc_peer_add (&peer->base, l, &l->peers, ws_peer_free);
   g_signal_connect (ws, "message", G_CALLBACK (on_ws_message), peer);

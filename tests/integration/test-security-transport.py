@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Adversarial tests: what a client of `fusebox serve`'s ws:// listener can
+make the server hold by the way it sends its bytes.
+
+- fragments: one WebSocket message sent as unfinished fragments (FIN=0) of
+  8 MiB each.  libsoup bounds a frame, not a message, and appended them
+  without limit (1.6 GiB held for 200 of them, the connection open).  The
+  server closes the connection once the message passes 16 MiB and its
+  framing, as the bytes arrive; a 12 MiB message in three fragments is
+  still answered, and the server serves another client afterwards.
+
+Clients speak WebSocket by hand over plain sockets, frames masked with a
+zero key (RFC 6455 wants a mask; a zero one leaves the payload as it is).
+
+Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
+(unless FUSEBOX_TESTS_MUST_RUN=1).
+"""
+import json
+import os
+import socket
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import security_util as su  # noqa: E402
+
+serve = su.serve
+client_util = serve.client_util
+
+MIB = 1024 * 1024
+# ipc/ipc-transport-private.h: FB_RPC_WS_HELD_MAX
+HELD_MAX = 16 * MIB + 64 * 1024
+
+
+def upgrade(srv, source="127.0.0.1"):
+    """A socket past the WebSocket handshake (with the token), from SOURCE."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", srv.port))
+    s.settimeout(60)
+    s.sendall(("GET /?token=%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+               % srv.token).encode())
+    head = client_util.recv_until(s, b"\r\n\r\n", "the handshake's answer")
+    assert head.startswith(b"HTTP/1.1 101"), head
+    assert head.endswith(b"\r\n\r\n"), "bytes after the handshake's answer: %r" % head
+    return s
+
+
+def frame_head(opcode, length, fin=True):
+    """A client frame's header for LENGTH bytes of payload, zero mask."""
+    b0 = (0x80 if fin else 0) | opcode
+    if length < 126:
+        return struct.pack("!BB", b0, 0x80 | length) + b"\0\0\0\0"
+    if length < 65536:
+        return struct.pack("!BBH", b0, 0x80 | 126, length) + b"\0\0\0\0"
+    return struct.pack("!BBQ", b0, 0x80 | 127, length) + b"\0\0\0\0"
+
+
+def send_fragments(s, payload, size):
+    """PAYLOAD as one text message in fragments of SIZE bytes."""
+    for off in range(0, len(payload), size):
+        piece = payload[off:off + size]
+        s.sendall(frame_head(1 if off == 0 else 0, len(piece), fin=off + size >= len(payload)) + piece)
+
+
+def recv_frame(s):
+    """(opcode, payload) of the server's next frame, or None once it closed
+    or reset the connection."""
+    def need(n):
+        buf = b""
+        while len(buf) < n:
+            more = s.recv(n - len(buf))
+            if not more:
+                return None
+            buf += more
+        return buf
+    try:
+        h = need(2)
+        if h is None:
+            return None
+        n = h[1] & 0x7f
+        if n == 126:
+            n = struct.unpack("!H", need(2))[0]
+        elif n == 127:
+            n = struct.unpack("!Q", need(8))[0]
+        p = need(n) if n else b""
+        return (h[0] & 0x0f, p) if p is not None else None
+    except ConnectionResetError:
+        return None
+
+
+def answer(s, rid):
+    """The JSON answer with id RID (other messages dropped)."""
+    while True:
+        f = recv_frame(s)
+        assert f is not None, "the server closed the connection before answering id %s" % rid
+        if f[0] == 1:
+            m = json.loads(f[1])
+            if m.get("id") == rid:
+                return m
+
+
+def closed_too_big(s):
+    """The server closed S; a close frame, if one came, says 1009."""
+    while True:
+        try:
+            f = recv_frame(s)
+        except socket.timeout:
+            raise AssertionError("the server kept the connection open")
+        if f is None:
+            return
+        if f[0] == 8:
+            code = struct.unpack("!H", f[1][:2])[0]
+            assert code == 1009, "closed with %d %r, not 1009" % (code, f[1][2:])
+            return
+
+
+def other_client_served(srv):
+    s = upgrade(srv, "127.0.0.2")
+    req = json.dumps({"id": 1, "method": "initialize", "params": {"clientName": "other"}}).encode()
+    s.sendall(frame_head(1, len(req)) + req)
+    assert "result" in answer(s, 1)
+    s.close()
+
+
+async def t_fragments(tmp):
+    srv = serve.Server(tmp)
+    try:
+        # A message under the bound, in fragments, is answered.
+        s = upgrade(srv)
+        req = json.dumps({"id": 1, "method": "initialize", "params": {"clientName": "fragments"}}).encode()
+        send_fragments(s, req + b" " * (12 * MIB - len(req)), 4 * MIB)
+        assert "result" in answer(s, 1)
+        # One past it, in unfinished fragments of 8 MiB: the connection is
+        # closed once the server holds the bound, whatever follows.
+        frag = b"a" * (8 * MIB)
+        sent = 0
+        try:
+            s.sendall(frame_head(1, len(frag), fin=False) + frag)
+            sent += len(frag)
+            while sent < 5 * len(frag):
+                s.sendall(frame_head(0, len(frag), fin=False) + frag)
+                sent += len(frag)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        closed_too_big(s)
+        assert sent >= HELD_MAX - len(frag), "closed after %d bytes, before the bound" % sent
+        s.close()
+        other_client_served(srv)
+    finally:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    su.run([("fragments", t_fragments)], "fusebox-security-transport-")
