@@ -380,12 +380,13 @@ typedef enum
   VIEW_REFUSAL_DEVICE,
   VIEW_REFUSAL_XATTR,
   VIEW_REFUSAL_RULED_DIR,
-  VIEW_REFUSAL_FOLD_SPELLING, /* the host folds names and lists this one under another spelling */
-  VIEW_REFUSAL_FOLD_TAKEN,    /* the host folds names and another entry answers to this one */
-  VIEW_REFUSAL_OWN_STATE,     /* fusebox's run directories and logs (fs-view-state.c) */
-  VIEW_REFUSAL_TOO_LONG,      /* a view path past FB_VIEW_PATH_MAX: a rename that would make one, a host tree deeper */
-  VIEW_REFUSAL_NODES,         /* the view keeps FbView.node_max nodes already */
-  VIEW_REFUSAL_FILES,         /* the caller's account holds its share of open files (fs-view-fd.c) */
+  VIEW_REFUSAL_FOLD_SPELLING,  /* the host folds names and lists this one under another spelling */
+  VIEW_REFUSAL_FOLD_TAKEN,     /* the host folds names and another entry answers to this one */
+  VIEW_REFUSAL_OWN_STATE,      /* fusebox's run directories and logs (fs-view-state.c) */
+  VIEW_REFUSAL_TOO_LONG,       /* a view path past FB_VIEW_PATH_MAX: a rename that would make one, a host tree deeper */
+  VIEW_REFUSAL_NODES,          /* the view keeps FbView.node_max nodes already */
+  VIEW_REFUSAL_FILES,          /* the caller's account holds its share of open files (fs-view-fd.c) */
+  VIEW_REFUSAL_PRIVATE_SOURCE, /* a rename or link between a private source and another source (fs-view-name.c) */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm, read now, for events logged later. */

@@ -167,6 +167,15 @@ static const FbPolicyRule refusal_rules[] = {
     .why = "each sandbox holds at most its share of the files fusebox keeps open for sandboxes (its floor, and part "
            "of the rest, shared fairly between clients): close some, and the others keep theirs",
   },
+  [VIEW_REFUSAL_PRIVATE_SOURCE] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:private-source",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "a private source is a filesystem of its own, removed with its run: nothing is renamed or linked into or "
+           "out of it (EXDEV), so a move copies what the sandbox sees, and what it can't see or remove stays on the "
+           "host",
+  },
 };
 
 const FbPolicyRule *

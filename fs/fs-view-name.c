@@ -15,6 +15,32 @@
 
 static const FbViewCaller no_caller = { 0 };
 
+/* A private source lives in the run directory and goes with the run (the
+ * run removes it, `runs --prune` a kept one); every other source is the
+ * host's and stays.  A rename moves a directory whole: from the host's
+ * source into a private one it would hand the host's tree to that removal,
+ * with what the view hides or refuses below it (a hidden .git, a denied
+ * key, a read-only .git under builtin:agent), none of which the sandbox
+ * could remove itself.  So a private source is a filesystem of its own:
+ * rename (an exchange too) and link between it and any other source answer
+ * EXDEV, as the host does between two filesystems, and mv and its like copy
+ * what the sandbox can read and remove what it may, one checked name at a
+ * time; the rest stays where it was.  A link would hand nothing over (the
+ * removal takes a name, not the file), but a filesystem that linked across
+ * where it refused to rename would be one no tool knows.  Within one source
+ * renames are the host's.  0, or -EXDEV logged as the view's own refusal
+ * (fusebox:private-source). */
+static int
+check_same_source (FbView *view, const FbViewCaller *caller, FbOp op, FbAccess access, const char *path,
+                   const char *target, const FbPolicyDecision *from, const FbPolicyDecision *to)
+{
+  if (from->mount == to->mount || !(from->mount->is_private || to->mount->is_private))
+    return 0;
+  view_emit (view, caller, op, path, target, access, FB_DECISION_DENY, EXDEV,
+             view_refusal_rule (VIEW_REFUSAL_PRIVATE_SOURCE));
+  return -EXDEV;
+}
+
 static const FbViewCaller *
 caller_or_none (const FbViewCaller *caller)
 {
@@ -181,6 +207,9 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   if (node->kind != NODE_HOST || S_ISDIR (node->type))
     return -EPERM;
   r = create_precheck (view, caller, newparent, npst, newname, &ci, FB_OP_LINK, st->path);
+  if (r < 0)
+    return r;
+  r = check_same_source (view, caller, FB_OP_LINK, FB_ACCESS_CREATE, st->path, ci.path, &st->decision, &ci.decision);
   if (r < 0)
     return r;
   /* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; without it the kernel says
@@ -403,6 +432,11 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
         return -EACCES;
       }
   }
+  /* nothing moves into or out of a private source: no tree of the host's
+   * goes with the run, whatever the view hides in it */
+  r = check_same_source (view, caller, FB_OP_RENAME, FB_ACCESS_WRITE, ci.path, nci.path, &ci.decision, &nci.decision);
+  if (r < 0)
+    return r;
   /* no path below the moved directory (either one of an exchange) may pass
    * FB_VIEW_PATH_MAX at its new place */
   r = check_depth (view, caller, pfd, name, &sst, ci.path, nci.path, ci.path, nci.path);

@@ -84,11 +84,16 @@
  * directory is refused with EACCES too, whatever it holds, because the
  * host's answer (ENOTEMPTY or success) would tell whether the names those
  * rules hide exist.  `link` needs a
- * writable source and target.  Mount points and synthetic directories can't
- * be removed or renamed (EBUSY); synthetic directories can't be written
- * (EROFS).  The view paths /proc, /sys and /dev, and any host object on the
- * host's procfs, sysfs or devtmpfs, show as empty read-only directories: the
- * host's are never passed through (the launcher mounts fresh ones over them).
+ * writable source and target.  A private source is a filesystem of its own:
+ * `rename` (an exchange too) and `link` between it and any other source get
+ * EXDEV, logged as the view's own refusal (rule "fusebox",
+ * fusebox:private-source), so that no tree of the host's, with what the view
+ * hides or keeps below it, is removed with the run's private directories.
+ * Mount points and synthetic directories can't be removed or renamed
+ * (EBUSY); synthetic directories can't be written (EROFS).  The view
+ * paths /proc, /sys and /dev, and any host object on the host's procfs,
+ * sysfs or devtmpfs, show as empty read-only directories: the host's are
+ * never passed through (the launcher mounts fresh ones over them).
  *
  * Privilege.  The daemon may run as root for callers that are not: the FUSE
  * mount uses `default_permissions` so the kernel checks the host's modes
