@@ -186,20 +186,96 @@ take_content_length (const char *start, const char *end, bool again, FbProxyRequ
   return true;
 }
 
+/* Where the head ends (after its CRLF CRLF), or NULL when BUF's LEN bytes
+ * hold no end yet; *RET_WHY set when a byte of the head is one HTTP/1.1
+ * forbids there.  Only CRLF ends a line (RFC 9112, 2.2): a bare LF or CR
+ * is refused, not read either way, because the host behind the proxy may
+ * read it otherwise (Python's http.server and nginx end a line at a bare
+ * LF), and a header that the proxy read as part of another's value would
+ * reach the host undecided: a second Host, a Transfer-Encoding.  A NUL
+ * ends C strings early.  Bytes after the head are the client's data (a
+ * body, a tunnel's TLS) and are not looked at. */
+static const char *
+head_end (const char *buf, gsize len, const char **ret_why)
+{
+  for (gsize i = 0; i < len; i++)
+    switch (buf[i])
+      {
+        case '\0':
+          *ret_why = "a NUL byte in the request's head";
+          return NULL;
+        case '\r':
+          if (i + 1 < len && buf[i + 1] != '\n')
+            {
+              *ret_why = "a CR not followed by LF in the request's head (only CRLF ends a line)";
+              return NULL;
+            }
+          break;
+        case '\n':
+          if (i == 0 || buf[i - 1] != '\r')
+            {
+              *ret_why = "an LF not preceded by CR in the request's head (only CRLF ends a line)";
+              return NULL;
+            }
+          if (i >= 3 && buf[i - 2] == '\n')
+            return buf + i - 3;
+          break;
+        default:
+          break;
+      }
+  return NULL;
+}
+
+/* A header line from P to EOL (its CRLF), both kinds of request: a name
+ * that is a token, a colon, a value of visible characters, spaces, tabs
+ * and obs-text (RFC 9110, 5.5).  A control character in a value (a VT,
+ * an ESC, a DEL; CR, LF and NUL never get here) is refused, not
+ * forwarded: a host may read it as the end of the line or of the name. */
+static bool
+header_line_ok (const char *p, const char *eol, const char **ret_why)
+{
+  const char *colon;
+
+  if (*p == ' ' || *p == '\t')
+    {
+      /* obs-fold (RFC 9112, 5.2): a proxy refuses it or unfolds it; a host
+       * that reads it otherwise would see another header */
+      *ret_why = "a header line folded onto the one before it (obs-fold)";
+      return false;
+    }
+  colon = memchr (p, ':', (gsize)(eol - p));
+  if (colon == NULL || colon == p)
+    {
+      *ret_why = "a header line without a name";
+      return false;
+    }
+  for (const char *q = p; q < colon; q++)
+    if (!is_token_char (*q))
+      {
+        *ret_why = "a header's name is not a token";
+        return false;
+      }
+  for (const char *q = colon + 1; q < eol; q++)
+    if (((guchar)*q < ' ' && *q != '\t') || (guchar)*q == 0x7f)
+      {
+        *ret_why = "a control character in a header's value";
+        return false;
+      }
+  return true;
+}
+
 FbProxyParse
 fb_proxy_parse_http (const char *buf, gsize len, FbProxyRequest *req, const char **ret_why)
 {
-  const char *end = g_strstr_len (buf, (gssize)len, "\r\n\r\n");
+  const char *end;
   const char *line_end, *sp1, *sp2, *p;
   gsize mlen, tlen;
   bool has_host = false, has_length = false;
 
   *ret_why = NULL;
-  if (memchr (buf, '\0', len) != NULL)
-    {
-      *ret_why = "a NUL byte in the request";
-      return FB_PROXY_PARSE_ERROR;
-    }
+  end = head_end (buf, MIN (len, FB_PROXY_HEAD_MAX), ret_why);
+  if (*ret_why != NULL)
+    return FB_PROXY_PARSE_ERROR;
   if (end == NULL)
     {
       if (len >= FB_PROXY_HEAD_MAX)
@@ -238,6 +314,11 @@ fb_proxy_parse_http (const char *buf, gsize len, FbProxyRequest *req, const char
         *ret_why = "a control character or a space in the request's target";
         return FB_PROXY_PARSE_ERROR;
       }
+  /* Every header line well formed, a CONNECT's too: they are not
+   * forwarded, but a head refused as a plain request is no tunnel's. */
+  for (p = line_end + 2; p < end + 2; p = strstr (p, "\r\n") + 2)
+    if (!header_line_ok (p, strstr (p, "\r\n"), ret_why))
+      return FB_PROXY_PARSE_ERROR;
 
   if (mlen == 7 && strncmp (buf, "CONNECT", 7) == 0)
     {
@@ -293,21 +374,9 @@ fb_proxy_parse_http (const char *buf, gsize len, FbProxyRequest *req, const char
     for (p = line_end + 2; p < end + 2;)
       {
         const char *eol = strstr (p, "\r\n");
-        const char *colon = memchr (p, ':', (gsize)(eol - p));
-        gsize nlen;
+        const char *colon = memchr (p, ':', (gsize)(eol - p)); /* header_line_ok() */
+        gsize nlen = (gsize)(colon - p);
 
-        if (colon == NULL || colon == p)
-          {
-            *ret_why = "a header line without a name";
-            return FB_PROXY_PARSE_ERROR;
-          }
-        nlen = (gsize)(colon - p);
-        for (gsize i = 0; i < nlen; i++)
-          if (!is_token_char (p[i]))
-            {
-              *ret_why = "a header's name is not a token";
-              return FB_PROXY_PARSE_ERROR;
-            }
         if (nlen == 4 && g_ascii_strncasecmp (p, "host", 4) == 0)
           {
             if (has_host || !host_is_authority (colon + 1, eol, req))

@@ -21,6 +21,8 @@ can't pass because nothing was there.
 - no way around the proxy: a raw connect() to the server's port reaches
   the sandbox's own loopback (refused), one to an outside address finds
   no route.
+- a request's head with a bare LF or CR, a folded line or a control
+  character in a header is refused (400) and never reaches the host.
 - robustness: garbage gets 400, a client that stops mid-request is closed
   after the handshake's bound, and the proxy keeps serving.
 
@@ -410,6 +412,49 @@ def t_one_request(h):
     for got in rec.got:
         assert got.startswith(b"POST /one HTTP/1.1\r\n"), rec.got
         assert got.endswith(b"\r\n\r\nbody") and b"second" not in got, rec.got
+    rec.sock.close()
+
+
+SMUGGLED = CLIENT + """
+P = %d
+def first(data):
+    s = conn()
+    s.sendall(data)
+    return answer(s).split(b"\\r\\n")[0].decode()
+GET = b"GET http://allowed.test:%%d/ HTTP/1.1\\r\\n" %% P
+HOST = b"Host: allowed.test:%%d\\r\\n" %% P
+print(first(GET + HOST + b"X-A: 1\\r\\n\\r\\n"))
+print(first(GET + b"X-A: 1\\nHost: forbidden.internal\\r\\n" + HOST + b"\\r\\n"))
+print(first(GET + b"X-A: 1\\rHost: forbidden.internal\\r\\n" + HOST + b"\\r\\n"))
+print(first(GET + HOST + b"X-A: 1\\nTransfer-Encoding: chunked\\r\\nContent-Length: 5\\r\\n\\r\\n0\\r\\n\\r\\n"))
+print(first(GET + HOST + b"X-A: 1\\r\\n Host: forbidden.internal\\r\\n\\r\\n"))
+print(first(GET + HOST + b"X-A: 1\\x0bHost: forbidden.internal\\r\\n\\r\\n"))
+"""
+
+
+def t_bare_lf(h):
+    """Only CRLF ends a line of a request's head: a bare LF or CR, a folded
+    line or a control character in a header's value would let a host that
+    reads lines otherwise (Python's http.server, nginx) see a header the
+    proxy never decided (a foreign Host, a Transfer-Encoding); each is
+    refused (400), logged as malformed with the reason, and never reaches
+    the host, which the well-formed request first shows is there."""
+    rec = Recorder()
+    pol = h.policy([{"host": "allowed.test", "port": rec.port, "why": "the test's server"},
+                    {"cidr": "127.0.0.1", "port": rec.port, "why": "the test's server is on the host's loopback"}])
+    code, out, err, records = h.run(pol, "python3 -c '%s'" % (SMUGGLED % rec.port), "allowed.test:127.0.0.1")
+    assert out.splitlines() == ["HTTP/1.0 200 OK"] + ["HTTP/1.1 400 Bad Request"] * 5, (code, out, err)
+    assert len(rec.got) == 1 and rec.got[0].startswith(b"GET / HTTP/1.1\r\n"), rec.got
+    assert b"forbidden" not in rec.got[0], rec.got
+    refused = [r for r in records if r["decision"] == "deny"]
+    assert len(refused) == 5, records
+    for r in refused:
+        assert r["op"] == "connect" and r["rule"] == "malformed", r
+    assert [r["why"] for r in refused[:3]] == [
+        "an LF not preceded by CR in the request's head (only CRLF ends a line)",
+        "a CR not followed by LF in the request's head (only CRLF ends a line)",
+        "an LF not preceded by CR in the request's head (only CRLF ends a line)"], refused
+    assert "obs-fold" in refused[3]["why"] and "control character" in refused[4]["why"], refused
     rec.sock.close()
 
 
@@ -1171,7 +1216,8 @@ def main():
     tests = [("allowed", t_allowed), ("git_clone", t_git_clone), ("refused_by_name", t_refused_by_name),
              ("loopback_needs_naming", t_loopback_needs_naming), ("no_way_around", t_no_way_around),
              ("bounded_handshake", t_bounded_handshake), ("connection_cap", t_connection_cap),
-             ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("absolute_name", t_absolute_name),
+             ("parser_refusals", t_parser_refusals), ("one_request", t_one_request), ("bare_lf", t_bare_lf),
+             ("absolute_name", t_absolute_name),
              ("session", t_session), ("serve", t_serve), ("serve_tunnel_share", t_serve_tunnel_share),
              ("accept_backoff", t_accept_backoff), ("vanishing_clients", t_vanishing_clients), ("idle_tunnel", t_idle_tunnel),
              ("explain_address", t_explain_address),

@@ -66,6 +66,38 @@ static const HttpRow http_rows[] = {
   { "POST http://allowed.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "POST http://allowed.test/ HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\n", FB_PROXY_PARSE_ERROR },
   { "POST http://allowed.test/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  /* only CRLF ends a line: a host that ends one at a bare LF or CR would
+   * read a header the proxy took for part of another's value */
+  { "GET http://allowed.test:18080/ HTTP/1.1\r\nX-A: 1\nHost: forbidden.internal\r\nHost: allowed.test:18080\r\n\r\n",
+    FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: 1\rHost: forbidden.internal\r\nHost: allowed.test\r\n\r\n",
+    FB_PROXY_PARSE_ERROR },
+  { "POST http://allowed.test/ HTTP/1.1\r\nX-A: 1\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+    FB_PROXY_PARSE_ERROR },
+  { "POST http://allowed.test/ HTTP/1.1\r\nContent-Length: 0\r\nX-A: 1\nContent-Length: 40\r\n\r\n",
+    FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\nHost: forbidden.internal\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\n\nGET http://forbidden.internal/ HTTP/1.1\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\n\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "\nGET http://allowed.test/ HTTP/1.1\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "CONNECT allowed.test:443 HTTP/1.1\nHost: allowed.test:443\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "CONNECT allowed.test:443 HTTP/1.1\r\nX-A: 1\nHost: x\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  /* other controls in a value or a name; folded lines (obs-fold) */
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: 1\x0bHost: forbidden.internal\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: 1\x0cHost: forbidden.internal\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: \x1b[1m\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: \x7f\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nX\x01-A: 1\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nHost : forbidden.internal\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: 1\r\n Host: forbidden.internal\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: 1\r\n\tTransfer-Encoding: chunked\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "GET http://allowed.test/ HTTP/1.1\r\n Host: allowed.test\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "CONNECT allowed.test:443 HTTP/1.1\r\nX-A: \x1b\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  { "CONNECT allowed.test:443 HTTP/1.1\r\nX-A: 1\r\n Host: x\r\n\r\n", FB_PROXY_PARSE_ERROR },
+  /* what a value may hold: spaces, tabs, visible characters, obs-text */
+  { "GET http://allowed.test/ HTTP/1.1\r\nX-A: a\tb c\xc3\xa9~\r\n\r\n", FB_PROXY_PARSE_DONE, FB_PROXY_HTTP_FORWARD,
+    "allowed.test", 80, "GET / HTTP/1.1\r\nX-A: a\tb c\xc3\xa9~\r\nHost: allowed.test\r\nConnection: close\r\n\r\n" },
 };
 
 static void
@@ -126,6 +158,30 @@ test_http_bound (void **state)
   assert_int_equal (fb_proxy_parse_http (head->str, head->len, &req, &why), FB_PROXY_PARSE_ERROR);
   g_string_append (head, "\r\n");
   assert_int_equal (fb_proxy_parse_http (head->str, head->len, &req, &why), FB_PROXY_PARSE_ERROR);
+  fb_proxy_request_clear (&req);
+}
+
+/* A NUL in the head is refused; bytes after the head (a tunnel's TLS, a
+ * body) are the client's data, whatever they hold. */
+static void
+test_http_bytes (void **state)
+{
+  static const char nul_value[] = "GET http://allowed.test/ HTTP/1.1\r\nX-A: 1\0Host: forbidden.internal\r\n\r\n";
+  static const char connect_tls[] = "CONNECT allowed.test:443 HTTP/1.1\r\n\r\n\x16\x03\x01\0\n\r\0";
+  static const char post_body[] = "POST http://allowed.test/ HTTP/1.1\r\nContent-Length: 4\r\n\r\n\0\n\r\x7f";
+  FbProxyRequest req = { 0 };
+  const char *why = NULL;
+
+  assert_int_equal (fb_proxy_parse_http (nul_value, sizeof nul_value - 1, &req, &why), FB_PROXY_PARSE_ERROR);
+  assert_non_null (why);
+  fb_proxy_request_clear (&req);
+  assert_int_equal (fb_proxy_parse_http (connect_tls, sizeof connect_tls - 1, &req, &why), FB_PROXY_PARSE_DONE);
+  assert_int_equal (req.kind, FB_PROXY_HTTP_CONNECT);
+  assert_int_equal (req.consumed, strlen ("CONNECT allowed.test:443 HTTP/1.1\r\n\r\n"));
+  fb_proxy_request_clear (&req);
+  assert_int_equal (fb_proxy_parse_http (post_body, sizeof post_body - 1, &req, &why), FB_PROXY_PARSE_DONE);
+  assert_int_equal (req.body, 4);
+  assert_int_equal (req.consumed, sizeof post_body - 1 - 4);
   fb_proxy_request_clear (&req);
 }
 
@@ -232,5 +288,5 @@ test_environ (void **state)
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_http), cmocka_unit_test (test_http_bound),
-                  cmocka_unit_test (test_socks_request), cmocka_unit_test (test_socks_greeting),
-                  cmocka_unit_test (test_environ))
+                  cmocka_unit_test (test_http_bytes), cmocka_unit_test (test_socks_request),
+                  cmocka_unit_test (test_socks_greeting), cmocka_unit_test (test_environ))
