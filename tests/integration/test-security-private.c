@@ -12,12 +12,13 @@
  * fusebox's own refusal (fusebox:private-source), and mv copies what the
  * sandbox sees and removes what it may.  Inside `fusebox run`, each host
  * file first proven readable outside:
- *  - builtin:default plus a "**" "/*.key" deny and a "**" "/*.pem" hide:
- *    rename(2) of a directory holding a hidden .git, a denied key and a
- *    hidden pem into /tmp and into HOME, RENAME_EXCHANGE across and link(2)
- *    across answer EXDEV; then mv(1) of each such directory into /tmp and
- *    HOME; after the run (its private sources removed) the .git, the key
- *    and the pem are on the host as they were;
+ *  - builtin:default plus a deny glob for .key files and a hide glob for
+ *    .pem files, at any depth: rename(2) of a directory holding a hidden
+ *    .git, a denied key and a hidden pem into /tmp and into HOME,
+ *    RENAME_EXCHANGE across and link(2) across answer EXDEV; then mv(1) of
+ *    each such directory into /tmp and HOME; after the run (its private
+ *    sources removed) the .git, the key and the pem are on the host as they
+ *    were;
  *  - builtin:agent: rm -rf sub/.git is refused, and mv sub /tmp/sub and mv
  *    sub ~/sub leave sub/.git on the host;
  *  - what still works: a plain file and a plain directory move into /tmp
