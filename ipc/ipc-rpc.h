@@ -36,6 +36,11 @@
  *                               and fragments together: past it the
  *                               connection is closed (1009;
  *                               ipc-transport-private.h)
+ *   FB_RPC_WS_HELD_TOTAL_MAX    unfinished WebSocket messages, all
+ *                               connections together: past it the one
+ *                               holding the most is closed (1013); one
+ *                               stalled in a message for FB_RPC_WS_STALL_S
+ *                               is closed (1008)
  *   FB_RPC_PENDING_MAX          requests of one connection received and not yet
  *                               answered; FB_RPC_PENDING_BYTES_MAX their bytes
  *                               (received, and answered but not yet sent): past

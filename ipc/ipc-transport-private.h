@@ -24,7 +24,8 @@ struct FbRpcListener
 
   /* ws */
   SoupServer *soup;
-  GSocketService *ws_service; /* accepts; libsoup serves each connection */
+  GSocketService *ws_service;  /* accepts; libsoup serves each connection */
+  struct FbRpcWsIoSet *ws_ios; /* the streams under the connections */
   char *token;
   GList *peers; /* FbRpcPeer* of WsPeers */
 
@@ -76,13 +77,27 @@ void fb_rpc_stream_listener_clear (FbRpcListener *listener);
 #define FB_TYPE_RPC_WS_IO (fb_rpc_ws_io_get_type ())
 G_DECLARE_FINAL_TYPE (FbRpcWsIo, fb_rpc_ws_io, FB, RPC_WS_IO, GIOStream)
 
-FbRpcWsIo *fb_rpc_ws_io_new (GSocketConnection *conn);
+/* A listener's streams, and what they hold together. */
+typedef struct FbRpcWsIoSet FbRpcWsIoSet;
+FbRpcWsIoSet *fb_rpc_ws_io_set_new (void);
+void fb_rpc_ws_io_set_free (FbRpcWsIoSet *set);
+
+FbRpcWsIo *fb_rpc_ws_io_new (FbRpcWsIoSet *set, GSocketConnection *conn);
 int fb_rpc_ws_io_get_fd (FbRpcWsIo *io);
 /* What libsoup may hold of one incoming WebSocket message, frames and
  * fragments together: FB_RPC_MESSAGE_MAX and the headers of a few thousand
  * fragments.  Past it the connection is closed with 1009 as the bytes
  * arrive (ipc-transport-wsio.c). */
 #define FB_RPC_WS_HELD_MAX (FB_RPC_MESSAGE_MAX + 64 * 1024)
+/* What all the connections of a listener may hold of unfinished messages
+ * together: past it the one holding the most is closed (1013).  Sixteen
+ * connections at their bound; 1,024 of them could hold 16 GiB. */
+#define FB_RPC_WS_HELD_TOTAL_MAX (256 * 1024 * 1024)
+/* A connection holding more than FB_RPC_WS_STALL_MIN of an unfinished
+ * message (more than control frames between two messages amount to) that
+ * sends nothing for FB_RPC_WS_STALL_S is closed (1008). */
+#define FB_RPC_WS_STALL_MIN (64 * 1024)
+#define FB_RPC_WS_STALL_S 30
 /* libsoup reads frames from IO now (the handshake is done). */
 void fb_rpc_ws_io_set_upgraded (FbRpcWsIo *io);
 /* libsoup completed a message it read from IO: it holds none of it now. */

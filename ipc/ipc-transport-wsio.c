@@ -25,6 +25,17 @@
  *
  * The HTTP request and the handshake go through the same stream (libsoup
  * parses them from it), so nothing read ahead is lost at the upgrade.
+ *
+ * What libsoup holds of an unfinished message (a frame not yet whole,
+ * fragments not yet finished) it read from here since the last message it
+ * completed, so the stream bounds it as bytes are handed over: per
+ * connection (FB_RPC_WS_HELD_MAX) and for all the connections of a
+ * listener together (FB_RPC_WS_HELD_TOTAL_MAX: past it the connection
+ * holding the most is closed, 1013), and a connection that holds more than
+ * FB_RPC_WS_STALL_MIN and sends nothing for FB_RPC_WS_STALL_S is closed
+ * (1008): a set (FbRpcWsIoSet) keeps the listener's streams and sweeps
+ * them every second.  A stream is failed by making its next read fail:
+ * libsoup then closes it, from its own callbacks.
  * Loop thread only: close_async runs synchronously instead of in a thread. */
 #include "ipc/ipc-transport-private.h"
 
@@ -37,10 +48,23 @@
 #define WSIO_IN_SIZE (256 * 1024)
 #define WSIO_OUT_MAX (256 * 1024)
 
+/* RFC 6455 7.4.1; libsoup 3.2 names neither. */
+#define WS_CLOSE_TRY_AGAIN_LATER 1013
+
+struct FbRpcWsIoSet
+{
+  GQueue all;       /* WsIoState* */
+  gsize held_total; /* their held */
+  guint sweep;      /* every second while there is one */
+  gint64 stall_us;  /* FB_RPC_WS_STALL_S, or less for tests */
+};
+
 /* --- the state the three objects share ----------------------------------------- */
 
 typedef struct
 {
+  FbRpcWsIoSet *set; /* NULL once closed, or once the set went */
+  GList link;        /* on set->all */
   GSocketConnection *conn;
   int fd;
   guint8 *in;        /* WSIO_IN_SIZE bytes */
@@ -49,6 +73,8 @@ typedef struct
   bool drained;      /* the last recv() found the socket empty or short */
   gsize held;        /* handed to libsoup since its last whole message */
   bool upgraded;     /* libsoup reads WebSocket frames now, not HTTP */
+  gint64 last_recv;  /* monotonic: the client's last bytes */
+  GError *in_error;  /* failed: every later read fails so */
   GByteArray *out;   /* not yet sent */
   gsize out_off;     /* of which sent */
   guint flush_idle;  /* sends the output at the next iteration */
@@ -59,10 +85,15 @@ typedef struct
   gpointer writable_data;
 } WsIoState;
 
+static void set_unlink (WsIoState *st);
+
 static void
 state_free (gpointer data)
 {
   WsIoState *st = data;
+
+  set_unlink (st);
+  g_clear_error (&st->in_error);
 
   g_assert (st->flush_idle == 0 && st->out_watch == 0);
   g_clear_object (&st->conn);
@@ -173,6 +204,7 @@ state_close (WsIoState *st)
   g_clear_handle_id (&st->flush_idle, g_source_remove);
   g_clear_handle_id (&st->out_watch, g_source_remove);
   st->writable = NULL;
+  set_unlink (st);
   g_io_stream_close (G_IO_STREAM (st->conn), NULL, NULL);
 }
 
@@ -191,7 +223,7 @@ source_ready (WsIoSource *s)
 {
   WsIoState *st = s->st;
 
-  if (st->closed)
+  if (st->closed || (!s->output && st->in_error != NULL))
     return true;
   if (s->output)
     return st->out_error != NULL || out_pending (st) < WSIO_OUT_MAX;
@@ -317,6 +349,62 @@ queue_close_frame (WsIoState *st, gushort code, const char *reason)
   g_byte_array_append (st->out, (const guint8 *)reason, (guint)len);
 }
 
+static void
+held_release (WsIoState *st)
+{
+  if (st->set != NULL)
+    st->set->held_total -= st->held;
+  st->held = 0;
+}
+
+static void
+set_unlink (WsIoState *st)
+{
+  if (st->set == NULL)
+    return;
+  held_release (st);
+  g_queue_unlink (&st->set->all, &st->link);
+  st->set = NULL;
+}
+
+/* ST's next read fails with CODE and MESSAGE, after a close frame of CODE
+ * (0: none, before the upgrade); what libsoup held of it counts no more. */
+static void
+state_fail (WsIoState *st, gushort code, int gcode, const char *message)
+{
+  if (st->in_error != NULL || st->closed)
+    return;
+  if (st->upgraded && code != 0)
+    queue_close_frame (st, code, message);
+  st->in_error = g_error_new_literal (G_IO_ERROR, gcode, message);
+  held_release (st);
+}
+
+/* Room for N more bytes in the listener's budget: the connection holding
+ * the most is failed (ST itself when that is it).  False when ST was. */
+static bool
+make_room (WsIoState *st, gsize n)
+{
+  FbRpcWsIoSet *set = st->set;
+  WsIoState *victim = st;
+
+  if (set == NULL || set->held_total + n <= FB_RPC_WS_HELD_TOTAL_MAX)
+    return true;
+  for (GList *l = set->all.head; l != NULL; l = l->next)
+    {
+      WsIoState *o = l->data;
+      if (o->held > victim->held)
+        victim = o;
+    }
+  /* The invariant held_total <= the budget makes a victim holding N
+   * enough. */
+  if (victim->held < n)
+    victim = st;
+  state_fail (victim, WS_CLOSE_TRY_AGAIN_LATER, G_IO_ERROR_NO_SPACE,
+              "the server holds as much of unfinished messages as it may: retry");
+  return victim != st;
+}
+
 /* Up to COUNT buffered bytes for libsoup, unless they would make what it
  * holds of an unfinished message pass FB_RPC_WS_HELD_MAX. */
 static gssize
@@ -341,9 +429,16 @@ take_buffered (WsIoState *st, void *buffer, gsize count, GError **error)
                    (guint)FB_RPC_WS_HELD_MAX);
       return -1;
     }
+  if (!make_room (st, n))
+    {
+      g_propagate_error (error, g_error_copy (st->in_error));
+      return -1;
+    }
   memcpy (buffer, st->in + st->in_off, n);
   st->in_off += n;
   st->held += n;
+  if (st->set != NULL)
+    st->set->held_total += n;
   return (gssize)n;
 }
 
@@ -359,6 +454,8 @@ refill (WsIoState *st, bool blocking, GError **error)
           st->in_off = 0;
           st->in_len = (gsize)n;
           st->drained = n < WSIO_IN_SIZE;
+          if (n > 0)
+            st->last_recv = g_get_monotonic_time ();
           return n;
         }
       if (errno == EINTR)
@@ -389,6 +486,11 @@ fb_ws_in_read_nonblocking (GPollableInputStream *stream, void *buffer, gsize cou
   WsIoState *st = FB_WS_IN (stream)->st;
   gssize n;
 
+  if (st->in_error != NULL)
+    {
+      g_propagate_error (error, g_error_copy (st->in_error));
+      return -1;
+    }
   if (st->in_off < st->in_len)
     return take_buffered (st, buffer, count, error);
   if (st->closed)
@@ -411,6 +513,11 @@ fb_ws_in_read (GInputStream *stream, void *buffer, gsize count, GCancellable *ca
   WsIoState *st = FB_WS_IN (stream)->st;
   gssize n;
 
+  if (st->in_error != NULL)
+    {
+      g_propagate_error (error, g_error_copy (st->in_error));
+      return -1;
+    }
   if (st->in_off < st->in_len)
     return take_buffered (st, buffer, count, error);
   if (st->closed)
@@ -427,7 +534,7 @@ fb_ws_in_is_readable (GPollableInputStream *stream)
   WsIoState *st = FB_WS_IN (stream)->st;
   struct pollfd pfd = { st->fd, POLLIN, 0 };
 
-  if (st->in_off < st->in_len || st->closed)
+  if (st->in_off < st->in_len || st->closed || st->in_error != NULL)
     return TRUE;
   if (poll (&pfd, 1, 0) == 1)
     {
@@ -685,8 +792,80 @@ fb_rpc_ws_io_init (FbRpcWsIo *self)
 {
 }
 
+/* --- the listener's set of streams ----------------------------------------------- */
+
+static gboolean
+on_sweep (gpointer data)
+{
+  FbRpcWsIoSet *set = data;
+  gint64 now = g_get_monotonic_time ();
+
+  for (GList *l = set->all.head; l != NULL; l = l->next)
+    {
+      WsIoState *st = l->data;
+
+      /* A client that stops in the middle of a message keeps what it
+       * sent; a trickle keeps it too, but within the budget. */
+      if (st->upgraded && st->held > FB_RPC_WS_STALL_MIN && now - st->last_recv > set->stall_us)
+        state_fail (st, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION, G_IO_ERROR_TIMED_OUT,
+                    "stalled in the middle of a message");
+    }
+  if (set->all.length > 0)
+    return G_SOURCE_CONTINUE;
+  set->sweep = 0;
+  return G_SOURCE_REMOVE;
+}
+
+/* FB_RPC_WS_STALL_S, or less for tests ($FUSEBOX_TEST_WS_STALL, fusebox(1)):
+ * never more. */
+static gint64
+stall_us (void)
+{
+  const char *value = g_getenv ("FUSEBOX_TEST_WS_STALL");
+  guint64 s = FB_RPC_WS_STALL_S;
+
+  if (value != NULL && !g_ascii_string_to_unsigned (value, 10, 1, FB_RPC_WS_STALL_S, &s, NULL))
+    g_warning ("FUSEBOX_TEST_WS_STALL=%s: not 1 to %d seconds; a connection stalled in a message is closed after "
+               "%d s",
+               value, FB_RPC_WS_STALL_S, FB_RPC_WS_STALL_S);
+  return (gint64)s * G_USEC_PER_SEC;
+}
+
+FbRpcWsIoSet *
+fb_rpc_ws_io_set_new (void)
+{
+  FbRpcWsIoSet *set = g_new0 (FbRpcWsIoSet, 1);
+
+  g_queue_init (&set->all);
+  set->stall_us = stall_us ();
+  return set;
+}
+
+void
+fb_rpc_ws_io_set_free (FbRpcWsIoSet *set)
+{
+  if (set == NULL)
+    return;
+  /* Streams libsoup still holds outlive the listener: they leave the set. */
+  while (set->all.head != NULL)
+    set_unlink (set->all.head->data);
+  g_clear_handle_id (&set->sweep, g_source_remove);
+  g_free (set);
+}
+
+static void
+set_add (FbRpcWsIoSet *set, WsIoState *st)
+{
+  st->set = set;
+  st->link.data = st;
+  st->last_recv = g_get_monotonic_time ();
+  g_queue_push_tail_link (&set->all, &st->link);
+  if (set->sweep == 0)
+    set->sweep = g_timeout_add_seconds (1, on_sweep, set);
+}
+
 FbRpcWsIo *
-fb_rpc_ws_io_new (GSocketConnection *conn)
+fb_rpc_ws_io_new (FbRpcWsIoSet *set, GSocketConnection *conn)
 {
   FbRpcWsIo *self = g_object_new (FB_TYPE_RPC_WS_IO, NULL);
   WsIoState *st = g_rc_box_new0 (WsIoState);
@@ -699,6 +878,7 @@ fb_rpc_ws_io_new (GSocketConnection *conn)
   st->out = g_byte_array_new ();
   in->st = state_ref (st);
   out->st = state_ref (st);
+  set_add (set, st);
   self->st = st;
   self->in = G_INPUT_STREAM (in);
   self->out = G_OUTPUT_STREAM (out);
@@ -720,7 +900,7 @@ fb_rpc_ws_io_set_upgraded (FbRpcWsIo *io)
 void
 fb_rpc_ws_io_message_done (FbRpcWsIo *io)
 {
-  io->st->held = 0;
+  held_release (io->st);
 }
 
 bool

@@ -252,7 +252,7 @@ on_ws_incoming (GSocketService *service, GSocketConnection *connection, GObject 
   /* One message per frame, answered at once: Nagle's algorithm would
    * hold a small answer back until the client's delayed ACK (40 ms). */
   g_socket_set_option (g_socket_connection_get_socket (connection), IPPROTO_TCP, TCP_NODELAY, 1, NULL);
-  io = fb_rpc_ws_io_new (connection);
+  io = fb_rpc_ws_io_new (l->ws_ios, connection);
   /* Until on_websocket takes it (or the connection ends without one). */
   g_object_set_data_full (G_OBJECT (remote), WS_IO_KEY, g_object_ref (io), g_object_unref);
   if (!soup_server_accept_iostream (l->soup, G_IO_STREAM (io), local, remote, &error))
@@ -458,6 +458,7 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
       made_token = true;
     }
   l->soup = soup_server_new ("server-header", "fusebox-serve", NULL);
+  l->ws_ios = fb_rpc_ws_io_set_new ();
   /* libsoup keeps one handler entry per path and runs the early callback
    * of the most specific one: /readyz needs its own. */
   soup_server_add_early_handler (l->soup, NULL, early_handler, l, NULL);
@@ -552,6 +553,7 @@ fb_rpc_listener_free (FbRpcListener *l)
   while (l->peers != NULL)
     fb_rpc_peer_drop (l->peers->data);
   g_clear_object (&l->soup);
+  g_clear_pointer (&l->ws_ios, fb_rpc_ws_io_set_free);
   fb_rpc_stream_listener_clear (l);
   g_free (l->token);
   g_free (l);

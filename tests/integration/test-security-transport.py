@@ -8,6 +8,14 @@ make the server hold by the way it sends its bytes.
   server closes the connection once the message passes 16 MiB and its
   framing, as the bytes arrive; a 12 MiB message in three fragments is
   still answered, and the server serves another client afterwards.
+- held_budget: seventeen connections each announce a 16 MiB frame and send
+  15.5 MiB of it (libsoup kept each, 64 MiB a frame then, so 1,024
+  connections could hold 16 GiB).  What all connections hold of
+  unfinished messages is bounded (256 MiB): past it the connection holding
+  the most is closed (1013); another client is served.
+- stall: a connection that stops in the middle of a message is closed
+  (1008) after FUSEBOX_TEST_WS_STALL seconds (30 without it); one idle
+  between two messages is not.
 
 Clients speak WebSocket by hand over plain sockets, frames masked with a
 zero key (RFC 6455 wants a mask; a zero one leaves the payload as it is).
@@ -17,6 +25,7 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 """
 import json
 import os
+import select
 import socket
 import struct
 import sys
@@ -101,8 +110,8 @@ def answer(s, rid):
                 return m
 
 
-def closed_too_big(s):
-    """The server closed S; a close frame, if one came, says 1009."""
+def closed_with(s, want):
+    """The server closed S; a close frame, if one came, says WANT."""
     while True:
         try:
             f = recv_frame(s)
@@ -112,15 +121,26 @@ def closed_too_big(s):
             return
         if f[0] == 8:
             code = struct.unpack("!H", f[1][:2])[0]
-            assert code == 1009, "closed with %d %r, not 1009" % (code, f[1][2:])
+            assert code == want, "closed with %d %r, not %d" % (code, f[1][2:], want)
             return
+
+
+def closed_too_big(s):
+    closed_with(s, 1009)
+
+
+def initialize(s, name):
+    req = json.dumps({"id": 1, "method": "initialize", "params": {"clientName": name}}).encode()
+    s.sendall(frame_head(1, len(req)) + req)
+    m = answer(s, 1)
+    assert "result" in m, m
+    note = json.dumps({"method": "initialized", "params": {}}).encode()
+    s.sendall(frame_head(1, len(note)) + note)
 
 
 def other_client_served(srv):
     s = upgrade(srv, "127.0.0.2")
-    req = json.dumps({"id": 1, "method": "initialize", "params": {"clientName": "other"}}).encode()
-    s.sendall(frame_head(1, len(req)) + req)
-    assert "result" in answer(s, 1)
+    initialize(s, "other")
     s.close()
 
 
@@ -152,5 +172,51 @@ async def t_fragments(tmp):
         srv.stop()
 
 
+async def t_held_budget(tmp):
+    srv = serve.Server(tmp)
+    conns = []
+    try:
+        part = b" " * (15 * MIB + MIB // 2)
+        for _ in range(17):
+            s = upgrade(srv)
+            conns.append(s)
+            s.sendall(frame_head(1, 16 * MIB) + part)
+        # One of them (the first: they hold as much, it came first) was
+        # closed to make room.
+        readable, _, _ = select.select(conns, [], [], 60)
+        assert readable, "17 connections hold 263 MiB of unfinished frames, none closed"
+        closed_with(readable[0], 1013)
+        other_client_served(srv)
+    finally:
+        for s in conns:
+            s.close()
+        srv.stop()
+
+
+async def t_stall(tmp):
+    os.environ["FUSEBOX_TEST_WS_STALL"] = "2"
+    try:
+        srv = serve.Server(tmp)
+    finally:
+        del os.environ["FUSEBOX_TEST_WS_STALL"]
+    try:
+        idle = upgrade(srv)
+        initialize(idle, "idle")
+        s = upgrade(srv)
+        s.sendall(frame_head(1, 16 * MIB) + b" " * MIB)
+        closed_with(s, 1008)
+        s.close()
+        # Idle between two messages, for longer than the other stalled:
+        # still served.
+        req = json.dumps({"id": 2, "method": "fs/getMetadata", "params": {"path": srv.ws}}).encode()
+        idle.sendall(frame_head(1, len(req)) + req)
+        m = answer(idle, 2)
+        assert "result" in m, m
+        idle.close()
+    finally:
+        srv.stop()
+
+
 if __name__ == "__main__":
-    su.run([("fragments", t_fragments)], "fusebox-security-transport-")
+    su.run([("fragments", t_fragments), ("held_budget", t_held_budget), ("stall", t_stall)],
+           "fusebox-security-transport-")
