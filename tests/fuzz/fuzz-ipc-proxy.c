@@ -6,7 +6,8 @@
  * prefix of it.  A parse that is done names a host the policy could decide
  * (a lower-case name of letters, digits, '-', '_' and '.', or an address),
  * a port from 1 to 65535, and took no more than it was given; a forwarded
- * head ends its header block once and says "Connection: close".
+ * head ends its header block once, says "Connection: close", and holds no
+ * control character but CRLF line ends and tabs.
  *
  *   build-fuzz/tests/fuzz/fuzz-ipc-proxy -max_total_time=600 CORPUS
  */
@@ -32,6 +33,12 @@ check_request (const FbProxyRequest *req, size_t len)
 
       if (end == NULL || end[4] != '\0' || strstr (req->forward->str, "Connection: close\r\n\r\n") == NULL)
         abort ();
+      /* only CRLF ends a line, and no other control character but a tab
+       * reaches the host, which may read lines otherwise */
+      for (const char *p = req->forward->str; *p != '\0'; p++)
+        if ((*p == '\n' && (p == req->forward->str || p[-1] != '\r')) || (*p == '\r' && p[1] != '\n') ||
+            ((unsigned char)*p < ' ' && *p != '\t' && *p != '\r' && *p != '\n') || *p == 0x7f)
+          abort ();
     }
 }
 
