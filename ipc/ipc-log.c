@@ -77,7 +77,13 @@
  *    written (no seq), and closing the share (or the log) writes
  *    {"notice": "log-share-full", "session", "process", "max_size",
  *    "records_not_written", "why"} for a share that was reached.  The
- *    log's own budget still applies to every record.
+ *    log's own budget still applies to every record.  A share may be part
+ *    of a group's (a process's and a view's of their session's), which
+ *    counts its records too: a group's share also shrinks as the others
+ *    write, so that no number of groups reaches the log's budget
+ *    (share_admit): shares of a quarter each let five processes of one
+ *    client, or one client's fs/... calls, which went to the log unshared,
+ *    stop the server and every other client's processes.
  *  - The journal gets every record the file gets, and when it missed some
  *    (absent, refusing, too slow) close writes {"notice":
  *    "journal-incomplete", "records_not_sent", "why"}.
@@ -113,6 +119,9 @@
 #define BUDGET_SLACK(max) MAX ((guint64)1024 * 1024, (max) / 16)
 /* The same for a share: at least 256 KiB, a sixteenth of the share. */
 #define SHARE_SLACK(max) MAX ((guint64)256 * 1024, (max) / 16)
+/* A group's share is at most this part of what the others left of the
+ * budget (its margin of a sixteenth included: 17/48 < 1). */
+#define GROUP_PART 3
 
 G_DEFINE_QUARK (fb - ipc - error - quark, fb_ipc_error)
 
@@ -128,8 +137,10 @@ struct FbAccessShare
 {
   FbAccessSink sink; /* pushes to the log, counted here */
   FbAccessLog *log;
-  char *label;       /* `"session":...,"process":...,` pre-escaped, for the notice */
-  guint64 max_bytes; /* 0: no share of a log without a budget */
+  FbAccessShare *parent; /* a reference, or NULL: its records count there too */
+  char *label;           /* `"session":...,"process":...,` pre-escaped, for the notice */
+  guint64 max_bytes;     /* 0: no share of a log without a budget */
+  gboolean group;        /* a group's (fb_access_log_group_share_new): max_bytes, and less as others write */
   FbAccessLogFullFunc on_full;
   gpointer on_full_data;
   /* writer_lock: */
@@ -137,6 +148,7 @@ struct FbAccessShare
   gboolean full;       /* max_bytes reached */
   gboolean notify;     /* on_full to call (from the loop) */
   guint64 not_written; /* its records past its margin */
+  guint64 reached_at;  /* the limit it reached (a group's shrinks) */
   gboolean closed;     /* its notice written if it was full; no more on_full */
 };
 
@@ -358,14 +370,83 @@ close_share (FbAccessLog *log, FbAccessShare *share)
 
       g_string_append (notice, share->label);
       g_string_append (notice, "\"max_size\":");
-      fb_json_append_int (notice, (gint64)share->max_bytes);
+      fb_json_append_int (notice, (gint64)share->reached_at);
       g_string_append (notice, ",\"records_not_written\":");
       fb_json_append_int (notice, (gint64)share->not_written);
-      g_string_append (notice, ",\"why\":\"the process used up its share of the access log's budget (max_size); "
-                               "it was stopped\"}");
+      g_string_append (notice, share->group
+                                 ? ",\"why\":\"the session used up its share of the access log's budget (max_size); "
+                                   "its processes were stopped and its calls refused\"}"
+                                 : ",\"why\":\"the process used up its share of the access log's budget (max_size); "
+                                   "it was stopped\"}");
       write_record (log, g_get_real_time (), notice->str);
       g_string_free (notice, TRUE);
     }
+}
+
+/* SHARE has reached LIMIT: its owner hears of it from the loop, whichever
+ * path got here.  writer_lock held. */
+static void
+share_reached (FbAccessLog *log, FbAccessShare *share, guint64 limit)
+{
+  if (share->full)
+    return;
+  share->full = TRUE;
+  share->notify = TRUE;
+  share->reached_at = limit;
+  g_atomic_int_set (&log->share_notify, 1);
+  if (log->source != NULL)
+    g_source_set_ready_time (log->source, 0);
+}
+
+/* May a record of about LEN bytes be written through SHARE (open, with a
+ * budget)?  When not, it is counted there.  writer_lock held.
+ *
+ * A share of its own (a process's, a view's) is max_bytes: reached there,
+ * written up to its margin.  A group's (a session's) is max_bytes too, but
+ * also at most a GROUP_PART-th of what the others left of the budget, its
+ * margin included, and its records are written only while they fit: so the
+ * groups together never reach the log's budget, however many there are (n
+ * groups that all write stop at n/(n+2) of it at most), and one client's
+ * records can't stop the server the others use. */
+static gboolean
+share_admit (FbAccessLog *log, FbAccessShare *share, gsize len)
+{
+  guint64 limit, hard;
+
+  if (!share->group)
+    {
+      if (share->bytes >= share->max_bytes)
+        share_reached (log, share, share->max_bytes);
+      if (share->bytes < share->max_bytes + SHARE_SLACK (share->max_bytes))
+        return TRUE;
+      share->not_written++;
+      return FALSE;
+    }
+  {
+    guint64 file = fb_log_file_get_bytes (log->file);
+    guint64 others = file > share->bytes ? file - share->bytes : 0;
+    guint64 room = log->max_bytes > others ? (log->max_bytes - others) / GROUP_PART : 0;
+
+    limit = MIN (share->max_bytes, room);
+    hard = limit + limit / 16;
+  }
+  if (share->bytes + len > limit)
+    share_reached (log, share, limit);
+  if (share->bytes + len <= hard)
+    return TRUE;
+  share->not_written++;
+  return FALSE;
+}
+
+/* A record of LEN bytes was written through SHARE (may be NULL) and its
+ * PARENT (may be NULL). */
+static void
+share_charge (FbAccessShare *share, FbAccessShare *parent, gsize len)
+{
+  if (share != NULL)
+    share->bytes += len;
+  if (parent != NULL)
+    parent->bytes += len;
 }
 
 /* A record reaching the file: budget, fold, or written.  writer_lock held.
@@ -374,6 +455,7 @@ close_share (FbAccessLog *log, FbAccessShare *share)
 static void
 take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, FbAccessShare *share)
 {
+  FbAccessShare *parent;
   Fold *f = NULL;
   gsize len;
 
@@ -394,22 +476,15 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, 
     }
   if (share != NULL && (share->max_bytes == 0 || share->closed))
     share = NULL;
+  parent = share != NULL && share->parent != NULL && !share->parent->closed ? share->parent : NULL;
   if (share != NULL)
     {
-      if (share->bytes >= share->max_bytes && !share->full)
-        {
-          share->full = TRUE;
-          share->notify = TRUE;
-          g_atomic_int_set (&log->share_notify, 1);
-          /* the owner hears of it from the loop, whichever path got here */
-          if (log->source != NULL)
-            g_source_set_ready_time (log->source, 0);
-        }
-      if (share->bytes >= share->max_bytes + SHARE_SLACK (share->max_bytes))
-        {
-          share->not_written++;
-          return;
-        }
+      /* what the record will take in the file: its body, and the stamp
+       * write_record puts before it */
+      gsize estimate = strlen (body) + strlen (log->run_json) + FB_TS_BUF + 32;
+
+      if (!share_admit (log, share, estimate) || (parent != NULL && !share_admit (log, parent, estimate)))
+        return;
     }
   if (log->coalesce)
     {
@@ -423,8 +498,7 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, 
             {
               f->written++;
               len = write_record (log, ts_us, body);
-              if (share != NULL)
-                share->bytes += len;
+              share_charge (share, parent, len);
               return;
             }
           if (f != NULL)
@@ -450,8 +524,7 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, 
         }
     }
   len = write_record (log, ts_us, body);
-  if (share != NULL)
-    share->bytes += len;
+  share_charge (share, parent, len);
   if (f != NULL)
     f->of_seq = log->seq;
 }
@@ -1045,15 +1118,16 @@ share_push (FbAccessSink *sink, const FbAccessEvent *event)
   log_push (share->log, share, event);
 }
 
-FbAccessShare *
-fb_access_log_share_new (FbAccessLog *log, const char *session, const char *process, FbAccessLogFullFunc on_full,
-                         gpointer on_full_data)
+static FbAccessShare *
+share_new (FbAccessLog *log, FbAccessShare *parent, const char *session, const char *process,
+           FbAccessLogFullFunc on_full, gpointer on_full_data)
 {
   FbAccessShare *share = g_atomic_rc_box_new0 (FbAccessShare);
   GString *label = g_string_new (NULL);
 
   share->sink.push = share_push;
   share->log = log;
+  share->parent = parent != NULL ? fb_access_share_ref (parent) : NULL;
   share->max_bytes = log->max_bytes / FB_LOG_SHARE_PART;
   share->on_full = on_full;
   share->on_full_data = on_full_data;
@@ -1070,6 +1144,12 @@ fb_access_log_share_new (FbAccessLog *log, const char *session, const char *proc
       g_string_append_c (label, ',');
     }
   share->label = g_string_free (label, FALSE);
+  return share;
+}
+
+static FbAccessShare *
+share_open (FbAccessLog *log, FbAccessShare *share)
+{
   g_mutex_lock (&log->writer_lock);
   if (log->is_open)
     g_ptr_array_add (log->shares, share);
@@ -1077,6 +1157,26 @@ fb_access_log_share_new (FbAccessLog *log, const char *session, const char *proc
     share->closed = TRUE;
   g_mutex_unlock (&log->writer_lock);
   return share;
+}
+
+FbAccessShare *
+fb_access_log_share_new (FbAccessLog *log, FbAccessShare *parent, const char *session, const char *process,
+                         FbAccessLogFullFunc on_full, gpointer on_full_data)
+{
+  return share_open (log, share_new (log, parent, session, process, on_full, on_full_data));
+}
+
+FbAccessShare *
+fb_access_log_group_share_new (FbAccessLog *log, const char *session, FbAccessLogFullFunc on_full,
+                               gpointer on_full_data)
+{
+  FbAccessShare *share = share_new (log, NULL, session, NULL, on_full, on_full_data);
+
+  /* room for a member's share and its margin, so that one process alone
+   * is stopped at its own share, as before there were groups */
+  share->max_bytes += 2 * SHARE_SLACK (share->max_bytes);
+  share->group = TRUE;
+  return share_open (log, share);
 }
 
 FbAccessSink *
@@ -1088,7 +1188,12 @@ fb_access_share_get_sink (FbAccessShare *share)
 guint64
 fb_access_share_get_max_bytes (FbAccessShare *share)
 {
-  return share->max_bytes;
+  guint64 max;
+
+  g_mutex_lock (&share->log->writer_lock);
+  max = share->full ? share->reached_at : share->max_bytes;
+  g_mutex_unlock (&share->log->writer_lock);
+  return max;
 }
 
 gboolean
@@ -1126,6 +1231,7 @@ static void
 share_clear (FbAccessShare *share)
 {
   g_free (share->label);
+  g_clear_pointer (&share->parent, fb_access_share_unref);
 }
 
 FB_DEFINE_REF_UNREF (fb_access_share, FbAccessShare, share_clear)

@@ -574,7 +574,7 @@ fb_rpc_process_stop_view (FbRpcSession *session, FbRpcView *view, const char *wh
   /* collected first: a signal may finish a process (send_signal) */
   g_hash_table_iter_init (&it, session->processes);
   while (g_hash_table_iter_next (&it, NULL, &v))
-    if (((FbRpcProcess *)v)->view == view && !((FbRpcProcess *)v)->exit_known)
+    if ((view == NULL || ((FbRpcProcess *)v)->view == view) && !((FbRpcProcess *)v)->exit_known)
       g_ptr_array_add (stop, v);
   for (guint i = 0; i < stop->len; i++)
     {
@@ -1188,11 +1188,20 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
       !fb_rpc_param_bool (params, "pipeStdin", false, &pipe_stdin, error) ||
       !fb_rpc_param_string (params, "arg0", false, &arg0, error))
     return NULL;
+  if (strlen (process_id) > FB_RPC_PROCESS_ID_MAX)
+    {
+      /* it is in every record of the process, and in its notices */
+      fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `processId` is %zu bytes long; at most %d",
+                        strlen (process_id), FB_RPC_PROCESS_ID_MAX);
+      return NULL;
+    }
   if (argv->len == 0)
     {
       fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: `argv` must not be empty");
       return NULL;
     }
+  if (fb_rpc_session_log_refused (session, error))
+    return NULL;
   if (arg0 != NULL && strcmp (arg0, g_ptr_array_index (argv, 0)) != 0)
     {
       fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS,
@@ -1304,7 +1313,8 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   /* Its records count against a share of the log's budget of its own too,
    * so that one process's flood stops that process, not the server. */
   if (server->log != NULL)
-    p->log_share = fb_access_log_share_new (server->log, session->id, process_id, on_log_share_full, p);
+    p->log_share =
+      fb_access_log_share_new (server->log, session->log_share, session->id, process_id, on_log_share_full, p);
   p->tee = fb_rpc_tee_sink_new (p->log_share != NULL ? fb_access_share_get_sink (p->log_share) : NULL);
   fb_rpc_tee_sink_set_session (p->tee, session->id);
   p->next_seq = 1;

@@ -229,6 +229,10 @@ struct FbRpcSession
   /* The views its processes share, one per effective policy (its JSON
    * text → FbRpcView*, which holds the key): ipc-rpc-view.c */
   GHashTable *views;
+  /* Its share of the log's budget (a group's: ipc-log.c), or NULL: its
+   * fs/... calls' records, and its processes' and views' shares are its
+   * parts.  Reached, its processes are stopped and its calls refused. */
+  FbAccessShare *log_share;
 };
 
 /* Decode one JSON text (ipc-rpc-json.c); NULL with *ret_error (may be
@@ -437,6 +441,9 @@ FbRpcSession *fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const
 char *fb_rpc_session_handle (FbRpcSession *session);
 /* The connection is gone: keep the session for the detach timeout. */
 void fb_rpc_session_detach (FbRpcSession *session);
+/* Has SESSION used up its share of the log's budget?  Then *ERROR says so:
+ * its calls that log are refused. */
+bool fb_rpc_session_log_refused (FbRpcSession *session, FbRpcError *error);
 void fb_rpc_session_free (FbRpcSession *session);
 
 /* --- a session's views (ipc-rpc-view.c) ----------------------------------------- */
@@ -480,7 +487,8 @@ JsonNode *fb_rpc_process_write (FbRpcConn *, JsonNode *, JsonObject *, FbRpcErro
 JsonNode *fb_rpc_process_signal (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 JsonNode *fb_rpc_process_terminate (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 /* Stop every running process of SESSION in VIEW (its records of no
- * process are past their share), each saying WHY on its stderr. */
+ * process are past their share; NULL: in every view, the session's are),
+ * each saying WHY on its stderr. */
 void fb_rpc_process_stop_view (FbRpcSession *session, FbRpcView *view, const char *why);
 /* Kill and forget a process (session end). */
 void fb_rpc_process_free (FbRpcProcess *process);

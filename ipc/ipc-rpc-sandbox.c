@@ -196,7 +196,8 @@ struct FbRpcSandbox
   FbPolicy *policy;
   FbView *view;
   FbRpcTeeSink *tee;
-  GList *lru_link; /* server->sandbox_lock */
+  FbAccessShare *log_share; /* its session's (a reference), which its records count against; or NULL */
+  GList *lru_link;          /* server->sandbox_lock */
 };
 
 static void
@@ -205,6 +206,7 @@ sandbox_clear (FbRpcSandbox *sb)
   g_clear_pointer (&sb->view, fb_view_unref);
   g_clear_pointer (&sb->policy, fb_policy_unref);
   fb_rpc_tee_sink_free (sb->tee);
+  g_clear_pointer (&sb->log_share, fb_access_share_unref);
   g_free (sb->key);
 }
 
@@ -254,6 +256,21 @@ fb_rpc_sandbox_build_policy (FbRpcServer *server, JsonNode *sandbox, FbRpcError 
       fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS, "invalid params: sandbox: %s", gerr->message);
       return NULL;
     }
+  /* A rule's why is in every record the rule decides: a client's 12 MiB
+   * one made each refusal a 12 MiB record. */
+  {
+    guint n;
+    const FbPolicyRule *rules = fb_policy_get_rules (narrow, &n);
+
+    for (guint i = 0; i < n; i++)
+      if (strlen (rules[i].why) > FB_RPC_SANDBOX_WHY_MAX)
+        {
+          fb_rpc_error_set (error, FB_RPC_ERROR_INVALID_PARAMS,
+                            "invalid params: sandbox: %s: `why` is %zu bytes long; at most %d", rules[i].origin,
+                            strlen (rules[i].why), FB_RPC_SANDBOX_WHY_MAX);
+          return NULL;
+        }
+  }
   result = fb_policy_narrow (server->policy, narrow, &gerr);
   if (result == NULL)
     {
@@ -276,7 +293,15 @@ sandbox_new (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, FbRp
     return NULL;
   sb = g_atomic_rc_box_new0 (FbRpcSandbox);
   sb->policy = g_steal_pointer (&policy);
-  sb->tee = fb_rpc_tee_sink_new (server->log != NULL ? fb_access_log_get_sink (server->log) : NULL);
+  /* A session's calls are its records: they count against its share of
+   * the log's budget (they went to the log unshared, and one client's
+   * fs/readFile loop stopped the server and every other client's
+   * processes). */
+  if (session != NULL && session->log_share != NULL)
+    sb->log_share = fb_access_share_ref (session->log_share);
+  sb->tee = fb_rpc_tee_sink_new (sb->log_share != NULL ? fb_access_share_get_sink (sb->log_share)
+                                 : server->log != NULL ? fb_access_log_get_sink (server->log)
+                                                       : NULL);
   fb_view_options_init (&vo);
   vo.sink = fb_rpc_tee_sink_get (sb->tee);
   vo.log_level = server->log_level;
@@ -310,6 +335,8 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, FbRpcSession *session, JsonNode
   FbRpcSandbox *sb, *made, *old = NULL;
   bool none = sandbox == NULL || JSON_NODE_HOLDS_NULL (sandbox);
 
+  if (fb_rpc_session_log_refused (session, error))
+    return NULL;
   if (none && session == NULL)
     {
       {

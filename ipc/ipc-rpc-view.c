@@ -447,8 +447,9 @@ fb_rpc_view_get (FbRpcSession *session, FbPolicy *policy, FbRpcError *error)
   v->ns[0] = v->ns[1] = -1;
   v->sock = -1;
   g_queue_init (&v->waiting);
-  v->log_share =
-    server->log != NULL ? fb_access_log_share_new (server->log, session->id, NULL, on_log_share_full, v) : NULL;
+  v->log_share = server->log != NULL
+                   ? fb_access_log_share_new (server->log, session->log_share, session->id, NULL, on_log_share_full, v)
+                   : NULL;
   v->tee = fb_rpc_tee_sink_new (v->log_share != NULL ? fb_access_share_get_sink (v->log_share) : NULL);
   fb_rpc_tee_sink_set_session (v->tee, session->id);
   v->share = fb_view_share_new (fb_rpc_tee_sink_get (v->tee));

@@ -59,6 +59,10 @@
  *                               50,000 entries, 4 MiB of response
  *   FB_RPC_VIEW_CACHE_MAX       distinct sandboxes with a live view (LRU)
  *   FB_RPC_PROCESSES_MAX        processes per session
+ *   FB_RPC_PROCESS_ID_MAX       bytes of a processId (in every record of
+ *                               its process)
+ *   FB_RPC_SANDBOX_WHY_MAX      bytes of a `why` in a call's sandbox (in
+ *                               every record its rule decides)
  *   FB_RPC_SESSION_VIEWS_MAX    views a session's processes run in (one per
  *                               effective policy; ipc-rpc-view.c), and in the
  *                               whole server as many as running processes;
@@ -122,6 +126,8 @@ G_BEGIN_DECLS
 #define FB_RPC_TREE_DEPTH_MAX 128
 #define FB_RPC_VIEW_CACHE_MAX 64
 #define FB_RPC_PROCESSES_MAX 64
+#define FB_RPC_PROCESS_ID_MAX 256
+#define FB_RPC_SANDBOX_WHY_MAX 1024
 #define FB_RPC_PROCESS_RETAIN (1024 * 1024)
 #define FB_RPC_SUBSCRIPTIONS_MAX 16
 #define FB_RPC_CLIENTS_MAX 1024

@@ -80,6 +80,42 @@ on_expire (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+static char *
+log_share_why (FbRpcSession *session)
+{
+  guint64 max = fb_access_share_get_max_bytes (session->log_share);
+
+  return g_strdup_printf ("the session used up its share of the access log (%" G_GUINT64_FORMAT
+                          " KiB: a quarter of the server's --log-max-size, or a third of what the other sessions "
+                          "left of it); its processes were stopped and its calls that log are refused, while the "
+                          "other sessions go on.  Start a new session, give the server a larger budget "
+                          "(--log-max-size), or see what filled it with 'fusebox log'",
+                          max >> 10);
+}
+
+/* From the loop (ipc-log.c): the records of the session's calls and
+ * processes reached its share of the log's budget. */
+static void
+on_log_share_full (gpointer data)
+{
+  FbRpcSession *session = data;
+  g_autofree char *why = log_share_why (session);
+
+  fb_rpc_process_stop_view (session, NULL, why);
+}
+
+bool
+fb_rpc_session_log_refused (FbRpcSession *session, FbRpcError *error)
+{
+  g_autofree char *why = NULL;
+
+  if (session == NULL || session->log_share == NULL || !fb_access_share_is_full (session->log_share, NULL))
+    return false;
+  why = log_share_why (session);
+  fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "%s", why);
+  return true;
+}
+
 char *
 fb_rpc_session_handle (FbRpcSession *session)
 {
@@ -180,6 +216,8 @@ fb_rpc_session_attach (FbRpcServer *server, FbRpcConn *conn, const char *resume_
   session->forgotten = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&session->forgotten_order);
   session->views = g_hash_table_new (g_str_hash, g_str_equal);
+  if (server->log != NULL)
+    session->log_share = fb_access_log_group_share_new (server->log, session->id, on_log_share_full, session);
   g_hash_table_insert (server->sessions, session->id, session);
   return session;
 }
@@ -204,6 +242,10 @@ fb_rpc_session_free (FbRpcSession *session)
   g_hash_table_destroy (session->views);
   g_hash_table_destroy (session->forgotten);
   g_queue_clear_full (&session->forgotten_order, g_free);
+  /* after its processes' and views' shares, its parts */
+  if (session->log_share != NULL)
+    fb_access_share_close (session->log_share);
+  g_clear_pointer (&session->log_share, fb_access_share_unref);
   session->client->n_sessions--;
   fb_rpc_client_unref (session->client);
   g_free (session->id);

@@ -90,9 +90,18 @@ gboolean fb_access_log_is_full (FbAccessLog *log, guint64 *ret_not_written);
  * before the log is freed; the log's close closes those left open. */
 #define FB_LOG_SHARE_PART 4
 typedef struct FbAccessShare FbAccessShare;
-FbAccessShare *fb_access_log_share_new (FbAccessLog *log, const char *session, const char *process,
-                                        FbAccessLogFullFunc on_full, gpointer on_full_data);
+/* PARENT (may be NULL): a group's share the records count against too. */
+FbAccessShare *fb_access_log_share_new (FbAccessLog *log, FbAccessShare *parent, const char *session,
+                                        const char *process, FbAccessLogFullFunc on_full, gpointer on_full_data);
+/* A group's share (a session of `fusebox serve`, whose processes' shares
+ * are its parts): a member's share and twice its margin, and at most a
+ * third of what the other records left of the budget, its margin included;
+ * a record is written only while it fits.  So no number of groups reaches
+ * the log's budget. */
+FbAccessShare *fb_access_log_group_share_new (FbAccessLog *log, const char *session, FbAccessLogFullFunc on_full,
+                                              gpointer on_full_data);
 FbAccessSink *fb_access_share_get_sink (FbAccessShare *share);
+/* The share's bound: the one it reached, once it did (a group's shrinks). */
 guint64 fb_access_share_get_max_bytes (FbAccessShare *share);
 gboolean fb_access_share_is_full (FbAccessShare *share, guint64 *ret_not_written);
 void fb_access_share_close (FbAccessShare *share);

@@ -351,9 +351,9 @@ test_share (void **state)
   const guint64 max = 8 * 1024 * 1024;
   FbAccessLog *log = open_log (f, 0, max, &full_calls);
   int full_a = 0, full_b = 0, full_c = 0;
-  g_autoptr (FbAccessShare) a = fb_access_log_share_new (log, "s1", "a", count_call, &full_a);
-  g_autoptr (FbAccessShare) b = fb_access_log_share_new (log, "s2", "b", count_call, &full_b);
-  g_autoptr (FbAccessShare) c = fb_access_log_share_new (log, NULL, "c", count_call, &full_c);
+  g_autoptr (FbAccessShare) a = fb_access_log_share_new (log, NULL, "s1", "a", count_call, &full_a);
+  g_autoptr (FbAccessShare) b = fb_access_log_share_new (log, NULL, "s2", "b", count_call, &full_b);
+  g_autoptr (FbAccessShare) c = fb_access_log_share_new (log, NULL, NULL, "c", count_call, &full_c);
   g_autoptr (GPtrArray) records = NULL;
   guint64 not_written = 0, counted = 0;
   guint notices = 0;
