@@ -1,7 +1,8 @@
 /* fusebox — the view's rules for names that move: rename (plain,
  * RENAME_NOREPLACE, RENAME_EXCHANGE), hard links with different decisions,
  * protected names existing and missing at every depth, ancestors of rules,
- * and the nodes a rename moves (their paths and decisions follow). */
+ * the nodes a rename moves (their paths and decisions follow), and private
+ * sources, between which and any other nothing moves. */
 #include "tests/unit/test-fs-util.h"
 
 static const char policy_text[] =
@@ -297,5 +298,69 @@ test_protected_names (void **state)
   }
 }
 
+/* A private source is a filesystem of its own: nothing is renamed, exchanged
+ * or linked between it and another source (EXDEV, logged as the view's own
+ * refusal), so no host tree goes with the run's private directories, with
+ * the .git the view hides in it; within one source renames are the host's. */
+static void
+test_private_sources (void **state)
+{
+  Fx *fx = *state;
+  static const char pol[] =
+    "{ \"version\": 1,\n"
+    "  \"protected_names\": { \".git\": \"hide\" },\n"
+    "  \"rules\": [\n"
+    "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+    "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"ws\" },\n"
+    "  { \"path\": \"@H@/tmp\", \"access\": \"write\", \"source\": \"private\", \"why\": \"tmp\" },\n"
+    "  { \"path\": \"@H@/home\", \"access\": \"write\", \"source\": \"private\", \"why\": \"home\" } ] }\n";
+  g_autofree char *before = NULL, *after = NULL;
+  g_autofree char *proj = NULL, *to = NULL;
+  bool logged = false;
+
+  write_host (fx, "host/ws/proj/.git/HEAD", "ref\n");
+  write_host (fx, "host/ws/proj/file", "f\n");
+  write_host (fx, "host/ws/f", "f\n");
+  fx_start (fx, pol, "run", -1);
+  {
+    g_autoptr (FbViewNode) tmp = fx_node (fx, "/tmp");
+    g_autoptr (FbViewNode) home = fx_node (fx, "/home");
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, tmp, "d", 0755, NULL, NULL), 0);
+    assert_errno (fb_view_mkdir (fx->view, &fx->caller, home, "e", 0755, NULL, NULL), 0);
+  }
+  before = tree_sum (fx, "host");
+  /* into a private source, out of one, between two; an exchange; a link */
+  assert_errno (ren (fx, "/ws/proj", "/tmp/proj", 0), -EXDEV);
+  assert_errno (ren (fx, "/ws/f", "/home/f", RENAME_NOREPLACE), -EXDEV);
+  assert_errno (ren (fx, "/tmp/d", "/ws/d", 0), -EXDEV);
+  assert_errno (ren (fx, "/tmp/d", "/home/d", 0), -EXDEV);
+  assert_errno (ren (fx, "/ws/proj", "/tmp/d", RENAME_EXCHANGE), -EXDEV);
+  assert_errno (ren (fx, "/home/e", "/ws/proj", RENAME_EXCHANGE), -EXDEV);
+  {
+    g_autoptr (FbViewNode) f = fx_node (fx, "/ws/f");
+    g_autoptr (FbViewNode) tmp = fx_node (fx, "/tmp");
+    assert_errno (fb_view_link (fx->view, &fx->caller, f, tmp, "l", NULL, NULL), -EXDEV);
+  }
+  after = tree_sum (fx, "host");
+  assert_string_equal (before, after);
+  assert_true (host_exists (fx, "host/ws/proj/.git/HEAD"));
+  /* within one source: the host's */
+  assert_errno (ren (fx, "/tmp/d", "/tmp/d2", 0), 0);
+  assert_errno (ren (fx, "/ws/proj", "/ws/proj2", 0), 0);
+  assert_true (host_exists (fx, "host/ws/proj2/.git/HEAD"));
+  /* the refusal is the view's own, with its why */
+  proj = fx_vpath (fx, "/ws/proj");
+  to = fx_vpath (fx, "/tmp/proj");
+  for (guint k = 0; k < fx->sink.events->len; k++)
+    {
+      TestEvent *e = fx->sink.events->pdata[k];
+      if (strcmp (e->op, "rename") == 0 && strcmp (e->path, proj) == 0 && g_strcmp0 (e->target, to) == 0 &&
+          e->decision == FB_DECISION_DENY && e->err == EXDEV && e->why != NULL &&
+          strstr (e->why, "private source") != NULL)
+        logged = true;
+    }
+  assert_true (logged);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_rename_rules), FX_TEST (test_rename_moves_nodes), FX_TEST (test_hard_links),
-                  FX_TEST (test_protected_names))
+                  FX_TEST (test_protected_names), FX_TEST (test_private_sources))
