@@ -233,6 +233,7 @@ struct FbRpcSession
    * fs/... calls' records, and its processes' and views' shares are its
    * parts.  Reached, its processes are stopped and its calls refused. */
   FbAccessShare *log_share;
+  bool freeing; /* fb_rpc_session_free runs: its views' last records may reach the share */
 };
 
 /* Decode one JSON text (ipc-rpc-json.c); NULL with *ret_error (may be

@@ -99,8 +99,13 @@ static void
 on_log_share_full (gpointer data)
 {
   FbRpcSession *session = data;
-  g_autofree char *why = log_share_why (session);
+  g_autofree char *why = NULL;
 
+  /* its processes are gone already; what is left is the records of its
+   * views' ends */
+  if (session->freeing)
+    return;
+  why = log_share_why (session);
   fb_rpc_process_stop_view (session, NULL, why);
 }
 
@@ -235,6 +240,7 @@ fb_rpc_session_free (FbRpcSession *session)
 {
   if (session == NULL)
     return;
+  session->freeing = true;
   g_clear_handle_id (&session->expire_id, g_source_remove);
   g_hash_table_destroy (session->processes);
   /* after its processes: none runs in them any more */
