@@ -16,20 +16,20 @@
 static const FbViewCaller no_caller = { 0 };
 
 /* A private source lives in the run directory and goes with the run (the
- * run removes it, `runs --prune` a kept one); every other source is the
- * host's and stays.  A rename moves a directory whole: from the host's
- * source into a private one it would hand the host's tree to that removal,
- * with what the view hides or refuses below it (a hidden .git, a denied
- * key, a read-only .git under builtin:agent), none of which the sandbox
- * could remove itself.  So a private source is a filesystem of its own:
- * rename (an exchange too) and link between it and any other source answer
- * EXDEV, as the host does between two filesystems, and mv and its like copy
- * what the sandbox can read and remove what it may, one checked name at a
- * time; the rest stays where it was.  A link would hand nothing over (the
- * removal takes a name, not the file), but a filesystem that linked across
- * where it refused to rename would be one no tool knows.  Within one source
- * renames are the host's.  0, or -EXDEV logged as the view's own refusal
- * (fusebox:private-source). */
+ * run removes it; `runs --prune` a session's or a kept one); every other
+ * source is the host's and stays.  A rename moves a directory whole: from
+ * the host's source into a private one it would hand the host's tree to
+ * that removal, with what the view hides or refuses below it (a hidden
+ * .git, a denied key, a read-only .git under builtin:agent), none of which
+ * the sandbox could remove itself.  So a private source is a filesystem of
+ * its own: rename (an exchange too) and link between it and any other
+ * source answer EXDEV, as the host does between two filesystems, and mv and
+ * its like copy what the sandbox can read and remove what it may, one
+ * checked name at a time; the rest stays where it was.  A link would hand
+ * nothing over (the removal takes a name, not the file), but a filesystem
+ * that linked across where it refused to rename would be one no tool knows.
+ * Within one source renames are the host's.  0, or -EXDEV logged as the
+ * view's own refusal (fusebox:private-source). */
 static int
 check_same_source (FbView *view, const FbViewCaller *caller, FbOp op, FbAccess access, const char *path,
                    const char *target, const FbPolicyDecision *from, const FbPolicyDecision *to)
