@@ -113,7 +113,8 @@ struct FbRpcServer
   GMutex sandbox_lock;
   GHashTable *sandboxes;
   GQueue sandbox_lru;
-  FbRpcSandbox *base; /* no sandbox parameter: the server's policy */
+  gsize sandbox_bytes; /* of the cached sandboxes' keys (FB_RPC_VIEW_CACHE_BYTES_MAX) */
+  FbRpcSandbox *base;  /* no sandbox parameter: the server's policy */
 
   /* Pipelining (ipc-rpc-pipeline.c): the workers that run fs/... requests (NULL:
    * every request runs on the loop thread), and how they hand finished

@@ -192,7 +192,8 @@ fb_rpc_error_from_errno (FbRpcError *error, int err, const FbRpcDenial *denial, 
  * fs/open handle one (its view's sink is our tee). */
 struct FbRpcSandbox
 {
-  char *key; /* NULL for the server's own */
+  char *key;  /* NULL for the server's own */
+  gsize cost; /* strlen (key): what it counts in server->sandbox_bytes */
   FbPolicy *policy;
   FbView *view;
   FbRpcTeeSink *tee;
@@ -399,22 +400,38 @@ fb_rpc_sandbox_lookup_text (FbRpcServer *server, FbRpcSession *session, JsonNode
   made = sandbox_new (server, session, sandbox, error);
   if (made == NULL)
     return NULL;
+  /* before the locker: freed after the lock is released */
+  g_autoptr (GPtrArray) evicted = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_rpc_sandbox_unref);
   g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&server->sandbox_lock);
   sb = g_hash_table_lookup (server->sandboxes, key);
   if (sb != NULL)
     old = made;
+  else if (strlen (key) > FB_RPC_VIEW_CACHE_BYTES_MAX)
+    {
+      /* Its call (and its fs/open handles) use it; the cache does not
+       * keep it, nor drop the others for it. */
+      g_clear_pointer (&locker, g_mutex_locker_free);
+      return made;
+    }
   else
     {
       sb = made;
       sb->key = g_steal_pointer (&key);
-      if (g_hash_table_size (server->sandboxes) >= FB_RPC_VIEW_CACHE_MAX)
+      sb->cost = strlen (sb->key);
+      /* The least recently used views leave the cache, for the count
+       * and for the bytes (64 sandboxes of 4 MiB each took 540 MiB): the
+       * calls and fs/open handles still using them hold their own
+       * references. */
+      while (server->sandbox_lru.length > 0 && (g_hash_table_size (server->sandboxes) >= FB_RPC_VIEW_CACHE_MAX ||
+                                                server->sandbox_bytes + sb->cost > FB_RPC_VIEW_CACHE_BYTES_MAX))
         {
-          /* The least recently used view leaves the cache; the calls and
-           * fs/open handles still using it hold their own references. */
-          old = g_queue_pop_head (&server->sandbox_lru);
-          g_hash_table_remove (server->sandboxes, old->key);
-          old->lru_link = NULL;
+          FbRpcSandbox *lru = g_queue_pop_head (&server->sandbox_lru);
+          g_hash_table_remove (server->sandboxes, lru->key);
+          server->sandbox_bytes -= lru->cost;
+          lru->lru_link = NULL;
+          g_ptr_array_add (evicted, lru);
         }
+      server->sandbox_bytes += sb->cost;
       g_queue_push_tail (&server->sandbox_lru, sb);
       sb->lru_link = g_queue_peek_tail_link (&server->sandbox_lru);
       g_hash_table_insert (server->sandboxes, sb->key, sb);

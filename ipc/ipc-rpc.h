@@ -58,6 +58,9 @@
  *   fs/walk                     Codex's limits: depth 64, 10,000 directories,
  *                               50,000 entries, 4 MiB of response
  *   FB_RPC_VIEW_CACHE_MAX       distinct sandboxes with a live view (LRU)
+ *   FB_RPC_VIEW_CACHE_BYTES_MAX bytes of their texts (the keys; what they
+ *                               compile to grows with them): a larger one
+ *                               is used for its call and not kept
  *   FB_RPC_PROCESSES_MAX        processes per session
  *   FB_RPC_PROCESS_ID_MAX       bytes of a processId (in every record of
  *                               its process)
@@ -125,6 +128,7 @@ G_BEGIN_DECLS
 #define FB_RPC_TREE_MAX 100000
 #define FB_RPC_TREE_DEPTH_MAX 128
 #define FB_RPC_VIEW_CACHE_MAX 64
+#define FB_RPC_VIEW_CACHE_BYTES_MAX (16 * 1024 * 1024)
 #define FB_RPC_PROCESSES_MAX 64
 #define FB_RPC_PROCESS_ID_MAX 256
 #define FB_RPC_SANDBOX_WHY_MAX 1024

@@ -17,12 +17,17 @@ budget, which every client's records share.
   "its quarter") or one session's fs/readFile loop spent the whole budget
   and the server stopped, killing everyone's processes.
 
+- The cache of sandboxes (64, keyed by their text, up to 16 MiB each) holds
+  at most 16 MiB of their texts: 64 sandboxes of 1 MiB raise the server's
+  memory by less than 40 MiB (by 64 and more before).
+
 The budget is small (--log-max-size 8M: shares of 2 MiB) to be quick.
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
 import base64
+import json
 import os
 import signal
 import sys
@@ -152,6 +157,33 @@ async def t_calls_share(tmp):
         srv.stop()
 
 
+def rss_mib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(next(l for l in f if l.startswith("VmRSS:")).split()[1]) // 1024
+
+
+async def t_sandbox_cache_bytes(tmp):
+    async with serve.served(tmp, "a") as (srv, a):
+        assert os.readlink("/proc/%d/exe" % srv.proc.pid).endswith("fusebox-serve")
+        ok(await a.call("fs/getMetadata", {"path": srv.ws}))
+        before = rss_mib(srv.proc.pid)
+        # 64 distinct sandboxes (the cache's count), each a text of 1 MiB
+        # (blanks the JSON allows): the cache keys them by their text
+        for i in range(64):
+            text = '{"fuseboxPolicy": {"version": 1, %s"rules": [{"path": "/", "access": "read", "why": "%d"}]}}' % (
+                " " * (1 << 20), i)
+            msg = '{"id": %d, "method": "fs/getMetadata", "params": {"path": %s, "sandbox": %s}}' % (
+                1000 + i, json.dumps(srv.ws), text)
+            await a.ws.send(msg)
+            r = await a.recv()
+            assert r.get("id") == 1000 + i and "result" in r, r
+        grown = rss_mib(srv.proc.pid) - before
+        # 16 MiB of texts kept at most, and what they compile to; 64 MiB
+        # and more without the bound
+        assert grown < 40, "the server grew by %d MiB for 64 sandboxes of 1 MiB" % grown
+
+
 if __name__ == "__main__":
     su.run([("process_id_bounded", t_process_id_bounded), ("processes_share", t_processes_share),
-            ("why_bounded", t_why_bounded), ("calls_share", t_calls_share)], "fusebox-security-servelog-")
+            ("why_bounded", t_why_bounded), ("calls_share", t_calls_share),
+            ("sandbox_cache_bytes", t_sandbox_cache_bytes)], "fusebox-security-servelog-")
