@@ -20,7 +20,8 @@
  *    sources removed) the .git, the key and the pem are on the host as they
  *    were;
  *  - builtin:agent: rm -rf sub/.git is refused, and mv sub /tmp/sub and mv
- *    sub ~/sub leave sub/.git on the host;
+ *    sub ~/sub leave sub/.git on the host; so do they in a session, whose
+ *    private sources `runs --prune` removes once it is over;
  *  - what still works: a plain file and a plain directory move into /tmp
  *    and HOME and between them with mv (copied, then removed), and a rename
  *    within a source is the host's.
@@ -267,4 +268,54 @@ test_agent (void **state)
   RFX_PASS ();
 }
 
-RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_default_globs), RFX_TEST (test_agent))
+/* A session's view outlives each command, and so do its private /tmp and
+ * HOME, until `runs --prune` removes them once the session is over. */
+#define SESSION "private-move"
+
+static int
+session_teardown (void **state)
+{
+  RFx *fx = *state;
+  RfxResult r = { 0 };
+
+  rfx_fusebox (fx, &r, "session", "stop", SESSION, NULL);
+  rfx_result_clear (&r);
+  return rfx_teardown (state);
+}
+
+static void
+test_session (void **state)
+{
+  RFX_BEGIN (state);
+  RfxResult r = { 0 }, stop = { 0 }, prune = { 0 };
+  g_autoptr (GDir) runs = NULL;
+  const char *id;
+
+  make_repo (fx, "sub", 1);
+  rfx_run (fx, &r, "--session", SESSION, "--policy", "builtin:agent", "--", "/bin/sh", "-c",
+           "mv sub /tmp/sub; mv sub \"$HOME\"/sub; test -e sub/.git/HEAD; echo kept $?", NULL);
+  rfx_fusebox (fx, &stop, "session", "stop", SESSION, NULL);
+  rfx_fusebox (fx, &prune, "runs", "--prune", NULL);
+  if (stop.status != 0 || prune.status != 0)
+    fail_msg ("session stop (exit %d: %s) or runs --prune (exit %d: %s) failed", stop.status, stop.err, prune.status,
+              prune.err);
+  /* the session's private sources are gone: what is on the host was not
+   * handed to them */
+  runs = g_dir_open (fx->runs, 0, NULL);
+  while (runs != NULL && (id = g_dir_read_name (runs)) != NULL)
+    {
+      g_autofree char *private = g_build_filename (fx->runs, id, "private", NULL);
+      if (g_file_test (private, G_FILE_TEST_EXISTS))
+        fail_msg ("%s is still there after runs --prune", private);
+    }
+  assert_kept (fx, "sub", 1, &r);
+  if (r.status != 0 || strcmp (r.out, "kept 0\n") != 0)
+    fail_msg ("in a session (exit %d):\n%s\nstderr:\n%s", r.status, r.out, r.err);
+  rfx_result_clear (&r);
+  rfx_result_clear (&stop);
+  rfx_result_clear (&prune);
+  RFX_PASS ();
+}
+
+RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_default_globs), RFX_TEST (test_agent),
+                       cmocka_unit_test_setup_teardown (test_session, rfx_setup, session_teardown))
