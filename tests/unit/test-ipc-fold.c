@@ -422,6 +422,88 @@ test_share (void **state)
   assert_int_equal (represented (records) + counted, 2 * pushed + 2 * (pushed / 100));
 }
 
+/* Groups (sessions of serve) whose members (processes) each stay within
+ * their own shares: eight groups of three members each, all writing, never
+ * reach the log's budget (members of a quarter each did, and the server
+ * stopped); each group is reached, once, and its records past its margin
+ * are counted; a member's records count against its group. */
+static void
+test_group_shares (void **state)
+{
+  TestLogFile *f = *state;
+  int full_calls = 0;
+  const guint64 max = 8 * 1024 * 1024;
+  FbAccessLog *log = open_log (f, 0, max, &full_calls);
+  enum
+  {
+    GROUPS = 8,
+    MEMBERS = 3
+  };
+  FbAccessShare *groups[GROUPS], *members[GROUPS][MEMBERS];
+  int group_full[GROUPS] = { 0 }, member_full[GROUPS][MEMBERS] = { { 0 } };
+  g_autoptr (GPtrArray) records = NULL;
+  guint64 counted = 0;
+  const int rounds = 1500; /* 1 KB records: 36 MB offered, 4.5 times the budget */
+
+  for (int g = 0; g < GROUPS; g++)
+    {
+      char session[16];
+      g_snprintf (session, sizeof session, "s%d", g);
+      groups[g] = fb_access_log_group_share_new (log, session, count_call, &group_full[g]);
+      for (int m = 0; m < MEMBERS; m++)
+        {
+          char process[16];
+          g_snprintf (process, sizeof process, "p%d", m);
+          members[g][m] = fb_access_log_share_new (log, groups[g], session, process, count_call, &member_full[g][m]);
+        }
+    }
+  for (int i = 0; i < rounds; i++)
+    for (int g = 0; g < GROUPS; g++)
+      for (int m = 0; m < MEMBERS; m++)
+        {
+          char buf[1024];
+          FbAccessEvent e = allowed_big (i, buf, sizeof buf);
+          fb_access_sink_push (fb_access_share_get_sink (members[g][m]), &e);
+        }
+  assert_false (fb_access_log_is_full (log, NULL));
+  for (int g = 0; g < GROUPS; g++)
+    {
+      guint64 not_written = 0;
+      assert_int_equal (group_full[g], 1);
+      assert_true (fb_access_share_is_full (groups[g], &not_written));
+      assert_true (not_written > 0);
+      /* 1.5 MB each at most: no member reached its own 2 MiB share */
+      for (int m = 0; m < MEMBERS; m++)
+        assert_int_equal (member_full[g][m], 0);
+    }
+  for (int g = 0; g < GROUPS; g++)
+    {
+      for (int m = 0; m < MEMBERS; m++)
+        {
+          fb_access_share_close (members[g][m]);
+          fb_access_share_unref (members[g][m]);
+        }
+      fb_access_share_close (groups[g]);
+      fb_access_share_unref (groups[g]);
+    }
+  test_close_log (log);
+  assert_int_equal (full_calls, 0);
+  records = all_records (f);
+  for (guint r = 0; r < records->len; r++)
+    {
+      JsonObject *o = records->pdata[r];
+      const char *notice = json_object_get_string_member_with_default (o, "notice", NULL);
+
+      if (notice == NULL)
+        continue;
+      assert_string_equal (notice, "log-share-full");
+      assert_false (json_object_has_member (o, "process"));
+      counted += (guint64)json_object_get_int_member (o, "records_not_written");
+    }
+  /* nothing disappears without a count */
+  assert_int_equal (represented (records) + counted, (guint64)rounds * GROUPS * MEMBERS);
+}
+
 /* Rotated files within the budget: seq gap-free across them. */
 static void
 test_budget_rotation (void **state)
@@ -450,4 +532,4 @@ TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_fold_identical), TEST_LOG
                   TEST_LOG_FILE_TEST (test_fold_single), TEST_LOG_FILE_TEST (test_fold_window),
                   TEST_LOG_FILE_TEST (test_fold_many_kinds), TEST_LOG_FILE_TEST (test_fold_too_many_kinds),
                   TEST_LOG_FILE_TEST (test_budget), TEST_LOG_FILE_TEST (test_budget_rotation),
-                  TEST_LOG_FILE_TEST (test_share))
+                  TEST_LOG_FILE_TEST (test_share), TEST_LOG_FILE_TEST (test_group_shares))
