@@ -24,7 +24,10 @@ struct FbRpcListener
 
   /* ws */
   SoupServer *soup;
-  GSocketService *ws_service;  /* accepts; libsoup serves each connection */
+  GSocket *ws_socket;          /* listening; libsoup serves each connection */
+  guint ws_accept_watch;       /* on ws_socket, unless out of descriptors */
+  guint ws_accept_again;       /* while out of them */
+  gint64 ws_accept_warned;     /* monotonic: when that was last said */
   struct FbRpcWsIoSet *ws_ios; /* the streams under the connections */
   char *token;
   GList *peers; /* FbRpcPeer* of WsPeers */
@@ -98,6 +101,11 @@ int fb_rpc_ws_io_get_fd (FbRpcWsIo *io);
  * sends nothing for FB_RPC_WS_STALL_S is closed (1008). */
 #define FB_RPC_WS_STALL_MIN (64 * 1024)
 #define FB_RPC_WS_STALL_S 30
+/* Connections before their WebSocket handshake (anyone's: the token is
+ * in the handshake): one is closed after FB_RPC_WS_HANDSHAKE_S, and past
+ * FB_RPC_WS_PENDING_MAX of them the oldest is. */
+#define FB_RPC_WS_HANDSHAKE_S 10
+#define FB_RPC_WS_PENDING_MAX 256
 /* libsoup reads frames from IO now (the handshake is done). */
 void fb_rpc_ws_io_set_upgraded (FbRpcWsIo *io);
 /* libsoup completed a message it read from IO: it holds none of it now. */

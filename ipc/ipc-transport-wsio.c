@@ -36,6 +36,13 @@
  * (1008): a set (FbRpcWsIoSet) keeps the listener's streams and sweeps
  * them every second.  A stream is failed by making its next read fail:
  * libsoup then closes it, from its own callbacks.
+ *
+ * Before the handshake anyone who reaches the port is a client, token or
+ * not (another local user included): a connection that is not a WebSocket
+ * within FB_RPC_WS_HANDSHAKE_S is closed, and past FB_RPC_WS_PENDING_MAX
+ * such connections the oldest is, so that idle or half-sent requests can
+ * neither take the server's descriptors nor keep a client out for long
+ * (a client's handshake takes a round trip or two).
  * Loop thread only: close_async runs synchronously instead of in a thread. */
 #include "ipc/ipc-transport-private.h"
 
@@ -53,10 +60,12 @@
 
 struct FbRpcWsIoSet
 {
-  GQueue all;       /* WsIoState* */
-  gsize held_total; /* their held */
-  guint sweep;      /* every second while there is one */
-  gint64 stall_us;  /* FB_RPC_WS_STALL_S, or less for tests */
+  GQueue pending;      /* WsIoState* before the handshake, oldest first */
+  GQueue open;         /* WsIoState* past it */
+  gsize held_total;    /* their held */
+  guint sweep;         /* every second while there is one */
+  gint64 stall_us;     /* FB_RPC_WS_STALL_S, or less for tests */
+  gint64 handshake_us; /* FB_RPC_WS_HANDSHAKE_S, or less for tests */
 };
 
 /* --- the state the three objects share ----------------------------------------- */
@@ -64,7 +73,7 @@ struct FbRpcWsIoSet
 typedef struct
 {
   FbRpcWsIoSet *set; /* NULL once closed, or once the set went */
-  GList link;        /* on set->all */
+  GList link;        /* on set->pending, then on set->open */
   GSocketConnection *conn;
   int fd;
   guint8 *in;        /* WSIO_IN_SIZE bytes */
@@ -73,6 +82,7 @@ typedef struct
   bool drained;      /* the last recv() found the socket empty or short */
   gsize held;        /* handed to libsoup since its last whole message */
   bool upgraded;     /* libsoup reads WebSocket frames now, not HTTP */
+  gint64 accepted;   /* monotonic */
   gint64 last_recv;  /* monotonic: the client's last bytes */
   GError *in_error;  /* failed: every later read fails so */
   GByteArray *out;   /* not yet sent */
@@ -363,12 +373,13 @@ set_unlink (WsIoState *st)
   if (st->set == NULL)
     return;
   held_release (st);
-  g_queue_unlink (&st->set->all, &st->link);
+  g_queue_unlink (st->upgraded ? &st->set->open : &st->set->pending, &st->link);
   st->set = NULL;
 }
 
 /* ST's next read fails with CODE and MESSAGE, after a close frame of CODE
- * (0: none, before the upgrade); what libsoup held of it counts no more. */
+ * (0: none, before the upgrade); it leaves its set (it is going), and what
+ * libsoup held of it counts no more. */
 static void
 state_fail (WsIoState *st, gushort code, int gcode, const char *message)
 {
@@ -377,7 +388,7 @@ state_fail (WsIoState *st, gushort code, int gcode, const char *message)
   if (st->upgraded && code != 0)
     queue_close_frame (st, code, message);
   st->in_error = g_error_new_literal (G_IO_ERROR, gcode, message);
-  held_release (st);
+  set_unlink (st);
 }
 
 /* Room for N more bytes in the listener's budget: the connection holding
@@ -390,7 +401,13 @@ make_room (WsIoState *st, gsize n)
 
   if (set == NULL || set->held_total + n <= FB_RPC_WS_HELD_TOTAL_MAX)
     return true;
-  for (GList *l = set->all.head; l != NULL; l = l->next)
+  for (GList *l = set->pending.head; l != NULL; l = l->next)
+    {
+      WsIoState *o = l->data;
+      if (o->held > victim->held)
+        victim = o;
+    }
+  for (GList *l = set->open.head; l != NULL; l = l->next)
     {
       WsIoState *o = l->data;
       if (o->held > victim->held)
@@ -800,9 +817,20 @@ on_sweep (gpointer data)
   FbRpcWsIoSet *set = data;
   gint64 now = g_get_monotonic_time ();
 
-  for (GList *l = set->all.head; l != NULL; l = l->next)
+  /* Oldest first: the rest are younger. */
+  while (set->pending.head != NULL)
+    {
+      WsIoState *st = set->pending.head->data;
+
+      if (now - st->accepted <= set->handshake_us)
+        break;
+      state_fail (st, 0, G_IO_ERROR_TIMED_OUT, "no WebSocket handshake in time");
+    }
+  for (GList *l = set->open.head, *next; l != NULL; l = next)
     {
       WsIoState *st = l->data;
+
+      next = l->next; /* failing it unlinks it */
 
       /* A client that stops in the middle of a message keeps what it
        * sent; a trickle keeps it too, but within the budget. */
@@ -810,24 +838,21 @@ on_sweep (gpointer data)
         state_fail (st, SOUP_WEBSOCKET_CLOSE_POLICY_VIOLATION, G_IO_ERROR_TIMED_OUT,
                     "stalled in the middle of a message");
     }
-  if (set->all.length > 0)
+  if (set->pending.length + set->open.length > 0)
     return G_SOURCE_CONTINUE;
   set->sweep = 0;
   return G_SOURCE_REMOVE;
 }
 
-/* FB_RPC_WS_STALL_S, or less for tests ($FUSEBOX_TEST_WS_STALL, fusebox(1)):
- * never more. */
+/* MAX seconds, or less for tests ($VAR, fusebox(1)): never more. */
 static gint64
-stall_us (void)
+timeout_us (const char *var, guint max)
 {
-  const char *value = g_getenv ("FUSEBOX_TEST_WS_STALL");
-  guint64 s = FB_RPC_WS_STALL_S;
+  const char *value = g_getenv (var);
+  guint64 s = max;
 
-  if (value != NULL && !g_ascii_string_to_unsigned (value, 10, 1, FB_RPC_WS_STALL_S, &s, NULL))
-    g_warning ("FUSEBOX_TEST_WS_STALL=%s: not 1 to %d seconds; a connection stalled in a message is closed after "
-               "%d s",
-               value, FB_RPC_WS_STALL_S, FB_RPC_WS_STALL_S);
+  if (value != NULL && !g_ascii_string_to_unsigned (value, 10, 1, max, &s, NULL))
+    g_warning ("%s=%s: not 1 to %u seconds; %u s it is", var, value, max, max);
   return (gint64)s * G_USEC_PER_SEC;
 }
 
@@ -836,8 +861,10 @@ fb_rpc_ws_io_set_new (void)
 {
   FbRpcWsIoSet *set = g_new0 (FbRpcWsIoSet, 1);
 
-  g_queue_init (&set->all);
-  set->stall_us = stall_us ();
+  g_queue_init (&set->pending);
+  g_queue_init (&set->open);
+  set->stall_us = timeout_us ("FUSEBOX_TEST_WS_STALL", FB_RPC_WS_STALL_S);
+  set->handshake_us = timeout_us ("FUSEBOX_TEST_WS_HANDSHAKE", FB_RPC_WS_HANDSHAKE_S);
   return set;
 }
 
@@ -847,8 +874,10 @@ fb_rpc_ws_io_set_free (FbRpcWsIoSet *set)
   if (set == NULL)
     return;
   /* Streams libsoup still holds outlive the listener: they leave the set. */
-  while (set->all.head != NULL)
-    set_unlink (set->all.head->data);
+  while (set->pending.head != NULL)
+    set_unlink (set->pending.head->data);
+  while (set->open.head != NULL)
+    set_unlink (set->open.head->data);
   g_clear_handle_id (&set->sweep, g_source_remove);
   g_free (set);
 }
@@ -856,10 +885,18 @@ fb_rpc_ws_io_set_free (FbRpcWsIoSet *set)
 static void
 set_add (FbRpcWsIoSet *set, WsIoState *st)
 {
+  /* The oldest connection still in its handshake makes room: a client
+   * that is one completes it long before 256 others came. */
+  if (set->pending.length >= FB_RPC_WS_PENDING_MAX)
+    {
+      g_debug ("ws://: %d connections before their handshake: the oldest closed", FB_RPC_WS_PENDING_MAX);
+      state_fail (set->pending.head->data, 0, G_IO_ERROR_TOO_MANY_OPEN_FILES,
+                  "too many connections before their handshake");
+    }
   st->set = set;
   st->link.data = st;
-  st->last_recv = g_get_monotonic_time ();
-  g_queue_push_tail_link (&set->all, &st->link);
+  st->accepted = st->last_recv = g_get_monotonic_time ();
+  g_queue_push_tail_link (&set->pending, &st->link);
   if (set->sweep == 0)
     set->sweep = g_timeout_add_seconds (1, on_sweep, set);
 }
@@ -894,7 +931,16 @@ fb_rpc_ws_io_get_fd (FbRpcWsIo *io)
 void
 fb_rpc_ws_io_set_upgraded (FbRpcWsIo *io)
 {
-  io->st->upgraded = true;
+  WsIoState *st = io->st;
+
+  if (st->upgraded)
+    return;
+  if (st->set != NULL)
+    {
+      g_queue_unlink (&st->set->pending, &st->link);
+      g_queue_push_tail_link (&st->set->open, &st->link);
+    }
+  st->upgraded = true;
 }
 
 void

@@ -40,13 +40,17 @@
 #include "ipc/ipc-transport-private.h"
 
 #include <errno.h>
+#include <glib-unix.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <libsoup/soup.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define WS_IO_KEY "fusebox-ws-io"
+#define WS_ACCEPT_BATCH 64
+#define WS_ACCEPT_BACKOFF_MS 100
 
 typedef struct
 {
@@ -235,10 +239,9 @@ on_websocket (SoupServer *server, SoupServerMessage *msg, const char *path, Soup
 
 /* Every TCP connection: libsoup serves HTTP (the early handler, /readyz,
  * the handshake) and then the WebSocket over our stream. */
-static gboolean
-on_ws_incoming (GSocketService *service, GSocketConnection *connection, GObject *source, gpointer user_data)
+static void
+ws_serve (FbRpcListener *l, GSocketConnection *connection)
 {
-  FbRpcListener *l = user_data;
   g_autoptr (GSocketAddress) local = g_socket_connection_get_local_address (connection, NULL);
   g_autoptr (GSocketAddress) remote = g_socket_connection_get_remote_address (connection, NULL);
   g_autoptr (FbRpcWsIo) io = NULL;
@@ -247,7 +250,7 @@ on_ws_incoming (GSocketService *service, GSocketConnection *connection, GObject 
   if (local == NULL || remote == NULL)
     {
       g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
-      return TRUE;
+      return;
     }
   /* One message per frame, answered at once: Nagle's algorithm would
    * hold a small answer back until the client's delayed ACK (40 ms). */
@@ -261,7 +264,76 @@ on_ws_incoming (GSocketService *service, GSocketConnection *connection, GObject 
       g_object_set_data (G_OBJECT (remote), WS_IO_KEY, NULL);
       g_io_stream_close (G_IO_STREAM (io), NULL, NULL);
     }
-  return TRUE;
+}
+
+static void ws_accept_watch (FbRpcListener *l);
+
+static gboolean
+on_ws_accept_again (gpointer data)
+{
+  FbRpcListener *l = data;
+
+  l->ws_accept_again = 0;
+  ws_accept_watch (l);
+  return G_SOURCE_REMOVE;
+}
+
+/* Accepts what the kernel queued, WS_ACCEPT_BATCH at most a wakeup.  Out
+ * of descriptors (or memory), the connection stays in the kernel's queue:
+ * a watch on the listening socket would fire again at once, so it stops
+ * for WS_ACCEPT_BACKOFF_MS (GSocketService retried at once, a warning each
+ * time: 1,000 a second at full CPU).  The descriptors come back as
+ * connections end, those before their handshake within
+ * FB_RPC_WS_HANDSHAKE_S (ipc-transport-wsio.c). */
+static gboolean
+on_ws_accept (int lfd, GIOCondition cond, gpointer data)
+{
+  FbRpcListener *l = data;
+
+  for (guint i = 0; i < WS_ACCEPT_BATCH; i++)
+    {
+      int fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      g_autoptr (GSocket) sock = NULL;
+      g_autoptr (GSocketConnection) conn = NULL;
+
+      if (fd < 0)
+        {
+          int e = errno;
+          if (e == EAGAIN || e == EWOULDBLOCK)
+            break;
+          if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
+            {
+              gint64 now = g_get_monotonic_time ();
+              if (l->ws_accept_warned == 0 || now - l->ws_accept_warned > 60 * G_USEC_PER_SEC)
+                {
+                  g_warning ("ws://: can't accept a connection: %s; trying again every %d ms while it lasts (said "
+                             "once a minute)",
+                             g_strerror (e), WS_ACCEPT_BACKOFF_MS);
+                  l->ws_accept_warned = now;
+                }
+              l->ws_accept_watch = 0;
+              l->ws_accept_again = g_timeout_add (WS_ACCEPT_BACKOFF_MS, on_ws_accept_again, l);
+              return G_SOURCE_REMOVE;
+            }
+          /* ECONNABORTED, EPROTO, EINTR...: that connection only. */
+          continue;
+        }
+      sock = g_socket_new_from_fd (fd, NULL);
+      if (sock == NULL)
+        {
+          close (fd);
+          continue;
+        }
+      conn = g_socket_connection_factory_create_connection (sock);
+      ws_serve (l, conn);
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+ws_accept_watch (FbRpcListener *l)
+{
+  l->ws_accept_watch = g_unix_fd_add (g_socket_get_fd (l->ws_socket), G_IO_IN, on_ws_accept, l);
 }
 
 static bool
@@ -466,19 +538,20 @@ listen_ws (FbRpcListener *l, const char *spec, const FbRpcListenOptions *options
   soup_server_add_handler (l->soup, "/readyz", readyz_handler, l, NULL);
   soup_server_add_websocket_handler (l->soup, NULL, NULL, NULL, on_websocket, l, NULL);
   sa = g_inet_socket_address_new (addr, (guint16)port);
-  /* We accept and hand each connection to libsoup with our own stream
-   * under it (ipc-transport-wsio.c). */
-  l->ws_service = g_socket_service_new ();
-  g_socket_listener_set_backlog (G_SOCKET_LISTENER (l->ws_service), FB_RPC_LISTEN_BACKLOG);
-  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (l->ws_service), sa, G_SOCKET_TYPE_STREAM,
-                                      G_SOCKET_PROTOCOL_TCP, NULL, &effective, &local))
+  /* We accept (on_ws_accept) and hand each connection to libsoup with our
+   * own stream under it (ipc-transport-wsio.c). */
+  l->ws_socket = g_socket_new (g_inet_address_get_family (addr), G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &local);
+  if (l->ws_socket != NULL)
+    g_socket_set_listen_backlog (l->ws_socket, FB_RPC_LISTEN_BACKLOG);
+  if (l->ws_socket == NULL || !g_socket_bind (l->ws_socket, sa, TRUE, &local) ||
+      !g_socket_listen (l->ws_socket, &local) ||
+      (effective = g_socket_get_local_address (l->ws_socket, &local)) == NULL)
     {
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
                    "--listen %s: can't listen there: %s; pick a free port (0 picks one)", spec, local->message);
       return false;
     }
-  g_signal_connect (l->ws_service, "incoming", G_CALLBACK (on_ws_incoming), l);
-  g_socket_service_start (l->ws_service);
+  ws_accept_watch (l);
   if (ret_url != NULL)
     {
       GInetSocketAddress *isa = G_INET_SOCKET_ADDRESS (effective);
@@ -547,7 +620,11 @@ fb_rpc_listener_free (FbRpcListener *l)
 {
   if (l == NULL)
     return;
-  fb_rpc_service_clear (&l->ws_service);
+  g_clear_handle_id (&l->ws_accept_watch, g_source_remove);
+  g_clear_handle_id (&l->ws_accept_again, g_source_remove);
+  if (l->ws_socket != NULL)
+    g_socket_close (l->ws_socket, NULL);
+  g_clear_object (&l->ws_socket);
   if (l->soup != NULL)
     soup_server_disconnect (l->soup);
   while (l->peers != NULL)

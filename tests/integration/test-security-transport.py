@@ -16,6 +16,18 @@ make the server hold by the way it sends its bytes.
 - stall: a connection that stops in the middle of a message is closed
   (1008) after FUSEBOX_TEST_WS_STALL seconds (30 without it); one idle
   between two messages is not.
+- preauth_bound: connections without the token (idle, or with half an HTTP
+  request) were neither counted nor timed out: another local user took the
+  server's descriptors with them.  Past 256 connections before their
+  handshake the oldest is closed: of 300, 44 at least are, and a client
+  with the token connects and is served meanwhile.
+- handshake_timeout: a connection that is not a WebSocket within
+  FUSEBOX_TEST_WS_HANDSHAKE seconds (10 without it) is closed, idle or
+  half-sent; a WebSocket idle for as long is not.
+- accept_emfile: out of descriptors, the server stops accepting for a
+  while instead of retrying at once (GSocketService warned 1,000 times a
+  second at full CPU): one warning, and once descriptors are free a new
+  client is served.
 
 Clients speak WebSocket by hand over plain sockets, frames masked with a
 zero key (RFC 6455 wants a mask; a zero one leaves the payload as it is).
@@ -23,8 +35,10 @@ zero key (RFC 6455 wants a mask; a zero one leaves the payload as it is).
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
+import asyncio
 import json
 import os
+import re
 import select
 import socket
 import struct
@@ -217,6 +231,129 @@ async def t_stall(tmp):
         srv.stop()
 
 
+def count_closed(socks, want):
+    """How many of SOCKS the server closed, waiting up to a minute for
+    WANT of them."""
+    closed, live = 0, list(socks)
+    while closed < want and live:
+        readable, _, _ = select.select(live, [], [], 60)
+        if not readable:
+            break
+        for s in readable:
+            live.remove(s)
+            try:
+                if s.recv(65536):
+                    continue  # an answer (a 4xx), then the close
+            except ConnectionResetError:
+                pass
+            closed += 1
+    return closed
+
+
+def raw_connections(srv, n):
+    """N TCP connections without the token: idle, or (every other one)
+    half an HTTP request."""
+    socks = []
+    for i in range(n):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        if i % 2:
+            s.sendall(b"GET / HTTP/1.1\r\nHo")
+        socks.append(s)
+    return socks
+
+
+async def t_preauth_bound(tmp):
+    os.environ["G_MESSAGES_DEBUG"] = "fusebox"
+    try:
+        srv = serve.Server(tmp)
+    finally:
+        del os.environ["G_MESSAGES_DEBUG"]
+    socks = []
+    try:
+        legit = upgrade(srv)
+        initialize(legit, "legit")
+        socks = raw_connections(srv, 300)
+        # Accepted in order: once a later client is served, the 300 were
+        # accepted before it.
+        other_client_served(srv)
+        closed = count_closed(socks, 300 - 256)
+        assert closed >= 300 - 256, "of 300 connections before their handshake, %d closed" % closed
+        # For the bound, not (later) for their handshake's time.
+        assert "256 connections before their handshake: the oldest closed" in srv.stderr()
+        req = json.dumps({"id": 2, "method": "fs/getMetadata", "params": {"path": srv.ws}}).encode()
+        legit.sendall(frame_head(1, len(req)) + req)
+        m = answer(legit, 2)
+        assert "result" in m, m
+        legit.close()
+    finally:
+        for s in socks:
+            s.close()
+        srv.stop()
+
+
+async def t_handshake_timeout(tmp):
+    os.environ["FUSEBOX_TEST_WS_HANDSHAKE"] = "2"
+    try:
+        srv = serve.Server(tmp)
+    finally:
+        del os.environ["FUSEBOX_TEST_WS_HANDSHAKE"]
+    socks = []
+    try:
+        idle = upgrade(srv)
+        initialize(idle, "idle")
+        socks = raw_connections(srv, 2)
+        closed = count_closed(socks, 2)
+        assert closed == 2, "of an idle connection and a half-sent request, %d closed" % closed
+        req = json.dumps({"id": 2, "method": "fs/getMetadata", "params": {"path": srv.ws}}).encode()
+        idle.sendall(frame_head(1, len(req)) + req)
+        m = answer(idle, 2)
+        assert "result" in m, m
+        idle.close()
+    finally:
+        for s in socks:
+            s.close()
+        srv.stop()
+
+
+def accept_warnings(srv):
+    """Lines of the server's stderr about accepting (GSocketService's
+    "Error accepting connection" too)."""
+    return [line for line in srv.stderr().splitlines() if re.search(r"accept(ing)? (a )?connection", line)]
+
+
+async def t_accept_emfile(tmp):
+    srv = serve.Server(tmp, nofile=64)
+    socks = []
+    try:
+        socks = raw_connections(srv, 120)
+        for _ in range(600):
+            if accept_warnings(srv):
+                break
+            await asyncio.sleep(0.1)
+        assert accept_warnings(srv), "64 descriptors and 120 connections, and no warning: %s" % srv.stderr()
+        # A while out of descriptors: the warning is not repeated.
+        await asyncio.sleep(1)
+        warnings = accept_warnings(srv)
+        assert len(warnings) == 1, "%d warnings: %s" % (len(warnings), warnings[:3])
+        for s in socks:
+            s.close()
+        socks = []
+        for _ in range(600):
+            try:
+                other_client_served(srv)
+                break
+            except (AssertionError, OSError):
+                await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("no client served once the connections closed")
+    finally:
+        for s in socks:
+            s.close()
+        srv.stop()
+
+
 if __name__ == "__main__":
-    su.run([("fragments", t_fragments), ("held_budget", t_held_budget), ("stall", t_stall)],
+    su.run([("fragments", t_fragments), ("held_budget", t_held_budget), ("stall", t_stall),
+            ("preauth_bound", t_preauth_bound), ("handshake_timeout", t_handshake_timeout),
+            ("accept_emfile", t_accept_emfile)],
            "fusebox-security-transport-")
