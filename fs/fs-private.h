@@ -331,6 +331,9 @@ struct FbView
   /* a rename through this view, from its depth check to the moved nodes'
    * new decisions (fs-view-name.c): taken before view->lock */
   GMutex rename_lock;
+  /* renames waiting for rename_lock, or holding it, that may measure a
+   * tree (a name moving to a longer path): at most VIEW_RENAME_WALKERS_MAX */
+  gint rename_walkers;
   /* the decisions nodes share (fs-view-node.c, "Decisions"): each an
    * FbPolicyDecision, its own key, freed with its last node */
   GMutex decisions_lock;
@@ -387,6 +390,7 @@ typedef enum
   VIEW_REFUSAL_NODES,          /* the view keeps FbView.node_max nodes already */
   VIEW_REFUSAL_FILES,          /* the caller's account holds its share of open files (fs-view-fd.c) */
   VIEW_REFUSAL_PRIVATE_SOURCE, /* a rename or link between a private source and another source (fs-view-name.c) */
+  VIEW_REFUSAL_RENAMES_BUSY,   /* VIEW_RENAME_WALKERS_MAX renames that may measure a tree wait already */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm, read now, for events logged later. */
@@ -577,6 +581,12 @@ int view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode
  * directory it can't read, or one moved while it was read.  At most two
  * descriptors of its own. */
 #define VIEW_DEPTH_WALK_MAX 100000
+/* Renames that may measure a tree and wait for the view's rename lock (or
+ * hold it): one more is refused with EXDEV (mv then copies).  Each walk
+ * holds the lock while it reads up to VIEW_DEPTH_WALK_MAX entries; without
+ * a bound, one command's renames of large trees kept every FUSE worker
+ * waiting on the lock, and the view's other commands with them. */
+#define VIEW_RENAME_WALKERS_MAX 2
 int view_tree_fits (int parent_fd, const char *name, gsize room);
 
 /* fs-view-notify.c: report a change to the listeners (no view lock held).

@@ -176,6 +176,14 @@ static const FbPolicyRule refusal_rules[] = {
            "out of it (EXDEV), so a move copies what the sandbox sees, and what it can't see or remove stays on the "
            "host",
   },
+  [VIEW_REFUSAL_RENAMES_BUSY] = {
+    .kind = FB_POLICY_RULE_FUSEBOX,
+    .index = -1,
+    .origin = "fusebox:renames-busy",
+    .access = FB_POLICY_ACCESS_DENY,
+    .why = "renames that must measure the tree they move go one at a time; while two wait, another is answered as "
+           "between filesystems (mv then copies), so that no command's renames keep the view's workers waiting",
+  },
 };
 
 const FbPolicyRule *

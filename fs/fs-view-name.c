@@ -342,11 +342,28 @@ int
 fb_view_rename (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name, FbViewNode *newparent,
                 const char *newname, unsigned int flags)
 {
+  g_autoptr (NodeState) pst = node_get_state (parent);
+  g_autoptr (NodeState) npst = node_get_state (newparent);
+  g_autofree char *path = join_path (pst->path, name);
+  g_autofree char *target = join_path (npst->path, newname);
+  gsize src_len = strlen (path), dst_len = strlen (target);
+  /* a name that moves to a longer path (either one, for an exchange) may
+   * have its tree measured under the lock (check_depth) */
+  bool may_walk = (flags & RENAME_EXCHANGE) ? src_len != dst_len : dst_len > src_len;
   int r;
 
+  if (may_walk && g_atomic_int_add (&view->rename_walkers, 1) >= VIEW_RENAME_WALKERS_MAX)
+    {
+      g_atomic_int_add (&view->rename_walkers, -1);
+      view_emit (view, caller, FB_OP_RENAME, path, target, FB_ACCESS_WRITE, FB_DECISION_DENY, EXDEV,
+                 view_refusal_rule (VIEW_REFUSAL_RENAMES_BUSY));
+      return -EXDEV;
+    }
   g_mutex_lock (&view->rename_lock);
   r = rename_locked (view, caller, parent, name, newparent, newname, flags);
   g_mutex_unlock (&view->rename_lock);
+  if (may_walk)
+    g_atomic_int_add (&view->rename_walkers, -1);
   return r;
 }
 

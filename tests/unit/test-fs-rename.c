@@ -1,8 +1,10 @@
 /* fusebox — the view's rules for names that move: rename (plain,
  * RENAME_NOREPLACE, RENAME_EXCHANGE), hard links with different decisions,
  * protected names existing and missing at every depth, ancestors of rules,
- * the nodes a rename moves (their paths and decisions follow), and private
- * sources, between which and any other nothing moves. */
+ * the nodes a rename moves (their paths and decisions follow), private
+ * sources, between which and any other nothing moves, and how many renames
+ * that may measure a tree wait for the view's rename lock. */
+#include "fs/fs-private.h" /* FbView's rename lock and walkers */
 #include "tests/unit/test-fs-util.h"
 
 static const char policy_text[] =
@@ -362,5 +364,76 @@ test_private_sources (void **state)
   assert_true (logged);
 }
 
+typedef struct
+{
+  Fx *fx;
+  const char *from, *to;
+  int r;
+} RenameCall;
+
+static gpointer
+rename_call (gpointer data)
+{
+  RenameCall *c = data;
+
+  c->r = ren (c->fx, c->from, c->to, 0);
+  return NULL;
+}
+
+/* Renames that may measure a tree (to a longer path) wait for the view's
+ * rename lock two at a time; a third is answered EXDEV at once, logged as
+ * the view's own refusal, so that no command's renames of big trees keep
+ * every worker of a shared view waiting.  The lock is held here as a long
+ * walk holds it. */
+static void
+test_renames_that_measure_wait_bounded (void **state)
+{
+  Fx *fx = *state;
+  RenameCall calls[3] = {
+    { fx, "/ws/d1", "/ws/d1-now-longer", 1 },
+    { fx, "/ws/d2", "/ws/d2-now-longer", 1 },
+    { fx, "/ws/d3", "/ws/d3-now-longer", 1 },
+  };
+  GThread *threads[3] = { NULL };
+  g_autofree char *from = NULL;
+  bool logged = false;
+
+  write_host (fx, "host/ws/d1/f", "1\n");
+  write_host (fx, "host/ws/d2/f", "2\n");
+  write_host (fx, "host/ws/d3/f", "3\n");
+  fx_start (fx, policy_text, NULL, -1);
+  g_mutex_lock (&fx->view->rename_lock);
+  for (int i = 0; i < 2; i++)
+    threads[i] = g_thread_new ("rename", rename_call, &calls[i]);
+  for (int n = 0; g_atomic_int_get (&fx->view->rename_walkers) < 2 && n < 30000; n++)
+    g_usleep (1000);
+  assert_int_equal (g_atomic_int_get (&fx->view->rename_walkers), 2);
+  /* the third, in a thread too: a view without the bound would block on
+   * the lock, and the test must end to say so */
+  threads[2] = g_thread_new ("rename", rename_call, &calls[2]);
+  for (int n = 0; calls[2].r == 1 && n < 30000; n++)
+    g_usleep (1000);
+  g_mutex_unlock (&fx->view->rename_lock);
+  for (int i = 0; i < 3; i++)
+    g_thread_join (threads[i]);
+  assert_errno (calls[2].r, -EXDEV);
+  assert_errno (calls[0].r, 0);
+  assert_errno (calls[1].r, 0);
+  assert_int_equal (g_atomic_int_get (&fx->view->rename_walkers), 0);
+  assert_true (host_exists (fx, "host/ws/d3/f"));
+  from = fx_vpath (fx, "/ws/d3");
+  for (guint k = 0; k < fx->sink.events->len; k++)
+    {
+      TestEvent *e = fx->sink.events->pdata[k];
+      if (strcmp (e->op, "rename") == 0 && strcmp (e->path, from) == 0 && e->decision == FB_DECISION_DENY &&
+          e->err == EXDEV && e->why != NULL && strstr (e->why, "one at a time") != NULL)
+        logged = true;
+    }
+  assert_true (logged);
+  /* and with the lock free again, it goes */
+  assert_errno (ren (fx, "/ws/d3", "/ws/d3-now-longer", 0), 0);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_rename_rules), FX_TEST (test_rename_moves_nodes), FX_TEST (test_hard_links),
-                  FX_TEST (test_protected_names), FX_TEST (test_private_sources))
+                  FX_TEST (test_protected_names), FX_TEST (test_private_sources),
+                  FX_TEST (test_renames_that_measure_wait_bounded))
