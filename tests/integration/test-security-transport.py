@@ -152,6 +152,24 @@ def initialize(s, name):
     s.sendall(frame_head(1, len(note)) + note)
 
 
+def server_with(tmp, **env):
+    """A server started with ENV added to its environment."""
+    os.environ.update(env)
+    try:
+        return serve.Server(tmp)
+    finally:
+        for k in env:
+            del os.environ[k]
+
+
+def still_served(s, srv):
+    """S, a client past initialized, gets an answer."""
+    req = json.dumps({"id": 2, "method": "fs/getMetadata", "params": {"path": srv.ws}}).encode()
+    s.sendall(frame_head(1, len(req)) + req)
+    m = answer(s, 2)
+    assert "result" in m, m
+
+
 def other_client_served(srv):
     s = upgrade(srv, "127.0.0.2")
     initialize(s, "other")
@@ -208,11 +226,7 @@ async def t_held_budget(tmp):
 
 
 async def t_stall(tmp):
-    os.environ["FUSEBOX_TEST_WS_STALL"] = "2"
-    try:
-        srv = serve.Server(tmp)
-    finally:
-        del os.environ["FUSEBOX_TEST_WS_STALL"]
+    srv = server_with(tmp, FUSEBOX_TEST_WS_STALL="2")
     try:
         idle = upgrade(srv)
         initialize(idle, "idle")
@@ -222,10 +236,7 @@ async def t_stall(tmp):
         s.close()
         # Idle between two messages, for longer than the other stalled:
         # still served.
-        req = json.dumps({"id": 2, "method": "fs/getMetadata", "params": {"path": srv.ws}}).encode()
-        idle.sendall(frame_head(1, len(req)) + req)
-        m = answer(idle, 2)
-        assert "result" in m, m
+        still_served(idle, srv)
         idle.close()
     finally:
         srv.stop()
@@ -263,11 +274,7 @@ def raw_connections(srv, n):
 
 
 async def t_preauth_bound(tmp):
-    os.environ["G_MESSAGES_DEBUG"] = "fusebox"
-    try:
-        srv = serve.Server(tmp)
-    finally:
-        del os.environ["G_MESSAGES_DEBUG"]
+    srv = server_with(tmp, G_MESSAGES_DEBUG="fusebox")
     socks = []
     try:
         legit = upgrade(srv)
@@ -280,10 +287,7 @@ async def t_preauth_bound(tmp):
         assert closed >= 300 - 256, "of 300 connections before their handshake, %d closed" % closed
         # For the bound, not (later) for their handshake's time.
         assert "256 connections before their handshake: the oldest closed" in srv.stderr()
-        req = json.dumps({"id": 2, "method": "fs/getMetadata", "params": {"path": srv.ws}}).encode()
-        legit.sendall(frame_head(1, len(req)) + req)
-        m = answer(legit, 2)
-        assert "result" in m, m
+        still_served(legit, srv)
         legit.close()
     finally:
         for s in socks:
@@ -292,11 +296,7 @@ async def t_preauth_bound(tmp):
 
 
 async def t_handshake_timeout(tmp):
-    os.environ["FUSEBOX_TEST_WS_HANDSHAKE"] = "2"
-    try:
-        srv = serve.Server(tmp)
-    finally:
-        del os.environ["FUSEBOX_TEST_WS_HANDSHAKE"]
+    srv = server_with(tmp, FUSEBOX_TEST_WS_HANDSHAKE="2")
     socks = []
     try:
         idle = upgrade(srv)
@@ -304,10 +304,7 @@ async def t_handshake_timeout(tmp):
         socks = raw_connections(srv, 2)
         closed = count_closed(socks, 2)
         assert closed == 2, "of an idle connection and a half-sent request, %d closed" % closed
-        req = json.dumps({"id": 2, "method": "fs/getMetadata", "params": {"path": srv.ws}}).encode()
-        idle.sendall(frame_head(1, len(req)) + req)
-        m = answer(idle, 2)
-        assert "result" in m, m
+        still_served(idle, srv)
         idle.close()
     finally:
         for s in socks:
