@@ -23,7 +23,10 @@
  *    host's visible entries with the mount points in place of whatever the
  *    host has under those names.  Offsets are indices.  At most
  *    FB_VIEW_DIR_SNAPSHOT_MAX entries; the list is kept in the node while the
- *    host directory's mtime and ctime are unchanged.
+ *    host directory's mtime and ctime are unchanged, and a listing goes on
+ *    in the list it started with even when they changed (a list made anew
+ *    would shift its indices; and a directory kept changing while it is
+ *    listed would be made anew at every call).
  * Listings are served two ways: through an open directory (fb_view_opendir,
  * fb_view_readdir: a handle with its own position, for the remote API) or
  * statelessly from a node and an offset (fb_view_readdir_at: the FUSE
@@ -176,7 +179,7 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
 /* The node's assembled listing (a reference), rebuilt when the host
  * directory changed (mtime or ctime) since it was made. */
 static GArray *
-listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, int *ret_err)
+listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, bool continuing, int *ret_err)
 {
   struct stat hst = { 0 };
   GArray *list = NULL;
@@ -189,10 +192,15 @@ listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, int *r
     }
   NodeExtra *x = node_extra (node);
 
+  /* A listing goes on from the list it started with, changed or not (its
+   * offsets are that list's indices; one built anew would repeat or skip
+   * names): one build a listing, not one a call, however often the
+   * directory changes meanwhile. */
   g_mutex_lock (&x->lock);
-  if (x->listing != NULL && x->listing_mtime.tv_sec == hst.st_mtim.tv_sec &&
-      x->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec && x->listing_ctime.tv_sec == hst.st_ctim.tv_sec &&
-      x->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)
+  if (x->listing != NULL &&
+      (continuing ||
+       (x->listing_mtime.tv_sec == hst.st_mtim.tv_sec && x->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec &&
+        x->listing_ctime.tv_sec == hst.st_ctim.tv_sec && x->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)))
     list = g_array_ref (x->listing);
   g_mutex_unlock (&x->lock);
   if (list != NULL)
@@ -611,7 +619,7 @@ fb_view_opendir (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   dir->can_write = false;
   if (is_assembled (node, st))
     {
-      dir->snapshot = listing_get (view, node, st, fd, &r);
+      dir->snapshot = listing_get (view, node, st, fd, false, &r);
       if (dir->snapshot == NULL)
         {
           view_file_free (dir);
@@ -698,7 +706,7 @@ fb_view_readdir_at (FbView *view, const FbViewCaller *caller, FbViewNode *node, 
     return r;
   if (is_assembled (node, st))
     {
-      g_autoptr (GArray) list = listing_get (view, node, st, fd, &r);
+      g_autoptr (GArray) list = listing_get (view, node, st, fd, offset > 0, &r);
       if (list == NULL)
         return r;
       offer_listing (view, node, st, list, offset, plus_for_listing (view, plus), func, user_data);

@@ -360,6 +360,62 @@ test_readdir_resume (void **state)
   }
 }
 
+/* A directory listed from a list (here: a host directory holding a mount
+ * point) that changes while it is listed: the listing goes on in the list
+ * it started with, so no name is handed out twice or skipped, and the list
+ * is not made anew at every call (which made a directory kept changing
+ * cost a build per call, quadratic in its size). */
+static void
+test_assembled_listing_changes (void **state)
+{
+  Fx *fx = *state;
+  static const char pol[] = "{ \"version\": 1,\n"
+                            "  \"rules\": [\n"
+                            "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+                            "  { \"path\": \"@H@/big\", \"access\": \"write\", \"why\": \"big\" },\n"
+                            "  { \"path\": \"@H@/big/m\", \"access\": \"write\", \"source\": \"@T@/elsewhere\", "
+                            "\"why\": \"mounted\" } ] }\n";
+  g_autofree char *big = NULL;
+  g_autoptr (FbViewNode) node = NULL;
+  g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  Collect c = { .names = names, .limit = 10 };
+
+  mkdir_host (fx, "host/big");
+  mkdir_host (fx, "elsewhere");
+  big = fx_host (fx, "host/big");
+  for (int i = 0; i < 300; i++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s/before-%03d", big, i);
+      test_write (p, "", 0644);
+    }
+  fx_start (fx, pol, NULL, -1);
+  node = fx_node (fx, "/big");
+  assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, 0, false, collect, &c), 0);
+  assert_int_equal (names->len, 10);
+  /* the host directory changes under the listing */
+  for (int i = 0; i < 300; i++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s/after-%03d", big, i);
+      test_write (p, "", 0644);
+    }
+  for (;;)
+    {
+      guint before = names->len;
+      c.taken = 0;
+      assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, c.last, false, collect, &c), 0);
+      if (names->len == before)
+        break;
+    }
+  g_ptr_array_sort (names, (GCompareFunc)(void *)test_cmp_names);
+  for (guint i = 1; i < names->len; i++)
+    if (strcmp (names->pdata[i - 1], names->pdata[i]) == 0)
+      fail_msg ("%s listed twice", (char *)names->pdata[i]);
+  /* ".", "..", the mount point and every name there at the start */
+  assert_int_equal (names->len, 303);
+  for (guint i = 0; i < names->len; i++)
+    assert_false (g_str_has_prefix (names->pdata[i], "after-"));
+}
+
 /* The (name, offset) pairs of REL, LIMIT at a time; through an open
  * directory or (AT) without. */
 static char *
@@ -736,5 +792,6 @@ test_evictable_and_detached (void **state)
 
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_traversable), FX_TEST (test_private_and_synthetic),
                   FX_TEST (test_private_unmade_fails), FX_TEST (test_blank_dirs), FX_TEST (test_readdir_resume),
-                  FX_TEST (test_readdir_offsets), FX_TEST (test_readdir_at_policy), FX_TEST (test_walk),
-                  FX_TEST (test_nodes_and_counts), FX_TEST (test_object_index), FX_TEST (test_evictable_and_detached))
+                  FX_TEST (test_readdir_offsets), FX_TEST (test_readdir_at_policy),
+                  FX_TEST (test_assembled_listing_changes), FX_TEST (test_walk), FX_TEST (test_nodes_and_counts),
+                  FX_TEST (test_object_index), FX_TEST (test_evictable_and_detached))
