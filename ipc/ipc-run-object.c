@@ -174,14 +174,8 @@ write_run_file (const char *path, const char *text, GError **error)
 static gboolean
 given_dir_private (const char *dir, GError **error)
 {
-  g_autoptr (GError) local = NULL;
-
-  if (fb_path_check_private (dir, false, &local))
-    return TRUE;
-  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
-               "--run-dir %s: %s; give a directory of your own where no other user may write on the way", dir,
-               local->message);
-  return FALSE;
+  return fb_path_check_private (dir, false, "--run-dir",
+                                "give a directory of your own where no other user may write on the way", error);
 }
 
 /* --run-dir: made 0700, new or empty (runs never share a directory). */
@@ -254,15 +248,10 @@ fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
   if (run->log_given)
     {
       g_autofree char *log_dir = g_path_get_dirname (run->log_path);
-      g_autoptr (GError) local = NULL;
 
-      if (!fb_path_check_private (log_dir, true, &local))
-        {
-          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
-                       "--log %s: %s; give a file in a directory where no other user may write on the way",
-                       run->log_path, local->message);
-          return FALSE;
-        }
+      if (!fb_path_check_private (log_dir, true, "--log's directory",
+                                  "give a file in a directory where no other user may write on the way", error))
+        return FALSE;
     }
   run->policy = fb_policy_ref (policy);
   /* The effective policy beside the log, for whoever audits the run; it

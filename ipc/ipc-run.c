@@ -73,15 +73,8 @@ fb_run_sessions_root (void)
 static gboolean
 state_path_ok (const char *dir, GError **error)
 {
-  g_autoptr (GError) local = NULL;
-
-  if (fb_path_check_private (dir, false, &local))
-    return TRUE;
-  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-               "fusebox's state directory %s is not out of other users' reach: %s; set XDG_STATE_HOME to a "
-               "directory of your own that only you may write",
-               dir, local->message);
-  return FALSE;
+  return fb_path_check_private (dir, false, "fusebox's state directory",
+                                "set XDG_STATE_HOME to a directory of your own that only you may write", error);
 }
 
 gboolean

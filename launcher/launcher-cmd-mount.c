@@ -117,11 +117,10 @@ check_mountpoint (const char *arg)
    * become a link to /etc between this check and the mount). */
   {
     g_autoptr (GError) error = NULL;
-    if (!fb_path_check_private (arg, true, &error))
+    if (!fb_path_check_private (arg, true, "the mount point",
+                                "mount on a directory of yours where no other user may write on the way", &error))
       {
-        fb_cmd_error ("mount: the mount point %s is not out of other users' reach: %s; mount on a directory of "
-                      "yours where no other user may write on the way",
-                      arg, error->message);
+        fb_cmd_error ("mount: %s", error->message);
         return NULL;
       }
   }

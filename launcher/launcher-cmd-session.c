@@ -209,11 +209,10 @@ sessions_dir_ok (const char *command)
 
   /* and the way to them: a directory of another user's above them could
    * swap them, between these checks and the lock's open, for a link */
-  if (!fb_path_check_private (root, false, &error))
+  if (!fb_path_check_private (root, false, "the sessions' directory",
+                              "set XDG_STATE_HOME to a directory of your own that only you may write", &error))
     {
-      fb_cmd_error ("%s: the sessions' directory %s is not out of other users' reach: %s; set XDG_STATE_HOME to a "
-                    "directory of your own that only you may write",
-                    command, root, error->message);
+      fb_cmd_error ("%s: %s", command, error->message);
       return false;
     }
 

@@ -54,8 +54,22 @@ step_problem (const struct stat *st, bool target, bool target_root_ok)
   return NULL;
 }
 
+static gboolean check_private (const char *path, bool target_root_ok, GError **error);
+
 gboolean
-fb_path_check_private (const char *path, bool target_root_ok, GError **error)
+fb_path_check_private (const char *path, bool target_root_ok, const char *what, const char *fix, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+
+  if (check_private (path, target_root_ok, &local))
+    return TRUE;
+  g_set_error (error, local->domain, local->code, "%s %s is not out of other users' reach: %s; %s", what, path,
+               local->message, fix);
+  return FALSE;
+}
+
+static gboolean
+check_private (const char *path, bool target_root_ok, GError **error)
 {
   g_autofree char *want = g_canonicalize_filename (path, NULL);
   g_autofree char *existing = g_strdup (want);

@@ -73,11 +73,13 @@ fb_realpath (const char *path)
  * other user may write it, unless it is sticky (/tmp: there no one moves
  * or removes what is not theirs); and PATH itself, where it exists, is the
  * caller's (or root's, with TARGET_ROOT_OK).  What is missing the caller
- * makes after, and checks again once made.  FALSE with ERROR naming the
- * step, its owner and its mode.  For the host paths a root caller writes
+ * makes after, and checks again once made.  FALSE with ERROR: "WHAT PATH is
+ * not out of other users' reach: " the step, its owner and its mode, then
+ * "; FIX".  For the host paths a root caller writes
  * in: another user's directory on the way could swap what fusebox then
  * writes, creates in or mounts over for something of theirs. */
-gboolean fb_path_check_private (const char *path, bool target_root_ok, GError **error);
+gboolean fb_path_check_private (const char *path, bool target_root_ok, const char *what, const char *fix,
+                                GError **error);
 
 /* Sends LEN bytes of BUF on the socket SOCK in one sendmsg (MSG_NOSIGNAL
  * and FLAGS), again after EINTR, with the N_FDS descriptors of FDS as
