@@ -222,6 +222,14 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
     {
       struct stat st;
 
+      /* a token another user made, or could swap, is one they know */
+      if (!fb_path_check_private (c->token_file, true, "--token-file",
+                                  "give a file of yours in a directory where no other user may write on the way",
+                                  &error))
+        {
+          fb_cmd_error ("serve: %s", error->message);
+          return FB_EXIT_FAILURE;
+        }
       c->token = fb_cmd_read_token (c->token_file, &error);
       if (c->token == NULL)
         {
@@ -232,6 +240,20 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
         fb_cmd_print (stderr,
                       "fusebox: serve: warning: the token file %s is readable by others (mode %o); chmod 600 it\n",
                       c->token_file, st.st_mode & 0777);
+    }
+  /* The socket is made, and removed at the end, by path: in a directory
+   * another user may change, they could put their own listener in its
+   * place, or have the end remove a socket of someone else's. */
+  if (c->listen != NULL && g_str_has_prefix (c->listen, "unix:"))
+    {
+      g_autofree char *dir = g_path_get_dirname (c->listen + strlen ("unix:"));
+      if (!fb_path_check_private (dir, true, "--listen's directory",
+                                  "give a socket path in a directory of yours where no other user may write on the way",
+                                  &error))
+        {
+          fb_cmd_error ("serve: %s", error->message);
+          return FB_EXIT_FAILURE;
+        }
     }
   if (c->run.workspace != NULL &&
       (c->run.workspace_real = fb_cmd_resolve_workspace ("serve", c->run.workspace)) == NULL)

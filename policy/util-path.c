@@ -71,62 +71,68 @@ fb_path_check_private (const char *path, bool target_root_ok, const char *what, 
 static gboolean
 check_private (const char *path, bool target_root_ok, GError **error)
 {
-  g_autofree char *want = g_canonicalize_filename (path, NULL);
-  g_autofree char *existing = g_strdup (want);
+  /* PATH as the kernel will take it: made absolute, but not canonicalized
+   * as text ("LINK/.." is the link's target's parent, not the link's) */
+  g_autofree char *cwd = g_path_is_absolute (path) ? NULL : g_get_current_dir ();
+  g_autofree char *abs = cwd != NULL ? g_strconcat (cwd, "/", path, NULL) : g_strdup (path);
+  g_auto (GStrv) parts = g_strsplit (abs, "/", -1);
+  g_autoptr (GString) existing = g_string_new ("/");
   g_autofree char *real = NULL;
   g_autoptr (GString) walked = g_string_new ("/");
   g_auto (GStrv) steps = NULL;
   _fb_cleanup_fd_ int fd = -1;
   struct stat st;
-  bool whole;
+  bool whole = true;
+  guint last = 0;
 
-  /* the part of PATH that exists: what is missing, the caller creates */
-  while (lstat (existing, &st) < 0 && errno == ENOENT && strcmp (existing, "/") != 0)
-    {
-      char *up = g_path_get_dirname (existing);
-      g_free (existing);
-      existing = up;
-    }
-  whole = strcmp (existing, want) == 0;
+  for (guint i = 0; parts[i] != NULL; i++)
+    if (parts[i][0] != '\0')
+      last = i;
 
-  /* The way as written: a link on it (a directory of another user's that
-   * holds one, or a link of theirs in /tmp) decides where it leads. */
-  for (const char *p = existing + 1;; p++)
+  /* The way as written, a step at a time, each as the kernel reaches it:
+   * a link on it (a directory of another user's that holds one, or a link
+   * of theirs in /tmp) decides where it leads.  Up to the part of PATH that
+   * exists: what is missing, the caller creates (and checks again). */
+  for (guint i = 0; parts[i] != NULL; i++)
     {
-      bool target = *p == '\0';
-      if (*p != '/' && !target)
+      gsize len = existing->len;
+      const char *problem;
+
+      if (parts[i][0] == '\0')
         continue;
-      {
-        g_autofree char *prefix = g_strndup (existing, MAX (p - existing, 1));
-        const char *problem;
-
-        if (lstat (prefix, &st) < 0)
-          {
-            int e = errno;
-            g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", prefix, g_strerror (e));
-            return FALSE;
-          }
-        /* a link of root's or ours is followed (realpath, below) */
-        problem = S_ISLNK (st.st_mode) && (st.st_uid == 0 || st.st_uid == geteuid () || st.st_uid == unmapped_uid ())
-                    ? NULL
-                    : step_problem (&st, target && whole, target_root_ok);
-        if (problem != NULL)
-          {
-            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
-                         "%s %s (owner uid %u, mode %04o): another user could put something else in its place", prefix,
-                         problem, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-            return FALSE;
-          }
-      }
-      if (target)
-        break;
+      if (existing->len > 1)
+        g_string_append_c (existing, '/');
+      g_string_append (existing, parts[i]);
+      if (lstat (existing->str, &st) < 0)
+        {
+          int e = errno;
+          if (e == ENOENT)
+            {
+              g_string_truncate (existing, len);
+              whole = false;
+              break;
+            }
+          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", existing->str, g_strerror (e));
+          return FALSE;
+        }
+      /* a link of root's or ours is followed (realpath, below) */
+      problem = S_ISLNK (st.st_mode) && (st.st_uid == 0 || st.st_uid == geteuid () || st.st_uid == unmapped_uid ())
+                  ? NULL
+                  : step_problem (&st, i == last, target_root_ok);
+      if (problem != NULL)
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                       "%s %s (owner uid %u, mode %04o): another user could put something else in its place",
+                       existing->str, problem, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+          return FALSE;
+        }
     }
 
-  real = fb_realpath (existing);
+  real = fb_realpath (existing->str);
   if (real == NULL)
     {
       int e = errno;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", existing, g_strerror (e));
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: %s", existing->str, g_strerror (e));
       return FALSE;
     }
 

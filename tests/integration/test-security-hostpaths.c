@@ -101,6 +101,9 @@ test_state_of_another_user (void **state)
   g_autofree char *theirs = other_dir (fx, "their-state", 0777);
   g_autofree char *tmp_like = g_build_filename (fx->tmp, "tmp-like", NULL);
   g_autofree char *made = g_build_filename (theirs, "fusebox", NULL);
+  g_autofree char *inner = g_build_filename (theirs, "inner", NULL);
+  g_autofree char *dotlink = g_build_filename (fx->tmp, "their-state-link", NULL);
+  RfxResult dotdot = { 0 };
 
   g_free (fx->state);
   fx->state = g_strdup (theirs);
@@ -112,6 +115,18 @@ test_state_of_another_user (void **state)
   assert_refused (&log, 1, "not out of other users' reach");
   assert_false (g_file_test (made, G_FILE_TEST_EXISTS));
 
+  /* their link, then "..": the state lands in the parent of the link's
+   * target (theirs), whatever the text "LINK/.." seems to name */
+  assert_int_equal (mkdir (inner, 0700), 0);
+  assert_int_equal (chown (inner, OTHER_UID, OTHER_UID), 0);
+  assert_int_equal (symlink (inner, dotlink), 0);
+  assert_int_equal (lchown (dotlink, OTHER_UID, OTHER_UID), 0);
+  g_free (fx->state);
+  fx->state = g_build_filename (dotlink, "..", NULL);
+  rfx_run (fx, &dotdot, "--", "true", NULL);
+  assert_refused (&dotdot, 125, "is a symbolic link of another user's");
+  assert_false (g_file_test (made, G_FILE_TEST_EXISTS));
+
   /* a sticky, world-writable directory of root's (as /tmp) holding ours: fine */
   assert_int_equal (mkdir (tmp_like, 01777), 0);
   assert_int_equal (chmod (tmp_like, 01777), 0);
@@ -121,6 +136,7 @@ test_state_of_another_user (void **state)
   assert_int_equal (sticky.status, 0);
 
   rfx_result_clear (&run);
+  rfx_result_clear (&dotdot);
   rfx_result_clear (&session);
   rfx_result_clear (&log);
   rfx_result_clear (&sticky);
@@ -138,6 +154,10 @@ test_mount_through_another_users_link (void **state)
   g_autofree char *link = g_build_filename (theirs, "mnt", NULL);
   g_autofree char *mnt = g_build_filename (fx->tmp, "mnt", NULL);
   g_autofree char *their_log = g_build_filename (theirs, "x.jsonl", NULL);
+  g_autofree char *sub = g_build_filename (target, "sub", NULL);
+  g_autofree char *dotlink = g_build_filename (fx->tmp, "their-dotlink", NULL);
+  g_autofree char *dotdot_path = g_build_filename (dotlink, "..", NULL);
+  RfxResult dotdot = { 0 };
 
   /* a directory of root's, and their link to it where root was told to mount */
   assert_int_equal (mkdir (target, 0700), 0);
@@ -151,6 +171,15 @@ test_mount_through_another_users_link (void **state)
   assert_refused (&linked, 1, "not out of other users' reach");
   test_assert_host_readable (kept);
 
+  /* their link and "..": the kernel takes it to the link's target's
+   * parent, not to the directory that holds the link */
+  assert_int_equal (mkdir (sub, 0700), 0);
+  assert_int_equal (symlink (sub, dotlink), 0);
+  assert_int_equal (lchown (dotlink, OTHER_UID, OTHER_UID), 0);
+  rfx_fusebox (fx, &dotdot, "mount", dotdot_path, NULL);
+  assert_false (was_mounted (target));
+  assert_refused (&dotdot, 1, "is a symbolic link of another user's");
+
   /* --log in their directory: they could swap its rotated files */
   assert_int_equal (mkdir (mnt, 0700), 0);
   rfx_fusebox (fx, &log_there, "mount", "--log", their_log, mnt, NULL);
@@ -159,6 +188,7 @@ test_mount_through_another_users_link (void **state)
   assert_false (g_file_test (their_log, G_FILE_TEST_EXISTS));
 
   rfx_result_clear (&linked);
+  rfx_result_clear (&dotdot);
   rfx_result_clear (&log_there);
   RFX_PASS ();
 }

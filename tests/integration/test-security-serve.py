@@ -386,6 +386,35 @@ async def token_file_hidden(tmp, tokdir):
         srv.stop()
 
 
+async def t_paths_of_another_user(tmp):
+    """A --token-file another user made (they know the token), and a
+    --listen unix: socket in a directory of theirs (they could put their
+    own listener there, or have the server's end remove a socket of
+    someone else's): both refused before anything is served."""
+    if os.geteuid() != 0:
+        return
+    os.chmod(tmp, 0o755)
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(tmp, "state-paths"))
+    theirs = tempfile.mkdtemp(prefix="theirs-", dir=tmp)
+    os.chmod(theirs, 0o777)
+    os.chown(theirs, NOBODY, NOBODY)
+    token = os.path.join(theirs, "token")
+    with open(token, "w") as f:
+        f.write("a-token-they-know\n")
+    os.chmod(token, 0o600)
+    os.chown(token, NOBODY, NOBODY)
+    with open(token) as f:  # there, and readable by the server's user
+        assert f.read().strip() == "a-token-they-know"
+    r = subprocess.run([BIN, "serve", "--listen", "ws://127.0.0.1:0", "--token-file", token], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "not out of other users' reach" in r.stderr and r.stdout == "", r
+    sock = os.path.join(theirs, "api.sock")
+    r = subprocess.run([BIN, "serve", "--listen", "unix:" + sock], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and "not out of other users' reach" in r.stderr, r
+    assert not os.path.exists(sock)
+
+
 async def t_unix_socket(tmp):
     path = os.path.join(tmp, "api.sock")
     srv = Server(tmp, listen="unix:" + path)
@@ -925,6 +954,7 @@ async def t_floors_taken(tmp):
 
 async def main(tmp):
     tests = [("token_required", t_token_required), ("token_file_hidden", t_token_file_hidden),
+             ("paths_of_another_user", t_paths_of_another_user),
              ("other_user", t_other_user),
              ("insecure_no_auth", t_insecure_no_auth), ("unix_socket", t_unix_socket),
              ("resume_takeover", t_resume_takeover), ("resume_guessed", t_resume_guessed),
