@@ -309,6 +309,10 @@ struct FbView
    * fb_view_new: the objects, and the directories that hold them */
   GArray *state_ids;
   GArray *state_parents;
+  /* and the access logs among them, by their directory and name (a log's
+   * rotation makes new files there, which no identity recorded at start
+   * covers): StateLog */
+  GArray *state_logs;
   struct timespec started;
   guint64 generation;       /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */

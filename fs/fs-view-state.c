@@ -15,7 +15,11 @@
  *    create, never listed), and the log says fusebox hid it;
  *  - any host object the view is about to make a node of is checked too,
  *    so that an alias the first check can't know of (a bind mount of one
- *    elsewhere, a directory the host moved since) is not found either.
+ *    elsewhere, a directory the host moved since) is not found either;
+ *  - an access log among them (a file named STEM.jsonl) is hidden by name
+ *    as well, in its directory: the live file and every rotated one
+ *    (STEM.FIRST-LAST.jsonl, STEM.FIRST-LAST.N.jsonl), which a rotation
+ *    makes anew, new inodes no identity recorded at start could cover.
  * The sets are built before the view is used and never change: no lock. */
 #include "fs/fs-private.h"
 
@@ -39,6 +43,47 @@ host_id_cmp (const void *a, const void *b)
   if (x->ino != y->ino)
     return x->ino < y->ino ? -1 : 1;
   return 0;
+}
+
+typedef struct
+{
+  HostId dir;
+  char *stem; /* the live file's name less ".jsonl" */
+} StateLog;
+
+static void
+state_log_clear (gpointer p)
+{
+  g_free (((StateLog *)p)->stem);
+}
+
+/* NAME is STEM's live file or one of its rotated files. */
+static bool
+is_log_name (const char *stem, const char *name)
+{
+  gsize n = strlen (stem);
+  const char *p;
+
+  if (strncmp (name, stem, n) != 0 || name[n] != '.')
+    return false;
+  p = name + n + 1;
+  if (strcmp (p, "jsonl") == 0)
+    return true;
+  /* FIRST-LAST, then .N maybe, then .jsonl */
+  for (int part = 0; part < 3; part++)
+    {
+      if (!g_ascii_isdigit (*p))
+        return false;
+      while (g_ascii_isdigit (*p))
+        p++;
+      if (part == 0 && *p++ != '-')
+        return false;
+      if (part >= 1 && strcmp (p, ".jsonl") == 0)
+        return true;
+      if (part >= 1 && *p++ != '.')
+        return false;
+    }
+  return false;
 }
 
 static void
@@ -80,7 +125,22 @@ view_state_init (FbView *view)
       add_id (view->state_ids, &st);
       parent = g_path_get_dirname (paths[i]);
       if (stat (parent, &pst) == 0 && S_ISDIR (pst.st_mode))
-        add_id (view->state_parents, &pst);
+        {
+          g_autofree char *base = g_path_get_basename (paths[i]);
+
+          add_id (view->state_parents, &pst);
+          if (S_ISREG (st.st_mode) && g_str_has_suffix (base, ".jsonl"))
+            {
+              StateLog log = { { pst.st_dev, pst.st_ino }, g_strndup (base, strlen (base) - strlen (".jsonl")) };
+
+              if (view->state_logs == NULL)
+                {
+                  view->state_logs = g_array_new (FALSE, FALSE, sizeof (StateLog));
+                  g_array_set_clear_func (view->state_logs, state_log_clear);
+                }
+              g_array_append_val (view->state_logs, log);
+            }
+        }
     }
   if (view->state_ids != NULL)
     {
@@ -94,6 +154,21 @@ view_state_clear (FbView *view)
 {
   g_clear_pointer (&view->state_ids, g_array_unref);
   g_clear_pointer (&view->state_parents, g_array_unref);
+  g_clear_pointer (&view->state_logs, g_array_unref);
+}
+
+/* NAME in the directory (DEV, INO) is one of the logs' files */
+static bool
+state_log_named (FbView *view, dev_t dev, ino_t ino, const char *name)
+{
+  for (guint i = 0; view->state_logs != NULL && i < view->state_logs->len; i++)
+    {
+      const StateLog *log = &g_array_index (view->state_logs, StateLog, i);
+
+      if (log->dir.dev == dev && log->dir.ino == ino && is_log_name (log->stem, name))
+        return true;
+    }
+  return false;
 }
 
 bool
@@ -117,9 +192,12 @@ view_state_decide (FbView *view, FbViewNode *parent, const NodeState *pst, const
   /* A mount point shows its source, not what the host has at the name. */
   if (decision->is_mount_point || name_in (pst->decision.mounted_children, name))
     return;
-  fd = node_fd_get (parent, &hold);
-  if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !view_state_hides (view, &st))
-    return;
+  if (!state_log_named (view, parent->dev, parent->ino, name))
+    {
+      fd = node_fd_get (parent, &hold);
+      if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !view_state_hides (view, &st))
+        return;
+    }
   decision->access = FB_POLICY_ACCESS_HIDE;
   decision->traversable = false;
   decision->rule = view_refusal_rule (VIEW_REFUSAL_OWN_STATE);

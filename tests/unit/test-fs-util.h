@@ -87,6 +87,7 @@ typedef struct
   FbView *view;
   TestSink sink;
   FbViewCaller caller;
+  const char *const *hidden_paths; /* FbViewOptions.hidden_paths for fx_start, or NULL */
 } Fx;
 
 static G_GNUC_UNUSED char *
@@ -202,6 +203,7 @@ fx_start (Fx *fx, const char *template, const char *run_rel, int level)
   fb_view_options_init (&options);
   options.sink = &fx->sink.sink;
   options.log_level = level >= 0 ? (FbLogLevel)level : FB_LOG_LEVEL_ALL;
+  options.hidden_paths = fx->hidden_paths;
   assert_int_equal (fb_view_new (fx->policy, &options, &fx->view), 0);
 }
 

@@ -726,6 +726,62 @@ test_comm_after_exec (void **state)
   assert_string_equal (e->comm, "sleep");
 }
 
+/* An access log the view hides (FbViewOptions.hidden_paths) in a directory
+ * the policy shows: the live file and every file its rotation makes later,
+ * new inodes the view never saw, are hidden by name there; a sandbox can
+ * neither read the new live log nor plant a rotated file beside it.  Other
+ * names of that directory stay visible. */
+static void
+test_rotated_log_hidden (void **state)
+{
+  Fx *fx = *state;
+  static const char pol[] = "{ \"version\": 1,\n"
+                            "  \"rules\": [\n"
+                            "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
+                            "  { \"path\": \"@H@/logs\", \"access\": \"write\", \"why\": \"logs\" } ] }\n";
+  g_autofree char *live = NULL;
+  g_autofree char *rotated = NULL;
+  const char *hidden[2] = { NULL, NULL };
+  static const char *const shown[] = { "other.jsonl", "a.jsonl.bak", "a.x-1.jsonl", "ab.jsonl" };
+
+  write_host (fx, "host/logs/a.jsonl", "{\"seq\":1}\n");
+  for (guint i = 0; i < G_N_ELEMENTS (shown); i++)
+    {
+      g_autofree char *rel = g_strconcat ("host/logs/", shown[i], NULL);
+      write_host (fx, rel, "x\n");
+    }
+  live = g_build_filename (fx->vroot, "logs", "a.jsonl", NULL);
+  hidden[0] = live;
+  fx->hidden_paths = hidden;
+  fx_start (fx, pol, NULL, -1);
+  {
+    g_autoptr (FbViewNode) logs = fx_node (fx, "/logs");
+    FbViewNode *node = NULL;
+
+    assert_errno (fb_view_lookup (fx->view, &fx->caller, logs, "a.jsonl", &node, NULL), -ENOENT);
+    /* the writer rotates: the live file renamed, a new one made */
+    rotated = g_build_filename (fx->vroot, "logs", "a.000000000001-000000000001.jsonl", NULL);
+    assert_int_equal (rename (live, rotated), 0);
+    write_host (fx, "host/logs/a.jsonl", "{\"seq\":2}\n");
+    test_assert_host_readable (live);
+    test_assert_host_readable (rotated);
+    assert_errno (fb_view_lookup (fx->view, &fx->caller, logs, "a.jsonl", &node, NULL), -ENOENT);
+    assert_errno (fb_view_lookup (fx->view, &fx->caller, logs, "a.000000000001-000000000001.jsonl", &node, NULL),
+                  -ENOENT);
+    /* a rotated file planted from inside: refused as a hidden name */
+    assert_errno (fb_view_create (fx->view, &fx->caller, logs, "a.000000000009-000000000009.2.jsonl",
+                                  O_WRONLY | O_CREAT | O_EXCL, 0644, NULL, NULL, NULL),
+                  -EACCES);
+    assert_false (host_exists (fx, "host/logs/a.000000000009-000000000009.2.jsonl"));
+    for (guint i = 0; i < G_N_ELEMENTS (shown); i++)
+      {
+        assert_errno (fb_view_lookup (fx->view, &fx->caller, logs, shown[i], &node, NULL), 0);
+        g_clear_pointer (&node, fb_view_node_unref);
+      }
+  }
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_table), FX_TEST (test_every_op_logged), FX_TEST (test_names),
                   FX_TEST (test_privilege_refusals), FX_TEST (test_close_event_bytes), FX_TEST (test_levels),
-                  FX_TEST (test_handle_io), FX_TEST (test_act_as_caller), FX_TEST (test_comm_after_exec))
+                  FX_TEST (test_handle_io), FX_TEST (test_act_as_caller), FX_TEST (test_comm_after_exec),
+                  FX_TEST (test_rotated_log_hidden))
