@@ -2,6 +2,8 @@
 #include "policy/util.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -32,6 +34,33 @@ unmapped_uid (void)
   return uid;
 }
 
+/* Whether GID is the caller's own group and no one else's: the caller's
+ * group, of the caller's name, with no other member listed (user private
+ * groups, where a umask of 002 makes every new directory group-writable;
+ * as OpenSSH's StrictModes allows). */
+static bool
+group_is_private (gid_t gid)
+{
+  static gsize once = 0;
+  static gid_t private_gid = (gid_t)-1;
+
+  if (g_once_init_enter (&once))
+    {
+      struct passwd *pw = getpwuid (geteuid ());
+      g_autofree char *user = pw != NULL ? g_strdup (pw->pw_name) : NULL;
+      struct group *gr = getgrgid (getegid ());
+      bool alone = gr != NULL && user != NULL && strcmp (gr->gr_name, user) == 0;
+
+      for (char **m = gr != NULL ? gr->gr_mem : NULL; alone && m != NULL && *m != NULL; m++)
+        if (strcmp (*m, user) != 0)
+          alone = false;
+      if (alone)
+        private_gid = getegid ();
+      g_once_init_leave (&once, 1);
+    }
+  return gid == private_gid;
+}
+
 /* What a step's owner and mode allow: NULL, or what is wrong with it. */
 static const char *
 step_problem (const struct stat *st, bool target, bool target_root_ok)
@@ -49,7 +78,8 @@ step_problem (const struct stat *st, bool target, bool target_root_ok)
   /* a directory another user may write: they can rename or remove what
    * is in it, unless it is sticky (then only what is theirs, and each
    * step below is checked as its own) */
-  if (S_ISDIR (st->st_mode) && (st->st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st->st_mode & S_ISVTX) == 0)
+  if (S_ISDIR (st->st_mode) && (st->st_mode & S_ISVTX) == 0 &&
+      ((st->st_mode & S_IWOTH) != 0 || ((st->st_mode & S_IWGRP) != 0 && !group_is_private (st->st_gid))))
     return "is writable by other users";
   return NULL;
 }

@@ -19,6 +19,8 @@
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
 #include "tests/lib/test-run.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -100,6 +102,9 @@ test_state_of_another_user (void **state)
   RfxResult run = { 0 }, session = { 0 }, log = { 0 }, sticky = { 0 };
   g_autofree char *theirs = other_dir (fx, "their-state", 0777);
   g_autofree char *tmp_like = g_build_filename (fx->tmp, "tmp-like", NULL);
+  g_autofree char *group_other = g_build_filename (fx->tmp, "group-other", NULL);
+  g_autofree char *group_mine = g_build_filename (fx->tmp, "group-mine", NULL);
+  RfxResult grp = { 0 }, upg = { 0 };
   g_autofree char *made = g_build_filename (theirs, "fusebox", NULL);
   g_autofree char *inner = g_build_filename (theirs, "inner", NULL);
   g_autofree char *dotlink = g_build_filename (fx->tmp, "their-state-link", NULL);
@@ -127,6 +132,33 @@ test_state_of_another_user (void **state)
   assert_refused (&dotdot, 125, "is a symbolic link of another user's");
   assert_false (g_file_test (made, G_FILE_TEST_EXISTS));
 
+  /* group-writable: refused when the group is another's, fine when it is
+   * the caller's private group (a umask of 002 makes every directory so) */
+  assert_int_equal (mkdir (group_other, 0775), 0);
+  assert_int_equal (chmod (group_other, 0775), 0);
+  assert_int_equal (chown (group_other, getuid (), OTHER_UID), 0);
+  g_free (fx->state);
+  fx->state = g_build_filename (group_other, "state", NULL);
+  rfx_run (fx, &grp, "--", "true", NULL);
+  assert_refused (&grp, 125, "is writable by other users");
+  {
+    struct passwd *pw = getpwuid (getuid ());
+    struct group *gr = getgrgid (getgid ());
+    bool private_group = pw != NULL && gr != NULL && strcmp (pw->pw_name, gr->gr_name) == 0 &&
+                         (gr->gr_mem[0] == NULL || (strcmp (gr->gr_mem[0], pw->pw_name) == 0 && gr->gr_mem[1] == NULL));
+
+    assert_int_equal (mkdir (group_mine, 0775), 0);
+    assert_int_equal (chmod (group_mine, 0775), 0);
+    assert_int_equal (chown (group_mine, getuid (), getgid ()), 0);
+    g_free (fx->state);
+    fx->state = g_build_filename (group_mine, "state", NULL);
+    rfx_run (fx, &upg, "--", "true", NULL);
+    if (private_group)
+      assert_int_equal (upg.status, 0);
+    else
+      assert_refused (&upg, 125, "is writable by other users");
+  }
+
   /* a sticky, world-writable directory of root's (as /tmp) holding ours: fine */
   assert_int_equal (mkdir (tmp_like, 01777), 0);
   assert_int_equal (chmod (tmp_like, 01777), 0);
@@ -140,6 +172,8 @@ test_state_of_another_user (void **state)
   rfx_result_clear (&session);
   rfx_result_clear (&log);
   rfx_result_clear (&sticky);
+  rfx_result_clear (&grp);
+  rfx_result_clear (&upg);
   RFX_PASS ();
 }
 
