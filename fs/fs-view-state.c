@@ -16,10 +16,11 @@
  *  - any host object the view is about to make a node of is checked too,
  *    so that an alias the first check can't know of (a bind mount of one
  *    elsewhere, a directory the host moved since) is not found either;
- *  - an access log among them (a file named STEM.jsonl) is hidden by name
- *    as well, in its directory: the live file and every rotated one
- *    (STEM.FIRST-LAST.jsonl, STEM.FIRST-LAST.N.jsonl), which a rotation
- *    makes anew, new inodes no identity recorded at start could cover.
+ *  - a file among them (an access log: its rotation makes new files, new
+ *    inodes no identity recorded at start could cover) is hidden by name
+ *    as well, in its directory: its name, and every name its rotation
+ *    gives (STEM.FIRST-LAST.jsonl, STEM.FIRST-LAST.N.jsonl, STEM its
+ *    name less ".jsonl", as ipc/ipc-logread.c's fb_log_rotated_name).
  * The sets are built before the view is used and never change: no lock. */
 #include "fs/fs-private.h"
 
@@ -48,27 +49,29 @@ host_id_cmp (const void *a, const void *b)
 typedef struct
 {
   HostId dir;
-  char *stem; /* the live file's name less ".jsonl" */
+  char *live; /* the file's name */
+  char *stem; /* that name less ".jsonl" */
 } StateLog;
 
 static void
 state_log_clear (gpointer p)
 {
+  g_free (((StateLog *)p)->live);
   g_free (((StateLog *)p)->stem);
 }
 
-/* NAME is STEM's live file or one of its rotated files. */
+/* NAME is LOG's live file or one of its rotated files. */
 static bool
-is_log_name (const char *stem, const char *name)
+is_log_name (const StateLog *log, const char *name)
 {
-  gsize n = strlen (stem);
+  gsize n = strlen (log->stem);
   const char *p;
 
-  if (strncmp (name, stem, n) != 0 || name[n] != '.')
+  if (strcmp (name, log->live) == 0)
+    return true;
+  if (strncmp (name, log->stem, n) != 0 || name[n] != '.')
     return false;
   p = name + n + 1;
-  if (strcmp (p, "jsonl") == 0)
-    return true;
   /* FIRST-LAST, then .N maybe, then .jsonl */
   for (int part = 0; part < 3; part++)
     {
@@ -129,9 +132,12 @@ view_state_init (FbView *view)
           g_autofree char *base = g_path_get_basename (paths[i]);
 
           add_id (view->state_parents, &pst);
-          if (S_ISREG (st.st_mode) && g_str_has_suffix (base, ".jsonl"))
+          if (S_ISREG (st.st_mode))
             {
-              StateLog log = { { pst.st_dev, pst.st_ino }, g_strndup (base, strlen (base) - strlen (".jsonl")) };
+              StateLog log = { { pst.st_dev, pst.st_ino },
+                               g_strdup (base),
+                               g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl"))
+                                                                 : g_strdup (base) };
 
               if (view->state_logs == NULL)
                 {
@@ -165,7 +171,7 @@ state_log_named (FbView *view, dev_t dev, ino_t ino, const char *name)
     {
       const StateLog *log = &g_array_index (view->state_logs, StateLog, i);
 
-      if (log->dir.dev == dev && log->dir.ino == ino && is_log_name (log->stem, name))
+      if (log->dir.dev == dev && log->dir.ino == ino && is_log_name (log, name))
         return true;
     }
   return false;

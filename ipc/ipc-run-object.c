@@ -171,32 +171,17 @@ write_run_file (const char *path, const char *text, GError **error)
   return TRUE;
 }
 
-static gboolean
-given_dir_private (const char *dir, GError **error)
-{
-  return fb_path_check_private (dir, false, "--run-dir",
-                                "give a directory of your own where no other user may write on the way", error);
-}
-
 /* --run-dir: made 0700, new or empty (runs never share a directory). */
 static gboolean
 make_given_dir (const char *dir, GError **error)
 {
   g_autoptr (GDir) d = NULL;
 
-  /* out of other users' reach, before and once made: a directory of
-   * another user's (an empty one made ready, or one on the way to it)
-   * would let them swap its private sources and its log */
-  if (!given_dir_private (dir, error))
-    return FALSE;
-  if (g_mkdir_with_parents (dir, 0700) < 0)
-    {
-      int e = errno;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
-                   "--run-dir %s: %s; give a directory you can create", dir, g_strerror (e));
-      return FALSE;
-    }
-  if (!given_dir_private (dir, error))
+  /* out of other users' reach, and made so: a directory of another
+   * user's (an empty one made ready, one on the way to it, one made in
+   * a race) would let them swap its private sources and its log */
+  if (!fb_path_make_private (dir, "--run-dir", "give a directory of your own where no other user may write on the way",
+                             error))
     return FALSE;
   d = g_dir_open (dir, 0, NULL);
   if (d == NULL)
@@ -249,6 +234,13 @@ fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
     {
       g_autofree char *log_dir = g_path_get_dirname (run->log_path);
 
+      /* there already: one made after this check could be another's */
+      if (!g_file_test (log_dir, G_FILE_TEST_IS_DIR))
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                       "--log %s: its directory %s does not exist; make it first", run->log_path, log_dir);
+          return FALSE;
+        }
       if (!fb_path_check_private (log_dir, true, "--log's directory",
                                   "give a file in a directory where no other user may write on the way", error))
         return FALSE;

@@ -109,17 +109,8 @@ fb_run_dir_create (const char *run_id, GError **error)
    * of other users' reach before and once made (a directory of another
    * user on the way could swap a run directory, or the runs root, for one
    * of theirs: root would then write its runs there). */
-  if (!state_path_ok (root, error))
-    return NULL;
-  if (g_mkdir_with_parents (root, 0700) < 0)
-    {
-      int errsv = errno;
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
-                   "can't create the run-directory root %s: %s; set XDG_STATE_HOME to a writable directory", root,
-                   g_strerror (errsv));
-      return NULL;
-    }
-  if (!state_path_ok (root, error))
+  if (!fb_path_make_private (root, "fusebox's state directory",
+                             "set XDG_STATE_HOME to a directory of your own that only you may write", error))
     return NULL;
   dir = g_build_filename (root, run_id, NULL);
   if (mkdir (dir, 0700) == 0)
@@ -275,7 +266,7 @@ fb_run_state_paths (const char *run_dir, const char *log_path)
   g_ptr_array_add (out, g_strdup (root));
   /* the control sockets of `run --session`: made now, if need be, so that
    * a view started before the first session hides it too (by identity) */
-  if (g_mkdir_with_parents (sessions, 0700) == 0)
+  if (fb_path_make_private (sessions, "the sessions' directory", "", NULL))
     g_ptr_array_add (out, g_strdup (sessions));
   if (run_dir != NULL)
     {

@@ -1075,7 +1075,13 @@ start_session (const RunOptions *o, const char *name)
   pid_t pid;
   ssize_t n;
 
-  if (g_mkdir_with_parents (root, 0700) < 0 || !sessions_dir_ok ("run: --session") || chmod (root, 0700) < 0 ||
+  if (!fb_path_make_private (root, "the sessions' directory",
+                             "set XDG_STATE_HOME to a directory of your own that only you may write", &error))
+    {
+      fb_cmd_error ("run: --session %s: %s", name, error->message);
+      return -1;
+    }
+  if (!sessions_dir_ok ("run: --session") || chmod (root, 0700) < 0 ||
       (lock = open (lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock (lock, LOCK_EX) < 0)
     {
       fb_cmd_error ("run: --session %s: %s: %s; set XDG_STATE_HOME to a writable directory", name,

@@ -73,6 +73,12 @@ step_problem (const struct stat *st, bool target, bool target_root_ok)
     return "is a symbolic link of another user's";
   if (target && !target_root_ok && st->st_uid != me)
     return "is not yours";
+  /* what the caller makes its own things in: sticky or not, another
+   * user may make new names there (an empty directory refilled between
+   * its check and its use) */
+  if (target && !target_root_ok && S_ISDIR (st->st_mode) &&
+      ((st->st_mode & S_IWOTH) != 0 || ((st->st_mode & S_IWGRP) != 0 && !group_is_private (st->st_gid))))
+    return "is writable by other users";
   if (st->st_uid != me && !rootish)
     return "belongs to another user";
   /* a directory another user may write: they can rename or remove what
@@ -202,4 +208,69 @@ check_private (const char *path, bool target_root_ok, GError **error)
         fd = next;
       }
     }
+}
+
+gboolean
+fb_path_make_private (const char *path, const char *what, const char *fix, GError **error)
+{
+  g_autofree char *cwd = g_path_is_absolute (path) ? NULL : g_get_current_dir ();
+  g_autofree char *abs = cwd != NULL ? g_strconcat (cwd, "/", path, NULL) : g_strdup (path);
+  g_auto (GStrv) parts = g_strsplit (abs, "/", -1);
+  g_autoptr (GString) have = g_string_new ("/");
+  _fb_cleanup_fd_ int fd = -1;
+  guint i;
+
+  if (!fb_path_check_private (path, false, what, fix, error))
+    return FALSE;
+  /* the part that exists, checked just now: nothing on it can change */
+  for (i = 0; parts[i] != NULL; i++)
+    {
+      struct stat st;
+      gsize len = have->len;
+
+      if (parts[i][0] == '\0')
+        continue;
+      if (have->len > 1)
+        g_string_append_c (have, '/');
+      g_string_append (have, parts[i]);
+      if (lstat (have->str, &st) < 0)
+        {
+          g_string_truncate (have, len);
+          break;
+        }
+    }
+  fd = open (have->str, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  /* the rest, made a step at a time below the part checked, never
+   * through a link: each made 0700, or found made (by another too, in a
+   * race) and then taken only when it is the caller's and no one else's */
+  for (; parts[i] != NULL; i++)
+    {
+      struct stat st;
+      int next;
+
+      if (parts[i][0] == '\0' || strcmp (parts[i], ".") == 0)
+        continue;
+      if (fd < 0 || strcmp (parts[i], "..") == 0 || (mkdirat (fd, parts[i], 0700) < 0 && errno != EEXIST))
+        {
+          int e = fd < 0 || strcmp (parts[i], "..") != 0 ? errno : EINVAL;
+          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s %s: can't make %s in %s: %s; %s", what,
+                       path, parts[i], have->str, g_strerror (e), fix);
+          return FALSE;
+        }
+      next = openat (fd, parts[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      fb_fd_close (&fd);
+      fd = next;
+      if (have->len > 1)
+        g_string_append_c (have, '/');
+      g_string_append (have, parts[i]);
+      if (fd < 0 || fstat (fd, &st) < 0 || st.st_uid != geteuid () || (st.st_mode & 022) != 0)
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                       "%s %s is not out of other users' reach: %s was made by someone else meanwhile, or is not a "
+                       "directory of yours that only you may write; %s",
+                       what, path, have->str, fix);
+          return FALSE;
+        }
+    }
+  return fb_path_check_private (path, false, what, fix, error);
 }

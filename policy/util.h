@@ -80,6 +80,11 @@ fb_realpath (const char *path)
  * writes, creates in or mounts over for something of theirs. */
 gboolean fb_path_check_private (const char *path, bool target_root_ok, const char *what, const char *fix,
                                 GError **error);
+/* mkdir -p of PATH for the caller's own use, out of other users' reach:
+ * what exists is checked (fb_path_check_private, the caller's at the end),
+ * the rest made 0700 a step at a time below it, never through a link, and
+ * each step found made taken only when it is the caller's alone. */
+gboolean fb_path_make_private (const char *path, const char *what, const char *fix, GError **error);
 
 /* Sends LEN bytes of BUF on the socket SOCK in one sendmsg (MSG_NOSIGNAL
  * and FLAGS), again after EINTR, with the N_FDS descriptors of FDS as

@@ -73,6 +73,8 @@ test_run_dir_of_another_user (void **state)
   g_autofree char *mine_dir = g_build_filename (fx->tmp, "mine", NULL);
   g_autofree char *ready_policy = g_build_filename (ready, "policy.json", NULL);
   g_autofree char *mine_log = g_build_filename (mine_dir, "access.jsonl", NULL);
+  g_autofree char *sticky_dir = g_build_filename (fx->tmp, "shared-scratch", NULL);
+  RfxResult sticky = { 0 };
 
   /* an empty directory of theirs, 0777: root could chmod it, but it stays theirs */
   rfx_run (fx, &made_ready, "--run-dir", ready, "--", "true", NULL);
@@ -84,12 +86,20 @@ test_run_dir_of_another_user (void **state)
   rfx_run (fx, &below, "--run-dir", below_dir, "--", "true", NULL);
   assert_refused (&below, 125, "belongs to another user");
 
+  /* an empty sticky directory of root's, open to all (as /dev/shm): others
+   * may make names in it between its check and its use */
+  assert_int_equal (mkdir (sticky_dir, 01777), 0);
+  assert_int_equal (chmod (sticky_dir, 01777), 0);
+  rfx_run (fx, &sticky, "--run-dir", sticky_dir, "--", "true", NULL);
+  assert_refused (&sticky, 125, "is writable by other users");
+
   /* the same with a directory of ours works */
   rfx_run (fx, &mine, "--run-dir", mine_dir, "--", "true", NULL);
   assert_int_equal (mine.status, 0);
   test_assert_host_readable (mine_log);
 
   rfx_result_clear (&made_ready);
+  rfx_result_clear (&sticky);
   rfx_result_clear (&below);
   rfx_result_clear (&mine);
   RFX_PASS ();
@@ -214,8 +224,19 @@ test_mount_through_another_users_link (void **state)
   assert_false (was_mounted (target));
   assert_refused (&dotdot, 1, "is a symbolic link of another user's");
 
+  /* --log in a directory not made yet: one made after the check could be theirs */
+  {
+    g_autofree char *missing_log = g_build_filename (fx->tmp, "not-made", "x.jsonl", NULL);
+    RfxResult missing = { 0 };
+
+    assert_int_equal (mkdir (mnt, 0700), 0);
+    rfx_fusebox (fx, &missing, "mount", "--log", missing_log, mnt, NULL);
+    assert_false (was_mounted (mnt));
+    assert_refused (&missing, 1, "does not exist; make it first");
+    rfx_result_clear (&missing);
+  }
+
   /* --log in their directory: they could swap its rotated files */
-  assert_int_equal (mkdir (mnt, 0700), 0);
   rfx_fusebox (fx, &log_there, "mount", "--log", their_log, mnt, NULL);
   assert_false (was_mounted (mnt));
   assert_refused (&log_there, 1, "no other user may write on the way");

@@ -741,7 +741,8 @@ test_rotated_log_hidden (void **state)
                             "  { \"path\": \"@H@/logs\", \"access\": \"write\", \"why\": \"logs\" } ] }\n";
   g_autofree char *live = NULL;
   g_autofree char *rotated = NULL;
-  const char *hidden[2] = { NULL, NULL };
+  g_autofree char *other = NULL;
+  const char *hidden[3] = { NULL, NULL, NULL };
   static const char *const shown[] = { "other.jsonl", "a.jsonl.bak", "a.x-1.jsonl", "ab.jsonl" };
 
   write_host (fx, "host/logs/a.jsonl", "{\"seq\":1}\n");
@@ -750,8 +751,11 @@ test_rotated_log_hidden (void **state)
       g_autofree char *rel = g_strconcat ("host/logs/", shown[i], NULL);
       write_host (fx, rel, "x\n");
     }
+  write_host (fx, "host/logs/b.log", "{\"seq\":1}\n");
   live = g_build_filename (fx->vroot, "logs", "a.jsonl", NULL);
+  other = g_build_filename (fx->vroot, "logs", "b.log", NULL);
   hidden[0] = live;
+  hidden[1] = other; /* a log whose name is not STEM.jsonl rotates as NAME.FIRST-LAST.jsonl */
   fx->hidden_paths = hidden;
   fx_start (fx, pol, NULL, -1);
   {
@@ -773,6 +777,16 @@ test_rotated_log_hidden (void **state)
                                   O_WRONLY | O_CREAT | O_EXCL, 0644, NULL, NULL, NULL),
                   -EACCES);
     assert_false (host_exists (fx, "host/logs/a.000000000009-000000000009.2.jsonl"));
+    {
+      g_autofree char *b_rotated = g_build_filename (fx->vroot, "logs", "b.log.000000000001-000000000001.jsonl", NULL);
+
+      assert_int_equal (rename (other, b_rotated), 0);
+      write_host (fx, "host/logs/b.log", "{\"seq\":2}\n");
+      test_assert_host_readable (b_rotated);
+      assert_errno (fb_view_lookup (fx->view, &fx->caller, logs, "b.log", &node, NULL), -ENOENT);
+      assert_errno (fb_view_lookup (fx->view, &fx->caller, logs, "b.log.000000000001-000000000001.jsonl", &node, NULL),
+                    -ENOENT);
+    }
     for (guint i = 0; i < G_N_ELEMENTS (shown); i++)
       {
         assert_errno (fb_view_lookup (fx->view, &fx->caller, logs, shown[i], &node, NULL), 0);
