@@ -234,15 +234,11 @@ fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
     {
       g_autofree char *log_dir = g_path_get_dirname (run->log_path);
 
-      /* there already: one made after this check could be another's */
-      if (!g_file_test (log_dir, G_FILE_TEST_IS_DIR))
-        {
-          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
-                       "--log %s: its directory %s does not exist; make it first", run->log_path, log_dir);
-          return FALSE;
-        }
-      if (!fb_path_check_private (log_dir, true, "--log's directory",
-                                  "give a file in a directory where no other user may write on the way", error))
+      /* there already (one made after this check could be another's), and
+       * out of other users' reach */
+      if (!fb_path_check_existing (log_dir, "--log's directory",
+                                   "give a file in a directory that exists, where no other user may write on the way",
+                                   error))
         return FALSE;
     }
   run->policy = fb_policy_ref (policy);

@@ -247,15 +247,11 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
   if (c->listen != NULL && g_str_has_prefix (c->listen, "unix:"))
     {
       g_autofree char *dir = g_path_get_dirname (c->listen + strlen ("unix:"));
-      /* there already: one made after this check could be another's */
-      if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
-        {
-          fb_cmd_error ("serve: --listen %s: its directory %s does not exist; make it first", c->listen, dir);
-          return FB_EXIT_FAILURE;
-        }
-      if (!fb_path_check_private (dir, true, "--listen's directory",
-                                  "give a socket path in a directory of yours where no other user may write on the way",
-                                  &error))
+      /* there already (one made after this check could be another's), and
+       * out of other users' reach */
+      if (!fb_path_check_existing (
+            dir, "--listen's directory",
+            "give a socket path in a directory that exists, where no other user may write on the way", &error))
         {
           fb_cmd_error ("serve: %s", error->message);
           return FB_EXIT_FAILURE;

@@ -90,22 +90,33 @@ step_problem (const struct stat *st, bool target, bool target_root_ok)
   return NULL;
 }
 
-static gboolean check_private (const char *path, bool target_root_ok, GError **error);
+static gboolean check_private (const char *path, bool target_root_ok, bool must_exist, GError **error);
 
 gboolean
 fb_path_check_private (const char *path, bool target_root_ok, const char *what, const char *fix, GError **error)
 {
   g_autoptr (GError) local = NULL;
 
-  if (check_private (path, target_root_ok, &local))
+  if (check_private (path, target_root_ok, false, &local))
     return TRUE;
   g_set_error (error, local->domain, local->code, "%s %s is not out of other users' reach: %s; %s", what, path,
                local->message, fix);
   return FALSE;
 }
 
+gboolean
+fb_path_check_existing (const char *path, const char *what, const char *fix, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+
+  if (check_private (path, true, true, &local))
+    return TRUE;
+  g_set_error (error, local->domain, local->code, "%s %s: %s; %s", what, path, local->message, fix);
+  return FALSE;
+}
+
 static gboolean
-check_private (const char *path, bool target_root_ok, GError **error)
+check_private (const char *path, bool target_root_ok, bool must_exist, GError **error)
 {
   /* PATH as the kernel will take it: made absolute, but not canonicalized
    * as text ("LINK/.." is the link's target's parent, not the link's) */
@@ -142,7 +153,7 @@ check_private (const char *path, bool target_root_ok, GError **error)
       if (lstat (existing->str, &st) < 0)
         {
           int e = errno;
-          if (e == ENOENT)
+          if (e == ENOENT && !must_exist)
             {
               g_string_truncate (existing, len);
               whole = false;

@@ -85,6 +85,10 @@ gboolean fb_path_check_private (const char *path, bool target_root_ok, const cha
  * the rest made 0700 a step at a time below it, never through a link, and
  * each step found made taken only when it is the caller's alone. */
 gboolean fb_path_make_private (const char *path, const char *what, const char *fix, GError **error);
+/* fb_path_check_private of a directory that must exist already (one made
+ * after the check could be another user's): PATH itself the caller's or
+ * root's. */
+gboolean fb_path_check_existing (const char *path, const char *what, const char *fix, GError **error);
 
 /* Sends LEN bytes of BUF on the socket SOCK in one sendmsg (MSG_NOSIGNAL
  * and FLAGS), again after EINTR, with the N_FDS descriptors of FDS as
