@@ -236,7 +236,7 @@ fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
 
       /* there already (one made after this check could be another's), and
        * out of other users' reach */
-      if (!fb_path_check_existing (log_dir, "--log's directory",
+      if (!fb_path_check_existing (log_dir, "the access log's directory",
                                    "give a file in a directory that exists, where no other user may write on the way",
                                    error))
         return FALSE;

@@ -111,7 +111,8 @@ fb_path_check_existing (const char *path, const char *what, const char *fix, GEr
 
   if (check_private (path, true, true, &local))
     return TRUE;
-  g_set_error (error, local->domain, local->code, "%s %s: %s; %s", what, path, local->message, fix);
+  g_set_error (error, local->domain, local->code, "%s %s is not out of other users' reach: %s; %s", what, path,
+               local->message, fix);
   return FALSE;
 }
 
