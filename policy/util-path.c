@@ -92,12 +92,13 @@ step_problem (const struct stat *st, bool target, bool target_root_ok)
 
 static gboolean check_private (const char *path, bool target_root_ok, bool must_exist, GError **error);
 
-gboolean
-fb_path_check_private (const char *path, bool target_root_ok, const char *what, const char *fix, GError **error)
+/* check_private, its problem put in one sentence with WHAT and FIX */
+static gboolean
+check_said (const char *path, bool target_root_ok, bool must_exist, const char *what, const char *fix, GError **error)
 {
   g_autoptr (GError) local = NULL;
 
-  if (check_private (path, target_root_ok, false, &local))
+  if (check_private (path, target_root_ok, must_exist, &local))
     return TRUE;
   g_set_error (error, local->domain, local->code, "%s %s is not out of other users' reach: %s; %s", what, path,
                local->message, fix);
@@ -105,15 +106,15 @@ fb_path_check_private (const char *path, bool target_root_ok, const char *what, 
 }
 
 gboolean
+fb_path_check_private (const char *path, bool target_root_ok, const char *what, const char *fix, GError **error)
+{
+  return check_said (path, target_root_ok, false, what, fix, error);
+}
+
+gboolean
 fb_path_check_existing (const char *path, const char *what, const char *fix, GError **error)
 {
-  g_autoptr (GError) local = NULL;
-
-  if (check_private (path, true, true, &local))
-    return TRUE;
-  g_set_error (error, local->domain, local->code, "%s %s is not out of other users' reach: %s; %s", what, path,
-               local->message, fix);
-  return FALSE;
+  return check_said (path, true, true, what, fix, error);
 }
 
 static gboolean
