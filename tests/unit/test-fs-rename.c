@@ -20,23 +20,22 @@ static const char policy_text[] =
   "  { \"glob\": \"**/*.pem\", \"access\": \"deny\", \"why\": \"keys\" },\n"
   "  { \"glob\": \"**/vault/*\", \"access\": \"deny\", \"why\": \"vaults\" } ] }\n";
 
-static void
-make_tree (Fx *fx)
-{
-  write_host (fx, "host/ws/a", "a\n");
-  write_host (fx, "host/ws/b", "b\n");
-  write_host (fx, "host/ws/proj/secret", "S\n");
-  write_host (fx, "host/ws/proj/plain", "p\n");
-  write_host (fx, "host/ws/repo/.git/config", "c\n");
-  write_host (fx, "host/ws/repo/.codex/notes", "n\n");
-  write_host (fx, "host/ws/repo/file", "f\n");
-  write_host (fx, "host/ws/ro/r", "r\n");
-  write_host (fx, "host/ws/dir1/x", "x\n");
-  mkdir_host (fx, "host/ws/dir2");
-  write_host (fx, "host/denied/d", "d\n");
-  write_host (fx, "host/ws/vault/key", "K\n");
-  write_host (fx, "host/ws/holder/vault/key", "K\n");
-}
+static const TestHostFile host_tree[] = {
+  { "host/ws/a", "a\n" },
+  { "host/ws/b", "b\n" },
+  { "host/ws/proj/secret", "S\n" },
+  { "host/ws/proj/plain", "p\n" },
+  { "host/ws/repo/.git/config", "c\n" },
+  { "host/ws/repo/.codex/notes", "n\n" },
+  { "host/ws/repo/file", "f\n" },
+  { "host/ws/ro/r", "r\n" },
+  { "host/ws/dir1/x", "x\n" },
+  { "host/ws/dir2", NULL },
+  { "host/denied/d", "d\n" },
+  { "host/ws/vault/key", "K\n" },
+  { "host/ws/holder/vault/key", "K\n" },
+  { NULL },
+};
 
 static int
 ren (Fx *fx, const char *from, const char *to, unsigned flags)
@@ -54,7 +53,7 @@ test_rename_rules (void **state)
   Fx *fx = *state;
   g_autofree char *before = NULL, *after = NULL;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   mkdir_host (fx, "host/ws/later");
   fx_start (fx, policy_text, NULL, -1);
   before = tree_sum (fx, "host");
@@ -145,7 +144,7 @@ test_rename_moves_nodes (void **state)
   g_autofree char *want = NULL;
   FbPolicyDecision d;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   fx_start (fx, policy_text, NULL, -1);
   dir1 = fx_node (fx, "/ws/dir1");
   x = fx_node (fx, "/ws/dir1/x");
@@ -200,7 +199,7 @@ test_hard_links (void **state)
   struct stat s1, s2;
   char buf[8];
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   h_secret = fx_host (fx, "host/ws/proj/secret");
   h_alias = fx_host (fx, "host/ws/alias");
   assert_int_equal (link (h_secret, h_alias), 0);
@@ -243,7 +242,7 @@ test_protected_names (void **state)
   static const char *const names[] = { ".git", ".agents" };
   g_autofree char *before = NULL, *after = NULL;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   write_host (fx, "host/ws/.git/HEAD", "ref\n");
   fx_start (fx, policy_text, NULL, FB_LOG_LEVEL_MUTATIONS);
   before = tree_sum (fx, "host");

@@ -26,17 +26,16 @@ static const char policy_text[] =
   "  { \"glob\": \"@H@/big/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" },\n"
   "  { \"glob\": \"@H@/offs/*/secret\", \"access\": \"hide\", \"why\": \"a hidden stand-in\" } ] }\n";
 
-static void
-make_tree (Fx *fx)
-{
-  write_host (fx, "host/mixed/pub/p.txt", "public\n");
-  write_host (fx, "host/mixed/other.txt", "other\n");
-  write_host (fx, "host/dmix/open/o.txt", "open\n");
-  write_host (fx, "host/dmix/closed.txt", "closed\n");
-  write_host (fx, "host/priv/on-host-only", "the host's, never shown\n");
-  write_host (fx, "elsewhere/w.txt", "elsewhere\n");
-  mkdir_host (fx, "host/big");
-}
+static const TestHostFile host_tree[] = {
+  { "host/mixed/pub/p.txt", "public\n" },
+  { "host/mixed/other.txt", "other\n" },
+  { "host/dmix/open/o.txt", "open\n" },
+  { "host/dmix/closed.txt", "closed\n" },
+  { "host/priv/on-host-only", "the host's, never shown\n" },
+  { "elsewhere/w.txt", "elsewhere\n" },
+  { "host/big", NULL },
+  { NULL },
+};
 
 static char *
 policy (void)
@@ -147,7 +146,7 @@ test_traversable (void **state)
   FbViewNode *n = NULL;
   FbViewFile *file = NULL;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   fx_start (fx, pol, NULL, -1);
   /* a hidden directory with a readable path below: only that path */
   l1 = list_dir (fx, "/mixed", 0, false);
@@ -186,7 +185,7 @@ test_private_unmade_fails (void **state)
   FbViewNode *n = NULL;
   int r;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   write_host (fx, "run/private", "in the way\n");
   in_the_way = fx_host (fx, "run/private");
   fx_start (fx, pol, "run", -1);
@@ -212,7 +211,7 @@ test_private_and_synthetic (void **state)
   g_autofree char *run = NULL;
   FbViewNode *n = NULL;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   fx_start (fx, pol, "run", -1);
   run = fx_host (fx, "run/private");
   assert_false (g_file_test (run, G_FILE_TEST_EXISTS));
@@ -280,7 +279,7 @@ test_blank_dirs (void **state)
   g_autofree char *pol = policy ();
   static const char *const blanks[] = { "/proc", "/sys", "/dev" };
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   fx_start (fx, pol, NULL, -1);
   for (guint i = 0; i < G_N_ELEMENTS (blanks); i++)
     {
@@ -325,7 +324,7 @@ test_readdir_resume (void **state)
   g_autoptr (GPtrArray) plus = NULL;
   guint visible = 0;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   big = fx_host (fx, "host/big");
   for (int i = 0; i < 3000; i++)
     {
@@ -472,7 +471,7 @@ test_readdir_offsets (void **state)
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   static const off_t probes[] = { 0, 1, 2, 3, 150, 57, 401, 199, 402, 403, 500, 100000, 1, 0 };
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   for (int i = 0; i < 400; i++)
     {
       g_autofree char *a = g_strdup_printf ("host/offs/with/n%04d", i);
@@ -529,7 +528,7 @@ test_readdir_at_policy (void **state)
   g_autofree char *pol = policy ();
   int err;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   write_host (fx, "host/denied-dir/x", "x\n");
   fx_start (fx, pol, "run", -1);
   {
@@ -583,7 +582,7 @@ test_walk (void **state)
   g_autoptr (FbViewNode) n = NULL;
   FbViewNode *m = NULL;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   write_host (fx, "host/big/f", "f\n");
   l1 = fx_host (fx, "host/big/to-pub");
   assert_int_equal (symlink ("../mixed/pub/p.txt", l1), 0);
@@ -644,7 +643,7 @@ test_nodes_and_counts (void **state)
   g_autoptr (FbViewNode) c = NULL;
   guint count;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   write_host (fx, "host/big/f", "one\n");
   fx_start (fx, pol, NULL, -1);
   a = fx_node (fx, "/big/f");
@@ -704,7 +703,7 @@ test_object_index (void **state)
   g_autofree char *f1 = NULL, *f2 = NULL, *f3 = NULL;
   FbViewNode *n[3];
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   write_host (fx, "host/big/l1", "linked\n");
   f1 = fx_host (fx, "host/big/l1");
   f2 = fx_host (fx, "host/big/l2");
@@ -758,7 +757,7 @@ test_evictable_and_detached (void **state)
   FbViewNode *old, *fresh;
   guint count;
 
-  make_tree (fx);
+  fx_make_tree (fx, host_tree);
   for (guint i = 0; i < 5; i++)
     {
       g_autofree char *rel = g_strdup_printf ("host/big/e%u", i);

@@ -122,6 +122,26 @@ mkdir_host (Fx *fx, const char *rel)
   assert_int_equal (g_mkdir_with_parents (path, 0755), 0);
 }
 
+/* A file of a test's host tree, below TMP. */
+typedef struct
+{
+  const char *rel;
+  const char *content; /* NULL: an empty directory */
+} TestHostFile;
+
+/* Make every file of TREE (ended by a { NULL } row) below TMP. */
+static G_GNUC_UNUSED void
+fx_make_tree (Fx *fx, const TestHostFile *tree)
+{
+  for (const TestHostFile *f = tree; f->rel != NULL; f++)
+    {
+      if (f->content != NULL)
+        write_host (fx, f->rel, f->content);
+      else
+        mkdir_host (fx, f->rel);
+    }
+}
+
 static G_GNUC_UNUSED bool
 host_exists (Fx *fx, const char *rel)
 {

@@ -15,13 +15,18 @@ static const char policy_text[] =
   "  { \"path\": \"@H@/priv/a/b/ws\", \"access\": \"write\", \"source\": \"@T@/wsrc\", \"why\": \"workspace\" },\n"
   "  { \"glob\": \"@H@/priv/a/b/ws/hidden-*\", \"access\": \"hide\", \"why\": \"hidden entries\" } ] }\n";
 
+static const TestHostFile host_tree[] = {
+  { "wsrc/dir/a", "old\n" },
+  { "wsrc/hidden-x", "secret\n" },
+  { "wsrc/.git/config", "[core]\n" },
+  { "host/priv/on-host-only", "the host's, never shown\n" },
+  { NULL },
+};
+
 static void
 start (Fx *fx)
 {
-  write_host (fx, "wsrc/dir/a", "old\n");
-  write_host (fx, "wsrc/hidden-x", "secret\n");
-  write_host (fx, "wsrc/.git/config", "[core]\n");
-  write_host (fx, "host/priv/on-host-only", "the host's, never shown\n");
+  fx_make_tree (fx, host_tree);
   fx_start (fx, policy_text, "run", FB_LOG_LEVEL_ALL);
 }
 
