@@ -34,11 +34,14 @@ long_name (const char *dir, int i)
 static int
 probe_main (int argc, char **argv)
 {
-  const char *mode = argv[0];
-  const char *dir = argv[1];
-  int n = atoi (argv[2]);
-  int done = 0;
+  const char *mode, *dir;
+  int n, done = 0;
 
+  if (argc != 3)
+    return 2;
+  mode = argv[0];
+  dir = argv[1];
+  n = atoi (argv[2]);
   for (int i = 0; i < n; i++)
     {
       g_autofree char *path = long_name (dir, i);
@@ -190,19 +193,4 @@ test_over_budget_stops (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_refusal_flood_folded),
-    RFX_TEST (test_over_budget_stops),
-  };
-
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    {
-      if (argc != 5)
-        return 2;
-      return probe_main (argc - 2, argv + 2);
-    }
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_refusal_flood_folded), RFX_TEST (test_over_budget_stops))

@@ -593,20 +593,15 @@ test_rotated_of_another_owner (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
+static int
+require_host (void **state)
 {
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_live_log_not_a_file),      RFX_TEST (test_rotated_log_not_a_file),
-    RFX_TEST (test_run_json_not_a_file),      RFX_TEST (test_any_content),
-    RFX_TEST (test_follow_any_content),       RFX_TEST (test_run_json_any_content),
-    RFX_TEST (test_rotated_of_another_owner),
-  };
-
-  test_filter_tests (argv[0]);
   if (!g_file_test (test_bin (), G_FILE_TEST_IS_EXECUTABLE))
     test_skip_or_fail ("FUSEBOX_BIN is not an executable: run with 'meson test'");
-  if (geteuid () != 0)
-    test_skip_or_fail ("these tests need root (mknod of a device node)");
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  test_host_require ("root", "these tests need root (mknod of a device node)");
+  return 0;
 }
+
+TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_TEST (test_rotated_log_not_a_file),
+                  RFX_TEST (test_run_json_not_a_file), RFX_TEST (test_any_content), RFX_TEST (test_follow_any_content),
+                  RFX_TEST (test_run_json_any_content), RFX_TEST (test_rotated_of_another_owner))

@@ -431,23 +431,16 @@ test_token_to_loopback_impostor (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
+static int
+require_host (void **state)
 {
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_policy_not_a_file),
-    RFX_TEST (test_token_file_not_a_file),
-    RFX_TEST (test_connect_impostor),
-    RFX_TEST (test_token_to_loopback_impostor),
-  };
-
-  (void)argc;
-  test_filter_tests (argv[0]);
   if (!g_file_test (test_bin (), G_FILE_TEST_IS_EXECUTABLE))
     test_skip_or_fail ("FUSEBOX_BIN is not an executable: run with 'meson test'");
-  if (geteuid () != 0)
-    test_skip_or_fail ("these tests need root (a fake server of another uid)");
+  test_host_require ("root", "these tests need root (a fake server of another uid)");
   if (!g_file_test ("/usr/bin/timeout", G_FILE_TEST_IS_EXECUTABLE))
     test_skip_or_fail ("/usr/bin/timeout (coreutils) is missing");
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return 0;
 }
+
+TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_policy_not_a_file), RFX_TEST (test_token_file_not_a_file),
+                  RFX_TEST (test_connect_impostor), RFX_TEST (test_token_to_loopback_impostor))

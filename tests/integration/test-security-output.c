@@ -29,9 +29,22 @@ static const char *const hostile_names[] = {
   "isolate\xe2\x81\xa6x\xe2\x81\xa9-zw\xe2\x80\x8b-bom\xef\xbb\xbf",
   "ls\xe2\x80\xa8ps\xe2\x80\xa9",
   "nl\n2024-01-01 00:00:00.000  fake[1]          open      etc-shadow        allow",
-  NULL, /* 254 spaces and "x", made in main() */
+  NULL, /* spaces_name () */
 };
-static char spaces_name[256];
+
+/* 254 spaces and "x" */
+static const char *
+spaces_name (void)
+{
+  static char name[256];
+
+  if (name[0] == '\0')
+    {
+      memset (name, ' ', 254);
+      name[254] = 'x';
+    }
+  return name;
+}
 
 /* comm: 15 bytes at most */
 #define HOSTILE_COMM "\x1b[2J\xc2\x9b\xe2\x80\xae\n"
@@ -42,10 +55,11 @@ static int
 probe_main (int argc, char **argv)
 {
   prctl (PR_SET_NAME, HOSTILE_COMM, 0, 0, 0);
-  for (int i = 0; i < argc; i++)
+  /* DIR... up to "--" */
+  for (int i = 0; i < argc && strcmp (argv[i], "--") != 0; i++)
     for (guint k = 0; k < G_N_ELEMENTS (hostile_names); k++)
       {
-        g_autofree char *path = g_build_filename (argv[i], hostile_names[k] ? hostile_names[k] : spaces_name, NULL);
+        g_autofree char *path = g_build_filename (argv[i], hostile_names[k] ? hostile_names[k] : spaces_name (), NULL);
         /* refused under /usr, made in the workspace: both logged */
         mkdir (path, 0755);
       }
@@ -217,7 +231,8 @@ test_log_and_report (void **state)
         const char *path = json_object_get_string_member (json_array_get_object_element (created, i), "path");
         for (guint k = 0; k < G_N_ELEMENTS (hostile_names); k++)
           {
-            g_autofree char *want = g_build_filename (fx->ws, hostile_names[k] ? hostile_names[k] : spaces_name, NULL);
+            g_autofree char *want =
+              g_build_filename (fx->ws, hostile_names[k] ? hostile_names[k] : spaces_name (), NULL);
             found += strcmp (path, want) == 0;
           }
       }
@@ -301,26 +316,13 @@ test_explain_and_errors (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
+/* the times `fusebox log` and `report` print, alike on every host */
+static int
+times_in_utc (void **state)
 {
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_log_and_report),
-    RFX_TEST (test_runs),
-    RFX_TEST (test_explain_and_errors),
-  };
-
-  memset (spaces_name, ' ', 254);
-  spaces_name[254] = 'x';
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    {
-      /* DIR... up to "--" */
-      int n = 0;
-      while (2 + n < argc && strcmp (argv[2 + n], "--") != 0)
-        n++;
-      return probe_main (n, argv + 2);
-    }
-  /* the times `fusebox log` and `report` print, alike on every host */
   g_setenv ("TZ", "UTC", TRUE);
-  return RFX_MAIN (NULL, tests, NULL);
+  return 0;
 }
+
+RFX_DEFINE_MAIN (probe_main, times_in_utc, RFX_TEST (test_log_and_report), RFX_TEST (test_runs),
+                 RFX_TEST (test_explain_and_errors))

@@ -85,7 +85,7 @@ say_read (const char *name, const char *path)
 }
 
 static int
-probe_main (void)
+probe_main (int argc, char **argv)
 {
   setvbuf (stdout, NULL, _IOLBF, 0);
   /* out of a glob's reach, under the old name and the new */
@@ -301,15 +301,4 @@ test_serve (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_run),
-    RFX_TEST (test_serve),
-  };
-
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main ();
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_run), RFX_TEST (test_serve))

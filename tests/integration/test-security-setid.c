@@ -41,7 +41,7 @@ say (const char *name, int r)
 }
 
 static int
-probe_main (void)
+probe_main (int argc, char **argv)
 {
   int fd;
 
@@ -192,14 +192,4 @@ test_chmod_keeps_no_setid (void **state)
   RFX_PASS ();
 }
 
-int
-main (int argc, char **argv)
-{
-  const struct CMUnitTest tests[] = {
-    RFX_TEST (test_chmod_keeps_no_setid),
-  };
-
-  if (argc > 1 && strcmp (argv[1], "--probe") == 0)
-    return probe_main ();
-  return RFX_MAIN (NULL, tests, NULL);
-}
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_chmod_keeps_no_setid))
