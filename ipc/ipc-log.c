@@ -165,10 +165,14 @@ typedef struct
   char *last_body;    /* the last of them */
 } Fold;
 
+/* The loop's two jobs on the log: writing what is queued, and writing
+ * the folds whose window ended.  Each runs under writer_lock while the log
+ * is open (writer_source_dispatch). */
 typedef struct
 {
   GSource source;
   FbAccessLog *log;
+  void (*work) (FbAccessLog *log, GSource *source);
 } WriterSource;
 
 struct FbAccessLog
@@ -623,28 +627,15 @@ fold_key (const FbAccessEvent *e)
   return g_string_free (k, FALSE);
 }
 
-static gboolean
-fold_timer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+/* The fold timer's work.  writer_lock held. */
+static void
+write_folds_due (FbAccessLog *log, GSource *source)
 {
-  FbAccessLog *log = ((WriterSource *)source)->log;
-
-  g_source_set_ready_time (source, -1);
-  g_mutex_lock (&log->writer_lock);
-  if (log->is_open)
-    {
-      expire_folds (log, g_get_real_time ());
-      if (fb_log_file_get_pending (log->file) > 0)
-        flush_outputs (log);
-      schedule_folds (log);
-    }
-  g_mutex_unlock (&log->writer_lock);
-  after_write (log);
-  return G_SOURCE_CONTINUE;
+  expire_folds (log, g_get_real_time ());
+  if (fb_log_file_get_pending (log->file) > 0)
+    flush_outputs (log);
+  schedule_folds (log);
 }
-
-static GSourceFuncs fold_timer_funcs = {
-  .dispatch = fold_timer_dispatch,
-};
 
 /* Take everything queued and write it.  writer_lock held.  Returns FALSE
  * when a write error blocks progress. */
@@ -697,24 +688,46 @@ write_queued (FbAccessLog *log, gboolean clear_wake)
   return flush_outputs (log);
 }
 
-static gboolean
-writer_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+/* The writer's work.  writer_lock held. */
+static void
+write_queue (FbAccessLog *log, GSource *source)
 {
-  FbAccessLog *log = ((WriterSource *)source)->log;
+  if (!write_queued (log, TRUE))
+    g_source_set_ready_time (source, g_get_monotonic_time () + RETRY_USEC);
+}
 
-  /* Reset before taking the batch: a push after this point sets it again. */
+static gboolean
+writer_source_dispatch (GSource *source, GSourceFunc callback, gpointer user_data)
+{
+  WriterSource *ws = container_of (source, WriterSource, source);
+  FbAccessLog *log = ws->log;
+
+  /* Reset before the work: a push after this point sets it again. */
   g_source_set_ready_time (source, -1);
   g_mutex_lock (&log->writer_lock);
-  if (log->is_open && !write_queued (log, TRUE))
-    g_source_set_ready_time (source, g_get_monotonic_time () + RETRY_USEC);
+  if (log->is_open)
+    ws->work (log, source);
   g_mutex_unlock (&log->writer_lock);
   after_write (log);
   return G_SOURCE_CONTINUE;
 }
 
 static GSourceFuncs writer_source_funcs = {
-  .dispatch = writer_dispatch,
+  .dispatch = writer_source_dispatch,
 };
+
+static GSource *
+writer_source_new (FbAccessLog *log, const char *name, void (*work) (FbAccessLog *log, GSource *source))
+{
+  GSource *source = g_source_new (&writer_source_funcs, sizeof (WriterSource));
+  WriterSource *ws = container_of (source, WriterSource, source);
+
+  ws->log = log;
+  ws->work = work;
+  g_source_set_name (source, name);
+  g_source_attach (source, log->context);
+  return source;
+}
 
 /* --- pushing ---------------------------------------------------------- */
 
@@ -869,17 +882,9 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
     }
   log->is_open = TRUE;
 
-  log->source = g_source_new (&writer_source_funcs, sizeof (WriterSource));
-  ((WriterSource *)log->source)->log = log;
-  g_source_set_name (log->source, "fusebox access log");
-  g_source_attach (log->source, log->context);
+  log->source = writer_source_new (log, "fusebox access log", write_queue);
   if (log->coalesce)
-    {
-      log->fold_timer = g_source_new (&fold_timer_funcs, sizeof (WriterSource));
-      ((WriterSource *)log->fold_timer)->log = log;
-      g_source_set_name (log->fold_timer, "fusebox access log folds");
-      g_source_attach (log->fold_timer, log->context);
-    }
+    log->fold_timer = writer_source_new (log, "fusebox access log folds", write_folds_due);
   return g_steal_pointer (&log);
 }
 
@@ -1016,15 +1021,13 @@ fb_access_log_close (FbAccessLog *log, GError **error)
 void
 fb_access_log_free (FbAccessLog *log)
 {
+  g_autoptr (GError) error = NULL;
+
   if (log == NULL)
     return;
-  if (log->is_open)
-    {
-      g_autoptr (GError) error = NULL;
-
-      if (!fb_access_log_close (log, &error))
-        g_warning ("%s", error->message);
-    }
+  /* Still open: closed first; a failed close can only be told here. */
+  if (log->is_open && !fb_access_log_close (log, &error))
+    g_warning ("%s", error->message);
   fb_source_clear (&log->source);
   fb_source_clear (&log->fold_timer);
   g_queue_clear_full (&log->fold_order, (GDestroyNotify)fold_free);
@@ -1076,36 +1079,27 @@ fb_access_log_unsubscribe (FbAccessLog *log, guint id)
 guint64
 fb_access_log_get_blocked_pushes (FbAccessLog *log)
 {
-  guint64 n;
+  g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&log->queue_lock);
 
-  g_mutex_lock (&log->queue_lock);
-  n = log->blocked_pushes;
-  g_mutex_unlock (&log->queue_lock);
-  return n;
+  return log->blocked_pushes;
 }
 
 guint
 fb_access_log_get_queued (FbAccessLog *log)
 {
-  guint n;
+  g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&log->queue_lock);
 
-  g_mutex_lock (&log->queue_lock);
-  n = log->count;
-  g_mutex_unlock (&log->queue_lock);
-  return n;
+  return log->count;
 }
 
 gboolean
 fb_access_log_is_full (FbAccessLog *log, guint64 *ret_not_written)
 {
-  gboolean full;
+  g_autoptr (GMutexLocker) locker G_GNUC_UNUSED = g_mutex_locker_new (&log->writer_lock);
 
-  g_mutex_lock (&log->writer_lock);
-  full = log->full;
   if (ret_not_written != NULL)
     *ret_not_written = log->not_written;
-  g_mutex_unlock (&log->writer_lock);
-  return full;
+  return log->full;
 }
 
 /* --- shares ---------------------------------------------------------------- */
