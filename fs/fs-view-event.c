@@ -80,110 +80,59 @@ push_event (FbView *view, FbAccessEvent *ev, pid_t pid, const char *comm, void *
     owners->unref (asked);
 }
 
+/* A rule of fusebox's own: no policy line (index -1); ORIGIN is
+ * "fusebox:<name>", ACCESS what it does (DENY or HIDE), WHY the reason
+ * the log and `policy explain` give. */
+#define OWN_RULE(origin_, access_, why_)                                                                               \
+  {                                                                                                                    \
+    .kind = FB_POLICY_RULE_FUSEBOX, .index = -1, .origin = origin_, .access = FB_POLICY_ACCESS_##access_, .why = why_, \
+  }
+
 /* One rule per refusal of the view's own (see ViewRefusal). */
 static const FbPolicyRule refusal_rules[] = {
-  [VIEW_REFUSAL_CHOWN] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:no-chown",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "files keep their owner and group: through a root daemon a chown would give host files away",
-  },
-  [VIEW_REFUSAL_SETID] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:no-setid",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "no new set-user-ID or set-group-ID bit, and none kept through a chmod that changes the mode: it would "
-           "outlive the sandbox as a privilege on the host",
-  },
-  [VIEW_REFUSAL_DEVICE] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:no-devices",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "no device nodes: one would open a host device for whoever finds it later",
-  },
-  [VIEW_REFUSAL_XATTR] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:no-privileged-xattrs",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "no security.* or trusted.* attributes: file capabilities and labels are privileges on the host",
-  },
-  [VIEW_REFUSAL_RULED_DIR] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:ruled-directory",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "a directory below which other rules decide is neither renamed, replaced nor removed: the paths below "
-           "would leave their rules, or the answer would tell what those rules hide",
-  },
-  [VIEW_REFUSAL_FOLD_SPELLING] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:folded-spelling",
-    .access = FB_POLICY_ACCESS_HIDE,
-    .why = "the host folds names here (case-insensitive) and lists this entry only under another spelling: "
-           "fusebox resolves each entry under its own spelling alone",
-  },
-  [VIEW_REFUSAL_FOLD_TAKEN] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:folded-name-taken",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "the host folds names here (case-insensitive) and another entry answers to this name: the host would "
-           "replace that entry",
-  },
-  [VIEW_REFUSAL_OWN_STATE] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:own-state",
-    .access = FB_POLICY_ACCESS_HIDE,
-    .why = "fusebox's own run directories and access logs: no sandbox reads what others did or rewrites its own "
-           "audit trail",
-  },
-  [VIEW_REFUSAL_TOO_LONG] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:path-too-long",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "view paths end at 4096 bytes, the longest the view decides: nothing is moved, made or followed past "
-           "them",
-  },
-  [VIEW_REFUSAL_NODES] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:too-many-nodes",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "the view keeps at most so many names in memory, and the kernel holds on to all of them: a new one waits "
-           "until it forgets some",
-  },
-  [VIEW_REFUSAL_FILES] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:too-many-open-files",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "each sandbox holds at most its share of the files fusebox keeps open for sandboxes (its floor, and part "
-           "of the rest, shared fairly between clients): close some, and the others keep theirs",
-  },
-  [VIEW_REFUSAL_PRIVATE_SOURCE] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:private-source",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "a private source is a filesystem of its own, removed with its run: nothing is renamed or linked into or "
-           "out of it (EXDEV), so a move copies what the sandbox sees, and what it can't see or remove stays on the "
-           "host",
-  },
-  [VIEW_REFUSAL_RENAMES_BUSY] = {
-    .kind = FB_POLICY_RULE_FUSEBOX,
-    .index = -1,
-    .origin = "fusebox:renames-busy",
-    .access = FB_POLICY_ACCESS_DENY,
-    .why = "renames that must measure the tree they move go one at a time; while two wait, another is answered as "
-           "between filesystems (mv then copies), so that no command's renames keep the view's workers waiting",
-  },
+  [VIEW_REFUSAL_CHOWN] =
+    OWN_RULE ("fusebox:no-chown", DENY,
+              "files keep their owner and group: through a root daemon a chown would give host files away"),
+  [VIEW_REFUSAL_SETID] = OWN_RULE ("fusebox:no-setid", DENY,
+                                   "no new set-user-ID or set-group-ID bit, and none kept through a chmod that changes "
+                                   "the mode: it would outlive the sandbox as a privilege on the host"),
+  [VIEW_REFUSAL_DEVICE] =
+    OWN_RULE ("fusebox:no-devices", DENY, "no device nodes: one would open a host device for whoever finds it later"),
+  [VIEW_REFUSAL_XATTR] =
+    OWN_RULE ("fusebox:no-privileged-xattrs", DENY,
+              "no security.* or trusted.* attributes: file capabilities and labels are privileges on the host"),
+  [VIEW_REFUSAL_RULED_DIR] =
+    OWN_RULE ("fusebox:ruled-directory", DENY,
+              "a directory below which other rules decide is neither renamed, replaced nor removed: the paths below "
+              "would leave their rules, or the answer would tell what those rules hide"),
+  [VIEW_REFUSAL_FOLD_SPELLING] =
+    OWN_RULE ("fusebox:folded-spelling", HIDE,
+              "the host folds names here (case-insensitive) and lists this entry only under another spelling: fusebox "
+              "resolves each entry under its own spelling alone"),
+  [VIEW_REFUSAL_FOLD_TAKEN] = OWN_RULE ("fusebox:folded-name-taken", DENY,
+                                        "the host folds names here (case-insensitive) and another entry answers to "
+                                        "this name: the host would replace that entry"),
+  [VIEW_REFUSAL_OWN_STATE] = OWN_RULE (
+    "fusebox:own-state", HIDE,
+    "fusebox's own run directories and access logs: no sandbox reads what others did or rewrites its own audit trail"),
+  [VIEW_REFUSAL_TOO_LONG] = OWN_RULE (
+    "fusebox:path-too-long", DENY,
+    "view paths end at 4096 bytes, the longest the view decides: nothing is moved, made or followed past them"),
+  [VIEW_REFUSAL_NODES] = OWN_RULE ("fusebox:too-many-nodes", DENY,
+                                   "the view keeps at most so many names in memory, and the kernel holds on to all of "
+                                   "them: a new one waits until it forgets some"),
+  [VIEW_REFUSAL_FILES] =
+    OWN_RULE ("fusebox:too-many-open-files", DENY,
+              "each sandbox holds at most its share of the files fusebox keeps open for sandboxes (its floor, and part "
+              "of the rest, shared fairly between clients): close some, and the others keep theirs"),
+  [VIEW_REFUSAL_PRIVATE_SOURCE] = OWN_RULE (
+    "fusebox:private-source", DENY,
+    "a private source is a filesystem of its own, removed with its run: nothing is renamed or linked into or out of it "
+    "(EXDEV), so a move copies what the sandbox sees, and what it can't see or remove stays on the host"),
+  [VIEW_REFUSAL_RENAMES_BUSY] =
+    OWN_RULE ("fusebox:renames-busy", DENY,
+              "renames that must measure the tree they move go one at a time; while two wait, another is answered as "
+              "between filesystems (mv then copies), so that no command's renames keep the view's workers waiting"),
 };
 
 const FbPolicyRule *
