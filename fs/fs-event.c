@@ -7,10 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-static const struct
-{
-  const char *name;
-} level_table[] = {
+static const FbNameRow level_table[] = {
   [FB_LOG_LEVEL_MUTATIONS] = { "mutations" },
   [FB_LOG_LEVEL_OPENS] = { "opens" },
   [FB_LOG_LEVEL_ALL] = { "all" },

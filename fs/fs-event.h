@@ -25,8 +25,7 @@ typedef enum
   FB_LOG_LEVEL_ALL = 2,       /* + lookup, getattr, readdir, readlink, access, statfs, xattr reads */
 } FbLogLevel;
 
-const char *fb_log_level_to_string (FbLogLevel level);
-bool fb_log_level_from_string (const char *s, FbLogLevel *ret_level);
+FB_DECLARE_STRING_TABLE (fb_log_level, FbLogLevel);
 
 /* What an operation does to the file at its path, for what gets logged at
  * which level and how `fusebox report` files it. */
@@ -83,17 +82,9 @@ typedef struct
   FbOpEffect effect;
 } FbOpInfo;
 
-extern const FbOpInfo fb_op_table[FB_OP_N];
-
-/* The row of OP; a value outside the enum gets lookup's. */
-static inline const FbOpInfo *
-fb_op_info (FbOp op)
-{
-  return &fb_op_table[(guint)op < FB_OP_N ? op : FB_OP_LOOKUP];
-}
-
-const char *fb_op_to_string (FbOp op);
-bool fb_op_from_string (const char *s, FbOp *ret_op);
+/* fb_op_info: a value outside the enum gets lookup's row. */
+FB_DECLARE_INFO_TABLE (fb_op, FbOp, FbOpInfo, fb_op_table, FB_OP_N, FB_OP_LOOKUP)
+FB_DECLARE_STRING_TABLE (fb_op, FbOp);
 /* The least level at which an allowed OP is logged (a refusal always is). */
 FbLogLevel fb_op_level (FbOp op);
 
@@ -122,9 +113,7 @@ typedef struct
 } FbAccessInfo;
 
 extern const FbAccessInfo fb_access_table[FB_ACCESS_N];
-
-const char *fb_access_to_string (FbAccess access);
-bool fb_access_from_string (const char *s, FbAccess *ret_access);
+FB_DECLARE_STRING_TABLE (fb_access, FbAccess);
 
 /* What the view made of an access.  Every per-decision fact is a column of
  * fb_decision_table (fs-event.c): code asks the table, so that a new
@@ -152,17 +141,9 @@ typedef struct
   bool told;
 } FbDecisionInfo;
 
-extern const FbDecisionInfo fb_decision_table[FB_DECISION_N];
-
-/* The row of D; a value outside the enum gets deny's. */
-static inline const FbDecisionInfo *
-fb_decision_info (FbDecision d)
-{
-  return &fb_decision_table[(guint)d < FB_DECISION_N ? d : FB_DECISION_DENY];
-}
-
-const char *fb_decision_to_string (FbDecision d);
-bool fb_decision_from_string (const char *s, FbDecision *ret_decision);
+/* fb_decision_info: a value outside the enum gets deny's row. */
+FB_DECLARE_INFO_TABLE (fb_decision, FbDecision, FbDecisionInfo, fb_decision_table, FB_DECISION_N, FB_DECISION_DENY)
+FB_DECLARE_STRING_TABLE (fb_decision, FbDecision);
 /* A record's "decision" as read back (the log, a subscription): a refusal
  * unless it names a decision that is none.  A missing or unknown one counts
  * as a refusal, so that what reads records never takes one for allowed. */

@@ -33,6 +33,8 @@
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
 
+#include "policy/util-table.h"
+
 G_BEGIN_DECLS
 
 /* The longest expanded path, glob or source a policy may hold, in bytes
@@ -82,17 +84,11 @@ typedef struct
   const char *protects;
 } FbPolicyAccessInfo;
 
-extern const FbPolicyAccessInfo fb_policy_access_table[FB_POLICY_ACCESS_N];
-
-/* The row of ACCESS; a value outside the enum gets hide's, the narrowest. */
-static inline const FbPolicyAccessInfo *
-fb_policy_access_info (FbPolicyAccess access)
-{
-  return &fb_policy_access_table[(guint)access < FB_POLICY_ACCESS_N ? access : FB_POLICY_ACCESS_HIDE];
-}
-
-const char *fb_policy_access_to_string (FbPolicyAccess access);
-bool fb_policy_access_from_string (const char *s, FbPolicyAccess *ret_access);
+/* fb_policy_access_info: a value outside the enum gets hide's row, the
+ * narrowest. */
+FB_DECLARE_INFO_TABLE (fb_policy_access, FbPolicyAccess, FbPolicyAccessInfo, fb_policy_access_table, FB_POLICY_ACCESS_N,
+                       FB_POLICY_ACCESS_HIDE)
+FB_DECLARE_STRING_TABLE (fb_policy_access, FbPolicyAccess);
 /* Equal-specificity precedence: of two rules at one depth, the one whose
  * access has the higher precedence decides. */
 static inline int
@@ -117,8 +113,7 @@ typedef enum
 } FbPolicyNetwork;
 #define FB_POLICY_NETWORK_N (FB_POLICY_NETWORK_ALLOWLIST + 1) /* one past the last value */
 
-const char *fb_policy_network_to_string (FbPolicyNetwork n);
-bool fb_policy_network_from_string (const char *s, FbPolicyNetwork *ret_network);
+FB_DECLARE_STRING_TABLE (fb_policy_network, FbPolicyNetwork);
 /* The narrower of two networks (none < allowlist < host): a narrowed
  * policy's, whose allowlist decisions need both sides to allow. */
 FbPolicyNetwork fb_policy_network_narrow (FbPolicyNetwork a, FbPolicyNetwork b);
@@ -165,13 +160,10 @@ typedef struct
   bool numbered;    /* a rule of the policy's "rules": the log and the API name it by its index */
 } FbPolicyRuleKindInfo;
 
-extern const FbPolicyRuleKindInfo fb_policy_rule_kind_table[FB_POLICY_RULE_KIND_N];
-
-static inline const FbPolicyRuleKindInfo *
-fb_policy_rule_kind_info (FbPolicyRuleKind kind)
-{
-  return &fb_policy_rule_kind_table[(guint)kind < FB_POLICY_RULE_KIND_N ? kind : FB_POLICY_RULE_DEFAULT];
-}
+/* fb_policy_rule_kind_info: a value outside the enum gets the default
+ * rule's row. */
+FB_DECLARE_INFO_TABLE (fb_policy_rule_kind, FbPolicyRuleKind, FbPolicyRuleKindInfo, fb_policy_rule_kind_table,
+                       FB_POLICY_RULE_KIND_N, FB_POLICY_RULE_DEFAULT)
 
 typedef struct
 {

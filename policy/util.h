@@ -97,43 +97,9 @@ gboolean fb_path_check_existing (const char *path, const char *what, const char 
 #define FB_SEND_FDS_MAX 4
 int fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds, int flags);
 
-/* String tables (one row per value of an enum, its name a member of the
- * row): the index of the row of TABLE, N rows of SIZE bytes, whose name (a
- * const char * at OFFSET in each row) is S; -1 when none is, or S is NULL.
- * FB_TABLE_FIND (table, n, member, s) for an array of structs. */
-static inline int
-fb_table_find (const void *table, gsize n, gsize size, gsize offset, const char *s)
-{
-  for (gsize i = 0; s != NULL && i < n; i++)
-    {
-      const char *name = *(const char *const *)(const void *)((const char *)table + i * size + offset);
-
-      if (name != NULL && strcmp (name, s) == 0)
-        return (int)i;
-    }
-  return -1;
-}
-#define FB_TABLE_FIND(table, n, member, s)                                                                             \
-  fb_table_find ((table), (n), sizeof (table)[0], G_STRUCT_OFFSET (__typeof__ ((table)[0]), member), (s))
-/* PREFIX_to_string (TYPE) and PREFIX_from_string (const char *, TYPE *),
- * declared in a header, for TABLE of N rows with a `name` member, as systemd
- * defines its string tables: "invalid" for a value outside the table, false
- * for a name it does not hold. */
-#define FB_DEFINE_STRING_TABLE(prefix, Type, table, n)                                                                 \
-  const char *prefix##_to_string (Type value)                                                                          \
-  {                                                                                                                    \
-    return (guint)value < (n) ? (table)[value].name : "invalid";                                                       \
-  }                                                                                                                    \
-  bool prefix##_from_string (const char *s, Type *ret_value)                                                           \
-  {                                                                                                                    \
-    int i = FB_TABLE_FIND (table, n, name, s);                                                                         \
-                                                                                                                       \
-    if (i < 0)                                                                                                         \
-      return false;                                                                                                    \
-    if (ret_value != NULL)                                                                                             \
-      *ret_value = (Type)i;                                                                                            \
-    return true;                                                                                                       \
-  }
+/* String tables: fb_table_find, FB_DEFINE_STRING_TABLE and their
+ * declarations. */
+#include "policy/util-table.h"
 
 /* PREFIX_ref and PREFIX_unref for a TYPE allocated with
  * g_atomic_rc_box_new0, declared in a header, as systemd defines its
