@@ -25,6 +25,7 @@
  *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
 #include "tests/lib/test-run.h"
+#include "tests/lib/test-sec-files.h"
 #include "tests/lib/test-serve.h"
 
 #include <linux/fs.h>
@@ -276,24 +277,17 @@ run_steps (RFx *fx, const char *policy, const char *mnt, const Step *steps, guin
 static void
 assert_host_unchanged (const char *backing)
 {
-  static const struct
-  {
-    const char *name;
-    const char *content;
-  } files[] = {
+  static const TestSecFile files[] = {
     { ".git/config", "[core]\n\tbare = false\n" }, { "secret-deny.txt", "denied\n" }, { "secret-hide.txt", "hidden\n" },
     { "private-dir/inner.txt", "inner\n" },        { "other.txt", "other\n" },
   };
   static const char *const absent[] = { "absent-secret", "ABSENT-SECRET",   "Absent-Secret", "sub/.GIT",
                                         "sub/.Git",      "SECRET-DENY.TXT", "NORMAL.TXT",    NULL };
 
-  for (guint i = 0; i < G_N_ELEMENTS (files); i++)
-    {
-      g_autofree char *p = g_build_filename (backing, files[i].name, NULL);
-      g_autofree char *text = test_read_file (p);
-      if (g_strcmp0 (text, files[i].content) != 0)
-        fail_msg ("%s changed on the host: \"%s\"", p, text != NULL ? text : "(gone)");
-    }
+  g_autofree char *changed = NULL, *text = NULL;
+
+  if (test_sec_files_changed (backing, files, G_N_ELEMENTS (files), &changed, &text) != NULL)
+    fail_msg ("%s changed on the host: \"%s\"", changed, text != NULL ? text : "(gone)");
   for (guint i = 0; absent[i] != NULL; i++)
     {
       g_autofree char *p = g_build_filename (backing, absent[i], NULL);
@@ -532,20 +526,6 @@ test_tmpfs_casefold_run (void **state)
 
 /* ---- through the remote API ---- */
 
-static JsonNode *call (TestClient *c, const char *method, const char *format, ...) G_GNUC_PRINTF (3, 4);
-
-static JsonNode *
-call (TestClient *c, const char *method, const char *format, ...)
-{
-  va_list ap;
-  g_autofree char *params = NULL;
-
-  va_start (ap, format);
-  params = g_strdup_vprintf (format, ap);
-  va_end (ap);
-  return test_client_call (c, method, params);
-}
-
 static void
 test_case_variants_serve (void **state)
 {
@@ -587,21 +567,22 @@ test_case_variants_serve (void **state)
   for (guint i = 0; i < G_N_ELEMENTS (unreadable); i++)
     {
       g_autofree char *p = g_build_filename (mnt, unreadable[i], NULL);
-      g_autoptr (JsonNode) r = call (c, "fs/readFile", "{\"path\":\"%s\"}", p);
+      g_autoptr (JsonNode) r = test_client_callf (c, "fs/readFile", "{\"path\":\"%s\"}", p);
       if (test_answer_result (r) != NULL)
         g_string_append_printf (bad, "  fs/readFile %s: read\n", unreadable[i]);
     }
   for (guint i = 0; i < G_N_ELEMENTS (unwritable); i++)
     {
       g_autofree char *p = g_build_filename (mnt, unwritable[i], NULL);
-      g_autoptr (JsonNode) r = call (c, "fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"cHduZWQK\"}", p);
+      g_autoptr (JsonNode) r =
+        test_client_callf (c, "fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"cHduZWQK\"}", p);
       if (test_answer_result (r) != NULL)
         g_string_append_printf (bad, "  fs/writeFile %s: written\n", unwritable[i]);
     }
   for (guint i = 0; i < G_N_ELEMENTS (unmakeable); i++)
     {
       g_autofree char *p = g_build_filename (mnt, unmakeable[i], NULL);
-      g_autoptr (JsonNode) r = call (c, "fs/createDirectory", "{\"path\":\"%s\",\"recursive\":false}", p);
+      g_autoptr (JsonNode) r = test_client_callf (c, "fs/createDirectory", "{\"path\":\"%s\",\"recursive\":false}", p);
       if (test_answer_result (r) != NULL)
         g_string_append_printf (bad, "  fs/createDirectory %s: made\n", unmakeable[i]);
     }
@@ -609,12 +590,12 @@ test_case_variants_serve (void **state)
     /* a call's own sandbox narrows the server's policy: folded as well */
     g_autofree char *p = g_build_filename (mnt, "OTHER.TXT", NULL);
     g_autofree char *q = g_build_filename (mnt, "normal.txt", NULL);
-    g_autoptr (JsonNode) r = call (c, "fs/readFile",
-                                   "{\"path\":\"%s\",\"sandbox\":{\"version\":1,\"rules\":["
-                                   "{\"path\":\"/\",\"access\":\"write\",\"why\":\"call\"},"
-                                   "{\"path\":\"%s/other.txt\",\"access\":\"deny\",\"why\":\"call\"}]}}",
-                                   p, mnt);
-    g_autoptr (JsonNode) ok = call (c, "fs/readFile", "{\"path\":\"%s\"}", q);
+    g_autoptr (JsonNode) r = test_client_callf (c, "fs/readFile",
+                                                "{\"path\":\"%s\",\"sandbox\":{\"version\":1,\"rules\":["
+                                                "{\"path\":\"/\",\"access\":\"write\",\"why\":\"call\"},"
+                                                "{\"path\":\"%s/other.txt\",\"access\":\"deny\",\"why\":\"call\"}]}}",
+                                                p, mnt);
+    g_autoptr (JsonNode) ok = test_client_callf (c, "fs/readFile", "{\"path\":\"%s\"}", q);
     if (test_answer_result (r) != NULL)
       g_string_append (bad, "  fs/readFile OTHER.TXT under a sandbox denying other.txt: read\n");
     if (test_answer_result (ok) == NULL)

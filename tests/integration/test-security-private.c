@@ -33,6 +33,7 @@
 
 #include "tests/lib/test-log.h"
 #include "tests/lib/test-run.h"
+#include "tests/lib/test-sec-files.h"
 
 /* --- inside the sandbox --------------------------------------------------------- */
 
@@ -57,11 +58,7 @@ probe_op (const char *op, const char *const *args, int *words, char **owned)
 
 /* What the view hides or refuses to remove in a directory D of the
  * workspace: proven on the host and readable outside. */
-static const struct
-{
-  const char *rel;
-  const char *contents;
-} kept_files[] = {
+static const TestSecFile kept_files[] = {
   { ".git/HEAD", "ref: refs/heads/precious\n" },
   { "id.key", "KEY-THE-SANDBOX-MAY-NOT-READ\n" },
   { "s.pem", "PEM-THE-SANDBOX-NEVER-SEES\n" },
@@ -70,29 +67,23 @@ static const struct
 static void
 make_repo (RFx *fx, const char *dir, guint n)
 {
-  g_autofree char *visible = g_build_filename (fx->ws, dir, "file", NULL);
+  g_autofree char *repo = g_build_filename (fx->ws, dir, NULL);
+  g_autofree char *visible = g_build_filename (repo, "file", NULL);
 
   test_write (visible, "a file the sandbox may move\n", 0644);
-  for (guint i = 0; i < n; i++)
-    {
-      g_autofree char *path = g_build_filename (fx->ws, dir, kept_files[i].rel, NULL);
-      test_write (path, kept_files[i].contents, 0644);
-      test_assert_host_readable (path);
-    }
+  test_sec_files_make (repo, kept_files, n);
 }
 
 /* Each of the first N kept files of DIR is on the host as it was. */
 static void
 assert_kept (RFx *fx, const char *dir, guint n, const RfxResult *r)
 {
-  for (guint i = 0; i < n; i++)
-    {
-      g_autofree char *path = g_build_filename (fx->ws, dir, kept_files[i].rel, NULL);
-      g_autofree char *data = test_read_file (path);
-      if (data == NULL || strcmp (data, kept_files[i].contents) != 0)
-        fail_msg ("%s is %s on the host after the run\nstdout:\n%s\nstderr:\n%s", path,
-                  data != NULL ? "changed" : "gone", r->out, r->err);
-    }
+  g_autofree char *repo = g_build_filename (fx->ws, dir, NULL);
+  g_autofree char *path = NULL, *data = NULL;
+
+  if (test_sec_files_changed (repo, kept_files, n, &path, &data) != NULL)
+    fail_msg ("%s is %s on the host after the run\nstdout:\n%s\nstderr:\n%s", path, data != NULL ? "changed" : "gone",
+              r->out, r->err);
 }
 
 /* The run's private sources are gone: its cleanup ran, so what is still on

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 
 #include "tests/lib/test-run.h"
+#include "tests/lib/test-sec-files.h"
 #include "tests/lib/test-serve.h"
 
 #define RULE_SECRETS "{\"glob\":\"**/secrets/**\",\"access\":\"hide\",\"why\":\"secrets, at any depth\"}"
@@ -113,11 +114,7 @@ probe_main (int argc, char **argv)
 
 /* --- the host side --------------------------------------------------------------- */
 
-static const struct
-{
-  const char *rel;
-  const char *contents;
-} host_files[] = {
+static const TestSecFile host_files[] = {
   { "secrets/key", "HIDDEN-KEY-1" },    { "vault/key", "VAULT-KEY-2" }, { "proj/.aws/credentials", "AWS-KEY-3" },
   { "proj/secrets/key", "PROJ-KEY-4" }, { "plain/note", "a note" },
 };
@@ -127,13 +124,7 @@ make_tree (RFx *fx)
 {
   g_autofree char *a = g_build_filename (fx->ws, "a", NULL);
 
-  for (guint i = 0; i < G_N_ELEMENTS (host_files); i++)
-    {
-      g_autofree char *path = g_build_filename (fx->ws, host_files[i].rel, NULL);
-      test_write (path, host_files[i].contents, 0644);
-      /* a denial proves something only of what exists and reads outside */
-      test_assert_host_readable (path);
-    }
+  test_sec_files_make (fx->ws, host_files, G_N_ELEMENTS (host_files));
   assert_int_equal (g_mkdir_with_parents (a, 0755), 0);
 }
 
@@ -141,15 +132,13 @@ make_tree (RFx *fx)
 static void
 assert_host_unchanged (RFx *fx, const char *out)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (host_files); i++)
-    {
-      g_autofree char *path = g_build_filename (fx->ws, host_files[i].rel, NULL);
-      g_autofree char *data = test_read_file (path);
-      if (data == NULL || strcmp (data, host_files[i].contents) != 0)
-        fail_msg ("%s moved or changed on the host (now: %s)", path, data != NULL ? data : "missing");
-      if (i < 4 && strstr (out, host_files[i].contents) != NULL)
-        fail_msg ("the sandbox printed %s's contents:\n%s", host_files[i].rel, out);
-    }
+  g_autofree char *path = NULL, *data = NULL;
+
+  if (test_sec_files_changed (fx->ws, host_files, G_N_ELEMENTS (host_files), &path, &data) != NULL)
+    fail_msg ("%s moved or changed on the host (now: %s)", path, data != NULL ? data : "missing");
+  for (guint i = 0; i < 4; i++)
+    if (strstr (out, host_files[i].contents) != NULL)
+      fail_msg ("the sandbox printed %s's contents:\n%s", host_files[i].rel, out);
 }
 
 static char *
