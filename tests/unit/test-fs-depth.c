@@ -69,8 +69,6 @@ static void
 test_moved_past_the_limit (void **state)
 {
   Fx *fx = *state;
-  g_autoptr (FbViewNode) ws = NULL;
-  g_autoptr (FbViewNode) a = NULL;
   g_autoptr (FbViewNode) deep = NULL;
   g_autofree char *path = NULL;
   g_autofree char *vws = NULL;
@@ -84,8 +82,8 @@ test_moved_past_the_limit (void **state)
   vws = fx_vpath (fx, "/ws");
   prefix = strlen (vws) + strlen ("/a");
   host_chain (fx, "host/ws/a", (int)(FB_VIEW_PATH_MAX - prefix) / 2 - 20);
-  ws = fx_node (fx, "/ws");
-  a = fx_node (fx, "/ws/a");
+  g_autoptr (FbViewNode) ws = fx_node (fx, "/ws");
+  g_autoptr (FbViewNode) a = fx_node (fx, "/ws/a");
   /* the whole chain is looked up: every node's path is built from its
    * parents, and the deepest is the one expected */
   assert_errno (lookup_down (fx, a, &deep), -ENOENT);

@@ -137,18 +137,15 @@ static void
 test_rename_moves_nodes (void **state)
 {
   Fx *fx = *state;
-  g_autoptr (FbViewNode) x = NULL;
-  g_autoptr (FbViewNode) dir1 = NULL;
-  g_autoptr (FbViewNode) a = NULL;
   g_autofree char *path = NULL;
   g_autofree char *want = NULL;
   FbPolicyDecision d;
 
   fx_make_tree (fx, host_tree);
   fx_start (fx, policy_text, NULL, -1);
-  dir1 = fx_node (fx, "/ws/dir1");
-  x = fx_node (fx, "/ws/dir1/x");
-  a = fx_node (fx, "/ws/a");
+  g_autoptr (FbViewNode) dir1 = fx_node (fx, "/ws/dir1");
+  g_autoptr (FbViewNode) x = fx_node (fx, "/ws/dir1/x");
+  g_autoptr (FbViewNode) a = fx_node (fx, "/ws/a");
   assert_errno (ren (fx, "/ws/dir1", "/ws/moved", 0), 0);
   path = fb_view_node_dup_path (x);
   want = fx_vpath (fx, "/ws/moved/x");

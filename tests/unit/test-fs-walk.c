@@ -86,14 +86,11 @@ static void
 test_replaced_directory_gets_the_write (void **state)
 {
   Fx *fx = *state;
-  g_autoptr (FbViewNode) held = NULL;
-  g_autoptr (FbViewNode) old_dir = NULL;
-  g_autoptr (FbViewNode) new_dir = NULL;
   g_autofree char *from = NULL, *to = NULL, *in_new = NULL, *in_old = NULL;
 
   start (fx);
-  held = fx_node (fx, "/priv/a/b/ws/dir/a");
-  old_dir = fx_node (fx, "/priv/a/b/ws/dir");
+  g_autoptr (FbViewNode) held = fx_node (fx, "/priv/a/b/ws/dir/a");
+  g_autoptr (FbViewNode) old_dir = fx_node (fx, "/priv/a/b/ws/dir");
   /* known and current: the same node */
   {
     g_autoptr (FbViewNode) same = fx_node (fx, "/priv/a/b/ws/dir");
@@ -114,7 +111,7 @@ test_replaced_directory_gets_the_write (void **state)
   assert_string_equal (in_old, "old\n");
 
   /* the stale node was replaced by one for the new directory */
-  new_dir = fx_node (fx, "/priv/a/b/ws/dir");
+  g_autoptr (FbViewNode) new_dir = fx_node (fx, "/priv/a/b/ws/dir");
   assert_ptr_not_equal (new_dir, old_dir);
 }
 

@@ -87,29 +87,33 @@ test_parse_table (void **state)
     }
 }
 
+/* The LEN bytes at TEXT are refused as an invalid request, for a reason
+ * that mentions WHY_PART (NULL: any). */
+static void
+assert_refused (const char *text, gsize len, const char *why_part)
+{
+  FbRpcMessage msg;
+  int code;
+  g_autofree char *why = NULL;
+  g_autoptr (JsonNode) id = NULL;
+
+  assert_false (fb_rpc_message_parse (text, len, &msg, &code, &why, &id));
+  assert_int_equal (code, -32600);
+  if (why_part != NULL)
+    assert_non_null (strstr (why, why_part));
+}
+
 static void
 test_parse_bytes (void **state)
 {
   static const char nul[] = "{\"id\":1,\"method\":\"a\0b\"}";
   static const char latin1[] = "{\"id\":1,\"method\":\"caf\xe9\"}";
-  FbRpcMessage msg;
-  int code;
-  g_autofree char *why1 = NULL;
-  g_autofree char *why2 = NULL;
-  g_autofree char *why3 = NULL;
-  g_autoptr (JsonNode) id1 = NULL;
-  g_autoptr (JsonNode) id2 = NULL;
-  g_autoptr (JsonNode) id3 = NULL;
 
   /* An embedded NUL would silently shorten the text for json-glib. */
-  assert_false (fb_rpc_message_parse (nul, sizeof nul - 1, &msg, &code, &why1, &id1));
-  assert_int_equal (code, -32600);
-  assert_false (fb_rpc_message_parse (latin1, sizeof latin1 - 1, &msg, &code, &why2, &id2));
-  assert_int_equal (code, -32600);
+  assert_refused (nul, sizeof nul - 1, NULL);
+  assert_refused (latin1, sizeof latin1 - 1, NULL);
   /* Over the limit: refused before parsing. */
-  assert_false (fb_rpc_message_parse ("{}", (gsize)FB_RPC_MESSAGE_MAX + 1, &msg, &code, &why3, &id3));
-  assert_int_equal (code, -32600);
-  assert_non_null (strstr (why3, "limit"));
+  assert_refused ("{}", (gsize)FB_RPC_MESSAGE_MAX + 1, "limit");
 }
 
 /* The sandbox cache is keyed by the text of params.sandbox: exactly the
@@ -353,6 +357,7 @@ typedef struct
   FbRpcServer *server;
   Seam seam;
   FbRpcConn *conn;
+  JsonNode *last; /* the answer last_sent parsed last */
 } Harness;
 
 static int
@@ -398,6 +403,7 @@ teardown (void **state)
   fb_policy_unref (h->policy);
   g_ptr_array_unref (h->seam.sent);
   g_free (h->seam.closed_reason);
+  g_clear_pointer (&h->last, json_node_unref);
   if (system (cmd) != 0)
     return -1;
   g_free (h->dir);
@@ -405,13 +411,15 @@ teardown (void **state)
   return 0;
 }
 
+/* The last answer sent, parsed; the harness keeps it until the next call. */
 static JsonObject *
-last_sent (Harness *h, JsonNode **keep)
+last_sent (Harness *h)
 {
   assert_true (h->seam.sent->len > 0);
-  *keep = json_from_string (g_ptr_array_index (h->seam.sent, h->seam.sent->len - 1), NULL);
-  assert_non_null (*keep);
-  return json_node_get_object (*keep);
+  g_clear_pointer (&h->last, json_node_unref);
+  h->last = json_from_string (g_ptr_array_index (h->seam.sent, h->seam.sent->len - 1), NULL);
+  assert_non_null (h->last);
+  return json_node_get_object (h->last);
 }
 
 static void
@@ -422,37 +430,37 @@ receive (Harness *h, const char *text)
   fb_rpc_conn_wait_idle (h->conn);
 }
 
+/* Receive TEXT and return the answer (see last_sent). */
+static JsonObject *
+request (Harness *h, const char *text)
+{
+  receive (h, text);
+  return last_sent (h);
+}
+
 static void
 test_server_handshake_and_fs (void **state)
 {
   Harness *h = *state;
-  g_autoptr (JsonNode) n1 = NULL;
-  g_autoptr (JsonNode) n2 = NULL;
-  g_autoptr (JsonNode) n3 = NULL;
-  g_autoptr (JsonNode) n4 = NULL;
   g_autofree char *file = g_build_filename (h->dir, "f.txt", NULL);
-  g_autofree char *req = NULL;
   g_autofree char *text = NULL;
   JsonObject *o;
 
-  receive (h, "{\"id\":1,\"method\":\"fs/readFile\",\"params\":{\"path\":\"/\"}}");
-  o = last_sent (h, &n1);
+  o = request (h, "{\"id\":1,\"method\":\"fs/readFile\",\"params\":{\"path\":\"/\"}}");
   assert_int_equal (json_object_get_int_member (json_object_get_object_member (o, "error"), "code"), -32600);
-  receive (h, "{\"id\":2,\"method\":\"initialize\",\"params\":{\"clientName\":\"unit\"}}");
-  o = last_sent (h, &n2);
+  o = request (h, "{\"id\":2,\"method\":\"initialize\",\"params\":{\"clientName\":\"unit\"}}");
   assert_true (json_object_has_member (json_object_get_object_member (o, "result"), "sessionId"));
   receive (h, "{\"method\":\"initialized\"}");
-  req = g_strdup_printf ("{\"id\":3,\"method\":\"fs/writeFile\",\"params\":{\"path\":\"%s\",\"dataBase64\":\"aGk=\"}}",
-                         file);
-  receive (h, req);
-  o = last_sent (h, &n3);
+  g_autofree char *req = g_strdup_printf (
+    "{\"id\":3,\"method\":\"fs/writeFile\",\"params\":{\"path\":\"%s\",\"dataBase64\":\"aGk=\"}}", file);
+  o = request (h, req);
   assert_int_equal (json_object_get_int_member (o, "id"), 3);
   assert_true (json_object_has_member (o, "result"));
   assert_true (g_file_get_contents (file, &text, NULL, NULL));
   assert_string_equal (text, "hi");
   /* The host outside the workspace is read-only under this policy. */
-  receive (h, "{\"id\":4,\"method\":\"fs/writeFile\",\"params\":{\"path\":\"/etc/fusebox-unit\",\"dataBase64\":\"\"}}");
-  o = last_sent (h, &n4);
+  o = request (
+    h, "{\"id\":4,\"method\":\"fs/writeFile\",\"params\":{\"path\":\"/etc/fusebox-unit\",\"dataBase64\":\"\"}}");
   assert_int_equal (json_object_get_int_member (json_object_get_object_member (o, "error"), "code"), -32050);
   assert_false (g_file_test ("/etc/fusebox-unit", G_FILE_TEST_EXISTS));
 }
@@ -557,21 +565,17 @@ test_handle_outlives_cache (void **state)
 {
   Harness *h = *state;
   g_autofree char *file = g_build_filename (h->dir, "h.txt", NULL);
-  g_autofree char *open_req = NULL;
-  g_autoptr (JsonNode) n1 = NULL;
-  g_autoptr (JsonNode) n2 = NULL;
-  g_autoptr (JsonNode) n3 = NULL;
   JsonObject *o;
 
   assert_true (g_file_set_contents (file, "handle", -1, NULL));
   receive (h, "{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientName\":\"h\"}}");
   receive (h, "{\"method\":\"initialized\"}");
-  open_req = g_strdup_printf ("{\"id\":2,\"method\":\"fs/open\",\"params\":{\"handleId\":\"h\",\"path\":\"%s\","
-                              "\"sandbox\":{\"fuseboxPolicy\":{\"version\":1,\"rules\":[{\"path\":\"/\",\"access\":"
-                              "\"read\",\"why\":\"first\"}]}}}}",
-                              file);
-  receive (h, open_req);
-  o = last_sent (h, &n1);
+  g_autofree char *open_req =
+    g_strdup_printf ("{\"id\":2,\"method\":\"fs/open\",\"params\":{\"handleId\":\"h\",\"path\":\"%s\","
+                     "\"sandbox\":{\"fuseboxPolicy\":{\"version\":1,\"rules\":[{\"path\":\"/\",\"access\":"
+                     "\"read\",\"why\":\"first\"}]}}}}",
+                     file);
+  o = request (h, open_req);
   assert_true (json_object_has_member (o, "result"));
   for (guint i = 0; i < FB_RPC_VIEW_CACHE_MAX + 2; i++)
     {
@@ -579,16 +583,12 @@ test_handle_outlives_cache (void **state)
         "{\"id\":%u,\"method\":\"fs/getMetadata\",\"params\":{\"path\":\"/\",\"sandbox\":{\"fuseboxPolicy\":{"
         "\"version\":1,\"rules\":[{\"path\":\"/\",\"access\":\"read\",\"why\":\"other %u\"}]}}}}",
         10 + i, i);
-      g_autoptr (JsonNode) n = NULL;
-      receive (h, req);
-      assert_true (json_object_has_member (last_sent (h, &n), "result"));
+      assert_true (json_object_has_member (request (h, req), "result"));
     }
-  receive (h, "{\"id\":3,\"method\":\"fs/readBlock\",\"params\":{\"handleId\":\"h\",\"offset\":0,\"len\":6}}");
-  o = last_sent (h, &n2);
+  o = request (h, "{\"id\":3,\"method\":\"fs/readBlock\",\"params\":{\"handleId\":\"h\",\"offset\":0,\"len\":6}}");
   assert_string_equal (json_object_get_string_member (json_object_get_object_member (o, "result"), "chunk"),
                        "aGFuZGxl");
-  receive (h, "{\"id\":4,\"method\":\"fs/close\",\"params\":{\"handleId\":\"h\"}}");
-  o = last_sent (h, &n3);
+  o = request (h, "{\"id\":4,\"method\":\"fs/close\",\"params\":{\"handleId\":\"h\"}}");
   assert_true (json_object_has_member (o, "result"));
 }
 
