@@ -26,7 +26,7 @@
 
 typedef struct
 {
-  char *op, *path, *target, *access, *why, *comm;
+  const char *op, *path, *target, *access, *why, *comm; /* in the sink's strings */
   FbDecision decision;
   int err;
   gint64 bytes_read, bytes_written;
@@ -37,21 +37,15 @@ typedef struct
 {
   FbAccessSink sink; /* first: the view gets &sink */
   GMutex lock;
-  GPtrArray *events; /* TestEvent */
+  GPtrArray *events;     /* TestEvent, under lock */
+  GStringChunk *strings; /* the events' strings, kept for the sink's life; under lock */
 } TestSink;
 
-static G_GNUC_UNUSED void
-test_event_free (gpointer p)
+/* S (or NULL) kept in TS's strings; TS's lock held. */
+static G_GNUC_UNUSED const char *
+test_sink_keep (TestSink *ts, const char *s)
 {
-  TestEvent *e = p;
-
-  g_free (e->op);
-  g_free (e->path);
-  g_free (e->target);
-  g_free (e->access);
-  g_free (e->why);
-  g_free (e->comm);
-  g_free (e);
+  return s != NULL ? g_string_chunk_insert_const (ts->strings, s) : NULL;
 }
 
 static G_GNUC_UNUSED void
@@ -63,18 +57,18 @@ test_sink_push (FbAccessSink *sink, const FbAccessEvent *ev)
   /* The contract: rule is never NULL for a decided access. */
   if (ev->rule == NULL)
     fail_msg ("event %s %s without a rule", fb_op_to_string (ev->op), ev->path);
-  e->op = g_strdup (fb_op_to_string (ev->op));
-  e->path = g_strdup (ev->path);
-  e->target = g_strdup (ev->target);
-  e->access = g_strdup (ev->access);
-  e->why = g_strdup (ev->rule->why);
-  e->comm = g_strdup (ev->comm);
   e->decision = ev->decision;
   e->err = ev->err;
   e->bytes_read = ev->bytes_read;
   e->bytes_written = ev->bytes_written;
   e->pid = ev->pid;
   g_mutex_lock (&ts->lock);
+  e->op = test_sink_keep (ts, fb_op_to_string (ev->op));
+  e->path = test_sink_keep (ts, ev->path);
+  e->target = test_sink_keep (ts, ev->target);
+  e->access = test_sink_keep (ts, ev->access);
+  e->why = test_sink_keep (ts, ev->rule->why);
+  e->comm = test_sink_keep (ts, ev->comm);
   g_ptr_array_add (ts->events, e);
   g_mutex_unlock (&ts->lock);
 }
@@ -205,7 +199,8 @@ fx_new (void)
   fx->vroot = g_build_filename (fx->tmp, "host", NULL);
   fx->sink.sink.push = test_sink_push;
   g_mutex_init (&fx->sink.lock);
-  fx->sink.events = g_ptr_array_new_with_free_func (test_event_free);
+  fx->sink.events = g_ptr_array_new_with_free_func (g_free);
+  fx->sink.strings = g_string_chunk_new (4096);
   fx->caller.pid = getpid ();
   fx->caller.uid = getuid ();
   fx->caller.gid = getgid ();
@@ -242,6 +237,7 @@ fx_free (Fx *fx)
   g_free (fx->tmp);
   g_free (fx->vroot);
   g_ptr_array_unref (fx->sink.events);
+  g_string_chunk_free (fx->sink.strings);
   g_mutex_clear (&fx->sink.lock);
   g_free (fx);
 }
