@@ -67,6 +67,13 @@ teardown (void **state)
   return 0;
 }
 
+/* As RFX_BEGIN, RFX_PASS and RFX_TEST, for a DFx. */
+#define DFX_BEGIN(state)                                                                                               \
+  DFx *fx = *(state);                                                                                                  \
+  fx->rfx->test_name = __func__
+#define DFX_PASS() (fx->rfx->passed = true)
+#define DFX_TEST(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
+
 /* T/ws/big: a tmpfs (100,000 directories cost no disk and go at unmount) */
 static char *
 mount_tmpfs (DFx *fx)
@@ -194,12 +201,15 @@ write_hello (DFx *fx)
   test_write (hello, "hello\n", 0644);
 }
 
-static void
-require (void)
+/* what the tests need beyond rfx_require() (RFX_DEFINE_MAIN) */
+static int
+require_holdopen (void **state)
 {
-  rfx_require ();
-  if (access (test_fixture ("fb-holdopen"), X_OK) != 0)
+  g_autofree char *holdopen = test_fixture ("fb-holdopen");
+
+  if (access (holdopen, X_OK) != 0)
     test_skip_or_fail ("fixtures/fb-holdopen is missing: build it with ninja");
+  return 0;
 }
 
 /* TREE and the TREE_DIRS - 1 directories below it */
@@ -231,13 +241,10 @@ mkdir_tree (const char *tree)
 static void
 test_find_many_directories (void **state)
 {
-  DFx *fx = *state;
-  RFx *r = fx->rfx;
+  DFX_BEGIN (state);
   g_autofree char *big = NULL, *tree = NULL, *tree_json = NULL, *argv = NULL, *out = NULL, *expect = NULL;
   int code;
 
-  r->test_name = __func__;
-  require ();
   big = mount_tmpfs (fx);
   tree = g_build_filename (big, "tree", NULL);
   mkdir_tree (tree);
@@ -258,7 +265,7 @@ test_find_many_directories (void **state)
     fail_msg ("find in the sandbox (exit %d) printed:\n%s\nexpected:\n%s", code, out, expect);
 
   assert_served_meanwhile (fx, "find");
-  r->passed = true;
+  DFX_PASS ();
 }
 
 /* A sandbox holding as many files open as it can gets its own EMFILE (or
@@ -266,16 +273,13 @@ test_find_many_directories (void **state)
 static void
 test_hold_many_files (void **state)
 {
-  DFx *fx = *state;
-  RFx *r = fx->rfx;
+  DFX_BEGIN (state);
   g_autofree char *big = NULL, *many = NULL, *argv = NULL, *out = NULL, *probe = NULL;
   g_autofree char *probe_json = NULL, *many_json = NULL;
   long opened = -1;
   char err[64] = "";
   int code;
 
-  r->test_name = __func__;
-  require ();
   big = mount_tmpfs (fx);
   many = g_build_filename (big, "many", NULL);
   assert_int_equal (mkdir (many, 0755), 0);
@@ -314,7 +318,7 @@ test_hold_many_files (void **state)
     fail_msg ("the sandbox opened %ld files and then got %s", opened, err);
 
   assert_served_meanwhile (fx, "hold");
-  r->passed = true;
+  DFX_PASS ();
 }
 
 /* Started with a soft limit below the hard one, the server raises it and
@@ -322,14 +326,11 @@ test_hold_many_files (void **state)
 static void
 test_limit_raised_and_said (void **state)
 {
-  DFx *fx = *state;
-  RFx *r = fx->rfx;
-  g_autofree char *limits_path = NULL, *limits = NULL, *err = NULL;
+  DFX_BEGIN (state);
   g_autofree char *expect = g_strdup_printf ("descriptors: RLIMIT_NOFILE %u", LOWERED_NOFILE);
+  g_autofree char *limits_path = NULL, *limits = NULL, *err = NULL;
   bool said = false;
 
-  r->test_name = __func__;
-  require ();
   server_start (fx, 1024, LOWERED_NOFILE);
   /* the line comes right after the URL */
   said =
@@ -345,9 +346,8 @@ test_limit_raised_and_said (void **state)
     if (strstr (limits, row) == NULL)
       fail_msg ("the soft limit was not raised to the hard one:\n%s", limits);
   }
-  r->passed = true;
+  DFX_PASS ();
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_limit_raised_and_said, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_hold_many_files, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_find_many_directories, setup, teardown))
+RFX_DEFINE_MAIN (NULL, require_holdopen, DFX_TEST (test_limit_raised_and_said), DFX_TEST (test_hold_many_files),
+                 DFX_TEST (test_find_many_directories))

@@ -40,18 +40,17 @@ typedef enum
   PLANT_HARDLINK,
 } Plant;
 
-static const char *const plant_names[] = {
-  [PLANT_NONE] = "nothing", [PLANT_LINK] = "a link to the victim",  [PLANT_DANGLING] = "a dangling link",
-  [PLANT_FIFO] = "a FIFO",  [PLANT_FOREIGN] = "another uid's file", [PLANT_HARDLINK] = "a hard link to the victim",
-};
-/* what the refusal says */
-static const char *const plant_says[] = {
-  [PLANT_NONE] = "",
-  [PLANT_LINK] = "is a symbolic link",
-  [PLANT_DANGLING] = "is a symbolic link",
-  [PLANT_FIFO] = "is a FIFO, not a regular file",
-  [PLANT_FOREIGN] = "belongs to uid 65534",
-  [PLANT_HARDLINK] = "has 2 names",
+static const struct
+{
+  const char *name; /* what is put at the log's name */
+  const char *says; /* what the refusal says */
+} plants[] = {
+  [PLANT_NONE] = { "nothing", "" },
+  [PLANT_LINK] = { "a link to the victim", "is a symbolic link" },
+  [PLANT_DANGLING] = { "a dangling link", "is a symbolic link" },
+  [PLANT_FIFO] = { "a FIFO", "is a FIFO, not a regular file" },
+  [PLANT_FOREIGN] = { "another uid's file", "belongs to uid 65534" },
+  [PLANT_HARDLINK] = { "a hard link to the victim", "has 2 names" },
 };
 
 typedef struct
@@ -200,12 +199,12 @@ test_refused_at_start (void **state)
           fb_access_sink_push (fb_access_log_get_sink (log), &e);
           fb_access_log_close (log, NULL);
           fb_access_log_free (log);
-          assert_untouched (fx, plant_names[p]);
-          fail_msg ("%s at the log's name: the log was opened", plant_names[p]);
+          assert_untouched (fx, plants[p].name);
+          fail_msg ("%s at the log's name: the log was opened", plants[p].name);
         }
-      if (strstr (error->message, fx->path) == NULL || strstr (error->message, plant_says[p]) == NULL)
-        fail_msg ("%s: the refusal does not say '%s': %s", plant_names[p], plant_says[p], error->message);
-      assert_untouched (fx, plant_names[p]);
+      if (strstr (error->message, fx->path) == NULL || strstr (error->message, plants[p].says) == NULL)
+        fail_msg ("%s: the refusal does not say '%s': %s", plants[p].name, plants[p].says, error->message);
+      assert_untouched (fx, plants[p].name);
       assert_int_equal (unlink (fx->path), 0);
     }
 }
@@ -259,15 +258,15 @@ test_refused_at_rotation (void **state)
       g_ptr_array_set_size (warnings, 0);
       write_records (fx);
       assert_true (planted); /* a rotation happened, the race was played */
-      assert_untouched (fx, plant_names[p]);
+      assert_untouched (fx, plants[p].name);
       for (guint i = 0; i < warnings->len; i++)
-        if (strstr (warnings->pdata[i], fx->path) != NULL && strstr (warnings->pdata[i], plant_says[p]) != NULL)
+        if (strstr (warnings->pdata[i], fx->path) != NULL && strstr (warnings->pdata[i], plants[p].says) != NULL)
           warned = TRUE;
       if (!warned)
-        fail_msg ("%s put at the name after a rotation: no warning saying '%s'", plant_names[p], plant_says[p]);
+        fail_msg ("%s put at the name after a rotation: no warning saying '%s'", plants[p].name, plants[p].says);
       /* the attacker's object gone, the log is whole */
       assert_int_equal (unlink (fx->path), 0);
-      assert_all_records (fx, plant_names[p]);
+      assert_all_records (fx, plants[p].name);
       /* the next round starts afresh */
       test_rm_rf (fx->run);
       assert_int_equal (g_mkdir (fx->run, 0700), 0);
