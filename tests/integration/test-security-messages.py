@@ -122,12 +122,7 @@ async def t_serve_token_file(tmp):
 
 async def t_serve_client_names(tmp):
     """A client's member names reach the server's debug messages."""
-    os.environ["G_MESSAGES_DEBUG"] = "fusebox"
-    try:
-        srv = serve.Server(tmp)
-    finally:
-        del os.environ["G_MESSAGES_DEBUG"]
-    try:
+    with serve.Server(tmp, env={"G_MESSAGES_DEBUG": "fusebox"}) as srv:
         c = await serve.Client.connect(srv.url)
         r = await c.call("initialize", {"clientName": "messages", HOSTILE: 1})
         serve.ok(r)
@@ -141,8 +136,6 @@ async def t_serve_client_names(tmp):
         r = await c.call("fs/readFile", {"path": path, "sandbox": sandbox})
         serve.ok(r)
         await c.close()
-    finally:
-        srv.stop()
     with open(srv.err_path, "rb") as f:
         errb = f.read()
     assert_safe("serve with G_MESSAGES_DEBUG=fusebox (stderr)", errb)

@@ -67,8 +67,7 @@ async def read_all(c, pid):
 async def t_retained_share(tmp):
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         return "skip"
-    srv = serve.Server(tmp, "--output-max", "8M")
-    try:
+    with serve.Server(tmp, "--output-max", "8M") as srv:
         b = await serve.start_client(srv, "b", source="127.0.0.2")
         c = await serve.start_client(srv, "c")
         a = await serve.start_client(srv, "a")
@@ -100,8 +99,6 @@ async def t_retained_share(tmp):
         assert await read_all(a, "a1") == b"\0" * 10
         for client in (a, b, c):
             await client.close()
-    finally:
-        srv.stop()
 
 
 if __name__ == "__main__":

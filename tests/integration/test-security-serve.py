@@ -68,14 +68,16 @@ NOBODY = 65534
 class Server:
     """`fusebox serve ARGS` with its state under DIR; the first line of its
     stdout is parsed: .url (as printed), .bare (scheme, host and port),
-    .port, .token (None when the URL carries none)."""
+    .port, .token (None when the URL carries none).  `with Server(...) as
+    srv:` stops it when the block ends, even when it fails."""
 
     last_command = None
 
-    def __init__(self, tmp, *args, listen="ws://127.0.0.1:0", nofile=None, files=None, prepare=None):
+    def __init__(self, tmp, *args, listen="ws://127.0.0.1:0", nofile=None, files=None, prepare=None, env=None):
         """NOFILE: the server's RLIMIT_NOFILE, soft and hard.  FILES: {name:
         text} written in the workspace, and PREPARE: called with the
-        workspace, before the server starts."""
+        workspace, before the server starts.  ENV: {name: value} added to
+        the server's environment."""
         self.dir = tempfile.mkdtemp(prefix="srv-", dir=tmp)
         self.ws = os.path.join(self.dir, "ws")
         os.mkdir(self.ws)
@@ -84,11 +86,12 @@ class Server:
                 f.write(text)
         if prepare is not None:
             prepare(self.ws)
-        self.env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        added = dict(env or {}, XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        self.env = dict(os.environ, **added)
         self.argv = [BIN, "serve", "--listen", listen, "--workspace", self.ws] + list(args)
-        self.command = "XDG_STATE_HOME=%s %s%s" % (self.env["XDG_STATE_HOME"],
-                                                   "prlimit --nofile=%d:%d " % (nofile, nofile) if nofile else "",
-                                                   " ".join(self.argv))
+        self.command = "%s %s%s" % (" ".join("%s=%s" % kv for kv in added.items()),
+                                    "prlimit --nofile=%d:%d " % (nofile, nofile) if nofile else "",
+                                    " ".join(self.argv))
         Server.last_command = self.command
 
         def limit():
@@ -110,6 +113,12 @@ class Server:
     def stderr(self):
         with open(self.err_path) as f:
             return f.read()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -205,8 +214,7 @@ def plain_get(port, target, headers=""):
 
 
 async def t_token_required(tmp):
-    srv = Server(tmp)
-    try:
+    with Server(tmp) as srv:
         assert srv.token is not None, "the URL carries no token: %s" % srv.url
         assert len(srv.token) >= 32 and all(c in "0123456789abcdef" for c in srv.token), srv.token
         wrong = "0" * len(srv.token)
@@ -246,8 +254,6 @@ async def t_token_required(tmp):
             other.stop()
         # The token is in no message of the server's.
         assert srv.token not in srv.stderr(), srv.stderr()
-    finally:
-        srv.stop()
 
 
 NOBODY_CLIENT = r'''
@@ -294,8 +300,7 @@ def as_nobody():
 async def t_other_user(tmp):
     if os.geteuid() != 0:
         return "skip"  # t_token_required proves the token requirement
-    srv = Server(tmp)
-    try:
+    with Server(tmp) as srv:
         os.chmod(tmp, 0o755)
         os.chmod(srv.dir, 0o755)
         # It knows the address (ss(8) shows it), not the token.
@@ -307,20 +312,15 @@ async def t_other_user(tmp):
         assert out["uid"] == NOBODY, out
         assert out["found"] == [], "uid %d found the token in %s" % (NOBODY, out["found"])
         assert out["status"] == 401, "uid %d got %s, not 401: %s" % (NOBODY, out["status"], out)
-    finally:
-        srv.stop()
 
 
 async def t_insecure_no_auth(tmp):
-    srv = Server(tmp, "--insecure-no-auth")
-    try:
+    with Server(tmp, "--insecure-no-auth") as srv:
         assert srv.token is None and srv.url == srv.bare, srv.url
         assert "WARNING: --insecure-no-auth" in srv.stderr(), srv.stderr()
         c = await Client.connect(srv.url)
         ok(await c.handshake())
         await c.close()
-    finally:
-        srv.stop()
     env = dict(os.environ, XDG_STATE_HOME=os.path.join(tmp, "state"))
     token = os.path.join(tmp, "token")
     with open(token, "w") as f:
@@ -332,15 +332,12 @@ async def t_insecure_no_auth(tmp):
         r = subprocess.run([BIN, "serve"] + args, env=env, capture_output=True, text=True, timeout=60)
         assert r.returncode == 2, (args, r)
     # A token from a file: asked, and not printed.
-    srv = Server(tmp, "--token-file", token)
-    try:
+    with Server(tmp, "--token-file", token) as srv:
         assert srv.url == srv.bare and "a-token-of-our-own" not in srv.url + srv.stderr(), srv.url
         assert await http_status(srv.url) == 401
         c = await Client.connect(srv.url, {"Authorization": "Bearer a-token-of-our-own"})
         ok(await c.handshake())
         await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_token_file_hidden(tmp):
@@ -368,8 +365,7 @@ async def token_file_hidden(tmp, tokdir):
     with open(policy, "w") as f:
         json.dump({"version": 1, "rules": [{"path": "/", "access": "read", "why": "the host"},
                                            {"path": tokdir, "access": "read", "why": "the token's directory"}]}, f)
-    srv = Server(tmp, "--token-file", token, "--policy", policy)
-    try:
+    with Server(tmp, "--token-file", token, "--policy", policy) as srv:
         c = await Client.connect(srv.url, {"Authorization": "Bearer " + secret})
         ok(await c.handshake(name="t"))
         listed = ok(await c.call("fs/readDirectory", {"path": tokdir}))
@@ -382,8 +378,6 @@ async def token_file_hidden(tmp, tokdir):
             out, code = await output_of(c, "peek")
             assert secret not in out and "policy.json" in out and "No such file" in out, (out, code)
         await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_paths_of_another_user(tmp):
@@ -417,8 +411,7 @@ async def t_paths_of_another_user(tmp):
 
 async def t_unix_socket(tmp):
     path = os.path.join(tmp, "api.sock")
-    srv = Server(tmp, listen="unix:" + path)
-    try:
+    with Server(tmp, listen="unix:" + path) as srv:
         assert srv.url == "unix:" + path
         assert os.stat(path).st_mode & 0o777 == 0o600, oct(os.stat(path).st_mode)
         if os.geteuid() != 0:
@@ -444,8 +437,6 @@ async def t_unix_socket(tmp):
         _, status = os.waitpid(pid, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, \
             "uid %d: %s (1: answered, 2: could not connect, 3: no close)" % (NOBODY, status >> 8)
-    finally:
-        srv.stop()
 
 
 # --- a session belongs to its client ----------------------------------------------
@@ -470,18 +461,14 @@ async def served(tmp, name, *args, **kw):
     """A Server(TMP, *ARGS, **KW) and its client NAME for the block: the
     client is closed when the block ends, the server stopped even when it
     fails."""
-    srv = Server(tmp, *args, **kw)
-    try:
+    with Server(tmp, *args, **kw) as srv:
         c = await start_client(srv, name)
         yield srv, c
         await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_resume_takeover(tmp):
-    srv = Server(tmp, "--detach-timeout", "60000")
-    try:
+    with Server(tmp, "--detach-timeout", "60000") as srv:
         b = await start_client(srv, "b")
         secret_file = os.path.join(srv.ws, "b-was-here.txt")
         ok(await b.call("fs/writeFile", {"path": secret_file, "dataBase64": "YgoK"}))
@@ -529,8 +516,6 @@ async def t_resume_takeover(tmp):
         # The secret is in no record and no message of the server's.
         text = open(os.path.join(b.run_dir, "access.jsonl")).read() + srv.stderr()
         assert b.session_id.split(".", 1)[1] not in text
-    finally:
-        srv.stop()
 
 
 async def resume_own(srv, b):
@@ -549,8 +534,7 @@ async def resume_own(srv, b):
 
 
 async def t_resume_guessed(tmp):
-    srv = Server(tmp, "--detach-timeout", "60000")
-    try:
+    with Server(tmp, "--detach-timeout", "60000") as srv:
         b = await start_client(srv, "b", source="127.0.0.2")
         ok(await b.call("process/start", start_params(srv, "b-sleep", ["/bin/sleep", "600"])))
         await b.close()
@@ -569,8 +553,6 @@ async def t_resume_guessed(tmp):
             r = ok(await b2.call("process/read", {"processId": "b-sleep"}))
             assert r["exited"] is False, r
             await b2.close()
-    finally:
-        srv.stop()
 
 
 async def own_event(c, path):
@@ -582,8 +564,7 @@ async def own_event(c, path):
 
 async def t_log_scope(tmp):
     for all_ in (False, True):
-        srv = Server(tmp, *(["--subscribe-all"] if all_ else []))
-        try:
+        with Server(tmp, *(["--subscribe-all"] if all_ else [])) as srv:
             a = await start_client(srv, "a")
             b = await start_client(srv, "b")
             s = ok(await a.call("log/subscribe", {}))
@@ -604,16 +585,13 @@ async def t_log_scope(tmp):
             ok(await a.call("log/unsubscribe", {"subscriptionId": s2["subscriptionId"]}))
             await a.close()
             await b.close()
-        finally:
-            srv.stop()
 
 
 async def t_slow_subscriber(tmp):
     # B subscribes (every record: the operator's setting, the H1 attack's
     # case) and stops reading; A floods the log.  B loses its subscription,
     # not its connection or its session.
-    srv = Server(tmp, "--subscribe-all")
-    try:
+    with Server(tmp, "--subscribe-all") as srv:
         b = await start_client(srv, "b", slow=True)
         ok(await b.call("log/subscribe", {}))
         a = await start_client(srv, "a")
@@ -644,22 +622,27 @@ async def t_slow_subscriber(tmp):
         await c.close()
         await a.close()
         await b.close()
-    finally:
-        srv.stop()
 
 
 # --- fair shares ------------------------------------------------------------------
 
 
-def raw_upgrade(srv, source="127.0.0.1"):
-    """A WebSocket handshake by hand, from SOURCE: (status, body)."""
+def upgrade_request(srv, source="127.0.0.1", timeout=30):
+    """A socket from SOURCE that has sent a WebSocket handshake by hand,
+    with the token; TIMEOUT for what it reads next."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind((source, 0))
     s.connect(("127.0.0.1", srv.port))
-    s.settimeout(30)
+    s.settimeout(timeout)
     s.sendall(("GET /?token=%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
                % srv.token).encode())
+    return s
+
+
+def raw_upgrade(srv, source="127.0.0.1"):
+    """A WebSocket handshake by hand, from SOURCE: (status, body)."""
+    s = upgrade_request(srv, source)
     buf = client_util.recv_until(s, b"\r\n\r\n")
     head, _, body = buf.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.1 ") else 0
@@ -690,8 +673,7 @@ async def b_is_served(srv, with_process=True):
 
 
 async def t_handle_share(tmp):
-    srv = Server(tmp)
-    try:
+    with Server(tmp) as srv:
         path = os.path.join(srv.ws, "a.txt")
         with open(path, "w") as f:
             f.write("a\n")
@@ -717,13 +699,10 @@ async def t_handle_share(tmp):
         ok(await conns[-1].call("fs/open", {"handleId": "again", "path": path}))
         for a in conns:
             await a.close()
-    finally:
-        srv.stop()
 
 
 async def t_connection_share(tmp):
-    srv = Server(tmp)
-    try:
+    with Server(tmp) as srv:
         conns, refusal = [], None
         while refusal is None and len(conns) < 2000:
             try:
@@ -744,13 +723,10 @@ async def t_connection_share(tmp):
         assert status == 101, status
         for c in conns:
             await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_session_share(tmp):
-    srv = Server(tmp, "--detach-timeout", "600000")
-    try:
+    with Server(tmp, "--detach-timeout", "600000") as srv:
         refusal, n = None, 0
         # A makes sessions and leaves them detached, until its share says no.
         while refusal is None and n < 2000:
@@ -764,8 +740,6 @@ async def t_session_share(tmp):
         assert refusal is not None, "A made %d sessions, never refused" % n
         assert "its share of the server's" in refusal and "resume one" in refusal, refusal
         await b_is_served(srv, with_process=False)
-    finally:
-        srv.stop()
 
 
 async def t_process_share(tmp):
@@ -874,8 +848,7 @@ async def t_descriptor_share(tmp):
         for i in range(HOLD_FILES):
             open(os.path.join(ws, "many", "f%05d" % i), "w").close()
 
-    srv = Server(tmp, nofile=2000, files={"hello.txt": "hello\n"}, prepare=prepare)
-    try:
+    with Server(tmp, nofile=2000, files={"hello.txt": "hello\n"}, prepare=prepare) as srv:
         greedy = {"a": await start_client(srv, "a")}
         for who, source in (("c", "127.0.0.3"), ("d", "127.0.0.4")):
             greedy[who] = await start_client(srv, who, source=source)
@@ -912,8 +885,6 @@ async def t_descriptor_share(tmp):
         assert any(x.get("session") == a.log_session for x in refusals), refusals[:3]
         for c in list(greedy.values()) + [b]:
             await c.close()
-    finally:
-        srv.stop()
 
 
 async def t_floors_taken(tmp):
@@ -922,8 +893,7 @@ async def t_floors_taken(tmp):
     load its libraries; one ended, the next starts."""
     if os.geteuid() != 0 or not os.access("/dev/fuse", os.R_OK | os.W_OK):
         return "skip"
-    srv = Server(tmp, nofile=2000, files={"hello.txt": "hello\n"})
-    try:
+    with Server(tmp, nofile=2000, files={"hello.txt": "hello\n"}) as srv:
         a = await start_client(srv, "a")
         b = await start_client(srv, "b", source="127.0.0.2")
         c = await start_client(srv, "c", source="127.0.0.3")
@@ -948,8 +918,6 @@ async def t_floors_taken(tmp):
         ok(await b.call("process/terminate", {"processId": "b-sleep"}))
         for x in (a, b, c):
             await x.close()
-    finally:
-        srv.stop()
 
 
 async def main(tmp):

@@ -106,8 +106,7 @@ async def t_processes_share(tmp):
     if not can_run():
         assert os.environ.get("FUSEBOX_TESTS_MUST_RUN") != "1", "/dev/fuse is missing"
         return "skip"
-    srv = serve.Server(tmp, "--log-max-size", BUDGET, files={"hello.txt": "hello\n"})
-    try:
+    with serve.Server(tmp, "--log-max-size", BUDGET, files={"hello.txt": "hello\n"}) as srv:
         b = await bystander(srv)
         a = await serve.start_client(srv, "a")
         loop = "while :; do cat hello.txt >/dev/null; done"
@@ -121,8 +120,6 @@ async def t_processes_share(tmp):
         assert SHARE_WORDS in e["message"], e
         await a.close()
         await bystander_served(srv, b)
-    finally:
-        srv.stop()
 
 
 async def t_calls_share(tmp):
@@ -136,8 +133,7 @@ async def t_calls_share(tmp):
         with open(os.path.join(ws, deep, "f"), "w") as f:
             f.write("x")
 
-    srv = serve.Server(tmp, "--log-max-size", BUDGET, files={"hello.txt": "hello\n"}, prepare=prepare)
-    try:
+    with serve.Server(tmp, "--log-max-size", BUDGET, files={"hello.txt": "hello\n"}, prepare=prepare) as srv:
         b = await bystander(srv)
         a = await serve.start_client(srv, "a")
         ok(await a.call("process/start", serve.start_params(srv, "a-sleep", ["/bin/sleep", "600"])))
@@ -153,8 +149,6 @@ async def t_calls_share(tmp):
         assert code == 125 and SHARE_WORDS in out and SHARE_WORDS in failure, (code, out, failure)
         await a.close()
         await bystander_served(srv, b)
-    finally:
-        srv.stop()
 
 
 def rss_mib(pid):

@@ -49,8 +49,7 @@ ok = serve.ok
 async def t_sessions_isolated(tmp):
     if not share.can_run():
         return "skip"
-    srv = serve.Server(tmp)
-    try:
+    with serve.Server(tmp) as srv:
         a = await serve.start_client(srv, "a")
         b = await serve.start_client(srv, "b")
         ok(await b.call("log/subscribe", {}))
@@ -72,8 +71,6 @@ async def t_sessions_isolated(tmp):
         assert not any("a-note" in x.get("path", "") and x.get("decision") == "allow" for x in mine), mine
         await a.close()
         await b.close()
-    finally:
-        srv.stop()
 
 
 async def t_narrower_does_not_share(tmp):
@@ -125,8 +122,7 @@ async def t_unattributed_share(tmp):
         assert os.environ.get("FUSEBOX_TESTS_MUST_RUN") != "1", "nsenter (util-linux) is missing"
         return "skip"
     # a budget of 4 MiB: each share 1 MiB
-    srv = serve.Server(tmp, "--log-max-size", "4M")
-    try:
+    with serve.Server(tmp, "--log-max-size", "4M") as srv:
         a = await serve.start_client(srv, "flooded")
         before = rs.held_namespaces(srv.proc.pid)
         ok(await a.call("process/start", share.sh(srv, "held", "echo up; sleep 600")))
@@ -155,8 +151,6 @@ async def t_unattributed_share(tmp):
         ok(await b.call("process/terminate", {"processId": "other"}))
         await a.close()
         await b.close()
-    finally:
-        srv.stop()
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -57,13 +58,7 @@ HELD_MAX = 16 * MIB + 64 * 1024
 
 def upgrade(srv, source="127.0.0.1"):
     """A socket past the WebSocket handshake (with the token), from SOURCE."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind((source, 0))
-    s.connect(("127.0.0.1", srv.port))
-    s.settimeout(60)
-    s.sendall(("GET /?token=%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-               % srv.token).encode())
+    s = serve.upgrade_request(srv, source, 60)
     head = client_util.recv_until(s, b"\r\n\r\n", "the handshake's answer")
     assert head.startswith(b"HTTP/1.1 101"), head
     assert head.endswith(b"\r\n\r\n"), "bytes after the handshake's answer: %r" % head
@@ -152,14 +147,23 @@ def initialize(s, name):
     s.sendall(frame_head(1, len(note)) + note)
 
 
-def server_with(tmp, **env):
-    """A server started with ENV added to its environment."""
-    os.environ.update(env)
+def initialized(srv, name, source="127.0.0.1"):
+    """A socket past the handshake and initialize, as client NAME."""
+    s = upgrade(srv, source)
+    initialize(s, name)
+    return s
+
+
+@contextlib.contextmanager
+def sockets():
+    """A list for the block's sockets: each closed when the block ends,
+    even when it fails."""
+    socks = []
     try:
-        return serve.Server(tmp)
+        yield socks
     finally:
-        for k in env:
-            del os.environ[k]
+        for s in socks:
+            s.close()
 
 
 def still_served(s, srv):
@@ -171,14 +175,11 @@ def still_served(s, srv):
 
 
 def other_client_served(srv):
-    s = upgrade(srv, "127.0.0.2")
-    initialize(s, "other")
-    s.close()
+    initialized(srv, "other", "127.0.0.2").close()
 
 
 async def t_fragments(tmp):
-    srv = serve.Server(tmp)
-    try:
+    with serve.Server(tmp) as srv:
         # A message under the bound, in fragments, is answered.
         s = upgrade(srv)
         req = json.dumps({"id": 1, "method": "initialize", "params": {"clientName": "fragments"}}).encode()
@@ -200,14 +201,10 @@ async def t_fragments(tmp):
         assert sent >= HELD_MAX - len(frag), "closed after %d bytes, before the bound" % sent
         s.close()
         other_client_served(srv)
-    finally:
-        srv.stop()
 
 
 async def t_held_budget(tmp):
-    srv = serve.Server(tmp)
-    conns = []
-    try:
+    with serve.Server(tmp) as srv, sockets() as conns:
         part = b" " * (15 * MIB + MIB // 2)
         for _ in range(17):
             s = upgrade(srv)
@@ -219,17 +216,11 @@ async def t_held_budget(tmp):
         assert readable, "17 connections hold 263 MiB of unfinished frames, none closed"
         closed_with(readable[0], 1013)
         other_client_served(srv)
-    finally:
-        for s in conns:
-            s.close()
-        srv.stop()
 
 
 async def t_stall(tmp):
-    srv = server_with(tmp, FUSEBOX_TEST_WS_STALL="2")
-    try:
-        idle = upgrade(srv)
-        initialize(idle, "idle")
+    with serve.Server(tmp, env={"FUSEBOX_TEST_WS_STALL": "2"}) as srv:
+        idle = initialized(srv, "idle")
         s = upgrade(srv)
         s.sendall(frame_head(1, 16 * MIB) + b" " * MIB)
         closed_with(s, 1008)
@@ -238,8 +229,6 @@ async def t_stall(tmp):
         # still served.
         still_served(idle, srv)
         idle.close()
-    finally:
-        srv.stop()
 
 
 def count_closed(socks, want):
@@ -274,12 +263,9 @@ def raw_connections(srv, n):
 
 
 async def t_preauth_bound(tmp):
-    srv = server_with(tmp, G_MESSAGES_DEBUG="fusebox")
-    socks = []
-    try:
-        legit = upgrade(srv)
-        initialize(legit, "legit")
-        socks = raw_connections(srv, 300)
+    with serve.Server(tmp, env={"G_MESSAGES_DEBUG": "fusebox"}) as srv, sockets() as socks:
+        legit = initialized(srv, "legit")
+        socks += raw_connections(srv, 300)
         # Accepted in order: once a later client is served, the 300 were
         # accepted before it.
         other_client_served(srv)
@@ -289,27 +275,16 @@ async def t_preauth_bound(tmp):
         assert "256 connections before their handshake: the oldest closed" in srv.stderr()
         still_served(legit, srv)
         legit.close()
-    finally:
-        for s in socks:
-            s.close()
-        srv.stop()
 
 
 async def t_handshake_timeout(tmp):
-    srv = server_with(tmp, FUSEBOX_TEST_WS_HANDSHAKE="2")
-    socks = []
-    try:
-        idle = upgrade(srv)
-        initialize(idle, "idle")
-        socks = raw_connections(srv, 2)
+    with serve.Server(tmp, env={"FUSEBOX_TEST_WS_HANDSHAKE": "2"}) as srv, sockets() as socks:
+        idle = initialized(srv, "idle")
+        socks += raw_connections(srv, 2)
         closed = count_closed(socks, 2)
         assert closed == 2, "of an idle connection and a half-sent request, %d closed" % closed
         still_served(idle, srv)
         idle.close()
-    finally:
-        for s in socks:
-            s.close()
-        srv.stop()
 
 
 def accept_warnings(srv):
@@ -319,10 +294,8 @@ def accept_warnings(srv):
 
 
 async def t_accept_emfile(tmp):
-    srv = serve.Server(tmp, nofile=64)
-    socks = []
-    try:
-        socks = raw_connections(srv, 120)
+    with serve.Server(tmp, nofile=64) as srv, sockets() as socks:
+        socks += raw_connections(srv, 120)
         for _ in range(600):
             if accept_warnings(srv):
                 break
@@ -334,7 +307,6 @@ async def t_accept_emfile(tmp):
         assert len(warnings) == 1, "%d warnings: %s" % (len(warnings), warnings[:3])
         for s in socks:
             s.close()
-        socks = []
         for _ in range(600):
             try:
                 other_client_served(srv)
@@ -343,10 +315,6 @@ async def t_accept_emfile(tmp):
                 await asyncio.sleep(0.1)
         else:
             raise AssertionError("no client served once the connections closed")
-    finally:
-        for s in socks:
-            s.close()
-        srv.stop()
 
 
 if __name__ == "__main__":
