@@ -1428,14 +1428,13 @@ lookup (FbRpcConn *conn, JsonObject *params, FbRpcError *error)
   return p;
 }
 
-static gboolean
+static void
 on_read_timeout (gpointer data)
 {
   Deferred *d = data;
 
   d->timeout = 0;
   deferred_complete (d);
-  return G_SOURCE_REMOVE;
 }
 
 JsonNode *
@@ -1464,7 +1463,7 @@ fb_rpc_process_read (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcErr
   d->id = json_node_copy (id);
   d->after = after;
   d->max_bytes = max_bytes;
-  d->timeout = g_timeout_add ((guint)MIN (wait_ms, (guint64)WAIT_MS_MAX), on_read_timeout, d);
+  d->timeout = g_timeout_add_once ((guint)MIN (wait_ms, (guint64)WAIT_MS_MAX), on_read_timeout, d);
   p->waiters = g_list_append (p->waiters, d);
   conn->deferred = g_list_append (conn->deferred, d);
   *ret_deferred = true;

@@ -255,7 +255,6 @@ conn_log_refused_request (Conn *c, const char *why)
 /* ---- the end ---- */
 
 static void proxy_resume (FbProxy *proxy);
-static void pipe_stop (Pipe *p);
 
 static void
 conn_close (Conn *c)
@@ -268,8 +267,8 @@ conn_close (Conn *c)
     conn_log (c, FB_OP_DISCONNECT, FB_DECISION_ALLOW, 0, &c->decision);
   c->proxy = NULL;
   g_cancellable_cancel (c->cancel);
-  pipe_stop (&c->up);
-  pipe_stop (&c->down);
+  fb_source_clear (&c->up.source);
+  fb_source_clear (&c->down.source);
   pipe_close (&c->up);
   pipe_close (&c->down);
   proxy_fds_give (proxy, 1 + (c->piped ? FB_PROXY_CONN_FDS - 1 : 0));
@@ -419,15 +418,6 @@ pipe_wait (Pipe *p, GSocket *socket, GIOCondition condition, GSocketSourceFunc f
   conn_ref (p->conn);
   g_source_set_callback (p->source, G_SOURCE_FUNC (fn), p, pipe_unref_conn);
   g_source_attach (p->source, NULL);
-}
-
-static void
-pipe_stop (Pipe *p)
-{
-  if (p->source == NULL)
-    return;
-  g_source_destroy (p->source);
-  g_clear_pointer (&p->source, g_source_unref);
 }
 
 /* The pipe's descriptors, given back as soon as the connection ends (not

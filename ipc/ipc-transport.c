@@ -126,21 +126,20 @@ fb_rpc_peer_drop (FbRpcPeer *peer)
   peer->free (peer);
 }
 
-static gboolean
+static void
 peer_closed_idle (gpointer data)
 {
   FbRpcPeer *peer = data;
 
   peer->closed_idle = 0;
   fb_rpc_peer_drop (peer);
-  return G_SOURCE_REMOVE;
 }
 
 void
 fb_rpc_peer_close_later (FbRpcPeer *peer)
 {
   if (peer->closed_idle == 0)
-    peer->closed_idle = g_idle_add (peer_closed_idle, peer);
+    peer->closed_idle = g_idle_add_once (peer_closed_idle, peer);
 }
 
 /* --- WebSocket ------------------------------------------------------------------ */
@@ -268,14 +267,13 @@ ws_serve (FbRpcListener *l, GSocketConnection *connection)
 
 static void ws_accept_watch (FbRpcListener *l);
 
-static gboolean
+static void
 on_ws_accept_again (gpointer data)
 {
   FbRpcListener *l = data;
 
   l->ws_accept_again = 0;
   ws_accept_watch (l);
-  return G_SOURCE_REMOVE;
 }
 
 /* Accepts what the kernel queued, WS_ACCEPT_BATCH at most a wakeup.  Out
@@ -312,7 +310,7 @@ on_ws_accept (int lfd, GIOCondition cond, gpointer data)
                   l->ws_accept_warned = now;
                 }
               l->ws_accept_watch = 0;
-              l->ws_accept_again = g_timeout_add (WS_ACCEPT_BACKOFF_MS, on_ws_accept_again, l);
+              l->ws_accept_again = g_timeout_add_once (WS_ACCEPT_BACKOFF_MS, on_ws_accept_again, l);
               return G_SOURCE_REMOVE;
             }
           /* ECONNABORTED, EPROTO, EINTR...: that connection only. */
