@@ -27,7 +27,7 @@
 
 typedef struct
 {
-  char *dir; /* temporary, removed in teardown */
+  TestDir *dir; /* removed in teardown */
   GPid follower;
 } Fixture;
 
@@ -105,7 +105,7 @@ setup (void **state)
 
   if (g_getenv ("FUSEBOX_BIN") == NULL)
     test_skip_or_fail ("FUSEBOX_BIN is not set (run through meson test)");
-  f->dir = test_tmpdir ("fusebox-cli-log");
+  f->dir = test_dir_new (test_tmpdir ("fusebox-cli-log"));
   *state = f;
   return 0;
 }
@@ -116,8 +116,7 @@ teardown (void **state)
   Fixture *f = *state;
 
   test_kill_child (&f->follower, SIGKILL);
-  test_rm_rf (f->dir);
-  g_free (f->dir);
+  test_dir_free (f->dir, true);
   g_free (f);
   return 0;
 }
@@ -266,15 +265,15 @@ static void
 test_log_missing (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *missing = g_build_filename (f->dir, "nope.jsonl", NULL);
+  const char *missing = test_dir_path (f->dir, "nope.jsonl");
   g_auto (TestCmd) r = { 0 };
 
-  run_fusebox (&r, 1, f->dir, "log", missing, NULL);
+  run_fusebox (&r, 1, f->dir->path, "log", missing, NULL);
   expect_in (&r, r.err, "nope.jsonl");
   {
     /* no runs at all */
     g_auto (TestCmd) r2 = { 0 };
-    run_fusebox (&r2, 1, f->dir, "log", NULL);
+    run_fusebox (&r2, 1, f->dir->path, "log", NULL);
     expect_in (&r2, r2.err, "no runs in");
   }
 }
@@ -339,8 +338,8 @@ static void
 test_log_run_id_and_latest (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *older = make_run (f->dir, "20240101-000000-aaaaaa");
-  g_autofree char *newer = make_run (f->dir, "20240501-120000-bbbbbb");
+  g_autofree char *older = make_run (f->dir->path, "20240101-000000-aaaaaa");
+  g_autofree char *newer = make_run (f->dir->path, "20240501-120000-bbbbbb");
   g_autofree char *newer_log = g_build_filename (newer, "access.jsonl", NULL);
 
   /* make the newer run distinguishable: drop its live file's last record */
@@ -361,17 +360,17 @@ test_log_run_id_and_latest (void **state)
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, 0, f->dir, "log", "20240101-000000-aaaaaa", NULL);
+    run_fusebox (&r, 0, f->dir->path, "log", "20240101-000000-aaaaaa", NULL);
     assert_int_equal (count_lines (r.out), 8);
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, 0, f->dir, "log", NULL);
+    run_fusebox (&r, 0, f->dir->path, "log", NULL);
     assert_int_equal (count_lines (r.out), 7);
   }
   {
     g_auto (TestCmd) r = { 0 };
-    run_fusebox (&r, 0, f->dir, "report", "--json", NULL);
+    run_fusebox (&r, 0, f->dir->path, "report", "--json", NULL);
     expect_in (&r, r.out, "\"records\" : 7");
   }
 }
@@ -417,17 +416,17 @@ static void
 test_log_follow_rotation (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *run = make_run (f->dir, "20240501-120000-follow");
+  g_autofree char *run = make_run (f->dir->path, "20240501-120000-follow");
   g_autofree char *live = g_build_filename (run, "access.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (run, "access.000000000005-000000000008.jsonl", NULL);
   g_autofree char *basic = fixture ("basic.jsonl");
   g_autofree char *basic_text = NULL;
   g_auto (GStrv) basic_lines = NULL;
-  g_auto (GStrv) envp = test_environ (f->dir);
+  g_auto (GStrv) envp = test_environ (f->dir->path);
   g_autoptr (GError) error = NULL;
   g_autoptr (GString) buf = g_string_new (NULL);
   char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", run, NULL };
-  g_autofree char *shown = environ_shown (f->dir);
+  g_autofree char *shown = environ_shown (f->dir->path);
   g_autofree char *cmd = test_shell_line (NULL, shown, argv);
   int out_fd = -1;
   guint seen = 0;
@@ -545,10 +544,10 @@ test_report_usage (void **state)
   Fixture *f = *state;
   g_auto (TestCmd) r = { 0 };
   g_auto (TestCmd) m = { 0 };
-  g_autofree char *missing = g_build_filename (f->dir, "none", NULL);
+  const char *missing = test_dir_path (f->dir, "none");
 
   run_fusebox (&r, 2, NULL, "report", "--bogus", NULL);
-  run_fusebox (&m, 1, f->dir, "report", missing, NULL);
+  run_fusebox (&m, 1, f->dir->path, "report", missing, NULL);
   expect_in (&m, m.err, missing);
 }
 

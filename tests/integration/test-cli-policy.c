@@ -27,7 +27,7 @@
 
 typedef struct
 {
-  char *dir;       /* temporary directory, removed in teardown */
+  TestDir *dir;    /* removed in teardown */
   char *workspace; /* dir/ws, realpath'd */
 } Fixture;
 
@@ -123,11 +123,9 @@ setup (void **state)
 {
   Fixture *f = g_new0 (Fixture, 1);
 
-  f->dir = test_tmpdir ("fusebox-cli-policy");
-  g_autofree char *ws = g_build_filename (f->dir, "ws", NULL);
-  g_mkdir (ws, 0700);
-  char *real = realpath (ws, NULL);
-  f->workspace = g_strdup (real);
+  f->dir = test_dir_new (test_tmpdir ("fusebox-cli-policy"));
+  char *real = realpath (test_dir_mkdir (f->dir, "ws", 0700), NULL);
+  f->workspace = test_dir_keep (f->dir, g_strdup (real));
   free (real);
   *state = f;
   return 0;
@@ -138,9 +136,7 @@ teardown (void **state)
 {
   Fixture *f = *state;
 
-  test_rm_rf (f->dir);
-  g_free (f->dir);
-  g_free (f->workspace);
+  test_dir_free (f->dir, true);
   g_free (f);
   return 0;
 }
@@ -179,7 +175,7 @@ test_commands_help (void **state)
   Fixture *f = *state;
   static const char *const commands[] = { "check", "mount", "runs", "serve", "log", "report", "session" };
   g_auto (TestCmd) stop_help = { 0 }, mount_help = { 0 }, no_ws = { 0 }, run_dir = { 0 };
-  g_autofree char *full_dir = g_build_filename (f->dir, "full-run-dir", NULL);
+  const char *full_dir = test_dir_path (f->dir, "full-run-dir");
   g_autofree char *in_it = g_build_filename (full_dir, "something", NULL);
 
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)

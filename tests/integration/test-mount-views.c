@@ -11,7 +11,8 @@
 
 typedef struct
 {
-  char *tmp, *host, *mnt_a, *mnt_b;
+  TestDir *dir; /* T */
+  char *host, *mnt_a, *mnt_b;
   FbPolicy *policy;
   FbView *view_a, *view_b;
   FbFuse *fuse_a, *fuse_b;
@@ -45,13 +46,10 @@ vfx_setup (void **state)
   g_autofree char *text = NULL;
 
   mfx_require ();
-  fx->tmp = test_tmpdir ("fusebox-views");
-  fx->host = g_build_filename (fx->tmp, "h", NULL);
-  fx->mnt_a = g_build_filename (fx->tmp, "a", NULL);
-  fx->mnt_b = g_build_filename (fx->tmp, "b", NULL);
-  g_mkdir_with_parents (fx->host, 0755);
-  g_mkdir_with_parents (fx->mnt_a, 0755);
-  g_mkdir_with_parents (fx->mnt_b, 0755);
+  fx->dir = test_dir_new (test_tmpdir ("fusebox-views"));
+  fx->host = test_dir_mkdir (fx->dir, "h", 0755);
+  fx->mnt_a = test_dir_mkdir (fx->dir, "a", 0755);
+  fx->mnt_b = test_dir_mkdir (fx->dir, "b", 0755);
   text = g_strdup_printf ("{ \"version\": 1, \"rules\": [\n"
                           "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system\" },\n"
                           "  { \"path\": \"%s\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n",
@@ -87,21 +85,23 @@ vfx_teardown (void **state)
   fb_policy_unref (fx->policy);
   if (!fx->passed)
     fprintf (stderr, "reproduce: FB_TEST_ONLY=<test> %s (the host tree is kept in %s)\n",
-             g_get_prgname () != NULL ? g_get_prgname () : "test-mount-views", fx->tmp);
-  else
-    test_rm_rf (fx->tmp);
-  g_free (fx->tmp);
-  g_free (fx->host);
-  g_free (fx->mnt_a);
-  g_free (fx->mnt_b);
+             g_get_prgname () != NULL ? g_get_prgname () : "test-mount-views", fx->dir->path);
+  test_dir_free (fx->dir, fx->passed);
   g_free (fx);
   return 0;
 }
 
-static char *
-in (const char *mnt, const char *host, const char *rel)
+/* The host's REL through mount A, or B (freed with the fixture). */
+static const char *
+in_a (VFx *fx, const char *rel)
 {
-  return g_strconcat (mnt, host, rel, NULL);
+  return test_dir_keep (fx->dir, g_strconcat (fx->mnt_a, fx->host, rel, NULL));
+}
+
+static const char *
+in_b (VFx *fx, const char *rel)
+{
+  return test_dir_keep (fx->dir, g_strconcat (fx->mnt_b, fx->host, rel, NULL));
 }
 
 static char *
@@ -130,8 +130,8 @@ static void
 test_write_seen (void **state)
 {
   VFx *fx = *state;
-  g_autofree char *a = in (fx->mnt_a, fx->host, "/f");
-  g_autofree char *b = in (fx->mnt_b, fx->host, "/f");
+  const char *a = in_a (fx, "/f");
+  const char *b = in_b (fx, "/f");
   g_autofree char *text = NULL;
   struct stat st;
 
@@ -168,25 +168,20 @@ static void
 test_names_seen (void **state)
 {
   VFx *fx = *state;
-  g_autofree char *a_new = in (fx->mnt_a, fx->host, "/new");
-  g_autofree char *b_new = in (fx->mnt_b, fx->host, "/new");
-  g_autofree char *a_moved = in (fx->mnt_a, fx->host, "/moved");
-  g_autofree char *b_moved = in (fx->mnt_b, fx->host, "/moved");
-  g_autofree char *b_dir = in (fx->mnt_b, fx->host, "");
   struct stat st;
   DIR *dp;
   bool listed = false;
 
-  assert_int_equal (stat (b_new, &st), -1);
-  dp = opendir (b_dir);
+  assert_int_equal (stat (in_b (fx, "/new"), &st), -1);
+  dp = opendir (in_b (fx, ""));
   assert_non_null (dp);
   while (readdir (dp) != NULL)
     ;
   closedir (dp);
 
-  put (a_new, "n\n");
-  assert_int_equal (stat (b_new, &st), 0);
-  dp = opendir (b_dir);
+  put (in_a (fx, "/new"), "n\n");
+  assert_int_equal (stat (in_b (fx, "/new"), &st), 0);
+  dp = opendir (in_b (fx, ""));
   assert_non_null (dp);
   for (struct dirent *de; (de = readdir (dp)) != NULL;)
     if (strcmp (de->d_name, "new") == 0)
@@ -194,11 +189,11 @@ test_names_seen (void **state)
   closedir (dp);
   assert_true (listed);
 
-  assert_int_equal (rename (a_new, a_moved), 0);
-  assert_errno_is (stat (b_new, &st), ENOENT);
-  assert_int_equal (stat (b_moved, &st), 0);
-  assert_int_equal (unlink (a_moved), 0);
-  assert_errno_is (stat (b_moved, &st), ENOENT);
+  assert_int_equal (rename (in_a (fx, "/new"), in_a (fx, "/moved")), 0);
+  assert_errno_is (stat (in_b (fx, "/new"), &st), ENOENT);
+  assert_int_equal (stat (in_b (fx, "/moved"), &st), 0);
+  assert_int_equal (unlink (in_a (fx, "/moved")), 0);
+  assert_errno_is (stat (in_b (fx, "/moved"), &st), ENOENT);
   fx->passed = true;
 }
 
@@ -208,8 +203,8 @@ static void
 test_hard_link_seen (void **state)
 {
   VFx *fx = *state;
-  g_autofree char *one = in (fx->mnt_a, fx->host, "/one");
-  g_autofree char *two = in (fx->mnt_a, fx->host, "/two");
+  const char *one = in_a (fx, "/one");
+  const char *two = in_a (fx, "/two");
   struct stat st;
 
   put (one, "1\n");

@@ -26,7 +26,7 @@
 
 typedef struct
 {
-  char *dir; /* temporary root: state/, ws/ */
+  TestDir *dir; /* temporary root: state/, ws/ */
   char *ws;
   char *policy;
   char *secret;
@@ -76,7 +76,7 @@ server_start_full (const char *listen, bool subscribe_all, const char *const *ar
   for (guint i = 0; args != NULL && args[i] != NULL; i++)
     g_ptr_array_add (argv, (char *)args[i]);
   g_ptr_array_add (argv, NULL);
-  s = test_server_start_on (F->dir, listen, (const char *const *)argv->pdata);
+  s = test_server_start_on (F->dir->path, listen, (const char *const *)argv->pdata);
   if (s->pid <= 0)
     fail_msg ("can't start %s", s->command);
   track (s->pid);
@@ -411,11 +411,10 @@ setup_group (void **state)
   g_autofree char *policy = NULL;
 
   F = g_new0 (Fixture, 1);
-  F->dir = test_tmpdir ("fusebox-logc");
-  F->ws = g_build_filename (F->dir, "ws", NULL);
-  g_mkdir (F->ws, 0755);
-  F->secret = g_build_filename (F->ws, "secret.txt", NULL);
-  F->ping = g_build_filename (F->ws, "ping.txt", NULL);
+  F->dir = test_dir_new (test_tmpdir ("fusebox-logc"));
+  F->ws = test_dir_mkdir (F->dir, "ws", 0755);
+  F->secret = test_dir_path (F->dir, "ws/secret.txt");
+  F->ping = test_dir_path (F->dir, "ws/ping.txt");
   test_write_file (F->secret, "top secret\n");
   test_write_file (F->ping, "ping\n");
   policy = g_strdup ("{\"version\":1,\"network\":\"none\",\"rules\":["
@@ -423,7 +422,7 @@ setup_group (void **state)
                      "{\"path\":\"${WORKSPACE}\",\"access\":\"write\",\"why\":\"the workspace\"},"
                      "{\"path\":\"${WORKSPACE}/secret.txt\",\"access\":\"deny\",\"why\":\"the secret stays secret\"},"
                      "{\"path\":\"${WORKSPACE}/ping.txt\",\"access\":\"deny\",\"why\":\"the test's ping\"}]}");
-  F->policy = g_build_filename (F->dir, "policy.json", NULL);
+  F->policy = test_dir_path (F->dir, "policy.json");
   test_write_file (F->policy, policy);
   F->children = g_array_new (FALSE, FALSE, sizeof (GPid));
   *state = F;
@@ -447,12 +446,7 @@ teardown (void **state)
 static int
 teardown_group (void **state)
 {
-  test_rm_rf (F->dir);
-  g_free (F->dir);
-  g_free (F->ws);
-  g_free (F->policy);
-  g_free (F->secret);
-  g_free (F->ping);
+  test_dir_free (F->dir, true);
   g_array_unref (F->children);
   g_free (F);
   return 0;
@@ -565,7 +559,7 @@ test_follow_ws (void **state)
 static void
 test_follow_unix (void **state)
 {
-  g_autofree char *sock = g_build_filename (F->dir, "api.sock", NULL);
+  const char *sock = test_dir_path (F->dir, "api.sock");
   g_autofree char *listen = g_strconcat ("unix:", sock, NULL);
   TestServer *server = server_start (listen, NULL);
   const char *const people_args[] = { "--color", "never", NULL };
@@ -602,7 +596,7 @@ test_follow_unix (void **state)
 static void
 test_follow_token (void **state)
 {
-  g_autofree char *token_file = g_build_filename (F->dir, "token", NULL);
+  const char *token_file = test_dir_path (F->dir, "token");
   const char *const server_args[] = { "--token-file", token_file, NULL };
   const char *const no_token[] = { "--json", NULL };
   const char *const with_token[] = { "--json", "--token-file", token_file, NULL };

@@ -25,6 +25,18 @@ mfx_m (MFx *fx, const char *rel)
   return g_strconcat (fx->mnt, fx->host, rel, NULL);
 }
 
+const char *
+mfx_on_host (MFx *fx, const char *rel)
+{
+  return test_dir_keep (fx->dir, mfx_h (fx, rel));
+}
+
+const char *
+mfx_in_mount (MFx *fx, const char *rel)
+{
+  return test_dir_keep (fx->dir, mfx_m (fx, rel));
+}
+
 void
 mfx_write (MFx *fx, const char *rel, const char *content)
 {
@@ -64,16 +76,15 @@ mfx_new (const char *test_name)
 {
   MFx *fx = g_new0 (MFx, 1);
 
-  fx->tmp = test_tmpdir ("fusebox-mount");
+  fx->dir = test_dir_new (test_tmpdir ("fusebox-mount"));
+  fx->tmp = fx->dir->path;
   chmod (fx->tmp, 0755);
-  fx->host = g_build_filename (fx->tmp, "h", NULL);
-  fx->mnt = g_build_filename (fx->tmp, "mnt", NULL);
-  fx->policy_path = g_build_filename (fx->tmp, "policy.json", NULL);
-  fx->log_path = g_build_filename (fx->tmp, "access.jsonl", NULL);
-  fx->state_dir = g_build_filename (fx->tmp, "state", NULL);
+  fx->host = test_dir_mkdir (fx->dir, "h", 0755);
+  fx->mnt = test_dir_mkdir (fx->dir, "mnt", 0755);
+  fx->policy_path = test_dir_path (fx->dir, "policy.json");
+  fx->log_path = test_dir_path (fx->dir, "access.jsonl");
+  fx->state_dir = test_dir_path (fx->dir, "state");
   fx->test_name = test_name;
-  g_mkdir_with_parents (fx->host, 0755);
-  g_mkdir_with_parents (fx->mnt, 0755);
   g_setenv ("XDG_STATE_HOME", fx->state_dir, TRUE);
   return fx;
 }
@@ -175,14 +186,7 @@ mfx_free (MFx *fx, bool failed)
              fx->mount_args != NULL ? fx->mount_args : "(nothing was mounted)", fx->tmp, fx->test_name, test_bin (),
              fx->test_name, g_get_prgname () != NULL ? g_get_prgname () : "the test program");
   /* never descend into a mount that is somehow still there */
-  else if (!test_is_mounted (fx->mnt))
-    test_rm_rf (fx->tmp);
-  g_free (fx->tmp);
-  g_free (fx->host);
-  g_free (fx->mnt);
-  g_free (fx->policy_path);
-  g_free (fx->log_path);
-  g_free (fx->state_dir);
+  test_dir_free (fx->dir, !failed && !test_is_mounted (fx->mnt));
   g_free (fx->mount_args);
   g_free (fx);
 }

@@ -13,9 +13,10 @@
 
 typedef struct
 {
-  char *tmp;  /* T */
-  char *host; /* T/h: the host tree under test */
-  char *mnt;  /* T/mnt */
+  TestDir *dir; /* T, and the paths below it that the fixture hands out */
+  char *tmp;    /* T */
+  char *host;   /* T/h: the host tree under test */
+  char *mnt;    /* T/mnt */
   char *policy_path;
   char *log_path;
   char *state_dir; /* XDG_STATE_HOME for the run directories */
@@ -39,6 +40,11 @@ char *mfx_h (MFx *fx, const char *rel);
 
 /* The same object through the mount: T/mnt + T/h + REL */
 char *mfx_m (MFx *fx, const char *rel);
+
+/* mfx_h () and mfx_m (), freed with the fixture: for a path written where
+ * it is used. */
+const char *mfx_on_host (MFx *fx, const char *rel);
+const char *mfx_in_mount (MFx *fx, const char *rel);
 
 /* Write CONTENT to T/h + REL (parents made 0755). */
 void mfx_write (MFx *fx, const char *rel, const char *content);

@@ -40,14 +40,13 @@ rfx_new (void)
 {
   RFx *fx = g_new0 (RFx, 1);
 
-  fx->tmp = test_workdir ("fusebox-run");
-  fx->ws = g_build_filename (fx->tmp, "ws", NULL);
-  fx->home = g_build_filename (fx->tmp, "home", NULL);
-  fx->state = g_build_filename (fx->tmp, "state", NULL);
-  fx->runs = g_build_filename (fx->state, "fusebox", "runs", NULL);
-  g_mkdir_with_parents (fx->ws, 0755);
-  g_mkdir_with_parents (fx->home, 0755);
-  g_mkdir_with_parents (fx->state, 0700);
+  fx->dir = test_dir_new (test_workdir ("fusebox-run"));
+  fx->tmp = fx->dir->path;
+  fx->ws = test_dir_mkdir (fx->dir, "ws", 0755);
+  fx->home = test_dir_mkdir (fx->dir, "home", 0755);
+  /* not kept by the TestDir: a test may point it elsewhere */
+  fx->state = g_strdup (test_dir_mkdir (fx->dir, "state", 0700));
+  fx->runs = test_dir_path (fx->dir, "state/fusebox/runs");
   fx->remove_paths = g_ptr_array_new_with_free_func (g_free);
   fx->shm_ids = g_array_new (FALSE, FALSE, sizeof (int));
   fx->pids = g_array_new (FALSE, FALSE, sizeof (pid_t));
@@ -80,15 +79,25 @@ rfx_forget_pid (RFx *fx, pid_t pid)
       g_array_index (fx->pids, pid_t, i) = 0;
 }
 
-void
-rfx_free (RFx *fx)
+/* Undo what the test made outside T: processes, SysV segments, stand-ins. */
+static void
+clean_host (RFx *fx)
 {
   for (guint i = 0; i < fx->pids->len; i++)
     test_kill_child (&g_array_index (fx->pids, pid_t, i), SIGKILL);
+  g_array_unref (fx->pids);
   for (guint i = 0; i < fx->shm_ids->len; i++)
     shmctl (g_array_index (fx->shm_ids, int, i), IPC_RMID, NULL);
+  g_array_unref (fx->shm_ids);
   for (guint i = 0; i < fx->remove_paths->len; i++)
     test_rm_rf (fx->remove_paths->pdata[i]);
+  g_ptr_array_unref (fx->remove_paths);
+}
+
+void
+rfx_free (RFx *fx)
+{
+  clean_host (fx);
   if (!fx->passed)
     fprintf (stderr,
              "reproduce: cd %s && %s\n"
@@ -96,17 +105,9 @@ rfx_free (RFx *fx)
              "FUSEBOX_BUILD_ROOT=%s %s)\n",
              fx->ws, fx->repro != NULL ? fx->repro : "(fusebox was not run)", fx->tmp, fx->test_name, test_bin (),
              g_getenv ("FUSEBOX_BUILD_ROOT"), g_get_prgname () ? g_get_prgname () : "the test program");
-  else
-    test_rm_rf (fx->tmp);
-  g_free (fx->tmp);
-  g_free (fx->ws);
-  g_free (fx->home);
+  test_dir_free (fx->dir, fx->passed);
   g_free (fx->state);
-  g_free (fx->runs);
   g_free (fx->repro);
-  g_ptr_array_unref (fx->remove_paths);
-  g_array_unref (fx->shm_ids);
-  g_array_unref (fx->pids);
   g_free (fx);
 }
 

@@ -21,10 +21,11 @@
 
 typedef struct
 {
+  TestDir *dir;     /* T, and the paths below it that the fixture hands out */
   char *tmp;        /* T */
   char *ws;         /* T/ws: the workspace and the working directory */
   char *home;       /* T/home: HOME for fusebox run */
-  char *state;      /* T/state: XDG_STATE_HOME */
+  char *state;      /* T/state: XDG_STATE_HOME (a test may replace it: g_free, then a new string) */
   char *runs;       /* T/state/fusebox/runs */
   char *repro;      /* the last fusebox command, for the repro line */
   bool xdg_default; /* leave XDG_STATE_HOME unset: runs under T/home/.local/state */

@@ -95,6 +95,50 @@ test_rm_rf (const char *path)
   nftw (path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+TestDir *
+test_dir_new (char *path)
+{
+  TestDir *d = g_new0 (TestDir, 1);
+
+  d->strings = g_ptr_array_new_with_free_func (g_free);
+  d->path = test_dir_keep (d, path);
+  return d;
+}
+
+char *
+test_dir_keep (TestDir *d, char *s)
+{
+  g_ptr_array_add (d->strings, s);
+  return s;
+}
+
+char *
+test_dir_path (TestDir *d, const char *rel)
+{
+  return test_dir_keep (d, g_build_filename (d->path, rel, NULL));
+}
+
+char *
+test_dir_mkdir (TestDir *d, const char *rel, mode_t mode)
+{
+  char *path = test_dir_path (d, rel);
+
+  if (g_mkdir_with_parents (path, mode) != 0)
+    fail_msg ("can't make the directory %s: %s", path, g_strerror (errno));
+  return path;
+}
+
+void
+test_dir_free (TestDir *d, bool remove)
+{
+  if (d == NULL)
+    return;
+  if (remove)
+    test_rm_rf (d->path);
+  g_ptr_array_unref (d->strings);
+  g_free (d);
+}
+
 void
 test_write_file (const char *path, const char *text)
 {

@@ -64,6 +64,30 @@ char *test_workdir (const char *prefix);
  * is still there; a no-op for NULL, "" and "/". */
 void test_rm_rf (const char *path);
 
+/* A fixture's temporary directory T and the strings it hands out: each
+ * lives until test_dir_free(), so that a fixture keeps its paths in plain
+ * fields and a test writes them inline, with nothing of its own to free. */
+typedef struct
+{
+  char *path;         /* T */
+  GPtrArray *strings; /* what test_dir_keep() took */
+} TestDir;
+
+/* A TestDir of PATH (from test_tmpdir() or test_workdir()), which it takes. */
+TestDir *test_dir_new (char *path);
+
+/* S, freed with D. */
+char *test_dir_keep (TestDir *d, char *s);
+
+/* T + "/" + REL, freed with D. */
+char *test_dir_path (TestDir *d, const char *rel);
+
+/* test_dir_path (D, REL), made (with its parents) with MODE. */
+char *test_dir_mkdir (TestDir *d, const char *rel, mode_t mode);
+
+/* Free D and every string it took; remove T (test_rm_rf()) when REMOVE. */
+void test_dir_free (TestDir *d, bool remove);
+
 /* Write TEXT to PATH (as g_file_set_contents); fails the test on error. */
 void test_write_file (const char *path, const char *text);
 
