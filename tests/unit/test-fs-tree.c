@@ -638,16 +638,14 @@ test_nodes_and_counts (void **state)
 {
   Fx *fx = *state;
   g_autofree char *pol = policy ();
-  g_autoptr (FbViewNode) a = NULL;
-  g_autoptr (FbViewNode) b = NULL;
   g_autoptr (FbViewNode) c = NULL;
   guint count;
 
   fx_make_tree (fx, host_tree);
   write_host (fx, "host/big/f", "one\n");
   fx_start (fx, pol, NULL, -1);
-  a = fx_node (fx, "/big/f");
-  b = fx_node (fx, "/big/f");
+  g_autoptr (FbViewNode) a = fx_node (fx, "/big/f");
+  g_autoptr (FbViewNode) b = fx_node (fx, "/big/f");
   assert_ptr_equal (a, b);
   replace_on_host (fx, "host/big/f", "two\n");
   c = fx_node (fx, "/big/f");

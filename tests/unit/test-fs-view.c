@@ -29,6 +29,17 @@ make_table_tree (Fx *fx)
   test_access_table_make (t);
 }
 
+/* The access table's tree and policy, and the view (logging LEVEL, as
+ * fx_start). */
+static void
+start_table (Fx *fx, int level)
+{
+  g_autofree char *policy = table_policy ();
+
+  make_table_tree (fx);
+  fx_start (fx, policy, NULL, level);
+}
+
 typedef enum
 {
   OP_GETATTR,
@@ -227,10 +238,8 @@ static void
 test_table (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, FB_LOG_LEVEL_MUTATIONS);
+  start_table (fx, FB_LOG_LEVEL_MUTATIONS);
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
     for (guint j = 0; j < TEST_ACCESS_N; j++)
       {
@@ -292,11 +301,9 @@ static void
 test_every_op_logged (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
   g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, FB_LOG_LEVEL_ALL);
+  start_table (fx, FB_LOG_LEVEL_ALL);
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
     {
       int r;
@@ -338,13 +345,11 @@ static void
 test_names (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
   g_autoptr (FbViewNode) zone = NULL;
   FbViewNode *n = NULL;
   char longname[FB_VIEW_NAME_MAX + 2];
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, -1);
+  start_table (fx, -1);
   zone = fx_node (fx, "/t/zone");
   memset (longname, 'a', sizeof longname - 1);
   longname[sizeof longname - 1] = '\0';
@@ -377,19 +382,15 @@ static void
 test_privilege_refusals (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
-  g_autoptr (FbViewNode) zone = NULL;
-  g_autoptr (FbViewNode) x = NULL;
   g_autoptr (FbViewNode) fifo = NULL;
   g_autofree char *before = NULL, *after = NULL;
   FbViewSetattr sa = { 0 };
   FbViewFile *file = NULL;
   struct stat st;
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, -1);
-  zone = fx_node (fx, "/t/zone");
-  x = fx_node (fx, "/t/zone/x");
+  start_table (fx, -1);
+  g_autoptr (FbViewNode) zone = fx_node (fx, "/t/zone");
+  g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
   before = tree_sum (fx, "host");
 
   assert_int_equal (fb_view_getattr (fx->view, &fx->caller, x, &st), 0);
@@ -456,14 +457,12 @@ static void
 test_close_event_bytes (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
   g_autoptr (FbViewNode) x = NULL;
   FbViewFile *file = NULL;
   TestEvent *e;
   char buf[64];
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, FB_LOG_LEVEL_OPENS);
+  start_table (fx, FB_LOG_LEVEL_OPENS);
   x = fx_node (fx, "/t/zone/x");
   fx_clear_events (fx);
   assert_errno (fb_view_open (fx->view, &fx->caller, x, O_RDWR, &file, NULL), 0);
@@ -526,12 +525,10 @@ static void
 test_levels (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
   FbViewFile *dir = NULL;
   struct stat st;
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, FB_LOG_LEVEL_ALL);
+  start_table (fx, FB_LOG_LEVEL_ALL);
   {
     g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
     g_autoptr (FbViewNode) zone = fx_node (fx, "/t/zone");
@@ -565,18 +562,14 @@ static void
 test_handle_io (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
-  g_autoptr (FbViewNode) x = NULL;
-  g_autoptr (FbViewNode) zone = NULL;
   g_autoptr (FbViewNode) y = NULL;
   FbViewFile *in = NULL, *out = NULL, *ro = NULL;
   TestEvent *e;
   struct stat st;
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, FB_LOG_LEVEL_OPENS);
-  x = fx_node (fx, "/t/zone/x");
-  zone = fx_node (fx, "/t/zone");
+  start_table (fx, FB_LOG_LEVEL_OPENS);
+  g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
+  g_autoptr (FbViewNode) zone = fx_node (fx, "/t/zone");
   assert_errno (fb_view_open (fx->view, &fx->caller, x, O_RDONLY, &in, NULL), 0);
   assert_errno (fb_view_create (fx->view, &fx->caller, zone, "y", O_RDWR | O_CREAT | O_EXCL, 0644, &out, &y, NULL), 0);
   /* a read-only handle can't be written to, nor be the target of a copy */
@@ -677,14 +670,12 @@ static void
 test_comm_after_exec (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
   int go[2];
   pid_t child;
   struct stat st;
   TestEvent *e;
 
-  make_table_tree (fx);
-  fx_start (fx, policy, NULL, FB_LOG_LEVEL_ALL);
+  start_table (fx, FB_LOG_LEVEL_ALL);
   assert_int_equal (pipe2 (go, O_CLOEXEC), 0);
   child = fork ();
   assert_true (child >= 0);
