@@ -200,78 +200,94 @@ find_helper (pid_t server)
   return 0;
 }
 
+/* What /proc shows of a process: its environment and command line (each
+ * NUL-separated, with its length) and its cwd. */
+typedef struct
+{
+  char *environ_text;
+  gsize environ_len;
+  char *cmdline;
+  gsize cmdline_len;
+  char *cwd;
+} ProcShown;
+
+static void
+proc_shown_clear (ProcShown *p)
+{
+  g_clear_pointer (&p->environ_text, g_free);
+  g_clear_pointer (&p->cmdline, g_free);
+  g_clear_pointer (&p->cwd, g_free);
+  p->environ_len = p->cmdline_len = 0;
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ProcShown, proc_shown_clear)
+
+/* PID's cwd, environment and command line, read in that order into P:
+ * false (P cleared) unless the command line is not empty.  A process
+ * read while it exits shows an empty environment and command line (its
+ * memory is gone), which proves nothing; the command line comes last, so
+ * a non-empty one shows that the environment was read from a live one. */
+static bool
+proc_shown_read (pid_t pid, ProcShown *p)
+{
+  g_autofree char *environ_path = g_strdup_printf ("/proc/%d/environ", (int)pid);
+  g_autofree char *cmdline_path = g_strdup_printf ("/proc/%d/cmdline", (int)pid);
+  g_autofree char *cwd_path = g_strdup_printf ("/proc/%d/cwd", (int)pid);
+
+  proc_shown_clear (p);
+  p->cwd = g_file_read_link (cwd_path, NULL);
+  if (g_file_get_contents (environ_path, &p->environ_text, &p->environ_len, NULL) &&
+      g_file_get_contents (cmdline_path, &p->cmdline, &p->cmdline_len, NULL) && p->cmdline_len > 0)
+    return true;
+  proc_shown_clear (p);
+  return false;
+}
+
 static void
 test_helper_gets_nothing_of_the_client (void **state)
 {
   g_autofree char *so = upload_preload ("preload.so");
   g_autofree char *qso = test_json_quote (so);
   g_autofree char *qws = test_json_quote (F->ws);
-  g_autofree char *environ_path = NULL;
-  g_autofree char *cmdline_path = NULL;
-  g_autofree char *cwd_path = NULL;
-  g_autofree char *environ_text = NULL;
-  g_autofree char *cmdline = NULL;
-  g_autofree char *cwd = NULL;
-  g_autoptr (JsonNode) start = NULL;
-  g_autoptr (JsonNode) term = NULL;
-  gsize environ_len = 0, cmdline_len = 0;
+  g_auto (ProcShown) helper_shown = { 0 };
   pid_t helper = 0;
   TestProcessOutput col = { 0 };
 
   /* A command that waits on its stdin while the helper is looked at; the
    * client's env carries a loader variable the helper must not have (the
    * object itself is harmless here: the marker variables are unset). */
-  start = call ("process/start",
-                "{\"processId\":\"waiter\",\"argv\":[\"/bin/cat\"],\"cwd\":%s,"
-                "\"env\":{\"PATH\":\"/usr/bin:/bin\",\"CLIENT_SECRET_VAR\":\"from the client\",\"LD_PRELOAD\":%s},"
-                "\"tty\":false,\"pipeStdin\":true}",
-                qws, qso);
+  g_autoptr (JsonNode) start =
+    call ("process/start",
+          "{\"processId\":\"waiter\",\"argv\":[\"/bin/cat\"],\"cwd\":%s,"
+          "\"env\":{\"PATH\":\"/usr/bin:/bin\",\"CLIENT_SECRET_VAR\":\"from the client\",\"LD_PRELOAD\":%s},"
+          "\"tty\":false,\"pipeStdin\":true}",
+          qws, qso);
   /* The helper that keeps the session's view is a fusebox-launch child
-   * too, and it exits once the view is made: a helper read while it exits
-   * shows an empty environment and command line (its memory is gone), which
-   * proves nothing.  The command line is read after the environment, so a
-   * non-empty one shows that the environment was read from a live helper;
-   * an empty one sends the search on to the helper that stays. */
-  for (int i = 0; i < 5000 && cmdline_len == 0; i += 10)
+   * too, and it exits once the view is made: one read while it exits
+   * sends the search on to the helper that stays. */
+  for (int i = 0; i < 5000; i += 10)
     {
-      g_clear_pointer (&environ_text, g_free);
-      g_clear_pointer (&cmdline, g_free);
-      g_clear_pointer (&cwd, g_free);
-      environ_len = 0;
       helper = find_helper (F->server->pid);
-      if (helper != 0)
-        {
-          g_free (environ_path);
-          g_free (cmdline_path);
-          g_free (cwd_path);
-          environ_path = g_strdup_printf ("/proc/%d/environ", (int)helper);
-          cmdline_path = g_strdup_printf ("/proc/%d/cmdline", (int)helper);
-          cwd_path = g_strdup_printf ("/proc/%d/cwd", (int)helper);
-          cwd = g_file_read_link (cwd_path, NULL);
-          if (g_file_get_contents (environ_path, &environ_text, &environ_len, NULL) &&
-              g_file_get_contents (cmdline_path, &cmdline, &cmdline_len, NULL) && cmdline_len > 0)
-            break;
-          cmdline_len = 0;
-        }
+      if (helper != 0 && proc_shown_read (helper, &helper_shown))
+        break;
       g_usleep (10 * 1000);
     }
-  if (helper == 0 || cmdline_len == 0)
+  if (helper == 0 || helper_shown.cmdline_len == 0)
     fail_msg ("no live fusebox-launch child of the server (pid %d) was found", (int)F->server->pid);
-  term = call ("process/terminate", "{\"processId\":\"waiter\"}");
+  g_autoptr (JsonNode) term = call ("process/terminate", "{\"processId\":\"waiter\"}");
   test_process_collect (F->client, "waiter", &col);
 
-  if (environ_len != 0)
+  if (helper_shown.environ_len != 0)
     {
-      for (gsize i = 0; i + 1 < environ_len; i++)
-        if (environ_text[i] == '\0')
-          environ_text[i] = ' ';
-      fail_msg ("the launch helper's environment is not empty: %s", environ_text);
+      for (gsize i = 0; i + 1 < helper_shown.environ_len; i++)
+        if (helper_shown.environ_text[i] == '\0')
+          helper_shown.environ_text[i] = ' ';
+      fail_msg ("the launch helper's environment is not empty: %s", helper_shown.environ_text);
     }
   /* argv: its own path, one string */
-  assert_int_equal (strlen (cmdline) + 1, cmdline_len);
-  assert_true (g_str_has_suffix (cmdline, "fusebox-launch"));
-  assert_non_null (cwd);
-  assert_string_equal (cwd, "/");
+  assert_int_equal (strlen (helper_shown.cmdline) + 1, helper_shown.cmdline_len);
+  assert_true (g_str_has_suffix (helper_shown.cmdline, "fusebox-launch"));
+  assert_non_null (helper_shown.cwd);
+  assert_string_equal (helper_shown.cwd, "/");
   test_process_output_clear (&col);
 }
 

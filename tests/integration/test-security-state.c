@@ -118,15 +118,23 @@ second_run_sees_nothing (RFx *fx, const char *run_dir, const char *log, const ch
   rfx_result_clear (&res);
 }
 
+/* A run with --run-dir T/ws/FIRST, then one with T/ws/SECOND that sees
+ * nothing of the first's log. */
+static void
+runs_at (RFx *fx, const char *first, const char *second)
+{
+  g_autofree char *r1 = g_build_filename (fx->ws, first, NULL);
+  g_autofree char *r2 = g_build_filename (fx->ws, second, NULL);
+  g_autofree char *log = first_run (fx, r1);
+
+  second_run_sees_nothing (fx, r2, log, NULL);
+}
+
 static void
 test_run_dirs_beside_each_other (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *r1 = g_build_filename (fx->ws, "run-1", NULL);
-  g_autofree char *r2 = g_build_filename (fx->ws, "run-2", NULL);
-  g_autofree char *log = first_run (fx, r1);
-
-  second_run_sees_nothing (fx, r2, log, NULL);
+  runs_at (fx, "run-1", "run-2");
   RFX_PASS ();
 }
 
@@ -134,11 +142,7 @@ static void
 test_run_dirs_in_their_own_directory (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *r1 = g_build_filename (fx->ws, "runs", "one", NULL);
-  g_autofree char *r2 = g_build_filename (fx->ws, "runs", "two", NULL);
-  g_autofree char *log = first_run (fx, r1);
-
-  second_run_sees_nothing (fx, r2, log, NULL);
+  runs_at (fx, "runs/one", "runs/two");
   RFX_PASS ();
 }
 
@@ -250,18 +254,8 @@ test_serve_log_out_of_reach (void **state)
   const char *args[] = { "--workspace", fx->ws, "--policy", "builtin:host", NULL };
   TestServer *server = test_server_start (fx->tmp, args);
   TestClient *client = NULL;
-  g_autofree char *log = NULL;
-  g_autofree char *before = NULL;
-  g_autofree char *after = NULL;
-  g_autofree char *script = NULL;
-  g_autofree char *qscript = NULL;
-  g_autofree char *qlog = NULL;
-  g_autofree char *argv_json = NULL;
-  g_autofree char *read_params = NULL;
-  g_autofree char *write_params = NULL;
-  g_autoptr (JsonNode) read = NULL;
-  g_autoptr (JsonNode) write = NULL;
-  GString *out = g_string_new (NULL);
+  g_autofree char *log = NULL, *qlog = NULL, *argv_json = NULL, *before = NULL, *out = NULL, *after = NULL;
+  int code;
 
   assert_true (g_str_has_prefix (server->url, "ws://"));
   rfx_keep_pid (fx, server->pid);
@@ -269,38 +263,29 @@ test_serve_log_out_of_reach (void **state)
   assert_true (client->run_dir != NULL && client->run_dir[0] == '/');
   log = g_build_filename (client->run_dir, "access.jsonl", NULL);
   test_assert_host_readable (log);
+  qlog = test_json_quote (log);
   {
     g_autofree char *p1 = probe_script (log);
     g_autofree char *p2 = probe_script (client->run_dir);
-    script = g_strdup_printf ("%s; %s", p1, p2);
-    qscript = test_json_quote (script);
-    qlog = test_json_quote (log);
+    g_autofree char *script = g_strdup_printf ("%s; %s", p1, p2);
+    g_autofree char *qscript = test_json_quote (script);
+
+    argv_json = g_strdup_printf ("[\"/bin/sh\",\"-c\",%s]", qscript);
   }
-  argv_json = g_strdup_printf ("[\"/bin/sh\",\"-c\",%s]", qscript);
   before = test_read_file (log);
   test_process_start (client, "p", argv_json, fx->ws, false);
-  for (;;)
-    {
-      g_autoptr (JsonNode) n = test_client_note (client, "process/output", "p");
-      JsonObject *p;
-      gsize len;
-      g_autofree guchar *d = NULL;
-      if (n == NULL)
-        break;
-      p = json_object_get_object_member (json_node_get_object (n), "params");
-      d = g_base64_decode (json_object_get_string_member (p, "chunk"), &len);
-      g_string_append_len (out, (const char *)d, (gssize)len);
-      if (g_strstr_len (out->str, -1, "\n") != NULL && strchr (strchr (out->str, '\n') + 1, '\n') != NULL)
-        break;
-    }
-  assert_lines (out->str, "absent noread noappend", 2);
+  out = test_process_read (client, "p", NULL, &code, NULL);
+  assert_lines (out, "absent noread noappend", 2);
   /* the remote API's own calls go through the same view */
-  read_params = g_strdup_printf ("{\"path\":%s}", qlog);
-  read = test_client_call (client, "fs/readFile", read_params);
-  assert_int_equal (test_answer_error_code (read), -32004);
-  write_params = g_strdup_printf ("{\"path\":%s,\"dataBase64\":\"eAo=\"}", qlog);
-  write = test_client_call (client, "fs/writeFile", write_params);
-  assert_null (test_answer_result (write));
+  {
+    g_autoptr (JsonNode) read = test_client_callf (client, "fs/readFile", "{\"path\":%s}", qlog);
+    assert_int_equal (test_answer_error_code (read), -32004);
+  }
+  {
+    g_autoptr (JsonNode) write =
+      test_client_callf (client, "fs/writeFile", "{\"path\":%s,\"dataBase64\":\"eAo=\"}", qlog);
+    assert_null (test_answer_result (write));
+  }
   test_client_free (client);
   rfx_forget_pid (fx, server->pid);
   test_server_stop (server);
@@ -308,7 +293,6 @@ test_serve_log_out_of_reach (void **state)
   /* nothing forged: what the server wrote since is its own records */
   assert_true (g_str_has_prefix (after, before));
   assert_null (strstr (after, "forged-by-the-sandbox"));
-  g_string_free (out, TRUE);
   RFX_PASS ();
 }
 
