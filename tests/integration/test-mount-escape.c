@@ -145,12 +145,9 @@ static void
 test_hard_links (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_denied = mfx_h (fx, "/ws/proj/secret");
-  g_autofree char *h_alias = mfx_h (fx, "/ws/alias");
-  g_autofree char *m_alias = mfx_m (fx, "/ws/alias");
-  g_autofree char *m_denied = mfx_m (fx, "/ws/proj/secret");
-  g_autofree char *m_ro = mfx_m (fx, "/ro/readonly");
-  g_autofree char *m_new = mfx_m (fx, "/ws/new-link");
+  const char *m_denied = mfx_in_mount (fx, "/ws/proj/secret");
+  const char *m_new = mfx_in_mount (fx, "/ws/new-link");
+  const char *file = mfx_in_mount (fx, "/ws/file");
   g_autofree char *data = NULL;
   g_autofree char *before = NULL, *after = NULL;
   struct stat hs, ms1, ms2;
@@ -158,7 +155,7 @@ test_hard_links (void **state)
 
   make_tree (fx);
   /* a host hard link: the same inode under a writable and a denied path */
-  assert_int_equal (link (h_denied, h_alias), 0);
+  assert_int_equal (link (mfx_on_host (fx, "/ws/proj/secret"), mfx_on_host (fx, "/ws/alias")), 0);
   mfx_mount (fx, policy_text, NULL);
   mfx_assert_host_readable (fx, "/ws/proj/secret");
 
@@ -168,8 +165,8 @@ test_hard_links (void **state)
   g_clear_pointer (&data, g_free);
   assert_read_refused (fx, "/ws/proj/secret", EACCES);
   /* both report the host's inode */
-  assert_int_equal (lstat (h_denied, &hs), 0);
-  assert_int_equal (lstat (m_alias, &ms1), 0);
+  assert_int_equal (lstat (mfx_on_host (fx, "/ws/proj/secret"), &hs), 0);
+  assert_int_equal (lstat (mfx_in_mount (fx, "/ws/alias"), &ms1), 0);
   assert_int_equal (lstat (m_denied, &ms2), 0);
   assert_int_equal (ms1.st_ino, hs.st_ino);
   assert_int_equal (ms2.st_ino, hs.st_ino);
@@ -177,19 +174,13 @@ test_hard_links (void **state)
   /* link needs a writable source: not from a denied or a read-only path */
   before = mfx_sum (fx, "");
   assert_errno_is (link (m_denied, m_new), EACCES);
-  assert_errno_is (link (m_ro, m_new), EROFS);
+  assert_errno_is (link (mfx_in_mount (fx, "/ro/readonly"), m_new), EROFS);
   after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   /* nor into a hidden or denied name */
-  {
-    g_autofree char *file = mfx_m (fx, "/ws/file");
-    g_autofree char *into_git = mfx_m (fx, "/ws/repo/.git/x");
-    g_autofree char *as_git = mfx_m (fx, "/ws/.git");
-    g_autofree char *as_pem = mfx_m (fx, "/ws/new.pem");
-    assert_errno_is (link (file, into_git), ENOENT);
-    assert_errno_is (link (file, as_git), EACCES);
-    assert_errno_is (link (file, as_pem), EACCES);
-  }
+  assert_errno_is (link (file, mfx_in_mount (fx, "/ws/repo/.git/x")), ENOENT);
+  assert_errno_is (link (file, mfx_in_mount (fx, "/ws/.git")), EACCES);
+  assert_errno_is (link (file, mfx_in_mount (fx, "/ws/new.pem")), EACCES);
   g_free (after);
   after = mfx_sum (fx, "");
   assert_string_equal (before, after);
@@ -393,11 +384,10 @@ static void
 test_ancestor_renames (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *proj = mfx_m (fx, "/ws/proj");
-  g_autofree char *proj2 = mfx_m (fx, "/ws/proj2");
-  g_autofree char *repo = mfx_m (fx, "/ws/repo");
-  g_autofree char *repo2 = mfx_m (fx, "/ws/repo2");
-  g_autofree char *other = mfx_m (fx, "/ws/otherdir");
+  const char *proj = mfx_in_mount (fx, "/ws/proj");
+  const char *repo2 = mfx_in_mount (fx, "/ws/repo2");
+  const char *other = mfx_in_mount (fx, "/ws/otherdir");
+  const char *hgit2 = mfx_on_host (fx, "/ws/repo2/.git/config");
   g_autofree char *before = NULL, *after = NULL;
   struct stat st;
 
@@ -406,36 +396,26 @@ test_ancestor_renames (void **state)
   assert_int_equal (mkdir (other, 0755), 0);
   before = mfx_sum (fx, "");
   /* proj holds a path with its own rule (secret: deny) */
-  assert_errno_is (rename (proj, proj2), EACCES);
+  assert_errno_is (rename (proj, mfx_in_mount (fx, "/ws/proj2")), EACCES);
   assert_errno_is (renameat2 (AT_FDCWD, proj, AT_FDCWD, other, RENAME_EXCHANGE), EACCES);
   assert_errno_is (renameat2 (AT_FDCWD, other, AT_FDCWD, proj, RENAME_EXCHANGE), EACCES);
-  {
-    /* the secret stays denied, removing its directory fails (EACCES
-     * whatever it holds, as for renaming it: test-security-rmdir) */
-    g_autofree char *plain = mfx_m (fx, "/ws/proj/plain");
-    g_autofree char *secret = mfx_m (fx, "/ws/proj/secret");
-    assert_errno_is (unlink (secret), EACCES);
-    assert_errno_is (rmdir (proj), EACCES);
-    (void)plain;
-  }
+  /* the secret stays denied, removing its directory fails (EACCES
+   * whatever it holds, as for renaming it: test-security-rmdir) */
+  assert_errno_is (unlink (mfx_in_mount (fx, "/ws/proj/secret")), EACCES);
+  assert_errno_is (rmdir (proj), EACCES);
   after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   assert_read_refused (fx, "/ws/proj/secret", EACCES);
 
   /* a protected name follows its directory: renaming the repository is
    * allowed, and its .git stays hidden under the new name */
-  assert_int_equal (rename (repo, repo2), 0);
-  {
-    g_autofree char *git2 = mfx_m (fx, "/ws/repo2/.git");
-    g_autofree char *hgit2 = mfx_h (fx, "/ws/repo2/.git/config");
-    assert_errno_is (stat (git2, &st), ENOENT);
-    assert_int_equal (stat (hgit2, &st), 0);
-    /* rm -r of the visible content leaves the hidden one in place */
-    g_autofree char *src = mfx_m (fx, "/ws/repo2/src.c");
-    assert_int_equal (unlink (src), 0);
-    assert_errno_is (rmdir (repo2), ENOTEMPTY);
-    assert_int_equal (stat (hgit2, &st), 0);
-  }
+  assert_int_equal (rename (mfx_in_mount (fx, "/ws/repo"), repo2), 0);
+  assert_errno_is (stat (mfx_in_mount (fx, "/ws/repo2/.git"), &st), ENOENT);
+  assert_int_equal (stat (hgit2, &st), 0);
+  /* rm -r of the visible content leaves the hidden one in place */
+  assert_int_equal (unlink (mfx_in_mount (fx, "/ws/repo2/src.c")), 0);
+  assert_errno_is (rmdir (repo2), ENOTEMPTY);
+  assert_int_equal (stat (hgit2, &st), 0);
   MFX_PASS ();
 }
 
@@ -443,16 +423,15 @@ static void
 test_fifo_does_not_hang (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_fifo = mfx_h (fx, "/ws/host-fifo");
-  g_autofree char *m_fifo = mfx_m (fx, "/ws/host-fifo");
-  g_autofree char *m_made = mfx_m (fx, "/ws/made-fifo");
+  const char *m_fifo = mfx_in_mount (fx, "/ws/host-fifo");
+  const char *m_made = mfx_in_mount (fx, "/ws/made-fifo");
   g_autofree char *data = NULL;
   pid_t child;
   struct stat st;
   int e, fd;
 
   make_tree (fx);
-  assert_int_equal (mkfifo (h_fifo, 0666), 0);
+  assert_int_equal (mkfifo (mfx_on_host (fx, "/ws/host-fifo"), 0666), 0);
   mfx_mount (fx, policy_text, NULL);
   assert_int_equal (stat (m_fifo, &st), 0);
   assert_true (S_ISFIFO (st.st_mode));
@@ -499,15 +478,13 @@ static void
 test_oversized (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *ws = mfx_m (fx, "/ws");
+  const char *ws = mfx_in_mount (fx, "/ws");
+  const char *file = mfx_in_mount (fx, "/ws/file");
   g_autofree char *name256 = g_strnfill (256, 'n');
   g_autofree char *name255 = g_strnfill (255, 'n');
   g_autofree char *p256 = g_build_filename (ws, name256, NULL);
   g_autofree char *p255 = g_build_filename (ws, name255, NULL);
   g_autofree char *big = g_malloc (16 * 1024 * 1024);
-  g_autofree char *bigpath = mfx_m (fx, "/ws/big");
-  g_autofree char *hbig = mfx_h (fx, "/ws/big");
-  g_autofree char *file = mfx_m (fx, "/ws/file");
   g_autofree char *xval = g_malloc (70 * 1024);
   g_autofree char *xname = g_strconcat ("user.", name255, NULL);
   struct stat st;
@@ -526,11 +503,11 @@ test_oversized (void **state)
   assert_int_equal (setxattr (file, "user.ok", xval, 2000, 0), 0);
   /* one 16 MiB write arrives in 1 MiB requests and lands whole */
   memset (big, 'b', 16 * 1024 * 1024);
-  fd = open (bigpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd = open (mfx_in_mount (fx, "/ws/big"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   assert_true (fd >= 0);
   assert_int_equal (write (fd, big, 16 * 1024 * 1024), 16 * 1024 * 1024);
   close (fd);
-  assert_int_equal (stat (hbig, &st), 0);
+  assert_int_equal (stat (mfx_on_host (fx, "/ws/big"), &st), 0);
   assert_int_equal (st.st_size, 16 * 1024 * 1024);
   /* a deep tree, walked with relative names so that only the view's own
    * path bound (FB_VIEW_PATH_MAX) can stop it: ENAMETOOLONG, not a crash */
@@ -558,8 +535,7 @@ test_oversized (void **state)
   assert_true (depth > 50);
   /* a directory of 5000 entries lists completely */
   {
-    g_autofree char *many = mfx_h (fx, "/ws/many");
-    g_autofree char *mmany = mfx_m (fx, "/ws/many");
+    const char *many = mfx_on_host (fx, "/ws/many");
     DIR *dp;
     struct dirent *de;
     int n = 0;
@@ -570,7 +546,7 @@ test_oversized (void **state)
         int hfd = open (p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         close (hfd);
       }
-    dp = opendir (mmany);
+    dp = opendir (mfx_in_mount (fx, "/ws/many"));
     assert_non_null (dp);
     while ((de = readdir (dp)) != NULL)
       n++;
@@ -588,10 +564,9 @@ static void
 test_root_daemon_refusals (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_private = mfx_h (fx, "/ws/root-only");
-  g_autofree char *m_private = mfx_m (fx, "/ws/root-only");
-  g_autofree char *m_file = mfx_m (fx, "/ws/file");
-  g_autofree char *m_ws = mfx_m (fx, "/ws");
+  const char *m_private = mfx_in_mount (fx, "/ws/root-only");
+  const char *m_file = mfx_in_mount (fx, "/ws/file");
+  const char *m_ws = mfx_in_mount (fx, "/ws");
   g_autofree char *shadow = g_build_filename (fx->mnt, "etc", "shadow", NULL);
   g_autofree char *before = NULL, *after = NULL;
   pid_t child;
@@ -599,7 +574,7 @@ test_root_daemon_refusals (void **state)
 
   make_tree (fx);
   mfx_write (fx, "/ws/root-only", "root's eyes only\n");
-  assert_int_equal (chmod (h_private, 0600), 0);
+  assert_int_equal (chmod (mfx_on_host (fx, "/ws/root-only"), 0600), 0);
   mfx_mount (fx, policy_text, NULL);
   mfx_assert_host_readable (fx, "/ws/root-only");
 
