@@ -38,14 +38,15 @@
 #define DEV_0666 0666
 #define DEV_0600 0600 /* root:root */
 
-/* One run of the reporter under an outer set-up, and what it left. */
+/* One run of the reporter under an outer set-up, and what it left; its
+ * strings are the fixture's (fx->dir keeps them). */
 typedef struct
 {
-  char *smoke;
-  char *policy;
-  char *secret;
-  char *allowed;
-  char *secret_before;
+  const char *smoke;
+  const char *policy;
+  const char *secret;
+  const char *allowed;
+  const char *secret_before;
   TestCaller outer; /* who runs the outer sandbox and fusebox */
   RfxResult r;
 } Case;
@@ -53,11 +54,6 @@ typedef struct
 static void
 case_clear (Case *c)
 {
-  g_free (c->smoke);
-  g_free (c->policy);
-  g_free (c->secret);
-  g_free (c->allowed);
-  g_free (c->secret_before);
   test_caller_clear (&c->outer);
   rfx_result_clear (&c->r);
 }
@@ -68,16 +64,16 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Case, case_clear)
 static void
 case_init (RFx *fx, Case *c, mode_t dev, bool drop)
 {
-  c->smoke = test_fixture ("fb-smoke");
-  c->policy = g_build_filename (fx->tmp, "policy.json", NULL);
-  c->secret = g_build_filename (fx->ws, "secret.txt", NULL);
-  c->allowed = g_build_filename (fx->ws, "allowed.txt", NULL);
+  c->smoke = test_dir_keep (fx->dir, test_fixture ("fb-smoke"));
+  c->policy = test_dir_path (fx->dir, "policy.json");
+  c->secret = test_dir_path (fx->dir, "ws/secret.txt");
+  c->allowed = test_dir_path (fx->dir, "ws/allowed.txt");
   test_caller_init (&c->outer, fx->tmp);
   c->outer.fuse_mode = dev;
   c->outer.drop = drop;
   test_write (c->secret, "the stand-in secret\n", 0644);
   test_assert_host_readable (c->secret);
-  c->secret_before = test_read_file (c->secret);
+  c->secret_before = test_dir_keep (fx->dir, test_read_file (c->secret));
   g_autofree char *text =
     g_strdup_printf ("{ \"version\": 1, \"network\": \"none\", \"rules\": [\n"
                      "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
