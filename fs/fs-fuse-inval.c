@@ -54,12 +54,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static InvalSync *
-inval_sync_ref (InvalSync *s)
-{
-  g_atomic_int_inc (&s->ref);
-  return s;
-}
+FB_DEFINE_ATOMIC_REF (inval_sync, InvalSync)
 
 void
 inval_sync_unref (InvalSync *s)

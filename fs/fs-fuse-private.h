@@ -69,6 +69,7 @@ typedef struct InvalSync
 extern const struct fuse_lowlevel_ops fb_fuse_ops;
 
 /* fs-fuse-inval.c */
+InvalSync *inval_sync_ref (InvalSync *s);
 void inval_sync_unref (InvalSync *s);
 int inval_start (FbFuse *f);
 void inval_init (FbFuse *f);

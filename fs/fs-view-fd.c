@@ -690,12 +690,7 @@ fb_view_fd_account_new (const char *client, bool floor, FbViewFdAccount **ret_ac
   return 0;
 }
 
-FbViewFdAccount *
-fb_view_fd_account_ref (FbViewFdAccount *account)
-{
-  g_atomic_int_inc (&account->ref);
-  return account;
-}
+FB_DEFINE_ATOMIC_REF (fb_view_fd_account, FbViewFdAccount)
 
 void
 fb_view_fd_account_unref (FbViewFdAccount *account)

@@ -53,12 +53,7 @@ node_state_new (const char *path, const FbPolicyDecision *decision)
   return st;
 }
 
-NodeState *
-node_state_ref (NodeState *st)
-{
-  g_atomic_int_inc (&st->ref);
-  return st;
-}
+FB_DEFINE_ATOMIC_REF (node_state, NodeState)
 
 void
 node_state_unref (NodeState *st)
@@ -634,12 +629,7 @@ table_find_locked (FbView *view, FbViewNode *parent, const char *name)
   return node_set_find_by (&view->table, key_hash (parent, name), node_key_match, &key);
 }
 
-FbViewNode *
-fb_view_node_ref (FbViewNode *node)
-{
-  g_atomic_int_inc (&node->ref);
-  return node;
-}
+FB_DEFINE_ATOMIC_REF (fb_view_node, FbViewNode)
 
 void
 fb_view_node_unref (FbViewNode *node)

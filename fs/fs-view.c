@@ -192,12 +192,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
   return 0;
 }
 
-FbView *
-fb_view_ref (FbView *view)
-{
-  g_atomic_int_inc (&view->ref);
-  return view;
-}
+FB_DEFINE_ATOMIC_REF (fb_view, FbView)
 
 /* Drop the view's references on its pinned nodes: they are freed unless
  * someone else holds one (that one keeps the view alive until it lets go). */

@@ -117,6 +117,17 @@ int fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fd
       g_atomic_rc_box_release_full (p, (GDestroyNotify)(void (*) (Type *)) (clear));                                   \
   }
 
+/* PREFIX_ref for a TYPE that counts its references itself, in an atomic
+ * `ref` member, because its unref does more than free it (tells an owner,
+ * drops a parent, returns a share), as systemd's DEFINE_TRIVIAL_REF_FUNC:
+ * the unref is written beside it. */
+#define FB_DEFINE_ATOMIC_REF(prefix, Type)                                                                             \
+  Type *prefix##_ref (Type *p)                                                                                         \
+  {                                                                                                                    \
+    g_atomic_int_inc (&p->ref);                                                                                        \
+    return p;                                                                                                          \
+  }
+
 /* A JSON string's body, strictly (RFC 8259): how decoding it ended. */
 typedef enum
 {
