@@ -278,21 +278,16 @@ test_concurrent_pushers_block (void **state)
   check_gap_free_per_thread (lines, N_THREADS, PER_THREAD);
 }
 
-/* The same with the loop on its own thread, as in the daemon. */
-typedef struct
-{
-  GMainLoop *loop;
-  GMainContext *ctx;
-} LoopThread;
-
+/* The same with the loop (DATA) on its own thread, as in the daemon. */
 static gpointer
 loop_main (gpointer data)
 {
-  LoopThread *lt = data;
+  GMainLoop *loop = data;
+  GMainContext *ctx = g_main_loop_get_context (loop);
 
-  g_main_context_push_thread_default (lt->ctx);
-  g_main_loop_run (lt->loop);
-  g_main_context_pop_thread_default (lt->ctx);
+  g_main_context_push_thread_default (ctx);
+  g_main_loop_run (loop);
+  g_main_context_pop_thread_default (ctx);
   return NULL;
 }
 
@@ -321,7 +316,6 @@ test_concurrent_pushers_loop_thread (void **state)
   g_autoptr (GMainContext) ctx = g_main_context_new ();
   g_autoptr (GMainLoop) loop = g_main_loop_new (ctx, FALSE);
   FbAccessLog *log = open_log (f->path, 4, 0, ctx);
-  LoopThread lt = { loop, ctx };
   Pusher pushers[N_THREADS + 1];
   GThread *threads[N_THREADS];
   GThread *looper;
@@ -333,7 +327,7 @@ test_concurrent_pushers_loop_thread (void **state)
   g_source_set_callback (idle, push_from_loop_idle, &pushers[N_THREADS], NULL);
   g_source_attach (idle, ctx);
   g_source_unref (idle);
-  looper = g_thread_new ("loop", loop_main, &lt);
+  looper = g_thread_new ("loop", loop_main, loop);
   for (guint i = 0; i < N_THREADS; i++)
     {
       pushers[i] = (Pusher){ fb_access_log_get_sink (log), i };
