@@ -186,11 +186,6 @@ test_hard_links (void **state)
 {
   Fx *fx = *state;
   g_autofree char *h_secret = NULL, *h_alias = NULL;
-  g_autoptr (FbViewNode) alias = NULL;
-  g_autoptr (FbViewNode) secret = NULL;
-  g_autoptr (FbViewNode) ws = NULL;
-  g_autoptr (FbViewNode) ro = NULL;
-  g_autoptr (FbViewNode) r = NULL;
   g_autoptr (FbViewNode) made = NULL;
   FbViewFile *file = NULL;
   struct stat s1, s2;
@@ -201,9 +196,9 @@ test_hard_links (void **state)
   h_alias = fx_host (fx, "host/ws/alias");
   assert_int_equal (link (h_secret, h_alias), 0);
   fx_start (fx, policy_text, NULL, -1);
-  alias = fx_node (fx, "/ws/alias");
-  secret = fx_node (fx, "/ws/proj/secret");
-  ws = fx_node (fx, "/ws");
+  g_autoptr (FbViewNode) alias = fx_node (fx, "/ws/alias");
+  g_autoptr (FbViewNode) secret = fx_node (fx, "/ws/proj/secret");
+  g_autoptr (FbViewNode) ws = fx_node (fx, "/ws");
   assert_ptr_not_equal (alias, secret);
   assert_errno (fb_view_getattr (fx->view, &fx->caller, alias, &s1), 0);
   assert_errno (fb_view_getattr (fx->view, &fx->caller, secret, &s2), 0);
@@ -214,8 +209,8 @@ test_hard_links (void **state)
   assert_errno (fb_view_open (fx->view, &fx->caller, secret, O_RDONLY, &file, NULL), -EACCES);
   /* link from a denied or read-only path: refused */
   assert_errno (fb_view_link (fx->view, &fx->caller, secret, ws, "l1", NULL, NULL), -EACCES);
-  ro = fx_node (fx, "/ws/ro");
-  r = fx_node (fx, "/ws/ro/r");
+  g_autoptr (FbViewNode) ro = fx_node (fx, "/ws/ro");
+  g_autoptr (FbViewNode) r = fx_node (fx, "/ws/ro/r");
   assert_errno (fb_view_link (fx->view, &fx->caller, r, ws, "l2", NULL, NULL), -EROFS);
   /* link into a read-only, denied or protected name: refused */
   assert_errno (fb_view_link (fx->view, &fx->caller, alias, ro, "l3", NULL, NULL), -EROFS);
