@@ -55,7 +55,7 @@ static const struct
 
 typedef struct
 {
-  char *dir;      /* T */
+  TestDir *dir;   /* T, which keeps the paths below */
   char *run;      /* T/run: the log's directory */
   char *path;     /* T/run/access.jsonl */
   char *victim;   /* T/victim */
@@ -135,12 +135,11 @@ setup (void **state)
 {
   Fixture *fx = g_new0 (Fixture, 1);
 
-  fx->dir = test_tmpdir ("fusebox-ipc");
-  fx->run = g_build_filename (fx->dir, "run", NULL);
-  fx->path = g_build_filename (fx->run, "access.jsonl", NULL);
-  fx->victim = g_build_filename (fx->dir, "victim", NULL);
-  fx->dangling = g_build_filename (fx->dir, "made-through-the-link", NULL);
-  assert_int_equal (g_mkdir (fx->run, 0700), 0);
+  fx->dir = test_dir_new (test_tmpdir ("fusebox-ipc"));
+  fx->run = test_dir_mkdir (fx->dir, "run", 0700);
+  fx->path = test_dir_path (fx->dir, "run/access.jsonl");
+  fx->victim = test_dir_path (fx->dir, "victim");
+  fx->dangling = test_dir_path (fx->dir, "made-through-the-link");
   assert_true (g_file_set_contents (fx->victim, VICTIM_TEXT, -1, NULL));
   assert_int_equal (chmod (fx->victim, 0644), 0);
   plant_at_rotation = PLANT_NONE;
@@ -156,14 +155,10 @@ teardown (void **state)
 {
   Fixture *fx = *state;
 
-  test_rm_rf (fx->dir);
-  g_free (fx->dir);
-  g_free (fx->run);
-  g_free (fx->path);
-  g_free (fx->victim);
-  g_free (fx->dangling);
-  g_free (fx);
+  /* forgotten before it is freed: the planting renameat2() reads it */
   plant_fixture = NULL;
+  test_dir_free (fx->dir, true);
+  g_free (fx);
   return 0;
 }
 

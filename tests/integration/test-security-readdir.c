@@ -91,18 +91,14 @@ static void
 test_hidden_name_leaves_no_offset (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_with = mfx_h (fx, "/ws/with");
-  g_autofree char *h_without = mfx_h (fx, "/ws/without");
-  g_autofree char *m_with = mfx_m (fx, "/ws/with");
-  g_autofree char *m_without = mfx_m (fx, "/ws/without");
-  g_autofree char *m_scratch = mfx_m (fx, "/ws/scratch");
+  const char *m_scratch = mfx_in_mount (fx, "/ws/scratch");
   g_autofree char *host_with = NULL, *host_without = NULL;
 
   make_names (fx, "/ws/with", true);
   make_names (fx, "/ws/without", false);
   /* the oracle the host offers, for the record (not every filesystem) */
-  host_with = dirents_of (h_with, 32768);
-  host_without = dirents_of (h_without, 32768);
+  host_with = dirents_of (mfx_on_host (fx, "/ws/with"), 32768);
+  host_without = dirents_of (mfx_on_host (fx, "/ws/without"), 32768);
   if (strcmp (host_with, host_without) == 0)
     fprintf (stderr, "note: this host's offsets do not tell the hidden entry; the view's must not either\n");
   mfx_mount (fx, policy_text, NULL);
@@ -118,8 +114,8 @@ test_hidden_name_leaves_no_offset (void **state)
     }
   for (gsize bufsize = 256; bufsize <= 65536; bufsize *= 16)
     {
-      g_autofree char *with = dirents_of (m_with, bufsize);
-      g_autofree char *without = dirents_of (m_without, bufsize);
+      g_autofree char *with = dirents_of (mfx_in_mount (fx, "/ws/with"), bufsize);
+      g_autofree char *without = dirents_of (mfx_in_mount (fx, "/ws/without"), bufsize);
       g_autofree char *scratch = dirents_of (m_scratch, bufsize);
       if (strstr (with, "secret ") != NULL)
         fail_msg ("the hidden name is listed:\n%s", with);
@@ -202,10 +198,9 @@ static void
 test_large_directory (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_big = mfx_h (fx, "/ws/big");
-  g_autofree char *h_big2 = mfx_h (fx, "/ws/big2");
-  g_autofree char *m_big = mfx_m (fx, "/ws/big");
-  g_autofree char *m_big2 = mfx_m (fx, "/ws/big2");
+  const char *h_big = mfx_on_host (fx, "/ws/big");
+  const char *h_big2 = mfx_on_host (fx, "/ws/big2");
+  const char *m_big = mfx_in_mount (fx, "/ws/big");
   g_autoptr (GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) expect = g_ptr_array_new_with_free_func (g_free);
   g_autofree char *want = NULL;
@@ -267,7 +262,7 @@ test_large_directory (void **state)
   /* big2 was never listed: the kernel has nothing of it and asks the
    * daemon at each position (which big's are too, the names being the
    * same), in shuffled order */
-  d = opendir (m_big2);
+  d = opendir (mfx_in_mount (fx, "/ws/big2"));
   assert_non_null (d);
   check_seeks (d, names, pos, 200, "seekdir in big2, never listed");
   closedir (d);

@@ -116,11 +116,10 @@ static void
 test_refusals_are_fusebox_decisions (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_file = mfx_h (fx, "/ws/file");
-  g_autofree char *h_lock = mfx_h (fx, "/ws/lockmark");
-  g_autofree char *m_file = mfx_m (fx, "/ws/file");
-  g_autofree char *m_lock = mfx_m (fx, "/ws/lockmark");
-  g_autofree char *m_null = mfx_m (fx, "/ws/null");
+  const char *h_file = mfx_on_host (fx, "/ws/file");
+  const char *h_lock = mfx_on_host (fx, "/ws/lockmark");
+  const char *m_file = mfx_in_mount (fx, "/ws/file");
+  const char *m_lock = mfx_in_mount (fx, "/ws/lockmark");
   g_autofree char *before = NULL, *after = NULL;
   g_autoptr (GPtrArray) records = NULL;
 
@@ -137,7 +136,7 @@ test_refusals_are_fusebox_decisions (void **state)
   assert_errno_is (chmod (m_file, 04755), EPERM);
   assert_errno_is (chmod (m_file, 02755), EPERM);
   assert_errno_is (chmod (m_lock, 02754), EPERM);
-  assert_errno_is (mknod (m_null, S_IFCHR | 0666, makedev (1, 3)), EPERM);
+  assert_errno_is (mknod (mfx_in_mount (fx, "/ws/null"), S_IFCHR | 0666, makedev (1, 3)), EPERM);
   {
     struct vfs_cap_data cap = { 0 };
     cap.magic_etc = VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE;
@@ -156,7 +155,7 @@ test_refusals_are_fusebox_decisions (void **state)
   records = log_records (fx->log_path);
   for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
     {
-      g_autofree char *path = mfx_h (fx, expected[i].rel);
+      const char *path = mfx_on_host (fx, expected[i].rel);
       guint want = expected[i].count;
       guint got = count_records (records, expected[i].op, path, "deny", EPERM, expected[i].origin);
       if (got != want)

@@ -41,12 +41,10 @@ static void
 test_rules_below_answer_alike (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_secret = mfx_h (fx, "/ws/with/secret");
-  g_autofree char *h_with = mfx_h (fx, "/ws/with");
-  g_autofree char *h_without = mfx_h (fx, "/ws/without");
-  g_autofree char *m_with = mfx_m (fx, "/ws/with");
-  g_autofree char *m_without = mfx_m (fx, "/ws/without");
-  g_autofree char *m_src = mfx_m (fx, "/ws/src");
+  const char *h_with = mfx_on_host (fx, "/ws/with");
+  const char *h_without = mfx_on_host (fx, "/ws/without");
+  const char *m_with = mfx_in_mount (fx, "/ws/with");
+  const char *m_without = mfx_in_mount (fx, "/ws/without");
   g_autofree char *log = NULL;
   int with, without;
 
@@ -71,13 +69,13 @@ test_rules_below_answer_alike (void **state)
     fail_msg ("rmdir answers %s for a directory holding a hidden name, %s for an empty one",
               with ? g_strerror (with) : "success", without ? g_strerror (without) : "success");
   assert_int_equal (with, EACCES);
-  with = errno_of (rename (m_src, m_with));
-  without = errno_of (rename (m_src, m_without));
+  with = errno_of (rename (mfx_in_mount (fx, "/ws/src"), m_with));
+  without = errno_of (rename (mfx_in_mount (fx, "/ws/src"), m_without));
   if (with != without)
     fail_msg ("rename onto them answers %s for a directory holding a hidden name, %s for an empty one",
               with ? g_strerror (with) : "success", without ? g_strerror (without) : "success");
   assert_int_equal (with, EACCES);
-  assert_true (g_file_test (h_secret, G_FILE_TEST_IS_REGULAR));
+  assert_true (g_file_test (mfx_on_host (fx, "/ws/with/secret"), G_FILE_TEST_IS_REGULAR));
   assert_true (g_file_test (h_with, G_FILE_TEST_IS_DIR));
   assert_true (g_file_test (h_without, G_FILE_TEST_IS_DIR));
   mfx_unmount (fx);
@@ -100,19 +98,14 @@ static void
 test_protected_name_stays (void **state)
 {
   MFX_BEGIN (state);
-  g_autofree char *h_git = mfx_h (fx, "/ws/gitonly/.git/HEAD");
-  g_autofree char *h_empty = mfx_h (fx, "/ws/empty");
-  g_autofree char *m_gitonly = mfx_m (fx, "/ws/gitonly");
-  g_autofree char *m_empty = mfx_m (fx, "/ws/empty");
-
   mfx_write (fx, "/ws/gitonly/.git/HEAD", "ref: refs/heads/main\n");
   mfx_mkdir (fx, "/ws/empty");
   mfx_assert_host_readable (fx, "/ws/gitonly/.git/HEAD");
   mfx_mount (fx, policy_text, NULL);
-  assert_errno_is (rmdir (m_gitonly), ENOTEMPTY);
-  assert_true (g_file_test (h_git, G_FILE_TEST_IS_REGULAR));
-  assert_errno_is (rmdir (m_empty), 0);
-  assert_false (g_file_test (h_empty, G_FILE_TEST_EXISTS));
+  assert_errno_is (rmdir (mfx_in_mount (fx, "/ws/gitonly")), ENOTEMPTY);
+  assert_true (g_file_test (mfx_on_host (fx, "/ws/gitonly/.git/HEAD"), G_FILE_TEST_IS_REGULAR));
+  assert_errno_is (rmdir (mfx_in_mount (fx, "/ws/empty")), 0);
+  assert_false (g_file_test (mfx_on_host (fx, "/ws/empty"), G_FILE_TEST_EXISTS));
   MFX_PASS ();
 }
 
