@@ -63,9 +63,11 @@ probe_main (int argc, char **argv)
 
 /* --- the host side --------------------------------------------------------------- */
 
+/* /bin/true at T/ws/REL, root's, with MODE. */
 static void
-copy_true (const char *path, mode_t mode)
+copy_true (RFx *fx, const char *rel, mode_t mode)
 {
+  g_autofree char *path = g_build_filename (fx->ws, rel, NULL);
   g_autofree char *data = NULL;
   gsize len;
   struct stat st;
@@ -129,33 +131,23 @@ test_chmod_keeps_no_setid (void **state)
 {
   RFX_BEGIN (state);
   g_autofree char *self = test_self ();
-  g_autofree char *suid4 = g_build_filename (fx->ws, "suid4", NULL);
-  g_autofree char *suid_ro = g_build_filename (fx->ws, "suid-ro", NULL);
-  g_autofree char *suid_drop = g_build_filename (fx->ws, "suid-drop", NULL);
-  g_autofree char *sgid = g_build_filename (fx->ws, "sgid", NULL);
-  g_autofree char *sgid_dir = g_build_filename (fx->ws, "sgid-dir", NULL);
-  g_autofree char *policy = g_build_filename (fx->tmp, "policy.json", NULL);
-  g_autofree char *policy_text = NULL;
-  g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
-  g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
+  g_autofree char *policy = rfx_policy_ws (fx);
+  const char *suid4 = test_dir_path (fx->dir, "ws/suid4");
+  const char *sgid_dir = test_dir_path (fx->dir, "ws/sgid-dir");
+  const char *run_dir = test_dir_path (fx->dir, "run");
   g_autofree char *log = NULL;
   RfxResult r = { 0 };
   guint refusals = 0;
 
-  copy_true (suid4, 04755);
-  copy_true (suid_ro, 04555);
-  copy_true (suid_drop, 04755);
-  copy_true (sgid, 02755);
+  copy_true (fx, "suid4", 04755);
+  copy_true (fx, "suid-ro", 04555);
+  copy_true (fx, "suid-drop", 04755);
+  copy_true (fx, "sgid", 02755);
   assert_int_equal (mkdir (sgid_dir, 0775), 0);
   assert_int_equal (chmod (sgid_dir, 02775), 0);
   assert_int_equal (host_mode (fx, "sgid-dir"), 02775);
   /* before: nobody can't write the program */
   assert_int_equal (nobody_opens_for_writing (suid4), EACCES);
-  policy_text = g_strdup_printf ("{\"version\":1,\"rules\":["
-                                 "{\"path\":\"/\",\"access\":\"read\",\"why\":\"the system\"},"
-                                 "{\"path\":\"%s\",\"access\":\"write\",\"why\":\"the workspace\"}]}",
-                                 fx->ws);
-  test_write (policy, policy_text, 0644);
 
   rfx_run (fx, &r, "--policy", policy, "--run-dir", run_dir, "--", self, "--probe", NULL);
   if (r.status != 0 || strcmp (r.out, expected) != 0)
@@ -172,7 +164,7 @@ test_chmod_keeps_no_setid (void **state)
   assert_int_equal (nobody_opens_for_writing (suid4), EACCES);
 
   /* each refusal is fusebox's own in the log */
-  log = test_read_file (log_path);
+  log = test_read_file (test_dir_path (fx->dir, "run/access.jsonl"));
   assert_non_null (log);
   {
     g_autoptr (GPtrArray) records = test_parse_lines (log);
