@@ -145,6 +145,21 @@ parse_string (Parser *ps)
   return NULL;
 }
 
+/* One digit or more (an integer part's, a fraction's, an exponent's);
+ * false, with the error, when there is none. */
+static bool
+take_digits (Parser *ps)
+{
+  if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
+    {
+      fail (ps, "invalid number");
+      return false;
+    }
+  while (ps->p < ps->end && g_ascii_isdigit (*ps->p))
+    ps->p++;
+  return true;
+}
+
 static JsonNode *
 parse_number (Parser *ps)
 {
@@ -155,43 +170,26 @@ parse_number (Parser *ps)
   gsize n;
 
   take (ps, '-');
-  if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
-    {
-      fail (ps, "invalid number");
-      return NULL;
-    }
-  if (*ps->p == '0' && ps->p + 1 < ps->end && g_ascii_isdigit (ps->p[1]))
+  if (ps->p + 1 < ps->end && ps->p[0] == '0' && g_ascii_isdigit (ps->p[1]))
     {
       fail (ps, "leading zero in a number");
       return NULL;
     }
-  while (ps->p < ps->end && g_ascii_isdigit (*ps->p))
-    ps->p++;
-  if (ps->p < ps->end && *ps->p == '.')
+  if (!take_digits (ps))
+    return NULL;
+  if (take (ps, '.'))
     {
       is_int = false;
-      ps->p++;
-      if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
-        {
-          fail (ps, "invalid number");
-          return NULL;
-        }
-      while (ps->p < ps->end && g_ascii_isdigit (*ps->p))
-        ps->p++;
+      if (!take_digits (ps))
+        return NULL;
     }
-  if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E'))
+  if (take (ps, 'e') || take (ps, 'E'))
     {
       is_int = false;
-      ps->p++;
-      if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
-        ps->p++;
-      if (ps->p >= ps->end || !g_ascii_isdigit (*ps->p))
-        {
-          fail (ps, "invalid number");
-          return NULL;
-        }
-      while (ps->p < ps->end && g_ascii_isdigit (*ps->p))
-        ps->p++;
+      if (!take (ps, '+'))
+        take (ps, '-');
+      if (!take_digits (ps))
+        return NULL;
     }
   n = (gsize)(ps->p - s);
   if (n >= sizeof buf)
@@ -312,83 +310,86 @@ list_step (Parser *ps, char close)
   return LIST_ERROR;
 }
 
-static JsonNode *
-parse_object (Parser *ps, guint depth)
+/* One member of an object, "name": value, added to OBJ; false on a
+ * mistake.  The top-level object's params.sandbox text is noted for the
+ * sandbox cache. */
+static bool
+parse_member (Parser *ps, guint depth, JsonObject *obj)
 {
-  JsonObject *obj = json_object_new ();
-  ListStep step = list_open (ps, '}');
+  g_autofree char *key = NULL;
+  JsonNode *value;
 
-  while (step == LIST_NEXT)
+  skip_ws (ps);
+  if (ps->p >= ps->end || *ps->p != '"')
     {
-      char *key;
-      JsonNode *value;
-
-      skip_ws (ps);
-      if (ps->p >= ps->end || *ps->p != '"')
-        {
-          fail (ps, "expected a member name");
-          break;
-        }
-      key = parse_string (ps);
-      if (key == NULL)
-        break;
-      skip_ws (ps);
-      if (!take (ps, ':'))
-        {
-          g_free (key);
-          fail (ps, "expected ':'");
-          break;
-        }
-      if (depth == 0 && strcmp (key, "params") == 0)
-        {
-          ps->in_params = true;
-          ps->sandbox_start = ps->sandbox_end = NULL;
-          value = parse_value (ps, depth + 1);
-          ps->in_params = false;
-        }
-      else if (depth == 1 && ps->in_params && strcmp (key, "sandbox") == 0)
-        {
-          skip_ws (ps);
-          ps->sandbox_start = ps->p;
-          value = reuse_sandbox (ps);
-          if (value == NULL)
-            value = parse_value (ps, depth + 1);
-          ps->sandbox_end = ps->p;
-        }
-      else
-        value = parse_value (ps, depth + 1);
-      if (value == NULL)
-        {
-          g_free (key);
-          break;
-        }
-      json_object_set_member (obj, key, value);
-      g_free (key);
-      step = list_step (ps, '}');
+      fail (ps, "expected a member name");
+      return false;
     }
-  if (step == LIST_END)
-    return object_node (obj);
-  json_object_unref (obj);
-  return NULL;
+  key = parse_string (ps);
+  if (key == NULL)
+    return false;
+  skip_ws (ps);
+  if (!take (ps, ':'))
+    {
+      fail (ps, "expected ':'");
+      return false;
+    }
+  if (depth == 0 && strcmp (key, "params") == 0)
+    {
+      ps->in_params = true;
+      ps->sandbox_start = ps->sandbox_end = NULL;
+      value = parse_value (ps, depth + 1);
+      ps->in_params = false;
+    }
+  else if (depth == 1 && ps->in_params && strcmp (key, "sandbox") == 0)
+    {
+      skip_ws (ps);
+      ps->sandbox_start = ps->p;
+      value = reuse_sandbox (ps);
+      if (value == NULL)
+        value = parse_value (ps, depth + 1);
+      ps->sandbox_end = ps->p;
+    }
+  else
+    value = parse_value (ps, depth + 1);
+  if (value == NULL)
+    return false;
+  json_object_set_member (obj, key, value);
+  return true;
 }
 
-static JsonNode *
-parse_array (Parser *ps, guint depth)
+/* One element of an array, added to ARR; false on a mistake. */
+static bool
+parse_element (Parser *ps, guint depth, JsonArray *arr)
 {
-  JsonArray *arr = json_array_new ();
-  ListStep step = list_open (ps, ']');
+  JsonNode *element = parse_value (ps, depth + 1);
+
+  if (element == NULL)
+    return false;
+  json_array_add_element (arr, element);
+  return true;
+}
+
+/* An object ('{', CLOSE '}') or an array ('[', CLOSE ']'), the opening
+ * bracket at ps->p: its members or elements, a ',' between two, up to
+ * CLOSE; NULL, and what was read dropped, on a mistake. */
+static JsonNode *
+parse_list (Parser *ps, guint depth, char close)
+{
+  JsonNode *node = close == '}' ? object_node (json_object_new ()) : array_node (json_array_new ());
+  ListStep step = list_open (ps, close);
 
   while (step == LIST_NEXT)
     {
-      JsonNode *value = parse_value (ps, depth + 1);
-      if (value == NULL)
+      bool ok = close == '}' ? parse_member (ps, depth, json_node_get_object (node))
+                             : parse_element (ps, depth, json_node_get_array (node));
+      if (!ok)
         break;
-      json_array_add_element (arr, value);
-      step = list_step (ps, ']');
+      step = list_step (ps, close);
     }
   if (step == LIST_END)
-    return array_node (arr);
-  json_array_unref (arr);
+    return node;
+  json_node_unref (node);
   return NULL;
 }
 
@@ -409,9 +410,9 @@ parse_value (Parser *ps, guint depth)
   switch (*ps->p)
     {
       case '{':
-        return parse_object (ps, depth);
+        return parse_list (ps, depth, '}');
       case '[':
-        return parse_array (ps, depth);
+        return parse_list (ps, depth, ']');
       case '"':
         {
           char *s = parse_string (ps);
