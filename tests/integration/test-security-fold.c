@@ -373,41 +373,82 @@ static const Step ascii_steps[] = {
   { "read", "vault/other.txt", "-", "ENOENT" },
 };
 
+/* One run over fb-foldfs: what is made on the host, what the sandbox
+ * tries and what it must get. */
+typedef struct
+{
+  const char *const *args;  /* fb-foldfs's options (NULL: none) */
+  const TestSecFile *files; /* made in the backing directory beside make_tree's */
+  size_t n_files;
+  const char *const *variants; /* spellings that reach real files on the host */
+  const char *rules;           /* policy_file's extra rules (NULL: none) */
+  const Step *steps;
+  size_t n_steps;
+} FoldRun;
+
+/* C on a host that folds names: the tree and C's files made in TREE (on
+ * the host), the variants proven to reach them in FOLDING (where the host
+ * folds), the steps run inside `fusebox run` (relative to MNT, WS/ci),
+ * and TREE found unchanged.  Returns the run's access log. */
+static char *
+fold_steps (RFx *fx, const FoldRun *c, const char *tree, const char *folding, const char *mnt)
+{
+  g_autofree char *policy = NULL;
+  g_autofree char *changed = NULL, *now = NULL;
+  char *log;
+
+  make_tree (tree);
+  test_sec_files_make (tree, c->files, c->n_files);
+  assert_host_resolves (folding, c->variants);
+  policy = policy_file (fx, c->rules);
+  log = run_steps (fx, policy, mnt, c->steps, c->n_steps);
+  assert_host_unchanged (tree);
+  if (test_sec_files_changed (tree, c->files, c->n_files, &changed, &now) != NULL)
+    fail_msg ("%s changed on the host: \"%s\"", changed, now != NULL ? now : "(gone)");
+  return log;
+}
+
+/* C over fb-foldfs (the tree in its backing directory); the mount (WS/ci)
+ * and the backing directory in *RET_MNT and *RET_BACKING when asked for. */
+static char *
+fold_run (RFx *fx, const FoldRun *c, char **ret_mnt, char **ret_backing)
+{
+  g_autofree char *backing = NULL;
+  g_autofree char *mnt = mount_foldfs (fx, c->args, &backing);
+  char *log = fold_steps (fx, c, backing, mnt, mnt);
+
+  if (ret_mnt != NULL)
+    *ret_mnt = g_steal_pointer (&mnt);
+  if (ret_backing != NULL)
+    *ret_backing = g_steal_pointer (&backing);
+  return log;
+}
+
 static void
 test_case_variants_run (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *backing = NULL;
-  g_autofree char *mnt = mount_foldfs (fx, NULL, &backing);
+  static const TestSecFile files[] = {
+    { "vault/PUB/f.txt", "pub\n" },  { "vault/open/f.txt", "open\n" }, { "vault/other.txt", "other\n" },
+    { "DOCS/other.txt", "other\n" }, { "DOCS/secret", "secret\n" },
+  };
   static const char *const variants[] = { ".GIT/config",           "SECRET-DENY.TXT", "Secret-Hide.txt",
                                           "PRIVATE-DIR/inner.txt", "NORMAL.TXT",      NULL };
-  g_autofree char *policy = NULL;
-  g_autofree char *log = NULL;
-  g_autofree char *denied = NULL;
+  static const FoldRun c = {
+    .files = files,
+    .n_files = G_N_ELEMENTS (files),
+    .variants = variants,
+    .rules = ",{\"path\":\"${WORKSPACE}/ci/vault\",\"access\":\"hide\",\"why\":\"vault\"}"
+             ",{\"path\":\"${WORKSPACE}/ci/vault/pub\",\"access\":\"read\",\"why\":\"pub\"}"
+             ",{\"path\":\"${WORKSPACE}/ci/vault/open\",\"access\":\"read\",\"why\":\"open\"}"
+             ",{\"path\":\"${WORKSPACE}/ci/docs/secret\",\"access\":\"deny\",\"why\":\"docs\"}",
+    .steps = ascii_steps,
+    .n_steps = G_N_ELEMENTS (ascii_steps),
+  };
+  g_autofree char *mnt = NULL;
+  g_autofree char *log = fold_run (fx, &c, &mnt, NULL);
+  g_autofree char *denied = g_build_filename (mnt, "SECRET-DENY.TXT", NULL);
 
-  make_tree (backing);
-  assert_host_resolves (mnt, variants);
-  {
-    g_autofree char *pub = g_build_filename (backing, "vault", "PUB", "f.txt", NULL);
-    g_autofree char *open_ = g_build_filename (backing, "vault", "open", "f.txt", NULL);
-    g_autofree char *other = g_build_filename (backing, "vault", "other.txt", NULL);
-    test_write (pub, "pub\n", 0644);
-    test_write (open_, "open\n", 0644);
-    test_write (other, "other\n", 0644);
-  }
-  {
-    g_autofree char *docs_other = g_build_filename (backing, "DOCS", "other.txt", NULL);
-    g_autofree char *docs_secret = g_build_filename (backing, "DOCS", "secret", NULL);
-    test_write (docs_other, "other\n", 0644);
-    test_write (docs_secret, "secret\n", 0644);
-  }
-  policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/vault\",\"access\":\"hide\",\"why\":\"vault\"}"
-                            ",{\"path\":\"${WORKSPACE}/ci/vault/pub\",\"access\":\"read\",\"why\":\"pub\"}"
-                            ",{\"path\":\"${WORKSPACE}/ci/vault/open\",\"access\":\"read\",\"why\":\"open\"}"
-                            ",{\"path\":\"${WORKSPACE}/ci/docs/secret\",\"access\":\"deny\",\"why\":\"docs\"}");
-  log = run_steps (fx, policy, mnt, ascii_steps, G_N_ELEMENTS (ascii_steps));
-  assert_host_unchanged (backing);
-  denied = g_build_filename (mnt, "SECRET-DENY.TXT", NULL);
   assert_logged_spelling (log, denied);
   RFX_PASS ();
 }
@@ -418,11 +459,7 @@ test_unicode_variants_run (void **state)
 {
   RFX_BEGIN (state);
   static const char *const args[] = { "--unicode", NULL };
-  g_autofree char *backing = NULL;
-  g_autofree char *mnt = mount_foldfs (fx, args, &backing);
-  g_autofree char *cafe = NULL;
-  g_autofree char *policy = NULL;
-  g_autofree char *log = NULL;
+  static const TestSecFile files[] = { { "caf\xc3\xa9-secret.txt", "caf\xc3\xa9\n" } };
   static const char *const variants[] = { "cafe\xcc\x81-secret.txt", "CAF\xc3\x89-SECRET.TXT", NULL };
   static const Step steps[] = {
     { "read", "cafe\xcc\x81-secret.txt", "-", "ENOENT" }, { "write", "cafe\xcc\x81-secret.txt", "-", "ENOENT" },
@@ -430,22 +467,23 @@ test_unicode_variants_run (void **state)
     { "create", "nai\xcc\x88ve-absent", "-", "EACCES" },  { "mkdir", "NA\xc3\x8fVE-ABSENT", "-", "EACCES" },
     { "read", "SECRET-DENY.TXT", "-", "ENOENT" },         { "read", "normal.txt", "-", "OK" },
   };
+  static const FoldRun c = {
+    .args = args,
+    .files = files,
+    .n_files = G_N_ELEMENTS (files),
+    .variants = variants,
+    .rules = ",{\"path\":\"${WORKSPACE}/ci/caf\\u00e9-secret.txt\",\"access\":\"deny\",\"why\":\"cafe\"}"
+             ",{\"path\":\"${WORKSPACE}/ci/na\\u00efve-absent\",\"access\":\"deny\",\"why\":\"naive\"}",
+    .steps = steps,
+    .n_steps = G_N_ELEMENTS (steps),
+  };
+  g_autofree char *backing = NULL, *nfd = NULL;
+  struct stat st;
 
-  make_tree (backing);
-  cafe = g_build_filename (backing, "caf\xc3\xa9-secret.txt", NULL);
-  test_write (cafe, "caf\xc3\xa9\n", 0644);
-  assert_host_resolves (mnt, variants);
-  policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/caf\\u00e9-secret.txt\",\"access\":\"deny\",\"why\":\"cafe\"}"
-                            ",{\"path\":\"${WORKSPACE}/ci/na\\u00efve-absent\",\"access\":\"deny\",\"why\":\"naive\"}");
-  log = run_steps (fx, policy, mnt, steps, G_N_ELEMENTS (steps));
-  assert_host_unchanged (backing);
-  {
-    g_autofree char *text = test_read_file (cafe);
-    g_autofree char *nfd = g_build_filename (backing, "nai\xcc\x88ve-absent", NULL);
-    struct stat st;
-    assert_string_equal (text, "caf\xc3\xa9\n");
-    assert_int_not_equal (lstat (nfd, &st), 0);
-  }
+  g_free (fold_run (fx, &c, NULL, &backing));
+  /* nor was a denied name made in another normalization */
+  nfd = g_build_filename (backing, "nai\xcc\x88ve-absent", NULL);
+  assert_int_not_equal (lstat (nfd, &st), 0);
   RFX_PASS ();
 }
 
@@ -455,10 +493,6 @@ test_trailing_dots_run (void **state)
 {
   RFX_BEGIN (state);
   static const char *const args[] = { "--strip-dots", NULL };
-  g_autofree char *backing = NULL;
-  g_autofree char *mnt = mount_foldfs (fx, args, &backing);
-  g_autofree char *policy = NULL;
-  g_autofree char *log = NULL;
   static const char *const variants[] = { "secret-deny.txt.", "secret-deny.txt ", ".git./config", NULL };
   static const Step steps[] = {
     { "read", "secret-deny.txt.", "-", "ENOENT" },  { "read", "secret-deny.txt ", "-", "ENOENT" },
@@ -466,12 +500,14 @@ test_trailing_dots_run (void **state)
     { "read", "secret-hide.txt..", "-", "ENOENT" }, { "create", "absent-secret.", "-", "EACCES" },
     { "mkdir", "sub/.git.", "-", "EACCES" },        { "read", "normal.txt", "-", "OK" },
   };
+  static const FoldRun c = {
+    .args = args,
+    .variants = variants,
+    .steps = steps,
+    .n_steps = G_N_ELEMENTS (steps),
+  };
 
-  make_tree (backing);
-  assert_host_resolves (mnt, variants);
-  policy = policy_file (fx, NULL);
-  log = run_steps (fx, policy, mnt, steps, G_N_ELEMENTS (steps));
-  assert_host_unchanged (backing);
+  g_free (fold_run (fx, &c, NULL, NULL));
   RFX_PASS ();
 }
 
@@ -482,12 +518,19 @@ test_tmpfs_casefold_run (void **state)
   RFX_BEGIN (state);
   g_autofree char *mnt = g_build_filename (fx->ws, "ci", NULL);
   g_autofree char *dir = g_build_filename (mnt, "cf", NULL);
-  g_autofree char *policy = NULL;
-  g_autofree char *log = NULL;
+  static const char *const variants[] = { "SECRET-DENY.TXT", ".GIT/config", NULL };
   static const Step steps[] = {
     { "read", "cf/SECRET-DENY.TXT", "-", "ENOENT" }, { "read", "cf/.GIT/config", "-", "ENOENT" },
     { "read", "cf/Secret-Hide.txt", "-", "ENOENT" }, { "create", "cf/ABSENT-SECRET", "-", "EACCES" },
     { "read", "cf/secret-deny.txt", "-", "EACCES" }, { "read", "cf/normal.txt", "-", "OK" },
+  };
+  static const FoldRun c = {
+    .variants = variants,
+    .rules = ",{\"path\":\"${WORKSPACE}/ci/cf/secret-deny.txt\",\"access\":\"deny\",\"why\":\"d\"}"
+             ",{\"path\":\"${WORKSPACE}/ci/cf/secret-hide.txt\",\"access\":\"hide\",\"why\":\"h\"}"
+             ",{\"path\":\"${WORKSPACE}/ci/cf/absent-secret\",\"access\":\"deny\",\"why\":\"a\"}",
+    .steps = steps,
+    .n_steps = G_N_ELEMENTS (steps),
   };
 
   g_mkdir_with_parents (mnt, 0755);
@@ -511,16 +554,8 @@ test_tmpfs_casefold_run (void **state)
       fail_msg ("chattr +F %s: %s", dir, g_strerror (errno));
     close (fd);
   }
-  make_tree (dir);
-  {
-    static const char *const variants[] = { "SECRET-DENY.TXT", ".GIT/config", NULL };
-    assert_host_resolves (dir, variants);
-  }
-  policy = policy_file (fx, ",{\"path\":\"${WORKSPACE}/ci/cf/secret-deny.txt\",\"access\":\"deny\",\"why\":\"d\"}"
-                            ",{\"path\":\"${WORKSPACE}/ci/cf/secret-hide.txt\",\"access\":\"hide\",\"why\":\"h\"}"
-                            ",{\"path\":\"${WORKSPACE}/ci/cf/absent-secret\",\"access\":\"deny\",\"why\":\"a\"}");
-  log = run_steps (fx, policy, mnt, steps, G_N_ELEMENTS (steps));
-  assert_host_unchanged (dir);
+  /* the casefold directory is the host's own: the tree is made in it */
+  g_free (fold_steps (fx, &c, dir, dir, mnt));
   RFX_PASS ();
 }
 
