@@ -134,17 +134,26 @@ fb_fuse_id_map_attr (const FbFuseIdMap *map, struct stat *st)
   st->st_gid = st->st_gid == map->host_gid ? map->inside_gid : map->overflow_gid;
 }
 
-static void
-req_caller (fuse_req_t req, FbViewCaller *caller)
+/* What an operation on the view starts from: the session, and who asks
+ * (with the ids the host knows). */
+typedef struct
+{
+  FbFuse *f;
+  FbViewCaller caller;
+} Req;
+
+static Req
+req_begin (fuse_req_t req)
 {
   const struct fuse_ctx *ctx = fuse_req_ctx (req);
-  const FbFuseIdMap *map = &req_fuse (req)->options.id_map;
+  Req q = { .f = req_fuse (req) };
+  const FbFuseIdMap *map = &q.f->options.id_map;
 
-  memset (caller, 0, sizeof *caller);
-  caller->pid = ctx->pid;
-  caller->uid = fb_fuse_id_map_uid_to_host (map, ctx->uid);
-  caller->gid = fb_fuse_id_map_gid_to_host (map, ctx->gid);
-  caller->umask = 0; /* the kernel applied it (no FUSE_CAP_DONT_MASK) */
+  q.caller.pid = ctx->pid;
+  q.caller.uid = fb_fuse_id_map_uid_to_host (map, ctx->uid);
+  q.caller.gid = fb_fuse_id_map_gid_to_host (map, ctx->gid);
+  q.caller.umask = 0; /* the kernel applied it (no FUSE_CAP_DONT_MASK) */
+  return q;
 }
 
 /* Every attribute the kernel gets passes here.  A directory's host st_nlink
@@ -220,15 +229,38 @@ reply_entry (fuse_req_t req, FbFuse *f, FbViewNode *node, const struct stat *st)
     inval_evict_request (f);
 }
 
+/* What an operation that finds or makes a name answers with: the node (a
+ * reference of ours) and its attributes. */
+typedef struct
+{
+  FbViewNode *node;
+  struct stat st;
+} Made;
+
+/* The answer to an operation that returned R and filled M. */
 static void
-reply_made (fuse_req_t req, FbFuse *f, int r, FbViewNode *node, const struct stat *st)
+reply_made (fuse_req_t req, FbFuse *f, int r, Made *m)
 {
   if (r < 0)
     fuse_reply_err (req, -r);
   else
     {
-      reply_entry (req, f, node, st);
-      fb_view_node_unref (node);
+      reply_entry (req, f, m->node, &m->st);
+      fb_view_node_unref (m->node);
+    }
+}
+
+/* The attributes ST of INO, after an operation that returned R. */
+static void
+reply_attr (fuse_req_t req, FbFuse *f, fuse_ino_t ino, int r, struct stat *st)
+{
+  if (r < 0)
+    fuse_reply_err (req, -r);
+  else
+    {
+      double timeout = attr_timeout (f, ino, ino_node (f, ino), st);
+      attr_out (f, st);
+      fuse_reply_attr (req, st, timeout);
     }
 }
 
@@ -250,6 +282,29 @@ files_remove (FbFuse *f, FbViewFile *file)
   g_mutex_lock (&f->files_lock);
   g_hash_table_remove (f->files, file);
   g_mutex_unlock (&f->files_lock);
+}
+
+/* FILE (a file or a directory) once the kernel no longer holds it. */
+static void
+files_release (FbFuse *f, FbViewFile *file)
+{
+  files_remove (f, file);
+  if (fb_view_file_is_dir (file))
+    fb_view_releasedir (f->view, file);
+  else
+    fb_view_release (f->view, file);
+}
+
+/* Hands the open FILE to the kernel in FI.  When the kernel never got the
+ * reply (the caller was interrupted), no RELEASE will come: it is released
+ * here. */
+static void
+reply_open (fuse_req_t req, FbFuse *f, struct fuse_file_info *fi, FbViewFile *file)
+{
+  fi->fh = (uint64_t)(uintptr_t)file;
+  files_add (f, file);
+  if (fuse_reply_open (req, fi) != 0)
+    files_release (f, file);
 }
 
 /* --- lifecycle --------------------------------------------------------------- */
@@ -303,17 +358,15 @@ op_destroy (void *userdata)
 static void
 op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
-  FbViewNode *node = NULL;
-  struct stat st;
+  Req q = req_begin (req);
+  FbFuse *f = q.f;
+  Made m = { NULL };
   guint64 gen = inval_name_gen (f);
   bool hidden = false;
   int r;
 
-  req_caller (req, &caller);
-  caller.ret_hidden = &hidden;
-  r = fb_view_lookup (f->view, &caller, ino_node (f, parent), name, &node, &st);
+  q.caller.ret_hidden = &hidden;
+  r = fb_view_lookup (f->view, &q.caller, ino_node (f, parent), name, &m.node, &m.st);
   /* A refused name is not remembered as absent: the kernel would answer
    * the next attempt (this command's or, in a shared view, another's)
    * from its cache, and no one would log it.  Its ENOENT (reply_made) is
@@ -326,7 +379,7 @@ op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
       fuse_reply_entry (req, &e);
       return;
     }
-  reply_made (req, f, r, node, &st);
+  reply_made (req, f, r, &m);
 }
 
 static void
@@ -353,54 +406,46 @@ op_forget_multi (fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 static void
 op_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
   struct stat st;
-  int r;
+  int r = fb_view_getattr (q.f->view, &q.caller, ino_node (q.f, ino), &st);
 
-  req_caller (req, &caller);
-  r = fb_view_getattr (f->view, &caller, ino_node (f, ino), &st);
   /* fstat of a file whose name is gone (unlinked while open, renamed on
    * the host): a non-directory node has no descriptor of its own, its open
    * file does. */
   if ((r == -ENOENT || r == -ESTALE) && fi != NULL && fi->fh != 0 && !fb_view_file_is_dir (fi_file (fi)))
-    r = fb_view_file_fstat (f->view, fi_file (fi), &st);
-  if (r < 0)
-    fuse_reply_err (req, -r);
-  else
-    {
-      double timeout = attr_timeout (f, ino, ino_node (f, ino), &st);
-      attr_out (f, &st);
-      fuse_reply_attr (req, &st, timeout);
-    }
+    r = fb_view_file_fstat (q.f->view, fi_file (fi), &st);
+  reply_attr (req, q.f, ino, r, &st);
 }
+
+/* What a SETATTR asks to set, as FUSE and as the view say it. */
+static const struct
+{
+  int fuse;
+  FbViewSetFlags view;
+} set_flags[] = {
+  { FUSE_SET_ATTR_MODE, FB_VIEW_SET_MODE },
+  { FUSE_SET_ATTR_UID, FB_VIEW_SET_UID },
+  { FUSE_SET_ATTR_GID, FB_VIEW_SET_GID },
+  { FUSE_SET_ATTR_SIZE, FB_VIEW_SET_SIZE },
+  { FUSE_SET_ATTR_ATIME, FB_VIEW_SET_ATIME },
+  { FUSE_SET_ATTR_MTIME, FB_VIEW_SET_MTIME },
+  { FUSE_SET_ATTR_ATIME_NOW, FB_VIEW_SET_ATIME_NOW },
+  { FUSE_SET_ATTR_MTIME_NOW, FB_VIEW_SET_MTIME_NOW },
+};
 
 static void
 op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
+  FbFuse *f = q.f;
   FbViewSetattr sa = { 0 };
   struct stat st;
   int r;
 
-  req_caller (req, &caller);
-  if (to_set & FUSE_SET_ATTR_MODE)
-    sa.valid |= FB_VIEW_SET_MODE;
-  if (to_set & FUSE_SET_ATTR_UID)
-    sa.valid |= FB_VIEW_SET_UID;
-  if (to_set & FUSE_SET_ATTR_GID)
-    sa.valid |= FB_VIEW_SET_GID;
-  if (to_set & FUSE_SET_ATTR_SIZE)
-    sa.valid |= FB_VIEW_SET_SIZE;
-  if (to_set & FUSE_SET_ATTR_ATIME)
-    sa.valid |= FB_VIEW_SET_ATIME;
-  if (to_set & FUSE_SET_ATTR_MTIME)
-    sa.valid |= FB_VIEW_SET_MTIME;
-  if (to_set & FUSE_SET_ATTR_ATIME_NOW)
-    sa.valid |= FB_VIEW_SET_ATIME_NOW;
-  if (to_set & FUSE_SET_ATTR_MTIME_NOW)
-    sa.valid |= FB_VIEW_SET_MTIME_NOW;
+  for (size_t i = 0; i < G_N_ELEMENTS (set_flags); i++)
+    if (to_set & set_flags[i].fuse)
+      sa.valid |= set_flags[i].view;
   sa.mode = attr->st_mode;
   sa.uid = attr->st_uid;
   sa.gid = attr->st_gid;
@@ -417,30 +462,20 @@ op_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struc
   if (sa.valid == 0)
     {
       /* ctime only (FUSE_SET_ATTR_CTIME) or nothing: answer the attributes */
-      r = fb_view_getattr (f->view, &caller, ino_node (f, ino), &st);
+      r = fb_view_getattr (f->view, &q.caller, ino_node (f, ino), &st);
     }
   else
-    r = fb_view_setattr (f->view, &caller, ino_node (f, ino), fi != NULL ? fi_file (fi) : NULL, &sa, &st);
-  if (r < 0)
-    fuse_reply_err (req, -r);
-  else
-    {
-      double timeout = attr_timeout (f, ino, ino_node (f, ino), &st);
-      attr_out (f, &st);
-      fuse_reply_attr (req, &st, timeout);
-    }
+    r = fb_view_setattr (f->view, &q.caller, ino_node (f, ino), fi != NULL ? fi_file (fi) : NULL, &sa, &st);
+  reply_attr (req, f, ino, r, &st);
 }
 
 static void
 op_readlink (fuse_req_t req, fuse_ino_t ino)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
   g_autofree char *text = NULL;
-  int r;
+  int r = fb_view_readlink (q.f->view, &q.caller, ino_node (q.f, ino), &text);
 
-  req_caller (req, &caller);
-  r = fb_view_readlink (f->view, &caller, ino_node (f, ino), &text);
   if (r < 0)
     fuse_reply_err (req, -r);
   else
@@ -450,89 +485,67 @@ op_readlink (fuse_req_t req, fuse_ino_t ino)
 static void
 op_mknod (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
-  FbViewNode *node = NULL;
-  struct stat st;
-  int r;
+  Req q = req_begin (req);
+  Made m = { NULL };
+  int r = fb_view_mknod (q.f->view, &q.caller, ino_node (q.f, parent), name, mode, rdev, &m.node, &m.st);
 
-  req_caller (req, &caller);
-  r = fb_view_mknod (f->view, &caller, ino_node (f, parent), name, mode, rdev, &node, &st);
-  reply_made (req, f, r, node, &st);
+  reply_made (req, q.f, r, &m);
 }
 
 static void
 op_mkdir (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
-  FbViewNode *node = NULL;
-  struct stat st;
-  int r;
+  Req q = req_begin (req);
+  Made m = { NULL };
+  int r = fb_view_mkdir (q.f->view, &q.caller, ino_node (q.f, parent), name, mode, &m.node, &m.st);
 
-  req_caller (req, &caller);
-  r = fb_view_mkdir (f->view, &caller, ino_node (f, parent), name, mode, &node, &st);
-  reply_made (req, f, r, node, &st);
+  reply_made (req, q.f, r, &m);
 }
 
 static void
 op_symlink (fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
-  FbViewNode *node = NULL;
-  struct stat st;
-  int r;
+  Req q = req_begin (req);
+  Made m = { NULL };
+  int r = fb_view_symlink (q.f->view, &q.caller, ino_node (q.f, parent), name, link, &m.node, &m.st);
 
-  req_caller (req, &caller);
-  r = fb_view_symlink (f->view, &caller, ino_node (f, parent), name, link, &node, &st);
-  reply_made (req, f, r, node, &st);
+  reply_made (req, q.f, r, &m);
 }
 
 static void
 op_link (fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
-  FbViewNode *node = NULL;
-  struct stat st;
-  int r;
+  Req q = req_begin (req);
+  Made m = { NULL };
+  int r = fb_view_link (q.f->view, &q.caller, ino_node (q.f, ino), ino_node (q.f, newparent), newname, &m.node, &m.st);
 
-  req_caller (req, &caller);
-  r = fb_view_link (f->view, &caller, ino_node (f, ino), ino_node (f, newparent), newname, &node, &st);
-  reply_made (req, f, r, node, &st);
+  reply_made (req, q.f, r, &m);
 }
 
 static void
 op_unlink (fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
 
-  req_caller (req, &caller);
-  fuse_reply_err (req, -fb_view_unlink (f->view, &caller, ino_node (f, parent), name));
+  fuse_reply_err (req, -fb_view_unlink (q.f->view, &q.caller, ino_node (q.f, parent), name));
 }
 
 static void
 op_rmdir (fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
 
-  req_caller (req, &caller);
-  fuse_reply_err (req, -fb_view_rmdir (f->view, &caller, ino_node (f, parent), name));
+  fuse_reply_err (req, -fb_view_rmdir (q.f->view, &q.caller, ino_node (q.f, parent), name));
 }
 
 static void
 op_rename (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
            unsigned int flags)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
 
-  req_caller (req, &caller);
-  fuse_reply_err (
-    req, -fb_view_rename (f->view, &caller, ino_node (f, parent), name, ino_node (f, newparent), newname, flags));
+  fuse_reply_err (req, -fb_view_rename (q.f->view, &q.caller, ino_node (q.f, parent), name, ino_node (q.f, newparent),
+                                        newname, flags));
 }
 
 /* --- files -------------------------------------------------------------------- */
@@ -555,20 +568,16 @@ write_only_direct (int flags)
 static void
 op_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
   FbViewFile *file = NULL;
   bool keep = false;
-  int r;
+  int r = fb_view_open (q.f->view, &q.caller, ino_node (q.f, ino), fi->flags, &file, &keep);
 
-  req_caller (req, &caller);
-  r = fb_view_open (f->view, &caller, ino_node (f, ino), fi->flags, &file, &keep);
   if (r < 0)
     {
       fuse_reply_err (req, -r);
       return;
     }
-  fi->fh = (uint64_t)(uintptr_t)file;
   fi->keep_cache = keep;
   fi->direct_io = write_only_direct (fi->flags);
   /* A read-only handle has nothing to write back at close(2), and locks
@@ -576,27 +585,20 @@ op_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
    * Linux >= 5.16; older kernels ignore it).  The "close" record comes
    * with RELEASE either way. */
   fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
-  files_add (f, file);
-  if (fuse_reply_open (req, fi) != 0)
-    {
-      files_remove (f, file);
-      fb_view_release (f->view, file);
-    }
+  reply_open (req, q.f, fi, file);
 }
 
 static void
 op_create (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
+  FbFuse *f = q.f;
   FbViewFile *file = NULL;
   FbViewNode *node = NULL;
   struct fuse_entry_param e;
   struct stat st;
-  int r;
+  int r = fb_view_create (f->view, &q.caller, ino_node (f, parent), name, fi->flags, mode, &file, &node, &st);
 
-  req_caller (req, &caller);
-  r = fb_view_create (f->view, &caller, ino_node (f, parent), name, fi->flags, mode, &file, &node, &st);
   if (r < 0)
     {
       fuse_reply_err (req, -r);
@@ -610,8 +612,7 @@ op_create (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, str
   if (fuse_reply_create (req, &e, fi) != 0)
     {
       fb_view_node_kernel_forget (node, 1);
-      files_remove (f, file);
-      fb_view_release (f->view, file);
+      files_release (f, file);
     }
   fb_view_node_unref (node);
 }
@@ -655,23 +656,28 @@ copy_bufvec (int host_fd, off_t offset, gpointer user_data)
   return fuse_buf_copy (&dst, wb->src, 0);
 }
 
+/* The answer to a write that returned N: the bytes written, or -errno. */
+static void
+reply_written (fuse_req_t req, gssize n)
+{
+  if (n < 0)
+    fuse_reply_err (req, (int)-n);
+  else
+    fuse_reply_write (req, (size_t)n);
+}
+
 static void
 op_write_buf (fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off, struct fuse_file_info *fi)
 {
   FbFuse *f = req_fuse (req);
   WriteBuf wb = { bufv };
-  gssize n;
 
   if (fuse_buf_size (bufv) > FB_VIEW_IO_MAX)
     {
       fuse_reply_err (req, EINVAL);
       return;
     }
-  n = fb_view_write_with (f->view, fi_file (fi), off, copy_bufvec, &wb);
-  if (n < 0)
-    fuse_reply_err (req, (int)-n);
-  else
-    fuse_reply_write (req, (size_t)n);
+  reply_written (req, fb_view_write_with (f->view, fi_file (fi), off, copy_bufvec, &wb));
 }
 
 static void
@@ -685,10 +691,7 @@ op_flush (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void
 op_release (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-  FbFuse *f = req_fuse (req);
-
-  files_remove (f, fi_file (fi));
-  fb_view_release (f->view, fi_file (fi));
+  files_release (req_fuse (req), fi_file (fi));
   fuse_reply_err (req, 0);
 }
 
@@ -725,13 +728,9 @@ op_copy_file_range (fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse
                     off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags)
 {
   FbFuse *f = req_fuse (req);
-  gssize n;
 
-  n = fb_view_copy_file_range (f->view, fi_file (fi_in), off_in, fi_file (fi_out), off_out, len, (unsigned int)flags);
-  if (n < 0)
-    fuse_reply_err (req, (int)-n);
-  else
-    fuse_reply_write (req, (size_t)n);
+  reply_written (req, fb_view_copy_file_range (f->view, fi_file (fi_in), off_in, fi_file (fi_out), off_out, len,
+                                               (unsigned int)flags));
 }
 
 /* --- directories --------------------------------------------------------------- */
@@ -739,13 +738,12 @@ op_copy_file_range (fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse
 static void
 op_opendir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
   FbViewFile *dir = NULL;
   bool keep = false;
   int r;
 
-  if (f->stateless_dirs)
+  if (q.f->stateless_dirs)
     {
       /* ENOSYS here tells the kernel to stop sending OPENDIR (and
        * RELEASEDIR) and to cache listings (FOPEN_KEEP_CACHE |
@@ -754,25 +752,18 @@ op_opendir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
       return;
     }
 
-  req_caller (req, &caller);
-  r = fb_view_opendir (f->view, &caller, ino_node (f, ino), &dir, &keep);
+  r = fb_view_opendir (q.f->view, &q.caller, ino_node (q.f, ino), &dir, &keep);
   if (r < 0)
     {
       fuse_reply_err (req, -r);
       return;
     }
-  fi->fh = (uint64_t)(uintptr_t)dir;
   /* The kernel may cache the listing (the policy is static; the host's
    * changes show when the directory's mtime does) and keep it across
    * opendir while the mtime is unchanged. */
   fi->cache_readdir = 1;
   fi->keep_cache = keep;
-  files_add (f, dir);
-  if (fuse_reply_open (req, fi) != 0)
-    {
-      files_remove (f, dir);
-      fb_view_releasedir (f->view, dir);
-    }
+  reply_open (req, q.f, fi, dir);
 }
 
 typedef struct
@@ -838,9 +829,9 @@ do_readdir (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
   d.nodes = g_ptr_array_new ();
   if (fi->fh == 0)
     {
-      FbViewCaller caller;
-      req_caller (req, &caller);
-      r = fb_view_readdir_at (f->view, &caller, ino_node (f, ino), off, plus, fill_dir, &d);
+      Req q = req_begin (req);
+
+      r = fb_view_readdir_at (f->view, &q.caller, ino_node (f, ino), off, plus, fill_dir, &d);
     }
   else
     r = fb_view_readdir (f->view, fi_file (fi), off, plus, fill_dir, &d);
@@ -872,13 +863,8 @@ op_readdirplus (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 static void
 op_releasedir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-  FbFuse *f = req_fuse (req);
-
   if (fi->fh != 0)
-    {
-      files_remove (f, fi_file (fi));
-      fb_view_releasedir (f->view, fi_file (fi));
-    }
+    files_release (req_fuse (req), fi_file (fi));
   fuse_reply_err (req, 0);
 }
 
@@ -898,13 +884,10 @@ op_fsyncdir (fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info
 static void
 op_statfs (fuse_req_t req, fuse_ino_t ino)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
   struct statvfs st;
-  int r;
+  int r = fb_view_statfs (q.f->view, &q.caller, ino_node (q.f, ino), &st);
 
-  req_caller (req, &caller);
-  r = fb_view_statfs (f->view, &caller, ino_node (f, ino), &st);
   if (r < 0)
     fuse_reply_err (req, -r);
   else
@@ -914,85 +897,65 @@ op_statfs (fuse_req_t req, fuse_ino_t ino)
 static void
 op_setxattr (fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
 
-  req_caller (req, &caller);
-  fuse_reply_err (req, -fb_view_setxattr (f->view, &caller, ino_node (f, ino), name, value, size, flags));
+  fuse_reply_err (req, -fb_view_setxattr (q.f->view, &q.caller, ino_node (q.f, ino), name, value, size, flags));
+}
+
+/* The buffer for an xattr read of SIZE bytes, SIZE capped at the largest
+ * value we read; none for SIZE 0, which asks for the size alone. */
+static char *
+xattr_buf (size_t *size)
+{
+  *size = MIN (*size, FB_VIEW_XATTR_SIZE_MAX);
+  return *size != 0 ? g_malloc (*size) : NULL;
+}
+
+/* The answer to an xattr read of SIZE bytes into BUF that returned N: the
+ * size alone when SIZE is 0, else the bytes. */
+static void
+reply_xattr (fuse_req_t req, size_t size, const char *buf, gssize n)
+{
+  if (n < 0)
+    fuse_reply_err (req, (int)-n);
+  else if (size == 0)
+    fuse_reply_xattr (req, (size_t)n);
+  else
+    fuse_reply_buf (req, buf, (size_t)n);
 }
 
 static void
 op_getxattr (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
-  g_autofree char *buf = NULL;
-  gssize n;
+  Req q = req_begin (req);
+  g_autofree char *buf = xattr_buf (&size);
 
-  req_caller (req, &caller);
-  if (size == 0)
-    {
-      n = fb_view_getxattr (f->view, &caller, ino_node (f, ino), name, NULL, 0);
-      if (n < 0)
-        fuse_reply_err (req, (int)-n);
-      else
-        fuse_reply_xattr (req, (size_t)n);
-      return;
-    }
-  size = MIN (size, FB_VIEW_XATTR_SIZE_MAX);
-  buf = g_malloc (size);
-  n = fb_view_getxattr (f->view, &caller, ino_node (f, ino), name, buf, size);
-  if (n < 0)
-    fuse_reply_err (req, (int)-n);
-  else
-    fuse_reply_buf (req, buf, (size_t)n);
+  reply_xattr (req, size, buf, fb_view_getxattr (q.f->view, &q.caller, ino_node (q.f, ino), name, buf, size));
 }
 
 static void
 op_listxattr (fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
-  g_autofree char *buf = NULL;
-  gssize n;
+  Req q = req_begin (req);
+  g_autofree char *buf = xattr_buf (&size);
 
-  req_caller (req, &caller);
-  if (size == 0)
-    {
-      n = fb_view_listxattr (f->view, &caller, ino_node (f, ino), NULL, 0);
-      if (n < 0)
-        fuse_reply_err (req, (int)-n);
-      else
-        fuse_reply_xattr (req, (size_t)n);
-      return;
-    }
-  size = MIN (size, FB_VIEW_XATTR_SIZE_MAX);
-  buf = g_malloc (size);
-  n = fb_view_listxattr (f->view, &caller, ino_node (f, ino), buf, size);
-  if (n < 0)
-    fuse_reply_err (req, (int)-n);
-  else
-    fuse_reply_buf (req, buf, (size_t)n);
+  reply_xattr (req, size, buf, fb_view_listxattr (q.f->view, &q.caller, ino_node (q.f, ino), buf, size));
 }
 
 static void
 op_removexattr (fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
 
-  req_caller (req, &caller);
-  fuse_reply_err (req, -fb_view_removexattr (f->view, &caller, ino_node (f, ino), name));
+  fuse_reply_err (req, -fb_view_removexattr (q.f->view, &q.caller, ino_node (q.f, ino), name));
 }
 
 static void
 op_access (fuse_req_t req, fuse_ino_t ino, int mask)
 {
-  FbFuse *f = req_fuse (req);
-  FbViewCaller caller;
+  Req q = req_begin (req);
 
-  req_caller (req, &caller);
-  fuse_reply_err (req, -fb_view_access (f->view, &caller, ino_node (f, ino), mask));
+  fuse_reply_err (req, -fb_view_access (q.f->view, &q.caller, ino_node (q.f, ino), mask));
 }
 
 /* Everything not here (locks stay in the kernel, ioctl, bmap, poll) gets
