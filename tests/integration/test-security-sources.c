@@ -57,18 +57,11 @@ static const Case cases[] = {
 static void
 make_objects (RFx *fx)
 {
-  g_autofree char *data = g_build_filename (fx->tmp, "data", NULL);
-  g_autofree char *inside = g_build_filename (data, "inside", NULL);
-  g_autofree char *fifo = g_build_filename (fx->tmp, "fifo", NULL);
-  g_autofree char *file = g_build_filename (fx->tmp, "file", NULL);
-  g_autofree char *link = g_build_filename (fx->tmp, "link", NULL);
-  g_autofree char *sock = g_build_filename (fx->tmp, "sock", NULL);
-
-  test_write (inside, "the data\n", 0644);
-  test_write (file, "a file\n", 0644);
-  assert_int_equal (mkfifo (fifo, 0644), 0);
-  assert_int_equal (symlink (data, link), 0);
-  test_make_socket (sock);
+  test_write (test_dir_path (fx->dir, "data/inside"), "the data\n", 0644);
+  test_write (test_dir_path (fx->dir, "file"), "a file\n", 0644);
+  assert_int_equal (mkfifo (test_dir_path (fx->dir, "fifo"), 0644), 0);
+  assert_int_equal (symlink (test_dir_path (fx->dir, "data"), test_dir_path (fx->dir, "link")), 0);
+  test_make_socket (test_dir_path (fx->dir, "sock"));
 }
 
 static char *
@@ -139,7 +132,7 @@ typedef void (*CaseCheck) (RFx *fx, const char *policy_path, const char *path, g
 static void
 for_each_case (RFx *fx, CaseCheck check)
 {
-  g_autofree char *policy_path = g_build_filename (fx->ws, "p.json", NULL);
+  const char *policy_path = test_dir_path (fx->dir, "ws/p.json");
 
   make_objects (fx);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -198,10 +191,9 @@ static void
 test_a_directory_source_is_shown (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *policy_path = g_build_filename (fx->ws, "p.json", NULL);
-  g_autofree char *data = g_build_filename (fx->tmp, "data", NULL);
+  const char *policy_path = test_dir_path (fx->dir, "ws/p.json");
   guint line, col;
-  g_autofree char *text = policy_text (data, &line, &col);
+  g_autofree char *text = policy_text (test_dir_path (fx->dir, "data"), &line, &col);
   RfxResult res = { 0 }, check = { 0 };
 
   make_objects (fx);
@@ -225,9 +217,7 @@ static void
 test_view_refuses_a_swapped_source (void **state)
 {
   RFX_BEGIN (state);
-  g_autofree char *data = g_build_filename (fx->tmp, "data", NULL);
-  g_autofree char *moved = g_build_filename (fx->tmp, "data.moved", NULL);
-  g_autofree char *fifo = g_build_filename (fx->tmp, "fifo", NULL);
+  const char *data = test_dir_path (fx->dir, "data");
   guint line, col;
   g_autofree char *text = policy_text (data, &line, &col);
   g_autoptr (GError) error = NULL;
@@ -241,8 +231,8 @@ test_view_refuses_a_swapped_source (void **state)
   if (policy == NULL)
     fail_msg ("%s", error->message);
   /* the swap */
-  assert_int_equal (rename (data, moved), 0);
-  assert_int_equal (rename (fifo, data), 0);
+  assert_int_equal (rename (data, test_dir_path (fx->dir, "data.moved")), 0);
+  assert_int_equal (rename (test_dir_path (fx->dir, "fifo"), data), 0);
   fb_view_options_init (&vo);
   r = fb_view_new (policy, &vo, &view);
   if (r == 0)
