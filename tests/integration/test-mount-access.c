@@ -211,10 +211,8 @@ run_op (MFx *fx, Op op, const char *a)
   return EINVAL;
 }
 
-static void
-test_table (void **state)
+MFX_CASE (test_table)
 {
-  MFX_BEGIN (state);
   g_autofree char *policy = table_policy ();
   g_autofree char *log = NULL;
   guint denials = 0;
@@ -257,15 +255,12 @@ test_table (void **state)
           }
       }
   assert_true (denials > 30);
-  MFX_PASS ();
 }
 
 /* The built-in default policy: the workspace writable, / read-only, /tmp
  * and HOME private (in the run directory), other people's files hidden. */
-static void
-test_default_private (void **state)
+MFX_CASE (test_default_private)
 {
-  MFX_BEGIN (state);
   g_autofree char *ws = mfx_h (fx, "/ws");
   g_autofree char *in_ws = mfx_m (fx, "/ws/made-in-view");
   g_autofree char *tmpfile = NULL;
@@ -347,7 +342,6 @@ test_default_private (void **state)
     assert_errno_is (stat (null, &st), ENOENT);
   }
   unlink (host_tmp_marker);
-  MFX_PASS ();
 }
 
 /* A lookup refused on the way to a path is logged at the default level
@@ -356,10 +350,8 @@ test_default_private (void **state)
  * inside a traversable (denied or hidden) directory.  The kernel looks a
  * name up before any other operation on it, so this record is the only one
  * an auditor gets of a stat(2) or open(2) under a denied directory. */
-static void
-test_refused_lookup (void **state)
+MFX_CASE (test_refused_lookup)
 {
-  MFX_BEGIN (state);
   static const struct
   {
     const char *rel;
@@ -425,7 +417,6 @@ test_refused_lookup (void **state)
         fail_msg ("stat %s: no lookup record with %s %s %s %s %s in the log:\n%s", rel, path, decision, err, rule, why,
                   log);
     }
-  MFX_PASS ();
 }
 
 /* What `fusebox report` counts as written: every handle that could write,
@@ -433,10 +424,8 @@ test_refused_lookup (void **state)
  * call (nor is write): a file changed only by fallocate is listed with 0
  * bytes, and the bytes copy_file_range copies count as read from the source
  * handle and written through the destination's.  docs/fusebox.1, REPORT. */
-static void
-test_report_written (void **state)
+MFX_CASE (test_report_written)
 {
-  MFX_BEGIN (state);
   g_autofree char *src = mfx_m (fx, "/src");
   g_autofree char *dst = mfx_m (fx, "/dst");
   g_autofree char *grown = mfx_m (fx, "/grown");
@@ -490,7 +479,6 @@ test_report_written (void **state)
     if (strstr (out, written) == NULL || strstr (out, read) == NULL)
       fail_msg ("fusebox report %s: expected%s and%s in:\n%s\nThe log:\n%s", fx->log_path, written, read, out, log);
   }
-  MFX_PASS ();
 }
 
 MFX_DEFINE_MAIN (MFX_TEST (test_table), MFX_TEST (test_default_private), MFX_TEST (test_refused_lookup),

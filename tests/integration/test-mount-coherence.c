@@ -118,24 +118,19 @@ mount_warm (MFx *fx, const char *rel, const char *content)
   warm (fx, rel, content);
 }
 
-static void
-test_append (void **state)
+MFX_CASE (test_append)
 {
-  MFX_BEGIN (state);
   mount_warm (fx, "/ws/a.txt", "hello");
   host_append (fx, "/ws/a.txt", ", world");
   assert_shows_soon (fx, "/ws/a.txt", "hello, world");
-  MFX_PASS ();
 }
 
 /* Same size, new bytes: the pages kept across opens must go too. */
-static void
-test_rewrite_in_place (void **state)
+MFX_CASE (test_rewrite_in_place)
 {
   g_autofree char *path = NULL;
   int fd;
 
-  MFX_BEGIN (state);
   mount_warm (fx, "/ws/b.txt", "aaaa");
   path = mfx_h (fx, "/ws/b.txt");
   fd = open (path, O_WRONLY | O_CLOEXEC);
@@ -143,57 +138,44 @@ test_rewrite_in_place (void **state)
   assert_int_equal (pwrite (fd, "bbbb", 4, 0), 4);
   close (fd);
   assert_shows_soon (fx, "/ws/b.txt", "bbbb");
-  MFX_PASS ();
 }
 
-static void
-test_truncate (void **state)
+MFX_CASE (test_truncate)
 {
   g_autofree char *path = NULL;
 
-  MFX_BEGIN (state);
   mount_warm (fx, "/ws/c.txt", "0123456789");
   path = mfx_h (fx, "/ws/c.txt");
   assert_int_equal (truncate (path, 3), 0);
   assert_shows_soon (fx, "/ws/c.txt", "012");
-  MFX_PASS ();
 }
 
 /* g_file_set_contents writes a new file and renames it over the name. */
-static void
-test_replace_by_rename (void **state)
+MFX_CASE (test_replace_by_rename)
 {
-  MFX_BEGIN (state);
   mount_warm (fx, "/ws/d.txt", "old");
   mfx_write (fx, "/ws/d.txt", "the new version");
   assert_shows_soon (fx, "/ws/d.txt", "the new version");
-  MFX_PASS ();
 }
 
 /* A name looked up as missing (a negative entry) then made on the host. */
-static void
-test_create_missing (void **state)
+MFX_CASE (test_create_missing)
 {
-  MFX_BEGIN (state);
   mount_warm (fx, "/ws/new.txt", NULL);
   mfx_write (fx, "/ws/new.txt", "made outside");
   assert_shows_soon (fx, "/ws/new.txt", "made outside");
-  MFX_PASS ();
 }
 
 /* The same with every host event lost (FUSEBOX_TEST_LOSE_EVENTS=1 takes
  * the path of a fanotify queue overflow): the absence, which no node
  * stands for, must still be expired. */
-static void
-test_create_missing_lost (void **state)
+MFX_CASE (test_create_missing_lost)
 {
-  MFX_BEGIN (state);
   g_setenv ("FUSEBOX_TEST_LOSE_EVENTS", "1", TRUE);
   mount_warm (fx, "/ws/lost.txt", NULL);
   g_unsetenv ("FUSEBOX_TEST_LOSE_EVENTS");
   mfx_write (fx, "/ws/lost.txt", "made outside, event lost");
   assert_shows_soon (fx, "/ws/lost.txt", "made outside, event lost");
-  MFX_PASS ();
 }
 
 static unsigned
@@ -284,17 +266,14 @@ test_absence_kept (void **state)
                   ABSENCE_TRIES);
 }
 
-static void
-test_remove (void **state)
+MFX_CASE (test_remove)
 {
   g_autofree char *path = NULL;
 
-  MFX_BEGIN (state);
   mount_warm (fx, "/ws/gone.txt", "here");
   path = mfx_h (fx, "/ws/gone.txt");
   assert_int_equal (unlink (path), 0);
   assert_shows_soon (fx, "/ws/gone.txt", NULL);
-  MFX_PASS ();
 }
 
 /* `fusebox mount --foreground` in the background; returns its pid, and
@@ -342,12 +321,10 @@ mount_foreground (MFx *fx, char **ret_caches)
 
 /* Without the watcher: the mount says so, and a change shows within the
  * short timeouts (2 s; 3.5 s allowed). */
-static void
-test_fallback_short (void **state)
+MFX_CASE (test_fallback_short)
 {
   g_autofree char *caches = NULL;
 
-  MFX_BEGIN (state);
   mfx_write (fx, "/ws/f.txt", "one");
   g_setenv ("FUSEBOX_NO_FANOTIFY", "1", TRUE);
   mount_foreground (fx, &caches);
@@ -358,22 +335,18 @@ test_fallback_short (void **state)
   host_append (fx, "/ws/f.txt", " two");
   if (!TEST_WAIT_FOR (mnt_shows (fx, "/ws/f.txt", "one two"), 3500))
     fail_msg ("the short timeouts did not end after 3.5 s");
-  MFX_PASS ();
 }
 
 /* With the watcher: the mount says it is coherent. */
-static void
-test_mode_coherent (void **state)
+MFX_CASE (test_mode_coherent)
 {
   g_autofree char *caches = NULL;
 
-  MFX_BEGIN (state);
   mfx_mkdir (fx, "/ws");
   g_unsetenv ("FUSEBOX_NO_FANOTIFY");
   mount_foreground (fx, &caches);
   if (strstr (caches, "caches: coherent") == NULL)
     fail_msg ("as root the mount should watch the host, but said: %s", caches);
-  MFX_PASS ();
 }
 
 /* 1000 files made and written in a host directory the mount never showed
@@ -382,14 +355,12 @@ test_mode_coherent (void **state)
  * Other processes on the machine may add a few events in directories
  * shown (/, /tmp), never 1000.  With a filesystem-wide mark the count is
  * above 1000 (distinct files: fanotify merges only events on one object). */
-static void
-test_outside_no_events (void **state)
+MFX_CASE (test_outside_no_events)
 {
   g_autofree char *caches = NULL;
   char line[512];
   long long events = -1;
 
-  MFX_BEGIN (state);
   mfx_write (fx, "/ws/f.txt", "one");
   mfx_mkdir (fx, "/outside");
   g_unsetenv ("FUSEBOX_NO_FANOTIFY");
@@ -420,7 +391,6 @@ test_outside_no_events (void **state)
   print_message ("the daemon read %lld host events\n", events);
   if (events >= 1000)
     fail_msg ("the daemon read %lld events: writes outside the shown directories reach it", events);
-  MFX_PASS ();
 }
 
 #define UNPRIV_UID TEST_CALLER_UID

@@ -49,10 +49,8 @@ count_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
  * every name the kernel remembers: with RLIMIT_NOFILE 512 (hard and soft),
  * a walk that stats 2,000 files lists them all, and the mount still works
  * afterwards. */
-static void
-test_many_names (void **state)
+MFX_CASE (test_many_names)
 {
-  MFX_BEGIN (state);
   enum
   {
     DIRS = 20,
@@ -104,13 +102,10 @@ test_many_names (void **state)
   closedir (dp);
   assert_int_equal (listed, FILES);
   mfx_unmount (fx);
-  MFX_PASS ();
 }
 
-static void
-test_bad_mountpoints (void **state)
+MFX_CASE (test_bad_mountpoints)
 {
-  MFX_BEGIN (state);
   g_autofree char *missing = g_build_filename (fx->tmp, "no-such-dir", NULL);
   g_autofree char *file = g_build_filename (fx->tmp, "a-file", NULL);
   g_autofree char *err = NULL;
@@ -148,7 +143,6 @@ test_bad_mountpoints (void **state)
     const char *argv[] = { test_bin (), "mount", NULL };
     assert_int_equal (test_run_cmd (argv, NULL, NULL), 2);
   }
-  MFX_PASS ();
 }
 
 /* Read a file through the mount so that the log has a record to check. */
@@ -184,16 +178,13 @@ mount_and_touch (MFx *fx)
   touch_through (fx);
 }
 
-static void
-test_sigterm (void **state)
+MFX_CASE (test_sigterm)
 {
-  MFX_BEGIN (state);
 
   mount_and_touch (fx);
   mfx_kill_daemon (fx, SIGTERM);
   assert_false (test_is_mounted (fx->mnt));
   assert_log_complete (fx);
-  MFX_PASS ();
 }
 
 /* A foreground mount as our child: its exit status is ours to see. */
@@ -266,10 +257,8 @@ assert_foreground_ended (MFx *fx, GPid pid, int out_fd, char **ret_rest)
   assert_log_complete (fx);
 }
 
-static void
-test_sigint_foreground (void **state)
+MFX_CASE (test_sigint_foreground)
 {
-  MFX_BEGIN (state);
   g_autofree char *rest = NULL;
   int out_fd;
   GPid pid = foreground_and_touch (fx, &out_fd);
@@ -277,13 +266,10 @@ test_sigint_foreground (void **state)
   assert_int_equal (kill (pid, SIGINT), 0);
   assert_foreground_ended (fx, pid, out_fd, &rest);
   assert_non_null (strstr (rest, "unmounted"));
-  MFX_PASS ();
 }
 
-static void
-test_external_fusermount (void **state)
+MFX_CASE (test_external_fusermount)
 {
-  MFX_BEGIN (state);
   const char *argv[] = { "fusermount3", "-u", fx->mnt, NULL };
   g_autofree char *rest = NULL;
   int out_fd;
@@ -291,16 +277,13 @@ test_external_fusermount (void **state)
 
   assert_int_equal (test_run_cmd (argv, NULL, NULL), 0);
   assert_foreground_ended (fx, pid, out_fd, &rest);
-  MFX_PASS ();
 }
 
 /* A file still open in the mount at SIGTERM: the mount leaves the
  * namespace at once, the daemon ends after its grace period (aborting the
  * connection), and the open descriptor gets ENOTCONN. */
-static void
-test_open_file_at_stop (void **state)
+MFX_CASE (test_open_file_at_stop)
 {
-  MFX_BEGIN (state);
   g_autofree char *p = NULL;
   char buf[16];
   int fd;
@@ -316,19 +299,15 @@ test_open_file_at_stop (void **state)
   assert_errno_is (pread (fd, buf, sizeof buf, 0), ENOTCONN);
   close (fd);
   assert_false (test_is_mounted (fx->mnt));
-  MFX_PASS ();
 }
 
 /* SIGKILL: no clean stop, but fusermount3's auto_unmount removes the mount. */
-static void
-test_sigkill (void **state)
+MFX_CASE (test_sigkill)
 {
-  MFX_BEGIN (state);
 
   mount_and_touch (fx);
   mfx_kill_daemon (fx, SIGKILL);
   mfx_wait_unmounted (fx);
-  MFX_PASS ();
 }
 
 /* SIGKILL right after a change returns: its record is in the log.  The
@@ -336,10 +315,8 @@ test_sigkill (void **state)
  * ipc/ipc-log.c), so once mkdir(2) has returned, killing the daemon can't
  * lose it.  Twenty mounts, each killed right after one mkdir; each run
  * appends to the same log. */
-static void
-test_sigkill_keeps_answered_records (void **state)
+MFX_CASE (test_sigkill_keeps_answered_records)
 {
-  MFX_BEGIN (state);
 
   mfx_mkdir (fx, "/ws");
   for (int i = 0; i < 20; i++)
@@ -364,16 +341,13 @@ test_sigkill_keeps_answered_records (void **state)
       if (!test_log_has (log, "\"op\":\"mkdir\"", frag, NULL))
         fail_msg ("mkdir %s returned, the daemon was then killed, and its record is missing:\n%s", host, log);
     }
-  MFX_PASS ();
 }
 
 /* A mount whose daemon is gone (the auto_unmount helper killed first, so
  * nothing cleans up): `fusebox mount` names it stale and says how to clear
  * it. */
-static void
-test_stale_mountpoint (void **state)
+MFX_CASE (test_stale_mountpoint)
 {
-  MFX_BEGIN (state);
   g_autofree char *children = NULL;
   g_autofree char *err = NULL;
   struct stat st;
@@ -402,15 +376,12 @@ test_stale_mountpoint (void **state)
   assert_errno_is (stat (fx->mnt, &st), ENOTCONN);
   assert_int_equal (mount_expect_fail (fx, fx->mnt, &err), 1);
   test_assert_contains (err, "stale", "fusermount3 -u", NULL);
-  MFX_PASS (); /* teardown unmounts it */
 }
 
 /* Without --log: a new run directory under $XDG_STATE_HOME, printed, with
  * the log and the effective policy in it. */
-static void
-test_default_run_dir (void **state)
+MFX_CASE (test_default_run_dir)
 {
-  MFX_BEGIN (state);
   const char *argv_tmpl[] = { test_bin (), "mount", "--policy", fx->policy_path, fx->mnt, NULL };
   g_autofree char *out = NULL, *err = NULL;
   g_autofree char *run_dir = NULL;
@@ -441,16 +412,13 @@ test_default_run_dir (void **state)
     assert_true (g_file_get_contents (log, &text, NULL, NULL));
     assert_true (test_log_has (text, "\"op\":\"close\"", "\"bytes_read\":6", NULL));
   }
-  MFX_PASS ();
 }
 
 /* A client killed while it holds a file open leaves a complete log: the
  * kernel releases its handle, the view logs the close with every byte the
  * client wrote, and the records are gap-free, one JSON object per line. */
-static void
-test_killed_client (void **state)
+MFX_CASE (test_killed_client)
 {
-  MFX_BEGIN (state);
   int ready[2];
   pid_t client;
   int status;
@@ -511,7 +479,6 @@ test_killed_client (void **state)
       expect++;
     }
   assert_true (expect > 2);
-  MFX_PASS ();
 }
 
 MFX_DEFINE_MAIN (MFX_TEST (test_bad_mountpoints), MFX_TEST (test_sigterm), MFX_TEST (test_killed_client),

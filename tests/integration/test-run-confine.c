@@ -359,10 +359,8 @@ find_below (const char *dir, const char *name)
   return false;
 }
 
-static void
-test_confinement_table (void **state)
+RFX_CASE (test_confinement_table)
 {
-  RFX_BEGIN (state);
   Table t = { 0 };
   g_autofree char *run1 = g_build_filename (fx->runs, "confine-1", NULL);
   g_autofree char *run2 = g_build_filename (fx->runs, "confine-2", NULL);
@@ -448,15 +446,12 @@ test_confinement_table (void **state)
     fail_msg ("the log %s has no hide record for %s with the run directories' reason", l1, fx->runs);
 
   table_clear (&t);
-  RFX_PASS ();
 }
 
 /* A denied stand-in: the refusal is logged with the path, the rule and its
  * reason, from a policy file the way a user writes one. */
-static void
-test_log_holds_denial (void **state)
+RFX_CASE (test_log_holds_denial)
 {
-  RFX_BEGIN (state);
   g_autofree char *secret = rfx_stand_in_secret (fx);
   g_autofree char *policy = rfx_policy_deny (fx, "policy.json", secret, NULL);
   g_autofree char *run_dir = g_build_filename (fx->runs, "log-1", NULL);
@@ -494,17 +489,14 @@ test_log_holds_denial (void **state)
   assert_int_equal (json_object_get_int_member (info, "exit_status"), 0);
   assert_true (json_object_get_int_member (info, "denials") >= 2);
   assert_true (json_object_get_int_member (info, "records") >= 2);
-  RFX_PASS ();
 }
 
 /* A policy that shows the host, writable (builtin:host), with the run
  * directories where they are by default (HOME/.local/state, and HOME is not
  * private under this policy): the run's own policy and log and another
  * run's log stay out of reach, by the hide rule every run gets. */
-static void
-test_host_policy_hides_runs (void **state)
+RFX_CASE (test_host_policy_hides_runs)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *runs = g_build_filename (fx->home, ".local", "state", "fusebox", "runs", NULL);
   g_autofree char *run_dir = g_build_filename (runs, "host-1", NULL);
@@ -530,7 +522,6 @@ test_host_policy_hides_runs (void **state)
   g_autofree char *policy = test_read_file (own_policy);
   assert_non_null (strstr (policy, "fusebox's own run directories"));
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_confinement_table), RFX_TEST (test_log_holds_denial),

@@ -176,10 +176,8 @@ escape_on_host (const char *escape)
   return test_parse_object (out);
 }
 
-static void
-test_seccomp_table (void **state)
+RFX_CASE (test_seccomp_table)
 {
-  RFX_BEGIN (state);
   g_autofree char *escape = test_fixture ("fb-escape");
   RfxResult r;
 
@@ -216,15 +214,12 @@ test_seccomp_table (void **state)
         fail_msg ("%s gives %s both inside and on the host: the probe tells nothing", escape_discriminating[i], in);
     }
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 /* ---- the others ---- */
 
-static void
-test_kill_all_inside (void **state)
+RFX_CASE (test_kill_all_inside)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *host_pid = NULL;
   RfxResult r;
@@ -248,13 +243,10 @@ test_kill_all_inside (void **state)
   assert_int_equal (waitpid (victim, &status, WNOHANG), 0); /* still running */
   assert_int_equal (kill (victim, 0), 0);
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
-static void
-test_paths_reach_nothing_hidden (void **state)
+RFX_CASE (test_paths_reach_nothing_hidden)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *suffix = g_path_get_basename (fx->tmp);
   g_autofree char *secret_dir = g_build_filename ("/home", suffix, NULL);
@@ -320,13 +312,10 @@ test_paths_reach_nothing_hidden (void **state)
   assert_false (g_file_test (moved, G_FILE_TEST_EXISTS));
   assert_true (g_file_test (denied, G_FILE_TEST_IS_REGULAR));
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
-static void
-test_setuid_gives_nothing (void **state)
+RFX_CASE (test_setuid_gives_nothing)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *suid = g_build_filename (fx->ws, "suid-probe", NULL);
   g_autofree char *data = NULL;
@@ -355,13 +344,10 @@ test_setuid_gives_nothing (void **state)
   assert_int_equal (r.status, 0);
   assert_string_equal (r.out, "0 0 0000000000000000 0000000000000000 1\n");
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
-static void
-test_root_stays (void **state)
+RFX_CASE (test_root_stays)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *file = g_build_filename (fx->ws, "still-here.txt", NULL);
   RfxResult r;
@@ -372,7 +358,6 @@ test_root_stays (void **state)
   assert_int_equal (r.status, 0);
   assert_string_equal (r.out, "EPERM\nEPERM\nEPERM\nEPERM\nEPERM\nENOSYS\nENOSYS\nOK\n");
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_seccomp_table), RFX_TEST (test_kill_all_inside),

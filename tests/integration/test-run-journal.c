@@ -174,10 +174,8 @@ run_reading (RFx *fx, Journal *j, bool log_journal, const char *policy, const ch
   return entries;
 }
 
-static void
-test_every_record_an_entry (void **state)
+RFX_CASE (test_every_record_an_entry)
 {
-  RFX_BEGIN (state);
   Journal j;
   g_autofree char *secret = rfx_stand_in_secret (fx);
   g_autofree char *policy = write_policy (fx, secret, FALSE);
@@ -202,15 +200,12 @@ test_every_record_an_entry (void **state)
     }
   assert_int_equal (denials, 1);
   journal_clear (&j);
-  RFX_PASS ();
 }
 
 /* The policy asks for the journal: the same entries.  Neither the policy
  * nor the command line: none. */
-static void
-test_policy_asks (void **state)
+RFX_CASE (test_policy_asks)
 {
-  RFX_BEGIN (state);
   Journal j;
   g_autofree char *secret = rfx_stand_in_secret (fx);
   g_autofree char *with = write_policy (fx, secret, TRUE);
@@ -228,7 +223,6 @@ test_policy_asks (void **state)
   entries = run_reading (fx, &j, false, without, run2, secret, &records);
   assert_int_equal (entries->len, 0);
   journal_clear (&j);
-  RFX_PASS ();
 }
 
 /* How often TEXT holds NEEDLE. */
@@ -287,10 +281,8 @@ run_without_journal (RFx *fx, Journal *j, guint n, const char *why_part, guint64
   return records;
 }
 
-static void
-test_journal_absent (void **state)
+RFX_CASE (test_journal_absent)
 {
-  RFX_BEGIN (state);
   Journal j;
   g_autofree char *why_part = NULL;
   g_autoptr (GPtrArray) records = NULL;
@@ -302,14 +294,11 @@ test_journal_absent (void **state)
   /* nothing reached a journal: every record before the notice is counted */
   assert_int_equal (not_sent, records->len - 1);
   journal_clear (&j);
-  RFX_PASS ();
 }
 
 /* A socket that no one reads: its queue fills at once. */
-static void
-test_journal_full (void **state)
+RFX_CASE (test_journal_full)
 {
-  RFX_BEGIN (state);
   Journal j;
   g_autofree char *why_part = NULL;
   g_autoptr (GPtrArray) records = NULL;
@@ -335,7 +324,6 @@ test_journal_full (void **state)
   assert_true (arrived > 0);
   assert_int_equal (arrived + not_sent, records->len - 1);
   journal_clear (&j);
-  RFX_PASS ();
 }
 
 /* The socket's entries so far (a few: fewer than its queue holds), each
@@ -371,10 +359,8 @@ static const char mount_policy[] = "{ \"version\": 1, \"rules\": [\n"
                                    "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
                                    "  { \"path\": \"@H@\", \"access\": \"write\", \"why\": \"the tree\" } ] }\n";
 
-static void
-test_mount (void **state)
+MFX_CASE (test_mount)
 {
-  MFX_BEGIN (state);
   g_autofree char *socket = g_build_filename (fx->tmp, "journal.socket", NULL);
   g_autofree char *through = NULL;
   g_autofree char *log = NULL;
@@ -393,13 +379,10 @@ test_mount (void **state)
   assert_non_null (strstr (log, "new.txt"));
   check_socket_has_log (fd, log);
   close (fd);
-  MFX_PASS ();
 }
 
-static void
-test_serve (void **state)
+RFX_CASE (test_serve)
 {
-  RFX_BEGIN (state);
   g_autofree char *socket = g_build_filename (fx->tmp, "journal.socket", NULL);
   g_autofree char *log_path = g_build_filename (fx->tmp, "serve.jsonl", NULL);
   g_autofree char *secret = rfx_stand_in_secret (fx);
@@ -443,7 +426,6 @@ test_serve (void **state)
   assert_non_null (strstr (log, "\"decision\":\"deny\""));
   check_socket_has_log (fd, log);
   close (fd);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_every_record_an_entry), RFX_TEST (test_policy_asks),

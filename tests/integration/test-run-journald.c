@@ -183,10 +183,8 @@ by_seq (gconstpointer a, gconstpointer b)
 
 /* ---- the checks ---- */
 
-static void
-test_journalctl_finds_the_refusal (void **state)
+RFX_CASE (test_journalctl_finds_the_refusal)
 {
-  RFX_BEGIN (state);
   g_autofree char *secret = rfx_stand_in_secret (fx);
   g_autofree char *policy = rfx_policy_deny (fx, "policy.json", secret, NULL);
   g_autofree char *run_dir = g_build_filename (fx->runs, "journald-1", NULL);
@@ -244,7 +242,6 @@ test_journalctl_finds_the_refusal (void **state)
     assert_string_equal (rule, "2");
     assert_string_equal (ident, "fusebox");
   }
-  RFX_PASS ();
 }
 
 int

@@ -33,10 +33,8 @@ start_in_namespaces (RFx *fx, int *ret_out, const char *script, char **ret_pid_n
   return sup;
 }
 
-static void
-test_sigkill_leaves_nothing (void **state)
+RFX_CASE (test_sigkill_leaves_nothing)
 {
-  RFX_BEGIN (state);
   int out;
   g_autofree char *pid_ns = NULL, *mnt_ns = NULL;
 
@@ -61,13 +59,10 @@ test_sigkill_leaves_nothing (void **state)
   rfx_fusebox (fx, &runs, "runs", "--json", NULL);
   g_autoptr (JsonObject) entry = test_parse_object (runs.out);
   assert_string_equal (test_json_str (entry, "state"), "over");
-  RFX_PASS ();
 }
 
-static void
-test_daemon_ends_with_the_run (void **state)
+RFX_CASE (test_daemon_ends_with_the_run)
 {
-  RFX_BEGIN (state);
   int out;
   g_autofree char *pid_ns = NULL, *mnt_ns = NULL;
 
@@ -80,13 +75,10 @@ test_daemon_ends_with_the_run (void **state)
   if (!TEST_WAIT_FOR (!test_ns_has_processes ("pid", pid_ns), 5000))
     fail_msg ("the daemon (%s) outlived the run", pid_ns);
   close (out);
-  RFX_PASS ();
 }
 
-static void
-test_signals_forwarded (void **state)
+RFX_CASE (test_signals_forwarded)
 {
-  RFX_BEGIN (state);
   static const struct
   {
     int sig;
@@ -128,13 +120,10 @@ test_signals_forwarded (void **state)
   assert_int_equal (json_object_get_int_member (info, "exit_status"), 128 + SIGTERM);
   assert_true (json_object_has_member (info, "ended"));
   assert_true (json_object_has_member (info, "records"));
-  RFX_PASS ();
 }
 
-static void
-test_own_failures (void **state)
+RFX_CASE (test_own_failures)
 {
-  RFX_BEGIN (state);
   g_autofree char *script = g_build_filename (fx->ws, "not-executable.sh", NULL);
   RfxResult r;
 
@@ -176,7 +165,6 @@ test_own_failures (void **state)
   rfx_run (fx, &r, "--", "/bin/sh", "-c", "exit 42", NULL);
   assert_int_equal (r.status, 42);
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_sigkill_leaves_nothing), RFX_TEST (test_daemon_ends_with_the_run),

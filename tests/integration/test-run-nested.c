@@ -249,20 +249,15 @@ assert_unprivileged_confined (RFx *fx, const char *const *prefix, const char *ou
 }
 
 /* (a) a normal user with a 0666 /dev/fuse */
-static void
-test_unprivileged (void **state)
+RFX_CASE (test_unprivileged)
 {
-  RFX_BEGIN (state);
   assert_unprivileged_confined (fx, NULL, OUTER_UNPRIVILEGED, OUTER_UID);
-  RFX_PASS ();
 }
 
 /* (b) a normal user with a 0600 /dev/fuse: nothing runs, and both run and
  * check name the device and the fix */
-static void
-test_unprivileged_fuse_0600 (void **state)
+RFX_CASE (test_unprivileged_fuse_0600)
 {
-  RFX_BEGIN (state);
   g_auto (Case) c = { 0 };
   case_init (fx, &c, DEV_0600, true);
   need_unprivileged (fx);
@@ -281,7 +276,6 @@ test_unprivileged_fuse_0600 (void **state)
   if (!strstr (out, "FAIL  /dev/fuse: not openable for read and write (Permission denied); fix: sudo chmod 0666 "
                     "/dev/fuse"))
     fail_msg ("check does not name /dev/fuse and its fix:\n%s", out);
-  RFX_PASS ();
 }
 
 /* The host's root after the outer sandbox PREFIX runs the reporter: it
@@ -329,33 +323,25 @@ assert_root_alone_refused (RFx *fx, const char *const *prefix, const char *outer
  * is uid 0 of unshare's user namespace and runs as such; as root, that uid
  * 0 is the host's root and the namespace maps nothing else (before, the
  * sandbox ran as the host's root). */
-static void
-test_nested_unshare (void **state)
+RFX_CASE (test_nested_unshare)
 {
-  RFX_BEGIN (state);
   g_autofree char *unshare = need_program ("unshare");
   const char *prefix[] = { unshare, "-Urmpf", "--mount-proc", NULL };
   assert_root_alone_refused (fx, prefix, "outer: uid=0 CapEff:");
-  RFX_PASS ();
 }
 
-static void
-test_nested_unshare_unprivileged (void **state)
+RFX_CASE (test_nested_unshare_unprivileged)
 {
-  RFX_BEGIN (state);
   g_autofree char *unshare = need_program ("unshare");
   const char *prefix[] = { unshare, "-Urmpf", "--mount-proc", NULL };
   assert_unprivileged_confined (fx, prefix, "outer: uid=0 CapEff:", 0);
-  RFX_PASS ();
 }
 
 /* (d) nested in bubblewrap exposing /dev/fuse, as a normal user: the
  * locked-down outer sandbox an agent harness would use (its own root
  * read-only, its own /dev and /proc, the test directory bound writable) */
-static void
-test_nested_bwrap (void **state)
+RFX_CASE (test_nested_bwrap)
 {
-  RFX_BEGIN (state);
   g_autofree char *bwrap = need_program ("bwrap");
   /* the build tree (fusebox and the reporter) stays visible even when it
    * lives under /tmp, which bwrap replaces with a tmpfs */
@@ -386,16 +372,13 @@ test_nested_bwrap (void **state)
                            fx->ws,
                            NULL };
   assert_unprivileged_confined (fx, prefix, OUTER_UNPRIVILEGED, OUTER_UID);
-  RFX_PASS ();
 }
 
 /* bubblewrap as root with its default uid 0 inside: /proc/irq and /proc/bus
  * are covered, no fresh procfs can be mounted; exit 125, and run and check
  * give the masks and the invocations that work */
-static void
-test_nested_bwrap_root_refused (void **state)
+RFX_CASE (test_nested_bwrap_root_refused)
 {
-  RFX_BEGIN (state);
   g_autofree char *bwrap = need_program ("bwrap");
   const char *prefix[] = { bwrap,    "--unshare-pid", "--die-with-parent", "--dev-bind", "/",         "/",
                            "--proc", "/proc",         "--dev-bind",        "/dev/fuse",  "/dev/fuse", NULL };
@@ -403,22 +386,18 @@ test_nested_bwrap_root_refused (void **state)
                                       "run bwrap as a normal user (", NULL };
   static const char *const check_says[] = { "FAIL  fresh procfs: ", "run bwrap as a normal user", NULL };
   assert_root_refused (fx, prefix, NULL, want, check_says);
-  RFX_PASS ();
 }
 
 /* ...and as root with a uid other than 0 inside: that uid 1000 of bwrap's
  * namespace is the host's root, the only id mapped there (before, the
  * sandbox ran as the host's root) */
-static void
-test_nested_bwrap_root_uid (void **state)
+RFX_CASE (test_nested_bwrap_root_uid)
 {
-  RFX_BEGIN (state);
   g_autofree char *bwrap = need_program ("bwrap");
   const char *prefix[] = { bwrap,           "--unshare-user",    "--uid",      "1000",      "--gid", "1000",
                            "--unshare-pid", "--die-with-parent", "--dev-bind", "/",         "/",     "--proc",
                            "/proc",         "--dev-bind",        "/dev/fuse",  "/dev/fuse", NULL };
   assert_root_alone_refused (fx, prefix, "outer: uid=1000 CapEff:0000000000000000");
-  RFX_PASS ();
 }
 
 int

@@ -46,10 +46,8 @@ assert_runs_from (RFx *fx, const char *path_env, const char *bin)
   rfx_result_clear (&r);
 }
 
-static void
-test_first_present_wins (void **state)
+RFX_CASE (test_first_present_wins)
 {
-  RFX_BEGIN (state);
   g_autofree char *b = make_prog (fx, "bin-b", 0755);
   g_autofree char *c = make_prog (fx, "bin-c", 0755);
   g_autofree char *empty = g_build_filename (fx->ws, "bin-a", NULL);
@@ -69,13 +67,10 @@ test_first_present_wins (void **state)
   /* a file where a directory is expected (ENOTDIR) is passed over too */
   g_autofree char *path3 = g_strjoin (":", b, bin_c, NULL);
   assert_runs_from (fx, path3, "bin-c");
-  RFX_PASS ();
 }
 
-static void
-test_not_executable_then_present (void **state)
+RFX_CASE (test_not_executable_then_present)
 {
-  RFX_BEGIN (state);
   RfxResult r;
   g_autofree char *x = make_prog (fx, "bin-x", 0644);
   g_autofree char *b = make_prog (fx, "bin-b", 0755);
@@ -91,13 +86,10 @@ test_not_executable_then_present (void **state)
   assert_int_equal (r.status, 126);
   assert_non_null (strstr (r.err, "can't be executed"));
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
-static void
-test_hidden_entry_is_absent_and_logged (void **state)
+RFX_CASE (test_hidden_entry_is_absent_and_logged)
 {
-  RFX_BEGIN (state);
   RfxResult r;
   g_autofree char *b = make_prog (fx, "bin-b", 0755);
   g_autofree char *bin_b = g_path_get_dirname (b);
@@ -121,13 +113,10 @@ test_hidden_entry_is_absent_and_logged (void **state)
   g_autofree char *log = test_log_text (dir);
   assert_non_null (strstr (log, "\"path\":\"/home\""));
   assert_non_null (strstr (log, "\"decision\":\"hide\""));
-  RFX_PASS ();
 }
 
-static void
-test_symlink_proc_and_relative_entries (void **state)
+RFX_CASE (test_symlink_proc_and_relative_entries)
 {
-  RFX_BEGIN (state);
   g_autofree char *b = make_prog (fx, "bin-b", 0755);
   g_autofree char *c = make_prog (fx, "bin-c", 0755);
   g_autofree char *bin_b = g_path_get_dirname (b);
@@ -144,20 +133,16 @@ test_symlink_proc_and_relative_entries (void **state)
 
   /* a relative entry is the working directory's */
   assert_runs_from (fx, "/fusebox-no-such-dir:bin-c:bin-b", "bin-c");
-  RFX_PASS ();
 }
 
-static void
-test_found_nowhere (void **state)
+RFX_CASE (test_found_nowhere)
 {
-  RFX_BEGIN (state);
   RfxResult r;
 
   run_prog (fx, &r, "/fusebox-no-such-dir:/usr/bin:/bin");
   assert_int_equal (r.status, 127);
   assert_non_null (strstr (r.err, "exec: prog: command not found in the sandbox"));
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_first_present_wins), RFX_TEST (test_not_executable_then_present),

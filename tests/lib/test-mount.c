@@ -211,6 +211,16 @@ mfx_teardown (void **state)
   return 0;
 }
 
+void
+mfx_run_case (void **state, const char *name, void (*body) (MFx *fx))
+{
+  MState *ms = *state;
+
+  ms->fx->test_name = name;
+  body (ms->fx);
+  ms->passed = true;
+}
+
 int
 mfx_main (int argc, char **argv, const struct CMUnitTest *tests, size_t n)
 {

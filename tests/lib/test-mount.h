@@ -76,8 +76,9 @@ void mfx_wait_unmounted (MFx *fx);
 char *mfx_log (MFx *fx);
 
 /* cmocka: setup makes the fixture, teardown always unmounts and cleans up.
- * A test opens with MFX_BEGIN (state) and marks success with MFX_PASS () as
- * its last statement, so teardown knows whether to print the repro line. */
+ * A test is an MFX_CASE (below), or opens with MFX_BEGIN (state) and marks
+ * success with MFX_PASS () (what a test that marks a skip as passed needs),
+ * so teardown knows whether to print the repro line. */
 typedef struct
 {
   MFx *fx;
@@ -93,6 +94,10 @@ int mfx_teardown (void **state);
   fx->test_name = __func__
 #define MFX_PASS() (ms_->passed = true)
 #define MFX_TEST(f) cmocka_unit_test_setup_teardown (f, mfx_setup, mfx_teardown)
+
+/* A test as TEST_CASE (test-util.h) with FX an MFx: no MFX_BEGIN, MFX_PASS. */
+void mfx_run_case (void **state, const char *name, void (*body) (MFx *fx));
+#define MFX_CASE(name) TEST_CASE (MFx, mfx_run_case, name)
 
 /* main() of a mount test program: mfx_require() and the N TESTS, with
  * FB_TEST_ONLY applied. */

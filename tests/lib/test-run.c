@@ -125,6 +125,16 @@ rfx_teardown (void **state)
   return 0;
 }
 
+void
+rfx_run_case (void **state, const char *name, void (*body) (RFx *fx))
+{
+  RFx *fx = *state;
+
+  fx->test_name = name;
+  body (fx);
+  fx->passed = true;
+}
+
 int
 rfx_main (int argc, char **argv, int (*probe_main) (int argc, char **argv), const struct CMUnitTest *tests, size_t n,
           CMFixtureFunction group_setup)

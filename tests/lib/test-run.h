@@ -51,8 +51,9 @@ void rfx_keep_pid (RFx *fx, pid_t pid);
 /* Forget PID (reaped by the caller). */
 void rfx_forget_pid (RFx *fx, pid_t pid);
 
-/* cmocka setup and teardown: *state is an RFx.  A test opens with
- * RFX_BEGIN (state) and ends with RFX_PASS (), so that teardown knows
+/* cmocka setup and teardown: *state is an RFx.  A test is an RFX_CASE
+ * (below), or opens with RFX_BEGIN (state) and ends with RFX_PASS () (what
+ * a test that marks a skip as passed needs), so that teardown knows
  * whether to print the repro line. */
 int rfx_setup (void **state);
 int rfx_teardown (void **state);
@@ -62,6 +63,10 @@ int rfx_teardown (void **state);
   fx->test_name = __func__
 #define RFX_PASS() (fx->passed = true)
 #define RFX_TEST(f) cmocka_unit_test_setup_teardown (f, rfx_setup, rfx_teardown)
+
+/* A test as TEST_CASE (test-util.h) with FX an RFx: no RFX_BEGIN, RFX_PASS. */
+void rfx_run_case (void **state, const char *name, void (*body) (RFx *fx));
+#define RFX_CASE(name) TEST_CASE (RFx, rfx_run_case, name)
 
 /* main() of a run test program: `PROG --probe ARGS...` runs PROBE_MAIN
  * (when not NULL) inside the sandbox; otherwise rfx_require() and the N

@@ -272,6 +272,20 @@ int test_run_group (const char *argv0, const struct CMUnitTest *tests, size_t n,
 #define TEST_RUN_GROUP(tests, group_setup, group_teardown)                                                             \
   test_run_group (argv[0], tests, G_N_ELEMENTS (tests), group_setup, group_teardown)
 
+/* A test written as systemd's TEST(), through a fixture's own macro
+ * (RFX_CASE (test_x) { ... } is TEST_CASE (RFx, rfx_run_case, test_x)):
+ * defines test_x for cmocka around a body whose FX is the fixture.
+ * RUN_CASE (state, "test_x", body) names the test in the fixture, runs the
+ * body and marks the test passed when the body returns (a failed check
+ * never does), so that teardown prints the repro line only for a failure. */
+#define TEST_CASE(Fixture, run_case, name)                                                                             \
+  static void name##_body (Fixture *fx);                                                                               \
+  static void name (void **state)                                                                                      \
+  {                                                                                                                    \
+    run_case (state, #name, name##_body);                                                                              \
+  }                                                                                                                    \
+  static void name##_body (Fixture *fx)
+
 /* The main() of a test program whose main does nothing else, as systemd's
  * DEFINE_TEST_MAIN: its test cases (cmocka_unit_test... entries) and the
  * group's setup and teardown. */
