@@ -109,6 +109,30 @@ represented (GPtrArray *records)
   return n;
 }
 
+/* The notices among RECORDS (borrowed, in order), each checked to be a
+ * share's "log-share-full", and how many records they say were not
+ * written. */
+static GPtrArray *
+share_notices (GPtrArray *records, guint64 *ret_not_written)
+{
+  GPtrArray *notices = g_ptr_array_new ();
+  guint64 not_written = 0;
+
+  for (guint r = 0; r < records->len; r++)
+    {
+      JsonObject *o = records->pdata[r];
+      const char *notice = json_object_get_string_member_with_default (o, "notice", NULL);
+
+      if (notice == NULL)
+        continue;
+      assert_string_equal (notice, "log-share-full");
+      not_written += (guint64)json_object_get_int_member (o, "records_not_written");
+      g_ptr_array_add (notices, o);
+    }
+  *ret_not_written = not_written;
+  return notices;
+}
+
 #define AFTER FB_LOG_FOLD_AFTER
 
 /* 1,000 refused mkdirs of different names in one directory by one
@@ -339,6 +363,10 @@ test_budget (void **state)
   assert_int_equal (represented (records) + not_written, pushed);
 }
 
+/* The budget of the log the shares below are made of: 8 MiB, each share a
+ * FB_LOG_SHARE_PART-th of it (2 MiB). */
+#define SHARED_MAX ((guint64)8 * 1024 * 1024)
+
 /* A share of the budget (a process of serve): on_full once, on this thread
  * (the loop's), its margin written and the rest counted, its notice when it
  * is closed (or when the log is, for one left open); the other shares and
@@ -348,19 +376,19 @@ test_share (void **state)
 {
   TestLogFile *f = *state;
   int full_calls = 0;
-  const guint64 max = 8 * 1024 * 1024;
-  FbAccessLog *log = open_log (f, 0, max, &full_calls);
+  FbAccessLog *log = open_log (f, 0, SHARED_MAX, &full_calls);
   int full_a = 0, full_b = 0, full_c = 0;
   g_autoptr (FbAccessShare) a = fb_access_log_share_new (log, NULL, "s1", "a", count_call, &full_a);
   g_autoptr (FbAccessShare) b = fb_access_log_share_new (log, NULL, "s2", "b", count_call, &full_b);
   g_autoptr (FbAccessShare) c = fb_access_log_share_new (log, NULL, NULL, "c", count_call, &full_c);
   g_autoptr (GPtrArray) records = NULL;
-  guint64 not_written = 0, counted = 0;
-  guint notices = 0;
+  g_autoptr (GPtrArray) notices = NULL;
+  JsonObject *o;
+  guint64 not_written = 0, counted;
   const int pushed = 3000; /* about 3 MB: past a 2 MiB share and its margin */
   int i;
 
-  assert_int_equal (fb_access_share_get_max_bytes (a), max / FB_LOG_SHARE_PART);
+  assert_int_equal (fb_access_share_get_max_bytes (a), SHARED_MAX / FB_LOG_SHARE_PART);
   for (i = 0; i < pushed; i++)
     {
       char buf[1024];
@@ -393,31 +421,20 @@ test_share (void **state)
   assert_int_equal (full_calls, 0);
 
   records = all_records (f);
-  for (guint r = 0; r < records->len; r++)
-    {
-      JsonObject *o = records->pdata[r];
-      const char *notice = json_object_get_string_member_with_default (o, "notice", NULL);
-
-      if (notice == NULL)
-        continue;
-      assert_string_equal (notice, "log-share-full");
-      assert_int_equal (json_object_get_int_member (o, "max_size"), max / FB_LOG_SHARE_PART);
-      counted += (guint64)json_object_get_int_member (o, "records_not_written");
-      notices++;
-      if (notices == 1)
-        {
-          assert_string_equal (json_object_get_string_member (o, "process"), "a");
-          assert_string_equal (json_object_get_string_member (o, "session"), "s1");
-          assert_int_equal (json_object_get_int_member (o, "records_not_written"), not_written);
-        }
-      else
-        {
-          assert_string_equal (json_object_get_string_member (o, "process"), "c");
-          assert_false (json_object_has_member (o, "session"));
-          assert_int_equal (r, records->len - 1);
-        }
-    }
-  assert_int_equal (notices, 2);
+  notices = share_notices (records, &counted);
+  assert_int_equal (notices->len, 2);
+  for (guint n = 0; n < notices->len; n++)
+    assert_int_equal (json_object_get_int_member (notices->pdata[n], "max_size"), SHARED_MAX / FB_LOG_SHARE_PART);
+  /* A's, when it was closed */
+  o = notices->pdata[0];
+  assert_string_equal (json_object_get_string_member (o, "process"), "a");
+  assert_string_equal (json_object_get_string_member (o, "session"), "s1");
+  assert_int_equal (json_object_get_int_member (o, "records_not_written"), not_written);
+  /* C's, by the log's close: the last record */
+  o = notices->pdata[1];
+  assert_string_equal (json_object_get_string_member (o, "process"), "c");
+  assert_false (json_object_has_member (o, "session"));
+  assert_ptr_equal (o, records->pdata[records->len - 1]);
   /* nothing disappears without a count: A's and C's, B's 30 and the log's own 30 */
   assert_int_equal (represented (records) + counted, 2 * pushed + 2 * (pushed / 100));
 }
@@ -432,8 +449,7 @@ test_group_shares (void **state)
 {
   TestLogFile *f = *state;
   int full_calls = 0;
-  const guint64 max = 8 * 1024 * 1024;
-  FbAccessLog *log = open_log (f, 0, max, &full_calls);
+  FbAccessLog *log = open_log (f, 0, SHARED_MAX, &full_calls);
   enum
   {
     GROUPS = 8,
@@ -442,7 +458,8 @@ test_group_shares (void **state)
   FbAccessShare *groups[GROUPS], *members[GROUPS][MEMBERS];
   int group_full[GROUPS] = { 0 }, member_full[GROUPS][MEMBERS] = { { 0 } };
   g_autoptr (GPtrArray) records = NULL;
-  guint64 counted = 0;
+  g_autoptr (GPtrArray) notices = NULL;
+  guint64 counted;
   const int rounds = 1500; /* 1 KB records: 36 MB offered, 4.5 times the budget */
 
   for (int g = 0; g < GROUPS; g++)
@@ -489,17 +506,10 @@ test_group_shares (void **state)
   test_close_log (log);
   assert_int_equal (full_calls, 0);
   records = all_records (f);
-  for (guint r = 0; r < records->len; r++)
-    {
-      JsonObject *o = records->pdata[r];
-      const char *notice = json_object_get_string_member_with_default (o, "notice", NULL);
-
-      if (notice == NULL)
-        continue;
-      assert_string_equal (notice, "log-share-full");
-      assert_false (json_object_has_member (o, "process"));
-      counted += (guint64)json_object_get_int_member (o, "records_not_written");
-    }
+  notices = share_notices (records, &counted);
+  /* only the groups' notices: their members' records count against them */
+  for (guint n = 0; n < notices->len; n++)
+    assert_false (json_object_has_member (notices->pdata[n], "process"));
   /* nothing disappears without a count */
   assert_int_equal (represented (records) + counted, (guint64)rounds * GROUPS * MEMBERS);
 }
