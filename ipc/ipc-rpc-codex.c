@@ -73,17 +73,18 @@
 static const char *const minimal_paths[] = { "/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64" };
 static const char *const metadata_names[] = { ".git", ".agents", ".codex" };
 
+/* Their strings are the translation's (Translation.strings). */
 typedef struct
 {
-  char *path;
+  const char *path;
   FbPolicyAccess access;
-  char *why;
+  const char *why;
 } Rule;
 
 typedef struct
 {
-  char *pattern;
-  char *why;
+  const char *pattern;
+  const char *why;
 } Glob;
 
 typedef struct
@@ -101,25 +102,8 @@ typedef struct
   GHashTable *by_path;  /* path → Rule* (borrowed from rules) */
   GPtrArray *globs;     /* Glob* */
   GHashTable *explicit; /* paths an entry names (set) */
+  GStringChunk *strings; /* the rules' and globs' paths, patterns and reasons */
 } Translation;
-
-static void
-rule_free (gpointer p)
-{
-  Rule *r = p;
-  g_free (r->path);
-  g_free (r->why);
-  g_free (r);
-}
-
-static void
-glob_free (gpointer p)
-{
-  Glob *g = p;
-  g_free (g->pattern);
-  g_free (g->why);
-  g_free (g);
-}
 
 static void
 translation_clear (Translation *t)
@@ -132,6 +116,7 @@ translation_clear (Translation *t)
   g_clear_pointer (&t->rules, g_ptr_array_unref);
   g_clear_pointer (&t->globs, g_ptr_array_unref);
   g_clear_pointer (&t->explicit, g_hash_table_unref);
+  g_clear_pointer (&t->strings, g_string_chunk_free);
 }
 
 /* ---- JSON paths and helpers: every error names the field ---- */
@@ -313,11 +298,27 @@ get_enum (JsonObject *obj, const Jp *jp, const char *key, bool required, const c
 
 /* ---- paths ---- */
 
-/* Lexical normalization of an absolute path: no "//", ".", ".." or trailing
- * "/".  ".." is resolved lexically (as Codex's AbsolutePathBuf and file URIs
- * do); it never climbs above "/". */
+/* KEPT's components as an absolute path: "/" when there is none. */
 static char *
-normalize_absolute (const char *path)
+join_absolute (GPtrArray *kept)
+{
+  GString *out;
+
+  if (kept->len == 0)
+    return g_strdup ("/");
+  out = g_string_new (NULL);
+  for (guint i = 0; i < kept->len; i++)
+    {
+      g_string_append_c (out, '/');
+      g_string_append (out, kept->pdata[i]);
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* No "//", ".", ".." or trailing "/".  ".." is resolved lexically (as
+ * Codex's AbsolutePathBuf and file URIs do); it never climbs above "/". */
+char *
+fb_rpc_path_normalize (const char *path)
 {
   g_auto (GStrv) parts = g_strsplit (path, "/", -1);
   g_autoptr (GPtrArray) kept = g_ptr_array_new ();
@@ -334,15 +335,7 @@ normalize_absolute (const char *path)
         }
       g_ptr_array_add (kept, parts[i]);
     }
-  if (kept->len == 0)
-    return g_strdup ("/");
-  GString *out = g_string_new (NULL);
-  for (guint i = 0; i < kept->len; i++)
-    {
-      g_string_append_c (out, '/');
-      g_string_append (out, kept->pdata[i]);
-    }
-  return g_string_free (out, FALSE);
+  return join_absolute (kept);
 }
 
 /* Our loader refuses paths longer than FB_POLICY_MAX_PATH; refuse them here,
@@ -411,7 +404,7 @@ parse_path (const char *value, const Jp *jp, GError **error)
                  "\"%s\" is a Windows drive path; fusebox runs on Linux and needs a POSIX path", value);
       return NULL;
     }
-  return check_length (normalize_absolute (raw), jp, error);
+  return check_length (fb_rpc_path_normalize (raw), jp, error);
 }
 
 /* Codex joins a project-roots subpath only when it is relative and has no
@@ -440,7 +433,7 @@ static char *
 join_path (const char *base, const char *rel)
 {
   g_autofree char *joined = g_strconcat (base, "/", rel, NULL);
-  return normalize_absolute (joined);
+  return fb_rpc_path_normalize (joined);
 }
 
 /* ---- building the rule list ---- */
@@ -458,17 +451,16 @@ add_rule (Translation *t, const char *path, FbPolicyAccess access, const char *w
       if (fb_policy_access_precedence (access) > fb_policy_access_precedence (r->access))
         {
           r->access = access;
-          g_free (r->why);
-          r->why = g_strdup (why);
+          r->why = g_string_chunk_insert_const (t->strings, why);
         }
       return;
     }
   r = g_new0 (Rule, 1);
-  r->path = g_strdup (path);
+  r->path = g_string_chunk_insert (t->strings, path);
   r->access = access;
-  r->why = g_strdup (why);
+  r->why = g_string_chunk_insert_const (t->strings, why);
   g_ptr_array_add (t->rules, r);
-  g_hash_table_insert (t->by_path, r->path, r);
+  g_hash_table_insert (t->by_path, (char *)r->path, r);
 }
 
 static void
@@ -478,8 +470,8 @@ add_glob (Translation *t, const char *pattern, const char *why)
     if (strcmp (((Glob *)t->globs->pdata[i])->pattern, pattern) == 0)
       return;
   Glob *g = g_new0 (Glob, 1);
-  g->pattern = g_strdup (pattern);
-  g->why = g_strdup (why);
+  g->pattern = g_string_chunk_insert (t->strings, pattern);
+  g->why = g_string_chunk_insert_const (t->strings, why);
   g_ptr_array_add (t->globs, g);
 }
 
@@ -649,7 +641,7 @@ translate_special (Translation *t, JsonObject *value, const Jp *jp, FbPolicyAcce
       else
         {
           const char *env = g_getenv ("TMPDIR");
-          g_autofree char *dir = env != NULL && env[0] == '/' ? normalize_absolute (env) : g_strdup ("/tmp");
+          g_autofree char *dir = env != NULL && env[0] == '/' ? fb_rpc_path_normalize (env) : g_strdup ("/tmp");
           add_rule (t, dir, access, why);
           g_hash_table_add (t->explicit, g_steal_pointer (&dir));
         }
@@ -730,15 +722,7 @@ codex_glob_to_ours (const char *anchored)
         }
       g_ptr_array_add (kept, g_string_free (out, FALSE));
     }
-  if (kept->len == 0)
-    return g_strdup ("/");
-  GString *joined = g_string_new (NULL);
-  for (guint i = 0; i < kept->len; i++)
-    {
-      g_string_append_c (joined, '/');
-      g_string_append (joined, kept->pdata[i]);
-    }
-  return g_string_free (joined, FALSE);
+  return join_absolute (kept);
 }
 
 static bool
@@ -1071,7 +1055,7 @@ parse_context (Translation *t, JsonNode *sandbox, GError **error)
   if (cwd != NULL && (t->cwd = parse_path (cwd, &cwd_jp, error)) == NULL)
     return false;
   if (cwd == NULL && t->vars != NULL && t->vars->cwd != NULL)
-    t->cwd = normalize_absolute (t->vars->cwd); /* the exec-server falls back to its own cwd */
+    t->cwd = fb_rpc_path_normalize (t->vars->cwd); /* the exec-server falls back to its own cwd */
   if (home != NULL && (t->home = parse_path (home, &home_jp, error)) == NULL)
     return false;
   if (!parse_path_list (ctx, &root, "workspaceRoots", &t->project, error) ||
@@ -1200,12 +1184,14 @@ add_metadata_rules (Translation *t, GPtrArray *extra, GError **error)
           if (access != FB_POLICY_ACCESS_WRITE)
             continue; /* a read rule there would widen a deny or hide */
 
+          g_autofree char *why =
+            g_strdup_printf ("codex: %s under the writable root %s stays read-only unless a write entry "
+                             "names it (Codex's metadata rule)",
+                             metadata_names[n], root->path);
           Rule *r = g_new0 (Rule, 1);
-          r->path = g_strdup (path);
+          r->path = g_string_chunk_insert (t->strings, path);
           r->access = FB_POLICY_ACCESS_READ;
-          r->why = g_strdup_printf ("codex: %s under the writable root %s stays read-only unless a write entry "
-                                    "names it (Codex's metadata rule)",
-                                    metadata_names[n], root->path);
+          r->why = g_string_chunk_insert (t->strings, why);
           g_ptr_array_add (extra, r);
           g_hash_table_add (seen, g_steal_pointer (&path));
         }
@@ -1229,7 +1215,7 @@ translate (Translation *t, JsonNode *sandbox_context, GError **error)
       return build_policy (t, NULL, false);
     }
 
-  g_autoptr (GPtrArray) extra = g_ptr_array_new_with_free_func (rule_free);
+  g_autoptr (GPtrArray) extra = g_ptr_array_new_with_free_func (g_free);
   if (!add_metadata_rules (t, extra, error))
     return NULL;
   return build_policy (t, extra, true);
@@ -1244,10 +1230,11 @@ fb_rpc_codex_translate (JsonNode *sandbox_context, const FbPolicyVars *vars, GEr
 
   t.vars = vars;
   t.network = FB_POLICY_NETWORK_NONE;
-  t.rules = g_ptr_array_new_with_free_func (rule_free);
+  t.rules = g_ptr_array_new_with_free_func (g_free);
   t.by_path = g_hash_table_new (g_str_hash, g_str_equal);
-  t.globs = g_ptr_array_new_with_free_func (glob_free);
+  t.globs = g_ptr_array_new_with_free_func (g_free);
   t.explicit = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  t.strings = g_string_chunk_new (1024);
 
   JsonNode *result = translate (&t, sandbox_context, error);
   translation_clear (&t);

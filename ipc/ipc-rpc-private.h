@@ -509,5 +509,8 @@ JsonNode *fb_rpc_codex_translate (JsonNode *sandbox_context, const FbPolicyVars 
  * none.  Members inside `permissions` are never ignored: an unknown one is an
  * error of fb_rpc_codex_translate. */
 char **fb_rpc_codex_ignored_members (JsonNode *sandbox_context);
+/* Lexical normalization of an absolute path ("/a//b/./c/../d" → "/a/b/d"),
+ * the form fb_policy_decide() wants: ".." never climbs above "/". */
+char *fb_rpc_path_normalize (const char *path);
 
 G_END_DECLS

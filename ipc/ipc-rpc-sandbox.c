@@ -484,38 +484,6 @@ fb_rpc_sandbox_end (FbRpcSandbox *sandbox)
 
 /* --- policy/explain --------------------------------------------------------- */
 
-/* Lexically normalized absolute path ("/a//b/./c/../d" → "/a/b/d"), as
- * fb_policy_decide() wants it. */
-static char *
-normalize_path (const char *path)
-{
-  g_auto (GStrv) parts = g_strsplit (path, "/", -1);
-  GPtrArray *out = g_ptr_array_new ();
-  GString *s = g_string_new (NULL);
-
-  for (guint i = 0; parts[i] != NULL; i++)
-    {
-      if (parts[i][0] == '\0' || strcmp (parts[i], ".") == 0)
-        continue;
-      if (strcmp (parts[i], "..") == 0)
-        {
-          if (out->len > 0)
-            g_ptr_array_remove_index (out, out->len - 1);
-          continue;
-        }
-      g_ptr_array_add (out, parts[i]);
-    }
-  for (guint i = 0; i < out->len; i++)
-    {
-      g_string_append_c (s, '/');
-      g_string_append (s, out->pdata[i]);
-    }
-  if (s->len == 0)
-    g_string_append_c (s, '/');
-  g_ptr_array_free (out, TRUE);
-  return g_string_free (s, FALSE);
-}
-
 /* {host, port?}: how the network decides a connection there, the
  * allowlist's entry and its why (the call's sandbox narrows as for paths:
  * both sides must allow). */
@@ -585,7 +553,7 @@ fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcE
     return NULL;
   if (raw == NULL)
     return explain_host (sb, params, error);
-  path = normalize_path (raw);
+  path = fb_rpc_path_normalize (raw);
   fb_policy_decide (sb->policy, path, &d);
   uri = fb_rpc_path_to_uri (path);
 
