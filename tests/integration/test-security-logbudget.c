@@ -88,8 +88,8 @@ test_refusal_flood_folded (void **state)
 {
   RFX_BEGIN (state);
   g_autofree char *self = test_self ();
-  g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
-  g_autofree char *ws_dir = g_build_filename (fx->ws, "made", NULL);
+  const char *run_dir = test_dir_path (fx->dir, "run");
+  const char *ws_dir = test_dir_mkdir (fx->dir, "ws/made", 0755);
   const int refused = 5000, allowed = 400;
   guint refusal_records = 0;
   TestLog l;
@@ -97,7 +97,6 @@ test_refusal_flood_folded (void **state)
 
   /* /usr is there and readable on the host: the refusals are the policy's */
   test_assert_host_readable ("/usr");
-  assert_int_equal (mkdir (ws_dir, 0755), 0);
   rfx_run (fx, &r, "--run-dir", run_dir, "--log-max-size", "1M", "--log-file-size", "64K", "--", "/bin/sh", "-c",
            "\"$0\" --probe refused /usr \"$1\" && \"$0\" --probe allowed \"$2\" \"$3\"", self, "5000", ws_dir, "400",
            NULL);
@@ -128,10 +127,9 @@ test_over_budget_stops (void **state)
 {
   RFX_BEGIN (state);
   g_autofree char *self = test_self ();
-  g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
-  g_autofree char *ws_dir = g_build_filename (fx->ws, "made", NULL);
-  g_autofree char *policy_path = g_build_filename (fx->tmp, "budget.json", NULL);
-  g_autofree char *run_json = g_build_filename (run_dir, "run.json", NULL);
+  const char *run_dir = test_dir_path (fx->dir, "run");
+  const char *ws_dir = test_dir_mkdir (fx->dir, "ws/made", 0755);
+  const char *policy_path = test_dir_path (fx->dir, "budget.json");
   const guint64 max = 128 * 1024;
   guint64 made = 0, logged, not_written;
   JsonObject *last;
@@ -155,7 +153,6 @@ test_over_budget_stops (void **state)
     g_autofree char *out = json_to_string (node, TRUE);
     test_write (policy_path, out, 0644);
   }
-  assert_int_equal (mkdir (ws_dir, 0755), 0);
   rfx_run (fx, &r, "--policy", policy_path, "--run-dir", run_dir, "--", self, "--probe", "allowed", ws_dir, "10000",
            NULL);
   if (r.status != 125)
@@ -165,7 +162,7 @@ test_over_budget_stops (void **state)
   assert_null (strstr (r.out, "allowed "));
   rfx_result_clear (&r);
   {
-    g_autofree char *text = test_read_file (run_json);
+    g_autofree char *text = test_read_file (test_dir_path (fx->dir, "run/run.json"));
     g_autoptr (JsonObject) info = test_parse_object (text);
     assert_non_null (strstr (test_json_str (info, "error"), "reached its budget"));
   }
