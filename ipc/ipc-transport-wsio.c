@@ -497,10 +497,10 @@ refill (WsIoState *st, bool blocking, GError **error)
     }
 }
 
+/* A read for libsoup, BLOCKING or not: what is buffered, else one recv(). */
 static gssize
-fb_ws_in_read_nonblocking (GPollableInputStream *stream, void *buffer, gsize count, GError **error)
+in_read (WsIoState *st, void *buffer, gsize count, bool blocking, GError **error)
 {
-  WsIoState *st = FB_WS_IN (stream)->st;
   gssize n;
 
   if (st->in_error != NULL)
@@ -512,37 +512,28 @@ fb_ws_in_read_nonblocking (GPollableInputStream *stream, void *buffer, gsize cou
     return take_buffered (st, buffer, count, error);
   if (st->closed)
     return 0;
-  if (st->drained)
+  if (!blocking && st->drained)
     {
       /* The socket had no more a moment ago; the source polls it. */
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK, g_strerror (EAGAIN));
       return -1;
     }
-  n = refill (st, false, error);
+  n = refill (st, blocking, error);
   if (n <= 0)
     return n;
   return take_buffered (st, buffer, count, error);
 }
 
 static gssize
+fb_ws_in_read_nonblocking (GPollableInputStream *stream, void *buffer, gsize count, GError **error)
+{
+  return in_read (FB_WS_IN (stream)->st, buffer, count, false, error);
+}
+
+static gssize
 fb_ws_in_read (GInputStream *stream, void *buffer, gsize count, GCancellable *cancellable, GError **error)
 {
-  WsIoState *st = FB_WS_IN (stream)->st;
-  gssize n;
-
-  if (st->in_error != NULL)
-    {
-      g_propagate_error (error, g_error_copy (st->in_error));
-      return -1;
-    }
-  if (st->in_off < st->in_len)
-    return take_buffered (st, buffer, count, error);
-  if (st->closed)
-    return 0;
-  n = refill (st, true, error);
-  if (n <= 0)
-    return n;
-  return take_buffered (st, buffer, count, error);
+  return in_read (FB_WS_IN (stream)->st, buffer, count, true, error);
 }
 
 static gboolean
