@@ -97,8 +97,7 @@ assert_read_refused (MFx *fx, const char *rel, int err)
 
 MFX_CASE (test_symlinks_lead_nowhere)
 {
-  g_autofree char *l1 = NULL, *l2 = NULL, *l3 = NULL;
-  g_autofree char *planted = NULL;
+  const char *l1 = mfx_in_mount (fx, "/ws/to-hidden");
   char buf[256];
   ssize_t n;
 
@@ -108,12 +107,9 @@ MFX_CASE (test_symlinks_lead_nowhere)
   mfx_assert_host_readable (fx, "/ws/proj/secret");
 
   /* made through the view: relative links to the hidden and denied files */
-  l1 = mfx_m (fx, "/ws/to-hidden");
-  l2 = mfx_m (fx, "/ws/to-denied");
-  l3 = mfx_m (fx, "/ws/to-secret");
   assert_int_equal (symlink ("../hidden/secret", l1), 0);
-  assert_int_equal (symlink ("../denied/secret", l2), 0);
-  assert_int_equal (symlink ("proj/secret", l3), 0);
+  assert_int_equal (symlink ("../denied/secret", mfx_in_mount (fx, "/ws/to-denied")), 0);
+  assert_int_equal (symlink ("proj/secret", mfx_in_mount (fx, "/ws/to-secret")), 0);
   /* the text is stored and returned as is */
   n = readlink (l1, buf, sizeof buf);
   assert_int_equal (n, strlen ("../hidden/secret"));
@@ -123,19 +119,15 @@ MFX_CASE (test_symlinks_lead_nowhere)
   assert_read_refused (fx, "/ws/to-secret", EACCES);
 
   /* planted on the host */
-  planted = mfx_h (fx, "/ws/planted");
-  assert_int_equal (symlink ("../hidden/secret", planted), 0);
+  assert_int_equal (symlink ("../hidden/secret", mfx_on_host (fx, "/ws/planted")), 0);
   assert_read_refused (fx, "/ws/planted", ENOENT);
 
   /* ".." chains go through the view's own directories */
   assert_read_refused (fx, "/ws/proj/../../hidden/secret", ENOENT);
   assert_read_refused (fx, "/ws/../denied/secret", EACCES);
   /* and the glob deny holds through a link as well */
-  {
-    g_autofree char *l4 = mfx_m (fx, "/ws/to-pem");
-    assert_int_equal (symlink ("key.pem", l4), 0);
-    assert_read_refused (fx, "/ws/to-pem", EACCES);
-  }
+  assert_int_equal (symlink ("key.pem", mfx_in_mount (fx, "/ws/to-pem")), 0);
+  assert_read_refused (fx, "/ws/to-pem", EACCES);
 }
 
 MFX_CASE (test_hard_links)
@@ -262,32 +254,24 @@ MFX_CASE (test_hidden_names)
  * the host's st_nlink counts the hidden child's "..", the view's does not. */
 MFX_CASE (test_hidden_subdir_stat)
 {
-  g_autofree char *with_h = NULL, *without_h = NULL, *with_m = NULL, *without_m = NULL;
   struct stat hw, ho, vw, vo;
 
   mfx_mkdir (fx, "/ws/twin");
   mfx_write (fx, "/ws/twin/src.c", "int x;\n");
   mount_it (fx);
   mfx_assert_host_readable (fx, "/ws/repo/.git/config");
-  with_h = mfx_h (fx, "/ws/repo");
-  without_h = mfx_h (fx, "/ws/twin");
-  with_m = mfx_m (fx, "/ws/repo");
-  without_m = mfx_m (fx, "/ws/twin");
   /* on the host the two differ by the hidden .git */
-  assert_int_equal (stat (with_h, &hw), 0);
-  assert_int_equal (stat (without_h, &ho), 0);
+  assert_int_equal (stat (mfx_on_host (fx, "/ws/repo"), &hw), 0);
+  assert_int_equal (stat (mfx_on_host (fx, "/ws/twin"), &ho), 0);
   assert_int_equal (hw.st_nlink, ho.st_nlink + 1);
   /* through the view they are alike, whether asked by lookup or getattr */
-  assert_int_equal (stat (with_m, &vw), 0);
-  assert_int_equal (stat (without_m, &vo), 0);
+  assert_int_equal (stat (mfx_in_mount (fx, "/ws/repo"), &vw), 0);
+  assert_int_equal (stat (mfx_in_mount (fx, "/ws/twin"), &vo), 0);
   assert_int_equal (vw.st_nlink, 1);
   assert_int_equal (vw.st_nlink, vo.st_nlink);
   assert_int_equal (vw.st_mode, vo.st_mode);
-  {
-    g_autofree char *dot = g_strconcat (with_m, "/.", NULL);
-    assert_int_equal (stat (dot, &vw), 0);
-    assert_int_equal (vw.st_nlink, 1);
-  }
+  assert_int_equal (stat (mfx_in_mount (fx, "/ws/repo/."), &vw), 0);
+  assert_int_equal (vw.st_nlink, 1);
 }
 
 /* Nor its size: on tmpfs (as on btrfs) a directory's st_size grows with
@@ -295,12 +279,11 @@ MFX_CASE (test_hidden_subdir_stat)
  * differ by a hidden .git only: their host sizes differ, the view's not. */
 MFX_CASE (test_hidden_name_dir_size)
 {
-  g_autofree char *t = NULL, *a_h = NULL, *b_h = NULL, *a_m = NULL, *b_m = NULL;
+  const char *t = mfx_on_host (fx, "/ws/t");
   struct stat ha, hb, va, vb;
   int ra, rb;
 
   mfx_mkdir (fx, "/ws/t");
-  t = mfx_h (fx, "/ws/t");
   assert_int_equal (mount ("tmpfs", t, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"), 0);
   mfx_write (fx, "/ws/t/a/x", "x");
   mfx_mkdir (fx, "/ws/t/a/.git");
@@ -308,14 +291,10 @@ MFX_CASE (test_hidden_name_dir_size)
   mfx_write (fx, "/ws/t/b/x", "x");
   mount_it (fx);
   mfx_assert_host_readable (fx, "/ws/t/a/.git/HEAD");
-  a_h = mfx_h (fx, "/ws/t/a");
-  b_h = mfx_h (fx, "/ws/t/b");
-  a_m = mfx_m (fx, "/ws/t/a");
-  b_m = mfx_m (fx, "/ws/t/b");
-  ra = stat (a_h, &ha);
-  rb = stat (b_h, &hb);
-  assert_int_equal (stat (a_m, &va), 0);
-  assert_int_equal (stat (b_m, &vb), 0);
+  ra = stat (mfx_on_host (fx, "/ws/t/a"), &ha);
+  rb = stat (mfx_on_host (fx, "/ws/t/b"), &hb);
+  assert_int_equal (stat (mfx_in_mount (fx, "/ws/t/a"), &va), 0);
+  assert_int_equal (stat (mfx_in_mount (fx, "/ws/t/b"), &vb), 0);
   mfx_unmount (fx);
   (void)umount2 (t, MNT_DETACH);
   /* on the host they differ by the hidden name */
@@ -331,33 +310,26 @@ MFX_CASE (test_hidden_name_dir_size)
  * set-user-ID and set-group-ID on a file are stripped, the umask applies. */
 MFX_CASE (test_create_modes)
 {
-  g_autofree char *sticky = NULL, *setid = NULL, *masked = NULL;
-  g_autofree char *hsticky = NULL, *hsetid = NULL, *hmasked = NULL;
+  const char *sticky = mfx_in_mount (fx, "/ws/sticky");
   mode_t old;
   int fd;
 
   mount_it (fx);
-  sticky = mfx_m (fx, "/ws/sticky");
-  setid = mfx_m (fx, "/ws/setid");
-  masked = mfx_m (fx, "/ws/masked");
-  hsticky = mfx_h (fx, "/ws/sticky");
-  hsetid = mfx_h (fx, "/ws/setid");
-  hmasked = mfx_h (fx, "/ws/masked");
   old = umask (0);
   fd = open (sticky, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 01640);
   assert_true (fd >= 0);
   close (fd);
-  fd = open (setid, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755);
+  fd = open (mfx_in_mount (fx, "/ws/setid"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 06755);
   assert_true (fd >= 0);
   close (fd);
   umask (027);
-  fd = open (masked, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 01777);
+  fd = open (mfx_in_mount (fx, "/ws/masked"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 01777);
   umask (old);
   assert_true (fd >= 0);
   close (fd);
-  assert_int_equal (test_mode_of (hsticky), 01640);
-  assert_int_equal (test_mode_of (hsetid), 0755);
-  assert_int_equal (test_mode_of (hmasked), 01750);
+  assert_int_equal (test_mode_of (mfx_on_host (fx, "/ws/sticky")), 01640);
+  assert_int_equal (test_mode_of (mfx_on_host (fx, "/ws/setid")), 0755);
+  assert_int_equal (test_mode_of (mfx_on_host (fx, "/ws/masked")), 01750);
   /* and the view says the same */
   assert_int_equal (test_mode_of (sticky), 01640);
 }
@@ -587,10 +559,7 @@ MFX_CASE (test_root_daemon_refusals)
     assert_errno_is (setxattr (m_file, "security.capability", &cap, XATTR_CAPS_SZ_2, 0), EPERM);
   }
   assert_errno_is (setxattr (m_file, "trusted.x", "1", 1, 0), EPERM);
-  {
-    g_autofree char *dev = mfx_m (fx, "/ws/null");
-    assert_errno_is (mknod (dev, S_IFCHR | 0666, makedev (1, 3)), EPERM);
-  }
+  assert_errno_is (mknod (mfx_in_mount (fx, "/ws/null"), S_IFCHR | 0666, makedev (1, 3)), EPERM);
   after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   /* a chown that changes nothing is fine (tar does them) */
