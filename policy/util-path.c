@@ -90,6 +90,19 @@ step_problem (const struct stat *st, bool target, bool target_root_ok)
   return NULL;
 }
 
+/* The next component PART of a walk down a path, appended to WAY as the
+ * kernel takes it (an empty one, of "//", is none: false). */
+static bool
+way_append (GString *way, const char *part)
+{
+  if (part[0] == '\0')
+    return false;
+  if (way->len > 1)
+    g_string_append_c (way, '/');
+  g_string_append (way, part);
+  return true;
+}
+
 static gboolean check_private (const char *path, bool target_root_ok, bool must_exist, GError **error);
 
 /* check_private, its problem put in one sentence with WHAT and FIX */
@@ -147,11 +160,8 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
       gsize len = existing->len;
       const char *problem;
 
-      if (parts[i][0] == '\0')
+      if (!way_append (existing, parts[i]))
         continue;
-      if (existing->len > 1)
-        g_string_append_c (existing, '/');
-      g_string_append (existing, parts[i]);
       if (lstat (existing->str, &st) < 0)
         {
           int e = errno;
@@ -241,11 +251,8 @@ fb_path_make_private (const char *path, const char *what, const char *fix, GErro
       struct stat st;
       gsize len = have->len;
 
-      if (parts[i][0] == '\0')
+      if (!way_append (have, parts[i]))
         continue;
-      if (have->len > 1)
-        g_string_append_c (have, '/');
-      g_string_append (have, parts[i]);
       if (lstat (have->str, &st) < 0)
         {
           g_string_truncate (have, len);
