@@ -212,10 +212,13 @@ list_open (Lexer *lx, char close)
   return LIST_NEXT;
 }
 
-/* After a member or an element (ITEM, for the message). */
+/* A member's value or an element at PATH, and what follows it (ITEM, for
+ * the message). */
 static ListStep
-list_step (Lexer *lx, char close, const char *item)
+list_item (Lexer *lx, const char *path, char close, const char *item)
 {
+  if (!lex_value (lx, path))
+    return LIST_FAILED;
   skip_ws (lx);
   if (lx->p < lx->end && *lx->p == ',')
     {
@@ -267,9 +270,7 @@ lex_object (Lexer *lx, const char *path)
       if (lx->p >= lx->end || *lx->p != ':')
         return fail (lx, "expected \":\" after the key \"%s\"", key->str);
       advance (lx);
-      if (!lex_value (lx, member))
-        return false;
-      step = list_step (lx, '}', "a member");
+      step = list_item (lx, member, '}', "a member");
     }
   return step == LIST_END;
 }
@@ -283,9 +284,7 @@ lex_array (Lexer *lx, const char *path)
     {
       g_autofree char *element = g_strdup_printf ("%s[%u]", path, i);
 
-      if (!lex_value (lx, element))
-        return false;
-      step = list_step (lx, ']', "an element");
+      step = list_item (lx, element, ']', "an element");
     }
   return step == LIST_END;
 }
