@@ -35,13 +35,9 @@ typedef struct
 static void
 run_fusebox (TestCmd *r, const char *cwd, const char *const *args)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr (GPtrArray) argv = test_fusebox_argv (args, NULL);
   g_auto (GStrv) envp = g_environ_setenv (g_get_environ (), "HOME", TEST_HOME, TRUE);
 
-  g_ptr_array_add (argv, (char *)test_bin ());
-  for (guint i = 0; args[i] != NULL; i++)
-    g_ptr_array_add (argv, (char *)args[i]);
-  g_ptr_array_add (argv, NULL);
   test_cmd_run (r, cwd, envp, "HOME=" TEST_HOME, (char **)argv->pdata);
 }
 

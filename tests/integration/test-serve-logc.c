@@ -238,18 +238,11 @@ typedef struct
 static Follower *
 follower_start (const char *url, const char *const *extra)
 {
-  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  const char *const follow[] = { "log", "--follow", "--connect", url, NULL };
+  g_autoptr (GPtrArray) argv = test_fusebox_argv (follow, extra);
   g_autoptr (GError) error = NULL;
   Follower *f = g_new0 (Follower, 1);
 
-  g_ptr_array_add (argv, (char *)test_bin ());
-  g_ptr_array_add (argv, (char *)"log");
-  g_ptr_array_add (argv, (char *)"--follow");
-  g_ptr_array_add (argv, (char *)"--connect");
-  g_ptr_array_add (argv, (char *)url);
-  for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
-    g_ptr_array_add (argv, (char *)extra[i]);
-  g_ptr_array_add (argv, NULL);
   f->command = g_strjoinv (" ", (char **)argv->pdata);
   f->out = g_string_new (NULL);
   f->err = g_string_new (NULL);

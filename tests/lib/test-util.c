@@ -443,6 +443,20 @@ test_fusebox_argv_va (const char *first, va_list ap)
   return argv;
 }
 
+GPtrArray *
+test_fusebox_argv (const char *const *args, const char *const *extra)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+
+  g_ptr_array_add (argv, (char *)test_bin ());
+  for (guint i = 0; args[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *)args[i]);
+  for (guint i = 0; extra != NULL && extra[i] != NULL; i++)
+    g_ptr_array_add (argv, (char *)extra[i]);
+  g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
 GArray *
 test_proc_children (pid_t pid)
 {

@@ -136,6 +136,11 @@ mode_t test_mode_of (const char *path);
  * argv (the strings are not copied). */
 GPtrArray *test_fusebox_argv_va (const char *first, va_list ap);
 
+/* test_bin (), the arguments of ARGS, then those of EXTRA (both
+ * NULL-terminated; EXTRA may be NULL), as a NULL-terminated argv (the
+ * strings are not copied). */
+GPtrArray *test_fusebox_argv (const char *const *args, const char *const *extra);
+
 /* Run ARGV (searched in PATH) to completion; stdout and stderr kept when
  * asked for.  Returns the exit status, 128+N for a signal. */
 int test_run_cmd (const char *const *argv, char **ret_out, char **ret_err);
