@@ -186,32 +186,51 @@ intern (FbReport *r, const char *s)
   return s != NULL ? g_string_chunk_insert_const (r->strings, s) : NULL;
 }
 
+/* T's value for KEY, made by MAKE (given KEY interned: the table's key)
+ * when T has none yet. */
+static gpointer
+table_get (FbReport *r, GHashTable *t, const char *key, gpointer (*make) (const char *key))
+{
+  gpointer v = g_hash_table_lookup (t, key);
+
+  if (v == NULL)
+    {
+      const char *k = intern (r, key);
+
+      v = make (k);
+      g_hash_table_insert (t, (char *)k, v);
+    }
+  return v;
+}
+
+static gpointer
+counter_new (const char *key)
+{
+  return g_new0 (guint64, 1);
+}
+
 static void
 count_n (FbReport *r, GHashTable *t, const char *key, guint64 by)
 {
-  guint64 *n = g_hash_table_lookup (t, key);
+  guint64 *n = table_get (r, t, key, counter_new);
 
-  if (n == NULL)
-    {
-      n = g_new0 (guint64, 1);
-      g_hash_table_insert (t, (char *)intern (r, key), n);
-    }
   (*n) += by;
+}
+
+static gpointer
+file_entry_new (const char *path)
+{
+  FileEntry *e = g_new0 (FileEntry, 1);
+
+  e->path = path;
+  e->ops = g_ptr_array_new ();
+  return e;
 }
 
 static FileEntry *
 file_entry (FbReport *r, GHashTable *t, const char *path)
 {
-  FileEntry *e = g_hash_table_lookup (t, path);
-
-  if (e == NULL)
-    {
-      e = g_new0 (FileEntry, 1);
-      e->path = intern (r, path);
-      e->ops = g_ptr_array_new ();
-      g_hash_table_insert (t, (char *)e->path, e);
-    }
-  return e;
+  return table_get (r, t, path, file_entry_new);
 }
 
 /* S added to A (of strings in r->strings) unless A holds it already. */
@@ -240,20 +259,21 @@ group_add (FbReport *r, Group *g, const char *decision, const char *path, guint6
     add_distinct (r, g->examples, path);
 }
 
+static gpointer
+group_new (const char *key)
+{
+  Group *g = g_new0 (Group, 1);
+
+  g->key = key;
+  g->decisions = count_table ();
+  g->examples = g_ptr_array_new ();
+  return g;
+}
+
 static Group *
 group_get (FbReport *r, GHashTable *t, const char *key)
 {
-  Group *g = g_hash_table_lookup (t, key);
-
-  if (g == NULL)
-    {
-      g = g_new0 (Group, 1);
-      g->key = intern (r, key);
-      g->decisions = count_table ();
-      g->examples = g_ptr_array_new ();
-      g_hash_table_insert (t, (char *)g->key, g);
-    }
-  return g;
+  return table_get (r, t, key, group_new);
 }
 
 static RunInfo *
@@ -300,14 +320,16 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
       case FB_OP_EFFECT_CONNECT:
         return; /* a connection's path is "HOST:PORT", no file's */
       case FB_OP_EFFECT_CREATE:
-        add_op (r, file_entry (r, r->created, path), op);
-        classified = TRUE;
-        break;
       case FB_OP_EFFECT_LINK:
-        if (target == NULL)
-          break;
-        add_op (r, file_entry (r, r->created, target), op);
-        classified = TRUE;
+        {
+          /* what a link makes is its target */
+          const char *made = effect == FB_OP_EFFECT_LINK ? target : path;
+
+          if (made == NULL)
+            break;
+          add_op (r, file_entry (r, r->created, made), op);
+          classified = TRUE;
+        }
         break;
       case FB_OP_EFFECT_RENAME:
         if (target == NULL)
@@ -357,6 +379,15 @@ add_change (FbReport *r, JsonObject *o, const char *op, const char *path, const 
     add_op (r, file_entry (r, r->other, path), op);
 }
 
+static gpointer
+net_host_new (const char *host)
+{
+  NetHost *h = g_new0 (NetHost, 1);
+
+  h->host = host;
+  return h;
+}
+
 /* A connection through the network proxy, filed by the host it asked for. */
 static void
 add_network (FbReport *r, JsonObject *o, FbOp op, const char *decision, gint64 err, guint64 weight)
@@ -368,13 +399,7 @@ add_network (FbReport *r, JsonObject *o, FbOp op, const char *decision, gint64 e
     host = fb_json_member_string (o, "path");
   if (host == NULL)
     host = "?";
-  h = g_hash_table_lookup (r->network, host);
-  if (h == NULL)
-    {
-      h = g_new0 (NetHost, 1);
-      h->host = intern (r, host);
-      g_hash_table_insert (r->network, (char *)h->host, h);
-    }
+  h = table_get (r, r->network, host, net_host_new);
   if (op == FB_OP_DISCONNECT)
     {
       h->bytes_received += MAX (fb_json_member_int (o, "bytes_read", 0), 0);
