@@ -552,8 +552,7 @@ test_follow_ws (void **state)
 static void
 test_follow_unix (void **state)
 {
-  const char *sock = test_dir_path (F->dir, "api.sock");
-  g_autofree char *listen = g_strconcat ("unix:", sock, NULL);
+  g_autofree char *listen = g_strconcat ("unix:", test_dir_path (F->dir, "api.sock"), NULL);
   TestServer *server = server_start (listen, NULL);
   const char *const people_args[] = { "--color", "never", NULL };
   Rpc *r;
