@@ -78,15 +78,16 @@ static GPrivate read_buf_key = G_PRIVATE_INIT (g_free);
 void
 fb_fuse_options_init (FbFuseOptions *options)
 {
-  memset (options, 0, sizeof *options);
-  /* See "Caching" above: chosen per object (FB_FUSE_TIMEOUT_AUTO). */
-  options->entry_timeout = FB_FUSE_TIMEOUT_AUTO;
-  options->attr_timeout = FB_FUSE_TIMEOUT_AUTO;
-  options->negative_timeout = FB_FUSE_TIMEOUT_AUTO;
-  options->max_threads = 16;
-  options->allow_other = geteuid () == 0;
-  options->auto_unmount = true;
-  options->fsname = "fusebox";
+  *options = (FbFuseOptions){
+    /* See "Caching" above: chosen per object (FB_FUSE_TIMEOUT_AUTO). */
+    .entry_timeout = FB_FUSE_TIMEOUT_AUTO,
+    .attr_timeout = FB_FUSE_TIMEOUT_AUTO,
+    .negative_timeout = FB_FUSE_TIMEOUT_AUTO,
+    .max_threads = 16,
+    .allow_other = geteuid () == 0,
+    .auto_unmount = true,
+    .fsname = "fusebox",
+  };
 }
 
 static FbFuse *

@@ -120,14 +120,8 @@ view_changed (FbView *view, FbViewNode *node, const FbViewChange *change)
 void
 view_changed_object (FbView *view, FbViewNode *node, guint what)
 {
-  FbViewChange c = { 0 };
-
-  if (node == NULL || node->kind != NODE_HOST)
-    return;
-  c.what = what;
-  c.dev = node->dev;
-  c.ino = node->ino;
-  view_changed (view, node, &c);
+  if (node != NULL && node->kind == NODE_HOST)
+    view_changed (view, node, &(FbViewChange){ .what = what, .dev = node->dev, .ino = node->ino });
 }
 
 void
