@@ -102,8 +102,7 @@ static void
 waiting_free (Waiting *w)
 {
   g_free (w->line);
-  if (w->entry != NULL)
-    g_bytes_unref (w->entry);
+  g_bytes_unref (w->entry); /* takes NULL */
   g_free (w);
 }
 

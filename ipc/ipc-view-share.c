@@ -129,8 +129,7 @@ static void
 pid_entry_free (PidEntry *e)
 {
   close (e->pidfd);
-  if (e->member != NULL)
-    fb_view_member_unref (e->member);
+  fb_view_member_unref (e->member);
   g_free (e);
 }
 
