@@ -521,21 +521,15 @@ identity_run (RFx *fx, const char *const *extra)
   test_caller_clear (&c);
 }
 
-static void
-test_identity_root (void **state)
+RFX_CASE (test_identity_root)
 {
-  RFX_BEGIN (state);
   identity_run (fx, NULL);
-  RFX_PASS ();
 }
 
-static void
-test_identity_root_uid_1000 (void **state)
+RFX_CASE (test_identity_root_uid_1000)
 {
-  RFX_BEGIN (state);
   const char *extra[] = { "--uid", "1000", "--gid", "1000", NULL };
   identity_run (fx, extra);
-  RFX_PASS ();
 }
 
 /* The sandbox of TOKEN is up: its three processes, and MADE created. */
@@ -547,10 +541,8 @@ sandbox_up (const char *token, const char *made)
 }
 
 /* The same through `fusebox serve`'s process/start (fusebox-launch). */
-static void
-test_identity_serve (void **state)
+RFX_CASE (test_identity_serve)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *token = new_token ();
   g_autofree char *made = g_build_filename (fx->ws, "made-by-serve", NULL);
@@ -585,7 +577,6 @@ test_identity_serve (void **state)
   rfx_forget_pid (fx, server->pid);
   test_server_stop (server);
   assert_owned_by (made, 0, 0);
-  RFX_PASS ();
 }
 
 /* ---- sysctls and other host-wide knobs of /proc ---- */
@@ -627,20 +618,15 @@ assert_write_back_refused (RFx *fx, const char *path)
 
 /* kernel.core_pattern: the value the host has, written back from inside,
  * is refused (a pattern of our own would run as root on the next crash). */
-static void
-test_core_pattern (void **state)
+RFX_CASE (test_core_pattern)
 {
-  RFX_BEGIN (state);
   assert_write_back_refused (fx, "/proc/sys/kernel/core_pattern");
-  RFX_PASS ();
 }
 
 /* The paths of programs the kernel runs as root: kernel.modprobe where the
  * kernel has modules, kernel.poweroff_cmd. */
-static void
-test_usermode_helpers (void **state)
+RFX_CASE (test_usermode_helpers)
 {
-  RFX_BEGIN (state);
   static const char *const helpers[] = { "/proc/sys/kernel/modprobe", "/proc/sys/kernel/poweroff_cmd" };
   g_autoptr (GPtrArray) present = g_ptr_array_new ();
   for (size_t i = 0; i < G_N_ELEMENTS (helpers); i++)
@@ -650,16 +636,13 @@ test_usermode_helpers (void **state)
     test_skip_or_fail ("the kernel has neither kernel.modprobe nor kernel.poweroff_cmd");
   for (guint i = 0; i < present->len; i++)
     assert_write_back_refused (fx, present->pdata[i]);
-  RFX_PASS ();
 }
 
 /* Files whose only guard is the host root's ownership: the SysRq trigger,
  * IRQ affinity, PCI configuration space.  Opened for writing (which alone
  * changes nothing) on the host, refused inside. */
-static void
-test_proc_root_knobs (void **state)
+RFX_CASE (test_proc_root_knobs)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autoptr (GPtrArray) knobs = g_ptr_array_new_with_free_func (g_free);
   if (access ("/proc/sysrq-trigger", F_OK) == 0)
@@ -699,16 +682,13 @@ test_proc_root_knobs (void **state)
   g_ptr_array_add (want, NULL);
   assert_probes_as_caller (fx, argv, (const char *const *)want->pdata,
                            "opening /proc's host-wide knobs for writing inside");
-  RFX_PASS ();
 }
 
 /* The covers themselves: read-only mounts over every entry the launcher
  * covers that this kernel has, which also hold what anyone may open for
  * writing there. */
-static void
-test_proc_covers (void **state)
+RFX_CASE (test_proc_covers)
 {
-  RFX_BEGIN (state);
   static const char *const covered[] = { "sys",  "sysrq-trigger", "irq",           "bus",         "fs",  "acpi",
                                          "scsi", "asound",        "latency_stats", "timer_stats", "mtrr" };
   g_autofree char *self = test_self ();
@@ -728,7 +708,6 @@ test_proc_covers (void **state)
   g_ptr_array_add (argv, NULL);
   g_ptr_array_add (want, NULL);
   assert_probes_as_caller (fx, argv, (const char *const *)want->pdata, "the read-only covers of /proc");
-  RFX_PASS ();
 }
 
 /* ---- /dev ---- */
@@ -760,10 +739,8 @@ restore_node_teardown (void **state)
  * access, so that a failing build does no harm while it runs), times,
  * owner or xattrs from inside, and the host's node as it was; the devices
  * still read and write. */
-static void
-test_dev_nodes (void **state)
+RFX_CASE (test_dev_nodes)
 {
-  RFX_BEGIN (state);
   const char *full = "/dev/full";
   g_autofree char *self = test_self ();
   struct stat before, after;
@@ -794,7 +771,6 @@ test_dev_nodes (void **state)
   assert_int_equal (after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
   rfx_result_clear (&r);
   test_caller_clear (&c);
-  RFX_PASS ();
 }
 
 /* ---- /proc/1 and the host's fusebox binary ---- */
@@ -847,23 +823,18 @@ assert_pid1_closed (RFx *fx, const TestCaller *c)
   rfx_result_clear (&r);
 }
 
-static void
-test_proc_pid1_root (void **state)
+RFX_CASE (test_proc_pid1_root)
 {
-  RFX_BEGIN (state);
   TestCaller c;
   test_caller_init (&c, fx->tmp);
   assert_pid1_closed (fx, &c);
   test_caller_clear (&c);
-  RFX_PASS ();
 }
 
 /* A normal caller keeps its uid, so the kernel's own rule (an euid change
  * makes a process not dumpable) does not close pid 1: fusebox must. */
-static void
-test_proc_pid1_unprivileged (void **state)
+RFX_CASE (test_proc_pid1_unprivileged)
 {
-  RFX_BEGIN (state);
   TestCaller c;
   test_caller_init (&c, fx->tmp);
   /* OUTER_UID with a private 0666 FUSE node */
@@ -873,7 +844,6 @@ test_proc_pid1_unprivileged (void **state)
   test_caller_require_sandboxes (&c, fx->ws, NULL);
   assert_pid1_closed (fx, &c);
   test_caller_clear (&c);
-  RFX_PASS ();
 }
 
 /* ---- escapes closed before, kept closed ---- */
@@ -881,10 +851,8 @@ test_proc_pid1_unprivileged (void **state)
 /* TIOCSTI into the caller's terminal (CVE-2017-5226), nested user
  * namespaces by unshare and by clone: the command's stdin is a terminal
  * of ours, and nothing arrives on it. */
-static void
-test_known_escapes (void **state)
+RFX_CASE (test_known_escapes)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   int master = -1, slave = -1;
   assert_int_equal (openpty (&master, &slave, NULL, NULL, NULL), 0);
@@ -912,7 +880,6 @@ test_known_escapes (void **state)
   close (slave);
   rfx_result_clear (&r);
   test_caller_clear (&c);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_identity_root), RFX_TEST (test_identity_root_uid_1000),

@@ -165,10 +165,8 @@ assert_refusal_logged (MFx *fx, const char *op, const char *path, const char *wh
     fail_msg ("%s:\n%.2000s", what, log);
 }
 
-static void
-test_rename_chain_refused (void **state)
+MFX_CASE (test_rename_chain_refused)
 {
-  MFX_BEGIN (state);
   g_autofree char *m_ws = mfx_m (fx, "/ws");
   g_autofree char *h_ws = mfx_h (fx, "/ws");
   int ws, target, e, n1, n2, h;
@@ -214,13 +212,10 @@ test_rename_chain_refused (void **state)
   host_rm_deep (h, "c1");
   host_rm_deep (h, "c2");
   close (h);
-  MFX_PASS ();
 }
 
-static void
-test_host_tree_deeper_reported (void **state)
+MFX_CASE (test_host_tree_deeper_reported)
 {
-  MFX_BEGIN (state);
   g_autofree char *m_ws = mfx_m (fx, "/ws");
   g_autofree char *h_ws = mfx_h (fx, "/ws");
   gsize view_len = strlen (h_ws) + strlen ("/deep");
@@ -261,7 +256,6 @@ test_host_tree_deeper_reported (void **state)
   assert_refusal_logged (fx, "\"op\":\"lookup\"", "/deep/d/d", "the host tree deeper than the limit was not reported");
   host_rm_deep (h, "deep");
   close (h);
-  MFX_PASS ();
 }
 
 /* Rounds of the attack: each makes a fresh chain to the limit and moves
@@ -272,10 +266,8 @@ test_host_tree_deeper_reported (void **state)
  * buffers: what the daemon may take besides its nodes. */
 #define SLACK_KB (32 * 1024)
 
-static void
-test_memory_budget (void **state)
+MFX_CASE (test_memory_budget)
 {
-  MFX_BEGIN (state);
   g_autofree char *m_ws = mfx_m (fx, "/ws");
   g_autofree char *h_ws = mfx_h (fx, "/ws");
   g_autofree char *top = g_strdup ("r0");
@@ -346,7 +338,6 @@ test_memory_budget (void **state)
       host_rm_deep (h, name);
     }
   close (h);
-  MFX_PASS ();
 }
 
 MFX_DEFINE_MAIN (MFX_TEST (test_rename_chain_refused), MFX_TEST (test_host_tree_deeper_reported),

@@ -67,11 +67,18 @@ teardown (void **state)
   return 0;
 }
 
-/* As RFX_BEGIN, RFX_PASS and RFX_TEST, for a DFx. */
-#define DFX_BEGIN(state)                                                                                               \
-  DFx *fx = *(state);                                                                                                  \
-  fx->rfx->test_name = __func__
-#define DFX_PASS() (fx->rfx->passed = true)
+/* As RFX_CASE, for a DFx: the RFx inside it names the test and is marked
+ * passed when the body returns. */
+static void
+dfx_run_case (void **state, const char *name, void (*body) (DFx *fx))
+{
+  DFx *fx = *state;
+
+  fx->rfx->test_name = name;
+  body (fx);
+  fx->rfx->passed = true;
+}
+#define DFX_CASE(name) TEST_CASE (DFx, dfx_run_case, name)
 #define DFX_TEST(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
 
 /* T/ws/big: a tmpfs (100,000 directories cost no disk and go at unmount) */
@@ -238,10 +245,8 @@ mkdir_tree (const char *tree)
 
 /* A sandbox's find over 102,551 directories sees them all; with every one
  * of them still known to the kernel, another session is served. */
-static void
-test_find_many_directories (void **state)
+DFX_CASE (test_find_many_directories)
 {
-  DFX_BEGIN (state);
   g_autofree char *big = NULL, *tree = NULL, *tree_json = NULL, *argv = NULL, *out = NULL, *expect = NULL;
   int code;
 
@@ -265,15 +270,12 @@ test_find_many_directories (void **state)
     fail_msg ("find in the sandbox (exit %d) printed:\n%s\nexpected:\n%s", code, out, expect);
 
   assert_served_meanwhile (fx, "find");
-  DFX_PASS ();
 }
 
 /* A sandbox holding as many files open as it can gets its own EMFILE (or
  * holds all 20,000), and another session is served meanwhile. */
-static void
-test_hold_many_files (void **state)
+DFX_CASE (test_hold_many_files)
 {
-  DFX_BEGIN (state);
   g_autofree char *big = NULL, *many = NULL, *argv = NULL, *out = NULL, *probe = NULL;
   g_autofree char *probe_json = NULL, *many_json = NULL;
   long opened = -1;
@@ -318,15 +320,12 @@ test_hold_many_files (void **state)
     fail_msg ("the sandbox opened %ld files and then got %s", opened, err);
 
   assert_served_meanwhile (fx, "hold");
-  DFX_PASS ();
 }
 
 /* Started with a soft limit below the hard one, the server raises it and
  * says what it came to. */
-static void
-test_limit_raised_and_said (void **state)
+DFX_CASE (test_limit_raised_and_said)
 {
-  DFX_BEGIN (state);
   g_autofree char *expect = g_strdup_printf ("descriptors: RLIMIT_NOFILE %u", LOWERED_NOFILE);
   g_autofree char *limits_path = NULL, *limits = NULL, *err = NULL;
   bool said = false;
@@ -346,7 +345,6 @@ test_limit_raised_and_said (void **state)
     if (strstr (limits, row) == NULL)
       fail_msg ("the soft limit was not raised to the hard one:\n%s", limits);
   }
-  DFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (NULL, require_holdopen, DFX_TEST (test_limit_raised_and_said), DFX_TEST (test_hold_many_files),

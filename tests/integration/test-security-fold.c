@@ -424,10 +424,8 @@ fold_run (RFx *fx, const FoldRun *c, char **ret_mnt, char **ret_backing)
   return log;
 }
 
-static void
-test_case_variants_run (void **state)
+RFX_CASE (test_case_variants_run)
 {
-  RFX_BEGIN (state);
   static const TestSecFile files[] = {
     { "vault/PUB/f.txt", "pub\n" },  { "vault/open/f.txt", "open\n" }, { "vault/other.txt", "other\n" },
     { "DOCS/other.txt", "other\n" }, { "DOCS/secret", "secret\n" },
@@ -450,14 +448,11 @@ test_case_variants_run (void **state)
   g_autofree char *denied = g_build_filename (mnt, "SECRET-DENY.TXT", NULL);
 
   assert_logged_spelling (log, denied);
-  RFX_PASS ();
 }
 
 /* NFD against NFC and case folding beyond ASCII, as ext4/tmpfs casefold. */
-static void
-test_unicode_variants_run (void **state)
+RFX_CASE (test_unicode_variants_run)
 {
-  RFX_BEGIN (state);
   static const char *const args[] = { "--unicode", NULL };
   static const TestSecFile files[] = { { "caf\xc3\xa9-secret.txt", "caf\xc3\xa9\n" } };
   static const char *const variants[] = { "cafe\xcc\x81-secret.txt", "CAF\xc3\x89-SECRET.TXT", NULL };
@@ -484,14 +479,11 @@ test_unicode_variants_run (void **state)
   /* nor was a denied name made in another normalization */
   nfd = g_build_filename (backing, "nai\xcc\x88ve-absent", NULL);
   assert_int_not_equal (lstat (nfd, &st), 0);
-  RFX_PASS ();
 }
 
 /* Trailing dots and spaces, which vfat, NTFS and SMB servers ignore. */
-static void
-test_trailing_dots_run (void **state)
+RFX_CASE (test_trailing_dots_run)
 {
-  RFX_BEGIN (state);
   static const char *const args[] = { "--strip-dots", NULL };
   static const char *const variants[] = { "secret-deny.txt.", "secret-deny.txt ", ".git./config", NULL };
   static const Step steps[] = {
@@ -508,7 +500,6 @@ test_trailing_dots_run (void **state)
   };
 
   g_free (fold_run (fx, &c, NULL, NULL));
-  RFX_PASS ();
 }
 
 /* A real tmpfs with casefold (Linux 6.13, CONFIG_UNICODE). */
@@ -561,10 +552,8 @@ test_tmpfs_casefold_run (void **state)
 
 /* ---- through the remote API ---- */
 
-static void
-test_case_variants_serve (void **state)
+RFX_CASE (test_case_variants_serve)
 {
-  RFX_BEGIN (state);
   g_autofree char *backing = NULL;
   g_autofree char *mnt = mount_foldfs (fx, NULL, &backing);
   static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "Secret-Hide.txt", "PRIVATE-DIR/inner.txt",
@@ -641,15 +630,12 @@ test_case_variants_serve (void **state)
   if (bad->len > 0)
     fail_msg ("through the remote API, on a host that folds names:\n%s", bad->str);
   assert_host_unchanged (backing);
-  RFX_PASS ();
 }
 
 /* `fusebox check` names the folding filesystem under the workspace and
  * what fusebox does about it; a workspace without one says so. */
-static void
-test_check_reports (void **state)
+RFX_CASE (test_check_reports)
 {
-  RFX_BEGIN (state);
   g_autofree char *backing = NULL;
   g_autofree char *mnt = mount_foldfs (fx, NULL, &backing);
   g_autofree char *want = g_strdup_printf ("OK    case-folding names: %s (fuse.fb-foldfs) may fold names: ", mnt);
@@ -670,7 +656,6 @@ test_check_reports (void **state)
   want_plain = g_strdup_printf ("OK    case-folding names: nothing under %s folds names", fx->home);
   if (strstr (out_plain, want_plain) == NULL && strstr (out_plain, "may fold names") == NULL)
     fail_msg ("`fusebox check --workspace %s` says nothing of folding:\n%s", fx->home, out_plain);
-  RFX_PASS ();
 }
 
 /* A fold test: it may mount a folding filesystem, which its teardown

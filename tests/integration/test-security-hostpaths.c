@@ -62,10 +62,8 @@ assert_refused (RfxResult *res, int status, const char *needle)
     fail_msg ("exit %d, want %d, and stderr saying '%s'\nstderr:\n%s", res->status, status, needle, res->err);
 }
 
-static void
-test_run_dir_of_another_user (void **state)
+RFX_CASE (test_run_dir_of_another_user)
 {
-  RFX_BEGIN (state);
   RfxResult made_ready = { 0 }, below = { 0 }, mine = { 0 };
   g_autofree char *ready = other_dir (fx, "ready", 0777);
   g_autofree char *theirs = other_dir (fx, "theirs", 0755);
@@ -102,13 +100,10 @@ test_run_dir_of_another_user (void **state)
   rfx_result_clear (&sticky);
   rfx_result_clear (&below);
   rfx_result_clear (&mine);
-  RFX_PASS ();
 }
 
-static void
-test_state_of_another_user (void **state)
+RFX_CASE (test_state_of_another_user)
 {
-  RFX_BEGIN (state);
   RfxResult run = { 0 }, session = { 0 }, log = { 0 }, sticky = { 0 };
   g_autofree char *theirs = other_dir (fx, "their-state", 0777);
   g_autofree char *tmp_like = g_build_filename (fx->tmp, "tmp-like", NULL);
@@ -184,13 +179,10 @@ test_state_of_another_user (void **state)
   rfx_result_clear (&sticky);
   rfx_result_clear (&grp);
   rfx_result_clear (&upg);
-  RFX_PASS ();
 }
 
-static void
-test_mount_through_another_users_link (void **state)
+RFX_CASE (test_mount_through_another_users_link)
 {
-  RFX_BEGIN (state);
   RfxResult linked = { 0 }, log_there = { 0 };
   g_autofree char *theirs = other_dir (fx, "their-dir", 0755);
   g_autofree char *target = g_build_filename (fx->tmp, "roots", NULL);
@@ -245,7 +237,6 @@ test_mount_through_another_users_link (void **state)
   rfx_result_clear (&linked);
   rfx_result_clear (&dotdot);
   rfx_result_clear (&log_there);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_state_of_another_user),

@@ -129,10 +129,8 @@ open_m (MFx *fx, const char *name, int flags)
   return fd;
 }
 
-static void
-test_every_route (void **state)
+MFX_CASE (test_every_route)
 {
-  MFX_BEGIN (state);
   static const char *const routes[] = { "write-rdwr", "write-wronly", "write-odirect", "open-trunc", "mmap",
                                         "truncate",   "ftruncate",    "fallocate",     "copy" };
   g_autoptr (GString) bad = g_string_new (NULL);
@@ -238,15 +236,12 @@ test_every_route (void **state)
       fprintf (stderr, "privileges that survived a write through the view:%s\n", bad->str);
       fail_msg ("set-id bits or capabilities survived a write (the list is above)");
     }
-  MFX_PASS ();
 }
 
 /* As the kernel: S_ISGID without group-exec grants nothing at execve (it
  * was the mandatory-locking mark) and stays; with it, it goes. */
-static void
-test_setgid_without_group_exec_stays (void **state)
+MFX_CASE (test_setgid_without_group_exec_stays)
 {
-  MFX_BEGIN (state);
   static const struct
   {
     const char *name;     /* in /ws */
@@ -276,15 +271,12 @@ test_setgid_without_group_exec_stays (void **state)
   for (guint i = 0; i < G_N_ELEMENTS (files); i++)
     if (test_mode_of (h[i]) != files[i].written)
       fail_msg ("%s is %04o after a write through the view, not %04o", h[i], test_mode_of (h[i]), files[i].written);
-  MFX_PASS ();
 }
 
 /* Not only root: an unprivileged caller's write-only (direct I/O) write,
  * which the kernel flags for the daemon and the daemon used to ignore. */
-static void
-test_unprivileged_caller (void **state)
+MFX_CASE (test_unprivileged_caller)
 {
-  MFX_BEGIN (state);
   const char *m = mfx_in_mount (fx, "/ws/shared");
   const char *h = mfx_on_host (fx, "/ws/shared");
   pid_t child;
@@ -313,7 +305,6 @@ test_unprivileged_caller (void **state)
     fail_msg ("written by uid 65534, the host's %s is still %o", h, st.st_mode & 07777);
   assert_int_equal (st.st_mode & 0777, 0777);
   assert_false (host_has_caps (h));
-  MFX_PASS ();
 }
 
 MFX_DEFINE_MAIN (MFX_TEST (test_every_route), MFX_TEST (test_setgid_without_group_exec_stays),

@@ -109,10 +109,8 @@ assert_root_still_gets_them (bool fanotify_too, const char *after)
   close (fd);
 }
 
-static void
-test_one_sandbox (void **state)
+RFX_CASE (test_one_sandbox)
 {
-  RFX_BEGIN (state);
   int host = host_limit ("max_inotify_instances");
   int share = MAX (host / 8, 1);
   Holder h = { 0 };
@@ -133,7 +131,6 @@ test_one_sandbox (void **state)
               host_limit ("max_fanotify_groups"));
   assert_root_still_gets_them (h.fanotify >= 0, "one sandbox took all it could");
   hold_end (fx, &h);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_one_sandbox))

@@ -83,10 +83,8 @@ count_mkdirs (TestLog *l, const char *prefix, const char *decision, guint *ret_r
   return n;
 }
 
-static void
-test_refusal_flood_folded (void **state)
+RFX_CASE (test_refusal_flood_folded)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   const char *run_dir = test_dir_path (fx->dir, "run");
   const char *ws_dir = test_dir_mkdir (fx->dir, "ws/made", 0755);
@@ -119,13 +117,10 @@ test_refusal_flood_folded (void **state)
   assert_null (strstr (r.err, "seq jumps"));
   rfx_result_clear (&r);
   test_log_clear (&l);
-  RFX_PASS ();
 }
 
-static void
-test_over_budget_stops (void **state)
+RFX_CASE (test_over_budget_stops)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   const char *run_dir = test_dir_path (fx->dir, "run");
   const char *ws_dir = test_dir_mkdir (fx->dir, "ws/made", 0755);
@@ -187,7 +182,6 @@ test_over_budget_stops (void **state)
   assert_true (made <= logged + not_written);
   assert_true (made < 10000);
   test_log_clear (&l);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_refusal_flood_folded), RFX_TEST (test_over_budget_stops))

@@ -243,33 +243,25 @@ assert_refused_as_each_obj (RFx *fx, const char *name, bool newest)
 
 /* A FIFO, a socket, a device or a link in place of access.jsonl: log, log
  * --follow, report, and log of the newest run, each refuse it and end. */
-static void
-test_live_log_not_a_file (void **state)
+RFX_CASE (test_live_log_not_a_file)
 {
-  RFX_BEGIN (state);
   assert_refused_as_each_obj (fx, "access.jsonl", true);
-  RFX_PASS ();
 }
 
 /* The same in place of a rotated file, with a live file beside it. */
-static void
-test_rotated_log_not_a_file (void **state)
+RFX_CASE (test_rotated_log_not_a_file)
 {
-  RFX_BEGIN (state);
   g_autofree char *live = run_file (fx, "access.jsonl");
   g_autofree char *rec = record (2, "/b");
 
   test_write (live, rec, 0600);
   assert_refused_as_each_obj (fx, "access.000000000001-000000000001.jsonl", false);
-  RFX_PASS ();
 }
 
 /* run.json a FIFO, a socket, a device or a link: `runs` ends, shows the run
  * as unknown and says why. */
-static void
-test_run_json_not_a_file (void **state)
+RFX_CASE (test_run_json_not_a_file)
 {
-  RFX_BEGIN (state);
   g_autofree char *json = run_file (fx, "run.json");
   g_autofree char *secret =
     write_secret (fx, "secret.json", "{\"run\":\"x\",\"command\":[\"the-secret\"],\"ended\":\"x\"}\n");
@@ -283,7 +275,6 @@ test_run_json_not_a_file (void **state)
       assert_runs_unknown (fx, objs[o].kind, says);
       assert_int_equal (unlink (json), 0);
     }
-  RFX_PASS ();
 }
 
 /* Append LEN bytes of C to FD. */
@@ -416,10 +407,8 @@ count (const char *text, const char *needle)
   return n;
 }
 
-static void
-test_any_content (void **state)
+RFX_CASE (test_any_content)
 {
-  RFX_BEGIN (state);
   g_autofree char *live = run_file (fx, "access.jsonl");
   guint junk = write_junk_log (live);
   g_autofree char *bad = g_strdup_printf ("\"bad_lines\" : %u", junk);
@@ -452,14 +441,11 @@ test_any_content (void **state)
   FUSEBOX (fx, &r, "report", RUN);
   assert_int_equal (r.status, 0);
   res_clear (&r);
-  RFX_PASS ();
 }
 
 /* --follow reads through the same junk to the last record, and waits. */
-static void
-test_follow_any_content (void **state)
+RFX_CASE (test_follow_any_content)
 {
-  RFX_BEGIN (state);
   g_autofree char *live = run_file (fx, "access.jsonl");
   g_autofree char *out = g_build_filename (fx->tmp, "follow.out", NULL);
   g_autofree char *cmd = g_strdup_printf ("exec '%s' log --follow --json " RUN " >%s 2>/dev/null", test_bin (), out);
@@ -491,14 +477,11 @@ test_follow_any_content (void **state)
     g_autofree char *t = test_read_file (out);
     assert_records (t, "log --follow --json");
   }
-  RFX_PASS ();
 }
 
 /* run.json: junk, nesting json-glib would recurse through, too large. */
-static void
-test_run_json_any_content (void **state)
+RFX_CASE (test_run_json_any_content)
 {
-  RFX_BEGIN (state);
   g_autofree char *json = run_file (fx, "run.json");
   struct
   {
@@ -532,7 +515,6 @@ test_run_json_any_content (void **state)
         assert_runs_unknown (fx, cases[i].what, says);
       }
     }
-  RFX_PASS ();
 }
 
 /* T/shared/audit.jsonl (root's, seq 2) and its rotated file (root's, seq 1)
@@ -541,10 +523,8 @@ test_run_json_any_content (void **state)
  * Owned by root it would be read (which proves the reader takes the name),
  * and the real records dropped as duplicates; owned by uid 65534, `log` and
  * `report` skip it, say so, and show the real records only. */
-static void
-test_rotated_of_another_owner (void **state)
+RFX_CASE (test_rotated_of_another_owner)
 {
-  RFX_BEGIN (state);
   g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
@@ -590,7 +570,6 @@ test_rotated_of_another_owner (void **state)
   assert_non_null (strstr (r.out, "/real-b"));
   assert_non_null (strstr (r.out, "\"duplicates\" : 0,"));
   res_clear (&r);
-  RFX_PASS ();
 }
 
 static int

@@ -135,10 +135,8 @@ make_sparse (RFx *fx, const char *name, off_t size)
 /* A policy that is a FIFO, a link to /dev/zero, or 9 MiB: `policy check`
  * and `run --policy` refuse it at once and say why; a good policy passes
  * the same `policy check` first (the command reads what it is named). */
-static void
-test_policy_not_a_file (void **state)
+RFX_CASE (test_policy_not_a_file)
 {
-  RFX_BEGIN (state);
   g_autofree char *good = rfx_policy_ws (fx);
   g_autofree char *fifo = make_fifo (fx, "fifo.json");
   g_autofree char *zero = make_zero_link (fx, "zero.json");
@@ -169,16 +167,13 @@ test_policy_not_a_file (void **state)
   FUSEBOX (fx, &r, "policy", "check", big);
   assert_refused (&r, 1, big_says, G_STRINGIFY (POLICY_MAX), NULL);
   test_cmd_clear (&r);
-  RFX_PASS ();
 }
 
 /* A token file that is a FIFO, a link to /dev/zero or larger than a token:
  * `serve --token-file` and `log --connect --token-file` refuse it at once
  * and say why (neither listens or connects first). */
-static void
-test_token_file_not_a_file (void **state)
+RFX_CASE (test_token_file_not_a_file)
 {
-  RFX_BEGIN (state);
   g_autofree char *fifo = make_fifo (fx, "token-fifo");
   g_autofree char *zero = make_zero_link (fx, "token-zero");
   g_autofree char *big = make_sparse (fx, "token-big", 2 * TOKEN_MAX);
@@ -197,7 +192,6 @@ test_token_file_not_a_file (void **state)
       assert_refused (&r, 1, "log: --token-file: the token file", files[i], says[i], NULL);
       test_cmd_clear (&r);
     }
-  RFX_PASS ();
 }
 
 /* ---- a fake server on a unix socket ---- */
@@ -281,10 +275,8 @@ start_fake_server (const char *path, uid_t uid)
 /* `log --follow --connect unix:PATH`, PATH answered by a fake server of
  * another uid: refused before anything is sent, naming that uid; the same
  * server run as root is followed (and its record printed). */
-static void
-test_connect_impostor (void **state)
+RFX_CASE (test_connect_impostor)
 {
-  RFX_BEGIN (state);
   g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
   g_autofree char *sock = g_build_filename (dir, "serve.sock", NULL);
   g_autofree char *url = g_strconcat ("unix:", sock, NULL);
@@ -321,7 +313,6 @@ test_connect_impostor (void **state)
   assert_int_equal (waitpid (pid, &status, 0), pid);
   rfx_forget_pid (fx, pid);
   assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-  RFX_PASS ();
 }
 
 /* In a child of UID (which owns the socket: the kernel takes its uid when
@@ -385,10 +376,8 @@ start_tcp_listener (uid_t uid, guint16 *ret_port, int *ret_capture)
  * by a listener of another uid: refused before the upgrade, naming that
  * uid, and the listener reads nothing; root's listener gets the token
  * (which proves the other would). */
-static void
-test_token_to_loopback_impostor (void **state)
+RFX_CASE (test_token_to_loopback_impostor)
 {
-  RFX_BEGIN (state);
   g_autofree char *token_file = g_build_filename (fx->tmp, "token", NULL);
   const char *token = "8b1f0c7e2a9d4f6031c5e7a9b2d4f60818e3c5a7b9d1f3e5";
   g_autofree char *says = NULL;
@@ -428,7 +417,6 @@ test_token_to_loopback_impostor (void **state)
         }
       test_cmd_clear (&r);
     }
-  RFX_PASS ();
 }
 
 static int

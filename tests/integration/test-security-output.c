@@ -155,10 +155,8 @@ hostile_run (RFx *fx)
   return run_dir;
 }
 
-static void
-test_log_and_report (void **state)
+RFX_CASE (test_log_and_report)
 {
-  RFX_BEGIN (state);
   g_autofree char *run_dir = hostile_run (fx);
   g_autofree char *raw = test_log_text (run_dir);
   g_autofree char *out = NULL, *err = NULL;
@@ -248,13 +246,10 @@ test_log_and_report (void **state)
   assert_int_equal (fusebox (fx, &out, &err, "log", "--json", RUN_ID, NULL), 0);
   assert_terminal_safe ("fusebox log --json", out);
   assert_int_equal (count_lines (out), records);
-  RFX_PASS ();
 }
 
-static void
-test_runs (void **state)
+RFX_CASE (test_runs)
 {
-  RFX_BEGIN (state);
   g_autofree char *run_dir = hostile_run (fx);
   g_autofree char *out = NULL, *err = NULL;
 
@@ -282,14 +277,11 @@ test_runs (void **state)
     assert_string_equal (json_array_get_string_element (cmd, n - 2), hostile_names[2]);
     assert_string_equal (json_array_get_string_element (cmd, n - 1), hostile_names[5]);
   }
-  RFX_PASS ();
 }
 
 /* policy explain (text and JSON) and an error message naming a path */
-static void
-test_explain_and_errors (void **state)
+RFX_CASE (test_explain_and_errors)
 {
-  RFX_BEGIN (state);
   const char *path = "/usr/rlo\xe2\x80\xae"
                      "exe.txt-esc\x1b[2J-csi\xc2\x9b-ls\xe2\x80\xa8";
   g_autofree char *out = NULL, *err = NULL;
@@ -313,7 +305,6 @@ test_explain_and_errors (void **state)
   assert_int_not_equal (fusebox (fx, &out, &err, "log", path, NULL), 0);
   assert_terminal_safe ("fusebox log NONEXISTENT (stderr)", err);
   assert_non_null (strstr (err, "\\u202e"));
-  RFX_PASS ();
 }
 
 /* the times `fusebox log` and `report` print, alike on every host */

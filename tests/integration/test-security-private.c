@@ -145,10 +145,8 @@ assert_logged (RFx *fx, const char *log, const char *from, const char *to)
     fail_msg ("no rename of %s to %s refused by fusebox:private-source (EXDEV) in the log:\n%s", from, to, log);
 }
 
-static void
-test_default_globs (void **state)
+RFX_CASE (test_default_globs)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *policy = default_with_globs (fx, "policy.json");
   g_autofree char *run1 = g_build_filename (fx->tmp, "run1", NULL);
@@ -230,15 +228,12 @@ test_default_globs (void **state)
   assert_logged (fx, log, "a", "/tmp/a");
   assert_logged (fx, log, "b", home_b);
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 /* builtin:agent: a nested repository's .git is read-only ("never
  * written"); moving its directory into /tmp or HOME leaves it on the host. */
-static void
-test_agent (void **state)
+RFX_CASE (test_agent)
 {
-  RFX_BEGIN (state);
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
   g_autofree char *home_sub = g_build_filename (fx->home, "sub", NULL);
   g_autofree char *log = NULL;
@@ -256,7 +251,6 @@ test_agent (void **state)
   assert_logged (fx, log, "sub", "/tmp/sub");
   assert_logged (fx, log, "sub", home_sub);
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 /* A session's view outlives each command, and so do its private /tmp and
@@ -274,10 +268,8 @@ session_teardown (void **state)
   return rfx_teardown (state);
 }
 
-static void
-test_session (void **state)
+RFX_CASE (test_session)
 {
-  RFX_BEGIN (state);
   RfxResult r = { 0 }, stop = { 0 }, prune = { 0 };
   g_autoptr (GDir) runs = NULL;
   const char *id;
@@ -305,7 +297,6 @@ test_session (void **state)
   rfx_result_clear (&r);
   rfx_result_clear (&stop);
   rfx_result_clear (&prune);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_default_globs), RFX_TEST (test_agent),

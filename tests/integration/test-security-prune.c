@@ -105,10 +105,8 @@ runs (RFx *fx, rlim_t nofile, char **ret_out, char **ret_err, const char *arg)
   return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
 }
 
-static void
-test_prune_deep_tree (void **state)
+RFX_CASE (test_prune_deep_tree)
 {
-  RFX_BEGIN (state);
   g_autofree char *run_dir = NULL;
   g_autofree char *tmp = kept_run (fx, &run_dir);
   g_autofree char *out = NULL, *err = NULL;
@@ -119,13 +117,10 @@ test_prune_deep_tree (void **state)
     fail_msg ("runs --prune exited %d:\n%s%s", status, out, err);
   assert_non_null (strstr (out, "removed"));
   assert_false (g_file_test (run_dir, G_FILE_TEST_EXISTS));
-  RFX_PASS ();
 }
 
-static void
-test_failed_prune_retries (void **state)
+RFX_CASE (test_failed_prune_retries)
 {
-  RFX_BEGIN (state);
   g_autofree char *run_dir = NULL;
   g_autofree char *tmp = kept_run (fx, &run_dir);
   g_autofree char *busy = g_build_filename (tmp, "busy", NULL);
@@ -166,7 +161,6 @@ test_failed_prune_retries (void **state)
   if (status != 0)
     fail_msg ("the second runs --prune exited %d:\n%s%s", status, out, err);
   assert_false (g_file_test (run_dir, G_FILE_TEST_EXISTS));
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_prune_deep_tree, rfx_setup, teardown),

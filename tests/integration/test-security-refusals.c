@@ -112,10 +112,8 @@ count_records (GPtrArray *records, const char *op, const char *path, const char 
   return n;
 }
 
-static void
-test_refusals_are_fusebox_decisions (void **state)
+MFX_CASE (test_refusals_are_fusebox_decisions)
 {
-  MFX_BEGIN (state);
   const char *h_file = mfx_on_host (fx, "/ws/file");
   const char *h_lock = mfx_on_host (fx, "/ws/lockmark");
   const char *m_file = mfx_in_mount (fx, "/ws/file");
@@ -210,7 +208,6 @@ test_refusals_are_fusebox_decisions (void **state)
     if (lines != 7)
       fail_msg ("fusebox log --denied --json %s shows %u of the 7 refusals:\n%s%s", fx->log_path, lines, out, err);
   }
-  MFX_PASS ();
 }
 
 MFX_DEFINE_MAIN (MFX_TEST (test_refusals_are_fusebox_decisions))

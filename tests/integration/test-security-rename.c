@@ -162,10 +162,8 @@ write_policy (RFx *fx, const char *name, const char *globs, bool build_root)
   return path;
 }
 
-static void
-test_run (void **state)
+RFX_CASE (test_run)
 {
-  RFX_BEGIN (state);
   g_autofree char *self = test_self ();
   g_autofree char *policy = write_policy (fx, "policy.json", RULE_SECRETS "," RULE_VAULT "," RULE_AWS, false);
   g_autofree char *run_dir = g_build_filename (fx->tmp, "run", NULL);
@@ -207,7 +205,6 @@ test_run (void **state)
   if (strstr (r.err, "Permission denied") == NULL)
     fail_msg ("mv was not refused:\n%s", r.err);
   rfx_result_clear (&r);
-  RFX_PASS ();
 }
 
 /* process/start with SANDBOX (a JSON object or NULL): the probe's output. */
@@ -260,10 +257,8 @@ serve_probe (RFx *fx, TestServer *server, TestClient *client, const char *id, co
   return g_string_free (out, FALSE);
 }
 
-static void
-test_serve (void **state)
+RFX_CASE (test_serve)
 {
-  RFX_BEGIN (state);
   /* the server's policy hides secrets; the call's sandbox adds the rest */
   g_autofree char *policy = write_policy (fx, "server.json", RULE_SECRETS, true);
   const char *args[] = { "--workspace", fx->ws, "--policy", policy, NULL };
@@ -287,7 +282,6 @@ test_serve (void **state)
   test_client_free (client);
   rfx_forget_pid (fx, server->pid);
   test_server_stop (server);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_run), RFX_TEST (test_serve))

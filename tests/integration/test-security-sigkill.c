@@ -48,17 +48,14 @@ use_mount (MFx *fx)
   assert_int_equal (n, 1);
 }
 
-static void
-test_mount_sigkill (void **state)
+MFX_CASE (test_mount_sigkill)
 {
-  MFX_BEGIN (state);
 
   mfx_write (fx, "/d/f", "hello\n");
   mfx_mount (fx, mount_policy, NULL);
   use_mount (fx);
   mfx_kill_daemon (fx, SIGKILL);
   mfx_wait_unmounted (fx);
-  MFX_PASS ();
 }
 
 static void
@@ -103,22 +100,16 @@ foreground_sigkill (MFx *fx, bool group)
   fx->daemon = 0;
 }
 
-static void
-test_mount_foreground_sigkill (void **state)
+MFX_CASE (test_mount_foreground_sigkill)
 {
-  MFX_BEGIN (state);
 
   foreground_sigkill (fx, false);
-  MFX_PASS ();
 }
 
-static void
-test_mount_group_sigkill (void **state)
+MFX_CASE (test_mount_group_sigkill)
 {
-  MFX_BEGIN (state);
 
   foreground_sigkill (fx, true);
-  MFX_PASS ();
 }
 
 /* The pipe and socket inodes PID holds ("pipe:[N]", "socket:[N]"). */
@@ -208,24 +199,18 @@ kill_daemon_with (MFx *fx, const char *comm)
 /* `pkill -9 fusebox` takes the daemon and its unmount watcher; fusermount3's
  * auto_unmount is left, and its liveness check passed on the dead mount
  * once a directory had been listed. */
-static void
-test_mount_sigkill_with_watcher (void **state)
+MFX_CASE (test_mount_sigkill_with_watcher)
 {
-  MFX_BEGIN (state);
 
   kill_daemon_with (fx, "fusebox-unmount");
-  MFX_PASS ();
 }
 
 /* The daemon and fusermount3 (`pkill -9 fusermount3` too): the watcher
  * is left. */
-static void
-test_mount_sigkill_with_fusermount (void **state)
+MFX_CASE (test_mount_sigkill_with_fusermount)
 {
-  MFX_BEGIN (state);
 
   kill_daemon_with (fx, "fusermount3");
-  MFX_PASS ();
 }
 
 /* --- run and serve: the sandbox's mount namespace ------------------------------ */
@@ -327,10 +312,8 @@ ready_script (RFx *fx)
   return g_strdup_printf ("cat %s && ls %s >/dev/null && echo ready && exec sleep 600", file, fx->ws);
 }
 
-static void
-test_run_sigkill (void **state)
+RFX_CASE (test_run_sigkill)
 {
-  RFX_BEGIN (state);
   g_auto (SandboxMount) m = { 0 };
   g_autofree char *script = ready_script (fx);
   g_autofree char *line = NULL;
@@ -351,13 +334,10 @@ test_run_sigkill (void **state)
   assert_int_equal (rfx_wait (fx, pid, GONE_WAIT_MS), 128 + SIGKILL);
   close (out_fd);
   assert_sandbox_mount_goes (&m, "fusebox run");
-  RFX_PASS ();
 }
 
-static void
-test_serve_sigkill (void **state)
+RFX_CASE (test_serve_sigkill)
 {
-  RFX_BEGIN (state);
   g_auto (SandboxMount) m = { 0 };
   g_autofree char *script = ready_script (fx);
   g_autofree char *qscript = test_json_quote (script);
@@ -399,7 +379,6 @@ test_serve_sigkill (void **state)
   assert_sandbox_mount_goes (&m, "fusebox serve");
   test_client_free (client);
   test_server_stop (server);
-  RFX_PASS ();
 }
 
 static int

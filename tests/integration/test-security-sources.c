@@ -156,12 +156,9 @@ run_refuses (RFx *fx, const char *policy_path, const char *path, guint line, gui
   rfx_result_clear (&res);
 }
 
-static void
-test_run_refuses_a_source_that_is_not_a_directory (void **state)
+RFX_CASE (test_run_refuses_a_source_that_is_not_a_directory)
 {
-  RFX_BEGIN (state);
   for_each_case (fx, run_refuses);
-  RFX_PASS ();
 }
 
 static void
@@ -178,19 +175,14 @@ check_and_explain_refuse (RFx *fx, const char *policy_path, const char *path, gu
   rfx_result_clear (&explain);
 }
 
-static void
-test_check_and_explain_report_the_refusal (void **state)
+RFX_CASE (test_check_and_explain_report_the_refusal)
 {
-  RFX_BEGIN (state);
   for_each_case (fx, check_and_explain_refuse);
-  RFX_PASS ();
 }
 
 /* The control: a directory source is shown, and checks clean. */
-static void
-test_a_directory_source_is_shown (void **state)
+RFX_CASE (test_a_directory_source_is_shown)
 {
-  RFX_BEGIN (state);
   const char *policy_path = test_dir_path (fx->dir, "ws/p.json");
   guint line, col;
   g_autofree char *text = policy_text (test_dir_path (fx->dir, "data"), &line, &col);
@@ -207,16 +199,13 @@ test_a_directory_source_is_shown (void **state)
   assert_string_equal (check.out, "p.json: ok (2 rules)\n");
   rfx_result_clear (&res);
   rfx_result_clear (&check);
-  RFX_PASS ();
 }
 
 /* A source checked at load and swapped for a FIFO before the view opens it
  * (the check and the open are two looks at one path): the view refuses to
  * start rather than show an empty directory. */
-static void
-test_view_refuses_a_swapped_source (void **state)
+RFX_CASE (test_view_refuses_a_swapped_source)
 {
-  RFX_BEGIN (state);
   const char *data = test_dir_path (fx->dir, "data");
   guint line, col;
   g_autofree char *text = policy_text (data, &line, &col);
@@ -241,7 +230,6 @@ test_view_refuses_a_swapped_source (void **state)
       fail_msg ("the view was made with a FIFO for the source %s (it would show an empty directory)", data);
     }
   assert_int_equal (r, -ENOTDIR);
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_refuses_a_source_that_is_not_a_directory),

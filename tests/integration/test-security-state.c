@@ -130,29 +130,21 @@ runs_at (RFx *fx, const char *first, const char *second)
   second_run_sees_nothing (fx, r2, log, NULL);
 }
 
-static void
-test_run_dirs_beside_each_other (void **state)
+RFX_CASE (test_run_dirs_beside_each_other)
 {
-  RFX_BEGIN (state);
   runs_at (fx, "run-1", "run-2");
-  RFX_PASS ();
 }
 
-static void
-test_run_dirs_in_their_own_directory (void **state)
+RFX_CASE (test_run_dirs_in_their_own_directory)
 {
-  RFX_BEGIN (state);
   runs_at (fx, "runs/one", "runs/two");
-  RFX_PASS ();
 }
 
 /* The default run directory, under the runs root in T/state, reached
  * through a source that shows all of T at /alias: no hide rule's path
  * matches there. */
-static void
-test_alias_through_a_source (void **state)
+RFX_CASE (test_alias_through_a_source)
 {
-  RFX_BEGIN (state);
   g_autofree char *policy_path = g_build_filename (fx->tmp, "alias.json", NULL);
   g_autofree char *policy = g_strdup_printf ("{\"version\":1,\"rules\":["
                                              "{\"path\":\"/\",\"access\":\"read\",\"why\":\"the system\"},"
@@ -204,14 +196,11 @@ test_alias_through_a_source (void **state)
   after = test_read_file (log);
   assert_string_equal (before, after);
   rfx_result_clear (&res);
-  RFX_PASS ();
 }
 
 /* A source that is a state directory, or inside one, is refused at load. */
-static void
-test_source_on_state_refused (void **state)
+RFX_CASE (test_source_on_state_refused)
 {
-  RFX_BEGIN (state);
   g_autofree char *r1 = g_build_filename (fx->ws, "run-1", NULL);
   g_autofree char *log = first_run (fx, r1);
   g_autofree char *policy_path = g_build_filename (fx->tmp, "expose.json", NULL);
@@ -242,15 +231,12 @@ test_source_on_state_refused (void **state)
       assert_string_equal (res.out, "");
       rfx_result_clear (&res);
     }
-  RFX_PASS ();
 }
 
 /* --- serve --------------------------------------------------------------------- */
 
-static void
-test_serve_log_out_of_reach (void **state)
+RFX_CASE (test_serve_log_out_of_reach)
 {
-  RFX_BEGIN (state);
   const char *args[] = { "--workspace", fx->ws, "--policy", "builtin:host", NULL };
   TestServer *server = test_server_start (fx->tmp, args);
   TestClient *client = NULL;
@@ -293,7 +279,6 @@ test_serve_log_out_of_reach (void **state)
   /* nothing forged: what the server wrote since is its own records */
   assert_true (g_str_has_prefix (after, before));
   assert_null (strstr (after, "forged-by-the-sandbox"));
-  RFX_PASS ();
 }
 
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dirs_beside_each_other),
