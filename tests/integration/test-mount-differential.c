@@ -201,9 +201,10 @@ typedef struct
   const char *cache_timeout; /* --cache-timeout, NULL: the mount's default */
   Rng rng;
   Side view, plain;
-  char *host_view_top; /* T/h/v: the host's copy behind the view, compared whole */
-  char *plain_top;     /* T/h/p */
-  char *view_top;      /* T/mnt/T/h/v */
+  /* the fixture's (freed with it) */
+  const char *host_view_top; /* T/h/v: the host's copy behind the view, compared whole */
+  const char *plain_top;     /* T/h/p */
+  const char *view_top;      /* T/mnt/T/h/v */
   time_t started;
   guchar *buf; /* MAX_WRITE random bytes, refreshed per write */
   guint index;
@@ -1299,7 +1300,6 @@ diff_new (MFx *fx, guint64 stream, bool protected_phase)
 {
   Diff *d = g_new0 (Diff, 1);
   const char *seed = g_getenv ("FUSEBOX_DIFF_SEED");
-  g_autofree char *view_root = NULL, *plain_root = NULL;
 
   d->fx = fx;
   d->protected_phase = protected_phase;
@@ -1314,13 +1314,11 @@ diff_new (MFx *fx, guint64 stream, bool protected_phase)
   d->buf = g_malloc (MAX_WRITE + 8);
   d->errnos = g_hash_table_new (NULL, NULL);
   d->started = time (NULL);
-  d->host_view_top = mfx_h (fx, "/v");
-  d->plain_top = mfx_h (fx, "/p");
-  d->view_top = mfx_m (fx, "/v");
-  view_root = mfx_h (fx, "/v/" PAD);
-  plain_root = mfx_h (fx, "/p/" PAD);
-  assert_int_equal (g_mkdir_with_parents (view_root, 0755), 0);
-  assert_int_equal (g_mkdir_with_parents (plain_root, 0755), 0);
+  d->host_view_top = mfx_on_host (fx, "/v");
+  d->plain_top = mfx_on_host (fx, "/p");
+  d->view_top = mfx_in_mount (fx, "/v");
+  assert_int_equal (g_mkdir_with_parents (mfx_on_host (fx, "/v/" PAD), 0755), 0);
+  assert_int_equal (g_mkdir_with_parents (mfx_on_host (fx, "/p/" PAD), 0755), 0);
   for (guint i = 0; i < N_SLOTS; i++)
     d->view.fds[i] = d->plain.fds[i] = -1;
   d->view.root_fd = d->plain.root_fd = -1;
@@ -1366,9 +1364,6 @@ diff_free (Diff *d)
     return;
   side_close (&d->view);
   side_close (&d->plain);
-  g_free (d->host_view_top);
-  g_free (d->plain_top);
-  g_free (d->view_top);
   g_free (d->buf);
   g_hash_table_unref (d->errnos);
   if (current == d)
