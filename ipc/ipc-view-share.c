@@ -128,7 +128,7 @@ struct FbViewShare
 static void
 pid_entry_free (PidEntry *e)
 {
-  close (e->pidfd);
+  fb_fd_close (&e->pidfd);
   fb_view_member_unref (e->member);
   g_free (e);
 }
