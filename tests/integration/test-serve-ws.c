@@ -441,38 +441,30 @@ test_denial (void **state)
   g_autofree char *secret = g_build_filename (F->ws, "secret.txt", NULL);
   g_autofree char *ro_file = g_build_filename (ro_dir, "data.txt", NULL);
   g_autofree char *data = b64 ("overwritten");
-  g_autoptr (JsonNode) r = NULL;
-  g_autoptr (JsonNode) w = NULL;
-  g_autoptr (JsonNode) w2 = NULL;
-  g_autoptr (JsonNode) ex = NULL;
-  g_autofree char *log_path = NULL;
-  g_autofree char *log = NULL;
-  g_autofree char *after = NULL;
-  g_autofree char *want_session = NULL;
 
   /* The files exist on the host: a denial is not a missing file. */
   assert_true (g_file_test (secret, G_FILE_TEST_IS_REGULAR));
   assert_true (g_file_test (ro_file, G_FILE_TEST_IS_REGULAR));
 
-  r = call ("fs/readFile", "{\"path\":\"%s\"}", secret);
+  g_autoptr (JsonNode) r = call ("fs/readFile", "{\"path\":\"%s\"}", secret);
   check_denial (r, secret, "Permission denied (os error 13)", "deny", "read", "the secret stays secret");
-  w = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", ro_file, data);
+  g_autoptr (JsonNode) w = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", ro_file, data);
   check_denial (w, ro_file, "Read-only file system (os error 30)", "readonly", "write", "read-only data");
-  w2 = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", secret, data);
+  g_autoptr (JsonNode) w2 = call ("fs/writeFile", "{\"path\":\"%s\",\"dataBase64\":\"%s\"}", secret, data);
   assert_int_equal (test_answer_error_code (w2), -32050);
-  after = test_read_file (ro_file);
+  g_autofree char *after = test_read_file (ro_file);
   assert_string_equal (after, "read me\n");
 
-  ex = call ("policy/explain", "{\"path\":\"file://%s\"}", secret);
+  g_autoptr (JsonNode) ex = call ("policy/explain", "{\"path\":\"file://%s\"}", secret);
   ANSWER_OK (ex);
   assert_string_equal (json_object_get_string_member (test_answer_result (ex), "access"), "deny");
   assert_string_equal (json_object_get_string_member (test_answer_result (ex), "why"), "the secret stays secret");
 
   /* Logged like a FUSE access, with the session as the caller. */
-  log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
-  log = test_read_file (log_path);
+  g_autofree char *log_path = g_build_filename (F->client->run_dir, "access.jsonl", NULL);
+  g_autofree char *log = test_read_file (log_path);
   assert_non_null (log);
-  want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->log_session);
+  g_autofree char *want_session = g_strdup_printf ("\"session\":\"%s\"", F->client->log_session);
   {
     g_auto (GStrv) lines = g_strsplit (log, "\n", -1);
     bool found = false;
@@ -630,28 +622,18 @@ test_harness_flow (void **state)
   g_autofree char *denied = g_build_filename (F->ws, "denied-marker", NULL);
   g_autofree char *allowed = g_build_filename (F->ws, "allowed.txt", NULL);
   g_autofree char *smoke = g_build_filename (g_getenv ("FUSEBOX_BUILD_ROOT"), "fixtures", "fb-smoke", NULL);
-  g_autofree char *host_text = NULL;
-  g_autofree char *denied_text = NULL;
-  g_autofree char *sandbox = NULL;
-  g_autofree char *params = NULL;
-  g_autoptr (JsonNode) w = NULL;
-  g_autoptr (JsonNode) r = NULL;
-  g_autoptr (JsonNode) start = NULL;
-  g_autoptr (JsonNode) report = NULL;
-  g_autofree char *got = NULL;
-  TestProcessOutput col = { 0 };
-  JsonObject *rep;
 
   /* 1. A marker in the server's private /tmp: readable back through the
    *    API, while the host's /tmp file of the same name is untouched. */
   test_write_file (host_marker, "the host's own file\n");
-  w = call ("fs/writeFile", "{\"path\":\"file:///tmp/%s\",\"dataBase64\":\"%s\"}", name, sandbox_data);
+  g_autoptr (JsonNode) w =
+    call ("fs/writeFile", "{\"path\":\"file:///tmp/%s\",\"dataBase64\":\"%s\"}", name, sandbox_data);
   ANSWER_OK (w);
-  r = call ("fs/readFile", "{\"path\":\"/tmp/%s\"}", name);
+  g_autoptr (JsonNode) r = call ("fs/readFile", "{\"path\":\"/tmp/%s\"}", name);
   ANSWER_OK (r);
-  got = unb64 (json_object_get_string_member (test_answer_result (r), "dataBase64"));
+  g_autofree char *got = unb64 (json_object_get_string_member (test_answer_result (r), "dataBase64"));
   assert_string_equal (got, "written by the agent");
-  host_text = test_read_file (host_marker);
+  g_autofree char *host_text = test_read_file (host_marker);
   assert_string_equal (host_text, "the host's own file\n");
   g_unlink (host_marker);
 
@@ -661,7 +643,7 @@ test_harness_flow (void **state)
   test_write_file (denied, "denied marker\n");
   assert_true (g_file_test (denied, G_FILE_TEST_IS_REGULAR));
   assert_true (g_file_test (smoke, G_FILE_TEST_IS_EXECUTABLE));
-  sandbox = g_strdup_printf (
+  g_autofree char *sandbox = g_strdup_printf (
     "{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":["
     "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"root\"}},\"access\":\"read\"},"
     "{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\"}},\"access\":\"write\"},"
@@ -680,25 +662,26 @@ test_harness_flow (void **state)
   assert_int_equal (listen (listener, 8), 0);
   assert_int_equal (getsockname (listener, (struct sockaddr *)&sin, &sin_len), 0);
   listen_port = ntohs (sin.sin_port);
-  params =
+  g_autofree char *params =
     g_strdup_printf ("{\"processId\":\"smoke\",\"argv\":[\"%s\",\"--exit-code\",\"73\",\"--denied-write\",\"%s\","
                      "\"--allowed-write\",\"%s\",\"--connect\",\"127.0.0.1:%d\"],\"cwd\":\"file://%s\","
                      "\"env\":{\"PATH\":\"/usr/bin:/"
                      "bin\",\"ASAN_OPTIONS\":\"detect_leaks=0\"},\"tty\":false,\"pipeStdin\":false,\"arg0\":null,"
                      "\"sandbox\":%s}",
                      smoke, denied, allowed, listen_port, F->ws, sandbox);
-  start = test_client_call (F->client, "process/start", params);
+  g_autoptr (JsonNode) start = test_client_call (F->client, "process/start", params);
   ANSWER_OK (start);
   assert_string_equal (json_object_get_string_member (test_answer_result (start), "processId"), "smoke");
+  TestProcessOutput col = { 0 };
   test_process_collect (F->client, "smoke", &col);
   if (col.exit_code != 73)
     fprintf (stderr, "stdout: %s\nstderr: %s\n", col.out->str, col.err->str);
   assert_int_equal (col.exit_code, 73);
   assert_true (col.ordered);
   assert_true (col.denied);
-  report = json_from_string (col.out->str, NULL);
+  g_autoptr (JsonNode) report = json_from_string (col.out->str, NULL);
   assert_non_null (report);
-  rep = json_node_get_object (report);
+  JsonObject *rep = json_node_get_object (report);
   assert_string_equal (json_object_get_string_member (rep, "denied_write"), "EACCES");
   assert_string_equal (json_object_get_string_member (rep, "allowed_write"), "OK");
   assert_string_not_equal (json_object_get_string_member (rep, "connect"), "OK");
@@ -728,7 +711,7 @@ test_harness_flow (void **state)
         assert_string_not_equal (json_object_get_string_member (ns, kinds[i]), mine);
       }
   }
-  denied_text = test_read_file (denied);
+  g_autofree char *denied_text = test_read_file (denied);
   assert_string_equal (denied_text, "denied marker\n");
   {
     /* The sandboxed process's own accesses went through its FUSE view into
