@@ -33,8 +33,9 @@
 typedef struct
 {
   RFx *rfx;
-  char *tmpfs; /* T/ws/big: a tmpfs of ours, unmounted in teardown */
-  char *err;   /* the server's stderr */
+  /* the paths are the RFx's */
+  const char *tmpfs; /* T/ws/big: a tmpfs of ours, unmounted in teardown */
+  const char *err;   /* the server's stderr */
   TestServer *server;
   TestClient *a, *b;
 } DFx;
@@ -60,8 +61,6 @@ teardown (void **state)
     test_server_stop (fx->server);
   if (fx->tmpfs != NULL)
     umount2 (fx->tmpfs, MNT_DETACH);
-  g_free (fx->tmpfs);
-  g_free (fx->err);
   rfx_free (fx->rfx);
   g_free (fx);
   return 0;
@@ -85,15 +84,15 @@ dfx_run_case (void **state, const char *name, void (*body) (DFx *fx))
 static char *
 mount_tmpfs (DFx *fx)
 {
-  fx->tmpfs = g_build_filename (fx->rfx->ws, "big", NULL);
-  assert_int_equal (g_mkdir_with_parents (fx->tmpfs, 0755), 0);
-  if (mount ("fusebox-test", fx->tmpfs, "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,nr_inodes=400000,mode=0755") < 0)
+  const char *big = test_dir_mkdir (fx->rfx->dir, "ws/big", 0755);
+
+  if (mount ("fusebox-test", big, "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,nr_inodes=400000,mode=0755") < 0)
     {
-      g_autofree char *why = g_strdup_printf ("can't mount a tmpfs at %s: %s", fx->tmpfs, g_strerror (errno));
-      g_clear_pointer (&fx->tmpfs, g_free);
+      g_autofree char *why = g_strdup_printf ("can't mount a tmpfs at %s: %s", big, g_strerror (errno));
       test_skip_or_fail (why);
     }
-  return g_strdup (fx->tmpfs);
+  fx->tmpfs = big;
+  return g_strdup (big);
 }
 
 typedef struct
@@ -130,7 +129,7 @@ server_start (DFx *fx, guint64 soft, guint64 hard)
   Limits l = { soft, hard, NULL };
   int out_fd = -1;
 
-  fx->err = g_build_filename (r->tmp, "serve.err", NULL);
+  fx->err = test_dir_path (r->dir, "serve.err");
   l.err_path = fx->err;
   fx->server = g_new0 (TestServer, 1);
   {
