@@ -118,8 +118,6 @@ MFX_CASE (test_refusals_are_fusebox_decisions)
   const char *h_lock = mfx_on_host (fx, "/ws/lockmark");
   const char *m_file = mfx_in_mount (fx, "/ws/file");
   const char *m_lock = mfx_in_mount (fx, "/ws/lockmark");
-  g_autofree char *before = NULL, *after = NULL;
-  g_autoptr (GPtrArray) records = NULL;
 
   mfx_write (fx, "/ws/file", "workspace file\n");
   mfx_write (fx, "/ws/lockmark", "a set-group-ID file without group-exec\n");
@@ -129,7 +127,7 @@ MFX_CASE (test_refusals_are_fusebox_decisions)
   assert_int_equal (test_mode_of (h_lock), 02644);
   mfx_mount (fx, policy_text, NULL);
 
-  before = mfx_sum (fx, "");
+  g_autofree char *before = mfx_sum (fx, "");
   assert_errno_is (chown (m_file, 1234, 1234), EPERM);
   assert_errno_is (chmod (m_file, 04755), EPERM);
   assert_errno_is (chmod (m_file, 02755), EPERM);
@@ -142,7 +140,7 @@ MFX_CASE (test_refusals_are_fusebox_decisions)
     assert_errno_is (setxattr (m_file, "security.capability", &cap, XATTR_CAPS_SZ_2, 0), EPERM);
   }
   assert_errno_is (setxattr (m_file, "trusted.x", "1", 1, 0), EPERM);
-  after = mfx_sum (fx, "");
+  g_autofree char *after = mfx_sum (fx, "");
   assert_string_equal (before, after);
   /* what the view lets through: a chown to the owner it has, and a chmod
    * that keeps the set-group-ID mark harmless */
@@ -150,7 +148,7 @@ MFX_CASE (test_refusals_are_fusebox_decisions)
   assert_int_equal (chmod (m_lock, 02640), 0);
   mfx_unmount (fx);
 
-  records = log_records (fx->log_path);
+  g_autoptr (GPtrArray) records = log_records (fx->log_path);
   for (guint i = 0; i < G_N_ELEMENTS (expected); i++)
     {
       const char *path = mfx_on_host (fx, expected[i].rel);
