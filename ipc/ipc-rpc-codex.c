@@ -98,10 +98,10 @@ typedef struct
   /* the translation */
   FbPolicyNetwork network;
   bool unrestricted;
-  GPtrArray *rules;     /* Rule*, in entry order */
-  GHashTable *by_path;  /* path → Rule* (borrowed from rules) */
-  GPtrArray *globs;     /* Glob* */
-  GHashTable *explicit; /* paths an entry names (set) */
+  GPtrArray *rules;      /* Rule*, in entry order */
+  GHashTable *by_path;   /* path → Rule* (borrowed from rules) */
+  GPtrArray *globs;      /* Glob* */
+  GHashTable *explicit;  /* paths an entry names (set) */
   GStringChunk *strings; /* the rules' and globs' paths, patterns and reasons */
 } Translation;
 
