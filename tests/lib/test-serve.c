@@ -150,6 +150,7 @@ test_client_start_header (const char *url, const char *name, const char *value)
   g_queue_init (&c->inbox);
   c->next_id = 1;
   c->session = soup_session_new ();
+  c->strings = g_string_chunk_new (256);
   if (name != NULL)
     soup_message_headers_replace (soup_message_get_request_headers (msg), name, value);
   soup_session_websocket_connect_async (c->session, msg, NULL, NULL, G_PRIORITY_DEFAULT, NULL, on_connected, c);
@@ -192,9 +193,7 @@ test_client_free (TestClient *c)
     }
   g_queue_clear_full (&c->inbox, (GDestroyNotify)json_node_unref);
   g_object_unref (c->session);
-  g_free (c->session_id);
-  g_free (c->log_session);
-  g_free (c->run_dir);
+  g_string_chunk_free (c->strings);
   g_free (c);
 }
 
@@ -315,10 +314,11 @@ test_client_handshake (TestClient *c, const char *resume)
       return false;
     }
   result = json_object_get_object_member (json_node_get_object (r), "result");
-  c->session_id = g_strdup (json_object_get_string_member (result, "sessionId"));
-  c->log_session = g_strndup (c->session_id, strcspn (c->session_id, "."));
-  c->run_dir = g_strdup (json_object_get_string_member_with_default (
-    json_object_get_object_member (result, "environmentInfo"), "runDir", ""));
+  c->session_id = g_string_chunk_insert (c->strings, json_object_get_string_member (result, "sessionId"));
+  c->log_session = g_string_chunk_insert_len (c->strings, c->session_id, strcspn (c->session_id, "."));
+  c->run_dir =
+    g_string_chunk_insert (c->strings, json_object_get_string_member_with_default (
+                                         json_object_get_object_member (result, "environmentInfo"), "runDir", ""));
   json_node_unref (r);
   test_client_send (c, "{\"method\":\"initialized\",\"params\":{}}");
   return true;

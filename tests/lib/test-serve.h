@@ -49,9 +49,11 @@ typedef struct
   bool closed;
   bool failed;
   gint64 next_id;
-  char *session_id;  /* as initialize answered it: "ID.SECRET", what a resume takes */
-  char *log_session; /* ID: the session in the access log and log/event */
-  char *run_dir;
+  /* as initialize answered (in STRINGS, freed with the client) */
+  const char *session_id;  /* "ID.SECRET", what a resume takes */
+  const char *log_session; /* ID: the session in the access log and log/event */
+  const char *run_dir;
+  GStringChunk *strings;
 } TestClient;
 
 /* Connect without an async wait per client (for many at once): call
