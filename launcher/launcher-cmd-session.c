@@ -312,6 +312,7 @@ typedef struct
   bool ended;           /* ENDED, or EOF: its command is over */
   bool answered;        /* CLOSED sent (or no one to send it to) */
   guint linger_id;      /* LINGER_MS after its end, while files of it are open */
+  bool stop_waits;      /* `session stop`: hung up on once the session's run has ended */
 } Conn;
 
 struct Daemon
@@ -748,6 +749,7 @@ on_conn (int fd, GIOCondition cond, gpointer data)
         command_ended (c);
         break;
       case MSG_STOP:
+        c->stop_waits = true;
         on_stop (d);
         break;
       case MSG_INFO:
@@ -975,6 +977,7 @@ static int
 daemon_main (Daemon *d, int ready)
 {
   g_autoptr (GError) error = NULL;
+  g_autoptr (GArray) waiters = NULL;
   FbAccessLogOptions lo = { 0 };
   JsonObject *info = fb_run_get_info (d->run);
   int status = 0;
@@ -1046,13 +1049,27 @@ out:
       fb_run_fuse_end (d->serving, 0);
       fb_run_fuse_free (d->serving);
     }
+  /* a `session stop` returns once run.json says the session has ended, so
+   * that a `runs --prune` after it takes the session's private sources */
+  waiters = g_array_new (FALSE, FALSE, sizeof (int));
   while (d->conns != NULL)
-    conn_free (d->conns->data);
+    {
+      Conn *c = d->conns->data;
+      if (c->stop_waits && c->fd >= 0)
+        {
+          g_clear_handle_id (&c->watch, g_source_remove);
+          g_array_append_val (waiters, c->fd);
+          c->fd = -1;
+        }
+      conn_free (c);
+    }
   g_clear_pointer (&d->view, fb_view_unref);
   g_clear_pointer (&d->share, fb_view_share_free);
   g_clear_pointer (&d->stop_why, g_free);
   fb_cmd_close_run_log (d->run, "session", "the session");
   fb_run_end (d->run, status, NULL);
+  for (guint i = 0; i < waiters->len; i++)
+    close (g_array_index (waiters, int, i));
   return status;
 }
 
