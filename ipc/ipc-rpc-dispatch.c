@@ -161,20 +161,6 @@ typedef struct
 static const Method methods[] = {
   { "initialize", method_initialize, NULL, ON_LOOP, P ("clientName", "resumeSessionId", NULL) },
   { "environment/info", method_environment_info, "environment", ON_LOOP, P (NULL) },
-  { "fs/readFile", fb_rpc_fs_read_file, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
-  { "fs/writeFile", fb_rpc_fs_write_file, "filesystem", ON_WORKER, P ("path", "dataBase64", "sandbox", NULL) },
-  { "fs/createDirectory", fb_rpc_fs_create_directory, "filesystem", ON_WORKER,
-    P ("path", "recursive", "sandbox", NULL) },
-  { "fs/getMetadata", fb_rpc_fs_get_metadata, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
-  { "fs/canonicalize", fb_rpc_fs_canonicalize, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
-  { "fs/readDirectory", fb_rpc_fs_read_directory, "filesystem", ON_WORKER, P ("path", "sandbox", NULL) },
-  { "fs/walk", fb_rpc_fs_walk, "filesystem", ON_WORKER, P ("path", "options", "sandbox", NULL) },
-  { "fs/remove", fb_rpc_fs_remove, "filesystem", ON_WORKER, P ("path", "recursive", "force", "sandbox", NULL) },
-  { "fs/copy", fb_rpc_fs_copy, "filesystem", ON_WORKER,
-    P ("sourcePath", "destinationPath", "recursive", "sandbox", NULL) },
-  { "fs/open", fb_rpc_fs_open, "filesystem", ON_WORKER, P ("handleId", "path", "sandbox", NULL) },
-  { "fs/readBlock", fb_rpc_fs_read_block, "filesystem", ON_WORKER, P ("handleId", "offset", "len", NULL) },
-  { "fs/close", fb_rpc_fs_close, "filesystem", ON_WORKER, P ("handleId", NULL) },
   { "process/start", fb_rpc_process_start, "exec", ON_LOOP,
     P ("processId", "argv", "cwd", "env", "envPolicy", "tty", "pipeStdin", "arg0", "sandbox", "enforceManagedNetwork",
        "managedNetwork", NULL) },
@@ -185,6 +171,9 @@ static const Method methods[] = {
   { "log/subscribe", fb_rpc_log_subscribe, "log", ON_LOOP, P ("filter", NULL) },
   { "log/unsubscribe", fb_rpc_log_unsubscribe, "log", ON_LOOP, P ("subscriptionId", NULL) },
   { "policy/explain", fb_rpc_policy_explain, "policy", ON_LOOP, P ("path", "host", "port", "sandbox", NULL) },
+#define FS_METHOD(wire, name, ...) { wire, fb_rpc_fs_##name, "filesystem", ON_WORKER, P (__VA_ARGS__, NULL) },
+  FB_RPC_FS_METHODS (FS_METHOD)
+#undef FS_METHOD
 };
 
 #undef P

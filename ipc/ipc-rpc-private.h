@@ -393,18 +393,30 @@ JsonNode *fb_rpc_policy_explain (FbRpcConn *conn, JsonNode *id, JsonObject *para
 
 /* --- fs/... (ipc-fsapi.c) ----------------------------------------------------- */
 
-JsonNode *fb_rpc_fs_read_file (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_write_file (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_create_directory (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_get_metadata (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_canonicalize (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_read_directory (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_walk (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_remove (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_copy (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_open (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_read_block (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
-JsonNode *fb_rpc_fs_close (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+/* The fs/... methods, one X (wire name, handler's name after fb_rpc_fs_,
+ * the members of params it reads) each.  The one list declares the
+ * handlers here and fills the dispatch table (ipc-rpc-dispatch.c), where
+ * all of them are the "filesystem" family and run on a worker: they touch
+ * only the view and the connection's own fs/open handles. */
+#define FB_RPC_FS_METHODS(X)                                                                                           \
+  X ("fs/readFile", read_file, "path", "sandbox")                                                                      \
+  X ("fs/writeFile", write_file, "path", "dataBase64", "sandbox")                                                      \
+  X ("fs/createDirectory", create_directory, "path", "recursive", "sandbox")                                           \
+  X ("fs/getMetadata", get_metadata, "path", "sandbox")                                                                \
+  X ("fs/canonicalize", canonicalize, "path", "sandbox")                                                               \
+  X ("fs/readDirectory", read_directory, "path", "sandbox")                                                            \
+  X ("fs/walk", walk, "path", "options", "sandbox")                                                                    \
+  X ("fs/remove", remove, "path", "recursive", "force", "sandbox")                                                     \
+  X ("fs/copy", copy, "sourcePath", "destinationPath", "recursive", "sandbox")                                         \
+  X ("fs/open", open, "handleId", "path", "sandbox")                                                                   \
+  X ("fs/readBlock", read_block, "handleId", "offset", "len")                                                          \
+  X ("fs/close", close, "handleId")
+
+#define FB_RPC_FS_DECLARE(wire, name, ...)                                                                             \
+  JsonNode *fb_rpc_fs_##name (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
+FB_RPC_FS_METHODS (FB_RPC_FS_DECLARE)
+#undef FB_RPC_FS_DECLARE
+
 /* Close every fs/open handle of CONN. */
 void fb_rpc_fs_close_all (FbRpcConn *conn);
 
