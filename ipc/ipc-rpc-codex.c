@@ -178,24 +178,7 @@ set_error (GError **error, int code, const Jp *jp, const char *format, ...)
 static const char *
 node_type_name (JsonNode *node)
 {
-  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
-    return "null";
-  if (JSON_NODE_HOLDS_OBJECT (node))
-    return "an object";
-  if (JSON_NODE_HOLDS_ARRAY (node))
-    return "an array";
-  switch (json_node_get_value_type (node))
-    {
-      case G_TYPE_STRING:
-        return "a string";
-      case G_TYPE_BOOLEAN:
-        return "a boolean";
-      case G_TYPE_INT64:
-      case G_TYPE_DOUBLE:
-        return "a number";
-      default:
-        return "a value";
-    }
+  return fb_json_node_kind (node, "a number");
 }
 
 static JsonObject *

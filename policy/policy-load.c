@@ -197,28 +197,7 @@ describe_position (const Ctx *ctx, const char *path)
 static const char *
 node_type_name (JsonNode *node)
 {
-  switch (json_node_get_node_type (node))
-    {
-      case JSON_NODE_OBJECT:
-        return "an object";
-      case JSON_NODE_ARRAY:
-        return "an array";
-      case JSON_NODE_NULL:
-        return "null";
-      case JSON_NODE_VALUE:
-      default:
-        switch (json_node_get_value_type (node))
-          {
-            case G_TYPE_STRING:
-              return "a string";
-            case G_TYPE_BOOLEAN:
-              return "a boolean";
-            case G_TYPE_INT64:
-              return "an integer";
-            default:
-              return "a number";
-          }
-    }
+  return fb_json_node_kind (node, "an integer");
 }
 
 static bool

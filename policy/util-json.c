@@ -182,3 +182,27 @@ fb_json_builder_add_strings_member (JsonBuilder *b, const char *name, const char
     json_builder_add_string_value (b, strv[i]);
   json_builder_end_array (b);
 }
+
+const char *
+fb_json_node_kind (JsonNode *node, const char *integer)
+{
+  if (node == NULL || JSON_NODE_HOLDS_NULL (node))
+    return "null";
+  if (JSON_NODE_HOLDS_OBJECT (node))
+    return "an object";
+  if (JSON_NODE_HOLDS_ARRAY (node))
+    return "an array";
+  switch (json_node_get_value_type (node))
+    {
+      case G_TYPE_STRING:
+        return "a string";
+      case G_TYPE_BOOLEAN:
+        return "a boolean";
+      case G_TYPE_INT64:
+        return integer;
+      case G_TYPE_DOUBLE:
+        return "a number";
+      default:
+        return "a value";
+    }
+}

@@ -157,3 +157,9 @@ FbJsonStringStatus fb_json_string_decode (const char *p, const char *end, bool c
 void fb_json_builder_add_int_member (JsonBuilder *b, const char *name, gint64 value);
 void fb_json_builder_add_string_member (JsonBuilder *b, const char *name, const char *value);
 void fb_json_builder_add_strings_member (JsonBuilder *b, const char *name, const char *const *strv, gssize n);
+
+/* What NODE is, in the words of a message ("expected a string, found an
+ * array"): "null" (NULL too), "an object", "an array", "a string", "a
+ * boolean", INTEGER for an integer (the policy says "an integer", Codex's
+ * schema "a number"), "a number" for a fraction. */
+const char *fb_json_node_kind (JsonNode *node, const char *integer);
