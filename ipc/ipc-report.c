@@ -605,29 +605,44 @@ total_gaps (FbReport *r)
   return n;
 }
 
+/* T's values, sorted by CMP, as the array NAME: an object each, whose
+ * members MEMBERS writes. */
 static void
-json_files (JsonBuilder *b, const char *name, GHashTable *t, gboolean bytes, gboolean ops)
+json_sorted_objects (JsonBuilder *b, const char *name, GHashTable *t, GCompareFunc cmp,
+                     void (*members) (JsonBuilder *b, gconstpointer value))
 {
-  g_autoptr (GPtrArray) files = sorted_values (t, file_entry_cmp);
+  g_autoptr (GPtrArray) values = sorted_values (t, cmp);
 
   json_builder_set_member_name (b, name);
   json_builder_begin_array (b);
-  for (guint i = 0; i < files->len; i++)
+  for (guint i = 0; i < values->len; i++)
     {
-      FileEntry *e = files->pdata[i];
-
       json_builder_begin_object (b);
-      fb_json_builder_add_string_member (b, "path", e->path);
-      if (bytes)
-        {
-          fb_json_builder_add_int_member (b, "bytes", e->bytes);
-          fb_json_builder_add_int_member (b, "handles", (gint64)e->count);
-        }
-      if (ops)
-        fb_json_builder_add_strings_member (b, "ops", (const char *const *)e->ops->pdata, e->ops->len);
+      members (b, values->pdata[i]);
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
+}
+
+/* A file that was written or read: how much, through how many handles. */
+static void
+json_file_bytes (JsonBuilder *b, gconstpointer value)
+{
+  const FileEntry *e = value;
+
+  fb_json_builder_add_string_member (b, "path", e->path);
+  fb_json_builder_add_int_member (b, "bytes", e->bytes);
+  fb_json_builder_add_int_member (b, "handles", (gint64)e->count);
+}
+
+/* A file that was created, deleted or otherwise touched: by which ops. */
+static void
+json_file_ops (JsonBuilder *b, gconstpointer value)
+{
+  const FileEntry *e = value;
+
+  fb_json_builder_add_string_member (b, "path", e->path);
+  fb_json_builder_add_strings_member (b, "ops", (const char *const *)e->ops->pdata, e->ops->len);
 }
 
 static void
@@ -642,43 +657,35 @@ json_counts (JsonBuilder *b, const char *name, GHashTable *t)
   json_builder_end_object (b);
 }
 
+/* The counts every group has, after what it is keyed by. */
 static void
-json_rule_head (JsonBuilder *b, Group *g)
+json_group_counts (JsonBuilder *b, const Group *g)
 {
+  fb_json_builder_add_int_member (b, "count", (gint64)g->count);
+  json_counts (b, "decisions", g->decisions);
+  fb_json_builder_add_strings_member (b, "examples", (const char *const *)g->examples->pdata, g->examples->len);
+}
+
+static void
+json_rule_group (JsonBuilder *b, gconstpointer value)
+{
+  const Group *g = value;
+
   json_builder_set_member_name (b, "rule");
   json_builder_add_value (b, json_node_copy (g->rule));
   fb_json_builder_add_string_member (b, "rule_origin", g->origin);
   fb_json_builder_add_string_member (b, "why", g->why);
+  json_group_counts (b, g);
 }
 
 static void
-json_process_head (JsonBuilder *b, Group *g)
+json_process_group (JsonBuilder *b, gconstpointer value)
 {
+  const Group *g = value;
+
   fb_json_builder_add_string_member (b, "comm", g->comm);
   fb_json_builder_add_int_member (b, "pid", g->pid);
-}
-
-/* The groups of T, most denials first, each an object of what HEAD writes
- * (what the group is keyed by) and the counts every group has. */
-static void
-json_groups (JsonBuilder *b, const char *name, GHashTable *t, void (*head) (JsonBuilder *b, Group *g))
-{
-  g_autoptr (GPtrArray) groups = sorted_values (t, group_cmp);
-
-  json_builder_set_member_name (b, name);
-  json_builder_begin_array (b);
-  for (guint i = 0; i < groups->len; i++)
-    {
-      Group *g = groups->pdata[i];
-
-      json_builder_begin_object (b);
-      head (b, g);
-      fb_json_builder_add_int_member (b, "count", (gint64)g->count);
-      json_counts (b, "decisions", g->decisions);
-      fb_json_builder_add_strings_member (b, "examples", (const char *const *)g->examples->pdata, g->examples->len);
-      json_builder_end_object (b);
-    }
-  json_builder_end_array (b);
+  json_group_counts (b, g);
 }
 
 JsonNode *
@@ -707,8 +714,8 @@ fb_report_to_json (FbReport *r)
 
   json_builder_set_member_name (b, "files");
   json_builder_begin_object (b);
-  json_files (b, "created", r->created, FALSE, TRUE);
-  json_files (b, "written", r->written, TRUE, FALSE);
+  json_sorted_objects (b, "created", r->created, file_entry_cmp, json_file_ops);
+  json_sorted_objects (b, "written", r->written, file_entry_cmp, json_file_bytes);
   json_builder_set_member_name (b, "renamed");
   json_builder_begin_array (b);
   for (guint i = 0; i < r->renamed->len; i++)
@@ -721,9 +728,9 @@ fb_report_to_json (FbReport *r)
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
-  json_files (b, "deleted", r->deleted, FALSE, TRUE);
-  json_files (b, "read", r->read, TRUE, FALSE);
-  json_files (b, "other", r->other, FALSE, TRUE);
+  json_sorted_objects (b, "deleted", r->deleted, file_entry_cmp, json_file_ops);
+  json_sorted_objects (b, "read", r->read, file_entry_cmp, json_file_bytes);
+  json_sorted_objects (b, "other", r->other, file_entry_cmp, json_file_ops);
   json_builder_end_object (b);
 
   /* only when the proxy logged something: a run without it reports as before */
@@ -751,8 +758,8 @@ fb_report_to_json (FbReport *r)
 
   json_builder_set_member_name (b, "denials");
   json_builder_begin_object (b);
-  json_groups (b, "by_rule", r->by_rule, json_rule_head);
-  json_groups (b, "by_process", r->by_process, json_process_head);
+  json_sorted_objects (b, "by_rule", r->by_rule, group_cmp, json_rule_group);
+  json_sorted_objects (b, "by_process", r->by_process, group_cmp, json_process_group);
   json_builder_end_object (b);
 
   json_builder_set_member_name (b, "totals");
