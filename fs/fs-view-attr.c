@@ -331,8 +331,11 @@ check_xattr_name (const char *name)
   return 0;
 }
 
-gssize
-fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf, gsize size)
+/* NAME's value, or with NAME NULL the list of names, read through the
+ * node's /proc link: there is no race-free way to read a symlink's own
+ * attributes by descriptor, and symlinks hold none that matter here. */
+static gssize
+read_xattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf, gsize size)
 {
   g_autoptr (NodeState) st = node_get_state (node);
   _fb_cleanup_fd_ int tmp = -1;
@@ -340,59 +343,43 @@ fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, co
   FbDecision d;
   gssize r;
 
-  r = check_xattr_name (name);
-  if (r < 0)
-    return r;
   r = check_access (st, NEED_READ, &d);
   if (r == 0)
     {
-      /* No race-free way to read a symlink's own attributes by descriptor;
-       * symlinks hold none that matter here. */
       if (node->kind != NODE_HOST || S_ISLNK (node->type))
-        r = -ENODATA;
+        r = name != NULL ? -ENODATA : 0;
       else
         {
           r = node_proc_path (node, proc, &tmp);
           if (r == 0)
             {
-              r = getxattr (proc, name, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
+              void *to = size > 0 ? buf : NULL;
+
+              size = MIN (size, FB_VIEW_XATTR_SIZE_MAX);
+              r = name != NULL ? getxattr (proc, name, to, size) : listxattr (proc, to, size);
               if (r < 0)
                 r = -errno;
             }
         }
     }
-  view_emit (view, caller, FB_OP_GETXATTR, st->path, NULL, FB_ACCESS_READ, d, r < 0 && r != -ENODATA ? (int)-r : 0,
-             st->decision.rule);
+  /* an attribute that is not there is an answer, not a failure */
+  view_emit (view, caller, name != NULL ? FB_OP_GETXATTR : FB_OP_LISTXATTR, st->path, NULL, FB_ACCESS_READ, d,
+             r < 0 && !(name != NULL && r == -ENODATA) ? (int)-r : 0, st->decision.rule);
   return r;
+}
+
+gssize
+fb_view_getxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, const char *name, void *buf, gsize size)
+{
+  int r = check_xattr_name (name);
+
+  return r < 0 ? r : read_xattr (view, caller, node, name, buf, size);
 }
 
 gssize
 fb_view_listxattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, char *buf, gsize size)
 {
-  g_autoptr (NodeState) st = node_get_state (node);
-  _fb_cleanup_fd_ int tmp = -1;
-  char proc[32];
-  FbDecision d;
-  gssize r;
-
-  r = check_access (st, NEED_READ, &d);
-  if (r == 0)
-    {
-      if (node->kind != NODE_HOST || S_ISLNK (node->type))
-        r = 0;
-      else
-        {
-          r = node_proc_path (node, proc, &tmp);
-          if (r == 0)
-            {
-              r = listxattr (proc, size > 0 ? buf : NULL, MIN (size, FB_VIEW_XATTR_SIZE_MAX));
-              if (r < 0)
-                r = -errno;
-            }
-        }
-    }
-  view_emit (view, caller, FB_OP_LISTXATTR, st->path, NULL, FB_ACCESS_READ, d, r < 0 ? (int)-r : 0, st->decision.rule);
-  return r;
+  return read_xattr (view, caller, node, NULL, buf, size);
 }
 
 /* Which attribute namespaces the sandbox may change. */
