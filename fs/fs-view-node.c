@@ -358,6 +358,19 @@ view_table_clear (FbView *view)
  * ino_more, for the few objects with more (hard links reached by two
  * names, a name replaced while its old node is held), the others in an
  * array, so that no node carries links of its own for them. */
+
+/* The first node of NODE's host object, or NULL (always for a node that
+ * is not a host object: only those are indexed); in RET_MORE the array
+ * of its others, or NULL. */
+static FbViewNode *
+ino_index_find_locked (FbView *view, const FbViewNode *node, GPtrArray **ret_more)
+{
+  FbViewNode *head = node->kind == NODE_HOST ? node_set_find (&view->by_ino, node) : NULL;
+
+  *ret_more = head != NULL ? g_hash_table_lookup (view->ino_more, head) : NULL;
+  return head;
+}
+
 static void
 ino_index_add_locked (FbView *view, FbViewNode *node)
 {
@@ -366,13 +379,12 @@ ino_index_add_locked (FbView *view, FbViewNode *node)
 
   if (node->kind != NODE_HOST)
     return;
-  head = node_set_find (&view->by_ino, node);
+  head = ino_index_find_locked (view, node, &more);
   if (head == NULL)
     {
       node_set_add (&view->by_ino, node);
       return;
     }
-  more = g_hash_table_lookup (view->ino_more, head);
   if (more == NULL)
     {
       more = g_ptr_array_new ();
@@ -384,14 +396,10 @@ ino_index_add_locked (FbView *view, FbViewNode *node)
 static void
 ino_index_remove_locked (FbView *view, FbViewNode *node)
 {
-  FbViewNode *head;
   GPtrArray *more;
+  FbViewNode *head = ino_index_find_locked (view, node, &more);
 
-  if (node->kind != NODE_HOST)
-    return;
-  head = node_set_find (&view->by_ino, node);
-  more = head != NULL ? g_hash_table_lookup (view->ino_more, head) : NULL;
-  if (head != node)
+  if (head != node) /* not indexed, or one of the others */
     {
       if (more != NULL)
         g_ptr_array_remove_fast (more, node);
@@ -918,14 +926,14 @@ fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gp
   FbViewNode *head;
   GPtrArray *more;
 
+  key.kind = NODE_HOST;
   key.dev = dev;
   key.ino = ino;
   g_mutex_lock (&view->lock);
-  head = node_set_find (&view->by_ino, &key);
+  head = ino_index_find_locked (view, &key, &more);
   if (head != NULL)
     {
       func (head, user_data);
-      more = g_hash_table_lookup (view->ino_more, head);
       for (guint i = 0; more != NULL && i < more->len; i++)
         func (more->pdata[i], user_data);
     }
