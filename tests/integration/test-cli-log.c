@@ -123,6 +123,17 @@ teardown (void **state)
 
 /* --- log ------------------------------------------------------------------ */
 
+/* The lines of `fusebox log OPTION` over the fixture NAME (exit 0); R
+ * keeps the whole output. */
+static char **
+log_lines (TestCmd *r, const char *option, const char *name)
+{
+  g_autofree char *file = fixture (name);
+
+  run_fusebox (r, 0, NULL, "log", option, file, NULL);
+  return g_strsplit (r->out, "\n", -1);
+}
+
 static void
 test_log_people (void **state)
 {
@@ -146,12 +157,9 @@ test_log_people (void **state)
 static void
 test_log_color (void **state)
 {
-  g_autofree char *basic = fixture ("basic.jsonl");
   g_auto (TestCmd) r = { 0 };
-  g_auto (GStrv) lines = NULL;
+  g_auto (GStrv) lines = log_lines (&r, "--color=always", "basic.jsonl");
 
-  run_fusebox (&r, 0, NULL, "log", "--color=always", basic, NULL);
-  lines = g_strsplit (r.out, "\n", -1);
   assert_true (g_str_has_prefix (lines[6], "\033[31m")); /* deny */
   assert_true (g_str_has_prefix (lines[7], "\033[31m")); /* hide */
   assert_true (g_str_has_prefix (lines[8], "\033[33m")); /* readonly */
@@ -298,12 +306,9 @@ test_log_truncated_and_gap (void **state)
 static void
 test_log_rotated_run_dir (void **state)
 {
-  g_autofree char *dir = fixture ("rotated");
   g_auto (TestCmd) r = { 0 };
-  g_auto (GStrv) lines = NULL;
+  g_auto (GStrv) lines = log_lines (&r, "--json", "rotated");
 
-  run_fusebox (&r, 0, NULL, "log", "--json", dir, NULL);
-  lines = g_strsplit (r.out, "\n", -1);
   assert_int_equal (g_strv_length (lines), 9); /* 8 + the empty tail */
   for (guint i = 0; i < 8; i++)
     {
