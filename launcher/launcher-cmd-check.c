@@ -202,20 +202,15 @@ fb_cmd_check (int argc, char **argv)
     { NULL },
   };
 
-  ctx = g_option_context_new ("- check that sandboxes can be made here");
-  g_option_context_set_summary (ctx, "Probes each prerequisite of 'fusebox run' in a child process: user namespaces,\n"
-                                     "uid/gid maps, mounts in a user namespace, /dev/fuse, a FUSE mount in a user\n"
-                                     "namespace, a fresh procfs, seccomp filters, and one whole sandbox.  Prints one\n"
-                                     "line each: OK, or the problem and its fix.");
-  g_option_context_set_description (ctx, "Exit status: 0 run can work, 1 a prerequisite is missing, 2 usage error.\n"
-                                         "Manual: fusebox(1).");
-  if (!fb_cmd_parse_options (ctx, entries, "check", &argc, &argv))
+  ctx = fb_cmd_option_context ("- check that sandboxes can be made here",
+                               "Probes each prerequisite of 'fusebox run' in a child process: user namespaces,\n"
+                               "uid/gid maps, mounts in a user namespace, /dev/fuse, a FUSE mount in a user\n"
+                               "namespace, a fresh procfs, seccomp filters, and one whole sandbox.  Prints one\n"
+                               "line each: OK, or the problem and its fix.",
+                               "Exit status: 0 run can work, 1 a prerequisite is missing, 2 usage error.\n"
+                               "Manual: fusebox(1).");
+  if (!fb_cmd_parse_options (ctx, entries, "check", &argc, &argv) || !fb_cmd_options_only ("check", argc, argv))
     return FB_EXIT_USAGE;
-  if (argc > 1)
-    {
-      fb_cmd_error ("check: unexpected argument '%s'\nRun 'fusebox check --help' for usage.", argv[1]);
-      return FB_EXIT_USAGE;
-    }
   if (timeout_ms <= 0)
     {
       fb_cmd_error ("check: --timeout %d: give a positive number of milliseconds", timeout_ms);

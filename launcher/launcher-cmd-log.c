@@ -293,12 +293,13 @@ fb_cmd_log (int argc, char **argv)
     { NULL },
   };
 
-  ctx = g_option_context_new ("- print an access log");
-  g_option_context_set_summary (ctx, "RUN is a run id, a run directory or a log file; without it, the newest run.\n"
-                                     "For people: one line per record (local time, process[pid], op, path, "
-                                     "decision, errno, the rule's reason),\ncoloured on a terminal.\n"
-                                     "--follow --connect URL shows a live `fusebox serve --listen URL` instead, as\n"
-                                     "it happens (filters alike), until Ctrl-C or the server stops (exit 1).");
+  ctx = fb_cmd_option_context ("- print an access log",
+                               "RUN is a run id, a run directory or a log file; without it, the newest run.\n"
+                               "For people: one line per record (local time, process[pid], op, path, "
+                               "decision, errno, the rule's reason),\ncoloured on a terminal.\n"
+                               "--follow --connect URL shows a live `fusebox serve --listen URL` instead, as\n"
+                               "it happens (filters alike), until Ctrl-C or the server stops (exit 1).",
+                               NULL);
   if (!parse_options (ctx, entries, "log", &argc, &argv))
     return FB_EXIT_USAGE;
   if (rest != NULL && g_strv_length (rest) > 1)
@@ -449,10 +450,11 @@ fb_cmd_report (int argc, char **argv)
     { NULL },
   };
 
-  ctx = g_option_context_new ("- summarise a run's access log");
-  g_option_context_set_summary (ctx, "Files created, written, renamed, deleted and read; denials by rule and by\n"
-                                     "process; totals and the log's integrity (seq gaps).  RUN is a run id, a run\n"
-                                     "directory or a log file; without it, the newest run.");
+  ctx = fb_cmd_option_context ("- summarise a run's access log",
+                               "Files created, written, renamed, deleted and read; denials by rule and by\n"
+                               "process; totals and the log's integrity (seq gaps).  RUN is a run id, a run\n"
+                               "directory or a log file; without it, the newest run.",
+                               NULL);
   if (!parse_options (ctx, entries, "report", &argc, &argv))
     return FB_EXIT_USAGE;
   if (rest != NULL && g_strv_length (rest) > 1)

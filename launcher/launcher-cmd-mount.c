@@ -660,17 +660,17 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
 
   c->cache_timeout = -1; /* the view's defaults */
   a->level = FB_LOG_LEVEL_OPENS;
-  ctx = g_option_context_new ("MOUNTPOINT");
-  g_option_context_set_summary (ctx, "Show the host's / at MOUNTPOINT through the view: every access decided by the "
-                                     "policy and logged.");
-  g_option_context_set_description (
-    ctx, "No namespaces are made: this is the sandbox's view and log for a tool run in place, for tests and for\n"
-         "benchmarks.  Absolute symlinks inside MOUNTPOINT resolve on the host, not in the view (only\n"
-         "'fusebox run' makes the view the root).  Without --foreground the command returns once the mount\n"
-         "works and prints the daemon's pid and run directory.  Stop it with Ctrl-C (foreground),\n"
-         "SIGTERM/SIGHUP, or 'fusermount3 -u MOUNTPOINT'; the log is then complete and fsynced.\n"
-         "\n"
-         "Exit status: 0 mounted (or, in the foreground, stopped cleanly), 1 failure, 2 usage error.");
+  ctx = fb_cmd_option_context (
+    "MOUNTPOINT",
+    "Show the host's / at MOUNTPOINT through the view: every access decided by the "
+    "policy and logged.",
+    "No namespaces are made: this is the sandbox's view and log for a tool run in place, for tests and for\n"
+    "benchmarks.  Absolute symlinks inside MOUNTPOINT resolve on the host, not in the view (only\n"
+    "'fusebox run' makes the view the root).  Without --foreground the command returns once the mount\n"
+    "works and prints the daemon's pid and run directory.  Stop it with Ctrl-C (foreground),\n"
+    "SIGTERM/SIGHUP, or 'fusermount3 -u MOUNTPOINT'; the log is then complete and fsynced.\n"
+    "\n"
+    "Exit status: 0 mounted (or, in the foreground, stopped cleanly), 1 failure, 2 usage error.");
   if (!fb_cmd_parse_options (ctx, entries, "mount", &argc, &argv))
     return FB_EXIT_USAGE;
   if (argc != 2)

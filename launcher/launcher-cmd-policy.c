@@ -46,20 +46,6 @@ policy_usage (FILE *out)
                 "Exit status: 0 success, 1 a policy failed to load, 2 usage error.\n");
 }
 
-/* GOptionContext prints "Usage: PRGNAME ..."; name the whole command. */
-static GOptionContext *
-new_context (const char *command, const char *parameters, const char *summary, const char *description)
-{
-  g_autofree char *prgname = g_strdup_printf ("fusebox policy %s", command);
-  GOptionContext *ctx;
-
-  g_set_prgname (prgname);
-  ctx = g_option_context_new (parameters);
-  g_option_context_set_summary (ctx, summary);
-  g_option_context_set_description (ctx, description);
-  return ctx;
-}
-
 /* GOptionContext stops at "--" but leaves it in argv; it only marks the end
  * of options ("fusebox policy explain -- -odd-name"), so drop it. */
 static void
@@ -175,16 +161,16 @@ cmd_check (int argc, char **argv)
       "Directory that ${WORKSPACE} stands for (default: the current directory)", "DIR" },
     { NULL },
   };
-  g_autoptr (GOptionContext) ctx =
-    new_context ("check", "FILE...", "Validate policy files.",
-                 "Each FILE is loaded exactly as 'fusebox run --policy FILE' would load it: every key, type,\n"
-                 "path, variable and glob is checked, and each source is looked up on this host (an existing\n"
-                 "directory, not a link, outside fusebox's state).  A valid file prints \"FILE: ok (N rules)\"\n"
-                 "on stdout; an invalid one prints \"FILE:LINE:COL: FIELD: what is wrong; what would be valid\"\n"
-                 "on stderr.\n"
-                 "All files are checked even after a failure.\n"
-                 "\n"
-                 "Exit status: 0 all files valid, 1 at least one invalid or unreadable, 2 usage error.");
+  g_autoptr (GOptionContext) ctx = fb_cmd_option_context (
+    "FILE...", "Validate policy files.",
+    "Each FILE is loaded exactly as 'fusebox run --policy FILE' would load it: every key, type,\n"
+    "path, variable and glob is checked, and each source is looked up on this host (an existing\n"
+    "directory, not a link, outside fusebox's state).  A valid file prints \"FILE: ok (N rules)\"\n"
+    "on stdout; an invalid one prints \"FILE:LINE:COL: FIELD: what is wrong; what would be valid\"\n"
+    "on stderr.\n"
+    "All files are checked even after a failure.\n"
+    "\n"
+    "Exit status: 0 all files valid, 1 at least one invalid or unreadable, 2 usage error.");
   FbPolicyVarsStorage storage = { 0 };
   int status = FB_EXIT_OK;
 
@@ -544,20 +530,20 @@ cmd_explain (int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print a JSON array, one object per PATH", NULL },
     { NULL },
   };
-  g_autoptr (GOptionContext) ctx =
-    new_context ("explain", "PATH...", "Explain how a policy decides view paths and connections.",
-                 "For each net:HOST[:PORT] (PORT 443 unless given; HOST a name, an IPv4 address or [IPv6]) print\n"
-                 "whether the sandbox may connect there, the deciding network entry (FILE:LINE:COL) and its why;\n"
-                 "an address is also checked as the proxy checks a resolved one.  Write ./net:x for a file.\n"
-                 "For each PATH (relative ones are taken from the current directory) print its access (write,\n"
-                 "read, deny or hide), the deciding rule (FILE:LINE:COL of the rule, builtin:NAME:rules[i],\n"
-                 "protected_names[NAME] or default) with its why, whether a hidden or denied directory is\n"
-                 "traversable (and the only children it lists), whether the path is a mount point, and the host\n"
-                 "path the view shows there.  No PATH is looked up on the host: the answer is the policy's.\n"
-                 "The policy's sources are, as a run looks them up: one that is not an existing directory\n"
-                 "(or is a link, or lies in fusebox's state) is reported, and nothing is explained.\n"
-                 "\n"
-                 "Exit status: 0 success, 1 the policy failed to load, 2 usage error.");
+  g_autoptr (GOptionContext) ctx = fb_cmd_option_context (
+    "PATH...", "Explain how a policy decides view paths and connections.",
+    "For each net:HOST[:PORT] (PORT 443 unless given; HOST a name, an IPv4 address or [IPv6]) print\n"
+    "whether the sandbox may connect there, the deciding network entry (FILE:LINE:COL) and its why;\n"
+    "an address is also checked as the proxy checks a resolved one.  Write ./net:x for a file.\n"
+    "For each PATH (relative ones are taken from the current directory) print its access (write,\n"
+    "read, deny or hide), the deciding rule (FILE:LINE:COL of the rule, builtin:NAME:rules[i],\n"
+    "protected_names[NAME] or default) with its why, whether a hidden or denied directory is\n"
+    "traversable (and the only children it lists), whether the path is a mount point, and the host\n"
+    "path the view shows there.  No PATH is looked up on the host: the answer is the policy's.\n"
+    "The policy's sources are, as a run looks them up: one that is not an existing directory\n"
+    "(or is a link, or lies in fusebox's state) is reported, and nothing is explained.\n"
+    "\n"
+    "Exit status: 0 success, 1 the policy failed to load, 2 usage error.");
   g_autoptr (GError) error = NULL;
   g_autofree char *cwd = g_get_current_dir ();
   FbPolicyVarsStorage storage = { 0 };
@@ -664,14 +650,14 @@ cmd_show (int argc, char **argv)
       "Print the loaded policy with every variable expanded (NAME may then also be a FILE)", NULL },
     { NULL },
   };
-  g_autoptr (GOptionContext) ctx =
-    new_context ("show", "[NAME]", "Print a built-in policy as JSON, or list the built-ins.",
-                 "Without NAME, list the built-in policies.  With NAME (\"default\" or \"builtin:default\"),\n"
-                 "print its JSON as generated for this caller: the built-ins depend on HOME and the\n"
-                 "workspace (for root, HOME is /root, which the default otherwise hides).  Save it to a file\n"
-                 "to start a policy of your own.\n"
-                 "\n"
-                 "Exit status: 0 success, 1 unknown NAME or the policy failed to load, 2 usage error.");
+  g_autoptr (GOptionContext) ctx = fb_cmd_option_context (
+    "[NAME]", "Print a built-in policy as JSON, or list the built-ins.",
+    "Without NAME, list the built-in policies.  With NAME (\"default\" or \"builtin:default\"),\n"
+    "print its JSON as generated for this caller: the built-ins depend on HOME and the\n"
+    "workspace (for root, HOME is /root, which the default otherwise hides).  Save it to a file\n"
+    "to start a policy of your own.\n"
+    "\n"
+    "Exit status: 0 success, 1 unknown NAME or the policy failed to load, 2 usage error.");
   g_autoptr (GError) error = NULL;
   FbPolicyVarsStorage storage = { 0 };
   int status = FB_EXIT_OK;

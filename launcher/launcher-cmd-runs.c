@@ -387,19 +387,14 @@ fb_cmd_runs (int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object per run", NULL },
     { NULL },
   };
-  ctx = g_option_context_new ("- list the run directories");
-  g_option_context_set_summary (ctx, "Lists the runs under $XDG_STATE_HOME/fusebox/runs/ (run, mount and serve) with\n"
-                                     "their state: running (the supervisor is alive), over, or unknown (no readable\n"
-                                     "run.json).\n"
-                                     "--prune removes the directories of runs that are over, logs included.");
-  g_option_context_set_description (ctx, "Exit status: 0 success, 1 a directory could not be removed, 2 usage error.");
-  if (!fb_cmd_parse_options (ctx, entries, "runs", &argc, &argv))
+  ctx = fb_cmd_option_context ("- list the run directories",
+                               "Lists the runs under $XDG_STATE_HOME/fusebox/runs/ (run, mount and serve) with\n"
+                               "their state: running (the supervisor is alive), over, or unknown (no readable\n"
+                               "run.json).\n"
+                               "--prune removes the directories of runs that are over, logs included.",
+                               "Exit status: 0 success, 1 a directory could not be removed, 2 usage error.");
+  if (!fb_cmd_parse_options (ctx, entries, "runs", &argc, &argv) || !fb_cmd_options_only ("runs", argc, argv))
     return FB_EXIT_USAGE;
-  if (argc > 1)
-    {
-      fb_cmd_error ("runs: unexpected argument '%s'\nRun 'fusebox runs --help' for usage.", argv[1]);
-      return FB_EXIT_USAGE;
-    }
 
   g_autofree char *root = fb_run_dir_root ();
   g_autoptr (GError) error = NULL;

@@ -189,18 +189,18 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
   c->detach_timeout = FB_RPC_DEFAULT_DETACH_TIMEOUT_MS;
   c->view_idle_timeout = FB_RPC_VIEW_IDLE_MS;
   c->log_level = FB_LOG_LEVEL_OPENS;
-  ctx = g_option_context_new (NULL);
-  g_option_context_set_summary (ctx, "Serve the remote API (Codex's exec-server protocol): agents read and write "
-                                     "files and start sandboxed processes, every call decided by the policy and "
-                                     "logged.");
-  g_option_context_set_description (
-    ctx, "For ws:// and unix: the first line on stdout is the address to connect to; for ws:// it carries\n"
-         "the token every client must present (?token=..., or Authorization: Bearer), unless --token-file\n"
-         "gave it.  GET /readyz answers 200 once the server listens.  Requests carrying an Origin header\n"
-         "(browsers) are refused.  The protocol and every method are described in docs/api.md.  Stop with\n"
-         "SIGINT/SIGTERM (or EOF with stdio).\n"
-         "\n"
-         "Exit status: 0 stopped cleanly, 1 failure, 2 usage error.");
+  ctx = fb_cmd_option_context (
+    NULL,
+    "Serve the remote API (Codex's exec-server protocol): agents read and write "
+    "files and start sandboxed processes, every call decided by the policy and "
+    "logged.",
+    "For ws:// and unix: the first line on stdout is the address to connect to; for ws:// it carries\n"
+    "the token every client must present (?token=..., or Authorization: Bearer), unless --token-file\n"
+    "gave it.  GET /readyz answers 200 once the server listens.  Requests carrying an Origin header\n"
+    "(browsers) are refused.  The protocol and every method are described in docs/api.md.  Stop with\n"
+    "SIGINT/SIGTERM (or EOF with stdio).\n"
+    "\n"
+    "Exit status: 0 stopped cleanly, 1 failure, 2 usage error.");
   if (!fb_cmd_parse_options (ctx, entries, "serve", &argc, &argv))
     return FB_EXIT_USAGE;
   if (argc != 1)

@@ -132,6 +132,16 @@ fb_cmd_usage_error (const char *command, const char *message)
   return FB_EXIT_USAGE;
 }
 
+GOptionContext *
+fb_cmd_option_context (const char *parameters, const char *summary, const char *description)
+{
+  GOptionContext *ctx = g_option_context_new (parameters);
+
+  g_option_context_set_summary (ctx, summary);
+  g_option_context_set_description (ctx, description);
+  return ctx;
+}
+
 bool
 fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc, char ***argv)
 {
@@ -147,6 +157,15 @@ fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const ch
       return false;
     }
   return true;
+}
+
+bool
+fb_cmd_options_only (const char *command, int argc, char **argv)
+{
+  if (argc <= 1)
+    return true;
+  fb_cmd_error ("%s: unexpected argument '%s'\nRun 'fusebox %s --help' for usage.", command, argv[1], command);
+  return false;
 }
 
 int

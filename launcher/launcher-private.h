@@ -45,10 +45,18 @@ int fb_cmd_usage_or_help (int argc, char **argv, void (*usage) (FILE *out));
 /* COMMAND's ("mount", "policy check") usage error: MESSAGE and where its
  * --help is; returns FB_EXIT_USAGE. */
 int fb_cmd_usage_error (const char *command, const char *message);
+/* A command's options context as its --help shows it: "Usage: fusebox
+ * COMMAND [OPTION...] PARAMETERS", SUMMARY above the options, DESCRIPTION
+ * (NULL: none) below them. */
+GOptionContext *fb_cmd_option_context (const char *parameters, const char *summary, const char *description);
 /* COMMAND's options (ENTRIES) out of *ARGC, *ARGV into CTX; false after
  * fb_cmd_usage_error when they do not parse. */
 bool fb_cmd_parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *command, int *argc,
                            char ***argv);
+
+/* COMMAND takes options only: false after its usage error when ARGV still
+ * holds an argument once they are parsed. */
+bool fb_cmd_options_only (const char *command, int argc, char **argv);
 
 /* The bearer token in FILE (serve --token-file, log --connect --token-file):
  * a regular file (a FIFO or a device there would hang or flood us; links
