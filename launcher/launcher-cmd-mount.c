@@ -379,20 +379,19 @@ on_signal (gpointer data)
  * record: unmount as a SIGTERM would, from the main loop (the message
  * comes at the end of run_daemon).  What is asked meanwhile is written up
  * to the log's margin. */
-static gboolean
+static void
 stop_for_budget (gpointer data)
 {
   Daemon *d = data;
 
   if (!fb_run_fuse_is_ending (d->serving))
     on_signal (d);
-  return G_SOURCE_REMOVE;
 }
 
 static void
 on_log_full (gpointer data)
 {
-  g_idle_add (stop_for_budget, data);
+  g_idle_add_once (stop_for_budget, data);
 }
 
 /* Tell the waiting parent how it went (a line), then detach from it. */

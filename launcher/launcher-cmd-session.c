@@ -456,14 +456,13 @@ command_done (Conn *c)
 /* Files of the command still open LINGER_MS after its end: its client is
  * answered with what its log holds now; the log stays open for their
  * close records, and is closed at their release (on_files_released). */
-static gboolean
+static void
 on_linger (gpointer data)
 {
   Conn *c = data;
 
   c->linger_id = 0;
   close_command_log (c, true);
-  return G_SOURCE_REMOVE;
 }
 
 /* A word about a command from another thread, for the loop, which owns
@@ -492,7 +491,7 @@ note_free (Note *n)
   g_free (n);
 }
 
-static gboolean
+static void
 close_released (gpointer data)
 {
   Note *n = data;
@@ -507,7 +506,6 @@ close_released (gpointer data)
         }
     }
   note_free (n);
-  return G_SOURCE_REMOVE;
 }
 
 /* An ended command's last file is released, its close record written:
@@ -516,7 +514,7 @@ close_released (gpointer data)
 static void
 on_files_released (gpointer data)
 {
-  g_idle_add (close_released, data);
+  g_idle_add_once (close_released, data);
 }
 
 /* ENDED or EOF: nothing of the command runs any more; its log is closed
@@ -536,11 +534,11 @@ command_ended (Conn *c)
       command_done (c);
       return;
     }
-  c->linger_id = g_timeout_add (LINGER_MS, on_linger, c);
+  c->linger_id = g_timeout_add_once (LINGER_MS, on_linger, c);
   fb_view_member_end_notify (c->member, on_files_released, note_new (c));
 }
 
-static gboolean
+static void
 tell_log_full (gpointer data)
 {
   Note *n = data;
@@ -552,7 +550,6 @@ tell_log_full (gpointer data)
         send_type (c->fd, MSG_LOG_FULL);
     }
   note_free (n);
-  return G_SOURCE_REMOVE;
 }
 
 /* From the thread that wrote the record that reached the budget: the
@@ -560,7 +557,7 @@ tell_log_full (gpointer data)
 static void
 on_log_full (gpointer data)
 {
-  g_idle_add (tell_log_full, note_new (data));
+  g_idle_add_once (tell_log_full, note_new (data));
 }
 
 static void refuse (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);
@@ -833,7 +830,7 @@ on_stop_signal (gpointer data)
  * the loop, the session stops, and its commands with it (125), as a run
  * stops at its log's budget.  Each command's own records are in its own
  * log, under its own budget. */
-static gboolean
+static void
 session_log_full (gpointer data)
 {
   Daemon *d = data;
@@ -844,14 +841,13 @@ session_log_full (gpointer data)
   if (d->stop_why == NULL)
     d->stop_why = g_steal_pointer (&msg);
   on_stop (d);
-  return G_SOURCE_REMOVE;
 }
 
 /* From the thread that wrote the record that reached the budget. */
 static void
 on_session_log_full (gpointer data)
 {
-  g_idle_add (session_log_full, data);
+  g_idle_add_once (session_log_full, data);
 }
 
 /* The socket's directory entry is gone (its state directory removed) or
