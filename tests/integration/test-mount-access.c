@@ -15,12 +15,6 @@
 #include <dirent.h>
 #include <sys/sysmacros.h>
 
-static char *
-table_policy (void)
-{
-  return test_access_table_policy ("\".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"hide\"");
-}
-
 static void
 make_tree (MFx *fx)
 {
@@ -29,68 +23,32 @@ make_tree (MFx *fx)
   test_access_table_make (t);
 }
 
-typedef enum
-{
-  OP_STAT,
-  OP_READ,
-  OP_OPEN_WRITE,
-  OP_CHMOD,
-  OP_TRUNCATE,
-  OP_UTIMENS,
-  OP_SETXATTR,
-  OP_GETXATTR,
-  OP_REMOVEXATTR,
-  OP_UNLINK,
-  OP_RENAME_AWAY,
-  OP_RENAME_ONTO,
-  OP_EXCHANGE,
-  OP_LINK_AWAY,
-  OP_LINK_ONTO,
-  OP_CREATE,
-  OP_MKDIR,
-  OP_SYMLINK,
-  OP_MKFIFO,
-  OP_READDIR,
-  OP_RMDIR,
-  OP_MKDIR_IN,
-  OP_READLINK,
-} Op;
-
-typedef struct
-{
-  Op op;
-  const char *name;
-  const char *obj;
-  bool mutation;
-  int expect[4]; /* write, read, deny, hide: 0 or an errno */
-} Row;
-
 /* The kernel answers some cases before asking the view (an exchange with a
  * name it was told does not exist is ENOENT); the view refuses the rest. */
-static const Row rows[] = {
-  { OP_STAT, "lstat f", "file", false, { 0, 0, 0, ENOENT } },
-  { OP_READ, "open(O_RDONLY)+read f", "file", false, { 0, 0, EACCES, ENOENT } },
-  { OP_OPEN_WRITE, "open(O_WRONLY|O_TRUNC) f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_CHMOD, "chmod f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_TRUNCATE, "truncate f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_UTIMENS, "utimensat f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_SETXATTR, "setxattr f user.n", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_GETXATTR, "getxattr f user.t", "file", false, { 0, 0, EACCES, ENOENT } },
-  { OP_REMOVEXATTR, "removexattr f user.t", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_UNLINK, "unlink f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_RENAME_AWAY, "rename f -> zone/moved", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_RENAME_ONTO, "rename zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { OP_EXCHANGE, "renameat2 zone/x <-> f EXCHANGE", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_LINK_AWAY, "link f -> zone/lnk", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_LINK_ONTO, "link zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { OP_CREATE, "open(O_CREAT|O_EXCL) new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { OP_MKDIR, "mkdir new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { OP_SYMLINK, "symlink new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { OP_MKFIFO, "mkfifo new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { OP_READDIR, "opendir+readdir s", "dir", false, { 0, 0, EACCES, ENOENT } },
-  { OP_RMDIR, "rmdir s", "dir", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_MKDIR_IN, "mkdir s/sub", "dir", true, { 0, EROFS, EACCES, ENOENT } },
-  { OP_READLINK, "readlink l", "link", false, { 0, 0, EACCES, ENOENT } },
+static const TestAccessRow rows[] = {
+  { TEST_ACCESS_OP_GETATTR, "lstat f", "file", false, { 0, 0, 0, ENOENT } },
+  { TEST_ACCESS_OP_OPEN_READ, "open(O_RDONLY)+read f", "file", false, { 0, 0, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_OPEN_WRITE, "open(O_WRONLY|O_TRUNC) f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_CHMOD, "chmod f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_TRUNCATE, "truncate f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_UTIMENS, "utimensat f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_SETXATTR, "setxattr f user.n", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_GETXATTR, "getxattr f user.t", "file", false, { 0, 0, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_REMOVEXATTR, "removexattr f user.t", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_UNLINK, "unlink f", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_RENAME_AWAY, "rename f -> zone/moved", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_RENAME_ONTO, "rename zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { TEST_ACCESS_OP_EXCHANGE, "renameat2 zone/x <-> f EXCHANGE", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_LINK_AWAY, "link f -> zone/lnk", "file", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_LINK_ONTO, "link zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { TEST_ACCESS_OP_CREATE, "open(O_CREAT|O_EXCL) new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { TEST_ACCESS_OP_MKDIR, "mkdir new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { TEST_ACCESS_OP_SYMLINK, "symlink new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { TEST_ACCESS_OP_MKFIFO, "mkfifo new", "new", true, { 0, EROFS, EACCES, EACCES } },
+  { TEST_ACCESS_OP_READDIR, "opendir+readdir s", "dir", false, { 0, 0, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_RMDIR, "rmdir s", "dir", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_MKDIR_IN, "mkdir s/sub", "dir", true, { 0, EROFS, EACCES, ENOENT } },
+  { TEST_ACCESS_OP_READLINK, "readlink l", "link", false, { 0, 0, EACCES, ENOENT } },
 };
 
 static int
@@ -101,7 +59,7 @@ err_of (long r)
 
 /* Run OP on /t/A through the mount; 0 or the errno. */
 static int
-run_op (MFx *fx, Op op, const char *a)
+run_op (MFx *fx, TestAccessOp op, const char *a)
 {
   g_autofree char *d = g_strdup_printf ("/t/%s", a);
   g_autofree char *dir = mfx_m (fx, d);
@@ -120,59 +78,62 @@ run_op (MFx *fx, Op op, const char *a)
   errno = 0;
   switch (op)
     {
-      case OP_STAT:
+      case TEST_ACCESS_OP_GETATTR:
         return err_of (lstat (f, &st));
-      case OP_READ:
+      case TEST_ACCESS_OP_OPEN_READ:
         fd = open (f, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
           return errno;
         assert_int_equal (read (fd, buf, sizeof buf), 16);
         close (fd);
         return 0;
-      case OP_OPEN_WRITE:
+      case TEST_ACCESS_OP_OPEN_WRITE:
         fd = open (f, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd < 0)
           return errno;
         close (fd);
         return 0;
-      case OP_CHMOD:
+      case TEST_ACCESS_OP_CHMOD:
         return err_of (chmod (f, 0600));
-      case OP_TRUNCATE:
+      case TEST_ACCESS_OP_TRUNCATE:
         return err_of (truncate (f, 3));
-      case OP_UTIMENS:
+      case TEST_ACCESS_OP_UTIMENS:
         return err_of (utimensat (AT_FDCWD, f, ts, AT_SYMLINK_NOFOLLOW));
-      case OP_SETXATTR:
+      case TEST_ACCESS_OP_ACCESS_W:
+        /* the kernel answers access(2) itself (default_permissions): no row */
+        break;
+      case TEST_ACCESS_OP_SETXATTR:
         return err_of (lsetxattr (f, "user.n", "1", 1, 0));
-      case OP_GETXATTR:
+      case TEST_ACCESS_OP_GETXATTR:
         return err_of (lgetxattr (f, "user.t", buf, sizeof buf));
-      case OP_REMOVEXATTR:
+      case TEST_ACCESS_OP_REMOVEXATTR:
         return err_of (lremovexattr (f, "user.t"));
-      case OP_UNLINK:
+      case TEST_ACCESS_OP_UNLINK:
         return err_of (unlink (f));
-      case OP_RENAME_AWAY:
+      case TEST_ACCESS_OP_RENAME_AWAY:
         return err_of (rename (f, moved));
-      case OP_RENAME_ONTO:
+      case TEST_ACCESS_OP_RENAME_ONTO:
         return err_of (rename (x, nw));
-      case OP_EXCHANGE:
+      case TEST_ACCESS_OP_EXCHANGE:
         return err_of (renameat2 (AT_FDCWD, x, AT_FDCWD, f, RENAME_EXCHANGE));
-      case OP_LINK_AWAY:
+      case TEST_ACCESS_OP_LINK_AWAY:
         return err_of (link (f, lnk));
-      case OP_LINK_ONTO:
+      case TEST_ACCESS_OP_LINK_ONTO:
         return err_of (link (x, nw));
-      case OP_CREATE:
+      case TEST_ACCESS_OP_CREATE:
         fd = open (nw, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0)
           return errno;
         assert_int_equal (write (fd, "x", 1), 1);
         close (fd);
         return 0;
-      case OP_MKDIR:
+      case TEST_ACCESS_OP_MKDIR:
         return err_of (mkdir (nw, 0755));
-      case OP_SYMLINK:
+      case TEST_ACCESS_OP_SYMLINK:
         return err_of (symlink ("f", nw));
-      case OP_MKFIFO:
+      case TEST_ACCESS_OP_MKFIFO:
         return err_of (mkfifo (nw, 0644));
-      case OP_READDIR:
+      case TEST_ACCESS_OP_READDIR:
         {
           DIR *dp = opendir (s);
           struct dirent *de;
@@ -191,14 +152,14 @@ run_op (MFx *fx, Op op, const char *a)
           assert_int_equal (n, 2);
           return 0;
         }
-      case OP_RMDIR:
+      case TEST_ACCESS_OP_RMDIR:
         return err_of (rmdir (s));
-      case OP_MKDIR_IN:
+      case TEST_ACCESS_OP_MKDIR_IN:
         {
           g_autofree char *sub = g_build_filename (s, "sub", NULL);
           return err_of (mkdir (sub, 0755));
         }
-      case OP_READLINK:
+      case TEST_ACCESS_OP_READLINK:
         {
           ssize_t n = readlink (l, buf, sizeof buf);
           if (n < 0)
@@ -213,7 +174,7 @@ run_op (MFx *fx, Op op, const char *a)
 
 MFX_CASE (test_table)
 {
-  g_autofree char *policy = table_policy ();
+  g_autofree char *policy = test_access_table_policy (TEST_ACCESS_PROTECTED_NAMES);
   g_autofree char *log = NULL;
   guint denials = 0;
 
@@ -223,7 +184,7 @@ MFX_CASE (test_table)
   for (guint j = 0; j < TEST_ACCESS_N; j++)
     for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
       {
-        const Row *row = &rows[i];
+        const TestAccessRow *row = &rows[i];
         g_autofree char *before = NULL, *after = NULL;
         g_autofree char *frel = g_strdup_printf ("/t/%s/f", test_access_names[j]);
         int r;

@@ -21,5 +21,55 @@ extern const char *const test_access_names[TEST_ACCESS_N];
  * PROTECTED_NAMES the members of its "protected_names" object. */
 char *test_access_table_policy (const char *protected_names);
 
+/* The protected names both runs of the table use: hidden, and none of them
+ * in the tree, so that they change no row. */
+#define TEST_ACCESS_PROTECTED_NAMES "\".git\": \"hide\", \".agents\": \"hide\", \".codex\": \"hide\""
+
 /* The tree at host path T, anything there before removed. */
 void test_access_table_make (const char *t);
+
+/* The operations of the table, each on the object its row names: as system
+ * calls through a mount, as the view's entry points without FUSE.
+ * ACCESS_W is the view's alone: through a mount the kernel answers
+ * access(2) itself (default_permissions). */
+typedef enum
+{
+  TEST_ACCESS_OP_GETATTR,
+  TEST_ACCESS_OP_OPEN_READ,
+  TEST_ACCESS_OP_OPEN_WRITE,
+  TEST_ACCESS_OP_CHMOD,
+  TEST_ACCESS_OP_TRUNCATE,
+  TEST_ACCESS_OP_UTIMENS,
+  TEST_ACCESS_OP_ACCESS_W,
+  TEST_ACCESS_OP_SETXATTR,
+  TEST_ACCESS_OP_GETXATTR,
+  TEST_ACCESS_OP_REMOVEXATTR,
+  TEST_ACCESS_OP_UNLINK,
+  TEST_ACCESS_OP_RENAME_AWAY,
+  TEST_ACCESS_OP_RENAME_ONTO,
+  TEST_ACCESS_OP_EXCHANGE,
+  TEST_ACCESS_OP_LINK_AWAY,
+  TEST_ACCESS_OP_LINK_ONTO,
+  TEST_ACCESS_OP_CREATE,
+  TEST_ACCESS_OP_MKDIR,
+  TEST_ACCESS_OP_SYMLINK,
+  TEST_ACCESS_OP_MKFIFO,
+  TEST_ACCESS_OP_READDIR,
+  TEST_ACCESS_OP_RMDIR,
+  TEST_ACCESS_OP_MKDIR_IN,
+  TEST_ACCESS_OP_READLINK,
+} TestAccessOp;
+
+/* A row of the table: OP under the NAME failures print, on OBJ ("file",
+ * "dir", "link", "new": a denial's why is "ACCESS OBJ"), MUTATION if it
+ * changes the host when it succeeds, and its result per access in
+ * test_access_names' order: 0 or the errno (negated where the caller
+ * returns -errno). */
+typedef struct
+{
+  TestAccessOp op;
+  const char *name;
+  const char *obj;
+  bool mutation;
+  int expect[TEST_ACCESS_N];
+} TestAccessRow;

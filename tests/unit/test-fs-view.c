@@ -13,14 +13,8 @@
 
 #include <sys/sysmacros.h>
 
-/* The access table's policy and tree (tests/lib/test-access-table.h), the
- * tree made afresh below TMP/host/t. */
-static char *
-table_policy (void)
-{
-  return test_access_table_policy ("\".git\": \"hide\", \".agents\": \"hide\"");
-}
-
+/* The access table's tree (tests/lib/test-access-table.h), made afresh
+ * below TMP/host/t. */
 static void
 make_table_tree (Fx *fx)
 {
@@ -34,75 +28,38 @@ make_table_tree (Fx *fx)
 static void
 start_table (Fx *fx, int level)
 {
-  g_autofree char *policy = table_policy ();
+  g_autofree char *policy = test_access_table_policy (TEST_ACCESS_PROTECTED_NAMES);
 
   make_table_tree (fx);
   fx_start (fx, policy, NULL, level);
 }
 
-typedef enum
-{
-  OP_GETATTR,
-  OP_OPEN_READ,
-  OP_OPEN_WRITE,
-  OP_CHMOD,
-  OP_TRUNCATE,
-  OP_UTIMENS,
-  OP_ACCESS_W,
-  OP_SETXATTR,
-  OP_GETXATTR,
-  OP_REMOVEXATTR,
-  OP_UNLINK,
-  OP_RENAME_AWAY,
-  OP_RENAME_ONTO,
-  OP_EXCHANGE,
-  OP_LINK_AWAY,
-  OP_LINK_ONTO,
-  OP_CREATE,
-  OP_MKDIR,
-  OP_SYMLINK,
-  OP_MKFIFO,
-  OP_READDIR,
-  OP_RMDIR,
-  OP_MKDIR_IN,
-  OP_READLINK,
-} Op;
-
-typedef struct
-{
-  Op op;
-  const char *name;
-  const char *obj; /* the rule's object: "file", "dir", "link", "new" */
-  bool mutation;
-  int expect[4]; /* write, read, deny, hide */
-} Row;
-
 #define OK 0
-static const Row rows[] = {
-  { OP_GETATTR, "getattr", "file", false, { OK, OK, OK, -ENOENT } },
-  { OP_OPEN_READ, "open O_RDONLY", "file", false, { OK, OK, -EACCES, -ENOENT } },
-  { OP_OPEN_WRITE, "open O_WRONLY|O_TRUNC", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_CHMOD, "chmod", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_TRUNCATE, "truncate", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_UTIMENS, "utimens", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_ACCESS_W, "access W_OK", "file", false, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_SETXATTR, "setxattr user.n", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_GETXATTR, "getxattr user.t", "file", false, { OK, OK, -EACCES, -ENOENT } },
-  { OP_REMOVEXATTR, "removexattr user.t", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_UNLINK, "unlink", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_RENAME_AWAY, "rename f -> /t/zone/moved", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_RENAME_ONTO, "rename /t/zone/x -> new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
-  { OP_EXCHANGE, "rename /t/zone/x <-> f (EXCHANGE)", "file", true, { OK, -EROFS, -EACCES, -EACCES } },
-  { OP_LINK_AWAY, "link f -> /t/zone/lnk", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_LINK_ONTO, "link /t/zone/x -> new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
-  { OP_CREATE, "create new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
-  { OP_MKDIR, "mkdir new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
-  { OP_SYMLINK, "symlink new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
-  { OP_MKFIFO, "mknod S_IFIFO new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
-  { OP_READDIR, "readdir s", "dir", false, { OK, OK, -EACCES, -ENOENT } },
-  { OP_RMDIR, "rmdir s", "dir", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_MKDIR_IN, "mkdir s/sub", "dir", true, { OK, -EROFS, -EACCES, -ENOENT } },
-  { OP_READLINK, "readlink l", "link", false, { OK, OK, -EACCES, -ENOENT } },
+static const TestAccessRow rows[] = {
+  { TEST_ACCESS_OP_GETATTR, "getattr", "file", false, { OK, OK, OK, -ENOENT } },
+  { TEST_ACCESS_OP_OPEN_READ, "open O_RDONLY", "file", false, { OK, OK, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_OPEN_WRITE, "open O_WRONLY|O_TRUNC", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_CHMOD, "chmod", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_TRUNCATE, "truncate", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_UTIMENS, "utimens", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_ACCESS_W, "access W_OK", "file", false, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_SETXATTR, "setxattr user.n", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_GETXATTR, "getxattr user.t", "file", false, { OK, OK, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_REMOVEXATTR, "removexattr user.t", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_UNLINK, "unlink", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_RENAME_AWAY, "rename f -> /t/zone/moved", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_RENAME_ONTO, "rename /t/zone/x -> new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { TEST_ACCESS_OP_EXCHANGE, "rename /t/zone/x <-> f (EXCHANGE)", "file", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { TEST_ACCESS_OP_LINK_AWAY, "link f -> /t/zone/lnk", "file", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_LINK_ONTO, "link /t/zone/x -> new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { TEST_ACCESS_OP_CREATE, "create new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { TEST_ACCESS_OP_MKDIR, "mkdir new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { TEST_ACCESS_OP_SYMLINK, "symlink new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { TEST_ACCESS_OP_MKFIFO, "mknod S_IFIFO new", "new", true, { OK, -EROFS, -EACCES, -EACCES } },
+  { TEST_ACCESS_OP_READDIR, "readdir s", "dir", false, { OK, OK, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_RMDIR, "rmdir s", "dir", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_MKDIR_IN, "mkdir s/sub", "dir", true, { OK, -EROFS, -EACCES, -ENOENT } },
+  { TEST_ACCESS_OP_READLINK, "readlink l", "link", false, { OK, OK, -EACCES, -ENOENT } },
 };
 
 static bool
@@ -113,7 +70,7 @@ count_entry (const FbViewDirEntry *e, gpointer data)
 }
 
 static int
-run_op (Fx *fx, Op op, const char *a)
+run_op (Fx *fx, TestAccessOp op, const char *a)
 {
   FbView *v = fx->view;
   const FbViewCaller *c = &fx->caller;
@@ -130,16 +87,16 @@ run_op (Fx *fx, Op op, const char *a)
 
   switch (op)
     {
-      case OP_RENAME_ONTO:
+      case TEST_ACCESS_OP_RENAME_ONTO:
         return fb_view_rename (v, c, zone, "x", d, "new", 0);
-      case OP_EXCHANGE:
+      case TEST_ACCESS_OP_EXCHANGE:
         return fb_view_rename (v, c, zone, "x", d, "f", RENAME_EXCHANGE);
-      case OP_LINK_ONTO:
+      case TEST_ACCESS_OP_LINK_ONTO:
         {
           g_autoptr (FbViewNode) x = fx_node (fx, "/t/zone/x");
           return fb_view_link (v, c, x, d, "new", NULL, NULL);
         }
-      case OP_CREATE:
+      case TEST_ACCESS_OP_CREATE:
         r = fb_view_create (v, c, d, "new", O_WRONLY | O_CREAT | O_EXCL, 0644, &file, NULL, NULL);
         if (r == 0)
           {
@@ -147,31 +104,35 @@ run_op (Fx *fx, Op op, const char *a)
             fb_view_release (v, file);
           }
         return r;
-      case OP_MKDIR:
+      case TEST_ACCESS_OP_MKDIR:
         return fb_view_mkdir (v, c, d, "new", 0755, NULL, NULL);
-      case OP_SYMLINK:
+      case TEST_ACCESS_OP_SYMLINK:
         return fb_view_symlink (v, c, d, "new", "f", NULL, NULL);
-      case OP_MKFIFO:
+      case TEST_ACCESS_OP_MKFIFO:
         return fb_view_mknod (v, c, d, "new", S_IFIFO | 0644, 0, NULL, NULL);
-      case OP_UNLINK:
+      case TEST_ACCESS_OP_UNLINK:
         return fb_view_unlink (v, c, d, "f");
-      case OP_RENAME_AWAY:
+      case TEST_ACCESS_OP_RENAME_AWAY:
         return fb_view_rename (v, c, d, "f", zone, "moved", 0);
-      case OP_RMDIR:
+      case TEST_ACCESS_OP_RMDIR:
         return fb_view_rmdir (v, c, d, "s");
       default:
         break;
     }
 
   /* the rest act on an object that must first be looked up */
-  r = fb_view_lookup (v, c, d, op == OP_READDIR || op == OP_MKDIR_IN ? "s" : op == OP_READLINK ? "l" : "f", &n, &st);
+  r = fb_view_lookup (v, c, d,
+                      op == TEST_ACCESS_OP_READDIR || op == TEST_ACCESS_OP_MKDIR_IN ? "s"
+                      : op == TEST_ACCESS_OP_READLINK                               ? "l"
+                                                                                    : "f",
+                      &n, &st);
   if (r < 0)
     return r;
   switch (op)
     {
-      case OP_GETATTR:
+      case TEST_ACCESS_OP_GETATTR:
         return fb_view_getattr (v, c, n, &st);
-      case OP_OPEN_READ:
+      case TEST_ACCESS_OP_OPEN_READ:
         r = fb_view_open (v, c, n, O_RDONLY, &file, NULL);
         if (r == 0)
           {
@@ -179,34 +140,34 @@ run_op (Fx *fx, Op op, const char *a)
             fb_view_release (v, file);
           }
         return r;
-      case OP_OPEN_WRITE:
+      case TEST_ACCESS_OP_OPEN_WRITE:
         r = fb_view_open (v, c, n, O_WRONLY | O_TRUNC, &file, NULL);
         if (r == 0)
           fb_view_release (v, file);
         return r;
-      case OP_CHMOD:
+      case TEST_ACCESS_OP_CHMOD:
         sa.valid = FB_VIEW_SET_MODE;
         sa.mode = 0600;
         return fb_view_setattr (v, c, n, NULL, &sa, &st);
-      case OP_TRUNCATE:
+      case TEST_ACCESS_OP_TRUNCATE:
         sa.valid = FB_VIEW_SET_SIZE;
         sa.size = 3;
         return fb_view_setattr (v, c, n, NULL, &sa, &st);
-      case OP_UTIMENS:
+      case TEST_ACCESS_OP_UTIMENS:
         sa.valid = FB_VIEW_SET_MTIME | FB_VIEW_SET_ATIME;
         sa.mtime.tv_sec = sa.atime.tv_sec = 12345;
         return fb_view_setattr (v, c, n, NULL, &sa, &st);
-      case OP_ACCESS_W:
+      case TEST_ACCESS_OP_ACCESS_W:
         return fb_view_access (v, c, n, W_OK);
-      case OP_SETXATTR:
+      case TEST_ACCESS_OP_SETXATTR:
         return fb_view_setxattr (v, c, n, "user.n", "1", 1, 0);
-      case OP_GETXATTR:
+      case TEST_ACCESS_OP_GETXATTR:
         return (int)fb_view_getxattr (v, c, n, "user.t", buf, sizeof buf);
-      case OP_REMOVEXATTR:
+      case TEST_ACCESS_OP_REMOVEXATTR:
         return fb_view_removexattr (v, c, n, "user.t");
-      case OP_LINK_AWAY:
+      case TEST_ACCESS_OP_LINK_AWAY:
         return fb_view_link (v, c, n, zone, "lnk", NULL, NULL);
-      case OP_READDIR:
+      case TEST_ACCESS_OP_READDIR:
         {
           guint count = 0;
           r = fb_view_opendir (v, c, n, &file, NULL);
@@ -217,9 +178,9 @@ run_op (Fx *fx, Op op, const char *a)
           assert_int_equal (count, 2); /* "." and ".." */
           return r;
         }
-      case OP_MKDIR_IN:
+      case TEST_ACCESS_OP_MKDIR_IN:
         return fb_view_mkdir (v, c, n, "sub", 0755, NULL, NULL);
-      case OP_READLINK:
+      case TEST_ACCESS_OP_READLINK:
         {
           g_autofree char *text = NULL;
           r = fb_view_readlink (v, c, n, &text);
@@ -243,7 +204,7 @@ test_table (void **state)
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
     for (guint j = 0; j < TEST_ACCESS_N; j++)
       {
-        const Row *row = &rows[i];
+        const TestAccessRow *row = &rows[i];
         g_autofree char *fhost = g_strdup_printf ("host/t/%s/f", test_access_names[j]);
         g_autofree char *before = NULL, *after = NULL;
         g_autofree char *why = g_strdup_printf ("%s %s", test_access_names[j], row->obj);
@@ -327,7 +288,7 @@ test_every_op_logged (void **state)
     assert_errno (fb_view_setattr (fx->view, &fx->caller, f, NULL, &sa, &st), 0);
     assert_errno (fb_view_statfs (fx->view, &fx->caller, f, &sv), 0);
     assert_true (fb_view_listxattr (fx->view, &fx->caller, f, buf, sizeof buf) >= 0);
-    assert_errno (run_op (fx, OP_OPEN_READ, "deny"), -EACCES);
+    assert_errno (run_op (fx, TEST_ACCESS_OP_OPEN_READ, "deny"), -EACCES);
     collect_ops (fx, seen);
   }
   {
@@ -611,7 +572,7 @@ static void
 test_act_as_caller (void **state)
 {
   Fx *fx = *state;
-  g_autofree char *policy = table_policy ();
+  g_autofree char *policy = test_access_table_policy (TEST_ACCESS_PROTECTED_NAMES);
   g_autoptr (FbViewNode) zone = NULL;
   g_autoptr (FbViewNode) node = NULL;
   g_autofree char *host = NULL;
