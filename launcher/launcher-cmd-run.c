@@ -116,19 +116,34 @@ run_usage (FILE *out)
                 "fusebox's.  Manual: fusebox(1).\n");
 }
 
+/* A failure of fusebox's own, said as "run: MESSAGE" (a USAGE error in the
+ * words of every command's, with where --help is); the message is built
+ * raw and escaped where it is printed.  The status is 125 whichever it is,
+ * run's own, so that no status of the command is mistaken for one of
+ * fusebox's. */
+static int G_GNUC_PRINTF (2, 0) say_failure (bool usage, const char *format, va_list ap)
+{
+  g_autofree char *msg = g_strdup_vprintf (format, ap);
+
+  if (usage)
+    fb_cmd_usage_error ("run", msg);
+  else
+    fb_cmd_error ("run: %s", msg);
+  return FB_LAUNCHER_EXIT_SANDBOX;
+}
+
 static int usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 
 static int
 usage_error (const char *format, ...)
 {
   va_list ap;
-  g_autofree char *msg = NULL;
+  int status;
+
   va_start (ap, format);
-  msg = g_strdup_vprintf (format, ap);
+  status = say_failure (true, format, ap);
   va_end (ap);
-  /* the words of every command's usage error; run's own status (125) */
-  fb_cmd_usage_error ("run", msg);
-  return FB_LAUNCHER_EXIT_SANDBOX;
+  return status;
 }
 
 static bool
@@ -863,13 +878,13 @@ static int
 fail (Run *run, const char *note, const char *format, ...)
 {
   va_list ap;
-  g_autofree char *msg = NULL;
+  int status;
+
   va_start (ap, format);
-  msg = g_strdup_vprintf (format, ap);
+  status = say_failure (false, format, ap);
   va_end (ap);
-  fb_cmd_error ("run: %s", msg);
   fb_run_set_error (run->run, note, NULL);
-  return FB_LAUNCHER_EXIT_SANDBOX;
+  return status;
 }
 
 void
