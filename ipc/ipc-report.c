@@ -657,6 +657,25 @@ json_counts (JsonBuilder *b, const char *name, GHashTable *t)
   json_builder_end_object (b);
 }
 
+static int
+net_host_cmp (gconstpointer a, gconstpointer b)
+{
+  return strcmp ((*(NetHost *const *)a)->host, (*(NetHost *const *)b)->host);
+}
+
+static void
+json_net_host (JsonBuilder *b, gconstpointer value)
+{
+  const NetHost *h = value;
+
+  fb_json_builder_add_string_member (b, "host", h->host);
+  fb_json_builder_add_int_member (b, "connections", (gint64)h->connections);
+  fb_json_builder_add_int_member (b, "failed", (gint64)h->failed);
+  fb_json_builder_add_int_member (b, "denials", (gint64)h->denials);
+  fb_json_builder_add_int_member (b, "bytes_received", h->bytes_received);
+  fb_json_builder_add_int_member (b, "bytes_sent", h->bytes_sent);
+}
+
 /* The counts every group has, after what it is keyed by. */
 static void
 json_group_counts (JsonBuilder *b, const Group *g)
@@ -735,26 +754,7 @@ fb_report_to_json (FbReport *r)
 
   /* only when the proxy logged something: a run without it reports as before */
   if (g_hash_table_size (r->network) > 0)
-    {
-      g_autoptr (GPtrArray) hosts = sorted_keys (r->network);
-
-      json_builder_set_member_name (b, "network");
-      json_builder_begin_array (b);
-      for (guint i = 0; i < hosts->len; i++)
-        {
-          NetHost *h = g_hash_table_lookup (r->network, hosts->pdata[i]);
-
-          json_builder_begin_object (b);
-          fb_json_builder_add_string_member (b, "host", h->host);
-          fb_json_builder_add_int_member (b, "connections", (gint64)h->connections);
-          fb_json_builder_add_int_member (b, "failed", (gint64)h->failed);
-          fb_json_builder_add_int_member (b, "denials", (gint64)h->denials);
-          fb_json_builder_add_int_member (b, "bytes_received", h->bytes_received);
-          fb_json_builder_add_int_member (b, "bytes_sent", h->bytes_sent);
-          json_builder_end_object (b);
-        }
-      json_builder_end_array (b);
-    }
+    json_sorted_objects (b, "network", r->network, net_host_cmp, json_net_host);
 
   json_builder_set_member_name (b, "denials");
   json_builder_begin_object (b);
