@@ -793,11 +793,16 @@ open_log_through (const char *path, guint capacity, GMainContext *ctx)
  * pushes would all be queued (and the test fail) rather than block. */
 #define THROUGH_PER_THREAD 400
 
+/* A thread that pushes N records /tID/0.. into LOG, then sets DONE and
+ * wakes CTX (if any) for a loop that waits for it. */
 typedef struct
 {
   FbAccessLog *log;
   guint id;
+  guint n;
   guint late; /* pushes that returned before their record was counted */
+  gint done;  /* atomic */
+  GMainContext *ctx;
 } ThroughPusher;
 
 static gpointer
@@ -808,7 +813,10 @@ through_pusher_main (gpointer data)
 
   /* Late: this thread's i + 1 records are in the file by the time its push
    * of the last returns, so at least that many in all. */
-  p->late = test_push_paths (fb_access_log_get_sink (p->log), prefix, THROUGH_PER_THREAD, p->log);
+  p->late = test_push_paths (fb_access_log_get_sink (p->log), prefix, p->n, p->log);
+  g_atomic_int_set (&p->done, 1);
+  if (p->ctx != NULL)
+    g_main_context_wakeup (p->ctx);
   return NULL;
 }
 
@@ -827,7 +835,7 @@ test_write_through (void **state)
 
   for (guint i = 0; i < N_THREADS; i++)
     {
-      pushers[i] = (ThroughPusher){ log, i, 0 };
+      pushers[i] = (ThroughPusher){ .log = log, .id = i, .n = THROUGH_PER_THREAD };
       threads[i] = g_thread_new ("pusher", through_pusher_main, &pushers[i]);
     }
   for (guint i = 0; i < N_THREADS; i++)
@@ -857,7 +865,7 @@ push_one_main (gpointer data)
 static void
 push_one_from_thread (FbAccessLog *log, guint id)
 {
-  ThroughPusher p = { log, id, 0 };
+  ThroughPusher p = { .log = log, .id = id };
 
   g_thread_join (g_thread_new ("one", push_one_main, &p));
 }
@@ -902,25 +910,6 @@ test_write_through_subscriber (void **state)
   test_close_log (log);
 }
 
-typedef struct
-{
-  ThroughPusher pusher;
-  guint n;
-  gint done; /* atomic */
-  GMainContext *ctx;
-} SubscribedPusher;
-
-static gpointer
-subscribed_pusher_main (gpointer data)
-{
-  SubscribedPusher *sp = data;
-
-  sp->pusher.late = test_push_paths (fb_access_log_get_sink (sp->pusher.log), "/t0/", sp->n, sp->pusher.log);
-  g_atomic_int_set (&sp->done, 1);
-  g_main_context_wakeup (sp->ctx);
-  return NULL;
-}
-
 /* More records than wait for the subscribers' loop (its bound): every
  * record in the file before its push returns, the subscriber gets every
  * one in seq order, and the pusher, not memory, waits for the loop. */
@@ -932,18 +921,18 @@ test_write_through_subscriber_bound (void **state)
   FbAccessLog *log = open_log_through (f->path, 0, ctx);
   g_autoptr (GPtrArray) seen = g_ptr_array_new_with_free_func (g_free);
   g_autoptr (GPtrArray) lines = NULL;
-  SubscribedPusher sp = { { log, 0, 0 }, 2 * FB_LOG_SUBSCRIBERS_MAX_LINES + 100, 0, ctx };
+  ThroughPusher p = { .log = log, .n = 2 * FB_LOG_SUBSCRIBERS_MAX_LINES + 100, .ctx = ctx };
   GThread *thread;
 
   fb_access_log_subscribe (log, collect_line, seen, NULL);
-  thread = g_thread_new ("pusher", subscribed_pusher_main, &sp);
-  while (!g_atomic_int_get (&sp.done) || seen->len < sp.n)
+  thread = g_thread_new ("pusher", through_pusher_main, &p);
+  while (!g_atomic_int_get (&p.done) || seen->len < p.n)
     g_main_context_iteration (ctx, TRUE);
   g_thread_join (thread);
-  assert_int_equal (sp.pusher.late, 0);
+  assert_int_equal (p.late, 0);
   lines = test_read_lines (f->path);
-  check_gap_free_per_thread (lines, 1, sp.n);
-  assert_int_equal (seen->len, sp.n);
+  check_gap_free_per_thread (lines, 1, p.n);
+  assert_int_equal (seen->len, p.n);
   for (guint i = 0; i < seen->len; i++)
     assert_string_equal (seen->pdata[i], lines->pdata[i]);
   test_close_log (log);
