@@ -121,26 +121,37 @@ teardown (void **state)
   return 0;
 }
 
+#define LOG_TEST(f) cmocka_unit_test_setup_teardown (f, setup, teardown)
+
 /* --- log ------------------------------------------------------------------ */
 
-/* The lines of `fusebox log OPTION` over the fixture NAME (exit 0); R
- * keeps the whole output. */
-static char **
-log_lines (TestCmd *r, const char *option, const char *name)
+/* `fusebox COMMAND [OPTION]` over the fixture NAME, which exits 0. */
+static void
+run_on_fixture (TestCmd *r, const char *command, const char *option, const char *name)
 {
   g_autofree char *file = fixture (name);
 
-  run_fusebox (r, 0, NULL, "log", option, file, NULL);
+  if (option != NULL)
+    run_fusebox (r, 0, NULL, command, option, file, NULL);
+  else
+    run_fusebox (r, 0, NULL, command, file, NULL);
+}
+
+/* The lines of `fusebox log OPTION` over the fixture NAME; R keeps the
+ * whole output. */
+static char **
+log_lines (TestCmd *r, const char *option, const char *name)
+{
+  run_on_fixture (r, "log", option, name);
   return g_strsplit (r->out, "\n", -1);
 }
 
 static void
 test_log_people (void **state)
 {
-  g_autofree char *basic = fixture ("basic.jsonl");
   g_auto (TestCmd) r = { 0 };
 
-  run_fusebox (&r, 0, NULL, "log", basic, NULL);
+  run_on_fixture (&r, "log", NULL, "basic.jsonl");
   assert_int_equal (count_lines (r.out), N_BASIC);
   /* not a terminal: no colour */
   assert_null (strchr (r.out, '\033'));
@@ -289,16 +300,14 @@ test_log_missing (void **state)
 static void
 test_log_truncated_and_gap (void **state)
 {
-  g_autofree char *truncated = fixture ("truncated.jsonl");
-  g_autofree char *gap = fixture ("gap.jsonl");
   g_auto (TestCmd) r = { 0 };
   g_auto (TestCmd) g = { 0 };
 
-  run_fusebox (&r, 0, NULL, "log", truncated, NULL);
+  run_on_fixture (&r, "log", NULL, "truncated.jsonl");
   assert_int_equal (count_lines (r.out), 3);
   expect_in (&r, r.err, "truncated.jsonl:4: the last line is incomplete");
 
-  run_fusebox (&g, 0, NULL, "log", gap, NULL);
+  run_on_fixture (&g, "log", NULL, "gap.jsonl");
   assert_int_equal (count_lines (g.out), 3);
   expect_in (&g, g.err, "seq jumps from 2 to 5: 2 records missing");
 }
@@ -483,10 +492,9 @@ test_log_follow_rotation (void **state)
 static void
 test_report_text (void **state)
 {
-  g_autofree char *basic = fixture ("basic.jsonl");
   g_auto (TestCmd) r = { 0 };
 
-  run_fusebox (&r, 0, NULL, "report", basic, NULL);
+  run_on_fixture (&r, "report", NULL, "basic.jsonl");
   expect_in (&r, r.out, "run 20240501-120000-fixt01: 12 records, seq 1-12\n");
   expect_in (&r, r.out, "\nFiles created (1)\n  /work/new.txt  (create)\n");
   expect_in (&r, r.out, "\nFiles written (1)\n        11 B  /work/new.txt\n");
@@ -504,13 +512,12 @@ test_report_text (void **state)
 static void
 test_report_json (void **state)
 {
-  g_autofree char *basic = fixture ("basic.jsonl");
   g_auto (TestCmd) r = { 0 };
   g_autoptr (JsonParser) parser = json_parser_new ();
   g_autoptr (GError) error = NULL;
   JsonObject *o, *totals;
 
-  run_fusebox (&r, 0, NULL, "report", "--json", basic, NULL);
+  run_on_fixture (&r, "report", "--json", "basic.jsonl");
   if (!json_parser_load_from_data (parser, r.out, -1, &error))
     fail_msg ("report --json is not JSON: %s\n  replay: %s", error->message, r.command);
   o = json_node_get_object (json_parser_get_root (parser));
@@ -528,17 +535,15 @@ test_report_json (void **state)
 static void
 test_report_damaged (void **state)
 {
-  g_autofree char *gap = fixture ("gap.jsonl");
-  g_autofree char *truncated = fixture ("truncated.jsonl");
   g_auto (TestCmd) r = { 0 };
   g_auto (TestCmd) t = { 0 };
 
-  run_fusebox (&r, 0, NULL, "report", gap, NULL);
+  run_on_fixture (&r, "report", NULL, "gap.jsonl");
   expect_in (&r, r.out, "WARNING: the log is not whole: 2 records missing");
   expect_in (&r, r.out, "  seq gaps    2 (records are missing)\n");
   expect_in (&r, r.err, "seq jumps from 2 to 5");
 
-  run_fusebox (&t, 0, NULL, "report", "--json", truncated, NULL);
+  run_on_fixture (&t, "report", "--json", "truncated.jsonl");
   expect_in (&t, t.out, "\"truncated_lines\" : 1");
   expect_in (&t, t.err, "incomplete");
 }
@@ -556,17 +561,9 @@ test_report_usage (void **state)
   expect_in (&m, m.err, missing);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_log_people, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_color, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_json_passthrough, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_filters, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_usage_errors, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_missing, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_truncated_and_gap, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_rotated_run_dir, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_run_id_and_latest, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_log_follow_rotation, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_report_text, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_report_json, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_report_damaged, setup, teardown),
-                  cmocka_unit_test_setup_teardown (test_report_usage, setup, teardown))
+TEST_DEFINE_MAIN (NULL, NULL, LOG_TEST (test_log_people), LOG_TEST (test_log_color),
+                  LOG_TEST (test_log_json_passthrough), LOG_TEST (test_log_filters), LOG_TEST (test_log_usage_errors),
+                  LOG_TEST (test_log_missing), LOG_TEST (test_log_truncated_and_gap),
+                  LOG_TEST (test_log_rotated_run_dir), LOG_TEST (test_log_run_id_and_latest),
+                  LOG_TEST (test_log_follow_rotation), LOG_TEST (test_report_text), LOG_TEST (test_report_json),
+                  LOG_TEST (test_report_damaged), LOG_TEST (test_report_usage))
