@@ -651,8 +651,7 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
     FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY (&c->run),
     { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->run.log_max_size,
       "The budget of all the log's files (default 256M, or the policy's log.max_size): past it, unmount", "SIZE" },
-    { "log-journal", 0, 0, G_OPTION_ARG_NONE, &a->log_journal,
-      "Every record to the systemd journal too (or the policy's log.journal)", NULL },
+    FB_CMD_RUN_ARGS_JOURNAL_ENTRY (&c->run),
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = NULL;
@@ -698,6 +697,7 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
   a->mountpoint = c->mountpoint;
   a->cache_timeout = c->cache_timeout;
   a->foreground = c->foreground;
+  a->log_journal = c->run.log_journal;
   return -1;
 }
 

@@ -87,7 +87,7 @@ typedef struct
 {
   FbCmdRunArgs run;
   char *listen, *token_file, *output_max;
-  gboolean allow_remote, no_auth, subscribe_all, log_journal;
+  gboolean allow_remote, no_auth, subscribe_all;
   int detach_timeout;
   int view_idle_timeout;
   guint64 output_max_bytes; /* 0: the default */
@@ -179,8 +179,7 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
     { "log-max-size", 0, 0, G_OPTION_ARG_STRING, &c->run.log_max_size,
       "The budget of all the log's files (default 1G, or the policy's log.max_size): past it, the server stops",
       "SIZE" },
-    { "log-journal", 0, 0, G_OPTION_ARG_NONE, &c->log_journal,
-      "Every record to the systemd journal too (or the policy's log.journal)", NULL },
+    FB_CMD_RUN_ARGS_JOURNAL_ENTRY (&c->run),
     { NULL },
   };
   g_autoptr (GOptionContext) ctx = NULL;
@@ -356,7 +355,7 @@ start_server (const ServeCommandLine *c, FbRun *run, Server *s)
   lo.max_bytes = c->max_size;
   lo.on_full = on_log_full;
   lo.on_full_data = s->loop;
-  lo.journal = fb_cmd_log_journal (c->log_journal, fb_run_get_policy (run), &lo.journal_socket);
+  lo.journal = fb_cmd_log_journal (c->run.log_journal, fb_run_get_policy (run), &lo.journal_socket);
   if (fb_run_open_log (run, &lo, &error) == NULL)
     {
       fb_cmd_error ("serve: can't open the access log %s: %s; give a writable --log FILE", fb_run_get_log_path (run),

@@ -107,12 +107,14 @@ char *fb_cmd_log_full_message (const char *what, const char *log_path, guint64 m
 
 /* What mount and serve read from their command lines for their run
  * (launcher-cmd-logbudget.c), and the option rows they share, each with
- * one help text: FB_CMD_RUN_ARGS_ENTRIES (--workspace, --log, --log-level)
- * and FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY (--log-file-size).  --policy and
+ * one help text: FB_CMD_RUN_ARGS_ENTRIES (--workspace, --log, --log-level),
+ * FB_CMD_RUN_ARGS_FILE_SIZE_ENTRY (--log-file-size) and
+ * FB_CMD_RUN_ARGS_JOURNAL_ENTRY (--log-journal).  --policy and
  * --log-max-size say each command's own default. */
 typedef struct
 {
   char *policy, *workspace, *log, *level, *log_file_size, *log_max_size;
+  gboolean log_journal;
   char *workspace_real; /* canonical */
 } FbCmdRunArgs;
 #define FB_CMD_RUN_ARGS_ENTRIES(args)                                                                                  \
@@ -137,6 +139,11 @@ typedef struct
   {                                                                                                                    \
     "log-file-size", 0, 0, G_OPTION_ARG_STRING, &(args)->log_file_size,                                                \
       "Rotate the access log past SIZE (default 16M, or the policy's log.file_size)", "SIZE"                           \
+  }
+#define FB_CMD_RUN_ARGS_JOURNAL_ENTRY(args)                                                                            \
+  {                                                                                                                    \
+    "log-journal", 0, 0, G_OPTION_ARG_NONE, &(args)->log_journal,                                                      \
+      "Every record to the systemd journal too (or the policy's log.journal)", NULL                                    \
   }
 void fb_cmd_run_args_clear (FbCmdRunArgs *args);
 /* RUN (made from ARGS' workspace and log) with ARGS' policy (--policy, or
