@@ -106,7 +106,7 @@ typedef struct
   gint told;      /* atomic */
   pthread_t by;   /* the thread that told */
   gint file_refs; /* how many "files" were still open when it was told */
-  gint *open_now; /* the files open, as the test counts them */
+  gint open_now;  /* atomic: the files open, as the test counts them */
 } Released;
 
 static void
@@ -115,7 +115,7 @@ on_released (gpointer data)
   Released *r = data;
 
   r->by = pthread_self ();
-  r->file_refs = g_atomic_int_get (r->open_now);
+  r->file_refs = g_atomic_int_get (&r->open_now);
   g_atomic_int_inc (&r->told);
 }
 
@@ -146,8 +146,7 @@ test_released_after_last_file (void **state)
 {
   FbViewShare *share = fb_view_share_new (NULL);
   FbViewMember *m = member_new (share);
-  gint open_now = 2;
-  Released r = { .open_now = &open_now };
+  Released r = { .open_now = 2 };
   pthread_t th;
 
   (void)state;
@@ -157,11 +156,11 @@ test_released_after_last_file (void **state)
   fb_view_member_end_notify (m, on_released, &r);
   assert_int_equal (g_atomic_int_get (&r.told), 0);
   /* the first release: one is still open */
-  g_atomic_int_dec_and_test (&open_now);
+  g_atomic_int_dec_and_test (&r.open_now);
   fb_view_member_unref (m);
   assert_int_equal (g_atomic_int_get (&r.told), 0);
   /* the last, on another thread (a FUSE worker's RELEASE): told there */
-  g_atomic_int_dec_and_test (&open_now);
+  g_atomic_int_dec_and_test (&r.open_now);
   assert_int_equal (pthread_create (&th, NULL, release_file, m), 0);
   assert_int_equal (pthread_join (th, NULL), 0);
   assert_int_equal (r.told, 1);
@@ -177,8 +176,7 @@ test_released_none_open (void **state)
 {
   FbViewShare *share = fb_view_share_new (NULL);
   FbViewMember *m = member_new (share);
-  gint open_now = 0;
-  Released r = { .open_now = &open_now };
+  Released r = { 0 };
 
   (void)state;
   /* nothing of it is open: told at once, on the caller's thread */
@@ -200,8 +198,7 @@ test_released_race (void **state)
   for (int i = 0; i < 2000; i++)
     {
       FbViewMember *m = member_new (share);
-      gint open_now = 0;
-      Released r = { .open_now = &open_now };
+      Released r = { 0 };
       pthread_t th;
 
       fb_view_member_ref (m);
