@@ -33,16 +33,6 @@ open_log (const char *path, guint capacity, guint64 rotate, GMainContext *ctx)
   return open_log_with (&opts, ctx);
 }
 
-static const char *
-str_member (JsonObject *o, const char *name)
-{
-  JsonNode *n = json_object_get_member (o, name);
-
-  if (n == NULL || JSON_NODE_HOLDS_NULL (n))
-    return NULL;
-  return json_node_get_string (n);
-}
-
 /* --- every line valid JSON, fields as documented ---------------------- */
 
 /* The members every record has, whatever it records. */
@@ -107,12 +97,12 @@ test_fields (void **state)
   for (guint i = 0; i < lines->len; i++)
     {
       g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
-      const char *ts = str_member (o, "ts");
+      const char *ts = test_json_str (o, "ts");
 
       assert_non_null (ts);
       if (!g_regex_match (ts_re, ts, 0, NULL))
         fail_msg ("ts '%s' is not RFC 3339 UTC with microseconds", ts);
-      assert_string_equal (str_member (o, "run"), "run-test");
+      assert_string_equal (test_json_str (o, "run"), "run-test");
       assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
       assert_int_equal (json_object_get_int_member (o, "pid"), 4242);
       for (guint m = 0; m < G_N_ELEMENTS (always); m++)
@@ -120,25 +110,25 @@ test_fields (void **state)
           fail_msg ("record %u has no \"%s\": %s", i + 1, always[m], (const char *)lines->pdata[i]);
       /* error only with a non-zero errno; bytes only on close */
       assert_int_equal (json_object_has_member (o, "error"), json_object_get_int_member (o, "errno") != 0);
-      assert_int_equal (json_object_has_member (o, "bytes_read"), strcmp (str_member (o, "op"), "close") == 0);
-      assert_int_equal (json_object_has_member (o, "bytes_written"), strcmp (str_member (o, "op"), "close") == 0);
+      assert_int_equal (json_object_has_member (o, "bytes_read"), strcmp (test_json_str (o, "op"), "close") == 0);
+      assert_int_equal (json_object_has_member (o, "bytes_written"), strcmp (test_json_str (o, "op"), "close") == 0);
       assert_int_equal (json_object_has_member (o, "target"), i == 2);
       assert_int_equal (json_object_has_member (o, "session"), i == 2);
     }
 
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[0]);
-    assert_string_equal (str_member (o, "ts"), "2024-05-01T12:00:00.123456Z");
-    assert_string_equal (str_member (o, "comm"), "tester");
+    assert_string_equal (test_json_str (o, "ts"), "2024-05-01T12:00:00.123456Z");
+    assert_string_equal (test_json_str (o, "comm"), "tester");
     assert_int_equal (json_object_get_int_member (o, "uid"), 1000);
-    assert_string_equal (str_member (o, "op"), "open");
-    assert_string_equal (str_member (o, "path"), "/work/a.txt");
-    assert_string_equal (str_member (o, "access"), "read");
-    assert_string_equal (str_member (o, "decision"), "allow");
+    assert_string_equal (test_json_str (o, "op"), "open");
+    assert_string_equal (test_json_str (o, "path"), "/work/a.txt");
+    assert_string_equal (test_json_str (o, "access"), "read");
+    assert_string_equal (test_json_str (o, "decision"), "allow");
     assert_int_equal (json_object_get_int_member (o, "errno"), 0);
     assert_int_equal (json_object_get_int_member (o, "rule"), 3);
-    assert_string_equal (str_member (o, "rule_origin"), "test.json:4:5");
-    assert_string_equal (str_member (o, "why"), "the workspace is writable");
+    assert_string_equal (test_json_str (o, "rule_origin"), "test.json:4:5");
+    assert_string_equal (test_json_str (o, "why"), "the workspace is writable");
   }
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[1]);
@@ -147,37 +137,37 @@ test_fields (void **state)
   }
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[2]);
-    assert_string_equal (str_member (o, "target"), "/work/a.txt");
-    assert_string_equal (str_member (o, "session"), "sess-1");
+    assert_string_equal (test_json_str (o, "target"), "/work/a.txt");
+    assert_string_equal (test_json_str (o, "session"), "sess-1");
   }
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[3]);
-    assert_string_equal (str_member (o, "decision"), "deny");
+    assert_string_equal (test_json_str (o, "decision"), "deny");
     assert_int_equal (json_object_get_int_member (o, "errno"), EACCES);
-    assert_string_equal (str_member (o, "error"), "EACCES");
+    assert_string_equal (test_json_str (o, "error"), "EACCES");
     assert_int_equal (json_object_get_int_member (o, "rule"), 7);
-    assert_string_equal (str_member (o, "why"), "keys are off limits");
+    assert_string_equal (test_json_str (o, "why"), "keys are off limits");
     assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (o, "comm")));
   }
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[4]);
     gint64 us = 0;
-    assert_string_equal (str_member (o, "rule"), "protected");
-    assert_string_equal (str_member (o, "rule_origin"), "protected_names[.git]");
-    assert_string_equal (str_member (o, "error"), "ENOENT");
+    assert_string_equal (test_json_str (o, "rule"), "protected");
+    assert_string_equal (test_json_str (o, "rule_origin"), "protected_names[.git]");
+    assert_string_equal (test_json_str (o, "error"), "ENOENT");
     /* ts_us 0 means "now": this year, not 1970 */
-    assert_true (fb_ipc_parse_time (str_member (o, "ts"), &us));
+    assert_true (fb_ipc_parse_time (test_json_str (o, "ts"), &us));
     assert_true (us > (gint64)1714564800 * G_USEC_PER_SEC);
   }
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[5]);
-    assert_string_equal (str_member (o, "rule"), "default");
-    assert_string_equal (str_member (o, "why"), "no rule matched");
+    assert_string_equal (test_json_str (o, "rule"), "default");
+    assert_string_equal (test_json_str (o, "why"), "no rule matched");
   }
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[6]);
-    assert_string_equal (str_member (o, "decision"), "readonly");
-    assert_string_equal (str_member (o, "error"), "EROFS");
+    assert_string_equal (test_json_str (o, "decision"), "readonly");
+    assert_string_equal (test_json_str (o, "error"), "EROFS");
     assert_true (JSON_NODE_HOLDS_NULL (json_object_get_member (o, "rule")));
   }
 }
@@ -235,7 +225,7 @@ check_gap_free_per_thread (GPtrArray *lines, guint n_threads, guint per_thread)
   for (guint i = 0; i < lines->len; i++)
     {
       g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
-      const char *path = str_member (o, "path");
+      const char *path = test_json_str (o, "path");
       guint t, k;
 
       assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
@@ -473,8 +463,8 @@ test_loop_thread_push_never_deadlocks (void **state)
       g_autoptr (JsonObject) o = test_parse_object (lines->pdata[i]);
       assert_int_equal (json_object_get_int_member (o, "seq"), i + 1);
       if (i == 0)
-        assert_string_equal (str_member (o, "path"), "/t0/0");
-      if (strcmp (str_member (o, "path"), "/main") == 0)
+        assert_string_equal (test_json_str (o, "path"), "/t0/0");
+      if (strcmp (test_json_str (o, "path"), "/main") == 0)
         main_at = i;
     }
   /* after the queued record, at the latest after the one the drain let in */
@@ -639,7 +629,7 @@ test_hostile_names (void **state)
         {
           const char *expect = k == 2 ? hostile[i].path + strlen ("/work/") : hostile[i].path;
           g_autofree char *b64_name = g_strconcat (fields[k], "_b64", NULL);
-          const char *value = str_member (o, fields[k]);
+          const char *value = test_json_str (o, fields[k]);
 
           assert_non_null (value);
           if (hostile[i].valid_utf8)
@@ -651,7 +641,7 @@ test_hostile_names (void **state)
           else
             {
               gsize len = 0;
-              g_autofree guchar *raw = g_base64_decode (str_member (o, b64_name), &len);
+              g_autofree guchar *raw = g_base64_decode (test_json_str (o, b64_name), &len);
 
               /* lossy with U+FFFD, and the exact bytes beside it */
               assert_non_null (strstr (value, "\xef\xbf\xbd"));
@@ -697,7 +687,7 @@ test_repairs_partial_last_line (void **state)
   assert_int_equal (lines->len, 2);
   {
     g_autoptr (JsonObject) o = test_parse_object (lines->pdata[1]);
-    assert_string_equal (str_member (o, "path"), "/work/after-crash");
+    assert_string_equal (test_json_str (o, "path"), "/work/after-crash");
   }
 }
 
