@@ -23,33 +23,16 @@ make_tree (MFx *fx)
   test_access_table_make (t);
 }
 
-/* The kernel answers some cases before asking the view (an exchange with a
- * name it was told does not exist is ENOENT); the view refuses the rest. */
-static const TestAccessRow rows[] = {
-  { TEST_ACCESS_OP_GETATTR, "lstat f", "file", false, { 0, 0, 0, ENOENT } },
-  { TEST_ACCESS_OP_OPEN_READ, "open(O_RDONLY)+read f", "file", false, { 0, 0, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_OPEN_WRITE, "open(O_WRONLY|O_TRUNC) f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_CHMOD, "chmod f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_TRUNCATE, "truncate f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_UTIMENS, "utimensat f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_SETXATTR, "setxattr f user.n", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_GETXATTR, "getxattr f user.t", "file", false, { 0, 0, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_REMOVEXATTR, "removexattr f user.t", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_UNLINK, "unlink f", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_RENAME_AWAY, "rename f -> zone/moved", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_RENAME_ONTO, "rename zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { TEST_ACCESS_OP_EXCHANGE, "renameat2 zone/x <-> f EXCHANGE", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_LINK_AWAY, "link f -> zone/lnk", "file", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_LINK_ONTO, "link zone/x -> new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { TEST_ACCESS_OP_CREATE, "open(O_CREAT|O_EXCL) new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { TEST_ACCESS_OP_MKDIR, "mkdir new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { TEST_ACCESS_OP_SYMLINK, "symlink new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { TEST_ACCESS_OP_MKFIFO, "mkfifo new", "new", true, { 0, EROFS, EACCES, EACCES } },
-  { TEST_ACCESS_OP_READDIR, "opendir+readdir s", "dir", false, { 0, 0, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_RMDIR, "rmdir s", "dir", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_MKDIR_IN, "mkdir s/sub", "dir", true, { 0, EROFS, EACCES, ENOENT } },
-  { TEST_ACCESS_OP_READLINK, "readlink l", "link", false, { 0, 0, EACCES, ENOENT } },
-};
+/* What ROW gets through a mount under access J: the table's, but where the
+ * kernel answers before asking the view (an exchange with a name it was told
+ * does not exist is ENOENT). */
+static int
+mount_expect (const TestAccessRow *row, guint j)
+{
+  if (row->op == TEST_ACCESS_OP_EXCHANGE && strcmp (test_access_names[j], "hide") == 0)
+    return ENOENT;
+  return row->expect[j];
+}
 
 static int
 err_of (long r)
@@ -100,7 +83,7 @@ run_op (MFx *fx, TestAccessOp op, const char *a)
       case TEST_ACCESS_OP_UTIMENS:
         return err_of (utimensat (AT_FDCWD, f, ts, AT_SYMLINK_NOFOLLOW));
       case TEST_ACCESS_OP_ACCESS_W:
-        /* the kernel answers access(2) itself (default_permissions): no row */
+        /* not run through a mount: see test_table */
         break;
       case TEST_ACCESS_OP_SETXATTR:
         return err_of (lsetxattr (f, "user.n", "1", 1, 0));
@@ -182,13 +165,17 @@ MFX_CASE (test_table)
   /* a fresh mount for each access keeps the kernel's caches out of the way
    * of the host tree being rebuilt between cases */
   for (guint j = 0; j < TEST_ACCESS_N; j++)
-    for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    for (guint i = 0; i < G_N_ELEMENTS (test_access_rows); i++)
       {
-        const TestAccessRow *row = &rows[i];
+        const TestAccessRow *row = &test_access_rows[i];
+        int expect = mount_expect (row, j);
         g_autofree char *before = NULL, *after = NULL;
         g_autofree char *frel = g_strdup_printf ("/t/%s/f", test_access_names[j]);
         int r;
 
+        /* the kernel answers access(2) itself (default_permissions) */
+        if (row->op == TEST_ACCESS_OP_ACCESS_W)
+          continue;
         make_tree (fx);
         mfx_assert_host_readable (fx, frel);
         mfx_mount (fx, policy, "--log-level", "mutations", "--cache-timeout", "0", NULL);
@@ -196,9 +183,9 @@ MFX_CASE (test_table)
         r = run_op (fx, row->op, test_access_names[j]);
         after = mfx_sum (fx, "/t");
         mfx_unmount (fx);
-        if (r != row->expect[j])
+        if (r != expect)
           fail_msg ("%s on %s: got %s, expected %s", row->name, test_access_names[j], r ? g_strerror (r) : "success",
-                    row->expect[j] ? g_strerror (row->expect[j]) : "success");
+                    expect ? g_strerror (expect) : "success");
         if (row->mutation && r == 0 && strcmp (before, after) == 0)
           fail_msg ("%s on %s succeeded but the host did not change", row->name, test_access_names[j]);
         if ((r != 0 || !row->mutation) && strcmp (before, after) != 0)
