@@ -93,16 +93,6 @@ take (Parser *ps, char c)
 static char *
 parse_string (Parser *ps)
 {
-  static const char *const why[] = {
-    [FB_JSON_STRING_UNTERMINATED] = "unterminated string",
-    [FB_JSON_STRING_CONTROL] = "control character in a string",
-    [FB_JSON_STRING_BAD_HEX] = "invalid \\u escape",
-    [FB_JSON_STRING_UNPAIRED_HIGH] = "unpaired surrogate in a \\u escape",
-    [FB_JSON_STRING_LONE_LOW] = "unpaired surrogate in a \\u escape",
-    [FB_JSON_STRING_NUL] = "\\u0000 in a string",
-    [FB_JSON_STRING_UNKNOWN_ESCAPE] = "invalid escape in a string",
-    [FB_JSON_STRING_BAD_UTF8] = "invalid UTF-8 in a string",
-  };
   const char *s;
   const char *at;
   GString *out;
@@ -140,7 +130,7 @@ parse_string (Parser *ps)
   ps->p = at;
   if (st == FB_JSON_STRING_OK)
     return g_string_free (out, FALSE);
-  fail (ps, why[st]);
+  fail (ps, fb_json_string_why[st].rpc);
   g_string_free (out, TRUE);
   return NULL;
 }

@@ -104,15 +104,6 @@ describe (const Lexer *lx)
 static bool
 lex_string (Lexer *lx, GString *out)
 {
-  static const char *const why[] = {
-    [FB_JSON_STRING_UNTERMINATED] = "unterminated string",
-    [FB_JSON_STRING_BAD_HEX] = "\\u needs four hexadecimal digits",
-    [FB_JSON_STRING_UNPAIRED_HIGH] = "a \\u high surrogate must be followed by a \\u low surrogate",
-    [FB_JSON_STRING_LONE_LOW] = "lone \\u low surrogate",
-    [FB_JSON_STRING_NUL] = "\\u0000 is not allowed: paths and names cannot hold NUL",
-    [FB_JSON_STRING_UNKNOWN_ESCAPE] = "unknown escape; valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX",
-    [FB_JSON_STRING_BAD_UTF8] = "invalid UTF-8",
-  };
   const char *at;
   FbJsonStringStatus st;
 
@@ -134,7 +125,7 @@ lex_string (Lexer *lx, GString *out)
       case FB_JSON_STRING_NUL:
       case FB_JSON_STRING_UNKNOWN_ESCAPE:
       case FB_JSON_STRING_BAD_UTF8:
-        return fail (lx, "%s", why[st]);
+        return fail (lx, "%s", fb_json_string_why[st].policy);
     }
   g_assert_not_reached ();
 }

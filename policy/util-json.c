@@ -71,6 +71,19 @@ decode_u (const char **p, const char *end, const char *backslash, gunichar *ret)
   return FB_JSON_STRING_OK;
 }
 
+const FbJsonStringWhy fb_json_string_why[] = {
+  [FB_JSON_STRING_UNTERMINATED] = { "unterminated string", "unterminated string" },
+  [FB_JSON_STRING_CONTROL] = { "control character in a string", NULL },
+  [FB_JSON_STRING_BAD_HEX] = { "invalid \\u escape", "\\u needs four hexadecimal digits" },
+  [FB_JSON_STRING_UNPAIRED_HIGH] = { "unpaired surrogate in a \\u escape",
+                                     "a \\u high surrogate must be followed by a \\u low surrogate" },
+  [FB_JSON_STRING_LONE_LOW] = { "unpaired surrogate in a \\u escape", "lone \\u low surrogate" },
+  [FB_JSON_STRING_NUL] = { "\\u0000 in a string", "\\u0000 is not allowed: paths and names cannot hold NUL" },
+  [FB_JSON_STRING_UNKNOWN_ESCAPE] = { "invalid escape in a string",
+                                      "unknown escape; valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX" },
+  [FB_JSON_STRING_BAD_UTF8] = { "invalid UTF-8 in a string", "invalid UTF-8" },
+};
+
 FbJsonStringStatus
 fb_json_string_decode (const char *p, const char *end, bool check_utf8, GString *out, const char **ret_at)
 {

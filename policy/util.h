@@ -142,6 +142,17 @@ typedef enum
   FB_JSON_STRING_BAD_UTF8,       /* invalid UTF-8 (only when asked to check) */
 } FbJsonStringStatus;
 
+/* What a status other than FB_JSON_STRING_OK says: RPC in the remote API's
+ * parse errors, as short as Codex's own; POLICY to the person fixing a
+ * policy file, with how to fix it (NULL for FB_JSON_STRING_CONTROL: the
+ * policy names the character itself). */
+typedef struct
+{
+  const char *rpc;
+  const char *policy;
+} FbJsonStringWhy;
+extern const FbJsonStringWhy fb_json_string_why[];
+
 /* Decodes the string whose body starts at P (just after its opening quote),
  * appending the text to OUT when OUT is not NULL.  On FB_JSON_STRING_OK,
  * *RET_AT is just past the closing quote; otherwise it is where the mistake
