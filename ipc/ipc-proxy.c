@@ -479,6 +479,26 @@ pipe_take_urgent (Pipe *p)
 }
 #define PIPE_SPLICE_MAX (1024 * 1024) /* a fill asks for this; the pipe takes what it holds */
 
+/* After a send or splice of N bytes to OUT_SOCKET: true to go on; false
+ * when the pump stops, waiting for OUT_SOCKET when it WOULD_BLOCK (the
+ * other end can't take more yet: wait for it, not for more to read), or
+ * with the connection closed when it failed or took nothing. */
+static bool
+pipe_sent (Pipe *p, gssize n, bool would_block)
+{
+  if (would_block)
+    {
+      pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
+      return false;
+    }
+  if (n <= 0)
+    {
+      conn_close (p->conn);
+      return false;
+    }
+  return true;
+}
+
 static void
 pipe_pump (Pipe *p)
 {
@@ -495,16 +515,8 @@ pipe_pump (Pipe *p)
           gssize sent = g_socket_send_with_blocking (p->out_socket, (const char *)p->first->data + p->first_off,
                                                      p->first->len - p->first_off, FALSE, NULL, &send_error);
 
-          if (sent < 0 && g_error_matches (send_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
-            {
-              pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
-              return;
-            }
-          if (sent <= 0)
-            {
-              conn_close (c);
-              return;
-            }
+          if (!pipe_sent (p, sent, sent < 0 && g_error_matches (send_error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK)))
+            return;
           p->bytes += (guint64)sent;
           p->first_off += (gsize)sent;
           if (p->first_off == p->first->len)
@@ -515,18 +527,8 @@ pipe_pump (Pipe *p)
           n = splice (p->fds[0], NULL, p->out_fd, NULL, p->held, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
           if (n < 0 && errno == EINTR)
             continue;
-          if (n < 0 && errno == EAGAIN)
-            {
-              /* the pipe holds bytes the other end can't take yet: wait
-               * for it, not for more to read */
-              pipe_wait (p, p->out_socket, G_IO_OUT, on_pipe_ready);
-              return;
-            }
-          if (n <= 0)
-            {
-              conn_close (c);
-              return;
-            }
+          if (!pipe_sent (p, n, n < 0 && errno == EAGAIN))
+            return;
           p->bytes += (guint64)n;
           p->held -= (gsize)n;
         }
