@@ -10,6 +10,9 @@ G_BEGIN_DECLS
 /* Slots of FbFuse.name_gens (a name's slot: its key's hash modulo this). */
 #define INVAL_NAME_SLOTS 1024
 
+/* The refresher's state (fs-fuse-warm.c). */
+typedef struct Warm Warm;
+
 struct FbFuse
 {
   FbView *view;
@@ -52,6 +55,10 @@ struct FbFuse
   gint64 evict_asked;        /* atomic: when it was last asked (monotonic us) */
   /* inval_lock: name_gen at the last invalidation of a name in each slot */
   guint64 name_gens[INVAL_NAME_SLOTS];
+
+  /* atomic: the refresher (fs-fuse-warm.c), set once by fb_fuse_keep_warm
+   * (workers may be serving), freed by fb_fuse_free after them */
+  Warm *warm;
 };
 
 /* How far the notifier got, shared with waiting threads (which may outlive
@@ -78,5 +85,12 @@ guint64 inval_name_gen (FbFuse *f);
 double inval_absence_timeout (FbFuse *f, guint64 gen, fuse_ino_t parent_ino, FbViewNode *parent, const char *name);
 void inval_finish (FbFuse *f);
 void inval_evict_request (FbFuse *f);
+
+/* fs-fuse-warm.c: a directory's listing was served (from a worker); is PID
+ * the refresher's (a request of ours, not an access); the refresher's end
+ * and its state's, in fb_fuse_free. */
+void warm_listed (FbFuse *f, FbViewNode *node);
+bool warm_is_refresher (FbFuse *f, pid_t pid);
+void warm_free (FbFuse *f);
 
 G_END_DECLS

@@ -380,6 +380,9 @@ run_fusermount_unmount (const char *mountpoint)
 void
 fb_fuse_stop (FbFuse *f)
 {
+  /* first: its root descriptor would keep the mount, and so the
+   * connection, alive */
+  fb_fuse_warm_stop (f);
   if (f->se == NULL)
     return;
   /* The session is not marked as exited: the workers keep answering (the
@@ -445,6 +448,7 @@ interrupt_workers (void)
 int
 fb_fuse_abort (FbFuse *f)
 {
+  fb_fuse_warm_stop (f);
   if (f->se == NULL)
     return -ENOTCONN;
   fuse_session_exit (f->se);
@@ -461,9 +465,11 @@ fb_fuse_free (FbFuse *f)
 {
   if (f == NULL)
     return;
+  fb_fuse_warm_stop (f);
   if (f->thread != NULL)
     fb_fuse_join (f);
   inval_finish (f);
+  warm_free (f);
   if (f->se != NULL)
     {
       /* Unmount only what we mounted and did not unmount already: after a

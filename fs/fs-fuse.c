@@ -151,6 +151,7 @@ req_begin (fuse_req_t req)
   const FbFuseIdMap *map = &q.f->options.id_map;
 
   q.caller.pid = ctx->pid;
+  q.caller.unlogged = warm_is_refresher (q.f, ctx->pid);
   q.caller.uid = fb_fuse_id_map_uid_to_host (map, ctx->uid);
   q.caller.gid = fb_fuse_id_map_gid_to_host (map, ctx->gid);
   q.caller.umask = 0; /* the kernel applied it (no FUSE_CAP_DONT_MASK) */
@@ -846,6 +847,10 @@ do_readdir (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
   else if (fuse_reply_buf (req, d.buf, d.pos) != 0)
     for (guint i = 0; i < d.nodes->len; i++)
       fb_view_node_kernel_forget (d.nodes->pdata[i], 1);
+  else
+    /* the kernel marks the directory's atime stale when it takes this
+     * answer: the refresher asks for it again before the next command */
+    warm_listed (f, ino_node (f, ino));
   g_ptr_array_unref (d.nodes);
 }
 

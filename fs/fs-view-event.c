@@ -148,7 +148,7 @@ view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, 
 {
   FbAccessEvent ev = { 0 };
 
-  if (view->options.sink == NULL)
+  if (view->options.sink == NULL || (caller != NULL && caller->unlogged))
     return;
   if (!fb_decision_info (decision)->refusal && !level_wants (view, op))
     return;

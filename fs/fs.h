@@ -231,6 +231,9 @@ typedef struct
    * log records (a hidden name the host holds), which FUSE does not let
    * the kernel cache: every attempt is asked, and logged, again. */
   bool *ret_hidden;
+  /* The adapter's own request (its refresher, fs-fuse-warm.c), made for no
+   * process: decided as any, not logged. */
+  bool unlogged;
 } FbViewCaller;
 
 /* An account of open files (fs.h, Descriptors), reference-counted. */
@@ -733,6 +736,20 @@ void fb_fuse_stop (FbFuse *fuse);
  * device and the kernel fails every later request with ENOTCONN.  A wake
  * can race with a worker about to block: call again until serving ends. */
 int fb_fuse_abort (FbFuse *fuse);
+/* Keep the attributes of the directories the kernel lists valid for the
+ * next command of a view that outlives its commands (fs-fuse-warm.c).  SOCK
+ * (a SOCK_SEQPACKET socket, owned from here) reaches the refresher, process
+ * PID, which stats each path a message holds through the mount: view paths
+ * relative to the root (the root itself is ""), each NUL-terminated,
+ * FB_FUSE_WARM_MSG_MAX bytes at most.  It exits when SOCK is shut down.
+ * Its requests are not logged.  At most once; serving may have started. */
+#define FB_FUSE_WARM_MSG_MAX (64 * 1024)
+int fb_fuse_keep_warm (FbFuse *fuse, int sock, pid_t pid);
+/* Shut the refresher's socket down and end the thread that feeds it:
+ * called by fb_fuse_stop, fb_fuse_abort and fb_fuse_free (the refresher is
+ * in the mount's namespace, whose end ends the connection); from any
+ * thread but a FUSE worker, more than once. */
+void fb_fuse_warm_stop (FbFuse *fuse);
 /* Unmount if still mounted and free.  Call after serving has ended. */
 void fb_fuse_free (FbFuse *fuse);
 /* The caching mode, once mounted: "coherent" (host changes are watched;

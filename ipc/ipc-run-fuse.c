@@ -113,6 +113,9 @@ abort_tick (gpointer data)
 void
 fb_run_fuse_end (FbRunFuse *rf, guint grace_ms)
 {
+  /* a kept view's refresher pins its mount, whose end is what ends the
+   * connection within the grace */
+  fb_fuse_warm_stop (rf->fuse);
   if (!rf->started || g_atomic_int_get (&rf->over))
     return;
   if (rf->ending)

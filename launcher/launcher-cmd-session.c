@@ -328,6 +328,7 @@ struct Daemon
   FbViewShare *share;
   FbView *view;
   FbRunFuse *serving;
+  FbLauncherChild *keeper; /* the view's refresher (launcher.h, KEEP_VIEW) */
   int ns[2];
   int listen_fd;
   guint listen_watch;
@@ -891,7 +892,7 @@ start_view (Daemon *d, GError **error)
   FbViewOptions vo;
   FbFuseOptions fo;
   FbFuse *fuse = NULL;
-  int fuse_fd = -1, code = 0, r;
+  int fuse_fd = -1, refresh_fd = -1, r;
 
   fb_launcher_plan_init (&plan);
   plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
@@ -926,14 +927,20 @@ start_view (Daemon *d, GError **error)
   d->serving = fb_run_fuse_new (fuse, fb_run_get_log (d->run));
   if (fb_launcher_child_wait_mounted (keeper, &fuse_fd) < 0 || fb_fuse_serve_fd (fuse, fuse_fd) < 0 ||
       fb_run_fuse_start (d->serving, serving_ended, d) < 0 ||
-      fb_launcher_child_wait_kept (keeper, &d->ns[0], &d->ns[1]) < 0)
+      fb_launcher_child_wait_kept (keeper, &d->ns[0], &d->ns[1], &refresh_fd) < 0)
     {
       g_autofree char *msg = fb_launcher_child_describe_failure (keeper);
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "the session's view could not be made: %s",
                    msg != NULL ? msg : "its keeper ended without a word");
       return -ECHILD;
     }
-  fb_launcher_child_wait (keeper, &code);
+  /* the keeper stays as the view's refresher: the next command finds the
+   * directories this one listed warm (fs/fs-fuse-warm.c); without it only
+   * slower */
+  r = fb_fuse_keep_warm (fuse, refresh_fd, fb_launcher_child_get_pid (keeper));
+  if (r < 0)
+    g_warning ("the session's view is not kept warm: %s", g_strerror (-r));
+  d->keeper = g_steal_pointer (&keeper);
   return 0;
 }
 
@@ -1042,9 +1049,11 @@ out:
   if (d->serving != NULL)
     {
       fb_watch_stop ();
+      /* ends the refresher first: it holds the view's mount namespace */
       fb_run_fuse_end (d->serving, 0);
       fb_run_fuse_free (d->serving);
     }
+  g_clear_pointer (&d->keeper, fb_launcher_child_free);
   /* a `session stop` returns once run.json says the session has ended, so
    * that a `runs --prune` after it takes the session's private sources */
   waiters = g_array_new (FALSE, FALSE, sizeof (int));

@@ -154,14 +154,16 @@ send_mounted (FbLauncherChild *child)
   return r < 0 ? r : send_proxy (child);
 }
 
-/* KEEP: make the view, hand back its FUSE fd (MOUNTED) and namespaces
- * (KEPT), and leave: the server serves the view and keeps it. */
+/* KEEP: make the view, hand back its FUSE fd (MOUNTED), its refresher's
+ * socket (VIEW_REFRESH) and namespaces (KEPT), and wait for the keeper,
+ * which stays as the refresher until the server ends the socket (or kills
+ * us: its PDEATHSIG): the server serves the view and keeps it. */
 static int
 keep (void)
 {
   g_autoptr (FbLauncherChild) child = NULL;
   FbLauncherPlan plan;
-  int ns[2] = { -1, -1 }, code = 0, r;
+  int ns[2] = { -1, -1 }, refresh = -1, code = 0, r;
 
   fb_launcher_plan_init (&plan);
   plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
@@ -172,10 +174,14 @@ keep (void)
   r = send_mounted (child);
   if (r < 0)
     return fail (child, &plan, r);
-  r = fb_launcher_child_wait_kept (child, &ns[0], &ns[1]);
+  r = fb_launcher_child_wait_kept (child, &ns[0], &ns[1], &refresh);
   if (r < 0)
     return fail (child, &plan, r);
-  r = send_record_fds (FB_LAUNCH_FD, FB_LAUNCH_KEPT, 0, NULL, ns, 2);
+  /* the refresher's socket and pid (the keeper stays for it), before KEPT */
+  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_VIEW_REFRESH, (int)fb_launcher_child_get_pid (child), NULL, refresh);
+  close (refresh);
+  if (r == 0)
+    r = send_record_fds (FB_LAUNCH_FD, FB_LAUNCH_KEPT, 0, NULL, ns, 2);
   close (ns[0]);
   close (ns[1]);
   if (r < 0)

@@ -311,6 +311,12 @@ open_devices (FbLauncherMounts *m, FbLauncherFailure *ret_failure)
   return 0;
 }
 
+const char *
+fb_launcher_mounts_get_root (const FbLauncherMounts *m)
+{
+  return m->root;
+}
+
 int
 fb_launcher_mounts_apply_joined (FbLauncherMounts *m, FbLauncherFailure *ret_failure)
 {

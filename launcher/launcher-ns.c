@@ -37,6 +37,7 @@
  *  - All signals are blocked around the clone, so no handler of the parent
  *    (GLib's, say) runs in a child before it resets dispositions.
  */
+#include "fs/fs.h"
 #include "launcher/launcher.h"
 #include "policy/util.h"
 
@@ -45,6 +46,7 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <linux/securebits.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -81,7 +83,7 @@ struct FbLauncherChild
   int fuse_fd; /* received with ROOT_MOUNTED, until wait_mounted hands it out */
   bool executed;
   bool failed;
-  int kept_fds[2]; /* KEEP_VIEW: the user and mount namespaces, until wait_kept hands them out */
+  int kept_fds[3]; /* KEEP_VIEW: the user and mount namespaces and the refresher's socket, until wait_kept */
   int proxy_fd;    /* PROXY_SOCKET's, until take_proxy_fd hands it out */
   bool reaped;
   int exit_code;
@@ -206,6 +208,7 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_JOIN_VIEW] = "join-view",
   [FB_LAUNCHER_STEP_VIEW_USERNS] = "view-userns",
   [FB_LAUNCHER_STEP_VIEW_MNTNS] = "view-mntns",
+  [FB_LAUNCHER_STEP_VIEW_REFRESH] = "view-refresh",
   [FB_LAUNCHER_STEP_VIEW_JOINED] = "view-joined",
   [FB_LAUNCHER_STEP_PROXY_LISTEN] = "proxy-listen",
   [FB_LAUNCHER_STEP_PROXY_SOCKET] = "proxy-socket",
@@ -620,8 +623,53 @@ join_pid_namespace (const Prepared *p)
   close (fd);
 }
 
-/* KEEP_VIEW: the view is mounted; hand back the namespaces that hold it and
- * leave (launcher.h).  They outlive this process while the parent keeps
+/* The keeper's last part: the view's refresher (fs/fs-fuse-warm.c).  The
+ * server sends view paths, relative to the root and NUL-terminated; each is
+ * stat'ed through the mount (STATX_ATIME: the kernel asks the view for
+ * attributes it marked stale), so that the next command finds them valid.
+ * It stats only: through names the kernel has cached (RESOLVE_CACHED: no
+ * lookup), beneath the view's root, across no symlink and no other mount;
+ * its capabilities are dropped first.  Anything that fails is skipped.
+ * It leaves when the socket ends. */
+G_GNUC_NORETURN static void
+refresh_view (int sock, int root)
+{
+  static char buf[FB_FUSE_WARM_MSG_MAX + 1];
+  struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+  struct __user_cap_data_struct none[2] = { { 0 } };
+
+  if (syscall (SYS_capset, &hdr, none) < 0 || prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    _exit (1);
+  for (;;)
+    {
+      ssize_t n = recv (sock, buf, sizeof buf - 1, 0);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        _exit (0);
+      buf[n] = '\0';
+      for (char *path = buf; path < buf + n; path += strlen (path) + 1)
+        {
+          struct open_how how = {
+            .flags = O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC,
+            .resolve = RESOLVE_CACHED | RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+          };
+          struct statx stx;
+          int fd = (int)syscall (SYS_openat2, root, path[0] != '\0' ? path : ".", &how, sizeof how);
+
+          if (fd < 0)
+            continue;
+          (void)statx (fd, "", AT_EMPTY_PATH, STATX_ATIME, &stx);
+          close (fd);
+        }
+    }
+}
+
+/* KEEP_VIEW: the view is mounted (at the staging root, where each joining
+ * command binds it before its pid 1 pivots); hand back the namespaces that
+ * hold it and the refresher's socket (launcher.h), and stay as the
+ * refresher.  The namespaces outlive this process while the parent keeps
  * the descriptors. */
 G_GNUC_NORETURN static void
 keep_view (const Prepared *p)
@@ -634,16 +682,25 @@ keep_view (const Prepared *p)
     { "/proc/self/ns/user", FB_LAUNCHER_STEP_VIEW_USERNS },
     { "/proc/self/ns/mnt", FB_LAUNCHER_STEP_VIEW_MNTNS },
   };
+  int pair[2], root, r;
 
   for (size_t i = 0; i < G_N_ELEMENTS (kept); i++)
     {
       int fd = open (kept[i].path, O_RDONLY | O_CLOEXEC);
-      int r = fd < 0 ? -errno : fb_launcher_report_fd (p->status_fd, kept[i].step, fd);
+      r = fd < 0 ? -errno : fb_launcher_report_fd (p->status_fd, kept[i].step, fd);
       if (r < 0)
         child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, -r, 0);
       close (fd);
     }
-  _exit (0);
+  root = open (fb_launcher_mounts_get_root (p->mounts), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (root < 0 || socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+    child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, errno, 0);
+  r = fb_launcher_report_fd (p->status_fd, FB_LAUNCHER_STEP_VIEW_REFRESH, pair[0]);
+  if (r < 0)
+    child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, -r, 0);
+  close (pair[0]);
+  close (p->status_fd);
+  refresh_view (pair[1], root);
 }
 
 G_GNUC_NORETURN static void
@@ -973,7 +1030,7 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   child->pid = (pid_t)pid;
   child->pidfd = pidfd;
   child->fuse_fd = -1;
-  child->kept_fds[0] = child->kept_fds[1] = -1;
+  child->kept_fds[0] = child->kept_fds[1] = child->kept_fds[2] = -1;
   child->proxy_fd = -1;
   child->status_fd = sockfd[0];
   sockfd[0] = -1;
@@ -1046,7 +1103,7 @@ typedef enum
 {
   WANT_END,
   WANT_MOUNTED, /* ROOT_MOUNTED, or a join's VIEW_JOINED */
-  WANT_KEPT,    /* both of a keeper's namespaces */
+  WANT_KEPT,    /* a keeper's namespaces and refresher socket */
 } Want;
 
 static bool
@@ -1059,10 +1116,14 @@ have (const FbLauncherChild *child, Want want)
       case WANT_MOUNTED:
         return child->mounted;
       case WANT_KEPT:
-        return child->kept_fds[0] >= 0 && child->kept_fds[1] >= 0;
+        return child->kept_fds[0] >= 0 && child->kept_fds[1] >= 0 && child->kept_fds[2] >= 0;
     }
   return false;
 }
+
+/* kept_fds is indexed by these steps' order */
+G_STATIC_ASSERT (FB_LAUNCHER_STEP_VIEW_MNTNS == FB_LAUNCHER_STEP_VIEW_USERNS + 1 &&
+                 FB_LAUNCHER_STEP_VIEW_REFRESH == FB_LAUNCHER_STEP_VIEW_USERNS + 2);
 
 /* Keep FD (a received descriptor) in *SLOT. */
 static void
@@ -1101,9 +1162,10 @@ read_status (FbLauncherChild *child, Want want)
               keep_fd (&child->fuse_fd, passed_fd);
               continue;
             }
-          if (rec.step == FB_LAUNCHER_STEP_VIEW_USERNS || rec.step == FB_LAUNCHER_STEP_VIEW_MNTNS)
+          if (rec.step == FB_LAUNCHER_STEP_VIEW_USERNS || rec.step == FB_LAUNCHER_STEP_VIEW_MNTNS ||
+              rec.step == FB_LAUNCHER_STEP_VIEW_REFRESH)
             {
-              keep_fd (&child->kept_fds[rec.step == FB_LAUNCHER_STEP_VIEW_MNTNS], passed_fd);
+              keep_fd (&child->kept_fds[rec.step - FB_LAUNCHER_STEP_VIEW_USERNS], passed_fd);
               continue;
             }
           if (rec.step == FB_LAUNCHER_STEP_PROXY_SOCKET)
@@ -1150,7 +1212,7 @@ fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd)
 }
 
 int
-fb_launcher_child_wait_kept (FbLauncherChild *child, int *ret_userns_fd, int *ret_mntns_fd)
+fb_launcher_child_wait_kept (FbLauncherChild *child, int *ret_userns_fd, int *ret_mntns_fd, int *ret_refresh_fd)
 {
   read_status (child, WANT_KEPT);
   if (!have (child, WANT_KEPT))
@@ -1165,6 +1227,10 @@ fb_launcher_child_wait_kept (FbLauncherChild *child, int *ret_userns_fd, int *re
     }
   *ret_userns_fd = child->kept_fds[0];
   *ret_mntns_fd = child->kept_fds[1];
+  if (ret_refresh_fd != NULL)
+    *ret_refresh_fd = g_steal_fd (&child->kept_fds[2]);
+  else
+    fb_fd_close (&child->kept_fds[2]);
   child->kept_fds[0] = child->kept_fds[1] = -1;
   return 0;
 }
@@ -1303,7 +1369,7 @@ fb_launcher_child_free (FbLauncherChild *child)
   fb_fd_close (&child->pidfd);
   fb_fd_close (&child->fuse_fd);
   fb_fd_close (&child->proxy_fd);
-  for (int i = 0; i < 2; i++)
+  for (guint i = 0; i < G_N_ELEMENTS (child->kept_fds); i++)
     fb_fd_close (&child->kept_fds[i]);
   g_free (child->root_dir);
   g_free (child->fuse_device);
@@ -1513,6 +1579,7 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
       case FB_LAUNCHER_STEP_ROOT_MOUNTED:
       case FB_LAUNCHER_STEP_VIEW_USERNS:
       case FB_LAUNCHER_STEP_VIEW_MNTNS:
+      case FB_LAUNCHER_STEP_VIEW_REFRESH:
       case FB_LAUNCHER_STEP_VIEW_JOINED:
       case FB_LAUNCHER_STEP_PROXY_SOCKET:
       case FB_LAUNCHER_STEP_N:

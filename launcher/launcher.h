@@ -112,8 +112,10 @@ typedef struct
    * KEEP_VIEW (a FUSE root, no command): the outer child makes its user and
    * mount namespaces and mounts the root as for a command, hands back the
    * FUSE fd (fb_launcher_child_wait_mounted) and then the two namespaces
-   * (fb_launcher_child_wait_kept), and exits 0: the namespaces, and the
-   * view mounted in them, live on while someone holds those descriptors.
+   * and a socket (fb_launcher_child_wait_kept), and stays as the view's
+   * refresher (fb_fuse_keep_warm: it stats the view paths the socket
+   * brings, and exits when it ends); the namespaces, and the view mounted
+   * in them, live on while someone holds those descriptors.
    * JOIN_USERNS_FD/JOIN_MNTNS_FD (-1: none): a kept view's, which the
    * command joins instead of making its own: the outer child enters that
    * user namespace (whose maps the keeper's parent wrote) and a copy of
@@ -192,6 +194,7 @@ typedef enum
   FB_LAUNCHER_STEP_JOIN_VIEW,    /* entering a kept view's user and mount namespaces, or making the rest */
   FB_LAUNCHER_STEP_VIEW_USERNS,  /* (not a failure: a kept view's user namespace, for the parent) */
   FB_LAUNCHER_STEP_VIEW_MNTNS,   /* (not a failure: a kept view's mount namespace, for the parent) */
+  FB_LAUNCHER_STEP_VIEW_REFRESH, /* (not a failure: a kept view's refresher socket, for the parent) */
   FB_LAUNCHER_STEP_VIEW_JOINED,  /* (not a failure: the sync point of a join, with the new pid namespace) */
   FB_LAUNCHER_STEP_PROXY_LISTEN, /* listening at 127.0.0.1:proxy_port in the new network namespace */
   FB_LAUNCHER_STEP_PROXY_SOCKET, /* (not a failure: that listening socket, for the parent) */
@@ -234,9 +237,12 @@ int fb_launcher_child_get_pidfd (const FbLauncherChild *child);
  * died first (then see fb_launcher_child_get_failure()). */
 int fb_launcher_child_wait_mounted (FbLauncherChild *child, int *ret_fuse_fd);
 /* KEEP_VIEW, after wait_mounted: blocks until the keeper handed back its
- * user and mount namespaces (descriptors, close-on-exec, the caller's to
- * close).  Returns 0, or -ECHILD (see fb_launcher_child_get_failure()). */
-int fb_launcher_child_wait_kept (FbLauncherChild *child, int *ret_userns_fd, int *ret_mntns_fd);
+ * user and mount namespaces and its refresher socket (descriptors,
+ * close-on-exec, the caller's to close; RET_REFRESH_FD may be NULL: it is
+ * closed, and the keeper exits).  The keeper stays until that socket is
+ * shut down or closed.  Returns 0, or -ECHILD (see
+ * fb_launcher_child_get_failure()). */
+int fb_launcher_child_wait_kept (FbLauncherChild *child, int *ret_userns_fd, int *ret_mntns_fd, int *ret_refresh_fd);
 /* A join: blocks until the outer child has entered the kept view and made
  * the command's pid namespace, whose descriptor *RET_PIDNS_FD receives
  * (close-on-exec, the caller's): every process of the command lives in
@@ -318,6 +324,9 @@ int fb_launcher_mounts_open_fuse (FbLauncherMounts *mounts, FbLauncherFailure *r
  * FUSE fd attached for a FUSE root).  On failure returns -errno and fills
  * *ret_failure. */
 int fb_launcher_mounts_apply_root (FbLauncherMounts *mounts, int status_fd, FbLauncherFailure *ret_failure);
+/* Where the root is mounted until pid 1 pivots into it (a path in the
+ * child's mount namespace).  Async-signal-safe. */
+const char *fb_launcher_mounts_get_root (const FbLauncherMounts *mounts);
 /* Async-signal-safe, in the outer child of a join, in its own user and
  * mount namespaces below the kept view's: what apply_root does for a root
  * the view's keeper mounted already (the device nodes, the root made a
