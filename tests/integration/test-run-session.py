@@ -21,6 +21,11 @@ of its own (its run directory, log, run.json, exit status).
 - a killed command: SIGKILL to one command's `fusebox run` takes its
   sandbox with it and leaves the view to another, which goes on reading
   and writing, and a command started afterwards joins the same view.
+- warm listings: a directory one command listed is stat'ed by the next
+  without a round trip to the view (the keeper refreshed the attribute
+  the listing made stale, fs/fs-fuse-warm.c), while one listed and
+  stat'ed at once is asked (the control); the keeper's own requests are
+  in no log, the session's included.
 - refusals and bounds: a command under another policy is refused with
   what differs (125), as is one past the sessions a user may run;
   `fusebox session stop` ends a session and the command in it (125).
@@ -287,6 +292,35 @@ def t_survives_sigkill(h):
     assert code == 0 and len(devs) == 3 and len(set(devs)) == 1, (out3, out)
 
 
+def t_warm_listing(h):
+    dirs = ["tree/d%d" % i for i in range(5)]
+    for d in dirs + ["ctl"]:
+        os.makedirs(os.path.join(h.ws, d))
+        with open(os.path.join(h.ws, d, "f"), "w") as f:
+            f.write("f\n")
+    # the first lists the tree; the keeper refreshes 50 ms after the last
+    # listing, well within the command's nap (a margin, not a timing: the
+    # next command's requests are what is checked)
+    code, out, err = h.run("w", "ls -R tree > /dev/null; sleep 2 # marker-w1", "--log-level", "all")
+    assert code == 0, (code, out, err)
+    code, out, err = h.run("w", "ls ctl > /dev/null; stat -c %%X ctl %s > /dev/null # marker-w2" % " ".join(dirs),
+                           "--log-level", "all")
+    assert code == 0, (code, out, err)
+    w1, w2 = h.run_of("marker-w1"), h.run_of("marker-w2")
+    listed = [x["path"] for x in h.log(w1) if x["op"] == "readdir"]
+    assert all(h.ws + "/" + d in listed for d in dirs), listed
+    asked = [x["path"] for x in h.log(w2) if x["op"] == "getattr"]
+    # the control: listed now, its attribute is stale, and the stat asks
+    assert h.ws + "/ctl" in asked, h.log(w2)
+    assert not [d for d in dirs if h.ws + "/" + d in asked], asked
+    # no log holds the keeper's requests: not the session's own (where the
+    # records of no command go), not another run's
+    for rid in h.runs():
+        if rid not in (w1, w2):
+            stray = [x for x in h.log(rid) if x["op"] == "getattr" and "/tree/" in x.get("path", "")]
+            assert not stray, stray
+
+
 def t_refusals_and_bounds(h):
     code, out, err = h.run("r", "true")
     assert code == 0, (code, out, err)
@@ -341,5 +375,6 @@ def run_tests(tests, prefix):
 if __name__ == "__main__":
     run_tests([("persistence", t_persistence), ("attribution", t_attribution),
                ("late_release", t_late_release), ("survives_sigkill", t_survives_sigkill),
+               ("warm_listing", t_warm_listing),
                ("refusals_and_bounds", t_refusals_and_bounds)],
               "fusebox-run-session-")

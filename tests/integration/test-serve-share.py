@@ -19,6 +19,10 @@ HOME, which outlive each process as in a shell.
 - a killed process: SIGKILL to one process's sandbox (process/terminate)
   leaves the view to the other, which goes on reading and writing, and a
   process started afterwards joins the same view.
+- warm listings: a directory one process listed is stat'ed by the next
+  without a round trip to the view (its keeper refreshed the attribute
+  the listing made stale), while one listed and stat'ed at once is asked
+  (the control); the keeper's own requests are in no record.
 - bounds: a session's views are bounded (one per distinct sandbox); past
   the bound process/start names it, and a view no process runs in makes
   room.
@@ -189,6 +193,37 @@ async def t_survives_sigkill(tmp):
         assert code == 0 and len(devs) == 3 and len(set(devs)) == 1, (code, out)
 
 
+async def t_warm_listing(tmp):
+    if not can_run():
+        return "skip"
+    dirs = ["tree/d%d" % i for i in range(5)]
+
+    def prepare(ws):
+        for d in dirs + ["ctl"]:
+            os.makedirs(os.path.join(ws, d))
+            with open(os.path.join(ws, d, "f"), "w") as f:
+                f.write("f\n")
+
+    async with serve.served(tmp, "warm", "--log-level", "all", prepare=prepare) as (srv, c):
+        ws = srv.ws
+        # the keeper refreshes 50 ms after the last listing, well within the
+        # nap (a margin: what is checked is the next process's requests)
+        out, code = await run(c, srv, "w1", "cd %s && ls -R tree > /dev/null; sleep 2" % ws)
+        assert code == 0, (code, out)
+        out, code = await run(c, srv, "w2", "cd %s && ls ctl > /dev/null; stat -c %%X ctl %s > /dev/null" %
+                              (ws, " ".join(dirs)))
+        assert code == 0, (code, out)
+        records = serve.log_records(srv, c)
+        listed = [x["path"] for x in records if x.get("process") == "w1" and x["op"] == "readdir"]
+        assert all(ws + "/" + d in listed for d in dirs), listed
+        asked = [x["path"] for x in records if x.get("process") == "w2" and x["op"] == "getattr"]
+        assert ws + "/ctl" in asked, asked  # the control: listed now, then asked
+        assert not [d for d in dirs if ws + "/" + d in asked], asked
+        stray = [x for x in records if x["op"] == "getattr" and "/tree/" in x.get("path", "")
+                 and x.get("process") not in ("w1", "w2")]
+        assert not stray, stray
+
+
 async def t_view_bounds(tmp):
     if not can_run():
         return "skip"
@@ -216,4 +251,5 @@ async def t_view_bounds(tmp):
 
 if __name__ == "__main__":
     su.run([("attribution", t_attribution), ("persistence", t_persistence),
-            ("survives_sigkill", t_survives_sigkill), ("view_bounds", t_view_bounds)], "fusebox-serve-share-")
+            ("survives_sigkill", t_survives_sigkill), ("warm_listing", t_warm_listing),
+            ("view_bounds", t_view_bounds)], "fusebox-serve-share-")
