@@ -2,7 +2,7 @@
  * a session, against the same command on the host (the target,
  * docs/performance.md: the second process/start within 1.3x of the host).
  *
- *   bench-serve-warm --dir DIR [--runs N] [--policy POLICY] -- ARGV...
+ *   bench-serve-warm --dir DIR [--runs N] [--policy POLICY] [--pause MS] -- ARGV...
  *
  * Starts the real `fusebox serve` (FUSEBOX_BIN, else this build tree's)
  * with --workspace DIR and --policy POLICY (default builtin:default), the
@@ -13,6 +13,10 @@
  * and pages.  A process is timed from the process/start call to its
  * process/exited notification (what a client waiting for the exit status
  * sees, with the sandbox's start); the host from fork to the reaped exit.
+ * --pause MS waits that long between a session's processes, as an agent's
+ * turn does between its commands (default 0: back to back); the server's
+ * work in that pause (a kept view's refresher, fs/fs-fuse-warm.c) is then
+ * not in the next process's time, as it is not in an agent's.
  * A process that fails (exit status not 0) fails the benchmark.  Rounds are
  * interleaved so that a change of load hits every column alike; the output
  * is the median, min and max of each column and the ratios to the host.
@@ -94,7 +98,7 @@ report (const char *label, double *v, int n, double host)
 int
 main (int argc, char **argv)
 {
-  int runs = 5;
+  int runs = 5, pause_ms = 0;
   const char *dir = NULL;
   const char *policy = "builtin:default";
   char **cmd = NULL;
@@ -108,6 +112,8 @@ main (int argc, char **argv)
         dir = argv[++i];
       else if (strcmp (argv[i], "--policy") == 0 && i + 1 < argc)
         policy = argv[++i];
+      else if (strcmp (argv[i], "--pause") == 0 && i + 1 < argc)
+        pause_ms = atoi (argv[++i]);
       else if (strcmp (argv[i], "--") == 0 && i + 1 < argc)
         {
           cmd = argv + i + 1;
@@ -116,9 +122,9 @@ main (int argc, char **argv)
       else
         break;
     }
-  if (runs < 1 || dir == NULL || cmd == NULL)
+  if (runs < 1 || dir == NULL || cmd == NULL || pause_ms < 0)
     {
-      fprintf (stderr, "usage: bench-serve-warm --dir DIR [--runs N] [--policy POLICY] -- ARGV...\n");
+      fprintf (stderr, "usage: bench-serve-warm --dir DIR [--runs N] [--policy POLICY] [--pause MS] -- ARGV...\n");
       return 2;
     }
   bench_default_fusebox_bin ();
@@ -177,7 +183,11 @@ main (int argc, char **argv)
       for (int p = 0; p < PROCESSES && status == 0; p++)
         {
           g_autofree char *id = g_strdup_printf ("r%d-p%d", r, p);
-          double t = time_process (c, id, argv_json, qdir);
+          double t;
+
+          if (p > 0 && pause_ms > 0)
+            g_usleep ((gulong)pause_ms * 1000);
+          t = time_process (c, id, argv_json, qdir);
           if (t < 0)
             status = 1;
           else if (r >= 0)
@@ -197,8 +207,8 @@ main (int argc, char **argv)
       double h;
 
       printf ("%d rounds, interleaved: `%s` in %s; policy %s (wall clock; a process from process/start to "
-              "process/exited)\n",
-              runs, line, dir, policy);
+              "process/exited; %d ms between a session's processes)\n",
+              runs, line, dir, policy, pause_ms);
       report ("host", host, runs, 0);
       h = host[runs / 2];
       report ("first process/start (fresh)", proc[0], runs, h);
