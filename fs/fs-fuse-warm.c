@@ -32,7 +32,12 @@
  *
  * The refresher's GETATTR is not any process's access: op_getattr knows it
  * by its pid (the refresher's, as the connection's pid namespace names it)
- * and the view does not log it (FbViewCaller.unlogged).  What the refresher
+ * and the view does not log it (FbViewCaller.unlogged).  A pid is a number
+ * that is used again once its process is gone and reaped, and a process of
+ * a sandbox that got the refresher's would go unlogged: so a request with
+ * that pid is the refresher's only while a pidfd of the refresher, taken
+ * while it could not have been reaped, still signals (pidfd_send_signal of
+ * 0: a zombie holds its pid, a reaped process's pidfd answers ESRCH).  What the refresher
  * may do is the launcher's to bound (launcher-ns.c, keep_view): only stat,
  * only through names the kernel has cached, never out of the view's mount.
  *
@@ -53,8 +58,10 @@
  * system call or a view call. */
 #include "fs/fs-fuse-private.h"
 
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* How long no listing must have been served before the queue is sent,
@@ -71,11 +78,12 @@ G_STATIC_ASSERT (FB_FUSE_WARM_MSG_MAX > FB_VIEW_PATH_MAX);
 struct Warm
 {
   int sock;        /* to the refresher */
-  pid_t pid;       /* the refresher's */
+  int pidfd;       /* the refresher's */
+  pid_t pid;       /* the refresher's, while pidfd signals */
   GThread *thread; /* until fb_fuse_warm_stop */
   GMutex lock;
   GCond cond;
-  GQueue queue;    /* lock: WarmItem*, oldest first */
+  GQueue queue;       /* lock: WarmItem*, oldest first */
   GHashTable *set;    /* lock: FbViewNode* -> its WarmItem */
   gint64 last_listed; /* lock: monotonic us of the last listing served */
   bool stop;          /* lock */
@@ -213,28 +221,43 @@ warm_is_refresher (FbFuse *f, pid_t pid)
 {
   Warm *w = g_atomic_pointer_get (&f->warm);
 
-  return w != NULL && pid > 0 && pid == w->pid;
+  /* the number first (most requests are not its), then the process */
+  return w != NULL && pid > 0 && pid == w->pid && syscall (SYS_pidfd_send_signal, w->pidfd, 0, NULL, 0) == 0;
+}
+
+/* The pid of PIDFD, as our /proc names it; -1 if unknown. */
+static pid_t
+pidfd_pid (int pidfd)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/fdinfo/%d", pidfd);
+  g_autofree char *text = NULL;
+  const char *line;
+  gint64 pid;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || (line = strstr (text, "\nPid:\t")) == NULL)
+    return -1;
+  pid = g_ascii_strtoll (line + 6, NULL, 10);
+  return pid > 0 && pid <= G_MAXINT ? (pid_t)pid : -1;
 }
 
 int
-fb_fuse_keep_warm (FbFuse *f, int sock, pid_t pid)
+fb_fuse_keep_warm (FbFuse *f, int sock, int pidfd)
 {
   g_autoptr (GError) error = NULL;
+  pid_t pid = pidfd >= 0 ? pidfd_pid (pidfd) : -1;
   Warm *w;
 
-  if (sock < 0 || pid <= 0)
+  if (sock < 0 || pid <= 0 || f->warm != NULL)
     {
       if (sock >= 0)
         close (sock);
-      return -EINVAL;
-    }
-  if (f->warm != NULL)
-    {
-      close (sock);
-      return -EALREADY;
+      if (pidfd >= 0)
+        close (pidfd);
+      return f->warm != NULL ? -EALREADY : -EINVAL;
     }
   w = g_new0 (Warm, 1);
   w->sock = sock;
+  w->pidfd = pidfd;
   w->pid = pid;
   g_mutex_init (&w->lock);
   g_cond_init (&w->cond);
@@ -284,6 +307,7 @@ warm_free (FbFuse *f)
   g_mutex_clear (&w->lock);
   g_cond_clear (&w->cond);
   close (w->sock);
+  close (w->pidfd);
   g_free (w);
   f->warm = NULL;
 }

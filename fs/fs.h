@@ -738,13 +738,15 @@ void fb_fuse_stop (FbFuse *fuse);
 int fb_fuse_abort (FbFuse *fuse);
 /* Keep the attributes of the directories the kernel lists valid for the
  * next command of a view that outlives its commands (fs-fuse-warm.c).  SOCK
- * (a SOCK_SEQPACKET socket, owned from here) reaches the refresher, process
- * PID, which stats each path a message holds through the mount: view paths
- * relative to the root (the root itself is ""), each NUL-terminated,
- * FB_FUSE_WARM_MSG_MAX bytes at most.  It exits when SOCK is shut down.
- * Its requests are not logged.  At most once; serving may have started. */
+ * (a SOCK_SEQPACKET socket) reaches the refresher, the process of PIDFD
+ * (a pidfd taken while it could not have been reaped), which stats each
+ * path a message holds through the mount: view paths relative to the root
+ * (the root itself is ""), each NUL-terminated, FB_FUSE_WARM_MSG_MAX bytes
+ * at most; it exits when SOCK is shut down.  Its requests, while PIDFD
+ * shows it is there, are not logged.  Owns both descriptors from here.  At
+ * most once; serving may have started. */
 #define FB_FUSE_WARM_MSG_MAX (64 * 1024)
-int fb_fuse_keep_warm (FbFuse *fuse, int sock, pid_t pid);
+int fb_fuse_keep_warm (FbFuse *fuse, int sock, int pidfd);
 /* Shut the refresher's socket down and end the thread that feeds it:
  * called by fb_fuse_stop, fb_fuse_abort and fb_fuse_free (the refresher is
  * in the mount's namespace, whose end ends the connection); from any

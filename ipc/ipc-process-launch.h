@@ -82,7 +82,7 @@ typedef enum
   FB_LAUNCH_JOINED = 9,
   FB_LAUNCH_GO = 10,
   FB_LAUNCH_PROXY = 11,
-  FB_LAUNCH_VIEW_REFRESH = 12, /* value: the refresher's pid */
+  FB_LAUNCH_VIEW_REFRESH = 12, /* the refresher's socket and pidfd */
 } FbLaunchRecordType;
 
 typedef struct

@@ -319,13 +319,13 @@ on_keeper (int fd, GIOCondition cond, gpointer data)
           serve (v, fds[0]);
           continue;
         }
-      if (rec.type == FB_LAUNCH_VIEW_REFRESH && fds[0] >= 0 && fds[1] < 0 && v->serving != NULL &&
+      if (rec.type == FB_LAUNCH_VIEW_REFRESH && fds[0] >= 0 && fds[1] >= 0 && v->serving != NULL &&
           v->state == VIEW_STARTING)
         {
           /* the keeper stays as the view's refresher: the next process
            * finds the directories this one listed warm (fs/fs-fuse-warm.c);
            * without it only slower */
-          int warm = fb_fuse_keep_warm (fb_run_fuse_get_fuse (v->serving), fds[0], (pid_t)rec.value);
+          int warm = fb_fuse_keep_warm (fb_run_fuse_get_fuse (v->serving), fds[0], fds[1]);
           if (warm < 0)
             g_warning ("a view of the server is not kept warm: %s", g_strerror (-warm));
           continue;

@@ -937,7 +937,7 @@ start_view (Daemon *d, GError **error)
   /* the keeper stays as the view's refresher: the next command finds the
    * directories this one listed warm (fs/fs-fuse-warm.c); without it only
    * slower */
-  r = fb_fuse_keep_warm (fuse, refresh_fd, fb_launcher_child_get_pid (keeper));
+  r = fb_fuse_keep_warm (fuse, refresh_fd, fcntl (fb_launcher_child_get_pidfd (keeper), F_DUPFD_CLOEXEC, 3));
   if (r < 0)
     g_warning ("the session's view is not kept warm: %s", g_strerror (-r));
   d->keeper = g_steal_pointer (&keeper);

@@ -177,8 +177,12 @@ keep (void)
   r = fb_launcher_child_wait_kept (child, &ns[0], &ns[1], &refresh);
   if (r < 0)
     return fail (child, &plan, r);
-  /* the refresher's socket and pid (the keeper stays for it), before KEPT */
-  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_VIEW_REFRESH, (int)fb_launcher_child_get_pid (child), NULL, refresh);
+  /* the refresher's socket and pidfd (the keeper stays for it; ours, taken
+   * before it could be reaped), before KEPT */
+  {
+    int fds[2] = { refresh, fb_launcher_child_get_pidfd (child) };
+    r = fds[1] >= 0 ? send_record_fds (FB_LAUNCH_FD, FB_LAUNCH_VIEW_REFRESH, 0, NULL, fds, 2) : 0;
+  }
   close (refresh);
   if (r == 0)
     r = send_record_fds (FB_LAUNCH_FD, FB_LAUNCH_KEPT, 0, NULL, ns, 2);

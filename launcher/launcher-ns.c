@@ -666,6 +666,26 @@ refresh_view (int sock, int root)
     }
 }
 
+/* The refresher stays for the view's life: it keeps nothing of its
+ * parent's (a session daemon's log, control socket and startup pipe; a
+ * launch helper's channel to the server), only A and B, with /dev/null as
+ * its standard streams.  Hardening: it is not dumpable and no sandbox sees
+ * it. */
+static void
+keep_only (int a, int b)
+{
+  int lo = MIN (a, b), hi = MAX (a, b), null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+
+  for (int fd = 0; fd < 3 && null >= 0; fd++)
+    if (fd != null)
+      dup2 (null, fd);
+  if (lo > 3)
+    syscall (__NR_close_range, 3U, (unsigned)lo - 1, 0U);
+  if (hi > lo + 1)
+    syscall (__NR_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0U);
+  syscall (__NR_close_range, (unsigned)hi + 1, ~0U, 0U);
+}
+
 /* KEEP_VIEW: the view is mounted (at the staging root, where each joining
  * command binds it before its pid 1 pivots); hand back the namespaces that
  * hold it and the refresher's socket (launcher.h), and stay as the
@@ -698,8 +718,7 @@ keep_view (const Prepared *p)
   r = fb_launcher_report_fd (p->status_fd, FB_LAUNCHER_STEP_VIEW_REFRESH, pair[0]);
   if (r < 0)
     child_fail (p, FB_LAUNCHER_STEP_JOIN_VIEW, -r, 0);
-  close (pair[0]);
-  close (p->status_fd);
+  keep_only (pair[1], root);
   refresh_view (pair[1], root);
 }
 

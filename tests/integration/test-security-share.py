@@ -19,6 +19,9 @@ policy share a FUSE view, and with it the session's private /tmp and HOME
 - a thread: a process whose refused write comes from a thread that is not
   its first (FUSE names the caller by thread id) is sandboxDenied, and
   every record of that thread names the process.
+- a dead keeper's pid: the view's keeper (whose own requests are not
+  logged, known by its pid) is killed, and a process of a sandbox is made
+  to get its pid next (ns_last_pid); that process's refusal is logged.
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
@@ -153,7 +156,66 @@ async def t_unattributed_share(tmp):
         await b.close()
 
 
+def keeper_of(server_pid):
+    """The pid of the view keeper below SERVER_PID: the process that holds
+    the view's mount point (a directory ".../root") and a socket."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            links = [os.readlink("/proc/%s/fd/%s" % (pid, fd)) for fd in os.listdir("/proc/%s/fd" % pid)]
+            chain, p = [], pid
+            while p not in ("0", "1"):
+                with open("/proc/%s/stat" % p) as f:
+                    p = f.read().rsplit(")", 1)[1].split()[1]
+                chain.append(p)
+        except OSError:
+            continue
+        if str(server_pid) in chain and any(x.endswith("/root") for x in links) and \
+                any(x.startswith("socket:") for x in links):
+            found.append(int(pid))
+    assert len(found) == 1, found
+    return found[0]
+
+
+async def t_dead_keeper_pid(tmp):
+    if not share.can_run():
+        return "skip"
+    assert not os.path.exists("/usr/refused-by-taker-0")
+    async with serve.served(tmp, "keeper") as (srv, c):
+        out, code = await share.run(c, srv, "first", "true")
+        assert code == 0, (code, out)
+        keeper = keeper_of(srv.proc.pid)
+        os.kill(keeper, 9)
+        rs.wait_for(lambda: not os.path.exists("/proc/%d" % keeper), "the keeper to be reaped")
+        # the next process made on this host gets the keeper's pid: one of
+        # the sandbox's touches, each started with ns_last_pid a step lower,
+        # as the server may make threads (which take pids) before it; each
+        # is refused a name of its own (a refusal is logged at every level,
+        # and the log folds one repeated)
+        p = share.sh(srv, "taker", "echo ready; while read n; do touch /usr/refused-by-taker-$n 2>/dev/null; "
+                     "echo done$n; done")
+        p["pipeStdin"] = True
+        ok(await c.call("process/start", p))
+        out, _ = await share.output(c, "taker", b"ready")
+        assert out == "ready\n", out
+        for n in range(24):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(keeper - 1 - n))
+            ok(await c.call("process/write", {"processId": "taker", "writeId": "w%d" % n,
+                                              "chunk": base64.b64encode(b"%d\n" % n).decode()}))
+            out, _ = await share.output(c, "taker", b"done%d\n" % n)
+            assert "done%d\n" % n in out, out
+            records = serve.log_records(srv, c)
+            if any(x.get("pid") == keeper and x.get("process") == "taker" and x["decision"] != "allow"
+                   for x in records):
+                ok(await c.call("process/terminate", {"processId": "taker"}))
+                return
+        raise AssertionError("no record of pid %d: a process with the dead keeper's pid went unlogged, or never "
+                             "got it" % keeper)
+
+
 if __name__ == "__main__":
     su.run([("sessions_isolated", t_sessions_isolated), ("narrower_does_not_share", t_narrower_does_not_share),
-            ("thread_attributed", t_thread_attributed), ("unattributed_share", t_unattributed_share)],
+            ("thread_attributed", t_thread_attributed), ("unattributed_share", t_unattributed_share),
+            ("dead_keeper_pid", t_dead_keeper_pid)],
            "fusebox-security-share-")
