@@ -17,7 +17,8 @@
  * from do_readdir).  Once no listing has been served for WARM_QUIET_MS (the
  * kernel marks a directory when the answer arrives, a few microseconds
  * after we send it; and a walk's own round trips are not to be slowed by
- * ours), the warm thread sends the queued directories' view paths to the
+ * ours), or at once when the view's last command has ended
+ * (fb_fuse_warm_flush), the warm thread sends the queued directories' view paths to the
  * refresher, a process of ours in the view's user and
  * mount namespaces (the launcher's keeper, which stays for this:
  * FB_FUSE_WARM_MSG_MAX), which stats it through the mount; the kernel's
@@ -272,6 +273,19 @@ fb_fuse_keep_warm (FbFuse *f, int sock, int pidfd)
   /* published whole: workers may be serving already */
   g_atomic_pointer_set (&f->warm, w);
   return 0;
+}
+
+void
+fb_fuse_warm_flush (FbFuse *f)
+{
+  Warm *w = f->warm;
+
+  if (w == NULL)
+    return;
+  g_mutex_lock (&w->lock);
+  w->last_listed = 0;
+  g_cond_broadcast (&w->cond);
+  g_mutex_unlock (&w->lock);
 }
 
 void

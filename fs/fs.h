@@ -747,6 +747,9 @@ int fb_fuse_abort (FbFuse *fuse);
  * most once; serving may have started. */
 #define FB_FUSE_WARM_MSG_MAX (64 * 1024)
 int fb_fuse_keep_warm (FbFuse *fuse, int sock, int pidfd);
+/* The view's last command has ended: refresh what is queued now, without
+ * waiting for listings to be quiet.  From the owner's thread. */
+void fb_fuse_warm_flush (FbFuse *fuse);
 /* Shut the refresher's socket down and end the thread that feeds it:
  * called by fb_fuse_stop, fb_fuse_abort and fb_fuse_free (the refresher is
  * in the mount's namespace, whose end ends the connection); from any

@@ -196,6 +196,9 @@ fb_rpc_view_release (FbRpcView *v)
   g_return_if_fail (v->running > 0);
   if (--v->running > 0 || v->session == NULL)
     return;
+  /* no process runs in it: the keeper refreshes what they listed now */
+  if (v->serving != NULL)
+    fb_fuse_warm_flush (fb_run_fuse_get_fuse (v->serving));
   if (v->state == VIEW_FAILED)
     view_close (v);
   else if (v->idle_id == 0)

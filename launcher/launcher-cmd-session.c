@@ -527,6 +527,9 @@ command_ended (Conn *c)
     return;
   c->ended = true;
   fb_view_member_end (c->member);
+  /* the last: the keeper refreshes what they listed now */
+  if (running (c->d) == 0 && c->d->serving != NULL)
+    fb_fuse_warm_flush (fb_run_fuse_get_fuse (c->d->serving));
   /* its connections' last records, while its log is open */
   g_clear_pointer (&c->proxy, fb_proxy_free);
   if (c->log == NULL || c->member == NULL)
