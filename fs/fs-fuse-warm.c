@@ -18,18 +18,17 @@
  * kernel marks a directory when the answer arrives, a few microseconds
  * after we send it; and a walk's own round trips are not to be slowed by
  * ours), or at once when the view's last command has ended
- * (fb_fuse_warm_flush), the warm thread sends the queued directories' view paths to the
- * refresher, a process of ours in the view's user and
- * mount namespaces (the launcher's keeper, which stays for this:
- * FB_FUSE_WARM_MSG_MAX), which stats it through the mount; the kernel's
- * GETATTR brings the attributes back for their timeout, and the next
- * command finds them valid.  The daemon can't stat through the mount
- * itself: the kernel lets only processes in the mount's user namespace
- * (or, without allow_other, its owner) in (fuse_allow_current_process),
- * and a thread can't enter a user namespace.  Only directories whose
- * attributes are kept long are queued (warm_worth: a watched one, or a
- * configured timeout of WARM_MIN_TIMEOUT or more); elsewhere they expire
- * before anyone gains.
+ * (fb_fuse_warm_flush), the warm thread sends the queued directories' view
+ * paths to the refresher, a process of ours in the view's user and mount
+ * namespaces (the launcher's keeper, which stays for this), which stats
+ * each through the mount; the kernel's GETATTR brings the attributes back
+ * for their timeout, and the next command finds them valid.  The daemon
+ * can't stat through the mount itself: the kernel lets only processes in
+ * the mount's user namespace (or, without allow_other, its owner) in
+ * (fuse_allow_current_process), and a thread can't enter a user namespace.
+ * Only directories whose attributes are kept long are queued (warm_worth:
+ * a watched one, or a configured timeout of WARM_MIN_TIMEOUT or more);
+ * elsewhere they expire before anyone gains.
  *
  * The refresher's GETATTR is not any process's access: op_getattr knows it
  * by its pid (the refresher's, as the connection's pid namespace names it)
@@ -38,9 +37,10 @@
  * a sandbox that got the refresher's would go unlogged: so a request with
  * that pid is the refresher's only while a pidfd of the refresher, taken
  * while it could not have been reaped, still signals (pidfd_send_signal of
- * 0: a zombie holds its pid, a reaped process's pidfd answers ESRCH).  What the refresher
- * may do is the launcher's to bound (launcher-ns.c, keep_view): only stat,
- * only through names the kernel has cached, never out of the view's mount.
+ * 0: a zombie holds its pid, a reaped process's pidfd answers ESRCH).  What
+ * the refresher may do is the launcher's to bound (launcher-ns.c,
+ * refresh_view): only stat, only through names the kernel has cached,
+ * never out of the view's mount.
  *
  * Bounds: WARM_QUEUE_MAX directories queued, each holding a node
  * reference; past it a listing is not queued, and its directory costs the
@@ -310,11 +310,11 @@ warm_free (FbFuse *f)
 {
   Warm *w = f->warm;
 
+  GList *link;
+
   if (w == NULL)
     return;
   fb_fuse_warm_stop (f);
-  GList *link;
-
   while ((link = g_queue_pop_head_link (&w->queue)) != NULL)
     item_free (link->data);
   g_hash_table_destroy (w->set);
