@@ -527,7 +527,7 @@ pick_cwd (const RunOptions *o, const FbPolicy *policy, const FbPolicyVars *vars)
  * made (it may say ${RUN}); the log's budget; the run directory with
  * policy.json; the command's environment and directory; run.json. */
 int
-fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, Run *run)
+fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, const char *view_run_id, Run *run)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (FbPolicy) policy = NULL;
@@ -568,6 +568,11 @@ fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, Run *run)
   json_object_set_string_member (info, "network", fb_policy_network_to_string (fb_policy_get_network (policy)));
   json_object_set_int_member (info, "uid", o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid);
   json_object_set_int_member (info, "gid", o->gid == FB_LAUNCHER_ID_CALLER ? getegid () : o->gid);
+  if (view_run_id != NULL)
+    {
+      json_object_set_string_member (info, "session", o->session);
+      json_object_set_string_member (info, "session_run", view_run_id);
+    }
   if (!fb_run_start (run->run, &error))
     {
       fb_cmd_error ("run: %s", error->message);
@@ -1099,7 +1104,7 @@ fb_cmd_run (int argc, char **argv)
   if (status < 0 && o.session != NULL)
     status = fb_cmd_run_session (&o, &run);
   if (status < 0)
-    status = fb_cmd_run_prepare (&o, NULL, &run);
+    status = fb_cmd_run_prepare (&o, NULL, NULL, &run);
   if (status < 0)
     status = serve (&o, &run);
   if (run.run)

@@ -59,9 +59,10 @@ FbPolicy *fb_cmd_run_load_policy (const RunOptions *o, const FbPolicyVars *vars,
 /* The run (ipc/ipc.h, "one run") of O's command: its directory,
  * policy.json and run.json, its environment and working directory.  With
  * VIEW_RUN_DIR (`run --session`), the policy's ${RUN}, where its private
- * sources live, is that session's run directory, not the command's own.
+ * sources live, is that session's run directory, not the command's own,
+ * and run.json names the session and VIEW_RUN_ID, its run, from the start.
  * -1, or the exit status after a message. */
-int fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, Run *run);
+int fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, const char *view_run_id, Run *run);
 /* The sandbox reported a failure (or died before it could): said with its
  * step, path and fix, recorded in run.json; returns the exit status.
  * SINGLE_THREADED: the prerequisite probes may fork in this process. */

@@ -1391,15 +1391,12 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
 
   /* the command's run, under the session's policy: ${RUN}, where the
    * private sources are, is the session's run directory */
-  status = fb_cmd_run_prepare (o, m.text, run);
+  status = fb_cmd_run_prepare (o, m.text, m.run_id, run);
   if (status >= 0)
     {
       close (ctl);
       return status;
     }
-  json_object_set_string_member (fb_run_get_info (run->run), "session", name);
-  json_object_set_string_member (fb_run_get_info (run->run), "session_run", m.run_id);
-  fb_run_save (run->run, NULL);
   policy = fb_run_get_policy (run->run);
   policy_digest (policy, join.digest);
   join.uid = o->uid == FB_LAUNCHER_ID_CALLER ? geteuid () : o->uid;

@@ -194,6 +194,9 @@ def t_attribution(h):
     ra, rb = h.run_of("marker-a"), h.run_of("marker-b")
     runs = h.runs()
     assert runs[rb]["denials"] >= 1 and runs[ra]["denials"] == 0, (runs[ra], runs[rb])
+    # each names its session and the session's own run
+    assert runs[ra]["session"] == runs[rb]["session"] == "s", (runs[ra], runs[rb])
+    assert runs[ra]["session_run"] == runs[rb]["session_run"] in runs, (runs[ra], runs[rb])
     la, lb = h.log(ra), h.log(rb)
     assert all(x["run"] == ra for x in la) and all(x["run"] == rb for x in lb)
     pa = {x.get("path") for x in la}
