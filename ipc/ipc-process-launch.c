@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -299,4 +300,50 @@ fb_launch_record_recv (int sock, FbLaunchRecord *rec, int fds[2])
     return (int)n;
   rec->text[sizeof rec->text - 1] = '\0';
   return 1;
+}
+
+GPid
+fb_launch_helper_spawn (const char *path, int in, int out, int err, int sock, GError **error)
+{
+  char *const argv[] = { (char *)path, NULL };
+  char *const envp[] = { NULL };
+  const int from[] = { in, out, err, sock };
+  int dups[G_N_ELEMENTS (from)];
+  posix_spawn_file_actions_t actions;
+  pid_t pid = 0;
+  int r = 0;
+
+  /* Copies above the targets first, so that no dup2 overwrites a source
+   * before it is read; close-on-exec, so that the child keeps only the
+   * targets. */
+  for (guint i = 0; i < G_N_ELEMENTS (from); i++)
+    {
+      dups[i] = from[i] < 0 ? -1 : fcntl (from[i], F_DUPFD_CLOEXEC, FB_LAUNCH_FD + 1);
+      if (from[i] >= 0 && dups[i] < 0 && r == 0)
+        r = errno;
+    }
+  if (r == 0)
+    r = posix_spawn_file_actions_init (&actions);
+  if (r == 0)
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (dups) && r == 0; i++)
+        if (dups[i] >= 0)
+          r = posix_spawn_file_actions_adddup2 (&actions, dups[i], (int)i);
+      if (r == 0)
+        r = posix_spawn_file_actions_addchdir_np (&actions, "/");
+      if (r == 0)
+        r = posix_spawn_file_actions_addclosefrom_np (&actions, FB_LAUNCH_FD + 1);
+      if (r == 0)
+        r = posix_spawn (&pid, path, &actions, NULL, argv, envp);
+      posix_spawn_file_actions_destroy (&actions);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (dups); i++)
+    if (dups[i] >= 0)
+      close (dups[i]);
+  if (r != 0)
+    {
+      g_set_error_literal (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, g_strerror (r));
+      return 0;
+    }
+  return pid;
 }

@@ -137,6 +137,18 @@ int fb_launch_spec_encode (guint32 network, const char *const *argv, const char 
  * shrinking, holding exactly one well-formed command within the bounds. */
 int fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why);
 
+/* Server side: start the helper at PATH, with no argument, an empty
+ * environment and "/" as its working directory; IN, OUT and ERR as its
+ * stdin, stdout and stderr (-1: the server's own), SOCK as its fd 3
+ * (FB_LAUNCH_FD), every other descriptor closed.  posix_spawn(3), whose
+ * child shares the server's memory until its exec: a fork would copy the
+ * page tables of everything the server holds (its views' nodes, tens of
+ * megabytes after a big walk) and mark each of its pages copy-on-write,
+ * so that the server then takes a page fault at its next write to every
+ * one of them (docs/performance.md, "The launch helper's start").
+ * The helper's pid, or 0 with ERROR set. */
+GPid fb_launch_helper_spawn (const char *path, int in, int out, int err, int sock, GError **error);
+
 /* recvmsg of up to SIZE bytes into BUF (FLAGS: MSG_DONTWAIT or 0), close on
  * exec, and the descriptors it carries: the first MAX_FDS (at most
  * FB_LAUNCH_RECV_FDS_MAX) in FDS, else -1, the rest closed; *RET_NFDS how

@@ -1098,16 +1098,13 @@ static bool
 spawn_helper (FbRpcProcess *p, FbRpcError *error)
 {
   FbRpcServer *server = p->client->server;
-  const char *const hargv[] = { server->launch_helper, NULL };
-  const char *const henvp[] = { NULL };
-  int target_fds[1] = { FB_LAUNCH_FD };
   g_autoptr (GError) gerr = NULL;
   GPid pid;
   int r;
 
-  if (!g_spawn_async_with_pipes_and_fds ("/", hargv, henvp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, p->child_fds[0],
-                                         p->child_fds[1], p->child_fds[2], &p->helper_sock, target_fds, 1, &pid, NULL,
-                                         NULL, NULL, &gerr))
+  pid = fb_launch_helper_spawn (server->launch_helper, p->child_fds[0], p->child_fds[1], p->child_fds[2],
+                                p->helper_sock, &gerr);
+  if (pid == 0)
     {
       fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't start the launch helper %s: %s", server->launch_helper,
                         gerr->message);

@@ -355,11 +355,9 @@ static bool
 start_keeper (FbRpcView *v, FbRpcError *error)
 {
   FbRpcServer *server = v->server;
-  const char *const argv[] = { server->launch_helper, NULL };
-  const char *const envp[] = { NULL };
   g_autoptr (GError) gerr = NULL;
   FbLaunchRecord rec = { .type = FB_LAUNCH_KEEP };
-  int sv[2], null_fd, target = FB_LAUNCH_FD;
+  int sv[2], null_fd;
   bool ok;
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -368,8 +366,8 @@ start_keeper (FbRpcView *v, FbRpcError *error)
       return false;
     }
   null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  ok = g_spawn_async_with_pipes_and_fds ("/", argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, null_fd, null_fd, -1,
-                                         &sv[1], &target, 1, &v->keeper, NULL, NULL, NULL, &gerr);
+  v->keeper = fb_launch_helper_spawn (server->launch_helper, null_fd, null_fd, -1, sv[1], &gerr);
+  ok = v->keeper != 0;
   if (null_fd >= 0)
     close (null_fd);
   close (sv[1]);

@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include <cmocka.h>
@@ -242,6 +243,52 @@ proc_shown_read (pid_t pid, ProcShown *p)
   return false;
 }
 
+/* The targets of PID's descriptors from FIRST on, by number. */
+static GHashTable *
+fd_links (pid_t pid, int first)
+{
+  g_autofree char *dir_path = g_strdup_printf ("/proc/%d/fd", (int)pid);
+  g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
+  GHashTable *links = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir_path, name, NULL);
+      char *target = atoi (name) >= first ? g_file_read_link (path, NULL) : NULL;
+      if (target != NULL)
+        g_hash_table_insert (links, g_strdup (name), target);
+    }
+  return links;
+}
+
+/* Nothing the server holds reaches the helper beyond its fd 0-3: no
+ * socket, pipe or file of the server's (its listening socket, a
+ * client's connection, a log), and no FUSE device.  Anonymous inodes
+ * (pidfds, eventfds) have no identity to compare and are left out. */
+static void
+assert_helper_holds_nothing_of_the_server (pid_t helper, pid_t server)
+{
+  g_autoptr (GHashTable) mine = fd_links (helper, 4) /* past its socket, fd 3 */;
+  g_autoptr (GHashTable) theirs = fd_links (server, 0);
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  GHashTableIter it;
+  gpointer name, target;
+
+  g_hash_table_iter_init (&it, theirs);
+  while (g_hash_table_iter_next (&it, NULL, &target))
+    g_hash_table_add (seen, target);
+  g_hash_table_iter_init (&it, mine);
+  while (g_hash_table_iter_next (&it, &name, &target))
+    {
+      if (g_str_has_prefix (target, "anon_inode:"))
+        continue;
+      if (strcmp (target, "/dev/fuse") == 0 || g_hash_table_contains (seen, target))
+        fail_msg ("the launch helper (pid %d) holds the server's %s as fd %s", (int)helper, (char *)target,
+                  (char *)name);
+    }
+}
+
 static void
 test_helper_gets_nothing_of_the_client (void **state)
 {
@@ -273,6 +320,7 @@ test_helper_gets_nothing_of_the_client (void **state)
     }
   if (helper == 0 || helper_shown.cmdline_len == 0)
     fail_msg ("no live fusebox-launch child of the server (pid %d) was found", (int)F->server->pid);
+  assert_helper_holds_nothing_of_the_server (helper, F->server->pid);
   g_autoptr (JsonNode) term = call ("process/terminate", "{\"processId\":\"waiter\"}");
   test_process_collect (F->client, "waiter", &col);
 
