@@ -26,7 +26,11 @@
  *   SPEC     + a sealed memfd (SCM_RIGHTS) holding the command (below), in
  *            a view of its own; or + the memfd, a kept view's user
  *            namespace and its mount namespace: the command joins that
- *            view (FbLauncherPlan.join_*)
+ *            view (FbLauncherPlan.join_*).  With value
+ *            FB_LAUNCH_SPEC_STDIO, three more: the command's stdin, stdout
+ *            and stderr, which the helper makes its own 0, 1 and 2 (a
+ *            helper started before its command, with /dev/null there:
+ *            ipc/ipc-process.c, "The spare helper")
  *   KEEP     make a kept view (FbLauncherPlan.keep_view): no command; the
  *            helper answers MOUNTED, then KEPT, and exits 0
  * helper → server, in this order:
@@ -92,6 +96,9 @@ typedef struct
   char text[1024]; /* NUL-terminated */
 } FbLaunchRecord;
 
+/* SPEC's value: the last three descriptors are the command's stdio. */
+#define FB_LAUNCH_SPEC_STDIO 1
+
 /* --- the command (FB_LAUNCH_SPEC) ---------------------------------------- */
 
 #define FB_LAUNCH_SPEC_MAGIC 0x66626c31u /* "fbl1" */
@@ -154,7 +161,7 @@ GPid fb_launch_helper_spawn (const char *path, int in, int out, int err, int soc
  * FB_LAUNCH_RECV_FDS_MAX) in FDS, else -1, the rest closed; *RET_NFDS how
  * many came, *RET_TRUNCATED whether the kernel dropped some (MSG_CTRUNC:
  * more than MAX_FDS were sent).  The bytes read, 0 at EOF, or -errno. */
-#define FB_LAUNCH_RECV_FDS_MAX 4
+#define FB_LAUNCH_RECV_FDS_MAX 6
 ssize_t fb_launch_recvmsg (int sock, void *buf, gsize size, int flags, int *fds, int max_fds, int *ret_nfds,
                            bool *ret_truncated);
 /* One message of exactly SIZE bytes on a SOCK_SEQPACKET socket, and up to

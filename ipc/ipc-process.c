@@ -1066,17 +1066,126 @@ evict_finished (FbRpcSession *session)
 }
 
 /* The helper's first record: the command's memfd, and the view's user and
- * mount namespaces it joins.  The socket is new and empty, so this one
- * message fits; it never blocks the loop. */
+ * mount namespaces it joins; for a spare helper (STDIO not NULL), also the
+ * command's stdin, stdout and stderr.  The socket is new and empty, so this
+ * one message fits; it never blocks the loop. */
 static int
-send_spec (int sock, int spec_fd, const int ns[2])
+send_spec (int sock, int spec_fd, const int ns[2], const int *stdio)
 {
   FbLaunchRecord rec;
-  int fds[3] = { spec_fd, ns[0], ns[1] };
+  int fds[6] = { spec_fd, ns[0], ns[1], -1, -1, -1 };
 
   memset (&rec, 0, sizeof rec);
   rec.type = FB_LAUNCH_SPEC;
-  return fb_send_fds (sock, &rec, sizeof rec, fds, G_N_ELEMENTS (fds), MSG_DONTWAIT);
+  if (stdio != NULL)
+    {
+      rec.value = FB_LAUNCH_SPEC_STDIO;
+      memcpy (&fds[3], stdio, 3 * sizeof *stdio);
+    }
+  return fb_send_fds (sock, &rec, sizeof rec, fds, stdio != NULL ? 6 : 3, MSG_DONTWAIT);
+}
+
+/* --- The spare helper ----------------------------------------------------
+ *
+ * Starting the helper is on every process/start's way: its exec and its
+ * dynamic loading come before it reads its command.  So the server keeps
+ * one helper started ahead (at most one, for all sessions), with /dev/null
+ * as its stdin, stdout and stderr, waiting for its first record; a
+ * process/start takes it and sends the command with its three streams
+ * (FB_LAUNCH_SPEC_STDIO), and an idle moment starts the next.  It is the
+ * same program with the same argv, environment, working directory and
+ * descriptors as one started for the command (fb_launch_helper_spawn); it
+ * holds nothing of any client before its command comes.  One that died
+ * meanwhile is reaped, and the process gets a helper of its own. */
+
+static void
+spare_reaped (GPid pid, int status, gpointer data)
+{
+  FbRpcServer *server = data;
+
+  (void)status;
+  server->spare_watch = 0;
+  server->spare = 0;
+  fb_fd_close (&server->spare_sock);
+  g_spawn_close_pid (pid);
+}
+
+static gboolean
+spare_start (gpointer data)
+{
+  FbRpcServer *server = data;
+  g_autoptr (GError) gerr = NULL;
+  int sv[2], null_fd;
+
+  server->spare_idle = 0;
+  if (server->spare != 0 || server->launch_helper == NULL)
+    return G_SOURCE_REMOVE;
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return G_SOURCE_REMOVE;
+  null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0)
+    server->spare = fb_launch_helper_spawn (server->launch_helper, null_fd, null_fd, null_fd, sv[1], &gerr);
+  close (sv[1]);
+  if (null_fd >= 0)
+    close (null_fd);
+  if (server->spare == 0)
+    {
+      /* the next process/start starts one of its own, and says why if it can't */
+      close (sv[0]);
+      return G_SOURCE_REMOVE;
+    }
+  server->spare_sock = sv[0];
+  server->spare_watch = g_child_watch_add (server->spare, spare_reaped, server);
+  return G_SOURCE_REMOVE;
+}
+
+/* The spare, killed and reaped: it was never sent anything, or its
+ * command could not be. */
+static void
+spare_kill (GPid pid, int sock)
+{
+  kill (pid, SIGKILL);
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  g_spawn_close_pid (pid);
+  if (sock >= 0)
+    close (sock);
+}
+
+/* The spare for a process/start, if one waits: its pid and socket, no
+ * longer the server's.  The next is started once the loop is idle. */
+static GPid
+spare_take (FbRpcServer *server, int *ret_sock)
+{
+  GPid pid = server->spare;
+
+  if (server->spare_idle == 0)
+    server->spare_idle = g_idle_add_full (G_PRIORITY_LOW, spare_start, server, NULL);
+  if (pid == 0)
+    return 0;
+  g_clear_handle_id (&server->spare_watch, g_source_remove);
+  server->spare = 0;
+  *ret_sock = g_steal_fd (&server->spare_sock);
+  /* one that died unseen (its watch not yet run) is of no use */
+  if (waitpid (pid, NULL, WNOHANG) != 0)
+    {
+      g_spawn_close_pid (pid);
+      fb_fd_close (ret_sock);
+      return 0;
+    }
+  return pid;
+}
+
+void
+fb_rpc_process_spare_stop (FbRpcServer *server)
+{
+  g_clear_handle_id (&server->spare_idle, g_source_remove);
+  if (server->spare != 0)
+    {
+      g_clear_handle_id (&server->spare_watch, g_source_remove);
+      spare_kill (server->spare, g_steal_fd (&server->spare_sock));
+      server->spare = 0;
+    }
 }
 
 /* What waited for the launch, closed: once launched, the helper has its
@@ -1099,9 +1208,24 @@ spawn_helper (FbRpcProcess *p, FbRpcError *error)
 {
   FbRpcServer *server = p->client->server;
   g_autoptr (GError) gerr = NULL;
+  int spare_sock = -1;
   GPid pid;
   int r;
 
+  pid = spare_take (server, &spare_sock);
+  if (pid != 0)
+    {
+      r = send_spec (spare_sock, p->spec_fd, fb_rpc_view_get_namespaces (p->view), p->child_fds);
+      if (r == 0)
+        {
+          /* its socket is the process's now; the pair made for a helper
+           * of its own is not needed */
+          fb_fd_close (&p->sock);
+          p->sock = spare_sock;
+          goto launched;
+        }
+      spare_kill (pid, spare_sock);
+    }
   pid = fb_launch_helper_spawn (server->launch_helper, p->child_fds[0], p->child_fds[1], p->child_fds[2],
                                 p->helper_sock, &gerr);
   if (pid == 0)
@@ -1110,7 +1234,7 @@ spawn_helper (FbRpcProcess *p, FbRpcError *error)
                         gerr->message);
       return false;
     }
-  r = send_spec (p->sock, p->spec_fd, fb_rpc_view_get_namespaces (p->view));
+  r = send_spec (p->sock, p->spec_fd, fb_rpc_view_get_namespaces (p->view), NULL);
   if (r < 0)
     {
       /* The helper waits for its command: closing our end ends it. */
@@ -1122,6 +1246,7 @@ spawn_helper (FbRpcProcess *p, FbRpcError *error)
       g_spawn_close_pid (pid);
       return false;
     }
+launched:
   p->helper = pid;
   unlaunched_close (p);
   p->sock_watch = g_unix_fd_add (p->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_status, p);

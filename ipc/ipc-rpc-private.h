@@ -150,6 +150,14 @@ struct FbRpcServer
    * recently used first; closed after view_idle_ms without a process. */
   GQueue views;
   guint view_idle_ms;
+
+  /* A launch helper started before its process/start (ipc-process.c,
+   * "The spare helper"), loop thread: its pid (0: none), its socket, its
+   * child watch while it waits, and the idle source that starts one. */
+  GPid spare;
+  int spare_sock;
+  guint spare_watch;
+  guint spare_idle;
 };
 
 typedef struct
@@ -494,6 +502,8 @@ char *fb_rpc_session_private_root (FbRpcSession *session);
 /* P's view is ready, or failed (fb_rpc_view_wait): start its sandbox, or
  * end it with the view's failure. */
 void fb_rpc_process_launch (FbRpcProcess *p);
+/* The spare launch helper, killed and reaped (the server's end). */
+void fb_rpc_process_spare_stop (FbRpcServer *server);
 
 JsonNode *fb_rpc_process_start (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 JsonNode *fb_rpc_process_read (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);

@@ -56,6 +56,7 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
   server->subscribe_all = options->subscribe_all;
   server->view_idle_ms = options->view_idle_ms != 0 ? options->view_idle_ms : FB_RPC_VIEW_IDLE_MS;
   g_queue_init (&server->views);
+  server->spare_sock = -1;
   server->launch_helper = g_strdup (options->launch_helper);
   server->run_dir = g_strdup (options->run_dir);
   server->hidden_paths = g_strdupv ((char **)options->hidden_paths);
@@ -105,6 +106,7 @@ fb_rpc_server_free (FbRpcServer *server)
       fb_rpc_conn_closed (conn);
     }
   fb_rpc_server_pipeline_clear (server);
+  fb_rpc_process_spare_stop (server);
   g_hash_table_destroy (server->sessions);
   g_clear_handle_id (&server->retain_idle, g_source_remove);
   /* Every connection and session has let its client go. */

@@ -87,14 +87,16 @@ fail (FbLauncherChild *child, const FbLauncherPlan *plan, int r)
 }
 
 /* The first record: KEEP (*RET_KEEP), or the command, in a sealed memfd,
- * alone or with a kept view's user and mount namespaces (RET_JOIN_FDS).
- * Anything else (another number of descriptors, a short message) is
- * refused. */
+ * alone or with a kept view's user and mount namespaces (RET_JOIN_FDS),
+ * and with FB_LAUNCH_SPEC_STDIO the command's stdin, stdout and stderr
+ * after them, which become ours (we were started before the command, with
+ * /dev/null there).  Anything else (another number of descriptors, a short
+ * message) is refused. */
 static int
 receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const char **ret_why)
 {
   FbLaunchRecord rec;
-  int fds[4], nfds, r;
+  int fds[FB_LAUNCH_RECV_FDS_MAX], nfds, r, n_stdio;
   bool truncated;
   ssize_t n = fb_launch_recvmsg (FB_LAUNCH_FD, &rec, sizeof rec, 0, fds, G_N_ELEMENTS (fds), &nfds, &truncated);
 
@@ -106,14 +108,22 @@ receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const
   *ret_keep = n == (ssize_t)sizeof rec && rec.type == FB_LAUNCH_KEEP && nfds == 0 && !truncated;
   if (*ret_keep)
     return 0;
-  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || (nfds != 1 && nfds != 3) || truncated)
+  n_stdio = n == (ssize_t)sizeof rec && rec.value == FB_LAUNCH_SPEC_STDIO ? 3 : 0;
+  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || (rec.value != 0 && n_stdio == 0) ||
+      (nfds - n_stdio != 1 && nfds - n_stdio != 3) || truncated)
     {
       *ret_why = "the server's first record is not the command";
       r = -EPROTO;
     }
   else
     r = fb_launch_spec_decode (fds[0], ret_spec, ret_why);
-  if (r == 0 && nfds == 3)
+  for (int i = 0; r == 0 && i < n_stdio; i++)
+    if (dup2 (fds[nfds - 3 + i], i) < 0)
+      {
+        *ret_why = "can't take the command's stdin, stdout and stderr";
+        r = -errno;
+      }
+  if (r == 0 && nfds - n_stdio == 3)
     {
       ret_join_fds[0] = g_steal_fd (&fds[1]);
       ret_join_fds[1] = g_steal_fd (&fds[2]);

@@ -94,7 +94,7 @@ gboolean fb_path_check_existing (const char *path, const char *what, const char 
  * and FLAGS), again after EINTR, with the N_FDS descriptors of FDS as
  * SCM_RIGHTS (none when N_FDS is 0; at most FB_SEND_FDS_MAX).  0 or -errno.
  * Async-signal-safe: a cloned child reports its descriptors with it. */
-#define FB_SEND_FDS_MAX 4
+#define FB_SEND_FDS_MAX 6
 int fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds, int flags);
 
 /* String tables: fb_table_find, FB_DEFINE_STRING_TABLE and their

@@ -23,6 +23,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -185,8 +186,20 @@ test_ld_audit_stays_inside (void **state)
 
 /* --- the helper's own process ------------------------------------------------- */
 
+/* What PID's descriptor FD is, or NULL. */
+static char *
+fd_target (pid_t pid, int fd)
+{
+  g_autofree char *link = g_strdup_printf ("/proc/%d/fd/%d", (int)pid, fd);
+
+  return g_file_read_link (link, NULL);
+}
+
+/* A fusebox-launch child of SERVER: one that runs a command (its stdin is
+ * the command's, not /dev/null), or with SPARE one started before its
+ * command, which still waits for it (/dev/null there, no sandbox yet). */
 static pid_t
-find_helper (pid_t server)
+find_launch_child (pid_t server, bool spare)
 {
   g_autoptr (GArray) kids = test_proc_children (server);
 
@@ -195,10 +208,52 @@ find_helper (pid_t server)
       pid_t c = g_array_index (kids, pid_t, i);
       g_autofree char *exe_link = g_strdup_printf ("/proc/%d/exe", (int)c);
       g_autofree char *exe = g_file_read_link (exe_link, NULL);
-      if (exe != NULL && g_str_has_suffix (exe, "/fusebox-launch"))
+      g_autofree char *in = fd_target (c, 0);
+      g_autoptr (GArray) sandbox = NULL;
+      if (exe == NULL || !g_str_has_suffix (exe, "/fusebox-launch") || in == NULL)
+        continue;
+      if (!spare && strcmp (in, "/dev/null") != 0)
+        return c;
+      sandbox = test_proc_children (c);
+      if (spare && strcmp (in, "/dev/null") == 0 && sandbox->len == 0)
         return c;
     }
   return 0;
+}
+
+static pid_t
+find_helper (pid_t server)
+{
+  return find_launch_child (server, false);
+}
+
+/* Until the server started its spare helper (a bounded wait). */
+static pid_t
+wait_for_spare (pid_t server)
+{
+  for (int ms = 0; ms < 10000; ms += 10)
+    {
+      pid_t spare = find_launch_child (server, true);
+      if (spare != 0)
+        return spare;
+      g_usleep (10 * 1000);
+    }
+  fail_msg ("the server (pid %d) started no spare fusebox-launch", (int)server);
+  return 0;
+}
+
+/* PID has exited: gone, or a zombie not yet reaped. */
+static bool
+exited (pid_t pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int)pid);
+  g_autofree char *stat = NULL;
+  const char *end;
+
+  if (!g_file_get_contents (path, &stat, NULL, NULL))
+    return true;
+  end = strrchr (stat, ')');
+  return end != NULL && end[1] == ' ' && end[2] == 'Z';
 }
 
 /* What /proc shows of a process: its environment and command line (each
@@ -299,18 +354,26 @@ test_helper_gets_nothing_of_the_client (void **state)
   pid_t helper = 0;
   TestProcessOutput col = { 0 };
 
+  g_autofree char *seen = NULL, *failure = NULL;
+  int code;
+
   /* A command that waits on its stdin while the helper is looked at; the
    * client's env carries a loader variable the helper must not have (the
    * object itself is harmless here: the marker variables are unset). */
   g_autoptr (JsonNode) start =
     call ("process/start",
-          "{\"processId\":\"waiter\",\"argv\":[\"/bin/cat\"],\"cwd\":%s,"
+          "{\"processId\":\"waiter\",\"argv\":[\"/bin/sh\",\"-c\",\"echo ready; exec cat\"],\"cwd\":%s,"
           "\"env\":{\"PATH\":\"/usr/bin:/bin\",\"CLIENT_SECRET_VAR\":\"from the client\",\"LD_PRELOAD\":%s},"
           "\"tty\":false,\"pipeStdin\":true}",
           qws, qso);
-  /* The helper that keeps the session's view is a fusebox-launch child
-   * too, and it exits once the view is made: one read while it exits
-   * sends the search on to the helper that stays. */
+  /* The command runs: its helper has made the sandbox and let go of the
+   * view's namespaces, which it held to join them. */
+  seen = test_process_read (F->client, "waiter", "ready", &code, &failure);
+  if (seen == NULL || strstr (seen, "ready") == NULL)
+    fail_msg ("the waiter never said it was ready: %s", failure != NULL ? failure : "(no failure)");
+  /* The view's keeper's helper and the spare are fusebox-launch children
+   * too, with /dev/null as stdin: find_helper passes them by.  One read
+   * while the helper exits sends the search on. */
   for (int i = 0; i < 5000; i += 10)
     {
       helper = find_helper (F->server->pid);
@@ -337,6 +400,61 @@ test_helper_gets_nothing_of_the_client (void **state)
   assert_non_null (helper_shown.cwd);
   assert_string_equal (helper_shown.cwd, "/");
   test_process_output_clear (&col);
+}
+
+/* The helper the server starts before its process/start (the spare):
+ * nothing of anyone's until its command comes, then the command's own
+ * streams and exit status; one that died is not used. */
+static void
+test_spare_helper (void **state)
+{
+  g_auto (ProcShown) shown = { 0 };
+  TestProcessOutput first = { 0 }, next = { 0 }, after = { 0 };
+  pid_t server = F->server->pid, spare, dead;
+  bool ran_in_spare = false;
+
+  /* a process/start: the server starts a spare for the next */
+  run_process ("spare-first", "[\"/bin/true\"]", F->ws, "{\"PATH\":\"/usr/bin:/bin\"}", &first);
+  assert_int_equal (first.exit_code, 0);
+  spare = wait_for_spare (server);
+  if (!proc_shown_read (spare, &shown))
+    fail_msg ("the spare helper (pid %d) ended while it waited", (int)spare);
+  assert_int_equal (shown.environ_len, 0);
+  assert_true (g_str_has_suffix (shown.cmdline, "fusebox-launch"));
+  assert_string_equal (shown.cwd, "/");
+  assert_helper_holds_nothing_of_the_server (spare, server);
+
+  /* the next runs in it, with its own stdin, stdout, stderr and status */
+  test_process_start (F->client, "spare-next", "[\"/bin/sh\",\"-c\",\"read x; echo out:$x; echo err:$x >&2; exit 3\"]",
+                      F->ws, true);
+  for (int ms = 0; ms < 10000 && !ran_in_spare; ms += 10)
+    {
+      g_autofree char *in = fd_target (spare, 0);
+      g_autoptr (GArray) sandbox = test_proc_children (spare);
+      ran_in_spare = in != NULL && g_str_has_prefix (in, "pipe:") && sandbox->len > 0;
+      if (!ran_in_spare)
+        g_usleep (10 * 1000);
+    }
+  if (!ran_in_spare)
+    fail_msg ("the second process/start did not run in the spare helper (pid %d)", (int)spare);
+  test_process_write (F->client, "spare-next", "hi\n", "spare-w1");
+  test_process_collect (F->client, "spare-next", &next);
+  assert_string_equal (next.out->str, "out:hi\n");
+  assert_string_equal (next.err->str, "err:hi\n");
+  assert_int_equal (next.exit_code, 3);
+
+  /* a spare that died is not used: the process gets a helper of its own */
+  dead = wait_for_spare (server);
+  assert_int_not_equal (dead, spare);
+  assert_int_equal (kill (dead, SIGKILL), 0);
+  for (int ms = 0; ms < 10000 && !exited (dead); ms += 10)
+    g_usleep (10 * 1000);
+  run_process ("spare-after", "[\"/bin/sh\",\"-c\",\"echo alive\"]", F->ws, "{\"PATH\":\"/usr/bin:/bin\"}", &after);
+  assert_string_equal (after.out->str, "alive\n");
+  assert_int_equal (after.exit_code, 0);
+  test_process_output_clear (&first);
+  test_process_output_clear (&next);
+  test_process_output_clear (&after);
 }
 
 /* Strings the helper once parsed as its own options reach the command as
@@ -380,5 +498,5 @@ test_option_lookalikes_reach_the_command (void **state)
 
 TEST_DEFINE_MAIN (setup_group, test_serve_group_teardown, TEST_SERVE_TEST (test_ld_preload_stays_inside),
                   TEST_SERVE_TEST (test_ld_audit_stays_inside),
-                  TEST_SERVE_TEST (test_helper_gets_nothing_of_the_client),
+                  TEST_SERVE_TEST (test_helper_gets_nothing_of_the_client), TEST_SERVE_TEST (test_spare_helper),
                   TEST_SERVE_TEST (test_option_lookalikes_reach_the_command))
