@@ -298,25 +298,6 @@ proc_shown_read (pid_t pid, ProcShown *p)
   return false;
 }
 
-/* The targets of PID's descriptors from FIRST on, by number. */
-static GHashTable *
-fd_links (pid_t pid, int first)
-{
-  g_autofree char *dir_path = g_strdup_printf ("/proc/%d/fd", (int)pid);
-  g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
-  GHashTable *links = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (dir_path, name, NULL);
-      char *target = atoi (name) >= first ? g_file_read_link (path, NULL) : NULL;
-      if (target != NULL)
-        g_hash_table_insert (links, g_strdup (name), target);
-    }
-  return links;
-}
-
 /* Nothing the server holds reaches the helper beyond its fd 0-3: no
  * socket, pipe or file of the server's (its listening socket, a
  * client's connection, a log), and no FUSE device.  Anonymous inodes
@@ -324,8 +305,8 @@ fd_links (pid_t pid, int first)
 static void
 assert_helper_holds_nothing_of_the_server (pid_t helper, pid_t server)
 {
-  g_autoptr (GHashTable) mine = fd_links (helper, 4) /* past its socket, fd 3 */;
-  g_autoptr (GHashTable) theirs = fd_links (server, 0);
+  g_autoptr (GHashTable) mine = test_proc_fd_targets (helper, 4) /* past its socket, fd 3 */;
+  g_autoptr (GHashTable) theirs = test_proc_fd_targets (server, 0);
   g_autoptr (GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
   GHashTableIter it;
   gpointer name, target;

@@ -116,18 +116,15 @@ MFX_CASE (test_mount_group_sigkill)
 static GHashTable *
 held_inodes (pid_t pid)
 {
-  g_autofree char *dir_path = g_strdup_printf ("/proc/%d/fd", (int)pid);
-  g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
+  g_autoptr (GHashTable) targets = test_proc_fd_targets (pid, 0);
   GHashTable *inodes = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  const char *name;
+  GHashTableIter it;
+  gpointer target;
 
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (dir_path, name, NULL);
-      g_autofree char *target = g_file_read_link (path, NULL);
-      if (target != NULL && (g_str_has_prefix (target, "pipe:") || g_str_has_prefix (target, "socket:")))
-        g_hash_table_add (inodes, g_steal_pointer (&target));
-    }
+  g_hash_table_iter_init (&it, targets);
+  while (g_hash_table_iter_next (&it, NULL, &target))
+    if (g_str_has_prefix (target, "pipe:") || g_str_has_prefix (target, "socket:"))
+      g_hash_table_add (inodes, g_strdup (target));
   return inodes;
 }
 

@@ -457,6 +457,24 @@ test_fusebox_argv (const char *const *args, const char *const *extra)
   return argv;
 }
 
+GHashTable *
+test_proc_fd_targets (pid_t pid, int first)
+{
+  g_autofree char *dir_path = g_strdup_printf ("/proc/%d/fd", (int)pid);
+  g_autoptr (GDir) dir = g_dir_open (dir_path, 0, NULL);
+  GHashTable *targets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir_path, name, NULL);
+      char *target = atoi (name) >= first ? g_file_read_link (path, NULL) : NULL;
+      if (target != NULL)
+        g_hash_table_insert (targets, g_strdup (name), target);
+    }
+  return targets;
+}
+
 GArray *
 test_proc_children (pid_t pid)
 {

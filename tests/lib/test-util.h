@@ -173,6 +173,10 @@ guint test_count_fds (pid_t pid);
  * when PID is gone. */
 GArray *test_proc_children (pid_t pid);
 
+/* What PID's descriptors from FIRST on are ("pipe:[N]", "/dev/null"...),
+ * keyed by their numbers as text, from /proc; empty when PID is gone. */
+GHashTable *test_proc_fd_targets (pid_t pid, int first);
+
 /* Every process on the host, as pid_t, from /proc (any of them may be gone
  * by the time it is looked at). */
 GArray *test_proc_pids (void);
