@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -310,8 +311,17 @@ fb_launch_helper_spawn (const char *path, int in, int out, int err, int sock, GE
   const int from[] = { in, out, err, sock };
   int dups[G_N_ELEMENTS (from)];
   posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  sigset_t all, none;
   pid_t pid = 0;
   int r = 0;
+
+  /* its stdin and stdout are never the server's own */
+  if (in < 0 || out < 0)
+    {
+      g_set_error_literal (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, g_strerror (EBADF));
+      return 0;
+    }
 
   /* Copies above the targets first, so that no dup2 overwrites a source
    * before it is read; close-on-exec, so that the child keeps only the
@@ -333,8 +343,24 @@ fb_launch_helper_spawn (const char *path, int in, int out, int err, int sock, GE
         r = posix_spawn_file_actions_addchdir_np (&actions, "/");
       if (r == 0)
         r = posix_spawn_file_actions_addclosefrom_np (&actions, FB_LAUNCH_FD + 1);
-      if (r == 0)
-        r = posix_spawn (&pid, path, &actions, NULL, argv, envp);
+      /* Every signal's default action and none blocked, as after a
+       * fork and exec: glibc's posix_spawn otherwise leaves its own two
+       * (32, 33) ignored in the child, which its sigaction() can't undo
+       * and the exec keeps, down to the command.  Filled by hand:
+       * sigfillset() leaves those two out. */
+      memset (&all, 0xff, sizeof all);
+      sigemptyset (&none);
+      if (r == 0 && (r = posix_spawnattr_init (&attr)) == 0)
+        {
+          r = posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+          if (r == 0)
+            r = posix_spawnattr_setsigdefault (&attr, &all);
+          if (r == 0)
+            r = posix_spawnattr_setsigmask (&attr, &none);
+          if (r == 0)
+            r = posix_spawn (&pid, path, &actions, &attr, argv, envp);
+          posix_spawnattr_destroy (&attr);
+        }
       posix_spawn_file_actions_destroy (&actions);
     }
   for (guint i = 0; i < G_N_ELEMENTS (dups); i++)

@@ -146,8 +146,10 @@ int fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
 
 /* Server side: start the helper at PATH, with no argument, an empty
  * environment and "/" as its working directory; IN, OUT and ERR as its
- * stdin, stdout and stderr (-1: the server's own), SOCK as its fd 3
- * (FB_LAUNCH_FD), every other descriptor closed.  posix_spawn(3), whose
+ * stdin, stdout and stderr (IN and OUT must be given; ERR -1: the
+ * server's own, for a keeper's messages), SOCK as its fd 3
+ * (FB_LAUNCH_FD), every other descriptor closed, every signal's default
+ * action and none blocked.  posix_spawn(3), whose
  * child shares the server's memory until its exec: a fork would copy the
  * page tables of everything the server holds (its views' nodes, tens of
  * megabytes after a big walk) and mark each of its pages copy-on-write,

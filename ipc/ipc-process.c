@@ -128,6 +128,14 @@ struct FbRpcProcess
   int spec_fd;
   int helper_sock;
   int child_fds[3];
+  /* Launched through the spare helper, which has not said a word yet: the
+   * above and our end of the status socket made for a helper of its own
+   * (retry_sock) are kept, so that a spare that dies first is replaced by
+   * a helper of its own (on_helper_exit); a signal meanwhile is kept in
+   * pending_signal, to be its end if that happens. */
+  bool spare_unheard;
+  int retry_sock;
+  int pending_signal;
 
   GQueue chunks;  /* Chunk*, oldest first */
   gsize retained; /* bytes of chunks, and CHUNK_OVERHEAD each */
@@ -514,14 +522,23 @@ set_exit (FbRpcProcess *p, int code)
     }
 }
 
+static void spare_died_unheard (FbRpcProcess *p);
+
 static void
 on_helper_exit (GPid pid, int status, gpointer user_data)
 {
   FbRpcProcess *p = user_data;
 
   p->child_watch = 0;
-  p->helper_gone = true;
   g_spawn_close_pid (pid);
+  if (p->spare_unheard && !p->exit_known)
+    {
+      spare_died_unheard (p);
+      return;
+    }
+  /* our copies of its streams go, so that they end */
+  unlaunched_close (p);
+  p->helper_gone = true;
   if (!p->exit_known)
     {
       /* The helper died without reporting (killed?): its own status. */
@@ -673,6 +690,9 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
           fb_fd_close (&p->sock);
           return G_SOURCE_REMOVE;
         }
+      /* a spare's first word: it has the command, and our copies go */
+      if (p->spare_unheard)
+        unlaunched_close (p);
       switch (rec.type)
         {
           case FB_LAUNCH_JOINED:
@@ -735,6 +755,8 @@ send_signal (FbRpcProcess *p, int sig)
       process_maybe_finish (p);
       return;
     }
+  if (p->spare_unheard && p->pending_signal == 0)
+    p->pending_signal = sig;
   if (p->sock < 0)
     return;
   memset (&rec, 0, sizeof rec);
@@ -1193,6 +1215,8 @@ fb_rpc_process_spare_stop (FbRpcServer *server)
 static void
 unlaunched_close (FbRpcProcess *p)
 {
+  p->spare_unheard = false;
+  fb_fd_close (&p->retry_sock);
   fb_fd_close (&p->spec_fd);
   fb_fd_close (&p->helper_sock);
   for (int i = 0; i < 3; i++)
@@ -1204,7 +1228,7 @@ unlaunched_close (FbRpcProcess *p)
  * client's command reaches it only as data (ipc/ipc-process-launch.h),
  * sent before it reads anything. */
 static bool
-spawn_helper (FbRpcProcess *p, FbRpcError *error)
+spawn_helper (FbRpcProcess *p, bool may_take_spare, FbRpcError *error)
 {
   FbRpcServer *server = p->client->server;
   g_autoptr (GError) gerr = NULL;
@@ -1212,17 +1236,18 @@ spawn_helper (FbRpcProcess *p, FbRpcError *error)
   GPid pid;
   int r;
 
-  pid = spare_take (server, &spare_sock);
+  pid = may_take_spare ? spare_take (server, &spare_sock) : 0;
   if (pid != 0)
     {
       r = send_spec (spare_sock, p->spec_fd, fb_rpc_view_get_namespaces (p->view), p->child_fds);
       if (r == 0)
         {
           /* its socket is the process's now; the pair made for a helper
-           * of its own is not needed */
-          fb_fd_close (&p->sock);
+           * of its own waits until the spare says a word */
+          p->retry_sock = g_steal_fd (&p->sock);
           p->sock = spare_sock;
-          goto launched;
+          p->spare_unheard = true;
+          goto watched;
         }
       spare_kill (pid, spare_sock);
     }
@@ -1246,12 +1271,13 @@ spawn_helper (FbRpcProcess *p, FbRpcError *error)
       g_spawn_close_pid (pid);
       return false;
     }
-launched:
-  p->helper = pid;
   unlaunched_close (p);
+watched:
+  p->helper = pid;
   p->sock_watch = g_unix_fd_add (p->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_status, p);
   p->child_watch = g_child_watch_add (pid, on_helper_exit, p);
-  fb_rpc_view_use (p->view);
+  if (!p->view_used)
+    fb_rpc_view_use (p->view);
   p->view_used = true;
   return true;
 }
@@ -1272,6 +1298,30 @@ launch_failed (FbRpcProcess *p, const char *why)
   process_maybe_finish (p);
 }
 
+/* The spare P was launched through died before it said a word, so the
+ * command never ran: a helper of its own (never the next spare), unless a
+ * signal came for it meanwhile, which is then its end. */
+static void
+spare_died_unheard (FbRpcProcess *p)
+{
+  FbRpcError error = { 0 };
+
+  p->spare_unheard = false;
+  p->helper = 0;
+  g_clear_handle_id (&p->sock_watch, g_source_remove);
+  fb_fd_close (&p->sock);
+  p->sock = g_steal_fd (&p->retry_sock);
+  if (p->pending_signal != 0)
+    {
+      set_exit (p, 128 + p->pending_signal);
+      unlaunched_close (p);
+      process_maybe_finish (p);
+    }
+  else if (!spawn_helper (p, false, &error))
+    launch_failed (p, error.message);
+  fb_rpc_error_clear (&error);
+}
+
 void
 fb_rpc_process_launch (FbRpcProcess *p)
 {
@@ -1280,7 +1330,7 @@ fb_rpc_process_launch (FbRpcProcess *p)
   if (!fb_rpc_view_is_ready (p->view))
     launch_failed (p, fb_rpc_view_get_failure (p->view) != NULL ? fb_rpc_view_get_failure (p->view)
                                                                 : "the session's view could not be made");
-  else if (!spawn_helper (p, &error))
+  else if (!spawn_helper (p, true, &error))
     launch_failed (p, error.message);
   fb_rpc_error_clear (&error);
 }
@@ -1298,7 +1348,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   const char *process_id, *arg0;
   bool tty, pipe_stdin;
   int sv[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
-  int master = -1, slave = -1, null_fd = -1, spec_fd = -1;
+  int master = -1, slave = -1, slave_out = -1, slave_err = -1, master_in = -1, null_fd = -1, spec_fd = -1;
   bool claimed = false;
   FbRpcView *view = NULL;
   FbRpcProcess *p, *old;
@@ -1403,6 +1453,14 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
         goto sys_fail;
       fcntl (master, F_SETFD, FD_CLOEXEC);
       fcntl (slave, F_SETFD, FD_CLOEXEC);
+      /* the helper's stdout and stderr (the slave again) and our writer:
+       * each made here, where a failure is the call's error (a -1 would
+       * leave the helper the server's own stdout or stderr) */
+      slave_out = fcntl (slave, F_DUPFD_CLOEXEC, 3);
+      slave_err = fcntl (slave, F_DUPFD_CLOEXEC, 3);
+      master_in = fcntl (master, F_DUPFD_CLOEXEC, 3);
+      if (slave_out < 0 || slave_err < 0 || master_in < 0)
+        goto sys_fail;
     }
   else
     {
@@ -1428,6 +1486,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   p->id = g_strdup (process_id);
   p->sock = g_steal_fd (&sv[0]);
   p->helper_sock = g_steal_fd (&sv[1]);
+  p->retry_sock = -1;
   p->spec_fd = g_steal_fd (&spec_fd);
   p->policy = g_steal_pointer (&policy);
   p->view = g_steal_pointer (&view);
@@ -1449,10 +1508,10 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
     {
       /* the helper's stdin, stdout and stderr: the slave, three times */
       p->child_fds[0] = slave;
-      p->child_fds[1] = fcntl (slave, F_DUPFD_CLOEXEC, 3);
-      p->child_fds[2] = fcntl (slave, F_DUPFD_CLOEXEC, 3);
+      p->child_fds[1] = g_steal_fd (&slave_out);
+      p->child_fds[2] = g_steal_fd (&slave_err);
       stream_open (&p->out, p, master, "pty");
-      p->in_fd = fcntl (master, F_DUPFD_CLOEXEC, 3);
+      p->in_fd = g_steal_fd (&master_in);
       p->accepts_stdin = true;
     }
   else
@@ -1475,7 +1534,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
   if (fb_rpc_view_is_ready (p->view))
     {
       /* a launch helper that can't start is the call's error, as ever */
-      if (!spawn_helper (p, error))
+      if (!spawn_helper (p, true, error))
         {
           g_hash_table_remove (session->processes, process_id); /* frees it */
           return NULL;
@@ -1510,6 +1569,9 @@ fail:
     }
   fb_fd_close (&master);
   fb_fd_close (&slave);
+  fb_fd_close (&slave_out);
+  fb_fd_close (&slave_err);
+  fb_fd_close (&master_in);
   fb_fd_close (&null_fd);
   fb_fd_close (&spec_fd);
   if (claimed)

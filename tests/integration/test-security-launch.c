@@ -199,7 +199,7 @@ fd_target (pid_t pid, int fd)
  * the command's, not /dev/null), or with SPARE one started before its
  * command, which still waits for it (/dev/null there, no sandbox yet). */
 static pid_t
-find_launch_child (pid_t server, bool spare)
+find_launch_child (pid_t server, bool spare, pid_t except)
 {
   g_autoptr (GArray) kids = test_proc_children (server);
 
@@ -210,7 +210,7 @@ find_launch_child (pid_t server, bool spare)
       g_autofree char *exe = g_file_read_link (exe_link, NULL);
       g_autofree char *in = fd_target (c, 0);
       g_autoptr (GArray) sandbox = NULL;
-      if (exe == NULL || !g_str_has_suffix (exe, "/fusebox-launch") || in == NULL)
+      if (c == except || exe == NULL || !g_str_has_suffix (exe, "/fusebox-launch") || in == NULL)
         continue;
       if (!spare && strcmp (in, "/dev/null") != 0)
         return c;
@@ -224,16 +224,17 @@ find_launch_child (pid_t server, bool spare)
 static pid_t
 find_helper (pid_t server)
 {
-  return find_launch_child (server, false);
+  return find_launch_child (server, false, 0);
 }
 
-/* Until the server started its spare helper (a bounded wait). */
+/* Until the server started a spare helper other than EXCEPT (a bounded
+ * wait). */
 static pid_t
-wait_for_spare (pid_t server)
+wait_for_spare (pid_t server, pid_t except)
 {
   for (int ms = 0; ms < 10000; ms += 10)
     {
-      pid_t spare = find_launch_child (server, true);
+      pid_t spare = find_launch_child (server, true, except);
       if (spare != 0)
         return spare;
       g_usleep (10 * 1000);
@@ -390,14 +391,18 @@ static void
 test_spare_helper (void **state)
 {
   g_auto (ProcShown) shown = { 0 };
-  TestProcessOutput first = { 0 }, next = { 0 }, after = { 0 };
+  TestProcessOutput first = { 0 }, next = { 0 }, after = { 0 }, dying = { 0 };
   pid_t server = F->server->pid, spare, dead;
   bool ran_in_spare = false;
 
-  /* a process/start: the server starts a spare for the next */
-  run_process ("spare-first", "[\"/bin/true\"]", F->ws, "{\"PATH\":\"/usr/bin:/bin\"}", &first);
+  /* a process/start: the server starts a spare for the next.  Its
+   * command starts with no signal ignored, whatever the server's and the
+   * spawn's own (glibc's posix_spawn leaves 32 and 33 ignored unless told) */
+  run_process ("spare-first", "[\"/bin/grep\",\"^SigIgn\",\"/proc/self/status\"]", F->ws,
+               "{\"PATH\":\"/usr/bin:/bin\"}", &first);
   assert_int_equal (first.exit_code, 0);
-  spare = wait_for_spare (server);
+  assert_string_equal (first.out->str, "SigIgn:\t0000000000000000\n");
+  spare = wait_for_spare (server, 0);
   if (!proc_shown_read (spare, &shown))
     fail_msg ("the spare helper (pid %d) ended while it waited", (int)spare);
   assert_int_equal (shown.environ_len, 0);
@@ -425,14 +430,28 @@ test_spare_helper (void **state)
   assert_int_equal (next.exit_code, 3);
 
   /* a spare that died is not used: the process gets a helper of its own */
-  dead = wait_for_spare (server);
-  assert_int_not_equal (dead, spare);
+  dead = wait_for_spare (server, spare);
   assert_int_equal (kill (dead, SIGKILL), 0);
   for (int ms = 0; ms < 10000 && !exited (dead); ms += 10)
     g_usleep (10 * 1000);
-  run_process ("spare-after", "[\"/bin/sh\",\"-c\",\"echo alive\"]", F->ws, "{\"PATH\":\"/usr/bin:/bin\"}", &after);
-  assert_string_equal (after.out->str, "alive\n");
+  run_process ("spare-after", "[\"/bin/grep\",\"^SigIgn\",\"/proc/self/status\"]", F->ws,
+               "{\"PATH\":\"/usr/bin:/bin\"}", &after);
+  assert_string_equal (after.out->str, "SigIgn:\t0000000000000000\n");
   assert_int_equal (after.exit_code, 0);
+
+  /* nor one that dies once it was given the command but before it said a
+   * word (stopped, so that the command waits in its socket, then killed):
+   * the command never ran, and it runs in a helper of its own */
+  dead = wait_for_spare (server, 0);
+  assert_int_equal (kill (dead, SIGSTOP), 0);
+  test_process_start (F->client, "spare-dying", "[\"/bin/sh\",\"-c\",\"echo once\"]", F->ws, false);
+  /* taken: the server starts the next spare */
+  wait_for_spare (server, dead);
+  assert_int_equal (kill (dead, SIGKILL), 0);
+  test_process_collect (F->client, "spare-dying", &dying);
+  assert_string_equal (dying.out->str, "once\n");
+  assert_int_equal (dying.exit_code, 0);
+  test_process_output_clear (&dying);
   test_process_output_clear (&first);
   test_process_output_clear (&next);
   test_process_output_clear (&after);
