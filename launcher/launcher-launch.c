@@ -3,8 +3,9 @@
  *   fusebox-launch            (no arguments; started by the server only)
  *
  * Started by the server with its status socket at fd 3 (FB_LAUNCH_FD), the
- * command's stdin/stdout/stderr as its own 0, 1, 2, an empty environment
- * and "/" as its working directory.  The command (argv, environment, cwd,
+ * command's stdin/stdout/stderr as its own 0, 1, 2 (or, started ahead of
+ * its command, /dev/null there until the command brings its own), an empty
+ * environment and "/" as its working directory.  The command (argv, environment, cwd,
  * network) is the first record on the socket, a sealed memfd
  * (ipc/ipc-process-launch.h): it comes from a remote client, so it is data
  * for the exec inside the sandbox and nothing else -- the dynamic loader,
