@@ -128,12 +128,12 @@ struct FbRpcProcess
   int spec_fd;
   int helper_sock;
   int child_fds[3];
-  /* Launched through the spare helper, which has not said a word yet: the
-   * above and our end of the status socket made for a helper of its own
-   * (retry_sock) are kept, so that a spare that dies first is replaced by
-   * a helper of its own (on_helper_exit); a signal meanwhile is kept in
-   * pending_signal, to be its end if that happens. */
-  bool spare_unheard;
+  /* Launched through the spare helper, which has not said a word yet
+   * (spare_unheard): the above and our end of the status socket made for a
+   * helper of its own (retry_sock, else -1) are kept, so that a spare that
+   * dies first is replaced by a helper of its own (on_helper_exit); a
+   * signal meanwhile is kept in pending_signal, to be its end if that
+   * happens. */
   int retry_sock;
   int pending_signal;
 
@@ -524,6 +524,12 @@ set_exit (FbRpcProcess *p, int code)
 
 static void spare_died_unheard (FbRpcProcess *p);
 
+static bool
+spare_unheard (const FbRpcProcess *p)
+{
+  return p->retry_sock >= 0;
+}
+
 static void
 on_helper_exit (GPid pid, int status, gpointer user_data)
 {
@@ -531,7 +537,7 @@ on_helper_exit (GPid pid, int status, gpointer user_data)
 
   p->child_watch = 0;
   g_spawn_close_pid (pid);
-  if (p->spare_unheard && !p->exit_known)
+  if (spare_unheard (p) && !p->exit_known)
     {
       spare_died_unheard (p);
       return;
@@ -691,7 +697,7 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
           return G_SOURCE_REMOVE;
         }
       /* a spare's first word: it has the command, and our copies go */
-      if (p->spare_unheard)
+      if (spare_unheard (p))
         unlaunched_close (p);
       switch (rec.type)
         {
@@ -755,7 +761,7 @@ send_signal (FbRpcProcess *p, int sig)
       process_maybe_finish (p);
       return;
     }
-  if (p->spare_unheard && p->pending_signal == 0)
+  if (spare_unheard (p) && p->pending_signal == 0)
     p->pending_signal = sig;
   if (p->sock < 0)
     return;
@@ -1161,10 +1167,10 @@ spare_start (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* The spare, killed and reaped: it was never sent anything, or its
- * command could not be. */
+/* A helper that was never sent its command, or could not be, killed and
+ * reaped, and its socket (or -1) closed. */
 static void
-spare_kill (GPid pid, int sock)
+helper_kill (GPid pid, int sock)
 {
   kill (pid, SIGKILL);
   while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
@@ -1205,7 +1211,7 @@ fb_rpc_process_spare_stop (FbRpcServer *server)
   if (server->spare != 0)
     {
       g_clear_handle_id (&server->spare_watch, g_source_remove);
-      spare_kill (server->spare, g_steal_fd (&server->spare_sock));
+      helper_kill (server->spare, g_steal_fd (&server->spare_sock));
       server->spare = 0;
     }
 }
@@ -1215,7 +1221,6 @@ fb_rpc_process_spare_stop (FbRpcServer *server)
 static void
 unlaunched_close (FbRpcProcess *p)
 {
-  p->spare_unheard = false;
   fb_fd_close (&p->retry_sock);
   fb_fd_close (&p->spec_fd);
   fb_fd_close (&p->helper_sock);
@@ -1246,10 +1251,9 @@ spawn_helper (FbRpcProcess *p, bool may_take_spare, FbRpcError *error)
            * of its own waits until the spare says a word */
           p->retry_sock = g_steal_fd (&p->sock);
           p->sock = spare_sock;
-          p->spare_unheard = true;
           goto watched;
         }
-      spare_kill (pid, spare_sock);
+      helper_kill (pid, spare_sock);
     }
   pid = fb_launch_helper_spawn (server->launch_helper, p->child_fds[0], p->child_fds[1], p->child_fds[2],
                                 p->helper_sock, &gerr);
@@ -1265,10 +1269,7 @@ spawn_helper (FbRpcProcess *p, bool may_take_spare, FbRpcError *error)
       /* The helper waits for its command: closing our end ends it. */
       fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't pass the command to the launch helper: %s",
                         g_strerror (-r));
-      kill (pid, SIGKILL);
-      while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-      g_spawn_close_pid (pid);
+      helper_kill (pid, -1);
       return false;
     }
   unlaunched_close (p);
@@ -1306,7 +1307,6 @@ spare_died_unheard (FbRpcProcess *p)
 {
   FbRpcError error = { 0 };
 
-  p->spare_unheard = false;
   p->helper = 0;
   g_clear_handle_id (&p->sock_watch, g_source_remove);
   fb_fd_close (&p->sock);
