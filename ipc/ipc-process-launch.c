@@ -33,6 +33,8 @@ fb_launch_spec_clear (FbLaunchSpec *spec)
   g_clear_pointer (&spec->envp, g_strfreev);
   g_clear_pointer (&spec->cwd, g_free);
   spec->network = 0;
+  spec->uid = spec->gid = 0;
+  spec->umask = 0;
 }
 
 static int
@@ -44,14 +46,26 @@ fail (const char **ret_why, const char *why, int err)
 }
 
 int
-fb_launch_spec_check (guint32 network, const char *const *argv, const char *const *envp, const char *cwd,
-                      const char **ret_why)
+fb_launch_spec_check (const FbLaunchSpec *spec, bool late, const char **ret_why)
 {
+  const char *const *argv = (const char *const *)spec->argv;
+  const char *const *envp = (const char *const *)spec->envp;
+  const char *cwd = spec->cwd;
   guint64 total = 0;
   guint n = 0;
 
-  if (network > 2)
+  if (spec->network > 2)
     return fail (ret_why, "the network setting is none of none, host and an allowlist", EINVAL);
+  if (spec->umask > 0777 && spec->umask != FB_LAUNCH_UMASK_KEEP)
+    return fail (ret_why, "the umask is outside 0..0777", EINVAL);
+  /* A late spec makes the sandbox only: its command comes later, in a
+   * spec of its own, so nothing of one may hide in it. */
+  if (late)
+    {
+      if ((argv != NULL && argv[0] != NULL) || (envp != NULL && envp[0] != NULL) || cwd != NULL)
+        return fail (ret_why, "a late spec holds a command", EINVAL);
+      return 0;
+    }
   if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0')
     return fail (ret_why, "argv[0] is missing or empty", EINVAL);
   if (cwd == NULL || cwd[0] != '/')
@@ -102,26 +116,31 @@ write_all (int fd, const void *data, gsize len)
 }
 
 int
-fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd, int *ret_fd,
-                       const char **ret_why)
+fb_launch_spec_seal (const FbLaunchSpec *spec, bool late, int *ret_fd, const char **ret_why)
 {
   FbLaunchSpecHeader h = { 0 };
   GString *strings;
   _fb_cleanup_fd_ int fd = -1;
   int r;
 
-  r = fb_launch_spec_check (network, argv, envp, cwd, ret_why);
+  r = fb_launch_spec_check (spec, late, ret_why);
   if (r < 0)
     return r;
   strings = g_string_new (NULL);
-  for (guint i = 0; argv[i] != NULL; i++, h.argc++)
-    g_string_append_len (strings, argv[i], (gssize)strlen (argv[i]) + 1);
-  for (guint i = 0; envp != NULL && envp[i] != NULL; i++, h.envc++)
-    g_string_append_len (strings, envp[i], (gssize)strlen (envp[i]) + 1);
-  g_string_append_len (strings, cwd, (gssize)strlen (cwd) + 1);
+  if (!late)
+    {
+      for (guint i = 0; spec->argv[i] != NULL; i++, h.argc++)
+        g_string_append_len (strings, spec->argv[i], (gssize)strlen (spec->argv[i]) + 1);
+      for (guint i = 0; spec->envp != NULL && spec->envp[i] != NULL; i++, h.envc++)
+        g_string_append_len (strings, spec->envp[i], (gssize)strlen (spec->envp[i]) + 1);
+      g_string_append_len (strings, spec->cwd, (gssize)strlen (spec->cwd) + 1);
+    }
   h.magic = FB_LAUNCH_SPEC_MAGIC;
-  h.network = network;
+  h.network = spec->network;
   h.strings_size = strings->len;
+  h.uid = spec->uid;
+  h.gid = spec->gid;
+  h.umask = spec->umask;
 
   /* Not executable where the kernel allows saying so (vm.memfd_noexec=2
    * refuses memfds that don't). */
@@ -146,6 +165,23 @@ fb_launch_spec_encode (guint32 network, const char *const *argv, const char *con
   return 0;
 }
 
+int
+fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd, int *ret_fd,
+                       const char **ret_why)
+{
+  FbLaunchSpec spec = {
+    .network = network,
+    .uid = FB_LAUNCH_ID_CALLER,
+    .gid = FB_LAUNCH_ID_CALLER,
+    .umask = FB_LAUNCH_UMASK_KEEP,
+    .argv = (char **)argv,
+    .envp = (char **)envp,
+    .cwd = (char *)cwd,
+  };
+
+  return fb_launch_spec_seal (&spec, false, ret_fd, ret_why);
+}
+
 /* N NUL-terminated strings from *P (below END) into a new vector. */
 static char **
 take_strings (const char **p, const char *end, guint32 n)
@@ -167,7 +203,7 @@ take_strings (const char **p, const char *end, guint32 n)
 }
 
 int
-fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
+fb_launch_spec_decode (int fd, bool late, FbLaunchSpec *ret_spec, const char **ret_why)
 {
   g_auto (FbLaunchSpec) spec = { 0 };
   g_autofree char *buf = NULL;
@@ -196,9 +232,25 @@ fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
       got += (gsize)n;
     }
   memcpy (&h, buf, sizeof h);
-  if (h.magic != FB_LAUNCH_SPEC_MAGIC || h.strings_size != size - sizeof h || h.argc == 0 ||
+  if (h.magic != FB_LAUNCH_SPEC_MAGIC || h.strings_size != size - sizeof h || h.reserved != 0 ||
       (guint64)h.argc + h.envc > FB_LAUNCH_STRINGS_MAX)
     return fail (ret_why, "the command's memfd is malformed", EPROTO);
+  spec.network = h.network;
+  spec.uid = h.uid;
+  spec.gid = h.gid;
+  spec.umask = h.umask;
+  /* A late spec is its header alone; a command has an argv. */
+  if (late ? h.argc != 0 || h.envc != 0 || size != sizeof h : h.argc == 0)
+    return fail (ret_why, late ? "the late spec holds a command" : "the command's memfd is malformed", EPROTO);
+  if (late)
+    {
+      r = fb_launch_spec_check (&spec, true, ret_why);
+      if (r < 0)
+        return r;
+      *ret_spec = spec;
+      memset (&spec, 0, sizeof spec);
+      return 0;
+    }
   p = buf + sizeof h;
   end = buf + size;
   spec.argv = take_strings (&p, end, h.argc);
@@ -214,9 +266,7 @@ fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why)
     }
   if (spec.cwd == NULL || p != end)
     return fail (ret_why, "the command's memfd is malformed", EPROTO);
-  spec.network = h.network;
-  r = fb_launch_spec_check (spec.network, (const char *const *)spec.argv, (const char *const *)spec.envp, spec.cwd,
-                            ret_why);
+  r = fb_launch_spec_check (&spec, false, ret_why);
   if (r < 0)
     return r;
   *ret_spec = spec;

@@ -101,7 +101,7 @@ typedef struct
 
 /* --- the command (FB_LAUNCH_SPEC) ---------------------------------------- */
 
-#define FB_LAUNCH_SPEC_MAGIC 0x66626c31u /* "fbl1" */
+#define FB_LAUNCH_SPEC_MAGIC 0x66626c32u /* "fbl2": with ids and umask */
 /* execve's MAX_ARG_STRLEN: one argument or NAME=VALUE */
 #define FB_LAUNCH_STRING_MAX (128 * 1024)
 /* argv, environment and cwd together (execve: a quarter of an 8 MiB stack) */
@@ -111,21 +111,31 @@ typedef struct
 /* the cwd, an absolute path inside the sandbox */
 #define FB_LAUNCH_CWD_MAX 4096
 
+/* "the helper's own id" (FbLauncherPlan's FB_LAUNCHER_ID_CALLER) */
+#define FB_LAUNCH_ID_CALLER 0xffffffffu
+/* "the helper's own umask", left as it is */
+#define FB_LAUNCH_UMASK_KEEP 0xffffffffu
+
 typedef struct
 {
   uint32_t magic;
   uint32_t network; /* 0 none, 1 host, 2 an allowlist: none and the proxy's socket */
-  uint32_t argc;    /* >= 1 */
-  uint32_t envc;
+  uint32_t argc;    /* >= 1; 0 in a late spec */
+  uint32_t envc;    /* 0 in a late spec */
   uint64_t strings_size; /* bytes after the header */
+  uint32_t uid, gid;     /* the ids inside (FbLauncherPlan.uid/gid), or FB_LAUNCH_ID_CALLER */
+  uint32_t umask;        /* 0..0777, or FB_LAUNCH_UMASK_KEEP */
+  uint32_t reserved;     /* 0: the header holds no uninitialised padding */
 } FbLaunchSpecHeader;
 
 typedef struct
 {
   guint32 network;
-  char **argv; /* NULL-terminated, argc >= 1 */
-  char **envp; /* NULL-terminated, may be empty */
-  char *cwd;   /* absolute */
+  guint32 uid, gid; /* FB_LAUNCH_ID_CALLER: the helper's own */
+  guint32 umask;    /* FB_LAUNCH_UMASK_KEEP: the helper's own */
+  char **argv;      /* NULL-terminated, argc >= 1; NULL in a late spec */
+  char **envp;      /* NULL-terminated, may be empty; NULL in a late spec */
+  char *cwd;        /* absolute; NULL in a late spec */
 } FbLaunchSpec;
 
 void fb_launch_spec_clear (FbLaunchSpec *spec);
@@ -133,16 +143,22 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (FbLaunchSpec, fb_launch_spec_clear)
 
 /* The bounds and shapes both sides demand: argv[0] not empty, every
  * environment entry NAME=VALUE with a non-empty NAME, an absolute cwd, the
- * sizes above.  Returns 0, or -E2BIG / -EINVAL with *ret_why (static text,
- * for people) saying which. */
-int fb_launch_spec_check (guint32 network, const char *const *argv, const char *const *envp, const char *cwd,
-                          const char **ret_why);
-/* Server side: a sealed, close-on-exec memfd holding the command. */
+ * sizes above, a umask within 0777 or "keep".  LATE: a late spec instead
+ * (SPEC_LATE: the sandbox, not yet its command): no argv, environment or
+ * cwd at all; this is the only place argc 0 is accepted.  Returns 0, or
+ * -E2BIG / -EINVAL with *ret_why (static text, for people) saying which. */
+int fb_launch_spec_check (const FbLaunchSpec *spec, bool late, const char **ret_why);
+/* Server side: a sealed, close-on-exec memfd holding SPEC (LATE: a late
+ * spec, with no strings). */
+int fb_launch_spec_seal (const FbLaunchSpec *spec, bool late, int *ret_fd, const char **ret_why);
+/* fb_launch_spec_seal of a command with the helper's own ids and umask
+ * (FB_LAUNCH_ID_CALLER, FB_LAUNCH_UMASK_KEEP). */
 int fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd,
                            int *ret_fd, const char **ret_why);
 /* Helper side: FD must be a memfd sealed against writes, growth and
- * shrinking, holding exactly one well-formed command within the bounds. */
-int fb_launch_spec_decode (int fd, FbLaunchSpec *ret_spec, const char **ret_why);
+ * shrinking, holding exactly one well-formed spec within the bounds: a
+ * command, or with LATE a late spec (no strings). */
+int fb_launch_spec_decode (int fd, bool late, FbLaunchSpec *ret_spec, const char **ret_why);
 
 /* Server side: start the helper at PATH, with no argument, an empty
  * environment and "/" as its working directory; IN, OUT and ERR as its

@@ -117,7 +117,7 @@ receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const
       r = -EPROTO;
     }
   else
-    r = fb_launch_spec_decode (fds[0], ret_spec, ret_why);
+    r = fb_launch_spec_decode (fds[0], false, ret_spec, ret_why);
   for (int i = 0; r == 0 && i < n_stdio; i++)
     if (dup2 (fds[nfds - 3 + i], i) < 0)
       {

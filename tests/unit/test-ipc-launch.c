@@ -12,10 +12,28 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ipc/ipc-process-launch.h"
 #include "tests/lib/test-util.h"
+
+/* fb_launch_spec_check of a command with the helper's ids and umask. */
+static int
+check (guint32 network, const char *const *argv, const char *const *envp, const char *cwd, const char **ret_why)
+{
+  FbLaunchSpec spec = {
+    .network = network,
+    .uid = FB_LAUNCH_ID_CALLER,
+    .gid = FB_LAUNCH_ID_CALLER,
+    .umask = FB_LAUNCH_UMASK_KEEP,
+    .argv = (char **)argv,
+    .envp = (char **)envp,
+    .cwd = (char *)cwd,
+  };
+
+  return fb_launch_spec_check (&spec, false, ret_why);
+}
 
 static void
 test_roundtrip (void **state)
@@ -30,7 +48,7 @@ test_roundtrip (void **state)
   assert_true (fcntl (fd, F_GETFD) & FD_CLOEXEC);
   /* sealed: the server can't change what the helper checked */
   assert_int_equal (write (fd, "x", 1), -1);
-  assert_int_equal (fb_launch_spec_decode (fd, &spec, &why), 0);
+  assert_int_equal (fb_launch_spec_decode (fd, false, &spec, &why), 0);
   assert_int_equal (spec.network, 1);
   assert_int_equal (g_strv_length (spec.argv), 4);
   assert_string_equal (spec.argv[0], "--network");
@@ -53,7 +71,7 @@ test_empty_env (void **state)
   int fd = -1;
 
   assert_int_equal (fb_launch_spec_encode (0, argv, envp, "/", &fd, &why), 0);
-  assert_int_equal (fb_launch_spec_decode (fd, &spec, &why), 0);
+  assert_int_equal (fb_launch_spec_decode (fd, false, &spec, &why), 0);
   assert_non_null (spec.envp);
   assert_null (spec.envp[0]);
   close (fd);
@@ -75,23 +93,23 @@ test_bounds (void **state)
 
   memset (big, 'a', FB_LAUNCH_STRING_MAX);
   big[FB_LAUNCH_STRING_MAX] = '\0';
-  assert_int_equal (fb_launch_spec_check (0, argv_big, NULL, "/", &why), -E2BIG);
+  assert_int_equal (check (0, argv_big, NULL, "/", &why), -E2BIG);
   assert_non_null (why);
-  assert_int_equal (fb_launch_spec_check (0, argv_empty0, NULL, "/", &why), -EINVAL);
-  assert_int_equal (fb_launch_spec_check (0, argv_none, NULL, "/", &why), -EINVAL);
-  assert_int_equal (fb_launch_spec_check (0, argv_ok, env_noeq, "/", &why), -EINVAL);
-  assert_int_equal (fb_launch_spec_check (0, argv_ok, env_noname, "/", &why), -EINVAL);
-  assert_int_equal (fb_launch_spec_check (0, argv_ok, NULL, "relative", &why), -EINVAL);
+  assert_int_equal (check (0, argv_empty0, NULL, "/", &why), -EINVAL);
+  assert_int_equal (check (0, argv_none, NULL, "/", &why), -EINVAL);
+  assert_int_equal (check (0, argv_ok, env_noeq, "/", &why), -EINVAL);
+  assert_int_equal (check (0, argv_ok, env_noname, "/", &why), -EINVAL);
+  assert_int_equal (check (0, argv_ok, NULL, "relative", &why), -EINVAL);
   /* 0 none, 1 host, 2 an allowlist (the proxy's socket), nothing else */
-  assert_int_equal (fb_launch_spec_check (2, argv_ok, NULL, "/", &why), 0);
-  assert_int_equal (fb_launch_spec_check (3, argv_ok, NULL, "/", &why), -EINVAL);
+  assert_int_equal (check (2, argv_ok, NULL, "/", &why), 0);
+  assert_int_equal (check (3, argv_ok, NULL, "/", &why), -EINVAL);
   /* 2 MiB in total: 20 strings of 127 KiB */
   big[FB_LAUNCH_STRING_MAX - 1024] = '\0';
   g_ptr_array_add (many, g_strdup ("/bin/true"));
   for (int i = 0; i < 20; i++)
     g_ptr_array_add (many, g_strdup (big));
   g_ptr_array_add (many, NULL);
-  assert_int_equal (fb_launch_spec_check (0, (const char *const *)many->pdata, NULL, "/", &why), -E2BIG);
+  assert_int_equal (check (0, (const char *const *)many->pdata, NULL, "/", &why), -E2BIG);
   assert_int_equal (fb_launch_spec_encode (0, (const char *const *)many->pdata, NULL, "/", &fd, &why), -E2BIG);
   assert_int_equal (fd, -1);
 }
@@ -115,7 +133,7 @@ decode_bytes (const void *data, gsize len, bool seal)
   g_auto (FbLaunchSpec) spec = { 0 };
   const char *why = NULL;
   int fd = memfd_with (data, len, seal);
-  int r = fb_launch_spec_decode (fd, &spec, &why);
+  int r = fb_launch_spec_decode (fd, false, &spec, &why);
 
   close (fd);
   if (r < 0)
@@ -177,6 +195,16 @@ test_malformed (void **state)
     h4.envc = FB_LAUNCH_STRINGS_MAX;
     memcpy (buf, &h4, sizeof h4);
     assert_int_equal (decode_bytes (buf, n, true), -EPROTO);
+    /* the reserved word set; a umask out of range */
+    h4 = h;
+    h4.reserved = 1;
+    memcpy (buf, &h4, sizeof h4);
+    assert_int_equal (decode_bytes (buf, n, true), -EPROTO);
+    h4 = h;
+    h4.umask = 01000;
+    memcpy (buf, &h4, sizeof h4);
+    assert_int_equal (decode_bytes (buf, n, true), -EINVAL);
+    memcpy (buf, &h, sizeof h);
   }
   /* well-formed but outside the bounds: an environment entry without "=" */
   {
@@ -189,10 +217,80 @@ test_malformed (void **state)
   }
   /* not a memfd at all */
   assert_int_equal (pipe2 (pipefd, O_CLOEXEC), 0);
-  assert_true (fb_launch_spec_decode (pipefd[0], &spec, &why) < 0);
+  assert_true (fb_launch_spec_decode (pipefd[0], false, &spec, &why) < 0);
   close (pipefd[0]);
   close (pipefd[1]);
 }
 
+/* The ids and umask travel; "serve" sends the helper's own (encode). */
+static void
+test_ids_umask (void **state)
+{
+  char true_path[] = "/bin/true", root[] = "/";
+  char *argv[] = { true_path, NULL };
+  char *envp[] = { NULL };
+  FbLaunchSpec in = { .network = 2, .uid = 1234, .gid = 5678, .umask = 027, .argv = argv, .envp = envp, .cwd = root };
+  g_auto (FbLaunchSpec) out = { 0 };
+  g_auto (FbLaunchSpec) kept = { 0 };
+  const char *why = NULL;
+  int fd = -1;
+
+  assert_int_equal (fb_launch_spec_seal (&in, false, &fd, &why), 0);
+  assert_int_equal (fb_launch_spec_decode (fd, false, &out, &why), 0);
+  close (fd);
+  assert_int_equal (out.network, 2);
+  assert_int_equal (out.uid, 1234);
+  assert_int_equal (out.gid, 5678);
+  assert_int_equal (out.umask, 027);
+  assert_int_equal (fb_launch_spec_encode (0, (const char *const *)argv, NULL, "/", &fd, &why), 0);
+  assert_int_equal (fb_launch_spec_decode (fd, false, &kept, &why), 0);
+  close (fd);
+  assert_int_equal (kept.uid, FB_LAUNCH_ID_CALLER);
+  assert_int_equal (kept.gid, FB_LAUNCH_ID_CALLER);
+  assert_int_equal (kept.umask, FB_LAUNCH_UMASK_KEEP);
+  /* a umask is 0..0777 or "keep" */
+  in.umask = 01000;
+  assert_int_equal (fb_launch_spec_check (&in, false, &why), -EINVAL);
+  assert_int_equal (fb_launch_spec_seal (&in, false, &fd, &why), -EINVAL);
+}
+
+/* A late spec: a header alone, and only where one is asked for. */
+static void
+test_late (void **state)
+{
+  char true_path[] = "/bin/true", root[] = "/";
+  char *argv[] = { true_path, NULL };
+  FbLaunchSpec late = { .network = 1, .uid = 42, .gid = 43, .umask = FB_LAUNCH_UMASK_KEEP };
+  FbLaunchSpec command = late;
+  g_auto (FbLaunchSpec) out = { 0 };
+  g_auto (FbLaunchSpec) wrong = { 0 };
+  const char *why = NULL;
+  struct stat st;
+  int fd = -1;
+
+  assert_int_equal (fb_launch_spec_seal (&late, true, &fd, &why), 0);
+  assert_int_equal (fstat (fd, &st), 0);
+  assert_int_equal (st.st_size, sizeof (FbLaunchSpecHeader));
+  assert_int_equal (fb_launch_spec_decode (fd, true, &out, &why), 0);
+  assert_int_equal (out.network, 1);
+  assert_int_equal (out.uid, 42);
+  assert_int_equal (out.gid, 43);
+  assert_null (out.argv);
+  assert_null (out.cwd);
+  /* argc 0 is no command */
+  assert_int_equal (fb_launch_spec_decode (fd, false, &wrong, &why), -EPROTO);
+  assert_non_null (why);
+  close (fd);
+  assert_int_equal (fb_launch_spec_check (&late, false, &why), -EINVAL);
+  /* and a command is no late spec */
+  command.argv = argv;
+  command.cwd = root;
+  assert_int_equal (fb_launch_spec_check (&command, true, &why), -EINVAL);
+  assert_int_equal (fb_launch_spec_seal (&command, false, &fd, &why), 0);
+  assert_int_equal (fb_launch_spec_decode (fd, true, &wrong, &why), -EPROTO);
+  close (fd);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_roundtrip), cmocka_unit_test (test_empty_env),
-                  cmocka_unit_test (test_bounds), cmocka_unit_test (test_malformed))
+                  cmocka_unit_test (test_bounds), cmocka_unit_test (test_malformed),
+                  cmocka_unit_test (test_ids_umask), cmocka_unit_test (test_late))
