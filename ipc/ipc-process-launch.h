@@ -119,9 +119,9 @@ typedef struct
 typedef struct
 {
   uint32_t magic;
-  uint32_t network; /* 0 none, 1 host, 2 an allowlist: none and the proxy's socket */
-  uint32_t argc;    /* >= 1; 0 in a late spec */
-  uint32_t envc;    /* 0 in a late spec */
+  uint32_t network;      /* 0 none, 1 host, 2 an allowlist: none and the proxy's socket */
+  uint32_t argc;         /* >= 1; 0 in a late spec */
+  uint32_t envc;         /* 0 in a late spec */
   uint64_t strings_size; /* bytes after the header */
   uint32_t uid, gid;     /* the ids inside (FbLauncherPlan.uid/gid), or FB_LAUNCH_ID_CALLER */
   uint32_t umask;        /* 0..0777, or FB_LAUNCH_UMASK_KEEP */

@@ -292,5 +292,5 @@ test_late (void **state)
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_roundtrip), cmocka_unit_test (test_empty_env),
-                  cmocka_unit_test (test_bounds), cmocka_unit_test (test_malformed),
-                  cmocka_unit_test (test_ids_umask), cmocka_unit_test (test_late))
+                  cmocka_unit_test (test_bounds), cmocka_unit_test (test_malformed), cmocka_unit_test (test_ids_umask),
+                  cmocka_unit_test (test_late))
