@@ -67,12 +67,7 @@
 #define CLONE_PIDFD 0x00001000
 #endif
 
-typedef struct
-{
-  gint32 step;
-  gint32 error;
-  gint32 detail;
-} Record;
+typedef FbLauncherRecord Record;
 
 struct FbLauncherChild
 {
@@ -83,8 +78,11 @@ struct FbLauncherChild
   int fuse_fd; /* received with ROOT_MOUNTED, until wait_mounted hands it out */
   bool executed;
   bool failed;
-  int kept_fds[3]; /* KEEP_VIEW: the user and mount namespaces and the refresher's socket, until wait_kept */
-  int proxy_fd;    /* PROXY_SOCKET's, until take_proxy_fd hands it out */
+  bool late;         /* plan.late_command */
+  bool ready;        /* late: pid 1 reported READY */
+  bool command_sent; /* late: send_command() gave pid 1 its command, so EOF is its exec */
+  int kept_fds[3];   /* KEEP_VIEW: the user and mount namespaces and the refresher's socket, until wait_kept */
+  int proxy_fd;      /* PROXY_SOCKET's, until take_proxy_fd hands it out */
   bool reaped;
   int exit_code;
   FbLauncherFailure failure;
@@ -113,6 +111,7 @@ typedef struct
   bool new_net;
   guint16 proxy_port; /* new_net: listen at 127.0.0.1:proxy_port for the parent (proxy_listen) */
   bool keep_view;     /* mount the root, hand back the namespaces, exit */
+  bool late;          /* pid 1 waits for its command (fb_launcher_pid1_run_late) */
   int join_fds[2];    /* a kept view's user and mount namespaces, or -1 */
   const char *cwd;
   FbLauncherMounts *mounts;
@@ -212,6 +211,8 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_VIEW_JOINED] = "view-joined",
   [FB_LAUNCHER_STEP_PROXY_LISTEN] = "proxy-listen",
   [FB_LAUNCHER_STEP_PROXY_SOCKET] = "proxy-socket",
+  [FB_LAUNCHER_STEP_READY] = "ready",
+  [FB_LAUNCHER_STEP_COMMAND] = "command",
 };
 
 const char *
@@ -745,6 +746,8 @@ pid1_main (Prepared *p, int parent_pidfd)
   if ((r = fb_launcher_lockdown_apply (p->lockdown, p->seccomp, p->status_fd, &step)) < 0)
     child_fail (p, step, -r, 0);
 
+  if (p->late)
+    fb_launcher_pid1_run_late (p->status_fd);
   fb_launcher_pid1_run (p->command, p->status_fd);
 }
 
@@ -961,9 +964,11 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   int sockfd[2] = { -1, -1 };
   int r;
 
-  if (!plan->keep_view && (!plan->argv || !plan->argv[0]))
+  if (!plan->keep_view && !plan->late_command && (!plan->argv || !plan->argv[0]))
     return -EINVAL;
-  if (plan->cwd && plan->cwd[0] != '/')
+  if (!plan->late_command && plan->cwd && plan->cwd[0] != '/')
+    return -EINVAL;
+  if (plan->late_command && plan->keep_view)
     return -EINVAL;
   if ((plan->join_userns_fd >= 0) != (plan->join_mntns_fd >= 0) ||
       (plan->keep_view && (plan->root_kind != FB_LAUNCHER_ROOT_FUSE || plan->join_userns_fd >= 0)))
@@ -985,17 +990,20 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   p.new_net = plan->network == FB_LAUNCHER_NETWORK_NONE && !plan->keep_view;
   p.proxy_port = plan->proxy_port;
   p.keep_view = plan->keep_view;
+  p.late = plan->late_command;
   p.join_fds[0] = plan->join_userns_fd;
   p.join_fds[1] = plan->join_mntns_fd;
 
-  p.cwd = plan->cwd ? plan->cwd : "/";
-  p.stdio[0] = plan->stdin_fd;
-  p.stdio[1] = plan->stdout_fd;
-  p.stdio[2] = plan->stderr_fd;
+  /* a late command's pid 1 waits in "/" with the caller's streams, and
+   * takes its command's cwd and streams when they come */
+  p.cwd = plan->cwd && !p.late ? plan->cwd : "/";
+  p.stdio[0] = p.late ? -1 : plan->stdin_fd;
+  p.stdio[1] = p.late ? -1 : plan->stdout_fd;
+  p.stdio[2] = p.late ? -1 : plan->stderr_fd;
 
   if ((r = fb_launcher_mounts_new (plan, uid, gid, &p.mounts)) < 0 || (r = fb_launcher_limits_new (&p.limits)) < 0 ||
       (r = fb_launcher_lockdown_new (&p.lockdown)) < 0 || (r = fb_launcher_seccomp_new (&p.seccomp)) < 0 ||
-      (!plan->keep_view && (r = fb_launcher_command_new (plan, &p.command)) < 0))
+      (!plan->keep_view && !p.late && (r = fb_launcher_command_new (plan, &p.command)) < 0))
     goto out;
 
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockfd) < 0)
@@ -1057,16 +1065,18 @@ fb_launcher_spawn (const FbLauncherPlan *plan, FbLauncherChild **ret_child)
   child->root_dir = g_strdup (plan->root_dir);
   child->fuse_device = g_strdup (plan->fuse_device ? plan->fuse_device : "/dev/fuse");
   child->cwd = g_strdup (p.cwd);
-  child->argv0 = g_strdup (plan->argv != NULL ? plan->argv[0] : "(a kept view)");
-  {
-    const char *const *envp = plan->envp;
-    extern char **environ;
-    if (!envp)
-      envp = (const char *const *)environ;
-    for (; *envp; envp++)
-      if (g_str_has_prefix (*envp, "PATH="))
-        child->path_env = g_strdup (*envp + 5);
-  }
+  child->late = p.late;
+  child->argv0 = g_strdup (p.late ? "(a late command)" : plan->argv != NULL ? plan->argv[0] : "(a kept view)");
+  if (!p.late)
+    {
+      const char *const *envp = plan->envp;
+      extern char **environ;
+      if (!envp)
+        envp = (const char *const *)environ;
+      for (; *envp; envp++)
+        if (g_str_has_prefix (*envp, "PATH="))
+          child->path_env = g_strdup (*envp + 5);
+    }
   child->uid = uid;
   child->gid = gid;
   child->identity = identity;
@@ -1123,6 +1133,7 @@ typedef enum
   WANT_END,
   WANT_MOUNTED, /* ROOT_MOUNTED, or a join's VIEW_JOINED */
   WANT_KEPT,    /* a keeper's namespaces and refresher socket */
+  WANT_READY,   /* a late command's pid 1, waiting for it */
 } Want;
 
 static bool
@@ -1136,6 +1147,8 @@ have (const FbLauncherChild *child, Want want)
         return child->mounted;
       case WANT_KEPT:
         return child->kept_fds[0] >= 0 && child->kept_fds[1] >= 0 && child->kept_fds[2] >= 0;
+      case WANT_READY:
+        return child->ready;
     }
   return false;
 }
@@ -1192,6 +1205,13 @@ read_status (FbLauncherChild *child, Want want)
               keep_fd (&child->proxy_fd, passed_fd);
               continue;
             }
+          if (rec.step == FB_LAUNCHER_STEP_READY && child->late)
+            {
+              if (passed_fd >= 0)
+                close (passed_fd);
+              child->ready = true;
+              continue;
+            }
           if (passed_fd >= 0)
             close (passed_fd);
           note_failure (child, &rec);
@@ -1204,7 +1224,10 @@ read_status (FbLauncherChild *child, Want want)
     }
   if (child->failed)
     return -ECHILD;
-  if (!child->mounted)
+  /* A late command's channel ends at its exec only once it was sent: an
+   * EOF before is the sandbox's end (a signal before the command, most
+   * likely). */
+  if (!child->mounted || (child->late && !child->command_sent))
     {
       /* died without a word: killed, most likely */
       child->failed = true;
@@ -1279,6 +1302,51 @@ fb_launcher_child_wait_exec (FbLauncherChild *child)
   if (child->executed)
     return 0;
   return read_status (child, WANT_END);
+}
+
+int
+fb_launcher_child_wait_ready (FbLauncherChild *child)
+{
+  int r;
+
+  if (!child->late)
+    return -EINVAL;
+  if (child->ready)
+    return 0;
+  r = read_status (child, WANT_READY);
+  return r < 0 ? r : child->ready ? 0 : -ECHILD;
+}
+
+int
+fb_launcher_child_send_command (FbLauncherChild *child, int spec_fd, const int stdio[3])
+{
+  FbLauncherRecord rec = { .step = FB_LAUNCHER_STEP_COMMAND };
+  int fds[4] = { spec_fd, stdio[0], stdio[1], stdio[2] };
+  g_autofree char *argv0 = NULL, *cwd = NULL, *path_env = NULL;
+  int r;
+
+  if (!child->late || child->command_sent)
+    return -EINVAL;
+  if (child->status_fd < 0)
+    return -EPIPE; /* the sandbox is gone already */
+  /* pid 1 checks it again (it trusts nothing it receives); this is for
+   * the caller, and for the messages about the command */
+  r = fb_launcher_late_command_check (spec_fd, &argv0, &cwd, &path_env);
+  if (r < 0)
+    return r;
+  /* the other direction of the status socket: pid 1 reads it once, after
+   * READY (fb_launcher_pid1_run_late) */
+  r = fb_send_fds (child->status_fd, &rec, sizeof rec, fds, G_N_ELEMENTS (fds), 0);
+  if (r < 0)
+    return r;
+  child->command_sent = true;
+  g_free (child->argv0);
+  child->argv0 = g_steal_pointer (&argv0);
+  g_free (child->cwd);
+  child->cwd = g_steal_pointer (&cwd);
+  g_free (child->path_env);
+  child->path_env = g_steal_pointer (&path_env);
+  return 0;
 }
 
 int
@@ -1588,6 +1656,11 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
           return g_strdup_printf ("%s: %s: not an executable format: %s; a script needs a \"#!\" line", step,
                                   ctx->argv0, err);
         return g_strdup_printf ("%s: %s: executing the command failed: %s", step, ctx->argv0, err);
+      case FB_LAUNCHER_STEP_COMMAND:
+        return g_strdup_printf ("%s: the sandbox's pid 1 refused the command it was handed: %s; it must come as a "
+                                "memfd sealed against writes, growth and shrinking, in the launch helper's format "
+                                "with an argv, and its three standard streams",
+                                step, err);
       case FB_LAUNCHER_STEP_JOIN_VIEW:
         return g_strdup_printf ("%s: joining the session's view (its user and mount namespaces, then new ipc, uts, "
                                 "cgroup, network and pid namespaces of the command's own) failed: %s; the session's "
@@ -1601,6 +1674,7 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
       case FB_LAUNCHER_STEP_VIEW_REFRESH:
       case FB_LAUNCHER_STEP_VIEW_JOINED:
       case FB_LAUNCHER_STEP_PROXY_SOCKET:
+      case FB_LAUNCHER_STEP_READY:
       case FB_LAUNCHER_STEP_N:
         break;
     }

@@ -15,15 +15,23 @@
  * command is reaped pid 1 exits with its status (128+N for signal N).
  *
  * Runs after the lock-down: no capabilities, seccomp on.  Async-signal-safe
- * only; the argv, envp and PATH candidates come from the parent.
+ * only; the argv, envp and PATH candidates come from the parent, or, for a
+ * late command, from a sealed memfd pid 1 receives once the sandbox is
+ * made (below).  Before a late command arrives, a forwarded SIGINT,
+ * SIGTERM, SIGHUP or SIGQUIT ends the sandbox with 128+N, as it would have
+ * ended the command.
  */
+#include "ipc/ipc-process-launch.h"
 #include "launcher/launcher.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -194,21 +202,34 @@ wait_loop (const sigset_t *set, pid_t pid)
     }
 }
 
-void
-fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
+/* The vfork child of a late command: STDIO (received by pid 1, above 2
+ * unless pid 1's own 0-2 were closed) become 0, 1 and 2.  Each is copied
+ * above 2 first, so that one already at 0-2 is neither overwritten before
+ * it is read nor left close-on-exec by a dup2 onto itself. */
+static void
+take_stdio (const int stdio[3], int status_fd)
 {
-  sigset_t set;
-  forward_set (&set);
-  /* Exactly these blocked, before the fork: a SIGCHLD or a forwarded signal
-   * that arrives before sigwaitinfo() waits in the queue instead of being
-   * lost.  Everything else is let through: with default dispositions, init
-   * ignores it (and only SIGKILL/SIGSTOP reach it from the host). */
-  if (sigprocmask (SIG_SETMASK, &set, NULL) < 0)
-    {
-      fb_launcher_report (status_fd, FB_LAUNCHER_STEP_SIGNALS, errno, 0);
-      _exit (FB_LAUNCHER_EXIT_SANDBOX);
-    }
+  int tmp[3];
 
+  for (int i = 0; i < 3; i++)
+    if ((tmp[i] = fcntl (stdio[i], F_DUPFD_CLOEXEC, 3)) < 0)
+      {
+        fb_launcher_report (status_fd, FB_LAUNCHER_STEP_STDIO, errno, i);
+        _exit (FB_LAUNCHER_EXIT_SANDBOX);
+      }
+  for (int i = 0; i < 3; i++)
+    if (dup2 (tmp[i], i) < 0)
+      {
+        fb_launcher_report (status_fd, FB_LAUNCHER_STEP_STDIO, errno, i);
+        _exit (FB_LAUNCHER_EXIT_SANDBOX);
+      }
+}
+
+/* Start the command (STDIO: its 0, 1, 2; NULL: pid 1's own) and return its
+ * pid; the forwarded signals and SIGCHLD must be blocked already. */
+static pid_t
+start_command (const FbLauncherCommand *c, int status_fd, const int *stdio)
+{
   /* vfork: the command shares pid 1's memory until its exec (pid 1 waits
    * meanwhile), so the kernel neither copies the page tables of the
    * supervisor's image that pid 1 still carries nor tears that copy down
@@ -225,6 +246,8 @@ fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
     }
   if (pid == 0)
     {
+      if (stdio != NULL)
+        take_stdio (stdio, status_fd);
       /* The command starts with default dispositions and nothing blocked,
        * whatever the supervisor had (GLib ignores SIGPIPE, for instance). */
       sigset_t none;
@@ -241,10 +264,303 @@ fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
       fb_launcher_report (status_fd, FB_LAUNCHER_STEP_EXEC, err, 0);
       _exit (err == ENOENT ? FB_LAUNCHER_EXIT_NOT_FOUND : FB_LAUNCHER_EXIT_NOT_EXECUTABLE);
     }
+  return pid;
+}
 
+void
+fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
+{
+  sigset_t set;
+  forward_set (&set);
+  /* Exactly these blocked, before the fork: a SIGCHLD or a forwarded signal
+   * that arrives before sigwaitinfo() waits in the queue instead of being
+   * lost.  Everything else is let through: with default dispositions, init
+   * ignores it (and only SIGKILL/SIGSTOP reach it from the host). */
+  if (sigprocmask (SIG_SETMASK, &set, NULL) < 0)
+    {
+      fb_launcher_report (status_fd, FB_LAUNCHER_STEP_SIGNALS, errno, 0);
+      _exit (FB_LAUNCHER_EXIT_SANDBOX);
+    }
+  pid_t pid = start_command (c, status_fd, NULL);
   /* The command holds the channel until its exec closes it: the
    * supervisor's EOF then means "executed". */
   close (status_fd);
+  wait_loop (&set, pid);
+}
+
+/* ---- a late command (FbLauncherPlan.late_command) ----
+ *
+ * pid 1 takes its command from a sealed memfd in the launch helper's format
+ * (FbLaunchSpecHeader, then argc + envc + 1 NUL-terminated strings: argv,
+ * the environment, the cwd; ipc/ipc-process-launch.h).  It runs locked
+ * down and async-signal-safe, so it checks the memfd itself, maps it
+ * read-only and builds argv, envp and the PATH candidates in anonymous
+ * memory of its own: no malloc.  The seals (no write, grow or shrink) make
+ * what it checked what the exec uses.  The parent reads the same memfd the
+ * same way for its messages (fb_launcher_late_command_check). */
+
+#define LATE_SEALS (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK)
+/* The PATH candidates' bytes: PATH entries times argv[0] could otherwise
+ * ask for terabytes of a 2 MiB spec. */
+#define LATE_CANDIDATES_MAX (4 * (size_t)FB_LAUNCH_SPEC_MAX)
+
+typedef struct
+{
+  const char *map; /* the memfd, read-only */
+  size_t map_size;
+  void *mem; /* argv, envp, the candidates and their bytes */
+  size_t mem_size;
+  FbLauncherCommand command; /* pointing into both */
+  const char *cwd;
+  guint32 umask;
+} LateCommand;
+
+static void
+late_command_unmap (LateCommand *lc)
+{
+  if (lc->map != NULL)
+    munmap ((void *)lc->map, lc->map_size);
+  if (lc->mem != NULL)
+    munmap (lc->mem, lc->mem_size);
+  lc->map = NULL;
+  lc->mem = NULL;
+}
+
+/* Async-signal-safe: map and check the memfd FD and build the command.
+ * 0, or -EPROTO (not a well-formed, sealed command), -E2BIG, or the -errno
+ * of a syscall; *LC is then unmapped. */
+static int
+late_command_map (int fd, LateCommand *lc)
+{
+  FbLaunchSpecHeader h;
+  struct stat st;
+  const char *p, *end, *argv0, *path = NULL;
+  size_t n_strings, n_candidates = 1, chars = 0, n_ptrs;
+  char **ptrs, *out;
+  int seals, r;
+
+  memset (lc, 0, sizeof *lc);
+  seals = fcntl (fd, F_GET_SEALS);
+  if (seals < 0)
+    return errno == EINVAL ? -EPROTO : -errno; /* not a memfd */
+  if ((seals & LATE_SEALS) != LATE_SEALS)
+    return -EPROTO;
+  if (fstat (fd, &st) < 0)
+    return -errno;
+  if (st.st_size < (off_t)sizeof h || st.st_size > FB_LAUNCH_SPEC_MAX)
+    return -EPROTO;
+  lc->map_size = (size_t)st.st_size;
+  lc->map = mmap (NULL, lc->map_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (lc->map == MAP_FAILED)
+    {
+      lc->map = NULL;
+      return -errno;
+    }
+  memcpy (&h, lc->map, sizeof h);
+  r = -EPROTO;
+  if (h.magic != FB_LAUNCH_SPEC_MAGIC || h.reserved != 0 || h.argc == 0 ||
+      (guint64)h.argc + h.envc > FB_LAUNCH_STRINGS_MAX || h.strings_size != lc->map_size - sizeof h ||
+      (h.umask > 0777 && h.umask != FB_LAUNCH_UMASK_KEEP))
+    goto fail;
+  /* exactly argc + envc + 1 strings, each with its NUL, filling the rest */
+  p = lc->map + sizeof h;
+  end = lc->map + lc->map_size;
+  n_strings = (size_t)h.argc + h.envc + 1;
+  for (size_t i = 0; i < n_strings; i++)
+    {
+      const char *nul = memchr (p, '\0', (size_t)(end - p));
+      if (nul == NULL)
+        goto fail;
+      if (i >= h.argc && i < (size_t)h.argc + h.envc && path == NULL && strncmp (p, "PATH=", 5) == 0)
+        path = p + 5;
+      lc->cwd = p;
+      p = nul + 1;
+    }
+  argv0 = lc->map + sizeof h;
+  if (p != end || argv0[0] == '\0' || lc->cwd[0] != '/')
+    goto fail;
+
+  /* fb_launcher_plan_path_candidates(), without malloc */
+  if (strchr (argv0, '/') == NULL)
+    {
+      if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+      n_candidates = 1;
+      for (const char *q = path; *q; q++)
+        n_candidates += *q == ':';
+      /* each: the entry ("." for an empty one), "/", argv[0], NUL */
+      chars = strlen (path) + n_candidates * (2 + strlen (argv0) + 1);
+      r = -E2BIG;
+      if (chars > LATE_CANDIDATES_MAX)
+        goto fail;
+    }
+  n_ptrs = (size_t)h.argc + 1 + (size_t)h.envc + 1 + n_candidates + 1;
+  lc->mem_size = n_ptrs * sizeof (char *) + chars;
+  lc->mem = mmap (NULL, lc->mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (lc->mem == MAP_FAILED)
+    {
+      lc->mem = NULL;
+      r = -errno;
+      goto fail;
+    }
+  ptrs = lc->mem;
+  out = (char *)(ptrs + n_ptrs);
+  lc->command.argv = ptrs;
+  p = argv0;
+  for (guint32 i = 0; i < h.argc; i++, p += strlen (p) + 1)
+    *ptrs++ = (char *)p;
+  *ptrs++ = NULL;
+  lc->command.envp = ptrs;
+  for (guint32 i = 0; i < h.envc; i++, p += strlen (p) + 1)
+    *ptrs++ = (char *)p;
+  *ptrs++ = NULL;
+  lc->command.candidates = ptrs;
+  lc->command.n_candidates = (guint)n_candidates;
+  if (chars == 0)
+    *ptrs++ = (char *)argv0;
+  else
+    for (const char *dir = path;; dir++)
+      {
+        const char *colon = strchr (dir, ':');
+        size_t len = colon != NULL ? (size_t)(colon - dir) : strlen (dir);
+
+        /* execvp's search; an empty entry means the current directory */
+        *ptrs++ = out;
+        if (len == 0)
+          *out++ = '.';
+        memcpy (out, dir, len);
+        out += len;
+        *out++ = '/';
+        memcpy (out, argv0, strlen (argv0) + 1);
+        out += strlen (argv0) + 1;
+        if (colon == NULL)
+          break;
+        dir = colon;
+      }
+  *ptrs = NULL;
+  lc->umask = h.umask;
+  return 0;
+
+fail:
+  late_command_unmap (lc);
+  return r;
+}
+
+int
+fb_launcher_late_command_check (int spec_fd, char **ret_argv0, char **ret_cwd, char **ret_path_env)
+{
+  LateCommand lc;
+  int r = late_command_map (spec_fd, &lc);
+
+  if (r < 0)
+    return r;
+  *ret_argv0 = g_strdup (lc.command.argv[0]);
+  *ret_cwd = g_strdup (lc.cwd);
+  *ret_path_env = g_strdup (env_get ((const char *const *)lc.command.envp, "PATH"));
+  late_command_unmap (&lc);
+  return 0;
+}
+
+/* Before its command, the sandbox has nothing to forward a signal to: a
+ * terminating one ends it, as it would end the command (128+N). */
+static void
+die_of_signal (int sig)
+{
+  _exit (128 + sig);
+}
+
+static const int late_terminating[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+G_GNUC_NORETURN static void
+late_fail (int status_fd, FbLauncherStep step, int error)
+{
+  fb_launcher_report (status_fd, step, error, 0);
+  _exit (FB_LAUNCHER_EXIT_SANDBOX);
+}
+
+/* The COMMAND record: exactly one Record and four descriptors (the memfd,
+ * stdin, stdout, stderr) in FDS, close-on-exec. */
+static void
+receive_command (int status_fd, int fds[4])
+{
+  FbLauncherRecord rec;
+  union
+  {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE (4 * sizeof (int))];
+  } control;
+  struct iovec iov = { .iov_base = &rec, .iov_len = sizeof rec };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+  };
+  struct cmsghdr *c;
+  ssize_t n;
+
+  do
+    n = recvmsg (status_fd, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n == 0)
+    _exit (FB_LAUNCHER_EXIT_SANDBOX); /* the parent is gone: nobody to tell */
+  if (n < 0)
+    late_fail (status_fd, FB_LAUNCHER_STEP_COMMAND, errno);
+  c = CMSG_FIRSTHDR (&msg);
+  if (n != (ssize_t)sizeof rec || rec.step != FB_LAUNCHER_STEP_COMMAND || (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+      c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+      c->cmsg_len != CMSG_LEN (4 * sizeof (int)) || CMSG_NXTHDR (&msg, c) != NULL)
+    late_fail (status_fd, FB_LAUNCHER_STEP_COMMAND, EPROTO);
+  memcpy (fds, CMSG_DATA (c), 4 * sizeof (int));
+}
+
+void
+fb_launcher_pid1_run_late (int status_fd)
+{
+  struct sigaction die = { .sa_handler = die_of_signal }, dfl = { .sa_handler = SIG_DFL };
+  sigset_t set, waiting;
+  LateCommand lc;
+  int fds[4], r;
+
+  /* Until the command comes, the terminating signals the relay forwards
+   * are handled (a handler also makes init take them from the host, where
+   * a default disposition would drop them: pid_namespaces(7)); one that
+   * came while the sandbox was made waited blocked, and is handled as soon
+   * as they are unblocked here. */
+  forward_set (&set);
+  sigfillset (&die.sa_mask);
+  sigemptyset (&waiting);
+  sigaddset (&waiting, SIGCHLD);
+  for (size_t i = 0; i < G_N_ELEMENTS (late_terminating); i++)
+    if (sigaction (late_terminating[i], &die, NULL) < 0)
+      late_fail (status_fd, FB_LAUNCHER_STEP_SIGNALS, errno);
+  if (sigprocmask (SIG_SETMASK, &waiting, NULL) < 0)
+    late_fail (status_fd, FB_LAUNCHER_STEP_SIGNALS, errno);
+
+  fb_launcher_report (status_fd, FB_LAUNCHER_STEP_READY, 0, 0);
+  receive_command (status_fd, fds);
+
+  /* From here on they are the command's: blocked first (one that comes
+   * now waits for wait_loop, which forwards it), then back to the default,
+   * with which init ignores them from inside its namespace again. */
+  if (sigprocmask (SIG_SETMASK, &set, NULL) < 0)
+    late_fail (status_fd, FB_LAUNCHER_STEP_SIGNALS, errno);
+  for (size_t i = 0; i < G_N_ELEMENTS (late_terminating); i++)
+    sigaction (late_terminating[i], &dfl, NULL);
+
+  if ((r = late_command_map (fds[0], &lc)) < 0)
+    late_fail (status_fd, FB_LAUNCHER_STEP_COMMAND, -r);
+  close (fds[0]);
+  if (lc.umask != FB_LAUNCH_UMASK_KEEP)
+    umask ((mode_t)lc.umask);
+  if (chdir (lc.cwd) < 0)
+    late_fail (status_fd, FB_LAUNCHER_STEP_CHDIR, errno);
+
+  pid_t pid = start_command (&lc.command, status_fd, &fds[1]);
+  /* The command has exec'd (or failed): pid 1 keeps none of its streams,
+   * so their readers see EOF when the command's processes close them, and
+   * nothing of its memory. */
+  close (status_fd);
+  for (int i = 1; i < 4; i++)
+    close (fds[i]);
+  late_command_unmap (&lc);
   wait_loop (&set, pid);
 }
 

@@ -134,6 +134,16 @@ typedef struct
    * outside, so the sandbox reaches a proxy of the caller's at that
    * address with no route out and no relay process inside. */
   guint16 proxy_port;
+  /* The sandbox made ahead of its command: argv, envp, cwd, path_hint and
+   * the std*_fd fields are not used (argv may be NULL), and the sandbox's
+   * own standard streams are the caller's 0-2 (give it /dev/null there).
+   * Everything up to pid 1's lock-down happens as for a command (a join
+   * waits for fb_launcher_child_go() too); then pid 1 says it is ready
+   * (fb_launcher_child_wait_ready) and waits for the command
+   * (fb_launcher_child_send_command), after which the sandbox goes on as
+   * for any command.  A SIGINT, SIGTERM, SIGHUP or SIGQUIT relayed to pid
+   * 1 before the command ends the sandbox with 128+N. */
+  bool late_command;
 } FbLauncherPlan;
 
 void fb_launcher_plan_init (FbLauncherPlan *plan);
@@ -198,6 +208,8 @@ typedef enum
   FB_LAUNCHER_STEP_VIEW_JOINED,  /* (not a failure: the sync point of a join, with the new pid namespace) */
   FB_LAUNCHER_STEP_PROXY_LISTEN, /* listening at 127.0.0.1:proxy_port in the new network namespace */
   FB_LAUNCHER_STEP_PROXY_SOCKET, /* (not a failure: that listening socket, for the parent) */
+  FB_LAUNCHER_STEP_READY,        /* (not a failure: a late command's pid 1 is locked down and waits for it) */
+  FB_LAUNCHER_STEP_COMMAND,      /* pid 1 taking its late command (the parent's record carries this step) */
   FB_LAUNCHER_STEP_N
 } FbLauncherStep;
 
@@ -254,6 +266,23 @@ int fb_launcher_child_go (FbLauncherChild *child);
 /* Blocks until the command was executed (0) or the sandbox failed
  * (-ECHILD, see fb_launcher_child_get_failure()). */
 int fb_launcher_child_wait_exec (FbLauncherChild *child);
+/* plan.late_command: blocks until pid 1 has made and locked down the
+ * sandbox and waits for its command (0), or the sandbox failed (-ECHILD,
+ * also for a child that ended without a word: see
+ * fb_launcher_child_get_failure()). */
+int fb_launcher_child_wait_ready (FbLauncherChild *child);
+/* plan.late_command, once: hands pid 1 its command.  SPEC_FD: a memfd
+ * sealed against writes, growth and shrinking, holding one command in the
+ * launch helper's format (FbLaunchSpecHeader with argc >= 1, then argv,
+ * the environment and the cwd, ipc/ipc-process-launch.h; its umask, unless
+ * FB_LAUNCH_UMASK_KEEP, is the command's; its network and ids are not
+ * read: the sandbox has its own already).  STDIO: the command's stdin,
+ * stdout and stderr.  The descriptors are copied; the caller keeps its
+ * own.  Then fb_launcher_child_wait_exec() and the exit status work as for
+ * a command given to fb_launcher_spawn().  Returns 0, -EINVAL (not a late
+ * child, or a command sent already), -EPROTO or -E2BIG (SPEC_FD is not
+ * such a memfd), -EPIPE (the sandbox is gone) or -errno. */
+int fb_launcher_child_send_command (FbLauncherChild *child, int spec_fd, const int stdio[3]);
 /* With plan.proxy_port, after wait_mounted (or wait_joined): the listening
  * socket inside (close-on-exec, non-blocking, the caller's to close), or
  * -1 when there is none. */
@@ -359,7 +388,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherMounts, fb_launcher_mounts_free)
 
 /* Async-signal-safe helpers for a cloned child (launcher-ns.c).  The status
  * channel is a SOCK_SEQPACKET socket: one record per message, EOF when every
- * child-side end is closed (the last one by the command's exec). */
+ * child-side end is closed (the last one by the command's exec).  Each
+ * record is an FbLauncherRecord, with descriptors as SCM_RIGHTS. */
+typedef struct
+{
+  gint32 step; /* FbLauncherStep */
+  gint32 error;
+  gint32 detail;
+} FbLauncherRecord;
 void fb_launcher_report (int status_fd, FbLauncherStep step, int error, int detail);
 /* A record carrying FD (SCM_RIGHTS); returns -errno. */
 int fb_launcher_report_fd (int status_fd, FbLauncherStep step, int fd);
@@ -373,6 +409,16 @@ int fb_launcher_command_new (const FbLauncherPlan *plan, FbLauncherCommand **ret
  * signal).  STATUS_FD goes to the command (close-on-exec: EOF on exec) and
  * is closed in pid 1. */
 G_GNUC_NORETURN void fb_launcher_pid1_run (const FbLauncherCommand *command, int status_fd);
+/* Never returns: pid 1 of a late command, after its lock-down.  Sends
+ * FB_LAUNCHER_STEP_READY on STATUS_FD, receives the COMMAND record (the
+ * memfd and three stdio descriptors), checks it (else reports
+ * FB_LAUNCHER_STEP_COMMAND and _exits 125), applies its umask and cwd, and
+ * goes on as fb_launcher_pid1_run(). */
+G_GNUC_NORETURN void fb_launcher_pid1_run_late (int status_fd);
+/* The parent's reading of a late command's memfd, as pid 1 checks it:
+ * 0 with argv[0], the cwd and the environment's PATH (NULL: none) for
+ * messages, or -EPROTO, -E2BIG, -errno. */
+int fb_launcher_late_command_check (int spec_fd, char **ret_argv0, char **ret_cwd, char **ret_path_env);
 /* Never returns: the outer child's loop.  Relays SIGINT/SIGTERM/SIGHUP/SIGQUIT
  * to PID (pid 1) and _exits with its status (128+N for a signal). */
 G_GNUC_NORETURN void fb_launcher_relay_run (pid_t pid);
