@@ -30,7 +30,12 @@
  *            FB_LAUNCH_SPEC_STDIO, three more: the command's stdin, stdout
  *            and stderr, which the helper makes its own 0, 1 and 2 (a
  *            helper started before its command, with /dev/null there:
- *            ipc/ipc-process.c, "The spare helper")
+ *            ipc/ipc-process.c, "The spare helper").  With value
+ *            FB_LAUNCH_SPEC_LATE (never with STDIO), the memfd is a late
+ *            spec (its header alone: network, uid and gid): the sandbox
+ *            is made and locked down with no command
+ *            (FbLauncherPlan.late_command), the helper says READY and
+ *            waits for COMMAND; its standard streams stay /dev/null
  *   KEEP     make a kept view (FbLauncherPlan.keep_view): no command; the
  *            helper answers MOUNTED, then KEPT, and exits 0
  * helper → server, in this order:
@@ -43,17 +48,28 @@
  *   JOINED   + the command's pid namespace (a join only): the server
  *            tells its view that accesses from it are this command's,
  *            then answers GO; nothing runs in the sandbox before
+ *   READY    (LATE) the sandbox is made, locked down, and waits for
+ *            COMMAND; a SIGNAL before it reaches the sandbox, which a
+ *            terminating one ends (EXITED 128+N)
  *   EXEC     the command runs (value: the outer child's pid)
  *   FAILED   the sandbox could not be made or the command not executed;
  *            value: the exit status (125/126/127), text: what to do
  *   EXITED   value: the command's exit status (128+N for signal N)
  * server → helper, later:
  *   GO       the answer to JOINED
+ *   COMMAND  (LATE, after READY) + 4 descriptors: the command's sealed
+ *            memfd (a command, argc >= 1; its umask is applied inside,
+ *            its network and ids are the late spec's) and its stdin,
+ *            stdout and stderr.  A malformed one is answered FAILED 125
  *   SIGNAL   value: a signal for the sandbox (SIGINT, SIGTERM, SIGKILL...)
  * EOF from the server (it died or dropped the process) kills the sandbox.
  *
  * The memfd: an FbLaunchSpecHeader, then argc + envc + 1 NUL-terminated
- * strings (argv, the environment as NAME=VALUE, the cwd), nothing after.
+ * strings (argv, the environment as NAME=VALUE, the cwd), nothing after;
+ * a late spec is the header alone (argc and envc 0).  The header also
+ * holds the ids inside (FB_LAUNCH_ID_CALLER: the helper's) and the
+ * command's umask (FB_LAUNCH_UMASK_KEEP: the helper's; `serve` sends both
+ * so).
  * Sealed against writes, growing and shrinking before it is sent, so what
  * the helper checked is what it uses.  Both sides check the same bounds
  * (fb_launch_spec_check): they are execve's own (MAX_ARG_STRLEN per
@@ -87,6 +103,8 @@ typedef enum
   FB_LAUNCH_GO = 10,
   FB_LAUNCH_PROXY = 11,
   FB_LAUNCH_VIEW_REFRESH = 12, /* the refresher's socket and pidfd */
+  FB_LAUNCH_READY = 13,
+  FB_LAUNCH_COMMAND = 14,
 } FbLaunchRecordType;
 
 typedef struct
@@ -96,8 +114,11 @@ typedef struct
   char text[1024]; /* NUL-terminated */
 } FbLaunchRecord;
 
-/* SPEC's value: the last three descriptors are the command's stdio. */
+/* SPEC's value, flags: STDIO, the last three descriptors are the command's
+ * stdio; LATE, the memfd is a late spec (the sandbox, its command later in
+ * COMMAND).  Not both. */
 #define FB_LAUNCH_SPEC_STDIO 1
+#define FB_LAUNCH_SPEC_LATE 2
 
 /* --- the command (FB_LAUNCH_SPEC) ---------------------------------------- */
 

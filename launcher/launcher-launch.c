@@ -17,7 +17,12 @@
  * and report the exit status.
  *
  * A command may join a view the server keeps (three descriptors with the
- * command: the memfd, the view's user and mount namespaces), and a KEEP
+ * command: the memfd, the view's user and mount namespaces).  A late spec
+ * (FB_LAUNCH_SPEC_LATE) makes the sandbox ahead of its command: the
+ * helper builds and locks it down (joined to the kept view when the two
+ * namespaces come), says READY, and waits for COMMAND with the command's
+ * memfd and streams, which it checks and hands to the sandbox's pid 1; from
+ * there on it is a command like any other.  A KEEP
  * record instead asks for such a view: the helper makes it, passes back
  * the FUSE fd and the two namespaces, and exits (the protocol:
  * ipc/ipc-process-launch.h).
@@ -42,6 +47,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A record with N_FDS descriptors (at most 2). */
@@ -87,14 +93,18 @@ fail (FbLauncherChild *child, const FbLauncherPlan *plan, int r)
   return code;
 }
 
+G_STATIC_ASSERT (FB_LAUNCH_ID_CALLER == FB_LAUNCHER_ID_CALLER);
+
 /* The first record: KEEP (*RET_KEEP), or the command, in a sealed memfd,
  * alone or with a kept view's user and mount namespaces (RET_JOIN_FDS),
  * and with FB_LAUNCH_SPEC_STDIO the command's stdin, stdout and stderr
  * after them, which become ours (we were started before the command, with
- * /dev/null there).  Anything else (another number of descriptors, a short
- * message) is refused. */
+ * /dev/null there).  With FB_LAUNCH_SPEC_LATE (*RET_LATE) the memfd is a
+ * late spec: the sandbox only, its command comes later (COMMAND).
+ * Anything else (another number of descriptors, a short message, unknown
+ * or contradicting flags) is refused. */
 static int
-receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const char **ret_why)
+receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, bool *ret_late, int ret_join_fds[2], const char **ret_why)
 {
   FbLaunchRecord rec;
   int fds[FB_LAUNCH_RECV_FDS_MAX], nfds, r, n_stdio;
@@ -110,14 +120,17 @@ receive_spec (FbLaunchSpec *ret_spec, bool *ret_keep, int ret_join_fds[2], const
   if (*ret_keep)
     return 0;
   n_stdio = n == (ssize_t)sizeof rec && rec.value == FB_LAUNCH_SPEC_STDIO ? 3 : 0;
-  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || (rec.value != 0 && n_stdio == 0) ||
+  *ret_late = n == (ssize_t)sizeof rec && rec.value == FB_LAUNCH_SPEC_LATE;
+  if (n != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_SPEC || (rec.value != 0 && n_stdio == 0 && !*ret_late) ||
       (nfds - n_stdio != 1 && nfds - n_stdio != 3) || truncated)
     {
+      /* LATE with STDIO among them: a sandbox with no command has no
+       * streams of its own to take */
       *ret_why = "the server's first record is not the command";
       r = -EPROTO;
     }
   else
-    r = fb_launch_spec_decode (fds[0], false, ret_spec, ret_why);
+    r = fb_launch_spec_decode (fds[0], *ret_late, ret_spec, ret_why);
   for (int i = 0; r == 0 && i < n_stdio; i++)
     if (dup2 (fds[nfds - 3 + i], i) < 0)
       {
@@ -242,6 +255,67 @@ joined (FbLauncherChild *child, int *ret_signaled)
     }
 }
 
+/* LATE: the sandbox is made and waits (READY to the server), then its
+ * command comes: COMMAND with its sealed memfd (checked here as the first
+ * record's, a command with an argv) and its stdin, stdout and stderr, for
+ * pid 1.  A SIGNAL meanwhile reaches the sandbox (*RET_SIGNALED), whose pid 1
+ * ends with a terminating one; a sandbox that ends, or a server that
+ * leaves, ends the wait (-ECHILD, -ENOTCONN).  A malformed COMMAND is
+ * refused: *RET_REFUSED says why, for the server. */
+static int
+late_command (FbLauncherChild *child, int *ret_signaled, const char **ret_refused)
+{
+  int r = fb_launcher_child_wait_ready (child);
+
+  if (r < 0)
+    return r;
+  r = send_record (FB_LAUNCH_FD, FB_LAUNCH_READY, 0, NULL, -1);
+  if (r < 0)
+    return r;
+  for (;;)
+    {
+      struct pollfd pfd[2] = { { FB_LAUNCH_FD, POLLIN, 0 }, { fb_launcher_child_get_pidfd (child), POLLIN, 0 } };
+      FbLaunchRecord rec;
+      int fds[FB_LAUNCH_RECV_FDS_MAX], nfds, code;
+      bool truncated;
+      ssize_t k;
+
+      if (poll (pfd, pfd[1].fd >= 0 ? 2 : 1, pfd[1].fd >= 0 ? -1 : 100) < 0 && errno != EINTR)
+        return -errno;
+      if (fb_launcher_child_try_wait (child, &code) == 0)
+        return -ECHILD; /* ended before its command: a signal, or killed */
+      if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      k = fb_launch_recvmsg (FB_LAUNCH_FD, &rec, sizeof rec, 0, fds, G_N_ELEMENTS (fds), &nfds, &truncated);
+      if (k == -EINTR)
+        continue;
+      if (k <= 0)
+        return -ENOTCONN; /* the server is gone or dropped us */
+      if (k == (ssize_t)sizeof rec && rec.type == FB_LAUNCH_SIGNAL && rec.value > 0 && rec.value < NSIG && nfds == 0)
+        {
+          fb_launcher_child_kill (child, rec.value);
+          *ret_signaled = rec.value;
+          continue;
+        }
+      if (k != (ssize_t)sizeof rec || rec.type != FB_LAUNCH_COMMAND || nfds != 4 || truncated)
+        {
+          *ret_refused = "the server's record is not the command";
+          r = -EPROTO;
+        }
+      else
+        {
+          g_auto (FbLaunchSpec) spec = { 0 };
+          r = fb_launch_spec_decode (fds[0], false, &spec, ret_refused);
+          if (r == 0)
+            r = fb_launcher_child_send_command (child, fds[0], &fds[1]);
+        }
+      for (guint i = 0; i < G_N_ELEMENTS (fds); i++)
+        if (fds[i] >= 0)
+          close (fds[i]);
+      return r;
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -251,7 +325,8 @@ main (int argc, char **argv)
   FbLauncherPlan plan;
   int r, exit_code = FB_LAUNCHER_EXIT_SANDBOX;
   int join_fds[2] = { -1, -1 }, signaled = 0;
-  bool keep_view = false;
+  bool keep_view = false, late = false;
+  const char *refused = NULL;
 
   /* Die with the server (and the sandbox with us). */
   prctl (PR_SET_PDEATHSIG, SIGKILL);
@@ -264,7 +339,7 @@ main (int argc, char **argv)
       fprintf (stderr, "fusebox-launch: this helper takes no arguments; it is started by 'fusebox serve'\n");
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
-  r = receive_spec (&spec, &keep_view, join_fds, &why);
+  r = receive_spec (&spec, &keep_view, &late, join_fds, &why);
   if (r == 0 && keep_view)
     return keep ();
   if (r < 0)
@@ -276,6 +351,12 @@ main (int argc, char **argv)
 
   fb_launcher_plan_init (&plan);
   plan.root_kind = FB_LAUNCHER_ROOT_FUSE;
+  plan.late_command = late;
+  plan.uid = spec.uid;
+  plan.gid = spec.gid;
+  /* a late command's umask comes with it, for its pid 1 to apply */
+  if (!late && spec.umask != FB_LAUNCH_UMASK_KEEP)
+    umask ((mode_t)spec.umask); /* the command inherits it through the sandbox */
   plan.argv = (const char *const *)spec.argv;
   plan.cwd = spec.cwd;
   /* Always the client's, never ours (which is empty): the launcher would
@@ -293,6 +374,24 @@ main (int argc, char **argv)
   if (r < 0)
     return fail (NULL, &plan, r);
   r = plan.join_userns_fd >= 0 ? joined (child, &signaled) : send_mounted (child);
+  if (r >= 0 && late)
+    r = late_command (child, &signaled, &refused);
+  if (r < 0 && refused != NULL)
+    {
+      g_autofree char *text =
+        g_strdup_printf ("the launch helper refused the command: %s (%s)", refused, g_strerror (-r));
+      send_record (FB_LAUNCH_FD, FB_LAUNCH_FAILED, FB_LAUNCHER_EXIT_SANDBOX, text, -1);
+      fb_launcher_child_kill (child, SIGKILL);
+      fb_launcher_child_wait (child, &exit_code);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  if (r == -ENOTCONN && late)
+    {
+      /* the server left before the command: the sandbox goes too */
+      fb_launcher_child_kill (child, SIGKILL);
+      fb_launcher_child_wait (child, &exit_code);
+      return exit_code;
+    }
   if (r >= 0)
     r = fb_launcher_child_wait_exec (child);
   if (r < 0 && signaled != 0)

@@ -13,9 +13,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ipc/ipc-process-launch.h"
+#include "policy/util.h"
 #include "tests/lib/test-util.h"
 
 /* fb_launch_spec_check of a command with the helper's ids and umask. */
@@ -291,6 +294,60 @@ test_late (void **state)
   close (fd);
 }
 
+/* The helper refuses a late spec that brings streams (a sandbox with no
+ * command has none of its own to take), and a command where a late spec
+ * belongs, before it makes anything: FAILED 125. */
+static int
+helper_answer (const char *helper, guint32 value, int spec, int n_stdio)
+{
+  FbLaunchRecord rec = { .type = FB_LAUNCH_SPEC, .value = (int32_t)value };
+  int pair[2], fds[2] = { -1, -1 }, status;
+  int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  int sent[4] = { spec, null, null, null };
+  g_autoptr (GError) error = NULL;
+  GPid pid;
+
+  assert_true (null >= 0);
+  assert_int_equal (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  pid = fb_launch_helper_spawn (helper, null, null, null, pair[1], &error);
+  assert_true (pid > 0);
+  close (pair[1]);
+  assert_int_equal (fb_send_fds (pair[0], &rec, sizeof rec, sent, 1 + n_stdio, 0), 0);
+  assert_int_equal (fb_launch_recv (pair[0], &rec, sizeof rec, 0, fds), sizeof rec);
+  assert_int_equal (rec.type, FB_LAUNCH_FAILED);
+  assert_non_null (strstr (rec.text, "refused"));
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  close (pair[0]);
+  close (null);
+  return rec.value;
+}
+
+static void
+test_helper_refuses_late (void **state)
+{
+  const char *root = g_getenv ("FUSEBOX_BUILD_ROOT");
+  g_autofree char *helper = NULL;
+  const char *argv[] = { "/bin/true", NULL };
+  FbLaunchSpec late = { .uid = FB_LAUNCH_ID_CALLER, .gid = FB_LAUNCH_ID_CALLER, .umask = FB_LAUNCH_UMASK_KEEP };
+  const char *why = NULL;
+  int late_fd = -1, command_fd = -1;
+
+  if (root == NULL)
+    {
+      test_skip_test (true, "FUSEBOX_BUILD_ROOT is not set: run with 'meson test'");
+      return;
+    }
+  helper = g_build_filename (root, "launcher", "fusebox-launch", NULL);
+  assert_int_equal (fb_launch_spec_seal (&late, true, &late_fd, &why), 0);
+  assert_int_equal (fb_launch_spec_encode (0, argv, NULL, "/", &command_fd, &why), 0);
+  assert_int_equal (helper_answer (helper, FB_LAUNCH_SPEC_LATE | FB_LAUNCH_SPEC_STDIO, late_fd, 3), 125);
+  assert_int_equal (helper_answer (helper, FB_LAUNCH_SPEC_LATE, command_fd, 0), 125);
+  /* and a late spec without the flag is no command */
+  assert_int_equal (helper_answer (helper, 0, late_fd, 0), 125);
+  close (late_fd);
+  close (command_fd);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_roundtrip), cmocka_unit_test (test_empty_env),
                   cmocka_unit_test (test_bounds), cmocka_unit_test (test_malformed), cmocka_unit_test (test_ids_umask),
-                  cmocka_unit_test (test_late))
+                  cmocka_unit_test (test_late), cmocka_unit_test (test_helper_refuses_late))
