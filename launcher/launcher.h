@@ -300,7 +300,8 @@ char *fb_launcher_child_describe_failure (const FbLauncherChild *child);
 char *fb_launcher_describe_failure (const FbLauncherPlan *plan, const FbLauncherFailure *failure);
 
 /* Send SIG to the outer child, which relays SIGINT, SIGTERM, SIGHUP and
- * SIGQUIT to pid 1, which forwards them to the command.  SIGKILL kills the
+ * SIGQUIT to pid 1, which forwards them to the command (before a late
+ * command has come, they end the sandbox: 128+N).  SIGKILL kills the
  * whole sandbox (PDEATHSIG of pid 1, then the pid namespace). */
 int fb_launcher_child_kill (FbLauncherChild *child, int sig);
 /* Reap pid 1.  *ret_exit_code: the command's exit status, 128+N when it was
