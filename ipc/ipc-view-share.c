@@ -374,6 +374,8 @@ fb_view_share_count (FbViewShare *share)
   return n;
 }
 
+static void forget_pids (FbViewShare *share, FbViewMember *m);
+
 FbViewMember *
 fb_view_share_add (FbViewShare *share, int pidns_fd, const char *process, FbViewFdAccount *fd_account,
                    FbAccessSink *sink, GDestroyNotify destroy, gpointer destroy_data, GError **error)
@@ -419,11 +421,16 @@ fb_view_share_add (FbViewShare *share, int pidns_fd, const char *process, FbView
       return NULL;
     }
   g_hash_table_insert (share->members, &m->pidns, m);
+  /* a pid cached as no command's may be in this namespace: a sandbox
+   * made ahead of its command (launcher-session-ready.c) touches the view
+   * before it is anyone's, and is this command's from now on */
+  forget_pids (share, NULL);
   g_mutex_unlock (&share->lock);
   return m;
 }
 
-/* share->lock held: forget the pids cached for M. */
+/* share->lock held: forget the pids cached for M (NULL: those cached as
+ * no command's). */
 static void
 forget_pids (FbViewShare *share, FbViewMember *m)
 {
