@@ -119,7 +119,14 @@ typedef enum
   MSG_LOG_FULL,
   MSG_STOP,
   MSG_STOPPING,
+  MSG_STARTED,
+  MSG_SIGNAL,
+  MSG_EXITED,
 } MsgType;
+
+/* Descriptors a message carries at most (JOIN: the command, its stdin,
+ * stdout and stderr, for the ready sandbox). */
+#define MSG_FDS_MAX 4
 
 typedef struct
 {
@@ -127,11 +134,14 @@ typedef struct
   guint32 uid, gid, level, journal;
   guint32 running;    /* INFO: commands in the view now */
   guint32 log_full;   /* CLOSED: the command's log reached its budget */
-  guint64 n1, n2, n3; /* JOIN: rotate, budget; CLOSED: records, denials, records not written */
+  guint32 ready;      /* JOIN: the command comes with it, for the ready sandbox */
+  guint64 n1, n2, n3; /* JOIN: rotate, budget; CLOSED: records, denials, records not written; SIGNAL: the
+                       * signal; EXITED: the exit status */
   char digest[65];    /* JOIN: the effective policy's SHA-256 */
   char run_id[64];    /* JOIN: the command's run; INFO: the session's */
   char text[4096];    /* JOIN: the log's path; INFO: the session's run dir; REGISTER: the --resolve entries, a
-                       * line each; REFUSED, CLOSED: a message */
+                       * line each; REFUSED, CLOSED: a message; EXITED: why the command did not start */
+  char more[4096];    /* JOIN: the --resolve entries; JOINED: why not in the ready sandbox */
 } Msg;
 
 /* --- messages -------------------------------------------------------------------- */
@@ -148,6 +158,13 @@ msg_text (Msg *m, const char *format, ...)
   va_end (ap);
 }
 
+static void
+close_fds (int fds[MSG_FDS_MAX])
+{
+  for (int i = 0; i < MSG_FDS_MAX; i++)
+    fb_fd_close (&fds[i]);
+}
+
 static int
 send_msg (int fd, const Msg *m, const int *fds, int n_fds)
 {
@@ -162,15 +179,24 @@ send_type (int fd, MsgType type)
   return send_msg (fd, &m, NULL, 0);
 }
 
-/* One message and up to two descriptors (else -1): 1, 0 at EOF, -errno. */
+/* One message and up to MSG_FDS_MAX descriptors (else -1): 1, 0 at EOF,
+ * -errno. */
 static int
-recv_msg (int fd, Msg *m, int fds[2])
+recv_msg (int fd, Msg *m, int fds[MSG_FDS_MAX])
 {
-  ssize_t n = fb_launch_recv (fd, m, sizeof *m, 0, fds);
+  bool truncated;
+  int nfds;
+  ssize_t n = fb_launch_recvmsg (fd, m, sizeof *m, 0, fds, MSG_FDS_MAX, &nfds, &truncated);
 
   if (n <= 0)
     return (int)n;
+  if ((gsize)n != sizeof *m || truncated)
+    {
+      close_fds (fds);
+      return -EPROTO;
+    }
   m->digest[sizeof m->digest - 1] = m->run_id[sizeof m->run_id - 1] = m->text[sizeof m->text - 1] = '\0';
+  m->more[sizeof m->more - 1] = '\0';
   return 1;
 }
 
@@ -273,7 +299,7 @@ connect_to (const char *name)
 
 /* Wait up to ANSWER_MS for one message. */
 static int
-await_msg (int fd, Msg *m, int fds[2])
+await_msg (int fd, Msg *m, int fds[MSG_FDS_MAX])
 {
   struct pollfd p = { .fd = fd, .events = POLLIN };
   int n;
@@ -306,13 +332,14 @@ typedef struct
   int fd; /* -1 once it hung up */
   guint watch;
   char *run_id;
-  FbAccessLog *log;     /* its command's, from JOIN until it is closed */
-  FbViewMember *member; /* from REGISTER */
-  FbProxy *proxy;       /* a network allowlist's, from REGISTER until its command ends */
-  bool ended;           /* ENDED, or EOF: its command is over */
-  bool answered;        /* CLOSED sent (or no one to send it to) */
-  guint linger_id;      /* LINGER_MS after its end, while files of it are open */
-  bool stop_waits;      /* `session stop`: hung up on once the session's run has ended */
+  FbAccessLog *log;      /* its command's, from JOIN until it is closed */
+  FbViewMember *member;  /* from REGISTER */
+  FbProxy *proxy;        /* a network allowlist's, from REGISTER until its command ends */
+  FbSessionReady *ready; /* the ready sandbox its command runs in (JOIN answered STARTED) */
+  bool ended;            /* ENDED, or EOF: its command is over */
+  bool answered;         /* CLOSED sent (or no one to send it to) */
+  guint linger_id;       /* LINGER_MS after its end, while files of it are open */
+  bool stop_waits;       /* `session stop`: hung up on once the session's run has ended */
 } Conn;
 
 struct Daemon
@@ -340,7 +367,11 @@ struct Daemon
   char *stop_why;            /* why it stops, if not asked to: told to its commands (STOPPING) */
   dev_t sock_dev;            /* the socket's directory entry, as bound */
   ino_t sock_ino;
-  FbProxyFds proxy_fds; /* the descriptors its commands' network proxies hold together (max 0: not yet set) */
+  FbProxyFds proxy_fds;  /* the descriptors its commands' network proxies hold together (max 0: not yet set) */
+  char *launch_helper;   /* fusebox-launch, which makes the ready sandbox */
+  FbSessionReady *ready; /* the next command's sandbox, made ahead (launcher-session-ready.c) */
+  char *ready_why;       /* why the last one is gone */
+  guint ready_idle;
 };
 
 static guint
@@ -398,6 +429,7 @@ conn_free (Conn *c)
   d->conns = g_list_remove (d->conns, c);
   conn_hangup (c);
   g_clear_handle_id (&c->linger_id, g_source_remove);
+  g_clear_pointer (&c->ready, fb_session_ready_free);
   g_clear_pointer (&c->proxy, fb_proxy_free);
   fb_view_member_end (c->member);
   g_clear_pointer (&c->member, fb_view_member_unref);
@@ -526,6 +558,9 @@ command_ended (Conn *c)
   if (c->ended)
     return;
   c->ended = true;
+  /* a command in the ready sandbox whose supervisor is gone is killed,
+   * as its own supervisor would have killed it */
+  g_clear_pointer (&c->ready, fb_session_ready_free);
   fb_view_member_end (c->member);
   /* the last: the keeper refreshes what they listed now */
   if (running (c->d) == 0 && c->d->serving != NULL)
@@ -550,7 +585,12 @@ tell_log_full (gpointer data)
   for (GList *l = n->d->conns; l != NULL; l = l->next)
     {
       Conn *c = l->data;
-      if (g_strcmp0 (c->run_id, n->run_id) == 0 && c->fd >= 0)
+      if (g_strcmp0 (c->run_id, n->run_id) != 0)
+        continue;
+      /* the ready sandbox's command is ours to stop */
+      if (c->ready != NULL)
+        fb_session_ready_signal (c->ready, SIGKILL);
+      if (c->fd >= 0)
         send_type (c->fd, MSG_LOG_FULL);
     }
   note_free (n);
@@ -578,8 +618,147 @@ refuse (Conn *c, const char *format, ...)
   send_msg (c->fd, &m, NULL, 0);
 }
 
+/* --- the ready sandbox (launcher-session-ready.c) -------------------------------- */
+
+static void ready_changed (FbSessionReady *ready, gpointer data);
+
+static gboolean
+ready_start (gpointer data)
+{
+  Daemon *d = data;
+  g_autoptr (GError) error = NULL;
+  guint32 network = 0;
+
+  d->ready_idle = 0;
+  if (d->ready != NULL || d->stopping || d->launch_helper == NULL || d->ns[0] < 0)
+    return G_SOURCE_REMOVE;
+  switch (fb_policy_get_network (d->policy))
+    {
+      case FB_POLICY_NETWORK_NONE:
+        network = 0;
+        break;
+      case FB_POLICY_NETWORK_HOST:
+        network = 1;
+        break;
+      case FB_POLICY_NETWORK_ALLOWLIST:
+        network = 2;
+        break;
+    }
+  d->ready = fb_session_ready_start (d->launch_helper, d->ns, d->uid, d->gid, network, ready_changed, d, &error);
+  if (d->ready == NULL)
+    {
+      g_free (d->ready_why);
+      d->ready_why = g_strdup (error->message);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+/* The next command's sandbox, made once the loop is idle: at the
+ * session's start and after each command's JOIN, so at most one start
+ * per command however often one fails. */
 static void
-on_join (Conn *c, const Msg *m)
+ready_later (Daemon *d)
+{
+  if (d->ready_idle == 0 && d->ready == NULL && !d->stopping)
+    d->ready_idle = g_idle_add_full (G_PRIORITY_LOW, ready_start, d, NULL);
+}
+
+static void
+ready_changed (FbSessionReady *ready, gpointer data)
+{
+  Daemon *d = data;
+
+  if (ready != d->ready || fb_session_ready_is_waiting (ready))
+    return;
+  /* gone before a command: the next command makes its own sandbox */
+  g_free (d->ready_why);
+  d->ready_why = g_strdup (fb_session_ready_get_why (ready));
+  g_clear_pointer (&d->ready, fb_session_ready_free);
+}
+
+static void
+ready_ended (FbSessionReady *ready, int status, const char *message, gpointer data)
+{
+  Conn *c = data;
+  Msg m = { .type = MSG_EXITED, .n1 = (guint64)status };
+
+  (void)ready;
+  if (message != NULL)
+    g_strlcpy (m.text, message, sizeof m.text);
+  if (c->fd >= 0)
+    send_msg (c->fd, &m, NULL, 0);
+}
+
+/* JOIN with its command (FDS: the command's memfd, stdin, stdout,
+ * stderr): run it in the ready sandbox, as the command's from its first
+ * step (its pid namespace is the command's before the command is sent),
+ * with its network proxy.  False with *RET_WHY when the command is to
+ * make a sandbox of its own instead. */
+static bool
+run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
+{
+  Daemon *d = c->d;
+  g_autoptr (GError) error = NULL;
+  g_auto (GStrv) entries = resolve[0] != '\0' ? g_strsplit (resolve, "\n", -1) : g_new0 (char *, 1);
+
+  if (d->ready == NULL || !fb_session_ready_is_waiting (d->ready))
+    {
+      *ret_why = d->ready_why != NULL ? g_strdup_printf ("no sandbox was ready: the last one failed: %s", d->ready_why)
+                                      : g_strdup ("no sandbox was ready yet");
+      return false;
+    }
+  if (!fb_session_caller_matches (c->fd, ret_why))
+    return false;
+  if (!fb_proxy_check_resolve ((const char *const *)entries, &error))
+    {
+      *ret_why = g_strdup (error->message);
+      return false;
+    }
+  c->member = fb_view_share_add (d->share, fb_session_ready_get_pidns (d->ready), c->run_id, NULL,
+                                 fb_access_log_get_sink (c->log), NULL, NULL, &error);
+  if (c->member == NULL)
+    {
+      *ret_why = g_strdup (error->message);
+      return false;
+    }
+  if (fb_policy_get_network (d->policy) == FB_POLICY_NETWORK_ALLOWLIST)
+    {
+      FbProxyOptions po = { .policy = d->policy,
+                            .sink = fb_access_log_get_sink (c->log),
+                            .uid = d->uid,
+                            .resolve = (const char *const *)entries,
+                            .fds = &d->proxy_fds };
+      int fd = fb_session_ready_take_proxy_fd (d->ready);
+
+      if (d->proxy_fds.max == 0)
+        fb_proxy_fds_init (&d->proxy_fds);
+      c->proxy = fd >= 0 ? fb_proxy_new (&po, fd, &error) : NULL;
+      if (c->proxy == NULL)
+        {
+          *ret_why = g_strdup_printf ("its network proxy could not start: %s",
+                                      error != NULL ? error->message : "the sandbox has no socket for it");
+          goto undo;
+        }
+    }
+  if (fb_session_ready_run (d->ready, fds[0], &fds[1], ready_ended, c) < 0)
+    {
+      *ret_why = g_strdup ("the ready sandbox could not be sent the command");
+      goto undo;
+    }
+  c->ready = g_steal_pointer (&d->ready);
+  return true;
+
+undo:
+  /* the sandbox is spent (its proxy socket taken, or its helper gone) */
+  g_clear_pointer (&d->ready, fb_session_ready_free);
+  g_clear_pointer (&c->proxy, fb_proxy_free);
+  fb_view_member_end (c->member);
+  g_clear_pointer (&c->member, fb_view_member_unref);
+  return false;
+}
+
+static void
+on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
 {
   Daemon *d = c->d;
   FbAccessLogOptions lo = { 0 };
@@ -640,6 +819,19 @@ on_join (Conn *c, const Msg *m)
     }
   c->run_id = g_strdup (m->run_id);
   g_clear_handle_id (&d->idle_id, g_source_remove);
+  if (m->ready != 0 && fds[0] >= 0 && fds[3] >= 0)
+    {
+      g_autofree char *why = NULL;
+
+      if (run_ready (c, fds, m->more, &why))
+        {
+          send_type (c->fd, MSG_STARTED);
+          ready_later (d);
+          return;
+        }
+      g_strlcpy (answer.more, why, sizeof answer.more);
+    }
+  ready_later (d);
   send_msg (c->fd, &answer, d->ns, 2);
 }
 
@@ -699,11 +891,15 @@ on_stop (Daemon *d)
   Msg m = { .type = MSG_STOPPING };
 
   d->stopping = true;
+  g_clear_handle_id (&d->ready_idle, g_source_remove);
+  g_clear_pointer (&d->ready, fb_session_ready_free);
   if (d->stop_why != NULL)
     g_strlcpy (m.text, d->stop_why, sizeof m.text);
   for (GList *l = d->conns; l != NULL; l = l->next)
     {
       Conn *c = l->data;
+      if (c->ready != NULL)
+        fb_session_ready_signal (c->ready, SIGKILL);
       if (c->member != NULL && !c->ended && c->fd >= 0)
         send_msg (c->fd, &m, NULL, 0);
     }
@@ -716,7 +912,7 @@ on_conn (int fd, GIOCondition cond, gpointer data)
   Conn *c = data;
   Daemon *d = c->d;
   Msg m;
-  int fds[2];
+  int fds[MSG_FDS_MAX];
   int r = recv_msg (fd, &m, fds);
 
   if (r <= 0)
@@ -741,7 +937,11 @@ on_conn (int fd, GIOCondition cond, gpointer data)
         }
         break;
       case MSG_JOIN:
-        on_join (c, &m);
+        on_join (c, &m, fds);
+        break;
+      case MSG_SIGNAL:
+        if (c->ready != NULL && m.n1 > 0 && m.n1 < NSIG)
+          fb_session_ready_signal (c->ready, (int)m.n1);
         break;
       case MSG_REGISTER:
         on_register (c, fds[0], &fds[1], m.text);
@@ -760,11 +960,11 @@ on_conn (int fd, GIOCondition cond, gpointer data)
       case MSG_REFUSED:
       case MSG_LOG_FULL:
       case MSG_STOPPING:
+      case MSG_STARTED:
+      case MSG_EXITED:
         break;
     }
-  for (int i = 0; i < 2; i++)
-    if (fds[i] >= 0)
-      close (fds[i]);
+  close_fds (fds);
   return G_SOURCE_CONTINUE;
 }
 
@@ -1022,6 +1222,7 @@ daemon_main (Daemon *d, int ready)
   g_unix_signal_add (SIGHUP, on_stop_signal, d);
   g_timeout_add_seconds (SOCKET_CHECK_S, check_socket, d);
   maybe_idle (d);
+  ready_later (d);
   if (write (ready, "ok", 2) != 2)
     status = 1;
   close (ready);
@@ -1044,6 +1245,9 @@ out:
       unlink (d->sock_path);
       close (d->listen_fd);
     }
+  /* the sandbox made ahead holds the view's mount namespace too */
+  g_clear_handle_id (&d->ready_idle, g_source_remove);
+  g_clear_pointer (&d->ready, fb_session_ready_free);
   /* the view first (nothing pushes records any more), then every
    * command's end (their logs) */
   for (int i = 0; i < 2; i++)
@@ -1074,6 +1278,8 @@ out:
   g_clear_pointer (&d->view, fb_view_unref);
   g_clear_pointer (&d->share, fb_view_share_free);
   g_clear_pointer (&d->stop_why, g_free);
+  g_clear_pointer (&d->ready_why, g_free);
+  g_clear_pointer (&d->launch_helper, g_free);
   fb_cmd_close_run_log (d->run, "session", "the session");
   fb_run_end (d->run, status, NULL);
   for (guint i = 0; i < waiters->len; i++)
@@ -1196,6 +1402,7 @@ start_session (const RunOptions *o, const char *name)
       d.level = o->log_level;
       d.log_file = log_file;
       d.log_max = log_max;
+      d.launch_helper = fb_cmd_sibling_program ("FUSEBOX_LAUNCH", "fusebox-launch");
       _exit (daemon_main (&d, pipefd[1]));
     }
   close (pipefd[1]);
@@ -1254,11 +1461,9 @@ supervise (FbLauncherChild *child, int ctl, End *ret_end, char *why, gsize why_s
       if (n > 0 && p[2].revents != 0 && ctl >= 0)
         {
           Msg m;
-          int fds[2];
+          int fds[MSG_FDS_MAX];
           int r = recv_msg (ctl, &m, fds);
-          for (int i = 0; i < 2; i++)
-            if (fds[i] >= 0)
-              close (fds[i]);
+          close_fds (fds);
           if (r <= 0 || m.type == MSG_LOG_FULL || m.type == MSG_STOPPING)
             {
               /* the view goes, or the log's budget is spent: the command
@@ -1277,13 +1482,104 @@ supervise (FbLauncherChild *child, int ctl, End *ret_end, char *why, gsize why_s
   return code;
 }
 
+/* The same for a command in the session's ready sandbox, whose parent is
+ * the daemon's launch helper: signals go to it through the daemon, which
+ * stops it itself when the log's budget is spent or the session stops;
+ * EXITED brings its status, and *RET_FAILURE what kept it from starting.
+ * If the daemon goes, the helper sees its end and kills the sandbox. */
+static int
+supervise_ready (int ctl, End *ret_end, char *why, gsize why_size, char **ret_failure)
+{
+  int code = FB_LAUNCHER_EXIT_SANDBOX;
+  int sfd = fb_cmd_run_signalfd ();
+
+  *ret_end = END_SELF;
+  for (;;)
+    {
+      struct pollfd p[2] = { { sfd, POLLIN, 0 }, { ctl, POLLIN, 0 } };
+      int n = poll (p, 2, -1);
+      Msg m;
+      int fds[MSG_FDS_MAX], r;
+
+      if (n < 0 && errno != EINTR)
+        break;
+      if (n > 0 && (p[0].revents & POLLIN))
+        {
+          struct signalfd_siginfo si;
+          while (read (sfd, &si, sizeof si) == (ssize_t)sizeof si)
+            {
+              Msg sig = { .type = MSG_SIGNAL, .n1 = si.ssi_signo };
+              send_msg (ctl, &sig, NULL, 0);
+            }
+        }
+      if (n <= 0 || p[1].revents == 0)
+        continue;
+      r = recv_msg (ctl, &m, fds);
+      close_fds (fds);
+      if (r <= 0)
+        {
+          *ret_end = END_DAEMON_GONE;
+          break;
+        }
+      if (m.type == MSG_EXITED)
+        {
+          code = (int)m.n1;
+          if (m.text[0] != '\0')
+            *ret_failure = g_strdup (m.text);
+          break;
+        }
+      if (m.type == MSG_LOG_FULL)
+        *ret_end = END_LOG_FULL;
+      else if (m.type == MSG_STOPPING)
+        {
+          *ret_end = END_STOPPED;
+          g_strlcpy (why, m.text, why_size);
+        }
+    }
+  if (sfd >= 0)
+    close (sfd);
+  return code;
+}
+
+/* The command for the ready sandbox (FDS: a sealed memfd of its argv,
+ * environment, working directory and umask, then dups of our stdin,
+ * stdout and stderr); false when it can't go there (a standard stream is
+ * closed, or the command is past execve's bounds: the sandbox of its own
+ * says what the kernel says). */
+static bool
+ready_command (const RunOptions *o, const Run *run, int fds[MSG_FDS_MAX])
+{
+  extern char **environ;
+  const char *why;
+  mode_t mask = umask (0);
+  FbLaunchSpec spec = { .uid = FB_LAUNCH_ID_CALLER,
+                        .gid = FB_LAUNCH_ID_CALLER,
+                        .umask = (guint32)mask,
+                        .argv = (char **)o->command,
+                        .envp = run->envp != NULL ? run->envp : environ,
+                        .cwd = run->cwd != NULL ? run->cwd : (char *)"/" };
+
+  umask (mask);
+  for (int i = 0; i < MSG_FDS_MAX; i++)
+    fds[i] = -1;
+  if (fb_launch_spec_seal (&spec, false, &fds[0], &why) < 0)
+    return false;
+  for (int i = 0; i < 3; i++)
+    if ((fds[i + 1] = fcntl (i, F_DUPFD_CLOEXEC, 3)) < 0)
+      {
+        close_fds (fds);
+        return false;
+      }
+  return true;
+}
+
 /* The run's end as the daemon tells it: CLOSED's counts in run.json. */
 static int
 finish (Run *run, int ctl, End end, const char *why, int status, const char *name)
 {
   JsonObject *info = fb_run_get_info (run->run);
   Msg m = { 0 };
-  int fds[2];
+  int fds[MSG_FDS_MAX];
 
   if (ctl >= 0 && send_type (ctl, MSG_ENDED) == 0 && await_msg (ctl, &m, fds) > 0 && m.type == MSG_CLOSED)
     {
@@ -1354,7 +1650,8 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   FbPolicy *policy;
   FbLauncherPlan plan;
   Msg m = { 0 }, join = { .type = MSG_JOIN };
-  int fds[2] = { -1, -1 }, pidns = -1, ctl, status, r;
+  int fds[MSG_FDS_MAX] = { -1, -1, -1, -1 }, command_fds[MSG_FDS_MAX], pidns = -1, ctl, status, r;
+  JsonObject *info;
   End end = END_SELF;
   char stop_why[sizeof m.text] = "";
   /* the command's --resolve entries, for the proxy the daemon runs */
@@ -1410,25 +1707,48 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   join.n2 = run->log_max_size;
   g_strlcpy (join.run_id, fb_run_get_id (run->run), sizeof join.run_id);
   g_strlcpy (join.text, fb_run_get_log_path (run->run), sizeof join.text);
-  if (send_msg (ctl, &join, NULL, 0) < 0 || await_msg (ctl, &m, fds) <= 0 || m.type != MSG_JOINED || fds[1] < 0 ||
-      !view_namespaces_ok (fds))
+  g_strlcpy (join.more, resolve, sizeof join.more);
+  /* the command comes along, for the sandbox the session made ahead */
+  join.ready = ready_command (o, run, command_fds);
+  r = send_msg (ctl, &join, command_fds, join.ready ? MSG_FDS_MAX : 0);
+  close_fds (command_fds);
+  if (r < 0 || await_msg (ctl, &m, fds) <= 0 ||
+      (m.type == MSG_JOINED ? fds[1] < 0 || !view_namespaces_ok (fds) : m.type != MSG_STARTED))
     {
       const char *why = m.type == MSG_REFUSED ? m.text
                         : m.type == MSG_JOINED && fds[1] >= 0
                           ? "its daemon handed over namespaces that are not a user namespace of ours and a mount "
                             "namespace: stop it with 'fusebox session stop', and see who runs it"
                           : "its daemon does not answer";
-      for (int i = 0; i < 2; i++)
-        if (fds[i] >= 0)
-          close (fds[i]);
+      close_fds (fds);
       fb_cmd_error ("run: --session %s: %s", name, why);
       fb_run_set_error (run->run, why, NULL);
       close (ctl);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
 
+  info = fb_run_get_info (run->run);
+  json_object_set_boolean_member (info, "ready_sandbox", m.type == MSG_STARTED);
+  if (m.type == MSG_JOINED && join.ready && m.more[0] != '\0')
+    json_object_set_string_member (info, "ready_sandbox_why", m.more);
   terminal = fb_cmd_terminal_save ();
   signal (SIGPIPE, SIG_IGN);
+  if (m.type == MSG_STARTED)
+    {
+      g_autofree char *failure = NULL;
+
+      status = supervise_ready (ctl, &end, stop_why, sizeof stop_why, &failure);
+      if (failure != NULL)
+        {
+          fb_cmd_error ("run: %s", failure);
+          fb_run_set_error (run->run, failure, NULL);
+        }
+      fb_cmd_terminal_restore (terminal);
+      status = finish (run, ctl, end, stop_why, status, name);
+      close (ctl);
+      json_object_set_int_member (info, "exit_status", status);
+      return status;
+    }
   fb_cmd_run_plan (o, run, &plan);
   plan.join_userns_fd = fds[0];
   plan.join_mntns_fd = fds[1];
@@ -1510,7 +1830,7 @@ fb_cmd_session (int argc, char **argv)
           {
             g_autofree char *name = g_strndup (e, strlen (e) - 5);
             Msg m;
-            int fds[2], fd = connect_to (name);
+            int fds[MSG_FDS_MAX], fd = connect_to (name);
             if (fd >= 0 && send_type (fd, MSG_HELLO) == 0 && await_msg (fd, &m, fds) > 0 && m.type == MSG_INFO)
               fb_cmd_print (stdout, "%s\t%u running\t%s\n", name, m.running, m.run_id);
             if (fd >= 0)
@@ -1521,7 +1841,7 @@ fb_cmd_session (int argc, char **argv)
   if (argc == 3 && strcmp (argv[1], "stop") == 0)
     {
       Msg m;
-      int fds[2], fd;
+      int fds[MSG_FDS_MAX], fd;
 
       if (!valid_name (argv[2]) || (fd = connect_to (argv[2])) < 0)
         {
@@ -1531,9 +1851,7 @@ fb_cmd_session (int argc, char **argv)
       /* it ends, and hangs up on us */
       send_type (fd, MSG_STOP);
       while (await_msg (fd, &m, fds) > 0)
-        for (int i = 0; i < 2; i++)
-          if (fds[i] >= 0)
-            close (fds[i]);
+        close_fds (fds);
       close (fd);
       return FB_EXIT_OK;
     }

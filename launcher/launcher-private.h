@@ -178,6 +178,41 @@ typedef void (*FbLogConnectFunc) (const char *line, JsonObject *record, gpointer
 int fb_log_connect_follow (const char *url, const char *token_file, JsonNode *server_filter, FbLogConnectFunc func,
                            gpointer user_data);
 
+/* launcher-session-ready.c: a `run --session` daemon's sandbox made
+ * ahead of its command, by the launch helper HELPER, in the view whose
+ * user and mount namespaces are VIEW_NS, with the ids UID, GID inside and
+ * NETWORK (ipc/ipc-process-launch.h: 0 none, 1 host, 2 an allowlist).
+ * Before a command, CHANGED is called when it is ready (made and locked
+ * down, pid 1 waiting) and when it is gone (the helper failed or ended:
+ * fb_session_ready_get_why says what); once a command runs in it
+ * (fb_session_ready_run), ENDED gets its exit status, and MESSAGE when
+ * the command could not be started (else NULL), once.  Freeing it kills
+ * the sandbox. */
+typedef struct FbSessionReady FbSessionReady;
+typedef void (*FbSessionReadyFunc) (FbSessionReady *ready, gpointer data);
+typedef void (*FbSessionReadyEndFunc) (FbSessionReady *ready, int status, const char *message, gpointer data);
+FbSessionReady *fb_session_ready_start (const char *helper, const int view_ns[2], guint32 uid, guint32 gid,
+                                        guint32 network, FbSessionReadyFunc changed, gpointer data, GError **error);
+bool fb_session_ready_is_waiting (const FbSessionReady *ready);
+const char *fb_session_ready_get_why (const FbSessionReady *ready);
+/* Its pid namespace (borrowed), for the command's view member. */
+int fb_session_ready_get_pidns (const FbSessionReady *ready);
+/* The socket its network namespace listens on (a network allowlist), or -1. */
+int fb_session_ready_take_proxy_fd (FbSessionReady *ready);
+/* Run the command of SPEC_FD (a sealed memfd: ipc/ipc-process-launch.h)
+ * with STDIO as its stdin, stdout and stderr.  0, or -errno. */
+int fb_session_ready_run (FbSessionReady *ready, int spec_fd, const int stdio[3], FbSessionReadyEndFunc ended,
+                          gpointer data);
+void fb_session_ready_signal (FbSessionReady *ready, int sig);
+void fb_session_ready_free (FbSessionReady *ready);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbSessionReady, fb_session_ready_free)
+/* Whether the peer of SOCK is in the situation this process is in, as
+ * far as what a sandbox inherits from its maker goes: its credentials,
+ * capabilities, seccomp (none), cgroup, limits, LSM label, audit session,
+ * scheduling, CPU and memory affinity, OOM score and namespaces; else
+ * false with *RET_WHY saying which differs. */
+bool fb_session_caller_matches (int sock, char **ret_why);
+
 /* The sandbox's seccomp program, compiled from launcher-seccomp-gen.c's
  * rules when fusebox is built (launcher-seccomp-bpf.c, generated). */
 extern const struct sock_filter fb_launcher_seccomp_program[];

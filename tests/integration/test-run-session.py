@@ -26,6 +26,16 @@ of its own (its run directory, log, run.json, exit status).
   the listing made stale, fs/fs-fuse-warm.c), while one listed and
   stat'ed at once is asked (the control); the keeper's own requests are
   in no log, the session's included.
+- the ready sandbox: the session makes the next command's sandbox ahead,
+  and a command run in it is what it would be in one of its own: its
+  argv, environment, working directory, umask, stdin, stdout, stderr,
+  exit status (by a signal too), a missing command's 127, its signals
+  forwarded, its records in its own log; a command whose client is
+  SIGKILLed is killed with it; run.json says it ran there
+  ("ready_sandbox").  A caller that is not in the session daemon's
+  situation (another cgroup, other limits, another nice value) gets a
+  sandbox of its own, with its own limits and cgroup, and run.json says
+  why ("ready_sandbox_why").
 - refusals and bounds: a command under another policy is refused with
   what differs (125), as is one past the sessions a user may run;
   `fusebox session stop` ends a session and the command in it (125).
@@ -36,6 +46,7 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 import ctypes
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -69,10 +80,27 @@ class Host:
                            text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
 
-    def start(self, session, script, *opts, stdin=None):
+    def run_kw(self, session, script, *opts, cwd=None, input=None, umask=None, prefix=(), argv=None):
+        """run(), from CWD (the workspace), with INPUT as stdin, UMASK
+        (the caller's umask), PREFIX before fusebox (prlimit, nice...),
+        or ARGV instead of sh -c SCRIPT."""
+        self.sessions.add(session)
+        full = list(prefix) + ([BIN, "run", "--session", session] + list(opts) + ["--"] + argv if argv
+                               else self.argv(session, script, *opts))
+        p = subprocess.run(full, cwd=cwd or self.ws, env=self.env, input=input if input is not None else "",
+                           capture_output=True, text=True, timeout=120,
+                           preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+        return p.returncode, p.stdout, p.stderr
+
+    def last_run(self):
+        """The run that started last."""
+        runs = self.runs()
+        return max(runs, key=lambda r: runs[r].get("started", r))
+
+    def start(self, session, script, *opts, stdin=None, preexec_fn=None):
         self.sessions.add(session)
         return subprocess.Popen(self.argv(session, script, *opts), cwd=self.ws, env=self.env, stdin=stdin,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
 
     def runs(self):
         """{run id: run.json} of every run."""
@@ -346,6 +374,145 @@ def t_refusals_and_bounds(h):
     assert "\nr\t" not in "\n" + listed and "b0\t" in listed, listed
 
 
+def ready_run(h, session, script, *opts, **kw):
+    """Run SCRIPT in SESSION until a run of it went to the ready sandbox
+    (the first of a session makes the session and its sandbox; the next
+    may come before the sandbox is made); (code, out, err, run.json)."""
+    for i in range(100):
+        marker = "# marker-ready-%d-%d" % (os.getpid(), time.monotonic_ns())
+        code, out, err = h.run_kw(session, script + " " + marker, *opts, **kw)
+        info = h.runs()[h.run_of(marker)]
+        if info.get("ready_sandbox"):
+            return code, out, err, info
+        time.sleep(0.05)
+    raise AssertionError("never ran in the ready sandbox: %r" % (info,))
+
+
+def ancestors(pid):
+    """The comm of PID's ancestors, nearest first."""
+    out = []
+    while pid > 1:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                stat = f.read()
+        except FileNotFoundError:
+            break
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                out.append(f.read().strip())
+        except FileNotFoundError:
+            break
+    return out
+
+
+def t_ready_sandbox(h):
+    sub = os.path.join(h.ws, "sub dir")
+    os.mkdir(sub)
+    with open(os.path.join(sub, "in.txt"), "w") as f:
+        f.write("in\n")
+    # argv, environment, cwd, umask, stdin, stdout, stderr, exit status
+    code, out, err, info = ready_run(
+        h, "rd", 'printf "%s|" "$0" "$1" "$FB_T" "$PWD" "$(umask)"; cat; cat in.txt; echo oops >&2; exit 7',
+        "--setenv", "FB_T", "a b", "--workspace", h.ws, cwd=sub, input="from stdin\n", umask=0o027)
+    assert code == 7, (code, out, err)
+    assert out == "/bin/sh||a b|%s|0027|from stdin\nin\n" % sub, repr(out)
+    assert err == "oops\n", repr(err)
+    assert info["exit_status"] == 7 and info["ready_sandbox"] is True, info
+    # a signal's death, a missing command
+    code, out, err, info = ready_run(h, "rd", "kill -TERM $$")
+    assert code == 143, (code, out, err)
+    for i in range(100):
+        code, out, err = h.run_kw("rd", None, argv=["no-such-command-%d" % os.getpid()])
+        info = h.runs()[h.last_run()]
+        if info.get("ready_sandbox"):
+            break
+        time.sleep(0.05)
+    assert info.get("ready_sandbox") and code == 127 and "no-such-command" in err, (code, err, info)
+    # its records are its own: its run, its pid namespace's pids
+    code, out, err, info = ready_run(h, "rd", "cat %s/in.txt > /dev/null" % shlex.quote(sub))
+    rid = info["run"]
+    log = h.log(rid)
+    assert [x for x in log if x.get("path") == sub + "/in.txt"], log[-3:]
+    assert all(x["run"] == rid for x in log), log[-3:]
+    # a forwarded signal; the client's SIGKILL kills the command
+    nap = "sleep 602.%d" % os.getpid()
+    for i in range(100):
+        p = h.start("rd", "echo up; exec " + nap)
+        assert p.stdout.readline() == "up\n"
+        pid = int(subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True, text=True).stdout.split()[0])
+        if "fusebox-launch" in ancestors(pid):
+            break
+        p.kill()
+        p.communicate(timeout=120)
+        wait_for(lambda: subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True).returncode != 0,
+                 "the command to end")
+    else:
+        raise AssertionError("never ran in the ready sandbox")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 143, (p.returncode, out, err)
+    p = h.start("rd", "echo up; exec " + nap)
+    assert p.stdout.readline() == "up\n"
+    p.kill()
+    p.wait(timeout=60)
+    wait_for(lambda: subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True).returncode != 0,
+             "the killed client's command to end")
+
+
+def t_ready_sandbox_not_for_others(h):
+    code, out, err, info = ready_run(h, "ro", "true")
+    assert code == 0, (code, out, err)
+    # other limits: the command keeps its own
+    code, out, err = h.run_kw("ro", "ulimit -n", prefix=["prlimit", "--nofile=512:512"])
+    assert code == 0 and out == "512\n", (code, out, err)
+    info = h.runs()[h.last_run()]
+    assert info["ready_sandbox"] is False and "resource limits" in info["ready_sandbox_why"], info
+    # another nice value
+    code, out, err = h.run_kw("ro", "cut -d' ' -f19 /proc/self/stat", prefix=["nice", "-n", "7"])
+    assert code == 0 and out == "7\n", (code, out, err)
+    info = h.runs()[h.last_run()]
+    assert info["ready_sandbox"] is False and "scheduling" in info["ready_sandbox_why"], info
+    # another cgroup: the command is in the caller's (cgroup v2, or v1's
+    # pids hierarchy)
+    root = "/sys/fs/cgroup" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "/sys/fs/cgroup/pids"
+    cg = os.path.join(root, "fusebox-test-%d" % os.getpid())
+    try:
+        os.mkdir(cg)
+        if not os.path.exists(os.path.join(cg, "cgroup.procs")):
+            raise OSError("not a cgroup file system")
+    except OSError as e:
+        if os.path.isdir(cg):
+            os.rmdir(cg)
+        if MUST_RUN:
+            raise
+        print("skip the cgroup case: %s: %s" % (cg, e))
+        return
+    try:
+        nap = "sleep 603.%d" % os.getpid()
+
+        def enter():
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+        p = h.start("ro", "echo up; exec " + nap, preexec_fn=enter)
+        assert p.stdout.readline() == "up\n"
+        pid = int(subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True, text=True).stdout.split()[0])
+        with open("/proc/%d/cgroup" % pid) as f:
+            lines = f.read().split()
+        assert [x for x in lines if x.endswith(":/" + os.path.basename(cg))], ("the command left the caller's "
+                                                                             "cgroup", lines)
+        assert "fusebox-launch" not in ancestors(pid), ancestors(pid)
+        os.kill(pid, signal.SIGTERM)
+        p.communicate(timeout=60)
+        assert p.returncode == 143, p.returncode
+        info = h.runs()[h.run_of("up; exec " + nap)]
+        assert "cgroup" in info.get("ready_sandbox_why", ""), info
+    finally:
+        wait_for(lambda: not open(os.path.join(cg, "cgroup.procs")).read().strip(), "the cgroup to empty")
+        os.rmdir(cg)
+
+
 def run_tests(tests, prefix):
     """Run TESTS ((name, function of a Host) pairs), those named on the
     command line if any, each with a Host of its own whose sessions are
@@ -378,6 +545,7 @@ def run_tests(tests, prefix):
 if __name__ == "__main__":
     run_tests([("persistence", t_persistence), ("attribution", t_attribution),
                ("late_release", t_late_release), ("survives_sigkill", t_survives_sigkill),
-               ("warm_listing", t_warm_listing),
+               ("warm_listing", t_warm_listing), ("ready_sandbox", t_ready_sandbox),
+               ("ready_sandbox_not_for_others", t_ready_sandbox_not_for_others),
                ("refusals_and_bounds", t_refusals_and_bounds)],
               "fusebox-run-session-")
