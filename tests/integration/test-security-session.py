@@ -72,9 +72,9 @@ import ctypes, socket, sys
 class Msg(ctypes.Structure):
     _fields_ = [("type", ctypes.c_uint32), ("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32),
                 ("level", ctypes.c_uint32), ("journal", ctypes.c_uint32), ("running", ctypes.c_uint32),
-                ("log_full", ctypes.c_uint32), ("n1", ctypes.c_uint64), ("n2", ctypes.c_uint64),
-                ("n3", ctypes.c_uint64), ("digest", ctypes.c_char * 65), ("run_id", ctypes.c_char * 64),
-                ("text", ctypes.c_char * 4096)]
+                ("log_full", ctypes.c_uint32), ("ready", ctypes.c_uint32), ("n1", ctypes.c_uint64),
+                ("n2", ctypes.c_uint64), ("n3", ctypes.c_uint64), ("digest", ctypes.c_char * 65),
+                ("run_id", ctypes.c_char * 64), ("text", ctypes.c_char * 4096), ("more", ctypes.c_char * 4096)]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(20)
 try:
