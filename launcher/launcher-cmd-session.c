@@ -87,6 +87,7 @@
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -125,8 +126,9 @@ typedef enum
 } MsgType;
 
 /* Descriptors a message carries at most (JOIN: the command, its stdin,
- * stdout and stderr, for the ready sandbox). */
-#define MSG_FDS_MAX 4
+ * stdout and stderr, for the ready sandbox, and the daemon's proof as the
+ * caller opened it). */
+#define MSG_FDS_MAX 5
 
 typedef struct
 {
@@ -136,7 +138,7 @@ typedef struct
   guint32 log_full;   /* CLOSED: the command's log reached its budget */
   guint32 ready;      /* JOIN: the command comes with it, for the ready sandbox */
   guint64 n1, n2, n3; /* JOIN: rotate, budget; CLOSED: records, denials, records not written; SIGNAL: the
-                       * signal; EXITED: the exit status */
+                       * signal; EXITED: the exit status; INFO: the descriptor of the daemon's proof */
   char digest[65];    /* JOIN: the effective policy's SHA-256 */
   char run_id[64];    /* JOIN: the command's run; INFO: the session's */
   char text[4096];    /* JOIN: the log's path; INFO: the session's run dir; REGISTER: the --resolve entries, a
@@ -336,6 +338,7 @@ typedef struct
   FbViewMember *member;  /* from REGISTER */
   FbProxy *proxy;        /* a network allowlist's, from REGISTER until its command ends */
   FbSessionReady *ready; /* the ready sandbox its command runs in (JOIN answered STARTED) */
+  int proof;             /* a memfd of the daemon's own, for this connection, until its JOIN (run_ready) */
   bool ended;            /* ENDED, or EOF: its command is over */
   bool answered;         /* CLOSED sent (or no one to send it to) */
   guint linger_id;       /* LINGER_MS after its end, while files of it are open */
@@ -430,6 +433,7 @@ conn_free (Conn *c)
   conn_hangup (c);
   g_clear_handle_id (&c->linger_id, g_source_remove);
   g_clear_pointer (&c->ready, fb_session_ready_free);
+  fb_fd_close (&c->proof);
   g_clear_pointer (&c->proxy, fb_proxy_free);
   fb_view_member_end (c->member);
   g_clear_pointer (&c->member, fb_view_member_unref);
@@ -689,8 +693,29 @@ ready_ended (FbSessionReady *ready, int status, const char *message, gpointer da
     send_msg (c->fd, &m, NULL, 0);
 }
 
+/* The caller opened the daemon's proof (a memfd only this connection is
+ * told of) through /proc/DAEMON/fd/N, which the kernel allows only to a
+ * process that may read the daemon as a tracer would
+ * (PTRACE_MODE_READ_FSCREDS): one in a Landlock domain the daemon is not
+ * in may not, and no /proc file shows such a domain.  One opening: the
+ * proof is closed after it.  False with *RET_WHY otherwise. */
+static bool
+proof_holds (Conn *c, int fd, char **ret_why)
+{
+  struct stat mine, theirs;
+  bool ok = c->proof >= 0 && fd >= 0 && fstat (c->proof, &mine) == 0 && fstat (fd, &theirs) == 0 &&
+            mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+
+  fb_fd_close (&c->proof);
+  if (!ok)
+    *ret_why = g_strdup ("the caller could not open the session daemon's /proc/PID/fd (a Landlock domain, or "
+                         "another security module's ptrace rule, stands between them): a sandbox made by the "
+                         "daemon would not have the caller's confinement");
+  return ok;
+}
+
 /* JOIN with its command (FDS: the command's memfd, stdin, stdout,
- * stderr): run it in the ready sandbox, as the command's from its first
+ * stderr, the proof): run it in the ready sandbox, as the command's from its first
  * step (its pid namespace is the command's before the command is sent),
  * with its network proxy.  False with *RET_WHY when the command is to
  * make a sandbox of its own instead. */
@@ -707,7 +732,8 @@ run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
                                       : g_strdup ("no sandbox was ready yet");
       return false;
     }
-  if (!fb_session_caller_matches (c->fd, ret_why))
+  if (!proof_holds (c, fds[4], ret_why) ||
+      !fb_session_caller_matches (c->fd, fb_session_ready_get_maker (d->ready), ret_why))
     return false;
   if (!fb_proxy_check_resolve ((const char *const *)entries, &error))
     {
@@ -930,7 +956,7 @@ on_conn (int fd, GIOCondition cond, gpointer data)
     {
       case MSG_HELLO:
         {
-          Msg info = { .type = MSG_INFO, .running = running (d) };
+          Msg info = { .type = MSG_INFO, .running = running (d), .n1 = (guint64)c->proof };
           g_strlcpy (info.run_id, fb_run_get_id (d->run), sizeof info.run_id);
           g_strlcpy (info.text, fb_run_get_dir (d->run), sizeof info.text);
           send_msg (c->fd, &info, NULL, 0);
@@ -1018,6 +1044,7 @@ on_listen (int fd, GIOCondition cond, gpointer data)
   c = g_new0 (Conn, 1);
   c->d = d;
   c->fd = cfd;
+  c->proof = memfd_create ("fusebox-session-proof", MFD_CLOEXEC);
   c->watch = g_unix_fd_add (cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_conn, c);
   d->conns = g_list_prepend (d->conns, c);
   return G_SOURCE_CONTINUE;
@@ -1543,12 +1570,16 @@ supervise_ready (int ctl, End *ret_end, char *why, gsize why_size, char **ret_fa
 
 /* The command for the ready sandbox (FDS: a sealed memfd of its argv,
  * environment, working directory and umask, then dups of our stdin,
- * stdout and stderr); false when it can't go there (a standard stream is
+ * stdout and stderr, then the daemon's proof PROOF opened through its
+ * /proc/PID/fd, -1 if we may not: the daemon then says why); false when
+ * it can't go there (a standard stream is
  * closed, or the command is past execve's bounds: the sandbox of its own
  * says what the kernel says). */
 static bool
-ready_command (const RunOptions *o, const Run *run, int fds[MSG_FDS_MAX])
+ready_command (const RunOptions *o, const Run *run, int ctl, guint64 proof, int fds[MSG_FDS_MAX])
 {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
   extern char **environ;
   const char *why;
   mode_t mask = umask (0);
@@ -1570,6 +1601,11 @@ ready_command (const RunOptions *o, const Run *run, int fds[MSG_FDS_MAX])
         close_fds (fds);
         return false;
       }
+  if (proof <= G_MAXINT && getsockopt (ctl, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
+    {
+      g_autofree char *path = g_strdup_printf ("/proc/%d/fd/%d", (int)cred.pid, (int)proof);
+      fds[4] = open (path, O_RDONLY | O_CLOEXEC);
+    }
   return true;
 }
 
@@ -1650,7 +1686,8 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   FbPolicy *policy;
   FbLauncherPlan plan;
   Msg m = { 0 }, join = { .type = MSG_JOIN };
-  int fds[MSG_FDS_MAX] = { -1, -1, -1, -1 }, command_fds[MSG_FDS_MAX], pidns = -1, ctl, status, r;
+  int fds[MSG_FDS_MAX] = { -1, -1, -1, -1, -1 }, command_fds[MSG_FDS_MAX], pidns = -1, ctl, status, r;
+  guint64 proof;
   JsonObject *info;
   End end = END_SELF;
   char stop_why[sizeof m.text] = "";
@@ -1688,6 +1725,7 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
 
   /* the command's run, under the session's policy: ${RUN}, where the
    * private sources are, is the session's run directory */
+  proof = m.n1;
   status = fb_cmd_run_prepare (o, m.text, m.run_id, run);
   if (status >= 0)
     {
@@ -1709,8 +1747,8 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   g_strlcpy (join.text, fb_run_get_log_path (run->run), sizeof join.text);
   g_strlcpy (join.more, resolve, sizeof join.more);
   /* the command comes along, for the sandbox the session made ahead */
-  join.ready = ready_command (o, run, command_fds);
-  r = send_msg (ctl, &join, command_fds, join.ready ? MSG_FDS_MAX : 0);
+  join.ready = ready_command (o, run, ctl, proof, command_fds);
+  r = send_msg (ctl, &join, command_fds, !join.ready ? 0 : command_fds[4] >= 0 ? 5 : 4);
   close_fds (command_fds);
   if (r < 0 || await_msg (ctl, &m, fds) <= 0 ||
       (m.type == MSG_JOINED ? fds[1] < 0 || !view_namespaces_ok (fds) : m.type != MSG_STARTED))

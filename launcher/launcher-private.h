@@ -206,12 +206,17 @@ int fb_session_ready_run (FbSessionReady *ready, int spec_fd, const int stdio[3]
 void fb_session_ready_signal (FbSessionReady *ready, int sig);
 void fb_session_ready_free (FbSessionReady *ready);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbSessionReady, fb_session_ready_free)
-/* Whether the peer of SOCK is in the situation this process is in, as
+/* The process that made it (the launch helper, its parent): what the
+ * sandbox inherited, it inherited from that one. */
+GPid fb_session_ready_get_maker (const FbSessionReady *ready);
+/* Whether the peer of SOCK is in the situation process MAKER is in, as
  * far as what a sandbox inherits from its maker goes: its credentials,
  * capabilities, seccomp (none), cgroup, limits, LSM label, audit session,
- * scheduling, CPU and memory affinity, OOM score and namespaces; else
- * false with *RET_WHY saying which differs. */
-bool fb_session_caller_matches (int sock, char **ret_why);
+ * scheduling, CPU and memory affinity, transparent huge pages, OOM score
+ * and namespaces; else false with *RET_WHY saying which differs.  Not
+ * seen in /proc, and not compared: a Landlock domain (the daemon's proof,
+ * launcher-cmd-session.c, stands for it), PR_SET_MDWE. */
+bool fb_session_caller_matches (int sock, GPid maker, char **ret_why);
 
 /* The sandbox's seccomp program, compiled from launcher-seccomp-gen.c's
  * rules when fusebox is built (launcher-seccomp-bpf.c, generated). */

@@ -254,6 +254,12 @@ fb_session_ready_is_waiting (const FbSessionReady *r)
   return r->state == READY_WAITING && r->sock >= 0;
 }
 
+GPid
+fb_session_ready_get_maker (const FbSessionReady *r)
+{
+  return r->pid;
+}
+
 const char *
 fb_session_ready_get_why (const FbSessionReady *r)
 {
@@ -404,6 +410,7 @@ static const struct
   { "SpeculationIndirectBranch", "indirect branch speculation control" },
   { "Cpus_allowed_list", "CPU affinity" },
   { "Mems_allowed_list", "memory node affinity" },
+  { "THP_enabled", "transparent huge pages setting" },
   { "cgroup", "cgroup" },
   { "limits", "resource limits" },
   { "attr/current", "LSM label" },
@@ -448,7 +455,7 @@ describe_process (int proc_dir, const char *status, const char *item)
 }
 
 bool
-fb_session_caller_matches (int sock, char **ret_why)
+fb_session_caller_matches (int sock, GPid maker, char **ret_why)
 {
   struct ucred cred;
   socklen_t len = sizeof cred;
@@ -470,8 +477,9 @@ fb_session_caller_matches (int sock, char **ret_why)
       *ret_why = g_strdup ("the caller's process is not known");
       return false;
     }
+  g_snprintf (path, sizeof path, "/proc/%d", (int)maker);
+  self = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
   g_snprintf (path, sizeof path, "/proc/%d", (int)cred.pid);
-  self = open ("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
   peer = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
   my_status = self >= 0 ? read_text (self, "status") : NULL;
   their_status = peer >= 0 ? read_text (peer, "status") : NULL;
@@ -487,7 +495,7 @@ fb_session_caller_matches (int sock, char **ret_why)
         differs = inherited[i].label;
     }
   /* its I/O priority (ioprio_get: IOPRIO_WHO_PROCESS) */
-  if (differs == NULL && syscall (SYS_ioprio_get, 1, 0) != syscall (SYS_ioprio_get, 1, (int)cred.pid))
+  if (differs == NULL && syscall (SYS_ioprio_get, 1, (int)maker) != syscall (SYS_ioprio_get, 1, (int)cred.pid))
     differs = "I/O priority";
   /* neither under a seccomp filter: one's filters can't be compared with
    * another's, and a sandbox made by the daemon would not have the
@@ -508,8 +516,8 @@ fb_session_caller_matches (int sock, char **ret_why)
   close (pidfd);
   if (differs != NULL)
     {
-      *ret_why = g_strdup_printf ("the caller's %s differs from the session daemon's, which the sandbox made "
-                                  "ahead has",
+      *ret_why = g_strdup_printf ("the caller's %s differs from that of the sandbox the session made ahead "
+                                  "(its maker's, the launch helper's)",
                                   differs);
       return false;
     }

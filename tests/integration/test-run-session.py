@@ -32,10 +32,10 @@ of its own (its run directory, log, run.json, exit status).
   exit status (by a signal too), a missing command's 127, its signals
   forwarded, its records in its own log; a command whose client is
   SIGKILLed is killed with it; run.json says it ran there
-  ("ready_sandbox").  A caller that is not in the session daemon's
-  situation (another cgroup, other limits, another nice value) gets a
-  sandbox of its own, with its own limits and cgroup, and run.json says
-  why ("ready_sandbox_why").
+  ("ready_sandbox").  A caller that is not in the situation of the
+  sandbox's maker (another cgroup, other limits, another nice value, a
+  Landlock domain) gets a sandbox of its own, with its own limits, cgroup
+  and confinement, and run.json says why ("ready_sandbox_why").
 - refusals and bounds: a command under another policy is refused with
   what differs (125), as is one past the sessions a user may run;
   `fusebox session stop` ends a session and the command in it (125).
@@ -374,6 +374,24 @@ def t_refusals_and_bounds(h):
     assert "\nr\t" not in "\n" + listed and "b0\t" in listed, listed
 
 
+# exec argv[2:] in a Landlock domain that may write files only beneath the
+# directories of argv[1] (':'-separated); exit 3 where the kernel has no
+# Landlock (ABI 1: the ruleset's attribute is handled_access_fs alone)
+LANDLOCKED = ("import ctypes, os, struct, sys\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "if libc.syscall(444, None, 0, 1) < 1:\n"
+              "    sys.exit(3)\n"
+              "handled = (1 << 1) | (1 << 8)\n"
+              "attr = ctypes.create_string_buffer(struct.pack('Q', handled))\n"
+              "rs = libc.syscall(444, attr, 8, 0)\n"
+              "for d in sys.argv[1].split(':'):\n"
+              "    fd = os.open(d, os.O_PATH)\n"
+              "    rule = ctypes.create_string_buffer(struct.pack('=Qi', handled, fd))\n"
+              "    assert libc.syscall(445, rs, 1, rule, 0) == 0, ctypes.get_errno()\n"
+              "assert libc.syscall(446, rs, 0) == 0, ctypes.get_errno()\n"
+              "os.execvp(sys.argv[2], sys.argv[2:])\n")
+
+
 def ready_run(h, session, script, *opts, **kw):
     """Run SCRIPT in SESSION until a run of it went to the ready sandbox
     (the first of a session makes the session and its sandbox; the next
@@ -401,6 +419,21 @@ def ancestors(pid):
         try:
             with open("/proc/%d/comm" % pid) as f:
                 out.append(f.read().strip())
+        except FileNotFoundError:
+            break
+    return out
+
+
+def ancestor_pids(pid):
+    """[(pid, comm)] of PID's ancestors, nearest first."""
+    out = []
+    while pid > 1:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                stat = f.read()
+            pid = int(stat[stat.rindex(")") + 2:].split()[1])
+            with open("/proc/%d/comm" % pid) as f:
+                out.append((pid, f.read().strip()))
         except FileNotFoundError:
             break
     return out
@@ -473,6 +506,43 @@ def t_ready_sandbox_not_for_others(h):
     assert code == 0 and out == "%d\n" % min(os.nice(0) + 7, 19), (code, out, err)
     info = h.runs()[h.last_run()]
     assert info["ready_sandbox"] is False and "scheduling" in info["ready_sandbox_why"], info
+    # the daemon's limits lowered after its sandbox was made: a caller with
+    # the daemon's new limits does not get the sandbox made with the old
+    nap = "sleep 604.%d" % os.getpid()
+    for i in range(100):
+        p = h.start("ro", "echo up; exec " + nap)
+        assert p.stdout.readline() == "up\n"
+        pid = int(subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True, text=True).stdout.split()[0])
+        chain = ancestor_pids(pid)
+        os.kill(pid, signal.SIGTERM)
+        p.communicate(timeout=60)
+        if "fusebox-launch" in [c for _, c in chain]:
+            break
+    # the sandbox's chain (pid 1, the relay, the outer child) and its maker
+    # run fusebox-launch; the first fusebox above them is the daemon
+    comms = [c for _, c in chain]
+    daemon = [q for q, c in chain[comms.index("fusebox-launch"):] if c == "fusebox"][0]
+    subprocess.run(["prlimit", "--pid", str(daemon), "--nofile=300:300"], check=True)
+    time.sleep(0.3)  # the next sandbox, made before: nothing to wait for, a margin
+    code, out, err = h.run_kw("ro", "ulimit -n", prefix=["prlimit", "--nofile=300:300"])
+    assert code == 0 and out == "300\n", (code, out, err)
+    info = h.runs()[h.last_run()]
+    assert info["ready_sandbox"] is False and "resource limits" in info["ready_sandbox_why"], info
+    # a Landlock domain (which no /proc file shows): the command does not
+    # shed it through the daemon's sandbox; a sandbox of its own can't be
+    # made in it here (its maps are files it may not write), and that is
+    # the caller's confinement at work
+    escaped = os.path.join(h.ws, "escaped-landlock")
+    code, out, err = h.run_kw("ro", "echo out > %s" % escaped,
+                              prefix=[sys.executable, "-c", LANDLOCKED,
+                                      h.env["XDG_STATE_HOME"] + ":/dev"])
+    if code == 3 and not MUST_RUN:
+        print("skip the Landlock case: this kernel has no Landlock")
+    else:
+        assert code != 3, "this kernel has no Landlock"
+        assert not os.path.exists(escaped), "a Landlocked caller wrote through the daemon's sandbox"
+        info = h.runs()[h.last_run()]
+        assert info["ready_sandbox"] is False and "Landlock" in info["ready_sandbox_why"], info
     # another cgroup: the command is in the caller's (cgroup v2, or v1's
     # pids hierarchy)
     root = "/sys/fs/cgroup" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "/sys/fs/cgroup/pids"
