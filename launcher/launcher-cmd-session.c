@@ -98,6 +98,11 @@
 
 #define SESSION_NAME_MAX 64
 #define SESSION_COMMANDS_MAX 64
+/* A run.json's size at most (its command's argv and environment are
+ * execve's, 2 MiB, escaped). */
+#define RUN_JSON_MAX (16 * 1024 * 1024)
+/* Connections at once (commands, `session list|stop`): past it, refused. */
+#define SESSION_CONNS_MAX (4 * SESSION_COMMANDS_MAX)
 #define SESSIONS_MAX 16
 /* How long a command's log waits for the files it left open to close. */
 #define LINGER_MS 2000
@@ -190,6 +195,10 @@ recv_msg (int fd, Msg *m, int fds[MSG_FDS_MAX])
   int nfds;
   ssize_t n = fb_launch_recvmsg (fd, m, sizeof *m, 0, fds, MSG_FDS_MAX, &nfds, &truncated);
 
+  /* a peer that closed with our message unread reports ECONNRESET once,
+   * before what it sent us (a refusal, unix_release_sock) */
+  if (n == -ECONNRESET)
+    n = fb_launch_recvmsg (fd, m, sizeof *m, MSG_DONTWAIT, fds, MSG_FDS_MAX, &nfds, &truncated);
   if (n <= 0)
     return (int)n;
   if ((gsize)n != sizeof *m || truncated)
@@ -783,6 +792,73 @@ undo:
   return false;
 }
 
+/* JOIN's run: the caller's own, new.  Its id is no other command's of
+ * this session, and the log it names is to be made in a run directory
+ * of ours (not writable by others) whose run.json names this id and the
+ * caller as its supervisor (its pid and start time: written by the
+ * caller before JOIN, fb_run_start), and does not exist yet.  So a JOIN
+ * can't make the daemon write where its caller could not (a caller under
+ * Landlock or in a chroot), nor into another command's log.  False with
+ * *RET_WHY. */
+static bool
+join_run_ok (Conn *c, const Msg *m, char **ret_why)
+{
+  g_autofree char *dir = g_path_get_dirname (m->text);
+  g_autofree char *base = g_path_get_basename (m->text);
+  g_autofree char *text = NULL;
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  _fb_cleanup_fd_ int dfd = -1, jfd = -1;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  struct stat st;
+  JsonObject *root, *sup;
+  gsize n = strlen (m->run_id);
+  ssize_t got;
+
+  *ret_why = NULL;
+  for (gsize i = 0; i < n; i++)
+    if (!g_ascii_isalnum (m->run_id[i]) && m->run_id[i] != '-')
+      n = 0;
+  for (GList *l = c->d->conns; n > 0 && l != NULL; l = l->next)
+    if (l->data != c && g_strcmp0 (((Conn *)l->data)->run_id, m->run_id) == 0)
+      n = 0;
+  if (n == 0)
+    {
+      *ret_why = g_strdup_printf ("the run id %s is not a new run's", m->run_id);
+      return false;
+    }
+  if (!g_path_is_absolute (m->text) || getsockopt (c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+      (dfd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat (dfd, &st) < 0 ||
+      st.st_uid != geteuid () || (st.st_mode & 022) != 0 ||
+      (jfd = openat (dfd, "run.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat (jfd, &st) < 0 ||
+      !S_ISREG (st.st_mode) || st.st_size <= 0 || st.st_size > RUN_JSON_MAX ||
+      (got = pread (jfd, text = g_malloc ((gsize)st.st_size + 1), (gsize)st.st_size, 0)) != st.st_size)
+    {
+      *ret_why = g_strdup_printf ("the log %s is not in a run directory of the caller's (%s/run.json)", m->text, dir);
+      return false;
+    }
+  text[got] = '\0';
+  root = json_parser_load_from_data (parser, text, -1, NULL) && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))
+           ? json_node_get_object (json_parser_get_root (parser))
+           : NULL;
+  sup = root != NULL && json_object_has_member (root, "supervisor") ? json_object_get_object_member (root, "supervisor")
+                                                                    : NULL;
+  if (sup == NULL || g_strcmp0 (json_object_get_string_member_with_default (root, "run", ""), m->run_id) != 0 ||
+      json_object_get_int_member_with_default (sup, "pid", 0) != (gint64)cred.pid ||
+      json_object_get_int_member_with_default (sup, "start_time", -1) != (gint64)fb_run_process_start_time (cred.pid))
+    {
+      *ret_why = g_strdup_printf ("%s/run.json is not run %s's, supervised by the caller (pid %d)", dir, m->run_id,
+                                  (int)cred.pid);
+      return false;
+    }
+  if (fstatat (dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+    {
+      *ret_why = g_strdup_printf ("the log %s exists already", m->text);
+      return false;
+    }
+  return true;
+}
+
 static void
 on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
 {
@@ -796,6 +872,14 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
       refuse (c, "session %s is ending", d->name);
       return;
     }
+  {
+    g_autofree char *why = NULL;
+    if (!join_run_ok (c, m, &why))
+      {
+        refuse (c, "session %s refuses the command: %s", d->name, why);
+        return;
+      }
+  }
   if (strcmp (m->digest, d->digest) != 0)
     {
       refuse (c,
@@ -956,7 +1040,11 @@ on_conn (int fd, GIOCondition cond, gpointer data)
     {
       case MSG_HELLO:
         {
-          Msg info = { .type = MSG_INFO, .running = running (d), .n1 = (guint64)c->proof };
+          Msg info = { .type = MSG_INFO, .running = running (d) };
+
+          if (c->proof < 0)
+            c->proof = memfd_create ("fusebox-session-proof", MFD_CLOEXEC);
+          info.n1 = (guint64)c->proof;
           g_strlcpy (info.run_id, fb_run_get_id (d->run), sizeof info.run_id);
           g_strlcpy (info.text, fb_run_get_dir (d->run), sizeof info.text);
           send_msg (c->fd, &info, NULL, 0);
@@ -994,30 +1082,58 @@ on_conn (int fd, GIOCondition cond, gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* The peer is this user, and not inside a sandbox: the same pid namespace
- * as the daemon's (every sandbox has its own).  Read from the peer's own
- * pidfd where the kernel has SO_PEERPIDFD, so that a pid reused since the
- * connect can't stand in for it. */
+/* The root directory of /proc/PID (DIR), as the kernel names it: its
+ * device, inode and mount. */
 static bool
-peer_allowed (int fd)
+root_of (const char *dir, struct statx *ret)
+{
+  g_autofree char *path = g_build_filename (dir, "root", NULL);
+
+  return statx (AT_FDCWD, path, 0, STATX_INO | STATX_MNT_ID, ret) == 0 && (ret->stx_mask & STATX_MNT_ID) != 0;
+}
+
+/* The peer is this user, not inside a sandbox (the same pid namespace as
+ * the daemon's: every sandbox has its own), and neither in another mount
+ * namespace nor in a chroot (its root is the daemon's): a command joins
+ * the view's namespaces, whose root is the whole view, and would leave
+ * the chroot, which the kernel refuses a chrooted process's own user
+ * namespace for (an outside review read a file outside a chroot so).  Read from the peer's own
+ * pidfd (SO_PEERPIDFD, Linux 6.5), so that a pid reused since the connect
+ * can't stand in for it.  False with *RET_WHY. */
+static bool
+peer_allowed (int fd, const char **ret_why)
 {
   struct ucred cred;
   socklen_t len = sizeof cred;
   char path[64];
   struct stat mine, theirs;
+  struct statx my_root, their_root;
   int pidfd = -1;
   bool ok;
 
+  *ret_why = "a peer of another user or inside a sandbox";
   if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid () || cred.pid <= 0)
     return false;
-#ifdef SO_PEERPIDFD
   len = sizeof pidfd;
   if (getsockopt (fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
     pidfd = -1;
-#endif
   g_snprintf (path, sizeof path, "/proc/%d/ns/pid", (int)cred.pid);
   ok = stat ("/proc/self/ns/pid", &mine) == 0 && stat (path, &theirs) == 0 && mine.st_ino == theirs.st_ino &&
        mine.st_dev == theirs.st_dev;
+  if (ok)
+    {
+      g_snprintf (path, sizeof path, "/proc/%d/ns/mnt", (int)cred.pid);
+      ok = stat ("/proc/self/ns/mnt", &mine) == 0 && stat (path, &theirs) == 0 && mine.st_ino == theirs.st_ino &&
+           mine.st_dev == theirs.st_dev;
+      g_snprintf (path, sizeof path, "/proc/%d", (int)cred.pid);
+      ok = ok && root_of ("/proc/self", &my_root) && root_of (path, &their_root) &&
+           my_root.stx_ino == their_root.stx_ino && my_root.stx_dev_major == their_root.stx_dev_major &&
+           my_root.stx_dev_minor == their_root.stx_dev_minor && my_root.stx_mnt_id == their_root.stx_mnt_id;
+      if (!ok)
+        *ret_why = "a peer in another mount namespace or in a chroot (its root is not the session daemon's: the "
+                   "session's view would take its commands out of it); run fusebox where the session was started, "
+                   "outside any chroot";
+    }
   /* still the peer that connected (not reaped: its pid not reused) */
   if (ok && pidfd >= 0)
     ok = syscall (SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
@@ -1026,25 +1142,53 @@ peer_allowed (int fd)
   return ok;
 }
 
+/* A pause in accepting, after the process ran out of descriptors: the
+ * socket stays readable, and the loop would spin on it. */
+static gboolean on_listen (int fd, GIOCondition cond, gpointer data);
+
+static gboolean
+listen_again (gpointer data)
+{
+  Daemon *d = data;
+
+  d->listen_watch = g_unix_fd_add (d->listen_fd, G_IO_IN, on_listen, d);
+  return G_SOURCE_REMOVE;
+}
+
 static gboolean
 on_listen (int fd, GIOCondition cond, gpointer data)
 {
   Daemon *d = data;
   int cfd = accept4 (fd, NULL, NULL, SOCK_CLOEXEC);
+  const char *why;
   Conn *c;
 
+  if (cfd < 0 && (errno == EMFILE || errno == ENFILE))
+    {
+      d->listen_watch = 0;
+      g_timeout_add_seconds (1, listen_again, d);
+      return G_SOURCE_REMOVE;
+    }
   if (cfd < 0)
     return G_SOURCE_CONTINUE;
-  if (!peer_allowed (cfd))
+  if (g_list_length (d->conns) >= SESSION_CONNS_MAX)
+    why = "one connection too many";
+  else if (peer_allowed (cfd, &why))
+    why = NULL;
+  if (why != NULL)
     {
-      g_message ("session %s: refused a peer of another user or inside a sandbox", d->name);
+      Msg m = { .type = MSG_REFUSED };
+
+      msg_text (&m, "session %s refused %s", d->name, why);
+      g_message ("%s", m.text);
+      send_msg (cfd, &m, NULL, 0);
       close (cfd);
       return G_SOURCE_CONTINUE;
     }
   c = g_new0 (Conn, 1);
   c->d = d;
   c->fd = cfd;
-  c->proof = memfd_create ("fusebox-session-proof", MFD_CLOEXEC);
+  c->proof = -1;
   c->watch = g_unix_fd_add (cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_conn, c);
   d->conns = g_list_prepend (d->conns, c);
   return G_SOURCE_CONTINUE;
@@ -1714,7 +1858,17 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
     return FB_LAUNCHER_EXIT_SANDBOX;
   if (ctl < 0)
     ctl = connect_to (name);
-  if (ctl < 0 || send_type (ctl, MSG_HELLO) < 0 || await_msg (ctl, &m, fds) <= 0 || m.type != MSG_INFO)
+  /* a refusal may be waiting already, the connection closed after it:
+   * whether HELLO went or not, the answer is read */
+  if (ctl >= 0)
+    (void)send_type (ctl, MSG_HELLO);
+  if (ctl >= 0 && await_msg (ctl, &m, fds) > 0 && m.type == MSG_REFUSED)
+    {
+      fb_cmd_error ("run: --session %s: %s", name, m.text);
+      close (ctl);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  if (ctl < 0 || m.type != MSG_INFO)
     {
       fb_cmd_error ("run: --session %s: its daemon does not answer (%s); stop it with 'fusebox session stop %s'", name,
                     ctl < 0 ? g_strerror (-ctl) : "no answer", name);

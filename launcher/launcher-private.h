@@ -16,6 +16,11 @@
 
 G_BEGIN_DECLS
 
+/* The peer's pidfd (Linux 6.5), which Debian 12's headers do not name. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 #define FB_EXIT_OK 0
 #define FB_EXIT_FAILURE 1
 #define FB_EXIT_USAGE 2

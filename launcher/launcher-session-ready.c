@@ -42,10 +42,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77 /* Linux 6.5 */
-#endif
-
 typedef enum
 {
   READY_MAKING,  /* the helper makes it */

@@ -13,6 +13,13 @@ talk to it:
   the host is answered;
 - another user is refused, even when the directory and the socket are
   opened to it.
+- a process in a chroot (another root in the daemon's mount namespace: a
+  command joins the view's namespaces and would leave the chroot) and
+  one in another mount namespace are refused, saying why, and nothing of
+  theirs runs.
+- a client speaking the protocol itself can't have the daemon make a log
+  where its own run directory is not (a confused deputy for a caller
+  under Landlock or in a chroot, or a way into another command's log).
 
 And whom `run --session` trusts as its daemon: no one but the user.
 
@@ -85,6 +92,20 @@ except OSError as e:
     print("refused")
     sys.exit(0)
 print("answered" if len(answer) >= 4 and int.from_bytes(answer[:4], "little") == 2 else "closed")
+"""
+
+# JOIN (type 3) naming a log outside any run directory: the answer's type
+# (9 is REFUSED) and text
+JOIN_PROBE = """
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(20)
+s.connect(sys.argv[1])
+s.send(bytes(Msg(type=1)))
+s.recv(ctypes.sizeof(Msg))
+m = Msg(type=3, run_id=b"20990101-000000-forged", text=b"%(log)s")
+s.send(bytes(m))
+a = Msg.from_buffer_copy(s.recv(ctypes.sizeof(Msg)))
+print(("refused-msg " if a.type == 9 else "answered %%d " %% a.type) + a.text.decode())
 """
 
 
@@ -363,6 +384,48 @@ def t_unattributed_budget(h):
     assert "f\t" not in listed(h), listed(h)
 
 
+def t_chroot_refused(h):
+    """From a chroot (another root in the daemon's own mount namespace) and
+    from another mount namespace: refused, saying why, and nothing runs;
+    the session's own caller is answered."""
+    if shutil.which("unshare") is None or shutil.which("chroot") is None:
+        assert not rs.MUST_RUN, "unshare or chroot (util-linux, coreutils) is missing"
+        print("skip chroot_refused: unshare or chroot is missing")
+        return
+    root = tempfile.mkdtemp(prefix="chroot-", dir=h.dir)
+    marker = os.path.join(h.ws, "ran-outside")
+    script = ('"$0" run --session cr -- true || exit 9; '
+              'mount --rbind / "$1" || exit 9; '
+              'chroot "$1" "$0" run --session cr -- touch "$2"; echo "chroot $?"; '
+              '"$0" run --session cr -- true; echo "owner $?"; '
+              '"$0" session stop cr')
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, rs.BIN, root, marker],
+                       cwd=h.ws, env=h.env, capture_output=True, text=True, timeout=120)
+    assert "chroot 125\n" in p.stdout and "owner 0\n" in p.stdout, (p.stdout, p.stderr)
+    assert "in a chroot" in p.stderr and not os.path.exists(marker), p.stderr
+    code, out, err = h.run("cm", "true")
+    assert code == 0, (code, out, err)
+    p = subprocess.run(["unshare", "-m"] + h.argv("cm", "touch " + marker), cwd=h.ws, env=h.env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 125 and "another mount namespace" in p.stderr, (p.returncode, p.stderr)
+    assert not os.path.exists(marker)
+
+
+def t_join_names_only_its_own_run(h):
+    """A client speaking the protocol itself can't have the daemon open a
+    log where its own run is not: a path outside any run directory of
+    its, or another live command's log."""
+    code, out, err = h.run("j", "true")
+    assert code == 0, (code, out, err)
+    sock = os.path.join(sessions_root(h), "j.sock")
+    target = os.path.join(h.dir, "forged.jsonl")
+    probe = JOIN_PROBE % {"log": target}
+    p = subprocess.run(["/usr/bin/python3", "-c", HELLO_PROBE.split("s = socket.socket")[0] + probe, sock],
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.startswith("refused-msg") and "run directory" in p.stdout, (p.stdout, p.stderr)
+    assert not os.path.exists(target), "the daemon made the log a JOIN named"
+
+
 if __name__ == "__main__":
     rs.run_tests([("command_cannot_reach_control", t_command_cannot_reach_control),
                   ("other_pid_namespace_refused", t_other_pid_namespace_refused),
@@ -372,4 +435,5 @@ if __name__ == "__main__":
                   ("foreign_directory_refused", t_foreign_directory_refused),
                   ("foreign_daemon_refused", t_foreign_daemon_refused),
                   ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
-                  ("socket_gone_ends", t_socket_gone_ends)], "fusebox-security-session-")
+                  ("socket_gone_ends", t_socket_gone_ends), ("chroot_refused", t_chroot_refused),
+                  ("join_names_only_its_own_run", t_join_names_only_its_own_run)], "fusebox-security-session-")
