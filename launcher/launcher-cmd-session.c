@@ -1745,10 +1745,16 @@ ready_command (const RunOptions *o, const Run *run, int ctl, guint64 proof, int 
         close_fds (fds);
         return false;
       }
-  if (proof <= G_MAXINT && getsockopt (ctl, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
+  /* a memfd, never past 0-2 (a daemon's streams): opening a pipe or a
+   * terminal could wait, or take a controlling terminal */
+  if (proof > 2 && proof <= G_MAXINT && getsockopt (ctl, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0)
     {
       g_autofree char *path = g_strdup_printf ("/proc/%d/fd/%d", (int)cred.pid, (int)proof);
-      fds[4] = open (path, O_RDONLY | O_CLOEXEC);
+      struct stat st;
+
+      fds[4] = open (path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      if (fds[4] >= 0 && (fstat (fds[4], &st) < 0 || !S_ISREG (st.st_mode)))
+        fb_fd_close (&fds[4]);
     }
   return true;
 }
