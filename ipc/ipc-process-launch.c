@@ -165,9 +165,8 @@ fb_launch_spec_seal (const FbLaunchSpec *spec, bool late, int *ret_fd, const cha
   return 0;
 }
 
-int
-fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd, int *ret_fd,
-                       const char **ret_why)
+FbLaunchSpec
+fb_launch_spec_command (guint32 network, const char *const *argv, const char *const *envp, const char *cwd)
 {
   FbLaunchSpec spec = {
     .network = network,
@@ -178,6 +177,15 @@ fb_launch_spec_encode (guint32 network, const char *const *argv, const char *con
     .envp = (char **)envp,
     .cwd = (char *)cwd,
   };
+
+  return spec;
+}
+
+int
+fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd, int *ret_fd,
+                       const char **ret_why)
+{
+  FbLaunchSpec spec = fb_launch_spec_command (network, argv, envp, cwd);
 
   return fb_launch_spec_seal (&spec, false, ret_fd, ret_why);
 }

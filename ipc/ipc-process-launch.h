@@ -172,6 +172,10 @@ int fb_launch_spec_check (const FbLaunchSpec *spec, bool late, const char **ret_
 /* Server side: a sealed, close-on-exec memfd holding SPEC (LATE: a late
  * spec, with no strings). */
 int fb_launch_spec_seal (const FbLaunchSpec *spec, bool late, int *ret_fd, const char **ret_why);
+/* A command's spec with the helper's own ids and umask
+ * (FB_LAUNCH_ID_CALLER, FB_LAUNCH_UMASK_KEEP); the strings borrowed. */
+FbLaunchSpec fb_launch_spec_command (guint32 network, const char *const *argv, const char *const *envp,
+                                     const char *cwd);
 /* fb_launch_spec_seal of a command with the helper's own ids and umask
  * (FB_LAUNCH_ID_CALLER, FB_LAUNCH_UMASK_KEEP). */
 int fb_launch_spec_encode (guint32 network, const char *const *argv, const char *const *envp, const char *cwd,

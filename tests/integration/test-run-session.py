@@ -408,20 +408,7 @@ def ready_run(h, session, script, *opts, **kw):
 
 def ancestors(pid):
     """The comm of PID's ancestors, nearest first."""
-    out = []
-    while pid > 1:
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                stat = f.read()
-        except FileNotFoundError:
-            break
-        pid = int(stat[stat.rindex(")") + 2:].split()[1])
-        try:
-            with open("/proc/%d/comm" % pid) as f:
-                out.append(f.read().strip())
-        except FileNotFoundError:
-            break
-    return out
+    return [c for _, c in ancestor_pids(pid)]
 
 
 def ancestor_pids(pid):

@@ -50,6 +50,7 @@ What a command does stays its own, whoever in it does it:
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -94,15 +95,16 @@ except OSError as e:
 print("answered" if len(answer) >= 4 and int.from_bytes(answer[:4], "little") == 2 else "closed")
 """
 
-# JOIN (type 3) naming a log outside any run directory: the answer's type
-# (9 is REFUSED) and text
+# JOIN (type 3) under the session's policy (its digest: the SHA-256 of its
+# policy.json) and log level (1, opens), naming a log outside any run
+# directory: the answer's type (9 is REFUSED) and text
 JOIN_PROBE = """
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(20)
 s.connect(sys.argv[1])
 s.send(bytes(Msg(type=1)))
 s.recv(ctypes.sizeof(Msg))
-m = Msg(type=3, run_id=b"20990101-000000-forged", text=b"%(log)s")
+m = Msg(type=3, level=1, digest=b"%(digest)s", run_id=b"20990101-000000-forged", text=b"%(log)s")
 s.send(bytes(m))
 a = Msg.from_buffer_copy(s.recv(ctypes.sizeof(Msg)))
 print(("refused-msg " if a.type == 9 else "answered %%d " %% a.type) + a.text.decode())
@@ -417,14 +419,18 @@ def t_join_names_only_its_own_run(h):
     """A client speaking the protocol itself can't have the daemon open a
     log where its own run is not: a path outside any run directory of
     its, or another live command's log."""
-    code, out, err = h.run("j", "true")
+    code, out, err = h.run("j", "true # marker-j")
     assert code == 0, (code, out, err)
+    session_run = h.runs()[h.run_of("marker-j")]["session_run"]
+    with open(os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs", session_run, "policy.json"), "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
     sock = os.path.join(sessions_root(h), "j.sock")
     target = os.path.join(h.dir, "forged.jsonl")
-    probe = JOIN_PROBE % {"log": target}
+    probe = JOIN_PROBE % {"log": target, "digest": digest}
     p = subprocess.run(["/usr/bin/python3", "-c", HELLO_PROBE.split("s = socket.socket")[0] + probe, sock],
                        capture_output=True, text=True, timeout=60)
-    assert p.stdout.startswith("refused-msg") and "run directory" in p.stdout, (p.stdout, p.stderr)
+    assert p.stdout.startswith("refused-msg") and "is not in a run directory of the caller's" in p.stdout, (
+        p.stdout, p.stderr)
     assert not os.path.exists(target), "the daemon made the log a JOIN named"
 
 

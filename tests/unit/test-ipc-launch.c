@@ -25,15 +25,7 @@
 static int
 check (guint32 network, const char *const *argv, const char *const *envp, const char *cwd, const char **ret_why)
 {
-  FbLaunchSpec spec = {
-    .network = network,
-    .uid = FB_LAUNCH_ID_CALLER,
-    .gid = FB_LAUNCH_ID_CALLER,
-    .umask = FB_LAUNCH_UMASK_KEEP,
-    .argv = (char **)argv,
-    .envp = (char **)envp,
-    .cwd = (char *)cwd,
-  };
+  FbLaunchSpec spec = fb_launch_spec_command (network, argv, envp, cwd);
 
   return fb_launch_spec_check (&spec, false, ret_why);
 }

@@ -13,17 +13,11 @@
 static int
 spec_fd (TestState *s, const char *const *argv, const char *const *envp, const char *cwd, guint32 mask)
 {
-  FbLaunchSpec spec = {
-    .uid = FB_LAUNCH_ID_CALLER,
-    .gid = FB_LAUNCH_ID_CALLER,
-    .umask = mask,
-    .argv = (char **)argv,
-    .envp = (char **)envp,
-    .cwd = (char *)cwd,
-  };
+  FbLaunchSpec spec = fb_launch_spec_command (0, argv, envp, cwd);
   const char *why = NULL;
   int fd = -1;
 
+  spec.umask = mask;
   if (fb_launch_spec_seal (&spec, false, &fd, &why) < 0)
     fail_msg ("fb_launch_spec_seal: %s", why);
   return test_keep_fd (s, fd);
@@ -112,22 +106,34 @@ test_cwd_and_umask (void **state)
 }
 
 /* A cwd that is not there fails as the normal path's chdir does. */
+/* The command of CHILD did not start: STEP failed with ERROR, the
+ * message names SAY (and SAY2, if not NULL), and the exit status is CODE. */
+static void
+assert_failed (FbLauncherChild *child, FbLauncherStep step, int error, const char *say, const char *say2, int code)
+{
+  g_autofree char *message = NULL;
+  int got = -1;
+
+  assert_int_equal (fb_launcher_child_wait_exec (child), -ECHILD);
+  assert_int_equal (fb_launcher_child_get_failure (child)->step, step);
+  assert_int_equal (fb_launcher_child_get_failure (child)->error, error);
+  message = fb_launcher_child_describe_failure (child);
+  assert_non_null (strstr (message, say));
+  if (say2 != NULL)
+    assert_non_null (strstr (message, say2));
+  assert_int_equal (fb_launcher_child_wait (child, &got), 0);
+  assert_int_equal (got, code);
+}
+
 static void
 test_missing_cwd (void **state)
 {
   TestState *s = *state;
   const char *argv[] = { "/bin/true", NULL };
   FbLauncherChild *child = spawn_ready (s);
-  int code = -1;
 
   send_command (s, child, spec_fd (s, argv, NULL, "/no/such/dir", FB_LAUNCH_UMASK_KEEP));
-  assert_int_equal (fb_launcher_child_wait_exec (child), -ECHILD);
-  assert_int_equal (fb_launcher_child_get_failure (child)->step, FB_LAUNCHER_STEP_CHDIR);
-  assert_int_equal (fb_launcher_child_get_failure (child)->error, ENOENT);
-  g_autofree char *message = fb_launcher_child_describe_failure (child);
-  assert_non_null (strstr (message, "/no/such/dir"));
-  assert_int_equal (fb_launcher_child_wait (child, &code), 0);
-  assert_int_equal (code, FB_LAUNCHER_EXIT_SANDBOX);
+  assert_failed (child, FB_LAUNCHER_STEP_CHDIR, ENOENT, "/no/such/dir", NULL, FB_LAUNCHER_EXIT_SANDBOX);
 }
 
 /* argv[0] without "/" is searched in the environment's PATH (an empty
@@ -147,14 +153,8 @@ test_path_search (void **state)
 
   FbLauncherChild *child = spawn_ready (s);
   send_command (s, child, spec_fd (s, missing, envp, "/", FB_LAUNCH_UMASK_KEEP));
-  assert_int_equal (fb_launcher_child_wait_exec (child), -ECHILD);
-  assert_int_equal (fb_launcher_child_get_failure (child)->step, FB_LAUNCHER_STEP_EXEC);
-  assert_int_equal (fb_launcher_child_get_failure (child)->error, ENOENT);
-  g_autofree char *message = fb_launcher_child_describe_failure (child);
-  assert_non_null (strstr (message, "fusebox-no-such-command"));
-  assert_non_null (strstr (message, "PATH=/no/such:/usr/bin:/bin"));
-  assert_int_equal (fb_launcher_child_wait (child, &code), 0);
-  assert_int_equal (code, FB_LAUNCHER_EXIT_NOT_FOUND);
+  assert_failed (child, FB_LAUNCHER_STEP_EXEC, ENOENT, "fusebox-no-such-command", "PATH=/no/such:/usr/bin:/bin",
+                 FB_LAUNCHER_EXIT_NOT_FOUND);
 }
 
 /* A terminating signal before the command ends the sandbox with 128+N:
