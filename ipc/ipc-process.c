@@ -645,6 +645,30 @@ process_sinks_free (gpointer data)
   g_free (sinks);
 }
 
+/* From here the view names what comes from the pid namespace PIDNS after
+ * P: its member, which owns P's tee from now on (*RET_SINKS: what it
+ * frees).  False with ERROR set when the view takes no member. */
+static bool
+add_member (FbRpcProcess *p, int pidns, ProcessSinks **ret_sinks, GError **error)
+{
+  ProcessSinks *sinks = g_new0 (ProcessSinks, 1);
+
+  sinks->tee = p->tee;
+  sinks->share = p->log_share != NULL ? fb_access_share_ref (p->log_share) : NULL;
+  p->member = fb_rpc_view_add_member (p->view, pidns, p->id, p->fd_account, fb_rpc_tee_sink_get (p->tee),
+                                      process_sinks_free, sinks, error);
+  if (p->member == NULL)
+    {
+      if (sinks->share != NULL)
+        fb_access_share_unref (sinks->share);
+      g_free (sinks);
+      return false;
+    }
+  if (ret_sinks != NULL)
+    *ret_sinks = sinks;
+  return true;
+}
+
 /* JOINED: the sandbox is in the view, with its pid namespace made and
  * nothing running in it.  From here the view names what comes from that
  * namespace after this process; then it may run (GO). */
@@ -653,20 +677,11 @@ joined (FbRpcProcess *p, int pidns)
 {
   g_autoptr (GError) gerr = NULL;
   FbLaunchRecord rec;
-  ProcessSinks *sinks;
 
   if (p->member != NULL)
     return;
-  sinks = g_new0 (ProcessSinks, 1);
-  sinks->tee = p->tee;
-  sinks->share = p->log_share != NULL ? fb_access_share_ref (p->log_share) : NULL;
-  p->member = fb_rpc_view_add_member (p->view, pidns, p->id, p->fd_account, fb_rpc_tee_sink_get (p->tee),
-                                      process_sinks_free, sinks, &gerr);
-  if (p->member == NULL)
+  if (!add_member (p, pidns, NULL, &gerr))
     {
-      if (sinks->share != NULL)
-        fb_access_share_unref (sinks->share);
-      g_free (sinks);
       g_free (p->failure);
       p->failure = g_strdup_printf ("can't run in the session's view: %s", gerr->message);
       send_signal (p, SIGKILL);
@@ -675,6 +690,24 @@ joined (FbRpcProcess *p, int pidns)
   memset (&rec, 0, sizeof rec);
   rec.type = FB_LAUNCH_GO;
   send (p->sock, &rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* PROXY: the server's proxy accepts on the socket FD the sandbox listens
+ * on (taken); its connections are the process's records, as its files
+ * are.  One that can't start leaves the sandbox without a way out. */
+static void
+start_proxy (FbRpcProcess *p, int fd)
+{
+  g_autoptr (GError) gerr = NULL;
+  FbProxyOptions po = { .policy = p->policy,
+                        .sink = fb_rpc_tee_sink_get (p->tee),
+                        .uid = geteuid (),
+                        .process = p->id,
+                        .max_connections = p->client->server->budget.tunnels };
+
+  p->proxy = fb_proxy_new (&po, fd, &gerr);
+  if (p->proxy == NULL)
+    g_warning ("process %s: the network proxy could not start: %s", p->id, gerr->message);
 }
 
 static gboolean
@@ -709,19 +742,7 @@ on_status (int fd, GIOCondition cond, gpointer user_data)
             break;
           case FB_LAUNCH_PROXY:
             if (passed >= 0 && p->proxy == NULL)
-              {
-                /* its connections are its records, as its files are */
-                g_autoptr (GError) gerr = NULL;
-                FbProxyOptions po = { .policy = p->policy,
-                                      .sink = fb_rpc_tee_sink_get (p->tee),
-                                      .uid = geteuid (),
-                                      .process = p->id,
-                                      .max_connections = p->client->server->budget.tunnels };
-
-                p->proxy = fb_proxy_new (&po, g_steal_fd (&passed), &gerr);
-                if (p->proxy == NULL)
-                  g_warning ("process %s: the network proxy could not start: %s", p->id, gerr->message);
-              }
+              start_proxy (p, g_steal_fd (&passed));
             break;
           case FB_LAUNCH_FAILED:
             {
@@ -1124,7 +1145,9 @@ send_spec (int sock, int spec_fd, const int ns[2], const int *stdio)
  * same program with the same argv, environment, working directory and
  * descriptors as one started for the command (fb_launch_helper_spawn); it
  * holds nothing of any client before its command comes.  One that died
- * meanwhile is reaped, and the process gets a helper of its own. */
+ * meanwhile is reaped, and the process gets a helper of its own.  A ready
+ * sandbox for the process's view, made ahead, comes before the spare
+ * (ready_launch, ipc-process-ready.c). */
 
 static void
 spare_reaped (GPid pid, int status, gpointer data)
@@ -1207,6 +1230,7 @@ spare_take (FbRpcServer *server, int *ret_sock)
 void
 fb_rpc_process_spare_stop (FbRpcServer *server)
 {
+  fb_rpc_ready_stop (server);
   g_clear_handle_id (&server->spare_idle, g_source_remove);
   if (server->spare != 0)
     {
@@ -1228,6 +1252,81 @@ unlaunched_close (FbRpcProcess *p)
     fb_fd_close (&p->child_fds[i]);
 }
 
+/* The spec's network mode for POLICY (FbLaunchSpecHeader.network). */
+static guint32
+spec_network (FbPolicy *policy)
+{
+  switch (fb_policy_get_network (policy))
+    {
+      case FB_POLICY_NETWORK_HOST:
+        return 1;
+      case FB_POLICY_NETWORK_ALLOWLIST:
+        return 2;
+      case FB_POLICY_NETWORK_NONE:
+        return 0;
+    }
+  return 0;
+}
+
+/* P's command, run in the ready sandbox for its view and network mode
+ * (ipc-process-ready.c), if one waits: as joined() does at JOINED, its
+ * member for the sandbox's pid namespace first, so that the command's
+ * first step is its own (fb_view_share_add forgets the pids cached as no
+ * one's); then its proxy; then COMMAND with its spec and stdio.  The
+ * helper's pid, or 0: none, or one of no use (killed), and the caller
+ * makes a sandbox as before. */
+static GPid
+ready_launch (FbRpcProcess *p)
+{
+  FbRpcServer *server = p->client->server;
+  g_autoptr (GError) gerr = NULL;
+  ProcessSinks *sinks = NULL;
+  FbLaunchRecord rec;
+  GPid pid;
+  int sock = -1, pidns = -1, proxy_fd = -1;
+  bool allowlist = fb_policy_get_network (p->policy) == FB_POLICY_NETWORK_ALLOWLIST;
+
+  if (!fb_rpc_ready_take (server, p->view, spec_network (p->policy), &pid, &sock, &pidns, &proxy_fd))
+    return 0;
+  if (allowlist && proxy_fd < 0)
+    goto pass;
+  if (!add_member (p, pidns, &sinks, &gerr))
+    goto pass;
+  if (allowlist)
+    start_proxy (p, g_steal_fd (&proxy_fd));
+  memset (&rec, 0, sizeof rec);
+  rec.type = FB_LAUNCH_COMMAND;
+  {
+    int fds[4] = { p->spec_fd, p->child_fds[0], p->child_fds[1], p->child_fds[2] };
+    if (fb_send_fds (sock, &rec, sizeof rec, fds, 4, MSG_DONTWAIT) < 0)
+      goto pass;
+  }
+  fb_fd_close (&pidns);
+  fb_fd_close (&proxy_fd);
+  /* its socket is the process's now; the helper has its copies of the
+   * rest */
+  fb_fd_close (&p->sock);
+  p->sock = sock;
+  unlaunched_close (p);
+  return pid;
+
+pass:
+  g_debug ("process %s: the ready sandbox is of no use: %s", p->id,
+           gerr != NULL ? gerr->message : "its helper is gone");
+  if (p->member != NULL)
+    {
+      /* the tee stays the process's, for the sandbox made instead */
+      sinks->tee = NULL;
+      fb_view_member_end (p->member);
+      g_clear_pointer (&p->member, fb_view_member_unref);
+    }
+  g_clear_pointer (&p->proxy, fb_proxy_free);
+  fb_fd_close (&pidns);
+  fb_fd_close (&proxy_fd);
+  helper_kill (pid, sock);
+  return 0;
+}
+
 /* The helper, told to run the command in P's view.  It runs on the host:
  * its argv, environment and working directory are ours, fixed; the
  * client's command reaches it only as data (ipc/ipc-process-launch.h),
@@ -1241,6 +1340,9 @@ spawn_helper (FbRpcProcess *p, bool may_take_spare, FbRpcError *error)
   GPid pid;
   int r;
 
+  pid = may_take_spare ? ready_launch (p) : 0;
+  if (pid != 0)
+    goto watched;
   pid = may_take_spare ? spare_take (server, &spare_sock) : 0;
   if (pid != 0)
     {
@@ -1280,6 +1382,8 @@ watched:
   if (!p->view_used)
     fb_rpc_view_use (p->view);
   p->view_used = true;
+  /* the next process/start in this view finds its sandbox made */
+  fb_rpc_ready_schedule (server, p->view, spec_network (p->policy));
   return true;
 }
 
@@ -1412,8 +1516,7 @@ fb_rpc_process_start (FbRpcConn *conn, JsonNode *id, JsonObject *params, FbRpcEr
     envp = fb_proxy_environ (envp);
   /* The command, as data for the helper; its bounds are execve's. */
   {
-    FbPolicyNetwork net = fb_policy_get_network (policy);
-    guint32 network = net == FB_POLICY_NETWORK_HOST ? 1 : net == FB_POLICY_NETWORK_ALLOWLIST ? 2 : 0;
+    guint32 network = spec_network (policy);
     const char *why = NULL;
     int r;
 

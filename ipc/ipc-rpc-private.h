@@ -20,6 +20,7 @@ typedef struct FbRpcSandbox FbRpcSandbox;
 typedef struct FbRpcProcess FbRpcProcess;
 typedef struct FbRpcClient FbRpcClient;
 typedef struct FbRpcView FbRpcView;
+typedef struct FbRpcReady FbRpcReady;
 
 /* The server-wide budgets (ipc-rpc-share.c): ipc-rpc.h's bounds, lowered
  * to what the descriptor limit allows; a client's share of each is
@@ -158,6 +159,14 @@ struct FbRpcServer
   int spare_sock;
   guint spare_watch;
   guint spare_idle;
+
+  /* The ready sandbox (ipc-process-ready.c), loop thread: the one made
+   * for the view last used (or NULL), the view the idle source makes the
+   * next one for (a reference, or NULL) and its network mode. */
+  FbRpcReady *ready_sandbox;
+  FbRpcView *ready_sandbox_next;
+  guint32 ready_sandbox_network;
+  guint ready_sandbox_idle;
 };
 
 typedef struct
@@ -504,6 +513,21 @@ char *fb_rpc_session_private_root (FbRpcSession *session);
 void fb_rpc_process_launch (FbRpcProcess *p);
 /* The spare launch helper, killed and reaped (the server's end). */
 void fb_rpc_process_spare_stop (FbRpcServer *server);
+
+/* --- the ready sandbox (ipc-process-ready.c) ---------------------------------- */
+
+/* Once the loop is idle: a ready sandbox for VIEW and NETWORK (the spec's
+ * 0 none, 1 host, 2 allowlist), in place of one for another. */
+void fb_rpc_ready_schedule (FbRpcServer *server, FbRpcView *view, guint32 network);
+/* The ready sandbox for VIEW and NETWORK, if one said READY and lives: its
+ * helper's pid and socket, its pid namespace and its proxy's socket (or
+ * -1), no longer the server's.  False: none (one that died is dropped). */
+bool fb_rpc_ready_take (FbRpcServer *server, FbRpcView *view, guint32 network, GPid *ret_pid, int *ret_sock,
+                        int *ret_pidns, int *ret_proxy_fd);
+/* VIEW ends: its ready sandbox, if any, killed and reaped. */
+void fb_rpc_ready_drop_view (FbRpcServer *server, FbRpcView *view);
+/* The server's end: no ready sandbox, and none to come. */
+void fb_rpc_ready_stop (FbRpcServer *server);
 
 JsonNode *fb_rpc_process_start (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);
 JsonNode *fb_rpc_process_read (FbRpcConn *, JsonNode *, JsonObject *, FbRpcError *, bool *);

@@ -156,6 +156,8 @@ fail (FbRpcView *v, const char *format, ...)
   va_end (ap);
   g_debug ("a view of session %s failed: %s", v->session != NULL ? v->session->id : "(closed)", v->failure);
   v->state = VIEW_FAILED;
+  /* nor a ready sandbox, which is of no use now */
+  fb_rpc_ready_drop_view (v->server, v);
   /* no process joins it from now on: the next gets a new one */
   if (v->session != NULL && g_hash_table_lookup (v->session->views, v->key) == v)
     g_hash_table_steal (v->session->views, v->key);
@@ -537,6 +539,8 @@ view_close (FbRpcView *v)
       v->failure = g_strdup ("the view was closed");
     }
   wake_waiting (v);
+  /* a ready sandbox holds its mount namespace: killed and reaped first */
+  fb_rpc_ready_drop_view (server, v);
   stop_keeper_channel (v);
   if (v->keeper != 0)
     kill (v->keeper, SIGKILL); /* reaped by its watch */

@@ -239,8 +239,83 @@ wait_for_spare (pid_t server, pid_t except)
         return spare;
       g_usleep (10 * 1000);
     }
-  fail_msg ("the server (pid %d) started no spare fusebox-launch", (int)server);
+  fail_msg ("the server (pid %d) started no spare fusebox-launch (other than %d)", (int)server, (int)except);
   return 0;
+}
+
+/* A field of /proc/PID/status, or NULL. */
+static char *
+status_field (pid_t pid, const char *name)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/status", (int)pid);
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+  gsize n = strlen (name);
+
+  if (!g_file_get_contents (path, &text, NULL, NULL))
+    return NULL;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (strncmp (lines[i], name, n) == 0 && lines[i][n] == ':')
+      return g_strstrip (g_strdup (lines[i] + n + 1));
+  return NULL;
+}
+
+/* PID or one of its descendants runs in a pid namespace of its own under
+ * a seccomp filter: a sandbox made and locked down. */
+static bool
+holds_locked_sandbox (pid_t pid)
+{
+  g_autoptr (GArray) kids = test_proc_children (pid);
+  g_autofree char *nspid = status_field (pid, "NSpid");
+  g_autofree char *seccomp = status_field (pid, "Seccomp");
+
+  if (nspid != NULL && strchr (nspid, '\t') != NULL && g_strcmp0 (seccomp, "2") == 0)
+    return true;
+  for (guint i = 0; i < kids->len; i++)
+    if (holds_locked_sandbox (g_array_index (kids, pid_t, i)))
+      return true;
+  return false;
+}
+
+/* The ready sandbox the server made ahead after a process/start: a
+ * fusebox-launch child with /dev/null as its stdin whose sandbox is
+ * locked down (a bounded wait; 0 if none came). */
+static pid_t
+wait_for_ready (pid_t server)
+{
+  for (int ms = 0; ms < 10000; ms += 10)
+    {
+      g_autoptr (GArray) kids = test_proc_children (server);
+      for (guint i = 0; i < kids->len; i++)
+        {
+          pid_t c = g_array_index (kids, pid_t, i);
+          g_autofree char *exe_link = g_strdup_printf ("/proc/%d/exe", (int)c);
+          g_autofree char *exe = g_file_read_link (exe_link, NULL);
+          g_autofree char *in = fd_target (c, 0);
+          if (exe != NULL && g_str_has_suffix (exe, "/fusebox-launch") && g_strcmp0 (in, "/dev/null") == 0 &&
+              holds_locked_sandbox (c))
+            return c;
+        }
+      g_usleep (10 * 1000);
+    }
+  return 0;
+}
+
+static bool exited (pid_t pid);
+
+/* The ready sandbox killed from outside, and gone: the next process/start
+ * passes it over. */
+static void
+kill_ready (pid_t server)
+{
+  pid_t ready = wait_for_ready (server);
+
+  if (ready == 0)
+    fail_msg ("the server (pid %d) made no ready sandbox", (int)server);
+  assert_int_equal (kill (ready, SIGKILL), 0);
+  for (int ms = 0; ms < 10000 && !exited (ready); ms += 10)
+    g_usleep (10 * 1000);
 }
 
 /* PID has exited: gone, or a zombie not yet reaped. */
@@ -410,7 +485,10 @@ test_spare_helper (void **state)
   assert_string_equal (shown.cwd, "/");
   assert_helper_holds_nothing_of_the_server (spare, server);
 
-  /* the next runs in it, with its own stdin, stdout, stderr and status */
+  /* the next runs in it, with its own stdin, stdout, stderr and status,
+   * once the ready sandbox made for this view after the first is gone
+   * (killed from outside: passed over) */
+  kill_ready (server);
   test_process_start (F->client, "spare-next", "[\"/bin/sh\",\"-c\",\"read x; echo out:$x; echo err:$x >&2; exit 3\"]",
                       F->ws, true);
   for (int ms = 0; ms < 10000 && !ran_in_spare; ms += 10)
@@ -434,6 +512,7 @@ test_spare_helper (void **state)
   assert_int_equal (kill (dead, SIGKILL), 0);
   for (int ms = 0; ms < 10000 && !exited (dead); ms += 10)
     g_usleep (10 * 1000);
+  kill_ready (server);
   run_process ("spare-after", "[\"/bin/grep\",\"^SigIgn\",\"/proc/self/status\"]", F->ws,
                "{\"PATH\":\"/usr/bin:/bin\"}", &after);
   assert_string_equal (after.out->str, "SigIgn:\t0000000000000000\n");
@@ -444,6 +523,7 @@ test_spare_helper (void **state)
    * the command never ran, and it runs in a helper of its own */
   dead = wait_for_spare (server, 0);
   assert_int_equal (kill (dead, SIGSTOP), 0);
+  kill_ready (server);
   test_process_start (F->client, "spare-dying", "[\"/bin/sh\",\"-c\",\"echo once\"]", F->ws, false);
   /* taken: the server starts the next spare */
   wait_for_spare (server, dead);

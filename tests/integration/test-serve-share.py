@@ -26,6 +26,16 @@ HOME, which outlive each process as in a shell.
 - bounds: a session's views are bounded (one per distinct sandbox); past
   the bound process/start names it, and a view no process runs in makes
   room.
+- the ready sandbox: after a process/start the server makes the next
+  one's sandbox in that view ahead (a fusebox-launch child whose sandbox,
+  in a pid namespace of its own, is locked down before any command); the
+  next process/start in the view runs in it (the command descends from
+  that helper, which existed before the call) with its own stdin, stdout,
+  stderr, exit status and sandboxDenied, and its records carry its
+  processId and none of another's.  One made for a view is never used
+  for a narrower sandbox; one killed before use is passed over and the
+  call still works; closing the view (idle) kills it, and nothing of the
+  view (its keeper, a process in its mount namespace) is left.
 
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
@@ -34,6 +44,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import security_util as su  # noqa: E402
@@ -79,6 +90,177 @@ async def output(c, pid, needle=None):
 async def run(c, srv, pid, script, sandbox=None):
     ok(await c.call("process/start", sh(srv, pid, script, sandbox)))
     return await output(c, pid)
+
+
+def proc_status(pid):
+    """/proc/PID/status as a dict, or {} once it is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    except OSError:
+        return {}
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def descendants(pid):
+    out, todo = [], children(pid)
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo += children(c)
+    return out
+
+
+def ancestors(pid):
+    chain = []
+    while pid > 1:
+        pid = int(proc_status(pid).get("PPid", "0"))
+        chain.append(pid)
+    return chain
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def gone(pid):
+    return proc_status(pid).get("State", "Z").startswith(("Z", "X"))
+
+
+def ready_helpers(server_pid):
+    """The server's fusebox-launch children with a sandbox made and locked
+    down (a descendant in a pid namespace of its own under a seccomp
+    filter) and no command: its stdin is /dev/null and no descendant runs
+    anything but fusebox-launch."""
+    found = []
+    for c in children(server_pid):
+        try:
+            if not os.readlink("/proc/%d/exe" % c).endswith("/fusebox-launch") or \
+                    os.readlink("/proc/%d/fd/0" % c) != "/dev/null":
+                continue
+        except OSError:
+            continue
+        below = descendants(c)
+        locked = [d for d in below if len(proc_status(d).get("NSpid", "").split()) > 1
+                  and proc_status(d).get("Seccomp") == "2"]
+        if locked and all(cmdline(d).split("\0")[0].endswith("fusebox-launch") for d in below):
+            found.append(c)
+    return found
+
+
+def wait_for(pred, what):
+    """A bounded wait (it ends a hung test; no time is asserted)."""
+    for _ in range(400):
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.025)
+    raise AssertionError("never came: " + what)
+
+
+def wait_ready(server_pid):
+    r = wait_for(lambda: ready_helpers(server_pid), "a ready sandbox")
+    assert len(r) == 1, r
+    # its READY is on its way to the server's loop
+    time.sleep(0.2)
+    return r[0]
+
+
+def running(server_pid, marker):
+    """The host pid of the command whose argv holds MARKER."""
+    def find():
+        for d in descendants(server_pid):
+            if marker in cmdline(d):
+                return d
+        return None
+    return wait_for(find, "a process running " + marker)
+
+
+async def t_ready_sandbox(tmp):
+    if not can_run():
+        return "skip"
+    async with serve.served(tmp, "ready", "--view-idle-timeout", "1500") as (srv, c):
+        server = srv.proc.pid
+        out, code = await run(c, srv, "a", "echo no > /etc/refused-by-a; echo a")
+        assert code == 0 and "a\n" in out, (code, out)
+        ready = wait_ready(server)
+        # the next runs in it: its command descends from the helper made
+        # before the call, and has its own streams, status and denials
+        p = sh(srv, "b", "read x; echo out:$x; echo err:$x >&2; echo no > /etc/refused-by-b; "
+               "cat /proc/self/stat > /dev/null; exec sleep 7.25")
+        p["pipeStdin"] = True
+        ok(await c.call("process/start", p))
+        cmd = running(server, "7.25")
+        assert ready in ancestors(cmd), ("not in the ready sandbox", ready, ancestors(cmd))
+        ok(await c.call("process/write", {"processId": "b", "writeId": "w", "chunk": base64.b64encode(b"hi\n").decode()}))
+        out, _ = await output(c, "b", b"err:hi\n")
+        assert out.startswith("out:hi\n") and "err:hi\n" in out, out
+        r = ok(await c.call("process/terminate", {"processId": "b"}))
+        assert r["running"] is True, r
+        out, code = await output(c, "b")
+        assert code == 128 + 9, (code, out)
+        r = ok(await c.call("process/read", {"processId": "b"}))
+        assert r["sandboxDenied"] is True, r
+        out, code = await run(c, srv, "b2", "echo hi; exit 3")
+        assert code == 3 and out == "hi\n", (code, out)
+        r = ok(await c.call("process/read", {"processId": "b2"}))
+        assert r["sandboxDenied"] is False, r
+        records = serve.log_records(srv, c)
+        for proc in ("a", "b"):
+            mine = [x for x in records if x.get("path") == "/etc/refused-by-" + proc]
+            assert mine and all(x.get("process") == proc and x["decision"] != "allow" for x in mine), (proc, mine)
+        # the pid namespace is b's alone: none of b's pids is in another's records
+        bpids = {x["pid"] for x in records if x.get("process") == "b"}
+        assert bpids and not [x for x in records if x.get("pid") in bpids and x.get("process") != "b"], bpids
+
+        # a narrower sandbox (another view) never runs in it, and its run
+        # leaves the one made for its own view
+        ready = wait_ready(server)
+        p = sh(srv, "n", "exec sleep 7.5", narrowed("/nope"))
+        ok(await c.call("process/start", p))
+        cmd = running(server, "7.5")
+        assert ready not in ancestors(cmd), ("a narrower sandbox ran in the ready one", ready, ancestors(cmd))
+        ok(await c.call("process/terminate", {"processId": "n"}))
+        await output(c, "n")
+
+        # one killed before use is passed over: the call still works
+        ready = wait_ready(server)
+        os.kill(ready, 9)
+        wait_for(lambda: gone(ready), "the ready sandbox's helper to end")
+        out, code = await run(c, srv, "n2", "echo after; exit 4", narrowed("/nope"))
+        assert code == 4 and out == "after\n", (code, out)
+
+        # the view's end (idle) kills its ready sandbox: nothing of the
+        # view is left, neither the sandbox nor anything in its namespaces
+        ready = wait_ready(server)
+        below = descendants(ready)
+        held = set()
+        for d in below:
+            try:
+                held.add(os.readlink("/proc/%d/ns/mnt" % d))
+            except OSError:
+                pass
+        wait_for(lambda: gone(ready) and all(gone(d) for d in below), "the ready sandbox to end with its view")
+        assert not ready_helpers(server), ready_helpers(server)
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.readlink("/proc/%s/ns/mnt" % pid) in held:
+                    left.append(pid)
+            except OSError:
+                pass
+        assert not left, ("the view's sandboxes' mount namespaces are still held", left)
 
 
 async def t_attribution(tmp):
@@ -252,4 +434,4 @@ async def t_view_bounds(tmp):
 if __name__ == "__main__":
     su.run([("attribution", t_attribution), ("persistence", t_persistence),
             ("survives_sigkill", t_survives_sigkill), ("warm_listing", t_warm_listing),
-            ("view_bounds", t_view_bounds)], "fusebox-serve-share-")
+            ("view_bounds", t_view_bounds), ("ready_sandbox", t_ready_sandbox)], "fusebox-serve-share-")
