@@ -3,7 +3,8 @@
  *
  * A process still gets fresh namespaces, a pid 1 and a lock-down of its
  * own; making them is most of its start.  So once the loop is idle after a
- * process/start in a view, the server starts a launch helper with a late
+ * process in a view ended (not while it starts or runs: making a sandbox
+ * would compete with it), the server starts a launch helper with a late
  * spec for that view (ipc/ipc-process-launch.h: FB_LAUNCH_SPEC_LATE, its
  * network mode and the helper's ids): it joins the view, hands back its
  * pid namespace (JOINED, answered GO at once), locks the sandbox down and
@@ -12,8 +13,9 @@
  * namespace first, then the proxy's socket, then COMMAND with its spec and
  * stdio.  Every other process/start goes on as before (the spare helper).
  *
- * At most one per server, for the view last used; one for another view
- * replaces it.  Before a command takes it the sandbox is no process's:
+ * At most one per server, for the view last used; a process/start in
+ * another view kills it (rather than let it be finished beside that
+ * process's start), and so does its session's client leaving.  Before a command takes it the sandbox is no process's:
  * what its pid 1 does in the view (its mounts, its pivot_root) is the
  * view's records of no process, and no client's data reaches it.  It
  * holds the view's mount namespace, so it never outlives the view: the
@@ -227,7 +229,14 @@ fb_rpc_ready_take (FbRpcServer *server, FbRpcView *view, guint32 network, GPid *
 {
   FbRpcReady *r = server->ready_sandbox;
 
-  if (r == NULL || !r->ready || r->view != view || r->network != network || !fb_rpc_view_is_ready (view))
+  if (r != NULL && (r->view != view || r->network != network))
+    {
+      /* made for a view no longer the last used: killed now, rather than
+       * finished beside this process's start */
+      drop (server);
+      return false;
+    }
+  if (r == NULL || !r->ready || !fb_rpc_view_is_ready (view))
     return false;
   /* one that died unseen (its watch not yet run) is of no use */
   if (waitpid (r->pid, NULL, WNOHANG) != 0)

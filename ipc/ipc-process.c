@@ -455,6 +455,22 @@ stream_open (Stream *s, FbRpcProcess *p, int fd, const char *name)
 
 /* --- the end ----------------------------------------------------------------- */
 
+/* The spec's network mode for POLICY (FbLaunchSpecHeader.network). */
+static guint32
+spec_network (FbPolicy *policy)
+{
+  switch (fb_policy_get_network (policy))
+    {
+      case FB_POLICY_NETWORK_HOST:
+        return 1;
+      case FB_POLICY_NETWORK_ALLOWLIST:
+        return 2;
+      case FB_POLICY_NETWORK_NONE:
+        return 0;
+    }
+  return 0;
+}
+
 /* The sandbox is gone: none of its processes is left in its view, which
  * goes on for the others (the last one to leave starts its idle timer). */
 static void
@@ -474,6 +490,11 @@ process_maybe_finish (FbRpcProcess *p)
   if (p->finished || !p->exit_known || p->out.fd >= 0 || p->err.fd >= 0)
     return;
   p->finished = true;
+  /* The next process/start in its view finds its sandbox made, made
+   * meanwhile: not while this one starts or runs, with which making it
+   * would compete. */
+  if (p->view_used && fb_rpc_view_is_ready (p->view) && p->session != NULL && p->session->conn != NULL)
+    fb_rpc_ready_schedule (p->client->server, p->view, spec_network (p->policy));
   leave_view (p);
   /* its connections' last records, before its share's */
   g_clear_pointer (&p->proxy, fb_proxy_free);
@@ -1252,22 +1273,6 @@ unlaunched_close (FbRpcProcess *p)
     fb_fd_close (&p->child_fds[i]);
 }
 
-/* The spec's network mode for POLICY (FbLaunchSpecHeader.network). */
-static guint32
-spec_network (FbPolicy *policy)
-{
-  switch (fb_policy_get_network (policy))
-    {
-      case FB_POLICY_NETWORK_HOST:
-        return 1;
-      case FB_POLICY_NETWORK_ALLOWLIST:
-        return 2;
-      case FB_POLICY_NETWORK_NONE:
-        return 0;
-    }
-  return 0;
-}
-
 /* P's command, run in the ready sandbox for its view and network mode
  * (ipc-process-ready.c), if one waits: as joined() does at JOINED, its
  * member for the sandbox's pid namespace first, so that the command's
@@ -1382,8 +1387,6 @@ watched:
   if (!p->view_used)
     fb_rpc_view_use (p->view);
   p->view_used = true;
-  /* the next process/start in this view finds its sandbox made */
-  fb_rpc_ready_schedule (server, p->view, spec_network (p->policy));
   return true;
 }
 

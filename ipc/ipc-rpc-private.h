@@ -501,6 +501,9 @@ void fb_rpc_view_release (FbRpcView *view);
 FbViewMember *fb_rpc_view_add_member (FbRpcView *view, int pidns_fd, const char *process_id,
                                       FbViewFdAccount *fd_account, FbAccessSink *sink, GDestroyNotify destroy,
                                       gpointer destroy_data, GError **error);
+/* The session's client left: a ready sandbox for one of its views is
+ * killed (the next may be long in coming, if ever). */
+void fb_rpc_session_drop_ready (FbRpcSession *session);
 /* The session is over: its views close. */
 void fb_rpc_session_close_views (FbRpcSession *session);
 /* Where SESSION's private sources live: RUN_DIR/sessions/ID. */

@@ -563,6 +563,14 @@ view_close (FbRpcView *v)
 }
 
 void
+fb_rpc_session_drop_ready (FbRpcSession *session)
+{
+  for (GList *l = session->server->views.head; l != NULL; l = l->next)
+    if (((FbRpcView *)l->data)->session == session)
+      fb_rpc_ready_drop_view (session->server, l->data);
+}
+
+void
 fb_rpc_session_close_views (FbRpcSession *session)
 {
   /* a failed one is no longer in the session's table, but still open */

@@ -231,6 +231,7 @@ void
 fb_rpc_session_detach (FbRpcSession *session)
 {
   session->conn = NULL;
+  fb_rpc_session_drop_ready (session);
   g_clear_handle_id (&session->expire_id, g_source_remove);
   session->expire_id = g_timeout_add (session->server->detach_timeout_ms, on_expire, session);
 }

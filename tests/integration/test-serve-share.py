@@ -262,6 +262,14 @@ async def t_ready_sandbox(tmp):
                 pass
         assert not left, ("the view's sandboxes' mount namespaces are still held", left)
 
+    # a session whose client left: its ready sandbox goes at once
+    async with serve.served(tmp, "ready-detach") as (srv, c):
+        out, code = await run(c, srv, "a", "true")
+        assert code == 0, (code, out)
+        ready = wait_ready(srv.proc.pid)
+        await c.close()
+        wait_for(lambda: gone(ready), "the ready sandbox to end with its session's client")
+
 
 async def t_attribution(tmp):
     if not can_run():
