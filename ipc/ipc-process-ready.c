@@ -14,8 +14,9 @@
  * stdio.  Every other process/start goes on as before (the spare helper).
  *
  * At most one per server, for the view last used; a process/start in
- * another view kills it (rather than let it be finished beside that
- * process's start), and so does its session's client leaving.  Before a command takes it the sandbox is no process's:
+ * another view, or in its view before it said READY, kills it (rather
+ * than let it be finished beside that process's start, which it would
+ * slow), and so does its session's client leaving.  Before a command takes it the sandbox is no process's:
  * what its pid 1 does in the view (its mounts, its pivot_root) is the
  * view's records of no process, and no client's data reaches it.  It
  * holds the view's mount namespace, so it never outlives the view: the
@@ -229,14 +230,15 @@ fb_rpc_ready_take (FbRpcServer *server, FbRpcView *view, guint32 network, GPid *
 {
   FbRpcReady *r = server->ready_sandbox;
 
-  if (r != NULL && (r->view != view || r->network != network))
+  if (r != NULL && (r->view != view || r->network != network || !r->ready))
     {
-      /* made for a view no longer the last used: killed now, rather than
-       * finished beside this process's start */
+      /* made for a view no longer the last used, or not made yet: killed
+       * now, rather than finished beside this process's start, which it
+       * would slow */
       drop (server);
       return false;
     }
-  if (r == NULL || !r->ready || !fb_rpc_view_is_ready (view))
+  if (r == NULL || !fb_rpc_view_is_ready (view))
     return false;
   /* one that died unseen (its watch not yet run) is of no use */
   if (waitpid (r->pid, NULL, WNOHANG) != 0)

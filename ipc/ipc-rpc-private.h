@@ -524,7 +524,8 @@ void fb_rpc_process_spare_stop (FbRpcServer *server);
 void fb_rpc_ready_schedule (FbRpcServer *server, FbRpcView *view, guint32 network);
 /* The ready sandbox for VIEW and NETWORK, if one said READY and lives: its
  * helper's pid and socket, its pid namespace and its proxy's socket (or
- * -1), no longer the server's.  False: none (one that died is dropped). */
+ * -1), no longer the server's.  False: none; one that died, is for
+ * another view or network mode, or is not made yet is killed. */
 bool fb_rpc_ready_take (FbRpcServer *server, FbRpcView *view, guint32 network, GPid *ret_pid, int *ret_sock,
                         int *ret_pidns, int *ret_proxy_fd);
 /* VIEW ends: its ready sandbox, if any, killed and reaped. */
