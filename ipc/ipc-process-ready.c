@@ -2,9 +2,10 @@
  * session last used, made before its process/start.
  *
  * A process still gets fresh namespaces, a pid 1 and a lock-down of its
- * own; making them is most of its start.  So once the loop is idle after a
- * process in a view ended (not while it starts or runs: making a sandbox
- * would compete with it), the server starts a launch helper with a late
+ * own; making them is most of its start.  So READY_DELAY_MS after a
+ * process in a view ended, unless another process started meanwhile (not
+ * while one starts or runs: making a sandbox would compete with it), the
+ * server starts a launch helper with a late
  * spec for that view (ipc/ipc-process-launch.h: FB_LAUNCH_SPEC_LATE, its
  * network mode and the helper's ids): it joins the view, hands back its
  * pid namespace (JOINED, answered GO at once), locks the sandbox down and
@@ -39,6 +40,11 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* How long after a process's end its view's ready sandbox is started: a
+ * client that starts its next process at once (a script, not an agent's
+ * turn) would find it half made, and its start slowed by it. */
+#define READY_DELAY_MS 50
 
 struct FbRpcReady
 {
@@ -197,7 +203,7 @@ ready_start (FbRpcServer *server, FbRpcView *view, guint32 network)
 }
 
 static gboolean
-ready_idle (gpointer data)
+ready_timeout (gpointer data)
 {
   FbRpcServer *server = data;
   FbRpcView *view = g_steal_pointer (&server->ready_sandbox_next);
@@ -220,8 +226,8 @@ fb_rpc_ready_schedule (FbRpcServer *server, FbRpcView *view, guint32 network)
   g_clear_pointer (&server->ready_sandbox_next, fb_rpc_view_unref);
   server->ready_sandbox_next = fb_rpc_view_ref (view);
   server->ready_sandbox_network = network;
-  if (server->ready_sandbox_idle == 0)
-    server->ready_sandbox_idle = g_idle_add_full (G_PRIORITY_LOW, ready_idle, server, NULL);
+  g_clear_handle_id (&server->ready_sandbox_idle, g_source_remove);
+  server->ready_sandbox_idle = g_timeout_add_full (G_PRIORITY_LOW, READY_DELAY_MS, ready_timeout, server, NULL);
 }
 
 bool
@@ -230,6 +236,9 @@ fb_rpc_ready_take (FbRpcServer *server, FbRpcView *view, guint32 network, GPid *
 {
   FbRpcReady *r = server->ready_sandbox;
 
+  /* none is made while a process starts (its end asks again) */
+  g_clear_handle_id (&server->ready_sandbox_idle, g_source_remove);
+  g_clear_pointer (&server->ready_sandbox_next, fb_rpc_view_unref);
   if (r != NULL && (r->view != view || r->network != network || !r->ready))
     {
       /* made for a view no longer the last used, or not made yet: killed

@@ -162,7 +162,8 @@ struct FbRpcServer
 
   /* The ready sandbox (ipc-process-ready.c), loop thread: the one made
    * for the view last used (or NULL), the view the idle source makes the
-   * next one for (a reference, or NULL) and its network mode. */
+   * next one for (a reference, or NULL), its network mode, and the timeout
+   * that starts it. */
   FbRpcReady *ready_sandbox;
   FbRpcView *ready_sandbox_next;
   guint32 ready_sandbox_network;
@@ -519,8 +520,9 @@ void fb_rpc_process_spare_stop (FbRpcServer *server);
 
 /* --- the ready sandbox (ipc-process-ready.c) ---------------------------------- */
 
-/* Once the loop is idle: a ready sandbox for VIEW and NETWORK (the spec's
- * 0 none, 1 host, 2 allowlist), in place of one for another. */
+/* A little later, unless a process starts meanwhile (fb_rpc_ready_take): a
+ * ready sandbox for VIEW and NETWORK (the spec's 0 none, 1 host, 2
+ * allowlist), in place of one for another. */
 void fb_rpc_ready_schedule (FbRpcServer *server, FbRpcView *view, guint32 network);
 /* The ready sandbox for VIEW and NETWORK, if one said READY and lives: its
  * helper's pid and socket, its pid namespace and its proxy's socket (or
