@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef MFD_NOEXEC_SEAL
@@ -429,5 +430,64 @@ fb_launch_helper_spawn (const char *path, int in, int out, int err, int sock, GE
       g_set_error_literal (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, g_strerror (r));
       return 0;
     }
+  return pid;
+}
+
+GPid
+fb_launch_helper_spawn_late (const char *path, guint32 network, guint32 uid, guint32 gid, const int view_ns[2],
+                             int *ret_sock, GError **error)
+{
+  FbLaunchSpec late = { .network = network, .uid = uid, .gid = gid, .umask = FB_LAUNCH_UMASK_KEEP };
+  FbLaunchRecord rec;
+  const char *why = NULL;
+  int sv[2], spec_fd = -1, null_fd, fds[3];
+  GPid pid = 0;
+
+  if (fb_launch_spec_seal (&late, true, &spec_fd, &why) < 0)
+    {
+      g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "%s", why);
+      return 0;
+    }
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    {
+      int e = errno;
+      close (spec_fd);
+      g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "socketpair: %s", g_strerror (e));
+      return 0;
+    }
+  /* /dev/null until its command brings its own streams */
+  null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0)
+    pid = fb_launch_helper_spawn (path, null_fd, null_fd, null_fd, sv[1], error);
+  else
+    g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "/dev/null: %s", g_strerror (errno));
+  close (sv[1]);
+  if (null_fd >= 0)
+    close (null_fd);
+  /* the socket is new and empty: this one message fits */
+  memset (&rec, 0, sizeof rec);
+  rec.type = FB_LAUNCH_SPEC;
+  rec.value = FB_LAUNCH_SPEC_LATE;
+  fds[0] = spec_fd;
+  fds[1] = view_ns[0];
+  fds[2] = view_ns[1];
+  if (pid != 0 && fb_send_fds (sv[0], &rec, sizeof rec, fds, 3, MSG_DONTWAIT) < 0)
+    {
+      int e = errno;
+      kill (pid, SIGKILL);
+      while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+      g_spawn_close_pid (pid);
+      pid = 0;
+      g_set_error (error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED, "can't send the launch helper its sandbox: %s",
+                   g_strerror (e));
+    }
+  close (spec_fd);
+  if (pid == 0)
+    {
+      close (sv[0]);
+      return 0;
+    }
+  *ret_sock = sv[0];
   return pid;
 }

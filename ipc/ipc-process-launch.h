@@ -199,6 +199,14 @@ int fb_launch_spec_decode (int fd, bool late, FbLaunchSpec *ret_spec, const char
  * The helper's pid, or 0 with ERROR set. */
 GPid fb_launch_helper_spawn (const char *path, int in, int out, int err, int sock, GError **error);
 
+/* A helper at PATH started ahead of its command (/dev/null as its
+ * streams), sent a late spec (NETWORK; UID, GID inside) with the view's
+ * user and mount namespaces VIEW_NS: it makes the sandbox and says READY;
+ * its command comes with COMMAND.  Its pid and *RET_SOCK, our end of its
+ * socket; or 0 with ERROR set (a helper started is killed and reaped). */
+GPid fb_launch_helper_spawn_late (const char *path, guint32 network, guint32 uid, guint32 gid, const int view_ns[2],
+                                  int *ret_sock, GError **error);
+
 /* recvmsg of up to SIZE bytes into BUF (FLAGS: MSG_DONTWAIT or 0), close on
  * exec, and the descriptors it carries: the first MAX_FDS (at most
  * FB_LAUNCH_RECV_FDS_MAX) in FDS, else -1, the rest closed; *RET_NFDS how

@@ -155,48 +155,22 @@ static FbRpcReady *
 ready_start (FbRpcServer *server, FbRpcView *view, guint32 network)
 {
   g_autoptr (GError) gerr = NULL;
-  FbLaunchSpec late = {
-    .network = network, .uid = FB_LAUNCH_ID_CALLER, .gid = FB_LAUNCH_ID_CALLER, .umask = FB_LAUNCH_UMASK_KEEP
-  };
-  const int *ns = fb_rpc_view_get_namespaces (view);
-  FbLaunchRecord rec;
-  const char *why = NULL;
-  int sv[2], spec_fd = -1, null_fd, fds[3];
+  int sock = -1;
+  GPid pid = fb_launch_helper_spawn_late (server->launch_helper, network, FB_LAUNCH_ID_CALLER, FB_LAUNCH_ID_CALLER,
+                                          fb_rpc_view_get_namespaces (view), &sock, &gerr);
   FbRpcReady *r;
 
-  if (fb_launch_spec_seal (&late, true, &spec_fd, &why) < 0)
-    return NULL;
-  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+  if (pid == 0)
     {
-      close (spec_fd);
+      g_debug ("no ready sandbox: %s", gerr->message);
       return NULL;
     }
   r = g_new0 (FbRpcReady, 1);
-  r->sock = sv[0];
+  r->pid = pid;
+  r->sock = sock;
   r->pidns = r->proxy_fd = -1;
   r->network = network;
   r->view = fb_rpc_view_ref (view);
-  /* as the spare: /dev/null until its command brings its own streams */
-  null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null_fd >= 0)
-    r->pid = fb_launch_helper_spawn (server->launch_helper, null_fd, null_fd, null_fd, sv[1], &gerr);
-  close (sv[1]);
-  if (null_fd >= 0)
-    close (null_fd);
-  /* the socket is new and empty: this one message fits */
-  memset (&rec, 0, sizeof rec);
-  rec.type = FB_LAUNCH_SPEC;
-  rec.value = FB_LAUNCH_SPEC_LATE;
-  fds[0] = spec_fd;
-  fds[1] = ns[0];
-  fds[2] = ns[1];
-  if (r->pid == 0 || fb_send_fds (r->sock, &rec, sizeof rec, fds, 3, MSG_DONTWAIT) < 0)
-    {
-      close (spec_fd);
-      ready_free (r);
-      return NULL;
-    }
-  close (spec_fd);
   r->sock_watch = g_unix_fd_add (r->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_ready_record, server);
   r->child_watch = g_child_watch_add (r->pid, on_ready_exit, server);
   return r;

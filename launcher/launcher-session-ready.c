@@ -186,60 +186,14 @@ fb_session_ready_start (const char *helper, const int view_ns[2], guint32 uid, g
                         FbSessionReadyFunc changed, gpointer data, GError **error)
 {
   g_autoptr (FbSessionReady) r = g_new0 (FbSessionReady, 1);
-  FbLaunchRecord rec;
-  const char *why = NULL;
-  int sv[2], spec_fd = -1, null_fd, fds[3];
 
   r->sock = r->pidns = r->proxy_fd = -1;
   r->changed = changed;
   r->data = data;
-  FbLaunchSpec late = { .network = network, .uid = uid, .gid = gid, .umask = FB_LAUNCH_UMASK_KEEP };
-
-  if (fb_launch_spec_seal (&late, true, &spec_fd, &why) < 0)
-    {
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s", why);
-      return NULL;
-    }
-  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-    {
-      int e = errno;
-      close (spec_fd);
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "socketpair: %s", g_strerror (e));
-      return NULL;
-    }
-  null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null_fd >= 0)
-    r->pid = fb_launch_helper_spawn (helper, null_fd, null_fd, null_fd, sv[1], error);
-  else
-    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "/dev/null: %s", g_strerror (errno));
-  close (sv[1]);
-  if (null_fd >= 0)
-    close (null_fd);
+  r->pid = fb_launch_helper_spawn_late (helper, network, uid, gid, view_ns, &r->sock, error);
   if (r->pid == 0)
-    {
-      close (sv[0]);
-      close (spec_fd);
-      return NULL;
-    }
-  r->sock = sv[0];
+    return NULL;
   g_child_watch_add (r->pid, helper_reaped, NULL);
-
-  /* the socket is new and empty: this one message fits */
-  memset (&rec, 0, sizeof rec);
-  rec.type = FB_LAUNCH_SPEC;
-  rec.value = FB_LAUNCH_SPEC_LATE;
-  fds[0] = spec_fd;
-  fds[1] = view_ns[0];
-  fds[2] = view_ns[1];
-  if (fb_send_fds (r->sock, &rec, sizeof rec, fds, 3, MSG_DONTWAIT) < 0)
-    {
-      int e = errno;
-      close (spec_fd);
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't send the launch helper its sandbox: %s",
-                   g_strerror (e));
-      return NULL;
-    }
-  close (spec_fd);
   r->watch = g_unix_fd_add (r->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_record, r);
   return g_steal_pointer (&r);
 }

@@ -195,6 +195,17 @@ fd_target (pid_t pid, int fd)
   return g_file_read_link (link, NULL);
 }
 
+/* Whether C runs fusebox-launch; *RET_STDIN its stdin's target. */
+static bool
+is_launch_helper (pid_t c, char **ret_stdin)
+{
+  g_autofree char *exe_link = g_strdup_printf ("/proc/%d/exe", (int)c);
+  g_autofree char *exe = g_file_read_link (exe_link, NULL);
+
+  *ret_stdin = fd_target (c, 0);
+  return exe != NULL && g_str_has_suffix (exe, "/fusebox-launch") && *ret_stdin != NULL;
+}
+
 /* A fusebox-launch child of SERVER: one that runs a command (its stdin is
  * the command's, not /dev/null), or with SPARE one started before its
  * command, which still waits for it (/dev/null there, no sandbox yet). */
@@ -206,11 +217,9 @@ find_launch_child (pid_t server, bool spare, pid_t except)
   for (guint i = 0; i < kids->len; i++)
     {
       pid_t c = g_array_index (kids, pid_t, i);
-      g_autofree char *exe_link = g_strdup_printf ("/proc/%d/exe", (int)c);
-      g_autofree char *exe = g_file_read_link (exe_link, NULL);
-      g_autofree char *in = fd_target (c, 0);
+      g_autofree char *in = NULL;
       g_autoptr (GArray) sandbox = NULL;
-      if (c == except || exe == NULL || !g_str_has_suffix (exe, "/fusebox-launch") || in == NULL)
+      if (c == except || !is_launch_helper (c, &in))
         continue;
       if (!spare && strcmp (in, "/dev/null") != 0)
         return c;
@@ -290,11 +299,8 @@ wait_for_ready (pid_t server)
       for (guint i = 0; i < kids->len; i++)
         {
           pid_t c = g_array_index (kids, pid_t, i);
-          g_autofree char *exe_link = g_strdup_printf ("/proc/%d/exe", (int)c);
-          g_autofree char *exe = g_file_read_link (exe_link, NULL);
-          g_autofree char *in = fd_target (c, 0);
-          if (exe != NULL && g_str_has_suffix (exe, "/fusebox-launch") && g_strcmp0 (in, "/dev/null") == 0 &&
-              holds_locked_sandbox (c))
+          g_autofree char *in = NULL;
+          if (is_launch_helper (c, &in) && strcmp (in, "/dev/null") == 0 && holds_locked_sandbox (c))
             return c;
         }
       g_usleep (10 * 1000);
