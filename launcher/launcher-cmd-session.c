@@ -1831,7 +1831,6 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
 {
   g_autoptr (FbCmdTerminal) terminal = NULL;
   g_autoptr (FbLauncherChild) child = NULL;
-  g_autoptr (GError) error = NULL;
   const char *name = o->session;
   FbPolicy *policy;
   FbLauncherPlan plan;
