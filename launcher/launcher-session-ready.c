@@ -52,8 +52,9 @@ typedef enum
 
 struct FbSessionReady
 {
-  GPid pid; /* the launch helper */
-  int sock; /* its channel; -1 once it ended */
+  GPid pid;  /* the launch helper */
+  int pidfd; /* its pidfd: a signal never reaches another process that got its pid once it was reaped */
+  int sock;  /* its channel; -1 once it ended */
   guint watch;
   int pidns;    /* JOINED's: the sandbox's pid namespace */
   int proxy_fd; /* PROXY's (a network allowlist): the socket it listens on */
@@ -71,6 +72,15 @@ helper_reaped (GPid pid, int status, gpointer data)
   (void)status;
   (void)data;
   g_spawn_close_pid (pid);
+}
+
+/* SIGKILL to the helper, through its pidfd: once the child watch has
+ * reaped it, its pid may be another process's. */
+static void
+helper_kill (FbSessionReady *r)
+{
+  if (r->pidfd >= 0)
+    (void)syscall (SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
 }
 
 static void
@@ -187,12 +197,14 @@ fb_session_ready_start (const char *helper, const int view_ns[2], guint32 uid, g
 {
   g_autoptr (FbSessionReady) r = g_new0 (FbSessionReady, 1);
 
-  r->sock = r->pidns = r->proxy_fd = -1;
+  r->sock = r->pidns = r->proxy_fd = r->pidfd = -1;
   r->changed = changed;
   r->data = data;
   r->pid = fb_launch_helper_spawn_late (helper, network, uid, gid, view_ns, &r->sock, error);
   if (r->pid == 0)
     return NULL;
+  /* before the loop runs again: only its child watch reaps it */
+  r->pidfd = (int)syscall (SYS_pidfd_open, r->pid, 0);
   g_child_watch_add (r->pid, helper_reaped, NULL);
   r->watch = g_unix_fd_add (r->sock, G_IO_IN | G_IO_HUP | G_IO_ERR, on_record, r);
   return g_steal_pointer (&r);
@@ -259,7 +271,7 @@ fb_session_ready_signal (FbSessionReady *r, int sig)
   rec.value = sig;
   /* a full socket: the helper is not reading; SIGKILL is sure anyway */
   if (fb_send_fds (r->sock, &rec, sizeof rec, NULL, 0, MSG_DONTWAIT) < 0 && sig == SIGKILL)
-    kill (r->pid, SIGKILL);
+    helper_kill (r);
 }
 
 /* The helper is killed, and with it the sandbox: its outer child dies
@@ -271,8 +283,9 @@ fb_session_ready_free (FbSessionReady *r)
   if (r == NULL)
     return;
   g_clear_handle_id (&r->watch, g_source_remove);
-  if (r->sock >= 0 && r->pid != 0)
-    kill (r->pid, SIGKILL);
+  if (r->sock >= 0)
+    helper_kill (r);
+  fb_fd_close (&r->pidfd);
   fb_fd_close (&r->sock);
   fb_fd_close (&r->pidns);
   fb_fd_close (&r->proxy_fd);
