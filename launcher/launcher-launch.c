@@ -410,14 +410,21 @@ main (int argc, char **argv)
 
   for (;;)
     {
-      struct pollfd pfd[2] = { { FB_LAUNCH_FD, POLLIN, 0 }, { fb_launcher_child_get_pidfd (child), POLLIN, 0 } };
-      int n = poll (pfd, pfd[1].fd >= 0 ? 2 : 1, pfd[1].fd >= 0 ? -1 : 100);
+      /* a late command's pid 1 tells its end before the sandbox is torn
+       * down (pid 1, the relay and the outer child end in turn after it):
+       * the server hears it that much sooner */
+      struct pollfd pfd[3] = { { FB_LAUNCH_FD, POLLIN, 0 },
+                               { fb_launcher_child_get_pidfd (child), POLLIN, 0 },
+                               { fb_launcher_child_get_status_fd (child), POLLIN, 0 } };
+      int n = poll (pfd, 3, pfd[1].fd >= 0 ? -1 : 100);
 
       if (n < 0 && errno != EINTR)
         break;
-      if (fb_launcher_child_try_wait (child, &exit_code) == 0)
+      if (fb_launcher_child_read_ended (child, &exit_code) == 0 || fb_launcher_child_try_wait (child, &exit_code) == 0)
         {
           send_record (FB_LAUNCH_FD, FB_LAUNCH_EXITED, exit_code, NULL, -1);
+          /* nothing of the sandbox runs now but pid 1 on its way out */
+          fb_launcher_child_wait (child, NULL);
           return 0;
         }
       if (n > 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))

@@ -81,6 +81,8 @@ struct FbLauncherChild
   bool late;         /* plan.late_command */
   bool ready;        /* late: pid 1 reported READY */
   bool command_sent; /* late: send_command() gave pid 1 its command, so EOF is its exec */
+  bool ended;        /* late: pid 1 reported the command's status (ENDED), its pid namespace emptied */
+  int ended_code;    /* that status: the exit code, 128+N for signal N */
   int kept_fds[3];   /* KEEP_VIEW: the user and mount namespaces and the refresher's socket, until wait_kept */
   int proxy_fd;      /* PROXY_SOCKET's, until take_proxy_fd hands it out */
   bool reaped;
@@ -213,6 +215,8 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_PROXY_SOCKET] = "proxy-socket",
   [FB_LAUNCHER_STEP_READY] = "ready",
   [FB_LAUNCHER_STEP_COMMAND] = "command",
+  [FB_LAUNCHER_STEP_STARTED] = "started",
+  [FB_LAUNCHER_STEP_ENDED] = "ended",
 };
 
 const char *
@@ -1212,6 +1216,27 @@ read_status (FbLauncherChild *child, Want want)
               child->ready = true;
               continue;
             }
+          /* a late command's pid 1 keeps the channel past the exec, so
+           * STARTED stands for the EOF (a failure came before it) */
+          if (rec.step == FB_LAUNCHER_STEP_STARTED && child->late && child->command_sent)
+            {
+              if (passed_fd >= 0)
+                close (passed_fd);
+              if (!child->failed)
+                child->executed = true;
+              if (want == WANT_END)
+                return child->failed ? -ECHILD : 0;
+              continue;
+            }
+          if (rec.step == FB_LAUNCHER_STEP_ENDED && child->late && child->executed && !child->ended &&
+              rec.detail >= 0 && rec.detail <= 255)
+            {
+              if (passed_fd >= 0)
+                close (passed_fd);
+              child->ended = true;
+              child->ended_code = rec.detail;
+              continue;
+            }
           if (passed_fd >= 0)
             close (passed_fd);
           note_failure (child, &rec);
@@ -1302,6 +1327,28 @@ fb_launcher_child_wait_exec (FbLauncherChild *child)
   if (child->executed)
     return 0;
   return read_status (child, WANT_END);
+}
+
+int
+fb_launcher_child_get_status_fd (const FbLauncherChild *child)
+{
+  return child->late && child->executed ? child->status_fd : -1;
+}
+
+int
+fb_launcher_child_read_ended (FbLauncherChild *child, int *ret_exit_code)
+{
+  if (!child->ended && child->late && child->executed && child->status_fd >= 0)
+    {
+      int fl = fcntl (child->status_fd, F_GETFL);
+      if (fl >= 0 && !(fl & O_NONBLOCK))
+        fcntl (child->status_fd, F_SETFL, fl | O_NONBLOCK);
+      read_status (child, WANT_END);
+    }
+  if (!child->ended)
+    return -EAGAIN;
+  *ret_exit_code = child->ended_code;
+  return 0;
 }
 
 int
@@ -1675,6 +1722,8 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
       case FB_LAUNCHER_STEP_VIEW_JOINED:
       case FB_LAUNCHER_STEP_PROXY_SOCKET:
       case FB_LAUNCHER_STEP_READY:
+      case FB_LAUNCHER_STEP_STARTED:
+      case FB_LAUNCHER_STEP_ENDED:
       case FB_LAUNCHER_STEP_N:
         break;
     }

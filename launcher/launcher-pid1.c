@@ -166,11 +166,37 @@ forward_set (sigset_t *set)
   sigaddset (set, SIGCHLD);
 }
 
+/* The command's status (CODE) to the parent through REPORT_FD, once
+ * nothing else runs in the pid namespace: everything left is killed and
+ * reaped first, as the kernel would at pid 1's exit, so nothing of the
+ * sandbox acts after its parent heard the command ended.  A process that
+ * would not be reaped (it can't be: the sandbox's processes are pid 1's
+ * uid, and SIGKILL ends a FUSE request's wait) would keep the status for
+ * pid 1's exit. */
+static void
+report_end (int report_fd, int code)
+{
+  FbLauncherRecord rec = { .step = FB_LAUNCHER_STEP_ENDED, .detail = code };
+
+  kill (-1, SIGKILL);
+  for (;;)
+    {
+      pid_t w = waitpid (-1, NULL, __WALL);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0)
+        break; /* ECHILD: pid 1 is alone */
+    }
+  while (send (report_fd, &rec, sizeof rec, MSG_NOSIGNAL) < 0 && errno == EINTR)
+    ;
+}
+
 /* Wait for signals until PID is reaped, then exit with its status.
  * Forwarded signals go to PID; every child is reaped (pid 1 inherits the
- * sandbox's orphans). */
+ * sandbox's orphans).  With REPORT_FD >= 0 the status is also sent there,
+ * the namespace emptied first (report_end). */
 G_GNUC_NORETURN static void
-wait_loop (const sigset_t *set, pid_t pid)
+wait_loop (const sigset_t *set, pid_t pid, int report_fd)
 {
   for (;;)
     {
@@ -194,10 +220,13 @@ wait_loop (const sigset_t *set, pid_t pid)
             continue; /* an orphan */
           /* For pid 1, exiting kills what the command left behind (daemons
            * included); for the relay, pid 1 is gone and so is everything. */
-          if (WIFEXITED (status))
-            _exit (WEXITSTATUS (status));
-          if (WIFSIGNALED (status))
-            _exit (128 + WTERMSIG (status));
+          if (WIFEXITED (status) || WIFSIGNALED (status))
+            {
+              int code = WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+              if (report_fd >= 0)
+                report_end (report_fd, code);
+              _exit (code);
+            }
         }
     }
 }
@@ -285,7 +314,7 @@ fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
   /* The command holds the channel until its exec closes it: the
    * supervisor's EOF then means "executed". */
   close (status_fd);
-  wait_loop (&set, pid);
+  wait_loop (&set, pid, -1);
 }
 
 /* ---- a late command (FbLauncherPlan.late_command) ----
@@ -554,14 +583,17 @@ fb_launcher_pid1_run_late (int status_fd)
     late_fail (status_fd, FB_LAUNCHER_STEP_CHDIR, errno);
 
   pid_t pid = start_command (&lc.command, status_fd, &fds[1]);
-  /* The command has exec'd (or failed): pid 1 keeps none of its streams,
-   * so their readers see EOF when the command's processes close them, and
-   * nothing of its memory. */
-  close (status_fd);
+  /* The command has exec'd (or failed, and said so first: vfork returns
+   * after either): pid 1 keeps none of its streams, so their readers see
+   * EOF when the command's processes close them, and nothing of its
+   * memory.  It keeps the channel (close-on-exec: the command never had
+   * it), says STARTED where another pid 1 closes it, and tells the
+   * command's end on it. */
   for (int i = 1; i < 4; i++)
     close (fds[i]);
   late_command_unmap (&lc);
-  wait_loop (&set, pid);
+  fb_launcher_report (status_fd, FB_LAUNCHER_STEP_STARTED, 0, 0);
+  wait_loop (&set, pid, status_fd);
 }
 
 void
@@ -570,5 +602,5 @@ fb_launcher_relay_run (pid_t pid)
   sigset_t set;
   forward_set (&set);
   sigprocmask (SIG_SETMASK, &set, NULL);
-  wait_loop (&set, pid);
+  wait_loop (&set, pid, -1);
 }

@@ -210,6 +210,8 @@ typedef enum
   FB_LAUNCHER_STEP_PROXY_SOCKET, /* (not a failure: that listening socket, for the parent) */
   FB_LAUNCHER_STEP_READY,        /* (not a failure: a late command's pid 1 is locked down and waits for it) */
   FB_LAUNCHER_STEP_COMMAND,      /* pid 1 taking its late command (the parent's record carries this step) */
+  FB_LAUNCHER_STEP_STARTED,      /* (not a failure: a late command was executed, or failed and said so) */
+  FB_LAUNCHER_STEP_ENDED,        /* (not a failure: a late command's status, its pid namespace emptied; detail) */
   FB_LAUNCHER_STEP_N
 } FbLauncherStep;
 
@@ -283,6 +285,16 @@ int fb_launcher_child_wait_ready (FbLauncherChild *child);
  * child, or a command sent already), -EPROTO or -E2BIG (SPEC_FD is not
  * such a memfd), -EPIPE (the sandbox is gone) or -errno. */
 int fb_launcher_child_send_command (FbLauncherChild *child, int spec_fd, const int stdio[3]);
+/* A late command's end, told before its sandbox is torn down: once
+ * fb_launcher_child_wait_exec() succeeded, pid 1 keeps the status channel
+ * (the descriptor get_status_fd() returns, to poll for input; -1 before or
+ * for another child) and, when the command is reaped, kills and reaps
+ * everything left in its pid namespace, then sends the command's status.
+ * read_ended() reads what came, without blocking: 0 with *RET_EXIT_CODE
+ * (the exit code, 128+N for signal N) once the status came, else -EAGAIN
+ * (the status comes with pid 1's exit then, as for any command). */
+int fb_launcher_child_get_status_fd (const FbLauncherChild *child);
+int fb_launcher_child_read_ended (FbLauncherChild *child, int *ret_exit_code);
 /* With plan.proxy_port, after wait_mounted (or wait_joined): the listening
  * socket inside (close-on-exec, non-blocking, the caller's to close), or
  * -1 when there is none. */

@@ -221,6 +221,110 @@ test_pid1_keeps_no_stream (void **state)
   assert_int_equal (fb_launcher_child_try_wait (child, &code), -EAGAIN);
 }
 
+/* Each line of TEXT that ends is a CLOCK_MONOTONIC time in ns: the
+ * greatest into *MAX; what follows the last newline stays in TEXT. */
+static void
+take_times (GString *text, gint64 *max)
+{
+  char *nl;
+
+  while ((nl = memchr (text->str, '\n', text->len)) != NULL)
+    {
+      gint64 t = g_ascii_strtoll (text->str, NULL, 10);
+      *max = MAX (*max, t);
+      g_string_erase (text, 0, nl - text->str + 1);
+    }
+}
+
+/* One sandbox of test_end_told_after_namespace_emptied. */
+static void
+end_told_after_namespace_emptied (TestState *s)
+{
+  const char *argv[] = { "/bin/sh", "-c",
+                         "/usr/bin/python3 -c 'import os, time\n"
+                         "while True: os.write(1, b\"%d\\n\" % time.monotonic_ns())' & sleep 0.15; exit 5",
+                         NULL };
+  FbLauncherChild *child = spawn_ready (s);
+  int spec = spec_fd (s, argv, NULL, "/", FB_LAUNCH_UMASK_KEEP);
+  int out = send_command (s, child, spec);
+  g_autoptr (GString) text = g_string_new (NULL);
+  gint64 before = 0, after = 0, ended_at;
+  int code = -1, waited = -1;
+  struct timespec now;
+  char buf[65536];
+  ssize_t n;
+
+  assert_int_equal (fb_launcher_child_read_ended (child, &code), -EAGAIN);
+  assert_int_equal (fb_launcher_child_get_status_fd (child), -1); /* not before the exec */
+  assert_int_equal (fb_launcher_child_wait_exec (child), 0);
+  assert_true (fb_launcher_child_get_status_fd (child) >= 0);
+  /* the writer's output read as it comes, so that it never waits for us */
+  while (fb_launcher_child_read_ended (child, &code) == -EAGAIN)
+    {
+      struct pollfd pfd[2] = { { fb_launcher_child_get_status_fd (child), POLLIN, 0 }, { out, POLLIN, 0 } };
+      if (pfd[0].fd < 0 || poll (pfd, 2, 10000) < 1)
+        fail_msg ("no ENDED from pid 1 (the channel %s)", pfd[0].fd < 0 ? "ended" : "stayed silent for 10 s");
+      if (pfd[1].revents & POLLIN)
+        {
+          n = read (out, buf, sizeof buf);
+          assert_true (n > 0);
+          g_string_append_len (text, buf, n);
+          take_times (text, &before);
+        }
+    }
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  ended_at = (gint64)now.tv_sec * G_GINT64_CONSTANT (1000000000) + now.tv_nsec;
+  assert_int_equal (code, 5);
+  assert_true (before > 0); /* the writer ran */
+  while ((n = read (out, buf, sizeof buf)) > 0)
+    {
+      g_string_append_len (text, buf, n);
+      take_times (text, &after);
+    }
+  assert_int_equal (n, 0);
+  if (after > ended_at)
+    fail_msg ("the background writer wrote %" G_GINT64_FORMAT " ns after ENDED came", after - ended_at);
+  assert_int_equal (fb_launcher_child_wait (child, &waited), 0);
+  assert_int_equal (waited, 5);
+  test_close_fd (s, out);
+  test_close_fd (s, spec);
+}
+
+/* The command's end is told on the status channel (ENDED) before the
+ * sandbox is torn down, and only once nothing it left runs: a background
+ * process that writes the time to the command's stdout without pause
+ * wrote nothing after we had ENDED, and its stdout ends for us then; the
+ * status is the command's, and the outer child's too.  Told before the
+ * namespace is emptied, the writer would go on for the moment pid 1 takes
+ * to exit, which our wake-up is about as quick as: eight sandboxes, so that
+ * such a pid 1 is caught in nearly every run. */
+static void
+test_end_told_after_namespace_emptied (void **state)
+{
+  for (int i = 0; i < 8; i++)
+    end_told_after_namespace_emptied (*state);
+}
+
+/* A command ended by a signal is told as 128+N. */
+static void
+test_end_told_for_signal (void **state)
+{
+  TestState *s = *state;
+  const char *argv[] = { "/bin/sh", "-c", "kill -TERM $$", NULL };
+  FbLauncherChild *child = spawn_ready (s);
+  int code = -1;
+
+  send_command (s, child, spec_fd (s, argv, NULL, "/", FB_LAUNCH_UMASK_KEEP));
+  assert_int_equal (fb_launcher_child_wait_exec (child), 0);
+  while (fb_launcher_child_read_ended (child, &code) == -EAGAIN)
+    {
+      struct pollfd pfd = { .fd = fb_launcher_child_get_status_fd (child), .events = POLLIN };
+      if (pfd.fd < 0 || poll (&pfd, 1, 10000) != 1)
+        fail_msg ("no ENDED from pid 1");
+    }
+  assert_int_equal (code, 128 + SIGTERM);
+}
+
 /* What is not a sealed command is refused before pid 1 sees it; a second
  * command, and a command for a sandbox that has one, are refused. */
 static void
@@ -260,4 +364,5 @@ test_refused (void **state)
 TEST_DEFINE_MAIN (NULL, NULL, TEST_LAUNCHER_TEST (test_output_and_status), TEST_LAUNCHER_TEST (test_cwd_and_umask),
                   TEST_LAUNCHER_TEST (test_missing_cwd), TEST_LAUNCHER_TEST (test_path_search),
                   TEST_LAUNCHER_TEST (test_signal_before_command), TEST_LAUNCHER_TEST (test_pid1_keeps_no_stream),
-                  TEST_LAUNCHER_TEST (test_refused))
+                  TEST_LAUNCHER_TEST (test_end_told_after_namespace_emptied),
+                  TEST_LAUNCHER_TEST (test_end_told_for_signal), TEST_LAUNCHER_TEST (test_refused))
