@@ -640,6 +640,22 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
                "CONFIG_SECCOMP_FILTER",
                g_strerror (e));
 
+  /* not a prerequisite: what a command can do with the streams it is given */
+  {
+    int abi = fb_launcher_landlock_abi ();
+    g_autofree char *detail =
+      abi >= 2 ? g_strdup_printf ("ABI %d: a command opens its standard streams again (/proc/self/fd, /dev/stdin) "
+                                  "only for what they were given, and never below a directory given as one",
+                                  abi)
+               : g_strdup_printf ("not used (%s): a command may open a file or directory given as one of its "
+                                  "standard streams again through /proc/self/fd as far as the sandbox's host id "
+                                  "may; give commands pipes, or use Linux 5.19 or later with \"landlock\" in "
+                                  "the lsm= boot parameter",
+                                  abi == 1 ? "ABI 1, which would refuse every rename into another directory"
+                                           : "the kernel has none");
+    line_ok (&rep, "Landlock", detail);
+  }
+
   launch_line (&rep, "a whole sandbox (host / read-only as root)", run_probe (&ctx, probe_sandbox));
   /* a network allowlist's way out (ipc/ipc-proxy.h) */
   launch_line (&rep, "the network proxy's socket in the sandbox", run_probe (&ctx, probe_proxy));

@@ -29,10 +29,25 @@
  *   6. every fd but 0-2 (and the status pipe, close-on-exec) closed: nothing
  *      of the supervisor — /dev/fuse, the log, sockets — leaks into the sandbox.
  *   7. seccomp last, so the steps above may use what it denies.
+ *
+ * Then pid 1, just before its command starts (its standard streams are
+ * known only then for a late command), confines paths with Landlock
+ * (fb_launcher_confine_paths): every access beneath the sandbox's "/" and
+ * nothing elsewhere.  Every path of the sandbox is beneath it; what is not
+ * is a host file or directory reached through a descriptor from outside:
+ * a standard stream the caller gave, reopened through /proc/self/fd with
+ * more access than it was given, or a directory given as one, below which
+ * openat would walk the host past the view.  So each standard stream that
+ * is a file or a device of a real file system may be reopened for what it
+ * was opened for, and no more (`cat /dev/stdin`, `echo > /dev/stderr`);
+ * pipes, sockets and memfds are on internal mounts, which Landlock does
+ * not restrict; descriptors keep working as they were opened (read,
+ * write, fstat, ioctl).  The filter above does not deny Landlock's calls.
  */
 #include "launcher/launcher.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/prctl.h>
 #include <linux/securebits.h>
@@ -40,6 +55,7 @@
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -146,6 +162,116 @@ close_fds (int keep_fd)
           close (fd);
       r = 0;
     }
+  return r;
+}
+
+/* Landlock, from its uapi (linux/landlock.h), spelled out here so that
+ * the build does not depend on how new the headers are: the numbers are
+ * the kernel's ABI and the same on every architecture. */
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_add_rule 445
+#define __NR_landlock_restrict_self 446
+#endif
+#define FB_LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#define FB_LANDLOCK_RULE_PATH_BENEATH 1
+/* ABI 1: execute ... make_sym, the first 13 bits */
+#define FB_LANDLOCK_ACCESS_FS_READ_FILE (1ULL << 2)
+#define FB_LANDLOCK_ACCESS_FS_WRITE_FILE (1ULL << 1)
+#define FB_LANDLOCK_ACCESS_FS_V1 ((1ULL << 13) - 1)
+#define FB_LANDLOCK_ACCESS_FS_REFER (1ULL << 13)     /* ABI 2 */
+#define FB_LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)  /* ABI 3 */
+#define FB_LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
+
+struct fb_landlock_ruleset_attr
+{
+  guint64 handled_access_fs; /* the leading member of every ABI's; the kernel takes a prefix */
+};
+
+struct fb_landlock_path_beneath_attr
+{
+  guint64 allowed_access;
+  gint32 parent_fd;
+} __attribute__ ((packed));
+
+int
+fb_launcher_landlock_abi (void)
+{
+  long v = syscall (__NR_landlock_create_ruleset, NULL, 0, FB_LANDLOCK_CREATE_RULESET_VERSION);
+
+  return v > 0 ? (int)MIN (v, G_MAXINT) : 0;
+}
+
+/* What standard stream FD may be opened again for, of ACCESS (the
+ * handled rights): 0 for a directory (never: openat below it would walk
+ * the host), for a path handle, and for what Landlock does not restrict
+ * anyway (a socket; a pipe is on an internal mount, which a rule refuses
+ * with EBADFD). */
+static guint64
+stream_access (int fd, guint64 access)
+{
+  struct stat st;
+  int flags = fcntl (fd, F_GETFL);
+  guint64 allowed = 0;
+
+  /* a path handle (O_PATH) grants no access to open again with */
+  if (flags < 0 || (flags & O_PATH) || fstat (fd, &st) < 0 || S_ISDIR (st.st_mode) || S_ISSOCK (st.st_mode))
+    return 0;
+  if ((flags & O_ACCMODE) == O_RDONLY || (flags & O_ACCMODE) == O_RDWR)
+    allowed |= FB_LANDLOCK_ACCESS_FS_READ_FILE;
+  if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR)
+    {
+      allowed |= FB_LANDLOCK_ACCESS_FS_WRITE_FILE;
+      /* a stream given for appending is not to be emptied */
+      if (!(flags & O_APPEND))
+        allowed |= FB_LANDLOCK_ACCESS_FS_TRUNCATE;
+    }
+  if (S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode))
+    allowed |= FB_LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  return allowed & access;
+}
+
+int
+fb_launcher_confine_paths (const int stdio[3])
+{
+  int abi = fb_launcher_landlock_abi ();
+  guint64 access = FB_LANDLOCK_ACCESS_FS_V1 | FB_LANDLOCK_ACCESS_FS_REFER;
+  struct fb_landlock_ruleset_attr attr;
+  struct fb_landlock_path_beneath_attr beneath;
+  int ruleset, root, r = 0;
+
+  /* ABI 1 is passed over: it refuses every rename or link into another
+   * directory, which no rule can allow */
+  if (abi < 2)
+    return 0;
+  if (abi >= 3)
+    access |= FB_LANDLOCK_ACCESS_FS_TRUNCATE;
+  if (abi >= 5)
+    access |= FB_LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  attr.handled_access_fs = access;
+  ruleset = (int)syscall (__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
+  if (ruleset < 0)
+    return -errno;
+  root = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0)
+    r = -errno;
+  beneath.allowed_access = access;
+  beneath.parent_fd = root;
+  if (r == 0 && syscall (__NR_landlock_add_rule, ruleset, FB_LANDLOCK_RULE_PATH_BENEATH, &beneath, 0) < 0)
+    r = -errno;
+  for (int i = 0; r == 0 && i < 3; i++)
+    {
+      beneath.allowed_access = stream_access (stdio[i], access);
+      beneath.parent_fd = stdio[i];
+      if (beneath.allowed_access != 0 &&
+          syscall (__NR_landlock_add_rule, ruleset, FB_LANDLOCK_RULE_PATH_BENEATH, &beneath, 0) < 0 && errno != EBADFD)
+        r = -errno;
+    }
+  if (r == 0 && syscall (__NR_landlock_restrict_self, ruleset, 0) < 0)
+    r = -errno;
+  if (root >= 0)
+    close (root);
+  close (ruleset);
   return r;
 }
 

@@ -217,6 +217,7 @@ static const char *const step_names[FB_LAUNCHER_STEP_N] = {
   [FB_LAUNCHER_STEP_COMMAND] = "command",
   [FB_LAUNCHER_STEP_STARTED] = "started",
   [FB_LAUNCHER_STEP_ENDED] = "ended",
+  [FB_LAUNCHER_STEP_LANDLOCK] = "landlock",
 };
 
 const char *
@@ -1677,6 +1678,11 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
         return g_strdup_printf ("%s: installing the seccomp filter failed: %s; the kernel needs CONFIG_SECCOMP_FILTER; "
                                 "%s",
                                 step, err, check);
+      case FB_LAUNCHER_STEP_LANDLOCK:
+        return g_strdup_printf ("%s: confining the command to the sandbox's own root with Landlock failed: %s; the "
+                                "kernel says it has Landlock (ABI 2 or later) but refused a domain that allows "
+                                "everything beneath \"/\" and the command's standard streams",
+                                step, err);
       case FB_LAUNCHER_STEP_SIGNALS:
       case FB_LAUNCHER_STEP_FORK:
         return g_strdup_printf ("%s: the sandbox's pid 1 could not start the command: %s", step, err);

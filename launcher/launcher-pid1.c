@@ -254,6 +254,21 @@ take_stdio (const int stdio[3], int status_fd)
       }
 }
 
+/* pid 1 and the command it starts next see nothing but what is beneath
+ * the sandbox's root and STDIO, its standard streams, for what they were
+ * opened for (fb_launcher_confine_paths). */
+static void
+confine (int status_fd, const int stdio[3])
+{
+  int r = fb_launcher_confine_paths (stdio);
+
+  if (r < 0)
+    {
+      fb_launcher_report (status_fd, FB_LAUNCHER_STEP_LANDLOCK, -r, 0);
+      _exit (FB_LAUNCHER_EXIT_SANDBOX);
+    }
+}
+
 /* Start the command (STDIO: its 0, 1, 2; NULL: pid 1's own) and return its
  * pid; the forwarded signals and SIGCHLD must be blocked already. */
 static pid_t
@@ -310,6 +325,7 @@ fb_launcher_pid1_run (const FbLauncherCommand *c, int status_fd)
       fb_launcher_report (status_fd, FB_LAUNCHER_STEP_SIGNALS, errno, 0);
       _exit (FB_LAUNCHER_EXIT_SANDBOX);
     }
+  confine (status_fd, (const int[3]){ 0, 1, 2 });
   pid_t pid = start_command (c, status_fd, NULL);
   /* The command holds the channel until its exec closes it: the
    * supervisor's EOF then means "executed". */
@@ -582,6 +598,7 @@ fb_launcher_pid1_run_late (int status_fd)
   if (chdir (lc.cwd) < 0)
     late_fail (status_fd, FB_LAUNCHER_STEP_CHDIR, errno);
 
+  confine (status_fd, &fds[1]);
   pid_t pid = start_command (&lc.command, status_fd, &fds[1]);
   /* The command has exec'd (or failed, and said so first: vfork returns
    * after either): pid 1 keeps none of its streams, so their readers see

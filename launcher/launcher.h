@@ -212,6 +212,7 @@ typedef enum
   FB_LAUNCHER_STEP_COMMAND,      /* pid 1 taking its late command (the parent's record carries this step) */
   FB_LAUNCHER_STEP_STARTED,      /* (not a failure: a late command was executed, or failed and said so) */
   FB_LAUNCHER_STEP_ENDED,        /* (not a failure: a late command's status, its pid namespace emptied; detail) */
+  FB_LAUNCHER_STEP_LANDLOCK,     /* confining pid 1's paths to the sandbox's root (Landlock) */
   FB_LAUNCHER_STEP_N
 } FbLauncherStep;
 
@@ -347,6 +348,19 @@ int fb_launcher_lockdown_new (FbLauncherLockdown **ret_lockdown);
  * (may be NULL) installed.  On failure returns -errno and sets *ret_step. */
 int fb_launcher_lockdown_apply (const FbLauncherLockdown *lockdown, const FbLauncherSeccomp *seccomp, int keep_fd,
                                 FbLauncherStep *ret_step);
+/* pid 1, just before its command (whose standard streams are STDIO): a
+ * Landlock domain in which every access beneath "/" is allowed, each of
+ * STDIO that is a file or a device of a real file system may be opened
+ * again for what it was opened for (a terminal, a file: read, write), and
+ * nothing else is.  Async-signal-safe.  0, also where the kernel has no
+ * Landlock the sandbox can use (fb_launcher_landlock_abi() below 2), or
+ * -errno. */
+int fb_launcher_confine_paths (const int stdio[3]);
+/* The kernel's Landlock ABI version; 0 when it has none (not built, not
+ * in the LSM list, or refused to us), 1 when it has one the sandbox can't
+ * use (every rename or link into another directory would be refused):
+ * below 2 no paths are confined. */
+int fb_launcher_landlock_abi (void);
 void fb_launcher_lockdown_free (FbLauncherLockdown *lockdown);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLauncherLockdown, fb_launcher_lockdown_free)
 

@@ -22,6 +22,10 @@
  *    the F6 attack (fchmod 04777 through /proc/1/exe, futimens, a user.*
  *    xattr, an O_PATH reopen, exec and overwrite: CVE-2019-5736) leaves the
  *    host's fusebox binary as it was, for a root and for a normal caller;
+ *  - the caller's standard streams: a file given as stdin opens again
+ *    through /proc/self/fd for reading, not for writing, and a directory
+ *    given as one is no way below it (Landlock), for a root and a normal
+ *    caller;
  *  - the escapes 43de5cd closed already, kept closed: TIOCSTI into the
  *    caller's terminal (CVE-2017-5226) and nested user namespaces.
  * The probe is this program run inside the sandbox (`--probe OP ARG...`);
@@ -846,6 +850,104 @@ RFX_CASE (test_proc_pid1_unprivileged)
   test_caller_clear (&c);
 }
 
+/* ---- the caller's standard streams ---- */
+
+/* The kernel's Landlock ABI, 0 without one. */
+static int
+landlock_abi (void)
+{
+  long v = syscall (444 /* landlock_create_ruleset */, NULL, 0, 1U /* VERSION */);
+  return v > 0 ? (int)v : 0;
+}
+
+/* A standard stream is the caller's to give, no more: the command may
+ * open it again through /proc/self/fd for what it was given (read, here)
+ * but not for more (write: OWNER's file, which the sandbox's host id could
+ * write), and a directory given as one is no way below it to the host
+ * (a file the view does not show, readable to the sandbox's host id). */
+static void
+assert_streams_kept (RFx *fx, const TestCaller *c, uid_t owner, mode_t mode)
+{
+  g_autofree char *self = test_self ();
+  g_autofree char *file = g_build_filename (fx->tmp, "given", NULL);
+  g_autofree char *dir = g_build_filename (fx->tmp, "given-dir", NULL);
+  g_autofree char *secret = g_build_filename (dir, "secret", NULL);
+  g_autofree char *text = NULL;
+  TestCaller given = *c;
+  struct stat st;
+  RfxResult r;
+
+  if (landlock_abi () < 2)
+    test_skip_test (true, "the kernel has no Landlock of ABI 2 or later (Linux 5.19, \"landlock\" in the lsm= "
+                          "list), with which the sandbox keeps the caller's streams to what they were given");
+  test_write (file, "given\n", mode);
+  assert_int_equal (chown (file, owner, owner), 0);
+  assert_int_equal (chmod (file, mode), 0); /* past the umask */
+  assert_int_equal (mkdir (dir, 0755), 0);
+  test_write (secret, "secret\n", 0644);
+  /* on the host: the file is the caller's to write, the secret there */
+  assert_int_equal (stat (file, &st), 0);
+  assert_int_equal (st.st_uid, owner);
+  assert_true ((st.st_mode & (owner == 0 ? S_IWOTH : S_IWUSR)) != 0);
+  assert_true (g_file_get_contents (secret, &text, NULL, NULL));
+  assert_string_equal (text, "secret\n");
+
+  given.stdin_fd = open (file, O_RDONLY | O_CLOEXEC);
+  assert_true (given.stdin_fd >= 0);
+  {
+    g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", "open", "/proc/self/fd/0", "openw", "/proc/self/fd/0",
+                                          "openw", "/dev/stdin", NULL);
+    run_as (fx, &given, NULL, &r, argv);
+  }
+  close (given.stdin_fd);
+  {
+    const char *want[] = { "OK", "EACCES", "EACCES", NULL };
+    assert_lines (&r, "a file given as stdin, opened again", want);
+  }
+  rfx_result_clear (&r);
+  g_clear_pointer (&text, g_free);
+  assert_true (g_file_get_contents (file, &text, NULL, NULL));
+  assert_string_equal (text, "given\n");
+
+  given.stdin_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true (given.stdin_fd >= 0);
+  {
+    g_autoptr (GPtrArray) argv = argv_of ("--", self, "--probe", "open", "/proc/self/fd/0/secret", "open",
+                                          "/proc/self/fd/0", "create", "/proc/self/fd/0/planted", NULL);
+    run_as (fx, &given, NULL, &r, argv);
+  }
+  close (given.stdin_fd);
+  {
+    const char *want[] = { "EACCES", "EACCES", "EACCES", NULL };
+    assert_lines (&r, "a directory given as stdin, below it", want);
+  }
+  rfx_result_clear (&r);
+  g_autofree char *planted = g_build_filename (dir, "planted", NULL);
+  assert_false (g_file_test (planted, G_FILE_TEST_EXISTS));
+}
+
+RFX_CASE (test_streams_root)
+{
+  TestCaller c;
+  test_caller_init (&c, fx->tmp);
+  /* the sandbox is nobody on the host: a file anyone may write */
+  assert_streams_kept (fx, &c, 0, 0666);
+  test_caller_clear (&c);
+}
+
+RFX_CASE (test_streams_unprivileged)
+{
+  TestCaller c;
+  test_caller_init (&c, fx->tmp);
+  c.fuse_mode = 0666;
+  c.drop = true;
+  give_to_outer_user (fx);
+  test_caller_require_sandboxes (&c, fx->ws, NULL);
+  /* the sandbox is the caller on the host: the caller's own file */
+  assert_streams_kept (fx, &c, TEST_CALLER_UID, 0600);
+  test_caller_clear (&c);
+}
+
 /* ---- escapes closed before, kept closed ---- */
 
 /* TIOCSTI into the caller's terminal (CVE-2017-5226), nested user
@@ -887,4 +989,5 @@ RFX_DEFINE_PROBE_MAIN (probe_op, NULL, RFX_TEST (test_identity_root), RFX_TEST (
                        RFX_TEST (test_proc_root_knobs), RFX_TEST (test_proc_covers),
                        cmocka_unit_test_setup_teardown (test_dev_nodes, rfx_setup, restore_node_teardown),
                        RFX_TEST (test_proc_pid1_root), RFX_TEST (test_proc_pid1_unprivileged),
+                       RFX_TEST (test_streams_root), RFX_TEST (test_streams_unprivileged),
                        RFX_TEST (test_known_escapes))

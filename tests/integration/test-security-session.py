@@ -50,6 +50,7 @@ What a command does stays its own, whoever in it does it:
 Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 (unless FUSEBOX_TESTS_MUST_RUN=1).
 """
+import ctypes
 import hashlib
 import importlib.util
 import os
@@ -60,6 +61,7 @@ import stat
 import struct
 import subprocess
 import tempfile
+import time
 
 _spec = importlib.util.spec_from_file_location(
     "run_session", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-run-session.py"))
@@ -434,6 +436,68 @@ def t_join_names_only_its_own_run(h):
     assert not os.path.exists(target), "the daemon made the log a JOIN named"
 
 
+def landlock_abi():
+    """The kernel's Landlock ABI version, 0 without one."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    v = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint(1))  # landlock_create_ruleset, VERSION
+    return v if v > 0 else 0
+
+
+def stream_run(h, script, fd):
+    """SCRIPT in session "st" with FD as its stdin, until a run of it went
+    to the ready sandbox: (code, out, err)."""
+    h.sessions.add("st")
+    for i in range(100):
+        marker = "# marker-stream-%d-%d" % (os.getpid(), time.monotonic_ns())
+        os.lseek(fd, 0, os.SEEK_SET)
+        p = subprocess.run(h.argv("st", script + " " + marker), cwd=h.ws, env=h.env, stdin=fd, capture_output=True,
+                           text=True, timeout=120)
+        if h.runs()[h.run_of(marker)].get("ready_sandbox"):
+            return p.returncode, p.stdout, p.stderr
+        time.sleep(0.05)
+    raise AssertionError("never ran in the ready sandbox")
+
+
+def t_streams_kept(h):
+    """The caller's stdin is the command's for what it was given, in the
+    ready sandbox as in its own: a file (which the sandbox's host id, the
+    overflow uid, could write) opens again through /proc/self/fd for
+    reading, not for writing; a directory given as stdin is no way below
+    it to the host (a file the view does not show)."""
+    if landlock_abi() < 2:
+        return "skip"
+    given = os.path.join(h.dir, "given")
+    secret_dir = os.path.join(h.dir, "given-dir")
+    with open(given, "w") as f:
+        f.write("given\n")
+    os.chmod(given, 0o666)
+    os.mkdir(secret_dir, 0o755)
+    with open(os.path.join(secret_dir, "secret"), "w") as f:
+        f.write("secret\n")
+    os.chmod(os.path.join(secret_dir, "secret"), 0o644)
+    # on the host: anyone may write the one and read the other
+    assert os.stat(given).st_mode & 0o777 == 0o666
+    with open(os.path.join(secret_dir, "secret")) as f:
+        assert f.read() == "secret\n"
+    fd = os.open(given, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        code, out, err = stream_run(h, "cat /dev/stdin; echo pwned > /proc/self/fd/0 && echo wrote", fd)
+    finally:
+        os.close(fd)
+    assert out == "given\n" and "Permission denied" in err, (code, out, err)
+    with open(given) as f:
+        assert f.read() == "given\n"
+    fd = os.open(secret_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        code, out, err = stream_run(h, "cat /proc/self/fd/0/secret && echo read; : > /proc/self/fd/0/planted && "
+                                    "echo planted", fd)
+    finally:
+        os.close(fd)
+    assert out == "" and err.count("Permission denied") == 2, (code, out, err)
+    assert not os.path.exists(os.path.join(secret_dir, "planted"))
+
+
 if __name__ == "__main__":
     rs.run_tests([("command_cannot_reach_control", t_command_cannot_reach_control),
                   ("other_pid_namespace_refused", t_other_pid_namespace_refused),
@@ -444,4 +508,5 @@ if __name__ == "__main__":
                   ("foreign_daemon_refused", t_foreign_daemon_refused),
                   ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
                   ("socket_gone_ends", t_socket_gone_ends), ("chroot_refused", t_chroot_refused),
-                  ("join_names_only_its_own_run", t_join_names_only_its_own_run)], "fusebox-security-session-")
+                  ("join_names_only_its_own_run", t_join_names_only_its_own_run),
+                  ("streams_kept", t_streams_kept)], "fusebox-security-session-")
