@@ -827,6 +827,18 @@ assert_pid1_closed (RFx *fx, const TestCaller *c)
   rfx_result_clear (&r);
 }
 
+/* C: OUTER_UID with a private 0666 FUSE node, the fixture's directories
+ * its own; the test is skipped where that user may not make sandboxes. */
+static void
+normal_caller_init (RFx *fx, TestCaller *c)
+{
+  test_caller_init (c, fx->tmp);
+  c->fuse_mode = 0666;
+  c->drop = true;
+  give_to_outer_user (fx);
+  test_caller_require_sandboxes (c, fx->ws, NULL);
+}
+
 RFX_CASE (test_proc_pid1_root)
 {
   TestCaller c;
@@ -840,12 +852,7 @@ RFX_CASE (test_proc_pid1_root)
 RFX_CASE (test_proc_pid1_unprivileged)
 {
   TestCaller c;
-  test_caller_init (&c, fx->tmp);
-  /* OUTER_UID with a private 0666 FUSE node */
-  c.fuse_mode = 0666;
-  c.drop = true;
-  give_to_outer_user (fx);
-  test_caller_require_sandboxes (&c, fx->ws, NULL);
+  normal_caller_init (fx, &c);
   assert_pid1_closed (fx, &c);
   test_caller_clear (&c);
 }
@@ -938,11 +945,7 @@ RFX_CASE (test_streams_root)
 RFX_CASE (test_streams_unprivileged)
 {
   TestCaller c;
-  test_caller_init (&c, fx->tmp);
-  c.fuse_mode = 0666;
-  c.drop = true;
-  give_to_outer_user (fx);
-  test_caller_require_sandboxes (&c, fx->ws, NULL);
+  normal_caller_init (fx, &c);
   /* the sandbox is the caller on the host: the caller's own file */
   assert_streams_kept (fx, &c, TEST_CALLER_UID, 0600);
   test_caller_clear (&c);
