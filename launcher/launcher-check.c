@@ -508,9 +508,12 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
     line_ok (&rep, "uid/gid maps", NULL);
   else
     line_fail (&rep, "uid/gid maps",
-               "writing /proc/self/uid_map, gid_map (mapping %u and %u to themselves): %s; fix: "
-               "see the user namespace line above; in a container, /proc must not be read-only",
-               (unsigned)ctx.uid, (unsigned)ctx.gid, g_strerror (e));
+               "writing /proc/self/uid_map, gid_map (mapping %u and %u to themselves): %s; fix: %s", (unsigned)ctx.uid,
+               (unsigned)ctx.gid, g_strerror (e),
+               e == EACCES ? "the files could not be written at all: a Landlock domain this program runs in (an "
+                             "agent's own sandbox, often) lets it write no file outside its own: run fusebox outside "
+                             "it; in a container, /proc must not be read-only"
+                           : "see the user namespace line above; in a container, /proc must not be read-only");
 
   /* Who the sandbox is on the host (docs/security.md, "Identity"). */
   FbLauncherIdentity identity;
@@ -550,8 +553,13 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
   if (mount_e == 0)
     line_ok (&rep, "mounts in a user namespace", NULL);
   else
-    line_fail (&rep, "mounts in a user namespace",
-               "a tmpfs in a new user+mount namespace: %s; fix: see the lines above", g_strerror (mount_e));
+    line_fail (&rep, "mounts in a user namespace", "a tmpfs in a new user+mount namespace: %s; fix: %s",
+               g_strerror (mount_e),
+               mount_e == EPERM && !(apparmor && apparmor_on)
+                 ? "something this program runs under forbids mounts: a Landlock domain does, whatever it allows "
+                   "(an agent's own sandbox, such as Codex's, is often one: run fusebox outside it), and so may "
+                   "SELinux or a container's profile"
+                 : "see the lines above");
 
   e = run_probe (&ctx, probe_fuse_device);
   bool fuse_ok = e == 0;

@@ -1558,6 +1558,15 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
           const char *what = is_uid ? "uid" : "gid";
           guint32 inside = is_uid ? ctx->uid : ctx->gid;
           guint32 host = is_uid ? ctx->identity.host_uid : ctx->identity.host_gid;
+          /* EPERM is the kernel's word on the ids; EACCES the file's: the
+           * write itself was refused */
+          if (f->error == EACCES)
+            return g_strdup_printf (
+              "%s: /proc/PID/%s_map of the sandbox: mapping %s %u inside to %u outside failed: %s; the file could "
+              "not be written at all: a Landlock domain fusebox runs in (an agent's own sandbox, often), which "
+              "lets it write no file outside its own, or a /proc mounted read-only, refuses it: run fusebox "
+              "outside it; %s",
+              step, what, what, inside, host, err, check);
           if (ctx->identity.root_caller)
             return g_strdup_printf (
               "%s: /proc/PID/%s_map of the sandbox: mapping %s %u inside to %u outside failed: %s; fusebox runs "
@@ -1587,7 +1596,11 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
                                 "proxy, failed: %s; use --network none or host to run without the proxy",
                                 step, f->detail, err);
       case FB_LAUNCHER_STEP_MOUNT_SLAVE:
-        return g_strdup_printf ("%s: /: making the sandbox's mounts slaves of the host's failed: %s; %s", step, err,
+        return g_strdup_printf ("%s: /: making the sandbox's mounts slaves of the host's failed: %s; %s%s", step, err,
+                                f->error == EPERM ? "no mount is allowed here: a Landlock domain fusebox runs in "
+                                                    "(an agent's own sandbox, often) forbids every mount, and so may "
+                                                    "a security module; "
+                                                  : "",
                                 check);
       case FB_LAUNCHER_STEP_OPEN_ROOT:
         return g_strdup_printf ("%s: %s: the root directory can't be opened: %s; give an existing directory", step,

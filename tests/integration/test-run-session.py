@@ -530,6 +530,8 @@ def t_ready_sandbox_not_for_others(h):
         assert not os.path.exists(escaped), "a Landlocked caller wrote through the daemon's sandbox"
         info = h.runs()[h.last_run()]
         assert info["ready_sandbox"] is False and "Landlock" in info["ready_sandbox_why"], info
+        # and the caller is told what stood in the way
+        assert code == 125 and "could not be written at all: a Landlock domain fusebox runs in" in err, (code, err)
     # another cgroup: the command is in the caller's (cgroup v2, or v1's
     # pids hierarchy)
     root = "/sys/fs/cgroup" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "/sys/fs/cgroup/pids"
