@@ -869,8 +869,9 @@ fb_cmd_run_report_failure (Run *run, FbLauncherChild *child, int exit_code, bool
     msg = g_strdup ("the sandbox ended before its command started, without a word (killed?)");
   fb_cmd_error ("run: %s", msg);
   fb_run_set_error (run->run, msg, f ? fb_launcher_step_to_string (f->step) : NULL);
-  /* 126/127 are about the command, not the host: probing would not help */
-  if (exit_code == FB_LAUNCHER_EXIT_SANDBOX)
+  /* 126/127 are about the command, not the host, and so is a directory
+   * given as its stream: probing would not help */
+  if (exit_code == FB_LAUNCHER_EXIT_SANDBOX && !(f != NULL && f->step == FB_LAUNCHER_STEP_STDIO && f->error == EISDIR))
     fb_cmd_run_probes (single_threaded);
   return exit_code;
 }

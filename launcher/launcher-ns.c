@@ -1700,6 +1700,14 @@ describe (const MessageContext *ctx, const FbLauncherFailure *f)
       case FB_LAUNCHER_STEP_FORK:
         return g_strdup_printf ("%s: the sandbox's pid 1 could not start the command: %s", step, err);
       case FB_LAUNCHER_STEP_STDIO:
+        if (f->error == EISDIR)
+          return g_strdup_printf ("%s: fd %d: the command's %s is a directory (or an O_PATH handle), which no "
+                                  "command is given: through it the command would walk the host past the view and "
+                                  "its policy; give a file, a pipe or a terminal (for instance < /dev/null)",
+                                  step, f->detail,
+                                  f->detail == 0   ? "stdin"
+                                  : f->detail == 1 ? "stdout"
+                                                   : "stderr");
         return g_strdup_printf ("%s: fd %d: passing standard input/output into the sandbox failed: %s", step, f->detail,
                                 err);
       case FB_LAUNCHER_STEP_EXEC:

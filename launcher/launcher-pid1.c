@@ -256,11 +256,29 @@ take_stdio (const int stdio[3], int status_fd)
 
 /* pid 1 and the command it starts next see nothing but what is beneath
  * the sandbox's root and STDIO, its standard streams, for what they were
- * opened for (fb_launcher_confine_paths). */
+ * opened for (fb_launcher_confine_paths); a stream that is a directory
+ * fails the launch. */
 static void
 confine (int status_fd, const int stdio[3])
 {
-  int r = fb_launcher_confine_paths (stdio);
+  int r;
+
+  /* A directory (or a path handle) is no stream: below it, or through it
+   * by "..", the command would walk the host past the view, and what
+   * Landlock does not handle (stat, chmod, a Unix socket's connect) would
+   * reach whatever the sandbox's host id may reach. */
+  for (int i = 0; i < 3; i++)
+    {
+      struct stat st;
+      int flags = fcntl (stdio[i], F_GETFL);
+
+      if (flags >= 0 && ((flags & O_PATH) || (fstat (stdio[i], &st) == 0 && S_ISDIR (st.st_mode))))
+        {
+          fb_launcher_report (status_fd, FB_LAUNCHER_STEP_STDIO, EISDIR, i);
+          _exit (FB_LAUNCHER_EXIT_SANDBOX);
+        }
+    }
+  r = fb_launcher_confine_paths (stdio);
 
   if (r < 0)
     {
