@@ -163,6 +163,7 @@ typedef struct
   gint64 first_us;    /* the first of them */
   gint64 last_us;     /* the last of them */
   char *last_body;    /* the last of them */
+  const void *share;  /* the share its first came through (compared, never followed), or NULL */
 } Fold;
 
 /* The loop's two jobs on the log: writing what is queued, and writing
@@ -460,6 +461,7 @@ static void
 take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, FbAccessShare *share)
 {
   FbAccessShare *parent;
+  const void *origin = share;
   Fold *f = NULL;
   gsize len;
 
@@ -519,6 +521,7 @@ take_record (FbAccessLog *log, gint64 ts_us, const char *body, const char *key, 
             close_fold (log, g_queue_peek_head (&log->fold_order));
           f = g_new0 (Fold, 1);
           f->key = g_strdup (key);
+          f->share = origin;
           f->deadline_us = now + log->fold_window_us;
           f->written = 1;
           g_hash_table_insert (log->folds, f->key, f);
@@ -1211,14 +1214,28 @@ fb_access_share_close (FbAccessShare *share)
   g_mutex_lock (&log->writer_lock);
   if (!share->closed && log->is_open)
     {
-      /* its records still queued first, so that the notice is its last */
+      /* its records still queued first, and its open folds (a count of
+       * refusals repeated until its end), so that the notice is its last
+       * and its owner's end comes after all of them */
       write_queued (log, FALSE);
+      for (GList *l = log->fold_order.head; l != NULL;)
+        {
+          Fold *f = l->data;
+
+          l = l->next;
+          if (f->share == share)
+            close_fold (log, f);
+        }
+      schedule_folds (log);
       close_share (log, share);
       flush_outputs (log);
     }
   share->closed = TRUE;
   share->on_full = NULL;
   g_mutex_unlock (&log->writer_lock);
+  /* and to the subscribers now, before what the owner says next */
+  if (on_loop_thread (log))
+    fb_log_subscribers_deliver (log->subscribers);
 }
 
 static void

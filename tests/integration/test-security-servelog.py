@@ -177,7 +177,37 @@ async def t_sandbox_cache_bytes(tmp):
         assert grown < 40, "the server grew by %d MiB for 64 sandboxes of 1 MiB" % grown
 
 
+async def t_folds_before_exited(tmp):
+    """Refusals a process repeats until its end are folded into one record
+    with a count; that record is in the log, and delivered as a log/event,
+    before the process's process/exited, which a consumer takes for "all
+    its records are in" (it came about a second after before)."""
+    if not can_run():
+        return "skip"
+    target = "/etc/passwd"
+    # on the host: there, and writable by root
+    assert os.path.isfile(target) and os.access(target, os.W_OK)
+    async with serve.served(tmp, "fold") as (srv, c):
+        ok(await c.call("log/subscribe", {}))
+        script = "(while :; do true 2>/dev/null >> %s; done) & sleep 0.5; exit 1" % target
+        ok(await c.call("process/start", serve.start_params(srv, "folder", ["/bin/sh", "-c", script])))
+        while not any(m.get("method") == "process/exited" and m["params"].get("processId") == "folder"
+                      for m in c.inbox):
+            c.inbox.append(await c.recv())
+        exited = next(i for i, m in enumerate(c.inbox)
+                      if m.get("method") == "process/exited" and m["params"].get("processId") == "folder")
+        assert c.inbox[exited]["params"]["exitCode"] == 1, c.inbox[exited]
+        folds = [x for x in serve.log_records(srv, c) if x.get("process") == "folder" and "repeat" in x]
+        assert folds and folds[-1]["repeat"]["count"] > 1, ("no fold of the repeated refusals in the log at its end",
+                                                           [x for x in serve.log_records(srv, c)
+                                                            if x.get("process") == "folder"][-3:])
+        events = [i for i, m in enumerate(c.inbox) if m.get("method") == "log/event" and
+                  m["params"].get("process") == "folder" and "repeat" in m["params"]]
+        assert events and events[-1] < exited, ("the fold's log/event after process/exited", events, exited)
+
+
 if __name__ == "__main__":
     su.run([("process_id_bounded", t_process_id_bounded), ("processes_share", t_processes_share),
             ("why_bounded", t_why_bounded), ("calls_share", t_calls_share),
-            ("sandbox_cache_bytes", t_sandbox_cache_bytes)], "fusebox-security-servelog-")
+            ("sandbox_cache_bytes", t_sandbox_cache_bytes), ("folds_before_exited", t_folds_before_exited)],
+           "fusebox-security-servelog-")
