@@ -2045,11 +2045,22 @@ fb_cmd_session (int argc, char **argv)
           fb_cmd_error ("session stop: no session %s runs ('fusebox session list' names them)", argv[2]);
           return FB_EXIT_FAILURE;
         }
-      /* it ends, and hangs up on us */
+      /* it ends, and hangs up on us; or it refuses us, saying why (another
+       * mount namespace, another root, too many connections) */
+      g_autofree char *refused = NULL;
       send_type (fd, MSG_STOP);
       while (await_msg (fd, &m, fds) > 0)
-        close_fds (fds);
+        {
+          close_fds (fds);
+          if (m.type == MSG_REFUSED && refused == NULL)
+            refused = g_strndup (m.text, sizeof m.text);
+        }
       close (fd);
+      if (refused != NULL)
+        {
+          fb_cmd_error ("session stop %s: %s; it goes on", argv[2], refused);
+          return FB_EXIT_FAILURE;
+        }
       return FB_EXIT_OK;
     }
   fb_cmd_error ("session: give list, or stop NAME");

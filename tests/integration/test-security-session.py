@@ -415,6 +415,13 @@ def t_chroot_refused(h):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 125 and "another mount namespace" in p.stderr, (p.returncode, p.stderr)
     assert not os.path.exists(marker)
+    # nor is it stopped from there, and the one who asked is told so
+    p = subprocess.run(["unshare", "-m", rs.BIN, "session", "stop", "cm"], cwd=h.ws, env=h.env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "another mount namespace" in p.stderr and "it goes on" in p.stderr, \
+        (p.returncode, p.stderr)
+    code, out, err = h.run("cm", "echo still")
+    assert code == 0 and out == "still\n", (code, out, err)
 
 
 def t_join_names_only_its_own_run(h):
