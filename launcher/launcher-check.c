@@ -652,8 +652,8 @@ fb_launcher_check_run (const FbLauncherCheckOptions *options, FILE *out)
   {
     int abi = fb_launcher_landlock_abi ();
     g_autofree char *detail =
-      abi >= 2 ? g_strdup_printf ("ABI %d: a command opens its standard streams again (/proc/self/fd, /dev/stdin) "
-                                  "only for what they were given, and never below a directory given as one",
+      abi >= 2 ? g_strdup_printf ("ABI %d: a command opens a file or device given as one of its standard streams "
+                                  "again (/proc/self/fd, /dev/stdin) only for what it was given",
                                   abi)
                : g_strdup_printf ("not used (%s): a command may open a file or directory given as one of its "
                                   "standard streams again through /proc/self/fd as far as the sandbox's host id "

@@ -40,6 +40,7 @@
  * openat would walk the host past the view.  So each standard stream that
  * is a file or a device of a real file system may be reopened for what it
  * was opened for, and no more (`cat /dev/stdin`, `echo > /dev/stderr`);
+ * a directory or a path handle fails the launch before (launcher-pid1.c);
  * pipes, sockets and memfds are on internal mounts, which Landlock does
  * not restrict; descriptors keep working as they were opened (read,
  * write, fstat, ioctl).  The filter above does not deny Landlock's calls.
@@ -219,13 +220,10 @@ stream_access (int fd, guint64 access)
     return 0;
   if ((flags & O_ACCMODE) == O_RDONLY || (flags & O_ACCMODE) == O_RDWR)
     allowed |= FB_LANDLOCK_ACCESS_FS_READ_FILE;
+  /* truncation with writing: the descriptor itself may be truncated, and
+   * its O_APPEND cleared (F_SETFL), whatever a rule says */
   if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR)
-    {
-      allowed |= FB_LANDLOCK_ACCESS_FS_WRITE_FILE;
-      /* a stream given for appending is not to be emptied */
-      if (!(flags & O_APPEND))
-        allowed |= FB_LANDLOCK_ACCESS_FS_TRUNCATE;
-    }
+    allowed |= FB_LANDLOCK_ACCESS_FS_WRITE_FILE | FB_LANDLOCK_ACCESS_FS_TRUNCATE;
   if (S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode))
     allowed |= FB_LANDLOCK_ACCESS_FS_IOCTL_DEV;
   return allowed & access;
