@@ -240,12 +240,12 @@ static bool
 sessions_dir_ok (const char *command)
 {
   g_autofree char *root = fb_run_sessions_root ();
-  g_autofree char *parent = g_path_get_dirname (root);
-  const char *const dirs[] = { parent, root };
   g_autoptr (GError) error = NULL;
 
-  /* and the way to them: a directory of another user's above them could
-   * swap them, between these checks and the lock's open, for a link */
+  /* sessions/, fusebox/ and the way to them: each of ours (or root's) and
+   * writable by no one else, or another user could answer there as a
+   * session's daemon, or swap a directory for a link between this check
+   * and the lock's open */
   if (!fb_path_check_private (root, false, "the sessions' directory",
                               "set XDG_STATE_HOME to a directory of your own that only you may write", &error))
     {
@@ -253,21 +253,6 @@ sessions_dir_ok (const char *command)
       return false;
     }
 
-  for (gsize i = 0; i < G_N_ELEMENTS (dirs); i++)
-    {
-      struct stat st;
-
-      if (lstat (dirs[i], &st) < 0 && errno == ENOENT)
-        continue;
-      if (!S_ISDIR (st.st_mode) || st.st_uid != geteuid () || (st.st_mode & 022) != 0)
-        {
-          fb_cmd_error ("%s: %s is not a directory of uid %u that only it may write (owner %u, mode %04o): "
-                        "another user could answer there as a session's daemon; remove it, or set "
-                        "XDG_STATE_HOME to a directory of your own",
-                        command, dirs[i], (unsigned)geteuid (), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-          return false;
-        }
-    }
   return true;
 }
 
