@@ -47,6 +47,19 @@ seam_close (gpointer t, const char *reason)
 
 static const FbRpcTransportOps seam_ops = { seam_can_write, seam_write, seam_close };
 
+/* The fuzz tree goes with the process (libFuzzer ends by exit()): the
+ * policy lets nothing be written in it, so it holds what setup made. */
+static void
+remove_tree (void)
+{
+  g_autofree char *file = g_build_filename (root, "a.txt", NULL);
+  g_autofree char *sub = g_build_filename (root, "d", NULL);
+
+  g_remove (file);
+  g_rmdir (sub);
+  g_rmdir (root);
+}
+
 static void
 setup (void)
 {
@@ -61,6 +74,9 @@ setup (void)
   static const char done[] = "{\"method\":\"initialized\"}";
 
   root = g_dir_make_tmp ("fusebox-fuzz-rpc-XXXXXX", NULL);
+  if (root == NULL)
+    abort ();
+  atexit (remove_tree);
   file = g_build_filename (root, "a.txt", NULL);
   sub = g_build_filename (root, "d", NULL);
   g_file_set_contents (file, "fuzz", -1, NULL);
