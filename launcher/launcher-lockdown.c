@@ -203,41 +203,50 @@ fb_launcher_landlock_abi (void)
   return v > 0 ? (int)MIN (v, G_MAXINT) : 0;
 }
 
-/* What standard stream FD may be opened again for, of ACCESS (the
- * handled rights): 0 for a directory (never: openat below it would walk
- * the host), for a path handle, and for what Landlock does not restrict
- * anyway (a socket; a pipe is on an internal mount, which a rule refuses
- * with EBADFD). */
-static guint64
-stream_access (int fd, guint64 access)
+/* What standard stream FD may be opened again for, in *RET (the rights
+ * of every ABI; the caller keeps those it handles): nothing for a socket
+ * (and a pipe is on an internal mount, which a rule refuses with EBADFD).
+ * -EISDIR for a directory or a path handle (O_PATH), which is no stream. */
+static int
+stream_access (int fd, guint64 *ret)
 {
   struct stat st;
   int flags = fcntl (fd, F_GETFL);
-  guint64 allowed = 0;
 
-  /* a path handle (O_PATH) grants no access to open again with */
-  if (flags < 0 || (flags & O_PATH) || fstat (fd, &st) < 0 || S_ISDIR (st.st_mode) || S_ISSOCK (st.st_mode))
+  *ret = 0;
+  if (flags < 0 || fstat (fd, &st) < 0)
+    return 0; /* closed: nothing to open again */
+  if ((flags & O_PATH) || S_ISDIR (st.st_mode))
+    return -EISDIR;
+  if (S_ISSOCK (st.st_mode))
     return 0;
   if ((flags & O_ACCMODE) == O_RDONLY || (flags & O_ACCMODE) == O_RDWR)
-    allowed |= FB_LANDLOCK_ACCESS_FS_READ_FILE;
+    *ret |= FB_LANDLOCK_ACCESS_FS_READ_FILE;
   /* truncation with writing: the descriptor itself may be truncated, and
    * its O_APPEND cleared (F_SETFL), whatever a rule says */
   if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_ACCMODE) == O_RDWR)
-    allowed |= FB_LANDLOCK_ACCESS_FS_WRITE_FILE | FB_LANDLOCK_ACCESS_FS_TRUNCATE;
+    *ret |= FB_LANDLOCK_ACCESS_FS_WRITE_FILE | FB_LANDLOCK_ACCESS_FS_TRUNCATE;
   if (S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode))
-    allowed |= FB_LANDLOCK_ACCESS_FS_IOCTL_DEV;
-  return allowed & access;
+    *ret |= FB_LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  return 0;
 }
 
 int
-fb_launcher_confine_paths (const int stdio[3])
+fb_launcher_confine_paths (const int stdio[3], int *ret_stream)
 {
   int abi = fb_launcher_landlock_abi ();
-  guint64 access = FB_LANDLOCK_ACCESS_FS_V1 | FB_LANDLOCK_ACCESS_FS_REFER;
+  guint64 access = FB_LANDLOCK_ACCESS_FS_V1 | FB_LANDLOCK_ACCESS_FS_REFER, given[3];
   struct fb_landlock_ruleset_attr attr;
   struct fb_landlock_path_beneath_attr beneath;
   int ruleset, root, r = 0;
 
+  /* the streams first, with Landlock or without */
+  for (int i = 0; i < 3; i++)
+    if ((r = stream_access (stdio[i], &given[i])) < 0)
+      {
+        *ret_stream = i;
+        return r;
+      }
   /* ABI 1 is passed over: it refuses every rename or link into another
    * directory, which no rule can allow */
   if (abi < 2)
@@ -259,7 +268,7 @@ fb_launcher_confine_paths (const int stdio[3])
     r = -errno;
   for (int i = 0; r == 0 && i < 3; i++)
     {
-      beneath.allowed_access = stream_access (stdio[i], access);
+      beneath.allowed_access = given[i] & access;
       beneath.parent_fd = stdio[i];
       if (beneath.allowed_access != 0 &&
           syscall (__NR_landlock_add_rule, ruleset, FB_LANDLOCK_RULE_PATH_BENEATH, &beneath, 0) < 0 && errno != EBADFD)

@@ -261,25 +261,18 @@ take_stdio (const int stdio[3], int status_fd)
 static void
 confine (int status_fd, const int stdio[3])
 {
-  int r;
+  int stream = -1;
+  int r = fb_launcher_confine_paths (stdio, &stream);
 
   /* A directory (or a path handle) is no stream: below it, or through it
    * by "..", the command would walk the host past the view, and what
    * Landlock does not handle (stat, chmod, a Unix socket's connect) would
    * reach whatever the sandbox's host id may reach. */
-  for (int i = 0; i < 3; i++)
+  if (r == -EISDIR)
     {
-      struct stat st;
-      int flags = fcntl (stdio[i], F_GETFL);
-
-      if (flags >= 0 && ((flags & O_PATH) || (fstat (stdio[i], &st) == 0 && S_ISDIR (st.st_mode))))
-        {
-          fb_launcher_report (status_fd, FB_LAUNCHER_STEP_STDIO, EISDIR, i);
-          _exit (FB_LAUNCHER_EXIT_SANDBOX);
-        }
+      fb_launcher_report (status_fd, FB_LAUNCHER_STEP_STDIO, EISDIR, stream);
+      _exit (FB_LAUNCHER_EXIT_SANDBOX);
     }
-  r = fb_launcher_confine_paths (stdio);
-
   if (r < 0)
     {
       fb_launcher_report (status_fd, FB_LAUNCHER_STEP_LANDLOCK, -r, 0);

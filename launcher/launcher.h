@@ -353,9 +353,10 @@ int fb_launcher_lockdown_apply (const FbLauncherLockdown *lockdown, const FbLaun
  * STDIO that is a file or a device of a real file system may be opened
  * again for what it was opened for (a terminal, a file: read, write), and
  * nothing else is.  Async-signal-safe.  0, also where the kernel has no
- * Landlock the sandbox can use (fb_launcher_landlock_abi() below 2), or
- * -errno. */
-int fb_launcher_confine_paths (const int stdio[3]);
+ * Landlock the sandbox can use (fb_launcher_landlock_abi() below 2);
+ * -EISDIR with *RET_STREAM when that stream is a directory or a path
+ * handle (checked with Landlock or without), or -errno. */
+int fb_launcher_confine_paths (const int stdio[3], int *ret_stream);
 /* The kernel's Landlock ABI version; 0 when it has none (not built, not
  * in the LSM list, or refused to us), 1 when it has one the sandbox can't
  * use (every rename or link into another directory would be refused):
