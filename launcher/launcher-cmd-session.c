@@ -108,6 +108,9 @@
 #define LINGER_MS 2000
 /* How long a client waits for the daemon's answer. */
 #define ANSWER_MS 30000
+/* How long after a command took the ready sandbox the next is made
+ * (ready_later). */
+#define READY_AFTER_MS 50
 /* How often the daemon looks for its socket's directory entry. */
 #define SOCKET_CHECK_S 2
 
@@ -369,6 +372,7 @@ struct Daemon
   FbSessionReady *ready; /* the next command's sandbox, made ahead (launcher-session-ready.c) */
   char *ready_why;       /* why the last one is gone */
   guint ready_idle;
+  bool ready_timed; /* ready_idle is READY_AFTER_MS's timer */
 };
 
 static guint
@@ -548,6 +552,8 @@ on_files_released (gpointer data)
   g_idle_add_once (close_released, data);
 }
 
+static void ready_later (Daemon *d, guint after_ms);
+
 /* ENDED or EOF: nothing of the command runs any more; its log is closed
  * once the files it left open are released. */
 static void
@@ -556,6 +562,9 @@ command_ended (Conn *c)
   if (c->ended)
     return;
   c->ended = true;
+  /* the next command's sandbox, if it waits for this one's end */
+  if (c->d->ready_timed && c->d->ready_idle != 0)
+    ready_later (c->d, 0);
   /* a command in the ready sandbox whose supervisor is gone is killed,
    * as its own supervisor would have killed it */
   g_clear_pointer (&c->ready, fb_session_ready_free);
@@ -628,6 +637,7 @@ ready_start (gpointer data)
   guint32 network = 0;
 
   d->ready_idle = 0;
+  d->ready_timed = false;
   if (d->ready != NULL || d->stopping || d->launch_helper == NULL || d->ns[0] < 0)
     return G_SOURCE_REMOVE;
   switch (fb_policy_get_network (d->policy))
@@ -651,14 +661,22 @@ ready_start (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* The next command's sandbox, made once the loop is idle: at the
- * session's start and after each command's JOIN, so at most one start
- * per command however often one fails. */
+/* The next command's sandbox, made once the loop is idle (AFTER_MS 0)
+ * or AFTER_MS later: at the session's start, after each command's JOIN,
+ * so at most one start per command however often one fails.  A command
+ * that took the ready sandbox has the next one made READY_AFTER_MS later,
+ * or at its end if that comes first (command_ended): made at once, it
+ * competed with the command's start and end for the CPU and the loop,
+ * which the helper's spawn holds until its exec. */
 static void
-ready_later (Daemon *d)
+ready_later (Daemon *d, guint after_ms)
 {
-  if (d->ready_idle == 0 && d->ready == NULL && !d->stopping)
-    d->ready_idle = g_idle_add_full (G_PRIORITY_LOW, ready_start, d, NULL);
+  if (d->ready != NULL || d->stopping || (d->ready_idle != 0 && (after_ms > 0 || !d->ready_timed)))
+    return;
+  g_clear_handle_id (&d->ready_idle, g_source_remove);
+  d->ready_timed = after_ms > 0;
+  d->ready_idle = after_ms > 0 ? g_timeout_add_full (G_PRIORITY_LOW, after_ms, ready_start, d, NULL)
+                               : g_idle_add_full (G_PRIORITY_LOW, ready_start, d, NULL);
 }
 
 static void
@@ -921,12 +939,12 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
       if (run_ready (c, fds, m->more, &why))
         {
           send_type (c->fd, MSG_STARTED);
-          ready_later (d);
+          ready_later (d, READY_AFTER_MS);
           return;
         }
       g_strlcpy (answer.more, why, sizeof answer.more);
     }
-  ready_later (d);
+  ready_later (d, 0);
   send_msg (c->fd, &answer, d->ns, 2);
 }
 
@@ -1378,7 +1396,7 @@ daemon_main (Daemon *d, int ready)
   g_unix_signal_add (SIGHUP, on_stop_signal, d);
   g_timeout_add_seconds (SOCKET_CHECK_S, check_socket, d);
   maybe_idle (d);
-  ready_later (d);
+  ready_later (d, 0);
   if (write (ready, "ok", 2) != 2)
     status = 1;
   close (ready);
