@@ -307,16 +307,23 @@ fb_run_save (FbRun *run, GError **error)
 gboolean
 fb_run_start (FbRun *run, GError **error)
 {
+  return fb_run_start_as (run, getpid (), error);
+}
+
+gboolean
+fb_run_start_as (FbRun *run, pid_t supervisor, GError **error)
+{
   g_autofree char *started = now_rfc3339 ();
   JsonObject *sup = json_object_new ();
 
-  if (run->vars.vars.workspace != NULL)
+  if (run->vars.vars.workspace != NULL && !json_object_has_member (run->info, "workspace"))
     json_object_set_string_member (run->info, "workspace", run->vars.vars.workspace);
-  json_object_set_string_member (run->info, "policy", fb_policy_get_origin (run->policy));
+  if (!json_object_has_member (run->info, "policy"))
+    json_object_set_string_member (run->info, "policy", fb_policy_get_origin (run->policy));
   json_object_set_string_member (run->info, "log", run->log_path);
   json_object_set_string_member (run->info, "started", started);
-  json_object_set_int_member (sup, "pid", getpid ());
-  json_object_set_int_member (sup, "start_time", (gint64)fb_run_process_start_time (getpid ()));
+  json_object_set_int_member (sup, "pid", supervisor);
+  json_object_set_int_member (sup, "start_time", (gint64)fb_run_process_start_time (supervisor));
   json_object_set_object_member (run->info, "supervisor", sup);
   run->started = true;
   return fb_run_save (run, error);

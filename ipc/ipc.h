@@ -225,6 +225,10 @@ JsonObject *fb_run_get_info (FbRun *run);
 gboolean fb_run_create (FbRun *run, FbPolicy *policy, GError **error);
 /* Write run.json with this process as the run's supervisor. */
 gboolean fb_run_start (FbRun *run, GError **error);
+/* The same with SUPERVISOR (a process of ours, alive) as the run's
+ * supervisor: a quick client's run, which the session's daemon makes.
+ * "workspace" and "policy" already in run.json are kept. */
+gboolean fb_run_start_as (FbRun *run, pid_t supervisor, GError **error);
 gboolean fb_run_save (FbRun *run, GError **error);
 /* run.json's "error" (and FAILED_STEP, unless NULL). */
 void fb_run_set_error (FbRun *run, const char *message, const char *failed_step);

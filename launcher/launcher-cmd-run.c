@@ -28,6 +28,7 @@
 #include "ipc/ipc-proxy.h"
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
+#include "launcher/launcher-session-wire.h"
 #include "launcher/launcher-private.h"
 #include "launcher/launcher.h"
 #include "policy/policy.h"
@@ -1102,6 +1103,7 @@ fb_cmd_run (int argc, char **argv)
   RunOptions o = { 0 };
   Run run = { 0 };
   int status = parse_run_args (argc, argv, &o);
+  o.quick_shape = fb_session_quick_shape (argc, argv) > 0;
   if (status < 0 && o.session != NULL)
     status = fb_cmd_run_session (&o, &run);
   if (status < 0)

@@ -41,6 +41,10 @@ typedef struct
   const char *session;
   guint session_idle_s;
   char **command; /* borrowed from argv */
+  /* the command line is `run --session NAME [--] COMMAND...`, the quick
+   * client's (launcher-session-wire.h): the session learns what this
+   * caller's command gets (launcher-cmd-session.c, "the quick client") */
+  bool quick_shape;
 } RunOptions;
 
 typedef struct

@@ -74,6 +74,7 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
 #include "launcher/launcher-private.h"
+#include "launcher/launcher-session-wire.h"
 #include "policy/util.h"
 
 #include <errno.h>
@@ -96,7 +97,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SESSION_NAME_MAX 64
 #define SESSION_COMMANDS_MAX 64
 /* A run.json's size at most (its command's argv and environment are
  * execve's, 2 MiB, escaped). */
@@ -113,46 +113,6 @@
 #define READY_AFTER_MS 50
 /* How often the daemon looks for its socket's directory entry. */
 #define SOCKET_CHECK_S 2
-
-typedef enum
-{
-  MSG_HELLO = 1,
-  MSG_INFO,
-  MSG_JOIN,
-  MSG_JOINED,
-  MSG_REGISTER,
-  MSG_GO,
-  MSG_ENDED,
-  MSG_CLOSED,
-  MSG_REFUSED,
-  MSG_LOG_FULL,
-  MSG_STOP,
-  MSG_STOPPING,
-  MSG_STARTED,
-  MSG_SIGNAL,
-  MSG_EXITED,
-} MsgType;
-
-/* Descriptors a message carries at most (JOIN: the command, its stdin,
- * stdout and stderr, for the ready sandbox, and the daemon's proof as the
- * caller opened it). */
-#define MSG_FDS_MAX 5
-
-typedef struct
-{
-  guint32 type;
-  guint32 uid, gid, level, journal;
-  guint32 running;    /* INFO: commands in the view now */
-  guint32 log_full;   /* CLOSED: the command's log reached its budget */
-  guint32 ready;      /* JOIN: the command comes with it, for the ready sandbox */
-  guint64 n1, n2, n3; /* JOIN: rotate, budget; CLOSED: records, denials, records not written; SIGNAL: the
-                       * signal; EXITED: the exit status; INFO: the descriptor of the daemon's proof */
-  char digest[65];    /* JOIN: the effective policy's SHA-256 */
-  char run_id[64];    /* JOIN: the command's run; INFO: the session's */
-  char text[4096];    /* JOIN: the log's path; INFO: the session's run dir; REGISTER: the --resolve entries, a
-                       * line each; REFUSED, CLOSED: a message; EXITED: why the command did not start */
-  char more[4096];    /* JOIN: the --resolve entries; JOINED: why not in the ready sandbox */
-} Msg;
 
 /* --- messages -------------------------------------------------------------------- */
 
@@ -212,19 +172,6 @@ recv_msg (int fd, Msg *m, int fds[MSG_FDS_MAX])
   m->digest[sizeof m->digest - 1] = m->run_id[sizeof m->run_id - 1] = m->text[sizeof m->text - 1] = '\0';
   m->more[sizeof m->more - 1] = '\0';
   return 1;
-}
-
-static gboolean
-valid_name (const char *name)
-{
-  gsize n = strlen (name);
-
-  if (n == 0 || n > SESSION_NAME_MAX || name[0] == '.')
-    return FALSE;
-  for (const char *p = name; *p != '\0'; p++)
-    if (!g_ascii_isalnum (*p) && *p != '.' && *p != '_' && *p != '-')
-      return FALSE;
-  return TRUE;
 }
 
 static char *
@@ -340,6 +287,13 @@ typedef struct
   bool answered;         /* CLOSED sent (or no one to send it to) */
   guint linger_id;       /* LINGER_MS after its end, while files of it are open */
   bool stop_waits;       /* `session stop`: hung up on once the session's run has ended */
+  bool stopped;          /* told STOPPING: the session's stop ended its command */
+  /* QUICK (launcher-front.c): the command's run, which the daemon made
+   * and ends; its status and why it did not start, from EXITED */
+  FbRun *quick_run;
+  int quick_status;
+  char *quick_failure;
+  guint64 quick_log_max;
 } Conn;
 
 struct Daemon
@@ -372,7 +326,8 @@ struct Daemon
   FbSessionReady *ready; /* the next command's sandbox, made ahead (launcher-session-ready.c) */
   char *ready_why;       /* why the last one is gone */
   guint ready_idle;
-  bool ready_timed; /* ready_idle is READY_AFTER_MS's timer */
+  bool ready_timed;  /* ready_idle is READY_AFTER_MS's timer */
+  GPtrArray *quicks; /* Quick*: what full clients settled, the newest last */
 };
 
 static guint
@@ -440,9 +395,13 @@ conn_free (Conn *c)
       fb_access_log_close (c->log, NULL);
       fb_access_log_free (c->log);
     }
+  g_clear_pointer (&c->quick_run, fb_run_free);
+  g_free (c->quick_failure);
   g_free (c->run_id);
   g_free (c);
 }
+
+static void quick_end (Conn *c, Msg *m);
 
 /* The command's log: closed once none of its files is open in the view
  * (its records all in), and CLOSED says what it holds. */
@@ -471,6 +430,8 @@ close_command_log (Conn *c, bool answer_only)
     }
   m.n2 = c->member != NULL ? fb_view_member_get_refusals (c->member) : 0;
   m.log_full = full;
+  if (c->quick_run != NULL && !c->answered)
+    quick_end (c, &m);
   if (!c->answered && c->fd >= 0)
     send_msg (c->fd, &m, NULL, 0);
   c->answered = true;
@@ -699,8 +660,13 @@ ready_ended (FbSessionReady *ready, int status, const char *message, gpointer da
   Msg m = { .type = MSG_EXITED, .n1 = (guint64)status };
 
   (void)ready;
+  c->quick_status = status;
   if (message != NULL)
-    g_strlcpy (m.text, message, sizeof m.text);
+    {
+      g_strlcpy (m.text, message, sizeof m.text);
+      g_free (c->quick_failure);
+      c->quick_failure = g_strdup (message);
+    }
   if (c->fd >= 0)
     send_msg (c->fd, &m, NULL, 0);
 }
@@ -731,12 +697,13 @@ proof_holds (Conn *c, int fd, char **ret_why)
  * step (its pid namespace is the command's before the command is sent),
  * with its network proxy.  False with *RET_WHY when the command is to
  * make a sandbox of its own instead. */
+/* Whether the caller may have the ready sandbox: one waits, the caller
+ * opened the proof PROOF, and is in the daemon's situation.  False with
+ * *RET_WHY. */
 static bool
-run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
+ready_for (Conn *c, int proof, char **ret_why)
 {
   Daemon *d = c->d;
-  g_autoptr (GError) error = NULL;
-  g_auto (GStrv) entries = resolve[0] != '\0' ? g_strsplit (resolve, "\n", -1) : g_new0 (char *, 1);
 
   if (d->ready == NULL || !fb_session_ready_is_waiting (d->ready))
     {
@@ -744,9 +711,18 @@ run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
                                       : g_strdup ("no sandbox was ready yet");
       return false;
     }
-  if (!proof_holds (c, fds[4], ret_why) ||
-      !fb_session_caller_matches (c->fd, fb_session_ready_get_maker (d->ready), ret_why))
-    return false;
+  return proof_holds (c, proof, ret_why) &&
+         fb_session_caller_matches (c->fd, fb_session_ready_get_maker (d->ready), ret_why);
+}
+
+/* The command into the ready sandbox, which ready_for() granted. */
+static bool
+run_ready_granted (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
+{
+  Daemon *d = c->d;
+  g_autoptr (GError) error = NULL;
+  g_auto (GStrv) entries = resolve[0] != '\0' ? g_strsplit (resolve, "\n", -1) : g_new0 (char *, 1);
+
   if (!fb_proxy_check_resolve ((const char *const *)entries, &error))
     {
       *ret_why = g_strdup (error->message);
@@ -795,6 +771,12 @@ undo:
   return false;
 }
 
+static bool
+run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
+{
+  return ready_for (c, fds[4], ret_why) && run_ready_granted (c, fds, resolve, ret_why);
+}
+
 /* JOIN's run: the caller's own, new.  Its id is no other command's of
  * this session, and the log it names is to be made in a run directory
  * of ours (not writable by others) whose run.json names this id and the
@@ -804,7 +786,7 @@ undo:
  * Landlock or in a chroot), nor into another command's log.  False with
  * *RET_WHY. */
 static bool
-join_run_ok (Conn *c, const Msg *m, char **ret_why)
+join_run_ok (Conn *c, const Msg *m, JsonObject **ret_info, char **ret_why)
 {
   g_autofree char *dir = g_path_get_dirname (m->text);
   g_autofree char *base = g_path_get_basename (m->text);
@@ -859,7 +841,313 @@ join_run_ok (Conn *c, const Msg *m, char **ret_why)
       *ret_why = g_strdup_printf ("the log %s exists already", m->text);
       return false;
     }
+  *ret_info = json_object_ref (root);
   return true;
+}
+
+/* --- the quick client (launcher-front.c) ------------------------------------------ */
+
+/* What a full client settled, for the next caller with the same
+ * environment and working directory: `run --session NAME -- COMMAND`
+ * with no other option computes its policy, the command's environment
+ * and directory, and run.json's description of it from these alone (and
+ * from what the session fixed: its policy's digest, ids, log level).  So
+ * the quick client, which sends its command, environment and directory,
+ * gets exactly what the full client got for them, with the daemon
+ * making the command's run; any other caller is told NOT_QUICK and runs
+ * the full client.  Kept for the session's life, QUICK_MAX of them. */
+#define QUICK_MAX 4
+
+typedef struct
+{
+  char **environ;    /* the caller's own */
+  char *cwd;         /* the caller's working directory */
+  char **envp;       /* the command's environment, as the client built it */
+  char *command_cwd; /* the command's working directory, as it picked it */
+  JsonObject *info;  /* run.json's members that every such command shares */
+  guint32 journal;
+  guint64 log_file, log_max;
+} Quick;
+
+static void
+quick_free (Quick *q)
+{
+  g_strfreev (q->environ);
+  g_free (q->cwd);
+  g_strfreev (q->envp);
+  g_free (q->command_cwd);
+  g_clear_pointer (&q->info, json_object_unref);
+  g_free (q);
+}
+
+/* run.json's members that describe the session and the policy, not the
+ * command: copied from the full client's */
+static const char *const quick_members[] = { "kind",    "network",     "uid",       "gid",
+                                             "session", "session_run", "workspace", "policy" };
+
+/* A full client's JOIN went to the ready sandbox (M: with the quick
+ * client's command line; SPEC_FD: the command as it built it; OWN_FD: its
+ * own environment and directory; INFO: its run.json): learn it. */
+static void
+quick_learn (Daemon *d, const Msg *m, int spec_fd, int own_fd, JsonObject *info)
+{
+  g_auto (FbLaunchSpec) spec = { 0 };
+  g_auto (FbLaunchSpec) own = { 0 };
+  g_autofree char *runs_root = fb_run_dir_root ();
+  g_autofree char *log_dir = g_path_get_dirname (m->text);
+  g_autofree char *log_root = g_path_get_dirname (log_dir);
+  const char *why;
+  Quick *q;
+
+  if (spec_fd < 0 || own_fd < 0 || info == NULL || fb_launch_spec_decode (spec_fd, false, &spec, &why) < 0 ||
+      fb_launch_spec_decode (own_fd, false, &own, &why) < 0 || strcmp (runs_root, log_root) != 0)
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (quick_members); i++)
+    if (!json_object_has_member (info, quick_members[i]))
+      return;
+  for (guint i = 0; i < d->quicks->len; i++)
+    {
+      Quick *old = g_ptr_array_index (d->quicks, i);
+      if (strcmp (old->cwd, own.cwd) == 0 &&
+          g_strv_equal ((const char *const *)old->environ, (const char *const *)own.envp))
+        {
+          g_ptr_array_remove_index (d->quicks, i);
+          break;
+        }
+    }
+  if (d->quicks->len >= QUICK_MAX)
+    g_ptr_array_remove_index (d->quicks, 0);
+  q = g_new0 (Quick, 1);
+  q->environ = g_steal_pointer (&own.envp);
+  q->cwd = g_steal_pointer (&own.cwd);
+  q->envp = g_steal_pointer (&spec.envp);
+  q->command_cwd = g_steal_pointer (&spec.cwd);
+  q->info = json_object_new ();
+  for (guint i = 0; i < G_N_ELEMENTS (quick_members); i++)
+    json_object_set_member (q->info, quick_members[i], json_object_dup_member (info, quick_members[i]));
+  q->journal = m->journal;
+  q->log_file = m->n1;
+  q->log_max = m->n2;
+  g_ptr_array_add (d->quicks, q);
+}
+
+static void not_quick (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);
+
+static void
+not_quick (Conn *c, const char *format, ...)
+{
+  Msg m = { .type = MSG_NOT_QUICK };
+  va_list ap;
+
+  va_start (ap, format);
+  g_vsnprintf (m.text, sizeof m.text, format, ap);
+  va_end (ap);
+  send_msg (c->fd, &m, NULL, 0);
+}
+
+/* The run of a quick client's command SPEC, as Q's full client made
+ * its own: the run directory, policy.json (the session's effective
+ * policy, which the digest made the command's), run.json with the caller
+ * as its supervisor. */
+static FbRun *
+quick_run_new (Daemon *d, const Quick *q, const FbLaunchSpec *spec, pid_t caller, GError **error)
+{
+  JsonObject *info;
+  JsonArray *cmd = json_array_new ();
+  FbRunOptions ro = { .kind = FB_RUN_KIND_RUN,
+                      .workspace = json_object_get_string_member_with_default (q->info, "workspace", NULL) };
+  FbRun *run = fb_run_new (&ro);
+
+  if (!fb_run_create (run, d->policy, error))
+    {
+      fb_run_free (run);
+      json_array_unref (cmd);
+      return NULL;
+    }
+  info = fb_run_get_info (run);
+  for (char **a = spec->argv; *a != NULL; a++)
+    json_array_add_string_element (cmd, *a);
+  json_object_set_array_member (info, "command", cmd);
+  json_object_set_string_member (info, "cwd", q->command_cwd);
+  for (guint i = 0; i < G_N_ELEMENTS (quick_members); i++)
+    if (strcmp (quick_members[i], "kind") != 0)
+      json_object_set_member (info, quick_members[i], json_object_dup_member (q->info, quick_members[i]));
+  json_object_set_boolean_member (info, "ready_sandbox", TRUE);
+  json_object_set_boolean_member (info, "quick", TRUE);
+  if (!fb_run_start_as (run, caller, error))
+    {
+      fb_run_free (run);
+      return NULL;
+    }
+  return run;
+}
+
+/* QUICK (FDS: the caller's command, environment, directory and umask in
+ * a sealed memfd; its stdin, stdout, stderr; the proof as it opened it):
+ * into the ready sandbox as a full client's JOIN would have put it, or
+ * NOT_QUICK with why, and the caller runs the full client instead,
+ * nothing made. */
+static void
+on_quick (Conn *c, int fds[MSG_FDS_MAX])
+{
+  Daemon *d = c->d;
+  g_auto (FbLaunchSpec) spec = { 0 };
+  g_autoptr (GError) error = NULL;
+  g_autofree char *why = NULL;
+  FbAccessLogOptions lo = { 0 };
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  const char *bad = NULL;
+  const Quick *q = NULL;
+  int sent[MSG_FDS_MAX] = { -1, -1, -1, -1, -1, -1 };
+  Msg started = { .type = MSG_STARTED };
+
+  if (c->run_id != NULL || d->stopping)
+    {
+      not_quick (c, "the session is ending");
+      return;
+    }
+  if (fds[0] < 0 || fds[3] < 0 || fb_launch_spec_decode (fds[0], false, &spec, &bad) < 0 ||
+      spec.uid != FB_LAUNCH_ID_CALLER || spec.gid != FB_LAUNCH_ID_CALLER || spec.umask > 0777)
+    {
+      not_quick (c, "its command is malformed: %s", bad != NULL ? bad : "descriptors or ids");
+      return;
+    }
+  for (guint i = d->quicks->len; q == NULL && i > 0; i--)
+    {
+      const Quick *one = g_ptr_array_index (d->quicks, i - 1);
+      if (strcmp (one->cwd, spec.cwd) == 0 &&
+          g_strv_equal ((const char *const *)one->environ, (const char *const *)spec.envp))
+        q = one;
+    }
+  if (q == NULL)
+    {
+      not_quick (c, "no command with this environment and directory ran in it yet");
+      return;
+    }
+  if (running (d) >= SESSION_COMMANDS_MAX)
+    {
+      not_quick (c, "it runs %d commands", SESSION_COMMANDS_MAX);
+      return;
+    }
+  if (getsockopt (c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !ready_for (c, fds[4], &why))
+    {
+      not_quick (c, "%s", why != NULL ? why : "its caller is unknown");
+      return;
+    }
+  c->quick_status = FB_LAUNCHER_EXIT_SANDBOX;
+  c->quick_log_max = q->log_max;
+  c->quick_run = quick_run_new (d, q, &spec, cred.pid, &error);
+  if (c->quick_run == NULL)
+    {
+      not_quick (c, "its run could not be made: %s", error->message);
+      return;
+    }
+  lo.path = fb_run_get_log_path (c->quick_run);
+  lo.run_id = fb_run_get_id (c->quick_run);
+  lo.coalesce = TRUE;
+  lo.write_through = TRUE;
+  lo.rotate_bytes = q->log_file;
+  lo.max_bytes = q->log_max;
+  lo.on_full = on_log_full;
+  lo.on_full_data = c;
+  lo.journal = q->journal != 0;
+  lo.journal_socket = g_getenv ("FUSEBOX_JOURNAL_SOCKET");
+  c->log = fb_access_log_new (&lo, NULL, &error);
+  c->run_id = g_strdup (fb_run_get_id (c->quick_run));
+  if (c->log == NULL)
+    why = g_strdup_printf ("the command's access log %s could not be opened: %s", lo.path, error->message);
+  else
+    {
+      /* its own argv and umask; the environment and directory the full
+       * client built for this caller */
+      FbLaunchSpec cmd = { .uid = FB_LAUNCH_ID_CALLER,
+                           .gid = FB_LAUNCH_ID_CALLER,
+                           .umask = spec.umask,
+                           .argv = spec.argv,
+                           .envp = q->envp,
+                           .cwd = q->command_cwd };
+
+      g_clear_handle_id (&d->idle_id, g_source_remove);
+      if (fb_launch_spec_seal (&cmd, false, &sent[0], &bad) < 0)
+        why = g_strdup_printf ("its command could not be sealed: %s", bad);
+      else
+        {
+          for (int i = 1; i < 4; i++)
+            sent[i] = fds[i];
+          (void)run_ready_granted (c, sent, "", &why);
+        }
+      fb_fd_close (&sent[0]);
+    }
+  if (c->member == NULL || c->ready == NULL)
+    {
+      /* made, not run: its run says so, and the caller runs the full
+       * client, whose run is another */
+      fb_run_set_error (c->quick_run, why != NULL ? why : "it could not be run", NULL);
+      fb_run_end (c->quick_run, FB_LAUNCHER_EXIT_SANDBOX, NULL);
+      if (c->log != NULL)
+        {
+          fb_access_log_close (c->log, NULL);
+          g_clear_pointer (&c->log, fb_access_log_free);
+        }
+      g_clear_pointer (&c->quick_run, fb_run_free);
+      g_clear_pointer (&c->run_id, g_free);
+      not_quick (c, "%s", why != NULL ? why : "it could not be run");
+      maybe_idle (d);
+      return;
+    }
+  g_strlcpy (started.run_id, c->run_id, sizeof started.run_id);
+  send_msg (c->fd, &started, NULL, 0);
+  ready_later (d, READY_AFTER_MS);
+}
+
+/* A quick client's run ends here, as the full client's finish() ends its
+ * own: its status (125 when the log's budget was spent or the session
+ * stopped), what is said, run.json's end; into CLOSED (M). */
+static void
+quick_end (Conn *c, Msg *m)
+{
+  g_autoptr (GString) say = g_string_new (NULL);
+  g_autoptr (GError) error = NULL;
+  JsonObject *info = fb_run_get_info (c->quick_run);
+  const char *log_path = fb_run_get_log_path (c->quick_run);
+  int status = c->quick_status;
+
+  json_object_set_int_member (info, "records", (gint64)m->n1);
+  json_object_set_int_member (info, "denials", (gint64)m->n2);
+  if (c->quick_failure != NULL)
+    {
+      g_string_append_printf (say, "%s\n", c->quick_failure);
+      fb_run_set_error (c->quick_run, c->quick_failure, NULL);
+    }
+  if (m->text[0] != '\0')
+    {
+      json_object_set_string_member (info, "log_error", m->text);
+      g_string_append_printf (say, "the access log %s could not be completed: %s\n", log_path, m->text);
+    }
+  if (m->log_full)
+    {
+      g_autofree char *msg = fb_cmd_log_full_message ("the sandbox", log_path, c->quick_log_max, m->n3);
+      g_string_append_printf (say, "%s\n", msg);
+      fb_run_set_error (c->quick_run, msg, NULL);
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  if (c->stopped || c->fd < 0)
+    {
+      g_autofree char *msg =
+        c->fd < 0 ? g_strdup ("its client went away; the command was killed")
+                  : g_strdup_printf ("the session %s was stopped%s%s; the command was stopped", c->d->name,
+                                     c->d->stop_why != NULL ? ": " : "", c->d->stop_why != NULL ? c->d->stop_why : "");
+      if (c->fd >= 0)
+        g_string_append_printf (say, "%s\n", msg);
+      fb_run_set_error (c->quick_run, msg, NULL);
+      status = FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  json_object_set_int_member (info, "exit_status", status);
+  if (!fb_run_end (c->quick_run, status, &error))
+    g_string_append_printf (say, "%s\n", error->message);
+  m->status = status;
+  g_strlcpy (m->more, say->str, sizeof m->more);
 }
 
 static void
@@ -869,6 +1157,7 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
   FbAccessLogOptions lo = { 0 };
   g_autoptr (GError) error = NULL;
   Msg answer = { .type = MSG_JOINED };
+  g_autoptr (JsonObject) info = NULL;
 
   if (c->run_id != NULL || d->stopping)
     {
@@ -877,7 +1166,7 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
     }
   {
     g_autofree char *why = NULL;
-    if (!join_run_ok (c, m, &why))
+    if (!join_run_ok (c, m, &info, &why))
       {
         refuse (c, "session %s refuses the command: %s", d->name, why);
         return;
@@ -938,6 +1227,8 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
 
       if (run_ready (c, fds, m->more, &why))
         {
+          if (m->quick != 0 && m->more[0] == '\0')
+            quick_learn (d, m, fds[0], fds[5], info);
           send_type (c->fd, MSG_STARTED);
           ready_later (d, READY_AFTER_MS);
           return;
@@ -1013,6 +1304,8 @@ on_stop (Daemon *d)
       Conn *c = l->data;
       if (c->ready != NULL)
         fb_session_ready_signal (c->ready, SIGKILL);
+      if (c->member != NULL && !c->ended)
+        c->stopped = true;
       if (c->member != NULL && !c->ended && c->fd >= 0)
         send_msg (c->fd, &m, NULL, 0);
     }
@@ -1056,6 +1349,9 @@ on_conn (int fd, GIOCondition cond, gpointer data)
       case MSG_JOIN:
         on_join (c, &m, fds);
         break;
+      case MSG_QUICK:
+        on_quick (c, fds);
+        break;
       case MSG_SIGNAL:
         if (c->ready != NULL && m.n1 > 0 && m.n1 < NSIG)
           fb_session_ready_signal (c->ready, (int)m.n1);
@@ -1079,6 +1375,7 @@ on_conn (int fd, GIOCondition cond, gpointer data)
       case MSG_STOPPING:
       case MSG_STARTED:
       case MSG_EXITED:
+      case MSG_NOT_QUICK:
         break;
     }
   close_fds (fds);
@@ -1454,6 +1751,7 @@ out:
   g_clear_pointer (&d->stop_why, g_free);
   g_clear_pointer (&d->ready_why, g_free);
   g_clear_pointer (&d->launch_helper, g_free);
+  g_clear_pointer (&d->quicks, g_ptr_array_unref);
   fb_cmd_close_run_log (d->run, "session", "the session");
   fb_run_end (d->run, status, NULL);
   for (guint i = 0; i < waiters->len; i++)
@@ -1577,6 +1875,7 @@ start_session (const RunOptions *o, const char *name)
       d.log_file = log_file;
       d.log_max = log_max;
       d.launch_helper = fb_cmd_sibling_program ("FUSEBOX_LAUNCH", "fusebox-launch");
+      d.quicks = g_ptr_array_new_with_free_func ((GDestroyNotify)quick_free);
       _exit (daemon_main (&d, pipefd[1]));
     }
   close (pipefd[1]);
@@ -1759,6 +2058,22 @@ ready_command (const RunOptions *o, const Run *run, int ctl, guint64 proof, int 
       if (fds[4] >= 0 && (fstat (fds[4], &st) < 0 || !S_ISREG (st.st_mode)))
         fb_fd_close (&fds[4]);
     }
+  /* our own environment and directory, from which the quick client's
+   * next command gets what this one gets */
+  if (o->quick_shape && fds[4] >= 0)
+    {
+      /* getcwd(3), as the quick client: not $PWD, which GLib prefers */
+      char own_cwd[PATH_MAX];
+      FbLaunchSpec own = { .uid = FB_LAUNCH_ID_CALLER,
+                           .gid = FB_LAUNCH_ID_CALLER,
+                           .umask = (guint32)mask,
+                           .argv = (char **)o->command,
+                           .envp = environ,
+                           .cwd = own_cwd };
+
+      if (getcwd (own_cwd, sizeof own_cwd) == NULL || fb_launch_spec_seal (&own, false, &fds[5], &why) < 0)
+        fds[5] = -1;
+    }
   return true;
 }
 
@@ -1838,7 +2153,7 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   FbPolicy *policy;
   FbLauncherPlan plan;
   Msg m = { 0 }, join = { .type = MSG_JOIN };
-  int fds[MSG_FDS_MAX] = { -1, -1, -1, -1, -1 }, command_fds[MSG_FDS_MAX], pidns = -1, ctl, status, r;
+  int fds[MSG_FDS_MAX] = { -1, -1, -1, -1, -1, -1 }, command_fds[MSG_FDS_MAX], pidns = -1, ctl, status, r;
   guint64 proof;
   JsonObject *info;
   End end = END_SELF;
@@ -1846,7 +2161,7 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   /* the command's --resolve entries, for the proxy the daemon runs */
   g_autofree char *resolve = g_strjoinv ("\n", (char **)o->resolve->pdata);
 
-  if (!valid_name (name))
+  if (!fb_session_name_valid (name))
     {
       fb_cmd_error ("run: --session %s: a session's name is 1 to %d letters, digits, '.', '_' or '-', not starting "
                     "with '.'",
@@ -1910,7 +2225,8 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
   g_strlcpy (join.more, resolve, sizeof join.more);
   /* the command comes along, for the sandbox the session made ahead */
   join.ready = ready_command (o, run, ctl, proof, command_fds);
-  r = send_msg (ctl, &join, command_fds, !join.ready ? 0 : command_fds[4] >= 0 ? 5 : 4);
+  join.quick = join.ready && command_fds[5] >= 0;
+  r = send_msg (ctl, &join, command_fds, !join.ready ? 0 : join.quick ? 6 : command_fds[4] >= 0 ? 5 : 4);
   close_fds (command_fds);
   if (r < 0 || await_msg (ctl, &m, fds) <= 0 ||
       (m.type == MSG_JOINED ? fds[1] < 0 || !view_namespaces_ok (fds) : m.type != MSG_STARTED))
@@ -2043,7 +2359,7 @@ fb_cmd_session (int argc, char **argv)
       Msg m;
       int fds[MSG_FDS_MAX], fd;
 
-      if (!valid_name (argv[2]) || (fd = connect_to (argv[2])) < 0)
+      if (!fb_session_name_valid (argv[2]) || (fd = connect_to (argv[2])) < 0)
         {
           fb_cmd_error ("session stop: no session %s runs ('fusebox session list' names them)", argv[2]);
           return FB_EXIT_FAILURE;

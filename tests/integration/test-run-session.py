@@ -506,9 +506,9 @@ def t_ready_sandbox_not_for_others(h):
         if "fusebox-launch" in [c for _, c in chain]:
             break
     # the sandbox's chain (pid 1, the relay, the outer child) and its maker
-    # run fusebox-launch; the first fusebox above them is the daemon
+    # run fusebox-launch; the first fusebox-main above them is the daemon
     comms = [c for _, c in chain]
-    daemon = [q for q, c in chain[comms.index("fusebox-launch"):] if c == "fusebox"][0]
+    daemon = [q for q, c in chain[comms.index("fusebox-launch"):] if c == "fusebox-main"][0]
     subprocess.run(["prlimit", "--pid", str(daemon), "--nofile=300:300"], check=True)
     time.sleep(0.3)  # the next sandbox, made before: nothing to wait for, a margin
     code, out, err = h.run_kw("ro", "ulimit -n", prefix=["prlimit", "--nofile=300:300"])
@@ -572,6 +572,126 @@ def t_ready_sandbox_not_for_others(h):
         os.rmdir(cg)
 
 
+def quick_run(h, session, script, env=None, **kw):
+    """Run SCRIPT in SESSION (no option: the quick client's command line)
+    until a run of it was the quick client's: the session must have run a
+    full client's command with the same environment and directory in its
+    ready sandbox, and made the next; (code, out, err, run.json)."""
+    for i in range(100):
+        marker = "# marker-quick-%d-%d" % (os.getpid(), time.monotonic_ns())
+        if env is None:
+            code, out, err = h.run_kw(session, script + " " + marker, **kw)
+        else:
+            p = subprocess.run(h.argv(session, script + " " + marker), cwd=h.ws, env=env, capture_output=True,
+                               text=True, timeout=120, input=kw.get("input", ""))
+            code, out, err = p.returncode, p.stdout, p.stderr
+        info = h.runs()[h.run_of(marker)]
+        if info.get("quick"):
+            return code, out, err, info
+        time.sleep(0.05)
+    raise AssertionError("never ran by the quick client: %r" % (info,))
+
+
+def t_quick_client(h):
+    with open(os.path.join(h.ws, "q.txt"), "w") as f:
+        f.write("q\n")
+    script = 'env | LC_ALL=C sort; pwd; umask; cat; cat q.txt; echo err >&2; exit 3'
+    # the full client (an option that changes nothing keeps it from the
+    # quick client's command line), then the quick client: the same
+    # command sees the same environment, directory, umask and streams
+    code, full, err, info = ready_run(h, "qk", script, "--session-idle-timeout", "600", input="in\n",
+                                      umask=0o027)
+    assert code == 3 and err == "err\n" and not info.get("quick"), (code, err, info)
+    code, out, err, q = quick_run(h, "qk", script, input="in\n", umask=0o027)
+    assert (code, out, err) == (3, full, "err\n"), (code, out, err, full)
+    assert "in\nq\n" in out and "HOME=" in out, out
+    # its run.json describes it as the full client's would, with its own
+    # run, command, log and supervisor (the quick client, not the daemon)
+    for k in ("kind", "cwd", "network", "uid", "gid", "session", "session_run", "workspace", "policy",
+              "ready_sandbox"):
+        assert q[k] == info[k], (k, q, info)
+    assert q["exit_status"] == 3 and q["command"][:2] == ["/bin/sh", "-c"] and "ended" in q, q
+    assert q["log"] == os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs", q["run"], "access.jsonl"), q
+    daemon = h.runs()[q["session_run"]]["supervisor"]["pid"]
+    assert q["supervisor"]["pid"] not in (daemon, info["supervisor"]["pid"]), (q, daemon)
+    with open(os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs", q["run"], "policy.json")) as f:
+        qpolicy = f.read()
+    with open(os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs", info["run"], "policy.json")) as f:
+        assert f.read() == qpolicy
+    # its records are its own
+    log = h.log(q["run"])
+    assert [x for x in log if x.get("path") == os.path.join(h.ws, "q.txt")], log[-3:]
+    assert all(x["run"] == q["run"] for x in log), log[-3:]
+    # another environment is not the one the session learned: the full
+    # client runs it, and then the quick client has it too
+    other = dict(h.env, FB_QUICK_OTHER="1")
+    p = subprocess.run(h.argv("qk", "echo $FB_QUICK_OTHER # other-env"), cwd=h.ws, env=other,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == "1\n", (p.returncode, p.stdout, p.stderr)
+    assert not h.runs()[h.run_of("other-env")].get("quick"), h.runs()[h.run_of("other-env")]
+    code, out, err, q = quick_run(h, "qk", "echo $FB_QUICK_OTHER", env=other)
+    assert code == 0 and out == "1\n", (code, out, err)
+    # a terminal is the full client's (it keeps the terminal's modes)
+    master, slave = os.openpty()
+    try:
+        p = subprocess.run(h.argv("qk", "test -t 0 && echo tty # on-a-tty"), cwd=h.ws, env=h.env, stdin=slave,
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert p.returncode == 0 and p.stdout == "tty\n", (p.returncode, p.stdout, p.stderr)
+    assert not h.runs()[h.run_of("on-a-tty")].get("quick")
+    # a signal is forwarded, and the status is the command's
+    nap = "sleep 605.%d" % os.getpid()
+
+    def started_quick(script):
+        for i in range(100):
+            attempt = "%s # try-%d-%d" % (script, os.getpid(), time.monotonic_ns())
+            p = h.start("qk", attempt)
+            assert p.stdout.readline() == "up\n"
+            info = h.runs()[h.run_of(attempt)]
+            if info.get("quick"):
+                return p, info["run"]
+            p.kill()
+            p.communicate(timeout=120)
+            wait_for(lambda: subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True).returncode != 0,
+                     "the command to end")
+            time.sleep(0.05)
+        raise AssertionError("never ran by the quick client")
+
+    p, rid = started_quick("echo up; exec " + nap)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 143, (p.returncode, out, err)
+    assert h.runs()[rid]["exit_status"] == 143, h.runs()[rid]
+    # a quick client killed: its command with it, and its run says so
+    p, rid = started_quick("echo up; exec " + nap)
+    p.kill()
+    p.wait(timeout=60)
+    wait_for(lambda: subprocess.run(["pgrep", "-x", "-f", nap], capture_output=True).returncode != 0,
+             "the killed client's command to end")
+    wait_for(lambda: "ended" in h.runs()[rid], "the killed client's run to end")
+    assert h.runs()[rid]["exit_status"] == 125 and "client went away" in h.runs()[rid]["error"], h.runs()[rid]
+    # the session stopped under it: 125, said, and in its run
+    p, rid = started_quick("echo up; exec " + nap)
+    h.stop("qk")
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 125 and "the session qk was stopped" in err, (p.returncode, out, err)
+    assert h.runs()[rid]["exit_status"] == 125 and "was stopped" in h.runs()[rid]["error"], h.runs()[rid]
+
+
+def t_quick_not_past_policy(h):
+    # a session under another policy than a plain command line computes:
+    # the plain command is refused by the full client, every time, never
+    # run by the quick client under the session's policy
+    code, out, err, info = ready_run(h, "qh", "true", "--policy", "builtin:host")
+    assert code == 0, (code, out, err)
+    code, out, err, info = ready_run(h, "qh", "true", "--policy", "builtin:host")
+    for i in range(3):
+        code, out, err = h.run("qh", "echo ran")
+        assert code == 125 and out == "" and "another policy" in err, (code, out, err)
+
+
 def run_tests(tests, prefix):
     """Run TESTS ((name, function of a Host) pairs), those named on the
     command line if any, each with a Host of its own whose sessions are
@@ -606,5 +726,6 @@ if __name__ == "__main__":
                ("late_release", t_late_release), ("survives_sigkill", t_survives_sigkill),
                ("warm_listing", t_warm_listing), ("ready_sandbox", t_ready_sandbox),
                ("ready_sandbox_not_for_others", t_ready_sandbox_not_for_others),
-               ("refusals_and_bounds", t_refusals_and_bounds)],
+               ("refusals_and_bounds", t_refusals_and_bounds), ("quick_client", t_quick_client),
+               ("quick_not_past_policy", t_quick_not_past_policy)],
               "fusebox-run-session-")

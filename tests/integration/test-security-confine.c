@@ -779,22 +779,38 @@ RFX_CASE (test_dev_nodes)
 
 /* ---- /proc/1 and the host's fusebox binary ---- */
 
-/* A copy of fusebox in the test's directory runs the sandbox, so that an
- * old build's failure changes only the copy; returns its path. */
+/* A copy of the program NAME beside fusebox in the test's directory, so
+ * that an old build's failure changes only the copy; returns its path. */
 static char *
-copy_fusebox (RFx *fx)
+copy_program (RFx *fx, const char *name)
 {
   g_autofree char *data = NULL;
+  g_autofree char *dir = g_path_get_dirname (test_bin ());
+  g_autofree char *from = g_build_filename (dir, name, NULL);
   gsize len;
   g_autoptr (GError) error = NULL;
-  char *copy = g_build_filename (fx->tmp, "bin", "fusebox", NULL);
-  if (!g_file_get_contents (test_bin (), &data, &len, &error))
+  char *copy = g_build_filename (fx->tmp, "bin", name, NULL);
+  if (!g_file_get_contents (from, &data, &len, &error))
     fail_msg ("%s", error->message);
   test_write (copy, "", 0755);
   if (!g_file_set_contents_full (copy, data, (gssize)len, G_FILE_SET_CONTENTS_NONE, 0755, &error))
     fail_msg ("%s", error->message);
   assert_int_equal (chmod (copy, 0755), 0);
   return copy;
+}
+
+/* A binary as the attacks below would change it: its mode, times, the
+ * test's xattr. */
+static void
+assert_binary_unchanged (const char *bin, const struct stat *before)
+{
+  struct stat after;
+
+  assert_int_equal (stat (bin, &after), 0);
+  assert_int_equal (after.st_mode, before->st_mode);
+  assert_int_equal (after.st_mtim.tv_sec, before->st_mtim.tv_sec);
+  assert_int_equal (after.st_mtim.tv_nsec, before->st_mtim.tv_nsec);
+  assert_true (getxattr (bin, "user.fusebox-test", NULL, 0) < 0);
 }
 
 /* Every way through /proc/1 to pid 1's objects (the host's fusebox binary,
@@ -804,9 +820,13 @@ static void
 assert_pid1_closed (RFx *fx, const TestCaller *c)
 {
   g_autofree char *self = test_self ();
-  g_autofree char *bin = copy_fusebox (fx);
-  struct stat before, after;
+  /* the front, which execs the full program: pid 1 is a fork of the
+   * latter's */
+  g_autofree char *bin = copy_program (fx, "fusebox");
+  g_autofree char *full = copy_program (fx, "fusebox-main");
+  struct stat before, full_before;
   assert_int_equal (stat (bin, &before), 0);
+  assert_int_equal (stat (full, &full_before), 0);
   RfxResult r;
   g_autoptr (GPtrArray) argv =
     argv_of ("--", self, "--probe", "open", "/proc/1/exe", "readlink", "/proc/1/exe", "open", "/proc/1/environ", "open",
@@ -819,11 +839,8 @@ assert_pid1_closed (RFx *fx, const TestCaller *c)
                          "EACCES",      "EACCES", "EACCES", "OPEN-EACCES", "OPEN-EACCES", "OPEN-EACCES",
                          "OPEN-EACCES", "EACCES", "EACCES", self,          NULL };
   assert_lines (&r, "pid 1 through /proc/1", want);
-  assert_int_equal (stat (bin, &after), 0);
-  assert_int_equal (after.st_mode, before.st_mode);
-  assert_int_equal (after.st_mtim.tv_sec, before.st_mtim.tv_sec);
-  assert_int_equal (after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
-  assert_true (getxattr (bin, "user.fusebox-test", NULL, 0) < 0);
+  assert_binary_unchanged (bin, &before);
+  assert_binary_unchanged (full, &full_before);
   rfx_result_clear (&r);
 }
 

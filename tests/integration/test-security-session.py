@@ -75,14 +75,15 @@ def sessions_root(h):
     return os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "sessions")
 
 
-# A session's control message (launcher-cmd-session.c's Msg): type HELLO,
+# A session's control message (launcher-session-wire.h's Msg): type HELLO,
 # answered with INFO by a daemon that takes the peer.
 HELLO_PROBE = """
 import ctypes, socket, sys
 class Msg(ctypes.Structure):
     _fields_ = [("type", ctypes.c_uint32), ("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32),
                 ("level", ctypes.c_uint32), ("journal", ctypes.c_uint32), ("running", ctypes.c_uint32),
-                ("log_full", ctypes.c_uint32), ("ready", ctypes.c_uint32), ("n1", ctypes.c_uint64),
+                ("log_full", ctypes.c_uint32), ("ready", ctypes.c_uint32), ("quick", ctypes.c_uint32),
+                ("status", ctypes.c_int32), ("n1", ctypes.c_uint64),
                 ("n2", ctypes.c_uint64), ("n3", ctypes.c_uint64), ("digest", ctypes.c_char * 65),
                 ("run_id", ctypes.c_char * 64), ("text", ctypes.c_char * 4096), ("more", ctypes.c_char * 4096)]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -226,10 +227,10 @@ def fake_daemon(sock, user=None, wrap=(), mounts=None):
     """A process that listens at SOCK and prints what it is sent, run by
     WRAP (its namespaces); MOUNTS: a shell line it runs once it listens."""
     code = ("import os, socket, struct, sys\n"
-            "FMT = '<8I3Q65s64s4096s4096s7x'\n"
+            "FMT = '<9Ii3Q65s64s4096s4096s7x'\n"
             "SIZE = struct.calcsize(FMT)\n"
             "def msg(t, text=b''):\n"
-            "    return struct.pack(FMT, t, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'', b'fake', text, b'')\n"
+            "    return struct.pack(FMT, t, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'', b'fake', text, b'')\n"
             "ns = [os.open('/proc/self/ns/user', os.O_RDONLY), os.open('/proc/self/ns/mnt', os.O_RDONLY)]\n"
             "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
             "s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)\n"
@@ -239,7 +240,7 @@ def fake_daemon(sock, user=None, wrap=(), mounts=None):
             "while True:\n"
             "    c, _ = s.accept()\n"
             "    while True:\n"
-            "        data, fds, _, _ = socket.recv_fds(c, SIZE, 5)\n"
+            "        data, fds, _, _ = socket.recv_fds(c, SIZE, 6)\n"
             "        for fd in fds:\n"
             "            os.close(fd)\n"
             "        if not data:\n"
