@@ -70,21 +70,24 @@ exec_main (char **argv)
 
   if (env != NULL && env[0] != '\0')
     snprintf (path, sizeof path, "%s", env);
-  else if ((n = readlink ("/proc/self/exe", self, sizeof self - 1)) > 0 && (self[n] = '\0', slash = strrchr (self, '/')))
+  else if ((n = readlink ("/proc/self/exe", self, sizeof self - 1)) > 0 &&
+           (self[n] = '\0', slash = strrchr (self, '/')))
     {
       *slash = '\0';
       snprintf (path, sizeof path, "%s/fusebox-main", self);
     }
   else
     {
-      fprintf (stderr, "fusebox: can't find fusebox-main: /proc/self/exe is unreadable (%s); mount /proc, or name it "
-                       "with $FUSEBOX_MAIN\n",
+      fprintf (stderr,
+               "fusebox: can't find fusebox-main: /proc/self/exe is unreadable (%s); mount /proc, or name it "
+               "with $FUSEBOX_MAIN\n",
                strerror (errno));
       return EXIT_FAILURE_;
     }
   execv (path, argv);
-  fprintf (stderr, "fusebox: can't start %s: %s; it is installed beside fusebox (or named by $FUSEBOX_MAIN): reinstall "
-                   "fusebox\n",
+  fprintf (stderr,
+           "fusebox: can't start %s: %s; it is installed beside fusebox (or named by $FUSEBOX_MAIN): reinstall "
+           "fusebox\n",
            path, strerror (errno));
   return EXIT_FAILURE_;
 }
@@ -141,8 +144,9 @@ recv_msg (int fd, Msg *m)
     char buf[CMSG_SPACE (MSG_FDS_MAX * sizeof (int))];
   } control;
   struct iovec iov = { m, sizeof *m };
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                        .msg_controllen = sizeof control.buf };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+  };
   ssize_t n;
 
   do
@@ -250,7 +254,9 @@ close_all (int *fds, int n)
 }
 
 /* Connected to session NAME's daemon, the command sent; STARTED came: the
- * channel.  -1: the full client is to run it. */
+ * channel.  -1: the full client is to run it (nothing was sent that could
+ * run it, or the daemon said NOT_QUICK); -2 after a message: the command
+ * was sent and no answer says it did not run, so it is not run again. */
 static int
 start (const char *name, char **command)
 {
@@ -258,7 +264,7 @@ start (const char *name, char **command)
   struct ucred cred;
   socklen_t len = sizeof cred;
   int fds[5] = { -1, -1, -1, -1, -1 };
-  int dir, ctl = -1;
+  int dir, ctl = -1, r;
   Msg m;
 
   for (int i = 0; i < 3; i++)
@@ -280,7 +286,7 @@ start (const char *name, char **command)
       send_type (ctl, MSG_HELLO) < 0 || await_msg (ctl, &m) <= 0 || m.type != MSG_INFO)
     goto no;
   fds[4] = open_proof (cred.pid, m.n1);
-  fds[0] = fb_quick_command_memfd (command, environ);
+  fds[0] = fb_quick_command_memfd ((const char *const *)command, (const char *const *)environ);
   for (int i = 0; i < 3; i++)
     fds[i + 1] = fcntl (i, F_DUPFD_CLOEXEC, 3);
   if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0 || fds[3] < 0 || fds[4] < 0)
@@ -290,9 +296,17 @@ start (const char *name, char **command)
   if (send_msg (ctl, &m, fds, 5) < 0)
     goto no;
   close_all (fds, 5);
-  if (await_msg (ctl, &m) <= 0 || m.type != MSG_STARTED)
-    goto no;
-  return ctl;
+  r = await_msg (ctl, &m);
+  if (r > 0 && m.type == MSG_STARTED)
+    return ctl;
+  close (ctl);
+  if (r > 0 && m.type == MSG_NOT_QUICK)
+    return -1;
+  fprintf (stderr,
+           "fusebox: run: --session %s: its daemon took the command and did not answer; it may have run: "
+           "see 'fusebox runs', and stop the session with 'fusebox session stop %s'\n",
+           name, name);
+  return -2;
 
 no:
   close_all (fds, 5);
@@ -315,7 +329,7 @@ static int
 supervise (const char *name, int ctl)
 {
   sigset_t sigs;
-  int sfd;
+  int sfd, status;
   Msg m;
 
   sigemptyset (&sigs);
@@ -355,8 +369,17 @@ supervise (const char *name, int ctl)
       if (m.type == MSG_EXITED)
         break;
     }
+  status = (int)m.n1;
   if (send_type (ctl, MSG_ENDED) < 0 || await_msg (ctl, &m) <= 0 || m.type != MSG_CLOSED)
-    return gone (name);
+    {
+      /* the command ended, and its status came; its log's end and
+       * run.json's are the daemon's, which is gone */
+      fprintf (stderr,
+               "fusebox: run: the session %s ended before it closed the command's log: its run.json has no "
+               "end\n",
+               name);
+      return status;
+    }
   /* what the full client would say, the daemon's lines escaped as its */
   for (char *save = NULL, *line = strtok_r (m.more, "\n", &save); line != NULL; line = strtok_r (NULL, "\n", &save))
     fprintf (stderr, "fusebox: run: %s\n", line);
@@ -373,6 +396,8 @@ main (int argc, char **argv)
       int ctl = start (argv[3], argv + 1 + cmd);
       if (ctl >= 0)
         return supervise (argv[3], ctl);
+      if (ctl == -2)
+        return EXIT_SANDBOX;
     }
   return exec_main (argv);
 }

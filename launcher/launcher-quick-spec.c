@@ -22,7 +22,7 @@ append (int fd, const char *s, uint64_t *size)
 }
 
 int
-fb_quick_command_memfd (char *const *command, char *const *envp)
+fb_quick_command_memfd (const char *const *command, const char *const *envp)
 {
   FbLaunchSpecHeader h;
   char cwd[PATH_MAX];
@@ -37,9 +37,9 @@ fb_quick_command_memfd (char *const *command, char *const *envp)
   h.uid = h.gid = FB_LAUNCH_ID_CALLER;
   h.umask = (uint32_t)mask;
   ok = ok && write (fd, &h, sizeof h) == (ssize_t)sizeof h;
-  for (char *const *a = command; ok && *a != NULL; a++, h.argc++)
+  for (const char *const *a = command; ok && *a != NULL; a++, h.argc++)
     ok = append (fd, *a, &size);
-  for (char *const *e = envp; ok && *e != NULL; e++, h.envc++)
+  for (const char *const *e = envp; ok && *e != NULL; e++, h.envc++)
     ok = append (fd, *e, &size);
   ok = ok && append (fd, cwd, &size);
   h.strings_size = size;
@@ -52,4 +52,3 @@ fb_quick_command_memfd (char *const *command, char *const *envp)
     }
   return fd;
 }
-

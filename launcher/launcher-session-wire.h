@@ -43,20 +43,20 @@ typedef struct
 {
   uint32_t type;
   uint32_t uid, gid, level, journal;
-  uint32_t running;   /* INFO: commands in the view now */
-  uint32_t log_full;  /* CLOSED: the command's log reached its budget */
-  uint32_t ready;     /* JOIN: the command comes with it, for the ready sandbox */
-  uint32_t quick;     /* JOIN: the caller's command line has the quick client's shape */
-  int32_t status;     /* CLOSED after QUICK: the run's exit status */
+  uint32_t running;    /* INFO: commands in the view now */
+  uint32_t log_full;   /* CLOSED: the command's log reached its budget */
+  uint32_t ready;      /* JOIN: the command comes with it, for the ready sandbox */
+  uint32_t quick;      /* JOIN: the caller's command line has the quick client's shape */
+  int32_t status;      /* CLOSED after QUICK: the run's exit status */
   uint64_t n1, n2, n3; /* JOIN: rotate, budget; CLOSED: records, denials, records not written; SIGNAL: the
                         * signal; EXITED: the exit status; INFO: the descriptor of the daemon's proof */
-  char digest[65];    /* JOIN: the effective policy's SHA-256 */
-  char run_id[64];    /* JOIN: the command's run; INFO: the session's; STARTED after QUICK: the command's */
-  char text[4096];    /* JOIN: the log's path; INFO: the session's run dir; REGISTER: the --resolve entries, a
-                       * line each; REFUSED, CLOSED: a message; EXITED: why the command did not start;
-                       * NOT_QUICK: why */
-  char more[4096];    /* JOIN: the --resolve entries; JOINED: why not in the ready sandbox; CLOSED after
-                       * QUICK: what the client says, a line each */
+  char digest[65];     /* JOIN: the effective policy's SHA-256 */
+  char run_id[64];     /* JOIN: the command's run; INFO: the session's; STARTED after QUICK: the command's */
+  char text[4096];     /* JOIN: the log's path; INFO: the session's run dir; REGISTER: the --resolve entries, a
+                        * line each; REFUSED, CLOSED: a message; EXITED: why the command did not start;
+                        * NOT_QUICK: why */
+  char more[4096];     /* JOIN: the --resolve entries; JOINED: why not in the ready sandbox; CLOSED after
+                        * QUICK: what the client says, a line each */
 } Msg;
 
 /* A session's name: 1 to SESSION_NAME_MAX letters, digits, '.', '_' or
@@ -69,8 +69,8 @@ fb_session_name_valid (const char *name)
   if (n == 0 || n > SESSION_NAME_MAX || name[0] == '.')
     return false;
   for (const char *p = name; *p != '\0'; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-          *p == '_' || *p == '-'))
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+          *p == '-'))
       return false;
   return true;
 }

@@ -223,14 +223,17 @@ def t_hidden_each_time(h):
         assert h.runs()[rid]["denials"] >= 2, h.runs()[rid]
 
 
-def fake_daemon(sock, user=None, wrap=(), mounts=None):
+def fake_daemon(sock, user=None, wrap=(), mounts=None, proof=False):
     """A process that listens at SOCK and prints what it is sent, run by
-    WRAP (its namespaces); MOUNTS: a shell line it runs once it listens."""
+    WRAP (its namespaces); MOUNTS: a shell line it runs once it listens.
+    PROOF: its INFO names a memfd of its own, as a daemon's, and it hangs
+    up on a QUICK without an answer."""
     code = ("import os, socket, struct, sys\n"
             "FMT = '<9Ii3Q65s64s4096s4096s7x'\n"
             "SIZE = struct.calcsize(FMT)\n"
-            "def msg(t, text=b''):\n"
-            "    return struct.pack(FMT, t, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'', b'fake', text, b'')\n"
+            "PROOF = os.memfd_create('proof') if os.environ.get('FAKE_PROOF') else 0\n"
+            "def msg(t, text=b'', n1=0):\n"
+            "    return struct.pack(FMT, t, 0, 0, 0, 0, 0, 0, 0, 0, 0, n1, 0, 0, b'', b'fake', text, b'')\n"
             "ns = [os.open('/proc/self/ns/user', os.O_RDONLY), os.open('/proc/self/ns/mnt', os.O_RDONLY)]\n"
             "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
             "s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)\n"
@@ -248,7 +251,9 @@ def fake_daemon(sock, user=None, wrap=(), mounts=None):
             "        t = struct.unpack(FMT, data)[0]\n"
             "        print('got', t, flush=True)\n"
             "        if t == 1:\n"
-            "            c.send(msg(2, b'/nonexistent'))\n"
+            "            c.send(msg(2, b'/nonexistent', PROOF))\n"
+            "        elif t == 16:\n"
+            "            break\n"
             "        elif t == 3:\n"
             "            socket.send_fds(c, [msg(4)], ns)\n"
             "        elif t == 5:\n"
@@ -256,7 +261,7 @@ def fake_daemon(sock, user=None, wrap=(), mounts=None):
             "        elif t == 7:\n"
             "            c.send(msg(8))\n"
             "    c.close()\n")
-    env = dict(os.environ, FAKE_MOUNTS=mounts) if mounts else None
+    env = dict(os.environ, FAKE_MOUNTS=mounts or "", FAKE_PROOF="1" if proof else "")
     p = subprocess.Popen(list(wrap) + ["/usr/bin/python3", "-c", code, sock], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, user=user, group=user, env=env)
     line = p.stdout.readline()
@@ -315,6 +320,22 @@ def t_foreign_daemon_refused(h):
         shutil.rmtree(theirs, ignore_errors=True)
         h.sessions.discard("evil")
     assert "got" not in got, "the other user's process was sent: %r" % got
+
+
+def t_quick_unanswered(h):
+    # a daemon of ours that takes the quick client's command and hangs up:
+    # the command may have run, so it is not run again through the full
+    # client (which would say HELLO and JOIN to it), and that is said
+    code, out, err = h.run("q0", "true")
+    assert code == 0, (code, out, err)
+    fake = fake_daemon(os.path.join(sessions_root(h), "qs.sock"), proof=True)
+    try:
+        code, out, err = h.run("qs", "echo ran")
+    finally:
+        got = stop_fake(fake)
+        h.sessions.discard("qs")
+    assert code == 125 and out == "" and "took the command and did not answer" in err, (code, out, err)
+    assert got.split("\n")[:2] == ["got 1", "got 16"] and "got 3" not in got, got
 
 
 def t_daemon_proc_not_trusted(h):
@@ -519,7 +540,7 @@ if __name__ == "__main__":
                   ("thread_attributed", t_thread_attributed), ("hidden_each_time", t_hidden_each_time),
                   ("unattributed_budget", t_unattributed_budget),
                   ("foreign_directory_refused", t_foreign_directory_refused),
-                  ("foreign_daemon_refused", t_foreign_daemon_refused),
+                  ("foreign_daemon_refused", t_foreign_daemon_refused), ("quick_unanswered", t_quick_unanswered),
                   ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
                   ("socket_gone_ends", t_socket_gone_ends), ("chroot_refused", t_chroot_refused),
                   ("join_names_only_its_own_run", t_join_names_only_its_own_run),

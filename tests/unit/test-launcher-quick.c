@@ -80,8 +80,8 @@ test_shape_refused (void **state)
 static void
 test_memfd_decoded (void **state)
 {
-  char *const argv[] = { "sh", "-c", "echo \"$0\"", "", NULL };
-  char *const envp[] = { "A=b=c", "EMPTY=", "LD_PRELOAD=/x.so", NULL };
+  const char *const argv[] = { "sh", "-c", "echo \"$0\"", "", NULL };
+  const char *const envp[] = { "A=b=c", "EMPTY=", "LD_PRELOAD=/x.so", NULL };
   g_auto (FbLaunchSpec) spec = { 0 };
   char cwd[PATH_MAX];
   const char *why = NULL;
@@ -114,9 +114,9 @@ test_memfd_bounds (void **state)
 {
   gsize n = FB_LAUNCH_SPEC_MAX + 1;
   g_autofree char *big = g_malloc (n + 1);
-  char *const argv[] = { "true", NULL };
-  char *const envp[] = { big, NULL };
-  char *const empty[] = { NULL };
+  const char *const argv[] = { "true", NULL };
+  const char *const envp[] = { big, NULL };
+  const char *const empty[] = { NULL };
 
   (void)state;
   memset (big, 'x', n);
