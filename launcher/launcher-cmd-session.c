@@ -287,11 +287,12 @@ typedef struct
   bool answered;         /* CLOSED sent (or no one to send it to) */
   guint linger_id;       /* LINGER_MS after its end, while files of it are open */
   bool stop_waits;       /* `session stop`: hung up on once the session's run has ended */
-  bool stopped;          /* told STOPPING: the session's stop ended its command */
+  bool stopped;          /* the session stopped before its command exited: the stop ended it */
   /* QUICK (launcher-front.c): the command's run, which the daemon made
    * and ends; its status and why it did not start, from EXITED */
   FbRun *quick_run;
   int quick_status;
+  bool exited; /* EXITED told: QUICK_STATUS is the command's own */
   char *quick_failure;
   guint64 quick_log_max;
 } Conn;
@@ -661,6 +662,7 @@ ready_ended (FbSessionReady *ready, int status, const char *message, gpointer da
 
   (void)ready;
   c->quick_status = status;
+  c->exited = true;
   if (message != NULL)
     {
       g_strlcpy (m.text, message, sizeof m.text);
@@ -931,6 +933,15 @@ quick_learn (Daemon *d, const Msg *m, int spec_fd, int own_fd, JsonObject *info)
   g_ptr_array_add (d->quicks, q);
 }
 
+/* The client has hung up (a QUICK it sent before it gave up waiting). */
+static bool
+peer_gone (int fd)
+{
+  struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+  return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 static void not_quick (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);
 
 static void
@@ -1069,7 +1080,9 @@ on_quick (Conn *c, int fds[MSG_FDS_MAX])
                            .cwd = q->command_cwd };
 
       g_clear_handle_id (&d->idle_id, g_source_remove);
-      if (fb_launch_spec_seal (&cmd, false, &sent[0], &bad) < 0)
+      if (peer_gone (c->fd))
+        why = g_strdup ("its client went away before the command was sent (it waited too long for the daemon)");
+      else if (fb_launch_spec_seal (&cmd, false, &sent[0], &bad) < 0)
         why = g_strdup_printf ("its command could not be sealed: %s", bad);
       else
         {
@@ -1132,12 +1145,15 @@ quick_end (Conn *c, Msg *m)
       fb_run_set_error (c->quick_run, msg, NULL);
       status = FB_LAUNCHER_EXIT_SANDBOX;
     }
-  if (c->stopped || c->fd < 0)
+  /* ended other than by itself: its status is ours to give (a command
+   * that exited first keeps its own, whatever came after) */
+  if (c->stopped || !c->exited)
     {
       g_autofree char *msg =
-        c->fd < 0 ? g_strdup ("its client went away; the command was killed")
-                  : g_strdup_printf ("the session %s was stopped%s%s; the command was stopped", c->d->name,
-                                     c->d->stop_why != NULL ? ": " : "", c->d->stop_why != NULL ? c->d->stop_why : "");
+        c->stopped  ? g_strdup_printf ("the session %s was stopped%s%s; the command was stopped", c->d->name,
+                                      c->d->stop_why != NULL ? ": " : "", c->d->stop_why != NULL ? c->d->stop_why : "")
+        : c->fd < 0 ? g_strdup ("its client went away; the command was killed")
+                    : g_strdup ("its client ended it before it exited; the command was killed");
       if (c->fd >= 0)
         g_string_append_printf (say, "%s\n", msg);
       fb_run_set_error (c->quick_run, msg, NULL);
@@ -1304,7 +1320,8 @@ on_stop (Daemon *d)
       Conn *c = l->data;
       if (c->ready != NULL)
         fb_session_ready_signal (c->ready, SIGKILL);
-      if (c->member != NULL && !c->ended)
+      /* its end is the stop's, unless it had exited already */
+      if (c->member != NULL && !c->ended && !c->exited)
         c->stopped = true;
       if (c->member != NULL && !c->ended && c->fd >= 0)
         send_msg (c->fd, &m, NULL, 0);

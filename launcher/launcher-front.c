@@ -68,6 +68,12 @@ exec_main (char **argv)
   ssize_t n;
   char *slash;
 
+  if (env != NULL && env[0] != '\0' && env[0] != '/')
+    {
+      /* a relative one would be found in whatever directory this runs in */
+      fprintf (stderr, "fusebox: $FUSEBOX_MAIN is %s: give fusebox-main's absolute path, or unset it\n", env);
+      return EXIT_FAILURE_;
+    }
   if (env != NULL && env[0] != '\0')
     snprintf (path, sizeof path, "%s", env);
   else if ((n = readlink ("/proc/self/exe", self, sizeof self - 1)) > 0 &&

@@ -15,6 +15,7 @@
 #include "launcher/launcher-private.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -209,6 +210,20 @@ int
 main (int argc, char **argv)
 {
   int status;
+
+  /* A standard stream the caller closed is /dev/null here, before anything
+   * is opened: else the first socket or file would take its number, and
+   * what this process hands on as its stream (a ready sandbox's command
+   * gets fds 0-2, launcher-cmd-session.c) or writes there (a message on
+   * stderr) would be that: a session's control connection given to a
+   * sandboxed command once let it stop the session. */
+  for (int fd = 0; fd < 3; fd++)
+    if (fcntl (fd, F_GETFD) < 0 && errno == EBADF)
+      {
+        int null = open ("/dev/null", O_RDWR);
+        if (null != fd)
+          return FB_EXIT_FAILURE;
+      }
 
   /* The caller's character set (GLib converts what it prints to it) and
    * its language for the system's messages; not LC_ALL: fusebox formats

@@ -338,6 +338,171 @@ def t_quick_unanswered(h):
     assert got.split("\n")[:2] == ["got 1", "got 16"] and "got 3" not in got, got
 
 
+# A session's control message (launcher/launcher-session-wire.h), packed.
+WIRE = "<9Ii3Q65s64s4096s4096s7x"
+
+
+def wire(t, n1=0):
+    return struct.pack(WIRE, t, 0, 0, 0, 0, 0, 0, 0, 0, 0, n1, 0, 0, b"", b"", b"", b"")
+
+
+def unwire(data):
+    f = struct.unpack(WIRE, data)
+    return {"type": f[0], "status": f[9], "n1": f[10], "run_id": f[14].rstrip(b"\0").decode(),
+            "text": f[15].rstrip(b"\0").decode(), "more": f[16].rstrip(b"\0").decode()}
+
+
+def quick_by_hand(h, session, argv, env):
+    """The quick client's start, said by this test (the command, ENV and
+    the workspace as its directory, /dev/null as its streams): the socket
+    and STARTED's answer, or None when the daemon said NOT_QUICK."""
+    import fcntl
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.settimeout(60)
+    sock.connect(os.path.join(sessions_root(h), session + ".sock"))
+    sock.send(wire(1))
+    info = unwire(sock.recv(struct.calcsize(WIRE)))
+    pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+    proof = os.open("/proc/%d/fd/%d" % (pid, info["n1"]), os.O_RDONLY | os.O_NONBLOCK)
+    strings = b"".join(x.encode() + b"\0" for x in list(argv) + ["%s=%s" % kv for kv in env.items()] + [h.ws])
+    mask = os.umask(0)
+    os.umask(mask)
+    spec = os.memfd_create("spec", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.write(spec, struct.pack("<4IQ4I", 0x66626c32, 0, len(argv), len(env), len(strings), 0xffffffff,
+                               0xffffffff, mask, 0) + strings)
+    fcntl.fcntl(spec, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW |
+                fcntl.F_SEAL_WRITE)
+    null = os.open("/dev/null", os.O_RDWR)
+    socket.send_fds(sock, [wire(16)], [spec, null, null, null, proof])
+    for fd in (spec, null, proof):
+        os.close(fd)
+    answer = unwire(sock.recv(struct.calcsize(WIRE)))
+    if answer["type"] == 17:
+        sock.close()
+        return None, answer
+    assert answer["type"] == 13, answer
+    return sock, answer
+
+
+def t_quick_status_kept(h):
+    # a quick command that exited by itself keeps its status in run.json
+    # whatever its client does next: hangs up without ENDED, or sees the
+    # session stopped before it sends it
+    rs.ready_run(h, "qk", "true")
+    for i in range(100):
+        time.sleep(0.05)
+        sock, answer = quick_by_hand(h, "qk", ["/bin/sh", "-c", "exit 7"], h.env)
+        if sock is not None:
+            break
+    else:
+        raise AssertionError("never taken by the daemon: %r" % (answer,))
+    ended = unwire(sock.recv(struct.calcsize(WIRE)))
+    assert ended["type"] == 15 and ended["n1"] == 7, ended
+    rid = answer["run_id"]
+    sock.close()
+    rs.wait_for(lambda: "ended" in h.runs()[rid], "the run's end")
+    info = h.runs()[rid]
+    assert info["exit_status"] == 7 and "error" not in info and info["quick"], info
+    for i in range(100):
+        time.sleep(0.05)
+        sock, answer = quick_by_hand(h, "qk", ["/bin/sh", "-c", "exit 9"], h.env)
+        if sock is not None:
+            break
+    ended = unwire(sock.recv(struct.calcsize(WIRE)))
+    assert ended["type"] == 15 and ended["n1"] == 9, ended
+    h.stop("qk")
+    sock.send(wire(7))
+    closed = unwire(sock.recv(struct.calcsize(WIRE)))
+    if closed["type"] == 12:  # STOPPING, sent before the ENDED came
+        closed = unwire(sock.recv(struct.calcsize(WIRE)))
+    sock.close()
+    assert closed["type"] == 8 and closed["status"] == 9 and closed["more"] == "", closed
+    info = h.runs()[answer["run_id"]]
+    assert info["exit_status"] == 9 and "error" not in info, info
+    # a QUICK with an environment no full client had is not taken, and
+    # nothing is made for it
+    before = set(h.runs())
+    rs.ready_run(h, "qk2", "true")
+    before = set(h.runs())
+    sock, answer = quick_by_hand(h, "qk2", ["/bin/sh", "-c", "exit 3"], dict(h.env, FB_UNLEARNED="1"))
+    assert sock is None and "no command with this environment" in answer["text"], answer
+    assert set(h.runs()) == before, set(h.runs()) - before
+
+
+def t_closed_streams_not_control(h):
+    # a standard stream the caller closed is not the session's control
+    # connection in the command (the full client, which runs such a
+    # command, opened that connection on the first free number), on the
+    # ready sandbox's path: it is /dev/null
+    rs.ready_run(h, "cs", "true")
+    # the shell's own descriptors ($$: /proc/self would be a subshell's)
+    probe = ('for n in 0 1 2; do [ -S /proc/$$/fd/$n ] && s="$s $n-socket"; '
+             's="$s $n=$(readlink /proc/$$/fd/$n)"; done; echo "$s" > %s')
+    for fd in (0, 1, 2):
+        for i in range(100):
+            out = os.path.join(h.ws, "streams-%d-%d" % (fd, i))
+            marker = "# closed-%d-%d" % (fd, i)
+            p = subprocess.run(h.argv("cs", probe % out + " " + marker), cwd=h.ws, env=h.env,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                               preexec_fn=lambda fd=fd: os.close(fd))
+            info = h.runs()[h.run_of(marker)]
+            if info.get("ready_sandbox"):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("never in the ready sandbox")
+        assert p.returncode == 0, (p.returncode, p.stderr)
+        with open(out) as f:
+            seen = f.read().split()
+        assert "%d=/dev/null" % fd in seen and not [x for x in seen if "socket" in x], seen
+    code, out, err = h.run("cs", "echo alive")
+    assert code == 0 and out == "alive\n", (code, out, err)
+
+
+def t_quick_after_hangup(h):
+    # a QUICK whose client hung up before the daemon read it (the client
+    # gave up waiting: the daemon stalled, here stopped) is not run: the
+    # client may have run it some other way
+    rs.ready_run(h, "qh", "true")
+    daemon = h.runs()[h.runs()[h.last_run()]["session_run"]]["supervisor"]["pid"]
+    flag = os.path.join(h.ws, "ran-after-hangup")
+    for i in range(100):
+        time.sleep(0.05)
+        import fcntl
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.settimeout(60)
+        sock.connect(os.path.join(sessions_root(h), "qh.sock"))
+        sock.send(wire(1))
+        info = unwire(sock.recv(struct.calcsize(WIRE)))
+        proof = os.open("/proc/%d/fd/%d" % (daemon, info["n1"]), os.O_RDONLY | os.O_NONBLOCK)
+        argv = ["/bin/sh", "-c", "touch " + flag]
+        strings = b"".join(x.encode() + b"\0" for x in argv + ["%s=%s" % kv for kv in h.env.items()] + [h.ws])
+        spec = os.memfd_create("spec", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.write(spec, struct.pack("<4IQ4I", 0x66626c32, 0, len(argv), len(h.env), len(strings), 0xffffffff,
+                                   0xffffffff, 0o022, 0) + strings)
+        fcntl.fcntl(spec, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW |
+                    fcntl.F_SEAL_WRITE)
+        null = os.open("/dev/null", os.O_RDWR)
+        before = set(h.runs())
+        os.kill(daemon, signal.SIGSTOP)
+        try:
+            socket.send_fds(sock, [wire(16)], [spec, null, null, null, proof])
+            sock.close()
+        finally:
+            os.kill(daemon, signal.SIGCONT)
+        for fd in (spec, null, proof):
+            os.close(fd)
+        time.sleep(0.3)  # the daemon reads QUICK, then the hang-up: a margin
+        made = set(h.runs()) - before
+        if made:
+            break
+    else:
+        raise AssertionError("the daemon never took a QUICK to make a run")
+    assert not os.path.exists(flag), "the command of a client that hung up ran"
+    info = h.runs()[made.pop()]
+    assert info["exit_status"] == 125 and "went away before the command was sent" in info["error"], info
+
+
 def t_daemon_proc_not_trusted(h):
     if shutil.which("unshare") is None:
         assert not rs.MUST_RUN, "unshare (util-linux) is missing"
@@ -541,6 +706,7 @@ if __name__ == "__main__":
                   ("unattributed_budget", t_unattributed_budget),
                   ("foreign_directory_refused", t_foreign_directory_refused),
                   ("foreign_daemon_refused", t_foreign_daemon_refused), ("quick_unanswered", t_quick_unanswered),
+                  ("quick_status_kept", t_quick_status_kept), ("quick_after_hangup", t_quick_after_hangup), ("closed_streams_not_control", t_closed_streams_not_control),
                   ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
                   ("socket_gone_ends", t_socket_gone_ends), ("chroot_refused", t_chroot_refused),
                   ("join_names_only_its_own_run", t_join_names_only_its_own_run),
