@@ -295,6 +295,12 @@ typedef struct
   bool exited; /* EXITED told: QUICK_STATUS is the command's own */
   char *quick_failure;
   guint64 quick_log_max;
+  /* a JOIN with its command or a QUICK that waits for the sandbox being
+   * made (park): the message, its descriptors, the wait's end */
+  Msg *parked;
+  int parked_fds[MSG_FDS_MAX];
+  guint park_id;
+  bool waited; /* parked once: not again */
 } Conn;
 
 struct Daemon
@@ -329,6 +335,8 @@ struct Daemon
   guint ready_idle;
   bool ready_timed;  /* ready_idle is READY_AFTER_MS's timer */
   GPtrArray *quicks; /* Quick*: what full clients settled, the newest last */
+  GQueue parked;     /* Conn*, oldest first: waiting for the sandbox being made */
+  guint unpark_idle;
 };
 
 static guint
@@ -395,6 +403,13 @@ conn_free (Conn *c)
     {
       fb_access_log_close (c->log, NULL);
       fb_access_log_free (c->log);
+    }
+  if (c->parked != NULL)
+    {
+      g_queue_remove (&d->parked, c);
+      g_clear_handle_id (&c->park_id, g_source_remove);
+      close_fds (c->parked_fds);
+      g_clear_pointer (&c->parked, g_free);
     }
   g_clear_pointer (&c->quick_run, fb_run_free);
   g_free (c->quick_failure);
@@ -590,6 +605,7 @@ refuse (Conn *c, const char *format, ...)
 /* --- the ready sandbox (launcher-session-ready.c) -------------------------------- */
 
 static void ready_changed (FbSessionReady *ready, gpointer data);
+static void unpark_later (Daemon *d);
 
 static gboolean
 ready_start (gpointer data)
@@ -619,6 +635,7 @@ ready_start (gpointer data)
     {
       g_free (d->ready_why);
       d->ready_why = g_strdup (error->message);
+      unpark_later (d);
     }
   return G_SOURCE_REMOVE;
 }
@@ -646,7 +663,12 @@ ready_changed (FbSessionReady *ready, gpointer data)
 {
   Daemon *d = data;
 
-  if (ready != d->ready || fb_session_ready_is_waiting (ready))
+  if (ready != d->ready)
+    return;
+  /* waiting, or gone: a command parked for it goes on (from the loop: we
+   * are in the sandbox's own callback) */
+  unpark_later (d);
+  if (fb_session_ready_is_waiting (ready))
     return;
   /* gone before a command: the next command makes its own sandbox */
   g_free (d->ready_why);
@@ -1313,6 +1335,8 @@ on_stop (Daemon *d)
   d->stopping = true;
   g_clear_handle_id (&d->ready_idle, g_source_remove);
   g_clear_pointer (&d->ready, fb_session_ready_free);
+  /* those waiting for a sandbox are told the session ends */
+  unpark_later (d);
   if (d->stop_why != NULL)
     g_strlcpy (m.text, d->stop_why, sizeof m.text);
   for (GList *l = d->conns; l != NULL; l = l->next)
@@ -1327,6 +1351,90 @@ on_stop (Daemon *d)
         send_msg (c->fd, &m, NULL, 0);
     }
   maybe_idle (d);
+}
+
+/* --- waiting for the sandbox being made ------------------------------------------ */
+
+/* A command that comes while the next sandbox is being made (it is made
+ * when the last command ends, ready_later) waits for it, up to PARK_MS,
+ * rather than making one of its own, which takes longer: so commands run
+ * back to back still find one.  One wait per connection. */
+#define PARK_MS 250
+
+static void
+unpark (Conn *c)
+{
+  Daemon *d = c->d;
+  g_autofree Msg *m = g_steal_pointer (&c->parked);
+  int fds[MSG_FDS_MAX];
+
+  g_queue_remove (&d->parked, c);
+  g_clear_handle_id (&c->park_id, g_source_remove);
+  memcpy (fds, c->parked_fds, sizeof fds);
+  if (m->type == MSG_QUICK)
+    on_quick (c, fds);
+  else
+    on_join (c, m, fds);
+  close_fds (fds);
+}
+
+static gboolean
+unpark_next (gpointer data)
+{
+  Daemon *d = data;
+
+  d->unpark_idle = 0;
+  /* the oldest first, while none is being made: one takes a sandbox that
+   * waits (and the next is made at once for the others); with none
+   * coming, all go on without */
+  while (!g_queue_is_empty (&d->parked))
+    {
+      if (d->ready == NULL && d->ready_idle != 0 && d->ready_timed)
+        ready_later (d, 0);
+      if (d->ready != NULL ? !fb_session_ready_is_waiting (d->ready) : d->ready_idle != 0)
+        break;
+      unpark (g_queue_peek_head (&d->parked));
+    }
+  return G_SOURCE_REMOVE;
+}
+
+static void
+unpark_later (Daemon *d)
+{
+  if (d->unpark_idle == 0 && !g_queue_is_empty (&d->parked))
+    d->unpark_idle = g_idle_add (unpark_next, d);
+}
+
+static void
+on_park_timeout (gpointer data)
+{
+  Conn *c = data;
+
+  c->park_id = 0;
+  unpark (c);
+}
+
+/* Park M (a JOIN with its command, a QUICK) and its FDS (taken) if a
+ * sandbox is being made or about to be; true if parked. */
+static bool
+park (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
+{
+  Daemon *d = c->d;
+  bool coming = d->ready != NULL ? !fb_session_ready_is_waiting (d->ready) : d->ready_idle != 0;
+
+  if (c->waited || d->stopping || !coming || (m->type == MSG_JOIN && m->ready == 0))
+    return false;
+  /* made now, not after the last command's READY_AFTER_MS */
+  if (d->ready == NULL)
+    ready_later (d, 0);
+  c->waited = true;
+  c->parked = g_memdup2 (m, sizeof *m);
+  memcpy (c->parked_fds, fds, sizeof c->parked_fds);
+  for (int i = 0; i < MSG_FDS_MAX; i++)
+    fds[i] = -1;
+  c->park_id = g_timeout_add_once (PARK_MS, on_park_timeout, c);
+  g_queue_push_tail (&d->parked, c);
+  return true;
 }
 
 static gboolean
@@ -1364,10 +1472,12 @@ on_conn (int fd, GIOCondition cond, gpointer data)
         }
         break;
       case MSG_JOIN:
-        on_join (c, &m, fds);
+        if (!park (c, &m, fds))
+          on_join (c, &m, fds);
         break;
       case MSG_QUICK:
-        on_quick (c, fds);
+        if (!park (c, &m, fds))
+          on_quick (c, fds);
         break;
       case MSG_SIGNAL:
         if (c->ready != NULL && m.n1 > 0 && m.n1 < NSIG)
@@ -1769,6 +1879,7 @@ out:
   g_clear_pointer (&d->ready_why, g_free);
   g_clear_pointer (&d->launch_helper, g_free);
   g_clear_pointer (&d->quicks, g_ptr_array_unref);
+  g_clear_handle_id (&d->unpark_idle, g_source_remove);
   fb_cmd_close_run_log (d->run, "session", "the session");
   fb_run_end (d->run, status, NULL);
   for (guint i = 0; i < waiters->len; i++)
