@@ -101,7 +101,7 @@ set_refused (FbLogFile *file, const struct stat *st, GError **error)
  *  - then fstat: only a regular file, of fusebox's own uid, with one name
  *    (a hard link would get the records into another file too). */
 static int
-open_live (FbLogFile *file, GError **error)
+open_live (FbLogFile *file, bool must_be_new, GError **error)
 {
   /* O_RDWR only to look at the last byte of an existing file (below). */
   const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
@@ -112,6 +112,8 @@ open_live (FbLogFile *file, GError **error)
   for (int attempt = 0; attempt < 2 && fd < 0; attempt++)
     {
       fd = openat (file->dirfd, file->name, flags | O_CREAT | O_EXCL, 0600);
+      if (fd < 0 && errno == EEXIST && must_be_new)
+        break;
       if (fd < 0 && errno == EEXIST)
         fd = openat (file->dirfd, file->name, flags);
       if (fd < 0 && errno != ENOENT)
@@ -171,7 +173,7 @@ flush_buf (FbLogFile *file)
     {
       g_autoptr (GError) error = NULL;
 
-      if (open_live (file, &error) < 0)
+      if (open_live (file, false, &error) < 0)
         {
           g_clear_error (&file->write_error);
           file->write_error = g_steal_pointer (&error);
@@ -258,7 +260,7 @@ rotate (FbLogFile *file)
   old_bytes = file->file_bytes;
   old_first_seq = file->file_first_seq;
   file->fd = -1;
-  if (open_live (file, &error) < 0)
+  if (open_live (file, false, &error) < 0)
     {
       /* Something was put at the name since the rename (or it can't be
        * made): records keep going into the file just rotated, through the
@@ -342,8 +344,8 @@ static const FbLogOutputOps file_ops = {
   .free = file_free,
 };
 
-FbLogFile *
-fb_log_file_open (const char *path, guint64 rotate_bytes, GError **error)
+static FbLogFile *
+log_file_open (const char *path, int dir_fd, guint64 rotate_bytes, GError **error)
 {
   FbLogFile *file = g_new0 (FbLogFile, 1);
   g_autofree char *dir = g_path_get_dirname (path);
@@ -354,7 +356,7 @@ fb_log_file_open (const char *path, guint64 rotate_bytes, GError **error)
   file->buf = g_string_sized_new (64 * 1024);
   file->path = g_strdup (path);
   file->name = g_path_get_basename (path);
-  file->dirfd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  file->dirfd = dir_fd >= 0 ? fcntl (dir_fd, F_DUPFD_CLOEXEC, 3) : open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (file->dirfd < 0)
     {
       int errsv = errno;
@@ -369,7 +371,7 @@ fb_log_file_open (const char *path, guint64 rotate_bytes, GError **error)
       file_free (&file->output);
       return NULL;
     }
-  if (open_live (file, error) < 0)
+  if (open_live (file, dir_fd >= 0, error) < 0)
     {
       file_free (&file->output);
       return NULL;
@@ -377,6 +379,19 @@ fb_log_file_open (const char *path, guint64 rotate_bytes, GError **error)
   /* an existing file (--log FILE given again) counts against the budget */
   file->total_bytes = file->file_bytes;
   return file;
+}
+
+FbLogFile *
+fb_log_file_open (const char *path, guint64 rotate_bytes, GError **error)
+{
+  return log_file_open (path, -1, rotate_bytes, error);
+}
+
+FbLogFile *
+fb_log_file_open_new_in (const char *path, int dir_fd, guint64 rotate_bytes, GError **error)
+{
+  g_return_val_if_fail (dir_fd >= 0, NULL);
+  return log_file_open (path, dir_fd, rotate_bytes, error);
 }
 
 FbLogOutput *

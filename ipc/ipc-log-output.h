@@ -56,6 +56,9 @@ typedef struct FbLogFile FbLogFile;
 /* Open (or make) PATH as the live file, rotated past ROTATE_BYTES (0:
  * never).  Its existing bytes count as written. */
 FbLogFile *fb_log_file_open (const char *path, guint64 rotate_bytes, GError **error);
+/* The same, the file made new in DIR_FD (duplicated), PATH's directory
+ * not opened again (FbAccessLogOptions.new_in_dir). */
+FbLogFile *fb_log_file_open_new_in (const char *path, int dir_fd, guint64 rotate_bytes, GError **error);
 FbLogOutput *fb_log_file_output (FbLogFile *file);
 const char *fb_log_file_get_path (FbLogFile *file);
 /* The bytes of every file it wrote (live and rotated), and those buffered. */

@@ -872,7 +872,9 @@ fb_access_log_new (const FbAccessLogOptions *options, GMainContext *context, GEr
   log->run_json = g_string_free (run, FALSE);
   log->outputs = g_ptr_array_new ();
 
-  log->file = fb_log_file_open (options->path, options->rotate_bytes, error);
+  log->file = options->new_in_dir
+                ? fb_log_file_open_new_in (options->path, options->dir_fd, options->rotate_bytes, error)
+                : fb_log_file_open (options->path, options->rotate_bytes, error);
   if (log->file == NULL)
     return NULL;
   g_ptr_array_add (log->outputs, fb_log_file_output (log->file));

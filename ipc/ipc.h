@@ -61,6 +61,13 @@ typedef struct
    * absent or refuses is said once and counted; the file never waits. */
   gboolean journal;
   const char *journal_socket;
+  /* The file is made new (O_CREAT|O_EXCL, never an existing file or a
+   * link's target) in DIR_FD, a directory the caller opened and checked,
+   * not at whatever PATH's directory names when the log opens (PATH then
+   * names it in messages, and its last part is the file's name): the
+   * directory may be another process's to swap. */
+  gboolean new_in_dir;
+  int dir_fd;
 } FbAccessLogOptions;
 
 /* Defaults for every command that writes a log (run, mount, serve), when

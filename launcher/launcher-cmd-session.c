@@ -810,7 +810,7 @@ run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
  * Landlock or in a chroot), nor into another command's log.  False with
  * *RET_WHY. */
 static bool
-join_run_ok (Conn *c, const Msg *m, JsonObject **ret_info, char **ret_why)
+join_run_ok (Conn *c, const Msg *m, JsonObject **ret_info, int *ret_dir, char **ret_why)
 {
   g_autofree char *dir = g_path_get_dirname (m->text);
   g_autofree char *base = g_path_get_basename (m->text);
@@ -866,6 +866,7 @@ join_run_ok (Conn *c, const Msg *m, JsonObject **ret_info, char **ret_why)
       return false;
     }
   *ret_info = json_object_ref (root);
+  *ret_dir = g_steal_fd (&dfd);
   return true;
 }
 
@@ -1196,6 +1197,7 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
   g_autoptr (GError) error = NULL;
   Msg answer = { .type = MSG_JOINED };
   g_autoptr (JsonObject) info = NULL;
+  _fb_cleanup_fd_ int dir = -1;
 
   if (c->run_id != NULL || d->stopping)
     {
@@ -1204,7 +1206,7 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
     }
   {
     g_autofree char *why = NULL;
-    if (!join_run_ok (c, m, &info, &why))
+    if (!join_run_ok (c, m, &info, &dir, &why))
       {
         refuse (c, "session %s refuses the command: %s", d->name, why);
         return;
@@ -1251,6 +1253,10 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
   lo.on_full_data = c;
   lo.journal = m->journal != 0;
   lo.journal_socket = g_getenv ("FUSEBOX_JOURNAL_SOCKET");
+  /* in the directory join_run_ok looked at, made new: the caller may
+   * swap what its path names (a link to where it may not write) */
+  lo.new_in_dir = TRUE;
+  lo.dir_fd = dir;
   c->log = fb_access_log_new (&lo, NULL, &error);
   if (c->log == NULL)
     {

@@ -52,6 +52,7 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 """
 import ctypes
 import hashlib
+import json
 import importlib.util
 import os
 import shutil
@@ -635,6 +636,60 @@ def t_join_names_only_its_own_run(h):
     assert not os.path.exists(target), "the daemon made the log a JOIN named"
 
 
+def t_join_dir_swapped(h):
+    """The log a JOIN names is made in the directory the daemon checked,
+    never through a link swapped in for it after the check: a caller that
+    exchanges its run directory with a link to a directory it may not
+    write (RENAME_EXCHANGE in a loop) gets nothing made or opened there."""
+    code, out, err = h.run("sw", "true # marker-sw")
+    assert code == 0, (code, out, err)
+    session_run = h.runs()[h.run_of("marker-sw")]["session_run"]
+    with open(os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs", session_run, "policy.json"), "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest().encode()
+    forbidden = os.path.join(h.dir, "forbidden")
+    jail = os.path.join(h.dir, "jail")
+    os.mkdir(forbidden, 0o755)
+    os.mkdir(jail, 0o700)
+    os.symlink(forbidden, os.path.join(jail, "l"))
+    with open("/proc/self/stat") as f:
+        start_time = int(f.read().rsplit(")", 1)[1].split()[19])
+    libc = ctypes.CDLL(None, use_errno=True)
+    accepted = 0
+    for i in range(40):
+        d = os.path.join(jail, "d")
+        if os.path.islink(d):  # left exchanged by the last try
+            libc.syscall(316, -100, d.encode(), -100, os.path.join(jail, "l").encode(), 2)
+        if not os.path.isdir(d):
+            os.mkdir(d, 0o700)
+        rid = "20990101-000000-swap%02d" % i
+        with open(os.path.join(d, "run.json"), "w") as f:
+            json.dump({"run": rid, "supervisor": {"pid": os.getpid(), "start_time": start_time}}, f)
+        racer = os.fork()
+        if racer == 0:
+            while True:  # renameat2(AT_FDCWD, d, AT_FDCWD, l, RENAME_EXCHANGE)
+                libc.syscall(316, -100, d.encode(), -100, os.path.join(jail, "l").encode(), 2)
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            sock.settimeout(60)
+            sock.connect(os.path.join(sessions_root(h), "sw.sock"))
+            sock.send(wire(1))
+            sock.recv(struct.calcsize(WIRE))
+            join = struct.pack(WIRE, 3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, digest, rid.encode(),
+                               os.path.join(d, "pwn-%d" % i).encode(), b"")
+            sock.send(join)
+            answer, fds, _, _ = socket.recv_fds(sock, struct.calcsize(WIRE), 6)
+            for fd in fds:
+                os.close(fd)
+            accepted += unwire(answer)["type"] == 4
+            sock.close()
+        finally:
+            os.kill(racer, signal.SIGKILL)
+            os.waitpid(racer, 0)
+    # some were taken (the check passed), and none wrote past it
+    assert accepted > 0, "no JOIN was accepted: the race was never run"
+    assert os.listdir(forbidden) == [], os.listdir(forbidden)
+
+
 def landlock_abi():
     """The kernel's Landlock ABI version, 0 without one."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -709,5 +764,5 @@ if __name__ == "__main__":
                   ("quick_status_kept", t_quick_status_kept), ("quick_after_hangup", t_quick_after_hangup), ("closed_streams_not_control", t_closed_streams_not_control),
                   ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
                   ("socket_gone_ends", t_socket_gone_ends), ("chroot_refused", t_chroot_refused),
-                  ("join_names_only_its_own_run", t_join_names_only_its_own_run),
+                  ("join_names_only_its_own_run", t_join_names_only_its_own_run), ("join_dir_swapped", t_join_dir_swapped),
                   ("streams_kept", t_streams_kept)], "fusebox-security-session-")
