@@ -735,8 +735,8 @@ ready_for (Conn *c, int proof, char **ret_why)
                                       : g_strdup ("no sandbox was ready yet");
       return false;
     }
-  return proof_holds (c, proof, ret_why) &&
-         fb_session_caller_matches (c->fd, fb_session_ready_get_maker (d->ready), ret_why);
+  return proof_holds (c, proof, ret_why) && fb_session_caller_matches (c->fd, fb_session_ready_get_maker (d->ready),
+                                                                       fb_session_ready_get_pidns (d->ready), ret_why);
 }
 
 /* The command into the ready sandbox, which ready_for() granted. */

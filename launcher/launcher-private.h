@@ -218,10 +218,13 @@ GPid fb_session_ready_get_maker (const FbSessionReady *ready);
  * far as what a sandbox inherits from its maker goes: its credentials,
  * capabilities, seccomp (none), cgroup, limits, LSM label, audit session,
  * scheduling, CPU and memory affinity, transparent huge pages, OOM score
- * and namespaces; else false with *RET_WHY saying which differs.  Not
- * seen in /proc, and not compared: a Landlock domain (the daemon's proof,
+ * and namespaces; else false with *RET_WHY saying which differs.  The
+ * cgroup, limits, scheduling, affinity, OOM score and I/O priority are
+ * read from pid 1 of the sandbox whose pid namespace is SANDBOX_PIDNS
+ * (what the command inherits) where the kernel names it.  Not seen in
+ * /proc, and not compared: a Landlock domain (the daemon's proof,
  * launcher-cmd-session.c, stands for it), PR_SET_MDWE. */
-bool fb_session_caller_matches (int sock, GPid maker, char **ret_why);
+bool fb_session_caller_matches (int sock, GPid maker, int sandbox_pidns, char **ret_why);
 
 /* The sandbox's seccomp program, compiled from launcher-seccomp-gen.c's
  * rules when fusebox is built (launcher-seccomp-bpf.c, generated). */

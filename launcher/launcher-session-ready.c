@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -353,10 +354,20 @@ stat_sched (const char *stat)
 /* What a sandbox made by a process inherits from it: each item as text
  * (describe_process: a field of /proc/PID/status where it starts with a
  * capital, a file of /proc/PID, a namespace's identity, or "sched"), with
- * what a message calls it. */
+ * what a message calls it.  OF_SANDBOX: read from the sandbox's pid 1,
+ * which the command inherits from, not from its maker: any process of
+ * the same user may change these on the maker after the sandbox was made
+ * (renice, prlimit --pid, taskset, oom_score_adj, a cgroup it may write:
+ * an outside review made a confined caller match a maker it had changed
+ * so, and ran in the sandbox the maker made before), while on pid 1 it
+ * could only narrow what the command gets (a limit lowered, nice raised),
+ * or what any process of its own may do for itself (affinity, cgroup).
+ * The rest differ on pid 1 by design (its capabilities, seccomp filter,
+ * namespaces), and no process of that user may change them on another. */
 static const struct
 {
   const char *item, *label;
+  bool of_sandbox;
 } inherited[] = {
   { "Uid", "user ids" },
   { "Gid", "group ids" },
@@ -371,16 +382,16 @@ static const struct
   { "Seccomp_filters", "seccomp filters" },
   { "Speculation_Store_Bypass", "speculation control" },
   { "SpeculationIndirectBranch", "indirect branch speculation control" },
-  { "Cpus_allowed_list", "CPU affinity" },
-  { "Mems_allowed_list", "memory node affinity" },
+  { "Cpus_allowed_list", "CPU affinity", true },
+  { "Mems_allowed_list", "memory node affinity", true },
   { "THP_enabled", "transparent huge pages setting" },
-  { "cgroup", "cgroup" },
-  { "limits", "resource limits" },
+  { "cgroup", "cgroup", true },
+  { "limits", "resource limits", true },
   { "attr/current", "LSM label" },
-  { "oom_score_adj", "OOM score adjustment" },
+  { "oom_score_adj", "OOM score adjustment", true },
   { "loginuid", "audit login uid" },
   { "sessionid", "audit session" },
-  { "sched", "scheduling (nice, policy, priority)" },
+  { "sched", "scheduling (nice, policy, priority)", true },
   { "ns/cgroup", "cgroup namespace" },
   { "ns/ipc", "IPC namespace" },
   { "ns/mnt", "mount namespace" },
@@ -417,15 +428,28 @@ describe_process (int proc_dir, const char *status, const char *item)
   return read_text (proc_dir, item);
 }
 
+/* Pid 1 of the sandbox whose pid namespace is PIDNS, as we name it
+ * (NS_GET_PID_FROM_PIDNS, Linux 6.10), and a pidfd of it; 0 if the
+ * kernel can't say. */
+static pid_t
+sandbox_pid1 (int pidns, int *ret_pidfd)
+{
+  int pid = pidns >= 0 ? ioctl (pidns, _IOR (0xb7, 0x6, int) /* NS_GET_PID_FROM_PIDNS */, 1) : -1;
+
+  *ret_pidfd = pid > 0 ? (int)syscall (SYS_pidfd_open, pid, 0) : -1;
+  return *ret_pidfd >= 0 ? pid : 0;
+}
+
 bool
-fb_session_caller_matches (int sock, GPid maker, char **ret_why)
+fb_session_caller_matches (int sock, GPid maker, int sandbox_pidns, char **ret_why)
 {
   struct ucred cred;
   socklen_t len = sizeof cred;
-  int pidfd = -1, self = -1, peer = -1;
+  int pidfd = -1, self = -1, peer = -1, pid1_fd = -1, sandbox = -1;
+  pid_t pid1;
   char path[64];
   const char *differs = NULL;
-  g_autofree char *my_status = NULL, *their_status = NULL;
+  g_autofree char *my_status = NULL, *their_status = NULL, *pid1_status = NULL;
 
   len = sizeof pidfd;
   if (getsockopt (sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0 || pidfd < 0)
@@ -446,10 +470,21 @@ fb_session_caller_matches (int sock, GPid maker, char **ret_why)
   peer = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
   my_status = self >= 0 ? read_text (self, "status") : NULL;
   their_status = peer >= 0 ? read_text (peer, "status") : NULL;
+  /* what the command will inherit, where the kernel names pid 1; else
+   * the maker's (the weaker check, on kernels before 6.10) */
+  pid1 = sandbox_pid1 (sandbox_pidns, &pid1_fd);
+  if (pid1 > 0)
+    {
+      g_snprintf (path, sizeof path, "/proc/%d", (int)pid1);
+      sandbox = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      pid1_status = sandbox >= 0 ? read_text (sandbox, "status") : NULL;
+    }
 
   for (gsize i = 0; self >= 0 && peer >= 0 && differs == NULL && i < G_N_ELEMENTS (inherited); i++)
     {
-      g_autofree char *mine = describe_process (self, my_status, inherited[i].item);
+      bool of_pid1 = inherited[i].of_sandbox && sandbox >= 0;
+      g_autofree char *mine =
+        describe_process (of_pid1 ? sandbox : self, of_pid1 ? pid1_status : my_status, inherited[i].item);
       g_autofree char *theirs = describe_process (peer, their_status, inherited[i].item);
 
       /* missing for both: what this kernel has not (no LSM's label, no
@@ -458,7 +493,8 @@ fb_session_caller_matches (int sock, GPid maker, char **ret_why)
         differs = inherited[i].label;
     }
   /* its I/O priority (ioprio_get: IOPRIO_WHO_PROCESS) */
-  if (differs == NULL && syscall (SYS_ioprio_get, 1, (int)maker) != syscall (SYS_ioprio_get, 1, (int)cred.pid))
+  if (differs == NULL &&
+      syscall (SYS_ioprio_get, 1, pid1 > 0 ? (int)pid1 : (int)maker) != syscall (SYS_ioprio_get, 1, (int)cred.pid))
     differs = "I/O priority";
   /* neither under a seccomp filter: one's filters can't be compared with
    * another's, and a sandbox made by the daemon would not have the
@@ -472,6 +508,13 @@ fb_session_caller_matches (int sock, GPid maker, char **ret_why)
   /* all that was read is the caller's: its pid not reaped and reused meanwhile */
   if (differs == NULL && (self < 0 || peer < 0 || syscall (SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0))
     differs = "process (it ended)";
+  /* and pid 1 was the sandbox's all along: its pidfd was taken before */
+  if (differs == NULL && pid1 > 0 && (sandbox < 0 || syscall (SYS_pidfd_send_signal, pid1_fd, 0, NULL, 0) < 0))
+    differs = "sandbox (its pid 1 ended)";
+  if (sandbox >= 0)
+    close (sandbox);
+  if (pid1_fd >= 0)
+    close (pid1_fd);
   if (self >= 0)
     close (self);
   if (peer >= 0)
@@ -480,7 +523,7 @@ fb_session_caller_matches (int sock, GPid maker, char **ret_why)
   if (differs != NULL)
     {
       *ret_why = g_strdup_printf ("the caller's %s differs from that of the sandbox the session made ahead "
-                                  "(its maker's, the launch helper's)",
+                                  "(as its pid 1 and its maker, the launch helper, have it)",
                                   differs);
       return false;
     }

@@ -540,6 +540,19 @@ def t_ready_sandbox_not_for_others(h):
     assert code == 0 and out == "300\n", (code, out, err)
     info = h.runs()[h.last_run()]
     assert info["ready_sandbox"] is False and "resource limits" in info["ready_sandbox_why"], info
+    # the maker changed after its sandbox was made, by any process of the
+    # user (renice, prlimit --pid): a caller with the maker's new nice
+    # value and limits does not get the sandbox made with the old
+    wait_for(lambda: launch_children(daemon), "the next sandbox's maker")
+    time.sleep(0.3)  # the sandbox made (pid 1 forked): a margin
+    for maker in launch_children(daemon):
+        subprocess.run(["renice", "-n", "19", "-p", str(maker)], check=True, capture_output=True)
+        subprocess.run(["prlimit", "--pid", str(maker), "--nofile=200:200"], check=True)
+    code, out, err = h.run_kw("ro", "echo $(ulimit -n) $(cut -d' ' -f19 /proc/self/stat)",
+                              prefix=["prlimit", "--nofile=200:200", "nice", "-n", "19"])
+    assert code == 0 and out == "200 19\n", (code, out, err)
+    info = h.runs()[h.last_run()]
+    assert info["ready_sandbox"] is False and "resource limits" in info["ready_sandbox_why"], info
     # a Landlock domain (which no /proc file shows): the command does not
     # shed it through the daemon's sandbox; a sandbox of its own can't be
     # made in it here (its maps are files it may not write), and that is
