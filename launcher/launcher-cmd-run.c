@@ -28,6 +28,7 @@
 #include "ipc/ipc-proxy.h"
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
+#include "launcher/launcher-quick-spec.h"
 #include "launcher/launcher-session-wire.h"
 #include "launcher/launcher-private.h"
 #include "launcher/launcher.h"
@@ -1050,15 +1051,7 @@ supervise (Run *run, Supervisor *sv, int sfd)
 int
 fb_cmd_run_signalfd (void)
 {
-  sigset_t sigs;
-
-  sigemptyset (&sigs);
-  sigaddset (&sigs, SIGINT);
-  sigaddset (&sigs, SIGTERM);
-  sigaddset (&sigs, SIGHUP);
-  sigaddset (&sigs, SIGQUIT);
-  sigprocmask (SIG_BLOCK, &sigs, NULL);
-  return signalfd (-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+  return fb_forwarded_signalfd ();
 }
 
 static int

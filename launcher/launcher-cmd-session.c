@@ -588,18 +588,28 @@ on_log_full (gpointer data)
   g_idle_add_once (tell_log_full, note_new (data));
 }
 
+/* A message of TYPE whose text is FORMAT's (REFUSED, NOT_QUICK). */
+static void send_text (Conn *c, MsgType type, const char *format, va_list ap) G_GNUC_PRINTF (3, 0);
+
+static void
+send_text (Conn *c, MsgType type, const char *format, va_list ap)
+{
+  Msg m = { .type = type };
+
+  g_vsnprintf (m.text, sizeof m.text, format, ap);
+  send_msg (c->fd, &m, NULL, 0);
+}
+
 static void refuse (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);
 
 static void
 refuse (Conn *c, const char *format, ...)
 {
-  Msg m = { .type = MSG_REFUSED };
   va_list ap;
 
   va_start (ap, format);
-  g_vsnprintf (m.text, sizeof m.text, format, ap);
+  send_text (c, MSG_REFUSED, format, ap);
   va_end (ap);
-  send_msg (c->fd, &m, NULL, 0);
 }
 
 /* --- the ready sandbox (launcher-session-ready.c) -------------------------------- */
@@ -970,13 +980,11 @@ static void not_quick (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);
 static void
 not_quick (Conn *c, const char *format, ...)
 {
-  Msg m = { .type = MSG_NOT_QUICK };
   va_list ap;
 
   va_start (ap, format);
-  g_vsnprintf (m.text, sizeof m.text, format, ap);
+  send_text (c, MSG_NOT_QUICK, format, ap);
   va_end (ap);
-  send_msg (c->fd, &m, NULL, 0);
 }
 
 /* The run of a quick client's command SPEC, as Q's full client made

@@ -334,19 +334,11 @@ gone (const char *name)
 static int
 supervise (const char *name, int ctl)
 {
-  sigset_t sigs;
-  int sfd, status;
+  int sfd = fb_forwarded_signalfd (), status;
   Msg m;
 
-  sigemptyset (&sigs);
-  sigaddset (&sigs, SIGINT);
-  sigaddset (&sigs, SIGTERM);
-  sigaddset (&sigs, SIGHUP);
-  sigaddset (&sigs, SIGQUIT);
-  sigprocmask (SIG_BLOCK, &sigs, NULL);
   /* a closed stderr is no reason to leave the command unreported */
   signal (SIGPIPE, SIG_IGN);
-  sfd = signalfd (-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
   for (;;)
     {
       struct pollfd p[2] = { { sfd, POLLIN, 0 }, { ctl, POLLIN, 0 } };

@@ -1,14 +1,17 @@
 /* fusebox — the quick client's command, in the memfd the launch helper
- * takes (ipc/ipc-launch-spec.h), written with libc alone. */
+ * takes (ipc/ipc-launch-spec.h), and the signals a supervisor forwards,
+ * written with libc alone. */
 #include "launcher/launcher-quick-spec.h"
 
 #include "ipc/ipc-launch-spec.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,4 +54,18 @@ fb_quick_command_memfd (const char *const *command, const char *const *envp)
       fd = -1;
     }
   return fd;
+}
+
+int
+fb_forwarded_signalfd (void)
+{
+  sigset_t sigs;
+
+  sigemptyset (&sigs);
+  sigaddset (&sigs, SIGINT);
+  sigaddset (&sigs, SIGTERM);
+  sigaddset (&sigs, SIGHUP);
+  sigaddset (&sigs, SIGQUIT);
+  sigprocmask (SIG_BLOCK, &sigs, NULL);
+  return signalfd (-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 }
