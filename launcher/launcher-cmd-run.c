@@ -460,6 +460,13 @@ fb_cmd_sibling_program (const char *env_var, const char *name)
   g_autofree char *self = NULL;
   g_autofree char *dir = NULL;
 
+  /* a relative one would be found in whatever directory this runs in: a
+   * workspace a sandbox writes, say */
+  if (env != NULL && env[0] != '\0' && !g_path_is_absolute (env))
+    {
+      fb_cmd_error ("$%s is %s: give %s's absolute path, or unset it", env_var, env, name);
+      return NULL;
+    }
   if (env != NULL && env[0] != '\0')
     return g_strdup (env);
   self = g_file_read_link ("/proc/self/exe", NULL);

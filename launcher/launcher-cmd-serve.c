@@ -56,13 +56,8 @@ find_helper (void)
   /* named by the variable: used as given (a wrong one fails at spawn) */
   if (path != NULL && (env == NULL || env[0] == '\0') && !g_file_test (path, G_FILE_TEST_IS_EXECUTABLE))
     g_clear_pointer (&path, g_free);
-  if (path != NULL && !g_path_is_absolute (path))
-    {
-      /* the helper is started in "/", not in our working directory */
-      char *abs = g_canonicalize_filename (path, NULL);
-      g_free (path);
-      path = abs;
-    }
+  /* absolute (a relative $FUSEBOX_LAUNCH is refused): the helper is
+   * started in "/" */
   return path;
 }
 

@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,6 +40,8 @@ exec_remote (char **argv)
 {
   g_autofree char *program = remote_program ();
 
+  if (program == NULL && getenv ("FUSEBOX_SERVE") != NULL && getenv ("FUSEBOX_SERVE")[0] != '\0')
+    return FB_EXIT_FAILURE; /* said */
   if (program != NULL)
     execv (program, argv);
   fb_cmd_error ("%s: can't start %s: %s; it is installed beside fusebox (or named by $FUSEBOX_SERVE): reinstall "

@@ -690,6 +690,34 @@ def t_join_dir_swapped(h):
     assert os.listdir(forbidden) == [], os.listdir(forbidden)
 
 
+def t_relative_programs_refused(h):
+    """fusebox's own programs named by a relative path in its environment
+    ($FUSEBOX_MAIN, $FUSEBOX_SERVE, $FUSEBOX_LAUNCH) are refused, not
+    looked for in the working directory (a workspace, say)."""
+    marker = os.path.join(h.dir, "relative-ran")
+    for name in ("fusebox-main", "fusebox-serve", "fusebox-launch"):
+        with open(os.path.join(h.ws, name), "w") as f:
+            f.write("#!/bin/sh\ntouch %s\n" % marker)
+        os.chmod(os.path.join(h.ws, name), 0o755)
+    for var, argv in (("FUSEBOX_MAIN", ["--version"]), ("FUSEBOX_SERVE", ["serve", "--help"])):
+        prog = var.lower().replace("_", "-")
+        p = subprocess.run([rs.BIN] + argv, cwd=h.ws, env=dict(h.env, **{var: prog}), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 1 and "give %s's absolute path" % prog in p.stderr, (var, p.returncode, p.stderr)
+        assert not os.path.exists(marker), var
+    # serve says so at its start, and serves without a helper
+    p = subprocess.Popen([rs.BIN, "serve", "--listen", "ws://127.0.0.1:0"], cwd=h.ws,
+                         env=dict(h.env, FUSEBOX_LAUNCH="fusebox-launch"), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+    finally:
+        p.kill()
+        p.communicate(timeout=60)
+    assert "give fusebox-launch's absolute path" in line, line
+    assert not os.path.exists(marker)
+
+
 def landlock_abi():
     """The kernel's Landlock ABI version, 0 without one."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -765,4 +793,5 @@ if __name__ == "__main__":
                   ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
                   ("socket_gone_ends", t_socket_gone_ends), ("chroot_refused", t_chroot_refused),
                   ("join_names_only_its_own_run", t_join_names_only_its_own_run), ("join_dir_swapped", t_join_dir_swapped),
+                  ("relative_programs_refused", t_relative_programs_refused),
                   ("streams_kept", t_streams_kept)], "fusebox-security-session-")
