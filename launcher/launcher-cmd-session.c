@@ -923,6 +923,21 @@ static const char *const quick_members[] = { "kind",    "network",     "uid",   
 /* A full client's JOIN went to the ready sandbox (M: with the quick
  * client's command line; SPEC_FD: the command as it built it; OWN_FD: its
  * own environment and directory; INFO: its run.json): learn it. */
+/* The newest of what was learned for SPEC's caller (its environment and
+ * working directory, byte for byte): its index, or -1. */
+static int
+quick_find (Daemon *d, const FbLaunchSpec *spec)
+{
+  for (guint i = d->quicks->len; i > 0; i--)
+    {
+      const Quick *q = g_ptr_array_index (d->quicks, i - 1);
+      if (strcmp (q->cwd, spec->cwd) == 0 &&
+          g_strv_equal ((const char *const *)q->environ, (const char *const *)spec->envp))
+        return (int)i - 1;
+    }
+  return -1;
+}
+
 static void
 quick_learn (Daemon *d, const Msg *m, int spec_fd, int own_fd, JsonObject *info)
 {
@@ -933,6 +948,7 @@ quick_learn (Daemon *d, const Msg *m, int spec_fd, int own_fd, JsonObject *info)
   g_autofree char *log_root = g_path_get_dirname (log_dir);
   const char *why;
   Quick *q;
+  int found;
 
   if (spec_fd < 0 || own_fd < 0 || info == NULL || fb_launch_spec_decode (spec_fd, false, &spec, &why) < 0 ||
       fb_launch_spec_decode (own_fd, false, &own, &why) < 0 || strcmp (runs_root, log_root) != 0)
@@ -940,16 +956,8 @@ quick_learn (Daemon *d, const Msg *m, int spec_fd, int own_fd, JsonObject *info)
   for (guint i = 0; i < G_N_ELEMENTS (quick_members); i++)
     if (!json_object_has_member (info, quick_members[i]))
       return;
-  for (guint i = 0; i < d->quicks->len; i++)
-    {
-      Quick *old = g_ptr_array_index (d->quicks, i);
-      if (strcmp (old->cwd, own.cwd) == 0 &&
-          g_strv_equal ((const char *const *)old->environ, (const char *const *)own.envp))
-        {
-          g_ptr_array_remove_index (d->quicks, i);
-          break;
-        }
-    }
+  if ((found = quick_find (d, &own)) >= 0)
+    g_ptr_array_remove_index (d->quicks, (guint)found);
   if (d->quicks->len >= QUICK_MAX)
     g_ptr_array_remove_index (d->quicks, 0);
   q = g_new0 (Quick, 1);
@@ -1041,7 +1049,7 @@ on_quick (Conn *c, int fds[MSG_FDS_MAX])
   socklen_t len = sizeof cred;
   const char *bad = NULL;
   const Quick *q = NULL;
-  int sent[MSG_FDS_MAX] = { -1, -1, -1, -1, -1, -1 };
+  int found, sent[MSG_FDS_MAX] = { -1, -1, -1, -1, -1, -1 };
   Msg started = { .type = MSG_STARTED };
 
   if (c->run_id != NULL || d->stopping)
@@ -1055,13 +1063,9 @@ on_quick (Conn *c, int fds[MSG_FDS_MAX])
       not_quick (c, "its command is malformed: %s", bad != NULL ? bad : "descriptors or ids");
       return;
     }
-  for (guint i = d->quicks->len; q == NULL && i > 0; i--)
-    {
-      const Quick *one = g_ptr_array_index (d->quicks, i - 1);
-      if (strcmp (one->cwd, spec.cwd) == 0 &&
-          g_strv_equal ((const char *const *)one->environ, (const char *const *)spec.envp))
-        q = one;
-    }
+  found = quick_find (d, &spec);
+  if (found >= 0)
+    q = g_ptr_array_index (d->quicks, (guint)found);
   if (q == NULL)
     {
       not_quick (c, "no command with this environment and directory ran in it yet");

@@ -80,14 +80,14 @@ class Host:
                            text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
 
-    def run_kw(self, session, script, *opts, cwd=None, input=None, umask=None, prefix=(), argv=None):
+    def run_kw(self, session, script, *opts, cwd=None, input=None, umask=None, prefix=(), argv=None, env=None):
         """run(), from CWD (the workspace), with INPUT as stdin, UMASK
         (the caller's umask), PREFIX before fusebox (prlimit, nice...),
-        or ARGV instead of sh -c SCRIPT."""
+        ARGV instead of sh -c SCRIPT, ENV instead of the host's."""
         self.sessions.add(session)
         full = list(prefix) + ([BIN, "run", "--session", session] + list(opts) + ["--"] + argv if argv
                                else self.argv(session, script, *opts))
-        p = subprocess.run(full, cwd=cwd or self.ws, env=self.env, input=input if input is not None else "",
+        p = subprocess.run(full, cwd=cwd or self.ws, env=env or self.env, input=input if input is not None else "",
                            capture_output=True, text=True, timeout=120,
                            preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
         return p.returncode, p.stdout, p.stderr
@@ -392,18 +392,24 @@ LANDLOCKED = ("import ctypes, os, struct, sys\n"
               "os.execvp(sys.argv[2], sys.argv[2:])\n")
 
 
-def ready_run(h, session, script, *opts, **kw):
-    """Run SCRIPT in SESSION until a run of it went to the ready sandbox
-    (the first of a session makes the session and its sandbox; the next
-    may come before the sandbox is made); (code, out, err, run.json)."""
+def run_until(h, session, script, member, *opts, **kw):
+    """Run SCRIPT in SESSION until the run.json of a run of it has MEMBER
+    true; (code, out, err, run.json)."""
     for i in range(100):
-        marker = "# marker-ready-%d-%d" % (os.getpid(), time.monotonic_ns())
+        marker = "# marker-%s-%d-%d" % (member, os.getpid(), time.monotonic_ns())
         code, out, err = h.run_kw(session, script + " " + marker, *opts, **kw)
         info = h.runs()[h.run_of(marker)]
-        if info.get("ready_sandbox"):
+        if info.get(member):
             return code, out, err, info
         time.sleep(0.05)
-    raise AssertionError("never ran in the ready sandbox: %r" % (info,))
+    raise AssertionError("never %s: %r" % (member, info))
+
+
+def ready_run(h, session, script, *opts, **kw):
+    """SCRIPT in SESSION until a run of it went to the ready sandbox (the
+    first of a session makes the session and its sandbox; the next may
+    come before the sandbox is made)."""
+    return run_until(h, session, script, "ready_sandbox", *opts, **kw)
 
 
 def launch_children(pid):
@@ -610,24 +616,12 @@ def t_ready_sandbox_not_for_others(h):
         os.rmdir(cg)
 
 
-def quick_run(h, session, script, env=None, **kw):
-    """Run SCRIPT in SESSION (no option: the quick client's command line)
-    until a run of it was the quick client's: the session must have run a
-    full client's command with the same environment and directory in its
-    ready sandbox, and made the next; (code, out, err, run.json)."""
-    for i in range(100):
-        marker = "# marker-quick-%d-%d" % (os.getpid(), time.monotonic_ns())
-        if env is None:
-            code, out, err = h.run_kw(session, script + " " + marker, **kw)
-        else:
-            p = subprocess.run(h.argv(session, script + " " + marker), cwd=h.ws, env=env, capture_output=True,
-                               text=True, timeout=120, input=kw.get("input", ""))
-            code, out, err = p.returncode, p.stdout, p.stderr
-        info = h.runs()[h.run_of(marker)]
-        if info.get("quick"):
-            return code, out, err, info
-        time.sleep(0.05)
-    raise AssertionError("never ran by the quick client: %r" % (info,))
+def quick_run(h, session, script, **kw):
+    """SCRIPT in SESSION (no option: the quick client's command line) until
+    a run of it was the quick client's: the session must have run a full
+    client's command with the same environment and directory in its ready
+    sandbox, and made the next."""
+    return run_until(h, session, script, "quick", **kw)
 
 
 def t_quick_client(h):

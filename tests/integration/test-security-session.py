@@ -353,18 +353,22 @@ def unwire(data):
             "text": f[15].rstrip(b"\0").decode(), "more": f[16].rstrip(b"\0").decode()}
 
 
-def quick_by_hand(h, session, argv, env):
-    """The quick client's start, said by this test (the command, ENV and
-    the workspace as its directory, /dev/null as its streams): the socket
-    and STARTED's answer, or None when the daemon said NOT_QUICK."""
-    import fcntl
+def quick_hello(h, session):
+    """HELLO to SESSION's daemon, as a client of its own: the socket, and
+    the daemon's proof opened through its /proc/PID/fd."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     sock.settimeout(60)
     sock.connect(os.path.join(sessions_root(h), session + ".sock"))
     sock.send(wire(1))
     info = unwire(sock.recv(struct.calcsize(WIRE)))
     pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
-    proof = os.open("/proc/%d/fd/%d" % (pid, info["n1"]), os.O_RDONLY | os.O_NONBLOCK)
+    return sock, os.open("/proc/%d/fd/%d" % (pid, info["n1"]), os.O_RDONLY | os.O_NONBLOCK)
+
+
+def quick_send(sock, h, argv, env, proof):
+    """QUICK: ARGV, ENV and the workspace as its directory, our umask, in a
+    sealed memfd; /dev/null as its streams; PROOF."""
+    import fcntl
     strings = b"".join(x.encode() + b"\0" for x in list(argv) + ["%s=%s" % kv for kv in env.items()] + [h.ws])
     mask = os.umask(0)
     os.umask(mask)
@@ -374,9 +378,18 @@ def quick_by_hand(h, session, argv, env):
     fcntl.fcntl(spec, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW |
                 fcntl.F_SEAL_WRITE)
     null = os.open("/dev/null", os.O_RDWR)
-    socket.send_fds(sock, [wire(16)], [spec, null, null, null, proof])
-    for fd in (spec, null, proof):
-        os.close(fd)
+    try:
+        socket.send_fds(sock, [wire(16)], [spec, null, null, null, proof])
+    finally:
+        for fd in (spec, null, proof):
+            os.close(fd)
+
+
+def quick_by_hand(h, session, argv, env):
+    """The quick client's start, said by this test: the socket and
+    STARTED's answer, or None when the daemon said NOT_QUICK."""
+    sock, proof = quick_hello(h, session)
+    quick_send(sock, h, argv, env, proof)
     answer = unwire(sock.recv(struct.calcsize(WIRE)))
     if answer["type"] == 17:
         sock.close()
@@ -422,7 +435,6 @@ def t_quick_status_kept(h):
     assert info["exit_status"] == 9 and "error" not in info, info
     # a QUICK with an environment no full client had is not taken, and
     # nothing is made for it
-    before = set(h.runs())
     rs.ready_run(h, "qk2", "true")
     before = set(h.runs())
     sock, answer = quick_by_hand(h, "qk2", ["/bin/sh", "-c", "exit 3"], dict(h.env, FB_UNLEARNED="1"))
@@ -469,30 +481,14 @@ def t_quick_after_hangup(h):
     flag = os.path.join(h.ws, "ran-after-hangup")
     for i in range(100):
         time.sleep(0.05)
-        import fcntl
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        sock.settimeout(60)
-        sock.connect(os.path.join(sessions_root(h), "qh.sock"))
-        sock.send(wire(1))
-        info = unwire(sock.recv(struct.calcsize(WIRE)))
-        proof = os.open("/proc/%d/fd/%d" % (daemon, info["n1"]), os.O_RDONLY | os.O_NONBLOCK)
-        argv = ["/bin/sh", "-c", "touch " + flag]
-        strings = b"".join(x.encode() + b"\0" for x in argv + ["%s=%s" % kv for kv in h.env.items()] + [h.ws])
-        spec = os.memfd_create("spec", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        os.write(spec, struct.pack("<4IQ4I", 0x66626c32, 0, len(argv), len(h.env), len(strings), 0xffffffff,
-                                   0xffffffff, 0o022, 0) + strings)
-        fcntl.fcntl(spec, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW |
-                    fcntl.F_SEAL_WRITE)
-        null = os.open("/dev/null", os.O_RDWR)
+        sock, proof = quick_hello(h, "qh")
         before = set(h.runs())
         os.kill(daemon, signal.SIGSTOP)
         try:
-            socket.send_fds(sock, [wire(16)], [spec, null, null, null, proof])
+            quick_send(sock, h, ["/bin/sh", "-c", "touch " + flag], h.env, proof)
             sock.close()
         finally:
             os.kill(daemon, signal.SIGCONT)
-        for fd in (spec, null, proof):
-            os.close(fd)
         time.sleep(0.3)  # the daemon reads QUICK, then the hang-up: a margin
         made = set(h.runs()) - before
         if made:
