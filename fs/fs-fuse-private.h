@@ -10,6 +10,9 @@ G_BEGIN_DECLS
 /* Slots of FbFuse.name_gens (a name's slot: its key's hash modulo this). */
 #define INVAL_NAME_SLOTS 1024
 
+/* Who waits for the next request (fs-fuse-gate.c). */
+typedef struct FbFuseGate FbFuseGate;
+
 /* The refresher's state (fs-fuse-warm.c). */
 typedef struct Warm Warm;
 
@@ -28,6 +31,7 @@ struct FbFuse
   GMutex files_lock;
   GHashTable *files; /* files_lock: FbViewFile* the kernel holds open */
   GThread *thread;
+  FbFuseGate *gate; /* set by fb_fuse_run while its workers run */
   FbFuseDoneFunc done;
   gpointer done_data;
   int result;
@@ -71,6 +75,13 @@ typedef struct InvalSync
   guint64 done; /* lock: the last one delivered */
   bool stopped; /* lock */
 } InvalSync;
+
+/* fs-fuse-gate.c: one worker at a time waits for the next request */
+int fb_fuse_gate_new (int fd, unsigned spread, unsigned tick_ms, FbFuseGate **ret_gate);
+ssize_t fb_fuse_gate_read (FbFuseGate *g, int fd, void *buf, size_t len);
+void fb_fuse_gate_stop (FbFuseGate *g);
+unsigned fb_fuse_gate_waiting (FbFuseGate *g);
+void fb_fuse_gate_free (FbFuseGate *g);
 
 /* fs-fuse.c: the operations, for fs-fuse-session.c */
 extern const struct fuse_lowlevel_ops fb_fuse_ops;

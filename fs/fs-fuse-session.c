@@ -5,6 +5,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,10 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+
+/* How often the gate's watchdog looks for a request that waits behind busy
+ * workers (fs-fuse-gate.c): the longest such a request waits. */
+#define FB_FUSE_GATE_TICK_MS 5
 
 /* The signal fb_fuse_abort() sends to the FUSE threads (see there). */
 #define FB_FUSE_WAKE_SIGNAL (SIGRTMIN + 4)
@@ -47,13 +52,22 @@
 static ssize_t
 io_read (int fd, void *buf, size_t len, void *userdata)
 {
+  FbFuse *f = userdata;
   ssize_t n;
   int err;
 
-  pthread_setcancelstate (PTHREAD_CANCEL_ENABLE, NULL);
-  n = read (fd, buf, len);
-  err = errno;
-  pthread_setcancelstate (PTHREAD_CANCEL_DISABLE, NULL);
+  if (f->gate != NULL)
+    {
+      n = fb_fuse_gate_read (f->gate, fd, buf, len);
+      err = errno;
+    }
+  else
+    {
+      pthread_setcancelstate (PTHREAD_CANCEL_ENABLE, NULL);
+      n = read (fd, buf, len);
+      err = errno;
+      pthread_setcancelstate (PTHREAD_CANCEL_DISABLE, NULL);
+    }
   if (n < 0 && err == ECONNABORTED)
     err = ENODEV;
   errno = err;
@@ -300,6 +314,20 @@ fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other)
                           (unsigned)gid, allow_other ? ",allow_other" : "");
 }
 
+/* How many workers may be busy before a queued request no longer wakes
+ * one more (fs-fuse-gate.c): half the CPUs we may run on, the other half
+ * left to the callers, whose requests these are.  A request that waits
+ * longer than a tick gets a worker anyway. */
+static unsigned
+gate_spread (void)
+{
+  cpu_set_t set;
+
+  if (sched_getaffinity (0, sizeof set, &set) < 0)
+    return 1;
+  return MAX (CPU_COUNT (&set) / 2, 1);
+}
+
 int
 fb_fuse_run (FbFuse *f)
 {
@@ -308,13 +336,21 @@ fb_fuse_run (FbFuse *f)
 
   if (f->se == NULL)
     return -ENOTCONN;
+  /* one worker at a time waits for the next request (fs-fuse-gate.c) */
+  r = fb_fuse_gate_new (fuse_session_fd (f->se), gate_spread (), FB_FUSE_GATE_TICK_MS, &f->gate);
+  if (r < 0)
+    return r;
   cfg = fuse_loop_cfg_create ();
   fuse_loop_cfg_set_max_threads (cfg, f->options.max_threads);
-  fuse_loop_cfg_set_idle_threads (cfg, MAX (f->options.max_threads / 2, 1));
+  /* Idle workers wait in the gate at no cost, and libfuse would end the
+   * worker that just answered (the one the gate seats next) whenever more
+   * than this many wait: never. */
+  fuse_loop_cfg_set_idle_threads (cfg, f->options.max_threads);
   /* one /dev/fuse descriptor per worker: no contention on a single one */
   fuse_loop_cfg_set_clone_fd (cfg, 1);
   r = fuse_session_loop_mt (f->se, cfg);
   fuse_loop_cfg_destroy (cfg);
+  fb_fuse_gate_free (g_steal_pointer (&f->gate));
   /* ECONNABORTED ended it quietly, as ENODEV (io_read) */
   return r < 0 ? r : (r > 0 ? -EIO : 0);
 }

@@ -10,7 +10,8 @@
  *  - Every op_<name> ends in exactly one fuse_reply_*.  Request fields come
  *    from the kernel, but names and sizes originate in the sandbox: the view
  *    validates names, and sizes are clamped to documented bounds here.
- *  - Threads: fuse_session_loop_mt with clone_fd, up to max_threads workers;
+ *  - Threads: fuse_session_loop_mt with clone_fd, up to max_threads workers,
+ *    of which one at a time waits in the device's read (fs-fuse-gate.c);
  *    the view is thread-safe.  Worker threads block SIGINT/SIGTERM/SIGHUP/
  *    SIGQUIT/SIGPIPE so the main loop gets them.  Nothing here calls
  *    fuse_lowlevel_notify_inval_* (that would deadlock inside an op): the
