@@ -15,10 +15,16 @@
  *
  * While the reader's seat is empty (every worker busy), a request waits for
  * the first worker to finish.  One request that takes long (a slow host
- * filesystem) would then hold up every other, so a watchdog thread looks
- * every tick while the view is active: when the seat stayed empty for a
- * whole tick and a request is queued, it wakes a waiting worker.  It sleeps
- * while no request comes.
+ * filesystem) would then hold up every other, and requests that each wait
+ * for the disk would be served one at a time, so a watchdog thread looks
+ * every tick while the view is active: when at two ticks in a row a
+ * request was queued with no worker reading, and the busy workers used
+ * less than half their CPU meanwhile (they wait for something), it wakes a
+ * waiting worker, so a stalled view gets a reader within two ticks and a
+ * stream of slow requests one more worker every two ticks, as many as it
+ * keeps busy.  Workers busy on the CPU get no more than the spread: more
+ * would take the CPU from them and from the callers.  It sleeps while no
+ * request comes.
  *
  * Cancellation: libfuse ends its workers with pthread_cancel().  A worker is
  * cancellable only in read(2) and in its wait here (sem_wait), and a
@@ -212,20 +218,44 @@ fb_fuse_gate_read (FbFuseGate *g, int fd, void *buf, size_t len)
   return n;
 }
 
+/* the daemon's CPU time, in microseconds */
+static gint64
+cpu_now (void)
+{
+  struct timespec t;
+
+  if (clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &t) < 0)
+    return 0;
+  return (gint64)t.tv_sec * G_USEC_PER_SEC + t.tv_nsec / 1000;
+}
+
 static void *
 watch_main (void *data)
 {
   FbFuseGate *g = data;
-  guint64 seen = 0;
+  guint64 seen;
+  bool behind = false; /* at the last tick, a request waited with no reader */
+  gint64 cpu = 0, wall = 0;
 
   pthread_mutex_lock (&g->lock);
   seen = g->seated;
   while (!g->stopping)
     {
       bool stalled = !g->reader && g->busy > 0;
+      bool waiting = stalled && queued_request (g->fd);
+      gint64 cpu_was = cpu, wall_was = wall;
 
-      if (stalled && g->seated == seen && g->top != NULL && queued_request (g->fd))
-        wake_top (g);
+      cpu = cpu_now ();
+      wall = g_get_monotonic_time ();
+      /* the busy workers wait (for a disk, a slow filesystem): they used
+       * less than half their CPU since the last tick.  Busy on the CPU,
+       * one more would only take it from them and from the callers. */
+      if (waiting && behind && g->top != NULL && (cpu - cpu_was) * 2 < (wall - wall_was) * (gint64)g->busy)
+        {
+          wake_top (g);
+          waiting = false;
+        }
+      behind = waiting;
       if (stalled || g->seated != seen)
         {
           struct timespec t;
@@ -243,6 +273,7 @@ watch_main (void *data)
           pthread_cond_wait (&g->watch_cond, &g->lock);
           g->watch_asleep = false;
           seen = g->seated;
+          behind = false;
         }
     }
   pthread_mutex_unlock (&g->lock);

@@ -98,6 +98,13 @@ worker_main (void *data)
         }
       else if (c == 'F')
         b->fast_worker = w->index;
+      else if (c == 'D')
+        {
+          /* a request that waits for the disk */
+          pthread_mutex_unlock (&b->lock);
+          g_usleep (3 * 1000);
+          pthread_mutex_lock (&b->lock);
+        }
       b->by[w->index]++;
       b->answered++;
       pthread_cond_broadcast (&b->cond);
@@ -202,6 +209,24 @@ test_slow_request_does_not_hold_the_next (void **state)
   bench_free (b);
 }
 
+/* Requests that each wait (for the disk), queued together, are not
+ * served one at a time: the watchdog adds workers while they stay queued,
+ * though the one worker comes back to the seat between them. */
+static void
+test_slow_stream_gets_more_workers (void **state)
+{
+  Bench *b = bench_new (1, 5);
+  unsigned workers_used = 0;
+
+  send_request (b, "DDDDDDDDDDDDDDDDDDDDDDDDDDDDDD");
+  answered_target = 30;
+  assert_true (wait_until (b, all_answered));
+  for (int i = 0; i < WORKERS; i++)
+    workers_used += b->by[i] > 0;
+  assert_true (workers_used > 1);
+  bench_free (b);
+}
+
 /* Two requests queued at once: the worker that takes the first seats
  * another for the second (no watchdog here). */
 static void
@@ -247,9 +272,8 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_walk_stays_on_one_worker),
-    cmocka_unit_test (test_slow_request_does_not_hold_the_next),
-    cmocka_unit_test (test_queued_request_seats_a_second_worker),
+    cmocka_unit_test (test_walk_stays_on_one_worker),      cmocka_unit_test (test_slow_request_does_not_hold_the_next),
+    cmocka_unit_test (test_slow_stream_gets_more_workers), cmocka_unit_test (test_queued_request_seats_a_second_worker),
     cmocka_unit_test (test_cancelled_workers_leave),
   };
 
