@@ -18,13 +18,19 @@
  * filesystem) would then hold up every other, and requests that each wait
  * for the disk would be served one at a time, so a watchdog thread looks
  * every tick while the view is active: when at two ticks in a row a
- * request was queued with no worker reading, and the busy workers used
- * less than half their CPU meanwhile (they wait for something), it wakes a
- * waiting worker, so a stalled view gets a reader within two ticks and a
- * stream of slow requests one more worker every two ticks, as many as it
- * keeps busy.  Workers busy on the CPU get no more than the spread: more
- * would take the CPU from them and from the callers.  It sleeps while no
- * request comes.
+ * request was queued with no worker reading, and either no busy worker
+ * finished a request for a whole tick (each holds one that takes long: a
+ * slow filesystem, or a listing that costs a lot of CPU, which a process in
+ * a sandbox can ask for) or the busy workers used less than half their CPU
+ * meanwhile (they wait for a disk), it wakes a waiting worker.  So a
+ * stalled view gets a reader within two ticks, one caller's expensive
+ * requests don't make the others wait for them, and requests that wait
+ * for the disk get one more worker every two ticks, up to libfuse's
+ * max_threads.  A walk of cheap requests, which keeps its worker on the
+ * CPU, gets no more than the spread: more would only take the CPU from
+ * it and from the callers.  While workers are busy with nothing queued the
+ * watchdog waits in poll(2) for the next request instead of ticking, and
+ * it sleeps while no request comes.
  *
  * Cancellation: libfuse ends its workers with pthread_cancel().  A worker is
  * cancellable only in read(2) and in its wait here (sem_wait), and a
@@ -37,6 +43,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 typedef struct Waiter
@@ -50,10 +57,12 @@ struct FbFuseGate
 {
   pthread_mutex_t lock;
   int fd;           /* the device, for the watchdog's look at the queue */
+  int stop_fd;      /* an eventfd: the gate stops (the watchdog may be in poll) */
   unsigned tick_ms; /* 0: no watchdog */
   bool reader;      /* a worker waits in read(2) */
   guint64 seated;   /* times a worker took the seat */
   unsigned busy;    /* workers that took a request and have not come back */
+  guint64 returned; /* times a worker came back with its request done */
   unsigned spread;  /* the busy workers up to which a queued request wakes one more */
   Waiter *top;      /* the waiting workers, the last one first */
   bool stopping;
@@ -169,6 +178,7 @@ fb_fuse_gate_read (FbFuseGate *g, int fd, void *buf, size_t len)
   if (held == g)
     {
       g->busy--;
+      g->returned++;
       held = NULL;
     }
   while (g->reader && !g->stopping)
@@ -218,6 +228,36 @@ fb_fuse_gate_read (FbFuseGate *g, int fd, void *buf, size_t len)
   return n;
 }
 
+/* Called with the lock: one tick, or less if the gate stops. */
+static void
+watch_tick (FbFuseGate *g)
+{
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  t.tv_nsec += (long)g->tick_ms * 1000000L;
+  t.tv_sec += t.tv_nsec / 1000000000L;
+  t.tv_nsec %= 1000000000L;
+  pthread_cond_timedwait (&g->watch_cond, &g->lock, &t);
+}
+
+/* Called with the lock, a worker busy for a while and nothing queued (a
+ * slow host filesystem): returns, with the lock, once a request comes, the
+ * gate stops, or a second has passed, rather than after every tick. */
+static void
+watch_poll (FbFuseGate *g)
+{
+  struct pollfd p[2] = { { .fd = g->fd, .events = POLLIN }, { .fd = g->stop_fd, .events = POLLIN } };
+  int n;
+
+  pthread_mutex_unlock (&g->lock);
+  n = poll (p, 2, 1000);
+  pthread_mutex_lock (&g->lock);
+  /* the connection's end reads as ready at once: tick instead of spinning */
+  if (n > 0 && (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)
+    watch_tick (g);
+}
+
 /* the daemon's CPU time, in microseconds */
 static gint64
 cpu_now (void)
@@ -233,7 +273,7 @@ static void *
 watch_main (void *data)
 {
   FbFuseGate *g = data;
-  guint64 seen;
+  guint64 seen, returned = 0;
   bool behind = false; /* at the last tick, a request waited with no reader */
   gint64 cpu = 0, wall = 0;
 
@@ -244,28 +284,29 @@ watch_main (void *data)
       bool stalled = !g->reader && g->busy > 0;
       bool waiting = stalled && queued_request (g->fd);
       gint64 cpu_was = cpu, wall_was = wall;
+      /* no busy worker finished a request since the last tick: each holds
+       * one that takes long (a slow filesystem, a costly listing) */
+      bool held_long = g->returned == returned;
+      /* or they finish, but used less than half their CPU meanwhile: they
+       * wait for something (a disk) more than they work */
+      bool off_cpu;
 
       cpu = cpu_now ();
       wall = g_get_monotonic_time ();
-      /* the busy workers wait (for a disk, a slow filesystem): they used
-       * less than half their CPU since the last tick.  Busy on the CPU,
-       * one more would only take it from them and from the callers. */
-      if (waiting && behind && g->top != NULL && (cpu - cpu_was) * 2 < (wall - wall_was) * (gint64)g->busy)
+      returned = g->returned;
+      off_cpu = (cpu - cpu_was) * 2 < (wall - wall_was) * (gint64)g->busy;
+      if (waiting && behind && g->top != NULL && (held_long || off_cpu))
         {
           wake_top (g);
           waiting = false;
         }
       behind = waiting;
-      if (stalled || g->seated != seen)
+      if (stalled && !waiting && g->seated == seen)
+        watch_poll (g);
+      else if (stalled || g->seated != seen)
         {
-          struct timespec t;
-
           seen = g->seated;
-          clock_gettime (CLOCK_MONOTONIC, &t);
-          t.tv_nsec += (long)g->tick_ms * 1000000L;
-          t.tv_sec += t.tv_nsec / 1000000000L;
-          t.tv_nsec %= 1000000000L;
-          pthread_cond_timedwait (&g->watch_cond, &g->lock, &t);
+          watch_tick (g);
         }
       else
         {
@@ -293,6 +334,15 @@ fb_fuse_gate_new (int fd, unsigned spread, unsigned tick_ms, FbFuseGate **ret_ga
   pthread_cond_init (&g->watch_cond, &attr);
   pthread_condattr_destroy (&attr);
   g->fd = fd;
+  g->stop_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (g->stop_fd < 0)
+    {
+      r = -errno;
+      pthread_cond_destroy (&g->watch_cond);
+      pthread_mutex_destroy (&g->lock);
+      g_free (g);
+      return r;
+    }
   g->tick_ms = tick_ms;
   g->spread = spread;
   if (tick_ms > 0)
@@ -332,6 +382,7 @@ fb_fuse_gate_stop (FbFuseGate *g)
   while (g->top != NULL)
     wake_top (g);
   pthread_cond_signal (&g->watch_cond);
+  (void)eventfd_write (g->stop_fd, 1);
   pthread_mutex_unlock (&g->lock);
   if (g->watching)
     pthread_join (g->watch, NULL);
@@ -345,6 +396,7 @@ fb_fuse_gate_free (FbFuseGate *g)
   if (g == NULL)
     return;
   fb_fuse_gate_stop (g);
+  close (g->stop_fd);
   pthread_cond_destroy (&g->watch_cond);
   pthread_mutex_destroy (&g->lock);
   g_free (g);

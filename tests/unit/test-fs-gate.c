@@ -98,6 +98,20 @@ worker_main (void *data)
         }
       else if (c == 'F')
         b->fast_worker = w->index;
+      else if (c == 'C')
+        {
+          /* a request that keeps its worker on the CPU (a listing of a
+           * huge directory) until the next one has been taken */
+          b->slow_worker = w->index;
+          pthread_cond_broadcast (&b->cond);
+          while (b->fast_worker < 0 && !b->release_slow)
+            {
+              pthread_mutex_unlock (&b->lock);
+              for (volatile unsigned i = 0; i < 100000; i++)
+                ;
+              pthread_mutex_lock (&b->lock);
+            }
+        }
       else if (c == 'D')
         {
           /* a request that waits for the disk */
@@ -209,6 +223,22 @@ test_slow_request_does_not_hold_the_next (void **state)
   bench_free (b);
 }
 
+/* Nor does one that keeps its worker busy on the CPU: a process in a
+ * sandbox can ask for such requests, and the others' must not wait for
+ * them. */
+static void
+test_busy_request_does_not_hold_the_next (void **state)
+{
+  Bench *b = bench_new (1, 5);
+
+  send_request (b, "C");
+  assert_true (wait_until (b, slow_taken));
+  send_request (b, "F");
+  assert_true (wait_until (b, fast_taken));
+  assert_int_not_equal (b->fast_worker, b->slow_worker);
+  bench_free (b);
+}
+
 /* Requests that each wait (for the disk), queued together, are not
  * served one at a time: the watchdog adds workers while they stay queued,
  * though the one worker comes back to the seat between them. */
@@ -272,8 +302,11 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_walk_stays_on_one_worker),      cmocka_unit_test (test_slow_request_does_not_hold_the_next),
-    cmocka_unit_test (test_slow_stream_gets_more_workers), cmocka_unit_test (test_queued_request_seats_a_second_worker),
+    cmocka_unit_test (test_walk_stays_on_one_worker),
+    cmocka_unit_test (test_slow_request_does_not_hold_the_next),
+    cmocka_unit_test (test_busy_request_does_not_hold_the_next),
+    cmocka_unit_test (test_slow_stream_gets_more_workers),
+    cmocka_unit_test (test_queued_request_seats_a_second_worker),
     cmocka_unit_test (test_cancelled_workers_leave),
   };
 
