@@ -208,6 +208,20 @@ test_walk_stays_on_one_worker (void **state)
   bench_free (b);
 }
 
+/* FIRST is sent, and once its worker holds it, THEN (if any): the 'F'
+ * among them is taken by another worker while the first still holds its
+ * request. */
+static void
+assert_served_beside (Bench *b, const char *first, const char *then)
+{
+  send_request (b, first);
+  assert_true (wait_until (b, slow_taken));
+  if (then != NULL)
+    send_request (b, then);
+  assert_true (wait_until (b, fast_taken));
+  assert_int_not_equal (b->fast_worker, b->slow_worker);
+}
+
 /* A request that takes long does not hold up the next one, which no
  * worker was reading for when it came: the watchdog seats another. */
 static void
@@ -215,11 +229,7 @@ test_slow_request_does_not_hold_the_next (void **state)
 {
   Bench *b = bench_new (1, 5);
 
-  send_request (b, "S");
-  assert_true (wait_until (b, slow_taken));
-  send_request (b, "F");
-  assert_true (wait_until (b, fast_taken));
-  assert_int_not_equal (b->fast_worker, b->slow_worker);
+  assert_served_beside (b, "S", "F");
   bench_free (b);
 }
 
@@ -247,11 +257,7 @@ test_busy_request_does_not_hold_the_next (void **state)
   burn_stop = false;
   for (int i = 0; i < 2; i++)
     assert_int_equal (pthread_create (&burners[i], NULL, burn, NULL), 0);
-  send_request (b, "C");
-  assert_true (wait_until (b, slow_taken));
-  send_request (b, "F");
-  assert_true (wait_until (b, fast_taken));
-  assert_int_not_equal (b->fast_worker, b->slow_worker);
+  assert_served_beside (b, "C", "F");
   burn_stop = true;
   for (int i = 0; i < 2; i++)
     assert_int_equal (pthread_join (burners[i], NULL), 0);
@@ -283,10 +289,7 @@ test_queued_request_seats_a_second_worker (void **state)
 {
   Bench *b = bench_new (2, 0);
 
-  send_request (b, "SF");
-  assert_true (wait_until (b, slow_taken));
-  assert_true (wait_until (b, fast_taken));
-  assert_int_not_equal (b->fast_worker, b->slow_worker);
+  assert_served_beside (b, "SF", NULL);
   bench_free (b);
 }
 
