@@ -56,6 +56,9 @@ io_read (int fd, void *buf, size_t len, void *userdata)
   ssize_t n;
   int err;
 
+  /* the gate exists while fb_fuse_run runs the workers, and sets the
+   * cancellation state around the read itself; a read outside it (a
+   * caller's own receive loop) is plain */
   if (f->gate != NULL)
     {
       n = fb_fuse_gate_read (f->gate, fd, buf, len);
@@ -316,8 +319,8 @@ fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other)
 
 /* How many workers may be busy before a queued request no longer wakes
  * one more (fs-fuse-gate.c): half the CPUs we may run on, the other half
- * left to the callers, whose requests these are.  A request that waits
- * longer than a tick gets a worker anyway. */
+ * left to the callers, whose requests these are.  Past it, the gate's
+ * watchdog still adds workers to requests queued behind long ones. */
 static unsigned
 gate_spread (void)
 {
