@@ -10,7 +10,8 @@
  * one on the host.  So, per host directory node (cached in NodeDir.fold, set
  * once):
  *  - whether the host folds there: the filesystem type (vfat and exfat
- *    always; ext4, f2fs and tmpfs by the directory's FS_CASEFOLD_FL; btrfs,
+ *    always; ext4, f2fs and tmpfs by the directory's FS_CASEFOLD_FL, and
+ *    ext4 and tmpfs never on a kernel built without casefold; btrfs,
  *    squashfs, erofs, ramfs never), and for every other type -- FUSE, NFS,
  *    SMB (a Samba server may or may not), NTFS (ntfs3's nocase), HFS+ (HFSX
  *    is case-sensitive), XFS (ascii-ci), ZFS, overlay, 9p, ... -- "maybe"
@@ -38,12 +39,14 @@
  * why that says so (VIEW_REFUSAL_FOLD_SPELLING, VIEW_REFUSAL_FOLD_TAKEN).
  * On a directory that does not fold the cost is, the first time a name is
  * decided in it, one statfs per filesystem (see NodeDir.fold below) and on
- * ext4, f2fs and tmpfs one ioctl (and an open, unless it is being listed).
+ * f2fs, and on ext4 and tmpfs where the kernel can fold them
+ * (kernel_folds), one ioctl (and an open, unless it is being listed).
  */
 #include "fs/fs-private.h"
 
 #include <dirent.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -64,34 +67,69 @@ static const struct
   unsigned long magic;
   const char *name;
   TypeKind kind;
+  bool sysfs_says; /* KIND_FLAG: /sys/fs/NAME/features tells whether the kernel can fold */
 } fs_types[] = {
-  { 0x4d44, "vfat", KIND_YES },           /* MSDOS_SUPER_MAGIC: vfat and msdos */
-  { 0x2011bab0, "exfat", KIND_YES },      /* EXFAT_SUPER_MAGIC */
-  { 0xef53, "ext4", KIND_FLAG },          /* EXT4_SUPER_MAGIC (ext2, ext3) */
-  { 0xf2f52010, "f2fs", KIND_FLAG },      /* F2FS_SUPER_MAGIC */
-  { 0x01021994, "tmpfs", KIND_FLAG },     /* TMPFS_MAGIC (casefold since Linux 6.13) */
-  { 0x9123683e, "btrfs", KIND_NO },       /* BTRFS_SUPER_MAGIC */
-  { 0x73717368, "squashfs", KIND_NO },    /* SQUASHFS_MAGIC */
-  { 0xe0f5e1e2, "erofs", KIND_NO },       /* EROFS_SUPER_MAGIC_V1 */
-  { 0x858458f6, "ramfs", KIND_NO },       /* RAMFS_MAGIC */
-  { 0x65735546, "fuse", KIND_MAYBE },     /* FUSE_SUPER_MAGIC */
-  { 0xff534d42, "cifs", KIND_MAYBE },     /* CIFS_SUPER_MAGIC */
-  { 0xfe534d42, "smb2", KIND_MAYBE },     /* SMB2_SUPER_MAGIC */
-  { 0x517b, "smb", KIND_MAYBE },          /* SMB_SUPER_MAGIC */
-  { 0x5346544e, "ntfs", KIND_MAYBE },     /* NTFS_SB_MAGIC */
-  { 0x7366746e, "ntfs3", KIND_MAYBE },    /* ntfs3: case-insensitive with nocase */
-  { 0x482b, "hfsplus", KIND_MAYBE },      /* HFSPLUS_SUPER_MAGIC (HFSX is case-sensitive) */
-  { 0x4244, "hfs", KIND_MAYBE },          /* HFS_SUPER_MAGIC */
-  { 0x6969, "nfs", KIND_MAYBE },          /* NFS_SUPER_MAGIC */
-  { 0x01021997, "9p", KIND_MAYBE },       /* V9FS_MAGIC */
-  { 0x00c36400, "ceph", KIND_MAYBE },     /* CEPH_SUPER_MAGIC */
-  { 0x58465342, "xfs", KIND_MAYBE },      /* XFS_SUPER_MAGIC (ascii-ci) */
-  { 0x2fc12fc1, "zfs", KIND_MAYBE },      /* ZFS (casesensitivity=insensitive) */
-  { 0xca451a4e, "bcachefs", KIND_MAYBE }, /* BCACHEFS_SUPER_MAGIC (casefold) */
-  { 0x794c7630, "overlay", KIND_MAYBE },  /* OVERLAYFS_SUPER_MAGIC: its layers may fold */
-  { 0x9660, "iso9660", KIND_MAYBE },      /* ISOFS_SUPER_MAGIC (check=relaxed) */
-  { 0x3153464a, "jfs", KIND_MAYBE },      /* JFS_SUPER_MAGIC (OS/2 mode) */
+  { 0x4d44, "vfat", KIND_YES },             /* MSDOS_SUPER_MAGIC: vfat and msdos */
+  { 0x2011bab0, "exfat", KIND_YES },        /* EXFAT_SUPER_MAGIC */
+  { 0xef53, "ext4", KIND_FLAG, true },      /* EXT4_SUPER_MAGIC (ext2, ext3) */
+  { 0xf2f52010, "f2fs", KIND_FLAG },        /* F2FS_SUPER_MAGIC */
+  { 0x01021994, "tmpfs", KIND_FLAG, true }, /* TMPFS_MAGIC (casefold since Linux 6.13) */
+  { 0x9123683e, "btrfs", KIND_NO },         /* BTRFS_SUPER_MAGIC */
+  { 0x73717368, "squashfs", KIND_NO },      /* SQUASHFS_MAGIC */
+  { 0xe0f5e1e2, "erofs", KIND_NO },         /* EROFS_SUPER_MAGIC_V1 */
+  { 0x858458f6, "ramfs", KIND_NO },         /* RAMFS_MAGIC */
+  { 0x65735546, "fuse", KIND_MAYBE },       /* FUSE_SUPER_MAGIC */
+  { 0xff534d42, "cifs", KIND_MAYBE },       /* CIFS_SUPER_MAGIC */
+  { 0xfe534d42, "smb2", KIND_MAYBE },       /* SMB2_SUPER_MAGIC */
+  { 0x517b, "smb", KIND_MAYBE },            /* SMB_SUPER_MAGIC */
+  { 0x5346544e, "ntfs", KIND_MAYBE },       /* NTFS_SB_MAGIC */
+  { 0x7366746e, "ntfs3", KIND_MAYBE },      /* ntfs3: case-insensitive with nocase */
+  { 0x482b, "hfsplus", KIND_MAYBE },        /* HFSPLUS_SUPER_MAGIC (HFSX is case-sensitive) */
+  { 0x4244, "hfs", KIND_MAYBE },            /* HFS_SUPER_MAGIC */
+  { 0x6969, "nfs", KIND_MAYBE },            /* NFS_SUPER_MAGIC */
+  { 0x01021997, "9p", KIND_MAYBE },         /* V9FS_MAGIC */
+  { 0x00c36400, "ceph", KIND_MAYBE },       /* CEPH_SUPER_MAGIC */
+  { 0x58465342, "xfs", KIND_MAYBE },        /* XFS_SUPER_MAGIC (ascii-ci) */
+  { 0x2fc12fc1, "zfs", KIND_MAYBE },        /* ZFS (casesensitivity=insensitive) */
+  { 0xca451a4e, "bcachefs", KIND_MAYBE },   /* BCACHEFS_SUPER_MAGIC (casefold) */
+  { 0x794c7630, "overlay", KIND_MAYBE },    /* OVERLAYFS_SUPER_MAGIC: its layers may fold */
+  { 0x9660, "iso9660", KIND_MAYBE },        /* ISOFS_SUPER_MAGIC (check=relaxed) */
+  { 0x3153464a, "jfs", KIND_MAYBE },        /* JFS_SUPER_MAGIC (OS/2 mode) */
 };
+
+/* Can the running kernel fold names on the filesystems of fs_types[I] at
+ * all?  ext4's and tmpfs's casefold is a build option (CONFIG_UNICODE).  A
+ * kernel built with it lists a "casefold" feature in /sys/fs/ext4/features
+ * (every kernel fusebox runs on: openat2 came later) or
+ * /sys/fs/tmpfs/features (with tmpfs's casefold itself, Linux 6.13).  One
+ * built without it has no directory of that type that folds: ext4 refuses
+ * to mount a filesystem with the casefold feature, tmpfs the casefold
+ * option, and neither folds without the encoding only that option loads.
+ * So only a features directory that sysfs itself serves, without that
+ * file, says no; anything else -- no /sys, a /sys/fs masked by another
+ * mount, a tmpfs older than its features directory -- says yes, and every
+ * directory's flags are read.  The answer is the kernel's: learned once. */
+static bool
+kernel_folds (guint i)
+{
+  static gint known[G_N_ELEMENTS (fs_types)]; /* 0 not asked, 1 no, 2 yes */
+  g_autofree char *dir = NULL, *file = NULL;
+  struct statfs sfs;
+  struct stat st;
+  bool no;
+  gint v = g_atomic_int_get (&known[i]);
+
+  if (!fs_types[i].sysfs_says)
+    return true;
+  if (v != 0)
+    return v == 2;
+  dir = g_strdup_printf ("/sys/fs/%s/features", fs_types[i].name);
+  file = g_strdup_printf ("%s/casefold", dir);
+  no = statfs (dir, &sfs) == 0 && (unsigned long)(unsigned int)sfs.f_type == SYSFS_MAGIC && stat (dir, &st) == 0 &&
+       S_ISDIR (st.st_mode) && lstat (file, &st) < 0 && errno == ENOENT;
+  g_atomic_int_set (&known[i], no ? 1 : 2);
+  return !no;
+}
 
 /* What the filesystem of DIR_FD does (a statfs); KIND_MAYBE when unknown. */
 static TypeKind
@@ -105,7 +143,7 @@ fs_kind (int dir_fd, const char **ret_fstype)
     for (guint i = 0; i < G_N_ELEMENTS (fs_types); i++)
       if ((unsigned long)(unsigned int)sfs.f_type == fs_types[i].magic)
         {
-          kind = fs_types[i].kind;
+          kind = fs_types[i].kind == KIND_FLAG && !kernel_folds (i) ? KIND_NO : fs_types[i].kind;
           name = fs_types[i].name;
         }
   if (ret_fstype != NULL)

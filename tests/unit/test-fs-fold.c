@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -63,8 +65,8 @@ touch (Fx *fx, const char *name)
 }
 
 /* The temporary directory's filesystem: ext4 and tmpfs without casefold
- * (as in CI) say no, after reading the directory's flags; a filesystem
- * this table does not know may fold. */
+ * (as in CI) say no, from the kernel's features or the directory's flags;
+ * a filesystem this table does not know may fold. */
 static void
 test_detect_by_type (void **state)
 {
@@ -103,6 +105,80 @@ test_detect_by_type (void **state)
     if (shm >= 0)
       close (shm);
   }
+}
+
+/* Does this kernel say, in sysfs, that it can't fold names on TYPE (a
+ * features directory without "casefold")? */
+static bool
+sysfs_says_no_casefold (const char *type)
+{
+  g_autofree char *dir = g_strdup_printf ("/sys/fs/%s/features", type);
+  g_autofree char *file = g_strdup_printf ("%s/casefold", dir);
+
+  return g_file_test (dir, G_FILE_TEST_IS_DIR) && !g_file_test (file, G_FILE_TEST_EXISTS);
+}
+
+/* On ext4 and tmpfs, a kernel built without casefold has no directory
+ * that folds, and the view does not read each directory's flags to learn
+ * it: so a directory it can't open for reading (mode 0311, asked by a
+ * user who does not own it) is still known not to fold.  Where the kernel
+ * can fold (or sysfs does not say), that directory's flags can't be read
+ * and it may fold. */
+static void
+test_detect_kernel_without_casefold (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *path = g_build_filename (fx->dir, "search-only", NULL);
+  struct statfs sfs;
+  const char *type = NULL;
+  bool no_casefold;
+  int fd, status;
+  pid_t pid;
+
+  assert_int_equal (g_mkdir (path, 0311), 0);
+  assert_int_equal (chmod (path, 0311), 0);
+  fd = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (fstatfs (fd, &sfs), 0);
+  if (sfs.f_type != 0xef53 && sfs.f_type != 0x01021994)
+    {
+      fprintf (stderr, "(the temporary directory is on %#lx, neither ext4 nor tmpfs: not asked)\n",
+               (unsigned long)sfs.f_type);
+      close (fd);
+      return;
+    }
+  no_casefold = sysfs_says_no_casefold (sfs.f_type == 0xef53 ? "ext4" : "tmpfs");
+  fprintf (stderr, "(%s: the kernel %s)\n", sfs.f_type == 0xef53 ? "ext4" : "tmpfs",
+           no_casefold ? "can't fold names there" : "may fold names there");
+  pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      int readable;
+
+      /* root reads any directory: become a user that does not own it */
+      if (geteuid () == 0 &&
+          (setgroups (0, NULL) < 0 || setresgid (65534, 65534, 65534) < 0 || setresuid (65534, 65534, 65534) < 0))
+        _exit (10);
+      readable = openat (fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (readable >= 0)
+        _exit (11); /* the directory is readable after all: nothing asked */
+      _exit (fb_view_fold_detect (fd, &type) == (no_casefold ? FB_VIEW_FOLD_NO : FB_VIEW_FOLD_MAYBE) ? 0 : 12);
+    }
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  close (fd);
+  assert_true (WIFEXITED (status));
+  switch (WEXITSTATUS (status))
+    {
+      case 0:
+        break;
+      case 10:
+        fail_msg ("could not become user 65534 to be refused the directory");
+      case 11:
+        fail_msg ("%s (mode 0311) could be opened for reading: nothing was asked", path);
+      default:
+        fail_msg ("%s: the view did not say %s", path, no_casefold ? "no" : "maybe");
+    }
 }
 
 /* On a directory that does not fold, the probe says so for every kind of
@@ -157,5 +233,6 @@ test_listed (void **state)
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_detect_by_type, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_detect_kernel_without_casefold, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_probe, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_listed, setup, teardown))
