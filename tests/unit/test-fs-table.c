@@ -1,7 +1,8 @@
 /* fusebox — the set of nodes behind the view's table and index
  * (fs/fs-view-table.c), against a GHashTable doing the same: adds,
  * replacements, removals in any order (entries shifted back over long runs
- * of colliding keys), growth and shrinking, and going through every node.
+ * of colliding keys, and in the set's own order), growth and shrinking, and
+ * going through every node.
  * The nodes come from slabs (fs/fs-view-node-slab.c), as a view's do: the
  * set keeps their handles there. */
 #include "fs/fs-private.h"
@@ -163,6 +164,65 @@ test_empty_and_refill (void **state)
   node_set_clear (&set);
 }
 
+/* The longest run of taken slots in SET (linear probing walks one to the
+ * end to find a free slot or to remove a node). */
+static guint
+longest_run (const NodeSet *set)
+{
+  guint size = 1u << set->bits, run = 0, longest = 0;
+
+  for (guint i = 0; i < 2 * size; i++) /* twice: a run may wrap */
+    {
+      run = set->slots[i % size] != 0 ? run + 1 : 0;
+      longest = MAX (longest, run);
+    }
+  return MIN (longest, set->len);
+}
+
+/* Emptied in the order of its own slots, as a view's end does: at every
+ * shrink, what is left still lies spread over the smaller set, in short
+ * runs.  (Halving by the hash's top bits squeezed what was left into one
+ * run as long as the nodes left, and every removal after walked it.) */
+static void
+test_removed_in_slot_order (void **state)
+{
+  g_autoptr (GPtrArray) all = g_ptr_array_new_with_free_func (node_slabs_free);
+  g_autoptr (GPtrArray) order = g_ptr_array_new ();
+  NodeSet set;
+  FbViewNode *n;
+  guint pos = 0, bits, shrinks = 0, worst = 0;
+
+  node_set_init (&set, &slabs, ino_hash, ino_equal);
+  for (guint i = 0; i < 100000; i++)
+    {
+      g_ptr_array_add (all, node_with (1000 + i));
+      node_set_add (&set, all->pdata[i]);
+    }
+  while ((n = node_set_next (&set, &pos)) != NULL)
+    g_ptr_array_add (order, n);
+  assert_int_equal (order->len, 100000);
+  bits = set.bits;
+  for (guint i = 0; i < order->len; i++)
+    {
+      assert_true (node_set_remove (&set, order->pdata[i]));
+      if (set.bits < bits)
+        {
+          guint run = longest_run (&set);
+          bits = set.bits;
+          shrinks++;
+          worst = MAX (worst, run);
+          if (run > 64)
+            fail_msg ("after shrinking to %u slots with %u nodes left, a run of %u taken slots", 1u << set.bits,
+                      set.len, run);
+        }
+    }
+  assert_int_equal (set.len, 0);
+  assert_true (shrinks >= 8);
+  fprintf (stderr, "(%u shrinks, the longest run after one: %u slots)\n", shrinks, worst);
+  node_set_clear (&set);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_spread_keys, slabs_setup, slabs_teardown),
                   cmocka_unit_test_setup_teardown (test_clumped_keys, slabs_setup, slabs_teardown),
-                  cmocka_unit_test_setup_teardown (test_empty_and_refill, slabs_setup, slabs_teardown))
+                  cmocka_unit_test_setup_teardown (test_empty_and_refill, slabs_setup, slabs_teardown),
+                  cmocka_unit_test_setup_teardown (test_removed_in_slot_order, slabs_setup, slabs_teardown))
