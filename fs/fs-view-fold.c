@@ -15,10 +15,12 @@
  *    squashfs, erofs, ramfs never), and for every other type -- FUSE, NFS,
  *    SMB (a Samba server may or may not), NTFS (ntfs3's nocase), HFS+ (HFSX
  *    is case-sensitive), XFS (ascii-ci), ZFS, overlay, 9p, ... -- "maybe"
- *    until a lookup of an existing name with ASCII letters settles it: the
- *    name in the other case reaching the same object (a directory, or a file
- *    with one link: two hard links spelt so would fake it) means yes, not
- *    reaching it means no.  "Maybe" counts as folding for everything below.
+ *    until a lookup of a name with ASCII letters that the host resolves
+ *    settles it (fb_view_fold_probe): by the listing, the name or its other
+ *    case reaching something not listed under it means yes, both listed
+ *    means no, and the other case reaching nothing means no except on a
+ *    server's filesystem, whose kernel may remember that spelling's absence
+ *    from before.  "Maybe" counts as folding for everything below.
  *  - in a directory that folds (or may), the policy decides every name
  *    folded (fb_policy_decide_child_folded: the narrower of the name's own
  *    decision and those of every rule spelling, protected name and glob that
@@ -60,6 +62,10 @@ typedef enum
   KIND_YES,   /* always folds */
   KIND_FLAG,  /* folds in directories with FS_CASEFOLD_FL */
   KIND_MAYBE, /* may fold: probe */
+  /* may fold, in a server (FUSE, NFS, SMB, 9p, Ceph): the kernel keeps a
+   * spelling's absence apart from the server's folding, so an absence
+   * proves nothing (fb_view_fold_probe) */
+  KIND_MAYBE_SERVER,
 } TypeKind;
 
 static const struct
@@ -69,32 +75,32 @@ static const struct
   TypeKind kind;
   bool sysfs_says; /* KIND_FLAG: /sys/fs/NAME/features tells whether the kernel can fold */
 } fs_types[] = {
-  { 0x4d44, "vfat", KIND_YES },             /* MSDOS_SUPER_MAGIC: vfat and msdos */
-  { 0x2011bab0, "exfat", KIND_YES },        /* EXFAT_SUPER_MAGIC */
-  { 0xef53, "ext4", KIND_FLAG, true },      /* EXT4_SUPER_MAGIC (ext2, ext3) */
-  { 0xf2f52010, "f2fs", KIND_FLAG },        /* F2FS_SUPER_MAGIC */
-  { 0x01021994, "tmpfs", KIND_FLAG, true }, /* TMPFS_MAGIC (casefold since Linux 6.13) */
-  { 0x9123683e, "btrfs", KIND_NO },         /* BTRFS_SUPER_MAGIC */
-  { 0x73717368, "squashfs", KIND_NO },      /* SQUASHFS_MAGIC */
-  { 0xe0f5e1e2, "erofs", KIND_NO },         /* EROFS_SUPER_MAGIC_V1 */
-  { 0x858458f6, "ramfs", KIND_NO },         /* RAMFS_MAGIC */
-  { 0x65735546, "fuse", KIND_MAYBE },       /* FUSE_SUPER_MAGIC */
-  { 0xff534d42, "cifs", KIND_MAYBE },       /* CIFS_SUPER_MAGIC */
-  { 0xfe534d42, "smb2", KIND_MAYBE },       /* SMB2_SUPER_MAGIC */
-  { 0x517b, "smb", KIND_MAYBE },            /* SMB_SUPER_MAGIC */
-  { 0x5346544e, "ntfs", KIND_MAYBE },       /* NTFS_SB_MAGIC */
-  { 0x7366746e, "ntfs3", KIND_MAYBE },      /* ntfs3: case-insensitive with nocase */
-  { 0x482b, "hfsplus", KIND_MAYBE },        /* HFSPLUS_SUPER_MAGIC (HFSX is case-sensitive) */
-  { 0x4244, "hfs", KIND_MAYBE },            /* HFS_SUPER_MAGIC */
-  { 0x6969, "nfs", KIND_MAYBE },            /* NFS_SUPER_MAGIC */
-  { 0x01021997, "9p", KIND_MAYBE },         /* V9FS_MAGIC */
-  { 0x00c36400, "ceph", KIND_MAYBE },       /* CEPH_SUPER_MAGIC */
-  { 0x58465342, "xfs", KIND_MAYBE },        /* XFS_SUPER_MAGIC (ascii-ci) */
-  { 0x2fc12fc1, "zfs", KIND_MAYBE },        /* ZFS (casesensitivity=insensitive) */
-  { 0xca451a4e, "bcachefs", KIND_MAYBE },   /* BCACHEFS_SUPER_MAGIC (casefold) */
-  { 0x794c7630, "overlay", KIND_MAYBE },    /* OVERLAYFS_SUPER_MAGIC: its layers may fold */
-  { 0x9660, "iso9660", KIND_MAYBE },        /* ISOFS_SUPER_MAGIC (check=relaxed) */
-  { 0x3153464a, "jfs", KIND_MAYBE },        /* JFS_SUPER_MAGIC (OS/2 mode) */
+  { 0x4d44, "vfat", KIND_YES },              /* MSDOS_SUPER_MAGIC: vfat and msdos */
+  { 0x2011bab0, "exfat", KIND_YES },         /* EXFAT_SUPER_MAGIC */
+  { 0xef53, "ext4", KIND_FLAG, true },       /* EXT4_SUPER_MAGIC (ext2, ext3) */
+  { 0xf2f52010, "f2fs", KIND_FLAG },         /* F2FS_SUPER_MAGIC */
+  { 0x01021994, "tmpfs", KIND_FLAG, true },  /* TMPFS_MAGIC (casefold since Linux 6.13) */
+  { 0x9123683e, "btrfs", KIND_NO },          /* BTRFS_SUPER_MAGIC */
+  { 0x73717368, "squashfs", KIND_NO },       /* SQUASHFS_MAGIC */
+  { 0xe0f5e1e2, "erofs", KIND_NO },          /* EROFS_SUPER_MAGIC_V1 */
+  { 0x858458f6, "ramfs", KIND_NO },          /* RAMFS_MAGIC */
+  { 0x65735546, "fuse", KIND_MAYBE_SERVER }, /* FUSE_SUPER_MAGIC */
+  { 0xff534d42, "cifs", KIND_MAYBE_SERVER }, /* CIFS_SUPER_MAGIC */
+  { 0xfe534d42, "smb2", KIND_MAYBE_SERVER }, /* SMB2_SUPER_MAGIC */
+  { 0x517b, "smb", KIND_MAYBE_SERVER },      /* SMB_SUPER_MAGIC */
+  { 0x5346544e, "ntfs", KIND_MAYBE },        /* NTFS_SB_MAGIC */
+  { 0x7366746e, "ntfs3", KIND_MAYBE },       /* ntfs3: case-insensitive with nocase */
+  { 0x482b, "hfsplus", KIND_MAYBE },         /* HFSPLUS_SUPER_MAGIC (HFSX is case-sensitive) */
+  { 0x4244, "hfs", KIND_MAYBE },             /* HFS_SUPER_MAGIC */
+  { 0x6969, "nfs", KIND_MAYBE_SERVER },      /* NFS_SUPER_MAGIC */
+  { 0x01021997, "9p", KIND_MAYBE_SERVER },   /* V9FS_MAGIC */
+  { 0x00c36400, "ceph", KIND_MAYBE_SERVER }, /* CEPH_SUPER_MAGIC */
+  { 0x58465342, "xfs", KIND_MAYBE },         /* XFS_SUPER_MAGIC (ascii-ci) */
+  { 0x2fc12fc1, "zfs", KIND_MAYBE },         /* ZFS (casesensitivity=insensitive) */
+  { 0xca451a4e, "bcachefs", KIND_MAYBE },    /* BCACHEFS_SUPER_MAGIC (casefold) */
+  { 0x794c7630, "overlay", KIND_MAYBE },     /* OVERLAYFS_SUPER_MAGIC: its layers may fold */
+  { 0x9660, "iso9660", KIND_MAYBE },         /* ISOFS_SUPER_MAGIC (check=relaxed) */
+  { 0x3153464a, "jfs", KIND_MAYBE },         /* JFS_SUPER_MAGIC (OS/2 mode) */
 };
 
 /* Can the running kernel fold names on the filesystems of fs_types[I] at
@@ -163,6 +169,7 @@ kind_fold (TypeKind kind, int dir_fd, bool readable)
       case KIND_YES:
         return FB_VIEW_FOLD_YES;
       case KIND_MAYBE:
+      case KIND_MAYBE_SERVER:
         return FB_VIEW_FOLD_MAYBE;
       case KIND_FLAG:
         {
@@ -186,35 +193,17 @@ fb_view_fold_detect (int dir_fd, const char **ret_fstype)
   return kind_fold (fs_kind (dir_fd, ret_fstype), dir_fd, false);
 }
 
-FbViewFold
-fb_view_fold_probe (int dir_fd, const char *name)
-{
-  g_autofree char *other = g_strdup (name);
-  struct stat a, b;
-  bool letters = false;
-
-  for (char *p = other; *p != '\0'; p++)
-    if (g_ascii_isalpha (*p))
-      {
-        *p = g_ascii_isupper (*p) ? g_ascii_tolower (*p) : g_ascii_toupper (*p);
-        letters = true;
-      }
-  if (!letters || fstatat (dir_fd, name, &a, AT_SYMLINK_NOFOLLOW) < 0)
-    return FB_VIEW_FOLD_MAYBE;
-  if (fstatat (dir_fd, other, &b, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? FB_VIEW_FOLD_NO : FB_VIEW_FOLD_MAYBE;
-  if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-    return FB_VIEW_FOLD_NO;
-  /* two hard links spelt NAME and OTHER would look the same */
-  return S_ISDIR (a.st_mode) || a.st_nlink == 1 ? FB_VIEW_FOLD_YES : FB_VIEW_FOLD_MAYBE;
-}
-
-int
-fb_view_fold_listed (int dir_fd, const char *name)
+/* Does DIR_FD list A, and B (may be NULL), under exactly those spellings?
+ * One scan; 0, or -errno. */
+static int
+listed_scan (int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
 {
   _fb_cleanup_fd_ int fd = openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
   g_autofree char *buf = NULL;
 
+  *ret_a = false;
+  if (ret_b != NULL)
+    *ret_b = false;
   if (fd < 0)
     return -errno;
   buf = g_malloc (32 * 1024);
@@ -230,11 +219,59 @@ fb_view_fold_listed (int dir_fd, const char *name)
         {
           struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + pos);
 
-          if (strcmp (de->d_name, name) == 0)
-            return 1;
+          if (strcmp (de->d_name, a) == 0)
+            *ret_a = true;
+          if (b != NULL && strcmp (de->d_name, b) == 0)
+            *ret_b = true;
+          if (*ret_a && (b == NULL || *ret_b))
+            return 0;
           pos += de->d_reclen;
         }
     }
+}
+
+FbViewFold
+fb_view_fold_probe (int dir_fd, const char *name, bool absence_proves)
+{
+  g_autofree char *other = g_strdup (name);
+  struct stat st;
+  bool letters = false, has_name, has_other, other_there;
+
+  for (char *p = other; *p != '\0'; p++)
+    if (g_ascii_isalpha (*p))
+      {
+        *p = g_ascii_isupper (*p) ? g_ascii_tolower (*p) : g_ascii_toupper (*p);
+        letters = true;
+      }
+  if (!letters || fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return FB_VIEW_FOLD_MAYBE;
+  other_there = fstatat (dir_fd, other, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!other_there && errno != ENOENT)
+    return FB_VIEW_FOLD_MAYBE;
+  /* Told by the listing, not by comparing what the spellings reach: a
+   * FUSE filesystem without use_ino numbers each spelling apart, an SMB
+   * mount without server inode numbers too, and either may be a mount
+   * point.  A spelling that reaches something the directory does not list
+   * under it means the host folds (or aliases); an entry of its own under
+   * each means the host keeps them apart. */
+  if (listed_scan (dir_fd, name, other, &has_name, &has_other) < 0)
+    return FB_VIEW_FOLD_MAYBE;
+  if (!has_name || (other_there && !has_other))
+    return FB_VIEW_FOLD_YES;
+  if (other_there)
+    return FB_VIEW_FOLD_NO;
+  /* OTHER reaches nothing: proof where the kernel's memory of absences
+   * folds as its filesystem does, not on a server's filesystem */
+  return absence_proves ? FB_VIEW_FOLD_NO : FB_VIEW_FOLD_MAYBE;
+}
+
+int
+fb_view_fold_listed (int dir_fd, const char *name)
+{
+  bool has;
+  int r = listed_scan (dir_fd, name, NULL, &has, NULL);
+
+  return r < 0 ? r : has ? 1 : 0;
 }
 
 /* --- per directory node --------------------------------------------------------- */
@@ -250,6 +287,13 @@ fb_view_fold_listed (int dir_fd, const char *name)
  * (ext4, f2fs and tmpfs: its FS_CASEFOLD_FL; may-fold kinds: a probe). */
 #define FOLD_MASK 0xf
 #define KIND_SHIFT 4
+
+/* The kind in V, KIND_MAYBE_SERVER when not known yet (no absence trusted) */
+static TypeKind
+fold_kind_of (int v)
+{
+  return (v >> KIND_SHIFT) == 0 ? KIND_MAYBE_SERVER : (TypeKind)((v >> KIND_SHIFT) - 1);
+}
 
 static FbViewFold
 fold_of (int v)
@@ -329,7 +373,7 @@ view_fold_settle (FbViewNode *dir, const char *name)
   fd = node_fd_get (dir, &hold);
   if (fd < 0)
     return;
-  f = fb_view_fold_probe (fd, name);
+  f = fb_view_fold_probe (fd, name, fold_kind_of (g_atomic_int_get (&node_dir (dir)->fold)) != KIND_MAYBE_SERVER);
   if (f != FB_VIEW_FOLD_MAYBE)
     {
       gint *slot = &node_dir (dir)->fold;

@@ -628,11 +628,12 @@ typedef enum
  * FS_CASEFOLD_FL.  *ret_fstype (may be NULL): the type's name ("vfat",
  * "fuse", "unknown"). */
 FbViewFold fb_view_fold_detect (int dir_fd, const char **ret_fstype);
-/* Settle MAYBE by trying NAME (an existing entry of DIR_FD with ASCII
- * letters) in the other case: YES when that reaches the same directory, or
- * file with one link; NO when it reaches nothing or something else; MAYBE
- * when it can't tell. */
-FbViewFold fb_view_fold_probe (int dir_fd, const char *name);
+/* Settle MAYBE by trying NAME (a name DIR_FD resolves, with ASCII
+ * letters) and its other case: YES when either reaches something DIR_FD
+ * does not list under that spelling; NO when both are listed, or NAME is
+ * and the other reaches nothing (only where ABSENCE_PROVES: not on a
+ * server's filesystem); MAYBE when it can't tell. */
+FbViewFold fb_view_fold_probe (int dir_fd, const char *name, bool absence_proves);
 /* Does DIR_FD list NAME under exactly that spelling?  1 or 0, or -errno. */
 int fb_view_fold_listed (int dir_fd, const char *name);
 

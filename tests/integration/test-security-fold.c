@@ -65,6 +65,14 @@ probe_one (const char *op, const char *a, const char *b, char **owned)
       struct stat st;
       return rfx_res (lstat (a, &st));
     }
+  if (strcmp (op, "sleep") == 0)
+    {
+      /* A: milliseconds, after the directory the steps are run in (the
+       * kernel's entries of the view expire meanwhile) */
+      const char *ms = strrchr (a, '/');
+      g_usleep ((gulong)g_ascii_strtoull (ms != NULL ? ms + 1 : a, NULL, 10) * 1000);
+      return "OK";
+    }
   return NULL;
 }
 
@@ -450,6 +458,63 @@ RFX_CASE (test_case_variants_run)
   assert_logged_spelling (log, denied);
 }
 
+/* What the sandbox tries where it picks the name that tells the view
+ * whether the directory folds: a variant spelling first, no listing. */
+static const Step variant_first_steps[] = {
+  { "read", "SECRET-DENY.TXT", "-", "ENOENT" }, { "read", ".GIT/config", "-", "ENOENT" },
+  { "write", ".GIT/config", "-", "ENOENT" },    { "read", "PRIVATE-DIR/inner.txt", "-", "ENOENT" },
+  { "create", "ABSENT-SECRET", "-", "EACCES" }, { "mkdir", "sub/.GIT", "-", "EACCES" },
+  { "read", "secret-deny.txt", "-", "EACCES" }, { "read", "normal.txt", "-", "OK" },
+};
+
+/* A host that numbers each spelling apart (a FUSE filesystem without
+ * use_ino, an SMB mount without server inode numbers): that the variant
+ * reaches another inode than the listed name does not make the host one
+ * that keeps them apart. */
+RFX_CASE (test_inode_per_name_run)
+{
+  static const char *const args[] = { "--inode-per-name", NULL };
+  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "PRIVATE-DIR/inner.txt", NULL };
+  static const FoldRun c = {
+    .args = args,
+    .variants = variants,
+    .steps = variant_first_steps,
+    .n_steps = G_N_ELEMENTS (variant_first_steps),
+  };
+  g_autofree char *log = fold_run (fx, &c, NULL, NULL);
+}
+
+/* A host whose kernel remembers absences (NFS's lookup cache, a FUSE
+ * negative timeout): the sandbox asks for ZZZ (absent: remembered), makes
+ * zzz, waits for the view's entry of it to expire so that the view looks
+ * it up again, and the host's memory says ZZZ is not there.  An absence
+ * proves nothing on such a host. */
+RFX_CASE (test_remembered_absence_run)
+{
+  static const char *const args[] = { "--remember-absences", NULL };
+  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "PRIVATE-DIR/inner.txt", NULL };
+  static const Step steps[] = {
+    { "stat", "ZZZ", "-", "ENOENT" },
+    { "create", "zzz", "-", "OK" },
+    { "sleep", "3000", "-", "OK" },
+    { "stat", "zzz", "-", "OK" },
+    { "read", "SECRET-DENY.TXT", "-", "ENOENT" },
+    { "read", ".GIT/config", "-", "ENOENT" },
+    { "write", ".GIT/config", "-", "ENOENT" },
+    { "read", "PRIVATE-DIR/inner.txt", "-", "ENOENT" },
+    { "create", "ABSENT-SECRET", "-", "EACCES" },
+    { "mkdir", "sub/.GIT", "-", "EACCES" },
+    { "read", "secret-deny.txt", "-", "EACCES" },
+  };
+  static const FoldRun c = {
+    .args = args,
+    .variants = variants,
+    .steps = steps,
+    .n_steps = G_N_ELEMENTS (steps),
+  };
+  g_autofree char *log = fold_run (fx, &c, NULL, NULL);
+}
+
 /* NFD against NFC and case folding beyond ASCII, as ext4/tmpfs casefold. */
 RFX_CASE (test_unicode_variants_run)
 {
@@ -663,5 +728,6 @@ RFX_CASE (test_check_reports)
 #define FOLD_TEST(f) cmocka_unit_test_setup_teardown (f, rfx_setup, fold_teardown)
 
 RFX_DEFINE_MAIN (probe_main, NULL, FOLD_TEST (test_case_variants_run), FOLD_TEST (test_unicode_variants_run),
-                 FOLD_TEST (test_trailing_dots_run), FOLD_TEST (test_tmpfs_casefold_run),
+                 FOLD_TEST (test_trailing_dots_run), FOLD_TEST (test_inode_per_name_run),
+                 FOLD_TEST (test_remembered_absence_run), FOLD_TEST (test_tmpfs_casefold_run),
                  FOLD_TEST (test_case_variants_serve), FOLD_TEST (test_check_reports))
