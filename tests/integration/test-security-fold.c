@@ -467,21 +467,30 @@ static const Step variant_first_steps[] = {
   { "read", "secret-deny.txt", "-", "EACCES" }, { "read", "normal.txt", "-", "OK" },
 };
 
+/* SETUP's steps, then variant_first_steps, on the host fb-foldfs plays
+ * with ARG. */
+static void
+variants_after (RFx *fx, const char *arg, const Step *setup, size_t n_setup)
+{
+  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "PRIVATE-DIR/inner.txt", NULL };
+  const char *const args[] = { arg, NULL };
+  g_autoptr (GArray) steps = g_array_new (FALSE, FALSE, sizeof (Step));
+  FoldRun c = { .args = args, .variants = variants };
+
+  g_array_append_vals (steps, setup, (guint)n_setup);
+  g_array_append_vals (steps, variant_first_steps, G_N_ELEMENTS (variant_first_steps));
+  c.steps = (const Step *)(gpointer)steps->data;
+  c.n_steps = steps->len;
+  g_free (fold_run (fx, &c, NULL, NULL));
+}
+
 /* A host that numbers each spelling apart (a FUSE filesystem without
  * use_ino, an SMB mount without server inode numbers): that the variant
  * reaches another inode than the listed name does not make the host one
  * that keeps them apart. */
 RFX_CASE (test_inode_per_name_run)
 {
-  static const char *const args[] = { "--inode-per-name", NULL };
-  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "PRIVATE-DIR/inner.txt", NULL };
-  static const FoldRun c = {
-    .args = args,
-    .variants = variants,
-    .steps = variant_first_steps,
-    .n_steps = G_N_ELEMENTS (variant_first_steps),
-  };
-  g_autofree char *log = fold_run (fx, &c, NULL, NULL);
+  variants_after (fx, "--inode-per-name", NULL, 0);
 }
 
 /* A host whose kernel remembers absences (NFS's lookup cache, a FUSE
@@ -491,28 +500,14 @@ RFX_CASE (test_inode_per_name_run)
  * proves nothing on such a host. */
 RFX_CASE (test_remembered_absence_run)
 {
-  static const char *const args[] = { "--remember-absences", NULL };
-  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "PRIVATE-DIR/inner.txt", NULL };
-  static const Step steps[] = {
+  static const Step setup[] = {
     { "stat", "ZZZ", "-", "ENOENT" },
     { "create", "zzz", "-", "OK" },
     { "sleep", "3000", "-", "OK" },
     { "stat", "zzz", "-", "OK" },
-    { "read", "SECRET-DENY.TXT", "-", "ENOENT" },
-    { "read", ".GIT/config", "-", "ENOENT" },
-    { "write", ".GIT/config", "-", "ENOENT" },
-    { "read", "PRIVATE-DIR/inner.txt", "-", "ENOENT" },
-    { "create", "ABSENT-SECRET", "-", "EACCES" },
-    { "mkdir", "sub/.GIT", "-", "EACCES" },
-    { "read", "secret-deny.txt", "-", "EACCES" },
   };
-  static const FoldRun c = {
-    .args = args,
-    .variants = variants,
-    .steps = steps,
-    .n_steps = G_N_ELEMENTS (steps),
-  };
-  g_autofree char *log = fold_run (fx, &c, NULL, NULL);
+
+  variants_after (fx, "--remember-absences", setup, G_N_ELEMENTS (setup));
 }
 
 /* NFD against NFC and case folding beyond ASCII, as ext4/tmpfs casefold. */
