@@ -187,6 +187,10 @@ typedef struct NodeExtra
    * directory's mtime and ctime are these */
   GArray *listing; /* DirEntry, refcounted */
   struct timespec listing_mtime, listing_ctime;
+  /* a directory that folds or may: the names it lists, spelt as on disk
+   * (fs-view-fold.c), valid while its mtime and ctime are these */
+  GHashTable *spellings;
+  struct timespec spellings_mtime, spellings_ctime;
   /* a streamed listing's last positions (fs-view-dir.c): N_CURSORS, at
    * most DIR_CURSORS_MAX; where the last one that read to the end ended
    * (END_INDEX, 0 for none), and the directory's ctime before it read */
@@ -558,6 +562,9 @@ void view_dir_fold_listing (FbViewNode *dir, int read_fd);
  * filesystem PARENT's is, without a statfs. */
 void view_dir_fold_inherit (FbViewNode *dir, FbViewNode *parent);
 void view_fold_settle (FbViewNode *dir, const char *name);
+/* Does DIR (through DIR_FD) list NAME under exactly that spelling?  1 or
+ * 0, or -errno: one scan of the directory while it does not change. */
+int view_dir_lists (FbViewNode *dir, int dir_fd, const char *name);
 /* The policy's decision for NAME in a directory decided as PST, folded
  * unless FOLD is NO. */
 void view_decide_child (FbView *view, FbViewFold fold, const NodeState *pst, const char *name, FbPolicyDecision *ret);

@@ -27,9 +27,10 @@
  *    folds equal to it), so ".GIT", "Absent-Secret" can't be made and
  *    "SECRET-DENY.TXT" is denied before the host is asked;
  *  - a lookup succeeds only for an entry the host lists under exactly that
- *    spelling (fb_view_fold_listed: one scan of the directory, O(entries),
- *    only in folding directories and only for a name the kernel does not
- *    know yet; readdirplus entries come from the listing and need none), so
+ *    spelling (view_dir_lists: the directory's names, read with one scan
+ *    and kept in its node while its mtime and ctime are unchanged; only in
+ *    folding directories and only for a name the kernel does not know
+ *    yet; readdirplus entries come from the listing and need none), so
  *    every view path is the host's own spelling and existing files are
  *    decided under their real names;
  *  - removing a name, or renaming one away, needs the same exact entry;
@@ -230,8 +231,20 @@ listed_scan (int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
     }
 }
 
-FbViewFold
-fb_view_fold_probe (int dir_fd, const char *name, bool absence_proves)
+/* Does DIR_FD list A and B (may be NULL) under exactly those spellings?
+ * 0, or -errno. */
+typedef int (*ListsFunc) (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b);
+
+static int lists_kept (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b);
+
+static int
+lists_by_scan (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
+{
+  return listed_scan (dir_fd, a, b, ret_a, ret_b);
+}
+
+static FbViewFold
+probe (int dir_fd, const char *name, bool absence_proves, ListsFunc lists, gpointer data)
 {
   g_autofree char *other = g_strdup (name);
   struct stat st;
@@ -254,7 +267,7 @@ fb_view_fold_probe (int dir_fd, const char *name, bool absence_proves)
    * point.  A spelling that reaches something the directory does not list
    * under it means the host folds (or aliases); an entry of its own under
    * each means the host keeps them apart. */
-  if (listed_scan (dir_fd, name, other, &has_name, &has_other) < 0)
+  if (lists (data, dir_fd, name, other_there ? other : NULL, &has_name, &has_other) < 0)
     return FB_VIEW_FOLD_MAYBE;
   if (!has_name || (other_there && !has_other))
     return FB_VIEW_FOLD_YES;
@@ -263,6 +276,12 @@ fb_view_fold_probe (int dir_fd, const char *name, bool absence_proves)
   /* OTHER reaches nothing: proof where the kernel's memory of absences
    * folds as its filesystem does, not on a server's filesystem */
   return absence_proves ? FB_VIEW_FOLD_NO : FB_VIEW_FOLD_MAYBE;
+}
+
+FbViewFold
+fb_view_fold_probe (int dir_fd, const char *name, bool absence_proves)
+{
+  return probe (dir_fd, name, absence_proves, lists_by_scan, NULL);
 }
 
 int
@@ -286,6 +305,9 @@ fb_view_fold_listed (int dir_fd, const char *name)
  * directory.  Whether the directory itself folds is asked of each still
  * (ext4, f2fs and tmpfs: its FS_CASEFOLD_FL; may-fold kinds: a probe). */
 #define FOLD_MASK 0xf
+/* A directory listing more names than this is scanned for each name asked
+ * (view_dir_lists), not kept */
+#define FOLD_SPELLINGS_MAX 100000
 #define KIND_SHIFT 4
 
 /* The kind in V, KIND_MAYBE_SERVER when not known yet (no absence trusted) */
@@ -373,7 +395,9 @@ view_fold_settle (FbViewNode *dir, const char *name)
   fd = node_fd_get (dir, &hold);
   if (fd < 0)
     return;
-  f = fb_view_fold_probe (fd, name, fold_kind_of (g_atomic_int_get (&node_dir (dir)->fold)) != KIND_MAYBE_SERVER);
+  /* a directory that stays "maybe" (a server's that keeps spellings
+   * apart) is probed again at each new name: through its kept names */
+  f = probe (fd, name, fold_kind_of (g_atomic_int_get (&node_dir (dir)->fold)) != KIND_MAYBE_SERVER, lists_kept, dir);
   if (f != FB_VIEW_FOLD_MAYBE)
     {
       gint *slot = &node_dir (dir)->fold;
@@ -400,6 +424,107 @@ view_subtree_has_rules (FbView *view, const FbPolicyDecision *decision, const ch
   return fb_policy_subtree_has_rules_folded (view->policy, decision, path);
 }
 
+/* The names DIR_FD lists, spelt as on disk; NULL when it can't be read,
+ * or lists more than FOLD_SPELLINGS_MAX (*RET_ERR: -errno or -E2BIG). */
+static GHashTable *
+spellings_read (int dir_fd, int *ret_err)
+{
+  _fb_cleanup_fd_ int fd = openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+  g_autoptr (GHashTable) names = NULL;
+  g_autofree char *buf = NULL;
+
+  if (fd < 0)
+    {
+      *ret_err = -errno;
+      return NULL;
+    }
+  names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  buf = g_malloc (32 * 1024);
+  for (;;)
+    {
+      long n = syscall (SYS_getdents64, fd, buf, 32 * 1024);
+
+      if (n < 0)
+        {
+          *ret_err = -errno;
+          return NULL;
+        }
+      if (n == 0)
+        return g_steal_pointer (&names);
+      for (long pos = 0; pos < n;)
+        {
+          struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + pos);
+
+          g_hash_table_add (names, g_strdup (de->d_name));
+          pos += de->d_reclen;
+        }
+      if (g_hash_table_size (names) > FOLD_SPELLINGS_MAX)
+        {
+          *ret_err = -E2BIG;
+          return NULL;
+        }
+    }
+}
+
+static bool
+same_time (const struct timespec *a, const struct timespec *b)
+{
+  return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+int
+view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
+{
+  NodeExtra *x = node_extra (dir);
+  g_autoptr (GHashTable) fresh = NULL;
+  struct stat st;
+  int r = 0;
+
+  /* the directory's times before its names are read: a change meanwhile
+   * shows as new times at the next question */
+  if (fstat (dir_fd, &st) < 0)
+    return -errno;
+  /* Kept names answer while the directory's times are unchanged; a name
+   * they lack is read again (a name made within the clock tick of the last
+   * reading leaves the times as they were).  A name kept after it went
+   * (in that tick) is no risk: where the host folds, it is decided folded
+   * anyway. */
+  g_mutex_lock (&x->lock);
+  if (x->spellings != NULL && same_time (&x->spellings_mtime, &st.st_mtim) &&
+      same_time (&x->spellings_ctime, &st.st_ctim) && g_hash_table_contains (x->spellings, name))
+    {
+      g_mutex_unlock (&x->lock);
+      return 1;
+    }
+  g_mutex_unlock (&x->lock);
+  fresh = spellings_read (dir_fd, &r);
+  if (fresh == NULL)
+    /* too many to keep: this question alone, by a scan */
+    return r == -E2BIG ? fb_view_fold_listed (dir_fd, name) : r;
+  r = g_hash_table_contains (fresh, name) ? 1 : 0;
+  g_mutex_lock (&x->lock);
+  if (x->spellings != NULL)
+    g_hash_table_destroy (x->spellings);
+  x->spellings = g_steal_pointer (&fresh);
+  x->spellings_mtime = st.st_mtim;
+  x->spellings_ctime = st.st_ctim;
+  g_mutex_unlock (&x->lock);
+  return r;
+}
+
+/* probe()'s question, through DATA's (a directory node's) kept names */
+static int
+lists_kept (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
+{
+  int ra = view_dir_lists (data, dir_fd, a), rb = b != NULL ? view_dir_lists (data, dir_fd, b) : 0;
+
+  if (ra < 0 || rb < 0)
+    return ra < 0 ? ra : rb;
+  *ret_a = ra == 1;
+  *ret_b = rb == 1;
+  return 0;
+}
+
 /* Is NAME, which the host resolves in DIR, listed under that very
  * spelling?  True where the host does not fold. */
 static bool
@@ -408,7 +533,7 @@ spelt_as_listed (FbViewNode *dir, int dir_fd, const char *name)
   if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
     return true;
   /* an error reading the directory is a refusal: the view can't tell */
-  return fb_view_fold_listed (dir_fd, name) == 1;
+  return view_dir_lists (dir, dir_fd, name) == 1;
 }
 
 int

@@ -567,6 +567,8 @@ node_free (FbViewNode *node, FbViewNode *parent)
     {
       if (node->extra->listing != NULL)
         g_array_unref (node->extra->listing);
+      if (node->extra->spellings != NULL)
+        g_hash_table_destroy (node->extra->spellings);
       g_free (node->extra->cursors);
       g_mutex_clear (&node->extra->lock);
       g_free (node->extra);

@@ -21,7 +21,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "fs/fs.h"
+#include "fs/fs-private.h"
 #include "tests/lib/test-util.h"
 
 typedef struct
@@ -215,6 +215,44 @@ test_probe (void **state)
   assert_int_equal (fb_view_fold_probe (fx->fd, "Dir", false), FB_VIEW_FOLD_NO);
 }
 
+/* A directory node's kept names (view_dir_lists): a name the directory
+ * lists under exactly that spelling, read once and kept while the
+ * directory does not change; a name made since (even within the clock
+ * tick of the reading, which leaves the directory's times as they were)
+ * is found; another spelling is not. */
+static void
+test_kept_spellings (void **state)
+{
+  Fx *fx = *state;
+  NodeSlabs slabs;
+  FbViewNode *dir;
+  NodeExtra *x;
+
+  node_slabs_init (&slabs);
+  dir = node_slabs_alloc (&slabs, sizeof (FbViewNode));
+  touch (fx, "Alpha");
+  assert_int_equal (view_dir_lists (dir, fx->fd, "Alpha"), 1);
+  assert_int_equal (view_dir_lists (dir, fx->fd, "alpha"), 0);
+  x = node_extra_peek (dir);
+  assert_non_null (x);
+  assert_non_null (x->spellings);
+  for (int i = 0; i < 50; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("Made%d", i);
+      g_autofree char *lower = g_ascii_strdown (name, -1);
+
+      touch (fx, name);
+      assert_int_equal (view_dir_lists (dir, fx->fd, name), 1);
+      assert_int_equal (view_dir_lists (dir, fx->fd, lower), 0);
+      assert_int_equal (view_dir_lists (dir, fx->fd, "Alpha"), 1);
+    }
+  g_hash_table_destroy (x->spellings);
+  g_mutex_clear (&x->lock);
+  g_free (x);
+  node_slabs_free (dir);
+  node_slabs_clear (&slabs);
+}
+
 static void
 test_listed (void **state)
 {
@@ -241,4 +279,5 @@ test_listed (void **state)
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_detect_by_type, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_detect_kernel_without_casefold, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_probe, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_kept_spellings, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_listed, setup, teardown))
