@@ -391,7 +391,7 @@ typedef enum
   VIEW_REFUSAL_DEVICE,
   VIEW_REFUSAL_XATTR,
   VIEW_REFUSAL_RULED_DIR,
-  VIEW_REFUSAL_FOLD_SPELLING,  /* the host folds names and lists this one under another spelling */
+  VIEW_REFUSAL_FOLD_SPELLING,  /* the host resolves this name but lists no entry under it */
   VIEW_REFUSAL_FOLD_TAKEN,     /* the host folds names and another entry answers to this one */
   VIEW_REFUSAL_OWN_STATE,      /* fusebox's run directories and logs (fs-view-state.c) */
   VIEW_REFUSAL_TOO_LONG,       /* a view path past FB_VIEW_PATH_MAX: a rename that would make one, a host tree deeper */

@@ -107,8 +107,9 @@ static const FbPolicyRule refusal_rules[] = {
               "would leave their rules, or the answer would tell what those rules hide"),
   [VIEW_REFUSAL_FOLD_SPELLING] =
     OWN_RULE ("fusebox:folded-spelling", HIDE,
-              "the host folds names here (case-insensitive) and lists this entry only under another spelling: fusebox "
-              "resolves each entry under its own spelling alone"),
+              "the host resolves this name here but lists no entry under it (it folds names, case-insensitive, or "
+              "gives entries aliases such as short 8.3 names): fusebox resolves each entry under its own spelling "
+              "alone"),
   [VIEW_REFUSAL_FOLD_TAKEN] = OWN_RULE ("fusebox:folded-name-taken", DENY,
                                         "the host folds names here (case-insensitive) and another entry answers to "
                                         "this name: the host would replace that entry"),

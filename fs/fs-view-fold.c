@@ -512,6 +512,19 @@ view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
   return r;
 }
 
+/* Was DIR's kind one that may fold (its "no" from a probe, not the
+ * kernel)? */
+static bool
+may_alias (FbViewNode *dir)
+{
+  TypeKind kind;
+
+  if (!node_is_host_dir (dir))
+    return false;
+  kind = fold_kind_of (g_atomic_int_get (&node_dir (dir)->fold));
+  return kind == KIND_MAYBE || kind == KIND_MAYBE_SERVER;
+}
+
 /* probe()'s question, through DATA's (a directory node's) kept names */
 static int
 lists_kept (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
@@ -546,8 +559,24 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
   bool same = false;
   int fd;
 
+  /* A probe's "no" on a filesystem that may fold says only that ASCII
+   * case is kept apart: such a host may still resolve names it does not
+   * list (NTFS's and SMB's short 8.3 names, Unicode normalisation) --
+   * spelling checked there too, where the directory can be read.
+   * Filesystems whose folding the kernel does (ext4, f2fs, tmpfs) or that
+   * never fold are taken at their word. */
   if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
-    return 0;
+    {
+      if (!may_alias (dir))
+        return 0;
+      fd = node_fd_get (dir, &hold);
+      /* listed (the common case: one lookup in the kept names), or a
+       * directory that can't be read (the probe's word is kept), or
+       * nothing there (the operation finds that out itself) */
+      if (fd < 0 || view_dir_lists (dir, fd, name) != 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+      goto refuse;
+    }
   fd = node_fd_get (dir, &hold);
   if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return 0; /* nothing there: the operation finds that out itself */
@@ -559,6 +588,7 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
   g_mutex_unlock (&view->lock);
   if (same || spelt_as_listed (dir, fd, name))
     return 0;
+refuse:
   view_emit (view, caller, op, path, target, access, FB_DECISION_HIDE, ENOENT,
              view_refusal_rule (VIEW_REFUSAL_FOLD_SPELLING));
   return -ENOENT;

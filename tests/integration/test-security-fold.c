@@ -510,6 +510,33 @@ RFX_CASE (test_remembered_absence_run)
   variants_after (fx, "--remember-absences", setup, G_N_ELEMENTS (setup));
 }
 
+/* A host that keeps case apart but resolves names it never lists (NTFS's
+ * and SMB's short 8.3 names): made to say so by two spellings listed side
+ * by side, the directory still resolves only what it lists. */
+RFX_CASE (test_alias_after_no_run)
+{
+  static const char *const args[] = { "--exact", "--alias", "SECRE~1.TXT=secret-deny.txt", NULL };
+  static const char *const variants[] = { "SECRE~1.TXT", NULL };
+  static const Step steps[] = {
+    { "create", "foo", "-", "OK" },
+    { "create", "FOO", "-", "OK" },
+    { "sleep", "3000", "-", "OK" },
+    { "stat", "foo", "-", "OK" },
+    { "read", "SECRE~1.TXT", "-", "ENOENT" },
+    { "write", "SECRE~1.TXT", "-", "ENOENT" },
+    { "unlink", "SECRE~1.TXT", "-", "ENOENT" },
+    { "read", "secret-deny.txt", "-", "EACCES" },
+    { "read", "normal.txt", "-", "OK" },
+  };
+  static const FoldRun c = {
+    .args = args,
+    .variants = variants,
+    .steps = steps,
+    .n_steps = G_N_ELEMENTS (steps),
+  };
+  g_free (fold_run (fx, &c, NULL, NULL));
+}
+
 /* NFD against NFC and case folding beyond ASCII, as ext4/tmpfs casefold. */
 RFX_CASE (test_unicode_variants_run)
 {
@@ -724,5 +751,6 @@ RFX_CASE (test_check_reports)
 
 RFX_DEFINE_MAIN (probe_main, NULL, FOLD_TEST (test_case_variants_run), FOLD_TEST (test_unicode_variants_run),
                  FOLD_TEST (test_trailing_dots_run), FOLD_TEST (test_inode_per_name_run),
-                 FOLD_TEST (test_remembered_absence_run), FOLD_TEST (test_tmpfs_casefold_run),
-                 FOLD_TEST (test_case_variants_serve), FOLD_TEST (test_check_reports))
+                 FOLD_TEST (test_remembered_absence_run), FOLD_TEST (test_alias_after_no_run),
+                 FOLD_TEST (test_tmpfs_casefold_run), FOLD_TEST (test_case_variants_serve),
+                 FOLD_TEST (test_check_reports))
