@@ -191,6 +191,7 @@ typedef struct NodeExtra
    * (fs-view-fold.c), valid while its mtime and ctime are these */
   GHashTable *spellings;
   struct timespec spellings_mtime, spellings_ctime;
+  gint64 spellings_read_at; /* monotonic us */
   /* a streamed listing's last positions (fs-view-dir.c): N_CURSORS, at
    * most DIR_CURSORS_MAX; where the last one that read to the end ended
    * (END_INDEX, 0 for none), and the directory's ctime before it read */
@@ -322,6 +323,7 @@ struct FbView
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
   gint trim_mark;           /* atomic: the most nodes since malloc was last trimmed (fs-view-node.c) */
   gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
+  gint spellings_kept;      /* atomic: names kept in all directories' NodeExtra.spellings (fs-view-fold.c) */
 
   NodeSlabs slabs;      /* the nodes' blocks */
   GMutex lock;          /* the node table */

@@ -305,9 +305,16 @@ fb_view_fold_listed (int dir_fd, const char *name)
  * directory.  Whether the directory itself folds is asked of each still
  * (ext4, f2fs and tmpfs: its FS_CASEFOLD_FL; may-fold kinds: a probe). */
 #define FOLD_MASK 0xf
-/* A directory listing more names than this is scanned for each name asked
- * (view_dir_lists), not kept */
-#define FOLD_SPELLINGS_MAX 100000
+/* The names kept (view_dir_lists): a directory listing more than
+ * FOLD_SPELLINGS_MAX, or one whose names would take the view's kept names
+ * past FOLD_SPELLINGS_VIEW_MAX, is scanned for each name asked instead;
+ * and a name the kept ones lack, the directory unchanged, is read again at
+ * most once every FOLD_REREAD_US in a directory (a caller that asks for
+ * many spellings the host resolves and does not list would have it read
+ * once for each). */
+#define FOLD_SPELLINGS_MAX 20000
+#define FOLD_SPELLINGS_VIEW_MAX 500000
+#define FOLD_REREAD_US (100 * 1000)
 #define KIND_SHIFT 4
 
 /* The kind in V, KIND_MAYBE_SERVER when not known yet (no absence trusted) */
@@ -476,8 +483,10 @@ int
 view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
 {
   NodeExtra *x = node_extra (dir);
+  FbView *view = node_view (dir);
   g_autoptr (GHashTable) fresh = NULL;
   struct stat st;
+  gint kept;
   int r = 0;
 
   /* the directory's times before its names are read: a change meanwhile
@@ -485,16 +494,19 @@ view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
   if (fstat (dir_fd, &st) < 0)
     return -errno;
   /* Kept names answer while the directory's times are unchanged; a name
-   * they lack is read again (a name made within the clock tick of the last
-   * reading leaves the times as they were).  A name kept after it went
+   * they lack is read again, at most every FOLD_REREAD_US (a name made
+   * within the clock tick of the last reading leaves the times as they
+   * were: refused meanwhile, not let through).  A name kept after it went
    * (in that tick) is no risk: where the host folds, it is decided folded
    * anyway. */
   g_mutex_lock (&x->lock);
   if (x->spellings != NULL && same_time (&x->spellings_mtime, &st.st_mtim) &&
-      same_time (&x->spellings_ctime, &st.st_ctim) && g_hash_table_contains (x->spellings, name))
+      same_time (&x->spellings_ctime, &st.st_ctim) &&
+      (g_hash_table_contains (x->spellings, name) || g_get_monotonic_time () - x->spellings_read_at < FOLD_REREAD_US))
     {
+      r = g_hash_table_contains (x->spellings, name) ? 1 : 0;
       g_mutex_unlock (&x->lock);
-      return 1;
+      return r;
     }
   g_mutex_unlock (&x->lock);
   fresh = spellings_read (dir_fd, &r);
@@ -502,12 +514,23 @@ view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
     /* too many to keep: this question alone, by a scan */
     return r == -E2BIG ? fb_view_fold_listed (dir_fd, name) : r;
   r = g_hash_table_contains (fresh, name) ? 1 : 0;
+  kept = (gint)g_hash_table_size (fresh);
+  if (g_atomic_int_add (&view->spellings_kept, kept) + kept > FOLD_SPELLINGS_VIEW_MAX)
+    {
+      /* the view keeps enough: answered, not kept */
+      g_atomic_int_add (&view->spellings_kept, -kept);
+      return r;
+    }
   g_mutex_lock (&x->lock);
   if (x->spellings != NULL)
-    g_hash_table_destroy (x->spellings);
+    {
+      g_atomic_int_add (&view->spellings_kept, -(gint)g_hash_table_size (x->spellings));
+      g_hash_table_destroy (x->spellings);
+    }
   x->spellings = g_steal_pointer (&fresh);
   x->spellings_mtime = st.st_mtim;
   x->spellings_ctime = st.st_ctim;
+  x->spellings_read_at = g_get_monotonic_time ();
   g_mutex_unlock (&x->lock);
   return r;
 }
@@ -556,7 +579,7 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
   FbViewNode *known;
   struct stat st;
-  bool same = false;
+  bool same = false, check_listing = true;
   int fd;
 
   /* A probe's "no" on a filesystem that may fold says only that ASCII
@@ -575,20 +598,22 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
        * nothing there (the operation finds that out itself) */
       if (fd < 0 || view_dir_lists (dir, fd, name) != 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return 0;
-      goto refuse;
+      check_listing = false;
     }
-  fd = node_fd_get (dir, &hold);
-  if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return 0; /* nothing there: the operation finds that out itself */
+  else
+    {
+      fd = node_fd_get (dir, &hold);
+      if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0; /* nothing there: the operation finds that out itself */
+    }
   /* a name the view made a node for was checked then; if the host still
    * shows that object there, it was not respelt since */
   g_mutex_lock (&view->lock);
   known = table_find_locked (view, dir, name);
   same = known != NULL && known->kind == NODE_HOST && known->ino == st.st_ino && known->dev == st.st_dev;
   g_mutex_unlock (&view->lock);
-  if (same || spelt_as_listed (dir, fd, name))
+  if (same || (check_listing && spelt_as_listed (dir, fd, name)))
     return 0;
-refuse:
   view_emit (view, caller, op, path, target, access, FB_DECISION_HIDE, ENOENT,
              view_refusal_rule (VIEW_REFUSAL_FOLD_SPELLING));
   return -ENOENT;

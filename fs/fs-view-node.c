@@ -568,7 +568,10 @@ node_free (FbViewNode *node, FbViewNode *parent)
       if (node->extra->listing != NULL)
         g_array_unref (node->extra->listing);
       if (node->extra->spellings != NULL)
-        g_hash_table_destroy (node->extra->spellings);
+        {
+          g_atomic_int_add (&view->spellings_kept, -(gint)g_hash_table_size (node->extra->spellings));
+          g_hash_table_destroy (node->extra->spellings);
+        }
       g_free (node->extra->cursors);
       g_mutex_clear (&node->extra->lock);
       g_free (node->extra);

@@ -217,19 +217,22 @@ test_probe (void **state)
 
 /* A directory node's kept names (view_dir_lists): a name the directory
  * lists under exactly that spelling, read once and kept while the
- * directory does not change; a name made since (even within the clock
- * tick of the reading, which leaves the directory's times as they were)
- * is found; another spelling is not. */
+ * directory does not change; a name made since is found (made within the
+ * clock tick of the reading, which leaves the directory's times as they
+ * were, at the latest once the directory may be read again: 100 ms);
+ * another spelling is not. */
 static void
 test_kept_spellings (void **state)
 {
   Fx *fx = *state;
-  NodeSlabs slabs;
+  /* a node of a view's slabs (node_view() finds the view by them); only
+   * the count of kept names is used */
+  g_autofree FbView *view = g_new0 (FbView, 1);
   FbViewNode *dir;
   NodeExtra *x;
 
-  node_slabs_init (&slabs);
-  dir = node_slabs_alloc (&slabs, sizeof (FbViewNode));
+  node_slabs_init (&view->slabs);
+  dir = node_slabs_alloc (&view->slabs, sizeof (FbViewNode));
   touch (fx, "Alpha");
   assert_int_equal (view_dir_lists (dir, fx->fd, "Alpha"), 1);
   assert_int_equal (view_dir_lists (dir, fx->fd, "alpha"), 0);
@@ -242,15 +245,20 @@ test_kept_spellings (void **state)
       g_autofree char *lower = g_ascii_strdown (name, -1);
 
       touch (fx, name);
-      assert_int_equal (view_dir_lists (dir, fx->fd, name), 1);
+      if (view_dir_lists (dir, fx->fd, name) != 1)
+        {
+          g_usleep (150 * 1000);
+          assert_int_equal (view_dir_lists (dir, fx->fd, name), 1);
+        }
       assert_int_equal (view_dir_lists (dir, fx->fd, lower), 0);
       assert_int_equal (view_dir_lists (dir, fx->fd, "Alpha"), 1);
     }
+  assert_int_equal (g_atomic_int_get (&view->spellings_kept), (gint)g_hash_table_size (x->spellings));
   g_hash_table_destroy (x->spellings);
   g_mutex_clear (&x->lock);
   g_free (x);
   node_slabs_free (dir);
-  node_slabs_clear (&slabs);
+  node_slabs_clear (&view->slabs);
 }
 
 static void
