@@ -430,6 +430,11 @@ typedef struct
 void child_info_clear (ChildInfo *ci);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (ChildInfo, child_info_clear)
 int decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret);
+/* The same for a name to be made (created, linked, renamed onto): decided
+ * folded where a probe said the host keeps case apart but the filesystem
+ * may fold all the same (view_dir_fold_new), so that no name is made that
+ * may act as a protected or ruled one on the host. */
+int decide_new_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret);
 /* What an existing NAME needs to be entered from its directory (PST). */
 int check_enter (const NodeState *pst, const char *name, FbDecision *ret_decision);
 int check_create (const NodeState *pst, const ChildInfo *ci, FbDecision *ret_decision, const FbPolicyRule **ret_rule);
@@ -556,6 +561,9 @@ void view_fd_pressure (void);
  * view_fold_settle() probes a directory that may fold with NAME, an
  * existing name with ASCII letters. */
 FbViewFold view_dir_fold (FbViewNode *dir);
+/* view_dir_fold() for a name to be made: MAYBE where a probe said NO on a
+ * filesystem whose folding is not the kernel's. */
+FbViewFold view_dir_fold_new (FbViewNode *dir);
 FbViewFold view_dir_fold_known (FbViewNode *dir);
 /* The same asked through READ_FD (DIR open for reading, for a listing):
  * no descriptor of its own opened for FS_IOC_GETFLAGS. */

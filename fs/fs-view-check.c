@@ -113,8 +113,9 @@ child_info_clear (ChildInfo *ci)
   g_clear_pointer (&ci->path, g_free);
 }
 
-int
-decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret)
+static int
+decide_checked (FbView *view, FbViewNode *parent, FbViewFold fold, const NodeState *pst, const char *name,
+                ChildInfo *ret)
 {
   int r = check_name (name);
 
@@ -128,9 +129,21 @@ decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, co
   if (pst->too_long || strlen (pst->path) + 1 + strlen (name) > FB_VIEW_PATH_MAX)
     return -ENAMETOOLONG;
   ret->path = join_path (pst->path, name);
-  view_decide_child (view, view_dir_fold (parent), pst, name, &ret->decision);
+  view_decide_child (view, fold, pst, name, &ret->decision);
   view_state_decide (view, parent, pst, name, &ret->decision);
   return 0;
+}
+
+int
+decide_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret)
+{
+  return decide_checked (view, parent, view_dir_fold (parent), pst, name, ret);
+}
+
+int
+decide_new_child_checked (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name, ChildInfo *ret)
+{
+  return decide_checked (view, parent, view_dir_fold_new (parent), pst, name, ret);
 }
 
 /* What an existing name needs to be entered from its directory: the

@@ -548,6 +548,17 @@ may_alias (FbViewNode *dir)
   return kind == KIND_MAYBE || kind == KIND_MAYBE_SERVER;
 }
 
+FbViewFold
+view_dir_fold_new (FbViewNode *dir)
+{
+  FbViewFold f = view_dir_fold (dir);
+
+  /* a probe's "no" (two spellings listed side by side, as a casefold
+   * directory also shows names that are not UTF-8) does not make a new
+   * ".GIT" harmless where the filesystem may fold */
+  return f == FB_VIEW_FOLD_NO && may_alias (dir) ? FB_VIEW_FOLD_MAYBE : f;
+}
+
 /* probe()'s question, through DATA's (a directory node's) kept names */
 static int
 lists_kept (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)

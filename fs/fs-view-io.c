@@ -346,7 +346,7 @@ fb_view_create (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   FbViewFdAccount *account = NULL;
   int r, path_fd, pfd, claim;
 
-  r = decide_child_checked (view, parent, pst, name, &ci);
+  r = decide_new_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
     return r;
   r = create_precheck (view, caller, parent, pst, name, &ci, FB_OP_CREATE, NULL);

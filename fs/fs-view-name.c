@@ -63,7 +63,7 @@ make_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const c
   CallerCreds creds;
   int r, fd, pfd;
 
-  r = decide_child_checked (view, parent, pst, name, &ci);
+  r = decide_new_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
     return r;
   r = create_precheck (view, caller, parent, pst, name, &ci, op, NULL);
@@ -193,7 +193,7 @@ fb_view_link (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbView
   char proc[32];
   int r, fd, hfd, npfd;
 
-  r = decide_child_checked (view, newparent, npst, newname, &ci);
+  r = decide_new_child_checked (view, newparent, npst, newname, &ci);
   if (r < 0)
     return r;
   /* The new name would give the inode a second decision: only an object
@@ -389,7 +389,7 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
   r = decide_child_checked (view, parent, pst, name, &ci);
   if (r < 0)
     return r;
-  r = decide_child_checked (view, newparent, npst, newname, &nci);
+  r = decide_new_child_checked (view, newparent, npst, newname, &nci);
   if (r < 0)
     return r;
   r = remove_precheck (view, caller, parent, pst, name, &ci, FB_OP_RENAME, nci.path);

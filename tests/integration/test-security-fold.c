@@ -512,7 +512,8 @@ RFX_CASE (test_remembered_absence_run)
 
 /* A host that keeps case apart but resolves names it never lists (NTFS's
  * and SMB's short 8.3 names): made to say so by two spellings listed side
- * by side, the directory still resolves only what it lists. */
+ * by side, the directory still resolves only what it lists, and makes no
+ * name that folds equal to a protected or denied one. */
 RFX_CASE (test_alias_after_no_run)
 {
   static const char *const args[] = { "--exact", "--alias", "SECRE~1.TXT=secret-deny.txt", NULL };
@@ -527,6 +528,12 @@ RFX_CASE (test_alias_after_no_run)
     { "unlink", "SECRE~1.TXT", "-", "ENOENT" },
     { "read", "secret-deny.txt", "-", "EACCES" },
     { "read", "normal.txt", "-", "OK" },
+    /* nor is a name made that would act as a protected or denied one
+     * where the host folds after all (a casefold directory shows names
+     * that are not UTF-8 in two cases side by side) */
+    { "mkdir", ".GIT", "-", "EACCES" },
+    { "create", "ABSENT-SECRET", "-", "EACCES" },
+    { "rename", "foo", ".Git", "EACCES" },
   };
   static const FoldRun c = {
     .args = args,
