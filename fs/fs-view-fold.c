@@ -194,17 +194,14 @@ fb_view_fold_detect (int dir_fd, const char **ret_fstype)
   return kind_fold (fs_kind (dir_fd, ret_fstype), dir_fd, false);
 }
 
-/* Does DIR_FD list A, and B (may be NULL), under exactly those spellings?
- * One scan; 0, or -errno. */
+/* Call FN with each name DIR_FD lists, until it returns false.  0, or
+ * -errno. */
 static int
-listed_scan (int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
+names_each (int dir_fd, bool (*fn) (const char *name, gpointer data), gpointer data)
 {
   _fb_cleanup_fd_ int fd = openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
   g_autofree char *buf = NULL;
 
-  *ret_a = false;
-  if (ret_b != NULL)
-    *ret_b = false;
   if (fd < 0)
     return -errno;
   buf = g_malloc (32 * 1024);
@@ -220,31 +217,56 @@ listed_scan (int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
         {
           struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + pos);
 
-          if (strcmp (de->d_name, a) == 0)
-            *ret_a = true;
-          if (b != NULL && strcmp (de->d_name, b) == 0)
-            *ret_b = true;
-          if (*ret_a && (b == NULL || *ret_b))
+          if (!fn (de->d_name, data))
             return 0;
           pos += de->d_reclen;
         }
     }
 }
 
-/* Does DIR_FD list A and B (may be NULL) under exactly those spellings?
- * 0, or -errno. */
-typedef int (*ListsFunc) (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b);
-
-static int lists_kept (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b);
-
-static int
-lists_by_scan (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
+typedef struct
 {
-  return listed_scan (dir_fd, a, b, ret_a, ret_b);
+  const char *a, *b; /* B may be NULL */
+  bool has_a, has_b;
+} Wanted;
+
+static bool
+wanted_seen (const char *name, gpointer data)
+{
+  Wanted *w = data;
+
+  w->has_a = w->has_a || strcmp (name, w->a) == 0;
+  w->has_b = w->has_b || (w->b != NULL && strcmp (name, w->b) == 0);
+  return !(w->has_a && (w->b == NULL || w->has_b));
 }
 
+/* Does DIR_FD list A, and B (may be NULL), under exactly those spellings?
+ * Through DIR's kept names when DIR is not NULL (view_dir_lists), else by
+ * one scan.  0, or -errno. */
+static int
+lists (FbViewNode *dir, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
+{
+  Wanted w = { a, b, false, false };
+  int r;
+
+  if (dir == NULL)
+    r = names_each (dir_fd, wanted_seen, &w);
+  else
+    {
+      int ra = view_dir_lists (dir, dir_fd, a), rb = b != NULL ? view_dir_lists (dir, dir_fd, b) : 0;
+
+      r = ra < 0 ? ra : rb < 0 ? rb : 0;
+      w.has_a = ra == 1;
+      w.has_b = rb == 1;
+    }
+  *ret_a = w.has_a;
+  *ret_b = w.has_b;
+  return r;
+}
+
+/* fb_view_fold_probe(), through DIR's kept names when DIR is not NULL */
 static FbViewFold
-probe (int dir_fd, const char *name, bool absence_proves, ListsFunc lists, gpointer data)
+probe (int dir_fd, const char *name, bool absence_proves, FbViewNode *dir)
 {
   g_autofree char *other = g_strdup (name);
   struct stat st;
@@ -267,7 +289,7 @@ probe (int dir_fd, const char *name, bool absence_proves, ListsFunc lists, gpoin
    * point.  A spelling that reaches something the directory does not list
    * under it means the host folds (or aliases); an entry of its own under
    * each means the host keeps them apart. */
-  if (lists (data, dir_fd, name, other_there ? other : NULL, &has_name, &has_other) < 0)
+  if (lists (dir, dir_fd, name, other_there ? other : NULL, &has_name, &has_other) < 0)
     return FB_VIEW_FOLD_MAYBE;
   if (!has_name || (other_there && !has_other))
     return FB_VIEW_FOLD_YES;
@@ -281,14 +303,14 @@ probe (int dir_fd, const char *name, bool absence_proves, ListsFunc lists, gpoin
 FbViewFold
 fb_view_fold_probe (int dir_fd, const char *name, bool absence_proves)
 {
-  return probe (dir_fd, name, absence_proves, lists_by_scan, NULL);
+  return probe (dir_fd, name, absence_proves, NULL);
 }
 
 int
 fb_view_fold_listed (int dir_fd, const char *name)
 {
-  bool has;
-  int r = listed_scan (dir_fd, name, NULL, &has, NULL);
+  bool has, unused;
+  int r = lists (NULL, dir_fd, name, NULL, &has, &unused);
 
   return r < 0 ? r : has ? 1 : 0;
 }
@@ -404,7 +426,7 @@ view_fold_settle (FbViewNode *dir, const char *name)
     return;
   /* a directory that stays "maybe" (a server's that keeps spellings
    * apart) is probed again at each new name: through its kept names */
-  f = probe (fd, name, fold_kind_of (g_atomic_int_get (&node_dir (dir)->fold)) != KIND_MAYBE_SERVER, lists_kept, dir);
+  f = probe (fd, name, fold_kind_of (g_atomic_int_get (&node_dir (dir)->fold)) != KIND_MAYBE_SERVER, dir);
   if (f != FB_VIEW_FOLD_MAYBE)
     {
       gint *slot = &node_dir (dir)->fold;
@@ -431,46 +453,26 @@ view_subtree_has_rules (FbView *view, const FbPolicyDecision *decision, const ch
   return fb_policy_subtree_has_rules_folded (view->policy, decision, path);
 }
 
+static bool
+spelling_kept (const char *name, gpointer data)
+{
+  GHashTable *names = data;
+
+  g_hash_table_add (names, g_strdup (name));
+  return g_hash_table_size (names) <= FOLD_SPELLINGS_MAX;
+}
+
 /* The names DIR_FD lists, spelt as on disk; NULL when it can't be read,
  * or lists more than FOLD_SPELLINGS_MAX (*RET_ERR: -errno or -E2BIG). */
 static GHashTable *
 spellings_read (int dir_fd, int *ret_err)
 {
-  _fb_cleanup_fd_ int fd = openat (dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
-  g_autoptr (GHashTable) names = NULL;
-  g_autofree char *buf = NULL;
+  g_autoptr (GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
-  if (fd < 0)
-    {
-      *ret_err = -errno;
-      return NULL;
-    }
-  names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  buf = g_malloc (32 * 1024);
-  for (;;)
-    {
-      long n = syscall (SYS_getdents64, fd, buf, 32 * 1024);
-
-      if (n < 0)
-        {
-          *ret_err = -errno;
-          return NULL;
-        }
-      if (n == 0)
-        return g_steal_pointer (&names);
-      for (long pos = 0; pos < n;)
-        {
-          struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + pos);
-
-          g_hash_table_add (names, g_strdup (de->d_name));
-          pos += de->d_reclen;
-        }
-      if (g_hash_table_size (names) > FOLD_SPELLINGS_MAX)
-        {
-          *ret_err = -E2BIG;
-          return NULL;
-        }
-    }
+  *ret_err = names_each (dir_fd, spelling_kept, names);
+  if (*ret_err == 0 && g_hash_table_size (names) > FOLD_SPELLINGS_MAX)
+    *ret_err = -E2BIG;
+  return *ret_err == 0 ? g_steal_pointer (&names) : NULL;
 }
 
 static bool
@@ -559,19 +561,6 @@ view_dir_fold_new (FbViewNode *dir)
   return f == FB_VIEW_FOLD_NO && may_alias (dir) ? FB_VIEW_FOLD_MAYBE : f;
 }
 
-/* probe()'s question, through DATA's (a directory node's) kept names */
-static int
-lists_kept (gpointer data, int dir_fd, const char *a, const char *b, bool *ret_a, bool *ret_b)
-{
-  int ra = view_dir_lists (data, dir_fd, a), rb = b != NULL ? view_dir_lists (data, dir_fd, b) : 0;
-
-  if (ra < 0 || rb < 0)
-    return ra < 0 ? ra : rb;
-  *ret_a = ra == 1;
-  *ret_b = rb == 1;
-  return 0;
-}
-
 /* Is NAME, which the host resolves in DIR, listed under that very
  * spelling?  True where the host does not fold. */
 static bool
@@ -588,42 +577,33 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
                  const char *path, const char *target)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  FbViewFold fold = view_dir_fold (dir);
   FbViewNode *known;
   struct stat st;
-  bool same = false, check_listing = true;
+  bool same = false;
   int fd;
 
   /* A probe's "no" on a filesystem that may fold says only that ASCII
    * case is kept apart: such a host may still resolve names it does not
    * list (NTFS's and SMB's short 8.3 names, Unicode normalisation) --
-   * spelling checked there too, where the directory can be read.
-   * Filesystems whose folding the kernel does (ext4, f2fs, tmpfs) or that
-   * never fold are taken at their word. */
-  if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
-    {
-      if (!may_alias (dir))
-        return 0;
-      fd = node_fd_get (dir, &hold);
-      /* listed (the common case: one lookup in the kept names), or a
-       * directory that can't be read (the probe's word is kept), or
-       * nothing there (the operation finds that out itself) */
-      if (fd < 0 || view_dir_lists (dir, fd, name) != 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return 0;
-      check_listing = false;
-    }
-  else
-    {
-      fd = node_fd_get (dir, &hold);
-      if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return 0; /* nothing there: the operation finds that out itself */
-    }
+   * spelling checked there too, the kept names first (one table lookup in
+   * the common case), and a directory that can't be read keeps the probe's
+   * word.  Filesystems whose folding the kernel does (ext4, f2fs, tmpfs)
+   * or that never fold are taken at their word. */
+  if (fold == FB_VIEW_FOLD_NO && !may_alias (dir))
+    return 0;
+  fd = node_fd_get (dir, &hold);
+  if (fd < 0 || (fold == FB_VIEW_FOLD_NO && view_dir_lists (dir, fd, name) != 0))
+    return 0;
+  if (fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return 0; /* nothing there: the operation finds that out itself */
   /* a name the view made a node for was checked then; if the host still
    * shows that object there, it was not respelt since */
   g_mutex_lock (&view->lock);
   known = table_find_locked (view, dir, name);
   same = known != NULL && known->kind == NODE_HOST && known->ino == st.st_ino && known->dev == st.st_dev;
   g_mutex_unlock (&view->lock);
-  if (same || (check_listing && spelt_as_listed (dir, fd, name)))
+  if (same || (fold != FB_VIEW_FOLD_NO && view_dir_lists (dir, fd, name) == 1))
     return 0;
   view_emit (view, caller, op, path, target, access, FB_DECISION_HIDE, ENOENT,
              view_refusal_rule (VIEW_REFUSAL_FOLD_SPELLING));
