@@ -472,13 +472,23 @@ static const Step variant_first_steps[] = {
 static void
 variants_after (RFx *fx, const char *arg, const Step *setup, size_t n_setup)
 {
-  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "PRIVATE-DIR/inner.txt", NULL };
+  static const char *const variants[] = { ".GIT/config", "SECRET-DENY.TXT", "PRIVATE-DIR/inner.txt", "Mixed-Case.txt",
+                                          NULL };
+  /* an entry the disk spells otherwise than its rule: denied only while
+   * the directory is rightly taken to fold (or maybe) */
+  static const TestSecFile files[] = { { "Mixed-Case.txt", "mixed\n" } };
+  static const Step last[] = { { "read", "Mixed-Case.txt", "-", "EACCES" } };
   const char *const args[] = { arg, NULL };
   g_autoptr (GArray) steps = g_array_new (FALSE, FALSE, sizeof (Step));
-  FoldRun c = { .args = args, .variants = variants };
+  FoldRun c = { .args = args,
+                .files = files,
+                .n_files = G_N_ELEMENTS (files),
+                .variants = variants,
+                .rules = ",{\"path\":\"${WORKSPACE}/ci/mixed-case.txt\",\"access\":\"deny\",\"why\":\"mixed\"}" };
 
   g_array_append_vals (steps, setup, (guint)n_setup);
   g_array_append_vals (steps, variant_first_steps, G_N_ELEMENTS (variant_first_steps));
+  g_array_append_vals (steps, last, G_N_ELEMENTS (last));
   c.steps = (const Step *)(gpointer)steps->data;
   c.n_steps = steps->len;
   g_free (fold_run (fx, &c, NULL, NULL));
