@@ -14,6 +14,7 @@
 #include "policy/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,6 +46,7 @@ struct FbRun
   FbRunKind kind;
   char *id;
   char *dir;
+  int dir_fd;     /* DIR, opened once it is made: its files are written through it */
   bool dir_given; /* --run-dir */
   char *log_path;
   bool log_given; /* --log: a file of the caller's choice, maybe elsewhere */
@@ -76,6 +78,7 @@ fb_run_new (const FbRunOptions *options)
   FbRun *run = g_new0 (FbRun, 1);
 
   run->kind = options->kind;
+  run->dir_fd = -1;
   /* Known before it exists, so that the policy (which may use ${RUN}) is
    * checked before anything is created. */
   if (options->run_dir != NULL)
@@ -113,6 +116,18 @@ fb_run_get_dir (FbRun *run)
   return run->dir;
 }
 
+int
+fb_run_get_dir_fd (FbRun *run)
+{
+  return run->dir_fd;
+}
+
+void
+fb_run_set_dir_fd (FbRun *run, int fd)
+{
+  run->dir_fd = fd;
+}
+
 const char *
 fb_run_get_log_path (FbRun *run)
 {
@@ -143,32 +158,79 @@ fb_run_get_info (FbRun *run)
   return run->info;
 }
 
-/* Write a file of the run directory: a new one in place, an existing one
- * through a temporary file and rename(2), so a reader never sees half of
- * it.  Neither is fsynced: these files describe the run, the access log is
- * its record, and the log is fsynced when it is closed (docs/design.md,
- * promise 3).  An fsync here cost 1 to 20 ms each on a busy disk, on the
- * path of every run's start and end.  After a crash run.json may be
- * missing or older; `fusebox runs` then shows the run as over or unknown,
- * and the log still holds every record. */
+/* Write NAME in the run directory: a new one in place, an existing one
+ * through a temporary file and renameat(2), so a reader never sees half of
+ * it.  Always relative to the directory's descriptor, taken when it was
+ * made: a run directory in a place a sandbox writes (a --run-dir in the
+ * workspace) may have its parent renamed and a link put in its place while
+ * the run goes on, and a path would then lead this process (root, say)
+ * wherever the link points.  Neither file is fsynced: these files describe
+ * the run, the access log is its record, and the log is fsynced when it is
+ * closed (docs/design.md, promise 3).  An fsync here cost 1 to 20 ms each
+ * on a busy disk, on the path of every run's start and end.  After a crash
+ * run.json may be missing or older; `fusebox runs` then shows the run as
+ * over or unknown, and the log still holds every record. */
 static gboolean
-write_run_file (const char *path, const char *text, GError **error)
+write_run_file (FbRun *run, const char *name, const char *text, GError **error)
 {
-  g_autofree char *tmp = NULL;
+  g_autofree char *tmp = g_strconcat (name, ".tmp", NULL);
+  struct stat st;
+  const char *target = name;
+  bool fresh;
+  gsize len = strlen (text);
+  int fd, e;
 
-  if (!g_file_test (path, G_FILE_TEST_EXISTS))
-    return g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_NONE, 0600, error);
-  tmp = g_strconcat (path, ".tmp", NULL);
-  if (!g_file_set_contents_full (tmp, text, -1, G_FILE_SET_CONTENTS_NONE, 0600, error))
-    return FALSE;
-  if (rename (tmp, path) < 0)
+  if (run->dir_fd < 0)
     {
-      int e = errno;
-      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s: rename: %s", path, g_strerror (e));
-      unlink (tmp);
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "%s/%s: the run directory was not made", run->dir, name);
+      return FALSE;
+    }
+  fresh = fstatat (run->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+  if (!fresh)
+    {
+      /* one left by a crash */
+      (void)unlinkat (run->dir_fd, tmp, 0);
+      target = tmp;
+    }
+  fd = openat (run->dir_fd, target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    goto fail;
+  for (gsize done = 0; done < len;)
+    {
+      ssize_t n = write (fd, text + done, len - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          e = n < 0 ? errno : EIO;
+          close (fd);
+          (void)unlinkat (run->dir_fd, target, 0);
+          errno = e;
+          goto fail;
+        }
+      done += (gsize)n;
+    }
+  if (close (fd) < 0 && errno != EINTR)
+    {
+      e = errno;
+      (void)unlinkat (run->dir_fd, target, 0);
+      errno = e;
+      goto fail;
+    }
+  if (!fresh && renameat (run->dir_fd, tmp, run->dir_fd, name) < 0)
+    {
+      e = errno;
+      (void)unlinkat (run->dir_fd, tmp, 0);
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s/%s: rename: %s", run->dir, name,
+                   g_strerror (e));
       return FALSE;
     }
   return TRUE;
+
+fail:
+  e = errno;
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s/%s: %s", run->dir, target, g_strerror (e));
+  return FALSE;
 }
 
 /* --run-dir: made 0700, new or empty (runs never share a directory). */
@@ -176,7 +238,20 @@ static gboolean
 make_given_dir (const char *dir, GError **error)
 {
   g_autoptr (GDir) d = NULL;
+  struct stat st;
 
+  /* the directory itself, not a link to one: a link at a path a sandbox
+   * writes (a --run-dir in the workspace) may be one that an earlier
+   * sandbox put there, to have this run's log and private files made
+   * where it chose */
+  if (lstat (dir, &st) == 0 && S_ISLNK (st.st_mode))
+    {
+      g_autofree char *target = g_file_read_link (dir, NULL);
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                   "--run-dir %s is a symbolic link (to %s); give the directory itself, or a new name", dir,
+                   target != NULL ? target : "?");
+      return FALSE;
+    }
   /* out of other users' reach, and made so: a directory of another
    * user's (an empty one made ready, one on the way to it, one made in
    * a race) would let them swap its private sources and its log */
@@ -214,7 +289,16 @@ make_dir (FbRun *run, GError **error)
   g_autoptr (GError) local = NULL;
 
   if (run->dir_given ? make_given_dir (run->dir, &local) : (made = fb_run_dir_create (run->id, &local)) != NULL)
-    return TRUE;
+    {
+      /* taken now, before any sandbox of this run can reach its parent */
+      run->dir_fd = open (run->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (run->dir_fd >= 0)
+        return TRUE;
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "can't open the run directory %s: %s", run->dir,
+                   g_strerror (e));
+      return FALSE;
+    }
   /* each message says what to give, --run-dir's and the state directory's */
   g_set_error (error, local->domain, local->code, "can't make the run directory: %s", local->message);
   return FALSE;
@@ -252,7 +336,7 @@ fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "%s: the policy could not be written", policy_path);
       return FALSE;
     }
-  if (!write_run_file (policy_path, json, error))
+  if (!write_run_file (run, "policy.json", json, error))
     return FALSE;
   /* The view hides these by host identity, whatever path or source leads
    * to them, and a source may not show one at all. */
@@ -290,7 +374,6 @@ fb_run_process_start_time (pid_t pid)
 gboolean
 fb_run_save (FbRun *run, GError **error)
 {
-  g_autofree char *path = g_build_filename (run->dir, "run.json", NULL);
   g_autoptr (JsonNode) node = json_node_new (JSON_NODE_OBJECT);
   g_autoptr (JsonGenerator) gen = json_generator_new ();
   g_autofree char *text = NULL;
@@ -301,7 +384,7 @@ fb_run_save (FbRun *run, GError **error)
   json_generator_set_root (gen, node);
   text = json_generator_to_data (gen, NULL);
   with_nl = g_strconcat (text, "\n", NULL);
-  return write_run_file (path, with_nl, error);
+  return write_run_file (run, "run.json", with_nl, error);
 }
 
 gboolean
@@ -433,6 +516,7 @@ fb_run_free (FbRun *run)
       fb_access_log_free (run->log);
     }
   g_free (run->id);
+  fb_fd_close (&run->dir_fd);
   g_free (run->dir);
   g_free (run->log_path);
   fb_policy_vars_clear (&run->vars);

@@ -219,6 +219,13 @@ typedef struct FbRun FbRun;
 FbRun *fb_run_new (const FbRunOptions *options);
 const char *fb_run_get_id (FbRun *run);
 const char *fb_run_get_dir (FbRun *run);
+/* The run directory's descriptor (O_RDONLY, taken when fb_run_create made
+ * it), or -1 before: what is done in the directory later goes through it,
+ * never through its path, which a sandbox may have redirected. */
+int fb_run_get_dir_fd (FbRun *run);
+/* After a fork that closed descriptors: the run directory's is now FD
+ * (a duplicate made before; the one it had is not closed here). */
+void fb_run_set_dir_fd (FbRun *run, int fd);
 const char *fb_run_get_log_path (FbRun *run);
 const FbPolicyVars *fb_run_get_vars (FbRun *run);
 /* After fb_run_create: */

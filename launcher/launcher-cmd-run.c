@@ -95,7 +95,8 @@ run_usage (FILE *out)
                 "                              the command's environment\n"
                 "  --log-level mutations|opens|all\n"
                 "  --run-dir DIR               the run directory (default under\n"
-                "                              $XDG_STATE_HOME/fusebox/runs/)\n"
+                "                              $XDG_STATE_HOME/fusebox/runs/; with --session\n"
+                "                              it must be there)\n"
                 "  --keep-run                  keep private sources after the run (not with\n"
                 "                              --session: a session's are the session's)\n"
                 "  --log-file-size SIZE        rotate the access log past SIZE (default 16M)\n"
@@ -596,7 +597,10 @@ static void
 remove_private (Run *run)
 {
   const char *dir = fb_run_get_dir (run->run);
-  _fb_cleanup_fd_ int fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  /* through the descriptor taken when the directory was made: its path
+   * may lead elsewhere by now (a --run-dir in the workspace whose parent
+   * the sandbox renamed and replaced with a link) */
+  int fd = fb_run_get_dir_fd (run->run);
   if (fd < 0)
     return;
   int r = fb_cmd_remove_tree_at (fd, "private");

@@ -811,6 +811,41 @@ run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
   return ready_for (c, fds[4], ret_why) && run_ready_granted (c, fds, resolve, ret_why);
 }
 
+/* Whether DIR_FD (the directory at PATH) is an entry of the runs root.
+ * The session's view was made before any of its commands' run
+ * directories, and hides fusebox's state by the identities it knew then:
+ * the runs root, with everything in it, whenever made.  A run directory
+ * elsewhere (a --run-dir in the workspace) would be in the view, and every
+ * command of the session could read and rewrite that command's log and
+ * run.json, and move the directory away and put a link in its place. */
+static bool
+in_runs_root (int dir_fd, const char *path)
+{
+  g_autofree char *runs_root = fb_run_dir_root ();
+  g_autofree char *base = g_path_get_basename (path);
+  _fb_cleanup_fd_ int root_fd = open (runs_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct stat a, b;
+
+  return root_fd >= 0 && fstat (dir_fd, &a) == 0 && fstatat (root_fd, base, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* The client's side of in_runs_root: --run-dir DIR would be made (or is)
+ * directly in the runs root. */
+static bool
+run_dir_in_runs_root (const char *run_dir)
+{
+  g_autofree char *runs_root = fb_run_dir_root ();
+  g_autofree char *dir = g_canonicalize_filename (run_dir, NULL);
+  g_autofree char *parent = g_path_get_dirname (dir);
+  struct stat a, b;
+
+  /* (no root yet: the first run makes it, and DIR in it) */
+  if (stat (runs_root, &b) < 0)
+    return errno == ENOENT && strcmp (parent, runs_root) == 0;
+  return stat (parent, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* JOIN's run: the caller's own, new.  Its id is no other command's of
  * this session, and the log it names is to be made in a run directory
  * of ours (not writable by others) whose run.json names this id and the
@@ -868,6 +903,14 @@ join_run_ok (Conn *c, const Msg *m, JsonObject **ret_info, int *ret_dir, char **
     {
       *ret_why = g_strdup_printf ("%s/run.json is not run %s's, supervised by the caller (pid %d)", dir, m->run_id,
                                   (int)cred.pid);
+      return false;
+    }
+  if (!in_runs_root (dfd, dir))
+    {
+      g_autofree char *runs_root = fb_run_dir_root ();
+      *ret_why = g_strdup_printf ("the run directory %s is not in fusebox's runs directory %s, the only place the "
+                                  "session's view hides from every command",
+                                  dir, runs_root);
       return false;
     }
   if (fstatat (dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
@@ -1994,12 +2037,16 @@ start_session (const RunOptions *o, const char *name)
        * this command's exit leaves it be. */
       Daemon d = { 0 };
       int null_fd;
+      /* the session's run directory, as made (fb_run_get_dir_fd), clear
+       * of 3 and 4 for the moves below */
+      int dir_fd = fcntl (fb_run_get_dir_fd (srun), F_DUPFD_CLOEXEC, 5);
 
       /* nothing of the caller's: not its descriptors (a pipe it waits on,
        * the lock, which would stay taken while we live), not its terminal */
-      if (dup2 (pipefd[1], 3) < 0 || close_range (4, ~0U, 0) < 0)
+      if (dir_fd < 0 || dup2 (pipefd[1], 3) < 0 || dup3 (dir_fd, 4, O_CLOEXEC) < 0 || close_range (5, ~0U, 0) < 0)
         _exit (FB_LAUNCHER_EXIT_SANDBOX);
       pipefd[1] = 3;
+      fb_run_set_dir_fd (srun, 4);
       null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
       setsid ();
       if (fork () != 0)
@@ -2318,6 +2365,17 @@ fb_cmd_run_session (const RunOptions *o, Run *run)
     {
       fb_cmd_error ("run: --session %s: the --resolve entries take %zu bytes; a session's command takes up to %zu",
                     name, strlen (resolve), sizeof m.text - 1);
+      return FB_LAUNCHER_EXIT_SANDBOX;
+    }
+  /* its run directory where the session's view hides it (in_runs_root):
+   * refused before anything is made */
+  if (o->run_dir != NULL && !run_dir_in_runs_root (o->run_dir))
+    {
+      g_autofree char *runs_root = fb_run_dir_root ();
+      fb_cmd_error ("run: --session %s: --run-dir %s is not in fusebox's runs directory %s: the session's view was "
+                    "made before it, and every command of the session could read and rewrite this command's log; "
+                    "leave --run-dir out (`fusebox log RUN` finds the log by its run id), or give %s/NAME",
+                    name, o->run_dir, runs_root, runs_root);
       return FB_LAUNCHER_EXIT_SANDBOX;
     }
   if (!sessions_dir_ok ("run: --session"))

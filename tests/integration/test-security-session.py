@@ -643,9 +643,9 @@ def t_join_dir_swapped(h):
     with open(os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs", session_run, "policy.json"), "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest().encode()
     forbidden = os.path.join(h.dir, "forbidden")
-    jail = os.path.join(h.dir, "jail")
+    # the daemon takes a command's log only in a directory of the runs root
+    jail = os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs")
     os.mkdir(forbidden, 0o755)
-    os.mkdir(jail, 0o700)
     os.symlink(forbidden, os.path.join(jail, "l"))
     with open("/proc/self/stat") as f:
         start_time = int(f.read().rsplit(")", 1)[1].split()[19])
@@ -681,9 +681,84 @@ def t_join_dir_swapped(h):
         finally:
             os.kill(racer, signal.SIGKILL)
             os.waitpid(racer, 0)
+    for name in ("d", "l"):
+        path = os.path.join(jail, name)
+        if os.path.islink(path):
+            os.unlink(path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
     # some were taken (the check passed), and none wrote past it
     assert accepted > 0, "no JOIN was accepted: the race was never run"
     assert os.listdir(forbidden) == [], os.listdir(forbidden)
+
+
+def join_run_dir(h, session, run_dir, rid):
+    """A JOIN of a client of its own naming a log in RUN_DIR (made 0700,
+    with a run.json naming RID and this process as its supervisor, as a
+    full client writes it): the answer."""
+    runs_root = os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs")
+    session_run = [r for r, info in h.runs().items()
+                   if info.get("kind") == "session" and info.get("session") == session][0]
+    with open(os.path.join(runs_root, session_run, "policy.json"), "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest().encode()
+    with open("/proc/self/stat") as f:
+        start_time = int(f.read().rsplit(")", 1)[1].split()[19])
+    os.mkdir(run_dir, 0o700)
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump({"run": rid, "supervisor": {"pid": os.getpid(), "start_time": start_time}}, f)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.settimeout(60)
+    sock.connect(os.path.join(sessions_root(h), session + ".sock"))
+    sock.send(wire(1))
+    sock.recv(struct.calcsize(WIRE))
+    sock.send(struct.pack(WIRE, 3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, digest, rid.encode(),
+                          os.path.join(run_dir, "access.jsonl").encode(), b""))
+    answer, fds, _, _ = socket.recv_fds(sock, struct.calcsize(WIRE), 6)
+    for fd in fds:
+        os.close(fd)
+    sock.close()
+    return unwire(answer)
+
+
+def t_run_dir_out_of_the_view(h):
+    """A command's run directory is where the session's view hides it: in
+    the runs root.  The view was made before the command's run, and knows
+    fusebox's state by the identities it had then: a --run-dir in the
+    workspace would be in it, and any command of the session could read
+    and rewrite that command's log (and move its directory away for a
+    link, for its supervisor to write run.json through).  So such a
+    --run-dir is refused before anything is made, by the client and, for
+    a client of its own, by the daemon; one in the runs root works, and
+    the command finds nothing of it."""
+    code, out, err = h.run("rd", "true # marker-rd")
+    assert code == 0, (code, out, err)
+    elsewhere = os.path.join(h.ws, "rd-elsewhere")
+    code, out, err = h.run("rd", "echo ran", "--run-dir", elsewhere)
+    assert code == 125 and "ran" not in out, (code, out, err)
+    assert "--run-dir %s is not in fusebox's runs directory" % elsewhere in err, err
+    assert not os.path.lexists(elsewhere), os.listdir(h.ws)
+    # in the runs root: the command runs, its log is there, and it can't
+    # see, read or append to it
+    runs_root = os.path.join(h.env["XDG_STATE_HOME"], "fusebox", "runs")
+    named = os.path.join(runs_root, "named-rd")
+    log = os.path.join(named, "access.jsonl")
+    probe = ("cat %s >/dev/null 2>&1 && echo read || echo noread; "
+             "(echo forged >> %s) 2>/dev/null && echo appended || echo noappend; "
+             "ls %s >/dev/null 2>&1 && echo listed || echo unlisted" % (log, log, named))
+    code, out, err = h.run("rd", probe, "--run-dir", named)
+    assert code == 0, (code, out, err)
+    with open(log) as f:  # there, readable on the host
+        text = f.read()
+    assert text.strip() and "forged" not in text, text
+    assert out.split() == ["noread", "noappend", "unlisted"], out
+    # a client of its own, with a run directory in the workspace made as a
+    # full client makes one: refused, nothing made there
+    answer = join_run_dir(h, "rd", os.path.join(h.ws, "own-rd"), "20990101-000000-ownrd1")
+    assert answer["type"] == 9 and "is not in fusebox's runs directory" in answer["text"], answer
+    assert sorted(os.listdir(os.path.join(h.ws, "own-rd"))) == ["run.json"]
+    # the same in the runs root: taken
+    answer = join_run_dir(h, "rd", os.path.join(runs_root, "own-rd"), "20990101-000000-ownrd2")
+    assert answer["type"] == 4, answer
 
 
 def t_relative_programs_refused(h):
@@ -789,5 +864,6 @@ if __name__ == "__main__":
                   ("daemon_proc_not_trusted", t_daemon_proc_not_trusted),
                   ("socket_gone_ends", t_socket_gone_ends), ("chroot_refused", t_chroot_refused),
                   ("join_names_only_its_own_run", t_join_names_only_its_own_run), ("join_dir_swapped", t_join_dir_swapped),
+                  ("run_dir_out_of_the_view", t_run_dir_out_of_the_view),
                   ("relative_programs_refused", t_relative_programs_refused),
                   ("streams_kept", t_streams_kept)], "fusebox-security-session-")

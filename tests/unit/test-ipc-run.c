@@ -144,6 +144,66 @@ test_create (void **state)
   }
 }
 
+/* A run's files are written through its directory's descriptor: once a
+ * sandbox has renamed the directory's parent and put a link in its place
+ * (a --run-dir in a workspace), run.json still goes to the run's own
+ * directory, never where the link leads.  A --run-dir that is a link
+ * (one an earlier sandbox may have put there) is refused. */
+static void
+test_written_through_descriptor (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *ws = g_build_filename (f->dir, "ws", NULL);
+  g_autofree char *parent = g_build_filename (ws, "a", NULL);
+  g_autofree char *run_dir = g_build_filename (parent, "b", NULL);
+  g_autofree char *moved = g_build_filename (ws, "a.old", "b", "run.json", NULL);
+  g_autofree char *victim = g_build_filename (f->dir, "victim", NULL);
+  g_autofree char *victim_b = g_build_filename (victim, "b", NULL);
+  g_autofree char *victim_json = g_build_filename (victim_b, "run.json", NULL);
+  g_autofree char *link = g_build_filename (ws, "link", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr (GError) error = NULL;
+  FbRunOptions ro = { .kind = FB_RUN_KIND_RUN, .run_dir = run_dir, .workspace = f->dir };
+  FbPolicyVars vars = { .workspace = f->dir, .home = "/root", .run = run_dir };
+  g_autoptr (FbPolicy) policy = fb_policy_load_data (
+    "{\"version\":1,\"rules\":[{\"path\":\"/\",\"access\":\"read\",\"why\":\"t\"}]}", -1, "test", &vars, &error);
+  FbRun *run = fb_run_new (&ro);
+
+  assert_non_null (policy);
+  assert_int_equal (g_mkdir_with_parents (victim_b, 0700), 0);
+  assert_true (fb_run_create (run, policy, &error));
+  assert_true (fb_run_start (run, &error));
+  /* the sandbox's move */
+  {
+    g_autofree char *old = g_build_filename (ws, "a.old", NULL);
+    assert_int_equal (rename (parent, old), 0);
+    assert_int_equal (symlink (victim, parent), 0);
+  }
+  assert_true (fb_run_end (run, 3, &error));
+  fb_run_free (run);
+  assert_false (g_file_test (victim_json, G_FILE_TEST_EXISTS));
+  assert_true (g_file_get_contents (moved, &text, NULL, NULL));
+  assert_non_null (strstr (text, "\"exit_status\" : 3"));
+
+  /* a link as --run-dir, to an empty directory */
+  {
+    g_autofree char *empty = g_build_filename (f->dir, "empty", NULL);
+    FbRunOptions lo = { .kind = FB_RUN_KIND_RUN, .run_dir = link, .workspace = f->dir };
+    FbRun *linked = fb_run_new (&lo);
+
+    assert_int_equal (mkdir (empty, 0700), 0);
+    assert_int_equal (symlink (empty, link), 0);
+    assert_false (fb_run_create (linked, policy, &error));
+    assert_non_null (strstr (error->message, "is a symbolic link"));
+    fb_run_free (linked);
+    {
+      g_autoptr (GDir) d = g_dir_open (empty, 0, NULL);
+      assert_non_null (d);
+      assert_null (g_dir_read_name (d));
+    }
+  }
+}
+
 /* fb_run_resolve_log finds WANT for WHAT. */
 static void
 assert_resolves (const char *what, const char *want)
@@ -212,5 +272,6 @@ test_no_runs (void **state)
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_new_id),
                   cmocka_unit_test_setup_teardown (test_root, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_create, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_written_through_descriptor, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_resolve, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_no_runs, setup, teardown))
