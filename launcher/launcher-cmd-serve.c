@@ -445,6 +445,17 @@ fb_cmd_serve (int argc, char **argv)
   g_clear_handle_id (&s.stdio_id, g_source_remove);
   g_clear_pointer (&s.listener, fb_rpc_listener_free);
   g_clear_pointer (&s.server, fb_rpc_server_free);
+  /* the sessions' private /tmp and HOME (RUN_DIR/sessions/ID) go with the
+   * server, as a run's private sources go with it: nothing of them is
+   * left on the host; through the directory's descriptor, as made */
+  if (fb_run_get_dir_fd (run) >= 0)
+    {
+      int r = fb_cmd_remove_tree_at (fb_run_get_dir_fd (run), "sessions");
+      if (r < 0)
+        fb_cmd_error ("serve: removing the sessions' private directories in %s/sessions: %s; remove them with "
+                      "'fusebox runs --prune'",
+                      fb_run_get_dir (run), g_strerror (-r));
+    }
   if (!fb_cmd_close_run_log (run, "serve", "the server"))
     status = FB_EXIT_FAILURE;
   if (!fb_run_end (run, status, &error))

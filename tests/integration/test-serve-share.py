@@ -42,6 +42,7 @@ Exit status: 0 all passed, 1 a check failed, 77 a prerequisite is missing
 """
 import asyncio
 import base64
+import glob
 import os
 import sys
 import time
@@ -363,6 +364,11 @@ async def t_persistence(tmp):
         ok(await c.call("fs/writeFile", {"path": "/tmp/from-api", "dataBase64": base64.b64encode(b"api\n").decode()}))
         out, code = await run(c, srv, "r2", "cat /tmp/from-api")
         assert code == 0 and out == "api\n", (code, out)
+        kept = glob.glob(os.path.join(c.run_dir, "sessions", "*", "*", "note"))
+        assert len(kept) == 2, kept  # on the host, in the server's run directory
+    # nothing of them is left once the server has ended
+    assert not os.path.lexists(os.path.join(c.run_dir, "sessions")), os.listdir(c.run_dir)
+    assert os.path.exists(os.path.join(c.run_dir, "access.jsonl"))
 
 
 async def t_survives_sigkill(tmp):
