@@ -307,13 +307,18 @@ struct FbView
   int *mount_fds; /* per fb_policy_get_mounts(); -1 when missing, -2 for a private
                    * directory not made yet (fs-view.c, MOUNT_FD_UNMADE) */
   guint n_mounts;
-  dev_t blank_devs[3]; /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
-  char **blank_paths;  /* /proc, /sys, /dev and options.blank_paths */
-  char *private_root;  /* options.private_root, copied */
+  dev_t blank_devs[3];   /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
+  char **blank_paths;    /* /proc, /sys, /dev and options.blank_paths */
+  char *private_root;    /* options.private_root, copied */
+  int private_anchor_fd; /* options.private_anchor_fd, duplicated, or -1 */
+  char *private_anchor;  /* options.private_anchor, copied */
   /* fusebox's own state (fs-view-state.c), HostId sorted, immutable after
    * fb_view_new: the objects, and the directories that hold them */
   GArray *state_ids;
   GArray *state_parents;
+  /* and every directory on the way to them, up to / (HostId sorted): none
+   * of them may be moved (view_state_on_the_way) */
+  GArray *state_ways;
   /* and the access logs among them, by their directory and name (a log's
    * rotation makes new files there, which no identity recorded at start
    * covers): StateLog */
@@ -641,10 +646,13 @@ int view_kill_priv (FbView *view, FbViewNode *node, FbViewFile *file);
  * view_state_init() reads options.hidden_paths (fb_view_new);
  * view_state_hides() says whether a host object is one of them;
  * view_state_decide() turns DECISION (of NAME in PARENT, decided as PST)
- * into a hide by the view's own rule when the host object there is one. */
+ * into a hide by the view's own rule when the host object there is one;
+ * view_state_on_the_way() says whether a directory is one of those above
+ * them (which no rename may move). */
 void view_state_init (FbView *view);
 void view_state_clear (FbView *view);
 bool view_state_hides (FbView *view, const struct stat *st);
+bool view_state_on_the_way (FbView *view, const struct stat *st);
 void view_state_decide (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name,
                         FbPolicyDecision *decision);
 

@@ -449,6 +449,16 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
         return -EACCES;
       }
   }
+  /* nor a directory on the way to fusebox's own state (either one of an
+   * exchange): the state would be elsewhere, a link of the caller's in
+   * its place */
+  if ((S_ISDIR (sst.st_mode) && view_state_on_the_way (view, &sst)) ||
+      (dst_exists && S_ISDIR (dst.st_mode) && view_state_on_the_way (view, &dst)))
+    {
+      view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, FB_ACCESS_WRITE, FB_DECISION_DENY, EACCES,
+                 view_refusal_rule (VIEW_REFUSAL_OWN_STATE));
+      return -EACCES;
+    }
   /* nothing moves into or out of a private source: no tree of the host's
    * goes with the run, whatever the view hides in it */
   r = check_same_source (view, caller, FB_OP_RENAME, FB_ACCESS_WRITE, ci.path, nci.path, &ci.decision, &nci.decision);

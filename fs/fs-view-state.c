@@ -20,7 +20,12 @@
  *    inodes no identity recorded at start could cover) is hidden by name
  *    as well, in its directory: its name, and every name its rotation
  *    gives (STEM.FIRST-LAST.jsonl, STEM.FIRST-LAST.N.jsonl, STEM its
- *    name less ".jsonl", as ipc/ipc-logread.c's fb_log_rotated_name).
+ *    name less ".jsonl", as ipc/ipc-logread.c's fb_log_rotated_name);
+ *  - every directory above one of them, up to /, is recorded too, and no
+ *    rename moves one (fs-view-name.c): the objects are hidden, not the way
+ *    to them, and a process whose policy writes, say, $XDG_STATE_HOME's
+ *    parent moved it away for a link of its own, after which every later
+ *    run of the user kept its state where that process saw it.
  * The sets are built before the view is used and never change: no lock. */
 #include "fs/fs-private.h"
 
@@ -110,6 +115,7 @@ view_state_init (FbView *view)
 {
   const char *const *paths = view->options.hidden_paths;
 
+  g_autofree char *last_parent = NULL;
   view->options.hidden_paths = NULL; /* not kept: the caller's strings */
   for (guint i = 0; paths != NULL && paths[i] != NULL; i++)
     {
@@ -126,7 +132,30 @@ view_state_init (FbView *view)
           view->state_parents = g_array_new (FALSE, FALSE, sizeof (HostId));
         }
       add_id (view->state_ids, &st);
+      /* every directory above it, as the host resolves the path now (once
+       * for a run of them in one directory: the runs beside a --run-dir) */
       parent = g_path_get_dirname (paths[i]);
+      if (g_strcmp0 (parent, last_parent) != 0)
+        {
+          g_autofree char *up = fb_realpath (parent);
+          struct stat ust;
+
+          if (view->state_ways == NULL)
+            view->state_ways = g_array_new (FALSE, FALSE, sizeof (HostId));
+          for (guint depth = 0; up != NULL && depth < 256 && stat (up, &ust) == 0; depth++)
+            {
+              char *next;
+
+              add_id (view->state_ways, &ust);
+              if (strcmp (up, "/") == 0)
+                break;
+              next = g_path_get_dirname (up);
+              g_free (up);
+              up = next;
+            }
+          g_free (last_parent);
+          last_parent = g_strdup (parent);
+        }
       if (stat (parent, &pst) == 0 && S_ISDIR (pst.st_mode))
         {
           g_autofree char *base = g_path_get_basename (paths[i]);
@@ -152,6 +181,8 @@ view_state_init (FbView *view)
     {
       g_array_sort (view->state_ids, host_id_cmp);
       g_array_sort (view->state_parents, host_id_cmp);
+      if (view->state_ways != NULL)
+        g_array_sort (view->state_ways, host_id_cmp);
     }
 }
 
@@ -160,7 +191,14 @@ view_state_clear (FbView *view)
 {
   g_clear_pointer (&view->state_ids, g_array_unref);
   g_clear_pointer (&view->state_parents, g_array_unref);
+  g_clear_pointer (&view->state_ways, g_array_unref);
   g_clear_pointer (&view->state_logs, g_array_unref);
+}
+
+bool
+view_state_on_the_way (FbView *view, const struct stat *st)
+{
+  return set_has (view->state_ways, st->st_dev, st->st_ino);
 }
 
 /* NAME in the directory (DEV, INO) is one of the logs' files */

@@ -61,14 +61,48 @@ fb_view_options_init (FbViewOptions *options)
   options->log_level = FB_LOG_LEVEL_OPENS;
   options->act_as_caller = geteuid () == 0;
   options->create_private_dirs = true;
+  options->private_anchor_fd = -1;
 }
 
+/* Make the private directory HOST (parents too, 0700) and open it: from
+ * the view's anchor (the run directory's descriptor) when HOST lies below
+ * it, a step at a time, each step made or found and opened without
+ * following a link; else by its path.  The descriptor (O_PATH) or -errno. */
 static int
-mkdir_p_private (const char *path)
+private_dir_open (FbView *view, const char *host)
 {
-  if (g_mkdir_with_parents (path, 0700) < 0)
+  gsize n = view->private_anchor != NULL ? strlen (view->private_anchor) : 0;
+  g_auto (GStrv) steps = NULL;
+  _fb_cleanup_fd_ int fd = -1;
+
+  if (view->private_anchor_fd < 0 || n == 0 || strncmp (host, view->private_anchor, n) != 0 || host[n] != '/')
+    {
+      if (g_mkdir_with_parents (host, 0700) < 0)
+        return -errno;
+      fd = open (host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      return fd >= 0 ? fb_steal_fd (&fd) : -errno;
+    }
+  fd = fcntl (view->private_anchor_fd, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0)
     return -errno;
-  return 0;
+  steps = g_strsplit (host + n + 1, "/", -1);
+  for (guint i = 0; steps[i] != NULL; i++)
+    {
+      int next;
+
+      if (steps[i][0] == '\0' || strcmp (steps[i], ".") == 0)
+        continue;
+      if (strcmp (steps[i], "..") == 0)
+        return -EINVAL;
+      if (mkdirat (fd, steps[i], 0700) < 0 && errno != EEXIST)
+        return -errno;
+      next = openat (fd, steps[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0)
+        return -errno;
+      fb_fd_close (&fd);
+      fd = next;
+    }
+  return fb_steal_fd (&fd);
 }
 
 /* Private directories are made on first use: view->mount_fds[] holds
@@ -130,6 +164,11 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
   }
   view->private_root = g_strdup (view->options.private_root);
   view->options.private_root = NULL;
+  view->private_anchor_fd =
+    view->options.private_anchor_fd >= 0 ? fcntl (view->options.private_anchor_fd, F_DUPFD_CLOEXEC, 3) : -1;
+  view->private_anchor = view->private_anchor_fd >= 0 ? g_strdup (view->options.private_anchor) : NULL;
+  view->options.private_anchor_fd = -1;
+  view->options.private_anchor = NULL;
   view_state_init (view);
   clock_gettime (CLOCK_REALTIME, &view->started);
   view->can_empty_path_link = 1;
@@ -152,14 +191,17 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
         }
       if (mounts[i].is_private && view->options.create_private_dirs)
         {
-          int r = mkdir_p_private (host);
-          if (r < 0)
-            return r;
+          fd = private_dir_open (view, host);
+          if (fd < 0)
+            return fd;
+          view->mount_fds[i] = fd;
+          continue;
         }
       /* O_DIRECTORY|O_NOFOLLOW: a mount's source must be a real directory;
        * the policy's own paths are trusted text, so this is the one place a
-       * host path string is resolved, once, at start (or for a private
-       * directory, once, when it is made: private_dir_make). */
+       * host path string is resolved, once, at start (a private directory
+       * is made and opened from the run directory's descriptor:
+       * private_dir_open). */
       fd = open (host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0)
         {
@@ -236,6 +278,9 @@ fb_view_unref (FbView *view)
   view_table_clear (view);
   g_strfreev (view->blank_paths);
   g_free (view->private_root);
+  if (view->private_anchor_fd >= 0)
+    close (view->private_anchor_fd);
+  g_free (view->private_anchor);
   view_state_clear (view);
   view_fd_unregister (view);
   g_mutex_clear (&view->rename_lock);
@@ -282,12 +327,8 @@ private_dir_make (FbView *view, const FbPolicyMount *mount)
   if (fd == MOUNT_FD_UNMADE)
     {
       g_autofree char *host = mount_host_path (view, mount);
-      r = mkdir_p_private (host);
-      if (r == 0)
-        {
-          fd = open (host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-          r = fd < 0 ? -errno : 0;
-        }
+      fd = private_dir_open (view, host);
+      r = fd < 0 ? fd : 0;
       if (r == 0)
         g_atomic_int_set (slot, fd);
       else

@@ -265,6 +265,14 @@ typedef struct
    * the policy says: `serve` gives each of its sessions its own HOME and
    * /tmp.  NULL: the policy's.  Copied. */
   const char *private_root;
+  /* The run directory, as a descriptor taken when it was made
+   * (fb_run_get_dir_fd), and the path it was made at: private directories
+   * below that path are made and opened from the descriptor a step at a
+   * time, never through the path, which a sandbox may have redirected (a
+   * --run-dir in a workspace whose parent another sandbox replaced with a
+   * link).  -1: none, the path is used.  Duplicated; the path copied. */
+  int private_anchor_fd;
+  const char *private_anchor;
   /* Several commands share the view (may be NULL); borrowed, must outlive
    * the view. */
   const struct FbViewOwners *owners;

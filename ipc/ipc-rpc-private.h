@@ -100,6 +100,7 @@ struct FbRpcServer
   guint detach_timeout_ms;
   char *launch_helper;
   char *run_dir;
+  int run_dir_fd; /* options.run_dir_fd, duplicated, or -1 */
   char *cwd;
   char **hidden_paths; /* FbViewOptions.hidden_paths of every view */
 

@@ -309,6 +309,8 @@ sandbox_new (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, FbRp
   vo.hidden_paths = (const char *const *)server->hidden_paths;
   if (session != NULL && server->run_dir != NULL)
     vo.private_root = private_root = fb_rpc_session_private_root (session);
+  vo.private_anchor_fd = server->run_dir_fd;
+  vo.private_anchor = server->run_dir;
   r = fb_view_new (sb->policy, &vo, &sb->view);
   if (r < 0)
     {

@@ -271,6 +271,8 @@ serve (FbRpcView *v, int fd)
   vo.hidden_paths = (const char *const *)server->hidden_paths;
   vo.fd_account = v->fd_account;
   vo.private_root = private_root;
+  vo.private_anchor_fd = server->run_dir_fd;
+  vo.private_anchor = server->run_dir;
   r = fb_view_new (v->policy, &vo, &v->view);
   if (r == 0)
     {

@@ -23,7 +23,9 @@
  * once, then the `initialized` notification, then the other methods. */
 #include "ipc/ipc-rpc-private.h"
 
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --- the server ------------------------------------------------------------- */
 
@@ -59,6 +61,7 @@ fb_rpc_server_new (const FbRpcServerOptions *options, GError **error)
   server->spare_sock = -1;
   server->launch_helper = g_strdup (options->launch_helper);
   server->run_dir = g_strdup (options->run_dir);
+  server->run_dir_fd = options->run_dir_fd != NULL ? fcntl (*options->run_dir_fd, F_DUPFD_CLOEXEC, 3) : -1;
   server->hidden_paths = g_strdupv ((char **)options->hidden_paths);
   server->cwd = g_strdup (server->vars.vars.workspace != NULL ? server->vars.vars.workspace
                           : server->vars.vars.cwd != NULL     ? server->vars.vars.cwd
@@ -122,6 +125,8 @@ fb_rpc_server_free (FbRpcServer *server)
     g_free (server->vars.owned[i]);
   g_free (server->launch_helper);
   g_free (server->run_dir);
+  if (server->run_dir_fd >= 0)
+    close (server->run_dir_fd);
   g_free (server->cwd);
   g_strfreev (server->hidden_paths);
   g_main_context_unref (server->context);

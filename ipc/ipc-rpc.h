@@ -218,6 +218,10 @@ typedef struct
   guint detach_timeout_ms;   /* 0 = FB_RPC_DEFAULT_DETACH_TIMEOUT_MS */
   const char *launch_helper; /* the fusebox-launch binary; NULL: process/start fails with -32603 */
   const char *run_dir;       /* shown in environmentInfo; may be NULL */
+  /* RUN_DIR's descriptor (fb_run_get_dir_fd), or NULL: the sessions'
+   * private directories are made from it (FbViewOptions.private_anchor_fd);
+   * duplicated */
+  const int *run_dir_fd;
   /* fusebox's own state, hidden from every view (FbViewOptions.hidden_paths; copied) */
   const char *const *hidden_paths;
   /* process output kept for process/read, all processes together; 0:

@@ -426,6 +426,15 @@ fb_run_open_log (FbRun *run, FbAccessLogOptions *options, GError **error)
   options->path = run->log_path;
   options->run_id = run->id;
   options->coalesce = TRUE;
+  /* the log in the run directory is made new there, through the
+   * descriptor taken when the directory was made: the sandbox runs by now,
+   * and a --run-dir's parent may be another sandbox's to swap for a link
+   * (a --log of the caller's is opened where the caller said) */
+  if (!run->log_given && run->dir_fd >= 0)
+    {
+      options->new_in_dir = TRUE;
+      options->dir_fd = run->dir_fd;
+    }
   run->log = fb_access_log_new (options, NULL, error);
   if (run->log == NULL)
     return NULL;
@@ -453,6 +462,8 @@ fb_run_view_options (FbRun *run, FbViewOptions *options)
   fb_view_options_init (options);
   options->sink = fb_run_get_sink (run);
   options->hidden_paths = fb_run_get_state_paths (run);
+  options->private_anchor_fd = run->dir_fd;
+  options->private_anchor = run->dir;
 }
 
 gboolean

@@ -341,6 +341,7 @@ start_server (const ServeCommandLine *c, FbRun *run, Server *s)
   FbAccessLogOptions lo = { 0 };
   FbRpcServerOptions so = { 0 };
   FbRpcListenOptions listen_opts = { 0 };
+  int run_dir_fd;
 
   if (helper == NULL)
     g_printerr ("fusebox: serve: warning: the launch helper fusebox-launch was not found beside this program (or in "
@@ -368,6 +369,8 @@ start_server (const ServeCommandLine *c, FbRun *run, Server *s)
   so.retained_max = (gsize)c->output_max_bytes;
   so.launch_helper = helper;
   so.run_dir = fb_run_get_dir (run);
+  run_dir_fd = fb_run_get_dir_fd (run);
+  so.run_dir_fd = &run_dir_fd;
   /* Fusebox's own state (this run directory and its log, the runs root),
    * and the token file: no view shows them, by host identity.  A process
    * that read the token through its view could call this server, under

@@ -262,6 +262,25 @@ RFX_CASE (test_serve_log_out_of_reach)
   test_process_start (client, "p", argv_json, fx->ws, false);
   out = test_process_read (client, "p", NULL, &code, NULL);
   assert_lines (out, "absent noread noappend", 2);
+  /* nor can it move the state directory away for a link of its own (the
+   * runs root and the sessions' directory hidden by identity, their
+   * parent's parent was a writable directory like any other) */
+  {
+    g_autofree char *fusebox_dir = g_path_get_dirname (fx->runs);
+    g_autofree char *state = g_path_get_dirname (fusebox_dir);
+    g_autofree char *mv = g_strdup_printf ("mv %s %s.moved 2>/dev/null && echo moved || echo refused", state, state);
+    g_autofree char *qmv = test_json_quote (mv);
+    g_autofree char *mv_argv = g_strdup_printf ("[\"/bin/sh\",\"-c\",%s]", qmv);
+    g_autofree char *mv_out = NULL;
+    struct stat st;
+
+    test_assert_host_readable (state);
+    test_process_start (client, "m", mv_argv, fx->ws, false);
+    mv_out = test_process_read (client, "m", NULL, &code, NULL);
+    assert_string_equal (mv_out, "refused\n");
+    assert_int_equal (lstat (state, &st), 0);
+    assert_true (S_ISDIR (st.st_mode));
+  }
   /* the remote API's own calls go through the same view */
   {
     g_autoptr (JsonNode) read = test_client_callf (client, "fs/readFile", "{\"path\":%s}", qlog);
@@ -281,6 +300,60 @@ RFX_CASE (test_serve_log_out_of_reach)
   assert_null (strstr (after, "forged-by-the-sandbox"));
 }
 
+/* A run with --run-dir in the workspace makes its private /tmp (on first
+ * use) from its run directory's descriptor: another sandbox of the same
+ * workspace (a run that does not know that directory) renamed its parent
+ * and put a link to a host directory in its place, and the victim's
+ * supervisor made its /tmp there, as root, where nothing removed it. */
+RFX_CASE (test_private_made_in_its_own_run_dir)
+{
+  g_autofree char *runs = g_build_filename (fx->ws, "runs", NULL);
+  g_autofree char *victim_dir = g_build_filename (runs, "1", NULL);
+  g_autofree char *moved = g_build_filename (fx->ws, "runs.old", "1", NULL);
+  g_autofree char *moved_json = g_build_filename (moved, "run.json", NULL);
+  g_autofree char *moved_private = g_build_filename (moved, "private", NULL);
+  g_autofree char *target = g_build_filename (fx->tmp, "target", NULL);
+  g_autofree char *go = g_build_filename (fx->ws, "go", NULL);
+  g_autofree char *wait_go = g_strdup_printf ("i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); "
+                                              "done; echo victim > /tmp/v && cat /tmp/v",
+                                              go);
+  g_autofree char *swap = g_strdup_printf (
+    "cd %s && mv runs runs.old && mkdir runs && ln -s %s runs/1 && touch go && echo swapped", fx->ws, target);
+  g_autofree char *text = NULL;
+  g_autofree char *out = NULL;
+  RfxResult res = { 0 };
+  int out_fd = -1, status;
+  pid_t victim;
+
+  assert_int_equal (g_mkdir_with_parents (runs, 0755), 0);
+  assert_int_equal (mkdir (target, 0700), 0);
+  test_assert_host_readable (target);
+  victim = rfx_start (fx, &out_fd, "--run-dir", victim_dir, "--", "/bin/sh", "-c", wait_go, NULL);
+  /* the victim's run directory made before the other sandbox starts */
+  for (int i = 0; i < 600 && !g_file_test (victim_dir, G_FILE_TEST_IS_DIR); i++)
+    g_usleep (50 * 1000);
+  rfx_run (fx, &res, "--", "/bin/sh", "-c", swap, NULL);
+  assert_int_equal (res.status, 0);
+  assert_string_equal (res.out, "swapped\n");
+  rfx_result_clear (&res);
+  status = rfx_wait (fx, victim, 60000);
+  out = test_read_all (out_fd);
+  close (out_fd);
+  assert_int_equal (status, 0);
+  assert_string_equal (out, "victim\n");
+  /* nothing made where the link leads; the run's records in its own
+   * directory, and its private sources removed from there */
+  {
+    g_autoptr (GDir) d = g_dir_open (target, 0, NULL);
+    assert_non_null (d);
+    assert_null (g_dir_read_name (d));
+  }
+  assert_true (g_file_get_contents (moved_json, &text, NULL, NULL));
+  assert_non_null (strstr (text, "\"exit_status\" : 0"));
+  assert_false (g_file_test (moved_private, G_FILE_TEST_EXISTS));
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dirs_beside_each_other),
                  RFX_TEST (test_run_dirs_in_their_own_directory), RFX_TEST (test_alias_through_a_source),
-                 RFX_TEST (test_source_on_state_refused), RFX_TEST (test_serve_log_out_of_reach))
+                 RFX_TEST (test_source_on_state_refused), RFX_TEST (test_serve_log_out_of_reach),
+                 RFX_TEST (test_private_made_in_its_own_run_dir))

@@ -179,11 +179,23 @@ test_written_through_descriptor (void **state)
     assert_int_equal (rename (parent, old), 0);
     assert_int_equal (symlink (victim, parent), 0);
   }
+  /* the log too: opened once the sandbox runs */
+  {
+    FbAccessLogOptions lo = { 0 };
+    assert_non_null (fb_run_open_log (run, &lo, &error));
+    assert_true (fb_run_close_log (run, &error));
+  }
   assert_true (fb_run_end (run, 3, &error));
   fb_run_free (run);
   assert_false (g_file_test (victim_json, G_FILE_TEST_EXISTS));
   assert_true (g_file_get_contents (moved, &text, NULL, NULL));
   assert_non_null (strstr (text, "\"exit_status\" : 3"));
+  {
+    g_autofree char *moved_log = g_build_filename (ws, "a.old", "b", "access.jsonl", NULL);
+    g_autofree char *victim_log = g_build_filename (victim_b, "access.jsonl", NULL);
+    assert_true (g_file_test (moved_log, G_FILE_TEST_IS_REGULAR));
+    assert_false (g_file_test (victim_log, G_FILE_TEST_EXISTS));
+  }
 
   /* a link as --run-dir, to an empty directory */
   {
