@@ -288,6 +288,14 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
                    view_refusal_rule (VIEW_REFUSAL_RULED_DIR));
         return -EACCES;
       }
+    /* nor a link on the way to fusebox's own state (a directory there is
+     * never empty): a directory of the caller's would take its place */
+    if (known && view_state_on_the_way (view, &gone))
+      {
+        view_emit (view, caller, op, ci.path, NULL, FB_ACCESS_DELETE, FB_DECISION_DENY, EACCES,
+                   view_refusal_rule (VIEW_REFUSAL_OWN_STATE));
+        return -EACCES;
+      }
     r = pfd < 0 ? pfd : unlinkat (pfd, name, dir ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
     if (r == 0)
       {
@@ -449,11 +457,11 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
         return -EACCES;
       }
   }
-  /* nor a directory on the way to fusebox's own state (either one of an
-   * exchange): the state would be elsewhere, a link of the caller's in
-   * its place */
-  if ((S_ISDIR (sst.st_mode) && view_state_on_the_way (view, &sst)) ||
-      (dst_exists && S_ISDIR (dst.st_mode) && view_state_on_the_way (view, &dst)))
+  /* nor anything on the way to fusebox's own state, a directory or a link
+   * (the source, or the target an exchange moves or a rename replaces):
+   * the state would be elsewhere, a link or a directory of the caller's
+   * in its place */
+  if (view_state_on_the_way (view, &sst) || (dst_exists && view_state_on_the_way (view, &dst)))
     {
       view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, FB_ACCESS_WRITE, FB_DECISION_DENY, EACCES,
                  view_refusal_rule (VIEW_REFUSAL_OWN_STATE));

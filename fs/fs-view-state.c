@@ -153,6 +153,23 @@ view_state_init (FbView *view)
               g_free (up);
               up = next;
             }
+          /* and the way as written, each step as it is (a link on it, and
+           * the directories above the link, which the resolved way does not
+           * pass: `~/.local/state` a link elsewhere) */
+          {
+            g_auto (GStrv) steps = g_strsplit (parent, "/", -1);
+            g_autoptr (GString) way = g_string_new ("");
+
+            for (guint k = 0; steps[k] != NULL; k++)
+              {
+                if (steps[k][0] == '\0')
+                  continue;
+                g_string_append_c (way, '/');
+                g_string_append (way, steps[k]);
+                if (lstat (way->str, &ust) == 0)
+                  add_id (view->state_ways, &ust);
+              }
+          }
           g_free (last_parent);
           last_parent = g_strdup (parent);
         }

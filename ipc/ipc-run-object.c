@@ -13,6 +13,7 @@
 #include "ipc/ipc-private.h"
 #include "policy/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -233,12 +234,21 @@ fail:
   return FALSE;
 }
 
-/* --run-dir: made 0700, new or empty (runs never share a directory). */
-static gboolean
+/* --run-dir: made 0700, new or empty (runs never share a directory).  The
+ * directory is opened once, without following a link, and everything after
+ * (the emptiness, the mode) is done through that descriptor, which becomes
+ * the run's: a path may be swapped for a link between two calls (an earlier
+ * sandbox's RENAME_EXCHANGE in a workspace), and a chmod through it would
+ * have changed the mode of whatever the link named.  The descriptor, or -1
+ * with ERROR. */
+static int
 make_given_dir (const char *dir, GError **error)
 {
-  g_autoptr (GDir) d = NULL;
+  _fb_cleanup_fd_ int fd = -1;
   struct stat st;
+  DIR *listing;
+  int lfd, e;
+  bool empty = true;
 
   /* the directory itself, not a link to one: a link at a path a sandbox
    * writes (a --run-dir in the workspace) may be one that an earlier
@@ -250,36 +260,57 @@ make_given_dir (const char *dir, GError **error)
       g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                    "--run-dir %s is a symbolic link (to %s); give the directory itself, or a new name", dir,
                    target != NULL ? target : "?");
-      return FALSE;
+      return -1;
     }
   /* out of other users' reach, and made so: a directory of another
    * user's (an empty one made ready, one on the way to it, one made in
    * a race) would let them swap its private sources and its log */
   if (!fb_path_make_private (dir, "--run-dir", "give a directory of your own where no other user may write on the way",
                              error))
-    return FALSE;
-  d = g_dir_open (dir, 0, NULL);
-  if (d == NULL)
+    return -1;
+  fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fstat (fd, &st) < 0)
     {
-      int e = errno;
+      e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
+                   "--run-dir %s: %s; give a directory (not a link) you can read and write", dir,
+                   e == ELOOP ? "a symbolic link (put there meanwhile?)" : g_strerror (e));
+      return -1;
+    }
+  if (st.st_uid != geteuid ())
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                   "--run-dir %s is not yours (owner uid %u); give a directory of your own", dir, (unsigned)st.st_uid);
+      return -1;
+    }
+  lfd = fcntl (fd, F_DUPFD_CLOEXEC, 3);
+  listing = lfd >= 0 ? fdopendir (lfd) : NULL;
+  if (listing == NULL)
+    {
+      e = errno;
+      if (lfd >= 0)
+        close (lfd);
       g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
                    "--run-dir %s: %s; give a directory you can read and write", dir, g_strerror (e));
-      return FALSE;
+      return -1;
     }
-  if (g_dir_read_name (d) != NULL)
+  for (struct dirent *ent; empty && (ent = readdir (listing)) != NULL;)
+    empty = strcmp (ent->d_name, ".") == 0 || strcmp (ent->d_name, "..") == 0;
+  closedir (listing);
+  if (!empty)
     {
       g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
                    "--run-dir %s: not empty; give a new or empty directory (runs never share one)", dir);
-      return FALSE;
+      return -1;
     }
-  if (chmod (dir, 0700) < 0)
+  if (fchmod (fd, 0700) < 0)
     {
-      int e = errno;
+      e = errno;
       g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e),
                    "--run-dir %s: chmod 0700: %s; give a directory of your own", dir, g_strerror (e));
-      return FALSE;
+      return -1;
     }
-  return TRUE;
+  return fb_steal_fd (&fd);
 }
 
 static gboolean
@@ -288,9 +319,16 @@ make_dir (FbRun *run, GError **error)
   g_autofree char *made = NULL;
   g_autoptr (GError) local = NULL;
 
-  if (run->dir_given ? make_given_dir (run->dir, &local) : (made = fb_run_dir_create (run->id, &local)) != NULL)
+  if (run->dir_given)
     {
-      /* taken now, before any sandbox of this run can reach its parent */
+      run->dir_fd = make_given_dir (run->dir, &local);
+      if (run->dir_fd >= 0)
+        return TRUE;
+    }
+  else if ((made = fb_run_dir_create (run->id, &local)) != NULL)
+    {
+      /* taken now, before any sandbox of this run can reach its parent
+       * (the runs root, which every view hides) */
       run->dir_fd = open (run->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (run->dir_fd >= 0)
         return TRUE;

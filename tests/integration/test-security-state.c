@@ -353,7 +353,53 @@ RFX_CASE (test_private_made_in_its_own_run_dir)
   assert_false (g_file_test (moved_private, G_FILE_TEST_EXISTS));
 }
 
+/* The way to the state as written, links on it included: with
+ * XDG_STATE_HOME reached through a link (~/.local/state a link to a data
+ * disk's directory), a sandbox under builtin:host moved the link away (or
+ * the directory above it, which the resolved way does not pass) and put a
+ * directory of its own in its place: the next runs kept their logs and
+ * private files there, in its sight.  Both renames are refused. */
+RFX_CASE (test_state_way_through_a_link)
+{
+  g_autofree char *data = g_build_filename (fx->tmp, "data", "state", NULL);
+  g_autofree char *local = g_build_filename (fx->tmp, "home", ".local", NULL);
+  g_autofree char *link = g_build_filename (local, "state", NULL);
+  g_autofree char *env_state = g_strdup_printf ("XDG_STATE_HOME=%s", link);
+  g_autofree char *script = g_strdup_printf ("mv %s %s.old 2>/dev/null && echo moved-link || echo refused-link; "
+                                             "mv %s %s.old 2>/dev/null && echo moved-dir || echo refused-dir",
+                                             link, link, local, local);
+  char *argv[] = { (char *)"/usr/bin/env",
+                   env_state,
+                   (char *)test_bin (),
+                   (char *)"run",
+                   (char *)"--policy",
+                   (char *)"builtin:host",
+                   (char *)"--",
+                   (char *)"/bin/sh",
+                   (char *)"-c",
+                   script,
+                   NULL };
+  RfxResult res = { 0 };
+  struct stat st;
+
+  assert_int_equal (g_mkdir_with_parents (data, 0700), 0);
+  assert_int_equal (g_mkdir_with_parents (local, 0700), 0);
+  assert_int_equal (symlink (data, link), 0);
+  rfx_run_argv (fx, &res, argv);
+  if (res.status != 0)
+    fail_msg ("the run exited %d: %s", res.status, res.err);
+  assert_string_equal (res.out, "refused-link\nrefused-dir\n");
+  rfx_result_clear (&res);
+  assert_int_equal (lstat (link, &st), 0);
+  assert_true (S_ISLNK (st.st_mode));
+  /* its runs where the link leads */
+  {
+    g_autofree char *runs = g_build_filename (data, "fusebox", "runs", NULL);
+    assert_true (g_file_test (runs, G_FILE_TEST_IS_DIR));
+  }
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dirs_beside_each_other),
                  RFX_TEST (test_run_dirs_in_their_own_directory), RFX_TEST (test_alias_through_a_source),
                  RFX_TEST (test_source_on_state_refused), RFX_TEST (test_serve_log_out_of_reach),
-                 RFX_TEST (test_private_made_in_its_own_run_dir))
+                 RFX_TEST (test_private_made_in_its_own_run_dir), RFX_TEST (test_state_way_through_a_link))

@@ -3,6 +3,10 @@
  * a user typed (run id, run directory, file, nothing) to a log file. */
 #include "tests/unit/test-ipc-util.h"
 
+#include <linux/fs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 typedef struct
 {
   char *dir;
@@ -216,6 +220,71 @@ test_written_through_descriptor (void **state)
   }
 }
 
+/* What the exchanger swaps: a run directory to be (an empty directory)
+ * and a link to a directory of the host's, by name, until told to stop. */
+typedef struct
+{
+  const char *a, *b;
+  gint stop;
+} Exchanger;
+
+static gpointer
+exchange_loop (gpointer data)
+{
+  Exchanger *x = data;
+
+  while (!g_atomic_int_get (&x->stop))
+    syscall (SYS_renameat2, AT_FDCWD, x->a, AT_FDCWD, x->b, RENAME_EXCHANGE);
+  return NULL;
+}
+
+/* A --run-dir whose name another process keeps exchanging with a link to a
+ * host directory (an earlier sandbox, in a workspace): whatever the run
+ * does to its directory after the first look (the emptiness, the chmod to
+ * 0700) is done through the one descriptor it opened without following a
+ * link.  By path, root's chmod changed the link's target: a host
+ * directory (or a set-uid file) made 0700. */
+static void
+test_run_dir_exchanged (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *target = g_build_filename (f->dir, "target", NULL);
+  g_autofree char *ws = g_build_filename (f->dir, "ws", NULL);
+  FbPolicyVars vars = { .workspace = f->dir, .home = "/root", .run = ws };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) policy = fb_policy_load_data (
+    "{\"version\":1,\"rules\":[{\"path\":\"/\",\"access\":\"read\",\"why\":\"t\"}]}", -1, "test", &vars, &error);
+  guint made = 0;
+
+  assert_non_null (policy);
+  assert_int_equal (mkdir (target, 0755), 0);
+  assert_int_equal (chmod (target, 0755), 0);
+  assert_int_equal (mkdir (ws, 0755), 0);
+  for (guint i = 0; i < 300; i++)
+    {
+      g_autofree char *dir = g_strdup_printf ("%s/run-%u", ws, i);
+      g_autofree char *link = g_strdup_printf ("%s/link-%u", ws, i);
+      FbRunOptions ro = { .kind = FB_RUN_KIND_RUN, .run_dir = dir, .workspace = f->dir };
+      Exchanger x = { dir, link, 0 };
+      GThread *thread;
+      FbRun *run;
+
+      assert_int_equal (mkdir (dir, 0755), 0);
+      assert_int_equal (symlink (target, link), 0);
+      thread = g_thread_new ("exchange", exchange_loop, &x);
+      run = fb_run_new (&ro);
+      if (fb_run_create (run, policy, &error))
+        made++;
+      g_clear_error (&error);
+      fb_run_free (run);
+      g_atomic_int_set (&x.stop, 1);
+      g_thread_join (thread);
+      assert_int_equal (test_mode_of (target), 0755);
+    }
+  /* the race was run: some runs found their directory in place */
+  assert_true (made > 0);
+}
+
 /* fb_run_resolve_log finds WANT for WHAT. */
 static void
 assert_resolves (const char *what, const char *want)
@@ -285,5 +354,6 @@ TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_new_id),
                   cmocka_unit_test_setup_teardown (test_root, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_create, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_written_through_descriptor, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_run_dir_exchanged, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_resolve, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_no_runs, setup, teardown))
