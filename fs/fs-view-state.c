@@ -110,6 +110,66 @@ set_has (const GArray *set, dev_t dev, ino_t ino)
   return set != NULL && set->len > 0 && bsearch (&key, set->data, set->len, sizeof (HostId), host_id_cmp) != NULL;
 }
 
+/* Push PATH's names on TODO, the first last (TODO is a stack). */
+static void
+push_names (GPtrArray *todo, const char *path)
+{
+  g_auto (GStrv) names = g_strsplit (path, "/", -1);
+
+  for (guint n = g_strv_length (names); n > 0; n--)
+    if (names[n - 1][0] != '\0' && strcmp (names[n - 1], ".") != 0)
+      g_ptr_array_add (todo, g_strdup (names[n - 1]));
+}
+
+/* Record in WAYS every object the kernel passes to reach PATH (absolute):
+ * each directory from /, and each link, whose target is then walked the
+ * same way, as path resolution does (at most 40 links, as the kernel).  So
+ * no link or directory on it, as written or as any link leads, is left
+ * out: a link between two others (~/.local/state -> a link -> a
+ * directory), or one left by "..", could otherwise be swapped. */
+static void
+record_way (GArray *ways, const char *path)
+{
+  g_autoptr (GPtrArray) todo = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr (GString) at = g_string_new ("/");
+  guint links = 0;
+  struct stat st;
+
+  if (stat ("/", &st) == 0)
+    add_id (ways, &st);
+  push_names (todo, path);
+  for (guint steps = 0; todo->len > 0 && steps < 4096; steps++)
+    {
+      g_autofree char *name = g_ptr_array_steal_index (todo, todo->len - 1);
+      gsize len = at->len;
+
+      if (strcmp (name, "..") == 0)
+        {
+          /* AT is resolved (no link on it): its parent is the text's */
+          char *slash = strrchr (at->str, '/');
+          g_string_truncate (at, slash != NULL && slash != at->str ? (gsize)(slash - at->str) : 1);
+          continue;
+        }
+      if (at->len > 1)
+        g_string_append_c (at, '/');
+      g_string_append (at, name);
+      if (lstat (at->str, &st) < 0)
+        return;
+      add_id (ways, &st);
+      if (S_ISLNK (st.st_mode))
+        {
+          g_autofree char *target = g_file_read_link (at->str, NULL);
+
+          if (target == NULL || ++links > 40)
+            return;
+          g_string_truncate (at, len);
+          if (target[0] == '/')
+            g_string_assign (at, "/");
+          push_names (todo, target);
+        }
+    }
+}
+
 void
 view_state_init (FbView *view)
 {
@@ -132,44 +192,14 @@ view_state_init (FbView *view)
           view->state_parents = g_array_new (FALSE, FALSE, sizeof (HostId));
         }
       add_id (view->state_ids, &st);
-      /* every directory above it, as the host resolves the path now (once
-       * for a run of them in one directory: the runs beside a --run-dir) */
+      /* everything the kernel passes on the way to it (once for a run of
+       * them in one directory: the runs beside a --run-dir) */
       parent = g_path_get_dirname (paths[i]);
       if (g_strcmp0 (parent, last_parent) != 0)
         {
-          g_autofree char *up = fb_realpath (parent);
-          struct stat ust;
-
           if (view->state_ways == NULL)
             view->state_ways = g_array_new (FALSE, FALSE, sizeof (HostId));
-          for (guint depth = 0; up != NULL && depth < 256 && stat (up, &ust) == 0; depth++)
-            {
-              char *next;
-
-              add_id (view->state_ways, &ust);
-              if (strcmp (up, "/") == 0)
-                break;
-              next = g_path_get_dirname (up);
-              g_free (up);
-              up = next;
-            }
-          /* and the way as written, each step as it is (a link on it, and
-           * the directories above the link, which the resolved way does not
-           * pass: `~/.local/state` a link elsewhere) */
-          {
-            g_auto (GStrv) steps = g_strsplit (parent, "/", -1);
-            g_autoptr (GString) way = g_string_new ("");
-
-            for (guint k = 0; steps[k] != NULL; k++)
-              {
-                if (steps[k][0] == '\0')
-                  continue;
-                g_string_append_c (way, '/');
-                g_string_append (way, steps[k]);
-                if (lstat (way->str, &ust) == 0)
-                  add_id (view->state_ways, &ust);
-              }
-          }
+          record_way (view->state_ways, parent);
           g_free (last_parent);
           last_parent = g_strdup (parent);
         }

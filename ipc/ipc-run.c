@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -56,7 +57,13 @@ fb_run_dir_root (void)
     return g_build_filename (state, "fusebox", "runs", NULL);
   home = g_getenv ("HOME");
   if (home == NULL || !g_path_is_absolute (home))
-    home = g_get_home_dir ();
+    {
+      /* g_get_home_dir() is $HOME again when it is set: the user's entry
+       * (a relative root would be hidden from no view: a view takes
+       * only absolute paths) */
+      struct passwd *pw = getpwuid (geteuid ());
+      home = pw != NULL && pw->pw_dir != NULL && g_path_is_absolute (pw->pw_dir) ? pw->pw_dir : "/";
+    }
   return g_build_filename (home, ".local", "state", "fusebox", "runs", NULL);
 }
 

@@ -364,10 +364,17 @@ RFX_CASE (test_state_way_through_a_link)
   g_autofree char *data = g_build_filename (fx->tmp, "data", "state", NULL);
   g_autofree char *local = g_build_filename (fx->tmp, "home", ".local", NULL);
   g_autofree char *link = g_build_filename (local, "state", NULL);
+  /* a second link between the first and the directory, in a directory of
+   * its own: on neither the written nor the resolved way, but passed */
+  g_autofree char *middle_dir = g_build_filename (fx->tmp, "middle", NULL);
+  g_autofree char *middle = g_build_filename (middle_dir, "state", NULL);
   g_autofree char *env_state = g_strdup_printf ("XDG_STATE_HOME=%s", link);
   g_autofree char *script = g_strdup_printf ("mv %s %s.old 2>/dev/null && echo moved-link || echo refused-link; "
-                                             "mv %s %s.old 2>/dev/null && echo moved-dir || echo refused-dir",
-                                             link, link, local, local);
+                                             "mv %s %s.old 2>/dev/null && echo moved-dir || echo refused-dir; "
+                                             "mv %s %s.old 2>/dev/null && echo moved-middle || echo refused-middle; "
+                                             "mv %s %s.old 2>/dev/null && echo moved-middle-dir || echo "
+                                             "refused-middle-dir",
+                                             link, link, local, local, middle, middle, middle_dir, middle_dir);
   char *argv[] = { (char *)"/usr/bin/env",
                    env_state,
                    (char *)test_bin (),
@@ -384,11 +391,13 @@ RFX_CASE (test_state_way_through_a_link)
 
   assert_int_equal (g_mkdir_with_parents (data, 0700), 0);
   assert_int_equal (g_mkdir_with_parents (local, 0700), 0);
-  assert_int_equal (symlink (data, link), 0);
+  assert_int_equal (g_mkdir_with_parents (middle_dir, 0700), 0);
+  assert_int_equal (symlink (data, middle), 0);
+  assert_int_equal (symlink (middle, link), 0);
   rfx_run_argv (fx, &res, argv);
   if (res.status != 0)
     fail_msg ("the run exited %d: %s", res.status, res.err);
-  assert_string_equal (res.out, "refused-link\nrefused-dir\n");
+  assert_string_equal (res.out, "refused-link\nrefused-dir\nrefused-middle\nrefused-middle-dir\n");
   rfx_result_clear (&res);
   assert_int_equal (lstat (link, &st), 0);
   assert_true (S_ISLNK (st.st_mode));

@@ -88,6 +88,14 @@ test_root (void **state)
   g_free (root);
   root = fb_run_dir_root ();
   assert_string_equal (root, "/home/someone/.local/state/fusebox/runs");
+
+  /* a relative HOME is not taken either: the user's entry is (a relative
+   * root would be hidden from no view, which takes only absolute paths) */
+  g_setenv ("HOME", "relative/home", TRUE);
+  g_free (root);
+  root = fb_run_dir_root ();
+  assert_true (g_path_is_absolute (root));
+  assert_true (g_str_has_suffix (root, "/.local/state/fusebox/runs"));
 }
 
 static void
