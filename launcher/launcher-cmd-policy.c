@@ -510,7 +510,10 @@ apply_network_args (FbPolicy *policy, char **network, const FbPolicyVars *vars, 
   for (guint i = 0; network[i] != NULL; i++)
     if (!fb_policy_net_apply_short (root, network[i], error))
       return NULL;
-  return fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
+  FbPolicy *applied = fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
+  if (applied != NULL)
+    fb_policy_keep_origins (applied, policy);
+  return applied;
 }
 
 static int

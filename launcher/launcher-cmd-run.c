@@ -451,7 +451,10 @@ fb_cmd_run_load_policy (const RunOptions *o, const FbPolicyVars *vars, const cha
   g_autofree char *origin = o->rules->len > 0 || o->network->len > 0
                               ? g_strdup_printf ("%s + command line", fb_policy_get_origin (base))
                               : g_strdup (fb_policy_get_origin (base));
-  return fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
+  FbPolicy *policy = fb_policy_load_json (json_parser_get_root (parser), origin, vars, error);
+  if (policy != NULL)
+    fb_policy_keep_origins (policy, base); /* the log names a rule of the file by FILE:LINE:COL */
+  return policy;
 }
 
 char *

@@ -128,6 +128,49 @@ fb_policy_get_origin (const FbPolicy *policy)
   return policy->origin;
 }
 
+static bool
+same_rule (const FbPolicyRule *a, const FbPolicyRule *b)
+{
+  return a->kind == b->kind && a->index == b->index && a->access == b->access && g_strcmp0 (a->path, b->path) == 0 &&
+         g_strcmp0 (a->glob, b->glob) == 0 && g_strcmp0 (a->source, b->source) == 0 && strcmp (a->why, b->why) == 0;
+}
+
+void
+fb_policy_keep_origins (FbPolicy *policy, const FbPolicy *from)
+{
+  if (policy->narrow != NULL || from->narrow != NULL)
+    return;
+  for (guint i = 0; i < policy->n_rules && i < from->n_rules; i++)
+    {
+      FbPolicyRule *rule = &policy->rules[i];
+      const FbPolicyRule *was = &from->rules[i];
+
+      if (!same_rule (rule, was))
+        continue;
+      rule->origin = g_string_chunk_insert (policy->strings, was->origin);
+      if (was->source_at != NULL)
+        rule->source_at = g_string_chunk_insert (policy->strings, was->source_at);
+    }
+  for (guint i = 0; i < policy->n_net_rules; i++)
+    {
+      FbPolicyNetRule *rule = &policy->net_rules[i];
+
+      if (rule->index < 0)
+        continue;
+      for (guint j = 0; j < from->n_net_rules; j++)
+        {
+          const FbPolicyNetRule *was = &from->net_rules[j];
+
+          if (was->allow == rule->allow && was->index == rule->index && strcmp (was->text, rule->text) == 0 &&
+              strcmp (was->why, rule->why) == 0)
+            {
+              rule->origin = g_string_chunk_insert (policy->strings, was->origin);
+              break;
+            }
+        }
+    }
+}
+
 const FbPolicyRule *
 fb_policy_get_rules (const FbPolicy *policy, guint *ret_n)
 {

@@ -266,6 +266,12 @@ bool fb_policy_parse_size (const char *text, guint64 *ret_bytes);
 #define FB_POLICY_LOG_MIN_FILE_SIZE (4 * 1024)
 #define FB_POLICY_LOG_MIN_MAX_SIZE (64 * 1024)
 const char *fb_policy_get_origin (const FbPolicy *policy);
+/* A policy rebuilt from FROM's JSON (fb_policy_to_json, entries added:
+ * `run`'s command line and state rules) names its rules by their JSON
+ * paths ("ORIGIN:rules[3]"); give each rule and network entry that is
+ * FROM's, at the same place and the same, FROM's origin again
+ * ("FILE:LINE:COL").  Before POLICY is shared. */
+void fb_policy_keep_origins (FbPolicy *policy, const FbPolicy *from);
 const FbPolicyRule *fb_policy_get_rules (const FbPolicy *policy, guint *ret_n);
 const FbPolicyMount *fb_policy_get_mounts (const FbPolicy *policy, guint *ret_n);
 /* The effective policy as JSON in the policy format, variables expanded (for

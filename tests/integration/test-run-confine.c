@@ -456,6 +456,9 @@ RFX_CASE (test_log_holds_denial)
   g_autofree char *policy = rfx_policy_deny (fx, "policy.json", secret, NULL);
   g_autofree char *run_dir = g_build_filename (fx->runs, "log-1", NULL);
   g_autofree char *self = test_self ();
+  /* the rule as the file has it (rfx_policy_deny writes it on line 4),
+   * though the run adds rules of its own to the policy */
+  g_autofree char *origin = g_strdup_printf ("%s:4:3", policy);
   RfxResult r;
 
   rfx_run (fx, &r, "--policy", policy, "--run-dir", run_dir, "--", self, "--probe", "read", secret, "append", secret,
@@ -475,6 +478,7 @@ RFX_CASE (test_log_holds_denial)
       assert_string_equal (test_json_str (rec, "decision"), "deny");
       assert_int_equal (json_object_get_int_member (rec, "errno"), EACCES);
       assert_int_equal (json_object_get_int_member (rec, "rule"), 2);
+      assert_string_equal (test_json_str (rec, "rule_origin"), origin);
       assert_string_equal (test_json_str (rec, "why"), "credentials stay on the host");
       denials++;
     }

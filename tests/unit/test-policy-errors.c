@@ -225,6 +225,59 @@ test_json_node_origins (void **state)
   assert_string_equal (fb_policy_get_origin (policy), "<sandbox>");
 }
 
+/* A policy rebuilt from another's JSON with rules added (as `run` adds its
+ * own) names the rules it kept by their FILE:LINE:COL again, and only
+ * those: an added rule, or one changed at the same place, keeps its JSON
+ * path. */
+static void
+test_rebuilt_keeps_origins (void **state)
+{
+  const char *text = "{ \"version\": 1,\n"
+                     "  \"network\": { \"allow\": [ { \"host\": \"example.com\", \"why\": \"docs\" } ] },\n"
+                     "  \"rules\": [\n"
+                     "    { \"path\": \"/\", \"access\": \"read\", \"why\": \"tools\" },\n"
+                     "    { \"path\": \"/srv\", \"access\": \"deny\", \"why\": \"data\" } ] }\n";
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbPolicy) base = fb_policy_load_data (text, -1, "p.json", &test_vars, &error);
+  g_autoptr (JsonParser) parser = json_parser_new ();
+  g_autoptr (FbPolicy) rebuilt = NULL;
+  g_autofree char *json = NULL;
+  const FbPolicyRule *rules;
+  const FbPolicyNetRule *net;
+  JsonArray *array;
+  JsonObject *added;
+  guint n;
+
+  assert_non_null (base);
+  json = fb_policy_to_json (base);
+  assert_true (json_parser_load_from_data (parser, json, -1, NULL));
+  array = json_object_get_array_member (json_node_get_object (json_parser_get_root (parser)), "rules");
+  added = json_object_new ();
+  json_object_set_string_member (added, "path", "/home");
+  json_object_set_string_member (added, "access", "hide");
+  json_object_set_string_member (added, "why", "added");
+  json_array_add_object_element (array, added);
+  /* the second rule changed in place: not the file's any more */
+  json_object_set_string_member (json_array_get_object_element (array, 1), "access", "hide");
+  rebuilt = fb_policy_load_json (json_parser_get_root (parser), "p.json + command line", &test_vars, &error);
+  assert_non_null (rebuilt);
+  fb_policy_keep_origins (rebuilt, base);
+
+  rules = fb_policy_get_rules (rebuilt, &n);
+  assert_int_equal (n, 3);
+  assert_string_equal (rules[0].origin, "p.json:4:5");
+  assert_string_equal (rules[1].origin, "p.json + command line:rules[1]");
+  assert_string_equal (rules[2].origin, "p.json + command line:rules[2]");
+  net = fb_policy_net_get_rules (rebuilt, &n);
+  for (guint i = 0; i < n; i++)
+    if (net[i].index == 0 && net[i].allow)
+      {
+        assert_string_equal (net[i].origin, "p.json:2:27");
+        return;
+      }
+  fail_msg ("the rebuilt policy has no network.allow[0]");
+}
+
 static void
 test_io_and_not_found (void **state)
 {
@@ -334,5 +387,5 @@ test_fixtures (void **state)
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_error_table), cmocka_unit_test (test_manual_example_message),
                   cmocka_unit_test (test_json_node_errors), cmocka_unit_test (test_json_node_origins),
-                  cmocka_unit_test (test_io_and_not_found), cmocka_unit_test (test_load_file_positions),
-                  cmocka_unit_test (test_fixtures))
+                  cmocka_unit_test (test_rebuilt_keeps_origins), cmocka_unit_test (test_io_and_not_found),
+                  cmocka_unit_test (test_load_file_positions), cmocka_unit_test (test_fixtures))
