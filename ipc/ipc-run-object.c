@@ -123,6 +123,17 @@ fb_run_get_dir_fd (FbRun *run)
   return run->dir_fd;
 }
 
+int
+fb_run_open_new (FbRun *run, const char *name, mode_t mode)
+{
+  int fd;
+
+  if (run->dir_fd < 0)
+    return -EBADF;
+  fd = openat (run->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
+  return fd >= 0 ? fd : -errno;
+}
+
 void
 fb_run_set_dir_fd (FbRun *run, int fd)
 {

@@ -223,6 +223,10 @@ const char *fb_run_get_dir (FbRun *run);
  * it), or -1 before: what is done in the directory later goes through it,
  * never through its path, which a sandbox may have redirected. */
 int fb_run_get_dir_fd (FbRun *run);
+/* NAME made new in the run directory through its descriptor, opened for
+ * appending (O_CLOEXEC): the descriptor, or -errno (-EEXIST when NAME is
+ * there already: put there by another, never taken). */
+int fb_run_open_new (FbRun *run, const char *name, mode_t mode);
 /* After a fork that closed descriptors: the run directory's is now FD
  * (a duplicate made before; the one it had is not closed here). */
 void fb_run_set_dir_fd (FbRun *run, int fd);

@@ -238,10 +238,10 @@ watcher_unmount (const char *mountpoint, dev_t dev)
 }
 
 static G_GNUC_NORETURN void
-watcher_main (int fd, const char *mountpoint, const char *errlog)
+watcher_main (int fd, const char *mountpoint, int err_fd)
 {
   static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
-  int null_fd, err_fd;
+  int null_fd;
   dev_t dev;
   char c;
   ssize_t n;
@@ -253,7 +253,6 @@ watcher_main (int fd, const char *mountpoint, const char *errlog)
   /* Hold nothing of the daemon's but the pipe: not the caller's terminal
    * or pipes (a reader waiting for EOF), not the ready pipe. */
   null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  err_fd = errlog != NULL ? open (errlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
   if (null_fd >= 0)
     {
       dup2 (null_fd, STDIN_FILENO);
@@ -288,13 +287,30 @@ watcher_main (int fd, const char *mountpoint, const char *errlog)
   _exit (0);
 }
 
+/* RUN_DIR/mount.log, where the daemon's and the watcher's warnings go once
+ * no terminal is theirs: made new through the run directory's descriptor
+ * (a sandbox that sees the run directory could have put a link there, or
+ * moved the directory and put a link in its place; root would then have
+ * created or appended to the file of its choice).  -1, after a warning,
+ * when it can't be made: the warnings then go nowhere. */
+static int
+open_errlog (FbRun *run, const char *run_dir)
+{
+  int fd = fb_run_open_new (run, "mount.log", 0600);
+
+  if (fd < 0)
+    fb_cmd_print (stderr,
+                  "fusebox: mount: warning: can't make %s/mount.log (%s); the daemon's later warnings are lost\n",
+                  run_dir, g_strerror (-fd));
+  return fd < 0 ? -1 : fd;
+}
+
 /* Fork the watcher (single-threaded, before the daemon starts any
  * thread).  Returns the daemon's end of the pipe, or -1 (no watcher: a
  * warning, the mount still works). */
 static int
-start_unmount_watcher (const char *mountpoint, const char *run_dir)
+start_unmount_watcher (const char *mountpoint, int err_fd)
 {
-  g_autofree char *errlog = run_dir != NULL ? g_build_filename (run_dir, "mount.log", NULL) : NULL;
   int fds[2];
   pid_t pid;
 
@@ -320,7 +336,7 @@ start_unmount_watcher (const char *mountpoint, const char *run_dir)
   if (pid == 0)
     {
       close (fds[1]);
-      watcher_main (fds[0], mountpoint, errlog);
+      watcher_main (fds[0], mountpoint, err_fd);
     }
   /* Not reaped: the daemon's parent (init, or the caller) does, once the
    * daemon is gone and the watcher is orphaned. */
@@ -339,7 +355,8 @@ typedef struct
   const char *log_path;
   double cache_timeout;
   bool foreground;
-  int watch_fd; /* the unmount watcher's pipe (-1: none) */
+  int watch_fd;  /* the unmount watcher's pipe (-1: none) */
+  int errlog_fd; /* RUN_DIR/mount.log (open_errlog), or -1 */
   /* the access log's budget, and the journal */
   guint64 log_file_size, log_max_size;
   gboolean log_journal;
@@ -408,11 +425,9 @@ report_ready (int ready_fd, const char *message)
 }
 
 static void
-detach_stdio (const char *run_dir)
+detach_stdio (int err_fd)
 {
-  g_autofree char *errlog = g_build_filename (run_dir, "mount.log", NULL);
   _fb_cleanup_fd_ int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  _fb_cleanup_fd_ int err_fd = open (errlog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 
   /* Warnings after the mount go to the run directory, not to a terminal
    * that may be gone. */
@@ -511,7 +526,7 @@ announce (const MountArgs *a, Daemon *d, int ready_fd)
     {
       fb_cmd_fd_budget_warn ("mount");
       report_ready (ready_fd, "OK");
-      detach_stdio (a->run_dir);
+      detach_stdio (a->errlog_fd);
     }
   fflush (stdout);
 }
@@ -722,7 +737,7 @@ fb_cmd_mount (int argc, char **argv)
 {
   g_auto (MountCommandLine) c = { 0 };
   g_autoptr (FbRun) run = NULL;
-  MountArgs a = { 0 };
+  MountArgs a = { .watch_fd = -1, .errlog_fd = -1 };
   int pipefd[2];
   pid_t pid;
   int status;
@@ -741,7 +756,8 @@ fb_cmd_mount (int argc, char **argv)
 
   if (a.foreground)
     {
-      a.watch_fd = start_unmount_watcher (a.mountpoint, a.run_dir);
+      a.errlog_fd = open_errlog (a.run, a.run_dir);
+      a.watch_fd = start_unmount_watcher (a.mountpoint, a.errlog_fd);
       return run_daemon (&a, -1);
     }
 
@@ -770,7 +786,8 @@ fb_cmd_mount (int argc, char **argv)
     {
       /* stay where we are; nothing depends on it */
     }
-  a.watch_fd = start_unmount_watcher (a.mountpoint, a.run_dir);
+  a.errlog_fd = open_errlog (a.run, a.run_dir);
+  a.watch_fd = start_unmount_watcher (a.mountpoint, a.errlog_fd);
   status = run_daemon (&a, pipefd[1]);
   _exit (status);
 }

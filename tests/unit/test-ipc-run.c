@@ -197,6 +197,20 @@ test_written_through_descriptor (void **state)
     assert_non_null (fb_run_open_log (run, &lo, &error));
     assert_true (fb_run_close_log (run, &error));
   }
+  /* and mount's mount.log: made new, never one that is there already */
+  {
+    g_autofree char *moved_err = g_build_filename (ws, "a.old", "b", "mount.log", NULL);
+    g_autofree char *victim_err = g_build_filename (victim_b, "mount.log", NULL);
+    int fd = fb_run_open_new (run, "mount.log", 0600);
+    struct stat st;
+
+    assert_true (fd >= 0);
+    close (fd);
+    assert_int_equal (stat (moved_err, &st), 0);
+    assert_int_equal (st.st_mode & 07777, 0600);
+    assert_false (g_file_test (victim_err, G_FILE_TEST_EXISTS));
+    assert_int_equal (fb_run_open_new (run, "mount.log", 0600), -EEXIST);
+  }
   assert_true (fb_run_end (run, 3, &error));
   fb_run_free (run);
   assert_false (g_file_test (victim_json, G_FILE_TEST_EXISTS));
