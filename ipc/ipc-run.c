@@ -76,11 +76,41 @@ fb_run_sessions_root (void)
   return g_build_filename (state, "sessions", NULL);
 }
 
+gboolean
+fb_run_state_no_links (GError **error)
+{
+  g_autofree char *runs = fb_run_dir_root ();
+  g_autofree char *state = g_path_get_dirname (runs);
+  g_autofree char *sessions = fb_run_sessions_root ();
+  const char *ours[] = { state, runs, sessions };
+
+  for (guint i = 0; i < G_N_ELEMENTS (ours); i++)
+    {
+      struct stat st;
+
+      if (lstat (ours[i], &st) == 0 && S_ISLNK (st.st_mode))
+        {
+          g_autofree char *target = g_file_read_link (ours[i], NULL);
+          g_autofree char *parent = g_path_get_dirname (ours[i]);
+
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                       "fusebox's state directory %s is a symbolic link (to %s): fusebox makes its state "
+                       "directories itself and never as links, so someone else put it there (a sandbox that "
+                       "could write %s makes files that are yours); remove the link, or set XDG_STATE_HOME to a "
+                       "directory of your own that only you may write and that no sandbox sees",
+                       ours[i], target != NULL ? target : "?", parent);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
 /* fb_path_check_private of a directory of fusebox's state, with the fix */
 static gboolean
 state_path_ok (const char *dir, GError **error)
 {
-  return fb_path_check_private (dir, false, "fusebox's state directory",
+  return fb_run_state_no_links (error) &&
+         fb_path_check_private (dir, false, "fusebox's state directory",
                                 "set XDG_STATE_HOME to a directory of your own that only you may write", error);
 }
 
@@ -116,7 +146,8 @@ fb_run_dir_create (const char *run_id, GError **error)
    * of other users' reach before and once made (a directory of another
    * user on the way could swap a run directory, or the runs root, for one
    * of theirs: root would then write its runs there). */
-  if (!fb_path_make_private (root, "fusebox's state directory",
+  if (!fb_run_state_no_links (error) ||
+      !fb_path_make_private (root, "fusebox's state directory",
                              "set XDG_STATE_HOME to a directory of your own that only you may write", error))
     return NULL;
   dir = g_build_filename (root, run_id, NULL);
@@ -273,7 +304,7 @@ fb_run_state_paths (const char *run_dir, const char *log_path)
   g_ptr_array_add (out, g_strdup (root));
   /* the control sockets of `run --session`: made now, if need be, so that
    * a view started before the first session hides it too (by identity) */
-  if (fb_path_make_private (sessions, "the sessions' directory", "", NULL))
+  if (fb_run_state_no_links (NULL) && fb_path_make_private (sessions, "the sessions' directory", "", NULL))
     g_ptr_array_add (out, g_strdup (sessions));
   if (run_dir != NULL)
     {

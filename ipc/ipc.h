@@ -145,6 +145,11 @@ char *fb_run_sessions_root (void);
 /* Whether the runs root is out of other users' reach (fb_path_check_private:
  * the caller's, on a way no other user may write); FALSE with the fix. */
 gboolean fb_run_state_dir_ok (GError **error);
+/* Neither fusebox/ nor its runs/ and sessions/ is a symbolic link (where
+ * they exist): fusebox makes them, never as links, so a link there was
+ * put by someone else (a sandbox makes files that are the caller's, and
+ * root's own links are followed elsewhere); FALSE naming it and the fix. */
+gboolean fb_run_state_no_links (GError **error);
 /* Create (0700, parents too) the run directory for ID; returns its path. */
 char *fb_run_dir_create (const char *run_id, GError **error);
 /* Resolve what a user typed (a run id, a run directory, or a log file) to a

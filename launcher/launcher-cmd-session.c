@@ -196,7 +196,8 @@ sessions_dir_ok (const char *command)
    * writable by no one else, or another user could answer there as a
    * session's daemon, or swap a directory for a link between this check
    * and the lock's open */
-  if (!fb_path_check_private (root, false, "the sessions' directory",
+  if (!fb_run_state_no_links (&error) ||
+      !fb_path_check_private (root, false, "the sessions' directory",
                               "set XDG_STATE_HOME to a directory of your own that only you may write", &error))
     {
       fb_cmd_error ("%s: %s", command, error->message);
@@ -1967,7 +1968,8 @@ start_session (const RunOptions *o, const char *name)
   pid_t pid;
   ssize_t n;
 
-  if (!fb_path_make_private (root, "the sessions' directory",
+  if (!fb_run_state_no_links (&error) ||
+      !fb_path_make_private (root, "the sessions' directory",
                              "set XDG_STATE_HOME to a directory of your own that only you may write", &error))
     {
       fb_cmd_error ("run: --session %s: %s", name, error->message);

@@ -408,7 +408,71 @@ RFX_CASE (test_state_way_through_a_link)
   }
 }
 
+/* A state directory under a workspace (a harness's XDG_STATE_HOME=WS/.st):
+ * an earlier sandbox, with its state elsewhere, puts links where fusebox
+ * would make fusebox/runs and fusebox/sessions.  The links are the
+ * caller's (a sandbox's files are), so their owner says nothing; but
+ * fusebox never makes them as links: a later run, session or prune
+ * refuses them, naming the link, and makes nothing where they lead. */
+RFX_CASE (test_state_link_planted)
+{
+  g_autofree char *st = g_build_filename (fx->ws, "st", NULL);
+  g_autofree char *visible = g_build_filename (fx->ws, "visible", NULL);
+  g_autofree char *runs_link = g_build_filename (st, "fusebox", "runs", NULL);
+  g_autofree char *kept = g_build_filename (visible, "20260101-000000-kept", "run.json", NULL);
+  g_autofree char *state = NULL;
+  RfxResult r = { 0 };
+
+  /* the plant, by a sandbox */
+  rfx_run (fx, &r, "--", "/bin/sh", "-c",
+           "mkdir -p st/fusebox visible/20260101-000000-kept && chmod 700 visible && "
+           "echo '{\"run\":\"kept\",\"exit_status\":0}' > visible/20260101-000000-kept/run.json && "
+           "ln -s ../../visible st/fusebox/runs && echo planted",
+           NULL);
+  assert_int_equal (r.status, 0);
+  assert_string_equal (r.out, "planted\n");
+  rfx_result_clear (&r);
+  test_assert_host_readable (kept);
+
+  state = g_steal_pointer (&fx->state);
+  fx->state = g_strdup (st);
+  rfx_run (fx, &r, "--", "/bin/true", NULL);
+  assert_int_equal (r.status, 125);
+  assert_non_null (strstr (r.err, runs_link));
+  assert_non_null (strstr (r.err, "is a symbolic link"));
+  rfx_result_clear (&r);
+  rfx_fusebox (fx, &r, "runs", "--prune", NULL);
+  assert_int_not_equal (r.status, 0);
+  assert_non_null (strstr (r.err, "is a symbolic link"));
+  rfx_result_clear (&r);
+  test_assert_host_readable (kept);
+  {
+    g_autoptr (GDir) d = g_dir_open (visible, 0, NULL);
+    guint n = 0;
+    while (g_dir_read_name (d) != NULL)
+      n++;
+    assert_int_equal (n, 1); /* no run made there */
+  }
+
+  /* the sessions' directory the same way */
+  assert_int_equal (unlink (runs_link), 0);
+  {
+    g_autofree char *sessions_link = g_build_filename (st, "fusebox", "sessions", NULL);
+    g_autofree char *lock = g_build_filename (visible, "s1.lock", NULL);
+
+    assert_int_equal (symlink ("../../visible", sessions_link), 0);
+    rfx_run (fx, &r, "--session", "s1", "--", "/bin/true", NULL);
+    assert_int_equal (r.status, 125);
+    assert_non_null (strstr (r.err, sessions_link));
+    rfx_result_clear (&r);
+    assert_false (g_file_test (lock, G_FILE_TEST_EXISTS));
+  }
+  g_free (fx->state);
+  fx->state = g_steal_pointer (&state);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dirs_beside_each_other),
                  RFX_TEST (test_run_dirs_in_their_own_directory), RFX_TEST (test_alias_through_a_source),
                  RFX_TEST (test_source_on_state_refused), RFX_TEST (test_serve_log_out_of_reach),
-                 RFX_TEST (test_private_made_in_its_own_run_dir), RFX_TEST (test_state_way_through_a_link))
+                 RFX_TEST (test_private_made_in_its_own_run_dir), RFX_TEST (test_state_way_through_a_link),
+                 RFX_TEST (test_state_link_planted))
