@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* run.json's "kind" */
@@ -47,8 +48,9 @@ struct FbRun
   FbRunKind kind;
   char *id;
   char *dir;
-  int dir_fd;     /* DIR, opened once it is made: its files are written through it */
-  bool dir_given; /* --run-dir */
+  int dir_fd;           /* DIR, opened once it is made: its files are written through it */
+  struct timespec made; /* CLOCK_REALTIME_COARSE before DIR was made (fb_run_get_made) */
+  bool dir_given;       /* --run-dir */
   char *log_path;
   bool log_given; /* --log: a file of the caller's choice, maybe elsewhere */
   FbPolicyVarsStorage vars;
@@ -121,6 +123,12 @@ int
 fb_run_get_dir_fd (FbRun *run)
 {
   return run->dir_fd;
+}
+
+const struct timespec *
+fb_run_get_made (FbRun *run)
+{
+  return &run->made;
 }
 
 int
@@ -359,6 +367,9 @@ fb_run_create (FbRun *run, FbPolicy *policy, GError **error)
   g_autofree char *json = NULL;
   g_autofree char *policy_path = NULL;
 
+  /* the clock the kernel stamps files' birth times with: whatever the run
+   * makes is born at or after it */
+  clock_gettime (CLOCK_REALTIME_COARSE, &run->made);
   if (!make_dir (run, error))
     return FALSE;
   /* --log: its directory out of other users' reach, as the run

@@ -232,6 +232,10 @@ int fb_run_get_dir_fd (FbRun *run);
  * appending (O_CLOEXEC): the descriptor, or -errno (-EEXIST when NAME is
  * there already: put there by another, never taken). */
 int fb_run_open_new (FbRun *run, const char *name, mode_t mode);
+/* When fb_run_create began (CLOCK_REALTIME_COARSE, the clock of files'
+ * birth times): what the run made in its directory was born at or after
+ * it; anything born before was moved in (fb_cmd_remove_tree_since). */
+const struct timespec *fb_run_get_made (FbRun *run);
 /* After a fork that closed descriptors: the run directory's is now FD
  * (a duplicate made before; the one it had is not closed here). */
 void fb_run_set_dir_fd (FbRun *run, int fd);

@@ -606,8 +606,13 @@ remove_private (Run *run)
   int fd = fb_run_get_dir_fd (run->run);
   if (fd < 0)
     return;
-  int r = fb_cmd_remove_tree_at (fd, "private");
-  if (r < 0)
+  int r = fb_cmd_remove_tree_since (fd, "private", fb_run_get_made (run->run));
+  if (r == -EEXIST)
+    fb_cmd_error ("run: left %s/private: it holds entries made before this run began, which another sandbox that "
+                  "sees the run directory moved in (a --run-dir in a workspace); look at them, then remove them "
+                  "yourself, and give --run-dir a place no sandbox sees",
+                  dir);
+  else if (r < 0)
     fb_cmd_error ("run: removing the private sources in %s/private: %s; remove them with 'fusebox runs --prune'", dir,
                   g_strerror (-r));
 }

@@ -233,8 +233,21 @@ level_failed (TreeLevel *l, const char *name, int err, int *r)
 
 /* rm -rf of the directory PARENT_FD/NAME (see above).  0 or the first
  * -errno. */
+/* Whether PARENT_FD/NAME was born before SINCE (its birth time known). */
+static bool
+born_before (int parent_fd, const char *name, const struct timespec *since)
+{
+  struct statx stx;
+
+  if (since == NULL || statx (parent_fd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) < 0 ||
+      (stx.stx_mask & STATX_BTIME) == 0)
+    return false;
+  return stx.stx_btime.tv_sec < since->tv_sec ||
+         (stx.stx_btime.tv_sec == since->tv_sec && stx.stx_btime.tv_nsec < (guint32)since->tv_nsec);
+}
+
 static int
-remove_dir_tree (int parent_fd, const char *name)
+remove_dir_tree (int parent_fd, const char *name, const struct timespec *since)
 {
   g_autoptr (GArray) stack = g_array_new (FALSE, TRUE, sizeof (TreeLevel));
   TreeLevel top = { 0 };
@@ -267,6 +280,12 @@ remove_dir_tree (int parent_fd, const char *name)
             continue;
           if (cur->failed && g_hash_table_contains (cur->failed, ent->d_name))
             continue;
+          if (born_before (dirfd (d), ent->d_name, since))
+            {
+              /* moved in: not the run's to remove */
+              level_failed (cur, ent->d_name, -EEXIST, &r);
+              continue;
+            }
           if (unlinkat (dirfd (d), ent->d_name, 0) == 0 || errno == ENOENT)
             continue;
           if (errno != EISDIR)
@@ -332,11 +351,19 @@ remove_dir_tree (int parent_fd, const char *name)
 int
 fb_cmd_remove_tree_at (int parent_fd, const char *name)
 {
+  return fb_cmd_remove_tree_since (parent_fd, name, NULL);
+}
+
+int
+fb_cmd_remove_tree_since (int parent_fd, const char *name, const struct timespec *since)
+{
+  if (born_before (parent_fd, name, since))
+    return -EEXIST;
   if (unlinkat (parent_fd, name, 0) == 0)
     return 0;
   if (errno != EISDIR)
     return errno == ENOENT ? 0 : -errno;
-  return remove_dir_tree (parent_fd, name);
+  return remove_dir_tree (parent_fd, name, since);
 }
 
 /* Prune one run directory: everything but run.json first, then run.json,

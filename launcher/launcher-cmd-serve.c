@@ -453,8 +453,12 @@ fb_cmd_serve (int argc, char **argv)
    * left on the host; through the directory's descriptor, as made */
   if (fb_run_get_dir_fd (run) >= 0)
     {
-      int r = fb_cmd_remove_tree_at (fb_run_get_dir_fd (run), "sessions");
-      if (r < 0)
+      int r = fb_cmd_remove_tree_since (fb_run_get_dir_fd (run), "sessions", fb_run_get_made (run));
+      if (r == -EEXIST)
+        fb_cmd_error ("serve: left %s/sessions: it holds entries made before the server began, which a sandbox "
+                      "that sees the run directory moved in; look at them, then remove them yourself",
+                      fb_run_get_dir (run));
+      else if (r < 0)
         fb_cmd_error ("serve: removing the sessions' private directories in %s/sessions: %s; remove them with "
                       "'fusebox runs --prune'",
                       fb_run_get_dir (run), g_strerror (-r));

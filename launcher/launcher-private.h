@@ -76,6 +76,12 @@ char *fb_cmd_read_token (const char *file, GError **error);
  * symlinks (directories the sandbox made read-only are made writable
  * first): 0 or the first -errno. */
 int fb_cmd_remove_tree_at (int parent_fd, const char *name);
+/* The same, for what a run made: anything born before SINCE (a run's
+ * fb_run_get_made) was moved in by another, through a view that shows the
+ * run directory (a --run-dir in a workspace), and is left where it is,
+ * with what holds it: -EEXIST then, once the rest is removed.  A
+ * filesystem that keeps no birth times removes all. */
+int fb_cmd_remove_tree_since (int parent_fd, const char *name, const struct timespec *since);
 /* A program installed beside this one (found through /proc/self/exe), or
  * the one $ENV_VAR names when it is set and not empty; NULL when this
  * program's own path can't be read. */

@@ -408,6 +408,56 @@ RFX_CASE (test_state_way_through_a_link)
   }
 }
 
+/* Another sandbox that sees a running run's --run-dir (in the workspace)
+ * moves a directory of the workspace into that run's private /tmp: a
+ * vendored repository whose .git it may not touch (a protected name).  The
+ * run's end, as root, removed it with the run's /tmp.  What was born
+ * before the run began is left where it is, said so; what the run made
+ * goes. */
+RFX_CASE (test_private_removal_keeps_moved_in)
+{
+  g_autofree char *run_dir = g_build_filename (fx->ws, "runs", "b", NULL);
+  g_autofree char *git_config = g_build_filename (fx->ws, "vendor", "lib", ".git", "config", NULL);
+  g_autofree char *moved_config = g_build_filename (run_dir, "private", "%2Ftmp", "lib", ".git", "config", NULL);
+  g_autofree char *mine = g_build_filename (run_dir, "private", "%2Ftmp", "mine", NULL);
+  g_autofree char *go = g_build_filename (fx->ws, "go", NULL);
+  g_autofree char *victim_sh = g_strdup_printf ("echo mine > /tmp/mine && i=0; while [ ! -e %s ] && [ $i -lt 600 ]; "
+                                                "do sleep 0.05; i=$((i+1)); done; ls /tmp",
+                                                go);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  RfxResult res = { 0 };
+  int out_fd = -1, status;
+  pid_t victim;
+
+  {
+    g_autofree char *git_dir = g_path_get_dirname (git_config);
+    assert_int_equal (g_mkdir_with_parents (git_dir, 0755), 0);
+    test_write (git_config, "[core]\n", 0644);
+  }
+  test_assert_host_readable (git_config);
+  /* the protected name is out of a sandbox's reach in place */
+  rfx_run (fx, &res, "--", "/bin/sh", "-c", "rm -rf vendor/lib/.git; ls -a vendor/lib", NULL);
+  rfx_result_clear (&res);
+  test_assert_host_readable (git_config);
+
+  victim = rfx_start (fx, &out_fd, "--run-dir", run_dir, "--", "/bin/sh", "-c", victim_sh, NULL);
+  for (int i = 0; i < 600 && !g_file_test (mine, G_FILE_TEST_EXISTS); i++)
+    g_usleep (50 * 1000);
+  test_assert_host_readable (mine);
+  rfx_run (fx, &res, "--", "/bin/sh", "-c", "mv vendor/lib runs/b/private/%2Ftmp/lib && touch go && echo moved", NULL);
+  assert_string_equal (res.out, "moved\n");
+  rfx_result_clear (&res);
+  status = rfx_wait (fx, victim, 60000);
+  out = test_read_all (out_fd);
+  close (out_fd);
+  assert_int_equal (status, 0);
+  assert_non_null (strstr (out, "lib"));
+  /* the run's own file went; the moved-in tree is whole, and said */
+  assert_false (g_file_test (mine, G_FILE_TEST_EXISTS));
+  test_assert_host_readable (moved_config);
+}
+
 /* A state directory under a workspace (a harness's XDG_STATE_HOME=WS/.st):
  * an earlier sandbox, with its state elsewhere, puts links where fusebox
  * would make fusebox/runs and fusebox/sessions.  The links are the
@@ -475,4 +525,4 @@ RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dirs_beside_each_other),
                  RFX_TEST (test_run_dirs_in_their_own_directory), RFX_TEST (test_alias_through_a_source),
                  RFX_TEST (test_source_on_state_refused), RFX_TEST (test_serve_log_out_of_reach),
                  RFX_TEST (test_private_made_in_its_own_run_dir), RFX_TEST (test_state_way_through_a_link),
-                 RFX_TEST (test_state_link_planted))
+                 RFX_TEST (test_state_link_planted), RFX_TEST (test_private_removal_keeps_moved_in))
