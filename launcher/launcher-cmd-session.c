@@ -1959,6 +1959,7 @@ start_session (const RunOptions *o, const char *name)
   g_autofree char *lock_path = g_build_filename (root, lock_name, NULL);
   g_autoptr (GError) error = NULL;
   g_autoptr (GDir) dir = NULL;
+  _fb_cleanup_fd_ int root_fd = -1;
   FbRunOptions ro = { .kind = FB_RUN_KIND_SESSION, .workspace = o->workspace };
   g_autoptr (FbRun) srun = NULL;
   g_autoptr (FbPolicy) policy = NULL;
@@ -1975,8 +1976,12 @@ start_session (const RunOptions *o, const char *name)
       fb_cmd_error ("run: --session %s: %s", name, error->message);
       return -1;
     }
-  if (!sessions_dir_ok ("run: --session") || chmod (root, 0700) < 0 ||
-      (lock = open (lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 || flock (lock, LOCK_EX) < 0)
+  /* its mode and the lock through one descriptor, taken without following
+   * a link: the checked path may have been swapped since */
+  if (!sessions_dir_ok ("run: --session") ||
+      (root_fd = open (root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fchmod (root_fd, 0700) < 0 ||
+      (lock = openat (root_fd, lock_name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0 ||
+      flock (lock, LOCK_EX) < 0)
     {
       fb_cmd_error ("run: --session %s: %s: %s; set XDG_STATE_HOME to a writable directory", name,
                     lock >= 0 ? lock_path : root, g_strerror (errno));
