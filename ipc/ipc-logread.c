@@ -374,6 +374,11 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
   r->dev = st.st_dev;
   r->ino = st.st_ino;
   r->stats.files++;
+  /* fusebox writes a log file under one name only (open_live refuses
+   * another): one more was made since, by whoever could write where it
+   * is, and through it the records could have been rewritten */
+  if (st.st_nlink > 1)
+    r->stats.linked++;
   return 1;
 }
 

@@ -780,6 +780,7 @@ fb_report_to_json (FbReport *r)
   fb_json_builder_add_int_member (b, "duplicates", (gint64)r->reader.duplicates);
   fb_json_builder_add_int_member (b, "bad_lines", (gint64)r->reader.bad_lines);
   fb_json_builder_add_int_member (b, "truncated_lines", (gint64)r->reader.truncated);
+  fb_json_builder_add_int_member (b, "linked_files", (gint64)r->reader.linked);
   fb_json_builder_add_string_member (b, "first_ts", r->first_ts);
   fb_json_builder_add_string_member (b, "last_ts", r->last_ts);
   json_builder_set_member_name (b, "span_seconds");
@@ -977,6 +978,12 @@ fb_report_to_text (FbReport *r)
                             gaps, PLURAL (gaps), r->reader.bad_lines, PLURAL (r->reader.bad_lines), r->reader.truncated,
                             PLURAL (r->reader.truncated));
 
+  if (r->reader.linked > 0)
+    g_string_append_printf (out,
+                            "WARNING: %" G_GUINT64_FORMAT " of the log's files %s another name (a hard link): "
+                            "whoever could write where that name is may have rewritten the records; find it "
+                            "(find / -samefile FILE) and keep the log where no sandbox sees it\n",
+                            r->reader.linked, r->reader.linked == 1 ? "has" : "have");
   if (r->log_full)
     g_string_append_printf (out,
                             "WARNING: the log reached its budget and the run was stopped; %" G_GUINT64_FORMAT

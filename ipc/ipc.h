@@ -411,7 +411,8 @@ typedef struct
   guint64 missing;    /* seq numbers skipped over by those gaps */
   guint64 bad_lines;
   guint64 truncated;
-  guint64 files; /* files opened */
+  guint64 files;  /* files opened */
+  guint64 linked; /* of them, files with more than one name (hard links) */
 } FbLogReaderStats;
 
 typedef struct FbLogReader FbLogReader;

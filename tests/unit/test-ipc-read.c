@@ -145,6 +145,38 @@ read_whole (Fixture *f, const char *text, GArray *seqs, FbLogReaderStats *ret_st
   return trace;
 }
 
+/* A log file with a second name (a hard link a sandbox made where it could
+ * see the run directory): counted, and the report warns, since records
+ * may have been rewritten through that name; one name, nothing said. */
+static void
+test_linked_file_counted (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *text = records ("r", 1, 2);
+  g_autofree char *other = g_build_filename (f->dir, "elsewhere.jsonl", NULL);
+  FbLogReaderStats stats;
+  g_autofree char *trace = read_whole (f, text, NULL, &stats);
+
+  assert_string_equal (trace, "RR");
+  assert_int_equal (stats.linked, 0);
+  assert_int_equal (link (f->path, other), 0);
+  {
+    g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, FALSE, NULL);
+    g_autoptr (FbReport) report = fb_report_new ();
+    g_autofree char *report_text = NULL;
+    g_autofree char *again = NULL;
+
+    assert_non_null (reader);
+    again = drain (reader, NULL);
+    assert_string_equal (again, "RR");
+    fb_log_reader_get_stats (reader, &stats);
+    assert_int_equal (stats.linked, 1);
+    fb_report_set_reader_stats (report, &stats);
+    report_text = fb_report_to_text (report);
+    assert_non_null (strstr (report_text, "WARNING: 1 of the log's files has another name"));
+  }
+}
+
 static void
 test_bad_lines_gaps_duplicates (void **state)
 {
@@ -424,7 +456,8 @@ test_follow_manual_rotation (void **state)
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line),
-                  TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates), TEST_LOG_FILE_TEST (test_lone_surrogate),
-                  TEST_LOG_FILE_TEST (test_gap_message), TEST_LOG_FILE_TEST (test_rotated_order),
-                  TEST_LOG_FILE_TEST (test_missing_log), TEST_LOG_FILE_TEST (test_follow_across_rotation),
-                  TEST_LOG_FILE_TEST (test_follow_partial_line), TEST_LOG_FILE_TEST (test_follow_manual_rotation))
+                  TEST_LOG_FILE_TEST (test_linked_file_counted), TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates),
+                  TEST_LOG_FILE_TEST (test_lone_surrogate), TEST_LOG_FILE_TEST (test_gap_message),
+                  TEST_LOG_FILE_TEST (test_rotated_order), TEST_LOG_FILE_TEST (test_missing_log),
+                  TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_partial_line),
+                  TEST_LOG_FILE_TEST (test_follow_manual_rotation))
