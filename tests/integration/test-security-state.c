@@ -300,6 +300,18 @@ RFX_CASE (test_serve_log_out_of_reach)
   assert_null (strstr (after, "forged-by-the-sandbox"));
 }
 
+/* A run started with rfx_start (its stdout on OUT_FD) to its end, which
+ * must be a success: what it printed. */
+static char *
+wait_victim (RFx *fx, pid_t victim, int out_fd)
+{
+  int status = rfx_wait (fx, victim, 60000);
+  char *out = test_read_all (out_fd);
+
+  close (out_fd);
+  assert_int_equal (status, 0);
+  return out;
+}
 /* A run with --run-dir in the workspace makes its private /tmp (on first
  * use) from its run directory's descriptor: another sandbox of the same
  * workspace (a run that does not know that directory) renamed its parent
@@ -322,7 +334,7 @@ RFX_CASE (test_private_made_in_its_own_run_dir)
   g_autofree char *text = NULL;
   g_autofree char *out = NULL;
   RfxResult res = { 0 };
-  int out_fd = -1, status;
+  int out_fd = -1;
   pid_t victim;
 
   assert_int_equal (g_mkdir_with_parents (runs, 0755), 0);
@@ -336,10 +348,7 @@ RFX_CASE (test_private_made_in_its_own_run_dir)
   assert_int_equal (res.status, 0);
   assert_string_equal (res.out, "swapped\n");
   rfx_result_clear (&res);
-  status = rfx_wait (fx, victim, 60000);
-  out = test_read_all (out_fd);
-  close (out_fd);
-  assert_int_equal (status, 0);
+  out = wait_victim (fx, victim, out_fd);
   assert_string_equal (out, "victim\n");
   /* nothing made where the link leads; the run's records in its own
    * directory, and its private sources removed from there */
@@ -427,7 +436,7 @@ RFX_CASE (test_private_removal_keeps_moved_in)
   g_autofree char *out = NULL;
   g_autofree char *err = NULL;
   RfxResult res = { 0 };
-  int out_fd = -1, status;
+  int out_fd = -1;
   pid_t victim;
 
   {
@@ -448,10 +457,7 @@ RFX_CASE (test_private_removal_keeps_moved_in)
   rfx_run (fx, &res, "--", "/bin/sh", "-c", "mv vendor/lib runs/b/private/%2Ftmp/lib && touch go && echo moved", NULL);
   assert_string_equal (res.out, "moved\n");
   rfx_result_clear (&res);
-  status = rfx_wait (fx, victim, 60000);
-  out = test_read_all (out_fd);
-  close (out_fd);
-  assert_int_equal (status, 0);
+  out = wait_victim (fx, victim, out_fd);
   assert_non_null (strstr (out, "lib"));
   /* the run's own file went; the moved-in tree is whole, and said */
   assert_false (g_file_test (mine, G_FILE_TEST_EXISTS));
