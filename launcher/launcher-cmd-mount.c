@@ -124,6 +124,26 @@ check_mountpoint (const char *arg)
         return NULL;
       }
   }
+  /* A link as the mount point: the mount would cover where it leads, and
+   * whoever could write where the link is (a sandbox, whose files are the
+   * caller's) chose that: /etc, say.  The directory itself is given. */
+  {
+    struct stat lst;
+    gsize len = strlen (arg);
+    g_autofree char *bare = g_strdup (arg);
+
+    while (len > 1 && bare[len - 1] == '/')
+      bare[--len] = '\0'; /* "link/" names the target: the link still decides */
+    if (lstat (bare, &lst) == 0 && S_ISLNK (lst.st_mode))
+      {
+        g_autofree char *target = g_file_read_link (bare, NULL);
+        fb_cmd_error ("mount: the mount point %s is a symbolic link (to %s); give the directory itself (a link "
+                      "where a sandbox could write may have been put there by it, to have the view cover what it "
+                      "leads to)",
+                      bare, target != NULL ? target : "?");
+        return NULL;
+      }
+  }
   if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
       strcmp (real, "/") != 0)
     {

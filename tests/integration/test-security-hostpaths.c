@@ -239,5 +239,39 @@ RFX_CASE (test_mount_through_another_users_link)
   rfx_result_clear (&log_there);
 }
 
-RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_state_of_another_user),
-                 RFX_TEST (test_mount_through_another_users_link))
+/* A mount point that a sandbox made a link (to a root-only directory,
+ * standing in for /etc): the link is the caller's, as a sandbox's files
+ * are, so its owner says nothing.  The mount would have covered the
+ * directory it leads to; a link as the mount point is refused. */
+RFX_CASE (test_mount_point_link_from_a_sandbox)
+{
+  g_autofree char *target = g_build_filename (fx->tmp, "root-only", NULL);
+  g_autofree char *kept = g_build_filename (target, "kept", NULL);
+  g_autofree char *link = g_build_filename (fx->ws, "view", NULL);
+  g_autofree char *plant = g_strdup_printf ("ln -s %s view && echo planted", target);
+  RfxResult r = { 0 };
+
+  assert_int_equal (mkdir (target, 0700), 0);
+  test_write (kept, "root's\n", 0600);
+  test_assert_host_readable (kept);
+  rfx_run (fx, &r, "--", "/bin/sh", "-c", plant, NULL);
+  assert_string_equal (r.out, "planted\n");
+  rfx_result_clear (&r);
+
+  rfx_fusebox (fx, &r, "mount", link, NULL);
+  assert_false (was_mounted (target));
+  assert_refused (&r, 1, "is a symbolic link (to");
+  rfx_result_clear (&r);
+  test_assert_host_readable (kept);
+  /* the same with a trailing slash, which names the link's target */
+  {
+    g_autofree char *slashed = g_strconcat (link, "/", NULL);
+    rfx_fusebox (fx, &r, "mount", slashed, NULL);
+    assert_false (was_mounted (target));
+    assert_refused (&r, 1, "is a symbolic link (to");
+    rfx_result_clear (&r);
+  }
+}
+
+RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
+                 RFX_TEST (test_state_of_another_user), RFX_TEST (test_mount_through_another_users_link))
