@@ -105,6 +105,47 @@ fb_run_state_no_links (GError **error)
   return TRUE;
 }
 
+gboolean
+fb_run_state_first_way_ok (GError **error)
+{
+  g_autofree char *runs = fb_run_dir_root ();
+  g_autofree char *state = g_path_get_dirname (runs);
+  g_autofree char *cwd = g_path_is_absolute (state) ? NULL : g_get_current_dir ();
+  g_autofree char *abs = cwd != NULL ? g_build_filename (cwd, state, NULL) : g_strdup (state);
+  g_auto (GStrv) parts = NULL;
+  g_autoptr (GString) way = g_string_new (NULL);
+  struct stat st;
+
+  if (lstat (abs, &st) == 0 || errno != ENOENT)
+    return TRUE; /* made before (fb_run_state_no_links looks at it) */
+  parts = g_strsplit (abs, "/", -1);
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      if (parts[i][0] == '\0')
+        continue;
+      g_string_append_c (way, '/');
+      g_string_append (way, parts[i]);
+      if (lstat (way->str, &st) < 0)
+        return TRUE; /* the rest is made, a step at a time, never through a link */
+      if (S_ISLNK (st.st_mode))
+        {
+          g_autofree char *link_real = fb_realpath (way->str);
+          g_autofree char *real = link_real != NULL ? g_strconcat (link_real, abs + way->len, NULL) : NULL;
+          g_autofree char *target = g_file_read_link (way->str, NULL);
+
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                       "fusebox's state directory %s does not exist yet, and the way to it passes the symbolic "
+                       "link %s (to %s): fusebox makes its state the first time only on a way without links, since "
+                       "a sandbox that could write where the link is may have put it there to choose where root "
+                       "keeps its logs; if the link is yours, make the directory yourself (mkdir -p -m 700 %s), or set "
+                       "XDG_STATE_HOME to a directory without links on its way",
+                       abs, way->str, target != NULL ? target : "?", real != NULL ? real : abs);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
 /* fb_path_check_private of a directory of fusebox's state, with the fix */
 static gboolean
 state_path_ok (const char *dir, GError **error)
@@ -146,7 +187,7 @@ fb_run_dir_create (const char *run_id, GError **error)
    * of other users' reach before and once made (a directory of another
    * user on the way could swap a run directory, or the runs root, for one
    * of theirs: root would then write its runs there). */
-  if (!fb_run_state_no_links (error) ||
+  if (!state_path_ok (root, error) || !fb_run_state_first_way_ok (error) ||
       !fb_path_make_private (root, "fusebox's state directory",
                              "set XDG_STATE_HOME to a directory of your own that only you may write", error))
     return NULL;

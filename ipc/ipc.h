@@ -150,6 +150,11 @@ gboolean fb_run_state_dir_ok (GError **error);
  * put by someone else (a sandbox makes files that are the caller's, and
  * root's own links are followed elsewhere); FALSE naming it and the fix. */
 gboolean fb_run_state_no_links (GError **error);
+/* fusebox/ exists, or the way to where it would be made passes no
+ * symbolic link: its first making goes through none (one a sandbox put in
+ * a workspace would choose where root keeps its state); FALSE naming the
+ * link and the fix (make the directory yourself). */
+gboolean fb_run_state_first_way_ok (GError **error);
 /* Create (0700, parents too) the run directory for ID; returns its path. */
 char *fb_run_dir_create (const char *run_id, GError **error);
 /* Resolve what a user typed (a run id, a run directory, or a log file) to a

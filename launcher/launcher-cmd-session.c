@@ -1970,6 +1970,9 @@ start_session (const RunOptions *o, const char *name)
   ssize_t n;
 
   if (!fb_run_state_no_links (&error) ||
+      !fb_path_check_private (root, false, "the sessions' directory",
+                              "set XDG_STATE_HOME to a directory of your own that only you may write", &error) ||
+      !fb_run_state_first_way_ok (&error) ||
       !fb_path_make_private (root, "the sessions' directory",
                              "set XDG_STATE_HOME to a directory of your own that only you may write", &error))
     {

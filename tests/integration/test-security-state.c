@@ -403,6 +403,11 @@ RFX_CASE (test_state_way_through_a_link)
   assert_int_equal (g_mkdir_with_parents (middle_dir, 0700), 0);
   assert_int_equal (symlink (data, middle), 0);
   assert_int_equal (symlink (middle, link), 0);
+  /* fusebox/ made by the user, as fusebox asks where links lead to it */
+  {
+    g_autofree char *made = g_build_filename (data, "fusebox", NULL);
+    assert_int_equal (mkdir (made, 0700), 0);
+  }
   rfx_run_argv (fx, &res, argv);
   if (res.status != 0)
     fail_msg ("the run exited %d: %s", res.status, res.err);
@@ -522,6 +527,39 @@ RFX_CASE (test_state_link_planted)
     assert_non_null (strstr (r.err, sessions_link));
     rfx_result_clear (&r);
     assert_false (g_file_test (lock, G_FILE_TEST_EXISTS));
+  }
+
+  /* XDG_STATE_HOME itself a link the sandbox made, to a root-only
+   * directory (a user's own link to a data disk looks the same): the state
+   * is not made there the first time; once the user made fusebox/ where it
+   * leads, it is used */
+  {
+    g_autofree char *secret = g_build_filename (fx->tmp, "secret-dir", NULL);
+    g_autofree char *plant = g_strdup_printf ("ln -s %s st2 && echo planted", secret);
+    g_autofree char *st2 = g_build_filename (fx->ws, "st2", NULL);
+    g_autofree char *made = g_build_filename (secret, "fusebox", NULL);
+
+    assert_int_equal (mkdir (secret, 0700), 0);
+    g_free (fx->state);
+    fx->state = g_strdup (state);
+    rfx_run (fx, &r, "--", "/bin/sh", "-c", plant, NULL);
+    assert_string_equal (r.out, "planted\n");
+    rfx_result_clear (&r);
+    g_free (fx->state);
+    fx->state = g_strdup (st2);
+    rfx_run (fx, &r, "--", "/bin/true", NULL);
+    assert_int_equal (r.status, 125);
+    assert_non_null (strstr (r.err, "the way to it passes the symbolic link"));
+    rfx_result_clear (&r);
+    rfx_run (fx, &r, "--session", "s2", "--", "/bin/true", NULL);
+    assert_int_equal (r.status, 125);
+    assert_non_null (strstr (r.err, "the way to it passes the symbolic link"));
+    rfx_result_clear (&r);
+    assert_false (g_file_test (made, G_FILE_TEST_EXISTS));
+    assert_int_equal (mkdir (made, 0700), 0);
+    rfx_run (fx, &r, "--", "/bin/true", NULL);
+    assert_int_equal (r.status, 0);
+    rfx_result_clear (&r);
   }
   g_free (fx->state);
   fx->state = g_steal_pointer (&state);
