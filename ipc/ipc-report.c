@@ -90,6 +90,10 @@ struct FbReport
   gint64 first_us, last_us;
   char *first_ts, *last_ts;
   FbLogReaderStats reader;
+  /* fb_report_expect: the run whose run.json counts its records, and how
+   * many (-1: none known) */
+  char *expect_run;
+  gint64 expect_records;
 };
 
 static void
@@ -132,6 +136,7 @@ fb_report_new (void)
   FbReport *r = g_new0 (FbReport, 1);
 
   r->strings = g_string_chunk_new (4096);
+  r->expect_records = -1;
   r->created = file_table ();
   r->written = file_table ();
   r->deleted = file_table ();
@@ -165,6 +170,7 @@ fb_report_free (FbReport *r)
   g_hash_table_unref (r->decisions);
   g_hash_table_unref (r->network);
   g_free (r->first_ts);
+  g_free (r->expect_run);
   g_free (r->last_ts);
   g_string_chunk_free (r->strings);
   g_free (r);
@@ -174,6 +180,37 @@ void
 fb_report_set_reader_stats (FbReport *r, const FbLogReaderStats *stats)
 {
   r->reader = *stats;
+}
+
+void
+fb_report_expect (FbReport *r, const char *run, gint64 records)
+{
+  g_free (r->expect_run);
+  r->expect_run = g_strdup (run);
+  r->expect_records = records;
+}
+
+/* Whether the log holds other than what the run's run.json counts: fewer
+ * or more records of the run, or a last seq other than that count (the
+ * writer's seq starts at 1 and has no gaps).  A run.json that counts none
+ * says nothing. */
+static bool
+expect_mismatch (FbReport *r, guint64 *ret_held)
+{
+  *ret_held = 0;
+  if (r->expect_run == NULL || r->expect_records < 0)
+    return false;
+  for (guint i = 0; i < r->runs->len; i++)
+    {
+      RunInfo *ri = r->runs->pdata[i];
+
+      if (strcmp (ri->run, r->expect_run) == 0)
+        {
+          *ret_held = ri->records;
+          return ri->records != (guint64)r->expect_records || ri->last_seq != r->expect_records;
+        }
+    }
+  return r->expect_records != 0;
 }
 
 /* --- collecting -------------------------------------------------------- */
@@ -781,6 +818,18 @@ fb_report_to_json (FbReport *r)
   fb_json_builder_add_int_member (b, "bad_lines", (gint64)r->reader.bad_lines);
   fb_json_builder_add_int_member (b, "truncated_lines", (gint64)r->reader.truncated);
   fb_json_builder_add_int_member (b, "linked_files", (gint64)r->reader.linked);
+  {
+    guint64 held;
+    bool mismatch = expect_mismatch (r, &held);
+
+    json_builder_set_member_name (b, "run_json_records");
+    if (r->expect_records >= 0)
+      json_builder_add_int_value (b, r->expect_records);
+    else
+      json_builder_add_null_value (b);
+    json_builder_set_member_name (b, "run_json_mismatch");
+    json_builder_add_boolean_value (b, mismatch);
+  }
   fb_json_builder_add_string_member (b, "first_ts", r->first_ts);
   fb_json_builder_add_string_member (b, "last_ts", r->last_ts);
   json_builder_set_member_name (b, "span_seconds");
@@ -978,6 +1027,20 @@ fb_report_to_text (FbReport *r)
                             gaps, PLURAL (gaps), r->reader.bad_lines, PLURAL (r->reader.bad_lines), r->reader.truncated,
                             PLURAL (r->reader.truncated));
 
+  {
+    guint64 held;
+
+    if (expect_mismatch (r, &held))
+      {
+        g_string_append (out, "WARNING: run.json of run ");
+        text_safe (out, r->expect_run);
+        g_string_append_printf (out,
+                                " counts %" G_GINT64_FORMAT " record%s written; the log holds %" G_GUINT64_FORMAT
+                                " of that run: it was changed after it was written (records removed, renumbered "
+                                "or added), or some of its files are gone\n",
+                                r->expect_records, PLURAL (r->expect_records), held);
+      }
+  }
   if (r->reader.linked > 0)
     g_string_append_printf (out,
                             "WARNING: %" G_GUINT64_FORMAT " of the log's files %s another name (a hard link): "

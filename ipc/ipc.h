@@ -503,6 +503,9 @@ FbReport *fb_report_new (void);
 void fb_report_add_record (FbReport *report, JsonObject *record);
 /* Fold in the reader's counts (bad lines, truncated lines, duplicates). */
 void fb_report_set_reader_stats (FbReport *report, const FbLogReaderStats *stats);
+/* RUN's run.json counts RECORDS written (its writer's last seq): the
+ * report warns when the log holds other than that of RUN. */
+void fb_report_expect (FbReport *report, const char *run, gint64 records);
 /* Stable JSON shape, documented in fusebox(1) under "report". */
 JsonNode *fb_report_to_json (FbReport *report);
 char *fb_report_to_text (FbReport *report);

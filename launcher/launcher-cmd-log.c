@@ -434,6 +434,23 @@ out:
   return status;
 }
 
+/* The count of records the run's run.json says were written, when the log
+ * read is a run directory's and the run is over: the report compares it
+ * with the log (a log rewritten through a name a sandbox could reach, or
+ * cut short, has no gap to show). */
+static void
+expect_from_run_json (FbReport *report, char **rest)
+{
+  g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, NULL);
+  g_autofree char *dir = log_path != NULL ? g_path_get_dirname (log_path) : NULL;
+  g_autoptr (JsonObject) info = dir != NULL ? fb_cmd_read_run_json (dir, "report") : NULL;
+  const char *run = info != NULL ? fb_json_member_string (info, "run") : NULL;
+  gint64 records = info != NULL ? fb_json_member_int (info, "records", -1) : -1;
+
+  if (run != NULL && records >= 0 && json_object_has_member (info, "ended"))
+    fb_report_expect (report, run, records);
+}
+
 int
 fb_cmd_report (int argc, char **argv)
 {
@@ -487,6 +504,7 @@ fb_cmd_report (int argc, char **argv)
     }
   fb_log_reader_get_stats (reader, &stats);
   fb_report_set_reader_stats (report, &stats);
+  expect_from_run_json (report, rest);
 
   if (json)
     {

@@ -63,8 +63,8 @@ supervisor_alive (JsonObject *info)
  * silently, anything else with a warning, never a hang (a FIFO in its
  * place), a crash (nesting json-glib would recurse through) or an
  * unbounded read. */
-static JsonObject *
-read_run_json (const char *dir)
+JsonObject *
+fb_cmd_read_run_json (const char *dir, const char *command)
 {
   g_autofree char *path = g_build_filename (dir, "run.json", NULL);
   g_autoptr (GError) error = NULL;
@@ -79,7 +79,7 @@ read_run_json (const char *dir)
   if (text == NULL)
     {
       if (!g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND))
-        fb_cmd_error ("runs: warning: %s; the run shows as unknown", error->message);
+        fb_cmd_error ("%s: warning: %s; the run shows as unknown", command, error->message);
       return NULL;
     }
   if (memchr (text, '\0', len) != NULL)
@@ -92,7 +92,7 @@ read_run_json (const char *dir)
     why = "is not a JSON object";
   if (why != NULL)
     {
-      fb_cmd_error ("runs: warning: %s %s; the run shows as unknown", path, why);
+      fb_cmd_error ("%s: warning: %s %s; the run shows as unknown", command, path, why);
       return NULL;
     }
   return json_object_ref (json_node_get_object (root));
@@ -116,7 +116,7 @@ list_runs (const char *root)
           run_entry_free (e);
           continue;
         }
-      e->info = read_run_json (e->dir);
+      e->info = fb_cmd_read_run_json (e->dir, "runs");
       if (e->info)
         {
           e->over = json_object_has_member (e->info, "ended") || !supervisor_alive (e->info);

@@ -76,6 +76,9 @@ char *fb_cmd_read_token (const char *file, GError **error);
  * symlinks (directories the sandbox made read-only are made writable
  * first): 0 or the first -errno. */
 int fb_cmd_remove_tree_at (int parent_fd, const char *name);
+/* DIR's run.json, or NULL: missing silently, anything else (not a regular
+ * file, too large, not a JSON object) after a warning from COMMAND. */
+struct _JsonObject *fb_cmd_read_run_json (const char *dir, const char *command);
 /* The same, for what a run made: anything born before SINCE (a run's
  * fb_run_get_made) was moved in by another, through a view that shows the
  * run directory (a --run-dir in a workspace), and is left where it is,

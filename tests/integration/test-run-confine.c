@@ -493,6 +493,45 @@ RFX_CASE (test_log_holds_denial)
   assert_int_equal (json_object_get_int_member (info, "exit_status"), 0);
   assert_true (json_object_get_int_member (info, "denials") >= 2);
   assert_true (json_object_get_int_member (info, "records") >= 2);
+
+  /* the log rewritten without its refusals, seq renumbered (what a sandbox
+   * that reaches it through another name can do): no gap shows it, the
+   * count in run.json does */
+  rfx_fusebox (fx, &r, "report", run_dir, NULL);
+  assert_int_equal (r.status, 0);
+  assert_null (strstr (r.out, "WARNING"));
+  rfx_result_clear (&r);
+  {
+    g_autofree char *log_path = g_build_filename (run_dir, "access.jsonl", NULL);
+    g_autoptr (GString) kept = g_string_new (NULL);
+    g_autofree char *whole = test_read_file (log_path);
+    g_auto (GStrv) lines = g_strsplit (whole, "\n", -1);
+    g_autoptr (GRegex) seq_re = g_regex_new ("\"seq\":[0-9]+", 0, 0, NULL);
+    guint seq = 0;
+
+    for (guint i = 0; lines[i] != NULL; i++)
+      {
+        g_autofree char *renumbered = NULL;
+        g_autofree char *with = NULL;
+
+        if (lines[i][0] == '\0' || strstr (lines[i], "\"decision\":\"deny\"") != NULL)
+          continue;
+        with = g_strdup_printf ("\"seq\":%u", ++seq);
+        renumbered = g_regex_replace_literal (seq_re, lines[i], -1, 0, with, 0, NULL);
+        g_string_append_printf (kept, "%s\n", renumbered);
+      }
+    assert_int_equal (unlink (log_path), 0);
+    test_write (log_path, kept->str, 0600);
+  }
+  rfx_fusebox (fx, &r, "report", run_dir, NULL);
+  assert_int_equal (r.status, 0);
+  assert_null (strstr (r.out, "seq gaps    0 (records"));
+  assert_non_null (strstr (r.out, "WARNING: run.json of run"));
+  assert_non_null (strstr (r.out, "it was changed after it was written"));
+  rfx_result_clear (&r);
+  rfx_fusebox (fx, &r, "report", "--json", run_dir, NULL);
+  assert_non_null (strstr (r.out, "\"run_json_mismatch\" : true"));
+  rfx_result_clear (&r);
 }
 
 /* A policy that shows the host, writable (builtin:host), with the run
