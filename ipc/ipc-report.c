@@ -94,6 +94,8 @@ struct FbReport
    * many (-1: none known) */
   char *expect_run;
   gint64 expect_records;
+  const char *expect_none; /* fb_report_expect_none: why nothing is known, or NULL */
+  char *expect_dir;
 };
 
 static void
@@ -171,6 +173,7 @@ fb_report_free (FbReport *r)
   g_hash_table_unref (r->network);
   g_free (r->first_ts);
   g_free (r->expect_run);
+  g_free (r->expect_dir);
   g_free (r->last_ts);
   g_string_chunk_free (r->strings);
   g_free (r);
@@ -188,6 +191,14 @@ fb_report_expect (FbReport *r, const char *run, gint64 records)
   g_free (r->expect_run);
   r->expect_run = g_strdup (run);
   r->expect_records = records;
+}
+
+void
+fb_report_expect_none (FbReport *r, const char *dir, const char *why)
+{
+  g_free (r->expect_dir);
+  r->expect_dir = g_strdup (dir);
+  r->expect_none = why;
 }
 
 /* Whether the log holds other than what the run's run.json counts: fewer
@@ -829,6 +840,11 @@ fb_report_to_json (FbReport *r)
       json_builder_add_null_value (b);
     json_builder_set_member_name (b, "run_json_mismatch");
     json_builder_add_boolean_value (b, mismatch);
+    fb_json_builder_add_string_member (b, "run_json_check",
+                                       r->expect_none != NULL  ? r->expect_none
+                                       : r->expect_records < 0 ? "not-a-run-directory"
+                                       : mismatch              ? "mismatch"
+                                                               : "match");
   }
   fb_json_builder_add_string_member (b, "first_ts", r->first_ts);
   fb_json_builder_add_string_member (b, "last_ts", r->last_ts);
@@ -1041,6 +1057,20 @@ fb_report_to_text (FbReport *r)
                                 r->expect_records, PLURAL (r->expect_records), held);
       }
   }
+  if (r->expect_none != NULL && strcmp (r->expect_none, "missing") == 0)
+    {
+      g_string_append (out, "WARNING: the run directory ");
+      text_safe (out, r->expect_dir);
+      g_string_append (out, " has no run.json (fusebox writes one when a run starts): the log can't be checked "
+                            "against the count of records it gives; it may have been removed to hide a rewrite\n");
+    }
+  else if (r->expect_none != NULL && strcmp (r->expect_none, "not-ended") == 0)
+    {
+      g_string_append (out, "NOTE: run.json in ");
+      text_safe (out, r->expect_dir);
+      g_string_append (out, " says the run has not ended (it runs, or its supervisor was killed): the log is not "
+                            "checked against its count of records\n");
+    }
   if (r->reader.linked > 0)
     g_string_append_printf (out,
                             "WARNING: %" G_GUINT64_FORMAT " of the log's files %s another name (a hard link): "

@@ -506,6 +506,9 @@ void fb_report_set_reader_stats (FbReport *report, const FbLogReaderStats *stats
 /* RUN's run.json counts RECORDS written (its writer's last seq): the
  * report warns when the log holds other than that of RUN. */
 void fb_report_expect (FbReport *report, const char *run, gint64 records);
+/* Nothing to check the log against in the run directory DIR, and WHY:
+ * "missing" (no run.json: a warning) or "not-ended" (a note). */
+void fb_report_expect_none (FbReport *report, const char *dir, const char *why);
 /* Stable JSON shape, documented in fusebox(1) under "report". */
 JsonNode *fb_report_to_json (FbReport *report);
 char *fb_report_to_text (FbReport *report);

@@ -442,12 +442,30 @@ static void
 expect_from_run_json (FbReport *report, char **rest)
 {
   g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, NULL);
+  g_autofree char *base = log_path != NULL ? g_path_get_basename (log_path) : NULL;
   g_autofree char *dir = log_path != NULL ? g_path_get_dirname (log_path) : NULL;
-  g_autoptr (JsonObject) info = dir != NULL ? fb_cmd_read_run_json (dir, "report") : NULL;
-  const char *run = info != NULL ? fb_json_member_string (info, "run") : NULL;
-  gint64 records = info != NULL ? fb_json_member_int (info, "records", -1) : -1;
+  g_autoptr (JsonObject) info = NULL;
+  const char *run;
+  gint64 records;
 
-  if (run != NULL && records >= 0 && json_object_has_member (info, "ended"))
+  /* a run directory's log (a --log elsewhere has no run.json beside it) */
+  if (base == NULL || !g_str_has_prefix (base, "access.") || !g_str_has_suffix (base, ".jsonl"))
+    return;
+  info = fb_cmd_read_run_json (dir, "report");
+  if (info == NULL)
+    {
+      g_autofree char *json_path = g_build_filename (dir, "run.json", NULL);
+      struct stat st;
+
+      /* missing, or unreadable (said by fb_cmd_read_run_json) */
+      fb_report_expect_none (report, dir, lstat (json_path, &st) < 0 && errno == ENOENT ? "missing" : "unreadable");
+      return;
+    }
+  run = fb_json_member_string (info, "run");
+  records = fb_json_member_int (info, "records", -1);
+  if (!json_object_has_member (info, "ended") || records < 0)
+    fb_report_expect_none (report, dir, "not-ended");
+  else if (run != NULL)
     fb_report_expect (report, run, records);
 }
 

@@ -531,6 +531,15 @@ RFX_CASE (test_log_holds_denial)
   rfx_fusebox (fx, &r, "report", "--json", run_dir, NULL);
   assert_non_null (strstr (r.out, "\"run_json_mismatch\" : true"));
   rfx_result_clear (&r);
+  /* and with run.json removed to hide it: said too */
+  assert_int_equal (unlink (info_path), 0);
+  rfx_fusebox (fx, &r, "report", run_dir, NULL);
+  assert_int_equal (r.status, 0);
+  assert_non_null (strstr (r.out, "has no run.json"));
+  rfx_result_clear (&r);
+  rfx_fusebox (fx, &r, "report", "--json", run_dir, NULL);
+  assert_non_null (strstr (r.out, "\"run_json_check\" : \"missing\""));
+  rfx_result_clear (&r);
 }
 
 /* A policy that shows the host, writable (builtin:host), with the run
