@@ -66,6 +66,9 @@ supervisor_alive (JsonObject *info)
 JsonObject *
 fb_cmd_read_run_json (const char *dir, const char *command)
 {
+  /* what the caller makes of a run.json it can't take */
+  const char *consequence =
+    strcmp (command, "report") == 0 ? "the log is not checked against it" : "the run shows as unknown";
   g_autofree char *path = g_build_filename (dir, "run.json", NULL);
   g_autoptr (GError) error = NULL;
   g_autoptr (JsonParser) parser = json_parser_new ();
@@ -79,7 +82,7 @@ fb_cmd_read_run_json (const char *dir, const char *command)
   if (text == NULL)
     {
       if (!g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND))
-        fb_cmd_error ("%s: warning: %s; the run shows as unknown", command, error->message);
+        fb_cmd_error ("%s: warning: %s; %s", command, error->message, consequence);
       return NULL;
     }
   if (memchr (text, '\0', len) != NULL)
@@ -92,7 +95,7 @@ fb_cmd_read_run_json (const char *dir, const char *command)
     why = "is not a JSON object";
   if (why != NULL)
     {
-      fb_cmd_error ("%s: warning: %s %s; the run shows as unknown", command, path, why);
+      fb_cmd_error ("%s: warning: %s %s; %s", command, path, why, consequence);
       return NULL;
     }
   return json_object_ref (json_node_get_object (root));
