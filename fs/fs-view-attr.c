@@ -397,6 +397,11 @@ check_xattr_writable (const char *name, bool remove)
    * privileges on the host. */
   if (g_str_has_prefix (name, "security.") || g_str_has_prefix (name, "trusted."))
     return -EPERM;
+  /* fusebox's mark on a run's own objects (policy/util.h): a sandbox that
+   * set it would hide what it likes from every view, one that removed it
+   * would bring a run's files back into other views */
+  if (strcmp (name, FB_STATE_XATTR) == 0)
+    return -EPERM;
   if (g_str_has_prefix (name, "user."))
     return 0;
   /* system.posix_acl_*: the kernel does not enforce ACLs in the view

@@ -42,6 +42,11 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
    * know of (a bind mount, a host rename since start): not found */
   if (view_state_hides (view, st))
     return -ENOENT;
+  /* another run's own object, made where this view shows (a --run-dir in a
+   * workspace, made after this view): not found either; a mount's source
+   * is fusebox's to choose (a run's private /tmp is marked) */
+  if (!ci->decision.is_mount_point && view_state_marked (parent, name, owned, st))
+    return -ENOENT;
   if (dev_is_blank (view, st->st_dev))
     node = node_new (view, NODE_BLANK, -1, NULL, &ci->decision, name);
   else if (!S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))

@@ -262,6 +262,39 @@ state_log_named (FbView *view, dev_t dev, ino_t ino, const char *name)
   return false;
 }
 
+/* A regular file's name that fusebox gives a run's files (access.jsonl
+ * and its rotations, a --log's *.jsonl, run.json, policy.json and their
+ * .tmp, mount.log): only those, and files with another name (a hard link
+ * to one), are looked at for the mark. */
+static bool
+state_file_name (const char *name)
+{
+  static const char *const names[] = { "run.json", "policy.json", "run.json.tmp", "policy.json.tmp", "mount.log" };
+
+  if (g_str_has_suffix (name, ".jsonl"))
+    return true;
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    if (strcmp (name, names[i]) == 0)
+      return true;
+  return false;
+}
+
+bool
+view_state_marked (FbViewNode *parent, const char *name, int fd, const struct stat *st)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  int pfd;
+
+  /* a run directory, its private/ and the private sources are 0700 */
+  if (S_ISDIR (st->st_mode))
+    return (st->st_mode & 077) == 0 && fd >= 0 && fb_state_marked (fd, NULL);
+  if (!S_ISREG (st->st_mode) || (st->st_nlink < 2 && !state_file_name (name)) || parent == NULL ||
+      !node_is_host_dir (parent))
+    return false;
+  pfd = node_fd_get (parent, &hold);
+  return pfd >= 0 && fb_state_marked (pfd, name);
+}
+
 bool
 view_state_hides (FbView *view, const struct stat *st)
 {

@@ -94,11 +94,15 @@ private_dir_open (FbView *view, const char *host)
         continue;
       if (strcmp (steps[i], "..") == 0)
         return -EINVAL;
-      if (mkdirat (fd, steps[i], 0700) < 0 && errno != EEXIST)
+      bool made = mkdirat (fd, steps[i], 0700) == 0;
+
+      if (!made && errno != EEXIST)
         return -errno;
       next = openat (fd, steps[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (next < 0)
         return -errno;
+      if (made)
+        fb_state_mark (next); /* fusebox's own: hidden from every view */
       fb_fd_close (&fd);
       fd = next;
     }

@@ -112,6 +112,8 @@ open_live (FbLogFile *file, bool must_be_new, GError **error)
   for (int attempt = 0; attempt < 2 && fd < 0; attempt++)
     {
       fd = openat (file->dirfd, file->name, flags | O_CREAT | O_EXCL, 0600);
+      if (fd >= 0)
+        fb_state_mark (fd); /* made now: fusebox's own (policy/util.h) */
       if (fd < 0 && errno == EEXIST && must_be_new)
         break;
       if (fd < 0 && errno == EEXIST)

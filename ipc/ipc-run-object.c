@@ -139,7 +139,10 @@ fb_run_open_new (FbRun *run, const char *name, mode_t mode)
   if (run->dir_fd < 0)
     return -EBADF;
   fd = openat (run->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
-  return fd >= 0 ? fd : -errno;
+  if (fd < 0)
+    return -errno;
+  fb_state_mark (fd);
+  return fd;
 }
 
 void
@@ -215,6 +218,7 @@ write_run_file (FbRun *run, const char *name, const char *text, GError **error)
   fd = openat (run->dir_fd, target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     goto fail;
+  fb_state_mark (fd);
   for (gsize done = 0; done < len;)
     {
       ssize_t n = write (fd, text + done, len - done);
@@ -342,7 +346,10 @@ make_dir (FbRun *run, GError **error)
     {
       run->dir_fd = make_given_dir (run->dir, &local);
       if (run->dir_fd >= 0)
-        return TRUE;
+        {
+          fb_state_mark (run->dir_fd);
+          return TRUE;
+        }
     }
   else if ((made = fb_run_dir_create (run->id, &local)) != NULL)
     {
@@ -350,7 +357,10 @@ make_dir (FbRun *run, GError **error)
        * (the runs root, which every view hides) */
       run->dir_fd = open (run->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (run->dir_fd >= 0)
-        return TRUE;
+        {
+          fb_state_mark (run->dir_fd);
+          return TRUE;
+        }
       int e = errno;
       g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "can't open the run directory %s: %s", run->dir,
                    g_strerror (e));

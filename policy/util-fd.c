@@ -1,7 +1,9 @@
 /* fusebox — descriptors passed over a socket (policy/util.h). */
 #include "policy/util.h"
 
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/xattr.h>
 
 int
 fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds, int flags)
@@ -33,4 +35,28 @@ fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds, i
     if (errno != EINTR)
       return -errno;
   return 0;
+}
+
+bool
+fb_state_mark (int fd)
+{
+  char proc[32];
+
+  /* through /proc: an O_PATH descriptor takes no fsetxattr */
+  snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  return setxattr (proc, FB_STATE_XATTR, "state", 5, 0) == 0;
+}
+
+bool
+fb_state_marked (int dir_fd, const char *name)
+{
+  char proc[64 + 256];
+  char value[8];
+  int n = name != NULL ? snprintf (proc, sizeof proc, "/proc/self/fd/%d/%s", dir_fd, name)
+                       : snprintf (proc, sizeof proc, "/proc/self/fd/%d", dir_fd);
+
+  if (n < 0 || (size_t)n >= sizeof proc)
+    return false;
+  return (name != NULL ? lgetxattr (proc, FB_STATE_XATTR, value, sizeof value)
+                       : getxattr (proc, FB_STATE_XATTR, value, sizeof value)) >= 0;
 }

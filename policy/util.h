@@ -97,6 +97,18 @@ gboolean fb_path_check_existing (const char *path, const char *what, const char 
 #define FB_SEND_FDS_MAX 6
 int fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fds, int flags);
 
+/* fusebox's mark on what it makes for a run (its directory, private
+ * sources, log files, run.json, policy.json): an extended attribute no
+ * view lets a sandbox set or remove, by which every view hides such an
+ * object wherever it is, whichever view it was made for.  fb_state_mark
+ * marks FD (any descriptor, O_PATH too): false where the filesystem keeps
+ * no user attributes (then only the views that know the object by its
+ * identity hide it).  fb_state_marked says whether NAME in DIR_FD (NULL:
+ * DIR_FD itself; a link is not followed) carries it. */
+#define FB_STATE_XATTR "user.fusebox"
+bool fb_state_mark (int fd);
+bool fb_state_marked (int dir_fd, const char *name);
+
 /* String tables: fb_table_find, FB_DEFINE_STRING_TABLE and their
  * declarations. */
 #include "policy/util-table.h"

@@ -459,14 +459,85 @@ RFX_CASE (test_private_removal_keeps_moved_in)
   for (int i = 0; i < 600 && !g_file_test (mine, G_FILE_TEST_EXISTS); i++)
     g_usleep (50 * 1000);
   test_assert_host_readable (mine);
-  rfx_run (fx, &res, "--", "/bin/sh", "-c", "mv vendor/lib runs/b/private/%2Ftmp/lib && touch go && echo moved", NULL);
-  assert_string_equal (res.out, "moved\n");
+  /* a sandbox no longer finds the run's private tree (it carries
+   * fusebox's mark: test_marked_state_hidden_from_earlier_views); whatever
+   * else moves something in (a process outside any sandbox, a filesystem
+   * without user attributes), the removal keeps it */
+  rfx_run (fx, &res, "--", "/bin/sh", "-c", "mv vendor/lib runs/b/private/%2Ftmp/lib 2>/dev/null || echo refused",
+           NULL);
+  assert_string_equal (res.out, "refused\n");
   rfx_result_clear (&res);
+  {
+    g_autofree char *lib = g_build_filename (fx->ws, "vendor", "lib", NULL);
+    g_autofree char *into = g_build_filename (run_dir, "private", "%2Ftmp", "lib", NULL);
+    assert_int_equal (rename (lib, into), 0);
+    test_write (go, "", 0644);
+  }
   out = wait_victim (fx, victim, out_fd);
   assert_non_null (strstr (out, "lib"));
   /* the run's own file went; the moved-in tree is whole, and said */
   assert_false (g_file_test (mine, G_FILE_TEST_EXISTS));
   test_assert_host_readable (moved_config);
+}
+
+/* Two runs whose run directories a harness keeps in the workspace, made
+ * after another sandbox of that workspace started (its view knew nothing
+ * of them): one new (runs/b), one the harness made empty before, which the
+ * earlier sandbox already had as its working directory (runs/c).  The
+ * earlier sandbox read both logs, and could hard-link them out for later
+ * sandboxes.  What fusebox makes for a run carries its mark, and every
+ * view hides what carries it: not found, not linkable; nor may a sandbox
+ * set or remove the mark. */
+RFX_CASE (test_marked_state_hidden_from_earlier_views)
+{
+  g_autofree char *runs = g_build_filename (fx->ws, "runs", NULL);
+  g_autofree char *dir_c = g_build_filename (runs, "c", NULL);
+  g_autofree char *dir_b = g_build_filename (runs, "b", NULL);
+  g_autofree char *log_b = g_build_filename (dir_b, "access.jsonl", NULL);
+  g_autofree char *log_c = g_build_filename (dir_c, "access.jsonl", NULL);
+  g_autofree char *stolen = g_build_filename (fx->ws, "stolen", NULL);
+  g_autofree char *go = g_build_filename (fx->ws, "go", NULL);
+  g_autofree char *mine = g_build_filename (fx->ws, "mine", NULL);
+  g_autofree char *script = g_strdup_printf (
+    "cd runs/c && i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; cd %s; "
+    "cat runs/b/access.jsonl >/dev/null 2>&1 && echo read-b; cat runs/c/access.jsonl >/dev/null 2>&1 && echo read-c; "
+    "ln runs/c/access.jsonl stolen 2>/dev/null && echo linked; echo done",
+    go, fx->ws);
+  /* user attributes work here (user.other), the mark may not be set */
+  const char *mark_py = "import os\n"
+                        "os.setxattr('mine', 'user.other', b'x')\n"
+                        "try:\n"
+                        "    os.setxattr('mine', 'user.fusebox', b'state')\n"
+                        "    print('marked')\n"
+                        "except PermissionError:\n"
+                        "    print('refused')\n";
+  g_autofree char *out = NULL;
+  RfxResult r = { 0 };
+  int out_fd = -1;
+  pid_t earlier;
+
+  assert_int_equal (g_mkdir_with_parents (dir_c, 0700), 0);
+  test_write (mine, "mine\n", 0644);
+  earlier = rfx_start (fx, &out_fd, "--", "/bin/sh", "-c", script, NULL);
+  /* the earlier sandbox is in runs/c before either run starts */
+  g_usleep (500 * 1000);
+  rfx_run (fx, &r, "--run-dir", dir_b, "--", "/bin/true", NULL);
+  assert_int_equal (r.status, 0);
+  rfx_result_clear (&r);
+  rfx_run (fx, &r, "--run-dir", dir_c, "--", "/bin/true", NULL);
+  assert_int_equal (r.status, 0);
+  rfx_result_clear (&r);
+  test_assert_host_readable (log_b);
+  test_assert_host_readable (log_c);
+  test_write (go, "", 0644);
+  out = wait_victim (fx, earlier, out_fd);
+  assert_string_equal (out, "done\n");
+  assert_false (g_file_test (stolen, G_FILE_TEST_EXISTS));
+
+  rfx_run (fx, &r, "--", "/usr/bin/python3", "-c", mark_py, NULL);
+  assert_int_equal (r.status, 0);
+  assert_string_equal (r.out, "refused\n");
+  rfx_result_clear (&r);
 }
 
 /* A state directory under a workspace (a harness's XDG_STATE_HOME=WS/.st):
@@ -569,4 +640,5 @@ RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dirs_beside_each_other),
                  RFX_TEST (test_run_dirs_in_their_own_directory), RFX_TEST (test_alias_through_a_source),
                  RFX_TEST (test_source_on_state_refused), RFX_TEST (test_serve_log_out_of_reach),
                  RFX_TEST (test_private_made_in_its_own_run_dir), RFX_TEST (test_state_way_through_a_link),
-                 RFX_TEST (test_state_link_planted), RFX_TEST (test_private_removal_keeps_moved_in))
+                 RFX_TEST (test_state_link_planted), RFX_TEST (test_private_removal_keeps_moved_in),
+                 RFX_TEST (test_marked_state_hidden_from_earlier_views))
