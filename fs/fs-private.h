@@ -659,6 +659,11 @@ bool view_state_on_the_way (FbView *view, const struct stat *st);
  * nothing of.  Looked at only where it may be one (a 0700 directory; a
  * file named as a run's files are, or with another name). */
 bool view_state_marked (FbViewNode *parent, const char *name, int fd, const struct stat *st);
+/* DIR (decided as ST) is a directory that carries fusebox's mark, found by
+ * a view before it was marked (a run directory a harness made and a
+ * sandbox had open): nothing is made, removed or renamed in it, nor is it
+ * renamed or its mode or owner changed.  A mount's source is not one. */
+bool view_state_dir_marked (FbViewNode *dir, const NodeState *st);
 void view_state_decide (FbView *view, FbViewNode *parent, const NodeState *pst, const char *name,
                         FbPolicyDecision *decision);
 

@@ -151,6 +151,16 @@ fb_view_setattr (FbView *view, const FbViewCaller *caller, FbViewNode *node, FbV
   r = node_stat (view, node, &cur);
   if (r < 0)
     goto out;
+  /* a run directory found before it was marked keeps its 0700, by which
+   * every view knows to look for the mark (view_state_dir_marked) */
+  if ((attr->valid & (FB_VIEW_SET_MODE | FB_VIEW_SET_UID | FB_VIEW_SET_GID)) && S_ISDIR (cur.st_mode) &&
+      view_state_dir_marked (node, st))
+    {
+      r = -EPERM;
+      d = FB_DECISION_DENY;
+      rule = view_refusal_rule (VIEW_REFUSAL_OWN_STATE);
+      goto out;
+    }
   /* Giving a file away (or taking it) would let a root daemon's sandbox
    * change host ownership; only a chown that changes nothing passes (tar
    * and cp -p do those). */

@@ -255,6 +255,12 @@ create_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
     return -EEXIST;
   if (parent->kind != NODE_HOST)
     return -EROFS; /* a synthetic directory has no host directory to write to */
+  if (view_state_dir_marked (parent, pst))
+    {
+      view_emit (view, caller, op, target_path != NULL ? target_path : ci->path, target_path != NULL ? ci->path : NULL,
+                 FB_ACCESS_CREATE, FB_DECISION_DENY, EACCES, view_refusal_rule (VIEW_REFUSAL_OWN_STATE));
+      return -EACCES;
+    }
   return 0;
 }
 
@@ -283,5 +289,11 @@ remove_precheck (FbView *view, const FbViewCaller *caller, FbViewNode *parent, c
     return -EBUSY; /* a mount point or the way to one */
   if (parent->kind != NODE_HOST)
     return -EROFS;
+  if (view_state_dir_marked (parent, pst))
+    {
+      view_emit (view, caller, op, ci->path, target_path, FB_ACCESS_DELETE, FB_DECISION_DENY, EACCES,
+                 view_refusal_rule (VIEW_REFUSAL_OWN_STATE));
+      return -EACCES;
+    }
   return 0;
 }

@@ -296,6 +296,22 @@ view_state_marked (FbViewNode *parent, const char *name, int fd, const struct st
 }
 
 bool
+view_state_dir_marked (FbViewNode *dir, const NodeState *st)
+{
+  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  struct stat dst;
+  int fd;
+
+  /* a mount's source is fusebox's (a run's own private /tmp is marked) */
+  if (st->decision.is_mount_point || !node_is_host_dir (dir))
+    return false;
+  fd = node_fd_get (dir, &hold);
+  /* a marked directory stays 0700: no view changes its mode */
+  return fd >= 0 && fstat (fd, &dst) == 0 && S_ISDIR (dst.st_mode) && (dst.st_mode & 077) == 0 &&
+         fb_state_marked (fd, NULL);
+}
+
+bool
 view_state_hides (FbView *view, const struct stat *st)
 {
   return set_has (view->state_ids, st->st_dev, st->st_ino);

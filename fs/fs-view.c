@@ -103,6 +103,15 @@ private_dir_open (FbView *view, const char *host)
         return -errno;
       if (made)
         fb_state_mark (next); /* fusebox's own: hidden from every view */
+      else if (!fb_state_marked (next, NULL) && fb_state_marked (view->private_anchor_fd, NULL))
+        {
+          /* there already, but not made by fusebox (which marks what it
+           * makes, and does here: the anchor is marked): a sandbox that had
+           * the run directory open before the run made it, to share the
+           * run's /tmp or HOME */
+          close (next);
+          return -EEXIST;
+        }
       fb_fd_close (&fd);
       fd = next;
     }

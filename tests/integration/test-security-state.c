@@ -487,7 +487,10 @@ RFX_CASE (test_private_removal_keeps_moved_in)
  * earlier sandbox read both logs, and could hard-link them out for later
  * sandboxes.  What fusebox makes for a run carries its mark, and every
  * view hides what carries it: not found, not linkable; nor may a sandbox
- * set or remove the mark. */
+ * set or remove the mark.  In the directory it knew from before, nothing
+ * is made (a private/ of its own would have been the run's /tmp), and the
+ * directory is neither chmod'ed (a 0700 directory is where views look for
+ * the mark) nor moved (the run's files where the sandbox chose). */
 RFX_CASE (test_marked_state_hidden_from_earlier_views)
 {
   g_autofree char *runs = g_build_filename (fx->ws, "runs", NULL);
@@ -501,7 +504,9 @@ RFX_CASE (test_marked_state_hidden_from_earlier_views)
   g_autofree char *script = g_strdup_printf (
     "cd runs/c && i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; cd %s; "
     "cat runs/b/access.jsonl >/dev/null 2>&1 && echo read-b; cat runs/c/access.jsonl >/dev/null 2>&1 && echo read-c; "
-    "ln runs/c/access.jsonl stolen 2>/dev/null && echo linked; echo done",
+    "ln runs/c/access.jsonl stolen 2>/dev/null && echo linked; "
+    "mkdir runs/c/private 2>/dev/null && echo made-private; chmod 755 runs/c 2>/dev/null && echo chmodded; "
+    "mv runs/c runs/moved 2>/dev/null && echo moved; echo done",
     go, fx->ws);
   /* user attributes work here (user.other), the mark may not be set */
   const char *mark_py = "import os\n"
