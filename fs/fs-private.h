@@ -653,8 +653,8 @@ void view_state_init (FbView *view);
 void view_state_clear (FbView *view);
 bool view_state_hides (FbView *view, const struct stat *st);
 bool view_state_on_the_way (FbView *view, const struct stat *st);
-/* The host object NAME in PARENT (FD: its O_PATH descriptor, a
- * directory's, or -1) whose attributes are ST carries fusebox's mark
+/* The host object NAME in PARENT (FD: its O_PATH descriptor, or -1: then
+ * looked at through PARENT's) whose attributes are ST carries fusebox's mark
  * (FB_STATE_XATTR): a run's own object, of a run this view may know
  * nothing of.  Looked at only where it may be one (a 0700 directory; a
  * file named as a run's files are, or with another name). */

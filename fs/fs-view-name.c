@@ -340,21 +340,6 @@ check_depth (FbView *view, const FbViewCaller *caller, int pfd, const char *name
   return r;
 }
 
-/* NAME in PARENT, whose attributes are ST, is a directory that carries
- * fusebox's mark (a run directory, which stays 0700): moved, a run's log
- * and private files would be where a sandbox chose, unmarked around them. */
-static bool
-rename_moves_marked (FbViewNode *parent, const char *name, const struct stat *st)
-{
-  _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
-  int pfd;
-
-  if (!S_ISDIR (st->st_mode) || (st->st_mode & 077) != 0 || !node_is_host_dir (parent))
-    return false;
-  pfd = node_fd_get (parent, &hold);
-  return pfd >= 0 && fb_state_marked (pfd, name);
-}
-
 static int rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const char *name,
                           FbViewNode *newparent, const char *newname, unsigned int flags);
 
@@ -477,7 +462,10 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
    * the state would be elsewhere, a link or a directory of the caller's
    * in its place */
   if (view_state_on_the_way (view, &sst) || (dst_exists && view_state_on_the_way (view, &dst)) ||
-      rename_moves_marked (parent, name, &sst) || (dst_exists && rename_moves_marked (newparent, newname, &dst)))
+      /* or a marked directory (a run's, which stays 0700): moved, the
+       * run's files would be where a sandbox chose */
+      (S_ISDIR (sst.st_mode) && view_state_marked (parent, name, -1, &sst)) ||
+      (dst_exists && S_ISDIR (dst.st_mode) && view_state_marked (newparent, newname, -1, &dst)))
     {
       view_emit (view, caller, FB_OP_RENAME, ci.path, nci.path, FB_ACCESS_WRITE, FB_DECISION_DENY, EACCES,
                  view_refusal_rule (VIEW_REFUSAL_OWN_STATE));

@@ -286,10 +286,12 @@ view_state_marked (FbViewNode *parent, const char *name, int fd, const struct st
   int pfd;
 
   /* a run directory, its private/ and the private sources are 0700 */
-  if (S_ISDIR (st->st_mode))
-    return (st->st_mode & 077) == 0 && fd >= 0 && fb_state_marked (fd, NULL);
-  if (!S_ISREG (st->st_mode) || (st->st_nlink < 2 && !state_file_name (name)) || parent == NULL ||
-      !node_is_host_dir (parent))
+  if (S_ISDIR (st->st_mode) && fd >= 0)
+    return (st->st_mode & 077) == 0 && fb_state_marked (fd, NULL);
+  if (S_ISDIR (st->st_mode) ? (st->st_mode & 077) != 0
+                            : !S_ISREG (st->st_mode) || (st->st_nlink < 2 && !state_file_name (name)))
+    return false;
+  if (parent == NULL || !node_is_host_dir (parent))
     return false;
   pfd = node_fd_get (parent, &hold);
   return pfd >= 0 && fb_state_marked (pfd, name);
