@@ -3,6 +3,8 @@
  * aborting and freeing it.  The operations are fs-fuse.c's. */
 #include "fs/fs-fuse-private.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -144,8 +147,11 @@ safe_fsname (const char *name)
   return s;
 }
 
+/* SOURCE, the mount's fsname as mountinfo shows it: for a mount by path,
+ * FSNAME and a random tag, by which fb_fuse_mount finds where its mount
+ * landed (mount_landed). */
 static int
-session_new (FbFuse *f, bool mount_options)
+session_new (FbFuse *f, bool mount_options, char **ret_source)
 {
   g_autofree char *fsname = safe_fsname (f->fsname);
   g_autofree char *opts = NULL;
@@ -158,6 +164,14 @@ session_new (FbFuse *f, bool mount_options)
    * against the caller, so a root daemon can't be used to read what the
    * caller couldn't (/etc/shadow).  allow_other: callers other than the
    * daemon's user may use the mount (the sandbox's uid, root's callers). */
+  if (mount_options)
+    {
+      char *tagged = g_strdup_printf ("%s:%08x%08x", fsname, g_random_int (), g_random_int ());
+      g_free (fsname);
+      fsname = tagged;
+    }
+  if (ret_source != NULL)
+    *ret_source = g_strdup (fsname);
   opts = g_strdup_printf ("default_permissions,fsname=%s,subtype=fusebox%s%s", fsname,
                           mount_options && f->options.allow_other ? ",allow_other" : "",
                           mount_options && f->options.auto_unmount ? ",auto_unmount" : "");
@@ -173,30 +187,159 @@ session_new (FbFuse *f, bool mount_options)
   return 0;
 }
 
-/* The device number of the fuse mount at REAL (a canonical path resolved
- * before mounting), from mountinfo: a stat would ask our own filesystem,
- * which does not serve yet, and hang. */
+/* --- where a mount by path landed ------------------------------------------------
+ *
+ * fuse_session_mount mounts by path (fusermount3 resolves it again and
+ * mounts there), some time after `fusebox mount` checked that path.  A
+ * sandbox that sees the mount point's directory can exchange it with a
+ * link in that time (RENAME_EXCHANGE in a loop): the view then covered
+ * whatever the link named, a root-only directory (an outside review won on
+ * its fifth try).  fusermount3 takes no descriptor, and it is the guard
+ * that unmounts a killed daemon's mount, so the mount stays by path and is
+ * checked after: each mount by path carries a random tag in its source
+ * (session_new), mountinfo says where the mount with that source landed,
+ * and a mount that is not at the path checked is taken off before the
+ * daemon serves a request: until then every access to it waits for FUSE's
+ * INIT, and none is answered. */
+
+/* mountinfo's octal escapes (\040 for a space...) undone in place. */
+static void
+unescape_octal (char *s)
+{
+  char *w = s;
+
+  for (const char *r = s; *r != '\0'; w++)
+    if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7')
+      {
+        *w = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+        r += 4;
+      }
+    else
+      *w = *r++;
+  *w = '\0';
+}
+
+/* Where the mounts whose source is SOURCE are, from our mountinfo: the
+ * device number of the one at REAL (0: none there), and in *RET_ELSEWHERE
+ * (NULL: none) the mount points of the others, with their device numbers
+ * in *RET_DEVS.  A stat would ask our own filesystem, which does not serve
+ * yet, and hang. */
 static dev_t
-mount_dev (const char *real)
+mount_landed (const char *real, const char *source, GPtrArray **ret_elsewhere, GArray **ret_devs)
 {
   g_autofree char *text = NULL;
   g_auto (GStrv) lines = NULL;
   dev_t dev = 0;
 
-  if (real == NULL || !g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+  *ret_elsewhere = NULL;
+  *ret_devs = NULL;
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
     return 0;
   lines = g_strsplit (text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     {
+      /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER" */
+      const char *sep = strstr (lines[i], " - ");
+      g_auto (GStrv) head = NULL, tail = NULL;
       unsigned maj, min;
-      char mnt[4096];
-      /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ..." (octal escapes in paths are
-       * rare enough for mount points we were given) */
-      if (sscanf (lines[i], "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) == 3 && strcmp (mnt, real) == 0 &&
-          strstr (lines[i], " - fuse") != NULL)
+
+      if (sep == NULL)
+        continue;
+      tail = g_strsplit (sep + 3, " ", 3);
+      if (g_strv_length (tail) < 2 || !g_str_has_prefix (tail[0], "fuse") || strcmp (tail[1], source) != 0)
+        continue;
+      head = g_strsplit (lines[i], " ", 6);
+      if (g_strv_length (head) < 5 || sscanf (head[2], "%u:%u", &maj, &min) != 2)
+        continue;
+      unescape_octal (head[4]);
+      if (strcmp (head[4], real) == 0)
         dev = makedev (maj, min); /* the last one is on top */
+      else
+        {
+          dev_t other = makedev (maj, min);
+          if (*ret_elsewhere == NULL)
+            {
+              *ret_elsewhere = g_ptr_array_new_with_free_func (g_free);
+              *ret_devs = g_array_new (FALSE, FALSE, sizeof (dev_t));
+            }
+          g_ptr_array_add (*ret_elsewhere, g_strdup (head[4]));
+          g_array_append_val (*ret_devs, other);
+        }
     }
   return dev;
+}
+
+/* Take off our mount (device DEV) at AT, which the kernel named: reached
+ * without following a link (AT could be changed meanwhile as the mount
+ * point was), found to be a mount's root of device DEV, and unmounted
+ * through that descriptor, not by path again.  Without the privilege,
+ * fusermount3 unmounts it by path (it checks that the mount is ours). */
+static int
+take_off (const char *at, dev_t dev)
+{
+  struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                          .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+  _fb_cleanup_fd_ int fd = (int)syscall (SYS_openat2, AT_FDCWD, at, &how, sizeof how);
+  struct statx stx;
+  char proc[64];
+
+  if (fd < 0)
+    return -errno;
+  /* no attributes asked: the kernel answers without our daemon */
+  if (statx (fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) < 0)
+    return -errno;
+  if (makedev (stx.stx_dev_major, stx.stx_dev_minor) != dev || !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+      !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+    return -ESTALE;
+  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  if (umount2 (proc, MNT_DETACH) == 0)
+    return 0;
+  if (errno == EPERM)
+    {
+      const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", at, NULL };
+      int status = 0;
+      if (g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                        NULL, &status, NULL) &&
+          g_spawn_check_wait_status (status, NULL))
+        return 0;
+      return -EPERM;
+    }
+  return -errno;
+}
+
+/* After a mount by path: our mount (source SOURCE) must be at REAL.  One
+ * found elsewhere is taken off, with a message naming where it landed;
+ * -ESTALE then.  Returns the device number of the mount at REAL. */
+static dev_t
+mount_check_landed (const char *real, const char *source, int *ret_error)
+{
+  g_autoptr (GPtrArray) elsewhere = NULL;
+  g_autoptr (GArray) devs = NULL;
+  dev_t dev = mount_landed (real, source, &elsewhere, &devs);
+
+  *ret_error = 0;
+  if (dev != 0 || elsewhere == NULL)
+    {
+      /* at REAL (a mount that propagated to a peer is the same mount) or
+       * nowhere to be seen: libfuse said it mounted, trust it as before */
+      return dev;
+    }
+  *ret_error = -ESTALE;
+  for (guint i = 0; i < elsewhere->len; i++)
+    {
+      const char *at = g_ptr_array_index (elsewhere, i);
+      int r = take_off (at, g_array_index (devs, dev_t, i));
+      if (r == 0)
+        g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way (a link "
+                    "put in its place while it was being mounted); it was taken off again before serving anything\n",
+                    at, real);
+      else
+        g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way, and it "
+                    "could not be taken off (%s): it serves nothing; remove it with 'umount -l %s' (or 'fusermount3 "
+                    "-u -z %s')\n",
+                    at, real, g_strerror (-r), at, at);
+    }
+  return 0;
 }
 
 /* fusermount3's auto_unmount wakes when the socket libfuse keeps to it
@@ -234,22 +377,93 @@ unmount_socket_last (int low)
     close (low);
 }
 
+/* fusermount3 inherits our standard output and error, and with
+ * auto_unmount it stays, holding them, as long as the mount does: a caller
+ * that reads them to their end (`fusebox mount DIR 2>&1 | cat`, a test
+ * harness) waits that long.  libfuse's first attempt gives it /dev/null,
+ * but its retry without the subtype (after a failure: a mount point
+ * changed under it) gives it ours.  So while mounting they are a memfd,
+ * whose text goes on to the real standard error afterwards. */
+typedef struct
+{
+  int memfd, out, err;
+} Capture;
+
+static void
+close_clear (int *fd)
+{
+  if (*fd >= 0)
+    close (*fd);
+  *fd = -1;
+}
+
+static void
+capture_begin (Capture *c)
+{
+  c->out = c->err = -1;
+  c->memfd = memfd_create ("fusebox-mount-messages", MFD_CLOEXEC);
+  if (c->memfd < 0)
+    return;
+  fflush (stdout);
+  fflush (stderr);
+  c->out = fcntl (STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  c->err = fcntl (STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (c->out < 0 || c->err < 0 || dup2 (c->memfd, STDOUT_FILENO) < 0 || dup2 (c->memfd, STDERR_FILENO) < 0)
+    {
+      if (c->out >= 0)
+        dup2 (c->out, STDOUT_FILENO);
+      if (c->err >= 0)
+        dup2 (c->err, STDERR_FILENO);
+      close_clear (&c->out);
+      close_clear (&c->err);
+      close_clear (&c->memfd);
+    }
+}
+
+static void
+capture_end (Capture *c)
+{
+  char buf[4096];
+  ssize_t n;
+
+  if (c->memfd < 0)
+    return;
+  fflush (stdout);
+  fflush (stderr);
+  dup2 (c->out, STDOUT_FILENO);
+  dup2 (c->err, STDERR_FILENO);
+  close_clear (&c->out);
+  close_clear (&c->err);
+  if (lseek (c->memfd, 0, SEEK_SET) == 0)
+    while ((n = read (c->memfd, buf, sizeof buf)) > 0)
+      if (write (STDERR_FILENO, buf, (size_t)n) != n)
+        break;
+  close_clear (&c->memfd);
+}
+
 int
 fb_fuse_mount (FbFuse *f, const char *mountpoint)
 {
   bool is_fd = g_str_has_prefix (mountpoint, "/dev/fd/");
-  g_autofree char *real = is_fd ? NULL : realpath (mountpoint, NULL);
+  /* canonical already (fs.h): resolved again here, a link put in its
+   * place since the caller resolved it would be taken for the mount point */
+  const char *real = is_fd ? NULL : mountpoint;
+  g_autofree char *source = NULL;
+  Capture capture;
   int low = -1;
   int r;
 
-  if (!is_fd && real == NULL)
-    return -errno;
-  r = session_new (f, !is_fd);
+  if (!is_fd && mountpoint[0] != '/')
+    return -EINVAL;
+  r = session_new (f, !is_fd, &source);
   if (r < 0)
     return r;
   if (!is_fd && f->options.auto_unmount)
     low = open ("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (fuse_session_mount (f->se, mountpoint) != 0)
+  capture_begin (&capture);
+  r = fuse_session_mount (f->se, mountpoint);
+  capture_end (&capture);
+  if (r != 0)
     {
       if (low >= 0)
         close (low);
@@ -270,7 +484,14 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
     }
   if (!is_fd)
     {
-      dev_t dev = mount_dev (real);
+      dev_t dev = mount_check_landed (real, source, &r);
+
+      if (r < 0)
+        {
+          fuse_session_destroy (f->se);
+          f->se = NULL;
+          return r;
+        }
 
       f->mountpoint = g_strdup (real);
       /* The connection's abort switch, opened now, while the number is

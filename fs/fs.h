@@ -712,8 +712,11 @@ void fb_fuse_options_init (FbFuseOptions *options);
 
 /* The session over VIEW (which it references). */
 int fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse);
-/* Mount at MOUNTPOINT (a directory) with default_permissions (and
- * allow_other when asked).  Also accepts "/dev/fd/N". */
+/* Mount at MOUNTPOINT (a directory, its canonical path: absolute, without
+ * links, "." or "..") with default_permissions (and allow_other when
+ * asked).  A mount that landed elsewhere (a link was put on the way) is
+ * taken off again before it serves anything, and -ESTALE returned.  Also
+ * accepts "/dev/fd/N". */
 int fb_fuse_mount (FbFuse *fuse, const char *mountpoint);
 /* Serve an already-mounted /dev/fuse descriptor (the launcher opened
  * /dev/fuse and mounted it inside the sandbox with the options from

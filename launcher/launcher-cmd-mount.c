@@ -82,14 +82,25 @@ mounted_type (const char *path)
 }
 
 /* Check the mount point before anything else, with a message naming the
- * path and the fix.  Returns its canonical path. */
+ * path and the fix.  Returns its canonical path: the one the kernel gives
+ * the directory checked, which was opened once without following a link
+ * as its last part, so that the path mounted on is that directory's, not
+ * what a link put in its place meanwhile leads to (fb_fuse_mount then
+ * checks that the mount landed there). */
 static char *
 check_mountpoint (const char *arg)
 {
   struct statx stx;
   g_autofree char *real = NULL;
+  g_autofree char *bare = g_strdup (arg);
+  gsize len = strlen (bare);
+  _fb_cleanup_fd_ int fd = -1;
+  char proc[64];
 
-  if (statx (AT_FDCWD, arg, 0, STATX_TYPE, &stx) < 0)
+  while (len > 1 && bare[len - 1] == '/')
+    bare[--len] = '\0'; /* "link/" names the target: the link still decides */
+  fd = open (bare, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || statx (fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0)
     {
       int err = errno;
       if (err == ENOENT)
@@ -101,17 +112,53 @@ check_mountpoint (const char *arg)
         fb_cmd_error ("mount: can't use the mount point %s: %s", arg, g_strerror (err));
       return NULL;
     }
+  /* A link as the mount point: the mount would cover where it leads, and
+   * whoever could write where the link is (a sandbox, whose files are the
+   * caller's) chose that: /etc, say.  The directory itself is given. */
+  if (S_ISLNK (stx.stx_mode))
+    {
+      g_autofree char *target = g_file_read_link (bare, NULL);
+      fb_cmd_error ("mount: the mount point %s is a symbolic link (to %s); give the directory itself (a link "
+                    "where a sandbox could write may have been put there by it, to have the view cover what it "
+                    "leads to)",
+                    bare, target != NULL ? target : "?");
+      return NULL;
+    }
   if (!S_ISDIR (stx.stx_mode))
     {
       fb_cmd_error ("mount: the mount point %s is not a directory; give an (empty) directory to mount on", arg);
       return NULL;
     }
-  real = fb_realpath (arg);
-  if (real == NULL)
+  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  real = g_file_read_link (proc, NULL);
+  if (real == NULL || real[0] != '/' || g_str_has_suffix (real, " (deleted)"))
     {
-      fb_cmd_error ("mount: can't resolve the mount point %s: %s", arg, g_strerror (errno));
+      fb_cmd_error ("mount: can't resolve the mount point %s: %s", arg,
+                    real == NULL ? g_strerror (errno) : "it was removed meanwhile");
       return NULL;
     }
+  /* still at the name given: a directory moved away meanwhile (and
+   * something else put in its place) is not mounted on where it went */
+  {
+    g_autofree char *base = g_path_get_basename (bare);
+    g_autofree char *dir = g_path_get_dirname (bare);
+    g_autofree char *dir_real = NULL;
+    g_autofree char *expected = NULL;
+
+    if (strcmp (base, ".") != 0 && strcmp (base, "..") != 0 && strcmp (base, "/") != 0)
+      {
+        dir_real = fb_realpath (dir);
+        expected = dir_real == NULL ? NULL : g_build_filename (dir_real, base, NULL);
+        if (expected == NULL || strcmp (expected, real) != 0)
+          {
+            fb_cmd_error ("mount: the mount point %s was moved while it was checked (the directory is now %s); "
+                          "something that can write beside it (a sandbox whose workspace holds it) is changing it: "
+                          "mount where no sandbox runs",
+                          arg, real);
+            return NULL;
+          }
+      }
+  }
   /* The mount is made by path: no other user may change what it names
    * (a directory of theirs on the way, or the mount point itself, could
    * become a link to /etc between this check and the mount). */
@@ -121,26 +168,6 @@ check_mountpoint (const char *arg)
                                 "mount on a directory of yours where no other user may write on the way", &error))
       {
         fb_cmd_error ("mount: %s", error->message);
-        return NULL;
-      }
-  }
-  /* A link as the mount point: the mount would cover where it leads, and
-   * whoever could write where the link is (a sandbox, whose files are the
-   * caller's) chose that: /etc, say.  The directory itself is given. */
-  {
-    struct stat lst;
-    gsize len = strlen (arg);
-    g_autofree char *bare = g_strdup (arg);
-
-    while (len > 1 && bare[len - 1] == '/')
-      bare[--len] = '\0'; /* "link/" names the target: the link still decides */
-    if (lstat (bare, &lst) == 0 && S_ISLNK (lst.st_mode))
-      {
-        g_autofree char *target = g_file_read_link (bare, NULL);
-        fb_cmd_error ("mount: the mount point %s is a symbolic link (to %s); give the directory itself (a link "
-                      "where a sandbox could write may have been put there by it, to have the view cover what it "
-                      "leads to)",
-                      bare, target != NULL ? target : "?");
         return NULL;
       }
   }
@@ -504,6 +531,11 @@ start_daemon (const MountArgs *a, Daemon *d)
   fb_fuse_new (d->view, &fo, &fuse);
   d->serving = fb_run_fuse_new (fuse, fb_run_get_log (a->run));
   r = fb_fuse_mount (fuse, a->mountpoint);
+  if (r == -ESTALE)
+    return g_strdup_printf ("the mount point %s was replaced while it was being mounted (said above), and nothing "
+                            "stays mounted; a sandbox that can write beside the mount point can do that: mount where "
+                            "no sandbox runs",
+                            a->mountpoint);
   if (r < 0)
     return g_strdup_printf ("mounting at %s failed (libfuse said why above); check that /dev/fuse is usable "
                             "and that fusermount3 is installed (package fuse3), or run as root",

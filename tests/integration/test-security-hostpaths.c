@@ -10,6 +10,9 @@
  *    --session and log (the newest run) refuse it; nothing is made there.
  *  - mount on a path through another user's directory, whose last part is
  *    their link to a directory of root's: refused, nothing mounted there.
+ *  - mount on a path a sandbox exchanges with its link in a loop while
+ *    fusebox mounts: a mount that landed on the link's target is taken off
+ *    before it serves; the view is never left there.
  *  - mount --log in another user's directory: refused.
  *  - The same commands with directories of the caller's (and /tmp-like
  *    sticky ones) work: the checks refuse only what they should.
@@ -21,8 +24,11 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <linux/fs.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define OTHER_UID 65534
 
@@ -53,6 +59,18 @@ was_mounted (const char *dir)
   if (mounted)
     umount2 (dir, MNT_DETACH);
   return mounted;
+}
+
+/* The same for NAME in the workspace, which may be a link: a mount on the
+ * directory it names now is detached, never one where a link leads. */
+static bool
+was_mounted_nofollow (const char *name)
+{
+  g_autofree char *info = NULL;
+  g_autofree char *needle = g_strdup_printf (" %s ", name);
+
+  assert_true (g_file_get_contents ("/proc/self/mountinfo", &info, NULL, NULL));
+  return strstr (info, needle) != NULL && umount2 (name, MNT_DETACH | UMOUNT_NOFOLLOW) == 0;
 }
 
 static void
@@ -273,5 +291,90 @@ RFX_CASE (test_mount_point_link_from_a_sandbox)
   }
 }
 
+/* The same link, put in place of the mount point between fusebox's checks
+ * and the mount: a sandbox that sees the mount point's directory exchanges
+ * it with its link in a loop (here the test does, as the sandbox's daemon
+ * would for it).  The mount is made by path (by fusermount3), so some
+ * attempts land on the directory the link leads to: fusebox finds its
+ * mount there before it serves anything, takes it off and says so.  No
+ * attempt may leave the view over that directory. */
+typedef struct
+{
+  const char *a, *b;
+  gint stop;
+} Exchange;
+
+static gpointer
+exchange_loop (gpointer data)
+{
+  Exchange *x = data;
+
+  while (!g_atomic_int_get (&x->stop))
+    syscall (SYS_renameat2, AT_FDCWD, x->a, AT_FDCWD, x->b, RENAME_EXCHANGE);
+  return NULL;
+}
+
+RFX_CASE (test_mount_point_swapped_while_mounting)
+{
+  g_autofree char *target = g_build_filename (fx->tmp, "root-only", NULL);
+  g_autofree char *kept = g_build_filename (target, "kept", NULL);
+  g_autofree char *view = g_build_filename (fx->ws, "view", NULL);
+  g_autofree char *alt = g_build_filename (fx->ws, "alt", NULL);
+  Exchange x = { view, alt, 0 };
+  guint mounted = 0, moved = 0, refused = 0;
+
+  assert_int_equal (mkdir (target, 0700), 0);
+  test_write (kept, "root's\n", 0600);
+  test_assert_host_readable (kept);
+  assert_int_equal (mkdir (view, 0755), 0);
+  assert_int_equal (symlink (target, alt), 0);
+
+  for (int i = 0; i < 200; i++)
+    {
+      RfxResult r = { 0 };
+      GThread *thread;
+      struct stat st;
+
+      g_atomic_int_set (&x.stop, 0);
+      thread = g_thread_new ("exchange", exchange_loop, &x);
+      rfx_fusebox (fx, &r, "mount", view, NULL);
+      g_atomic_int_set (&x.stop, 1);
+      g_thread_join (thread);
+      if (was_mounted (target))
+        fail_msg ("attempt %d: the view was left over %s (exit %d)\nstderr:\n%s", i, target, r.status, r.err);
+      test_assert_host_readable (kept);
+      if (r.status == 0)
+        {
+          /* on the directory checked: at its name, or at the other one when
+           * an exchange begun before the mount (the kernel looks for a mount
+           * point as a rename starts) ended after it */
+          if (!was_mounted_nofollow (view) && !was_mounted_nofollow (alt))
+            fail_msg ("attempt %d: exit 0, but mounted neither at %s nor at %s", i, view, alt);
+          mounted++;
+        }
+      else if (strstr (r.err, "was replaced while it was being mounted (said above)") != NULL)
+        {
+          assert_int_equal (r.status, 1);
+          moved++;
+        }
+      else
+        {
+          /* the checks saw the link ("is a symbolic link", "became a
+           * symbolic link while it was checked") or the directory gone, or
+           * fusermount3 failed on what it found */
+          if (r.status != 1 || strstr (r.err, "fusebox: mount: ") == NULL)
+            fail_msg ("attempt %d: exit %d, want 1 and fusebox's refusal\nstderr:\n%s", i, r.status, r.err);
+          refused++;
+        }
+      /* the directory back at its name for the next attempt */
+      if (lstat (view, &st) == 0 && S_ISLNK (st.st_mode))
+        assert_int_equal (syscall (SYS_renameat2, AT_FDCWD, view, AT_FDCWD, alt, RENAME_EXCHANGE), 0);
+      rfx_result_clear (&r);
+    }
+  print_message ("# 200 attempts: %u mounted, %u landed elsewhere and taken off, %u refused\n", mounted, moved,
+                 refused);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
-                 RFX_TEST (test_state_of_another_user), RFX_TEST (test_mount_through_another_users_link))
+                 RFX_TEST (test_mount_point_swapped_while_mounting), RFX_TEST (test_state_of_another_user),
+                 RFX_TEST (test_mount_through_another_users_link))
