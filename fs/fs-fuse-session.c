@@ -307,39 +307,55 @@ take_off (const char *at, dev_t dev)
   return -errno;
 }
 
-/* After a mount by path: our mount (source SOURCE) must be at REAL.  One
- * found elsewhere is taken off, with a message naming where it landed;
- * -ESTALE then.  Returns the device number of the mount at REAL. */
+/* After a mount by path: our mount (source SOURCE) must be at REAL.  Any
+ * other mount with that source is taken off, with a message naming where
+ * it landed: one that landed elsewhere, and one left by libfuse's first
+ * attempt, which failed after mounting (its retry then landed at REAL);
+ * not the mount at REAL as it propagated to a peer (the same device).
+ * What is gone from one place may take its peers with it, so mountinfo is
+ * read again, three times at most.  -ESTALE when none is at REAL.
+ * Returns the device number of the mount at REAL. */
 static dev_t
 mount_check_landed (const char *real, const char *source, int *ret_error)
 {
-  g_autoptr (GPtrArray) elsewhere = NULL;
-  g_autoptr (GArray) devs = NULL;
-  dev_t dev = mount_landed (real, source, &elsewhere, &devs);
+  dev_t dev = 0;
+  bool strays = false;
 
-  *ret_error = 0;
-  if (dev != 0 || elsewhere == NULL)
+  for (int round = 0; round < 3; round++)
     {
-      /* at REAL (a mount that propagated to a peer is the same mount) or
-       * nowhere to be seen: libfuse said it mounted, trust it as before */
-      return dev;
+      g_autoptr (GPtrArray) elsewhere = NULL;
+      g_autoptr (GArray) devs = NULL;
+      guint left = 0;
+
+      dev = mount_landed (real, source, &elsewhere, &devs);
+      for (guint i = 0; elsewhere != NULL && i < elsewhere->len; i++)
+        {
+          const char *at = g_ptr_array_index (elsewhere, i);
+          dev_t other = g_array_index (devs, dev_t, i);
+          int r;
+
+          if (other == dev)
+            continue; /* the mount at REAL, seen from a peer */
+          strays = true;
+          r = take_off (at, other);
+          if (r == 0)
+            g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way (a "
+                        "link put in its place while it was being mounted); it was taken off again before serving "
+                        "anything\n",
+                        at, real);
+          else if (round == 2)
+            g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way, and "
+                        "it could not be taken off (%s): it serves nothing; remove it with 'umount -l %s' (or "
+                        "'fusermount3 -u -z %s')\n",
+                        at, real, g_strerror (-r), at, at);
+          else
+            left++;
+        }
+      if (left == 0)
+        break;
     }
-  *ret_error = -ESTALE;
-  for (guint i = 0; i < elsewhere->len; i++)
-    {
-      const char *at = g_ptr_array_index (elsewhere, i);
-      int r = take_off (at, g_array_index (devs, dev_t, i));
-      if (r == 0)
-        g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way (a link "
-                    "put in its place while it was being mounted); it was taken off again before serving anything\n",
-                    at, real);
-      else
-        g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way, and it "
-                    "could not be taken off (%s): it serves nothing; remove it with 'umount -l %s' (or 'fusermount3 "
-                    "-u -z %s')\n",
-                    at, real, g_strerror (-r), at, at);
-    }
-  return 0;
+  *ret_error = dev == 0 && strays ? -ESTALE : 0;
+  return dev;
 }
 
 /* fusermount3's auto_unmount wakes when the socket libfuse keeps to it

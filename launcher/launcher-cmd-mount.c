@@ -112,6 +112,18 @@ check_mountpoint (const char *arg)
         fb_cmd_error ("mount: can't use the mount point %s: %s", arg, g_strerror (err));
       return NULL;
     }
+  /* The mount is made by path: no other user may change what it names
+   * (a directory of theirs on the way, or the mount point itself, could
+   * become a link to /etc between this check and the mount). */
+  {
+    g_autoptr (GError) error = NULL;
+    if (!fb_path_check_private (arg, true, "the mount point",
+                                "mount on a directory of yours where no other user may write on the way", &error))
+      {
+        fb_cmd_error ("mount: %s", error->message);
+        return NULL;
+      }
+  }
   /* A link as the mount point: the mount would cover where it leads, and
    * whoever could write where the link is (a sandbox, whose files are the
    * caller's) chose that: /etc, say.  The directory itself is given. */
@@ -157,18 +169,6 @@ check_mountpoint (const char *arg)
                           arg, real);
             return NULL;
           }
-      }
-  }
-  /* The mount is made by path: no other user may change what it names
-   * (a directory of theirs on the way, or the mount point itself, could
-   * become a link to /etc between this check and the mount). */
-  {
-    g_autoptr (GError) error = NULL;
-    if (!fb_path_check_private (arg, true, "the mount point",
-                                "mount on a directory of yours where no other user may write on the way", &error))
-      {
-        fb_cmd_error ("mount: %s", error->message);
-        return NULL;
       }
   }
   if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
