@@ -274,8 +274,8 @@ mount_landed (const char *real, const char *source, GPtrArray **ret_elsewhere, G
  * point was), found to be a mount's root of device DEV, and unmounted
  * through that descriptor, not by path again.  Without the privilege,
  * fusermount3 unmounts it by path (it checks that the mount is ours). */
-static int
-take_off (const char *at, dev_t dev)
+int
+fb_fuse_take_off (const char *at, dev_t dev)
 {
   struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
@@ -337,7 +337,7 @@ mount_check_landed (const char *real, const char *source, int *ret_error)
           if (other == dev)
             continue; /* the mount at REAL, seen from a peer */
           strays = true;
-          r = take_off (at, other);
+          r = fb_fuse_take_off (at, other);
           if (r == 0)
             g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way (a "
                         "link put in its place while it was being mounted); it was taken off again before serving "
@@ -510,6 +510,8 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
         }
 
       f->mountpoint = g_strdup (real);
+      f->mount_source = g_steal_pointer (&source);
+      f->mount_dev = dev;
       /* The connection's abort switch, opened now, while the number is
        * surely our connection's: it is the superblock's anonymous device
        * number, which the kernel hands to the next mount (of any
@@ -653,6 +655,46 @@ run_fusermount_unmount (const char *mountpoint)
   return g_spawn_check_wait_status (status, NULL) ? 0 : -EIO;
 }
 
+/* Take our mount off wherever it is now: found in mountinfo by its tag and
+ * device number and detached through a descriptor (take_off), never by the
+ * path it was made at.  A sandbox that sees the mount point's parent can
+ * rename it (a directory holding a mount point can be moved) and put a
+ * link in its place: an unmount by path followed the link and detached
+ * another mount of the same name, and left ours.  0 when none of ours is
+ * left; otherwise the last error.  Without the device number (mountinfo
+ * did not show it when mounted), by path as before. */
+static int
+unmount_ours (FbFuse *f)
+{
+  g_autoptr (GPtrArray) elsewhere = NULL;
+  g_autoptr (GArray) devs = NULL;
+  dev_t at_point;
+  int err = 0;
+
+  if (f->mount_dev == 0 || f->mount_source == NULL)
+    {
+      if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL ||
+          run_fusermount_unmount (f->mountpoint) == 0)
+        return 0;
+      return -EIO;
+    }
+  at_point = mount_landed (f->mountpoint, f->mount_source, &elsewhere, &devs);
+  if (at_point == f->mount_dev)
+    {
+      int r = fb_fuse_take_off (f->mountpoint, f->mount_dev);
+      if (r < 0 && r != -ENOENT)
+        err = r;
+    }
+  for (guint i = 0; elsewhere != NULL && i < elsewhere->len; i++)
+    if (g_array_index (devs, dev_t, i) == f->mount_dev)
+      {
+        int r = fb_fuse_take_off (g_ptr_array_index (elsewhere, i), f->mount_dev);
+        if (r < 0 && r != -ENOENT)
+          err = r;
+      }
+  return err;
+}
+
 void
 fb_fuse_stop (FbFuse *f)
 {
@@ -668,8 +710,7 @@ fb_fuse_stop (FbFuse *f)
     {
       /* Lazily: the mount leaves the namespace now, the connection ends
        * when the last file open in it is closed. */
-      if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL ||
-          run_fusermount_unmount (f->mountpoint) == 0)
+      if (unmount_ours (f) == 0)
         f->unmounted = true;
     }
   else if (f->mountpoint == NULL)
@@ -753,8 +794,13 @@ fb_fuse_free (FbFuse *f)
        * the connection is over (POLLERR), fuse_session_unmount only frees
        * its copy of the path. */
       struct pollfd pfd = { .fd = fuse_session_fd (f->se), .events = 0 };
-      if ((f->mountpoint != NULL && !f->unmounted) ||
-          (f->mountpoint != NULL && poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)))
+      if (f->mountpoint != NULL && !f->unmounted && f->mount_dev != 0)
+        {
+          /* not by path (unmount_ours); libfuse's copy of it only freed */
+          unmount_ours (f);
+        }
+      else if ((f->mountpoint != NULL && !f->unmounted) ||
+               (f->mountpoint != NULL && poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)))
         fuse_session_unmount (f->se);
       fuse_session_destroy (f->se);
     }
@@ -781,6 +827,7 @@ fb_fuse_free (FbFuse *f)
   if (f->abort_fd >= 0)
     close (f->abort_fd);
   g_free (f->mountpoint);
+  g_free (f->mount_source);
   g_free (f->fsname);
   g_free (f);
 }

@@ -722,6 +722,11 @@ int fb_fuse_mount (FbFuse *fuse, const char *mountpoint);
  * /dev/fuse and mounted it inside the sandbox with the options from
  * fb_fuse_kernel_mount_options()).  Takes ownership of FD. */
 int fb_fuse_serve_fd (FbFuse *fuse, int fd);
+/* Detach the mount of device DEV at AT: AT reached without following a
+ * link, found to be a mount's root of device DEV, and unmounted through
+ * that descriptor, never by path again (fusermount3 by path without the
+ * privilege).  -ESTALE when AT is not that mount. */
+int fb_fuse_take_off (const char *at, dev_t dev);
 /* mount(2) data for mounting a /dev/fuse descriptor FD by hand:
  * "fd=N,rootmode=40000,user_id=U,group_id=G,default_permissions[,allow_other]" */
 char *fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other);

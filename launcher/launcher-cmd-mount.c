@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib-unix.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -141,6 +143,37 @@ check_mountpoint (const char *arg)
       fb_cmd_error ("mount: the mount point %s is not a directory; give an (empty) directory to mount on", arg);
       return NULL;
     }
+  /* No link on the way either: one a sandbox made (in its workspace, its
+   * links are the caller's) or later swapped in would choose the directory
+   * mounted on, and any whose name matches the last part will do. */
+  {
+    struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
+    _fb_cleanup_fd_ int nfd = (int)syscall (SYS_openat2, AT_FDCWD, bare, &how, sizeof how);
+    struct stat a, b;
+
+    if (nfd < 0 && errno == ELOOP)
+      {
+        g_autofree char *canonical = fb_realpath (bare);
+        fb_cmd_error ("mount: the way to the mount point %s passes through a symbolic link; whatever can write where "
+                      "the link is (a sandbox whose workspace holds it) could make it lead the mount elsewhere: give "
+                      "the path without links%s%s%s",
+                      arg, canonical != NULL ? " (" : "", canonical != NULL ? canonical : "",
+                      canonical != NULL ? ")" : "");
+        return NULL;
+      }
+    if (nfd < 0 || fstat (nfd, &a) < 0 || fstat (fd, &b) < 0)
+      {
+        fb_cmd_error ("mount: can't use the mount point %s: %s", arg, g_strerror (errno));
+        return NULL;
+      }
+    if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+      {
+        fb_cmd_error ("mount: the mount point %s was moved while it was checked; something that can write beside "
+                      "it (a sandbox whose workspace holds it) is changing it: mount where no sandbox runs",
+                      arg);
+        return NULL;
+      }
+  }
   g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
   real = g_file_read_link (proc, NULL);
   if (real == NULL || real[0] != '/' || g_str_has_suffix (real, " (deleted)"))
@@ -259,29 +292,22 @@ fuse_mount_at (const char *path)
 static void
 watcher_unmount (const char *mountpoint, dev_t dev)
 {
-  const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
-  g_autoptr (GError) error = NULL;
-  int status = 0, err;
+  /* Through a descriptor: a link a sandbox put on the way meanwhile is not
+   * followed to another mount of the same name.  Unprivileged, the setuid
+   * helper unmounts it by path, and checks that the mount is ours. */
+  int err = -fb_fuse_take_off (mountpoint, dev);
 
-  if (umount2 (mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+  if (err == 0)
     return;
-  err = errno;
   /* fusermount3's auto_unmount sees the death too (fb_fuse_mount) and may
    * have been first: nothing to say then. */
   if (fuse_mount_at (mountpoint) != dev)
     return;
-  if (err != EPERM)
-    {
-      fb_cmd_print (stderr, "fusebox: mount: the daemon is gone and %s could not be unmounted: %s\n", mountpoint,
-                    g_strerror (err));
-      return;
-    }
-  /* unprivileged: the setuid helper checks that the mount is ours */
-  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
-                     NULL, &status, &error) ||
-      (!g_spawn_check_wait_status (status, &error) && fuse_mount_at (mountpoint) == dev))
-    fb_cmd_print (stderr, "fusebox: mount: the daemon is gone and 'fusermount3 -u -z %s' failed: %s\n", mountpoint,
-                  error->message);
+  if (err == EPERM)
+    fb_cmd_print (stderr, "fusebox: mount: the daemon is gone and 'fusermount3 -u -z %s' failed\n", mountpoint);
+  else
+    fb_cmd_print (stderr, "fusebox: mount: the daemon is gone and %s could not be unmounted: %s\n", mountpoint,
+                  g_strerror (err));
 }
 
 static G_GNUC_NORETURN void

@@ -25,6 +25,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -281,6 +282,28 @@ RFX_CASE (test_mount_point_link_from_a_sandbox)
   assert_refused (&r, 1, "is a symbolic link (to");
   rfx_result_clear (&r);
   test_assert_host_readable (kept);
+  /* a link on the way instead, to a root-only directory holding one of the
+   * mount point's name: refused, nothing mounted there */
+  {
+    g_autofree char *parent = g_build_filename (fx->tmp, "root-only-parent", NULL);
+    g_autofree char *covered = g_build_filename (parent, "mnt", NULL);
+    g_autofree char *covered_kept = g_build_filename (covered, "kept", NULL);
+    g_autofree char *through = g_build_filename (fx->ws, "sub", "mnt", NULL);
+    g_autofree char *plant_way = g_strdup_printf ("ln -s %s sub && echo planted", parent);
+
+    assert_int_equal (mkdir (parent, 0700), 0);
+    assert_int_equal (mkdir (covered, 0700), 0);
+    test_write (covered_kept, "root's\n", 0600);
+    test_assert_host_readable (covered_kept);
+    rfx_run (fx, &r, "--", "/bin/sh", "-c", plant_way, NULL);
+    assert_string_equal (r.out, "planted\n");
+    rfx_result_clear (&r);
+    rfx_fusebox (fx, &r, "mount", through, NULL);
+    assert_false (was_mounted (covered));
+    assert_refused (&r, 1, "passes through a symbolic link");
+    rfx_result_clear (&r);
+    test_assert_host_readable (covered_kept);
+  }
   /* the same with a trailing slash, which names the link's target */
   {
     g_autofree char *slashed = g_strconcat (link, "/", NULL);
@@ -375,6 +398,55 @@ RFX_CASE (test_mount_point_swapped_while_mounting)
                  refused);
 }
 
+/* A mount's parent moved while it was mounted (a directory holding a mount
+ * point may be renamed), a link put in its place to a directory holding a
+ * mount of the same name (a tmpfs here): fusebox's end takes off its own
+ * mount, where it went, and not that one. */
+RFX_CASE (test_mount_stopped_after_its_parent_moved)
+{
+  g_autofree char *sub = g_build_filename (fx->ws, "sub", NULL);
+  g_autofree char *moved = g_build_filename (fx->ws, "moved", NULL);
+  g_autofree char *mnt = g_build_filename (sub, "mnt", NULL);
+  g_autofree char *moved_mnt = g_build_filename (moved, "mnt", NULL);
+  g_autofree char *victim = g_build_filename (fx->tmp, "victim", NULL);
+  g_autofree char *victim_mnt = g_build_filename (victim, "mnt", NULL);
+  RfxResult r = { 0 };
+  const char *kill_at;
+  int pid = 0;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  assert_int_equal (g_mkdir_with_parents (victim_mnt, 0700), 0);
+  assert_int_equal (mount ("tmpfs", victim_mnt, "tmpfs", 0, "size=1m"), 0);
+  assert_true (test_is_mounted (victim_mnt));
+
+  rfx_fusebox (fx, &r, "mount", mnt, NULL);
+  assert_int_equal (r.status, 0);
+  kill_at = strstr (r.out, "'kill ");
+  assert_non_null (kill_at);
+  assert_int_equal (sscanf (kill_at, "'kill %d'", &pid), 1);
+  assert_true (test_is_mounted (mnt));
+
+  /* what the sandbox's daemon does for it on the host */
+  assert_int_equal (rename (sub, moved), 0);
+  assert_int_equal (symlink (victim, sub), 0);
+  assert_true (test_is_mounted (moved_mnt));
+
+  assert_int_equal (kill (pid, SIGTERM), 0);
+  for (int i = 0; i < 200 && test_pid_alive (pid); i++)
+    g_usleep (50 * 1000);
+  assert_false (test_pid_alive (pid));
+  if (!test_is_mounted (victim_mnt))
+    fail_msg ("fusebox's end detached the tmpfs at %s, which the link led to", victim_mnt);
+  if (test_is_mounted (moved_mnt))
+    {
+      umount2 (moved_mnt, MNT_DETACH);
+      fail_msg ("fusebox's end left its own mount at %s", moved_mnt);
+    }
+  umount2 (victim_mnt, MNT_DETACH);
+  rfx_result_clear (&r);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
-                 RFX_TEST (test_mount_point_swapped_while_mounting), RFX_TEST (test_state_of_another_user),
+                 RFX_TEST (test_mount_point_swapped_while_mounting),
+                 RFX_TEST (test_mount_stopped_after_its_parent_moved), RFX_TEST (test_state_of_another_user),
                  RFX_TEST (test_mount_through_another_users_link))
