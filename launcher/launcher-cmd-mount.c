@@ -755,6 +755,10 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
     "MOUNTPOINT",
     "Show the host's / at MOUNTPOINT through the view: every access decided by the "
     "policy and logged.",
+    "MOUNTPOINT is an existing directory, named without a symbolic link on its way: a link that a sandbox\n"
+    "could change (one in its workspace) would choose where the view goes, so a path through one is\n"
+    "refused, with the path to give instead.\n"
+    "\n"
     "No namespaces are made: this is the sandbox's view and log for a tool run in place, for tests and for\n"
     "benchmarks.  Absolute symlinks inside MOUNTPOINT resolve on the host, not in the view (only\n"
     "'fusebox run' makes the view the root).  Without --foreground the command returns once the mount\n"
