@@ -655,22 +655,59 @@ run_fusermount_unmount (const char *mountpoint)
   return g_spawn_check_wait_status (status, NULL) ? 0 : -EIO;
 }
 
+dev_t
+fb_fuse_tagged_dev (const char *source)
+{
+  g_autoptr (GPtrArray) at = NULL;
+  g_autoptr (GArray) devs = NULL;
+
+  /* no path is "" in mountinfo: every mount with SOURCE is elsewhere */
+  mount_landed ("", source, &at, &devs);
+  return devs != NULL && devs->len > 0 ? g_array_index (devs, dev_t, devs->len - 1) : 0;
+}
+
+int
+fb_fuse_take_off_tagged (const char *source, dev_t dev)
+{
+  int err = 0;
+
+  /* a path read from mountinfo can be stale by the time it is opened (a
+   * rename meanwhile): read again, three times at most */
+  for (int round = 0; round < 3; round++)
+    {
+      g_autoptr (GPtrArray) at = NULL;
+      g_autoptr (GArray) devs = NULL;
+      guint left = 0;
+
+      mount_landed ("", source, &at, &devs);
+      err = 0;
+      for (guint i = 0; at != NULL && i < at->len; i++)
+        if (g_array_index (devs, dev_t, i) == dev)
+          {
+            int r = fb_fuse_take_off (g_ptr_array_index (at, i), dev);
+            if (r < 0 && r != -ENOENT)
+              {
+                err = r;
+                left++;
+              }
+          }
+      if (left == 0)
+        return 0;
+    }
+  return err;
+}
+
 /* Take our mount off wherever it is now: found in mountinfo by its tag and
- * device number and detached through a descriptor (take_off), never by the
- * path it was made at.  A sandbox that sees the mount point's parent can
- * rename it (a directory holding a mount point can be moved) and put a
- * link in its place: an unmount by path followed the link and detached
- * another mount of the same name, and left ours.  0 when none of ours is
- * left; otherwise the last error.  Without the device number (mountinfo
- * did not show it when mounted), by path as before. */
+ * device number and detached through a descriptor (fb_fuse_take_off),
+ * never by the path it was made at.  A sandbox that sees the mount point's
+ * parent can rename it (a directory holding a mount point can be moved)
+ * and put a link in its place: an unmount by path followed the link and
+ * detached another mount of the same name, and left ours.  0 when none of
+ * ours is left; otherwise the last error.  Without the device number
+ * (mountinfo did not show it when mounted), by path as before. */
 static int
 unmount_ours (FbFuse *f)
 {
-  g_autoptr (GPtrArray) elsewhere = NULL;
-  g_autoptr (GArray) devs = NULL;
-  dev_t at_point;
-  int err = 0;
-
   if (f->mount_dev == 0 || f->mount_source == NULL)
     {
       if (umount2 (f->mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 || errno == EINVAL ||
@@ -678,21 +715,13 @@ unmount_ours (FbFuse *f)
         return 0;
       return -EIO;
     }
-  at_point = mount_landed (f->mountpoint, f->mount_source, &elsewhere, &devs);
-  if (at_point == f->mount_dev)
-    {
-      int r = fb_fuse_take_off (f->mountpoint, f->mount_dev);
-      if (r < 0 && r != -ENOENT)
-        err = r;
-    }
-  for (guint i = 0; elsewhere != NULL && i < elsewhere->len; i++)
-    if (g_array_index (devs, dev_t, i) == f->mount_dev)
-      {
-        int r = fb_fuse_take_off (g_ptr_array_index (elsewhere, i), f->mount_dev);
-        if (r < 0 && r != -ENOENT)
-          err = r;
-      }
-  return err;
+  return fb_fuse_take_off_tagged (f->mount_source, f->mount_dev);
+}
+
+const char *
+fb_fuse_get_mount_source (FbFuse *f)
+{
+  return f->mount_source;
 }
 
 void

@@ -727,6 +727,14 @@ int fb_fuse_serve_fd (FbFuse *fuse, int fd);
  * that descriptor, never by path again (fusermount3 by path without the
  * privilege).  -ESTALE when AT is not that mount. */
 int fb_fuse_take_off (const char *at, dev_t dev);
+/* A mount by path carries a random tag as its source (mountinfo's), which
+ * finds it wherever it was moved to.  The tag of FUSE's mount (NULL: not
+ * mounted by path); the device number of the mount with SOURCE (0: none);
+ * and every mount with SOURCE and device DEV taken off through
+ * fb_fuse_take_off (0 when none is left). */
+const char *fb_fuse_get_mount_source (FbFuse *fuse);
+dev_t fb_fuse_tagged_dev (const char *source);
+int fb_fuse_take_off_tagged (const char *source, dev_t dev);
 /* mount(2) data for mounting a /dev/fuse descriptor FD by hand:
  * "fd=N,rootmode=40000,user_id=U,group_id=G,default_permissions[,allow_other]" */
 char *fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other);

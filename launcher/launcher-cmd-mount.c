@@ -233,8 +233,10 @@ check_mountpoint (const char *arg)
  * before any thread exists, a watcher: a small process holding the read
  * end of a pipe whose write end only the daemon holds (close-on-exec, so
  * fusermount3 and every other program the daemon starts lacks it).  The
- * daemon writes 'M' once mounted; the watcher notes the device number of
- * the FUSE mount then on top of the mount point.  A daemon that ends its
+ * daemon writes 'M' once mounted, with the mount's tag (its source in
+ * mountinfo, fb_fuse_mount): the watcher notes the device number of the
+ * mount with that tag, which it finds again wherever a sandbox moved it
+ * (its parent renamed), as the daemon's own end does.  A daemon that ends its
  * session writes 'U' once its mount is gone (it unmounted, or someone did):
  * the watcher then touches nothing.  EOF without it means the daemon died:
  * if that same mount is still there, the watcher detaches it (umount2
@@ -316,7 +318,8 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
   int null_fd;
   dev_t dev;
-  char c;
+  char c, tag[256];
+  gsize len = 0;
   ssize_t n;
 
   prctl (PR_SET_NAME, "fusebox-unmount");
@@ -343,7 +346,18 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   while (n < 0 && errno == EINTR);
   if (n != 1 || c != 'M')
     _exit (0); /* never mounted */
-  dev = fuse_mount_at (mountpoint);
+  /* then the mount's tag (its source in mountinfo) and a newline: it finds
+   * the mount wherever a sandbox moved it since (its parent renamed) */
+  while (len < sizeof tag - 1 && ((n = read (3, &c, 1)) == 1 || (n < 0 && errno == EINTR)))
+    {
+      if (n != 1)
+        continue;
+      if (c == '\n')
+        break;
+      tag[len++] = c;
+    }
+  tag[len] = '\0';
+  dev = len > 0 ? fb_fuse_tagged_dev (tag) : fuse_mount_at (mountpoint);
   if (dev == 0)
     _exit (0);
   do
@@ -354,8 +368,16 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
     }
   while (n > 0 || (n < 0 && errno == EINTR));
   /* The daemon died.  Only the mount it made, if it is still there
-   * (fusermount3 may have unmounted it already). */
-  if (fuse_mount_at (mountpoint) == dev)
+   * (fusermount3 may have unmounted it already), wherever it is now. */
+  if (len > 0)
+    {
+      int r = fb_fuse_take_off_tagged (tag, dev);
+      if (r < 0 && fb_fuse_tagged_dev (tag) == dev)
+        fb_cmd_print (stderr,
+                      "fusebox: mount: the daemon is gone and its mount (source %s) could not be unmounted: %s\n", tag,
+                      g_strerror (-r));
+    }
+  else if (fuse_mount_at (mountpoint) == dev)
     watcher_unmount (mountpoint, dev);
   _exit (0);
 }
@@ -566,7 +588,9 @@ start_daemon (const MountArgs *a, Daemon *d)
     return g_strdup_printf ("mounting at %s failed (libfuse said why above); check that /dev/fuse is usable "
                             "and that fusermount3 is installed (package fuse3), or run as root",
                             a->mountpoint);
-  if (a->watch_fd >= 0 && write (a->watch_fd, "M", 1) != 1)
+  const char *source = fb_fuse_get_mount_source (fuse);
+  g_autofree char *word = g_strdup_printf ("M%s\n", source != NULL ? source : "");
+  if (a->watch_fd >= 0 && write (a->watch_fd, word, strlen (word)) != (ssize_t)strlen (word))
     g_printerr ("fusebox: mount: warning: the unmount watcher is gone; a killed daemon may leave the mount\n");
   r = fb_run_fuse_start (d->serving, serving_ended, d);
   if (r < 0)

@@ -449,7 +449,48 @@ RFX_CASE (test_mount_stopped_after_its_parent_moved)
   rfx_result_clear (&r);
 }
 
+/* The same move, then the daemon killed (SIGKILL): the unmount watcher
+ * finds the mount where it went, by its tag, and takes it off; fusermount3
+ * looks only where it mounted.  Before, a dead mount stayed in the
+ * workspace (ENOTCONN) with nothing left to remove it. */
+RFX_CASE (test_mount_killed_after_its_parent_moved)
+{
+  g_autofree char *a = g_build_filename (fx->ws, "a", NULL);
+  g_autofree char *b = g_build_filename (fx->ws, "b", NULL);
+  g_autofree char *mnt = g_build_filename (a, "mnt", NULL);
+  g_autofree char *moved_mnt = g_build_filename (b, "mnt", NULL);
+  RfxResult r = { 0 };
+  const char *kill_at;
+  bool left = true;
+  int pid = 0;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  rfx_fusebox (fx, &r, "mount", mnt, NULL);
+  assert_int_equal (r.status, 0);
+  kill_at = strstr (r.out, "'kill ");
+  assert_non_null (kill_at);
+  assert_int_equal (sscanf (kill_at, "'kill %d'", &pid), 1);
+  assert_true (test_is_mounted (mnt));
+  /* what the sandbox's daemon does for it on the host */
+  assert_int_equal (rename (a, b), 0);
+  assert_true (test_is_mounted (moved_mnt));
+
+  assert_int_equal (kill (pid, SIGKILL), 0);
+  for (int i = 0; i < 200 && left; i++)
+    {
+      g_usleep (50 * 1000);
+      left = test_is_mounted (moved_mnt);
+    }
+  if (left)
+    {
+      umount2 (moved_mnt, MNT_DETACH);
+      fail_msg ("the killed daemon's mount stayed at %s, where its parent was moved", moved_mnt);
+    }
+  rfx_result_clear (&r);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
                  RFX_TEST (test_mount_point_swapped_while_mounting),
-                 RFX_TEST (test_mount_stopped_after_its_parent_moved), RFX_TEST (test_state_of_another_user),
+                 RFX_TEST (test_mount_stopped_after_its_parent_moved),
+                 RFX_TEST (test_mount_killed_after_its_parent_moved), RFX_TEST (test_state_of_another_user),
                  RFX_TEST (test_mount_through_another_users_link))
