@@ -202,9 +202,8 @@ session_new (FbFuse *f, bool mount_options, char **ret_source)
  * daemon serves a request: until then every access to it waits for FUSE's
  * INIT, and none is answered. */
 
-/* mountinfo's octal escapes (\040 for a space...) undone in place. */
-static void
-unescape_octal (char *s)
+void
+fb_fuse_mountinfo_unescape (char *s)
 {
   char *w = s;
 
@@ -251,7 +250,7 @@ mount_landed (const char *real, const char *source, GPtrArray **ret_elsewhere, G
       head = g_strsplit (lines[i], " ", 6);
       if (g_strv_length (head) < 5 || sscanf (head[2], "%u:%u", &maj, &min) != 2)
         continue;
-      unescape_octal (head[4]);
+      fb_fuse_mountinfo_unescape (head[4]);
       if (strcmp (head[4], real) == 0)
         dev = makedev (maj, min); /* the last one is on top */
       else

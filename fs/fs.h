@@ -732,6 +732,8 @@ int fb_fuse_take_off (const char *at, dev_t dev);
  * mounted by path); the device number of the mount with SOURCE (0: none);
  * and every mount with SOURCE and device DEV taken off through
  * fb_fuse_take_off (0 when none is left). */
+/* mountinfo's octal escapes (\040 for a space...) undone in place. */
+void fb_fuse_mountinfo_unescape (char *s);
 const char *fb_fuse_get_mount_source (FbFuse *fuse);
 dev_t fb_fuse_tagged_dev (const char *source);
 int fb_fuse_take_off_tagged (const char *source, dev_t dev);

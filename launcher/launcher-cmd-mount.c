@@ -248,23 +248,6 @@ check_mountpoint (const char *arg)
  * stop signals, so that a Ctrl-C meant for the daemon can't take it
  * first. */
 
-/* Undo mountinfo's octal escapes (\040 for a space...) in place. */
-static void
-mountinfo_unescape (char *s)
-{
-  char *w = s;
-
-  for (const char *r = s; *r != '\0'; w++)
-    if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7')
-      {
-        *w = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
-        r += 4;
-      }
-    else
-      *w = *r++;
-  *w = '\0';
-}
-
 /* The device number of the topmost FUSE mount at PATH (canonical), or 0. */
 static dev_t
 fuse_mount_at (const char *path)
@@ -284,7 +267,7 @@ fuse_mount_at (const char *path)
       if (sep == NULL || !g_str_has_prefix (sep + 3, "fuse") ||
           sscanf (lines[i], "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3)
         continue;
-      mountinfo_unescape (mnt);
+      fb_fuse_mountinfo_unescape (mnt);
       if (strcmp (mnt, path) == 0)
         dev = makedev (maj, min); /* later lines are mounted on top */
     }

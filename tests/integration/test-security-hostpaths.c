@@ -258,6 +258,29 @@ RFX_CASE (test_mount_through_another_users_link)
   rfx_result_clear (&log_there);
 }
 
+/* A sandbox makes NAME in its workspace a link to TO; root's `fusebox
+ * mount MNT` is then refused, saying WHY, and COVERED (a root-only
+ * directory of root's file "kept") is left as it was, not mounted over. */
+static void
+refused_through_planted_link (RFx *fx, const char *name, const char *to, const char *mnt, const char *covered,
+                              const char *why)
+{
+  g_autofree char *kept = g_build_filename (covered, "kept", NULL);
+  g_autofree char *plant = g_strdup_printf ("ln -s %s %s && echo planted", to, name);
+  RfxResult r = { 0 };
+
+  test_write (kept, "root's\n", 0600);
+  test_assert_host_readable (kept);
+  rfx_run (fx, &r, "--", "/bin/sh", "-c", plant, NULL);
+  assert_string_equal (r.out, "planted\n");
+  rfx_result_clear (&r);
+  rfx_fusebox (fx, &r, "mount", mnt, NULL);
+  assert_false (was_mounted (covered));
+  assert_refused (&r, 1, why);
+  rfx_result_clear (&r);
+  test_assert_host_readable (kept);
+}
+
 /* A mount point that a sandbox made a link (to a root-only directory,
  * standing in for /etc): the link is the caller's, as a sandbox's files
  * are, so its owner says nothing.  The mount would have covered the
@@ -265,44 +288,21 @@ RFX_CASE (test_mount_through_another_users_link)
 RFX_CASE (test_mount_point_link_from_a_sandbox)
 {
   g_autofree char *target = g_build_filename (fx->tmp, "root-only", NULL);
-  g_autofree char *kept = g_build_filename (target, "kept", NULL);
   g_autofree char *link = g_build_filename (fx->ws, "view", NULL);
-  g_autofree char *plant = g_strdup_printf ("ln -s %s view && echo planted", target);
   RfxResult r = { 0 };
 
   assert_int_equal (mkdir (target, 0700), 0);
-  test_write (kept, "root's\n", 0600);
-  test_assert_host_readable (kept);
-  rfx_run (fx, &r, "--", "/bin/sh", "-c", plant, NULL);
-  assert_string_equal (r.out, "planted\n");
-  rfx_result_clear (&r);
-
-  rfx_fusebox (fx, &r, "mount", link, NULL);
-  assert_false (was_mounted (target));
-  assert_refused (&r, 1, "is a symbolic link (to");
-  rfx_result_clear (&r);
-  test_assert_host_readable (kept);
+  refused_through_planted_link (fx, "view", target, link, target, "is a symbolic link (to");
   /* a link on the way instead, to a root-only directory holding one of the
    * mount point's name: refused, nothing mounted there */
   {
     g_autofree char *parent = g_build_filename (fx->tmp, "root-only-parent", NULL);
     g_autofree char *covered = g_build_filename (parent, "mnt", NULL);
-    g_autofree char *covered_kept = g_build_filename (covered, "kept", NULL);
     g_autofree char *through = g_build_filename (fx->ws, "sub", "mnt", NULL);
-    g_autofree char *plant_way = g_strdup_printf ("ln -s %s sub && echo planted", parent);
 
     assert_int_equal (mkdir (parent, 0700), 0);
     assert_int_equal (mkdir (covered, 0700), 0);
-    test_write (covered_kept, "root's\n", 0600);
-    test_assert_host_readable (covered_kept);
-    rfx_run (fx, &r, "--", "/bin/sh", "-c", plant_way, NULL);
-    assert_string_equal (r.out, "planted\n");
-    rfx_result_clear (&r);
-    rfx_fusebox (fx, &r, "mount", through, NULL);
-    assert_false (was_mounted (covered));
-    assert_refused (&r, 1, "passes through a symbolic link");
-    rfx_result_clear (&r);
-    test_assert_host_readable (covered_kept);
+    refused_through_planted_link (fx, "sub", parent, through, covered, "passes through a symbolic link");
   }
   /* the same with a trailing slash, which names the link's target */
   {
@@ -321,29 +321,12 @@ RFX_CASE (test_mount_point_link_from_a_sandbox)
  * attempts land on the directory the link leads to: fusebox finds its
  * mount there before it serves anything, takes it off and says so.  No
  * attempt may leave the view over that directory. */
-typedef struct
-{
-  const char *a, *b;
-  gint stop;
-} Exchange;
-
-static gpointer
-exchange_loop (gpointer data)
-{
-  Exchange *x = data;
-
-  while (!g_atomic_int_get (&x->stop))
-    syscall (SYS_renameat2, AT_FDCWD, x->a, AT_FDCWD, x->b, RENAME_EXCHANGE);
-  return NULL;
-}
-
 RFX_CASE (test_mount_point_swapped_while_mounting)
 {
   g_autofree char *target = g_build_filename (fx->tmp, "root-only", NULL);
   g_autofree char *kept = g_build_filename (target, "kept", NULL);
   g_autofree char *view = g_build_filename (fx->ws, "view", NULL);
   g_autofree char *alt = g_build_filename (fx->ws, "alt", NULL);
-  Exchange x = { view, alt, 0 };
   guint mounted = 0, moved = 0, refused = 0;
 
   assert_int_equal (mkdir (target, 0700), 0);
@@ -355,14 +338,11 @@ RFX_CASE (test_mount_point_swapped_while_mounting)
   for (int i = 0; i < 200; i++)
     {
       RfxResult r = { 0 };
-      GThread *thread;
+      TestExchanger *x = test_exchanger_start (view, alt);
       struct stat st;
 
-      g_atomic_int_set (&x.stop, 0);
-      thread = g_thread_new ("exchange", exchange_loop, &x);
       rfx_fusebox (fx, &r, "mount", view, NULL);
-      g_atomic_int_set (&x.stop, 1);
-      g_thread_join (thread);
+      test_exchanger_stop (x);
       if (was_mounted (target))
         fail_msg ("attempt %d: the view was left over %s (exit %d)\nstderr:\n%s", i, target, r.status, r.err);
       test_assert_host_readable (kept);
@@ -398,6 +378,23 @@ RFX_CASE (test_mount_point_swapped_while_mounting)
                  refused);
 }
 
+/* `fusebox mount MNT`, which must work: its daemon's pid, from the
+ * command's "kill PID" hint.  R keeps the command's output. */
+static int
+mount_daemon (RFx *fx, RfxResult *r, const char *mnt)
+{
+  const char *kill_at;
+  int pid = 0;
+
+  rfx_fusebox (fx, r, "mount", mnt, NULL);
+  assert_int_equal (r->status, 0);
+  kill_at = strstr (r->out, "'kill ");
+  assert_non_null (kill_at);
+  assert_int_equal (sscanf (kill_at, "'kill %d'", &pid), 1);
+  assert_true (test_is_mounted (mnt));
+  return pid;
+}
+
 /* A mount's parent moved while it was mounted (a directory holding a mount
  * point may be renamed), a link put in its place to a directory holding a
  * mount of the same name (a tmpfs here): fusebox's end takes off its own
@@ -411,20 +408,13 @@ RFX_CASE (test_mount_stopped_after_its_parent_moved)
   g_autofree char *victim = g_build_filename (fx->tmp, "victim", NULL);
   g_autofree char *victim_mnt = g_build_filename (victim, "mnt", NULL);
   RfxResult r = { 0 };
-  const char *kill_at;
-  int pid = 0;
+  int pid;
 
   assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
   assert_int_equal (g_mkdir_with_parents (victim_mnt, 0700), 0);
   assert_int_equal (mount ("tmpfs", victim_mnt, "tmpfs", 0, "size=1m"), 0);
   assert_true (test_is_mounted (victim_mnt));
-
-  rfx_fusebox (fx, &r, "mount", mnt, NULL);
-  assert_int_equal (r.status, 0);
-  kill_at = strstr (r.out, "'kill ");
-  assert_non_null (kill_at);
-  assert_int_equal (sscanf (kill_at, "'kill %d'", &pid), 1);
-  assert_true (test_is_mounted (mnt));
+  pid = mount_daemon (fx, &r, mnt);
 
   /* what the sandbox's daemon does for it on the host */
   assert_int_equal (rename (sub, moved), 0);
@@ -460,17 +450,11 @@ RFX_CASE (test_mount_killed_after_its_parent_moved)
   g_autofree char *mnt = g_build_filename (a, "mnt", NULL);
   g_autofree char *moved_mnt = g_build_filename (b, "mnt", NULL);
   RfxResult r = { 0 };
-  const char *kill_at;
   bool left = true;
-  int pid = 0;
+  int pid;
 
   assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
-  rfx_fusebox (fx, &r, "mount", mnt, NULL);
-  assert_int_equal (r.status, 0);
-  kill_at = strstr (r.out, "'kill ");
-  assert_non_null (kill_at);
-  assert_int_equal (sscanf (kill_at, "'kill %d'", &pid), 1);
-  assert_true (test_is_mounted (mnt));
+  pid = mount_daemon (fx, &r, mnt);
   /* what the sandbox's daemon does for it on the host */
   assert_int_equal (rename (a, b), 0);
   assert_true (test_is_mounted (moved_mnt));

@@ -1,8 +1,11 @@
 /* fusebox — the general helpers of tests/lib/test-util.h. */
+#include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <linux/fs.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
 
@@ -756,4 +759,42 @@ test_run_group (const char *argv0, const struct CMUnitTest *tests, size_t n, CMF
   test_filter_tests (argv0);
   /* "tests": the name cmocka_run_group_tests (tests, ...) prints */
   return _cmocka_run_group_tests ("tests", tests, n, group_setup, group_teardown);
+}
+
+struct TestExchanger
+{
+  char *a, *b;
+  gint stop;
+  GThread *thread;
+};
+
+static gpointer
+exchange_loop (gpointer data)
+{
+  TestExchanger *x = data;
+
+  while (!g_atomic_int_get (&x->stop))
+    syscall (SYS_renameat2, AT_FDCWD, x->a, AT_FDCWD, x->b, RENAME_EXCHANGE);
+  return NULL;
+}
+
+TestExchanger *
+test_exchanger_start (const char *a, const char *b)
+{
+  TestExchanger *x = g_new0 (TestExchanger, 1);
+
+  x->a = g_strdup (a);
+  x->b = g_strdup (b);
+  x->thread = g_thread_new ("exchange", exchange_loop, x);
+  return x;
+}
+
+void
+test_exchanger_stop (TestExchanger *x)
+{
+  g_atomic_int_set (&x->stop, 1);
+  g_thread_join (x->thread);
+  g_free (x->a);
+  g_free (x->b);
+  g_free (x);
 }

@@ -207,6 +207,12 @@ bool test_pid_alive (pid_t pid);
 /* Is something mounted at PATH (in this mount namespace)? */
 bool test_is_mounted (const char *path);
 
+/* A thread that exchanges A and B (renameat2 RENAME_EXCHANGE) in a loop,
+ * as a sandbox racing a check would, until test_exchanger_stop. */
+typedef struct TestExchanger TestExchanger;
+TestExchanger *test_exchanger_start (const char *a, const char *b);
+void test_exchanger_stop (TestExchanger *x);
+
 /* This process's namespace NAME ("mnt", "pid", ...), as its link reads. */
 char *test_own_ns (const char *name);
 

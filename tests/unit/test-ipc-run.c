@@ -242,24 +242,6 @@ test_written_through_descriptor (void **state)
   }
 }
 
-/* What the exchanger swaps: a run directory to be (an empty directory)
- * and a link to a directory of the host's, by name, until told to stop. */
-typedef struct
-{
-  const char *a, *b;
-  gint stop;
-} Exchanger;
-
-static gpointer
-exchange_loop (gpointer data)
-{
-  Exchanger *x = data;
-
-  while (!g_atomic_int_get (&x->stop))
-    syscall (SYS_renameat2, AT_FDCWD, x->a, AT_FDCWD, x->b, RENAME_EXCHANGE);
-  return NULL;
-}
-
 /* A --run-dir whose name another process keeps exchanging with a link to a
  * host directory (an earlier sandbox, in a workspace): whatever the run
  * does to its directory after the first look (the emptiness, the chmod to
@@ -287,20 +269,20 @@ test_run_dir_exchanged (void **state)
       g_autofree char *dir = g_strdup_printf ("%s/run-%u", ws, i);
       g_autofree char *link = g_strdup_printf ("%s/link-%u", ws, i);
       FbRunOptions ro = { .kind = FB_RUN_KIND_RUN, .run_dir = dir, .workspace = f->dir };
-      Exchanger x = { dir, link, 0 };
-      GThread *thread;
+      TestExchanger *x;
       FbRun *run;
 
       assert_int_equal (mkdir (dir, 0755), 0);
       assert_int_equal (symlink (target, link), 0);
-      thread = g_thread_new ("exchange", exchange_loop, &x);
+      /* a run directory to be (an empty directory) and a link to a
+       * directory of the host's, swapped by name */
+      x = test_exchanger_start (dir, link);
       run = fb_run_new (&ro);
       if (fb_run_create (run, policy, &error))
         made++;
       g_clear_error (&error);
       fb_run_free (run);
-      g_atomic_int_set (&x.stop, 1);
-      g_thread_join (thread);
+      test_exchanger_stop (x);
       assert_int_equal (test_mode_of (target), 0755);
     }
   /* the race was run: some runs found their directory in place */
