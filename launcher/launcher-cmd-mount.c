@@ -85,10 +85,10 @@ mounted_type (const char *path)
 
 /* Check the mount point before anything else, with a message naming the
  * path and the fix.  Returns its canonical path: the one the kernel gives
- * the directory checked, which was opened once without following a link
- * as its last part, so that the path mounted on is that directory's, not
- * what a link put in its place meanwhile leads to (fb_fuse_mount then
- * checks that the mount landed there). */
+ * the directory checked, which was opened once without following any
+ * link, so that the path mounted on is that directory's, not what a link
+ * put in its place meanwhile leads to (fb_fuse_mount then checks that the
+ * mount landed there). */
 static char *
 check_mountpoint (const char *arg)
 {
@@ -96,15 +96,21 @@ check_mountpoint (const char *arg)
   g_autofree char *real = NULL;
   g_autofree char *bare = g_strdup (arg);
   gsize len = strlen (bare);
+  struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
   _fb_cleanup_fd_ int fd = -1;
+  int err = 0;
   char proc[64];
 
   while (len > 1 && bare[len - 1] == '/')
     bare[--len] = '\0'; /* "link/" names the target: the link still decides */
-  fd = open (bare, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || statx (fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0)
+  /* No link anywhere on the way: one a sandbox made (in its workspace, its
+   * links are the caller's) or later swapped in would choose the directory
+   * mounted on, and any whose name matches the last part will do. */
+  fd = (int)syscall (SYS_openat2, AT_FDCWD, bare, &how, sizeof how);
+  if (fd < 0 || statx (fd, "", AT_EMPTY_PATH, STATX_TYPE, &stx) < 0)
+    err = errno;
+  if (err != 0 && err != ELOOP)
     {
-      int err = errno;
       if (err == ENOENT)
         fb_cmd_error ("mount: the mount point %s does not exist; create it first (mkdir -p %s)", arg, arg);
       else if (err == ENOTCONN)
@@ -126,16 +132,28 @@ check_mountpoint (const char *arg)
         return NULL;
       }
   }
-  /* A link as the mount point: the mount would cover where it leads, and
-   * whoever could write where the link is (a sandbox, whose files are the
-   * caller's) chose that: /etc, say.  The directory itself is given. */
-  if (S_ISLNK (stx.stx_mode))
+  if (err == ELOOP)
     {
-      g_autofree char *target = g_file_read_link (bare, NULL);
-      fb_cmd_error ("mount: the mount point %s is a symbolic link (to %s); give the directory itself (a link "
-                    "where a sandbox could write may have been put there by it, to have the view cover what it "
-                    "leads to)",
-                    bare, target != NULL ? target : "?");
+      struct stat lst;
+      g_autofree char *canonical = fb_realpath (bare);
+
+      /* A link as the mount point: the mount would cover where it leads,
+       * and whoever could write where the link is (a sandbox, whose files
+       * are the caller's) chose that: /etc, say. */
+      if (lstat (bare, &lst) == 0 && S_ISLNK (lst.st_mode))
+        {
+          g_autofree char *target = g_file_read_link (bare, NULL);
+          fb_cmd_error ("mount: the mount point %s is a symbolic link (to %s); give the directory itself (a link "
+                        "where a sandbox could write may have been put there by it, to have the view cover what it "
+                        "leads to)",
+                        bare, target != NULL ? target : "?");
+        }
+      else
+        fb_cmd_error ("mount: the way to the mount point %s passes through a symbolic link; whatever can write "
+                      "where the link is (a sandbox whose workspace holds it) could make it lead the mount "
+                      "elsewhere: give the path without links%s%s%s",
+                      arg, canonical != NULL ? " (" : "", canonical != NULL ? canonical : "",
+                      canonical != NULL ? ")" : "");
       return NULL;
     }
   if (!S_ISDIR (stx.stx_mode))
@@ -143,37 +161,6 @@ check_mountpoint (const char *arg)
       fb_cmd_error ("mount: the mount point %s is not a directory; give an (empty) directory to mount on", arg);
       return NULL;
     }
-  /* No link on the way either: one a sandbox made (in its workspace, its
-   * links are the caller's) or later swapped in would choose the directory
-   * mounted on, and any whose name matches the last part will do. */
-  {
-    struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
-    _fb_cleanup_fd_ int nfd = (int)syscall (SYS_openat2, AT_FDCWD, bare, &how, sizeof how);
-    struct stat a, b;
-
-    if (nfd < 0 && errno == ELOOP)
-      {
-        g_autofree char *canonical = fb_realpath (bare);
-        fb_cmd_error ("mount: the way to the mount point %s passes through a symbolic link; whatever can write where "
-                      "the link is (a sandbox whose workspace holds it) could make it lead the mount elsewhere: give "
-                      "the path without links%s%s%s",
-                      arg, canonical != NULL ? " (" : "", canonical != NULL ? canonical : "",
-                      canonical != NULL ? ")" : "");
-        return NULL;
-      }
-    if (nfd < 0 || fstat (nfd, &a) < 0 || fstat (fd, &b) < 0)
-      {
-        fb_cmd_error ("mount: can't use the mount point %s: %s", arg, g_strerror (errno));
-        return NULL;
-      }
-    if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-      {
-        fb_cmd_error ("mount: the mount point %s was moved while it was checked; something that can write beside "
-                      "it (a sandbox whose workspace holds it) is changing it: mount where no sandbox runs",
-                      arg);
-        return NULL;
-      }
-  }
   g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
   real = g_file_read_link (proc, NULL);
   if (real == NULL || real[0] != '/' || g_str_has_suffix (real, " (deleted)"))
