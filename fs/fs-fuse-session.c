@@ -128,6 +128,7 @@ fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse)
     f->options.id_map.overflow_gid = (gid_t)-1;
   f->root = fb_view_get_root (view);
   f->abort_fd = -1;
+  f->mount_parent = -1;
   g_mutex_init (&f->files_lock);
   f->files = g_hash_table_new (g_direct_hash, g_direct_equal);
   inval_init (f);
@@ -268,42 +269,113 @@ mount_landed (const char *real, const char *source, GPtrArray **ret_elsewhere, G
   return dev;
 }
 
+/* Whether FD (O_PATH) is the root of a mount of device DEV: 0, -ESTALE
+ * when not.  No attributes are asked, so the kernel answers without our
+ * daemon (alive or dead). */
+static int
+is_mount_root (int fd, dev_t dev)
+{
+  struct statx stx;
+
+  if (statx (fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) < 0)
+    return -errno;
+  if (makedev (stx.stx_dev_major, stx.stx_dev_minor) != dev || !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+      !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+    return -ESTALE;
+  return 0;
+}
+
+static int
+run_fusermount_unmount (const char *mountpoint)
+{
+  const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
+  int status = 0;
+
+  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                     NULL, &status, NULL))
+    return -ENOENT;
+  return g_spawn_check_wait_status (status, NULL) ? 0 : -EIO;
+}
+
+/* Take off our mount (device DEV) through FD, found to be its root:
+ * umount2 of /proc/self/fd/N, which names that mount whatever its path is
+ * now (and however long).  Without the privilege, fusermount3 unmounts it
+ * by path (AT; NULL: the path the kernel gives FD), and checks that the
+ * mount is ours. */
+static int
+take_off_fd (int fd, dev_t dev, const char *at)
+{
+  g_autofree char *named = NULL;
+  char proc[64];
+  int r = is_mount_root (fd, dev);
+
+  if (r < 0)
+    return r;
+  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  if (umount2 (proc, MNT_DETACH) == 0)
+    return 0;
+  if (errno != EPERM)
+    return -errno;
+  if (at == NULL && (at = named = g_file_read_link (proc, NULL)) == NULL)
+    return -EPERM;
+  return run_fusermount_unmount (at) == 0 ? 0 : -EPERM;
+}
+
 /* Take off our mount (device DEV) at AT, which the kernel named: reached
  * without following a link (AT could be changed meanwhile as the mount
  * point was), found to be a mount's root of device DEV, and unmounted
- * through that descriptor, not by path again.  Without the privilege,
- * fusermount3 unmounts it by path (it checks that the mount is ours). */
+ * through that descriptor, not by path again. */
 int
 fb_fuse_take_off (const char *at, dev_t dev)
 {
   struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
   _fb_cleanup_fd_ int fd = (int)syscall (SYS_openat2, AT_FDCWD, at, &how, sizeof how);
-  struct statx stx;
-  char proc[64];
 
   if (fd < 0)
     return -errno;
-  /* no attributes asked: the kernel answers without our daemon */
-  if (statx (fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) < 0)
+  return take_off_fd (fd, dev, at);
+}
+
+/* NAME in PARENT (a descriptor), reached without following a link. */
+static int
+open_under (int parent, const char *name)
+{
+  struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+  int fd = (int)syscall (SYS_openat2, parent, name, &how, sizeof how);
+
+  return fd < 0 ? -errno : fd;
+}
+
+int
+fb_fuse_hold_parent (const char *mountpoint, dev_t dev)
+{
+  g_autofree char *dir = g_path_get_dirname (mountpoint);
+  g_autofree char *name = g_path_get_basename (mountpoint);
+  struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                          .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+  _fb_cleanup_fd_ int parent = (int)syscall (SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
+  _fb_cleanup_fd_ int fd = -1;
+  int r;
+
+  if (parent < 0)
     return -errno;
-  if (makedev (stx.stx_dev_major, stx.stx_dev_minor) != dev || !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-      !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
-    return -ESTALE;
-  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
-  if (umount2 (proc, MNT_DETACH) == 0)
-    return 0;
-  if (errno == EPERM)
-    {
-      const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", at, NULL };
-      int status = 0;
-      if (g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
-                        NULL, &status, NULL) &&
-          g_spawn_check_wait_status (status, NULL))
-        return 0;
-      return -EPERM;
-    }
-  return -errno;
+  if ((fd = open_under (parent, name)) < 0)
+    return fd;
+  if ((r = is_mount_root (fd, dev)) < 0)
+    return r;
+  return fb_steal_fd (&parent);
+}
+
+int
+fb_fuse_take_off_under (int parent, const char *name, dev_t dev)
+{
+  _fb_cleanup_fd_ int fd = open_under (parent, name);
+
+  if (fd < 0)
+    return fd;
+  return take_off_fd (fd, dev, NULL);
 }
 
 /* After a mount by path: our mount (source SOURCE) must be at REAL.  Any
@@ -511,6 +583,11 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
       f->mountpoint = g_strdup (real);
       f->mount_source = g_steal_pointer (&source);
       f->mount_dev = dev;
+      /* What finds the mount at its stop whatever a sandbox renames above
+       * it, and however long its path gets (unmount_ours).  None when the
+       * mount is no longer there: then its tag finds it. */
+      if (dev != 0)
+        f->mount_parent = fb_fuse_hold_parent (real, dev);
       /* The connection's abort switch, opened now, while the number is
        * surely our connection's: it is the superblock's anonymous device
        * number, which the kernel hands to the next mount (of any
@@ -642,18 +719,6 @@ fb_fuse_join (FbFuse *f)
   return f->result;
 }
 
-static int
-run_fusermount_unmount (const char *mountpoint)
-{
-  const char *argv[] = { "fusermount3", "-u", "-q", "-z", "--", mountpoint, NULL };
-  int status = 0;
-
-  if (!g_spawn_sync (NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
-                     NULL, &status, NULL))
-    return -ENOENT;
-  return g_spawn_check_wait_status (status, NULL) ? 0 : -EIO;
-}
-
 dev_t
 fb_fuse_tagged_dev (const char *source)
 {
@@ -668,42 +733,47 @@ fb_fuse_tagged_dev (const char *source)
 int
 fb_fuse_take_off_tagged (const char *source, dev_t dev)
 {
-  int err = 0;
+  int err = -EBUSY;
 
-  /* a path read from mountinfo can be stale by the time it is opened (a
-   * rename meanwhile): read again, three times at most */
-  for (int round = 0; round < 3; round++)
+  /* A path read from mountinfo can be stale by the time it is opened (a
+   * rename meanwhile; then it names nothing, or another directory): only
+   * mountinfo read again, without it, says it is gone.  Three tries. */
+  for (int round = 0;; round++)
     {
       g_autoptr (GPtrArray) at = NULL;
       g_autoptr (GArray) devs = NULL;
-      guint left = 0;
+      guint found = 0;
 
       mount_landed ("", source, &at, &devs);
-      err = 0;
       for (guint i = 0; at != NULL && i < at->len; i++)
         if (g_array_index (devs, dev_t, i) == dev)
           {
-            int r = fb_fuse_take_off (g_ptr_array_index (at, i), dev);
-            if (r < 0 && r != -ENOENT)
+            found++;
+            if (round < 3)
               {
-                err = r;
-                left++;
+                int r = fb_fuse_take_off (g_ptr_array_index (at, i), dev);
+                if (r < 0)
+                  err = r;
               }
           }
-      if (left == 0)
+      if (found == 0)
         return 0;
+      if (round == 3)
+        return err;
     }
-  return err;
 }
 
-/* Take our mount off wherever it is now: found in mountinfo by its tag and
- * device number and detached through a descriptor (fb_fuse_take_off),
- * never by the path it was made at.  A sandbox that sees the mount point's
- * parent can rename it (a directory holding a mount point can be moved)
- * and put a link in its place: an unmount by path followed the link and
- * detached another mount of the same name, and left ours.  0 when none of
- * ours is left; otherwise the last error.  Without the device number
- * (mountinfo did not show it when mounted), by path as before. */
+/* Take our mount off wherever it is now, never by the path it was made
+ * at.  A sandbox that sees the mount point's parent can rename it (a
+ * directory holding a mount point can be moved) and put a link in its
+ * place: an unmount by path followed the link and detached another mount
+ * of the same name, and left ours.  First through the parent's descriptor
+ * held since the mount (the mount point itself can't be renamed or removed
+ * while it is one): that reaches it through any rename above it, in a loop
+ * or not, and at a path longer than PATH_MAX.  Then any mount with its tag
+ * and device number left in mountinfo (fb_fuse_take_off_tagged).  0 when
+ * none of ours is left; otherwise the last error.  Without the device
+ * number (mountinfo did not show it when mounted), by path as before. */
 static int
 unmount_ours (FbFuse *f)
 {
@@ -713,6 +783,11 @@ unmount_ours (FbFuse *f)
           run_fusermount_unmount (f->mountpoint) == 0)
         return 0;
       return -EIO;
+    }
+  if (f->mount_parent >= 0)
+    {
+      g_autofree char *name = g_path_get_basename (f->mountpoint);
+      (void)fb_fuse_take_off_under (f->mount_parent, name, f->mount_dev);
     }
   return fb_fuse_take_off_tagged (f->mount_source, f->mount_dev);
 }
@@ -825,7 +900,12 @@ fb_fuse_free (FbFuse *f)
       if (f->mountpoint != NULL && !f->unmounted && f->mount_dev != 0)
         {
           /* not by path (unmount_ours); libfuse's copy of it only freed */
-          unmount_ours (f);
+          int r = unmount_ours (f);
+          if (r < 0)
+            g_printerr ("fusebox: the view's mount (source %s, device %u:%u) could not be taken off: %s; it serves "
+                        "nothing: find it in /proc/self/mountinfo by that source and remove it with 'umount -l "
+                        "PATH'\n",
+                        f->mount_source, major (f->mount_dev), minor (f->mount_dev), g_strerror (-r));
         }
       else if ((f->mountpoint != NULL && !f->unmounted) ||
                (f->mountpoint != NULL && poll (&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)))
@@ -854,6 +934,8 @@ fb_fuse_free (FbFuse *f)
   fb_view_unref (f->view);
   if (f->abort_fd >= 0)
     close (f->abort_fd);
+  if (f->mount_parent >= 0)
+    close (f->mount_parent);
   g_free (f->mountpoint);
   g_free (f->mount_source);
   g_free (f->fsname);

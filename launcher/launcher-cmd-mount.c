@@ -222,8 +222,9 @@ check_mountpoint (const char *arg)
  * fusermount3 and every other program the daemon starts lacks it).  The
  * daemon writes 'M' once mounted, with the mount's tag (its source in
  * mountinfo, fb_fuse_mount): the watcher notes the device number of the
- * mount with that tag, which it finds again wherever a sandbox moved it
- * (its parent renamed), as the daemon's own end does.  A daemon that ends its
+ * mount with that tag and holds the mount point's parent, through which,
+ * or by the tag, it finds the mount again wherever a sandbox moved it (its
+ * parent renamed), as the daemon's own end does.  A daemon that ends its
  * session writes 'U' once its mount is gone (it unmounted, or someone did):
  * the watcher then touches nothing.  EOF without it means the daemon died:
  * if that same mount is still there, the watcher detaches it (umount2
@@ -286,7 +287,7 @@ static G_GNUC_NORETURN void
 watcher_main (int fd, const char *mountpoint, int err_fd)
 {
   static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
-  int null_fd;
+  int null_fd, parent;
   dev_t dev;
   char c, tag[256];
   gsize len = 0;
@@ -330,6 +331,10 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   dev = len > 0 ? fb_fuse_tagged_dev (tag) : fuse_mount_at (mountpoint);
   if (dev == 0)
     _exit (0);
+  /* and through its parent, held now, as the daemon does: through any
+   * rename above it, however long its path gets (none when it was moved
+   * already: its tag finds it) */
+  parent = fb_fuse_hold_parent (mountpoint, dev);
   do
     {
       n = read (3, &c, 1);
@@ -339,6 +344,11 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   while (n > 0 || (n < 0 && errno == EINTR));
   /* The daemon died.  Only the mount it made, if it is still there
    * (fusermount3 may have unmounted it already), wherever it is now. */
+  if (parent >= 0)
+    {
+      g_autofree char *name = g_path_get_basename (mountpoint);
+      (void)fb_fuse_take_off_under (parent, name, dev);
+    }
   if (len > 0)
     {
       int r = fb_fuse_take_off_tagged (tag, dev);
@@ -632,10 +642,26 @@ run_daemon (const MountArgs *a, int ready_fd)
           status = FB_EXIT_FAILURE;
         }
     }
-  /* Frees the session, unmounting our mount if it is still there. */
-  g_clear_pointer (&d.serving, fb_run_fuse_free);
-  if (a->watch_fd >= 0)
-    (void)!write (a->watch_fd, "U", 1); /* to the unmount watcher: no mount of ours is left */
+  /* Frees the session, unmounting our mount if it is still there (it says
+   * so when it could not).  The watcher is told only when none of ours is
+   * left: otherwise it tries again once we are gone. */
+  {
+    g_autofree char *tag = NULL;
+    dev_t dev = 0;
+    if (d.serving != NULL && (tag = g_strdup (fb_fuse_get_mount_source (fb_run_fuse_get_fuse (d.serving)))) != NULL)
+      dev = fb_fuse_tagged_dev (tag);
+    g_clear_pointer (&d.serving, fb_run_fuse_free);
+    if (dev != 0 && fb_fuse_tagged_dev (tag) == dev)
+      {
+        fb_cmd_print (stderr,
+                      "fusebox: mount: the view's mount (source %s) is still mounted after the daemon's end; the "
+                      "unmount watcher tries again once the daemon is gone\n",
+                      tag);
+        status = FB_EXIT_FAILURE;
+      }
+    else if (a->watch_fd >= 0)
+      (void)!write (a->watch_fd, "U", 1); /* to the unmount watcher: no mount of ours is left */
+  }
   g_clear_pointer (&d.view, fb_view_unref);
   if (!fb_cmd_close_run_log (a->run, "mount", "the mount"))
     status = FB_EXIT_FAILURE;

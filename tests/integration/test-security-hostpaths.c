@@ -473,8 +473,178 @@ RFX_CASE (test_mount_killed_after_its_parent_moved)
   rfx_result_clear (&r);
 }
 
+/* The source (the mount's tag, "fusebox:HEX") of the mount at MNT, from
+ * mountinfo: what finds it wherever it goes. */
+static char *
+mount_tag (const char *mnt)
+{
+  g_autofree char *info = NULL;
+  g_autofree char *needle = g_strdup_printf (" %s ", mnt);
+  const char *line, *sep;
+  char tag[128];
+
+  assert_true (g_file_get_contents ("/proc/self/mountinfo", &info, NULL, NULL));
+  line = strstr (info, needle);
+  assert_non_null (line);
+  sep = strstr (line, " - fuse");
+  assert_non_null (sep);
+  assert_int_equal (sscanf (sep, " - %*s %127s", tag), 1);
+  assert_true (g_str_has_prefix (tag, "fusebox:"));
+  return g_strdup (tag);
+}
+
+static bool
+tag_mounted (const char *tag)
+{
+  g_autofree char *info = NULL;
+  g_autofree char *needle = g_strdup_printf (" %s ", tag);
+
+  assert_true (g_file_get_contents ("/proc/self/mountinfo", &info, NULL, NULL));
+  return strstr (info, needle) != NULL;
+}
+
+/* The daemon's own end took its mount off: its run directory's mount.log
+ * (where a detached daemon's messages go; R: what `fusebox mount` said)
+ * says nothing of a mount it could not take off, which the unmount watcher
+ * would then have taken off after it. */
+static void
+assert_daemon_took_it_off (const RfxResult *r)
+{
+  const char *at = strstr (r->out, "run directory ");
+  g_autofree char *dir = NULL, *log_path = NULL, *log = NULL;
+
+  assert_non_null (at);
+  at += strlen ("run directory ");
+  dir = g_strndup (at, strcspn (at, "\n"));
+  log_path = g_build_filename (dir, "mount.log", NULL);
+  if (g_file_get_contents (log_path, &log, NULL, NULL) &&
+      (strstr (log, "could not be taken off") != NULL || strstr (log, "still mounted") != NULL))
+    fail_msg ("the daemon's end left its mount to the watcher:\n%s", log);
+}
+
+/* Wait for PID to end, then for TAG's mount to go (the watcher's work
+ * after a SIGKILL): whether it is still mounted 10 s on. */
+static bool
+left_after_end (int pid, const char *tag)
+{
+  for (int i = 0; i < 200 && test_pid_alive (pid); i++)
+    g_usleep (50 * 1000);
+  assert_false (test_pid_alive (pid));
+  for (int i = 0; i < 200 && tag_mounted (tag); i++)
+    g_usleep (50 * 1000);
+  return tag_mounted (tag);
+}
+
+/* A sandbox moved the mount's parent below a chain of directories, so
+ * that the mount's path is longer than PATH_MAX (4096): no path reaches it
+ * and mountinfo's can't be opened.  The daemon's end (SIG: SIGTERM), or
+ * the watcher after its death (SIGKILL), still takes it off. */
+static void
+mount_moved_past_path_max (RFx *fx, int sig)
+{
+  g_autofree char *a = g_build_filename (fx->ws, "a", NULL);
+  g_autofree char *mnt = g_build_filename (a, "mnt", NULL);
+  g_autofree char *deep = g_build_filename (fx->ws, "deep", NULL);
+  g_autofree char *tag = NULL;
+  char name[251];
+  RfxResult r = { 0 };
+  int pid, dir;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  assert_int_equal (g_mkdir_with_parents (deep, 0755), 0);
+  pid = mount_daemon (fx, &r, mnt);
+  tag = mount_tag (mnt);
+  memset (name, 'd', sizeof name - 1);
+  name[sizeof name - 1] = '\0';
+  dir = open (deep, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (dir >= 0);
+  for (int i = 0; i < 20; i++) /* 20 x 251 bytes below deep */
+    {
+      int next;
+      assert_int_equal (mkdirat (dir, name, 0755), 0);
+      next = openat (dir, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      assert_true (next >= 0);
+      close (dir);
+      dir = next;
+    }
+  /* what the sandbox's daemon does for it on the host */
+  assert_int_equal (renameat (AT_FDCWD, a, dir, "a"), 0);
+  assert_true (tag_mounted (tag));
+
+  assert_int_equal (kill (pid, sig), 0);
+  if (left_after_end (pid, tag))
+    {
+      int fd = openat (dir, "a/mnt", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      g_autofree char *proc = g_strdup_printf ("/proc/self/fd/%d", fd);
+      umount2 (proc, MNT_DETACH);
+      close (fd);
+      fail_msg ("the mount (%s) was left where its parent was moved, at a path longer than PATH_MAX (after %s)", tag,
+                sig == SIGKILL ? "SIGKILL: the watcher" : "SIGTERM: the daemon");
+    }
+  if (sig != SIGKILL)
+    assert_daemon_took_it_off (&r);
+  close (dir);
+  rfx_result_clear (&r);
+}
+
+RFX_CASE (test_mount_stopped_past_path_max)
+{
+  mount_moved_past_path_max (fx, SIGTERM);
+}
+
+RFX_CASE (test_mount_killed_past_path_max)
+{
+  mount_moved_past_path_max (fx, SIGKILL);
+}
+
+/* The daemon stopped (SIGTERM) while a sandbox exchanges the mount's
+ * parent with an empty directory in a tight loop: whatever path mountinfo
+ * shows names nothing half the time it is opened.  Ten rounds; none may
+ * leave its mount, to the watcher or for good. */
+RFX_CASE (test_mount_stopped_while_its_parent_is_exchanged)
+{
+  g_autofree char *p = g_build_filename (fx->ws, "p", NULL);
+  g_autofree char *q = g_build_filename (fx->ws, "q", NULL);
+  g_autofree char *mnt = g_build_filename (p, "mnt", NULL);
+  g_autofree char *q_mnt = g_build_filename (q, "mnt", NULL);
+  guint left = 0;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  assert_int_equal (g_mkdir_with_parents (q, 0755), 0);
+  for (int round = 0; round < 10; round++)
+    {
+      g_autofree char *tag = NULL;
+      TestExchanger *x;
+      RfxResult r = { 0 };
+      int pid = mount_daemon (fx, &r, mnt);
+
+      tag = mount_tag (mnt);
+      x = test_exchanger_start (p, q);
+      g_usleep (20 * 1000);
+      assert_int_equal (kill (pid, SIGTERM), 0);
+      for (int i = 0; i < 200 && test_pid_alive (pid); i++)
+        g_usleep (50 * 1000);
+      test_exchanger_stop (x);
+      if (left_after_end (pid, tag))
+        {
+          left++;
+          umount2 (mnt, MNT_DETACH);
+          umount2 (q_mnt, MNT_DETACH);
+        }
+      assert_daemon_took_it_off (&r);
+      /* the mount point back at its name for the next round */
+      if (!g_file_test (mnt, G_FILE_TEST_IS_DIR))
+        assert_int_equal (syscall (SYS_renameat2, AT_FDCWD, p, AT_FDCWD, q, RENAME_EXCHANGE), 0);
+      rfx_result_clear (&r);
+    }
+  if (left > 0)
+    fail_msg ("%u of 10 stops left their mount while the parent was being exchanged", left);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
                  RFX_TEST (test_mount_point_swapped_while_mounting),
                  RFX_TEST (test_mount_stopped_after_its_parent_moved),
-                 RFX_TEST (test_mount_killed_after_its_parent_moved), RFX_TEST (test_state_of_another_user),
+                 RFX_TEST (test_mount_killed_after_its_parent_moved), RFX_TEST (test_mount_stopped_past_path_max),
+                 RFX_TEST (test_mount_killed_past_path_max),
+                 RFX_TEST (test_mount_stopped_while_its_parent_is_exchanged), RFX_TEST (test_state_of_another_user),
                  RFX_TEST (test_mount_through_another_users_link))
