@@ -28,6 +28,7 @@ struct FbFuse
   char *mount_source;  /* its tagged source in mountinfo (fb_fuse_mount) */
   dev_t mount_dev;     /* its device number, found at mountpoint; 0 unknown */
   int mount_parent;    /* the mount point's parent (O_PATH), found holding our mount; -1 */
+  char *mount_name;    /* the mount point's name in it */
   int abort_fd;        /* /sys/fs/fuse/connections/<minor>/abort of our mount, opened while it was ours; -1 */
   bool stateless_dirs; /* the kernel opens directories without asking us */
   bool root_uncached;  /* the root's attributes are never cached (fb_fuse_mount) */

@@ -348,15 +348,16 @@ open_under (int parent, const char *name)
   return fd < 0 ? -errno : fd;
 }
 
-int
-fb_fuse_hold_parent (const char *mountpoint, dev_t dev)
+/* AT's parent, if it holds at AT's last name the root of our mount. */
+static int
+hold_parent_at (const char *at, dev_t dev, char **ret_name)
 {
-  g_autofree char *dir = g_path_get_dirname (mountpoint);
-  g_autofree char *name = g_path_get_basename (mountpoint);
+  g_autofree char *dir = g_path_get_dirname (at);
   struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
   _fb_cleanup_fd_ int parent = (int)syscall (SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
   _fb_cleanup_fd_ int fd = -1;
+  g_autofree char *name = g_path_get_basename (at);
   int r;
 
   if (parent < 0)
@@ -365,7 +366,32 @@ fb_fuse_hold_parent (const char *mountpoint, dev_t dev)
     return fd;
   if ((r = is_mount_root (fd, dev)) < 0)
     return r;
+  *ret_name = g_steal_pointer (&name);
   return fb_steal_fd (&parent);
+}
+
+int
+fb_fuse_hold_parent (const char *mountpoint, const char *source, dev_t dev, char **ret_name)
+{
+  int r = hold_parent_at (mountpoint, dev, ret_name);
+
+  /* Moved already (renamed since, or by an exchange the kernel began
+   * before the mount was attached): where mountinfo shows it now, read
+   * again while what it shows goes stale before it is opened (a rename
+   * loop), up to a bound. */
+  for (int round = 0; r < 0 && source != NULL && round < 32; round++)
+    {
+      g_autoptr (GPtrArray) at = NULL;
+      g_autoptr (GArray) devs = NULL;
+
+      mount_landed ("", source, &at, &devs);
+      if (at == NULL)
+        break;
+      for (guint i = 0; r < 0 && i < at->len; i++)
+        if (g_array_index (devs, dev_t, i) == dev)
+          r = hold_parent_at (g_ptr_array_index (at, i), dev, ret_name);
+    }
+  return r;
 }
 
 int
@@ -587,7 +613,7 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
        * it, and however long its path gets (unmount_ours).  None when the
        * mount is no longer there: then its tag finds it. */
       if (dev != 0)
-        f->mount_parent = fb_fuse_hold_parent (real, dev);
+        f->mount_parent = fb_fuse_hold_parent (real, f->mount_source, dev, &f->mount_name);
       /* The connection's abort switch, opened now, while the number is
        * surely our connection's: it is the superblock's anonymous device
        * number, which the kernel hands to the next mount (of any
@@ -785,10 +811,7 @@ unmount_ours (FbFuse *f)
       return -EIO;
     }
   if (f->mount_parent >= 0)
-    {
-      g_autofree char *name = g_path_get_basename (f->mountpoint);
-      (void)fb_fuse_take_off_under (f->mount_parent, name, f->mount_dev);
-    }
+    (void)fb_fuse_take_off_under (f->mount_parent, f->mount_name, f->mount_dev);
   return fb_fuse_take_off_tagged (f->mount_source, f->mount_dev);
 }
 
@@ -937,6 +960,7 @@ fb_fuse_free (FbFuse *f)
   if (f->mount_parent >= 0)
     close (f->mount_parent);
   g_free (f->mountpoint);
+  g_free (f->mount_name);
   g_free (f->mount_source);
   g_free (f->fsname);
   g_free (f);

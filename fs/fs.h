@@ -727,14 +727,15 @@ int fb_fuse_serve_fd (FbFuse *fuse, int fd);
  * that descriptor, never by path again (fusermount3 by path without the
  * privilege).  -ESTALE when AT is not that mount. */
 int fb_fuse_take_off (const char *at, dev_t dev);
-/* MOUNTPOINT's parent directory (an O_PATH descriptor), reached without
- * following a link and found to hold, at MOUNTPOINT's last name, the root
- * of the mount of device DEV; -errno, -ESTALE when it does not.  A mount
- * point can't be renamed or removed, but its parent can be moved, and
- * with it the mount: fb_fuse_take_off_under(PARENT, NAME, DEV) finds it
- * there whatever its path has become (however long), and detaches it as
- * fb_fuse_take_off does. */
-int fb_fuse_hold_parent (const char *mountpoint, dev_t dev);
+/* The mount point's parent directory (an O_PATH descriptor), reached
+ * without following a link and found to hold, at a name (*RET_NAME), the
+ * root of the mount of device DEV: MOUNTPOINT's, or where mountinfo shows
+ * the mount with SOURCE (its tag) when it was moved; -errno, -ESTALE when
+ * none does.  A mount point can't be renamed or removed, but its parent
+ * can be moved, and with it the mount: fb_fuse_take_off_under(PARENT,
+ * NAME, DEV) finds it there whatever its path has become (however long),
+ * and detaches it as fb_fuse_take_off does. */
+int fb_fuse_hold_parent (const char *mountpoint, const char *source, dev_t dev, char **ret_name);
 int fb_fuse_take_off_under (int parent, const char *name, dev_t dev);
 /* A mount by path carries a random tag as its source (mountinfo's), which
  * finds it wherever it was moved to.  The tag of FUSE's mount (NULL: not

@@ -288,6 +288,7 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
 {
   static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
   int null_fd, parent;
+  g_autofree char *name = NULL;
   dev_t dev;
   char c, tag[256];
   gsize len = 0;
@@ -331,10 +332,10 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   dev = len > 0 ? fb_fuse_tagged_dev (tag) : fuse_mount_at (mountpoint);
   if (dev == 0)
     _exit (0);
-  /* and through its parent, held now, as the daemon does: through any
-   * rename above it, however long its path gets (none when it was moved
-   * already: its tag finds it) */
-  parent = fb_fuse_hold_parent (mountpoint, dev);
+  /* and through its parent, held now (found by the tag when it was moved
+   * already), as the daemon does: through any rename above it, however
+   * long its path gets */
+  parent = fb_fuse_hold_parent (mountpoint, len > 0 ? tag : NULL, dev, &name);
   do
     {
       n = read (3, &c, 1);
@@ -345,10 +346,7 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   /* The daemon died.  Only the mount it made, if it is still there
    * (fusermount3 may have unmounted it already), wherever it is now. */
   if (parent >= 0)
-    {
-      g_autofree char *name = g_path_get_basename (mountpoint);
-      (void)fb_fuse_take_off_under (parent, name, dev);
-    }
+    (void)fb_fuse_take_off_under (parent, name, dev);
   if (len > 0)
     {
       int r = fb_fuse_take_off_tagged (tag, dev);
