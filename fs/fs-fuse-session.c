@@ -409,21 +409,28 @@ fb_fuse_take_off_under (int parent, const char *name, dev_t dev)
  * it landed: one that landed elsewhere, and one left by libfuse's first
  * attempt, which failed after mounting (its retry then landed at REAL);
  * not the mount at REAL as it propagated to a peer (the same device).
- * What is gone from one place may take its peers with it, so mountinfo is
- * read again, three times at most.  -ESTALE when none is at REAL.
- * Returns the device number of the mount at REAL. */
+ * What is gone from one place may take its peers with it, and a path read
+ * from mountinfo may be stale when it is opened (a rename loop): mountinfo
+ * is read again, up to a bound.  *RET_ERROR: -EBUSY when one could not be
+ * taken off (said, with how to remove it), else -ESTALE when none is at
+ * REAL.  Returns the device number of the mount at REAL. */
 static dev_t
 mount_check_landed (const char *real, const char *source, int *ret_error)
 {
+  enum
+  {
+    ROUNDS = 32
+  };
   dev_t dev = 0;
   bool strays = false;
+  guint left = 0;
 
-  for (int round = 0; round < 3; round++)
+  for (int round = 0; round < ROUNDS; round++)
     {
       g_autoptr (GPtrArray) elsewhere = NULL;
       g_autoptr (GArray) devs = NULL;
-      guint left = 0;
 
+      left = 0;
       dev = mount_landed (real, source, &elsewhere, &devs);
       for (guint i = 0; elsewhere != NULL && i < elsewhere->len; i++)
         {
@@ -440,18 +447,18 @@ mount_check_landed (const char *real, const char *source, int *ret_error)
                         "link put in its place while it was being mounted); it was taken off again before serving "
                         "anything\n",
                         at, real);
-          else if (round == 2)
+          else if (round == ROUNDS - 1)
             g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way, and "
                         "it could not be taken off (%s): it serves nothing; remove it with 'umount -l %s' (or "
                         "'fusermount3 -u -z %s')\n",
                         at, real, g_strerror (-r), at, at);
-          else
+          if (r < 0)
             left++;
         }
       if (left == 0)
         break;
     }
-  *ret_error = dev == 0 && strays ? -ESTALE : 0;
+  *ret_error = left > 0 ? -EBUSY : dev == 0 && strays ? -ESTALE : 0;
   return dev;
 }
 
@@ -599,6 +606,9 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
     {
       dev_t dev = mount_check_landed (real, source, &r);
 
+      /* ours is at REAL, a stray left elsewhere was said: it serves */
+      if (r == -EBUSY && dev != 0)
+        r = 0;
       if (r < 0)
         {
           fuse_session_destroy (f->se);

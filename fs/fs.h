@@ -715,7 +715,8 @@ int fb_fuse_new (FbView *view, const FbFuseOptions *options, FbFuse **ret_fuse);
 /* Mount at MOUNTPOINT (a directory, its canonical path: absolute, without
  * links, "." or "..") with default_permissions (and allow_other when
  * asked).  A mount that landed elsewhere (a link was put on the way) is
- * taken off again before it serves anything, and -ESTALE returned.  Also
+ * taken off again before it serves anything, and -ESTALE returned
+ * (-EBUSY when it could not be: said, with how to remove it).  Also
  * accepts "/dev/fd/N". */
 int fb_fuse_mount (FbFuse *fuse, const char *mountpoint);
 /* Serve an already-mounted /dev/fuse descriptor (the launcher opened

@@ -562,6 +562,11 @@ start_daemon (const MountArgs *a, Daemon *d)
                             "stays mounted; a sandbox that can write beside the mount point can do that: mount where "
                             "no sandbox runs",
                             a->mountpoint);
+  if (r == -EBUSY)
+    return g_strdup_printf ("the mount point %s was replaced while it was being mounted, and the view that landed "
+                            "elsewhere could not be taken off (said above, with how to remove it); a sandbox that "
+                            "can write beside the mount point can do that: mount where no sandbox runs",
+                            a->mountpoint);
   if (r < 0)
     return g_strdup_printf ("mounting at %s failed (libfuse said why above); check that /dev/fuse is usable "
                             "and that fusermount3 is installed (package fuse3), or run as root",
