@@ -269,18 +269,48 @@ mount_landed (const char *real, const char *source, GPtrArray **ret_elsewhere, G
   return dev;
 }
 
-/* Whether FD (O_PATH) is the root of a mount of device DEV: 0, -ESTALE
- * when not.  No attributes are asked, so the kernel answers without our
- * daemon (alive or dead). */
+/* Whether mountinfo's mount ID is a FUSE mount with SOURCE (its tag). */
+static bool
+mount_id_tagged (guint64 id, const char *source)
+{
+  g_autofree char *text = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return false;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      const char *sep = strstr (lines[i], " - ");
+      g_auto (GStrv) tail = NULL;
+      guint64 line_id;
+
+      if (sep == NULL || sscanf (lines[i], "%" G_GUINT64_FORMAT " ", &line_id) != 1 || line_id != id)
+        continue;
+      tail = g_strsplit (sep + 3, " ", 3);
+      return g_strv_length (tail) >= 2 && g_str_has_prefix (tail[0], "fuse") && strcmp (tail[1], source) == 0;
+    }
+  return false;
+}
+
+/* Whether FD (O_PATH) is the root of a mount of device DEV, and (SOURCE
+ * not NULL) that very mount carries our tag: 0, -ESTALE when not.  The
+ * device number alone is not enough: once our mount is gone (unmounted by
+ * someone else) the kernel hands it to the next mount, which may be made
+ * at the same place.  The mount's ID names the mount FD holds, which
+ * can't go away meanwhile.  No attributes are asked, so the kernel
+ * answers without our daemon (alive or dead). */
 static int
-is_mount_root (int fd, dev_t dev)
+is_mount_root (int fd, const char *source, dev_t dev)
 {
   struct statx stx;
 
-  if (statx (fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) < 0)
+  if (statx (fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, source != NULL ? STATX_MNT_ID : 0, &stx) < 0)
     return -errno;
   if (makedev (stx.stx_dev_major, stx.stx_dev_minor) != dev || !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
       !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+    return -ESTALE;
+  if (source != NULL && (!(stx.stx_mask & STATX_MNT_ID) || !mount_id_tagged (stx.stx_mnt_id, source)))
     return -ESTALE;
   return 0;
 }
@@ -303,11 +333,11 @@ run_fusermount_unmount (const char *mountpoint)
  * by path (AT; NULL: the path the kernel gives FD), and checks that the
  * mount is ours. */
 static int
-take_off_fd (int fd, dev_t dev, const char *at)
+take_off_fd (int fd, const char *source, dev_t dev, const char *at)
 {
   g_autofree char *named = NULL;
   char proc[64];
-  int r = is_mount_root (fd, dev);
+  int r = is_mount_root (fd, source, dev);
 
   if (r < 0)
     return r;
@@ -326,7 +356,7 @@ take_off_fd (int fd, dev_t dev, const char *at)
  * point was), found to be a mount's root of device DEV, and unmounted
  * through that descriptor, not by path again. */
 int
-fb_fuse_take_off (const char *at, dev_t dev)
+fb_fuse_take_off (const char *at, const char *source, dev_t dev)
 {
   struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
@@ -334,7 +364,7 @@ fb_fuse_take_off (const char *at, dev_t dev)
 
   if (fd < 0)
     return -errno;
-  return take_off_fd (fd, dev, at);
+  return take_off_fd (fd, source, dev, at);
 }
 
 /* NAME in PARENT (a descriptor), reached without following a link. */
@@ -350,7 +380,7 @@ open_under (int parent, const char *name)
 
 /* AT's parent, if it holds at AT's last name the root of our mount. */
 static int
-hold_parent_at (const char *at, dev_t dev, char **ret_name)
+hold_parent_at (const char *at, const char *source, dev_t dev, char **ret_name)
 {
   g_autofree char *dir = g_path_get_dirname (at);
   struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -364,7 +394,7 @@ hold_parent_at (const char *at, dev_t dev, char **ret_name)
     return -errno;
   if ((fd = open_under (parent, name)) < 0)
     return fd;
-  if ((r = is_mount_root (fd, dev)) < 0)
+  if ((r = is_mount_root (fd, source, dev)) < 0)
     return r;
   *ret_name = g_steal_pointer (&name);
   return fb_steal_fd (&parent);
@@ -373,7 +403,7 @@ hold_parent_at (const char *at, dev_t dev, char **ret_name)
 int
 fb_fuse_hold_parent (const char *mountpoint, const char *source, dev_t dev, char **ret_name)
 {
-  int r = hold_parent_at (mountpoint, dev, ret_name);
+  int r = hold_parent_at (mountpoint, source, dev, ret_name);
 
   /* Moved already (renamed since, or by an exchange the kernel began
    * before the mount was attached): where mountinfo shows it now, read
@@ -389,19 +419,19 @@ fb_fuse_hold_parent (const char *mountpoint, const char *source, dev_t dev, char
         break;
       for (guint i = 0; r < 0 && i < at->len; i++)
         if (g_array_index (devs, dev_t, i) == dev)
-          r = hold_parent_at (g_ptr_array_index (at, i), dev, ret_name);
+          r = hold_parent_at (g_ptr_array_index (at, i), source, dev, ret_name);
     }
   return r;
 }
 
 int
-fb_fuse_take_off_under (int parent, const char *name, dev_t dev)
+fb_fuse_take_off_under (int parent, const char *name, const char *source, dev_t dev)
 {
   _fb_cleanup_fd_ int fd = open_under (parent, name);
 
   if (fd < 0)
     return fd;
-  return take_off_fd (fd, dev, NULL);
+  return take_off_fd (fd, source, dev, NULL);
 }
 
 /* After a mount by path: our mount (source SOURCE) must be at REAL.  Any
@@ -441,7 +471,7 @@ mount_check_landed (const char *real, const char *source, int *ret_error)
           if (other == dev)
             continue; /* the mount at REAL, seen from a peer */
           strays = true;
-          r = fb_fuse_take_off (at, other);
+          r = fb_fuse_take_off (at, source, other);
           if (r == 0)
             g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way (a "
                         "link put in its place while it was being mounted); it was taken off again before serving "
@@ -787,7 +817,7 @@ fb_fuse_take_off_tagged (const char *source, dev_t dev)
             found++;
             if (round < 3)
               {
-                int r = fb_fuse_take_off (g_ptr_array_index (at, i), dev);
+                int r = fb_fuse_take_off (g_ptr_array_index (at, i), source, dev);
                 if (r < 0)
                   err = r;
               }
@@ -821,7 +851,7 @@ unmount_ours (FbFuse *f)
       return -EIO;
     }
   if (f->mount_parent >= 0)
-    (void)fb_fuse_take_off_under (f->mount_parent, f->mount_name, f->mount_dev);
+    (void)fb_fuse_take_off_under (f->mount_parent, f->mount_name, f->mount_source, f->mount_dev);
   return fb_fuse_take_off_tagged (f->mount_source, f->mount_dev);
 }
 

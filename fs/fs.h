@@ -724,20 +724,22 @@ int fb_fuse_mount (FbFuse *fuse, const char *mountpoint);
  * fb_fuse_kernel_mount_options()).  Takes ownership of FD. */
 int fb_fuse_serve_fd (FbFuse *fuse, int fd);
 /* Detach the mount of device DEV at AT: AT reached without following a
- * link, found to be a mount's root of device DEV, and unmounted through
- * that descriptor, never by path again (fusermount3 by path without the
- * privilege).  -ESTALE when AT is not that mount. */
-int fb_fuse_take_off (const char *at, dev_t dev);
+ * link, found to be a mount's root of device DEV and (SOURCE not NULL) to
+ * carry the tag SOURCE, and unmounted through that descriptor, never by
+ * path again (fusermount3 by path without the privilege).  -ESTALE when
+ * AT is not that mount. */
+int fb_fuse_take_off (const char *at, const char *source, dev_t dev);
 /* The mount point's parent directory (an O_PATH descriptor), reached
  * without following a link and found to hold, at a name (*RET_NAME), the
- * root of the mount of device DEV: MOUNTPOINT's, or where mountinfo shows
- * the mount with SOURCE (its tag) when it was moved; -errno, -ESTALE when
+ * root of the mount of device DEV that carries the tag SOURCE (not
+ * checked when NULL): MOUNTPOINT's, or where mountinfo shows that mount
+ * when it was moved; -errno, -ESTALE when
  * none does.  A mount point can't be renamed or removed, but its parent
  * can be moved, and with it the mount: fb_fuse_take_off_under(PARENT,
  * NAME, DEV) finds it there whatever its path has become (however long),
  * and detaches it as fb_fuse_take_off does. */
 int fb_fuse_hold_parent (const char *mountpoint, const char *source, dev_t dev, char **ret_name);
-int fb_fuse_take_off_under (int parent, const char *name, dev_t dev);
+int fb_fuse_take_off_under (int parent, const char *name, const char *source, dev_t dev);
 /* A mount by path carries a random tag as its source (mountinfo's), which
  * finds it wherever it was moved to.  The tag of FUSE's mount (NULL: not
  * mounted by path); the device number of the mount with SOURCE (0: none);

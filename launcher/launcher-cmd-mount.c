@@ -268,7 +268,7 @@ watcher_unmount (const char *mountpoint, dev_t dev)
   /* Through a descriptor: a link a sandbox put on the way meanwhile is not
    * followed to another mount of the same name.  Unprivileged, the setuid
    * helper unmounts it by path, and checks that the mount is ours. */
-  int err = -fb_fuse_take_off (mountpoint, dev);
+  int err = -fb_fuse_take_off (mountpoint, NULL, dev);
 
   if (err == 0)
     return;
@@ -346,7 +346,7 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   /* The daemon died.  Only the mount it made, if it is still there
    * (fusermount3 may have unmounted it already), wherever it is now. */
   if (parent >= 0)
-    (void)fb_fuse_take_off_under (parent, name, dev);
+    (void)fb_fuse_take_off_under (parent, name, len > 0 ? tag : NULL, dev);
   if (len > 0)
     {
       int r = fb_fuse_take_off_tagged (tag, dev);

@@ -641,10 +641,46 @@ RFX_CASE (test_mount_stopped_while_its_parent_is_exchanged)
     fail_msg ("%u of 10 stops left their mount while the parent was being exchanged", left);
 }
 
+/* Someone else unmounts the view (root's `umount`, as `fusermount3 -u`
+ * does) and mounts a tmpfs on the same directory at once: the kernel hands
+ * the freed device number to the next mount, so the tmpfs mostly has the
+ * view's.  The daemon's end, which finds its mount through the parent it
+ * holds, must not take the tmpfs for it.  Ten rounds. */
+RFX_CASE (test_mount_unmounted_and_replaced)
+{
+  g_autofree char *mnt = g_build_filename (fx->ws, "a", "mnt", NULL);
+  guint same_dev = 0;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  for (int round = 0; round < 10; round++)
+    {
+      RfxResult r = { 0 };
+      int pid = mount_daemon (fx, &r, mnt);
+      struct stat before, after;
+
+      assert_int_equal (stat (mnt, &before), 0);
+      assert_int_equal (umount2 (mnt, 0), 0);
+      assert_int_equal (mount ("fusebox-test-tmpfs", mnt, "tmpfs", 0, "size=1m"), 0);
+      assert_int_equal (stat (mnt, &after), 0);
+      same_dev += before.st_dev == after.st_dev;
+      for (int i = 0; i < 200 && test_pid_alive (pid); i++)
+        g_usleep (50 * 1000);
+      assert_false (test_pid_alive (pid));
+      g_usleep (200 * 1000); /* the watcher, told or not */
+      if (!test_is_mounted (mnt))
+        fail_msg ("round %d: the tmpfs mounted after the view was unmounted was detached by fusebox (%s device)", round,
+                  before.st_dev == after.st_dev ? "the view's" : "another");
+      assert_int_equal (umount2 (mnt, 0), 0);
+      rfx_result_clear (&r);
+    }
+  print_message ("# 10 rounds: the tmpfs had the view's device number in %u\n", same_dev);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
                  RFX_TEST (test_mount_point_swapped_while_mounting),
                  RFX_TEST (test_mount_stopped_after_its_parent_moved),
                  RFX_TEST (test_mount_killed_after_its_parent_moved), RFX_TEST (test_mount_stopped_past_path_max),
                  RFX_TEST (test_mount_killed_past_path_max),
-                 RFX_TEST (test_mount_stopped_while_its_parent_is_exchanged), RFX_TEST (test_state_of_another_user),
+                 RFX_TEST (test_mount_stopped_while_its_parent_is_exchanged),
+                 RFX_TEST (test_mount_unmounted_and_replaced), RFX_TEST (test_state_of_another_user),
                  RFX_TEST (test_mount_through_another_users_link))
