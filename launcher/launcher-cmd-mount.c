@@ -716,9 +716,10 @@ wait_ready (int fd, pid_t child, const MountArgs *a)
       fb_cmd_print (stdout,
                     "fusebox: %s shows / through the policy %s (daemon pid %d)\n"
                     "fusebox: run directory %s\nfusebox: access log %s\n"
-                    "fusebox: stop it with 'fusermount3 -u %s' or 'kill %d'\n",
+                    "fusebox: stop it with 'kill %d' (or 'fusermount3 -u %s', which follows the path: not "
+                    "once a sandbox could have changed the way to it)\n",
                     a->mountpoint, fb_policy_get_origin (fb_run_get_policy (a->run)), (int)child, a->run_dir,
-                    a->log_path, a->mountpoint, (int)child);
+                    a->log_path, (int)child, a->mountpoint);
       g_string_free (msg, TRUE);
       return FB_EXIT_OK;
     }
@@ -786,7 +787,9 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
     "benchmarks.  Absolute symlinks inside MOUNTPOINT resolve on the host, not in the view (only\n"
     "'fusebox run' makes the view the root).  Without --foreground the command returns once the mount\n"
     "works and prints the daemon's pid and run directory.  Stop it with Ctrl-C (foreground),\n"
-    "SIGTERM/SIGHUP, or 'fusermount3 -u MOUNTPOINT'; the log is then complete and fsynced.\n"
+    "SIGTERM/SIGHUP (the daemon finds its mount wherever a sandbox moved it), or 'fusermount3 -u\n"
+    "MOUNTPOINT' (by path: a link a sandbox put on the way leads it to another mount); the log is then\n"
+    "complete and fsynced.\n"
     "\n"
     "Exit status: 0 mounted (or, in the foreground, stopped cleanly), 1 failure, 2 usage error.");
   if (!fb_cmd_parse_options (ctx, entries, "mount", &argc, &argv))
