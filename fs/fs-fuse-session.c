@@ -649,6 +649,8 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
       f->mountpoint = g_strdup (real);
       f->mount_source = g_steal_pointer (&source);
       f->mount_dev = dev;
+      if (dev != 0)
+        fb_view_blank_own_mount (f->view, dev);
       /* What finds the mount at its stop whatever a sandbox renames above
        * it, and however long its path gets (unmount_ours).  None when the
        * mount is no longer there: then its tag finds it. */

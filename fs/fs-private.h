@@ -307,7 +307,8 @@ struct FbView
   int *mount_fds; /* per fb_policy_get_mounts(); -1 when missing, -2 for a private
                    * directory not made yet (fs-view.c, MOUNT_FD_UNMADE) */
   guint n_mounts;
-  dev_t blank_devs[3];   /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device) */
+  dev_t blank_devs[4];   /* host st_dev of /proc, /sys, /dev (0 when they are on /'s device); the view's own
+                          * mount on the host (fb_view_blank_own_mount) */
   char **blank_paths;    /* /proc, /sys, /dev and options.blank_paths */
   char *private_root;    /* options.private_root, copied */
   int private_anchor_fd; /* options.private_anchor_fd, duplicated, or -1 */

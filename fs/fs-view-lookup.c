@@ -18,6 +18,12 @@ dev_is_blank (FbView *view, dev_t dev)
   return false;
 }
 
+void
+fb_view_blank_own_mount (FbView *view, dev_t dev)
+{
+  view->blank_devs[G_N_ELEMENTS (view->blank_devs) - 1] = dev;
+}
+
 static bool
 mount_is_identity (const FbPolicyMount *m)
 {

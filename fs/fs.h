@@ -363,6 +363,13 @@ void fb_view_fd_count (FbView *view, guint *ret_dirs, guint *ret_files);
 /* --- nodes ---------------------------------------------------------------- */
 
 FbViewNode *fb_view_get_root (FbView *view); /* a new reference */
+/* The device number of the view's own FUSE mount on the host (`fusebox
+ * mount`): wherever it is reached from inside the view (its parent renamed
+ * since, so that the path blanked for it no longer leads there), it shows
+ * blank, as /proc does, instead of the view serving its own mount through
+ * itself, a worker per level, until every worker waits on itself.  Set
+ * before the view serves. */
+void fb_view_blank_own_mount (FbView *view, dev_t dev);
 FbViewNode *fb_view_node_ref (FbViewNode *node);
 void fb_view_node_unref (FbViewNode *node);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbViewNode, fb_view_node_unref)

@@ -29,6 +29,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define OTHER_UID 65534
@@ -676,11 +678,84 @@ RFX_CASE (test_mount_unmounted_and_replaced)
   print_message ("# 10 rounds: the tmpfs had the view's device number in %u\n", same_dev);
 }
 
+/* The view hides its own mount point by the path it was made at.  A
+ * sandbox renames the parent (`mv a b`), and a host process walks into the
+ * mount through the new name, again and again (WS/b/mnt/WS/b/mnt/...):
+ * each level was the daemon looking up its own mount on the host, a worker
+ * per level waiting on the next, until every worker waited on itself and
+ * not even a SIGTERM could end the daemon (on a host without fusectl, as
+ * here when it is not mounted).  Its own mount must show blank wherever it
+ * is reached, and the daemon stop as usual. */
+RFX_CASE (test_mount_not_served_through_itself)
+{
+  g_autofree char *a = g_build_filename (fx->ws, "a", NULL);
+  g_autofree char *b = g_build_filename (fx->ws, "b", NULL);
+  g_autofree char *mnt = g_build_filename (a, "mnt", NULL);
+  g_autofree char *b_mnt = g_build_filename (b, "mnt", NULL);
+  g_autoptr (GString) deep = g_string_new (b_mnt);
+  g_autofree char *tag = NULL;
+  RfxResult r = { 0 };
+  struct stat view_st;
+  int pid, status = 0;
+  pid_t walker;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  pid = mount_daemon (fx, &r, mnt);
+  tag = mount_tag (mnt);
+  assert_int_equal (stat (mnt, &view_st), 0);
+  /* what the sandbox's daemon does for it on the host */
+  assert_int_equal (rename (a, b), 0);
+  for (int i = 0; i < 20; i++)
+    g_string_append (deep, b_mnt);
+  g_string_append (deep, "/etc/hostname");
+
+  /* the walk, in a child: it must end (ENOENT) within 10 s */
+  walker = fork ();
+  assert_true (walker >= 0);
+  if (walker == 0)
+    {
+      struct stat st;
+      _exit (stat (deep->str, &st) == 0 ? 0 : errno == ENOENT ? 3 : 4);
+    }
+  for (int i = 0; i < 200 && waitpid (walker, &status, WNOHANG) == 0; i++)
+    g_usleep (50 * 1000);
+  if (waitpid (walker, &status, WNOHANG) == 0)
+    {
+      /* a daemon whose workers wait on themselves: its connection aborted
+       * (fusectl mounted for it if need be), so that nothing stays hung */
+      g_autofree char *abort_path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (view_st.st_dev));
+      bool mounted_ctl = !g_file_test (abort_path, G_FILE_TEST_EXISTS) &&
+                         mount ("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0;
+      int ctl = open (abort_path, O_WRONLY | O_CLOEXEC);
+      if (ctl >= 0)
+        {
+          (void)!write (ctl, "1", 1);
+          close (ctl);
+        }
+      if (mounted_ctl)
+        umount2 ("/sys/fs/fuse/connections", 0);
+      umount2 (b_mnt, MNT_DETACH);
+      kill (pid, SIGKILL);
+      kill (walker, SIGKILL);
+      fail_msg ("a walk of %s through the view's own mount, renamed, still waits after 10 s", b_mnt);
+    }
+  assert_true (WIFEXITED (status));
+  assert_int_equal (WEXITSTATUS (status), 3); /* the mount, reached inside the view, is blank */
+
+  assert_int_equal (kill (pid, SIGTERM), 0);
+  if (left_after_end (pid, tag))
+    {
+      umount2 (b_mnt, MNT_DETACH);
+      fail_msg ("the mount stayed at %s", b_mnt);
+    }
+  rfx_result_clear (&r);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
                  RFX_TEST (test_mount_point_swapped_while_mounting),
                  RFX_TEST (test_mount_stopped_after_its_parent_moved),
                  RFX_TEST (test_mount_killed_after_its_parent_moved), RFX_TEST (test_mount_stopped_past_path_max),
                  RFX_TEST (test_mount_killed_past_path_max),
                  RFX_TEST (test_mount_stopped_while_its_parent_is_exchanged),
-                 RFX_TEST (test_mount_unmounted_and_replaced), RFX_TEST (test_state_of_another_user),
-                 RFX_TEST (test_mount_through_another_users_link))
+                 RFX_TEST (test_mount_unmounted_and_replaced), RFX_TEST (test_mount_not_served_through_itself),
+                 RFX_TEST (test_state_of_another_user), RFX_TEST (test_mount_through_another_users_link))
