@@ -414,9 +414,10 @@ RFX_CASE (test_mount_stopped_after_its_parent_moved)
 
   assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
   assert_int_equal (g_mkdir_with_parents (victim_mnt, 0700), 0);
+  /* the view first: a failed mount then leaves no tmpfs behind */
+  pid = mount_daemon (fx, &r, mnt);
   assert_int_equal (mount ("tmpfs", victim_mnt, "tmpfs", 0, "size=1m"), 0);
   assert_true (test_is_mounted (victim_mnt));
-  pid = mount_daemon (fx, &r, mnt);
 
   /* what the sandbox's daemon does for it on the host */
   assert_int_equal (rename (sub, moved), 0);
