@@ -224,6 +224,23 @@ fb_fuse_mountinfo_unescape (char *s)
  * (NULL: none) the mount points of the others, with their device numbers
  * in *RET_DEVS.  A stat would ask our own filesystem, which does not serve
  * yet, and hang. */
+/* How often mountinfo is read again while the paths it shows go stale
+ * before they are opened (a sandbox's rename loop). */
+#define MOUNTINFO_ROUNDS 32
+
+/* Whether mountinfo's LINE is a FUSE mount with SOURCE (its tag). */
+static bool
+line_tagged (const char *line, const char *source)
+{
+  const char *sep = strstr (line, " - ");
+  g_auto (GStrv) tail = NULL;
+
+  if (sep == NULL)
+    return false;
+  tail = g_strsplit (sep + 3, " ", 3);
+  return g_strv_length (tail) >= 2 && g_str_has_prefix (tail[0], "fuse") && strcmp (tail[1], source) == 0;
+}
+
 static dev_t
 mount_landed (const char *real, const char *source, GPtrArray **ret_elsewhere, GArray **ret_devs)
 {
@@ -239,14 +256,10 @@ mount_landed (const char *real, const char *source, GPtrArray **ret_elsewhere, G
   for (guint i = 0; lines[i] != NULL; i++)
     {
       /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER" */
-      const char *sep = strstr (lines[i], " - ");
-      g_auto (GStrv) head = NULL, tail = NULL;
+      g_auto (GStrv) head = NULL;
       unsigned maj, min;
 
-      if (sep == NULL)
-        continue;
-      tail = g_strsplit (sep + 3, " ", 3);
-      if (g_strv_length (tail) < 2 || !g_str_has_prefix (tail[0], "fuse") || strcmp (tail[1], source) != 0)
+      if (!line_tagged (lines[i], source))
         continue;
       head = g_strsplit (lines[i], " ", 6);
       if (g_strv_length (head) < 5 || sscanf (head[2], "%u:%u", &maj, &min) != 2)
@@ -281,14 +294,10 @@ mount_id_tagged (guint64 id, const char *source)
   lines = g_strsplit (text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     {
-      const char *sep = strstr (lines[i], " - ");
-      g_auto (GStrv) tail = NULL;
       guint64 line_id;
 
-      if (sep == NULL || sscanf (lines[i], "%" G_GUINT64_FORMAT " ", &line_id) != 1 || line_id != id)
-        continue;
-      tail = g_strsplit (sep + 3, " ", 3);
-      return g_strv_length (tail) >= 2 && g_str_has_prefix (tail[0], "fuse") && strcmp (tail[1], source) == 0;
+      if (sscanf (lines[i], "%" G_GUINT64_FORMAT " ", &line_id) == 1 && line_id == id)
+        return line_tagged (lines[i], source);
     }
   return false;
 }
@@ -355,27 +364,28 @@ take_off_fd (int fd, const char *source, dev_t dev, const char *at)
  * without following a link (AT could be changed meanwhile as the mount
  * point was), found to be a mount's root of device DEV, and unmounted
  * through that descriptor, not by path again. */
+/* The directory PATH (an O_PATH descriptor), reached without following a
+ * link: from the root or the working directory (AT_FDCWD), or beneath the
+ * directory AT. */
+static int
+open_dir_nofollow (int at, const char *path)
+{
+  struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                          .resolve =
+                            RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | (at != AT_FDCWD ? RESOLVE_BENEATH : 0) };
+  int fd = (int)syscall (SYS_openat2, at, path, &how, sizeof how);
+
+  return fd < 0 ? -errno : fd;
+}
+
 int
 fb_fuse_take_off (const char *at, const char *source, dev_t dev)
 {
-  struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                          .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-  _fb_cleanup_fd_ int fd = (int)syscall (SYS_openat2, AT_FDCWD, at, &how, sizeof how);
+  _fb_cleanup_fd_ int fd = open_dir_nofollow (AT_FDCWD, at);
 
   if (fd < 0)
-    return -errno;
+    return fd;
   return take_off_fd (fd, source, dev, at);
-}
-
-/* NAME in PARENT (a descriptor), reached without following a link. */
-static int
-open_under (int parent, const char *name)
-{
-  struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                          .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-  int fd = (int)syscall (SYS_openat2, parent, name, &how, sizeof how);
-
-  return fd < 0 ? -errno : fd;
 }
 
 /* AT's parent, if it holds at AT's last name the root of our mount. */
@@ -383,16 +393,14 @@ static int
 hold_parent_at (const char *at, const char *source, dev_t dev, char **ret_name)
 {
   g_autofree char *dir = g_path_get_dirname (at);
-  struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                          .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-  _fb_cleanup_fd_ int parent = (int)syscall (SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
+  _fb_cleanup_fd_ int parent = open_dir_nofollow (AT_FDCWD, dir);
   _fb_cleanup_fd_ int fd = -1;
   g_autofree char *name = g_path_get_basename (at);
   int r;
 
   if (parent < 0)
-    return -errno;
-  if ((fd = open_under (parent, name)) < 0)
+    return parent;
+  if ((fd = open_dir_nofollow (parent, name)) < 0)
     return fd;
   if ((r = is_mount_root (fd, source, dev)) < 0)
     return r;
@@ -409,7 +417,7 @@ fb_fuse_hold_parent (const char *mountpoint, const char *source, dev_t dev, char
    * before the mount was attached): where mountinfo shows it now, read
    * again while what it shows goes stale before it is opened (a rename
    * loop), up to a bound. */
-  for (int round = 0; r < 0 && source != NULL && round < 32; round++)
+  for (int round = 0; r < 0 && source != NULL && round < MOUNTINFO_ROUNDS; round++)
     {
       g_autoptr (GPtrArray) at = NULL;
       g_autoptr (GArray) devs = NULL;
@@ -427,7 +435,7 @@ fb_fuse_hold_parent (const char *mountpoint, const char *source, dev_t dev, char
 int
 fb_fuse_take_off_under (int parent, const char *name, const char *source, dev_t dev)
 {
-  _fb_cleanup_fd_ int fd = open_under (parent, name);
+  _fb_cleanup_fd_ int fd = open_dir_nofollow (parent, name);
 
   if (fd < 0)
     return fd;
@@ -447,15 +455,11 @@ fb_fuse_take_off_under (int parent, const char *name, const char *source, dev_t 
 static dev_t
 mount_check_landed (const char *real, const char *source, int *ret_error)
 {
-  enum
-  {
-    ROUNDS = 32
-  };
   dev_t dev = 0;
   bool strays = false;
   guint left = 0;
 
-  for (int round = 0; round < ROUNDS; round++)
+  for (int round = 0; round < MOUNTINFO_ROUNDS; round++)
     {
       g_autoptr (GPtrArray) elsewhere = NULL;
       g_autoptr (GArray) devs = NULL;
@@ -477,7 +481,7 @@ mount_check_landed (const char *real, const char *source, int *ret_error)
                         "link put in its place while it was being mounted); it was taken off again before serving "
                         "anything\n",
                         at, real);
-          else if (round == ROUNDS - 1)
+          else if (round == MOUNTINFO_ROUNDS - 1)
             g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way, and "
                         "it could not be taken off (%s): it serves nothing; remove it with 'umount -l %s' (or "
                         "'fusermount3 -u -z %s')\n",
@@ -649,13 +653,14 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
       f->mountpoint = g_strdup (real);
       f->mount_source = g_steal_pointer (&source);
       f->mount_dev = dev;
-      if (dev != 0)
-        fb_view_blank_own_mount (f->view, dev);
       /* What finds the mount at its stop whatever a sandbox renames above
        * it, and however long its path gets (unmount_ours).  None when the
        * mount is no longer there: then its tag finds it. */
       if (dev != 0)
-        f->mount_parent = fb_fuse_hold_parent (real, f->mount_source, dev, &f->mount_name);
+        {
+          fb_view_blank_own_mount (f->view, dev);
+          f->mount_parent = fb_fuse_hold_parent (real, f->mount_source, dev, &f->mount_name);
+        }
       /* The connection's abort switch, opened now, while the number is
        * surely our connection's: it is the superblock's anonymous device
        * number, which the kernel hands to the next mount (of any
@@ -831,6 +836,14 @@ fb_fuse_take_off_tagged (const char *source, dev_t dev)
     }
 }
 
+int
+fb_fuse_take_off_ours (int parent, const char *name, const char *source, dev_t dev)
+{
+  if (parent >= 0)
+    (void)fb_fuse_take_off_under (parent, name, source, dev);
+  return fb_fuse_take_off_tagged (source, dev);
+}
+
 /* Take our mount off wherever it is now, never by the path it was made
  * at.  A sandbox that sees the mount point's parent can rename it (a
  * directory holding a mount point can be moved) and put a link in its
@@ -852,9 +865,7 @@ unmount_ours (FbFuse *f)
         return 0;
       return -EIO;
     }
-  if (f->mount_parent >= 0)
-    (void)fb_fuse_take_off_under (f->mount_parent, f->mount_name, f->mount_source, f->mount_dev);
-  return fb_fuse_take_off_tagged (f->mount_source, f->mount_dev);
+  return fb_fuse_take_off_ours (f->mount_parent, f->mount_name, f->mount_source, f->mount_dev);
 }
 
 const char *

@@ -757,6 +757,9 @@ void fb_fuse_mountinfo_unescape (char *s);
 const char *fb_fuse_get_mount_source (FbFuse *fuse);
 dev_t fb_fuse_tagged_dev (const char *source);
 int fb_fuse_take_off_tagged (const char *source, dev_t dev);
+/* Both, as a stop does: through PARENT (fb_fuse_hold_parent; -1: none
+ * held), then by the tag.  0 when none of ours is left. */
+int fb_fuse_take_off_ours (int parent, const char *name, const char *source, dev_t dev);
 /* mount(2) data for mounting a /dev/fuse descriptor FD by hand:
  * "fd=N,rootmode=40000,user_id=U,group_id=G,default_permissions[,allow_other]" */
 char *fb_fuse_kernel_mount_options (int fd, uid_t uid, gid_t gid, bool allow_other);

@@ -345,18 +345,21 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   while (n > 0 || (n < 0 && errno == EINTR));
   /* The daemon died.  Only the mount it made, if it is still there
    * (fusermount3 may have unmounted it already), wherever it is now. */
-  if (parent >= 0)
-    (void)fb_fuse_take_off_under (parent, name, len > 0 ? tag : NULL, dev);
   if (len > 0)
     {
-      int r = fb_fuse_take_off_tagged (tag, dev);
+      int r = fb_fuse_take_off_ours (parent, name, tag, dev);
       if (r < 0 && fb_fuse_tagged_dev (tag) == dev)
         fb_cmd_print (stderr,
                       "fusebox: mount: the daemon is gone and its mount (source %s) could not be unmounted: %s\n", tag,
                       g_strerror (-r));
     }
-  else if (fuse_mount_at (mountpoint) == dev)
-    watcher_unmount (mountpoint, dev);
+  else
+    {
+      if (parent >= 0)
+        (void)fb_fuse_take_off_under (parent, name, NULL, dev);
+      if (fuse_mount_at (mountpoint) == dev)
+        watcher_unmount (mountpoint, dev);
+    }
   _exit (0);
 }
 
