@@ -173,6 +173,23 @@ void *node_slabs_at (NodeSlabs *s, guint32 handle);
 gsize node_slabs_bytes (NodeSlabs *s);
 
 /* What a node keeps once it was opened or listed. */
+/* The part of a node's extra that only some directories use, made at its
+ * first use (node_extra_dir): a plain directory, listed as a stream, keeps
+ * none of it, and its extra stays small (a walk keeps one per directory
+ * it listed). */
+typedef struct NodeExtraDir
+{
+  /* an assembled directory listing (fs-view-dir.c), valid while the host
+   * directory's mtime and ctime are these */
+  GArray *listing; /* DirEntry, refcounted */
+  struct timespec listing_mtime, listing_ctime;
+  /* a directory that folds or may: the names it lists, spelt as on disk
+   * (fs-view-fold.c), valid while its mtime and ctime are these */
+  GHashTable *spellings;
+  struct timespec spellings_mtime, spellings_ctime;
+  gint64 spellings_read_at; /* monotonic us */
+} NodeExtraDir;
+
 typedef struct NodeExtra
 {
   GMutex lock; /* all below */
@@ -183,15 +200,9 @@ typedef struct NodeExtra
   bool have_stamp; /* size and mtime seen at the last open (keep_cache) */
   off_t stamp_size;
   struct timespec stamp_mtime;
-  /* an assembled directory listing (fs-view-dir.c), valid while the host
-   * directory's mtime and ctime are these */
-  GArray *listing; /* DirEntry, refcounted */
-  struct timespec listing_mtime, listing_ctime;
-  /* a directory that folds or may: the names it lists, spelt as on disk
-   * (fs-view-fold.c), valid while its mtime and ctime are these */
-  GHashTable *spellings;
-  struct timespec spellings_mtime, spellings_ctime;
-  gint64 spellings_read_at; /* monotonic us */
+  /* what only some directories keep (below): NULL until one of them
+   * keeps something */
+  struct NodeExtraDir *dir;
   /* a streamed listing's last positions (fs-view-dir.c): N_CURSORS, at
    * most DIR_CURSORS_MAX; where the last one that read to the end ended
    * (END_INDEX, 0 for none), and the directory's ctime before it read */
@@ -206,6 +217,8 @@ typedef struct NodeExtra
  * life); node_extra_peek(): NULL when it has none (nothing was kept). */
 NodeExtra *node_extra (FbViewNode *node);
 NodeExtra *node_extra_peek (FbViewNode *node);
+/* X's directory part, made now if it has none; called with X's lock. */
+NodeExtraDir *node_extra_dir (NodeExtra *x);
 
 typedef struct
 {

@@ -191,17 +191,19 @@ listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, bool c
       return NULL;
     }
   NodeExtra *x = node_extra (node);
+  NodeExtraDir *xd;
 
   /* A listing goes on from the list it started with, changed or not (its
    * offsets are that list's indices; one built anew would repeat or skip
    * names): one build a listing, not one a call, however often the
    * directory changes meanwhile. */
   g_mutex_lock (&x->lock);
-  if (x->listing != NULL &&
+  xd = x->dir;
+  if (xd != NULL && xd->listing != NULL &&
       (continuing ||
-       (x->listing_mtime.tv_sec == hst.st_mtim.tv_sec && x->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec &&
-        x->listing_ctime.tv_sec == hst.st_ctim.tv_sec && x->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)))
-    list = g_array_ref (x->listing);
+       (xd->listing_mtime.tv_sec == hst.st_mtim.tv_sec && xd->listing_mtime.tv_nsec == hst.st_mtim.tv_nsec &&
+        xd->listing_ctime.tv_sec == hst.st_ctim.tv_sec && xd->listing_ctime.tv_nsec == hst.st_ctim.tv_nsec)))
+    list = g_array_ref (xd->listing);
   g_mutex_unlock (&x->lock);
   if (list != NULL)
     return list;
@@ -210,11 +212,12 @@ listing_get (FbView *view, FbViewNode *node, const NodeState *st, int fd, bool c
   if (list == NULL)
     return NULL;
   g_mutex_lock (&x->lock);
-  if (x->listing != NULL)
-    g_array_unref (x->listing);
-  x->listing = g_array_ref (list);
-  x->listing_mtime = hst.st_mtim;
-  x->listing_ctime = hst.st_ctim;
+  xd = node_extra_dir (x);
+  if (xd->listing != NULL)
+    g_array_unref (xd->listing);
+  xd->listing = g_array_ref (list);
+  xd->listing_mtime = hst.st_mtim;
+  xd->listing_ctime = hst.st_ctim;
   g_mutex_unlock (&x->lock);
   return list;
 }

@@ -485,6 +485,7 @@ int
 view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
 {
   NodeExtra *x = node_extra (dir);
+  NodeExtraDir *xd;
   FbView *view = node_view (dir);
   g_autoptr (GHashTable) fresh = NULL;
   struct stat st;
@@ -502,11 +503,12 @@ view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
    * (in that tick) is no risk: where the host folds, it is decided folded
    * anyway. */
   g_mutex_lock (&x->lock);
-  if (x->spellings != NULL && same_time (&x->spellings_mtime, &st.st_mtim) &&
-      same_time (&x->spellings_ctime, &st.st_ctim) &&
-      (g_hash_table_contains (x->spellings, name) || g_get_monotonic_time () - x->spellings_read_at < FOLD_REREAD_US))
+  xd = x->dir;
+  if (xd != NULL && xd->spellings != NULL && same_time (&xd->spellings_mtime, &st.st_mtim) &&
+      same_time (&xd->spellings_ctime, &st.st_ctim) &&
+      (g_hash_table_contains (xd->spellings, name) || g_get_monotonic_time () - xd->spellings_read_at < FOLD_REREAD_US))
     {
-      r = g_hash_table_contains (x->spellings, name) ? 1 : 0;
+      r = g_hash_table_contains (xd->spellings, name) ? 1 : 0;
       g_mutex_unlock (&x->lock);
       return r;
     }
@@ -524,15 +526,16 @@ view_dir_lists (FbViewNode *dir, int dir_fd, const char *name)
       return r;
     }
   g_mutex_lock (&x->lock);
-  if (x->spellings != NULL)
+  xd = node_extra_dir (x);
+  if (xd->spellings != NULL)
     {
-      g_atomic_int_add (&view->spellings_kept, -(gint)g_hash_table_size (x->spellings));
-      g_hash_table_destroy (x->spellings);
+      g_atomic_int_add (&view->spellings_kept, -(gint)g_hash_table_size (xd->spellings));
+      g_hash_table_destroy (xd->spellings);
     }
-  x->spellings = g_steal_pointer (&fresh);
-  x->spellings_mtime = st.st_mtim;
-  x->spellings_ctime = st.st_ctim;
-  x->spellings_read_at = g_get_monotonic_time ();
+  xd->spellings = g_steal_pointer (&fresh);
+  xd->spellings_mtime = st.st_mtim;
+  xd->spellings_ctime = st.st_ctim;
+  xd->spellings_read_at = g_get_monotonic_time ();
   g_mutex_unlock (&x->lock);
   return r;
 }

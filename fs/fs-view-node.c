@@ -530,6 +530,14 @@ node_extra (FbViewNode *node)
   return x;
 }
 
+NodeExtraDir *
+node_extra_dir (NodeExtra *x)
+{
+  if (x->dir == NULL)
+    x->dir = g_new0 (NodeExtraDir, 1);
+  return x->dir;
+}
+
 /* Remove the mark of NODE, a watched directory being freed, through FD (its
  * descriptor, -1 when the cache closed it: then opened again from PARENT,
  * still referenced, by its name; a directory gone or replaced keeps its
@@ -565,13 +573,16 @@ node_free (FbViewNode *node, FbViewNode *parent)
     close (fd);
   if (node->extra != NULL)
     {
-      if (node->extra->listing != NULL)
-        g_array_unref (node->extra->listing);
-      if (node->extra->spellings != NULL)
+      NodeExtraDir *xd = node->extra->dir;
+
+      if (xd != NULL && xd->listing != NULL)
+        g_array_unref (xd->listing);
+      if (xd != NULL && xd->spellings != NULL)
         {
-          g_atomic_int_add (&view->spellings_kept, -(gint)g_hash_table_size (node->extra->spellings));
-          g_hash_table_destroy (node->extra->spellings);
+          g_atomic_int_add (&view->spellings_kept, -(gint)g_hash_table_size (xd->spellings));
+          g_hash_table_destroy (xd->spellings);
         }
+      g_free (xd);
       g_free (node->extra->cursors);
       g_mutex_clear (&node->extra->lock);
       g_free (node->extra);

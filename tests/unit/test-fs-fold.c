@@ -238,7 +238,8 @@ test_kept_spellings (void **state)
   assert_int_equal (view_dir_lists (dir, fx->fd, "alpha"), 0);
   x = node_extra_peek (dir);
   assert_non_null (x);
-  assert_non_null (x->spellings);
+  assert_non_null (x->dir);
+  assert_non_null (x->dir->spellings);
   for (int i = 0; i < 50; i++)
     {
       g_autofree char *name = g_strdup_printf ("Made%d", i);
@@ -253,8 +254,9 @@ test_kept_spellings (void **state)
       assert_int_equal (view_dir_lists (dir, fx->fd, lower), 0);
       assert_int_equal (view_dir_lists (dir, fx->fd, "Alpha"), 1);
     }
-  assert_int_equal (g_atomic_int_get (&view->spellings_kept), (gint)g_hash_table_size (x->spellings));
-  g_hash_table_destroy (x->spellings);
+  assert_int_equal (g_atomic_int_get (&view->spellings_kept), (gint)g_hash_table_size (x->dir->spellings));
+  g_hash_table_destroy (x->dir->spellings);
+  g_free (x->dir);
   g_mutex_clear (&x->lock);
   g_free (x);
   node_slabs_free (dir);
