@@ -228,17 +228,30 @@ fb_fuse_mountinfo_unescape (char *s)
  * before they are opened (a sandbox's rename loop). */
 #define MOUNTINFO_ROUNDS 32
 
-/* Whether mountinfo's LINE is a FUSE mount with SOURCE (its tag). */
+/* Whether mountinfo's LINE is a FUSE mount with SOURCE (its tag) made by
+ * our user.  The tag is random but not secret: anyone reads it in
+ * mountinfo, and any user who may mount FUSE can give a mount of theirs
+ * the same source (fusermount3 -o fsname=...).  The owner FUSE records
+ * (user_id=, from the mounting process: fusermount3 writes its caller's
+ * uid, libfuse's own mount getuid()) is not theirs to choose, so a mount
+ * of another user never passes for ours: neither its stop nor a message
+ * nor the unmount watcher takes it for the view's. */
 static bool
 line_tagged (const char *line, const char *source)
 {
   const char *sep = strstr (line, " - ");
+  g_autofree char *owner = NULL;
   g_auto (GStrv) tail = NULL;
+  g_auto (GStrv) opts = NULL;
 
   if (sep == NULL)
     return false;
   tail = g_strsplit (sep + 3, " ", 3);
-  return g_strv_length (tail) >= 2 && g_str_has_prefix (tail[0], "fuse") && strcmp (tail[1], source) == 0;
+  if (g_strv_length (tail) < 3 || !g_str_has_prefix (tail[0], "fuse") || strcmp (tail[1], source) != 0)
+    return false;
+  owner = g_strdup_printf ("user_id=%u", (unsigned)getuid ());
+  opts = g_strsplit (tail[2], ",", -1);
+  return g_strv_contains ((const char *const *)opts, owner);
 }
 
 static dev_t
@@ -476,16 +489,25 @@ mount_check_landed (const char *real, const char *source, int *ret_error)
             continue; /* the mount at REAL, seen from a peer */
           strays = true;
           r = fb_fuse_take_off (at, source, other);
-          if (r == 0)
-            g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way (a "
-                        "link put in its place while it was being mounted); it was taken off again before serving "
-                        "anything\n",
-                        at, real);
-          else if (round == MOUNTINFO_ROUNDS - 1)
-            g_printerr ("fusebox: the view was mounted on %s, not on %s: the mount point was replaced on the way, and "
-                        "it could not be taken off (%s): it serves nothing; remove it with 'umount -l %s' (or "
-                        "'fusermount3 -u -z %s')\n",
-                        at, real, g_strerror (-r), at, at);
+          if (r == 0 || round == MOUNTINFO_ROUNDS - 1)
+            {
+              /* a sandbox chose these names: escaped, so that no control
+               * character of theirs reaches the operator's terminal */
+              g_autofree char *at_text = g_strescape (at, NULL);
+              g_autofree char *real_text = g_strescape (real, NULL);
+
+              if (r == 0)
+                g_printerr ("fusebox: the view was mounted on \"%s\", not on \"%s\": the mount point was replaced on "
+                            "the way (a link put in its place while it was being mounted); it was taken off again "
+                            "before serving anything\n",
+                            at_text, real_text);
+              else
+                g_printerr ("fusebox: the view was mounted on \"%s\", not on \"%s\": the mount point was replaced on "
+                            "the way, and it could not be taken off (%s): it serves nothing; find it in "
+                            "/proc/self/mountinfo by its source %s and remove it with 'umount -l' once no sandbox "
+                            "can change the way to it\n",
+                            at_text, real_text, g_strerror (-r), source);
+            }
           if (r < 0)
             left++;
         }
@@ -790,6 +812,25 @@ fb_fuse_join (FbFuse *f)
   g_thread_join (f->thread);
   f->thread = NULL;
   return f->result;
+}
+
+bool
+fb_fuse_tagged_present (const char *source, dev_t dev)
+{
+  g_autoptr (GPtrArray) at = NULL;
+  g_autoptr (GArray) devs = NULL;
+
+  mount_landed ("", source, &at, &devs);
+  for (guint i = 0; devs != NULL && i < devs->len; i++)
+    if (g_array_index (devs, dev_t, i) == dev)
+      return true;
+  return false;
+}
+
+dev_t
+fb_fuse_get_mount_dev (FbFuse *f)
+{
+  return f->mount_dev;
 }
 
 dev_t

@@ -756,6 +756,11 @@ int fb_fuse_take_off_under (int parent, const char *name, const char *source, de
 void fb_fuse_mountinfo_unescape (char *s);
 const char *fb_fuse_get_mount_source (FbFuse *fuse);
 dev_t fb_fuse_tagged_dev (const char *source);
+/* Whether a mount of ours with SOURCE (its tag) and device DEV is still
+ * in mountinfo, wherever it is now. */
+bool fb_fuse_tagged_present (const char *source, dev_t dev);
+/* The device number of FUSE's mount (0: unknown). */
+dev_t fb_fuse_get_mount_dev (FbFuse *fuse);
 int fb_fuse_take_off_tagged (const char *source, dev_t dev);
 /* Both, as a stop does: through PARENT (fb_fuse_hold_parent; -1: none
  * held), then by the tag.  0 when none of ours is left. */

@@ -318,8 +318,9 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   while (n < 0 && errno == EINTR);
   if (n != 1 || c != 'M')
     _exit (0); /* never mounted */
-  /* then the mount's tag (its source in mountinfo) and a newline: it finds
-   * the mount wherever a sandbox moved it since (its parent renamed) */
+  /* then the mount's tag (its source in mountinfo), its device number
+   * and a newline: they find the mount wherever a sandbox moved it since
+   * (its parent renamed), and no other mount that shows the same tag */
   while (len < sizeof tag - 1 && ((n = read (3, &c, 1)) == 1 || (n < 0 && errno == EINTR)))
     {
       if (n != 1)
@@ -329,7 +330,26 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
       tag[len++] = c;
     }
   tag[len] = '\0';
-  dev = len > 0 ? fb_fuse_tagged_dev (tag) : fuse_mount_at (mountpoint);
+  /* "TAG MAJ:MIN": the daemon's own mount, if it is still there */
+  {
+    char *sp = strchr (tag, ' ');
+    unsigned maj, min;
+
+    dev = 0;
+    if (sp != NULL)
+      {
+        *sp = '\0';
+        len = (size_t)(sp - tag);
+        if (sscanf (sp + 1, "%u:%u", &maj, &min) == 2)
+          dev = makedev (maj, min);
+      }
+    if (len > 0 && dev == 0)
+      dev = fb_fuse_tagged_dev (tag); /* the daemon did not know it */
+    else if (len > 0 && !fb_fuse_tagged_present (tag, dev))
+      dev = 0;
+    else if (len == 0)
+      dev = fuse_mount_at (mountpoint);
+  }
   if (dev == 0)
     _exit (0);
   /* and through its parent, held now (found by the tag when it was moved
@@ -348,7 +368,7 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   if (len > 0)
     {
       int r = fb_fuse_take_off_ours (parent, name, tag, dev);
-      if (r < 0 && fb_fuse_tagged_dev (tag) == dev)
+      if (r < 0 && fb_fuse_tagged_present (tag, dev))
         fb_cmd_print (stderr,
                       "fusebox: mount: the daemon is gone and its mount (source %s) could not be unmounted: %s\n", tag,
                       g_strerror (-r));
@@ -575,7 +595,10 @@ start_daemon (const MountArgs *a, Daemon *d)
                             "and that fusermount3 is installed (package fuse3), or run as root",
                             a->mountpoint);
   const char *source = fb_fuse_get_mount_source (fuse);
-  g_autofree char *word = g_strdup_printf ("M%s\n", source != NULL ? source : "");
+  dev_t mdev = fb_fuse_get_mount_dev (fuse);
+  /* the tag and the device number of our own mount: another mount with
+   * the same tag (ours from libfuse's first attempt, or a copy) is not it */
+  g_autofree char *word = g_strdup_printf ("M%s %u:%u\n", source != NULL ? source : "", major (mdev), minor (mdev));
   if (a->watch_fd >= 0 && write (a->watch_fd, word, strlen (word)) != (ssize_t)strlen (word))
     g_printerr ("fusebox: mount: warning: the unmount watcher is gone; a killed daemon may leave the mount\n");
   r = fb_run_fuse_start (d->serving, serving_ended, d);
@@ -654,10 +677,11 @@ run_daemon (const MountArgs *a, int ready_fd)
   {
     g_autofree char *tag = NULL;
     dev_t dev = 0;
+    /* our own mount, by its device: not whichever mount shows the tag last */
     if (d.serving != NULL && (tag = g_strdup (fb_fuse_get_mount_source (fb_run_fuse_get_fuse (d.serving)))) != NULL)
-      dev = fb_fuse_tagged_dev (tag);
+      dev = fb_fuse_get_mount_dev (fb_run_fuse_get_fuse (d.serving));
     g_clear_pointer (&d.serving, fb_run_fuse_free);
-    if (dev != 0 && fb_fuse_tagged_dev (tag) == dev)
+    if (dev != 0 && fb_fuse_tagged_present (tag, dev))
       {
         fb_cmd_print (stderr,
                       "fusebox: mount: the view's mount (source %s) is still mounted after the daemon's end; the "

@@ -679,6 +679,50 @@ RFX_CASE (test_mount_unmounted_and_replaced)
   print_message ("# 10 rounds: the tmpfs had the view's device number in %u\n", same_dev);
 }
 
+/* A view's tag is random but not secret: anyone reads it in mountinfo,
+ * and a user who may mount FUSE can give a mount of theirs the same source
+ * (`fusermount3 -o fsname=TAG`).  Such a copy, another user's (uid 1000
+ * here; its connection ended at once, so that nothing waits on it), is not
+ * the view: the daemon's end takes the view off, leaves the copy, and says
+ * nothing of a mount left behind (it said "still mounted" and ended with
+ * status 1, pointing the operator at the copy). */
+RFX_CASE (test_mount_stop_ignores_a_copied_tag)
+{
+  g_autofree char *mnt = g_build_filename (fx->ws, "a", "mnt", NULL);
+  g_autofree char *copy = g_build_filename (fx->tmp, "copy", NULL);
+  g_autofree char *tag = NULL;
+  g_autofree char *opts = NULL;
+  RfxResult r = { 0 };
+  int pid, fuse_fd;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  assert_int_equal (g_mkdir_with_parents (copy, 0755), 0);
+  pid = mount_daemon (fx, &r, mnt);
+  tag = mount_tag (mnt);
+  fuse_fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
+  assert_true (fuse_fd >= 0);
+  opts = g_strdup_printf ("fd=%d,rootmode=40000,user_id=1000,group_id=1000", fuse_fd);
+  assert_int_equal (mount (tag, copy, "fuse.fusebox", MS_NOSUID | MS_NODEV, opts), 0);
+  close (fuse_fd);
+  assert_true (test_is_mounted (copy));
+  assert_int_equal (kill (pid, SIGTERM), 0);
+  for (int i = 0; i < 200 && test_pid_alive (pid); i++)
+    g_usleep (50 * 1000);
+  assert_false (test_pid_alive (pid));
+  g_usleep (200 * 1000); /* the watcher, told or not */
+  if (test_is_mounted (mnt))
+    {
+      umount2 (mnt, MNT_DETACH);
+      umount2 (copy, MNT_DETACH);
+      fail_msg ("the view stayed mounted at %s", mnt);
+    }
+  if (!test_is_mounted (copy))
+    fail_msg ("the other user's mount with the view's tag was taken off");
+  assert_int_equal (umount2 (copy, MNT_DETACH), 0);
+  assert_daemon_took_it_off (&r);
+  rfx_result_clear (&r);
+}
+
 /* The view hides its own mount point by the path it was made at.  A
  * sandbox renames the parent (`mv a b`), and a host process walks into the
  * mount through the new name, again and again (WS/b/mnt/WS/b/mnt/...):
@@ -758,5 +802,6 @@ RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (
                  RFX_TEST (test_mount_killed_after_its_parent_moved), RFX_TEST (test_mount_stopped_past_path_max),
                  RFX_TEST (test_mount_killed_past_path_max),
                  RFX_TEST (test_mount_stopped_while_its_parent_is_exchanged),
-                 RFX_TEST (test_mount_unmounted_and_replaced), RFX_TEST (test_mount_not_served_through_itself),
-                 RFX_TEST (test_state_of_another_user), RFX_TEST (test_mount_through_another_users_link))
+                 RFX_TEST (test_mount_unmounted_and_replaced), RFX_TEST (test_mount_stop_ignores_a_copied_tag),
+                 RFX_TEST (test_mount_not_served_through_itself), RFX_TEST (test_state_of_another_user),
+                 RFX_TEST (test_mount_through_another_users_link))
