@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 /* --- one name --------------------------------------------------------------- */
 
@@ -22,6 +23,36 @@ void
 fb_view_blank_own_mount (FbView *view, dev_t dev)
 {
   view->blank_devs[G_N_ELEMENTS (view->blank_devs) - 1] = dev;
+}
+
+/* Whether DEV is the device of a fusebox view mounted where the daemon
+ * sees it (another `fusebox mount`).  Two views that reach each other's
+ * mount point would serve each other: a walk through A into B into A...
+ * takes a worker of each daemon per level, each waiting on the other's,
+ * until none is left and neither can end (a SIGKILL leaves both waiting,
+ * without fusectl).  A view through a view adds nothing, so it shows
+ * blank, as its own mount does.  Asked at a mount's root only (its device
+ * differs from its parent's), from mountinfo: a stat of it would ask that
+ * daemon. */
+static bool
+dev_is_fusebox_view (dev_t dev)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *want = g_strdup_printf (" %u:%u ", major (dev), minor (dev));
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return false;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      const char *sep = strstr (lines[i], " - ");
+      const char *at = strstr (lines[i], want);
+
+      if (sep != NULL && at != NULL && at < sep && g_str_has_prefix (sep, " - fuse.fusebox "))
+        return true;
+    }
+  return false;
 }
 
 static bool
@@ -53,7 +84,8 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
    * is fusebox's to choose (a run's private /tmp is marked) */
   if (!ci->decision.is_mount_point && view_state_marked (parent, name, owned, st))
     return -ENOENT;
-  if (dev_is_blank (view, st->st_dev))
+  if (dev_is_blank (view, st->st_dev) ||
+      (S_ISDIR (st->st_mode) && parent != NULL && parent->dev != st->st_dev && dev_is_fusebox_view (st->st_dev)))
     node = node_new (view, NODE_BLANK, -1, NULL, &ci->decision, name);
   else if (!S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))
     {

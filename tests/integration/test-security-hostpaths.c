@@ -723,6 +723,26 @@ RFX_CASE (test_mount_stop_ignores_a_copied_tag)
   rfx_result_clear (&r);
 }
 
+/* Abort the FUSE connection of the mount whose device is DEV (fusectl
+ * mounted for it if need be): what a failed walk through a view that waits
+ * on itself, or on another, leaves, so that nothing stays hung. */
+static void
+abort_connection (dev_t dev)
+{
+  g_autofree char *abort_path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (dev));
+  bool mounted_ctl = !g_file_test (abort_path, G_FILE_TEST_EXISTS) &&
+                     mount ("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0;
+  int ctl = open (abort_path, O_WRONLY | O_CLOEXEC);
+
+  if (ctl >= 0)
+    {
+      (void)!write (ctl, "1", 1);
+      close (ctl);
+    }
+  if (mounted_ctl)
+    umount2 ("/sys/fs/fuse/connections", 0);
+}
+
 /* The view hides its own mount point by the path it was made at.  A
  * sandbox renames the parent (`mv a b`), and a host process walks into the
  * mount through the new name, again and again (WS/b/mnt/WS/b/mnt/...):
@@ -766,19 +786,8 @@ RFX_CASE (test_mount_not_served_through_itself)
     g_usleep (50 * 1000);
   if (waitpid (walker, &status, WNOHANG) == 0)
     {
-      /* a daemon whose workers wait on themselves: its connection aborted
-       * (fusectl mounted for it if need be), so that nothing stays hung */
-      g_autofree char *abort_path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (view_st.st_dev));
-      bool mounted_ctl = !g_file_test (abort_path, G_FILE_TEST_EXISTS) &&
-                         mount ("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0;
-      int ctl = open (abort_path, O_WRONLY | O_CLOEXEC);
-      if (ctl >= 0)
-        {
-          (void)!write (ctl, "1", 1);
-          close (ctl);
-        }
-      if (mounted_ctl)
-        umount2 ("/sys/fs/fuse/connections", 0);
+      /* a daemon whose workers wait on themselves */
+      abort_connection (view_st.st_dev);
       umount2 (b_mnt, MNT_DETACH);
       kill (pid, SIGKILL);
       kill (walker, SIGKILL);
@@ -796,6 +805,73 @@ RFX_CASE (test_mount_not_served_through_itself)
   rfx_result_clear (&r);
 }
 
+/* Two views, each of the host's /, each reaching the other's mount point:
+ * any local user walked A/B/A/B/...: each level took a worker of each
+ * daemon, waiting on the other's, until none was left and neither daemon
+ * could end, not even killed (without fusectl).  Another view's mount,
+ * reached inside a view, is blank, as the view's own is; B itself still
+ * serves. */
+RFX_CASE (test_mount_not_served_through_another_view)
+{
+  g_autofree char *a_mnt = g_build_filename (fx->ws, "a", "mnt", NULL);
+  g_autofree char *b_mnt = g_build_filename (fx->ws, "b", "mnt", NULL);
+  g_autofree char *b_file = g_build_filename (b_mnt, "etc", "hostname", NULL);
+  g_autofree char *tag_a = NULL, *tag_b = NULL;
+  g_autoptr (GString) deep = g_string_new (a_mnt);
+  RfxResult ra = { 0 }, rb = { 0 };
+  struct stat a_st, b_st, st;
+  int pid_a, pid_b, status = 0;
+  pid_t walker;
+
+  assert_int_equal (g_mkdir_with_parents (a_mnt, 0755), 0);
+  assert_int_equal (g_mkdir_with_parents (b_mnt, 0755), 0);
+  pid_a = mount_daemon (fx, &ra, a_mnt);
+  pid_b = mount_daemon (fx, &rb, b_mnt);
+  tag_a = mount_tag (a_mnt);
+  tag_b = mount_tag (b_mnt);
+  assert_int_equal (stat (a_mnt, &a_st), 0);
+  assert_int_equal (stat (b_mnt, &b_st), 0);
+  assert_int_equal (stat (b_file, &st), 0); /* B serves the host's file */
+  for (int i = 0; i < 10; i++)
+    {
+      g_string_append (deep, b_mnt);
+      g_string_append (deep, a_mnt);
+    }
+  g_string_append (deep, "/etc/hostname");
+
+  walker = fork ();
+  assert_true (walker >= 0);
+  if (walker == 0)
+    _exit (stat (deep->str, &st) == 0 ? 0 : errno == ENOENT ? 3 : 4);
+  for (int i = 0; i < 200 && waitpid (walker, &status, WNOHANG) == 0; i++)
+    g_usleep (50 * 1000);
+  if (waitpid (walker, &status, WNOHANG) == 0)
+    {
+      abort_connection (a_st.st_dev);
+      abort_connection (b_st.st_dev);
+      umount2 (a_mnt, MNT_DETACH);
+      umount2 (b_mnt, MNT_DETACH);
+      kill (pid_a, SIGKILL);
+      kill (pid_b, SIGKILL);
+      kill (walker, SIGKILL);
+      fail_msg ("a walk through two views that reach each other still waits after 10 s");
+    }
+  assert_true (WIFEXITED (status));
+  assert_int_equal (WEXITSTATUS (status), 3); /* B, reached inside A, is blank */
+  assert_int_equal (stat (b_file, &st), 0);   /* and B still serves */
+
+  assert_int_equal (kill (pid_a, SIGTERM), 0);
+  assert_int_equal (kill (pid_b, SIGTERM), 0);
+  if (left_after_end (pid_a, tag_a) | left_after_end (pid_b, tag_b))
+    {
+      umount2 (a_mnt, MNT_DETACH);
+      umount2 (b_mnt, MNT_DETACH);
+      fail_msg ("a view stayed mounted");
+    }
+  rfx_result_clear (&ra);
+  rfx_result_clear (&rb);
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (test_mount_point_link_from_a_sandbox),
                  RFX_TEST (test_mount_point_swapped_while_mounting),
                  RFX_TEST (test_mount_stopped_after_its_parent_moved),
@@ -803,5 +879,5 @@ RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (
                  RFX_TEST (test_mount_killed_past_path_max),
                  RFX_TEST (test_mount_stopped_while_its_parent_is_exchanged),
                  RFX_TEST (test_mount_unmounted_and_replaced), RFX_TEST (test_mount_stop_ignores_a_copied_tag),
-                 RFX_TEST (test_mount_not_served_through_itself), RFX_TEST (test_state_of_another_user),
-                 RFX_TEST (test_mount_through_another_users_link))
+                 RFX_TEST (test_mount_not_served_through_itself), RFX_TEST (test_mount_not_served_through_another_view),
+                 RFX_TEST (test_state_of_another_user), RFX_TEST (test_mount_through_another_users_link))
