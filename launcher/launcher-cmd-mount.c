@@ -343,12 +343,12 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
         if (sscanf (sp + 1, "%u:%u", &maj, &min) == 2)
           dev = makedev (maj, min);
       }
-    if (len > 0 && dev == 0)
-      dev = fb_fuse_tagged_dev (tag); /* the daemon did not know it */
-    else if (len > 0 && !fb_fuse_tagged_present (tag, dev))
-      dev = 0;
-    else if (len == 0)
+    if (len == 0)
       dev = fuse_mount_at (mountpoint);
+    else if (dev == 0)
+      dev = fb_fuse_tagged_dev (tag); /* the daemon did not know it */
+    else if (!fb_fuse_tagged_present (tag, dev))
+      dev = 0;
   }
   if (dev == 0)
     _exit (0);
