@@ -68,6 +68,8 @@ struct FbViewNode
    * while unused past the budget, opened again by node_fd_get(); host_fd is
    * then atomic, and changes only under fd_lock */
   guint8 evictable : 1;
+  /* on a filesystem that may answer a stat from a cache (HOST_FS_ASKS) */
+  guint8 asks : 1;
   bool fd_listed;  /* directories, fd_lock: in the list of NodeDir.fd_prev */
   guint64 nlookup; /* atomic; the kernel's lookup count */
 
@@ -509,6 +511,22 @@ int node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const
  * opened, shows NODE's host object (st_dev, st_ino, type: 0, or -ESTALE
  * for another object, or fstat's error). */
 int host_open_child (int parent_fd, const char *name);
+/* What a host object's filesystem asks of a stat (host_statat). */
+typedef enum
+{
+  HOST_FS_LOCAL,    /* nothing: one stat */
+  HOST_FS_ASKS,     /* may answer from a cache (NFS, SMB, one's own FUSE): stat'ed again */
+  HOST_FS_UNSERVED, /* another user's FUSE filesystem, a fusebox view: never asked anything, blank */
+} HostFs;
+/* The attributes of NAME below DIR_FD, DIR's descriptor (DIR NULL, or any
+ * node: only a host directory's device and kind are used), asking no
+ * filesystem that is not served: a HostFs, or -errno.  host_stat_fd: FD's
+ * own, an object just opened in or below NEAR. */
+int host_statat (FbViewNode *dir, int dir_fd, const char *name, struct stat *ret_st);
+int host_stat_fd (FbViewNode *near, int fd, struct stat *ret_st);
+/* Which object FD is (st_dev, st_ino and the type in st_mode; the rest 0),
+ * asking its filesystem nothing. */
+int host_identity_fd (int fd, struct stat *ret_st);
 bool host_name_exists (FbViewNode *parent, const char *name);
 int node_check_fd (FbViewNode *node, int fd);
 void proc_fd_path (char buf[static 32], int fd);

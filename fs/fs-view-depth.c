@@ -37,20 +37,28 @@ typedef struct
   gsize len;    /* bytes of its path below the walk's top ("/a/b"; 0 for the top) */
 } DepthLevel;
 
+/* The directory NAME below PARENT_FD, opened to be read, with its identity
+ * in RET_ST; -EXDEV when it is on another device than DEV (not 0): another
+ * filesystem is not opened, nor asked anything (another user's FUSE
+ * filesystem may never answer), and the rename is refused as between
+ * filesystems. */
 static int
-open_dir (int parent_fd, const char *name, struct stat *ret_st)
+open_dir (int parent_fd, const char *name, dev_t dev, struct stat *ret_st)
 {
-  int fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  _fb_cleanup_fd_ int path = openat (parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  int fd, r;
 
-  if (fd < 0)
+  if (path < 0)
     return -errno;
-  if (fstat (fd, ret_st) < 0)
-    {
-      int e = -errno;
-      close (fd);
-      return e;
-    }
-  return fd;
+  r = host_identity_fd (path, ret_st);
+  if (r < 0)
+    return r;
+  if (!S_ISDIR (ret_st->st_mode))
+    return -ENOTDIR;
+  if (dev != 0 && ret_st->st_dev != dev)
+    return -EXDEV;
+  fd = openat (path, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  return fd >= 0 ? fd : -errno;
 }
 
 int
@@ -62,8 +70,12 @@ view_tree_fits (int parent_fd, const char *name, gsize room)
   guint entries = 0;
   struct stat st;
   DepthLevel top = { 0 };
+  int r = host_identity_fd (parent_fd, &st);
 
-  fd = open_dir (parent_fd, name, &st);
+  if (r < 0)
+    return r;
+  /* (a mount point is not renamed: the host says EBUSY) */
+  fd = open_dir (parent_fd, name, st.st_dev, &st);
   if (fd < 0)
     return fd == -ENOTDIR ? 0 : fd;
   top.dev = st.st_dev;
@@ -94,7 +106,7 @@ view_tree_fits (int parent_fd, const char *name, gsize room)
               return -ENAMETOOLONG;
             if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN)
               continue;
-            child = open_dir (fd, d->d_name, &st);
+            child = open_dir (fd, d->d_name, top.dev, &st);
             if (child == -ENOTDIR || child == -ENOENT || child == -ELOOP)
               continue; /* not a directory after all, or gone */
             if (child < 0)
@@ -120,7 +132,7 @@ view_tree_fits (int parent_fd, const char *name, gsize room)
         return 0;
       {
         DepthLevel *up = &g_array_index (stack, DepthLevel, stack->len - 1);
-        int parent = open_dir (fd, "..", &st);
+        int parent = open_dir (fd, "..", up->dev, &st);
         if (parent < 0)
           return -EXDEV;
         close (fd);

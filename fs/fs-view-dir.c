@@ -123,7 +123,7 @@ listing_build (FbView *view, FbViewNode *node, const NodeState *st, int fd, int 
           struct stat cst;
           if (name_in (d->mounted_children, name))
             listing_add (entries, name, synthetic_ino (path), DT_DIR);
-          else if (dfd >= 0 && fstatat (dfd, name, &cst, AT_SYMLINK_NOFOLLOW) == 0 && !view_state_hides (view, &cst) &&
+          else if (dfd >= 0 && host_statat (node, dfd, name, &cst) >= 0 && !view_state_hides (view, &cst) &&
                    (view_dir_fold (node) == FB_VIEW_FOLD_NO || view_dir_lists (node, dfd, name) == 1))
             /* (where the host folds names, only if it is spelt so on disk,
              * as a lookup wants it: fs-view-fold.c) */

@@ -271,6 +271,7 @@ probe (int dir_fd, const char *name, bool absence_proves, FbViewNode *dir)
   g_autofree char *other = g_strdup (name);
   struct stat st;
   bool letters = false, has_name, has_other, other_there;
+  int r;
 
   for (char *p = other; *p != '\0'; p++)
     if (g_ascii_isalpha (*p))
@@ -278,10 +279,11 @@ probe (int dir_fd, const char *name, bool absence_proves, FbViewNode *dir)
         *p = g_ascii_isupper (*p) ? g_ascii_tolower (*p) : g_ascii_toupper (*p);
         letters = true;
       }
-  if (!letters || fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+  if (!letters || host_statat (dir, dir_fd, name, &st) < 0)
     return FB_VIEW_FOLD_MAYBE;
-  other_there = fstatat (dir_fd, other, &st, AT_SYMLINK_NOFOLLOW) == 0;
-  if (!other_there && errno != ENOENT)
+  r = host_statat (dir, dir_fd, other, &st);
+  other_there = r >= 0;
+  if (!other_there && r != -ENOENT)
     return FB_VIEW_FOLD_MAYBE;
   /* Told by the listing, not by comparing what the spellings reach: a
    * FUSE filesystem without use_ino numbers each spelling apart, an SMB
@@ -598,7 +600,7 @@ view_fold_admit (FbView *view, const FbViewCaller *caller, FbViewNode *dir, cons
   fd = node_fd_get (dir, &hold);
   if (fd < 0 || (fold == FB_VIEW_FOLD_NO && view_dir_lists (dir, fd, name) != 0))
     return 0;
-  if (fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+  if (host_statat (dir, fd, name, &st) < 0)
     return 0; /* nothing there: the operation finds that out itself */
   /* a name the view made a node for was checked then; if the host still
    * shows that object there, it was not respelt since */
@@ -624,7 +626,7 @@ view_fold_check_target (FbView *view, const FbViewCaller *caller, FbViewNode *di
   if (view_dir_fold (dir) == FB_VIEW_FOLD_NO)
     return 0;
   fd = node_fd_get (dir, &hold);
-  if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+  if (fd < 0 || host_statat (dir, fd, name, &st) < 0)
     return 0;
   /* a new spelling of the source itself (foo to FOO) only respells it */
   if (src != NULL && st.st_dev == src->st_dev && st.st_ino == src->st_ino)

@@ -13,7 +13,10 @@
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 /* --- one name below a descriptor --------------------------------------------- */
 
@@ -68,6 +71,128 @@ host_open_child_once (int parent_fd, const char *name)
   return fd >= 0 ? fd : -errno;
 }
 
+/* --- a host name's attributes ------------------------------------------------ */
+
+/* Filesystems whose stat answers from the kernel's own memory, whatever
+ * its flags: one stat is the answer.  Any other (NFS, SMB, FUSE, one not
+ * known here) may answer AT_STATX_DONT_SYNC from a cache, and is asked
+ * again synchronously. */
+static const char *const local_fs_types[] = {
+  "autofs",  "bcachefs", "binfmt_misc", "bpf",       "btrfs",   "cgroup", "cgroup2",  "configfs",   "debugfs",
+  "devpts",  "devtmpfs", "efivarfs",    "erofs",     "exfat",   "ext2",   "ext3",     "ext4",       "f2fs",
+  "fusectl", "hfs",      "hfsplus",     "hugetlbfs", "iso9660", "jfs",    "mqueue",   "msdos",      "nilfs2",
+  "nsfs",    "ntfs3",    "overlay",     "proc",      "pstore",  "ramfs",  "reiserfs", "securityfs", "squashfs",
+  "sysfs",   "tmpfs",    "tracefs",     "udf",       "vfat",    "xfs",    "zfs",
+};
+
+/* What the filesystem of the mount MNT_ID (statx's, as mountinfo numbers
+ * it; by DEV when the kernel gives none) asks of a stat.  Read from
+ * mountinfo, never from the filesystem: a FUSE filesystem whose server
+ * does not answer holds whoever asks it anything (a statfs, a stat that is
+ * not from its cache, an open), and a worker that waits on another user's
+ * server holds the lookups behind it and the view's end.  So other users'
+ * FUSE filesystems (FUSE's owner record, user_id=, is not ours) and
+ * fusebox views (the daemon's own stays blank by device: fs-view-lookup.c)
+ * are never served.  -EIO when mountinfo can't be read: not a blank that
+ * would stay. */
+static int
+host_fs_of_mount (guint64 mnt_id, dev_t dev)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *want_dev = g_strdup_printf ("%u:%u", major (dev), minor (dev));
+  char *line, *next;
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
+    return -EIO;
+  for (line = text; line != NULL && *line != '\0'; line = next)
+    {
+      g_auto (GStrv) head = NULL, tail = NULL;
+      char *sep;
+      guint n;
+
+      next = strchr (line, '\n');
+      if (next != NULL)
+        *next++ = '\0';
+      sep = strstr (line, " - ");
+      if (sep == NULL)
+        continue;
+      *sep = '\0';
+      head = g_strsplit (line, " ", 4);
+      tail = g_strsplit (sep + 3, " ", 3);
+      if (g_strv_length (head) < 3 || g_strv_length (tail) < 3)
+        continue;
+      if (mnt_id != 0 ? g_ascii_strtoull (head[0], NULL, 10) != mnt_id : strcmp (head[2], want_dev) != 0)
+        continue;
+      if (strcmp (tail[0], "fuse.fusebox") == 0)
+        return HOST_FS_UNSERVED;
+      if (strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 || g_str_has_prefix (tail[0], "fuse.") ||
+          g_str_has_prefix (tail[0], "fuseblk."))
+        {
+          g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
+          g_auto (GStrv) opts = g_strsplit (tail[2], ",", -1);
+          return g_strv_contains ((const char *const *)opts, own) ? HOST_FS_ASKS : HOST_FS_UNSERVED;
+        }
+      for (n = 0; n < G_N_ELEMENTS (local_fs_types); n++)
+        if (strcmp (tail[0], local_fs_types[n]) == 0)
+          return HOST_FS_LOCAL;
+      return HOST_FS_ASKS;
+    }
+  /* gone meanwhile (or a device mountinfo does not show): asked again */
+  return HOST_FS_ASKS;
+}
+
+/* The attributes of NAME below DIR_FD (FLAGS: 0, or AT_EMPTY_PATH for
+ * DIR_FD itself), an object in or just below NEAR (a host directory, or
+ * NULL), and what its filesystem asks of a stat.  First from whatever the
+ * kernel holds (AT_STATX_DONT_SYNC: a FUSE filesystem is not asked, even
+ * one whose server stopped answering); where that is another filesystem
+ * than NEAR's, its kind from mountinfo; then, on a filesystem that may
+ * answer from a cache, a stat as usual.  Automount points are not
+ * triggered, as fstatat() does not. */
+static int
+host_stat_at (FbViewNode *near, int dir_fd, const char *name, int flags, struct stat *ret_st)
+{
+  struct statx stx;
+  int fs;
+
+  if (statx (dir_fd, name, flags | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
+             STATX_BASIC_STATS | STATX_MNT_ID, &stx) < 0)
+    return -errno;
+  memset (ret_st, 0, sizeof *ret_st);
+  ret_st->st_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  ret_st->st_ino = stx.stx_ino;
+  ret_st->st_mode = stx.stx_mode;
+  ret_st->st_nlink = stx.stx_nlink;
+  ret_st->st_uid = stx.stx_uid;
+  ret_st->st_gid = stx.stx_gid;
+  ret_st->st_rdev = makedev (stx.stx_rdev_major, stx.stx_rdev_minor);
+  ret_st->st_size = (off_t)stx.stx_size;
+  ret_st->st_blksize = (blksize_t)stx.stx_blksize;
+  ret_st->st_blocks = (blkcnt_t)stx.stx_blocks;
+  ret_st->st_atim = (struct timespec){ stx.stx_atime.tv_sec, stx.stx_atime.tv_nsec };
+  ret_st->st_mtim = (struct timespec){ stx.stx_mtime.tv_sec, stx.stx_mtime.tv_nsec };
+  ret_st->st_ctim = (struct timespec){ stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec };
+  if (near != NULL && near->kind == NODE_HOST && ret_st->st_dev == near->dev)
+    fs = near->asks ? HOST_FS_ASKS : HOST_FS_LOCAL;
+  else
+    fs = host_fs_of_mount ((stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0, ret_st->st_dev);
+  if (fs == HOST_FS_ASKS && fstatat (dir_fd, name, ret_st, flags | AT_SYMLINK_NOFOLLOW) < 0)
+    return -errno;
+  return fs;
+}
+
+int
+host_statat (FbViewNode *dir, int dir_fd, const char *name, struct stat *ret_st)
+{
+  return host_stat_at (dir, dir_fd, name, 0, ret_st);
+}
+
+int
+host_stat_fd (FbViewNode *near, int fd, struct stat *ret_st)
+{
+  return host_stat_at (near, fd, "", AT_EMPTY_PATH, ret_st);
+}
+
 bool
 host_name_exists (FbViewNode *parent, const char *name)
 {
@@ -78,7 +203,7 @@ host_name_exists (FbViewNode *parent, const char *name)
   if (!node_is_host_dir (parent))
     return false;
   pfd = node_fd_get (parent, &hold);
-  return pfd >= 0 && fstatat (pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  return pfd >= 0 && host_statat (parent, pfd, name, &st) >= 0;
 }
 
 /* --- a node's host object --------------------------------------------------- */
@@ -107,13 +232,26 @@ same_host_object (FbViewNode *node, const struct stat *st)
 }
 
 int
+host_identity_fd (int fd, struct stat *ret_st)
+{
+  struct statx stx;
+
+  if (statx (fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) < 0)
+    return -errno;
+  memset (ret_st, 0, sizeof *ret_st);
+  ret_st->st_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  ret_st->st_ino = stx.stx_ino;
+  ret_st->st_mode = stx.stx_mode & S_IFMT;
+  return 0;
+}
+
+int
 node_check_fd (FbViewNode *node, int fd)
 {
   struct stat st;
+  int r = host_identity_fd (fd, &st);
 
-  if (fstat (fd, &st) < 0)
-    return -errno;
-  return same_host_object (node, &st);
+  return r < 0 ? r : same_host_object (node, &st);
 }
 
 /* One fstatat by name from the parent's descriptor: no descriptor opened
@@ -124,15 +262,16 @@ host_stat_child (FbViewNode *node, struct stat *ret_st)
   g_autofree char *name = NULL;
   g_autoptr (FbViewNode) parent = node_parent_name (node, &name);
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
-  int pfd;
+  int pfd, r;
 
   if (parent == NULL || !node_is_host_dir (parent))
     return -ESTALE;
   pfd = node_fd_get (parent, &hold);
   if (pfd < 0)
     return pfd;
-  if (fstatat (pfd, name, ret_st, AT_SYMLINK_NOFOLLOW) < 0)
-    return -errno;
+  r = host_statat (parent, pfd, name, ret_st);
+  if (r < 0)
+    return r;
   return same_host_object (node, ret_st);
 }
 

@@ -25,48 +25,18 @@ fb_view_blank_own_mount (FbView *view, dev_t dev)
   view->blank_devs[G_N_ELEMENTS (view->blank_devs) - 1] = dev;
 }
 
-/* Whether DEV is the device of a fusebox view mounted where the daemon
- * sees it (another `fusebox mount`).  Two views that reach each other's
- * mount point would serve each other: a walk through A into B into A...
- * takes a worker of each daemon per level, each waiting on the other's,
- * until none is left and neither can end (a SIGKILL leaves both waiting,
- * without fusectl).  A view through a view adds nothing, so it shows
- * blank, as its own mount does.  Asked at a mount's root only (its device
- * differs from its parent's), from mountinfo: a stat of it would ask that
- * daemon. */
-static bool
-dev_is_fusebox_view (dev_t dev)
-{
-  g_autofree char *text = NULL;
-  g_autofree char *want = g_strdup_printf (" %u:%u ", major (dev), minor (dev));
-  g_auto (GStrv) lines = NULL;
-
-  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
-    return false;
-  lines = g_strsplit (text, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++)
-    {
-      const char *sep = strstr (lines[i], " - ");
-      const char *at = strstr (lines[i], want);
-
-      if (sep != NULL && at != NULL && at < sep && g_str_has_prefix (sep, " - fuse.fusebox "))
-        return true;
-    }
-  return false;
-}
-
 static bool
 mount_is_identity (const FbPolicyMount *m)
 {
   return m != NULL && m->host_path != NULL && strcmp (m->host_path, m->view_path) == 0;
 }
 
-/* A node for the host object at NAME in PARENT whose attributes are ST:
- * FD (O_PATH, taken) when it was opened, or -1 for a non-directory only
- * stat'ed, whose node holds no descriptor anyway. */
+/* A node for the host object at NAME in PARENT whose attributes are ST, on
+ * a filesystem FS (a HostFs): FD (O_PATH, taken) when it was opened, or -1
+ * for a non-directory only stat'ed, whose node holds no descriptor anyway. */
 static int
 node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildInfo *ci, int fd, const struct stat *st,
-                FbViewNode **ret_node, struct stat *ret_st)
+                int fs, FbViewNode **ret_node, struct stat *ret_st)
 {
   _fb_cleanup_fd_ int owned = fd;
   FbViewNode *node;
@@ -81,11 +51,16 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
     return -ENOENT;
   /* another run's own object, made where this view shows (a --run-dir in a
    * workspace, made after this view): not found either; a mount's source
-   * is fusebox's to choose (a run's private /tmp is marked) */
-  if (!ci->decision.is_mount_point && view_state_marked (parent, name, owned, st))
+   * is fusebox's to choose (a run's private /tmp is marked); one that is
+   * not served is not asked (its mark is an extended attribute) */
+  if (fs != HOST_FS_UNSERVED && !ci->decision.is_mount_point && view_state_marked (parent, name, owned, st))
     return -ENOENT;
-  if (dev_is_blank (view, st->st_dev) ||
-      (S_ISDIR (st->st_mode) && parent != NULL && parent->dev != st->st_dev && dev_is_fusebox_view (st->st_dev)))
+  /* The view's own mount, /proc, /sys and /dev (dev_is_blank); another
+   * user's FUSE filesystem, another fusebox view (HOST_FS_UNSERVED,
+   * fs-view-host.c): a view through a view adds nothing, and two that
+   * reach each other's mount point would serve each other, a worker of
+   * each per level, until neither could end. */
+  if (dev_is_blank (view, st->st_dev) || fs == HOST_FS_UNSERVED)
     node = node_new (view, NODE_BLANK, -1, NULL, &ci->decision, name);
   else if (!S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))
     {
@@ -105,6 +80,7 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
       node->evictable =
         S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent);
     }
+  node->asks = fs == HOST_FS_ASKS;
   node = table_insert (view, parent, node);
   if (node->evictable)
     node_fd_cached (node);
@@ -132,10 +108,11 @@ node_from_host_fd (FbView *view, FbViewNode *parent, const char *name, const Chi
 {
   _fb_cleanup_fd_ int owned = fd;
   struct stat st;
+  int fs = host_stat_fd (parent, owned, &st);
 
-  if (fstat (owned, &st) < 0)
-    return -errno;
-  return node_from_host (view, parent, name, ci, fb_steal_fd (&owned), &st, ret_node, ret_st);
+  if (fs < 0)
+    return fs;
+  return node_from_host (view, parent, name, ci, fb_steal_fd (&owned), &st, fs, ret_node, ret_st);
 }
 
 /* The node at (PARENT, NAME) when it still shows the host object there:
@@ -153,7 +130,7 @@ reuse_known_node (FbView *view, FbViewNode *parent, int parent_fd, const char *n
   g_mutex_unlock (&view->lock);
   if (node == NULL)
     return NULL;
-  if (node->kind == NODE_HOST && fstatat (parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == node->ino &&
+  if (node->kind == NODE_HOST && host_statat (parent, parent_fd, name, &st) >= 0 && st.st_ino == node->ino &&
       st.st_dev == node->dev && (st.st_mode & S_IFMT) == node->type)
     {
       if (ret_st != NULL)
@@ -231,7 +208,9 @@ lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char
           if (fd >= 0)
             {
               struct stat st;
-              if (fstat (fd, &st) < 0 || (!S_ISDIR (st.st_mode) && !mount_is_identity (ci->decision.mount)))
+              int fs = host_stat_fd (parent, fd, &st);
+              if (fs < 0 || fs == HOST_FS_UNSERVED ||
+                  (!S_ISDIR (st.st_mode) && !mount_is_identity (ci->decision.mount)))
                 {
                   close (fd);
                   fd = -1;
@@ -265,10 +244,11 @@ lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char
       if (type_hint != DT_DIR)
         {
           struct stat st;
-          if (fstatat (pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return -errno;
-          if (!S_ISDIR (st.st_mode))
-            return node_from_host (view, parent, name, ci, -1, &st, ret_node, ret_st);
+          int fs = host_statat (parent, pfd, name, &st);
+          if (fs < 0)
+            return fs;
+          if (!S_ISDIR (st.st_mode) || fs == HOST_FS_UNSERVED)
+            return node_from_host (view, parent, name, ci, -1, &st, fs, ret_node, ret_st);
         }
       fd = host_open_child (pfd, name);
       if (fd < 0)
@@ -371,7 +351,7 @@ fb_view_get_root (FbView *view)
   FbViewNode *node;
   FbPolicyDecision d;
   struct stat st;
-  int fd;
+  int fd, fs;
 
   g_mutex_lock (&view->lock);
   node = table_find_locked (view, NULL, "");
@@ -385,8 +365,13 @@ fb_view_get_root (FbView *view)
 
   fb_policy_decide (view->policy, "/", &d);
   fd = mount_fd_dup (view, d.mount);
-  if (fd >= 0 && fstat (fd, &st) == 0)
-    node = node_new (view, NODE_HOST, fd, &st, &d, "");
+  fs = fd >= 0 ? host_stat_fd (NULL, fd, &st) : -EBADF;
+  if (fs >= 0)
+    {
+      /* the policy's own choice: served whatever its filesystem */
+      node = node_new (view, NODE_HOST, fd, &st, &d, "");
+      node->asks = fs != HOST_FS_LOCAL;
+    }
   else
     {
       if (fd >= 0)

@@ -276,7 +276,7 @@ remove_name (FbView *view, const FbViewCaller *caller, FbViewNode *parent, const
     _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
     int pfd = node_fd_get (parent, &hold);
     struct stat gone;
-    bool known = pfd >= 0 && fstatat (pfd, name, &gone, AT_SYMLINK_NOFOLLOW) == 0;
+    bool known = pfd >= 0 && host_statat (parent, pfd, name, &gone) >= 0;
     /* A directory below which other rules decide is not removed, as it is
      * not renamed (EACCES), whatever it holds: the host's answer depends
      * on the names those rules hide (ENOTEMPTY for one that holds only a
@@ -430,12 +430,13 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
   r = view_fold_admit (view, caller, parent, name, FB_OP_RENAME, FB_ACCESS_WRITE, ci.path, nci.path);
   if (r < 0)
     return r;
-  if (fstatat (pfd, name, &sst, AT_SYMLINK_NOFOLLOW) < 0)
-    return -errno;
+  r = host_statat (parent, pfd, name, &sst);
+  if (r < 0)
+    return r;
   r = view_fold_check_target (view, caller, newparent, newname, &sst, ci.path, nci.path);
   if (r < 0)
     return r;
-  dst_exists = fstatat (npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
+  dst_exists = host_statat (newparent, npfd, newname, &dst) >= 0;
   /* Moving a directory from or to a place below which other rules decide
    * would carry the paths below it out of their rules' reach (a denied file
    * would come out readable under the new name) or into another's:

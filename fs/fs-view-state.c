@@ -337,7 +337,7 @@ view_state_decide (FbView *view, FbViewNode *parent, const NodeState *pst, const
   if (!state_log_named (view, parent->dev, parent->ino, name))
     {
       fd = node_fd_get (parent, &hold);
-      if (fd < 0 || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !view_state_hides (view, &st))
+      if (fd < 0 || host_statat (parent, fd, name, &st) < 0 || !view_state_hides (view, &st))
         return;
     }
   decision->access = FB_POLICY_ACCESS_HIDE;

@@ -723,26 +723,6 @@ RFX_CASE (test_mount_stop_ignores_a_copied_tag)
   rfx_result_clear (&r);
 }
 
-/* Abort the FUSE connection of the mount whose device is DEV (fusectl
- * mounted for it if need be): what a failed walk through a view that waits
- * on itself, or on another, leaves, so that nothing stays hung. */
-static void
-abort_connection (dev_t dev)
-{
-  g_autofree char *abort_path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (dev));
-  bool mounted_ctl = !g_file_test (abort_path, G_FILE_TEST_EXISTS) &&
-                     mount ("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0;
-  int ctl = open (abort_path, O_WRONLY | O_CLOEXEC);
-
-  if (ctl >= 0)
-    {
-      (void)!write (ctl, "1", 1);
-      close (ctl);
-    }
-  if (mounted_ctl)
-    umount2 ("/sys/fs/fuse/connections", 0);
-}
-
 /* The view hides its own mount point by the path it was made at.  A
  * sandbox renames the parent (`mv a b`), and a host process walks into the
  * mount through the new name, again and again (WS/b/mnt/WS/b/mnt/...):
@@ -787,7 +767,7 @@ RFX_CASE (test_mount_not_served_through_itself)
   if (waitpid (walker, &status, WNOHANG) == 0)
     {
       /* a daemon whose workers wait on themselves */
-      abort_connection (view_st.st_dev);
+      test_fuse_abort (view_st.st_dev);
       umount2 (b_mnt, MNT_DETACH);
       kill (pid, SIGKILL);
       kill (walker, SIGKILL);
@@ -847,8 +827,8 @@ RFX_CASE (test_mount_not_served_through_another_view)
     g_usleep (50 * 1000);
   if (waitpid (walker, &status, WNOHANG) == 0)
     {
-      abort_connection (a_st.st_dev);
-      abort_connection (b_st.st_dev);
+      test_fuse_abort (a_st.st_dev);
+      test_fuse_abort (b_st.st_dev);
       umount2 (a_mnt, MNT_DETACH);
       umount2 (b_mnt, MNT_DETACH);
       kill (pid_a, SIGKILL);

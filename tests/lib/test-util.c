@@ -4,7 +4,9 @@
 #include <grp.h>
 #include <linux/fs.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
@@ -642,6 +644,23 @@ test_is_mounted (const char *path)
   if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
     return false;
   return strstr (text, needle) != NULL;
+}
+
+void
+test_fuse_abort (dev_t dev)
+{
+  g_autofree char *abort_path = g_strdup_printf ("/sys/fs/fuse/connections/%u/abort", minor (dev));
+  bool mounted_ctl = !g_file_test (abort_path, G_FILE_TEST_EXISTS) &&
+                     mount ("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0;
+  int ctl = open (abort_path, O_WRONLY | O_CLOEXEC);
+
+  if (ctl >= 0)
+    {
+      (void)!write (ctl, "1", 1);
+      close (ctl);
+    }
+  if (mounted_ctl)
+    umount2 ("/sys/fs/fuse/connections", 0);
 }
 
 char *

@@ -207,6 +207,11 @@ bool test_pid_alive (pid_t pid);
 /* Is something mounted at PATH (in this mount namespace)? */
 bool test_is_mounted (const char *path);
 
+/* Abort the FUSE connection of the mount whose device is DEV, through
+ * fusectl (mounted for it if need be): what a test leaves of a FUSE
+ * server that waits, or is never answered, so that nothing stays hung. */
+void test_fuse_abort (dev_t dev);
+
 /* A thread that exchanges A and B (renameat2 RENAME_EXCHANGE) in a loop,
  * as a sandbox racing a check would, until test_exchanger_stop. */
 typedef struct TestExchanger TestExchanger;

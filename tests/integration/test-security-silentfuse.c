@@ -1,0 +1,260 @@
+/* Adversarial tests: another user's FUSE filesystem whose server never
+ * answers, mounted where a view reaches it.
+ *
+ * A view serves the host's tree, mounts included.  Another user who may
+ * mount FUSE with allow_other (uid 1000 here) mounts a filesystem whose
+ * server never answers (here a connection nobody reads): anything that
+ * asks it (a stat not answered from the kernel's cache, a statfs, an
+ * extended attribute, an open) waits for good.  A daemon's worker that
+ * asked it held the lookups behind it, the whole view was seen to stop,
+ * and the daemon could not end until the other server let go.
+ *
+ * Such a mount must be blank inside the view (an empty directory, as the
+ * view's own mount), found from mountinfo without asking it anything; its
+ * parent is listed and served as before; a rename whose tree holds it is
+ * refused as between filesystems (EXDEV) rather than measured; and the
+ * daemon ends as usual while it is still there.  Each step runs in a child
+ * with a bound of 10 s, and a test that fails aborts both connections
+ * (fusectl): nothing stays hung.
+ *
+ * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
+#include "tests/lib/test-mount.h"
+
+#include <dirent.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+static const char policy_text[] = "{ \"version\": 1,\n"
+                                  "  \"rules\": [\n"
+                                  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+                                  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"the workspace\" } ] }\n";
+
+/* The silent mount of the running test, taken off by the teardown whatever
+ * failed (a tree holding it could not be removed: rm would wait on it). */
+static struct
+{
+  char *path;
+  int fd;
+  dev_t dev;
+  dev_t view_dev;
+} silent = { NULL, -1, 0, 0 };
+
+static void
+silent_take_off (void)
+{
+  if (silent.path == NULL)
+    return;
+  test_fuse_abort (silent.dev);
+  if (silent.view_dev != 0)
+    test_fuse_abort (silent.view_dev);
+  if (umount2 (silent.path, MNT_DETACH) < 0)
+    print_error ("could not take off the silent mount at %s: %s\n", silent.path, g_strerror (errno));
+  close (silent.fd);
+  g_clear_pointer (&silent.path, g_free);
+  silent.fd = -1;
+}
+
+/* Another user's FUSE filesystem (uid 1000, allow_other) at PATH, whose
+ * server never answers: /dev/fuse stays open, and no one reads it. */
+static void
+silent_mount (MFx *fx, const char *path)
+{
+  g_autofree char *opts = NULL;
+  struct statx stx;
+  struct stat st;
+
+  assert_int_equal (stat (fx->mnt, &st), 0);
+  silent.view_dev = st.st_dev;
+  silent.fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
+  assert_true (silent.fd >= 0);
+  opts = g_strdup_printf ("fd=%d,rootmode=40000,user_id=1000,group_id=1000,allow_other", silent.fd);
+  if (mount ("silent", path, "fuse", MS_NOSUID | MS_NODEV, opts) < 0)
+    fail_msg ("mount a FUSE filesystem at %s: %s", path, g_strerror (errno));
+  silent.path = g_strdup (path);
+  /* from what the kernel holds: a stat that asks would wait */
+  assert_int_equal (statx (AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &stx), 0);
+  silent.dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+}
+
+static bool
+ended_within (pid_t pid, int *status, int ms)
+{
+  for (int waited = 0; waited < ms; waited += 20)
+    {
+      if (waitpid (pid, status, WNOHANG) == pid)
+        return true;
+      g_usleep (20 * 1000);
+    }
+  return waitpid (pid, status, WNOHANG) == pid;
+}
+
+/* FN (ARG) in a child: its exit status, or -1 when it has not ended within
+ * MS.  It is then killed; a child whose request a daemon already took
+ * waits for the answer even killed, so when it lingers both connections
+ * are aborted before it is reaped. */
+static int
+bounded (int (*fn) (const char *arg), const char *arg, int ms)
+{
+  pid_t pid = fork ();
+  int status = 0;
+
+  assert_true (pid >= 0);
+  if (pid == 0)
+    _exit (fn (arg));
+  if (ended_within (pid, &status, ms))
+    return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  kill (pid, SIGKILL);
+  if (!ended_within (pid, &status, 1000))
+    {
+      test_fuse_abort (silent.dev);
+      test_fuse_abort (silent.view_dev);
+      waitpid (pid, &status, 0);
+    }
+  return -1;
+}
+
+static int
+host_stat (const char *path)
+{
+  struct stat st;
+  return stat (path, &st) == 0 ? 0 : 1;
+}
+
+/* Through the view (ARG: the workspace in it): the silent mount is an
+ * empty directory, nothing is found below it, and the workspace around it
+ * is listed and read. */
+static int
+view_walk (const char *ws)
+{
+  g_autofree char *m_silent = g_build_filename (ws, "silent", NULL);
+  g_autofree char *m_below = g_build_filename (ws, "silent", "x", NULL);
+  g_autofree char *m_beside = g_build_filename (ws, "beside", NULL);
+  g_autofree char *text = NULL;
+  struct stat st;
+  struct dirent *d;
+  bool saw_silent = false, saw_beside = false;
+  int entries = 0;
+  DIR *dir;
+
+  if (stat (m_silent, &st) < 0 || !S_ISDIR (st.st_mode))
+    return 2;
+  dir = opendir (m_silent);
+  if (dir == NULL)
+    return 3;
+  while ((d = readdir (dir)) != NULL)
+    entries += strcmp (d->d_name, ".") != 0 && strcmp (d->d_name, "..") != 0;
+  closedir (dir);
+  if (entries != 0)
+    return 3;
+  if (stat (m_below, &st) == 0 || errno != ENOENT)
+    return 4;
+  /* ls -l of the workspace: each name listed, then stat'ed */
+  dir = opendir (ws);
+  if (dir == NULL)
+    return 5;
+  while ((d = readdir (dir)) != NULL)
+    {
+      if (fstatat (dirfd (dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 5;
+      saw_silent |= strcmp (d->d_name, "silent") == 0;
+      saw_beside |= strcmp (d->d_name, "beside") == 0;
+    }
+  closedir (dir);
+  if (!saw_silent || !saw_beside)
+    return 5;
+  if (!g_file_get_contents (m_beside, &text, NULL, NULL) || strcmp (text, "served\n") != 0)
+    return 6;
+  return 0;
+}
+
+/* The host's own stat of the silent mount waits: the threat is real here
+ * (a check that can fail). */
+static void
+assert_silent (MFx *fx)
+{
+  if (bounded (host_stat, silent.path, 300) != -1)
+    fail_msg ("the FUSE mount at %s answered a stat: the test would prove nothing", silent.path);
+  (void)fx;
+}
+
+MFX_CASE (test_silent_fuse_shown_blank)
+{
+  g_autofree char *m_ws = NULL;
+  int r;
+
+  mfx_write (fx, "/ws/beside", "served\n");
+  mfx_mkdir (fx, "/ws/silent");
+  mfx_mount (fx, policy_text, NULL);
+  silent_mount (fx, mfx_on_host (fx, "/ws/silent"));
+  assert_silent (fx);
+  m_ws = mfx_m (fx, "/ws");
+
+  r = bounded (view_walk, m_ws, 10000);
+  if (r == -1)
+    fail_msg ("a walk of %s through the view still waits after 10 s: the view asked the silent mount", m_ws);
+  if (r != 0)
+    fail_msg ("the walk of %s through the view failed at step %d (2: stat, 3: an empty listing, 4: nothing below, "
+              "5: the workspace listed, 6: a file beside it read)",
+              m_ws, r);
+  /* asked twice: the kernel asks the daemon again (a revalidation) */
+  assert_int_equal (bounded (view_walk, m_ws, 10000), 0);
+
+  /* the daemon ends while the silent mount is still there */
+  mfx_unmount (fx);
+  assert_true (test_is_mounted (silent.path));
+  silent_take_off ();
+}
+
+static int
+view_rename (const char *ws)
+{
+  g_autofree char *from = g_build_filename (ws, "tree", NULL);
+  g_autofree char *to = g_build_filename (ws, "tree-moved-to-a-longer-name", NULL);
+
+  if (rename (from, to) == 0)
+    return 2;
+  return errno == EXDEV ? 0 : 10 + errno;
+}
+
+/* A directory that moves to a longer path is measured first (how deep its
+ * tree goes); a tree that holds another filesystem is not measured there
+ * (nothing is asked of it): the rename is refused as between filesystems. */
+MFX_CASE (test_silent_fuse_in_a_moved_tree)
+{
+  g_autofree char *m_ws = NULL;
+  g_autofree char *h_tree = NULL;
+  int r;
+
+  mfx_mkdir (fx, "/ws/tree/sub/silent");
+  mfx_write (fx, "/ws/tree/sub/file", "kept\n");
+  mfx_mount (fx, policy_text, NULL);
+  silent_mount (fx, mfx_on_host (fx, "/ws/tree/sub/silent"));
+  assert_silent (fx);
+  m_ws = mfx_m (fx, "/ws");
+  h_tree = mfx_h (fx, "/ws/tree/sub/file");
+
+  r = bounded (view_rename, m_ws, 10000);
+  if (r == -1)
+    fail_msg ("a rename of %s/tree through the view still waits after 10 s: the view asked the silent mount", m_ws);
+  if (r == 2)
+    fail_msg ("%s/tree, holding another user's mount, was renamed", m_ws);
+  if (r != 0)
+    fail_msg ("the rename of %s/tree failed other than with EXDEV: %s", m_ws, g_strerror (r - 10));
+  assert_true (g_file_test (h_tree, G_FILE_TEST_IS_REGULAR));
+
+  mfx_unmount (fx);
+  silent_take_off ();
+}
+
+static int
+silent_teardown (void **state)
+{
+  silent_take_off ();
+  return mfx_teardown (state);
+}
+
+#define SILENT_TEST(f) cmocka_unit_test_setup_teardown (f, mfx_setup, silent_teardown)
+
+MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree))
