@@ -90,10 +90,11 @@ static const char *const local_fs_types[] = {
  * mountinfo, never from the filesystem: a FUSE filesystem whose server
  * does not answer holds whoever asks it anything (a statfs, a stat that is
  * not from its cache, an open), and a worker that waits on another user's
- * server holds the lookups behind it and the view's end.  So other users'
- * FUSE filesystems (FUSE's owner record, user_id=, is not ours) and
- * fusebox views (the daemon's own stays blank by device: fs-view-lookup.c)
- * are never served.  -EIO when mountinfo can't be read: not a blank that
+ * server holds the lookups behind it and the view's end.  So the FUSE
+ * filesystems of users other than the daemon's and root (FUSE's owner
+ * record, user_id=, written by the kernel or fusermount3, not chosen by
+ * the mounter) and fusebox views (the daemon's own stays blank by device:
+ * fs-view-lookup.c) are never served.  -EIO when mountinfo can't be read: not a blank that
  * would stay. */
 static int
 host_fs_of_mount (guint64 mnt_id, dev_t dev)
@@ -130,7 +131,12 @@ host_fs_of_mount (guint64 mnt_id, dev_t dev)
         {
           g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
           g_auto (GStrv) opts = g_strsplit (tail[2], ",", -1);
-          return g_strv_contains ((const char *const *)opts, own) ? HOST_FS_ASKS : HOST_FS_UNSERVED;
+          /* the daemon's user's, or root's (the system's: an NTFS disk, a
+           * container's /proc, snaps), as any of that user's processes
+           * would be held by them */
+          bool trusted = g_strv_contains ((const char *const *)opts, own) ||
+                         g_strv_contains ((const char *const *)opts, "user_id=0");
+          return trusted ? HOST_FS_ASKS : HOST_FS_UNSERVED;
         }
       for (n = 0; n < G_N_ELEMENTS (local_fs_types); n++)
         if (strcmp (tail[0], local_fs_types[n]) == 0)
