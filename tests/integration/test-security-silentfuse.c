@@ -17,10 +17,17 @@
  * with a bound of 10 s, and a test that fails aborts both connections
  * (fusectl): nothing stays hung.
  *
+ * What the view does serve it still shows as it is: a FUSE filesystem of
+ * the daemon's own user (a server in this test, whose file changes size
+ * and whose attributes may be cached for no time) is asked again, so the
+ * view never shows the first stat's cached attributes in place of the new.
+ *
  * Needs root and /dev/fuse (exit 77 without, unless FUSEBOX_TESTS_MUST_RUN=1). */
 #include "tests/lib/test-mount.h"
 
 #include <dirent.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -248,13 +255,177 @@ MFX_CASE (test_silent_fuse_in_a_moved_tree)
   silent_take_off ();
 }
 
+/* --- a FUSE filesystem of the daemon's own user ---------------------------- */
+
+/* One file, "f", of own_size bytes; its attributes may be cached for no
+ * time, its name for an hour (a lookup of the name does not refresh them:
+ * only a stat that asks does). */
+static gint own_size = 5;
+
+static void
+own_attr (fuse_ino_t ino, struct stat *st)
+{
+  memset (st, 0, sizeof *st);
+  st->st_ino = ino;
+  st->st_mode = ino == FUSE_ROOT_ID ? S_IFDIR | 0755 : S_IFREG | 0644;
+  st->st_nlink = ino == FUSE_ROOT_ID ? 2 : 1;
+  st->st_size = ino == FUSE_ROOT_ID ? 0 : g_atomic_int_get (&own_size);
+}
+
+static void
+own_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+  struct fuse_entry_param e = { 0 };
+
+  if (parent != FUSE_ROOT_ID || strcmp (name, "f") != 0)
+    {
+      fuse_reply_err (req, ENOENT);
+      return;
+    }
+  e.ino = 2;
+  e.entry_timeout = 3600;
+  e.attr_timeout = 0;
+  own_attr (e.ino, &e.attr);
+  fuse_reply_entry (req, &e);
+}
+
+static void
+own_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+  struct stat st;
+
+  (void)fi;
+  if (ino != FUSE_ROOT_ID && ino != 2)
+    {
+      fuse_reply_err (req, ENOENT);
+      return;
+    }
+  own_attr (ino, &st);
+  fuse_reply_attr (req, &st, 0);
+}
+
+/* the listing: ".", ".." and "f" (a FUSE filesystem may fold names, so the
+ * view checks that a name it resolves is listed) */
+static void
+own_readdir (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+  static const char *const names[] = { ".", "..", "f" };
+  char buf[512];
+  size_t used = 0;
+
+  (void)fi;
+  if (ino != FUSE_ROOT_ID)
+    {
+      fuse_reply_err (req, ENOTDIR);
+      return;
+    }
+  for (off_t i = off; i < (off_t)G_N_ELEMENTS (names); i++)
+    {
+      struct stat st;
+      size_t n;
+      own_attr (i == 2 ? 2 : FUSE_ROOT_ID, &st);
+      n = fuse_add_direntry (req, buf + used, MIN (size, sizeof buf) - used, names[i], &st, i + 1);
+      if (used + n > MIN (size, sizeof buf))
+        break;
+      used += n;
+    }
+  fuse_reply_buf (req, buf, used);
+}
+
+static const struct fuse_lowlevel_ops own_ops = { .lookup = own_lookup,
+                                                  .getattr = own_getattr,
+                                                  .readdir = own_readdir };
+
+static void *
+own_loop (void *se)
+{
+  fuse_session_loop (se);
+  return NULL;
+}
+
+/* The server of the running test, stopped by the teardown whatever failed. */
+static struct
+{
+  struct fuse_session *se;
+  pthread_t loop;
+  dev_t dev;
+} own = { NULL, 0, 0 };
+
+static void
+own_start (const char *path)
+{
+  char *args_v[] = { (char *)"fusebox-test-own", NULL };
+  struct fuse_args args = FUSE_ARGS_INIT (1, args_v);
+  struct statx stx;
+
+  own.se = fuse_session_new (&args, &own_ops, sizeof own_ops, NULL);
+  fuse_opt_free_args (&args);
+  assert_non_null (own.se);
+  assert_int_equal (fuse_session_mount (own.se, path), 0);
+  assert_int_equal (statx (AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &stx), 0);
+  own.dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  assert_int_equal (pthread_create (&own.loop, NULL, own_loop, own.se), 0);
+}
+
+/* The loop waits in read() until the connection ends: the view's daemon,
+ * if still there, holds the filesystem past its unmount, so the connection
+ * is aborted. */
+static void
+own_stop (void)
+{
+  if (own.se == NULL)
+    return;
+  fuse_session_exit (own.se);
+  fuse_session_unmount (own.se);
+  test_fuse_abort (own.dev);
+  pthread_join (own.loop, NULL);
+  fuse_session_destroy (own.se);
+  own.se = NULL;
+}
+
+static int
+view_size (const char *path)
+{
+  struct stat st;
+  /* the size (below 100), or 100 + the error */
+  return stat (path, &st) == 0 ? (int)MIN (st.st_size, 99) : 100 + errno;
+}
+
+MFX_CASE (test_own_fuse_attributes_fresh)
+{
+  g_autofree char *m_file = NULL;
+  int before, after;
+
+  mfx_mkdir (fx, "/ws/own");
+  /* every stat through the view reaches the daemon */
+  mfx_mount (fx, policy_text, "--cache-timeout", "0", NULL);
+  own_start (mfx_on_host (fx, "/ws/own"));
+  m_file = mfx_m (fx, "/ws/own/f");
+
+  g_atomic_int_set (&own_size, 5);
+  before = bounded (view_size, m_file, 10000);
+  g_atomic_int_set (&own_size, 10);
+  after = bounded (view_size, m_file, 10000);
+
+  if (before >= 100 || after >= 100)
+    fail_msg ("stat of %s through the view: %s", m_file, g_strerror (MAX (before, after) - 100));
+  assert_int_equal (before, 5);
+  if (after == 5)
+    fail_msg ("the view showed %s at the size its filesystem had cached (5), not the new one (10)", m_file);
+  assert_int_equal (after, 10);
+  mfx_unmount (fx);
+  own_stop ();
+}
+
 static int
 silent_teardown (void **state)
 {
   silent_take_off ();
+  own_stop ();
   return mfx_teardown (state);
 }
 
 #define SILENT_TEST(f) cmocka_unit_test_setup_teardown (f, mfx_setup, silent_teardown)
 
-MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree))
+MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
+                 SILENT_TEST (test_own_fuse_attributes_fresh))
