@@ -516,7 +516,7 @@ typedef enum
 {
   HOST_FS_LOCAL,    /* nothing: one stat */
   HOST_FS_ASKS,     /* may answer from a cache (NFS, SMB, one's own FUSE): stat'ed again */
-  HOST_FS_UNSERVED, /* another user's FUSE filesystem, a fusebox view: never asked anything, blank */
+  HOST_FS_UNSERVED, /* FUSE of a user not the daemon's nor root, a fusebox view: never asked, blank */
 } HostFs;
 /* The attributes of NAME below DIR_FD, DIR's descriptor (DIR NULL, or any
  * node: only a host directory's device and kind are used), asking no

@@ -94,8 +94,8 @@ static const char *const local_fs_types[] = {
  * filesystems of users other than the daemon's and root (FUSE's owner
  * record, user_id=, written by the kernel or fusermount3, not chosen by
  * the mounter) and fusebox views (the daemon's own stays blank by device:
- * fs-view-lookup.c) are never served.  -EIO when mountinfo can't be read: not a blank that
- * would stay. */
+ * fs-view-lookup.c) are never served.  -EIO when mountinfo can't be read:
+ * not a blank that would stay. */
 static int
 host_fs_of_mount (guint64 mnt_id, dev_t dev)
 {

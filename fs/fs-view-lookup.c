@@ -55,11 +55,12 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
    * not served is not asked (its mark is an extended attribute) */
   if (fs != HOST_FS_UNSERVED && !ci->decision.is_mount_point && view_state_marked (parent, name, owned, st))
     return -ENOENT;
-  /* The view's own mount, /proc, /sys and /dev (dev_is_blank); another
-   * user's FUSE filesystem, another fusebox view (HOST_FS_UNSERVED,
-   * fs-view-host.c): a view through a view adds nothing, and two that
-   * reach each other's mount point would serve each other, a worker of
-   * each per level, until neither could end. */
+  /* The view's own mount, /proc, /sys and /dev (dev_is_blank); the FUSE
+   * filesystem of a user other than the daemon's and root, another fusebox
+   * view (HOST_FS_UNSERVED, fs-view-host.c): a server that stops answering
+   * would hold the worker that asked it; a view through a view adds
+   * nothing, and two that reach each other's mount point would serve each
+   * other, a worker of each per level, until neither could end. */
   if (dev_is_blank (view, st->st_dev) || fs == HOST_FS_UNSERVED)
     node = node_new (view, NODE_BLANK, -1, NULL, &ci->decision, name);
   else if (!S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent))
