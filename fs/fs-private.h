@@ -518,6 +518,10 @@ typedef enum
   HOST_FS_ASKS,     /* may answer from a cache (NFS, SMB, one's own FUSE): stat'ed again */
   HOST_FS_UNSERVED, /* FUSE of a user not the daemon's nor root, a fusebox view: never asked, blank */
 } HostFs;
+/* What the mount MNT_ID (statx's STATX_MNT_ID; 0: the mount of device DEV)
+ * asks of a stat, from the mount table as it is now: a HostFs, or -EIO
+ * when the table can't be read or has no such mount. */
+int host_fs_of_mount (guint64 mnt_id, dev_t dev);
 /* The attributes of NAME below DIR_FD, DIR's descriptor (DIR NULL, or any
  * node: only a host directory's device and kind are used), asking no
  * filesystem that is not served: a HostFs, or -errno.  host_stat_fd: FD's

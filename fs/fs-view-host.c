@@ -10,7 +10,10 @@
  */
 #include "fs/fs-private.h"
 
+#include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
@@ -85,6 +88,125 @@ static const char *const local_fs_types[] = {
   "sysfs",   "tmpfs",    "tracefs",     "udf",       "vfat",    "xfs",    "zfs",
 };
 
+/* What one mountinfo line's mount asks of a stat: a HostFs, and its mount
+ * id and device. */
+static int
+mount_kind_of_line (char *line, guint64 *ret_id, dev_t *ret_dev)
+{
+  g_auto (GStrv) head = NULL, tail = NULL;
+  guint maj, min, n;
+  char *sep = strstr (line, " - ");
+
+  if (sep == NULL)
+    return -EINVAL;
+  *sep = '\0';
+  head = g_strsplit (line, " ", 4);
+  tail = g_strsplit (sep + 3, " ", 3);
+  if (g_strv_length (head) < 3 || g_strv_length (tail) < 3 || sscanf (head[2], "%u:%u", &maj, &min) != 2)
+    return -EINVAL;
+  *ret_id = g_ascii_strtoull (head[0], NULL, 10);
+  *ret_dev = makedev (maj, min);
+  if (strcmp (tail[0], "fuse.fusebox") == 0)
+    return HOST_FS_UNSERVED;
+  if (strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 || g_str_has_prefix (tail[0], "fuse.") ||
+      g_str_has_prefix (tail[0], "fuseblk."))
+    {
+      g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
+      g_auto (GStrv) opts = g_strsplit (tail[2], ",", -1);
+      /* the daemon's user's, or root's (the system's: an NTFS disk, a
+       * container's /proc, snaps), as any of that user's processes would
+       * be held by them */
+      bool trusted =
+        g_strv_contains ((const char *const *)opts, own) || g_strv_contains ((const char *const *)opts, "user_id=0");
+      return trusted ? HOST_FS_ASKS : HOST_FS_UNSERVED;
+    }
+  for (n = 0; n < G_N_ELEMENTS (local_fs_types); n++)
+    if (strcmp (tail[0], local_fs_types[n]) == 0)
+      return HOST_FS_LOCAL;
+  return HOST_FS_ASKS;
+}
+
+typedef struct
+{
+  guint64 id;
+  dev_t dev;
+  int fs;
+} MountKind;
+
+/* The mount table as last read: mountinfo is read again only when poll
+ * says the table changed since (POLLPRI), so a crossing costs a search,
+ * not a read of the whole table however many mounts the host has; and a
+ * mount id (or device) the kernel gave again to a new mount is never
+ * taken for the one it was. */
+static struct
+{
+  GMutex lock;
+  int fd;
+  GArray *kinds;
+} mounts = { .fd = -1 };
+
+static bool
+mounts_read (void)
+{
+  g_autoptr (GString) text = g_string_sized_new (64 * 1024);
+  g_autoptr (GArray) kinds = g_array_new (FALSE, FALSE, sizeof (MountKind));
+  char *line, *next;
+  ssize_t n;
+
+  if (lseek (mounts.fd, 0, SEEK_SET) < 0)
+    return false;
+  for (;;)
+    {
+      gsize have = text->len;
+
+      g_string_set_size (text, have + 64 * 1024);
+      n = read (mounts.fd, text->str + have, 64 * 1024);
+      if (n < 0 && errno == EINTR)
+        n = 0;
+      if (n < 0)
+        return false;
+      g_string_set_size (text, have + (gsize)n);
+      if (n == 0)
+        break;
+    }
+  for (line = text->str; line != NULL && *line != '\0'; line = next)
+    {
+      MountKind k;
+
+      next = strchr (line, '\n');
+      if (next != NULL)
+        *next++ = '\0';
+      k.fs = mount_kind_of_line (line, &k.id, &k.dev);
+      if (k.fs >= 0)
+        g_array_append_val (kinds, k);
+    }
+  g_clear_pointer (&mounts.kinds, g_array_unref);
+  mounts.kinds = g_steal_pointer (&kinds);
+  return true;
+}
+
+/* With mounts.lock held: the table as it is now, or as it was at the last
+ * change before now. */
+static bool
+mounts_current (void)
+{
+  struct pollfd p = { .events = POLLPRI };
+
+  if (mounts.fd < 0)
+    {
+      mounts.fd = open ("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+      if (mounts.fd < 0)
+        return false;
+      g_clear_pointer (&mounts.kinds, g_array_unref);
+    }
+  p.fd = mounts.fd;
+  /* poll first, then read: a change made during the read is told by the
+   * next poll */
+  if (poll (&p, 1, 0) < 0 || (p.revents & (POLLERR | POLLPRI)) != 0)
+    g_clear_pointer (&mounts.kinds, g_array_unref);
+  return mounts.kinds != NULL || mounts_read ();
+}
+
 /* What the filesystem of the mount MNT_ID (statx's, as mountinfo numbers
  * it; by DEV when the kernel gives none) asks of a stat.  Read from
  * mountinfo, never from the filesystem: a FUSE filesystem whose server
@@ -94,57 +216,30 @@ static const char *const local_fs_types[] = {
  * filesystems of users other than the daemon's and root (FUSE's owner
  * record, user_id=, written by the kernel or fusermount3, not chosen by
  * the mounter) and fusebox views (the daemon's own stays blank by device:
- * fs-view-lookup.c) are never served.  -EIO when mountinfo can't be read:
- * not a blank that would stay. */
-static int
+ * fs-view-lookup.c) are never served.  The caller stat'ed the object
+ * first: the table read at or after that stat holds its mount.  -EIO when
+ * mountinfo can't be read, or holds no such mount (taken off since, or
+ * taken off before, and held open): not asked, and not a blank that would
+ * stay. */
+int
 host_fs_of_mount (guint64 mnt_id, dev_t dev)
 {
-  g_autofree char *text = NULL;
-  g_autofree char *want_dev = g_strdup_printf ("%u:%u", major (dev), minor (dev));
-  char *line, *next;
+  int fs = -EIO;
 
-  if (!g_file_get_contents ("/proc/self/mountinfo", &text, NULL, NULL))
-    return -EIO;
-  for (line = text; line != NULL && *line != '\0'; line = next)
-    {
-      g_auto (GStrv) head = NULL, tail = NULL;
-      char *sep;
-      guint n;
+  g_mutex_lock (&mounts.lock);
+  if (mounts_current ())
+    for (guint i = 0; i < mounts.kinds->len; i++)
+      {
+        const MountKind *k = &g_array_index (mounts.kinds, MountKind, i);
 
-      next = strchr (line, '\n');
-      if (next != NULL)
-        *next++ = '\0';
-      sep = strstr (line, " - ");
-      if (sep == NULL)
-        continue;
-      *sep = '\0';
-      head = g_strsplit (line, " ", 4);
-      tail = g_strsplit (sep + 3, " ", 3);
-      if (g_strv_length (head) < 3 || g_strv_length (tail) < 3)
-        continue;
-      if (mnt_id != 0 ? g_ascii_strtoull (head[0], NULL, 10) != mnt_id : strcmp (head[2], want_dev) != 0)
-        continue;
-      if (strcmp (tail[0], "fuse.fusebox") == 0)
-        return HOST_FS_UNSERVED;
-      if (strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 || g_str_has_prefix (tail[0], "fuse.") ||
-          g_str_has_prefix (tail[0], "fuseblk."))
-        {
-          g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
-          g_auto (GStrv) opts = g_strsplit (tail[2], ",", -1);
-          /* the daemon's user's, or root's (the system's: an NTFS disk, a
-           * container's /proc, snaps), as any of that user's processes
-           * would be held by them */
-          bool trusted = g_strv_contains ((const char *const *)opts, own) ||
-                         g_strv_contains ((const char *const *)opts, "user_id=0");
-          return trusted ? HOST_FS_ASKS : HOST_FS_UNSERVED;
-        }
-      for (n = 0; n < G_N_ELEMENTS (local_fs_types); n++)
-        if (strcmp (tail[0], local_fs_types[n]) == 0)
-          return HOST_FS_LOCAL;
-      return HOST_FS_ASKS;
-    }
-  /* gone meanwhile (or a device mountinfo does not show): asked again */
-  return HOST_FS_ASKS;
+        if (mnt_id != 0 ? k->id == mnt_id : k->dev == dev)
+          {
+            fs = k->fs;
+            break;
+          }
+      }
+  g_mutex_unlock (&mounts.lock);
+  return fs;
 }
 
 /* The attributes of NAME below DIR_FD (FLAGS: 0, or AT_EMPTY_PATH for
@@ -153,12 +248,16 @@ host_fs_of_mount (guint64 mnt_id, dev_t dev)
  * kernel holds (AT_STATX_DONT_SYNC: a FUSE filesystem is not asked, even
  * one whose server stopped answering); where that is another filesystem
  * than NEAR's, its kind from mountinfo; then, on a filesystem that may
- * answer from a cache, a stat as usual.  Automount points are not
- * triggered, as fstatat() does not. */
+ * answer from a cache, a stat as usual of the object the first one found,
+ * opened and checked to be it without asking (a name is not stat'ed
+ * twice: a mount put over it between the two would be asked).  Automount
+ * points are not triggered, as fstatat() does not. */
 static int
-host_stat_at (FbViewNode *near, int dir_fd, const char *name, int flags, struct stat *ret_st)
+host_stat_once (FbViewNode *near, int dir_fd, const char *name, int flags, struct stat *ret_st)
 {
+  _fb_cleanup_fd_ int fd = -1;
   struct statx stx;
+  struct stat id;
   int fs;
 
   if (statx (dir_fd, name, flags | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
@@ -182,9 +281,28 @@ host_stat_at (FbViewNode *near, int dir_fd, const char *name, int flags, struct 
     fs = near->asks ? HOST_FS_ASKS : HOST_FS_LOCAL;
   else
     fs = host_fs_of_mount ((stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0, ret_st->st_dev);
-  if (fs == HOST_FS_ASKS && fstatat (dir_fd, name, ret_st, flags | AT_SYMLINK_NOFOLLOW) < 0)
-    return -errno;
-  return fs;
+  if (fs != HOST_FS_ASKS)
+    return fs;
+  if (flags & AT_EMPTY_PATH)
+    return fstatat (dir_fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : fs;
+  fd = host_open_child (dir_fd, name);
+  if (fd < 0)
+    return fd;
+  if (host_identity_fd (fd, &id) < 0 || id.st_dev != ret_st->st_dev || id.st_ino != ret_st->st_ino)
+    return -EAGAIN;
+  return fstatat (fd, "", ret_st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : fs;
+}
+
+/* host_stat_once, again while the name changes between its two steps;
+ * ESTALE when it keeps changing. */
+static int
+host_stat_at (FbViewNode *near, int dir_fd, const char *name, int flags, struct stat *ret_st)
+{
+  int r = -EAGAIN;
+
+  for (int tries = 0; tries < 3 && r == -EAGAIN; tries++)
+    r = host_stat_once (near, dir_fd, name, flags, ret_st);
+  return r == -EAGAIN ? -ESTALE : r;
 }
 
 int

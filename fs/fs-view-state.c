@@ -283,6 +283,8 @@ bool
 view_state_marked (FbViewNode *parent, const char *name, int fd, const struct stat *st)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+  _fb_cleanup_fd_ int obj = -1;
+  struct stat id;
   int pfd;
 
   /* a run directory, its private/ and the private sources are 0700 */
@@ -294,7 +296,16 @@ view_state_marked (FbViewNode *parent, const char *name, int fd, const struct st
   if (parent == NULL || !node_is_host_dir (parent))
     return false;
   pfd = node_fd_get (parent, &hold);
-  return pfd >= 0 && fb_state_marked (pfd, name);
+  if (pfd < 0)
+    return false;
+  /* read from the object ST is (its filesystem's kind is known), not by
+   * name: a mount put over the name since would be asked; another object
+   * there since is taken for marked, not found */
+  obj = host_open_child (pfd, name);
+  if (obj < 0)
+    return obj != -ENOENT;
+  return host_identity_fd (obj, &id) < 0 || id.st_dev != st->st_dev || id.st_ino != st->st_ino ||
+         fb_state_marked (obj, NULL);
 }
 
 bool

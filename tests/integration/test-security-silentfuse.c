@@ -66,7 +66,7 @@ silent_take_off (void)
 /* Another user's FUSE filesystem (uid 1000, allow_other) at PATH, whose
  * server never answers: /dev/fuse stays open, and no one reads it. */
 static void
-silent_mount (MFx *fx, const char *path)
+silent_mount_as (MFx *fx, const char *path, const char *rootmode)
 {
   g_autofree char *opts = NULL;
   struct statx stx;
@@ -76,13 +76,19 @@ silent_mount (MFx *fx, const char *path)
   silent.view_dev = st.st_dev;
   silent.fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
   assert_true (silent.fd >= 0);
-  opts = g_strdup_printf ("fd=%d,rootmode=40000,user_id=1000,group_id=1000,allow_other", silent.fd);
+  opts = g_strdup_printf ("fd=%d,rootmode=%s,user_id=1000,group_id=1000,allow_other", silent.fd, rootmode);
   if (mount ("silent", path, "fuse", MS_NOSUID | MS_NODEV, opts) < 0)
     fail_msg ("mount a FUSE filesystem at %s: %s", path, g_strerror (errno));
   silent.path = g_strdup (path);
   /* from what the kernel holds: a stat that asks would wait */
   assert_int_equal (statx (AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &stx), 0);
   silent.dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+}
+
+static void
+silent_mount (MFx *fx, const char *path)
+{
+  silent_mount_as (fx, path, "40000");
 }
 
 static bool
@@ -257,9 +263,9 @@ MFX_CASE (test_silent_fuse_in_a_moved_tree)
 
 /* --- a FUSE filesystem of the daemon's own user ---------------------------- */
 
-/* One file, "f", of own_size bytes; its attributes may be cached for no
- * time, its name for an hour (a lookup of the name does not refresh them:
- * only a stat that asks does). */
+/* One file, "f", of own_size bytes and two links; its attributes may be
+ * cached for no time, its name for an hour (a lookup of the name does not
+ * refresh them: only a stat that asks does). */
 static gint own_size = 5;
 
 static void
@@ -268,7 +274,8 @@ own_attr (fuse_ino_t ino, struct stat *st)
   memset (st, 0, sizeof *st);
   st->st_ino = ino;
   st->st_mode = ino == FUSE_ROOT_ID ? S_IFDIR | 0755 : S_IFREG | 0644;
-  st->st_nlink = ino == FUSE_ROOT_ID ? 2 : 1;
+  /* two links: the view reads the file's fusebox mark (fs-view-state.c) */
+  st->st_nlink = 2;
   st->st_size = ino == FUSE_ROOT_ID ? 0 : g_atomic_int_get (&own_size);
 }
 
@@ -417,9 +424,136 @@ MFX_CASE (test_own_fuse_attributes_fresh)
   own_stop ();
 }
 
+/* --- another user's mount put over a served name, again and again -------- */
+
+/* Silent mounts put over the own filesystem's file and taken off again,
+ * each for a millisecond, until told to stop: their connections stay open
+ * until the end (race_end), so a view that asked one of them waits. */
+static struct
+{
+  char *path;
+  int fds[4000];
+  guint n, mounted;
+  gint stop;
+  bool running;
+  pthread_t thread;
+} race = { .path = NULL };
+
+static void *
+race_loop (void *arg)
+{
+  (void)arg;
+  while (!g_atomic_int_get (&race.stop) && race.n < G_N_ELEMENTS (race.fds))
+    {
+      g_autofree char *opts = NULL;
+      int fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
+
+      if (fd < 0)
+        break;
+      race.fds[race.n++] = fd;
+      opts = g_strdup_printf ("fd=%d,rootmode=100000,user_id=1000,group_id=1000,allow_other", fd);
+      if (mount ("silent", race.path, "fuse", MS_NOSUID | MS_NODEV, opts) == 0)
+        {
+          race.mounted++;
+          g_usleep (1000);
+          umount2 (race.path, MNT_DETACH);
+        }
+      g_usleep (1000);
+    }
+  return NULL;
+}
+
+static void
+race_start (const char *path)
+{
+  race.path = g_strdup (path);
+  race.n = race.mounted = 0;
+  g_atomic_int_set (&race.stop, 0);
+  assert_int_equal (pthread_create (&race.thread, NULL, race_loop, NULL), 0);
+  race.running = true;
+}
+
+static void
+race_stop (void)
+{
+  g_atomic_int_set (&race.stop, 1);
+  if (race.running)
+    pthread_join (race.thread, NULL);
+  race.running = false;
+}
+
+/* Stops the loop; closing the silent connections ends whatever still
+ * waits on one. */
+static void
+race_end (void)
+{
+  if (race.path == NULL)
+    return;
+  race_stop ();
+  while (umount2 (race.path, MNT_DETACH) == 0)
+    ;
+  for (guint i = 0; i < race.n; i++)
+    close (race.fds[i]);
+  race.n = 0;
+  g_clear_pointer (&race.path, g_free);
+}
+
+/* Stats of the file through the view for three seconds: any answer will
+ * do (the file, the blank of a mount, a name gone), not none. */
+static int
+view_stat_loop (const char *path)
+{
+  gint64 end = g_get_monotonic_time () + 3 * G_USEC_PER_SEC;
+  struct stat st;
+  int n = 0;
+
+  while (g_get_monotonic_time () < end)
+    n += stat (path, &st) == 0;
+  return n > 0 ? 0 : 2;
+}
+
+/* A name on a filesystem that may answer a stat from its cache is stat'ed
+ * again, and a file with two links is read for fusebox's mark: both from
+ * the object the first stat found, never by its name again, where another
+ * user may have put a mount of theirs since. */
+MFX_CASE (test_silent_fuse_raced_over_a_name)
+{
+  g_autofree char *m_file = NULL;
+  int r;
+
+  g_atomic_int_set (&own_size, 5);
+  mfx_mkdir (fx, "/ws/own");
+  mfx_mount (fx, policy_text, "--cache-timeout", "0", NULL);
+  own_start (mfx_on_host (fx, "/ws/own"));
+  m_file = mfx_m (fx, "/ws/own/f");
+  assert_int_equal (bounded (view_size, m_file, 10000), 5);
+  /* a silent mount over the file holds a stat on the host */
+  silent_mount_as (fx, mfx_on_host (fx, "/ws/own/f"), "100000");
+  assert_silent (fx);
+  silent.view_dev = 0; /* the view is not waiting: it goes on */
+  silent_take_off ();
+
+  race_start (mfx_on_host (fx, "/ws/own/f"));
+  r = bounded (view_stat_loop, m_file, 15000);
+  race_stop ();
+  print_message ("silent mounts put over %s: %u\n", race.path, race.mounted);
+  if (r == -1)
+    fail_msg ("stats of %s through the view, while another user's silent mounts came and went over it, still wait "
+              "after 15 s: the view asked one of them",
+              m_file);
+  assert_int_equal (r, 0);
+  assert_true (race.mounted > 100);
+  race_end ();
+  /* the view still answers, with the file */
+  assert_int_equal (bounded (view_size, m_file, 10000), 5);
+  mfx_unmount (fx);
+  own_stop ();
+}
+
 static int
 silent_teardown (void **state)
 {
+  race_end ();
   silent_take_off ();
   own_stop ();
   return mfx_teardown (state);
@@ -428,4 +562,4 @@ silent_teardown (void **state)
 #define SILENT_TEST(f) cmocka_unit_test_setup_teardown (f, mfx_setup, silent_teardown)
 
 MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
-                 SILENT_TEST (test_own_fuse_attributes_fresh))
+                 SILENT_TEST (test_own_fuse_attributes_fresh), SILENT_TEST (test_silent_fuse_raced_over_a_name))
