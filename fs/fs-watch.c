@@ -108,7 +108,9 @@ typedef struct
   bool ext;     /* ext2/3/4: handles decode to the inode number directly */
   bool decodes; /* children's file ids can be told (ext, or open_by_handle_at works) */
   fsid_t fsid;
-  int fd; /* a directory on it, for open_by_handle_at; -1 when not decoding that way */
+  int fd;     /* a directory on it, for open_by_handle_at; -1 when not decoding that way */
+  guint dirs; /* marked directories on it: at 0 it is let go (its descriptor
+               * would keep the filesystem mounted, busy for its unmount) */
 } WatchFs;
 
 /* A marked directory, by object and by file id. */
@@ -226,6 +228,15 @@ dir_handle (int dir_fd, WatchDir *d)
   return true;
 }
 
+/* W let go (no marked directory left on it); watch_lock held. */
+static void
+fs_drop_locked (WatchFs *w)
+{
+  if (w->fd >= 0)
+    close (w->fd);
+  *w = watch_fss[--watch_n];
+}
+
 /* The filesystem of DEV, registered on first use with DIR_FD, a directory
  * on it; watch_lock held.  NULL when the table is full. */
 static WatchFs *
@@ -303,23 +314,42 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
   if (watch_stopped || g_hash_table_size (watch_by_obj) >= WATCH_DIRS_MAX || !dir_handle (dir_fd, &key))
     goto out;
   w = fs_get_locked (dev, dir_fd, &key);
-  if (w == NULL || !w->local)
+  if (w == NULL)
     goto out;
   key.fsid = w->fsid;
-  /* ENOSPC (fs.fanotify.max_user_marks), EACCES (unreadable or not
-   * searchable): not covered */
-  if (fanotify_mark (watch_fan, FAN_MARK_ADD, WATCH_MASK, dir_fd, ".") < 0)
-    goto out;
+  /* not local; ENOSPC (fs.fanotify.max_user_marks), EACCES (unreadable or
+   * not searchable): not covered, and a filesystem with no marked
+   * directory is not kept */
+  if (!w->local || fanotify_mark (watch_fan, FAN_MARK_ADD, WATCH_MASK, dir_fd, ".") < 0)
+    {
+      if (w->dirs == 0)
+        fs_drop_locked (w);
+      goto out;
+    }
   /* as long as its handle (ext4's are 8 bytes of MAX_HANDLE_SZ's 128) */
   d = g_malloc (G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
   memcpy (d, &key, G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
   d->refs = 1;
   g_hash_table_add (watch_by_obj, d);
   g_hash_table_add (watch_by_handle, d);
+  w->dirs++;
   ok = true;
 out:
   g_mutex_unlock (&watch_lock);
   return ok;
+}
+
+/* One marked directory less on DEV; watch_lock held. */
+static void
+fs_put_locked (dev_t dev)
+{
+  for (gint i = 0; i < watch_n; i++)
+    if (watch_fss[i].dev == dev)
+      {
+        if (watch_fss[i].dirs > 0 && --watch_fss[i].dirs == 0)
+          fs_drop_locked (&watch_fss[i]);
+        return;
+      }
 }
 
 void
@@ -340,6 +370,7 @@ watch_dir_remove (dev_t dev, ino_t ino, int dir_fd)
         (void)fanotify_mark (watch_fan, FAN_MARK_REMOVE, WATCH_MASK, dir_fd, ".");
       g_hash_table_remove (watch_by_handle, d);
       g_hash_table_remove (watch_by_obj, d);
+      fs_put_locked (d->dev);
       g_free (d);
     }
   g_mutex_unlock (&watch_lock);
