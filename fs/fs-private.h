@@ -70,6 +70,9 @@ struct FbViewNode
   guint8 evictable : 1;
   /* on a filesystem that may answer a stat from a cache (HOST_FS_ASKS) */
   guint8 asks : 1;
+  /* a host object on another device than its parent's (a mount's root),
+   * whose identity another mount may take when it is gone: node_check_fd */
+  guint8 mount_root : 1;
   bool fd_listed;  /* directories, fd_lock: in the list of NodeDir.fd_prev */
   guint64 nlookup; /* atomic; the kernel's lookup count */
 
@@ -518,10 +521,18 @@ typedef enum
   HOST_FS_ASKS,     /* may answer from a cache (NFS, SMB, one's own FUSE): stat'ed again */
   HOST_FS_UNSERVED, /* FUSE of a user not the daemon's nor root, a fusebox view: never asked, blank */
 } HostFs;
-/* What the mount MNT_ID (statx's STATX_MNT_ID; 0: the mount of device DEV)
- * asks of a stat, from the mount table as it is now: a HostFs, or -EIO
- * when the table can't be read or has no such mount. */
-int host_fs_of_mount (guint64 mnt_id, dev_t dev);
+/* What the mount MNT_ID (statx's: STATX_MNT_ID_UNIQUE's when UNIQUE, else
+ * STATX_MNT_ID's; 0: the mount of device DEV) asks of a stat, from the
+ * mount table as it is now: a HostFs, or -EIO when the table can't be read
+ * or has no such mount.  host_fs_of_statx: of what STX (asked with
+ * host_statx_mount_mask()) found.  host_fs_use_statmount(false): mountinfo
+ * only, as before Linux 6.8 (for the tests). */
+int host_fs_of_mount (guint64 mnt_id, bool unique, dev_t dev);
+int host_fs_of_statx (const struct statx *stx);
+guint host_statx_mount_mask (void);
+void host_fs_use_statmount (bool use);
+/* How many times mountinfo was read (for the tests). */
+guint host_fs_table_reads (void);
 /* The attributes of NAME below DIR_FD, DIR's descriptor (DIR NULL, or any
  * node: only a host directory's device and kind are used), asking no
  * filesystem that is not served: a HostFs, or -errno.  host_stat_fd: FD's

@@ -18,6 +18,7 @@
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -76,6 +77,10 @@ host_open_child_once (int parent_fd, const char *name)
 
 /* --- a host name's attributes ------------------------------------------------ */
 
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x4000U /* Linux 6.8 */
+#endif
+
 /* Filesystems whose stat answers from the kernel's own memory, whatever
  * its flags: one stat is the answer.  Any other (NFS, SMB, FUSE, one not
  * known here) may answer AT_STATX_DONT_SYNC from a cache, and is asked
@@ -88,13 +93,38 @@ static const char *const local_fs_types[] = {
   "sysfs",   "tmpfs",    "tracefs",     "udf",       "vfat",    "xfs",    "zfs",
 };
 
+/* What a mount of filesystem type TYPE ("fuse.SUBTYPE" as mountinfo spells
+ * it) and superblock options OPTS (comma-separated) asks of a stat. */
+static int
+mount_kind (const char *type, const char *opts)
+{
+  if (strcmp (type, "fuse.fusebox") == 0)
+    return HOST_FS_UNSERVED;
+  if (strcmp (type, "fuse") == 0 || strcmp (type, "fuseblk") == 0 || g_str_has_prefix (type, "fuse.") ||
+      g_str_has_prefix (type, "fuseblk."))
+    {
+      g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
+      g_auto (GStrv) split = g_strsplit (opts, ",", -1);
+      /* the daemon's user's, or root's (the system's: an NTFS disk, a
+       * container's /proc, snaps), as any of that user's processes would
+       * be held by them */
+      bool trusted =
+        g_strv_contains ((const char *const *)split, own) || g_strv_contains ((const char *const *)split, "user_id=0");
+      return trusted ? HOST_FS_ASKS : HOST_FS_UNSERVED;
+    }
+  for (guint n = 0; n < G_N_ELEMENTS (local_fs_types); n++)
+    if (strcmp (type, local_fs_types[n]) == 0)
+      return HOST_FS_LOCAL;
+  return HOST_FS_ASKS;
+}
+
 /* What one mountinfo line's mount asks of a stat: a HostFs, and its mount
  * id and device. */
 static int
 mount_kind_of_line (char *line, guint64 *ret_id, dev_t *ret_dev)
 {
   g_auto (GStrv) head = NULL, tail = NULL;
-  guint maj, min, n;
+  guint maj, min;
   char *sep = strstr (line, " - ");
 
   if (sep == NULL)
@@ -106,24 +136,7 @@ mount_kind_of_line (char *line, guint64 *ret_id, dev_t *ret_dev)
     return -EINVAL;
   *ret_id = g_ascii_strtoull (head[0], NULL, 10);
   *ret_dev = makedev (maj, min);
-  if (strcmp (tail[0], "fuse.fusebox") == 0)
-    return HOST_FS_UNSERVED;
-  if (strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 || g_str_has_prefix (tail[0], "fuse.") ||
-      g_str_has_prefix (tail[0], "fuseblk."))
-    {
-      g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
-      g_auto (GStrv) opts = g_strsplit (tail[2], ",", -1);
-      /* the daemon's user's, or root's (the system's: an NTFS disk, a
-       * container's /proc, snaps), as any of that user's processes would
-       * be held by them */
-      bool trusted =
-        g_strv_contains ((const char *const *)opts, own) || g_strv_contains ((const char *const *)opts, "user_id=0");
-      return trusted ? HOST_FS_ASKS : HOST_FS_UNSERVED;
-    }
-  for (n = 0; n < G_N_ELEMENTS (local_fs_types); n++)
-    if (strcmp (tail[0], local_fs_types[n]) == 0)
-      return HOST_FS_LOCAL;
-  return HOST_FS_ASKS;
+  return mount_kind (tail[0], tail[2]);
 }
 
 typedef struct
@@ -145,6 +158,14 @@ static struct
   GArray *kinds;
 } mounts = { .fd = -1 };
 
+static guint table_reads;
+
+guint
+host_fs_table_reads (void)
+{
+  return g_atomic_int_get (&table_reads);
+}
+
 static bool
 mounts_read (void)
 {
@@ -153,6 +174,7 @@ mounts_read (void)
   char *line, *next;
   ssize_t n;
 
+  g_atomic_int_inc (&table_reads);
   if (lseek (mounts.fd, 0, SEEK_SET) < 0)
     return false;
   for (;;)
@@ -207,22 +229,9 @@ mounts_current (void)
   return mounts.kinds != NULL || mounts_read ();
 }
 
-/* What the filesystem of the mount MNT_ID (statx's, as mountinfo numbers
- * it; by DEV when the kernel gives none) asks of a stat.  Read from
- * mountinfo, never from the filesystem: a FUSE filesystem whose server
- * does not answer holds whoever asks it anything (a statfs, a stat that is
- * not from its cache, an open), and a worker that waits on another user's
- * server holds the lookups behind it and the view's end.  So the FUSE
- * filesystems of users other than the daemon's and root (FUSE's owner
- * record, user_id=, written by the kernel or fusermount3, not chosen by
- * the mounter) and fusebox views (the daemon's own stays blank by device:
- * fs-view-lookup.c) are never served.  The caller stat'ed the object
- * first: the table read at or after that stat holds its mount.  -EIO when
- * mountinfo can't be read, or holds no such mount (taken off since, or
- * taken off before, and held open): not asked, and not a blank that would
- * stay. */
-int
-host_fs_of_mount (guint64 mnt_id, dev_t dev)
+/* The kind of the mount OLD_ID (mountinfo's numbering; by DEV when 0). */
+static int
+mount_kind_from_table (guint64 old_id, dev_t dev)
 {
   int fs = -EIO;
 
@@ -232,7 +241,7 @@ host_fs_of_mount (guint64 mnt_id, dev_t dev)
       {
         const MountKind *k = &g_array_index (mounts.kinds, MountKind, i);
 
-        if (mnt_id != 0 ? k->id == mnt_id : k->dev == dev)
+        if (old_id != 0 ? k->id == old_id : k->dev == dev)
           {
             fs = k->fs;
             break;
@@ -242,6 +251,190 @@ host_fs_of_mount (guint64 mnt_id, dev_t dev)
   return fs;
 }
 
+/* statmount(2) (Linux 6.8): one mount's facts by its unique id, never given
+ * again to another mount.  The part of struct statmount read here (its
+ * strings start 512 bytes in), and of struct mnt_id_req. */
+#define SYS_statmount_nr 457
+#define SM_MNT_BASIC 0x2U
+#define SM_FS_TYPE 0x20U
+#define SM_MNT_OPTS 0x80U    /* Linux 6.11 */
+#define SM_FS_SUBTYPE 0x100U /* Linux 6.13 */
+typedef struct
+{
+  guint32 size, mnt_opts;
+  guint64 mask;
+  guint32 sb_dev_major, sb_dev_minor;
+  guint64 sb_magic;
+  guint32 sb_flags, fs_type;
+  guint64 mnt_id, mnt_parent_id;
+  guint32 mnt_id_old, mnt_parent_id_old;
+  guint64 mnt_attr, mnt_propagation, mnt_peer_group, mnt_master, propagate_from;
+  guint32 mnt_root, mnt_point;
+  guint64 mnt_ns_id;
+  guint32 fs_subtype, sb_source;
+  guint8 rest[512 - 128];
+} HostStatmount;
+G_STATIC_ASSERT (sizeof (HostStatmount) == 512);
+typedef struct
+{
+  guint32 size, spare;
+  guint64 mnt_id, param;
+} HostMntIdReq;
+
+static gint use_statmount = 1;
+
+void
+host_fs_use_statmount (bool use)
+{
+  g_atomic_int_set (&use_statmount, use);
+}
+
+/* Does statmount tell a mount's subtype, when it has one (Linux 6.13)? */
+static bool
+kernel_tells_subtypes (void)
+{
+  static gint known; /* 0 not yet, 1 yes, 2 no */
+
+  if (g_atomic_int_get (&known) == 0)
+    {
+      struct utsname u;
+      guint major = 0, minor = 0;
+      bool yes = uname (&u) == 0 && sscanf (u.release, "%u.%u", &major, &minor) == 2 &&
+                 (major > 6 || (major == 6 && minor >= 13));
+
+      g_atomic_int_set (&known, yes ? 1 : 2);
+    }
+  return g_atomic_int_get (&known) == 1;
+}
+
+/* The kind of the mount UNIQUE_ID from statmount: a HostFs; -EIO when this
+ * namespace has no such mount; -ENOSYS when the kernel can't tell (before
+ * 6.11 a FUSE mount's options, before 6.13 its subtype: a trusted one's may
+ * be another view's), with mountinfo's id for it in RET_OLD_ID if known. */
+static int
+mount_kind_from_statmount (guint64 unique_id, guint64 *ret_old_id)
+{
+  HostMntIdReq req = { .size = 24,
+                       .mnt_id = unique_id,
+                       .param = SM_MNT_BASIC | SM_FS_TYPE | SM_MNT_OPTS | SM_FS_SUBTYPE };
+  g_autofree HostStatmount *sm = NULL;
+  g_autofree char *type = NULL;
+  gsize size = 4096;
+  const char *opts;
+  int fs;
+
+  *ret_old_id = 0;
+  for (;;)
+    {
+      sm = g_realloc (sm, size);
+      if (syscall (SYS_statmount_nr, &req, sm, size, 0) == 0)
+        break;
+      if (errno == EOVERFLOW && size < 1024 * 1024)
+        size *= 4;
+      else
+        return errno == ENOENT ? -EIO : -ENOSYS;
+    }
+  if (sm->mask & SM_MNT_BASIC)
+    *ret_old_id = sm->mnt_id_old;
+  if (!(sm->mask & SM_FS_TYPE) || sm->size > size || sm->fs_type >= size - sizeof *sm)
+    return -ENOSYS;
+  type = g_strdup ((const char *)sm + sizeof *sm + sm->fs_type);
+  if (strcmp (type, "fuse") != 0 && strcmp (type, "fuseblk") != 0)
+    return mount_kind (type, "");
+  if (!(sm->mask & SM_MNT_OPTS) || sm->mnt_opts >= size - sizeof *sm)
+    return -ENOSYS;
+  opts = (const char *)sm + sizeof *sm + sm->mnt_opts;
+  /* another user's: not served, whatever its subtype */
+  fs = mount_kind (type, opts);
+  if (fs == HOST_FS_UNSERVED)
+    return fs;
+  /* a trusted one is another fusebox view by its subtype: none when the
+   * kernel tells subtypes and gave none */
+  if (!(sm->mask & SM_FS_SUBTYPE))
+    return kernel_tells_subtypes () ? fs : -ENOSYS;
+  if (sm->fs_subtype >= size - sizeof *sm)
+    return -ENOSYS;
+  {
+    const char *sub = (const char *)sm + sizeof *sm + sm->fs_subtype;
+    g_autofree char *full = g_strdup_printf ("%s.%s", type, sub);
+
+    return mount_kind (*sub != '\0' ? full : type, opts);
+  }
+}
+
+/* Kinds found by statmount, by unique id: never stale (no other mount
+ * takes the id), dropped all at once past a bound. */
+static struct
+{
+  GMutex lock;
+  GHashTable *kinds; /* guint64 * -> HostFs */
+} by_unique;
+
+#define BY_UNIQUE_MAX 4096
+
+/* What the filesystem of the mount MNT_ID (statx's: its unique id when
+ * UNIQUE, else mountinfo's number; by DEV when 0) asks of a stat.  Never
+ * from the filesystem: a FUSE filesystem whose server does not answer
+ * holds whoever asks it anything (a statfs, a stat that is not from its
+ * cache, an open), and a worker that waits on another user's server holds
+ * the lookups behind it and the view's end.  So the FUSE filesystems of
+ * users other than the daemon's and root (FUSE's owner record, user_id=,
+ * written by the kernel or fusermount3, not chosen by the mounter) and
+ * fusebox views (the daemon's own stays blank by device: fs-view-lookup.c)
+ * are never served.  From statmount by the unique id where the kernel has
+ * it (a search of a small table after the first time, whatever the host's
+ * mount table and its changes); else from mountinfo, kept and read again
+ * when poll says the table changed, so that an id the kernel gives again
+ * is never taken for the mount it was.  The caller stat'ed the object
+ * first: the mount it found is in the table read since.  -EIO when
+ * mountinfo can't be read, or no such mount is there (taken off since, or
+ * before, and held open): not asked, and not a blank that would stay. */
+int
+host_fs_of_mount (guint64 mnt_id, bool unique, dev_t dev)
+{
+  guint64 old_id = 0;
+  gpointer found;
+  int fs;
+
+  if (!unique)
+    return mount_kind_from_table (mnt_id, dev);
+  g_mutex_lock (&by_unique.lock);
+  fs = by_unique.kinds != NULL && g_hash_table_lookup_extended (by_unique.kinds, &mnt_id, NULL, &found)
+         ? GPOINTER_TO_INT (found)
+         : -1;
+  g_mutex_unlock (&by_unique.lock);
+  if (fs >= 0)
+    return fs;
+  fs = mount_kind_from_statmount (mnt_id, &old_id);
+  if (fs == -ENOSYS)
+    return mount_kind_from_table (old_id, dev);
+  if (fs < 0)
+    return fs;
+  g_mutex_lock (&by_unique.lock);
+  if (by_unique.kinds == NULL || g_hash_table_size (by_unique.kinds) >= BY_UNIQUE_MAX)
+    {
+      g_clear_pointer (&by_unique.kinds, g_hash_table_unref);
+      by_unique.kinds = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+    }
+  g_hash_table_insert (by_unique.kinds, g_memdup2 (&mnt_id, sizeof mnt_id), GINT_TO_POINTER (fs));
+  g_mutex_unlock (&by_unique.lock);
+  return fs;
+}
+
+int
+host_fs_of_statx (const struct statx *stx)
+{
+  bool unique = (stx->stx_mask & STATX_MNT_ID_UNIQUE) != 0;
+  guint64 id = unique || (stx->stx_mask & STATX_MNT_ID) ? stx->stx_mnt_id : 0;
+
+  return host_fs_of_mount (id, unique, makedev (stx->stx_dev_major, stx->stx_dev_minor));
+}
+
+guint
+host_statx_mount_mask (void)
+{
+  return g_atomic_int_get (&use_statmount) ? STATX_MNT_ID_UNIQUE : STATX_MNT_ID;
+}
 /* The attributes of NAME below DIR_FD (FLAGS: 0, or AT_EMPTY_PATH for
  * DIR_FD itself), an object in or just below NEAR (a host directory, or
  * NULL), and what its filesystem asks of a stat.  First from whatever the
@@ -261,7 +454,7 @@ host_stat_once (FbViewNode *near, int dir_fd, const char *name, int flags, struc
   int fs;
 
   if (statx (dir_fd, name, flags | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
-             STATX_BASIC_STATS | STATX_MNT_ID, &stx) < 0)
+             STATX_BASIC_STATS | host_statx_mount_mask (), &stx) < 0)
     return -errno;
   memset (ret_st, 0, sizeof *ret_st);
   ret_st->st_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
@@ -280,7 +473,7 @@ host_stat_once (FbViewNode *near, int dir_fd, const char *name, int flags, struc
   if (near != NULL && near->kind == NODE_HOST && ret_st->st_dev == near->dev)
     fs = near->asks ? HOST_FS_ASKS : HOST_FS_LOCAL;
   else
-    fs = host_fs_of_mount ((stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0, ret_st->st_dev);
+    fs = host_fs_of_statx (&stx);
   if (fs != HOST_FS_ASKS)
     return fs;
   if (flags & AT_EMPTY_PATH)
@@ -372,10 +565,28 @@ host_identity_fd (int fd, struct stat *ret_st)
 int
 node_check_fd (FbViewNode *node, int fd)
 {
+  struct statx stx;
   struct stat st;
-  int r = host_identity_fd (fd, &st);
+  int fs;
 
-  return r < 0 ? r : same_host_object (node, &st);
+  if (statx (fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+             STATX_TYPE | STATX_INO | host_statx_mount_mask (), &stx) < 0)
+    return -errno;
+  st.st_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  st.st_ino = stx.stx_ino;
+  st.st_mode = stx.stx_mode;
+  if (same_host_object (node, &st) < 0)
+    return -ESTALE;
+  if (!node->mount_root)
+    return 0;
+  /* A mount's root: the mount may be gone, and the kernel gives its device
+   * number (the lowest free) and the root's inode number (a FUSE root's is
+   * always 1) to the next mount made there, another user's FUSE filesystem
+   * whose server never answers, say.  Its kind is read again. */
+  fs = host_fs_of_statx (&stx);
+  if (fs < 0)
+    return fs;
+  return fs == HOST_FS_UNSERVED || (fs == HOST_FS_ASKS) != node->asks ? -ESTALE : 0;
 }
 
 /* One fstatat by name from the parent's descriptor: no descriptor opened

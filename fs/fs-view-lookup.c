@@ -82,6 +82,8 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
         S_ISDIR (st->st_mode) && !ci->decision.is_mount_point && parent != NULL && node_is_host_dir (parent);
     }
   node->asks = fs == HOST_FS_ASKS;
+  node->mount_root =
+    node->kind == NODE_HOST && (parent == NULL || parent->kind != NODE_HOST || parent->dev != node->dev);
   node = table_insert (view, parent, node);
   if (node->evictable)
     node_fd_cached (node);
@@ -123,6 +125,7 @@ reuse_known_node (FbView *view, FbViewNode *parent, int parent_fd, const char *n
 {
   FbViewNode *node;
   struct stat st;
+  int fs;
 
   g_mutex_lock (&view->lock);
   node = table_find_locked (view, parent, name);
@@ -131,8 +134,11 @@ reuse_known_node (FbView *view, FbViewNode *parent, int parent_fd, const char *n
   g_mutex_unlock (&view->lock);
   if (node == NULL)
     return NULL;
-  if (node->kind == NODE_HOST && host_statat (parent, parent_fd, name, &st) >= 0 && st.st_ino == node->ino &&
-      st.st_dev == node->dev && (st.st_mode & S_IFMT) == node->type)
+  /* (a filesystem not served now, or one that asks where the node's did
+   * not: another mount that took its device and inode numbers) */
+  if (node->kind == NODE_HOST && (fs = host_statat (parent, parent_fd, name, &st)) >= 0 && fs != HOST_FS_UNSERVED &&
+      (fs == HOST_FS_ASKS) == node->asks && st.st_ino == node->ino && st.st_dev == node->dev &&
+      (st.st_mode & S_IFMT) == node->type)
     {
       if (ret_st != NULL)
         *ret_st = st;

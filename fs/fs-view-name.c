@@ -430,13 +430,21 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
   r = view_fold_admit (view, caller, parent, name, FB_OP_RENAME, FB_ACCESS_WRITE, ci.path, nci.path);
   if (r < 0)
     return r;
+  /* a filesystem that is not served (another user's FUSE, another view)
+   * is asked nothing, its fusebox mark included: it is a mount's root,
+   * which the host would not move nor replace either (EBUSY) */
   r = host_statat (parent, pfd, name, &sst);
   if (r < 0)
     return r;
+  if (r == HOST_FS_UNSERVED)
+    return -EBUSY;
   r = view_fold_check_target (view, caller, newparent, newname, &sst, ci.path, nci.path);
   if (r < 0)
     return r;
-  dst_exists = host_statat (newparent, npfd, newname, &dst) >= 0;
+  r = host_statat (newparent, npfd, newname, &dst);
+  if (r == HOST_FS_UNSERVED)
+    return -EBUSY;
+  dst_exists = r >= 0;
   /* Moving a directory from or to a place below which other rules decide
    * would carry the paths below it out of their rules' reach (a denied file
    * would come out readable under the new name) or into another's:

@@ -61,6 +61,7 @@ silent_take_off (void)
   close (silent.fd);
   g_clear_pointer (&silent.path, g_free);
   silent.fd = -1;
+  silent.dev = silent.view_dev = 0;
 }
 
 /* Another user's FUSE filesystem (uid 1000, allow_other) at PATH, whose
@@ -90,6 +91,8 @@ silent_mount (MFx *fx, const char *path)
 {
   silent_mount_as (fx, path, "40000");
 }
+
+static void race_release (void);
 
 static bool
 ended_within (pid_t pid, int *status, int ms)
@@ -123,6 +126,7 @@ bounded (int (*fn) (const char *arg), const char *arg, int ms)
     {
       test_fuse_abort (silent.dev);
       test_fuse_abort (silent.view_dev);
+      race_release ();
       waitpid (pid, &status, 0);
     }
   return -1;
@@ -257,6 +261,55 @@ MFX_CASE (test_silent_fuse_in_a_moved_tree)
     fail_msg ("the rename of %s/tree failed other than with EXDEV: %s", m_ws, g_strerror (r - 10));
   assert_true (g_file_test (h_tree, G_FILE_TEST_IS_REGULAR));
 
+  mfx_unmount (fx);
+  silent_take_off ();
+}
+
+static int
+view_rename_mounts (const char *ws)
+{
+  g_autofree char *d = g_build_filename (ws, "r", "d", NULL);
+  g_autofree char *silent_at = g_build_filename (ws, "r", "silent", NULL);
+  g_autofree char *away = g_build_filename (ws, "r", "away", NULL);
+
+  /* onto the mount point, and the mount point away: both refused as the
+   * host would (EBUSY), neither asked */
+  if (rename (d, silent_at) == 0)
+    return 2;
+  if (errno != EBUSY)
+    return 10 + errno;
+  if (rename (silent_at, away) == 0)
+    return 3;
+  if (errno != EBUSY)
+    return 10 + errno;
+  return 0;
+}
+
+/* A rename from or onto another user's mount is refused before its fusebox
+ * mark (an extended attribute of a directory whose mode is 0700 or less, as
+ * a FUSE root's 0000) is read from it. */
+MFX_CASE (test_silent_fuse_not_renamed)
+{
+  g_autofree char *m_ws = NULL;
+  g_autofree char *h_d = NULL;
+  int r;
+
+  mfx_mkdir (fx, "/ws/r/d");
+  mfx_mkdir (fx, "/ws/r/silent");
+  mfx_mount (fx, policy_text, NULL);
+  silent_mount (fx, mfx_on_host (fx, "/ws/r/silent"));
+  assert_silent (fx);
+  m_ws = mfx_m (fx, "/ws");
+  h_d = mfx_h (fx, "/ws/r/d");
+
+  r = bounded (view_rename_mounts, m_ws, 10000);
+  if (r == -1)
+    fail_msg ("a rename onto or of %s/r/silent still waits after 10 s: the view asked the silent mount", m_ws);
+  if (r == 2 || r == 3)
+    fail_msg ("a rename %s %s/r/silent succeeded", r == 2 ? "onto" : "of", m_ws);
+  if (r != 0)
+    fail_msg ("a rename onto or of %s/r/silent failed with %s, not EBUSY", m_ws, g_strerror (r - 10));
+  assert_true (g_file_test (h_d, G_FILE_TEST_IS_DIR));
   mfx_unmount (fx);
   silent_take_off ();
 }
@@ -427,11 +480,14 @@ MFX_CASE (test_own_fuse_attributes_fresh)
 /* --- another user's mount put over a served name, again and again -------- */
 
 /* Silent mounts put over the own filesystem's file and taken off again,
- * each for a millisecond, until told to stop: their connections stay open
- * until the end (race_end), so a view that asked one of them waits. */
+ * each for 6 ms, past a clock tick (a FUSE root's attributes are then
+ * stale, and a stat that is not from the cache asks), until told to stop:
+ * their connections stay open until the end (race_end), so a view that
+ * asked one of them waits. */
 static struct
 {
   char *path;
+  const char *rootmode;
   int fds[4000];
   guint n, mounted;
   gint stop;
@@ -451,11 +507,11 @@ race_loop (void *arg)
       if (fd < 0)
         break;
       race.fds[race.n++] = fd;
-      opts = g_strdup_printf ("fd=%d,rootmode=100000,user_id=1000,group_id=1000,allow_other", fd);
+      opts = g_strdup_printf ("fd=%d,rootmode=%s,user_id=1000,group_id=1000,allow_other", fd, race.rootmode);
       if (mount ("silent", race.path, "fuse", MS_NOSUID | MS_NODEV, opts) == 0)
         {
           race.mounted++;
-          g_usleep (1000);
+          g_usleep (6000);
           umount2 (race.path, MNT_DETACH);
         }
       g_usleep (1000);
@@ -464,9 +520,10 @@ race_loop (void *arg)
 }
 
 static void
-race_start (const char *path)
+race_start (const char *path, const char *rootmode)
 {
   race.path = g_strdup (path);
+  race.rootmode = rootmode;
   race.n = race.mounted = 0;
   g_atomic_int_set (&race.stop, 0);
   assert_int_equal (pthread_create (&race.thread, NULL, race_loop, NULL), 0);
@@ -482,24 +539,38 @@ race_stop (void)
   race.running = false;
 }
 
-/* Stops the loop; closing the silent connections ends whatever still
- * waits on one. */
+/* Stops the loop and closes the silent connections: whatever still waits
+ * on one ends. */
+static void
+race_release (void)
+{
+  race_stop ();
+  for (guint i = 0; i < race.n; i++)
+    close (race.fds[i]);
+  race.n = 0;
+}
+
 static void
 race_end (void)
 {
   if (race.path == NULL)
     return;
-  race_stop ();
-  while (umount2 (race.path, MNT_DETACH) == 0)
-    ;
-  for (guint i = 0; i < race.n; i++)
-    close (race.fds[i]);
-  race.n = 0;
+  race_release ();
+  /* the loop's last mount, if it was stopped between its two steps (not
+   * the own filesystem's, when that is what the loop mounted over) */
+  for (;;)
+    {
+      struct statx stx;
+
+      if (statx (AT_FDCWD, race.path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &stx) < 0 ||
+          makedev (stx.stx_dev_major, stx.stx_dev_minor) == own.dev || umount2 (race.path, MNT_DETACH) < 0)
+        break;
+    }
   g_clear_pointer (&race.path, g_free);
 }
 
-/* Stats of the file through the view for three seconds: any answer will
- * do (the file, the blank of a mount, a name gone), not none. */
+/* Stats of PATH through the view for three seconds: any answer will do
+ * (the file, the blank of a mount, a name gone), not none. */
 static int
 view_stat_loop (const char *path)
 {
@@ -512,11 +583,12 @@ view_stat_loop (const char *path)
   return n > 0 ? 0 : 2;
 }
 
-/* A name on a filesystem that may answer a stat from its cache is stat'ed
- * again, and a file with two links is read for fusebox's mark: both from
- * the object the first stat found, never by its name again, where another
- * user may have put a mount of theirs since. */
-MFX_CASE (test_silent_fuse_raced_over_a_name)
+/* Through a view of the own filesystem at /ws/own: another user's silent
+ * mounts come and go at host OVER (its root of type ROOTMODE) while the
+ * file is stat'ed through the view; every stat answers, and then the file
+ * is served as before. */
+static void
+raced (MFx *fx, const char *over, const char *rootmode)
 {
   g_autofree char *m_file = NULL;
   int r;
@@ -527,27 +599,47 @@ MFX_CASE (test_silent_fuse_raced_over_a_name)
   own_start (mfx_on_host (fx, "/ws/own"));
   m_file = mfx_m (fx, "/ws/own/f");
   assert_int_equal (bounded (view_size, m_file, 10000), 5);
-  /* a silent mount over the file holds a stat on the host */
-  silent_mount_as (fx, mfx_on_host (fx, "/ws/own/f"), "100000");
+  /* a silent mount there holds a stat on the host */
+  silent_mount_as (fx, mfx_on_host (fx, over), rootmode);
   assert_silent (fx);
   silent.view_dev = 0; /* the view is not waiting: it goes on */
   silent_take_off ();
 
-  race_start (mfx_on_host (fx, "/ws/own/f"));
+  race_start (mfx_on_host (fx, over), rootmode);
   r = bounded (view_stat_loop, m_file, 15000);
   race_stop ();
-  print_message ("silent mounts put over %s: %u\n", race.path, race.mounted);
+  print_message ("silent mounts put at %s: %u\n", race.path, race.mounted);
   if (r == -1)
-    fail_msg ("stats of %s through the view, while another user's silent mounts came and went over it, still wait "
-              "after 15 s: the view asked one of them",
-              m_file);
+    {
+      race_end ();
+      fail_msg ("stats of %s through the view, while another user's silent mounts came and went at %s, still "
+                "waited after 15 s: the view asked one of them",
+                m_file, over);
+    }
   assert_int_equal (r, 0);
   assert_true (race.mounted > 100);
   race_end ();
-  /* the view still answers, with the file */
   assert_int_equal (bounded (view_size, m_file, 10000), 5);
   mfx_unmount (fx);
   own_stop ();
+}
+
+/* A file with two links is read for fusebox's mark (and a name on a
+ * filesystem that may answer a stat from its cache is stat'ed again):
+ * from the object the first stat found, never by its name again, where
+ * another user may have put a mount of theirs since. */
+MFX_CASE (test_silent_fuse_raced_over_a_file)
+{
+  raced (fx, "/ws/own/f", "100000");
+}
+
+/* A mount point of a filesystem that may answer from its cache (the own
+ * one at /ws/own: its kind read from mountinfo first, which the race keeps
+ * changing) is stat'ed again through the object the first stat found: a
+ * silent mount stacked on it since is not asked. */
+MFX_CASE (test_silent_fuse_raced_over_a_mount)
+{
+  raced (fx, "/ws/own", "40000");
 }
 
 static int
@@ -562,4 +654,5 @@ silent_teardown (void **state)
 #define SILENT_TEST(f) cmocka_unit_test_setup_teardown (f, mfx_setup, silent_teardown)
 
 MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
-                 SILENT_TEST (test_own_fuse_attributes_fresh), SILENT_TEST (test_silent_fuse_raced_over_a_name))
+                 SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
+                 SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount))

@@ -11,7 +11,11 @@
  * hundred directories. */
 #include "tests/unit/test-fs-util.h"
 
+#include "tests/lib/test-host.h"
+
 #include <pthread.h>
+#include <sys/mount.h>
+#include <sys/sysmacros.h>
 
 static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
                                   "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" },\n"
@@ -205,6 +209,91 @@ hammer (gpointer data)
 
 /* Threads stat directories at random while each stat evicts another's
  * descriptor: no error, and never another directory's attributes. */
+/* A view's steps on a node, in a thread: the node's attributes, then a
+ * lookup of its name again. */
+typedef struct
+{
+  Fx *fx;
+  FbViewNode *node, *parent;
+  int getattr, lookup;
+  bool lookup_blank;
+  gint done;
+} Steps;
+
+static void *
+steps_run (void *p)
+{
+  Steps *s = p;
+  g_autoptr (FbViewNode) again = NULL;
+  struct stat st;
+
+  s->getattr = fb_view_getattr (s->fx->view, &s->fx->caller, s->node, &st);
+  s->lookup = fb_view_lookup (s->fx->view, &s->fx->caller, s->parent, "t", &again, &st);
+  /* a blank: an empty directory of the view's own, not the mount's root */
+  s->lookup_blank = s->lookup == 0 && again != s->node && st.st_ino != 1;
+  g_atomic_int_set (&s->done, 1);
+  return NULL;
+}
+
+/* A mount's root whose descriptor was closed, the mount then taken off (as
+ * logind takes off /run/user/UID) and another user's FUSE filesystem
+ * mounted there, which the kernel gives the same device number (the lowest
+ * free) and root inode number (1): the node is not opened again onto it
+ * (ESTALE), a lookup of the name shows a blank, and nothing asks it (its
+ * server never answers: the steps run in a thread, and a connection still
+ * asked after 10 s is aborted through fusectl).  Needs root and
+ * /dev/fuse. */
+static void
+test_reopen_checks_the_mount (void **state)
+{
+  Fx *fx = *state;
+  g_autoptr (FbViewNode) t = NULL, ws = NULL;
+  g_autofree char *t_host = NULL, *opts = NULL;
+  struct statx was, now;
+  Steps s = { 0 };
+  pthread_t thread;
+  int fd;
+
+  if (geteuid () != 0 || test_host_lacks ("fuse") != NULL)
+    test_skip_test (false, "mounting a tmpfs and another user's FUSE filesystem needs root and /dev/fuse");
+  make_dirs (fx, NDIRS);
+  write_host (fx, "host/ws/t/.keep", "");
+  t_host = fx_host (fx, "host/ws/t");
+  assert_int_equal (mount ("fusebox-test", t_host, "tmpfs", 0, NULL), 0);
+  assert_int_equal (statx (AT_FDCWD, t_host, AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &was), 0);
+  fx_start (fx, policy_text, NULL, FB_LOG_LEVEL_OPENS);
+  ws = fx_node (fx, "/ws");
+  t = fx_node (fx, "/ws/t");
+  evict_all (fx);
+  assert_int_equal (umount2 (t_host, 0), 0);
+
+  fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
+  assert_true (fd >= 0);
+  opts = g_strdup_printf ("fd=%d,rootmode=40000,user_id=1000,group_id=1000,allow_other", fd);
+  assert_int_equal (mount ("fusebox-test", t_host, "fuse", MS_NOSUID | MS_NODEV, opts), 0);
+  assert_int_equal (statx (AT_FDCWD, t_host, AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &now), 0);
+  print_message ("the tmpfs was %u:%u inode %llu, the FUSE filesystem after it %u:%u inode %llu\n", was.stx_dev_major,
+                 was.stx_dev_minor, (unsigned long long)was.stx_ino, now.stx_dev_major, now.stx_dev_minor,
+                 (unsigned long long)now.stx_ino);
+
+  s.fx = fx;
+  s.node = t;
+  s.parent = ws;
+  assert_int_equal (pthread_create (&thread, NULL, steps_run, &s), 0);
+  for (int waited = 0; waited < 10000 && !g_atomic_int_get (&s.done); waited += 20)
+    g_usleep (20 * 1000);
+  if (!g_atomic_int_get (&s.done))
+    test_fuse_abort (makedev (now.stx_dev_major, now.stx_dev_minor));
+  pthread_join (thread, NULL);
+  assert_int_equal (umount2 (t_host, MNT_DETACH), 0);
+  close (fd);
+  if (!g_atomic_int_get (&s.done))
+    fail_msg ("the view asked the FUSE filesystem mounted where its tmpfs was (still waiting after 10 s)");
+  assert_errno (s.getattr, -ESTALE);
+  assert_errno (s.lookup, 0);
+  assert_true (s.lookup_blank);
+}
+
 static void
 test_holders_never_lose_their_descriptor (void **state)
 {
@@ -480,6 +569,7 @@ test_open_files_by_client (void **state)
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_directories_bounded, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_reopen_checks_the_object, setup, teardown),
+                  cmocka_unit_test_setup_teardown (test_reopen_checks_the_mount, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_holders_never_lose_their_descriptor, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_open_files_shared, setup, teardown),
                   cmocka_unit_test_setup_teardown (test_open_files_by_session, setup, teardown),
