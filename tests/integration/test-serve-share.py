@@ -254,24 +254,34 @@ async def t_ready_sandbox(tmp):
 
         # the view's end (idle) kills its ready sandbox: nothing of the
         # view is left, neither the sandbox nor anything in its namespaces
+        # (each namespace held open meanwhile: a namespace that ended gives
+        # its number to the next one made, anyone's)
         ready = wait_ready(server)
         below = descendants(ready)
-        held = set()
+        held = {}
         for d in below:
             try:
-                held.add(os.readlink("/proc/%d/ns/mnt" % d))
+                fd = os.open("/proc/%d/ns/mnt" % d, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
-                pass
-        wait_for(lambda: gone(ready) and all(gone(d) for d in below), "the ready sandbox to end with its view")
-        assert not ready_helpers(server), ready_helpers(server)
-        left = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                if os.readlink("/proc/%s/ns/mnt" % pid) in held:
-                    left.append(pid)
-            except OSError:
-                pass
-        assert not left, ("the view's sandboxes' mount namespaces are still held", left)
+                continue
+            if os.fstat(fd).st_ino in held:
+                os.close(fd)
+            else:
+                held[os.fstat(fd).st_ino] = fd
+        try:
+            wait_for(lambda: gone(ready) and all(gone(d) for d in below), "the ready sandbox to end with its view")
+            assert not ready_helpers(server), ready_helpers(server)
+            left = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    if os.stat("/proc/%s/ns/mnt" % pid).st_ino in held:
+                        left.append(pid)
+                except OSError:
+                    pass
+            assert not left, ("the view's sandboxes' mount namespaces are still held", left)
+        finally:
+            for fd in held.values():
+                os.close(fd)
 
     # a session whose client left: its ready sandbox goes at once
     async with serve.served(tmp, "ready-detach") as (srv, c):
