@@ -216,6 +216,9 @@ typedef struct
 {
   char *mnt_ns; /* "mnt:[...]" of the process that holds the view as / */
   char *dev;    /* "MAJ:MIN" of the FUSE connection */
+  /* that namespace, held open: one that ended would give its number to
+   * the next one made, anyone's */
+  int mnt_ns_fd;
 } SandboxMount;
 
 static void
@@ -223,6 +226,8 @@ sandbox_mount_clear (SandboxMount *m)
 {
   g_free (m->mnt_ns);
   g_free (m->dev);
+  if (m->mnt_ns_fd > 0)
+    close (m->mnt_ns_fd);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (SandboxMount, sandbox_mount_clear)
 
@@ -252,9 +257,10 @@ find_sandbox_mount (pid_t pid, SandboxMount *ret)
                   sscanf (lines[i], "%*u %*u %u:%u %15s %15s", &maj, &min, root, mnt) == 4 && strcmp (mnt, "/") == 0)
                 {
                   g_autofree char *ns_path = g_strdup_printf ("/proc/%d/ns/mnt", (int)p);
+                  ret->mnt_ns_fd = open (ns_path, O_RDONLY | O_CLOEXEC);
                   ret->mnt_ns = g_file_read_link (ns_path, NULL);
                   ret->dev = g_strdup_printf ("%u:%u", maj, min);
-                  return ret->mnt_ns != NULL;
+                  return ret->mnt_ns != NULL && ret->mnt_ns_fd > 0;
                 }
             }
         }
