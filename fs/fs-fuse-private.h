@@ -87,6 +87,13 @@ void fb_fuse_gate_stop (FbFuseGate *g);
 unsigned fb_fuse_gate_waiting (FbFuseGate *g);
 void fb_fuse_gate_free (FbFuseGate *g);
 
+/* fs-fuse-session.c: another program's messages (libfuse's, fusermount3's,
+ * which quote the mount point) from FROM to TO as a terminal may show
+ * them: their lines as they are, every control character but a tab and a
+ * newline (an escape sequence, a carriage return that would write over a
+ * line; C0, DEL, and C1 as UTF-8 writes it) as \xHH. */
+void fb_fuse_copy_shown (int from, int to);
+
 /* fs-fuse.c: the operations, for fs-fuse-session.c */
 extern const struct fuse_lowlevel_ops fb_fuse_ops;
 

@@ -596,12 +596,41 @@ capture_begin (Capture *c)
     }
 }
 
-static void
-capture_end (Capture *c)
+void
+fb_fuse_copy_shown (int from, int to)
 {
+  g_autoptr (GString) in = g_string_new (NULL);
+  g_autoptr (GString) out = g_string_new (NULL);
   char buf[4096];
   ssize_t n;
 
+  while ((n = read (from, buf, sizeof buf)) > 0)
+    g_string_append_len (in, buf, n);
+  for (gsize i = 0; i < in->len; i++)
+    {
+      guchar c = (guchar)in->str[i];
+
+      if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
+        g_string_append_printf (out, "\\x%02x", c);
+      else if (c == 0xc2 && i + 1 < in->len && (guchar)in->str[i + 1] >= 0x80 && (guchar)in->str[i + 1] <= 0x9f)
+        {
+          g_string_append_printf (out, "\\x%02x\\x%02x", c, (guchar)in->str[i + 1]);
+          i++;
+        }
+      else
+        g_string_append_c (out, (char)c);
+    }
+  for (gsize done = 0; done < out->len; done += (gsize)n)
+    {
+      n = write (to, out->str + done, out->len - done);
+      if (n <= 0)
+        break;
+    }
+}
+
+static void
+capture_end (Capture *c)
+{
   if (c->memfd < 0)
     return;
   fflush (stdout);
@@ -611,9 +640,7 @@ capture_end (Capture *c)
   close_clear (&c->out);
   close_clear (&c->err);
   if (lseek (c->memfd, 0, SEEK_SET) == 0)
-    while ((n = read (c->memfd, buf, sizeof buf)) > 0)
-      if (write (STDERR_FILENO, buf, (size_t)n) != n)
-        break;
+    fb_fuse_copy_shown (c->memfd, STDERR_FILENO);
   close_clear (&c->memfd);
 }
 

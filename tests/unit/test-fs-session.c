@@ -13,6 +13,7 @@
 #include "tests/unit/test-fs-util.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <wchar.h>
 #include <sys/syscall.h>
 
@@ -153,4 +154,34 @@ test_report_not_cancelled (void **state)
   fb_fuse_free (fuse);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_report_not_cancelled))
+/* What libfuse and fusermount3 print while mounting goes on to the
+ * operator's terminal: a mount point's name in it (a directory a sandbox
+ * named, say) shows its escape sequences, carriage returns and C1 controls
+ * as \xHH, never as what they would do; lines, tabs and UTF-8 stay. */
+static void
+test_messages_shown_safe (void **state)
+{
+  static const char said[] = "fusermount3: failed to access mountpoint /w/\x1b[31mred\x1b[0m\rfake\x7f:\t\xc2\x9b"
+                             "2J "
+                             "\xc3\xa9t\xc3\xa9\nsecond line\n";
+  static const char shown[] = "fusermount3: failed to access mountpoint "
+                              "/w/\\x1b[31mred\\x1b[0m\\x0dfake\\x7f:\t\\xc2\\x9b2J \xc3\xa9t\xc3\xa9\nsecond line\n";
+  int in = memfd_create ("said", MFD_CLOEXEC), out = memfd_create ("shown", MFD_CLOEXEC);
+  char buf[512];
+  ssize_t n;
+
+  (void)state;
+  assert_true (in >= 0 && out >= 0);
+  assert_int_equal (write (in, said, sizeof said - 1), sizeof said - 1);
+  assert_int_equal (lseek (in, 0, SEEK_SET), 0);
+  fb_fuse_copy_shown (in, out);
+  assert_int_equal (lseek (out, 0, SEEK_SET), 0);
+  n = read (out, buf, sizeof buf - 1);
+  assert_true (n >= 0);
+  buf[n] = '\0';
+  assert_string_equal (buf, shown);
+  close (in);
+  close (out);
+}
+
+TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_report_not_cancelled), cmocka_unit_test (test_messages_shown_safe))
