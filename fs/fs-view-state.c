@@ -153,7 +153,7 @@ record_way (GArray *ways, const char *path)
       if (at->len > 1)
         g_string_append_c (at, '/');
       g_string_append (at, name);
-      if (lstat (at->str, &st) < 0)
+      if (fb_lstat_cached (AT_FDCWD, at->str, &st) < 0)
         return;
       add_id (ways, &st);
       if (S_ISLNK (st.st_mode))
@@ -184,7 +184,7 @@ view_state_init (FbView *view)
 
       /* the object itself, not what a symlink there points to; a path that
        * does not exist (yet) hides nothing */
-      if (paths[i][0] != '/' || lstat (paths[i], &st) < 0)
+      if (paths[i][0] != '/' || fb_lstat_cached (AT_FDCWD, paths[i], &st) < 0)
         continue;
       if (view->state_ids == NULL)
         {

@@ -100,6 +100,36 @@ set_refused (FbLogFile *file, const struct stat *st, GError **error)
  *  - O_NONBLOCK (cleared after): a FIFO there can't block the open;
  *  - then fstat: only a regular file, of fusebox's own uid, with one name
  *    (a hard link would get the records into another file too). */
+/* NAME in DIR_FD, there already, opened with FLAGS (O_NOFOLLOW among
+ * them) only if it is on DIR_FD's filesystem: found first as O_PATH,
+ * which asks no filesystem anything, then opened through that descriptor.
+ * Whoever can write in the directory may have mounted a FUSE filesystem
+ * of theirs at the name, whose server never answers an open: EXDEV. */
+static int
+open_existing (int dir_fd, const char *name, int flags)
+{
+  _fb_cleanup_fd_ int path = openat (dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  struct stat dir_st, st;
+  char proc[32];
+
+  if (path < 0)
+    return -1;
+  if (fstat (dir_fd, &dir_st) < 0 || fb_lstat_cached (path, "", &st) < 0)
+    return -1;
+  if (st.st_dev != dir_st.st_dev)
+    {
+      errno = EXDEV;
+      return -1;
+    }
+  if (S_ISLNK (st.st_mode))
+    {
+      errno = ELOOP;
+      return -1;
+    }
+  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", path);
+  return open (proc, flags & ~O_NOFOLLOW);
+}
+
 static int
 open_live (FbLogFile *file, bool must_be_new, GError **error)
 {
@@ -117,7 +147,7 @@ open_live (FbLogFile *file, bool must_be_new, GError **error)
       if (fd < 0 && errno == EEXIST && must_be_new)
         break;
       if (fd < 0 && errno == EEXIST)
-        fd = openat (file->dirfd, file->name, flags);
+        fd = open_existing (file->dirfd, file->name, flags);
       if (fd < 0 && errno != ENOENT)
         break;
     }
@@ -125,8 +155,13 @@ open_live (FbLogFile *file, bool must_be_new, GError **error)
     {
       int errsv = errno;
 
-      /* ELOOP: a link (O_NOFOLLOW); ENXIO: a socket */
-      if (fstatat (file->dirfd, file->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG (st.st_mode))
+      /* ELOOP: a link (O_NOFOLLOW); ENXIO: a socket; EXDEV: a mount */
+      if (errsv == EXDEV)
+        g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
+                     "the access log %s is refused: another filesystem is mounted at its name (its owner may "
+                     "never answer); give a log in a directory only you can write",
+                     file->path);
+      else if (fb_lstat_cached (file->dirfd, file->name, &st) == 0 && !S_ISREG (st.st_mode))
         set_refused (file, &st, error);
       else
         g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the access log %s: %s", file->path,

@@ -1,6 +1,9 @@
 /* fusebox — descriptors passed over a socket (policy/util.h). */
 #include "policy/util.h"
 
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/xattr.h>
@@ -45,6 +48,29 @@ fb_state_mark (int fd)
   /* through /proc: an O_PATH descriptor takes no fsetxattr */
   snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
   return setxattr (proc, FB_STATE_XATTR, "state", 5, 0) == 0;
+}
+
+int
+fb_lstat_cached (int dir_fd, const char *name, struct stat *ret_st)
+{
+  struct statx stx;
+
+  int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
+
+  if (statx (dir_fd, name, flags, STATX_BASIC_STATS, &stx) < 0)
+    return -1;
+  memset (ret_st, 0, sizeof *ret_st);
+  ret_st->st_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  ret_st->st_ino = stx.stx_ino;
+  ret_st->st_mode = stx.stx_mode;
+  ret_st->st_nlink = stx.stx_nlink;
+  ret_st->st_uid = stx.stx_uid;
+  ret_st->st_gid = stx.stx_gid;
+  ret_st->st_rdev = makedev (stx.stx_rdev_major, stx.stx_rdev_minor);
+  ret_st->st_size = (off_t)stx.stx_size;
+  ret_st->st_mtim = (struct timespec){ stx.stx_mtime.tv_sec, stx.stx_mtime.tv_nsec };
+  ret_st->st_ctim = (struct timespec){ stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec };
+  return 0;
 }
 
 bool

@@ -4,6 +4,8 @@
  * each is written once and every layer can reach it. */
 #pragma once
 
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <glib.h>
 #include <json-glib/json-glib.h>
@@ -107,6 +109,11 @@ int fb_send_fds (int sock, const void *buf, size_t len, const int *fds, int n_fd
  * DIR_FD itself; a link is not followed) carries it. */
 #define FB_STATE_XATTR "user.fusebox"
 bool fb_state_mark (int fd);
+/* lstat(2) of NAME below DIR_FD (AT_FDCWD: a path) from what the kernel
+ * holds (statx AT_STATX_DONT_SYNC, no automount): another user's FUSE
+ * filesystem mounted there, whose server may never answer, is not asked.
+ * -1 and errno as lstat's. */
+int fb_lstat_cached (int dir_fd, const char *name, struct stat *ret_st);
 bool fb_state_marked (int dir_fd, const char *name);
 
 /* String tables: fb_table_find, FB_DEFINE_STRING_TABLE and their

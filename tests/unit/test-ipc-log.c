@@ -9,7 +9,13 @@
 
 #include "ipc/ipc-log-output.h"
 
+#include "tests/lib/test-host.h"
+
+#include <pthread.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/resource.h>
 
 typedef TestLogFile Fixture;
@@ -1002,7 +1008,76 @@ test_bad_paths (void **state)
   assert_non_null (error);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_fields), TEST_LOG_FILE_TEST (test_concurrent_pushers_block),
+/* The log opened at a name where another user mounted a FUSE filesystem
+ * whose server never answers (in a directory others may write, such as a
+ * sticky /var/tmp; or right after a rotation moved the live file away): it
+ * is refused, saying why, and nothing is asked of the mount.  The open
+ * runs in a thread; a connection still asked after 10 s is aborted. */
+typedef struct
+{
+  const char *path;
+  FbLogFile *file;
+  GError *error;
+  gint done;
+} LogOpen;
+
+static void *
+log_open_run (void *p)
+{
+  LogOpen *o = p;
+
+  o->file = fb_log_file_open (o->path, 0, &o->error);
+  g_atomic_int_set (&o->done, 1);
+  return NULL;
+}
+
+static void
+test_log_at_a_mount (void **state)
+{
+  g_autofree char *dir = NULL, *path = NULL, *opts = NULL;
+  struct statx stx;
+  LogOpen o = { 0 };
+  pthread_t thread;
+  int fd;
+
+  (void)state;
+  if (geteuid () != 0 || test_host_lacks ("fuse") != NULL)
+    test_skip_test (false, "another user's FUSE mount needs root and /dev/fuse");
+  dir = test_tmpdir ("fusebox-logmount");
+  path = g_build_filename (dir, "access.jsonl", NULL);
+  test_write (path, "", 0644);
+  fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
+  assert_true (fd >= 0);
+  opts = g_strdup_printf ("fd=%d,rootmode=100000,user_id=1000,group_id=1000,allow_other", fd);
+  assert_int_equal (mount ("fusebox-test", path, "fuse", MS_NOSUID | MS_NODEV, opts), 0);
+  assert_int_equal (statx (AT_FDCWD, path, AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &stx), 0);
+
+  o.path = path;
+  assert_int_equal (pthread_create (&thread, NULL, log_open_run, &o), 0);
+  for (int waited = 0; waited < 10000 && !g_atomic_int_get (&o.done); waited += 20)
+    g_usleep (20 * 1000);
+  if (!g_atomic_int_get (&o.done))
+    test_fuse_abort (makedev (stx.stx_dev_major, stx.stx_dev_minor));
+  pthread_join (thread, NULL);
+  umount2 (path, MNT_DETACH);
+  close (fd);
+  unlink (path);
+  rmdir (dir);
+  if (o.file != NULL)
+    {
+      FbLogOutput *out = fb_log_file_output (o.file);
+      out->ops->close (out, NULL);
+      out->ops->free (out);
+      fail_msg ("the log was opened at another user's mount");
+    }
+  assert_non_null (o.error);
+  if (strstr (o.error->message, "another filesystem is mounted at its name") == NULL)
+    fail_msg ("the log at a mount was refused, but not for that (%s), or only after asking it", o.error->message);
+  g_clear_error (&o.error);
+}
+
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_log_at_a_mount), TEST_LOG_FILE_TEST (test_fields),
+                  TEST_LOG_FILE_TEST (test_concurrent_pushers_block),
                   TEST_LOG_FILE_TEST (test_concurrent_pushers_loop_thread),
                   TEST_LOG_FILE_TEST (test_loop_thread_push_never_deadlocks),
                   TEST_LOG_FILE_TEST (test_queue_byte_budget), TEST_LOG_FILE_TEST (test_rotation_gap_free),
