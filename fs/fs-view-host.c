@@ -456,20 +456,7 @@ host_stat_once (FbViewNode *near, int dir_fd, const char *name, int flags, struc
   if (statx (dir_fd, name, flags | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
              STATX_BASIC_STATS | host_statx_mount_mask (), &stx) < 0)
     return -errno;
-  memset (ret_st, 0, sizeof *ret_st);
-  ret_st->st_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
-  ret_st->st_ino = stx.stx_ino;
-  ret_st->st_mode = stx.stx_mode;
-  ret_st->st_nlink = stx.stx_nlink;
-  ret_st->st_uid = stx.stx_uid;
-  ret_st->st_gid = stx.stx_gid;
-  ret_st->st_rdev = makedev (stx.stx_rdev_major, stx.stx_rdev_minor);
-  ret_st->st_size = (off_t)stx.stx_size;
-  ret_st->st_blksize = (blksize_t)stx.stx_blksize;
-  ret_st->st_blocks = (blkcnt_t)stx.stx_blocks;
-  ret_st->st_atim = (struct timespec){ stx.stx_atime.tv_sec, stx.stx_atime.tv_nsec };
-  ret_st->st_mtim = (struct timespec){ stx.stx_mtime.tv_sec, stx.stx_mtime.tv_nsec };
-  ret_st->st_ctim = (struct timespec){ stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec };
+  fb_stat_from_statx (&stx, ret_st);
   if (near != NULL && near->kind == NODE_HOST && ret_st->st_dev == near->dev)
     fs = near->asks ? HOST_FS_ASKS : HOST_FS_LOCAL;
   else

@@ -59,18 +59,27 @@ fb_lstat_cached (int dir_fd, const char *name, struct stat *ret_st)
 
   if (statx (dir_fd, name, flags, STATX_BASIC_STATS, &stx) < 0)
     return -1;
-  memset (ret_st, 0, sizeof *ret_st);
-  ret_st->st_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
-  ret_st->st_ino = stx.stx_ino;
-  ret_st->st_mode = stx.stx_mode;
-  ret_st->st_nlink = stx.stx_nlink;
-  ret_st->st_uid = stx.stx_uid;
-  ret_st->st_gid = stx.stx_gid;
-  ret_st->st_rdev = makedev (stx.stx_rdev_major, stx.stx_rdev_minor);
-  ret_st->st_size = (off_t)stx.stx_size;
-  ret_st->st_mtim = (struct timespec){ stx.stx_mtime.tv_sec, stx.stx_mtime.tv_nsec };
-  ret_st->st_ctim = (struct timespec){ stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec };
+  fb_stat_from_statx (&stx, ret_st);
   return 0;
+}
+
+void
+fb_stat_from_statx (const struct statx *stx, struct stat *ret_st)
+{
+  memset (ret_st, 0, sizeof *ret_st);
+  ret_st->st_dev = makedev (stx->stx_dev_major, stx->stx_dev_minor);
+  ret_st->st_ino = stx->stx_ino;
+  ret_st->st_mode = stx->stx_mode;
+  ret_st->st_nlink = stx->stx_nlink;
+  ret_st->st_uid = stx->stx_uid;
+  ret_st->st_gid = stx->stx_gid;
+  ret_st->st_rdev = makedev (stx->stx_rdev_major, stx->stx_rdev_minor);
+  ret_st->st_size = (off_t)stx->stx_size;
+  ret_st->st_blksize = (blksize_t)stx->stx_blksize;
+  ret_st->st_blocks = (blkcnt_t)stx->stx_blocks;
+  ret_st->st_atim = (struct timespec){ stx->stx_atime.tv_sec, stx->stx_atime.tv_nsec };
+  ret_st->st_mtim = (struct timespec){ stx->stx_mtime.tv_sec, stx->stx_mtime.tv_nsec };
+  ret_st->st_ctim = (struct timespec){ stx->stx_ctime.tv_sec, stx->stx_ctime.tv_nsec };
 }
 
 bool

@@ -114,6 +114,8 @@ bool fb_state_mark (int fd);
  * filesystem mounted there, whose server may never answer, is not asked.
  * -1 and errno as lstat's. */
 int fb_lstat_cached (int dir_fd, const char *name, struct stat *ret_st);
+/* STX's basic fields as a struct stat (the rest 0). */
+void fb_stat_from_statx (const struct statx *stx, struct stat *ret_st);
 bool fb_state_marked (int dir_fd, const char *name);
 
 /* String tables: fb_table_find, FB_DEFINE_STRING_TABLE and their
