@@ -208,14 +208,6 @@ typedef struct NodeExtra
   /* what only some directories keep (below): NULL until one of them
    * keeps something */
   struct NodeExtraDir *dir;
-  /* a streamed listing's last positions (fs-view-dir.c): N_CURSORS, at
-   * most DIR_CURSORS_MAX; where the last one that read to the end ended
-   * (END_INDEX, 0 for none), and the directory's ctime before it read */
-  struct DirCursor *cursors;
-  guint n_cursors;
-  guint cursor_next;
-  off_t end_index;
-  struct timespec end_ctime;
 } NodeExtra;
 
 /* fs-view-node.c: NODE's extra part, made now if it has none (for the node's
@@ -245,12 +237,22 @@ struct linux_dirent64
 };
 
 /* Where a streamed listing stands (fs-view-dir.c): the view's offset, which
- * counts the entries the view showed, and the host's, which lseek takes. */
-#define DIR_CURSORS_MAX 8
+ * counts the entries the view showed, and the host's, which lseek takes.
+ * The FUSE adapter's listings, which have no handle, keep theirs in the
+ * view's table of DIR_CURSOR_SETS sets of DIR_CURSOR_WAYS, a node's in
+ * the set its address picks. */
+#define DIR_CURSOR_SETS 128
+#define DIR_CURSOR_WAYS 8
 typedef struct DirCursor
 {
+  FbViewNode *node; /* NULL: a free slot */
   off_t index;
   off_t host;
+  /* AT_END: the listing read to the end there, and END_CTIME was the
+   * directory's ctime before it read */
+  struct timespec end_ctime;
+  guint32 used; /* view->cursor_clock when last kept */
+  bool at_end;
 } DirCursor;
 
 /* A host directory read with getdents64 through a fixed buffer. */
@@ -348,6 +350,12 @@ struct FbView
   gint trim_mark;           /* atomic: the most nodes since malloc was last trimmed (fs-view-node.c) */
   gint plus_files;          /* atomic: listings left that give files' attributes too (fs-view-dir.c) */
   gint spellings_kept;      /* atomic: names kept in all directories' NodeExtra.spellings (fs-view-fold.c) */
+  /* fs-view-dir.c, cursor_lock (innermost): the host positions of the
+   * FUSE adapter's streamed listings (DirCursor), made at the first one
+   * kept; a node's go with it (view_dir_forget) */
+  GMutex cursor_lock;
+  struct DirCursor *cursors;
+  guint32 cursor_clock;
 
   NodeSlabs slabs;      /* the nodes' blocks */
   GMutex lock;          /* the node table */
@@ -673,6 +681,11 @@ void view_changed_name (FbView *view, FbViewNode *parent, const char *name, cons
 /* fs-view-dir.c: NAME, just looked up in DIR by a caller, is not a
  * directory: a caller stats what it lists (see "Attributes" there). */
 void view_dir_child_stated (FbView *view, FbViewNode *dir);
+/* fs-view-dir.c: the listing positions kept for NODE go (its block is
+ * about to be freed, and may be another node's next); view_dir_clear()
+ * frees VIEW's table, every node gone. */
+void view_dir_forget (FbView *view, FbViewNode *node);
+void view_dir_clear (FbView *view);
 
 /* fs-view-io.c, shared with fs-view-dir.c */
 /* ACCOUNT: what FD was claimed on (view_file_claim), taken; NULL when none. */

@@ -10,10 +10,10 @@
  *    them with a directory rebuilt from the visible names would tell that
  *    a hidden name is there, and which.  The host's position is kept
  *    beside the view's: in an open directory's handle, and for the FUSE
- *    adapter's calls without one in the node, its last DIR_CURSORS_MAX
- *    positions (a call that continues from one of them goes on where it
- *    stopped, even if the directory changed meanwhile, as the host's own
- *    offsets would).  Any other offset is reached by reading again from
+ *    adapter's calls without one in the view's table of positions (below;
+ *    a call that continues from one of them goes on where it stopped,
+ *    even if the directory changed meanwhile, as the host's own offsets
+ *    would).  Any other offset is reached by reading again from
  *    the start, deciding each name as a listing does, and skipping that
  *    many shown entries (telldir, seekdir and rewinddir stay exact while
  *    the directory does not change).
@@ -452,92 +452,160 @@ offer_stream (FbView *view, FbViewNode *node, NodeState *dst, int fd, DirStream 
     }
 }
 
+/* --- the host positions of listings without a handle -------------------------
+ *
+ * The FUSE adapter's listings come as a node and an offset, the next call
+ * of a listing from wherever the kernel is (fb_view_readdir_at).  Where
+ * each stopped is kept in the view's table (DirCursor), not in the node:
+ * a walk lists thousands of directories, each read to its end in a call
+ * or two and never again while the kernel keeps the listing, and a
+ * position per directory for its life would be most of what a walk
+ * leaves behind.  A node's positions are in the set its address picks,
+ * the least recently kept of the set giving way; the end of a listing,
+ * once the kernel has asked past it and found nothing changed, is let go
+ * at once.  A position that is gone is found again from the start (the
+ * same entries while the directory does not change).  Every position of
+ * a node goes with the node (view_dir_forget), before its block can be
+ * another's. */
+
+static DirCursor *
+cursor_set (FbView *view, FbViewNode *node)
+{
+  guint64 h = ((guint64)(guintptr)node >> 3) * G_GUINT64_CONSTANT (0x9e3779b97f4a7c15);
+
+  return &view->cursors[(h >> 32) % DIR_CURSOR_SETS * DIR_CURSOR_WAYS];
+}
+
+/* The slot of NODE's position at INDEX in its set, or NULL; cursor_lock. */
+static DirCursor *
+cursor_slot_locked (FbView *view, FbViewNode *node, off_t index)
+{
+  DirCursor *set;
+
+  if (view->cursors == NULL)
+    return NULL;
+  set = cursor_set (view, node);
+  for (guint i = 0; i < DIR_CURSOR_WAYS; i++)
+    if (set[i].node == node && set[i].index == index)
+      return &set[i];
+  return NULL;
+}
+
 /* The host position kept for the view's offset INDEX of NODE's listing. */
 static bool
 cursor_find (FbViewNode *node, off_t index, off_t *ret_host)
 {
-  NodeExtra *x = node_extra_peek (node);
-  bool found = false;
+  FbView *view = node_view (node);
+  DirCursor *c;
 
-  if (x == NULL)
-    return false;
-  g_mutex_lock (&x->lock);
-  for (guint i = 0; i < x->n_cursors && !found; i++)
-    if (x->cursors[i].index == index)
-      {
-        *ret_host = x->cursors[i].host;
-        found = true;
-      }
-  g_mutex_unlock (&x->lock);
-  return found;
+  g_mutex_lock (&view->cursor_lock);
+  c = cursor_slot_locked (view, node, index);
+  if (c != NULL)
+    *ret_host = c->host;
+  g_mutex_unlock (&view->cursor_lock);
+  return c != NULL;
 }
 
-/* Keep where S stands, in place of the same offset's or the oldest (most
- * directories are read in one call: one cursor, grown to DIR_CURSORS_MAX
- * only for those read in more); END_CTIME: S read to the end, and the
- * directory's ctime before it read (NULL when unknown). */
+/* Keep where S stands, in place of the same offset's, a free slot or the
+ * least recently kept; END_CTIME: S read to the end, and the directory's
+ * ctime before it read (NULL when unknown). */
 static void
 cursor_keep (FbViewNode *node, const DirStream *s, const struct timespec *end_ctime)
 {
-  guint slot = DIR_CURSORS_MAX;
-  NodeExtra *x;
+  FbView *view = node_view (node);
+  DirCursor *c, *set;
 
   if (s->index == 0)
     return; /* the start needs none */
-  x = node_extra (node);
-  g_mutex_lock (&x->lock);
-  for (guint i = 0; i < x->n_cursors && slot == DIR_CURSORS_MAX; i++)
-    if (x->cursors[i].index == s->index)
-      slot = i;
-  if (slot == DIR_CURSORS_MAX && x->n_cursors < DIR_CURSORS_MAX)
+  g_mutex_lock (&view->cursor_lock);
+  if (view->cursors == NULL)
+    view->cursors = g_new0 (DirCursor, DIR_CURSOR_SETS * DIR_CURSOR_WAYS);
+  c = cursor_slot_locked (view, node, s->index);
+  set = cursor_set (view, node);
+  for (guint i = 0; i < DIR_CURSOR_WAYS && c == NULL; i++)
+    if (set[i].node == NULL)
+      c = &set[i];
+  if (c == NULL)
     {
-      x->cursors = g_renew (DirCursor, x->cursors, x->n_cursors + 1);
-      slot = x->n_cursors++;
+      c = &set[0];
+      for (guint i = 1; i < DIR_CURSOR_WAYS; i++)
+        if ((gint32)(set[i].used - c->used) < 0)
+          c = &set[i];
     }
-  else if (slot == DIR_CURSORS_MAX)
-    slot = x->cursor_next++ % DIR_CURSORS_MAX;
-  x->cursors[slot].index = s->index;
-  x->cursors[slot].host = s->host;
-  if (s->eof && end_ctime != NULL)
-    {
-      x->end_index = s->index;
-      x->end_ctime = *end_ctime;
-    }
-  else if (x->end_index == s->index)
-    x->end_index = 0;
-  g_mutex_unlock (&x->lock);
+  c->node = node;
+  c->index = s->index;
+  c->host = s->host;
+  c->used = ++view->cursor_clock;
+  c->at_end = s->eof && end_ctime != NULL;
+  if (c->at_end)
+    c->end_ctime = *end_ctime;
+  g_mutex_unlock (&view->cursor_lock);
 }
 
 /* Is OFFSET where NODE's listing ended, with nothing changed in the
  * directory since?  The kernel asks once more past every listing's last
  * entry (its end is an empty answer): answered without opening the
- * directory.  Every change of an entry moves the directory's ctime, which
- * was read before the listing was (a change in the same clock tick as
- * that read, on a kernel without fine-grained timestamps, is one the
- * listing may show or not, as any made while a directory is read). */
+ * directory, and the position let go (the kernel has the whole listing).
+ * Every change of an entry moves the directory's ctime, which was read
+ * before the listing was (a change in the same clock tick as that read, on
+ * a kernel without fine-grained timestamps, is one the listing may show or
+ * not, as any made while a directory is read). */
 static bool
 cursor_at_end (FbViewNode *node, off_t offset)
 {
   _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
-  NodeExtra *x = node_extra_peek (node);
+  FbView *view = node_view (node);
   struct timespec end = { 0 };
   bool at_end = false;
   struct stat st;
+  DirCursor *c;
   int fd;
 
-  if (offset == 0 || x == NULL)
+  if (offset == 0)
     return false;
-  g_mutex_lock (&x->lock);
-  if (x->end_index == offset)
+  g_mutex_lock (&view->cursor_lock);
+  c = cursor_slot_locked (view, node, offset);
+  if (c != NULL && c->at_end)
     {
       at_end = true;
-      end = x->end_ctime;
+      end = c->end_ctime;
     }
-  g_mutex_unlock (&x->lock);
+  g_mutex_unlock (&view->cursor_lock);
   if (!at_end)
     return false;
   fd = node_fd_get (node, &hold);
-  return fd >= 0 && fstat (fd, &st) == 0 && st.st_ctim.tv_sec == end.tv_sec && st.st_ctim.tv_nsec == end.tv_nsec;
+  if (fd < 0 || fstat (fd, &st) != 0 || st.st_ctim.tv_sec != end.tv_sec || st.st_ctim.tv_nsec != end.tv_nsec)
+    return false;
+  g_mutex_lock (&view->cursor_lock);
+  c = cursor_slot_locked (view, node, offset);
+  if (c != NULL && c->at_end)
+    c->node = NULL;
+  g_mutex_unlock (&view->cursor_lock);
+  return true;
+}
+
+void
+view_dir_forget (FbView *view, FbViewNode *node)
+{
+  DirCursor *set;
+
+  g_mutex_lock (&view->cursor_lock);
+  if (view->cursors != NULL)
+    {
+      set = cursor_set (view, node);
+      for (guint i = 0; i < DIR_CURSOR_WAYS; i++)
+        if (set[i].node == node)
+          set[i].node = NULL;
+    }
+  g_mutex_unlock (&view->cursor_lock);
+}
+
+void
+view_dir_clear (FbView *view)
+{
+  g_free (view->cursors);
+  view->cursors = NULL;
+  g_mutex_clear (&view->cursor_lock);
 }
 
 /* NODE's host directory open for reading: "." of its own descriptor, the

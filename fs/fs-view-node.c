@@ -331,6 +331,7 @@ view_table_init (FbView *view)
   node_slabs_init (&view->slabs);
   g_mutex_init (&view->lock);
   g_mutex_init (&view->decisions_lock);
+  g_mutex_init (&view->cursor_lock);
   view->decisions = g_hash_table_new (decision_hash, decision_equal);
   view->node_max = view->options.node_max != 0 ? view->options.node_max : FB_VIEW_NODES_MAX;
   node_set_init (&view->table, &view->slabs, node_key_hash, node_key_equal);
@@ -351,6 +352,7 @@ view_table_clear (FbView *view)
   g_ptr_array_unref (view->pinned);
   g_mutex_clear (&view->lock);
   g_mutex_clear (&view->decisions_lock);
+  view_dir_clear (view);
   node_slabs_clear (&view->slabs);
 }
 
@@ -569,6 +571,8 @@ node_free (FbViewNode *node, FbViewNode *parent)
 
   if (S_ISDIR (node->type) && __atomic_load_n (&node->watched, __ATOMIC_SEQ_CST) == 1)
     node_unwatch (node, parent, fd);
+  if (S_ISDIR (node->type))
+    view_dir_forget (view, node);
   if (fd >= 0)
     close (fd);
   if (node->extra != NULL)
@@ -583,7 +587,6 @@ node_free (FbViewNode *node, FbViewNode *parent)
           g_hash_table_destroy (xd->spellings);
         }
       g_free (xd);
-      g_free (node->extra->cursors);
       g_mutex_clear (&node->extra->lock);
       g_free (node->extra);
     }

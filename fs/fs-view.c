@@ -45,8 +45,8 @@
  *                        own state; fs-view-depth.c: a tree's depth
  *  - Threads: any.  Lock order: view->lock (table and tree), then a node's
  *    extra lock (open files, stamps, listings: NodeExtra), then fd_lock
- *    (fs-view-fd.c) or decisions_lock, both innermost.  The sink is never
- *    called with any of them held.
+ *    (fs-view-fd.c), decisions_lock or cursor_lock (fs-view-dir.c), all
+ *    innermost.  The sink is never called with any of them held.
  */
 #include "fs/fs-private.h"
 

@@ -164,8 +164,8 @@
  *   memory (only for directories with mount points or traversable ones)
  *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
  *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
- *   with a fixed buffer, and a directory node keeps the last 8 positions
- *   of its streamed listing (fs-view-dir.c).  Nodes live as long as someone (the kernel) holds
+ *   with a fixed buffer; the positions of listings without a handle are
+ *   kept in a table of 1,024 per view, not in the nodes (fs-view-dir.c).  Nodes live as long as someone (the kernel) holds
  *   them: one per looked-up view path, each at most FB_VIEW_NODE_BYTES
  *   whatever its depth (no path is stored); a view keeps at most
  *   FbViewOptions.node_max of them (FB_VIEW_NODES_MAX): past three quarters

@@ -5,6 +5,7 @@
  * offset, with or without attributes, with offsets of the view's own),
  * walks through ".." and symlinks inside the view, the host replacing an
  * object under a known name, and the kernel's lookup counts. */
+#include "fs/fs-private.h"
 #include "tests/unit/test-fs-util.h"
 
 #include <dirent.h>
@@ -357,6 +358,167 @@ test_readdir_resume (void **state)
     for (guint i = 0; i < names->len; i++)
       assert_string_equal (at->pdata[i], names->pdata[i]);
   }
+}
+
+/* The host positions the view keeps for NODE's listings without a handle. */
+static guint
+positions_of (FbView *view, const void *node)
+{
+  guint n = 0;
+
+  g_mutex_lock (&view->cursor_lock);
+  for (guint i = 0; view->cursors != NULL && i < DIR_CURSOR_SETS * DIR_CURSOR_WAYS; i++)
+    if (view->cursors[i].node == node)
+      n++;
+  g_mutex_unlock (&view->cursor_lock);
+  return n;
+}
+
+/* One call of NODE's listing without a handle from C's last offset, LIMIT
+ * entries at most: how many it gave. */
+static guint
+list_at_once (Fx *fx, FbViewNode *node, Collect *c, guint limit)
+{
+  guint before = c->names->len;
+
+  c->limit = limit;
+  c->taken = 0;
+  assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, c->last, false, collect, c), 0);
+  return c->names->len - before;
+}
+
+static void
+assert_once_each (GPtrArray *names, const char *what)
+{
+  g_ptr_array_sort (names, (GCompareFunc)(void *)test_cmp_names);
+  for (guint i = 1; i < names->len; i++)
+    if (strcmp (names->pdata[i - 1], names->pdata[i]) == 0)
+      fail_msg ("%s: %s listed twice", what, (char *)names->pdata[i]);
+}
+
+/* A streamed listing without a handle that the host directory changes
+ * under goes on from the host's position where it stopped, as the host's
+ * own offsets would: no name that was there all along is handed out
+ * twice or left out (found again from the start, skipping as many shown
+ * entries, the new names ext4 hashed before it would shift it back). */
+static void
+test_readdir_at_changed_midway (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  g_autofree char *big = NULL;
+  g_autoptr (FbViewNode) node = NULL;
+  Collect c = { .names = g_ptr_array_new_with_free_func (g_free) };
+  guint before = 0;
+
+  fx_make_tree (fx, host_tree);
+  big = fx_host (fx, "host/big");
+  for (int i = 0; i < 300; i++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s/before-%03d", big, i);
+      test_write (p, "", 0644);
+    }
+  fx_start (fx, pol, NULL, -1);
+  node = fx_node (fx, "/big");
+  assert_int_equal (list_at_once (fx, node, &c, 40), 40);
+  for (int i = 0; i < 300; i++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s/after-%03d", big, i);
+      test_write (p, "", 0644);
+    }
+  while (list_at_once (fx, node, &c, 40) > 0)
+    ;
+  assert_once_each (c.names, "/big changed midway");
+  for (guint i = 0; i < c.names->len; i++)
+    if (g_str_has_prefix (c.names->pdata[i], "before-"))
+      before++;
+  assert_int_equal (before, 300);
+  g_ptr_array_unref (c.names);
+}
+
+/* A plain directory listed to its end without a handle keeps nothing in
+ * the view once the kernel has asked past its end: no extra part in its
+ * node, no position (a walk lists thousands).  Listings still under way
+ * keep theirs, more of them than the view has room for: those that lost
+ * theirs go on from the start, each name once.  A node's positions go
+ * with it. */
+static void
+test_readdir_at_keeps_nothing (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *pol = policy ();
+  enum
+  {
+    DIRS = 1500
+  };
+  FbViewNode **nodes = g_new0 (FbViewNode *, DIRS);
+  Collect *cs = g_new0 (Collect, DIRS);
+  guint kept = 0;
+  void *gone;
+
+  fx_make_tree (fx, host_tree);
+  for (int i = 0; i < DIRS; i++)
+    {
+      g_autofree char *rel = g_strdup_printf ("host/big/d%04d", i);
+      mkdir_host (fx, rel);
+      for (int j = 0; j < 6; j++)
+        {
+          g_autofree char *f = g_strdup_printf ("host/big/d%04d/f%d", i, j);
+          write_host (fx, f, "");
+        }
+    }
+  fx_start (fx, pol, NULL, -1);
+
+  /* one read to the end, then the kernel's call past it */
+  {
+    g_autoptr (FbViewNode) d = fx_node (fx, "/big/d0000");
+    Collect c = { .names = g_ptr_array_new_with_free_func (g_free) };
+    assert_int_equal (list_at_once (fx, d, &c, 0), 8);
+    assert_int_equal (positions_of (fx->view, d), 1);
+    assert_int_equal (list_at_once (fx, d, &c, 0), 0);
+    assert_int_equal (positions_of (fx->view, d), 0);
+    assert_null (node_extra_peek (d));
+    /* and once more past the end: nothing, found the long way */
+    assert_int_equal (list_at_once (fx, d, &c, 0), 0);
+    assert_int_equal (c.names->len, 8);
+    g_ptr_array_unref (c.names);
+  }
+
+  /* DIRS listings under way at once, three entries each so far */
+  for (int i = 0; i < DIRS; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/big/d%04d", i);
+      nodes[i] = fx_node (fx, path);
+      cs[i].names = g_ptr_array_new_with_free_func (g_free);
+      assert_int_equal (list_at_once (fx, nodes[i], &cs[i], 3), 3);
+    }
+  for (int i = 0; i < DIRS; i++)
+    kept += positions_of (fx->view, nodes[i]);
+  assert_true (kept <= DIR_CURSOR_SETS * DIR_CURSOR_WAYS);
+  assert_true (kept < DIRS); /* some gave way */
+  for (int i = 0; i < DIRS; i++)
+    {
+      g_autofree char *what = g_strdup_printf ("/big/d%04d", i);
+      while (list_at_once (fx, nodes[i], &cs[i], 2) > 0)
+        ;
+      assert_once_each (cs[i].names, what);
+      assert_int_equal (cs[i].names->len, 8);
+      g_ptr_array_unref (cs[i].names);
+    }
+
+  /* a listing under way, its node let go */
+  {
+    Collect c = { .names = g_ptr_array_new_with_free_func (g_free) };
+    assert_int_equal (list_at_once (fx, nodes[1], &c, 4), 4);
+    assert_int_equal (positions_of (fx->view, nodes[1]), 1);
+    g_ptr_array_unref (c.names);
+  }
+  gone = nodes[1];
+  for (int i = 0; i < DIRS; i++)
+    fb_view_node_unref (nodes[i]);
+  assert_int_equal (positions_of (fx->view, gone), 0);
+  g_free (nodes);
+  g_free (cs);
 }
 
 /* A directory listed from a list (here: a host directory holding a mount
@@ -789,6 +951,7 @@ test_evictable_and_detached (void **state)
 
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_traversable), FX_TEST (test_private_and_synthetic),
                   FX_TEST (test_private_unmade_fails), FX_TEST (test_blank_dirs), FX_TEST (test_readdir_resume),
+                  FX_TEST (test_readdir_at_changed_midway), FX_TEST (test_readdir_at_keeps_nothing),
                   FX_TEST (test_readdir_offsets), FX_TEST (test_readdir_at_policy),
                   FX_TEST (test_assembled_listing_changes), FX_TEST (test_walk), FX_TEST (test_nodes_and_counts),
                   FX_TEST (test_object_index), FX_TEST (test_evictable_and_detached))
