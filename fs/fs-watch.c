@@ -113,17 +113,26 @@ typedef struct
                * would keep the filesystem mounted, busy for its unmount) */
 } WatchFs;
 
-/* A marked directory, by object and by file id. */
+/* A marked directory, by object and, where a file id does not tell the
+ * object by itself, by file id.  One a directory a view keeps (a walk
+ * keeps thousands), so it is as short as it can be: only what the lookup
+ * by object needs where the file id is decoded (ext's), the file id too
+ * elsewhere. */
 typedef struct
 {
-  dev_t dev;
   ino_t ino;
-  guint refs; /* nodes holding the mark */
+  /* st_dev as the kernel encodes it (new_encode_dev): 32 bits, as the
+   * nodes keep it, which are the only callers */
+  guint32 dev;
+  guint32 refs : 31;     /* nodes holding the mark */
+  guint32 by_handle : 1; /* in watch_by_handle, and the fields below allocated */
   fsid_t fsid;
-  int handle_type;
-  guint handle_bytes;
+  gint32 handle_type;
+  guint8 handle_bytes;                 /* at most MAX_HANDLE_SZ */
   unsigned char handle[MAX_HANDLE_SZ]; /* HANDLE_BYTES of them allocated */
 } WatchDir;
+
+G_STATIC_ASSERT (MAX_HANDLE_SZ <= G_MAXUINT8);
 
 static GMutex watch_lock;
 static WatchFs watch_fss[WATCH_FS_MAX]; /* watch_lock */
@@ -166,6 +175,15 @@ handle_equal (gconstpointer a, gconstpointer b)
   const WatchDir *x = a, *y = b;
   return x->handle_type == y->handle_type && x->handle_bytes == y->handle_bytes &&
          memcmp (&x->fsid, &y->fsid, sizeof x->fsid) == 0 && memcmp (x->handle, y->handle, x->handle_bytes) == 0;
+}
+
+/* Does a file id of TYPE and BYTES on W tell the object by itself: ext4's
+ * FILEID_INO32_GEN(_PARENT), a u32 inode number and a u32 generation?
+ * (A marked directory's is then not kept: resolve_fid() reads it.) */
+static bool
+handle_decodes (const WatchFs *w, int type, guint bytes)
+{
+  return w->ext && (type == 1 || type == 2) && bytes >= 8;
 }
 
 static bool
@@ -297,6 +315,7 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
 {
   WatchDir key = { 0 }, *d;
   WatchFs *w;
+  gsize size;
   bool ok = false;
 
   if (!fb_watch_active () || dir_fd < 0)
@@ -326,12 +345,16 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
         fs_drop_locked (w);
       goto out;
     }
-  /* as long as its handle (ext4's are 8 bytes of MAX_HANDLE_SZ's 128) */
-  d = g_malloc (G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
-  memcpy (d, &key, G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
+  /* as long as its handle (ext4's are 8 bytes of MAX_HANDLE_SZ's 128), or
+   * none where resolve_fid() reads the object from it */
+  key.by_handle = !handle_decodes (w, key.handle_type, key.handle_bytes);
+  size = key.by_handle ? G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes : G_STRUCT_OFFSET (WatchDir, fsid);
+  d = g_malloc (size);
+  memcpy (d, &key, size);
   d->refs = 1;
   g_hash_table_add (watch_by_obj, d);
-  g_hash_table_add (watch_by_handle, d);
+  if (d->by_handle)
+    g_hash_table_add (watch_by_handle, d);
   w->dirs++;
   ok = true;
 out:
@@ -368,7 +391,8 @@ watch_dir_remove (dev_t dev, ino_t ino, int dir_fd)
        * the watcher stops; its events then find no node */
       if (!watch_stopped && dir_fd >= 0)
         (void)fanotify_mark (watch_fan, FAN_MARK_REMOVE, WATCH_MASK, dir_fd, ".");
-      g_hash_table_remove (watch_by_handle, d);
+      if (d->by_handle)
+        g_hash_table_remove (watch_by_handle, d);
       g_hash_table_remove (watch_by_obj, d);
       fs_put_locked (d->dev);
       g_free (d);
@@ -425,8 +449,7 @@ resolve_fid (const fsid_t *fsid, struct file_handle *fh, dev_t *ret_dev, ino_t *
 
       if (!w->local || !w->decodes || memcmp (&w->fsid, fsid, sizeof *fsid) != 0)
         continue;
-      /* ext4's FILEID_INO32_GEN(_PARENT): u32 inode number, u32 generation */
-      if (w->ext && (fh->handle_type == 1 || fh->handle_type == 2) && fh->handle_bytes >= 8)
+      if (handle_decodes (w, fh->handle_type, fh->handle_bytes))
         {
           guint32 ino;
           memcpy (&ino, fh->f_handle, sizeof ino);
