@@ -165,10 +165,13 @@
  *   FB_VIEW_DIR_SNAPSHOT_MAX entries, symlinks followed by one walk
  *   FB_VIEW_WALK_MAX_LINKS.  Other directories are streamed from the host
  *   with a fixed buffer; the positions of listings without a handle are
- *   kept in a table of 1,024 per view, not in the nodes (fs-view-dir.c).  Nodes live as long as someone (the kernel)
- * holds them: one per looked-up view path, each at most FB_VIEW_NODE_BYTES whatever its depth (no path is stored); a
- * view keeps at most FbViewOptions.node_max of them (FB_VIEW_NODES_MAX): past three quarters the FUSE adapter asks the
- * kernel to forget its oldest names (they are freed at its FORGET), and past all of it a new name gets ENOMEM, logged
+ *   kept in a table of 1,024 per view, not in the nodes (fs-view-dir.c).
+ *   Nodes live as long as someone (the kernel) holds them: one per
+ *   looked-up view path, each at most FB_VIEW_NODE_BYTES whatever its
+ *   depth (no path is stored); a view keeps at most
+ *   FbViewOptions.node_max of them (FB_VIEW_NODES_MAX): past three quarters
+ *   the FUSE adapter asks the kernel to forget its oldest names (they are
+ *   freed at its FORGET), and past all of it a new name gets ENOMEM, logged
  *   as the view's refusal fusebox:too-many-nodes.  So a view's nodes take
  *   at most 512 MiB, 1 KiB each (about 700 bytes measured).
  *   Descriptors as under Descriptors
