@@ -113,24 +113,31 @@ typedef struct
                * would keep the filesystem mounted, busy for its unmount) */
 } WatchFs;
 
-/* A marked directory, by object and, where a file id does not tell the
- * object by itself, by file id.  One a directory a view keeps (a walk
- * keeps thousands), so it is as short as it can be: only what the lookup
- * by object needs where the file id is decoded (ext's), the file id too
- * elsewhere. */
+/* A marked directory whose file id does not tell the object by itself (not
+ * ext's: handle_decodes()), by object and by file id. */
 typedef struct
 {
   ino_t ino;
   /* st_dev as the kernel encodes it (new_encode_dev): 32 bits, as the
    * nodes keep it, which are the only callers */
   guint32 dev;
-  guint32 refs : 31;     /* nodes holding the mark */
-  guint32 by_handle : 1; /* in watch_by_handle, and the fields below allocated */
+  guint32 refs; /* nodes holding the mark */
   fsid_t fsid;
   gint32 handle_type;
   guint8 handle_bytes;                 /* at most MAX_HANDLE_SZ */
   unsigned char handle[MAX_HANDLE_SZ]; /* HANDLE_BYTES of them allocated */
 } WatchDir;
+
+/* A marked directory whose file id resolve_fid() reads the object from
+ * (ext's): by object only, in an open-addressing table of these records
+ * themselves (watch_objs).  A view keeps one a directory it holds (a walk
+ * thousands), so none has a block or a table entry of its own. */
+typedef struct
+{
+  ino_t ino;
+  guint32 dev;
+  guint32 refs; /* nodes holding the mark; 0: a free slot */
+} WatchObj;
 
 G_STATIC_ASSERT (MAX_HANDLE_SZ <= G_MAXUINT8);
 
@@ -139,6 +146,11 @@ static WatchFs watch_fss[WATCH_FS_MAX]; /* watch_lock */
 static gint watch_n;                    /* watch_lock */
 static GHashTable *watch_by_obj;        /* watch_lock: WatchDir* (key: dev, ino) */
 static GHashTable *watch_by_handle;     /* watch_lock: the same (key: fsid, handle) */
+/* watch_lock: WatchObj, linear probing, at most three quarters full, a
+ * power of two long (or 0) */
+static WatchObj *watch_objs;
+static guint watch_objs_size, watch_objs_used;
+#define WATCH_OBJS_MIN 64
 static gint watch_active;               /* atomic: the group exists and its thread runs */
 static int watch_fan = -1;              /* set once */
 static bool watch_stopped;              /* watch_lock: fb_watch_stop() flushed the marks */
@@ -179,7 +191,8 @@ handle_equal (gconstpointer a, gconstpointer b)
 
 /* Does a file id of TYPE and BYTES on W tell the object by itself: ext4's
  * FILEID_INO32_GEN(_PARENT), a u32 inode number and a u32 generation?
- * (A marked directory's is then not kept: resolve_fid() reads it.) */
+ * (A marked directory's is then not kept: resolve_fid() reads it, and the
+ * directory is in watch_objs.) */
 static bool
 handle_decodes (const WatchFs *w, int type, guint bytes)
 {
@@ -310,12 +323,99 @@ fs_get_locked (dev_t dev, int dir_fd, const WatchDir *dir)
   return w;
 }
 
+/* --- the decoded directories' table (watch_lock) --- */
+
+static guint
+obj_home (ino_t ino, guint32 dev, guint size)
+{
+  guint64 h = ((guint64)ino ^ ((guint64)dev << 40)) * G_GUINT64_CONSTANT (0x9e3779b97f4a7c15);
+
+  return (guint)(h >> 32) & (size - 1);
+}
+
+static WatchObj *
+objs_find (ino_t ino, guint32 dev)
+{
+  if (watch_objs_size == 0)
+    return NULL;
+  for (guint i = obj_home (ino, dev, watch_objs_size);; i = (i + 1) & (watch_objs_size - 1))
+    {
+      WatchObj *o = &watch_objs[i];
+      if (o->refs == 0)
+        return NULL;
+      if (o->ino == ino && o->dev == dev)
+        return o;
+    }
+}
+
+/* Record O in a free slot of a table with room. */
+static void
+objs_put (const WatchObj *o)
+{
+  guint i = obj_home (o->ino, o->dev, watch_objs_size);
+
+  while (watch_objs[i].refs != 0)
+    i = (i + 1) & (watch_objs_size - 1);
+  watch_objs[i] = *o;
+}
+
+static void
+objs_resize (guint size)
+{
+  WatchObj *old = watch_objs;
+  guint old_size = watch_objs_size;
+
+  watch_objs = size > 0 ? g_new0 (WatchObj, size) : NULL;
+  watch_objs_size = size;
+  for (guint i = 0; i < old_size; i++)
+    if (old[i].refs != 0)
+      objs_put (&old[i]);
+  g_free (old);
+}
+
+static void
+objs_add (ino_t ino, guint32 dev)
+{
+  WatchObj o = { .ino = ino, .dev = dev, .refs = 1 };
+
+  if ((watch_objs_used + 1) * 4 > watch_objs_size * 3)
+    objs_resize (watch_objs_size == 0 ? WATCH_OBJS_MIN : watch_objs_size * 2);
+  objs_put (&o);
+  watch_objs_used++;
+}
+
+/* Free slot O, moving back the records after it that their probe would
+ * no longer reach (no tombstones), and shrink a table mostly empty. */
+static void
+objs_remove (WatchObj *o)
+{
+  guint mask = watch_objs_size - 1;
+  guint hole = (guint)(o - watch_objs);
+
+  o->refs = 0;
+  for (guint j = (hole + 1) & mask; watch_objs[j].refs != 0; j = (j + 1) & mask)
+    {
+      guint home = obj_home (watch_objs[j].ino, watch_objs[j].dev, watch_objs_size);
+      /* J's record stays if its home lies cyclically in (HOLE, J] */
+      if (((j - home) & mask) < ((j - hole) & mask))
+        continue;
+      watch_objs[hole] = watch_objs[j];
+      watch_objs[j].refs = 0;
+      hole = j;
+    }
+  watch_objs_used--;
+  if (watch_objs_used == 0)
+    objs_resize (0);
+  else if (watch_objs_size > WATCH_OBJS_MIN && watch_objs_used * 8 < watch_objs_size)
+    objs_resize (watch_objs_size / 2);
+}
+
 bool
 watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
 {
   WatchDir key = { 0 }, *d;
+  WatchObj *o;
   WatchFs *w;
-  gsize size;
   bool ok = false;
 
   if (!fb_watch_active () || dir_fd < 0)
@@ -323,14 +423,19 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
   key.dev = dev;
   key.ino = ino;
   g_mutex_lock (&watch_lock);
-  d = g_hash_table_lookup (watch_by_obj, &key);
-  if (d != NULL)
+  o = objs_find (ino, key.dev);
+  d = o == NULL ? g_hash_table_lookup (watch_by_obj, &key) : NULL;
+  if (o != NULL || d != NULL)
     {
-      d->refs++;
+      if (o != NULL)
+        o->refs++;
+      else
+        d->refs++;
       ok = true;
       goto out;
     }
-  if (watch_stopped || g_hash_table_size (watch_by_obj) >= WATCH_DIRS_MAX || !dir_handle (dir_fd, &key))
+  if (watch_stopped || watch_objs_used + g_hash_table_size (watch_by_obj) >= WATCH_DIRS_MAX ||
+      !dir_handle (dir_fd, &key))
     goto out;
   w = fs_get_locked (dev, dir_fd, &key);
   if (w == NULL)
@@ -345,16 +450,17 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
         fs_drop_locked (w);
       goto out;
     }
-  /* as long as its handle (ext4's are 8 bytes of MAX_HANDLE_SZ's 128), or
-   * none where resolve_fid() reads the object from it */
-  key.by_handle = !handle_decodes (w, key.handle_type, key.handle_bytes);
-  size = key.by_handle ? G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes : G_STRUCT_OFFSET (WatchDir, fsid);
-  d = g_malloc (size);
-  memcpy (d, &key, size);
-  d->refs = 1;
-  g_hash_table_add (watch_by_obj, d);
-  if (d->by_handle)
-    g_hash_table_add (watch_by_handle, d);
+  if (handle_decodes (w, key.handle_type, key.handle_bytes))
+    objs_add (ino, key.dev);
+  else
+    {
+      /* as long as its handle (MAX_HANDLE_SZ is 128) */
+      d = g_malloc (G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
+      memcpy (d, &key, G_STRUCT_OFFSET (WatchDir, handle) + key.handle_bytes);
+      d->refs = 1;
+      g_hash_table_add (watch_by_obj, d);
+      g_hash_table_add (watch_by_handle, d);
+    }
   w->dirs++;
   ok = true;
 out:
@@ -378,24 +484,33 @@ fs_put_locked (dev_t dev)
 void
 watch_dir_remove (dev_t dev, ino_t ino, int dir_fd)
 {
-  WatchDir key = { 0 }, *d;
+  WatchDir key = { 0 }, *d = NULL;
+  WatchObj *o;
+  bool last;
 
   key.dev = dev;
   key.ino = ino;
   g_mutex_lock (&watch_lock);
-  d = watch_by_obj != NULL ? g_hash_table_lookup (watch_by_obj, &key) : NULL;
-  if (d != NULL && --d->refs == 0)
+  o = objs_find (ino, key.dev);
+  if (o == NULL && watch_by_obj != NULL)
+    d = g_hash_table_lookup (watch_by_obj, &key);
+  last = (o != NULL && --o->refs == 0) || (d != NULL && --d->refs == 0);
+  if (last)
     {
       /* no descriptor (the directory's was closed, and it is gone or
        * replaced): the mark stays until the host removes the directory or
        * the watcher stops; its events then find no node */
       if (!watch_stopped && dir_fd >= 0)
         (void)fanotify_mark (watch_fan, FAN_MARK_REMOVE, WATCH_MASK, dir_fd, ".");
-      if (d->by_handle)
-        g_hash_table_remove (watch_by_handle, d);
-      g_hash_table_remove (watch_by_obj, d);
-      fs_put_locked (d->dev);
-      g_free (d);
+      if (o != NULL)
+        objs_remove (o);
+      else
+        {
+          g_hash_table_remove (watch_by_handle, d);
+          g_hash_table_remove (watch_by_obj, d);
+          g_free (d);
+        }
+      fs_put_locked (key.dev);
     }
   g_mutex_unlock (&watch_lock);
 }

@@ -1,14 +1,18 @@
 /* fusebox — the host watcher (fs/fs-watch.c) lets go of a filesystem once
  * no directory on it is marked: a descriptor it kept there would hold the
  * filesystem busy for the daemon's life (umount: EBUSY), as a tmpfs at
- * /run/user/UID whose user logged out.  Needs root (fanotify, a tmpfs). */
+ * /run/user/UID whose user logged out; and it marks a directory while a
+ * node holds it, and no longer, as the kernel's own list of the marks
+ * shows.  Needs root (fanotify, a tmpfs). */
 #include "fs/fs-private.h"
 #include "tests/lib/test-host.h"
 #include "tests/lib/test-util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 static void
 test_filesystem_let_go (void **state)
@@ -53,4 +57,160 @@ test_filesystem_let_go (void **state)
   fb_watch_stop ();
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_filesystem_let_go))
+/* The inode numbers of the directories the watcher's fanotify group marks,
+ * from the kernel's list of them (/proc/self/fdinfo). */
+static GHashTable *
+marked_inodes (void)
+{
+  GHashTable *inos = g_hash_table_new (g_int64_hash, g_int64_equal);
+  g_autoptr (GDir) fds = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+  bool found = false;
+
+  assert_non_null (fds);
+  while ((name = g_dir_read_name (fds)) != NULL)
+    {
+      g_autofree char *link = g_strdup_printf ("/proc/self/fd/%s", name);
+      g_autofree char *target = g_file_read_link (link, NULL);
+      g_autofree char *info_path = g_strdup_printf ("/proc/self/fdinfo/%s", name);
+      g_autofree char *info = NULL;
+      g_auto (GStrv) lines = NULL;
+
+      if (target == NULL || strcmp (target, "anon_inode:[fanotify]") != 0 ||
+          !g_file_get_contents (info_path, &info, NULL, NULL))
+        continue;
+      found = true;
+      lines = g_strsplit (info, "\n", -1);
+      for (guint i = 0; lines[i] != NULL; i++)
+        {
+          const char *p = strstr (lines[i], "fanotify ino:");
+          if (p != NULL)
+            {
+              gint64 *ino = g_new (gint64, 1);
+              *ino = (gint64)g_ascii_strtoull (p + strlen ("fanotify ino:"), NULL, 16);
+              g_hash_table_add (inos, ino);
+            }
+        }
+    }
+  if (!found)
+    fail_msg ("the watcher's fanotify group is not among this process's descriptors");
+  return inos;
+}
+
+/* The marks of DIRS (N of them) that MARKED says, one byte each. */
+static void
+assert_marked (const struct stat *sts, const bool *want, guint n, const char *when)
+{
+  g_autoptr (GHashTable) inos = marked_inodes ();
+  guint wanted = 0;
+
+  for (guint i = 0; i < n; i++)
+    {
+      gint64 ino = (gint64)sts[i].st_ino;
+      bool is = g_hash_table_contains (inos, &ino);
+      if (is != want[i])
+        fail_msg ("%s: directory %u (inode %lld) is %smarked", when, i, (long long)ino, is ? "" : "not ");
+      wanted += want[i];
+    }
+  if (g_hash_table_size (inos) != wanted)
+    fail_msg ("%s: %u marks, %u wanted", when, g_hash_table_size (inos), wanted);
+}
+
+static void
+shuffle (guint *order, guint n, GRand *rand)
+{
+  for (guint i = 0; i < n; i++)
+    order[i] = i;
+  for (guint i = n - 1; i > 0; i--)
+    {
+      guint j = g_rand_int_range (rand, 0, (gint32)i + 1), t = order[i];
+      order[i] = order[j];
+      order[j] = t;
+    }
+}
+
+/* Thousands of directories marked, each by two holders, then let go in
+ * random orders: a directory is marked as long as one holder is left, and
+ * the kernel's list of the marks is always exactly what is held (on ext4,
+ * where the watcher keeps such directories in a table of its own, by
+ * inode). */
+static void
+test_marks_follow_holders (void **state)
+{
+  enum { N = 3000 };
+  g_autofree char *dir = NULL;
+  g_autoptr (GRand) rand = g_rand_new_with_seed (20261204);
+  struct stat *sts = g_new0 (struct stat, N);
+  bool *want = g_new0 (bool, N);
+  guint *order = g_new0 (guint, N);
+  int *fds = g_new0 (int, N);
+  struct statfs sfs;
+
+  (void)state;
+  if (geteuid () != 0)
+    test_skip_test (false, "fanotify needs root");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  if (!fb_watch_start ())
+    test_skip_test (false, "fanotify does not start here");
+  dir = test_tmpdir ("fusebox-watch-many");
+  assert_int_equal (statfs (dir, &sfs), 0);
+  if (sfs.f_type != 0xEF53)
+    test_skip_test (false, "the temporary directory is not on ext4, whose file ids the watcher decodes");
+  for (guint i = 0; i < N; i++)
+    {
+      g_autofree char *sub = g_strdup_printf ("%s/d%04u", dir, i);
+      assert_int_equal (mkdir (sub, 0755), 0);
+      fds[i] = open (sub, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      assert_true (fds[i] >= 0);
+      assert_int_equal (fstat (fds[i], &sts[i]), 0);
+      assert_true (watch_dir_add (sts[i].st_dev, sts[i].st_ino, fds[i]));
+      assert_true (watch_dir_add (sts[i].st_dev, sts[i].st_ino, fds[i]));
+      want[i] = true;
+    }
+  assert_marked (sts, want, N, "each held twice");
+
+  shuffle (order, N, rand);
+  for (guint i = 0; i < N; i++)
+    watch_dir_remove (sts[order[i]].st_dev, sts[order[i]].st_ino, fds[order[i]]);
+  assert_marked (sts, want, N, "each held once");
+
+  shuffle (order, N, rand);
+  for (guint i = 0; i < N / 2; i++)
+    {
+      watch_dir_remove (sts[order[i]].st_dev, sts[order[i]].st_ino, fds[order[i]]);
+      want[order[i]] = false;
+    }
+  assert_marked (sts, want, N, "half let go");
+
+  /* a quarter of those held again, then all let go */
+  for (guint i = 0; i < N / 4; i++)
+    {
+      assert_true (watch_dir_add (sts[order[i]].st_dev, sts[order[i]].st_ino, fds[order[i]]));
+      want[order[i]] = true;
+    }
+  assert_marked (sts, want, N, "a quarter held again");
+  shuffle (order, N, rand);
+  for (guint i = 0; i < N; i++)
+    if (want[order[i]])
+      {
+        watch_dir_remove (sts[order[i]].st_dev, sts[order[i]].st_ino, fds[order[i]]);
+        want[order[i]] = false;
+      }
+  assert_marked (sts, want, N, "all let go");
+
+  for (guint i = 0; i < N; i++)
+    {
+      g_autofree char *sub = g_strdup_printf ("%s/d%04u", dir, i);
+      close (fds[i]);
+      rmdir (sub);
+    }
+  assert_int_equal (rmdir (dir), 0);
+  g_free (fds);
+  g_free (order);
+  g_free (want);
+  g_free (sts);
+  /* (the watcher stays: it starts once a process, and the next test
+   * stops it) */
+}
+
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_marks_follow_holders), cmocka_unit_test (test_filesystem_let_go))
