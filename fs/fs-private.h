@@ -108,19 +108,24 @@ struct FbViewNode
 typedef struct
 {
   FbViewNode *first_child; /* view->lock */
-  gint fd_users;           /* atomic: holds of host_fd (node_fd_get) */
-  gint fd_hot;             /* atomic: held since the eviction scan last passed */
-  /* fd_lock: in the view's list of cached directory descriptors */
-  FbViewNode *fd_prev, *fd_next;
+  /* atomic (__atomic_*, node_dir_state() and the others below): the holds
+   * of host_fd (node_fd_get) in the bits of DIR_FD_USERS; DIR_FD_HOT: held
+   * since the eviction scan last passed; DIR_LISTED_BARE: a listing with
+   * attributes left out some non-directories' (fs-view-dir.c,
+   * "Attributes").  One word: a walk keeps a NodeDir a directory. */
+  guint state;
   /* atomic: FbViewFold + 1 once known, 0 before: does the host fold names
    * here (fs-view-fold.c) */
   gint fold;
-  /* atomic: 1 when a listing with attributes left out some
-   * non-directories' (fs-view-dir.c, "Attributes") */
-  gint listed_bare;
+  /* fd_lock: in the view's list of cached directory descriptors */
+  FbViewNode *fd_prev, *fd_next;
 } NodeDir;
 
 G_STATIC_ASSERT (sizeof (NodeDir) % 8 == 0);
+
+#define DIR_FD_USERS 0x0fffffffu
+#define DIR_FD_HOT 0x10000000u
+#define DIR_LISTED_BARE 0x20000000u
 G_STATIC_ASSERT (NODE_HOST < 4 && NODE_SYNTHETIC < 4 && NODE_BLANK < 4); /* FbViewNode.kind's 2 bits */
 
 /* Names up to this long are in the node's block; longer ones apart. */
@@ -134,6 +139,32 @@ node_dir (FbViewNode *node)
 {
   g_assert (S_ISDIR (node->type));
   return (NodeDir *)(void *)((char *)node - sizeof (NodeDir));
+}
+
+/* NODE's directory state (NodeDir.state), read; BITS set or cleared (the
+ * word before); DELTA holds more or fewer. */
+static inline guint
+node_dir_state (FbViewNode *node)
+{
+  return __atomic_load_n (&node_dir (node)->state, __ATOMIC_SEQ_CST);
+}
+
+static inline guint
+node_dir_set (FbViewNode *node, guint bits)
+{
+  return __atomic_fetch_or (&node_dir (node)->state, bits, __ATOMIC_SEQ_CST);
+}
+
+static inline guint
+node_dir_clear (FbViewNode *node, guint bits)
+{
+  return __atomic_fetch_and (&node_dir (node)->state, ~bits, __ATOMIC_SEQ_CST);
+}
+
+static inline void
+node_dir_hold (FbViewNode *node, int delta)
+{
+  __atomic_fetch_add (&node_dir (node)->state, (guint)delta, __ATOMIC_SEQ_CST);
 }
 
 /* NODE's name ("" for the root): view->lock held, or NODE not shared yet. */

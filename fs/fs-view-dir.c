@@ -251,8 +251,7 @@ void
 view_dir_child_stated (FbView *view, FbViewNode *dir)
 {
   /* once per bare listing: the next ones may show the callers changed */
-  if (g_atomic_int_get (&node_dir (dir)->listed_bare) &&
-      g_atomic_int_compare_and_exchange (&node_dir (dir)->listed_bare, 1, 0))
+  if ((node_dir_state (dir) & DIR_LISTED_BARE) && (node_dir_clear (dir, DIR_LISTED_BARE) & DIR_LISTED_BARE))
     g_atomic_int_set (&view->plus_files, PLUS_FILES_RUN);
 }
 
@@ -276,8 +275,8 @@ offer (FbView *view, FbViewNode *dir, NodeState *dst, const char *name, ino_t in
       if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0 ||
           (plus == PLUS_DIRS && type != DT_DIR && type != DT_UNKNOWN))
         {
-          if (plus == PLUS_DIRS && !g_atomic_int_get (&node_dir (dir)->listed_bare))
-            g_atomic_int_set (&node_dir (dir)->listed_bare, 1);
+          if (plus == PLUS_DIRS && !(node_dir_state (dir) & DIR_LISTED_BARE))
+            node_dir_set (dir, DIR_LISTED_BARE);
           memset (&st, 0, sizeof st);
           st.st_ino = ino;
           st.st_mode = DTTOIF (type);

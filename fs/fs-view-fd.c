@@ -27,7 +27,7 @@
  *    ESTALE (ENOENT when the name is gone), never the new object.  A
  *    directory renamed on the host is lost the same way once its descriptor
  *    was closed (the kernel looks it up again).
- *  - Holding.  node_fd_get() counts a hold in the node (fd_users, atomic and
+ *  - Holding.  node_fd_get() counts a hold in the node (NodeDir.state, atomic and
  *    lock-free: a warm lookup pays an increment, two loads and a decrement
  *    on its parent).  An eviction first takes the descriptor out of the
  *    node, then reads the count and puts the descriptor back if someone
@@ -268,16 +268,16 @@ evict_one_locked (FbView *view)
       int fd;
 
       list_remove_locked (view, n);
-      if (g_atomic_int_get (&node_dir (n)->fd_hot) || g_atomic_int_get (&node_dir (n)->fd_users) > 0)
+      if ((node_dir_state (n) & (DIR_FD_HOT | DIR_FD_USERS)) != 0)
         {
-          g_atomic_int_set (&node_dir (n)->fd_hot, 0);
+          node_dir_clear (n, DIR_FD_HOT);
           list_append_locked (view, n);
           continue;
         }
       /* Out first, then the holds (see "Holding" above). */
       fd = g_atomic_int_get (&n->host_fd);
       g_atomic_int_set (&n->host_fd, -1);
-      if (g_atomic_int_get (&node_dir (n)->fd_users) > 0)
+      if ((node_dir_state (n) & DIR_FD_USERS) != 0)
         {
           g_atomic_int_set (&n->host_fd, fd);
           list_append_locked (view, n);
@@ -377,15 +377,15 @@ try_hold (FbViewNode *node, NodeFd *hold)
 {
   int fd;
 
-  g_atomic_int_inc (&node_dir (node)->fd_users);
+  node_dir_hold (node, 1);
   fd = g_atomic_int_get (&node->host_fd);
   if (G_UNLIKELY (fd < 0))
     {
-      g_atomic_int_add (&node_dir (node)->fd_users, -1);
+      node_dir_hold (node, -1);
       return false;
     }
-  if (!g_atomic_int_get (&node_dir (node)->fd_hot))
-    g_atomic_int_set (&node_dir (node)->fd_hot, 1);
+  if (!(node_dir_state (node) & DIR_FD_HOT))
+    node_dir_set (node, DIR_FD_HOT);
   hold->node = node;
   hold->fd = fd;
   return true;
@@ -412,8 +412,8 @@ install (FbViewNode *node, int fd, NodeFd *hold)
       count_dirs_locked (view, 1);
     }
   /* under the lock: no eviction can come between */
-  g_atomic_int_inc (&node_dir (node)->fd_users);
-  g_atomic_int_set (&node_dir (node)->fd_hot, 1);
+  node_dir_hold (node, 1);
+  node_dir_set (node, DIR_FD_HOT);
   g_mutex_unlock (&fd_lock);
   if (spare >= 0)
     close (spare);
@@ -511,7 +511,7 @@ void
 node_fd_put (NodeFd *hold)
 {
   if (hold->node != NULL)
-    g_atomic_int_add (&node_dir (hold->node)->fd_users, -1);
+    node_dir_hold (hold->node, -1);
   hold->node = NULL;
   hold->fd = -1;
 }
@@ -527,7 +527,7 @@ node_fd_cached (FbViewNode *node)
       list_append_locked (view, node);
       node->fd_listed = true;
       count_dirs_locked (view, 1);
-      g_atomic_int_set (&node_dir (node)->fd_hot, 1);
+      node_dir_set (node, DIR_FD_HOT);
     }
   g_mutex_unlock (&fd_lock);
   tick ();

@@ -146,15 +146,15 @@ static WatchFs watch_fss[WATCH_FS_MAX]; /* watch_lock */
 static gint watch_n;                    /* watch_lock */
 static GHashTable *watch_by_obj;        /* watch_lock: WatchDir* (key: dev, ino) */
 static GHashTable *watch_by_handle;     /* watch_lock: the same (key: fsid, handle) */
+static gint watch_active;               /* atomic: the group exists and its thread runs */
+static int watch_fan = -1;              /* set once */
+static bool watch_stopped;              /* watch_lock: fb_watch_stop() flushed the marks */
+static guint64 watch_events;            /* atomic: events of other processes read */
 /* watch_lock: WatchObj, linear probing, at most three quarters full, a
  * power of two long (or 0) */
 static WatchObj *watch_objs;
 static guint watch_objs_size, watch_objs_used;
 #define WATCH_OBJS_MIN 64
-static gint watch_active;               /* atomic: the group exists and its thread runs */
-static int watch_fan = -1;              /* set once */
-static bool watch_stopped;              /* watch_lock: fb_watch_stop() flushed the marks */
-static guint64 watch_events;            /* atomic: events of other processes read */
 
 static guint
 obj_hash (gconstpointer p)

@@ -137,7 +137,7 @@ shuffle (guint *order, guint n, GRand *rand)
 static void
 test_marks_follow_holders (void **state)
 {
-  enum { N = 3000 };
+#define N 3000
   g_autofree char *dir = NULL;
   g_autoptr (GRand) rand = g_rand_new_with_seed (20261204);
   struct stat *sts = g_new0 (struct stat, N);
@@ -211,6 +211,7 @@ test_marks_follow_holders (void **state)
   g_free (sts);
   /* (the watcher stays: it starts once a process, and the next test
    * stops it) */
+#undef N
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_marks_follow_holders), cmocka_unit_test (test_filesystem_let_go))
