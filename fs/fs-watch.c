@@ -37,7 +37,10 @@
  *    handle (name_to_handle_at, which needs none) is kept with its
  *    st_dev/st_ino; an event's directory id is looked up there, and so is
  *    its object id when that is a marked directory; a child's id is
- *    decoded (see above).
+ *    decoded (see above).  Where every id decodes to the inode (ext2/3/4)
+ *    no handle is kept: the directory is a 16-byte record, by object
+ *    only, in a table of such records (watch_objs), which is what a view's
+ *    walk of thousands of directories leaves here.
  *  - One reader thread, process-wide, rather than a GSource: `fusebox
  *    mount` has no main loop, and the listeners take every view's table
  *    lock, which must not stall the API's loop.  It turns each event into an
