@@ -438,10 +438,13 @@ fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError *
   g_autoptr (GArray) ids = g_array_new (FALSE, FALSE, sizeof (struct stat));
   g_autoptr (GPtrArray) names = g_ptr_array_new ();
 
+  /* what the kernel holds of each: a name there may be another user's
+   * mount (an access log's, in a sticky directory), whose server, asked,
+   * might never answer */
   for (guint i = 0; state_paths != NULL && state_paths[i] != NULL; i++)
     {
       struct stat st;
-      if (lstat (state_paths[i], &st) == 0)
+      if (fb_lstat_cached (AT_FDCWD, state_paths[i], &st) == 0)
         {
           g_array_append_val (ids, st);
           g_ptr_array_add (names, (gpointer)state_paths[i]);

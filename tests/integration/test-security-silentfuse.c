@@ -642,6 +642,71 @@ MFX_CASE (test_silent_fuse_raced_over_a_mount)
   raced (fx, "/ws/own", "40000");
 }
 
+/* `fusebox mount --log` of a file in a directory others may write (sticky,
+ * as /var/tmp), where another user has mounted a silent FUSE filesystem at
+ * the log's name before the command runs.  The command finds that the log
+ * can't be made there and ends, with a message; it never asks the silent
+ * mount (its check that no source shows fusebox's own state takes what the
+ * kernel holds of each name). */
+static struct
+{
+  const char *policy, *log, *mnt, *state, *err;
+} log_cmd;
+
+static int
+mount_with_log (const char *unused)
+{
+  int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+  int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+  (void)unused;
+  dup2 (null, STDOUT_FILENO);
+  dup2 (err, STDERR_FILENO);
+  g_setenv ("XDG_STATE_HOME", log_cmd.state, TRUE);
+  execl (test_bin (), "fusebox", "mount", "--policy", log_cmd.policy, "--log", log_cmd.log, log_cmd.mnt, (char *)NULL);
+  _exit (127);
+}
+
+MFX_CASE (test_silent_fuse_at_the_log_name)
+{
+  g_autofree char *logs = g_build_filename (fx->tmp, "logs", NULL);
+  g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
+  g_autofree char *mnt2 = g_build_filename (fx->tmp, "mnt2", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "mount-err.txt", NULL);
+  g_autofree char *said = NULL;
+  bool mounted;
+  int r;
+
+  mfx_mkdir (fx, "/ws");
+  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
+  assert_int_equal (mkdir (logs, 0755), 0);
+  assert_int_equal (chmod (logs, 01777), 0);
+  assert_int_equal (mkdir (log, 0755), 0);
+  assert_int_equal (chown (log, 1000, 1000), 0);
+  assert_int_equal (mkdir (mnt2, 0755), 0);
+  silent_mount (fx, log);
+  assert_silent (fx);
+
+  log_cmd.policy = fx->policy_path;
+  log_cmd.log = log;
+  log_cmd.mnt = mnt2;
+  log_cmd.state = fx->state_dir;
+  log_cmd.err = err;
+  r = bounded (mount_with_log, NULL, 10000);
+  mounted = test_is_mounted (mnt2);
+  if (mounted)
+    umount2 (mnt2, MNT_DETACH);
+  if (r == -1)
+    fail_msg ("fusebox mount --log %s still waits after 10 s: it asked the silent mount at the log's name", log);
+  assert_false (mounted);
+  assert_int_not_equal (r, 0);
+  /* and says which file, and why */
+  assert_true (g_file_get_contents (err, &said, NULL, NULL));
+  if (strstr (said, log) == NULL)
+    fail_msg ("fusebox mount failed without naming the log %s:\n%s", log, said);
+  silent_take_off ();
+}
+
 static int
 silent_teardown (void **state)
 {
@@ -655,4 +720,5 @@ silent_teardown (void **state)
 
 MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
                  SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
-                 SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount))
+                 SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount),
+                 SILENT_TEST (test_silent_fuse_at_the_log_name))
