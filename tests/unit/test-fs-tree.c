@@ -130,6 +130,17 @@ list_at (Fx *fx, const char *rel, guint limit, bool plus, int *ret_err)
   return c.names;
 }
 
+/* N empty files DIR/PREFIX-000 ... on the host. */
+static void
+fill_host (const char *dir, const char *prefix, int n)
+{
+  for (int i = 0; i < n; i++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s/%s-%03d", dir, prefix, i);
+      test_write (p, "", 0644);
+    }
+}
+
 static char *
 names_of (GPtrArray *names)
 {
@@ -413,19 +424,11 @@ test_readdir_at_changed_midway (void **state)
 
   fx_make_tree (fx, host_tree);
   big = fx_host (fx, "host/big");
-  for (int i = 0; i < 300; i++)
-    {
-      g_autofree char *p = g_strdup_printf ("%s/before-%03d", big, i);
-      test_write (p, "", 0644);
-    }
+  fill_host (big, "before", 300);
   fx_start (fx, pol, NULL, -1);
   node = fx_node (fx, "/big");
   assert_int_equal (list_at_once (fx, node, &c, 40), 40);
-  for (int i = 0; i < 300; i++)
-    {
-      g_autofree char *p = g_strdup_printf ("%s/after-%03d", big, i);
-      test_write (p, "", 0644);
-    }
+  fill_host (big, "after", 300);
   while (list_at_once (fx, node, &c, 40) > 0)
     ;
   assert_once_each (c.names, "/big changed midway");
@@ -544,21 +547,13 @@ test_assembled_listing_changes (void **state)
   mkdir_host (fx, "host/big");
   mkdir_host (fx, "elsewhere");
   big = fx_host (fx, "host/big");
-  for (int i = 0; i < 300; i++)
-    {
-      g_autofree char *p = g_strdup_printf ("%s/before-%03d", big, i);
-      test_write (p, "", 0644);
-    }
+  fill_host (big, "before", 300);
   fx_start (fx, pol, NULL, -1);
   node = fx_node (fx, "/big");
   assert_errno (fb_view_readdir_at (fx->view, &fx->caller, node, 0, false, collect, &c), 0);
   assert_int_equal (names->len, 10);
   /* the host directory changes under the listing */
-  for (int i = 0; i < 300; i++)
-    {
-      g_autofree char *p = g_strdup_printf ("%s/after-%03d", big, i);
-      test_write (p, "", 0644);
-    }
+  fill_host (big, "after", 300);
   for (;;)
     {
       guint before = names->len;
