@@ -81,62 +81,6 @@ open_level (int dir_fd, const char *name, int levels)
   return fd;
 }
 
-/* Remove the host tree DIR_FD/NAME however deep, with two descriptors:
- * down by name to a directory with no subdirectory, then up by ".."
- * (the fixture's nftw stops at PATH_MAX). */
-static void
-host_rm_deep (int dir_fd, const char *name)
-{
-  struct stat top, self;
-  int fd;
-
-  if (fstatat (dir_fd, name, &top, AT_SYMLINK_NOFOLLOW) < 0)
-    return;
-  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  while (fd >= 0)
-    {
-      g_autofree char *sub = NULL;
-      DIR *d = fdopendir (fcntl (fd, F_DUPFD_CLOEXEC, 3));
-      struct dirent *e;
-      int up;
-
-      while (d != NULL && (e = readdir (d)) != NULL)
-        if (strcmp (e->d_name, ".") != 0 && strcmp (e->d_name, "..") != 0 && unlinkat (fd, e->d_name, 0) < 0 &&
-            sub == NULL)
-          sub = g_strdup (e->d_name);
-      if (d != NULL)
-        closedir (d);
-      if (sub != NULL)
-        {
-          int down = openat (fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-          close (fd);
-          fd = down;
-          continue;
-        }
-      if (fstat (fd, &self) < 0 || (self.st_dev == top.st_dev && self.st_ino == top.st_ino))
-        {
-          close (fd);
-          unlinkat (dir_fd, name, AT_REMOVEDIR);
-          return;
-        }
-      /* empty: up, and remove it there (found by its inode) */
-      up = openat (fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      close (fd);
-      fd = up;
-      if (fd < 0)
-        return;
-      d = fdopendir (fcntl (fd, F_DUPFD_CLOEXEC, 3));
-      while (d != NULL && (e = readdir (d)) != NULL)
-        if (e->d_ino == self.st_ino)
-          {
-            unlinkat (fd, e->d_name, AT_REMOVEDIR);
-            break;
-          }
-      if (d != NULL)
-        closedir (d);
-    }
-}
-
 static long
 status_kb (pid_t pid, const char *field)
 {
@@ -209,8 +153,8 @@ MFX_CASE (test_rename_chain_refused)
   close (target);
   close (ws);
   assert_refusal_logged (fx, "\"op\":\"rename\"", "/ws/c1\"", "the refused rename was not logged as fusebox's own");
-  host_rm_deep (h, "c1");
-  host_rm_deep (h, "c2");
+  test_rm_deep (h, "c1");
+  test_rm_deep (h, "c2");
   close (h);
 }
 
@@ -254,7 +198,7 @@ MFX_CASE (test_host_tree_deeper_reported)
   close (fd);
   close (ws);
   assert_refusal_logged (fx, "\"op\":\"lookup\"", "/deep/d/d", "the host tree deeper than the limit was not reported");
-  host_rm_deep (h, "deep");
+  test_rm_deep (h, "deep");
   close (h);
 }
 
@@ -335,7 +279,7 @@ MFX_CASE (test_memory_budget)
   for (int i = 0; i < ROUNDS; i++)
     {
       g_autofree char *name = g_strdup_printf ("r%d", i);
-      host_rm_deep (h, name);
+      test_rm_deep (h, name);
     }
   close (h);
 }

@@ -588,6 +588,13 @@ mount_moved_past_path_max (RFx *fx, int sig)
     assert_daemon_took_it_off (&r);
   close (dir);
   rfx_result_clear (&r);
+  /* the chain is longer than the fixture's removal reaches */
+  {
+    int ws = open (fx->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true (ws >= 0);
+    test_rm_deep (ws, "deep");
+    close (ws);
+  }
 }
 
 RFX_CASE (test_mount_stopped_past_path_max)

@@ -100,6 +100,66 @@ test_rm_rf (const char *path)
   nftw (path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+void
+test_rm_deep (int dir_fd, const char *name)
+{
+  struct stat top, self;
+  int fd;
+
+  if (fstatat (dir_fd, name, &top, AT_SYMLINK_NOFOLLOW) < 0)
+    return;
+  fd = openat (dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  while (fd >= 0)
+    {
+      g_autofree char *sub = NULL;
+      DIR *d = fdopendir (fcntl (fd, F_DUPFD_CLOEXEC, 3));
+      struct dirent *e;
+      int up;
+
+      while (d != NULL && (e = readdir (d)) != NULL)
+        if (strcmp (e->d_name, ".") != 0 && strcmp (e->d_name, "..") != 0 && unlinkat (fd, e->d_name, 0) < 0 &&
+            sub == NULL)
+          sub = g_strdup (e->d_name);
+      if (d != NULL)
+        closedir (d);
+      if (sub != NULL)
+        {
+          int down = openat (fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          struct stat there;
+          close (fd);
+          /* never into another filesystem (a mount left behind) */
+          if (down >= 0 && (fstat (down, &there) < 0 || there.st_dev != top.st_dev))
+            {
+              close (down);
+              return;
+            }
+          fd = down;
+          continue;
+        }
+      if (fstat (fd, &self) < 0 || (self.st_dev == top.st_dev && self.st_ino == top.st_ino))
+        {
+          close (fd);
+          unlinkat (dir_fd, name, AT_REMOVEDIR);
+          return;
+        }
+      /* empty: up, and remove it there (found by its inode) */
+      up = openat (fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      close (fd);
+      fd = up;
+      if (fd < 0)
+        return;
+      d = fdopendir (fcntl (fd, F_DUPFD_CLOEXEC, 3));
+      while (d != NULL && (e = readdir (d)) != NULL)
+        if (e->d_ino == self.st_ino)
+          {
+            unlinkat (fd, e->d_name, AT_REMOVEDIR);
+            break;
+          }
+      if (d != NULL)
+        closedir (d);
+    }
+}
+
 TestDir *
 test_dir_new (char *path)
 {

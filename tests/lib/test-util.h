@@ -63,6 +63,10 @@ char *test_workdir (const char *prefix);
 /* Remove PATH and everything below it, never crossing into a mount that
  * is still there; a no-op for NULL, "" and "/". */
 void test_rm_rf (const char *path);
+/* Remove the tree DIR_FD/NAME however deep (test_rm_rf's nftw stops at
+ * PATH_MAX), with two descriptors: down by name to a directory with no
+ * subdirectory, then up by "..", never into another filesystem. */
+void test_rm_deep (int dir_fd, const char *name);
 
 /* A fixture's temporary directory T and the strings it hands out: each
  * lives until test_dir_free(), so that a fixture keeps its paths in plain
