@@ -159,7 +159,7 @@ open_live (FbLogFile *file, bool must_be_new, GError **error)
       if (errsv == EXDEV)
         g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO,
                      "the access log %s is refused: another filesystem is mounted at its name (its owner may "
-                     "never answer); give a log in a directory only you can write",
+                     "never answer)",
                      file->path);
       else if (fb_lstat_cached (file->dirfd, file->name, &st) == 0 && !S_ISREG (st.st_mode))
         set_refused (file, &st, error);

@@ -562,8 +562,9 @@ start_daemon (const MountArgs *a, Daemon *d)
   lo.on_full_data = d;
   lo.journal = fb_cmd_log_journal (a->log_journal, fb_run_get_policy (a->run), &lo.journal_socket);
   if (fb_run_open_log (a->run, &lo, &error) == NULL)
-    return g_strdup_printf ("can't open the access log %s: %s%s", a->log_path, error->message,
-                            strstr (error->message, "; give ") != NULL ? "" : "; give a writable --log FILE");
+    return g_strdup_printf ("can't open the access log %s: %s; give a --log FILE you can write, in a directory "
+                            "only you can write",
+                            a->log_path, error->message);
 
   fb_run_view_options (a->run, &vo);
   vo.log_level = a->level;

@@ -354,9 +354,9 @@ start_server (const ServeCommandLine *c, FbRun *run, Server *s)
   lo.journal = fb_cmd_log_journal (c->run.log_journal, fb_run_get_policy (run), &lo.journal_socket);
   if (fb_run_open_log (run, &lo, &error) == NULL)
     {
-      /* (a message that says what to do already is not told it twice) */
-      fb_cmd_error ("serve: can't open the access log %s: %s%s", fb_run_get_log_path (run), error->message,
-                    strstr (error->message, "; give ") != NULL ? "" : "; give a writable --log FILE");
+      fb_cmd_error ("serve: can't open the access log %s: %s; give a --log FILE you can write, in a directory only "
+                    "you can write",
+                    fb_run_get_log_path (run), error->message);
       return FB_EXIT_FAILURE;
     }
 
