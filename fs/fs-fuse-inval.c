@@ -22,6 +22,18 @@
  *    (fanotify's queue overflowed: FB_VIEW_CHANGE_ALL), or this queue
  *    full, sets inval_all: the notifier then invalidates every inode the
  *    kernel knows and expires every name (inval_everything).
+ *  - Moved directories (fs-view-node.c).  A name change that did not come
+ *    through this view (the host's, another view's) may have taken a
+ *    directory node from its name, and a node the kernel still uses (a
+ *    working directory) would go on serving the directory under its old
+ *    path's decision wherever it went.  The listener queues the directory
+ *    node at that name (in each node of the parent); the notifier checks
+ *    each against its name (view_node_recheck: one statx), marks those the
+ *    name no longer shows, and drops the kernel's entry, attributes and
+ *    listing of them.  Bounded (MOVED_CHECKS_MAX queued, coalesced per
+ *    node); past it, and whenever host events were lost, every host
+ *    directory of the view is checked.  A check that meets a rename
+ *    through the view is made again MOVED_RETRY_US later.
  *  - Absences.  A name looked up and not found has no node; to give it the
  *    long timeout (inval_absence_timeout) we remember it (ABSENCES_MAX at
  *    most, forgotten when invalidated or expired), so that inval_everything
@@ -331,6 +343,115 @@ collect_inode (FbViewNode *node, gpointer data)
     c->seq = MAX (c->seq, inval_push (c->f, node_ino (c->f, node), c->off, NULL));
 }
 
+/* --- moved directories ----------------------------------------------------------- */
+
+/* Most directories waiting for their check at once; past it, every
+ * directory of the view is checked (as after lost events). */
+#define MOVED_CHECKS_MAX 4096
+/* When a check that met a rename through the view is made again. */
+#define MOVED_RETRY_US 2000
+
+/* Move the queued checks' references into NODES (inval_lock held). */
+static void
+moved_take_locked (FbFuse *f, GPtrArray *nodes)
+{
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init (&iter, f->moved_checks);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    g_ptr_array_add (nodes, key);
+  g_hash_table_steal_all (f->moved_checks);
+}
+
+/* Queue the check of NODE (a reference, or NULL), inval_lock held and the
+ * view's lock too (fb_view_find_object): the set's reference is NODE's,
+ * and a node already in it keeps the one it has (ours is then not the
+ * last, and its drop takes no lock). */
+static void
+moved_add_locked (FbFuse *f, FbViewNode *node)
+{
+  if (node == NULL)
+    return;
+  if (g_hash_table_contains (f->moved_checks, node))
+    fb_view_node_unref (node);
+  else
+    g_hash_table_add (f->moved_checks, node);
+  g_cond_signal (&f->inval_cond);
+}
+
+/* Room for one more check?  Else every directory is checked (inval_lock
+ * held). */
+static bool
+moved_room_locked (FbFuse *f)
+{
+  if (f->inval_stop || f->moved_all)
+    return false;
+  if (g_hash_table_size (f->moved_checks) < MOVED_CHECKS_MAX)
+    return true;
+  f->moved_all = true;
+  g_cond_signal (&f->inval_cond);
+  return false;
+}
+
+static void
+collect_moved_child (FbViewNode *node, gpointer data)
+{
+  Collect *c = data;
+
+  g_mutex_lock (&c->f->inval_lock);
+  if (moved_room_locked (c->f))
+    moved_add_locked (c->f, view_child_dir_ref_locked (c->f->view, node, c->name));
+  g_mutex_unlock (&c->f->inval_lock);
+}
+
+/* Check the queued directories (fs-view-node.c "Moved directories"); for
+ * each one marked moved, the kernel's attributes and listing of it and its
+ * name go.  The notifier thread, no lock held. */
+static void
+moved_settle (FbFuse *f)
+{
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
+  g_autoptr (GPtrArray) busy = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
+  bool all;
+
+  g_mutex_lock (&f->inval_lock);
+  all = f->moved_all;
+  f->moved_all = false;
+  f->moved_due = 0;
+  moved_take_locked (f, nodes);
+  g_mutex_unlock (&f->inval_lock);
+  if (all)
+    view_host_dirs_ref (f->view, nodes);
+  for (guint i = 0; i < nodes->len; i++)
+    {
+      FbViewNode *node = nodes->pdata[i];
+      g_autoptr (FbViewNode) parent = NULL;
+      g_autofree char *name = NULL;
+      int r = view_node_recheck (node, &parent, &name);
+
+      if (r == -EAGAIN)
+        g_ptr_array_add (busy, fb_view_node_ref (node));
+      if (r != 1)
+        continue;
+      g_mutex_lock (&f->inval_lock);
+      if (kernel_knows (f, node))
+        (void)inval_push_locked (f, node_ino (f, node), 0, NULL, false);
+      if (kernel_knows (f, parent))
+        (void)inval_push_locked (f, node_ino (f, parent), -1, name, false);
+      g_mutex_unlock (&f->inval_lock);
+    }
+  if (busy->len == 0)
+    return;
+  g_mutex_lock (&f->inval_lock);
+  for (guint i = busy->len; i-- > 0;)
+    if (!f->inval_stop && !g_hash_table_contains (f->moved_checks, busy->pdata[i]))
+      g_hash_table_add (f->moved_checks, g_ptr_array_steal_index_fast (busy, i));
+  f->moved_due = g_get_monotonic_time () + MOVED_RETRY_US;
+  g_mutex_unlock (&f->inval_lock);
+  /* BUSY's leftovers are dropped here, outside the lock */
+}
+
 static void
 collect_entry (FbViewNode *node, gpointer data)
 {
@@ -357,6 +478,7 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
     {
       g_mutex_lock (&f->inval_lock);
       f->inval_all = true;
+      f->moved_all = true;
       g_cond_signal (&f->inval_cond);
       g_mutex_unlock (&f->inval_lock);
       return;
@@ -371,6 +493,9 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
     {
       c.name = change->name;
       fb_view_find_object (listener_view, change->parent_dev, change->parent_ino, collect_entry, &c);
+      /* the directory that had the name may have left it (a change made
+       * through this view moved its nodes already) */
+      fb_view_find_object (listener_view, change->parent_dev, change->parent_ino, collect_moved_child, &c);
     }
   if (c.seq != 0 && origin != NULL)
     {
@@ -525,7 +650,15 @@ inval_thread (gpointer data)
     {
       Inval *iv;
       gint64 next = inval_later_due_locked (f);
-      if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_evict && !f->inval_stop)
+      bool moved = f->moved_all || g_hash_table_size (f->moved_checks) > 0;
+
+      if (moved && !f->inval_stop && f->moved_due != 0 && f->moved_due > g_get_monotonic_time ())
+        {
+          /* a check waits for a rename: not before its time */
+          next = next == 0 ? f->moved_due : MIN (next, f->moved_due);
+          moved = false;
+        }
+      if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_evict && !f->inval_stop && !moved)
         {
           if (next != 0)
             g_cond_wait_until (&f->inval_cond, &f->inval_lock, next);
@@ -551,6 +684,13 @@ inval_thread (gpointer data)
           f->sync->done = MAX (f->sync->done, seq);
           g_cond_broadcast (&f->sync->cond);
           g_mutex_unlock (&f->sync->lock);
+          g_mutex_lock (&f->inval_lock);
+          continue;
+        }
+      if (moved)
+        {
+          g_mutex_unlock (&f->inval_lock);
+          moved_settle (f);
           g_mutex_lock (&f->inval_lock);
           continue;
         }
@@ -635,6 +775,15 @@ inval_finish (FbFuse *f)
   g_queue_clear_full (&f->inval_later, (GDestroyNotify)inval_free);
   g_hash_table_remove_all (f->later_pending);
   g_hash_table_remove_all (f->absences);
+  {
+    /* the checks' references go outside every lock */
+    g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
+
+    g_mutex_lock (&f->inval_lock);
+    moved_take_locked (f, nodes);
+    f->moved_all = false;
+    g_mutex_unlock (&f->inval_lock);
+  }
   g_mutex_lock (&f->sync->lock);
   f->sync->stopped = true;
   g_cond_broadcast (&f->sync->cond);
@@ -651,6 +800,7 @@ inval_init (FbFuse *f)
   g_queue_init (&f->inval_later);
   f->later_pending = g_hash_table_new (g_str_hash, g_str_equal);
   f->absences = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  f->moved_checks = g_hash_table_new (g_direct_hash, g_direct_equal);
   f->sync = g_new0 (InvalSync, 1);
   f->sync->ref = 1;
   g_mutex_init (&f->sync->lock);
@@ -666,6 +816,7 @@ inval_clear (FbFuse *f)
   g_hash_table_destroy (f->inval_pending);
   g_hash_table_destroy (f->later_pending);
   g_hash_table_destroy (f->absences);
+  g_hash_table_destroy (f->moved_checks); /* emptied by inval_finish */
   inval_sync_unref (f->sync);
   g_cond_clear (&f->inval_cond);
   g_mutex_clear (&f->inval_lock);

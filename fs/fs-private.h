@@ -51,12 +51,15 @@ struct FbViewNode
    * entered it (in_all: in the table, or view->detached), held by the view
    * for its life (pinned, view->pinned); the name is not in name_buf but in
    * a string of its own, whose pointer name_buf holds (name_apart: a
-   * rename, or a name too long for a block; node_name()).  Bits of one
-   * byte, written only under that lock: no other field shares the byte. */
+   * rename, or a name too long for a block; node_name()); a host
+   * directory no longer at its view path (moved: fs-view-node.c, "Moved
+   * directories").  Bits of one byte, written only under that lock: no
+   * other field shares the byte. */
   guint8 in_table : 1;
   guint8 in_all : 1;
   guint8 pinned : 1;
   guint8 name_apart : 1;
+  guint8 moved : 1;
   /* atomic (__atomic_*): 1 when host changes are watched (fs-watch.c
    * "Coverage"; a directory then holds a mark), set before the kernel first
    * gets the node (or at fb_watch_view); -1 while a mark is being placed */
@@ -464,6 +467,7 @@ typedef enum
   VIEW_REFUSAL_FILES,          /* the caller's account holds its share of open files (fs-view-fd.c) */
   VIEW_REFUSAL_PRIVATE_SOURCE, /* a rename or link between a private source and another source (fs-view-name.c) */
   VIEW_REFUSAL_RENAMES_BUSY,   /* VIEW_RENAME_WALKERS_MAX renames that may measure a tree wait already */
+  VIEW_REFUSAL_MOVED,          /* a directory taken from its view path by the host or another view (fs-view-node.c) */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm, read now, for events logged later. */
@@ -529,6 +533,18 @@ FbViewNode *table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh);
 void node_pin (FbView *view, FbViewNode *node);
 FbViewNode *pinned_find (FbView *view, FbViewNode *parent, const char *name, bool mount_point);
 void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
+/* Moved directories (fs-view-node.c): PARENT's child NAME when it is a
+ * host directory node that may have been taken from its name (in the
+ * table, not marked yet), referenced, or NULL (view->lock held, as in
+ * fb_view_find_object's callbacks); every such node of VIEW, into
+ * RET_NODES. */
+FbViewNode *view_child_dir_ref_locked (FbView *view, FbViewNode *parent, const char *name);
+void view_host_dirs_ref (FbView *view, GPtrArray *ret_nodes);
+/* Does NODE's name still show NODE's directory?  0: yes (or NODE has left
+ * the table already); 1: no, and NODE is marked moved now (*RET_PARENT,
+ * referenced, and *RET_NAME: the name the kernel may still have it under);
+ * -EAGAIN: a rename through the view is under way, ask again later. */
+int view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name);
 void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
                                const char *newname, bool exchange);
 

@@ -134,6 +134,11 @@ static const FbPolicyRule refusal_rules[] = {
     OWN_RULE ("fusebox:renames-busy", DENY,
               "renames that must measure the tree they move go one at a time; while two wait, another is answered as "
               "between filesystems (mv then copies), so that no command's renames keep the view's workers waiting"),
+  [VIEW_REFUSAL_MOVED] =
+    OWN_RULE ("fusebox:moved-on-host", DENY,
+              "the host (or another sandbox) moved or removed this directory, or one above it, while this sandbox "
+              "held it: where it went, the policy may decide otherwise, so nothing in it is reached through the old "
+              "path; look it up again by the path it has now"),
 };
 
 const FbPolicyRule *

@@ -29,6 +29,21 @@
  *    string per node to rewrite.  A node that has left the table (its
  *    name now shows another object) is decided again from its parent
  *    whenever its state is built.
+ *  - Moved directories.  A host directory node holds a descriptor that
+ *    follows the directory wherever the host moves it, and the kernel may
+ *    keep using the node (a working directory, an open descriptor) long
+ *    after its name has gone.  Once the view knows that the node's name no
+ *    longer shows that directory (a lookup found another object there,
+ *    the sandbox removed or replaced it, or the host or another view moved
+ *    or removed it: view_node_recheck, from the host watcher's and the
+ *    other views' changes, fs-fuse-inval.c), the node is marked moved and
+ *    leaves the table: its state, and the state of every node below it,
+ *    is the view's refusal VIEW_REFUSAL_MOVED, since where it went the
+ *    policy may decide otherwise and the view does not know where that is.
+ *    A lookup of the new path makes new nodes.  Files are not marked: one
+ *    holds no descriptor while it is not open, and is opened again by its
+ *    name (ESTALE when that shows another object); an open file keeps
+ *    working, as an open descriptor does.
  */
 #include "fs/fs-private.h"
 
@@ -166,19 +181,29 @@ decision_too_long (const FbPolicyDecision *was, FbPolicyDecision *ret)
   };
 }
 
+/* The decision of a path through a moved directory: the view's refusal. */
+static void
+decision_moved (const FbPolicyDecision *was, FbPolicyDecision *ret)
+{
+  decision_too_long (was, ret);
+  ret->rule = view_refusal_rule (VIEW_REFUSAL_MOVED);
+}
+
 /* NODE's view path, built from its parents at the end of BUF (SIZE bytes):
  * returns where it starts, or NULL when it does not fit (*RET_TAIL then
  * points at the last components that did, each after a "/").
  * *RET_DETACHED: the highest node on the way that has left the table
  * (renames no longer keep its decision, nor those below it, current), or
- * NULL.  At most SIZE / 2 steps: each adds a "/" and a name. */
+ * NULL; *RET_MOVED: a node on the way (NODE too) is a moved directory.  At
+ * most SIZE / 2 steps: each adds a "/" and a name. */
 static char *
-path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbViewNode **ret_detached)
+path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbViewNode **ret_detached, bool *ret_moved)
 {
   char *p = buf + size - 1;
 
   *p = '\0';
   *ret_detached = NULL;
+  *ret_moved = false;
   *ret_tail = p;
   if (node->parent == NULL)
     return memcpy (p - 1, "/", 2);
@@ -187,6 +212,8 @@ path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbV
       const char *name = node_name (n);
       gsize len = strlen (name);
 
+      if (n->moved)
+        *ret_moved = true;
       if ((gsize)(p - buf) < len + 1)
         return NULL;
       p -= len;
@@ -234,14 +261,16 @@ decide_detached_locked (FbView *view, FbViewNode *node, FbViewNode *top, char *p
 
 /* NODE's path (in BUF, FB_VIEW_PATH_MAX + 1 bytes) and decision; false
  * when the path is too long (*RET_PATH: "…" and the last components,
- * allocated; *RET_DECISION the refusal). */
+ * allocated; *RET_DECISION the refusal).  Below a moved directory (or at
+ * one) the decision is that refusal, under the path the node had. */
 static bool
 state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **ret_tail_owned,
               FbPolicyDecision *ret_decision)
 {
   FbViewNode *detached;
   char *tail;
-  char *path = path_build_locked (node, buf, size, &tail, &detached);
+  bool moved;
+  char *path = path_build_locked (node, buf, size, &tail, &detached, &moved);
 
   *ret_tail_owned = NULL;
   if (path == NULL)
@@ -251,7 +280,9 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
       *ret_path = *ret_tail_owned;
       return false;
     }
-  if (detached != NULL)
+  if (moved)
+    decision_moved (node->decision, ret_decision);
+  else if (detached != NULL)
     decide_detached_locked (node_view (node), node, detached, path, ret_decision);
   else
     *ret_decision = *node->decision;
@@ -646,6 +677,9 @@ detach_locked (FbView *view, FbViewNode *node)
     return;
   table_remove_locked (view, node);
   g_hash_table_add (view->detached, node);
+  /* its name shows another object, or nothing: see "Moved directories" */
+  if (node->kind == NODE_HOST && S_ISDIR (node->type))
+    node->moved = true;
 }
 
 FbViewNode *
@@ -782,6 +816,80 @@ view_detach_name (FbView *view, FbViewNode *parent, const char *name)
   if (node != NULL)
     detach_locked (view, node);
   g_mutex_unlock (&view->lock);
+}
+
+/* --- moved directories (see "Moved directories" above) ----------------------- */
+
+static bool
+node_may_move (const FbViewNode *node)
+{
+  return node->kind == NODE_HOST && S_ISDIR (node->type) && node->in_table && !node->moved && node->parent != NULL &&
+         node->parent->kind == NODE_HOST;
+}
+
+FbViewNode *
+view_child_dir_ref_locked (FbView *view, FbViewNode *parent, const char *name)
+{
+  FbViewNode *child = table_find_locked (view, parent, name);
+
+  if (child == NULL || !node_may_move (child))
+    return NULL;
+  g_atomic_int_inc (&child->ref); /* found under the lock: not being freed */
+  return child;
+}
+
+int
+view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name)
+{
+  FbView *view = node_view (node);
+  g_autoptr (FbViewNode) parent = NULL;
+  g_autofree char *name = NULL;
+  struct stat st;
+  bool there, marked = false;
+
+  *ret_parent = NULL;
+  *ret_name = NULL;
+  /* A rename through this view moves the host's name first and its nodes
+   * after: in between, the name would seem to have lost its directory.
+   * Never waited for: a rename may wait for this thread's invalidations. */
+  if (!g_mutex_trylock (&view->rename_lock))
+    return -EAGAIN;
+  g_mutex_lock (&view->lock);
+  if (node_may_move (node))
+    {
+      parent = fb_view_node_ref (node->parent);
+      name = g_strdup (node_name (node));
+    }
+  g_mutex_unlock (&view->lock);
+  if (parent == NULL)
+    {
+      g_mutex_unlock (&view->rename_lock);
+      return 0;
+    }
+  {
+    _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
+    int pfd = node_fd_get (parent, &hold);
+
+    /* any failure counts as gone: the name no longer shows it for sure */
+    there = pfd >= 0 && fb_lstat_cached (pfd, name, &st) == 0 && S_ISDIR (st.st_mode) && st.st_ino == node->ino &&
+            (guint32)st.st_dev == node->dev;
+  }
+  if (!there)
+    {
+      g_mutex_lock (&view->lock);
+      if (node->in_table && node->parent == parent && strcmp (node_name (node), name) == 0)
+        {
+          detach_locked (view, node);
+          marked = true;
+        }
+      g_mutex_unlock (&view->lock);
+    }
+  g_mutex_unlock (&view->rename_lock);
+  if (!marked)
+    return 0;
+  *ret_parent = g_steal_pointer (&parent);
+  *ret_name = g_steal_pointer (&name);
+  return 1;
 }
 
 /* Keep NODE (just returned by table_insert, in the table) for the view's
@@ -956,6 +1064,23 @@ fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gp
       for (guint i = 0; more != NULL && i < more->len; i++)
         func (more->pdata[i], user_data);
     }
+  g_mutex_unlock (&view->lock);
+}
+
+void
+view_host_dirs_ref (FbView *view, GPtrArray *ret_nodes)
+{
+  NodeIter it;
+  FbViewNode *n;
+
+  g_mutex_lock (&view->lock);
+  node_iter_init_locked (&it, view);
+  while ((n = node_iter_next_locked (&it)) != NULL)
+    if (node_may_move (n))
+      {
+        g_atomic_int_inc (&n->ref);
+        g_ptr_array_add (ret_nodes, n);
+      }
   g_mutex_unlock (&view->lock);
 }
 
@@ -1159,6 +1284,8 @@ view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, Fb
           child_unlink_locked (b);
           b->in_table = false;
           g_hash_table_add (view->detached, b);
+          if (b->kind == NODE_HOST && S_ISDIR (b->type))
+            b->moved = true; /* an empty directory, replaced */
         }
       if (a != NULL)
         place_locked (view, a, newparent, newname, unref_later);

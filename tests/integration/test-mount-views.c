@@ -2,7 +2,8 @@
  * this process, with the default (long) cache timeouts: a change made
  * through one is seen through the other at once -- a new size and contents
  * after a write, a new name, a removed name, a truncation -- as the remote
- * API's in-process view and a sandbox's mount need.  Each mount is served
+ * API's in-process view and a sandbox's mount need; a directory one view
+ * moves is refused through a descriptor the other holds.  Each mount is served
  * by its own FbFuse thread; the test's own system calls go through the
  * kernel like a sandboxed process's. */
 #include "tests/lib/test-mount.h"
@@ -219,6 +220,46 @@ test_hard_link_seen (void **state)
   fx->passed = true;
 }
 
+static bool
+opens_at (int dir_fd, const char *name, int *ret_errno)
+{
+  int fd = openat (dir_fd, name, O_RDONLY | O_CLOEXEC);
+
+  *ret_errno = fd < 0 ? errno : 0;
+  if (fd >= 0)
+    close (fd);
+  return fd >= 0;
+}
+
+/* A directory B holds open (as a working directory would) that A renames:
+ * B's nodes still stand for the old path, where the policy may decide
+ * otherwise than where it went, so what B reaches through the held
+ * descriptor is refused (EACCES, within 1 s: the check is made by B's
+ * notifier thread), and the new path works through B at once. */
+static void
+test_held_dir_moved_by_other_view (void **state)
+{
+  VFx *fx = *state;
+  struct stat st;
+  int fd, err = 0;
+
+  assert_int_equal (mkdir (in_a (fx, "/dir"), 0755), 0);
+  put (in_a (fx, "/dir/f"), "f\n");
+  fd = open (in_b (fx, "/dir"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_true (opens_at (fd, "f", &err));
+
+  assert_int_equal (rename (in_a (fx, "/dir"), in_a (fx, "/dir2")), 0);
+  if (!TEST_WAIT_FOR (!opens_at (fd, "f", &err) && err == EACCES, 1000))
+    fail_msg ("f under the directory A moved still opens through B's held descriptor (%s)",
+              err != 0 ? g_strerror (err) : "it opened");
+  close (fd);
+  assert_int_equal (stat (in_b (fx, "/dir2/f"), &st), 0);
+  assert_errno_is (stat (in_b (fx, "/dir"), &st), ENOENT);
+  fx->passed = true;
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test_setup_teardown (test_write_seen, vfx_setup, vfx_teardown),
+                  cmocka_unit_test_setup_teardown (test_held_dir_moved_by_other_view, vfx_setup, vfx_teardown),
                   cmocka_unit_test_setup_teardown (test_names_seen, vfx_setup, vfx_teardown),
                   cmocka_unit_test_setup_teardown (test_hard_link_seen, vfx_setup, vfx_teardown))

@@ -1,0 +1,212 @@
+/* fusebox — a directory the host moves while a caller holds it.
+ *
+ * A directory's node keeps a descriptor that follows the directory
+ * wherever the host moves it, and a process keeps using that node through
+ * its working directory or an open descriptor.  The threat: the host (an
+ * operator, a build, another tool) moves a workspace directory into a
+ * place the policy denies, and keeps putting files there; the sandbox, still
+ * holding the directory, reads them under the old path's decision.  Before,
+ * `mv ws/inbox secret/inbox` then a file made there after the move was read
+ * through the held descriptor.
+ *
+ * Each test holds a directory of the real `fusebox mount` open (as a
+ * working directory would), proves it works through it and that the host
+ * file exists and is readable outside, moves the directory on the host,
+ * and then: what the descriptor reaches is refused (EACCES, logged with the
+ * rule fusebox:moved-on-host) within 1 s, a bound for the watcher's
+ * asynchronous delivery; the directory's new path is decided as that path
+ * (denied in "secret", usable in the workspace); and a rename made through
+ * the mount itself keeps the held directory working.  Also with every host
+ * event lost (the path of a fanotify queue overflow). */
+#include "tests/lib/test-mount.h"
+
+static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
+                                  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+                                  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
+                                  "  { \"path\": \"@H@/secret\", \"access\": \"deny\", \"why\": \"credentials\" } ] }\n";
+
+static const char moved_rule[] = "\"rule_origin\":\"fusebox:moved-on-host\"";
+
+/* Open REL through the mount as a held directory. */
+static int
+hold_dir (MFx *fx, const char *rel)
+{
+  int fd = open (mfx_in_mount (fx, rel), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  if (fd < 0)
+    fail_msg ("open %s through the mount: %s", rel, g_strerror (errno));
+  return fd;
+}
+
+/* NAME under the held DIR_FD, read whole; NULL with errno on failure. */
+static char *
+read_at (int dir_fd, const char *name)
+{
+  g_autoptr (GString) s = g_string_new (NULL);
+  char buf[256];
+  ssize_t n;
+  int fd = openat (dir_fd, name, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return NULL;
+  while ((n = read (fd, buf, sizeof buf)) > 0)
+    g_string_append_len (s, buf, n);
+  close (fd);
+  return n < 0 ? NULL : g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+static bool
+refused_at (int dir_fd, const char *name)
+{
+  g_autofree char *text = read_at (dir_fd, name);
+
+  return text == NULL && errno == EACCES;
+}
+
+static void
+host_rename (MFx *fx, const char *from, const char *to)
+{
+  g_autofree char *a = mfx_h (fx, from);
+  g_autofree char *b = mfx_h (fx, to);
+
+  if (rename (a, b) != 0)
+    fail_msg ("rename %s %s on the host: %s", a, b, g_strerror (errno));
+}
+
+/* The held directory's files are refused within 1 s, NAME among them. */
+static void
+assert_refused_soon (int dir_fd, const char *name)
+{
+  if (!TEST_WAIT_FOR (refused_at (dir_fd, name), 1000))
+    {
+      g_autofree char *text = read_at (dir_fd, name);
+      fail_msg ("%s under the moved directory was not refused within 1 s (%s)", name,
+                text != NULL ? "it read" : g_strerror (errno));
+    }
+}
+
+/* ws/inbox, held; the host moves it into secret/ and writes creds2 there. */
+static void
+moved_into_denied (MFx *fx)
+{
+  g_autofree char *log = NULL;
+  g_autofree char *text = NULL;
+  struct stat st;
+  int fd;
+
+  mfx_write (fx, "/ws/inbox/a.txt", "before");
+  mfx_mkdir (fx, "/secret");
+  mfx_mount (fx, policy_text, "--log-level", "all", NULL);
+  fd = hold_dir (fx, "/ws/inbox");
+  text = read_at (fd, "a.txt");
+  assert_non_null (text);
+  assert_string_equal (text, "before");
+
+  host_rename (fx, "/ws/inbox", "/secret/inbox");
+  mfx_write (fx, "/secret/inbox/creds2", "the host's secret");
+  mfx_assert_host_readable (fx, "/secret/inbox/creds2");
+
+  assert_refused_soon (fd, "creds2");
+  assert_true (refused_at (fd, "a.txt"));
+  /* nothing is made there either, and the listing is refused */
+  assert_errno_is (mkdirat (fd, "planted", 0755), EACCES);
+  assert_errno_is (lstat (mfx_on_host (fx, "/secret/inbox/planted"), &st), ENOENT);
+  {
+    int lfd = openat (fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dp = lfd >= 0 ? fdopendir (lfd) : NULL;
+    errno = 0;
+    if (dp != NULL)
+      {
+        assert_null (readdir (dp));
+        assert_int_equal (errno, EACCES);
+        closedir (dp);
+      }
+    else
+      assert_int_equal (errno, EACCES);
+  }
+  /* its new path is the policy's: denied */
+  assert_errno_is (open (mfx_in_mount (fx, "/secret/inbox/creds2"), O_RDONLY | O_CLOEXEC), EACCES);
+  close (fd);
+
+  mfx_unmount (fx);
+  log = mfx_log (fx);
+  if (strstr (log, moved_rule) == NULL || strstr (log, "/ws/inbox/creds2\"") == NULL)
+    fail_msg ("no refusal of ws/inbox/creds2 with %s in the log:\n%s", moved_rule, log);
+}
+
+MFX_CASE (test_moved_into_denied)
+{
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  moved_into_denied (fx);
+}
+
+/* The same with every host event lost: the daemon checks every directory. */
+MFX_CASE (test_moved_into_denied_events_lost)
+{
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  g_setenv ("FUSEBOX_TEST_LOSE_EVENTS", "1", TRUE);
+  moved_into_denied (fx);
+  g_unsetenv ("FUSEBOX_TEST_LOSE_EVENTS");
+}
+
+/* Within the workspace: the held descriptor is refused too (the view does
+ * not follow the host's moves), and the new path works at once. */
+MFX_CASE (test_moved_within_workspace)
+{
+  g_autofree char *text = NULL;
+  struct stat st;
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mfx_write (fx, "/ws/a/f.txt", "kept");
+  mfx_mount (fx, policy_text, NULL);
+  fd = hold_dir (fx, "/ws/a");
+  text = read_at (fd, "f.txt");
+  assert_non_null (text);
+  g_clear_pointer (&text, g_free);
+
+  host_rename (fx, "/ws/a", "/ws/b");
+  assert_refused_soon (fd, "f.txt");
+  close (fd);
+  assert_errno_is (stat (mfx_in_mount (fx, "/ws/a"), &st), ENOENT);
+  fd = hold_dir (fx, "/ws/b");
+  text = read_at (fd, "f.txt");
+  assert_non_null (text);
+  assert_string_equal (text, "kept");
+  assert_int_equal (mkdirat (fd, "made", 0755), 0);
+  assert_int_equal (lstat (mfx_on_host (fx, "/ws/b/made"), &st), 0);
+  close (fd);
+}
+
+/* A rename through the mount moves the view's nodes with it: the held
+ * directory keeps working, also after the host makes a new directory at
+ * its old name (a host change there, which has the daemon check that name). */
+MFX_CASE (test_own_rename_keeps_held)
+{
+  g_autofree char *text = NULL;
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mfx_write (fx, "/ws/c/f.txt", "mine");
+  mfx_mount (fx, policy_text, NULL);
+  fd = hold_dir (fx, "/ws/c");
+  text = read_at (fd, "f.txt");
+  assert_non_null (text);
+  g_clear_pointer (&text, g_free);
+
+  assert_int_equal (rename (mfx_in_mount (fx, "/ws/c"), mfx_in_mount (fx, "/ws/d")), 0);
+  mfx_mkdir (fx, "/ws/c");
+  mfx_write (fx, "/ws/c/other.txt", "new");
+  /* the new directory shows at the old name: the host's change was seen */
+  assert_true (TEST_WAIT_FOR (access (mfx_in_mount (fx, "/ws/c/other.txt"), F_OK) == 0, 1000));
+  g_usleep (100 * 1000);
+  text = read_at (fd, "f.txt");
+  if (text == NULL)
+    fail_msg ("the directory renamed through the mount was refused: %s", g_strerror (errno));
+  assert_string_equal (text, "mine");
+  assert_int_equal (mkdirat (fd, "made", 0755), 0);
+  close (fd);
+}
+
+MFX_DEFINE_MAIN (MFX_TEST (test_moved_into_denied), MFX_TEST (test_moved_into_denied_events_lost),
+                 MFX_TEST (test_moved_within_workspace), MFX_TEST (test_own_rename_keeps_held))
