@@ -442,6 +442,10 @@ node_view (const FbViewNode *node)
 bool watch_dir_add (dev_t dev, ino_t ino, int dir_fd);
 void watch_dir_remove (dev_t dev, ino_t ino, int dir_fd);
 bool watch_children_decode (dev_t dev);
+/* For tests: filesystems met from now on are treated as if their file ids
+ * did not hold the inode number (as xfs's, btrfs's), so that what the
+ * watcher does there can be shown on a tmpfs. */
+void watch_test_ids_unread (bool unread);
 
 /* fs-view-event.c: log OP (an allowed one only at its level or above,
  * fb_op_level; a refusal always) */

@@ -22,7 +22,7 @@
  *    attributes are reported on that mark.  A non-directory node is covered
  *    when its parent node (same st_dev) is, because fsnotify reports an
  *    event on a file to its parent directory's mark (fsnotify_parent), and
- *    when its file id can be told (ext2/3/4 handles decode to the inode
+ *    when its file id can be told (ext2/3/4's and tmpfs's hold the inode
  *    number; elsewhere open_by_handle_at, which needs CAP_DAC_READ_SEARCH).
  *    Except a file with more than one link: a write through a name in a
  *    directory we don't mark reaches no mark of ours, so such files get the
@@ -37,8 +37,8 @@
  *    handle (name_to_handle_at, which needs none) is kept with its
  *    st_dev/st_ino; an event's directory id is looked up there, and so is
  *    its object id when that is a marked directory; a child's id is
- *    decoded (see above).  Where every id decodes to the inode (ext2/3/4)
- *    no handle is kept: the directory is a 16-byte record, by object
+ *    decoded (see above).  Where every id decodes to the inode (ext2/3/4,
+ *    tmpfs) no handle is kept: the directory is a 16-byte record, by object
  *    only, in a table of such records (watch_objs), which is what a view's
  *    walk of thousands of directories leaves here.
  *  - One reader thread, process-wide, rather than a GSource: `fusebox
@@ -89,6 +89,8 @@
 
 /* For tests: every host event is treated as lost (the overflow path). */
 static bool watch_lose_events;
+/* For tests (watch_test_ids_unread): file ids not read for the inode. */
+static bool watch_ids_unread;
 
 #define WATCH_FS_MAX 64
 #define WATCH_DIRS_MAX 65536
@@ -104,12 +106,21 @@ static bool watch_lose_events;
 #define AT_HANDLE_FID 0x200
 #endif
 
+/* Filesystems whose file ids hold the inode number (decoded without
+ * privilege, and a marked directory's id need not be kept). */
+typedef enum
+{
+  WATCH_IDS_NONE,
+  WATCH_IDS_EXT,   /* ext2/3/4: FILEID_INO32_GEN(_PARENT): u32 inode, u32 generation */
+  WATCH_IDS_TMPFS, /* tmpfs (shmem_encode_fh), type 1: u32 generation, u32 inode low, u32 inode high */
+} WatchIds;
+
 typedef struct
 {
   dev_t dev;
   bool local;   /* a local filesystem: marks there see every change */
-  bool ext;     /* ext2/3/4: handles decode to the inode number directly */
-  bool decodes; /* children's file ids can be told (ext, or open_by_handle_at works) */
+  guint8 ids;   /* WatchIds: how its file ids hold the inode number, if they do */
+  bool decodes; /* children's file ids can be told (ids, or open_by_handle_at works) */
   fsid_t fsid;
   int fd;     /* a directory on it, for open_by_handle_at; -1 when not decoding that way */
   guint dirs; /* marked directories on it: at 0 it is let go (its descriptor
@@ -192,14 +203,37 @@ handle_equal (gconstpointer a, gconstpointer b)
          memcmp (&x->fsid, &y->fsid, sizeof x->fsid) == 0 && memcmp (x->handle, y->handle, x->handle_bytes) == 0;
 }
 
-/* Does a file id of TYPE and BYTES on W tell the object by itself: ext4's
- * FILEID_INO32_GEN(_PARENT), a u32 inode number and a u32 generation?
- * (A marked directory's is then not kept: resolve_fid() reads it, and the
- * directory is in watch_objs.) */
+/* Does a file id of TYPE and BYTES on W tell the object by itself (see
+ * WatchIds)?  A marked directory's is then not kept: handle_ino() reads
+ * it, and the directory is in watch_objs. */
 static bool
 handle_decodes (const WatchFs *w, int type, guint bytes)
 {
-  return w->ext && (type == 1 || type == 2) && bytes >= 8;
+  switch (w->ids)
+    {
+      case WATCH_IDS_EXT:
+        return (type == 1 || type == 2) && bytes >= 8;
+      case WATCH_IDS_TMPFS:
+        return type == 1 && bytes == 12;
+      default:
+        return false;
+    }
+}
+
+/* The inode number in BYTES, a file id that handle_decodes() on W. */
+static ino_t
+handle_ino (const WatchFs *w, const unsigned char *bytes)
+{
+  guint32 lo, hi;
+
+  if (w->ids == WATCH_IDS_EXT)
+    {
+      memcpy (&lo, bytes, sizeof lo);
+      return lo;
+    }
+  memcpy (&lo, bytes + 4, sizeof lo);
+  memcpy (&hi, bytes + 8, sizeof hi);
+  return ((ino_t)hi << 32) | lo;
 }
 
 static bool
@@ -292,9 +326,12 @@ fs_get_locked (dev_t dev, int dir_fd, const WatchDir *dir)
     return w;
   w->local = local_fs_type ((unsigned long)sfs.f_type);
   w->fsid = sfs.f_fsid;
-  w->ext = sfs.f_type == 0xEF53;
-  w->decodes = w->ext;
-  if (!w->ext && w->local)
+  w->ids = watch_ids_unread           ? WATCH_IDS_NONE
+           : sfs.f_type == 0xEF53     ? WATCH_IDS_EXT
+           : sfs.f_type == 0x01021994 ? WATCH_IDS_TMPFS
+                                      : WATCH_IDS_NONE;
+  w->decodes = w->ids != WATCH_IDS_NONE;
+  if (!w->decodes && w->local)
     {
       /* privileged (CAP_DAC_READ_SEARCH): children's ids by open_by_handle_at */
       char proc[32];
@@ -569,10 +606,8 @@ resolve_fid (const fsid_t *fsid, struct file_handle *fh, dev_t *ret_dev, ino_t *
         continue;
       if (handle_decodes (w, fh->handle_type, fh->handle_bytes))
         {
-          guint32 ino;
-          memcpy (&ino, fh->f_handle, sizeof ino);
           *ret_dev = w->dev;
-          *ret_ino = ino;
+          *ret_ino = handle_ino (w, fh->f_handle);
           ok = true;
           break;
         }
@@ -723,6 +758,14 @@ watch_thread (gpointer data)
     view_changed (NULL, NULL, &all);
   }
   return NULL;
+}
+
+void
+watch_test_ids_unread (bool unread)
+{
+  g_mutex_lock (&watch_lock);
+  watch_ids_unread = unread;
+  g_mutex_unlock (&watch_lock);
 }
 
 bool

@@ -1,9 +1,12 @@
 /* fusebox — the host watcher (fs/fs-watch.c) lets go of a filesystem once
  * no directory on it is marked: a descriptor it kept there would hold the
  * filesystem busy for the daemon's life (umount: EBUSY), as a tmpfs at
- * /run/user/UID whose user logged out; and it marks a directory while a
- * node holds it, and no longer, as the kernel's own list of the marks
- * shows.  Needs root (fanotify, a tmpfs). */
+ * /run/user/UID whose user logged out (shown on a tmpfs treated as a
+ * filesystem whose file ids must be opened to be told, as xfs's); it
+ * marks a directory while a node holds it, and no longer, as the kernel's
+ * own list of the marks shows; and on a tmpfs it reads the inode number
+ * from another process's event's file id itself, keeping no descriptor
+ * there.  Needs root (fanotify, a tmpfs). */
 #include "fs/fs-private.h"
 #include "tests/lib/test-host.h"
 #include "tests/lib/test-util.h"
@@ -13,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 
 static void
 test_filesystem_let_go (void **state)
@@ -30,6 +34,7 @@ test_filesystem_let_go (void **state)
   dir = test_tmpdir ("fusebox-watch");
   sub = g_build_filename (dir, "sub", NULL);
   assert_int_equal (mount ("fusebox-test", dir, "tmpfs", 0, NULL), 0);
+  watch_test_ids_unread (true);
   assert_int_equal (mkdir (sub, 0755), 0);
 
   fd = open (sub, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -54,7 +59,124 @@ test_filesystem_let_go (void **state)
       fail_msg ("no directory on the tmpfs at %s is marked, and it can't be taken off: %s", dir, g_strerror (e));
     }
   assert_int_equal (rmdir (dir), 0);
+  watch_test_ids_unread (false);
   fb_watch_stop ();
+}
+
+typedef struct
+{
+  GMutex lock;
+  GArray *changes; /* FbViewChange, names dropped */
+} Seen;
+
+static void
+on_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, const FbViewChange *change,
+           gpointer user_data)
+{
+  Seen *seen = user_data;
+  FbViewChange c = *change;
+
+  c.name = NULL;
+  g_mutex_lock (&seen->lock);
+  g_array_append_val (seen->changes, c);
+  g_mutex_unlock (&seen->lock);
+}
+
+static bool
+seen_object (Seen *seen, const struct stat *st)
+{
+  bool found = false;
+
+  g_mutex_lock (&seen->lock);
+  for (guint i = 0; i < seen->changes->len && !found; i++)
+    {
+      const FbViewChange *c = &g_array_index (seen->changes, FbViewChange, i);
+      found = c->dev == st->st_dev && c->ino == st->st_ino;
+    }
+  g_mutex_unlock (&seen->lock);
+  return found;
+}
+
+/* Descriptors of this process on device DEV. */
+static guint
+fds_on (dev_t dev)
+{
+  g_autoptr (GDir) fds = g_dir_open ("/proc/self/fd", 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  assert_non_null (fds);
+  while ((name = g_dir_read_name (fds)) != NULL)
+    {
+      struct stat st;
+      if (fstat (atoi (name), &st) == 0 && st.st_dev == dev)
+        n++;
+    }
+  return n;
+}
+
+/* A file another process writes in a marked tmpfs directory is reported
+ * with its own inode number, read from its file id (tmpfs's hold it): no
+ * descriptor on the tmpfs is kept to open ids by, which is also what an
+ * unprivileged daemon (no open_by_handle_at) needs to cover its files. */
+static void
+test_tmpfs_ids_read (void **state)
+{
+  g_autofree char *dir = NULL, *sub = NULL, *file = NULL;
+  Seen seen = { 0 };
+  int token = 0;
+  struct stat st, fst;
+  pid_t child;
+  int fd, status;
+
+  (void)state;
+  if (geteuid () != 0)
+    test_skip_test (false, "fanotify and a tmpfs need root");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  if (!fb_watch_start ())
+    test_skip_test (false, "fanotify does not start here");
+  dir = test_tmpdir ("fusebox-watch-ids");
+  sub = g_build_filename (dir, "sub", NULL);
+  file = g_build_filename (sub, "f", NULL);
+  assert_int_equal (mount ("fusebox-test", dir, "tmpfs", 0, NULL), 0);
+  assert_int_equal (mkdir (sub, 0755), 0);
+  g_mutex_init (&seen.lock);
+  seen.changes = g_array_new (FALSE, FALSE, sizeof (FbViewChange));
+  fb_view_listen ((FbView *)&token, on_change, &seen);
+
+  fd = open (sub, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (fstat (fd, &st), 0);
+  assert_true (watch_dir_add (st.st_dev, st.st_ino, fd));
+  assert_true (watch_children_decode (st.st_dev));
+  close (fd);
+  assert_int_equal (fds_on (st.st_dev), 0);
+
+  /* another process: the watcher skips its own */
+  child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      int wfd = open (file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      _exit (wfd >= 0 && write (wfd, "x", 1) == 1 && close (wfd) == 0 ? 0 : 1);
+    }
+  assert_int_equal (waitpid (child, &status, 0), child);
+  assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  assert_int_equal (stat (file, &fst), 0);
+  if (!TEST_WAIT_FOR (seen_object (&seen, &fst), 1000))
+    fail_msg ("the write to %s (inode %llu) was not reported with its inode within 1 s", file,
+              (unsigned long long)fst.st_ino);
+  assert_int_equal (fds_on (st.st_dev), 0);
+
+  fb_view_unlisten ((FbView *)&token, on_change, &seen);
+  fd = open (sub, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (fd >= 0);
+  watch_dir_remove (st.st_dev, st.st_ino, fd);
+  close (fd);
+  assert_int_equal (umount2 (dir, 0), 0);
+  assert_int_equal (rmdir (dir), 0);
+  g_array_unref (seen.changes);
+  g_mutex_clear (&seen.lock);
 }
 
 /* The inode numbers of the directories the watcher's fanotify group marks,
@@ -214,4 +336,5 @@ test_marks_follow_holders (void **state)
 #undef N
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_marks_follow_holders), cmocka_unit_test (test_filesystem_let_go))
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_marks_follow_holders), cmocka_unit_test (test_tmpfs_ids_read),
+                  cmocka_unit_test (test_filesystem_let_go))
