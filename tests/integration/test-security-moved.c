@@ -20,10 +20,11 @@
  * event lost (the path of a fanotify queue overflow). */
 #include "tests/lib/test-mount.h"
 
-static const char policy_text[] = "{ \"version\": 1, \"rules\": [\n"
-                                  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
-                                  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
-                                  "  { \"path\": \"@H@/secret\", \"access\": \"deny\", \"why\": \"credentials\" } ] }\n";
+static const char policy_text[] =
+  "{ \"version\": 1, \"rules\": [\n"
+  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+  "  { \"path\": \"@H@/ws\", \"access\": \"write\", \"why\": \"the workspace\" },\n"
+  "  { \"path\": \"@H@/secret\", \"access\": \"deny\", \"why\": \"credentials\" } ] }\n";
 
 static const char moved_rule[] = "\"rule_origin\":\"fusebox:moved-on-host\"";
 
