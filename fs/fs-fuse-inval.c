@@ -32,8 +32,7 @@
  *    name no longer shows, and drops the kernel's entry, attributes and
  *    listing of them.  Bounded (MOVED_CHECKS_MAX queued, coalesced per
  *    node); past it, and whenever host events were lost, every host
- *    directory of the view is checked.  A check that meets a rename
- *    through the view is made again MOVED_RETRY_US later.
+ *    directory of the view is checked.
  *  - Absences.  A name looked up and not found has no node; to give it the
  *    long timeout (inval_absence_timeout) we remember it (ABSENCES_MAX at
  *    most, forgotten when invalidated or expired), so that inval_everything
@@ -348,8 +347,6 @@ collect_inode (FbViewNode *node, gpointer data)
 /* Most directories waiting for their check at once; past it, every
  * directory of the view is checked (as after lost events). */
 #define MOVED_CHECKS_MAX 4096
-/* When a check that met a rename through the view is made again. */
-#define MOVED_RETRY_US 2000
 
 /* Move the queued checks' references into NODES (inval_lock held). */
 static void
@@ -412,13 +409,11 @@ static void
 moved_settle (FbFuse *f)
 {
   g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
-  g_autoptr (GPtrArray) busy = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
   bool all;
 
   g_mutex_lock (&f->inval_lock);
   all = f->moved_all;
   f->moved_all = false;
-  f->moved_due = 0;
   moved_take_locked (f, nodes);
   g_mutex_unlock (&f->inval_lock);
   if (all)
@@ -428,11 +423,8 @@ moved_settle (FbFuse *f)
       FbViewNode *node = nodes->pdata[i];
       g_autoptr (FbViewNode) parent = NULL;
       g_autofree char *name = NULL;
-      int r = view_node_recheck (node, &parent, &name);
 
-      if (r == -EAGAIN)
-        g_ptr_array_add (busy, fb_view_node_ref (node));
-      if (r != 1)
+      if (!view_node_recheck (node, &parent, &name))
         continue;
       g_mutex_lock (&f->inval_lock);
       if (kernel_knows (f, node))
@@ -441,15 +433,6 @@ moved_settle (FbFuse *f)
         (void)inval_push_locked (f, node_ino (f, parent), -1, name, false);
       g_mutex_unlock (&f->inval_lock);
     }
-  if (busy->len == 0)
-    return;
-  g_mutex_lock (&f->inval_lock);
-  for (guint i = busy->len; i-- > 0;)
-    if (!f->inval_stop && !g_hash_table_contains (f->moved_checks, busy->pdata[i]))
-      g_hash_table_add (f->moved_checks, g_ptr_array_steal_index_fast (busy, i));
-  f->moved_due = g_get_monotonic_time () + MOVED_RETRY_US;
-  g_mutex_unlock (&f->inval_lock);
-  /* BUSY's leftovers are dropped here, outside the lock */
 }
 
 static void
@@ -652,12 +635,6 @@ inval_thread (gpointer data)
       gint64 next = inval_later_due_locked (f);
       bool moved = f->moved_all || g_hash_table_size (f->moved_checks) > 0;
 
-      if (moved && !f->inval_stop && f->moved_due != 0 && f->moved_due > g_get_monotonic_time ())
-        {
-          /* a check waits for a rename: not before its time */
-          next = next == 0 ? f->moved_due : MIN (next, f->moved_due);
-          moved = false;
-        }
       if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_evict && !f->inval_stop && !moved)
         {
           if (next != 0)

@@ -63,11 +63,9 @@ struct FbFuse
   gint64 evict_asked;        /* atomic: when it was last asked (monotonic us) */
   /* inval_lock: host directories whose names may no longer show them
    * (fs-view-node.c "Moved directories"), a set of references; check them
-   * all (moved_all: changes lost, or too many); when the ones that met a
-   * rename are asked again (moved_due, monotonic us; 0: now) */
+   * all (moved_all: changes lost, or too many) */
   GHashTable *moved_checks;
   bool moved_all;
-  gint64 moved_due;
   /* inval_lock: name_gen at the last invalidation of a name in each slot */
   guint64 name_gens[INVAL_NAME_SLOTS];
 

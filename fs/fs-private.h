@@ -407,6 +407,11 @@ struct FbView
   /* a rename through this view, from its depth check to the moved nodes'
    * new decisions (fs-view-name.c): taken before view->lock */
   GMutex rename_lock;
+  /* a rename through this view from the host's rename to the nodes' move,
+   * and nothing else (microseconds: no tree measured, nothing waited for),
+   * so that view_node_recheck never sees one half done: taken after
+   * rename_lock, before view->lock */
+  GMutex moves_lock;
   /* renames waiting for rename_lock, or holding it, that may measure a
    * tree (a name moving to a longer path): at most VIEW_RENAME_WALKERS_MAX */
   gint rename_walkers;
@@ -544,11 +549,11 @@ void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
  * RET_NODES. */
 FbViewNode *view_child_dir_ref_locked (FbView *view, FbViewNode *parent, const char *name);
 void view_host_dirs_ref (FbView *view, GPtrArray *ret_nodes);
-/* Does NODE's name still show NODE's directory?  0: yes (or NODE has left
- * the table already); 1: no, and NODE is marked moved now (*RET_PARENT,
- * referenced, and *RET_NAME: the name the kernel may still have it under);
- * -EAGAIN: a rename through the view is under way, ask again later. */
-int view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name);
+/* Does NODE's name still show NODE's directory?  False: yes (or NODE has
+ * left the table already); true: no, and NODE is marked moved now
+ * (*RET_PARENT, referenced, and *RET_NAME: the name the kernel may still
+ * have it under). */
+bool view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name);
 void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
                                const char *newname, bool exchange);
 

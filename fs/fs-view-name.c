@@ -492,10 +492,13 @@ rename_locked (FbView *view, const FbViewCaller *caller, FbViewNode *parent, con
     r = check_depth (view, caller, npfd, newname, &dst, nci.path, ci.path, ci.path, nci.path);
   if (r < 0)
     return r;
+  g_mutex_lock (&view->moves_lock);
   r = renameat2 (pfd, name, npfd, newname, flags) < 0 ? -errno : 0;
   if (r == 0)
+    view_rehome_after_rename (view, parent, name, newparent, newname, (flags & RENAME_EXCHANGE) != 0);
+  g_mutex_unlock (&view->moves_lock);
+  if (r == 0)
     {
-      view_rehome_after_rename (view, parent, name, newparent, newname, (flags & RENAME_EXCHANGE) != 0);
       view_changed_name (view, parent, name, NULL);
       /* a replaced file loses a link */
       view_changed_name (view, newparent, newname, dst_exists && !S_ISDIR (dst.st_mode) ? &dst : NULL);

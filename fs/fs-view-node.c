@@ -40,7 +40,9 @@
  *    leaves the table: its state, and the state of every node below it,
  *    is the view's refusal VIEW_REFUSAL_MOVED, since where it went the
  *    policy may decide otherwise and the view does not know where that is.
- *    A lookup of the new path makes new nodes.  Files are not marked: one
+ *    A lookup of the new path makes new nodes.  A mount's root (its
+ *    source, opened once at start, fs-view.c) has no host parent to check
+ *    its name in, and is not marked.  Files are not marked: one
  *    holds no descriptor while it is not open, and is opened again by its
  *    name (ESTALE when that shows another object); an open file keeps
  *    working, as an open descriptor does.
@@ -838,7 +840,7 @@ view_child_dir_ref_locked (FbView *view, FbViewNode *parent, const char *name)
   return child;
 }
 
-int
+bool
 view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name)
 {
   FbView *view = node_view (node);
@@ -851,9 +853,10 @@ view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name)
   *ret_name = NULL;
   /* A rename through this view moves the host's name first and its nodes
    * after: in between, the name would seem to have lost its directory.
-   * Never waited for: a rename may wait for this thread's invalidations. */
-  if (!g_mutex_trylock (&view->rename_lock))
-    return -EAGAIN;
+   * moves_lock covers just that (not rename_lock, which a rename holds
+   * while it measures a tree: renames back to back kept a check away from
+   * it for tens of seconds). */
+  g_mutex_lock (&view->moves_lock);
   g_mutex_lock (&view->lock);
   if (node_may_move (node))
     {
@@ -863,8 +866,8 @@ view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name)
   g_mutex_unlock (&view->lock);
   if (parent == NULL)
     {
-      g_mutex_unlock (&view->rename_lock);
-      return 0;
+      g_mutex_unlock (&view->moves_lock);
+      return false;
     }
   {
     _fb_cleanup_node_fd_ NodeFd hold = NODE_FD_INIT;
@@ -884,12 +887,12 @@ view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name)
         }
       g_mutex_unlock (&view->lock);
     }
-  g_mutex_unlock (&view->rename_lock);
+  g_mutex_unlock (&view->moves_lock);
   if (!marked)
-    return 0;
+    return false;
   *ret_parent = g_steal_pointer (&parent);
   *ret_name = g_steal_pointer (&name);
-  return 1;
+  return true;
 }
 
 /* Keep NODE (just returned by table_insert, in the table) for the view's

@@ -163,6 +163,7 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
   else
     fb_view_options_init (&view->options);
   g_mutex_init (&view->rename_lock);
+  g_mutex_init (&view->moves_lock);
   view_table_init (view);
   {
     GPtrArray *blank = g_ptr_array_new ();
@@ -297,6 +298,7 @@ fb_view_unref (FbView *view)
   view_state_clear (view);
   view_fd_unregister (view);
   g_mutex_clear (&view->rename_lock);
+  g_mutex_clear (&view->moves_lock);
   fb_policy_unref (view->policy);
   g_free (view);
 }

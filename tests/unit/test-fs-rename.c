@@ -425,6 +425,62 @@ test_renames_that_measure_wait_bounded (void **state)
   assert_errno (ren (fx, "/ws/d3", "/ws/d3-now-longer", 0), 0);
 }
 
+/* A directory the host moved (here, into a denied place) while the view
+ * holds its node: the check of its name marks it moved, and what is
+ * reached through it is refused with the view's rule, whatever the policy
+ * says of the old path.  The check does not wait for rename_lock, which a
+ * rename holds while it measures a tree (renames back to back kept it
+ * away for tens of seconds): it runs while a rename holds it.  A name the
+ * host gave another directory marks the old node when it is looked up. */
+static void
+test_moved_directory (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *from = NULL, *to = NULL;
+  g_autoptr (FbViewNode) mparent = NULL;
+  g_autofree char *mname = NULL;
+  FbViewFile *file = NULL;
+  FbPolicyDecision d;
+
+  fx_make_tree (fx, host_tree);
+  fx_start (fx, policy_text, NULL, -1);
+  g_autoptr (FbViewNode) dir1 = fx_node (fx, "/ws/dir1");
+  g_autoptr (FbViewNode) x = fx_node (fx, "/ws/dir1/x");
+  g_autoptr (FbViewNode) dir2 = fx_node (fx, "/ws/dir2");
+  assert_errno (fb_view_open (fx->view, &fx->caller, x, O_RDONLY, &file, NULL), 0);
+  fb_view_release (fx->view, file);
+
+  from = fx_host (fx, "host/ws/dir1");
+  to = fx_host (fx, "host/denied/dir1");
+  assert_int_equal (rename (from, to), 0);
+  assert_false (view_node_recheck (dir2, &mparent, &mname)); /* still where it was */
+  g_mutex_lock (&fx->view->rename_lock);
+  assert_true (view_node_recheck (dir1, &mparent, &mname));
+  g_mutex_unlock (&fx->view->rename_lock);
+  assert_string_equal (mname, "dir1");
+  g_clear_pointer (&mparent, fb_view_node_unref);
+  g_clear_pointer (&mname, g_free);
+  assert_false (view_node_recheck (dir1, &mparent, &mname)); /* once */
+  assert_errno (fb_view_open (fx->view, &fx->caller, x, O_RDONLY, &file, NULL), -EACCES);
+  fb_view_node_get_decision (x, &d);
+  assert_string_equal (d.rule->origin, "fusebox:moved-on-host");
+
+  /* the host replaced ws/dir2: a lookup of the name finds the new one */
+  {
+    g_autofree char *old_dir2 = fx_host (fx, "host/ws/dir2");
+    assert_int_equal (rmdir (old_dir2), 0);
+  }
+  mkdir_host (fx, "host/ws/dir2");
+  {
+    g_autoptr (FbViewNode) fresh = fx_node (fx, "/ws/dir2");
+    assert_ptr_not_equal (fresh, dir2);
+    fb_view_node_get_decision (fresh, &d);
+    assert_int_equal (d.access, FB_POLICY_ACCESS_WRITE);
+    fb_view_node_get_decision (dir2, &d);
+    assert_string_equal (d.rule->origin, "fusebox:moved-on-host");
+  }
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_rename_rules), FX_TEST (test_rename_moves_nodes), FX_TEST (test_hard_links),
-                  FX_TEST (test_protected_names), FX_TEST (test_private_sources),
+                  FX_TEST (test_moved_directory), FX_TEST (test_protected_names), FX_TEST (test_private_sources),
                   FX_TEST (test_renames_that_measure_wait_bounded))
