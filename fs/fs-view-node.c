@@ -33,10 +33,10 @@
  *    follows the directory wherever the host moves it, and the kernel may
  *    keep using the node (a working directory, an open descriptor) long
  *    after its name has gone.  Once the view knows that the node's name no
- *    longer shows that directory (a lookup found another object there,
- *    the sandbox removed or replaced it, or the host or another view moved
- *    or removed it: view_node_recheck, from the host watcher's and the
- *    other views' changes, fs-fuse-inval.c), the node is marked moved and
+ *    longer shows that directory (a lookup found another object there, or
+ *    the host or another view moved or removed it: view_node_recheck, from
+ *    the host watcher's and the other views' changes, fs-fuse-inval.c), the
+ *    node is marked moved and
  *    leaves the table: its state, and the state of every node below it,
  *    is the view's refusal VIEW_REFUSAL_MOVED, since where it went the
  *    policy may decide otherwise and the view does not know where that is.
@@ -671,16 +671,18 @@ table_remove_locked (FbView *view, FbViewNode *node)
 
 /* Take NODE out of the table: later lookups of its name make a new node.
  * Its parent link stays (for ".." in walks); it is among the detached
- * nodes until it is freed. */
+ * nodes until it is freed.  MOVED: its name shows another object, or
+ * nothing, and a directory may be alive elsewhere ("Moved directories");
+ * not for one this view removed, which is dead (it can hold nothing new,
+ * and an open file of its old entries keeps working). */
 static void
-detach_locked (FbView *view, FbViewNode *node)
+detach_locked (FbView *view, FbViewNode *node, bool moved)
 {
   if (!node->in_table)
     return;
   table_remove_locked (view, node);
   g_hash_table_add (view->detached, node);
-  /* its name shows another object, or nothing: see "Moved directories" */
-  if (node->kind == NODE_HOST && S_ISDIR (node->type))
+  if (moved && node->kind == NODE_HOST && S_ISDIR (node->type))
     node->moved = true;
 }
 
@@ -795,7 +797,7 @@ table_insert (FbView *view, FbViewNode *parent, FbViewNode *fresh)
       return existing;
     }
   if (existing != NULL)
-    detach_locked (view, existing);
+    detach_locked (view, existing, true);
   fresh->parent = parent != NULL ? fb_view_node_ref (parent) : NULL;
   node_set_add (&view->table, fresh);
   child_link_locked (parent, fresh);
@@ -816,7 +818,7 @@ view_detach_name (FbView *view, FbViewNode *parent, const char *name)
   g_mutex_lock (&view->lock);
   node = table_find_locked (view, parent, name);
   if (node != NULL)
-    detach_locked (view, node);
+    detach_locked (view, node, false);
   g_mutex_unlock (&view->lock);
 }
 
@@ -882,7 +884,7 @@ view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name)
       g_mutex_lock (&view->lock);
       if (node->in_table && node->parent == parent && strcmp (node_name (node), name) == 0)
         {
-          detach_locked (view, node);
+          detach_locked (view, node, true);
           marked = true;
         }
       g_mutex_unlock (&view->lock);
@@ -1286,9 +1288,7 @@ view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, Fb
         {
           child_unlink_locked (b);
           b->in_table = false;
-          g_hash_table_add (view->detached, b);
-          if (b->kind == NODE_HOST && S_ISDIR (b->type))
-            b->moved = true; /* an empty directory, replaced */
+          g_hash_table_add (view->detached, b); /* a file, or an empty directory: gone */
         }
       if (a != NULL)
         place_locked (view, a, newparent, newname, unref_later);
