@@ -18,6 +18,26 @@
 #include <sys/statfs.h>
 #include <sys/wait.h>
 
+/* As root, with the watcher started: a new tmpfs at a temporary directory
+ * (returned; NAME its prefix) and a directory "sub" on it (*RET_SUB);
+ * skips the test where that can't be had. */
+static char *
+tmpfs_with_sub (const char *name, char **ret_sub)
+{
+  char *dir;
+
+  if (geteuid () != 0)
+    test_skip_test (false, "fanotify and a tmpfs need root");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  if (!fb_watch_start ())
+    test_skip_test (false, "fanotify does not start here");
+  dir = test_tmpdir (name);
+  *ret_sub = g_build_filename (dir, "sub", NULL);
+  assert_int_equal (mount ("fusebox-test", dir, "tmpfs", 0, NULL), 0);
+  assert_int_equal (mkdir (*ret_sub, 0755), 0);
+  return dir;
+}
+
 static void
 test_filesystem_let_go (void **state)
 {
@@ -26,16 +46,9 @@ test_filesystem_let_go (void **state)
   int fd;
 
   (void)state;
-  if (geteuid () != 0)
-    test_skip_test (false, "fanotify and a tmpfs need root");
-  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
-  if (!fb_watch_start ())
-    test_skip_test (false, "fanotify does not start here");
-  dir = test_tmpdir ("fusebox-watch");
-  sub = g_build_filename (dir, "sub", NULL);
-  assert_int_equal (mount ("fusebox-test", dir, "tmpfs", 0, NULL), 0);
+  dir = tmpfs_with_sub ("fusebox-watch", &sub);
+  /* the tmpfs is treated as a filesystem whose ids must be opened */
   watch_test_ids_unread (true);
-  assert_int_equal (mkdir (sub, 0755), 0);
 
   fd = open (sub, O_PATH | O_DIRECTORY | O_CLOEXEC);
   assert_true (fd >= 0);
@@ -130,16 +143,8 @@ test_tmpfs_ids_read (void **state)
   int fd, status;
 
   (void)state;
-  if (geteuid () != 0)
-    test_skip_test (false, "fanotify and a tmpfs need root");
-  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
-  if (!fb_watch_start ())
-    test_skip_test (false, "fanotify does not start here");
-  dir = test_tmpdir ("fusebox-watch-ids");
-  sub = g_build_filename (dir, "sub", NULL);
+  dir = tmpfs_with_sub ("fusebox-watch-ids", &sub);
   file = g_build_filename (sub, "f", NULL);
-  assert_int_equal (mount ("fusebox-test", dir, "tmpfs", 0, NULL), 0);
-  assert_int_equal (mkdir (sub, 0755), 0);
   g_mutex_init (&seen.lock);
   seen.changes = g_array_new (FALSE, FALSE, sizeof (FbViewChange));
   fb_view_listen ((FbView *)&token, on_change, &seen);
