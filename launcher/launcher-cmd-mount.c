@@ -287,8 +287,10 @@ static G_GNUC_NORETURN void
 watcher_main (int fd, const char *mountpoint, int err_fd)
 {
   static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE };
-  int null_fd, parent;
+  int null_fd, parent, early;
   g_autofree char *name = NULL;
+  g_autofree char *early_dir = g_path_get_dirname (mountpoint);
+  g_autofree char *early_name = g_path_get_basename (mountpoint);
   dev_t dev;
   char c, tag[256];
   gsize len = 0;
@@ -312,6 +314,12 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
   if (close_range (4, ~0U, 0) < 0)
     for (int i = 4; i < 65536; i++)
       close (i);
+  /* The mount point's parent, held before the mount is made: a sandbox
+   * may move it before this process has read the mount's tag, and past
+   * PATH_MAX no path and no line of mountinfo leads to it any more.  Only
+   * a mount of ours is ever taken off through it (fb_fuse_take_off_ours
+   * checks the tag and the device), wherever the name under it leads. */
+  early = open (early_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
   do
     n = read (3, &c, 1);
@@ -356,6 +364,13 @@ watcher_main (int fd, const char *mountpoint, int err_fd)
    * already), as the daemon does: through any rename above it, however
    * long its path gets */
   parent = fb_fuse_hold_parent (mountpoint, len > 0 ? tag : NULL, dev, &name);
+  if (parent < 0 && early >= 0)
+    {
+      parent = early;
+      name = g_steal_pointer (&early_name);
+    }
+  else if (early >= 0)
+    close (early);
   do
     {
       n = read (3, &c, 1);
