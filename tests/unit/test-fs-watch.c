@@ -18,9 +18,28 @@
 #include <sys/statfs.h>
 #include <sys/wait.h>
 
+/* The tmpfs a test mounted, for its teardown: a test that fails midway
+ * leaves nothing mounted. */
+static char *test_tmpfs;
+
+static int
+tmpfs_teardown (void **state)
+{
+  (void)state;
+  watch_test_ids_unread (false);
+  if (test_tmpfs != NULL)
+    {
+      umount2 (test_tmpfs, MNT_DETACH);
+      rmdir (test_tmpfs);
+      g_clear_pointer (&test_tmpfs, g_free);
+    }
+  return 0;
+}
+
 /* As root, with the watcher started: a new tmpfs at a temporary directory
  * (returned; NAME its prefix) and a directory "sub" on it (*RET_SUB);
- * skips the test where that can't be had. */
+ * skips the test where that can't be had.  The test's teardown must be
+ * tmpfs_teardown. */
 static char *
 tmpfs_with_sub (const char *name, char **ret_sub)
 {
@@ -34,6 +53,7 @@ tmpfs_with_sub (const char *name, char **ret_sub)
   dir = test_tmpdir (name);
   *ret_sub = g_build_filename (dir, "sub", NULL);
   assert_int_equal (mount ("fusebox-test", dir, "tmpfs", 0, NULL), 0);
+  test_tmpfs = g_strdup (dir);
   assert_int_equal (mkdir (*ret_sub, 0755), 0);
   return dir;
 }
@@ -341,5 +361,6 @@ test_marks_follow_holders (void **state)
 #undef N
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_marks_follow_holders), cmocka_unit_test (test_tmpfs_ids_read),
-                  cmocka_unit_test (test_filesystem_let_go))
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_marks_follow_holders),
+                  cmocka_unit_test_teardown (test_tmpfs_ids_read, tmpfs_teardown),
+                  cmocka_unit_test_teardown (test_filesystem_let_go, tmpfs_teardown))
