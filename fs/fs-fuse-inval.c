@@ -391,17 +391,6 @@ moved_room_locked (FbFuse *f)
   return false;
 }
 
-static void
-collect_moved_child (FbViewNode *node, gpointer data)
-{
-  Collect *c = data;
-
-  g_mutex_lock (&c->f->inval_lock);
-  if (moved_room_locked (c->f))
-    moved_add_locked (c->f, view_child_dir_ref_locked (c->f->view, node, c->name));
-  g_mutex_unlock (&c->f->inval_lock);
-}
-
 /* Check the queued directories (fs-view-node.c "Moved directories"); for
  * each one marked moved, the kernel's attributes and listing of it and its
  * name go.  The notifier thread, no lock held. */
@@ -440,6 +429,12 @@ collect_entry (FbViewNode *node, gpointer data)
 {
   Collect *c = data;
 
+  /* the directory that had the name may have left it (a change made
+   * through this view moved its nodes already) */
+  g_mutex_lock (&c->f->inval_lock);
+  if (moved_room_locked (c->f))
+    moved_add_locked (c->f, view_child_dir_ref_locked (c->f->view, node, c->name));
+  g_mutex_unlock (&c->f->inval_lock);
   if (!S_ISDIR (fb_view_node_get_type (node)) || !kernel_knows (c->f, node))
     return;
   /* the name (a negative entry too), the directory's attributes and listing */
@@ -476,9 +471,6 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
     {
       c.name = change->name;
       fb_view_find_object (listener_view, change->parent_dev, change->parent_ino, collect_entry, &c);
-      /* the directory that had the name may have left it (a change made
-       * through this view moved its nodes already) */
-      fb_view_find_object (listener_view, change->parent_dev, change->parent_ino, collect_moved_child, &c);
     }
   if (c.seq != 0 && origin != NULL)
     {
