@@ -86,6 +86,26 @@ assert_refused_soon (int dir_fd, const char *name)
     }
 }
 
+/* The coherent mount, after REL/f.txt was written on the host with
+ * CONTENT; REL held through it, and f.txt read through the held
+ * descriptor. */
+static int
+mount_holding (MFx *fx, const char *rel, const char *content)
+{
+  g_autofree char *file = g_strconcat (rel, "/f.txt", NULL);
+  g_autofree char *text = NULL;
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mfx_write (fx, file, content);
+  mfx_mount (fx, policy_text, NULL);
+  fd = hold_dir (fx, rel);
+  text = read_at (fd, "f.txt");
+  assert_non_null (text);
+  assert_string_equal (text, content);
+  return fd;
+}
+
 /* ws/inbox, held; the host moves it into secret/ and writes creds2 there. */
 static void
 moved_into_denied (MFx *fx)
@@ -156,15 +176,7 @@ MFX_CASE (test_moved_within_workspace)
 {
   g_autofree char *text = NULL;
   struct stat st;
-  int fd;
-
-  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
-  mfx_write (fx, "/ws/a/f.txt", "kept");
-  mfx_mount (fx, policy_text, NULL);
-  fd = hold_dir (fx, "/ws/a");
-  text = read_at (fd, "f.txt");
-  assert_non_null (text);
-  g_clear_pointer (&text, g_free);
+  int fd = mount_holding (fx, "/ws/a", "kept");
 
   host_rename (fx, "/ws/a", "/ws/b");
   assert_refused_soon (fd, "f.txt");
@@ -185,15 +197,7 @@ MFX_CASE (test_moved_within_workspace)
 MFX_CASE (test_own_rename_keeps_held)
 {
   g_autofree char *text = NULL;
-  int fd;
-
-  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
-  mfx_write (fx, "/ws/c/f.txt", "mine");
-  mfx_mount (fx, policy_text, NULL);
-  fd = hold_dir (fx, "/ws/c");
-  text = read_at (fd, "f.txt");
-  assert_non_null (text);
-  g_clear_pointer (&text, g_free);
+  int fd = mount_holding (fx, "/ws/c", "mine");
 
   assert_int_equal (rename (mfx_in_mount (fx, "/ws/c"), mfx_in_mount (fx, "/ws/d")), 0);
   mfx_mkdir (fx, "/ws/c");
