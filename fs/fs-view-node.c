@@ -36,16 +36,15 @@
  *    longer shows that directory (a lookup found another object there, or
  *    the host or another view moved or removed it: view_node_recheck, from
  *    the host watcher's and the other views' changes, fs-fuse-inval.c), the
- *    node is marked moved and
- *    leaves the table: its state, and the state of every node below it,
- *    is the view's refusal VIEW_REFUSAL_MOVED, since where it went the
- *    policy may decide otherwise and the view does not know where that is.
- *    A lookup of the new path makes new nodes.  A mount's root (its
- *    source, opened once at start, fs-view.c) has no host parent to check
- *    its name in, and is not marked.  Files are not marked: one
- *    holds no descriptor while it is not open, and is opened again by its
- *    name (ESTALE when that shows another object); an open file keeps
- *    working, as an open descriptor does.
+ *    node is marked moved and leaves the table: its state, and the state
+ *    of every node below it, is the view's refusal VIEW_REFUSAL_MOVED,
+ *    since where it went the policy may decide otherwise and the view does
+ *    not know where that is.  A lookup of the new path makes new nodes.  A
+ *    mount's root (its source, opened once at start, fs-view.c) has no
+ *    host parent to check its name in, and is not marked.  Files are not
+ *    marked: one holds no descriptor while it is not open, and is opened
+ *    again by its name (ESTALE when that shows another object); an open
+ *    file keeps working, as an open descriptor does.
  */
 #include "fs/fs-private.h"
 
