@@ -41,7 +41,8 @@
  *    since where it went the policy may decide otherwise and the view does
  *    not know where that is.  A lookup of the new path makes new nodes.  A
  *    mount's root (its source, opened once at start, fs-view.c) has no
- *    host parent to check its name in, and is not marked.  Files are not
+ *    host parent to check its name in (its name in its view parent shows
+ *    something else, or nothing), and is not marked.  Files are not
  *    marked: one holds no descriptor while it is not open, and is opened
  *    again by its name (ESTALE when that shows another object); an open
  *    file keeps working, as an open descriptor does.
@@ -823,11 +824,13 @@ view_detach_name (FbView *view, FbViewNode *parent, const char *name)
 
 /* --- moved directories (see "Moved directories" above) ----------------------- */
 
+/* A mount point's directory is its source's, not its parent's entry of
+ * that name (which may hold anything, or nothing). */
 static bool
 node_may_move (const FbViewNode *node)
 {
   return node->kind == NODE_HOST && S_ISDIR (node->type) && node->in_table && !node->moved && node->parent != NULL &&
-         node->parent->kind == NODE_HOST;
+         node->parent->kind == NODE_HOST && !node->decision->is_mount_point;
 }
 
 FbViewNode *

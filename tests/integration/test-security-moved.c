@@ -213,5 +213,74 @@ MFX_CASE (test_own_rename_keeps_held)
   close (fd);
 }
 
+/* --- a mount's source -------------------------------------------------------
+
+ * A mount's source is opened once and followed like a bind mount: a
+ * workspace below a private HOME (a mount of the host's directory of that
+ * path) and a rule's own `source` shown at another path. */
+static const char sources_policy[] =
+  "{ \"version\": 1, \"rules\": [\n"
+  "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
+  "  { \"path\": \"@H@/home\", \"access\": \"write\", \"source\": \"private\", \"why\": \"a private HOME\" },\n"
+  "  { \"path\": \"@H@/home/ws\", \"access\": \"write\", \"why\": \"the workspace, below it\" },\n"
+  "  { \"path\": \"@H@/src\", \"access\": \"write\", \"why\": \"where the alias comes from\" },\n"
+  "  { \"path\": \"@H@/alias\", \"access\": \"write\", \"source\": \"@H@/src/inner\", \"why\": \"an alias\" },\n"
+  "  { \"path\": \"@H@/secret\", \"access\": \"deny\", \"why\": \"credentials\" } ] }\n";
+
+/* The sources' mount with REL (a mount point) held, f.txt written with
+ * CONTENT on the host in its source HOST_REL and read through the held
+ * descriptor. */
+static int
+mount_sources_holding (MFx *fx, const char *rel, const char *host_rel, const char *content)
+{
+  g_autofree char *file = g_strconcat (host_rel, "/f.txt", NULL);
+  g_autofree char *text = NULL;
+  int fd;
+
+  mfx_mkdir (fx, "/home/ws");
+  mfx_mkdir (fx, "/src/inner");
+  mfx_mkdir (fx, "/secret");
+  mfx_write (fx, file, content);
+  mfx_mount (fx, sources_policy, "--log-level", "all", NULL);
+  fd = hold_dir (fx, rel);
+  text = read_at (fd, "f.txt");
+  assert_non_null (text);
+  assert_string_equal (text, content);
+  return fd;
+}
+
+/* Every host event lost has the daemon check every directory; a mount
+ * point's name in its view parent (a private HOME, which holds no "ws")
+ * is not its source's, and is not taken for a move: the workspace held
+ * below the private HOME, and the HOME itself, keep working. */
+MFX_CASE (test_lost_events_keep_mount_points)
+{
+  g_autofree char *text = NULL;
+  int ws, home;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  g_setenv ("FUSEBOX_TEST_LOSE_EVENTS", "1", TRUE);
+  ws = mount_sources_holding (fx, "/home/ws", "/home/ws", "work");
+  g_unsetenv ("FUSEBOX_TEST_LOSE_EVENTS");
+  home = hold_dir (fx, "/home");
+  test_write_file (mfx_in_mount (fx, "/home/note"), "private");
+  /* a host change in the held workspace: lost, so everything is checked */
+  mfx_write (fx, "/home/ws/later.txt", "seen");
+  assert_true (TEST_WAIT_FOR (access (mfx_in_mount (fx, "/home/ws/later.txt"), F_OK) == 0, 1000));
+  g_usleep (200 * 1000);
+  text = read_at (ws, "f.txt");
+  if (text == NULL)
+    fail_msg ("the workspace held below the private HOME was refused: %s", g_strerror (errno));
+  assert_string_equal (text, "work");
+  g_free (text);
+  text = read_at (home, "note");
+  if (text == NULL)
+    fail_msg ("the private HOME held was refused: %s", g_strerror (errno));
+  assert_string_equal (text, "private");
+  close (ws);
+  close (home);
+}
+
 MFX_DEFINE_MAIN (MFX_TEST (test_moved_into_denied), MFX_TEST (test_moved_into_denied_events_lost),
-                 MFX_TEST (test_moved_within_workspace), MFX_TEST (test_own_rename_keeps_held))
+                 MFX_TEST (test_moved_within_workspace), MFX_TEST (test_own_rename_keeps_held),
+                 MFX_TEST (test_lost_events_keep_mount_points))
