@@ -424,6 +424,31 @@ moved_settle (FbFuse *f)
     }
 }
 
+/* How often the sources are checked where some way is not watched. */
+#define SOURCES_POLL_US G_USEC_PER_SEC
+
+/* Check the mounts' sources (fs-view-source.c); for a mount point marked
+ * now, the kernel's attributes and listing of it go.  The notifier thread,
+ * no lock held. */
+static void
+sources_settle (FbFuse *f)
+{
+  g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
+
+  g_mutex_lock (&f->inval_lock);
+  f->sources_check = false;
+  if (f->sources_due != 0)
+    f->sources_due = g_get_monotonic_time () + SOURCES_POLL_US;
+  g_mutex_unlock (&f->inval_lock);
+  if (view_sources_check (f->view, nodes) == 0)
+    return;
+  g_mutex_lock (&f->inval_lock);
+  for (guint i = 0; i < nodes->len; i++)
+    if (kernel_knows (f, nodes->pdata[i]))
+      (void)inval_push_locked (f, node_ino (f, nodes->pdata[i]), 0, NULL, false);
+  g_mutex_unlock (&f->inval_lock);
+}
+
 static void
 collect_entry (FbViewNode *node, gpointer data)
 {
@@ -457,6 +482,7 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
       g_mutex_lock (&f->inval_lock);
       f->inval_all = true;
       f->moved_all = true;
+      f->sources_check = true;
       g_cond_signal (&f->inval_cond);
       g_mutex_unlock (&f->inval_lock);
       return;
@@ -466,6 +492,15 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
     {
       c.off = (change->what & FB_VIEW_CHANGE_DATA) ? 0 : -1;
       fb_view_find_object (listener_view, change->dev, change->ino, collect_inode, &c);
+    }
+  /* a name on the way to a mount's source: this view's own renames too */
+  if ((change->what & FB_VIEW_CHANGE_NAME) &&
+      view_sources_on_the_way (listener_view, change->parent_dev, change->parent_ino))
+    {
+      g_mutex_lock (&f->inval_lock);
+      f->sources_check = true;
+      g_cond_signal (&f->inval_cond);
+      g_mutex_unlock (&f->inval_lock);
     }
   if ((change->what & FB_VIEW_CHANGE_NAME) && origin != listener_view && change->name != NULL)
     {
@@ -626,8 +661,11 @@ inval_thread (gpointer data)
       Inval *iv;
       gint64 next = inval_later_due_locked (f);
       bool moved = f->moved_all || g_hash_table_size (f->moved_checks) > 0;
+      bool sources = f->sources_check || (f->sources_due != 0 && f->sources_due <= g_get_monotonic_time ());
 
-      if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_evict && !f->inval_stop && !moved)
+      if (f->sources_due != 0 && (next == 0 || f->sources_due < next))
+        next = f->sources_due;
+      if (f->inval_queue.length == 0 && !f->inval_all && !f->inval_evict && !f->inval_stop && !moved && !sources)
         {
           if (next != 0)
             g_cond_wait_until (&f->inval_cond, &f->inval_lock, next);
@@ -653,6 +691,13 @@ inval_thread (gpointer data)
           f->sync->done = MAX (f->sync->done, seq);
           g_cond_broadcast (&f->sync->cond);
           g_mutex_unlock (&f->sync->lock);
+          g_mutex_lock (&f->inval_lock);
+          continue;
+        }
+      if (sources)
+        {
+          g_mutex_unlock (&f->inval_lock);
+          sources_settle (f);
           g_mutex_lock (&f->inval_lock);
           continue;
         }
@@ -713,7 +758,16 @@ inval_start (FbFuse *f)
     {
       f->coherent = true;
       fb_watch_view (f->view);
+      (void)view_sources_watch (f->view);
     }
+  /* the sources' ways unwatched (no watcher, or a step not marked): checked
+   * now and then, and once now (fs-view-source.c) */
+  g_mutex_lock (&f->inval_lock);
+  f->sources_check = true;
+  if (view_sources_polled (f->view))
+    f->sources_due = g_get_monotonic_time () + SOURCES_POLL_US;
+  g_cond_signal (&f->inval_cond);
+  g_mutex_unlock (&f->inval_lock);
   fb_view_listen (f->view, on_view_change, f);
   f->listening = true;
   return 0;

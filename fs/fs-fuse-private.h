@@ -66,6 +66,11 @@ struct FbFuse
    * all (moved_all: changes lost, or too many) */
   GHashTable *moved_checks;
   bool moved_all;
+  /* inval_lock: check the mounts' sources (fs-view-source.c): a name
+   * changed on the way to one, or changes were lost; and when, where some
+   * way is not watched (monotonic us, 0: never) */
+  bool sources_check;
+  gint64 sources_due;
   /* inval_lock: name_gen at the last invalidation of a name in each slot */
   guint64 name_gens[INVAL_NAME_SLOTS];
 

@@ -378,6 +378,12 @@ struct FbView
    * rotation makes new files there, which no identity recorded at start
    * covers): StateLog */
   GArray *state_logs;
+  /* the ways to the mounts' host sources (fs-view-source.c), immutable
+   * after fb_view_new but for their atomic flags */
+  struct SourceWay *source_ways;
+  guint n_source_ways;
+  gint sources_watched;  /* atomic: view_sources_watch() ran */
+  gint sources_unmarked; /* atomic: a step of theirs could not be marked */
   struct timespec started;
   guint64 generation;       /* atomic */
   gint can_empty_path_link; /* atomic: linkat (AT_EMPTY_PATH) works for us */
@@ -477,6 +483,7 @@ typedef enum
   VIEW_REFUSAL_PRIVATE_SOURCE, /* a rename or link between a private source and another source (fs-view-name.c) */
   VIEW_REFUSAL_RENAMES_BUSY,   /* VIEW_RENAME_WALKERS_MAX renames that may measure a tree wait already */
   VIEW_REFUSAL_MOVED,          /* a directory taken from its view path by the host or another view (fs-view-node.c) */
+  VIEW_REFUSAL_SOURCE_MOVED,   /* a mount whose source left its host path (fs-view-source.c) */
 } ViewRefusal;
 const FbPolicyRule *view_refusal_rule (ViewRefusal refusal);
 /* The caller's /proc/PID/comm, read now, for events logged later. */
@@ -556,6 +563,32 @@ void view_host_dirs_ref (FbView *view, GPtrArray *ret_nodes);
 bool view_node_recheck (FbViewNode *node, FbViewNode **ret_parent, char **ret_name);
 void view_rehome_after_rename (FbView *view, FbViewNode *parent, const char *name, FbViewNode *newparent,
                                const char *newname, bool exchange);
+
+/* fs-view-source.c: a mount's source that left its host path.
+ * view_sources_init() at fb_view_new (0, or -errno: a source that its path
+ * no longer leads to, or too many steps), view_sources_clear() when the
+ * view is freed.  view_sources_watch(): mark the ways' directories with
+ * the host watcher, once (false: some could not be, and the sources are
+ * to be checked now and then: view_sources_polled()).
+ * view_sources_on_the_way(): a name change in DEV/INO may have moved a
+ * source.  view_sources_check(): check every source, and for each that
+ * left its path mark its mount's nodes (into RET_NODES, referenced, when
+ * not NULL); how many left.  view_source_check_mount(): the same for one
+ * mount.  view_source_moved(): MOUNT's source left its path. */
+typedef struct SourceWay SourceWay;
+int view_sources_init (FbView *view);
+void view_sources_clear (FbView *view);
+bool view_sources_watch (FbView *view);
+bool view_sources_polled (FbView *view);
+bool view_sources_on_the_way (FbView *view, dev_t dev, ino_t ino);
+guint view_sources_check (FbView *view, GPtrArray *ret_nodes);
+void view_source_check_mount (FbView *view, guint mount);
+bool view_source_moved (FbView *view, guint mount);
+/* fs-view-node.c: mark the mount point nodes of MOUNT moved (into
+ * RET_NODES, referenced, when not NULL); view_mount_node_new(): NODE, a
+ * mount point's just entered, is marked too when its source left. */
+void view_mount_mark_moved (FbView *view, guint mount, GPtrArray *ret_nodes);
+void view_mount_node_new (FbView *view, FbViewNode *node);
 
 /* fs-view.c: a descriptor of MOUNT's source for the caller to close (a
  * private directory is made on first use). */

@@ -139,6 +139,12 @@ static const FbPolicyRule refusal_rules[] = {
               "the host (or another sandbox) moved or removed this directory, or one above it, while this sandbox "
               "held it: where it went, the policy may decide otherwise, so nothing in it is reached through the old "
               "path; look it up again by the path it has now"),
+  [VIEW_REFUSAL_SOURCE_MOVED] =
+    OWN_RULE ("fusebox:source-moved-on-host", DENY,
+              "the policy shows this mount's source directory by its host path, and the host (or a sandbox) moved "
+              "or removed that directory, or one above it: where it went, the policy may decide otherwise, so "
+              "nothing is reached through this mount any more; start the sandbox again to show what the path holds "
+              "now"),
 };
 
 const FbPolicyRule *

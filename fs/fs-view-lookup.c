@@ -267,6 +267,8 @@ lookup_child_typed (FbView *view, FbViewNode *parent, NodeState *pst, const char
       int r = node_from_host_fd (view, parent, name, ci, fd, ret_node, ret_st);
       if (r == 0 && pin)
         node_pin (view, *ret_node);
+      if (r == 0 && ci->decision.is_mount_point)
+        view_mount_node_new (view, *ret_node);
       return r;
     }
 
@@ -387,6 +389,8 @@ fb_view_get_root (FbView *view)
     }
   node = table_insert (view, NULL, node);
   node_pin (view, node);
+  if (node->kind == NODE_HOST)
+    view_mount_node_new (view, node);
   return node;
 }
 
@@ -415,6 +419,8 @@ fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbView
   if (strlen (path) > FB_VIEW_PATH_MAX)
     return -ENAMETOOLONG;
   cur = fb_view_get_root (view);
+  if (cur->kind == NODE_HOST)
+    view_source_check_mount (view, cur->decision->mount->id); /* a root rule's own source */
   rest = g_strdup (path);
   p = rest;
   for (;;)
@@ -452,6 +458,10 @@ fb_view_walk (FbView *view, const FbViewCaller *caller, const char *path, FbView
       r = fb_view_lookup (view, caller, cur, comp, &next, NULL);
       if (r < 0)
         return r;
+      /* a mount's source that left its host path is refused from here on
+       * (fs-view-source.c): the walk has no watcher's events to wait for */
+      if (next->kind == NODE_HOST && next->decision->is_mount_point)
+        view_source_check_mount (view, next->decision->mount->id);
       if (S_ISLNK (next->type) && (!last || trailing_slash || !(flags & FB_VIEW_WALK_NOFOLLOW)))
         {
           g_autofree char *text = NULL;

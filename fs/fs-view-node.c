@@ -42,10 +42,11 @@
  *    not know where that is.  A lookup of the new path makes new nodes.  A
  *    mount's root (its source, opened once at start, fs-view.c) has no
  *    host parent to check its name in (its name in its view parent shows
- *    something else, or nothing), and is not marked.  Files are not
- *    marked: one holds no descriptor while it is not open, and is opened
- *    again by its name (ESTALE when that shows another object); an open
- *    file keeps working, as an open descriptor does.
+ *    something else, or nothing): its host path is checked instead
+ *    (fs-view-source.c).  Files are not marked: one holds no descriptor
+ *    while it is not open, and is opened again by its name (ESTALE when
+ *    that shows another object); an open file keeps working, as an open
+ *    descriptor does.
  */
 #include "fs/fs-private.h"
 
@@ -183,12 +184,13 @@ decision_too_long (const FbPolicyDecision *was, FbPolicyDecision *ret)
   };
 }
 
-/* The decision of a path through a moved directory: the view's refusal. */
+/* The decision of a path through MOVED, a moved directory (or a mount
+ * point whose source left its path): the view's refusal. */
 static void
-decision_moved (const FbPolicyDecision *was, FbPolicyDecision *ret)
+decision_moved (const FbPolicyDecision *was, const FbViewNode *moved, FbPolicyDecision *ret)
 {
   decision_too_long (was, ret);
-  ret->rule = view_refusal_rule (VIEW_REFUSAL_MOVED);
+  ret->rule = view_refusal_rule (moved->decision->is_mount_point ? VIEW_REFUSAL_SOURCE_MOVED : VIEW_REFUSAL_MOVED);
 }
 
 /* NODE's view path, built from its parents at the end of BUF (SIZE bytes):
@@ -196,26 +198,26 @@ decision_moved (const FbPolicyDecision *was, FbPolicyDecision *ret)
  * points at the last components that did, each after a "/").
  * *RET_DETACHED: the highest node on the way that has left the table
  * (renames no longer keep its decision, nor those below it, current), or
- * NULL; *RET_MOVED: a node on the way (NODE too) is a moved directory.  At
- * most SIZE / 2 steps: each adds a "/" and a name. */
+ * NULL; *RET_MOVED: the highest moved directory on the way (NODE too), or
+ * NULL.  At most SIZE / 2 steps: each adds a "/" and a name. */
 static char *
-path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbViewNode **ret_detached, bool *ret_moved)
+path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbViewNode **ret_detached,
+                   FbViewNode **ret_moved)
 {
   char *p = buf + size - 1;
+  FbViewNode *n;
 
   *p = '\0';
   *ret_detached = NULL;
-  *ret_moved = false;
+  *ret_moved = NULL;
   *ret_tail = p;
-  if (node->parent == NULL)
-    return memcpy (p - 1, "/", 2);
-  for (FbViewNode *n = node; n->parent != NULL; n = n->parent)
+  for (n = node; n->parent != NULL; n = n->parent)
     {
       const char *name = node_name (n);
       gsize len = strlen (name);
 
       if (n->moved)
-        *ret_moved = true;
+        *ret_moved = n;
       if ((gsize)(p - buf) < len + 1)
         return NULL;
       p -= len;
@@ -225,6 +227,10 @@ path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbV
       if (!n->in_table)
         *ret_detached = n;
     }
+  if (n->moved) /* the root, whose own source left its path */
+    *ret_moved = n;
+  if (node->parent == NULL)
+    return memcpy (p - 1, "/", 2);
   return p;
 }
 
@@ -269,9 +275,8 @@ static bool
 state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **ret_tail_owned,
               FbPolicyDecision *ret_decision)
 {
-  FbViewNode *detached;
+  FbViewNode *detached, *moved;
   char *tail;
-  bool moved;
   char *path = path_build_locked (node, buf, size, &tail, &detached, &moved);
 
   *ret_tail_owned = NULL;
@@ -282,8 +287,8 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
       *ret_path = *ret_tail_owned;
       return false;
     }
-  if (moved)
-    decision_moved (node->decision, ret_decision);
+  if (moved != NULL)
+    decision_moved (node->decision, moved, ret_decision);
   else if (detached != NULL)
     decide_detached_locked (node_view (node), node, detached, path, ret_decision);
   else
@@ -825,7 +830,8 @@ view_detach_name (FbView *view, FbViewNode *parent, const char *name)
 /* --- moved directories (see "Moved directories" above) ----------------------- */
 
 /* A mount point's directory is its source's, not its parent's entry of
- * that name (which may hold anything, or nothing). */
+ * that name (which may hold anything, or nothing): a source that left its
+ * host path is fs-view-source.c's. */
 static bool
 node_may_move (const FbViewNode *node)
 {
@@ -1071,6 +1077,44 @@ fb_view_find_object (FbView *view, dev_t dev, ino_t ino, FbViewNodeFunc func, gp
       for (guint i = 0; more != NULL && i < more->len; i++)
         func (more->pdata[i], user_data);
     }
+  g_mutex_unlock (&view->lock);
+}
+
+static bool
+is_mount_point_of (const FbViewNode *node, guint mount)
+{
+  return node->kind == NODE_HOST && node->decision->is_mount_point && node->decision->mount->id == mount;
+}
+
+void
+view_mount_mark_moved (FbView *view, guint mount, GPtrArray *ret_nodes)
+{
+  NodeIter it;
+  FbViewNode *n;
+
+  g_mutex_lock (&view->lock);
+  node_iter_init_locked (&it, view);
+  while ((n = node_iter_next_locked (&it)) != NULL)
+    if (is_mount_point_of (n, mount) && !n->moved)
+      {
+        n->moved = true;
+        if (ret_nodes != NULL)
+          {
+            g_atomic_int_inc (&n->ref);
+            g_ptr_array_add (ret_nodes, n);
+          }
+      }
+  g_mutex_unlock (&view->lock);
+}
+
+void
+view_mount_node_new (FbView *view, FbViewNode *node)
+{
+  /* the check marks the source first, then the nodes in the table, under
+   * the lock: NODE is in the table now, so one of the two sees the other */
+  g_mutex_lock (&view->lock);
+  if (node->decision->is_mount_point && view_source_moved (view, node->decision->mount->id))
+    node->moved = true;
   g_mutex_unlock (&view->lock);
 }
 

@@ -231,6 +231,11 @@ fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view)
     }
   if (view->n_mounts == 0 || view->mount_fds[0] < 0)
     return -ENOENT;
+  {
+    int r = view_sources_init (view);
+    if (r < 0)
+      return r;
+  }
 
   /* Host procfs, sysfs and devtmpfs are recognized by device number, so
    * that no path to them (a bind mount elsewhere, a source rule) passes
@@ -285,6 +290,7 @@ fb_view_unref (FbView *view)
         view_unpin_all (view);
       return;
     }
+  view_sources_clear (view);
   for (guint i = 0; i < view->n_mounts; i++)
     if (view->mount_fds[i] >= 0)
       close (view->mount_fds[i]);

@@ -227,6 +227,8 @@ static const char sources_policy[] =
   "  { \"path\": \"@H@/alias\", \"access\": \"write\", \"source\": \"@H@/src/inner\", \"why\": \"an alias\" },\n"
   "  { \"path\": \"@H@/secret\", \"access\": \"deny\", \"why\": \"credentials\" } ] }\n";
 
+static const char source_rule[] = "\"rule_origin\":\"fusebox:source-moved-on-host\"";
+
 /* The sources' mount with REL (a mount point) held, f.txt written with
  * CONTENT on the host in its source HOST_REL and read through the held
  * descriptor. */
@@ -247,6 +249,30 @@ mount_sources_holding (MFx *fx, const char *rel, const char *host_rel, const cha
   assert_non_null (text);
   assert_string_equal (text, content);
   return fd;
+}
+
+/* After REL's source moved (and the host wrote creds there, at HOST_NEW):
+ * the held descriptor and REL's path are refused, and logged so. */
+static void
+assert_source_refused (MFx *fx, int fd, const char *rel, const char *host_new)
+{
+  g_autofree char *creds = g_strconcat (host_new, "/creds", NULL);
+  g_autofree char *in_view = g_strconcat (rel, "/creds", NULL);
+  g_autofree char *logged = NULL;
+  g_autofree char *log = NULL;
+
+  mfx_write (fx, creds, "the host's secret");
+  mfx_assert_host_readable (fx, creds);
+  assert_refused_soon (fd, "creds");
+  assert_true (refused_at (fd, "f.txt"));
+  assert_errno_is (open (mfx_in_mount (fx, in_view), O_RDONLY | O_CLOEXEC), EACCES);
+  assert_errno_is (mkdirat (fd, "planted", 0755), EACCES);
+  close (fd);
+  mfx_unmount (fx);
+  log = mfx_log (fx);
+  logged = g_strdup_printf ("%s\"", in_view);
+  if (strstr (log, source_rule) == NULL || strstr (log, logged) == NULL)
+    fail_msg ("no refusal of %s with %s in the log:\n%s", in_view, source_rule, log);
 }
 
 /* Every host event lost has the daemon check every directory; a mount
@@ -281,6 +307,98 @@ MFX_CASE (test_lost_events_keep_mount_points)
   close (home);
 }
 
+/* `mv ~/ws ~/secret/` on the host with a workspace below a private HOME. */
+MFX_CASE (test_source_moved_into_denied)
+{
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  fd = mount_sources_holding (fx, "/home/ws", "/home/ws", "work");
+  host_rename (fx, "/home/ws", "/secret/ws");
+  assert_source_refused (fx, fd, "/home/ws", "/secret/ws");
+}
+
+/* A directory above a rule's own source moved, every event lost. */
+MFX_CASE (test_source_ancestor_moved_events_lost)
+{
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  g_setenv ("FUSEBOX_TEST_LOSE_EVENTS", "1", TRUE);
+  fd = mount_sources_holding (fx, "/alias", "/src/inner", "aliased");
+  g_unsetenv ("FUSEBOX_TEST_LOSE_EVENTS");
+  host_rename (fx, "/src", "/secret/src");
+  assert_source_refused (fx, fd, "/alias", "/secret/src/inner");
+}
+
+/* With no host watcher the sources are checked now and then (once a
+ * second): refused within 3 s. */
+MFX_CASE (test_source_moved_unwatched)
+{
+  g_autofree char *text = NULL;
+  int fd;
+
+  g_setenv ("FUSEBOX_NO_FANOTIFY", "1", TRUE);
+  fd = mount_sources_holding (fx, "/alias", "/src/inner", "aliased");
+  host_rename (fx, "/src/inner", "/secret/inner");
+  mfx_write (fx, "/secret/inner/creds", "the host's secret");
+  mfx_assert_host_readable (fx, "/secret/inner/creds");
+  if (!TEST_WAIT_FOR (refused_at (fd, "creds"), 3000))
+    {
+      text = read_at (fd, "creds");
+      fail_msg ("creds below the moved source was not refused within 3 s (%s)",
+                text != NULL ? "it read" : g_strerror (errno));
+    }
+  close (fd);
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+}
+
+/* The sandbox renames the source's directory itself, through the mount:
+ * the alias is refused (the view reports its own renames), and the
+ * directory works at its new path. */
+MFX_CASE (test_source_moved_through_the_view)
+{
+  g_autofree char *text = NULL;
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  fd = mount_sources_holding (fx, "/alias", "/src/inner", "aliased");
+  assert_int_equal (rename (mfx_in_mount (fx, "/src/inner"), mfx_in_mount (fx, "/src/moved")), 0);
+  assert_refused_soon (fd, "f.txt");
+  close (fd);
+  text = test_read_file (mfx_in_mount (fx, "/src/moved/f.txt"));
+  assert_non_null (text);
+  assert_string_equal (text, "aliased");
+}
+
+/* The source moves before anything looked at its mount: the first
+ * lookup, once the check has run, is refused too. */
+MFX_CASE (test_source_moved_before_first_use)
+{
+  g_autofree char *log = NULL;
+  struct stat st;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mfx_mkdir (fx, "/home/ws");
+  mfx_mkdir (fx, "/secret");
+  mfx_write (fx, "/src/inner/f.txt", "aliased");
+  mfx_mount (fx, sources_policy, NULL);
+  host_rename (fx, "/src/inner", "/secret/inner");
+  mfx_write (fx, "/secret/inner/creds", "the host's secret");
+  mfx_assert_host_readable (fx, "/secret/inner/creds");
+  /* the check runs on the watcher's event (the directories on the way are
+   * watched from the start); give it the time a delivery takes */
+  g_usleep (500 * 1000);
+  assert_errno_is (open (mfx_in_mount (fx, "/alias/creds"), O_RDONLY | O_CLOEXEC), EACCES);
+  assert_errno_is (stat (mfx_in_mount (fx, "/alias/f.txt"), &st), EACCES);
+  mfx_unmount (fx);
+  log = mfx_log (fx);
+  if (strstr (log, source_rule) == NULL)
+    fail_msg ("no refusal with %s in the log:\n%s", source_rule, log);
+}
+
 MFX_DEFINE_MAIN (MFX_TEST (test_moved_into_denied), MFX_TEST (test_moved_into_denied_events_lost),
                  MFX_TEST (test_moved_within_workspace), MFX_TEST (test_own_rename_keeps_held),
-                 MFX_TEST (test_lost_events_keep_mount_points))
+                 MFX_TEST (test_lost_events_keep_mount_points), MFX_TEST (test_source_moved_into_denied),
+                 MFX_TEST (test_source_ancestor_moved_events_lost), MFX_TEST (test_source_moved_unwatched),
+                 MFX_TEST (test_source_moved_through_the_view), MFX_TEST (test_source_moved_before_first_use))

@@ -188,5 +188,72 @@ test_kept_node_outlives_view_reference (void **state)
   fb_view_node_unref (ws); /* frees the view too (valgrind, ASan) */
 }
 
+/* The workspace's source moved on the host (no watcher here: a walk of
+ * the remote API has none): every later walk through the mount point is
+ * refused as fusebox's, logged with the rule, and a node below it that a
+ * caller kept is refused too; the mount point stays, refused. */
+static void
+test_walk_through_moved_source (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *from = NULL, *to = NULL;
+  FbViewNode *node = NULL;
+  TestEvent *e;
+
+  start (fx);
+  g_autoptr (FbViewNode) kept = fx_node (fx, "/priv/a/b/ws/dir");
+  {
+    g_autoptr (FbViewNode) a = fx_node (fx, "/priv/a/b/ws/dir/a");
+    assert_true (S_ISREG (fb_view_node_get_type (a)));
+  }
+  mkdir_host (fx, "elsewhere");
+  from = fx_host (fx, "wsrc");
+  to = fx_host (fx, "elsewhere/wsrc");
+  assert_int_equal (rename (from, to), 0);
+  {
+    g_autofree char *moved = read_host (fx, "elsewhere/wsrc/dir/a");
+    assert_non_null (moved);
+  }
+  fx_clear_events (fx);
+  assert_errno (fx_walk (fx, "/priv/a/b/ws/dir/a", &node), -EACCES);
+  e = fx_find_event (fx, "lookup", "/priv/a/b/ws/dir");
+  assert_non_null (e);
+  assert_int_equal (e->decision, FB_DECISION_DENY);
+  assert_non_null (strstr (e->why, "this mount's source directory"));
+  {
+    FbViewFile *file = NULL;
+    assert_errno (fb_view_create (fx->view, &fx->caller, kept, "planted", O_WRONLY, 0644, &file, NULL, NULL), -EACCES);
+  }
+  assert_false (host_exists (fx, "elsewhere/wsrc/dir/planted"));
+  /* moved back, the mount stays refused: the view does not follow */
+  assert_int_equal (rename (to, from), 0);
+  assert_errno (fx_walk (fx, "/priv/a/b/ws/dir/a", &node), -EACCES);
+}
+
+/* The same for the root's own source: the whole view is refused. */
+static void
+test_walk_through_moved_root_source (void **state)
+{
+  static const char root_policy[] = "{ \"version\": 1, \"rules\": [\n"
+                                    "  { \"path\": \"/\", \"access\": \"write\", \"source\": \"@T@/rootsrc\", "
+                                    "\"why\": \"root\" } ] }\n";
+  static const TestHostFile tree[] = { { "rootsrc/f", "shown\n" }, { NULL } };
+  Fx *fx = *state;
+  g_autofree char *from = NULL, *to = NULL;
+  FbViewNode *node = NULL;
+
+  fx_make_tree (fx, tree);
+  fx_start (fx, root_policy, "run", FB_LOG_LEVEL_ALL);
+  assert_errno (fb_view_walk (fx->view, &fx->caller, "/f", 0, &node), 0);
+  assert_true (S_ISREG (fb_view_node_get_type (node)));
+  g_clear_pointer (&node, fb_view_node_unref);
+  mkdir_host (fx, "elsewhere");
+  from = fx_host (fx, "rootsrc");
+  to = fx_host (fx, "elsewhere/rootsrc");
+  assert_int_equal (rename (from, to), 0);
+  assert_errno (fb_view_walk (fx->view, &fx->caller, "/f", 0, &node), -EACCES);
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_structural_nodes_kept), FX_TEST (test_replaced_directory_gets_the_write),
-                  FX_TEST (test_policy_through_kept_nodes), FX_TEST (test_kept_node_outlives_view_reference))
+                  FX_TEST (test_policy_through_kept_nodes), FX_TEST (test_kept_node_outlives_view_reference),
+                  FX_TEST (test_walk_through_moved_source), FX_TEST (test_walk_through_moved_root_source))

@@ -1,0 +1,273 @@
+/* fusebox — a mount's source that left its host path.
+ *
+ * Design:
+ *  - A mount's source (a rule's `source`, and the host directory of a rule
+ *    below a mount that maps elsewhere: a workspace under a private HOME)
+ *    is opened once, at start (fb_view_new), and its descriptor follows the
+ *    directory wherever the host moves it or a directory above it, as a
+ *    bind mount does.  The operator chose that directory by its host path,
+ *    and where it went the policy may decide otherwise (`mv ~/proj
+ *    ~/secret/`, then files made there).  So once the path no longer leads
+ *    to it, the mount is refused for the view's life: its mount point's
+ *    node is marked moved, and every path through it is decided as the
+ *    view's refusal VIEW_REFUSAL_MOVED, as a moved directory's
+ *    (fs-view-node.c "Moved directories"), under its view path.
+ *  - The way: at start, the path the kernel gives the opened source
+ *    (/proc/self/fd: no link on it) is walked again from /, a component at
+ *    a time without following links, and each step is kept: a descriptor,
+ *    its name and its identity; the last step must be the source.  A check
+ *    stats each step's name in the step above it (fb_lstat_cached: what
+ *    the kernel holds, no filesystem asked) and compares: a step renamed,
+ *    removed, exchanged or covered by a mount fails it.
+ *  - When: every walk of the remote API that crosses the mount point
+ *    (fb_view_walk: a statx per step), and for a FUSE session from its
+ *    notifier thread (fs-fuse-inval.c) when a name changes in a step's
+ *    directory (the host watcher marks the steps for the view's life;
+ *    another view's renames, and this view's, are reported alike), when host
+ *    events were lost, and once a second where a step is not marked (a
+ *    network filesystem, the watcher's budget, or no watcher at all:
+ *    FUSEBOX_NO_FANOTIFY, --cache-timeout).
+ *  - Private sources are not checked: they are made in the run directory,
+ *    fusebox's own state, which no view shows or moves.
+ *  - Bounded: a descriptor per step, at most VIEW_SOURCE_STEPS_MAX in all
+ *    (a policy with more sources, or deeper ones, is refused at start).
+ */
+#include "fs/fs-private.h"
+
+#include <string.h>
+
+#define VIEW_SOURCE_STEPS_MAX 256
+
+typedef struct
+{
+  int fd; /* O_PATH */
+  dev_t dev;
+  ino_t ino;
+  char *name;  /* in the step above ("/" for the first) */
+  bool marked; /* watch_dir_add placed or counted its mark */
+} SourceStep;
+
+struct SourceWay
+{
+  guint mount; /* its id */
+  gint moved;  /* atomic: the path no longer leads to the source */
+  guint n;     /* steps: "/" first, the source last */
+  SourceStep *steps;
+};
+
+static void
+way_clear (SourceWay *w)
+{
+  for (guint k = 0; k < w->n; k++)
+    {
+      if (w->steps[k].marked)
+        watch_dir_remove (w->steps[k].dev, w->steps[k].ino, w->steps[k].fd);
+      if (w->steps[k].fd >= 0)
+        close (w->steps[k].fd);
+      g_free (w->steps[k].name);
+    }
+  g_free (w->steps);
+}
+
+/* The way to the source SOURCE_FD (mount ID): 0, or -errno; -ESTALE when
+ * the path the kernel gives it leads elsewhere (moved while starting, or
+ * reachable by no path from here). */
+static int
+way_record (SourceWay *w, guint id, int source_fd, guint *budget)
+{
+  g_auto (GStrv) parts = NULL;
+  g_autofree char *path = NULL;
+  struct stat want, st;
+  char proc[32];
+  int fd, r;
+
+  w->mount = id;
+  proc_fd_path (proc, source_fd);
+  path = g_file_read_link (proc, NULL);
+  if (path == NULL || path[0] != '/')
+    return -ESTALE;
+  if ((r = host_identity_fd (source_fd, &want)) < 0)
+    return r;
+  parts = g_strsplit (path, "/", -1);
+  w->steps = g_new0 (SourceStep, g_strv_length (parts) + 1);
+  fd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -errno;
+  for (guint i = 0;; i++)
+    {
+      SourceStep *s = &w->steps[w->n];
+
+      if (*budget == 0)
+        {
+          close (fd);
+          return -EMFILE;
+        }
+      (*budget)--;
+      s->fd = fd;
+      s->name = g_strdup (w->n == 0 ? "/" : parts[i]);
+      w->n++;
+      if ((r = host_identity_fd (fd, &st)) < 0)
+        return r;
+      s->dev = st.st_dev;
+      s->ino = st.st_ino;
+      while (parts[i + 1] != NULL && parts[i + 1][0] == '\0')
+        i++;
+      if (parts[i + 1] == NULL)
+        break;
+      fd = openat (fd, parts[i + 1], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? -ESTALE : -errno;
+    }
+  if (st.st_dev != want.st_dev || st.st_ino != want.st_ino)
+    return -ESTALE;
+  return 0;
+}
+
+int
+view_sources_init (FbView *view)
+{
+  const FbPolicyMount *mounts;
+  guint n, budget = VIEW_SOURCE_STEPS_MAX;
+  GArray *ways = g_array_new (FALSE, TRUE, sizeof (SourceWay));
+
+  mounts = fb_policy_get_mounts (view->policy, &n);
+  /* the root too, when its rule gives it a source (a way of one step, "/",
+   * is none) */
+  for (guint i = 0; i < n && i < view->n_mounts; i++)
+    {
+      SourceWay w = { 0 };
+      int r;
+
+      if (mounts[i].is_private || view->mount_fds[i] < 0)
+        continue;
+      r = way_record (&w, i, view->mount_fds[i], &budget);
+      if (r == 0 && w.n > 1)
+        {
+          g_array_append_val (ways, w);
+          continue;
+        }
+      way_clear (&w);
+      if (r < 0)
+        {
+          g_warning ("the source %s of %s: %s", mounts[i].host_path, mounts[i].view_path,
+                     r == -ESTALE   ? "its path no longer leads to it (moved while the view started)"
+                     : r == -EMFILE ? "too many directories on the ways to the policy's sources"
+                                    : g_strerror (-r));
+          for (guint j = 0; j < ways->len; j++)
+            way_clear (&g_array_index (ways, SourceWay, j));
+          g_array_unref (ways);
+          return r;
+        }
+    }
+  view->n_source_ways = ways->len;
+  view->source_ways = (SourceWay *)(void *)g_array_free (ways, FALSE);
+  return 0;
+}
+
+void
+view_sources_clear (FbView *view)
+{
+  for (guint i = 0; i < view->n_source_ways; i++)
+    way_clear (&view->source_ways[i]);
+  g_clear_pointer (&view->source_ways, g_free);
+  view->n_source_ways = 0;
+}
+
+bool
+view_sources_watch (FbView *view)
+{
+  bool all = true;
+
+  if (!g_atomic_int_compare_and_exchange (&view->sources_watched, 0, 1))
+    return !g_atomic_int_get (&view->sources_unmarked);
+  for (guint i = 0; i < view->n_source_ways; i++)
+    {
+      SourceWay *w = &view->source_ways[i];
+
+      /* a name changes in the step above: the steps but the source */
+      for (guint k = 0; k + 1 < w->n; k++)
+        {
+          w->steps[k].marked = watch_dir_add (w->steps[k].dev, w->steps[k].ino, w->steps[k].fd);
+          all = all && w->steps[k].marked;
+        }
+    }
+  if (!all)
+    g_atomic_int_set (&view->sources_unmarked, 1);
+  return all;
+}
+
+bool
+view_sources_on_the_way (FbView *view, dev_t dev, ino_t ino)
+{
+  for (guint i = 0; i < view->n_source_ways; i++)
+    {
+      const SourceWay *w = &view->source_ways[i];
+
+      for (guint k = 0; k + 1 < w->n; k++)
+        if (w->steps[k].ino == ino && w->steps[k].dev == dev && !g_atomic_int_get (&w->moved))
+          return true;
+    }
+  return false;
+}
+
+static bool
+way_holds (const SourceWay *w)
+{
+  for (guint k = 1; k < w->n; k++)
+    {
+      struct stat st;
+
+      /* any failure counts: the path no longer leads there for sure */
+      if (fb_lstat_cached (w->steps[k - 1].fd, w->steps[k].name, &st) < 0 || !S_ISDIR (st.st_mode) ||
+          st.st_ino != w->steps[k].ino || st.st_dev != w->steps[k].dev)
+        return false;
+    }
+  return true;
+}
+
+/* Check W; when it no longer holds, mark its mount's nodes (into
+ * RET_NODES, referenced, when not NULL). */
+static bool
+way_check (FbView *view, SourceWay *w, GPtrArray *ret_nodes)
+{
+  if (g_atomic_int_get (&w->moved) || way_holds (w))
+    return false;
+  if (!g_atomic_int_compare_and_exchange (&w->moved, 0, 1))
+    return false;
+  view_mount_mark_moved (view, w->mount, ret_nodes);
+  return true;
+}
+
+guint
+view_sources_check (FbView *view, GPtrArray *ret_nodes)
+{
+  guint moved = 0;
+
+  for (guint i = 0; i < view->n_source_ways; i++)
+    moved += way_check (view, &view->source_ways[i], ret_nodes) ? 1 : 0;
+  return moved;
+}
+
+void
+view_source_check_mount (FbView *view, guint mount)
+{
+  for (guint i = 0; i < view->n_source_ways; i++)
+    if (view->source_ways[i].mount == mount)
+      (void)way_check (view, &view->source_ways[i], NULL);
+}
+
+bool
+view_source_moved (FbView *view, guint mount)
+{
+  for (guint i = 0; i < view->n_source_ways; i++)
+    if (view->source_ways[i].mount == mount)
+      return g_atomic_int_get (&view->source_ways[i].moved) != 0;
+  return false;
+}
+
+bool
+view_sources_polled (FbView *view)
+{
+  return view->n_source_ways > 0 &&
+         (!g_atomic_int_get (&view->sources_watched) || g_atomic_int_get (&view->sources_unmarked));
+}
