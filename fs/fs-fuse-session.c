@@ -463,14 +463,17 @@ fb_fuse_take_off_under (int parent, const char *name, const char *source, dev_t 
  * What is gone from one place may take its peers with it, and a path read
  * from mountinfo may be stale when it is opened (a rename loop): mountinfo
  * is read again, up to a bound.  *RET_ERROR: -EBUSY when one could not be
- * taken off (said, with how to remove it), else -ESTALE when none is at
- * REAL.  Returns the device number of the mount at REAL. */
+ * taken off (said, with how to remove it; *RET_LEFT: its device number),
+ * else -ESTALE when none is at REAL.  Returns the device number of the
+ * mount at REAL. */
 static dev_t
-mount_check_landed (const char *real, const char *source, int *ret_error)
+mount_check_landed (const char *real, const char *source, int *ret_error, dev_t *ret_left)
 {
   dev_t dev = 0;
   bool strays = false;
   guint left = 0;
+
+  *ret_left = 0;
 
   for (int round = 0; round < MOUNTINFO_ROUNDS; round++)
     {
@@ -509,7 +512,10 @@ mount_check_landed (const char *real, const char *source, int *ret_error)
                             at_text, real_text, g_strerror (-r), source);
             }
           if (r < 0)
-            left++;
+            {
+              left++;
+              *ret_left = other;
+            }
         }
       if (left == 0)
         break;
@@ -687,8 +693,13 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
     }
   if (!is_fd)
     {
-      dev_t dev = mount_check_landed (real, source, &r);
+      dev_t left, dev;
+      const char *delay = g_getenv ("FUSEBOX_TEST_MOUNT_CHECK_DELAY_MS");
 
+      /* for the tests: time to move the mount point's parent in between */
+      if (delay != NULL)
+        g_usleep ((gulong)g_ascii_strtoull (delay, NULL, 10) * 1000);
+      dev = mount_check_landed (real, source, &r, &left);
       /* ours is at REAL, a stray left elsewhere was said: it serves */
       if (r == -EBUSY && dev != 0)
         r = 0;
@@ -696,6 +707,13 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
         {
           fuse_session_destroy (f->se);
           f->se = NULL;
+          /* the one left, for the caller's unmount watcher to find: its tag
+           * and device number (nothing is served, nor unmounted, by us) */
+          if (r == -EBUSY)
+            {
+              f->mount_source = g_steal_pointer (&source);
+              f->mount_dev = left;
+            }
           return r;
         }
 

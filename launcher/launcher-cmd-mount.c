@@ -602,10 +602,22 @@ start_daemon (const MountArgs *a, Daemon *d)
                             "no sandbox runs",
                             a->mountpoint);
   if (r == -EBUSY)
-    return g_strdup_printf ("the mount point %s was replaced while it was being mounted, and the view that landed "
-                            "elsewhere could not be taken off (said above, with how to remove it); a sandbox that "
-                            "can write beside the mount point can do that: mount where no sandbox runs",
-                            a->mountpoint);
+    {
+      /* the unmount watcher holds the mount point's parent since before the
+       * mount, wherever it was moved: it takes that mount off once we are
+       * gone (its tag and device, as for a mount that serves) */
+      const char *left = fb_fuse_get_mount_source (fuse);
+      dev_t ldev = fb_fuse_get_mount_dev (fuse);
+      if (left != NULL && ldev != 0 && a->watch_fd >= 0)
+        {
+          g_autofree char *word = g_strdup_printf ("M%s %u:%u\n", left, major (ldev), minor (ldev));
+          (void)!write (a->watch_fd, word, strlen (word));
+        }
+      return g_strdup_printf ("the mount point %s was replaced while it was being mounted, and the view that landed "
+                              "elsewhere could not be taken off (said above, with how to remove it); a sandbox that "
+                              "can write beside the mount point can do that: mount where no sandbox runs",
+                              a->mountpoint);
+    }
   if (r < 0)
     return g_strdup_printf ("mounting at %s failed (libfuse said why above); check that /dev/fuse is usable "
                             "and that fusermount3 is installed (package fuse3), or run as root",

@@ -607,6 +607,80 @@ RFX_CASE (test_mount_killed_past_path_max)
   mount_moved_past_path_max (fx, SIGKILL);
 }
 
+/* A sandbox moves the mount point's parent past PATH_MAX between the mount
+ * and the daemon's check of where it landed (a delay the daemon takes for
+ * the tests): the check finds the mount elsewhere and can't take it off by
+ * path, and the command fails; the unmount watcher, which holds the parent
+ * since before the mount, takes it off once the daemon is gone. */
+RFX_CASE (test_mount_moved_before_its_landing_check)
+{
+  g_autofree char *a = g_build_filename (fx->ws, "a", NULL);
+  g_autofree char *mnt = g_build_filename (a, "mnt", NULL);
+  g_autofree char *deep = g_build_filename (fx->ws, "deep", NULL);
+  g_autofree char *needle = g_strdup_printf (" %s ", mnt);
+  g_autofree char *tag = NULL;
+  g_autoptr (GPtrArray) argv = NULL;
+  g_auto (GStrv) env = g_environ_setenv (g_get_environ (), "FUSEBOX_TEST_MOUNT_CHECK_DELAY_MS", "2000", TRUE);
+  g_autoptr (GError) error = NULL;
+  char name[251];
+  GPid child;
+  int dir, status = 0;
+
+  assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
+  assert_int_equal (g_mkdir_with_parents (deep, 0755), 0);
+  memset (name, 'd', sizeof name - 1);
+  name[sizeof name - 1] = '\0';
+  dir = open (deep, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (dir >= 0);
+  for (int i = 0; i < 20; i++) /* 20 x 251 bytes below deep */
+    {
+      int next;
+      assert_int_equal (mkdirat (dir, name, 0755), 0);
+      next = openat (dir, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      assert_true (next >= 0);
+      close (dir);
+      dir = next;
+    }
+  argv = test_fusebox_argv ((const char *const[]){ "mount", mnt, NULL }, NULL);
+  if (!g_spawn_async (NULL, (char **)argv->pdata, env,
+                      G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                      &child, &error))
+    fail_msg ("can't start fusebox mount: %s", error->message);
+  /* mounted, not checked yet */
+  for (int i = 0; i < 200 && tag == NULL; i++)
+    {
+      g_autofree char *info = NULL;
+      if (g_file_get_contents ("/proc/self/mountinfo", &info, NULL, NULL) && strstr (info, needle) != NULL)
+        tag = mount_tag (mnt);
+      else
+        g_usleep (10 * 1000);
+    }
+  if (tag == NULL)
+    fail_msg ("fusebox mount never mounted %s", mnt);
+  assert_int_equal (renameat (AT_FDCWD, a, dir, "a"), 0);
+  assert_int_equal (waitpid (child, &status, 0), child);
+  g_spawn_close_pid (child);
+  /* the command says it failed */
+  assert_true (WIFEXITED (status) && WEXITSTATUS (status) != 0);
+  for (int i = 0; i < 200 && tag_mounted (tag); i++)
+    g_usleep (50 * 1000);
+  if (tag_mounted (tag))
+    {
+      int fd = openat (dir, "a/mnt", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      g_autofree char *proc = g_strdup_printf ("/proc/self/fd/%d", fd);
+      umount2 (proc, MNT_DETACH);
+      close (fd);
+      fail_msg ("the mount (%s) moved past PATH_MAX before the daemon's landing check was left 10 s after", tag);
+    }
+  close (dir);
+  {
+    int ws = open (fx->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true (ws >= 0);
+    test_rm_deep (ws, "deep");
+    close (ws);
+  }
+}
+
 /* The daemon stopped (SIGTERM) while a sandbox exchanges the mount's
  * parent with an empty directory in a tight loop: whatever path mountinfo
  * shows names nothing half the time it is opened.  Ten rounds; none may
@@ -863,7 +937,7 @@ RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_dir_of_another_user), RFX_TEST (
                  RFX_TEST (test_mount_point_swapped_while_mounting),
                  RFX_TEST (test_mount_stopped_after_its_parent_moved),
                  RFX_TEST (test_mount_killed_after_its_parent_moved), RFX_TEST (test_mount_stopped_past_path_max),
-                 RFX_TEST (test_mount_killed_past_path_max),
+                 RFX_TEST (test_mount_killed_past_path_max), RFX_TEST (test_mount_moved_before_its_landing_check),
                  RFX_TEST (test_mount_stopped_while_its_parent_is_exchanged),
                  RFX_TEST (test_mount_unmounted_and_replaced), RFX_TEST (test_mount_stop_ignores_a_copied_tag),
                  RFX_TEST (test_mount_not_served_through_itself), RFX_TEST (test_mount_not_served_through_another_view),
