@@ -698,7 +698,7 @@ fb_fuse_mount (FbFuse *f, const char *mountpoint)
 
       /* for the tests: time to move the mount point's parent in between */
       if (delay != NULL)
-        g_usleep ((gulong)g_ascii_strtoull (delay, NULL, 10) * 1000);
+        g_usleep ((gulong)MIN (g_ascii_strtoull (delay, NULL, 10), 10000) * 1000);
       dev = mount_check_landed (real, source, &r, &left);
       /* ours is at REAL, a stray left elsewhere was said: it serves */
       if (r == -EBUSY && dev != 0)
