@@ -46,7 +46,10 @@
  *    (fs-view-source.c).  Files are not marked: one holds no descriptor
  *    while it is not open, and is opened again by its name (ESTALE when
  *    that shows another object); an open file keeps working, as an open
- *    descriptor does.
+ *    descriptor does.  A directory whose parent the watcher could not mark
+ *    (its budget, the kernel's max_user_marks, a filesystem that can't be
+ *    marked) would have its move reported by nothing: node_get_state()
+ *    checks it against its name whenever it is used.
  */
 #include "fs/fs-private.h"
 
@@ -297,20 +300,72 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
   return true;
 }
 
+static bool node_may_move (const FbViewNode *node);
+
+/* At most this many directories on one node's way are checked against
+ * their names when it is used ("Moved directories": the unwatched). */
+#define UNWATCHED_CHECKS_MAX 16
+
+/* Refer the directories on NODE's way whose moves the host watcher would
+ * not report (their parent is not marked: past the watcher's budget, the
+ * kernel's max_user_marks, a filesystem that can't be marked), up to
+ * UNWATCHED_CHECKS_MAX, into RET (view->lock held).  None when the
+ * watcher does not run (fixed timeouts, no fanotify: not checked at all). */
+static guint
+unwatched_way_locked (FbViewNode *node, FbViewNode **ret)
+{
+  guint n = 0;
+
+  if (!fb_watch_active ())
+    return 0;
+  for (FbViewNode *d = node; d->parent != NULL && n < UNWATCHED_CHECKS_MAX; d = d->parent)
+    if (node_may_move (d) && __atomic_load_n (&d->parent->watched, __ATOMIC_SEQ_CST) != 1)
+      {
+        g_atomic_int_inc (&d->ref);
+        ret[n++] = d;
+      }
+  return n;
+}
+
 NodeState *
 node_get_state (FbViewNode *node)
 {
   FbView *view = node_view (node);
   char buf[FB_VIEW_PATH_MAX + 1];
   g_autofree char *tail = NULL;
+  FbViewNode *unwatched[UNWATCHED_CHECKS_MAX];
   FbPolicyDecision d;
   NodeState *st;
   char *path;
+  guint n;
   bool fits;
 
   g_mutex_lock (&view->lock);
+  n = unwatched_way_locked (node, unwatched);
   fits = state_locked (node, buf, sizeof buf, &path, &tail, &d);
   g_mutex_unlock (&view->lock);
+  if (n > 0)
+    {
+      /* a directory whose move no event would report is checked against
+       * its name now, before its decision is used (view_node_recheck) */
+      bool marked = false;
+
+      for (guint i = 0; i < n; i++)
+        {
+          g_autoptr (FbViewNode) parent = NULL;
+          g_autofree char *name = NULL;
+
+          marked = view_node_recheck (unwatched[i], &parent, &name) || marked;
+          fb_view_node_unref (unwatched[i]);
+        }
+      if (marked)
+        {
+          g_clear_pointer (&tail, g_free);
+          g_mutex_lock (&view->lock);
+          fits = state_locked (node, buf, sizeof buf, &path, &tail, &d);
+          g_mutex_unlock (&view->lock);
+        }
+    }
   st = node_state_new (path, &d);
   st->too_long = !fits;
   return st;

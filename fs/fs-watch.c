@@ -94,6 +94,9 @@ static bool watch_ids_unread;
 
 #define WATCH_FS_MAX 64
 #define WATCH_DIRS_MAX 65536
+/* FUSEBOX_TEST_WATCH_DIRS_MAX (for tests): a lower bound, so that a test
+ * reaches it with a few directories */
+static guint watch_dirs_max = WATCH_DIRS_MAX;
 #define WATCH_BUF_SIZE (64 * 1024)
 /* The pause between reads of the event queue (see watch_thread). */
 #define WATCH_BATCH_US 2000
@@ -474,7 +477,7 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
       ok = true;
       goto out;
     }
-  if (watch_stopped || watch_objs_used + g_hash_table_size (watch_by_obj) >= WATCH_DIRS_MAX ||
+  if (watch_stopped || watch_objs_used + g_hash_table_size (watch_by_obj) >= watch_dirs_max ||
       !dir_handle (dir_fd, &key))
     goto out;
   w = fs_get_locked (dev, dir_fd, &key);
@@ -778,8 +781,11 @@ fb_watch_start (void)
       int fan = -1;
       const char *no = g_getenv ("FUSEBOX_NO_FANOTIFY");
       const char *lose = g_getenv ("FUSEBOX_TEST_LOSE_EVENTS");
+      const char *dirs_max = g_getenv ("FUSEBOX_TEST_WATCH_DIRS_MAX");
 
       watch_lose_events = lose != NULL && strcmp (lose, "1") == 0;
+      if (dirs_max != NULL)
+        watch_dirs_max = (guint)CLAMP (g_ascii_strtoull (dirs_max, NULL, 10), 1, WATCH_DIRS_MAX);
 
       if (no == NULL || strcmp (no, "1") != 0)
         {

@@ -170,6 +170,18 @@ MFX_CASE (test_moved_into_denied_events_lost)
   g_unsetenv ("FUSEBOX_TEST_LOSE_EVENTS");
 }
 
+/* The same past the watcher's budget of marked directories (lowered to
+ * one for the test): the workspace is not marked, so no event tells of the
+ * move, and the held directory is checked against its name when it is
+ * used. */
+MFX_CASE (test_moved_past_the_watchers_budget)
+{
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  g_setenv ("FUSEBOX_TEST_WATCH_DIRS_MAX", "1", TRUE);
+  moved_into_denied (fx);
+  g_unsetenv ("FUSEBOX_TEST_WATCH_DIRS_MAX");
+}
+
 /* Within the workspace: the held descriptor is refused too (the view does
  * not follow the host's moves), and the new path works at once. */
 MFX_CASE (test_moved_within_workspace)
@@ -398,7 +410,8 @@ MFX_CASE (test_source_moved_before_first_use)
 }
 
 MFX_DEFINE_MAIN (MFX_TEST (test_moved_into_denied), MFX_TEST (test_moved_into_denied_events_lost),
-                 MFX_TEST (test_moved_within_workspace), MFX_TEST (test_own_rename_keeps_held),
-                 MFX_TEST (test_lost_events_keep_mount_points), MFX_TEST (test_source_moved_into_denied),
-                 MFX_TEST (test_source_ancestor_moved_events_lost), MFX_TEST (test_source_moved_unwatched),
-                 MFX_TEST (test_source_moved_through_the_view), MFX_TEST (test_source_moved_before_first_use))
+                 MFX_TEST (test_moved_past_the_watchers_budget), MFX_TEST (test_moved_within_workspace),
+                 MFX_TEST (test_own_rename_keeps_held), MFX_TEST (test_lost_events_keep_mount_points),
+                 MFX_TEST (test_source_moved_into_denied), MFX_TEST (test_source_ancestor_moved_events_lost),
+                 MFX_TEST (test_source_moved_unwatched), MFX_TEST (test_source_moved_through_the_view),
+                 MFX_TEST (test_source_moved_before_first_use))
