@@ -538,6 +538,29 @@ left_after_end (int pid, const char *tag)
   return tag_mounted (tag);
 }
 
+/* A chain of directories below DEEP, its path longer than PATH_MAX (20
+ * names of 250 bytes): the last one's descriptor. */
+static int
+deep_chain (const char *deep)
+{
+  char name[251];
+  int dir = open (deep, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+  assert_true (dir >= 0);
+  memset (name, 'd', sizeof name - 1);
+  name[sizeof name - 1] = '\0';
+  for (int i = 0; i < 20; i++)
+    {
+      int next;
+      assert_int_equal (mkdirat (dir, name, 0755), 0);
+      next = openat (dir, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      assert_true (next >= 0);
+      close (dir);
+      dir = next;
+    }
+  return dir;
+}
+
 /* A sandbox moved the mount's parent below a chain of directories, so
  * that the mount's path is longer than PATH_MAX (4096): no path reaches it
  * and mountinfo's can't be opened.  The daemon's end (SIG: SIGTERM), or
@@ -549,7 +572,6 @@ mount_moved_past_path_max (RFx *fx, int sig)
   g_autofree char *mnt = g_build_filename (a, "mnt", NULL);
   g_autofree char *deep = g_build_filename (fx->ws, "deep", NULL);
   g_autofree char *tag = NULL;
-  char name[251];
   RfxResult r = { 0 };
   int pid, dir;
 
@@ -557,19 +579,7 @@ mount_moved_past_path_max (RFx *fx, int sig)
   assert_int_equal (g_mkdir_with_parents (deep, 0755), 0);
   pid = mount_daemon (fx, &r, mnt);
   tag = mount_tag (mnt);
-  memset (name, 'd', sizeof name - 1);
-  name[sizeof name - 1] = '\0';
-  dir = open (deep, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  assert_true (dir >= 0);
-  for (int i = 0; i < 20; i++) /* 20 x 251 bytes below deep */
-    {
-      int next;
-      assert_int_equal (mkdirat (dir, name, 0755), 0);
-      next = openat (dir, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
-      assert_true (next >= 0);
-      close (dir);
-      dir = next;
-    }
+  dir = deep_chain (deep);
   /* what the sandbox's daemon does for it on the host */
   assert_int_equal (renameat (AT_FDCWD, a, dir, "a"), 0);
   assert_true (tag_mounted (tag));
@@ -622,25 +632,12 @@ RFX_CASE (test_mount_moved_before_its_landing_check)
   g_autoptr (GPtrArray) argv = NULL;
   g_auto (GStrv) env = g_environ_setenv (g_get_environ (), "FUSEBOX_TEST_MOUNT_CHECK_DELAY_MS", "2000", TRUE);
   g_autoptr (GError) error = NULL;
-  char name[251];
   GPid child;
   int dir, status = 0;
 
   assert_int_equal (g_mkdir_with_parents (mnt, 0755), 0);
   assert_int_equal (g_mkdir_with_parents (deep, 0755), 0);
-  memset (name, 'd', sizeof name - 1);
-  name[sizeof name - 1] = '\0';
-  dir = open (deep, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  assert_true (dir >= 0);
-  for (int i = 0; i < 20; i++) /* 20 x 251 bytes below deep */
-    {
-      int next;
-      assert_int_equal (mkdirat (dir, name, 0755), 0);
-      next = openat (dir, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
-      assert_true (next >= 0);
-      close (dir);
-      dir = next;
-    }
+  dir = deep_chain (deep);
   argv = test_fusebox_argv ((const char *const[]){ "mount", mnt, NULL }, NULL);
   if (!g_spawn_async (NULL, (char **)argv->pdata, env,
                       G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
