@@ -398,15 +398,17 @@ static void
 moved_settle (FbFuse *f)
 {
   g_autoptr (GPtrArray) nodes = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_view_node_unref);
-  bool all;
+  bool all, mounts;
 
   g_mutex_lock (&f->inval_lock);
   all = f->moved_all;
+  mounts = f->moved_mounts;
   f->moved_all = false;
+  f->moved_mounts = false;
   moved_take_locked (f, nodes);
   g_mutex_unlock (&f->inval_lock);
-  if (all)
-    view_host_dirs_ref (f->view, nodes);
+  if (all || mounts)
+    view_host_dirs_ref (f->view, !all, nodes);
   for (guint i = 0; i < nodes->len; i++)
     {
       FbViewNode *node = nodes->pdata[i];
@@ -477,6 +479,17 @@ on_view_change (FbView *listener_view, FbView *origin, FbViewNode *origin_node, 
   FbFuse *f = user_data;
   Collect c = { f, origin == listener_view ? origin_node : NULL, -1, NULL, 0 };
 
+  if (change->what & FB_VIEW_CHANGE_MOUNTS)
+    {
+      /* a mount moved or taken off: the sources, and the directories that
+       * are mounts' roots, may have left their names */
+      g_mutex_lock (&f->inval_lock);
+      f->sources_check = true;
+      f->moved_mounts = true;
+      g_cond_signal (&f->inval_cond);
+      g_mutex_unlock (&f->inval_lock);
+      return;
+    }
   if (change->what & FB_VIEW_CHANGE_ALL)
     {
       g_mutex_lock (&f->inval_lock);
@@ -660,7 +673,7 @@ inval_thread (gpointer data)
     {
       Inval *iv;
       gint64 next = inval_later_due_locked (f);
-      bool moved = f->moved_all || g_hash_table_size (f->moved_checks) > 0;
+      bool moved = f->moved_all || f->moved_mounts || g_hash_table_size (f->moved_checks) > 0;
       bool sources = f->sources_check || (f->sources_due != 0 && f->sources_due <= g_get_monotonic_time ());
 
       if (f->sources_due != 0 && (next == 0 || f->sources_due < next))

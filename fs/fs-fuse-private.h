@@ -66,6 +66,7 @@ struct FbFuse
    * all (moved_all: changes lost, or too many) */
   GHashTable *moved_checks;
   bool moved_all;
+  bool moved_mounts; /* inval_lock: check the directories that are mounts' roots (the mount table changed) */
   /* inval_lock: check the mounts' sources (fs-view-source.c): a name
    * changed on the way to one, or changes were lost; and when, where some
    * way is not watched (monotonic us, 0: never) */

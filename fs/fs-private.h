@@ -552,10 +552,11 @@ void view_detach_name (FbView *view, FbViewNode *parent, const char *name);
 /* Moved directories (fs-view-node.c): PARENT's child NAME when it is a
  * host directory node that may have been taken from its name (in the
  * table, not marked yet), referenced, or NULL (view->lock held, as in
- * fb_view_find_object's callbacks); every such node of VIEW, into
- * RET_NODES. */
+ * fb_view_find_object's callbacks); every such node of VIEW (only those
+ * that are a mount's root, on another device than their parent, when
+ * MOUNT_ROOTS), into RET_NODES. */
 FbViewNode *view_child_dir_ref_locked (FbView *view, FbViewNode *parent, const char *name);
-void view_host_dirs_ref (FbView *view, GPtrArray *ret_nodes);
+void view_host_dirs_ref (FbView *view, bool mount_roots, GPtrArray *ret_nodes);
 /* Does NODE's name still show NODE's directory?  False: yes (or NODE has
  * left the table already); true: no, and NODE is marked moved now
  * (*RET_PARENT, referenced, and *RET_NAME: the name the kernel may still

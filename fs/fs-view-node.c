@@ -1174,7 +1174,7 @@ view_mount_node_new (FbView *view, FbViewNode *node)
 }
 
 void
-view_host_dirs_ref (FbView *view, GPtrArray *ret_nodes)
+view_host_dirs_ref (FbView *view, bool mount_roots, GPtrArray *ret_nodes)
 {
   NodeIter it;
   FbViewNode *n;
@@ -1182,7 +1182,7 @@ view_host_dirs_ref (FbView *view, GPtrArray *ret_nodes)
   g_mutex_lock (&view->lock);
   node_iter_init_locked (&it, view);
   while ((n = node_iter_next_locked (&it)) != NULL)
-    if (node_may_move (n))
+    if (node_may_move (n) && (!mount_roots || n->dev != n->parent->dev))
       {
         g_atomic_int_inc (&n->ref);
         g_ptr_array_add (ret_nodes, n);

@@ -14,33 +14,35 @@
  *    (fs-view-node.c "Moved directories"), under its view path.
  *  - The way: at start, the path the kernel gives the opened source
  *    (/proc/self/fd: no link on it) is walked again from /, a component at
- *    a time without following links, and each step is kept: a descriptor,
- *    its name and its identity; the last step must be the source.  A check
- *    stats each step's name in the step above it (fb_lstat_cached: what
- *    the kernel holds, no filesystem asked) and compares: a step renamed,
- *    removed, exchanged or covered by a mount fails it.
+ *    a time without following links, and each step is kept: its name and
+ *    its identity; the last step must be the source.  A check walks it
+ *    again the same way and compares (an O_PATH open per step, its
+ *    identity from what the kernel holds): a step renamed, removed,
+ *    exchanged, or covered or moved by a mount fails it.  No descriptor is
+ *    kept: a view costs a few bytes per step, however many views a server
+ *    keeps.
  *  - When: every walk of the remote API that crosses the mount point
  *    (fb_view_walk: a statx per step), and for a FUSE session from its
  *    notifier thread (fs-fuse-inval.c) when a name changes in a step's
  *    directory (the host watcher marks the steps for the view's life;
- *    another view's renames, and this view's, are reported alike), when host
- *    events were lost, and once a second where a step is not marked (a
- *    network filesystem, the watcher's budget, or no watcher at all:
- *    FUSEBOX_NO_FANOTIFY, --cache-timeout).
+ *    another view's renames, and this view's, are reported alike), when the
+ *    host's mount table changes (a mount moved or taken off makes no name
+ *    event), when host events were lost, and once a second where a step is
+ *    not marked (a network filesystem, the watcher's budget, or no watcher
+ *    at all: FUSEBOX_NO_FANOTIFY, --cache-timeout).
  *  - Private sources are not checked: they are made in the run directory,
  *    fusebox's own state, which no view shows or moves.
- *  - Bounded: a descriptor per step, at most VIEW_SOURCE_STEPS_MAX in all
- *    (a policy with more sources, or deeper ones, is refused at start).
+ *  - Bounded: at most VIEW_SOURCE_STEPS_MAX steps in all (a policy with
+ *    more sources, or deeper ones, is refused at start, saying so).
  */
 #include "fs/fs-private.h"
 
 #include <string.h>
 
-#define VIEW_SOURCE_STEPS_MAX 256
+#define VIEW_SOURCE_STEPS_MAX 4096
 
 typedef struct
 {
-  int fd; /* O_PATH */
   dev_t dev;
   ino_t ino;
   char *name;  /* in the step above ("/" for the first) */
@@ -55,17 +57,48 @@ struct SourceWay
   SourceStep *steps;
 };
 
+/* Walk W's first LIMIT steps from /, a name at a time (no link followed):
+ * true when each still shows the object it showed at start.  FUNC (when
+ * not NULL) is given each step and its descriptor (O_PATH, closed after
+ * it), or -1 for a step that no longer shows its object; STOP: at the
+ * first such step. */
+static bool
+way_walk (SourceWay *w, guint limit, void (*func) (SourceStep *s, int fd), bool stop)
+{
+  _fb_cleanup_fd_ int fd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  bool holds = true;
+
+  for (guint k = 0; k < limit; k++)
+    {
+      struct stat st;
+
+      if (k > 0 && fd >= 0)
+        {
+          int next = openat (fd, w->steps[k].name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          close (fd);
+          fd = next;
+        }
+      /* any failure counts: the path no longer leads there for sure */
+      if (fd < 0 || host_identity_fd (fd, &st) < 0 || st.st_dev != w->steps[k].dev || st.st_ino != w->steps[k].ino)
+        {
+          holds = false;
+          if (stop)
+            return false;
+          if (func != NULL)
+            func (&w->steps[k], -1);
+          continue;
+        }
+      if (func != NULL)
+        func (&w->steps[k], fd);
+    }
+  return holds;
+}
+
 static void
 way_clear (SourceWay *w)
 {
   for (guint k = 0; k < w->n; k++)
-    {
-      if (w->steps[k].marked)
-        watch_dir_remove (w->steps[k].dev, w->steps[k].ino, w->steps[k].fd);
-      if (w->steps[k].fd >= 0)
-        close (w->steps[k].fd);
-      g_free (w->steps[k].name);
-    }
+    g_free (w->steps[k].name);
   g_free (w->steps);
 }
 
@@ -79,7 +112,7 @@ way_record (SourceWay *w, guint id, int source_fd, guint *budget)
   g_autofree char *path = NULL;
   struct stat want, st;
   char proc[32];
-  int fd, r;
+  int r;
 
   w->mount = id;
   proc_fd_path (proc, source_fd);
@@ -90,34 +123,37 @@ way_record (SourceWay *w, guint id, int source_fd, guint *budget)
     return r;
   parts = g_strsplit (path, "/", -1);
   w->steps = g_new0 (SourceStep, g_strv_length (parts) + 1);
-  fd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  for (guint i = 0;; i++)
-    {
-      SourceStep *s = &w->steps[w->n];
+  {
+    _fb_cleanup_fd_ int fd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
-      if (*budget == 0)
+    if (fd < 0)
+      return -errno;
+    for (guint i = 0;; i++)
+      {
+        SourceStep *s = &w->steps[w->n];
+
+        if (*budget == 0)
+          return -E2BIG;
+        (*budget)--;
+        s->name = g_strdup (w->n == 0 ? "/" : parts[i]);
+        w->n++;
+        if ((r = host_identity_fd (fd, &st)) < 0)
+          return r;
+        s->dev = st.st_dev;
+        s->ino = st.st_ino;
+        while (parts[i + 1] != NULL && parts[i + 1][0] == '\0')
+          i++;
+        if (parts[i + 1] == NULL)
+          break;
         {
+          int next = openat (fd, parts[i + 1], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
           close (fd);
-          return -EMFILE;
+          fd = next;
         }
-      (*budget)--;
-      s->fd = fd;
-      s->name = g_strdup (w->n == 0 ? "/" : parts[i]);
-      w->n++;
-      if ((r = host_identity_fd (fd, &st)) < 0)
-        return r;
-      s->dev = st.st_dev;
-      s->ino = st.st_ino;
-      while (parts[i + 1] != NULL && parts[i + 1][0] == '\0')
-        i++;
-      if (parts[i + 1] == NULL)
-        break;
-      fd = openat (fd, parts[i + 1], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0)
-        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? -ESTALE : -errno;
-    }
+        if (fd < 0)
+          return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? -ESTALE : -errno;
+      }
+  }
   if (st.st_dev != want.st_dev || st.st_ino != want.st_ino)
     return -ESTALE;
   return 0;
@@ -150,9 +186,9 @@ view_sources_init (FbView *view)
       if (r < 0)
         {
           g_warning ("the source %s of %s: %s", mounts[i].host_path, mounts[i].view_path,
-                     r == -ESTALE   ? "its path no longer leads to it (moved while the view started)"
-                     : r == -EMFILE ? "too many directories on the ways to the policy's sources"
-                                    : g_strerror (-r));
+                     r == -ESTALE  ? "its path no longer leads to it (moved while the view started)"
+                     : r == -E2BIG ? "more than 4,096 directories on the ways to the policy's sources, in all"
+                                   : g_strerror (-r));
           for (guint j = 0; j < ways->len; j++)
             way_clear (&g_array_index (ways, SourceWay, j));
           g_array_unref (ways);
@@ -164,11 +200,34 @@ view_sources_init (FbView *view)
   return 0;
 }
 
+static bool marks_all;
+
+static void
+step_mark (SourceStep *s, int fd)
+{
+  s->marked = fd >= 0 && watch_dir_add (s->dev, s->ino, fd);
+  marks_all = marks_all && s->marked;
+}
+
+static void
+step_unmark (SourceStep *s, int fd)
+{
+  if (s->marked)
+    watch_dir_remove (s->dev, s->ino, fd); /* -1: moved; its mark goes with it, or at the end */
+  s->marked = false;
+}
+
 void
 view_sources_clear (FbView *view)
 {
   for (guint i = 0; i < view->n_source_ways; i++)
-    way_clear (&view->source_ways[i]);
+    {
+      SourceWay *w = &view->source_ways[i];
+
+      if (g_atomic_int_get (&view->sources_watched))
+        (void)way_walk (w, w->n - 1, step_unmark, false);
+      way_clear (w);
+    }
   g_clear_pointer (&view->source_ways, g_free);
   view->n_source_ways = 0;
 }
@@ -176,21 +235,22 @@ view_sources_clear (FbView *view)
 bool
 view_sources_watch (FbView *view)
 {
+  static GMutex lock; /* marks_all */
   bool all = true;
 
   if (!g_atomic_int_compare_and_exchange (&view->sources_watched, 0, 1))
     return !g_atomic_int_get (&view->sources_unmarked);
+  g_mutex_lock (&lock);
   for (guint i = 0; i < view->n_source_ways; i++)
     {
       SourceWay *w = &view->source_ways[i];
 
       /* a name changes in the step above: the steps but the source */
-      for (guint k = 0; k + 1 < w->n; k++)
-        {
-          w->steps[k].marked = watch_dir_add (w->steps[k].dev, w->steps[k].ino, w->steps[k].fd);
-          all = all && w->steps[k].marked;
-        }
+      marks_all = true;
+      (void)way_walk (w, w->n - 1, step_mark, false);
+      all = all && marks_all;
     }
+  g_mutex_unlock (&lock);
   if (!all)
     g_atomic_int_set (&view->sources_unmarked, 1);
   return all;
@@ -211,18 +271,9 @@ view_sources_on_the_way (FbView *view, dev_t dev, ino_t ino)
 }
 
 static bool
-way_holds (const SourceWay *w)
+way_holds (SourceWay *w)
 {
-  for (guint k = 1; k < w->n; k++)
-    {
-      struct stat st;
-
-      /* any failure counts: the path no longer leads there for sure */
-      if (fb_lstat_cached (w->steps[k - 1].fd, w->steps[k].name, &st) < 0 || !S_ISDIR (st.st_mode) ||
-          st.st_ino != w->steps[k].ino || st.st_dev != w->steps[k].dev)
-        return false;
-    }
-  return true;
+  return way_walk (w, w->n, NULL, true);
 }
 
 /* Check W; when it no longer holds, mark its mount's nodes (into

@@ -41,6 +41,11 @@
  *    tmpfs) no handle is kept: the directory is a 16-byte record, by object
  *    only, in a table of such records (watch_objs), which is what a view's
  *    walk of thousands of directories leaves here.
+ *  - The mount table too (/proc/self/mountinfo's POLLPRI): a mount moved,
+ *    taken off or put over a directory makes no fanotify event, so each
+ *    change is reported as FB_VIEW_CHANGE_MOUNTS, and the sessions check
+ *    the directories that a mount's move can take from their names (mount
+ *    roots, mount sources: fs-fuse-inval.c).
  *  - One reader thread, process-wide, rather than a GSource: `fusebox
  *    mount` has no main loop, and the listeners take every view's table
  *    lock, which must not stall the API's loop.  It turns each event into an
@@ -710,14 +715,26 @@ watch_thread (gpointer data)
 {
   int fan = GPOINTER_TO_INT (data);
   g_autofree char *buf = g_malloc (WATCH_BUF_SIZE);
+  /* The mount table: a mount moved, taken off or put over a directory
+   * makes no fanotify event, and a directory a view holds (a mount's
+   * source, a mount's root) may have left its path so.  Its poll says
+   * POLLPRI once per change (mounts_poll), nothing to read. */
+  int mounts = open ("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 
   for (;;)
     {
-      struct pollfd pfd = { fan, POLLIN, 0 };
+      struct pollfd pfd[2] = { { fan, POLLIN, 0 }, { mounts, POLLPRI, 0 } };
       ssize_t n;
 
-      if (poll (&pfd, 1, -1) < 0 && errno != EINTR)
+      if (poll (pfd, mounts >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
         break;
+      if (mounts >= 0 && (pfd[1].revents & (POLLPRI | POLLERR)) != 0)
+        {
+          FbViewChange c = { .what = FB_VIEW_CHANGE_MOUNTS };
+          view_changed (NULL, NULL, &c);
+        }
+      if ((pfd[0].revents & POLLIN) == 0)
+        continue;
       n = read (fan, buf, WATCH_BUF_SIZE);
       if (n < 0)
         {
@@ -755,6 +772,8 @@ watch_thread (gpointer data)
     }
   /* the group is unusable: stop claiming coherence (replies from now on
    * get the short timeouts), and drop what was cached for long */
+  if (mounts >= 0)
+    close (mounts);
   g_atomic_int_set (&watch_active, 0);
   {
     FbViewChange all = { .what = FB_VIEW_CHANGE_ALL };

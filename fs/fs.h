@@ -558,10 +558,11 @@ int fb_view_removexattr (FbView *view, const FbViewCaller *caller, FbViewNode *n
  * sandbox) or another name of the same inode shows at once. */
 typedef enum
 {
-  FB_VIEW_CHANGE_DATA = 1 << 0, /* contents (and size, mtime) */
-  FB_VIEW_CHANGE_ATTR = 1 << 1, /* attributes only (mode, times, link count, xattrs) */
-  FB_VIEW_CHANGE_NAME = 1 << 2, /* NAME in the directory (parent_dev, parent_ino) came, went or moved */
-  FB_VIEW_CHANGE_ALL = 1 << 3,  /* anything may have changed (the host watcher lost events) */
+  FB_VIEW_CHANGE_DATA = 1 << 0,   /* contents (and size, mtime) */
+  FB_VIEW_CHANGE_ATTR = 1 << 1,   /* attributes only (mode, times, link count, xattrs) */
+  FB_VIEW_CHANGE_NAME = 1 << 2,   /* NAME in the directory (parent_dev, parent_ino) came, went or moved */
+  FB_VIEW_CHANGE_ALL = 1 << 3,    /* anything may have changed (the host watcher lost events) */
+  FB_VIEW_CHANGE_MOUNTS = 1 << 4, /* the host's mount table changed: a mount came, went or moved */
 } FbViewChangeWhat;
 
 typedef struct

@@ -20,6 +20,8 @@
  * event lost (the path of a fanotify queue overflow). */
 #include "tests/lib/test-mount.h"
 
+#include <sys/mount.h>
+
 static const char policy_text[] =
   "{ \"version\": 1, \"rules\": [\n"
   "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"system files\" },\n"
@@ -86,6 +88,20 @@ assert_refused_soon (int dir_fd, const char *name)
     }
 }
 
+/* REL held through the mount, and its f.txt read through the held
+ * descriptor: CONTENT. */
+static int
+hold_reading (MFx *fx, const char *rel, const char *content)
+{
+  g_autofree char *text = NULL;
+  int fd = hold_dir (fx, rel);
+
+  text = read_at (fd, "f.txt");
+  assert_non_null (text);
+  assert_string_equal (text, content);
+  return fd;
+}
+
 /* The coherent mount, after REL/f.txt was written on the host with
  * CONTENT; REL held through it, and f.txt read through the held
  * descriptor. */
@@ -93,17 +109,11 @@ static int
 mount_holding (MFx *fx, const char *rel, const char *content)
 {
   g_autofree char *file = g_strconcat (rel, "/f.txt", NULL);
-  g_autofree char *text = NULL;
-  int fd;
 
   g_unsetenv ("FUSEBOX_NO_FANOTIFY");
   mfx_write (fx, file, content);
   mfx_mount (fx, policy_text, NULL);
-  fd = hold_dir (fx, rel);
-  text = read_at (fd, "f.txt");
-  assert_non_null (text);
-  assert_string_equal (text, content);
-  return fd;
+  return hold_reading (fx, rel, content);
 }
 
 /* ws/inbox, held; the host moves it into secret/ and writes creds2 there. */
@@ -248,19 +258,13 @@ static int
 mount_sources_holding (MFx *fx, const char *rel, const char *host_rel, const char *content)
 {
   g_autofree char *file = g_strconcat (host_rel, "/f.txt", NULL);
-  g_autofree char *text = NULL;
-  int fd;
 
   mfx_mkdir (fx, "/home/ws");
   mfx_mkdir (fx, "/src/inner");
   mfx_mkdir (fx, "/secret");
   mfx_write (fx, file, content);
   mfx_mount (fx, sources_policy, "--log-level", "all", NULL);
-  fd = hold_dir (fx, rel);
-  text = read_at (fd, "f.txt");
-  assert_non_null (text);
-  assert_string_equal (text, content);
-  return fd;
+  return hold_reading (fx, rel, content);
 }
 
 /* After REL's source moved (and the host wrote creds there, at HOST_NEW):
@@ -409,9 +413,76 @@ MFX_CASE (test_source_moved_before_first_use)
     fail_msg ("no refusal with %s in the log:\n%s", source_rule, log);
 }
 
+/* --- mounts the host moves ----------------------------------------------------
+
+ * A mount moved (mount --move), or taken off and made elsewhere, makes no
+ * name event.  The test's host tree becomes a private bind mount of
+ * itself (a mount below a shared one can't be moved), a tmpfs is mounted
+ * at FROM and filled, the mount made with POLICY, REL held (its f.txt
+ * read); then the tmpfs moves to TO and the host writes creds there: the
+ * held descriptor is refused within 1 s.  Every mount is taken off again,
+ * also when it fails. */
+static void
+mount_moved (MFx *fx, const char *policy, const char *rel, const char *from, const char *to)
+{
+  g_autofree char *h = mfx_h (fx, "");
+  g_autofree char *src = mfx_h (fx, from);
+  g_autofree char *dst = mfx_h (fx, to);
+  g_autofree char *file = g_strconcat (from, "/f.txt", NULL);
+  g_autofree char *creds = g_strconcat (to, "/creds", NULL);
+  bool refused;
+  int fd;
+
+  mfx_mkdir (fx, "/home/ws");
+  mfx_mkdir (fx, from);
+  mfx_mkdir (fx, to);
+  if (mount (h, h, NULL, MS_BIND, NULL) != 0)
+    fail_msg ("bind-mount %s on itself: %s", h, g_strerror (errno));
+  if (mount (NULL, h, NULL, MS_PRIVATE, NULL) != 0 || mount ("tmpfs", src, "tmpfs", 0, "size=1m") != 0)
+    {
+      int e = errno;
+      umount2 (h, MNT_DETACH);
+      fail_msg ("a private tmpfs at %s: %s", src, g_strerror (e));
+    }
+  mfx_write (fx, file, "mounted");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mfx_mount (fx, policy, NULL);
+  fd = hold_reading (fx, rel, "mounted");
+  refused = mount (src, dst, NULL, MS_MOVE, NULL) == 0;
+  if (refused)
+    {
+      mfx_write (fx, creds, "the host's secret");
+      mfx_assert_host_readable (fx, creds);
+      refused = TEST_WAIT_FOR (refused_at (fd, "creds"), 1000);
+    }
+  else
+    g_printerr ("mount --move %s %s: %s\n", src, dst, g_strerror (errno));
+  close (fd);
+  mfx_unmount (fx);
+  umount2 (dst, MNT_DETACH);
+  umount2 (src, MNT_DETACH);
+  umount2 (h, MNT_DETACH);
+  if (!refused)
+    fail_msg ("%s still read what the host wrote in %s after its mount moved there", rel, to);
+}
+
+/* The mount a rule's source is moved into a denied place. */
+MFX_CASE (test_source_mount_moved)
+{
+  mount_moved (fx, sources_policy, "/alias", "/src/inner", "/secret/inner");
+}
+
+/* A mount in the workspace (not a source: a mount's root the view shows
+ * below its parent) moved into a denied place. */
+MFX_CASE (test_workspace_mount_moved)
+{
+  mount_moved (fx, policy_text, "/ws/data", "/ws/data", "/secret/data");
+}
+
 MFX_DEFINE_MAIN (MFX_TEST (test_moved_into_denied), MFX_TEST (test_moved_into_denied_events_lost),
                  MFX_TEST (test_moved_past_the_watchers_budget), MFX_TEST (test_moved_within_workspace),
                  MFX_TEST (test_own_rename_keeps_held), MFX_TEST (test_lost_events_keep_mount_points),
                  MFX_TEST (test_source_moved_into_denied), MFX_TEST (test_source_ancestor_moved_events_lost),
                  MFX_TEST (test_source_moved_unwatched), MFX_TEST (test_source_moved_through_the_view),
-                 MFX_TEST (test_source_moved_before_first_use))
+                 MFX_TEST (test_source_moved_before_first_use), MFX_TEST (test_source_mount_moved),
+                 MFX_TEST (test_workspace_mount_moved))
