@@ -347,6 +347,22 @@ MFX_CASE (test_source_ancestor_moved_events_lost)
   assert_source_refused (fx, fd, "/alias", "/secret/src/inner");
 }
 
+/* A directory above a rule's source moved into a denied place and a
+ * symbolic link to it left at its name: the path, followed, would still
+ * lead to the source; the source is refused all the same. */
+MFX_CASE (test_source_ancestor_replaced_by_link)
+{
+  g_autofree char *link = NULL;
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  fd = mount_sources_holding (fx, "/alias", "/src/inner", "aliased");
+  host_rename (fx, "/src", "/secret/src");
+  link = mfx_h (fx, "/src");
+  assert_int_equal (symlink ("secret/src", link), 0);
+  assert_source_refused (fx, fd, "/alias", "/secret/src/inner");
+}
+
 /* With no host watcher the sources are checked now and then (once a
  * second): refused within 3 s. */
 MFX_CASE (test_source_moved_unwatched)
@@ -485,4 +501,4 @@ MFX_DEFINE_MAIN (MFX_TEST (test_moved_into_denied), MFX_TEST (test_moved_into_de
                  MFX_TEST (test_source_moved_into_denied), MFX_TEST (test_source_ancestor_moved_events_lost),
                  MFX_TEST (test_source_moved_unwatched), MFX_TEST (test_source_moved_through_the_view),
                  MFX_TEST (test_source_moved_before_first_use), MFX_TEST (test_source_mount_moved),
-                 MFX_TEST (test_workspace_mount_moved))
+                 MFX_TEST (test_workspace_mount_moved), MFX_TEST (test_source_ancestor_replaced_by_link))
