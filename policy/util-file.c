@@ -81,6 +81,48 @@ set_not_regular (int dir_fd, const char *name, const char *what, const char *pat
                  n > 0 ? target : "", n > 0 ? ")" : "");
 }
 
+/* FB_FILE_OWN's open of DIR_FD/NAME: found first as O_PATH, never
+ * through a link (which asks no filesystem anything, not even a FUSE
+ * mount's server), and opened through that descriptor only when it is a
+ * regular file on its directory's filesystem.  Another user's FUSE mount
+ * at the name (over a file of theirs, beside a log in a shared directory)
+ * whose server never answers held the open, and `fusebox log`, for good.
+ * The descriptor, or -1 with errno (nothing said), or -2 (refused, said). */
+static int
+open_own (int dir_fd, const char *name, const char *what, const char *path, GError **error)
+{
+  _fb_cleanup_fd_ int pfd = openat (dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  g_autofree char *dir = NULL;
+  struct stat st, dst;
+  char proc[64];
+  int fd;
+
+  if (pfd < 0)
+    return -1;
+  if (fb_lstat_cached (pfd, "", &st) < 0)
+    return -1;
+  if (!S_ISREG (st.st_mode))
+    {
+      set_not_regular (dir_fd, name, what, path, FB_FILE_OWN, &st, error);
+      return -2;
+    }
+  dir = strchr (name, '/') != NULL ? g_path_get_dirname (name) : g_strdup (".");
+  if (fb_lstat_cached (dir_fd, dir, &dst) < 0)
+    return -1;
+  if (st.st_dev != dst.st_dev)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+                   "%s %s is not on its directory's filesystem: another filesystem is mounted at its name, which "
+                   "fusebox did not put there, and it is not read (its server may never answer); find it in "
+                   "/proc/self/mountinfo, and take it off",
+                   what, path);
+      return -2;
+    }
+  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", pfd);
+  fd = open (proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  return fd;
+}
+
 int
 fb_file_open_regular (int dir_fd, const char *name, const char *path, const char *what, FbFileFlags flags,
                       GError **error)
@@ -91,7 +133,12 @@ fb_file_open_regular (int dir_fd, const char *name, const char *path, const char
 
   if (path == NULL)
     path = name;
-  fd = openat (dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | ((flags & FB_FILE_OWN) ? O_NOFOLLOW : 0));
+  if (flags & FB_FILE_OWN)
+    fd = open_own (dir_fd, name, what, path, error);
+  else
+    fd = openat (dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd == -2)
+    return -1; /* refused, said */
   if (fd < 0)
     {
       int errsv = errno;

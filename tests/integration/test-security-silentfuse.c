@@ -708,6 +708,54 @@ MFX_CASE (test_silent_fuse_at_the_log_name)
 }
 
 static int
+log_read (const char *unused)
+{
+  int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+  int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+  (void)unused;
+  dup2 (null, STDOUT_FILENO);
+  dup2 (err, STDERR_FILENO);
+  execl (test_bin (), "fusebox", "log", log_cmd.log, (char *)NULL);
+  _exit (127);
+}
+
+/* Another user puts a file with a rotated log's name beside a log in a
+ * shared directory (sticky /var/tmp) and mounts a silent FUSE filesystem
+ * over it: `fusebox log` reads the log to its end, and says it skipped that
+ * name; it never asks the mount (it waited before, unkillable). */
+MFX_CASE (test_silent_fuse_at_a_rotated_log_name)
+{
+  g_autofree char *logs = g_build_filename (fx->tmp, "logs", NULL);
+  g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (logs, "access.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
+  g_autofree char *said = NULL;
+  int r;
+
+  mfx_mkdir (fx, "/ws");
+  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
+  assert_int_equal (mkdir (logs, 0755), 0);
+  assert_int_equal (chmod (logs, 01777), 0);
+  test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":2,\"op\":\"open\",\"path\":\"/x\","
+                        "\"decision\":\"allow\"}\n");
+  test_write_file (rotated, "");
+  assert_int_equal (chown (rotated, 1000, 1000), 0);
+  silent_mount_as (fx, rotated, "100000");
+  assert_silent (fx);
+
+  log_cmd.log = log;
+  log_cmd.err = err;
+  r = bounded (log_read, NULL, 10000);
+  if (r == -1)
+    fail_msg ("fusebox log %s still waits after 10 s: it asked the silent mount at %s", log, rotated);
+  assert_true (g_file_get_contents (err, &said, NULL, NULL));
+  if (strstr (said, rotated) == NULL)
+    fail_msg ("fusebox log did not name the file it skipped, %s:\n%s", rotated, said);
+  silent_take_off ();
+}
+
+static int
 silent_teardown (void **state)
 {
   race_end ();
@@ -721,4 +769,4 @@ silent_teardown (void **state)
 MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
                  SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
                  SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount),
-                 SILENT_TEST (test_silent_fuse_at_the_log_name))
+                 SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name))
