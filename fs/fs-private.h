@@ -73,8 +73,10 @@ struct FbViewNode
   guint8 evictable : 1;
   /* on a filesystem that may answer a stat from a cache (HOST_FS_ASKS) */
   guint8 asks : 1;
-  /* a host object on another device than its parent's (a mount's root),
-   * whose identity another mount may take when it is gone: node_check_fd */
+  /* a host object on another device than its parent's, or a directory the
+   * kernel says is a mount's root (a bind mount of the same filesystem):
+   * another mount may take its identity when it is gone (node_check_fd),
+   * and a mount moved takes it from its name (fs-fuse-inval.c) */
   guint8 mount_root : 1;
   bool fd_listed;  /* directories, fd_lock: in the list of NodeDir.fd_prev */
   guint64 nlookup; /* atomic; the kernel's lookup count */
@@ -640,6 +642,9 @@ int host_stat_fd (FbViewNode *near, int fd, struct stat *ret_st);
 /* Which object FD is (st_dev, st_ino and the type in st_mode; the rest 0),
  * asking its filesystem nothing. */
 int host_identity_fd (int fd, struct stat *ret_st);
+/* Is FD (a directory) a mount's root, a bind mount of its own filesystem
+ * too?  Asks its filesystem nothing. */
+bool host_is_mount_root (int fd);
 bool host_name_exists (FbViewNode *parent, const char *name);
 int node_check_fd (FbViewNode *node, int fd);
 void proc_fd_path (char buf[static 32], int fd);

@@ -576,6 +576,17 @@ node_check_fd (FbViewNode *node, int fd)
   return fs == HOST_FS_UNSERVED || (fs == HOST_FS_ASKS) != node->asks ? -ESTALE : 0;
 }
 
+bool
+host_is_mount_root (int fd)
+{
+  struct statx stx;
+
+  /* a bind mount of a directory of the same filesystem has its parent's
+   * device number: the kernel says it is a mount's root */
+  return statx (fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0 &&
+         (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
 /* One fstatat by name from the parent's descriptor: no descriptor opened
  * for a getattr (the common case of a reopened node). */
 static int

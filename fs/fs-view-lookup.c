@@ -83,7 +83,8 @@ node_from_host (FbView *view, FbViewNode *parent, const char *name, const ChildI
     }
   node->asks = fs == HOST_FS_ASKS;
   node->mount_root =
-    node->kind == NODE_HOST && (parent == NULL || parent->kind != NODE_HOST || parent->dev != node->dev);
+    node->kind == NODE_HOST && (parent == NULL || parent->kind != NODE_HOST || parent->dev != node->dev ||
+                                (S_ISDIR (st->st_mode) && node->host_fd >= 0 && host_is_mount_root (node->host_fd)));
   node = table_insert (view, parent, node);
   if (node->evictable)
     node_fd_cached (node);

@@ -302,29 +302,46 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
 
 static bool node_may_move (const FbViewNode *node);
 
-/* At most this many directories on one node's way are checked against
- * their names when it is used ("Moved directories": the unwatched). */
-#define UNWATCHED_CHECKS_MAX 16
-
-/* Refer the directories on NODE's way whose moves the host watcher would
- * not report (their parent is not marked: past the watcher's budget, the
- * kernel's max_user_marks, a filesystem that can't be marked), up to
- * UNWATCHED_CHECKS_MAX, into RET (view->lock held).  None when the
- * watcher does not run (fixed timeouts, no fanotify: not checked at all). */
+/* The directories on NODE's way whose moves the host watcher would not
+ * report (their parent is not marked: past the watcher's budget, the
+ * kernel's max_user_marks, a filesystem that can't be marked), every one
+ * up to the root, referenced (view->lock held): the first ones in RET (of
+ * UNWATCHED_INLINE), the rest in *MORE.  None when the watcher does not run
+ * (fixed timeouts, no fanotify: not checked at all). */
+#define UNWATCHED_INLINE 16
 static guint
-unwatched_way_locked (FbViewNode *node, FbViewNode **ret)
+unwatched_way_locked (FbViewNode *node, FbViewNode **ret, GPtrArray **more)
 {
   guint n = 0;
 
   if (!fb_watch_active ())
     return 0;
-  for (FbViewNode *d = node; d->parent != NULL && n < UNWATCHED_CHECKS_MAX; d = d->parent)
+  for (FbViewNode *d = node; d->parent != NULL; d = d->parent)
     if (node_may_move (d) && __atomic_load_n (&d->parent->watched, __ATOMIC_SEQ_CST) != 1)
       {
         g_atomic_int_inc (&d->ref);
-        ret[n++] = d;
+        if (n < UNWATCHED_INLINE)
+          ret[n++] = d;
+        else
+          {
+            if (*more == NULL)
+              *more = g_ptr_array_new ();
+            g_ptr_array_add (*more, d);
+          }
       }
   return n;
+}
+
+/* Check D against its name (it is dropped): true when it is marked now. */
+static bool
+unwatched_check (FbViewNode *d)
+{
+  g_autoptr (FbViewNode) parent = NULL;
+  g_autofree char *name = NULL;
+  bool marked = view_node_recheck (d, &parent, &name);
+
+  fb_view_node_unref (d);
+  return marked;
 }
 
 NodeState *
@@ -333,7 +350,8 @@ node_get_state (FbViewNode *node)
   FbView *view = node_view (node);
   char buf[FB_VIEW_PATH_MAX + 1];
   g_autofree char *tail = NULL;
-  FbViewNode *unwatched[UNWATCHED_CHECKS_MAX];
+  FbViewNode *unwatched[UNWATCHED_INLINE];
+  g_autoptr (GPtrArray) more = NULL;
   FbPolicyDecision d;
   NodeState *st;
   char *path;
@@ -341,7 +359,7 @@ node_get_state (FbViewNode *node)
   bool fits;
 
   g_mutex_lock (&view->lock);
-  n = unwatched_way_locked (node, unwatched);
+  n = unwatched_way_locked (node, unwatched, &more);
   fits = state_locked (node, buf, sizeof buf, &path, &tail, &d);
   g_mutex_unlock (&view->lock);
   if (n > 0)
@@ -351,13 +369,9 @@ node_get_state (FbViewNode *node)
       bool marked = false;
 
       for (guint i = 0; i < n; i++)
-        {
-          g_autoptr (FbViewNode) parent = NULL;
-          g_autofree char *name = NULL;
-
-          marked = view_node_recheck (unwatched[i], &parent, &name) || marked;
-          fb_view_node_unref (unwatched[i]);
-        }
+        marked = unwatched_check (unwatched[i]) || marked;
+      for (guint i = 0; more != NULL && i < more->len; i++)
+        marked = unwatched_check (more->pdata[i]) || marked;
       if (marked)
         {
           g_clear_pointer (&tail, g_free);
@@ -1182,7 +1196,7 @@ view_host_dirs_ref (FbView *view, bool mount_roots, GPtrArray *ret_nodes)
   g_mutex_lock (&view->lock);
   node_iter_init_locked (&it, view);
   while ((n = node_iter_next_locked (&it)) != NULL)
-    if (node_may_move (n) && (!mount_roots || n->dev != n->parent->dev))
+    if (node_may_move (n) && (!mount_roots || n->mount_root))
       {
         g_atomic_int_inc (&n->ref);
         g_ptr_array_add (ret_nodes, n);

@@ -475,6 +475,13 @@ watch_dir_add (dev_t dev, ino_t ino, int dir_fd)
   d = o == NULL ? g_hash_table_lookup (watch_by_obj, &key) : NULL;
   if (o != NULL || d != NULL)
     {
+      /* Marked, by this number: but a record outlives its directory while
+       * a node holds it (a removed working directory), the kernel's mark
+       * does not, and the filesystem may give the number to a new
+       * directory, which would count as marked with no mark.  So the mark
+       * is placed again on the directory given (nothing when it is there). */
+      if (watch_stopped || fanotify_mark (watch_fan, FAN_MARK_ADD, WATCH_MASK, dir_fd, ".") < 0)
+        goto out;
       if (o != NULL)
         o->refs++;
       else

@@ -192,6 +192,33 @@ MFX_CASE (test_moved_past_the_watchers_budget)
   g_unsetenv ("FUSEBOX_TEST_WATCH_DIRS_MAX");
 }
 
+/* Past the budget, a directory held 20 levels below the one the host
+ * moves: every directory on its way is checked, however deep. */
+MFX_CASE (test_moved_far_above_past_the_watchers_budget)
+{
+  g_autoptr (GString) rel = g_string_new ("/ws");
+  g_autoptr (GString) moved = g_string_new ("/secret/c3");
+  int fd;
+
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  g_setenv ("FUSEBOX_TEST_WATCH_DIRS_MAX", "1", TRUE);
+  for (int i = 1; i <= 20; i++)
+    {
+      g_string_append_printf (rel, "/c%d", i);
+      if (i > 3)
+        g_string_append_printf (moved, "/c%d", i);
+    }
+  mfx_mkdir (fx, "/secret");
+  fd = mount_holding (fx, rel->str, "deep");
+  g_unsetenv ("FUSEBOX_TEST_WATCH_DIRS_MAX");
+  host_rename (fx, "/ws/c1/c2/c3", "/secret/c3");
+  g_string_append (moved, "/creds");
+  mfx_write (fx, moved->str, "the host's secret");
+  mfx_assert_host_readable (fx, moved->str);
+  assert_refused_soon (fd, "creds");
+  close (fd);
+}
+
 /* Within the workspace: the held descriptor is refused too (the view does
  * not follow the host's moves), and the new path works at once. */
 MFX_CASE (test_moved_within_workspace)
@@ -482,6 +509,38 @@ mount_moved (MFx *fx, const char *policy, const char *rel, const char *from, con
     fail_msg ("%s still read what the host wrote in %s after its mount moved there", rel, to);
 }
 
+/* A bind mount of a directory of the same filesystem (its root has its
+ * parent's device number) in the workspace, held, then taken off by the
+ * host (umount -l): the held directory is the hidden one it showed, where
+ * the host writes next. */
+MFX_CASE (test_workspace_bind_mount_taken_off)
+{
+  g_autofree char *store = mfx_h (fx, "/secret/store");
+  g_autofree char *bm = mfx_h (fx, "/ws/bm");
+  bool refused;
+  int fd;
+
+  mfx_mkdir (fx, "/ws/bm");
+  mfx_write (fx, "/secret/store/f.txt", "bound");
+  if (mount (store, bm, NULL, MS_BIND, NULL) != 0)
+    fail_msg ("bind-mount %s at %s: %s", store, bm, g_strerror (errno));
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  mfx_mount (fx, policy_text, NULL);
+  fd = hold_reading (fx, "/ws/bm", "bound");
+  refused = umount2 (bm, MNT_DETACH) == 0;
+  if (refused)
+    {
+      mfx_write (fx, "/secret/store/creds", "the host's secret");
+      mfx_assert_host_readable (fx, "/secret/store/creds");
+      refused = TEST_WAIT_FOR (refused_at (fd, "creds"), 1000);
+    }
+  close (fd);
+  mfx_unmount (fx);
+  umount2 (bm, MNT_DETACH);
+  if (!refused)
+    fail_msg ("the held bind mount's directory still read what the host wrote in secret/store after it was taken off");
+}
+
 /* The mount a rule's source is moved into a denied place. */
 MFX_CASE (test_source_mount_moved)
 {
@@ -501,4 +560,6 @@ MFX_DEFINE_MAIN (MFX_TEST (test_moved_into_denied), MFX_TEST (test_moved_into_de
                  MFX_TEST (test_source_moved_into_denied), MFX_TEST (test_source_ancestor_moved_events_lost),
                  MFX_TEST (test_source_moved_unwatched), MFX_TEST (test_source_moved_through_the_view),
                  MFX_TEST (test_source_moved_before_first_use), MFX_TEST (test_source_mount_moved),
-                 MFX_TEST (test_workspace_mount_moved), MFX_TEST (test_source_ancestor_replaced_by_link))
+                 MFX_TEST (test_workspace_mount_moved), MFX_TEST (test_source_ancestor_replaced_by_link),
+                 MFX_TEST (test_moved_far_above_past_the_watchers_budget),
+                 MFX_TEST (test_workspace_bind_mount_taken_off))

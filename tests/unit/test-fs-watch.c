@@ -276,6 +276,52 @@ shuffle (guint *order, guint n, GRand *rand)
     }
 }
 
+/* A record outlives its directory while a node holds it, the kernel's
+ * mark does not, and the filesystem may give the directory's number to a
+ * new one: a directory added under a number already marked is marked
+ * itself (played here by giving A's number with B's descriptor). */
+static void
+test_reused_number_marked (void **state)
+{
+  g_autofree char *dir = NULL;
+  g_autofree char *a = NULL, *b = NULL;
+  struct stat sa, sb;
+  int fa, fb;
+
+  (void)state;
+  if (geteuid () != 0)
+    test_skip_test (false, "fanotify needs root");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  if (!fb_watch_start ())
+    test_skip_test (false, "fanotify does not start here");
+  dir = test_tmpdir ("fusebox-watch-reuse");
+  a = g_build_filename (dir, "a", NULL);
+  b = g_build_filename (dir, "b", NULL);
+  assert_int_equal (mkdir (a, 0755), 0);
+  assert_int_equal (mkdir (b, 0755), 0);
+  fa = open (a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  fb = open (b, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (fa >= 0 && fb >= 0);
+  assert_int_equal (fstat (fa, &sa), 0);
+  assert_int_equal (fstat (fb, &sb), 0);
+  assert_true (watch_dir_add (sa.st_dev, sa.st_ino, fa));
+  assert_true (watch_dir_add (sa.st_dev, sa.st_ino, fb));
+  {
+    g_autoptr (GHashTable) inos = marked_inodes ();
+    gint64 ino = (gint64)sb.st_ino;
+    if (!g_hash_table_contains (inos, &ino))
+      fail_msg ("a directory added under a number already marked has no mark of its own");
+  }
+  watch_dir_remove (sa.st_dev, sa.st_ino, fb);
+  watch_dir_remove (sa.st_dev, sa.st_ino, fa);
+  close (fa);
+  close (fb);
+  /* the removal frees what the kernel still marks there */
+  assert_int_equal (rmdir (a), 0);
+  assert_int_equal (rmdir (b), 0);
+  assert_int_equal (rmdir (dir), 0);
+}
+
 /* Thousands of directories marked, each by two holders, then let go in
  * random orders: a directory is marked as long as one holder is left, and
  * the kernel's list of the marks is always exactly what is held (on ext4,
@@ -362,5 +408,6 @@ test_marks_follow_holders (void **state)
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_marks_follow_holders),
+                  cmocka_unit_test (test_reused_number_marked),
                   cmocka_unit_test_teardown (test_tmpfs_ids_read, tmpfs_teardown),
                   cmocka_unit_test_teardown (test_filesystem_let_go, tmpfs_teardown))
