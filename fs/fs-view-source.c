@@ -322,3 +322,14 @@ view_sources_polled (FbView *view)
   return view->n_source_ways > 0 &&
          (!g_atomic_int_get (&view->sources_watched) || g_atomic_int_get (&view->sources_unmarked));
 }
+
+const char *
+fb_view_new_strerror (int r)
+{
+  if (r == -ESTALE)
+    return "a rule's source is no longer where its path led a moment before (moved while the view was made: "
+           "the warning above names it)";
+  if (r == -E2BIG)
+    return "more than 4,096 directories on the ways to the policy's sources, in all";
+  return g_strerror (-r);
+}

@@ -317,7 +317,7 @@ sandbox_new (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, FbRp
       fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
                         "can't open the directories of the policy %s: %s (a private source under the run directory, "
                         "or the root's source, could not be created or opened)",
-                        fb_policy_get_origin (sb->policy), g_strerror (-r));
+                        fb_policy_get_origin (sb->policy), fb_view_new_strerror (r));
       fb_rpc_sandbox_unref (sb);
       return NULL;
     }

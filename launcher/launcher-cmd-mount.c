@@ -588,7 +588,7 @@ start_daemon (const MountArgs *a, Daemon *d)
   if (r < 0)
     return g_strdup_printf ("can't open the policy's directories: %s (a private source under %s, or the "
                             "root's source, could not be created or opened)",
-                            g_strerror (-r), a->run_dir);
+                            fb_view_new_strerror (r), a->run_dir);
 
   fb_fuse_options_init (&fo);
   if (a->cache_timeout >= 0) /* else fb_fuse_options_init's defaults */

@@ -986,7 +986,7 @@ start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
     return fail (run, "the policy's directories could not be opened",
                  "can't open the policy's directories: %s; a private source under %s, or a rule's source directory, "
                  "could not be created or opened",
-                 g_strerror (-r), fb_run_get_dir (run->run));
+                 fb_view_new_strerror (r), fb_run_get_dir (run->run));
   send_path_hint (sv->child, &plan, sv->view);
   /* the view raised the soft RLIMIT_NOFILE (after the sandbox was forked:
    * the command keeps the caller's); a small budget is said */
