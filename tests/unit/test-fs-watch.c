@@ -276,6 +276,17 @@ shuffle (guint *order, guint n, GRand *rand)
     }
 }
 
+/* The watcher started, or the test skipped, saying what is missing. */
+static void
+require_watcher (void)
+{
+  if (geteuid () != 0)
+    test_skip_test (false, "fanotify needs root");
+  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
+  if (!fb_watch_start ())
+    test_skip_test (false, "fanotify does not start here");
+}
+
 /* A record outlives its directory while a node holds it, the kernel's
  * mark does not, and the filesystem may give the directory's number to a
  * new one: a directory added under a number already marked is marked
@@ -289,11 +300,7 @@ test_reused_number_marked (void **state)
   int fa, fb;
 
   (void)state;
-  if (geteuid () != 0)
-    test_skip_test (false, "fanotify needs root");
-  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
-  if (!fb_watch_start ())
-    test_skip_test (false, "fanotify does not start here");
+  require_watcher ();
   dir = test_tmpdir ("fusebox-watch-reuse");
   a = g_build_filename (dir, "a", NULL);
   b = g_build_filename (dir, "b", NULL);
@@ -340,11 +347,7 @@ test_marks_follow_holders (void **state)
   struct statfs sfs;
 
   (void)state;
-  if (geteuid () != 0)
-    test_skip_test (false, "fanotify needs root");
-  g_unsetenv ("FUSEBOX_NO_FANOTIFY");
-  if (!fb_watch_start ())
-    test_skip_test (false, "fanotify does not start here");
+  require_watcher ();
   dir = test_tmpdir ("fusebox-watch-many");
   assert_int_equal (statfs (dir, &sfs), 0);
   if (sfs.f_type != 0xEF53)
