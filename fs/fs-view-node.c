@@ -332,7 +332,10 @@ unwatched_way_locked (FbViewNode *node, FbViewNode **ret, GPtrArray **more)
   return n;
 }
 
-/* Check D against its name (it is dropped): true when it is marked now. */
+/* Check D against its name (it is dropped): true when it is marked now.
+ * The name is then told to every listener as a host change (no origin, so
+ * this view's FUSE session too): the kernel forgets its entry, which still
+ * leads to D, and a directory made at that name since is found at once. */
 static bool
 unwatched_check (FbViewNode *d)
 {
@@ -341,6 +344,10 @@ unwatched_check (FbViewNode *d)
   bool marked = view_node_recheck (d, &parent, &name);
 
   fb_view_node_unref (d);
+  if (marked && parent->kind == NODE_HOST)
+    view_changed (NULL, NULL,
+                  &(FbViewChange){
+                    .what = FB_VIEW_CHANGE_NAME, .parent_dev = parent->dev, .parent_ino = parent->ino, .name = name });
   return marked;
 }
 
