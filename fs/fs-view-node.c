@@ -196,16 +196,49 @@ decision_moved (const FbPolicyDecision *was, const FbViewNode *moved, FbPolicyDe
   ret->rule = view_refusal_rule (moved->decision->is_mount_point ? VIEW_REFUSAL_SOURCE_MOVED : VIEW_REFUSAL_MOVED);
 }
 
+static bool node_may_move (const FbViewNode *node);
+
+/* The directories on a node's way whose moves the host watcher would not
+ * report (their parent is not marked: past the watcher's budget, the
+ * kernel's max_user_marks, a filesystem that can't be marked), referenced:
+ * the first ones inline, the rest in MORE.  Collected by the walk up that
+ * builds the node's path (path_build_locked), and only while the watcher
+ * runs (without it, fixed timeouts: not checked at all). */
+#define UNWATCHED_INLINE 16
+typedef struct
+{
+  FbViewNode *inline_nodes[UNWATCHED_INLINE];
+  guint n;
+  GPtrArray *more;
+} Unwatched;
+
+static void
+unwatched_add_locked (Unwatched *uw, FbViewNode *d)
+{
+  if (!node_may_move (d) || __atomic_load_n (&d->parent->watched, __ATOMIC_SEQ_CST) == 1)
+    return;
+  g_atomic_int_inc (&d->ref);
+  if (uw->n < UNWATCHED_INLINE)
+    uw->inline_nodes[uw->n++] = d;
+  else
+    {
+      if (uw->more == NULL)
+        uw->more = g_ptr_array_new ();
+      g_ptr_array_add (uw->more, d);
+    }
+}
+
 /* NODE's view path, built from its parents at the end of BUF (SIZE bytes):
  * returns where it starts, or NULL when it does not fit (*RET_TAIL then
  * points at the last components that did, each after a "/").
  * *RET_DETACHED: the highest node on the way that has left the table
  * (renames no longer keep its decision, nor those below it, current), or
  * NULL; *RET_MOVED: the highest moved directory on the way (NODE too), or
- * NULL.  At most SIZE / 2 steps: each adds a "/" and a name. */
+ * NULL; UW (when not NULL): the unwatched directories on the way.  At most
+ * SIZE / 2 steps: each adds a "/" and a name. */
 static char *
 path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbViewNode **ret_detached,
-                   FbViewNode **ret_moved)
+                   FbViewNode **ret_moved, Unwatched *uw)
 {
   char *p = buf + size - 1;
   FbViewNode *n;
@@ -221,6 +254,8 @@ path_build_locked (FbViewNode *node, char *buf, gsize size, char **ret_tail, FbV
 
       if (n->moved)
         *ret_moved = n;
+      if (uw != NULL)
+        unwatched_add_locked (uw, n);
       if ((gsize)(p - buf) < len + 1)
         return NULL;
       p -= len;
@@ -273,14 +308,15 @@ decide_detached_locked (FbView *view, FbViewNode *node, FbViewNode *top, char *p
 /* NODE's path (in BUF, FB_VIEW_PATH_MAX + 1 bytes) and decision; false
  * when the path is too long (*RET_PATH: "…" and the last components,
  * allocated; *RET_DECISION the refusal).  Below a moved directory (or at
- * one) the decision is that refusal, under the path the node had. */
+ * one) the decision is that refusal, under the path the node had.  UW: as
+ * path_build_locked's. */
 static bool
 state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **ret_tail_owned,
-              FbPolicyDecision *ret_decision)
+              FbPolicyDecision *ret_decision, Unwatched *uw)
 {
   FbViewNode *detached, *moved;
   char *tail;
-  char *path = path_build_locked (node, buf, size, &tail, &detached, &moved);
+  char *path = path_build_locked (node, buf, size, &tail, &detached, &moved, uw);
 
   *ret_tail_owned = NULL;
   if (path == NULL)
@@ -298,38 +334,6 @@ state_locked (FbViewNode *node, char *buf, gsize size, char **ret_path, char **r
     *ret_decision = *node->decision;
   *ret_path = path;
   return true;
-}
-
-static bool node_may_move (const FbViewNode *node);
-
-/* The directories on NODE's way whose moves the host watcher would not
- * report (their parent is not marked: past the watcher's budget, the
- * kernel's max_user_marks, a filesystem that can't be marked), every one
- * up to the root, referenced (view->lock held): the first ones in RET (of
- * UNWATCHED_INLINE), the rest in *MORE.  None when the watcher does not run
- * (fixed timeouts, no fanotify: not checked at all). */
-#define UNWATCHED_INLINE 16
-static guint
-unwatched_way_locked (FbViewNode *node, FbViewNode **ret, GPtrArray **more)
-{
-  guint n = 0;
-
-  if (!fb_watch_active ())
-    return 0;
-  for (FbViewNode *d = node; d->parent != NULL; d = d->parent)
-    if (node_may_move (d) && __atomic_load_n (&d->parent->watched, __ATOMIC_SEQ_CST) != 1)
-      {
-        g_atomic_int_inc (&d->ref);
-        if (n < UNWATCHED_INLINE)
-          ret[n++] = d;
-        else
-          {
-            if (*more == NULL)
-              *more = g_ptr_array_new ();
-            g_ptr_array_add (*more, d);
-          }
-      }
-  return n;
 }
 
 /* Check D against its name (it is dropped): true when it is marked now.
@@ -357,33 +361,31 @@ node_get_state (FbViewNode *node)
   FbView *view = node_view (node);
   char buf[FB_VIEW_PATH_MAX + 1];
   g_autofree char *tail = NULL;
-  FbViewNode *unwatched[UNWATCHED_INLINE];
-  g_autoptr (GPtrArray) more = NULL;
+  Unwatched uw = { .n = 0, .more = NULL };
   FbPolicyDecision d;
   NodeState *st;
   char *path;
-  guint n;
   bool fits;
 
   g_mutex_lock (&view->lock);
-  n = unwatched_way_locked (node, unwatched, &more);
-  fits = state_locked (node, buf, sizeof buf, &path, &tail, &d);
+  fits = state_locked (node, buf, sizeof buf, &path, &tail, &d, fb_watch_active () ? &uw : NULL);
   g_mutex_unlock (&view->lock);
-  if (n > 0)
+  if (uw.n > 0)
     {
       /* a directory whose move no event would report is checked against
        * its name now, before its decision is used (view_node_recheck) */
       bool marked = false;
 
-      for (guint i = 0; i < n; i++)
-        marked = unwatched_check (unwatched[i]) || marked;
-      for (guint i = 0; more != NULL && i < more->len; i++)
-        marked = unwatched_check (more->pdata[i]) || marked;
+      for (guint i = 0; i < uw.n; i++)
+        marked = unwatched_check (uw.inline_nodes[i]) || marked;
+      for (guint i = 0; uw.more != NULL && i < uw.more->len; i++)
+        marked = unwatched_check (uw.more->pdata[i]) || marked;
+      g_clear_pointer (&uw.more, g_ptr_array_unref);
       if (marked)
         {
           g_clear_pointer (&tail, g_free);
           g_mutex_lock (&view->lock);
-          fits = state_locked (node, buf, sizeof buf, &path, &tail, &d);
+          fits = state_locked (node, buf, sizeof buf, &path, &tail, &d, NULL);
           g_mutex_unlock (&view->lock);
         }
     }
@@ -1328,7 +1330,7 @@ restate_locked (FbView *view, FbViewNode *top)
   char *ppath;
   gsize plen; /* bytes of the path of N's parent in PATH ("" for the root) */
 
-  if (!state_locked (top->parent, up, sizeof up, &ppath, &tail, &top_parent))
+  if (!state_locked (top->parent, up, sizeof up, &ppath, &tail, &top_parent, NULL))
     return;
   plen = strcmp (ppath, "/") == 0 ? 0 : strlen (ppath);
   memcpy (path, ppath, plen);
