@@ -108,26 +108,10 @@ set_refused (FbLogFile *file, const struct stat *st, GError **error)
 static int
 open_existing (int dir_fd, const char *name, int flags)
 {
-  _fb_cleanup_fd_ int path = openat (dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  struct stat dir_st, st;
-  char proc[32];
+  struct stat st;
+  _fb_cleanup_fd_ int path = fb_open_path_on_dir_fs (dir_fd, name, &st);
 
-  if (path < 0)
-    return -1;
-  if (fstat (dir_fd, &dir_st) < 0 || fb_lstat_cached (path, "", &st) < 0)
-    return -1;
-  if (st.st_dev != dir_st.st_dev)
-    {
-      errno = EXDEV;
-      return -1;
-    }
-  if (S_ISLNK (st.st_mode))
-    {
-      errno = ELOOP;
-      return -1;
-    }
-  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", path);
-  return open (proc, flags & ~O_NOFOLLOW);
+  return path < 0 ? -1 : fb_reopen_path (path, flags);
 }
 
 static int

@@ -95,3 +95,37 @@ fb_state_marked (int dir_fd, const char *name)
   return (name != NULL ? lgetxattr (proc, FB_STATE_XATTR, value, sizeof value)
                        : getxattr (proc, FB_STATE_XATTR, value, sizeof value)) >= 0;
 }
+
+int
+fb_open_path_on_dir_fs (int dir_fd, const char *name, struct stat *ret_st)
+{
+  _fb_cleanup_fd_ int fd = openat (dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  g_autofree char *dir = NULL;
+  struct stat dir_st;
+
+  if (fd < 0 || fb_lstat_cached (fd, "", ret_st) < 0)
+    return -1;
+  dir = strchr (name, '/') != NULL ? g_path_get_dirname (name) : g_strdup (".");
+  if (fb_lstat_cached (dir_fd, dir, &dir_st) < 0)
+    return -1;
+  if (ret_st->st_dev != dir_st.st_dev)
+    {
+      errno = EXDEV;
+      return -1;
+    }
+  if (S_ISLNK (ret_st->st_mode))
+    {
+      errno = ELOOP;
+      return -1;
+    }
+  return fb_steal_fd (&fd);
+}
+
+int
+fb_reopen_path (int path_fd, int flags)
+{
+  char proc[32];
+
+  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", path_fd);
+  return open (proc, flags & ~O_NOFOLLOW);
+}

@@ -91,25 +91,10 @@ set_not_regular (int dir_fd, const char *name, const char *what, const char *pat
 static int
 open_own (int dir_fd, const char *name, const char *what, const char *path, GError **error)
 {
-  _fb_cleanup_fd_ int pfd = openat (dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  g_autofree char *dir = NULL;
-  struct stat st, dst;
-  char proc[64];
-  int fd;
+  struct stat st;
+  _fb_cleanup_fd_ int pfd = fb_open_path_on_dir_fs (dir_fd, name, &st);
 
-  if (pfd < 0)
-    return -1;
-  if (fb_lstat_cached (pfd, "", &st) < 0)
-    return -1;
-  if (!S_ISREG (st.st_mode))
-    {
-      set_not_regular (dir_fd, name, what, path, FB_FILE_OWN, &st, error);
-      return -2;
-    }
-  dir = strchr (name, '/') != NULL ? g_path_get_dirname (name) : g_strdup (".");
-  if (fb_lstat_cached (dir_fd, dir, &dst) < 0)
-    return -1;
-  if (st.st_dev != dst.st_dev)
+  if (pfd < 0 && errno == EXDEV)
     {
       g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
                    "%s %s is not on its directory's filesystem: another filesystem is mounted at its name, which "
@@ -118,9 +103,14 @@ open_own (int dir_fd, const char *name, const char *what, const char *path, GErr
                    what, path);
       return -2;
     }
-  g_snprintf (proc, sizeof proc, "/proc/self/fd/%d", pfd);
-  fd = open (proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  return fd;
+  if ((pfd < 0 && errno == ELOOP) || (pfd >= 0 && !S_ISREG (st.st_mode)))
+    {
+      set_not_regular (dir_fd, name, what, path, FB_FILE_OWN, &st, error);
+      return -2;
+    }
+  if (pfd < 0)
+    return -1;
+  return fb_reopen_path (pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 }
 
 int

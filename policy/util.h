@@ -114,6 +114,16 @@ bool fb_state_mark (int fd);
  * filesystem mounted there, whose server may never answer, is not asked.
  * -1 and errno as lstat's. */
 int fb_lstat_cached (int dir_fd, const char *name, struct stat *ret_st);
+/* NAME below DIR_FD (AT_FDCWD: a path) as an O_PATH descriptor, found
+ * without asking any filesystem anything: -1 and errno for a symbolic
+ * link (ELOOP, not followed) and for an object not on its directory's
+ * filesystem (EXDEV: another filesystem mounted at the name, a FUSE one of
+ * another user's whose server may never answer an open).  *RET_ST: what
+ * was found (also for ELOOP and EXDEV), from what the kernel holds.
+ * fb_reopen_path(): open such a descriptor's object with FLAGS (no path
+ * walk: nothing mounted at the name since is reached). */
+int fb_open_path_on_dir_fs (int dir_fd, const char *name, struct stat *ret_st);
+int fb_reopen_path (int path_fd, int flags);
 /* STX's basic fields as a struct stat (the rest 0). */
 void fb_stat_from_statx (const struct statx *stx, struct stat *ret_st);
 bool fb_state_marked (int dir_fd, const char *name);
