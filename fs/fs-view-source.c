@@ -323,13 +323,21 @@ view_sources_polled (FbView *view)
          (!g_atomic_int_get (&view->sources_watched) || g_atomic_int_get (&view->sources_unmarked));
 }
 
-const char *
-fb_view_new_strerror (int r)
+char *
+fb_view_new_explain (int r, const char *private_dir)
 {
+  G_STATIC_ASSERT (VIEW_SOURCE_STEPS_MAX == 4096); /* as the text says */
+
   if (r == -ESTALE)
-    return "a rule's source is no longer where its path led a moment before (moved while the view was made: "
-           "the warning above names it)";
+    return g_strdup ("a rule's source is no longer where its path led a moment before (it moved while the view was "
+                     "made: fusebox's warning names it); try again once it stays in place");
   if (r == -E2BIG)
-    return "more than 4,096 directories on the ways to the policy's sources, in all";
-  return g_strerror (-r);
+    return g_strdup ("the ways to the policy's sources pass more than 4,096 directories in all; give fewer rules a "
+                     "source, or sources with shorter paths");
+  if (private_dir != NULL)
+    return g_strdup_printf ("%s: a private source under %s, or a rule's source directory, could not be created "
+                            "or opened",
+                            g_strerror (-r), private_dir);
+  return g_strdup_printf ("%s: a private source, or a rule's source directory, could not be created or opened",
+                          g_strerror (-r));
 }

@@ -305,10 +305,13 @@ void fb_view_options_init (FbViewOptions *options);
  * Fails with -errno when the root can't be opened or a private directory
  * can't be created. */
 int fb_view_new (FbPolicy *policy, const FbViewOptions *options, FbView **ret_view);
-/* What fb_view_new's error R means, for a message: a source that its path
- * no longer leads to (-ESTALE, named in a warning), too many directories
- * on the ways to the sources (-E2BIG), or strerror's text. */
-const char *fb_view_new_strerror (int r);
+/* What fb_view_new's error R means and what to do, for a message that
+ * follows "can't open the policy's directories: " (free it): a source that
+ * its path no longer leads to (-ESTALE, named in a warning), too many
+ * directories on the ways to the sources (-E2BIG), or else strerror's text
+ * and which directories it was about.  PRIVATE_DIR, where private sources
+ * are made, may be NULL. */
+char *fb_view_new_explain (int r, const char *private_dir);
 FbView *fb_view_ref (FbView *view);
 /* Nodes and files hold a reference to their view. */
 void fb_view_unref (FbView *view);

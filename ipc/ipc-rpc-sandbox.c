@@ -314,10 +314,10 @@ sandbox_new (FbRpcServer *server, FbRpcSession *session, JsonNode *sandbox, FbRp
   r = fb_view_new (sb->policy, &vo, &sb->view);
   if (r < 0)
     {
-      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL,
-                        "can't open the directories of the policy %s: %s (a private source under the run directory, "
-                        "or the root's source, could not be created or opened)",
-                        fb_policy_get_origin (sb->policy), fb_view_new_strerror (r));
+      g_autofree char *why = fb_view_new_explain (r, server->run_dir);
+
+      fb_rpc_error_set (error, FB_RPC_ERROR_INTERNAL, "can't open the directories of the policy %s: %s",
+                        fb_policy_get_origin (sb->policy), why);
       fb_rpc_sandbox_unref (sb);
       return NULL;
     }

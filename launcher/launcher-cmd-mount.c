@@ -586,9 +586,11 @@ start_daemon (const MountArgs *a, Daemon *d)
   vo.blank_paths = blank;
   r = fb_view_new (fb_run_get_policy (a->run), &vo, &d->view);
   if (r < 0)
-    return g_strdup_printf ("can't open the policy's directories: %s (a private source under %s, or the "
-                            "root's source, could not be created or opened)",
-                            fb_view_new_strerror (r), a->run_dir);
+    {
+      g_autofree char *why = fb_view_new_explain (r, a->run_dir);
+
+      return g_strdup_printf ("can't open the policy's directories: %s", why);
+    }
 
   fb_fuse_options_init (&fo);
   if (a->cache_timeout >= 0) /* else fb_fuse_options_init's defaults */

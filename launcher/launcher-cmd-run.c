@@ -983,10 +983,11 @@ start_sandbox (const RunOptions *o, Run *run, Supervisor *sv)
   vo.log_level = o->log_level;
   r = fb_view_new (policy, &vo, &sv->view);
   if (r < 0)
-    return fail (run, "the policy's directories could not be opened",
-                 "can't open the policy's directories: %s; a private source under %s, or a rule's source directory, "
-                 "could not be created or opened",
-                 fb_view_new_strerror (r), fb_run_get_dir (run->run));
+    {
+      g_autofree char *why = fb_view_new_explain (r, fb_run_get_dir (run->run));
+
+      return fail (run, "the policy's directories could not be opened", "can't open the policy's directories: %s", why);
+    }
   send_path_hint (sv->child, &plan, sv->view);
   /* the view raised the soft RLIMIT_NOFILE (after the sandbox was forked:
    * the command keeps the caller's); a small budget is said */

@@ -1777,8 +1777,9 @@ start_view (Daemon *d, GError **error)
   r = fb_view_new (d->policy, &vo, &d->view);
   if (r < 0)
     {
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the policy's directories: %s",
-                   fb_view_new_strerror (r));
+      g_autofree char *why = fb_view_new_explain (r, NULL);
+
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't open the policy's directories: %s", why);
       return r;
     }
   fb_fuse_options_init (&fo);

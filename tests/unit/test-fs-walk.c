@@ -254,6 +254,56 @@ test_walk_through_moved_root_source (void **state)
   assert_errno (fb_view_walk (fx->view, &fx->caller, "/f", 0, &node), -EACCES);
 }
 
+/* The ways to the sources are bounded: 17 sources 250 directories deep
+ * (4,250 directories) refuse the view with -E2BIG, and the message says
+ * the bound and what to change; 16 of them (4,000) make a view. */
+static void
+test_source_ways_bounded (void **state)
+{
+  Fx *fx = *state;
+  g_autoptr (GString) deep = g_string_new ("");
+  g_autofree char *why = NULL, *other = NULL;
+  FbViewOptions options;
+
+  for (int i = 0; i < 250 - 2; i++) /* under @T@/sN/: 250 with those two */
+    g_string_append (deep, i == 0 ? "d" : "/d");
+  for (int n = 16; n <= 17; n++)
+    {
+      g_autoptr (GString) text = g_string_new ("{ \"version\": 1, \"rules\": [\n"
+                                               "  { \"path\": \"/\", \"access\": \"read\", \"why\": \"root\" }");
+      int r;
+
+      for (int i = 0; i < n; i++)
+        {
+          g_autofree char *rel = g_strdup_printf ("s%d/%s", i, deep->str);
+          g_autofree char *host = fx_host (fx, rel);
+          assert_int_equal (g_mkdir_with_parents (host, 0755), 0);
+          g_string_append_printf (
+            text, ",\n  { \"path\": \"/m%d\", \"access\": \"read\", \"source\": \"%s\", \"why\": \"deep\" }", i, host);
+        }
+      g_string_append (text, " ] }\n");
+      g_clear_pointer (&fx->policy, fb_policy_unref);
+      fx->policy = fx_load_policy (fx, text->str, "run");
+      fb_view_options_init (&options);
+      options.sink = &fx->sink.sink;
+      r = fb_view_new (fx->policy, &options, &fx->view);
+      if (n == 16)
+        {
+          assert_int_equal (r, 0);
+          g_clear_pointer (&fx->view, fb_view_unref);
+        }
+      else
+        assert_int_equal (r, -E2BIG);
+    }
+  why = fb_view_new_explain (-E2BIG, NULL);
+  assert_non_null (strstr (why, "more than 4,096 directories"));
+  assert_non_null (strstr (why, "give fewer rules a source"));
+  other = fb_view_new_explain (-EACCES, "/run/x");
+  assert_string_equal (other, "Permission denied: a private source under /run/x, or a rule's source directory, could "
+                              "not be created or opened");
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_structural_nodes_kept), FX_TEST (test_replaced_directory_gets_the_write),
                   FX_TEST (test_policy_through_kept_nodes), FX_TEST (test_kept_node_outlives_view_reference),
-                  FX_TEST (test_walk_through_moved_source), FX_TEST (test_walk_through_moved_root_source))
+                  FX_TEST (test_walk_through_moved_source), FX_TEST (test_walk_through_moved_root_source),
+                  FX_TEST (test_source_ways_bounded))
