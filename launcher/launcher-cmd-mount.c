@@ -838,7 +838,8 @@ parse_mount_args (int argc, char **argv, MountCommandLine *c, MountArgs *a)
     "policy and logged.",
     "MOUNTPOINT is an existing directory, named without a symbolic link on its way: a link that a sandbox\n"
     "could change (one in its workspace) would choose where the view goes, so a path through one is\n"
-    "refused, with the path to give instead.\n"
+    "refused, with the path to give instead.  Nor may it be one of the policy's sources or lie above one\n"
+    "(or above the run directory, which holds private sources): the view would cover what it shows.\n"
     "\n"
     "No namespaces are made: this is the sandbox's view and log for a tool run in place, for tests and for\n"
     "benchmarks.  Absolute symlinks inside MOUNTPOINT resolve on the host, not in the view (only\n"
@@ -897,6 +898,51 @@ prepare_run (const MountCommandLine *c, MountArgs *a)
                                      &a->log_max_size);
 }
 
+/* Is PATH MOUNTPOINT or below it (both canonical or literal)? */
+static bool
+path_under (const char *path, const char *mountpoint)
+{
+  gsize n = strlen (mountpoint);
+
+  if (strcmp (mountpoint, "/") == 0)
+    return true;
+  return strncmp (path, mountpoint, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* No source of the policy may lie at or below the mount point: the mount
+ * would cover it, and the view's check that each source is still where its
+ * path leads (fs-view-source.c) would then find the view itself there and
+ * refuse every path below it as moved.  Said now, naming the source and
+ * the fix.  -1, or the exit status. */
+static int
+check_sources_outside (const MountArgs *a)
+{
+  guint n;
+  const FbPolicyMount *mounts = fb_policy_get_mounts (fb_run_get_policy (a->run), &n);
+
+  for (guint i = 0; i < n; i++)
+    {
+      const char *host = mounts[i].host_path;
+      g_autofree char *real = host != NULL ? fb_realpath (host) : NULL;
+
+      if (host == NULL || !(path_under (host, a->mountpoint) || (real != NULL && path_under (real, a->mountpoint))))
+        continue;
+      if (mounts[i].is_private)
+        fb_cmd_error ("mount: the private source of %s is made in the run directory %s, which lies below the mount "
+                      "point %s: the view would cover it; mount elsewhere, or keep fusebox's state out of it "
+                      "(XDG_STATE_HOME)",
+                      mounts[i].view_path, a->run_dir, a->mountpoint);
+      else
+        fb_cmd_error ("mount: the source %s%s%s%s of %s lies at or below the mount point %s: the view would cover "
+                      "it; mount outside the policy's sources",
+                      host, real != NULL && strcmp (real, host) != 0 ? " (" : "",
+                      real != NULL && strcmp (real, host) != 0 ? real : "",
+                      real != NULL && strcmp (real, host) != 0 ? ")" : "", mounts[i].view_path, a->mountpoint);
+      return FB_EXIT_FAILURE;
+    }
+  return -1;
+}
+
 int
 fb_cmd_mount (int argc, char **argv)
 {
@@ -912,6 +958,8 @@ fb_cmd_mount (int argc, char **argv)
   if (status < 0)
     status = prepare_run (&c, &a);
   run = a.run;
+  if (status < 0)
+    status = check_sources_outside (&a);
   if (status >= 0)
     return status;
 

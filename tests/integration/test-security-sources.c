@@ -19,6 +19,8 @@
 
 #include "fs/fs.h"
 
+#include <sys/mount.h>
+
 /* A policy that shows SOURCE at /x, with the source alone on its line, so
  * that its position is known: *RET_LINE:*RET_COL is the value's quote. */
 static char *
@@ -232,6 +234,42 @@ RFX_CASE (test_view_refuses_a_swapped_source)
   assert_int_equal (r, -ENOTDIR);
 }
 
+/* `fusebox mount` over a policy's source: the mount would cover it, and
+ * the view, checking that the source is still where its path leads, would
+ * find itself there and refuse every path below it as moved.  Refused
+ * before anything is mounted, naming the source and the mount point:
+ * mounted on the source itself, and on a directory above it. */
+RFX_CASE (test_mount_over_a_source_refused)
+{
+  const char *data = test_dir_path (fx->dir, "data");
+  const char *policy_path = test_dir_path (fx->dir, "ws/p.json");
+  guint line, col;
+  g_autofree char *text = policy_text (data, &line, &col);
+  const char *const mounts[] = { data, fx->tmp };
+
+  make_objects (fx);
+  test_assert_host_readable (test_dir_path (fx->dir, "data/inside"));
+  test_write (policy_path, text, 0644);
+  for (guint i = 0; i < G_N_ELEMENTS (mounts); i++)
+    {
+      RfxResult r = { 0 };
+      g_autofree char *says = g_strdup_printf (
+        "the source %s of /x lies at or below the mount point %s: the view would cover it", data, mounts[i]);
+
+      rfx_fusebox (fx, &r, "mount", "--policy", policy_path, mounts[i], NULL);
+      if (test_is_mounted (mounts[i]))
+        {
+          /* taken off (its daemon ends with it) before the test fails */
+          umount2 (mounts[i], MNT_DETACH);
+          fail_msg ("the view was mounted on %s, over its source %s", mounts[i], data);
+        }
+      if (r.status != 1 || strstr (r.err, says) == NULL)
+        fail_msg ("mount on %s: exited %d, and no '%s' in:\n%s", mounts[i], r.status, says, r.err);
+      rfx_result_clear (&r);
+    }
+  test_assert_host_readable (test_dir_path (fx->dir, "data/inside"));
+}
+
 RFX_DEFINE_MAIN (NULL, NULL, RFX_TEST (test_run_refuses_a_source_that_is_not_a_directory),
                  RFX_TEST (test_check_and_explain_report_the_refusal), RFX_TEST (test_a_directory_source_is_shown),
-                 RFX_TEST (test_view_refuses_a_swapped_source))
+                 RFX_TEST (test_view_refuses_a_swapped_source), RFX_TEST (test_mount_over_a_source_refused))
