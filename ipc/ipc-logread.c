@@ -16,13 +16,21 @@
  *
  * Every file is opened as ipc-readback.c opens fusebox's files: a regular
  * file, never through a symbolic link, never blocking (a FIFO or a device
- * in a log's place is refused, naming the path and what it is).  A rotated
- * file is read only when it belongs to the log's owner (the live file's, or
- * ours while there is none): the writer refuses another user's file, and one
- * dropped beside a log in a shared directory would otherwise show its
- * records as the log's, or, with the log's run and higher seqs, have the
- * real ones dropped as duplicates.  Such a file is skipped with a warning
- * (FB_LOG_READ_SKIPPED) naming it and its owner.  And every
+ * in a log's place is refused, naming the path and what it is).  A file is
+ * read only when it belongs to the log's owner: the writer refuses another
+ * user's file, and one dropped beside a log in a shared directory (or at
+ * the live name while it is free: before the first run, or between a
+ * rotation's rename and the new file) would otherwise show its records as
+ * the log's, or, with the log's run and higher seqs, have the real ones
+ * dropped as duplicates.  The owner is ours when any of the log's files is
+ * ours (no other user can make a file ours), else the live file's (another
+ * user's log, read by root), else ours.  A file of another owner, and
+ * anything at a rotated name that is not a regular file on its directory's
+ * filesystem, is skipped with a warning (FB_LOG_READ_SKIPPED) naming it.
+ * Names are looked at only through what the kernel holds (fb_lstat_cached,
+ * fb_open_path_on_dir_fs): another user's FUSE filesystem mounted at the
+ * live name or a rotated one, whose server need never answer, is not
+ * asked.  And every
  * line survives: one longer than MAX_LINE, one holding a NUL byte, one
  * nested deeper than FB_JSON_READ_DEPTH_MAX (json-glib recurses per level)
  * or not JSON is skipped and counted (bad_lines), never fatal.
@@ -186,7 +194,9 @@ struct FbLogReader
   gboolean follow;
   gboolean single_file; /* LOG_PATH was a rotated file: read it alone */
   gboolean done;        /* not following: the live file has been read */
-  uid_t owner;          /* the log's: the live file's owner, or ours */
+  uid_t owner;          /* the log's (log_owner) */
+  dev_t foreign_dev;    /* the live file skipped as another's: not warned of again */
+  ino_t foreign_ino;
 
   GQueue pending;   /* rotated files still to read (char* paths), in order */
   GHashTable *seen; /* rotated files queued once (paths): never twice */
@@ -248,6 +258,40 @@ is_rotated_name (const char *base)
   return g_regex_match_simple ("\\.[0-9]+-[0-9]+(\\.[0-9]+)?\\.jsonl$", base, 0, 0);
 }
 
+/* What is at the live name, from what the kernel holds: 0 and *RET_ST for
+ * a regular file on its directory's filesystem, else -1. */
+static int
+live_stat (const char *path, struct stat *ret_st)
+{
+  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (AT_FDCWD, path, ret_st);
+
+  return fd >= 0 && S_ISREG (ret_st->st_mode) ? 0 : -1;
+}
+
+/* Whose log R is (the top of this file): ours when the live file or a
+ * queued rotated file is ours, else the live file's owner, else ours. */
+static uid_t
+log_owner (FbLogReader *r)
+{
+  uid_t me = geteuid ();
+  struct stat st;
+  bool live = live_stat (r->live_path, &st) == 0;
+  uid_t live_uid = st.st_uid;
+
+  if (live && live_uid == me)
+    return me;
+  for (GList *l = r->pending.head; l != NULL; l = l->next)
+    if (fb_lstat_cached (AT_FDCWD, l->data, &st) == 0 && S_ISREG (st.st_mode) && st.st_uid == me)
+      return me;
+  return live ? live_uid : me;
+}
+
+uid_t
+fb_log_reader_get_owner (FbLogReader *r)
+{
+  return r->owner;
+}
+
 FbLogReader *
 fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
 {
@@ -264,9 +308,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
-  /* (lstat: a link or a FIFO there is refused when opened, and says
-   * nothing of whose the log is) */
-  r->owner = lstat (log_path, &st) == 0 && S_ISREG (st.st_mode) ? st.st_uid : geteuid ();
+  r->owner = geteuid ();
 
   /* A rotated file named directly: just that file (it no longer changes). */
   if (is_rotated_name (base))
@@ -283,8 +325,9 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
 
   if (!queue_rotated (r, NULL, error))
     return NULL;
-  /* (lstat: a link or a FIFO there is there, and refused when opened) */
-  if (!follow && g_queue_is_empty (&r->pending) && lstat (log_path, &st) < 0)
+  r->owner = log_owner (r);
+  /* (anything there is there, and refused when opened) */
+  if (!follow && g_queue_is_empty (&r->pending) && fb_lstat_cached (AT_FDCWD, log_path, &st) < 0)
     {
       g_autofree char *dir = g_path_get_dirname (log_path);
 
@@ -346,6 +389,15 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
     {
       if (g_error_matches (local_error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND))
         return 0;
+      /* a link, a FIFO, another filesystem... at a rotated name: not the
+       * writer's (it makes regular files only), and whoever can write in
+       * the directory may have put it there; the rest of the log is read */
+      if (!is_live && !r->single_file)
+        {
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "%s; skipped, the rest of the log is read",
+                       local_error->message);
+          return OPEN_FOREIGN;
+        }
       g_propagate_error (error, g_steal_pointer (&local_error));
       return -1;
     }
@@ -356,14 +408,19 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
                    g_strerror (errsv));
       return -1;
     }
-  if (!is_live && !r->single_file && st.st_uid != r->owner)
+  if (!r->single_file && st.st_uid != r->owner)
     {
       g_autofree char *dir = g_path_get_dirname (path);
 
+      if (is_live)
+        {
+          r->foreign_dev = st.st_dev;
+          r->foreign_ino = st.st_ino;
+        }
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                   "%s belongs to uid %u, not to uid %u, whose log %s is; skipped: fusebox reads a log's rotated "
-                   "files only from its owner (whoever can write in %s may have put it there to pass its records "
-                   "off as the log's): look at it, then remove it",
+                   "%s belongs to uid %u, not to uid %u, whose log %s is; skipped: fusebox reads a log's files only "
+                   "from its owner (whoever can write in %s may have put it there to pass its records off as the "
+                   "log's): look at it, then remove it",
                    path, (unsigned)st.st_uid, (unsigned)r->owner, r->live_path, dir);
       return OPEN_FOREIGN;
     }
@@ -432,13 +489,14 @@ fill (FbLogReader *r, GError **error)
 }
 
 /* Has the live path been replaced (rotated) or removed since we opened it?
- * (lstat: a link put in its place replaces it, and is refused when opened) */
+ * (What the kernel holds: a link or a mount put in its place replaces it,
+ * and is refused when opened; a mount there is not asked.) */
 static gboolean
 live_replaced (FbLogReader *r)
 {
   struct stat st;
 
-  if (lstat (r->live_path, &st) < 0)
+  if (fb_lstat_cached (AT_FDCWD, r->live_path, &st) < 0)
     return errno == ENOENT;
   return st.st_dev != r->dev || st.st_ino != r->ino;
 }
@@ -717,10 +775,19 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
        * then read it first and open the live file again. */
       {
         guint added = 0;
-        int o = open_file (r, r->live_path, TRUE, error);
+        struct stat st;
+        int o;
 
+        /* the live file skipped as another's, still there: as if none */
+        if (r->foreign_ino != 0 && fb_lstat_cached (AT_FDCWD, r->live_path, &st) == 0 && st.st_dev == r->foreign_dev &&
+            st.st_ino == r->foreign_ino)
+          o = 0;
+        else
+          o = open_file (r, r->live_path, TRUE, error);
         if (o < 0)
           return FB_LOG_READ_ERROR;
+        if (o == OPEN_FOREIGN)
+          return FB_LOG_READ_SKIPPED;
         if (!queue_rotated (r, &added, error))
           return FB_LOG_READ_ERROR;
         if (added > 0)

@@ -222,10 +222,11 @@ dir_has_log (const char *dir, char **ret_live)
   g_autoptr (GPtrArray) rotated = NULL;
   struct stat st;
 
-  /* Whatever is there (lstat): the reader refuses what is not a regular
-   * file, and says what it is. */
+  /* Whatever is there (what the kernel holds: a mount there is not
+   * asked): the reader refuses what is not a regular file, and says what
+   * it is. */
   rotated = fb_log_list_rotated (live, NULL);
-  if (lstat (live, &st) == 0 || (rotated != NULL && rotated->len > 0))
+  if (fb_lstat_cached (AT_FDCWD, live, &st) == 0 || (rotated != NULL && rotated->len > 0))
     {
       *ret_live = g_steal_pointer (&live);
       return TRUE;
@@ -267,6 +268,17 @@ fb_run_find_latest (GError **error)
   return g_build_filename (root, best, NULL);
 }
 
+/* Is PATH a directory (a link followed), from what the kernel holds?
+ * Another user's FUSE filesystem mounted at a name in a shared directory
+ * is not asked: its server need never answer. */
+static gboolean
+is_dir_cached (const char *path)
+{
+  struct statx stx;
+
+  return statx (AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0 && S_ISDIR (stx.stx_mode);
+}
+
 char *
 fb_run_resolve_log (const char *run_or_file, GError **error)
 {
@@ -284,7 +296,7 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
     }
 
   /* 1. a run directory (the caller may name it through a link) */
-  if (g_file_test (run_or_file, G_FILE_TEST_IS_DIR))
+  if (is_dir_cached (run_or_file))
     {
       if (dir_has_log (run_or_file, &live))
         return g_steal_pointer (&live);
@@ -296,7 +308,7 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
   /* 2. a log file: anything else there is one to the reader, which opens
    * only a regular file (not a FIFO, not through a link) and says what
    * else it found */
-  if (lstat (run_or_file, &st) == 0)
+  if (fb_lstat_cached (AT_FDCWD, run_or_file, &st) == 0)
     return g_strdup (run_or_file);
   /* 3. a run id */
   if (valid_run_id (run_or_file))

@@ -403,8 +403,9 @@ typedef enum
   FB_LOG_READ_BAD_LINE,  /* a line that is not a JSON object: error says FILE:LINE; reading goes on */
   FB_LOG_READ_TRUNCATED, /* a file ends in a line without a newline (a crash mid-write):
                           * error says FILE:LINE and its length; reading goes on */
-  FB_LOG_READ_SKIPPED,   /* a rotated file of another owner than the log's, not read:
-                          * error says which; reading goes on */
+  FB_LOG_READ_SKIPPED,   /* a file of another owner than the log's, or something at a rotated
+                          * name that is not a regular file: not read, error says which;
+                          * reading goes on */
   FB_LOG_READ_ERROR,     /* an I/O error: error says what; stop */
 } FbLogReadStatus;
 
@@ -429,6 +430,10 @@ typedef struct FbLogReader FbLogReader;
 FbLogReader *fb_log_reader_new (const char *log_path, gboolean follow, GError **error);
 FbLogReadStatus fb_log_reader_next (FbLogReader *reader, FbLogRecord **ret_record, GError **error);
 void fb_log_reader_get_stats (FbLogReader *reader, FbLogReaderStats *ret_stats);
+/* Whose log READER reads: ours when any of its files is ours, else its
+ * live file's owner (another user's log), else ours.  Files of other
+ * owners are skipped (FB_LOG_READ_SKIPPED). */
+uid_t fb_log_reader_get_owner (FbLogReader *reader);
 void fb_log_reader_free (FbLogReader *reader);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (FbLogReader, fb_log_reader_free)
 

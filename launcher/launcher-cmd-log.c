@@ -250,6 +250,12 @@ open_reader (const char *command, char **rest, gboolean follow)
 
   if (reader == NULL)
     fb_cmd_error ("%s: %s", command, error->message);
+  else if (fb_log_reader_get_owner (reader) != geteuid ())
+    /* none of its files is ours: another user's log, as trustworthy as
+     * that user (files of other users still are skipped) */
+    fb_cmd_error ("%s: note: the log %s is uid %u's, not yours (uid %u): its records are what that user's files "
+                  "hold",
+                  command, log_path, (unsigned)fb_log_reader_get_owner (reader), (unsigned)geteuid ());
   return reader;
 }
 

@@ -248,14 +248,50 @@ RFX_CASE (test_live_log_not_a_file)
   assert_refused_as_each_obj (fx, "access.jsonl", true);
 }
 
-/* The same in place of a rotated file, with a live file beside it. */
+/* The same in place of a rotated file, with a live file beside it: the
+ * writer makes only regular files, and whoever can write beside a log (a
+ * shared directory) can put anything at a rotated name, so log and report
+ * of the run skip it, say what it is, and read the rest of the log; named
+ * itself, it is refused. */
 RFX_CASE (test_rotated_log_not_a_file)
 {
   g_autofree char *live = run_file (fx, "access.jsonl");
   g_autofree char *rec = record (2, "/b");
+  g_autofree char *path = run_file (fx, "access.000000000001-000000000001.jsonl");
+  g_autofree char *secret = write_secret (fx, "secret", "{\"secret\":\"the-secret\"}\n");
+  const char *const cmds[][2] = { { "log", RUN }, { "report", RUN } };
 
   test_write (live, rec, 0600);
-  assert_refused_as_each_obj (fx, "access.000000000001-000000000001.jsonl", false);
+  for (Obj o = OBJ_FIFO; o <= OBJ_LINK; o++)
+    {
+      g_autofree char *want = g_strdup_printf ("%s is %s", path, objs[o].kind);
+
+      make_obj (o, path, secret);
+      for (guint c = 0; c < G_N_ELEMENTS (cmds); c++)
+        {
+          Res r;
+
+          FUSEBOX (fx, &r, cmds[c][0], cmds[c][1]);
+          if (r.status != 0 || strstr (r.err, want) == NULL || strstr (r.err, "skipped") == NULL)
+            fail_msg ("%s %s (%s): exit %d; no '%s ...; skipped' in:\n%s", cmds[c][0], cmds[c][1], objs[o].kind,
+                      r.status, want, r.err);
+          if (strstr (r.out, "/b") == NULL)
+            fail_msg ("%s %s (%s): the live file's record was not read:\n%s", cmds[c][0], cmds[c][1], objs[o].kind,
+                      r.out);
+          assert_null (strstr (r.out, "the-secret"));
+          res_clear (&r);
+        }
+      {
+        Res r;
+        g_autofree char *what = g_strdup_printf ("log %s (%s)", path, objs[o].kind);
+
+        FUSEBOX (fx, &r, "log", path);
+        assert_refused (&r, what, path, objs[o].kind);
+        assert_null (strstr (r.out, "the-secret"));
+        res_clear (&r);
+      }
+      assert_int_equal (unlink (path), 0);
+    }
 }
 
 /* run.json a FIFO, a socket, a device or a link: `runs` ends, shows the run
@@ -569,6 +605,66 @@ RFX_CASE (test_rotated_of_another_owner)
   res_clear (&r);
 }
 
+/* The live name taken by another user while it was free (before a log's
+ * first run, or between a rotation's rename and the new file), in a sticky
+ * world-writable directory: root's rotated file (seq 1) beside another
+ * user's live file and rotated file, both forged.  The live file's owner
+ * used to be the log's: root's real file was skipped as foreign and the
+ * forged ones shown.  Now the log is root's, since one of its files is:
+ * log and report show the real record, skip both forged files, naming
+ * each.  And a log whose files are all another user's (root reading
+ * someone else's log) is read, with a note whose it is. */
+RFX_CASE (test_live_of_another_owner)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *forged = g_build_filename (dir, "audit.000000000000-000000000099.jsonl", NULL);
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *fake_live = record (2, "/FORGED-LIVE");
+  g_autofree char *fake_part = record (0, "/FORGED-PART");
+  const char *const skipped[] = { live, forged };
+  const char *const cmds[][3] = { { "log", live, NULL }, { "report", "--json", live } };
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  test_write (part, rec1, 0600);
+  test_write (live, fake_live, 0644);
+  test_write (forged, fake_part, 0644);
+  assert_int_equal (chown (live, 65534, 65534), 0);
+  assert_int_equal (chown (forged, 65534, 65534), 0);
+  for (guint c = 0; c < G_N_ELEMENTS (cmds); c++)
+    {
+      Res r;
+
+      FUSEBOX (fx, &r, cmds[c][0], cmds[c][1], cmds[c][2]);
+      if (r.status != 0 || strstr (r.out, "/real-a") == NULL)
+        fail_msg ("%s %s: exit %d, the real record not shown:\n%s\n%s", cmds[c][0], live, r.status, r.out, r.err);
+      assert_null (strstr (r.out, "FORGED"));
+      for (guint k = 0; k < G_N_ELEMENTS (skipped); k++)
+        {
+          g_autofree char *says =
+            g_strdup_printf ("%s belongs to uid 65534, not to uid 0, whose log %s is; skipped", skipped[k], live);
+          if (strstr (r.err, says) == NULL)
+            fail_msg ("%s %s: no '%s' in:\n%s", cmds[c][0], live, says, r.err);
+        }
+      res_clear (&r);
+    }
+
+  /* all of them another user's: read as that user's, and said so */
+  assert_int_equal (chown (part, 65534, 65534), 0);
+  {
+    Res r;
+    g_autofree char *note = g_strdup_printf ("the log %s is uid 65534's, not yours (uid 0)", live);
+
+    FUSEBOX (fx, &r, "log", live);
+    if (r.status != 0 || strstr (r.err, note) == NULL)
+      fail_msg ("log %s: exit %d; no '%s' in:\n%s", live, r.status, note, r.err);
+    test_assert_contains (r.out, "/real-a", "/FORGED-LIVE", "/FORGED-PART", NULL);
+    res_clear (&r);
+  }
+}
+
 static int
 require_host (void **state)
 {
@@ -580,4 +676,5 @@ require_host (void **state)
 
 TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_TEST (test_rotated_log_not_a_file),
                   RFX_TEST (test_run_json_not_a_file), RFX_TEST (test_any_content), RFX_TEST (test_follow_any_content),
-                  RFX_TEST (test_run_json_any_content), RFX_TEST (test_rotated_of_another_owner))
+                  RFX_TEST (test_run_json_any_content), RFX_TEST (test_rotated_of_another_owner),
+                  RFX_TEST (test_live_of_another_owner))

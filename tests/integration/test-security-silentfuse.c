@@ -756,6 +756,113 @@ MFX_CASE (test_silent_fuse_at_a_rotated_log_name)
 }
 
 static int
+report_read (const char *unused)
+{
+  int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+  int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+  (void)unused;
+  dup2 (null, STDOUT_FILENO);
+  dup2 (err, STDERR_FILENO);
+  execl (test_bin (), "fusebox", "report", log_cmd.log, (char *)NULL);
+  _exit (127);
+}
+
+/* The same at the live log's name, which is free before a log's first run
+ * (or between a rotation's rename and the new file): beside root's rotated
+ * file, another user's file there with a silent FUSE filesystem mounted
+ * over it.  `fusebox log` and `fusebox report` end, naming the live file;
+ * they never ask the mount (both waited before, and Ctrl-C did not end
+ * them: the look at whose the log is was an lstat(2) by name). */
+MFX_CASE (test_silent_fuse_at_the_live_log_name)
+{
+  g_autofree char *logs = g_build_filename (fx->tmp, "logs", NULL);
+  g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (logs, "access.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
+  int (*const readers[]) (const char *) = { log_read, report_read };
+
+  mfx_mkdir (fx, "/ws");
+  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
+  assert_int_equal (mkdir (logs, 0755), 0);
+  assert_int_equal (chmod (logs, 01777), 0);
+  test_write_file (rotated, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\","
+                            "\"path\":\"/x\",\"decision\":\"allow\"}\n");
+  test_write_file (log, "");
+  assert_int_equal (chown (log, 1000, 1000), 0);
+  silent_mount_as (fx, log, "100000");
+  assert_silent (fx);
+
+  log_cmd.log = log;
+  log_cmd.err = err;
+  for (guint i = 0; i < G_N_ELEMENTS (readers); i++)
+    {
+      g_autofree char *said = NULL;
+      int r = bounded (readers[i], NULL, 10000);
+
+      if (r == -1)
+        fail_msg ("fusebox %s %s still waits after 10 s: it asked the silent mount there", i == 0 ? "log" : "report",
+                  log);
+      assert_true (g_file_get_contents (err, &said, NULL, NULL));
+      if (strstr (said, log) == NULL)
+        fail_msg ("fusebox %s did not name the live file %s:\n%s", i == 0 ? "log" : "report", log, said);
+    }
+  silent_take_off ();
+}
+
+/* `fusebox log --follow` of root's live log, and the live file renamed away
+ * (as a rotation does) and another user's file put at the free name with
+ * a silent FUSE filesystem over it: the follower ends, naming the live
+ * file, instead of waiting for good in its look at whether the live file
+ * was replaced (an lstat(2) by name).  Whether it was following already or
+ * starts after the swap, it must end. */
+MFX_CASE (test_silent_fuse_under_a_follower)
+{
+  g_autofree char *logs = g_build_filename (fx->tmp, "logs", NULL);
+  g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (logs, "access.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "follow-err.txt", NULL);
+  g_autofree char *said = NULL;
+  int status = 0;
+  pid_t pid;
+
+  mfx_mkdir (fx, "/ws");
+  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
+  assert_int_equal (mkdir (logs, 0755), 0);
+  assert_int_equal (chmod (logs, 01777), 0);
+  test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\",\"path\":\"/x\","
+                        "\"decision\":\"allow\"}\n");
+  pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+      int fd = open (err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+      dup2 (null, STDOUT_FILENO);
+      dup2 (fd, STDERR_FILENO);
+      execl (test_bin (), "fusebox", "log", "--follow", log, (char *)NULL);
+      _exit (127);
+    }
+  g_usleep (500 * 1000); /* most likely following by now; either way it must end */
+  assert_int_equal (rename (log, rotated), 0);
+  test_write_file (log, "");
+  assert_int_equal (chown (log, 1000, 1000), 0);
+  silent_mount_as (fx, log, "100000");
+  assert_silent (fx);
+  if (!ended_within (pid, &status, 10000))
+    {
+      kill (pid, SIGKILL);
+      (void)ended_within (pid, &status, 5000);
+      fail_msg ("fusebox log --follow %s still waits 10 s after the silent mount at the live name", log);
+    }
+  assert_true (g_file_get_contents (err, &said, NULL, NULL));
+  if (strstr (said, log) == NULL)
+    fail_msg ("fusebox log --follow did not name the live file %s:\n%s", log, said);
+  silent_take_off ();
+}
+
+static int
 silent_teardown (void **state)
 {
   race_end ();
@@ -769,4 +876,5 @@ silent_teardown (void **state)
 MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
                  SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
                  SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount),
-                 SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name))
+                 SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name),
+                 SILENT_TEST (test_silent_fuse_at_the_live_log_name), SILENT_TEST (test_silent_fuse_under_a_follower))
