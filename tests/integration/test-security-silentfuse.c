@@ -707,17 +707,31 @@ MFX_CASE (test_silent_fuse_at_the_log_name)
   silent_take_off ();
 }
 
+/* `fusebox COMMAND log_cmd.log`, its stderr in log_cmd.err (for bounded). */
 static int
-log_read (const char *unused)
+read_log_with (const char *command)
 {
   int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
   int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
-  (void)unused;
   dup2 (null, STDOUT_FILENO);
   dup2 (err, STDERR_FILENO);
-  execl (test_bin (), "fusebox", "log", log_cmd.log, (char *)NULL);
+  execl (test_bin (), "fusebox", command, log_cmd.log, (char *)NULL);
   _exit (127);
+}
+
+/* A view mounted (the silent mount's helper tells its device) and
+ * T/logs, sticky and world-writable as /var/tmp: its path. */
+static char *
+shared_logs (MFx *fx)
+{
+  char *logs = g_build_filename (fx->tmp, "logs", NULL);
+
+  mfx_mkdir (fx, "/ws");
+  mfx_mount (fx, policy_text, NULL);
+  assert_int_equal (mkdir (logs, 0755), 0);
+  assert_int_equal (chmod (logs, 01777), 0);
+  return logs;
 }
 
 /* Another user puts a file with a rotated log's name beside a log in a
@@ -726,17 +740,13 @@ log_read (const char *unused)
  * name; it never asks the mount (it waited before, unkillable). */
 MFX_CASE (test_silent_fuse_at_a_rotated_log_name)
 {
-  g_autofree char *logs = g_build_filename (fx->tmp, "logs", NULL);
+  g_autofree char *logs = shared_logs (fx);
   g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (logs, "access.000000000001-000000000001.jsonl", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
   g_autofree char *said = NULL;
   int r;
 
-  mfx_mkdir (fx, "/ws");
-  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
-  assert_int_equal (mkdir (logs, 0755), 0);
-  assert_int_equal (chmod (logs, 01777), 0);
   test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":2,\"op\":\"open\",\"path\":\"/x\","
                         "\"decision\":\"allow\"}\n");
   test_write_file (rotated, "");
@@ -746,26 +756,13 @@ MFX_CASE (test_silent_fuse_at_a_rotated_log_name)
 
   log_cmd.log = log;
   log_cmd.err = err;
-  r = bounded (log_read, NULL, 10000);
+  r = bounded (read_log_with, "log", 10000);
   if (r == -1)
     fail_msg ("fusebox log %s still waits after 10 s: it asked the silent mount at %s", log, rotated);
   assert_true (g_file_get_contents (err, &said, NULL, NULL));
   if (strstr (said, rotated) == NULL)
     fail_msg ("fusebox log did not name the file it skipped, %s:\n%s", rotated, said);
   silent_take_off ();
-}
-
-static int
-report_read (const char *unused)
-{
-  int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
-  int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-  (void)unused;
-  dup2 (null, STDOUT_FILENO);
-  dup2 (err, STDERR_FILENO);
-  execl (test_bin (), "fusebox", "report", log_cmd.log, (char *)NULL);
-  _exit (127);
 }
 
 /* The same at the live log's name, which is free before a log's first run
@@ -776,16 +773,12 @@ report_read (const char *unused)
  * them: the look at whose the log is was an lstat(2) by name). */
 MFX_CASE (test_silent_fuse_at_the_live_log_name)
 {
-  g_autofree char *logs = g_build_filename (fx->tmp, "logs", NULL);
+  g_autofree char *logs = shared_logs (fx);
   g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (logs, "access.000000000001-000000000001.jsonl", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
-  int (*const readers[]) (const char *) = { log_read, report_read };
+  const char *const commands[] = { "log", "report" };
 
-  mfx_mkdir (fx, "/ws");
-  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
-  assert_int_equal (mkdir (logs, 0755), 0);
-  assert_int_equal (chmod (logs, 01777), 0);
   test_write_file (rotated, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\","
                             "\"path\":\"/x\",\"decision\":\"allow\"}\n");
   test_write_file (log, "");
@@ -795,17 +788,16 @@ MFX_CASE (test_silent_fuse_at_the_live_log_name)
 
   log_cmd.log = log;
   log_cmd.err = err;
-  for (guint i = 0; i < G_N_ELEMENTS (readers); i++)
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
     {
       g_autofree char *said = NULL;
-      int r = bounded (readers[i], NULL, 10000);
+      int r = bounded (read_log_with, commands[i], 10000);
 
       if (r == -1)
-        fail_msg ("fusebox %s %s still waits after 10 s: it asked the silent mount there", i == 0 ? "log" : "report",
-                  log);
+        fail_msg ("fusebox %s %s still waits after 10 s: it asked the silent mount there", commands[i], log);
       assert_true (g_file_get_contents (err, &said, NULL, NULL));
       if (strstr (said, log) == NULL)
-        fail_msg ("fusebox %s did not name the live file %s:\n%s", i == 0 ? "log" : "report", log, said);
+        fail_msg ("fusebox %s did not name the live file %s:\n%s", commands[i], log, said);
     }
   silent_take_off ();
 }
@@ -818,7 +810,7 @@ MFX_CASE (test_silent_fuse_at_the_live_log_name)
  * starts after the swap, it must end. */
 MFX_CASE (test_silent_fuse_under_a_follower)
 {
-  g_autofree char *logs = g_build_filename (fx->tmp, "logs", NULL);
+  g_autofree char *logs = shared_logs (fx);
   g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (logs, "access.000000000001-000000000001.jsonl", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "follow-err.txt", NULL);
@@ -826,10 +818,6 @@ MFX_CASE (test_silent_fuse_under_a_follower)
   int status = 0;
   pid_t pid;
 
-  mfx_mkdir (fx, "/ws");
-  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
-  assert_int_equal (mkdir (logs, 0755), 0);
-  assert_int_equal (chmod (logs, 01777), 0);
   test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\",\"path\":\"/x\","
                         "\"decision\":\"allow\"}\n");
   pid = fork ();
