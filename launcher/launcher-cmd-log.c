@@ -12,11 +12,13 @@
  * away. */
 #include "launcher/launcher-private.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ipc/ipc.h"
+#include "policy/util.h"
 
 /* How often --follow looks for more.  Polling rather than inotify: it works
  * on every filesystem the log may live on, and a rotation is caught by the
@@ -443,9 +445,13 @@ out:
 /* The count of records the run's run.json says were written, when the log
  * read is a run directory's and the run is over: the report compares it
  * with the log (a log rewritten through a name a sandbox could reach, or
- * cut short, has no gap to show). */
+ * cut short, has no gap to show).  A run.json of another owner than the
+ * log's (OWNER) is not taken: a --log named access.jsonl in a shared
+ * directory has whatever another user put beside it, which would make the
+ * real log look changed, or vouch for it.  Names are looked at only
+ * through what the kernel holds: a mount there is not asked. */
 static void
-expect_from_run_json (FbReport *report, char **rest)
+expect_from_run_json (FbReport *report, char **rest, uid_t owner)
 {
   g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, NULL);
   g_autofree char *base = log_path != NULL ? g_path_get_basename (log_path) : NULL;
@@ -457,16 +463,27 @@ expect_from_run_json (FbReport *report, char **rest)
   /* a run directory's log (a --log elsewhere has no run.json beside it) */
   if (base == NULL || !g_str_has_prefix (base, "access.") || !g_str_has_suffix (base, ".jsonl"))
     return;
-  info = fb_cmd_read_run_json (dir, "report");
-  if (info == NULL)
-    {
-      g_autofree char *json_path = g_build_filename (dir, "run.json", NULL);
-      struct stat st;
+  {
+    g_autofree char *json_path = g_build_filename (dir, "run.json", NULL);
+    struct stat st;
+    int r = fb_lstat_cached (AT_FDCWD, json_path, &st);
 
-      /* missing, or unreadable (said by fb_cmd_read_run_json) */
-      fb_report_expect_none (report, dir, lstat (json_path, &st) < 0 && errno == ENOENT ? "missing" : "unreadable");
-      return;
-    }
+    if (r == 0 && S_ISREG (st.st_mode) && st.st_uid != owner)
+      {
+        fb_cmd_error ("report: warning: %s belongs to uid %u, not to uid %u, whose log it is beside; skipped, the log "
+                      "is not checked against it (whoever can write in %s may have put it there)",
+                      json_path, (unsigned)st.st_uid, (unsigned)owner, dir);
+        fb_report_expect_none (report, dir, "unreadable");
+        return;
+      }
+    info = r == 0 ? fb_cmd_read_run_json (dir, "report") : NULL;
+    if (info == NULL)
+      {
+        /* missing, or unreadable (said by fb_cmd_read_run_json) */
+        fb_report_expect_none (report, dir, r < 0 && errno == ENOENT ? "missing" : "unreadable");
+        return;
+      }
+  }
   run = fb_json_member_string (info, "run");
   records = fb_json_member_int (info, "records", -1);
   if (!json_object_has_member (info, "ended") || records < 0)
@@ -528,7 +545,7 @@ fb_cmd_report (int argc, char **argv)
     }
   fb_log_reader_get_stats (reader, &stats);
   fb_report_set_reader_stats (report, &stats);
-  expect_from_run_json (report, rest);
+  expect_from_run_json (report, rest, fb_log_reader_get_owner (reader));
 
   if (json)
     {

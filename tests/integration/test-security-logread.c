@@ -665,6 +665,39 @@ RFX_CASE (test_live_of_another_owner)
   }
 }
 
+/* Another user's run.json beside root's log named access.jsonl in a shared
+ * directory (a --log there), claiming 5,000 records written: `report` took
+ * it, and said root's real log had been changed.  Now it says the file is
+ * another user's and does not check the log against it. */
+RFX_CASE (test_run_json_of_another_owner)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *json = g_build_filename (dir, "run.json", NULL);
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *says = g_strdup_printf ("%s belongs to uid 65534, not to uid 0", json);
+  Res r;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  test_write (live, rec1, 0600);
+  test_write (json, "{\"run\":\"" RUN "\",\"records\":5000,\"ended\":\"2026-12-04T19:00:01Z\"}\n", 0644);
+  /* root's, it is taken: the log looks changed (which proves the file is read) */
+  FUSEBOX (fx, &r, "report", live);
+  if (strstr (r.out, "5000") == NULL && strstr (r.err, "5000") == NULL)
+    fail_msg ("report %s: root's run.json was not taken:\n%s\n%s", live, r.out, r.err);
+  res_clear (&r);
+
+  assert_int_equal (chown (json, 65534, 65534), 0);
+  FUSEBOX (fx, &r, "report", live);
+  if (r.status != 0 || strstr (r.err, says) == NULL)
+    fail_msg ("report %s: exit %d; no '%s' in:\n%s", live, r.status, says, r.err);
+  assert_null (strstr (r.out, "5000"));
+  assert_null (strstr (r.err, "5000"));
+  test_assert_contains (r.out, "/real-a", NULL);
+  res_clear (&r);
+}
+
 static int
 require_host (void **state)
 {
@@ -677,4 +710,4 @@ require_host (void **state)
 TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_TEST (test_rotated_log_not_a_file),
                   RFX_TEST (test_run_json_not_a_file), RFX_TEST (test_any_content), RFX_TEST (test_follow_any_content),
                   RFX_TEST (test_run_json_any_content), RFX_TEST (test_rotated_of_another_owner),
-                  RFX_TEST (test_live_of_another_owner))
+                  RFX_TEST (test_live_of_another_owner), RFX_TEST (test_run_json_of_another_owner))

@@ -802,6 +802,39 @@ MFX_CASE (test_silent_fuse_at_the_live_log_name)
   silent_take_off ();
 }
 
+/* A run.json beside a log named access.jsonl in a shared directory (a
+ * --log there), another user's file with a silent FUSE filesystem over
+ * it: `fusebox report` says it does not take it and reports the log; it
+ * waited for good before (a look at the name to tell "missing" from
+ * "unreadable"). */
+MFX_CASE (test_silent_fuse_at_a_run_json_beside_the_log)
+{
+  g_autofree char *logs = shared_logs (fx);
+  g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
+  g_autofree char *json = g_build_filename (logs, "run.json", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "report-err.txt", NULL);
+  g_autofree char *said = NULL;
+  int r;
+
+  test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\",\"path\":\"/x\","
+                        "\"decision\":\"allow\"}\n");
+  test_write_file (json, "");
+  assert_int_equal (chown (json, 1000, 1000), 0);
+  silent_mount_as (fx, json, "100000");
+  assert_silent (fx);
+
+  log_cmd.log = log;
+  log_cmd.err = err;
+  r = bounded (read_log_with, "report", 10000);
+  if (r == -1)
+    fail_msg ("fusebox report %s still waits after 10 s: it asked the silent mount at %s", log, json);
+  assert_int_equal (r, 0);
+  assert_true (g_file_get_contents (err, &said, NULL, NULL));
+  if (strstr (said, json) == NULL)
+    fail_msg ("fusebox report did not name %s:\n%s", json, said);
+  silent_take_off ();
+}
+
 /* `fusebox log --follow` of root's live log, and the live file renamed away
  * (as a rotation does) and another user's file put at the free name with
  * a silent FUSE filesystem over it: the follower ends, naming the live
@@ -865,4 +898,5 @@ MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_s
                  SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
                  SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount),
                  SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name),
-                 SILENT_TEST (test_silent_fuse_at_the_live_log_name), SILENT_TEST (test_silent_fuse_under_a_follower))
+                 SILENT_TEST (test_silent_fuse_at_the_live_log_name), SILENT_TEST (test_silent_fuse_under_a_follower),
+                 SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
