@@ -630,7 +630,8 @@ RFX_CASE (test_mount_moved_before_its_landing_check)
   g_autofree char *needle = g_strdup_printf (" %s ", mnt);
   g_autofree char *tag = NULL;
   g_autoptr (GPtrArray) argv = NULL;
-  g_auto (GStrv) env = g_environ_setenv (g_get_environ (), "FUSEBOX_TEST_MOUNT_CHECK_DELAY_MS", "2000", TRUE);
+  /* the test's HOME and state, as every rfx command's (not the caller's) */
+  g_auto (GStrv) env = g_environ_setenv (rfx_env (fx), "FUSEBOX_TEST_MOUNT_CHECK_DELAY_MS", "2000", TRUE);
   g_autoptr (GError) error = NULL;
   GPid child;
   int dir, status = 0;
