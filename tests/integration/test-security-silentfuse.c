@@ -734,6 +734,35 @@ shared_logs (MFx *fx)
   return logs;
 }
 
+/* Another user's empty file at PATH, a silent FUSE filesystem over it. */
+static void
+silent_over_a_file (MFx *fx, const char *path)
+{
+  test_write_file (path, "");
+  assert_int_equal (chown (path, 1000, 1000), 0);
+  silent_mount_as (fx, path, "100000");
+  assert_silent (fx);
+}
+
+/* `fusebox COMMAND LOG` ends within 10 s and names NAMED on its stderr
+ * (kept in ERR): its exit status. */
+static int
+reader_ends_naming (const char *command, const char *log, const char *named, const char *err)
+{
+  g_autofree char *said = NULL;
+  int r;
+
+  log_cmd.log = log;
+  log_cmd.err = err;
+  r = bounded (read_log_with, command, 10000);
+  if (r == -1)
+    fail_msg ("fusebox %s %s still waits after 10 s: it asked the silent mount at %s", command, log, named);
+  assert_true (g_file_get_contents (err, &said, NULL, NULL));
+  if (strstr (said, named) == NULL)
+    fail_msg ("fusebox %s %s did not name %s:\n%s", command, log, named, said);
+  return r;
+}
+
 /* Another user puts a file with a rotated log's name beside a log in a
  * shared directory (sticky /var/tmp) and mounts a silent FUSE filesystem
  * over it: `fusebox log` reads the log to its end, and says it skipped that
@@ -744,24 +773,11 @@ MFX_CASE (test_silent_fuse_at_a_rotated_log_name)
   g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (logs, "access.000000000001-000000000001.jsonl", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
-  g_autofree char *said = NULL;
-  int r;
 
   test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":2,\"op\":\"open\",\"path\":\"/x\","
                         "\"decision\":\"allow\"}\n");
-  test_write_file (rotated, "");
-  assert_int_equal (chown (rotated, 1000, 1000), 0);
-  silent_mount_as (fx, rotated, "100000");
-  assert_silent (fx);
-
-  log_cmd.log = log;
-  log_cmd.err = err;
-  r = bounded (read_log_with, "log", 10000);
-  if (r == -1)
-    fail_msg ("fusebox log %s still waits after 10 s: it asked the silent mount at %s", log, rotated);
-  assert_true (g_file_get_contents (err, &said, NULL, NULL));
-  if (strstr (said, rotated) == NULL)
-    fail_msg ("fusebox log did not name the file it skipped, %s:\n%s", rotated, said);
+  silent_over_a_file (fx, rotated);
+  (void)reader_ends_naming ("log", log, rotated, err);
   silent_take_off ();
 }
 
@@ -781,24 +797,9 @@ MFX_CASE (test_silent_fuse_at_the_live_log_name)
 
   test_write_file (rotated, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\","
                             "\"path\":\"/x\",\"decision\":\"allow\"}\n");
-  test_write_file (log, "");
-  assert_int_equal (chown (log, 1000, 1000), 0);
-  silent_mount_as (fx, log, "100000");
-  assert_silent (fx);
-
-  log_cmd.log = log;
-  log_cmd.err = err;
+  silent_over_a_file (fx, log);
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
-    {
-      g_autofree char *said = NULL;
-      int r = bounded (read_log_with, commands[i], 10000);
-
-      if (r == -1)
-        fail_msg ("fusebox %s %s still waits after 10 s: it asked the silent mount there", commands[i], log);
-      assert_true (g_file_get_contents (err, &said, NULL, NULL));
-      if (strstr (said, log) == NULL)
-        fail_msg ("fusebox %s did not name the live file %s:\n%s", commands[i], log, said);
-    }
+    (void)reader_ends_naming (commands[i], log, log, err);
   silent_take_off ();
 }
 
@@ -813,25 +814,11 @@ MFX_CASE (test_silent_fuse_at_a_run_json_beside_the_log)
   g_autofree char *log = g_build_filename (logs, "access.jsonl", NULL);
   g_autofree char *json = g_build_filename (logs, "run.json", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "report-err.txt", NULL);
-  g_autofree char *said = NULL;
-  int r;
 
   test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\",\"path\":\"/x\","
                         "\"decision\":\"allow\"}\n");
-  test_write_file (json, "");
-  assert_int_equal (chown (json, 1000, 1000), 0);
-  silent_mount_as (fx, json, "100000");
-  assert_silent (fx);
-
-  log_cmd.log = log;
-  log_cmd.err = err;
-  r = bounded (read_log_with, "report", 10000);
-  if (r == -1)
-    fail_msg ("fusebox report %s still waits after 10 s: it asked the silent mount at %s", log, json);
-  assert_int_equal (r, 0);
-  assert_true (g_file_get_contents (err, &said, NULL, NULL));
-  if (strstr (said, json) == NULL)
-    fail_msg ("fusebox report did not name %s:\n%s", json, said);
+  silent_over_a_file (fx, json);
+  assert_int_equal (reader_ends_naming ("report", log, json, err), 0);
   silent_take_off ();
 }
 
@@ -867,10 +854,7 @@ MFX_CASE (test_silent_fuse_under_a_follower)
     }
   g_usleep (500 * 1000); /* most likely following by now; either way it must end */
   assert_int_equal (rename (log, rotated), 0);
-  test_write_file (log, "");
-  assert_int_equal (chown (log, 1000, 1000), 0);
-  silent_mount_as (fx, log, "100000");
-  assert_silent (fx);
+  silent_over_a_file (fx, log);
   if (!ended_within (pid, &status, 10000))
     {
       kill (pid, SIGKILL);
