@@ -276,14 +276,14 @@ log_owner (FbLogReader *r)
   uid_t me = geteuid ();
   struct stat st;
   bool live = live_stat (r->live_path, &st) == 0;
-  uid_t live_uid = st.st_uid;
+  uid_t live_uid = live ? st.st_uid : me;
 
   if (live && live_uid == me)
     return me;
   for (GList *l = r->pending.head; l != NULL; l = l->next)
     if (fb_lstat_cached (AT_FDCWD, l->data, &st) == 0 && S_ISREG (st.st_mode) && st.st_uid == me)
       return me;
-  return live ? live_uid : me;
+  return live_uid;
 }
 
 uid_t
