@@ -11,8 +11,13 @@
  * the writer rotated, the old descriptor is drained (the writer flushed and
  * fsync'ed it before the rename), then every rotated file whose first seq
  * lies beyond the last one read (two rotations between polls leave one we
- * never had open), then the new live file.  (run, seq) de-duplicates what
- * could be read twice and reveals what is missing.
+ * never had open), then the new live file.  Until a live file of the log's
+ * owner is there, the old descriptor is followed on: the writer writes on
+ * in the renamed file when it can't make a new one of its own (another
+ * user may take the free name in that instant).  (run, seq) de-duplicates
+ * what could be read twice and reveals what is missing.  What a follower
+ * remembers of the rotated files (read, skipped) is kept only for the
+ * names the directory still holds.
  *
  * Every file is opened as ipc-readback.c opens fusebox's files: a regular
  * file, never through a symbolic link, never blocking (a FIFO or a device
@@ -198,8 +203,9 @@ struct FbLogReader
   dev_t foreign_dev;    /* the live file skipped as another's: not warned of again */
   ino_t foreign_ino;
 
-  GQueue pending;   /* rotated files still to read (char* paths), in order */
-  GHashTable *seen; /* rotated files queued once (paths): never twice */
+  GQueue pending;      /* rotated files still to read (char* paths), in order */
+  GHashTable *seen;    /* rotated files queued once (paths, as last listed): never twice */
+  GHashTable *skipped; /* rotated files skipped (path -> Identity, as last listed) */
 
   int fd;
   char *file;       /* path of fd's file */
@@ -219,22 +225,74 @@ struct FbLogReader
   FbLogReaderStats stats;
 };
 
-/* Queue the rotated files not queued before.  Rotated names are final (the
- * writer never renames a rotated file again), so a name is enough. */
+/* A file skipped at a rotated name: while the same file is there, it is
+ * not queued (nor warned of) again. */
+typedef struct
+{
+  dev_t dev;
+  ino_t ino;
+  dev_t dir_dev; /* its directory's */
+} Identity;
+
+/* Is what is at PATH still the file skipped there (R->skipped)?  Not once
+ * it is a regular file of the log's owner on its directory's filesystem:
+ * another user's file can't become that (a mount there shows another
+ * device), and its inode number may be given to the owner's next. */
+static bool
+still_skipped (FbLogReader *r, const char *path)
+{
+  Identity *id = g_hash_table_lookup (r->skipped, path);
+  struct stat st;
+
+  return id != NULL && fb_lstat_cached (AT_FDCWD, path, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino &&
+         !(S_ISREG (st.st_mode) && st.st_uid == r->owner && st.st_dev == id->dir_dev);
+}
+
+/* Keep of TABLE's paths only those LISTED (the rotated files' paths) has:
+ * what a follower, which may run for months, remembers is bounded by what
+ * the directory holds.  (A reader that ends keeps every name it saw, so
+ * that no name is read twice.) */
+static void
+keep_listed (GHashTable *table, GHashTable *listed)
+{
+  GHashTableIter it;
+  gpointer path;
+
+  g_hash_table_iter_init (&it, table);
+  while (g_hash_table_iter_next (&it, &path, NULL))
+    if (!g_hash_table_contains (listed, path))
+      g_hash_table_iter_remove (&it);
+}
+
+/* Queue the rotated files not queued before.  The writer never renames a
+ * rotated file again, so a name read is not read twice; but a name skipped
+ * (another user's file, or no regular file) is remembered as that file:
+ * removed, its name may be the writer's next rotated file. */
 static gboolean
 queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
 {
   g_autoptr (GPtrArray) rotated = fb_log_list_rotated (r->live_path, error);
+  g_autoptr (GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
   guint added = 0;
 
   if (rotated == NULL)
     return FALSE;
+  for (guint i = 0; i < rotated->len; i++)
+    g_hash_table_add (listed, ((FbRotatedFile *)rotated->pdata[i])->path);
+  if (r->follow)
+    {
+      keep_listed (r->seen, listed);
+      keep_listed (r->skipped, listed);
+    }
   for (guint i = 0; i < rotated->len; i++)
     {
       FbRotatedFile *f = rotated->pdata[i];
 
       if (g_hash_table_contains (r->seen, f->path))
         continue;
+      if (still_skipped (r, f->path))
+        continue;
+      g_hash_table_remove (r->skipped, f->path);
       /* The file we were reading as the live one, under its rotated name:
        * already read to its end.  (With several runs in one log the names'
        * seqs are ambiguous; then read it again and let seq drop repeats.) */
@@ -304,6 +362,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->live_path = g_strdup (log_path);
   r->partial = g_string_new (NULL);
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   r->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
@@ -361,6 +420,7 @@ fb_log_reader_free (FbLogReader *r)
   g_queue_clear (&r->line_nos);
   g_string_free (r->partial, TRUE);
   g_hash_table_unref (r->seen);
+  g_hash_table_unref (r->skipped);
   g_hash_table_unref (r->last_seq);
   fb_log_record_free (r->held);
   g_free (r->live_path);
@@ -371,6 +431,19 @@ void
 fb_log_reader_get_stats (FbLogReader *r, FbLogReaderStats *ret_stats)
 {
   *ret_stats = r->stats;
+}
+
+/* PATH (attributes ST) is another owner's than the log's. */
+static void
+set_foreign_error (FbLogReader *r, const char *path, const struct stat *st, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+
+  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+               "%s belongs to uid %u, not to uid %u, whose log %s is; skipped: fusebox reads a log's files only "
+               "from its owner (whoever can write in %s may have put it there to pass its records off as the "
+               "log's): look at it, then remove it",
+               path, (unsigned)st->st_uid, (unsigned)r->owner, r->live_path, dir);
 }
 
 /* 1 opened, 0 not there (ENOENT), -1 error (anything but a regular file
@@ -410,18 +483,12 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
     }
   if (!r->single_file && st.st_uid != r->owner)
     {
-      g_autofree char *dir = g_path_get_dirname (path);
-
       if (is_live)
         {
           r->foreign_dev = st.st_dev;
           r->foreign_ino = st.st_ino;
         }
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                   "%s belongs to uid %u, not to uid %u, whose log %s is; skipped: fusebox reads a log's files only "
-                   "from its owner (whoever can write in %s may have put it there to pass its records off as the "
-                   "log's): look at it, then remove it",
-                   path, (unsigned)st.st_uid, (unsigned)r->owner, r->live_path, dir);
+      set_foreign_error (r, path, &st, error);
       return OPEN_FOREIGN;
     }
   close_current (r);
@@ -437,6 +504,53 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
   if (st.st_nlink > 1)
     r->stats.linked++;
   return 1;
+}
+
+/* The file we followed as the live one was renamed away: is there a new
+ * live file of the log's owner?  Until there is, the writer writes on in
+ * the renamed file, through its descriptor (ipc-log-file.c, rotate: it
+ * refuses a file of another owner, or anything but a regular file, at the
+ * name, and may find the name taken in the instant after its rename).
+ * 1 yes, or something that is no regular file (opening it refuses it,
+ * naming it); 0 not yet; OPEN_FOREIGN another user's file, met for the
+ * first time (ERROR says so, as open_file does). */
+static int
+successor_status (FbLogReader *r, GError **error)
+{
+  struct stat st;
+  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (AT_FDCWD, r->live_path, &st);
+
+  if (fd < 0)
+    return errno == ENOENT ? 0 : 1;
+  if (!S_ISREG (st.st_mode) || st.st_uid == r->owner)
+    return 1;
+  if (st.st_dev == r->foreign_dev && st.st_ino == r->foreign_ino)
+    return 0;
+  r->foreign_dev = st.st_dev;
+  r->foreign_ino = st.st_ino;
+  set_foreign_error (r, r->live_path, &st, error);
+  return OPEN_FOREIGN;
+}
+
+/* PATH, a rotated file, was skipped.  A follower remembers the file, not
+ * the name: removed, the name may be the writer's next rotated file.  A
+ * reader that ends keeps the name, so that nobody can keep it reading by
+ * putting one file after another there. */
+static void
+remember_skipped (FbLogReader *r, const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  struct stat st, dir_st;
+  Identity *id;
+
+  if (!r->follow || fb_lstat_cached (AT_FDCWD, path, &st) < 0 || fb_lstat_cached (AT_FDCWD, dir, &dir_st) < 0)
+    return;
+  g_hash_table_remove (r->seen, path);
+  id = g_new (Identity, 1);
+  id->dev = st.st_dev;
+  id->ino = st.st_ino;
+  id->dir_dev = dir_st.st_dev;
+  g_hash_table_replace (r->skipped, g_strdup (path), id);
 }
 
 /* Read what is there and split it into complete lines.  Returns bytes read,
@@ -717,6 +831,18 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           replaced = r->is_live && live_replaced (r);
           if (r->is_live && !replaced && r->follow)
             return FB_LOG_READ_EOF; /* a partial line may yet be completed */
+          /* and so may the one rotated away, until the writer has a new
+           * live file of its own */
+          if (replaced && r->follow)
+            {
+              int o = successor_status (r, error);
+
+              if (o != 1)
+                {
+                  r->drained = FALSE; /* read to its end again once there is one */
+                  return o == OPEN_FOREIGN ? FB_LOG_READ_SKIPPED : FB_LOG_READ_EOF;
+                }
+            }
           if (replaced && !r->drained)
             {
               /* The writer may have appended between our read and its
@@ -763,7 +889,10 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           if (o < 0)
             return FB_LOG_READ_ERROR;
           if (o == OPEN_FOREIGN)
-            return FB_LOG_READ_SKIPPED;
+            {
+              remember_skipped (r, path);
+              return FB_LOG_READ_SKIPPED;
+            }
           continue;
         }
       if (r->single_file || r->done)

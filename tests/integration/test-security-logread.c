@@ -698,6 +698,167 @@ RFX_CASE (test_run_json_of_another_owner)
   res_clear (&r);
 }
 
+/* `fusebox log --follow --json LIVE`, its output in OUT and its warnings in
+ * ERR (paths in fx->tmp); returns its pid, kept for the fixture to end. */
+static GPid
+start_follower (RFx *fx, const char *live, char **ret_out, char **ret_err)
+{
+  g_autofree char *out = g_build_filename (fx->tmp, "follow.out", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "follow.err", NULL);
+  g_autofree char *cmd = g_strdup_printf ("exec '%s' log --follow --json '%s' >%s 2>%s", test_bin (), live, out, err);
+  const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  GPid pid;
+
+  rfx_set_repro (fx, (char **)argv);
+  if (!g_spawn_async (fx->ws, (char **)argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error))
+    fail_msg ("spawn: %s", error->message);
+  rfx_keep_pid (fx, pid);
+  *ret_out = g_steal_pointer (&out);
+  *ret_err = g_steal_pointer (&err);
+  return pid;
+}
+
+/* Wait (a bound only a hang reaches) until FILE holds TEXT. */
+static void
+wait_for_text (const char *file, const char *text, const char *what)
+{
+  if (!TEST_WAIT_FOR (({
+                        g_autofree char *t = test_read_file (file);
+                        t != NULL &&strstr (t, text) != NULL;
+                      }),
+                      CAP_MS))
+    {
+      g_autofree char *t = test_read_file (file);
+      fail_msg ("%s: no '%s' in %s:\n%.2000s", what, text, file, t ? t : "");
+    }
+}
+
+/* Append record SEQ to FD. */
+static void
+append_record (int fd, guint64 seq, const char *path)
+{
+  g_autofree char *rec = record (seq, path);
+
+  write_str (fd, rec);
+}
+
+/* A rotation whose new live file can't be made: the writer renames
+ * audit.jsonl to its rotated name, finds another user's file at the live
+ * name (taken in that instant, in a sticky shared directory), refuses it,
+ * and writes on in the rotated file through its descriptor (these are the
+ * writer's steps, made here on the files).  `log --follow` took the rotated
+ * file as read to its end (its name says seqs 1-2), skipped the live one as
+ * another's, and waited for ever: records 3 and 4 were never shown, and
+ * nothing said so.  Now it follows the rotated file until a live file of
+ * the log's owner is there, warns of the other one, and shows 3 and 4. */
+RFX_CASE (test_follow_writer_kept_on_after_rotation)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *forged = record (90, "/FORGED");
+  g_autofree char *says = NULL;
+  g_autofree char *out = NULL, *err = NULL;
+  int fd;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 1, "/real-1");
+  append_record (fd, 2, "/real-2");
+  start_follower (fx, live, &out, &err);
+  wait_for_text (out, "\"seq\":2,", "log --follow before the rotation");
+
+  assert_int_equal (rename (live, rotated), 0);
+  test_write (live, forged, 0644);
+  assert_int_equal (chown (live, 65534, 65534), 0);
+  test_assert_host_readable (live);
+  /* the follower has met the other file: what comes now, only the
+   * renamed file has */
+  says = g_strdup_printf ("%s belongs to uid 65534, not to uid 0, whose log %s is; skipped", live, live);
+  wait_for_text (err, says, "log --follow's warning");
+  append_record (fd, 3, "/real-3");
+  append_record (fd, 4, "/real-4");
+  close (fd);
+
+  wait_for_text (out, "\"seq\":4,", "log --follow after a rotation whose live file was refused");
+  {
+    g_autofree char *t = test_read_file (out);
+
+    test_assert_contains (t, "/real-1", "/real-2", "/real-3", NULL);
+    assert_null (strstr (t, "FORGED"));
+  }
+}
+
+/* A rotated name taken first by another user's file, which the follower
+ * skips (with a warning), then removed, and made by the writer: two
+ * rotations between the follower's looks (seqs 3-4 read through the live
+ * file, 5-6 under the name the other file had, 7 live).  The follower
+ * remembered the name as seen and never read the writer's file: 5 and 6
+ * were missing.  A skipped file is now remembered as that file, not its
+ * name, and the writer's is read. */
+RFX_CASE (test_follow_rotated_name_taken_before)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *first = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *second = g_build_filename (dir, "audit.000000000003-000000000004.jsonl", NULL);
+  g_autofree char *taken = g_build_filename (dir, "audit.000000000005-000000000006.jsonl", NULL);
+  g_autofree char *forged = record (5, "/FORGED");
+  g_autofree char *says =
+    g_strdup_printf ("%s belongs to uid 65534, not to uid 0, whose log %s is; skipped", taken, live);
+  g_autofree char *out = NULL, *err = NULL;
+  int fd;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 1, "/real-1");
+  append_record (fd, 2, "/real-2");
+  start_follower (fx, live, &out, &err);
+  wait_for_text (out, "\"seq\":2,", "log --follow before the rotations");
+
+  /* the other user's file, then a rotation: the follower lists and skips it */
+  test_write (taken, forged, 0644);
+  assert_int_equal (chown (taken, 65534, 65534), 0);
+  test_assert_host_readable (taken);
+  assert_int_equal (rename (live, first), 0);
+  close (fd);
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 3, "/real-3");
+  wait_for_text (out, "\"seq\":3,", "log --follow after the first rotation");
+  wait_for_text (err, says, "log --follow's warning");
+
+  /* removed by its owner; two rotations, the second to the name it had */
+  assert_int_equal (unlink (taken), 0);
+  append_record (fd, 4, "/real-4");
+  assert_int_equal (rename (live, second), 0);
+  close (fd);
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 5, "/real-5");
+  append_record (fd, 6, "/real-6");
+  assert_int_equal (rename (live, taken), 0);
+  close (fd);
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 7, "/real-7");
+  close (fd);
+
+  wait_for_text (out, "\"seq\":7,", "log --follow after two more rotations");
+  {
+    g_autofree char *t = test_read_file (out);
+
+    test_assert_contains (t, "/real-4", "/real-5", "/real-6", NULL);
+    assert_null (strstr (t, "FORGED"));
+  }
+}
+
 static int
 require_host (void **state)
 {
@@ -710,4 +871,6 @@ require_host (void **state)
 TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_TEST (test_rotated_log_not_a_file),
                   RFX_TEST (test_run_json_not_a_file), RFX_TEST (test_any_content), RFX_TEST (test_follow_any_content),
                   RFX_TEST (test_run_json_any_content), RFX_TEST (test_rotated_of_another_owner),
-                  RFX_TEST (test_live_of_another_owner), RFX_TEST (test_run_json_of_another_owner))
+                  RFX_TEST (test_live_of_another_owner), RFX_TEST (test_run_json_of_another_owner),
+                  RFX_TEST (test_follow_writer_kept_on_after_rotation),
+                  RFX_TEST (test_follow_rotated_name_taken_before))
