@@ -7,7 +7,9 @@
  * line reported as truncated, never fatal.
  *
  * Follow mode (`tail -F`): the live file is read through one descriptor; at
- * its end the reader compares the path's inode with the descriptor's.  When
+ * its end the reader compares the path's inode with the descriptor's.  A
+ * follower that starts while the live name holds no file of the owner's
+ * follows the newest rotated file the same way.  When
  * the writer rotated, the old descriptor is drained (the writer flushed and
  * fsync'ed it before the rename), then every rotated file whose first seq
  * lies beyond the last one read (two rotations between polls leave one we
@@ -17,7 +19,9 @@
  * user may take the free name in that instant).  (run, seq) de-duplicates
  * what could be read twice and reveals what is missing.  What a follower
  * remembers of the rotated files (read, skipped) is kept only for the
- * names the directory still holds.
+ * names the directory still holds.  A reader that ends lists the rotated
+ * files again only a few times (RELIST_MAX): names that keep coming must
+ * not keep it reading.
  *
  * Every file is opened as ipc-readback.c opens fusebox's files: a regular
  * file, never through a symbolic link, never blocking (a FIFO or a device
@@ -28,8 +32,9 @@
  * rotation's rename and the new file) would otherwise show its records as
  * the log's, or, with the log's run and higher seqs, have the real ones
  * dropped as duplicates.  The owner is ours when any of the log's files is
- * ours (no other user can make a file ours), else the live file's (another
- * user's log, read by root), else ours.  A file of another owner, and
+ * ours (no other user can make a file ours), else the one owner of all of
+ * them (another user's log, read by root), else ours; files of several
+ * other users are refused, naming them (log_owner).  A file of another owner, and
  * anything at a rotated name that is not a regular file on its directory's
  * filesystem, is skipped with a warning (FB_LOG_READ_SKIPPED) naming it.
  * Names are looked at only through what the kernel holds (fb_lstat_cached,
@@ -50,6 +55,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* How many listings of the rotated files may add some, in a reader that
+ * ends: the first, and rotations while it reads. */
+#define RELIST_MAX 16
 
 /* A line longer than this is not ours: skipped as bad, so that a corrupt
  * file can't make the reader allocate without bound. */
@@ -203,6 +212,7 @@ struct FbLogReader
   dev_t foreign_dev;    /* the live file skipped as another's: not warned of again */
   ino_t foreign_ino;
 
+  guint lists_adding;  /* listings of the rotated files that added some */
   GQueue pending;      /* rotated files still to read (char* paths), in order */
   GHashTable *seen;    /* rotated files queued once (paths, as last listed): never twice */
   GHashTable *skipped; /* rotated files skipped (path -> Identity, as last listed) */
@@ -277,6 +287,13 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
 
   if (rotated == NULL)
     return FALSE;
+  if (ret_added != NULL)
+    *ret_added = 0;
+  /* A reader that ends looks again only a few times: a rotation while it
+   * reads adds a file or two, and names that keep coming (someone making
+   * one after another) must not keep it reading. */
+  if (!r->follow && r->lists_adding >= RELIST_MAX)
+    return TRUE;
   for (guint i = 0; i < rotated->len; i++)
     g_hash_table_add (listed, ((FbRotatedFile *)rotated->pdata[i])->path);
   if (r->follow)
@@ -305,6 +322,8 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
       g_queue_push_tail (&r->pending, g_strdup (f->path));
       added++;
     }
+  if (added > 0)
+    r->lists_adding++;
   if (ret_added != NULL)
     *ret_added = added;
   return TRUE;
@@ -327,21 +346,58 @@ live_stat (const char *path, struct stat *ret_st)
 }
 
 /* Whose log R is (the top of this file): ours when the live file or a
- * queued rotated file is ours, else the live file's owner, else ours. */
-static uid_t
-log_owner (FbLogReader *r)
+ * queued rotated file is ours, else the one owner of them all; none, ours.
+ * Files of several others: nobody can tell whose log it is (another user
+ * may have taken the free live name, or put rotated names beside it), and
+ * it is refused, saying whose files are there. */
+static bool
+log_owner (FbLogReader *r, uid_t *ret_owner, GError **error)
 {
   uid_t me = geteuid ();
+  g_autoptr (GArray) uids = g_array_new (FALSE, FALSE, sizeof (uid_t));
+  g_autoptr (GString) listed = g_string_new (NULL);
   struct stat st;
-  bool live = live_stat (r->live_path, &st) == 0;
-  uid_t live_uid = live ? st.st_uid : me;
+  bool several = false;
 
-  if (live && live_uid == me)
-    return me;
+  if (live_stat (r->live_path, &st) == 0)
+    g_array_append_val (uids, st.st_uid);
   for (GList *l = r->pending.head; l != NULL; l = l->next)
-    if (fb_lstat_cached (AT_FDCWD, l->data, &st) == 0 && S_ISREG (st.st_mode) && st.st_uid == me)
-      return me;
-  return live_uid;
+    if (fb_lstat_cached (AT_FDCWD, l->data, &st) == 0 && S_ISREG (st.st_mode))
+      g_array_append_val (uids, st.st_uid);
+  *ret_owner = uids->len > 0 ? g_array_index (uids, uid_t, 0) : me;
+  for (guint i = 0; i < uids->len; i++)
+    {
+      uid_t uid = g_array_index (uids, uid_t, i);
+
+      if (uid == me)
+        {
+          *ret_owner = me;
+          return true;
+        }
+      several = several || uid != *ret_owner;
+    }
+  if (!several)
+    return true;
+  for (guint i = 0; i < uids->len; i++)
+    {
+      uid_t uid = g_array_index (uids, uid_t, i);
+      bool dup = false;
+
+      for (guint k = 0; k < i && !dup; k++)
+        dup = g_array_index (uids, uid_t, k) == uid;
+      if (!dup)
+        g_string_append_printf (listed, "%s%u", listed->len > 0 ? ", " : "", (unsigned)uid);
+    }
+  {
+    g_autofree char *dir = g_path_get_dirname (r->live_path);
+
+    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                 "the files of the log %s belong to several users (uids %s), none of them you: fusebox can't tell "
+                 "whose log it is (whoever can write in %s may have put some of them there), and reads none; look "
+                 "at them (ls -ln %s), or read one file at a time (fusebox log FILE)",
+                 r->live_path, listed->str, dir, dir);
+  }
+  return false;
 }
 
 uid_t
@@ -384,7 +440,8 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
 
   if (!queue_rotated (r, NULL, error))
     return NULL;
-  r->owner = log_owner (r);
+  if (!log_owner (r, &r->owner, error))
+    return NULL;
   /* (anything there is there, and refused when opened) */
   if (!follow && g_queue_is_empty (&r->pending) && fb_lstat_cached (AT_FDCWD, log_path, &st) < 0)
     {
@@ -820,7 +877,7 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
       if (r->fd >= 0)
         {
           gssize n = fill (r, error);
-          gboolean replaced;
+          gboolean replaced, newest;
 
           if (n < 0)
             return FB_LOG_READ_ERROR;
@@ -831,9 +888,16 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           replaced = r->is_live && live_replaced (r);
           if (r->is_live && !replaced && r->follow)
             return FB_LOG_READ_EOF; /* a partial line may yet be completed */
-          /* and so may the one rotated away, until the writer has a new
-           * live file of its own */
-          if (replaced && r->follow)
+          /* and so may the one rotated away, and the newest rotated file,
+           * until the writer has a new live file of its own */
+          newest = false;
+          if (r->follow && !r->is_live)
+            {
+              if (!queue_rotated (r, NULL, error))
+                return FB_LOG_READ_ERROR;
+              newest = g_queue_is_empty (&r->pending);
+            }
+          if (r->follow && (replaced || newest))
             {
               int o = successor_status (r, error);
 
@@ -843,10 +907,11 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
                   return o == OPEN_FOREIGN ? FB_LOG_READ_SKIPPED : FB_LOG_READ_EOF;
                 }
             }
-          if (replaced && !r->drained)
+          if ((replaced || newest) && !r->drained)
             {
               /* The writer may have appended between our read and its
-               * rename: read to the end once more, now that it is final. */
+               * rename, or its new live file: read to the end once more,
+               * now that it is final. */
               r->drained = TRUE;
               continue;
             }
@@ -909,7 +974,7 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
 
         /* the live file skipped as another's, still there: as if none */
         if (r->foreign_ino != 0 && fb_lstat_cached (AT_FDCWD, r->live_path, &st) == 0 && st.st_dev == r->foreign_dev &&
-            st.st_ino == r->foreign_ino)
+            st.st_ino == r->foreign_ino && !(S_ISREG (st.st_mode) && st.st_uid == r->owner))
           o = 0;
         else
           o = open_file (r, r->live_path, TRUE, error);

@@ -22,6 +22,7 @@
  * not a timing assertion.
  *
  * Needs nothing but the fusebox binary (no sandbox is made). */
+#include <grp.h>
 #include <signal.h>
 
 #include "tests/lib/test-run.h"
@@ -859,6 +860,194 @@ RFX_CASE (test_follow_rotated_name_taken_before)
   }
 }
 
+/* As the writer leaves it when the live name was taken right after its
+ * rename: audit.000000000001-000000000002.jsonl, still written through FD
+ * (returned), and another user's forged file at the live name. */
+static int
+rotated_and_refused (const char *dir, const char *live)
+{
+  g_autofree char *rotated = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *forged = record (90, "/FORGED");
+  int fd;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 1, "/real-1");
+  append_record (fd, 2, "/real-2");
+  assert_int_equal (rename (live, rotated), 0);
+  test_write (live, forged, 0644);
+  assert_int_equal (chown (live, 65534, 65534), 0);
+  test_assert_host_readable (live);
+  test_assert_host_readable (rotated);
+  return fd;
+}
+
+/* The same, with the follower started after it: it read the rotated file
+ * once, as done, skipped the other user's, and waited for ever, while the
+ * writer wrote on in the rotated file.  The newest rotated file is now
+ * followed until the log's owner has a live file. */
+RFX_CASE (test_follow_started_after_a_refused_rotation)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *says =
+    g_strdup_printf ("%s belongs to uid 65534, not to uid 0, whose log %s is; skipped", live, live);
+  g_autofree char *out = NULL, *err = NULL;
+  int fd = rotated_and_refused (dir, live);
+
+  append_record (fd, 3, "/real-3");
+  start_follower (fx, live, &out, &err);
+  wait_for_text (out, "\"seq\":3,", "log --follow started after the rotation");
+  wait_for_text (err, says, "log --follow's warning");
+  append_record (fd, 4, "/real-4");
+  append_record (fd, 5, "/real-5");
+  close (fd);
+  wait_for_text (out, "\"seq\":5,", "log --follow, the writer writing on in the rotated file");
+  {
+    g_autofree char *t = test_read_file (out);
+
+    assert_null (strstr (t, "FORGED"));
+  }
+}
+
+/* The other user's file at the live name, skipped by the follower, and
+ * then a file of the log's owner there with the same device and inode
+ * number (ext4 gives a removed file's number to the next; here root takes
+ * the file over, which is the same to the reader): the follower took it
+ * for the skipped one and never read it. */
+RFX_CASE (test_follow_skipped_live_number_reused)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *says =
+    g_strdup_printf ("%s belongs to uid 65534, not to uid 0, whose log %s is; skipped", live, live);
+  g_autofree char *out = NULL, *err = NULL;
+  int fd = rotated_and_refused (dir, live);
+
+  close (fd);
+  start_follower (fx, live, &out, &err);
+  wait_for_text (out, "\"seq\":2,", "log --follow");
+  wait_for_text (err, says, "log --follow's warning");
+  /* the writer's next run: the file at the live name is now the owner's */
+  assert_int_equal (unlink (rotated), 0);
+  assert_int_equal (truncate (live, 0), 0);
+  assert_int_equal (chown (live, 0, 0), 0);
+  assert_int_equal (chmod (live, 0600), 0);
+  fd = open (live, O_WRONLY | O_APPEND | O_CLOEXEC);
+  assert_true (fd >= 0);
+  append_record (fd, 3, "/real-3");
+  close (fd);
+  wait_for_text (out, "\"seq\":3,", "log --follow, the owner's file at the live name");
+}
+
+/* Another user making rotated names one after another (2,000 kept, the
+ * oldest removed): `report` and `log` listed the directory again after
+ * each round of skipped files, found new names each time, and never
+ * ended.  A reader that ends now looks again only a few times. */
+RFX_CASE (test_names_made_one_after_another)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *rec1 = record (1, "/real-a");
+  const char *const cmds[][3] = { { "report", "--json", live }, { "log", live, NULL } };
+  int ready[2];
+  char c;
+  pid_t maker;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  test_write (live, rec1, 0600);
+  assert_int_equal (pipe (ready), 0);
+  maker = fork ();
+  assert_true (maker >= 0);
+  if (maker == 0)
+    {
+      const guint kept = 2000;
+
+      if (setgroups (0, NULL) < 0 || setgid (65534) < 0 || setuid (65534) < 0)
+        _exit (1);
+      for (guint64 i = 1;; i++)
+        {
+          char name[128];
+          int fd;
+
+          g_snprintf (name, sizeof name, "%s/audit.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", dir, i, i);
+          fd = open (name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+          if (fd >= 0)
+            close (fd);
+          if (i > kept)
+            {
+              g_snprintf (name, sizeof name, "%s/audit.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", dir,
+                          i - kept, i - kept);
+              (void)unlink (name);
+            }
+          if (i == kept)
+            (void)!write (ready[1], "r", 1);
+        }
+    }
+  close (ready[1]);
+  rfx_keep_pid (fx, maker);
+  assert_int_equal (read (ready[0], &c, 1), 1);
+  close (ready[0]);
+  for (guint k = 0; k < G_N_ELEMENTS (cmds); k++)
+    {
+      Res r;
+
+      FUSEBOX (fx, &r, cmds[k][0], cmds[k][1], cmds[k][2]);
+      if (r.status < 0)
+        fail_msg ("%s %s: still reading after %d s while names keep coming", cmds[k][0], live, CAP_MS / 1000);
+      if (r.status != 0 || strstr (r.out, "/real-a") == NULL)
+        fail_msg ("%s %s: exit %d, the real record not shown:\n%.2000s", cmds[k][0], live, r.status, r.err);
+      res_clear (&r);
+    }
+  kill (maker, SIGKILL);
+}
+
+/* User 12345's log (a rotated file, seqs 1-2) and user 65534's forged file
+ * at its live name, read by root: the live file's owner was taken for the
+ * log's, the forged records shown as the log, and the real file skipped
+ * with the advice to remove it.  Files of several users, none root's: the
+ * log is refused, naming the uids; each file can still be read alone. */
+RFX_CASE (test_log_of_several_owners)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *real1 = record (1, "/real-1"), *real2 = record (2, "/real-2");
+  g_autofree char *forged1 = record (1, "/FORGED-1"), *forged2 = record (2, "/FORGED-2");
+  g_autofree char *real = g_strconcat (real1, real2, NULL);
+  g_autofree char *forged = g_strconcat (forged1, forged2, NULL);
+  g_autofree char *says =
+    g_strdup_printf ("the files of the log %s belong to several users (uids 65534, 12345), none of them you", live);
+  const char *const cmds[][3] = { { "log", live, NULL }, { "report", "--json", live } };
+  Res r;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  test_write (part, real, 0600);
+  test_write (live, forged, 0644);
+  assert_int_equal (chown (part, 12345, 12345), 0);
+  assert_int_equal (chown (live, 65534, 65534), 0);
+  test_assert_host_readable (part);
+  test_assert_host_readable (live);
+  for (guint k = 0; k < G_N_ELEMENTS (cmds); k++)
+    {
+      FUSEBOX (fx, &r, cmds[k][0], cmds[k][1], cmds[k][2]);
+      if (r.status != 1 || strstr (r.err, says) == NULL)
+        fail_msg ("%s %s: exit %d; no '%s' in:\n%s", cmds[k][0], live, r.status, says, r.err);
+      assert_null (strstr (r.out, "FORGED"));
+      assert_null (strstr (r.out, "/real-"));
+      res_clear (&r);
+    }
+  FUSEBOX (fx, &r, "log", part);
+  if (r.status != 0 || strstr (r.out, "/real-2") == NULL)
+    fail_msg ("log %s: exit %d:\n%s", part, r.status, r.err);
+  res_clear (&r);
+}
+
 static int
 require_host (void **state)
 {
@@ -873,4 +1062,7 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_run_json_any_content), RFX_TEST (test_rotated_of_another_owner),
                   RFX_TEST (test_live_of_another_owner), RFX_TEST (test_run_json_of_another_owner),
                   RFX_TEST (test_follow_writer_kept_on_after_rotation),
-                  RFX_TEST (test_follow_rotated_name_taken_before))
+                  RFX_TEST (test_follow_rotated_name_taken_before),
+                  RFX_TEST (test_follow_started_after_a_refused_rotation),
+                  RFX_TEST (test_follow_skipped_live_number_reused), RFX_TEST (test_names_made_one_after_another),
+                  RFX_TEST (test_log_of_several_owners))
