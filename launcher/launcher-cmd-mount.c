@@ -933,11 +933,15 @@ check_sources_outside (const MountArgs *a)
                       "(XDG_STATE_HOME)",
                       mounts[i].view_path, a->run_dir, a->mountpoint);
       else
-        fb_cmd_error ("mount: the source %s%s%s%s of %s lies at or below the mount point %s: the view would cover "
-                      "it; mount outside the policy's sources",
-                      host, real != NULL && strcmp (real, host) != 0 ? " (" : "",
-                      real != NULL && strcmp (real, host) != 0 ? real : "",
-                      real != NULL && strcmp (real, host) != 0 ? ")" : "", mounts[i].view_path, a->mountpoint);
+        {
+          /* the path as the policy gives it, and where it leads when that differs */
+          g_autofree char *named =
+            real != NULL && strcmp (real, host) != 0 ? g_strdup_printf ("%s (%s)", host, real) : g_strdup (host);
+
+          fb_cmd_error ("mount: the source %s of %s lies at or below the mount point %s: the view would cover it; "
+                        "mount outside the policy's sources",
+                        named, mounts[i].view_path, a->mountpoint);
+        }
       return FB_EXIT_FAILURE;
     }
   return -1;
