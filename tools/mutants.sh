@@ -9,6 +9,11 @@
 #   tools/mutants.sh                 every mutant
 #   tools/mutants.sh NAME...         only these (NAME or NAME.patch)
 #   tools/mutants.sh --list          name, suites and why of each mutant
+#   tools/mutants.sh --check         only whether each still applies to the
+#                                    working tree (no build, no tests): a
+#                                    mutant that no longer applies is a
+#                                    check that can't fail (`meson test
+#                                    mutants-apply` runs this)
 #   tools/mutants.sh --head [NAME...] on the last commit instead of the
 #                                    working tree (the mutants themselves are
 #                                    always read from tools/mutants/)
@@ -49,12 +54,14 @@ header ()
 }
 
 list=0
+check=0
 baseline=1
 head=0
 names=()
 while [ $# -gt 0 ]; do
   case $1 in
     --list) list=1 ;;
+    --check) check=1 ;;
     --no-baseline) baseline=0 ;;
     --head) head=1 ;;
     -h | --help)
@@ -90,6 +97,27 @@ for n in "${names[@]}"; do
     exit 2
   fi
 done
+
+# The diff of mutant file FILE, without its header lines.
+diff_of ()
+{
+  sed -n '/^\(diff \|--- \)/,$p' "$1"
+}
+
+if [ $check -eq 1 ]; then
+  stale=0
+  for n in "${names[@]}"; do
+    if ! out=$(diff_of "$mutants_dir/$n.patch" | (cd "$here" && git apply --check - 2>&1)); then
+      echo "stale: $n: $out" >&2
+      stale=$((stale + 1))
+    fi
+  done
+  echo "${#names[@]} mutants: $stale no longer apply to $here"
+  [ $stale -eq 0 ] && exit 0
+  echo "mutants: make each stale one again against the code (the same bug, as its '# why:' says), then" \
+    "run it: tools/mutants.sh NAME" >&2
+  exit 1
+fi
 
 if [ $list -eq 1 ]; then
   for n in "${names[@]}"; do
@@ -207,7 +235,7 @@ for n in "${names[@]}"; do
   if [ -n "${base_failed[$suites]:-}" ]; then
     result=no-base
     broken=$((broken + 1))
-  elif ! sed -n '/^\(diff \|--- \)/,$p' "$f" | (cd "$work/src" && git apply -v - >>"$log" 2>&1); then
+  elif ! diff_of "$f" | (cd "$work/src" && git apply -v - >>"$log" 2>&1); then
     result=stale
     broken=$((broken + 1))
   elif ! ninja -C "$build" >>"$log" 2>&1 9>&-; then
