@@ -1,7 +1,7 @@
 /* fusebox — reading an access log back: `fusebox log`, `fusebox report`.
  *
- * A log is its rotated files (STEM.<first>-<last>[.<n>].jsonl, oldest first)
- * followed by the live STEM.jsonl.  Lines are parsed one by one with
+ * A log is its rotated files (STEM.<first>-<last>[.<n>].jsonl, in the order
+ * written: fb_log_list_rotated) followed by the live STEM.jsonl.  Lines are parsed one by one with
  * json-glib; a line that isn't a JSON object is reported and skipped, and a
  * file that ends without a newline (the daemon died mid-write) has its last
  * line reported as truncated, never fatal.
@@ -146,6 +146,8 @@ rotated_cmp (gconstpointer a, gconstpointer b)
   const FbRotatedFile *x = *(FbRotatedFile *const *)a;
   const FbRotatedFile *y = *(FbRotatedFile *const *)b;
 
+  if (x->mtime_ns != y->mtime_ns)
+    return x->mtime_ns < y->mtime_ns ? -1 : 1;
   if (x->first_seq != y->first_seq)
     return x->first_seq < y->first_seq ? -1 : 1;
   if (x->last_seq != y->last_seq)
@@ -176,10 +178,14 @@ fb_log_list_rotated (const char *live_path, GError **error)
   while ((name = g_dir_read_name (d)) != NULL)
     {
       FbRotatedFile f = { 0 };
+      struct stat st;
 
       if (!parse_rotated_name (name, stem, &f))
         continue;
       f.path = g_build_filename (dir, name, NULL);
+      /* what the kernel holds: another user's mount there is not asked */
+      if (fb_lstat_cached (AT_FDCWD, f.path, &st) == 0)
+        f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
       g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
     }
   g_ptr_array_sort (files, rotated_cmp);
@@ -563,6 +569,21 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
   return 1;
 }
 
+/* Is one of the rotated files still to read a regular file of the log's
+ * owner?  Not, the one being read is the newest of the log's: another
+ * user's name after it (skipped when its turn comes) does not make it
+ * done. */
+static bool
+owner_file_pending (FbLogReader *r)
+{
+  struct stat st;
+
+  for (GList *l = r->pending.head; l != NULL; l = l->next)
+    if (fb_lstat_cached (AT_FDCWD, l->data, &st) == 0 && S_ISREG (st.st_mode) && st.st_uid == r->owner)
+      return true;
+  return false;
+}
+
 /* The file we followed as the live one was renamed away: is there a new
  * live file of the log's owner?  Until there is, the writer writes on in
  * the renamed file, through its descriptor (ipc-log-file.c, rotate: it
@@ -577,15 +598,31 @@ successor_status (FbLogReader *r, GError **error)
   struct stat st;
   _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (AT_FDCWD, r->live_path, &st);
 
-  if (fd < 0)
-    return errno == ENOENT ? 0 : 1;
-  if (!S_ISREG (st.st_mode) || st.st_uid == r->owner)
+  if (fd < 0 && errno == ENOENT)
+    return 0;
+  if (fd >= 0 && S_ISREG (st.st_mode) && st.st_uid == r->owner)
     return 1;
+  /* another user's file, or no regular file: refused by the writer too;
+   * said once (what the kernel holds names it: a mount there is not
+   * asked) */
+  if (fd < 0 && fb_lstat_cached (AT_FDCWD, r->live_path, &st) < 0)
+    return 0;
   if (st.st_dev == r->foreign_dev && st.st_ino == r->foreign_ino)
     return 0;
   r->foreign_dev = st.st_dev;
   r->foreign_ino = st.st_ino;
-  set_foreign_error (r, r->live_path, &st, error);
+  if (fd >= 0 && S_ISREG (st.st_mode))
+    set_foreign_error (r, r->live_path, &st, error);
+  else
+    {
+      g_autoptr (GError) local_error = NULL;
+      _fb_cleanup_fd_ int file =
+        fb_ipc_open_regular (AT_FDCWD, r->live_path, r->live_path, "the access log", &local_error);
+
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "%s; skipped: the writer refuses it too, and writes on in %s, which is followed",
+                   local_error != NULL ? local_error->message : r->live_path, r->file);
+    }
   return OPEN_FOREIGN;
 }
 
@@ -895,7 +932,7 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
             {
               if (!queue_rotated (r, NULL, error))
                 return FB_LOG_READ_ERROR;
-              newest = g_queue_is_empty (&r->pending);
+              newest = !owner_file_pending (r);
             }
           if (r->follow && (replaced || newest))
             {

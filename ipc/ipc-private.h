@@ -48,8 +48,15 @@ typedef struct
   guint64 first_seq;
   guint64 last_seq;
   guint n;
+  gint64 mtime_ns; /* when it was last written (0: not known) */
 } FbRotatedFile;
-/* Sorted by (first_seq, last_seq, n).  A missing directory is an empty list.
+/* Sorted by (mtime_ns, first_seq, last_seq, n): in the order they were
+ * written.  The name's seqs are those of the run that rotated the file,
+ * and a run that goes on in a log another one left (one --log for several
+ * runs) rotates a file that begins with the other's last records, and
+ * names it after its own first seq; the time tells them apart, and within
+ * one clock tick (several rotations by one run) the seqs do.  A missing
+ * directory is an empty list.
  * Elements are FbRotatedFile*, freed with the array. */
 GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
 /* The rotated name for FIRST..LAST (N > 0: a collision suffix). */

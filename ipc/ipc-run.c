@@ -295,8 +295,11 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
       return g_build_filename (latest, "access.jsonl", NULL);
     }
 
-  /* 1. a run directory (the caller may name it through a link) */
-  if (is_dir_cached (run_or_file))
+  /* 1. a run directory (the caller may name it through a link); never a
+   * name a log file has: another user who can write beside a log could put
+   * a directory, or a link to one, at its free live name, and have their
+   * records read in its place */
+  if (!g_str_has_suffix (run_or_file, ".jsonl") && is_dir_cached (run_or_file))
     {
       if (dir_has_log (run_or_file, &live))
         return g_steal_pointer (&live);
@@ -310,6 +313,15 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
    * else it found */
   if (fb_lstat_cached (AT_FDCWD, run_or_file, &st) == 0)
     return g_strdup (run_or_file);
+  /* or a log whose live file is not there (yet, or any more): its rotated
+   * files are */
+  if (g_str_has_suffix (run_or_file, ".jsonl"))
+    {
+      g_autoptr (GPtrArray) rotated = fb_log_list_rotated (run_or_file, NULL);
+
+      if (rotated != NULL && rotated->len > 0)
+        return g_strdup (run_or_file);
+    }
   /* 3. a run id */
   if (valid_run_id (run_or_file))
     {

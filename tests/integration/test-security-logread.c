@@ -1048,6 +1048,184 @@ RFX_CASE (test_log_of_several_owners)
   res_clear (&r);
 }
 
+/* The writer writing on in its renamed file, another user's files at the
+ * live name and at a rotated name after it: the follower took the other
+ * name for the log's newer file, closed the one being written, and showed
+ * nothing more. */
+RFX_CASE (test_follow_newest_before_another_users_name)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *later = g_build_filename (dir, "audit.999999999999-999999999999.jsonl", NULL);
+  g_autofree char *forged = record (90, "/FORGED-LATER");
+  g_autofree char *out = NULL, *err = NULL;
+  int fd = rotated_and_refused (dir, live);
+
+  test_write (later, forged, 0644);
+  assert_int_equal (chown (later, 65534, 65534), 0);
+  test_assert_host_readable (later);
+  start_follower (fx, live, &out, &err);
+  wait_for_text (out, "\"seq\":2,", "log --follow");
+  append_record (fd, 3, "/real-3");
+  append_record (fd, 4, "/real-4");
+  close (fd);
+  wait_for_text (out, "\"seq\":4,", "log --follow, another user's rotated name after the written file");
+  {
+    g_autofree char *t = test_read_file (out);
+
+    assert_null (strstr (t, "FORGED"));
+  }
+}
+
+/* Something that is no file at the live name after a rotation (another
+ * user's symbolic link): the writer refuses it and writes on in the renamed
+ * file; the follower ended, exit 1, and no follower could follow the log
+ * while it was there.  It now says what is there once and follows on. */
+RFX_CASE (test_follow_past_a_link_at_the_live_name)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *says = g_strdup_printf ("%s is a symbolic link", live);
+  g_autofree char *out = NULL, *err = NULL;
+  GPid pid;
+  int fd, status;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 1, "/real-1");
+  append_record (fd, 2, "/real-2");
+  pid = start_follower (fx, live, &out, &err);
+  wait_for_text (out, "\"seq\":2,", "log --follow");
+  assert_int_equal (rename (live, rotated), 0);
+  assert_int_equal (symlink ("/etc/hostname", live), 0);
+  assert_int_equal (lchown (live, 65534, 65534), 0);
+  wait_for_text (err, says, "log --follow's warning");
+  append_record (fd, 3, "/real-3");
+  close (fd);
+  wait_for_text (out, "\"seq\":3,", "log --follow, a link at the live name");
+  assert_int_equal (waitpid (pid, &status, WNOHANG), 0);
+}
+
+/* One --log for two runs, each rotating: run B goes on in the live file
+ * run A left (A's seqs 31-40), and names that file after its own first
+ * seq (1-5), so that by name it came first: A's 31 was read first and
+ * A's 1-30 dropped as duplicates, without a warning.  (The writer's steps,
+ * made here with the times it gives.)  Read in the order written, every
+ * record is shown, and `report` counts no duplicate. */
+RFX_CASE (test_two_runs_one_log)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "two", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  struct
+  {
+    const char *name;
+    const char *run;
+    guint64 first, last;
+    const char *run2;
+    guint64 first2, last2;
+  } files[] = {
+    { "audit.000000000001-000000000015.jsonl", "A", 1, 15, NULL, 0, 0 },
+    { "audit.000000000016-000000000030.jsonl", "A", 16, 30, NULL, 0, 0 },
+    { "audit.000000000001-000000000005.jsonl", "A", 31, 40, "B", 1, 5 },
+    { "audit.jsonl", "B", 6, 8, NULL, 0, 0 },
+  };
+  const char *const cmds[][3] = { { "log", "--json", live }, { "report", "--json", live } };
+
+  assert_int_equal (g_mkdir_with_parents (dir, 0700), 0);
+  for (guint i = 0; i < G_N_ELEMENTS (files); i++)
+    {
+      g_autofree char *path = g_build_filename (dir, files[i].name, NULL);
+      g_autoptr (GString) text = g_string_new (NULL);
+      struct timespec times[2] = { { 1700000000 + (time_t)i * 60, 0 }, { 1700000000 + (time_t)i * 60, 0 } };
+
+      for (int part = 0; part < 2; part++)
+        {
+          const char *run = part == 0 ? files[i].run : files[i].run2;
+
+          for (guint64 seq = part == 0 ? files[i].first : files[i].first2;
+               run != NULL && seq <= (part == 0 ? files[i].last : files[i].last2); seq++)
+            g_string_append_printf (text,
+                                    "{\"ts\":\"2024-01-01T00:00:00Z\",\"run\":\"%s\",\"seq\":%" G_GUINT64_FORMAT
+                                    ",\"op\":\"open\",\"path\":\"/%s-%" G_GUINT64_FORMAT
+                                    "\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0}\n",
+                                    run, seq, run, seq);
+        }
+      test_write (path, text->str, 0600);
+      assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+    }
+  for (guint k = 0; k < G_N_ELEMENTS (cmds); k++)
+    {
+      Res r;
+
+      FUSEBOX (fx, &r, cmds[k][0], cmds[k][1], cmds[k][2]);
+      if (r.status != 0)
+        fail_msg ("%s %s: exit %d:\n%s", cmds[k][0], live, r.status, r.err);
+      if (k == 0)
+        {
+          assert_int_equal (count (r.out, "\"run\":\"A\""), 40);
+          assert_int_equal (count (r.out, "\"run\":\"B\""), 8);
+        }
+      else
+        test_assert_contains (r.out, "\"duplicates\" : 0,", NULL);
+      res_clear (&r);
+    }
+}
+
+/* Another user's directory (holding an access.jsonl of forged records) or
+ * link at the free live name of a log that has only rotated files: the
+ * name was taken for a run directory and the forged log read in place of
+ * the real one, whose files were not mentioned.  A name ending in .jsonl
+ * is a log file's: the rotated files are read, and what is at the live
+ * name refused, named.  With nothing at the live name, the rotated files
+ * are read (the name was "no access log"). */
+RFX_CASE (test_no_run_directory_at_a_log_name)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *inner = g_build_filename (live, "access.jsonl", NULL);
+  g_autofree char *other = g_build_filename (fx->tmp, "other", NULL);
+  g_autofree char *other_log = g_build_filename (other, "access.jsonl", NULL);
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *forged = record (1, "/FORGED");
+  Res r;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  test_write (part, rec1, 0600);
+
+  FUSEBOX (fx, &r, "log", live);
+  if (r.status != 0 || strstr (r.out, "/real-a") == NULL)
+    fail_msg ("log %s, no live file: exit %d:\n%s", live, r.status, r.err);
+  res_clear (&r);
+
+  assert_int_equal (mkdir (live, 0755), 0);
+  test_write (inner, forged, 0644);
+  assert_int_equal (chown (inner, 65534, 65534), 0);
+  assert_int_equal (chown (live, 65534, 65534), 0);
+  test_assert_host_readable (inner);
+  FUSEBOX (fx, &r, "log", live);
+  assert_null (strstr (r.out, "FORGED"));
+  if (strstr (r.out, "/real-a") == NULL || strstr (r.err, live) == NULL)
+    fail_msg ("log %s, a directory there: exit %d:\n%s\n%s", live, r.status, r.out, r.err);
+  res_clear (&r);
+  assert_int_equal (unlink (inner), 0);
+  assert_int_equal (rmdir (live), 0);
+
+  assert_int_equal (g_mkdir_with_parents (other, 0700), 0);
+  test_write (other_log, forged, 0600);
+  assert_int_equal (symlink (other, live), 0);
+  assert_int_equal (lchown (live, 65534, 65534), 0);
+  FUSEBOX (fx, &r, "log", live);
+  assert_null (strstr (r.out, "FORGED"));
+  if (strstr (r.out, "/real-a") == NULL || strstr (r.err, live) == NULL)
+    fail_msg ("log %s, a link there: exit %d:\n%s\n%s", live, r.status, r.out, r.err);
+  res_clear (&r);
+}
+
 static int
 require_host (void **state)
 {
@@ -1065,4 +1243,6 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_follow_rotated_name_taken_before),
                   RFX_TEST (test_follow_started_after_a_refused_rotation),
                   RFX_TEST (test_follow_skipped_live_number_reused), RFX_TEST (test_names_made_one_after_another),
-                  RFX_TEST (test_log_of_several_owners))
+                  RFX_TEST (test_log_of_several_owners), RFX_TEST (test_follow_newest_before_another_users_name),
+                  RFX_TEST (test_follow_past_a_link_at_the_live_name), RFX_TEST (test_two_runs_one_log),
+                  RFX_TEST (test_no_run_directory_at_a_log_name))
