@@ -206,6 +206,78 @@ fb_log_record_free (FbLogRecord *record)
   g_free (record);
 }
 
+/* --- the seqs of a run read so far ------------------------------------------ */
+
+/* Ranges [lo, hi] of the seqs returned for one run, sorted, apart: one
+ * while the records come in order, one more for each hole.  Records may
+ * come out of order (rotated files are read in the order written, and two
+ * runs writing one log interleave), so a record is a repeat only when its
+ * seq was returned, never merely for being below the highest. */
+typedef struct
+{
+  guint64 lo, hi;
+} SeqRange;
+typedef GArray SeqSet;
+
+/* The index of the first range that starts above SEQ. */
+static guint
+seq_set_upper (SeqSet *set, guint64 seq)
+{
+  guint a = 0, b = set->len;
+
+  while (a < b)
+    {
+      guint m = a + (b - a) / 2;
+
+      if (g_array_index (set, SeqRange, m).lo > seq)
+        b = m;
+      else
+        a = m + 1;
+    }
+  return a;
+}
+
+static bool
+seq_set_has (SeqSet *set, guint64 seq)
+{
+  guint i = seq_set_upper (set, seq);
+
+  return i > 0 && seq <= g_array_index (set, SeqRange, i - 1).hi;
+}
+
+static guint64
+seq_set_max (SeqSet *set)
+{
+  return set->len > 0 ? g_array_index (set, SeqRange, set->len - 1).hi : 0;
+}
+
+/* Add SEQ, not in SET. */
+static void
+seq_set_add (SeqSet *set, guint64 seq)
+{
+  guint i = seq_set_upper (set, seq);
+  SeqRange *prev = i > 0 ? &g_array_index (set, SeqRange, i - 1) : NULL;
+  SeqRange *next = i < set->len ? &g_array_index (set, SeqRange, i) : NULL;
+
+  if (prev != NULL && prev->hi + 1 == seq)
+    {
+      prev->hi = seq;
+      if (next != NULL && next->lo == seq + 1)
+        {
+          prev->hi = next->hi;
+          g_array_remove_index (set, i);
+        }
+    }
+  else if (next != NULL && next->lo == seq + 1)
+    next->lo = seq;
+  else
+    {
+      SeqRange r = { seq, seq };
+
+      g_array_insert_val (set, i, r);
+    }
+}
+
 /* --- the reader ------------------------------------------------------------ */
 
 struct FbLogReader
@@ -235,7 +307,7 @@ struct FbLogReader
   GQueue lines;      /* complete lines read ahead (char*, NULL = over-long) */
   GQueue line_nos;   /* their line numbers */
 
-  GHashTable *last_seq; /* run (or "") -> guint64*: the last seq returned */
+  GHashTable *last_seq; /* run (or "") -> SeqSet*: the seqs returned */
   guint64 max_seq;      /* the highest seq read, any run */
   FbLogRecord *held;    /* the record after a reported gap */
   FbLogReaderStats stats;
@@ -425,7 +497,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->partial = g_string_new (NULL);
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  r->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  r->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
@@ -840,39 +912,40 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
     {
       const char *run_key = rec->run != NULL ? rec->run : "";
       guint64 seq = (guint64)rec->seq;
-      guint64 *last = g_hash_table_lookup (r->last_seq, run_key);
+      SeqSet *seqs = g_hash_table_lookup (r->last_seq, run_key);
+      guint64 last;
 
-      if (last != NULL && seq <= *last)
+      if (seqs != NULL && seq_set_has (seqs, seq))
         {
           r->stats.duplicates++;
           return LINE_SKIP;
         }
-      if (last == NULL)
+      if (seqs == NULL)
         {
-          /* The first record of a run read need not be seq 1 (older
-           * rotated files may have been removed): jumps after it are gaps. */
-          last = g_new0 (guint64, 1);
-          *last = seq - 1;
-          g_hash_table_insert (r->last_seq, g_strdup (run_key), last);
+          seqs = g_array_new (FALSE, FALSE, sizeof (SeqRange));
+          g_hash_table_insert (r->last_seq, g_strdup (run_key), seqs);
         }
+      /* The first record of a run read need not be seq 1 (older rotated
+       * files may have been removed): jumps after it are gaps.  One below
+       * the highest fills a hole said before. */
+      last = seqs->len > 0 ? seq_set_max (seqs) : seq - 1;
+      seq_set_add (seqs, seq);
       if (seq > r->max_seq)
         r->max_seq = seq;
-      if (seq > *last + 1)
+      if (seq > last + 1)
         {
-          guint64 missing = seq - *last - 1;
+          guint64 missing = seq - last - 1;
 
           r->stats.gaps++;
           r->stats.missing += missing;
           g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
                        "%s:%" G_GUINT64_FORMAT ": run %s: seq jumps from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
                        ": %" G_GUINT64_FORMAT " record%s missing",
-                       r->file, line_no, run_key, *last, seq, missing, missing == 1 ? "" : "s");
-          *last = seq;
+                       r->file, line_no, run_key, last, seq, missing, missing == 1 ? "" : "s");
           r->stats.records++;
           r->held = g_steal_pointer (&rec);
           return LINE_GAP;
         }
-      *last = seq;
     }
   r->stats.records++;
   *ret_record = g_steal_pointer (&rec);

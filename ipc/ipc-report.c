@@ -64,12 +64,23 @@ typedef struct
 typedef struct
 {
   const char *run;
-  gint64 first_seq;
-  gint64 last_seq;
+  gint64 first_seq; /* the lowest seq, -1 none */
+  gint64 last_seq;  /* the highest */
   guint64 records;
-  guint64 gaps;      /* seq numbers missing */
-  guint64 unordered; /* seq not above the previous one */
+  guint64 seq_records; /* of them, with a seq: each seq once (the reader drops repeats) */
+  guint64 unordered;   /* seq not above the previous one */
 } RunInfo;
+
+/* The seq numbers missing between RI's first and last: the records of a
+ * log may come out of order (rotated files read in the order written, two
+ * runs in one log), so what is missing is counted once all are in. */
+static guint64
+run_gaps (const RunInfo *ri)
+{
+  guint64 span = ri->first_seq > 0 ? (guint64)(ri->last_seq - ri->first_seq + 1) : 0;
+
+  return span > ri->seq_records ? span - ri->seq_records : 0;
+}
 
 struct FbReport
 {
@@ -491,14 +502,13 @@ fb_report_add_record (FbReport *r, JsonObject *o)
   ri->records++;
   if (seq > 0)
     {
-      if (ri->first_seq < 0)
+      if (ri->first_seq < 0 || seq < ri->first_seq)
         ri->first_seq = seq;
-      else if (seq > ri->last_seq + 1)
-        ri->gaps += (guint64)(seq - ri->last_seq - 1);
-      else if (seq <= ri->last_seq)
+      if (seq <= ri->last_seq)
         ri->unordered++;
       if (seq > ri->last_seq)
         ri->last_seq = seq;
+      ri->seq_records++;
     }
   if (ts != NULL && fb_ipc_parse_time (ts, &us))
     {
@@ -649,7 +659,7 @@ total_gaps (FbReport *r)
   guint64 n = 0;
 
   for (guint i = 0; i < r->runs->len; i++)
-    n += ((RunInfo *)r->runs->pdata[i])->gaps;
+    n += run_gaps (r->runs->pdata[i]);
   return n;
 }
 
@@ -774,7 +784,7 @@ fb_report_to_json (FbReport *r)
       fb_json_builder_add_int_member (b, "records", (gint64)ri->records);
       fb_json_builder_add_int_member (b, "seq_first", ri->first_seq);
       fb_json_builder_add_int_member (b, "seq_last", ri->last_seq);
-      fb_json_builder_add_int_member (b, "gaps", (gint64)ri->gaps);
+      fb_json_builder_add_int_member (b, "gaps", (gint64)run_gaps (ri));
       json_builder_end_object (b);
     }
   json_builder_end_array (b);
@@ -1033,7 +1043,7 @@ fb_report_to_text (FbReport *r)
       text_safe (out, ri->run[0] != '\0' ? ri->run : "(none)");
       g_string_append_printf (
         out, ": %" G_GUINT64_FORMAT " record%s, seq %" G_GINT64_FORMAT "-%" G_GINT64_FORMAT "%s\n", ri->records,
-        PLURAL (ri->records), ri->first_seq, ri->last_seq, ri->gaps > 0 ? " WITH GAPS" : "");
+        PLURAL (ri->records), ri->first_seq, ri->last_seq, run_gaps (ri) > 0 ? " WITH GAPS" : "");
     }
   if (gaps > 0 || r->reader.bad_lines > 0 || r->reader.truncated > 0)
     g_string_append_printf (out,

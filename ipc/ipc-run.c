@@ -279,6 +279,23 @@ is_dir_cached (const char *path)
   return statx (AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0 && S_ISDIR (stx.stx_mode);
 }
 
+/* Are there rotated files of a log at PATH beside it? */
+static bool
+has_rotated (const char *path)
+{
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (path, NULL);
+
+  return rotated != NULL && rotated->len > 0;
+}
+
+/* Is PATH a log file's name: one ending in .jsonl (fusebox's own), or one
+ * with rotated files beside it (a --log named otherwise)? */
+static bool
+is_log_name (const char *path)
+{
+  return g_str_has_suffix (path, ".jsonl") || has_rotated (path);
+}
+
 char *
 fb_run_resolve_log (const char *run_or_file, GError **error)
 {
@@ -296,10 +313,10 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
     }
 
   /* 1. a run directory (the caller may name it through a link); never a
-   * name a log file has: another user who can write beside a log could put
-   * a directory, or a link to one, at its free live name, and have their
+   * log file's name: another user who can write beside a log could put a
+   * directory, or a link to one, at its free live name, and have their
    * records read in its place */
-  if (!g_str_has_suffix (run_or_file, ".jsonl") && is_dir_cached (run_or_file))
+  if (!is_log_name (run_or_file) && is_dir_cached (run_or_file))
     {
       if (dir_has_log (run_or_file, &live))
         return g_steal_pointer (&live);
@@ -315,13 +332,8 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
     return g_strdup (run_or_file);
   /* or a log whose live file is not there (yet, or any more): its rotated
    * files are */
-  if (g_str_has_suffix (run_or_file, ".jsonl"))
-    {
-      g_autoptr (GPtrArray) rotated = fb_log_list_rotated (run_or_file, NULL);
-
-      if (rotated != NULL && rotated->len > 0)
-        return g_strdup (run_or_file);
-    }
+  if (has_rotated (run_or_file))
+    return g_strdup (run_or_file);
   /* 3. a run id */
   if (valid_run_id (run_or_file))
     {

@@ -412,7 +412,7 @@ typedef enum
 typedef struct
 {
   guint64 records;    /* returned as FB_LOG_READ_RECORD */
-  guint64 duplicates; /* skipped: seq not above the last of its run */
+  guint64 duplicates; /* skipped: a seq of its run already returned */
   guint64 gaps;       /* FB_LOG_READ_GAP returned */
   guint64 missing;    /* seq numbers skipped over by those gaps */
   guint64 bad_lines;
