@@ -208,74 +208,114 @@ fb_log_record_free (FbLogRecord *record)
 
 /* --- the seqs of a run read so far ------------------------------------------ */
 
-/* Ranges [lo, hi] of the seqs returned for one run, sorted, apart: one
- * while the records come in order, one more for each hole.  Records may
- * come out of order (rotated files are read in the order written, and two
- * runs writing one log interleave), so a record is a repeat only when its
- * seq was returned, never merely for being below the highest. */
+/* Ranges [lo, hi] of the seqs returned for one run, apart, in a balanced
+ * tree by lo: one while the records come in order, one more for each hole.
+ * Records may come out of order (rotated files are read in the order
+ * written, and two runs writing one log interleave), so a record is a
+ * repeat only when its seq was returned, never merely for being below the
+ * highest.  A log's owner controls its seqs (root may read another user's
+ * log): every step is logarithmic in the ranges, whatever their order. */
 typedef struct
 {
   guint64 lo, hi;
 } SeqRange;
-typedef GArray SeqSet;
 
-/* The index of the first range that starts above SEQ. */
-static guint
-seq_set_upper (SeqSet *set, guint64 seq)
+typedef struct
 {
-  guint a = 0, b = set->len;
+  GTree *ranges;  /* SeqRange* -> itself, by lo */
+  SeqRange *last; /* the highest */
+} SeqSet;
 
-  while (a < b)
-    {
-      guint m = a + (b - a) / 2;
+static gint
+seq_range_cmp (gconstpointer a, gconstpointer b, gpointer unused)
+{
+  guint64 x = ((const SeqRange *)a)->lo, y = ((const SeqRange *)b)->lo;
 
-      if (g_array_index (set, SeqRange, m).lo > seq)
-        b = m;
-      else
-        a = m + 1;
-    }
-  return a;
+  return x < y ? -1 : x > y;
+}
+
+static SeqSet *
+seq_set_new (void)
+{
+  SeqSet *set = g_new0 (SeqSet, 1);
+
+  set->ranges = g_tree_new_full (seq_range_cmp, NULL, g_free, NULL);
+  return set;
+}
+
+static void
+seq_set_free (SeqSet *set)
+{
+  g_tree_destroy (set->ranges);
+  g_free (set);
+}
+
+/* The range that starts at or below SEQ (the highest such), or NULL. */
+static GTreeNode *
+seq_set_floor (SeqSet *set, guint64 seq)
+{
+  SeqRange key = { seq, seq };
+  GTreeNode *above = g_tree_upper_bound (set->ranges, &key);
+
+  return above != NULL ? g_tree_node_previous (above) : g_tree_node_last (set->ranges);
 }
 
 static bool
 seq_set_has (SeqSet *set, guint64 seq)
 {
-  guint i = seq_set_upper (set, seq);
+  GTreeNode *n;
 
-  return i > 0 && seq <= g_array_index (set, SeqRange, i - 1).hi;
+  if (set->last != NULL && seq >= set->last->lo)
+    return seq <= set->last->hi;
+  n = seq_set_floor (set, seq);
+  return n != NULL && seq <= ((SeqRange *)g_tree_node_key (n))->hi;
 }
 
 static guint64
 seq_set_max (SeqSet *set)
 {
-  return set->len > 0 ? g_array_index (set, SeqRange, set->len - 1).hi : 0;
+  return set->last != NULL ? set->last->hi : 0;
 }
 
 /* Add SEQ, not in SET. */
 static void
 seq_set_add (SeqSet *set, guint64 seq)
 {
-  guint i = seq_set_upper (set, seq);
-  SeqRange *prev = i > 0 ? &g_array_index (set, SeqRange, i - 1) : NULL;
-  SeqRange *next = i < set->len ? &g_array_index (set, SeqRange, i) : NULL;
+  GTreeNode *n;
+  SeqRange *prev, *next, *r;
 
+  if (set->last != NULL && seq == set->last->hi + 1)
+    {
+      set->last->hi = seq; /* in order: the usual case */
+      return;
+    }
+  n = seq_set_floor (set, seq);
+  prev = n != NULL ? g_tree_node_key (n) : NULL;
+  n = n != NULL ? g_tree_node_next (n) : g_tree_node_first (set->ranges);
+  next = n != NULL ? g_tree_node_key (n) : NULL;
   if (prev != NULL && prev->hi + 1 == seq)
     {
       prev->hi = seq;
       if (next != NULL && next->lo == seq + 1)
         {
           prev->hi = next->hi;
-          g_array_remove_index (set, i);
+          if (set->last == next)
+            set->last = prev;
+          g_tree_remove (set->ranges, next);
         }
+      return;
     }
-  else if (next != NULL && next->lo == seq + 1)
-    next->lo = seq;
-  else
+  if (next != NULL && next->lo == seq + 1)
     {
-      SeqRange r = { seq, seq };
-
-      g_array_insert_val (set, i, r);
+      /* its key goes down, past no other range's */
+      next->lo = seq;
+      return;
     }
+  r = g_new (SeqRange, 1);
+  r->lo = r->hi = seq;
+  g_tree_insert (set->ranges, r, r);
+  if (set->last == NULL || seq > set->last->hi)
+    set->last = r;
 }
 
 /* --- the reader ------------------------------------------------------------ */
@@ -497,7 +537,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->partial = g_string_new (NULL);
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  r->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
+  r->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)seq_set_free);
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
@@ -922,13 +962,13 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
         }
       if (seqs == NULL)
         {
-          seqs = g_array_new (FALSE, FALSE, sizeof (SeqRange));
+          seqs = seq_set_new ();
           g_hash_table_insert (r->last_seq, g_strdup (run_key), seqs);
         }
       /* The first record of a run read need not be seq 1 (older rotated
        * files may have been removed): jumps after it are gaps.  One below
        * the highest fills a hole said before. */
-      last = seqs->len > 0 ? seq_set_max (seqs) : seq - 1;
+      last = seqs->last != NULL ? seq_set_max (seqs) : seq - 1;
       seq_set_add (seqs, seq);
       if (seq > r->max_seq)
         r->max_seq = seq;
@@ -937,7 +977,7 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
           guint64 missing = seq - last - 1;
 
           r->stats.gaps++;
-          r->stats.missing += missing;
+          r->stats.missing = r->stats.missing > G_MAXUINT64 - missing ? G_MAXUINT64 : r->stats.missing + missing;
           g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
                        "%s:%" G_GUINT64_FORMAT ": run %s: seq jumps from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
                        ": %" G_GUINT64_FORMAT " record%s missing",

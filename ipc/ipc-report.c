@@ -659,7 +659,11 @@ total_gaps (FbReport *r)
   guint64 n = 0;
 
   for (guint i = 0; i < r->runs->len; i++)
-    n += run_gaps (r->runs->pdata[i]);
+    {
+      guint64 g = run_gaps (r->runs->pdata[i]);
+
+      n = n > G_MAXUINT64 - g ? G_MAXUINT64 : n + g; /* a log's own seqs can't wrap it to "whole" */
+    }
   return n;
 }
 

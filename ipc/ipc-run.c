@@ -279,21 +279,54 @@ is_dir_cached (const char *path)
   return statx (AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0 && S_ISDIR (stx.stx_mode);
 }
 
-/* Are there rotated files of a log at PATH beside it? */
+/* Are there rotated files of a log at PATH beside it?  *RET_OURS (may be
+ * NULL): is one of them a regular file of the caller's? */
 static bool
-has_rotated (const char *path)
+has_rotated (const char *path, bool *ret_ours)
 {
   g_autoptr (GPtrArray) rotated = fb_log_list_rotated (path, NULL);
+  struct stat st;
 
+  if (ret_ours != NULL)
+    {
+      *ret_ours = false;
+      for (guint i = 0; rotated != NULL && i < rotated->len && !*ret_ours; i++)
+        *ret_ours = fb_lstat_cached (AT_FDCWD, ((FbRotatedFile *)rotated->pdata[i])->path, &st) == 0 &&
+                    S_ISREG (st.st_mode) && st.st_uid == geteuid ();
+    }
   return rotated != NULL && rotated->len > 0;
 }
 
-/* Is PATH a log file's name: one ending in .jsonl (fusebox's own), or one
- * with rotated files beside it (a --log named otherwise)? */
-static bool
-is_log_name (const char *path)
+/* What PATH, a directory, is: 1 a run directory, 0 a log file's name, -1
+ * nobody can tell (ERROR says why).  A name ending in .jsonl is a log
+ * file's (fusebox's own), whatever is there: another user who can write
+ * beside a log could put a directory, or a link to one, at its free live
+ * name and have their records read in its place.  A directory with rotated
+ * files beside it (a --log named otherwise, or names someone put beside a
+ * run directory in a shared place) is the caller's run directory when it
+ * is theirs and none of those files is, and a log's name when one of the
+ * files is theirs and the directory is not; otherwise it is refused. */
+static int
+dir_is_run_dir (const char *path, GError **error)
 {
-  return g_str_has_suffix (path, ".jsonl") || has_rotated (path);
+  struct stat st;
+  bool ours_rotated = false, ours_dir;
+
+  if (g_str_has_suffix (path, ".jsonl"))
+    return 0;
+  if (!has_rotated (path, &ours_rotated))
+    return 1;
+  ours_dir = fb_lstat_cached (AT_FDCWD, path, &st) == 0 && st.st_uid == geteuid ();
+  if (ours_dir && !ours_rotated)
+    return 1;
+  if (ours_rotated && !ours_dir)
+    return 0;
+  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+               "%s is a directory, and there are rotated log files beside it (%s.<first>-<last>.jsonl): fusebox "
+               "can't tell the run directory from the log of that name (whoever can write beside it may have put "
+               "one there); name the log's file (%s/access.jsonl) or a rotated file",
+               path, path, path);
+  return -1;
 }
 
 char *
@@ -316,8 +349,14 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
    * log file's name: another user who can write beside a log could put a
    * directory, or a link to one, at its free live name, and have their
    * records read in its place */
-  if (!is_log_name (run_or_file) && is_dir_cached (run_or_file))
+  if (is_dir_cached (run_or_file))
     {
+      int is_run = dir_is_run_dir (run_or_file, error);
+
+      if (is_run < 0)
+        return NULL;
+      if (is_run == 0)
+        return g_strdup (run_or_file); /* the reader refuses the directory, naming it */
       if (dir_has_log (run_or_file, &live))
         return g_steal_pointer (&live);
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
@@ -332,7 +371,7 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
     return g_strdup (run_or_file);
   /* or a log whose live file is not there (yet, or any more): its rotated
    * files are */
-  if (has_rotated (run_or_file))
+  if (has_rotated (run_or_file, NULL))
     return g_strdup (run_or_file);
   /* 3. a run id */
   if (valid_run_id (run_or_file))

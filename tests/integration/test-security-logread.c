@@ -1251,6 +1251,73 @@ RFX_CASE (test_no_run_directory_at_a_log_name)
     }
 }
 
+/* Another user's file named as a rotated file of a run directory, beside
+ * it in a shared place (a --run-dir there): the directory was taken for a
+ * log's live name, its access.jsonl never read, and their file shown as
+ * the log.  The caller's directory is its run directory; another user's,
+ * with such names beside it, is refused, naming both. */
+RFX_CASE (test_rotated_names_beside_a_run_directory)
+{
+  g_autofree char *shared = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *run = g_build_filename (shared, "run", NULL);
+  g_autofree char *log = g_build_filename (run, "access.jsonl", NULL);
+  g_autofree char *planted = g_build_filename (shared, "run.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *forged = record (1, "/FORGED");
+  g_autofree char *says = NULL;
+  Res r;
+
+  assert_int_equal (g_mkdir_with_parents (shared, 01777), 0);
+  assert_int_equal (chmod (shared, 01777), 0);
+  assert_int_equal (g_mkdir_with_parents (run, 0700), 0);
+  test_write (log, rec1, 0600);
+  test_write (planted, forged, 0644);
+  assert_int_equal (chown (planted, 65534, 65534), 0);
+  test_assert_host_readable (planted);
+
+  FUSEBOX (fx, &r, "log", run);
+  if (r.status != 0 || strstr (r.out, "/real-a") == NULL)
+    fail_msg ("log %s: exit %d, the run's record not shown:\n%s\n%s", run, r.status, r.out, r.err);
+  assert_null (strstr (r.out, "FORGED"));
+  res_clear (&r);
+
+  /* another user's run directory, read by root */
+  assert_int_equal (chown (log, 12345, 12345), 0);
+  assert_int_equal (chown (run, 12345, 12345), 0);
+  says = g_strdup_printf ("%s is a directory, and there are rotated log files beside it", run);
+  FUSEBOX (fx, &r, "log", run);
+  if (r.status != 1 || strstr (r.err, says) == NULL)
+    fail_msg ("log %s: exit %d; no '%s' in:\n%s", run, r.status, says, r.err);
+  assert_null (strstr (r.out, "FORGED"));
+  res_clear (&r);
+}
+
+/* A log whose runs' seqs span nearly 2^63 each: the report's total of
+ * missing seqs wrapped to 0 and said the log was whole. */
+RFX_CASE (test_report_gaps_do_not_wrap)
+{
+  g_autofree char *live = run_file (fx, "access.jsonl");
+  g_autoptr (GString) text = g_string_new (NULL);
+  const struct
+  {
+    const char *run;
+    gint64 seq;
+  } recs[] = { { "A", 1 }, { "A", G_MAXINT64 }, { "B", 1 }, { "B", G_MAXINT64 }, { "C", 1 }, { "C", 8 } };
+  Res r;
+
+  for (guint i = 0; i < G_N_ELEMENTS (recs); i++)
+    g_string_append_printf (
+      text,
+      "{\"ts\":\"2024-01-01T00:00:00Z\",\"run\":\"%s\",\"seq\":%" G_GINT64_FORMAT
+      ",\"op\":\"open\",\"path\":\"/x\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0}\n",
+      recs[i].run, recs[i].seq);
+  test_write (live, text->str, 0600);
+  FUSEBOX (fx, &r, "report", live);
+  if (strstr (r.out, "the log is not whole") == NULL && strstr (r.err, "the log is not whole") == NULL)
+    fail_msg ("report %s: no 'the log is not whole':\n%s\n%s", live, r.out, r.err);
+  res_clear (&r);
+}
+
 static int
 require_host (void **state)
 {
@@ -1270,4 +1337,5 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_follow_skipped_live_number_reused), RFX_TEST (test_names_made_one_after_another),
                   RFX_TEST (test_log_of_several_owners), RFX_TEST (test_follow_newest_before_another_users_name),
                   RFX_TEST (test_follow_past_a_link_at_the_live_name), RFX_TEST (test_two_runs_one_log),
-                  RFX_TEST (test_no_run_directory_at_a_log_name))
+                  RFX_TEST (test_no_run_directory_at_a_log_name), RFX_TEST (test_rotated_names_beside_a_run_directory),
+                  RFX_TEST (test_report_gaps_do_not_wrap))
