@@ -331,6 +331,7 @@ struct FbLogReader
   ino_t foreign_ino;
 
   guint lists_adding;  /* listings of the rotated files that added some */
+  guint live_skips;    /* the live name skipped as another's (a reader that ends) */
   GQueue pending;      /* rotated files still to read (char* paths), in order */
   GHashTable *seen;    /* rotated files queued once (paths, as last listed): never twice */
   GHashTable *skipped; /* rotated files skipped (path -> Identity, as last listed) */
@@ -608,6 +609,17 @@ fb_log_reader_get_stats (FbLogReader *r, FbLogReaderStats *ret_stats)
   *ret_stats = r->stats;
 }
 
+/* A follower that took the log for another user's (none of its files was
+ * the caller's at the start) meets a file of the caller's: by the rule of
+ * log_owner, no other user can make one, so the log is the caller's from
+ * now on (the caller's writer may have started after the follower). */
+static void
+adopt_if_ours (FbLogReader *r, const struct stat *st)
+{
+  if (r->follow && !r->single_file && r->owner != geteuid () && S_ISREG (st->st_mode) && st->st_uid == geteuid ())
+    r->owner = geteuid ();
+}
+
 /* PATH (attributes ST) is another owner's than the log's. */
 static void
 set_foreign_error (FbLogReader *r, const char *path, const struct stat *st, GError **error)
@@ -656,6 +668,7 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
                    g_strerror (errsv));
       return -1;
     }
+  adopt_if_ours (r, &st);
   if (!r->single_file && st.st_uid != r->owner)
     {
       if (is_live)
@@ -712,6 +725,8 @@ successor_status (FbLogReader *r, GError **error)
 
   if (fd < 0 && errno == ENOENT)
     return 0;
+  if (fd >= 0 && S_ISREG (st.st_mode))
+    adopt_if_ours (r, &st);
   if (fd >= 0 && S_ISREG (st.st_mode) && st.st_uid == r->owner)
     return 1;
   /* another user's file, or no regular file: refused by the writer too;
@@ -1131,7 +1146,13 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
         if (o < 0)
           return FB_LOG_READ_ERROR;
         if (o == OPEN_FOREIGN)
-          return FB_LOG_READ_SKIPPED;
+          {
+            /* a reader that ends tries the live name a few times only:
+             * another user swapping files there must not keep it reading */
+            if (!r->follow && ++r->live_skips >= RELIST_MAX)
+              r->done = TRUE;
+            return FB_LOG_READ_SKIPPED;
+          }
         if (!queue_rotated (r, &added, error))
           return FB_LOG_READ_ERROR;
         if (added > 0)

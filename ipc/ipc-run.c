@@ -271,12 +271,19 @@ fb_run_find_latest (GError **error)
 /* Is PATH a directory (a link followed), from what the kernel holds?
  * Another user's FUSE filesystem mounted at a name in a shared directory
  * is not asked: its server need never answer. */
-static gboolean
-is_dir_cached (const char *path)
+/* What PATH leads to (through links), from what the kernel holds: 0 no
+ * directory, 1 a directory, 2 the root of a mount (another filesystem
+ * than the directory above it, whose server may never answer). */
+static int
+dir_kind_cached (const char *path)
 {
   struct statx stx;
 
-  return statx (AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) == 0 && S_ISDIR (stx.stx_mode);
+  if (statx (AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0 || !S_ISDIR (stx.stx_mode))
+    return 0;
+  return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0
+           ? 2
+           : 1;
 }
 
 /* Are there rotated files of a log at PATH beside it?  *RET_OURS (may be
@@ -330,12 +337,18 @@ dir_is_run_dir (const char *path, GError **error)
 }
 
 char *
-fb_run_resolve_log (const char *run_or_file, GError **error)
+fb_run_resolve_log (const char *arg, GError **error)
 {
   g_autofree char *root = fb_run_dir_root ();
   g_autofree char *live = NULL;
+  g_autofree char *run_or_file = g_strdup (arg);
   struct stat st;
+  int kind;
 
+  /* "DIR/" as DIR (a shell's completion adds the slash): the rules below
+   * look at the name, and beside it, not inside it */
+  for (gsize n = run_or_file != NULL ? strlen (run_or_file) : 0; n > 1 && run_or_file[n - 1] == '/'; n--)
+    run_or_file[n - 1] = '\0';
   if (run_or_file == NULL || run_or_file[0] == '\0')
     {
       g_autofree char *latest = fb_run_find_latest (error);
@@ -345,11 +358,30 @@ fb_run_resolve_log (const char *run_or_file, GError **error)
       return g_build_filename (latest, "access.jsonl", NULL);
     }
 
+  /* 0. a run id: one of our runs first, before a name in the current
+   * directory (which another user may be able to write) */
+  if (valid_run_id (run_or_file))
+    {
+      g_autofree char *dir = g_build_filename (root, run_or_file, NULL);
+
+      if (dir_kind_cached (dir) == 1)
+        return g_build_filename (dir, "access.jsonl", NULL);
+    }
   /* 1. a run directory (the caller may name it through a link); never a
    * log file's name: another user who can write beside a log could put a
    * directory, or a link to one, at its free live name, and have their
-   * records read in its place */
-  if (is_dir_cached (run_or_file))
+   * records read in its place; never a mount's root, which is not looked
+   * into (whoever mounted it may never answer) */
+  kind = dir_kind_cached (run_or_file);
+  if (kind == 2)
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "%s is the root of another filesystem mounted there: fusebox does not look into it for an "
+                   "access log (whoever mounted it may never answer); name the log file itself",
+                   run_or_file);
+      return NULL;
+    }
+  if (kind == 1)
     {
       int is_run = dir_is_run_dir (run_or_file, error);
 

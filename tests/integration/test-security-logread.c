@@ -1229,11 +1229,17 @@ RFX_CASE (test_no_run_directory_at_a_log_name)
       assert_int_equal (chown (inner, 65534, 65534), 0);
       assert_int_equal (chown (live, 65534, 65534), 0);
       test_assert_host_readable (inner);
-      FUSEBOX (fx, &r, "log", live);
-      assert_null (strstr (r.out, "FORGED"));
-      if (strstr (r.out, "/real-a") == NULL || strstr (r.err, live) == NULL)
-        fail_msg ("log %s, a directory there: exit %d:\n%s\n%s", live, r.status, r.out, r.err);
-      res_clear (&r);
+      for (int slash = 0; slash < 2; slash++)
+        {
+          /* with the slash a shell's completion adds */
+          g_autofree char *named = g_strconcat (live, slash ? "/" : "", NULL);
+
+          FUSEBOX (fx, &r, "log", named);
+          assert_null (strstr (r.out, "FORGED"));
+          if (strstr (r.out, "/real-a") == NULL || strstr (r.err, live) == NULL)
+            fail_msg ("log %s, a directory there: exit %d:\n%s\n%s", named, r.status, r.out, r.err);
+          res_clear (&r);
+        }
       assert_int_equal (unlink (inner), 0);
       assert_int_equal (rmdir (live), 0);
 
@@ -1318,6 +1324,61 @@ RFX_CASE (test_report_gaps_do_not_wrap)
   res_clear (&r);
 }
 
+/* A run id typed in a directory another user can write (the commands'
+ * working directory here), where they made a directory of that name with
+ * their own access.jsonl: it was read in place of the run's log.  A run
+ * id names one of the caller's runs first. */
+RFX_CASE (test_run_id_before_a_name_here)
+{
+  g_autofree char *real = run_file (fx, "access.jsonl");
+  g_autofree char *here = g_build_filename (fx->ws, RUN, NULL);
+  g_autofree char *fake = g_build_filename (here, "access.jsonl", NULL);
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *forged = record (1, "/FORGED");
+  Res r;
+
+  test_write (real, rec1, 0600);
+  assert_int_equal (g_mkdir_with_parents (here, 0755), 0);
+  test_write (fake, forged, 0644);
+  assert_int_equal (chown (fake, 65534, 65534), 0);
+  assert_int_equal (chown (here, 65534, 65534), 0);
+  test_assert_host_readable (fake);
+  FUSEBOX (fx, &r, "log", RUN);
+  if (r.status != 0 || strstr (r.out, "/real-a") == NULL)
+    fail_msg ("log %s: exit %d, the run's record not shown:\n%s\n%s", RUN, r.status, r.out, r.err);
+  assert_null (strstr (r.out, "FORGED"));
+  res_clear (&r);
+}
+
+/* Another user's rotated file is all there is when the follower starts
+ * (the log is then taken for theirs, with a note); the caller's writer
+ * starts next and makes the live file.  The follower skipped the caller's
+ * own live file as "another owner's" and advised removing it: every real
+ * record was missed.  A file of the caller's makes the log theirs. */
+RFX_CASE (test_follow_adopts_the_callers_file)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
+  g_autofree char *planted = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *forged = record (1, "/FORGED");
+  g_autofree char *out = NULL, *err = NULL;
+  int fd;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  test_write (planted, forged, 0644);
+  assert_int_equal (chown (planted, 65534, 65534), 0);
+  test_assert_host_readable (planted);
+  start_follower (fx, live, &out, &err);
+  wait_for_text (err, "is uid 65534's", "log --follow's note");
+  fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true (fd >= 0);
+  append_record (fd, 2, "/real-2");
+  append_record (fd, 3, "/real-3");
+  close (fd);
+  wait_for_text (out, "/real-3", "log --follow, the caller's live file");
+}
+
 static int
 require_host (void **state)
 {
@@ -1338,4 +1399,5 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_log_of_several_owners), RFX_TEST (test_follow_newest_before_another_users_name),
                   RFX_TEST (test_follow_past_a_link_at_the_live_name), RFX_TEST (test_two_runs_one_log),
                   RFX_TEST (test_no_run_directory_at_a_log_name), RFX_TEST (test_rotated_names_beside_a_run_directory),
-                  RFX_TEST (test_report_gaps_do_not_wrap))
+                  RFX_TEST (test_report_gaps_do_not_wrap), RFX_TEST (test_run_id_before_a_name_here),
+                  RFX_TEST (test_follow_adopts_the_callers_file))

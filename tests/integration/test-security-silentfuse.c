@@ -781,6 +781,31 @@ MFX_CASE (test_silent_fuse_at_a_rotated_log_name)
   silent_take_off ();
 }
 
+/* Another user's directory in a shared place, a silent FUSE filesystem
+ * mounted over it, named to `fusebox log` and `report` as a run directory
+ * (with and without the slash a shell's completion adds): they looked
+ * into it for access.jsonl and waited for good, Ctrl-C or not.  A mount's
+ * root is not looked into: they end, naming it. */
+MFX_CASE (test_silent_fuse_named_as_a_run_directory)
+{
+  g_autofree char *logs = shared_logs (fx);
+  g_autofree char *dir = g_build_filename (logs, "xdir", NULL);
+  g_autofree char *slash = g_strconcat (dir, "/", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
+  const char *const commands[] = { "log", "report" };
+
+  assert_int_equal (mkdir (dir, 0755), 0);
+  assert_int_equal (chown (dir, 1000, 1000), 0);
+  silent_mount (fx, dir);
+  assert_silent (fx);
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
+    {
+      assert_int_equal (reader_ends_naming (commands[i], dir, dir, err), 1);
+      assert_int_equal (reader_ends_naming (commands[i], slash, dir, err), 1);
+    }
+  silent_take_off ();
+}
+
 /* The same at the live log's name, which is free before a log's first run
  * (or between a rotation's rename and the new file): beside root's rotated
  * file, another user's file there with a silent FUSE filesystem mounted
@@ -912,5 +937,7 @@ MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_s
                  SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
                  SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount),
                  SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name),
-                 SILENT_TEST (test_silent_fuse_at_the_live_log_name), SILENT_TEST (test_silent_fuse_under_a_follower),
+                 SILENT_TEST (test_silent_fuse_at_the_live_log_name),
+                 SILENT_TEST (test_silent_fuse_named_as_a_run_directory),
+                 SILENT_TEST (test_silent_fuse_under_a_follower),
                  SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
