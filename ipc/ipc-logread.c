@@ -330,8 +330,14 @@ struct FbLogReader
   dev_t foreign_dev;    /* the live file skipped as another's: not warned of again */
   ino_t foreign_ino;
 
-  guint lists_adding;  /* listings of the rotated files that added some */
-  guint live_skips;    /* the live name skipped as another's (a reader that ends) */
+  guint lists_adding; /* listings of the rotated files that added some */
+  guint live_skips;   /* the live name skipped as another's (a reader that ends) */
+  struct
+  {
+    dev_t dev;
+    ino_t ino;
+  } read_live[8]; /* the last live files read to their end and renamed away */
+  guint read_live_next;
   GQueue pending;      /* rotated files still to read (char* paths), in order */
   GHashTable *seen;    /* rotated files queued once (paths, as last listed): never twice */
   GHashTable *skipped; /* rotated files skipped (path -> Identity, as last listed) */
@@ -353,6 +359,20 @@ struct FbLogReader
   FbLogRecord *held;    /* the record after a reported gap */
   FbLogReaderStats stats;
 };
+
+/* Is PATH the file we read to its end as the live one, since renamed? */
+static bool
+was_read_as_live (FbLogReader *r, const char *path)
+{
+  struct stat st;
+
+  if (fb_lstat_cached (AT_FDCWD, path, &st) < 0 || !S_ISREG (st.st_mode))
+    return false;
+  for (guint i = 0; i < G_N_ELEMENTS (r->read_live); i++)
+    if (r->read_live[i].ino != 0 && r->read_live[i].dev == st.st_dev && r->read_live[i].ino == st.st_ino)
+      return true;
+  return false;
+}
 
 /* A file skipped at a rotated name: while the same file is there, it is
  * not queued (nor warned of) again. */
@@ -430,9 +450,9 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
         continue;
       g_hash_table_remove (r->skipped, f->path);
       /* The file we were reading as the live one, under its rotated name:
-       * already read to its end.  (With several runs in one log the names'
-       * seqs are ambiguous; then read it again and let seq drop repeats.) */
-      if (f->last_seq <= r->max_seq && g_hash_table_size (r->last_seq) <= 1)
+       * already read to its end.  Known by what it is, not by its name's
+       * seqs: the next run's first rotated file has seqs below ours. */
+      if (was_read_as_live (r, f->path))
         {
           g_hash_table_add (r->seen, g_strdup (f->path));
           continue;
@@ -609,14 +629,14 @@ fb_log_reader_get_stats (FbLogReader *r, FbLogReaderStats *ret_stats)
   *ret_stats = r->stats;
 }
 
-/* A follower that took the log for another user's (none of its files was
+/* A reader that took the log for another user's (none of its files was
  * the caller's at the start) meets a file of the caller's: by the rule of
  * log_owner, no other user can make one, so the log is the caller's from
- * now on (the caller's writer may have started after the follower). */
+ * now on (the caller's writer may have started after the reader). */
 static void
 adopt_if_ours (FbLogReader *r, const struct stat *st)
 {
-  if (r->follow && !r->single_file && r->owner != geteuid () && S_ISREG (st->st_mode) && st->st_uid == geteuid ())
+  if (!r->single_file && r->owner != geteuid () && S_ISREG (st->st_mode) && st->st_uid == geteuid ())
     r->owner = geteuid ();
 }
 
@@ -1102,6 +1122,13 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
             }
           /* A rotated file done, or the live one rotated away: go on with
            * the rotated files that appeared meanwhile, then the live file. */
+          if (replaced)
+            {
+              guint k = r->read_live_next++ % G_N_ELEMENTS (r->read_live);
+
+              r->read_live[k].dev = r->dev;
+              r->read_live[k].ino = r->ino;
+            }
           close_current (r);
           if (!queue_rotated (r, NULL, error))
             return FB_LOG_READ_ERROR;

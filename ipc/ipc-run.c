@@ -278,12 +278,20 @@ static int
 dir_kind_cached (const char *path)
 {
   struct statx stx;
+  struct stat st, up;
+  g_autofree char *parent = g_path_get_dirname (path);
 
+  /* another user's link is not followed (its target may be a name in their
+   * FUSE filesystem, whose lookup would wait for good): a log file's name,
+   * whose reader refuses links */
+  if (fb_lstat_cached (AT_FDCWD, path, &st) < 0 || (S_ISLNK (st.st_mode) && st.st_uid != geteuid () && st.st_uid != 0))
+    return 0;
   if (statx (AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0 || !S_ISDIR (stx.stx_mode))
     return 0;
-  return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0
-           ? 2
-           : 1;
+  if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0)
+    return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0 ? 2 : 1;
+  /* (before Linux 5.8) another device than the directory above it */
+  return !S_ISLNK (st.st_mode) && fb_lstat_cached (AT_FDCWD, parent, &up) == 0 && up.st_dev != st.st_dev ? 2 : 1;
 }
 
 /* Are there rotated files of a log at PATH beside it?  *RET_OURS (may be

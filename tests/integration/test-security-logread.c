@@ -23,6 +23,7 @@
  *
  * Needs nothing but the fusebox binary (no sandbox is made). */
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 
 #include "tests/lib/test-run.h"
@@ -1379,6 +1380,118 @@ RFX_CASE (test_follow_adopts_the_callers_file)
   wait_for_text (out, "/real-3", "log --follow, the caller's live file");
 }
 
+/* `fusebox log --json LIVE`, its output into a pipe nobody reads yet: once
+ * it has printed (and so listed the log's files), it waits in write(2),
+ * partway through the log, like a reader behind a pager.  Returns its pid;
+ * *RET_FD the pipe's end to read. */
+static GPid
+start_stalled_reader (RFx *fx, const char *live, int *ret_fd)
+{
+  const char *argv[] = { test_bin (), "log", "--json", live, NULL };
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  struct pollfd p;
+  GPid pid;
+
+  rfx_set_repro (fx, (char **)argv);
+  if (!g_spawn_async_with_pipes (fx->ws, (char **)argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, NULL, ret_fd,
+                                 NULL, &error))
+    fail_msg ("spawn: %s", error->message);
+  rfx_keep_pid (fx, pid);
+  p.fd = *ret_fd;
+  p.events = POLLIN;
+  assert_int_equal (poll (&p, 1, CAP_MS), 1);
+  return pid;
+}
+
+/* All that comes out of FD until its end (a bound only a hang reaches). */
+static char *
+drain (RFx *fx, GPid pid, int fd)
+{
+  GString *out = g_string_new (NULL);
+  char buf[65536];
+  ssize_t n;
+
+  while ((n = read (fd, buf, sizeof buf)) > 0)
+    g_string_append_len (out, buf, n);
+  close (fd);
+  assert_true (rfx_wait (fx, pid, CAP_MS) >= 0);
+  return g_string_free (out, FALSE);
+}
+
+/* N records of RUN, seqs FIRST.., appended to PATH (made 0600 when new). */
+static void
+append_run (const char *path, const char *run, guint64 first, guint n)
+{
+  g_autoptr (GString) text = g_string_new (NULL);
+  int fd = open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+
+  assert_true (fd >= 0);
+  for (guint64 seq = first; seq < first + n; seq++)
+    g_string_append_printf (text,
+                            "{\"ts\":\"2024-01-01T00:00:00Z\",\"run\":\"%s\",\"seq\":%" G_GUINT64_FORMAT
+                            ",\"op\":\"open\",\"path\":\"/%s-%" G_GUINT64_FORMAT
+                            "\",\"access\":\"read\",\"decision\":\"allow\",\"errno\":0}\n",
+                            run, seq, run, seq);
+  write_str (fd, text->str);
+  close (fd);
+}
+
+/* Two runs, one after the other, on one log, while a reader is behind a
+ * pager: run B goes on in the live file run A left, rotates it (its own
+ * seqs name it: 1-30) and makes a new live file.  The reader took B's
+ * rotated file for the live file it had read, because the name's seqs were
+ * below the highest it had shown: A's last 20 records and B's first 30
+ * were missing, without a warning.  Only the file it read is skipped now. */
+RFX_CASE (test_next_runs_rotated_file_read)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "two", NULL);
+  g_autofree char *live = g_build_filename (dir, "L.jsonl", NULL);
+  g_autofree char *first = g_build_filename (dir, "L.000000000001-000000005000.jsonl", NULL);
+  g_autofree char *second = g_build_filename (dir, "L.000000000001-000000000030.jsonl", NULL);
+  g_autofree char *out = NULL;
+  GPid pid;
+  int fd;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 0700), 0);
+  append_run (first, "A", 1, 5000);
+  append_run (live, "A", 5001, 20);
+  pid = start_stalled_reader (fx, live, &fd);
+  /* run B, as the writer does it */
+  append_run (live, "B", 1, 30);
+  assert_int_equal (rename (live, second), 0);
+  append_run (live, "B", 31, 10);
+  out = drain (fx, pid, fd);
+  if (count (out, "\"run\":\"A\"") != 5020 || count (out, "\"run\":\"B\"") != 40)
+    fail_msg ("log %s: %u of A's 5020 records, %u of B's 40", live, count (out, "\"run\":\"A\""),
+              count (out, "\"run\":\"B\""));
+}
+
+/* A reader (not a follower) that took the log for another user's (their
+ * rotated file was all there was) meets the caller's live file, made
+ * while it read: it was skipped as "another owner's", with the advice to
+ * remove it.  A file of the caller's makes the log theirs. */
+RFX_CASE (test_reader_adopts_the_callers_file)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *live = g_build_filename (dir, "M.jsonl", NULL);
+  g_autofree char *planted = g_build_filename (dir, "M.000000000001-000000005000.jsonl", NULL);
+  g_autofree char *out = NULL;
+  GPid pid;
+  int fd;
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  append_run (planted, "X", 1, 5000);
+  assert_int_equal (chown (planted, 65534, 65534), 0);
+  test_assert_host_readable (planted);
+  pid = start_stalled_reader (fx, live, &fd);
+  append_run (live, "R", 1, 3);
+  out = drain (fx, pid, fd);
+  if (count (out, "\"run\":\"R\"") != 3)
+    fail_msg ("log %s: %u of the caller's 3 records", live, count (out, "\"run\":\"R\""));
+}
+
 static int
 require_host (void **state)
 {
@@ -1400,4 +1513,5 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_follow_past_a_link_at_the_live_name), RFX_TEST (test_two_runs_one_log),
                   RFX_TEST (test_no_run_directory_at_a_log_name), RFX_TEST (test_rotated_names_beside_a_run_directory),
                   RFX_TEST (test_report_gaps_do_not_wrap), RFX_TEST (test_run_id_before_a_name_here),
-                  RFX_TEST (test_follow_adopts_the_callers_file))
+                  RFX_TEST (test_follow_adopts_the_callers_file), RFX_TEST (test_next_runs_rotated_file_read),
+                  RFX_TEST (test_reader_adopts_the_callers_file))

@@ -806,6 +806,34 @@ MFX_CASE (test_silent_fuse_named_as_a_run_directory)
   silent_take_off ();
 }
 
+/* Another user's link at a log's free live name, into a name in their
+ * silent FUSE filesystem (in a shared directory that is not sticky, where
+ * the kernel follows others' links): the look at whether the name was a
+ * run directory followed it, and the lookup in their filesystem held
+ * `log` and `report` for good.  Another user's link is not followed: it
+ * is a log file's name, and the reader refuses the link, naming it. */
+MFX_CASE (test_silent_fuse_behind_a_link_at_a_log_name)
+{
+  g_autofree char *logs = shared_logs (fx);
+  g_autofree char *open_dir = g_build_filename (logs, "open", NULL);
+  g_autofree char *mnt = g_build_filename (open_dir, "mnt", NULL);
+  g_autofree char *log = g_build_filename (open_dir, "log.jsonl", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
+  const char *const commands[] = { "log", "report" };
+
+  assert_int_equal (mkdir (open_dir, 0777), 0);
+  assert_int_equal (chmod (open_dir, 0777), 0);
+  assert_int_equal (mkdir (mnt, 0755), 0);
+  assert_int_equal (chown (mnt, 1000, 1000), 0);
+  assert_int_equal (symlink ("mnt/x", log), 0);
+  assert_int_equal (lchown (log, 1000, 1000), 0);
+  silent_mount (fx, mnt);
+  assert_silent (fx);
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
+    assert_int_equal (reader_ends_naming (commands[i], log, log, err), 1);
+  silent_take_off ();
+}
+
 /* The same at the live log's name, which is free before a log's first run
  * (or between a rotation's rename and the new file): beside root's rotated
  * file, another user's file there with a silent FUSE filesystem mounted
@@ -939,5 +967,6 @@ MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_s
                  SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name),
                  SILENT_TEST (test_silent_fuse_at_the_live_log_name),
                  SILENT_TEST (test_silent_fuse_named_as_a_run_directory),
+                 SILENT_TEST (test_silent_fuse_behind_a_link_at_a_log_name),
                  SILENT_TEST (test_silent_fuse_under_a_follower),
                  SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))

@@ -255,8 +255,12 @@ write_rotated (const char *dir, guint64 first, guint64 last, guint n)
   g_autofree char *name = fb_log_rotated_name ("access.jsonl", first, last, n);
   g_autofree char *path = g_build_filename (dir, name, NULL);
   g_autofree char *text = records ("r", first, last);
+  /* one time for all: within one clock tick the seqs order them (files
+   * apart in time are read in the order written: fb_log_list_rotated) */
+  struct timespec times[2] = { { 1700000000, 0 }, { 1700000000, 0 } };
 
   test_write_file (path, text);
+  assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
 }
 
 static void
@@ -273,7 +277,8 @@ test_rotated_order (void **state)
   g_autofree char *decoy2 = g_build_filename (f->dir, "other.000000000001-000000000002.jsonl", NULL);
   g_autofree char *decoy3 = g_build_filename (f->dir, "access.1-2.jsonl.bak", NULL);
 
-  /* written out of order on purpose; 100..111 sorts after 4..99 only by number */
+  /* written out of order on purpose, with one time; 100..111 sorts after
+   * 4..99 only by number */
   write_rotated (f->dir, 100, 111, 0);
   write_rotated (f->dir, 1, 3, 0);
   write_rotated (f->dir, 4, 99, 0);
