@@ -330,12 +330,15 @@ struct FbLogReader
   dev_t foreign_dev;    /* the live file skipped as another's: not warned of again */
   ino_t foreign_ino;
 
-  guint lists_adding; /* listings of the rotated files that added some */
-  guint live_skips;   /* the live name skipped as another's (a reader that ends) */
+  guint lists_adding;     /* listings of the rotated files that added some */
+  gboolean relist_capped; /* RELIST_MAX reached: not looked for any more */
+  guint live_skips;       /* the live name skipped as another's (a reader that ends) */
   struct
   {
     dev_t dev;
     ino_t ino;
+    off_t size;
+    struct timespec mtime;
   } read_live[8]; /* the last live files read to their end and renamed away */
   guint read_live_next;
   GQueue pending;      /* rotated files still to read (char* paths), in order */
@@ -369,7 +372,9 @@ was_read_as_live (FbLogReader *r, const char *path)
   if (fb_lstat_cached (AT_FDCWD, path, &st) < 0 || !S_ISREG (st.st_mode))
     return false;
   for (guint i = 0; i < G_N_ELEMENTS (r->read_live); i++)
-    if (r->read_live[i].ino != 0 && r->read_live[i].dev == st.st_dev && r->read_live[i].ino == st.st_ino)
+    if (r->read_live[i].ino != 0 && r->read_live[i].dev == st.st_dev && r->read_live[i].ino == st.st_ino &&
+        r->read_live[i].size == st.st_size && r->read_live[i].mtime.tv_sec == st.st_mtim.tv_sec &&
+        r->read_live[i].mtime.tv_nsec == st.st_mtim.tv_nsec)
       return true;
   return false;
 }
@@ -432,7 +437,10 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
    * reads adds a file or two, and names that keep coming (someone making
    * one after another) must not keep it reading. */
   if (!r->follow && r->lists_adding >= RELIST_MAX)
-    return TRUE;
+    {
+      r->relist_capped = TRUE;
+      return TRUE;
+    }
   for (guint i = 0; i < rotated->len; i++)
     g_hash_table_add (listed, ((FbRotatedFile *)rotated->pdata[i])->path);
   if (r->follow)
@@ -1015,8 +1023,11 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
           r->stats.missing = r->stats.missing > G_MAXUINT64 - missing ? G_MAXUINT64 : r->stats.missing + missing;
           g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
                        "%s:%" G_GUINT64_FORMAT ": run %s: seq jumps from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-                       ": %" G_GUINT64_FORMAT " record%s missing",
-                       r->file, line_no, run_key, last, seq, missing, missing == 1 ? "" : "s");
+                       ": %" G_GUINT64_FORMAT " record%s %s",
+                       r->file, line_no, run_key, last, seq, missing, missing == 1 ? "" : "s",
+                       r->relist_capped ? "not read: rotated files kept appearing while the log was read, and were "
+                                          "no longer looked for; read it again"
+                                        : "missing");
           r->stats.records++;
           r->held = g_steal_pointer (&rec);
           return LINE_GAP;
@@ -1076,8 +1087,9 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           /* and so may the one rotated away, and the newest rotated file,
            * until the writer has a new live file of its own */
           newest = false;
-          if (r->follow && !r->is_live)
+          if (r->follow && !r->is_live && !owner_file_pending (r))
             {
+              /* the last of the owner's files queued: any newer one? */
               if (!queue_rotated (r, NULL, error))
                 return FB_LOG_READ_ERROR;
               newest = !owner_file_pending (r);
@@ -1125,11 +1137,24 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           if (replaced)
             {
               guint k = r->read_live_next++ % G_N_ELEMENTS (r->read_live);
+              struct stat st;
 
-              r->read_live[k].dev = r->dev;
-              r->read_live[k].ino = r->ino;
+              /* its size and time too: its inode number may go to a file
+               * made after it is removed */
+              if (fstat (r->fd, &st) == 0)
+                {
+                  r->read_live[k].dev = st.st_dev;
+                  r->read_live[k].ino = st.st_ino;
+                  r->read_live[k].size = st.st_size;
+                  r->read_live[k].mtime = st.st_mtim;
+                }
             }
           close_current (r);
+          /* look for rotated files that appeared meanwhile only when none
+           * of the log's is left to read (listing after each one made a
+           * log of many files quadratic); step 4 looks again anyway */
+          if (!replaced && owner_file_pending (r))
+            continue;
           if (!queue_rotated (r, NULL, error))
             return FB_LOG_READ_ERROR;
           continue;
