@@ -357,9 +357,8 @@ struct FbLogReader
   GQueue lines;      /* complete lines read ahead (char*, NULL = over-long) */
   GQueue line_nos;   /* their line numbers */
 
-  GHashTable *last_seq; /* run (or "") -> SeqSet*: the seqs returned */
-  guint64 max_seq;      /* the highest seq read, any run */
-  FbLogRecord *held;    /* the record after a reported gap */
+  GHashTable *seqs;  /* run (or "") -> SeqSet*: the seqs returned */
+  FbLogRecord *held; /* the record after a reported gap */
   FbLogReaderStats stats;
 };
 
@@ -566,7 +565,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->partial = g_string_new (NULL);
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  r->last_seq = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)seq_set_free);
+  r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)seq_set_free);
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
@@ -625,7 +624,7 @@ fb_log_reader_free (FbLogReader *r)
   g_string_free (r->partial, TRUE);
   g_hash_table_unref (r->seen);
   g_hash_table_unref (r->skipped);
-  g_hash_table_unref (r->last_seq);
+  g_hash_table_unref (r->seqs);
   fb_log_record_free (r->held);
   g_free (r->live_path);
   g_free (r);
@@ -995,7 +994,7 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
     {
       const char *run_key = rec->run != NULL ? rec->run : "";
       guint64 seq = (guint64)rec->seq;
-      SeqSet *seqs = g_hash_table_lookup (r->last_seq, run_key);
+      SeqSet *seqs = g_hash_table_lookup (r->seqs, run_key);
       guint64 last;
 
       if (seqs != NULL && seq_set_has (seqs, seq))
@@ -1006,15 +1005,13 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
       if (seqs == NULL)
         {
           seqs = seq_set_new ();
-          g_hash_table_insert (r->last_seq, g_strdup (run_key), seqs);
+          g_hash_table_insert (r->seqs, g_strdup (run_key), seqs);
         }
       /* The first record of a run read need not be seq 1 (older rotated
        * files may have been removed): jumps after it are gaps.  One below
        * the highest fills a hole said before. */
       last = seqs->last != NULL ? seq_set_max (seqs) : seq - 1;
       seq_set_add (seqs, seq);
-      if (seq > r->max_seq)
-        r->max_seq = seq;
       if (seq > last + 1)
         {
           guint64 missing = seq - last - 1;
