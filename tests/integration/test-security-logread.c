@@ -55,6 +55,18 @@ run_file (RFx *fx, const char *name)
   return g_build_filename (dir, name, NULL);
 }
 
+/* T/NAME, made a sticky world-writable directory (a shared place, as
+ * /tmp is): its path. */
+static char *
+shared_dir (RFx *fx, const char *name)
+{
+  char *dir = g_build_filename (fx->tmp, name, NULL);
+
+  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
+  assert_int_equal (chmod (dir, 01777), 0);
+  return dir;
+}
+
 typedef struct
 {
   int status; /* -1: still running at the bound (killed) */
@@ -564,7 +576,7 @@ RFX_CASE (test_run_json_any_content)
  * `report` skip it, say so, and show the real records only. */
 RFX_CASE (test_rotated_of_another_owner)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
   g_autofree char *forged = g_build_filename (dir, "audit.000000000000-000000000099.jsonl", NULL);
@@ -575,8 +587,6 @@ RFX_CASE (test_rotated_of_another_owner)
   g_autoptr (GString) fake = g_string_new (NULL);
   Res r;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   test_write (part, rec1, 0600);
   test_write (live, rec2, 0600);
   for (guint64 seq = 1; seq <= 99; seq++)
@@ -619,7 +629,7 @@ RFX_CASE (test_rotated_of_another_owner)
  * someone else's log) is read, with a note whose it is. */
 RFX_CASE (test_live_of_another_owner)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
   g_autofree char *forged = g_build_filename (dir, "audit.000000000000-000000000099.jsonl", NULL);
@@ -629,8 +639,6 @@ RFX_CASE (test_live_of_another_owner)
   const char *const skipped[] = { live, forged };
   const char *const cmds[][3] = { { "log", live, NULL }, { "report", "--json", live } };
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   test_write (part, rec1, 0600);
   test_write (live, fake_live, 0644);
   test_write (forged, fake_part, 0644);
@@ -674,15 +682,13 @@ RFX_CASE (test_live_of_another_owner)
  * another user's and does not check the log against it. */
 RFX_CASE (test_run_json_of_another_owner)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
   g_autofree char *json = g_build_filename (dir, "run.json", NULL);
   g_autofree char *rec1 = record (1, "/real-a");
   g_autofree char *says = g_strdup_printf ("%s belongs to uid 65534, not to uid 0", json);
   Res r;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   test_write (live, rec1, 0600);
   test_write (json, "{\"run\":\"" RUN "\",\"records\":5000,\"ended\":\"2026-12-04T19:00:01Z\"}\n", 0644);
   /* root's, it is taken: the log looks changed (which proves the file is read) */
@@ -758,7 +764,7 @@ append_record (int fd, guint64 seq, const char *path)
  * the log's owner is there, warns of the other one, and shows 3 and 4. */
 RFX_CASE (test_follow_writer_kept_on_after_rotation)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
   g_autofree char *forged = record (90, "/FORGED");
@@ -766,8 +772,6 @@ RFX_CASE (test_follow_writer_kept_on_after_rotation)
   g_autofree char *out = NULL, *err = NULL;
   int fd;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   assert_true (fd >= 0);
   append_record (fd, 1, "/real-1");
@@ -805,7 +809,7 @@ RFX_CASE (test_follow_writer_kept_on_after_rotation)
  * name, and the writer's is read. */
 RFX_CASE (test_follow_rotated_name_taken_before)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *first = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
   g_autofree char *second = g_build_filename (dir, "audit.000000000003-000000000004.jsonl", NULL);
@@ -816,8 +820,6 @@ RFX_CASE (test_follow_rotated_name_taken_before)
   g_autofree char *out = NULL, *err = NULL;
   int fd;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   assert_true (fd >= 0);
   append_record (fd, 1, "/real-1");
@@ -863,8 +865,9 @@ RFX_CASE (test_follow_rotated_name_taken_before)
 }
 
 /* As the writer leaves it when the live name was taken right after its
- * rename: audit.000000000001-000000000002.jsonl, still written through FD
- * (returned), and another user's forged file at the live name. */
+ * rename: in DIR (a shared directory), audit.000000000001-000000000002.jsonl,
+ * still written through FD (returned), and another user's forged file at
+ * the live name. */
 static int
 rotated_and_refused (const char *dir, const char *live)
 {
@@ -872,8 +875,6 @@ rotated_and_refused (const char *dir, const char *live)
   g_autofree char *forged = record (90, "/FORGED");
   int fd;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   assert_true (fd >= 0);
   append_record (fd, 1, "/real-1");
@@ -892,7 +893,7 @@ rotated_and_refused (const char *dir, const char *live)
  * followed until the log's owner has a live file. */
 RFX_CASE (test_follow_started_after_a_refused_rotation)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *says =
     g_strdup_printf ("%s belongs to uid 65534, not to uid 0, whose log %s is; skipped", live, live);
@@ -921,7 +922,7 @@ RFX_CASE (test_follow_started_after_a_refused_rotation)
  * for the skipped one and never read it. */
 RFX_CASE (test_follow_skipped_live_number_reused)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
   g_autofree char *says =
@@ -952,7 +953,7 @@ RFX_CASE (test_follow_skipped_live_number_reused)
  * looks again only a few times. */
 RFX_CASE (test_names_made_one_after_another)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *rec1 = record (1, "/real-a");
   const char *const cmds[][3] = { { "report", "--json", live }, { "log", live, NULL } };
@@ -960,8 +961,6 @@ RFX_CASE (test_names_made_one_after_another)
   char c;
   pid_t maker;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   test_write (live, rec1, 0600);
   assert_int_equal (pipe (ready), 0);
   maker = fork ();
@@ -1013,7 +1012,7 @@ RFX_CASE (test_names_made_one_after_another)
  * log is refused, naming the uids; each file can still be read alone. */
 RFX_CASE (test_log_of_several_owners)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *part = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
   g_autofree char *real1 = record (1, "/real-1"), *real2 = record (2, "/real-2");
@@ -1025,8 +1024,6 @@ RFX_CASE (test_log_of_several_owners)
   const char *const cmds[][3] = { { "log", live, NULL }, { "report", "--json", live } };
   Res r;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   test_write (part, real, 0600);
   test_write (live, forged, 0644);
   assert_int_equal (chown (part, 12345, 12345), 0);
@@ -1054,7 +1051,7 @@ RFX_CASE (test_log_of_several_owners)
  * nothing more. */
 RFX_CASE (test_follow_newest_before_another_users_name)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *later = g_build_filename (dir, "audit.999999999999-999999999999.jsonl", NULL);
   g_autofree char *forged = record (90, "/FORGED-LATER");
@@ -1083,7 +1080,7 @@ RFX_CASE (test_follow_newest_before_another_users_name)
  * while it was there.  It now says what is there once and follows on. */
 RFX_CASE (test_follow_past_a_link_at_the_live_name)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *rotated = g_build_filename (dir, "audit.000000000001-000000000002.jsonl", NULL);
   g_autofree char *says = g_strdup_printf ("%s is a symbolic link", live);
@@ -1091,8 +1088,6 @@ RFX_CASE (test_follow_past_a_link_at_the_live_name)
   GPid pid;
   int fd, status;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   fd = open (live, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   assert_true (fd >= 0);
   append_record (fd, 1, "/real-1");
@@ -1205,7 +1200,7 @@ RFX_CASE (test_no_run_directory_at_a_log_name)
 
   for (guint n = 0; n < G_N_ELEMENTS (names); n++)
     {
-      g_autofree char *dir = g_build_filename (fx->tmp, n == 0 ? "shared" : "shared2", NULL);
+      g_autofree char *dir = shared_dir (fx, n == 0 ? "shared" : "shared2");
       g_autofree char *live = g_build_filename (dir, names[n], NULL);
       g_autofree char *part_name =
         g_strdup_printf ("%.*s.000000000001-000000000001.jsonl", (int)(strlen (names[n]) - (n == 0 ? 6 : 0)), names[n]);
@@ -1215,8 +1210,6 @@ RFX_CASE (test_no_run_directory_at_a_log_name)
       g_autofree char *other_log = g_build_filename (other, "access.jsonl", NULL);
       Res r;
 
-      assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-      assert_int_equal (chmod (dir, 01777), 0);
       test_write (part, rec1, 0600);
 
       FUSEBOX (fx, &r, "log", live);
@@ -1264,7 +1257,7 @@ RFX_CASE (test_no_run_directory_at_a_log_name)
  * with such names beside it, is refused, naming both. */
 RFX_CASE (test_rotated_names_beside_a_run_directory)
 {
-  g_autofree char *shared = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *shared = shared_dir (fx, "shared");
   g_autofree char *run = g_build_filename (shared, "run", NULL);
   g_autofree char *log = g_build_filename (run, "access.jsonl", NULL);
   g_autofree char *planted = g_build_filename (shared, "run.000000000001-000000000001.jsonl", NULL);
@@ -1273,8 +1266,6 @@ RFX_CASE (test_rotated_names_beside_a_run_directory)
   g_autofree char *says = NULL;
   Res r;
 
-  assert_int_equal (g_mkdir_with_parents (shared, 01777), 0);
-  assert_int_equal (chmod (shared, 01777), 0);
   assert_int_equal (g_mkdir_with_parents (run, 0700), 0);
   test_write (log, rec1, 0600);
   test_write (planted, forged, 0644);
@@ -1357,15 +1348,13 @@ RFX_CASE (test_run_id_before_a_name_here)
  * record was missed.  A file of the caller's makes the log theirs. */
 RFX_CASE (test_follow_adopts_the_callers_file)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "audit.jsonl", NULL);
   g_autofree char *planted = g_build_filename (dir, "audit.000000000001-000000000001.jsonl", NULL);
   g_autofree char *forged = record (1, "/FORGED");
   g_autofree char *out = NULL, *err = NULL;
   int fd;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   test_write (planted, forged, 0644);
   assert_int_equal (chown (planted, 65534, 65534), 0);
   test_assert_host_readable (planted);
@@ -1472,15 +1461,13 @@ RFX_CASE (test_next_runs_rotated_file_read)
  * remove it.  A file of the caller's makes the log theirs. */
 RFX_CASE (test_reader_adopts_the_callers_file)
 {
-  g_autofree char *dir = g_build_filename (fx->tmp, "shared", NULL);
+  g_autofree char *dir = shared_dir (fx, "shared");
   g_autofree char *live = g_build_filename (dir, "M.jsonl", NULL);
   g_autofree char *planted = g_build_filename (dir, "M.000000000001-000000005000.jsonl", NULL);
   g_autofree char *out = NULL;
   GPid pid;
   int fd;
 
-  assert_int_equal (g_mkdir_with_parents (dir, 01777), 0);
-  assert_int_equal (chmod (dir, 01777), 0);
   append_run (planted, "X", 1, 5000);
   assert_int_equal (chown (planted, 65534, 65534), 0);
   test_assert_host_readable (planted);
