@@ -268,12 +268,11 @@ fb_run_find_latest (GError **error)
   return g_build_filename (root, best, NULL);
 }
 
-/* Is PATH a directory (a link followed), from what the kernel holds?
- * Another user's FUSE filesystem mounted at a name in a shared directory
- * is not asked: its server need never answer. */
-/* What PATH leads to (through links), from what the kernel holds: 0 no
+/* What PATH leads to (through the caller's or root's links), from what the
+ * kernel holds (another user's FUSE filesystem mounted at a name in a
+ * shared directory is not asked: its server need never answer): 0 no
  * directory, 1 a directory, 2 the root of a mount (another filesystem
- * than the directory above it, whose server may never answer). */
+ * than the directory above it). */
 static int
 dir_kind_cached (const char *path)
 {
