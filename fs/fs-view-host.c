@@ -102,16 +102,10 @@ mount_kind (const char *type, const char *opts)
     return HOST_FS_UNSERVED;
   if (strcmp (type, "fuse") == 0 || strcmp (type, "fuseblk") == 0 || g_str_has_prefix (type, "fuse.") ||
       g_str_has_prefix (type, "fuseblk."))
-    {
-      g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
-      g_auto (GStrv) split = g_strsplit (opts, ",", -1);
-      /* the daemon's user's, or root's (the system's: an NTFS disk, a
-       * container's /proc, snaps), as any of that user's processes would
-       * be held by them */
-      bool trusted =
-        g_strv_contains ((const char *const *)split, own) || g_strv_contains ((const char *const *)split, "user_id=0");
-      return trusted ? HOST_FS_ASKS : HOST_FS_UNSERVED;
-    }
+    /* the daemon's user's, or root's (the system's: an NTFS disk, a
+     * container's /proc, snaps), as any of that user's processes would be
+     * held by them */
+    return fb_fuse_opts_trusted (opts) ? HOST_FS_ASKS : HOST_FS_UNSERVED;
   for (guint n = 0; n < G_N_ELEMENTS (local_fs_types); n++)
     if (strcmp (type, local_fs_types[n]) == 0)
       return HOST_FS_LOCAL;

@@ -107,6 +107,19 @@ fb_run_new (const FbRunOptions *options)
   return run;
 }
 
+gboolean
+fb_run_check_reachable (FbRun *run, GError **error)
+{
+  g_autofree char *root = fb_run_dir_root ();
+
+  return fb_path_check_not_foreign_fuse (root, "fusebox's state directory",
+                                         "set XDG_STATE_HOME to a directory of your own", error) &&
+         fb_path_check_not_foreign_fuse (run->dir, run->dir_given ? "--run-dir" : "the run directory",
+                                         "give a directory of your own", error) &&
+         (!run->log_given ||
+          fb_path_check_not_foreign_fuse (run->log_path, "--log", "give a file in a directory of your own", error));
+}
+
 const char *
 fb_run_get_id (FbRun *run)
 {
@@ -277,7 +290,7 @@ make_given_dir (const char *dir, GError **error)
    * writes (a --run-dir in the workspace) may be one that an earlier
    * sandbox put there, to have this run's log and private files made
    * where it chose */
-  if (lstat (dir, &st) == 0 && S_ISLNK (st.st_mode))
+  if (fb_lstat_cached (AT_FDCWD, dir, &st) == 0 && S_ISLNK (st.st_mode))
     {
       g_autofree char *target = g_file_read_link (dir, NULL);
       g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,

@@ -84,6 +84,11 @@ fb_run_state_no_links (GError **error)
   g_autofree char *sessions = fb_run_sessions_root ();
   const char *ours[] = { state, runs, sessions };
 
+  /* nothing below another user's FUSE filesystem is looked up: its
+   * server may never answer */
+  if (!fb_path_check_not_foreign_fuse (state, "fusebox's state directory",
+                                       "set XDG_STATE_HOME to a directory of your own", error))
+    return FALSE;
   for (guint i = 0; i < G_N_ELEMENTS (ours); i++)
     {
       struct stat st;

@@ -227,6 +227,11 @@ typedef struct
 
 typedef struct FbRun FbRun;
 FbRun *fb_run_new (const FbRunOptions *options);
+/* Before anything looks at the paths RUN will use (its directory, the
+ * state directory, --log): none lies on another user's FUSE filesystem
+ * (fb_path_check_not_foreign_fuse), whose server may never answer the
+ * realpath or stat that comes next. */
+gboolean fb_run_check_reachable (FbRun *run, GError **error);
 const char *fb_run_get_id (FbRun *run);
 const char *fb_run_get_dir (FbRun *run);
 /* The run directory's descriptor (O_RDONLY, taken when fb_run_create made

@@ -156,9 +156,10 @@ fb_cmd_run_args_create_run (const FbCmdRunArgs *args, const char *command, const
                             guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (FbPolicy) policy =
-    fb_policy_load_spec (args->policy != NULL ? args->policy : default_spec, fb_run_get_vars (run), &error);
+  g_autoptr (FbPolicy) policy = NULL;
 
+  if (fb_run_check_reachable (run, &error))
+    policy = fb_policy_load_spec (args->policy != NULL ? args->policy : default_spec, fb_run_get_vars (run), &error);
   if (policy == NULL)
     {
       fb_cmd_error ("%s: %s", command, error->message);

@@ -556,7 +556,8 @@ fb_cmd_run_prepare (const RunOptions *o, const char *view_run_dir, const char *v
       fb_policy_vars_init_from_env (&view_vars, o->workspace, view_run_dir);
       vars = &view_vars.vars;
     }
-  policy = fb_cmd_run_load_policy (o, vars, view_run_dir != NULL ? view_run_dir : fb_run_get_dir (run->run), &error);
+  if (fb_run_check_reachable (run->run, &error))
+    policy = fb_cmd_run_load_policy (o, vars, view_run_dir != NULL ? view_run_dir : fb_run_get_dir (run->run), &error);
   if (policy != NULL)
     {
       run->envp = build_env (o, vars, policy);

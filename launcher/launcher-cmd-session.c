@@ -2023,7 +2023,8 @@ start_session (const RunOptions *o, const char *name)
     }
 
   srun = fb_run_new (&ro);
-  policy = fb_cmd_run_load_policy (o, fb_run_get_vars (srun), fb_run_get_dir (srun), &error);
+  if (fb_run_check_reachable (srun, &error))
+    policy = fb_cmd_run_load_policy (o, fb_run_get_vars (srun), fb_run_get_dir (srun), &error);
   if (policy == NULL || !fb_run_create (srun, policy, &error))
     {
       fb_cmd_error ("run: --session %s: %s", name, error->message);
@@ -2556,7 +2557,17 @@ fb_cmd_session (int argc, char **argv)
       return session_usage (stdout, FB_EXIT_OK);
   if (argc == 2 && strcmp (argv[1], "list") == 0)
     {
-      g_autoptr (GDir) dir = g_dir_open (root, 0, NULL);
+      g_autoptr (GError) error = NULL;
+      g_autoptr (GDir) dir = NULL;
+
+      /* (each session found is checked as it is connected to) */
+      if (!fb_path_check_not_foreign_fuse (root, "the sessions' directory",
+                                           "set XDG_STATE_HOME to a directory of your own", &error))
+        {
+          fb_cmd_error ("session list: %s", error->message);
+          return FB_EXIT_FAILURE;
+        }
+      dir = g_dir_open (root, 0, NULL);
       for (const char *e; dir != NULL && (e = g_dir_read_name (dir)) != NULL;)
         if (g_str_has_suffix (e, ".sock"))
           {

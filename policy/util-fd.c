@@ -63,6 +63,46 @@ fb_lstat_cached (int dir_fd, const char *name, struct stat *ret_st)
   return 0;
 }
 
+bool
+fb_fuse_opts_trusted (const char *opts)
+{
+  g_autofree char *own = g_strdup_printf ("user_id=%u", (guint)geteuid ());
+  g_auto (GStrv) split = g_strsplit (opts, ",", -1);
+
+  return g_strv_contains ((const char *const *)split, own) || g_strv_contains ((const char *const *)split, "user_id=0");
+}
+
+gint64
+fb_dev_untrusted_fuse (dev_t dev)
+{
+  g_autofree char *table = NULL;
+  g_auto (GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/self/mountinfo", &table, NULL, NULL))
+    return -1;
+  lines = g_strsplit (table, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      const char *sep = strstr (lines[i], " - ");
+      g_auto (GStrv) tail = NULL;
+      const char *uid;
+      unsigned maj, min;
+
+      /* ID PARENT MAJ:MIN ... - TYPE SOURCE OPTS */
+      if (sep == NULL || sscanf (lines[i], "%*u %*u %u:%u", &maj, &min) != 2 || makedev (maj, min) != dev)
+        continue;
+      tail = g_strsplit (sep + 3, " ", 3);
+      if (g_strv_length (tail) < 3 || !(strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 ||
+                                        g_str_has_prefix (tail[0], "fuse.") || g_str_has_prefix (tail[0], "fuseblk.")))
+        return -1;
+      if (fb_fuse_opts_trusted (tail[2]))
+        return -1;
+      uid = strstr (tail[2], "user_id=");
+      return uid != NULL ? (gint64)g_ascii_strtoull (uid + 8, NULL, 10) : G_MAXUINT32;
+    }
+  return -1;
+}
+
 void
 fb_stat_from_statx (const struct statx *stx, struct stat *ret_st)
 {

@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 /* The uid that stands for the owners this user namespace does not map
  * (every one but the caller's, in most nested sandboxes: host root's
@@ -130,6 +131,72 @@ fb_path_check_existing (const char *path, const char *what, const char *fix, GEr
   return check_said (path, true, true, what, fix, error);
 }
 
+/* Is PATH (DIR_FD and NAME) on a FUSE filesystem of another user's (as
+ * fb_dev_untrusted_fuse)?  Looked at only where the device changes from
+ * *LAST_DEV's, from what the kernel holds; FALSE with ERROR naming PATH
+ * and who mounted it.  Called before anything asks for PATH's attributes:
+ * the lookup of a mount's root asks its filesystem nothing, a stat would,
+ * and its server may never answer (every later step would wait for good).
+ * A name that can't be stat'ed is left to the caller's own stat. */
+static gboolean
+check_not_foreign_fuse (int dir_fd, const char *name, const char *path, bool follow, dev_t *last_dev, GError **error)
+{
+  struct statx stx;
+  dev_t dev;
+  gint64 owner;
+  int flags =
+    AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (follow ? 0 : AT_SYMLINK_NOFOLLOW) | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
+
+  if (statx (dir_fd, name, flags, STATX_TYPE, &stx) < 0)
+    return TRUE;
+  dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  if (dev == *last_dev)
+    return TRUE;
+  *last_dev = dev;
+  if ((owner = fb_dev_untrusted_fuse (dev)) < 0)
+    return TRUE;
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+               "%s %s a FUSE filesystem that another user (uid %" G_GINT64_FORMAT ") mounted: its server decides what "
+               "fusebox would find there, and may never answer, so fusebox asks it nothing",
+               path, follow ? "leads to" : "is on", owner);
+  return FALSE;
+}
+
+gboolean
+fb_path_check_not_foreign_fuse (const char *path, const char *what, const char *fix, GError **error)
+{
+  g_autofree char *cwd = g_path_is_absolute (path) ? NULL : g_get_current_dir ();
+  g_autofree char *abs = cwd != NULL ? g_strconcat (cwd, "/", path, NULL) : g_strdup (path);
+  g_auto (GStrv) parts = g_strsplit (abs, "/", -1);
+  g_autoptr (GString) way = g_string_new ("/");
+  g_autoptr (GError) local = NULL;
+  dev_t last_dev = 0;
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      struct stat st;
+
+      if (!way_append (way, parts[i]))
+        continue;
+      if (!check_not_foreign_fuse (AT_FDCWD, way->str, way->str, false, &last_dev, &local))
+        break;
+      if (fb_lstat_cached (AT_FDCWD, way->str, &st) < 0)
+        return TRUE; /* the rest is made, or refused, later */
+      if (!S_ISLNK (st.st_mode))
+        continue;
+      /* another user's link is not followed (its target may lie deep in
+       * their filesystem): the checks of the way refuse it */
+      if (st.st_uid != 0 && st.st_uid != geteuid () && st.st_uid != unmapped_uid ())
+        return TRUE;
+      if (!check_not_foreign_fuse (AT_FDCWD, way->str, way->str, true, &last_dev, &local))
+        break;
+    }
+  if (local == NULL)
+    return TRUE;
+  g_set_error (error, local->domain, local->code, "%s %s: %s; %s", what, path, local->message, fix);
+  return FALSE;
+}
+
 static gboolean
 check_private (const char *path, bool target_root_ok, bool must_exist, GError **error)
 {
@@ -146,6 +213,7 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
   struct stat st;
   bool whole = true;
   guint last = 0;
+  dev_t last_dev = 0;
 
   for (guint i = 0; parts[i] != NULL; i++)
     if (parts[i][0] != '\0')
@@ -162,6 +230,8 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
 
       if (!way_append (existing, parts[i]))
         continue;
+      if (!check_not_foreign_fuse (AT_FDCWD, existing->str, existing->str, false, &last_dev, error))
+        return FALSE;
       if (lstat (existing->str, &st) < 0)
         {
           int e = errno;
@@ -185,6 +255,11 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
                        existing->str, problem, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
           return FALSE;
         }
+      /* where a link (root's or the caller's) leads, before the next step
+       * goes in: the root of such a mount is refused there */
+      if (S_ISLNK (st.st_mode) &&
+          !check_not_foreign_fuse (AT_FDCWD, existing->str, existing->str, true, &last_dev, error))
+        return FALSE;
     }
 
   real = fb_realpath (existing->str);
@@ -205,6 +280,8 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
       bool target = steps[i] == NULL || steps[i][0] == '\0';
       const char *problem;
 
+      if (fd >= 0 && !check_not_foreign_fuse (fd, "", walked->str, false, &last_dev, error))
+        return FALSE;
       if (fd < 0 || fstat (fd, &st) < 0)
         {
           int e = errno;

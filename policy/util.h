@@ -87,6 +87,14 @@ gboolean fb_path_check_private (const char *path, bool target_root_ok, const cha
  * the rest made 0700 a step at a time below it, never through a link, and
  * each step found made taken only when it is the caller's alone. */
 gboolean fb_path_make_private (const char *path, const char *what, const char *fix, GError **error);
+/* Is any existing step of PATH (and where a link of the caller's or
+ * root's on it leads) on a FUSE filesystem that another user mounted?
+ * Looked at from mountinfo and what the kernel holds, asking that
+ * filesystem nothing: its server may never answer, and whatever asks it
+ * (a stat, realpath, the lookup of a name in it) waits for good.  For a
+ * path a command is given, before anything else looks at it.  FALSE with
+ * ERROR: "WHAT PATH: " the step and who mounted it, then "; FIX". */
+gboolean fb_path_check_not_foreign_fuse (const char *path, const char *what, const char *fix, GError **error);
 /* fb_path_check_private of a directory that must exist already (one made
  * after the check could be another user's): PATH itself the caller's or
  * root's. */
@@ -124,6 +132,15 @@ int fb_lstat_cached (int dir_fd, const char *name, struct stat *ret_st);
  * walk: nothing mounted at the name since is reached). */
 int fb_open_path_on_dir_fs (int dir_fd, const char *name, struct stat *ret_st);
 int fb_reopen_path (int path_fd, int flags);
+/* Is a FUSE mount with superblock options OPTS (mountinfo's, comma
+ * separated) the caller's or root's?  Its user_id= is FUSE's owner record,
+ * written by the kernel or fusermount3, not chosen by the mounter. */
+bool fb_fuse_opts_trusted (const char *opts);
+/* The uid that mounted the FUSE filesystem of device DEV when it is
+ * neither the caller nor root, else -1 (not FUSE, or not in the mount
+ * table).  From /proc/self/mountinfo, asking the filesystem nothing: its
+ * server may never answer, and whoever asks it waits for good. */
+gint64 fb_dev_untrusted_fuse (dev_t dev);
 /* STX's basic fields as a struct stat (the rest 0). */
 void fb_stat_from_statx (const struct statx *stx, struct stat *ret_st);
 bool fb_state_marked (int dir_fd, const char *name);

@@ -707,6 +707,86 @@ MFX_CASE (test_silent_fuse_at_the_log_name)
   silent_take_off ();
 }
 
+/* `fusebox run --run-dir RUN_DIR -- true` (no --run-dir when RUN_DIR is
+ * ""), with XDG_STATE_HOME log_cmd.state, its stderr in log_cmd.err (for
+ * bounded). */
+static int
+run_with_run_dir (const char *run_dir)
+{
+  int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+  int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+  dup2 (null, STDOUT_FILENO);
+  dup2 (err, STDERR_FILENO);
+  g_setenv ("XDG_STATE_HOME", log_cmd.state, TRUE);
+  if (strcmp (run_dir, "session list") == 0)
+    execl (test_bin (), "fusebox", "session", "list", (char *)NULL);
+  else if (g_str_has_suffix (run_dir, "/token"))
+    execl (test_bin (), "fusebox", "serve", "--token-file", run_dir, (char *)NULL);
+  else if (run_dir[0] == '\0')
+    execl (test_bin (), "fusebox", "run", "--", "true", (char *)NULL);
+  else
+    execl (test_bin (), "fusebox", "run", "--run-dir", run_dir, "--", "true", (char *)NULL);
+  _exit (127);
+}
+
+/* Another user's directory in a directory of root's, a silent FUSE
+ * filesystem mounted over it (they may write the directory, so they may
+ * mount there), given to `fusebox run` as its run directory, as the
+ * parent of one, through a link of root's to it, and as XDG_STATE_HOME
+ * (also to `fusebox session list`), and a token file in it to `fusebox
+ * serve`: the realpath and stat of the paths they were given waited for
+ * good, before any check of whose they are.  Each ends now within 10 s, saying which
+ * step is on whose FUSE filesystem; nothing is made there. */
+MFX_CASE (test_silent_fuse_as_a_run_directory)
+{
+  g_autofree char *dir = g_build_filename (fx->tmp, "theirs", NULL);
+  g_autofree char *below = g_build_filename (dir, "run", NULL);
+  g_autofree char *link = g_build_filename (fx->tmp, "link", NULL);
+  g_autofree char *through = g_build_filename (link, "run", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "run-err.txt", NULL);
+  g_autofree char *token = g_build_filename (dir, "token", NULL);
+  const char *state = fx->state_dir;
+  struct
+  {
+    const char *run_dir, *state, *named;
+  } cases[] = {
+    { dir, state, dir }, { below, state, dir },        { through, state, link },
+    { "", dir, dir },    { "session list", dir, dir }, { token, state, dir },
+  };
+
+  mfx_mkdir (fx, "/ws");
+  mfx_mount (fx, policy_text, NULL); /* (the silent mount's helper tells the view's device) */
+  assert_int_equal (mkdir (dir, 0755), 0);
+  assert_int_equal (chown (dir, 1000, 1000), 0);
+  assert_int_equal (symlink (dir, link), 0);
+  silent_mount (fx, dir);
+  assert_silent (fx);
+  log_cmd.err = err;
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *said = NULL;
+      int r;
+
+      log_cmd.state = cases[i].state;
+      r = bounded (run_with_run_dir, cases[i].run_dir, 10000);
+      if (r == -1)
+        fail_msg ("fusebox run --run-dir '%s' (XDG_STATE_HOME %s) still waits after 10 s: it asked the silent mount "
+                  "at %s",
+                  cases[i].run_dir, cases[i].state, dir);
+      assert_int_equal (r, cases[i].run_dir == token || strcmp (cases[i].run_dir, "session list") == 0 ? 1 : 125);
+      assert_true (g_file_get_contents (err, &said, NULL, NULL));
+      if (strstr (said, cases[i].named) == NULL ||
+          strstr (said, "FUSE filesystem that another user (uid 1000)") == NULL)
+        fail_msg ("fusebox run --run-dir '%s' (XDG_STATE_HOME %s) failed, but did not say that %s is on uid 1000's "
+                  "FUSE filesystem:\n%s",
+                  cases[i].run_dir, cases[i].state, cases[i].named, said);
+    }
+  silent_take_off ();
+  /* nothing was made in their directory */
+  assert_int_equal (rmdir (dir), 0);
+}
+
 /* `fusebox COMMAND log_cmd.log`, its stderr in log_cmd.err (for bounded). */
 static int
 read_log_with (const char *command)
@@ -967,6 +1047,7 @@ MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_s
                  SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name),
                  SILENT_TEST (test_silent_fuse_at_the_live_log_name),
                  SILENT_TEST (test_silent_fuse_named_as_a_run_directory),
+                 SILENT_TEST (test_silent_fuse_as_a_run_directory),
                  SILENT_TEST (test_silent_fuse_behind_a_link_at_a_log_name),
                  SILENT_TEST (test_silent_fuse_under_a_follower),
                  SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
