@@ -103,6 +103,15 @@ check_mountpoint (const char *arg)
 
   while (len > 1 && bare[len - 1] == '/')
     bare[--len] = '\0'; /* "link/" names the target: the link still decides */
+  /* nothing on another user's FUSE filesystem: the stat below would ask it */
+  {
+    g_autoptr (GError) error = NULL;
+    if (!fb_path_check_not_foreign_fuse (bare, "the mount point", "mount on a directory of yours", &error))
+      {
+        fb_cmd_error ("mount: %s", error->message);
+        return NULL;
+      }
+  }
   /* No link anywhere on the way: one a sandbox made (in its workspace, its
    * links are the caller's) or later swapped in would choose the directory
    * mounted on, and any whose name matches the last part will do. */

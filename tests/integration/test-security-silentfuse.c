@@ -723,6 +723,8 @@ run_with_run_dir (const char *run_dir)
     execl (test_bin (), "fusebox", "session", "list", (char *)NULL);
   else if (g_str_has_suffix (run_dir, "/token"))
     execl (test_bin (), "fusebox", "serve", "--token-file", run_dir, (char *)NULL);
+  else if (g_str_has_prefix (run_dir, "mount "))
+    execl (test_bin (), "fusebox", "mount", run_dir + 6, (char *)NULL);
   else if (run_dir[0] == '\0')
     execl (test_bin (), "fusebox", "run", "--", "true", (char *)NULL);
   else
@@ -734,10 +736,11 @@ run_with_run_dir (const char *run_dir)
  * filesystem mounted over it (they may write the directory, so they may
  * mount there), given to `fusebox run` as its run directory, as the
  * parent of one, through a link of root's to it, and as XDG_STATE_HOME
- * (also to `fusebox session list`), and a token file in it to `fusebox
- * serve`: the realpath and stat of the paths they were given waited for
- * good, before any check of whose they are.  Each ends now within 10 s, saying which
- * step is on whose FUSE filesystem; nothing is made there. */
+ * (also to `fusebox session list`), a token file in it to `fusebox
+ * serve`, and itself as `fusebox mount`'s mount point: the realpath and
+ * stat of the paths they were given waited for good, before any check of
+ * whose they are.  Each ends now within 10 s, saying which step is on
+ * whose FUSE filesystem; nothing is made there. */
 MFX_CASE (test_silent_fuse_as_a_run_directory)
 {
   g_autofree char *dir = g_build_filename (fx->tmp, "theirs", NULL);
@@ -746,13 +749,14 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
   g_autofree char *through = g_build_filename (link, "run", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "run-err.txt", NULL);
   g_autofree char *token = g_build_filename (dir, "token", NULL);
+  g_autofree char *mount_cmd = g_strconcat ("mount ", dir, NULL);
   const char *state = fx->state_dir;
   struct
   {
     const char *run_dir, *state, *named;
   } cases[] = {
-    { dir, state, dir }, { below, state, dir },        { through, state, link },
-    { "", dir, dir },    { "session list", dir, dir }, { token, state, dir },
+    { dir, state, dir },          { below, state, dir }, { through, state, link },  { "", dir, dir },
+    { "session list", dir, dir }, { token, state, dir }, { mount_cmd, state, dir },
   };
 
   mfx_mkdir (fx, "/ws");
@@ -774,7 +778,10 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
         fail_msg ("fusebox run --run-dir '%s' (XDG_STATE_HOME %s) still waits after 10 s: it asked the silent mount "
                   "at %s",
                   cases[i].run_dir, cases[i].state, dir);
-      assert_int_equal (r, cases[i].run_dir == token || strcmp (cases[i].run_dir, "session list") == 0 ? 1 : 125);
+      assert_int_equal (r, cases[i].run_dir == token || cases[i].run_dir == mount_cmd ||
+                               strcmp (cases[i].run_dir, "session list") == 0
+                             ? 1
+                             : 125);
       assert_true (g_file_get_contents (err, &said, NULL, NULL));
       if (strstr (said, cases[i].named) == NULL ||
           strstr (said, "FUSE filesystem that another user (uid 1000)") == NULL)
