@@ -533,14 +533,16 @@ def t_ready_sandbox_not_for_others(h):
             # them is the daemon, which makes the next sandbox when this
             # command ends
             daemon = [q for q, c in chain[comms.index("fusebox-launch"):] if c == "fusebox-main"][0]
-            makers = launch_children(daemon)
+            # this sandbox's own maker; the next one's may start before
+            # this command ends (READY_AFTER_MS after it took the sandbox)
+            own = {q for q, _ in chain}
         os.kill(pid, signal.SIGTERM)
         p.communicate(timeout=60)
         if "fusebox-launch" in comms:
             break
     # the next sandbox's maker started (with the daemon's limits as they are
     # now), and only then the daemon's limits lowered
-    wait_for(lambda: launch_children(daemon) - makers, "the next sandbox's maker")
+    wait_for(lambda: launch_children(daemon) - own, "the next sandbox's maker")
     subprocess.run(["prlimit", "--pid", str(daemon), "--nofile=300:300"], check=True)
     code, out, err = h.run_kw("ro", "ulimit -n", prefix=["prlimit", "--nofile=300:300"])
     assert code == 0 and out == "300\n", (code, out, err)
