@@ -75,123 +75,6 @@ line_free (gpointer line)
     g_free (line);
 }
 
-char *
-fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n)
-{
-  g_autofree char *stem = g_str_has_suffix (live_name, ".jsonl")
-                            ? g_strndup (live_name, strlen (live_name) - strlen (".jsonl"))
-                            : g_strdup (live_name);
-
-  if (n == 0)
-    return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", stem, first_seq, last_seq);
-  return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".%u.jsonl", stem, first_seq, last_seq,
-                          n);
-}
-
-static gboolean
-parse_u64 (const char **p, guint64 *ret)
-{
-  const char *s = *p;
-  guint64 v = 0;
-
-  if (!g_ascii_isdigit (*s))
-    return FALSE;
-  for (; g_ascii_isdigit (*s); s++)
-    {
-      if (v > (G_MAXUINT64 - 9) / 10)
-        return FALSE;
-      v = v * 10 + (guint64)(*s - '0');
-    }
-  *p = s;
-  *ret = v;
-  return TRUE;
-}
-
-/* NAME = STEM "." FIRST "-" LAST ["." N] ".jsonl" */
-static gboolean
-parse_rotated_name (const char *name, const char *stem, FbRotatedFile *ret)
-{
-  const char *p;
-  guint64 n = 0;
-
-  if (!g_str_has_prefix (name, stem) || name[strlen (stem)] != '.')
-    return FALSE;
-  p = name + strlen (stem) + 1;
-  if (!parse_u64 (&p, &ret->first_seq) || *p++ != '-' || !parse_u64 (&p, &ret->last_seq))
-    return FALSE;
-  if (*p == '.' && g_ascii_isdigit (p[1]))
-    {
-      p++;
-      if (!parse_u64 (&p, &n) || n > G_MAXUINT)
-        return FALSE;
-    }
-  if (strcmp (p, ".jsonl") != 0)
-    return FALSE;
-  ret->n = (guint)n;
-  return TRUE;
-}
-
-static void
-rotated_free (gpointer p)
-{
-  FbRotatedFile *f = p;
-
-  g_free (f->path);
-  g_free (f);
-}
-
-static int
-rotated_cmp (gconstpointer a, gconstpointer b)
-{
-  const FbRotatedFile *x = *(FbRotatedFile *const *)a;
-  const FbRotatedFile *y = *(FbRotatedFile *const *)b;
-
-  if (x->mtime_ns != y->mtime_ns)
-    return x->mtime_ns < y->mtime_ns ? -1 : 1;
-  if (x->first_seq != y->first_seq)
-    return x->first_seq < y->first_seq ? -1 : 1;
-  if (x->last_seq != y->last_seq)
-    return x->last_seq < y->last_seq ? -1 : 1;
-  return x->n < y->n ? -1 : x->n > y->n;
-}
-
-GPtrArray *
-fb_log_list_rotated (const char *live_path, GError **error)
-{
-  g_autofree char *dir = g_path_get_dirname (live_path);
-  g_autofree char *base = g_path_get_basename (live_path);
-  g_autofree char *stem =
-    g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl")) : g_strdup (base);
-  g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (rotated_free);
-  g_autoptr (GError) local_error = NULL;
-  g_autoptr (GDir) d = g_dir_open (dir, 0, &local_error);
-  const char *name;
-
-  if (d == NULL)
-    {
-      if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        return g_steal_pointer (&files);
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't list %s for rotated logs: %s", dir,
-                   local_error->message);
-      return NULL;
-    }
-  while ((name = g_dir_read_name (d)) != NULL)
-    {
-      FbRotatedFile f = { 0 };
-      struct stat st;
-
-      if (!parse_rotated_name (name, stem, &f))
-        continue;
-      f.path = g_build_filename (dir, name, NULL);
-      /* what the kernel holds: another user's mount there is not asked */
-      if (fb_lstat_cached (AT_FDCWD, f.path, &st) == 0)
-        f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
-      g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
-    }
-  g_ptr_array_sort (files, rotated_cmp);
-  return g_steal_pointer (&files);
-}
-
 /* --- records ------------------------------------------------------------- */
 
 void
@@ -204,118 +87,6 @@ fb_log_record_free (FbLogRecord *record)
     json_node_unref (record->root);
   g_free (record->file);
   g_free (record);
-}
-
-/* --- the seqs of a run read so far ------------------------------------------ */
-
-/* Ranges [lo, hi] of the seqs returned for one run, apart, in a balanced
- * tree by lo: one while the records come in order, one more for each hole.
- * Records may come out of order (rotated files are read in the order
- * written, and two runs writing one log interleave), so a record is a
- * repeat only when its seq was returned, never merely for being below the
- * highest.  A log's owner controls its seqs (root may read another user's
- * log): every step is logarithmic in the ranges, whatever their order. */
-typedef struct
-{
-  guint64 lo, hi;
-} SeqRange;
-
-typedef struct
-{
-  GTree *ranges;  /* SeqRange* -> itself, by lo */
-  SeqRange *last; /* the highest */
-} SeqSet;
-
-static gint
-seq_range_cmp (gconstpointer a, gconstpointer b, gpointer unused)
-{
-  guint64 x = ((const SeqRange *)a)->lo, y = ((const SeqRange *)b)->lo;
-
-  return x < y ? -1 : x > y;
-}
-
-static SeqSet *
-seq_set_new (void)
-{
-  SeqSet *set = g_new0 (SeqSet, 1);
-
-  set->ranges = g_tree_new_full (seq_range_cmp, NULL, g_free, NULL);
-  return set;
-}
-
-static void
-seq_set_free (SeqSet *set)
-{
-  g_tree_destroy (set->ranges);
-  g_free (set);
-}
-
-/* The range that starts at or below SEQ (the highest such), or NULL. */
-static GTreeNode *
-seq_set_floor (SeqSet *set, guint64 seq)
-{
-  SeqRange key = { seq, seq };
-  GTreeNode *above = g_tree_upper_bound (set->ranges, &key);
-
-  return above != NULL ? g_tree_node_previous (above) : g_tree_node_last (set->ranges);
-}
-
-static bool
-seq_set_has (SeqSet *set, guint64 seq)
-{
-  GTreeNode *n;
-
-  if (set->last != NULL && seq >= set->last->lo)
-    return seq <= set->last->hi;
-  n = seq_set_floor (set, seq);
-  return n != NULL && seq <= ((SeqRange *)g_tree_node_key (n))->hi;
-}
-
-static guint64
-seq_set_max (SeqSet *set)
-{
-  return set->last != NULL ? set->last->hi : 0;
-}
-
-/* Add SEQ, not in SET. */
-static void
-seq_set_add (SeqSet *set, guint64 seq)
-{
-  GTreeNode *n;
-  SeqRange *prev, *next, *r;
-
-  if (set->last != NULL && seq == set->last->hi + 1)
-    {
-      set->last->hi = seq; /* in order: the usual case */
-      return;
-    }
-  n = seq_set_floor (set, seq);
-  prev = n != NULL ? g_tree_node_key (n) : NULL;
-  n = n != NULL ? g_tree_node_next (n) : g_tree_node_first (set->ranges);
-  next = n != NULL ? g_tree_node_key (n) : NULL;
-  if (prev != NULL && prev->hi + 1 == seq)
-    {
-      prev->hi = seq;
-      if (next != NULL && next->lo == seq + 1)
-        {
-          prev->hi = next->hi;
-          if (set->last == next)
-            set->last = prev;
-          g_tree_remove (set->ranges, next);
-        }
-      return;
-    }
-  if (next != NULL && next->lo == seq + 1)
-    {
-      /* its key goes down, past no other range's */
-      next->lo = seq;
-      return;
-    }
-  r = g_new (SeqRange, 1);
-  r->lo = r->hi = seq;
-  g_tree_insert (set->ranges, r, r);
-  if (set->last == NULL || seq > set->last->hi)
-    set->last = r;
 }
 
 /* --- the reader ------------------------------------------------------------ */
@@ -357,7 +128,7 @@ struct FbLogReader
   GQueue lines;      /* complete lines read ahead (char*, NULL = over-long) */
   GQueue line_nos;   /* their line numbers */
 
-  GHashTable *seqs;  /* run (or "") -> SeqSet*: the seqs returned */
+  GHashTable *seqs;  /* run (or "") -> FbSeqSet*: the seqs returned */
   FbLogRecord *held; /* the record after a reported gap */
   FbLogReaderStats stats;
 };
@@ -565,7 +336,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->partial = g_string_new (NULL);
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)seq_set_free);
+  r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)fb_seq_set_free);
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
@@ -994,24 +765,25 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
     {
       const char *run_key = rec->run != NULL ? rec->run : "";
       guint64 seq = (guint64)rec->seq;
-      SeqSet *seqs = g_hash_table_lookup (r->seqs, run_key);
+      FbSeqSet *seqs = g_hash_table_lookup (r->seqs, run_key);
       guint64 last;
 
-      if (seqs != NULL && seq_set_has (seqs, seq))
+      if (seqs != NULL && fb_seq_set_has (seqs, seq))
         {
           r->stats.duplicates++;
           return LINE_SKIP;
         }
       if (seqs == NULL)
         {
-          seqs = seq_set_new ();
+          seqs = fb_seq_set_new ();
           g_hash_table_insert (r->seqs, g_strdup (run_key), seqs);
         }
       /* The first record of a run read need not be seq 1 (older rotated
        * files may have been removed): jumps after it are gaps.  One below
        * the highest fills a hole said before. */
-      last = seqs->last != NULL ? seq_set_max (seqs) : seq - 1;
-      seq_set_add (seqs, seq);
+      if (!fb_seq_set_max (seqs, &last))
+        last = seq - 1;
+      fb_seq_set_add (seqs, seq);
       if (seq > last + 1)
         {
           guint64 missing = seq - last - 1;

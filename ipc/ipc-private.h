@@ -62,6 +62,17 @@ GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
 /* The rotated name for FIRST..LAST (N > 0: a collision suffix). */
 char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n);
 
+/* ipc-logread-seqs.c: the seqs of one run a reader returned, as ranges in a
+ * balanced tree (a repeat is a seq returned, whatever the order). */
+typedef struct FbSeqSet FbSeqSet;
+FbSeqSet *fb_seq_set_new (void);
+void fb_seq_set_free (FbSeqSet *set);
+bool fb_seq_set_has (FbSeqSet *set, guint64 seq);
+/* Add SEQ, not in SET. */
+void fb_seq_set_add (FbSeqSet *set, guint64 seq);
+/* The highest seq in SET: false when it holds none. */
+bool fb_seq_set_max (FbSeqSet *set, guint64 *ret_max);
+
 /* Identical refusals a log folding them (FbAccessLogOptions.coalesce)
  * writes in full in a window before it counts the rest (ipc-log.c). */
 #define FB_LOG_FOLD_AFTER 8

@@ -1,0 +1,129 @@
+/* fusebox — an access log's rotated files, by name (ipc/ipc-private.h).
+ *
+ * A log at STEM.jsonl rotates to STEM.<first>-<last>.jsonl, the first and
+ * last seq it holds (twelve digits at least), with ".<n>" before ".jsonl"
+ * when that name was taken.  The listing sorts them in the order written:
+ * their modification time, then their seqs. */
+#include "ipc/ipc-private.h"
+#include "policy/util.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+char *
+fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n)
+{
+  g_autofree char *stem = g_str_has_suffix (live_name, ".jsonl")
+                            ? g_strndup (live_name, strlen (live_name) - strlen (".jsonl"))
+                            : g_strdup (live_name);
+
+  if (n == 0)
+    return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", stem, first_seq, last_seq);
+  return g_strdup_printf ("%s.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".%u.jsonl", stem, first_seq, last_seq,
+                          n);
+}
+
+static gboolean
+parse_u64 (const char **p, guint64 *ret)
+{
+  const char *s = *p;
+  guint64 v = 0;
+
+  if (!g_ascii_isdigit (*s))
+    return FALSE;
+  for (; g_ascii_isdigit (*s); s++)
+    {
+      if (v > (G_MAXUINT64 - 9) / 10)
+        return FALSE;
+      v = v * 10 + (guint64)(*s - '0');
+    }
+  *p = s;
+  *ret = v;
+  return TRUE;
+}
+
+/* NAME = STEM "." FIRST "-" LAST ["." N] ".jsonl" */
+static gboolean
+parse_rotated_name (const char *name, const char *stem, FbRotatedFile *ret)
+{
+  const char *p;
+  guint64 n = 0;
+
+  if (!g_str_has_prefix (name, stem) || name[strlen (stem)] != '.')
+    return FALSE;
+  p = name + strlen (stem) + 1;
+  if (!parse_u64 (&p, &ret->first_seq) || *p++ != '-' || !parse_u64 (&p, &ret->last_seq))
+    return FALSE;
+  if (*p == '.' && g_ascii_isdigit (p[1]))
+    {
+      p++;
+      if (!parse_u64 (&p, &n) || n > G_MAXUINT)
+        return FALSE;
+    }
+  if (strcmp (p, ".jsonl") != 0)
+    return FALSE;
+  ret->n = (guint)n;
+  return TRUE;
+}
+
+static void
+rotated_free (gpointer p)
+{
+  FbRotatedFile *f = p;
+
+  g_free (f->path);
+  g_free (f);
+}
+
+static int
+rotated_cmp (gconstpointer a, gconstpointer b)
+{
+  const FbRotatedFile *x = *(FbRotatedFile *const *)a;
+  const FbRotatedFile *y = *(FbRotatedFile *const *)b;
+
+  if (x->mtime_ns != y->mtime_ns)
+    return x->mtime_ns < y->mtime_ns ? -1 : 1;
+  if (x->first_seq != y->first_seq)
+    return x->first_seq < y->first_seq ? -1 : 1;
+  if (x->last_seq != y->last_seq)
+    return x->last_seq < y->last_seq ? -1 : 1;
+  return x->n < y->n ? -1 : x->n > y->n;
+}
+
+GPtrArray *
+fb_log_list_rotated (const char *live_path, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (live_path);
+  g_autofree char *base = g_path_get_basename (live_path);
+  g_autofree char *stem =
+    g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl")) : g_strdup (base);
+  g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (rotated_free);
+  g_autoptr (GError) local_error = NULL;
+  g_autoptr (GDir) d = g_dir_open (dir, 0, &local_error);
+  const char *name;
+
+  if (d == NULL)
+    {
+      if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        return g_steal_pointer (&files);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't list %s for rotated logs: %s", dir,
+                   local_error->message);
+      return NULL;
+    }
+  while ((name = g_dir_read_name (d)) != NULL)
+    {
+      FbRotatedFile f = { 0 };
+      struct stat st;
+
+      if (!parse_rotated_name (name, stem, &f))
+        continue;
+      f.path = g_build_filename (dir, name, NULL);
+      /* what the kernel holds: another user's mount there is not asked */
+      if (fb_lstat_cached (AT_FDCWD, f.path, &st) == 0)
+        f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
+      g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
+    }
+  g_ptr_array_sort (files, rotated_cmp);
+  return g_steal_pointer (&files);
+}
