@@ -573,9 +573,26 @@ fb_run_check_sources (FbPolicy *policy, const char *const *state_paths, GError *
   for (guint m = 0; m < n; m++)
     {
       g_autofree char *path = NULL;
+      g_autoptr (GError) local = NULL;
 
       if (mounts[m].is_private || mounts[m].host_path == NULL)
         continue;
+      /* on another user's FUSE filesystem nothing is looked at (its server
+       * may never answer): a source there is refused; a rule's path there
+       * the view shows blank */
+      if (!fb_path_check_not_foreign_fuse (mounts[m].host_path, "the source", "choose a directory of yours or root's",
+                                           &local))
+        {
+          if (mounts[m].rule != NULL && mounts[m].rule->source != NULL)
+            {
+              g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "%s: %s",
+                           mounts[m].rule->source_at != NULL ? mounts[m].rule->source_at : mounts[m].rule->origin,
+                           local->message);
+              return FALSE;
+            }
+          g_clear_error (&local);
+          continue;
+        }
       /* a rule's own source (a rule without one shows the host's path) */
       if (mounts[m].rule != NULL && mounts[m].rule->source != NULL && !check_source_is_dir (&mounts[m], error))
         return FALSE;

@@ -87,8 +87,17 @@ parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *com
 static char *
 resolve_workspace (const char *command, const char *dir)
 {
-  g_autofree char *real = fb_realpath (dir);
+  g_autoptr (GError) error = NULL;
+  g_autofree char *real = NULL;
 
+  /* its realpath would wait for good on such a filesystem's server */
+  if (!fb_path_check_not_foreign_fuse (dir, "--workspace", "give a directory on a filesystem of yours or root's",
+                                       &error))
+    {
+      fb_cmd_error ("policy %s: %s", command, error->message);
+      return NULL;
+    }
+  real = fb_realpath (dir);
   if (real == NULL)
     {
       int err = errno;

@@ -428,8 +428,11 @@ fb_cmd_runs (int argc, char **argv)
 
   g_autofree char *root = fb_run_dir_root ();
   g_autoptr (GError) error = NULL;
-  /* runs another user could have put there are not listed as ours, nor pruned */
-  if (g_file_test (root, G_FILE_TEST_EXISTS) && !fb_run_state_dir_ok (&error))
+  /* runs another user could have put there are not listed as ours, nor
+   * pruned; nothing on another user's FUSE filesystem is looked at */
+  if (!fb_path_check_not_foreign_fuse (root, "fusebox's state directory",
+                                       "set XDG_STATE_HOME to a directory of your own", &error) ||
+      (g_file_test (root, G_FILE_TEST_EXISTS) && !fb_run_state_dir_ok (&error)))
     {
       fb_cmd_error ("runs: %s", error->message);
       return FB_EXIT_FAILURE;

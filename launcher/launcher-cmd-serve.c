@@ -245,7 +245,11 @@ parse_serve_args (int argc, char **argv, ServeCommandLine *c)
        * out of other users' reach */
       if (!fb_path_check_existing (
             dir, "--listen's directory",
-            "give a socket path in a directory that exists, where no other user may write on the way", &error))
+            "give a socket path in a directory that exists, where no other user may write on the way", &error) ||
+          /* the socket's own name (another user's mount there, in a sticky
+           * directory, would hold the look at what is there) */
+          !fb_path_check_not_foreign_fuse (c->listen + strlen ("unix:"), "--listen",
+                                           "give a socket path in a directory of yours", &error))
         {
           fb_cmd_error ("serve: %s", error->message);
           return FB_EXIT_FAILURE;

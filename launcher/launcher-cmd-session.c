@@ -2555,19 +2555,23 @@ fb_cmd_session (int argc, char **argv)
   for (int i = 1; i < argc; i++)
     if (strcmp (argv[i], "-h") == 0 || strcmp (argv[i], "--help") == 0)
       return session_usage (stdout, FB_EXIT_OK);
-  if (argc == 2 && strcmp (argv[1], "list") == 0)
+  /* nothing on another user's FUSE filesystem is looked at, listed or
+   * connected to (its server may never answer) */
+  if ((argc == 2 && strcmp (argv[1], "list") == 0) || (argc == 3 && strcmp (argv[1], "stop") == 0))
     {
       g_autoptr (GError) error = NULL;
-      g_autoptr (GDir) dir = NULL;
 
-      /* (each session found is checked as it is connected to) */
       if (!fb_path_check_not_foreign_fuse (root, "the sessions' directory",
                                            "set XDG_STATE_HOME to a directory of your own", &error))
         {
-          fb_cmd_error ("session list: %s", error->message);
+          fb_cmd_error ("session %s: %s", argv[1], error->message);
           return FB_EXIT_FAILURE;
         }
-      dir = g_dir_open (root, 0, NULL);
+    }
+  if (argc == 2 && strcmp (argv[1], "list") == 0)
+    {
+      g_autoptr (GDir) dir = g_dir_open (root, 0, NULL);
+
       for (const char *e; dir != NULL && (e = g_dir_read_name (dir)) != NULL;)
         if (g_str_has_suffix (e, ".sock"))
           {

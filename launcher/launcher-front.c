@@ -47,6 +47,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -100,6 +101,122 @@ exec_main (char **argv)
 
 /* --- the way to the daemon ---------------------------------------------------------- */
 
+/* Is the filesystem of device DEV a FUSE filesystem that a user other than
+ * us and root mounted (mountinfo's user_id=)?  Asked nothing: its server
+ * may never answer. */
+static bool
+foreign_fuse (dev_t dev)
+{
+  FILE *f = fopen ("/proc/self/mountinfo", "re");
+  char *line = NULL;
+  size_t cap = 0;
+  bool foreign = false;
+
+  if (f == NULL)
+    return true; /* can't tell: the full client looks */
+  while (getline (&line, &cap, f) > 0)
+    {
+      unsigned maj, min;
+      char *sep = strstr (line, " - "), *type, *opts, *save = NULL;
+      char own[32];
+
+      if (sep == NULL || sscanf (line, "%*u %*u %u:%u", &maj, &min) != 2 || makedev (maj, min) != dev)
+        continue;
+      line[strcspn (line, "\n")] = '\0';
+      type = strtok_r (sep + 3, " ", &save);
+      (void)strtok_r (NULL, " ", &save); /* the source */
+      opts = strtok_r (NULL, " ", &save);
+      if (type == NULL || opts == NULL ||
+          !(strcmp (type, "fuse") == 0 || strcmp (type, "fuseblk") == 0 || strncmp (type, "fuse.", 5) == 0 ||
+            strncmp (type, "fuseblk.", 8) == 0))
+        break;
+      snprintf (own, sizeof own, "user_id=%u", (unsigned)geteuid ());
+      foreign = true;
+      for (char *o = strtok_r (opts, ",", &save); o != NULL; o = strtok_r (NULL, ",", &save))
+        if (strcmp (o, own) == 0 || strcmp (o, "user_id=0") == 0)
+          foreign = false;
+      break;
+    }
+  free (line);
+  fclose (f);
+  return foreign;
+}
+
+/* WANT (absolute) resolved as realpath(3) resolves it, into REAL (of
+ * PATH_MAX), but each step looked at from what the kernel holds before
+ * anything goes below it, and links read, not followed by the kernel: a
+ * name is looked up only in a directory on a filesystem that answers.
+ * False where a step is missing, on another user's FUSE filesystem, or
+ * past 40 links. */
+static bool
+resolve_checked (const char *want, char *real)
+{
+  char rest[2 * PATH_MAX], step[PATH_MAX], target[PATH_MAX];
+  dev_t last = 0;
+  int links = 0;
+  struct statx stx;
+
+  if (strlen (want) >= sizeof rest)
+    return false;
+  strcpy (rest, want);
+  strcpy (real, "/");
+  if (statx (AT_FDCWD, "/", AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+    return false;
+  last = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+  if (foreign_fuse (last))
+    return false;
+  for (;;)
+    {
+      char *p = rest + strspn (rest, "/");
+      size_t n = strcspn (p, "/");
+      ssize_t t;
+      dev_t dev;
+
+      if (n == 0)
+        return true;
+      if (n == 1 && p[0] == '.')
+        {
+          memmove (rest, p + n, strlen (p + n) + 1);
+          continue;
+        }
+      if (n == 2 && p[0] == '.' && p[1] == '.')
+        {
+          char *slash = strrchr (real, '/');
+          if (slash == real)
+            real[1] = '\0';
+          else
+            *slash = '\0';
+          memmove (rest, p + n, strlen (p + n) + 1);
+          continue;
+        }
+      if ((size_t)snprintf (step, sizeof step, "%s%s%.*s", real, strcmp (real, "/") == 0 ? "" : "/", (int)n, p) >=
+          sizeof step)
+        return false;
+      memmove (rest, p + n, strlen (p + n) + 1);
+      if (statx (AT_FDCWD, step, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+        return false;
+      dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+      if (dev != last && foreign_fuse (dev))
+        return false;
+      last = dev;
+      if (!S_ISLNK (stx.stx_mode))
+        {
+          strcpy (real, step);
+          continue;
+        }
+      if (++links > 40 || (t = readlink (step, target, sizeof target - 1)) <= 0 ||
+          (size_t)t + 1 + strlen (rest) >= sizeof rest)
+        return false;
+      target[t] = '\0';
+      /* the link's target, then what was left after it */
+      memmove (rest + t + 1, rest, strlen (rest) + 1);
+      memcpy (rest, target, (size_t)t);
+      rest[t] = '/';
+      if (target[0] == '/')
+        strcpy (real, "/");
+    }
+}
+
 /* DIR's sessions' directory, every real step of it a directory of ours or
  * root's that no other user may write (root's sticky ones, /tmp's kind,
  * on the way); fusebox/ and sessions/ ours.  An O_PATH descriptor of it,
@@ -118,7 +235,7 @@ sessions_dir (void)
     snprintf (want, sizeof want, "%s/.local/state/fusebox/sessions", home);
   else
     return -1;
-  if (realpath (want, real) == NULL)
+  if (!resolve_checked (want, real))
     return -1;
   fd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   for (part = strtok_r (real, "/", &save); fd >= 0; part = strtok_r (NULL, "/", &save))

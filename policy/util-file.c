@@ -125,6 +125,9 @@ fb_file_open_regular (int dir_fd, const char *name, const char *path, const char
     path = name;
   if (flags & FB_FILE_OWN)
     fd = open_own (dir_fd, name, what, path, error);
+  else if (dir_fd == AT_FDCWD &&
+           !fb_path_check_not_foreign_fuse (name, what, "give a file on a filesystem of yours or root's", error))
+    return -1; /* its open would wait for good on a server that never answers */
   else
     fd = openat (dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd == -2)

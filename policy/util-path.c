@@ -139,13 +139,12 @@ fb_path_check_existing (const char *path, const char *what, const char *fix, GEr
  * and its server may never answer (every later step would wait for good).
  * A name that can't be stat'ed is left to the caller's own stat. */
 static gboolean
-check_not_foreign_fuse (int dir_fd, const char *name, const char *path, bool follow, dev_t *last_dev, GError **error)
+check_not_foreign_fuse (int dir_fd, const char *name, const char *path, dev_t *last_dev, GError **error)
 {
   struct statx stx;
   dev_t dev;
   gint64 owner;
-  int flags =
-    AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (follow ? 0 : AT_SYMLINK_NOFOLLOW) | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
+  int flags = AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
 
   if (statx (dir_fd, name, flags, STATX_TYPE, &stx) < 0)
     return TRUE;
@@ -156,42 +155,83 @@ check_not_foreign_fuse (int dir_fd, const char *name, const char *path, bool fol
   if ((owner = fb_dev_untrusted_fuse (dev)) < 0)
     return TRUE;
   g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
-               "%s %s a FUSE filesystem that another user (uid %" G_GINT64_FORMAT ") mounted: its server decides what "
+               "%s is on a FUSE filesystem that another user (uid %" G_GINT64_FORMAT
+               ") mounted: its server decides what "
                "fusebox would find there, and may never answer, so fusebox asks it nothing",
-               path, follow ? "leads to" : "is on", owner);
+               path, owner);
   return FALSE;
+}
+
+/* How many links a walk follows, as the kernel (ELOOP past it). */
+#define WALK_LINKS_MAX 40
+
+/* PATH walked as the kernel resolves it, a step at a time, each step
+ * looked at (check_not_foreign_fuse) before anything goes below it: a
+ * name is looked up only in a directory already found on a filesystem
+ * that answers, and the lookup of a mount's root asks the mounted one
+ * nothing.  Links (anyone's: where they lead is what is looked at next)
+ * are read, never followed by the kernel, whose walk through a link would
+ * look up names below a mount's root before anything could see it.
+ * Where a step does not exist (or can't be looked at), the rest is left
+ * to whoever makes or refuses it. */
+static gboolean
+walk_not_foreign (const char *path, GError **error)
+{
+  g_autofree char *cwd = g_path_is_absolute (path) ? NULL : g_get_current_dir ();
+  g_autofree char *abs = cwd != NULL ? g_strconcat (cwd, "/", path, NULL) : g_strdup (path);
+  g_autoptr (GPtrArray) pending = g_ptr_array_new_with_free_func (g_free); /* the steps left, the next last */
+  g_autoptr (GString) way = g_string_new ("/");
+  dev_t last_dev = 0;
+  guint links = 0;
+  g_auto (GStrv) parts = g_strsplit (abs, "/", -1);
+
+  for (guint n = g_strv_length (parts); n > 0; n--)
+    g_ptr_array_add (pending, g_strdup (parts[n - 1]));
+  if (!check_not_foreign_fuse (AT_FDCWD, "/", "/", &last_dev, error))
+    return FALSE;
+  while (pending->len > 0)
+    {
+      g_autofree char *part = g_ptr_array_steal_index (pending, pending->len - 1);
+      gsize len = way->len;
+      struct stat st;
+      g_autofree char *target = NULL;
+
+      if (part[0] == '\0' || strcmp (part, ".") == 0)
+        continue;
+      if (strcmp (part, "..") == 0)
+        {
+          /* WAY holds no link: its parent is the text's */
+          char *slash = strrchr (way->str, '/');
+          g_string_truncate (way, slash != NULL && slash != way->str ? (gsize)(slash - way->str) : 1);
+          continue;
+        }
+      way_append (way, part);
+      if (!check_not_foreign_fuse (AT_FDCWD, way->str, way->str, &last_dev, error))
+        return FALSE;
+      if (fb_lstat_cached (AT_FDCWD, way->str, &st) < 0)
+        return TRUE;
+      if (!S_ISLNK (st.st_mode))
+        continue;
+      if (++links > WALK_LINKS_MAX || (target = g_file_read_link (way->str, NULL)) == NULL)
+        return TRUE;
+      g_string_truncate (way, len);
+      if (target[0] == '/')
+        g_string_assign (way, "/");
+      {
+        g_auto (GStrv) steps = g_strsplit (target, "/", -1);
+        for (guint n = g_strv_length (steps); n > 0; n--)
+          g_ptr_array_add (pending, g_strdup (steps[n - 1]));
+      }
+    }
+  return TRUE;
 }
 
 gboolean
 fb_path_check_not_foreign_fuse (const char *path, const char *what, const char *fix, GError **error)
 {
-  g_autofree char *cwd = g_path_is_absolute (path) ? NULL : g_get_current_dir ();
-  g_autofree char *abs = cwd != NULL ? g_strconcat (cwd, "/", path, NULL) : g_strdup (path);
-  g_auto (GStrv) parts = g_strsplit (abs, "/", -1);
-  g_autoptr (GString) way = g_string_new ("/");
   g_autoptr (GError) local = NULL;
-  dev_t last_dev = 0;
 
-  for (guint i = 0; parts[i] != NULL; i++)
-    {
-      struct stat st;
-
-      if (!way_append (way, parts[i]))
-        continue;
-      if (!check_not_foreign_fuse (AT_FDCWD, way->str, way->str, false, &last_dev, &local))
-        break;
-      if (fb_lstat_cached (AT_FDCWD, way->str, &st) < 0)
-        return TRUE; /* the rest is made, or refused, later */
-      if (!S_ISLNK (st.st_mode))
-        continue;
-      /* another user's link is not followed (its target may lie deep in
-       * their filesystem): the checks of the way refuse it */
-      if (st.st_uid != 0 && st.st_uid != geteuid () && st.st_uid != unmapped_uid ())
-        return TRUE;
-      if (!check_not_foreign_fuse (AT_FDCWD, way->str, way->str, true, &last_dev, &local))
-        break;
-    }
-  if (local == NULL)
+  if (walk_not_foreign (path, &local))
     return TRUE;
   g_set_error (error, local->domain, local->code, "%s %s: %s; %s", what, path, local->message, fix);
   return FALSE;
@@ -219,6 +259,9 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
     if (parts[i][0] != '\0')
       last = i;
 
+  /* nothing below is looked at on another user's FUSE filesystem */
+  if (!walk_not_foreign (abs, error))
+    return FALSE;
   /* The way as written, a step at a time, each as the kernel reaches it:
    * a link on it (a directory of another user's that holds one, or a link
    * of theirs in /tmp) decides where it leads.  Up to the part of PATH that
@@ -230,8 +273,6 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
 
       if (!way_append (existing, parts[i]))
         continue;
-      if (!check_not_foreign_fuse (AT_FDCWD, existing->str, existing->str, false, &last_dev, error))
-        return FALSE;
       if (lstat (existing->str, &st) < 0)
         {
           int e = errno;
@@ -255,11 +296,6 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
                        existing->str, problem, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
           return FALSE;
         }
-      /* where a link (root's or the caller's) leads, before the next step
-       * goes in: the root of such a mount is refused there */
-      if (S_ISLNK (st.st_mode) &&
-          !check_not_foreign_fuse (AT_FDCWD, existing->str, existing->str, true, &last_dev, error))
-        return FALSE;
     }
 
   real = fb_realpath (existing->str);
@@ -280,7 +316,7 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
       bool target = steps[i] == NULL || steps[i][0] == '\0';
       const char *problem;
 
-      if (fd >= 0 && !check_not_foreign_fuse (fd, "", walked->str, false, &last_dev, error))
+      if (fd >= 0 && !check_not_foreign_fuse (fd, "", walked->str, &last_dev, error))
         return FALSE;
       if (fd < 0 || fstat (fd, &st) < 0)
         {

@@ -707,56 +707,103 @@ MFX_CASE (test_silent_fuse_at_the_log_name)
   silent_take_off ();
 }
 
-/* `fusebox run --run-dir RUN_DIR -- true` (no --run-dir when RUN_DIR is
- * ""), with XDG_STATE_HOME log_cmd.state, its stderr in log_cmd.err (for
- * bounded). */
+/* The fusebox command ARGV (after "fusebox") with XDG_STATE_HOME
+ * log_cmd.state, its stderr in log_cmd.err (for bounded: ARG is unused). */
+static const char *const *paths_argv;
+
 static int
-run_with_run_dir (const char *run_dir)
+run_given_paths (const char *unused)
 {
-  int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+  g_autoptr (GPtrArray) argv = g_ptr_array_new ();
+  int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
   int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
+  (void)unused;
+  dup2 (null, STDIN_FILENO);
   dup2 (null, STDOUT_FILENO);
   dup2 (err, STDERR_FILENO);
   g_setenv ("XDG_STATE_HOME", log_cmd.state, TRUE);
-  if (strcmp (run_dir, "session list") == 0)
-    execl (test_bin (), "fusebox", "session", "list", (char *)NULL);
-  else if (g_str_has_suffix (run_dir, "/token"))
-    execl (test_bin (), "fusebox", "serve", "--token-file", run_dir, (char *)NULL);
-  else if (g_str_has_prefix (run_dir, "mount "))
-    execl (test_bin (), "fusebox", "mount", run_dir + 6, (char *)NULL);
-  else if (run_dir[0] == '\0')
-    execl (test_bin (), "fusebox", "run", "--", "true", (char *)NULL);
-  else
-    execl (test_bin (), "fusebox", "run", "--run-dir", run_dir, "--", "true", (char *)NULL);
+  g_ptr_array_add (argv, (gpointer) "fusebox");
+  for (const char *const *a = paths_argv; *a != NULL; a++)
+    g_ptr_array_add (argv, (gpointer)*a);
+  g_ptr_array_add (argv, NULL);
+  execv (test_bin (), (char **)argv->pdata);
   _exit (127);
 }
 
 /* Another user's directory in a directory of root's, a silent FUSE
  * filesystem mounted over it (they may write the directory, so they may
- * mount there), given to `fusebox run` as its run directory, as the
- * parent of one, through a link of root's to it, and as XDG_STATE_HOME
- * (also to `fusebox session list`), a token file in it to `fusebox
- * serve`, and itself as `fusebox mount`'s mount point: the realpath and
- * stat of the paths they were given waited for good, before any check of
- * whose they are.  Each ends now within 10 s, saying which step is on
- * whose FUSE filesystem; nothing is made there. */
+ * mount there), and a file of theirs in sticky /tmp with one over it;
+ * root's commands are given paths on them: as a run directory, the parent
+ * of one, through a link of root's that leads into the mount and through
+ * a link of theirs, as XDG_STATE_HOME (to run, runs, session list and
+ * stop, run --session), as a workspace (also to policy explain), a policy file and a rule's
+ * source, a token file, a mount point and a socket's name.  The realpath
+ * and stat of the paths they were given (or of the link's target, in the
+ * check itself) waited for good, before any check of whose they are.
+ * Each ends now within 10 s, saying which step is on uid 1000's FUSE
+ * filesystem; nothing is made there. */
 MFX_CASE (test_silent_fuse_as_a_run_directory)
 {
   g_autofree char *dir = g_build_filename (fx->tmp, "theirs", NULL);
   g_autofree char *below = g_build_filename (dir, "run", NULL);
   g_autofree char *link = g_build_filename (fx->tmp, "link", NULL);
   g_autofree char *through = g_build_filename (link, "run", NULL);
+  g_autofree char *deep_link = g_build_filename (fx->tmp, "deep", NULL);
+  g_autofree char *their_link = g_build_filename (fx->tmp, "their-link", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "run-err.txt", NULL);
   g_autofree char *token = g_build_filename (dir, "token", NULL);
-  g_autofree char *mount_cmd = g_strconcat ("mount ", dir, NULL);
+  g_autofree char *policy = g_build_filename (fx->tmp, "source-policy.json", NULL);
+  g_autofree char *deep_run = g_build_filename (deep_link, "r", NULL);
+  g_autofree char *their_run = g_build_filename (their_link, "r", NULL);
+  g_autofree char *policy_text_source =
+    g_strdup_printf ("{ \"version\": 1, \"rules\": [ { \"path\": \"/\", \"access\": \"read\", \"why\": \"r\" },\n"
+                     "  { \"path\": \"/data\", \"access\": \"read\", \"source\": \"%s\", \"why\": \"d\" } ] }\n",
+                     dir);
   const char *state = fx->state_dir;
+  g_autofree char *tmp_file_path = g_strdup_printf ("/tmp/fusebox-silent-%d", (int)getpid ());
+  g_autofree char *file_socket = g_strconcat ("unix:", tmp_file_path, NULL);
+  const char *const run_dir[] = { "run", "--run-dir", dir, "--", "true", NULL };
+  const char *const run_below[] = { "run", "--run-dir", below, "--", "true", NULL };
+  const char *const run_through[] = { "run", "--run-dir", through, "--", "true", NULL };
+  const char *const run_deep[] = { "run", "--run-dir", deep_run, "--", "true", NULL };
+  const char *const run_theirs[] = { "run", "--run-dir", their_run, "--", "true", NULL };
+  const char *const run_plain[] = { "run", "--", "true", NULL };
+  const char *const run_session[] = { "run", "--session", "s1", "--", "true", NULL };
+  const char *const runs[] = { "runs", NULL };
+  const char *const session_list[] = { "session", "list", NULL };
+  const char *const session_stop[] = { "session", "stop", "s1", NULL };
+  const char *const run_workspace[] = { "run", "--workspace", dir, "--", "true", NULL };
+  const char *const run_source[] = { "run", "--policy", policy, "--", "true", NULL };
+  const char *const policy_file[] = { "policy", "check", tmp_file_path, NULL };
+  const char *const serve_token[] = { "serve", "--token-file", token, NULL };
+  const char *const mount_point[] = { "mount", dir, NULL };
+  const char *const policy_workspace[] = { "policy", "explain", "--workspace", dir, "/etc", NULL };
+  const char *const serve_socket[] = { "serve", "--listen", file_socket, NULL };
   struct
   {
-    const char *run_dir, *state, *named;
+    const char *const *argv;
+    const char *state, *named;
+    int status;
   } cases[] = {
-    { dir, state, dir },          { below, state, dir }, { through, state, link },  { "", dir, dir },
-    { "session list", dir, dir }, { token, state, dir }, { mount_cmd, state, dir },
+    { run_dir, state, dir, 125 },
+    { run_below, state, dir, 125 },
+    { run_through, state, dir, 125 },
+    { run_deep, state, dir, 125 },
+    { run_theirs, state, dir, 125 },
+    { run_plain, dir, dir, 125 },
+    { run_plain, deep_link, dir, 125 },
+    { run_session, dir, dir, 125 },
+    { runs, dir, dir, 1 },
+    { session_list, dir, dir, 1 },
+    { session_stop, dir, dir, 1 },
+    { run_workspace, state, dir, 125 },
+    { run_source, state, dir, 125 },
+    { policy_file, state, tmp_file_path, 1 },
+    { serve_token, state, dir, 1 },
+    { mount_point, state, dir, 1 },
+    { serve_socket, state, tmp_file_path, 1 },
+    { policy_workspace, state, dir, 1 },
   };
 
   mfx_mkdir (fx, "/ws");
@@ -764,31 +811,61 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
   assert_int_equal (mkdir (dir, 0755), 0);
   assert_int_equal (chown (dir, 1000, 1000), 0);
   assert_int_equal (symlink (dir, link), 0);
+  assert_int_equal (symlink ("theirs/sub/deeper", deep_link), 0);
+  assert_int_equal (symlink ("theirs/x", their_link), 0);
+  assert_int_equal (lchown (their_link, 1000, 1000), 0);
+  test_write_file (policy, policy_text_source);
   silent_mount (fx, dir);
   assert_silent (fx);
-  log_cmd.err = err;
-  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
-    {
-      g_autofree char *said = NULL;
-      int r;
+  /* the file: another mount, over a file of theirs in sticky /tmp */
+  test_write_file (tmp_file_path, "");
+  assert_int_equal (chown (tmp_file_path, 1000, 1000), 0);
+  {
+    g_autofree char *opts = NULL;
+    int fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
+    struct statx stx;
+    dev_t file_dev;
 
-      log_cmd.state = cases[i].state;
-      r = bounded (run_with_run_dir, cases[i].run_dir, 10000);
-      if (r == -1)
-        fail_msg ("fusebox run --run-dir '%s' (XDG_STATE_HOME %s) still waits after 10 s: it asked the silent mount "
-                  "at %s",
-                  cases[i].run_dir, cases[i].state, dir);
-      assert_int_equal (r, cases[i].run_dir == token || cases[i].run_dir == mount_cmd ||
-                               strcmp (cases[i].run_dir, "session list") == 0
-                             ? 1
-                             : 125);
-      assert_true (g_file_get_contents (err, &said, NULL, NULL));
-      if (strstr (said, cases[i].named) == NULL ||
-          strstr (said, "FUSE filesystem that another user (uid 1000)") == NULL)
-        fail_msg ("fusebox run --run-dir '%s' (XDG_STATE_HOME %s) failed, but did not say that %s is on uid 1000's "
-                  "FUSE filesystem:\n%s",
-                  cases[i].run_dir, cases[i].state, cases[i].named, said);
-    }
+    assert_true (fd >= 0);
+    opts = g_strdup_printf ("fd=%d,rootmode=100000,user_id=1000,group_id=1000,allow_other", fd);
+    assert_int_equal (mount ("silent", tmp_file_path, "fuse", MS_NOSUID | MS_NODEV, opts), 0);
+    assert_int_equal (statx (AT_FDCWD, tmp_file_path, AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &stx), 0);
+    file_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+    log_cmd.err = err;
+    for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+      {
+        g_autofree char *said = NULL;
+        g_autofree char *shown = g_strjoinv (" ", (char **)cases[i].argv);
+        int r;
+
+        log_cmd.state = cases[i].state;
+        paths_argv = cases[i].argv;
+        r = bounded (run_given_paths, NULL, 10000);
+        if (r == -1)
+          {
+            test_fuse_abort (file_dev);
+            umount2 (tmp_file_path, MNT_DETACH);
+            close (fd);
+            unlink (tmp_file_path);
+            fail_msg ("fusebox %s (XDG_STATE_HOME %s) still waits after 10 s: it asked a silent mount", shown,
+                      cases[i].state);
+          }
+        assert_true (g_file_get_contents (err, &said, NULL, NULL));
+        if (r != cases[i].status || strstr (said, cases[i].named) == NULL ||
+            strstr (said, "FUSE filesystem that another user (uid 1000)") == NULL)
+          {
+            umount2 (tmp_file_path, MNT_DETACH);
+            close (fd);
+            unlink (tmp_file_path);
+            fail_msg ("fusebox %s (XDG_STATE_HOME %s) ended with %d, not %d saying that %s is on uid 1000's FUSE "
+                      "filesystem:\n%s",
+                      shown, cases[i].state, r, cases[i].status, cases[i].named, said);
+          }
+      }
+    assert_int_equal (umount2 (tmp_file_path, MNT_DETACH), 0);
+    close (fd);
+    assert_int_equal (unlink (tmp_file_path), 0);
+  }
   silent_take_off ();
   /* nothing was made in their directory */
   assert_int_equal (rmdir (dir), 0);
