@@ -2,6 +2,8 @@
 #include "policy/util.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/sysmacros.h>
 #include <string.h>
 #include <stdio.h>
@@ -72,35 +74,122 @@ fb_fuse_opts_trusted (const char *opts)
   return g_strv_contains ((const char *const *)split, own) || g_strv_contains ((const char *const *)split, "user_id=0");
 }
 
+/* What each device's mount is (fb_dev_untrusted_fuse), from mountinfo read
+ * once, and again only when poll(2) on it says the mount table changed (a
+ * device number goes to the next mount once its own is gone): a command
+ * walks a few dozen paths, and a host may have thousands of mounts. */
+static struct
+{
+  GMutex lock;
+  int fd;             /* /proc/self/mountinfo, open since the first read */
+  GHashTable *owners; /* guint64 dev -> gint64 what fb_dev_untrusted_fuse says */
+} untrusted = { .fd = -1 };
+
+/* One line's device and what it is: -1 not another user's FUSE. */
+static gint64
+line_untrusted_fuse (char *line, dev_t *ret_dev)
+{
+  const char *sep = strstr (line, " - ");
+  g_auto (GStrv) tail = NULL;
+  const char *uid;
+  unsigned maj, min;
+
+  /* ID PARENT MAJ:MIN ... - TYPE SOURCE OPTS */
+  if (sep == NULL || sscanf (line, "%*u %*u %u:%u", &maj, &min) != 2)
+    return -2;
+  *ret_dev = makedev (maj, min);
+  tail = g_strsplit (sep + 3, " ", 3);
+  if (g_strv_length (tail) < 3 || !(strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 ||
+                                    g_str_has_prefix (tail[0], "fuse.") || g_str_has_prefix (tail[0], "fuseblk.")))
+    return -1;
+  if (fb_fuse_opts_trusted (tail[2]))
+    return -1;
+  uid = strstr (tail[2], "user_id=");
+  return uid != NULL ? (gint64)g_ascii_strtoull (uid + 8, NULL, 10) : G_MAXUINT32;
+}
+
+/* Read the table again through untrusted.fd (lock held). */
+static bool
+untrusted_reload (void)
+{
+  g_autoptr (GString) text = g_string_new (NULL);
+  g_auto (GStrv) lines = NULL;
+  char buf[64 * 1024];
+  ssize_t n;
+
+  while ((n = pread (untrusted.fd, buf, sizeof buf, (off_t)text->len)) != 0)
+    {
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return false;
+      g_string_append_len (text, buf, n);
+    }
+  g_hash_table_remove_all (untrusted.owners);
+  lines = g_strsplit (text->str, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      dev_t dev = 0;
+      gint64 owner = line_untrusted_fuse (lines[i], &dev);
+      guint64 key = dev;
+
+      if (owner >= -1)
+        g_hash_table_insert (untrusted.owners, g_memdup2 (&key, sizeof key), g_memdup2 (&owner, sizeof owner));
+    }
+  return true;
+}
+
+/* A child of a fork (of a process whose other threads may have held the
+ * lock, or been changing the table: a session's daemon forks its
+ * sandboxes' makers) starts afresh, with a lock of its own; the parent's
+ * table is left as it was copied (leaked), its descriptor (which shares
+ * the parent's offset and poll state) closed. */
+static void
+untrusted_forked (void)
+{
+  g_mutex_init (&untrusted.lock);
+  untrusted.owners = NULL;
+  if (untrusted.fd >= 0)
+    close (untrusted.fd);
+  untrusted.fd = -1;
+}
+
 gint64
 fb_dev_untrusted_fuse (dev_t dev)
 {
-  g_autofree char *table = NULL;
-  g_auto (GStrv) lines = NULL;
+  static gsize once = 0;
+  struct pollfd p = { .events = POLLPRI };
+  gpointer found = NULL;
+  gint64 owner = -1;
+  guint64 key = dev;
 
-  if (!g_file_get_contents ("/proc/self/mountinfo", &table, NULL, NULL))
-    return -1;
-  lines = g_strsplit (table, "\n", -1);
-  for (guint i = 0; lines[i] != NULL; i++)
+  if (g_once_init_enter (&once))
     {
-      const char *sep = strstr (lines[i], " - ");
-      g_auto (GStrv) tail = NULL;
-      const char *uid;
-      unsigned maj, min;
-
-      /* ID PARENT MAJ:MIN ... - TYPE SOURCE OPTS */
-      if (sep == NULL || sscanf (lines[i], "%*u %*u %u:%u", &maj, &min) != 2 || makedev (maj, min) != dev)
-        continue;
-      tail = g_strsplit (sep + 3, " ", 3);
-      if (g_strv_length (tail) < 3 || !(strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 ||
-                                        g_str_has_prefix (tail[0], "fuse.") || g_str_has_prefix (tail[0], "fuseblk.")))
-        return -1;
-      if (fb_fuse_opts_trusted (tail[2]))
-        return -1;
-      uid = strstr (tail[2], "user_id=");
-      return uid != NULL ? (gint64)g_ascii_strtoull (uid + 8, NULL, 10) : G_MAXUINT32;
+      pthread_atfork (NULL, NULL, untrusted_forked);
+      g_once_init_leave (&once, 1);
     }
-  return -1;
+  g_mutex_lock (&untrusted.lock);
+  if (untrusted.owners == NULL)
+    untrusted.owners = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+  if (untrusted.fd < 0)
+    {
+      untrusted.fd = open ("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+      if (untrusted.fd >= 0 && !untrusted_reload ())
+        fb_fd_close (&untrusted.fd);
+    }
+  else
+    {
+      /* changed since the last read: read it again */
+      p.fd = untrusted.fd;
+      if ((poll (&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLPRI)) != 0) ||
+          !g_hash_table_lookup_extended (untrusted.owners, &key, NULL, NULL))
+        if (!untrusted_reload ())
+          fb_fd_close (&untrusted.fd);
+    }
+  if (untrusted.fd >= 0 && g_hash_table_lookup_extended (untrusted.owners, &key, NULL, &found))
+    owner = *(gint64 *)found;
+  g_mutex_unlock (&untrusted.lock);
+  return owner;
 }
 
 void
