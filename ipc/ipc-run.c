@@ -369,6 +369,16 @@ fb_run_resolve_log (const char *arg, GError **error)
         return NULL;
       return g_build_filename (latest, "access.jsonl", NULL);
     }
+  /* the way to it (the name itself is the readers' to look at, from what
+   * the kernel holds): nothing on another user's FUSE filesystem, nor a
+   * link into one, is looked up */
+  {
+    g_autofree char *parent = g_path_get_dirname (run_or_file);
+
+    if (!fb_path_check_not_foreign_fuse (parent, "the log's directory", "give a log on a filesystem of yours or root's",
+                                         error))
+      return NULL;
+  }
 
   /* 0. a run id: one of our runs first, before a name in the current
    * directory (which another user may be able to write) */

@@ -693,13 +693,26 @@ start_unix (Client *c, const char *path)
   g_autoptr (GSocketClient) sc = g_socket_client_new ();
   g_autoptr (GSocketAddress) addr = NULL;
   g_autoptr (GError) error = NULL;
+  _fb_cleanup_fd_ int pfd = -1;
+  g_autofree char *proc = NULL;
 
   if (path[0] == '\0')
     {
       fb_cmd_error ("log: --connect %s names no socket; use unix:PATH", c->url);
       return FALSE;
     }
-  addr = g_unix_socket_address_new (path);
+  /* the socket the walk found (nothing on another user's FUSE filesystem
+   * is asked: the lookup of its name would wait for good), reached through
+   * its descriptor, not the path again */
+  pfd = fb_path_open_not_foreign_fuse (path, "--connect", "give a socket on a filesystem of yours or root's", &error);
+  if (pfd == -1)
+    {
+      fb_cmd_error ("log: %s", error->message);
+      return FALSE;
+    }
+  if (pfd >= 0)
+    proc = g_strdup_printf ("/proc/self/fd/%d", pfd);
+  addr = g_unix_socket_address_new (proc != NULL ? proc : path);
   /* GSocket creates its sockets with SOCK_CLOEXEC. */
   c->conn = g_socket_client_connect (sc, G_SOCKET_CONNECTABLE (addr), NULL, &error);
   if (c->conn == NULL)

@@ -74,50 +74,65 @@ fb_fuse_opts_trusted (const char *opts)
   return g_strv_contains ((const char *const *)split, own) || g_strv_contains ((const char *const *)split, "user_id=0");
 }
 
-/* What each device's mount is (fb_dev_untrusted_fuse), from mountinfo read
- * once, and again only when poll(2) on it says the mount table changed (a
- * device number goes to the next mount once its own is gone): a command
- * walks a few dozen paths, and a host may have thousands of mounts. */
+/* What each mount is (fb_mount_untrusted_fuse), by its id and by its
+ * device, from mountinfo read once, and again only when poll(2) on it says
+ * the mount table changed (an id and a device number go to the next mount
+ * once theirs is gone) or for one it does not hold: a command walks a few
+ * dozen paths, and a host may have thousands of mounts. */
+typedef struct
+{
+  gint64 owner; /* -1, or the uid of another user's FUSE filesystem */
+  bool proc;    /* a procfs: its links may be magic */
+} MountKind;
+
 static struct
 {
   GMutex lock;
-  int fd;             /* /proc/self/mountinfo, open since the first read */
-  GHashTable *owners; /* guint64 dev -> gint64 what fb_dev_untrusted_fuse says */
-} untrusted = { .fd = -1 };
+  int fd;           /* /proc/self/mountinfo, open since the first read */
+  GHashTable *ids;  /* guint64 mount id -> MountKind* */
+  GHashTable *devs; /* guint64 device -> MountKind* (the same) */
+} mounts = { .fd = -1 };
 
-/* One line's device and what it is: -1 not another user's FUSE. */
-static gint64
-line_untrusted_fuse (char *line, dev_t *ret_dev)
+/* One line's mount id, device and kind: false for a line that is not one. */
+static bool
+line_kind (char *line, guint64 *ret_id, guint64 *ret_dev, MountKind *ret)
 {
   const char *sep = strstr (line, " - ");
   g_auto (GStrv) tail = NULL;
   const char *uid;
   unsigned maj, min;
+  guint64 id;
 
   /* ID PARENT MAJ:MIN ... - TYPE SOURCE OPTS */
-  if (sep == NULL || sscanf (line, "%*u %*u %u:%u", &maj, &min) != 2)
-    return -2;
-  *ret_dev = makedev (maj, min);
+  if (sep == NULL || sscanf (line, "%" G_GUINT64_FORMAT " %*u %u:%u", &id, &maj, &min) != 3)
+    return false;
   tail = g_strsplit (sep + 3, " ", 3);
-  if (g_strv_length (tail) < 3 || !(strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 ||
-                                    g_str_has_prefix (tail[0], "fuse.") || g_str_has_prefix (tail[0], "fuseblk.")))
-    return -1;
-  if (fb_fuse_opts_trusted (tail[2]))
-    return -1;
-  uid = strstr (tail[2], "user_id=");
-  return uid != NULL ? (gint64)g_ascii_strtoull (uid + 8, NULL, 10) : G_MAXUINT32;
+  if (g_strv_length (tail) < 3)
+    return false;
+  *ret_id = id;
+  *ret_dev = makedev (maj, min);
+  ret->proc = strcmp (tail[0], "proc") == 0;
+  ret->owner = -1;
+  if ((strcmp (tail[0], "fuse") == 0 || strcmp (tail[0], "fuseblk") == 0 || g_str_has_prefix (tail[0], "fuse.") ||
+       g_str_has_prefix (tail[0], "fuseblk.")) &&
+      !fb_fuse_opts_trusted (tail[2]))
+    {
+      uid = strstr (tail[2], "user_id=");
+      ret->owner = uid != NULL ? (gint64)g_ascii_strtoull (uid + 8, NULL, 10) : G_MAXUINT32;
+    }
+  return true;
 }
 
-/* Read the table again through untrusted.fd (lock held). */
+/* Read the table again through mounts.fd (lock held). */
 static bool
-untrusted_reload (void)
+mounts_reload (void)
 {
   g_autoptr (GString) text = g_string_new (NULL);
   g_auto (GStrv) lines = NULL;
   char buf[64 * 1024];
   ssize_t n;
 
-  while ((n = pread (untrusted.fd, buf, sizeof buf, (off_t)text->len)) != 0)
+  while ((n = pread (mounts.fd, buf, sizeof buf, (off_t)text->len)) != 0)
     {
       if (n < 0 && errno == EINTR)
         continue;
@@ -125,71 +140,87 @@ untrusted_reload (void)
         return false;
       g_string_append_len (text, buf, n);
     }
-  g_hash_table_remove_all (untrusted.owners);
+  g_hash_table_remove_all (mounts.devs);
+  g_hash_table_remove_all (mounts.ids);
   lines = g_strsplit (text->str, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     {
-      dev_t dev = 0;
-      gint64 owner = line_untrusted_fuse (lines[i], &dev);
-      guint64 key = dev;
+      MountKind kind, *k;
+      guint64 id, dev;
 
-      if (owner >= -1)
-        g_hash_table_insert (untrusted.owners, g_memdup2 (&key, sizeof key), g_memdup2 (&owner, sizeof owner));
+      if (!line_kind (lines[i], &id, &dev, &kind))
+        continue;
+      k = g_memdup2 (&kind, sizeof kind);
+      g_hash_table_insert (mounts.ids, g_memdup2 (&id, sizeof id), k);
+      g_hash_table_insert (mounts.devs, g_memdup2 (&dev, sizeof dev), g_memdup2 (&kind, sizeof kind));
     }
   return true;
 }
 
 /* A child of a fork (of a process whose other threads may have held the
- * lock, or been changing the table: a session's daemon forks its
+ * lock, or been changing the tables: a session's daemon forks its
  * sandboxes' makers) starts afresh, with a lock of its own; the parent's
- * table is left as it was copied (leaked), its descriptor (which shares
- * the parent's offset and poll state) closed. */
+ * tables are left as they were copied (leaked), its descriptor (which
+ * shares the parent's offset and poll state) closed. */
 static void
-untrusted_forked (void)
+mounts_forked (void)
 {
-  g_mutex_init (&untrusted.lock);
-  untrusted.owners = NULL;
-  if (untrusted.fd >= 0)
-    close (untrusted.fd);
-  untrusted.fd = -1;
+  g_mutex_init (&mounts.lock);
+  mounts.ids = mounts.devs = NULL;
+  if (mounts.fd >= 0)
+    close (mounts.fd);
+  mounts.fd = -1;
+}
+
+gint64
+fb_mount_untrusted_fuse (guint64 key, bool by_id, bool *ret_proc)
+{
+  static gsize once = 0;
+  struct pollfd p = { .events = POLLPRI };
+  MountKind *found = NULL;
+  gint64 owner = -2;
+  GHashTable *table;
+
+  if (g_once_init_enter (&once))
+    {
+      pthread_atfork (NULL, NULL, mounts_forked);
+      g_once_init_leave (&once, 1);
+    }
+  g_mutex_lock (&mounts.lock);
+  if (mounts.ids == NULL)
+    {
+      mounts.ids = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+      mounts.devs = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+    }
+  table = by_id ? mounts.ids : mounts.devs;
+  if (mounts.fd < 0)
+    {
+      mounts.fd = open ("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+      if (mounts.fd >= 0 && !mounts_reload ())
+        fb_fd_close (&mounts.fd);
+    }
+  else
+    {
+      /* changed since the last read, or not in it: read it again */
+      p.fd = mounts.fd;
+      if ((poll (&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLPRI)) != 0) || g_hash_table_lookup (table, &key) == NULL)
+        if (!mounts_reload ())
+          fb_fd_close (&mounts.fd);
+    }
+  if (mounts.fd >= 0 && (found = g_hash_table_lookup (table, &key)) != NULL)
+    owner = found->owner;
+  if (ret_proc != NULL)
+    *ret_proc = found != NULL && found->proc;
+  g_mutex_unlock (&mounts.lock);
+  return owner;
 }
 
 gint64
 fb_dev_untrusted_fuse (dev_t dev)
 {
-  static gsize once = 0;
-  struct pollfd p = { .events = POLLPRI };
-  gpointer found = NULL;
-  gint64 owner = -1;
-  guint64 key = dev;
+  gint64 owner = fb_mount_untrusted_fuse (dev, false, NULL);
 
-  if (g_once_init_enter (&once))
-    {
-      pthread_atfork (NULL, NULL, untrusted_forked);
-      g_once_init_leave (&once, 1);
-    }
-  g_mutex_lock (&untrusted.lock);
-  if (untrusted.owners == NULL)
-    untrusted.owners = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
-  if (untrusted.fd < 0)
-    {
-      untrusted.fd = open ("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-      if (untrusted.fd >= 0 && !untrusted_reload ())
-        fb_fd_close (&untrusted.fd);
-    }
-  else
-    {
-      /* changed since the last read: read it again */
-      p.fd = untrusted.fd;
-      if ((poll (&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLPRI)) != 0) ||
-          !g_hash_table_lookup_extended (untrusted.owners, &key, NULL, NULL))
-        if (!untrusted_reload ())
-          fb_fd_close (&untrusted.fd);
-    }
-  if (untrusted.fd >= 0 && g_hash_table_lookup_extended (untrusted.owners, &key, NULL, &found))
-    owner = *(gint64 *)found;
-  g_mutex_unlock (&untrusted.lock);
-  return owner;
+  return owner >= 0 ? owner : -1;
 }
 
 void

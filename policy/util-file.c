@@ -125,9 +125,23 @@ fb_file_open_regular (int dir_fd, const char *name, const char *path, const char
     path = name;
   if (flags & FB_FILE_OWN)
     fd = open_own (dir_fd, name, what, path, error);
-  else if (dir_fd == AT_FDCWD &&
-           !fb_path_check_not_foreign_fuse (name, what, "give a file on a filesystem of yours or root's", error))
-    return -1; /* its open would wait for good on a server that never answers */
+  else if (dir_fd == AT_FDCWD)
+    {
+      /* the object the walk found (one on another user's FUSE filesystem
+       * is refused: its open would wait for good), not the path again */
+      _fb_cleanup_fd_ int pfd =
+        fb_path_open_not_foreign_fuse (name, what, "give a file on a filesystem of yours or root's", error);
+
+      if (pfd == -1)
+        return -1;
+      if (pfd >= 0)
+        fd = fb_reopen_path (pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      else
+        {
+          errno = ENOENT;
+          fd = -1;
+        }
+    }
   else
     fd = openat (dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd == -2)

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -131,33 +132,51 @@ fb_path_check_existing (const char *path, const char *what, const char *fix, GEr
   return check_said (path, true, true, what, fix, error);
 }
 
-/* Is PATH (DIR_FD and NAME) on a FUSE filesystem of another user's (as
- * fb_dev_untrusted_fuse)?  Looked at only where the device changes from
- * *LAST_DEV's, from what the kernel holds; FALSE with ERROR naming PATH
- * and who mounted it.  Called before anything asks for PATH's attributes:
- * the lookup of a mount's root asks its filesystem nothing, a stat would,
- * and its server may never answer (every later step would wait for good).
- * A name that can't be stat'ed is left to the caller's own stat. */
+/* Is the object FD (O_PATH, at PATH) on a mount that this process's mount
+ * table holds and that is not another user's FUSE filesystem?  From what
+ * the kernel holds (the lookup of a mount's root asks the mounted
+ * filesystem nothing, a stat would, and its server may never answer):
+ * FALSE with ERROR naming PATH.  A mount the table does not hold (another
+ * mount namespace's, or one taken off, reached through a link in /proc)
+ * can't be told: refused, but for a pipe, a socket or a device (a shell's
+ * <(...) is a /proc link to a pipe).  Before Linux 5.8 (no mount id) a
+ * device the table does not hold (a btrfs subvolume's) is taken as it is.
+ * *RET_MODE, *RET_PROC (may be NULL): its type, and whether its mount is
+ * a procfs. */
 static gboolean
-check_not_foreign_fuse (int dir_fd, const char *name, const char *path, dev_t *last_dev, GError **error)
+check_fd_mount (int fd, const char *path, mode_t *ret_mode, bool *ret_proc, GError **error)
 {
   struct statx stx;
-  dev_t dev;
+  bool by_id;
   gint64 owner;
-  int flags = AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | AT_SYMLINK_NOFOLLOW | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
 
-  if (statx (dir_fd, name, flags, STATX_TYPE, &stx) < 0)
-    return TRUE;
-  dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
-  if (dev == *last_dev)
-    return TRUE;
-  *last_dev = dev;
-  if ((owner = fb_dev_untrusted_fuse (dev)) < 0)
+  if (statx (fd, "", AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID, &stx) < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be looked at: %s", path, g_strerror (e));
+      return FALSE;
+    }
+  by_id = (stx.stx_mask & STATX_MNT_ID) != 0;
+  owner =
+    fb_mount_untrusted_fuse (by_id ? stx.stx_mnt_id : makedev (stx.stx_dev_major, stx.stx_dev_minor), by_id, ret_proc);
+  if (ret_mode != NULL)
+    *ret_mode = stx.stx_mode;
+  if (owner == -2 && by_id && !S_ISFIFO (stx.stx_mode) && !S_ISSOCK (stx.stx_mode) && !S_ISCHR (stx.stx_mode) &&
+      !S_ISBLK (stx.stx_mode))
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                   "%s is on a mount that is not in this process's mount table (another mount namespace's, or one "
+                   "taken off, reached through a link in /proc): fusebox can't tell whose filesystem it is, and its "
+                   "server may never answer, so fusebox asks it nothing",
+                   path);
+      return FALSE;
+    }
+  if (owner < 0)
     return TRUE;
   g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
                "%s is on a FUSE filesystem that another user (uid %" G_GINT64_FORMAT
-               ") mounted: its server decides what "
-               "fusebox would find there, and may never answer, so fusebox asks it nothing",
+               ") mounted: its server decides what fusebox would find there, and may never answer, so fusebox asks "
+               "it nothing",
                path, owner);
   return FALSE;
 }
@@ -165,65 +184,158 @@ check_not_foreign_fuse (int dir_fd, const char *name, const char *path, dev_t *l
 /* How many links a walk follows, as the kernel (ELOOP past it). */
 #define WALK_LINKS_MAX 40
 
-/* PATH walked as the kernel resolves it, a step at a time, each step
- * looked at (check_not_foreign_fuse) before anything goes below it: a
- * name is looked up only in a directory already found on a filesystem
- * that answers, and the lookup of a mount's root asks the mounted one
- * nothing.  Links (anyone's: where they lead is what is looked at next)
- * are read, never followed by the kernel, whose walk through a link would
- * look up names below a mount's root before anything could see it.
- * Where a step does not exist (or can't be looked at), the rest is left
- * to whoever makes or refuses it. */
-static gboolean
-walk_not_foreign (const char *path, GError **error)
+/* PATH's object, opened O_PATH by a walk that resolves it as the kernel
+ * does, a step at a time from / (or the working directory), each step
+ * opened in the directory the walk holds (a name is looked up only in a
+ * directory already found on a filesystem that answers) and looked at
+ * (check_fd_mount) before anything goes below it.  A link's text is read
+ * and walked, never followed by the kernel (whose walk through a link
+ * would look up names below a mount's root before anything could see
+ * them), but for a link in /proc, which may be magic (its text is not
+ * where it leads): that one is followed, and where it landed looked at.
+ * The descriptor; -2 when a step does not exist (ERROR unset: whoever
+ * makes or refuses it says so); -1 with ERROR. */
+static int
+walk_open (const char *path, GError **error)
 {
-  g_autofree char *cwd = g_path_is_absolute (path) ? NULL : g_get_current_dir ();
-  g_autofree char *abs = cwd != NULL ? g_strconcat (cwd, "/", path, NULL) : g_strdup (path);
   g_autoptr (GPtrArray) pending = g_ptr_array_new_with_free_func (g_free); /* the steps left, the next last */
-  g_autoptr (GString) way = g_string_new ("/");
-  dev_t last_dev = 0;
+  g_autoptr (GString) shown = g_string_new (NULL);                         /* for messages */
+  g_auto (GStrv) parts = g_strsplit (path, "/", -1);
+  _fb_cleanup_fd_ int dir = -1;
   guint links = 0;
-  g_auto (GStrv) parts = g_strsplit (abs, "/", -1);
 
+  if (path[0] == '/')
+    g_string_assign (shown, "/");
+  else
+    {
+      char cwd[PATH_MAX];
+      /* (the name of a working directory that is gone is not a way to it) */
+      g_string_assign (shown, getcwd (cwd, sizeof cwd) != NULL ? cwd : "the working directory");
+    }
+  dir = open (path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0)
+    {
+      int e = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be opened: %s", shown->str,
+                   g_strerror (e));
+      return -1;
+    }
+  if (!check_fd_mount (dir, shown->str, NULL, NULL, error))
+    return -1;
   for (guint n = g_strv_length (parts); n > 0; n--)
     g_ptr_array_add (pending, g_strdup (parts[n - 1]));
-  if (!check_not_foreign_fuse (AT_FDCWD, "/", "/", &last_dev, error))
-    return FALSE;
   while (pending->len > 0)
     {
       g_autofree char *part = g_ptr_array_steal_index (pending, pending->len - 1);
-      gsize len = way->len;
-      struct stat st;
-      g_autofree char *target = NULL;
+      _fb_cleanup_fd_ int fd = -1;
+      mode_t mode = 0;
+      bool proc = false;
+
+      gsize len = shown->len;
 
       if (part[0] == '\0' || strcmp (part, ".") == 0)
         continue;
-      if (strcmp (part, "..") == 0)
+      way_append (shown, part);
+      fd = openat (dir, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0)
         {
-          /* WAY holds no link: its parent is the text's */
-          char *slash = strrchr (way->str, '/');
-          g_string_truncate (way, slash != NULL && slash != way->str ? (gsize)(slash - way->str) : 1);
+          int e = errno;
+          if (e == ENOENT || e == ENOTDIR)
+            return -2;
+          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be looked up: %s", shown->str,
+                       g_strerror (e));
+          return -1;
+        }
+      if (!check_fd_mount (fd, shown->str, &mode, &proc, error))
+        return -1;
+      if (!S_ISLNK (mode))
+        {
+          fb_fd_close (&dir);
+          dir = fb_steal_fd (&fd);
           continue;
         }
-      way_append (way, part);
-      if (!check_not_foreign_fuse (AT_FDCWD, way->str, way->str, &last_dev, error))
-        return FALSE;
-      if (fb_lstat_cached (AT_FDCWD, way->str, &st) < 0)
-        return TRUE;
-      if (!S_ISLNK (st.st_mode))
-        continue;
-      if (++links > WALK_LINKS_MAX || (target = g_file_read_link (way->str, NULL)) == NULL)
-        return TRUE;
-      g_string_truncate (way, len);
-      if (target[0] == '/')
-        g_string_assign (way, "/");
+      if (++links > WALK_LINKS_MAX)
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_LOOP, "%s: more than %d symbolic links on the way", shown->str,
+                       WALK_LINKS_MAX);
+          return -1;
+        }
+      if (proc)
+        {
+          /* a magic link leads where its text may not say: followed (it
+           * jumps, asking nothing), and where it landed looked at */
+          int to = openat (dir, part, O_PATH | O_CLOEXEC);
+          if (to < 0)
+            {
+              int e = errno;
+              if (e == ENOENT || e == ENOTDIR)
+                return -2;
+              g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be followed: %s", shown->str,
+                           g_strerror (e));
+              return -1;
+            }
+          fb_fd_close (&dir);
+          dir = to;
+          if (!check_fd_mount (dir, shown->str, NULL, NULL, error))
+            return -1;
+          continue;
+        }
       {
-        g_auto (GStrv) steps = g_strsplit (target, "/", -1);
+        char target[PATH_MAX];
+        ssize_t t = readlinkat (fd, "", target, sizeof target - 1);
+        g_auto (GStrv) steps = NULL;
+
+        if (t < 0)
+          {
+            int e = errno;
+            g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be read: %s", shown->str,
+                         g_strerror (e));
+            return -1;
+          }
+        target[t] = '\0';
+        g_string_truncate (shown, len);
+        if (target[0] == '/')
+          {
+            g_string_assign (shown, "/");
+            fb_fd_close (&dir);
+            dir = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+            if (dir < 0 || !check_fd_mount (dir, "/", NULL, NULL, error))
+              {
+                if (dir < 0)
+                  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "/ can't be opened");
+                return -1;
+              }
+          }
+        steps = g_strsplit (target, "/", -1);
         for (guint n = g_strv_length (steps); n > 0; n--)
           g_ptr_array_add (pending, g_strdup (steps[n - 1]));
       }
     }
+  return fb_steal_fd (&dir);
+}
+
+/* walk_open's verdict alone: TRUE unless it refused (ERROR). */
+static gboolean
+walk_not_foreign (const char *path, GError **error)
+{
+  int fd = walk_open (path, error);
+
+  if (fd == -1)
+    return FALSE;
+  if (fd >= 0)
+    close (fd);
   return TRUE;
+}
+
+int
+fb_path_open_not_foreign_fuse (const char *path, const char *what, const char *fix, GError **error)
+{
+  g_autoptr (GError) local = NULL;
+  int fd = walk_open (path, &local);
+
+  if (fd == -1)
+    g_set_error (error, local->domain, local->code, "%s %s: %s; %s", what, path, local->message, fix);
+  return fd;
 }
 
 gboolean
@@ -253,14 +365,13 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
   struct stat st;
   bool whole = true;
   guint last = 0;
-  dev_t last_dev = 0;
 
   for (guint i = 0; parts[i] != NULL; i++)
     if (parts[i][0] != '\0')
       last = i;
 
   /* nothing below is looked at on another user's FUSE filesystem */
-  if (!walk_not_foreign (abs, error))
+  if (!walk_not_foreign (path, error))
     return FALSE;
   /* The way as written, a step at a time, each as the kernel reaches it:
    * a link on it (a directory of another user's that holds one, or a link
@@ -316,7 +427,7 @@ check_private (const char *path, bool target_root_ok, bool must_exist, GError **
       bool target = steps[i] == NULL || steps[i][0] == '\0';
       const char *problem;
 
-      if (fd >= 0 && !check_not_foreign_fuse (fd, "", walked->str, &last_dev, error))
+      if (fd >= 0 && !check_fd_mount (fd, walked->str, NULL, NULL, error))
         return FALSE;
       if (fd < 0 || fstat (fd, &st) < 0)
         {

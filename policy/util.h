@@ -95,6 +95,10 @@ gboolean fb_path_make_private (const char *path, const char *what, const char *f
  * path a command is given, before anything else looks at it.  FALSE with
  * ERROR: "WHAT PATH: " the step and who mounted it, then "; FIX". */
 gboolean fb_path_check_not_foreign_fuse (const char *path, const char *what, const char *fix, GError **error);
+/* The same, and PATH's object opened O_PATH by that walk (reopen it with
+ * fb_reopen_path: the path may lead elsewhere by then); -2 when a step
+ * does not exist (nothing said), -1 with ERROR. */
+int fb_path_open_not_foreign_fuse (const char *path, const char *what, const char *fix, GError **error);
 /* fb_path_check_private of a directory that must exist already (one made
  * after the check could be another user's): PATH itself the caller's or
  * root's. */
@@ -141,6 +145,11 @@ bool fb_fuse_opts_trusted (const char *opts);
  * table).  From /proc/self/mountinfo, asking the filesystem nothing: its
  * server may never answer, and whoever asks it waits for good. */
 gint64 fb_dev_untrusted_fuse (dev_t dev);
+/* The same by the mount's id (statx's STATX_MNT_ID) when BY_ID, else by
+ * device: -2 when this process's mount table does not hold it (another
+ * mount namespace's, or one taken off: reached through /proc); *RET_PROC
+ * (may be NULL): a procfs, whose links may be magic. */
+gint64 fb_mount_untrusted_fuse (guint64 key, bool by_id, bool *ret_proc);
 /* STX's basic fields as a struct stat (the rest 0). */
 void fb_stat_from_statx (const struct statx *stx, struct stat *ret_st);
 bool fb_state_marked (int dir_fd, const char *name);

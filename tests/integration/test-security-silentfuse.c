@@ -93,6 +93,7 @@ silent_mount (MFx *fx, const char *path)
 }
 
 static void race_release (void);
+static void more_abort (void);
 
 static bool
 ended_within (pid_t pid, int *status, int ms)
@@ -126,6 +127,7 @@ bounded (int (*fn) (const char *arg), const char *arg, int ms)
     {
       test_fuse_abort (silent.dev);
       test_fuse_abort (silent.view_dev);
+      more_abort ();
       race_release ();
       waitpid (pid, &status, 0);
     }
@@ -710,6 +712,7 @@ MFX_CASE (test_silent_fuse_at_the_log_name)
 /* The fusebox command ARGV (after "fusebox") with XDG_STATE_HOME
  * log_cmd.state, its stderr in log_cmd.err (for bounded: ARG is unused). */
 static const char *const *paths_argv;
+static const char *paths_cwd_gone; /* run in this directory, removed first */
 
 static int
 run_given_paths (const char *unused)
@@ -723,6 +726,13 @@ run_given_paths (const char *unused)
   dup2 (null, STDOUT_FILENO);
   dup2 (err, STDERR_FILENO);
   g_setenv ("XDG_STATE_HOME", log_cmd.state, TRUE);
+  if (paths_cwd_gone != NULL)
+    {
+      /* in a directory that is then removed (by its owner, while root is
+       * in it): getcwd fails, and "/" is not where ".." leads */
+      if (mkdir (paths_cwd_gone, 0755) < 0 || chdir (paths_cwd_gone) < 0 || rmdir (paths_cwd_gone) < 0)
+        _exit (126);
+    }
   g_ptr_array_add (argv, (gpointer) "fusebox");
   for (const char *const *a = paths_argv; *a != NULL; a++)
     g_ptr_array_add (argv, (gpointer)*a);
@@ -731,17 +741,99 @@ run_given_paths (const char *unused)
   _exit (127);
 }
 
+/* Other silent mounts of the running test (a file's, a detached one's),
+ * taken off by the teardown whatever failed: their paths (or NULL) and
+ * their connections. */
+static struct
+{
+  char *path;
+  int fd, held;
+  dev_t dev;
+} more[2] = { { NULL, -1, -1, 0 }, { NULL, -1, -1, 0 } };
+
+/* (a child that waits on one is then released) */
+static void
+more_abort (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (more); i++)
+    if (more[i].dev != 0)
+      test_fuse_abort (more[i].dev);
+}
+
+static void
+more_take_off (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (more); i++)
+    {
+      if (more[i].dev != 0)
+        test_fuse_abort (more[i].dev);
+      if (more[i].path != NULL && umount2 (more[i].path, MNT_DETACH) == 0 && i == 0)
+        unlink (more[i].path); /* the file it was mounted over */
+      if (more[i].held >= 0)
+        close (more[i].held);
+      if (more[i].fd >= 0)
+        close (more[i].fd);
+      g_clear_pointer (&more[i].path, g_free);
+      more[i].fd = more[i].held = -1;
+      more[i].dev = 0;
+    }
+}
+
+/* Another user's silent FUSE filesystem at PATH (ROOTMODE 40000 or 100000)
+ * as more[I]. */
+static void
+more_mount (guint i, const char *path, const char *rootmode)
+{
+  g_autofree char *opts = NULL;
+  struct statx stx;
+
+  more[i].fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
+  assert_true (more[i].fd >= 0);
+  opts = g_strdup_printf ("fd=%d,rootmode=%s,user_id=1000,group_id=1000,allow_other", more[i].fd, rootmode);
+  assert_int_equal (mount ("silent", path, "fuse", MS_NOSUID | MS_NODEV, opts), 0);
+  more[i].path = g_strdup (path);
+  assert_int_equal (statx (AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &stx), 0);
+  more[i].dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
+}
+
+/* `fusebox ARGV...` with XDG_STATE_HOME STATE (in CWD_GONE, made and
+ * removed, when not NULL) ends within 10 s with STATUS, naming NAMED and
+ * saying SAYS. */
+static void
+refused_within (const char *const *argv, const char *state, const char *cwd_gone, const char *named, const char *says,
+                int status)
+{
+  g_autofree char *said = NULL;
+  g_autofree char *shown = g_strjoinv (" ", (char **)argv);
+  int r;
+
+  log_cmd.state = state;
+  paths_argv = argv;
+  paths_cwd_gone = cwd_gone;
+  r = bounded (run_given_paths, NULL, 10000);
+  paths_cwd_gone = NULL;
+  if (r == -1)
+    fail_msg ("fusebox %s (XDG_STATE_HOME %s) still waits after 10 s: it asked a silent mount", shown, state);
+  assert_true (g_file_get_contents (log_cmd.err, &said, NULL, NULL));
+  if (r != status || strstr (said, named) == NULL || strstr (said, says) == NULL)
+    fail_msg ("fusebox %s (XDG_STATE_HOME %s) ended with %d, not %d saying that %s %s:\n%s", shown, state, r, status,
+              named, says, said);
+}
+
 /* Another user's directory in a directory of root's, a silent FUSE
  * filesystem mounted over it (they may write the directory, so they may
  * mount there), and a file of theirs in sticky /tmp with one over it;
  * root's commands are given paths on them: as a run directory, the parent
  * of one, through a link of root's that leads into the mount and through
  * a link of theirs, as XDG_STATE_HOME (to run, runs, session list and
- * stop, run --session), as a workspace (also to policy explain), a policy file and a rule's
- * source, a token file, a mount point and a socket's name.  The realpath
- * and stat of the paths they were given (or of the link's target, in the
- * check itself) waited for good, before any check of whose they are.
- * Each ends now within 10 s, saying which step is on uid 1000's FUSE
+ * stop, run --session), as a workspace (also to policy explain), a
+ * policy file and a rule's source, a token file, a mount point, a
+ * socket's name to serve and to log --connect, a relative path from a
+ * working directory that is gone, and through a link to /proc/PID/fd/N
+ * that holds a detached silent mount's root (its text says "/").  The
+ * realpath and stat of the paths they were given (or of a link's target,
+ * in the check itself) waited for good, before any check of whose they
+ * are.  Each ends now within 10 s, saying which step is on whose
  * filesystem; nothing is made there. */
 MFX_CASE (test_silent_fuse_as_a_run_directory)
 {
@@ -763,6 +855,13 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
   const char *state = fx->state_dir;
   g_autofree char *tmp_file_path = g_strdup_printf ("/tmp/fusebox-silent-%d", (int)getpid ());
   g_autofree char *file_socket = g_strconcat ("unix:", tmp_file_path, NULL);
+  g_autofree char *connect_socket = g_strconcat ("unix:", dir, "/api.sock", NULL);
+  g_autofree char *gone = g_build_filename (fx->tmp, "gone", NULL);
+  g_autofree char *detached = g_build_filename (fx->tmp, "theirs-detached", NULL);
+  g_autofree char *magic_link = g_build_filename (fx->tmp, "magic", NULL);
+  g_autofree char *magic_target = NULL;
+  g_autofree char *magic_policy = g_build_filename (magic_link, "p.json", NULL);
+  g_autofree char *magic_log = g_build_filename (magic_link, "access.jsonl", NULL);
   const char *const run_dir[] = { "run", "--run-dir", dir, "--", "true", NULL };
   const char *const run_below[] = { "run", "--run-dir", below, "--", "true", NULL };
   const char *const run_through[] = { "run", "--run-dir", through, "--", "true", NULL };
@@ -778,8 +877,14 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
   const char *const policy_file[] = { "policy", "check", tmp_file_path, NULL };
   const char *const serve_token[] = { "serve", "--token-file", token, NULL };
   const char *const mount_point[] = { "mount", dir, NULL };
-  const char *const policy_workspace[] = { "policy", "explain", "--workspace", dir, "/etc", NULL };
   const char *const serve_socket[] = { "serve", "--listen", file_socket, NULL };
+  const char *const policy_workspace[] = { "policy", "explain", "--workspace", dir, "/etc", NULL };
+  const char *const log_connect[] = { "log", "--follow", "--connect", connect_socket, NULL };
+  const char *const policy_up[] = { "policy", "check", "../theirs/p.json", NULL };
+  const char *const magic_check[] = { "policy", "check", magic_policy, NULL };
+  const char *const magic_read[] = { "log", magic_log, NULL };
+  const char *const on = "FUSE filesystem that another user (uid 1000)";
+  const char *const elsewhere = "not in this process's mount table";
   struct
   {
     const char *const *argv;
@@ -804,6 +909,7 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
     { mount_point, state, dir, 1 },
     { serve_socket, state, tmp_file_path, 1 },
     { policy_workspace, state, dir, 1 },
+    { log_connect, state, dir, 1 },
   };
 
   mfx_mkdir (fx, "/ws");
@@ -817,58 +923,36 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
   test_write_file (policy, policy_text_source);
   silent_mount (fx, dir);
   assert_silent (fx);
-  /* the file: another mount, over a file of theirs in sticky /tmp */
+  /* a file of theirs in sticky /tmp, a mount over it */
   test_write_file (tmp_file_path, "");
   assert_int_equal (chown (tmp_file_path, 1000, 1000), 0);
-  {
-    g_autofree char *opts = NULL;
-    int fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC);
-    struct statx stx;
-    dev_t file_dev;
+  more_mount (0, tmp_file_path, "100000");
+  /* a mount of theirs whose root is held (O_PATH asks it nothing), then
+   * taken off: only /proc/PID/fd/N still leads there, and its text is "/" */
+  assert_int_equal (mkdir (detached, 0755), 0);
+  assert_int_equal (chown (detached, 1000, 1000), 0);
+  more_mount (1, detached, "40000");
+  more[1].held = open (detached, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (more[1].held >= 0);
+  assert_int_equal (umount2 (detached, MNT_DETACH), 0);
+  g_clear_pointer (&more[1].path, g_free);
+  magic_target = g_strdup_printf ("/proc/%d/fd/%d", (int)getpid (), more[1].held);
+  assert_int_equal (symlink (magic_target, magic_link), 0);
+  assert_int_equal (lchown (magic_link, 1000, 1000), 0);
 
-    assert_true (fd >= 0);
-    opts = g_strdup_printf ("fd=%d,rootmode=100000,user_id=1000,group_id=1000,allow_other", fd);
-    assert_int_equal (mount ("silent", tmp_file_path, "fuse", MS_NOSUID | MS_NODEV, opts), 0);
-    assert_int_equal (statx (AT_FDCWD, tmp_file_path, AT_STATX_DONT_SYNC, STATX_BASIC_STATS, &stx), 0);
-    file_dev = makedev (stx.stx_dev_major, stx.stx_dev_minor);
-    log_cmd.err = err;
-    for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
-      {
-        g_autofree char *said = NULL;
-        g_autofree char *shown = g_strjoinv (" ", (char **)cases[i].argv);
-        int r;
+  log_cmd.err = err;
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    refused_within (cases[i].argv, cases[i].state, NULL, cases[i].named, on, cases[i].status);
+  refused_within (policy_up, state, gone, "../theirs", on, 1);
+  refused_within (magic_check, state, NULL, magic_target, elsewhere, 1);
+  refused_within (magic_read, state, NULL, magic_target, elsewhere, 1);
 
-        log_cmd.state = cases[i].state;
-        paths_argv = cases[i].argv;
-        r = bounded (run_given_paths, NULL, 10000);
-        if (r == -1)
-          {
-            test_fuse_abort (file_dev);
-            umount2 (tmp_file_path, MNT_DETACH);
-            close (fd);
-            unlink (tmp_file_path);
-            fail_msg ("fusebox %s (XDG_STATE_HOME %s) still waits after 10 s: it asked a silent mount", shown,
-                      cases[i].state);
-          }
-        assert_true (g_file_get_contents (err, &said, NULL, NULL));
-        if (r != cases[i].status || strstr (said, cases[i].named) == NULL ||
-            strstr (said, "FUSE filesystem that another user (uid 1000)") == NULL)
-          {
-            umount2 (tmp_file_path, MNT_DETACH);
-            close (fd);
-            unlink (tmp_file_path);
-            fail_msg ("fusebox %s (XDG_STATE_HOME %s) ended with %d, not %d saying that %s is on uid 1000's FUSE "
-                      "filesystem:\n%s",
-                      shown, cases[i].state, r, cases[i].status, cases[i].named, said);
-          }
-      }
-    assert_int_equal (umount2 (tmp_file_path, MNT_DETACH), 0);
-    close (fd);
-    assert_int_equal (unlink (tmp_file_path), 0);
-  }
+  more_take_off ();
+  assert_int_equal (access (tmp_file_path, F_OK), -1);
   silent_take_off ();
-  /* nothing was made in their directory */
+  /* nothing was made in their directories */
   assert_int_equal (rmdir (dir), 0);
+  assert_int_equal (rmdir (detached), 0);
 }
 
 /* `fusebox COMMAND log_cmd.log`, its stderr in log_cmd.err (for bounded). */
@@ -1118,6 +1202,7 @@ static int
 silent_teardown (void **state)
 {
   race_end ();
+  more_take_off ();
   silent_take_off ();
   own_stop ();
   return mfx_teardown (state);
