@@ -169,19 +169,26 @@ fb_cmd_run_args_create_run (const FbCmdRunArgs *args, const char *command, const
                             ret_max_size);
 }
 
+bool
+fb_cmd_workspace_reachable (const char *command, const char *dir)
+{
+  g_autoptr (GError) error = NULL;
+
+  /* its realpath would wait for good on such a filesystem's server */
+  if (fb_path_check_not_foreign_fuse (dir, "--workspace", "give a directory on a filesystem of yours or root's",
+                                      &error))
+    return true;
+  fb_cmd_error ("%s: %s", command, error->message);
+  return false;
+}
+
 char *
 fb_cmd_resolve_workspace (const char *command, const char *dir)
 {
-  g_autoptr (GError) error = NULL;
   g_autofree char *real = NULL;
 
-  /* its realpath would wait for good on such a filesystem's server */
-  if (!fb_path_check_not_foreign_fuse (dir, "--workspace", "give a directory on a filesystem of yours or root's",
-                                       &error))
-    {
-      fb_cmd_error ("%s: %s", command, error->message);
-      return NULL;
-    }
+  if (!fb_cmd_workspace_reachable (command, dir))
+    return NULL;
   real = fb_realpath (dir);
 
   if (real == NULL || !g_file_test (real, G_FILE_TEST_IS_DIR))

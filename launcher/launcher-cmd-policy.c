@@ -87,16 +87,11 @@ parse_options (GOptionContext *ctx, const GOptionEntry *entries, const char *com
 static char *
 resolve_workspace (const char *command, const char *dir)
 {
-  g_autoptr (GError) error = NULL;
+  g_autofree char *named = g_strdup_printf ("policy %s", command);
   g_autofree char *real = NULL;
 
-  /* its realpath would wait for good on such a filesystem's server */
-  if (!fb_path_check_not_foreign_fuse (dir, "--workspace", "give a directory on a filesystem of yours or root's",
-                                       &error))
-    {
-      fb_cmd_error ("policy %s: %s", command, error->message);
-      return NULL;
-    }
+  if (!fb_cmd_workspace_reachable (named, dir))
+    return NULL;
   real = fb_realpath (dir);
   if (real == NULL)
     {

@@ -109,6 +109,9 @@ typedef struct FbPolicy FbPolicy;
 /* --workspace DIR of run, mount and serve (launcher-cmd-logbudget.c): its
  * absolute, symlink-free form, or NULL after COMMAND's message. */
 char *fb_cmd_resolve_workspace (const char *command, const char *dir);
+/* DIR (a --workspace) is on no other user's FUSE filesystem (false after a
+ * message "COMMAND: ..."). */
+bool fb_cmd_workspace_reachable (const char *command, const char *dir);
 bool fb_cmd_log_budget (const char *command, const char *file_arg, const char *max_arg, const FbPolicy *policy,
                         guint64 default_max, guint64 *ret_file_size, guint64 *ret_max_size);
 /* RUN's directory made with POLICY (fb_run_create) once the log's budget
