@@ -145,13 +145,12 @@ mounts_reload (void)
   lines = g_strsplit (text->str, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     {
-      MountKind kind, *k;
+      MountKind kind;
       guint64 id, dev;
 
       if (!line_kind (lines[i], &id, &dev, &kind))
         continue;
-      k = g_memdup2 (&kind, sizeof kind);
-      g_hash_table_insert (mounts.ids, g_memdup2 (&id, sizeof id), k);
+      g_hash_table_insert (mounts.ids, g_memdup2 (&id, sizeof id), g_memdup2 (&kind, sizeof kind));
       g_hash_table_insert (mounts.devs, g_memdup2 (&dev, sizeof dev), g_memdup2 (&kind, sizeof kind));
     }
   return true;

@@ -184,6 +184,23 @@ check_fd_mount (int fd, const char *path, mode_t *ret_mode, bool *ret_proc, GErr
 /* How many links a walk follows, as the kernel (ELOOP past it). */
 #define WALK_LINKS_MAX 40
 
+/* PART opened O_PATH (with FLAGS) in DIR, for walk_open; SHOWN names it,
+ * VERB what failed: the descriptor, -2 when it does not exist, -1 with
+ * ERROR. */
+static int
+open_step (int dir, const char *part, int flags, const char *shown, const char *verb, GError **error)
+{
+  int fd = openat (dir, part, O_PATH | O_CLOEXEC | flags);
+  int e = errno;
+
+  if (fd >= 0)
+    return fd;
+  if (e == ENOENT || e == ENOTDIR)
+    return -2;
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be %s: %s", shown, verb, g_strerror (e));
+  return -1;
+}
+
 /* PATH's object, opened O_PATH by a walk that resolves it as the kernel
  * does, a step at a time from / (or the working directory), each step
  * opened in the directory the walk holds (a name is looked up only in a
@@ -230,22 +247,14 @@ walk_open (const char *path, GError **error)
       _fb_cleanup_fd_ int fd = -1;
       mode_t mode = 0;
       bool proc = false;
-
       gsize len = shown->len;
 
       if (part[0] == '\0' || strcmp (part, ".") == 0)
         continue;
       way_append (shown, part);
-      fd = openat (dir, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+      fd = open_step (dir, part, O_NOFOLLOW, shown->str, "looked up", error);
       if (fd < 0)
-        {
-          int e = errno;
-          if (e == ENOENT || e == ENOTDIR)
-            return -2;
-          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be looked up: %s", shown->str,
-                       g_strerror (e));
-          return -1;
-        }
+        return fd;
       if (!check_fd_mount (fd, shown->str, &mode, &proc, error))
         return -1;
       if (!S_ISLNK (mode))
@@ -264,16 +273,9 @@ walk_open (const char *path, GError **error)
         {
           /* a magic link leads where its text may not say: followed (it
            * jumps, asking nothing), and where it landed looked at */
-          int to = openat (dir, part, O_PATH | O_CLOEXEC);
+          int to = open_step (dir, part, 0, shown->str, "followed", error);
           if (to < 0)
-            {
-              int e = errno;
-              if (e == ENOENT || e == ENOTDIR)
-                return -2;
-              g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (e), "%s can't be followed: %s", shown->str,
-                           g_strerror (e));
-              return -1;
-            }
+            return to;
           fb_fd_close (&dir);
           dir = to;
           if (!check_fd_mount (dir, shown->str, NULL, NULL, error))
