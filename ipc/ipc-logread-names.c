@@ -7,9 +7,12 @@
 #include "ipc/ipc-private.h"
 #include "policy/util.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 char *
 fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n)
@@ -91,39 +94,63 @@ rotated_cmp (gconstpointer a, gconstpointer b)
   return x->n < y->n ? -1 : x->n > y->n;
 }
 
+/* The listing: DIR_FD's directory reopened (AT_FDCWD: DIR by name). */
+static DIR *
+open_listing (int dir_fd, const char *dir)
+{
+  int fd = dir_fd == AT_FDCWD ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                              : fb_reopen_path (dir_fd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
+
+  if (fd >= 0 && d == NULL)
+    {
+      int errsv = errno;
+      close (fd);
+      errno = errsv;
+    }
+  return d;
+}
+
 GPtrArray *
-fb_log_list_rotated (const char *live_path, GError **error)
+fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
 {
   g_autofree char *dir = g_path_get_dirname (live_path);
   g_autofree char *base = g_path_get_basename (live_path);
   g_autofree char *stem =
     g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl")) : g_strdup (base);
   g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (rotated_free);
-  g_autoptr (GError) local_error = NULL;
-  g_autoptr (GDir) d = g_dir_open (dir, 0, &local_error);
-  const char *name;
+  DIR *d = open_listing (dir_fd, dir);
+  struct dirent *e;
 
   if (d == NULL)
     {
-      if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+      int errsv = errno;
+
+      if (errsv == ENOENT)
         return g_steal_pointer (&files);
-      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't list %s for rotated logs: %s", dir,
-                   local_error->message);
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't list %s for rotated logs: %s", dir, g_strerror (errsv));
       return NULL;
     }
-  while ((name = g_dir_read_name (d)) != NULL)
+  while ((e = readdir (d)) != NULL)
     {
       FbRotatedFile f = { 0 };
       struct stat st;
 
-      if (!parse_rotated_name (name, stem, &f))
+      if (!parse_rotated_name (e->d_name, stem, &f))
         continue;
-      f.path = g_build_filename (dir, name, NULL);
+      f.path = g_build_filename (dir, e->d_name, NULL);
       /* what the kernel holds: another user's mount there is not asked */
-      if (fb_lstat_cached (AT_FDCWD, f.path, &st) == 0)
+      if (fb_lstat_cached (dir_fd, dir_fd == AT_FDCWD ? f.path : e->d_name, &st) == 0)
         f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
       g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
     }
+  closedir (d);
   g_ptr_array_sort (files, rotated_cmp);
   return g_steal_pointer (&files);
+}
+
+GPtrArray *
+fb_log_list_rotated (const char *live_path, GError **error)
+{
+  return fb_log_list_rotated_at (AT_FDCWD, live_path, error);
 }

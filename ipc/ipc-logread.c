@@ -40,7 +40,10 @@
  * Names are looked at only through what the kernel holds (fb_lstat_cached,
  * fb_open_path_on_dir_fs): another user's FUSE filesystem mounted at the
  * live name or a rotated one, whose server need never answer, is not
- * asked.  And every
+ * asked.  They are looked up in the log's directory as the reader's start
+ * found it (open_dir), never through its path again: a follower of a log
+ * in another user's directory, which that user swaps for a link into such
+ * a filesystem, follows on in the directory it opened.  And every
  * line survives: one longer than MAX_LINE, one holding a NUL byte, one
  * nested deeper than FB_JSON_READ_DEPTH_MAX (json-glib recurses per level)
  * or not JSON is skipped and counted (bad_lines), never fatal.
@@ -94,6 +97,7 @@ fb_log_record_free (FbLogRecord *record)
 struct FbLogReader
 {
   char *live_path;
+  int dir_fd; /* its directory, as the walk at the start found it (O_PATH) */
   gboolean follow;
   gboolean single_file; /* LOG_PATH was a rotated file: read it alone */
   gboolean done;        /* not following: the live file has been read */
@@ -134,12 +138,24 @@ struct FbLogReader
 };
 
 /* Is PATH the file we read to its end as the live one, since renamed? */
+/* The name of PATH (the live file, or a rotated one listed beside it) in
+ * the log's directory, where it is looked up: that directory's path is
+ * never walked again (another user's, it may be a link into their silent
+ * FUSE filesystem by the next look). */
+static const char *
+leaf (const char *path)
+{
+  const char *slash = strrchr (path, '/');
+
+  return slash != NULL ? slash + 1 : path;
+}
+
 static bool
 was_read_as_live (FbLogReader *r, const char *path)
 {
   struct stat st;
 
-  if (fb_lstat_cached (AT_FDCWD, path, &st) < 0 || !S_ISREG (st.st_mode))
+  if (fb_lstat_cached (r->dir_fd, leaf (path), &st) < 0 || !S_ISREG (st.st_mode))
     return false;
   for (guint i = 0; i < G_N_ELEMENTS (r->read_live); i++)
     if (r->read_live[i].ino != 0 && r->read_live[i].dev == st.st_dev && r->read_live[i].ino == st.st_ino &&
@@ -168,8 +184,8 @@ still_skipped (FbLogReader *r, const char *path)
   Identity *id = g_hash_table_lookup (r->skipped, path);
   struct stat st;
 
-  return id != NULL && fb_lstat_cached (AT_FDCWD, path, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino &&
-         !(S_ISREG (st.st_mode) && st.st_uid == r->owner && st.st_dev == id->dir_dev);
+  return id != NULL && fb_lstat_cached (r->dir_fd, leaf (path), &st) == 0 && st.st_dev == id->dev &&
+         st.st_ino == id->ino && !(S_ISREG (st.st_mode) && st.st_uid == r->owner && st.st_dev == id->dir_dev);
 }
 
 /* Keep of TABLE's paths only those LISTED (the rotated files' paths) has:
@@ -195,7 +211,7 @@ keep_listed (GHashTable *table, GHashTable *listed)
 static gboolean
 queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
 {
-  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (r->live_path, error);
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated_at (r->dir_fd, r->live_path, error);
   g_autoptr (GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
   guint added = 0;
 
@@ -255,9 +271,9 @@ is_rotated_name (const char *base)
 /* What is at the live name, from what the kernel holds: 0 and *RET_ST for
  * a regular file on its directory's filesystem, else -1. */
 static int
-live_stat (const char *path, struct stat *ret_st)
+live_stat (FbLogReader *r, struct stat *ret_st)
 {
-  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (AT_FDCWD, path, ret_st);
+  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (r->dir_fd, leaf (r->live_path), ret_st);
 
   return fd >= 0 && S_ISREG (ret_st->st_mode) ? 0 : -1;
 }
@@ -276,10 +292,10 @@ log_owner (FbLogReader *r, uid_t *ret_owner, GError **error)
   struct stat st;
   bool several = false;
 
-  if (live_stat (r->live_path, &st) == 0)
+  if (live_stat (r, &st) == 0)
     g_array_append_val (uids, st.st_uid);
   for (GList *l = r->pending.head; l != NULL; l = l->next)
-    if (fb_lstat_cached (AT_FDCWD, l->data, &st) == 0 && S_ISREG (st.st_mode))
+    if (fb_lstat_cached (r->dir_fd, leaf (l->data), &st) == 0 && S_ISREG (st.st_mode))
       g_array_append_val (uids, st.st_uid);
   *ret_owner = uids->len > 0 ? g_array_index (uids, uid_t, 0) : me;
   for (guint i = 0; i < uids->len; i++)
@@ -323,6 +339,27 @@ fb_log_reader_get_owner (FbLogReader *r)
   return r->owner;
 }
 
+/* The log's directory, walked once (another user's FUSE filesystem on
+ * the way is refused, not asked) and kept open: every later look, a
+ * follower's included, is relative to it. */
+static bool
+open_dir (FbLogReader *r, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (r->live_path);
+
+  if (*leaf (r->live_path) == '\0')
+    {
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID, "%s names a directory, not an access log", r->live_path);
+      return false;
+    }
+  r->dir_fd = fb_path_open_not_foreign_fuse (
+    dir, "the access log's directory", "fusebox does not read a log there: copy it to a directory of yours", error);
+  if (r->dir_fd == -2)
+    g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND, "no access log at %s: its directory %s is not there",
+                 r->live_path, dir);
+  return r->dir_fd >= 0;
+}
+
 FbLogReader *
 fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
 {
@@ -331,6 +368,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   struct stat st;
 
   r->fd = -1;
+  r->dir_fd = -1;
   r->follow = follow;
   r->live_path = g_strdup (log_path);
   r->partial = g_string_new (NULL);
@@ -341,11 +379,13 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
   r->owner = geteuid ();
+  if (!open_dir (r, error))
+    return NULL;
 
   /* A rotated file named directly: just that file (it no longer changes). */
   if (is_rotated_name (base))
     {
-      _fb_cleanup_fd_ int fd = fb_ipc_open_regular (AT_FDCWD, log_path, log_path, "the access log", error);
+      _fb_cleanup_fd_ int fd = fb_ipc_open_regular (r->dir_fd, leaf (log_path), log_path, "the access log", error);
 
       if (fd < 0)
         return NULL;
@@ -360,7 +400,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   if (!log_owner (r, &r->owner, error))
     return NULL;
   /* (anything there is there, and refused when opened) */
-  if (!follow && g_queue_is_empty (&r->pending) && fb_lstat_cached (AT_FDCWD, log_path, &st) < 0)
+  if (!follow && g_queue_is_empty (&r->pending) && fb_lstat_cached (r->dir_fd, leaf (log_path), &st) < 0)
     {
       g_autofree char *dir = g_path_get_dirname (log_path);
 
@@ -397,6 +437,7 @@ fb_log_reader_free (FbLogReader *r)
   g_hash_table_unref (r->skipped);
   g_hash_table_unref (r->seqs);
   fb_log_record_free (r->held);
+  fb_fd_close (&r->dir_fd);
   g_free (r->live_path);
   g_free (r);
 }
@@ -441,7 +482,7 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
 {
   g_autoptr (GError) local_error = NULL;
   struct stat st;
-  _fb_cleanup_fd_ int fd = fb_ipc_open_regular (AT_FDCWD, path, path, "the access log", &local_error);
+  _fb_cleanup_fd_ int fd = fb_ipc_open_regular (r->dir_fd, leaf (path), path, "the access log", &local_error);
 
   if (fd < 0)
     {
@@ -502,7 +543,7 @@ owner_file_pending (FbLogReader *r)
   struct stat st;
 
   for (GList *l = r->pending.head; l != NULL; l = l->next)
-    if (fb_lstat_cached (AT_FDCWD, l->data, &st) == 0 && S_ISREG (st.st_mode) && st.st_uid == r->owner)
+    if (fb_lstat_cached (r->dir_fd, leaf (l->data), &st) == 0 && S_ISREG (st.st_mode) && st.st_uid == r->owner)
       return true;
   return false;
 }
@@ -519,7 +560,7 @@ static int
 successor_status (FbLogReader *r, GError **error)
 {
   struct stat st;
-  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (AT_FDCWD, r->live_path, &st);
+  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (r->dir_fd, leaf (r->live_path), &st);
 
   if (fd < 0 && errno == ENOENT)
     return 0;
@@ -530,7 +571,7 @@ successor_status (FbLogReader *r, GError **error)
   /* another user's file, or no regular file: refused by the writer too;
    * said once (what the kernel holds names it: a mount there is not
    * asked) */
-  if (fd < 0 && fb_lstat_cached (AT_FDCWD, r->live_path, &st) < 0)
+  if (fd < 0 && fb_lstat_cached (r->dir_fd, leaf (r->live_path), &st) < 0)
     return 0;
   if (st.st_dev == r->foreign_dev && st.st_ino == r->foreign_ino)
     return 0;
@@ -542,7 +583,7 @@ successor_status (FbLogReader *r, GError **error)
     {
       g_autoptr (GError) local_error = NULL;
       _fb_cleanup_fd_ int file =
-        fb_ipc_open_regular (AT_FDCWD, r->live_path, r->live_path, "the access log", &local_error);
+        fb_ipc_open_regular (r->dir_fd, leaf (r->live_path), r->live_path, "the access log", &local_error);
 
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
                    "%s; skipped: the writer refuses it too, and writes on in %s, which is followed",
@@ -558,11 +599,10 @@ successor_status (FbLogReader *r, GError **error)
 static void
 remember_skipped (FbLogReader *r, const char *path)
 {
-  g_autofree char *dir = g_path_get_dirname (path);
   struct stat st, dir_st;
   Identity *id;
 
-  if (!r->follow || fb_lstat_cached (AT_FDCWD, path, &st) < 0 || fb_lstat_cached (AT_FDCWD, dir, &dir_st) < 0)
+  if (!r->follow || fb_lstat_cached (r->dir_fd, leaf (path), &st) < 0 || fb_lstat_cached (r->dir_fd, "", &dir_st) < 0)
     return;
   g_hash_table_remove (r->seen, path);
   id = g_new (Identity, 1);
@@ -629,7 +669,7 @@ live_replaced (FbLogReader *r)
 {
   struct stat st;
 
-  if (fb_lstat_cached (AT_FDCWD, r->live_path, &st) < 0)
+  if (fb_lstat_cached (r->dir_fd, leaf (r->live_path), &st) < 0)
     return errno == ENOENT;
   return st.st_dev != r->dev || st.st_ino != r->ino;
 }
@@ -959,8 +999,9 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
         int o;
 
         /* the live file skipped as another's, still there: as if none */
-        if (r->foreign_ino != 0 && fb_lstat_cached (AT_FDCWD, r->live_path, &st) == 0 && st.st_dev == r->foreign_dev &&
-            st.st_ino == r->foreign_ino && !(S_ISREG (st.st_mode) && st.st_uid == r->owner))
+        if (r->foreign_ino != 0 && fb_lstat_cached (r->dir_fd, leaf (r->live_path), &st) == 0 &&
+            st.st_dev == r->foreign_dev && st.st_ino == r->foreign_ino &&
+            !(S_ISREG (st.st_mode) && st.st_uid == r->owner))
           o = 0;
         else
           o = open_file (r, r->live_path, TRUE, error);

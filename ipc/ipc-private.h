@@ -59,6 +59,9 @@ typedef struct
  * directory is an empty list.
  * Elements are FbRotatedFile*, freed with the array. */
 GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
+/* The same in DIR_FD, live_path's directory as opened (O_PATH will do):
+ * listed and looked at there, its path never walked again. */
+GPtrArray *fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error);
 /* The rotated name for FIRST..LAST (N > 0: a collision suffix). */
 char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n);
 

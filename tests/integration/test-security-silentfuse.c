@@ -1123,6 +1123,75 @@ MFX_CASE (test_silent_fuse_at_a_run_json_beside_the_log)
   silent_take_off ();
 }
 
+/* `fusebox log --follow --json LOG`, its stdout in OUT and stderr in ERR:
+ * its pid. */
+static pid_t
+start_follower (const char *log, const char *out, const char *err)
+{
+  pid_t pid = fork ();
+
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      int o = open (out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      int e = open (err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+      dup2 (o, STDOUT_FILENO);
+      dup2 (e, STDERR_FILENO);
+      execl (test_bin (), "fusebox", "log", "--follow", "--json", log, (char *)NULL);
+      _exit (127);
+    }
+  return pid;
+}
+
+/* Has FILE come to hold NEEDLE within MS?  Not: the follower PID is killed
+ * and the test fails, saying WHAT. */
+static void
+follower_shows (pid_t pid, const char *file, const char *needle, int ms, const char *what)
+{
+  int status = 0;
+
+  if (TEST_WAIT_FOR (({
+                       g_autofree char *t = NULL;
+                       g_file_get_contents (file, &t, NULL, NULL) && strstr (t, needle) != NULL;
+                     }),
+                     ms))
+    return;
+  kill (pid, SIGKILL);
+  (void)ended_within (pid, &status, 5000);
+  fail_msg ("fusebox log --follow %s", what);
+}
+
+/* Seq 2 of run r appended to FILE. */
+static void
+append_second_record (const char *file)
+{
+  FILE *f = fopen (file, "a");
+
+  assert_non_null (f);
+  fputs ("{\"ts\":\"2026-12-04T00:00:01Z\",\"run\":\"r\",\"seq\":2,\"op\":\"open\",\"path\":\"/y\","
+         "\"decision\":\"allow\"}\n",
+         f);
+  fclose (f);
+}
+
+/* The follower PID ends on SIGINT within 10 s. */
+static void
+follower_ends (pid_t pid)
+{
+  int status = 0;
+
+  kill (pid, SIGINT);
+  if (ended_within (pid, &status, 10000))
+    return;
+  kill (pid, SIGKILL);
+  (void)ended_within (pid, &status, 5000);
+  fail_msg ("fusebox log --follow did not end on SIGINT within 10 s (blocked in the mount?)");
+}
+
+static const char first_record[] = "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\","
+                                   "\"path\":\"/x\",\"decision\":\"allow\"}\n";
+
 /* `fusebox log --follow` of root's live log, and the live file renamed away
  * (as a rotation does) and another user's file put at the free name with
  * a silent FUSE filesystem over it: the follower waited for good in its
@@ -1140,61 +1209,72 @@ MFX_CASE (test_silent_fuse_under_a_follower)
   int status = 0;
   pid_t pid;
 
-  test_write_file (log, "{\"ts\":\"2026-12-04T00:00:00Z\",\"run\":\"r\",\"seq\":1,\"op\":\"open\",\"path\":\"/x\","
-                        "\"decision\":\"allow\"}\n");
-  pid = fork ();
-  assert_true (pid >= 0);
-  if (pid == 0)
-    {
-      int o = open (out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      int e = open (err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-      dup2 (o, STDOUT_FILENO);
-      dup2 (e, STDERR_FILENO);
-      execl (test_bin (), "fusebox", "log", "--follow", "--json", log, (char *)NULL);
-      _exit (127);
-    }
+  test_write_file (log, first_record);
+  pid = start_follower (log, out, err);
   g_usleep (500 * 1000); /* most likely following by now; either way it must go on */
   assert_int_equal (rename (log, rotated), 0);
   silent_over_a_file (fx, log);
-  if (!TEST_WAIT_FOR (({
-                        g_autofree char *t = NULL;
-                        g_file_get_contents (err, &t, NULL, NULL) && strstr (t, log) != NULL;
-                      }),
-                      10000))
-    {
-      kill (pid, SIGKILL);
-      (void)ended_within (pid, &status, 5000);
-      fail_msg ("fusebox log --follow %s did not name the silent mount at the live name within 10 s", log);
-    }
+  follower_shows (pid, err, log, 10000, "did not name the silent mount at the live name within 10 s");
   if (ended_within (pid, &status, 0))
     fail_msg ("fusebox log --follow ended (status %d) when the live name was taken", status);
-  {
-    FILE *f = fopen (rotated, "a");
+  append_second_record (rotated);
+  follower_shows (pid, out, "\"seq\":2,", 10000, "did not show the record appended to the renamed file within 10 s");
+  follower_ends (pid);
+  silent_take_off ();
+}
 
-    assert_non_null (f);
-    fputs ("{\"ts\":\"2026-12-04T00:00:01Z\",\"run\":\"r\",\"seq\":2,\"op\":\"open\",\"path\":\"/y\","
-           "\"decision\":\"allow\"}\n",
-           f);
-    fclose (f);
-  }
-  if (!TEST_WAIT_FOR (({
-                        g_autofree char *t = NULL;
-                        g_file_get_contents (out, &t, NULL, NULL) && strstr (t, "\"seq\":2,") != NULL;
-                      }),
-                      10000))
-    {
-      kill (pid, SIGKILL);
-      (void)ended_within (pid, &status, 5000);
-      fail_msg ("fusebox log --follow did not show the record appended to %s within 10 s (blocked?)", rotated);
-    }
-  kill (pid, SIGINT);
-  if (!ended_within (pid, &status, 10000))
-    {
-      kill (pid, SIGKILL);
-      (void)ended_within (pid, &status, 5000);
-      fail_msg ("fusebox log --follow did not end on SIGINT within 10 s (blocked in the mount?)");
-    }
+/* Root follows another user's log in that user's directory, and the user
+ * renames the directory away and puts a link to their silent FUSE
+ * filesystem at its name: the follower's next look at the live name by
+ * its path went through the link and waited for good in the lookup.  It
+ * looks in the directory it opened at its start: the record appended to
+ * the log in the renamed directory is shown, then the records of a
+ * rotation there, and SIGINT ends it. */
+MFX_CASE (test_silent_fuse_behind_a_followed_directory)
+{
+  g_autofree char *logs = shared_logs (fx);
+  g_autofree char *home = g_build_filename (logs, "home", NULL);
+  g_autofree char *dir = g_build_filename (home, "d", NULL);
+  g_autofree char *moved = g_build_filename (home, "d.old", NULL);
+  g_autofree char *mnt = g_build_filename (home, "mnt", NULL);
+  g_autofree char *log = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *moved_log = g_build_filename (moved, "access.jsonl", NULL);
+  g_autofree char *moved_rotated = g_build_filename (moved, "access.000000000001-000000000002.jsonl", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "follow-err.txt", NULL);
+  g_autofree char *out = g_build_filename (fx->tmp, "follow-out.txt", NULL);
+  pid_t pid;
+
+  /* uid 1000's: their directory, in it the log's, in that their log */
+  assert_int_equal (mkdir (home, 0755), 0);
+  assert_int_equal (mkdir (dir, 0755), 0);
+  assert_int_equal (mkdir (mnt, 0755), 0);
+  test_write_file (log, first_record);
+  assert_int_equal (chown (home, 1000, 1000), 0);
+  assert_int_equal (chown (dir, 1000, 1000), 0);
+  assert_int_equal (chown (mnt, 1000, 1000), 0);
+  assert_int_equal (chown (log, 1000, 1000), 0);
+  silent_mount (fx, mnt);
+  assert_silent (fx);
+
+  pid = start_follower (log, out, err);
+  follower_shows (pid, out, "\"seq\":1,", 10000, "did not show the log's first record within 10 s");
+  assert_int_equal (rename (dir, moved), 0);
+  assert_int_equal (symlink ("mnt", dir), 0);
+  assert_int_equal (lchown (dir, 1000, 1000), 0);
+  g_usleep (300 * 1000); /* a follower's look at the live name or two */
+  append_second_record (moved_log);
+  follower_shows (pid, out, "\"seq\":2,", 10000,
+                  "did not show the record appended to the log in the renamed directory within 10 s (it looked "
+                  "through the link into the silent mount?)");
+  /* and a rotation there: listed, and the new live file opened, there */
+  assert_int_equal (rename (moved_log, moved_rotated), 0);
+  test_write_file (moved_log, "{\"ts\":\"2026-12-04T00:00:02Z\",\"run\":\"r\",\"seq\":3,\"op\":\"open\","
+                              "\"path\":\"/z\",\"decision\":\"allow\"}\n");
+  assert_int_equal (chown (moved_log, 1000, 1000), 0);
+  follower_shows (pid, out, "\"seq\":3,", 10000,
+                  "did not follow the rotation in the renamed directory within 10 s (it listed the directory or "
+                  "opened the new live file through the link?)");
+  follower_ends (pid);
   silent_take_off ();
 }
 
@@ -1219,4 +1299,5 @@ MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_s
                  SILENT_TEST (test_silent_fuse_as_a_run_directory),
                  SILENT_TEST (test_silent_fuse_behind_a_link_at_a_log_name),
                  SILENT_TEST (test_silent_fuse_under_a_follower),
+                 SILENT_TEST (test_silent_fuse_behind_a_followed_directory),
                  SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
