@@ -137,7 +137,6 @@ struct FbLogReader
   FbLogReaderStats stats;
 };
 
-/* Is PATH the file we read to its end as the live one, since renamed? */
 /* The name of PATH (the live file, or a rotated one listed beside it) in
  * the log's directory, where it is looked up: that directory's path is
  * never walked again (another user's, it may be a link into their silent
@@ -150,6 +149,7 @@ leaf (const char *path)
   return slash != NULL ? slash + 1 : path;
 }
 
+/* Is PATH the file we read to its end as the live one, since renamed? */
 static bool
 was_read_as_live (FbLogReader *r, const char *path)
 {
