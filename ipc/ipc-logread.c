@@ -126,6 +126,8 @@ struct FbLogReader
   gboolean drained; /* the live file was seen replaced and read to its end again */
   dev_t dev;
   ino_t ino;
+  off_t offset; /* where fd's next read starts */
+  off_t limit;  /* a reader that ends: fd is read up to here, no further */
   guint64 line_no;
   GString *partial;  /* bytes after the last newline read */
   gboolean skipping; /* inside an over-long line: drop until its newline */
@@ -268,14 +270,17 @@ is_rotated_name (const char *base)
   return g_regex_match_simple ("\\.[0-9]+-[0-9]+(\\.[0-9]+)?\\.jsonl$", base, 0, 0);
 }
 
-/* What is at the live name, from what the kernel holds: 0 and *RET_ST for
- * a regular file on its directory's filesystem, else -1. */
-static int
-live_stat (FbLogReader *r, struct stat *ret_st)
+/* Is PATH (in the log's directory) a regular file on that directory's
+ * filesystem?  *RET_ST its stat, from what the kernel holds.  A mount at
+ * the name is not: the root of another user's FUSE filesystem over a file,
+ * never answered, shows as root's regular file, and would make root's
+ * reader take the log for root's. */
+static bool
+regular_on_dir_fs (FbLogReader *r, const char *path, struct stat *ret_st)
 {
-  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (r->dir_fd, leaf (r->live_path), ret_st);
+  _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (r->dir_fd, leaf (path), ret_st);
 
-  return fd >= 0 && S_ISREG (ret_st->st_mode) ? 0 : -1;
+  return fd >= 0 && S_ISREG (ret_st->st_mode);
 }
 
 /* Whose log R is (the top of this file): ours when the live file or a
@@ -292,10 +297,10 @@ log_owner (FbLogReader *r, uid_t *ret_owner, GError **error)
   struct stat st;
   bool several = false;
 
-  if (live_stat (r, &st) == 0)
+  if (regular_on_dir_fs (r, r->live_path, &st))
     g_array_append_val (uids, st.st_uid);
   for (GList *l = r->pending.head; l != NULL; l = l->next)
-    if (fb_lstat_cached (r->dir_fd, leaf (l->data), &st) == 0 && S_ISREG (st.st_mode))
+    if (regular_on_dir_fs (r, l->data, &st))
       g_array_append_val (uids, st.st_uid);
   *ret_owner = uids->len > 0 ? g_array_index (uids, uid_t, 0) : me;
   for (guint i = 0; i < uids->len; i++)
@@ -421,6 +426,8 @@ close_current (FbLogReader *r)
   r->line_no = 0;
   r->is_live = FALSE;
   r->drained = FALSE;
+  r->offset = 0;
+  r->limit = 0;
 }
 
 void
@@ -524,6 +531,9 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
   r->is_live = is_live;
   r->dev = st.st_dev;
   r->ino = st.st_ino;
+  /* a reader that ends reads the file as large as it is now: one that
+   * grows without end (its owner appending) must not keep it reading */
+  r->limit = r->follow ? G_MAXINT64 : st.st_size;
   r->stats.files++;
   /* fusebox writes a log file under one name only (open_live refuses
    * another): one more was made since, by whoever could write where it
@@ -543,7 +553,7 @@ owner_file_pending (FbLogReader *r)
   struct stat st;
 
   for (GList *l = r->pending.head; l != NULL; l = l->next)
-    if (fb_lstat_cached (r->dir_fd, leaf (l->data), &st) == 0 && S_ISREG (st.st_mode) && st.st_uid == r->owner)
+    if (regular_on_dir_fs (r, l->data, &st) && st.st_uid == r->owner)
       return true;
   return false;
 }
@@ -618,16 +628,41 @@ static gssize
 fill (FbLogReader *r, GError **error)
 {
   char buf[64 * 1024];
+  size_t want = sizeof buf;
   ssize_t n;
 
+  if (r->offset >= r->limit)
+    return 0;
+  if ((guint64)(r->limit - r->offset) < want)
+    want = (size_t)(r->limit - r->offset);
   do
-    n = read (r->fd, buf, sizeof buf);
+    n = read (r->fd, buf, want);
   while (n < 0 && errno == EINTR);
   if (n < 0)
     {
       int errsv = errno;
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "reading %s: %s", r->file, g_strerror (errsv));
       return -1;
+    }
+  r->offset += n;
+  /* A log holds no NUL byte, but a hole reads as NULs: a sparse file of
+   * terabytes (truncate -s) would keep a reader busy for hours.  The line
+   * in a hole is bad whatever follows (it holds a NUL): its hole is
+   * skipped to the next data, or to the end. */
+  if (n > 0 && buf[n - 1] == '\0')
+    {
+      off_t data = lseek (r->fd, r->offset, SEEK_DATA);
+
+      if (data < 0 && errno == ENXIO)
+        data = lseek (r->fd, 0, SEEK_END);
+      if (data > r->offset)
+        r->offset = data < r->limit ? data : r->limit;
+      if (lseek (r->fd, r->offset, SEEK_SET) < 0)
+        {
+          int errsv = errno;
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "reading %s: %s", r->file, g_strerror (errsv));
+          return -1;
+        }
     }
   for (ssize_t i = 0; i < n;)
     {
@@ -917,8 +952,13 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
             {
               /* The writer may have appended between our read and its
                * rename, or its new live file: read to the end once more,
-               * now that it is final. */
+               * now that it is final (a reader that ends: to the end it has
+               * now). */
+              struct stat st;
+
               r->drained = TRUE;
+              if (!r->follow && fstat (r->fd, &st) == 0 && st.st_size > r->limit)
+                r->limit = st.st_size;
               continue;
             }
           if (r->partial->len > 0 || r->skipping)

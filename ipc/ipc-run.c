@@ -220,8 +220,10 @@ fb_run_dir_create (const char *run_id, GError **error)
   return g_steal_pointer (&dir);
 }
 
+/* Does DIR (open as DIR_FD) hold a log, its live file or rotated ones?
+ * *RET_LIVE: its live file's path. */
 static gboolean
-dir_has_log (const char *dir, char **ret_live)
+dir_has_log (int dir_fd, const char *dir, char **ret_live)
 {
   g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
   g_autoptr (GPtrArray) rotated = NULL;
@@ -230,8 +232,8 @@ dir_has_log (const char *dir, char **ret_live)
   /* Whatever is there (what the kernel holds: a mount there is not
    * asked): the reader refuses what is not a regular file, and says what
    * it is. */
-  rotated = fb_log_list_rotated (live, NULL);
-  if (fb_lstat_cached (AT_FDCWD, live, &st) == 0 || (rotated != NULL && rotated->len > 0))
+  rotated = fb_log_list_rotated_at (dir_fd, live, NULL);
+  if (fb_lstat_cached (dir_fd, "access.jsonl", &st) == 0 || (rotated != NULL && rotated->len > 0))
     {
       *ret_live = g_steal_pointer (&live);
       return TRUE;
@@ -273,69 +275,92 @@ fb_run_find_latest (GError **error)
   return g_build_filename (root, best, NULL);
 }
 
-/* What PATH leads to (through the caller's or root's links), from what the
- * kernel holds (another user's FUSE filesystem mounted at a name in a
- * shared directory is not asked: its server need never answer): 0 no
- * directory, 1 a directory, 2 the root of a mount (another filesystem
- * than the directory above it). */
+/* What NAME in DIR_FD (PATH, as given) leads to, through the caller's or
+ * root's links, from what the kernel holds (another user's FUSE filesystem
+ * mounted at a name in a shared directory is not asked: its server need
+ * never answer): 0 no directory, 1 a directory (*RET_FD, O_PATH), 2 the
+ * root of a mount (another filesystem than the directory above it), -1
+ * a link that leads through another user's FUSE filesystem (ERROR). */
 static int
-dir_kind_cached (const char *path)
+dir_kind_at (int dir_fd, const char *name, const char *path, int *ret_fd, GError **error)
 {
   struct statx stx;
   struct stat st, up;
-  g_autofree char *parent = g_path_get_dirname (path);
+  _fb_cleanup_fd_ int fd = -1;
 
   /* another user's link is not followed (its target may be a name in their
    * FUSE filesystem, whose lookup would wait for good): a log file's name,
    * whose reader refuses links */
-  if (fb_lstat_cached (AT_FDCWD, path, &st) < 0 || (S_ISLNK (st.st_mode) && st.st_uid != geteuid () && st.st_uid != 0))
+  if (fb_lstat_cached (dir_fd, name, &st) < 0 || (S_ISLNK (st.st_mode) && st.st_uid != geteuid () && st.st_uid != 0))
     return 0;
-  if (statx (AT_FDCWD, path, AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0 || !S_ISDIR (stx.stx_mode))
+  if (S_ISLNK (st.st_mode))
+    {
+      /* ours or root's: followed by the walk, step by step */
+      fd = fb_path_open_not_foreign_fuse (path, "the log", "give a log on a filesystem of yours or root's", error);
+      if (fd == -1)
+        return -1;
+    }
+  else
+    fd = openat (dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || statx (fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0 || !S_ISDIR (stx.stx_mode))
     return 0;
   if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0)
-    return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0 ? 2 : 1;
+    {
+      if ((stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0)
+        return 2;
+    }
   /* (before Linux 5.8) another device than the directory above it */
-  return !S_ISLNK (st.st_mode) && fb_lstat_cached (AT_FDCWD, parent, &up) == 0 && up.st_dev != st.st_dev ? 2 : 1;
+  else if (!S_ISLNK (st.st_mode) && fb_lstat_cached (dir_fd, "", &up) == 0 && up.st_dev != st.st_dev)
+    return 2;
+  *ret_fd = fb_steal_fd (&fd);
+  return 1;
 }
 
-/* Are there rotated files of a log at PATH beside it?  *RET_OURS (may be
- * NULL): is one of them a regular file of the caller's? */
+/* Are there rotated files of a log at PATH beside it (in DIR_FD, its
+ * directory)?  *RET_OURS (may be NULL): is one of them a regular file of the
+ * caller's on that directory's filesystem (a mount at the name is none:
+ * the root of a FUSE filesystem never answered shows as root's file)? */
 static bool
-has_rotated (const char *path, bool *ret_ours)
+has_rotated (int dir_fd, const char *path, bool *ret_ours)
 {
-  g_autoptr (GPtrArray) rotated = fb_log_list_rotated (path, NULL);
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated_at (dir_fd, path, NULL);
   struct stat st;
 
   if (ret_ours != NULL)
     {
       *ret_ours = false;
       for (guint i = 0; rotated != NULL && i < rotated->len && !*ret_ours; i++)
-        *ret_ours = fb_lstat_cached (AT_FDCWD, ((FbRotatedFile *)rotated->pdata[i])->path, &st) == 0 &&
-                    S_ISREG (st.st_mode) && st.st_uid == geteuid ();
+        {
+          g_autofree char *name = g_path_get_basename (((FbRotatedFile *)rotated->pdata[i])->path);
+          _fb_cleanup_fd_ int fd = fb_open_path_on_dir_fs (dir_fd, name, &st);
+
+          *ret_ours = fd >= 0 && S_ISREG (st.st_mode) && st.st_uid == geteuid ();
+        }
     }
   return rotated != NULL && rotated->len > 0;
 }
 
-/* What PATH, a directory, is: 1 a run directory, 0 a log file's name, -1
- * nobody can tell (ERROR says why).  A name ending in .jsonl is a log
- * file's (fusebox's own), whatever is there: another user who can write
- * beside a log could put a directory, or a link to one, at its free live
- * name and have their records read in its place.  A directory with rotated
- * files beside it (a --log named otherwise, or names someone put beside a
- * run directory in a shared place) is the caller's run directory when it
- * is theirs and none of those files is, and a log's name when one of the
- * files is theirs and the directory is not; otherwise it is refused. */
+/* What PATH, a directory (RUN_FD; PARENT_FD the directory it is named
+ * in), is: 1 a run directory, 0 a log file's name, -1 nobody can tell
+ * (ERROR says why).  A name ending in .jsonl is a log file's (fusebox's
+ * own), whatever is there: another user who can write beside a log could
+ * put a directory, or a link to one, at its free live name and have their
+ * records read in its place.  A directory with rotated files beside it (a
+ * --log named otherwise, or names someone put beside a run directory in a
+ * shared place) is the caller's run directory when it is theirs and none of
+ * those files is, and a log's name when one of the files is theirs and the
+ * directory is not; otherwise it is refused. */
 static int
-dir_is_run_dir (const char *path, GError **error)
+dir_is_run_dir (int parent_fd, int run_fd, const char *path, GError **error)
 {
   struct stat st;
   bool ours_rotated = false, ours_dir;
 
   if (g_str_has_suffix (path, ".jsonl"))
     return 0;
-  if (!has_rotated (path, &ours_rotated))
+  if (!has_rotated (parent_fd, path, &ours_rotated))
     return 1;
-  ours_dir = fb_lstat_cached (AT_FDCWD, path, &st) == 0 && st.st_uid == geteuid ();
+  ours_dir = fb_lstat_cached (run_fd, "", &st) == 0 && st.st_uid == geteuid ();
   if (ours_dir && !ours_rotated)
     return 1;
   if (ours_rotated && !ours_dir)
@@ -348,12 +373,29 @@ dir_is_run_dir (const char *path, GError **error)
   return -1;
 }
 
+/* Is ID a run of ours (a directory in ROOT)?  Its directory's path. */
+static char *
+our_run (const char *root, const char *id)
+{
+  _fb_cleanup_fd_ int root_fd = fb_path_open_not_foreign_fuse (root, "the runs' directory", "", NULL);
+  _fb_cleanup_fd_ int run_fd = -1;
+  g_autofree char *dir = g_build_filename (root, id, NULL);
+
+  if (root_fd < 0 || dir_kind_at (root_fd, id, dir, &run_fd, NULL) != 1)
+    return NULL;
+  return g_steal_pointer (&dir);
+}
+
 char *
 fb_run_resolve_log (const char *arg, GError **error)
 {
   g_autofree char *root = fb_run_dir_root ();
   g_autofree char *live = NULL;
   g_autofree char *run_or_file = g_strdup (arg);
+  g_autofree char *parent = NULL;
+  g_autofree char *name = NULL;
+  _fb_cleanup_fd_ int parent_fd = -1;
+  _fb_cleanup_fd_ int run_fd = -1;
   struct stat st;
   int kind;
 
@@ -369,24 +411,25 @@ fb_run_resolve_log (const char *arg, GError **error)
         return NULL;
       return g_build_filename (latest, "access.jsonl", NULL);
     }
-  /* the way to it (the name itself is the readers' to look at, from what
-   * the kernel holds): nothing on another user's FUSE filesystem, nor a
-   * link into one, is looked up */
-  {
-    g_autofree char *parent = g_path_get_dirname (run_or_file);
-
-    if (!fb_path_check_not_foreign_fuse (parent, "the log's directory", "give a log on a filesystem of yours or root's",
-                                         error))
-      return NULL;
-  }
+  /* the way to it, walked once (nothing on another user's FUSE filesystem,
+   * nor a link into one, is looked up), and every look after it made in
+   * the directory that walk found: a name there is not walked again, so
+   * another user who swaps a directory on the way for a link into their
+   * silent FUSE filesystem meanwhile is not asked either */
+  parent = g_path_get_dirname (run_or_file);
+  name = g_path_get_basename (run_or_file);
+  parent_fd = fb_path_open_not_foreign_fuse (parent, "the log's directory",
+                                             "give a log on a filesystem of yours or root's", error);
+  if (parent_fd == -1)
+    return NULL;
 
   /* 0. a run id: one of our runs first, before a name in the current
    * directory (which another user may be able to write) */
   if (valid_run_id (run_or_file))
     {
-      g_autofree char *dir = g_build_filename (root, run_or_file, NULL);
+      g_autofree char *dir = our_run (root, run_or_file);
 
-      if (dir_kind_cached (dir) == 1)
+      if (dir != NULL)
         return g_build_filename (dir, "access.jsonl", NULL);
     }
   /* 1. a run directory (the caller may name it through a link); never a
@@ -394,7 +437,9 @@ fb_run_resolve_log (const char *arg, GError **error)
    * directory, or a link to one, at its free live name, and have their
    * records read in its place; never a mount's root, which is not looked
    * into (whoever mounted it may never answer) */
-  kind = dir_kind_cached (run_or_file);
+  kind = parent_fd >= 0 ? dir_kind_at (parent_fd, name, run_or_file, &run_fd, error) : 0;
+  if (kind < 0)
+    return NULL;
   if (kind == 2)
     {
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
@@ -405,13 +450,13 @@ fb_run_resolve_log (const char *arg, GError **error)
     }
   if (kind == 1)
     {
-      int is_run = dir_is_run_dir (run_or_file, error);
+      int is_run = dir_is_run_dir (parent_fd, run_fd, run_or_file, error);
 
       if (is_run < 0)
         return NULL;
       if (is_run == 0)
         return g_strdup (run_or_file); /* the reader refuses the directory, naming it */
-      if (dir_has_log (run_or_file, &live))
+      if (dir_has_log (run_fd, run_or_file, &live))
         return g_steal_pointer (&live);
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
                    "%s is a directory without an access log (looked for %s/access.jsonl and its rotated files)",
@@ -421,18 +466,18 @@ fb_run_resolve_log (const char *arg, GError **error)
   /* 2. a log file: anything else there is one to the reader, which opens
    * only a regular file (not a FIFO, not through a link) and says what
    * else it found */
-  if (fb_lstat_cached (AT_FDCWD, run_or_file, &st) == 0)
+  if (parent_fd >= 0 && fb_lstat_cached (parent_fd, name, &st) == 0)
     return g_strdup (run_or_file);
   /* or a log whose live file is not there (yet, or any more): its rotated
    * files are */
-  if (has_rotated (run_or_file, NULL))
+  if (parent_fd >= 0 && has_rotated (parent_fd, run_or_file, NULL))
     return g_strdup (run_or_file);
   /* 3. a run id */
   if (valid_run_id (run_or_file))
     {
-      g_autofree char *dir = g_build_filename (root, run_or_file, NULL);
+      g_autofree char *dir = our_run (root, run_or_file);
 
-      if (g_file_test (dir, G_FILE_TEST_IS_DIR))
+      if (dir != NULL)
         {
           /* A run that has just started may not have written yet: the live
            * file's path is still the answer (`log --follow` waits for it). */

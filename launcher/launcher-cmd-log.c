@@ -465,8 +465,12 @@ expect_from_run_json (FbReport *report, char **rest, uid_t owner)
     return;
   {
     g_autofree char *json_path = g_build_filename (dir, "run.json", NULL);
+    /* the directory walked (another user may have swapped it for a link
+     * into their FUSE filesystem since the log was read), the name looked
+     * at in what the walk found */
+    _fb_cleanup_fd_ int dir_fd = fb_path_open_not_foreign_fuse (dir, "the log's directory", "", NULL);
     struct stat st;
-    int r = fb_lstat_cached (AT_FDCWD, json_path, &st);
+    int r = dir_fd >= 0 ? fb_lstat_cached (dir_fd, "run.json", &st) : -1;
 
     if (r == 0 && S_ISREG (st.st_mode) && st.st_uid != owner)
       {

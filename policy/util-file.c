@@ -119,10 +119,33 @@ fb_file_open_regular (int dir_fd, const char *name, const char *path, const char
 {
   struct stat st;
   _fb_cleanup_fd_ int fd = -1;
+  _fb_cleanup_fd_ int way = -1;
+  g_autofree char *base = NULL;
   int fl;
 
   if (path == NULL)
     path = name;
+  /* fusebox's own file by its path: the directory walked first (another
+   * user's FUSE filesystem on the way, or a link into one that they swap
+   * in, is refused, not asked), the name opened in what the walk found */
+  if ((flags & FB_FILE_OWN) && dir_fd == AT_FDCWD && strchr (name, '/') != NULL)
+    {
+      g_autofree char *dir = g_path_get_dirname (name);
+      g_autofree char *dir_what = g_strdup_printf ("the directory of %s", what);
+
+      way = fb_path_open_not_foreign_fuse (dir, dir_what, "give a file on a filesystem of yours or root's", error);
+      if (way == -1)
+        return -1;
+      if (way == -2)
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT, "can't open %s %s: %s", what, path,
+                       g_strerror (ENOENT));
+          return -1;
+        }
+      base = g_path_get_basename (name);
+      dir_fd = way;
+      name = base;
+    }
   if (flags & FB_FILE_OWN)
     fd = open_own (dir_fd, name, what, path, error);
   else if (dir_fd == AT_FDCWD)

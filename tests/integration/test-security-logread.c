@@ -1478,6 +1478,145 @@ RFX_CASE (test_reader_adopts_the_callers_file)
     fail_msg ("log %s: %u of the caller's 3 records", live, count (out, "\"run\":\"R\""));
 }
 
+/* A live file whose owner made it sparse (truncate -s): record 1, then a
+ * hole of terabytes, then record 3 on a line of its own.  A hole reads as
+ * NUL bytes, at some GB/s: `log`, `report` and `log --follow` were at it
+ * for hours.  Each now skips the hole (the line in it is bad, said) and
+ * shows both records. */
+RFX_CASE (test_sparse_log_read_past_its_hole)
+{
+  g_autofree char *live = run_file (fx, "access.jsonl");
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *rec3 = record (3, "/real-c");
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  const char *const cmds[][2] = { { "log", RUN }, { "report", RUN } };
+  off_t size = (off_t)4 << 40;
+  struct stat st;
+  int fd;
+  GPid follower;
+
+  test_write (live, rec1, 0600);
+  fd = open (live, O_WRONLY | O_APPEND | O_CLOEXEC);
+  assert_true (fd >= 0);
+  /* 4 TiB where the filesystem takes it (ext4 does), else the most it takes */
+  while (ftruncate (fd, size) < 0 && errno == EFBIG && size > ((off_t)1 << 34))
+    size /= 2;
+  assert_int_equal (fstat (fd, &st), 0);
+  assert_true (st.st_size == size && st.st_size > ((off_t)1 << 34));
+  write_str (fd, "\n");
+  write_str (fd, rec3);
+  close (fd);
+  /* sparse indeed: the data it holds is a block or two */
+  assert_int_equal (stat (live, &st), 0);
+  assert_true ((guint64)st.st_blocks * 512 < 1024 * 1024);
+  for (guint k = 0; k < G_N_ELEMENTS (cmds); k++)
+    {
+      Res r;
+
+      FUSEBOX (fx, &r, cmds[k][0], cmds[k][1]);
+      if (r.status < 0)
+        fail_msg ("%s %s: still reading a hole of %" G_GINT64_FORMAT " bytes after %d s", cmds[k][0], live,
+                  (gint64)size, CAP_MS / 1000);
+      if (r.status != 0)
+        fail_msg ("%s %s: exit %d; stderr:\n%.2000s", cmds[k][0], live, r.status, r.err);
+      test_assert_contains (r.err, "NUL byte", NULL);
+      if (k == 0)
+        test_assert_contains (r.out, "/real-a", "/real-c", NULL);
+      else
+        test_assert_contains (r.out, "records", NULL);
+      res_clear (&r);
+    }
+  follower = start_follower (fx, live, &out, &err);
+  wait_for_text (out, "/real-c", "log --follow past the hole");
+  test_kill_child (&follower, SIGKILL);
+}
+
+/* The owner of a log appends to it faster than `fusebox log`, which ends,
+ * gets through it (its output is read slowly here): it read on as long as
+ * the file grew.  It reads the file as large as it was when opened, and
+ * ends; what was appended after is for `log --follow`. */
+RFX_CASE (test_growing_log_read_to_its_size_then)
+{
+  g_autofree char *live = run_file (fx, "access.jsonl");
+  g_autofree char *rec1 = record (1, "/real-a");
+  g_autofree char *err = g_build_filename (fx->tmp, "err", NULL);
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GString) shown = g_string_new (NULL);
+  gint64 deadline;
+  int status = -1, out[2];
+  pid_t writer, reader;
+
+  test_write (live, rec1, 0600);
+  writer = fork ();
+  assert_true (writer >= 0);
+  if (writer == 0)
+    {
+      int fd = open (live, O_WRONLY | O_APPEND | O_CLOEXEC);
+      GString *chunk = g_string_new (NULL);
+
+      /* some 30 MB/s, for as long as the reader runs (each its own seq: a
+       * record read again is a duplicate, not shown) */
+      for (guint64 seq = 2;; g_string_truncate (chunk, 0))
+        {
+          for (guint i = 0; i < 100; i++, seq++)
+            {
+              g_autofree char *rec = record (seq, "/more");
+              g_string_append (chunk, rec);
+            }
+          if (write (fd, chunk->str, chunk->len) < 0)
+            _exit (1);
+          g_usleep (1000);
+        }
+    }
+  rfx_keep_pid (fx, writer);
+  /* more than a pipe and stdio hold of its output */
+  if (!TEST_WAIT_FOR (({
+                        struct stat st;
+                        stat (live, &st) == 0 && st.st_size > 1024 * 1024;
+                      }),
+                      CAP_MS))
+    fail_msg ("the writer did not write 1 MB to %s", live);
+  assert_int_equal (pipe2 (out, O_CLOEXEC), 0);
+  reader = fork ();
+  assert_true (reader >= 0);
+  if (reader == 0)
+    {
+      int e = open (err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+      dup2 (out[1], STDOUT_FILENO);
+      dup2 (e, STDERR_FILENO);
+      execle (test_bin (), "fusebox", "log", "--json", live, (char *)NULL, env);
+      _exit (127);
+    }
+  close (out[1]);
+  rfx_keep_pid (fx, reader);
+  /* its output taken at some 6 MB/s, a fifth of what is written */
+  deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  for (;;)
+    {
+      char buf[64 * 1024];
+      ssize_t n = read (out[0], buf, sizeof buf);
+
+      if (n <= 0 || g_get_monotonic_time () > deadline)
+        break;
+      if (shown->len < 4096)
+        g_string_append_len (shown, buf, MIN ((gsize)n, 4096 - shown->len));
+      g_usleep (10 * 1000);
+    }
+  close (out[0]);
+  kill (writer, SIGKILL);
+  if (waitpid (reader, &status, WNOHANG) != reader)
+    {
+      kill (reader, SIGKILL);
+      fail_msg ("log %s: still reading after 20 s while the file grows", live);
+    }
+  rfx_forget_pid (fx, reader);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    fail_msg ("log %s: ended with status %d", live, status);
+  test_assert_contains (shown->str, "/real-a", "/more", NULL);
+}
+
 static int
 require_host (void **state)
 {
@@ -1500,4 +1639,5 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_no_run_directory_at_a_log_name), RFX_TEST (test_rotated_names_beside_a_run_directory),
                   RFX_TEST (test_report_gaps_do_not_wrap), RFX_TEST (test_run_id_before_a_name_here),
                   RFX_TEST (test_follow_adopts_the_callers_file), RFX_TEST (test_next_runs_rotated_file_read),
-                  RFX_TEST (test_reader_adopts_the_callers_file))
+                  RFX_TEST (test_reader_adopts_the_callers_file), RFX_TEST (test_sparse_log_read_past_its_hole),
+                  RFX_TEST (test_growing_log_read_to_its_size_then))

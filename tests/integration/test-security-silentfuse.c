@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
@@ -652,7 +653,7 @@ MFX_CASE (test_silent_fuse_raced_over_a_mount)
  * kernel holds of each name). */
 static struct
 {
-  const char *policy, *log, *mnt, *state, *err;
+  const char *policy, *log, *mnt, *state, *err, *out; /* out: NULL, /dev/null */
 } log_cmd;
 
 static int
@@ -955,14 +956,16 @@ MFX_CASE (test_silent_fuse_as_a_run_directory)
   assert_int_equal (rmdir (detached), 0);
 }
 
-/* `fusebox COMMAND log_cmd.log`, its stderr in log_cmd.err (for bounded). */
+/* `fusebox COMMAND log_cmd.log`, its stderr in log_cmd.err and its stdout
+ * in log_cmd.out (for bounded). */
 static int
 read_log_with (const char *command)
 {
-  int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+  int out = log_cmd.out != NULL ? open (log_cmd.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+                                : open ("/dev/null", O_WRONLY | O_CLOEXEC);
   int err = open (log_cmd.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
-  dup2 (null, STDOUT_FILENO);
+  dup2 (out, STDOUT_FILENO);
   dup2 (err, STDERR_FILENO);
   execl (test_bin (), "fusebox", command, log_cmd.log, (char *)NULL);
   _exit (127);
@@ -1078,7 +1081,15 @@ MFX_CASE (test_silent_fuse_behind_a_link_at_a_log_name)
   silent_mount (fx, mnt);
   assert_silent (fx);
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
-    assert_int_equal (reader_ends_naming (commands[i], log, log, err), 1);
+    {
+      g_autofree char *said = NULL;
+
+      assert_int_equal (reader_ends_naming (commands[i], log, log, err), 1);
+      /* refused as a link, not followed to whatever it leads to */
+      assert_true (g_file_get_contents (err, &said, NULL, NULL));
+      if (strstr (said, "is a symbolic link") == NULL)
+        fail_msg ("fusebox %s %s did not refuse another user's link as a link:\n%s", commands[i], log, said);
+    }
   silent_take_off ();
 }
 
@@ -1278,6 +1289,136 @@ MFX_CASE (test_silent_fuse_behind_a_followed_directory)
   silent_take_off ();
 }
 
+/* Another user's log (uid 1001's) in a shared directory, and uid 1000's
+ * silent FUSE filesystem mounted over a file of theirs at a rotated name
+ * beside it: its root, never answered, shows as root's regular file, and
+ * root's `fusebox log` took the log for root's, skipped each of uid 1001's
+ * files as another's and showed none of its records.  A mount at a name is
+ * not the writer's file: the log is uid 1001's, said, its records shown,
+ * the mount skipped, named. */
+MFX_CASE (test_silent_fuse_at_a_rotated_name_beside_anothers_log)
+{
+  g_autofree char *logs = shared_logs (fx);
+  g_autofree char *log = g_build_filename (logs, "bob.jsonl", NULL);
+  g_autofree char *rotated = g_build_filename (logs, "bob.000000000001-000000000001.jsonl", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
+  g_autofree char *out = g_build_filename (fx->tmp, "log-out.txt", NULL);
+  g_autofree char *shown = NULL;
+
+  test_write_file (log, first_record);
+  assert_int_equal (chown (log, 1001, 1001), 0);
+  silent_over_a_file (fx, rotated);
+  log_cmd.out = out;
+  assert_int_equal (reader_ends_naming ("log", log, rotated, err), 0);
+  log_cmd.out = NULL;
+  assert_true (g_file_get_contents (out, &shown, NULL, NULL));
+  if (strstr (shown, "/x") == NULL)
+    fail_msg ("fusebox log %s did not show uid 1001's record beside the mount:\n%s", log, shown);
+  {
+    g_autofree char *said = NULL;
+
+    assert_true (g_file_get_contents (err, &said, NULL, NULL));
+    if (strstr (said, "uid 1001's") == NULL)
+      fail_msg ("fusebox log %s did not say the log is uid 1001's:\n%s", log, said);
+  }
+  silent_take_off ();
+}
+
+/* The exchanger: the names A and B in DIR swapped (RENAME_EXCHANGE) until
+ * told to stop. */
+static struct
+{
+  int dir_fd;
+  const char *a, *b;
+  gint stop;
+  guint64 swaps;
+  pthread_t thread;
+} exchanger;
+
+static void *
+exchange_loop (void *arg)
+{
+  (void)arg;
+  while (!g_atomic_int_get (&exchanger.stop))
+    if (syscall (SYS_renameat2, exchanger.dir_fd, exchanger.a, exchanger.dir_fd, exchanger.b, RENAME_EXCHANGE) == 0)
+      exchanger.swaps++;
+  return NULL;
+}
+
+/* uid 1000's directory holds their log's directory and a link into their
+ * silent FUSE filesystem, and swaps the two in a loop while root reads the
+ * log (by its file, and by its directory as a run directory): the walk of
+ * the way found the directory, and the looks after it by path went through
+ * the link and waited for good (an outside review hung 12 of 20 `log`s).
+ * Every look after the walk is made in what the walk found: each command
+ * ends, reading the log or refusing the link, naming the step. */
+MFX_CASE (test_silent_fuse_swapped_in_after_the_walk)
+{
+  g_autofree char *logs = shared_logs (fx);
+  g_autofree char *home = g_build_filename (logs, "home", NULL);
+  g_autofree char *dir = g_build_filename (home, "logs", NULL);
+  g_autofree char *mnt = g_build_filename (home, "mnt", NULL);
+  g_autofree char *link = g_build_filename (home, "lnk", NULL);
+  g_autofree char *log = g_build_filename (dir, "access.jsonl", NULL);
+  g_autofree char *json = g_build_filename (dir, "run.json", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
+  const char *const commands[] = { "log", "report" };
+
+  assert_int_equal (mkdir (home, 0755), 0);
+  assert_int_equal (mkdir (dir, 0700), 0);
+  assert_int_equal (mkdir (mnt, 0755), 0);
+  test_write_file (log, first_record);
+  test_write_file (json, "{\"run\":\"r\",\"records\":1,\"ended\":\"2026-12-04T00:00:01Z\"}\n");
+  assert_int_equal (symlink ("mnt", link), 0);
+  assert_int_equal (chown (home, 1000, 1000), 0);
+  assert_int_equal (chown (dir, 1000, 1000), 0);
+  assert_int_equal (chown (mnt, 1000, 1000), 0);
+  assert_int_equal (chown (log, 1000, 1000), 0);
+  assert_int_equal (chown (json, 1000, 1000), 0);
+  assert_int_equal (lchown (link, 1000, 1000), 0);
+  silent_mount (fx, mnt);
+  assert_silent (fx);
+
+  exchanger.dir_fd = open (home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (exchanger.dir_fd >= 0);
+  exchanger.a = "logs";
+  exchanger.b = "lnk";
+  exchanger.swaps = 0;
+  g_atomic_int_set (&exchanger.stop, 0);
+  assert_int_equal (pthread_create (&exchanger.thread, NULL, exchange_loop, NULL), 0);
+  for (guint i = 0; i < 40; i++)
+    {
+      const char *command = commands[i % 2];
+      const char *named = i % 4 < 2 ? log : dir;
+      int r;
+
+      log_cmd.log = named;
+      log_cmd.err = err;
+      r = bounded (read_log_with, command, 10000);
+      if (r == -1)
+        {
+          g_atomic_int_set (&exchanger.stop, 1);
+          pthread_join (exchanger.thread, NULL);
+          fail_msg ("fusebox %s %s still waits after 10 s (try %u): it looked through the link swapped in after its "
+                    "walk",
+                    command, named, i + 1);
+        }
+    }
+  g_atomic_int_set (&exchanger.stop, 1);
+  pthread_join (exchanger.thread, NULL);
+  print_message ("swaps while the commands ran: %" G_GUINT64_FORMAT "\n", exchanger.swaps);
+  assert_true (exchanger.swaps > 1000);
+  /* the directory back at its name */
+  {
+    struct stat st;
+
+    if (lstat (dir, &st) == 0 && S_ISLNK (st.st_mode))
+      assert_int_equal (syscall (SYS_renameat2, exchanger.dir_fd, "logs", exchanger.dir_fd, "lnk", RENAME_EXCHANGE), 0);
+  }
+  close (exchanger.dir_fd);
+  silent_take_off ();
+}
+
 static int
 silent_teardown (void **state)
 {
@@ -1290,14 +1431,13 @@ silent_teardown (void **state)
 
 #define SILENT_TEST(f) cmocka_unit_test_setup_teardown (f, mfx_setup, silent_teardown)
 
-MFX_DEFINE_MAIN (SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
-                 SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
-                 SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount),
-                 SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name),
-                 SILENT_TEST (test_silent_fuse_at_the_live_log_name),
-                 SILENT_TEST (test_silent_fuse_named_as_a_run_directory),
-                 SILENT_TEST (test_silent_fuse_as_a_run_directory),
-                 SILENT_TEST (test_silent_fuse_behind_a_link_at_a_log_name),
-                 SILENT_TEST (test_silent_fuse_under_a_follower),
-                 SILENT_TEST (test_silent_fuse_behind_a_followed_directory),
-                 SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
+MFX_DEFINE_MAIN (
+  SILENT_TEST (test_silent_fuse_shown_blank), SILENT_TEST (test_silent_fuse_in_a_moved_tree),
+  SILENT_TEST (test_silent_fuse_not_renamed), SILENT_TEST (test_own_fuse_attributes_fresh),
+  SILENT_TEST (test_silent_fuse_raced_over_a_file), SILENT_TEST (test_silent_fuse_raced_over_a_mount),
+  SILENT_TEST (test_silent_fuse_at_the_log_name), SILENT_TEST (test_silent_fuse_at_a_rotated_log_name),
+  SILENT_TEST (test_silent_fuse_at_the_live_log_name), SILENT_TEST (test_silent_fuse_named_as_a_run_directory),
+  SILENT_TEST (test_silent_fuse_as_a_run_directory), SILENT_TEST (test_silent_fuse_behind_a_link_at_a_log_name),
+  SILENT_TEST (test_silent_fuse_under_a_follower), SILENT_TEST (test_silent_fuse_behind_a_followed_directory),
+  SILENT_TEST (test_silent_fuse_at_a_rotated_name_beside_anothers_log),
+  SILENT_TEST (test_silent_fuse_swapped_in_after_the_walk), SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
