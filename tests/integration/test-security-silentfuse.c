@@ -1362,7 +1362,6 @@ MFX_CASE (test_silent_fuse_swapped_in_after_the_walk)
   g_autofree char *log = g_build_filename (dir, "access.jsonl", NULL);
   g_autofree char *json = g_build_filename (dir, "run.json", NULL);
   g_autofree char *err = g_build_filename (fx->tmp, "log-err.txt", NULL);
-  const char *const commands[] = { "log", "report" };
 
   assert_int_equal (mkdir (home, 0755), 0);
   assert_int_equal (mkdir (dir, 0700), 0);
@@ -1386,10 +1385,12 @@ MFX_CASE (test_silent_fuse_swapped_in_after_the_walk)
   exchanger.swaps = 0;
   g_atomic_int_set (&exchanger.stop, 0);
   assert_int_equal (pthread_create (&exchanger.thread, NULL, exchange_loop, NULL), 0);
-  for (guint i = 0; i < 40; i++)
+  /* a report's look at run.json comes after two walks that may each be
+   * refused by the swap: more of them */
+  for (guint i = 0; i < 90; i++)
     {
-      const char *command = commands[i % 2];
-      const char *named = i % 4 < 2 ? log : dir;
+      const char *command = i % 3 == 0 ? "log" : "report";
+      const char *named = i % 6 < 3 ? log : dir;
       int r;
 
       log_cmd.log = named;
