@@ -108,6 +108,7 @@ struct FbLogReader
   guint lists_adding;     /* listings of the rotated files that added some */
   gboolean relist_capped; /* RELIST_MAX reached: not looked for any more */
   guint live_skips;       /* the live name skipped as another's (a reader that ends) */
+  guint live_opens;       /* the live name opened (a reader that ends) */
   struct
   {
     dev_t dev;
@@ -1038,6 +1039,18 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
         struct stat st;
         int o;
 
+        /* a reader that ends opens the live name a few times only: a live
+         * file swapped for another each time it is read to its end (its
+         * owner exchanging two files there) must not keep it reading */
+        if (!r->follow && r->live_opens >= RELIST_MAX)
+          {
+            r->done = TRUE;
+            g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                         "%s was another file each of the %u times it was read to its end (whoever can write in its "
+                         "directory keeps replacing it): not read again; read the log again, or follow it (--follow)",
+                         r->live_path, r->live_opens);
+            return FB_LOG_READ_SKIPPED;
+          }
         /* the live file skipped as another's, still there: as if none */
         if (r->foreign_ino != 0 && fb_lstat_cached (r->dir_fd, leaf (r->live_path), &st) == 0 &&
             st.st_dev == r->foreign_dev && st.st_ino == r->foreign_ino &&
@@ -1047,6 +1060,8 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           o = open_file (r, r->live_path, TRUE, error);
         if (o < 0)
           return FB_LOG_READ_ERROR;
+        if (o == 1)
+          r->live_opens++;
         if (o == OPEN_FOREIGN)
           {
             /* a reader that ends tries the live name a few times only:

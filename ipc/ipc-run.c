@@ -76,38 +76,76 @@ fb_run_sessions_root (void)
   return g_build_filename (state, "sessions", NULL);
 }
 
+/* NAME in DIR_FD (PATH), a directory of fusebox's state: not a link, and
+ * when a directory, *RET_FD (O_PATH; else -1), checked to be on no other
+ * user's FUSE filesystem before anything is looked up in it. */
+static gboolean
+state_step (int dir_fd, const char *name, const char *path, int *ret_fd, GError **error)
+{
+  struct stat st;
+  _fb_cleanup_fd_ int fd = -1;
+
+  *ret_fd = -1;
+  if (fb_lstat_cached (dir_fd, name, &st) < 0)
+    return TRUE;
+  if (S_ISLNK (st.st_mode))
+    {
+      char target[4096];
+      ssize_t n = readlinkat (dir_fd, name, target, sizeof target - 1);
+      g_autofree char *parent = g_path_get_dirname (path);
+
+      target[n > 0 ? n : 0] = '\0';
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "fusebox's state directory %s is a symbolic link (to %s): fusebox makes its state "
+                   "directories itself and never as links, so someone else put it there (a sandbox that "
+                   "could write %s makes files that are yours); remove the link, or set XDG_STATE_HOME to a "
+                   "directory of your own that only you may write and that no sandbox sees",
+                   path, n > 0 ? target : "?", parent);
+      return FALSE;
+    }
+  fd = openat (dir_fd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return TRUE; /* no directory: the check of the way says what it is */
+  if (!fb_fd_not_foreign_fuse (fd, path, error))
+    return FALSE;
+  *ret_fd = fb_steal_fd (&fd);
+  return TRUE;
+}
+
 gboolean
 fb_run_state_no_links (GError **error)
 {
   g_autofree char *runs = fb_run_dir_root ();
   g_autofree char *state = g_path_get_dirname (runs);
+  g_autofree char *above = g_path_get_dirname (state);
+  g_autofree char *state_name = g_path_get_basename (state);
+  g_autofree char *runs_name = g_path_get_basename (runs);
   g_autofree char *sessions = fb_run_sessions_root ();
-  const char *ours[] = { state, runs, sessions };
+  g_autofree char *sessions_name = g_path_get_basename (sessions);
+  _fb_cleanup_fd_ int above_fd = -1;
+  _fb_cleanup_fd_ int state_fd = -1;
+  _fb_cleanup_fd_ int runs_fd = -1;
+  _fb_cleanup_fd_ int sessions_fd = -1;
 
   /* nothing below another user's FUSE filesystem is looked up: its
-   * server may never answer */
+   * server may never answer; and each of fusebox's directories is looked
+   * at in the one above it as found, never by its path again (a link put
+   * on the way meanwhile is not followed) */
   if (!fb_path_check_not_foreign_fuse (state, "fusebox's state directory",
                                        "set XDG_STATE_HOME to a directory of your own", error))
     return FALSE;
-  for (guint i = 0; i < G_N_ELEMENTS (ours); i++)
-    {
-      struct stat st;
-
-      if (lstat (ours[i], &st) == 0 && S_ISLNK (st.st_mode))
-        {
-          g_autofree char *target = g_file_read_link (ours[i], NULL);
-          g_autofree char *parent = g_path_get_dirname (ours[i]);
-
-          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                       "fusebox's state directory %s is a symbolic link (to %s): fusebox makes its state "
-                       "directories itself and never as links, so someone else put it there (a sandbox that "
-                       "could write %s makes files that are yours); remove the link, or set XDG_STATE_HOME to a "
-                       "directory of your own that only you may write and that no sandbox sees",
-                       ours[i], target != NULL ? target : "?", parent);
-          return FALSE;
-        }
-    }
-  return TRUE;
+  above_fd = fb_path_open_not_foreign_fuse (above, "fusebox's state directory",
+                                            "set XDG_STATE_HOME to a directory of your own", error);
+  if (above_fd == -1)
+    return FALSE;
+  if (above_fd == -2)
+    return TRUE; /* none yet: made a step at a time, never through a link */
+  if (!state_step (above_fd, state_name, state, &state_fd, error))
+    return FALSE;
+  if (state_fd < 0)
+    return TRUE;
+  return state_step (state_fd, runs_name, runs, &runs_fd, error) &&
+         state_step (state_fd, sessions_name, sessions, &sessions_fd, error);
 }
 
 gboolean

@@ -101,24 +101,35 @@ fb_cmd_read_run_json (const char *dir, const char *command)
   return json_object_ref (json_node_get_object (root));
 }
 
+/* The runs in ROOT, as ROOT_FD (O_PATH) holds it: listed and looked at
+ * there, never by ROOT's path (a link put on its way meanwhile is not
+ * followed). */
 static GPtrArray *
-list_runs (const char *root)
+list_runs (int root_fd, const char *root)
 {
   GPtrArray *runs = g_ptr_array_new_with_free_func ((GDestroyNotify)run_entry_free);
-  g_autoptr (GDir) d = g_dir_open (root, 0, NULL);
-  if (!d)
-    return runs;
-  const char *name;
-  while ((name = g_dir_read_name (d)))
+  int fd = root_fd >= 0 ? fb_reopen_path (root_fd, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
+  struct dirent *de;
+
+  if (d == NULL)
     {
+      if (fd >= 0)
+        close (fd);
+      return runs;
+    }
+  while ((de = readdir (d)) != NULL)
+    {
+      const char *name = de->d_name;
+      struct stat st;
+
+      if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+        continue;
+      if (fb_lstat_cached (root_fd, name, &st) < 0 || !S_ISDIR (st.st_mode))
+        continue;
       RunEntry *e = g_new0 (RunEntry, 1);
       e->id = g_strdup (name);
       e->dir = g_build_filename (root, name, NULL);
-      if (!g_file_test (e->dir, G_FILE_TEST_IS_DIR) || g_file_test (e->dir, G_FILE_TEST_IS_SYMLINK))
-        {
-          run_entry_free (e);
-          continue;
-        }
       e->info = fb_cmd_read_run_json (e->dir, "runs");
       if (e->info)
         {
@@ -129,6 +140,7 @@ list_runs (const char *root)
         }
       g_ptr_array_add (runs, e);
     }
+  closedir (d);
   return runs;
 }
 
@@ -430,18 +442,19 @@ fb_cmd_runs (int argc, char **argv)
   g_autoptr (GError) error = NULL;
   /* runs another user could have put there are not listed as ours, nor
    * pruned; nothing on another user's FUSE filesystem is looked at */
-  if (!fb_path_check_not_foreign_fuse (root, "fusebox's state directory",
-                                       "set XDG_STATE_HOME to a directory of your own", &error) ||
-      (g_file_test (root, G_FILE_TEST_EXISTS) && !fb_run_state_dir_ok (&error)))
+  _fb_cleanup_fd_ int runs_fd = fb_path_open_not_foreign_fuse (root, "fusebox's state directory",
+                                                               "set XDG_STATE_HOME to a directory of your own", &error);
+  if (runs_fd == -1 || (runs_fd >= 0 && !fb_run_state_dir_ok (&error)))
     {
       fb_cmd_error ("runs: %s", error->message);
       return FB_EXIT_FAILURE;
     }
-  g_autoptr (GPtrArray) runs = list_runs (root);
+  g_autoptr (GPtrArray) runs = list_runs (runs_fd, root);
   /* run ids start with the date: name order is time order */
   g_ptr_array_sort (runs, compare_entries);
   int status = FB_EXIT_OK;
-  _fb_cleanup_fd_ int root_fd = prune ? open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  _fb_cleanup_fd_ int root_fd =
+    prune && runs_fd >= 0 ? fb_reopen_path (runs_fd, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 
   for (guint i = 0; i < runs->len; i++)
     {

@@ -181,6 +181,12 @@ check_fd_mount (int fd, const char *path, mode_t *ret_mode, bool *ret_proc, GErr
   return FALSE;
 }
 
+gboolean
+fb_fd_not_foreign_fuse (int fd, const char *path, GError **error)
+{
+  return check_fd_mount (fd, path, NULL, NULL, error);
+}
+
 /* How many links a walk follows, as the kernel (ELOOP past it). */
 #define WALK_LINKS_MAX 40
 

@@ -99,6 +99,10 @@ gboolean fb_path_check_not_foreign_fuse (const char *path, const char *what, con
  * fb_reopen_path: the path may lead elsewhere by then); -2 when a step
  * does not exist (nothing said), -1 with ERROR. */
 int fb_path_open_not_foreign_fuse (const char *path, const char *what, const char *fix, GError **error);
+/* Is FD's object (opened O_PATH without following a link, at PATH) on no
+ * FUSE filesystem of another user's, nor on a mount this process can't
+ * see?  The check of one step of that walk; FALSE with ERROR naming PATH. */
+gboolean fb_fd_not_foreign_fuse (int fd, const char *path, GError **error);
 /* fb_path_check_private of a directory that must exist already (one made
  * after the check could be another user's): PATH itself the caller's or
  * root's. */

@@ -29,6 +29,7 @@
 #include "tests/lib/test-run.h"
 
 #include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
 #define RUN "20240101-000000-logread"
@@ -1617,6 +1618,85 @@ RFX_CASE (test_growing_log_read_to_its_size_then)
   test_assert_contains (shown->str, "/real-a", "/more", NULL);
 }
 
+/* Whoever can write in a log's directory swaps the live file for a copy
+ * of it (RENAME_EXCHANGE) each time a reader has opened it and begun to
+ * read, told by inotify: at its end the reader found the live name
+ * replaced, read the new file, found it replaced again, and never ended
+ * (an outside review's `log` and `report` ran for 30 s of CPU, 550 swaps).
+ * A reader that ends opens the live name a few times only, then says why
+ * it stopped. */
+RFX_CASE (test_live_swapped_each_time_read)
+{
+  g_autofree char *live = run_file (fx, "access.jsonl");
+  g_autofree char *dir = g_path_get_dirname (live);
+  g_autofree char *spare = g_build_filename (dir, "spare", NULL);
+  g_autoptr (GString) text = g_string_new (NULL);
+  const char *const cmds[] = { "log", "report" };
+  int ready[2];
+  char c;
+  pid_t swapper;
+
+  for (guint64 seq = 1; seq <= 10000; seq++)
+    {
+      g_autofree char *rec = record (seq, "/real-a");
+      g_string_append (text, rec);
+    }
+  test_write (live, text->str, 0600);
+  test_write (spare, text->str, 0600);
+  assert_int_equal (pipe (ready), 0);
+  swapper = fork ();
+  assert_true (swapper >= 0);
+  if (swapper == 0)
+    {
+      int in = inotify_init1 (IN_CLOEXEC);
+      int dfd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      bool armed = false;
+
+      if (in < 0 || dfd < 0 || inotify_add_watch (in, dir, IN_OPEN | IN_ACCESS) < 0)
+        _exit (1);
+      (void)!write (ready[1], "r", 1);
+      for (;;)
+        {
+          char buf[16 * 1024] __attribute__ ((aligned (__alignof__(struct inotify_event))));
+          ssize_t n = read (in, buf, sizeof buf);
+
+          if (n <= 0)
+            _exit (1);
+          for (char *p = buf; p < buf + n;)
+            {
+              const struct inotify_event *ev = (const struct inotify_event *)p;
+
+              if ((ev->mask & IN_OPEN) && ev->len > 0 && strcmp (ev->name, "access.jsonl") == 0)
+                armed = true;
+              else if ((ev->mask & IN_ACCESS) && armed)
+                {
+                  armed = false;
+                  (void)syscall (SYS_renameat2, dfd, "access.jsonl", dfd, "spare", RENAME_EXCHANGE);
+                }
+              p += sizeof *ev + ev->len;
+            }
+        }
+    }
+  close (ready[1]);
+  rfx_keep_pid (fx, swapper);
+  assert_int_equal (read (ready[0], &c, 1), 1);
+  close (ready[0]);
+  for (guint k = 0; k < G_N_ELEMENTS (cmds); k++)
+    {
+      Res r;
+
+      FUSEBOX (fx, &r, cmds[k], RUN);
+      if (r.status < 0)
+        fail_msg ("%s %s: still reading after %d s while the live file is swapped each time it is read", cmds[k], RUN,
+                  CAP_MS / 1000);
+      if (r.status != 0)
+        fail_msg ("%s %s: exit %d; stderr:\n%.2000s", cmds[k], RUN, r.status, r.err);
+      test_assert_contains (r.err, "was another file each of the", NULL);
+      res_clear (&r);
+    }
+  kill (swapper, SIGKILL);
+}
+
 static int
 require_host (void **state)
 {
@@ -1640,4 +1720,4 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_report_gaps_do_not_wrap), RFX_TEST (test_run_id_before_a_name_here),
                   RFX_TEST (test_follow_adopts_the_callers_file), RFX_TEST (test_next_runs_rotated_file_read),
                   RFX_TEST (test_reader_adopts_the_callers_file), RFX_TEST (test_sparse_log_read_past_its_hole),
-                  RFX_TEST (test_growing_log_read_to_its_size_then))
+                  RFX_TEST (test_growing_log_read_to_its_size_then), RFX_TEST (test_live_swapped_each_time_read))

@@ -1420,6 +1420,64 @@ MFX_CASE (test_silent_fuse_swapped_in_after_the_walk)
   silent_take_off ();
 }
 
+/* Root's `log`, `report` (the newest run) and `runs` with a state directory
+ * in a tree another user can write (sudo -E, their HOME): they swap
+ * fusebox's directory there for a link into their silent FUSE filesystem
+ * in a loop.  The look for links in fusebox's state directories walked the
+ * way, then looked at each directory by its path (an lstat below the
+ * link), and `runs` listed its directory by path: each waited for good
+ * within a try or three.  Each now ends, refusing the state directory. */
+MFX_CASE (test_silent_fuse_swapped_into_the_state_way)
+{
+  g_autofree char *logs = shared_logs (fx);
+  g_autofree char *xdg = g_build_filename (logs, "state", NULL);
+  g_autofree char *ours = g_build_filename (xdg, "fusebox", NULL);
+  g_autofree char *mnt = g_build_filename (logs, "mnt", NULL);
+  g_autofree char *link = g_build_filename (xdg, "lnk", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "state-err.txt", NULL);
+  const char *const commands[][2] = { { "log", NULL }, { "report", NULL }, { "runs", NULL } };
+
+  assert_int_equal (mkdir (xdg, 0755), 0);
+  assert_int_equal (mkdir (ours, 0755), 0);
+  assert_int_equal (mkdir (mnt, 0755), 0);
+  assert_int_equal (symlink (mnt, link), 0);
+  assert_int_equal (chown (xdg, 1000, 1000), 0);
+  assert_int_equal (chown (ours, 1000, 1000), 0);
+  assert_int_equal (chown (mnt, 1000, 1000), 0);
+  assert_int_equal (lchown (link, 1000, 1000), 0);
+  silent_mount (fx, mnt);
+  assert_silent (fx);
+
+  exchanger.dir_fd = open (xdg, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (exchanger.dir_fd >= 0);
+  exchanger.a = "fusebox";
+  exchanger.b = "lnk";
+  exchanger.swaps = 0;
+  g_atomic_int_set (&exchanger.stop, 0);
+  assert_int_equal (pthread_create (&exchanger.thread, NULL, exchange_loop, NULL), 0);
+  log_cmd.state = xdg;
+  log_cmd.err = err;
+  for (guint i = 0; i < 60; i++)
+    {
+      paths_argv = commands[i % 3];
+      if (bounded (run_given_paths, NULL, 10000) == -1)
+        {
+          g_atomic_int_set (&exchanger.stop, 1);
+          pthread_join (exchanger.thread, NULL);
+          fail_msg ("fusebox %s with XDG_STATE_HOME=%s still waits after 10 s (try %u): it looked through the link "
+                    "swapped in after its walk",
+                    commands[i % 3][0], xdg, i + 1);
+        }
+    }
+  paths_argv = NULL;
+  g_atomic_int_set (&exchanger.stop, 1);
+  pthread_join (exchanger.thread, NULL);
+  print_message ("swaps while the commands ran: %" G_GUINT64_FORMAT "\n", exchanger.swaps);
+  assert_true (exchanger.swaps > 1000);
+  close (exchanger.dir_fd);
+  silent_take_off ();
+}
+
 static int
 silent_teardown (void **state)
 {
@@ -1441,4 +1499,5 @@ MFX_DEFINE_MAIN (
   SILENT_TEST (test_silent_fuse_as_a_run_directory), SILENT_TEST (test_silent_fuse_behind_a_link_at_a_log_name),
   SILENT_TEST (test_silent_fuse_under_a_follower), SILENT_TEST (test_silent_fuse_behind_a_followed_directory),
   SILENT_TEST (test_silent_fuse_at_a_rotated_name_beside_anothers_log),
-  SILENT_TEST (test_silent_fuse_swapped_in_after_the_walk), SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
+  SILENT_TEST (test_silent_fuse_swapped_in_after_the_walk), SILENT_TEST (test_silent_fuse_swapped_into_the_state_way),
+  SILENT_TEST (test_silent_fuse_at_a_run_json_beside_the_log))
