@@ -194,7 +194,7 @@ ssize_t fb_launch_recvmsg (int sock, void *buf, gsize size, int flags, int *fds,
 /* One message of exactly SIZE bytes on a SOCK_SEQPACKET socket, and up to
  * two descriptors it carries (FDS, else -1; more are closed): its size, 0
  * at EOF, -EPROTO for another size, -errno (FLAGS: MSG_DONTWAIT or 0).
- * Also `run --session`'s channel (launcher-cmd-session.c). */
+ * Also `run --session`'s channel (launcher-session-wire.c). */
 ssize_t fb_launch_recv (int sock, void *buf, gsize size, int flags, int fds[2]);
 /* Server side: one record from the helper, without blocking: 1, 0 at EOF,
  * -EAGAIN when none is there, -EPROTO for a short one, -errno. */

@@ -17,7 +17,7 @@
  *
  * Who runs one: `fusebox run`'s supervisor (launcher-cmd-run.c), the
  * daemon of a `run --session` for each of its commands
- * (launcher-cmd-session.c), and `fusebox serve` for each process/start
+ * (launcher-session-daemon.c), and `fusebox serve` for each process/start
  * (ipc-process.c); each on its main loop, with the sink of the command's
  * or the process's records.
  */

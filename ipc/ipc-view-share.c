@@ -36,7 +36,7 @@
  * should be: the launcher's own processes touch the view only before pid
  * 1 exists) is no command's: its records go to OTHERS, without "process",
  * which the owner bounds as a command's (a share of the log's budget of
- * their own: ipc-rpc-view.c, launcher-cmd-session.c).  What is left: a
+ * their own: ipc-rpc-view.c, launcher-session-daemon.c).  What is left: a
  * caller killed while its request waited, reaped, and its id handed to a
  * task of another command before we read the link, which takes the pid
  * space wrapping around in that instant.
@@ -48,7 +48,7 @@
  * and what it sends records to (its sink, and whatever DESTROY frees) goes
  * with the last reference: a late close is still written as that
  * command's, never to a sink freed under it.  The owner that must act on
- * that last close (close the command's log: launcher-cmd-session.c) is
+ * that last close (close the command's log: launcher-session-daemon.c) is
  * told by it (fb_view_member_end_notify): the kernel sends a file's
  * RELEASE when the file's last reference drops, asynchronously, so it may
  * come well after the command's processes are gone, and only the unref

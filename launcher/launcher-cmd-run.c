@@ -407,7 +407,7 @@ fb_cmd_run_load_policy (const RunOptions *o, const FbPolicyVars *vars, const cha
     if (!fb_policy_net_apply_short (root, o->network->pdata[i], error))
       return NULL;
   JsonArray *rules = json_object_get_array_member (root, "rules");
-  /* the sessions' control sockets (launcher-cmd-session.c): hidden as the
+  /* the sessions' control sockets (launcher-session-daemon.c): hidden as the
    * run directories are (where a rule stands makes no difference: the most
    * specific path decides, and at its path hide wins) */
   g_autofree char *sessions_root = fb_run_sessions_root ();

@@ -43,7 +43,7 @@ typedef struct
   char **command; /* borrowed from argv */
   /* the command line is `run --session NAME [--] COMMAND...`, the quick
    * client's (launcher-session-wire.h): the session learns what this
-   * caller's command gets (launcher-cmd-session.c, "the quick client") */
+   * caller's command gets (launcher-session-daemon.c, "the quick client") */
   bool quick_shape;
 } RunOptions;
 

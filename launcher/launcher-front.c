@@ -11,7 +11,7 @@
  * command's run directory itself; here the session's daemon makes it
  * (docs/performance.md, "The quick client").
  *
- * What the quick client does (the protocol: launcher-cmd-session.c):
+ * What the quick client does (the protocol: launcher-session-wire.c):
  *   1. its standard streams are open and none is a terminal (the full
  *      client saves and restores a terminal's modes);
  *   2. the sessions' directory in the state directory ($XDG_STATE_HOME,

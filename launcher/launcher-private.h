@@ -235,7 +235,7 @@ GPid fb_session_ready_get_maker (const FbSessionReady *ready);
  * read from pid 1 of the sandbox whose pid namespace is SANDBOX_PIDNS
  * (what the command inherits) where the kernel names it.  Not seen in
  * /proc, and not compared: a Landlock domain (the daemon's proof,
- * launcher-cmd-session.c, stands for it), PR_SET_MDWE. */
+ * launcher-session-daemon.c, stands for it), PR_SET_MDWE. */
 bool fb_session_caller_matches (int sock, GPid maker, int sandbox_pidns, char **ret_why);
 
 /* The sandbox's seccomp program, compiled from launcher-seccomp-gen.c's

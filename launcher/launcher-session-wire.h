@@ -1,10 +1,10 @@
 /* fusebox — the messages between `run --session` and its session's daemon
- * (launcher-cmd-session.c, which describes the protocol), and the shape of
- * a command line the quick client takes (launcher-front.c).
+ * (launcher-session-wire.c, which describes the protocol), and the shape
+ * of a command line the quick client takes (launcher-front.c).
  *
  * C and libc only: `fusebox`, the quick client, includes it without GLib.
  * Both ends are built from the same tree; a session daemon of another
- * build is refused by the size of its messages (recv_msg). */
+ * build is refused by the size of its messages (fb_session_recv). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
