@@ -1345,6 +1345,34 @@ exchange_loop (void *arg)
   return NULL;
 }
 
+static void
+exchanger_start (const char *dir, const char *a, const char *b)
+{
+  exchanger.dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  assert_true (exchanger.dir_fd >= 0);
+  exchanger.a = a;
+  exchanger.b = b;
+  exchanger.swaps = 0;
+  g_atomic_int_set (&exchanger.stop, 0);
+  assert_int_equal (pthread_create (&exchanger.thread, NULL, exchange_loop, NULL), 0);
+}
+
+/* The loop stopped, and A back at its name (a directory, B a link); how
+ * many swaps it made. */
+static guint64
+exchanger_stop (void)
+{
+  struct stat st;
+
+  g_atomic_int_set (&exchanger.stop, 1);
+  pthread_join (exchanger.thread, NULL);
+  if (fstatat (exchanger.dir_fd, exchanger.a, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK (st.st_mode))
+    (void)syscall (SYS_renameat2, exchanger.dir_fd, exchanger.a, exchanger.dir_fd, exchanger.b, RENAME_EXCHANGE);
+  close (exchanger.dir_fd);
+  print_message ("swaps while the commands ran: %" G_GUINT64_FORMAT "\n", exchanger.swaps);
+  return exchanger.swaps;
+}
+
 /* uid 1000's directory holds their log's directory and a link into their
  * silent FUSE filesystem, and swaps the two in a loop while root reads the
  * log (by its file, and by its directory as a run directory): the walk of
@@ -1378,13 +1406,7 @@ MFX_CASE (test_silent_fuse_swapped_in_after_the_walk)
   silent_mount (fx, mnt);
   assert_silent (fx);
 
-  exchanger.dir_fd = open (home, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  assert_true (exchanger.dir_fd >= 0);
-  exchanger.a = "logs";
-  exchanger.b = "lnk";
-  exchanger.swaps = 0;
-  g_atomic_int_set (&exchanger.stop, 0);
-  assert_int_equal (pthread_create (&exchanger.thread, NULL, exchange_loop, NULL), 0);
+  exchanger_start (home, "logs", "lnk");
   /* a report's look at run.json comes after two walks that may each be
    * refused by the swap: more of them */
   for (guint i = 0; i < 90; i++)
@@ -1398,25 +1420,13 @@ MFX_CASE (test_silent_fuse_swapped_in_after_the_walk)
       r = bounded (read_log_with, command, 10000);
       if (r == -1)
         {
-          g_atomic_int_set (&exchanger.stop, 1);
-          pthread_join (exchanger.thread, NULL);
+          (void)exchanger_stop ();
           fail_msg ("fusebox %s %s still waits after 10 s (try %u): it looked through the link swapped in after its "
                     "walk",
                     command, named, i + 1);
         }
     }
-  g_atomic_int_set (&exchanger.stop, 1);
-  pthread_join (exchanger.thread, NULL);
-  print_message ("swaps while the commands ran: %" G_GUINT64_FORMAT "\n", exchanger.swaps);
-  assert_true (exchanger.swaps > 1000);
-  /* the directory back at its name */
-  {
-    struct stat st;
-
-    if (lstat (dir, &st) == 0 && S_ISLNK (st.st_mode))
-      assert_int_equal (syscall (SYS_renameat2, exchanger.dir_fd, "logs", exchanger.dir_fd, "lnk", RENAME_EXCHANGE), 0);
-  }
-  close (exchanger.dir_fd);
+  assert_true (exchanger_stop () > 1000);
   silent_take_off ();
 }
 
@@ -1448,13 +1458,7 @@ MFX_CASE (test_silent_fuse_swapped_into_the_state_way)
   silent_mount (fx, mnt);
   assert_silent (fx);
 
-  exchanger.dir_fd = open (xdg, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  assert_true (exchanger.dir_fd >= 0);
-  exchanger.a = "fusebox";
-  exchanger.b = "lnk";
-  exchanger.swaps = 0;
-  g_atomic_int_set (&exchanger.stop, 0);
-  assert_int_equal (pthread_create (&exchanger.thread, NULL, exchange_loop, NULL), 0);
+  exchanger_start (xdg, "fusebox", "lnk");
   log_cmd.state = xdg;
   log_cmd.err = err;
   for (guint i = 0; i < 60; i++)
@@ -1462,19 +1466,14 @@ MFX_CASE (test_silent_fuse_swapped_into_the_state_way)
       paths_argv = commands[i % 3];
       if (bounded (run_given_paths, NULL, 10000) == -1)
         {
-          g_atomic_int_set (&exchanger.stop, 1);
-          pthread_join (exchanger.thread, NULL);
+          (void)exchanger_stop ();
           fail_msg ("fusebox %s with XDG_STATE_HOME=%s still waits after 10 s (try %u): it looked through the link "
                     "swapped in after its walk",
                     commands[i % 3][0], xdg, i + 1);
         }
     }
   paths_argv = NULL;
-  g_atomic_int_set (&exchanger.stop, 1);
-  pthread_join (exchanger.thread, NULL);
-  print_message ("swaps while the commands ran: %" G_GUINT64_FORMAT "\n", exchanger.swaps);
-  assert_true (exchanger.swaps > 1000);
-  close (exchanger.dir_fd);
+  assert_true (exchanger_stop () > 1000);
   silent_take_off ();
 }
 
