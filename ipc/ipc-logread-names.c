@@ -3,7 +3,21 @@
  * A log at STEM.jsonl rotates to STEM.<first>-<last>.jsonl, the first and
  * last seq it holds (twelve digits at least), with ".<n>" before ".jsonl"
  * when that name was taken.  The listing sorts them in the order written:
- * their modification time, then their seqs. */
+ * their modification time, then their seqs.
+ *
+ * One pass of readdir is not a listing to go by while the writer rotates:
+ * ext4 returns a big directory's entries in hash order, and a name added
+ * during the pass is returned or not depending on where its hash falls, so
+ * a pass can hold a rotated file without the one renamed in just before
+ * it, and a reader would read the newer first and say the older one's
+ * records were missing.  What holds is that a name there for the whole of
+ * a pass is returned.  So the directory is read twice, and the second
+ * pass is taken up to the newest file (in the order written) that the
+ * first pass held too.  That file was there when the second pass began,
+ * so every file written before it was, and the second pass holds them
+ * all; what came after it is left to the next listing, which will hold it
+ * in both of its passes.  And every file there before the listing began is
+ * in both passes: in what the listing gives. */
 #include "ipc/ipc-private.h"
 #include "policy/util.h"
 
@@ -111,6 +125,29 @@ open_listing (int dir_fd, const char *dir)
   return d;
 }
 
+/* One pass: the names of STEM's rotated files in DIR (a set), or NULL and
+ * errno when it can't be listed. */
+static GHashTable *
+list_pass (int dir_fd, const char *dir, const char *stem)
+{
+  GHashTable *names = NULL;
+  DIR *d = open_listing (dir_fd, dir);
+  struct dirent *e;
+
+  if (d == NULL)
+    return NULL;
+  names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  while ((e = readdir (d)) != NULL)
+    {
+      FbRotatedFile f = { 0 };
+
+      if (parse_rotated_name (e->d_name, stem, &f))
+        g_hash_table_add (names, g_strdup (e->d_name));
+    }
+  closedir (d);
+  return names;
+}
+
 GPtrArray *
 fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
 {
@@ -119,10 +156,17 @@ fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
   g_autofree char *stem =
     g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl")) : g_strdup (base);
   g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (rotated_free);
-  DIR *d = open_listing (dir_fd, dir);
-  struct dirent *e;
+  g_autoptr (GHashTable) first = NULL;
+  g_autoptr (GHashTable) second = NULL;
+  GHashTableIter it;
+  gpointer name;
+  guint keep = 0;
 
-  if (d == NULL)
+  /* the two passes (the top of this file) */
+  first = list_pass (dir_fd, dir, stem);
+  if (first != NULL)
+    second = list_pass (dir_fd, dir, stem);
+  if (second == NULL)
     {
       int errsv = errno;
 
@@ -131,21 +175,24 @@ fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't list %s for rotated logs: %s", dir, g_strerror (errsv));
       return NULL;
     }
-  while ((e = readdir (d)) != NULL)
+  g_hash_table_iter_init (&it, second);
+  while (g_hash_table_iter_next (&it, &name, NULL))
     {
       FbRotatedFile f = { 0 };
       struct stat st;
 
-      if (!parse_rotated_name (e->d_name, stem, &f))
-        continue;
-      f.path = g_build_filename (dir, e->d_name, NULL);
+      parse_rotated_name (name, stem, &f);
+      f.path = g_build_filename (dir, name, NULL);
       /* what the kernel holds: another user's mount there is not asked */
-      if (fb_lstat_cached (dir_fd, dir_fd == AT_FDCWD ? f.path : e->d_name, &st) == 0)
+      if (fb_lstat_cached (dir_fd, dir_fd == AT_FDCWD ? f.path : name, &st) == 0)
         f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
       g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
     }
-  closedir (d);
   g_ptr_array_sort (files, rotated_cmp);
+  for (guint i = 0; i < files->len; i++)
+    if (g_hash_table_contains (first, strrchr (((FbRotatedFile *)files->pdata[i])->path, '/') + 1))
+      keep = i + 1;
+  g_ptr_array_set_size (files, keep);
   return g_steal_pointer (&files);
 }
 

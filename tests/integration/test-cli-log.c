@@ -1,12 +1,14 @@
 /* Integration tests: the real `fusebox log` and `fusebox report` on the
  * fixture logs in fixtures/logs/ (a run with every kind of record, a
- * truncated file, a seq gap, a run directory with a rotated file), and
- * `log --follow` across a rotation done under its feet.  No privilege.
+ * truncated file, a seq gap, a run directory with a rotated file),
+ * `log --follow` across a rotation done under its feet, and readers beside
+ * a log rotating as fast as it can.  No privilege.
  *
  * Each failing command is printed as a shell line that replays it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -487,6 +489,178 @@ test_log_follow_rotation (void **state)
   close (out_fd);
 }
 
+/* The writer's rotation, done as fast as it goes, one record a file (a
+ * child process): each record written to access.jsonl, which is then
+ * renamed to its rotated name, until STOP_FD reports the end (closed) and
+ * MIN files were made, or MAX were; then one record left in the live file,
+ * and its seq written to DONE_FD. */
+static void
+fast_writer (const char *dir, int stop_fd, int done_fd, guint64 min, guint64 max)
+{
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+  guint64 seq = 0;
+
+  for (;;)
+    {
+      g_autofree char *rec = g_strdup_printf (
+        "{\"ts\":\"2024-05-01T12:00:00.001000Z\",\"run\":\"20240501-120000-fast01\",\"seq\":%" G_GUINT64_FORMAT
+        ",\"pid\":100,\"uid\":0,\"comm\":\"sh\",\"op\":\"open\",\"path\":\"/work/a\",\"access\":\"read\","
+        "\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p.json:1:1\",\"why\":\"w\"}\n",
+        ++seq);
+      int fd = open (live, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      char byte;
+
+      if (fd < 0 || write (fd, rec, strlen (rec)) != (ssize_t)strlen (rec))
+        _exit (2);
+      close (fd);
+      if (seq > max || (seq > min && (seq % 32) == 0 && read (stop_fd, &byte, 1) == 0))
+        break;
+      {
+        g_autofree char *name =
+          g_strdup_printf ("access.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", seq, seq);
+        g_autofree char *rotated = g_build_filename (dir, name, NULL);
+
+        if (rename (live, rotated) < 0)
+          _exit (3);
+      }
+    }
+  if (write (done_fd, &seq, sizeof seq) != sizeof seq)
+    _exit (4);
+  _exit (0);
+}
+
+/* The seqs of the records in TEXT (`log --json`), in the order shown. */
+static GArray *
+seqs_of (const char *text)
+{
+  GArray *seqs = g_array_new (FALSE, FALSE, sizeof (guint64));
+
+  for (const char *p = strstr (text, "\"seq\":"); p != NULL; p = strstr (p + 1, "\"seq\":"))
+    {
+      guint64 seq = g_ascii_strtoull (p + strlen ("\"seq\":"), NULL, 10);
+      g_array_append_val (seqs, seq);
+    }
+  return seqs;
+}
+
+/* A log rotating all the while it is read, one record a file, in a
+ * directory of thousands of them: a follower shows every record once, in
+ * order, and neither it nor a reader that ends says a record is missing.
+ * (ext4 lists a big directory in hash order, and one pass over it taken
+ * while names are renamed in may hold a newer rotated file and not the
+ * older one: read first, it made the reader warn of missing records it
+ * then showed.) */
+static void
+test_log_fast_rotation_nothing_missing (void **state)
+{
+  Fixture *f = *state;
+  const char *run = test_dir_mkdir (f->dir, "fast", 0700);
+  g_autofree char *live = g_build_filename (run, "access.jsonl", NULL);
+  const char *out_path = test_dir_path (f->dir, "follower.out");
+  const char *err_path = test_dir_path (f->dir, "follower.err");
+  g_auto (GStrv) envp = test_environ (f->dir->path);
+  g_autofree char *shown = environ_shown (f->dir->path);
+  char *argv[] = {
+    (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", (char *)run, NULL
+  };
+  g_autofree char *cmd = test_shell_line (NULL, shown, argv);
+  g_autoptr (GError) error = NULL;
+  int stop[2], done[2];
+  int out_fd, err_fd;
+  pid_t writer;
+  guint64 last = 0;
+  guint readers = 0;
+
+  test_write_file (live, "");
+  out_fd = open (out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  assert_true (out_fd >= 0 && err_fd >= 0);
+  if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *)argv, (const char *const *)envp,
+                                         G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, out_fd, err_fd, NULL, NULL, 0,
+                                         &f->follower, NULL, NULL, NULL, &error))
+    fail_msg ("can't run %s: %s", cmd, error->message);
+  close (out_fd);
+  close (err_fd);
+
+  assert_int_equal (pipe2 (stop, O_CLOEXEC), 0);
+  assert_int_equal (pipe2 (done, O_CLOEXEC), 0);
+  writer = fork ();
+  assert_true (writer >= 0);
+  if (writer == 0)
+    {
+      close (stop[1]);
+      close (done[0]);
+      if (fcntl (stop[0], F_SETFL, O_NONBLOCK) < 0)
+        _exit (5);
+      fast_writer (run, stop[0], done[1], 2000, 20000);
+    }
+  close (stop[0]);
+  close (done[1]);
+
+  /* Readers that end, one after the other while it rotates: each shows
+   * seqs only upward, and says of a jump only that rotated files kept
+   * coming (it stops looking after a few listings), never "missing". */
+  for (; readers < 6; readers++)
+    {
+      struct pollfd writer_done = { .fd = done[0], .events = POLLIN };
+      g_auto (TestCmd) r = { 0 };
+      char *largv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--json", (char *)run, NULL };
+      g_autoptr (GArray) seqs = NULL;
+
+      if (poll (&writer_done, 1, 0) != 0)
+        break; /* at its MAX */
+      test_cmd_run (&r, NULL, envp, shown, largv);
+      if (r.status != 0)
+        fail_msg ("exit %d\n  replay: %s\n  stderr: %s", r.status, r.command, r.err);
+      if (strstr (r.err, " missing") != NULL)
+        fail_msg ("a reader that ends said records were missing while the log rotated\n  replay: %s\n  stderr: %s",
+                  r.command, r.err);
+      seqs = seqs_of (r.out);
+      for (guint i = 1; i < seqs->len; i++)
+        if (g_array_index (seqs, guint64, i) <= g_array_index (seqs, guint64, i - 1))
+          fail_msg ("seq %" G_GUINT64_FORMAT " shown after %" G_GUINT64_FORMAT "\n  replay: %s",
+                    g_array_index (seqs, guint64, i), g_array_index (seqs, guint64, i - 1), r.command);
+    }
+  if (readers == 0)
+    fail_msg ("the writer made its 20,000 files before a reader that ends could start: nothing was read beside it");
+  close (stop[1]);
+  assert_int_equal (read (done[0], &last, sizeof last), (ssize_t)sizeof last);
+  close (done[0]);
+  {
+    int status;
+
+    assert_int_equal (waitpid (writer, &status, 0), writer);
+    assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  }
+
+  /* The follower: every seq from 1 to the last, once, in order. */
+  for (guint waited = 0;; waited++)
+    {
+      g_autofree char *out = test_read_file (out_path);
+      g_autoptr (GArray) seqs = seqs_of (out);
+
+      if (seqs->len > 0 && g_array_index (seqs, guint64, seqs->len - 1) == last)
+        {
+          g_autofree char *err = NULL;
+
+          test_kill_child (&f->follower, SIGTERM);
+          err = test_read_file (err_path);
+          if (strstr (err, "seq jumps") != NULL)
+            fail_msg ("the follower warned of a gap while the log rotated\n  replay: %s\n  stderr:\n%s", cmd, err);
+          assert_int_equal (seqs->len, last);
+          for (guint i = 0; i < seqs->len; i++)
+            if (g_array_index (seqs, guint64, i) != i + 1)
+              fail_msg ("record %u shown is seq %" G_GUINT64_FORMAT "\n  replay: %s", i + 1,
+                        g_array_index (seqs, guint64, i), cmd);
+          break;
+        }
+      if (waited == 600)
+        fail_msg ("the follower showed %u records in 60 s, not up to seq %" G_GUINT64_FORMAT "\n  replay: %s",
+                  seqs->len, last, cmd);
+      g_usleep (100 * 1000);
+    }
+}
+
 /* --- report ----------------------------------------------------------- */
 
 static void
@@ -565,5 +739,6 @@ TEST_DEFINE_MAIN (NULL, NULL, LOG_TEST (test_log_people), LOG_TEST (test_log_col
                   LOG_TEST (test_log_json_passthrough), LOG_TEST (test_log_filters), LOG_TEST (test_log_usage_errors),
                   LOG_TEST (test_log_missing), LOG_TEST (test_log_truncated_and_gap),
                   LOG_TEST (test_log_rotated_run_dir), LOG_TEST (test_log_run_id_and_latest),
-                  LOG_TEST (test_log_follow_rotation), LOG_TEST (test_report_text), LOG_TEST (test_report_json),
-                  LOG_TEST (test_report_damaged), LOG_TEST (test_report_usage))
+                  LOG_TEST (test_log_follow_rotation), LOG_TEST (test_log_fast_rotation_nothing_missing),
+                  LOG_TEST (test_report_text), LOG_TEST (test_report_json), LOG_TEST (test_report_damaged),
+                  LOG_TEST (test_report_usage))
