@@ -580,6 +580,25 @@ ready_for (Conn *c, int proof, char **ret_why)
                                                                        fb_session_ready_get_pidns (d->ready), ret_why);
 }
 
+/* C's network proxy on FD (its sandbox's end, taken), under the session's
+ * policy, writing to C's log.  All the commands' proxies hold one share
+ * of the daemon's descriptors together: a command that floods its proxy
+ * can't take the view's from the others. */
+static FbProxy *
+command_proxy_new (Conn *c, int fd, char **entries, GError **error)
+{
+  Daemon *d = c->d;
+  FbProxyOptions po = { .policy = d->policy,
+                        .sink = fb_access_log_get_sink (c->log),
+                        .uid = d->uid,
+                        .resolve = (const char *const *)entries,
+                        .fds = &d->proxy_fds };
+
+  if (d->proxy_fds.max == 0)
+    fb_proxy_fds_init (&d->proxy_fds);
+  return fb_proxy_new (&po, fd, error);
+}
+
 /* The command into the ready sandbox, which ready_for() granted. */
 static bool
 run_ready_granted (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
@@ -602,16 +621,9 @@ run_ready_granted (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **re
     }
   if (fb_policy_get_network (d->policy) == FB_POLICY_NETWORK_ALLOWLIST)
     {
-      FbProxyOptions po = { .policy = d->policy,
-                            .sink = fb_access_log_get_sink (c->log),
-                            .uid = d->uid,
-                            .resolve = (const char *const *)entries,
-                            .fds = &d->proxy_fds };
       int fd = fb_session_ready_take_proxy_fd (d->ready);
 
-      if (d->proxy_fds.max == 0)
-        fb_proxy_fds_init (&d->proxy_fds);
-      c->proxy = fd >= 0 ? fb_proxy_new (&po, fd, &error) : NULL;
+      c->proxy = fd >= 0 ? command_proxy_new (c, fd, entries, &error) : NULL;
       if (c->proxy == NULL)
         {
           *ret_why = g_strdup_printf ("its network proxy could not start: %s",
@@ -1182,18 +1194,7 @@ on_register (Conn *c, int pidns, int *proxy_fd, const char *resolve)
     }
   if (*proxy_fd >= 0 && fb_policy_get_network (c->d->policy) == FB_POLICY_NETWORK_ALLOWLIST)
     {
-      FbProxyOptions po = { .policy = c->d->policy,
-                            .sink = fb_access_log_get_sink (c->log),
-                            .uid = c->d->uid,
-                            .resolve = (const char *const *)entries,
-                            .fds = &c->d->proxy_fds };
-
-      /* one share of descriptors for all its commands' proxies: a command
-       * that floods its proxy can't take the view's from the others */
-      if (c->d->proxy_fds.max == 0)
-        fb_proxy_fds_init (&c->d->proxy_fds);
-
-      c->proxy = fb_proxy_new (&po, g_steal_fd (proxy_fd), &error);
+      c->proxy = command_proxy_new (c, g_steal_fd (proxy_fd), entries, &error);
       if (c->proxy == NULL)
         {
           refuse (c, "session %s can't start the command's network proxy: %s", c->d->name, error->message);
