@@ -5,19 +5,25 @@
  * when that name was taken.  The listing sorts them in the order written:
  * their modification time, then their seqs.
  *
- * One pass of readdir is not a listing to go by while the writer rotates:
- * ext4 returns a big directory's entries in hash order, and a name added
- * during the pass is returned or not depending on where its hash falls, so
- * a pass can hold a rotated file without the one renamed in just before
- * it, and a reader would read the newer first and say the older one's
- * records were missing.  What holds is that a name there for the whole of
- * a pass is returned.  So the directory is read twice, and the second
- * pass is taken up to the newest file (in the order written) that the
- * first pass held too.  That file was there when the second pass began,
- * so every file written before it was, and the second pass holds them
- * all; what came after it is left to the next listing, which will hold it
- * in both of its passes.  And every file there before the listing began is
- * in both passes: in what the listing gives. */
+ * A reader's listing is settled (fb_log_list_rotated_settled_at).  One pass
+ * of readdir is not to be gone by while the writer rotates: ext4 returns a
+ * big directory's entries in hash order, and a name added during the pass
+ * is returned or not depending on where its hash falls, so a pass can hold
+ * a rotated file without the one renamed in just before it; a reader would
+ * read the newer first and say the older one's records were missing.  What
+ * holds is that a name there for the whole of a pass is returned.  A
+ * rename sets the file's change time (ctime, from the kernel's coarse
+ * clock, which no one can set back for one file), so a file whose ctime is
+ * before the coarse clock read just before the pass was renamed in before
+ * the pass began, and so was every file written before it: the pass holds
+ * them all, and they are what the listing gives.  A file changed at that
+ * tick or later waits for the next listing; and so that every file renamed
+ * in before a listing was asked for is in it, a pass that met some is
+ * made again once the coarse clock is past the time it was asked at.  (A
+ * ctime may also be taken from the exact clock, ahead of the coarse one,
+ * but never ahead of the time.)  A file changed more than
+ * CTIME_AHEAD_S after the clock (the clock was set back since) can't have
+ * come during the pass, and is taken. */
 #include "ipc/ipc-private.h"
 #include "policy/util.h"
 
@@ -26,6 +32,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 char *
@@ -125,48 +132,30 @@ open_listing (int dir_fd, const char *dir)
   return d;
 }
 
-/* One pass: the names of STEM's rotated files in DIR (a set), or NULL and
- * errno when it can't be listed. */
-static GHashTable *
-list_pass (int dir_fd, const char *dir, const char *stem)
+/* How far past the clock a file's ctime may be and still be taken for
+ * one renamed during the pass: beyond, the clock was set back since. */
+#define CTIME_AHEAD_S 1
+
+static bool
+ts_before (const struct timespec *a, const struct timespec *b)
 {
-  GHashTable *names = NULL;
-  DIR *d = open_listing (dir_fd, dir);
-  struct dirent *e;
-
-  if (d == NULL)
-    return NULL;
-  names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  while ((e = readdir (d)) != NULL)
-    {
-      FbRotatedFile f = { 0 };
-
-      if (parse_rotated_name (e->d_name, stem, &f))
-        g_hash_table_add (names, g_strdup (e->d_name));
-    }
-  closedir (d);
-  return names;
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-GPtrArray *
-fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
+/* One pass.  BEFORE non-NULL: only files changed before it (or more than
+ * CTIME_AHEAD_S after it), *RET_LATER set when some were left out. */
+static GPtrArray *
+list_pass (int dir_fd, const char *live_path, const struct timespec *before, bool *ret_later, GError **error)
 {
   g_autofree char *dir = g_path_get_dirname (live_path);
   g_autofree char *base = g_path_get_basename (live_path);
   g_autofree char *stem =
     g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl")) : g_strdup (base);
   g_autoptr (GPtrArray) files = g_ptr_array_new_with_free_func (rotated_free);
-  g_autoptr (GHashTable) first = NULL;
-  g_autoptr (GHashTable) second = NULL;
-  GHashTableIter it;
-  gpointer name;
-  guint keep = 0;
+  DIR *d = open_listing (dir_fd, dir);
+  struct dirent *e;
 
-  /* the two passes (the top of this file) */
-  first = list_pass (dir_fd, dir, stem);
-  if (first != NULL)
-    second = list_pass (dir_fd, dir, stem);
-  if (second == NULL)
+  if (d == NULL)
     {
       int errsv = errno;
 
@@ -175,25 +164,70 @@ fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "can't list %s for rotated logs: %s", dir, g_strerror (errsv));
       return NULL;
     }
-  g_hash_table_iter_init (&it, second);
-  while (g_hash_table_iter_next (&it, &name, NULL))
+  while ((e = readdir (d)) != NULL)
     {
       FbRotatedFile f = { 0 };
       struct stat st;
 
-      parse_rotated_name (name, stem, &f);
-      f.path = g_build_filename (dir, name, NULL);
+      if (!parse_rotated_name (e->d_name, stem, &f))
+        continue;
+      f.path = g_build_filename (dir, e->d_name, NULL);
       /* what the kernel holds: another user's mount there is not asked */
-      if (fb_lstat_cached (dir_fd, dir_fd == AT_FDCWD ? f.path : name, &st) == 0)
-        f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
+      if (fb_lstat_cached (dir_fd, dir_fd == AT_FDCWD ? f.path : e->d_name, &st) == 0)
+        {
+          struct timespec ahead = { 0 };
+
+          if (before != NULL)
+            ahead = (struct timespec){ before->tv_sec + CTIME_AHEAD_S, before->tv_nsec };
+          if (before != NULL && !ts_before (&st.st_ctim, before) && !ts_before (&ahead, &st.st_ctim))
+            {
+              g_free (f.path);
+              *ret_later = true;
+              continue;
+            }
+          f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
+        }
       g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
     }
+  closedir (d);
   g_ptr_array_sort (files, rotated_cmp);
-  for (guint i = 0; i < files->len; i++)
-    if (g_hash_table_contains (first, strrchr (((FbRotatedFile *)files->pdata[i])->path, '/') + 1))
-      keep = i + 1;
-  g_ptr_array_set_size (files, keep);
   return g_steal_pointer (&files);
+}
+
+GPtrArray *
+fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
+{
+  return list_pass (dir_fd, live_path, NULL, NULL, error);
+}
+
+GPtrArray *
+fb_log_list_rotated_settled_at (int dir_fd, const char *live_path, GError **error)
+{
+  struct timespec asked, asked_exact, now;
+  bool later = false;
+  g_autoptr (GPtrArray) files = NULL;
+
+  clock_gettime (CLOCK_REALTIME_COARSE, &asked);
+  clock_gettime (CLOCK_REALTIME, &asked_exact);
+  files = list_pass (dir_fd, live_path, &asked, &later, error);
+  if (files == NULL || !later)
+    return g_steal_pointer (&files);
+  /* Some came at the tick the listing was asked for, or after.  Once the
+   * coarse clock is past the exact time it was asked at, every file
+   * renamed in before that is before it: a ctime is never ahead of the
+   * exact clock (the kernel may take it from either), and the coarse
+   * clock lags it by up to two ticks.  A clock set back meanwhile is not
+   * waited for past 50 ms. */
+  for (int i = 0; i < 50; i++)
+    {
+      clock_gettime (CLOCK_REALTIME_COARSE, &now);
+      if (ts_before (&asked_exact, &now))
+        break;
+      g_usleep (1000);
+    }
+  g_clear_pointer (&files, g_ptr_array_unref);
+  later = false;
+  return list_pass (dir_fd, live_path, &now, &later, error);
 }
 
 GPtrArray *

@@ -214,7 +214,7 @@ keep_listed (GHashTable *table, GHashTable *listed)
 static gboolean
 queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
 {
-  g_autoptr (GPtrArray) rotated = fb_log_list_rotated_at (r->dir_fd, r->live_path, error);
+  g_autoptr (GPtrArray) rotated = fb_log_list_rotated_settled_at (r->dir_fd, r->live_path, error);
   g_autoptr (GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
   guint added = 0;
 

@@ -62,6 +62,11 @@ GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
 /* The same in DIR_FD, live_path's directory as opened (O_PATH will do):
  * listed and looked at there, its path never walked again. */
 GPtrArray *fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error);
+/* The same for a reader, while the writer may rotate: every rotated file
+ * renamed in before the call, and every file written before any it holds
+ * (a file renamed in during the listing may wait for the next one; see
+ * ipc-logread-names.c). */
+GPtrArray *fb_log_list_rotated_settled_at (int dir_fd, const char *live_path, GError **error);
 /* The rotated name for FIRST..LAST (N > 0: a collision suffix). */
 char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n);
 
