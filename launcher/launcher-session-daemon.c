@@ -42,7 +42,8 @@
  * session stop NAME` ends one now, its running commands with it (status
  * 125).
  *
- * The messages: launcher-session-wire.c.
+ * The messages: launcher-session-wire.c.  The quick client's side:
+ * launcher-session-quick.c.
  *
  * Threads: the daemon is forked from the first client before any thread,
  * spawns the keeper, then runs the GLib main loop and the view's FUSE
@@ -52,13 +53,13 @@
 #include "ipc/ipc.h"
 #include "launcher/launcher-cmd-run.h"
 #include "launcher/launcher-private.h"
+#include "launcher/launcher-session-daemon.h"
 #include "launcher/launcher-session.h"
 #include "policy/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <glib-unix.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,7 +72,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SESSION_COMMANDS_MAX 64
 /* A run.json's size at most (its command's argv and environment are
  * execve's, 2 MiB, escaped). */
 #define RUN_JSON_MAX (16 * 1024 * 1024)
@@ -80,86 +80,13 @@
 #define SESSIONS_MAX 16
 /* How long a command's log waits for the files it left open to close. */
 #define LINGER_MS 2000
-/* How long after a command took the ready sandbox the next is made
- * (ready_later). */
-#define READY_AFTER_MS 50
 /* How often the daemon looks for its socket's directory entry. */
 #define SOCKET_CHECK_S 2
 
 /* --- the daemon and its connections ----------------------------------------------- */
 
-typedef struct Daemon Daemon;
-
-/* One client: a command's supervisor, or `session list|stop`. */
-typedef struct
-{
-  Daemon *d;
-  int fd; /* -1 once it hung up */
-  guint watch;
-  char *run_id;
-  FbAccessLog *log;      /* its command's, from JOIN until it is closed */
-  FbViewMember *member;  /* from REGISTER */
-  FbProxy *proxy;        /* a network allowlist's, from REGISTER until its command ends */
-  FbSessionReady *ready; /* the ready sandbox its command runs in (JOIN answered STARTED) */
-  int proof;             /* a memfd of the daemon's own, for this connection, until its JOIN (run_ready) */
-  bool ended;            /* ENDED, or EOF: its command is over */
-  bool answered;         /* CLOSED sent (or no one to send it to) */
-  guint linger_id;       /* LINGER_MS after its end, while files of it are open */
-  bool stop_waits;       /* `session stop`: hung up on once the session's run has ended */
-  bool stopped;          /* the session stopped before its command exited: the stop ended it */
-  /* QUICK (launcher-front.c): the command's run, which the daemon made
-   * and ends; its status and why it did not start, from EXITED */
-  FbRun *quick_run;
-  int quick_status;
-  bool exited; /* EXITED told: QUICK_STATUS is the command's own */
-  char *quick_failure;
-  guint64 quick_log_max;
-  /* a JOIN with its command or a QUICK that waits for the sandbox being
-   * made (park): the message, its descriptors, the wait's end */
-  Msg *parked;
-  int parked_fds[MSG_FDS_MAX];
-  guint park_id;
-  bool waited; /* parked once: not again */
-} Conn;
-
-struct Daemon
-{
-  char *name;
-  char *sock_path;
-  guint idle_s;
-  FbRun *run; /* the session's: its directory (the private sources), its log (records of no command) */
-  FbPolicy *policy;
-  char digest[65];
-  guint32 uid, gid;
-  FbLogLevel level;
-  FbViewShare *share;
-  FbView *view;
-  FbRunFuse *serving;
-  FbLauncherChild *keeper; /* the view's refresher (launcher.h, KEEP_VIEW) */
-  int ns[2];
-  int listen_fd;
-  guint listen_watch;
-  GList *conns; /* Conn* */
-  guint idle_id;
-  GMainLoop *loop;
-  bool stopping;
-  guint64 log_file, log_max; /* the session's log: rotation and budget (its first command's) */
-  char *stop_why;            /* why it stops, if not asked to: told to its commands (STOPPING) */
-  dev_t sock_dev;            /* the socket's directory entry, as bound */
-  ino_t sock_ino;
-  FbProxyFds proxy_fds;  /* the descriptors its commands' network proxies hold together (max 0: not yet set) */
-  char *launch_helper;   /* fusebox-launch, which makes the ready sandbox */
-  FbSessionReady *ready; /* the next command's sandbox, made ahead (launcher-session-ready.c) */
-  char *ready_why;       /* why the last one is gone */
-  guint ready_idle;
-  bool ready_timed;  /* ready_idle is READY_AFTER_MS's timer */
-  GPtrArray *quicks; /* Quick*: what full clients settled, the newest last */
-  GQueue parked;     /* Conn*, oldest first: waiting for the sandbox being made */
-  guint unpark_idle;
-};
-
-static guint
-running (Daemon *d)
+guint
+fb_session_daemon_running (Daemon *d)
 {
   guint n = 0;
 
@@ -182,19 +109,19 @@ on_idle (gpointer data)
 }
 
 /* No command runs: the idle timeout starts (a stop ends it at once). */
-static void
-maybe_idle (Daemon *d)
+void
+fb_session_daemon_maybe_idle (Daemon *d)
 {
   if (d->stopping)
     {
       bool lingering = false;
       for (GList *l = d->conns; l != NULL; l = l->next)
         lingering = lingering || ((Conn *)l->data)->log != NULL;
-      if (running (d) == 0 && !lingering)
+      if (fb_session_daemon_running (d) == 0 && !lingering)
         g_main_loop_quit (d->loop);
       return;
     }
-  if (running (d) == 0 && d->idle_id == 0)
+  if (fb_session_daemon_running (d) == 0 && d->idle_id == 0)
     d->idle_id = g_timeout_add_seconds (d->idle_s, on_idle, d);
 }
 
@@ -248,8 +175,6 @@ msg_text (Msg *m, const char *format, ...)
   va_end (ap);
 }
 
-static void quick_end (Conn *c, Msg *m);
-
 /* The command's log: closed once none of its files is open in the view
  * (its records all in), and CLOSED says what it holds. */
 static void
@@ -278,7 +203,7 @@ close_command_log (Conn *c, bool answer_only)
   m.n2 = c->member != NULL ? fb_view_member_get_refusals (c->member) : 0;
   m.log_full = full;
   if (c->quick_run != NULL && !c->answered)
-    quick_end (c, &m);
+    fb_session_quick_end (c, &m);
   if (!c->answered && c->fd >= 0)
     fb_session_send (c->fd, &m, NULL, 0);
   c->answered = true;
@@ -293,7 +218,7 @@ command_done (Conn *c)
 
   close_command_log (c, false);
   conn_free (c);
-  maybe_idle (d);
+  fb_session_daemon_maybe_idle (d);
 }
 
 /* Files of the command still open LINGER_MS after its end: its client is
@@ -360,8 +285,6 @@ on_files_released (gpointer data)
   g_idle_add_once (close_released, data);
 }
 
-static void ready_later (Daemon *d, guint after_ms);
-
 /* ENDED or EOF: nothing of the command runs any more; its log is closed
  * once the files it left open are released. */
 static void
@@ -372,13 +295,13 @@ command_ended (Conn *c)
   c->ended = true;
   /* the next command's sandbox, if it waits for this one's end */
   if (c->d->ready_timed && c->d->ready_idle != 0)
-    ready_later (c->d, 0);
+    fb_session_daemon_ready_later (c->d, 0);
   /* a command in the ready sandbox whose supervisor is gone is killed,
    * as its own supervisor would have killed it */
   g_clear_pointer (&c->ready, fb_session_ready_free);
   fb_view_member_end (c->member);
   /* the last: the keeper refreshes what they listed now */
-  if (running (c->d) == 0 && c->d->serving != NULL)
+  if (fb_session_daemon_running (c->d) == 0 && c->d->serving != NULL)
     fb_fuse_warm_flush (fb_run_fuse_get_fuse (c->d->serving));
   /* its connections' last records, while its log is open */
   g_clear_pointer (&c->proxy, fb_proxy_free);
@@ -413,17 +336,15 @@ tell_log_full (gpointer data)
 
 /* From the thread that wrote the record that reached the budget: the
  * command's supervisor is told from the loop. */
-static void
-on_log_full (gpointer data)
+void
+fb_session_daemon_on_log_full (gpointer data)
 {
   g_idle_add_once (tell_log_full, note_new (data));
 }
 
 /* A message of TYPE whose text is FORMAT's (REFUSED, NOT_QUICK). */
-static void send_text (Conn *c, MsgType type, const char *format, va_list ap) G_GNUC_PRINTF (3, 0);
-
-static void
-send_text (Conn *c, MsgType type, const char *format, va_list ap)
+void
+fb_session_daemon_send_text (Conn *c, MsgType type, const char *format, va_list ap)
 {
   Msg m = { .type = type };
 
@@ -439,7 +360,7 @@ refuse (Conn *c, const char *format, ...)
   va_list ap;
 
   va_start (ap, format);
-  send_text (c, MSG_REFUSED, format, ap);
+  fb_session_daemon_send_text (c, MSG_REFUSED, format, ap);
   va_end (ap);
 }
 
@@ -488,8 +409,8 @@ ready_start (gpointer data)
  * or at its end if that comes first (command_ended): made at once, it
  * competed with the command's start and end for the CPU and the loop,
  * which the helper's spawn holds until its exec. */
-static void
-ready_later (Daemon *d, guint after_ms)
+void
+fb_session_daemon_ready_later (Daemon *d, guint after_ms)
 {
   if (d->ready != NULL || d->stopping || (d->ready_idle != 0 && (after_ms > 0 || !d->ready_timed)))
     return;
@@ -565,8 +486,8 @@ proof_holds (Conn *c, int fd, char **ret_why)
 /* Whether the caller may have the ready sandbox: one waits, the caller
  * opened the proof PROOF, and is in the daemon's situation.  False with
  * *RET_WHY. */
-static bool
-ready_for (Conn *c, int proof, char **ret_why)
+bool
+fb_session_daemon_ready_for (Conn *c, int proof, char **ret_why)
 {
   Daemon *d = c->d;
 
@@ -600,8 +521,8 @@ command_proxy_new (Conn *c, int fd, char **entries, GError **error)
 }
 
 /* The command into the ready sandbox, which ready_for() granted. */
-static bool
-run_ready_granted (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
+bool
+fb_session_daemon_run_ready_granted (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
 {
   Daemon *d = c->d;
   g_autoptr (GError) error = NULL;
@@ -651,7 +572,8 @@ undo:
 static bool
 run_ready (Conn *c, int fds[MSG_FDS_MAX], const char *resolve, char **ret_why)
 {
-  return ready_for (c, fds[4], ret_why) && run_ready_granted (c, fds, resolve, ret_why);
+  return fb_session_daemon_ready_for (c, fds[4], ret_why) &&
+         fb_session_daemon_run_ready_granted (c, fds, resolve, ret_why);
 }
 
 /* Whether DIR_FD (the directory at PATH) is an entry of the runs root.
@@ -750,327 +672,6 @@ join_run_ok (Conn *c, const Msg *m, JsonObject **ret_info, int *ret_dir, char **
   return true;
 }
 
-/* --- the quick client (launcher-front.c) ------------------------------------------ */
-
-/* What a full client settled, for the next caller with the same
- * environment and working directory: `run --session NAME -- COMMAND`
- * with no other option computes its policy, the command's environment
- * and directory, and run.json's description of it from these alone (and
- * from what the session fixed: its policy's digest, ids, log level).  So
- * the quick client, which sends its command, environment and directory,
- * gets exactly what the full client got for them, with the daemon
- * making the command's run; any other caller is told NOT_QUICK and runs
- * the full client.  Kept for the session's life, QUICK_MAX of them. */
-#define QUICK_MAX 4
-
-typedef struct
-{
-  char **environ;    /* the caller's own */
-  char *cwd;         /* the caller's working directory */
-  char **envp;       /* the command's environment, as the client built it */
-  char *command_cwd; /* the command's working directory, as it picked it */
-  JsonObject *info;  /* run.json's members that every such command shares */
-  guint32 journal;
-  guint64 log_file, log_max;
-} Quick;
-
-static void
-quick_free (Quick *q)
-{
-  g_strfreev (q->environ);
-  g_free (q->cwd);
-  g_strfreev (q->envp);
-  g_free (q->command_cwd);
-  g_clear_pointer (&q->info, json_object_unref);
-  g_free (q);
-}
-
-/* run.json's members that describe the session and the policy, not the
- * command: copied from the full client's */
-static const char *const quick_members[] = { "kind",    "network",     "uid",       "gid",
-                                             "session", "session_run", "workspace", "policy" };
-
-/* A full client's JOIN went to the ready sandbox (M: with the quick
- * client's command line; SPEC_FD: the command as it built it; OWN_FD: its
- * own environment and directory; INFO: its run.json): learn it. */
-/* The newest of what was learned for SPEC's caller (its environment and
- * working directory, byte for byte): its index, or -1. */
-static int
-quick_find (Daemon *d, const FbLaunchSpec *spec)
-{
-  for (guint i = d->quicks->len; i > 0; i--)
-    {
-      const Quick *q = g_ptr_array_index (d->quicks, i - 1);
-      if (strcmp (q->cwd, spec->cwd) == 0 &&
-          g_strv_equal ((const char *const *)q->environ, (const char *const *)spec->envp))
-        return (int)i - 1;
-    }
-  return -1;
-}
-
-static void
-quick_learn (Daemon *d, const Msg *m, int spec_fd, int own_fd, JsonObject *info)
-{
-  g_auto (FbLaunchSpec) spec = { 0 };
-  g_auto (FbLaunchSpec) own = { 0 };
-  g_autofree char *runs_root = fb_run_dir_root ();
-  g_autofree char *log_dir = g_path_get_dirname (m->text);
-  g_autofree char *log_root = g_path_get_dirname (log_dir);
-  const char *why;
-  Quick *q;
-  int found;
-
-  if (spec_fd < 0 || own_fd < 0 || info == NULL || fb_launch_spec_decode (spec_fd, false, &spec, &why) < 0 ||
-      fb_launch_spec_decode (own_fd, false, &own, &why) < 0 || strcmp (runs_root, log_root) != 0)
-    return;
-  for (guint i = 0; i < G_N_ELEMENTS (quick_members); i++)
-    if (!json_object_has_member (info, quick_members[i]))
-      return;
-  if ((found = quick_find (d, &own)) >= 0)
-    g_ptr_array_remove_index (d->quicks, (guint)found);
-  if (d->quicks->len >= QUICK_MAX)
-    g_ptr_array_remove_index (d->quicks, 0);
-  q = g_new0 (Quick, 1);
-  q->environ = g_steal_pointer (&own.envp);
-  q->cwd = g_steal_pointer (&own.cwd);
-  q->envp = g_steal_pointer (&spec.envp);
-  q->command_cwd = g_steal_pointer (&spec.cwd);
-  q->info = json_object_new ();
-  for (guint i = 0; i < G_N_ELEMENTS (quick_members); i++)
-    json_object_set_member (q->info, quick_members[i], json_object_dup_member (info, quick_members[i]));
-  q->journal = m->journal;
-  q->log_file = m->n1;
-  q->log_max = m->n2;
-  g_ptr_array_add (d->quicks, q);
-}
-
-/* The client has hung up (a QUICK it sent before it gave up waiting). */
-static bool
-peer_gone (int fd)
-{
-  struct pollfd p = { .fd = fd, .events = POLLRDHUP };
-
-  return poll (&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
-static void not_quick (Conn *c, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
-static void
-not_quick (Conn *c, const char *format, ...)
-{
-  va_list ap;
-
-  va_start (ap, format);
-  send_text (c, MSG_NOT_QUICK, format, ap);
-  va_end (ap);
-}
-
-/* The run of a quick client's command SPEC, as Q's full client made
- * its own: the run directory, policy.json (the session's effective
- * policy, which the digest made the command's), run.json with the caller
- * as its supervisor. */
-static FbRun *
-quick_run_new (Daemon *d, const Quick *q, const FbLaunchSpec *spec, pid_t caller, GError **error)
-{
-  JsonObject *info;
-  JsonArray *cmd = json_array_new ();
-  FbRunOptions ro = { .kind = FB_RUN_KIND_RUN,
-                      .workspace = json_object_get_string_member_with_default (q->info, "workspace", NULL) };
-  FbRun *run = fb_run_new (&ro);
-
-  if (!fb_run_create (run, d->policy, error))
-    {
-      fb_run_free (run);
-      json_array_unref (cmd);
-      return NULL;
-    }
-  info = fb_run_get_info (run);
-  for (char **a = spec->argv; *a != NULL; a++)
-    json_array_add_string_element (cmd, *a);
-  json_object_set_array_member (info, "command", cmd);
-  json_object_set_string_member (info, "cwd", q->command_cwd);
-  for (guint i = 0; i < G_N_ELEMENTS (quick_members); i++)
-    if (strcmp (quick_members[i], "kind") != 0)
-      json_object_set_member (info, quick_members[i], json_object_dup_member (q->info, quick_members[i]));
-  json_object_set_boolean_member (info, "ready_sandbox", TRUE);
-  json_object_set_boolean_member (info, "quick", TRUE);
-  if (!fb_run_start_as (run, caller, error))
-    {
-      fb_run_free (run);
-      return NULL;
-    }
-  return run;
-}
-
-/* QUICK (FDS: the caller's command, environment, directory and umask in
- * a sealed memfd; its stdin, stdout, stderr; the proof as it opened it):
- * into the ready sandbox as a full client's JOIN would have put it, or
- * NOT_QUICK with why, and the caller runs the full client instead,
- * nothing made. */
-static void
-on_quick (Conn *c, int fds[MSG_FDS_MAX])
-{
-  Daemon *d = c->d;
-  g_auto (FbLaunchSpec) spec = { 0 };
-  g_autoptr (GError) error = NULL;
-  g_autofree char *why = NULL;
-  FbAccessLogOptions lo = { 0 };
-  struct ucred cred;
-  socklen_t len = sizeof cred;
-  const char *bad = NULL;
-  const Quick *q = NULL;
-  int found, sent[MSG_FDS_MAX] = { -1, -1, -1, -1, -1, -1 };
-  Msg started = { .type = MSG_STARTED };
-
-  if (c->run_id != NULL || d->stopping)
-    {
-      not_quick (c, "the session is ending");
-      return;
-    }
-  if (fds[0] < 0 || fds[3] < 0 || fb_launch_spec_decode (fds[0], false, &spec, &bad) < 0 ||
-      spec.uid != FB_LAUNCH_ID_CALLER || spec.gid != FB_LAUNCH_ID_CALLER || spec.umask > 0777)
-    {
-      not_quick (c, "its command is malformed: %s", bad != NULL ? bad : "descriptors or ids");
-      return;
-    }
-  found = quick_find (d, &spec);
-  if (found >= 0)
-    q = g_ptr_array_index (d->quicks, (guint)found);
-  if (q == NULL)
-    {
-      not_quick (c, "no command with this environment and directory ran in it yet");
-      return;
-    }
-  if (running (d) >= SESSION_COMMANDS_MAX)
-    {
-      not_quick (c, "it runs %d commands", SESSION_COMMANDS_MAX);
-      return;
-    }
-  if (getsockopt (c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !ready_for (c, fds[4], &why))
-    {
-      not_quick (c, "%s", why != NULL ? why : "its caller is unknown");
-      return;
-    }
-  c->quick_status = FB_LAUNCHER_EXIT_SANDBOX;
-  c->quick_log_max = q->log_max;
-  c->quick_run = quick_run_new (d, q, &spec, cred.pid, &error);
-  if (c->quick_run == NULL)
-    {
-      not_quick (c, "its run could not be made: %s", error->message);
-      return;
-    }
-  lo.path = fb_run_get_log_path (c->quick_run);
-  lo.run_id = fb_run_get_id (c->quick_run);
-  lo.coalesce = TRUE;
-  lo.write_through = TRUE;
-  lo.rotate_bytes = q->log_file;
-  lo.max_bytes = q->log_max;
-  lo.on_full = on_log_full;
-  lo.on_full_data = c;
-  lo.journal = q->journal != 0;
-  lo.journal_socket = g_getenv ("FUSEBOX_JOURNAL_SOCKET");
-  c->log = fb_access_log_new (&lo, NULL, &error);
-  c->run_id = g_strdup (fb_run_get_id (c->quick_run));
-  if (c->log == NULL)
-    why = g_strdup_printf ("the command's access log %s could not be opened: %s", lo.path, error->message);
-  else
-    {
-      /* its own argv and umask; the environment and directory the full
-       * client built for this caller */
-      FbLaunchSpec cmd = { .uid = FB_LAUNCH_ID_CALLER,
-                           .gid = FB_LAUNCH_ID_CALLER,
-                           .umask = spec.umask,
-                           .argv = spec.argv,
-                           .envp = q->envp,
-                           .cwd = q->command_cwd };
-
-      g_clear_handle_id (&d->idle_id, g_source_remove);
-      if (peer_gone (c->fd))
-        why = g_strdup ("its client went away before the command was sent (it waited too long for the daemon)");
-      else if (fb_launch_spec_seal (&cmd, false, &sent[0], &bad) < 0)
-        why = g_strdup_printf ("its command could not be sealed: %s", bad);
-      else
-        {
-          for (int i = 1; i < 4; i++)
-            sent[i] = fds[i];
-          (void)run_ready_granted (c, sent, "", &why);
-        }
-      fb_fd_close (&sent[0]);
-    }
-  if (c->member == NULL || c->ready == NULL)
-    {
-      /* made, not run: its run says so, and the caller runs the full
-       * client, whose run is another */
-      fb_run_set_error (c->quick_run, why != NULL ? why : "it could not be run", NULL);
-      fb_run_end (c->quick_run, FB_LAUNCHER_EXIT_SANDBOX, NULL);
-      if (c->log != NULL)
-        {
-          fb_access_log_close (c->log, NULL);
-          g_clear_pointer (&c->log, fb_access_log_free);
-        }
-      g_clear_pointer (&c->quick_run, fb_run_free);
-      g_clear_pointer (&c->run_id, g_free);
-      not_quick (c, "%s", why != NULL ? why : "it could not be run");
-      maybe_idle (d);
-      return;
-    }
-  g_strlcpy (started.run_id, c->run_id, sizeof started.run_id);
-  fb_session_send (c->fd, &started, NULL, 0);
-  ready_later (d, READY_AFTER_MS);
-}
-
-/* A quick client's run ends here, as the full client's finish() ends its
- * own: its status (125 when the log's budget was spent or the session
- * stopped), what is said, run.json's end; into CLOSED (M). */
-static void
-quick_end (Conn *c, Msg *m)
-{
-  g_autoptr (GString) say = g_string_new (NULL);
-  g_autoptr (GError) error = NULL;
-  JsonObject *info = fb_run_get_info (c->quick_run);
-  const char *log_path = fb_run_get_log_path (c->quick_run);
-  int status = c->quick_status;
-
-  json_object_set_int_member (info, "records", (gint64)m->n1);
-  json_object_set_int_member (info, "denials", (gint64)m->n2);
-  if (c->quick_failure != NULL)
-    {
-      g_string_append_printf (say, "%s\n", c->quick_failure);
-      fb_run_set_error (c->quick_run, c->quick_failure, NULL);
-    }
-  if (m->text[0] != '\0')
-    {
-      json_object_set_string_member (info, "log_error", m->text);
-      g_string_append_printf (say, "the access log %s could not be completed: %s\n", log_path, m->text);
-    }
-  if (m->log_full)
-    {
-      g_autofree char *msg = fb_cmd_log_full_message ("the sandbox", log_path, c->quick_log_max, m->n3);
-      g_string_append_printf (say, "%s\n", msg);
-      fb_run_set_error (c->quick_run, msg, NULL);
-      status = FB_LAUNCHER_EXIT_SANDBOX;
-    }
-  /* ended other than by itself: its status is ours to give (a command
-   * that exited first keeps its own, whatever came after) */
-  if (c->stopped || !c->exited)
-    {
-      g_autofree char *msg =
-        c->stopped  ? g_strdup_printf ("the session %s was stopped%s%s; the command was stopped", c->d->name,
-                                      c->d->stop_why != NULL ? ": " : "", c->d->stop_why != NULL ? c->d->stop_why : "")
-        : c->fd < 0 ? g_strdup ("its client went away; the command was killed")
-                    : g_strdup ("its client ended it before it exited; the command was killed");
-      if (c->fd >= 0)
-        g_string_append_printf (say, "%s\n", msg);
-      fb_run_set_error (c->quick_run, msg, NULL);
-      status = FB_LAUNCHER_EXIT_SANDBOX;
-    }
-  json_object_set_int_member (info, "exit_status", status);
-  if (!fb_run_end (c->quick_run, status, &error))
-    g_string_append_printf (say, "%s\n", error->message);
-  m->status = status;
-  g_strlcpy (m->more, say->str, sizeof m->more);
-}
-
 static void
 on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
 {
@@ -1117,7 +718,7 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
               fb_log_level_to_string (d->level));
       return;
     }
-  if (running (d) >= SESSION_COMMANDS_MAX)
+  if (fb_session_daemon_running (d) >= SESSION_COMMANDS_MAX)
     {
       refuse (c, "session %s runs %d commands, its limit: wait for one to end, or use another session name", d->name,
               SESSION_COMMANDS_MAX);
@@ -1131,7 +732,7 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
   lo.write_through = TRUE;
   lo.rotate_bytes = m->n1;
   lo.max_bytes = m->n2;
-  lo.on_full = on_log_full;
+  lo.on_full = fb_session_daemon_on_log_full;
   lo.on_full_data = c;
   lo.journal = m->journal != 0;
   lo.journal_socket = g_getenv ("FUSEBOX_JOURNAL_SOCKET");
@@ -1154,14 +755,14 @@ on_join (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
       if (run_ready (c, fds, m->more, &why))
         {
           if (m->quick != 0 && m->more[0] == '\0')
-            quick_learn (d, m, fds[0], fds[5], info);
+            fb_session_quick_learn (d, m, fds[0], fds[5], info);
           fb_session_send_type (c->fd, MSG_STARTED);
-          ready_later (d, READY_AFTER_MS);
+          fb_session_daemon_ready_later (d, READY_AFTER_MS);
           return;
         }
       g_strlcpy (answer.more, why, sizeof answer.more);
     }
-  ready_later (d, 0);
+  fb_session_daemon_ready_later (d, 0);
   fb_session_send (c->fd, &answer, d->ns, 2);
 }
 
@@ -1227,15 +828,16 @@ on_stop (Daemon *d)
       if (c->member != NULL && !c->ended && c->fd >= 0)
         fb_session_send (c->fd, &m, NULL, 0);
     }
-  maybe_idle (d);
+  fb_session_daemon_maybe_idle (d);
 }
 
 /* --- waiting for the sandbox being made ------------------------------------------ */
 
 /* A command that comes while the next sandbox is being made (it is made
- * when the last command ends, ready_later) waits for it, up to PARK_MS,
- * rather than making one of its own, which takes longer: so commands run
- * back to back still find one.  One wait per connection. */
+ * when the last command ends, fb_session_daemon_ready_later) waits for
+ * it, up to PARK_MS, rather than making one of its own, which takes
+ * longer: so commands run back to back still find one.  One wait per
+ * connection. */
 #define PARK_MS 250
 
 static void
@@ -1249,7 +851,7 @@ unpark (Conn *c)
   g_clear_handle_id (&c->park_id, g_source_remove);
   memcpy (fds, c->parked_fds, sizeof fds);
   if (m->type == MSG_QUICK)
-    on_quick (c, fds);
+    fb_session_quick_start (c, fds);
   else
     on_join (c, m, fds);
   fb_session_close_fds (fds);
@@ -1267,7 +869,7 @@ unpark_next (gpointer data)
   while (!g_queue_is_empty (&d->parked))
     {
       if (d->ready == NULL && d->ready_idle != 0 && d->ready_timed)
-        ready_later (d, 0);
+        fb_session_daemon_ready_later (d, 0);
       if (d->ready != NULL ? !fb_session_ready_is_waiting (d->ready) : d->ready_idle != 0)
         break;
       unpark (g_queue_peek_head (&d->parked));
@@ -1303,7 +905,7 @@ park (Conn *c, const Msg *m, int fds[MSG_FDS_MAX])
     return false;
   /* made now, not after the last command's READY_AFTER_MS */
   if (d->ready == NULL)
-    ready_later (d, 0);
+    fb_session_daemon_ready_later (d, 0);
   c->waited = true;
   c->parked = g_memdup2 (m, sizeof *m);
   memcpy (c->parked_fds, fds, sizeof c->parked_fds);
@@ -1331,14 +933,14 @@ on_conn (int fd, GIOCondition cond, gpointer data)
         command_ended (c);
       else
         conn_free (c);
-      maybe_idle (d);
+      fb_session_daemon_maybe_idle (d);
       return G_SOURCE_REMOVE;
     }
   switch ((MsgType)m.type)
     {
       case MSG_HELLO:
         {
-          Msg info = { .type = MSG_INFO, .running = running (d) };
+          Msg info = { .type = MSG_INFO, .running = fb_session_daemon_running (d) };
 
           if (c->proof < 0)
             c->proof = memfd_create ("fusebox-session-proof", MFD_CLOEXEC);
@@ -1354,7 +956,7 @@ on_conn (int fd, GIOCondition cond, gpointer data)
         break;
       case MSG_QUICK:
         if (!park (c, &m, fds))
-          on_quick (c, fds);
+          fb_session_quick_start (c, fds);
         break;
       case MSG_SIGNAL:
         if (c->ready != NULL && m.n1 > 0 && m.n1 < NSIG)
@@ -1698,8 +1300,8 @@ daemon_main (Daemon *d, int ready)
   g_unix_signal_add (SIGINT, on_stop_signal, d);
   g_unix_signal_add (SIGHUP, on_stop_signal, d);
   g_timeout_add_seconds (SOCKET_CHECK_S, check_socket, d);
-  maybe_idle (d);
-  ready_later (d, 0);
+  fb_session_daemon_maybe_idle (d);
+  fb_session_daemon_ready_later (d, 0);
   if (write (ready, "ok", 2) != 2)
     status = 1;
   close (ready);
@@ -1896,7 +1498,7 @@ fb_session_daemon_start (const RunOptions *o, const char *name)
       d.log_file = log_file;
       d.log_max = log_max;
       d.launch_helper = fb_cmd_sibling_program ("FUSEBOX_LAUNCH", "fusebox-launch");
-      d.quicks = g_ptr_array_new_with_free_func ((GDestroyNotify)quick_free);
+      d.quicks = g_ptr_array_new_with_free_func ((GDestroyNotify)fb_session_quick_free);
       _exit (daemon_main (&d, pipefd[1]));
     }
   close (pipefd[1]);
