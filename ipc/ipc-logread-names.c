@@ -12,18 +12,23 @@
  * a rotated file without the one renamed in just before it; a reader would
  * read the newer first and say the older one's records were missing.  What
  * holds is that a name there for the whole of a pass is returned.  A
- * rename sets the file's change time (ctime, from the kernel's coarse
- * clock, which no one can set back for one file), so a file whose ctime is
- * before the coarse clock read just before the pass was renamed in before
- * the pass began, and so was every file written before it: the pass holds
- * them all, and they are what the listing gives.  A file changed at that
- * tick or later waits for the next listing; and so that every file renamed
- * in before a listing was asked for is in it, a pass that met some is
- * made again once the coarse clock is past the time it was asked at.  (A
- * ctime may also be taken from the exact clock, ahead of the coarse one,
- * but never ahead of the time.)  A file changed more than
- * CTIME_AHEAD_S after the clock (the clock was set back since) can't have
- * come during the pass, and is taken. */
+ * rename sets the file's change time (ctime, from the kernel's clock, which
+ * no one can set back for one file), so a file whose ctime is before the
+ * coarse clock read just before the pass was renamed in before the pass
+ * began, and so was every file written before it: the pass holds them
+ * all.  A file changed at that tick or later may have come during the
+ * pass, or been written to since its rename (the writer writes on in the
+ * file it renamed when another user's object holds the live name), and
+ * when a pass holds one, a second pass settles it: once the coarse clock
+ * is past the exact time the first pass ended (a ctime may come from the
+ * exact clock, never ahead of the time), the second takes every file the
+ * first held, whatever its ctime, and every file changed before that
+ * clock.  A file the first held was there when the second began, and so
+ * was every file renamed in before it; a file changed before the clock
+ * was renamed in before the second began.  What is left, renamed in
+ * during the second, is marked for the next listing (FbRotatedFile.later).
+ * A file changed more than CTIME_AHEAD_S after the clock (the clock was
+ * set back since) can't have come during a pass, and is taken. */
 #include "ipc/ipc-private.h"
 #include "policy/util.h"
 
@@ -132,6 +137,15 @@ open_listing (int dir_fd, const char *dir)
   return d;
 }
 
+/* The name in PATH (a listed file's). */
+static const char *
+leaf_of (const char *path)
+{
+  const char *slash = strrchr (path, '/');
+
+  return slash != NULL ? slash + 1 : path;
+}
+
 /* How far past the clock a file's ctime may be and still be taken for
  * one renamed during the pass: beyond, the clock was set back since. */
 #define CTIME_AHEAD_S 1
@@ -142,10 +156,12 @@ ts_before (const struct timespec *a, const struct timespec *b)
   return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-/* One pass.  BEFORE non-NULL: only files changed before it (or more than
- * CTIME_AHEAD_S after it), *RET_LATER set when some were left out. */
+/* One pass.  BEFORE non-NULL: files changed at BEFORE or later (but not
+ * more than CTIME_AHEAD_S after it) are marked later, unless TAKEN (a set
+ * of names, or NULL) holds their name; *RET_LATER set when some were. */
 static GPtrArray *
-list_pass (int dir_fd, const char *live_path, const struct timespec *before, bool *ret_later, GError **error)
+list_pass (int dir_fd, const char *live_path, const struct timespec *before, GHashTable *taken, bool *ret_later,
+           GError **error)
 {
   g_autofree char *dir = g_path_get_dirname (live_path);
   g_autofree char *base = g_path_get_basename (live_path);
@@ -175,17 +191,11 @@ list_pass (int dir_fd, const char *live_path, const struct timespec *before, boo
       /* what the kernel holds: another user's mount there is not asked */
       if (fb_lstat_cached (dir_fd, dir_fd == AT_FDCWD ? f.path : e->d_name, &st) == 0)
         {
-          struct timespec ahead = { 0 };
-
-          if (before != NULL)
-            ahead = (struct timespec){ before->tv_sec + CTIME_AHEAD_S, before->tv_nsec };
-          if (before != NULL && !ts_before (&st.st_ctim, before) && !ts_before (&ahead, &st.st_ctim))
-            {
-              g_free (f.path);
-              *ret_later = true;
-              continue;
-            }
           f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
+          if (before != NULL && !ts_before (&st.st_ctim, before) &&
+              !ts_before (&(struct timespec){ before->tv_sec + CTIME_AHEAD_S, before->tv_nsec }, &st.st_ctim) &&
+              (taken == NULL || !g_hash_table_contains (taken, e->d_name)))
+            f.later = *ret_later = true;
         }
       g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
     }
@@ -197,37 +207,36 @@ list_pass (int dir_fd, const char *live_path, const struct timespec *before, boo
 GPtrArray *
 fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error)
 {
-  return list_pass (dir_fd, live_path, NULL, NULL, error);
+  return list_pass (dir_fd, live_path, NULL, NULL, NULL, error);
 }
 
 GPtrArray *
 fb_log_list_rotated_settled_at (int dir_fd, const char *live_path, GError **error)
 {
-  struct timespec asked, asked_exact, now;
+  struct timespec asked, ended, now;
   bool later = false;
-  g_autoptr (GPtrArray) files = NULL;
+  g_autoptr (GPtrArray) first = NULL;
+  g_autoptr (GHashTable) taken = NULL;
 
   clock_gettime (CLOCK_REALTIME_COARSE, &asked);
-  clock_gettime (CLOCK_REALTIME, &asked_exact);
-  files = list_pass (dir_fd, live_path, &asked, &later, error);
-  if (files == NULL || !later)
-    return g_steal_pointer (&files);
-  /* Some came at the tick the listing was asked for, or after.  Once the
-   * coarse clock is past the exact time it was asked at, every file
-   * renamed in before that is before it: a ctime is never ahead of the
-   * exact clock (the kernel may take it from either), and the coarse
-   * clock lags it by up to two ticks.  A clock set back meanwhile is not
-   * waited for past 50 ms. */
+  first = list_pass (dir_fd, live_path, &asked, NULL, &later, error);
+  if (first == NULL || !later)
+    return g_steal_pointer (&first);
+  /* the second pass (the top of this file); a clock set back meanwhile is
+   * not waited for past 50 ms */
+  clock_gettime (CLOCK_REALTIME, &ended);
+  taken = g_hash_table_new (g_str_hash, g_str_equal);
+  for (guint i = 0; i < first->len; i++)
+    g_hash_table_add (taken, (gpointer)leaf_of (((FbRotatedFile *)first->pdata[i])->path));
   for (int i = 0; i < 50; i++)
     {
       clock_gettime (CLOCK_REALTIME_COARSE, &now);
-      if (ts_before (&asked_exact, &now))
+      if (ts_before (&ended, &now))
         break;
       g_usleep (1000);
     }
-  g_clear_pointer (&files, g_ptr_array_unref);
   later = false;
-  return list_pass (dir_fd, live_path, &now, &later, error);
+  return list_pass (dir_fd, live_path, &now, taken, &later, error);
 }
 
 GPtrArray *

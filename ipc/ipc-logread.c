@@ -109,6 +109,7 @@ struct FbLogReader
   gboolean relist_capped; /* RELIST_MAX reached: not looked for any more */
   guint live_skips;       /* the live name skipped as another's (a reader that ends) */
   guint live_opens;       /* the live name opened (a reader that ends) */
+  gboolean dir_gone_told; /* a follower: the directory's removal said (FB_LOG_READ_NOTE) */
   struct
   {
     dev_t dev;
@@ -241,6 +242,9 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
     {
       FbRotatedFile *f = rotated->pdata[i];
 
+      /* (still remembered above: only its reading waits) */
+      if (f->later)
+        continue;
       if (g_hash_table_contains (r->seen, f->path))
         continue;
       if (still_skipped (r, f->path))
@@ -883,8 +887,36 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
   return LINE_RECORD;
 }
 
+static FbLogReadStatus next (FbLogReader *r, FbLogRecord **ret_record, GError **error);
+
+/* A follower goes on in the directory it opened (the top of this file),
+ * even once that directory is removed, when nothing will ever be written
+ * there again: whoever follows is told, once, at the end of what it
+ * holds. */
 FbLogReadStatus
 fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
+{
+  FbLogReadStatus st = next (r, ret_record, error);
+  struct stat st_dir;
+
+  if (st == FB_LOG_READ_EOF && r->follow && !r->dir_gone_told && fstat (r->dir_fd, &st_dir) == 0 &&
+      st_dir.st_nlink == 0)
+    {
+      g_autofree char *dir = g_path_get_dirname (r->live_path);
+
+      r->dir_gone_told = TRUE;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
+                   "the log's directory %s was removed: every record it held was shown, and no more will come "
+                   "there; a log written at that path from now on is in another directory, which this follower "
+                   "does not read (stop it, and follow the path again)",
+                   dir);
+      return FB_LOG_READ_NOTE;
+    }
+  return st;
+}
+
+static FbLogReadStatus
+next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
 {
   if (r->held != NULL)
     {
@@ -1046,8 +1078,9 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           {
             r->done = TRUE;
             g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                         "%s was another file each of the %u times it was read to its end (whoever can write in its "
-                         "directory keeps replacing it): not read again; read the log again, or follow it (--follow)",
+                         "%s was another file each of the %u times it was read to its end (the log rotates faster "
+                         "than it is read, or whoever can write in its directory keeps replacing it): not read again; "
+                         "read the log again, or follow it (--follow)",
                          r->live_path, r->live_opens);
             return FB_LOG_READ_SKIPPED;
           }

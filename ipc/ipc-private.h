@@ -49,6 +49,8 @@ typedef struct
   guint64 last_seq;
   guint n;
   gint64 mtime_ns; /* when it was last written (0: not known) */
+  bool later;      /* a settled listing's: it may have come during the listing, to be
+                    * taken by the next (the files written before it may be missing) */
 } FbRotatedFile;
 /* Sorted by (mtime_ns, first_seq, last_seq, n): in the order they were
  * written.  The name's seqs are those of the run that rotated the file,
@@ -64,8 +66,8 @@ GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
 GPtrArray *fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **error);
 /* The same for a reader, while the writer may rotate: every rotated file
  * renamed in before the call, and every file written before any it holds
- * (a file renamed in during the listing may wait for the next one; see
- * ipc-logread-names.c). */
+ * but those marked later (renamed in during the listing, they are for the
+ * next one; see ipc-logread-names.c). */
 GPtrArray *fb_log_list_rotated_settled_at (int dir_fd, const char *live_path, GError **error);
 /* The rotated name for FIRST..LAST (N > 0: a collision suffix). */
 char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n);

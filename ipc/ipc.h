@@ -412,6 +412,8 @@ typedef enum
                           * name that is not a regular file: not read, error says which;
                           * reading goes on */
   FB_LOG_READ_ERROR,     /* an I/O error: error says what; stop */
+  FB_LOG_READ_NOTE,      /* follow mode: something to tell whoever follows (the log's directory
+                          * removed), once; error says what; reading goes on */
 } FbLogReadStatus;
 
 typedef struct

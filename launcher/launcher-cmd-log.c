@@ -424,6 +424,7 @@ fb_cmd_log (int argc, char **argv)
           case FB_LOG_READ_BAD_LINE:
           case FB_LOG_READ_TRUNCATED:
           case FB_LOG_READ_SKIPPED:
+          case FB_LOG_READ_NOTE:
             fflush (stdout);
             warn (error);
             g_clear_error (&error);

@@ -329,4 +329,3 @@ fb_session_quick_end (Conn *c, Msg *m)
   m->status = status;
   g_strlcpy (m->more, say->str, sizeof m->more);
 }
-

@@ -673,6 +673,172 @@ test_log_fast_rotation_nothing_missing (void **state)
     }
 }
 
+/* The writer renamed the live file away and could not make a new one
+ * (another user's object held the name), so it writes on in the renamed
+ * file: its change time is current all the while.  A reader that ends
+ * left such a file for a later listing it never made, and ended without
+ * its records and without a word.  Each read shows them all, up to what
+ * the file held when it was read. */
+static void
+test_log_written_on_after_rename_read (void **state)
+{
+  Fixture *f = *state;
+  const char *run = test_dir_mkdir (f->dir, "on", 0700);
+  g_autofree char *live = g_build_filename (run, "access.jsonl", NULL);
+  g_auto (GStrv) envp = test_environ (f->dir->path);
+  g_autofree char *shown = environ_shown (f->dir->path);
+  char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--json", (char *)run, NULL };
+  int stop[2];
+  pid_t writer;
+
+  assert_int_equal (pipe2 (stop, O_CLOEXEC), 0);
+  writer = fork ();
+  assert_true (writer >= 0);
+  if (writer == 0)
+    {
+      guint64 seq = 0;
+      int fd = -1;
+      char byte;
+
+      close (stop[1]);
+      if (fcntl (stop[0], F_SETFL, O_NONBLOCK) < 0)
+        _exit (5);
+      /* one record a file up to 200, the 200th renamed with no new live
+       * file after it, then a record a millisecond in the renamed file */
+      for (;;)
+        {
+          g_autofree char *rec = g_strdup_printf (
+            "{\"ts\":\"2024-05-01T12:00:00.001000Z\",\"run\":\"20240501-120000-on0001\",\"seq\":%" G_GUINT64_FORMAT
+            ",\"pid\":100,\"uid\":0,\"comm\":\"sh\",\"op\":\"open\",\"path\":\"/work/a\",\"access\":\"read\","
+            "\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p.json:1:1\",\"why\":\"w\"}\n",
+            ++seq);
+
+          if (fd < 0 && (fd = open (live, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
+            _exit (2);
+          if (write (fd, rec, strlen (rec)) != (ssize_t)strlen (rec))
+            _exit (3);
+          if (seq <= 200)
+            {
+              g_autofree char *name =
+                g_strdup_printf ("%s/access.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", run, seq, seq);
+
+              if (rename (live, name) < 0)
+                _exit (4);
+              if (seq < 200)
+                {
+                  close (fd);
+                  fd = -1;
+                }
+            }
+          else
+            {
+              if (read (stop[0], &byte, 1) == 0)
+                _exit (0);
+              g_usleep (1000);
+            }
+        }
+    }
+  close (stop[0]);
+  /* the 200th file there, written on */
+  {
+    g_autofree char *last = g_build_filename (run, "access.000000000200-000000000200.jsonl", NULL);
+    guint waited = 0;
+
+    while (!g_file_test (last, G_FILE_TEST_EXISTS) && waited++ < 3000)
+      g_usleep (10 * 1000);
+    assert_true (g_file_test (last, G_FILE_TEST_EXISTS));
+  }
+  for (guint i = 0; i < 20; i++)
+    {
+      g_auto (TestCmd) r = { 0 };
+      g_autoptr (GArray) seqs = NULL;
+
+      g_usleep (50 * 1000);
+      test_cmd_run (&r, NULL, envp, shown, argv);
+      if (r.status != 0)
+        fail_msg ("exit %d\n  replay: %s\n  stderr: %s", r.status, r.command, r.err);
+      seqs = seqs_of (r.out);
+      for (guint k = 0; k < seqs->len; k++)
+        if (g_array_index (seqs, guint64, k) != k + 1)
+          fail_msg ("read %u: record %u shown is seq %" G_GUINT64_FORMAT "\n  replay: %s", i, k + 1,
+                    g_array_index (seqs, guint64, k), r.command);
+      if (seqs->len < 201)
+        fail_msg ("read %u: %u records, where the renamed file written on held 201 or more already\n  replay: "
+                  "%s\n  stderr: %s",
+                  i, seqs->len, r.command, r.err);
+    }
+  close (stop[1]);
+  {
+    int status;
+
+    assert_int_equal (waitpid (writer, &status, 0), writer);
+    assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  }
+}
+
+/* A follower of a log whose directory is removed says so, once, and goes
+ * on: everything the directory held was shown, and nothing more will come
+ * there (it follows the directory it opened, never the path again). */
+static void
+test_log_follow_removed_directory (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *run = make_run (f->dir->path, "20240501-120000-gone");
+  const char *out_path = test_dir_path (f->dir, "gone.out");
+  const char *err_path = test_dir_path (f->dir, "gone.err");
+  g_auto (GStrv) envp = test_environ (f->dir->path);
+  g_autofree char *shown = environ_shown (f->dir->path);
+  char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", run, NULL };
+  g_autofree char *cmd = test_shell_line (NULL, shown, argv);
+  g_autoptr (GError) error = NULL;
+  int out_fd = open (out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  guint waited = 0;
+
+  assert_true (out_fd >= 0 && err_fd >= 0);
+  if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *)argv, (const char *const *)envp,
+                                         G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, out_fd, err_fd, NULL, NULL, 0,
+                                         &f->follower, NULL, NULL, NULL, &error))
+    fail_msg ("can't run %s: %s", cmd, error->message);
+  close (out_fd);
+  close (err_fd);
+  /* the fixture's 8 records shown, then the directory removed */
+  for (;; waited++)
+    {
+      g_autofree char *out = test_read_file (out_path);
+
+      if (count_lines (out) == 8)
+        break;
+      if (waited == 300)
+        fail_msg ("the follower showed %u records in 30 s, not 8\n  replay: %s", count_lines (out), cmd);
+      g_usleep (100 * 1000);
+    }
+  test_rm_rf (run);
+  for (waited = 0;; waited++)
+    {
+      g_autofree char *err = test_read_file (err_path);
+
+      if (strstr (err, "was removed") != NULL)
+        break;
+      if (waited == 100)
+        fail_msg ("no word from the follower 10 s after its log's directory was removed\n  replay: %s\n  stderr: %s",
+                  cmd, err);
+      g_usleep (100 * 1000);
+    }
+  g_usleep (1000 * 1000);
+  {
+    g_autofree char *err = test_read_file (err_path);
+    g_autofree char *said = g_strdup_printf ("the log's directory %s was removed", run);
+    const char *first = strstr (err, said);
+
+    /* said once, naming it, and the follower goes on */
+    if (first == NULL || strstr (first + strlen (said), "was removed") != NULL)
+      fail_msg ("the removal not said once, naming %s\n  replay: %s\n  stderr: %s", run, cmd, err);
+    assert_true (test_pid_alive (f->follower));
+  }
+  test_kill_child (&f->follower, SIGTERM);
+}
+
 /* --- report ----------------------------------------------------------- */
 
 static void
@@ -752,5 +918,6 @@ TEST_DEFINE_MAIN (NULL, NULL, LOG_TEST (test_log_people), LOG_TEST (test_log_col
                   LOG_TEST (test_log_missing), LOG_TEST (test_log_truncated_and_gap),
                   LOG_TEST (test_log_rotated_run_dir), LOG_TEST (test_log_run_id_and_latest),
                   LOG_TEST (test_log_follow_rotation), LOG_TEST (test_log_fast_rotation_nothing_missing),
+                  LOG_TEST (test_log_follow_removed_directory), LOG_TEST (test_log_written_on_after_rename_read),
                   LOG_TEST (test_report_text), LOG_TEST (test_report_json), LOG_TEST (test_report_damaged),
                   LOG_TEST (test_report_usage))

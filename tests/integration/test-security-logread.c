@@ -1456,6 +1456,67 @@ RFX_CASE (test_next_runs_rotated_file_read)
               count (out, "\"run\":\"B\""));
 }
 
+/* Another user's file at a rotated name beside a log that rotates, its
+ * change time kept current (chmod in a loop): a follower's listing leaves
+ * such a file for the next listing, and it forgot it had skipped it, so
+ * it warned of it again and again (a hundred times a file in 20 s).  It
+ * says so once. */
+RFX_CASE (test_planted_file_kept_changing_warned_once)
+{
+  g_autofree char *dir = shared_dir (fx, "churn");
+  g_autofree char *live = g_build_filename (dir, "L.jsonl", NULL);
+  g_autofree char *planted = g_build_filename (dir, "L.000000900000-000000900000.jsonl", NULL);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autofree char *said = NULL;
+  GPid follower;
+  pid_t toucher;
+
+  append_run (planted, "X", 900000, 1);
+  assert_int_equal (chown (planted, 65534, 65534), 0);
+  test_assert_host_readable (planted);
+  append_run (live, "R", 1, 1);
+  follower = start_follower (fx, live, &out, &err);
+  wait_for_text (out, "/R-1\"", "log --follow of the first record");
+  toucher = fork ();
+  assert_true (toucher >= 0);
+  if (toucher == 0)
+    for (guint i = 0;; i++)
+      {
+        if (chmod (planted, i % 2 ? 0644 : 0640) < 0)
+          _exit (1);
+        g_usleep (1000);
+      }
+  /* the writer's rotation, 150 times, 10 ms apart */
+  for (guint64 seq = 2; seq <= 151; seq++)
+    {
+      g_autofree char *rotated =
+        g_strdup_printf ("%s/L.%012" G_GUINT64_FORMAT "-%012" G_GUINT64_FORMAT ".jsonl", dir, seq - 1, seq - 1);
+
+      assert_int_equal (rename (live, rotated), 0);
+      append_run (live, "R", seq, 1);
+      g_usleep (10 * 1000);
+    }
+  wait_for_text (out, "/R-151\"", "log --follow of the last record");
+  kill (toucher, SIGKILL);
+  assert_int_equal (waitpid (toucher, NULL, 0), toucher);
+  test_kill_child (&follower, SIGKILL);
+  {
+    g_autofree char *text = test_read_file (err);
+
+    said = g_strdup (text != NULL ? text : "");
+  }
+  if (count (said, planted) != 1)
+    fail_msg ("the follower warned of %s %u times, not once:\n%.2000s", planted, count (said, planted), said);
+  {
+    g_autofree char *text = test_read_file (out);
+
+    if (count (text, "\"run\":\"R\"") != 151 || count (text, "\"run\":\"X\"") != 0)
+      fail_msg ("the follower showed %u of the log's 151 records, %u of the planted file's",
+                count (text, "\"run\":\"R\""), count (text, "\"run\":\"X\""));
+  }
+}
+
 /* A reader (not a follower) that took the log for another user's (their
  * rotated file was all there was) meets the caller's live file, made
  * while it read: it was skipped as "another owner's", with the advice to
@@ -1720,4 +1781,5 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_report_gaps_do_not_wrap), RFX_TEST (test_run_id_before_a_name_here),
                   RFX_TEST (test_follow_adopts_the_callers_file), RFX_TEST (test_next_runs_rotated_file_read),
                   RFX_TEST (test_reader_adopts_the_callers_file), RFX_TEST (test_sparse_log_read_past_its_hole),
-                  RFX_TEST (test_growing_log_read_to_its_size_then), RFX_TEST (test_live_swapped_each_time_read))
+                  RFX_TEST (test_growing_log_read_to_its_size_then), RFX_TEST (test_live_swapped_each_time_read),
+                  RFX_TEST (test_planted_file_kept_changing_warned_once))
