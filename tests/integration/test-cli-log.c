@@ -490,6 +490,26 @@ test_log_follow_rotation (void **state)
   close (out_fd);
 }
 
+/* Start ARGV (a follower) with its output written to OUT_PATH and its
+ * errors to ERR_PATH (a pipe could fill while the test does something
+ * else, and hold it); F->follower is its pid, CMD its replay line. */
+static void
+start_follower_to_files (Fixture *f, char **argv, char **envp, const char *out_path, const char *err_path,
+                         const char *cmd)
+{
+  g_autoptr (GError) error = NULL;
+  int out_fd = open (out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+  assert_true (out_fd >= 0 && err_fd >= 0);
+  if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *)argv, (const char *const *)envp,
+                                         G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, out_fd, err_fd, NULL, NULL, 0,
+                                         &f->follower, NULL, NULL, NULL, &error))
+    fail_msg ("can't run %s: %s", cmd, error->message);
+  close (out_fd);
+  close (err_fd);
+}
+
 /* The writer's rotation, done as fast as it goes, one record a file (a
  * child process): each record written to access.jsonl, which is then
  * renamed to its rotated name, until STOP_FD reports the end (closed) and
@@ -566,9 +586,7 @@ test_log_fast_rotation_nothing_missing (void **state)
     (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", (char *)run, NULL
   };
   g_autofree char *cmd = test_shell_line (NULL, shown, argv);
-  g_autoptr (GError) error = NULL;
   int stop[2], done[2];
-  int out_fd, err_fd;
   pid_t writer;
   guint64 last = 0;
   guint readers = 0;
@@ -584,15 +602,7 @@ test_log_fast_rotation_nothing_missing (void **state)
     test_write_file (dated, "");
     assert_int_equal (utimensat (AT_FDCWD, dated, times, 0), 0);
   }
-  out_fd = open (out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  assert_true (out_fd >= 0 && err_fd >= 0);
-  if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *)argv, (const char *const *)envp,
-                                         G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, out_fd, err_fd, NULL, NULL, 0,
-                                         &f->follower, NULL, NULL, NULL, &error))
-    fail_msg ("can't run %s: %s", cmd, error->message);
-  close (out_fd);
-  close (err_fd);
+  start_follower_to_files (f, argv, envp, out_path, err_path, cmd);
 
   assert_int_equal (pipe2 (stop, O_CLOEXEC), 0);
   assert_int_equal (pipe2 (done, O_CLOEXEC), 0);
@@ -790,18 +800,9 @@ test_log_follow_removed_directory (void **state)
   g_autofree char *shown = environ_shown (f->dir->path);
   char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", run, NULL };
   g_autofree char *cmd = test_shell_line (NULL, shown, argv);
-  g_autoptr (GError) error = NULL;
-  int out_fd = open (out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  int err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   guint waited = 0;
 
-  assert_true (out_fd >= 0 && err_fd >= 0);
-  if (!g_spawn_async_with_pipes_and_fds (NULL, (const char *const *)argv, (const char *const *)envp,
-                                         G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, out_fd, err_fd, NULL, NULL, 0,
-                                         &f->follower, NULL, NULL, NULL, &error))
-    fail_msg ("can't run %s: %s", cmd, error->message);
-  close (out_fd);
-  close (err_fd);
+  start_follower_to_files (f, argv, envp, out_path, err_path, cmd);
   /* the fixture's 8 records shown, then the directory removed */
   for (;; waited++)
     {
