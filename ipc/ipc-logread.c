@@ -110,6 +110,7 @@ struct FbLogReader
   guint live_skips;       /* the live name skipped as another's (a reader that ends) */
   guint live_opens;       /* the live name opened (a reader that ends) */
   gboolean dir_gone_told; /* a follower: the directory's removal said (FB_LOG_READ_NOTE) */
+  gboolean capped_told;   /* a reader that ends: RELIST_MAX said, at its end (FB_LOG_READ_NOTE) */
   struct
   {
     dev_t dev;
@@ -889,10 +890,15 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
 
 static FbLogReadStatus next (FbLogReader *r, FbLogRecord **ret_record, GError **error);
 
-/* A follower goes on in the directory it opened (the top of this file),
- * even once that directory is removed, when nothing will ever be written
- * there again: whoever follows is told, once, at the end of what it
- * holds. */
+/* Said once, at the end of what was read (FB_LOG_READ_NOTE):
+ * - to a follower, which goes on in the directory it opened (the top of
+ *   this file), that the directory was removed: nothing will be written
+ *   there again, and what was written there since it last looked (a
+ *   rotation and a new live file, then the removal) is out of its reach;
+ * - by a reader that ends and stopped looking for rotated files
+ *   (RELIST_MAX), that it may not have shown some records, even some that
+ *   were in the live file when it started (rotated away while it read):
+ *   no later record need show the gap. */
 FbLogReadStatus
 fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
 {
@@ -906,10 +912,21 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
 
       r->dir_gone_told = TRUE;
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
-                   "the log's directory %s was removed: every record it held was shown, and no more will come "
-                   "there; a log written at that path from now on is in another directory, which this follower "
-                   "does not read (stop it, and follow the path again)",
+                   "the log's directory %s was removed: no more will come there, and records written there since "
+                   "this follower last looked (up to 0.2 s before the removal) may not have been shown; a log "
+                   "written at that path from now on is in another directory, which this follower does not read "
+                   "(stop it, and read or follow the path again)",
                    dir);
+      return FB_LOG_READ_NOTE;
+    }
+  if (st == FB_LOG_READ_EOF && !r->follow && r->relist_capped && !r->capped_told)
+    {
+      r->capped_told = TRUE;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                   "rotated files kept appearing while %s was read, and after %u listings were no longer looked "
+                   "for: records written meanwhile, and some that were in its live file when this read began, may "
+                   "not have been shown; read the log again, or follow it (--follow)",
+                   r->live_path, (guint)RELIST_MAX);
       return FB_LOG_READ_NOTE;
     }
   return st;

@@ -412,8 +412,9 @@ typedef enum
                           * name that is not a regular file: not read, error says which;
                           * reading goes on */
   FB_LOG_READ_ERROR,     /* an I/O error: error says what; stop */
-  FB_LOG_READ_NOTE,      /* follow mode: something to tell whoever follows (the log's directory
-                          * removed), once; error says what; reading goes on */
+  FB_LOG_READ_NOTE,      /* something to tell whoever reads, once (the log's directory removed
+                          * under a follower; a reader that ends stopped looking for rotated
+                          * files): error says what; reading goes on */
 } FbLogReadStatus;
 
 typedef struct
