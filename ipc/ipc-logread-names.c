@@ -137,15 +137,6 @@ open_listing (int dir_fd, const char *dir)
   return d;
 }
 
-/* The name in PATH (a listed file's). */
-static const char *
-leaf_of (const char *path)
-{
-  const char *slash = strrchr (path, '/');
-
-  return slash != NULL ? slash + 1 : path;
-}
-
 /* How far past the clock a file's ctime may be and still be taken for
  * one renamed during the pass: beyond, the clock was set back since. */
 #define CTIME_AHEAD_S 1
@@ -158,7 +149,7 @@ ts_before (const struct timespec *a, const struct timespec *b)
 
 /* One pass.  BEFORE non-NULL: files changed at BEFORE or later (but not
  * more than CTIME_AHEAD_S after it) are marked later, unless TAKEN (a set
- * of names, or NULL) holds their name; *RET_LATER set when some were. */
+ * of paths, or NULL) holds theirs; *RET_LATER set when some were. */
 static GPtrArray *
 list_pass (int dir_fd, const char *live_path, const struct timespec *before, GHashTable *taken, bool *ret_later,
            GError **error)
@@ -194,7 +185,7 @@ list_pass (int dir_fd, const char *live_path, const struct timespec *before, GHa
           f.mtime_ns = (gint64)st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) + st.st_mtim.tv_nsec;
           if (before != NULL && !ts_before (&st.st_ctim, before) &&
               !ts_before (&(struct timespec){ before->tv_sec + CTIME_AHEAD_S, before->tv_nsec }, &st.st_ctim) &&
-              (taken == NULL || !g_hash_table_contains (taken, e->d_name)))
+              (taken == NULL || !g_hash_table_contains (taken, f.path)))
             f.later = *ret_later = true;
         }
       g_ptr_array_add (files, g_memdup2 (&f, sizeof f));
@@ -227,7 +218,7 @@ fb_log_list_rotated_settled_at (int dir_fd, const char *live_path, GError **erro
   clock_gettime (CLOCK_REALTIME, &ended);
   taken = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint i = 0; i < first->len; i++)
-    g_hash_table_add (taken, (gpointer)leaf_of (((FbRotatedFile *)first->pdata[i])->path));
+    g_hash_table_add (taken, ((FbRotatedFile *)first->pdata[i])->path);
   for (int i = 0; i < 50; i++)
     {
       clock_gettime (CLOCK_REALTIME_COARSE, &now);
