@@ -96,6 +96,17 @@ parse_rotated_name (const char *name, const char *stem, FbRotatedFile *ret)
   return TRUE;
 }
 
+bool
+fb_log_rotated_name_parse (const char *live_path, const char *path, FbRotatedFile *ret)
+{
+  g_autofree char *base = g_path_get_basename (live_path);
+  g_autofree char *stem =
+    g_str_has_suffix (base, ".jsonl") ? g_strndup (base, strlen (base) - strlen (".jsonl")) : g_strdup (base);
+  g_autofree char *name = g_path_get_basename (path);
+
+  return parse_rotated_name (name, stem, ret);
+}
+
 static void
 rotated_free (gpointer p)
 {

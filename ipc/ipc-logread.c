@@ -102,6 +102,7 @@ struct FbLogReader
   gboolean single_file; /* LOG_PATH was a rotated file: read it alone */
   gboolean done;        /* not following: the live file has been read */
   uid_t owner;          /* the log's (log_owner) */
+  gboolean owner_known; /* log_owner has decided it */
   dev_t foreign_dev;    /* the live file skipped as another's: not warned of again */
   ino_t foreign_ino;
 
@@ -209,6 +210,144 @@ keep_listed (GHashTable *table, GHashTable *listed)
       g_hash_table_iter_remove (&it);
 }
 
+/* --- each run's rotated files in the order of its seqs ------------------- */
+
+/* How much of a rotated file's end is read for the run of its last record:
+ * a record is a few hundred bytes, one with the longest names a few
+ * kilobytes. */
+#define RUN_TAIL (64 * 1024)
+
+/* The run of PATH's last record (the run that rotated it: one that went on
+ * in a log another left begins with the other's records), "" for a record
+ * without one (the key parse_line counts its seqs under), or NULL: not a
+ * regular file of the log's owner, opened as open_file opens it; no whole
+ * last line in its last RUN_TAIL bytes; that line no record. */
+static char *
+last_run_of (FbLogReader *r, const char *path)
+{
+  g_autoptr (GError) local_error = NULL;
+  g_autoptr (JsonParser) parser = NULL;
+  _fb_cleanup_fd_ int fd = fb_ipc_open_regular (r->dir_fd, leaf (path), path, "the access log", &local_error);
+  g_autofree char *buf = NULL;
+  const char *start, *nl;
+  gboolean too_deep;
+  JsonNode *root, *run;
+  struct stat st;
+  size_t want, len;
+  ssize_t n;
+
+  if (fd < 0 || fstat (fd, &st) < 0 || st.st_uid != r->owner || st.st_size < 2)
+    return NULL;
+  want = st.st_size < RUN_TAIL ? (size_t)st.st_size : RUN_TAIL;
+  buf = g_malloc (want);
+  do
+    n = pread (fd, buf, want, st.st_size - (off_t)want);
+  while (n < 0 && errno == EINTR);
+  /* a hole reads as NULs: no record */
+  if (n != (ssize_t)want || buf[want - 1] != '\n' || memchr (buf, '\0', want) != NULL)
+    return NULL;
+  nl = memrchr (buf, '\n', want - 1);
+  if (nl == NULL && (off_t)want < st.st_size)
+    return NULL; /* the line began before what was read */
+  start = nl != NULL ? nl + 1 : buf;
+  len = (size_t)(buf + want - 1 - start);
+  /* json-glib recurses per level (parse_line) */
+  if (!fb_json_is_plain (start, len, FB_JSON_READ_DEPTH_MAX, &too_deep))
+    return NULL;
+  parser = json_parser_new_immutable ();
+  if (!json_parser_load_from_data (parser, start, (gssize)len, NULL))
+    return NULL;
+  root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    return NULL;
+  run = json_object_get_member (json_node_get_object (root), "run");
+  if (run == NULL)
+    return g_strdup ("");
+  if (!JSON_NODE_HOLDS_VALUE (run) || json_node_get_value_type (run) != G_TYPE_STRING)
+    return NULL;
+  return g_strdup (json_node_get_string (run));
+}
+
+static int
+seqs_cmp (gconstpointer a, gconstpointer b)
+{
+  const FbRotatedFile *x = a, *y = b;
+
+  if (x->first_seq != y->first_seq)
+    return x->first_seq < y->first_seq ? -1 : 1;
+  if (x->last_seq != y->last_seq)
+    return x->last_seq < y->last_seq ? -1 : 1;
+  return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* The rotated files still to read come in the order written, by their
+ * time (fb_log_list_rotated); a clock set back between two rotations of
+ * one run puts its later file first, and the reader would say the records
+ * between them were missing, then show them.  So when a file to read holds
+ * lower seqs than one before it (one run's order broken, or two runs
+ * writing one log), each run's files (the run of its last record,
+ * last_run_of) are put in the order of their seqs, in the places its
+ * files had: another run's stay where the time put them, and so does a
+ * file whose run is not known. */
+static void
+order_runs (FbLogReader *r)
+{
+  guint len = g_queue_get_length (&r->pending), i = 0;
+  g_autofree FbRotatedFile *files = NULL;
+  g_autofree GList **nodes = NULL;
+  g_autoptr (GHashTable) runs = NULL; /* run -> GArray of indexes */
+  guint64 top = 0;
+  bool inverted = false;
+  GHashTableIter it;
+  gpointer value;
+
+  if (len < 2 || r->single_file)
+    return;
+  files = g_new0 (FbRotatedFile, len);
+  nodes = g_new0 (GList *, len);
+  for (GList *l = r->pending.head; l != NULL; l = l->next, i++)
+    {
+      nodes[i] = l;
+      if (!fb_log_rotated_name_parse (r->live_path, l->data, &files[i]))
+        continue;
+      files[i].path = l->data;
+      inverted = inverted || files[i].last_seq < top;
+      top = MAX (top, files[i].first_seq);
+    }
+  if (!inverted)
+    return;
+  runs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
+  for (i = 0; i < len; i++)
+    {
+      char *run = files[i].path != NULL ? last_run_of (r, files[i].path) : NULL;
+      GArray *at;
+
+      if (run == NULL)
+        continue;
+      at = g_hash_table_lookup (runs, run);
+      if (at == NULL)
+        {
+          at = g_array_new (FALSE, FALSE, sizeof (guint));
+          g_hash_table_insert (runs, run, at);
+        }
+      else
+        g_free (run);
+      g_array_append_val (at, i);
+    }
+  g_hash_table_iter_init (&it, runs);
+  while (g_hash_table_iter_next (&it, NULL, &value))
+    {
+      GArray *at = value;
+      g_autofree FbRotatedFile *sorted = g_new (FbRotatedFile, at->len);
+
+      for (guint k = 0; k < at->len; k++)
+        sorted[k] = files[g_array_index (at, guint, k)];
+      qsort (sorted, at->len, sizeof *sorted, seqs_cmp);
+      for (guint k = 0; k < at->len; k++)
+        nodes[g_array_index (at, guint, k)]->data = sorted[k].path;
+    }
+}
+
 /* Queue the rotated files not queued before.  The writer never renames a
  * rotated file again, so a name read is not read twice; but a name skipped
  * (another user's file, or no regular file) is remembered as that file:
@@ -265,6 +404,8 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
     }
   if (added > 0)
     r->lists_adding++;
+  if (added > 0 && r->owner_known)
+    order_runs (r);
   if (ret_added != NULL)
     *ret_added = added;
   return TRUE;
@@ -410,6 +551,8 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
     return NULL;
   if (!log_owner (r, &r->owner, error))
     return NULL;
+  r->owner_known = TRUE;
+  order_runs (r);
   /* (anything there is there, and refused when opened) */
   if (!follow && g_queue_is_empty (&r->pending) && fb_lstat_cached (r->dir_fd, leaf (log_path), &st) < 0)
     {

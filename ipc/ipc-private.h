@@ -57,8 +57,10 @@ typedef struct
  * and a run that goes on in a log another one left (one --log for several
  * runs) rotates a file that begins with the other's last records, and
  * names it after its own first seq; the time tells them apart, and within
- * one clock tick (several rotations by one run) the seqs do.  A missing
- * directory is an empty list.
+ * one clock tick (several rotations by one run) the seqs do.  A clock set
+ * back between two rotations orders one run's files wrongly: a reader puts
+ * each run's back in the order of its seqs (ipc-logread.c, order_runs).  A
+ * missing directory is an empty list.
  * Elements are FbRotatedFile*, freed with the array. */
 GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);
 /* The same in DIR_FD, live_path's directory as opened (O_PATH will do):
@@ -71,6 +73,9 @@ GPtrArray *fb_log_list_rotated_at (int dir_fd, const char *live_path, GError **e
 GPtrArray *fb_log_list_rotated_settled_at (int dir_fd, const char *live_path, GError **error);
 /* The rotated name for FIRST..LAST (N > 0: a collision suffix). */
 char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 last_seq, guint n);
+/* PATH's seqs and collision suffix, when its name is a rotated name of the
+ * log at LIVE_PATH (RET's path and times untouched). */
+bool fb_log_rotated_name_parse (const char *live_path, const char *path, FbRotatedFile *ret);
 
 /* ipc-logread-seqs.c: the seqs of one run a reader returned, as ranges in a
  * balanced tree (a repeat is a seq returned, whatever the order). */

@@ -567,6 +567,68 @@ seqs_of (const char *text)
   return seqs;
 }
 
+/* In DIR, the file NAME holding run 20240501-120000-clock1's records
+ * FIRST..LAST, last written SEC seconds after a day in 2023. */
+static void
+write_records_at (const char *dir, const char *name, guint64 first, guint64 last, time_t sec)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autoptr (GString) text = g_string_new (NULL);
+  struct timespec times[2] = { { 1700000000 + sec, 0 }, { 1700000000 + sec, 0 } };
+
+  for (guint64 seq = first; seq <= last; seq++)
+    g_string_append_printf (
+      text,
+      "{\"ts\":\"2024-05-01T12:00:00.001000Z\",\"run\":\"20240501-120000-clock1\",\"seq\":%" G_GUINT64_FORMAT
+      ",\"pid\":100,\"uid\":0,\"comm\":\"sh\",\"op\":\"open\",\"path\":\"/work/a\",\"access\":"
+      "\"read\",\"decision\":\"allow\",\"errno\":0,\"rule\":0,\"rule_origin\":\"p.json:1:1\","
+      "\"why\":\"w\"}\n",
+      seq);
+  test_write_file (path, text->str);
+  assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+}
+
+/* The clock set back an hour between two rotations (an NTP step, a
+ * virtual machine resumed): the later rotated file is dated before the
+ * earlier one.  `log` shows the records in the order of their seqs and
+ * says nothing is missing, and `report` agrees; it said "seq jumps from 3
+ * to 7: 3 records missing" and showed 4..6 last. */
+static void
+test_log_clock_set_back (void **state)
+{
+  Fixture *f = *state;
+  const char *dir = test_dir_path (f->dir, "clock");
+  g_autofree char *live = g_build_filename (dir, "access.jsonl", NULL);
+
+  assert_int_equal (g_mkdir (dir, 0700), 0);
+  write_records_at (dir, "access.000000000001-000000000003.jsonl", 1, 3, 1000);
+  write_records_at (dir, "access.000000000004-000000000006.jsonl", 4, 6, 7200);
+  write_records_at (dir, "access.000000000007-000000000009.jsonl", 7, 9, 3600);
+  write_records_at (dir, "access.jsonl", 10, 11, 3700);
+  {
+    g_auto (TestCmd) r = { 0 };
+    g_autoptr (GArray) seqs = NULL;
+
+    run_fusebox (&r, 0, NULL, "log", "--json", live, NULL);
+    seqs = seqs_of (r.out);
+    assert_int_equal (seqs->len, 11);
+    for (guint i = 0; i < seqs->len; i++)
+      if (g_array_index (seqs, guint64, i) != i + 1)
+        fail_msg ("record %u shown has seq %" G_GUINT64_FORMAT "\n  replay: %s\n  got:\n%s", i,
+                  g_array_index (seqs, guint64, i), r.command, r.out);
+    assert_string_equal (r.err, "");
+  }
+  {
+    g_auto (TestCmd) r = { 0 };
+
+    run_fusebox (&r, 0, NULL, "report", "--json", live, NULL);
+    expect_in (&r, r.out, "\"records\" : 11");
+    expect_in (&r, r.out, "\"gaps\" : 0");
+    if (strstr (r.err, "seq jumps") != NULL)
+      fail_msg ("a gap said\n  replay: %s\n  stderr:\n%s", r.command, r.err);
+  }
+}
+
 /* A log rotating all the while it is read, one record a file, in a
  * directory of thousands of them, with an empty rotated file dated in 2100
  * beside them: a follower shows every record once, in order, and neither
@@ -986,5 +1048,6 @@ TEST_DEFINE_MAIN (NULL, NULL, LOG_TEST (test_log_people), LOG_TEST (test_log_col
                   LOG_TEST (test_log_rotated_run_dir), LOG_TEST (test_log_run_id_and_latest),
                   LOG_TEST (test_log_follow_rotation), LOG_TEST (test_log_fast_rotation_nothing_missing),
                   LOG_TEST (test_log_follow_removed_directory), LOG_TEST (test_log_written_on_after_rename_read),
-                  LOG_TEST (test_log_capped_reader_says_so), LOG_TEST (test_report_text), LOG_TEST (test_report_json),
-                  LOG_TEST (test_report_damaged), LOG_TEST (test_report_usage))
+                  LOG_TEST (test_log_capped_reader_says_so), LOG_TEST (test_log_clock_set_back),
+                  LOG_TEST (test_report_text), LOG_TEST (test_report_json), LOG_TEST (test_report_damaged),
+                  LOG_TEST (test_report_usage))

@@ -318,6 +318,111 @@ test_rotated_order (void **state)
   }
 }
 
+/* RUN's rotated file FIRST..LAST in DIR, after the lines BEFORE (another
+ * run's, left in the live file it went on in; NULL: none), last written
+ * SEC seconds after a day in 2023 (a clock set back writes a later file
+ * with an earlier time). */
+static void
+write_rotated_at (const char *dir, const char *before, const char *run, guint64 first, guint64 last, time_t sec)
+{
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", first, last, 0);
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *own = records (run, first, last);
+  g_autofree char *text = g_strconcat (before != NULL ? before : "", own, NULL);
+  struct timespec times[2] = { { 1700000000 + sec, 0 }, { 1700000000 + sec, 0 } };
+
+  test_write_file (path, text);
+  assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+}
+
+/* What READER gives until EOF: "RUN:SEQ" for each record, "gap" for each
+ * gap said, space-separated; *RET_GAPS the gaps' messages. */
+static char *
+drain_runs (FbLogReader *reader, GString *ret_gaps)
+{
+  GString *out = g_string_new (NULL);
+
+  for (;;)
+    {
+      g_autoptr (FbLogRecord) rec = NULL;
+      g_autoptr (GError) error = NULL;
+      FbLogReadStatus st = fb_log_reader_next (reader, &rec, &error);
+
+      if (st == FB_LOG_READ_EOF)
+        return g_string_free (out, FALSE);
+      if (out->len > 0)
+        g_string_append_c (out, ' ');
+      if (st == FB_LOG_READ_GAP)
+        {
+          g_string_append (out, "gap");
+          g_string_append_printf (ret_gaps, "%s\n", error->message);
+          continue;
+        }
+      if (st != FB_LOG_READ_RECORD)
+        fail_msg ("reader status %d: %s", st, error != NULL ? error->message : "?");
+      g_string_append_printf (out, "%s:%" G_GINT64_FORMAT, rec->run, rec->seq);
+    }
+}
+
+/* The clock set back between two rotations of one run dates its later
+ * file before the earlier one: the run's files are still read in the
+ * order of its seqs, with no gap said and none shown out of order, while
+ * another run's file written between them keeps its place in time; and a
+ * file really missing is still said, where the order of the times alone
+ * hid it (the later file read first, the earlier one only filled in). */
+static void
+test_rotated_order_clock_set_back (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *live = records ("r", 10, 11);
+  g_autofree char *left = records ("p", 1, 1);
+  g_autofree char *missing = g_build_filename (f->dir, "access.000000000004-000000000006.jsonl", NULL);
+  g_autoptr (GError) error = NULL;
+
+  write_rotated_at (f->dir, NULL, "r", 1, 3, 1000);
+  /* r went on in the live file run p left (one --log for both): the file
+   * is r's, by its last record */
+  write_rotated_at (f->dir, left, "r", 4, 6, 3000);
+  write_rotated_at (f->dir, NULL, "r", 7, 9, 2000); /* the clock went back an hour */
+  write_rotated_at (f->dir, NULL, "q", 1, 2, 2500); /* another run, between */
+  test_write_file (f->path, live);
+  {
+    g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, FALSE, &error);
+    g_autoptr (GString) gaps = g_string_new (NULL);
+    g_autofree char *got = NULL;
+
+    assert_non_null (reader);
+    got = drain_runs (reader, gaps);
+    assert_string_equal (got, "r:1 r:2 r:3 p:1 r:4 r:5 r:6 q:1 q:2 r:7 r:8 r:9 r:10 r:11");
+    assert_string_equal (gaps->str, "");
+  }
+  {
+    /* a follower the same */
+    g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, TRUE, &error);
+    g_autoptr (GString) gaps = g_string_new (NULL);
+    g_autofree char *got = NULL;
+
+    assert_non_null (reader);
+    got = drain_runs (reader, gaps);
+    assert_string_equal (got, "r:1 r:2 r:3 p:1 r:4 r:5 r:6 q:1 q:2 r:7 r:8 r:9 r:10 r:11");
+    assert_string_equal (gaps->str, "");
+  }
+
+  /* 4..6 gone, 7..9 dated before 1..3: said missing */
+  assert_int_equal (unlink (missing), 0);
+  write_rotated_at (f->dir, NULL, "r", 7, 9, 500);
+  {
+    g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, FALSE, &error);
+    g_autoptr (GString) gaps = g_string_new (NULL);
+    g_autofree char *got = NULL;
+
+    assert_non_null (reader);
+    got = drain_runs (reader, gaps);
+    assert_string_equal (got, "r:1 r:2 r:3 gap r:7 r:8 r:9 q:1 q:2 r:10 r:11");
+    assert_non_null (strstr (gaps->str, "run r: seq jumps from 3 to 7: 3 records missing"));
+  }
+}
+
 static void
 test_missing_log (void **state)
 {
@@ -463,6 +568,6 @@ test_follow_manual_rotation (void **state)
 TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line),
                   TEST_LOG_FILE_TEST (test_linked_file_counted), TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates),
                   TEST_LOG_FILE_TEST (test_lone_surrogate), TEST_LOG_FILE_TEST (test_gap_message),
-                  TEST_LOG_FILE_TEST (test_rotated_order), TEST_LOG_FILE_TEST (test_missing_log),
-                  TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_partial_line),
-                  TEST_LOG_FILE_TEST (test_follow_manual_rotation))
+                  TEST_LOG_FILE_TEST (test_rotated_order), TEST_LOG_FILE_TEST (test_rotated_order_clock_set_back),
+                  TEST_LOG_FILE_TEST (test_missing_log), TEST_LOG_FILE_TEST (test_follow_across_rotation),
+                  TEST_LOG_FILE_TEST (test_follow_partial_line), TEST_LOG_FILE_TEST (test_follow_manual_rotation))
