@@ -425,7 +425,7 @@ our_run (const char *root, const char *id)
 }
 
 char *
-fb_run_resolve_log (const char *arg, GError **error)
+fb_run_resolve_log (const char *arg, gboolean follow, gboolean *ret_absent, GError **error)
 {
   g_autofree char *root = fb_run_dir_root ();
   g_autofree char *live = NULL;
@@ -437,6 +437,8 @@ fb_run_resolve_log (const char *arg, GError **error)
   struct stat st;
   int kind;
 
+  if (ret_absent != NULL)
+    *ret_absent = FALSE;
   /* "DIR/" as DIR (a shell's completion adds the slash): the rules below
    * look at the name, and beside it, not inside it */
   for (gsize n = run_or_file != NULL ? strlen (run_or_file) : 0; n > 1 && run_or_file[n - 1] == '/'; n--)
@@ -496,6 +498,12 @@ fb_run_resolve_log (const char *arg, GError **error)
         return g_strdup (run_or_file); /* the reader refuses the directory, naming it */
       if (dir_has_log (run_fd, run_or_file, &live))
         return g_steal_pointer (&live);
+      if (follow)
+        {
+          if (ret_absent != NULL)
+            *ret_absent = TRUE;
+          return g_build_filename (run_or_file, "access.jsonl", NULL);
+        }
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
                    "%s is a directory without an access log (looked for %s/access.jsonl and its rotated files)",
                    run_or_file, run_or_file);
@@ -524,6 +532,13 @@ fb_run_resolve_log (const char *arg, GError **error)
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
                    "no access log for '%s': it is not a file, not a directory, and not a run in %s", run_or_file, root);
       return NULL;
+    }
+  /* 4. followed: a log not written yet, in a directory that is there */
+  if (follow && parent_fd >= 0)
+    {
+      if (ret_absent != NULL)
+        *ret_absent = TRUE;
+      return g_strdup (run_or_file);
     }
   g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
                "no access log at '%s': it is neither a file nor a directory", run_or_file);

@@ -158,8 +158,10 @@ gboolean fb_run_state_first_way_ok (GError **error);
 /* Create (0700, parents too) the run directory for ID; returns its path. */
 char *fb_run_dir_create (const char *run_id, GError **error);
 /* Resolve what a user typed (a run id, a run directory, or a log file) to a
- * log file path. */
-char *fb_run_resolve_log (const char *run_or_file, GError **error);
+ * log file path.  FOLLOW: a log not there yet is the answer too (`log
+ * --follow` waits for it, as tail -F does), in a run directory or any
+ * directory that is there; *RET_ABSENT (may be NULL) says so. */
+char *fb_run_resolve_log (const char *run_or_file, gboolean follow, gboolean *ret_absent, GError **error);
 /* Parse an RFC 3339 time ("...Z" or an offset; without a zone: local time),
  * as in the log's "ts", into microseconds since the epoch. */
 gboolean fb_ipc_parse_time (const char *s, gint64 *ret_us);

@@ -125,9 +125,9 @@ parse_since (const char *s, gint64 *ret_us)
 }
 
 static char *
-resolve (char **args, int nargs, GError **error)
+resolve (char **args, int nargs, gboolean follow, gboolean *ret_absent, GError **error)
 {
-  return fb_run_resolve_log (nargs > 0 ? args[0] : NULL, error);
+  return fb_run_resolve_log (nargs > 0 ? args[0] : NULL, follow, ret_absent, error);
 }
 
 static gboolean
@@ -247,11 +247,15 @@ static FbLogReader *
 open_reader (const char *command, char **rest, gboolean follow)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, &error);
+  gboolean absent = FALSE;
+  g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, follow, &absent, &error);
   FbLogReader *reader = log_path != NULL ? fb_log_reader_new (log_path, follow, &error) : NULL;
 
   if (reader == NULL)
     fb_cmd_error ("%s: %s", command, error->message);
+  else if (absent)
+    /* as tail -F: the run may not have started yet, or not written */
+    fb_cmd_error ("%s: note: no access log at %s yet: waiting for one (stop with Ctrl-C)", command, log_path);
   else if (fb_log_reader_get_owner (reader) != geteuid ())
     /* none of its files is ours: another user's log, as trustworthy as
      * that user (files of other users still are skipped) */
@@ -454,7 +458,7 @@ out:
 static void
 expect_from_run_json (FbReport *report, char **rest, uid_t owner)
 {
-  g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, NULL);
+  g_autofree char *log_path = resolve (rest, rest != NULL ? (int)g_strv_length (rest) : 0, FALSE, NULL, NULL);
   g_autofree char *base = log_path != NULL ? g_path_get_basename (log_path) : NULL;
   g_autofree char *dir = log_path != NULL ? g_path_get_dirname (log_path) : NULL;
   g_autoptr (JsonObject) info = NULL;

@@ -968,6 +968,58 @@ test_log_follow_removed_directory (void **state)
   test_kill_child (&f->follower, SIGTERM);
 }
 
+/* `log --follow` of a log not written yet (the run not started, or its
+ * --log not made), like tail -F: it says it waits, and shows the records
+ * once the file is there.  It exited 1, "no access log". */
+static void
+test_log_follow_waits_for_log (void **state)
+{
+  Fixture *f = *state;
+  const char *dir = test_dir_path (f->dir, "waiting");
+  g_autofree char *live = g_build_filename (dir, "later.jsonl", NULL);
+  const char *out_path = test_dir_path (f->dir, "waiting.out");
+  const char *err_path = test_dir_path (f->dir, "waiting.err");
+  g_auto (GStrv) envp = test_environ (NULL);
+  g_autofree char *shown = environ_shown (NULL);
+  char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", live, NULL };
+  g_autofree char *cmd = test_shell_line (NULL, shown, argv);
+  g_autofree char *said = g_strdup_printf ("no access log at %s yet: waiting for one", live);
+
+  assert_int_equal (g_mkdir (dir, 0700), 0);
+  start_follower_to_files (f, argv, envp, out_path, err_path, cmd);
+  for (guint waited = 0;; waited++)
+    {
+      g_autofree char *err = test_read_file (err_path);
+
+      if (strstr (err, said) != NULL)
+        break;
+      if (waited == 300 || !test_pid_alive (f->follower))
+        fail_msg ("the follower did not say it waits\n  replay: %s\n  stderr: %s", cmd, err);
+      g_usleep (100 * 1000);
+    }
+  write_records_at (dir, "later.jsonl", 1, 3, 0);
+  for (guint waited = 0;; waited++)
+    {
+      g_autofree char *out = test_read_file (out_path);
+      g_autoptr (GArray) seqs = seqs_of (out);
+
+      if (seqs->len == 3 && g_array_index (seqs, guint64, 0) == 1 && g_array_index (seqs, guint64, 2) == 3)
+        break;
+      if (waited == 300)
+        fail_msg ("the follower showed %u records in 30 s, not 3\n  replay: %s\n  got:\n%s", seqs->len, cmd, out);
+      g_usleep (100 * 1000);
+    }
+  test_kill_child (&f->follower, SIGTERM);
+  {
+    /* without --follow, still an error */
+    g_autofree char *other = g_build_filename (dir, "never.jsonl", NULL);
+    g_auto (TestCmd) r = { 0 };
+
+    run_fusebox (&r, 1, NULL, "log", other, NULL);
+    expect_in (&r, r.err, "no access log at");
+  }
+}
+
 /* --- report ----------------------------------------------------------- */
 
 static void
@@ -1049,5 +1101,5 @@ TEST_DEFINE_MAIN (NULL, NULL, LOG_TEST (test_log_people), LOG_TEST (test_log_col
                   LOG_TEST (test_log_follow_rotation), LOG_TEST (test_log_fast_rotation_nothing_missing),
                   LOG_TEST (test_log_follow_removed_directory), LOG_TEST (test_log_written_on_after_rename_read),
                   LOG_TEST (test_log_capped_reader_says_so), LOG_TEST (test_log_clock_set_back),
-                  LOG_TEST (test_report_text), LOG_TEST (test_report_json), LOG_TEST (test_report_damaged),
-                  LOG_TEST (test_report_usage))
+                  LOG_TEST (test_log_follow_waits_for_log), LOG_TEST (test_report_text), LOG_TEST (test_report_json),
+                  LOG_TEST (test_report_damaged), LOG_TEST (test_report_usage))

@@ -294,11 +294,13 @@ static void
 assert_resolves (const char *what, const char *want)
 {
   g_autoptr (GError) error = NULL;
-  g_autofree char *got = fb_run_resolve_log (what, &error);
+  gboolean absent = TRUE;
+  g_autofree char *got = fb_run_resolve_log (what, FALSE, &absent, &error);
 
   if (got == NULL)
     fail_msg ("%s: %s", what != NULL ? what : "(the newest run)", error->message);
   assert_string_equal (got, want);
+  assert_false (absent);
 }
 
 static void
@@ -325,29 +327,59 @@ test_resolve (void **state)
   assert_resolves (NULL, log2);                     /* nothing: the newest run */
 
   /* errors name what was tried */
-  got = fb_run_resolve_log ("20990101-000000-nosuch", &error);
+  got = fb_run_resolve_log ("20990101-000000-nosuch", FALSE, NULL, &error);
   assert_null (got);
   assert_true (g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND));
   assert_non_null (strstr (error->message, "20990101-000000-nosuch"));
   assert_non_null (strstr (error->message, "fusebox/runs"));
   g_clear_error (&error);
 
-  got = fb_run_resolve_log (empty_dir, &error);
+  got = fb_run_resolve_log (empty_dir, FALSE, NULL, &error);
   assert_null (got);
   assert_non_null (strstr (error->message, "access.jsonl"));
   g_clear_error (&error);
 
-  got = fb_run_resolve_log ("/no/such/dir/x.jsonl", &error);
+  got = fb_run_resolve_log ("/no/such/dir/x.jsonl", FALSE, NULL, &error);
   assert_null (got);
   assert_non_null (strstr (error->message, "/no/such/dir/x.jsonl"));
   g_clear_error (&error);
+
+  /* followed, a log not written yet is the answer, said absent: in a
+   * directory without one, and at a name not there; a directory that is
+   * not there is still an error */
+  {
+    g_autofree char *in_empty = g_build_filename (empty_dir, "access.jsonl", NULL);
+    g_autofree char *later = g_build_filename (f->dir, "later.jsonl", NULL);
+    gboolean absent = FALSE;
+
+    got = fb_run_resolve_log (empty_dir, TRUE, &absent, &error);
+    assert_non_null (got);
+    assert_string_equal (got, in_empty);
+    assert_true (absent);
+    g_free (got);
+    absent = FALSE;
+    got = fb_run_resolve_log (later, TRUE, &absent, &error);
+    assert_non_null (got);
+    assert_string_equal (got, later);
+    assert_true (absent);
+    g_free (got);
+    absent = TRUE;
+    got = fb_run_resolve_log (file, TRUE, &absent, &error);
+    assert_string_equal (got, file);
+    assert_false (absent);
+    g_free (got);
+    got = fb_run_resolve_log ("/no/such/dir/x.jsonl", TRUE, NULL, &error);
+    assert_null (got);
+    assert_non_null (strstr (error->message, "/no/such/dir/x.jsonl"));
+    g_clear_error (&error);
+  }
 }
 
 static void
 test_no_runs (void **state)
 {
   g_autoptr (GError) error = NULL;
-  char *got = fb_run_resolve_log (NULL, &error);
+  char *got = fb_run_resolve_log (NULL, TRUE, NULL, &error);
 
   assert_null (got);
   assert_true (g_error_matches (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND));
