@@ -99,11 +99,12 @@ struct FbLogReader
   char *live_path;
   int dir_fd; /* its directory, as the walk at the start found it (O_PATH) */
   gboolean follow;
-  gboolean single_file; /* LOG_PATH was a rotated file: read it alone */
-  gboolean done;        /* not following: the live file has been read */
-  uid_t owner;          /* the log's (log_owner) */
-  gboolean owner_known; /* log_owner has decided it */
-  dev_t foreign_dev;    /* the live file skipped as another's: not warned of again */
+  gboolean single_file;   /* LOG_PATH was a rotated file: read it alone */
+  gboolean done;          /* not following: the live file has been read */
+  uid_t owner;            /* the log's (log_owner) */
+  gboolean owner_known;   /* log_owner has decided it */
+  GHashTable *runs_known; /* rotated files to read (paths) -> RunKnown* */
+  dev_t foreign_dev;      /* the live file skipped as another's: not warned of again */
   ino_t foreign_ino;
 
   guint lists_adding;     /* listings of the rotated files that added some */
@@ -212,60 +213,151 @@ keep_listed (GHashTable *table, GHashTable *listed)
 
 /* --- each run's rotated files in the order of its seqs ------------------- */
 
-/* How much of a rotated file's end is read for the run of its last record:
- * a record is a few hundred bytes, one with the longest names a few
- * kilobytes. */
-#define RUN_TAIL (64 * 1024)
+/* How much of a rotated file is read at a time, and the longest first or
+ * last line looked at: a record is a few hundred bytes, one with the
+ * longest names a few kilobytes. */
+#define RUN_CHUNK (64 * 1024)
 
-/* The run of PATH's last record (the run that rotated it: one that went on
- * in a log another left begins with the other's records), "" for a record
- * without one (the key parse_line counts its seqs under), or NULL: not a
- * regular file of the log's owner, opened as open_file opens it; no whole
- * last line in its last RUN_TAIL bytes; that line no record. */
-static char *
-last_run_of (FbLogReader *r, const char *path)
+/* The run ("" for none: the key parse_line counts its seqs under) and seq
+ * of the record LEN bytes of TEXT hold; false when they are no record. */
+static bool
+line_run_seq (const char *text, size_t len, char **ret_run, guint64 *ret_seq)
 {
-  g_autoptr (GError) local_error = NULL;
-  g_autoptr (JsonParser) parser = NULL;
-  _fb_cleanup_fd_ int fd = fb_ipc_open_regular (r->dir_fd, leaf (path), path, "the access log", &local_error);
-  g_autofree char *buf = NULL;
-  const char *start, *nl;
+  g_autoptr (JsonParser) parser = json_parser_new_immutable ();
   gboolean too_deep;
-  JsonNode *root, *run;
-  struct stat st;
-  size_t want, len;
-  ssize_t n;
+  JsonNode *root, *run, *seq;
+  JsonObject *o;
 
-  if (fd < 0 || fstat (fd, &st) < 0 || st.st_uid != r->owner || st.st_size < 2)
-    return NULL;
-  want = st.st_size < RUN_TAIL ? (size_t)st.st_size : RUN_TAIL;
-  buf = g_malloc (want);
-  do
-    n = pread (fd, buf, want, st.st_size - (off_t)want);
-  while (n < 0 && errno == EINTR);
-  /* a hole reads as NULs: no record */
-  if (n != (ssize_t)want || buf[want - 1] != '\n' || memchr (buf, '\0', want) != NULL)
-    return NULL;
-  nl = memrchr (buf, '\n', want - 1);
-  if (nl == NULL && (off_t)want < st.st_size)
-    return NULL; /* the line began before what was read */
-  start = nl != NULL ? nl + 1 : buf;
-  len = (size_t)(buf + want - 1 - start);
   /* json-glib recurses per level (parse_line) */
-  if (!fb_json_is_plain (start, len, FB_JSON_READ_DEPTH_MAX, &too_deep))
-    return NULL;
-  parser = json_parser_new_immutable ();
-  if (!json_parser_load_from_data (parser, start, (gssize)len, NULL))
-    return NULL;
+  if (memchr (text, '\0', len) != NULL || !fb_json_is_plain (text, len, FB_JSON_READ_DEPTH_MAX, &too_deep) ||
+      !json_parser_load_from_data (parser, text, (gssize)len, NULL))
+    return false;
   root = json_parser_get_root (parser);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    return false;
+  o = json_node_get_object (root);
+  run = json_object_get_member (o, "run");
+  seq = json_object_get_member (o, "seq");
+  if (run != NULL && (!JSON_NODE_HOLDS_VALUE (run) || json_node_get_value_type (run) != G_TYPE_STRING))
+    return false;
+  if (seq == NULL || !JSON_NODE_HOLDS_VALUE (seq) || json_node_get_value_type (seq) != G_TYPE_INT64 ||
+      json_node_get_int (seq) <= 0)
+    return false;
+  *ret_run = g_strdup (run != NULL ? json_node_get_string (run) : "");
+  *ret_seq = (guint64)json_node_get_int (seq);
+  return true;
+}
+
+/* What order_runs knew of a rotated file, while it is the same file. */
+typedef struct
+{
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime;
+  char *run; /* one_run_of's answer */
+} RunKnown;
+
+static void
+run_known_free (gpointer p)
+{
+  RunKnown *k = p;
+
+  g_free (k->run);
+  g_free (k);
+}
+
+/* The one run whose records FD (a regular file, ST its attributes, named
+ * NAME) holds, when it holds just the seqs its name says, one record a
+ * line, and nothing else: its first line NAME's first seq, its last line
+ * NAME's last seq, both of one run, and a line for each seq between.
+ * NULL otherwise: a line no record, or the records of another run in it
+ * (a run that went on in the live file another left begins with the
+ * other's; when two runs write one log at once, each names the file it
+ * renames after its own seqs, and the other may write on in it). */
+static char *
+one_run_read (int fd, const struct stat *st, const FbRotatedFile *name)
+{
+  g_autofree char *buf = g_malloc (RUN_CHUNK);
+  g_autofree char *first_run = NULL;
+  g_autofree char *last_run = NULL;
+  guint64 first_seq = 0, last_seq = 0, lines = 0;
+  off_t off = 0;
+  const char *nl;
+  size_t want = 0;
+  ssize_t n;
+
+  if (st->st_size < 2 || name->last_seq < name->first_seq)
     return NULL;
-  run = json_object_get_member (json_node_get_object (root), "run");
-  if (run == NULL)
-    return g_strdup ("");
-  if (!JSON_NODE_HOLDS_VALUE (run) || json_node_get_value_type (run) != G_TYPE_STRING)
+  /* every line counted (a hole reads as NULs: refused, and its file read
+   * no further); the first one parsed */
+  while (off < st->st_size)
+    {
+      want = st->st_size - off < RUN_CHUNK ? (size_t)(st->st_size - off) : RUN_CHUNK;
+      do
+        n = pread (fd, buf, want, off);
+      while (n < 0 && errno == EINTR);
+      if (n != (ssize_t)want || memchr (buf, '\0', want) != NULL)
+        return NULL;
+      if (off == 0)
+        {
+          nl = memchr (buf, '\n', want);
+          if (nl == NULL || !line_run_seq (buf, (size_t)(nl - buf), &first_run, &first_seq))
+            return NULL;
+        }
+      for (const char *p = buf; (p = memchr (p, '\n', want - (size_t)(p - buf))) != NULL; p++)
+        lines++;
+      off += (off_t)want;
+    }
+  if (buf[want - 1] != '\n' || lines != name->last_seq - name->first_seq + 1)
     return NULL;
-  return g_strdup (json_node_get_string (run));
+  /* the last line, whole within the last RUN_CHUNK bytes */
+  if (st->st_size > (off_t)want)
+    {
+      want = st->st_size < RUN_CHUNK ? (size_t)st->st_size : RUN_CHUNK;
+      do
+        n = pread (fd, buf, want, st->st_size - (off_t)want);
+      while (n < 0 && errno == EINTR);
+      if (n != (ssize_t)want || buf[want - 1] != '\n')
+        return NULL;
+    }
+  nl = want > 1 ? memrchr (buf, '\n', want - 1) : NULL;
+  if (nl == NULL && st->st_size > (off_t)want)
+    return NULL;
+  nl = nl != NULL ? nl + 1 : buf;
+  if (!line_run_seq (nl, (size_t)(buf + want - 1 - nl), &last_run, &last_seq))
+    return NULL;
+  if (first_seq != name->first_seq || last_seq != name->last_seq || strcmp (first_run, last_run) != 0)
+    return NULL;
+  return g_steal_pointer (&first_run);
+}
+
+/* one_run_read of PATH, a rotated file of the log's owner (opened as
+ * open_file opens it; NULL for anything else), read once while it is the
+ * same file. */
+static char *
+one_run_of (FbLogReader *r, const char *path, const FbRotatedFile *name)
+{
+  g_autoptr (GError) local_error = NULL;
+  _fb_cleanup_fd_ int fd = fb_ipc_open_regular (r->dir_fd, leaf (path), path, "the access log", &local_error);
+  RunKnown *known;
+  struct stat st;
+
+  if (fd < 0 || fstat (fd, &st) < 0 || st.st_uid != r->owner)
+    return NULL;
+  known = g_hash_table_lookup (r->runs_known, path);
+  if (known == NULL || known->dev != st.st_dev || known->ino != st.st_ino || known->size != st.st_size ||
+      known->mtime.tv_sec != st.st_mtim.tv_sec || known->mtime.tv_nsec != st.st_mtim.tv_nsec)
+    {
+      known = g_new0 (RunKnown, 1);
+      known->dev = st.st_dev;
+      known->ino = st.st_ino;
+      known->size = st.st_size;
+      known->mtime = st.st_mtim;
+      known->run = one_run_read (fd, &st, name);
+      g_hash_table_replace (r->runs_known, g_strdup (path), known);
+    }
+  return g_strdup (known->run);
 }
 
 static int
@@ -283,12 +375,13 @@ seqs_cmp (gconstpointer a, gconstpointer b)
 /* The rotated files still to read come in the order written, by their
  * time (fb_log_list_rotated); a clock set back between two rotations of
  * one run puts its later file first, and the reader would say the records
- * between them were missing, then show them.  So when a file to read holds
- * lower seqs than one before it (one run's order broken, or two runs
- * writing one log), each run's files (the run of its last record,
- * last_run_of) are put in the order of their seqs, in the places its
- * files had: another run's stay where the time put them, and so does a
- * file whose run is not known. */
+ * between them were missing, then show them.  So when one of the owner's
+ * files to read is named with lower seqs than one before it (one run's
+ * order broken, or two runs writing one log), the files that hold one
+ * run's records and nothing else (one_run_of) are put in the order of
+ * their seqs, each run's in the places its files had: every other file
+ * stays where the time put it (another run's records in it, which that
+ * order would break, or a file not known). */
 static void
 order_runs (FbLogReader *r)
 {
@@ -314,12 +407,44 @@ order_runs (FbLogReader *r)
       inverted = inverted || files[i].last_seq < top;
       top = MAX (top, files[i].first_seq);
     }
+  /* what is known of files no longer to read is forgotten */
+  if (g_hash_table_size (r->runs_known) > 0)
+    {
+      g_autoptr (GHashTable) still = g_hash_table_new (g_str_hash, g_str_equal);
+
+      for (GList *l = r->pending.head; l != NULL; l = l->next)
+        g_hash_table_add (still, l->data);
+      g_hash_table_iter_init (&it, r->runs_known);
+      while (g_hash_table_iter_next (&it, &value, NULL))
+        if (!g_hash_table_contains (still, value))
+          g_hash_table_iter_remove (&it);
+    }
+  if (!inverted)
+    return;
+  /* the same among the owner's files (what the kernel holds): another
+   * user's names do not make the owner's files read */
+  inverted = false;
+  top = 0;
+  for (i = 0; i < len; i++)
+    {
+      struct stat st;
+
+      if (files[i].path == NULL)
+        continue;
+      if (fb_lstat_cached (r->dir_fd, leaf (files[i].path), &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != r->owner)
+        {
+          files[i].path = NULL;
+          continue;
+        }
+      inverted = inverted || files[i].last_seq < top;
+      top = MAX (top, files[i].first_seq);
+    }
   if (!inverted)
     return;
   runs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
   for (i = 0; i < len; i++)
     {
-      char *run = files[i].path != NULL ? last_run_of (r, files[i].path) : NULL;
+      char *run = files[i].path != NULL ? one_run_of (r, files[i].path, &files[i]) : NULL;
       GArray *at;
 
       if (run == NULL)
@@ -527,6 +652,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)fb_seq_set_free);
+  r->runs_known = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, run_known_free);
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
@@ -592,6 +718,7 @@ fb_log_reader_free (FbLogReader *r)
   g_hash_table_unref (r->seen);
   g_hash_table_unref (r->skipped);
   g_hash_table_unref (r->seqs);
+  g_hash_table_unref (r->runs_known);
   fb_log_record_free (r->held);
   fb_fd_close (&r->dir_fd);
   g_free (r->live_path);

@@ -59,7 +59,8 @@ typedef struct
  * names it after its own first seq; the time tells them apart, and within
  * one clock tick (several rotations by one run) the seqs do.  A clock set
  * back between two rotations orders one run's files wrongly: a reader puts
- * each run's back in the order of its seqs (ipc-logread.c, order_runs).  A
+ * the files that hold one run's records alone back in the order of its
+ * seqs (ipc-logread.c, order_runs).  A
  * missing directory is an empty list.
  * Elements are FbRotatedFile*, freed with the array. */
 GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);

@@ -375,38 +375,25 @@ test_rotated_order_clock_set_back (void **state)
 {
   Fixture *f = *state;
   g_autofree char *live = records ("r", 10, 11);
-  g_autofree char *left = records ("p", 1, 1);
   g_autofree char *missing = g_build_filename (f->dir, "access.000000000004-000000000006.jsonl", NULL);
   g_autoptr (GError) error = NULL;
 
   write_rotated_at (f->dir, NULL, "r", 1, 3, 1000);
-  /* r went on in the live file run p left (one --log for both): the file
-   * is r's, by its last record */
-  write_rotated_at (f->dir, left, "r", 4, 6, 3000);
+  write_rotated_at (f->dir, NULL, "r", 4, 6, 3000);
   write_rotated_at (f->dir, NULL, "r", 7, 9, 2000); /* the clock went back an hour */
   write_rotated_at (f->dir, NULL, "q", 1, 2, 2500); /* another run, between */
   test_write_file (f->path, live);
-  {
-    g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, FALSE, &error);
-    g_autoptr (GString) gaps = g_string_new (NULL);
-    g_autofree char *got = NULL;
+  for (int follow = 0; follow < 2; follow++)
+    {
+      g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, follow, &error);
+      g_autoptr (GString) gaps = g_string_new (NULL);
+      g_autofree char *got = NULL;
 
-    assert_non_null (reader);
-    got = drain_runs (reader, gaps);
-    assert_string_equal (got, "r:1 r:2 r:3 p:1 r:4 r:5 r:6 q:1 q:2 r:7 r:8 r:9 r:10 r:11");
-    assert_string_equal (gaps->str, "");
-  }
-  {
-    /* a follower the same */
-    g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, TRUE, &error);
-    g_autoptr (GString) gaps = g_string_new (NULL);
-    g_autofree char *got = NULL;
-
-    assert_non_null (reader);
-    got = drain_runs (reader, gaps);
-    assert_string_equal (got, "r:1 r:2 r:3 p:1 r:4 r:5 r:6 q:1 q:2 r:7 r:8 r:9 r:10 r:11");
-    assert_string_equal (gaps->str, "");
-  }
+      assert_non_null (reader);
+      got = drain_runs (reader, gaps);
+      assert_string_equal (got, "r:1 r:2 r:3 r:4 r:5 r:6 q:1 q:2 r:7 r:8 r:9 r:10 r:11");
+      assert_string_equal (gaps->str, "");
+    }
 
   /* 4..6 gone, 7..9 dated before 1..3: said missing */
   assert_int_equal (unlink (missing), 0);
@@ -421,6 +408,90 @@ test_rotated_order_clock_set_back (void **state)
     assert_string_equal (got, "r:1 r:2 r:3 gap r:7 r:8 r:9 q:1 q:2 r:10 r:11");
     assert_non_null (strstr (gaps->str, "run r: seq jumps from 3 to 7: 3 records missing"));
   }
+}
+
+/* A file of one run's records bigger than what is read at a time, its
+ * last line across the boundary of the last read: still known for that
+ * run's alone, and put back in order after a clock set back. */
+static void
+test_rotated_order_big_file (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 300, 0);
+  g_autofree char *big = g_build_filename (f->dir, name, NULL);
+  g_autoptr (GString) text = g_string_new (NULL);
+  g_autoptr (GString) want = g_string_new (NULL);
+  g_autofree char *live = records ("r", 303, 303);
+  struct timespec times[2] = { { 1700002000, 0 }, { 1700002000, 0 } };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *got = NULL;
+  gsize rest;
+
+  for (guint64 seq = 2; seq <= 300; seq++)
+    g_string_append_printf (text, "{\"run\":\"r\",\"seq\":%" G_GUINT64_FORMAT ",\"path\":\"/p\"}\n", seq);
+  /* the first line padded: 20 bytes past 64 KiB in all, where the last
+   * line (30 bytes) begins */
+  rest = 64 * 1024 + 20 - text->len - strlen ("{\"run\":\"r\",\"seq\":1,\"path\":\"/\"}\n");
+  {
+    g_autofree char *pad = g_strnfill (rest, 'p');
+    g_autofree char *first = g_strdup_printf ("{\"run\":\"r\",\"seq\":1,\"path\":\"/%s\"}\n", pad);
+
+    g_string_prepend (text, first);
+  }
+  assert_int_equal (text->len, 64 * 1024 + 20);
+  test_write_file (big, text->str);
+  assert_int_equal (utimensat (AT_FDCWD, big, times, 0), 0);
+  write_rotated_at (f->dir, NULL, "r", 301, 302, 1000); /* the clock set back */
+  test_write_file (f->path, live);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  got = drain_runs (reader, gaps);
+  assert_string_equal (gaps->str, "");
+  for (guint i = 1; i <= 303; i++)
+    g_string_append_printf (want, "%sr:%u", i > 1 ? " " : "", i);
+  assert_string_equal (got, want->str);
+}
+
+/* Only a file that holds one run's records and just the seqs its name
+ * says is moved: run b went on in the live file run a left (so b's first
+ * file begins with a's last records), and the clock was set back before
+ * b's second file.  Put in b's places by its name, b's first file came
+ * before a's second, and a's 11..20 were said missing; it keeps its place
+ * in time, and nothing is said missing. */
+static void
+test_rotated_order_mixed_file_stays (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *live = records ("b", 11, 12);
+  g_autofree char *left = records ("a", 21, 25);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *got = NULL;
+  g_autoptr (GString) want = g_string_new (NULL);
+
+  write_rotated_at (f->dir, NULL, "a", 1, 10, 100);
+  write_rotated_at (f->dir, NULL, "a", 11, 20, 300);
+  write_rotated_at (f->dir, left, "b", 1, 5, 400);
+  write_rotated_at (f->dir, NULL, "b", 6, 10, 200); /* the clock set back */
+  test_write_file (f->path, live);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  got = drain_runs (reader, gaps);
+  assert_string_equal (gaps->str, "");
+  /* in the order of the times: b's 6..10 before its 1..5, filled in */
+  for (guint i = 1; i <= 10; i++)
+    g_string_append_printf (want, "a:%u ", i);
+  for (guint i = 6; i <= 10; i++)
+    g_string_append_printf (want, "b:%u ", i);
+  for (guint i = 11; i <= 25; i++)
+    g_string_append_printf (want, "a:%u ", i);
+  for (guint i = 1; i <= 5; i++)
+    g_string_append_printf (want, "b:%u ", i);
+  g_string_append (want, "b:11 b:12");
+  assert_string_equal (got, want->str);
 }
 
 static void
@@ -455,6 +526,92 @@ count_rotated (const char *path)
 {
   g_autoptr (GPtrArray) r = fb_log_list_rotated (path, NULL);
   return r != NULL ? r->len : 0;
+}
+
+/* A file whose first and last records are one run's, as its name says,
+ * with another run's record between them (two runs writing one log at
+ * once), dated before a file of its run's lower seqs: it keeps its place.
+ * Moved after that file, it took run y's 2 past y's 3, and y's 2 was
+ * said missing. */
+static void
+test_rotated_order_interleaved_file_stays (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 4, 6, 0);
+  g_autofree char *mixed = g_build_filename (f->dir, name, NULL);
+  g_autofree char *x4 = record_line ("x", 4), *y2 = record_line ("y", 2);
+  g_autofree char *x5 = record_line ("x", 5), *x6 = record_line ("x", 6);
+  g_autofree char *text = g_strdup_printf ("%s\n%s\n%s\n%s\n", x4, y2, x5, x6);
+  struct timespec times[2] = { { 1700000100, 0 }, { 1700000100, 0 } };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *got = NULL;
+
+  write_rotated_at (f->dir, NULL, "y", 1, 1, 50);
+  test_write_file (mixed, text);
+  assert_int_equal (utimensat (AT_FDCWD, mixed, times, 0), 0);
+  write_rotated_at (f->dir, NULL, "y", 3, 3, 200);
+  write_rotated_at (f->dir, NULL, "x", 1, 3, 300); /* the clock set back */
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  got = drain_runs (reader, gaps);
+  assert_string_equal (gaps->str, "");
+  assert_string_equal (got, "y:1 x:4 y:2 x:5 x:6 y:3 x:1 x:2 x:3");
+}
+
+/* Two runs writing one log at once (two writers on one --log, each
+ * rotating it, bursts of ten records from one and one from the other):
+ * each names the file it renames after its own seqs, and the other writes
+ * on in it, so a file's name says little of what it holds.  Every record
+ * is read, and no gap is said (sorted by the names, 26 were). */
+static void
+test_rotated_order_two_writers_at_once (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLogOptions one = { .path = f->path, .run_id = "one", .rotate_bytes = 4096 };
+  FbAccessLogOptions two = { .path = f->path, .run_id = "two", .rotate_bytes = 4096 };
+  g_autoptr (GError) error = NULL;
+  FbAccessLog *a = fb_access_log_new (&one, NULL, &error);
+  FbAccessLog *b = NULL;
+  guint counter = 0;
+
+  assert_non_null (a);
+  b = fb_access_log_new (&two, NULL, &error);
+  assert_non_null (b);
+  for (guint round = 0; round < 40; round++)
+    {
+      push_n (a, 10, &counter);
+      push_n (b, 1, &counter);
+    }
+  assert_true (fb_access_log_close (a, &error));
+  assert_true (fb_access_log_close (b, &error));
+  fb_access_log_free (a);
+  fb_access_log_free (b);
+  /* the test did what it claims: rotations, one run's records in a file
+   * named after the other's seqs */
+  assert_true (count_rotated (f->path) >= 20);
+  for (int follow = 0; follow < 2; follow++)
+    {
+      g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, follow, &error);
+      g_autoptr (GString) gaps = g_string_new (NULL);
+      g_autofree char *got = NULL;
+      g_auto (GStrv) shown = NULL;
+      guint ones = 0, twos = 0;
+
+      assert_non_null (reader);
+      got = drain_runs (reader, gaps);
+      if (gaps->len > 0)
+        fail_msg ("%s said records were missing:\n%s", follow ? "a follower" : "a reader", gaps->str);
+      shown = g_strsplit (got, " ", -1);
+      for (guint i = 0; shown[i] != NULL; i++)
+        {
+          ones += g_str_has_prefix (shown[i], "one:");
+          twos += g_str_has_prefix (shown[i], "two:");
+        }
+      assert_int_equal (ones, 400);
+      assert_int_equal (twos, 40);
+    }
 }
 
 /* A writer in this thread (synchronous pushes), a follower polling between
@@ -569,5 +726,9 @@ TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line),
                   TEST_LOG_FILE_TEST (test_linked_file_counted), TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates),
                   TEST_LOG_FILE_TEST (test_lone_surrogate), TEST_LOG_FILE_TEST (test_gap_message),
                   TEST_LOG_FILE_TEST (test_rotated_order), TEST_LOG_FILE_TEST (test_rotated_order_clock_set_back),
-                  TEST_LOG_FILE_TEST (test_missing_log), TEST_LOG_FILE_TEST (test_follow_across_rotation),
-                  TEST_LOG_FILE_TEST (test_follow_partial_line), TEST_LOG_FILE_TEST (test_follow_manual_rotation))
+                  TEST_LOG_FILE_TEST (test_rotated_order_mixed_file_stays),
+                  TEST_LOG_FILE_TEST (test_rotated_order_big_file),
+                  TEST_LOG_FILE_TEST (test_rotated_order_interleaved_file_stays),
+                  TEST_LOG_FILE_TEST (test_rotated_order_two_writers_at_once), TEST_LOG_FILE_TEST (test_missing_log),
+                  TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_partial_line),
+                  TEST_LOG_FILE_TEST (test_follow_manual_rotation))
