@@ -358,15 +358,90 @@ fb_format_ts (gint64 ts_us, char buf[FB_TS_BUF])
   }
 }
 
+GTimeZone *
+fb_ipc_local_time_zone (void)
+{
+  static GTimeZone *tz;
+  static gsize done;
+
+  if (g_once_init_enter (&done))
+    {
+      tz = g_time_zone_new_local ();
+      g_once_init_leave (&done, 1);
+    }
+  return tz;
+}
+
+/* N digits of S as a number, or -1. */
+static int
+digits (const char *s, int n)
+{
+  int v = 0;
+
+  for (int i = 0; i < n; i++)
+    {
+      if (!g_ascii_isdigit (s[i]))
+        return -1;
+      v = v * 10 + (s[i] - '0');
+    }
+  return v;
+}
+
+/* The writer's own form, "YYYY-MM-DDTHH:MM:SS[.ffffff]Z", without GLib's
+ * parser (a reader parses one a record); false for anything else, which
+ * GLib's parser then takes. */
+static bool
+parse_writer_time (const char *s, gint64 *ret_us)
+{
+  static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+  int y = digits (s, 4), mo = digits (s + 5, 2), d = digits (s + 8, 2);
+  int h = digits (s + 11, 2), mi = digits (s + 14, 2), sec = digits (s + 17, 2);
+  int frac = 0, leap, yy, era, yoe, doy, doe;
+  gint64 days;
+
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 ||
+      s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
+    return false;
+  if (s[19] == '.')
+    {
+      frac = digits (s + 20, 6);
+      if (frac < 0 || strcmp (s + 26, "Z") != 0)
+        return false;
+    }
+  else if (strcmp (s + 19, "Z") != 0)
+    return false;
+  leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (d > mdays[mo - 1] + (mo == 2 && leap))
+    return false;
+  /* days since 1970-01-01 of a proleptic Gregorian date (civil calendar
+   * arithmetic: years from March, eras of 400 years) */
+  yy = mo <= 2 ? y - 1 : y;
+  era = yy / 400;
+  yoe = yy - era * 400;
+  doy = (153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5 + d - 1;
+  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  days = (gint64)era * 146097 + doe - 719468;
+  *ret_us = ((days * 24 + h) * 60 + mi) * G_GINT64_CONSTANT (60000000) + (gint64)sec * G_USEC_PER_SEC + frac;
+  return true;
+}
+
 gboolean
 fb_ipc_parse_time (const char *s, gint64 *ret_us)
 {
-  g_autoptr (GTimeZone) local = g_time_zone_new_local ();
   g_autoptr (GDateTime) dt = NULL;
+  gint64 us;
 
   if (s == NULL)
     return false;
-  dt = g_date_time_new_from_iso8601 (s, local);
+  if (strlen (s) >= 20 && parse_writer_time (s, &us))
+    {
+      if (ret_us != NULL)
+        *ret_us = us;
+      return true;
+    }
+  /* (GLib's g_time_zone_new_local reads /etc/localtime's link and stats
+   * it at every call: once is enough) */
+  dt = g_date_time_new_from_iso8601 (s, fb_ipc_local_time_zone ());
   if (dt == NULL)
     return false;
   /* GLib 2.74 has no g_date_time_to_unix_usec (2.80). */

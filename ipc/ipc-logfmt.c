@@ -214,7 +214,8 @@ append_local_time (GString *out, const char *ts, gboolean with_date)
 
   if (fb_ipc_parse_time (ts, &us))
     {
-      g_autoptr (GDateTime) dt = g_date_time_new_from_unix_local (us / G_USEC_PER_SEC);
+      g_autoptr (GDateTime) utc = g_date_time_new_from_unix_utc (us / G_USEC_PER_SEC);
+      g_autoptr (GDateTime) dt = utc != NULL ? g_date_time_to_timezone (utc, fb_ipc_local_time_zone ()) : NULL;
       g_autofree char *text = dt != NULL ? g_date_time_format (dt, with_date ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S") : NULL;
 
       g_string_append_printf (out, "%s.%03d", text != NULL ? text : "?", (int)((us % G_USEC_PER_SEC) / 1000));
@@ -293,7 +294,8 @@ fb_log_record_format (JsonObject *o, gboolean color)
   /* local time, milliseconds */
   if (fb_ipc_parse_time (ts, &us))
     {
-      g_autoptr (GDateTime) dt = g_date_time_new_from_unix_local (us / G_USEC_PER_SEC);
+      g_autoptr (GDateTime) utc = g_date_time_new_from_unix_utc (us / G_USEC_PER_SEC);
+      g_autoptr (GDateTime) dt = utc != NULL ? g_date_time_to_timezone (utc, fb_ipc_local_time_zone ()) : NULL;
       g_autofree char *hms = dt != NULL ? g_date_time_format (dt, "%Y-%m-%d %H:%M:%S") : NULL;
 
       g_string_append_printf (out, "%s.%03d", hms != NULL ? hms : "?", (int)((us % G_USEC_PER_SEC) / 1000));

@@ -165,6 +165,9 @@ char *fb_run_resolve_log (const char *run_or_file, gboolean follow, gboolean *re
 /* Parse an RFC 3339 time ("...Z" or an offset; without a zone: local time),
  * as in the log's "ts", into microseconds since the epoch. */
 gboolean fb_ipc_parse_time (const char *s, gint64 *ret_us);
+/* The local time zone, looked up once for the process (GLib looks it up
+ * again at each g_time_zone_new_local: three system calls). */
+GTimeZone *fb_ipc_local_time_zone (void);
 /* The newest run directory under fb_run_dir_root() (run ids sort by time). */
 char *fb_run_find_latest (GError **error);
 

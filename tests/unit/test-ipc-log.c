@@ -1087,8 +1087,59 @@ test_log_at_a_mount (void **state)
   g_clear_error (&o.error);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_log_at_a_mount), TEST_LOG_FILE_TEST (test_fields),
-                  TEST_LOG_FILE_TEST (test_concurrent_pushers_block),
+/* fb_ipc_parse_time reads the writer's own form itself, and must give
+ * what GLib's parser gives for it (and for every other form, which GLib
+ * reads): times across the calendar, leap days, the ends of months and
+ * years, with and without microseconds; dates that are none refused by
+ * both; offsets and a time without a zone (local) left to GLib. */
+static void
+test_parse_time_like_glib (void **state)
+{
+  g_autoptr (GTimeZone) local = g_time_zone_new_local ();
+  g_autoptr (GRand) rand = g_rand_new_with_seed (20261205);
+  g_autoptr (GPtrArray) texts = g_ptr_array_new_with_free_func (g_free);
+  const char *fixed[] = {
+    "1970-01-01T00:00:00Z",         "1969-12-31T23:59:59.999999Z",  "2000-02-29T12:00:00.000001Z",
+    "2024-02-29T23:59:59Z",         "2100-02-28T00:00:00Z",         "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59.999999Z",  "2023-02-29T00:00:00Z",         "2100-02-29T00:00:00Z",
+    "2024-13-01T00:00:00Z",         "2024-04-31T00:00:00Z",         "2024-05-01T24:00:00Z",
+    "2024-05-01T12:60:00Z",         "2024-05-01T12:00:60Z",         "2024-05-01T12:00:00.5Z",
+    "2024-05-01T12:00:00.1234567Z", "2024-05-01T12:00:00+02:00",    "2024-05-01T12:00:00",
+    "2024-05-01 12:00:00Z",         "2024-05-01T12:00:00.000000ZZ", "2024-05-01T12:00:00.00000xZ",
+    "0000-01-01T00:00:00Z",
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (fixed); i++)
+    g_ptr_array_add (texts, g_strdup (fixed[i]));
+  for (guint i = 0; i < 20000; i++)
+    {
+      int y = g_rand_int_range (rand, 1, 10000), mo = g_rand_int_range (rand, 1, 13);
+      int d = g_rand_int_range (rand, 1, 32), h = g_rand_int_range (rand, 0, 24);
+      int mi = g_rand_int_range (rand, 0, 60), sec = g_rand_int_range (rand, 0, 60);
+
+      if (g_rand_boolean (rand))
+        g_ptr_array_add (texts, g_strdup_printf ("%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", y, mo, d, h, mi, sec,
+                                                 g_rand_int_range (rand, 0, 1000000)));
+      else
+        g_ptr_array_add (texts, g_strdup_printf ("%04d-%02d-%02dT%02d:%02d:%02dZ", y, mo, d, h, mi, sec));
+    }
+  for (guint i = 0; i < texts->len; i++)
+    {
+      const char *text = texts->pdata[i];
+      g_autoptr (GDateTime) dt = g_date_time_new_from_iso8601 (text, local);
+      gint64 us = 0;
+      gboolean ok = fb_ipc_parse_time (text, &us);
+
+      if (ok != (dt != NULL))
+        fail_msg ("%s: fusebox %s it, GLib %s", text, ok ? "takes" : "refuses", dt != NULL ? "takes" : "refuses");
+      if (dt != NULL && us != g_date_time_to_unix (dt) * G_USEC_PER_SEC + g_date_time_get_microsecond (dt))
+        fail_msg ("%s: %" G_GINT64_FORMAT " us, GLib %" G_GINT64_FORMAT, text, us,
+                  g_date_time_to_unix (dt) * G_USEC_PER_SEC + g_date_time_get_microsecond (dt));
+    }
+}
+
+TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_log_at_a_mount), cmocka_unit_test (test_parse_time_like_glib),
+                  TEST_LOG_FILE_TEST (test_fields), TEST_LOG_FILE_TEST (test_concurrent_pushers_block),
                   TEST_LOG_FILE_TEST (test_concurrent_pushers_loop_thread),
                   TEST_LOG_FILE_TEST (test_loop_thread_push_never_deadlocks),
                   TEST_LOG_FILE_TEST (test_queue_byte_budget), TEST_LOG_FILE_TEST (test_rotation_gap_free),
