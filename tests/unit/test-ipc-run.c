@@ -303,6 +303,20 @@ assert_resolves (const char *what, const char *want)
   assert_false (absent);
 }
 
+/* Followed, fb_run_resolve_log finds WANT for WHAT, said absent or not. */
+static void
+assert_follow_resolves (const char *what, const char *want, gboolean absent)
+{
+  g_autoptr (GError) error = NULL;
+  gboolean got_absent = !absent;
+  g_autofree char *got = fb_run_resolve_log (what, TRUE, &got_absent, &error);
+
+  if (got == NULL)
+    fail_msg ("%s, followed: %s", what, error->message);
+  assert_string_equal (got, want);
+  assert_int_equal (got_absent, absent);
+}
+
 static void
 test_resolve (void **state)
 {
@@ -350,24 +364,10 @@ test_resolve (void **state)
   {
     g_autofree char *in_empty = g_build_filename (empty_dir, "access.jsonl", NULL);
     g_autofree char *later = g_build_filename (f->dir, "later.jsonl", NULL);
-    gboolean absent = FALSE;
 
-    got = fb_run_resolve_log (empty_dir, TRUE, &absent, &error);
-    assert_non_null (got);
-    assert_string_equal (got, in_empty);
-    assert_true (absent);
-    g_free (got);
-    absent = FALSE;
-    got = fb_run_resolve_log (later, TRUE, &absent, &error);
-    assert_non_null (got);
-    assert_string_equal (got, later);
-    assert_true (absent);
-    g_free (got);
-    absent = TRUE;
-    got = fb_run_resolve_log (file, TRUE, &absent, &error);
-    assert_string_equal (got, file);
-    assert_false (absent);
-    g_free (got);
+    assert_follow_resolves (empty_dir, in_empty, TRUE);
+    assert_follow_resolves (later, later, TRUE);
+    assert_follow_resolves (file, file, FALSE);
     got = fb_run_resolve_log ("/no/such/dir/x.jsonl", TRUE, NULL, &error);
     assert_null (got);
     assert_non_null (strstr (error->message, "/no/such/dir/x.jsonl"));
