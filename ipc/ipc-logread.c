@@ -63,6 +63,10 @@
  * ends: the first, and rotations while it reads. */
 #define RELIST_MAX 16
 
+/* How often a follower walks its directory's path again, to say when it
+ * leads elsewhere. */
+#define DIR_LOOK_US (2 * G_USEC_PER_SEC)
+
 /* A line longer than this is not ours: skipped as bad, so that a corrupt
  * file can't make the reader allocate without bound. */
 #define MAX_LINE (4 * 1024 * 1024)
@@ -107,12 +111,14 @@ struct FbLogReader
   dev_t foreign_dev;      /* the live file skipped as another's: not warned of again */
   ino_t foreign_ino;
 
-  guint lists_adding;     /* listings of the rotated files that added some */
-  gboolean relist_capped; /* RELIST_MAX reached: not looked for any more */
-  guint live_skips;       /* the live name skipped as another's (a reader that ends) */
-  guint live_opens;       /* the live name opened (a reader that ends) */
-  gboolean dir_gone_told; /* a follower: the directory's removal said (FB_LOG_READ_NOTE) */
-  gboolean capped_told;   /* a reader that ends: RELIST_MAX said, at its end (FB_LOG_READ_NOTE) */
+  guint lists_adding;      /* listings of the rotated files that added some */
+  gboolean relist_capped;  /* RELIST_MAX reached: not looked for any more */
+  guint live_skips;        /* the live name skipped as another's (a reader that ends) */
+  guint live_opens;        /* the live name opened (a reader that ends) */
+  gboolean dir_gone_told;  /* a follower: the directory's removal said (FB_LOG_READ_NOTE) */
+  gboolean dir_moved_told; /* a follower: the path no longer leading to it said */
+  gint64 dir_looked_us;    /* a follower: when the path was last walked (monotonic) */
+  gboolean capped_told;    /* a reader that ends: RELIST_MAX said, at its end (FB_LOG_READ_NOTE) */
   struct
   {
     dev_t dev;
@@ -1165,6 +1171,11 @@ static FbLogReadStatus next (FbLogReader *r, FbLogRecord **ret_record, GError **
  *   this file), that the directory was removed: nothing will be written
  *   there again, and what was written there since it last looked (a
  *   rotation and a new live file, then the removal) is out of its reach;
+ * - to a follower, that the directory's path leads elsewhere now, or
+ *   nowhere (the directory renamed, another made in its place): it goes
+ *   on in the one it opened, and what is written at the path is not
+ *   shown.  The path is walked again (as open_dir walks it: nothing on
+ *   another user's FUSE filesystem is asked) every DIR_LOOK_US at most;
  * - by a reader that ends and stopped looking for rotated files
  *   (RELIST_MAX), that it may not have shown some records, even some that
  *   were in the live file when it started (rotated away while it read):
@@ -1188,6 +1199,28 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
                    "(stop it, and read or follow the path again)",
                    dir);
       return FB_LOG_READ_NOTE;
+    }
+  if (st == FB_LOG_READ_EOF && r->follow && !r->dir_gone_told && !r->dir_moved_told &&
+      g_get_monotonic_time () - r->dir_looked_us >= DIR_LOOK_US)
+    {
+      g_autofree char *dir = g_path_get_dirname (r->live_path);
+      _fb_cleanup_fd_ int now = fb_path_open_not_foreign_fuse (dir, "the access log's directory", "", NULL);
+      struct stat st_now;
+
+      r->dir_looked_us = g_get_monotonic_time ();
+      /* (-1: refused, another user's FUSE filesystem on the way: not
+       * known, looked at again) */
+      if (now == -2 || (now >= 0 && fstat (now, &st_now) == 0 && fstat (r->dir_fd, &st_dir) == 0 &&
+                        (st_now.st_dev != st_dir.st_dev || st_now.st_ino != st_dir.st_ino)))
+        {
+          r->dir_moved_told = TRUE;
+          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_NOT_FOUND,
+                       "%s is %s the directory this follower opened (renamed, or replaced): it goes on in that "
+                       "one, and does not show a log written at that path (stop it, and read or follow the path "
+                       "again)",
+                       dir, now == -2 ? "no longer" : "another directory now, not");
+          return FB_LOG_READ_NOTE;
+        }
     }
   if (st == FB_LOG_READ_EOF && !r->follow && r->relist_capped && !r->capped_told)
     {

@@ -1026,6 +1026,62 @@ test_log_follow_waits_for_log (void **state)
   }
 }
 
+/* A follower whose log's directory is renamed away and another made at
+ * its path (a new run written there) says so, once: it goes on in the one
+ * it opened, and would otherwise show nothing more without a word. */
+static void
+test_log_follow_directory_replaced (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *run = make_run (f->dir->path, "20240501-120000-moved");
+  g_autofree char *old = g_strconcat (run, ".old", NULL);
+  const char *out_path = test_dir_path (f->dir, "moved.out");
+  const char *err_path = test_dir_path (f->dir, "moved.err");
+  g_auto (GStrv) envp = test_environ (f->dir->path);
+  g_autofree char *shown = environ_shown (f->dir->path);
+  char *argv[] = { (char *)g_getenv ("FUSEBOX_BIN"), (char *)"log", (char *)"--follow", (char *)"--json", run, NULL };
+  g_autofree char *cmd = test_shell_line (NULL, shown, argv);
+  g_autofree char *said = g_strdup_printf ("%s is another directory now, not the directory this follower opened", run);
+
+  start_follower_to_files (f, argv, envp, out_path, err_path, cmd);
+  for (guint waited = 0;; waited++)
+    {
+      g_autofree char *out = test_read_file (out_path);
+
+      if (count_lines (out) == 8)
+        break;
+      if (waited == 300)
+        fail_msg ("the follower showed %u records in 30 s, not 8\n  replay: %s", count_lines (out), cmd);
+      g_usleep (100 * 1000);
+    }
+  assert_int_equal (rename (run, old), 0);
+  assert_int_equal (g_mkdir (run, 0700), 0);
+  write_records_at (run, "access.jsonl", 1, 2, 0);
+  for (guint waited = 0;; waited++)
+    {
+      g_autofree char *err = test_read_file (err_path);
+
+      if (strstr (err, said) != NULL)
+        break;
+      if (waited == 100)
+        fail_msg ("no word from the follower 10 s after its directory was replaced\n  replay: %s\n  stderr: %s", cmd,
+                  err);
+      g_usleep (100 * 1000);
+    }
+  g_usleep (2500 * 1000);
+  {
+    g_autofree char *err = test_read_file (err_path);
+    const char *first = strstr (err, said);
+
+    /* once, and the follower goes on */
+    if (strstr (first + strlen (said), "this follower opened") != NULL)
+      fail_msg ("the replacement said more than once\n  replay: %s\n  stderr: %s", cmd, err);
+    assert_true (test_pid_alive (f->follower));
+  }
+  test_kill_child (&f->follower, SIGTERM);
+  test_rm_rf (old);
+}
+
 /* --- report ----------------------------------------------------------- */
 
 static void
@@ -1107,5 +1163,6 @@ TEST_DEFINE_MAIN (NULL, NULL, LOG_TEST (test_log_people), LOG_TEST (test_log_col
                   LOG_TEST (test_log_follow_rotation), LOG_TEST (test_log_fast_rotation_nothing_missing),
                   LOG_TEST (test_log_follow_removed_directory), LOG_TEST (test_log_written_on_after_rename_read),
                   LOG_TEST (test_log_capped_reader_says_so), LOG_TEST (test_log_clock_set_back),
-                  LOG_TEST (test_log_follow_waits_for_log), LOG_TEST (test_report_text), LOG_TEST (test_report_json),
-                  LOG_TEST (test_report_damaged), LOG_TEST (test_report_usage))
+                  LOG_TEST (test_log_follow_waits_for_log), LOG_TEST (test_log_follow_directory_replaced),
+                  LOG_TEST (test_report_text), LOG_TEST (test_report_json), LOG_TEST (test_report_damaged),
+                  LOG_TEST (test_report_usage))
