@@ -383,11 +383,14 @@ seqs_cmp (gconstpointer a, gconstpointer b)
  * one run puts its later file first, and the reader would say the records
  * between them were missing, then show them.  So when one of the owner's
  * files to read is named with lower seqs than one before it (one run's
- * order broken, or two runs writing one log), the files that hold one
- * run's records and nothing else (one_run_of) are put in the order of
- * their seqs, each run's in the places its files had: every other file
- * stays where the time put it (another run's records in it, which that
- * order would break, or a file not known). */
+ * order broken, or two runs writing one log), and every one of the
+ * owner's files to read holds one run's records and nothing else
+ * (one_run_of), they are put in the order of their seqs, each run's in the
+ * places its files had, another run's keeping theirs.  When one holds
+ * more (a run that went on in the live file another left, two runs
+ * writing at once), or is not known, none is moved: sorted around it, a
+ * run's files would pass records of that run it holds, and the reader
+ * would say records were missing that are not. */
 static void
 order_runs (FbLogReader *r)
 {
@@ -450,11 +453,18 @@ order_runs (FbLogReader *r)
   runs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_array_unref);
   for (i = 0; i < len; i++)
     {
-      char *run = files[i].path != NULL ? one_run_of (r, files[i].path, &files[i]) : NULL;
+      char *run;
       GArray *at;
 
-      if (run == NULL)
+      if (files[i].path == NULL)
         continue;
+      /* one file of the owner's holding more than one run's records, and
+       * none is moved: sorted around it, one run's files would pass
+       * records of theirs it holds (a run that went on in the live file
+       * another left, two runs writing at once) */
+      run = one_run_of (r, files[i].path, &files[i]);
+      if (run == NULL)
+        return;
       at = g_hash_table_lookup (runs, run);
       if (at == NULL)
         {

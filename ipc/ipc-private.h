@@ -58,9 +58,9 @@ typedef struct
  * runs) rotates a file that begins with the other's last records, and
  * names it after its own first seq; the time tells them apart, and within
  * one clock tick (several rotations by one run) the seqs do.  A clock set
- * back between two rotations orders one run's files wrongly: a reader puts
- * the files that hold one run's records alone back in the order of its
- * seqs (ipc-logread.c, order_runs).  A
+ * back between two rotations orders one run's files wrongly: when every
+ * file to read holds one run's records alone, a reader puts each run's
+ * back in the order of its seqs (ipc-logread.c, order_runs).  A
  * missing directory is an empty list.
  * Elements are FbRotatedFile*, freed with the array. */
 GPtrArray *fb_log_list_rotated (const char *live_path, GError **error);

@@ -410,6 +410,75 @@ test_rotated_order_clock_set_back (void **state)
   }
 }
 
+/* Run x's second file dated first (the clock set back), and run y going
+ * on in the live file x left: x's files sorted around the file that
+ * holds x's 21..25 and y's 1..5 put it after x's 1..10 and before x's
+ * 11..20, and "seq jumps from 10 to 21" was said of records all there.
+ * With a file of two runs' records to read, none is moved: the order of
+ * the times, x's 11..20 first, filled in below, nothing said. */
+static void
+test_rotated_order_not_around_a_mixed_file (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *left = records ("x", 21, 25);
+  g_autofree char *live = records ("y", 6, 7);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autoptr (GString) want = g_string_new (NULL);
+  g_autofree char *got = NULL;
+
+  write_rotated_at (f->dir, NULL, "x", 1, 10, 400);
+  write_rotated_at (f->dir, NULL, "x", 11, 20, 100);
+  write_rotated_at (f->dir, left, "y", 1, 5, 300);
+  test_write_file (f->path, live);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  got = drain_runs (reader, gaps);
+  assert_string_equal (gaps->str, "");
+  for (guint i = 11; i <= 25; i++)
+    g_string_append_printf (want, "x:%u ", i);
+  for (guint i = 1; i <= 5; i++)
+    g_string_append_printf (want, "y:%u ", i);
+  for (guint i = 1; i <= 10; i++)
+    g_string_append_printf (want, "x:%u ", i);
+  g_string_append (want, "y:6 y:7");
+  assert_string_equal (got, want->str);
+}
+
+/* Two runs writing one log at once: y renamed the file x was writing in,
+ * and named it after y's seqs (10..12), though it holds x's 4..6 alone;
+ * x's second file was dated first (the clock set back).  Taken for x's by
+ * its records and sorted by its name, it went after x's 7..9, and "seq
+ * jumps from 3 to 7" was said.  A file whose records are not the seqs its
+ * name says is no one run's: nothing is moved, nothing said. */
+static void
+test_rotated_order_file_named_by_another_run (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 10, 12, 0);
+  g_autofree char *path = g_build_filename (f->dir, name, NULL);
+  g_autofree char *text = records ("x", 4, 6);
+  g_autofree char *live = records ("y", 10, 11);
+  struct timespec times[2] = { { 1700000200, 0 }, { 1700000200, 0 } };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *got = NULL;
+
+  write_rotated_at (f->dir, NULL, "x", 7, 9, 50);
+  write_rotated_at (f->dir, NULL, "x", 1, 3, 100);
+  test_write_file (path, text);
+  assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+  write_rotated_at (f->dir, NULL, "y", 1, 9, 300);
+  test_write_file (f->path, live);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  got = drain_runs (reader, gaps);
+  assert_string_equal (gaps->str, "");
+  assert_string_equal (got, "x:7 x:8 x:9 x:1 x:2 x:3 x:4 x:5 x:6 y:1 y:2 y:3 y:4 y:5 y:6 y:7 y:8 y:9 y:10 y:11");
+}
+
 /* A file of one run's records bigger than what is read at a time, its
  * last line across the boundary of the last read: still known for that
  * run's alone, and put back in order after a clock set back. */
@@ -727,6 +796,8 @@ TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line),
                   TEST_LOG_FILE_TEST (test_lone_surrogate), TEST_LOG_FILE_TEST (test_gap_message),
                   TEST_LOG_FILE_TEST (test_rotated_order), TEST_LOG_FILE_TEST (test_rotated_order_clock_set_back),
                   TEST_LOG_FILE_TEST (test_rotated_order_mixed_file_stays),
+                  TEST_LOG_FILE_TEST (test_rotated_order_not_around_a_mixed_file),
+                  TEST_LOG_FILE_TEST (test_rotated_order_file_named_by_another_run),
                   TEST_LOG_FILE_TEST (test_rotated_order_big_file),
                   TEST_LOG_FILE_TEST (test_rotated_order_interleaved_file_stays),
                   TEST_LOG_FILE_TEST (test_rotated_order_two_writers_at_once), TEST_LOG_FILE_TEST (test_missing_log),
