@@ -364,6 +364,52 @@ drain_runs (FbLogReader *reader, GString *ret_gaps)
     }
 }
 
+/* WANT with each "RUN:A-B" written out as "RUN:A RUN:A+1 ... RUN:B". */
+static char *
+expand_runs (const char *want)
+{
+  g_auto (GStrv) words = g_strsplit (want, " ", -1);
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; words[i] != NULL; i++)
+    {
+      char *colon = strchr (words[i], ':');
+      char *dash = colon != NULL ? strchr (colon, '-') : NULL;
+      guint64 lo, hi;
+
+      if (dash == NULL)
+        {
+          g_string_append_printf (out, "%s%s", out->len > 0 ? " " : "", words[i]);
+          continue;
+        }
+      lo = g_ascii_strtoull (colon + 1, NULL, 10);
+      hi = g_ascii_strtoull (dash + 1, NULL, 10);
+      for (guint64 seq = lo; seq <= hi; seq++)
+        g_string_append_printf (out, "%s%.*s:%" G_GUINT64_FORMAT, out->len > 0 ? " " : "", (int)(colon - words[i]),
+                                words[i], seq);
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* A reader (FOLLOW: a follower) of the log at PATH gives the records WANT
+ * (expand_runs) and says no gap. */
+static void
+assert_reads (const char *path, gboolean follow, const char *want)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = fb_log_reader_new (path, follow, &error);
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *expanded = expand_runs (want);
+  g_autofree char *got = NULL;
+
+  if (reader == NULL)
+    fail_msg ("%s: %s", path, error->message);
+  got = drain_runs (reader, gaps);
+  if (gaps->len > 0)
+    fail_msg ("%s said records were missing:\n%s", follow ? "a follower" : "a reader", gaps->str);
+  assert_string_equal (got, expanded);
+}
+
 /* The clock set back between two rotations of one run dates its later
  * file before the earlier one: the run's files are still read in the
  * order of its seqs, with no gap said and none shown out of order, while
@@ -384,16 +430,7 @@ test_rotated_order_clock_set_back (void **state)
   write_rotated_at (f->dir, NULL, "q", 1, 2, 2500); /* another run, between */
   test_write_file (f->path, live);
   for (int follow = 0; follow < 2; follow++)
-    {
-      g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, follow, &error);
-      g_autoptr (GString) gaps = g_string_new (NULL);
-      g_autofree char *got = NULL;
-
-      assert_non_null (reader);
-      got = drain_runs (reader, gaps);
-      assert_string_equal (got, "r:1 r:2 r:3 r:4 r:5 r:6 q:1 q:2 r:7 r:8 r:9 r:10 r:11");
-      assert_string_equal (gaps->str, "");
-    }
+    assert_reads (f->path, follow, "r:1-6 q:1-2 r:7-11");
 
   /* 4..6 gone, 7..9 dated before 1..3: said missing */
   assert_int_equal (unlink (missing), 0);
@@ -422,28 +459,12 @@ test_rotated_order_not_around_a_mixed_file (void **state)
   Fixture *f = *state;
   g_autofree char *left = records ("x", 21, 25);
   g_autofree char *live = records ("y", 6, 7);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbLogReader) reader = NULL;
-  g_autoptr (GString) gaps = g_string_new (NULL);
-  g_autoptr (GString) want = g_string_new (NULL);
-  g_autofree char *got = NULL;
 
   write_rotated_at (f->dir, NULL, "x", 1, 10, 400);
   write_rotated_at (f->dir, NULL, "x", 11, 20, 100);
   write_rotated_at (f->dir, left, "y", 1, 5, 300);
   test_write_file (f->path, live);
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  got = drain_runs (reader, gaps);
-  assert_string_equal (gaps->str, "");
-  for (guint i = 11; i <= 25; i++)
-    g_string_append_printf (want, "x:%u ", i);
-  for (guint i = 1; i <= 5; i++)
-    g_string_append_printf (want, "y:%u ", i);
-  for (guint i = 1; i <= 10; i++)
-    g_string_append_printf (want, "x:%u ", i);
-  g_string_append (want, "y:6 y:7");
-  assert_string_equal (got, want->str);
+  assert_reads (f->path, FALSE, "x:11-25 y:1-5 x:1-10 y:6-7");
 }
 
 /* Two runs writing one log at once: y renamed the file x was writing in,
@@ -461,10 +482,6 @@ test_rotated_order_file_named_by_another_run (void **state)
   g_autofree char *text = records ("x", 4, 6);
   g_autofree char *live = records ("y", 10, 11);
   struct timespec times[2] = { { 1700000200, 0 }, { 1700000200, 0 } };
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbLogReader) reader = NULL;
-  g_autoptr (GString) gaps = g_string_new (NULL);
-  g_autofree char *got = NULL;
 
   write_rotated_at (f->dir, NULL, "x", 7, 9, 50);
   write_rotated_at (f->dir, NULL, "x", 1, 3, 100);
@@ -472,11 +489,7 @@ test_rotated_order_file_named_by_another_run (void **state)
   assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
   write_rotated_at (f->dir, NULL, "y", 1, 9, 300);
   test_write_file (f->path, live);
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  got = drain_runs (reader, gaps);
-  assert_string_equal (gaps->str, "");
-  assert_string_equal (got, "x:7 x:8 x:9 x:1 x:2 x:3 x:4 x:5 x:6 y:1 y:2 y:3 y:4 y:5 y:6 y:7 y:8 y:9 y:10 y:11");
+  assert_reads (f->path, FALSE, "x:7-9 x:1-6 y:1-11");
 }
 
 /* A file of one run's records bigger than what is read at a time, its
@@ -489,13 +502,8 @@ test_rotated_order_big_file (void **state)
   g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 300, 0);
   g_autofree char *big = g_build_filename (f->dir, name, NULL);
   g_autoptr (GString) text = g_string_new (NULL);
-  g_autoptr (GString) want = g_string_new (NULL);
   g_autofree char *live = records ("r", 303, 303);
   struct timespec times[2] = { { 1700002000, 0 }, { 1700002000, 0 } };
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbLogReader) reader = NULL;
-  g_autoptr (GString) gaps = g_string_new (NULL);
-  g_autofree char *got = NULL;
   gsize rest;
 
   for (guint64 seq = 2; seq <= 300; seq++)
@@ -514,13 +522,7 @@ test_rotated_order_big_file (void **state)
   assert_int_equal (utimensat (AT_FDCWD, big, times, 0), 0);
   write_rotated_at (f->dir, NULL, "r", 301, 302, 1000); /* the clock set back */
   test_write_file (f->path, live);
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  got = drain_runs (reader, gaps);
-  assert_string_equal (gaps->str, "");
-  for (guint i = 1; i <= 303; i++)
-    g_string_append_printf (want, "%sr:%u", i > 1 ? " " : "", i);
-  assert_string_equal (got, want->str);
+  assert_reads (f->path, FALSE, "r:1-303");
 }
 
 /* Only a file that holds one run's records and just the seqs its name
@@ -535,32 +537,14 @@ test_rotated_order_mixed_file_stays (void **state)
   Fixture *f = *state;
   g_autofree char *live = records ("b", 11, 12);
   g_autofree char *left = records ("a", 21, 25);
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbLogReader) reader = NULL;
-  g_autoptr (GString) gaps = g_string_new (NULL);
-  g_autofree char *got = NULL;
-  g_autoptr (GString) want = g_string_new (NULL);
 
   write_rotated_at (f->dir, NULL, "a", 1, 10, 100);
   write_rotated_at (f->dir, NULL, "a", 11, 20, 300);
   write_rotated_at (f->dir, left, "b", 1, 5, 400);
   write_rotated_at (f->dir, NULL, "b", 6, 10, 200); /* the clock set back */
   test_write_file (f->path, live);
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  got = drain_runs (reader, gaps);
-  assert_string_equal (gaps->str, "");
   /* in the order of the times: b's 6..10 before its 1..5, filled in */
-  for (guint i = 1; i <= 10; i++)
-    g_string_append_printf (want, "a:%u ", i);
-  for (guint i = 6; i <= 10; i++)
-    g_string_append_printf (want, "b:%u ", i);
-  for (guint i = 11; i <= 25; i++)
-    g_string_append_printf (want, "a:%u ", i);
-  for (guint i = 1; i <= 5; i++)
-    g_string_append_printf (want, "b:%u ", i);
-  g_string_append (want, "b:11 b:12");
-  assert_string_equal (got, want->str);
+  assert_reads (f->path, FALSE, "a:1-10 b:6-10 a:11-25 b:1-5 b:11-12");
 }
 
 static void
@@ -612,21 +596,13 @@ test_rotated_order_interleaved_file_stays (void **state)
   g_autofree char *x5 = record_line ("x", 5), *x6 = record_line ("x", 6);
   g_autofree char *text = g_strdup_printf ("%s\n%s\n%s\n%s\n", x4, y2, x5, x6);
   struct timespec times[2] = { { 1700000100, 0 }, { 1700000100, 0 } };
-  g_autoptr (GError) error = NULL;
-  g_autoptr (FbLogReader) reader = NULL;
-  g_autoptr (GString) gaps = g_string_new (NULL);
-  g_autofree char *got = NULL;
 
   write_rotated_at (f->dir, NULL, "y", 1, 1, 50);
   test_write_file (mixed, text);
   assert_int_equal (utimensat (AT_FDCWD, mixed, times, 0), 0);
   write_rotated_at (f->dir, NULL, "y", 3, 3, 200);
   write_rotated_at (f->dir, NULL, "x", 1, 3, 300); /* the clock set back */
-  reader = fb_log_reader_new (f->path, FALSE, &error);
-  assert_non_null (reader);
-  got = drain_runs (reader, gaps);
-  assert_string_equal (gaps->str, "");
-  assert_string_equal (got, "y:1 x:4 y:2 x:5 x:6 y:3 x:1 x:2 x:3");
+  assert_reads (f->path, FALSE, "y:1 x:4 y:2 x:5 x:6 y:3 x:1-3");
 }
 
 /* Two runs writing one log at once (two writers on one --log, each
