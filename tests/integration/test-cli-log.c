@@ -511,6 +511,23 @@ start_follower_to_files (Fixture *f, char **argv, char **envp, const char *out_p
   close (err_fd);
 }
 
+/* Wait (30 s at most) until the follower CMD has written N lines to
+ * OUT_PATH. */
+static void
+wait_for_lines (const char *out_path, guint n, const char *cmd)
+{
+  for (guint waited = 0;; waited++)
+    {
+      g_autofree char *out = test_read_file (out_path);
+
+      if (count_lines (out) == n)
+        return;
+      if (waited == 300)
+        fail_msg ("the follower showed %u records in 30 s, not %u\n  replay: %s", count_lines (out), n, cmd);
+      g_usleep (100 * 1000);
+    }
+}
+
 /* The writer's rotation, done as fast as it goes, one record a file (a
  * child process): each record written to access.jsonl, which is then
  * renamed to its rotated name, until STOP_FD reports the end (closed) and
@@ -938,16 +955,7 @@ test_log_follow_removed_directory (void **state)
 
   start_follower_to_files (f, argv, envp, out_path, err_path, cmd);
   /* the fixture's 8 records shown, then the directory removed */
-  for (;; waited++)
-    {
-      g_autofree char *out = test_read_file (out_path);
-
-      if (count_lines (out) == 8)
-        break;
-      if (waited == 300)
-        fail_msg ("the follower showed %u records in 30 s, not 8\n  replay: %s", count_lines (out), cmd);
-      g_usleep (100 * 1000);
-    }
+  wait_for_lines (out_path, 8, cmd);
   test_rm_rf (run);
   for (waited = 0;; waited++)
     {
@@ -1044,16 +1052,7 @@ test_log_follow_directory_replaced (void **state)
   g_autofree char *said = g_strdup_printf ("%s is another directory now, not the directory this follower opened", run);
 
   start_follower_to_files (f, argv, envp, out_path, err_path, cmd);
-  for (guint waited = 0;; waited++)
-    {
-      g_autofree char *out = test_read_file (out_path);
-
-      if (count_lines (out) == 8)
-        break;
-      if (waited == 300)
-        fail_msg ("the follower showed %u records in 30 s, not 8\n  replay: %s", count_lines (out), cmd);
-      g_usleep (100 * 1000);
-    }
+  wait_for_lines (out_path, 8, cmd);
   assert_int_equal (rename (run, old), 0);
   assert_int_equal (g_mkdir (run, 0700), 0);
   write_records_at (run, "access.jsonl", 1, 2, 0);
