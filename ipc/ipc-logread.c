@@ -219,9 +219,9 @@ keep_listed (GHashTable *table, GHashTable *listed)
 
 /* --- each run's rotated files in the order of its seqs ------------------- */
 
-/* How much of a rotated file is read at a time, and the longest first or
- * last line looked at: a record is a few hundred bytes, one with the
- * longest names a few kilobytes. */
+/* How much of a rotated file is read at a time, and the longest line
+ * looked at: a record is a few hundred bytes, one with the longest names a
+ * few kilobytes. */
 #define RUN_CHUNK (64 * 1024)
 
 /* The run ("" for none: the key parse_line counts its seqs under) and seq
@@ -273,69 +273,82 @@ run_known_free (gpointer p)
   g_free (k);
 }
 
+/* Is the line TEXT (LEN bytes) the record of run *RUN (NULL: the first
+ * line, which sets it) with seq SEQ?  The first is parsed; the others
+ * must hold "run":RUN,"seq":SEQ as the first does (the run a plain
+ * string: a quote in a JSON text outside a string is structure, so these
+ * bytes are that record's members). */
+static bool
+line_is_of (const char *text, size_t len, char **run, guint64 seq)
+{
+  g_autofree char *needle = NULL;
+  const char *at;
+
+  if (*run == NULL)
+    {
+      guint64 got = 0;
+
+      if (!line_run_seq (text, len, run, &got))
+        return false;
+      /* records without a run, or a run that JSON escapes: not looked into */
+      return got == seq && **run != '\0' && strpbrk (*run, "\"\\") == NULL;
+    }
+  needle = g_strdup_printf ("\"run\":\"%s\",\"seq\":%" G_GUINT64_FORMAT, *run, seq);
+  at = memmem (text, len, needle, strlen (needle));
+  return at != NULL && at + strlen (needle) < text + len && (at[strlen (needle)] == ',' || at[strlen (needle)] == '}');
+}
+
 /* The one run whose records FD (a regular file, ST its attributes, named
- * NAME) holds, when it holds just the seqs its name says, one record a
- * line, and nothing else: its first line NAME's first seq, its last line
- * NAME's last seq, both of one run, and a line for each seq between.
- * NULL otherwise: a line no record, or the records of another run in it
- * (a run that went on in the live file another left begins with the
- * other's; when two runs write one log at once, each names the file it
- * renames after its own seqs, and the other may write on in it). */
+ * NAME) holds, when it holds just the seqs its name says and nothing
+ * else: line by line, the records of one run with the seqs from NAME's
+ * first to its last.  NULL otherwise: a line no record, another run's
+ * record among them (a run that went on in the live file another left
+ * begins with the other's; when two runs write one log at once, each
+ * names the file it renames after its own seqs, and the other may write
+ * on in it), a seq missing or out of place. */
 static char *
 one_run_read (int fd, const struct stat *st, const FbRotatedFile *name)
 {
   g_autofree char *buf = g_malloc (RUN_CHUNK);
-  g_autofree char *first_run = NULL;
-  g_autofree char *last_run = NULL;
-  guint64 first_seq = 0, last_seq = 0, lines = 0;
+  g_autoptr (GString) line = g_string_new (NULL);
+  g_autofree char *run = NULL;
+  guint64 next = name->first_seq;
   off_t off = 0;
-  const char *nl;
-  size_t want = 0;
-  ssize_t n;
 
   if (st->st_size < 2 || name->last_seq < name->first_seq)
     return NULL;
-  /* every line counted (a hole reads as NULs: refused, and its file read
-   * no further); the first one parsed */
   while (off < st->st_size)
     {
-      want = st->st_size - off < RUN_CHUNK ? (size_t)(st->st_size - off) : RUN_CHUNK;
+      size_t want = st->st_size - off < RUN_CHUNK ? (size_t)(st->st_size - off) : RUN_CHUNK;
+      ssize_t n;
+
       do
         n = pread (fd, buf, want, off);
       while (n < 0 && errno == EINTR);
+      /* (a hole reads as NULs: refused, and its file read no further) */
       if (n != (ssize_t)want || memchr (buf, '\0', want) != NULL)
         return NULL;
-      if (off == 0)
+      for (const char *p = buf, *end = buf + want; p < end;)
         {
-          nl = memchr (buf, '\n', want);
-          if (nl == NULL || !line_run_seq (buf, (size_t)(nl - buf), &first_run, &first_seq))
+          const char *nl = memchr (p, '\n', (size_t)(end - p));
+          size_t len = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+
+          if (line->len + len > RUN_CHUNK)
             return NULL;
+          g_string_append_len (line, p, (gssize)len);
+          if (nl == NULL)
+            break;
+          if (next > name->last_seq || !line_is_of (line->str, line->len, &run, next))
+            return NULL;
+          next++;
+          g_string_truncate (line, 0);
+          p = nl + 1;
         }
-      for (const char *p = buf; (p = memchr (p, '\n', want - (size_t)(p - buf))) != NULL; p++)
-        lines++;
       off += (off_t)want;
     }
-  if (buf[want - 1] != '\n' || lines != name->last_seq - name->first_seq + 1)
+  if (line->len > 0 || next != name->last_seq + 1)
     return NULL;
-  /* the last line, whole within the last RUN_CHUNK bytes */
-  if (st->st_size > (off_t)want)
-    {
-      want = st->st_size < RUN_CHUNK ? (size_t)st->st_size : RUN_CHUNK;
-      do
-        n = pread (fd, buf, want, st->st_size - (off_t)want);
-      while (n < 0 && errno == EINTR);
-      if (n != (ssize_t)want || buf[want - 1] != '\n')
-        return NULL;
-    }
-  nl = want > 1 ? memrchr (buf, '\n', want - 1) : NULL;
-  if (nl == NULL && st->st_size > (off_t)want)
-    return NULL;
-  nl = nl != NULL ? nl + 1 : buf;
-  if (!line_run_seq (nl, (size_t)(buf + want - 1 - nl), &last_run, &last_seq))
-    return NULL;
-  if (first_seq != name->first_seq || last_seq != name->last_seq || strcmp (first_run, last_run) != 0)
-    return NULL;
-  return g_steal_pointer (&first_run);
+  return g_steal_pointer (&run);
 }
 
 /* one_run_read of PATH, a rotated file of the log's owner (opened as

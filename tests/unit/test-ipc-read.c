@@ -492,6 +492,39 @@ test_rotated_order_file_named_by_another_run (void **state)
   assert_reads (f->path, FALSE, "x:7-9 x:1-6 y:1-11");
 }
 
+/* A file whose first and last lines are one run's records with the seqs
+ * its name says, and as many lines, but another run's record among them
+ * (y's 2 where x's 5 should be): no one run's, so nothing is moved; taken
+ * for x's and moved after y's 3, it had y's 2 said missing, where only x's
+ * 5 is. */
+static void
+test_rotated_order_middle_line_looked_at (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 4, 6, 0);
+  g_autofree char *path = g_build_filename (f->dir, name, NULL);
+  g_autofree char *x4 = record_line ("x", 4), *y2 = record_line ("y", 2), *x6 = record_line ("x", 6);
+  g_autofree char *text = g_strdup_printf ("%s\n%s\n%s\n", x4, y2, x6);
+  struct timespec times[2] = { { 1700000100, 0 }, { 1700000100, 0 } };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *got = NULL;
+
+  write_rotated_at (f->dir, NULL, "y", 1, 1, 50);
+  test_write_file (path, text);
+  assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+  write_rotated_at (f->dir, NULL, "y", 3, 3, 200);
+  write_rotated_at (f->dir, NULL, "x", 1, 3, 300); /* the clock set back */
+  test_write_file (f->path, "");
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  got = drain_runs (reader, gaps);
+  assert_string_equal (got, "y:1 x:4 y:2 gap x:6 y:3 x:1 x:2 x:3");
+  assert_non_null (strstr (gaps->str, "run x: seq jumps from 4 to 6: 1 record missing"));
+  assert_null (strstr (gaps->str, "run y:"));
+}
+
 /* A file of one run's records bigger than what is read at a time, its
  * last line across the boundary of the last read: still known for that
  * run's alone, and put back in order after a clock set back. */
@@ -774,6 +807,7 @@ TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line),
                   TEST_LOG_FILE_TEST (test_rotated_order_mixed_file_stays),
                   TEST_LOG_FILE_TEST (test_rotated_order_not_around_a_mixed_file),
                   TEST_LOG_FILE_TEST (test_rotated_order_file_named_by_another_run),
+                  TEST_LOG_FILE_TEST (test_rotated_order_middle_line_looked_at),
                   TEST_LOG_FILE_TEST (test_rotated_order_big_file),
                   TEST_LOG_FILE_TEST (test_rotated_order_interleaved_file_stays),
                   TEST_LOG_FILE_TEST (test_rotated_order_two_writers_at_once), TEST_LOG_FILE_TEST (test_missing_log),
