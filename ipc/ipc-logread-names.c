@@ -116,6 +116,16 @@ rotated_free (gpointer p)
   g_free (f);
 }
 
+int
+fb_log_rotated_seqs_cmp (const FbRotatedFile *x, const FbRotatedFile *y)
+{
+  if (x->first_seq != y->first_seq)
+    return x->first_seq < y->first_seq ? -1 : 1;
+  if (x->last_seq != y->last_seq)
+    return x->last_seq < y->last_seq ? -1 : 1;
+  return x->n < y->n ? -1 : x->n > y->n;
+}
+
 static int
 rotated_cmp (gconstpointer a, gconstpointer b)
 {
@@ -124,11 +134,7 @@ rotated_cmp (gconstpointer a, gconstpointer b)
 
   if (x->mtime_ns != y->mtime_ns)
     return x->mtime_ns < y->mtime_ns ? -1 : 1;
-  if (x->first_seq != y->first_seq)
-    return x->first_seq < y->first_seq ? -1 : 1;
-  if (x->last_seq != y->last_seq)
-    return x->last_seq < y->last_seq ? -1 : 1;
-  return x->n < y->n ? -1 : x->n > y->n;
+  return fb_log_rotated_seqs_cmp (x, y);
 }
 
 /* The listing: DIR_FD's directory reopened (AT_FDCWD: DIR by name). */

@@ -380,15 +380,9 @@ one_run_of (FbLogReader *r, const char *path, const FbRotatedFile *name)
 }
 
 static int
-seqs_cmp (gconstpointer a, gconstpointer b)
+seqs_cmp (const void *a, const void *b)
 {
-  const FbRotatedFile *x = a, *y = b;
-
-  if (x->first_seq != y->first_seq)
-    return x->first_seq < y->first_seq ? -1 : 1;
-  if (x->last_seq != y->last_seq)
-    return x->last_seq < y->last_seq ? -1 : 1;
-  return x->n < y->n ? -1 : x->n > y->n;
+  return fb_log_rotated_seqs_cmp (a, b);
 }
 
 /* The rotated files still to read come in the order written, by their

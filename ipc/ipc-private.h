@@ -77,6 +77,8 @@ char *fb_log_rotated_name (const char *live_name, guint64 first_seq, guint64 las
 /* PATH's seqs and collision suffix, when its name is a rotated name of the
  * log at LIVE_PATH (RET's path and times untouched). */
 bool fb_log_rotated_name_parse (const char *live_path, const char *path, FbRotatedFile *ret);
+/* By the seqs in their names, then the collision suffix (qsort's order). */
+int fb_log_rotated_seqs_cmp (const FbRotatedFile *x, const FbRotatedFile *y);
 
 /* ipc-logread-seqs.c: the seqs of one run a reader returned, as ranges in a
  * balanced tree (a repeat is a seq returned, whatever the order). */
