@@ -318,21 +318,30 @@ test_rotated_order (void **state)
   }
 }
 
-/* RUN's rotated file FIRST..LAST in DIR, after the lines BEFORE (another
- * run's, left in the live file it went on in; NULL: none), last written
- * SEC seconds after a day in 2023 (a clock set back writes a later file
- * with an earlier time). */
+/* The rotated file FIRST..LAST in DIR holding TEXT, last written SEC
+ * seconds after a day in 2023 (a clock set back writes a later file with
+ * an earlier time). */
 static void
-write_rotated_at (const char *dir, const char *before, const char *run, guint64 first, guint64 last, time_t sec)
+write_rotated_text (const char *dir, guint64 first, guint64 last, const char *text, time_t sec)
 {
   g_autofree char *name = fb_log_rotated_name ("access.jsonl", first, last, 0);
   g_autofree char *path = g_build_filename (dir, name, NULL);
-  g_autofree char *own = records (run, first, last);
-  g_autofree char *text = g_strconcat (before != NULL ? before : "", own, NULL);
   struct timespec times[2] = { { 1700000000 + sec, 0 }, { 1700000000 + sec, 0 } };
 
   test_write_file (path, text);
   assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+}
+
+/* RUN's rotated file FIRST..LAST in DIR, after the lines BEFORE (another
+ * run's, left in the live file it went on in; NULL: none), dated as
+ * write_rotated_text dates it. */
+static void
+write_rotated_at (const char *dir, const char *before, const char *run, guint64 first, guint64 last, time_t sec)
+{
+  g_autofree char *own = records (run, first, last);
+  g_autofree char *text = g_strconcat (before != NULL ? before : "", own, NULL);
+
+  write_rotated_text (dir, first, last, text, sec);
 }
 
 /* What READER gives until EOF: "RUN:SEQ" for each record, "gap" for each
@@ -477,16 +486,12 @@ static void
 test_rotated_order_file_named_by_another_run (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 10, 12, 0);
-  g_autofree char *path = g_build_filename (f->dir, name, NULL);
   g_autofree char *text = records ("x", 4, 6);
   g_autofree char *live = records ("y", 10, 11);
-  struct timespec times[2] = { { 1700000200, 0 }, { 1700000200, 0 } };
 
   write_rotated_at (f->dir, NULL, "x", 7, 9, 50);
   write_rotated_at (f->dir, NULL, "x", 1, 3, 100);
-  test_write_file (path, text);
-  assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+  write_rotated_text (f->dir, 10, 12, text, 200);
   write_rotated_at (f->dir, NULL, "y", 1, 9, 300);
   test_write_file (f->path, live);
   assert_reads (f->path, FALSE, "x:7-9 x:1-6 y:1-11");
@@ -501,19 +506,15 @@ static void
 test_rotated_order_middle_line_looked_at (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 4, 6, 0);
-  g_autofree char *path = g_build_filename (f->dir, name, NULL);
   g_autofree char *x4 = record_line ("x", 4), *y2 = record_line ("y", 2), *x6 = record_line ("x", 6);
   g_autofree char *text = g_strdup_printf ("%s\n%s\n%s\n", x4, y2, x6);
-  struct timespec times[2] = { { 1700000100, 0 }, { 1700000100, 0 } };
   g_autoptr (GError) error = NULL;
   g_autoptr (FbLogReader) reader = NULL;
   g_autoptr (GString) gaps = g_string_new (NULL);
   g_autofree char *got = NULL;
 
   write_rotated_at (f->dir, NULL, "y", 1, 1, 50);
-  test_write_file (path, text);
-  assert_int_equal (utimensat (AT_FDCWD, path, times, 0), 0);
+  write_rotated_text (f->dir, 4, 6, text, 100);
   write_rotated_at (f->dir, NULL, "y", 3, 3, 200);
   write_rotated_at (f->dir, NULL, "x", 1, 3, 300); /* the clock set back */
   test_write_file (f->path, "");
@@ -532,11 +533,8 @@ static void
 test_rotated_order_big_file (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 300, 0);
-  g_autofree char *big = g_build_filename (f->dir, name, NULL);
   g_autoptr (GString) text = g_string_new (NULL);
   g_autofree char *live = records ("r", 303, 303);
-  struct timespec times[2] = { { 1700002000, 0 }, { 1700002000, 0 } };
   gsize rest;
 
   for (guint64 seq = 2; seq <= 300; seq++)
@@ -551,8 +549,7 @@ test_rotated_order_big_file (void **state)
     g_string_prepend (text, first);
   }
   assert_int_equal (text->len, 64 * 1024 + 20);
-  test_write_file (big, text->str);
-  assert_int_equal (utimensat (AT_FDCWD, big, times, 0), 0);
+  write_rotated_text (f->dir, 1, 300, text->str, 2000);
   write_rotated_at (f->dir, NULL, "r", 301, 302, 1000); /* the clock set back */
   test_write_file (f->path, live);
   assert_reads (f->path, FALSE, "r:1-303");
@@ -623,16 +620,12 @@ static void
 test_rotated_order_interleaved_file_stays (void **state)
 {
   Fixture *f = *state;
-  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 4, 6, 0);
-  g_autofree char *mixed = g_build_filename (f->dir, name, NULL);
   g_autofree char *x4 = record_line ("x", 4), *y2 = record_line ("y", 2);
   g_autofree char *x5 = record_line ("x", 5), *x6 = record_line ("x", 6);
   g_autofree char *text = g_strdup_printf ("%s\n%s\n%s\n%s\n", x4, y2, x5, x6);
-  struct timespec times[2] = { { 1700000100, 0 }, { 1700000100, 0 } };
 
   write_rotated_at (f->dir, NULL, "y", 1, 1, 50);
-  test_write_file (mixed, text);
-  assert_int_equal (utimensat (AT_FDCWD, mixed, times, 0), 0);
+  write_rotated_text (f->dir, 4, 6, text, 100);
   write_rotated_at (f->dir, NULL, "y", 3, 3, 200);
   write_rotated_at (f->dir, NULL, "x", 1, 3, 300); /* the clock set back */
   assert_reads (f->path, FALSE, "y:1 x:4 y:2 x:5 x:6 y:3 x:1-3");
