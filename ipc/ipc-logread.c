@@ -16,7 +16,12 @@
  * never had open), then the new live file.  Until a live file of the log's
  * owner is there, the old descriptor is followed on: the writer writes on
  * in the renamed file when it can't make a new one of its own (another
- * user may take the free name in that instant).  (run, seq) de-duplicates
+ * user may take the free name in that instant).  Two runs writing one log
+ * at once each rename the live file the other writes in, and the other
+ * writes on in it under its rotated name: a follower looks at the rotated
+ * files it read (their sizes, at each end of the live file and each
+ * listing: queue_grown), and reads one that grew on from where it stopped
+ * (ReadTo), then comes back to the live file where it left it.  (run, seq) de-duplicates
  * what could be read twice and reveals what is missing.  What a follower
  * remembers of the rotated files (read, skipped) is kept only for the
  * names the directory still holds.  A reader that ends lists the rotated
@@ -71,6 +76,15 @@
  * file can't make the reader allocate without bound. */
 #define MAX_LINE (4 * 1024 * 1024)
 
+/* How many of a file's first bytes tell it from another file given its
+ * inode number: a record's first bytes are its time, run and seq. */
+#define HEAD_BYTES 128
+
+/* A follower with more rotated files read than this looks at their sizes
+ * once a second at most, not at every end of the live file. */
+#define GROWN_LOOK_MANY 256
+#define GROWN_LOOK_US G_USEC_PER_SEC
+
 /* In FbLogReader.lines, a line that held a NUL byte (its text would end
  * there: what follows could not be seen).  Never freed. */
 static char nul_line[] = "";
@@ -98,6 +112,21 @@ fb_log_record_free (FbLogRecord *record)
 
 /* --- the reader ------------------------------------------------------------ */
 
+/* Where a follower's reading of a file stopped: read again from there
+ * when it grows (another run writes on in it), or when the follower comes
+ * back to it (the live file, left to read a rotated file that grew). */
+typedef struct
+{
+  dev_t dev;
+  ino_t ino;
+  off_t size; /* how much of it was read (a torn last line included) */
+  struct timespec mtime;
+  off_t offset; /* the end of its last complete line */
+  guint64 line_no;
+  char head[HEAD_BYTES]; /* its first bytes: not another file given its inode number */
+  size_t head_len;
+} ReadTo;
+
 struct FbLogReader
 {
   char *live_path;
@@ -119,17 +148,14 @@ struct FbLogReader
   gboolean dir_moved_told; /* a follower: the path no longer leading to it said */
   gint64 dir_looked_us;    /* a follower: when the path was last walked (monotonic) */
   gboolean capped_told;    /* a reader that ends: RELIST_MAX said, at its end (FB_LOG_READ_NOTE) */
-  struct
-  {
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-  } read_live[8]; /* the last live files read to their end and renamed away */
+  ReadTo read_live[8];     /* the last live files read to their end and renamed away */
   guint read_live_next;
-  GQueue pending;      /* rotated files still to read (char* paths), in order */
-  GHashTable *seen;    /* rotated files queued once (paths, as last listed): never twice */
-  GHashTable *skipped; /* rotated files skipped (path -> Identity, as last listed) */
+  GHashTable *read_to;    /* a follower: rotated files read (path, as last listed) -> ReadTo* */
+  ReadTo live_left;       /* a follower: the live file, left to read a rotated file that grew */
+  gint64 grown_looked_us; /* a follower: when read_to's files were last looked at (monotonic) */
+  GQueue pending;         /* rotated files still to read (char* paths), in order */
+  GHashTable *seen;       /* rotated files queued once (paths, as last listed): never twice */
+  GHashTable *skipped;    /* rotated files skipped (path -> Identity, as last listed) */
 
   int fd;
   char *file;       /* path of fd's file */
@@ -137,8 +163,10 @@ struct FbLogReader
   gboolean drained; /* the live file was seen replaced and read to its end again */
   dev_t dev;
   ino_t ino;
-  off_t offset; /* where fd's next read starts */
-  off_t limit;  /* a reader that ends: fd is read up to here, no further */
+  off_t offset;     /* where fd's next read starts */
+  off_t limit;      /* a reader that ends: fd is read up to here, no further */
+  gboolean resumed; /* fd was opened where a follower's reading of it stopped (ReadTo) */
+  gsize torn;       /* bytes of a last line said incomplete, not read again until it grows */
   guint64 line_no;
   GString *partial;  /* bytes after the last newline read */
   gboolean skipping; /* inside an over-long line: drop until its newline */
@@ -162,20 +190,78 @@ leaf (const char *path)
   return slash != NULL ? slash + 1 : path;
 }
 
-/* Is PATH the file we read to its end as the live one, since renamed? */
-static bool
+/* Is PATH the file we read to its end as the live one, since renamed?
+ * The same file as it was then, or that file grown since (another run
+ * writes on in it, or wrote between our last read and the rename: it is
+ * read again where we stopped, once its first bytes show it is that file;
+ * ReadTo). */
+static const ReadTo *
 was_read_as_live (FbLogReader *r, const char *path)
 {
   struct stat st;
 
   if (fb_lstat_cached (r->dir_fd, leaf (path), &st) < 0 || !S_ISREG (st.st_mode))
+    return NULL;
+  for (guint i = 0; i <= G_N_ELEMENTS (r->read_live); i++)
+    {
+      /* (and the live file a follower left for a while, renamed since) */
+      const ReadTo *t = i < G_N_ELEMENTS (r->read_live) ? &r->read_live[i] : &r->live_left;
+
+      if (t->ino == 0 || t->dev != st.st_dev || t->ino != st.st_ino)
+        continue;
+      if (t->size == st.st_size && t->mtime.tv_sec == st.st_mtim.tv_sec && t->mtime.tv_nsec == st.st_mtim.tv_nsec)
+        return t;
+      if (st.st_size > t->size)
+        return t;
+    }
+  return NULL;
+}
+
+/* Where reading FD (r->file, opened as FILE) stopped: *TO. */
+static void
+read_to_set (FbLogReader *r, ReadTo *to)
+{
+  struct stat st;
+  ssize_t n;
+
+  memset (to, 0, sizeof *to);
+  if (fstat (r->fd, &st) < 0)
+    return;
+  to->dev = st.st_dev;
+  to->ino = st.st_ino;
+  to->size = r->offset; /* what was looked at: more than that, more to read */
+  to->mtime = st.st_mtim;
+  /* a line said incomplete (or still being written) is read again from
+   * its start: the writer may complete it */
+  to->offset = r->offset - (off_t)r->partial->len - (off_t)r->torn;
+  to->line_no = r->line_no - (r->torn > 0 ? 1 : 0);
+  do
+    n = pread (r->fd, to->head, sizeof to->head, 0);
+  while (n < 0 && errno == EINTR);
+  to->head_len = n > 0 ? (size_t)n : 0;
+}
+
+/* FD (attributes ST) just opened: is it the file TO says, where a
+ * follower stopped?  Then read on from there. */
+static bool
+resume_at (FbLogReader *r, int fd, const struct stat *st, const ReadTo *to)
+{
+  char head[HEAD_BYTES];
+  ssize_t n;
+
+  if (to == NULL || to->ino == 0 || to->dev != st->st_dev || to->ino != st->st_ino || st->st_size < to->offset ||
+      to->offset <= 0)
     return false;
-  for (guint i = 0; i < G_N_ELEMENTS (r->read_live); i++)
-    if (r->read_live[i].ino != 0 && r->read_live[i].dev == st.st_dev && r->read_live[i].ino == st.st_ino &&
-        r->read_live[i].size == st.st_size && r->read_live[i].mtime.tv_sec == st.st_mtim.tv_sec &&
-        r->read_live[i].mtime.tv_nsec == st.st_mtim.tv_nsec)
-      return true;
-  return false;
+  do
+    n = pread (fd, head, to->head_len, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)to->head_len || memcmp (head, to->head, to->head_len) != 0)
+    return false;
+  if (lseek (fd, to->offset, SEEK_SET) != to->offset)
+    return false;
+  r->offset = to->offset;
+  r->line_no = to->line_no;
+  return true;
 }
 
 /* A file skipped at a rotated name: while the same file is there, it is
@@ -496,8 +582,54 @@ order_runs (FbLogReader *r)
     }
 }
 
+/* Is PATH among the rotated files still to read? */
+static bool
+is_pending (FbLogReader *r, const char *path)
+{
+  for (GList *l = r->pending.head; l != NULL; l = l->next)
+    if (strcmp (l->data, path) == 0)
+      return true;
+  return false;
+}
+
+/* A follower: queue again, first, the rotated files it read that have
+ * grown since.  Two runs writing one log at once each rename the live
+ * file the other writes in, and the other writes on in it under its
+ * rotated name (ipc-log-file.c, rotate), after this follower may have
+ * read it to its end.  Looked at by what the kernel holds: the same file
+ * of the owner's, larger than when read.  Returns how many. */
+static guint
+queue_grown (FbLogReader *r)
+{
+  GHashTableIter it;
+  gpointer path, value;
+  guint added = 0;
+
+  if (!r->follow || g_hash_table_size (r->read_to) == 0)
+    return 0;
+  r->grown_looked_us = g_get_monotonic_time ();
+  g_hash_table_iter_init (&it, r->read_to);
+  while (g_hash_table_iter_next (&it, &path, &value))
+    {
+      ReadTo *to = value;
+      struct stat st;
+
+      if (fb_lstat_cached (r->dir_fd, leaf (path), &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != r->owner ||
+          st.st_dev != to->dev || st.st_ino != to->ino || st.st_size <= to->size)
+        continue;
+      if (r->file != NULL && strcmp (r->file, path) == 0)
+        continue;
+      if (is_pending (r, path))
+        continue;
+      g_queue_push_head (&r->pending, g_strdup (path));
+      added++;
+    }
+  return added;
+}
+
 /* Queue the rotated files not queued before.  The writer never renames a
- * rotated file again, so a name read is not read twice; but a name skipped
+ * rotated file again, so a name read is not read twice (a follower reads
+ * on in one that grew: queue_grown); but a name skipped
  * (another user's file, or no regular file) is remembered as that file:
  * removed, its name may be the writer's next rotated file. */
 static gboolean
@@ -525,10 +657,12 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
     {
       keep_listed (r->seen, listed);
       keep_listed (r->skipped, listed);
+      keep_listed (r->read_to, listed);
     }
   for (guint i = 0; i < rotated->len; i++)
     {
       FbRotatedFile *f = rotated->pdata[i];
+      const ReadTo *read;
 
       /* (still remembered above: only its reading waits) */
       if (f->later)
@@ -541,9 +675,19 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
       /* The file we were reading as the live one, under its rotated name:
        * already read to its end.  Known by what it is, not by its name's
        * seqs: the next run's first rotated file has seqs below ours. */
-      if (was_read_as_live (r, f->path))
+      if ((read = was_read_as_live (r, f->path)) != NULL)
         {
+          struct stat st;
+
           g_hash_table_add (r->seen, g_strdup (f->path));
+          g_hash_table_replace (r->read_to, g_strdup (f->path), g_memdup2 (read, sizeof *read));
+          /* grown since: a follower reads on in it with the others that
+           * grew (queue_grown, below), a reader that ends now */
+          if (!r->follow && fb_lstat_cached (r->dir_fd, leaf (f->path), &st) == 0 && st.st_size > read->size)
+            {
+              g_queue_push_tail (&r->pending, g_strdup (f->path));
+              added++;
+            }
           continue;
         }
       g_hash_table_add (r->seen, g_strdup (f->path));
@@ -552,6 +696,7 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
     }
   if (added > 0)
     r->lists_adding++;
+  added += queue_grown (r);
   if (added > 0 && r->owner_known)
     order_runs (r);
   if (ret_added != NULL)
@@ -676,6 +821,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)fb_seq_set_free);
   r->runs_known = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, run_known_free);
+  r->read_to = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_queue_init (&r->pending);
   g_queue_init (&r->lines);
   g_queue_init (&r->line_nos);
@@ -726,6 +872,8 @@ close_current (FbLogReader *r)
   r->drained = FALSE;
   r->offset = 0;
   r->limit = 0;
+  r->resumed = FALSE;
+  r->torn = 0;
 }
 
 void
@@ -742,6 +890,7 @@ fb_log_reader_free (FbLogReader *r)
   g_hash_table_unref (r->skipped);
   g_hash_table_unref (r->seqs);
   g_hash_table_unref (r->runs_known);
+  g_hash_table_unref (r->read_to);
   fb_log_record_free (r->held);
   fb_fd_close (&r->dir_fd);
   g_free (r->live_path);
@@ -825,6 +974,8 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
       return OPEN_FOREIGN;
     }
   close_current (r);
+  /* back at a file read in part: on from there */
+  r->resumed = resume_at (r, fd, &st, is_live ? &r->live_left : g_hash_table_lookup (r->read_to, path));
   r->fd = fb_steal_fd (&fd);
   r->file = g_strdup (path);
   r->is_live = is_live;
@@ -833,6 +984,8 @@ open_file (FbLogReader *r, const char *path, gboolean is_live, GError **error)
   /* a reader that ends reads the file as large as it is now: one that
    * grows without end (its owner appending) must not keep it reading */
   r->limit = r->follow ? G_MAXINT64 : st.st_size;
+  if (r->resumed)
+    return 1;
   r->stats.files++;
   /* fusebox writes a log file under one name only (open_live refuses
    * another): one more was made since, by whoever could write where it
@@ -1297,7 +1450,19 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           /* At its end.  The live file, still in place, may grow: */
           replaced = r->is_live && live_replaced (r);
           if (r->is_live && !replaced && r->follow)
-            return FB_LOG_READ_EOF; /* a partial line may yet be completed */
+            {
+              /* a rotated file read before, grown since (queue_grown): read
+               * on in it, then come back here */
+              if ((g_hash_table_size (r->read_to) <= GROWN_LOOK_MANY ||
+                   g_get_monotonic_time () - r->grown_looked_us >= GROWN_LOOK_US) &&
+                  queue_grown (r) > 0)
+                {
+                  read_to_set (r, &r->live_left);
+                  close_current (r);
+                  continue;
+                }
+              return FB_LOG_READ_EOF; /* a partial line may yet be completed */
+            }
           /* and so may the one rotated away, and the newest rotated file,
            * until the writer has a new live file of its own */
           newest = false;
@@ -1338,6 +1503,7 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
               g_string_truncate (r->partial, 0);
               r->skipping = FALSE;
               r->line_no++;
+              r->torn = len;
               r->stats.truncated++;
               g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
                            "%s:%" G_GUINT64_FORMAT ": the last line is incomplete (%" G_GSIZE_FORMAT
@@ -1353,20 +1519,16 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
             }
           /* A rotated file done, or the live one rotated away: go on with
            * the rotated files that appeared meanwhile, then the live file. */
+          /* its size, time and first bytes too: its inode number may go
+           * to a file made after it is removed */
           if (replaced)
+            read_to_set (r, &r->read_live[r->read_live_next++ % G_N_ELEMENTS (r->read_live)]);
+          else if (r->follow && !r->is_live)
             {
-              guint k = r->read_live_next++ % G_N_ELEMENTS (r->read_live);
-              struct stat st;
+              ReadTo *to = g_new (ReadTo, 1);
 
-              /* its size and time too: its inode number may go to a file
-               * made after it is removed */
-              if (fstat (r->fd, &st) == 0)
-                {
-                  r->read_live[k].dev = st.st_dev;
-                  r->read_live[k].ino = st.st_ino;
-                  r->read_live[k].size = st.st_size;
-                  r->read_live[k].mtime = st.st_mtim;
-                }
+              read_to_set (r, to);
+              g_hash_table_replace (r->read_to, g_strdup (r->file), to);
             }
           close_current (r);
           /* look for rotated files that appeared meanwhile only when none
@@ -1446,8 +1608,11 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           {
             if (o > 0)
               {
+                if (!r->resumed)
+                  r->stats.files--;
+                if (r->follow)
+                  read_to_set (r, &r->live_left);
                 close_current (r);
-                r->stats.files--;
               }
             continue;
           }

@@ -481,8 +481,181 @@ MFX_CASE (test_killed_client)
   assert_true (expect > 2);
 }
 
+/* The second mount and the follower of test_two_mounts_one_log_followed,
+ * for its teardown to end even when it failed. */
+static MFx *second_fx;
+static pid_t follower_pid;
+
+static int
+teardown_two (void **state)
+{
+  MState *ms = *state;
+
+  if (follower_pid > 0)
+    test_kill_child (&follower_pid, SIGKILL);
+  if (second_fx != NULL)
+    mfx_free (second_fx, !ms->passed);
+  second_fx = NULL;
+  return mfx_teardown (state);
+}
+
+static guint
+rotated_beside (const char *log_path)
+{
+  g_autofree char *dir = g_path_get_dirname (log_path);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  assert_non_null (d);
+  while ((name = g_dir_read_name (d)) != NULL)
+    n += g_regex_match_simple ("^access\\.[0-9]{12}-[0-9]{12}(\\.[0-9]+)?\\.jsonl$", name, 0, 0);
+  return n;
+}
+
+/* Each "RUN SEQ" of the records in TEXT (`log --json`). */
+static GHashTable *
+records_of (const char *text)
+{
+  GHashTable *got = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_auto (GStrv) lines = g_strsplit (text, "\n", -1);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      g_autoptr (JsonParser) parser = json_parser_new ();
+      JsonObject *o;
+
+      if (*lines[i] == '\0' || !json_parser_load_from_data (parser, lines[i], -1, NULL))
+        continue;
+      o = json_node_get_object (json_parser_get_root (parser));
+      if (json_object_has_member (o, "run") && json_object_has_member (o, "seq"))
+        g_hash_table_add (got, g_strdup_printf ("%s %" G_GINT64_FORMAT, json_object_get_string_member (o, "run"),
+                                                json_object_get_int_member (o, "seq")));
+    }
+  return got;
+}
+
+/* Two mounts write one log (--log), each rotating it: each renames the
+ * live file the other writes in, and the other writes on in it under its
+ * rotated name.  A follower (`log --follow`), started before either, shows
+ * every record the log holds, each once, and says no record is missing;
+ * it had shown a third of them, without a word. */
+MFX_CASE (test_two_mounts_one_log_followed)
+{
+  MFx *fx2 = second_fx = mfx_new (fx->test_name);
+  const char *out_path = test_dir_path (fx->dir, "follower.out");
+  const char *err_path = test_dir_path (fx->dir, "follower.err");
+  g_autofree char *ended = NULL;
+  g_autoptr (GHashTable) all = NULL;
+  guint rotated = 0, runs = 0;
+  pid_t *follower = &follower_pid;
+
+  for (guint i = 0; i < 40; i++)
+    {
+      g_autofree char *rel = g_strdup_printf ("/ws/f%02u", i);
+      mfx_write (fx, rel, "x\n");
+      mfx_write (fx2, rel, "x\n");
+    }
+  fx2->log_path = fx->log_path;
+  *follower = fork ();
+  assert_true (*follower >= 0);
+  if (*follower == 0)
+    {
+      int out = open (out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      int err = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+      if (out < 0 || err < 0 || dup2 (out, 1) < 0 || dup2 (err, 2) < 0)
+        _exit (127);
+      execl (test_bin (), test_bin (), "log", "--follow", "--json", fx->log_path, (char *)NULL);
+      _exit (127);
+    }
+  mfx_mount (fx, policy_text, "--log-file-size", "4K", NULL);
+  mfx_mount (fx2, policy_text, "--log-file-size", "4K", NULL);
+  /* opens through one mount, then the other, the follower reading along */
+  for (guint round = 0; round < 30; round++)
+    for (guint i = 0; i < 40; i++)
+      {
+        MFx *on = (round + i / 10) % 2 ? fx2 : fx;
+        g_autofree char *rel = g_strdup_printf ("/ws/f%02u", (round * 7 + i) % 40);
+        g_autofree char *p = mfx_m (on, rel);
+        g_autofree char *text = test_read_file (p);
+
+        assert_string_equal (text, "x\n");
+        if (i % 10 == 9)
+          g_usleep (20 * 1000);
+      }
+  mfx_unmount (fx);
+  mfx_unmount (fx2);
+  /* what the log holds, read once it is complete */
+  {
+    const char *argv[] = { test_bin (), "log", "--json", fx->log_path, NULL };
+    g_autofree char *err = NULL;
+
+    assert_int_equal (test_run_cmd (argv, &ended, &err), 0);
+    all = records_of (ended);
+  }
+  {
+    g_autoptr (GHashTable) run_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    GHashTableIter it;
+    gpointer key;
+
+    rotated = rotated_beside (fx->log_path);
+    g_hash_table_iter_init (&it, all);
+    while (g_hash_table_iter_next (&it, &key, NULL))
+      g_hash_table_add (run_ids, g_strndup (key, strchr (key, ' ') - (char *)key));
+    runs = g_hash_table_size (run_ids);
+  }
+  /* the test did what it claims: two runs, each rotating */
+  assert_int_equal (runs, 2);
+  assert_true (rotated >= 20);
+  assert_true (g_hash_table_size (all) >= 1200);
+  {
+    g_autoptr (GHashTable) shown = NULL;
+    g_autofree char *said = NULL;
+
+    if (!TEST_WAIT_FOR (({
+                          g_autofree char *text = test_read_file (out_path);
+                          g_autoptr (GHashTable) now = records_of (text != NULL ? text : "");
+                          g_hash_table_size (now) >= g_hash_table_size (all);
+                        }),
+                        20000))
+      {
+        g_autofree char *text = test_read_file (out_path);
+
+        shown = records_of (text != NULL ? text : "");
+        fail_msg ("the follower showed %u of the log's %u records", g_hash_table_size (shown), g_hash_table_size (all));
+      }
+    test_kill_child (follower, SIGTERM);
+    said = test_read_file (err_path);
+    {
+      g_autofree char *text = test_read_file (out_path);
+      GHashTableIter it;
+      gpointer key;
+
+      shown = records_of (text);
+      /* each once */
+      {
+        guint lines = 0;
+
+        for (const char *c = text; *c != '\0'; c++)
+          lines += *c == '\n';
+        assert_int_equal (lines, g_hash_table_size (all));
+      }
+      g_hash_table_iter_init (&it, all);
+      while (g_hash_table_iter_next (&it, &key, NULL))
+        if (!g_hash_table_contains (shown, key))
+          fail_msg ("the follower never showed the record %s", (char *)key);
+    }
+    if (strstr (said, "seq jumps") != NULL)
+      fail_msg ("the follower said records were missing:\n%s", said);
+  }
+  second_fx = NULL;
+  mfx_free (fx2, false);
+}
+
 MFX_DEFINE_MAIN (MFX_TEST (test_bad_mountpoints), MFX_TEST (test_sigterm), MFX_TEST (test_killed_client),
                  MFX_TEST (test_sigint_foreground), MFX_TEST (test_external_fusermount),
                  MFX_TEST (test_open_file_at_stop), MFX_TEST (test_sigkill),
                  MFX_TEST (test_sigkill_keeps_answered_records), MFX_TEST (test_stale_mountpoint),
-                 MFX_TEST (test_default_run_dir), MFX_TEST (test_many_names))
+                 MFX_TEST (test_default_run_dir), MFX_TEST (test_many_names),
+                 cmocka_unit_test_setup_teardown (test_two_mounts_one_log_followed, mfx_setup, teardown_two))

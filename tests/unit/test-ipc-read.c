@@ -685,6 +685,205 @@ test_rotated_order_two_writers_at_once (void **state)
     }
 }
 
+/* Each record's "RUN:SEQ" in SHOWN (drain_runs' text), counted: every one
+ * of NA records of run "one" and NB of "two", each once. */
+static void
+assert_each_once (const char *shown, guint na, guint nb)
+{
+  g_auto (GStrv) words = g_strsplit (shown, " ", -1);
+  g_autoptr (GHashTable) got = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  for (guint i = 0; words[i] != NULL; i++)
+    if (*words[i] != '\0' && !g_hash_table_add (got, g_strdup (words[i])))
+      fail_msg ("%s shown twice", words[i]);
+  for (guint i = 1; i <= na + nb; i++)
+    {
+      g_autofree char *want = g_strdup_printf ("%s:%u", i <= na ? "one" : "two", i <= na ? i : i - na);
+
+      if (!g_hash_table_contains (got, want))
+        fail_msg ("%s never shown (%u of %u shown)", want, g_hash_table_size (got), na + nb);
+    }
+  assert_int_equal (g_hash_table_size (got), na + nb);
+}
+
+/* Two runs writing one log at once, a follower reading between bursts:
+ * each run writes on in the file the other renamed away, after the
+ * follower has read it to its end.  Every record is shown, once, with no
+ * gap said (the follower showed 177 of run one's 600 before it looked at
+ * the files it had read again). */
+static void
+test_follow_two_writers_at_once (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLogOptions one = { .path = f->path, .run_id = "one", .rotate_bytes = 4096 };
+  FbAccessLogOptions two = { .path = f->path, .run_id = "two", .rotate_bytes = 4096 };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, TRUE, &error);
+  g_autoptr (GString) shown = g_string_new (NULL);
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  FbAccessLog *a, *b;
+  guint counter = 0;
+
+  assert_non_null (reader);
+  a = fb_access_log_new (&one, NULL, &error);
+  assert_non_null (a);
+  b = fb_access_log_new (&two, NULL, &error);
+  assert_non_null (b);
+  for (guint round = 0; round < 60; round++)
+    {
+      g_autofree char *got = NULL;
+
+      push_n (a, 10, &counter);
+      push_n (b, 1 + round % 3, &counter);
+      got = drain_runs (reader, gaps);
+      g_string_append_printf (shown, " %s", got);
+    }
+  assert_true (fb_access_log_close (a, &error));
+  assert_true (fb_access_log_close (b, &error));
+  fb_access_log_free (a);
+  fb_access_log_free (b);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    g_string_append_printf (shown, " %s", got);
+  }
+  /* the test did what it claims: rotations by both */
+  assert_true (count_rotated (f->path) >= 20);
+  if (gaps->len > 0)
+    fail_msg ("the follower said records were missing:\n%s", gaps->str);
+  assert_each_once (shown->str, 600, 60 + 60);
+  /* and read no record twice: each file read on from where it stopped */
+  {
+    FbLogReaderStats stats;
+
+    fb_log_reader_get_stats (reader, &stats);
+    assert_int_equal (stats.duplicates, 0);
+  }
+}
+
+/* A rotated file whose last line was incomplete when the follower read
+ * it (another run writing on in it, mid-write): said so, then, once the
+ * line is complete, its record is shown, and the next after it. */
+static void
+test_follow_rotated_line_completed (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *x1 = record_line ("x", 1), *x2 = record_line ("x", 2), *x3 = record_line ("x", 3);
+  int half = (int)strlen (x2) / 2;
+  g_autofree char *text = g_strdup_printf ("%s\n%.*s", x1, half, x2);
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 1, 0);
+  g_autofree char *rotated = g_build_filename (f->dir, name, NULL);
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  FbLogReaderStats stats;
+
+  write_rotated_text (f->dir, 1, 1, text, 100);
+  test_write_file (f->path, "");
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  assert_drains (reader, seqs, "RT");
+  append (rotated, x2 + half, strlen (x2) - half);
+  append (rotated, "\n", 1);
+  assert_drains (reader, seqs, "R");
+  append (rotated, x3, strlen (x3));
+  append (rotated, "\n", 1);
+  assert_drains (reader, seqs, "R");
+  assert_int_equal (seqs->len, 3);
+  for (guint i = 0; i < seqs->len; i++)
+    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (stats.bad_lines, 0);
+  assert_int_equal (stats.duplicates, 0);
+}
+
+/* A rotated file the follower read, then written over in place with
+ * other records (as a file given the first's inode number would be): it
+ * is read from its start, not from where the first one ended. */
+static void
+test_follow_rotated_file_rewritten (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 2, 0);
+  g_autofree char *rotated = g_build_filename (f->dir, name, NULL);
+  g_autofree char *other = records ("y", 1, 5);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  struct stat before, after;
+  int fd;
+
+  write_rotated_at (f->dir, NULL, "x", 1, 2, 100);
+  test_write_file (f->path, "");
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    assert_string_equal (got, "x:1 x:2");
+  }
+  assert_int_equal (stat (rotated, &before), 0);
+  fd = open (rotated, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, other, strlen (other)), (ssize_t)strlen (other));
+  close (fd);
+  assert_int_equal (stat (rotated, &after), 0);
+  /* the test did what it claims: the same inode, larger */
+  assert_true (after.st_ino == before.st_ino && after.st_size > before.st_size);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    assert_string_equal (got, "y:1 y:2 y:3 y:4 y:5");
+  }
+  assert_int_equal (gaps->len, 0);
+}
+
+/* A run writing on in a file another rotated away, after the follower
+ * read it, and nothing rotating after: its record is shown at the
+ * follower's next look, not at the next rotation. */
+static void
+test_follow_writer_in_rotated_file (void **state)
+{
+  Fixture *f = *state;
+  FbAccessLogOptions one = { .path = f->path, .run_id = "one", .rotate_bytes = 4096 };
+  FbAccessLogOptions two = { .path = f->path, .run_id = "two", .rotate_bytes = 1 << 30 };
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = fb_log_reader_new (f->path, TRUE, &error);
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  FbAccessLog *a, *b;
+  guint counter = 0, na = 0;
+
+  assert_non_null (reader);
+  a = fb_access_log_new (&one, NULL, &error);
+  assert_non_null (a);
+  b = fb_access_log_new (&two, NULL, &error);
+  assert_non_null (b);
+  /* run two's descriptor is on the first live file; run one rotates it */
+  while (count_rotated (f->path) == 0)
+    {
+      push_n (a, 1, &counter);
+      na++;
+    }
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+    g_autofree char *want = g_strdup_printf ("one:1-%u", na);
+    g_autofree char *expanded = expand_runs (want);
+
+    assert_string_equal (got, expanded);
+  }
+  push_n (b, 1, &counter);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    assert_string_equal (got, "two:1");
+  }
+  assert_int_equal (gaps->len, 0);
+  assert_true (fb_access_log_close (a, &error));
+  assert_true (fb_access_log_close (b, &error));
+  fb_access_log_free (a);
+  fb_access_log_free (b);
+}
+
 /* A writer in this thread (synchronous pushes), a follower polling between
  * bursts of random size: small bursts rotate now and then, big ones rotate
  * several times between two polls. */
@@ -793,16 +992,17 @@ test_follow_manual_rotation (void **state)
     assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
 }
 
-TEST_DEFINE_MAIN (NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line),
-                  TEST_LOG_FILE_TEST (test_linked_file_counted), TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates),
-                  TEST_LOG_FILE_TEST (test_lone_surrogate), TEST_LOG_FILE_TEST (test_gap_message),
-                  TEST_LOG_FILE_TEST (test_rotated_order), TEST_LOG_FILE_TEST (test_rotated_order_clock_set_back),
-                  TEST_LOG_FILE_TEST (test_rotated_order_mixed_file_stays),
-                  TEST_LOG_FILE_TEST (test_rotated_order_not_around_a_mixed_file),
-                  TEST_LOG_FILE_TEST (test_rotated_order_file_named_by_another_run),
-                  TEST_LOG_FILE_TEST (test_rotated_order_middle_line_looked_at),
-                  TEST_LOG_FILE_TEST (test_rotated_order_big_file),
-                  TEST_LOG_FILE_TEST (test_rotated_order_interleaved_file_stays),
-                  TEST_LOG_FILE_TEST (test_rotated_order_two_writers_at_once), TEST_LOG_FILE_TEST (test_missing_log),
-                  TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_partial_line),
-                  TEST_LOG_FILE_TEST (test_follow_manual_rotation))
+TEST_DEFINE_MAIN (
+  NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line), TEST_LOG_FILE_TEST (test_linked_file_counted),
+  TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates), TEST_LOG_FILE_TEST (test_lone_surrogate),
+  TEST_LOG_FILE_TEST (test_gap_message), TEST_LOG_FILE_TEST (test_rotated_order),
+  TEST_LOG_FILE_TEST (test_rotated_order_clock_set_back), TEST_LOG_FILE_TEST (test_rotated_order_mixed_file_stays),
+  TEST_LOG_FILE_TEST (test_rotated_order_not_around_a_mixed_file),
+  TEST_LOG_FILE_TEST (test_rotated_order_file_named_by_another_run),
+  TEST_LOG_FILE_TEST (test_rotated_order_middle_line_looked_at), TEST_LOG_FILE_TEST (test_rotated_order_big_file),
+  TEST_LOG_FILE_TEST (test_rotated_order_interleaved_file_stays),
+  TEST_LOG_FILE_TEST (test_rotated_order_two_writers_at_once), TEST_LOG_FILE_TEST (test_missing_log),
+  TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_two_writers_at_once),
+  TEST_LOG_FILE_TEST (test_follow_writer_in_rotated_file), TEST_LOG_FILE_TEST (test_follow_rotated_line_completed),
+  TEST_LOG_FILE_TEST (test_follow_rotated_file_rewritten), TEST_LOG_FILE_TEST (test_follow_partial_line),
+  TEST_LOG_FILE_TEST (test_follow_manual_rotation))
