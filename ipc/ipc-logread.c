@@ -163,10 +163,13 @@ struct FbLogReader
   gboolean drained; /* the live file was seen replaced and read to its end again */
   dev_t dev;
   ino_t ino;
-  off_t offset;     /* where fd's next read starts */
-  off_t limit;      /* a reader that ends: fd is read up to here, no further */
-  gboolean resumed; /* fd was opened where a follower's reading of it stopped (ReadTo) */
-  gsize torn;       /* bytes of a last line said incomplete, not read again until it grows */
+  off_t offset;          /* where fd's next read starts */
+  off_t limit;           /* a reader that ends: fd is read up to here, no further */
+  gboolean resumed;      /* fd was opened where a follower's reading of it stopped (ReadTo) */
+  gsize torn;            /* bytes of a last line said incomplete, not read again until it grows */
+  gboolean at_end;       /* the last read of fd found its end */
+  char head[HEAD_BYTES]; /* a follower: fd's first bytes, as first seen (cut_in_place) */
+  size_t head_len;
   guint64 line_no;
   GString *partial;  /* bytes after the last newline read */
   gboolean skipping; /* inside an over-long line: drop until its newline */
@@ -597,7 +600,10 @@ is_pending (FbLogReader *r, const char *path)
  * file the other writes in, and the other writes on in it under its
  * rotated name (ipc-log-file.c, rotate), after this follower may have
  * read it to its end.  Looked at by what the kernel holds: the same file
- * of the owner's, larger than when read.  Returns how many. */
+ * of the owner's, larger than when read, or changed.  Another file at
+ * the name (the log removed and written again, a name made again before
+ * the follower listed the directory) is read from its start.  Returns
+ * how many. */
 static guint
 queue_grown (FbLogReader *r)
 {
@@ -614,14 +620,24 @@ queue_grown (FbLogReader *r)
       ReadTo *to = value;
       struct stat st;
 
-      if (fb_lstat_cached (r->dir_fd, leaf (path), &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != r->owner ||
-          st.st_dev != to->dev || st.st_ino != to->ino || st.st_size <= to->size)
-        continue;
+      g_autofree char *name = NULL;
+
       if (r->file != NULL && strcmp (r->file, path) == 0)
+        continue;
+      if (fb_lstat_cached (r->dir_fd, leaf (path), &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != r->owner)
+        continue;
+      if (st.st_dev == to->dev && st.st_ino == to->ino && st.st_size == to->size &&
+          st.st_mtim.tv_sec == to->mtime.tv_sec && st.st_mtim.tv_nsec == to->mtime.tv_nsec)
         continue;
       if (is_pending (r, path))
         continue;
-      g_queue_push_head (&r->pending, g_strdup (path));
+      name = g_strdup (path);
+      /* (resume_at tells the same file grown from another by its first
+       * bytes; one smaller than what was read, or on another inode, is
+       * another) */
+      if (st.st_dev != to->dev || st.st_ino != to->ino || st.st_size < to->size)
+        g_hash_table_iter_remove (&it);
+      g_queue_push_head (&r->pending, g_steal_pointer (&name));
       added++;
     }
   return added;
@@ -874,6 +890,8 @@ close_current (FbLogReader *r)
   r->limit = 0;
   r->resumed = FALSE;
   r->torn = 0;
+  r->at_end = FALSE;
+  r->head_len = 0;
 }
 
 void
@@ -1146,6 +1164,35 @@ fill (FbLogReader *r, GError **error)
       i += (ssize_t)len + 1;
     }
   return n;
+}
+
+/* A follower at the end of what it has read of r->fd: was the file cut
+ * in place (shorter than what was read, or other first bytes: written
+ * again past where the follower was before it looked)?  Its first bytes
+ * are kept when first seen. */
+static bool
+cut_in_place (FbLogReader *r)
+{
+  char head[HEAD_BYTES];
+  struct stat st;
+  ssize_t n;
+
+  if (fstat (r->fd, &st) < 0)
+    return false;
+  if (st.st_size < r->offset)
+    return true;
+  do
+    n = pread (r->fd, head, sizeof head, 0);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return false;
+  if (r->head_len == 0)
+    {
+      memcpy (r->head, head, (size_t)n);
+      r->head_len = (size_t)n;
+      return false;
+    }
+  return (size_t)n < r->head_len || memcmp (head, r->head, r->head_len) != 0;
 }
 
 /* Has the live path been replaced (rotated) or removed since we opened it?
@@ -1439,14 +1486,48 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
       /* 2. More of the current file. */
       if (r->fd >= 0)
         {
-          gssize n = fill (r, error);
+          gssize n;
           gboolean replaced, newest;
 
+          /* Cut in place while followed (logrotate's copytruncate, `: >
+           * FILE`): read again from its start, where the writer goes on
+           * (O_APPEND); the records shown before are not shown twice (run,
+           * seq).  Looked at before reading on from an end, where what
+           * follows may be the start of what was written after the cut. */
+          if (r->follow && r->at_end && cut_in_place (r))
+            {
+              struct stat st;
+              off_t had = r->offset;
+
+              if (lseek (r->fd, 0, SEEK_SET) != 0)
+                {
+                  int errsv = errno;
+                  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "reading %s: %s", r->file, g_strerror (errsv));
+                  return FB_LOG_READ_ERROR;
+                }
+              r->offset = 0;
+              r->line_no = 0;
+              r->torn = 0;
+              r->head_len = 0;
+              r->skipping = FALSE;
+              g_string_truncate (r->partial, 0);
+              if (fstat (r->fd, &st) < 0)
+                st.st_size = 0;
+              g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
+                           "%s was cut in place while followed (%" G_GINT64_FORMAT
+                           " bytes had been read, it holds %" G_GINT64_FORMAT
+                           " now): read again from its start; records cut away before they were read are not in it "
+                           "(logrotate's copytruncate loses them: fusebox rotates its logs itself)",
+                           r->file, (gint64)had, (gint64)st.st_size);
+              return FB_LOG_READ_NOTE;
+            }
+
+          n = fill (r, error);
           if (n < 0)
             return FB_LOG_READ_ERROR;
+          r->at_end = n == 0;
           if (n > 0)
             continue;
-
           /* At its end.  The live file, still in place, may grow: */
           replaced = r->is_live && live_replaced (r);
           if (r->is_live && !replaced && r->follow)
@@ -1556,6 +1637,9 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
               remember_skipped (r, path);
               return FB_LOG_READ_SKIPPED;
             }
+          /* gone: a file made at the name later is another, to read */
+          if (o == 0 && r->follow)
+            g_hash_table_remove (r->seen, path);
           continue;
         }
       if (r->single_file || r->done)

@@ -61,6 +61,10 @@ drain (FbLogReader *reader, GArray *seqs)
             assert_non_null (error);
             g_string_append_c (trace, 'T');
             break;
+          case FB_LOG_READ_NOTE:
+            assert_non_null (error);
+            g_string_append_c (trace, 'N');
+            break;
           case FB_LOG_READ_EOF:
             return g_string_free (trace, FALSE);
           case FB_LOG_READ_ERROR:
@@ -77,7 +81,8 @@ assert_drains (FbLogReader *reader, GArray *seqs, const char *want)
   g_autofree char *trace = drain (reader, seqs);
 
   if (strcmp (trace, want) != 0)
-    fail_msg ("the reader gave \"%s\", expected \"%s\" (R record, G gap, B bad line, T truncated)", trace, want);
+    fail_msg ("the reader gave \"%s\", expected \"%s\" (R record, G gap, B bad line, T truncated, N note)", trace,
+              want);
 }
 
 /* LEN bytes of DATA appended to PATH, as a writer appends. */
@@ -965,6 +970,83 @@ test_follow_partial_line (void **state)
   assert_int_equal (g_array_index (seqs, gint64, 1), 2);
 }
 
+/* The log removed while followed and written again (the same run's
+ * rotation sizes give the same names): the file at a name the follower
+ * read before is another now, and is read.  It had been taken for the one
+ * read (by its name), its records never shown, nothing said. */
+static void
+test_follow_name_made_again (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 3, 0);
+  g_autofree char *rotated = g_build_filename (f->dir, name, NULL);
+  g_autofree char *x4 = records ("x", 4, 4), *y4 = records ("y", 4, 4);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+
+  write_rotated_at (f->dir, NULL, "x", 1, 3, 100);
+  test_write_file (f->path, x4);
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    assert_string_equal (got, "x:1 x:2 x:3 x:4");
+  }
+  assert_int_equal (unlink (rotated), 0);
+  assert_int_equal (unlink (f->path), 0);
+  write_rotated_at (f->dir, NULL, "y", 1, 3, 200);
+  test_write_file (f->path, y4);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    assert_string_equal (got, "y:1 y:2 y:3 y:4");
+  }
+  assert_int_equal (gaps->len, 0);
+}
+
+/* The live file cut in place while followed (logrotate's copytruncate)
+ * and written on: said, and read again from its start, whether what is
+ * written after the cut is shorter than what was read or longer.  The
+ * follower waited for the file to pass its old length, then read from
+ * there: a piece of a line, and a jump over records that were there. */
+static void
+test_follow_live_cut_in_place (void **state)
+{
+  Fixture *f = *state;
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autofree char *first = records ("x", 1, 10);
+  g_autofree char *shorter = records ("x", 11, 13);
+  g_autofree char *longer = records ("x", 14, 40);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  FbLogReaderStats stats;
+  int fd;
+
+  test_write_file (f->path, first);
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  assert_drains (reader, seqs, "RRRRRRRRRR");
+  /* cut, and less written than was read */
+  assert_int_equal (truncate (f->path, 0), 0);
+  append (f->path, shorter, strlen (shorter));
+  assert_drains (reader, seqs, "NRRR");
+  /* cut, and more written than was read before the follower looks */
+  fd = open (f->path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (write (fd, longer, strlen (longer)), (ssize_t)strlen (longer));
+  close (fd);
+  assert_true (strlen (longer) > strlen (first));
+  assert_drains (reader, seqs, "NRRRRRRRRRRRRRRRRRRRRRRRRRRR");
+  assert_int_equal (seqs->len, 40);
+  for (guint i = 0; i < seqs->len; i++)
+    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (stats.bad_lines, 0);
+  assert_int_equal (stats.gaps, 0);
+}
+
 /* A writer that rotated while we held the old file and then appended more
  * before our next poll: the old file is read to its end, the new one from
  * its start. */
@@ -1004,5 +1086,6 @@ TEST_DEFINE_MAIN (
   TEST_LOG_FILE_TEST (test_rotated_order_two_writers_at_once), TEST_LOG_FILE_TEST (test_missing_log),
   TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_two_writers_at_once),
   TEST_LOG_FILE_TEST (test_follow_writer_in_rotated_file), TEST_LOG_FILE_TEST (test_follow_rotated_line_completed),
-  TEST_LOG_FILE_TEST (test_follow_rotated_file_rewritten), TEST_LOG_FILE_TEST (test_follow_partial_line),
+  TEST_LOG_FILE_TEST (test_follow_rotated_file_rewritten), TEST_LOG_FILE_TEST (test_follow_name_made_again),
+  TEST_LOG_FILE_TEST (test_follow_live_cut_in_place), TEST_LOG_FILE_TEST (test_follow_partial_line),
   TEST_LOG_FILE_TEST (test_follow_manual_rotation))
