@@ -112,3 +112,26 @@ fb_seq_set_add (FbSeqSet *set, guint64 seq)
   if (set->last == NULL || seq > set->last->hi)
     set->last = r;
 }
+
+bool
+fb_seq_set_hole_above (FbSeqSet *set, guint64 above, guint64 *ret_lo, guint64 *ret_hi)
+{
+  GTreeNode *n = seq_set_floor (set, above);
+
+  for (n = n != NULL ? n : g_tree_node_first (set->ranges); n != NULL; n = g_tree_node_next (n))
+    {
+      GTreeNode *m = g_tree_node_next (n);
+      const SeqRange *a = g_tree_node_key (n);
+
+      if (m == NULL)
+        return false;
+      /* (ranges apart: adding merges those that touch) */
+      if (a->hi + 1 > above)
+        {
+          *ret_lo = a->hi + 1;
+          *ret_hi = ((const SeqRange *)g_tree_node_key (m))->lo - 1;
+          return true;
+        }
+    }
+  return false;
+}

@@ -19,12 +19,15 @@
  * user may take the free name in that instant).  Two runs writing one log
  * at once each rename the live file the other writes in, and the other
  * writes on in it under its rotated name: a follower looks at the rotated
- * files it read (their sizes, at each end of the live file and each
- * listing: queue_grown), and reads one that grew on from where it stopped
- * (ReadTo), then comes back to the live file where it left it.  (run, seq) de-duplicates
- * what could be read twice and reveals what is missing.  What a follower
- * remembers of the rotated files (read, skipped) is kept only for the
- * names the directory still holds.  A reader that ends lists the rotated
+ * files it read (at each end of the live file and each listing:
+ * queue_grown), reads one that grew on from where it stopped (ReadTo), and
+ * comes back to the live file where it left it; another file at a name it
+ * read is read from its start, and a live file cut in place is read again
+ * from its start (cut_in_place).  (run, seq) de-duplicates what could be
+ * read twice; a run's seqs missing are said once all there was has been
+ * read (say_hole), never when a record jumps past them: a file read later
+ * may hold them.  What a follower remembers of the rotated files (read,
+ * skipped) is kept only for the names the directory still holds.  A reader that ends lists the rotated
  * files again only a few times (RELIST_MAX): names that keep coming must
  * not keep it reading.
  *
@@ -127,6 +130,23 @@ typedef struct
   size_t head_len;
 } ReadTo;
 
+/* The seqs of a run returned, and how far its holes were said: a hole
+ * is said once everything there was has been read (say_hole). */
+typedef struct
+{
+  FbSeqSet *set;
+  guint64 said_to; /* holes beginning at or below this were said (or were none) */
+} RunSeqs;
+
+static void
+run_seqs_free (gpointer p)
+{
+  RunSeqs *rs = p;
+
+  fb_seq_set_free (rs->set);
+  g_free (rs);
+}
+
 struct FbLogReader
 {
   char *live_path;
@@ -176,8 +196,8 @@ struct FbLogReader
   GQueue lines;      /* complete lines read ahead (char*, NULL = over-long) */
   GQueue line_nos;   /* their line numbers */
 
-  GHashTable *seqs;  /* run (or "") -> FbSeqSet*: the seqs returned */
-  FbLogRecord *held; /* the record after a reported gap */
+  GHashTable *seqs;   /* run (or "") -> RunSeqs*: the seqs returned */
+  gboolean seqs_grew; /* a seq returned since the holes were last looked for */
   FbLogReaderStats stats;
 };
 
@@ -835,7 +855,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->partial = g_string_new (NULL);
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify)fb_seq_set_free);
+  r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, run_seqs_free);
   r->runs_known = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, run_known_free);
   r->read_to = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_queue_init (&r->pending);
@@ -909,7 +929,6 @@ fb_log_reader_free (FbLogReader *r)
   g_hash_table_unref (r->seqs);
   g_hash_table_unref (r->runs_known);
   g_hash_table_unref (r->read_to);
-  fb_log_record_free (r->held);
   fb_fd_close (&r->dir_fd);
   g_free (r->live_path);
   g_free (r);
@@ -1212,7 +1231,6 @@ typedef enum
 {
   LINE_RECORD,
   LINE_SKIP,
-  LINE_GAP,
   LINE_BAD,
 } LineResult;
 
@@ -1339,42 +1357,22 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
     {
       const char *run_key = rec->run != NULL ? rec->run : "";
       guint64 seq = (guint64)rec->seq;
-      FbSeqSet *seqs = g_hash_table_lookup (r->seqs, run_key);
-      guint64 last;
+      RunSeqs *rs = g_hash_table_lookup (r->seqs, run_key);
 
-      if (seqs != NULL && fb_seq_set_has (seqs, seq))
+      if (rs != NULL && fb_seq_set_has (rs->set, seq))
         {
           r->stats.duplicates++;
           return LINE_SKIP;
         }
-      if (seqs == NULL)
+      if (rs == NULL)
         {
-          seqs = fb_seq_set_new ();
-          g_hash_table_insert (r->seqs, g_strdup (run_key), seqs);
+          rs = g_new0 (RunSeqs, 1);
+          rs->set = fb_seq_set_new ();
+          g_hash_table_insert (r->seqs, g_strdup (run_key), rs);
         }
-      /* The first record of a run read need not be seq 1 (older rotated
-       * files may have been removed): jumps after it are gaps.  One below
-       * the highest fills a hole said before. */
-      if (!fb_seq_set_max (seqs, &last))
-        last = seq - 1;
-      fb_seq_set_add (seqs, seq);
-      if (seq > last + 1)
-        {
-          guint64 missing = seq - last - 1;
-
-          r->stats.gaps++;
-          r->stats.missing = r->stats.missing > G_MAXUINT64 - missing ? G_MAXUINT64 : r->stats.missing + missing;
-          g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
-                       "%s:%" G_GUINT64_FORMAT ": run %s: seq jumps from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-                       ": %" G_GUINT64_FORMAT " record%s %s",
-                       r->file, line_no, run_key, last, seq, missing, missing == 1 ? "" : "s",
-                       r->relist_capped ? "not read: rotated files kept appearing while the log was read, and were "
-                                          "no longer looked for; read it again"
-                                        : "missing");
-          r->stats.records++;
-          r->held = g_steal_pointer (&rec);
-          return LINE_GAP;
-        }
+      /* (a seq missing is said once all there was is read: say_hole) */
+      fb_seq_set_add (rs->set, seq);
+      r->seqs_grew = TRUE;
     }
   r->stats.records++;
   *ret_record = g_steal_pointer (&rec);
@@ -1382,6 +1380,61 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
 }
 
 static FbLogReadStatus next (FbLogReader *r, FbLogRecord **ret_record, GError **error);
+
+static int
+str_ptr_cmp (const void *a, const void *b)
+{
+  return strcmp (*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Everything there was has been read (the end of a reader that ends, a
+ * follower caught up): is a run's seq missing that was not said?  The
+ * lowest such hole of the first run (by name) that has one, said once
+ * (*ERROR).  Said only now, not when a record jumps past it: records are
+ * not read in the order written wherever two runs write one log at once
+ * (each writes on in the file the other renamed, which may be read last)
+ * or the clock was set back, and later files fill what earlier ones
+ * skipped.  The first record of a run read need not be its seq 1 (older
+ * rotated files may have been removed): only seqs between its lowest and
+ * highest read are missing, as `report` counts them. */
+static bool
+say_hole (FbLogReader *r, GError **error)
+{
+  g_autofree gpointer *runs = NULL;
+  guint n = 0;
+
+  if (!r->seqs_grew)
+    return false;
+  runs = g_hash_table_get_keys_as_array (r->seqs, &n);
+  qsort (runs, n, sizeof *runs, str_ptr_cmp);
+  for (guint i = 0; i < n; i++)
+    {
+      RunSeqs *rs = g_hash_table_lookup (r->seqs, runs[i]);
+      guint64 lo, hi, missing;
+
+      if (!fb_seq_set_hole_above (rs->set, rs->said_to, &lo, &hi))
+        {
+          /* none now: a later one begins above what there is */
+          if (!fb_seq_set_max (rs->set, &rs->said_to))
+            rs->said_to = 0;
+          continue;
+        }
+      rs->said_to = hi;
+      missing = hi - lo + 1;
+      r->stats.gaps++;
+      r->stats.missing = r->stats.missing > G_MAXUINT64 - missing ? G_MAXUINT64 : r->stats.missing + missing;
+      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                   "%s: run %s: seq jumps from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT
+                   " record%s %s",
+                   r->live_path, (const char *)runs[i], lo - 1, hi + 1, missing, missing == 1 ? "" : "s",
+                   r->relist_capped ? "not read: rotated files kept appearing while the log was read, and were "
+                                      "no longer looked for; read it again"
+                                    : "missing");
+      return true;
+    }
+  r->seqs_grew = FALSE;
+  return false;
+}
 
 /* Said once, at the end of what was read (FB_LOG_READ_NOTE):
  * - to a follower, which goes on in the directory it opened (the top of
@@ -1403,6 +1456,8 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
   FbLogReadStatus st = next (r, ret_record, error);
   struct stat st_dir;
 
+  if (st == FB_LOG_READ_EOF && say_hole (r, error))
+    return FB_LOG_READ_GAP;
   if (st == FB_LOG_READ_EOF && r->follow && !r->dir_gone_told && fstat (r->dir_fd, &st_dir) == 0 &&
       st_dir.st_nlink == 0)
     {
@@ -1455,12 +1510,6 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
 static FbLogReadStatus
 next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
 {
-  if (r->held != NULL)
-    {
-      *ret_record = g_steal_pointer (&r->held);
-      return FB_LOG_READ_RECORD;
-    }
-
   for (;;)
     {
       /* 1. Complete lines already read. */
@@ -1473,8 +1522,6 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
             {
               case LINE_RECORD:
                 return FB_LOG_READ_RECORD;
-              case LINE_GAP:
-                return FB_LOG_READ_GAP;
               case LINE_BAD:
                 return FB_LOG_READ_BAD_LINE;
               case LINE_SKIP:

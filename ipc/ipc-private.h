@@ -90,6 +90,9 @@ bool fb_seq_set_has (FbSeqSet *set, guint64 seq);
 void fb_seq_set_add (FbSeqSet *set, guint64 seq);
 /* The highest seq in SET: false when it holds none. */
 bool fb_seq_set_max (FbSeqSet *set, guint64 *ret_max);
+/* The lowest run of seqs missing between two of SET's, [*RET_LO, *RET_HI],
+ * that begins above ABOVE: false when there is none. */
+bool fb_seq_set_hole_above (FbSeqSet *set, guint64 above, guint64 *ret_lo, guint64 *ret_hi);
 
 /* Identical refusals a log folding them (FbAccessLogOptions.coalesce)
  * writes in full in a window before it counts the rest (ipc-log.c). */

@@ -408,8 +408,9 @@ typedef enum
 {
   FB_LOG_READ_RECORD,    /* *ret_record is the next record */
   FB_LOG_READ_EOF,       /* nothing more (follow mode: for now; call again later) */
-  FB_LOG_READ_GAP,       /* seq jumps forward: error says which run and how many are missing;
-                          * the record after the gap comes with the next call */
+  FB_LOG_READ_GAP,       /* a run's seqs are missing: said once all there was has been read
+                          * (before EOF; a follower, each time it has caught up), once each;
+                          * error says the log, the run, the seqs around them and how many */
   FB_LOG_READ_BAD_LINE,  /* a line that is not a JSON object: error says FILE:LINE; reading goes on */
   FB_LOG_READ_TRUNCATED, /* a file ends in a line without a newline (a crash mid-write):
                           * error says FILE:LINE and its length; reading goes on */
@@ -427,7 +428,7 @@ typedef struct
   guint64 records;    /* returned as FB_LOG_READ_RECORD */
   guint64 duplicates; /* skipped: a seq of its run already returned */
   guint64 gaps;       /* FB_LOG_READ_GAP returned */
-  guint64 missing;    /* seq numbers skipped over by those gaps */
+  guint64 missing;    /* seq numbers those gaps said missing */
   guint64 bad_lines;
   guint64 truncated;
   guint64 files;  /* files opened */

@@ -198,8 +198,9 @@ test_bad_lines_gaps_duplicates (void **state)
   FbLogReaderStats stats;
   g_autofree char *trace = read_whole (f, text, seqs, &stats);
 
-  /* l1 B o1 B l2 (l2 dup) G+l5 o2 B(empty) l6 (l5 dup) */
-  assert_string_equal (trace, "RBRBRGRRBR");
+  /* l1 B o1 B l2 (l2 dup) l5 o2 B(empty) l6 (l5 dup), then the gap
+   * (3..4), said once all is read */
+  assert_string_equal (trace, "RBRBRRRBRG");
   assert_int_equal (stats.records, 6);
   assert_int_equal (stats.duplicates, 2);
   assert_int_equal (stats.gaps, 1);
@@ -240,18 +241,22 @@ test_gap_message (void **state)
 
   test_write_file (f->path, text);
   reader = fb_log_reader_new (f->path, FALSE, &error);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     {
       g_autoptr (FbLogRecord) r = NULL;
       assert_int_equal (fb_log_reader_next (reader, &r, &error), FB_LOG_READ_RECORD);
+      assert_int_equal (r->seq, i < 2 ? i + 1 : 10);
     }
+  /* said once all is read, naming the log, the run, the seqs around the
+   * hole and how many */
   assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_GAP);
-  assert_non_null (strstr (error->message, "from 2 to 10"));
-  assert_non_null (strstr (error->message, "7 records missing"));
+  {
+    g_autofree char *want = g_strdup_printf ("%s: run r: seq jumps from 2 to 10: 7 records missing", f->path);
+
+    assert_string_equal (error->message, want);
+  }
   g_clear_error (&error);
-  /* the record after the gap is not lost */
-  assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_RECORD);
-  assert_int_equal (rec->seq, 10);
+  assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_EOF);
 }
 
 static void
@@ -456,7 +461,7 @@ test_rotated_order_clock_set_back (void **state)
 
     assert_non_null (reader);
     got = drain_runs (reader, gaps);
-    assert_string_equal (got, "r:1 r:2 r:3 gap r:7 r:8 r:9 q:1 q:2 r:10 r:11");
+    assert_string_equal (got, "r:1 r:2 r:3 r:7 r:8 r:9 q:1 q:2 r:10 r:11 gap");
     assert_non_null (strstr (gaps->str, "run r: seq jumps from 3 to 7: 3 records missing"));
   }
 }
@@ -526,7 +531,7 @@ test_rotated_order_middle_line_looked_at (void **state)
   reader = fb_log_reader_new (f->path, FALSE, &error);
   assert_non_null (reader);
   got = drain_runs (reader, gaps);
-  assert_string_equal (got, "y:1 x:4 y:2 gap x:6 y:3 x:1 x:2 x:3");
+  assert_string_equal (got, "y:1 x:4 y:2 x:6 y:3 x:1 x:2 x:3 gap");
   assert_non_null (strstr (gaps->str, "run x: seq jumps from 4 to 6: 1 record missing"));
   assert_null (strstr (gaps->str, "run y:"));
 }
@@ -889,6 +894,67 @@ test_follow_writer_in_rotated_file (void **state)
   fb_access_log_free (b);
 }
 
+/* A second run joins the live file a first one writes, and writes on in
+ * it after the first has renamed it away and rotated again: that file is
+ * changed last, and read after the first run's later file.  No gap is
+ * said, by a reader that ends or a follower: the first run's records in
+ * it were said missing ("seq jumps from 5 to 11") before they were read. */
+static void
+test_second_run_joined_no_false_gap (void **state)
+{
+  Fixture *f = *state;
+  g_auto (GStrv) lines = g_new0 (char *, 9);
+  g_autofree char *shared = NULL;
+  g_autofree char *live = records ("a", 16, 17);
+  const char *order[] = { "a6", "a7", "b1", "a8", "b2", "a9", "a10", "b3" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (order); i++)
+    lines[i] = record_line (order[i][0] == 'a' ? "a" : "b", g_ascii_strtoull (order[i] + 1, NULL, 10));
+  shared = g_strjoinv ("\n", lines);
+  write_rotated_at (f->dir, NULL, "a", 1, 5, 100);
+  {
+    g_autofree char *text = g_strconcat (shared, "\n", NULL);
+
+    write_rotated_text (f->dir, 6, 10, text, 400); /* b wrote on in it last */
+  }
+  write_rotated_at (f->dir, NULL, "a", 11, 15, 300);
+  test_write_file (f->path, live);
+  for (int follow = 0; follow < 2; follow++)
+    assert_reads (f->path, follow, "a:1-5 a:11-15 a:6-7 b:1 a:8 b:2 a:9-10 b:3 a:16-17");
+}
+
+/* A follower says a gap once it has read all there is, and once: more
+ * records after it, or the hole filled later, do not say it again; a new
+ * hole is said. */
+static void
+test_follow_gap_said_once (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *one_two = records ("r", 1, 2), *five = records ("r", 5, 5);
+  g_autofree char *first = g_strconcat (one_two, five, NULL);
+  g_autofree char *more = records ("r", 6, 7);
+  g_autofree char *filled = records ("r", 3, 4);
+  g_autofree char *later = records ("r", 10, 10);
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  FbLogReaderStats stats;
+
+  test_write_file (f->path, first);
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  assert_drains (reader, seqs, "RRRG");
+  append (f->path, more, strlen (more));
+  assert_drains (reader, seqs, "RR");
+  append (f->path, filled, strlen (filled));
+  assert_drains (reader, seqs, "RR");
+  append (f->path, later, strlen (later));
+  assert_drains (reader, seqs, "RG");
+  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (stats.gaps, 2);
+  assert_int_equal (stats.missing, 4);
+}
+
 /* A writer in this thread (synchronous pushes), a follower polling between
  * bursts of random size: small bursts rotate now and then, big ones rotate
  * several times between two polls. */
@@ -972,15 +1038,16 @@ test_follow_partial_line (void **state)
 
 /* The log removed while followed and written again (the same run's
  * rotation sizes give the same names): the file at a name the follower
- * read before is another now, and is read.  It had been taken for the one
- * read (by its name), its records never shown, nothing said. */
+ * read before is another now, on another inode or on the same one, and
+ * is read.  It had been taken for the one read (by its name), its records
+ * never shown, nothing said. */
 static void
 test_follow_name_made_again (void **state)
 {
   Fixture *f = *state;
   g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 3, 0);
   g_autofree char *rotated = g_build_filename (f->dir, name, NULL);
-  g_autofree char *x4 = records ("x", 4, 4), *y4 = records ("y", 4, 4);
+  g_autofree char *x4 = records ("x", 4, 4), *y4 = records ("y", 4, 4), *z4 = records ("z", 4, 4);
   g_autoptr (GError) error = NULL;
   g_autoptr (FbLogReader) reader = NULL;
   g_autoptr (GString) gaps = g_string_new (NULL);
@@ -994,14 +1061,35 @@ test_follow_name_made_again (void **state)
 
     assert_string_equal (got, "x:1 x:2 x:3 x:4");
   }
-  assert_int_equal (unlink (rotated), 0);
-  assert_int_equal (unlink (f->path), 0);
-  write_rotated_at (f->dir, NULL, "y", 1, 3, 200);
-  test_write_file (f->path, y4);
+  /* another file at the name (a new inode: made before the old is gone) */
+  {
+    g_autofree char *aside = g_build_filename (f->dir, "aside", NULL);
+    struct stat before, after;
+
+    assert_int_equal (stat (rotated, &before), 0);
+    assert_int_equal (rename (rotated, aside), 0);
+    write_rotated_at (f->dir, NULL, "y", 1, 3, 200);
+    assert_int_equal (unlink (aside), 0);
+    assert_int_equal (unlink (f->path), 0);
+    test_write_file (f->path, y4);
+    assert_int_equal (stat (rotated, &after), 0);
+    assert_true (after.st_ino != before.st_ino);
+  }
   {
     g_autofree char *got = drain_runs (reader, gaps);
 
     assert_string_equal (got, "y:1 y:2 y:3 y:4");
+  }
+  /* and again, the old removed first (its inode number may be given to
+   * the new file: told apart by its first bytes) */
+  assert_int_equal (unlink (rotated), 0);
+  assert_int_equal (unlink (f->path), 0);
+  write_rotated_at (f->dir, NULL, "z", 1, 3, 300);
+  test_write_file (f->path, z4);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    assert_string_equal (got, "z:1 z:2 z:3 z:4");
   }
   assert_int_equal (gaps->len, 0);
 }
@@ -1087,5 +1175,6 @@ TEST_DEFINE_MAIN (
   TEST_LOG_FILE_TEST (test_follow_across_rotation), TEST_LOG_FILE_TEST (test_follow_two_writers_at_once),
   TEST_LOG_FILE_TEST (test_follow_writer_in_rotated_file), TEST_LOG_FILE_TEST (test_follow_rotated_line_completed),
   TEST_LOG_FILE_TEST (test_follow_rotated_file_rewritten), TEST_LOG_FILE_TEST (test_follow_name_made_again),
-  TEST_LOG_FILE_TEST (test_follow_live_cut_in_place), TEST_LOG_FILE_TEST (test_follow_partial_line),
+  TEST_LOG_FILE_TEST (test_follow_live_cut_in_place), TEST_LOG_FILE_TEST (test_second_run_joined_no_false_gap),
+  TEST_LOG_FILE_TEST (test_follow_gap_said_once), TEST_LOG_FILE_TEST (test_follow_partial_line),
   TEST_LOG_FILE_TEST (test_follow_manual_rotation))
