@@ -74,6 +74,15 @@ drain (FbLogReader *reader, GArray *seqs)
     }
 }
 
+/* SEQS holds 1, 2, ... N, in that order. */
+static void
+assert_seqs_in_order (GArray *seqs, guint n)
+{
+  assert_int_equal (seqs->len, n);
+  for (guint i = 0; i < seqs->len; i++)
+    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+}
+
 /* What READER gives until EOF (drain's trace) is WANT. */
 static void
 assert_drains (FbLogReader *reader, GArray *seqs, const char *want)
@@ -308,9 +317,7 @@ test_rotated_order (void **state)
   reader = fb_log_reader_new (f->path, FALSE, &error);
   assert_non_null (reader);
   trace = drain (reader, seqs);
-  assert_int_equal (seqs->len, 115);
-  for (guint i = 0; i < seqs->len; i++)
-    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  assert_seqs_in_order (seqs, 115);
   assert_null (strchr (trace, 'B'));
 
   /* A rotated file named on its own is read alone. */
@@ -799,9 +806,7 @@ test_follow_rotated_line_completed (void **state)
   append (rotated, x3, strlen (x3));
   append (rotated, "\n", 1);
   assert_drains (reader, seqs, "R");
-  assert_int_equal (seqs->len, 3);
-  for (guint i = 0; i < seqs->len; i++)
-    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  assert_seqs_in_order (seqs, 3);
   fb_log_reader_get_stats (reader, &stats);
   assert_int_equal (stats.bad_lines, 0);
   assert_int_equal (stats.duplicates, 0);
@@ -998,9 +1003,7 @@ test_follow_across_rotation (void **state)
   assert_drains (reader, seqs, "");
 
   /* every record once, in order */
-  assert_int_equal (seqs->len, counter);
-  for (guint i = 0; i < seqs->len; i++)
-    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  assert_seqs_in_order (seqs, counter);
   /* the test did what it claims */
   assert_true (count_rotated (f->path) >= 10);
   assert_true (multi_rotations >= 2);
@@ -1127,9 +1130,7 @@ test_follow_live_cut_in_place (void **state)
   close (fd);
   assert_true (strlen (longer) > strlen (first));
   assert_drains (reader, seqs, "NRRRRRRRRRRRRRRRRRRRRRRRRRRR");
-  assert_int_equal (seqs->len, 40);
-  for (guint i = 0; i < seqs->len; i++)
-    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  assert_seqs_in_order (seqs, 40);
   fb_log_reader_get_stats (reader, &stats);
   assert_int_equal (stats.bad_lines, 0);
   assert_int_equal (stats.gaps, 0);
@@ -1158,8 +1159,7 @@ test_follow_manual_rotation (void **state)
   assert_int_equal (rename (f->path, rot_path), 0);
   test_write_file (f->path, c);
   assert_drains (reader, seqs, "RRRRRR");
-  for (guint i = 0; i < seqs->len; i++)
-    assert_int_equal (g_array_index (seqs, gint64, i), i + 1);
+  assert_seqs_in_order (seqs, 9);
 }
 
 TEST_DEFINE_MAIN (
