@@ -136,6 +136,7 @@ typedef struct
 {
   FbSeqSet *set;
   guint64 said_to; /* holes beginning at or below this were said (or were none) */
+  gboolean grew;   /* in FbLogReader.grew */
 } RunSeqs;
 
 static void
@@ -196,8 +197,8 @@ struct FbLogReader
   GQueue lines;      /* complete lines read ahead (char*, NULL = over-long) */
   GQueue line_nos;   /* their line numbers */
 
-  GHashTable *seqs;   /* run (or "") -> RunSeqs*: the seqs returned */
-  gboolean seqs_grew; /* a seq returned since the holes were last looked for */
+  GHashTable *seqs; /* run (or "") -> RunSeqs*: the seqs returned */
+  GPtrArray *grew;  /* runs (keys of seqs) returned a seq since their holes were looked for */
   FbLogReaderStats stats;
 };
 
@@ -856,6 +857,7 @@ fb_log_reader_new (const char *log_path, gboolean follow, GError **error)
   r->seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   r->skipped = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   r->seqs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, run_seqs_free);
+  r->grew = g_ptr_array_new ();
   r->runs_known = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, run_known_free);
   r->read_to = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_queue_init (&r->pending);
@@ -926,6 +928,7 @@ fb_log_reader_free (FbLogReader *r)
   g_string_free (r->partial, TRUE);
   g_hash_table_unref (r->seen);
   g_hash_table_unref (r->skipped);
+  g_ptr_array_unref (r->grew);
   g_hash_table_unref (r->seqs);
   g_hash_table_unref (r->runs_known);
   g_hash_table_unref (r->read_to);
@@ -1372,7 +1375,14 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
         }
       /* (a seq missing is said once all there was is read: say_hole) */
       fb_seq_set_add (rs->set, seq);
-      r->seqs_grew = TRUE;
+      if (!rs->grew)
+        {
+          char *key = NULL;
+
+          g_hash_table_lookup_extended (r->seqs, run_key, (gpointer *)&key, NULL);
+          g_ptr_array_add (r->grew, key);
+          rs->grew = TRUE;
+        }
     }
   r->stats.records++;
   *ret_record = g_steal_pointer (&rec);
@@ -1381,10 +1391,11 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
 
 static FbLogReadStatus next (FbLogReader *r, FbLogRecord **ret_record, GError **error);
 
+/* Names last first: say_hole takes them from the end. */
 static int
-str_ptr_cmp (const void *a, const void *b)
+str_ptr_cmp_down (const void *a, const void *b)
 {
-  return strcmp (*(const char *const *)a, *(const char *const *)b);
+  return strcmp (*(const char *const *)b, *(const char *const *)a);
 }
 
 /* Everything there was has been read (the end of a reader that ends, a
@@ -1400,16 +1411,15 @@ str_ptr_cmp (const void *a, const void *b)
 static bool
 say_hole (FbLogReader *r, GError **error)
 {
-  g_autofree gpointer *runs = NULL;
-  guint n = 0;
-
-  if (!r->seqs_grew)
+  if (r->grew->len == 0)
     return false;
-  runs = g_hash_table_get_keys_as_array (r->seqs, &n);
-  qsort (runs, n, sizeof *runs, str_ptr_cmp);
-  for (guint i = 0; i < n; i++)
+  /* only the runs that grew since: a log of many runs is not gone through
+   * at each catch-up */
+  g_ptr_array_sort (r->grew, str_ptr_cmp_down);
+  while (r->grew->len > 0)
     {
-      RunSeqs *rs = g_hash_table_lookup (r->seqs, runs[i]);
+      const char *run = g_ptr_array_index (r->grew, r->grew->len - 1);
+      RunSeqs *rs = g_hash_table_lookup (r->seqs, run);
       guint64 lo, hi, missing;
 
       if (!fb_seq_set_hole_above (rs->set, rs->said_to, &lo, &hi))
@@ -1417,6 +1427,8 @@ say_hole (FbLogReader *r, GError **error)
           /* none now: a later one begins above what there is */
           if (!fb_seq_set_max (rs->set, &rs->said_to))
             rs->said_to = 0;
+          rs->grew = FALSE;
+          g_ptr_array_remove_index (r->grew, r->grew->len - 1);
           continue;
         }
       rs->said_to = hi;
@@ -1426,13 +1438,12 @@ say_hole (FbLogReader *r, GError **error)
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
                    "%s: run %s: seq jumps from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT
                    " record%s %s",
-                   r->live_path, (const char *)runs[i], lo - 1, hi + 1, missing, missing == 1 ? "" : "s",
+                   r->live_path, run, lo - 1, hi + 1, missing, missing == 1 ? "" : "s",
                    r->relist_capped ? "not read: rotated files kept appearing while the log was read, and were "
                                       "no longer looked for; read it again"
                                     : "missing");
       return true;
     }
-  r->seqs_grew = FALSE;
   return false;
 }
 

@@ -390,6 +390,32 @@ drain_runs (FbLogReader *reader, GString *ret_gaps)
     }
 }
 
+/* Holes of several runs: each said once, after every record, the runs in
+ * the order of their names. */
+static void
+test_gaps_of_several_runs (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *b1 = records ("b", 1, 1), *a1 = records ("a", 1, 1), *b3 = records ("b", 3, 3);
+  g_autofree char *a4 = records ("a", 4, 5), *c1 = records ("c", 1, 2);
+  g_autofree char *text = g_strconcat (b1, a1, b3, c1, a4, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *got = NULL;
+  g_autofree char *want = NULL;
+
+  test_write_file (f->path, text);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  got = drain_runs (reader, gaps);
+  assert_string_equal (got, "b:1 a:1 b:3 c:1 c:2 a:4 a:5 gap gap");
+  want = g_strdup_printf ("%s: run a: seq jumps from 1 to 4: 2 records missing\n"
+                          "%s: run b: seq jumps from 1 to 3: 1 record missing\n",
+                          f->path, f->path);
+  assert_string_equal (gaps->str, want);
+}
+
 /* WANT with each "RUN:A-B" written out as "RUN:A RUN:A+1 ... RUN:B". */
 static char *
 expand_runs (const char *want)
@@ -1165,8 +1191,9 @@ test_follow_manual_rotation (void **state)
 TEST_DEFINE_MAIN (
   NULL, NULL, TEST_LOG_FILE_TEST (test_truncated_last_line), TEST_LOG_FILE_TEST (test_linked_file_counted),
   TEST_LOG_FILE_TEST (test_bad_lines_gaps_duplicates), TEST_LOG_FILE_TEST (test_lone_surrogate),
-  TEST_LOG_FILE_TEST (test_gap_message), TEST_LOG_FILE_TEST (test_rotated_order),
-  TEST_LOG_FILE_TEST (test_rotated_order_clock_set_back), TEST_LOG_FILE_TEST (test_rotated_order_mixed_file_stays),
+  TEST_LOG_FILE_TEST (test_gap_message), TEST_LOG_FILE_TEST (test_gaps_of_several_runs),
+  TEST_LOG_FILE_TEST (test_rotated_order), TEST_LOG_FILE_TEST (test_rotated_order_clock_set_back),
+  TEST_LOG_FILE_TEST (test_rotated_order_mixed_file_stays),
   TEST_LOG_FILE_TEST (test_rotated_order_not_around_a_mixed_file),
   TEST_LOG_FILE_TEST (test_rotated_order_file_named_by_another_run),
   TEST_LOG_FILE_TEST (test_rotated_order_middle_line_looked_at), TEST_LOG_FILE_TEST (test_rotated_order_big_file),
