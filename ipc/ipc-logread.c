@@ -88,6 +88,12 @@
 #define GROWN_LOOK_MANY 256
 #define GROWN_LOOK_US G_USEC_PER_SEC
 
+/* How many times a reader that ends goes back to rotated files that grew
+ * while it read: files their owner keeps growing must not keep it
+ * reading (each time it opens the live file again too: below RELIST_MAX,
+ * which bounds that). */
+#define GROWN_READS_MAX (RELIST_MAX / 2)
+
 /* In FbLogReader.lines, a line that held a NUL byte (its text would end
  * there: what follows could not be seen).  Never freed. */
 static char nul_line[] = "";
@@ -171,9 +177,10 @@ struct FbLogReader
   gboolean capped_told;    /* a reader that ends: RELIST_MAX said, at its end (FB_LOG_READ_NOTE) */
   ReadTo read_live[8];     /* the last live files read to their end and renamed away */
   guint read_live_next;
-  GHashTable *read_to;    /* a follower: rotated files read (path, as last listed) -> ReadTo* */
-  ReadTo live_left;       /* a follower: the live file, left to read a rotated file that grew */
+  GHashTable *read_to;    /* rotated files read (path, as last listed) -> ReadTo* */
+  ReadTo live_left;       /* the live file, left to read a rotated file that grew */
   gint64 grown_looked_us; /* a follower: when read_to's files were last looked at (monotonic) */
+  guint grown_reads;      /* a reader that ends: times it went back to files that grew (queue_grown) */
   GQueue pending;         /* rotated files still to read (char* paths), in order */
   GHashTable *seen;       /* rotated files queued once (paths, as last listed): never twice */
   GHashTable *skipped;    /* rotated files skipped (path -> Identity, as last listed) */
@@ -294,21 +301,38 @@ typedef struct
 {
   dev_t dev;
   ino_t ino;
-  dev_t dir_dev; /* its directory's */
+  dev_t dir_dev;         /* its directory's */
+  gboolean owners;       /* it was a regular file of the log's owner there */
+  struct timespec ctime; /* its change time then */
 } Identity;
 
+/* Is PATH's attributes ST a regular file of the log's owner on the
+ * filesystem of its directory (whose device is DIR_DEV)? */
+static bool
+owners_file (FbLogReader *r, const struct stat *st, dev_t dir_dev)
+{
+  return S_ISREG (st->st_mode) && st->st_uid == r->owner && st->st_dev == dir_dev;
+}
+
 /* Is what is at PATH still the file skipped there (R->skipped)?  Not once
- * it is a regular file of the log's owner on its directory's filesystem:
- * another user's file can't become that (a mount there shows another
- * device), and its inode number may be given to the owner's next. */
+ * it is a regular file of the log's owner on its directory's filesystem,
+ * unless it was one already, unchanged since (a file of the owner's the
+ * reader can't open: tried at each listing, a follower spun on it):
+ * another user's file can't become the owner's (a mount there shows
+ * another device), and its inode number may be given to the owner's next
+ * (made later: another change time), as it may be when the owner's is
+ * removed. */
 static bool
 still_skipped (FbLogReader *r, const char *path)
 {
   Identity *id = g_hash_table_lookup (r->skipped, path);
   struct stat st;
 
-  return id != NULL && fb_lstat_cached (r->dir_fd, leaf (path), &st) == 0 && st.st_dev == id->dev &&
-         st.st_ino == id->ino && !(S_ISREG (st.st_mode) && st.st_uid == r->owner && st.st_dev == id->dir_dev);
+  if (id == NULL || fb_lstat_cached (r->dir_fd, leaf (path), &st) < 0 || st.st_dev != id->dev || st.st_ino != id->ino)
+    return false;
+  if (!owners_file (r, &st, id->dir_dev))
+    return true;
+  return id->owners && st.st_ctim.tv_sec == id->ctime.tv_sec && st.st_ctim.tv_nsec == id->ctime.tv_nsec;
 }
 
 /* Keep of TABLE's paths only those LISTED (the rotated files' paths) has:
@@ -616,15 +640,17 @@ is_pending (FbLogReader *r, const char *path)
   return false;
 }
 
-/* A follower: queue again, first, the rotated files it read that have
- * grown since.  Two runs writing one log at once each rename the live
- * file the other writes in, and the other writes on in it under its
- * rotated name (ipc-log-file.c, rotate), after this follower may have
- * read it to its end.  Looked at by what the kernel holds: the same file
- * of the owner's, larger than when read, or changed.  Another file at
- * the name (the log removed and written again, a name made again before
- * the follower listed the directory) is read from its start.  Returns
- * how many. */
+/* Queue again, first, the rotated files read that have grown since.  Two
+ * runs writing one log at once each rename the live file the other writes
+ * in, and the other writes on in it under its rotated name (ipc-log-file.c,
+ * rotate), after the reader may have read it to its end: a follower's
+ * records would never be shown, and a reader that ends would say them
+ * missing.  Looked at by what the kernel holds: the same file of the
+ * owner's, larger than when read, or changed.  Another file at the name
+ * (the log removed and written again, a name made again before a follower
+ * listed the directory) is read from its start.  A reader that ends goes
+ * back GROWN_READS_MAX times at most, then says it may not have shown
+ * everything (relist_capped).  Returns how many. */
 static guint
 queue_grown (FbLogReader *r)
 {
@@ -632,7 +658,7 @@ queue_grown (FbLogReader *r)
   gpointer path, value;
   guint added = 0;
 
-  if (!r->follow || g_hash_table_size (r->read_to) == 0)
+  if (g_hash_table_size (r->read_to) == 0)
     return 0;
   r->grown_looked_us = g_get_monotonic_time ();
   g_hash_table_iter_init (&it, r->read_to);
@@ -652,6 +678,11 @@ queue_grown (FbLogReader *r)
         continue;
       if (is_pending (r, path))
         continue;
+      if (!r->follow && r->grown_reads >= GROWN_READS_MAX)
+        {
+          r->relist_capped = TRUE;
+          break;
+        }
       name = g_strdup (path);
       /* (resume_at tells the same file grown from another by its first
        * bytes; one smaller than what was read, or on another inode, is
@@ -661,6 +692,8 @@ queue_grown (FbLogReader *r)
       g_queue_push_head (&r->pending, g_steal_pointer (&name));
       added++;
     }
+  if (added > 0 && !r->follow)
+    r->grown_reads++;
   return added;
 }
 
@@ -714,17 +747,10 @@ queue_rotated (FbLogReader *r, guint *ret_added, GError **error)
        * seqs: the next run's first rotated file has seqs below ours. */
       if ((read = was_read_as_live (r, f->path)) != NULL)
         {
-          struct stat st;
-
           g_hash_table_add (r->seen, g_strdup (f->path));
+          /* grown since: read on in it with the others that grew
+           * (queue_grown, below) */
           g_hash_table_replace (r->read_to, g_strdup (f->path), g_memdup2 (read, sizeof *read));
-          /* grown since: a follower reads on in it with the others that
-           * grew (queue_grown, below), a reader that ends now */
-          if (!r->follow && fb_lstat_cached (r->dir_fd, leaf (f->path), &st) == 0 && st.st_size > read->size)
-            {
-              g_queue_push_tail (&r->pending, g_strdup (f->path));
-              added++;
-            }
           continue;
         }
       g_hash_table_add (r->seen, g_strdup (f->path));
@@ -1111,6 +1137,8 @@ remember_skipped (FbLogReader *r, const char *path)
   id->dev = st.st_dev;
   id->ino = st.st_ino;
   id->dir_dev = dir_st.st_dev;
+  id->owners = owners_file (r, &st, dir_st.st_dev);
+  id->ctime = st.st_ctim;
   g_hash_table_replace (r->skipped, g_strdup (path), id);
 }
 
@@ -1509,10 +1537,11 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
     {
       r->capped_told = TRUE;
       g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_INVALID,
-                   "rotated files kept appearing while %s was read, and after %u listings were no longer looked "
-                   "for: records written meanwhile, and some that were in its live file when this read began, may "
-                   "not have been shown; read the log again, or follow it (--follow)",
-                   r->live_path, (guint)RELIST_MAX);
+                   "rotated files kept appearing (or growing) while %s was read, and were no longer looked for "
+                   "after %u listings (or %u reads of those that grew): records written meanwhile, and some that "
+                   "were in its live file when this read began, may not have been shown; read the log again, or "
+                   "follow it (--follow)",
+                   r->live_path, (guint)RELIST_MAX, (guint)GROWN_READS_MAX);
       return FB_LOG_READ_NOTE;
     }
   return st;
@@ -1652,6 +1681,14 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
             }
           if (r->is_live && !replaced)
             {
+              /* a rotated file read before, grown since (queue_grown):
+               * read on in it, and come back */
+              if (queue_grown (r) > 0)
+                {
+                  read_to_set (r, &r->live_left);
+                  close_current (r);
+                  continue;
+                }
               close_current (r);
               r->done = TRUE;
               return FB_LOG_READ_EOF;
@@ -1662,7 +1699,7 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
            * to a file made after it is removed */
           if (replaced)
             read_to_set (r, &r->read_live[r->read_live_next++ % G_N_ELEMENTS (r->read_live)]);
-          else if (r->follow && !r->is_live)
+          else if (!r->is_live && !r->single_file)
             {
               ReadTo *to = g_new (ReadTo, 1);
 
@@ -1752,8 +1789,7 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
               {
                 if (!r->resumed)
                   r->stats.files--;
-                if (r->follow)
-                  read_to_set (r, &r->live_left);
+                read_to_set (r, &r->live_left);
                 close_current (r);
               }
             continue;

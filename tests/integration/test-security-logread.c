@@ -1517,6 +1517,62 @@ RFX_CASE (test_planted_file_kept_changing_warned_once)
   }
 }
 
+/* A rotated file of the log's owner that the reader can't open (mode 000,
+ * read by that owner, not root), beside the live file: a follower took it
+ * for a new file at each listing, warned of it again, and listed again at
+ * once: 48,000 warnings in 3 s at full CPU, and the live file's records
+ * never shown.  It warns once and shows them, as a reader that ends does. */
+RFX_CASE (test_follow_unreadable_rotated_warned_once)
+{
+  g_autofree char *dir = shared_dir (fx, "closed");
+  g_autofree char *live = g_build_filename (dir, "L.jsonl", NULL);
+  g_autofree char *closed = g_build_filename (dir, "L.000000000001-000000000003.jsonl", NULL);
+  g_autofree char *out = g_build_filename (fx->tmp, "closed.out", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "closed.err", NULL);
+  g_autofree char *cmd = NULL;
+  g_autofree char *said = NULL;
+  const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  GPid follower;
+
+  if (!g_file_test ("/usr/bin/setpriv", G_FILE_TEST_IS_EXECUTABLE))
+    {
+      printf ("skipped: /usr/bin/setpriv (util-linux) is missing: the follower must run as another user\n");
+      return;
+    }
+  /* the reader, uid 65534, reaches the directory */
+  assert_int_equal (chmod (fx->tmp, 0711), 0);
+  append_run (closed, "R", 1, 3);
+  append_run (live, "R", 4, 3);
+  assert_int_equal (chown (closed, 65534, 65534), 0);
+  assert_int_equal (chown (live, 65534, 65534), 0);
+  /* the file is there, and readable outside (to root): only its mode
+   * keeps its owner out */
+  test_assert_host_readable (closed);
+  assert_int_equal (chmod (closed, 0), 0);
+  cmd = g_strdup_printf ("exec setpriv --reuid 65534 --regid 65534 --clear-groups '%s' log --follow --json '%s' "
+                         ">%s 2>%s",
+                         test_bin (), live, out, err);
+  argv[2] = cmd;
+  rfx_set_repro (fx, (char **)argv);
+  if (!g_spawn_async (fx->ws, (char **)argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &follower, &error))
+    fail_msg ("spawn: %s", error->message);
+  rfx_keep_pid (fx, follower);
+  wait_for_text (out, "/R-6\"", "log --follow of the live file's last record");
+  /* a second of following on */
+  g_usleep (G_USEC_PER_SEC);
+  test_kill_child (&follower, SIGKILL);
+  said = test_read_file (err);
+  if (count (said, closed) != 1)
+    fail_msg ("the follower warned of %s %u times, not once:\n%.2000s", closed, count (said, closed), said);
+  {
+    g_autofree char *text = test_read_file (out);
+
+    assert_int_equal (count (text, "\"run\":\"R\""), 3);
+  }
+}
+
 /* A reader (not a follower) that took the log for another user's (their
  * rotated file was all there was) meets the caller's live file, made
  * while it read: it was skipped as "another owner's", with the advice to
@@ -1782,4 +1838,5 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_follow_adopts_the_callers_file), RFX_TEST (test_next_runs_rotated_file_read),
                   RFX_TEST (test_reader_adopts_the_callers_file), RFX_TEST (test_sparse_log_read_past_its_hole),
                   RFX_TEST (test_growing_log_read_to_its_size_then), RFX_TEST (test_live_swapped_each_time_read),
-                  RFX_TEST (test_planted_file_kept_changing_warned_once))
+                  RFX_TEST (test_planted_file_kept_changing_warned_once),
+                  RFX_TEST (test_follow_unreadable_rotated_warned_once))

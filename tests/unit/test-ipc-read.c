@@ -986,6 +986,100 @@ test_follow_gap_said_once (void **state)
   assert_int_equal (stats.missing, 4);
 }
 
+/* Two runs on one log while a reader that ends reads it: after the reader
+ * has read the file the first renamed away, the second writes on in it,
+ * then rotates, and its next record is in the new live file.  The reader
+ * goes back to the file that grew: every record shown, none said missing
+ * (it said "seq jumps from 1 to 5" of records the file held, never shown). */
+static void
+test_reader_reads_on_in_grown_file (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 3, 0);
+  g_autofree char *shared = g_build_filename (f->dir, name, NULL);
+  g_autofree char *moved_name = fb_log_rotated_name ("access.jsonl", 2, 4, 0);
+  g_autofree char *moved = g_build_filename (f->dir, moved_name, NULL);
+  g_autofree char *a13 = records ("a", 1, 3), *b1 = records ("b", 1, 1), *a46 = records ("a", 4, 6);
+  g_autofree char *b24 = records ("b", 2, 4), *b5 = records ("b", 5, 5);
+  g_autofree char *first = g_strconcat (a13, b1, NULL);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) shown = g_string_new (NULL);
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autofree char *rest = NULL;
+
+  write_rotated_text (f->dir, 1, 3, first, 100);
+  test_write_file (f->path, a46);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  /* read up to the live file's first record */
+  for (guint i = 0; i < 5; i++)
+    {
+      g_autoptr (FbLogRecord) rec = NULL;
+
+      assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_RECORD);
+      g_string_append_printf (shown, "%s:%" G_GINT64_FORMAT " ", rec->run, rec->seq);
+    }
+  assert_string_equal (shown->str, "a:1 a:2 a:3 b:1 a:4 ");
+  /* run b writes on in the renamed file, and rotates the live one */
+  append (shared, b24, strlen (b24));
+  assert_int_equal (rename (f->path, moved), 0);
+  test_write_file (f->path, b5);
+  rest = drain_runs (reader, gaps);
+  if (gaps->len > 0)
+    fail_msg ("a reader that ends said records were missing:\n%s", gaps->str);
+  assert_string_equal (rest, "a:5 a:6 b:2 b:3 b:4 b:5");
+}
+
+/* A rotated file that grows each time a reader that ends reads from it
+ * (its owner appending without end): the reader goes back to it a few
+ * times only, then ends, saying it may not have shown everything. */
+static void
+test_reader_grown_file_bounded (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 2, 0);
+  g_autofree char *rotated = g_build_filename (f->dir, name, NULL);
+  g_autofree char *y1 = records ("y", 1, 1);
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GError) error = NULL;
+  guint64 next_x = 3;
+  guint calls, xs = 0, notes = 0;
+
+  write_rotated_at (f->dir, NULL, "x", 1, 2, 100);
+  test_write_file (f->path, y1);
+  reader = fb_log_reader_new (f->path, FALSE, &error);
+  assert_non_null (reader);
+  for (calls = 0; calls < 10000; calls++)
+    {
+      g_autoptr (FbLogRecord) rec = NULL;
+      g_autoptr (GError) local_error = NULL;
+      FbLogReadStatus st = fb_log_reader_next (reader, &rec, &local_error);
+
+      if (st == FB_LOG_READ_EOF)
+        break;
+      if (st == FB_LOG_READ_NOTE)
+        {
+          assert_non_null (strstr (local_error->message, "may not have been shown"));
+          notes++;
+          continue;
+        }
+      assert_int_equal (st, FB_LOG_READ_RECORD);
+      if (g_strcmp0 (rec->run, "x") == 0)
+        {
+          g_autofree char *more = records ("x", next_x, next_x);
+
+          xs++;
+          append (rotated, more, strlen (more));
+          next_x++;
+        }
+    }
+  assert_true (calls < 10000);
+  assert_int_equal (notes, 1);
+  /* it went back for more, a few times */
+  assert_true (xs > 2 && xs < 100);
+}
+
 /* A writer in this thread (synchronous pushes), a follower polling between
  * bursts of random size: small bursts rotate now and then, big ones rotate
  * several times between two polls. */
@@ -1203,5 +1297,6 @@ TEST_DEFINE_MAIN (
   TEST_LOG_FILE_TEST (test_follow_writer_in_rotated_file), TEST_LOG_FILE_TEST (test_follow_rotated_line_completed),
   TEST_LOG_FILE_TEST (test_follow_rotated_file_rewritten), TEST_LOG_FILE_TEST (test_follow_name_made_again),
   TEST_LOG_FILE_TEST (test_follow_live_cut_in_place), TEST_LOG_FILE_TEST (test_second_run_joined_no_false_gap),
-  TEST_LOG_FILE_TEST (test_follow_gap_said_once), TEST_LOG_FILE_TEST (test_follow_partial_line),
+  TEST_LOG_FILE_TEST (test_follow_gap_said_once), TEST_LOG_FILE_TEST (test_reader_reads_on_in_grown_file),
+  TEST_LOG_FILE_TEST (test_reader_grown_file_bounded), TEST_LOG_FILE_TEST (test_follow_partial_line),
   TEST_LOG_FILE_TEST (test_follow_manual_rotation))
