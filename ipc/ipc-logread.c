@@ -121,9 +121,9 @@ fb_log_record_free (FbLogRecord *record)
 
 /* --- the reader ------------------------------------------------------------ */
 
-/* Where a follower's reading of a file stopped: read again from there
- * when it grows (another run writes on in it), or when the follower comes
- * back to it (the live file, left to read a rotated file that grew). */
+/* Where the reading of a file stopped: read again from there when it
+ * grows (another run writes on in it), or when the reader comes back to it
+ * (the live file, left to read a rotated file that grew). */
 typedef struct
 {
   dev_t dev;
@@ -193,7 +193,7 @@ struct FbLogReader
   ino_t ino;
   off_t offset;          /* where fd's next read starts */
   off_t limit;           /* a reader that ends: fd is read up to here, no further */
-  gboolean resumed;      /* fd was opened where a follower's reading of it stopped (ReadTo) */
+  gboolean resumed;      /* fd was opened where an earlier reading of it stopped (ReadTo) */
   gsize torn;            /* bytes of a last line said incomplete, not read again until it grows */
   gboolean at_end;       /* the last read of fd found its end */
   char head[HEAD_BYTES]; /* a follower: fd's first bytes, as first seen (cut_in_place) */
@@ -235,7 +235,7 @@ was_read_as_live (FbLogReader *r, const char *path)
     return NULL;
   for (guint i = 0; i <= G_N_ELEMENTS (r->read_live); i++)
     {
-      /* (and the live file a follower left for a while, renamed since) */
+      /* (and the live file left for a while, renamed since) */
       const ReadTo *t = i < G_N_ELEMENTS (r->read_live) ? &r->read_live[i] : &r->live_left;
 
       if (t->ino == 0 || t->dev != st.st_dev || t->ino != st.st_ino)
@@ -272,8 +272,8 @@ read_to_set (FbLogReader *r, ReadTo *to)
   to->head_len = n > 0 ? (size_t)n : 0;
 }
 
-/* FD (attributes ST) just opened: is it the file TO says, where a
- * follower stopped?  Then read on from there. */
+/* FD (attributes ST) just opened: is it the file TO says, where the
+ * reading stopped?  Then read on from there. */
 static bool
 resume_at (FbLogReader *r, int fd, const struct stat *st, const ReadTo *to)
 {
@@ -665,9 +665,8 @@ queue_grown (FbLogReader *r)
   while (g_hash_table_iter_next (&it, &path, &value))
     {
       ReadTo *to = value;
-      struct stat st;
-
       g_autofree char *name = NULL;
+      struct stat st;
 
       if (r->file != NULL && strcmp (r->file, path) == 0)
         continue;
@@ -698,8 +697,8 @@ queue_grown (FbLogReader *r)
 }
 
 /* Queue the rotated files not queued before.  The writer never renames a
- * rotated file again, so a name read is not read twice (a follower reads
- * on in one that grew: queue_grown); but a name skipped
+ * rotated file again, so a name read is not read twice (but read on in,
+ * once grown: queue_grown); a name skipped
  * (another user's file, or no regular file) is remembered as that file:
  * removed, its name may be the writer's next rotated file. */
 static gboolean
