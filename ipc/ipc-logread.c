@@ -181,6 +181,7 @@ struct FbLogReader
   ReadTo live_left;       /* the live file, left to read a rotated file that grew */
   gint64 grown_looked_us; /* a follower: when read_to's files were last looked at (monotonic) */
   guint grown_reads;      /* a reader that ends: times it went back to files that grew (queue_grown) */
+  gboolean grown_none;    /* a follower: queue_grown found none grown since the last record read */
   GQueue pending;         /* rotated files still to read (char* paths), in order */
   GHashTable *seen;       /* rotated files queued once (paths, as last listed): never twice */
   GHashTable *skipped;    /* rotated files skipped (path -> Identity, as last listed) */
@@ -195,6 +196,7 @@ struct FbLogReader
   off_t limit;           /* a reader that ends: fd is read up to here, no further */
   gboolean resumed;      /* fd was opened where an earlier reading of it stopped (ReadTo) */
   gsize torn;            /* bytes of a last line said incomplete, not read again until it grows */
+  off_t torn_at;         /* a follower: 1 + where a last line it said incomplete starts (0: none) */
   gboolean at_end;       /* the last read of fd found its end */
   char head[HEAD_BYTES]; /* a follower: fd's first bytes, as first seen (cut_in_place) */
   size_t head_len;
@@ -659,7 +661,10 @@ queue_grown (FbLogReader *r)
   guint added = 0;
 
   if (g_hash_table_size (r->read_to) == 0)
-    return 0;
+    {
+      r->grown_none = TRUE;
+      return 0;
+    }
   r->grown_looked_us = g_get_monotonic_time ();
   g_hash_table_iter_init (&it, r->read_to);
   while (g_hash_table_iter_next (&it, &path, &value))
@@ -693,6 +698,8 @@ queue_grown (FbLogReader *r)
     }
   if (added > 0 && !r->follow)
     r->grown_reads++;
+  if (added == 0)
+    r->grown_none = TRUE;
   return added;
 }
 
@@ -937,6 +944,7 @@ close_current (FbLogReader *r)
   r->limit = 0;
   r->resumed = FALSE;
   r->torn = 0;
+  r->torn_at = 0;
   r->at_end = FALSE;
   r->head_len = 0;
 }
@@ -1402,6 +1410,7 @@ parse_line (FbLogReader *r, char *line, guint64 line_no, FbLogRecord **ret_recor
         }
       /* (a seq missing is said once all there was is read: say_hole) */
       fb_seq_set_add (rs->set, seq);
+      r->grown_none = FALSE;
       if (!rs->grew)
         {
           char *key = NULL;
@@ -1494,7 +1503,10 @@ fb_log_reader_next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
   FbLogReadStatus st = next (r, ret_record, error);
   struct stat st_dir;
 
-  if (st == FB_LOG_READ_EOF && say_hole (r, error))
+  /* (a follower past GROWN_LOOK_MANY files looks at them once a second:
+   * a hole is said only once a look found none grown since the last
+   * record, which such a file might hold) */
+  if (st == FB_LOG_READ_EOF && (!r->follow || r->grown_none) && say_hole (r, error))
     return FB_LOG_READ_GAP;
   if (st == FB_LOG_READ_EOF && r->follow && !r->dir_gone_told && fstat (r->dir_fd, &st_dir) == 0 &&
       st_dir.st_nlink == 0)
@@ -1663,10 +1675,40 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
                 r->limit = st.st_size;
               continue;
             }
-          if (r->partial->len > 0 || r->skipping)
+          /* a follower said this line incomplete already, and went back
+           * to its start: it waits for the writer (read_to_set keeps where
+           * it starts) */
+          if (r->follow && !r->skipping && r->partial->len > 0 && r->torn_at == r->offset - (off_t)r->partial->len + 1)
+            ;
+          else if (r->partial->len > 0 || r->skipping)
             {
               gsize len = r->partial->len;
 
+              /* a follower reads the line again from its start: the
+               * writer may complete it (another run writing on in this
+               * file, mid-write when it was read), and what follows would
+               * be read as a line of its own */
+              if (r->follow && !r->skipping)
+                {
+                  off_t start = r->offset - (off_t)len;
+
+                  if (lseek (r->fd, start, SEEK_SET) != start)
+                    {
+                      int errsv = errno;
+                      g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_IO, "reading %s: %s", r->file, g_strerror (errsv));
+                      return FB_LOG_READ_ERROR;
+                    }
+                  r->offset = start;
+                  r->torn_at = start + 1;
+                  g_string_truncate (r->partial, 0);
+                  r->stats.truncated++;
+                  g_set_error (error, FB_IPC_ERROR, FB_IPC_ERROR_PARSE,
+                               "%s:%" G_GUINT64_FORMAT ": the last line is incomplete (%" G_GSIZE_FORMAT
+                               " bytes without a newline: the writer stopped mid-record, or is writing it); its "
+                               "record is shown if the line is completed",
+                               r->file, r->line_no + 1, len);
+                  return FB_LOG_READ_TRUNCATED;
+                }
               g_string_truncate (r->partial, 0);
               r->skipping = FALSE;
               r->line_no++;
@@ -1729,6 +1771,10 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           if (o == OPEN_FOREIGN)
             {
               remember_skipped (r, path);
+              /* skipped: no longer one to read on in when it grows (a
+               * file of the owner's the reader can't open, tried again at
+               * each look, had a follower spin) */
+              g_hash_table_remove (r->read_to, path);
               return FB_LOG_READ_SKIPPED;
             }
           /* gone: a file made at the name later is another, to read */

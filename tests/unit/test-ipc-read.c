@@ -1080,6 +1080,101 @@ test_reader_grown_file_bounded (void **state)
   assert_true (xs > 2 && xs < 100);
 }
 
+/* The live file rotated away while its last line was being written: the
+ * follower says the line incomplete, and the writer completes it before
+ * the follower reads again.  The line is read from its start: its record
+ * is shown, and nothing is said missing.  The follower read on from the
+ * end of the incomplete part: the rest of the line was "not JSON", the
+ * record lost and said missing. */
+static void
+test_follow_torn_line_completed_after_warning (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *r1 = record_line ("r", 1), *r2 = record_line ("r", 2), *r3 = records ("r", 3, 3);
+  int half = (int)strlen (r2) / 2;
+  g_autofree char *text = g_strdup_printf ("%s\n%.*s", r1, half, r2);
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 2, 0);
+  g_autofree char *rotated = g_build_filename (f->dir, name, NULL);
+  g_autoptr (GArray) seqs = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (FbLogRecord) rec = NULL;
+  FbLogReaderStats stats;
+
+  test_write_file (f->path, text);
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  assert_drains (reader, seqs, "R");
+  assert_int_equal (rename (f->path, rotated), 0);
+  test_write_file (f->path, r3);
+  assert_int_equal (fb_log_reader_next (reader, &rec, &error), FB_LOG_READ_TRUNCATED);
+  g_clear_error (&error);
+  /* the writer completes the line before the follower reads again */
+  append (rotated, r2 + half, strlen (r2) - half);
+  append (rotated, "\n", 1);
+  assert_drains (reader, seqs, "RR");
+  assert_seqs_in_order (seqs, 3);
+  fb_log_reader_get_stats (reader, &stats);
+  assert_int_equal (stats.bad_lines, 0);
+  assert_int_equal (stats.gaps, 0);
+}
+
+/* A follower that has read more than GROWN_LOOK_MANY rotated files looks
+ * at their sizes once a second: a run writing on in one of them, and in
+ * the live file, is not said to miss records the file holds before the
+ * follower has looked again (it said "seq jumps" three times in six). */
+static void
+test_follow_many_files_no_false_gap (void **state)
+{
+  Fixture *f = *state;
+  g_autofree char *name = fb_log_rotated_name ("access.jsonl", 1, 2, 0);
+  g_autofree char *shared = g_build_filename (f->dir, name, NULL);
+  g_autofree char *r301 = records ("r", 301, 301);
+  g_autoptr (GError) error = NULL;
+  g_autoptr (FbLogReader) reader = NULL;
+  g_autoptr (GString) gaps = g_string_new (NULL);
+  g_autoptr (GString) shown = g_string_new (NULL);
+
+  for (guint64 i = 1; i <= 300; i++)
+    write_rotated_at (f->dir, NULL, "r", i, i, (time_t)i);
+  write_rotated_at (f->dir, NULL, "a", 1, 2, 1000);
+  test_write_file (f->path, r301);
+  reader = fb_log_reader_new (f->path, TRUE, &error);
+  assert_non_null (reader);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    g_string_append (shown, got);
+  }
+  for (guint64 k = 3; k <= 13; k += 2)
+    {
+      g_autofree char *in_shared = records ("a", k, k), *in_live = records ("a", k + 1, k + 1);
+      g_autofree char *got = NULL;
+
+      append (shared, in_shared, strlen (in_shared));
+      append (f->path, in_live, strlen (in_live));
+      got = drain_runs (reader, gaps);
+      g_string_append_printf (shown, " %s", got);
+    }
+  /* once a second: what the shared file holds comes */
+  g_usleep (1100 * 1000);
+  {
+    g_autofree char *got = drain_runs (reader, gaps);
+
+    g_string_append_printf (shown, " %s", got);
+  }
+  if (gaps->len > 0)
+    fail_msg ("the follower said records were missing:\n%s", gaps->str);
+  for (guint k = 1; k <= 14; k++)
+    {
+      g_autofree char *want = g_strdup_printf ("a:%u", k);
+      g_auto (GStrv) words = g_strsplit (shown->str, " ", -1);
+
+      if (!g_strv_contains ((const char *const *)words, want))
+        fail_msg ("%s never shown: %s", want, shown->str);
+    }
+}
+
 /* A writer in this thread (synchronous pushes), a follower polling between
  * bursts of random size: small bursts rotate now and then, big ones rotate
  * several times between two polls. */
@@ -1298,5 +1393,7 @@ TEST_DEFINE_MAIN (
   TEST_LOG_FILE_TEST (test_follow_rotated_file_rewritten), TEST_LOG_FILE_TEST (test_follow_name_made_again),
   TEST_LOG_FILE_TEST (test_follow_live_cut_in_place), TEST_LOG_FILE_TEST (test_second_run_joined_no_false_gap),
   TEST_LOG_FILE_TEST (test_follow_gap_said_once), TEST_LOG_FILE_TEST (test_reader_reads_on_in_grown_file),
-  TEST_LOG_FILE_TEST (test_reader_grown_file_bounded), TEST_LOG_FILE_TEST (test_follow_partial_line),
+  TEST_LOG_FILE_TEST (test_reader_grown_file_bounded),
+  TEST_LOG_FILE_TEST (test_follow_torn_line_completed_after_warning),
+  TEST_LOG_FILE_TEST (test_follow_many_files_no_false_gap), TEST_LOG_FILE_TEST (test_follow_partial_line),
   TEST_LOG_FILE_TEST (test_follow_manual_rotation))
