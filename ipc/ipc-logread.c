@@ -1223,6 +1223,15 @@ fill (FbLogReader *r, GError **error)
   return n;
 }
 
+/* Leave the live file (r->fd) for rotated files to read first, and keep
+ * where it was left: opened again, it is read on from there (resume_at). */
+static void
+leave_live (FbLogReader *r)
+{
+  read_to_set (r, &r->live_left);
+  close_current (r);
+}
+
 /* A follower at the end of what it has read of r->fd: was the file cut
  * in place (shorter than what was read, or other first bytes: written
  * again past where the follower was before it looked)?  Its first bytes
@@ -1636,8 +1645,7 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
                    g_get_monotonic_time () - r->grown_looked_us >= GROWN_LOOK_US) &&
                   queue_grown (r) > 0)
                 {
-                  read_to_set (r, &r->live_left);
-                  close_current (r);
+                  leave_live (r);
                   continue;
                 }
               return FB_LOG_READ_EOF; /* a partial line may yet be completed */
@@ -1726,8 +1734,7 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
                * read on in it, and come back */
               if (queue_grown (r) > 0)
                 {
-                  read_to_set (r, &r->live_left);
-                  close_current (r);
+                  leave_live (r);
                   continue;
                 }
               close_current (r);
@@ -1834,8 +1841,7 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
               {
                 if (!r->resumed)
                   r->stats.files--;
-                read_to_set (r, &r->live_left);
-                close_current (r);
+                leave_live (r);
               }
             continue;
           }
