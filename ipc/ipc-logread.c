@@ -192,12 +192,17 @@ struct FbLogReader
   gboolean drained; /* the live file was seen replaced and read to its end again */
   dev_t dev;
   ino_t ino;
-  off_t offset;          /* where fd's next read starts */
-  off_t limit;           /* a reader that ends: fd is read up to here, no further */
-  gboolean resumed;      /* fd was opened where an earlier reading of it stopped (ReadTo) */
-  gsize torn;            /* bytes of a last line said incomplete, not read again until it grows */
-  off_t torn_at;         /* a follower: 1 + where a last line it said incomplete starts (0: none) */
-  gboolean at_end;       /* the last read of fd found its end */
+  off_t offset;     /* where fd's next read starts */
+  off_t limit;      /* a reader that ends: fd is read up to here, no further */
+  gboolean resumed; /* fd was opened where an earlier reading of it stopped (ReadTo) */
+  gsize torn;       /* bytes of a last line said incomplete, not read again until it grows */
+  off_t torn_at;    /* a follower: 1 + where a last line it said incomplete starts (0: none) */
+  gboolean at_end;  /* the last read of fd found its end */
+  /* a follower at the end of a rotated file it found the newest of the
+   * log's: so it holds until newest_look_us (monotonic), when it looks
+   * for a newer one again */
+  gboolean newest;
+  gint64 newest_look_us;
   char head[HEAD_BYTES]; /* a follower: fd's first bytes, as first seen (cut_in_place) */
   size_t head_len;
   guint64 line_no;
@@ -946,6 +951,7 @@ close_current (FbLogReader *r)
   r->torn = 0;
   r->torn_at = 0;
   r->at_end = FALSE;
+  r->newest = FALSE;
   r->head_len = 0;
 }
 
@@ -1653,12 +1659,28 @@ next (FbLogReader *r, FbLogRecord **ret_record, GError **error)
           /* and so may the one rotated away, and the newest rotated file,
            * until the writer has a new live file of its own */
           newest = false;
-          if (r->follow && !r->is_live && !owner_file_pending (r))
+          if (r->follow && !r->is_live)
             {
-              /* the last of the owner's files queued: any newer one? */
-              if (!queue_rotated (r, NULL, error))
-                return FB_LOG_READ_ERROR;
-              newest = !owner_file_pending (r);
+              gint64 began = g_get_monotonic_time (), ended;
+
+              /* A look costs as much as the directory holds names (a
+               * listing, and each queued name's owner asked): it takes a
+               * twentieth of the time at most, or a follower left at the
+               * end of the newest file of a directory where somebody put
+               * thousands of names would spin on it.  A new live file is
+               * looked for at each call (successor_status). */
+              if (r->newest && began < r->newest_look_us)
+                newest = true;
+              else if (!owner_file_pending (r))
+                {
+                  /* the last of the owner's files queued: any newer one? */
+                  if (!queue_rotated (r, NULL, error))
+                    return FB_LOG_READ_ERROR;
+                  newest = !owner_file_pending (r);
+                  ended = g_get_monotonic_time ();
+                  r->newest_look_us = ended + 20 * (ended - began);
+                }
+              r->newest = newest;
             }
           if (r->follow && (replaced || newest))
             {

@@ -1584,6 +1584,71 @@ RFX_CASE (test_follow_unreadable_rotated_warned_once)
   }
 }
 
+/* CPU time (user and system) of process PID so far, in seconds. */
+static double
+cpu_seconds (GPid pid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%d/stat", (int)pid);
+  g_autofree char *text = test_read_file (path);
+  const char *after = text != NULL ? strrchr (text, ')') : NULL;
+  unsigned long long utime = 0, stime = 0;
+
+  /* fields 14 and 15, after the command's name in parentheses */
+  assert_non_null (after);
+  assert_int_equal (sscanf (after, ") %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime), 2);
+  return (double)(utime + stime) / (double)sysconf (_SC_CLK_TCK);
+}
+
+/* A follower at the end of the log's newest file, its live file not made
+ * yet, looks for a newer rotated file at every call: a listing of the
+ * directory, and each queued name's owner asked.  Somebody who can write
+ * in a shared directory put 20,000 rotated names of their own there: each
+ * look took them all, five times a second, and the idle follower kept a
+ * CPU half busy.  The looks now take a twentieth of its time at most, and
+ * it still follows: the live file, once made, is read. */
+RFX_CASE (test_follow_newest_beside_many_names_idles)
+{
+  g_autofree char *dir = shared_dir (fx, "crowded");
+  g_autofree char *live = g_build_filename (dir, "L.jsonl", NULL);
+  g_autofree char *first = g_build_filename (dir, "L.000000000001-000000000003.jsonl", NULL);
+  g_autofree char *out = g_build_filename (fx->tmp, "crowded.out", NULL);
+  g_autofree char *err = g_build_filename (fx->tmp, "crowded.err", NULL);
+  g_autofree char *cmd = NULL;
+  const char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+  g_auto (GStrv) env = rfx_env (fx);
+  g_autoptr (GError) error = NULL;
+  const double window = 3.0;
+  double used;
+  GPid follower;
+
+  append_run (first, "R", 1, 3);
+  cmd = g_strdup_printf ("exec '%s' log --follow --json '%s' >%s 2>%s", test_bin (), live, out, err);
+  argv[2] = cmd;
+  rfx_set_repro (fx, (char **)argv);
+  if (!g_spawn_async (fx->ws, (char **)argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &follower, &error))
+    fail_msg ("spawn: %s", error->message);
+  rfx_keep_pid (fx, follower);
+  wait_for_text (out, "/R-3\"", "log --follow of the newest rotated file's last record");
+  for (guint i = 0; i < 20000; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("%s/L.%012u-%012u.jsonl", dir, 100 + 2 * i, 101 + 2 * i);
+
+      append_run (name, "X", 100 + 2 * i, 2);
+      assert_int_equal (chown (name, 65534, 65534), 0);
+    }
+  test_assert_host_readable (first);
+  /* a second to find them, then a window of following */
+  g_usleep (G_USEC_PER_SEC);
+  used = cpu_seconds (follower);
+  g_usleep ((gulong)(window * G_USEC_PER_SEC));
+  used = cpu_seconds (follower) - used;
+  if (used > window / 5)
+    fail_msg ("the idle follower used %.2f s of CPU in %.1f s beside 20,000 names of another user's", used, window);
+  append_run (live, "R", 4, 2);
+  wait_for_text (out, "/R-5\"", "log --follow of the live file made after");
+  test_kill_child (&follower, SIGKILL);
+}
+
 /* A reader (not a follower) that took the log for another user's (their
  * rotated file was all there was) meets the caller's live file, made
  * while it read: it was skipped as "another owner's", with the advice to
@@ -1850,4 +1915,5 @@ TEST_DEFINE_MAIN (require_host, NULL, RFX_TEST (test_live_log_not_a_file), RFX_T
                   RFX_TEST (test_reader_adopts_the_callers_file), RFX_TEST (test_sparse_log_read_past_its_hole),
                   RFX_TEST (test_growing_log_read_to_its_size_then), RFX_TEST (test_live_swapped_each_time_read),
                   RFX_TEST (test_planted_file_kept_changing_warned_once),
-                  RFX_TEST (test_follow_unreadable_rotated_warned_once))
+                  RFX_TEST (test_follow_unreadable_rotated_warned_once),
+                  RFX_TEST (test_follow_newest_beside_many_names_idles))
