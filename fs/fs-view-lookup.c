@@ -310,24 +310,22 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
   r = check_enter (pst, name, &decision);
   if (r < 0)
     {
-      /* Only what the host really holds is reported as refused. */
+      /* Only what the host really holds is reported as refused; every
+       * refusal, whether the host holds the name or not, is answered alike
+       * (FbViewCaller.ret_hidden). */
       if (decision != FB_DECISION_HIDE || host_name_exists (parent, name))
-        {
-          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, decision, -r, pst->decision.rule);
-          if (caller->ret_hidden != NULL)
-            *caller->ret_hidden = true;
-        }
+        view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, decision, -r, pst->decision.rule);
+      if (caller->ret_hidden != NULL)
+        *caller->ret_hidden = true;
       return r;
     }
   if (decision_is_hidden (&ci.decision))
     {
       if (host_name_exists (parent, name))
-        {
-          view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, FB_DECISION_HIDE, ENOENT,
-                     ci.decision.rule);
-          if (caller->ret_hidden != NULL)
-            *caller->ret_hidden = true;
-        }
+        view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, FB_DECISION_HIDE, ENOENT,
+                   ci.decision.rule);
+      if (caller->ret_hidden != NULL)
+        *caller->ret_hidden = true;
       return -ENOENT;
     }
   /* where the host folds names, only the spelling it lists is resolved */

@@ -228,9 +228,11 @@ typedef struct
   mode_t umask;        /* applied to the mode of created objects */
   const char *comm;    /* NULL: read from /proc/PID/comm when an event needs it */
   const char *session; /* remote-API session id, NULL for FUSE */
-  /* If not NULL: set by fb_view_lookup when its -ENOENT is a refusal the
-   * log records (a hidden name the host holds), which FUSE does not let
-   * the kernel cache: every attempt is asked, and logged, again. */
+  /* If not NULL: set by fb_view_lookup when its -ENOENT is the policy's
+   * (a hidden name, whether the host holds it or not), which FUSE does not
+   * let the kernel cache: every attempt is asked, and logged when the host
+   * holds the name, again; and a hidden name that is there is answered as
+   * fast as one that is not. */
   bool *ret_hidden;
   /* The adapter's own request (its refresher, fs-fuse-warm.c), made for no
    * process: decided as any, not logged. */
