@@ -14,6 +14,12 @@
  * command's own end), restores them and restarts output (TCOON undoes only
  * a TCOOFF: a person's Ctrl-S stays).  The line discipline (TIOCSETD: N_NULL
  * fails every write) is not saved: the seccomp filter refuses to change it.
+ * Nor is it only a terminal's: each of 0, 1 and 2, whatever it is, is an
+ * open file the caller shares, whose status flags (O_NONBLOCK, O_APPEND:
+ * F_SETFL) the command may change; a shell whose terminal was left
+ * O_NONBLOCK sees its next program's reads fail with EAGAIN.  They are
+ * saved (F_GETFL) and put back when they differ, always (no one's
+ * job-control state is in them).
  *
  * The alternative, a pty of the command's own relayed by the supervisor,
  * would also contain what the command does to the terminal while it runs,
@@ -35,6 +41,7 @@
 #include "launcher/launcher-private.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -53,6 +60,7 @@ struct FbCmdTerminal
     int excl;
     bool size_known; /* TIOCGWINSZ answered */
     struct winsize size;
+    int flags; /* F_GETFL's, -1 if not open */
   } fd[3];
 };
 
@@ -63,6 +71,7 @@ fb_cmd_terminal_save (void)
 
   for (int fd = 0; fd < 3; fd++)
     {
+      t->fd[fd].flags = fcntl (fd, F_GETFL);
       if (!isatty (fd) || tcgetattr (fd, &t->fd[fd].modes) < 0)
         continue;
       t->fd[fd].saved = true;
@@ -96,7 +105,10 @@ fb_cmd_terminal_restore (FbCmdTerminal *t)
       struct winsize size;
       int excl = 0;
       pid_t fg;
+      int flags;
 
+      if (t->fd[fd].flags >= 0 && (flags = fcntl (fd, F_GETFL)) >= 0 && flags != t->fd[fd].flags)
+        fcntl (fd, F_SETFL, t->fd[fd].flags);
       if (!t->fd[fd].saved)
         continue;
       if (t->fd[fd].excl_known && ioctl (fd, TIOCGEXCL, &excl) == 0 && excl != t->fd[fd].excl)

@@ -5,10 +5,12 @@
  * command inside turns echo, line editing and Ctrl-C off (TCSETS), sets
  * TIOCEXCL (after which nobody but root may open the terminal), shrinks the
  * window to 1x1 (TIOCSWINSZ), sets the line discipline N_NULL (TIOCSETD:
- * every write then fails) and stops the terminal's output (tcflow TCOOFF:
- * every write then blocks).  After the run, whether the command exits or is
- * ended by a SIGTERM to fusebox, the terminal has its modes, its size, its
- * discipline and its output back and is not exclusive.  And the command
+ * every write then fails), stops the terminal's output (tcflow TCOOFF:
+ * every write then blocks) and makes the open file it shares with the
+ * caller non-blocking (F_SETFL O_NONBLOCK: the shell's next program reads
+ * EAGAIN).  After the run, whether the command exits or is ended by a
+ * SIGTERM to fusebox, the terminal has its modes, its size, its discipline
+ * and its output back, is not exclusive, and its open file blocks again.  And the command
  * can't push input into the caller's terminal (TIOCSTI): it has no
  * controlling terminal, and the ioctl is filtered.
  *
@@ -19,7 +21,9 @@
 
 #include "tests/lib/test-run.h"
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <termios.h>
 
 /* ---- inside the sandbox ---- */
@@ -54,6 +58,13 @@ probe_main (int argc, char **argv)
   if (ioctl (0, TIOCSWINSZ, &tiny) < 0)
     {
       printf ("TIOCSWINSZ: %s\n", rfx_errname (errno));
+      return 1;
+    }
+  /* the open file it shares with the caller's shell: the shell's next
+   * program would read EAGAIN */
+  if (fcntl (0, F_SETFL, fcntl (0, F_GETFL) | O_NONBLOCK) < 0 || !(fcntl (0, F_GETFL) & O_NONBLOCK))
+    {
+      printf ("O_NONBLOCK: %s\n", rfx_errname (errno));
       return 1;
     }
   printf ("CHANGED tiocsti=%s\n", rfx_res (ioctl (0, TIOCSTI, &c)));
@@ -189,6 +200,33 @@ pty_wait (RFx *fx, Pty *p)
   return -1;
 }
 
+/* Has PID exec'd fusebox (its descriptors are set up by then)? */
+static bool
+runs_fusebox (pid_t pid)
+{
+  g_autofree char *link = g_strdup_printf ("/proc/%d/exe", (int)pid);
+  g_autofree char *exe = g_file_read_link (link, NULL);
+  g_autofree char *base = exe != NULL ? g_path_get_basename (exe) : NULL;
+
+  return base != NULL && g_str_has_prefix (base, "fusebox");
+}
+
+/* A descriptor of the open file that is fd 0 of process PID (pidfd_getfd:
+ * the same file, with its status flags, not the terminal opened again). */
+static int
+grab_stdin (pid_t pid)
+{
+  int pidfd = (int)syscall (SYS_pidfd_open, pid, 0);
+  int fd;
+
+  assert_true (pidfd >= 0);
+  fd = (int)syscall (SYS_pidfd_getfd, pidfd, 0, 0);
+  if (fd < 0)
+    fail_msg ("pidfd_getfd of fusebox run's fd 0: %s", g_strerror (errno));
+  close (pidfd);
+  return fd;
+}
+
 static void
 assert_terminal_as_before (Pty *p, const struct termios *before, const struct winsize *size_before)
 {
@@ -234,7 +272,7 @@ run_on_pty (void **state, bool by_signal)
   g_autofree char *tiocsetd = NULL;
   g_autofree char *tiocsetd_path = NULL;
   Pty p;
-  int status;
+  int status, shared;
 
   pty_open (&p);
   /* a fresh pty echoes, edits lines and turns Ctrl-C into SIGINT; its
@@ -244,6 +282,12 @@ run_on_pty (void **state, bool by_signal)
   assert_int_equal (ioctl (p.master, TIOCSWINSZ, &size), 0);
 
   pty_start (fx, &p, args);
+  /* the open file the caller's shell shares, once fusebox runs (its
+   * command starts long after) */
+  if (!TEST_WAIT_FOR (runs_fusebox (p.pid), 60000))
+    fail_msg ("fusebox run did not start");
+  shared = grab_stdin (p.pid);
+  assert_false (fcntl (shared, F_GETFL) & O_NONBLOCK);
   if (!pty_read_until (&p, "CHANGED", 60000))
     fail_msg ("the command did not change the terminal; the run said:\n%s", p.out->str);
   /* the command got the terminal's modes changed, and could not type
@@ -268,6 +312,9 @@ run_on_pty (void **state, bool by_signal)
         fail_msg ("fusebox run exited %d:\n%s", status, p.out->str);
     }
   assert_terminal_as_before (&p, &before, &size);
+  if (fcntl (shared, F_GETFL) & O_NONBLOCK)
+    fail_msg ("the terminal's open file is still O_NONBLOCK after the run: the caller's next read fails with EAGAIN");
+  close (shared);
   /* the discipline could not be changed at all */
   tiocsetd = test_read_file (tiocsetd_path);
   if (g_strcmp0 (tiocsetd, "EPERM") != 0)
