@@ -115,15 +115,17 @@ run_usage (FILE *out)
                 "Exit status: the command's, 128+N for signal N, 126 the command is not\n"
                 "executable, 127 it was not found, 125 every failure of fusebox's own (a usage\n"
                 "error, a policy that does not load, a run directory or log it can't make, a\n"
-                "sandbox step), so that no status of the command is mistaken for one of\n"
-                "fusebox's.  Manual: fusebox(1).\n");
+                "sandbox step), so that 0, 1 and 2 are only ever the command's.  A command\n"
+                "may exit 125-127 itself: the run's run.json tells them apart (\"error\" is\n"
+                "there only after a failure of fusebox's).  Manual: fusebox(1).\n");
 }
 
 /* A failure of fusebox's own, said as "run: MESSAGE" (a USAGE error in the
  * words of every command's, with where --help is); the message is built
  * raw and escaped where it is printed.  The status is 125 whichever it is,
- * run's own, so that no status of the command is mistaken for one of
- * fusebox's. */
+ * run's own, as env(1)'s and timeout(1)'s: 0, 1 and 2 stay the command's.
+ * A command that exits 125 itself looks the same; its run.json has no
+ * "error". */
 static int G_GNUC_PRINTF (2, 0) say_failure (bool usage, const char *format, va_list ap)
 {
   g_autofree char *msg = g_strdup_vprintf (format, ap);
