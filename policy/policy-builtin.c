@@ -9,7 +9,10 @@
  *  - HOME and /tmp are private (empty, in the run directory) unless the
  *    workspace is them or contains them;
  *  - other people's files (/home, /root) stay hidden unless they are the
- *    caller's HOME or the workspace itself.
+ *    caller's HOME or the workspace itself;
+ *  - the host's credentials (/etc/shadow, SSH host keys, ...), which the
+ *    view would read for a root caller, stay hidden unless the workspace
+ *    is them or holds them.
  * Each omission is a rule that would otherwise conflict (two rules at one
  * path) or undo one of these promises.
  *
@@ -98,6 +101,22 @@ is_at_or_below (const char *path, const char *ancestor)
   return path != NULL && ancestor != NULL && fb_policy_path_has_prefix (path, ancestor);
 }
 
+/* Where hosts keep their credentials readable to root alone. */
+static const struct
+{
+  const char *pattern;
+  bool glob;
+  const char *under; /* the pattern's fixed part: a workspace there keeps it */
+  const char *why;
+} host_secrets[] = {
+  { "/etc/shadow", false, "/etc/shadow", "the host's password hashes" },
+  { "/etc/shadow-", false, "/etc/shadow-", "the host's password hashes (the copy before the last change)" },
+  { "/etc/gshadow", false, "/etc/gshadow", "the host's group password hashes" },
+  { "/etc/gshadow-", false, "/etc/gshadow-", "the host's group password hashes (the copy before the last change)" },
+  { "/etc/ssh/ssh_host_*_key", true, "/etc/ssh", "the host's SSH private keys" },
+  { "/etc/ssl/private", false, "/etc/ssl/private", "the host's TLS private keys" },
+};
+
 static void
 add_default_rules (JsonBuilder *b, const char *home, const char *ws, bool workspace_writable)
 {
@@ -139,6 +158,20 @@ add_default_rules (JsonBuilder *b, const char *home, const char *ws, bool worksp
         /* (a workspace of "/" is already read by the first rule) */
         add_rule (b, "${WORKSPACE}", "read", NULL, "the workspace, read-only");
     }
+
+  /* The host's secrets, which "/" read would show a root caller (the view
+   * reads as the caller): hidden, unless the workspace is one of them or
+   * holds it (the caller chose that tree).  Last, so that the rules above
+   * keep their places (rules[N] in explanations and logs). */
+  for (gsize i = 0; i < G_N_ELEMENTS (host_secrets); i++)
+    if (!is_at_or_below (host_secrets[i].under, ws))
+      {
+        json_builder_begin_object (b);
+        fb_json_builder_add_string_member (b, host_secrets[i].glob ? "glob" : "path", host_secrets[i].pattern);
+        fb_json_builder_add_string_member (b, "access", "hide");
+        fb_json_builder_add_string_member (b, "why", host_secrets[i].why);
+        json_builder_end_object (b);
+      }
 }
 
 char *

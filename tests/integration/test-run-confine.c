@@ -285,6 +285,13 @@ build_table (RFx *fx, Table *t, const char *run_dir)
   add (t, "/tmp is writable", "create", tmp_file, NULL, "OK", false);
   add (t, "a secret in /home is unreadable", "read", t->secret, NULL, "ENOENT", true);
   add (t, "another workspace is unreadable", "read", t->other_ws_file, NULL, "ENOENT", true);
+  /* the view reads as the caller: for root, "/" read showed the host's
+   * credentials (the built-in policies hide them) */
+  if (getuid () == 0 && g_file_test ("/etc/shadow", G_FILE_TEST_EXISTS))
+    {
+      test_assert_host_readable ("/etc/shadow");
+      add (t, "the host's password hashes are unreadable", "read", "/etc/shadow", NULL, "ENOENT", false);
+    }
   /* fusebox's own state stays hidden even when a rule shows it: the view
    * hides the run directories by host identity, whatever the policy */
   add (t, "another run's log is unreadable", "read", t->other_run_log, NULL, "ENOENT", false);

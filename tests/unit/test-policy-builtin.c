@@ -391,8 +391,50 @@ test_builtin_json_text (void **state)
   assert_contains (json, "\"network\" : \"none\"");
 }
 
+/* The host's credentials, which "/" read showed a root caller (the view
+ * reads as the caller): hidden by every built-in that reads "/", unless the
+ * workspace is one of them or holds it; "host" shows the host as it is. */
+static void
+test_host_secrets_hidden (void **state)
+{
+  static const char *const secret[] = { "/etc/shadow",
+                                        "/etc/shadow-",
+                                        "/etc/gshadow",
+                                        "/etc/gshadow-",
+                                        "/etc/ssh/ssh_host_ed25519_key",
+                                        "/etc/ssh/ssh_host_rsa_key",
+                                        "/etc/ssl/private/site.key" };
+  static const char *const names[] = { "default", "read-only", "agent" };
+
+  for (gsize n = 0; n < G_N_ELEMENTS (names); n++)
+    {
+      g_autoptr (FbPolicy) p = builtin (names[n], "/root", "/srv/app");
+
+      for (gsize i = 0; i < G_N_ELEMENTS (secret); i++)
+        expect (p, secret[i], FB_POLICY_ACCESS_HIDE, NULL);
+      /* what is beside them is read as before */
+      expect (p, "/etc/passwd", FB_POLICY_ACCESS_READ, "/etc/passwd");
+      expect (p, "/etc/ssh/ssh_config", FB_POLICY_ACCESS_READ, "/etc/ssh/ssh_config");
+      expect (p, "/etc/ssh/ssh_host_ed25519_key.pub", FB_POLICY_ACCESS_READ, "/etc/ssh/ssh_host_ed25519_key.pub");
+      expect (p, "/etc/ssl/certs", FB_POLICY_ACCESS_READ, "/etc/ssl/certs");
+    }
+  {
+    /* the caller works in /etc: its files are the workspace's, the host's */
+    g_autoptr (FbPolicy) p = builtin ("default", "/root", "/etc");
+
+    expect (p, "/etc/shadow", FB_POLICY_ACCESS_WRITE, "/etc/shadow");
+    expect (p, "/etc/ssh/ssh_host_rsa_key", FB_POLICY_ACCESS_WRITE, "/etc/ssh/ssh_host_rsa_key");
+  }
+  {
+    g_autoptr (FbPolicy) p = builtin ("host", "/root", "/srv/app");
+
+    expect (p, "/etc/shadow", FB_POLICY_ACCESS_WRITE, "/etc/shadow");
+  }
+}
+
 TEST_DEFINE_MAIN (NULL, NULL, cmocka_unit_test (test_names), cmocka_unit_test (test_user_workspace_under_home),
                   cmocka_unit_test (test_root_caller), cmocka_unit_test (test_workspace_under_tmp),
                   cmocka_unit_test (test_workspace_is_home), cmocka_unit_test (test_read_only),
                   cmocka_unit_test (test_host), cmocka_unit_test (test_agent), cmocka_unit_test (test_matrix),
-                  cmocka_unit_test (test_to_json_round_trip), cmocka_unit_test (test_builtin_json_text))
+                  cmocka_unit_test (test_to_json_round_trip), cmocka_unit_test (test_builtin_json_text),
+                  cmocka_unit_test (test_host_secrets_hidden))
