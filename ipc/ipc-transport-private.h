@@ -50,6 +50,7 @@ struct FbRpcPeer
   GList **list;    /* the listener's list of its transport: FbRpcPeer* */
   FbRpcConn *conn; /* NULL once it went, or when the server refused it */
   guint closed_idle;
+  bool dropping;                  /* in fb_rpc_peer_drop: no close is scheduled any more */
   void (*free) (FbRpcPeer *peer); /* the transport's part of letting it go */
 };
 

@@ -116,6 +116,12 @@ void
 fb_rpc_peer_drop (FbRpcPeer *peer)
 {
   g_clear_handle_id (&peer->closed_idle, g_source_remove);
+  /* The answers fb_rpc_conn_closed still writes may meet the client's end
+   * (EPIPE), and the transport then asks for a close (a stream's write,
+   * libsoup's "closed"): that close is this one.  Scheduled, it ran on the
+   * freed peer at the loop's next turn (a use after free: the server
+   * crashed, or hung in a connection freed twice). */
+  peer->dropping = true;
   /* Told first, cleared after (not g_clear_pointer's order): the answers
    * fb_rpc_conn_closed still writes reach the transport's write paths,
    * which look at the peer's conn. */
@@ -138,7 +144,7 @@ peer_closed_idle (gpointer data)
 void
 fb_rpc_peer_close_later (FbRpcPeer *peer)
 {
-  if (peer->closed_idle == 0)
+  if (peer->closed_idle == 0 && !peer->dropping)
     peer->closed_idle = g_idle_add_once (peer_closed_idle, peer);
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Adversarial tests: what a client of `fusebox serve`'s ws:// listener can
-make the server hold by the way it sends its bytes.
+"""Adversarial tests: what a client of `fusebox serve`'s ws:// listener (and
+its unix: one) can make the server hold by the way it sends its bytes.
 
 - fragments: one WebSocket message sent as unfinished fragments (FIN=0) of
   8 MiB each.  libsoup bounds a frame, not a message, and appended them
@@ -28,6 +28,14 @@ make the server hold by the way it sends its bytes.
   while instead of retrying at once (GSocketService warned 1,000 times a
   second at full CPU): one warning, and once descriptors are free a new
   client is served.
+- client_gone_mid_answers (a unix: listener): clients send bursts of
+  fs/readFile of a 2 MB file and go away without reading the answers.
+  Letting such a client go, the server answered what it had sent, met the
+  client's end (EPIPE), and the stream asked for a close that ran on the
+  freed client at the loop's next turn: the server crashed (SIGSEGV, a
+  call through a pointer in freed memory) or hung for good in a
+  connection freed twice, within seconds, every time.  Now it serves a
+  client afterwards and exits 0 on SIGTERM.
 
 Clients speak WebSocket by hand over plain sockets, frames masked with a
 zero key (RFC 6455 wants a mask; a zero one leaves the payload as it is).
@@ -39,11 +47,13 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import re
 import select
 import socket
 import struct
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import security_util as su  # noqa: E402
@@ -317,8 +327,55 @@ async def t_accept_emfile(tmp):
             raise AssertionError("no client served once the connections closed")
 
 
+def rpc_line(rid, method, params):
+    return (json.dumps({"id": rid, "method": method, "params": params}) + "\n").encode()
+
+
+def gone_clients(path, big, seed):
+    """Fifteen clients, one after another: each initializes, sends 1-30
+    fs/readFile of BIG (some cut in the middle of a line), waits up to
+    0.3 s, and goes (half of them shutting their side first), never
+    reading an answer."""
+    rnd = random.Random(seed)
+    for _ in range(15):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(60)
+            s.connect(path)
+            s.sendall(rpc_line(1, "initialize", {"clientName": "gone"}) + b'{"method":"initialized","params":{}}\n')
+            assert b'"result"' in s.makefile("rb").readline()
+            data = b"".join(rpc_line(i, "fs/readFile", {"path": big}) for i in range(2, 2 + rnd.randint(1, 30)))
+            if rnd.random() < 0.3:
+                data = data[:rnd.randint(1, len(data) - 1)]
+            with contextlib.suppress(OSError):
+                s.sendall(data)
+            time.sleep(rnd.random() * 0.3)
+            if rnd.random() < 0.5:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_WR)
+
+
+async def t_client_gone_mid_answers(tmp):
+    def prepare(ws):
+        with open(os.path.join(ws, "big"), "wb") as f:
+            f.write(os.urandom(2 * MIB))
+
+    path = os.path.join(tmp, "api.sock")
+    with serve.Server(tmp, listen="unix:" + path, prepare=prepare) as srv:
+        big = os.path.join(srv.ws, "big")
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(None, gone_clients, path, big, seed) for seed in (1, 2)))
+        assert srv.proc.poll() is None, "the server ended (%s): %s" % (srv.proc.returncode, srv.stderr()[-2000:])
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)
+            s.connect(path)
+            s.sendall(rpc_line(1, "initialize", {"clientName": "after"}))
+            line = s.makefile("rb").readline()
+            assert b'"result"' in line, "a client after them got %r: %s" % (line, srv.stderr()[-2000:])
+    # (Server.stop: exit 0 on SIGTERM, within 60 s)
+
+
 if __name__ == "__main__":
     su.run([("fragments", t_fragments), ("held_budget", t_held_budget), ("stall", t_stall),
             ("preauth_bound", t_preauth_bound), ("handshake_timeout", t_handshake_timeout),
-            ("accept_emfile", t_accept_emfile)],
+            ("accept_emfile", t_accept_emfile), ("client_gone_mid_answers", t_client_gone_mid_answers)],
            "fusebox-security-transport-")
