@@ -35,9 +35,13 @@
  * are set back only when they differ from what was saved and when fusebox
  * is the terminal's foreground process group (or the terminal is not its
  * controlling one): a shell that took the terminal back meanwhile (a
- * background run ending while the shell reads a line) keeps its own modes.
- * The window size and the output's flow follow the same rule.  The
- * exclusive flag is always put back: no one's modes depend on it. */
+ * background run ending while the shell reads a line) keeps its own modes,
+ * and what a background run's command did to them stays (it has no
+ * controlling terminal, so no SIGTTOU stopped it; `stty sane` mends it).
+ * The rest is put back whoever is in the foreground: the exclusive flag
+ * and the open files' flags (no one's modes depend on them), the output's
+ * flow (a terminal stopped with TCOOFF took even the shell's writes) and
+ * the window size (set by no foreground program but by the terminal). */
 #include "launcher/launcher-private.h"
 
 #include <errno.h>
@@ -113,17 +117,22 @@ fb_cmd_terminal_restore (FbCmdTerminal *t)
         continue;
       if (t->fd[fd].excl_known && ioctl (fd, TIOCGEXCL, &excl) == 0 && excl != t->fd[fd].excl)
         ioctl (fd, t->fd[fd].excl ? TIOCEXCL : TIOCNXCL);
+      /* Output stopped by a TCOOFF (only one: a person's Ctrl-S stays)
+       * restarts whoever is in the foreground: a stopped terminal takes no
+       * one's writes, the shell's included. */
+      tcflow (fd, TCOON);
+      /* A window size only the terminal emulator (or a command) sets: put
+       * back whoever is in the foreground, at the price above. */
+      if (t->fd[fd].size_known && ioctl (fd, TIOCGWINSZ, &size) == 0 &&
+          (size.ws_row != t->fd[fd].size.ws_row || size.ws_col != t->fd[fd].size.ws_col ||
+           size.ws_xpixel != t->fd[fd].size.ws_xpixel || size.ws_ypixel != t->fd[fd].size.ws_ypixel))
+        ioctl (fd, TIOCSWINSZ, &t->fd[fd].size);
       /* -1: not our controlling terminal, no job control to respect */
       fg = tcgetpgrp (fd);
       if (fg >= 0 && fg != getpgrp ())
         continue;
       if (tcgetattr (fd, &now) == 0 && !same_modes (&now, &t->fd[fd].modes))
         tcsetattr (fd, TCSANOW, &t->fd[fd].modes);
-      if (t->fd[fd].size_known && ioctl (fd, TIOCGWINSZ, &size) == 0 &&
-          (size.ws_row != t->fd[fd].size.ws_row || size.ws_col != t->fd[fd].size.ws_col ||
-           size.ws_xpixel != t->fd[fd].size.ws_xpixel || size.ws_ypixel != t->fd[fd].size.ws_ypixel))
-        ioctl (fd, TIOCSWINSZ, &t->fd[fd].size);
-      tcflow (fd, TCOON);
     }
   sigprocmask (SIG_SETMASK, &old, NULL);
 }

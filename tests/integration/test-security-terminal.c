@@ -122,7 +122,7 @@ pty_close (Pty *p)
 /* `fusebox run ARGS` as the session leader of the pty, its foreground
  * process group, with the pty on 0, 1 and 2. */
 static void
-pty_start (RFx *fx, Pty *p, const char *const *args)
+pty_start (RFx *fx, Pty *p, const char *const *args, bool background)
 {
   g_autoptr (GPtrArray) argv = g_ptr_array_new ();
   g_auto (GStrv) env = rfx_env (fx);
@@ -150,6 +150,23 @@ pty_start (RFx *fx, Pty *p, const char *const *args)
         _exit (121);
       if (fd > 2)
         close (fd);
+      if (background)
+        {
+          /* a shell's background job: a process group of its own, not the
+           * terminal's foreground one (this leader's) */
+          pid_t job = fork ();
+          int status;
+
+          if (job == 0)
+            {
+              setpgid (0, 0);
+              execve (argv->pdata[0], (char **)argv->pdata, env);
+              _exit (122);
+            }
+          if (job < 0 || waitpid (job, &status, 0) != job)
+            _exit (123);
+          _exit (WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status));
+        }
       execve (argv->pdata[0], (char **)argv->pdata, env);
       _exit (122);
     }
@@ -228,7 +245,7 @@ grab_stdin (pid_t pid)
 }
 
 static void
-assert_terminal_as_before (Pty *p, const struct termios *before, const struct winsize *size_before)
+assert_terminal_as_before (Pty *p, const struct termios *before, const struct winsize *size_before, bool modes)
 {
   struct termios now;
   struct winsize size;
@@ -252,7 +269,7 @@ assert_terminal_as_before (Pty *p, const struct termios *before, const struct wi
   if (!pty_read_until (p, "flows", 5000))
     fail_msg ("what was written to the terminal after the run did not come out");
   assert_int_equal (tcgetattr (p->slave, &now), 0);
-  if ((now.c_lflag & (ECHO | ICANON | ISIG)) != (before->c_lflag & (ECHO | ICANON | ISIG)))
+  if (modes && (now.c_lflag & (ECHO | ICANON | ISIG)) != (before->c_lflag & (ECHO | ICANON | ISIG)))
     fail_msg ("the terminal's local modes are 0%o after the run, 0%o before (ECHO 0%o, ICANON 0%o, ISIG 0%o); the "
               "run said:\n%s",
               now.c_lflag, before->c_lflag, ECHO, ICANON, ISIG, p->out->str);
@@ -261,8 +278,22 @@ assert_terminal_as_before (Pty *p, const struct termios *before, const struct wi
     fail_msg ("the terminal is still exclusive (TIOCEXCL) after the run");
 }
 
+/* Is fd 0 of PID the terminal at PATH yet? */
+static bool
+stdin_is (pid_t pid, const char *path)
+{
+  g_autofree char *link = g_strdup_printf ("/proc/%d/fd/0", (int)pid);
+  g_autofree char *target = g_file_read_link (link, NULL);
+
+  return g_strcmp0 (target, path) == 0;
+}
+
+/* BACKGROUND: fusebox run is a background job of the pty's session (a
+ * process group of its own): the command, which has no controlling
+ * terminal, changes the terminal all the same; its modes stay so (the
+ * foreground's to keep, written down), the rest comes back. */
 static void
-run_on_pty (void **state, bool by_signal)
+run_on_pty (void **state, bool by_signal, bool background)
 {
   RFX_BEGIN (state);
   g_autofree char *self = test_self ();
@@ -281,10 +312,11 @@ run_on_pty (void **state, bool by_signal)
   assert_true ((before.c_lflag & (ECHO | ICANON | ISIG)) == (ECHO | ICANON | ISIG));
   assert_int_equal (ioctl (p.master, TIOCSWINSZ, &size), 0);
 
-  pty_start (fx, &p, args);
+  pty_start (fx, &p, args, background);
   /* the open file the caller's shell shares, once fusebox runs (its
-   * command starts long after) */
-  if (!TEST_WAIT_FOR (runs_fusebox (p.pid), 60000))
+   * command starts long after), or once the background job's shell has
+   * it (the job shares it) */
+  if (!TEST_WAIT_FOR (background ? stdin_is (p.pid, p.slave_path) : runs_fusebox (p.pid), 60000))
     fail_msg ("fusebox run did not start");
   shared = grab_stdin (p.pid);
   assert_false (fcntl (shared, F_GETFL) & O_NONBLOCK);
@@ -311,7 +343,7 @@ run_on_pty (void **state, bool by_signal)
       if (status != 0)
         fail_msg ("fusebox run exited %d:\n%s", status, p.out->str);
     }
-  assert_terminal_as_before (&p, &before, &size);
+  assert_terminal_as_before (&p, &before, &size, !background);
   if (fcntl (shared, F_GETFL) & O_NONBLOCK)
     fail_msg ("the terminal's open file is still O_NONBLOCK after the run: the caller's next read fails with EAGAIN");
   close (shared);
@@ -326,13 +358,20 @@ run_on_pty (void **state, bool by_signal)
 static void
 test_terminal_after_exit (void **state)
 {
-  run_on_pty (state, false);
+  run_on_pty (state, false, false);
 }
 
 static void
 test_terminal_after_signal (void **state)
 {
-  run_on_pty (state, true);
+  run_on_pty (state, true, false);
 }
 
-RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_terminal_after_exit), RFX_TEST (test_terminal_after_signal))
+static void
+test_terminal_after_background_run (void **state)
+{
+  run_on_pty (state, false, true);
+}
+
+RFX_DEFINE_MAIN (probe_main, NULL, RFX_TEST (test_terminal_after_exit), RFX_TEST (test_terminal_after_signal),
+                 RFX_TEST (test_terminal_after_background_run))
