@@ -110,11 +110,17 @@ static const struct
   const char *why;
 } host_secrets[] = {
   { "/etc/shadow", false, "/etc/shadow", "the host's password hashes" },
-  { "/etc/shadow-", false, "/etc/shadow-", "the host's password hashes (the copy before the last change)" },
+  { "/etc/shadow[.~-]*", true, "/etc",
+    "copies of the host's password hashes (shadow-, an editor's shadow~, shadow.bak)" },
   { "/etc/gshadow", false, "/etc/gshadow", "the host's group password hashes" },
-  { "/etc/gshadow-", false, "/etc/gshadow-", "the host's group password hashes (the copy before the last change)" },
-  { "/etc/ssh/ssh_host_*_key", true, "/etc/ssh", "the host's SSH private keys" },
+  { "/etc/gshadow[.~-]*", true, "/etc", "copies of the host's group password hashes" },
+  { "/var/backups/*shadow*", true, "/var/backups", "backups of the host's password hashes" },
+  { "/etc/security/opasswd", false, "/etc/security/opasswd", "the host's old password hashes (pam_pwhistory)" },
+  { "/var/cache/debconf/passwords.dat", false, "/var/cache/debconf/passwords.dat",
+    "passwords given to the host's package configuration (debconf)" },
+  { "/etc/ssh/ssh_host_*key*", true, "/etc/ssh", "the host's SSH keys and their copies" },
   { "/etc/ssl/private", false, "/etc/ssl/private", "the host's TLS private keys" },
+  { "/etc/letsencrypt", false, "/etc/letsencrypt", "the host's certificates and their private keys" },
 };
 
 static void

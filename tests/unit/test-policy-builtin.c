@@ -399,11 +399,20 @@ test_host_secrets_hidden (void **state)
 {
   static const char *const secret[] = { "/etc/shadow",
                                         "/etc/shadow-",
+                                        "/etc/shadow~",
+                                        "/etc/shadow.bak",
                                         "/etc/gshadow",
                                         "/etc/gshadow-",
+                                        "/etc/gshadow.old",
+                                        "/var/backups/shadow.bak",
+                                        "/var/backups/gshadow.bak",
+                                        "/etc/security/opasswd",
+                                        "/var/cache/debconf/passwords.dat",
                                         "/etc/ssh/ssh_host_ed25519_key",
                                         "/etc/ssh/ssh_host_rsa_key",
-                                        "/etc/ssl/private/site.key" };
+                                        "/etc/ssh/ssh_host_rsa_key.old",
+                                        "/etc/ssl/private/site.key",
+                                        "/etc/letsencrypt/live/site/privkey.pem" };
   static const char *const names[] = { "default", "read-only", "agent" };
 
   for (gsize n = 0; n < G_N_ELEMENTS (names); n++)
@@ -415,7 +424,9 @@ test_host_secrets_hidden (void **state)
       /* what is beside them is read as before */
       expect (p, "/etc/passwd", FB_POLICY_ACCESS_READ, "/etc/passwd");
       expect (p, "/etc/ssh/ssh_config", FB_POLICY_ACCESS_READ, "/etc/ssh/ssh_config");
-      expect (p, "/etc/ssh/ssh_host_ed25519_key.pub", FB_POLICY_ACCESS_READ, "/etc/ssh/ssh_host_ed25519_key.pub");
+      expect (p, "/etc/shadowsocks", FB_POLICY_ACCESS_READ, "/etc/shadowsocks");
+      expect (p, "/var/backups/passwd.bak", FB_POLICY_ACCESS_READ, "/var/backups/passwd.bak");
+      expect (p, "/var/cache/debconf/config.dat", FB_POLICY_ACCESS_READ, "/var/cache/debconf/config.dat");
       expect (p, "/etc/ssl/certs", FB_POLICY_ACCESS_READ, "/etc/ssl/certs");
     }
   {
