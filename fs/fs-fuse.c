@@ -366,9 +366,11 @@ op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
   Made m = { NULL };
   guint64 gen = inval_name_gen (f);
   bool hidden = false;
+  FbViewDeferred deferred = { 0 };
   int r;
 
   q.caller.ret_hidden = &hidden;
+  q.caller.deferred = &deferred;
   r = fb_view_lookup (f->view, &q.caller, ino_node (f, parent), name, &m.node, &m.st);
   /* A hidden name is not remembered as absent: the kernel would answer
    * the next attempt (this command's or, in a shared view, another's)
@@ -383,9 +385,12 @@ op_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
       struct fuse_entry_param e = { 0 };
       e.entry_timeout = inval_absence_timeout (f, gen, parent, ino_node (f, parent), name);
       fuse_reply_entry (req, &e);
+      fb_view_emit_deferred (f->view, &deferred);
       return;
     }
   reply_made (req, f, r, &m);
+  /* a hidden name's record, after the answer (fs.h) */
+  fb_view_emit_deferred (f->view, &deferred);
 }
 
 static void

@@ -464,6 +464,8 @@ void watch_test_ids_unread (bool unread);
  * fb_op_level; a refusal always) */
 void view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *target,
                 FbAccess access, FbDecision decision, int err, const FbPolicyRule *rule);
+void view_emit_hidden (FbView *view, const FbViewCaller *caller, const char *path, FbDecision decision, int err,
+                       const FbPolicyRule *rule, bool exists);
 void view_emit_close (FbView *view, FbViewFile *file);
 /* Refusals that are fusebox's own, whatever the policy (fs.h, Privilege):
  * logged as decision "deny" with one of these rules (kind

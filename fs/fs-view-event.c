@@ -180,6 +180,73 @@ view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, 
   push_event (view, &ev, ev.pid, caller != NULL ? caller->comm : NULL, NULL);
 }
 
+/* The record of a lookup refused as hidden: only when the host holds the
+ * name (EXISTS), as view_emit would; with CALLER's deferred slot, the same
+ * work for a name it does not hold, and the record kept for
+ * fb_view_emit_deferred (fs.h). */
+void
+view_emit_hidden (FbView *view, const FbViewCaller *caller, const char *path, FbDecision decision, int err,
+                  const FbPolicyRule *rule, bool exists)
+{
+  FbViewDeferred *d = caller != NULL ? caller->deferred : NULL;
+  const FbViewOwners *owners = view->options.owners;
+  FbAccessEvent *ev;
+  char comm[32] = "";
+  void *owner = NULL;
+
+  if (d == NULL || d->path != NULL)
+    {
+      if (exists)
+        view_emit (view, caller, FB_OP_LOOKUP, path, NULL, FB_ACCESS_STAT, decision, err, rule);
+      return;
+    }
+  if (view->options.sink == NULL || caller->unlogged)
+    return;
+  if (caller->comm == NULL)
+    caller_comm (view, caller->pid, comm, sizeof comm);
+  if (owners != NULL && caller->pid > 0 && caller->session == NULL)
+    owner = owners->owner_of (owners->data, caller->pid);
+  if (!exists)
+    {
+      if (owner != NULL)
+        owners->unref (owner);
+      return;
+    }
+  ev = &d->ev;
+  memset (ev, 0, sizeof *ev);
+  ev->ts_us = g_get_real_time ();
+  ev->pid = caller->pid;
+  ev->uid = caller->uid;
+  ev->session = caller->session;
+  ev->op = FB_OP_LOOKUP;
+  ev->access = fb_access_to_string (FB_ACCESS_STAT);
+  ev->decision = decision;
+  ev->err = err;
+  ev->rule = rule;
+  ev->bytes_read = -1;
+  ev->bytes_written = -1;
+  d->path = g_strdup (path);
+  ev->path = d->path;
+  g_strlcpy (d->comm, caller->comm != NULL ? caller->comm : comm, sizeof d->comm);
+  ev->comm = d->comm[0] != '\0' ? d->comm : NULL;
+  d->owner = owner;
+  ev->owner = owner;
+}
+
+void
+fb_view_emit_deferred (FbView *view, FbViewDeferred *d)
+{
+  const FbViewOwners *owners = view->options.owners;
+
+  if (d->path == NULL)
+    return;
+  fb_access_sink_push (view->options.sink, &d->ev);
+  if (d->owner != NULL && owners != NULL)
+    owners->unref (d->owner);
+  g_clear_pointer (&d->path, g_free);
+  d->owner = NULL;
+}
+
 void
 view_emit_close (FbView *view, FbViewFile *file)
 {

@@ -313,7 +313,9 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
       /* Only what the host really holds is reported as refused; every
        * refusal, whether the host holds the name or not, is answered alike
        * (FbViewCaller.ret_hidden). */
-      if (decision != FB_DECISION_HIDE || host_name_exists (parent, name))
+      if (decision == FB_DECISION_HIDE)
+        view_emit_hidden (view, caller, ci.path, decision, -r, pst->decision.rule, host_name_exists (parent, name));
+      else
         view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, decision, -r, pst->decision.rule);
       if (caller->ret_hidden != NULL)
         *caller->ret_hidden = true;
@@ -321,9 +323,8 @@ fb_view_lookup (FbView *view, const FbViewCaller *caller, FbViewNode *parent, co
     }
   if (decision_is_hidden (&ci.decision))
     {
-      if (host_name_exists (parent, name))
-        view_emit (view, caller, FB_OP_LOOKUP, ci.path, NULL, FB_ACCESS_STAT, FB_DECISION_HIDE, ENOENT,
-                   ci.decision.rule);
+      view_emit_hidden (view, caller, ci.path, FB_DECISION_HIDE, ENOENT, ci.decision.rule,
+                        host_name_exists (parent, name));
       if (caller->ret_hidden != NULL)
         *caller->ret_hidden = true;
       return -ENOENT;

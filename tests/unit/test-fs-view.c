@@ -310,6 +310,58 @@ test_listxattr_no_trusted (void **state)
   assert_errno (fb_view_listxattr (fx->view, &fx->caller, f, buf, (gsize)n - 1), -ERANGE);
 }
 
+/* A lookup that defers (FbViewCaller.deferred, as the FUSE adapter asks)
+ * keeps the record of a hidden name the host holds until
+ * fb_view_emit_deferred, after the answer, and records nothing for one
+ * the host does not hold; without the slot the record is pushed at once,
+ * as before. */
+static void
+test_hidden_record_deferred (void **state)
+{
+  Fx *fx = *state;
+  g_autofree char *git = NULL;
+  g_autoptr (FbViewNode) there = NULL;
+  g_autoptr (FbViewNode) bare = NULL;
+  FbViewDeferred deferred = { 0 };
+  FbViewCaller caller;
+  FbViewNode *n = NULL;
+
+  start_table (fx, -1);
+  git = fx_host (fx, "host/t/write/.git");
+  assert_int_equal (g_mkdir_with_parents (git, 0755), 0);
+  test_assert_host_readable (git);
+  there = fx_node (fx, "/t/write");
+  bare = fx_node (fx, "/t/read");
+  caller = fx->caller;
+  caller.deferred = &deferred;
+  fx_clear_events (fx);
+
+  assert_errno (fb_view_lookup (fx->view, &caller, there, ".git", &n, NULL), -ENOENT);
+  assert_null (fx_find_event (fx, "lookup", "/t/write/.git"));
+  assert_non_null (deferred.path);
+  fb_view_emit_deferred (fx->view, &deferred);
+  assert_null (deferred.path);
+  {
+    TestEvent *e = fx_find_event (fx, "lookup", "/t/write/.git");
+
+    assert_non_null (e);
+    assert_int_equal (e->decision, FB_DECISION_HIDE);
+  }
+  /* nothing to push twice */
+  fx_clear_events (fx);
+  fb_view_emit_deferred (fx->view, &deferred);
+  assert_int_equal (fx->sink.events->len, 0);
+
+  /* the host holds no .git here: nothing kept, nothing recorded */
+  assert_errno (fb_view_lookup (fx->view, &caller, bare, ".git", &n, NULL), -ENOENT);
+  assert_null (deferred.path);
+  assert_int_equal (fx->sink.events->len, 0);
+
+  /* without the slot: at once */
+  assert_errno (fb_view_lookup (fx->view, &fx->caller, there, ".git", &n, NULL), -ENOENT);
+  assert_non_null (fx_find_event (fx, "lookup", "/t/write/.git"));
+}
+
 static void
 test_names (void **state)
 {
@@ -756,6 +808,6 @@ test_rotated_log_hidden (void **state)
 }
 
 TEST_DEFINE_MAIN (NULL, NULL, FX_TEST (test_table), FX_TEST (test_every_op_logged), FX_TEST (test_listxattr_no_trusted),
-                  FX_TEST (test_names), FX_TEST (test_privilege_refusals), FX_TEST (test_close_event_bytes),
-                  FX_TEST (test_levels), FX_TEST (test_handle_io), FX_TEST (test_act_as_caller),
-                  FX_TEST (test_comm_after_exec), FX_TEST (test_rotated_log_hidden))
+                  FX_TEST (test_hidden_record_deferred), FX_TEST (test_names), FX_TEST (test_privilege_refusals),
+                  FX_TEST (test_close_event_bytes), FX_TEST (test_levels), FX_TEST (test_handle_io),
+                  FX_TEST (test_act_as_caller), FX_TEST (test_comm_after_exec), FX_TEST (test_rotated_log_hidden))
