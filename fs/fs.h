@@ -231,8 +231,9 @@ typedef struct
   /* If not NULL: set by fb_view_lookup when its -ENOENT is the policy's
    * (a hidden name, whether the host holds it or not), which FUSE does not
    * let the kernel cache: every attempt is asked, and logged when the host
-   * holds the name, again; and a hidden name that is there is answered as
-   * fast as one that is not. */
+   * holds the name, again; and the kernel's cache does not tell a hidden
+   * name that is there from one that is not (what timing still tells:
+   * fb_view_emit_deferred). */
   bool *ret_hidden;
   /* The adapter's own request (its refresher, fs-fuse-warm.c), made for no
    * process: decided as any, not logged. */
