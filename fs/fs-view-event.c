@@ -57,27 +57,66 @@ level_wants (FbView *view, FbOp op)
   return view->options.log_level >= fb_op_level (op);
 }
 
+/* What an event says of its caller beyond its pid: *COMM, its command's
+ * name, read into BUF (SIZE bytes) when NULL; and with ASK_OWNER, for a
+ * FUSE caller of a shared view, its command (FbViewOwners: a reference,
+ * for drop_owner), else NULL. */
+static void *
+caller_facts (FbView *view, pid_t pid, const char *session, const char **comm, char *buf, gsize size, bool ask_owner)
+{
+  const FbViewOwners *owners = view->options.owners;
+
+  if (*comm == NULL)
+    {
+      caller_comm (view, pid, buf, size);
+      *comm = buf[0] != '\0' ? buf : NULL;
+    }
+  if (ask_owner && owners != NULL && pid > 0 && session == NULL)
+    return owners->owner_of (owners->data, pid);
+  return NULL;
+}
+
+static void
+drop_owner (FbView *view, void *owner)
+{
+  if (owner != NULL && view->options.owners != NULL)
+    view->options.owners->unref (owner);
+}
+
 /* OWNER: the caller's command (FbViewOwners), if known already; else it is
  * asked here, for a FUSE caller of a shared view. */
 static void
 push_event (FbView *view, FbAccessEvent *ev, pid_t pid, const char *comm, void *owner)
 {
-  const FbViewOwners *owners = view->options.owners;
-  void *asked = NULL;
   char buf[32];
+  void *asked = caller_facts (view, pid, ev->session, &comm, buf, sizeof buf, owner == NULL);
 
-  if (comm == NULL)
-    {
-      caller_comm (view, pid, buf, sizeof buf);
-      comm = buf[0] != '\0' ? buf : NULL;
-    }
-  if (owner == NULL && owners != NULL && pid > 0 && ev->session == NULL)
-    owner = asked = owners->owner_of (owners->data, pid);
   ev->comm = comm;
-  ev->owner = owner;
+  ev->owner = owner != NULL ? owner : asked;
   fb_access_sink_push (view->options.sink, ev);
-  if (asked != NULL)
-    owners->unref (asked);
+  drop_owner (view, asked);
+}
+
+/* EV for CALLER's OP on PATH (TARGET), decided DECISION by RULE, failed
+ * with ERR (0: done), made now; no bytes counted, no comm or owner yet. */
+static void
+event_fill (FbAccessEvent *ev, const FbViewCaller *caller, FbOp op, const char *path, const char *target,
+            FbAccess access, FbDecision decision, int err, const FbPolicyRule *rule)
+{
+  memset (ev, 0, sizeof *ev);
+  ev->ts_us = g_get_real_time ();
+  ev->pid = caller != NULL ? caller->pid : 0;
+  ev->uid = caller != NULL ? caller->uid : 0;
+  ev->session = caller != NULL ? caller->session : NULL;
+  ev->op = op;
+  ev->path = path;
+  ev->target = target;
+  ev->access = fb_access_to_string (access);
+  ev->decision = decision;
+  ev->err = err;
+  ev->rule = rule;
+  ev->bytes_read = -1;
+  ev->bytes_written = -1;
 }
 
 /* A rule of fusebox's own: no policy line (index -1); ORIGIN is
@@ -158,25 +197,13 @@ void
 view_emit (FbView *view, const FbViewCaller *caller, FbOp op, const char *path, const char *target, FbAccess access,
            FbDecision decision, int err, const FbPolicyRule *rule)
 {
-  FbAccessEvent ev = { 0 };
+  FbAccessEvent ev;
 
   if (view->options.sink == NULL || (caller != NULL && caller->unlogged))
     return;
   if (!fb_decision_info (decision)->refusal && !level_wants (view, op))
     return;
-  ev.ts_us = g_get_real_time ();
-  ev.pid = caller != NULL ? caller->pid : 0;
-  ev.uid = caller != NULL ? caller->uid : 0;
-  ev.session = caller != NULL ? caller->session : NULL;
-  ev.op = op;
-  ev.path = path;
-  ev.target = target;
-  ev.access = fb_access_to_string (access);
-  ev.decision = decision;
-  ev.err = err;
-  ev.rule = rule;
-  ev.bytes_read = -1;
-  ev.bytes_written = -1;
+  event_fill (&ev, caller, op, path, target, access, decision, err, rule);
   push_event (view, &ev, ev.pid, caller != NULL ? caller->comm : NULL, NULL);
 }
 
@@ -189,10 +216,9 @@ view_emit_hidden (FbView *view, const FbViewCaller *caller, const char *path, Fb
                   const FbPolicyRule *rule, bool exists)
 {
   FbViewDeferred *d = caller != NULL ? caller->deferred : NULL;
-  const FbViewOwners *owners = view->options.owners;
-  FbAccessEvent *ev;
-  char comm[32] = "";
-  void *owner = NULL;
+  const char *comm;
+  char buf[32];
+  void *owner;
 
   if (d == NULL || d->path != NULL)
     {
@@ -202,47 +228,27 @@ view_emit_hidden (FbView *view, const FbViewCaller *caller, const char *path, Fb
     }
   if (view->options.sink == NULL || caller->unlogged)
     return;
-  if (caller->comm == NULL)
-    caller_comm (view, caller->pid, comm, sizeof comm);
-  if (owners != NULL && caller->pid > 0 && caller->session == NULL)
-    owner = owners->owner_of (owners->data, caller->pid);
+  comm = caller->comm;
+  owner = caller_facts (view, caller->pid, caller->session, &comm, buf, sizeof buf, true);
   if (!exists)
     {
-      if (owner != NULL)
-        owners->unref (owner);
+      drop_owner (view, owner);
       return;
     }
-  ev = &d->ev;
-  memset (ev, 0, sizeof *ev);
-  ev->ts_us = g_get_real_time ();
-  ev->pid = caller->pid;
-  ev->uid = caller->uid;
-  ev->session = caller->session;
-  ev->op = FB_OP_LOOKUP;
-  ev->access = fb_access_to_string (FB_ACCESS_STAT);
-  ev->decision = decision;
-  ev->err = err;
-  ev->rule = rule;
-  ev->bytes_read = -1;
-  ev->bytes_written = -1;
   d->path = g_strdup (path);
-  ev->path = d->path;
-  g_strlcpy (d->comm, caller->comm != NULL ? caller->comm : comm, sizeof d->comm);
-  ev->comm = d->comm[0] != '\0' ? d->comm : NULL;
-  d->owner = owner;
-  ev->owner = owner;
+  event_fill (&d->ev, caller, FB_OP_LOOKUP, d->path, NULL, FB_ACCESS_STAT, decision, err, rule);
+  g_strlcpy (d->comm, comm != NULL ? comm : "", sizeof d->comm);
+  d->ev.comm = d->comm[0] != '\0' ? d->comm : NULL;
+  d->owner = d->ev.owner = owner;
 }
 
 void
 fb_view_emit_deferred (FbView *view, FbViewDeferred *d)
 {
-  const FbViewOwners *owners = view->options.owners;
-
   if (d->path == NULL)
     return;
   fb_access_sink_push (view->options.sink, &d->ev);
-  if (d->owner != NULL && owners != NULL)
-    owners->unref (d->owner);
+  drop_owner (view, d->owner);
   g_clear_pointer (&d->path, g_free);
   d->owner = NULL;
 }
